@@ -1,0 +1,87 @@
+/*
+ * The architecture layer of the hook engine: decode a function's prologue,
+ * decide whether it can be patched safely, relocate the displaced
+ * instructions into a trampoline, and write the patch. Everything here is
+ * pure code generation over byte buffers (no mprotect, no allocation of
+ * executable memory), so it is unit-tested byte for byte.
+ * x86_64 lives in src/hook/x86_64/; arm64 slots in beside it.
+ *
+ * Runtime contract of the code this layer emits (x86_64):
+ *   - Function entry is replaced by `jmp rel32` to the function's
+ *     trampoline, which: saves rdi, rsi, rdx, rcx, r8, r9, rax, rbp, r10,
+ *     r11 into a struct ada_hook_regs on the stack, aligns the stack, calls
+ *     ada_hook_on_enter(fn_id, ret_slot, regs) where ret_slot points at the
+ *     return address the caller pushed (rsp at entry), restores the
+ *     registers, runs the relocated prologue, and jumps back behind it.
+ *   - The return trampoline (one per process, shared) is where hooked
+ *     functions return to once the enter handler swapped their return
+ *     address: it saves rax and rdx, calls ada_hook_on_exit(sp) with the
+ *     stack pointer as it was right after the `ret` (sp - 8 is the slot the
+ *     return address was popped from), restores rax/rdx and jumps to the
+ *     original return address the handler returned.
+ *   - The C handlers are compiled with -mgeneral-regs-only, so vector and
+ *     x87 registers (float arguments and return values) are never touched
+ *     and need not be saved.
+ */
+#ifndef ADA_HOOK_ARCH_H
+#define ADA_HOOK_ARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Why a function was not hooked. Stable names (hook_skip_name) go into the
+ * manifest; append new reasons at the end. */
+enum ada_hook_skip {
+	ADA_HOOK_OK = 0,
+	ADA_SKIP_TOO_SHORT,            /* fewer bytes than the patch needs */
+	ADA_SKIP_BRANCH_INTO_PATCH,    /* some branch in the function targets the patched bytes */
+	ADA_SKIP_UNDECODABLE,          /* capstone could not decode the prologue */
+	ADA_SKIP_UNRELOCATABLE,        /* prologue instruction we cannot move */
+	ADA_SKIP_NO_TRAMPOLINE_MEMORY, /* nothing free within +-2 GiB */
+	ADA_SKIP_IFUNC,                /* STT_GNU_IFUNC resolver */
+	ADA_SKIP_AGENT,                /* ada's own code */
+	ADA_SKIP_LOADER,               /* the dynamic loader */
+	ADA_SKIP_ENTRY_POINT,          /* _start and friends */
+	ADA_SKIP_EXCLUDED,             /* --exclude / --exclude-symbol / default list */
+	ADA_SKIP_ALIAS,                /* same address as a function already hooked */
+	ADA_SKIP_OUTSIDE_TEXT,         /* symbol not inside an executable segment */
+	ADA_SKIP_JUMP_TABLE,           /* indirect jump that may land in the patch */
+	ADA_SKIP_REASON_COUNT
+};
+const char *hook_skip_name(enum ada_hook_skip reason);
+
+/* Registers saved by the enter trampoline (order is the stack layout). */
+struct ada_hook_regs {
+	uint64_t rdi, rsi, rdx, rcx, r8, r9, rax, rbp, r10, r11;
+};
+
+#define HOOK_ARCH_MAX_PATCH 16       /* bytes displaced at most */
+#define HOOK_ARCH_MAX_TRAMPOLINE 256 /* bytes one trampoline takes at most */
+
+struct hook_arch_plan {
+	uint64_t fn_addr;
+	size_t patch_len;  /* bytes displaced from the function (>= 5) */
+	size_t insn_count; /* instructions displaced */
+	uint8_t original[HOOK_ARCH_MAX_PATCH];
+};
+
+/* Decides whether the function [addr, addr+size) whose bytes are `code`
+ * can be patched, scanning the whole body for branches back into the
+ * patched bytes. Fills plan. Returns ADA_HOOK_OK or the skip reason. */
+enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_t size,
+				     struct hook_arch_plan *plan);
+
+/* Writes the trampoline for plan into buf, which will execute at buf_addr.
+ * Returns its length, or 0 when a displaced instruction cannot reach its
+ * target from buf_addr (the caller then tries other memory or skips). */
+size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf,
+				 uint64_t buf_addr, uint64_t fn_id, uint64_t enter_handler);
+
+/* Writes the shared return trampoline; returns its length. */
+size_t hook_arch_emit_return_trampoline(uint8_t *buf, uint64_t buf_addr, uint64_t exit_handler);
+
+/* The bytes that replace the function's first plan->patch_len bytes. */
+void hook_arch_patch_bytes(const struct hook_arch_plan *plan, uint64_t tramp_addr,
+			   uint8_t out[HOOK_ARCH_MAX_PATCH]);
+
+#endif

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ada needs to build and test, when missing.
+# Called by the README's two set-up commands and by .ci/run; safe to rerun.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  liburing-dev libroaring-dev libcapstone-dev libelf-dev libxxhash-dev zlib1g-dev
+  libjansson-dev libcmocka-dev
+  g++ valgrind
+)
+if [ "${1:-}" = "--bench" ]; then
+  packages+=(uftrace ltrace hyperfine)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing ${missing[*]}" >&2
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
