@@ -1,0 +1,41 @@
+/*
+ * ada: the command. Dispatches `ada <command> ...` to tools/cmd_<command>.c.
+ * Each command returns its exit status; errors are one plain sentence on
+ * stderr, printed through ada_log().
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+
+static const struct ada_command commands[] = {
+	{"record", "record a program: ada record [options] -- PROGRAM [ARGS...]", cmd_record},
+	{"validate", "check ATF files: ada validate DIR", cmd_validate},
+	{"dump", "print events: ada dump DIR [--format text|jsonl] [--thread N] [--merge]", cmd_dump},
+	{"recover", "finalize a session whose recorder died: ada recover DIR", cmd_recover},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ada <command> [options]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\n`ada <command> --help` tells more.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	ada_log("unknown command '%s'; run `ada --help` for the list", argv[1]);
+	return 2;
+}

@@ -1,0 +1,19 @@
+/* The ada command's subcommands and its one logging function. */
+#ifndef ADA_TOOLS_CMD_H
+#define ADA_TOOLS_CMD_H
+
+struct ada_command {
+	const char *name;
+	const char *help;
+	int (*run)(int argc, char **argv); /* argv[0] is the command name */
+};
+
+int cmd_record(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_recover(int argc, char **argv);
+
+/* One line on stderr, prefixed "ada: ". */
+void ada_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
