@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite: a warnings-as-errors build with every test, then the
+# sanitizer builds on the parts they fit (address/undefined: the format
+# library, parsers and bad input; thread: the rings and the drain).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/bootstrap.sh
+jobs=$(nproc)
+
+run_suite() { # build-dir sanitizer test-regex
+	local dir=$1 san=$2 regex=$3
+	echo "=== build $dir (sanitizer: ${san:-none}) ==="
+	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DADA_WERROR=ON -DADA_SANITIZE="$san" >/dev/null
+	cmake --build "$dir" -j"$jobs" >/dev/null
+	if [ -n "$regex" ]; then
+		ctest --test-dir "$dir" --output-on-failure -j"$jobs" -R "$regex" -LE bench
+	else
+		ctest --test-dir "$dir" --output-on-failure -j"$jobs" -LE bench
+	fi
+}
+
+echo "=== build build (Release, all tests) ==="
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DADA_WERROR=ON >/dev/null
+cmake --build build -j"$jobs" >/dev/null
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+if [ "${ADA_TEST_SANITIZERS:-1}" = 1 ]; then
+	run_suite build-asan address '^(atf|cli|ring|wal)'
+	run_suite build-ubsan undefined '^(atf|cli|ring|wal|hook_arch)'
+	run_suite build-tsan thread '^(ring|wal)'
+fi
+echo "=== all tests passed ==="
