@@ -1,0 +1,77 @@
+/*
+ * Shared helpers of the bench workloads in bench/workloads/.
+ *
+ * Every function a workload counts is named bw_* and is kept out of line
+ * (BW_FN: noipa = noinline + noclone + no interprocedural shortcuts), so a
+ * tracer that hooks functions sees exactly the calls the workload reports.
+ * The runner (bench/bench.py) sums the CALL/RETURN events of bw_* functions
+ * in a trace and compares them with the count printed here.
+ *
+ * Each workload ends with bw_report(): one line on stderr
+ *   bench: workload=NAME calls=N events=2N result=R
+ * and the same line in the file named by $BW_COUNT_FILE when it is set.
+ */
+#ifndef BW_COMMON_H
+#define BW_COMMON_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#if defined(__clang__)
+#define BW_FN __attribute__((noinline, used))
+#else
+#define BW_FN __attribute__((noipa, used))
+#endif
+
+/* A sink the compiler must assume is read: results go here so no work is
+ * dead. */
+extern volatile uint64_t bw_sink;
+
+static inline uint64_t bw_rdtsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static inline uint64_t bw_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void bw_report(const char *name, uint64_t calls, uint64_t result)
+{
+	fprintf(stderr, "bench: workload=%s calls=%llu events=%llu result=%llu\n", name,
+		(unsigned long long)calls, (unsigned long long)(2 * calls),
+		(unsigned long long)result);
+	const char *path = getenv("BW_COUNT_FILE");
+	if (path && *path) {
+		FILE *f = fopen(path, "w");
+		if (f) {
+			fprintf(f, "bench: workload=%s calls=%llu events=%llu result=%llu\n", name,
+				(unsigned long long)calls, (unsigned long long)(2 * calls),
+				(unsigned long long)result);
+			fclose(f);
+		}
+	}
+}
+
+/* Parses argv[i] as an unsigned number, or returns def when absent. */
+static inline uint64_t bw_arg(int argc, char **argv, int i, uint64_t def)
+{
+	if (argc <= i)
+		return def;
+	char *end;
+	unsigned long long v = strtoull(argv[i], &end, 0);
+	if (*end != '\0') {
+		fprintf(stderr, "bench: bad number '%s'\n", argv[i]);
+		exit(2);
+	}
+	return v;
+}
+
+#endif

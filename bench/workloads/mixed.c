@@ -1,0 +1,20 @@
+/*
+ * mixed: ~200 distinct small functions costing 20..2000 cycles each (the
+ * tracer spec's cycles-per-call model, section 6.1), called in rounds from
+ * one thread. Usage: mixed [ROUNDS] (default 10000).
+ */
+#include "bw_common.h"
+#include "bw_mixed.h"
+
+volatile uint64_t bw_sink;
+
+int main(int argc, char **argv)
+{
+	uint64_t rounds = bw_arg(argc, argv, 1, 10000);
+	uint64_t x = 1;
+	for (uint64_t r = 0; r < rounds; r++)
+		x = bw_mix_round(x + r);
+	bw_sink = x;
+	bw_report("mixed", rounds * bw_mix_calls_per_round, x);
+	return 0;
+}
