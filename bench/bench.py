@@ -1,0 +1,457 @@
+#!/usr/bin/env python3
+"""ada's benchmark runner: the bench workloads, untraced and under each tracer.
+
+Called by bench/run.sh after it has built everything; see docs/benchmarks.md.
+For every workload, and every tracer that applies to it:
+  1. one check run (also the warm-up): counts the events the tracer recorded
+     for the workload's own functions (bw_*), the bytes it wrote, and for ada
+     the hook counts/timings (agent.json) and drain latency (manifest.json);
+  2. REPS timed runs, interleaved (rep 1: every tracer, rep 2: every tracer,
+     ... in a rotating order), wall clock of the whole command, start-up and
+     finalize included; the output directory is removed after each run,
+     outside the timed region.
+Prints one table and writes the same as JSON under bench/results/.
+
+Only the standard library: runs on a fresh Debian 12 python3.
+"""
+import argparse
+import datetime
+import glob
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# name -> (program, full-size args, --quick args, tracers that apply)
+ALL_TRACERS = ['untraced', 'ada', 'ada-detail', 'uftrace-pg', 'uftrace-P-pfe',
+               'uftrace-P-plain', 'ltrace']
+WORKLOADS = {
+    'fib': ('fib', ['32'], ['28'], ALL_TRACERS[:-1]),
+    'fib-small': ('fib', ['18'], ['18'], ALL_TRACERS),
+    'mixed': ('mixed', ['10000'], ['2000'], ALL_TRACERS[:-1]),
+    'threads': ('threads', ['2', '10000'], ['2', '2000'], ALL_TRACERS[:-1]),
+    'startup': ('startup', [], [], ALL_TRACERS),
+    'latency': ('latency', ['30', '10000000'], ['5', '10000000'],
+                ['untraced', 'ada', 'ada-detail']),
+}
+DEFAULT_ORDER = ['fib', 'fib-small', 'mixed', 'threads', 'startup', 'latency']
+NOT_APPLICABLE = {
+    'lttng-ust': 'needs tracepoints compiled into the program (tracepoint() calls or '
+                 '-finstrument-functions + liblttng-ust-cyg-profile): does not apply to '
+                 'unmodified binaries',
+}
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+class Runner:
+    def __init__(self, args):
+        self.a = args
+        self.build = os.path.abspath(args.build)
+        self.ada = os.path.join(self.build, 'ada')
+        self.out = os.path.abspath(args.out_dir or os.path.join(self.build, 'bench_out'))
+        self.atf_count = os.path.join(self.build, 'bench', 'atf_count')
+        self.detail_args = self.find_detail_args()
+        os.makedirs(self.out, exist_ok=True)
+
+    # ---------- commands ----------
+    def find_detail_args(self):
+        """ada's option that arms the detail lane for every function, if built."""
+        if self.a.ada_detail_args is not None:
+            return self.a.ada_detail_args.split()
+        try:
+            h = subprocess.run([self.ada, 'record', '--help'], capture_output=True,
+                               text=True, timeout=10)
+            text = h.stdout + h.stderr
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        for opt, val in (('--detail-all', None), ('--key-symbols', '*'), ('--detail', 'all')):
+            if re.search(re.escape(opt) + r'\b', text):
+                return [opt] + ([val] if val else [])
+        return None
+
+    def prog(self, variant, name):
+        return os.path.join(self.build, 'bench', variant, name)
+
+    def command(self, tracer, prog, args, outdir):
+        plain = [self.prog('plain', prog)] + args
+        uft = ['uftrace', 'record', '--no-libcall', '--no-event', '-d', outdir]
+        if tracer == 'untraced':
+            return plain
+        if tracer == 'ada':
+            return [self.ada, 'record', '--out', outdir, '--'] + plain
+        if tracer == 'ada-detail':
+            if self.detail_args is None:
+                return None
+            return [self.ada, 'record', '--out', outdir] + self.detail_args + ['--'] + plain
+        if tracer == 'uftrace-pg':
+            return uft + [self.prog('pg', prog)] + args
+        if tracer == 'uftrace-P-pfe':
+            return uft + ['-P', '.', self.prog('pfe', prog)] + args
+        if tracer == 'uftrace-P-plain':
+            return uft + ['-P', '.'] + plain
+        if tracer == 'ltrace':
+            # -x '*': a breakpoint on every function of the main binary.
+            return ['ltrace', '-x', '*', '-o', os.path.join(outdir, 'ltrace.txt')] + plain
+        raise ValueError(tracer)
+
+    def run_once(self, cmd, outdir, timeout):
+        shutil.rmtree(outdir, ignore_errors=True)
+        os.makedirs(outdir, exist_ok=True)
+        cnt = os.path.join(self.out, 'count.txt')
+        if os.path.exists(cnt):
+            os.unlink(cnt)
+        env = dict(os.environ, BW_COUNT_FILE=cnt)
+        t0 = time.perf_counter()
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               env=env, timeout=timeout, cwd=self.out)
+        except subprocess.TimeoutExpired:
+            return None, None, 'timeout'
+        dt = time.perf_counter() - t0
+        err = p.stderr.decode(errors='replace')
+        if p.returncode != 0:
+            return dt, err, f'exit {p.returncode}: {err.strip().splitlines()[-1:] }'
+        try:
+            with open(cnt) as f:
+                err += '\n' + f.read()
+        except OSError:
+            pass
+        return dt, err, None
+
+    # ---------- what a run recorded ----------
+    @staticmethod
+    def workload_calls(stderr):
+        m = re.findall(r'bench: workload=\S+ calls=(\d+) events=(\d+)', stderr or '')
+        return int(m[-1][1]) if m else None
+
+    @staticmethod
+    def dir_bytes(d):
+        total = 0
+        for root, _, files in os.walk(d):
+            for f in files:
+                try:
+                    total += os.lstat(os.path.join(root, f)).st_size
+                except OSError:
+                    pass
+        return total
+
+    def inspect(self, tracer, outdir, stderr):
+        """Returns dict: bw_events, all_events, bytes, plus ada extras."""
+        r = {'bytes': self.dir_bytes(outdir)}
+        if tracer.startswith('ada'):
+            r.update(self.inspect_ada(outdir))
+        elif tracer.startswith('uftrace'):
+            r.update(self.inspect_uftrace(outdir))
+        elif tracer == 'ltrace':
+            r.update(self.inspect_ltrace(outdir))
+        return r
+
+    def syms_names(self, piddir):
+        """function_id -> name, from the session's modules/module_<ID>.syms."""
+        names = {}
+        for path in glob.glob(os.path.join(piddir, 'modules', 'module_*.syms')):
+            mod = None
+            with open(path, errors='replace') as f:
+                for line in f:
+                    if line.startswith('module_id '):
+                        mod = int(line.split()[1])
+                    elif line.startswith('F ') and mod is not None:
+                        parts = line.split(None, 5)
+                        if len(parts) == 6:
+                            names[(mod << 32) | int(parts[1])] = parts[5].strip()
+        return names
+
+    def inspect_ada(self, outdir):
+        r = {'bw_events': 0, 'all_events': 0, 'exceptions': 0}
+        piddirs = glob.glob(os.path.join(outdir, 'session_*', 'pid_*'))
+        names = {}
+        for pd in piddirs:
+            names.update(self.syms_names(pd))
+            r.update(self.ada_manifest(pd))
+        p = subprocess.run([self.atf_count, outdir], capture_output=True, text=True)
+        for line in p.stdout.splitlines():
+            f = line.split()
+            if f[0] == 'T':
+                r['all_events'] = int(f[2])
+            elif f[0] == 'F':
+                name = names.get(int(f[1], 16), '')
+                if name.startswith('bw_'):
+                    r['bw_events'] += int(f[2]) + int(f[3])
+                    r['exceptions'] += int(f[4])
+        if not names and r['all_events']:
+            r['bw_events'] = self.count_by_dump(piddirs)
+        return r
+
+    def count_by_dump(self, piddirs):
+        """Slow fallback when the session has no symbol files: ada dump."""
+        n = 0
+        for pd in piddirs:
+            p = subprocess.Popen([self.ada, 'dump', '--format', 'jsonl', pd],
+                                 stdout=subprocess.PIPE, text=True)
+            for line in p.stdout:
+                if '"function":"bw_' in line.replace(' ', ''):
+                    n += 1
+            p.wait()
+        return n
+
+    def ada_manifest(self, piddir):
+        """Hook counts, hook time and drain latency from agent.json / manifest.json."""
+        r = {}
+        for fname in ('agent.json', 'manifest.json'):
+            try:
+                with open(os.path.join(piddir, fname)) as f:
+                    doc = json.load(f)
+            except (OSError, ValueError):
+                continue
+            flat = {}
+            flatten(doc, '', flat)
+            for k, v in flat.items():
+                lk = k.lower()
+                if not isinstance(v, (int, float)) or isinstance(v, bool):
+                    continue
+                if re.search(r'(^|\.)(hooks?_)?(installed|hooked)$', lk):
+                    r.setdefault('hooks', v)
+                elif re.search(r'(hook|install|patch)\w*_(ns|us|ms)$', lk):
+                    unit = lk.rsplit('_', 1)[1]
+                    r.setdefault('hook_ms', v / {'ns': 1e6, 'us': 1e3, 'ms': 1}[unit])
+                elif re.search(r'latency\w*p50\w*_(ns|us|ms)$|p50\w*latency', lk):
+                    r.setdefault('latency_p50_ms', to_ms(lk, v))
+                elif re.search(r'latency\w*p99\w*_(ns|us|ms)$|p99\w*latency', lk):
+                    r.setdefault('latency_p99_ms', to_ms(lk, v))
+        return r
+
+    def inspect_uftrace(self, outdir):
+        p = subprocess.run(['uftrace', 'report', '-d', outdir, '-f', 'call', '--no-pager'],
+                           capture_output=True, text=True)
+        bw = alln = 0
+        for line in p.stdout.splitlines():
+            f = line.split()
+            if len(f) == 2 and f[0].isdigit():
+                alln += 2 * int(f[0])
+                if f[1].startswith('bw_'):
+                    bw += 2 * int(f[0])
+        return {'bw_events': bw, 'all_events': alln}
+
+    def inspect_ltrace(self, outdir):
+        bw = alln = 0
+        try:
+            with open(os.path.join(outdir, 'ltrace.txt'), errors='replace') as f:
+                for line in f:
+                    if re.match(r'[\w.@]+\(', line):  # one line per call entered
+                        alln += 2
+                        if line.startswith('bw_'):
+                            bw += 2
+        except OSError:
+            pass
+        return {'bw_events': bw, 'all_events': alln}
+
+    # ---------- one workload ----------
+    def bench_workload(self, wname):
+        prog, full, quick, applies = WORKLOADS[wname]
+        args = quick if self.a.quick else full
+        tracers = [t for t in self.a.tracers if t in applies]
+        if 'untraced' not in tracers:
+            tracers.insert(0, 'untraced')
+        reps = 1 if wname == 'latency' else self.a.reps
+        rows = {}
+        for t in tracers:
+            rows[t] = self.check_run(wname, prog, args, t)
+        live = [t for t in tracers if rows[t].get('error') is None]
+        for rep in range(reps):
+            order = live[rep % len(live):] + live[:rep % len(live)]
+            for t in order:
+                if wname == 'latency':
+                    rows[t]['times'].append(rows[t]['check_time'])
+                    continue
+                outdir = os.path.join(self.out, t)
+                cmd = self.command(t, prog, args, outdir)
+                dt, _, err = self.run_once(cmd, outdir, self.timeout(t))
+                shutil.rmtree(outdir, ignore_errors=True)
+                if err:
+                    rows[t]['error'] = err
+                    live = [x for x in live if x != t]
+                else:
+                    rows[t]['times'].append(dt)
+            log(f'  {wname}: rep {rep + 1}/{reps} done')
+        return [self.finish_row(wname, args, rows[t], rows['untraced']) for t in tracers]
+
+    def timeout(self, tracer):
+        return self.a.ltrace_timeout if tracer == 'ltrace' else self.a.timeout
+
+    def check_run(self, wname, prog, args, tracer):
+        row = {'tracer': tracer, 'times': []}
+        outdir = os.path.join(self.out, tracer)
+        cmd = self.command(tracer, prog, args, outdir)
+        if cmd is None:
+            row['error'] = 'n/a - not built yet'
+            return row
+        log(f'  {wname}: check run {tracer}: {" ".join(cmd)}')
+        dt, err_text, err = self.run_once(cmd, outdir, self.timeout(tracer))
+        if err:
+            row['error'] = err if err != 'timeout' else f'> {self.timeout(tracer)} s (timeout)'
+            shutil.rmtree(outdir, ignore_errors=True)
+            return row
+        row['check_time'] = dt
+        row['events_expected'] = self.workload_calls(err_text)
+        row['stderr_tail'] = (err_text or '').strip().splitlines()[-3:]
+        if tracer != 'untraced':
+            row.update(self.inspect(tracer, outdir, err_text))
+        shutil.rmtree(outdir, ignore_errors=True)
+        return row
+
+    def finish_row(self, wname, args, row, base):
+        out = {'workload': wname, 'args': args, 'tracer': row['tracer']}
+        for k in ('events_expected', 'bw_events', 'all_events', 'exceptions', 'bytes', 'hooks',
+                  'hook_ms', 'latency_p50_ms', 'latency_p99_ms', 'error', 'times',
+                  'stderr_tail'):
+            if k in row:
+                out[k] = row[k]
+        if not row['times']:
+            return out
+        med = statistics.median(row['times'])
+        out['median_s'] = med
+        bmed = statistics.median(base['times']) if base.get('times') else None
+        exp = row.get('events_expected')
+        if bmed and row['tracer'] != 'untraced':
+            out['slowdown'] = med / bmed
+            out['added_ms'] = (med - bmed) * 1e3
+            if exp:
+                out['ns_per_event'] = (med - bmed) * 1e9 / exp
+        if 'bw_events' in row:
+            out['events_lost'] = (exp or 0) - row['bw_events']
+            out['mev_per_s'] = row['bw_events'] / med / 1e6
+            if row.get('all_events') and exp:
+                out['bytes_per_event'] = row['bytes'] / row['all_events']
+        elif row['tracer'] == 'untraced' and exp:
+            out['mev_per_s'] = exp / med / 1e6  # the rate the workload makes events
+        return out
+
+
+def flatten(doc, prefix, out):
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            flatten(v, f'{prefix}.{k}' if prefix else k, out)
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            flatten(v, f'{prefix}.{i}', out)
+    else:
+        out[prefix] = doc
+
+
+def to_ms(key, v):
+    for unit, div in (('_ns', 1e6), ('_us', 1e3), ('_ms', 1)):
+        if key.endswith(unit):
+            return v / div
+    return v / 1e6  # ring.h publishes batch latency in ns
+
+
+def machine():
+    cpu = 'unknown'
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    cpu = line.split(':', 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {'cpu': cpu, 'cores': os.cpu_count(), 'kernel': platform.release(),
+            'uftrace': first_line(['uftrace', '--version']),
+            'ltrace': first_line(['ltrace', '--version'])}
+
+
+def first_line(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True).stdout.splitlines()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def fmt(v, spec, none='-'):
+    return none if v is None else format(v, spec)
+
+
+def table(rows):
+    head = ['workload', 'tracer', 'time (median)', 'slowdown', 'ns added/event',
+            'M events/s rec.', 'events lost', 'B/event on disk', 'hooks', 'hook/added ms']
+    lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
+    for r in rows:
+        if r.get('error') and not r.get('median_s'):
+            cells = [r['workload'], r['tracer'], r['error']] + [''] * (len(head) - 3)
+        else:
+            hook = r.get('hook_ms', r.get('added_ms') if r['workload'] == 'startup' else None)
+            lost = r.get('events_lost')
+            cells = [r['workload'], r['tracer'], fmt(r.get('median_s'), '.4f') + ' s',
+                     fmt(r.get('slowdown'), '.2f') + ('x' if r.get('slowdown') else ''),
+                     fmt(r.get('ns_per_event'), '.1f'), fmt(r.get('mev_per_s'), '.3g'),
+                     fmt(lost, 'd') + (f' of {r["events_expected"]}'
+                                       if lost and r.get('events_expected') else ''),
+                     fmt(r.get('bytes_per_event'), '.1f'), fmt(r.get('hooks'), 'd'),
+                     fmt(hook, '.1f')]
+            if r.get('latency_p50_ms') is not None:
+                cells[-1] += f' (drain latency p50 {r["latency_p50_ms"]:.1f} ms, ' \
+                             f'p99 {r.get("latency_p99_ms", 0):.1f} ms)'
+        lines.append('| ' + ' | '.join(cells) + ' |')
+    for name, why in NOT_APPLICABLE.items():
+        lines.append(f'| all | {name} | n/a: {why} |' + ' |' * (len(head) - 3))
+    return '\n'.join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--build', default=os.path.join(REPO, 'build-bench'))
+    ap.add_argument('--reps', type=int, default=5, help='timed runs per tracer (median)')
+    ap.add_argument('--quick', action='store_true', help='small sizes, for CI-sized runs')
+    ap.add_argument('--workloads', default=','.join(DEFAULT_ORDER))
+    ap.add_argument('--tracers', default=','.join(ALL_TRACERS))
+    ap.add_argument('--out-dir', help='where traces go (default BUILD/bench_out)')
+    ap.add_argument('--json', help='default bench/results/<date>.json')
+    ap.add_argument('--timeout', type=float, default=300)
+    ap.add_argument('--ltrace-timeout', type=float, default=60)
+    ap.add_argument('--ada-detail-args', help='ada record options that arm the detail '
+                    'lane for all functions (default: found in ada record --help)')
+    a = ap.parse_args()
+    a.tracers = a.tracers.split(',')
+    if a.quick and a.reps == 5 and '--reps' not in sys.argv:
+        a.reps = 3
+    runner = Runner(a)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    rows = []
+    for w in a.workloads.split(','):
+        log(f'bench: {w}')
+        rows += runner.bench_workload(w)
+    print(table(rows))
+    result = {'date': started.isoformat(timespec='seconds'), 'machine': machine(),
+              'config': {'reps': a.reps, 'quick': a.quick, 'out_dir': runner.out,
+                         'out_fs': fs_of(runner.out), 'ada_detail_args': runner.detail_args},
+              'not_applicable': NOT_APPLICABLE, 'results': rows}
+    path = a.json or os.path.join(REPO, 'bench', 'results',
+                                  started.strftime('%Y-%m-%dT%H%M%S') + '.json')
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        json.dump(result, f, indent=1)
+    log(f'bench: results written to {path}')
+
+
+def fs_of(path):
+    try:
+        p = subprocess.run(['df', '-T', path], capture_output=True, text=True)
+        f = p.stdout.splitlines()[1].split()
+        return f'{f[0]} ({f[1]})'
+    except (OSError, IndexError):
+        return None
+
+
+if __name__ == '__main__':
+    main()
