@@ -1,0 +1,304 @@
+/*
+ * ada ring: the shared-memory arena -- creation (producer side), opening and
+ * validation (drain, `ada recover`), process state, heartbeat, drop totals.
+ *
+ * Threads: ada_arena_create/open/close run once, on a setup path (agent init,
+ * recorder's arena discovery). The accessors are called concurrently by the
+ * traced process's threads and the recorder's drain thread, in two different
+ * processes; everything they share is a C11 atomic in the mapping (layout in
+ * ring_internal.h).
+ * Invariants: a handle never trusts geometry read from the file; it computes
+ * its own from a validated config and checks the file agrees (a corrupt or
+ * truncated arena gives -EPROTO, never a read outside the mapping).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "ring_internal.h"
+
+/* Fresh tmpfs/hugetlbfs files read as zeros; MAP_POPULATE on a shared
+ * mapping of them allocates the pages. Returns the ADA_ARENA_F_* page flag. */
+static uint32_t arena_huge_pages(int fd, void *base, uint64_t size)
+{
+	struct statfs fs;
+	if (fstatfs(fd, &fs) == 0 && fs.f_type == HUGETLBFS_MAGIC)
+		return ADA_ARENA_F_HUGETLB;
+#ifdef MADV_HUGEPAGE
+	/* Honoured for tmpfs only when shmem_enabled allows it; a refusal
+	 * costs nothing and we say which we got. */
+	if (madvise(base, size, MADV_HUGEPAGE) == 0)
+		return ADA_ARENA_F_THP;
+#endif
+	return 0;
+}
+
+/* hugetlbfs wants sizes in whole huge pages. */
+static uint64_t arena_file_size(int fd, uint64_t size)
+{
+	struct statfs fs;
+	if (fstatfs(fd, &fs) == 0 && fs.f_type == HUGETLBFS_MAGIC && fs.f_bsize > 0) {
+		uint64_t hp = (uint64_t)fs.f_bsize;
+		return (size + hp - 1) / hp * hp;
+	}
+	return size;
+}
+
+/* Allocates every page now so the hot path never takes a page fault. */
+static void arena_prefault(uint8_t *base, uint64_t size)
+{
+#ifdef MADV_POPULATE_WRITE
+	if (madvise(base, size, MADV_POPULATE_WRITE) == 0)
+		return;
+#endif
+	/* Kernels before 5.14: touch one byte per page (the file is zeros). */
+	for (uint64_t off = 0; off < size; off += 4096)
+		base[off] = 0;
+}
+
+static int arena_map(int fd, uint64_t size, bool populate, struct ada_arena **out)
+{
+	struct ada_arena *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	int flags = MAP_SHARED | (populate ? MAP_POPULATE : 0);
+	void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, flags, fd, 0);
+	if (base == MAP_FAILED) {
+		int err = -errno;
+		free(a);
+		return err;
+	}
+	a->base = base;
+	a->map_size = size;
+	a->ctl = base;
+	*out = a;
+	return 0;
+}
+
+static void arena_init_control(struct ada_arena *a, const struct ada_arena_config *cfg)
+{
+	struct ada_arena_control *c = a->ctl;
+	c->version = ADA_ARENA_VERSION;
+	c->control_size = sizeof(*c);
+	c->layout_size = a->geo.total;
+	c->desc_offset = a->geo.desc_offset;
+	c->slots_offset = a->geo.slots_offset;
+	c->slot_stride = a->geo.slot_stride;
+	c->detail_offset = a->geo.detail_offset;
+	c->config = *cfg;
+	c->pid = (int32_t)getpid();
+	a->cfg = *cfg;
+	a->desc = (struct ada_slot_desc *)(a->base + a->geo.desc_offset);
+	/* The rename of <pid>.tmp publishes the file to the drain; the magic
+	 * is stored last anyway so a reader racing a direct create sees an
+	 * incomplete arena as "not an arena". Pairs with the acquire load of
+	 * magic in ada_arena_open(). */
+	atomic_store_explicit((_Atomic uint64_t *)&c->magic, ADA_ARENA_MAGIC,
+			      memory_order_release);
+}
+
+void ring_arena_lock(struct ada_arena *a, bool *mlock_failed)
+{
+	a->mlocked = mlock(a->base, a->map_size) == 0;
+	if (!a->mlocked)
+		atomic_fetch_or_explicit(&a->ctl->flags, ADA_ARENA_F_MLOCK_FAILED,
+					 memory_order_relaxed);
+	if (mlock_failed)
+		*mlock_failed = !a->mlocked;
+}
+
+int ada_arena_create(const char *path, const struct ada_arena_config *cfg,
+		     struct ada_arena **out, bool *mlock_failed)
+{
+	struct ring_geometry geo;
+	if (!path || !out || ring_geometry(cfg, &geo) != 0)
+		return -EINVAL;
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	uint64_t fsize = arena_file_size(fd, geo.total);
+	/* fallocate reserves the tmpfs pages now, so a full /dev/shm is an
+	 * error here rather than a SIGBUS in a hooked function later. */
+	int err = -posix_fallocate(fd, 0, (off_t)fsize);
+	if (err == -EOPNOTSUPP || err == -EINVAL)
+		err = ftruncate(fd, (off_t)fsize) == 0 ? 0 : -errno;
+	if (err)
+		goto out_unlink;
+	struct ada_arena *a = NULL;
+	err = arena_map(fd, fsize, false, &a);
+	if (err)
+		goto out_unlink;
+	a->geo = geo;
+	uint32_t pages = arena_huge_pages(fd, a->base, fsize);
+	arena_prefault(a->base, fsize);
+	atomic_store_explicit(&a->ctl->flags, pages, memory_order_relaxed);
+	ring_arena_lock(a, mlock_failed);
+	arena_init_control(a, cfg);
+	close(fd);
+	*out = a;
+	return 0;
+out_unlink:
+	unlink(path);
+	close(fd);
+	return err;
+}
+
+/* Everything ada_arena_open() checks before it touches a slot. */
+static int arena_validate(struct ada_arena *a, uint64_t file_size)
+{
+	const struct ada_arena_control *c = a->ctl;
+	if (file_size < sizeof(*c))
+		return -EPROTO;
+	uint64_t magic = atomic_load_explicit((_Atomic uint64_t *)&c->magic,
+					      memory_order_acquire); /* Pairs with arena_init_control(). */
+	if (magic != ADA_ARENA_MAGIC || c->version != ADA_ARENA_VERSION ||
+	    c->control_size != sizeof(*c))
+		return -EPROTO;
+	a->cfg = c->config;
+	if (ring_geometry(&a->cfg, &a->geo) != 0)
+		return -EPROTO;
+	if (c->layout_size != a->geo.total || c->desc_offset != a->geo.desc_offset ||
+	    c->slots_offset != a->geo.slots_offset || c->slot_stride != a->geo.slot_stride ||
+	    c->detail_offset != a->geo.detail_offset || file_size < a->geo.total)
+		return -EPROTO;
+	a->desc = (struct ada_slot_desc *)(a->base + a->geo.desc_offset);
+	return 0;
+}
+
+int ada_arena_open(const char *path, struct ada_arena **out)
+{
+	if (!path || !out)
+		return -EINVAL;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int err = fstat(fd, &st) == 0 ? 0 : -errno;
+	if (err)
+		goto out_close;
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < sizeof(struct ada_arena_control)) {
+		err = -EPROTO;
+		goto out_close;
+	}
+	struct ada_arena *a = NULL;
+	err = arena_map(fd, (uint64_t)st.st_size, true, &a);
+	if (err)
+		goto out_close;
+	err = arena_validate(a, (uint64_t)st.st_size);
+	if (err) {
+		ada_arena_close(a);
+		goto out_close;
+	}
+	*out = a;
+out_close:
+	close(fd);
+	return err;
+}
+
+void ada_arena_close(struct ada_arena *a)
+{
+	if (!a)
+		return;
+	munmap(a->base, a->map_size);
+	free(a);
+}
+
+const struct ada_arena_config *ada_arena_config_of(const struct ada_arena *a)
+{
+	return &a->cfg;
+}
+
+int32_t ada_arena_pid(const struct ada_arena *a)
+{
+	return a->ctl->pid;
+}
+
+uint32_t ada_arena_flags(const struct ada_arena *a)
+{
+	return atomic_load_explicit(&a->ctl->flags, memory_order_relaxed);
+}
+
+bool ada_arena_mlocked(const struct ada_arena *a)
+{
+	return a->mlocked;
+}
+
+static void arena_set_state(struct ada_arena *a, uint32_t state, int info)
+{
+	atomic_store_explicit(&a->ctl->exit_info, info, memory_order_relaxed);
+	/* Publishes exit_info with the state; pairs with the acquire load in
+	 * ada_arena_process_state(). */
+	atomic_store_explicit(&a->ctl->process_state, state, memory_order_release);
+}
+
+void ada_arena_set_exited(struct ada_arena *a, int status)
+{
+	arena_set_state(a, ADA_PROC_EXITED, status);
+}
+
+void ada_arena_set_crashed(struct ada_arena *a, int signo)
+{
+	arena_set_state(a, ADA_PROC_CRASHED, signo);
+}
+
+uint32_t ada_arena_process_state(const struct ada_arena *a, int *status_or_signal)
+{
+	/* Pairs with the release store in arena_set_state(). */
+	uint32_t s = atomic_load_explicit(&a->ctl->process_state, memory_order_acquire);
+	if (status_or_signal)
+		*status_or_signal = atomic_load_explicit(&a->ctl->exit_info, memory_order_relaxed);
+	return s;
+}
+
+struct ada_metrics *ada_arena_metrics(struct ada_arena *a)
+{
+	return &a->ctl->metrics;
+}
+
+void ada_arena_drain_heartbeat(struct ada_arena *a)
+{
+	/* Only a change matters to the producer; nothing is published with it. */
+	atomic_fetch_add_explicit(&a->ctl->heartbeat, 1, memory_order_relaxed);
+}
+
+uint64_t ada_arena_heartbeat(const struct ada_arena *a)
+{
+	return atomic_load_explicit(&a->ctl->heartbeat, memory_order_relaxed);
+}
+
+void ring_arena_drop(struct ada_arena *a, enum ada_lane lane, enum ada_drop_reason why)
+{
+	atomic_fetch_add_explicit(&a->ctl->drops[lane][why], 1, memory_order_relaxed);
+}
+
+void ring_slot_drop(struct ada_arena *a, uint32_t slot, enum ada_lane lane,
+		    enum ada_drop_reason why)
+{
+	_Atomic uint64_t *d = &ring_index_hdr(a, slot)->drops[lane][why];
+	/* Single writer while the slot is owned: no locked add needed. */
+	atomic_store_explicit(d, atomic_load_explicit(d, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
+/* Approximate while ada_arena_slot_free() folds a slot's counters (a
+ * reader may see them twice for that instant); exact once quiescent. */
+void ada_arena_drop_totals(const struct ada_arena *a,
+			   uint64_t out[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT])
+{
+	for (int l = 0; l < ADA_LANE_COUNT; l++)
+		for (int r = 0; r < ADA_DROP_REASON_COUNT; r++)
+			out[l][r] = atomic_load_explicit(&a->ctl->drops[l][r], memory_order_relaxed);
+	for (uint32_t s = 0; s < a->cfg.max_threads; s++) {
+		struct ada_index_hdr *h = ring_index_hdr(a, s);
+		for (int l = 0; l < ADA_LANE_COUNT; l++)
+			for (int r = 0; r < ADA_DROP_REASON_COUNT; r++)
+				out[l][r] += atomic_load_explicit(&h->drops[l][r],
+								  memory_order_relaxed);
+	}
+}

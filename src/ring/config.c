@@ -1,0 +1,186 @@
+/*
+ * ada ring: arena configuration -- defaults, validation, the ADA_RING_CONFIG
+ * text form, and the geometry (byte layout) derived from a config.
+ *
+ * Threads: any; pure functions over their arguments, no shared state.
+ * Invariant: a config that ada_arena_config_valid() accepts has a geometry
+ * whose every part is cache-line aligned and whose total fits in 2^48
+ * bytes, so the size arithmetic below cannot overflow.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ring_internal.h"
+
+static bool config_pow2(uint64_t v)
+{
+	return v != 0 && (v & (v - 1)) == 0;
+}
+
+void ada_arena_config_default(struct ada_arena_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->max_threads = ADA_ARENA_DEFAULT_MAX_THREADS;
+	cfg->overflow = ADA_OVERFLOW_WAIT;
+	cfg->index_events = ADA_ARENA_DEFAULT_INDEX_EVENTS;
+	cfg->detail_bytes = ADA_ARENA_DEFAULT_DETAIL_BYTES;
+	cfg->timestamp_source = ADA_TS_TSC;
+	cfg->high_watermark_pct = ADA_ARENA_DEFAULT_HW_PCT;
+	cfg->low_watermark_pct = ADA_ARENA_DEFAULT_LW_PCT;
+}
+
+int ada_arena_config_valid(const struct ada_arena_config *cfg)
+{
+	if (!cfg || cfg->max_threads == 0 || cfg->max_threads > ADA_ARENA_MAX_THREADS_LIMIT)
+		return -EINVAL;
+	if (cfg->overflow > ADA_OVERFLOW_DROP || cfg->timestamp_source > ADA_TS_CLOCK)
+		return -EINVAL;
+	if (!config_pow2(cfg->index_events) || cfg->index_events < ADA_RING_MIN_EVENTS ||
+	    cfg->index_events > ADA_RING_MAX_EVENTS)
+		return -EINVAL;
+	if (cfg->detail_bytes != 0 &&
+	    (!config_pow2(cfg->detail_bytes) || cfg->detail_bytes < ADA_DETAIL_MIN_BYTES ||
+	     cfg->detail_bytes > ADA_DETAIL_MAX_BYTES))
+		return -EINVAL;
+	if (cfg->low_watermark_pct == 0 || cfg->low_watermark_pct >= cfg->high_watermark_pct ||
+	    cfg->high_watermark_pct > 100)
+		return -EINVAL;
+	return 0;
+}
+
+int ring_geometry(const struct ada_arena_config *cfg, struct ring_geometry *g)
+{
+	if (ada_arena_config_valid(cfg) != 0)
+		return -EINVAL;
+	uint64_t index_bytes = cfg->index_events * sizeof(struct atf_index_event);
+	g->desc_offset = RING_ALIGN(sizeof(struct ada_arena_control));
+	g->slots_offset = RING_ALIGN(g->desc_offset +
+				     (uint64_t)cfg->max_threads * sizeof(struct ada_slot_desc));
+	g->detail_offset = RING_ALIGN(sizeof(struct ada_index_hdr) + index_bytes);
+	g->slot_stride = g->detail_offset;
+	if (cfg->detail_bytes)
+		g->slot_stride = RING_ALIGN(g->detail_offset + sizeof(struct ada_detail_hdr) +
+					    cfg->detail_bytes);
+	/* At most 4096 x (2^33 + 2^30 + headers): well inside 2^48. */
+	g->total = g->slots_offset + g->slot_stride * cfg->max_threads;
+	return 0;
+}
+
+uint64_t ada_arena_size_for(const struct ada_arena_config *cfg)
+{
+	struct ring_geometry g;
+	return ring_geometry(cfg, &g) == 0 ? g.total : 0;
+}
+
+uint64_t ada_ring_capacity_for_rate(uint64_t events_per_sec, uint64_t burst_ms)
+{
+	/* K = rate x window; computed in 128 bits so a silly rate saturates
+	 * at the maximum instead of wrapping to a tiny ring. */
+	unsigned __int128 k = (unsigned __int128)events_per_sec * burst_ms;
+	k = (k + 999) / 1000;
+	if (k >= ADA_RING_MAX_EVENTS)
+		return ADA_RING_MAX_EVENTS;
+	uint64_t cap = ADA_RING_MIN_EVENTS;
+	while (cap < (uint64_t)k)
+		cap <<= 1;
+	return cap;
+}
+
+int ada_arena_config_format(const struct ada_arena_config *cfg, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap,
+			 "max_threads=%u,index_events=%llu,detail_bytes=%llu,overflow=%s,"
+			 "ts=%s,hw=%u,lw=%u",
+			 cfg->max_threads, (unsigned long long)cfg->index_events,
+			 (unsigned long long)cfg->detail_bytes,
+			 cfg->overflow == ADA_OVERFLOW_DROP ? "drop" : "wait",
+			 cfg->timestamp_source == ADA_TS_CLOCK ? "clock" : "tsc",
+			 cfg->high_watermark_pct, cfg->low_watermark_pct);
+	if (n < 0 || (size_t)n >= cap)
+		return -ENOSPC;
+	return n;
+}
+
+/* Decimal digits only (no sign, no spaces), at most 2^63. */
+static int config_number(const char *v, size_t n, uint64_t *out)
+{
+	uint64_t x = 0;
+	if (n == 0 || n > 19)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return -EINVAL;
+		x = x * 10 + (uint64_t)(v[i] - '0');
+	}
+	*out = x;
+	return 0;
+}
+
+static bool config_is(const char *s, size_t n, const char *word)
+{
+	return strlen(word) == n && memcmp(s, word, n) == 0;
+}
+
+static int config_u32(const char *v, size_t vn, uint32_t *out)
+{
+	uint64_t x;
+	if (config_number(v, vn, &x) != 0 || x > UINT32_MAX)
+		return -EINVAL;
+	*out = (uint32_t)x;
+	return 0;
+}
+
+static int config_enum(const char *v, size_t vn, const char *w0, const char *w1, uint32_t *out)
+{
+	if (config_is(v, vn, w0))
+		*out = 0;
+	else if (config_is(v, vn, w1))
+		*out = 1;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int config_pair(struct ada_arena_config *c, const char *k, size_t kn, const char *v,
+		       size_t vn)
+{
+	if (config_is(k, kn, "max_threads"))
+		return config_u32(v, vn, &c->max_threads);
+	if (config_is(k, kn, "index_events"))
+		return config_number(v, vn, &c->index_events);
+	if (config_is(k, kn, "detail_bytes"))
+		return config_number(v, vn, &c->detail_bytes);
+	if (config_is(k, kn, "overflow"))
+		return config_enum(v, vn, "wait", "drop", &c->overflow);
+	if (config_is(k, kn, "ts"))
+		return config_enum(v, vn, "tsc", "clock", &c->timestamp_source);
+	if (config_is(k, kn, "hw"))
+		return config_u32(v, vn, &c->high_watermark_pct);
+	if (config_is(k, kn, "lw"))
+		return config_u32(v, vn, &c->low_watermark_pct);
+	return -EINVAL;
+}
+
+int ada_arena_config_parse(const char *buf, size_t len, struct ada_arena_config *cfg)
+{
+	struct ada_arena_config c;
+	ada_arena_config_default(&c);
+	size_t i = 0;
+	while (i < len) {
+		const char *item = buf + i;
+		const char *comma = memchr(item, ',', len - i);
+		size_t n = comma ? (size_t)(comma - item) : len - i;
+		const char *eq = memchr(item, '=', n);
+		if (!eq)
+			return -EINVAL;
+		size_t kn = (size_t)(eq - item);
+		if (config_pair(&c, item, kn, eq + 1, n - kn - 1) != 0)
+			return -EINVAL;
+		i += n + (comma ? 1 : 0);
+	}
+	if (ada_arena_config_valid(&c) != 0)
+		return -EINVAL;
+	*cfg = c;
+	return 0;
+}

@@ -1,0 +1,115 @@
+/*
+ * ada ring: ada_producer_init_from_env() -- how a traced process (the agent,
+ * or a program linking ada_producer) finds or creates its arena.
+ *
+ * Threads: called once at process start (agent init), in a forked child
+ * (atfork child handler: only one thread exists there), or after exec (the
+ * new image's init). Never from hook context.
+ *
+ * Files (docs/internals.md): <ADA_ARENA_DIR>/<pid>.tmp is created and
+ * initialised, then renamed to <pid>.ring, so the drain (inotify on the
+ * directory) only ever sees complete arenas. An existing <pid>.ring with
+ * our pid means this process called exec: the old image's threads are all
+ * gone, so its ACTIVE slots become EXITED and exec-orphaned (the drain frees
+ * them once empty without asking tgkill, whose answer for the main thread's
+ * tid -- now ours -- would be "alive").
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ring_internal.h"
+
+static int env_config(struct ada_arena_config *cfg)
+{
+	const char *txt = getenv("ADA_RING_CONFIG");
+	if (!txt || !*txt) {
+		ada_arena_config_default(cfg);
+		return 0;
+	}
+	return ada_arena_config_parse(txt, strlen(txt), cfg);
+}
+
+/* After exec: every slot the old image held is orphaned. */
+static int env_adopt_exec(struct ada_arena *a)
+{
+	if (ada_arena_pid(a) != (int32_t)getpid())
+		return -EPROTO; /* a stale file of a dead process with our pid */
+	for (uint32_t s = 0; s < a->cfg.max_threads; s++) {
+		struct ada_slot_desc *d = &a->desc[s];
+		uint32_t expect = ADA_SLOT_ACTIVE;
+		atomic_store_explicit(&d->exec_orphaned, 1, memory_order_relaxed);
+		/* Release: publishes exec_orphaned with EXITED; pairs with the
+		 * acquire in slot_state() (slots.c). A slot in another state
+		 * gets exec_orphaned reset when it is next claimed. */
+		atomic_compare_exchange_strong_explicit(&d->state, &expect, ADA_SLOT_EXITED,
+							memory_order_release, memory_order_relaxed);
+	}
+	atomic_fetch_or_explicit(&a->ctl->flags, ADA_ARENA_F_EXEC_REOPENED, memory_order_relaxed);
+	ring_arena_lock(a, NULL); /* mlock does not survive exec */
+	return 0;
+}
+
+static int env_create(const char *tmp, const char *ring, const struct ada_arena_config *cfg,
+		      struct ada_arena **out)
+{
+	unlink(tmp); /* a leftover of an earlier process with our pid */
+	int err = ada_arena_create(tmp, cfg, out, NULL);
+	if (err)
+		return err;
+	if (rename(tmp, ring) != 0) {
+		err = -errno;
+		ada_arena_close(*out);
+		unlink(tmp);
+		return err;
+	}
+	return 0;
+}
+
+/* In a forked child the inherited arena is the parent's: never write it. */
+static bool env_forget_parent(void)
+{
+	struct ada_arena *old = ada_producer_arena();
+	if (!old)
+		return false;
+	if (ada_arena_pid(old) == (int32_t)getpid())
+		return true; /* already set up in this process */
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(old);
+	return false;
+}
+
+int ada_producer_init_from_env(void)
+{
+	const char *dir = getenv("ADA_ARENA_DIR");
+	if (!dir || !*dir)
+		return -ENOENT;
+	struct ada_arena_config cfg;
+	if (env_config(&cfg) != 0)
+		return -EINVAL;
+	if (env_forget_parent())
+		return 0;
+	char ring[PATH_MAX], tmp[PATH_MAX];
+	int pid = (int)getpid();
+	if (snprintf(ring, sizeof(ring), "%s/%d.ring", dir, pid) >= (int)sizeof(ring) ||
+	    snprintf(tmp, sizeof(tmp), "%s/%d.tmp", dir, pid) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	struct ada_arena *a = NULL;
+	int err = ada_arena_open(ring, &a);
+	if (err == 0) {
+		err = env_adopt_exec(a);
+		if (err)
+			ada_arena_close(a);
+	} else if (err == -ENOENT) {
+		err = env_create(tmp, ring, &cfg, &a);
+	}
+	if (err)
+		return err;
+	ada_producer_set_arena(a);
+	return 0;
+}

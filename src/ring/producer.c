@@ -1,0 +1,248 @@
+/*
+ * ada ring: the producer's cold path -- slot claim on a thread's first
+ * event, the full-ring policy (wait, bounded by the drain's heartbeat, or
+ * drop), thread exit, fork, and setting up the process's arena from the
+ * environment.
+ *
+ * Threads: every traced thread (ada_producer_slow() from ada_emit(), in hook
+ * context: it may make syscalls and call pthread_* but never allocates on
+ * the common path and never takes a lock); process setup (init_from_env,
+ * set_arena) from the agent's init or a test's main.
+ *
+ * Producer TLS states:
+ *   UNCLAIMED --first event, arena set--> OWNING (events != NULL)
+ *   UNCLAIMED --no free slot--> NOSLOT (drops counted; claim retried every
+ *                                       PRODUCER_RETRY drops)
+ * In every state but OWNING, head == limit == 0, so ada_emit() always comes
+ * here and returns at once. An OWNING thread keeps its slot to the end; the
+ * pthread key destructor marks the slot EXITED and later events still go
+ * to the ring, which stays valid until the drain frees it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ring_internal.h"
+
+enum { PRODUCER_UNCLAIMED = 0, PRODUCER_OWNING = 1, PRODUCER_NOSLOT = 2 };
+#define PRODUCER_RETRY 1024u
+#define PRODUCER_SPINS 256u
+#define PRODUCER_YIELDS_PER_CLOCK 16u
+
+__thread struct ada_producer ada_producer_tls __attribute__((tls_model("initial-exec")));
+__thread uint32_t ada_producer_depth __attribute__((tls_model("initial-exec")));
+
+/* The process's arena. Set once at init (or after fork); read by every
+ * thread's slow path. */
+static struct ada_arena *_Atomic producer_arena;
+static _Atomic uint64_t producer_lag_ns = 2000000000ull;
+static pthread_key_t producer_key;
+static bool producer_key_ok; /* written once under pthread_once */
+static pthread_once_t producer_key_once = PTHREAD_ONCE_INIT;
+
+void ada_producer_set_arena(struct ada_arena *a)
+{
+	/* Publishes the initialised handle; pairs with ada_producer_arena(). */
+	atomic_store_explicit(&producer_arena, a, memory_order_release);
+}
+
+struct ada_arena *ada_producer_arena(void)
+{
+	/* Pairs with the release store in ada_producer_set_arena(). */
+	return atomic_load_explicit(&producer_arena, memory_order_acquire);
+}
+
+void ada_producer_set_drain_timeout_ms(uint32_t ms)
+{
+	atomic_store_explicit(&producer_lag_ns, (uint64_t)ms * 1000000u, memory_order_relaxed);
+}
+
+uint64_t ada_producer_clock_ns(void)
+{
+	/* ADA_TS_CLOCK arenas carry CLOCK_BOOTTIME ns: the drain keeps them. */
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t producer_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Thread exit: the slot's thread is going away; tell the drain. */
+static void producer_thread_exit(void *unused)
+{
+	(void)unused;
+	struct ada_producer *p = &ada_producer_tls;
+	if (p->state != PRODUCER_OWNING || !p->arena)
+		return;
+	uint32_t expect = ADA_SLOT_ACTIVE;
+	/* Release: a drain that sees EXITED also sees every event published
+	 * so far (belt and braces: head's own release covers them). Pairs
+	 * with the acquire in slot_state() (slots.c). */
+	atomic_compare_exchange_strong_explicit(&p->arena->desc[p->slot].state, &expect,
+						ADA_SLOT_EXITED, memory_order_release,
+						memory_order_relaxed);
+}
+
+static void producer_key_create(void)
+{
+	producer_key_ok = pthread_key_create(&producer_key, producer_thread_exit) == 0;
+}
+
+static void producer_register_exit(void)
+{
+	pthread_once(&producer_key_once, producer_key_create);
+	if (producer_key_ok)
+		pthread_setspecific(producer_key, (void *)1);
+}
+
+/* Rereads tail; true when there is room for one more event. */
+static bool producer_refresh_limit(struct ada_producer *p)
+{
+	struct ada_index_hdr *h = ring_index_hdr(p->arena, p->slot);
+	/* Pairs with the release store of tail in ada_index_ring_release():
+	 * the drain has finished reading the events we may now overwrite. */
+	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_acquire);
+	p->limit = tail + p->mask + 1;
+	return p->head < p->limit;
+}
+
+static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t slot,
+			   uint32_t tid)
+{
+	struct ada_index_hdr *h = ring_index_hdr(a, slot);
+	p->arena = a;
+	p->slot = slot;
+	p->tid = tid;
+	p->events = ring_index_events(a, slot);
+	p->mask = a->cfg.index_events - 1;
+	p->head_pub = &h->head;
+	/* Our own slot now: nobody else writes head. */
+	p->head = atomic_load_explicit(&h->head, memory_order_relaxed);
+	p->ts_clock = a->cfg.timestamp_source == ADA_TS_CLOCK;
+	p->lagging = 0;
+	p->state = PRODUCER_OWNING;
+	producer_refresh_limit(p);
+}
+
+static bool producer_claim(struct ada_producer *p)
+{
+	struct ada_arena *a = ada_producer_arena();
+	if (!a)
+		return false; /* not recording: nothing to count into */
+	if (p->state == PRODUCER_NOSLOT && p->retry > 0) {
+		p->retry--;
+		ring_arena_drop(a, ADA_LANE_INDEX, ADA_DROP_NO_SLOT);
+		return false;
+	}
+	uint32_t tid = (uint32_t)gettid();
+	int slot = ring_slot_claim(a, tid, tid);
+	if (slot < 0) {
+		p->state = PRODUCER_NOSLOT;
+		p->retry = PRODUCER_RETRY;
+		ring_arena_drop(a, ADA_LANE_INDEX, ADA_DROP_NO_SLOT);
+		return false;
+	}
+	producer_register_exit();
+	producer_adopt(p, a, (uint32_t)slot, tid);
+	return true;
+}
+
+static void producer_pause(void)
+{
+#if defined(__x86_64__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
+/* Drops this event: the drain's heartbeat has stood still for the timeout.
+ * Until it moves, further full-ring events drop at once. */
+static bool producer_drain_lagging(struct ada_producer *p, uint64_t beat)
+{
+	p->lagging = 1;
+	p->lag_beat = beat;
+	ring_slot_drop(p->arena, p->slot, ADA_LANE_INDEX, ADA_DROP_DRAIN_LAG);
+	return false;
+}
+
+/* WAIT policy: spin, then yield, rereading tail, for as long as the drain
+ * shows signs of life. Lossless while the recorder runs; a dead recorder
+ * costs each thread one timeout, then drops without waiting. */
+static bool producer_wait(struct ada_producer *p)
+{
+	uint64_t beat = ada_arena_heartbeat(p->arena);
+	if (p->lagging && beat == p->lag_beat)
+		return producer_drain_lagging(p, beat);
+	p->lagging = 0;
+	for (uint32_t i = 0; i < PRODUCER_SPINS; i++) {
+		producer_pause();
+		if (producer_refresh_limit(p))
+			return true;
+	}
+	uint64_t since = producer_mono_ns();
+	for (uint32_t n = 1;; n++) {
+		sched_yield();
+		if (producer_refresh_limit(p))
+			return true;
+		if (n % PRODUCER_YIELDS_PER_CLOCK)
+			continue;
+		uint64_t now = producer_mono_ns(), b = ada_arena_heartbeat(p->arena);
+		if (b != beat) {
+			beat = b;
+			since = now;
+		} else if (now - since >=
+			   atomic_load_explicit(&producer_lag_ns, memory_order_relaxed)) {
+			return producer_drain_lagging(p, beat);
+		}
+	}
+}
+
+bool ada_producer_slow(struct ada_producer *p)
+{
+	if (p->state != PRODUCER_OWNING && !producer_claim(p))
+		return false;
+	if (producer_refresh_limit(p))
+		return true;
+	if (p->arena->cfg.overflow == ADA_OVERFLOW_DROP) {
+		ring_slot_drop(p->arena, p->slot, ADA_LANE_INDEX, ADA_DROP_RING_FULL);
+		return false;
+	}
+	return producer_wait(p);
+}
+
+void ada_producer_reset_thread(void)
+{
+	/* A forked child's copy of the parent's slot must never be written:
+	 * the parent thread still owns it. */
+	memset(&ada_producer_tls, 0, sizeof(ada_producer_tls));
+	ada_producer_depth = 0;
+	/* pthread_once is done once any slot was claimed; before that there
+	 * is no key and nothing to forget. */
+	if (producer_key_ok)
+		pthread_setspecific(producer_key, NULL);
+}
+
+bool ada_detail_push(const void *rec, uint32_t len)
+{
+	struct ada_producer *p = &ada_producer_tls;
+	if (p->state != PRODUCER_OWNING && !producer_claim(p))
+		return false;
+	if (!ring_detail_append(p->arena, p->slot, rec, len)) {
+		if (p->arena->cfg.detail_bytes)
+			ring_slot_drop(p->arena, p->slot, ADA_LANE_DETAIL, ADA_DROP_RING_FULL);
+		return false;
+	}
+	return true;
+}

@@ -1,0 +1,144 @@
+/*
+ * ada ring, private: the arena's byte layout and the process-local handle.
+ *
+ * Layout of an arena file (every part starts on a cache line):
+ *
+ *   [struct ada_arena_control]                     (control block)
+ *   [struct ada_slot_desc] x max_threads           (slot descriptors)
+ *   per slot, slot_stride bytes each:
+ *     [struct ada_index_hdr]                       head | tail | drops
+ *     [struct atf_index_event] x index_events      (index ring)
+ *     [struct ada_detail_hdr]                      head | oldest
+ *     [uint8_t] x detail_bytes                     (detail ring; absent when 0)
+ *
+ * The geometry (offsets, stride) is computed from the config by
+ * ring_geometry(); the creator stores it in the control block and
+ * ada_arena_open() recomputes it and insists on equality, so a handle
+ * only ever uses geometry it computed itself (never trusts shared bytes).
+ */
+#ifndef ADA_RING_INTERNAL_H
+#define ADA_RING_INTERNAL_H
+
+#include "ring.h"
+
+#define RING_ALIGN(x) (((x) + (uint64_t)ADA_CACHELINE - 1) & ~((uint64_t)ADA_CACHELINE - 1))
+
+/* Internal slot state: a thread that won the FREE -> CLAIMING CAS fills in
+ * tid/thread_seq, then stores ACTIVE. ada_arena_slot_info() shows it as
+ * FREE so the drain never sees a half-initialised slot. */
+#define RING_SLOT_CLAIMING 3u
+
+struct ada_arena_control {
+	/* Written once by the creator before the file is renamed into place. */
+	uint64_t magic; /* ADA_ARENA_MAGIC, stored last at creation */
+	uint32_t version;
+	uint32_t control_size; /* sizeof(struct ada_arena_control) */
+	uint64_t layout_size;  /* bytes of the whole arena */
+	uint64_t desc_offset;
+	uint64_t slots_offset;
+	uint64_t slot_stride;
+	uint64_t detail_offset; /* of the detail header, within a slot region */
+	struct ada_arena_config config;
+	int32_t pid;
+	uint32_t reserved0;
+
+	/* Process state: the agent writes (exit / fatal signal), the drain reads. */
+	alignas(ADA_CACHELINE) _Atomic uint32_t process_state;
+	_Atomic int32_t exit_info; /* exit status or signal number */
+	_Atomic uint32_t flags;    /* ADA_ARENA_F_* */
+
+	alignas(ADA_CACHELINE) _Atomic uint64_t heartbeat; /* drain only */
+	alignas(ADA_CACHELINE) _Atomic uint32_t next_thread_seq; /* every producer */
+	/* Drops with no slot (NO_SLOT) and the folded counters of freed slots. */
+	alignas(ADA_CACHELINE) _Atomic uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+	alignas(ADA_CACHELINE) struct ada_metrics metrics;
+};
+
+struct ada_slot_desc {
+	alignas(ADA_CACHELINE) _Atomic uint32_t state; /* enum ada_slot_state + CLAIMING */
+	_Atomic uint32_t tid;
+	_Atomic uint32_t thread_seq;
+	_Atomic uint32_t generation;
+	_Atomic uint32_t exec_orphaned;
+};
+
+struct ada_index_hdr {
+	alignas(ADA_CACHELINE) _Atomic uint64_t head; /* producer writes */
+	alignas(ADA_CACHELINE) _Atomic uint64_t tail; /* drain writes */
+	/* Producer adds (it is the only one while the slot is owned); the
+	 * drain reads, and zeroes them in ada_arena_slot_free() once the
+	 * thread is gone. */
+	alignas(ADA_CACHELINE) _Atomic uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+};
+
+struct ada_detail_hdr {
+	alignas(ADA_CACHELINE) _Atomic uint64_t head;   /* end of committed records */
+	alignas(ADA_CACHELINE) _Atomic uint64_t oldest; /* start of the oldest intact record */
+};
+
+_Static_assert(sizeof(struct ada_slot_desc) == ADA_CACHELINE, "one line per slot descriptor");
+_Static_assert(sizeof(struct ada_index_hdr) % ADA_CACHELINE == 0, "index header in lines");
+_Static_assert(sizeof(struct ada_detail_hdr) % ADA_CACHELINE == 0, "detail header in lines");
+
+/* Detail record header word in the ring: len in the low 32 bits; a pad
+ * record (skips to the ring's start) has RING_DETAIL_PAD set. */
+#define RING_DETAIL_PAD (1ull << 63)
+#define RING_DETAIL_HDR 8u
+
+struct ring_geometry {
+	uint64_t desc_offset;
+	uint64_t slots_offset;
+	uint64_t slot_stride;
+	uint64_t detail_offset;
+	uint64_t total;
+};
+
+struct ada_arena {
+	uint8_t *base;
+	uint64_t map_size;
+	struct ada_arena_control *ctl;
+	struct ada_slot_desc *desc;
+	struct ada_arena_config cfg; /* validated private copy */
+	struct ring_geometry geo;
+	bool mlocked;
+};
+
+/* 0 and fills g, or -EINVAL when cfg is not valid. */
+int ring_geometry(const struct ada_arena_config *cfg, struct ring_geometry *g);
+
+static inline struct ada_index_hdr *ring_index_hdr(const struct ada_arena *a, uint32_t slot)
+{
+	return (struct ada_index_hdr *)(a->base + a->geo.slots_offset + a->geo.slot_stride * slot);
+}
+
+static inline struct atf_index_event *ring_index_events(const struct ada_arena *a, uint32_t slot)
+{
+	return (struct atf_index_event *)(ring_index_hdr(a, slot) + 1);
+}
+
+static inline struct ada_detail_hdr *ring_detail_hdr(const struct ada_arena *a, uint32_t slot)
+{
+	return (struct ada_detail_hdr *)((uint8_t *)ring_index_hdr(a, slot) + a->geo.detail_offset);
+}
+
+/* The detail bytes as 8-byte words, accessed with relaxed atomics so the
+ * drain's concurrent copy is a defined (seqlock) read, not a data race. */
+static inline _Atomic uint64_t *ring_detail_words(const struct ada_arena *a, uint32_t slot)
+{
+	return (_Atomic uint64_t *)(ring_detail_hdr(a, slot) + 1);
+}
+
+/* mlocks the whole mapping; on refusal sets ADA_ARENA_F_MLOCK_FAILED. */
+void ring_arena_lock(struct ada_arena *a, bool *mlock_failed);
+/* Producer side of the detail ring (owning thread only). */
+bool ring_detail_append(struct ada_arena *a, uint32_t slot, const void *rec, uint32_t len);
+/* Producer side of claiming: FREE -> ACTIVE with tid and a new thread_seq.
+ * Returns the slot, or -ENOSPC when none is free. */
+int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint);
+/* Producer: counts one drop in the slot (single writer while owned). */
+void ring_slot_drop(struct ada_arena *a, uint32_t slot, enum ada_lane lane,
+		    enum ada_drop_reason why);
+/* Anyone: counts one drop in the arena totals (atomic add). */
+void ring_arena_drop(struct ada_arena *a, enum ada_lane lane, enum ada_drop_reason why);
+
+#endif

@@ -1,0 +1,196 @@
+/*
+ * ada ring: slot life and the index ring's consumer side.
+ *
+ * Threads: ring_slot_claim() runs on a traced thread's first event (slow
+ * path, any number of threads at once, lock-free by CAS). Everything else
+ * here is the drain's (one consumer thread in the recorder), plus
+ * `ada recover` on a dead process's leftover arena.
+ *
+ * Slot protocol (desc->state):
+ *   FREE --CAS by a producer--> CLAIMING --store-release--> ACTIVE
+ *   ACTIVE --thread-exit destructor / exec reopen--> EXITED
+ *   EXITED --drain, ring empty, thread gone--> FREE (store-release)
+ * Index positions head/tail are never reset: a reused slot's producer
+ * continues from the head it finds, which equals tail (the ring is empty
+ * when freed), so a drain that still holds an old tail stays consistent.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ring_internal.h"
+
+static uint32_t slot_state(const struct ada_arena *a, uint32_t slot)
+{
+	/* Pairs with the release stores of state in ring_slot_claim(),
+	 * ada_arena_slot_free() and the producer's exit destructor: a reader
+	 * that sees ACTIVE sees tid, thread_seq and generation. */
+	return atomic_load_explicit(&a->desc[slot].state, memory_order_acquire);
+}
+
+int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint)
+{
+	uint32_t n = a->cfg.max_threads;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t s = (hint + i) % n;
+		struct ada_slot_desc *d = &a->desc[s];
+		uint32_t expect = ADA_SLOT_FREE;
+		if (atomic_load_explicit(&d->state, memory_order_relaxed) != expect)
+			continue;
+		/* Acquire: pairs with the release store of FREE in
+		 * ada_arena_slot_free(), so the drain's last tail and the
+		 * zeroed counters are visible to the new owner. */
+		if (!atomic_compare_exchange_strong_explicit(&d->state, &expect, RING_SLOT_CLAIMING,
+							     memory_order_acquire,
+							     memory_order_relaxed))
+			continue;
+		atomic_store_explicit(&d->tid, tid, memory_order_relaxed);
+		atomic_store_explicit(&d->thread_seq,
+				      atomic_fetch_add_explicit(&a->ctl->next_thread_seq, 1,
+								memory_order_relaxed),
+				      memory_order_relaxed);
+		atomic_fetch_add_explicit(&d->generation, 1, memory_order_relaxed);
+		atomic_store_explicit(&d->exec_orphaned, 0, memory_order_relaxed);
+		/* Publishes tid/thread_seq/generation; pairs with slot_state(). */
+		atomic_store_explicit(&d->state, ADA_SLOT_ACTIVE, memory_order_release);
+		return (int)s;
+	}
+	return -ENOSPC;
+}
+
+uint32_t ada_arena_max_threads(const struct ada_arena *a)
+{
+	return a->cfg.max_threads;
+}
+
+void ada_arena_slot_info(const struct ada_arena *a, uint32_t slot, struct ada_slot_info *out)
+{
+	*out = (struct ada_slot_info){0};
+	if (slot >= a->cfg.max_threads)
+		return;
+	const struct ada_slot_desc *d = &a->desc[slot];
+	uint32_t st = slot_state(a, slot);
+	out->state = st == RING_SLOT_CLAIMING || st > ADA_SLOT_EXITED ? ADA_SLOT_FREE : st;
+	out->tid = atomic_load_explicit(&d->tid, memory_order_relaxed);
+	out->thread_seq = atomic_load_explicit(&d->thread_seq, memory_order_relaxed);
+	out->generation = atomic_load_explicit(&d->generation, memory_order_relaxed);
+	out->exec_orphaned = atomic_load_explicit(&d->exec_orphaned, memory_order_relaxed);
+	struct ada_index_hdr *h = ring_index_hdr(a, slot);
+	/* Pairs with the release store of head in ada_emit(). */
+	out->head = atomic_load_explicit(&h->head, memory_order_acquire);
+	out->tail = atomic_load_explicit(&h->tail, memory_order_relaxed); /* ours */
+	for (int l = 0; l < ADA_LANE_COUNT; l++)
+		for (int r = 0; r < ADA_DROP_REASON_COUNT; r++)
+			out->drops[l][r] = atomic_load_explicit(&h->drops[l][r],
+								memory_order_relaxed);
+	out->fill_pct = ada_ring_fill_pct(out->head, out->tail, a->cfg.index_events);
+}
+
+size_t ada_index_ring_peek(struct ada_arena *a, uint32_t slot,
+			   const struct atf_index_event **events)
+{
+	*events = NULL;
+	if (slot >= a->cfg.max_threads)
+		return 0;
+	struct ada_index_hdr *h = ring_index_hdr(a, slot);
+	/* Pairs with the release store of head in ada_emit(): the events in
+	 * [tail, head) are fully written once we see head. */
+	uint64_t head = atomic_load_explicit(&h->head, memory_order_acquire);
+	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_relaxed); /* ours */
+	uint64_t cap = a->cfg.index_events;
+	uint64_t n = head - tail;
+	if (n == 0)
+		return 0;
+	if (n > cap) /* only a corrupt leftover arena gets here; stay in bounds */
+		n = cap;
+	uint64_t off = tail & (cap - 1);
+	if (n > cap - off)
+		n = cap - off; /* contiguous up to the wrap point */
+	*events = ring_index_events(a, slot) + off;
+	return (size_t)n;
+}
+
+void ada_index_ring_release(struct ada_arena *a, uint32_t slot, size_t n)
+{
+	if (slot >= a->cfg.max_threads || n == 0)
+		return;
+	struct ada_index_hdr *h = ring_index_hdr(a, slot);
+	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_relaxed);
+	/* Our reads of the consumed events happen before the producer may
+	 * overwrite them; pairs with the acquire load of tail in
+	 * producer_refresh_limit() (producer.c). */
+	atomic_store_explicit(&h->tail, tail + n, memory_order_release);
+}
+
+static void slot_fold_drops(struct ada_arena *a, uint32_t slot)
+{
+	struct ada_index_hdr *h = ring_index_hdr(a, slot);
+	for (int l = 0; l < ADA_LANE_COUNT; l++)
+		for (int r = 0; r < ADA_DROP_REASON_COUNT; r++) {
+			uint64_t v = atomic_exchange_explicit(&h->drops[l][r], 0,
+							      memory_order_relaxed);
+			atomic_fetch_add_explicit(&a->ctl->drops[l][r], v, memory_order_relaxed);
+		}
+}
+
+int ada_arena_slot_free(struct ada_arena *a, uint32_t slot)
+{
+	if (slot >= a->cfg.max_threads)
+		return -EINVAL;
+	struct ada_index_hdr *h = ring_index_hdr(a, slot);
+	if (slot_state(a, slot) != ADA_SLOT_EXITED ||
+	    atomic_load_explicit(&h->head, memory_order_acquire) != /* pairs with ada_emit() */
+		    atomic_load_explicit(&h->tail, memory_order_relaxed))
+		return -EBUSY;
+	slot_fold_drops(a, slot);
+	if (a->geo.slot_stride > a->geo.detail_offset) {
+		/* A new owner starts with an empty detail ring at position 0
+		 * (no producer exists now, so the drain may write both). */
+		struct ada_detail_hdr *dh = ring_detail_hdr(a, slot);
+		atomic_store_explicit(&dh->oldest, 0, memory_order_relaxed);
+		atomic_store_explicit(&dh->head, 0, memory_order_relaxed);
+	}
+	/* Publishes the zeroed counters and the drained tail to the next
+	 * owner; pairs with the acquire CAS in ring_slot_claim(). */
+	atomic_store_explicit(&a->desc[slot].state, ADA_SLOT_FREE, memory_order_release);
+	return 0;
+}
+
+bool ada_arena_slot_reclaimable(const struct ada_arena *a, uint32_t slot)
+{
+	struct ada_slot_info si;
+	if (slot >= a->cfg.max_threads || slot_state(a, slot) != ADA_SLOT_EXITED)
+		return false;
+	ada_arena_slot_info(a, slot, &si);
+	if (si.head != si.tail)
+		return false;
+	if (si.exec_orphaned)
+		return true;
+	/* Signal 0 checks existence only; tgkill also checks the thread
+	 * group, so a tid recycled by another process reads as gone. A tid
+	 * recycled inside this process only delays the free. EPERM means
+	 * the thread exists. */
+	return syscall(SYS_tgkill, (long)a->ctl->pid, (long)si.tid, 0) != 0 && errno == ESRCH;
+}
+
+uint32_t ada_arena_slot_fill_pct(const struct ada_arena *a, uint32_t slot)
+{
+	if (slot >= a->cfg.max_threads)
+		return 0;
+	struct ada_index_hdr *h = ring_index_hdr(a, slot);
+	/* Pairs with the release store of head in ada_emit(). */
+	uint64_t head = atomic_load_explicit(&h->head, memory_order_acquire);
+	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_relaxed);
+	return ada_ring_fill_pct(head, tail, a->cfg.index_events);
+}
+
+bool ada_arena_above_high_watermark(const struct ada_arena *a, uint32_t slot)
+{
+	return ada_arena_slot_fill_pct(a, slot) >= a->cfg.high_watermark_pct;
+}
+
+bool ada_arena_below_low_watermark(const struct ada_arena *a, uint32_t slot)
+{
+	return ada_arena_slot_fill_pct(a, slot) <= a->cfg.low_watermark_pct;
+}
