@@ -1,0 +1,71 @@
+/*
+ * Test target: dies on purpose after known calls, to check that everything
+ * recorded before the death is on disk and the exit status passes through.
+ *   segv   (default) main -> crash_outer -> crash_inner writes through a
+ *          NULL pointer: SIGSEGV, exit status 139 under a shell;
+ *   abort  main -> crash_outer -> abort_inner calls abort(): SIGABRT, 134.
+ * The table is written just before the fatal instruction; the frames still
+ * open then are declared lost (TC_LOST).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tcount.h"
+
+#define FUNCS(X) X(main) X(warm_up) X(crash_outer) X(crash_inner) X(abort_inner)
+enum { FUNCS(TC_ENUM) FN_COUNT };
+static const char *const fn_names[] = {FUNCS(TC_NAME)};
+
+static volatile unsigned long sink;
+static int *volatile null_ptr;
+
+TC_FN static void warm_up(unsigned long x)
+{
+	TC_ENTER(FN_warm_up);
+	sink = x;
+}
+
+TC_FN static void crash_inner(int v)
+{
+	TC_ENTER(FN_crash_inner);
+	TC_LOST(FN_crash_inner, 1);
+	tc_report();
+	*null_ptr = v; /* SIGSEGV */
+	sink = (unsigned long)v;
+}
+
+TC_FN static void abort_inner(int v)
+{
+	TC_ENTER(FN_abort_inner);
+	TC_LOST(FN_abort_inner, 1);
+	tc_report();
+	sink = (unsigned long)v;
+	abort();
+}
+
+TC_FN static void crash_outer(int do_abort)
+{
+	TC_ENTER(FN_crash_outer);
+	TC_LOST(FN_crash_outer, 1);
+	TC_LOST(FN_main, 1);
+	if (do_abort)
+		abort_inner(6);
+	else
+		crash_inner(11);
+	sink = 0;
+}
+
+int main(int argc, char **argv)
+{
+	TC_ENTER(FN_main);
+	int do_abort = argc > 1 && !strcmp(argv[1], "abort");
+
+	tc_init(argc, argv, "crash", fn_names, FN_COUNT);
+	for (unsigned long i = 0; i < 100; i++)
+		warm_up(i);
+	printf("about to %s\n", do_abort ? "abort" : "crash");
+	fflush(stdout);
+	crash_outer(do_abort);
+	return 0;
+}

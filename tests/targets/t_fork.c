@@ -1,0 +1,99 @@
+/*
+ * Test target: fork, and fork + exec.
+ *   exec PATH  the child calls child_prepare(), then child_exec() writes the
+ *              child's table and execs PATH (t_exec_child), whose frames are
+ *              lost with the old image; the parent calls parent_work() and
+ *              waits for the child.
+ *   fork       the child carries on in the same image: child_work(), then it
+ *              returns through the frames it inherited and exits.
+ * The child forgets what was counted before the fork (tc_reset_after_fork),
+ * so each process's table holds exactly what ran in that process.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tcount.h"
+
+#define FUNCS(X)                                                               \
+	X(main) X(run_fork) X(child_prepare) X(child_exec) X(child_work)       \
+	X(parent_work)
+enum { FUNCS(TC_ENUM) FN_COUNT };
+static const char *const fn_names[] = {FUNCS(TC_NAME)};
+
+static volatile unsigned long sink;
+
+TC_FN static unsigned long parent_work(unsigned long x)
+{
+	TC_ENTER(FN_parent_work);
+	sink = x;
+	return x * 7;
+}
+
+TC_FN static unsigned long child_work(unsigned long x)
+{
+	TC_ENTER(FN_child_work);
+	sink = x;
+	return x * 5;
+}
+
+TC_FN static void child_prepare(void)
+{
+	TC_ENTER(FN_child_prepare);
+	sink = (unsigned long)getpid();
+}
+
+TC_FN static void child_exec(const char *path)
+{
+	TC_ENTER(FN_child_exec);
+	char *args[] = {(char *)path, (char *)"from-fork", NULL};
+	TC_LOST(FN_child_exec, 1);
+	tc_report();
+	execv(path, args);
+	perror("execv");
+	_exit(127);
+}
+
+/* Returns in both processes when !exec; in the child only through exec. */
+TC_FN static int run_fork(const char *exec_path)
+{
+	TC_ENTER(FN_run_fork);
+	unsigned long acc = 0;
+	int status = 0;
+
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		tc_reset_after_fork();
+		if (exec_path) {
+			child_prepare();
+			child_exec(exec_path);
+		}
+		for (unsigned long i = 0; i < 30; i++)
+			acc += child_work(i);
+		printf("fork child: %lu\n", acc);
+		return 0;
+	}
+	for (unsigned long i = 0; i < 20; i++)
+		acc += parent_work(i);
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	printf("parent: %lu, child status %d\n", acc, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	TC_ENTER(FN_main);
+	tc_init(argc, argv, "fork", fn_names, FN_COUNT);
+	if (argc > 2 && !strcmp(argv[1], "exec"))
+		return run_fork(argv[2]) != 0;
+	if (argc > 1 && !strcmp(argv[1], "fork"))
+		return run_fork(NULL) != 0;
+	fprintf(stderr, "usage: t_fork exec PATH | fork\n");
+	return 2;
+}

@@ -1,0 +1,83 @@
+/*
+ * Test target: four threads, each calling the same functions a different
+ * number of times, so the harness can match every trace thread to the
+ * program thread it was and check the counts per thread. Prints a checksum.
+ * Single role: a target for tests/integration/ada_itest.py; no shared state
+ * besides the results array, written once per thread before join.
+ */
+#include <pthread.h>
+#include <stdio.h>
+
+#include "tcount.h"
+
+#define FUNCS(X) X(main) X(worker) X(work_a) X(work_b) X(leaf) X(spawn_all) X(join_all)
+enum { FUNCS(TC_ENUM) FN_COUNT };
+static const char *const fn_names[] = {FUNCS(TC_NAME)};
+
+#define NTHREADS 4
+static volatile unsigned long sink;
+static unsigned long results[NTHREADS];
+static const char *const labels[NTHREADS] = {"t0", "t1", "t2", "t3"};
+
+TC_FN static unsigned long leaf(unsigned long x)
+{
+	TC_ENTER(FN_leaf);
+	sink = x;
+	return x * 2654435761u + 1;
+}
+
+TC_FN static unsigned long work_a(unsigned long x)
+{
+	TC_ENTER(FN_work_a);
+	return leaf(x) ^ leaf(x + 1);
+}
+
+TC_FN static unsigned long work_b(unsigned long x)
+{
+	TC_ENTER(FN_work_b);
+	return leaf(x + 7) + 3;
+}
+
+TC_FN static void *worker(void *arg)
+{
+	TC_ENTER(FN_worker);
+	long i = (long)arg;
+	unsigned long acc = 0;
+	tc_thread_begin(labels[i]);
+	for (long k = 0; k < (i + 1) * 300; k++)
+		acc += work_a((unsigned long)k);
+	for (long k = 0; k < (NTHREADS - i) * 500 + i; k++)
+		acc += work_b((unsigned long)k);
+	results[i] = acc;
+	return NULL;
+}
+
+TC_FN static void spawn_all(pthread_t *t)
+{
+	TC_ENTER(FN_spawn_all);
+	for (long i = 0; i < NTHREADS; i++)
+		pthread_create(&t[i], NULL, worker, (void *)i);
+}
+
+TC_FN static void join_all(pthread_t *t)
+{
+	TC_ENTER(FN_join_all);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(t[i], NULL);
+}
+
+int main(int argc, char **argv)
+{
+	TC_ENTER(FN_main);
+	pthread_t t[NTHREADS];
+	unsigned long sum = 0;
+
+	tc_init(argc, argv, "threads", fn_names, FN_COUNT);
+	spawn_all(t);
+	join_all(t);
+	for (int i = 0; i < NTHREADS; i++)
+		sum += results[i];
+	sum += work_a(99);
+	printf("threads checksum %lu\n", sum);
+	return 0;
+}
