@@ -1,10 +1,547 @@
-/* Placeholder until the dump command lands. */
+/*
+ * ada dump DIR: prints the events of every pid_N at or under DIR, as text
+ * (one line per event, indented by depth, with function names) or as JSON
+ * lines (--format jsonl; keys in docs/dump.md, which other tools rely on).
+ * Per thread in file order, or all threads of a pid merged by timestamp
+ * (--merge), optionally one thread (--thread N) and a time window
+ * (--from/--to NS, inclusive). Retention generations are visited oldest
+ * first. Damaged files are read as far as they are whole, with a warning.
+ *
+ * Speed: lines are formatted by hand into a buffer and written with one
+ * fwrite into a 1 MiB stdio buffer; no JSON objects are built per event.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atf.h"
 #include "cmd.h"
+#include "manifest.h"
+#include "symbols.h"
+
+struct dump_opts {
+	bool jsonl, merge, have_thread;
+	uint32_t thread;
+	uint64_t from, to;
+};
+
+/* Per-pid state while dumping. */
+struct dump_pid {
+	const struct dump_opts *o;
+	struct ada_symtab *syms;
+	int64_t pid; /* printed as "pid" when >= 0 (several pid dirs) */
+	uint32_t thread_seen;
+};
+
+/* What each merge source / thread walk needs to print one event. */
+struct dump_src {
+	uint32_t thread;
+	const struct ada_atf_gen *gen;
+};
+
+/* ------------------------------------------------------- line buffer */
+
+struct line {
+	char b[4096 + 2 * ATF_DETAIL_STACK_MAX];
+	size_t n;
+};
+
+static void ln_str(struct line *l, const char *s)
+{
+	size_t k = strlen(s);
+	if (k > sizeof(l->b) - l->n - 1)
+		k = sizeof(l->b) - l->n - 1;
+	memcpy(l->b + l->n, s, k);
+	l->n += k;
+}
+
+static void ln_u64(struct line *l, uint64_t v)
+{
+	char t[24];
+	int i = sizeof(t);
+	do {
+		t[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	if ((size_t)(sizeof(t) - i) < sizeof(l->b) - l->n) {
+		memcpy(l->b + l->n, t + i, sizeof(t) - i);
+		l->n += sizeof(t) - i;
+	}
+}
+
+static void ln_hex(struct line *l, uint64_t v)
+{
+	char t[24];
+	snprintf(t, sizeof(t), "\"0x%" PRIx64 "\"", v);
+	ln_str(l, t);
+}
+
+/* A JSON string (quoted, escaped), or null. Bounded by the buffer. */
+static void ln_jstr(struct line *l, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	if (!s) {
+		ln_str(l, "null");
+		return;
+	}
+	ln_str(l, "\"");
+	for (; *s && l->n + 8 < sizeof(l->b); s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') {
+			l->b[l->n++] = '\\';
+			l->b[l->n++] = (char)c;
+		} else if (c < 0x20) {
+			memcpy(l->b + l->n, "\\u00", 4);
+			l->b[l->n + 4] = hex[c >> 4];
+			l->b[l->n + 5] = hex[c & 15];
+			l->n += 6;
+		} else {
+			l->b[l->n++] = (char)c;
+		}
+	}
+	ln_str(l, "\"");
+}
+
+/* ------------------------------------------------------------ detail */
+
+static const char *const x86_regs[8] = {"rdi", "rsi", "rdx", "rcx", "r8", "r9", "rax", "rdx_ret"};
+static const char *const arm_regs[8] = {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7"};
+
+static const char *detail_type_name(uint16_t t)
+{
+	return t == ATF_DETAIL_FUNCTION_CALL ? "call" : t == ATF_DETAIL_FUNCTION_RETURN ? "return" : NULL;
+}
+
+static void json_detail(struct line *l, const struct ada_atf_detail *d,
+			const struct atf_detail_event_header *e)
+{
+	const uint8_t *stack;
+	const struct atf_detail_function_payload *p = ada_atf_detail_function(e, &stack);
+	const char *const *names = ada_atf_detail_header(d)->arch == ATF_ARCH_ARM64 ? arm_regs : x86_regs;
+	static const char hex[] = "0123456789abcdef";
+
+	ln_str(l, ",\"detail\":{\"type\":");
+	if (detail_type_name(e->event_type))
+		ln_jstr(l, detail_type_name(e->event_type));
+	else
+		ln_u64(l, e->event_type);
+	ln_str(l, ",\"flags\":");
+	ln_u64(l, e->flags);
+	if (p) {
+		ln_str(l, ",\"regs\":{");
+		for (int i = 0; i < 8; i++) {
+			ln_str(l, i ? ",\"" : "\"");
+			ln_str(l, names[i]);
+			ln_str(l, "\":");
+			ln_hex(l, p->x_regs[i]);
+		}
+		ln_str(l, "},\"lr\":");
+		ln_hex(l, p->lr);
+		ln_str(l, ",\"fp\":");
+		ln_hex(l, p->fp);
+		ln_str(l, ",\"sp\":");
+		ln_hex(l, p->sp);
+		ln_str(l, ",\"stack_hex\":\"");
+		for (uint16_t i = 0; i < p->stack_size && l->n + 4 < sizeof(l->b); i++) {
+			l->b[l->n++] = hex[stack[i] >> 4];
+			l->b[l->n++] = hex[stack[i] & 15];
+		}
+		ln_str(l, "\"");
+	}
+	ln_str(l, "}");
+}
+
+static const struct atf_detail_event_header *linked_detail(const struct ada_atf_gen *g,
+							   const struct atf_index_event *ev)
+{
+	if (ev->detail_seq == ATF_NO_DETAIL || !g->detail)
+		return NULL;
+	return ada_atf_detail_get(g->detail, ev->detail_seq);
+}
+
+static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t seq,
+		       const struct atf_index_event *ev, struct line *l)
+{
+	const char *name, *mod, *kind = ada_atf_kind_name(ev->event_kind);
+	const struct atf_detail_event_header *de = linked_detail(s->gen, ev);
+
+	ada_symtab_resolve(dp->syms, ev->function_id, &name, &mod);
+	ln_str(l, "{");
+	if (dp->pid >= 0) {
+		ln_str(l, "\"pid\":");
+		ln_u64(l, (uint64_t)dp->pid);
+		ln_str(l, ",");
+	}
+	ln_str(l, "\"ts\":");
+	ln_u64(l, ev->timestamp_ns);
+	ln_str(l, ",\"tid\":");
+	ln_u64(l, ev->thread_id);
+	ln_str(l, ",\"thread\":");
+	ln_u64(l, s->thread);
+	ln_str(l, ",\"kind\":");
+	if (kind)
+		ln_jstr(l, kind);
+	else
+		ln_u64(l, ev->event_kind);
+	ln_str(l, ",\"depth\":");
+	ln_u64(l, ev->call_depth);
+	ln_str(l, ",\"function_id\":");
+	ln_u64(l, ev->function_id);
+	ln_str(l, ",\"function\":");
+	ln_jstr(l, name);
+	ln_str(l, ",\"module\":");
+	ln_jstr(l, mod);
+	ln_str(l, ",\"index_seq\":");
+	ln_u64(l, seq);
+	if (s->gen->generation != ADA_ATF_CURRENT_GEN) {
+		ln_str(l, ",\"generation\":");
+		ln_u64(l, s->gen->generation);
+	}
+	ln_str(l, ",\"detail_seq\":");
+	if (ev->detail_seq == ATF_NO_DETAIL)
+		ln_str(l, "null");
+	else
+		ln_u64(l, ev->detail_seq);
+	if (de)
+		json_detail(l, s->gen->detail, de);
+	ln_str(l, "}\n");
+}
+
+static void text_detail(struct line *l, const struct ada_atf_detail *d,
+			const struct atf_detail_event_header *e)
+{
+	const uint8_t *stack;
+	const struct atf_detail_function_payload *p = ada_atf_detail_function(e, &stack);
+	const char *const *names = ada_atf_detail_header(d)->arch == ATF_ARCH_ARM64 ? arm_regs : x86_regs;
+	char t[64];
+
+	if (!p)
+		return;
+	ln_str(l, "    [");
+	for (int i = 0; i < 8; i++) {
+		snprintf(t, sizeof(t), "%s%s=0x%" PRIx64, i ? " " : "", names[i], p->x_regs[i]);
+		ln_str(l, t);
+	}
+	snprintf(t, sizeof(t), " sp=0x%" PRIx64 " stack=%u bytes]", p->sp, p->stack_size);
+	ln_str(l, t);
+}
+
+static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t seq,
+		       const struct atf_index_event *ev, struct line *l)
+{
+	const char *name, *mod, *kind = ada_atf_kind_name(ev->event_kind);
+	const struct atf_detail_event_header *de = linked_detail(s->gen, ev);
+	char t[160];
+	uint32_t depth = ev->call_depth > 64 ? 64 : ev->call_depth;
+
+	ada_symtab_resolve(dp->syms, ev->function_id, &name, &mod);
+	snprintf(t, sizeof(t), "%20" PRIu64 " T%-3u %-7u #%-6" PRIu64 " ", ev->timestamp_ns, s->thread,
+		 ev->thread_id, seq);
+	ln_str(l, t);
+	for (uint32_t i = 1; i < depth; i++)
+		ln_str(l, "  ");
+	ln_str(l, kind ? (ev->event_kind == ATF_EVENT_CALL ? "-> " : ev->event_kind == ATF_EVENT_RETURN
+									 ? "<- " : "!! ") : "?? ");
+	if (name) {
+		ln_str(l, name);
+	} else {
+		snprintf(t, sizeof(t), "%" PRIu32 ":%" PRIu32, (uint32_t)(ev->function_id >> 32),
+			 (uint32_t)ev->function_id);
+		ln_str(l, t);
+	}
+	if (mod) {
+		const char *b = strrchr(mod, '/');
+		ln_str(l, " (");
+		ln_str(l, b ? b + 1 : mod);
+		ln_str(l, ")");
+	}
+	if (de)
+		text_detail(l, s->gen->detail, de);
+	ln_str(l, "\n");
+}
+
+static void dump_event(struct dump_pid *dp, const struct dump_src *s, uint64_t seq,
+		       const struct atf_index_event *ev)
+{
+	struct line l;
+
+	l.n = 0;
+	if (dp->o->jsonl)
+		json_event(dp, s, seq, ev, &l);
+	else
+		text_event(dp, s, seq, ev, &l);
+	fwrite(l.b, 1, l.n, stdout);
+}
+
+/* ---------------------------------------------------------- threads */
+
+static void dump_warn_gen(const struct ada_atf_gen *g)
+{
+	if (g->index_err)
+		ada_log("%s: skipped: %s (run `ada validate`)", g->index_path,
+			g->index_err == -EBADMSG ? "not a readable ATF index file" : strerror(-g->index_err));
+	if (g->detail_path && g->detail_err)
+		ada_log("%s: detail not shown: %s", g->detail_path,
+			g->detail_err == -EBADMSG ? "not a readable ATF detail file" : strerror(-g->detail_err));
+}
+
+/* Strict first; a damaged file is reopened for whatever whole events it
+ * holds, and said so. */
+static int dump_open_thread(const char *dir, struct ada_atf_thread **out)
+{
+	int err = ada_atf_thread_open(dir, 0, out);
+
+	if (err)
+		return err;
+	for (size_t i = 0; i < (*out)->ngen; i++) {
+		struct ada_atf_gen *g = &(*out)->gen[i];
+		if (g->index_err == -EBADMSG &&
+		    !ada_atf_index_open(g->index_path, ADA_ATF_OPEN_SALVAGE, &g->index)) {
+			g->index_err = 0;
+			ada_log("%s: damaged; showing its %" PRIu64 " whole events (run `ada validate`)",
+				g->index_path, ada_atf_index_count(g->index));
+		}
+		if (g->detail_err == -EBADMSG &&
+		    !ada_atf_detail_open(g->detail_path, ADA_ATF_OPEN_SALVAGE, &g->detail))
+			g->detail_err = 0;
+		dump_warn_gen(g);
+	}
+	return 0;
+}
+
+static void dump_thread_linear(struct dump_pid *dp, const struct ada_atf_thread *t)
+{
+	for (size_t i = 0; i < t->ngen; i++) {
+		const struct ada_atf_gen *g = &t->gen[i];
+		struct dump_src s = {t->thread, g};
+		uint64_t b, e;
+		if (!g->index)
+			continue;
+		ada_atf_index_range(g->index, dp->o->from, dp->o->to, &b, &e);
+		for (uint64_t k = b; k < e; k++)
+			dump_event(dp, &s, k, ada_atf_index_get(g->index, k));
+	}
+}
+
+static int dump_merge_add(struct ada_atf_merge *m, struct dump_pid *dp, const struct ada_atf_thread *t,
+			  struct dump_src *srcs)
+{
+	for (size_t i = 0; i < t->ngen; i++) {
+		const struct ada_atf_gen *g = &t->gen[i];
+		uint64_t b, e;
+		srcs[i] = (struct dump_src){t->thread, g};
+		if (!g->index)
+			continue;
+		ada_atf_index_range(g->index, dp->o->from, dp->o->to, &b, &e);
+		int err = ada_atf_merge_add(m, g->index, b, e, t->thread, (uint32_t)i, &srcs[i]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* All threads of one pid, by timestamp. */
+static int dump_pid_merged(struct dump_pid *dp, struct ada_atf_thread **ts, size_t n)
+{
+	struct ada_atf_merge *m;
+	struct ada_atf_merge_item it;
+	struct dump_src **srcs = calloc(n ? n : 1, sizeof(*srcs));
+	int err = srcs ? ada_atf_merge_new(&m) : -ENOMEM;
+
+	for (size_t i = 0; !err && i < n; i++) {
+		srcs[i] = calloc(ts[i]->ngen, sizeof(**srcs));
+		err = srcs[i] ? dump_merge_add(m, dp, ts[i], srcs[i]) : -ENOMEM;
+	}
+	while (!err && ada_atf_merge_next(m, &it))
+		dump_event(dp, it.user, it.index_seq, it.ev);
+	if (srcs)
+		ada_atf_merge_free(m);
+	for (size_t i = 0; srcs && i < n; i++)
+		free(srcs[i]);
+	free(srcs);
+	return err;
+}
+
+static int dump_pid(struct dump_pid *dp, const struct ada_atf_pid *p)
+{
+	struct ada_atf_thread **ts = calloc(p->nthreads ? p->nthreads : 1, sizeof(*ts));
+	size_t n = 0;
+	int err = ts ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !err && i < p->nthreads; i++) {
+		if (dp->o->have_thread && p->thread_ids[i] != dp->o->thread)
+			continue;
+		dp->thread_seen++;
+		int e = dump_open_thread(p->thread_dirs[i], &ts[n]);
+		if (e == -ENOENT || e == -EINVAL)
+			ada_log("%s: no index.atf; skipped", p->thread_dirs[i]);
+		else if (e)
+			err = e;
+		else
+			n++;
+	}
+	if (!err && dp->o->merge)
+		err = dump_pid_merged(dp, ts, n);
+	for (size_t i = 0; !err && !dp->o->merge && i < n; i++)
+		dump_thread_linear(dp, ts[i]);
+	for (size_t i = 0; i < n; i++)
+		ada_atf_thread_free(ts[i]);
+	free(ts);
+	return err;
+}
+
+/* -------------------------------------------------------------- main */
+
+static void dump_syms_warn(void *ctx, const char *path, uint64_t line, const char *msg)
+{
+	(void)ctx;
+	if (line)
+		ada_log("%s: line %" PRIu64 ": %s", path, line, msg);
+	else
+		ada_log("%s: %s", path, msg);
+}
+
+static int dump_one_pid(const struct dump_opts *o, const struct ada_atf_pid *p, bool several,
+			uint32_t *threads_seen)
+{
+	struct dump_pid dp = {.o = o, .pid = several ? (int64_t)p->pid : -1};
+	json_t *doc = NULL;
+	int err;
+
+	if (ada_manifest_read(p->dir, &doc) == -EBADMSG)
+		ada_log("%s/%s: damaged; dumping without it", p->dir, ADA_MANIFEST_NAME);
+	err = ada_symtab_load(p->dir, doc, dump_syms_warn, NULL, &dp.syms);
+	json_decref(doc);
+	if (err)
+		return err;
+	if (several && !o->jsonl)
+		printf("== %s (pid %" PRIu32 ")\n", p->dir, p->pid);
+	err = dump_pid(&dp, p);
+	*threads_seen += dp.thread_seen;
+	ada_symtab_free(dp.syms);
+	return err;
+}
+
+static void dump_usage(FILE *f)
+{
+	fprintf(f, "usage: ada dump [--format text|jsonl] [--thread N] [--merge] [--from NS] [--to NS] DIR\n"
+		   "  Prints the events under DIR (a pid_N directory or any directory above).\n"
+		   "  --format jsonl  one JSON object per event (keys: docs/dump.md)\n"
+		   "  --thread N      only thread_N\n"
+		   "  --merge         all threads of a process in timestamp order\n"
+		   "  --from/--to NS  only events with from <= ts <= to (nanoseconds)\n");
+}
+
+static bool dump_parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (!*s || *s == '-')
+		return false;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return !errno && !*end;
+}
+
+static int dump_opt(int c, struct dump_opts *o)
+{
+	uint64_t v;
+
+	switch (c) {
+	case 'f':
+		if (strcmp(optarg, "text") && strcmp(optarg, "jsonl"))
+			break;
+		o->jsonl = !strcmp(optarg, "jsonl");
+		return 0;
+	case 't':
+		if (!dump_parse_u64(optarg, &v) || v > UINT32_MAX)
+			break;
+		o->have_thread = true;
+		o->thread = (uint32_t)v;
+		return 0;
+	case 'm':
+		o->merge = true;
+		return 0;
+	case 'F':
+		return dump_parse_u64(optarg, &o->from) ? 0 : (ada_log("--from takes nanoseconds"), 2);
+	case 'T':
+		return dump_parse_u64(optarg, &o->to) ? 0 : (ada_log("--to takes nanoseconds"), 2);
+	case 'h':
+		dump_usage(stdout);
+		return 1;
+	default:
+		dump_usage(stderr);
+		return 2;
+	}
+	ada_log("bad value '%s' for --%s", optarg, c == 'f' ? "format" : "thread");
+	return 2;
+}
+
+static int dump_args(int argc, char **argv, struct dump_opts *o, const char **dir)
+{
+	static const struct option opts[] = {
+		{"format", required_argument, NULL, 'f'}, {"thread", required_argument, NULL, 't'},
+		{"merge", no_argument, NULL, 'm'},        {"from", required_argument, NULL, 'F'},
+		{"to", required_argument, NULL, 'T'},     {"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	int c, rc;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
+		if ((rc = dump_opt(c, o)))
+			return rc == 1 ? 0 : rc;
+	if (optind != argc - 1) {
+		ada_log("dump takes one directory; run `ada dump --help`");
+		return 2;
+	}
+	if (o->from > o->to) {
+		ada_log("--from is after --to: nothing to show");
+		return 2;
+	}
+	*dir = argv[optind];
+	return -1;
+}
 
 int cmd_dump(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	ada_log("'dump' is not implemented yet");
-	return 2;
+	struct dump_opts o = {.to = UINT64_MAX};
+	struct ada_atf_tree *tree;
+	const char *dir = NULL;
+	uint32_t threads_seen = 0;
+	static char outbuf[1 << 20];
+	int rc = dump_args(argc, argv, &o, &dir), err;
+
+	if (rc >= 0)
+		return rc;
+	err = ada_atf_tree_scan(dir, &tree);
+	if (err) {
+		ada_log("%s: %s", dir, err == -ENOTDIR ? "not a directory (give a pid_N directory or one "
+						   "above it)" : strerror(-err));
+		return 2;
+	}
+	if (tree->npids == 0) {
+		ada_log("%s: no traces found (no pid_N directory at or under it)", dir);
+		ada_atf_tree_free(tree);
+		return 2;
+	}
+	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+	for (size_t i = 0; i < tree->npids && !err; i++)
+		err = dump_one_pid(&o, &tree->pids[i], tree->npids > 1, &threads_seen);
+	ada_atf_tree_free(tree);
+	if (fflush(stdout) != 0 && !err)
+		err = -errno;
+	if (err) {
+		ada_log("%s: %s", dir, strerror(-err));
+		return 1;
+	}
+	if (o.have_thread && !threads_seen) {
+		ada_log("%s: no thread_%" PRIu32 " directory", dir, o.thread);
+		return 1;
+	}
+	return 0;
 }

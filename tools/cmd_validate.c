@@ -1,10 +1,183 @@
-/* Placeholder until the validate command lands. */
+/*
+ * ada validate DIR: checks every ATF file of every pid_N/thread_K/ at or
+ * under DIR (all retention generations, their detail files and links),
+ * plus each pid's manifest.json and modules/module_<ID>.syms, whose problems are
+ * warnings. One line per problem, "path: offset N: what is wrong", then a
+ * summary. Exit 0 only when there is no error; 1 when there are; 2 for a
+ * usage error, a missing path or no traces at all.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atf.h"
 #include "cmd.h"
+#include "manifest.h"
+#include "symbols.h"
+
+struct validate_ctx {
+	struct ada_atf_report rep;
+	bool quiet; /* errors only */
+};
+
+static void validate_problem(void *ctx, enum ada_atf_severity sev, const char *path, uint64_t off,
+			     const char *msg)
+{
+	struct validate_ctx *v = ctx;
+
+	if (sev == ADA_ATF_WARNING && v->quiet)
+		return;
+	printf("%s: offset %" PRIu64 ": %s%s\n", path, off, sev == ADA_ATF_WARNING ? "warning: " : "",
+	       msg);
+}
+
+static void validate_warn(struct validate_ctx *v, const char *path, const char *fmt, const char *arg)
+{
+	char msg[400];
+
+	snprintf(msg, sizeof(msg), fmt, arg);
+	v->rep.warnings++;
+	validate_problem(v, ADA_ATF_WARNING, path, 0, msg);
+}
+
+static void validate_syms_warn(void *ctx, const char *path, uint64_t line, const char *msg)
+{
+	struct validate_ctx *v = ctx;
+	char buf[400];
+
+	if (line)
+		snprintf(buf, sizeof(buf), "line %" PRIu64 ": %s", line, msg);
+	else
+		snprintf(buf, sizeof(buf), "%s", msg);
+	v->rep.warnings++;
+	validate_problem(v, ADA_ATF_WARNING, path, 0, buf);
+}
+
+static json_t *validate_manifest(struct validate_ctx *v, const char *pid_dir)
+{
+	char path[4096];
+	json_t *doc = NULL;
+	int err = ada_manifest_read(pid_dir, &doc);
+	const char *state;
+
+	snprintf(path, sizeof(path), "%s/%s", pid_dir, ADA_MANIFEST_NAME);
+	if (err == -ENOENT)
+		validate_warn(v, path, "%s", "missing; the ATF files are still checked");
+	else if (err == -EBADMSG)
+		validate_warn(v, path, "%s", "damaged (not an ada-manifest JSON object); the ATF files are "
+					     "still checked");
+	else if (err)
+		validate_warn(v, path, "cannot read: %s", strerror(-err));
+	if (!doc)
+		return NULL;
+	state = ada_manifest_state(doc);
+	if (!state)
+		validate_warn(v, path, "%s", "has no \"state\"");
+	else if (!strcmp(state, "recording"))
+		validate_warn(v, path, "state is \"%s\": the recording was not finalized (try `ada recover`)",
+			      state);
+	return doc;
+}
+
+static int validate_pid(struct validate_ctx *v, const struct ada_atf_pid *p)
+{
+	struct ada_symtab *st = NULL;
+	json_t *doc = validate_manifest(v, p->dir);
+	int err = ada_symtab_load(p->dir, doc, validate_syms_warn, v, &st);
+
+	ada_symtab_free(st);
+	json_decref(doc);
+	if (err)
+		return err;
+	if (p->nthreads == 0)
+		validate_warn(v, p->dir, "%s", "no thread_N directories: the process recorded no events");
+	for (size_t i = 0; i < p->nthreads; i++) {
+		err = ada_atf_validate_thread(p->thread_dirs[i], &v->rep);
+		if (err) {
+			ada_log("%s: cannot read the directory: %s", p->thread_dirs[i], strerror(-err));
+			v->rep.errors++;
+		}
+	}
+	return 0;
+}
+
+static void validate_usage(FILE *f)
+{
+	fprintf(f, "usage: ada validate [--quiet] [--max-per-file N] DIR\n"
+		   "  Checks every pid_N/thread_K/*.atf at or under DIR against the ATF v2\n"
+		   "  format; prints one line per problem (path: offset N: what is wrong).\n"
+		   "  --quiet           print errors only, not warnings\n"
+		   "  --max-per-file N  show at most N problems per file (default 50)\n"
+		   "  Exit status: 0 all valid, 1 problems found, 2 bad usage or no traces.\n");
+}
+
+static int validate_args(int argc, char **argv, struct validate_ctx *v, const char **dir)
+{
+	static const struct option opts[] = {
+		{"quiet", no_argument, NULL, 'q'},
+		{"max-per-file", required_argument, NULL, 'm'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+		if (c == 'q') {
+			v->quiet = true;
+		} else if (c == 'm') {
+			v->rep.max_per_file = (uint32_t)strtoul(optarg, NULL, 10);
+		} else if (c == 'h') {
+			validate_usage(stdout);
+			return 0;
+		} else {
+			validate_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		ada_log("validate takes one directory; run `ada validate --help`");
+		return 2;
+	}
+	*dir = argv[optind];
+	return -1;
+}
 
 int cmd_validate(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	ada_log("'validate' is not implemented yet");
-	return 2;
+	struct validate_ctx v = {.rep = {.fn = validate_problem}};
+	struct ada_atf_tree *tree = NULL;
+	const char *dir = NULL;
+	size_t nthreads = 0;
+	int rc = validate_args(argc, argv, &v, &dir), err;
+
+	if (rc >= 0)
+		return rc;
+	v.rep.ctx = &v;
+	err = ada_atf_tree_scan(dir, &tree);
+	if (err) {
+		ada_log("%s: %s", dir, err == -ENOTDIR ? "not a directory (give a pid_N directory or one "
+						   "above it)" : strerror(-err));
+		return 2;
+	}
+	if (tree->npids == 0) {
+		ada_log("%s: no traces found (no pid_N directory at or under it)", dir);
+		ada_atf_tree_free(tree);
+		return 2;
+	}
+	for (size_t i = 0; i < tree->npids && !err; i++) {
+		err = validate_pid(&v, &tree->pids[i]);
+		nthreads += tree->pids[i].nthreads;
+	}
+	if (err)
+		ada_log("%s: %s", dir, strerror(-err));
+	printf("%s: %zu process%s, %zu thread%s: %" PRIu64 " error%s, %" PRIu64 " warning%s: %s\n", dir,
+	       tree->npids, tree->npids == 1 ? "" : "es", nthreads, nthreads == 1 ? "" : "s", v.rep.errors,
+	       v.rep.errors == 1 ? "" : "s", v.rep.warnings, v.rep.warnings == 1 ? "" : "s",
+	       v.rep.errors || err ? "INVALID" : "valid");
+	ada_atf_tree_free(tree);
+	return v.rep.errors || err ? 1 : 0;
 }

@@ -1,0 +1,34 @@
+/* Private helpers shared by the files of src/atf. */
+#ifndef ADA_ATF_INTERNAL_H
+#define ADA_ATF_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "atf.h"
+
+/* A read-only file mapping (len 0 maps nothing: base stays NULL). */
+struct atf_map {
+	const uint8_t *base;
+	size_t len;
+	bool owned; /* munmap at release */
+};
+
+int atf_map_file(const char *path, struct atf_map *m);
+void atf_map_release(struct atf_map *m);
+
+/* Reads a T at off when [off, off + sizeof(T)) lies inside len. Packed
+ * structs: memcpy keeps the access alignment-safe. */
+static inline bool atf_fits(size_t len, uint64_t off, uint64_t n)
+{
+	return off <= len && n <= len - off;
+}
+
+#define ATF_READ(dst, base, len, off) \
+	(atf_fits((len), (off), sizeof(*(dst))) ? (memcpy((dst), (base) + (off), sizeof(*(dst))), true) : false)
+
+char *atf_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,412 @@
+/*
+ * ATF readers: index and detail files mapped read-only.
+ *
+ * Threads: any; a reader is immutable after open, so several threads may
+ * read one concurrently. Nothing here writes.
+ *
+ * Invariants after a successful open:
+ *   index:  events_offset + count * 32 <= map length, so get(seq) for
+ *           seq < count never leaves the mapping;
+ *   detail: off[i] + total_length(i) <= map length for every i < count and
+ *           total_length(i) >= 24, so get(seq) hands out whole events.
+ * Whatever a header claims, these bounds come from the file length.
+ */
+#define _GNU_SOURCE /* vasprintf */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atf_internal.h"
+
+int atf_map_file(const char *path, struct atf_map *m)
+{
+	struct stat st;
+	int fd, err = 0;
+
+	memset(m, 0, sizeof(*m));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		err = -errno;
+		goto close_fd;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		goto close_fd;
+	}
+	m->len = (size_t)st.st_size;
+	m->owned = true;
+	if (m->len == 0)
+		goto close_fd; /* nothing to map; base stays NULL */
+	void *p = mmap(NULL, m->len, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED) {
+		err = -errno;
+		m->len = 0;
+		goto close_fd;
+	}
+	m->base = p;
+close_fd:
+	close(fd);
+	return err;
+}
+
+void atf_map_release(struct atf_map *m)
+{
+	if (m->owned && m->base)
+		munmap((void *)m->base, m->len);
+	memset(m, 0, sizeof(*m));
+}
+
+char *atf_strdup_printf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+/* ---------------------------------------------------------------- index */
+
+struct ada_atf_index {
+	struct atf_map map;
+	struct atf_index_header hdr;
+	const uint8_t *events;
+	uint64_t count;
+};
+
+/* The count the footer vouches for, or -1 when header/footer/length disagree. */
+static int64_t index_strict_count(const struct atf_map *m, const struct atf_index_header *h)
+{
+	struct atf_index_footer f;
+	uint64_t span;
+
+	if (h->footer_offset < h->events_offset || !ATF_READ(&f, m->base, m->len, h->footer_offset))
+		return -1;
+	span = h->footer_offset - h->events_offset;
+	if (memcmp(f.magic, ATF_INDEX_FOOTER_MAGIC, 4) || span % ATF_INDEX_EVENT_SIZE ||
+	    f.event_count != span / ATF_INDEX_EVENT_SIZE)
+		return -1;
+	return (int64_t)f.event_count;
+}
+
+static bool index_event_is_zero(const uint8_t *p)
+{
+	static const uint8_t zero[ATF_INDEX_EVENT_SIZE];
+	return !memcmp(p, zero, sizeof(zero));
+}
+
+/* Every whole event between events_offset and the end (or a footer found in
+ * the last 64 bytes); a preallocated all-zero tail is not events. */
+static uint64_t index_salvage_count(const struct atf_map *m, const struct atf_index_header *h)
+{
+	uint64_t end = m->len;
+
+	if (end >= h->events_offset + ATF_FOOTER_SIZE &&
+	    !memcmp(m->base + end - ATF_FOOTER_SIZE, ATF_INDEX_FOOTER_MAGIC, 4))
+		end -= ATF_FOOTER_SIZE;
+	uint64_t n = (end - h->events_offset) / ATF_INDEX_EVENT_SIZE;
+	while (n && index_event_is_zero(m->base + h->events_offset + (n - 1) * ATF_INDEX_EVENT_SIZE))
+		n--;
+	return n;
+}
+
+static int index_init(struct ada_atf_index *ix, unsigned flags)
+{
+	struct atf_index_header *h = &ix->hdr;
+
+	if (!ATF_READ(h, ix->map.base, ix->map.len, 0) || memcmp(h->magic, ATF_INDEX_MAGIC, 4) ||
+	    h->event_size != ATF_INDEX_EVENT_SIZE || h->events_offset < ATF_HEADER_SIZE ||
+	    h->events_offset > ix->map.len)
+		return -EBADMSG;
+	int64_t n = index_strict_count(&ix->map, h);
+	if (n < 0 && !(flags & ADA_ATF_OPEN_SALVAGE))
+		return -EBADMSG;
+	ix->count = n >= 0 ? (uint64_t)n : index_salvage_count(&ix->map, h);
+	ix->events = ix->map.base + h->events_offset;
+	return 0;
+}
+
+static int index_new(struct atf_map *m, unsigned flags, struct ada_atf_index **out)
+{
+	struct ada_atf_index *ix = calloc(1, sizeof(*ix));
+	int err;
+
+	if (!ix)
+		return -ENOMEM;
+	ix->map = *m;
+	err = index_init(ix, flags);
+	if (err) {
+		free(ix);
+		return err;
+	}
+	*out = ix;
+	return 0;
+}
+
+int ada_atf_index_open(const char *path, unsigned flags, struct ada_atf_index **out)
+{
+	struct atf_map m;
+	int err = atf_map_file(path, &m);
+
+	if (err)
+		return err;
+	err = index_new(&m, flags, out);
+	if (err)
+		atf_map_release(&m);
+	return err;
+}
+
+int ada_atf_index_open_mem(const void *buf, size_t len, unsigned flags,
+			   struct ada_atf_index **out)
+{
+	struct atf_map m = {.base = buf, .len = len, .owned = false};
+	return index_new(&m, flags, out);
+}
+
+void ada_atf_index_free(struct ada_atf_index *ix)
+{
+	if (!ix)
+		return;
+	atf_map_release(&ix->map);
+	free(ix);
+}
+
+const struct atf_index_header *ada_atf_index_header(const struct ada_atf_index *ix)
+{
+	return &ix->hdr;
+}
+
+uint64_t ada_atf_index_count(const struct ada_atf_index *ix)
+{
+	return ix->count;
+}
+
+const struct atf_index_event *ada_atf_index_get(const struct ada_atf_index *ix, uint64_t seq)
+{
+	if (seq >= ix->count)
+		return NULL;
+	return (const struct atf_index_event *)(ix->events + seq * ATF_INDEX_EVENT_SIZE);
+}
+
+static uint64_t index_ts(const struct ada_atf_index *ix, uint64_t seq)
+{
+	return ada_atf_index_get(ix, seq)->timestamp_ns;
+}
+
+/* Binary search for the first seq with ts > t (strict) or ts >= t. On a
+ * file that is not sorted (invalid) it still terminates inside [0, count]. */
+static uint64_t index_bound(const struct ada_atf_index *ix, uint64_t t, bool strict)
+{
+	uint64_t lo = 0, hi = ix->count;
+
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		uint64_t ts = index_ts(ix, mid);
+		if (strict ? ts <= t : ts < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+uint64_t ada_atf_index_lower_bound(const struct ada_atf_index *ix, uint64_t ts)
+{
+	return index_bound(ix, ts, false);
+}
+
+uint64_t ada_atf_index_upper_bound(const struct ada_atf_index *ix, uint64_t ts)
+{
+	return index_bound(ix, ts, true);
+}
+
+void ada_atf_index_range(const struct ada_atf_index *ix, uint64_t from, uint64_t to,
+			 uint64_t *begin, uint64_t *end)
+{
+	const struct atf_index_header *h = &ix->hdr;
+
+	*begin = *end = 0;
+	if (!ix->count || from > to)
+		return;
+	/* The header's range lets a file outside [from, to] be skipped without
+	 * touching its events; only trust it when it is ordered. */
+	if (h->time_start_ns <= h->time_end_ns && (h->time_end_ns < from || h->time_start_ns > to) &&
+	    h->time_start_ns == index_ts(ix, 0) && h->time_end_ns == index_ts(ix, ix->count - 1))
+		return;
+	*begin = index_bound(ix, from, false);
+	*end = index_bound(ix, to, true);
+	if (*end < *begin)
+		*end = *begin;
+}
+
+/* --------------------------------------------------------------- detail */
+
+struct ada_atf_detail {
+	struct atf_map map;
+	struct atf_detail_header hdr;
+	uint64_t *off; /* byte offset of each event in the mapping */
+	uint64_t count;
+};
+
+static int detail_push(struct ada_atf_detail *d, uint64_t *cap, uint64_t off)
+{
+	if (d->count == *cap) {
+		uint64_t ncap = *cap ? *cap * 2 : 64;
+		uint64_t *p = realloc(d->off, ncap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		d->off = p;
+		*cap = ncap;
+	}
+	d->off[d->count++] = off;
+	return 0;
+}
+
+/* Walks total_length over [start, end); returns the offset where the walk
+ * stopped (== end when every event fit exactly). */
+static int detail_walk(struct ada_atf_detail *d, uint64_t start, uint64_t end, uint64_t *stop)
+{
+	uint64_t cap = 0, pos = start;
+	uint32_t tl;
+
+	while (pos < end && ATF_READ(&tl, d->map.base, end, pos)) {
+		if (tl < ATF_DETAIL_EVENT_HEADER_SIZE || tl > end - pos)
+			break;
+		int err = detail_push(d, &cap, pos);
+		if (err)
+			return err;
+		pos += tl;
+	}
+	*stop = pos;
+	return 0;
+}
+
+static int detail_init(struct ada_atf_detail *d, unsigned flags)
+{
+	struct atf_detail_header *h = &d->hdr;
+	struct atf_detail_footer f;
+	uint64_t end, stop;
+	bool strict_ok;
+
+	if (!ATF_READ(h, d->map.base, d->map.len, 0) || memcmp(h->magic, ATF_DETAIL_MAGIC, 4) ||
+	    h->events_offset < ATF_HEADER_SIZE || h->events_offset > d->map.len)
+		return -EBADMSG;
+	strict_ok = h->bytes_length <= d->map.len - h->events_offset &&
+		    ATF_READ(&f, d->map.base, d->map.len, h->events_offset + h->bytes_length) &&
+		    !memcmp(f.magic, ATF_DETAIL_FOOTER_MAGIC, 4);
+	if (!strict_ok && !(flags & ADA_ATF_OPEN_SALVAGE))
+		return -EBADMSG;
+	end = strict_ok ? h->events_offset + h->bytes_length : d->map.len;
+	int err = detail_walk(d, h->events_offset, end, &stop);
+	if (err)
+		return err;
+	if (!(flags & ADA_ATF_OPEN_SALVAGE) && (stop != end || d->count != h->event_count))
+		return -EBADMSG;
+	return 0;
+}
+
+static int detail_new(struct atf_map *m, unsigned flags, struct ada_atf_detail **out)
+{
+	struct ada_atf_detail *d = calloc(1, sizeof(*d));
+	int err;
+
+	if (!d)
+		return -ENOMEM;
+	d->map = *m;
+	err = detail_init(d, flags);
+	if (err) {
+		free(d->off);
+		free(d);
+		return err;
+	}
+	*out = d;
+	return 0;
+}
+
+int ada_atf_detail_open(const char *path, unsigned flags, struct ada_atf_detail **out)
+{
+	struct atf_map m;
+	int err = atf_map_file(path, &m);
+
+	if (err)
+		return err;
+	err = detail_new(&m, flags, out);
+	if (err)
+		atf_map_release(&m);
+	return err;
+}
+
+int ada_atf_detail_open_mem(const void *buf, size_t len, unsigned flags,
+			    struct ada_atf_detail **out)
+{
+	struct atf_map m = {.base = buf, .len = len, .owned = false};
+	return detail_new(&m, flags, out);
+}
+
+void ada_atf_detail_free(struct ada_atf_detail *d)
+{
+	if (!d)
+		return;
+	atf_map_release(&d->map);
+	free(d->off);
+	free(d);
+}
+
+const struct atf_detail_header *ada_atf_detail_header(const struct ada_atf_detail *d)
+{
+	return &d->hdr;
+}
+
+uint64_t ada_atf_detail_count(const struct ada_atf_detail *d)
+{
+	return d->count;
+}
+
+const struct atf_detail_event_header *ada_atf_detail_get(const struct ada_atf_detail *d,
+							  uint64_t seq)
+{
+	if (seq >= d->count)
+		return NULL;
+	return (const struct atf_detail_event_header *)(d->map.base + d->off[seq]);
+}
+
+const struct atf_detail_function_payload *
+ada_atf_detail_function(const struct atf_detail_event_header *ev, const uint8_t **stack)
+{
+	const uint32_t fixed = ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(struct atf_detail_function_payload);
+	const struct atf_detail_function_payload *p;
+
+	if ((ev->event_type != ATF_DETAIL_FUNCTION_CALL && ev->event_type != ATF_DETAIL_FUNCTION_RETURN) ||
+	    ev->total_length < fixed)
+		return NULL;
+	p = (const void *)((const uint8_t *)ev + ATF_DETAIL_EVENT_HEADER_SIZE);
+	if (p->stack_size > ev->total_length - fixed)
+		return NULL;
+	if (stack)
+		*stack = (const uint8_t *)p + sizeof(*p);
+	return p;
+}
+
+const char *ada_atf_kind_name(uint32_t kind)
+{
+	switch (kind) {
+	case ATF_EVENT_CALL:
+		return "call";
+	case ATF_EVENT_RETURN:
+		return "return";
+	case ATF_EVENT_EXCEPTION:
+		return "exception";
+	default:
+		return NULL;
+	}
+}

@@ -1,0 +1,191 @@
+/*
+ * manifest.json: atomic write (tmp + fsync + rename) and read, plus the
+ * accessors dump and validate use. Threads: the recorder's main thread
+ * writes; the CLI reads. Never prints.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "atf_internal.h"
+#include "manifest.h"
+
+json_t *ada_manifest_new(int32_t pid)
+{
+	return json_pack("{s:s, s:i, s:i, s:s}", "format", ADA_MANIFEST_FORMAT, "version",
+			 ADA_MANIFEST_VERSION, "pid", (json_int_t)pid, "state", "recording");
+}
+
+static int manifest_write_fd(int fd, const char *text)
+{
+	size_t n = strlen(text);
+
+	while (n) {
+		ssize_t w = write(fd, text, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		text += w;
+		n -= (size_t)w;
+	}
+	return fsync(fd) < 0 ? -errno : 0;
+}
+
+int ada_manifest_write(const char *pid_dir, const json_t *doc)
+{
+	char *text, *tmp = NULL, *dst = NULL;
+	int fd, err;
+
+	if (!json_is_object(doc))
+		return -EINVAL;
+	text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	tmp = atf_strdup_printf("%s/%s.tmp", pid_dir, ADA_MANIFEST_NAME);
+	dst = atf_strdup_printf("%s/%s", pid_dir, ADA_MANIFEST_NAME);
+	if (!text || !tmp || !dst) {
+		err = -ENOMEM;
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	err = manifest_write_fd(fd, text);
+	if (err == 0)
+		err = manifest_write_fd(fd, "\n");
+	if (close(fd) < 0 && !err)
+		err = -errno;
+	if (!err && rename(tmp, dst) < 0)
+		err = -errno;
+	if (err)
+		unlink(tmp);
+out:
+	free(text);
+	free(tmp);
+	free(dst);
+	return err;
+}
+
+static int manifest_check(json_t *doc, json_t **out)
+{
+	json_t *fmt = json_object_get(doc, "format");
+
+	*out = NULL;
+	if (!json_is_object(doc) || !json_is_string(fmt) ||
+	    strcmp(json_string_value(fmt), ADA_MANIFEST_FORMAT)) {
+		json_decref(doc);
+		return -EBADMSG;
+	}
+	*out = doc;
+	return 0;
+}
+
+int ada_manifest_parse(const char *buf, size_t len, json_t **out)
+{
+	json_error_t jerr;
+	json_t *doc = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+
+	*out = NULL;
+	if (!doc)
+		return -EBADMSG;
+	return manifest_check(doc, out);
+}
+
+int ada_manifest_read(const char *pid_dir, json_t **out)
+{
+	struct atf_map m;
+	char *path = atf_strdup_printf("%s/%s", pid_dir, ADA_MANIFEST_NAME);
+	int err;
+
+	*out = NULL;
+	if (!path)
+		return -ENOMEM;
+	err = atf_map_file(path, &m);
+	free(path);
+	if (err)
+		return err;
+	err = ada_manifest_parse((const char *)m.base, m.len, out);
+	atf_map_release(&m);
+	return err;
+}
+
+const char *ada_manifest_state(const json_t *doc)
+{
+	return json_string_value(json_object_get(doc, "state"));
+}
+
+int64_t ada_manifest_pid(const json_t *doc)
+{
+	json_t *p = json_object_get(doc, "pid");
+	return json_is_integer(p) ? (int64_t)json_integer_value(p) : -1;
+}
+
+static uint64_t manifest_u64(const json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (json_is_integer(v))
+		return (uint64_t)json_integer_value(v);
+	/* Addresses may be written as "0x..." strings (JSON numbers are
+	 * doubles for many readers). */
+	if (json_is_string(v))
+		return strtoull(json_string_value(v), NULL, 0);
+	return 0;
+}
+
+size_t ada_manifest_module_count(const json_t *doc)
+{
+	return json_array_size(json_object_get(doc, "modules"));
+}
+
+int ada_manifest_module_get(const json_t *doc, size_t i, struct ada_manifest_module *out)
+{
+	json_t *m = json_array_get(json_object_get(doc, "modules"), i);
+
+	memset(out, 0, sizeof(*out));
+	if (!json_is_object(m) || !json_is_integer(json_object_get(m, "id")))
+		return -EINVAL;
+	out->id = (uint32_t)json_integer_value(json_object_get(m, "id"));
+	out->path = json_string_value(json_object_get(m, "path"));
+	out->build_id = json_string_value(json_object_get(m, "build_id"));
+	out->symbols = json_string_value(json_object_get(m, "symbols"));
+	out->load_base = manifest_u64(m, "load_base");
+	return 0;
+}
+
+size_t ada_manifest_thread_count(const json_t *doc)
+{
+	return json_array_size(json_object_get(doc, "threads"));
+}
+
+int ada_manifest_thread_get(const json_t *doc, size_t i, struct ada_manifest_thread *out)
+{
+	json_t *t = json_array_get(json_object_get(doc, "threads"), i);
+	json_t *files, *f;
+	size_t k;
+
+	memset(out, 0, sizeof(*out));
+	if (!json_is_object(t) || !json_is_integer(json_object_get(t, "thread")))
+		return -EINVAL;
+	out->thread = (uint32_t)json_integer_value(json_object_get(t, "thread"));
+	out->tid = (uint32_t)manifest_u64(t, "tid");
+	files = json_object_get(t, "files");
+	json_array_foreach(files, k, f)
+		out->events += manifest_u64(f, "events");
+	return 0;
+}
+
+uint32_t ada_manifest_tid_of(const json_t *doc, uint32_t thread)
+{
+	struct ada_manifest_thread t;
+
+	for (size_t i = 0; i < ada_manifest_thread_count(doc); i++)
+		if (!ada_manifest_thread_get(doc, i, &t) && t.thread == thread)
+			return t.tid;
+	return 0;
+}

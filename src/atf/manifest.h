@@ -1,0 +1,64 @@
+/*
+ * ada manifest: pid_N/manifest.json, read and written with jansson.
+ * The schema (keys and meaning) is in docs/manifest.md.
+ *
+ * Writers build the document with jansson and hand it to
+ * ada_manifest_write(), which replaces manifest.json atomically (a
+ * temporary file in the same directory, fsync, rename), so a reader or a
+ * crash never sees half a manifest. Errors are 0 / -errno; nothing prints.
+ */
+#ifndef ADA_MANIFEST_H
+#define ADA_MANIFEST_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#define ADA_MANIFEST_FORMAT "ada-manifest"
+#define ADA_MANIFEST_VERSION 1
+#define ADA_MANIFEST_NAME "manifest.json"
+
+/* A new document with format, version, pid and state "recording" set
+ * (the other keys are the writer's). NULL when out of memory. */
+json_t *ada_manifest_new(int32_t pid);
+
+/* Writes doc as pid_dir/manifest.json (indented, keys in insertion order).
+ * Errors: -EINVAL (doc not an object), -ENOMEM, -errno of open/write/
+ * fsync/rename. The old manifest stays in place when anything fails. */
+int ada_manifest_write(const char *pid_dir, const json_t *doc);
+
+/* Reads pid_dir/manifest.json into *out (caller json_decref()s it).
+ * Errors: -ENOENT (missing), -EBADMSG (not JSON, not an object, or its
+ * "format" is not "ada-manifest"), -ENOMEM. *out is NULL on error. */
+int ada_manifest_read(const char *pid_dir, json_t **out);
+/* Same over a buffer (for the fuzz target). */
+int ada_manifest_parse(const char *buf, size_t len, json_t **out);
+
+/* ---- accessors (borrowed references; NULL / 0 when absent or wrong type) */
+
+const char *ada_manifest_state(const json_t *doc);
+int64_t ada_manifest_pid(const json_t *doc); /* -1 when absent */
+
+struct ada_manifest_module {
+	uint32_t id;
+	const char *path;     /* NULL when absent */
+	const char *build_id; /* NULL when absent */
+	const char *symbols;  /* relative path of the .syms file, or NULL */
+	uint64_t load_base;
+};
+/* Number of entries of "modules"; module i into *out (0 or -EINVAL when
+ * entry i is not an object with a numeric "id"). */
+size_t ada_manifest_module_count(const json_t *doc);
+int ada_manifest_module_get(const json_t *doc, size_t i, struct ada_manifest_module *out);
+
+struct ada_manifest_thread {
+	uint32_t thread; /* N of thread_N */
+	uint32_t tid;
+	uint64_t events; /* sum over "files" */
+};
+size_t ada_manifest_thread_count(const json_t *doc);
+int ada_manifest_thread_get(const json_t *doc, size_t i, struct ada_manifest_thread *out);
+/* The tid recorded for thread_N, or 0 when the manifest does not say. */
+uint32_t ada_manifest_tid_of(const json_t *doc, uint32_t thread);
+
+#endif

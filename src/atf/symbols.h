@@ -1,0 +1,69 @@
+/*
+ * ada symbols: the per-module symbol files modules/module_<ID>.syms
+ * (format in docs/internals.md) and function_id -> (name, module path)
+ * resolution for dump and export.
+ *
+ * Errors are 0 / -errno; problems that do not stop reading (a table hash
+ * mismatch, a function count that disagrees) are passed to a warning
+ * callback. Nothing prints.
+ */
+#ifndef ADA_SYMBOLS_H
+#define ADA_SYMBOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+struct ada_syms_func {
+	uint32_t symbol_index;
+	uint64_t offset; /* from the module's load base */
+	uint64_t size;
+	const char *status; /* "hooked" or a skip reason */
+	const char *name;
+};
+
+struct ada_syms_module {
+	uint32_t module_id;
+	const char *path;          /* NULL when the file has no path line */
+	const char *build_id;      /* NULL when absent or "-" */
+	const char *symbol_source; /* NULL when absent */
+	uint64_t load_base;
+	bool has_table_xxh64;
+	uint64_t table_xxh64;    /* as declared in the file */
+	uint64_t computed_xxh64; /* XXH64 (seed 0) of the F lines as read */
+	int64_t functions;       /* declared count, -1 when absent */
+	size_t nfuncs;
+	struct ada_syms_func *funcs; /* sorted by symbol_index */
+	char *text_;                 /* private: the strings above point into it */
+};
+
+/* (ctx, file or label, line number (0: whole file), message) */
+typedef void (*ada_syms_warn_fn)(void *ctx, const char *path, uint64_t line, const char *msg);
+
+/* Parses a .syms file held in (buf, len). -EBADMSG (with *bad_line set
+ * when not NULL) when the first line is not "ada-symbols 1", a known line
+ * is malformed or module_id is missing; -ENOMEM. */
+int ada_syms_parse(const char *buf, size_t len, struct ada_syms_module **out, uint64_t *bad_line);
+void ada_syms_module_free(struct ada_syms_module *m); /* NULL is a no-op */
+/* The function with this symbol index, or NULL. O(1) when the table is
+ * dense (index i at position i), else O(log n). */
+const struct ada_syms_func *ada_syms_find(const struct ada_syms_module *m, uint32_t symbol_index);
+
+/* Every module of one pid directory: modules/module_*.syms, plus modules
+ * the manifest lists (doc may be NULL) whose file is missing, so their path
+ * still resolves. */
+struct ada_symtab;
+/* warn (may be NULL) hears about unreadable or malformed .syms files and
+ * table_xxh64 mismatches; those modules resolve without names. */
+int ada_symtab_load(const char *pid_dir, const json_t *manifest, ada_syms_warn_fn warn,
+		    void *ctx, struct ada_symtab **out);
+void ada_symtab_free(struct ada_symtab *t);
+/* Looks up function_id; *name / *module are set to NULL when unknown.
+ * Returns true when the function's name is known. */
+bool ada_symtab_resolve(const struct ada_symtab *t, uint64_t function_id, const char **name,
+			const char **module);
+size_t ada_symtab_module_count(const struct ada_symtab *t);
+
+#endif
