@@ -1,0 +1,588 @@
+/*
+ * The drain: the recorder's one thread that empties every ring of every
+ * arena of the session into thread_K/index.atf files.
+ *
+ * Threads: the drain thread only; it owns every wal_proc / wal_thread and
+ * the ada_wal_io. It is the single consumer of every index ring (ring.h).
+ *
+ * One pass: pick up new arenas (inotify on the arena directory, plus a
+ * rescan whenever a process is reaped, since an arena may appear and its
+ * process die between two passes); for each live slot peek the ring,
+ * convert TSC -> CLOCK_BOOTTIME straight into the file's staging buffer,
+ * release the ring; submit stale buffers and reap completions; reap dead
+ * children (waitpid: we are a child subreaper, so every descendant ends up
+ * ours); a process that is gone is drained one last time and finalized.
+ * Slow cadence (10 ms): free EXITED slots whose thread is gone; 1 s:
+ * metrics, TSC re-anchor.
+ * Invariants: a slot's events are consumed in ring order and appended in
+ * that order; a thread's output timestamps never decrease (clamped); a ring
+ * position is released only after its events are in a staging buffer.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ring.h"
+#include "wal_internal.h"
+
+#define DRAIN_SLOT_BUDGET (1u << 18) /* events per slot per pass: fairness */
+#define DRAIN_IDLE_US 200
+#define DRAIN_TICK_NS 1000000000ull
+#define DRAIN_RECLAIM_NS 10000000ull
+
+static uint64_t drain_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *drain_grow(void *arr, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return arr;
+	size_t nc = *cap ? *cap * 2 : 8;
+	while (nc < need)
+		nc *= 2;
+	void *n = realloc(arr, nc * elem);
+	if (n)
+		*cap = nc;
+	return n;
+}
+
+/* ---- threads ---- */
+
+static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/index.atf", t->dir);
+	struct ada_wal_file_opts fo = {
+		.thread_id = t->tid,
+		.clock_type = ATF_CLOCK_BOOTTIME,
+		.arch = WAL_ARCH,
+		.segment_bytes = r->o.segment_bytes,
+		.flush = r->o.flush,
+	};
+	return ada_wal_file_open(r->io, path, &fo, &t->f);
+}
+
+static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_proc *p,
+					   uint32_t slot, const struct ada_slot_info *si)
+{
+	struct wal_thread *t = calloc(1, sizeof(*t));
+	void *arr = drain_grow(p->threads, &p->capthreads, p->nthreads + 1, sizeof(*p->threads));
+	if (!t || !arr)
+		goto err;
+	p->threads = arr;
+	t->p = p;
+	t->seq = si->thread_seq;
+	t->tid = si->tid;
+	t->slot = slot;
+	if (asprintf(&t->dir, "%s/thread_%u", p->dir, t->seq) < 0) {
+		t->dir = NULL;
+		goto err;
+	}
+	int rc = wal_mkdir(t->dir);
+	if (rc == 0)
+		rc = drain_thread_file(r, t);
+	if (rc < 0) {
+		if (!r->error)
+			r->error = rc;
+		t->done = true; /* events of this thread are counted lost */
+	}
+	p->threads[p->nthreads++] = t;
+	return t;
+err:
+	free(t);
+	if (!r->error)
+		r->error = -ENOMEM;
+	return NULL;
+}
+
+static void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
+{
+	if (t->f) {
+		ada_wal_file_finalize(t->f, &t->last);
+		t->f = NULL;
+		t->lost += t->last.lost;
+		r->lost_total += t->last.lost;
+		r->disk_closed += t->last.bytes;
+	}
+	t->done = true;
+}
+
+/* Converts n ring events into t's file; returns the events consumed. */
+static size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
+			    const struct atf_index_event *src, size_t n)
+{
+	size_t done = 0;
+	while (done < n) {
+		struct atf_index_event *dst;
+		size_t k = t->f ? ada_wal_file_reserve(t->f, n - done, &dst) : 0;
+		if (k == 0) { /* disk full or the file failed: count, keep going */
+			t->lost += n - done;
+			r->lost_total += n - done;
+			return n;
+		}
+		uint64_t last = t->last_ts;
+		for (size_t i = 0; i < k; i++) {
+			struct atf_index_event e = src[done + i];
+			uint64_t ts = r->use_tsc ? ada_tsc_clock_to_ns(&r->clk, e.timestamp_ns)
+						 : e.timestamp_ns;
+			if (ts < last)
+				ts = last;
+			last = ts;
+			e.timestamp_ns = ts;
+			dst[i] = e;
+		}
+		t->last_ts = last;
+		ada_wal_file_commit(t->f, k);
+		done += k;
+	}
+	return done;
+}
+
+/* ---- retention (--max-disk-mb) ---- */
+
+static uint64_t drain_disk_bytes(struct ada_recorder *r)
+{
+	uint64_t total = r->disk_closed;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct wal_proc *p = r->procs[i];
+		for (size_t j = 0; j < p->nthreads; j++)
+			if (p->threads[j]->f)
+				total += ada_wal_file_disk_bytes(p->threads[j]->f);
+	}
+	return total;
+}
+
+/* Finalizes t's current file as index.g<G>.atf and opens a new index.atf. */
+static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
+{
+	struct ada_wal_file_summary s;
+	ada_wal_file_finalize(t->f, &s);
+	t->f = NULL;
+	t->lost += s.lost;
+	r->lost_total += s.lost;
+	char from[PATH_MAX], to[PATH_MAX];
+	snprintf(from, sizeof(from), "%s/index.atf", t->dir);
+	snprintf(to, sizeof(to), "%s/index.g%u.atf", t->dir, t->next_gen);
+	void *arr = drain_grow(t->gens, &t->capgens, t->ngens + 1, sizeof(*t->gens));
+	if (rename(from, to) == 0 && arr) {
+		t->gens = arr;
+		t->gens[t->ngens++] = (struct wal_gen){
+			.t = t, .g = t->next_gen, .bytes = s.bytes, .events = s.events,
+			.first_seq = t->base_seq, .t0 = s.time_start_ns, .t1 = s.time_end_ns,
+		};
+		t->next_gen++;
+		r->disk_closed += s.bytes;
+	} else {
+		unlink(from); /* cannot keep it as a generation: retire it now */
+		t->retired_events += s.events;
+		t->retired_bytes += s.bytes;
+	}
+	t->base_seq += s.events;
+	int rc = drain_thread_file(r, t);
+	if (rc < 0 && !r->error)
+		r->error = rc;
+}
+
+/* Deletes the oldest generation of the session (by end time). */
+static bool drain_retire_oldest(struct ada_recorder *r)
+{
+	struct wal_thread *bt = NULL;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct wal_proc *p = r->procs[i];
+		for (size_t j = 0; j < p->nthreads; j++) {
+			struct wal_thread *t = p->threads[j];
+			if (t->ngens && (!bt || t->gens[0].t1 < bt->gens[0].t1))
+				bt = t;
+		}
+	}
+	if (!bt)
+		return false;
+	struct wal_gen g = bt->gens[0];
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/index.g%u.atf", bt->dir, g.g);
+	unlink(path);
+	memmove(&bt->gens[0], &bt->gens[1], sizeof(g) * (bt->ngens - 1));
+	bt->ngens--;
+	bt->retired_events += g.events;
+	bt->retired_bytes += g.bytes;
+	r->disk_closed -= g.bytes;
+	return true;
+}
+
+static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
+{
+	if (!r->o.max_disk_bytes)
+		return;
+	if (t->f && ada_wal_file_disk_bytes(t->f) >= r->gen_bytes)
+		drain_rotate(r, t);
+	while (drain_disk_bytes(r) > r->o.max_disk_bytes)
+		if (!drain_retire_oldest(r)) {
+			if (!r->budget_warned)
+				json_array_append_new(r->warnings,
+						      json_string("disk budget exceeded by the files being written"));
+			r->budget_warned = true;
+			break;
+		}
+}
+
+/* ---- slots ---- */
+
+static size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t budget)
+{
+	struct ada_slot_info si;
+	ada_arena_slot_info(p->arena, s, &si);
+	if (si.state == ADA_SLOT_FREE)
+		return 0;
+	p->fill_max = si.fill_pct > p->fill_max ? si.fill_pct : p->fill_max;
+	struct wal_thread *t = p->by_slot[s];
+	if (t && t->seq != si.thread_seq) {
+		drain_thread_finalize(r, t); /* the slot was reused under us */
+		t = NULL;
+	}
+	if (si.head == si.tail && !t)
+		return 0;
+	if (!t) {
+		t = drain_thread_new(r, p, s, &si);
+		if (!t)
+			return 0;
+		p->by_slot[s] = t;
+	}
+	size_t total = 0;
+	while (total < budget) {
+		const struct atf_index_event *ev;
+		size_t k = ada_index_ring_peek(p->arena, s, &ev);
+		if (k == 0)
+			break;
+		if (k > budget - total)
+			k = budget - total;
+		drain_convert(r, t, ev, k);
+		ada_index_ring_release(p->arena, s, k);
+		total += k;
+	}
+	p->events += total;
+	r->events_total += total;
+	if (total && t->f)
+		drain_enforce_budget(r, t);
+	return total;
+}
+
+static size_t drain_proc(struct ada_recorder *r, struct wal_proc *p, size_t budget)
+{
+	size_t n = 0;
+	for (uint32_t s = 0; s < p->max_threads; s++)
+		n += drain_slot(r, p, s, budget);
+	ada_arena_drain_heartbeat(p->arena);
+	return n;
+}
+
+/* EXITED slots whose thread is gone and ring is empty: finalize, free. */
+static void drain_reclaim(struct ada_recorder *r, struct wal_proc *p)
+{
+	for (uint32_t s = 0; s < p->max_threads; s++) {
+		struct ada_slot_info si;
+		ada_arena_slot_info(p->arena, s, &si);
+		if (si.state != ADA_SLOT_EXITED || !ada_arena_slot_reclaimable(p->arena, s))
+			continue;
+		drain_slot(r, p, s, SIZE_MAX);
+		struct wal_thread *t = p->by_slot[s];
+		if (t && t->seq == si.thread_seq) {
+			drain_thread_finalize(r, t);
+			p->by_slot[s] = NULL;
+		}
+		ada_arena_slot_free(p->arena, s);
+	}
+}
+
+/* ---- processes ---- */
+
+static struct wal_proc *drain_find(struct ada_recorder *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i]->pid == pid)
+			return r->procs[i];
+	return NULL;
+}
+
+static void drain_open_arena(struct ada_recorder *r, const char *name)
+{
+	char *end;
+	long pid = strtol(name, &end, 10);
+	if (pid <= 0 || strcmp(end, ".ring") || drain_find(r, (pid_t)pid))
+		return;
+	if (r->o.follow == false && r->main_pid && pid != r->main_pid)
+		return;
+	struct wal_proc *p = calloc(1, sizeof(*p));
+	void *arr = drain_grow(r->procs, &r->capprocs, r->nprocs + 1, sizeof(*r->procs));
+	if (!p || !arr) {
+		free(p);
+		return;
+	}
+	r->procs = arr;
+	p->pid = (pid_t)pid;
+	if (asprintf(&p->arena_path, "%s/%s", r->arena_dir, name) < 0 ||
+	    asprintf(&p->dir, "%s/pid_%ld", r->session_dir, pid) < 0 ||
+	    ada_arena_open(p->arena_path, &p->arena) < 0) {
+		free(p->arena_path);
+		free(p->dir);
+		free(p);
+		return;
+	}
+	p->max_threads = ada_arena_max_threads(p->arena);
+	p->by_slot = calloc(p->max_threads, sizeof(*p->by_slot));
+	wal_mkdir(p->dir);
+	p->our_child = pid == r->main_pid;
+	for (size_t i = 0; i < r->nearly; i++)
+		if (r->early_pid[i] == p->pid) {
+			p->reaped = p->our_child = true;
+			p->wstatus = r->early_status[i];
+		}
+	r->procs[r->nprocs++] = p;
+	wal_manifest_write(r, p, "recording");
+}
+
+static void drain_scan_dir(struct ada_recorder *r)
+{
+	DIR *d = opendir(r->arena_dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		drain_open_arena(r, de->d_name);
+	closedir(d);
+}
+
+static void drain_inotify(struct ada_recorder *r)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	for (;;) {
+		ssize_t n = read(r->inotify_fd, buf, sizeof(buf));
+		if (n <= 0)
+			return;
+		for (char *q = buf; q < buf + n;) {
+			struct inotify_event *ev = (struct inotify_event *)q;
+			if (ev->len)
+				drain_open_arena(r, ev->name);
+			if (ev->mask & IN_Q_OVERFLOW)
+				drain_scan_dir(r);
+			q += sizeof(*ev) + ev->len;
+		}
+	}
+}
+
+static void drain_note_reaped(struct ada_recorder *r, pid_t pid, int st)
+{
+	if (pid == r->main_pid) {
+		r->main_reaped = true;
+		r->main_status = st;
+	}
+	struct wal_proc *p = drain_find(r, pid);
+	if (p) {
+		p->reaped = p->our_child = true;
+		p->wstatus = st;
+		return;
+	}
+	void *a = drain_grow(r->early_pid, &r->capearly, r->nearly + 1, sizeof(pid_t));
+	if (!a)
+		return;
+	r->early_pid = a;
+	size_t cap = r->capearly;
+	int *b = realloc(r->early_status, cap * sizeof(int));
+	if (!b)
+		return;
+	r->early_status = b;
+	r->early_pid[r->nearly] = pid;
+	r->early_status[r->nearly++] = st;
+}
+
+static bool drain_waitpids(struct ada_recorder *r)
+{
+	bool any = false;
+	for (;;) {
+		int st;
+		pid_t pid = waitpid(-1, &st, WNOHANG);
+		if (pid < 0 && errno == EINTR)
+			continue;
+		if (pid < 0) {
+			r->no_children = true;
+			return any;
+		}
+		if (pid == 0)
+			return any;
+		drain_note_reaped(r, pid, st);
+		any = true;
+	}
+}
+
+static void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
+{
+	drain_proc(r, p, SIZE_MAX);
+	for (size_t j = 0; j < p->nthreads; j++)
+		drain_thread_finalize(r, p->threads[j]);
+	for (uint32_t s = 0; s < p->max_threads; s++)
+		p->by_slot[s] = NULL;
+	p->finished = true;
+	wal_manifest_write(r, p, "complete");
+	ada_arena_close(p->arena);
+	p->arena = NULL;
+	unlink(p->arena_path);
+}
+
+/* A process is gone when we reaped it, or (not our child) when it no
+ * longer exists. Everything it published is in the rings by then. */
+static void drain_check_gone(struct ada_recorder *r, bool all)
+{
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct wal_proc *p = r->procs[i];
+		if (p->finished)
+			continue;
+		bool gone = all || p->reaped ||
+			    (!p->our_child && kill(p->pid, 0) < 0 && errno == ESRCH);
+		if (gone)
+			drain_finish_proc(r, p);
+	}
+}
+
+/* ---- metrics ---- */
+
+static void drain_tick(struct ada_recorder *r, uint64_t now)
+{
+	double dt = (double)(now - r->last_tick_ns) / 1e9;
+	const struct ada_lat_hist *h = ada_wal_io_latency(r->io);
+	uint64_t p50 = ada_lat_hist_quantile(h, 0.5), p99 = ada_lat_hist_quantile(h, 0.99);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct wal_proc *p = r->procs[i];
+		if (p->finished)
+			continue;
+		struct ada_metrics *m = ada_arena_metrics(p->arena);
+		uint64_t d[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+		ada_arena_drop_totals(p->arena, d);
+		uint64_t rate = (uint64_t)((double)(p->events - p->events_at_tick) / dt);
+		atomic_store_explicit(&m->events_per_sec[ADA_LANE_INDEX], rate, memory_order_relaxed);
+		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++) {
+			uint64_t sum = d[0][k] + d[1][k], prev = p->drops_at_tick[0][k];
+			atomic_store_explicit(&m->drops_per_sec[k], (uint64_t)((double)(sum - prev) / dt),
+					      memory_order_relaxed);
+			p->drops_at_tick[0][k] = sum;
+		}
+		atomic_store_explicit(&m->ring_fill_pct_max, p->fill_max, memory_order_relaxed);
+		atomic_store_explicit(&m->batch_latency_ns_p50, p50, memory_order_relaxed);
+		atomic_store_explicit(&m->batch_latency_ns_p99, p99, memory_order_relaxed);
+		atomic_store_explicit(&m->events_written[ADA_LANE_INDEX], p->events,
+				      memory_order_relaxed);
+		p->events_at_tick = p->events;
+		p->fill_max = 0;
+	}
+	r->last_tick_ns = now;
+}
+
+static void drain_clock(struct ada_recorder *r)
+{
+	if (!r->use_tsc)
+		return;
+	uint64_t ns = ada_boottime_ns();
+	uint64_t tsc = ada_tsc_read();
+	ada_tsc_clock_sample(&r->clk, tsc, ns);
+}
+
+/* ---- the loop ---- */
+
+static void drain_setup(struct ada_recorder *r)
+{
+	if (r->o.drain_cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(r->o.drain_cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set) < 0)
+			json_array_append_new(r->warnings,
+					      json_string("--drain-cpu: could not pin the drain thread"));
+	}
+	if (r->use_tsc) {
+		/* Calibrate before the first conversion; the rings hold what the
+		 * program emits meanwhile. */
+		while (!ada_tsc_clock_ready(&r->clk)) {
+			usleep(1000);
+			drain_clock(r);
+		}
+	}
+	uint64_t now = drain_mono_ns();
+	r->last_tick_ns = r->last_anchor_ns = r->last_reclaim_ns = now;
+}
+
+static bool drain_pass(struct ada_recorder *r)
+{
+	drain_inotify(r);
+	size_t busy = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (!r->procs[i]->finished)
+			busy += drain_proc(r, r->procs[i], DRAIN_SLOT_BUDGET);
+	ada_wal_io_submit_stale(r->io, false);
+	ada_wal_io_reap(r->io, false);
+	if (drain_waitpids(r))
+		drain_scan_dir(r); /* a dead process's arena may be new to us */
+	drain_check_gone(r, false);
+	uint64_t now = drain_mono_ns();
+	if (now - r->last_reclaim_ns >= DRAIN_RECLAIM_NS) {
+		for (size_t i = 0; i < r->nprocs; i++)
+			if (!r->procs[i]->finished)
+				drain_reclaim(r, r->procs[i]);
+		r->last_reclaim_ns = now;
+	}
+	if (now - r->last_tick_ns >= DRAIN_TICK_NS) {
+		drain_tick(r, now);
+		drain_clock(r);
+	}
+	return busy > 0;
+}
+
+static bool drain_done(struct ada_recorder *r)
+{
+	if (!r->main_reaped)
+		return false;
+	if (r->o.follow && !r->no_children)
+		return false;
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (!r->procs[i]->finished)
+			return false;
+	return true;
+}
+
+void *wal_drain_main(void *arg)
+{
+	struct ada_recorder *r = arg;
+	drain_setup(r);
+	drain_scan_dir(r);
+	for (;;) {
+		bool busy = drain_pass(r);
+		if (drain_done(r))
+			break;
+		if (r->main_reaped && !r->o.follow) {
+			drain_check_gone(r, true); /* --no-follow: the others go too */
+			continue;
+		}
+		if (!busy)
+			usleep(DRAIN_IDLE_US);
+	}
+	drain_scan_dir(r);
+	drain_check_gone(r, true);
+	ada_wal_io_submit_stale(r->io, true);
+	while (ada_wal_io_reap(r->io, true) > 0)
+		;
+	drain_tick(r, drain_mono_ns());
+	r->end_ns = drain_mono_ns();
+	return NULL;
+}

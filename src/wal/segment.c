@@ -1,0 +1,661 @@
+/*
+ * The segment writer: thread_K/index.atf files appended through one
+ * io_uring, in preallocated segments.
+ *
+ * Threads: the drain thread only (ada_wal_io and every ada_wal_file are
+ * its private data).
+ *
+ * Layout of a file while it is written:
+ *   [header placeholder: magic, identity, footer_offset 0][events ...]
+ *   [zeros up to the allocation (fallocate, one segment at a time)]
+ * and after finalize: [final header][events][footer], tail cut off.
+ *
+ * Staging: the drain reserves room in the file's current staging buffer,
+ * converts events straight into it and commits them; the CRC-32 (zlib) is
+ * extended over the committed bytes while they are still in cache. A full
+ * buffer, or one staged longer than stage_ms, is submitted as one write at
+ * its file offset. Buffers return to the pool when their completion is
+ * reaped; the time from the buffer's first event to the completion is the
+ * encode-to-disk latency.
+ * Invariants: file offsets are handed out in commit order, so the bytes
+ * [64, end) are exactly the committed events; the allocation always keeps
+ * ATF_FOOTER_SIZE bytes free behind the last event so the footer can be
+ * written even when the disk is full.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "wal_internal.h"
+
+#define WAL_MIN_SEGMENT (64u * 1024u)
+
+static uint64_t wal_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int ada_wal_io_new(const struct ada_wal_io_opts *o, struct ada_wal_io **out)
+{
+	struct ada_wal_io *io = calloc(1, sizeof(*io));
+	if (!io)
+		return -ENOMEM;
+	io->qd = o && o->queue_depth ? o->queue_depth : 256;
+	io->buffer_bytes = o && o->buffer_bytes ? o->buffer_bytes : (1u << 20);
+	io->buffer_bytes &= ~(uint32_t)(ATF_INDEX_EVENT_SIZE - 1);
+	io->max_buffers = o && o->max_buffers ? o->max_buffers : 96;
+	io->stage_ns = (uint64_t)(o && o->stage_ms ? o->stage_ms : 5) * 1000000ull;
+	int r = io_uring_queue_init(io->qd, &io->ring, 0);
+	if (r < 0) {
+		free(io);
+		return r;
+	}
+	*out = io;
+	return 0;
+}
+
+void ada_wal_io_free(struct ada_wal_io *io)
+{
+	if (!io)
+		return;
+	while (io->inflight > 0 && ada_wal_io_reap(io, true) >= 0)
+		;
+	io_uring_queue_exit(&io->ring);
+	while (io->free) {
+		struct wal_buf *b = io->free;
+		io->free = b->next;
+		free(b->data);
+		free(b);
+	}
+	free(io);
+}
+
+static struct io_uring_sqe *wal_sqe(struct ada_wal_io *io)
+{
+	while (io->inflight >= io->qd)
+		if (ada_wal_io_reap(io, true) < 0)
+			break;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&io->ring);
+	if (!sqe) {
+		io_uring_submit(&io->ring);
+		sqe = io_uring_get_sqe(&io->ring);
+	}
+	return sqe;
+}
+
+static void wal_buf_write(struct ada_wal_io *io, struct wal_buf *b)
+{
+	struct io_uring_sqe *sqe = wal_sqe(io);
+	io_uring_prep_write(sqe, b->f->fd, b->data + b->done, b->len - b->done,
+			    b->off + b->done);
+	io_uring_sqe_set_data(sqe, b);
+	io->inflight++;
+	io_uring_submit(&io->ring);
+}
+
+/* Sync ops carry the file pointer with the low bit set. */
+static void wal_sync(struct ada_wal_file *f, bool full)
+{
+	struct ada_wal_io *io = f->io;
+	struct io_uring_sqe *sqe = wal_sqe(io);
+	if (full) {
+		io_uring_prep_fsync(sqe, f->fd, IORING_FSYNC_DATASYNC);
+		sqe->flags |= IOSQE_IO_DRAIN; /* after the writes already queued */
+	} else {
+		uint64_t len = f->submitted_end - f->flushed_end;
+		io_uring_prep_sync_file_range(sqe, f->fd, (unsigned)len, f->flushed_end,
+					      SYNC_FILE_RANGE_WRITE);
+	}
+	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)f | 1u));
+	f->sync_inflight++;
+	io->inflight++;
+	f->flushed_end = f->submitted_end;
+	f->last_flush_ns = wal_mono_ns();
+	io_uring_submit(&io->ring);
+}
+
+static void wal_stage_unlink(struct ada_wal_file *f)
+{
+	struct ada_wal_io *io = f->io;
+	if (!f->staged)
+		return;
+	if (f->stage_prev)
+		f->stage_prev->stage_next = f->stage_next;
+	else
+		io->stage_head = f->stage_next;
+	if (f->stage_next)
+		f->stage_next->stage_prev = f->stage_prev;
+	f->stage_prev = f->stage_next = NULL;
+	f->staged = false;
+}
+
+/* Hands the current staging buffer to the kernel. */
+static void wal_submit_cur(struct ada_wal_file *f)
+{
+	struct wal_buf *b = f->cur;
+	if (!b)
+		return;
+	f->cur = NULL;
+	wal_stage_unlink(f);
+	if (b->len == 0) {
+		b->next = f->io->free;
+		f->io->free = b;
+		return;
+	}
+	f->inflight++;
+	f->submitted_end = b->off + b->len;
+	wal_buf_write(f->io, b);
+	const struct ada_flush_policy *p = &f->opts.flush;
+	if (p->mode == ADA_FLUSH_BYTES && f->submitted_end - f->flushed_end >= p->value)
+		wal_sync(f, false);
+}
+
+void ada_wal_io_submit_stale(struct ada_wal_io *io, bool force)
+{
+	uint64_t now = wal_mono_ns();
+	struct ada_wal_file *f = io->stage_head, *next;
+	for (; f; f = next) {
+		next = f->stage_next;
+		if (force || now - f->cur->staged_at >= io->stage_ns)
+			wal_submit_cur(f);
+	}
+	/* The interval flush policy is checked here, once per drain pass. */
+	for (f = io->files; f; f = f->file_next) {
+		const struct ada_flush_policy *p = &f->opts.flush;
+		if (p->mode == ADA_FLUSH_INTERVAL && f->submitted_end > f->flushed_end &&
+		    now - f->last_flush_ns >= p->value * 1000000ull)
+			wal_sync(f, false);
+	}
+}
+
+static void wal_complete_write(struct ada_wal_io *io, struct wal_buf *b, int res)
+{
+	struct ada_wal_file *f = b->f;
+	if (res == -EAGAIN || res == -EINTR || (res > 0 && b->done + (uint32_t)res < b->len)) {
+		if (res > 0)
+			b->done += (uint32_t)res;
+		wal_buf_write(io, b); /* short write or retry: the rest again */
+		return;
+	}
+	if (res < 0) {
+		if (!f->error)
+			f->error = res;
+		if (b->off < f->bad_from)
+			f->bad_from = b->off;
+		if (res == -ENOSPC)
+			io->disk_full = true;
+	} else {
+		io->bytes_written += b->len;
+		if (b->first_ts)
+			ada_lat_hist_add(&io->lat, ada_boottime_ns() - b->first_ts);
+	}
+	f->inflight--;
+	b->next = io->free;
+	io->free = b;
+}
+
+int ada_wal_io_reap(struct ada_wal_io *io, bool wait)
+{
+	struct io_uring_cqe *cqe;
+	int n = 0;
+	if (wait && io->inflight > 0) {
+		int r = io_uring_wait_cqe(&io->ring, &cqe);
+		if (r < 0 && r != -EINTR)
+			return r;
+	}
+	while (io_uring_peek_cqe(&io->ring, &cqe) == 0) {
+		uintptr_t ud = (uintptr_t)io_uring_cqe_get_data(cqe);
+		int res = cqe->res;
+		io_uring_cqe_seen(&io->ring, cqe);
+		io->inflight--;
+		n++;
+		if (ud & 1u) {
+			struct ada_wal_file *f = (struct ada_wal_file *)(ud & ~(uintptr_t)1u);
+			f->sync_inflight--;
+			if (res < 0 && res != -EINVAL && !f->error)
+				f->error = res;
+		} else {
+			wal_complete_write(io, (struct wal_buf *)ud, res);
+		}
+	}
+	return n;
+}
+
+static struct wal_buf *wal_buf_get(struct ada_wal_io *io)
+{
+	for (;;) {
+		struct wal_buf *b = io->free;
+		if (b) {
+			io->free = b->next;
+			return b;
+		}
+		if (io->n_buffers < io->max_buffers) {
+			b = calloc(1, sizeof(*b));
+			if (b && posix_memalign((void **)&b->data, 4096, io->buffer_bytes) == 0) {
+				io->n_buffers++;
+				return b;
+			}
+			free(b);
+			if (io->n_buffers == 0)
+				return NULL;
+		}
+		if (io->inflight == 0)
+			return NULL;
+		if (ada_wal_io_reap(io, true) < 0)
+			return NULL;
+	}
+}
+
+const struct ada_lat_hist *ada_wal_io_latency(const struct ada_wal_io *io)
+{
+	return &io->lat;
+}
+
+bool ada_wal_io_disk_full(const struct ada_wal_io *io)
+{
+	return io->disk_full;
+}
+
+uint64_t ada_wal_io_bytes_written(const struct ada_wal_io *io)
+{
+	return io->bytes_written;
+}
+
+/* ---- files ---- */
+
+void wal_fill_header(struct atf_index_header *h, uint32_t tid, uint8_t arch, uint8_t clock)
+{
+	memset(h, 0, sizeof(*h));
+	memcpy(h->magic, ATF_INDEX_MAGIC, 4);
+	h->endian = ATF_ENDIAN_LITTLE;
+	h->version = ATF_VERSION;
+	h->arch = arch;
+	h->os = ATF_OS_LINUX;
+	h->thread_id = tid;
+	h->clock_type = clock;
+	h->event_size = ATF_INDEX_EVENT_SIZE;
+	h->events_offset = ATF_HEADER_SIZE;
+}
+
+void wal_fill_final(struct atf_index_header *h, struct atf_index_footer *ft,
+		    const struct ada_wal_file_summary *s)
+{
+	h->event_count = (uint32_t)s->events; /* errata 4: low 32 bits */
+	h->footer_offset = ATF_HEADER_SIZE + s->events * ATF_INDEX_EVENT_SIZE;
+	h->time_start_ns = s->time_start_ns;
+	h->time_end_ns = s->time_end_ns;
+	memset(ft, 0, sizeof(*ft));
+	memcpy(ft->magic, ATF_INDEX_FOOTER_MAGIC, 4);
+	ft->checksum = s->crc;
+	ft->event_count = s->events;
+	ft->time_start_ns = s->time_start_ns;
+	ft->time_end_ns = s->time_end_ns;
+	ft->bytes_written = s->events * ATF_INDEX_EVENT_SIZE;
+}
+
+int wal_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const uint8_t *p = buf;
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Grows the allocation so that need bytes (plus the footer) fit; tries a
+ * whole segment, then smaller steps when the disk is nearly full. */
+static int wal_grow(struct ada_wal_file *f, uint64_t need)
+{
+	uint64_t step = f->opts.segment_bytes;
+	while (f->alloc < need + ATF_FOOTER_SIZE) {
+		if (fallocate(f->fd, 0, (off_t)f->alloc, (off_t)step) == 0) {
+			f->alloc += step;
+			f->segments++;
+			continue;
+		}
+		int err = -errno;
+		if (err != -ENOSPC || step <= WAL_MIN_SEGMENT)
+			return err;
+		step /= 2;
+	}
+	return 0;
+}
+
+/* A new segment began: the rotate flush policy and --safe act here. */
+static void wal_on_rotate(struct ada_wal_file *f)
+{
+	const struct ada_flush_policy *p = &f->opts.flush;
+	if (p->safe)
+		wal_sync(f, true);
+	else if (p->mode == ADA_FLUSH_ROTATE && f->submitted_end > f->flushed_end)
+		wal_sync(f, false);
+}
+
+int ada_wal_file_open(struct ada_wal_io *io, const char *path,
+		      const struct ada_wal_file_opts *o, struct ada_wal_file **out)
+{
+	struct ada_wal_file *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->io = io;
+	f->opts = *o;
+	if (!f->opts.segment_bytes)
+		f->opts.segment_bytes = 64ull << 20;
+	if (f->opts.segment_bytes < WAL_MIN_SEGMENT)
+		f->opts.segment_bytes = WAL_MIN_SEGMENT;
+	f->end = f->submitted_end = f->flushed_end = ATF_HEADER_SIZE;
+	f->bad_from = UINT64_MAX;
+	f->last_flush_ns = wal_mono_ns();
+	int r = -ENOMEM;
+	f->path = strdup(path);
+	if (!f->path)
+		goto err_free;
+	f->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (f->fd < 0) {
+		r = -errno;
+		goto err_free;
+	}
+	struct atf_index_header h;
+	wal_fill_header(&h, o->thread_id, o->arch, o->clock_type);
+	r = wal_grow(f, ATF_HEADER_SIZE);
+	if (r == 0)
+		r = wal_pwrite_all(f->fd, &h, sizeof(h), 0);
+	if (r < 0)
+		goto err_unlink;
+	f->file_next = io->files;
+	if (io->files)
+		io->files->file_prev = f;
+	io->files = f;
+	*out = f;
+	return 0;
+err_unlink:
+	if (r == -ENOSPC)
+		io->disk_full = true;
+	unlink(path);
+	close(f->fd);
+err_free:
+	free(f->path);
+	free(f);
+	return r;
+}
+
+size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index_event **dst)
+{
+	if (f->full || f->error || max == 0)
+		return 0;
+	if (!f->cur) {
+		f->cur = wal_buf_get(f->io);
+		if (!f->cur)
+			return 0;
+		f->cur->f = f;
+		f->cur->off = f->end;
+		f->cur->len = f->cur->done = 0;
+		f->cur->first_ts = 0;
+		f->cur->staged_at = wal_mono_ns();
+		struct ada_wal_io *io = f->io;
+		f->stage_next = io->stage_head;
+		f->stage_prev = NULL;
+		if (io->stage_head)
+			io->stage_head->stage_prev = f;
+		io->stage_head = f;
+		f->staged = true;
+	}
+	size_t room = (f->io->buffer_bytes - f->cur->len) / ATF_INDEX_EVENT_SIZE;
+	size_t n = max < room ? max : room;
+	uint64_t need = f->end + n * ATF_INDEX_EVENT_SIZE;
+	if (need + ATF_FOOTER_SIZE > f->alloc) {
+		uint32_t seg = f->segments;
+		int r = wal_grow(f, need);
+		if (f->segments != seg && seg > 0)
+			wal_on_rotate(f);
+		if (r < 0) {
+			if (r == -ENOSPC)
+				f->io->disk_full = true;
+			f->full = true;
+			f->error = r;
+			uint64_t fit = f->alloc - ATF_FOOTER_SIZE - f->end;
+			n = fit / ATF_INDEX_EVENT_SIZE;
+		}
+	}
+	*dst = (struct atf_index_event *)(f->cur->data + f->cur->len);
+	return n;
+}
+
+void ada_wal_file_commit(struct ada_wal_file *f, size_t n)
+{
+	if (n == 0)
+		return;
+	struct wal_buf *b = f->cur;
+	const struct atf_index_event *ev = (const void *)(b->data + b->len);
+	uint32_t bytes = (uint32_t)(n * ATF_INDEX_EVENT_SIZE);
+	f->crc = (uint32_t)crc32(f->crc, (const Bytef *)ev, bytes);
+	if (f->events == 0)
+		f->t_start = ev[0].timestamp_ns;
+	if (b->first_ts == 0)
+		b->first_ts = ev[0].timestamp_ns;
+	f->t_end = ev[n - 1].timestamp_ns;
+	f->events += n;
+	b->len += bytes;
+	f->end += bytes;
+	if (b->len + ATF_INDEX_EVENT_SIZE > f->io->buffer_bytes)
+		wal_submit_cur(f);
+}
+
+size_t ada_wal_file_append(struct ada_wal_file *f, const struct atf_index_event *ev, size_t n)
+{
+	size_t done = 0;
+	while (done < n) {
+		struct atf_index_event *dst;
+		size_t k = ada_wal_file_reserve(f, n - done, &dst);
+		if (k == 0)
+			break;
+		memcpy(dst, ev + done, k * sizeof(*dst));
+		ada_wal_file_commit(f, k);
+		done += k;
+	}
+	f->lost += n - done;
+	return done;
+}
+
+void ada_wal_file_discard(struct ada_wal_file *f, size_t n)
+{
+	f->lost += n;
+}
+
+uint64_t ada_wal_file_last_ts(const struct ada_wal_file *f)
+{
+	return f->t_end;
+}
+
+uint64_t ada_wal_file_events(const struct ada_wal_file *f)
+{
+	return f->events;
+}
+
+uint64_t ada_wal_file_disk_bytes(const struct ada_wal_file *f)
+{
+	return f->alloc;
+}
+
+uint64_t ada_wal_file_lost(const struct ada_wal_file *f)
+{
+	return f->lost;
+}
+
+int ada_wal_file_error(const struct ada_wal_file *f)
+{
+	return f->error;
+}
+
+static void wal_file_unlink_list(struct ada_wal_file *f)
+{
+	struct ada_wal_io *io = f->io;
+	wal_stage_unlink(f);
+	if (f->file_prev)
+		f->file_prev->file_next = f->file_next;
+	else
+		io->files = f->file_next;
+	if (f->file_next)
+		f->file_next->file_prev = f->file_prev;
+}
+
+/* Writes footer + final header behind the committed events and cuts the
+ * preallocated tail. */
+static int wal_write_final(struct ada_wal_file *f, struct ada_wal_file_summary *s)
+{
+	struct atf_index_header h;
+	struct atf_index_footer ft;
+	wal_fill_header(&h, f->opts.thread_id, f->opts.arch, f->opts.clock_type);
+	wal_fill_final(&h, &ft, s);
+	int r = wal_pwrite_all(f->fd, &ft, sizeof(ft), h.footer_offset);
+	if (r == 0)
+		r = wal_pwrite_all(f->fd, &h, sizeof(h), 0);
+	if (r == 0 && ftruncate(f->fd, (off_t)(h.footer_offset + ATF_FOOTER_SIZE)) < 0)
+		r = -errno;
+	if (r == 0 && f->opts.flush.safe && fdatasync(f->fd) < 0)
+		r = -errno;
+	s->bytes = h.footer_offset + ATF_FOOTER_SIZE;
+	return r;
+}
+
+int ada_wal_file_finalize(struct ada_wal_file *f, struct ada_wal_file_summary *sum)
+{
+	struct ada_wal_file_summary s = {0};
+	wal_submit_cur(f);
+	while (f->inflight > 0 || f->sync_inflight > 0)
+		if (ada_wal_io_reap(f->io, true) < 0)
+			break;
+	wal_file_unlink_list(f);
+	int r;
+	if (f->bad_from != UINT64_MAX) {
+		/* A write failed: keep the events before the hole, rebuilt from
+		 * what reached the file. */
+		uint64_t keep = f->bad_from;
+		if (ftruncate(f->fd, (off_t)keep) < 0) {
+			/* the scan below stops at the hole's zeros anyway */
+		}
+		close(f->fd);
+		f->fd = -1;
+		r = ada_wal_finalize_path(f->path, NULL, 0, &s);
+		s.lost = f->lost + (f->end - keep) / ATF_INDEX_EVENT_SIZE;
+	} else {
+		s.events = f->events;
+		s.crc = f->crc;
+		s.time_start_ns = f->t_start;
+		s.time_end_ns = f->t_end;
+		s.lost = f->lost;
+		r = wal_write_final(f, &s);
+	}
+	s.error = f->error ? f->error : r;
+	if (f->fd >= 0)
+		close(f->fd);
+	if (sum)
+		*sum = s;
+	free(f->path);
+	free(f);
+	return s.error;
+}
+
+/* ---- flush policy text ---- */
+
+static int flush_number(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		return -EINVAL;
+	uint64_t mul = 1;
+	if (*end == 'k' || *end == 'K')
+		mul = 1ull << 10;
+	else if (*end == 'm' || *end == 'M')
+		mul = 1ull << 20;
+	else if (*end == 'g' || *end == 'G')
+		mul = 1ull << 30;
+	if (mul != 1)
+		end++;
+	if (*end || v == 0)
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
+int ada_flush_parse(const char *s, struct ada_flush_policy *out)
+{
+	uint32_t safe = out->safe;
+	memset(out, 0, sizeof(*out));
+	out->safe = safe;
+	if (!strcmp(s, "off")) {
+		out->mode = ADA_FLUSH_OFF;
+		return 0;
+	}
+	if (!strcmp(s, "rotate")) {
+		out->mode = ADA_FLUSH_ROTATE;
+		return 0;
+	}
+	if (!strncmp(s, "interval:", 9)) {
+		out->mode = ADA_FLUSH_INTERVAL;
+		return flush_number(s + 9, &out->value);
+	}
+	if (!strncmp(s, "bytes:", 6)) {
+		out->mode = ADA_FLUSH_BYTES;
+		return flush_number(s + 6, &out->value);
+	}
+	return -EINVAL;
+}
+
+/* ---- latency histogram: 8 linear sub-buckets per power of two ---- */
+
+static uint32_t lat_bucket(uint64_t ns)
+{
+	if (ns < 8)
+		return (uint32_t)ns;
+	uint32_t lg = 63u - (uint32_t)__builtin_clzll(ns);
+	uint32_t sub = (uint32_t)(ns >> (lg - 3)) & 7u;
+	uint32_t b = (lg - 2) * 8 + sub;
+	return b < ADA_LAT_BUCKETS ? b : ADA_LAT_BUCKETS - 1;
+}
+
+static uint64_t lat_bucket_top(uint32_t b)
+{
+	if (b < 8)
+		return b;
+	uint32_t lg = b / 8 + 2, sub = b % 8;
+	return ((8ull + sub + 1) << (lg - 3)) - 1;
+}
+
+void ada_lat_hist_add(struct ada_lat_hist *h, uint64_t ns)
+{
+	h->buckets[lat_bucket(ns)]++;
+	h->count++;
+}
+
+uint64_t ada_lat_hist_quantile(const struct ada_lat_hist *h, double q)
+{
+	if (h->count == 0)
+		return 0;
+	uint64_t want = (uint64_t)(q * (double)h->count);
+	if (want >= h->count)
+		want = h->count - 1;
+	uint64_t seen = 0;
+	for (uint32_t b = 0; b < ADA_LAT_BUCKETS; b++) {
+		seen += h->buckets[b];
+		if (seen > want)
+			return lat_bucket_top(b);
+	}
+	return lat_bucket_top(ADA_LAT_BUCKETS - 1);
+}

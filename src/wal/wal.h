@@ -1,0 +1,276 @@
+/*
+ * ada wal: everything between the shared-memory rings and the files on
+ * disk, in the recorder process.
+ *
+ *   - a TSC -> CLOCK_BOOTTIME clock (ada_tsc_*), calibrated against
+ *     clock_gettime and re-anchored without ever going backwards;
+ *   - the segment writer (ada_wal_io, ada_wal_file): one io_uring shared by
+ *     all files, events staged in buffers and appended into preallocated
+ *     segments of thread_K/index.atf, CRC-32 kept as the events are staged,
+ *     header + footer written and the preallocated tail cut at finalize;
+ *   - the recorder (ada_recorder): session and arena directories, the drain
+ *     thread that batch-reads every ring of every arena of the session,
+ *     per-thread files, retention generations (--max-disk-mb), manifests,
+ *     metrics, finalize;
+ *   - recovery (ada_wal_recover_*) of a session whose recorder died.
+ *
+ * Threads: one recorder is driven by one drain thread; the ada_tsc_* and
+ * ada_wal_file_* functions are not thread-safe and are only called by it
+ * (or by a single-threaded tool such as `ada recover`).
+ * Errors are 0 / -errno; nothing here prints.
+ */
+#ifndef ADA_WAL_H
+#define ADA_WAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "atf_format.h"
+
+/* ---- TSC -> CLOCK_BOOTTIME ---------------------------------------------- */
+
+/* One linear piece: ns = ns0 + ((tsc - tsc0) * mult) >> shift. */
+struct ada_tsc_map {
+	uint64_t tsc0;
+	uint64_t ns0;
+	uint64_t mult;
+	uint32_t shift;
+	uint32_t reserved;
+};
+
+#define ADA_TSC_HISTORY 16
+/* Below this baseline the first frequency estimate is not trusted. */
+#define ADA_TSC_CALIB_MIN_NS 5000000ull
+/* A re-anchor corrects the error against the clock over this horizon. */
+#define ADA_TSC_SLEW_NS 1000000000ull
+
+/*
+ * A piecewise-linear, continuous, strictly increasing map from TSC to ns.
+ * maps[0..n) are ordered by tsc0; a TSC value uses the last piece whose
+ * tsc0 is <= it (the first piece extends backwards). Each new piece starts
+ * where the previous one is at its tsc0, so the whole map never goes back.
+ */
+struct ada_tsc_clock {
+	struct ada_tsc_map maps[ADA_TSC_HISTORY];
+	uint32_t n;
+	uint32_t ready;
+	uint64_t base_tsc, base_ns; /* first sample: long-baseline frequency */
+	uint64_t last_tsc;
+};
+
+/* 1 when /proc/cpuinfo text (buf,len) has both constant_tsc and
+ * nonstop_tsc in a flags line, 0 when not, -EINVAL when no flags line. */
+int ada_tsc_invariant_from_cpuinfo(const char *buf, size_t len);
+/* Reads /proc/cpuinfo: true when the TSC can be used as the clock. */
+bool ada_tsc_invariant(void);
+
+void ada_tsc_clock_init(struct ada_tsc_clock *c, uint64_t tsc, uint64_t ns);
+/* Feeds one (tsc, ns) pair read back to back. The first piece is made once
+ * the baseline is >= ADA_TSC_CALIB_MIN_NS; later samples add a piece that
+ * slews toward the clock. Returns true when a piece was added. */
+bool ada_tsc_clock_sample(struct ada_tsc_clock *c, uint64_t tsc, uint64_t ns);
+/* Installs a known piece (recover: the anchor saved in the manifest). */
+void ada_tsc_clock_set(struct ada_tsc_clock *c, const struct ada_tsc_map *m);
+static inline bool ada_tsc_clock_ready(const struct ada_tsc_clock *c)
+{
+	return c->ready != 0;
+}
+
+static inline uint64_t ada_tsc_map_apply(const struct ada_tsc_map *m, uint64_t tsc)
+{
+	if (tsc >= m->tsc0)
+		return m->ns0 + (uint64_t)(((unsigned __int128)(tsc - m->tsc0) * m->mult) >> m->shift);
+	uint64_t back = (uint64_t)(((unsigned __int128)(m->tsc0 - tsc) * m->mult) >> m->shift);
+	return back > m->ns0 ? 0 : m->ns0 - back;
+}
+
+/* Converts one raw TSC value; the clock must be ready. */
+static inline uint64_t ada_tsc_clock_to_ns(const struct ada_tsc_clock *c, uint64_t tsc)
+{
+	uint32_t i = c->n - 1;
+	while (i > 0 && tsc < c->maps[i].tsc0)
+		i--;
+	return ada_tsc_map_apply(&c->maps[i], tsc);
+}
+
+/* Raw TSC of this CPU (same source as the producer's ada_timestamp_raw). */
+uint64_t ada_tsc_read(void);
+/* CLOCK_BOOTTIME in ns. */
+uint64_t ada_boottime_ns(void);
+
+/* ---- segment writer ------------------------------------------------------ */
+
+enum ada_flush_mode {
+	ADA_FLUSH_OFF = 0,
+	ADA_FLUSH_INTERVAL = 1, /* value = ms */
+	ADA_FLUSH_BYTES = 2,    /* value = bytes */
+	ADA_FLUSH_ROTATE = 3,   /* at each new segment */
+};
+
+struct ada_flush_policy {
+	uint32_t mode; /* enum ada_flush_mode */
+	uint32_t safe; /* fsync at rotate and at close */
+	uint64_t value;
+};
+
+/* Parses "off", "interval:MS", "bytes:N[k|m|g]", "rotate". 0 or -EINVAL. */
+int ada_flush_parse(const char *s, struct ada_flush_policy *out);
+
+struct ada_wal_io;   /* one io_uring + the staging-buffer pool */
+struct ada_wal_file; /* one index.atf being written */
+
+/* Latency histogram of encode-to-disk times (ns), log-linear buckets. */
+#define ADA_LAT_BUCKETS 512
+struct ada_lat_hist {
+	uint64_t count;
+	uint64_t buckets[ADA_LAT_BUCKETS];
+};
+void ada_lat_hist_add(struct ada_lat_hist *h, uint64_t ns);
+/* Value (upper bucket bound, ns) at quantile q in [0,1]; 0 when empty. */
+uint64_t ada_lat_hist_quantile(const struct ada_lat_hist *h, double q);
+
+struct ada_wal_io_opts {
+	uint32_t queue_depth;  /* io_uring entries; 0 = 256 */
+	uint32_t buffer_bytes; /* staging buffer size; 0 = 1 MiB */
+	uint32_t max_buffers;  /* staging buffers in flight; 0 = 96 */
+	uint32_t stage_ms;     /* a partly filled buffer goes out after this; 0 = 5 */
+};
+
+/* Returns 0, -ENOMEM, or the -errno of io_uring_queue_init. */
+int ada_wal_io_new(const struct ada_wal_io_opts *o, struct ada_wal_io **out);
+void ada_wal_io_free(struct ada_wal_io *io); /* waits for writes in flight */
+/* Reaps completions; with wait, blocks until at least one arrives (only
+ * when something is in flight). Returns completions reaped or -errno. */
+int ada_wal_io_reap(struct ada_wal_io *io, bool wait);
+/* Submits every staged buffer older than stage_ms (all when force). */
+void ada_wal_io_submit_stale(struct ada_wal_io *io, bool force);
+/* Encode-to-disk latencies of the batches completed so far. */
+const struct ada_lat_hist *ada_wal_io_latency(const struct ada_wal_io *io);
+/* True once a write or an allocation failed with ENOSPC. */
+bool ada_wal_io_disk_full(const struct ada_wal_io *io);
+uint64_t ada_wal_io_bytes_written(const struct ada_wal_io *io);
+
+struct ada_wal_file_opts {
+	uint32_t thread_id;
+	uint8_t clock_type;   /* ATF_CLOCK_BOOTTIME */
+	uint8_t arch;         /* ATF_ARCH_* */
+	uint64_t segment_bytes; /* preallocation step; 0 = 64 MiB */
+	struct ada_flush_policy flush;
+};
+
+/* Creates path (O_EXCL), writes the header placeholder, preallocates the
+ * first segment. -EEXIST, -ENOSPC, -ENOMEM, other -errno from open. */
+int ada_wal_file_open(struct ada_wal_io *io, const char *path,
+		      const struct ada_wal_file_opts *o, struct ada_wal_file **out);
+/* Space for up to max events in the staging buffer; returns how many fit
+ * (>= 1 unless the file failed: then 0) and sets *dst. */
+size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index_event **dst);
+/* Publishes n events written at *dst of the last reserve: CRC, counts,
+ * time range. Timestamps must be non-decreasing (the caller clamps). */
+void ada_wal_file_commit(struct ada_wal_file *f, size_t n);
+/* Appends n ready events (reserve + memcpy + commit). Returns n appended. */
+size_t ada_wal_file_append(struct ada_wal_file *f, const struct atf_index_event *ev, size_t n);
+/* Last timestamp appended (0 when none): callers keep time non-decreasing. */
+uint64_t ada_wal_file_last_ts(const struct ada_wal_file *f);
+uint64_t ada_wal_file_events(const struct ada_wal_file *f);
+/* Bytes the file occupies now (allocation, header included). */
+uint64_t ada_wal_file_disk_bytes(const struct ada_wal_file *f);
+/* Events that could not be written (disk full or a write error). */
+uint64_t ada_wal_file_lost(const struct ada_wal_file *f);
+/* First error the file hit (0 when none). */
+int ada_wal_file_error(const struct ada_wal_file *f);
+
+struct ada_wal_file_summary {
+	uint64_t events;
+	uint64_t bytes; /* final file length */
+	uint64_t time_start_ns, time_end_ns;
+	uint32_t crc;
+	uint64_t lost;
+	int error;
+};
+/* Waits for its writes, writes footer and final header, truncates the
+ * preallocated tail, fsyncs with --safe, closes and frees. Consumes f.
+ * Returns 0 or the first -errno the file saw (the file is still valid). */
+int ada_wal_file_finalize(struct ada_wal_file *f, struct ada_wal_file_summary *sum);
+
+/* ---- finalize a file from what is on disk (recover, tests) ---------------- */
+
+/*
+ * Scans an index file that was never finalized: from events_offset, events
+ * until the first all-zero 32-byte slot (event_kind 0 marks the preallocated
+ * zero tail) or the end; keeps the longest prefix with non-decreasing
+ * timestamps. Appends extra[0..n_extra) (leftovers drained from the arena,
+ * already converted), writes footer and header, truncates. A file that is
+ * already finalized and valid is left as it is unless extra is given.
+ * Returns 0, -EPROTO (not an index file), or -errno.
+ */
+int ada_wal_finalize_path(const char *path, const struct atf_index_event *extra,
+			  size_t n_extra, struct ada_wal_file_summary *sum);
+
+/* ---- the recorder --------------------------------------------------------- */
+
+struct ada_recorder_opts {
+	const char *out_dir;       /* parent of session_YYYYMMDD_HHMMSS */
+	const char *shm_dir;       /* parent of ada-<tag>/ (default /dev/shm) */
+	int drain_cpu;             /* -1: not pinned */
+	uint64_t segment_bytes;    /* 0 = 64 MiB */
+	uint64_t max_disk_bytes;   /* 0 = unbounded */
+	struct ada_flush_policy flush;
+	bool follow;               /* record children that create arenas */
+	bool force_clock;          /* ts=clock even with an invariant TSC */
+	const char *ring_config;   /* ADA_RING_CONFIG text to pass on */
+	const char *const *program_argv; /* recorded in the manifest */
+};
+
+struct ada_recorder;
+
+struct ada_record_summary {
+	uint64_t events;
+	uint64_t drops;
+	uint64_t disk_bytes;
+	uint64_t lost_enospc;
+	double seconds;
+	uint64_t latency_p50_ns, latency_p99_ns;
+	bool disk_full;
+	bool abnormal;
+	int exit_status; /* shell-style: status, or 128 + signal */
+	uint32_t processes;
+};
+
+/* Creates the session directory (with a suffix when the name is taken) and
+ * the arena directory. -errno on failure, with nothing left behind. */
+int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **out);
+const char *ada_recorder_session_dir(const struct ada_recorder *r);
+const char *ada_recorder_arena_dir(const struct ada_recorder *r);
+/* True when the drain uses raw TSC (arena timestamp source ADA_TS_TSC). */
+bool ada_recorder_uses_tsc(const struct ada_recorder *r);
+/* Starts the drain thread. main_pid is the spawned program (our child);
+ * the recorder reaps every descendant (it should be a child subreaper). */
+int ada_recorder_start(struct ada_recorder *r, pid_t main_pid);
+/* Joins the drain: returns once every process is gone and everything is
+ * written and finalized. */
+int ada_recorder_wait(struct ada_recorder *r, struct ada_record_summary *sum);
+/* Removes the session directory (only before start: bad-input paths). */
+void ada_recorder_discard(struct ada_recorder *r);
+void ada_recorder_free(struct ada_recorder *r);
+
+/* ---- recovery --------------------------------------------------------------- */
+
+struct ada_recover_report {
+	uint32_t pids;
+	uint32_t files;
+	uint32_t files_already_final;
+	uint64_t events_on_disk;
+	uint64_t events_from_arena;
+	uint32_t arenas_found;
+	uint32_t errors;
+};
+
+/* Recovers every pid_N under dir (a session or a pid directory): drains
+ * leftover arenas named by the manifests, finalizes every index file,
+ * writes manifests with state "recovered". 0, -ENOENT (no pid dirs), -errno. */
+int ada_wal_recover(const char *dir, struct ada_recover_report *rep);
+
+#endif

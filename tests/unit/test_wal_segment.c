@@ -1,0 +1,292 @@
+/*
+ * The segment writer end to end: N events through io_uring into
+ * preallocated segments, finalize, then an independent check of the bytes
+ * (header, events, footer, CRC-32 with zlib, truncated tail). Also:
+ * finalize of an unfinished file with a zeroed preallocated tail (what
+ * `ada recover` does), appending leftovers, the flush-policy parser and the
+ * latency histogram.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cmocka.h>
+
+#include "wal.h"
+
+static char tmpdir[256];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ada_wal_seg_XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct atf_index_event ev_make(uint64_t i)
+{
+	struct atf_index_event e = {
+		.timestamp_ns = 1000 + i * 7,
+		.function_id = (3ull << 32) | (i % 1000),
+		.thread_id = 4242,
+		.event_kind = (uint32_t)(i % 2 ? ATF_EVENT_RETURN : ATF_EVENT_CALL),
+		.call_depth = 1,
+		.detail_seq = ATF_NO_DETAIL,
+	};
+	return e;
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	uint8_t *buf = malloc((size_t)st.st_size + 1);
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	close(fd);
+	*len = got;
+	return buf;
+}
+
+/* Checks a finalized index file holding events ev_make(first..first+n). */
+static void check_file(const char *path, uint64_t n, uint64_t first)
+{
+	size_t len;
+	uint8_t *buf = slurp(path, &len);
+	assert_int_equal(len, 64 + n * 32 + 64);
+	struct atf_index_header h;
+	struct atf_index_footer f;
+	memcpy(&h, buf, 64);
+	memcpy(&f, buf + len - 64, 64);
+	assert_memory_equal(h.magic, "ATI2", 4);
+	assert_int_equal(h.event_size, 32);
+	assert_int_equal(h.event_count, (uint32_t)n);
+	assert_int_equal(h.events_offset, 64);
+	assert_int_equal(h.footer_offset, 64 + n * 32);
+	assert_int_equal(h.clock_type, ATF_CLOCK_BOOTTIME);
+	assert_int_equal(h.os, ATF_OS_LINUX);
+	assert_memory_equal(f.magic, "2ITA", 4);
+	assert_int_equal(f.event_count, n);
+	assert_int_equal(f.bytes_written, n * 32);
+	assert_int_equal(f.checksum, (uint32_t)crc32(0, buf + 64, (uInt)(n * 32)));
+	if (n) {
+		struct atf_index_event e0 = ev_make(first), el = ev_make(first + n - 1);
+		assert_int_equal(h.time_start_ns, e0.timestamp_ns);
+		assert_int_equal(h.time_end_ns, el.timestamp_ns);
+		assert_int_equal(f.time_start_ns, e0.timestamp_ns);
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		struct atf_index_event e = ev_make(first + i);
+		assert_memory_equal(buf + 64 + i * 32, &e, 32);
+	}
+	free(buf);
+}
+
+static void write_events(struct ada_wal_file *f, uint64_t from, uint64_t n, size_t chunk)
+{
+	struct atf_index_event *tmp = malloc(chunk * sizeof(*tmp));
+	for (uint64_t i = 0; i < n;) {
+		size_t k = n - i < chunk ? (size_t)(n - i) : chunk;
+		for (size_t j = 0; j < k; j++)
+			tmp[j] = ev_make(from + i + j);
+		assert_int_equal(ada_wal_file_append(f, tmp, k), k);
+		i += k;
+	}
+	free(tmp);
+}
+
+static void test_write_finalize(void **state)
+{
+	(void)state;
+	struct ada_wal_io *io;
+	/* small buffers and segments: many writes in flight, several segments */
+	struct ada_wal_io_opts io_o = {.buffer_bytes = 64 * 1024, .max_buffers = 8};
+	assert_int_equal(ada_wal_io_new(&io_o, &io), 0);
+	char path[300];
+	snprintf(path, sizeof(path), "%s/index.atf", tmpdir);
+	struct ada_wal_file_opts o = {.thread_id = 4242, .clock_type = ATF_CLOCK_BOOTTIME,
+				      .arch = ATF_ARCH_X86_64, .segment_bytes = 256 * 1024};
+	o.flush.mode = ADA_FLUSH_BYTES;
+	o.flush.value = 100000;
+	struct ada_wal_file *f;
+	assert_int_equal(ada_wal_file_open(io, path, &o, &f), 0);
+	struct ada_wal_file *dup;
+	assert_int_equal(ada_wal_file_open(io, path, &o, &dup), -17 /* EEXIST */);
+	const uint64_t n = 100003; /* ~3.2 MB: 12+ segments, 49 buffers */
+	write_events(f, 0, n, 777);
+	ada_wal_io_submit_stale(io, true);
+	ada_wal_io_reap(io, false);
+	struct ada_wal_file_summary s;
+	assert_int_equal(ada_wal_file_finalize(f, &s), 0);
+	assert_int_equal(s.events, n);
+	assert_int_equal(s.bytes, 64 + n * 32 + 64);
+	assert_int_equal(s.lost, 0);
+	check_file(path, n, 0);
+	assert_true(ada_lat_hist_quantile(ada_wal_io_latency(io), 0.5) > 0);
+	ada_wal_io_free(io);
+	unlink(path);
+}
+
+static void test_empty_file(void **state)
+{
+	(void)state;
+	struct ada_wal_io *io;
+	assert_int_equal(ada_wal_io_new(NULL, &io), 0);
+	char path[300];
+	snprintf(path, sizeof(path), "%s/empty.atf", tmpdir);
+	struct ada_wal_file_opts o = {.thread_id = 1, .clock_type = ATF_CLOCK_BOOTTIME,
+				      .arch = ATF_ARCH_X86_64};
+	struct ada_wal_file *f;
+	assert_int_equal(ada_wal_file_open(io, path, &o, &f), 0);
+	assert_int_equal(ada_wal_file_finalize(f, NULL), 0);
+	check_file(path, 0, 0);
+	ada_wal_io_free(io);
+	unlink(path);
+}
+
+/* An unfinished file: header placeholder, events, zeroed preallocated tail
+ * (as left by a recorder that died), then finalized from disk, with
+ * leftovers appended. */
+static void test_finalize_zero_tail(void **state)
+{
+	(void)state;
+	char path[300];
+	snprintf(path, sizeof(path), "%s/crashed.atf", tmpdir);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	struct atf_index_header h = {0};
+	memcpy(h.magic, "ATI2", 4);
+	h.endian = 1;
+	h.version = 1;
+	h.arch = ATF_ARCH_X86_64;
+	h.os = ATF_OS_LINUX;
+	h.thread_id = 4242;
+	h.clock_type = ATF_CLOCK_BOOTTIME;
+	h.event_size = 32;
+	h.events_offset = 64;
+	assert_int_equal(pwrite(fd, &h, 64, 0), 64);
+	const uint64_t n = 5000;
+	for (uint64_t i = 0; i < n; i++) {
+		struct atf_index_event e = ev_make(i);
+		assert_int_equal(pwrite(fd, &e, 32, (off_t)(64 + i * 32)), 32);
+	}
+	assert_int_equal(ftruncate(fd, 1 << 20), 0); /* the zero tail */
+	close(fd);
+	struct atf_index_event extra[10];
+	for (int i = 0; i < 10; i++)
+		extra[i] = ev_make(n + (uint64_t)i);
+	struct ada_wal_file_summary s;
+	assert_int_equal(ada_wal_finalize_path(path, extra, 10, &s), 0);
+	assert_int_equal(s.events, n + 10);
+	check_file(path, n + 10, 0);
+	/* finalizing a final file again changes nothing */
+	assert_int_equal(ada_wal_finalize_path(path, NULL, 0, &s), 0);
+	assert_int_equal(s.events, n + 10);
+	check_file(path, n + 10, 0);
+	/* and appending to a final file extends it validly */
+	struct atf_index_event more = ev_make(n + 10);
+	assert_int_equal(ada_wal_finalize_path(path, &more, 1, &s), 0);
+	check_file(path, n + 11, 0);
+	unlink(path);
+}
+
+/* Garbage after the events (a torn write) ends the scan; not an index
+ * file at all is -EPROTO. */
+static void test_finalize_torn(void **state)
+{
+	(void)state;
+	char path[300];
+	snprintf(path, sizeof(path), "%s/torn.atf", tmpdir);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	struct atf_index_header h = {0};
+	memcpy(h.magic, "ATI2", 4);
+	h.event_size = 32;
+	h.events_offset = 64;
+	assert_int_equal(pwrite(fd, &h, 64, 0), 64);
+	for (uint64_t i = 0; i < 100; i++) {
+		struct atf_index_event e = ev_make(i);
+		assert_int_equal(pwrite(fd, &e, 32, (off_t)(64 + i * 32)), 32);
+	}
+	assert_int_equal(pwrite(fd, "garbage!", 8, 64 + 100 * 32 + 8), 8);
+	assert_int_equal(pwrite(fd, "x", 1, 64 + 100 * 32 + 100), 1);
+	close(fd);
+	struct ada_wal_file_summary s;
+	assert_int_equal(ada_wal_finalize_path(path, NULL, 0, &s), 0);
+	assert_int_equal(s.events, 100);
+	check_file(path, 100, 0);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_int_equal(write(fd, "not an index file at all, sorry.................................", 64), 64);
+	close(fd);
+	assert_int_equal(ada_wal_finalize_path(path, NULL, 0, &s), -71 /* EPROTO */);
+	unlink(path);
+}
+
+static void test_flush_parse(void **state)
+{
+	(void)state;
+	struct ada_flush_policy p = {0};
+	assert_int_equal(ada_flush_parse("off", &p), 0);
+	assert_int_equal(p.mode, ADA_FLUSH_OFF);
+	assert_int_equal(ada_flush_parse("interval:250", &p), 0);
+	assert_int_equal(p.mode, ADA_FLUSH_INTERVAL);
+	assert_int_equal(p.value, 250);
+	assert_int_equal(ada_flush_parse("bytes:4m", &p), 0);
+	assert_int_equal(p.mode, ADA_FLUSH_BYTES);
+	assert_int_equal(p.value, 4u << 20);
+	assert_int_equal(ada_flush_parse("rotate", &p), 0);
+	assert_int_equal(p.mode, ADA_FLUSH_ROTATE);
+	assert_int_equal(ada_flush_parse("interval:", &p), -22);
+	assert_int_equal(ada_flush_parse("interval:-5", &p), -22);
+	assert_int_equal(ada_flush_parse("bytes:12q", &p), -22);
+	assert_int_equal(ada_flush_parse("sometimes", &p), -22);
+}
+
+static void test_latency_hist(void **state)
+{
+	(void)state;
+	struct ada_lat_hist h;
+	memset(&h, 0, sizeof(h));
+	assert_int_equal(ada_lat_hist_quantile(&h, 0.5), 0);
+	for (uint64_t i = 1; i <= 1000; i++)
+		ada_lat_hist_add(&h, i * 1000000); /* 1..1000 ms */
+	uint64_t p50 = ada_lat_hist_quantile(&h, 0.5), p99 = ada_lat_hist_quantile(&h, 0.99);
+	/* buckets are 1/8 of a power of two wide: within 12.5 % */
+	assert_true(p50 >= 500000000ull && p50 <= 563000000ull);
+	assert_true(p99 >= 990000000ull && p99 <= 1114000000ull);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_write_finalize),
+		cmocka_unit_test(test_empty_file),
+		cmocka_unit_test(test_finalize_zero_tail),
+		cmocka_unit_test(test_finalize_torn),
+		cmocka_unit_test(test_flush_parse),
+		cmocka_unit_test(test_latency_hist),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
