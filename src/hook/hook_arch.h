@@ -22,6 +22,23 @@
  *   - The C handlers are compiled with -mgeneral-regs-only, so vector and
  *     x87 registers (float arguments and return values) are never touched
  *     and need not be saved.
+ *   - Both trampolines realign rsp to 16 bytes themselves (mov rbp,rsp;
+ *     and rsp,-16), so a caller that breaks the ABI alignment still works.
+ *     Status flags are NOT preserved across the enter handler: the SysV ABI
+ *     leaves them undefined at function entry and after return (DF is 0 at
+ *     both points and the handlers keep it 0).
+ *   - The enter handler may change the saved registers in *regs; the
+ *     trampoline reloads them all before running the relocated prologue.
+ *   - Enter handler:  void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
+ *                                            struct ada_hook_regs *regs);
+ *     Exit handler:   uint64_t ada_hook_on_exit(uint64_t sp);  returns the
+ *     original return address; the return trampoline jumps there with rax
+ *     and rdx as the function left them (rcx, rsi, rdi, r8-r11 are
+ *     clobbered, as the ABI allows after a return).
+ *
+ * Threads: hook_arch_prepare() uses one capstone handle behind a mutex, so
+ * it may be called from any thread; it is NOT hook context (it allocates).
+ * The emit/patch-byte functions are pure and reentrant.
  */
 #ifndef ADA_HOOK_ARCH_H
 #define ADA_HOOK_ARCH_H
@@ -58,11 +75,27 @@ struct ada_hook_regs {
 #define HOOK_ARCH_MAX_PATCH 16       /* bytes displaced at most */
 #define HOOK_ARCH_MAX_TRAMPOLINE 256 /* bytes one trampoline takes at most */
 
+#define HOOK_ARCH_MAX_INSNS 5         /* 5 bytes are covered by at most 5 insns */
+#define HOOK_ARCH_RETURN_TRAMPOLINE_MAX 64
+
+/* One displaced instruction as prepare() decoded it; private to the arch
+ * layer (emit reads it), callers only copy the plan around. */
+struct hook_arch_insn {
+	uint8_t offset;   /* from fn_addr */
+	uint8_t len;
+	uint8_t kind;     /* arch-private relocation case */
+	uint8_t disp_off; /* rip-relative: where disp32 sits in the insn */
+	uint8_t cc;       /* jcc: condition code (low nibble of the opcode) */
+	uint8_t reg;      /* lea: destination register number (0..15) */
+	uint64_t target;  /* absolute branch target / rip-relative address */
+};
+
 struct hook_arch_plan {
 	uint64_t fn_addr;
 	size_t patch_len;  /* bytes displaced from the function (>= 5) */
 	size_t insn_count; /* instructions displaced */
 	uint8_t original[HOOK_ARCH_MAX_PATCH];
+	struct hook_arch_insn insns[HOOK_ARCH_MAX_INSNS];
 };
 
 /* Decides whether the function [addr, addr+size) whose bytes are `code`
@@ -71,16 +104,26 @@ struct hook_arch_plan {
 enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_t size,
 				     struct hook_arch_plan *plan);
 
-/* Writes the trampoline for plan into buf, which will execute at buf_addr.
- * Returns its length, or 0 when a displaced instruction cannot reach its
- * target from buf_addr (the caller then tries other memory or skips). */
+/* Writes the trampoline for plan into buf (HOOK_ARCH_MAX_TRAMPOLINE bytes),
+ * which will execute at buf_addr. Returns its length, or 0 when buf_addr is
+ * not within +-2 GiB of the function (the patch is a jmp rel32) or a
+ * displaced rip-relative memory operand cannot reach its target from
+ * buf_addr (the caller then tries other memory or skips with
+ * ADA_SKIP_NO_TRAMPOLINE_MEMORY). hook_mem places trampolines near their
+ * module, so in practice 0 only happens for memory far from the module. */
 size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf,
 				 uint64_t buf_addr, uint64_t fn_id, uint64_t enter_handler);
 
-/* Writes the shared return trampoline; returns its length. */
+/* Writes the shared return trampoline (at most
+ * HOOK_ARCH_RETURN_TRAMPOLINE_MAX bytes) into buf; returns its length.
+ * It is reached by `ret`, so it may live anywhere (absolute address). */
 size_t hook_arch_emit_return_trampoline(uint8_t *buf, uint64_t buf_addr, uint64_t exit_handler);
 
-/* The bytes that replace the function's first plan->patch_len bytes. */
+/* The bytes that replace the function's first plan->patch_len bytes:
+ * `jmp rel32` to tramp_addr, then the original bytes unchanged (nothing
+ * branches into them, and leaving them lets hook_patch_apply() change only
+ * 5 bytes, atomically when they sit in one aligned 8-byte word).
+ * tramp_addr must be one hook_arch_emit_trampoline() accepted. */
 void hook_arch_patch_bytes(const struct hook_arch_plan *plan, uint64_t tramp_addr,
 			   uint8_t out[HOOK_ARCH_MAX_PATCH]);
 

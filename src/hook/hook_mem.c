@@ -1,0 +1,465 @@
+/*
+ * Trampoline memory and code patching (see hook_mem.h for the contract).
+ *
+ * Threads: the agent's init thread or whichever thread runs dlopen/dlclose,
+ * serialized by the caller; never hook context. Other threads may execute
+ * sealed trampolines and patched functions meanwhile, hence: sealed
+ * regions are never made writable again, and patches keep the page
+ * executable while writing it.
+ *
+ * Layout: m->regions is an array of mmap'ed regions, each owned by one
+ * module id and bump-allocated; `open` regions are RW, sealed ones RX.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "hook_mem.h"
+
+#define MEM_REGION_MIN (256u << 10)
+#define MEM_REACH ((1ull << 31) - (1ull << 20)) /* rel32 reach minus margin */
+#define MEM_VA_LOW 0x10000ull                   /* above vm.mmap_min_addr */
+#define MEM_VA_HIGH 0x7ffffffff000ull           /* x86_64 user space, 4 levels */
+
+struct mem_region {
+	uint64_t addr;
+	size_t size, used;
+	uint32_t module_id;
+	int open;
+};
+
+struct hook_mem {
+	struct mem_region *regions;
+	size_t n_regions, cap_regions;
+	struct hook_map *maps; /* snapshot, valid while maps_fresh */
+	int n_maps, maps_fresh;
+};
+
+int hook_mem_new(struct hook_mem **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+void hook_mem_free(struct hook_mem *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n_regions; i++)
+		munmap((void *)m->regions[i].addr, m->regions[i].size);
+	free(m->regions);
+	free(m->maps);
+	free(m);
+}
+
+size_t hook_mem_mapped_bytes(const struct hook_mem *m)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < m->n_regions; i++)
+		total += m->regions[i].size;
+	return total;
+}
+
+static int maps_parse_prot(const char *p, const char *end)
+{
+	int prot = 0;
+
+	if (end - p < 4)
+		return -1;
+	prot |= p[0] == 'r' ? PROT_READ : 0;
+	prot |= p[1] == 'w' ? PROT_WRITE : 0;
+	prot |= p[2] == 'x' ? PROT_EXEC : 0;
+	return prot;
+}
+
+/* "start-end perms ..." for one line [p, eol). */
+static int maps_parse_line(const char *p, const char *eol, struct hook_map *out)
+{
+	char *e;
+	char tmp[64];
+	size_t n = (size_t)(eol - p) < sizeof(tmp) - 1 ? (size_t)(eol - p) : sizeof(tmp) - 1;
+
+	memcpy(tmp, p, n); /* strtoull needs a terminated string */
+	tmp[n] = '\0';
+	out->start = strtoull(tmp, &e, 16);
+	if (*e != '-')
+		return -EINVAL;
+	out->end = strtoull(e + 1, &e, 16);
+	if (*e != ' ' || out->end < out->start)
+		return -EINVAL;
+	out->prot = maps_parse_prot(e + 1, tmp + n);
+	return out->prot < 0 ? -EINVAL : 0;
+}
+
+int hook_maps_parse(const char *buf, size_t len, struct hook_map *out, size_t cap)
+{
+	const char *p = buf, *end = buf + len;
+	size_t n = 0;
+
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		if (!eol)
+			eol = end;
+		if (eol > p) {
+			if (n == cap)
+				return -ENOSPC;
+			if (maps_parse_line(p, eol, &out[n]))
+				return -EINVAL;
+			n++;
+		}
+		p = eol + 1;
+	}
+	return (int)n;
+}
+
+/* Reads the whole of /proc/self/maps into a malloc'ed buffer. */
+static int maps_read(char **out, size_t *out_len)
+{
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap);
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), err = 0;
+
+	if (!buf || fd < 0) {
+		err = fd < 0 ? -errno : -ENOMEM;
+		goto fail;
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			err = -errno;
+			goto fail;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+		if (len == cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				err = -ENOMEM;
+				goto fail;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	*out = buf;
+	*out_len = len;
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return err;
+}
+
+/* Snapshot of the address space, sorted by address (the kernel's order). */
+static int maps_load(struct hook_map **maps, int *n_maps)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int err = maps_read(&buf, &len), n;
+
+	if (err)
+		return err;
+	size_t cap = len / 20 + 1; /* a line is longer than 20 bytes */
+	struct hook_map *arr = malloc(cap * sizeof(*arr));
+	n = arr ? hook_maps_parse(buf, len, arr, cap) : -ENOMEM;
+	free(buf);
+	if (n < 0) {
+		free(arr);
+		return n;
+	}
+	free(*maps);
+	*maps = arr;
+	*n_maps = n;
+	return 0;
+}
+
+static uint64_t mem_dist(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/* Best page-aligned address for size bytes inside free gaps of the
+ * snapshot and inside [wlo, whi); 0 when none. */
+static uint64_t mem_find_gap(const struct hook_mem *m, uint64_t wlo, uint64_t whi, size_t size,
+			     uint64_t near)
+{
+	uint64_t best = 0, prev_end = MEM_VA_LOW, pg = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	for (int i = 0; i <= m->n_maps; i++) {
+		uint64_t gs = prev_end, ge = i < m->n_maps ? m->maps[i].start : MEM_VA_HIGH;
+		if (i < m->n_maps && m->maps[i].end > prev_end)
+			prev_end = m->maps[i].end;
+		uint64_t lo = gs > wlo ? gs : wlo, hi = ge < whi ? ge : whi;
+		lo = (lo + pg - 1) & ~(pg - 1);
+		if (hi <= lo || hi - lo < size)
+			continue;
+		/* The point of the usable interval closest to the module. */
+		uint64_t cand = near & ~(pg - 1);
+		if (cand < lo)
+			cand = lo;
+		if (cand > hi - size)
+			cand = (hi - size) & ~(pg - 1);
+		if (cand < lo)
+			continue;
+		if (!best || mem_dist(cand, near) < mem_dist(best, near))
+			best = cand;
+	}
+	return best;
+}
+
+static int mem_add_region(struct hook_mem *m, uint64_t addr, size_t size, uint32_t module_id)
+{
+	if (m->n_regions == m->cap_regions) {
+		size_t cap = m->cap_regions ? m->cap_regions * 2 : 16;
+		struct mem_region *r = realloc(m->regions, cap * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		m->regions = r;
+		m->cap_regions = cap;
+	}
+	m->regions[m->n_regions++] = (struct mem_region){addr, size, 0, module_id, 1};
+	return 0;
+}
+
+/* Maps a new RW region within [wlo, whi), retrying when another thread
+ * took the gap between our snapshot and the mmap (EEXIST). */
+static int mem_new_region(struct hook_mem *m, uint32_t module_id, uint64_t wlo, uint64_t whi,
+			  uint64_t near, size_t size)
+{
+	for (int attempt = 0; attempt < 4; attempt++) {
+		if (!m->maps_fresh) {
+			int err = maps_load(&m->maps, &m->n_maps);
+			if (err)
+				return err;
+			m->maps_fresh = 1;
+		}
+		uint64_t at = mem_find_gap(m, wlo, whi, size, near);
+		if (!at)
+			return -ENOMEM;
+		void *p = mmap((void *)at, size, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		m->maps_fresh = 0; /* the address space changed either way */
+		if (p == MAP_FAILED && errno == EEXIST)
+			continue;
+		if (p == MAP_FAILED)
+			return -errno;
+		if ((uint64_t)p != at) { /* pre-4.17 kernel took it as a hint */
+			munmap(p, size);
+			return -ENOMEM;
+		}
+		int err = mem_add_region(m, at, size, module_id);
+		if (err)
+			munmap(p, size);
+		return err;
+	}
+	return -ENOMEM;
+}
+
+static int mem_region_fits(const struct mem_region *r, uint32_t module_id, uint64_t wlo,
+			   uint64_t whi, size_t len)
+{
+	return r->open && r->module_id == module_id && r->size - r->used >= len &&
+	       r->addr >= wlo && r->addr + r->size <= whi;
+}
+
+int hook_mem_alloc(struct hook_mem *m, uint32_t module_id, uint64_t lo, uint64_t hi, size_t len,
+		   uint8_t **out)
+{
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t wlo = hi > MEM_REACH + MEM_VA_LOW ? hi - MEM_REACH : MEM_VA_LOW;
+	uint64_t whi = lo + MEM_REACH < MEM_VA_HIGH ? lo + MEM_REACH : MEM_VA_HIGH;
+	struct mem_region *r = NULL;
+
+	if (len == 0 || hi < lo || hi - lo >= MEM_REACH || len > (64u << 20))
+		return -EINVAL;
+	len = (len + 15) & ~(size_t)15; /* keep trampolines 16-byte aligned */
+	for (size_t i = m->n_regions; i-- > 0 && !r;)
+		if (mem_region_fits(&m->regions[i], module_id, wlo, whi, len))
+			r = &m->regions[i];
+	if (!r) {
+		size_t size = len > MEM_REGION_MIN ? len : MEM_REGION_MIN;
+		size = (size + pg - 1) & ~(pg - 1);
+		int err = mem_new_region(m, module_id, wlo, whi, lo, size);
+		if (err)
+			return err;
+		r = &m->regions[m->n_regions - 1];
+	}
+	*out = (uint8_t *)(r->addr + r->used);
+	r->used += len;
+	return 0;
+}
+
+int hook_mem_seal(struct hook_mem *m)
+{
+	for (size_t i = 0; i < m->n_regions; i++) {
+		struct mem_region *r = &m->regions[i];
+		if (!r->open)
+			continue;
+		if (mprotect((void *)r->addr, r->size, PROT_READ | PROT_EXEC))
+			return -errno;
+		r->open = 0;
+	}
+	return 0;
+}
+
+int hook_mem_release_module(struct hook_mem *m, uint32_t module_id)
+{
+	size_t j = 0;
+	int err = 0;
+
+	for (size_t i = 0; i < m->n_regions; i++) {
+		struct mem_region *r = &m->regions[i];
+		if (r->module_id == module_id) {
+			if (munmap((void *)r->addr, r->size) && !err)
+				err = -errno;
+			continue;
+		}
+		m->regions[j++] = *r;
+	}
+	m->n_regions = j;
+	m->maps_fresh = 0;
+	return err;
+}
+
+/* ---- patching ---- */
+
+struct patch_page {
+	uint64_t page;
+	int prot; /* original protection */
+};
+
+struct patch_state {
+	const struct hook_map *maps;
+	int n_maps;
+	uint64_t pg;
+	struct patch_page open[4]; /* pages currently writable, ascending */
+	int n_open;
+};
+
+static int patch_cmp(const void *a, const void *b)
+{
+	const struct hook_patch *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int patch_page_prot(const struct patch_state *st, uint64_t page)
+{
+	int lo = 0, hi = st->n_maps - 1;
+
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		if (page < st->maps[mid].start)
+			hi = mid - 1;
+		else if (page >= st->maps[mid].end)
+			lo = mid + 1;
+		else
+			return st->maps[mid].prot;
+	}
+	return -1;
+}
+
+static int patch_relock_below(struct patch_state *st, uint64_t page)
+{
+	int err = 0, j = 0;
+
+	for (int i = 0; i < st->n_open; i++) {
+		struct patch_page *p = &st->open[i];
+		if (p->page >= page) {
+			st->open[j++] = *p;
+			continue;
+		}
+		if (mprotect((void *)p->page, st->pg, p->prot) && !err)
+			err = -errno;
+	}
+	st->n_open = j;
+	return err;
+}
+
+static int patch_unlock(struct patch_state *st, uint64_t page)
+{
+	for (int i = 0; i < st->n_open; i++)
+		if (st->open[i].page == page)
+			return 0;
+	int prot = patch_page_prot(st, page);
+	if (prot < 0)
+		return -EFAULT;
+	/* Keep exec so threads running on this page go on; a kernel policy
+	 * that refuses W+X (EACCES) gets W without X. */
+	if (mprotect((void *)page, st->pg, prot | PROT_READ | PROT_WRITE)) {
+		if (errno != EACCES || !(prot & PROT_EXEC))
+			return -errno;
+		if (mprotect((void *)page, st->pg, (prot | PROT_READ | PROT_WRITE) & ~PROT_EXEC))
+			return -errno;
+	}
+	st->open[st->n_open++] = (struct patch_page){page, prot};
+	return 0;
+}
+
+/* Writes only the differing bytes; one atomic 8-byte store when they share
+ * an aligned word. Relaxed is enough: the partner is the instruction fetch
+ * of other CPUs, which no memory order orders; x86 keeps code coherent. */
+static void patch_write(uint8_t *dst, const uint8_t *src, size_t len)
+{
+	size_t a = 0, b = len;
+
+	while (a < len && dst[a] == src[a])
+		a++;
+	while (b > a && dst[b - 1] == src[b - 1])
+		b--;
+	if (a == b)
+		return;
+	uintptr_t first = (uintptr_t)(dst + a), last = (uintptr_t)(dst + b - 1);
+	if ((first & ~(uintptr_t)7) == (last & ~(uintptr_t)7)) {
+		uint8_t *word = (uint8_t *)(first & ~(uintptr_t)7);
+		uint64_t v;
+		memcpy(&v, word, 8);
+		memcpy((uint8_t *)&v + (first & 7), src + a, b - a);
+		atomic_store_explicit((_Atomic uint64_t *)word, v, memory_order_relaxed);
+		return;
+	}
+	memcpy(dst + a, src + a, b - a);
+}
+
+static int patch_one(struct patch_state *st, const struct hook_patch *p)
+{
+	uint64_t first = p->addr & ~(st->pg - 1), last = (p->addr + p->len - 1) & ~(st->pg - 1);
+	int err = patch_relock_below(st, first);
+
+	for (uint64_t pg = first; !err && pg <= last; pg += st->pg)
+		err = patch_unlock(st, pg);
+	if (!err)
+		patch_write((uint8_t *)p->addr, p->bytes, p->len);
+	return err;
+}
+
+int hook_patch_apply(struct hook_patch *patches, size_t n)
+{
+	struct patch_state st = {.pg = (uint64_t)sysconf(_SC_PAGESIZE)};
+	struct hook_map *maps = NULL;
+	int err;
+
+	for (size_t i = 0; i < n; i++)
+		if (patches[i].len == 0 || patches[i].len > HOOK_ARCH_MAX_PATCH)
+			return -EINVAL;
+	err = maps_load(&maps, &st.n_maps);
+	if (err)
+		return err;
+	st.maps = maps;
+	qsort(patches, n, sizeof(*patches), patch_cmp);
+	for (size_t i = 0; i < n && !err; i++)
+		err = patch_one(&st, &patches[i]);
+	int err2 = patch_relock_below(&st, UINT64_MAX);
+	free(maps);
+	return err ? err : err2;
+}

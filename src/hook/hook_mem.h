@@ -1,0 +1,84 @@
+/*
+ * Code memory for the hook engine: trampoline regions within +-2 GiB of
+ * the module they serve, and patching of the functions' first bytes.
+ *
+ * Not hook context: used at agent init and on dlopen/dlclose, may call
+ * libc, never prints, returns 0 or -errno. NOT thread-safe: the caller
+ * serializes all calls on one struct hook_mem (the agent's hook lock).
+ *
+ * Life cycle of one batch (one module):
+ *     hook_mem_alloc() per trampoline -> write code through the returned
+ *     pointer -> hook_mem_seal() (regions become RX; a sealed region is
+ *     never written again, so threads running its trampolines are safe)
+ *     -> hook_patch_apply() with the patches.
+ * On dlclose: hook_patch_apply() with the original bytes only if the
+ * module's code stays mapped, then hook_mem_release_module().
+ */
+#ifndef ADA_HOOK_MEM_H
+#define ADA_HOOK_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hook_arch.h"
+
+struct hook_mem;
+
+/* -ENOMEM */
+int hook_mem_new(struct hook_mem **out);
+/* Unmaps every region: only after every patch pointing into them is undone
+ * (or the process no longer runs hooked code). NULL is a no-op. */
+void hook_mem_free(struct hook_mem *m);
+
+/* Reserves len bytes of trampoline memory for module_id such that the
+ * whole block lies within +-2 GiB (minus 1 MiB of margin) of every byte of
+ * [lo, hi) (the module's mapped range). The block is writable until
+ * hook_mem_seal(); *out is both the write pointer and the address the code
+ * will run at. Regions are searched near the module using a snapshot of
+ * /proc/self/maps taken once per batch and placed with
+ * MAP_FIXED_NOREPLACE. Errors: -ENOMEM (no gap in reach), -EINVAL,
+ * -errno of open/read/mmap. */
+int hook_mem_alloc(struct hook_mem *m, uint32_t module_id, uint64_t lo, uint64_t hi, size_t len,
+		   uint8_t **out);
+
+/* Makes every region written since the last seal read+execute (no RWX is
+ * left behind) and closes them to further allocation. -errno of mprotect. */
+int hook_mem_seal(struct hook_mem *m);
+
+/* Unmaps all regions of module_id (its trampolines must be unreachable). */
+int hook_mem_release_module(struct hook_mem *m, uint32_t module_id);
+
+/* Bytes of trampoline memory mapped in total (for the manifest). */
+size_t hook_mem_mapped_bytes(const struct hook_mem *m);
+
+/* One code patch: write bytes[0..len) at addr. */
+struct hook_patch {
+	uint64_t addr;
+	size_t len; /* 1..HOOK_ARCH_MAX_PATCH */
+	uint8_t bytes[HOOK_ARCH_MAX_PATCH];
+};
+
+/* Writes every patch (sorts the array by address). Each page is made
+ * writable once (keeping its exec bit so other threads running on it do
+ * not fault; without exec only if the kernel refuses W+X) and restored to
+ * its original protection read from /proc/self/maps; a patch spanning two
+ * pages gets both. Only the bytes that differ are written: when they lie
+ * in one aligned 8-byte word (e.g. a 5-byte jmp at an address whose low 3
+ * bits are 0..3, which covers all 16-byte aligned functions) with one
+ * atomic 8-byte store, so a thread fetching the code concurrently sees
+ * either the old or the new instruction; otherwise with memcpy, which is
+ * only safe when no other thread runs that code (startup, or the agent's
+ * stop-the-world). Unpatching = applying the original bytes.
+ * Errors: -EINVAL (bad len), -EFAULT (address not mapped), -errno. */
+int hook_patch_apply(struct hook_patch *patches, size_t n);
+
+/* /proc/self/maps parsing, exposed for tests. */
+struct hook_map {
+	uint64_t start, end;
+	int prot; /* PROT_* */
+};
+/* Parses the text buf[0..len) into at most cap entries; returns the count
+ * or -EINVAL on a malformed line, -ENOSPC when cap is too small. */
+int hook_maps_parse(const char *buf, size_t len, struct hook_map *out, size_t cap);
+
+#endif

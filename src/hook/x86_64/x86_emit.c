@@ -1,0 +1,126 @@
+/*
+ * x86_64 trampolines and patch bytes (the hook_arch_emit_* half of
+ * hook_arch.h). Pure code generation into caller-provided buffers.
+ *
+ * Threads: any; no shared state.
+ *
+ * Enter trampoline layout (one per function, ~75 bytes + relocated code):
+ *     push r11 ... push rdi        ; struct ada_hook_regs, rdi lowest
+ *     mov  rbp, rsp                ; rbp = &regs (callee-saved by handler)
+ *     and  rsp, -16                ; ABI alignment whatever the caller did
+ *     mov  rdi, fn_id              ; imm64
+ *     lea  rsi, [rbp+80]           ; ret_slot = rsp at function entry
+ *     mov  rdx, rbp                ; regs
+ *     mov  rax, enter_handler      ; imm64: the handler may be far away
+ *     call rax
+ *     mov  rsp, rbp
+ *     pop  rdi ... pop r11         ; possibly modified by the handler
+ *     <relocated prologue>
+ *     jmp  fn + patch_len          ; rel32, or jmp [rip+0]; dq when far
+ * 29 instructions + relocated ones run per hooked call. A shared "enter
+ * stub" (per-function `mov r11, fn_id; call stub`) would shrink each
+ * trampoline to ~15 bytes + relocated code but executes 3 more
+ * instructions (the call/ret pair and the extra mov); we favour fewer
+ * instructions and keep the contract's signature (enter_handler address).
+ */
+#include <string.h>
+
+#include "x86_internal.h"
+
+/* push r11, r10, rbp, rax, r9, r8, rcx, rdx, rsi, rdi */
+static const uint8_t emit_push_regs[] = {0x41, 0x53, 0x41, 0x52, 0x55, 0x50, 0x41, 0x51,
+					 0x41, 0x50, 0x51, 0x52, 0x56, 0x57};
+/* pop rdi, rsi, rdx, rcx, r8, r9, rax, rbp, r10, r11 */
+static const uint8_t emit_pop_regs[] = {0x5f, 0x5e, 0x5a, 0x59, 0x41, 0x58, 0x41,
+					0x59, 0x58, 0x5d, 0x41, 0x5a, 0x41, 0x5b};
+
+_Static_assert(sizeof(struct ada_hook_regs) == 80, "trampoline pushes 10 registers");
+
+/* rbp keeps the unaligned rsp; the handler preserves it (callee-saved). */
+static void emit_align_frame(struct x86_writer *w)
+{
+	x86_put(w, "\x48\x89\xe5", 3);     /* mov rbp, rsp */
+	x86_put(w, "\x48\x83\xe4\xf0", 4); /* and rsp, -16 */
+}
+
+static void emit_enter_frame(struct x86_writer *w, uint64_t fn_id, uint64_t handler)
+{
+	x86_put(w, emit_push_regs, sizeof(emit_push_regs));
+	emit_align_frame(w);
+	x86_put(w, "\x48\xbf", 2); /* mov rdi, imm64 */
+	x86_put_u64(w, fn_id);
+	x86_put(w, "\x48\x8d\x75\x50", 4); /* lea rsi, [rbp+80] */
+	x86_put(w, "\x48\x89\xea", 3);     /* mov rdx, rbp */
+	x86_put(w, "\x48\xb8", 2);         /* mov rax, imm64 */
+	x86_put_u64(w, handler);
+	x86_put(w, "\xff\xd0", 2);         /* call rax */
+	x86_put(w, "\x48\x89\xec", 3);     /* mov rsp, rbp */
+	x86_put(w, emit_pop_regs, sizeof(emit_pop_regs));
+}
+
+static int emit_reloc_one(struct x86_writer *w, const struct hook_arch_plan *plan,
+			  const struct hook_arch_insn *in)
+{
+	const uint8_t *orig = plan->original + in->offset;
+
+	switch (in->kind) {
+	case X86_RELOC_PLAIN:
+		return reloc_plain(w, orig, in);
+	case X86_RELOC_RIP:
+	case X86_RELOC_RIP_LEA:
+		return reloc_rip_relative(w, orig, in);
+	case X86_RELOC_JMP:
+		return reloc_jmp(w, orig, in);
+	case X86_RELOC_JCC:
+		return reloc_jcc(w, orig, in);
+	case X86_RELOC_CALL:
+	case X86_RELOC_CALL_RIP:
+		return reloc_call(w, orig, in, plan->fn_addr + in->offset + in->len);
+	default:
+		return -1;
+	}
+}
+
+size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf,
+				 uint64_t buf_addr, uint64_t fn_id, uint64_t enter_handler)
+{
+	struct x86_writer w = {buf, 0, HOOK_ARCH_MAX_TRAMPOLINE, buf_addr, 1};
+
+	if (plan->patch_len < 5 || plan->insn_count == 0 ||
+	    !x86_fits_rel32((int64_t)(buf_addr - (plan->fn_addr + 5))))
+		return 0;
+	emit_enter_frame(&w, fn_id, enter_handler);
+	for (size_t i = 0; i < plan->insn_count; i++)
+		if (emit_reloc_one(&w, plan, &plan->insns[i]))
+			return 0;
+	x86_put_jmp(&w, plan->fn_addr + plan->patch_len);
+	return w.ok ? w.len : 0;
+}
+
+/* Reached by the hooked function's `ret`: rsp = sp after the ret. */
+size_t hook_arch_emit_return_trampoline(uint8_t *buf, uint64_t buf_addr, uint64_t exit_handler)
+{
+	struct x86_writer w = {buf, 0, HOOK_ARCH_RETURN_TRAMPOLINE_MAX, buf_addr, 1};
+
+	x86_put(&w, "\x50\x52\x55", 3);          /* push rax; push rdx; push rbp */
+	x86_put(&w, "\x48\x8d\x7c\x24\x18", 5);  /* lea rdi, [rsp+24] = sp */
+	emit_align_frame(&w);
+	x86_put(&w, "\x48\xb8", 2);              /* mov rax, imm64 */
+	x86_put_u64(&w, exit_handler);
+	x86_put(&w, "\xff\xd0", 2);              /* call rax */
+	x86_put(&w, "\x48\x89\xec", 3);          /* mov rsp, rbp */
+	x86_put(&w, "\x49\x89\xc3", 3);          /* mov r11, rax (original return) */
+	x86_put(&w, "\x5d\x5a\x58", 3);          /* pop rbp; pop rdx; pop rax */
+	x86_put(&w, "\x41\xff\xe3", 3);          /* jmp r11 */
+	return w.ok ? w.len : 0;
+}
+
+void hook_arch_patch_bytes(const struct hook_arch_plan *plan, uint64_t tramp_addr,
+			   uint8_t out[HOOK_ARCH_MAX_PATCH])
+{
+	int32_t d = (int32_t)(int64_t)(tramp_addr - (plan->fn_addr + 5));
+
+	memcpy(out, plan->original, plan->patch_len);
+	out[0] = 0xe9; /* jmp rel32; the tail keeps the original bytes */
+	memcpy(out + 1, &d, 4);
+}

@@ -1,0 +1,327 @@
+/*
+ * x86_64 hook planning: decide whether a function can be patched with a
+ * 5-byte `jmp rel32` and record how each displaced instruction must be
+ * relocated (hook_arch_prepare()).
+ *
+ * Threads: called at agent init and from dlopen, on any thread, never in
+ * hook context. Capstone handles are not thread-safe, so the one handle is
+ * opened once (pthread_once) and used under plan_lock.
+ *
+ * Soundness rules (a function is skipped, never patched, when unsure):
+ *  - the displaced instructions must lie inside [addr, addr+size);
+ *  - a linear sweep of the whole body must find no direct jmp/jcc/call/
+ *    loop/jrcxz/xbegin whose target is in (addr, addr+patch_len): those
+ *    bytes become the middle of our jmp. A target equal to addr is fine;
+ *  - bytes the sweep cannot decode are checked as if every one of the next
+ *    16 positions could start a rel8/rel32 branch (a superset of what they
+ *    could hide); any such candidate into the patch skips the function;
+ *  - jump tables: an indirect jmp through a register or through memory
+ *    with an index register may land on any instruction boundary of the
+ *    function, and we cannot see the table. Only an instruction boundary
+ *    strictly inside the patch can be hurt, so the rule is: such a jmp
+ *    present AND more than one displaced instruction => ADA_SKIP_JUMP_TABLE.
+ *    `jmp [rip+disp]` (a tail call through a GOT/pointer slot) is allowed.
+ */
+#include <capstone/capstone.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "x86_internal.h"
+
+#define PATCH_MIN 5
+
+static csh plan_cs;
+static int plan_cs_err;
+static pthread_once_t plan_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void plan_cs_open(void)
+{
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &plan_cs) != CS_ERR_OK) {
+		plan_cs_err = 1;
+		return;
+	}
+	/* Syntax stays Intel: op_str parsing below relies on "[rip + ...]". */
+	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_ON);
+}
+
+static const char *const skip_names[ADA_SKIP_REASON_COUNT] = {
+	[ADA_HOOK_OK] = "hooked",
+	[ADA_SKIP_TOO_SHORT] = "too_short",
+	[ADA_SKIP_BRANCH_INTO_PATCH] = "branch_into_patch",
+	[ADA_SKIP_UNDECODABLE] = "undecodable",
+	[ADA_SKIP_UNRELOCATABLE] = "unrelocatable",
+	[ADA_SKIP_NO_TRAMPOLINE_MEMORY] = "no_trampoline_memory",
+	[ADA_SKIP_IFUNC] = "ifunc",
+	[ADA_SKIP_AGENT] = "agent",
+	[ADA_SKIP_LOADER] = "loader",
+	[ADA_SKIP_ENTRY_POINT] = "entry_point",
+	[ADA_SKIP_EXCLUDED] = "excluded",
+	[ADA_SKIP_ALIAS] = "alias",
+	[ADA_SKIP_OUTSIDE_TEXT] = "outside_text",
+	[ADA_SKIP_JUMP_TABLE] = "jump_table",
+};
+
+const char *hook_skip_name(enum ada_hook_skip reason)
+{
+	if ((unsigned)reason >= ADA_SKIP_REASON_COUNT)
+		return "unknown";
+	return skip_names[reason];
+}
+
+static int plan_is_jcc(unsigned id)
+{
+	switch (id) {
+	case X86_INS_JAE: case X86_INS_JA: case X86_INS_JBE: case X86_INS_JB:
+	case X86_INS_JE: case X86_INS_JGE: case X86_INS_JG: case X86_INS_JLE:
+	case X86_INS_JL: case X86_INS_JNE: case X86_INS_JNO: case X86_INS_JNP:
+	case X86_INS_JNS: case X86_INS_JO: case X86_INS_JP: case X86_INS_JS:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Branches whose only encodings are relative and have no rel32 twin. */
+static int plan_is_short_only(unsigned id)
+{
+	return id == X86_INS_LOOP || id == X86_INS_LOOPE || id == X86_INS_LOOPNE ||
+	       id == X86_INS_JRCXZ || id == X86_INS_JECXZ || id == X86_INS_JCXZ ||
+	       id == X86_INS_XBEGIN;
+}
+
+static const cs_x86_op *plan_rip_operand(const cs_x86 *x)
+{
+	for (unsigned i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_MEM && x->operands[i].mem.base == X86_REG_RIP)
+			return &x->operands[i];
+	return NULL;
+}
+
+/* Condition code of a jcc from its raw bytes (70+cc rel8 or 0F 80+cc rel32). */
+static int plan_jcc_cc(const cs_insn *ci, uint8_t *cc)
+{
+	const uint8_t *b = ci->bytes;
+	size_t n = ci->size;
+
+	if (n >= 6 && b[n - 6] == 0x0f && (b[n - 5] & 0xf0) == 0x80) {
+		*cc = b[n - 5] & 0x0f;
+		return 0;
+	}
+	if (n >= 2 && (b[n - 2] & 0xf0) == 0x70) {
+		*cc = b[n - 2] & 0x0f;
+		return 0;
+	}
+	return -1;
+}
+
+static enum ada_hook_skip plan_branch(const cs_insn *ci, const cs_x86 *x,
+				      struct hook_arch_insn *in)
+{
+	const cs_x86_op *op = x->op_count == 1 ? &x->operands[0] : NULL;
+
+	if (!op || op->type != X86_OP_IMM) {
+		/* Indirect. jmp reg / jmp [non-rip] is position independent. */
+		if (ci->id == X86_INS_CALL)
+			return plan_rip_operand(x) ? ADA_HOOK_OK : ADA_SKIP_UNRELOCATABLE;
+		return ADA_HOOK_OK;
+	}
+	if (x->prefix[2] == 0x66) /* 16-bit branch truncates rip: never in real code */
+		return ADA_SKIP_UNRELOCATABLE;
+	in->target = (uint64_t)op->imm;
+	if (ci->id == X86_INS_JMP) {
+		in->kind = X86_RELOC_JMP;
+	} else if (ci->id == X86_INS_CALL) {
+		in->kind = X86_RELOC_CALL;
+	} else if (plan_is_jcc(ci->id)) {
+		in->kind = X86_RELOC_JCC;
+		if (plan_jcc_cc(ci, &in->cc))
+			return ADA_SKIP_UNRELOCATABLE;
+	} else {
+		return ADA_SKIP_UNRELOCATABLE;
+	}
+	return ADA_HOOK_OK;
+}
+
+/* Classifies one displaced instruction into its relocation case. */
+static enum ada_hook_skip plan_insn(const cs_insn *ci, uint64_t fn, struct hook_arch_insn *in)
+{
+	const cs_x86 *x = &ci->detail->x86;
+	const cs_x86_op *rip = plan_rip_operand(x);
+
+	memset(in, 0, sizeof(*in));
+	in->offset = (uint8_t)(ci->address - fn);
+	in->len = (uint8_t)ci->size;
+	in->kind = X86_RELOC_PLAIN;
+	if (plan_is_short_only(ci->id))
+		return ADA_SKIP_UNRELOCATABLE;
+	if (rip) {
+		if (x->encoding.disp_size != 4 || x->encoding.disp_offset == 0)
+			return ADA_SKIP_UNRELOCATABLE;
+		in->disp_off = x->encoding.disp_offset;
+		in->target = ci->address + ci->size + (int64_t)rip->mem.disp;
+		in->kind = ci->id == X86_INS_CALL ? X86_RELOC_CALL_RIP : X86_RELOC_RIP;
+		if (ci->id == X86_INS_LEA && (x->rex & 0x08)) {
+			in->kind = X86_RELOC_RIP_LEA;
+			in->reg = (uint8_t)((((x->rex >> 2) & 1) << 3) | ((x->modrm >> 3) & 7));
+		}
+		return ADA_HOOK_OK;
+	}
+	if (ci->id == X86_INS_JMP || ci->id == X86_INS_CALL || plan_is_jcc(ci->id))
+		return plan_branch(ci, x, in);
+	return ADA_HOOK_OK;
+}
+
+/* Decodes whole instructions until >= PATCH_MIN bytes are covered. */
+static enum ada_hook_skip plan_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
+					cs_insn *ci, struct hook_arch_plan *plan)
+{
+	const uint8_t *p = code;
+	size_t left = size;
+	uint64_t pc = addr;
+
+	while (plan->patch_len < PATCH_MIN) {
+		if (plan->insn_count == HOOK_ARCH_MAX_INSNS)
+			return ADA_SKIP_UNRELOCATABLE;
+		if (!cs_disasm_iter(plan_cs, &p, &left, &pc, ci))
+			/* Fewer than 15 bytes left: the insn may run past the end. */
+			return left < 15 ? ADA_SKIP_TOO_SHORT : ADA_SKIP_UNDECODABLE;
+		if (plan->patch_len + ci->size > HOOK_ARCH_MAX_PATCH)
+			return ADA_SKIP_UNRELOCATABLE;
+		enum ada_hook_skip r = plan_insn(ci, addr, &plan->insns[plan->insn_count]);
+		if (r != ADA_HOOK_OK)
+			return r;
+		/* A call's return address must be the original next insn, which is
+		 * only outside the patch when the call is displaced last. */
+		plan->patch_len += ci->size;
+		plan->insn_count++;
+		if ((plan->insns[plan->insn_count - 1].kind == X86_RELOC_CALL ||
+		     plan->insns[plan->insn_count - 1].kind == X86_RELOC_CALL_RIP) &&
+		    plan->patch_len < PATCH_MIN)
+			return ADA_SKIP_UNRELOCATABLE;
+	}
+	memcpy(plan->original, code, plan->patch_len);
+	return ADA_HOOK_OK;
+}
+
+static int plan_in_patch(uint64_t target, uint64_t fn, size_t patch_len)
+{
+	return target > fn && target < fn + patch_len;
+}
+
+/* Superset check for bytes the sweep could not decode: could a rel8 or
+ * rel32 branch starting at any of the next 16 positions hit the patch? */
+static int plan_undecodable_hits(const uint8_t *code, uint64_t addr, uint64_t size,
+				 uint64_t off, size_t patch_len)
+{
+	for (uint64_t i = off; i < off + 16 && i < size; i++) {
+		uint8_t b = code[i];
+		uint64_t pc = addr + i;
+		int rel8 = (b & 0xf0) == 0x70 || b == 0xeb || (b >= 0xe0 && b <= 0xe3);
+		int rel32 = b == 0xe8 || b == 0xe9 || b == 0x0f;
+		if (rel8 && i + 2 <= size &&
+		    plan_in_patch(pc + 2 + (int8_t)code[i + 1], addr, patch_len))
+			return 1;
+		if (rel32) {
+			uint64_t at = i + (b == 0x0f ? 2 : 1);
+			int32_t d;
+			if (at + 4 > size)
+				continue;
+			memcpy(&d, code + at, 4);
+			if (plan_in_patch(pc + (at - i) + 4 + d, addr, patch_len))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+static int plan_is_branch_id(unsigned id)
+{
+	return id == X86_INS_JMP || id == X86_INS_CALL || plan_is_jcc(id) ||
+	       plan_is_short_only(id);
+}
+
+/* One body instruction (detail off, so read op_str): direct branch target
+ * into the patch, or a jump-table-shaped indirect jmp. */
+static enum ada_hook_skip plan_scan_insn(const cs_insn *ci, uint64_t addr, size_t patch_len,
+					 int *indirect_jmp)
+{
+	char *end;
+	unsigned long long t;
+
+	if (!plan_is_branch_id(ci->id))
+		return ADA_HOOK_OK;
+	t = strtoull(ci->op_str, &end, 0);
+	if (end != ci->op_str && *end == '\0')
+		return plan_in_patch(t, addr, patch_len) ? ADA_SKIP_BRANCH_INTO_PATCH : ADA_HOOK_OK;
+	if (ci->id == X86_INS_JMP &&
+	    !(strstr(ci->op_str, "[rip + ") && !strchr(ci->op_str, '*')))
+		*indirect_jmp = 1;
+	return ADA_HOOK_OK;
+}
+
+/* Linear sweep of the whole body for anything that may enter the patch. */
+static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uint64_t size,
+					 cs_insn *ci, const struct hook_arch_plan *plan)
+{
+	uint64_t off = 0;
+	int indirect_jmp = 0;
+
+	while (off < size) {
+		const uint8_t *p = code + off;
+		size_t left = size - off;
+		uint64_t pc = addr + off;
+		if (!cs_disasm_iter(plan_cs, &p, &left, &pc, ci)) {
+			if (plan_undecodable_hits(code, addr, size, off, plan->patch_len))
+				return ADA_SKIP_UNDECODABLE;
+			off++;
+			continue;
+		}
+		enum ada_hook_skip r = plan_scan_insn(ci, addr, plan->patch_len, &indirect_jmp);
+		if (r != ADA_HOOK_OK)
+			return r;
+		off += ci->size;
+	}
+	if (indirect_jmp && plan->insn_count > 1)
+		return ADA_SKIP_JUMP_TABLE;
+	return ADA_HOOK_OK;
+}
+
+enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_t size,
+				     struct hook_arch_plan *plan)
+{
+	enum ada_hook_skip r;
+	cs_insn *ci;
+
+	memset(plan, 0, sizeof(*plan));
+	plan->fn_addr = addr;
+	if (size < PATCH_MIN)
+		return ADA_SKIP_TOO_SHORT;
+	pthread_once(&plan_once, plan_cs_open);
+	if (plan_cs_err)
+		return ADA_SKIP_UNDECODABLE;
+	pthread_mutex_lock(&plan_lock);
+	ci = cs_malloc(plan_cs);
+	if (!ci) {
+		r = ADA_SKIP_UNDECODABLE;
+		goto unlock;
+	}
+	r = plan_prologue(code, addr, size, ci, plan);
+	if (r != ADA_HOOK_OK)
+		goto free_insn;
+	/* Detail is only needed for relocation; the sweep runs ~3x faster without. */
+	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_OFF);
+	cs_free(ci, 1);
+	ci = cs_malloc(plan_cs);
+	r = ci ? plan_scan_body(code, addr, size, ci, plan) : ADA_SKIP_UNDECODABLE;
+	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_ON);
+free_insn:
+	if (ci)
+		cs_free(ci, 1);
+unlock:
+	pthread_mutex_unlock(&plan_lock);
+	if (r != ADA_HOOK_OK)
+		plan->patch_len = plan->insn_count = 0;
+	return r;
+}

@@ -1,0 +1,35 @@
+# Tests of the x86_64 hook layer and hook_mem (owner: hook-arch).
+if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  set(_ha ${CMAKE_CURRENT_SOURCE_DIR}/unit)
+
+  add_executable(test_hook_reloc ${_ha}/test_hook_reloc.c)
+  target_include_directories(test_hook_reloc PRIVATE ${CMOCKA_INCLUDE_DIR})
+  target_link_libraries(test_hook_reloc PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
+  add_test(NAME hook_reloc COMMAND test_hook_reloc)
+
+  add_executable(test_hook_mem ${_ha}/test_hook_mem.c)
+  target_include_directories(test_hook_mem PRIVATE ${CMOCKA_INCLUDE_DIR})
+  target_link_libraries(test_hook_mem PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
+  add_test(NAME hook_mem COMMAND test_hook_mem)
+
+  # Handlers are built as the agent's: general registers only, so xmm/x87
+  # values pass through untouched.
+  add_library(test_hook_handlers OBJECT ${_ha}/test_hook_handlers.c)
+  target_compile_options(test_hook_handlers PRIVATE -mgeneral-regs-only -O2)
+  target_include_directories(test_hook_handlers PRIVATE $<TARGET_PROPERTY:ada_hook_arch,INTERFACE_INCLUDE_DIRECTORIES>)
+  # Sanitizer instrumentation would call into the runtime from hook context.
+  set_source_files_properties(${_ha}/test_hook_handlers.c PROPERTIES COMPILE_OPTIONS "-fno-sanitize=all")
+
+  foreach(opt O0 O2)
+    add_library(test_hook_ctargets_${opt} OBJECT ${_ha}/test_hook_ctargets.c)
+    target_compile_definitions(test_hook_ctargets_${opt} PRIVATE HT_SUFFIX=${opt})
+    target_compile_options(test_hook_ctargets_${opt} PRIVATE -${opt} -fno-sanitize=all)
+    add_executable(test_hook_clobber_${opt} ${_ha}/test_hook_clobber.c ${_ha}/test_hook_targets.S
+      $<TARGET_OBJECTS:test_hook_ctargets_${opt}> $<TARGET_OBJECTS:test_hook_handlers>)
+    target_compile_definitions(test_hook_clobber_${opt} PRIVATE HT_SUFFIX=${opt})
+    target_include_directories(test_hook_clobber_${opt} PRIVATE ${CMOCKA_INCLUDE_DIR} ${_ha})
+    target_link_libraries(test_hook_clobber_${opt} PRIVATE ada_hook_arch ${CMOCKA_LIBRARY} ${CMAKE_DL_LIBS})
+    set_target_properties(test_hook_clobber_${opt} PROPERTIES ENABLE_EXPORTS ON)
+    add_test(NAME hook_clobber_${opt} COMMAND test_hook_clobber_${opt})
+  endforeach()
+endif()

@@ -1,0 +1,285 @@
+/*
+ * Clobber tests: real functions of this binary (hand-written prologues in
+ * test_hook_targets.S, C functions built at -O0 or -O2 in
+ * test_hook_ctargets.c) are hooked in place with hook_arch + hook_mem,
+ * through the real return trampoline, then called: results, call/return
+ * counts, argument and callee-saved registers, xmm and x87 return values
+ * must all be as without the hook. Built once per optimisation level.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hook_arch.h"
+#include "hook_mem.h"
+#include "test_hook_ctargets.h"
+#include "test_hook_handlers.h"
+
+/* test_hook_targets.S */
+uint64_t t_rip_first(uint64_t x);
+uint64_t t_lea_first(uint64_t x, uint64_t y);
+int t_jcc_first(int x);
+uint64_t t_endbr(uint64_t x);
+uint64_t t_call_first(uint64_t x);
+uint64_t t_thunk(uint64_t x);
+void t_regs_dump(void);
+void call_with_regs(void *fn, const uint64_t in[15], uint64_t out[8]);
+extern const uint64_t t_rip_first_size, t_lea_first_size, t_jcc_first_size, t_endbr_size,
+	t_call_first_size, t_thunk_size, t_regs_dump_size;
+extern uint64_t t_dump[15], t_helper_ret;
+
+enum { ID_RIP = 1, ID_LEA, ID_JCC, ID_ENDBR, ID_CALL, ID_THUNK, ID_REGS, ID_ADD3, ID_COUNTER,
+       ID_FMIX8, ID_FMIXI, ID_LDMUL, ID_VSUM, ID_BIG, ID_FIB, ID_SEVEN, ID_SW, ID_COUNT };
+
+struct target {
+	void *fn;
+	uint64_t size; /* 0: from the dynamic symbol table */
+	int must_hook;
+	enum ada_hook_skip got;
+	struct hook_patch original;
+};
+
+static struct target targets[ID_COUNT];
+static struct hook_mem *mem;
+
+static uint64_t sym_size(void *fn)
+{
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+
+	if (!dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym)
+		return 0;
+	return sym->st_size;
+}
+
+static void target_set(int id, void *fn, uint64_t size, int must_hook)
+{
+	targets[id] = (struct target){fn, size ? size : sym_size(fn), must_hook, 0, {0}};
+}
+
+static void targets_list(void)
+{
+	target_set(ID_RIP, (void *)t_rip_first, t_rip_first_size, 1);
+	target_set(ID_LEA, (void *)t_lea_first, t_lea_first_size, 1);
+	target_set(ID_JCC, (void *)t_jcc_first, t_jcc_first_size, 1);
+	target_set(ID_ENDBR, (void *)t_endbr, t_endbr_size, 1);
+	target_set(ID_CALL, (void *)t_call_first, t_call_first_size, 1);
+	target_set(ID_THUNK, (void *)t_thunk, t_thunk_size, 1);
+	target_set(ID_REGS, (void *)t_regs_dump, t_regs_dump_size, 1);
+	target_set(ID_ADD3, (void *)HT(add3), 0, 1);
+	target_set(ID_COUNTER, (void *)HT(get_counter), 0, 1);
+	target_set(ID_FMIX8, (void *)HT(fmix8), 0, 1);
+	target_set(ID_FMIXI, (void *)HT(fmixi), 0, 1);
+	target_set(ID_LDMUL, (void *)HT(ldmul), 0, 1);
+	target_set(ID_VSUM, (void *)HT(vsum), 0, 1);
+	target_set(ID_BIG, (void *)HT(make_big), 0, 1);
+	target_set(ID_FIB, (void *)HT(fib), 0, 1);
+	target_set(ID_SEVEN, (void *)HT(seven), 0, 1);
+	target_set(ID_SW, (void *)HT(sw), 0, 0); /* may be a jump table: skip allowed */
+}
+
+/* Plans, emits and patches every target in one batch, as the agent does. */
+static int hook_all(void **state)
+{
+	struct hook_patch patches[ID_COUNT];
+	size_t n = 0;
+	uint8_t *rt;
+
+	(void)state;
+	targets_list();
+	assert_int_equal(hook_mem_new(&mem), 0);
+	uint64_t lo = (uint64_t)t_rip_first, hi = lo + 1;
+	assert_int_equal(hook_mem_alloc(mem, 0, lo, hi, HOOK_ARCH_RETURN_TRAMPOLINE_MAX, &rt), 0);
+	assert_true(hook_arch_emit_return_trampoline(rt, (uint64_t)rt, (uint64_t)th_on_exit) > 0);
+	for (int id = 1; id < ID_COUNT; id++) {
+		struct target *t = &targets[id];
+		struct hook_arch_plan plan;
+		uint8_t *tr;
+		assert_true(t->size > 0);
+		t->got = hook_arch_prepare(t->fn, (uint64_t)t->fn, t->size, &plan);
+		if (t->must_hook)
+			assert_int_equal(t->got, ADA_HOOK_OK);
+		if (t->got != ADA_HOOK_OK)
+			continue;
+		assert_int_equal(hook_mem_alloc(mem, 1, (uint64_t)t->fn, (uint64_t)t->fn + t->size,
+						HOOK_ARCH_MAX_TRAMPOLINE, &tr), 0);
+		assert_true(hook_arch_emit_trampoline(&plan, tr, (uint64_t)tr, id,
+						      (uint64_t)th_on_enter) > 0);
+		patches[n] = (struct hook_patch){(uint64_t)t->fn, plan.patch_len, {0}};
+		hook_arch_patch_bytes(&plan, (uint64_t)tr, patches[n].bytes);
+		t->original = (struct hook_patch){(uint64_t)t->fn, plan.patch_len, {0}};
+		memcpy(t->original.bytes, plan.original, plan.patch_len);
+		n++;
+	}
+	assert_int_equal(hook_mem_seal(mem), 0);
+	assert_int_equal(hook_patch_apply(patches, n), 0);
+	th_ret_tramp = (uint64_t)rt;
+	return 0;
+}
+
+static int unhook_all(void **state)
+{
+	(void)state;
+	hook_mem_free(mem); /* the unhook test restored every function */
+	return 0;
+}
+
+static void counts_reset(void)
+{
+	memset(th_enter, 0, sizeof(th_enter));
+	memset(th_exit, 0, sizeof(th_exit));
+	th_bad_sp = th_overflow = 0;
+}
+
+static void counts_expect(int id, uint64_t n)
+{
+	assert_int_equal(th_enter[id], n);
+	assert_int_equal(th_exit[id], n);
+	assert_int_equal(th_bad_sp, 0);
+	assert_int_equal(th_depth, 0);
+}
+
+static void test_asm_prologues(void **state)
+{
+	(void)state;
+	counts_reset();
+	for (uint64_t i = 0; i < 3; i++) {
+		assert_int_equal(t_rip_first(i), 1000 + i);
+		assert_int_equal(t_lea_first(0, i), 2000 + i);
+		assert_int_equal(t_jcc_first((int)i), i ? 2 * (int)i : 77);
+		assert_int_equal(t_endbr(i), i + 1);
+		t_helper_ret = 0;
+		assert_int_equal(t_call_first(i), 2 * i + 5);
+		/* the relocated call pushed the original return address */
+		assert_int_equal(t_helper_ret, (uint64_t)t_call_first + 5);
+		assert_int_equal(t_thunk(i), 2 * i);
+	}
+	for (int id = ID_RIP; id <= ID_THUNK; id++)
+		counts_expect(id, 3);
+}
+
+/* Every register the ABI gives a meaning to at entry reaches the function
+ * unchanged, the handler sees the same values, and callee-saved registers
+ * plus rax/rdx come back unchanged through both trampolines. */
+static void test_registers(void **state)
+{
+	uint64_t in[15], out[8];
+
+	(void)state;
+	counts_reset();
+	for (int i = 0; i < 15; i++)
+		in[i] = 0x1111111111111111ull * (uint64_t)(i + 1) ^ 0x8000000000000000ull;
+	memset(t_dump, 0, 15 * sizeof(uint64_t));
+	call_with_regs((void *)t_regs_dump, in, out);
+	counts_expect(ID_REGS, 1);
+	for (int i = 0; i < 15; i++)
+		assert_int_equal(t_dump[i], in[i]);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(out[i], in[i]);
+	assert_int_equal(out[6], 0x1234);
+	assert_int_equal(out[7], 0x5678);
+	assert_int_equal(th_last_regs.rdi, in[6]);
+	assert_int_equal(th_last_regs.rsi, in[7]);
+	assert_int_equal(th_last_regs.rdx, in[8]);
+	assert_int_equal(th_last_regs.rcx, in[9]);
+	assert_int_equal(th_last_regs.r8, in[10]);
+	assert_int_equal(th_last_regs.r9, in[11]);
+	assert_int_equal(th_last_regs.rax, in[12]);
+	assert_int_equal(th_last_regs.r10, in[13]);
+	assert_int_equal(th_last_regs.r11, in[14]);
+	assert_int_equal(th_last_regs.rbp, in[1]);
+}
+
+static void test_c_integers(void **state)
+{
+	(void)state;
+	counts_reset();
+	assert_int_equal(HT(add3)(1, 2, 3), 14);
+	assert_int_equal(HT(get_counter)(), 41);
+	assert_int_equal(HT(seven)(1, 2, 3, 4, 5, 6, 7), 140);
+	struct ht_big b = HT(make_big)(10);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(b.v[i], 10 + i);
+	counts_expect(ID_ADD3, 1);
+	counts_expect(ID_COUNTER, 1);
+	counts_expect(ID_SEVEN, 1);
+	counts_expect(ID_BIG, 1);
+}
+
+static void test_c_floats(void **state)
+{
+	(void)state;
+	counts_reset();
+	assert_true(HT(fmix8)(1, 2, 3, 4, 5, 6, 7, 8) == 204.0);
+	assert_true(HT(fmixi)(3, 1.5f, 4, 0.25f) == 5.5f);
+	assert_true(HT(ldmul)(1.5L, 2.0L) == 3.0L);
+	assert_true(HT(vsum)(4, 1.0, 2.0, 3.5, 4.5) == 11.0);
+	counts_expect(ID_FMIX8, 1);
+	counts_expect(ID_FMIXI, 1);
+	counts_expect(ID_LDMUL, 1);
+	counts_expect(ID_VSUM, 1);
+}
+
+static void test_c_recursion(void **state)
+{
+	(void)state;
+	counts_reset();
+	assert_int_equal(HT(fib)(15), 610);
+	/* -O2 may turn some of the recursion into a loop: CALL = RETURN,
+	 * at least one call, at most the naive 1973. */
+	assert_int_equal(th_enter[ID_FIB], th_exit[ID_FIB]);
+	assert_true(th_enter[ID_FIB] >= 1 && th_enter[ID_FIB] <= 1973);
+	assert_int_equal(th_depth, 0);
+	assert_int_equal(th_bad_sp, 0);
+}
+
+static void test_c_switch(void **state)
+{
+	static const int want[] = {11, 23, 37, 41, 59, 61, 73, -1};
+
+	(void)state;
+	counts_reset();
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(HT(sw)(i), want[i]);
+	counts_expect(ID_SW, targets[ID_SW].got == ADA_HOOK_OK ? 8 : 0);
+}
+
+/* Restoring the original bytes removes the hooks (dlclose/detach path). */
+static void test_unhook(void **state)
+{
+	struct hook_patch orig[ID_COUNT];
+	size_t n = 0;
+
+	(void)state;
+	for (int id = 1; id < ID_COUNT; id++)
+		if (targets[id].got == ADA_HOOK_OK)
+			orig[n++] = targets[id].original;
+	assert_int_equal(hook_patch_apply(orig, n), 0);
+	for (int id = 1; id < ID_COUNT; id++)
+		if (targets[id].got == ADA_HOOK_OK)
+			assert_memory_equal(targets[id].fn, targets[id].original.bytes,
+					    targets[id].original.len);
+	counts_reset();
+	assert_int_equal(t_rip_first(5), 1005);
+	assert_int_equal(HT(add3)(1, 1, 1), 6);
+	counts_expect(ID_RIP, 0);
+	counts_expect(ID_ADD3, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_asm_prologues), cmocka_unit_test(test_registers),
+		cmocka_unit_test(test_c_integers),    cmocka_unit_test(test_c_floats),
+		cmocka_unit_test(test_c_recursion),   cmocka_unit_test(test_c_switch),
+		cmocka_unit_test(test_unhook),
+	};
+	return cmocka_run_group_tests(tests, hook_all, unhook_all);
+}

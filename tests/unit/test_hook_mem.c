@@ -1,0 +1,133 @@
+/*
+ * hook_mem: /proc/self/maps parsing, trampoline regions near a module
+ * (reach, W^X after seal, release), and patch application across page
+ * boundaries with the original protections restored.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hook_mem.h"
+
+static void test_maps_parse(void **state)
+{
+	static const char text[] =
+		"55d0c0a00000-55d0c0a02000 r--p 00000000 fe:01 123  /usr/bin/cat\n"
+		"55d0c0a02000-55d0c0a07000 r-xp 00002000 fe:01 123  /usr/bin/cat\n"
+		"7ffd1c9e4000-7ffd1ca05000 rw-p 00000000 00:00 0    [stack]\n";
+	struct hook_map m[3];
+
+	(void)state;
+	assert_int_equal(hook_maps_parse(text, sizeof(text) - 1, m, 3), 3);
+	assert_int_equal(m[1].start, 0x55d0c0a02000);
+	assert_int_equal(m[1].end, 0x55d0c0a07000);
+	assert_int_equal(m[1].prot, PROT_READ | PROT_EXEC);
+	assert_int_equal(m[2].prot, PROT_READ | PROT_WRITE);
+	assert_int_equal(hook_maps_parse(text, sizeof(text) - 1, m, 2), -ENOSPC);
+	assert_int_equal(hook_maps_parse("zz-1 r-xp\n", 10, m, 3), -EINVAL);
+	assert_int_equal(hook_maps_parse("1000-2000", 9, m, 3), -EINVAL);
+	/* truncated mid-line: whatever is there must still be bounds-checked */
+	assert_true(hook_maps_parse(text, 40, m, 3) <= 1);
+	assert_int_equal(hook_maps_parse(text, 0, m, 3), 0);
+}
+
+static int prot_of(const void *p)
+{
+	char buf[1 << 16];
+	struct hook_map m[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+	size_t len = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	int n = hook_maps_parse(buf, len, m, 512);
+	for (int i = 0; i < n; i++)
+		if ((uint64_t)p >= m[i].start && (uint64_t)p < m[i].end)
+			return m[i].prot;
+	return -1;
+}
+
+static void test_alloc_near_and_seal(void **state)
+{
+	struct hook_mem *m;
+	uint8_t *a, *b, *c;
+	uint64_t lo = (uint64_t)test_maps_parse, hi = lo + 4096;
+
+	(void)state;
+	assert_int_equal(hook_mem_new(&m), 0);
+	assert_int_equal(hook_mem_alloc(m, 7, lo, hi, 100, &a), 0);
+	assert_int_equal(hook_mem_alloc(m, 7, lo, hi, 100, &b), 0);
+	assert_ptr_equal(b, a + 112); /* bump, 16-byte aligned */
+	assert_int_equal((uint64_t)a % 16, 0);
+	int64_t d = (int64_t)((uint64_t)a - lo);
+	assert_true(d > -(int64_t)(1ll << 31) && d < (int64_t)(1ll << 31));
+	memset(a, 0xc3, 100); /* writable before seal */
+	assert_int_equal(prot_of(a), PROT_READ | PROT_WRITE);
+	assert_int_equal(hook_mem_seal(m), 0);
+	assert_int_equal(prot_of(a), PROT_READ | PROT_EXEC);
+	/* a sealed region is never reopened: the next block is elsewhere */
+	assert_int_equal(hook_mem_alloc(m, 7, lo, hi, 100, &c), 0);
+	assert_true(c < a || c >= a + 256 * 1024);
+	assert_int_equal(prot_of(c), PROT_READ | PROT_WRITE);
+	/* another module gets its own region; releasing 7 unmaps only 7's */
+	uint8_t *o;
+	assert_int_equal(hook_mem_alloc(m, 8, lo, hi, 64, &o), 0);
+	assert_int_equal(hook_mem_release_module(m, 7), 0);
+	assert_int_equal(prot_of(a), -1);
+	assert_int_equal(prot_of(c), -1);
+	assert_int_equal(prot_of(o), PROT_READ | PROT_WRITE);
+	assert_true(hook_mem_mapped_bytes(m) >= 64);
+	assert_int_equal(hook_mem_alloc(m, 8, lo, hi, 0, &o), -EINVAL);
+	hook_mem_free(m);
+}
+
+static void test_patch_apply(void **state)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *p = mmap(NULL, 3 * pg, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct hook_patch patches[3] = {
+		{(uint64_t)p + pg - 3, 6, {1, 2, 3, 4, 5, 6}},  /* spans the two pages */
+		{(uint64_t)p + 16, 5, {0xe9, 0x11, 0x22, 0x33, 0x44}}, /* atomic word case */
+		{(uint64_t)p + 40, 5, {0xe9, 0xaa, 0xbb, 0xcc, 0xdd}}, /* same page again */
+	};
+	static const uint8_t zero[8];
+
+	(void)state;
+	assert_ptr_not_equal(p, MAP_FAILED);
+	munmap(p + 2 * pg, (size_t)pg); /* a hole right behind the two pages */
+	assert_int_equal(hook_patch_apply(patches, 3), 0);
+	/* sorted in place */
+	assert_int_equal(patches[0].addr, (uint64_t)p + 16);
+	assert_memory_equal(p + 16, "\xe9\x11\x22\x33\x44", 5);
+	assert_memory_equal(p + 21, zero, 3);
+	assert_memory_equal(p + 40, "\xe9\xaa\xbb\xcc\xdd", 5);
+	assert_memory_equal(p + pg - 3, "\x01\x02\x03\x04\x05\x06", 6);
+	assert_int_equal(prot_of(p), PROT_READ | PROT_EXEC);
+	assert_int_equal(prot_of(p + pg), PROT_READ | PROT_EXEC);
+	/* unpatch */
+	struct hook_patch undo = {(uint64_t)p + 16, 5, {0}};
+	assert_int_equal(hook_patch_apply(&undo, 1), 0);
+	assert_memory_equal(p + 16, zero, 5);
+	/* errors: unmapped address, bad length */
+	struct hook_patch bad = {(uint64_t)p + 2 * pg + 8, 5, {0}};
+	assert_int_equal(hook_patch_apply(&bad, 1), -EFAULT);
+	bad.len = 0;
+	assert_int_equal(hook_patch_apply(&bad, 1), -EINVAL);
+	munmap(p, 2 * pg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_maps_parse),
+		cmocka_unit_test(test_alloc_near_and_seal),
+		cmocka_unit_test(test_patch_apply),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

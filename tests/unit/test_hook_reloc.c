@@ -1,0 +1,365 @@
+/*
+ * Byte-for-byte tests of the x86_64 hook layer: prepare()'s decisions on
+ * hand-assembled functions, and the exact trampoline bytes for each
+ * relocation case (disassembly in the comments; rel32 values computed by
+ * hand from the addresses given). Nothing here executes generated code.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hook_arch.h"
+
+#define FN 0x400000ull
+#define TR 0x500000ull
+#define FN_ID 0x1122334455667788ull
+#define HANDLER 0x123456789abcull
+#define FRAME 67 /* bytes of the save/call/restore part of a trampoline */
+
+static enum ada_hook_skip prep(const uint8_t *code, size_t size, uint64_t fn,
+			       struct hook_arch_plan *plan)
+{
+	return hook_arch_prepare(code, fn, size, plan);
+}
+
+/* Prepares code at fn, emits at tr, compares the part after the frame. */
+static void expect_reloc(const uint8_t *code, size_t size, uint64_t fn, uint64_t tr,
+			 const uint8_t *want, size_t want_len)
+{
+	struct hook_arch_plan plan;
+	uint8_t buf[HOOK_ARCH_MAX_TRAMPOLINE];
+
+	assert_int_equal(prep(code, size, fn, &plan), ADA_HOOK_OK);
+	size_t n = hook_arch_emit_trampoline(&plan, buf, tr, FN_ID, HANDLER);
+	assert_int_equal(n, FRAME + want_len);
+	assert_memory_equal(buf + FRAME, want, want_len);
+}
+
+/* The frame: save, align, call the handler, restore (see x86_emit.c). */
+static void test_frame(void **state)
+{
+	static const uint8_t code[] = {0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3};
+	static const uint8_t want[FRAME] = {
+		0x41, 0x53, 0x41, 0x52, 0x55, 0x50, 0x41, 0x51, 0x41, 0x50, /* push r11..r8 */
+		0x51, 0x52, 0x56, 0x57,                                     /* push rcx..rdi */
+		0x48, 0x89, 0xe5,                                           /* mov rbp, rsp */
+		0x48, 0x83, 0xe4, 0xf0,                                     /* and rsp, -16 */
+		0x48, 0xbf, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* mov rdi, FN_ID */
+		0x48, 0x8d, 0x75, 0x50,                                     /* lea rsi, [rbp+80] */
+		0x48, 0x89, 0xea,                                           /* mov rdx, rbp */
+		0x48, 0xb8, 0xbc, 0x9a, 0x78, 0x56, 0x34, 0x12, 0x00, 0x00, /* mov rax, HANDLER */
+		0xff, 0xd0,                                                 /* call rax */
+		0x48, 0x89, 0xec,                                           /* mov rsp, rbp */
+		0x5f, 0x5e, 0x5a, 0x59, 0x41, 0x58, 0x41, 0x59,             /* pop rdi..r9 */
+		0x58, 0x5d, 0x41, 0x5a, 0x41, 0x5b,                         /* pop rax..r11 */
+	};
+	struct hook_arch_plan plan;
+	uint8_t buf[HOOK_ARCH_MAX_TRAMPOLINE];
+
+	(void)state;
+	assert_int_equal(prep(code, sizeof(code), FN, &plan), ADA_HOOK_OK);
+	assert_int_equal(plan.patch_len, 5);
+	assert_int_equal(plan.insn_count, 3);
+	assert_true(hook_arch_emit_trampoline(&plan, buf, TR, FN_ID, HANDLER) > FRAME);
+	assert_memory_equal(buf, want, FRAME);
+}
+
+static void test_plain(void **state)
+{
+	/* push rbp; mov rbp,rsp; sub rsp,0x10 | leave; ret */
+	static const uint8_t code[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10, 0xc9, 0xc3};
+	/* same 8 bytes; jmp 0x400008 */
+	static const uint8_t want[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec,
+				       0x10, 0xe9, 0xb8, 0xff, 0xef, 0xff};
+	(void)state;
+	expect_reloc(code, sizeof(code), FN, TR, want, sizeof(want));
+}
+
+static void test_rip_first(void **state)
+{
+	/* mov rax, [rip+0x1000] (-> 0x401007) | ret */
+	static const uint8_t code[] = {0x48, 0x8b, 0x05, 0x00, 0x10, 0x00, 0x00, 0xc3};
+	/* mov rax, [rip-0xff043] (still 0x401007); jmp 0x400007 */
+	static const uint8_t want[] = {0x48, 0x8b, 0x05, 0xbd, 0x0f, 0xf0, 0xff,
+				       0xe9, 0xb8, 0xff, 0xef, 0xff};
+	(void)state;
+	expect_reloc(code, sizeof(code), FN, TR, want, sizeof(want));
+}
+
+static void test_lea_far(void **state)
+{
+	/* at 0x40000000: lea rdi, [rip+0x7ff00000] (-> 0xbff00007) | ret;
+	 * trampoline at 0x3fe00000: 0x800fffbd away, beyond rel32 */
+	static const uint8_t code[] = {0x48, 0x8d, 0x3d, 0x00, 0x00, 0xf0, 0x7f, 0xc3};
+	/* movabs rdi, 0xbff00007; jmp 0x40000007 */
+	static const uint8_t want[] = {0x48, 0xbf, 0x07, 0x00, 0xf0, 0xbf, 0x00, 0x00,
+				       0x00, 0x00, 0xe9, 0xb5, 0xff, 0x1f, 0x00};
+	/* lea r12, [rip+0x7ff00000] | ret */
+	static const uint8_t code12[] = {0x4c, 0x8d, 0x25, 0x00, 0x00, 0xf0, 0x7f, 0xc3};
+	/* movabs r12, 0xbff00007; jmp 0x40000007 */
+	static const uint8_t want12[] = {0x49, 0xbc, 0x07, 0x00, 0xf0, 0xbf, 0x00, 0x00,
+					 0x00, 0x00, 0xe9, 0xb5, 0xff, 0x1f, 0x00};
+	(void)state;
+	expect_reloc(code, sizeof(code), 0x40000000, 0x3fe00000, want, sizeof(want));
+	expect_reloc(code12, sizeof(code12), 0x40000000, 0x3fe00000, want12, sizeof(want12));
+}
+
+/* A far memory load has no exact short form: emit refuses (returns 0). */
+static void test_rip_load_far(void **state)
+{
+	/* mov rax, [rip+0x7ff00000] | ret */
+	static const uint8_t code[] = {0x48, 0x8b, 0x05, 0x00, 0x00, 0xf0, 0x7f, 0xc3};
+	struct hook_arch_plan plan;
+	uint8_t buf[HOOK_ARCH_MAX_TRAMPOLINE];
+
+	(void)state;
+	assert_int_equal(prep(code, sizeof(code), 0x40000000, &plan), ADA_HOOK_OK);
+	assert_int_equal(hook_arch_emit_trampoline(&plan, buf, 0x3fe00000, 1, HANDLER), 0);
+	/* and a trampoline out of the patch jmp's reach is refused too */
+	assert_int_equal(hook_arch_emit_trampoline(&plan, buf, 0x7f0000000000, 1, HANDLER), 0);
+}
+
+static void test_jcc_rel8(void **state)
+{
+	/* test edi,edi; je 0x400024; push rbx | nops... ret */
+	uint8_t code[0x40];
+	/* test edi,edi; je 0x400024 (rel32 -0x100027); push rbx; jmp 0x400005 */
+	static const uint8_t want[] = {0x85, 0xff, 0x0f, 0x84, 0xd9, 0xff, 0xef,
+				       0xff, 0x53, 0xe9, 0xb4, 0xff, 0xef, 0xff};
+	(void)state;
+	memset(code, 0x90, sizeof(code));
+	memcpy(code, "\x85\xff\x74\x20\x53", 5);
+	code[sizeof(code) - 1] = 0xc3;
+	expect_reloc(code, sizeof(code), FN, TR, want, sizeof(want));
+}
+
+static void test_jcc_far(void **state)
+{
+	/* at 0x40000000: jne 0xbf000006 (rel32 0x7f000000) | ret; nop */
+	static const uint8_t code[] = {0x0f, 0x85, 0x00, 0x00, 0x00, 0x7f, 0xc3, 0x90};
+	/* je +14; jmp [rip+0]; dq 0xbf000006; jmp 0x40000006 */
+	static const uint8_t want[] = {0x74, 0x0e, 0xff, 0x25, 0x00, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00,
+				       0xbf, 0x00, 0x00, 0x00, 0x00, 0xe9, 0xae, 0xff, 0xff, 0x0f};
+	(void)state;
+	expect_reloc(code, sizeof(code), 0x40000000, 0x30000000, want, sizeof(want));
+}
+
+static void test_jmp(void **state)
+{
+	/* a 5-byte tail-call thunk: jmp 0x401000 */
+	static const uint8_t thunk[] = {0xe9, 0xfb, 0x0f, 0x00, 0x00};
+	/* jmp 0x401000; jmp 0x400005 (dead, harmless) */
+	static const uint8_t want_thunk[] = {0xe9, 0xb8, 0x0f, 0xf0, 0xff,
+					     0xe9, 0xb8, 0xff, 0xef, 0xff};
+	/* jmp rel8 0x400012; nop; nop; nop | ... */
+	uint8_t code[0x20];
+	/* jmp 0x400012 (rel32); nop x3; jmp 0x400005 */
+	static const uint8_t want[] = {0xe9, 0xca, 0xff, 0xef, 0xff, 0x90, 0x90,
+				       0x90, 0xe9, 0xb5, 0xff, 0xef, 0xff};
+	(void)state;
+	expect_reloc(thunk, sizeof(thunk), FN, TR, want_thunk, sizeof(want_thunk));
+	memset(code, 0x90, sizeof(code));
+	code[0] = 0xeb;
+	code[1] = 0x10;
+	code[sizeof(code) - 1] = 0xc3;
+	expect_reloc(code, sizeof(code), FN, TR, want, sizeof(want));
+}
+
+static void test_call(void **state)
+{
+	/* at 0x7f1234500000: call 0x7f1234501000 | ret */
+	static const uint8_t code[] = {0xe8, 0xfb, 0x0f, 0x00, 0x00, 0xc3};
+	/* push 0x34500005; mov dword [rsp+4], 0x7f12; jmp 0x7f1234501000;
+	 * jmp 0x7f1234500005 */
+	static const uint8_t want[] = {0x68, 0x05, 0x00, 0x50, 0x34, 0xc7, 0x44, 0x24,
+				       0x04, 0x12, 0x7f, 0x00, 0x00, 0xe9, 0xab, 0x0f,
+				       0xf0, 0xff, 0xe9, 0xab, 0xff, 0xef, 0xff};
+	/* call [rip+0xff5] (slot 0x7f1234500ffb) | ret */
+	static const uint8_t code_rip[] = {0xff, 0x15, 0xf5, 0x0f, 0x00, 0x00, 0xc3};
+	/* push 0x34500006; mov dword [rsp+4], 0x7f12; jmp [rip-0xff05b];
+	 * jmp 0x7f1234500006 */
+	static const uint8_t want_rip[] = {0x68, 0x06, 0x00, 0x50, 0x34, 0xc7, 0x44, 0x24,
+					   0x04, 0x12, 0x7f, 0x00, 0x00, 0xff, 0x25, 0xa5,
+					   0x0f, 0xf0, 0xff, 0xe9, 0xab, 0xff, 0xef, 0xff};
+	(void)state;
+	expect_reloc(code, sizeof(code), 0x7f1234500000, 0x7f1234600000, want, sizeof(want));
+	expect_reloc(code_rip, sizeof(code_rip), 0x7f1234500000, 0x7f1234600000, want_rip,
+		     sizeof(want_rip));
+}
+
+static void test_endbr(void **state)
+{
+	/* endbr64; push rbp | mov rbp,rsp; pop rbp; ret */
+	static const uint8_t code[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3};
+	/* endbr64; push rbp; jmp 0x400005 */
+	static const uint8_t want[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0xe9, 0xb8, 0xff, 0xef, 0xff};
+	(void)state;
+	expect_reloc(code, sizeof(code), FN, TR, want, sizeof(want));
+}
+
+static void test_return_trampoline(void **state)
+{
+	static const uint8_t want[] = {
+		0x50, 0x52, 0x55,                                           /* push rax, rdx, rbp */
+		0x48, 0x8d, 0x7c, 0x24, 0x18,                               /* lea rdi, [rsp+24] */
+		0x48, 0x89, 0xe5,                                           /* mov rbp, rsp */
+		0x48, 0x83, 0xe4, 0xf0,                                     /* and rsp, -16 */
+		0x48, 0xb8, 0xbc, 0x9a, 0x78, 0x56, 0x34, 0x12, 0x00, 0x00, /* mov rax, HANDLER */
+		0xff, 0xd0,                                                 /* call rax */
+		0x48, 0x89, 0xec,                                           /* mov rsp, rbp */
+		0x49, 0x89, 0xc3,                                           /* mov r11, rax */
+		0x5d, 0x5a, 0x58,                                           /* pop rbp, rdx, rax */
+		0x41, 0xff, 0xe3,                                           /* jmp r11 */
+	};
+	uint8_t buf[HOOK_ARCH_RETURN_TRAMPOLINE_MAX];
+
+	(void)state;
+	assert_int_equal(hook_arch_emit_return_trampoline(buf, TR, HANDLER), sizeof(want));
+	assert_memory_equal(buf, want, sizeof(want));
+}
+
+static void test_patch_bytes(void **state)
+{
+	/* push rbp; mov rbp,rsp; sub rsp,0x10 | leave; ret: 8 bytes displaced */
+	static const uint8_t code[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10, 0xc9, 0xc3};
+	/* jmp 0x500000; then the original tail (83 ec 10) */
+	static const uint8_t want[] = {0xe9, 0xfb, 0xff, 0x0f, 0x00, 0x83, 0xec, 0x10};
+	struct hook_arch_plan plan;
+	uint8_t out[HOOK_ARCH_MAX_PATCH];
+
+	(void)state;
+	assert_int_equal(prep(code, sizeof(code), FN, &plan), ADA_HOOK_OK);
+	assert_int_equal(plan.patch_len, 8);
+	hook_arch_patch_bytes(&plan, TR, out);
+	assert_memory_equal(out, want, sizeof(want));
+	assert_memory_equal(plan.original, code, 8);
+}
+
+static void expect_skip(const uint8_t *code, size_t size, enum ada_hook_skip want)
+{
+	struct hook_arch_plan plan;
+
+	assert_string_equal(hook_skip_name(prep(code, size, FN, &plan)), hook_skip_name(want));
+	if (want != ADA_HOOK_OK)
+		assert_int_equal(plan.patch_len, 0);
+}
+
+static void test_too_short(void **state)
+{
+	/* xor eax,eax; ret */
+	static const uint8_t tiny[] = {0x31, 0xc0, 0xc3};
+	/* nop x4 | mov rax,[rip+x] would run past the 6-byte function */
+	static const uint8_t cut[] = {0x90, 0x90, 0x90, 0x90, 0x48, 0x8b};
+	/* xor eax,eax; ret; nop; nop: 5 bytes, the ret is relocated exactly */
+	static const uint8_t five[] = {0x31, 0xc0, 0xc3, 0x90, 0x90};
+	(void)state;
+	expect_skip(tiny, sizeof(tiny), ADA_SKIP_TOO_SHORT);
+	expect_skip(tiny, 0, ADA_SKIP_TOO_SHORT);
+	expect_skip(cut, sizeof(cut), ADA_SKIP_TOO_SHORT);
+	expect_skip(five, sizeof(five), ADA_HOOK_OK);
+}
+
+static void test_branch_into_patch(void **state)
+{
+	/* push rbp; mov rbp,rsp; nop | nop; jmp 0x400001; ret */
+	uint8_t code[] = {0x55, 0x48, 0x89, 0xe5, 0x90, 0x90, 0xeb, 0xf9, 0xc3};
+	/* push rbp; mov rbp,rsp; nop | call 0x400004 (rel32 -0x0b); ret */
+	static const uint8_t call_in[] = {0x55, 0x48, 0x89, 0xe5, 0x90,
+					  0xe8, 0xfa, 0xff, 0xff, 0xff, 0xc3};
+	/* jne rel32 at the start, into its own bytes: jne 0x400002 */
+	static const uint8_t self[] = {0x0f, 0x85, 0xfc, 0xff, 0xff, 0xff, 0xc3};
+	(void)state;
+	expect_skip(code, sizeof(code), ADA_SKIP_BRANCH_INTO_PATCH);
+	code[7] = 0xf8; /* jmp 0x400000: the function start itself is fine */
+	expect_skip(code, sizeof(code), ADA_HOOK_OK);
+	code[7] = 0xfd; /* jmp 0x400005: first byte after the patch, fine */
+	expect_skip(code, sizeof(code), ADA_HOOK_OK);
+	expect_skip(call_in, sizeof(call_in), ADA_SKIP_BRANCH_INTO_PATCH);
+	expect_skip(self, sizeof(self), ADA_SKIP_BRANCH_INTO_PATCH);
+}
+
+static void test_unrelocatable(void **state)
+{
+	/* loop 0x400000 | nop x3; ret */
+	static const uint8_t loop[] = {0xe2, 0xfe, 0x90, 0x90, 0x90, 0xc3};
+	/* jrcxz 0x400000 | ... */
+	static const uint8_t jrcxz[] = {0xe3, 0xfe, 0x90, 0x90, 0x90, 0xc3};
+	/* xbegin 0x400006 | ret */
+	static const uint8_t xbegin[] = {0xc7, 0xf8, 0x00, 0x00, 0x00, 0x00, 0xc3};
+	/* call rax; nop x3 | ret: return address would be inside the patch */
+	static const uint8_t callreg[] = {0xff, 0xd0, 0x90, 0x90, 0x90, 0xc3};
+	(void)state;
+	expect_skip(loop, sizeof(loop), ADA_SKIP_UNRELOCATABLE);
+	expect_skip(jrcxz, sizeof(jrcxz), ADA_SKIP_UNRELOCATABLE);
+	expect_skip(xbegin, sizeof(xbegin), ADA_SKIP_UNRELOCATABLE);
+	expect_skip(callreg, sizeof(callreg), ADA_SKIP_UNRELOCATABLE);
+}
+
+static void test_jump_table(void **state)
+{
+	/* endbr64; push rbp | ...; jmp rax: two displaced insns, a table
+	 * could target fn+4 */
+	static const uint8_t two[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x90, 0xff, 0xe0};
+	/* endbr64; push rbp | ...; jmp [rax*8+0x601000] */
+	static const uint8_t idx[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x90,
+				      0xff, 0x24, 0xc5, 0x00, 0x10, 0x60, 0x00};
+	/* mov eax,1 | jmp rax: one displaced insn, no boundary to hit */
+	static const uint8_t one[] = {0xb8, 0x01, 0x00, 0x00, 0x00, 0xff, 0xe0};
+	/* endbr64; push rbp | jmp [rip+0x1000]: tail call through a slot */
+	static const uint8_t got[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x55,
+				      0xff, 0x25, 0x00, 0x10, 0x00, 0x00};
+	(void)state;
+	expect_skip(two, sizeof(two), ADA_SKIP_JUMP_TABLE);
+	expect_skip(idx, sizeof(idx), ADA_SKIP_JUMP_TABLE);
+	expect_skip(one, sizeof(one), ADA_HOOK_OK);
+	expect_skip(got, sizeof(got), ADA_HOOK_OK);
+}
+
+static void test_undecodable(void **state)
+{
+	/* push rbp; mov rbp,rsp; nop | (bad) 06; jmp 0x400002; ret:
+	 * the bytes after an undecodable one could be a branch into the patch */
+	uint8_t code[] = {0x55, 0x48, 0x89, 0xe5, 0x90, 0x06, 0xeb, 0xfa, 0xc3};
+	(void)state;
+	expect_skip(code, sizeof(code), ADA_SKIP_UNDECODABLE);
+	code[7] = 0x10; /* jmp far past: nothing can reach the patch */
+	expect_skip(code, sizeof(code), ADA_HOOK_OK);
+}
+
+static void test_skip_names(void **state)
+{
+	(void)state;
+	for (int r = 0; r < ADA_SKIP_REASON_COUNT; r++)
+		assert_string_not_equal(hook_skip_name((enum ada_hook_skip)r), "unknown");
+	assert_string_equal(hook_skip_name(ADA_SKIP_REASON_COUNT), "unknown");
+	assert_string_equal(hook_skip_name(ADA_SKIP_JUMP_TABLE), "jump_table");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_frame),
+		cmocka_unit_test(test_plain),
+		cmocka_unit_test(test_rip_first),
+		cmocka_unit_test(test_lea_far),
+		cmocka_unit_test(test_rip_load_far),
+		cmocka_unit_test(test_jcc_rel8),
+		cmocka_unit_test(test_jcc_far),
+		cmocka_unit_test(test_jmp),
+		cmocka_unit_test(test_call),
+		cmocka_unit_test(test_endbr),
+		cmocka_unit_test(test_return_trampoline),
+		cmocka_unit_test(test_patch_bytes),
+		cmocka_unit_test(test_too_short),
+		cmocka_unit_test(test_branch_into_patch),
+		cmocka_unit_test(test_unrelocatable),
+		cmocka_unit_test(test_jump_table),
+		cmocka_unit_test(test_undecodable),
+		cmocka_unit_test(test_skip_names),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
