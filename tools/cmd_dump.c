@@ -34,6 +34,7 @@ struct dump_pid {
 	struct ada_symtab *syms;
 	int64_t pid; /* printed as "pid" when >= 0 (several pid dirs) */
 	uint32_t thread_seen;
+	uint32_t damaged; /* files skipped or read partly: exit 1 at the end */
 };
 
 /* What each merge source / thread walk needs to print one event. */
@@ -279,8 +280,9 @@ static void dump_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 
 /* ---------------------------------------------------------- threads */
 
-static void dump_warn_gen(const struct ada_atf_gen *g)
+static void dump_warn_gen(struct dump_pid *dp, const struct ada_atf_gen *g)
 {
+	dp->damaged += (g->index_err != 0) + (g->detail_path && g->detail_err);
 	if (g->index_err)
 		ada_log("%s: skipped: %s (run `ada validate`)", g->index_path,
 			g->index_err == -EBADMSG ? "not a readable ATF index file" : strerror(-g->index_err));
@@ -291,7 +293,7 @@ static void dump_warn_gen(const struct ada_atf_gen *g)
 
 /* Strict first; a damaged file is reopened for whatever whole events it
  * holds, and said so. */
-static int dump_open_thread(const char *dir, struct ada_atf_thread **out)
+static int dump_open_thread(struct dump_pid *dp, const char *dir, struct ada_atf_thread **out)
 {
 	int err = ada_atf_thread_open(dir, 0, out);
 
@@ -302,13 +304,18 @@ static int dump_open_thread(const char *dir, struct ada_atf_thread **out)
 		if (g->index_err == -EBADMSG &&
 		    !ada_atf_index_open(g->index_path, ADA_ATF_OPEN_SALVAGE, &g->index)) {
 			g->index_err = 0;
+			dp->damaged++;
 			ada_log("%s: damaged; showing its %" PRIu64 " whole events (run `ada validate`)",
 				g->index_path, ada_atf_index_count(g->index));
 		}
 		if (g->detail_err == -EBADMSG &&
-		    !ada_atf_detail_open(g->detail_path, ADA_ATF_OPEN_SALVAGE, &g->detail))
+		    !ada_atf_detail_open(g->detail_path, ADA_ATF_OPEN_SALVAGE, &g->detail)) {
 			g->detail_err = 0;
-		dump_warn_gen(g);
+			dp->damaged++;
+			ada_log("%s: damaged; showing its %" PRIu64 " whole detail events", g->detail_path,
+				ada_atf_detail_count(g->detail));
+		}
+		dump_warn_gen(dp, g);
 	}
 	return 0;
 }
@@ -376,9 +383,11 @@ static int dump_pid(struct dump_pid *dp, const struct ada_atf_pid *p)
 		if (dp->o->have_thread && p->thread_ids[i] != dp->o->thread)
 			continue;
 		dp->thread_seen++;
-		int e = dump_open_thread(p->thread_dirs[i], &ts[n]);
-		if (e == -ENOENT || e == -EINVAL)
+		int e = dump_open_thread(dp, p->thread_dirs[i], &ts[n]);
+		if (e == -ENOENT || e == -EINVAL) {
 			ada_log("%s: no index.atf; skipped", p->thread_dirs[i]);
+			dp->damaged++;
+		}
 		else if (e)
 			err = e;
 		else
@@ -406,7 +415,7 @@ static void dump_syms_warn(void *ctx, const char *path, uint64_t line, const cha
 }
 
 static int dump_one_pid(const struct dump_opts *o, const struct ada_atf_pid *p, bool several,
-			uint32_t *threads_seen)
+			uint32_t *threads_seen, uint32_t *damaged)
 {
 	struct dump_pid dp = {.o = o, .pid = several ? (int64_t)p->pid : -1};
 	json_t *doc = NULL;
@@ -422,6 +431,7 @@ static int dump_one_pid(const struct dump_opts *o, const struct ada_atf_pid *p, 
 		printf("== %s (pid %" PRIu32 ")\n", p->dir, p->pid);
 	err = dump_pid(&dp, p);
 	*threads_seen += dp.thread_seen;
+	*damaged += dp.damaged;
 	ada_symtab_free(dp.syms);
 	return err;
 }
@@ -512,7 +522,7 @@ int cmd_dump(int argc, char **argv)
 	struct dump_opts o = {.to = UINT64_MAX};
 	struct ada_atf_tree *tree;
 	const char *dir = NULL;
-	uint32_t threads_seen = 0;
+	uint32_t threads_seen = 0, damaged = 0;
 	static char outbuf[1 << 20];
 	int rc = dump_args(argc, argv, &o, &dir), err;
 
@@ -531,7 +541,8 @@ int cmd_dump(int argc, char **argv)
 	}
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	for (size_t i = 0; i < tree->npids && !err; i++)
-		err = dump_one_pid(&o, &tree->pids[i], tree->npids > 1, &threads_seen);
+		err = dump_one_pid(&o, &tree->pids[i], tree->npids > 1, &threads_seen,
+				   &damaged);
 	ada_atf_tree_free(tree);
 	if (fflush(stdout) != 0 && !err)
 		err = -errno;
@@ -543,5 +554,5 @@ int cmd_dump(int argc, char **argv)
 		ada_log("%s: no thread_%" PRIu32 " directory", dir, o.thread);
 		return 1;
 	}
-	return 0;
+	return damaged ? 1 : 0; /* what could be read was printed; the rest is reported */
 }

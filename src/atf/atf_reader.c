@@ -94,7 +94,7 @@ static int64_t index_strict_count(const struct atf_map *m, const struct atf_inde
 		return -1;
 	span = h->footer_offset - h->events_offset;
 	if (memcmp(f.magic, ATF_INDEX_FOOTER_MAGIC, 4) || span % ATF_INDEX_EVENT_SIZE ||
-	    f.event_count != span / ATF_INDEX_EVENT_SIZE)
+	    f.event_count != span / ATF_INDEX_EVENT_SIZE || h->event_count != (uint32_t)f.event_count)
 		return -1;
 	return (int64_t)f.event_count;
 }
