@@ -15,12 +15,21 @@
  *  - bytes the sweep cannot decode are checked as if every one of the next
  *    16 positions could start a rel8/rel32 branch (a superset of what they
  *    could hide); any such candidate into the patch skips the function;
- *  - jump tables: an indirect jmp through a register or through memory
- *    with an index register may land on any instruction boundary of the
- *    function, and we cannot see the table. Only an instruction boundary
- *    strictly inside the patch can be hurt, so the rule is: such a jmp
- *    present AND more than one displaced instruction => ADA_SKIP_JUMP_TABLE.
- *    `jmp [rip+disp]` (a tail call through a GOT/pointer slot) is allowed.
+ *  - jump tables: an indirect jmp through a register (`jmp reg`, how gcc
+ *    and clang dispatch PIC switch tables) or through memory with an index
+ *    register (`jmp [table+idx*8]`, non-PIC tables) may land on any
+ *    instruction boundary of the function, and we do not read the table.
+ *    Only an instruction boundary strictly inside the patch can be hurt,
+ *    so the rule is: such a jmp present AND more than one displaced
+ *    instruction => ADA_SKIP_JUMP_TABLE. `jmp [rip+disp]` and
+ *    `jmp [reg+disp]` load a pointer from one slot (GOT, vtable, struct:
+ *    tail calls) and are allowed; a label address stored in such a slot
+ *    (computed goto through a struct field) is the residual risk we accept.
+ *  - speed: capstone costs ~100 ns per instruction, far too much for whole
+ *    libraries, so the body is first checked at byte level (a superset of
+ *    every decoding: any byte position that could start a direct branch
+ *    into the patch, or a table-shaped FF /4); only when that finds a
+ *    candidate does the exact capstone sweep decide.
  */
 #include <capstone/capstone.h>
 #include <pthread.h>
@@ -210,28 +219,67 @@ static int plan_in_patch(uint64_t target, uint64_t fn, size_t patch_len)
 	return target > fn && target < fn + patch_len;
 }
 
-/* Superset check for bytes the sweep could not decode: could a rel8 or
- * rel32 branch starting at any of the next 16 positions hit the patch? */
-static int plan_undecodable_hits(const uint8_t *code, uint64_t addr, uint64_t size,
-				 uint64_t off, size_t patch_len)
+/* Length of the rel field of a direct branch whose opcode starts at
+ * code[i] (70-7F/EB/E0-E3 rel8; E8/E9 rel32; 0F 80-8F rel32; C7 F8 xbegin
+ * rel32), with *at = offset of the field; 0 when the bytes are none. */
+static int plan_rel_at(const uint8_t *code, uint64_t size, uint64_t i, uint64_t *at)
 {
-	for (uint64_t i = off; i < off + 16 && i < size; i++) {
-		uint8_t b = code[i];
-		uint64_t pc = addr + i;
-		int rel8 = (b & 0xf0) == 0x70 || b == 0xeb || (b >= 0xe0 && b <= 0xe3);
-		int rel32 = b == 0xe8 || b == 0xe9 || b == 0x0f;
-		if (rel8 && i + 2 <= size &&
-		    plan_in_patch(pc + 2 + (int8_t)code[i + 1], addr, patch_len))
-			return 1;
-		if (rel32) {
-			uint64_t at = i + (b == 0x0f ? 2 : 1);
+	uint8_t b = code[i], b1 = i + 1 < size ? code[i + 1] : 0;
+
+	*at = i + 1;
+	if ((b & 0xf0) == 0x70 || b == 0xeb || (b >= 0xe0 && b <= 0xe3))
+		return 1;
+	if (b == 0xe8 || b == 0xe9)
+		return 4;
+	*at = i + 2;
+	if ((b == 0x0f && (b1 & 0xf0) == 0x80) || (b == 0xc7 && b1 == 0xf8))
+		return 4;
+	return 0;
+}
+
+/* Superset check: could a direct branch starting at ANY byte position in
+ * [from, to) hit the patch? Every real instruction starts at some
+ * position, so "no" here is a proof for those bytes whatever their
+ * decoding; "yes" may be a false alarm (random bytes) and is confirmed by
+ * the exact sweep when it matters. */
+static int plan_superset_hits(const uint8_t *code, uint64_t addr, uint64_t size, uint64_t from,
+			      uint64_t to, size_t patch_len)
+{
+	for (uint64_t i = from; i < to && i < size; i++) {
+		uint64_t at;
+		int n = plan_rel_at(code, size, i, &at);
+		if (n == 0 || at + (uint64_t)n > size)
+			continue;
+		int64_t rel = (int8_t)code[at];
+		if (n == 4) {
 			int32_t d;
-			if (at + 4 > size)
-				continue;
 			memcpy(&d, code + at, 4);
-			if (plan_in_patch(pc + (at - i) + 4 + d, addr, patch_len))
-				return 1;
+			rel = d;
 		}
+		if (plan_in_patch(addr + at + (uint64_t)n + (uint64_t)rel, addr, patch_len))
+			return 1;
+	}
+	return 0;
+}
+
+/* A jump-table-shaped indirect jmp: FF /4 with a register operand (modrm
+ * E0-E7) or a memory operand with a SIB byte (modrm 24/64/A4), i.e.
+ * `jmp reg` and `jmp [base+index*scale+disp]`. */
+static int plan_is_table_jmp_modrm(uint8_t modrm)
+{
+	return (modrm & 0xf8) == 0xe0 || modrm == 0x24 || modrm == 0x64 || modrm == 0xa4;
+}
+
+/* Superset check for a table-shaped indirect jmp at any byte position. */
+static int plan_superset_table_jmp(const uint8_t *code, uint64_t size)
+{
+	for (uint64_t i = 0; i + 1 < size; i++) {
+		const uint8_t *f = memchr(code + i, 0xff, size - 1 - i);
+		if (!f)
+			return 0;
+		i = (uint64_t)(f - code);
+		if (plan_is_table_jmp_modrm(code[i + 1]))
+			return 1;
 	}
 	return 0;
 }
@@ -255,9 +303,12 @@ static enum ada_hook_skip plan_scan_insn(const cs_insn *ci, uint64_t addr, size_
 	t = strtoull(ci->op_str, &end, 0);
 	if (end != ci->op_str && *end == '\0')
 		return plan_in_patch(t, addr, patch_len) ? ADA_SKIP_BRANCH_INTO_PATCH : ADA_HOOK_OK;
-	if (ci->id == X86_INS_JMP &&
-	    !(strstr(ci->op_str, "[rip + ") && !strchr(ci->op_str, '*')))
-		*indirect_jmp = 1;
+	/* Indirect: the opcode is the FF followed by the modrm, after prefixes. */
+	if (ci->id == X86_INS_JMP && ci->size >= 2) {
+		const uint8_t *ff = memchr(ci->bytes, 0xff, ci->size - 1);
+		if (ff && plan_is_table_jmp_modrm(ff[1]))
+			*indirect_jmp = 1;
+	}
 	return ADA_HOOK_OK;
 }
 
@@ -273,7 +324,7 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 		size_t left = size - off;
 		uint64_t pc = addr + off;
 		if (!cs_disasm_iter(plan_cs, &p, &left, &pc, ci)) {
-			if (plan_undecodable_hits(code, addr, size, off, plan->patch_len))
+			if (plan_superset_hits(code, addr, size, off, off + 16, plan->patch_len))
 				return ADA_SKIP_UNDECODABLE;
 			off++;
 			continue;
@@ -310,7 +361,12 @@ enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_
 	r = plan_prologue(code, addr, size, ci, plan);
 	if (r != ADA_HOOK_OK)
 		goto free_insn;
-	/* Detail is only needed for relocation; the sweep runs ~3x faster without. */
+	/* Capstone sweeps at ~100 ns per instruction; the byte-level superset
+	 * checks run at ~1 ns per byte and prove most functions safe alone. */
+	if (!plan_superset_hits(code, addr, size, 0, size, plan->patch_len) &&
+	    (plan->insn_count == 1 || !plan_superset_table_jmp(code, size)))
+		goto free_insn;
+	/* Detail is only needed for relocation; the sweep runs faster without. */
 	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_OFF);
 	cs_free(ci, 1);
 	ci = cs_malloc(plan_cs);
