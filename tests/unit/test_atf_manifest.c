@@ -45,7 +45,9 @@ static void manifest_roundtrip(void **state)
 	assert_int_equal(ada_manifest_parse("{\"format\": \"ada-man", 19, &back), -EBADMSG);
 	assert_int_equal(ada_manifest_parse("[1,2]", 5, &back), -EBADMSG);
 	assert_int_equal(ada_manifest_parse("{\"format\":\"x\"}", 14, &back), -EBADMSG);
-	assert_int_equal(ada_manifest_write(dir, json_integer(3)), -EINVAL);
+	json_t *num = json_integer(3);
+	assert_int_equal(ada_manifest_write(dir, num), -EINVAL);
+	json_decref(num);
 	snprintf(path, sizeof(path), "%s/manifest.json", dir);
 	unlink(path);
 	rmdir(dir);
