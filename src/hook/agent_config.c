@@ -1,0 +1,184 @@
+/*
+ * Agent options (ADA_HOOK_CONFIG) and the default exclude list
+ * (not hook context; read once by the init thread, then read-only).
+ *
+ * The default exclude list is the one place naming libc/libgcc functions
+ * that cannot be traced by return-address replacement; docs/hooks.md
+ * repeats it with the same reasons.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hook.h"
+
+struct config_default {
+	const char *glob;
+	const char *why;
+};
+
+static const struct config_default config_defaults[] = {
+	{ "setjmp", "saves its own return address: a later longjmp would land in the return trampoline" },
+	{ "_setjmp", "as setjmp" },
+	{ "__sigsetjmp", "as setjmp (sigsetjmp's real name)" },
+	{ "sigsetjmp", "as setjmp" },
+	{ "getcontext", "saves its return address in the ucontext" },
+	{ "swapcontext", "saves its return address and returns on another stack" },
+	{ "vfork", "returns twice on one stack shared by parent and child" },
+	{ "__vfork", "as vfork" },
+	{ "clone", "the child returns on another stack with the parent's TLS" },
+	{ "__clone", "as clone" },
+	{ "clone3", "as clone" },
+	{ "__clone3", "as clone" },
+	{ "__clone_internal", "as clone" },
+	{ "_Unwind_*", "the unwinder reads its own return address to find its caller's frame" },
+	{ "__tls_get_addr", "TLS resolution; called from the handlers' own TLS accesses" },
+	{ "__libc_start_main", "never returns; runs before the agent could be ready" },
+	{ "__libc_start_call_main", "never returns" },
+};
+
+static void config_free_list(char **v, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++)
+		free(v[i]);
+	*n = 0;
+}
+
+void ada_hook_config_fini(struct ada_hook_config *cfg)
+{
+	if (!cfg)
+		return;
+	config_free_list(cfg->mod_exclude, &cfg->n_mod_exclude);
+	config_free_list(cfg->mod_include, &cfg->n_mod_include);
+	config_free_list(cfg->sym_exclude, &cfg->n_sym_exclude);
+	config_free_list(cfg->sym_include, &cfg->n_sym_include);
+}
+
+/* Appends each ','-separated glob of (v, len) to list. */
+static int config_add_globs(const char *v, size_t len, char **list, size_t *n)
+{
+	size_t i = 0;
+	while (i < len) {
+		size_t j = i;
+		while (j < len && v[j] != ',')
+			j++;
+		if (j > i) {
+			if (*n >= ADA_HOOK_MAX_GLOBS)
+				return -E2BIG;
+			list[*n] = strndup(v + i, j - i);
+			if (!list[*n])
+				return -ENOMEM;
+			(*n)++;
+		}
+		i = j + 1;
+	}
+	return 0;
+}
+
+static int config_bool(const char *v, size_t len, bool *out)
+{
+	if (len == 1 && (v[0] == '0' || v[0] == '1')) {
+		*out = v[0] == '1';
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static bool config_key_is(const char *k, size_t klen, const char *name)
+{
+	return strlen(name) == klen && memcmp(k, name, klen) == 0;
+}
+
+static int config_apply(struct ada_hook_config *cfg, const char *k, size_t klen,
+			const char *v, size_t vlen)
+{
+	if (config_key_is(k, klen, "exclude"))
+		return config_add_globs(v, vlen, cfg->mod_exclude, &cfg->n_mod_exclude);
+	if (config_key_is(k, klen, "include"))
+		return config_add_globs(v, vlen, cfg->mod_include, &cfg->n_mod_include);
+	if (config_key_is(k, klen, "exclude-symbol"))
+		return config_add_globs(v, vlen, cfg->sym_exclude, &cfg->n_sym_exclude);
+	if (config_key_is(k, klen, "include-symbol"))
+		return config_add_globs(v, vlen, cfg->sym_include, &cfg->n_sym_include);
+	if (config_key_is(k, klen, "follow"))
+		return config_bool(v, vlen, &cfg->follow);
+	if (config_key_is(k, klen, "defaults"))
+		return config_bool(v, vlen, &cfg->defaults);
+	return -EINVAL;
+}
+
+int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->follow = true;
+	cfg->defaults = true;
+	size_t i = 0;
+	while (i < len) {
+		size_t j = i, eq = SIZE_MAX;
+		while (j < len && buf[j] != ';') {
+			if (buf[j] == '=' && eq == SIZE_MAX)
+				eq = j;
+			j++;
+		}
+		if (j > i) {
+			if (eq == SIZE_MAX)
+				return -EINVAL;
+			int err = config_apply(cfg, buf + i, eq - i, buf + eq + 1, j - eq - 1);
+			if (err)
+				return err;
+		}
+		i = j + 1;
+	}
+	return 0;
+}
+
+/* The defaults are names or "prefix*": plain compares, because this runs
+ * for every symbol of every image and fnmatch would cost milliseconds. */
+static bool config_default_hit(const char *glob, const char *name)
+{
+	size_t n = strlen(glob);
+	if (glob[n - 1] == '*')
+		return strncmp(glob, name, n - 1) == 0;
+	return strcmp(glob, name) == 0;
+}
+
+static bool config_match_any(char *const *globs, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (fnmatch(globs[i], s, 0) == 0)
+			return true;
+	}
+	return false;
+}
+
+bool ada_hook_config_module_wanted(const struct ada_hook_config *cfg, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	bool hit_ex = config_match_any(cfg->mod_exclude, cfg->n_mod_exclude, path) ||
+		      config_match_any(cfg->mod_exclude, cfg->n_mod_exclude, base);
+	if (hit_ex)
+		return false;
+	if (cfg->n_mod_include == 0)
+		return true;
+	return config_match_any(cfg->mod_include, cfg->n_mod_include, path) ||
+	       config_match_any(cfg->mod_include, cfg->n_mod_include, base);
+}
+
+enum ada_hook_skip ada_hook_config_symbol_verdict(const struct ada_hook_config *cfg,
+						  const char *name)
+{
+	if (cfg->defaults) {
+		for (size_t i = 0; i < sizeof(config_defaults) / sizeof(config_defaults[0]); i++) {
+			if (config_default_hit(config_defaults[i].glob, name))
+				return ADA_SKIP_EXCLUDED;
+		}
+	}
+	if (config_match_any(cfg->sym_exclude, cfg->n_sym_exclude, name))
+		return ADA_SKIP_EXCLUDED;
+	if (cfg->n_sym_include && !config_match_any(cfg->sym_include, cfg->n_sym_include, name))
+		return ADA_SKIP_EXCLUDED;
+	return ADA_HOOK_OK;
+}

@@ -1,0 +1,325 @@
+/*
+ * Hooking images: symbols -> verdicts -> prepare -> trampolines -> patches
+ * (not hook context).
+ *
+ * Runs on the init thread, in a forked child never (the child inherits
+ * the patched code), and after dlopen/dlclose returns (agent_dl_changed),
+ * always with agent.lock held and the thread's guard set, so the libc
+ * functions this code calls run untraced even once they are patched.
+ *
+ * Per image: one symbol-table read (libelf, one pass), one trampoline
+ * block (hook_mem_alloc sized for every candidate, so one region near the
+ * image), one seal, and one hook_patch_apply() of all patches sorted by
+ * address (one mprotect pair per page run). No per-function syscall or
+ * allocation.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_internal.h"
+#include "discover_internal.h"
+
+struct install_special {
+	const char *name;
+	enum agent_special kind;
+};
+
+/* Functions whose entry changes the stack under the shadow stack's feet
+ * (docs/hooks.md). They are hooked whatever the options say: an unwinder
+ * that meets a return trampoline would stop, and the program would
+ * terminate instead of catching. */
+static const struct install_special install_specials[] = {
+	{ "_Unwind_RaiseException", AGENT_SP_UNWIND },
+	{ "_Unwind_Resume", AGENT_SP_UNWIND },
+	{ "_Unwind_Resume_or_Rethrow", AGENT_SP_UNWIND },
+	{ "_Unwind_ForcedUnwind", AGENT_SP_FORCED },
+	{ "pthread_exit", AGENT_SP_FORCED },
+	{ "__cxa_begin_catch", AGENT_SP_CATCH },
+	{ "exit", AGENT_SP_EXIT },
+	{ "_exit", AGENT_SP_EXIT },
+	{ "_Exit", AGENT_SP_EXIT },
+	{ "quick_exit", AGENT_SP_EXIT },
+	{ "dlopen", AGENT_SP_DL },
+	{ "dlmopen", AGENT_SP_DL },
+	{ "dlclose", AGENT_SP_DL },
+};
+
+enum agent_special agent_special_of_name(const char *name)
+{
+	/* Every special name starts with '_', 'p', 'e', 'q' or 'd'. */
+	if (!strchr("_peqd", name[0]))
+		return AGENT_SP_NONE;
+	for (size_t i = 0; i < sizeof(install_specials) / sizeof(install_specials[0]); i++) {
+		if (!strcmp(install_specials[i].name, name))
+			return install_specials[i].kind;
+	}
+	return AGENT_SP_NONE;
+}
+
+static uint64_t install_fn_id(const struct agent_module *m, size_t i)
+{
+	return ((uint64_t)m->id << 32) | i;
+}
+
+/* Decides every function's status up to (and including) hook_arch_prepare.
+ * Returns how many remain candidates. */
+static size_t install_judge(struct agent_module *m, struct hook_arch_plan *plans)
+{
+	size_t n = 0, primary = 0;
+	for (size_t i = 0; i < m->st.count; i++) {
+		struct ada_hook_fn *f = &m->st.fns[i];
+		const char *name = ada_hook_fn_name(&m->st, f);
+		enum agent_special sp = agent_special_of_name(name);
+		if (f->status != ADA_SKIP_ALIAS)
+			primary = i;
+		if (sp != AGENT_SP_NONE && m->st.fns[primary].status == ADA_HOOK_OK)
+			m->st.fns[primary].reserved = (uint8_t)sp; /* special: decided below */
+		if (f->status != ADA_HOOK_OK)
+			continue;
+		if (sp == AGENT_SP_NONE && f->reserved == 0) {
+			if (!m->wanted)
+				f->status = ADA_SKIP_EXCLUDED;
+			else
+				f->status = (uint8_t)ada_hook_config_symbol_verdict(&agent.cfg, name);
+			if (f->status != ADA_HOOK_OK)
+				continue;
+		}
+		uint64_t addr = m->base + f->offset;
+		f->status = (uint8_t)hook_arch_prepare((const uint8_t *)addr, addr, f->size, &plans[i]);
+		n += f->status == ADA_HOOK_OK;
+	}
+	return n;
+}
+
+/* Aliases are listed after their primary: a special name met on an alias
+ * was recorded on the primary (reserved); register the hooked ones. */
+static void install_register_specials(struct agent_module *m)
+{
+	for (size_t i = 0; i < m->st.count; i++) {
+		struct ada_hook_fn *f = &m->st.fns[i];
+		if (f->reserved && f->status == ADA_HOOK_OK)
+			agent_special_add(install_fn_id(m, i), (enum agent_special)f->reserved);
+		f->reserved = 0;
+	}
+}
+
+/* Emits the trampolines into one block and fills patches. Returns the
+ * patch count. */
+static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans, size_t n_cand,
+			   struct hook_patch *patches)
+{
+	uint8_t *blk = NULL;
+	size_t np = 0, used = 0, cap = n_cand * HOOK_ARCH_MAX_TRAMPOLINE;
+	int err = hook_mem_alloc(agent.mem, m->id, m->lo, m->hi, cap, &blk);
+	for (size_t i = 0; i < m->st.count; i++) {
+		struct ada_hook_fn *f = &m->st.fns[i];
+		if (f->status != ADA_HOOK_OK)
+			continue;
+		size_t len = err ? 0
+				 : hook_arch_emit_trampoline(&plans[i], blk + used,
+							     (uint64_t)(blk + used),
+							     install_fn_id(m, i),
+							     (uint64_t)&ada_hook_on_enter);
+		if (len == 0) {
+			f->status = ADA_SKIP_NO_TRAMPOLINE_MEMORY;
+			continue;
+		}
+		struct hook_patch *p = &patches[np++];
+		p->addr = plans[i].fn_addr;
+		p->len = plans[i].patch_len;
+		hook_arch_patch_bytes(&plans[i], (uint64_t)(blk + used), p->bytes);
+		used += (len + 15) & ~(size_t)15;
+	}
+	return np;
+}
+
+static void install_count(struct agent_module *m)
+{
+	m->installed = 0;
+	memset(m->skipped, 0, sizeof(m->skipped));
+	for (size_t i = 0; i < m->st.count; i++) {
+		uint8_t s = m->st.fns[i].status;
+		if (s == ADA_HOOK_OK)
+			m->installed++;
+		else if (s < ADA_SKIP_REASON_COUNT)
+			m->skipped[s]++;
+	}
+}
+
+/* A patch that failed to apply leaves its function unhooked: say so. */
+static void install_patch_failed(struct agent_module *m, int err)
+{
+	agent_log("cannot hook %s (%s); its functions are not traced", m->path, strerror(-err));
+	for (size_t i = 0; i < m->st.count; i++) {
+		if (m->st.fns[i].status == ADA_HOOK_OK)
+			m->st.fns[i].status = ADA_SKIP_UNRELOCATABLE;
+	}
+}
+
+static int install_module(struct agent_module *m)
+{
+	uint64_t t0 = agent_now_ns();
+	int err = ada_hook_symtab_read(m->path, NULL, &m->st);
+	if (err) {
+		agent_log("cannot read the symbols of %s (%s); not traced", m->path, strerror(-err));
+		return err;
+	}
+	uint64_t t1 = agent_now_ns();
+	struct hook_arch_plan *plans = calloc(m->st.count ? m->st.count : 1, sizeof(*plans));
+	struct hook_patch *patches = calloc(m->st.count ? m->st.count : 1, sizeof(*patches));
+	err = -ENOMEM;
+	if (!plans || !patches)
+		goto out;
+	size_t n_cand = install_judge(m, plans);
+	err = n_cand ? discover_xref_check(m->base, &m->st, plans) : 0;
+	if (err) {
+		install_patch_failed(m, err); /* cannot prove them safe: hook none */
+		goto out;
+	}
+	uint64_t t2 = agent_now_ns();
+	size_t np = n_cand ? install_emit(m, plans, n_cand, patches) : 0;
+	install_register_specials(m);
+	err = hook_mem_seal(agent.mem);
+	uint64_t t3 = agent_now_ns();
+	if (!err && np)
+		err = hook_patch_apply(patches, np);
+	m->ns_prepare = t2 - t1;
+	m->ns_emit = t3 - t2;
+	m->ns_apply = agent_now_ns() - t3;
+	if (err)
+		install_patch_failed(m, err);
+out:
+	install_count(m);
+	free(plans);
+	free(patches);
+	m->ns_symbols = t1 - t0;
+	m->ns_patching = agent_now_ns() - t1;
+	return err;
+}
+
+static int install_ignore(const struct discover_image *im)
+{
+	for (size_t i = 0; i < agent.n_ign; i++) {
+		if (!strcmp(agent.ign[i].path, im->path))
+			return 0;
+	}
+	if (agent.n_ign == agent.cap_ign) {
+		size_t nc = agent.cap_ign ? 2 * agent.cap_ign : 8;
+		void *nv = realloc(agent.ign, nc * sizeof(*agent.ign));
+		if (!nv)
+			return -ENOMEM;
+		agent.ign = nv;
+		agent.cap_ign = nc;
+	}
+	agent.ign[agent.n_ign].path = strdup(im->path);
+	agent.ign[agent.n_ign].why = im->why;
+	agent.n_ign += agent.ign[agent.n_ign].path != NULL;
+	return 0;
+}
+
+static struct agent_module *install_find(const struct discover_image *im)
+{
+	for (size_t i = 0; i < agent.n_mods; i++) {
+		struct agent_module *m = &agent.mods[i];
+		if (m->base == im->base && m->lo == im->lo && !strcmp(m->path, im->path))
+			return m;
+	}
+	return NULL;
+}
+
+static struct agent_module *install_add(const struct discover_image *im)
+{
+	if (agent.n_mods == agent.cap_mods) {
+		size_t nc = agent.cap_mods ? 2 * agent.cap_mods : 16;
+		void *nv = realloc(agent.mods, nc * sizeof(*agent.mods));
+		if (!nv)
+			return NULL;
+		agent.mods = nv;
+		agent.cap_mods = nc;
+	}
+	struct agent_module *m = &agent.mods[agent.n_mods];
+	memset(m, 0, sizeof(*m));
+	m->path = strdup(im->path);
+	if (!m->path)
+		return NULL;
+	m->id = agent.next_id++;
+	m->base = im->base;
+	m->lo = im->lo;
+	m->hi = im->hi;
+	m->present = true;
+	m->wanted = ada_hook_config_module_wanted(&agent.cfg, im->path);
+	agent.n_mods++;
+	return m;
+}
+
+/* Modules no longer mapped (dlclose): their trampolines go, and a later
+ * load at the same address is a new module. */
+static void install_forget_gone(void)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < agent.n_mods; i++) {
+		struct agent_module *m = &agent.mods[i];
+		if (!m->present) {
+			hook_mem_release_module(agent.mem, m->id);
+			ada_hook_symtab_fini(&m->st);
+			free(m->path);
+			continue;
+		}
+		agent.mods[w++] = *m;
+	}
+	agent.n_mods = w;
+}
+
+size_t agent_scan(void)
+{
+	struct discover_image *v = NULL;
+	size_t n = 0;
+	uint64_t t0 = agent_now_ns();
+	int err = discover_images((uint64_t)&agent_scan, &v, &n);
+	agent.ns_discovery += agent_now_ns() - t0;
+	if (err) {
+		agent_log("cannot list the loaded images (%s); nothing is traced", strerror(-err));
+		return agent.n_mods;
+	}
+	for (size_t i = 0; i < agent.n_mods; i++)
+		agent.mods[i].present = false;
+	for (size_t i = 0; i < n; i++) {
+		struct agent_module *m = install_find(&v[i]);
+		if (m)
+			m->present = true;
+	}
+	install_forget_gone();
+	size_t first_new = agent.n_mods;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].skip != ADA_HOOK_OK) {
+			install_ignore(&v[i]);
+			continue;
+		}
+		if (install_find(&v[i]))
+			continue;
+		struct agent_module *m = install_add(&v[i]);
+		if (!m)
+			break;
+		install_module(m);
+		agent.ns_symbols += m->ns_symbols;
+		agent.ns_patching += m->ns_patching;
+	}
+	free(v);
+	return first_new;
+}
+
+int agent_make_return_trampoline(void)
+{
+	uint8_t *buf;
+	uint64_t self = (uint64_t)&agent_make_return_trampoline;
+	/* Module id 0 ("unknown") owns the agent's own code memory. */
+	int err = hook_mem_alloc(agent.mem, 0, self, self + 1, HOOK_ARCH_MAX_TRAMPOLINE, &buf);
+	if (err)
+		return err;
+	if (hook_arch_emit_return_trampoline(buf, (uint64_t)buf, (uint64_t)&ada_hook_on_exit) == 0)
+		return -EINVAL;
+	agent_hot.ret_tramp = (uint64_t)buf;
+	return hook_mem_seal(agent.mem);
+}

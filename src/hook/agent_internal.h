@@ -1,0 +1,129 @@
+/*
+ * Private declarations shared by the agent's files (src/hook).
+ *
+ * The globals below are written by the init thread before the first patch
+ * is made (and by dlopen/fork handlers with the world otherwise quiet);
+ * the handlers only read them. A patch becomes visible to other threads
+ * only through the mprotect/patching syscalls, which order these stores
+ * before any trampoline can run on another CPU.
+ */
+#ifndef ADA_AGENT_INTERNAL_H
+#define ADA_AGENT_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hook.h"
+#include "hook_mem.h"
+
+/* What on_enter does for a few functions that change the stack under
+ * the shadow stack's feet (docs/hooks.md, "special functions"). */
+enum agent_special {
+	AGENT_SP_NONE = 0,
+	AGENT_SP_UNWIND,       /* _Unwind_RaiseException/_Resume/_Resume_or_Rethrow */
+	AGENT_SP_FORCED,       /* _Unwind_ForcedUnwind, pthread_exit */
+	AGENT_SP_CATCH,        /* __cxa_begin_catch */
+	AGENT_SP_EXIT,         /* exit, _exit, _Exit, quick_exit */
+	AGENT_SP_DL,           /* dlopen, dlmopen, dlclose: rescan when they return */
+};
+
+#define AGENT_MAX_SPECIAL 32
+
+struct agent_hot {
+	uint64_t ret_tramp;     /* address of the shared return trampoline */
+	uint64_t special_filter; /* bit (hash(fn_id) & 63) set for each special */
+	uint32_t active;        /* 0: trampolines run but record nothing */
+	int32_t pid;            /* the process the arena belongs to */
+	uint32_t xsave_size;    /* CPUID 0xD size of the xsave area; 0: use fxsave */
+	uint32_t n_special;
+	uint64_t special_id[AGENT_MAX_SPECIAL];
+	uint8_t special_kind[AGENT_MAX_SPECIAL];
+};
+extern struct agent_hot agent_hot;
+
+static inline uint32_t agent_special_bit(uint64_t fn_id)
+{
+	return (uint32_t)((fn_id * 0x9E3779B97F4A7C15ull) >> 58);
+}
+
+/* handlers.c (not hook context): */
+void agent_special_add(uint64_t fn_id, enum agent_special kind);
+enum agent_special agent_special_of_name(const char *name);
+/* Suppress/allow events on the calling thread (the agent's own work). */
+void agent_guard_enter(void);
+void agent_guard_leave(void);
+/* After fork, in the child's only thread: the frames on the shadow stack
+ * were the parent's; they stay (the child returns through them) but emit
+ * nothing. */
+void agent_shadow_after_fork(void);
+/* The calling thread's frames are gone (thread exit): EXCEPTION events,
+ * release the shadow stack memory. */
+void agent_shadow_thread_exit(void);
+uint64_t agent_counter_suppressed(void);
+
+/* The calling thread's first traced call: registers its thread-exit
+ * destructor (agent_process.c). Called once per thread from the
+ * handlers' cold path, with the guard set. */
+void agent_thread_started(void);
+/* dlopen/dlclose returned (called from the exit handler, guard set):
+ * hook new images, forget unmapped ones (agent_process.c). Runs ordinary code:
+ * the return trampoline has saved rax/rdx, and every other register is
+ * caller-saved at a return. */
+void agent_dl_changed(void);
+
+/* One hooked image. */
+struct agent_module {
+	uint32_t id;
+	char *path;
+	uint64_t base, lo, hi;
+	struct ada_hook_symtab st;
+	bool wanted;  /* config: hook it (else only its special functions) */
+	bool present; /* seen by the latest scan */
+	uint64_t installed;
+	uint64_t skipped[ADA_SKIP_REASON_COUNT];
+	uint64_t ns_symbols, ns_patching;
+	uint64_t ns_prepare, ns_emit, ns_apply; /* the parts of ns_patching */
+};
+
+/* An image that is not hooked at all, for agent.json. */
+struct agent_ignored {
+	char *path;
+	const char *why;
+};
+
+/* Process-wide agent state; every field after init is guarded by lock
+ * (dlopen/dlclose rescans, fork). */
+struct agent_state {
+	pthread_mutex_t lock;
+	struct ada_hook_config cfg;
+	struct hook_mem *mem;
+	struct agent_module *mods;
+	size_t n_mods, cap_mods;
+	struct agent_ignored *ign;
+	size_t n_ign, cap_ign;
+	uint32_t next_id;
+	uint64_t ns_discovery, ns_symbols, ns_patching, ns_files, ns_total;
+	char session_dir[PATH_MAX]; /* "" when ADA_SESSION_DIR is unset */
+};
+extern struct agent_state agent;
+
+/* agent.c */
+void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+uint64_t agent_now_ns(void);
+/* Writes modules/module_<id>.syms for each module with written == false
+ * (all when all) and agent.json, under pid_<getpid()>. 0 or -errno. */
+int agent_write_files(bool all_modules, size_t first_new);
+
+/* agent_install.c: lists the images (discover.c), hooks those it does not
+ * know yet, forgets those gone. Returns the index of the first new module
+ * in agent.mods. Caller holds agent.lock and the guard. */
+size_t agent_scan(void);
+/* Creates the shared return trampoline. 0 or -errno. */
+int agent_make_return_trampoline(void);
+
+/* agent_process.c */
+int agent_process_setup(void);
+
+#endif

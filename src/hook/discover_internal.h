@@ -1,0 +1,38 @@
+/*
+ * Image discovery (discover.c), private to src/hook.
+ */
+#ifndef ADA_DISCOVER_INTERNAL_H
+#define ADA_DISCOVER_INTERNAL_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hook.h"
+
+struct discover_image {
+	char path[PATH_MAX]; /* absolute path (main program: /proc/self/exe) */
+	const char *name;    /* dlpi_name as the loader has it */
+	uint64_t base;       /* dlpi_addr: runtime address = base + offset */
+	uint64_t lo, hi;     /* mapped range of its PT_LOAD segments */
+	const char *needed[64];
+	size_t n_needed;
+	unsigned reach; /* bit 0: needed by the program, bit 1: by the agent */
+	int is_main;
+	enum ada_hook_skip skip; /* ADA_HOOK_OK, LOADER or AGENT */
+	const char *why;
+};
+
+/* Lists every loaded image, classified. self_addr is any address inside
+ * the agent. The DT_NEEDED strings point into the images' mappings: use
+ * them before the next dlclose. Returns 0, -ENOMEM or -ENOENT; free
+ * *out with free(). */
+int discover_images(uint64_t self_addr, struct discover_image **out, size_t *n_out);
+
+/* Marks ADA_SKIP_BRANCH_INTO_PATCH every ADA_HOOK_OK function of st
+ * (loaded at base; plans[i] prepared for function i) into whose patched
+ * bytes some other function of the image branches. 0 or -ENOMEM. */
+int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
+			const struct hook_arch_plan *plans);
+
+#endif

@@ -1,0 +1,280 @@
+/*
+ * The enter/exit handlers the trampolines call (hook context).
+ *
+ * Threads: every traced thread runs these on its own calls; each touches
+ * only its own TLS shadow stack (shadow_internal.h) and its own ring
+ * producer (ring.h). The globals in agent_hot are read-only here.
+ *
+ * Rules for this file (compiled with -mgeneral-regs-only and
+ * -fno-stack-protector): no libc calls, no allocation, no errno; the one
+ * syscall (mmap of a thread's shadow stack, on its first traced call) is
+ * made with inline asm. TLS is initial-exec. A per-thread guard stops
+ * recursion: anything the handlers (or the agent's own code) cause to be
+ * called while it is set runs untraced and is counted.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "agent_internal.h"
+#include "ring.h"
+
+#define SHADOW_EMIT(fn, kind, depth) handlers_emit((fn), (kind), (depth))
+static inline void handlers_emit(uint64_t fn_id, uint32_t kind, uint32_t depth);
+#include "shadow_internal.h"
+
+/* Room for depth >= 100 000 (the spec asks for recursion of 10 000):
+ * 256 Ki entries x 32 bytes = 8 MiB of address space, reserved with
+ * MAP_NORESERVE, so only the pages a thread's depth reaches are backed. */
+#define HANDLERS_SHADOW_CAP (1u << 18)
+
+struct agent_hot agent_hot;
+
+__thread struct ada_shadow ada_shadow_tls __attribute__((tls_model("initial-exec")));
+
+/* The code reached from the cold paths (the ring's slow path, the
+ * pthread key, the exit bookkeeping) is ordinary code that may use vector
+ * registers, which hold the traced function's float arguments (at entry)
+ * or float results (at return) and which the trampolines do not save. So
+ * every cold path runs between these two: the whole extended state goes
+ * to the stack (xsave, sized by CPUID at init; fxsave without it). */
+#define HANDLERS_XSAVE_MAX 4096
+
+struct handlers_fpu {
+	uint8_t area[HANDLERS_XSAVE_MAX] __attribute__((aligned(64)));
+};
+
+static inline void handlers_fpu_save(struct handlers_fpu *f)
+{
+	if (agent_hot.xsave_size) {
+		for (int i = 512; i < 576; i++) /* the xsave header must start zeroed */
+			f->area[i] = 0;
+		__asm__ volatile("xsave64 %0" : "=m"(f->area) : "a"(-1), "d"(-1) : "memory");
+	} else {
+		__asm__ volatile("fxsave64 %0" : "=m"(f->area) : : "memory");
+	}
+}
+
+static inline void handlers_fpu_restore(const struct handlers_fpu *f)
+{
+	if (agent_hot.xsave_size)
+		__asm__ volatile("xrstor64 %0" : : "m"(f->area), "a"(-1), "d"(-1) : "memory");
+	else
+		__asm__ volatile("fxrstor64 %0" : : "m"(f->area) : "memory");
+}
+
+__attribute__((cold, noinline)) static void handlers_emit_slow(uint64_t fn_id, uint32_t kind,
+							       uint32_t depth)
+{
+	struct handlers_fpu f;
+	handlers_fpu_save(&f);
+	ada_emit(fn_id, kind, depth);
+	handlers_fpu_restore(&f);
+}
+
+static inline void handlers_emit(uint64_t fn_id, uint32_t kind, uint32_t depth)
+{
+	/* guard == 1: the handler itself is running; more: it interrupted
+	 * the agent's own work, which records nothing. */
+	if (ada_unlikely(ada_shadow_tls.guard != 1 || !agent_hot.active))
+		return;
+	const struct ada_producer *p = &ada_producer_tls;
+	if (ada_unlikely(p->head >= p->limit || p->ts_clock))
+		handlers_emit_slow(fn_id, kind, depth);
+	else
+		ada_emit(fn_id, kind, depth);
+}
+
+static long handlers_syscall6(long nr, long a, long b, long c, long d, long e, long f)
+{
+	long ret;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* First traced call of a thread (or a failed earlier try). */
+__attribute__((cold, noinline)) static bool handlers_shadow_alloc_fpu(struct ada_shadow *s)
+{
+	if (s->cap != 0)
+		return false; /* it is full, not missing */
+	agent_thread_started(); /* the one libc call: a pthread key, for thread exit */
+	long p = handlers_syscall6(SYS_mmap, 0, (long)HANDLERS_SHADOW_CAP * sizeof(struct shadow_entry),
+				   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				   -1, 0);
+	if (p < 0 && p > -4096)
+		return false;
+	s->base = (struct shadow_entry *)p;
+	s->cap = HANDLERS_SHADOW_CAP;
+	return true;
+}
+
+__attribute__((cold, noinline)) static bool handlers_shadow_alloc(struct ada_shadow *s)
+{
+	struct handlers_fpu f;
+	handlers_fpu_save(&f);
+	bool ok = handlers_shadow_alloc_fpu(s);
+	handlers_fpu_restore(&f);
+	return ok;
+}
+
+__attribute__((cold, noinline, noreturn)) static void handlers_lost_return(void)
+{
+	static const char msg[] =
+		"ada-agent: a traced function returned to a frame the shadow stack does not know; aborting\n";
+	handlers_syscall6(SYS_write, 2, (long)msg, sizeof(msg) - 1, 0, 0, 0);
+	__builtin_trap();
+}
+
+static enum agent_special handlers_special(uint64_t fn_id)
+{
+	for (uint32_t i = 0; i < agent_hot.n_special; i++) {
+		if (agent_hot.special_id[i] == fn_id)
+			return (enum agent_special)agent_hot.special_kind[i];
+	}
+	return AGENT_SP_NONE;
+}
+
+#define HANDLERS_NO_PUSH UINT32_MAX
+
+/* The action of a special function at its entry. Returns the flags to push
+ * its frame with, or HANDLERS_NO_PUSH when it must not be pushed (it does
+ * not return normally, or an unwinder is about to read its return
+ * address). */
+static uint32_t handlers_special_act(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
+				     const struct ada_hook_regs *regs)
+{
+	switch (handlers_special(fn_id)) {
+	case AGENT_SP_UNWIND:
+		shadow_pop_below(s, ret_slot);
+		shadow_restore_all(s, ret_slot, agent_hot.ret_tramp);
+		return HANDLERS_NO_PUSH;
+	case AGENT_SP_FORCED:
+		shadow_pop_all(s, ret_slot, agent_hot.ret_tramp);
+		return HANDLERS_NO_PUSH;
+	case AGENT_SP_CATCH:
+		shadow_pop_below(s, ret_slot);
+		if (s->restored)
+			shadow_rearm_all(s, ret_slot, agent_hot.ret_tramp);
+		return 0;
+	case AGENT_SP_EXIT:
+		/* A vfork/posix_spawn child shares our memory: not its exit. */
+		if (handlers_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0) != agent_hot.pid)
+			return HANDLERS_NO_PUSH;
+		if (ada_producer_arena())
+			ada_arena_set_exited(ada_producer_arena(), (int)regs->rdi);
+		shadow_pop_all(s, ret_slot, agent_hot.ret_tramp);
+		return HANDLERS_NO_PUSH;
+	case AGENT_SP_DL:
+		return SHADOW_F_RESCAN;
+	case AGENT_SP_NONE:
+		break;
+	}
+	return 0;
+}
+
+__attribute__((cold, noinline)) static uint32_t
+handlers_special_enter(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
+		       const struct ada_hook_regs *regs)
+{
+	struct handlers_fpu f;
+	handlers_fpu_save(&f);
+	uint32_t r = handlers_special_act(s, fn_id, ret_slot, regs);
+	handlers_fpu_restore(&f);
+	return r;
+}
+
+ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
+				   const struct ada_hook_regs *regs)
+{
+	struct ada_shadow *s = &ada_shadow_tls;
+	if (ada_unlikely(s->guard || !agent_hot.active)) {
+		s->suppressed++;
+		return;
+	}
+	s->guard = 1;
+	uint32_t flags = 0;
+	if (ada_unlikely((agent_hot.special_filter >> agent_special_bit(fn_id)) & 1)) {
+		flags = handlers_special_enter(s, fn_id, ret_slot, regs);
+		if (flags == HANDLERS_NO_PUSH)
+			goto out;
+	}
+	shadow_pop_dead(s, ret_slot, *ret_slot, agent_hot.ret_tramp);
+	if (ada_unlikely(s->top >= s->cap) && !handlers_shadow_alloc(s)) {
+		s->lost++;
+		goto out;
+	}
+	if (ada_unlikely(!shadow_push(s, fn_id, ret_slot, agent_hot.ret_tramp, flags)))
+		s->lost++;
+out:
+	s->guard = 0;
+}
+
+ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp)
+{
+	struct ada_shadow *s = &ada_shadow_tls;
+	uint32_t g = s->guard, flags;
+	s->guard = g + 1;
+	uint64_t orig = shadow_return(s, (const uint64_t *)(uintptr_t)(sp - 8), &flags);
+	if (ada_unlikely(flags & SHADOW_F_RESCAN)) {
+		/* dlopen/dlclose returned an integer or pointer: no vector
+		 * result to keep, and every vector register is dead here. */
+		agent_dl_changed();
+	}
+	s->guard = g;
+	if (ada_unlikely(orig == 0))
+		handlers_lost_return();
+	return orig;
+}
+
+/* ---- called by the agent's own code (not hook context) ---- */
+
+void agent_special_add(uint64_t fn_id, enum agent_special kind)
+{
+	if (agent_hot.n_special >= AGENT_MAX_SPECIAL)
+		return;
+	agent_hot.special_id[agent_hot.n_special] = fn_id;
+	agent_hot.special_kind[agent_hot.n_special] = (uint8_t)kind;
+	agent_hot.n_special++;
+	agent_hot.special_filter |= 1ull << agent_special_bit(fn_id);
+}
+
+void agent_guard_enter(void)
+{
+	ada_shadow_tls.guard++;
+}
+
+void agent_guard_leave(void)
+{
+	ada_shadow_tls.guard--;
+}
+
+void agent_shadow_after_fork(void)
+{
+	ada_shadow_tls.inherited = ada_shadow_tls.top;
+}
+
+void agent_shadow_thread_exit(void)
+{
+	struct ada_shadow *s = &ada_shadow_tls;
+	uint32_t g = s->guard;
+	s->guard = 1;
+	shadow_pop_all(s, (const uint64_t *)__builtin_frame_address(0), agent_hot.ret_tramp);
+	if (s->base)
+		handlers_syscall6(SYS_munmap, (long)s->base,
+				  (long)s->cap * (long)sizeof(struct shadow_entry), 0, 0, 0, 0);
+	s->base = NULL;
+	s->cap = 0;
+	s->guard = g;
+}
+
+uint64_t agent_counter_suppressed(void)
+{
+	return ada_shadow_tls.suppressed;
+}

@@ -1,0 +1,149 @@
+/*
+ * ada hook: the agent (libada_agent.so) -- its public face.
+ *
+ * The agent is LD_PRELOADed into the traced program by `ada record`. Its
+ * constructor discovers every loaded image, reads their function symbols,
+ * writes one modules/module_<ID>.syms file per image (docs/internals.md),
+ * and patches every function it can prove safe (hook_arch.h) so that each
+ * call and return reaches ada_hook_on_enter()/ada_hook_on_exit(), which
+ * keep a per-thread shadow stack and emit index events (ring.h).
+ *
+ * This header has two audiences:
+ *   - the trampolines emitted by hook_arch (the two handlers below);
+ *   - the agent's tests, which call the discovery and symbol-table parts
+ *     directly on known ELF files (the ada_hook_symtab_* functions).
+ * Nothing else links the agent.
+ */
+#ifndef ADA_HOOK_H
+#define ADA_HOOK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hook_arch.h"
+
+/* Marks code reachable from a trampoline: no allocation, no lock, no libc,
+ * no errno change; compiled with -mgeneral-regs-only. A marker for readers
+ * and greps; the compile flags are set per file in CMake. */
+#define ADA_HOOKCTX
+
+/* ---- the two handlers the trampolines call (hook context) ---- */
+
+/* Entry of a hooked function fn_id. ret_slot points at the return address
+ * the caller pushed; the handler may replace *ret_slot with the return
+ * trampoline. regs are the saved argument registers (read-only here). */
+ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
+				   const struct ada_hook_regs *regs);
+/* A hooked function returned into the return trampoline; sp is the stack
+ * pointer right after its `ret` (sp - 8 held the return address). Returns
+ * the original return address to continue at. */
+ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp);
+
+/* ---- symbol tables of one ELF image (not hook context) ---- */
+
+enum ada_symtab_source {
+	ADA_SYMSRC_SYMTAB = 0,  /* the file's own .symtab */
+	ADA_SYMSRC_DYNSYM = 1,  /* only .dynsym: stripped file */
+	ADA_SYMSRC_DEBUGLINK = 2, /* .symtab of /usr/lib/debug/.build-id/xx/yyyy.debug */
+};
+const char *ada_symtab_source_name(enum ada_symtab_source s);
+
+/* One function of an image. offset is relative to the image's load base
+ * (dlpi_addr): the runtime address is load_base + offset. */
+struct ada_hook_fn {
+	uint64_t offset;
+	uint64_t size;
+	uint32_t name_off; /* into ada_hook_symtab.names */
+	uint8_t status;    /* enum ada_hook_skip; ADA_HOOK_OK when hooked */
+	uint8_t is_ifunc;
+	uint8_t is_global;
+	uint8_t reserved;
+};
+
+/* An executable range of the image, as offsets from the load base. */
+struct ada_hook_xrange {
+	uint64_t lo, hi;
+};
+
+#define ADA_HOOK_BUILD_ID_MAX 64
+#define ADA_HOOK_MAX_XRANGES 8
+
+struct ada_hook_symtab {
+	struct ada_hook_fn *fns; /* sorted by offset; index = symbol_index */
+	size_t count;
+	char *names; /* NUL-separated name pool */
+	size_t names_len;
+	enum ada_symtab_source source;
+	uint8_t build_id[ADA_HOOK_BUILD_ID_MAX];
+	size_t build_id_len;
+	uint64_t entry; /* e_entry as an offset (0 when none) */
+	struct ada_hook_xrange xr[ADA_HOOK_MAX_XRANGES];
+	size_t xr_count;
+};
+
+/* Reads the functions of the ELF file at path: .symtab when present, else
+ * the .symtab of the build-id debug file under debug_root (NULL:
+ * /usr/lib/debug) when installed, else .dynsym. Executable ranges come
+ * from the file's PT_LOAD program headers. Functions get their first
+ * verdict here: IFUNC, ENTRY_POINT, OUTSIDE_TEXT and ALIAS (same offset as
+ * an earlier function: global names win, then the shorter, then by name);
+ * the rest are ADA_HOOK_OK, to be decided by the patcher.
+ * Returns 0, -ENOENT/-EACCES (open), -ENOEXEC (not a usable ELF), -ENOMEM. */
+int ada_hook_symtab_read(const char *path, const char *debug_root, struct ada_hook_symtab *out);
+void ada_hook_symtab_fini(struct ada_hook_symtab *st);
+static inline const char *ada_hook_fn_name(const struct ada_hook_symtab *st,
+					   const struct ada_hook_fn *f)
+{
+	return st->names + f->name_off;
+}
+
+/* What a modules/module_<ID>.syms file says about its image. */
+struct ada_hook_module_info {
+	uint32_t module_id;
+	const char *path;
+	uint64_t load_base;
+};
+
+/* Writes the symbols file text (docs/internals.md) to f.
+ * Returns 0 or -EIO. */
+int ada_hook_syms_write(FILE *f, const struct ada_hook_module_info *mi,
+			const struct ada_hook_symtab *st);
+/* XXH64 (seed 0) of the function-table lines exactly as written. */
+uint64_t ada_hook_syms_table_hash(const struct ada_hook_symtab *st);
+
+/* ---- agent options (ADA_HOOK_CONFIG) ---- */
+
+#define ADA_HOOK_MAX_GLOBS 32
+
+/* ADA_HOOK_CONFIG is a ';'-separated list of key=value:
+ *   exclude=GLOB[,GLOB...]          modules (path or basename) not to hook
+ *   include=GLOB[,GLOB...]          when given, only these modules
+ *   exclude-symbol=GLOB[,GLOB...]   functions not to hook
+ *   include-symbol=GLOB[,GLOB...]   when given, only these functions
+ *   follow=0|1                      follow forked/exec'd children (default 1)
+ *   defaults=0|1                    apply the default exclude list (default 1)
+ * Keys may repeat (their globs accumulate). Glob syntax is fnmatch(3). */
+struct ada_hook_config {
+	char *mod_exclude[ADA_HOOK_MAX_GLOBS];
+	char *mod_include[ADA_HOOK_MAX_GLOBS];
+	char *sym_exclude[ADA_HOOK_MAX_GLOBS];
+	char *sym_include[ADA_HOOK_MAX_GLOBS];
+	size_t n_mod_exclude, n_mod_include, n_sym_exclude, n_sym_include;
+	bool follow;
+	bool defaults;
+};
+/* Parses (buf, len) -- not NUL-terminated. -EINVAL on an unknown key or a
+ * bad value, -E2BIG on too many globs, -ENOMEM. cfg is valid (possibly
+ * partly filled) either way; free with ada_hook_config_fini(). */
+int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *cfg);
+void ada_hook_config_fini(struct ada_hook_config *cfg);
+/* Verdict for one module path: true when it is to be hooked. */
+bool ada_hook_config_module_wanted(const struct ada_hook_config *cfg, const char *path);
+/* Verdict for one function name: ADA_HOOK_OK or ADA_SKIP_EXCLUDED. The
+ * default exclude list (docs/hooks.md) applies when cfg->defaults. */
+enum ada_hook_skip ada_hook_config_symbol_verdict(const struct ada_hook_config *cfg,
+						  const char *name);
+
+#endif

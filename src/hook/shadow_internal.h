@@ -1,0 +1,225 @@
+/*
+ * The per-thread shadow stack: its layout and the pure logic that pushes,
+ * pops and repairs it (hook context). Private to src/hook.
+ *
+ * Who touches it: only the thread that owns it (its TLS), from the
+ * handlers, from the special-function actions (exceptions, exit), and
+ * from the atfork child handler in that same thread. No atomics needed.
+ *
+ * The logic is written as static inline functions over struct ada_shadow
+ * that report events through SHADOW_EMIT(fn_id, kind, depth), which the
+ * includer defines before including this file: handlers.c maps it to
+ * ada_emit(), the unit test to a recorder. That way the test runs exactly
+ * the code the agent runs, on synthetic stacks.
+ *
+ * Invariants:
+ *   - base[0 .. top) are live-or-not-yet-known-dead frames, oldest first;
+ *     on one stack, slots strictly decrease with the index, except that a
+ *     tail-call chain shares one slot (SHADOW_F_CHAIN on all but the
+ *     lowest entry of the chain) and all of them hold its orig.
+ *   - *slot == ret_tramp for every entry whose frame is alive, except
+ *     while restored (an unwinder is walking the stack): then the entries
+ *     present when the walk began hold their orig.
+ *   - entries below `inherited` were pushed by the parent before fork:
+ *     they are popped like others but emit nothing.
+ */
+#ifndef ADA_SHADOW_INTERNAL_H
+#define ADA_SHADOW_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "atf_format.h"
+
+#ifndef SHADOW_EMIT
+#error "define SHADOW_EMIT(fn_id, kind, depth) before including shadow_internal.h"
+#endif
+
+#define SHADOW_F_CHAIN 0x1u  /* shares its slot with the entry below (tail call) */
+#define SHADOW_F_RESCAN 0x2u /* dlopen/dlclose: rescan the images once it returns */
+
+/* Frames further apart than this are taken to be on different stacks (a
+ * sigaltstack handler, a coroutine): never declared dead by comparison. */
+#define SHADOW_SAME_STACK_SPAN (8ull << 20)
+#define SHADOW_GRAVE 64 /* recently popped entries kept for a late return */
+
+struct shadow_entry {
+	uint64_t orig;  /* the caller's return address */
+	uint64_t *slot; /* where it lives on the stack */
+	uint64_t fn_id;
+	uint32_t depth;
+	uint32_t flags;
+};
+
+struct ada_shadow {
+	struct shadow_entry *base;
+	uint32_t top, cap;
+	uint32_t guard;     /* nonzero: the agent is running on this thread */
+	uint32_t restored;  /* nonzero: return addresses are the originals */
+	uint32_t inherited; /* entries pushed by the parent before fork */
+	uint32_t grave_next;
+	uint64_t lost;       /* calls not traced: stack full or unusable */
+	uint64_t suppressed; /* calls seen while the guard was set */
+	struct shadow_entry grave[SHADOW_GRAVE];
+};
+
+/* Depth of the frame at index i: the first traced frame is depth 1. */
+static inline uint32_t shadow_depth(const struct ada_shadow *s, uint32_t i)
+{
+	return i + 1 - s->inherited;
+}
+
+static inline void shadow_bury(struct ada_shadow *s, const struct shadow_entry *e)
+{
+	s->grave[s->grave_next++ % SHADOW_GRAVE] = *e;
+}
+
+/* Pops the top entry as `kind` (RETURN or EXCEPTION). */
+static inline void shadow_pop_top(struct ada_shadow *s, uint32_t kind)
+{
+	struct shadow_entry *e = &s->base[--s->top];
+	if (s->top >= s->inherited)
+		SHADOW_EMIT(e->fn_id, kind, e->depth);
+	else
+		s->inherited = s->top;
+	shadow_bury(s, e);
+}
+
+/* Is the top entry's frame provably gone, seen from a new frame whose
+ * return slot is new_slot holding new_ret? Deeper frames have lower slots;
+ * a frame at or below the new one on the same stack was discarded by
+ * longjmp (or an unwinder) -- unless it is the same slot still holding the
+ * return trampoline: then the new function was tail-called from it. */
+static inline bool shadow_top_dead(const struct ada_shadow *s, const uint64_t *new_slot,
+				   uint64_t new_ret, uint64_t ret_tramp)
+{
+	const struct shadow_entry *t = &s->base[s->top - 1];
+	if (t->slot > new_slot)
+		return false;
+	if (t->slot == new_slot)
+		return new_ret != ret_tramp;
+	return (uint64_t)((uintptr_t)new_slot - (uintptr_t)t->slot) < SHADOW_SAME_STACK_SPAN;
+}
+
+static inline void shadow_pop_dead(struct ada_shadow *s, const uint64_t *new_slot,
+				   uint64_t new_ret, uint64_t ret_tramp)
+{
+	while (s->top > 0 && shadow_top_dead(s, new_slot, new_ret, ret_tramp))
+		shadow_pop_top(s, ATF_EVENT_EXCEPTION);
+}
+
+/* Pushes a frame; the caller has ensured top < cap and popped the dead.
+ * Returns false when the call cannot be traced (its slot already holds
+ * the trampoline but no live entry owns it). */
+static inline bool shadow_push(struct ada_shadow *s, uint64_t fn_id, uint64_t *slot,
+			       uint64_t ret_tramp, uint32_t flags)
+{
+	uint64_t ret = *slot;
+	if (ret == ret_tramp) {
+		if (s->top == 0 || s->base[s->top - 1].slot != slot)
+			return false;
+		ret = s->base[s->top - 1].orig;
+		flags |= SHADOW_F_CHAIN;
+	}
+	struct shadow_entry *e = &s->base[s->top];
+	e->orig = ret;
+	e->slot = slot;
+	e->fn_id = fn_id;
+	e->flags = flags;
+	e->depth = shadow_depth(s, s->top);
+	s->top++;
+	/* Even while restored: a frame pushed now (by the personality routine
+	 * or a cleanup pad) lies below every frame an unwinder walks, and
+	 * returns before the walk reaches it. */
+	*slot = ret_tramp;
+	SHADOW_EMIT(fn_id, ATF_EVENT_CALL, e->depth);
+	return true;
+}
+
+/* The function whose return slot was `slot` has returned into the
+ * trampoline. Pops frames above it (discarded: EXCEPTION), then it and
+ * the tail-call chain sharing its slot (RETURN), and gives the address to
+ * continue at. Falls back to recently popped entries (a frame wrongly
+ * taken for dead); 0 when nothing matches (the caller must not return).
+ * *flags gets the flags of the frames that returned, or-ed. */
+static inline uint64_t shadow_return(struct ada_shadow *s, const uint64_t *slot, uint32_t *flags)
+{
+	*flags = 0;
+	uint32_t i = s->top;
+	while (i > 0 && s->base[i - 1].slot != slot)
+		i--;
+	if (i == 0) {
+		for (uint32_t g = 0; g < SHADOW_GRAVE; g++) {
+			if (s->grave[g].slot == slot && s->grave[g].orig)
+				return s->grave[g].orig;
+		}
+		return 0;
+	}
+	while (s->top > i)
+		shadow_pop_top(s, ATF_EVENT_EXCEPTION);
+	uint64_t orig = s->base[s->top - 1].orig;
+	while (s->top > 0 && s->base[s->top - 1].slot == slot) {
+		*flags |= s->base[s->top - 1].flags;
+		shadow_pop_top(s, ATF_EVENT_RETURN);
+	}
+	return orig;
+}
+
+/* Pops every entry whose slot is at or below `slot` on the same stack:
+ * their frames were unwound (a catch handler or a cleanup pad now runs in
+ * the frame that owns `slot`'s caller). */
+static inline void shadow_pop_below(struct ada_shadow *s, const uint64_t *slot)
+{
+	while (s->top > 0) {
+		const struct shadow_entry *t = &s->base[s->top - 1];
+		if (t->slot > slot ||
+		    (uint64_t)((uintptr_t)slot - (uintptr_t)t->slot) >= SHADOW_SAME_STACK_SPAN)
+			break;
+		shadow_pop_top(s, ATF_EVENT_EXCEPTION);
+	}
+}
+
+/* Whether slot may be on the same stack as ref: only such slots are
+ * dereferenced by the functions below, because a stale entry can point
+ * into a stack that no longer exists (a posix_spawn child's). */
+static inline bool shadow_near(const uint64_t *ref, const uint64_t *slot)
+{
+	uintptr_t a = (uintptr_t)ref, b = (uintptr_t)slot;
+	return (a > b ? a - b : b - a) < SHADOW_SAME_STACK_SPAN;
+}
+
+/* Before an unwinder walks the stack (from ref upwards): every slot gets
+ * its original return address back, so the unwinder finds real callers. */
+static inline void shadow_restore_all(struct ada_shadow *s, const uint64_t *ref,
+				      uint64_t ret_tramp)
+{
+	for (uint32_t i = s->top; i > 0; i--) {
+		struct shadow_entry *e = &s->base[i - 1];
+		if (shadow_near(ref, e->slot) && *e->slot == ret_tramp)
+			*e->slot = e->orig;
+	}
+	s->restored = 1;
+}
+
+/* After a catch: the surviving frames get the trampoline back. */
+static inline void shadow_rearm_all(struct ada_shadow *s, const uint64_t *ref,
+				    uint64_t ret_tramp)
+{
+	for (uint32_t i = 0; i < s->top; i++) {
+		struct shadow_entry *e = &s->base[i];
+		if (shadow_near(ref, e->slot) && *e->slot == e->orig)
+			*e->slot = ret_tramp;
+	}
+	s->restored = 0;
+}
+
+/* Every frame is going away (exit, pthread_exit, forced unwinding). */
+static inline void shadow_pop_all(struct ada_shadow *s, const uint64_t *ref, uint64_t ret_tramp)
+{
+	shadow_restore_all(s, ref, ret_tramp);
+	while (s->top > 0)
+		shadow_pop_top(s, ATF_EVENT_EXCEPTION);
+	s->restored = 0;
+}
+
+#endif
