@@ -35,13 +35,14 @@ ALL_TRACERS = ['untraced', 'ada', 'ada-detail', 'uftrace-pg', 'uftrace-P-pfe',
 WORKLOADS = {
     'fib': ('fib', ['32'], ['28'], ALL_TRACERS[:-1]),
     'fib-small': ('fib', ['18'], ['18'], ALL_TRACERS),
+    'fib-threads': ('fibthreads', ['2', '31'], ['2', '27'], ALL_TRACERS[:-1]),
     'mixed': ('mixed', ['10000'], ['2000'], ALL_TRACERS[:-1]),
     'threads': ('threads', ['2', '10000'], ['2', '2000'], ALL_TRACERS[:-1]),
     'startup': ('startup', [], [], ALL_TRACERS),
     'latency': ('latency', ['30', '10000000'], ['5', '10000000'],
                 ['untraced', 'ada', 'ada-detail']),
 }
-DEFAULT_ORDER = ['fib', 'fib-small', 'mixed', 'threads', 'startup', 'latency']
+DEFAULT_ORDER = ['fib', 'fib-small', 'fib-threads', 'mixed', 'threads', 'startup', 'latency']
 NOT_APPLICABLE = {
     'lttng-ust': 'needs tracepoints compiled into the program (tracepoint() calls or '
                  '-finstrument-functions + liblttng-ust-cyg-profile): does not apply to '

@@ -44,6 +44,8 @@ function(ada_bench_workload name)
 endfunction()
 
 ada_bench_workload(fib SOURCES ${BW_DIR}/fib.c FLAGS -fno-optimize-sibling-calls IN_ALL)
+ada_bench_workload(fibthreads SOURCES ${BW_DIR}/fibthreads.c FLAGS -fno-optimize-sibling-calls
+                   LIBS Threads::Threads)
 ada_bench_workload(latency SOURCES ${BW_DIR}/latency.c)
 
 if(Python3_Interpreter_FOUND)

@@ -7,7 +7,9 @@
  * The runner (bench/bench.py) sums the CALL/RETURN events of bw_* functions
  * in a trace and compares them with the count printed here.
  *
- * Each workload ends with bw_report(): one line on stderr
+ * Helpers here are named wl_* (never bw_*): gcc may outline parts of them
+ * (wl_arg.part.0), and those must not count as workload calls.
+ * Each workload ends with wl_report(): one line on stderr
  *   bench: workload=NAME calls=N events=2N result=R
  * and the same line in the file named by $BW_COUNT_FILE when it is set.
  */
@@ -27,23 +29,23 @@
 
 /* A sink the compiler must assume is read: results go here so no work is
  * dead. */
-extern volatile uint64_t bw_sink;
+extern volatile uint64_t wl_sink;
 
-static inline uint64_t bw_rdtsc(void)
+static inline uint64_t wl_rdtsc(void)
 {
 	uint32_t lo, hi;
 	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
 	return ((uint64_t)hi << 32) | lo;
 }
 
-static inline uint64_t bw_now_ns(void)
+static inline uint64_t wl_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static inline void bw_report(const char *name, uint64_t calls, uint64_t result)
+static inline void wl_report(const char *name, uint64_t calls, uint64_t result)
 {
 	fprintf(stderr, "bench: workload=%s calls=%llu events=%llu result=%llu\n", name,
 		(unsigned long long)calls, (unsigned long long)(2 * calls),
@@ -61,7 +63,7 @@ static inline void bw_report(const char *name, uint64_t calls, uint64_t result)
 }
 
 /* Parses argv[i] as an unsigned number, or returns def when absent. */
-static inline uint64_t bw_arg(int argc, char **argv, int i, uint64_t def)
+static inline uint64_t wl_arg(int argc, char **argv, int i, uint64_t def)
 {
 	if (argc <= i)
 		return def;

@@ -9,7 +9,7 @@
  */
 #include "bw_common.h"
 
-volatile uint64_t bw_sink;
+volatile uint64_t wl_sink;
 
 BW_FN uint64_t bw_fib(uint32_t n)
 {
@@ -31,14 +31,14 @@ static uint64_t fib_calls(uint32_t n)
 
 int main(int argc, char **argv)
 {
-	uint32_t n = (uint32_t)bw_arg(argc, argv, 1, 32);
+	uint32_t n = (uint32_t)wl_arg(argc, argv, 1, 32);
 	if (n > 45) {
 		fprintf(stderr, "fib: N must be <= 45\n");
 		return 2;
 	}
 	uint64_t r = bw_fib(n);
-	bw_sink = r;
-	bw_report("fib", fib_calls(n), r);
+	wl_sink = r;
+	wl_report("fib", fib_calls(n), r);
 	printf("%llu\n", (unsigned long long)r);
 	return 0;
 }

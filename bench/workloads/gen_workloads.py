@@ -59,8 +59,8 @@ def startup_source():
            '/* 5000 functions that never run: main returns at once, so the whole',
            ' * run time of a traced execution is the tracer\'s start-up and finish. */',
            '#include "bw_common.h"', '',
-           'volatile uint64_t bw_sink;',
-           f'uint64_t bw_table[{STARTUP_FUNCS}];', '']
+           'volatile uint64_t wl_sink;',
+           f'uint64_t wl_table[{STARTUP_FUNCS}];', '']
     for i in range(STARTUP_FUNCS):
         kind = i % 4
         out.append(f'BW_FN uint64_t bw_s{i:04d}(uint64_t x)')
@@ -72,14 +72,14 @@ def startup_source():
         elif kind == 1 and i > 0:
             out.append(f'\treturn bw_s{i - 1:04d}(x + {i}u) ^ x;')
         elif kind == 2:
-            out.append(f'\tbw_table[{i}] += x;')
-            out.append(f'\treturn bw_table[{(i * 7) % STARTUP_FUNCS}] + x;')
+            out.append(f'\twl_table[{i}] += x;')
+            out.append(f'\treturn wl_table[{(i * 7) % STARTUP_FUNCS}] + x;')
         else:
             out.append('\tswitch (x & 3) {')
             out.append(f'\tcase 0: return x + {rnd.randrange(1, 1000)}u;')
             out.append(f'\tcase 1: return x * {rnd.randrange(3, 1000)}u;')
             out.append(f'\tcase 2: return x ^ {rnd.randrange(1, 1000)}u;')
-            out.append('\tdefault: return bw_sink;')
+            out.append('\tdefault: return wl_sink;')
             out.append('\t}')
         out.append('}')
         out.append('')
@@ -88,8 +88,8 @@ def startup_source():
     out.append('\t(void)argv;')
     out.append('\t/* argc > 99 never happens; the branch keeps bw_s4999 referenced. */')
     out.append(f'\tif (argc > 99)')
-    out.append(f'\t\tbw_sink = bw_s{STARTUP_FUNCS - 1:04d}((uint64_t)argc);')
-    out.append('\tbw_report("startup", 0, 0);')
+    out.append(f'\t\twl_sink = bw_s{STARTUP_FUNCS - 1:04d}((uint64_t)argc);')
+    out.append('\twl_report("startup", 0, 0);')
     out.append('\treturn 0;')
     out.append('}')
     return '\n'.join(out) + '\n'

@@ -6,15 +6,15 @@
 #include "bw_common.h"
 #include "bw_mixed.h"
 
-volatile uint64_t bw_sink;
+volatile uint64_t wl_sink;
 
 int main(int argc, char **argv)
 {
-	uint64_t rounds = bw_arg(argc, argv, 1, 10000);
+	uint64_t rounds = wl_arg(argc, argv, 1, 10000);
 	uint64_t x = 1;
 	for (uint64_t r = 0; r < rounds; r++)
 		x = bw_mix_round(x + r);
-	bw_sink = x;
-	bw_report("mixed", rounds * bw_mix_calls_per_round, x);
+	wl_sink = x;
+	wl_report("mixed", rounds * bw_mix_calls_per_round, x);
 	return 0;
 }

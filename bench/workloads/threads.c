@@ -9,7 +9,7 @@
 #include "bw_common.h"
 #include "bw_mixed.h"
 
-volatile uint64_t bw_sink;
+volatile uint64_t wl_sink;
 
 struct bw_thread_arg {
 	pthread_t th;
@@ -30,8 +30,8 @@ BW_FN void *bw_thread_main(void *p)
 
 int main(int argc, char **argv)
 {
-	uint64_t n = bw_arg(argc, argv, 1, 2);
-	uint64_t rounds = bw_arg(argc, argv, 2, 10000);
+	uint64_t n = wl_arg(argc, argv, 1, 2);
+	uint64_t rounds = wl_arg(argc, argv, 2, 10000);
 	if (n == 0 || n > 256) {
 		fprintf(stderr, "threads: THREADS must be 1..256\n");
 		return 2;
@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 		x += args[i].result * (i + 1);
 	}
 	free(args);
-	bw_sink = x;
-	bw_report("threads", n * (1 + rounds * bw_mix_calls_per_round), x);
+	wl_sink = x;
+	wl_report("threads", n * (1 + rounds * bw_mix_calls_per_round), x);
 	return 0;
 }
