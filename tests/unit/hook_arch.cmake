@@ -28,7 +28,7 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
       $<TARGET_OBJECTS:test_hook_ctargets_${opt}> $<TARGET_OBJECTS:test_hook_handlers>)
     target_compile_definitions(test_hook_clobber_${opt} PRIVATE HT_SUFFIX=${opt})
     target_include_directories(test_hook_clobber_${opt} PRIVATE ${CMOCKA_INCLUDE_DIR} ${_ha})
-    target_link_libraries(test_hook_clobber_${opt} PRIVATE ada_hook_arch ${CMOCKA_LIBRARY} ${CMAKE_DL_LIBS})
+    target_link_libraries(test_hook_clobber_${opt} PRIVATE ada_hook_arch ${CMOCKA_LIBRARY} ${CMAKE_DL_LIBS} Threads::Threads)
     set_target_properties(test_hook_clobber_${opt} PROPERTIES ENABLE_EXPORTS ON)
     add_test(NAME hook_clobber_${opt} COMMAND test_hook_clobber_${opt})
   endforeach()

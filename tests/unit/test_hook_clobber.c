@@ -8,6 +8,8 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <link.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -43,7 +45,7 @@ struct target {
 	uint64_t size; /* 0: from the dynamic symbol table */
 	int must_hook;
 	enum ada_hook_skip got;
-	struct hook_patch original;
+	struct hook_patch original, hooked;
 };
 
 static struct target targets[ID_COUNT];
@@ -61,7 +63,7 @@ static uint64_t sym_size(void *fn)
 
 static void target_set(int id, void *fn, uint64_t size, int must_hook)
 {
-	targets[id] = (struct target){fn, size ? size : sym_size(fn), must_hook, 0, {0}};
+	targets[id] = (struct target){fn, size ? size : sym_size(fn), must_hook, 0, {0}, {0}};
 }
 
 static void targets_list(void)
@@ -114,6 +116,7 @@ static int hook_all(void **state)
 						      (uint64_t)th_on_enter) > 0);
 		patches[n] = (struct hook_patch){(uint64_t)t->fn, plan.patch_len, {0}};
 		hook_arch_patch_bytes(&plan, (uint64_t)tr, patches[n].bytes);
+		t->hooked = patches[n];
 		t->original = (struct hook_patch){(uint64_t)t->fn, plan.patch_len, {0}};
 		memcpy(t->original.bytes, plan.original, plan.patch_len);
 		n++;
@@ -273,13 +276,58 @@ static void test_unhook(void **state)
 	counts_expect(ID_ADD3, 0);
 }
 
+static atomic_int stop_caller;
+
+static void *caller(void *arg)
+{
+	uint64_t *calls = arg;
+
+	while (!atomic_load_explicit(&stop_caller, memory_order_relaxed)) {
+		if (t_rip_first(1) != 1001)
+			return NULL; /* a torn patch would also crash instead */
+		(*calls)++;
+	}
+	return arg;
+}
+
+/* Patching and unpatching a function (one aligned 8-byte store each time)
+ * while another thread keeps calling it: every call either takes the hook
+ * or not, never a torn instruction; calls and returns stay balanced. */
+static void test_patch_while_running(void **state)
+{
+	struct target *t = &targets[ID_RIP];
+	uint64_t calls = 0;
+	pthread_t th;
+
+	(void)state;
+	assert_int_equal((uint64_t)t->fn % 8, 0); /* the atomic case */
+	counts_reset();
+	atomic_store(&stop_caller, 0);
+	assert_int_equal(pthread_create(&th, NULL, caller, &calls), 0);
+	for (int i = 0; i < 300; i++) {
+		struct hook_patch on = t->hooked, off = t->original;
+		assert_int_equal(hook_patch_apply(&on, 1), 0);
+		assert_int_equal(hook_patch_apply(&off, 1), 0);
+	}
+	atomic_store(&stop_caller, 1);
+	void *ret;
+	assert_int_equal(pthread_join(th, &ret), 0);
+	assert_ptr_equal(ret, &calls);
+	print_message("%llu calls while patching, %llu through the hook\n",
+		      (unsigned long long)calls, (unsigned long long)th_enter[ID_RIP]);
+	assert_int_equal(th_enter[ID_RIP], th_exit[ID_RIP]);
+	assert_true(th_enter[ID_RIP] <= calls);
+	assert_int_equal(th_depth, 0);
+	assert_int_equal(th_bad_sp, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_asm_prologues), cmocka_unit_test(test_registers),
 		cmocka_unit_test(test_c_integers),    cmocka_unit_test(test_c_floats),
 		cmocka_unit_test(test_c_recursion),   cmocka_unit_test(test_c_switch),
-		cmocka_unit_test(test_unhook),
+		cmocka_unit_test(test_unhook),        cmocka_unit_test(test_patch_while_running),
 	};
 	return cmocka_run_group_tests(tests, hook_all, unhook_all);
 }
