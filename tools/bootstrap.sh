@@ -8,6 +8,7 @@ packages=(
   liburing-dev libroaring-dev libcapstone-dev libelf-dev libxxhash-dev zlib1g-dev
   libjansson-dev libcmocka-dev
   g++ valgrind
+  python3
 )
 if [ "${1:-}" = "--bench" ]; then
   packages+=(uftrace ltrace hyperfine)

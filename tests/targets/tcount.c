@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 __thread unsigned long tc_tls[TC_NCOL][TC_MAX_FUNCS]
@@ -20,6 +21,7 @@ static __thread const char *tc_label;
 
 struct tc_record {
 	const char *label;
+	long tid;
 	unsigned long counts[TC_NCOL][TC_MAX_FUNCS];
 };
 
@@ -45,6 +47,7 @@ static void tc_thread_end(void *label)
 	if (tc_nrecords < TC_MAX_THREADS) {
 		struct tc_record *r = &tc_records[tc_nrecords++];
 		r->label = label;
+		r->tid = (long)syscall(SYS_gettid);
 		memcpy(r->counts, tc_tls, sizeof(r->counts));
 	}
 	pthread_mutex_unlock(&tc_lock);
@@ -93,7 +96,8 @@ static void tc_write_table(FILE *f)
 	char prefix[96];
 
 	memset(total, 0, sizeof(total));
-	fprintf(f, "# ada-test-counts 1 program=%s pid=%ld\n", tc_program, (long)getpid());
+	fprintf(f, "# ada-test-counts 1 program=%s pid=%ld ppid=%ld\n", tc_program,
+		(long)getpid(), (long)getppid());
 	for (int t = 0; t < tc_nrecords; t++)
 		for (int k = 0; k < TC_NCOL; k++)
 			for (int fn = 0; fn < tc_nfuncs; fn++)
@@ -101,7 +105,8 @@ static void tc_write_table(FILE *f)
 	for (int fn = 0; fn < tc_nfuncs; fn++)
 		tc_write_row(f, "total", fn, total);
 	for (int t = 0; t < tc_nrecords; t++) {
-		snprintf(prefix, sizeof(prefix), "thread %s", tc_records[t].label);
+		snprintf(prefix, sizeof(prefix), "thread %s:%ld", tc_records[t].label,
+			 tc_records[t].tid);
 		for (int fn = 0; fn < tc_nfuncs; fn++)
 			tc_write_row(f, prefix, fn, tc_records[t].counts);
 	}

@@ -19,9 +19,9 @@
  * (return or pthread_exit). The main thread's record is labelled "main".
  *
  * Output (the table), written at exit, or by tc_report() before a crash:
- *   # ada-test-counts 1 program=<name> pid=<pid>
+ *   # ada-test-counts 1 program=<name> pid=<pid> ppid=<parent pid>
  *   total <function> <calls> <unwound> <lost> <either>
- *   thread <label> <function> <calls> <unwound> <lost> <either>
+ *   thread <label>:<tid> <function> <calls> <unwound> <lost> <either>
  * to the file named by $ADA_TEST_COUNTS (`%p` becomes the pid and `%n` the
  * program name, so forked and exec'd processes write files of their own), or
  * to stdout when the program got the argument --counts. Without either,

@@ -1,0 +1,76 @@
+# End-to-end tests of `ada record` (issue 4): record the programs of
+# tests/targets/ and hold each trace against the calls the program counted
+# itself; trace real Debian programs; feed `ada record` bad input. The
+# harness is tests/integration/ada_itest.py; it exits 77 (skip) only while
+# the ada binary says a command is not implemented.
+include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
+
+if(NOT Python3_EXECUTABLE)
+  find_package(Python3 COMPONENTS Interpreter)
+endif()
+if(NOT Python3_EXECUTABLE)
+  message(STATUS "ada tests: no python3, so no end-to-end hook tests (install python3)")
+  return()
+endif()
+if(ADA_SANITIZE MATCHES "^(address|thread)$")
+  # A sanitized libada_agent.so cannot be preloaded into an unsanitized program.
+  message(STATUS "ada tests: end-to-end hook tests are not registered with ADA_SANITIZE=${ADA_SANITIZE}")
+  return()
+endif()
+
+set(ADA_ITEST ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ada_itest.py
+    --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work)
+set(T ${ADA_TGT_DIR})
+
+# ada_itest(<test name> <harness arguments>...)
+function(ada_itest name)
+  add_test(NAME e2e.${name} COMMAND ${ADA_ITEST} --name ${name} ${ARGN})
+  set_tests_properties(e2e.${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
+                       LABELS "e2e")
+endfunction()
+
+set(ADA_ITEST_LEVELS O0 O2 O3)
+if(ADA_CLANG AND ADA_CLANGXX)
+  list(APPEND ADA_ITEST_LEVELS clangO2)
+endif()
+foreach(opt ${ADA_ITEST_LEVELS})
+  ada_itest(threads.${opt} target -- ${T}/t_threads_${opt})
+  ada_itest(recursion.${opt} target -- ${T}/t_recursion_${opt})
+  ada_itest(funcptr.${opt} target -- ${T}/t_funcptr_${opt})
+  ada_itest(setjmp.${opt} target -- ${T}/t_setjmp_${opt})
+  ada_itest(signal.${opt} target -- ${T}/t_signal_${opt} sync)
+  foreach(mode throw rethrow dtor local)
+    ada_itest(cxx_${mode}.${opt} target -- ${T}/t_cxx_${opt} ${mode})
+  endforeach()
+endforeach()
+foreach(opt O2 O3)
+  ada_itest(tailcall.${opt} target -- ${T}/t_tailcall_${opt})
+endforeach()
+if(ADA_CLANG)
+  ada_itest(tailcall.clangO2 target -- ${T}/t_tailcall_clangO2)
+endif()
+ada_itest(threads.O2cet target -- ${T}/t_threads_O2cet)
+ada_itest(signal_async.O2 target --nondeterministic -- ${T}/t_signal_O2 async)
+ada_itest(signal_async.O0 target --nondeterministic -- ${T}/t_signal_O0 async)
+ada_itest(pthread_exit.O0 target -- ${T}/t_pthread_exit_O0)
+ada_itest(pthread_exit.O2 target -- ${T}/t_pthread_exit_O2)
+ada_itest(dlopen.O2 target --own-module libt_dlib.so -- ${T}/t_dlopen_O2 ${T}/libt_dlib.so)
+ada_itest(fork_exec.O2 target --expect-pids 2 --own-module t_exec_child_O2
+          -- ${T}/t_fork_O2 exec ${T}/t_exec_child_O2)
+ada_itest(fork_exec_nofollow.O2 target --expect-pids 1 --record-opt=--no-follow
+          -- ${T}/t_fork_O2 exec ${T}/t_exec_child_O2)
+ada_itest(fork.O2 target --expect-pids 2 -- ${T}/t_fork_O2 fork)
+ada_itest(crash_segv.O2 target --expect-status 139 --expect-signal 11 -- ${T}/t_crash_O2)
+ada_itest(crash_abort.O2 target --expect-status 134 --expect-signal 6 -- ${T}/t_crash_O2 abort)
+
+foreach(prog ls ls_missing gzip sort python3)
+  ada_itest(debian_${prog} debian ${prog})
+endforeach()
+
+foreach(kind nonexistent directory nonelf)
+  ada_itest(bad_${kind} bad ${kind})
+endforeach()
+ada_itest(bad_setuid bad setuid --setuid-src ${T}/t_exec_child_O2)
+if(TARGET adat_static_O2)
+  ada_itest(bad_static bad static --static $<TARGET_FILE:adat_static_O2>)
+endif()
