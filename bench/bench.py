@@ -29,18 +29,21 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# name -> (program, full-size args, --quick args, tracers that apply)
+# name -> (program, full-size args, --quick args, tracers that apply, base args).
+# Base args: the same program doing (almost) no work; traced minus untraced
+# on it is the tracer's fixed cost (start-up + finish), and the difference
+# between the full and the base run gives the marginal ns per event.
 ALL_TRACERS = ['untraced', 'ada', 'ada-detail', 'uftrace-pg', 'uftrace-P-pfe',
                'uftrace-P-plain', 'ltrace']
 WORKLOADS = {
-    'fib': ('fib', ['32'], ['28'], ALL_TRACERS[:-1]),
-    'fib-small': ('fib', ['18'], ['18'], ALL_TRACERS),
-    'fib-threads': ('fibthreads', ['2', '31'], ['2', '27'], ALL_TRACERS[:-1]),
-    'mixed': ('mixed', ['10000'], ['2000'], ALL_TRACERS[:-1]),
-    'threads': ('threads', ['2', '10000'], ['2', '2000'], ALL_TRACERS[:-1]),
-    'startup': ('startup', [], [], ALL_TRACERS),
+    'fib': ('fib', ['32'], ['28'], ALL_TRACERS[:-1], ['1']),
+    'fib-small': ('fib', ['18'], ['18'], ALL_TRACERS, ['1']),
+    'fib-threads': ('fibthreads', ['2', '31'], ['2', '27'], ALL_TRACERS[:-1], ['2', '1']),
+    'mixed': ('mixed', ['10000'], ['2000'], ALL_TRACERS[:-1], ['0']),
+    'threads': ('threads', ['2', '10000'], ['2', '2000'], ALL_TRACERS[:-1], ['2', '0']),
+    'startup': ('startup', [], [], ALL_TRACERS, None),
     'latency': ('latency', ['30', '10000000'], ['5', '10000000'],
-                ['untraced', 'ada', 'ada-detail']),
+                ['untraced', 'ada', 'ada-detail'], None),
 }
 DEFAULT_ORDER = ['fib', 'fib-small', 'fib-threads', 'mixed', 'threads', 'startup', 'latency']
 NOT_APPLICABLE = {
@@ -206,29 +209,25 @@ class Runner:
         return n
 
     def ada_manifest(self, piddir):
-        """Hook counts, hook time and drain latency from agent.json / manifest.json."""
+        """Hook counts and time (agent.json), drops and drain latency (manifest.json);
+        key names as docs/internals.md and the agent write them."""
         r = {}
-        for fname in ('agent.json', 'manifest.json'):
-            try:
-                with open(os.path.join(piddir, fname)) as f:
-                    doc = json.load(f)
-            except (OSError, ValueError):
-                continue
-            flat = {}
-            flatten(doc, '', flat)
-            for k, v in flat.items():
-                lk = k.lower()
-                if not isinstance(v, (int, float)) or isinstance(v, bool):
-                    continue
-                if re.search(r'(^|\.)(hooks?_)?(installed|hooked)$', lk):
-                    r.setdefault('hooks', v)
-                elif re.search(r'(hook|install|patch)\w*_(ns|us|ms)$', lk):
-                    unit = lk.rsplit('_', 1)[1]
-                    r.setdefault('hook_ms', v / {'ns': 1e6, 'us': 1e3, 'ms': 1}[unit])
-                elif re.search(r'latency\w*p50\w*_(ns|us|ms)$|p50\w*latency', lk):
-                    r.setdefault('latency_p50_ms', to_ms(lk, v))
-                elif re.search(r'latency\w*p99\w*_(ns|us|ms)$|p99\w*latency', lk):
-                    r.setdefault('latency_p99_ms', to_ms(lk, v))
+        agent = load_json(os.path.join(piddir, 'agent.json'))
+        if agent:
+            r['hooks'] = agent.get('installed')
+            r['hooks_skipped'] = sum((agent.get('skipped') or {}).values())
+            total_us = (agent.get('hook_time_us') or {}).get('total')
+            if total_us is not None:
+                r['hook_ms'] = total_us / 1e3
+            r['hook_time_us'] = agent.get('hook_time_us')
+        man = load_json(os.path.join(piddir, 'manifest.json'))
+        if man:
+            m = man.get('metrics') or {}
+            if m.get('batch_latency_ns_p50') is not None:
+                r['latency_p50_ms'] = m['batch_latency_ns_p50'] / 1e6
+                r['latency_p99_ms'] = m.get('batch_latency_ns_p99', 0) / 1e6
+            r['ada_lost_events'] = man.get('lost_events')
+            r['ada_drops'] = man.get('drops')
         return r
 
     def inspect_uftrace(self, outdir):
@@ -258,7 +257,7 @@ class Runner:
 
     # ---------- one workload ----------
     def bench_workload(self, wname):
-        prog, full, quick, applies = WORKLOADS[wname]
+        prog, full, quick, applies, base = WORKLOADS[wname]
         args = quick if self.a.quick else full
         tracers = [t for t in self.a.tracers if t in applies]
         if 'untraced' not in tracers:
@@ -267,6 +266,7 @@ class Runner:
         rows = {}
         for t in tracers:
             rows[t] = self.check_run(wname, prog, args, t)
+            rows[t]['base_times'] = []
         live = [t for t in tracers if rows[t].get('error') is None]
         for rep in range(reps):
             order = live[rep % len(live):] + live[:rep % len(live)]
@@ -274,17 +274,25 @@ class Runner:
                 if wname == 'latency':
                     rows[t]['times'].append(rows[t]['check_time'])
                     continue
-                outdir = os.path.join(self.out, t)
-                cmd = self.command(t, prog, args, outdir)
-                dt, _, err = self.run_once(cmd, outdir, self.timeout(t))
-                shutil.rmtree(outdir, ignore_errors=True)
-                if err:
-                    rows[t]['error'] = err
-                    live = [x for x in live if x != t]
-                else:
-                    rows[t]['times'].append(dt)
+                self.timed_run(rows[t], prog, args, 'times')
+                if base is not None and rows[t].get('error') is None:
+                    self.timed_run(rows[t], prog, base, 'base_times')
+            live = [t for t in live if rows[t].get('error') is None]
             log(f'  {wname}: rep {rep + 1}/{reps} done')
         return [self.finish_row(wname, args, rows[t], rows['untraced']) for t in tracers]
+
+    def timed_run(self, row, prog, args, key):
+        t = row['tracer']
+        outdir = os.path.join(self.out, t)
+        cmd = self.command(t, prog, args, outdir)
+        dt, err_text, err = self.run_once(cmd, outdir, self.timeout(t))
+        shutil.rmtree(outdir, ignore_errors=True)
+        if err:
+            row['error'] = err
+        else:
+            row[key].append(dt)
+            if key == 'base_times':
+                row['base_events'] = self.workload_calls(err_text)
 
     def timeout(self, tracer):
         return self.a.ltrace_timeout if tracer == 'ltrace' else self.a.timeout
@@ -312,8 +320,9 @@ class Runner:
 
     def finish_row(self, wname, args, row, base):
         out = {'workload': wname, 'args': args, 'tracer': row['tracer']}
-        for k in ('events_expected', 'bw_events', 'all_events', 'exceptions', 'bytes', 'hooks',
-                  'hook_ms', 'latency_p50_ms', 'latency_p99_ms', 'error', 'times',
+        for k in ('base_times', 'base_events', 'events_expected', 'bw_events', 'all_events', 'exceptions', 'bytes', 'hooks',
+                  'hooks_skipped', 'hook_ms', 'hook_time_us', 'latency_p50_ms',
+                  'latency_p99_ms', 'ada_lost_events', 'ada_drops', 'error', 'times',
                   'stderr_tail'):
             if k in row:
                 out[k] = row[k]
@@ -328,6 +337,14 @@ class Runner:
             out['added_ms'] = (med - bmed) * 1e3
             if exp:
                 out['ns_per_event'] = (med - bmed) * 1e9 / exp
+        if row['base_times'] and base.get('base_times') and row['tracer'] != 'untraced':
+            bb = statistics.median(base['base_times'])
+            tb = statistics.median(row['base_times'])
+            out['base_median_s'] = tb
+            out['fixed_ms'] = (tb - bb) * 1e3
+            dev = (exp or 0) - (row.get('base_events') or 0)
+            if bmed and dev > 0:
+                out['marginal_ns_per_event'] = ((med - tb) - (bmed - bb)) * 1e9 / dev
         if 'bw_events' in row:
             out['events_lost'] = (exp or 0) - row['bw_events']
             out['mev_per_s'] = row['bw_events'] / med / 1e6
@@ -338,22 +355,12 @@ class Runner:
         return out
 
 
-def flatten(doc, prefix, out):
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            flatten(v, f'{prefix}.{k}' if prefix else k, out)
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc):
-            flatten(v, f'{prefix}.{i}', out)
-    else:
-        out[prefix] = doc
-
-
-def to_ms(key, v):
-    for unit, div in (('_ns', 1e6), ('_us', 1e3), ('_ms', 1)):
-        if key.endswith(unit):
-            return v / div
-    return v / 1e6  # ring.h publishes batch latency in ns
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
 
 
 def machine():
@@ -384,24 +391,29 @@ def fmt(v, spec, none='-'):
 
 def table(rows):
     head = ['workload', 'tracer', 'time (median)', 'slowdown', 'ns added/event',
-            'M events/s rec.', 'events lost', 'B/event on disk', 'hooks', 'hook/added ms']
+            'fixed cost ms', 'marginal ns/event', 'M events/s rec.', 'events lost',
+            'B/event on disk', 'hooks', 'hook time ms', 'drain latency p50/p99 ms']
     lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
     for r in rows:
         if r.get('error') and not r.get('median_s'):
             cells = [r['workload'], r['tracer'], r['error']] + [''] * (len(head) - 3)
         else:
-            hook = r.get('hook_ms', r.get('added_ms') if r['workload'] == 'startup' else None)
+            fixed = r.get('fixed_ms', r.get('added_ms') if r['workload'] == 'startup' else None)
             lost = r.get('events_lost')
+            lat = None
+            if r.get('latency_p50_ms') is not None:
+                lat = f"{r['latency_p50_ms']:.1f} / {r.get('latency_p99_ms', 0):.1f}"
             cells = [r['workload'], r['tracer'], fmt(r.get('median_s'), '.4f') + ' s',
                      fmt(r.get('slowdown'), '.2f') + ('x' if r.get('slowdown') else ''),
-                     fmt(r.get('ns_per_event'), '.1f'), fmt(r.get('mev_per_s'), '.3g'),
+                     fmt(r.get('ns_per_event'), '.1f'), fmt(fixed, '.1f'),
+                     fmt(r.get('marginal_ns_per_event'), '.1f'),
+                     fmt(r.get('mev_per_s'), '.3g'),
                      fmt(lost, 'd') + (f' of {r["events_expected"]}'
                                        if lost and r.get('events_expected') else ''),
                      fmt(r.get('bytes_per_event'), '.1f'), fmt(r.get('hooks'), 'd'),
-                     fmt(hook, '.1f')]
-            if r.get('latency_p50_ms') is not None:
-                cells[-1] += f' (drain latency p50 {r["latency_p50_ms"]:.1f} ms, ' \
-                             f'p99 {r.get("latency_p99_ms", 0):.1f} ms)'
+                     fmt(r.get('hook_ms'), '.1f'), fmt(lat, 's')]
+            if r.get('error'):
+                cells[-1] += ' ERROR: ' + r['error']
         lines.append('| ' + ' | '.join(cells) + ' |')
     for name, why in NOT_APPLICABLE.items():
         lines.append(f'| all | {name} | n/a: {why} |' + ' |' * (len(head) - 3))
