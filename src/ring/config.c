@@ -32,7 +32,7 @@ void ada_arena_config_default(struct ada_arena_config *cfg)
 
 int ada_arena_config_valid(const struct ada_arena_config *cfg)
 {
-	if (!cfg || cfg->max_threads == 0 || cfg->max_threads > ADA_ARENA_MAX_THREADS_LIMIT)
+	if (!cfg || cfg->reserved != 0 || cfg->max_threads == 0 || cfg->max_threads > ADA_ARENA_MAX_THREADS_LIMIT)
 		return -EINVAL;
 	if (cfg->overflow > ADA_OVERFLOW_DROP || cfg->timestamp_source > ADA_TS_CLOCK)
 		return -EINVAL;

@@ -13,15 +13,18 @@
  * rest and the record starts at the beginning. A record is at most D/4.
  *
  * Protocol (a seqlock on `oldest`):
- *   producer: advance oldest past every record the new one will cover,
- *             store oldest; release fence; write the new words (relaxed
- *             atomics); store-release head.
- *   drain:    load-acquire head; load oldest; copy words (relaxed atomics);
- *             acquire fence; reload oldest. If the copy read any word the
- *             producer wrote after its fence, the fences synchronise and the
- *             reload sees an oldest past that word's old record; so every
- *             record starting at or after the reloaded oldest was copied
- *             intact, and every earlier one is discarded, not returned torn.
+ *   producer: advance oldest past every record the new one will cover and
+ *             store it; then write the new words with release stores;
+ *             then store-release head.
+ *   drain:    load-acquire head; load oldest; copy the words with acquire
+ *             loads; reload oldest. If the copy read a word the producer
+ *             wrote over an old one, that acquire synchronises with its
+ *             release store, so the reload sees an oldest already past the
+ *             old record; hence every record starting at or after the
+ *             reloaded oldest was copied intact, and every earlier one is
+ *             discarded, never returned torn. (On x86_64 release stores and
+ *             acquire loads are plain moves; fences would do on arm64 but
+ *             gcc's ThreadSanitizer does not model atomic_thread_fence.)
  * Invariants: oldest and head are record boundaries; head - oldest <= D;
  * oldest only grows (until ada_arena_slot_free() resets both to 0 with no
  * producer present).
@@ -78,11 +81,14 @@ static void detail_write_words(_Atomic uint64_t *words, uint64_t d, uint64_t pos
 {
 	const uint8_t *src = rec;
 	uint64_t i = (pos & (d - 1)) / 8;
-	atomic_store_explicit(&words[i++], len, memory_order_relaxed);
+	/* Release: a drain that reads this word also sees the store of
+	 * oldest made before it; pairs with the acquire loads in
+	 * detail_copy(). Same for every word below. */
+	atomic_store_explicit(&words[i++], len, memory_order_release);
 	for (uint32_t off = 0; off < len; off += 8, i++) {
 		uint64_t w = 0;
 		memcpy(&w, src + off, len - off < 8 ? len - off : 8);
-		atomic_store_explicit(&words[i], w, memory_order_relaxed);
+		atomic_store_explicit(&words[i], w, memory_order_release);
 	}
 }
 
@@ -99,15 +105,12 @@ bool ring_detail_append(struct ada_arena *a, uint32_t slot, const void *rec, uin
 	uint64_t pad = (pos & (d - 1)) + need > d ? d - (pos & (d - 1)) : 0;
 	uint64_t start = pos + pad, end = start + need, lost;
 	uint64_t fresh = detail_make_room(words, d, old, start, end, &lost);
-	if (fresh != old) {
+	/* Ordered before the overwriting stores below by their release. */
+	if (fresh != old)
 		atomic_store_explicit(&h->oldest, fresh, memory_order_relaxed);
-		/* Orders the store of oldest before the overwriting stores
-		 * below; pairs with the acquire fence in detail_copy(). */
-		atomic_thread_fence(memory_order_release);
-	}
-	if (pad)
+	if (pad) /* release: as in detail_write_words() */
 		atomic_store_explicit(&words[(pos & (d - 1)) / 8], RING_DETAIL_PAD | pad,
-				      memory_order_relaxed);
+				      memory_order_release);
 	detail_write_words(words, d, start, rec, len);
 	/* Publishes the record; pairs with the acquire load of head in
 	 * ada_detail_ring_snapshot(). */
@@ -124,12 +127,13 @@ static uint64_t detail_copy(struct ada_arena *a, uint32_t slot, uint64_t begin, 
 {
 	uint64_t d = a->cfg.detail_bytes;
 	_Atomic uint64_t *words = ring_detail_words(a, slot);
+	/* Acquire: pairs with the release stores of the words in
+	 * ring_detail_append(); a word written over an old one makes the
+	 * reload of oldest below see the advance that preceded it. */
 	for (uint64_t p = begin; p < end; p += 8)
 		out[(p - begin) / 8] = atomic_load_explicit(&words[(p & (d - 1)) / 8],
-							    memory_order_relaxed);
-	/* Orders the copy above before the reload of oldest; pairs with the
-	 * release fence in ring_detail_append(). */
-	atomic_thread_fence(memory_order_acquire);
+							    memory_order_acquire);
+	/* After the acquire loads in program order: cannot be hoisted above. */
 	return atomic_load_explicit(&ring_detail_hdr(a, slot)->oldest, memory_order_relaxed);
 }
 

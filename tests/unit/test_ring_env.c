@@ -1,0 +1,201 @@
+/*
+ * Tests of ada_producer_init_from_env(): arena creation from ADA_ARENA_DIR /
+ * ADA_RING_CONFIG (<pid>.tmp renamed to <pid>.ring), the exec re-open (the
+ * old image's slots become EXITED and exec-orphaned), and a forked child
+ * leaving its parent's arena alone and making its own.
+ *
+ * The exec test re-executes this binary (/proc/self/exe --after-exec) in a
+ * forked child; that second image checks itself and reports by exit code.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ring.h"
+
+#define CONFIG "max_threads=4,index_events=64,overflow=drop"
+
+static char test_dir[64];
+
+static int fx_setup(void **state)
+{
+	(void)state;
+	snprintf(test_dir, sizeof(test_dir), "/dev/shm/ada-ring-env-XXXXXX");
+	if (!mkdtemp(test_dir))
+		return -1;
+	setenv("ADA_ARENA_DIR", test_dir, 1);
+	setenv("ADA_RING_CONFIG", CONFIG, 1);
+	return 0;
+}
+
+static int fx_teardown(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", test_dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void ring_path(char *out, size_t cap, int pid, const char *ext)
+{
+	snprintf(out, cap, "%s/%d.%s", test_dir, pid, ext);
+}
+
+/* Finds the non-free slot whose thread_seq is seq; fails when absent. */
+static void slot_by_seq(struct ada_arena *a, uint32_t seq, struct ada_slot_info *out)
+{
+	for (uint32_t s = 0; s < ada_arena_max_threads(a); s++) {
+		ada_arena_slot_info(a, s, out);
+		if (out->state != ADA_SLOT_FREE && out->thread_seq == seq)
+			return;
+	}
+	fail_msg("no slot with thread_seq %u", seq);
+}
+
+static void test_env_errors(void **state)
+{
+	(void)state;
+	unsetenv("ADA_ARENA_DIR");
+	assert_int_equal(ada_producer_init_from_env(), -ENOENT);
+	setenv("ADA_ARENA_DIR", test_dir, 1);
+	setenv("ADA_RING_CONFIG", "index_events=1000", 1);
+	assert_int_equal(ada_producer_init_from_env(), -EINVAL);
+	setenv("ADA_ARENA_DIR", "/nonexistent/ada", 1);
+	setenv("ADA_RING_CONFIG", CONFIG, 1);
+	assert_int_equal(ada_producer_init_from_env(), -ENOENT);
+	assert_null(ada_producer_arena());
+}
+
+/* Runs in the re-executed image: the arena must be the one the first
+ * image made, with its slot orphaned; then this image produces too. */
+static int after_exec(void)
+{
+	if (ada_producer_init_from_env() != 0)
+		return 10;
+	struct ada_arena *a = ada_producer_arena();
+	if (!(ada_arena_flags(a) & ADA_ARENA_F_EXEC_REOPENED))
+		return 11;
+	struct ada_slot_info si;
+	uint32_t orphans = 0;
+	for (uint32_t s = 0; s < ada_arena_max_threads(a); s++) {
+		ada_arena_slot_info(a, s, &si);
+		if (si.state == ADA_SLOT_EXITED && si.exec_orphaned && si.head - si.tail == 3)
+			orphans++;
+		else if (si.state != ADA_SLOT_FREE)
+			return 12;
+	}
+	if (orphans != 1)
+		return 13;
+	ada_emit_call(100);
+	ada_emit_return(100);
+	return 0;
+}
+
+static void test_create_then_exec_reopen(void **state)
+{
+	(void)state;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (ada_producer_init_from_env() != 0)
+			_exit(2);
+		for (int i = 0; i < 3; i++)
+			ada_emit_call((uint64_t)i);
+		execl("/proc/self/exe", "test_ring_env", "--after-exec", (char *)NULL);
+		_exit(3);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	char path[128];
+	struct stat sb;
+	ring_path(path, sizeof(path), pid, "tmp");
+	assert_int_not_equal(stat(path, &sb), 0); /* renamed away */
+	ring_path(path, sizeof(path), pid, "ring");
+	struct ada_arena *a;
+	assert_int_equal(ada_arena_open(path, &a), 0);
+	assert_int_equal(ada_arena_pid(a), pid);
+	assert_int_equal(ada_arena_config_of(a)->max_threads, 4);
+	assert_int_equal(ada_arena_config_of(a)->overflow, ADA_OVERFLOW_DROP);
+	struct ada_slot_info old, cur;
+	slot_by_seq(a, 0, &old);
+	slot_by_seq(a, 1, &cur);
+	assert_int_equal(old.state, ADA_SLOT_EXITED);
+	assert_int_equal(old.exec_orphaned, 1);
+	assert_int_equal(old.head - old.tail, 3);
+	assert_int_equal(old.tid, pid);
+	assert_int_equal(cur.state, ADA_SLOT_ACTIVE); /* main thread: no destructor */
+	assert_int_equal(cur.tid, pid);
+	assert_int_equal(cur.head - cur.tail, 2);
+	ada_arena_close(a);
+}
+
+static void test_fork_child_makes_its_own(void **state)
+{
+	(void)state;
+	assert_int_equal(ada_producer_init_from_env(), 0);
+	struct ada_arena *mine = ada_producer_arena();
+	assert_non_null(mine);
+	assert_int_equal(ada_producer_init_from_env(), 0); /* twice: same arena */
+	assert_ptr_equal(ada_producer_arena(), mine);
+	ada_emit_call(1);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* What the agent's atfork child handler does. */
+		if (ada_producer_init_from_env() != 0)
+			_exit(2);
+		if (ada_arena_pid(ada_producer_arena()) != getpid())
+			_exit(3);
+		ada_emit_call(2);
+		ada_emit_call(3);
+		_exit(0);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	ada_emit_call(4);
+	const struct atf_index_event *e;
+	assert_int_equal(ada_index_ring_peek(mine, 0, &e) +
+				 ada_index_ring_peek(mine, 1, &e) +
+				 ada_index_ring_peek(mine, 2, &e) +
+				 ada_index_ring_peek(mine, 3, &e),
+			 2); /* the child wrote nothing here */
+	char path[128];
+	ring_path(path, sizeof(path), pid, "ring");
+	struct ada_arena *child;
+	assert_int_equal(ada_arena_open(path, &child), 0);
+	struct ada_slot_info si;
+	slot_by_seq(child, 0, &si);
+	assert_int_equal(si.head - si.tail, 2);
+	assert_int_equal(si.tid, pid);
+	ada_arena_close(child);
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(mine);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "--after-exec") == 0)
+		return after_exec();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_env_errors, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_create_then_exec_reopen, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_fork_child_makes_its_own, fx_setup,
+						fx_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
