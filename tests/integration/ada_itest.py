@@ -736,6 +736,65 @@ def cmd_bad(args, ada, work, rep):
     rep.note("stderr: %r" % lines)
 
 
+# ---------------------------------------------------------------- self-test
+
+def ev(kind, fn, depth, fid=None, seq=[0]):
+    seq[0] += 1
+    return {"kind": kind, "function": fn, "depth": depth, "index_seq": seq[0],
+            "function_id": fid if fid is not None else hash(fn) & 0xffff}
+
+
+def cmd_selftest(args, ada, work, rep):
+    """The checks themselves must fail on wrong traces: feed the walker and
+    the per-function rule hand-made event streams, good and bad."""
+    def walk(evs, inherited=False):
+        return walk_thread(evs, inherited)
+
+    def row_fails(want, evs):
+        r = Report()
+        stats, _ = walk(evs)
+        check_fn_row(r, "self", "f", want, stats["f"])
+        return bool(r.failures)
+
+    good = [ev("call", "main", 1), ev("call", "f", 2), ev("call", "g", 3), ev("return", "g", 3),
+            ev("return", "f", 2), ev("return", "main", 1)]
+    stats, errors = walk(good)
+    rep.check(not errors and stats["f"].call == 1 and stats["f"].ret == 1, "balanced: %r" % errors)
+    _, errors = walk([ev("call", "main", 1), ev("call", "f", 3), ev("return", "f", 3)])
+    rep.check(errors, "a CALL two levels deeper must be an error")
+    _, errors = walk([ev("call", "main", 1), ev("call", "f", 2), ev("return", "main", 1)])
+    rep.check(errors, "a RETURN of an outer frame while an inner one is open must be an error")
+    _, errors = walk([ev("call", "f", 2), ev("return", "f", 2), ev("return", "main", 1)])
+    rep.check(errors, "a RETURN with no open frame must be an error in the first process")
+    _, errors = walk([ev("return", "fork", 3), ev("call", "f", 3), ev("return", "f", 3),
+                      ev("return", "main", 2)], inherited=True)
+    rep.check(not errors, "a forked child may end frames it inherited: %r" % errors)
+    unwound = [ev("call", "f", 1), ev("call", "g", 2), ev("exception", "g", 2),
+               ev("exception", "f", 1)]
+    rep.check(not row_fails([1, 1, 0, 0], unwound), "an unwound frame with its EXCEPTION passes")
+    rep.check(row_fails([1, 0, 0, 0], unwound), "an EXCEPTION where none was expected must fail")
+    rep.check(row_fails([1, 1, 0, 0], [ev("call", "f", 1), ev("return", "f", 1)]),
+              "a RETURN where the frame was unwound must fail")
+    rep.check(row_fails([1, 1, 0, 0], [ev("call", "f", 1)]), "a missing EXCEPTION must fail")
+    rep.check(row_fails([2, 0, 0, 0], [ev("call", "f", 1), ev("return", "f", 1)]),
+              "a missing CALL must fail")
+    rep.check(not row_fails([1, 0, 1, 0], [ev("call", "f", 1)]), "a lost frame may stay open")
+    rep.check(not row_fails([1, 0, 0, 1], [ev("call", "f", 1), ev("exception", "f", 1)]),
+              "a tail-calling frame may end in an EXCEPTION")
+    rep.check(row_fails([1, 0, 0, 1], [ev("call", "f", 1)]),
+              "a tail-calling frame must still end")
+    stats, errors = walk([ev("call", "main", 1), ev("call", "execv", 2), ev("call", "main", 1),
+                          ev("return", "main", 1)])
+    rep.check(not errors and stats["execv"].open == 1, "exec replaces the image: %r" % errors)
+    r = Report()
+    check_unexpected(r, "self", [{"module": "/x/t_prog", "function": "a.cold"},
+                                 {"module": "/x/t_prog", "function": "tc_report"},
+                                 {"module": "/lib/libc.so.6", "function": "malloc"}],
+                     {"main"}, {"t_prog"})
+    rep.check(len(r.failures) == 1 and ".cold" in r.failures[0],
+              "a hooked .cold fragment must be reported, helpers and libc not: %r" % r.failures)
+
+
 # ---------------------------------------------------------------- main
 
 def main():
@@ -761,6 +820,7 @@ def main():
     b.add_argument("kind", choices=["nonexistent", "directory", "nonelf", "static", "setuid"])
     b.add_argument("--static")
     b.add_argument("--setuid-src")
+    sub.add_parser("selftest", help="check the checks on hand-made event streams")
     args = ap.parse_args()
     if args.cmd == "target":
         if args.argv and args.argv[0] == "--":
@@ -776,7 +836,8 @@ def main():
     ada = Ada(args.ada)
     rep = Report()
     try:
-        {"target": cmd_target, "debian": cmd_debian, "bad": cmd_bad}[args.cmd](args, ada, work, rep)
+        {"target": cmd_target, "debian": cmd_debian, "bad": cmd_bad,
+         "selftest": cmd_selftest}[args.cmd](args, ada, work, rep)
     except Skip as e:
         print("SKIP: %s" % e)
         shutil.rmtree(base, ignore_errors=True)

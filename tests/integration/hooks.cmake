@@ -12,6 +12,11 @@ if(NOT Python3_EXECUTABLE)
   message(STATUS "ada tests: no python3, so no end-to-end hook tests (install python3)")
   return()
 endif()
+# The harness's own checks, on hand-made traces: they must catch bad ones.
+add_test(NAME itest.harness_selftest
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ada_itest.py --ada none
+                 --work ${CMAKE_BINARY_DIR}/itest-work --name selftest selftest)
+
 if(ADA_SANITIZE MATCHES "^(address|thread)$")
   # A sanitized libada_agent.so cannot be preloaded into an unsanitized program.
   message(STATUS "ada tests: end-to-end hook tests are not registered with ADA_SANITIZE=${ADA_SANITIZE}")
