@@ -344,7 +344,8 @@ int ada_atf_tree_scan(const char *root, struct ada_atf_tree **out)
 		ada_atf_tree_free(t);
 		return err;
 	}
-	qsort(t->pids, t->npids, sizeof(*t->pids), pid_cmp);
+	if (t->npids) /* qsort(NULL, 0) is undefined */
+		qsort(t->pids, t->npids, sizeof(*t->pids), pid_cmp);
 	*out = t;
 	return 0;
 }

@@ -174,7 +174,8 @@ int ada_syms_parse(const char *buf, size_t len, struct ada_syms_module **out, ui
 	if (err)
 		goto fail;
 	p.m->computed_xxh64 = XXH64_digest(p.xx);
-	qsort(p.m->funcs, p.m->nfuncs, sizeof(*p.m->funcs), func_cmp);
+	if (p.m->nfuncs) /* qsort(NULL, 0) is undefined */
+		qsort(p.m->funcs, p.m->nfuncs, sizeof(*p.m->funcs), func_cmp);
 	XXH64_freeState(p.xx);
 	*out = p.m;
 	return 0;

@@ -175,7 +175,8 @@ int ada_symtab_load(const char *pid_dir, const json_t *manifest, ada_syms_warn_f
 		ada_symtab_free(l.t);
 		return err;
 	}
-	qsort(l.t->ents, l.t->n, sizeof(*l.t->ents), ent_cmp);
+	if (l.t->n) /* qsort(NULL, 0) is undefined */
+		qsort(l.t->ents, l.t->n, sizeof(*l.t->ents), ent_cmp);
 	*out = l.t;
 	return 0;
 }
