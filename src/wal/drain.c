@@ -63,9 +63,30 @@ static void *drain_grow(void *arr, size_t *cap, size_t need, size_t elem)
 
 /* ---- threads ---- */
 
+/* thread_K/.ring_base: which ring positions the unfinished index.atf holds
+ * (file event i = ring position base + i of that slot and generation), so
+ * `ada recover` can tell the events on disk from those still in the ring.
+ * Removed once the file is final. */
+static void drain_sidecar(struct wal_thread *t, bool create)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/.ring_base", t->dir);
+	if (!create) {
+		unlink(path);
+		return;
+	}
+	FILE *fp = fopen(path, "we");
+	if (!fp)
+		return;
+	fprintf(fp, "slot %u generation %u base %llu\n", t->slot, t->slot_gen,
+		(unsigned long long)t->ring_next);
+	fclose(fp);
+}
+
 static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 {
 	char path[PATH_MAX];
+	drain_sidecar(t, true);
 	snprintf(path, sizeof(path), "%s/index.atf", t->dir);
 	struct ada_wal_file_opts fo = {
 		.thread_id = t->tid,
@@ -89,6 +110,8 @@ static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_pr
 	t->seq = si->thread_seq;
 	t->tid = si->tid;
 	t->slot = slot;
+	t->slot_gen = si->generation;
+	t->ring_next = si->tail;
 	if (asprintf(&t->dir, "%s/thread_%u", p->dir, t->seq) < 0) {
 		t->dir = NULL;
 		goto err;
@@ -118,6 +141,7 @@ static void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 		t->lost += t->last.lost;
 		r->lost_total += t->last.lost;
 		r->disk_closed += t->last.bytes;
+		drain_sidecar(t, false);
 	}
 	t->done = true;
 }
@@ -132,6 +156,7 @@ static size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
 		size_t k = t->f ? ada_wal_file_reserve(t->f, n - done, &dst) : 0;
 		if (k == 0) { /* disk full or the file failed: count, keep going */
 			t->lost += n - done;
+			t->lost_pending += n - done;
 			r->lost_total += n - done;
 			return n;
 		}
@@ -175,6 +200,9 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 	t->f = NULL;
 	t->lost += s.lost;
 	r->lost_total += s.lost;
+	/* Everything taken is on disk now: give the ring its space back. */
+	ada_index_ring_release(t->p->arena, t->slot, t->pending);
+	t->pending = t->lost_pending = t->file_released = 0;
 	char from[PATH_MAX], to[PATH_MAX];
 	snprintf(from, sizeof(from), "%s/index.atf", t->dir);
 	snprintf(to, sizeof(to), "%s/index.g%u.atf", t->dir, t->next_gen);
@@ -242,6 +270,54 @@ static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
 
 /* ---- slots ---- */
 
+/* Releases the ring events whose writes completed (in order), and the
+ * lost ones behind them once everything before is durable. */
+static void drain_release(struct wal_proc *p, struct wal_thread *t)
+{
+	if (!t->pending)
+		return;
+	uint64_t n = t->pending;
+	if (t->f) {
+		uint64_t staged = ada_wal_file_events(t->f) - t->file_released;
+		uint64_t durable = ada_wal_file_durable(t->f) - t->file_released;
+		n = durable < staged ? durable : staged + t->lost_pending;
+		t->file_released += durable < staged ? durable : staged;
+		if (durable >= staged)
+			t->lost_pending = 0;
+	}
+	if (n == 0)
+		return;
+	ada_index_ring_release(p->arena, t->slot, n);
+	t->pending -= n;
+}
+
+/* Takes the ring events after the ones already taken (pending). The peek
+ * starts at tail, so taken-but-unreleased events come first; at the wrap
+ * point nothing new is visible until they are released. */
+static size_t drain_take(struct ada_recorder *r, struct wal_proc *p, struct wal_thread *t,
+			 const struct ada_slot_info *si, size_t budget)
+{
+	size_t total = 0;
+	while (total < budget) {
+		const struct atf_index_event *ev;
+		size_t k = ada_index_ring_peek(p->arena, t->slot, &ev);
+		if (k <= t->pending) {
+			/* Blocked at the wrap (or empty): hurry the writes along. */
+			if (t->pending && t->f && si->head - si->tail > t->pending)
+				ada_wal_file_submit(t->f);
+			break;
+		}
+		size_t n = k - (size_t)t->pending;
+		if (n > budget - total)
+			n = budget - total;
+		drain_convert(r, t, ev + t->pending, n);
+		t->pending += n;
+		t->ring_next += n;
+		total += n;
+	}
+	return total;
+}
+
 static size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t budget)
 {
 	struct ada_slot_info si;
@@ -250,9 +326,9 @@ static size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s,
 		return 0;
 	p->fill_max = si.fill_pct > p->fill_max ? si.fill_pct : p->fill_max;
 	struct wal_thread *t = p->by_slot[s];
-	if (t && t->seq != si.thread_seq) {
+	if (t && (t->seq != si.thread_seq || t->slot_gen != si.generation)) {
 		drain_thread_finalize(r, t); /* the slot was reused under us */
-		t = NULL;
+		p->by_slot[s] = t = NULL;
 	}
 	if (si.head == si.tail && !t)
 		return 0;
@@ -262,18 +338,8 @@ static size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s,
 			return 0;
 		p->by_slot[s] = t;
 	}
-	size_t total = 0;
-	while (total < budget) {
-		const struct atf_index_event *ev;
-		size_t k = ada_index_ring_peek(p->arena, s, &ev);
-		if (k == 0)
-			break;
-		if (k > budget - total)
-			k = budget - total;
-		drain_convert(r, t, ev, k);
-		ada_index_ring_release(p->arena, s, k);
-		total += k;
-	}
+	drain_release(p, t);
+	size_t total = drain_take(r, p, t, &si, budget);
 	p->events += total;
 	r->events_total += total;
 	if (total && t->f)
@@ -298,7 +364,6 @@ static void drain_reclaim(struct ada_recorder *r, struct wal_proc *p)
 		ada_arena_slot_info(p->arena, s, &si);
 		if (si.state != ADA_SLOT_EXITED || !ada_arena_slot_reclaimable(p->arena, s))
 			continue;
-		drain_slot(r, p, s, SIZE_MAX);
 		struct wal_thread *t = p->by_slot[s];
 		if (t && t->seq == si.thread_seq) {
 			drain_thread_finalize(r, t);
@@ -428,9 +493,29 @@ static bool drain_waitpids(struct ada_recorder *r)
 	}
 }
 
+/* Takes every event left in a dead process's rings: at a wrap point the
+ * taken events must be durable and released before the rest is visible. */
+static void drain_empty_proc(struct ada_recorder *r, struct wal_proc *p)
+{
+	for (uint32_t s = 0; s < p->max_threads; s++) {
+		for (;;) {
+			drain_slot(r, p, s, SIZE_MAX);
+			struct wal_thread *t = p->by_slot[s];
+			struct ada_slot_info si;
+			ada_arena_slot_info(p->arena, s, &si);
+			if (!t || si.head == si.tail + t->pending)
+				break;
+			if (t->f)
+				ada_wal_file_submit(t->f);
+			if (ada_wal_io_reap(r->io, true) < 0)
+				break;
+		}
+	}
+}
+
 static void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 {
-	drain_proc(r, p, SIZE_MAX);
+	drain_empty_proc(r, p);
 	for (size_t j = 0; j < p->nthreads; j++)
 		drain_thread_finalize(r, p->threads[j]);
 	for (uint32_t s = 0; s < p->max_threads; s++)

@@ -189,9 +189,10 @@ struct rec_ctx {
 	json_t *threads;
 };
 
-/* Takes everything left in one slot's ring, converted to ns. */
-static int rec_drain_slot(struct rec_ctx *c, uint32_t slot, struct atf_index_event **out,
-			  size_t *n)
+/* Takes everything left in one slot's ring, converted to ns, after
+ * dropping the first skip events (already on disk). */
+static int rec_drain_slot(struct rec_ctx *c, uint32_t slot, uint64_t skip,
+			  struct atf_index_event **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -201,6 +202,12 @@ static int rec_drain_slot(struct rec_ctx *c, uint32_t slot, struct atf_index_eve
 		size_t k = ada_index_ring_peek(c->arena, slot, &ev);
 		if (k == 0)
 			return 0;
+		if (skip) {
+			size_t d = skip < k ? (size_t)skip : k;
+			ada_index_ring_release(c->arena, slot, d);
+			skip -= d;
+			continue;
+		}
 		if (*n + k > cap) {
 			cap = (*n + k) * 2;
 			void *nb = realloc(*out, cap * sizeof(**out));
@@ -218,10 +225,40 @@ static int rec_drain_slot(struct rec_ctx *c, uint32_t slot, struct atf_index_eve
 	}
 }
 
-static int rec_slot_of(struct rec_ctx *c, uint32_t seq, struct ada_slot_info *si)
+struct rec_side {
+	bool ok;
+	uint32_t slot, gen;
+	uint64_t base;
+};
+
+/* thread_K/.ring_base written by the drain (see drain.c). */
+static void rec_sidecar(const char *dir, struct rec_side *sd)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%s/.ring_base", dir);
+	FILE *fp = fopen(path, "re");
+	unsigned long long base;
+	memset(sd, 0, sizeof(*sd));
+	if (!fp)
+		return;
+	sd->ok = fscanf(fp, "slot %u generation %u base %llu", &sd->slot, &sd->gen, &base) == 3;
+	sd->base = base;
+	fclose(fp);
+}
+
+static int rec_slot_of(struct rec_ctx *c, uint32_t seq, const struct rec_side *sd,
+		       struct ada_slot_info *si)
 {
 	if (!c->arena)
 		return -1;
+	if (sd->ok) {
+		if (sd->slot >= ada_arena_max_threads(c->arena))
+			return -1;
+		ada_arena_slot_info(c->arena, sd->slot, si);
+		bool same = si->state != ADA_SLOT_FREE && si->thread_seq == seq &&
+			    si->generation == sd->gen;
+		return same ? (int)sd->slot : -1;
+	}
 	uint32_t n = ada_arena_max_threads(c->arena);
 	for (uint32_t s = 0; s < n; s++) {
 		ada_arena_slot_info(c->arena, s, si);
@@ -273,16 +310,26 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 	qsort(names, nn, sizeof(names[0]), rec_gen_cmp);
 	json_t *t = json_object(), *files = json_array();
 	struct ada_slot_info si = {0};
-	int slot = rec_slot_of(c, seq, &si);
+	struct rec_side sd;
+	rec_sidecar(dir, &sd);
+	int slot = rec_slot_of(c, seq, &sd, &si);
 	for (size_t i = 0; i < nn; i++) {
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		struct atf_index_event *extra = NULL;
 		size_t n = 0;
-		if (!strcmp(names[i], "index.atf") && slot >= 0)
-			rec_drain_slot(c, (uint32_t)slot, &extra, &n);
 		struct ada_wal_file_summary s = {0};
-		if (ada_wal_finalize_path(path, extra, n, &s) == 0) {
+		int rc = ada_wal_finalize_path(path, NULL, 0, &s);
+		if (rc == 0 && !strcmp(names[i], "index.atf") && slot >= 0) {
+			/* The ring still holds what was not yet durable when the
+			 * recorder died; the part already on disk is skipped. */
+			uint64_t on_disk_end = sd.base + s.events;
+			uint64_t skip = sd.ok && on_disk_end > si.tail ? on_disk_end - si.tail : 0;
+			rec_drain_slot(c, (uint32_t)slot, skip, &extra, &n);
+			if (n)
+				rc = ada_wal_finalize_path(path, extra, n, &s);
+		}
+		if (rc == 0) {
 			c->rep->events_from_arena += n;
 			rec_note_file(c, files, names[i], &s);
 		} else {
@@ -291,6 +338,9 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 		free(extra);
 		free(names[i]);
 	}
+	char side[PATH_MAX + 16];
+	snprintf(side, sizeof(side), "%s/.ring_base", dir);
+	unlink(side);
 	json_object_set_new(t, "thread", json_integer(seq));
 	json_object_set_new(t, "tid", json_integer(slot >= 0 ? si.tid : 0));
 	json_object_set_new(t, "files", files);

@@ -151,6 +151,14 @@ static void wal_submit_cur(struct ada_wal_file *f)
 	}
 	f->inflight++;
 	f->submitted_end = b->off + b->len;
+	b->ev_end = f->events;
+	b->complete = false;
+	b->fifo_next = NULL;
+	if (f->fifo_tail)
+		f->fifo_tail->fifo_next = b;
+	else
+		f->fifo_head = b;
+	f->fifo_tail = b;
 	wal_buf_write(f->io, b);
 	const struct ada_flush_policy *p = &f->opts.flush;
 	if (p->mode == ADA_FLUSH_BYTES && f->submitted_end - f->flushed_end >= p->value)
@@ -197,8 +205,18 @@ static void wal_complete_write(struct ada_wal_io *io, struct wal_buf *b, int res
 			ada_lat_hist_add(&io->lat, ada_boottime_ns() - b->first_ts);
 	}
 	f->inflight--;
-	b->next = io->free;
-	io->free = b;
+	b->complete = true;
+	/* Durability advances over the in-order prefix of completed writes:
+	 * the drain releases ring space only up to there. */
+	while (f->fifo_head && f->fifo_head->complete) {
+		struct wal_buf *h = f->fifo_head;
+		f->fifo_head = h->fifo_next;
+		if (!f->fifo_head)
+			f->fifo_tail = NULL;
+		f->durable = h->ev_end;
+		h->next = io->free;
+		io->free = h;
+	}
 }
 
 int ada_wal_io_reap(struct ada_wal_io *io, bool wait)
@@ -320,17 +338,28 @@ int wal_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
  * whole segment, then smaller steps when the disk is nearly full. */
 static int wal_grow(struct ada_wal_file *f, uint64_t need)
 {
-	uint64_t step = f->opts.segment_bytes;
 	while (f->alloc < need + ATF_FOOTER_SIZE) {
+		/* Segments double from 1 MiB up to --segment-mb, so the many
+		 * short-lived threads of a program do not each reserve 64 MiB. */
+		uint64_t step = f->alloc < (1u << 20) ? (1u << 20) : f->alloc;
+		if (step > f->opts.segment_bytes)
+			step = f->opts.segment_bytes;
 		if (fallocate(f->fd, 0, (off_t)f->alloc, (off_t)step) == 0) {
 			f->alloc += step;
 			f->segments++;
 			continue;
 		}
 		int err = -errno;
-		if (err != -ENOSPC || step <= WAL_MIN_SEGMENT)
+		if (err != -ENOSPC)
 			return err;
-		step /= 2;
+		/* Nearly full: take what fits, in ever smaller steps. */
+		for (step /= 2; step >= WAL_MIN_SEGMENT; step /= 2)
+			if (fallocate(f->fd, 0, (off_t)f->alloc, (off_t)step) == 0)
+				break;
+		if (step < WAL_MIN_SEGMENT)
+			return err;
+		f->alloc += step;
+		f->segments++;
 	}
 	return 0;
 }
@@ -469,6 +498,16 @@ size_t ada_wal_file_append(struct ada_wal_file *f, const struct atf_index_event 
 	}
 	f->lost += n - done;
 	return done;
+}
+
+uint64_t ada_wal_file_durable(const struct ada_wal_file *f)
+{
+	return f->durable;
+}
+
+void ada_wal_file_submit(struct ada_wal_file *f)
+{
+	wal_submit_cur(f);
 }
 
 void ada_wal_file_discard(struct ada_wal_file *f, size_t n)

@@ -172,6 +172,12 @@ size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index
 void ada_wal_file_commit(struct ada_wal_file *f, size_t n);
 /* Appends n ready events (reserve + memcpy + commit). Returns n appended. */
 size_t ada_wal_file_append(struct ada_wal_file *f, const struct atf_index_event *ev, size_t n);
+/* Events whose writes have completed, counted over the in-order prefix:
+ * the drain releases ring space only up to here, so a recorder crash
+ * loses nothing that `ada recover` cannot find in the ring. */
+uint64_t ada_wal_file_durable(const struct ada_wal_file *f);
+/* Submits the staging buffer now (the drain needs ring space back). */
+void ada_wal_file_submit(struct ada_wal_file *f);
 /* Last timestamp appended (0 when none): callers keep time non-decreasing. */
 uint64_t ada_wal_file_last_ts(const struct ada_wal_file *f);
 uint64_t ada_wal_file_events(const struct ada_wal_file *f);

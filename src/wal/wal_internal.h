@@ -22,6 +22,9 @@ struct wal_buf {
 	uint32_t done;            /* bytes the kernel already wrote (short writes) */
 	uint64_t first_ts;        /* BOOTTIME ns of the first event: latency */
 	uint64_t staged_at;       /* CLOCK_MONOTONIC ns when staging began */
+	uint64_t ev_end;          /* file event count at the end of this buffer */
+	struct wal_buf *fifo_next; /* the file's writes in flight, in order */
+	bool complete;
 	uint8_t *data;
 };
 
@@ -56,6 +59,8 @@ struct ada_wal_file {
 	uint32_t crc;
 	uint64_t events, t_start, t_end, lost;
 	struct wal_buf *cur;
+	struct wal_buf *fifo_head, *fifo_tail; /* submitted, in file order */
+	uint64_t durable;       /* events whose writes completed, in order */
 	uint32_t inflight, sync_inflight;
 	int error;
 	bool full, staged;
@@ -90,6 +95,11 @@ struct wal_thread {
 	char *dir;
 	struct ada_wal_file *f; /* NULL once finalized */
 	uint64_t last_ts;       /* output timestamps never go back */
+	uint64_t pending;       /* ring events taken (staged or lost), not released */
+	uint64_t file_released; /* events of the current file released */
+	uint64_t lost_pending;  /* lost events among pending (always the last) */
+	uint64_t ring_next;     /* ring position of the next event to take */
+	uint32_t slot_gen;
 	uint64_t base_seq;      /* global index_seq of the current file's event 0 */
 	uint32_t next_gen;
 	struct wal_gen *gens;   /* kept generations, oldest first */

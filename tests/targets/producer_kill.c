@@ -1,0 +1,94 @@
+/*
+ * Test target for the recording pipeline (tests/integration/pipeline.cmake):
+ * links the producer API directly (no agent), emits a known sequence on 4
+ * threads: thread t (1..4) emits events whose function_id is
+ * (t << 32) | seq, seq = 0, 1, 2, ... with CALL/RETURN alternating, so a
+ * checker can see completeness and order from the files alone.
+ *
+ * usage: producer_kill exact N      each thread emits N events, exits 0
+ *        producer_kill kill COUNTS  each thread emits without end; after
+ *                                   each event it stores its count in the
+ *                                   shared file COUNTS (4 x u64); once every
+ *                                   thread passed 200 000 events it creates
+ *                                   COUNTS.ready. The driver SIGKILLs it.
+ * The count is stored after the event was published, so after a SIGKILL
+ * the files must hold count or count + 1 events of each thread.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ring.h"
+
+#define NTHREADS 4
+#define READY_AT 200000ull
+
+static uint64_t limit;
+static _Atomic uint64_t *counts;
+static _Atomic uint64_t local_counts[NTHREADS];
+
+static void *worker(void *arg)
+{
+	uint64_t t = (uint64_t)(uintptr_t)arg;
+	for (uint64_t seq = 0; limit == 0 || seq < limit; seq++) {
+		ada_emit((t + 1) << 32 | (seq & 0xffffffffu),
+			 seq & 1 ? ATF_EVENT_RETURN : ATF_EVENT_CALL, 1);
+		atomic_store_explicit(&counts[t], seq + 1, memory_order_release);
+	}
+	return NULL;
+}
+
+static void wait_ready(const char *path)
+{
+	for (;;) {
+		bool all = true;
+		for (int t = 0; t < NTHREADS; t++)
+			all &= atomic_load(&counts[t]) >= READY_AT;
+		if (all)
+			break;
+		usleep(1000);
+	}
+	char ready[4096];
+	snprintf(ready, sizeof(ready), "%s.ready", path);
+	int fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0)
+		close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3 || (strcmp(argv[1], "exact") && strcmp(argv[1], "kill"))) {
+		fprintf(stderr, "usage: producer_kill exact N | kill COUNTS_FILE\n");
+		return 2;
+	}
+	int rc = ada_producer_init_from_env();
+	if (rc < 0) {
+		fprintf(stderr, "producer_kill: no arena (%s)\n", strerror(-rc));
+		return 3;
+	}
+	counts = local_counts;
+	if (!strcmp(argv[1], "exact")) {
+		limit = strtoull(argv[2], NULL, 10);
+	} else {
+		int fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || ftruncate(fd, 4096) < 0)
+			return 4;
+		counts = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (counts == MAP_FAILED)
+			return 4;
+	}
+	pthread_t th[NTHREADS];
+	for (int t = 0; t < NTHREADS; t++)
+		pthread_create(&th[t], NULL, worker, (void *)(uintptr_t)t);
+	if (limit == 0)
+		wait_ready(argv[2]);
+	for (int t = 0; t < NTHREADS; t++)
+		pthread_join(th[t], NULL);
+	return 0;
+}
