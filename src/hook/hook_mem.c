@@ -408,8 +408,10 @@ static int patch_unlock(struct patch_state *st, uint64_t page)
 
 /* Writes only the differing bytes; one atomic 8-byte store when they share
  * an aligned word. Relaxed is enough: the partner is the instruction fetch
- * of other CPUs, which no memory order orders; x86 keeps code coherent. */
-static void patch_write(uint8_t *dst, const uint8_t *src, size_t len)
+ * of other CPUs, which no memory order orders; x86 keeps code coherent.
+ * Not instrumented by ThreadSanitizer: it has no shadow for code pages. */
+__attribute__((no_sanitize("thread"))) static void patch_write(uint8_t *dst, const uint8_t *src,
+							       size_t len)
 {
 	size_t a = 0, b = len;
 
