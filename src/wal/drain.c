@@ -120,9 +120,13 @@ static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_pr
 	if (rc == 0)
 		rc = drain_thread_file(r, t);
 	if (rc < 0) {
-		if (!r->error)
+		if (!r->error && rc != -ENOSPC)
 			r->error = rc;
-		t->done = true; /* events of this thread are counted lost */
+		/* No file (disk full): leave no empty thread directory behind;
+		 * the thread's events are counted lost. */
+		drain_sidecar(t, false);
+		rmdir(t->dir);
+		t->done = true;
 	}
 	p->threads[p->nthreads++] = t;
 	return t;
@@ -222,8 +226,11 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 	}
 	t->base_seq += s.events;
 	int rc = drain_thread_file(r, t);
-	if (rc < 0 && !r->error)
-		r->error = rc;
+	if (rc < 0) {
+		drain_sidecar(t, false);
+		if (!r->error && rc != -ENOSPC)
+			r->error = rc;
+	}
 }
 
 /* Deletes the oldest generation of the session (by end time). */

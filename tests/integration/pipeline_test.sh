@@ -96,6 +96,21 @@ recover)
 	"$CHECK" "$S" counts "$WORK/counts" || fail "recovered session incomplete"
 	validate "$S"
 	;;
+enospc)
+	# A 6 MiB tmpfs fills up after ~190 000 of the 4 000 000 events.
+	[ "$(id -u)" -eq 0 ] || { echo "pipeline_test(enospc): needs root to mount a tmpfs: skipped"; exit 77; }
+	mkdir -p "$WORK/small"
+	mount -t tmpfs -o size=6m tmpfs "$WORK/small" 2>/dev/null || { echo "pipeline_test(enospc): cannot mount a tmpfs: skipped"; exit 77; }
+	trap 'umount "$WORK/small" 2>/dev/null; rm -rf "$WORK"' EXIT
+	"$ADA" record --no-agent --out "$WORK/small/out" -- "$PROD" exact 1000000 2>"$WORK/err"
+	rc=$?
+	[ $rc -ne 0 ] || fail "exit status 0 although the disk filled up"
+	grep -q "disk filled up" "$WORK/err" || fail "no disk-full message on stderr"
+	S=$(session_of)
+	"$CHECK" "$S" prefix 1000000 || fail "check failed"
+	grep -q '"disk_full": true' "$S"/pid_*/manifest.json || fail "manifest lacks disk_full"
+	validate "$S"
+	;;
 *)
 	fail "unknown mode"
 	;;
