@@ -20,6 +20,7 @@ struct config_default {
 };
 
 static const struct config_default config_defaults[] = {
+	{ "*.cold*", "a cold block split off a function by gcc: entered by jmp, not call" },
 	{ "setjmp", "saves its own return address: a later longjmp would land in the return trampoline" },
 	{ "_setjmp", "as setjmp" },
 	{ "__sigsetjmp", "as setjmp (sigsetjmp's real name)" },
@@ -134,11 +135,20 @@ int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *c
 	return 0;
 }
 
-/* The defaults are names or "prefix*": plain compares, because this runs
- * for every symbol of every image and fnmatch would cost milliseconds. */
+/* The defaults are "name", "prefix*" or "*infix*": plain compares,
+ * because this runs for every symbol of every image and fnmatch would cost
+ * milliseconds. */
 static bool config_default_hit(const char *glob, const char *name)
 {
 	size_t n = strlen(glob);
+	if (glob[0] == '*') {
+		char infix[32];
+		if (n < 2 || n - 2 >= sizeof(infix))
+			return false;
+		memcpy(infix, glob + 1, n - 2);
+		infix[n - 2] = '\0';
+		return strstr(name, infix) != NULL;
+	}
 	if (glob[n - 1] == '*')
 		return strncmp(glob, name, n - 1) == 0;
 	return strcmp(glob, name) == 0;

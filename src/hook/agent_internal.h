@@ -51,6 +51,10 @@ static inline uint32_t agent_special_bit(uint64_t fn_id)
 /* handlers.c (not hook context): */
 void agent_special_add(uint64_t fn_id, enum agent_special kind);
 enum agent_special agent_special_of_name(const char *name);
+/* Runs the action of a special function (UNWIND, FORCED or CATCH) on the
+ * calling thread's shadow stack, from an interposed wrapper whose own
+ * return address lives at ret_slot (agent_unwind.c). */
+void agent_special_run(enum agent_special kind, uint64_t *ret_slot);
 /* Suppress/allow events on the calling thread (the agent's own work). */
 void agent_guard_enter(void);
 void agent_guard_leave(void);

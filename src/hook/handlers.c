@@ -245,6 +245,31 @@ void agent_special_add(uint64_t fn_id, enum agent_special kind)
 	agent_hot.special_filter |= 1ull << agent_special_bit(fn_id);
 }
 
+void agent_special_run(enum agent_special kind, uint64_t *ret_slot)
+{
+	struct ada_shadow *s = &ada_shadow_tls;
+	if (s->guard || !agent_hot.active || kind == AGENT_SP_EXIT || kind == AGENT_SP_DL)
+		return;
+	s->guard = 1;
+	switch (kind) {
+	case AGENT_SP_UNWIND:
+		shadow_pop_below(s, ret_slot);
+		shadow_restore_all(s, ret_slot, agent_hot.ret_tramp);
+		break;
+	case AGENT_SP_FORCED:
+		shadow_pop_all(s, ret_slot, agent_hot.ret_tramp);
+		break;
+	case AGENT_SP_CATCH:
+		shadow_pop_below(s, ret_slot);
+		if (s->restored)
+			shadow_rearm_all(s, ret_slot, agent_hot.ret_tramp);
+		break;
+	default:
+		break;
+	}
+	s->guard = 0;
+}
+
 void agent_guard_enter(void)
 {
 	ada_shadow_tls.guard++;

@@ -139,10 +139,14 @@ static int symtab_grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
+/* Names are stored without a symbol version ("memcpy@@GLIBC_2.14" ->
+ * "memcpy"; .symtab of glibc's debug file has them): that is the name a
+ * user writes in a glob, and the one the special functions are known by. */
 static int symtab_add(struct ada_hook_symtab *st, size_t *fcap, size_t *ncap,
 		      const GElf_Sym *s, const char *name)
 {
-	size_t len = strlen(name) + 1;
+	const char *at = strchr(name, '@');
+	size_t len = (at && at != name ? (size_t)(at - name) : strlen(name)) + 1;
 	if (symtab_grow((void **)&st->fns, fcap, st->count + 1, sizeof(*st->fns)) ||
 	    symtab_grow((void **)&st->names, ncap, st->names_len + len, 1))
 		return -ENOMEM;
@@ -153,7 +157,8 @@ static int symtab_add(struct ada_hook_symtab *st, size_t *fcap, size_t *ncap,
 	f->name_off = (uint32_t)st->names_len;
 	f->is_ifunc = GELF_ST_TYPE(s->st_info) == STT_GNU_IFUNC;
 	f->is_global = GELF_ST_BIND(s->st_info) != STB_LOCAL;
-	memcpy(st->names + st->names_len, name, len);
+	memcpy(st->names + st->names_len, name, len - 1);
+	st->names[st->names_len + len - 1] = '\0';
 	st->names_len += len;
 	return 0;
 }

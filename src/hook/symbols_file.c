@@ -4,12 +4,14 @@
  * Called by the agent's init (and dlopen, and a forked child) once per
  * hooked image. Format: docs/internals.md. The table hash covers the
  * function lines byte for byte as written ("F ...\n" each, in order), so a
- * reader can recompute it over the lines it reads.
+ * reader can recompute it over the lines it reads. The table is formatted
+ * once into one buffer, hashed, and written with one fwrite.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define XXH_INLINE_ALL
@@ -22,35 +24,93 @@ static const char *syms_status_name(uint8_t status)
 	return status == ADA_HOOK_OK ? "hooked" : hook_skip_name((enum ada_hook_skip)status);
 }
 
-/* Formats the line of function i; returns its length (< cap). */
-static int syms_line(const struct ada_hook_symtab *st, size_t i, char *buf, size_t cap)
+static char *syms_put_dec(char *p, uint64_t v)
+{
+	char tmp[20];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+static char *syms_put_hex(char *p, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[16];
+	int n = 0;
+	do {
+		tmp[n++] = digits[v & 15];
+		v >>= 4;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+static char *syms_put_str(char *p, const char *s, size_t len)
+{
+	memcpy(p, s, len);
+	return p + len;
+}
+
+/* Bytes the line of function i takes at most. */
+static size_t syms_line_max(const struct ada_hook_symtab *st, size_t i)
+{
+	return 2 + 21 + 17 + 21 + 32 + strlen(ada_hook_fn_name(st, &st->fns[i])) + 2;
+}
+
+/* "F <index> <offset-hex> <size> <status> <name>\n", hand-formatted: this
+ * runs for every function of every image at start-up, where snprintf
+ * would cost more than the rest of the writer. */
+static char *syms_line(const struct ada_hook_symtab *st, size_t i, char *p)
 {
 	const struct ada_hook_fn *f = &st->fns[i];
-	int n = snprintf(buf, cap, "F %zu %" PRIx64 " %" PRIu64 " %s %s\n", i, f->offset, f->size,
-			 syms_status_name(f->status), ada_hook_fn_name(st, f));
-	if (n < 0)
-		return 0;
-	if ((size_t)n >= cap) { /* absurdly long name: keep the line well-formed */
-		n = (int)cap - 1;
-		buf[n - 1] = '\n';
-	}
-	return n;
+	const char *status = syms_status_name(f->status);
+	const char *name = ada_hook_fn_name(st, f);
+	p = syms_put_str(p, "F ", 2);
+	p = syms_put_dec(p, i);
+	*p++ = ' ';
+	p = syms_put_hex(p, f->offset);
+	*p++ = ' ';
+	p = syms_put_dec(p, f->size);
+	*p++ = ' ';
+	p = syms_put_str(p, status, strlen(status));
+	*p++ = ' ';
+	p = syms_put_str(p, name, strlen(name));
+	*p++ = '\n';
+	return p;
+}
+
+/* The whole function table as text; *len gets its length. NULL: -ENOMEM. */
+static char *syms_table(const struct ada_hook_symtab *st, size_t *len)
+{
+	size_t cap = 1;
+	for (size_t i = 0; i < st->count; i++)
+		cap += syms_line_max(st, i);
+	char *buf = malloc(cap), *p = buf;
+	if (!buf)
+		return NULL;
+	for (size_t i = 0; i < st->count; i++)
+		p = syms_line(st, i, p);
+	*len = (size_t)(p - buf);
+	return buf;
 }
 
 uint64_t ada_hook_syms_table_hash(const struct ada_hook_symtab *st)
 {
-	XXH64_state_t s;
-	char line[4096];
-	XXH64_reset(&s, 0);
-	for (size_t i = 0; i < st->count; i++) {
-		int n = syms_line(st, i, line, sizeof(line));
-		XXH64_update(&s, line, (size_t)n);
-	}
-	return XXH64_digest(&s);
+	size_t len = 0;
+	char *t = syms_table(st, &len);
+	uint64_t h = t ? XXH64(t, len, 0) : 0;
+	free(t);
+	return h;
 }
 
 static void syms_write_header(FILE *f, const struct ada_hook_module_info *mi,
-			      const struct ada_hook_symtab *st)
+			      const struct ada_hook_symtab *st, uint64_t hash)
 {
 	fprintf(f, "ada-symbols 1\n# written by libada_agent.so; format: docs/internals.md\n");
 	fprintf(f, "module_id %" PRIu32 "\npath %s\nbuild_id ", mi->module_id, mi->path);
@@ -60,20 +120,20 @@ static void syms_write_header(FILE *f, const struct ada_hook_module_info *mi,
 		fprintf(f, "%02x", st->build_id[i]);
 	fprintf(f, "\nload_base 0x%" PRIx64 "\nsymbol_source %s\n", mi->load_base,
 		ada_symtab_source_name(st->source));
-	fprintf(f, "table_xxh64 %016" PRIx64 "\nfunctions %zu\n", ada_hook_syms_table_hash(st),
-		st->count);
+	fprintf(f, "table_xxh64 %016" PRIx64 "\nfunctions %zu\n", hash, st->count);
 }
 
 int ada_hook_syms_write(FILE *f, const struct ada_hook_module_info *mi,
 			const struct ada_hook_symtab *st)
 {
-	char line[4096];
-	syms_write_header(f, mi, st);
-	for (size_t i = 0; i < st->count; i++) {
-		int n = syms_line(st, i, line, sizeof(line));
-		fwrite(line, 1, (size_t)n, f);
-	}
-	if (fflush(f) != 0 || ferror(f))
+	size_t len = 0;
+	char *t = syms_table(st, &len);
+	if (!t)
+		return -ENOMEM;
+	syms_write_header(f, mi, st, XXH64(t, len, 0));
+	size_t w = fwrite(t, 1, len, f);
+	free(t);
+	if (w != len || fflush(f) != 0 || ferror(f))
 		return -EIO;
 	return 0;
 }
