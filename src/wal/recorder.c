@@ -61,6 +61,12 @@ static int rec_session_dir(struct ada_recorder *r)
 	int rc = rec_mkdir_p(r->out_dir);
 	if (rc < 0)
 		return rc;
+	/* The session path is printed and put in the environment: absolute. */
+	char *abs = realpath(r->out_dir, NULL);
+	if (!abs)
+		return -errno;
+	free(r->out_dir);
+	r->out_dir = abs;
 	for (int i = 1; i < 1000; i++) {
 		if (i == 1)
 			snprintf(path, sizeof(path), "%s/session_%s", r->out_dir, stamp);

@@ -111,6 +111,33 @@ enospc)
 	grep -q '"disk_full": true' "$S"/pid_*/manifest.json || fail "manifest lacks disk_full"
 	validate "$S"
 	;;
+badinput)
+	# One sentence, a non-zero exit, and no session directory left behind.
+	O="$WORK/out"
+	printf 'hello\n' >"$WORK/notelf"; chmod +x "$WORK/notelf"
+	cp /bin/true "$WORK/suid"; chmod u+s "$WORK/suid"
+	printf 'int main(void){return 0;}\n' >"$WORK/st.c"
+	for prog in /nonexistent/program "$WORK" "$WORK/notelf" "$WORK/suid" static; do
+		if [ "$prog" = static ]; then
+			cc -static -o "$WORK/st" "$WORK/st.c" 2>/dev/null || continue
+			prog="$WORK/st"
+		fi
+		"$ADA" record --out "$O" -- "$prog" 2>"$WORK/err"
+		rc=$?
+		[ $rc -ne 0 ] || fail "$prog: exit status 0"
+		[ "$(wc -l <"$WORK/err")" -eq 1 ] || fail "$prog: not one line"
+		[ -e "$O" ] && fail "$prog: a session directory was left behind"
+	done
+	grep -q "statically linked" "$WORK/err" || [ ! -e "$WORK/st" ] || fail "static binary not named as such"
+	"$ADA" record --flush sometimes --out "$O" -- true 2>"$WORK/err" && fail "bad --flush accepted"
+	[ -e "$O" ] && fail "bad option left a session directory"
+	# exit status passes through: plain, and 128 + signal
+	"$ADA" record --no-agent --out "$O" -- sh -c 'exit 7' 2>"$WORK/err"
+	[ $? -eq 7 ] || fail "exit status 7 not passed through"
+	[ -d "$(session_of)" ] || fail "last stderr line is not the session directory"
+	"$ADA" record --no-agent --out "$O" -- sh -c 'kill -TERM $$' 2>"$WORK/err"
+	[ $? -eq 143 ] || fail "128 + SIGTERM not passed through"
+	;;
 *)
 	fail "unknown mode"
 	;;
