@@ -114,15 +114,18 @@ static const char *const arm_regs[8] = {"x0", "x1", "x2", "x3", "x4", "x5", "x6"
 
 static const char *detail_type_name(uint16_t t)
 {
-	return t == ATF_DETAIL_FUNCTION_CALL ? "call" : t == ATF_DETAIL_FUNCTION_RETURN ? "return" : NULL;
+	return t == ATF_DETAIL_FUNCTION_CALL     ? "call"
+	       : t == ATF_DETAIL_FUNCTION_RETURN ? "return"
+	                                         : NULL;
 }
 
 static void json_detail(struct line *l, const struct ada_atf_detail *d,
-			const struct atf_detail_event_header *e)
+                        const struct atf_detail_event_header *e)
 {
 	const uint8_t *stack;
 	const struct atf_detail_function_payload *p = ada_atf_detail_function(e, &stack);
-	const char *const *names = ada_atf_detail_header(d)->arch == ATF_ARCH_ARM64 ? arm_regs : x86_regs;
+	const char *const *names =
+	    ada_atf_detail_header(d)->arch == ATF_ARCH_ARM64 ? arm_regs : x86_regs;
 	static const char hex[] = "0123456789abcdef";
 
 	ln_str(l, ",\"detail\":{\"type\":");
@@ -157,7 +160,7 @@ static void json_detail(struct line *l, const struct ada_atf_detail *d,
 }
 
 static const struct atf_detail_event_header *linked_detail(const struct ada_atf_gen *g,
-							   const struct atf_index_event *ev)
+                                                           const struct atf_index_event *ev)
 {
 	if (ev->detail_seq == ATF_NO_DETAIL || !g->detail)
 		return NULL;
@@ -165,7 +168,7 @@ static const struct atf_detail_event_header *linked_detail(const struct ada_atf_
 }
 
 static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t seq,
-		       const struct atf_index_event *ev, struct line *l)
+                       const struct atf_index_event *ev, struct line *l)
 {
 	const char *name, *mod, *kind = ada_atf_kind_name(ev->event_kind);
 	const struct atf_detail_event_header *de = linked_detail(s->gen, ev);
@@ -213,11 +216,12 @@ static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 }
 
 static void text_detail(struct line *l, const struct ada_atf_detail *d,
-			const struct atf_detail_event_header *e)
+                        const struct atf_detail_event_header *e)
 {
 	const uint8_t *stack;
 	const struct atf_detail_function_payload *p = ada_atf_detail_function(e, &stack);
-	const char *const *names = ada_atf_detail_header(d)->arch == ATF_ARCH_ARM64 ? arm_regs : x86_regs;
+	const char *const *names =
+	    ada_atf_detail_header(d)->arch == ATF_ARCH_ARM64 ? arm_regs : x86_regs;
 	char t[64];
 
 	if (!p)
@@ -232,7 +236,7 @@ static void text_detail(struct line *l, const struct ada_atf_detail *d,
 }
 
 static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t seq,
-		       const struct atf_index_event *ev, struct line *l)
+                       const struct atf_index_event *ev, struct line *l)
 {
 	const char *name, *mod, *kind = ada_atf_kind_name(ev->event_kind);
 	const struct atf_detail_event_header *de = linked_detail(s->gen, ev);
@@ -240,18 +244,20 @@ static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	uint32_t depth = ev->call_depth > 64 ? 64 : ev->call_depth;
 
 	ada_symtab_resolve(dp->syms, ev->function_id, &name, &mod);
-	snprintf(t, sizeof(t), "%20" PRIu64 " T%-3u %-7u #%-6" PRIu64 " ", ev->timestamp_ns, s->thread,
-		 ev->thread_id, seq);
+	snprintf(t, sizeof(t), "%20" PRIu64 " T%-3u %-7u #%-6" PRIu64 " ", ev->timestamp_ns,
+	         s->thread, ev->thread_id, seq);
 	ln_str(l, t);
 	for (uint32_t i = 1; i < depth; i++)
 		ln_str(l, "  ");
-	ln_str(l, kind ? (ev->event_kind == ATF_EVENT_CALL ? "-> " : ev->event_kind == ATF_EVENT_RETURN
-									 ? "<- " : "!! ") : "?? ");
+	ln_str(l, kind ? (ev->event_kind == ATF_EVENT_CALL     ? "-> "
+	                  : ev->event_kind == ATF_EVENT_RETURN ? "<- "
+	                                                       : "!! ")
+	               : "?? ");
 	if (name) {
 		ln_str(l, name);
 	} else {
 		snprintf(t, sizeof(t), "%" PRIu32 ":%" PRIu32, (uint32_t)(ev->function_id >> 32),
-			 (uint32_t)ev->function_id);
+		         (uint32_t)ev->function_id);
 		ln_str(l, t);
 	}
 	if (mod) {
@@ -266,7 +272,7 @@ static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 }
 
 static void dump_event(struct dump_pid *dp, const struct dump_src *s, uint64_t seq,
-		       const struct atf_index_event *ev)
+                       const struct atf_index_event *ev)
 {
 	struct line l;
 
@@ -285,10 +291,12 @@ static void dump_warn_gen(struct dump_pid *dp, const struct ada_atf_gen *g)
 	dp->damaged += (g->index_err != 0) + (g->detail_path && g->detail_err);
 	if (g->index_err)
 		ada_log("%s: skipped: %s (run `ada validate`)", g->index_path,
-			g->index_err == -EBADMSG ? "not a readable ATF index file" : strerror(-g->index_err));
+		        g->index_err == -EBADMSG ? "not a readable ATF index file"
+		                                 : strerror(-g->index_err));
 	if (g->detail_path && g->detail_err)
 		ada_log("%s: detail not shown: %s", g->detail_path,
-			g->detail_err == -EBADMSG ? "not a readable ATF detail file" : strerror(-g->detail_err));
+		        g->detail_err == -EBADMSG ? "not a readable ATF detail file"
+		                                  : strerror(-g->detail_err));
 }
 
 /* Strict first; a damaged file is reopened for whatever whole events it
@@ -305,15 +313,16 @@ static int dump_open_thread(struct dump_pid *dp, const char *dir, struct ada_atf
 		    !ada_atf_index_open(g->index_path, ADA_ATF_OPEN_SALVAGE, &g->index)) {
 			g->index_err = 0;
 			dp->damaged++;
-			ada_log("%s: damaged; showing its %" PRIu64 " whole events (run `ada validate`)",
-				g->index_path, ada_atf_index_count(g->index));
+			ada_log("%s: damaged; showing its %" PRIu64
+			        " whole events (run `ada validate`)",
+			        g->index_path, ada_atf_index_count(g->index));
 		}
 		if (g->detail_err == -EBADMSG &&
 		    !ada_atf_detail_open(g->detail_path, ADA_ATF_OPEN_SALVAGE, &g->detail)) {
 			g->detail_err = 0;
 			dp->damaged++;
-			ada_log("%s: damaged; showing its %" PRIu64 " whole detail events", g->detail_path,
-				ada_atf_detail_count(g->detail));
+			ada_log("%s: damaged; showing its %" PRIu64 " whole detail events",
+			        g->detail_path, ada_atf_detail_count(g->detail));
 		}
 		dump_warn_gen(dp, g);
 	}
@@ -334,8 +343,8 @@ static void dump_thread_linear(struct dump_pid *dp, const struct ada_atf_thread 
 	}
 }
 
-static int dump_merge_add(struct ada_atf_merge *m, struct dump_pid *dp, const struct ada_atf_thread *t,
-			  struct dump_src *srcs)
+static int dump_merge_add(struct ada_atf_merge *m, struct dump_pid *dp,
+                          const struct ada_atf_thread *t, struct dump_src *srcs)
 {
 	for (size_t i = 0; i < t->ngen; i++) {
 		const struct ada_atf_gen *g = &t->gen[i];
@@ -387,8 +396,7 @@ static int dump_pid(struct dump_pid *dp, const struct ada_atf_pid *p)
 		if (e == -ENOENT || e == -EINVAL) {
 			ada_log("%s: no index.atf; skipped", p->thread_dirs[i]);
 			dp->damaged++;
-		}
-		else if (e)
+		} else if (e)
 			err = e;
 		else
 			n++;
@@ -415,7 +423,7 @@ static void dump_syms_warn(void *ctx, const char *path, uint64_t line, const cha
 }
 
 static int dump_one_pid(const struct dump_opts *o, const struct ada_atf_pid *p, bool several,
-			uint32_t *threads_seen, uint32_t *damaged)
+                        uint32_t *threads_seen, uint32_t *damaged)
 {
 	struct dump_pid dp = {.o = o, .pid = several ? (int64_t)p->pid : -1};
 	json_t *doc = NULL;
@@ -438,12 +446,13 @@ static int dump_one_pid(const struct dump_opts *o, const struct ada_atf_pid *p, 
 
 static void dump_usage(FILE *f)
 {
-	fprintf(f, "usage: ada dump [--format text|jsonl] [--thread N] [--merge] [--from NS] [--to NS] DIR\n"
-		   "  Prints the events under DIR (a pid_N directory or any directory above).\n"
-		   "  --format jsonl  one JSON object per event (keys: docs/dump.md)\n"
-		   "  --thread N      only thread_N\n"
-		   "  --merge         all threads of a process in timestamp order\n"
-		   "  --from/--to NS  only events with from <= ts <= to (nanoseconds)\n");
+	fprintf(f, "usage: ada dump [--format text|jsonl] [--thread N] [--merge] [--from NS] [--to "
+	           "NS] DIR\n"
+	           "  Prints the events under DIR (a pid_N directory or any directory above).\n"
+	           "  --format jsonl  one JSON object per event (keys: docs/dump.md)\n"
+	           "  --thread N      only thread_N\n"
+	           "  --merge         all threads of a process in timestamp order\n"
+	           "  --from/--to NS  only events with from <= ts <= to (nanoseconds)\n");
 }
 
 static bool dump_parse_u64(const char *s, uint64_t *out)
@@ -477,7 +486,8 @@ static int dump_opt(int c, struct dump_opts *o)
 		o->merge = true;
 		return 0;
 	case 'F':
-		return dump_parse_u64(optarg, &o->from) ? 0 : (ada_log("--from takes nanoseconds"), 2);
+		return dump_parse_u64(optarg, &o->from) ? 0
+		                                        : (ada_log("--from takes nanoseconds"), 2);
 	case 'T':
 		return dump_parse_u64(optarg, &o->to) ? 0 : (ada_log("--to takes nanoseconds"), 2);
 	case 'h':
@@ -494,10 +504,13 @@ static int dump_opt(int c, struct dump_opts *o)
 static int dump_args(int argc, char **argv, struct dump_opts *o, const char **dir)
 {
 	static const struct option opts[] = {
-		{"format", required_argument, NULL, 'f'}, {"thread", required_argument, NULL, 't'},
-		{"merge", no_argument, NULL, 'm'},        {"from", required_argument, NULL, 'F'},
-		{"to", required_argument, NULL, 'T'},     {"help", no_argument, NULL, 'h'},
-		{0},
+	    {"format", required_argument, NULL, 'f'},
+	    {"thread", required_argument, NULL, 't'},
+	    {"merge", no_argument, NULL, 'm'},
+	    {"from", required_argument, NULL, 'F'},
+	    {"to", required_argument, NULL, 'T'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	int c, rc;
 
@@ -530,8 +543,10 @@ int cmd_dump(int argc, char **argv)
 		return rc;
 	err = ada_atf_tree_scan(dir, &tree);
 	if (err) {
-		ada_log("%s: %s", dir, err == -ENOTDIR ? "not a directory (give a pid_N directory or one "
-						   "above it)" : strerror(-err));
+		ada_log("%s: %s", dir,
+		        err == -ENOTDIR ? "not a directory (give a pid_N directory or one "
+		                          "above it)"
+		                        : strerror(-err));
 		return 2;
 	}
 	if (tree->npids == 0) {
@@ -541,8 +556,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	for (size_t i = 0; i < tree->npids && !err; i++)
-		err = dump_one_pid(&o, &tree->pids[i], tree->npids > 1, &threads_seen,
-				   &damaged);
+		err = dump_one_pid(&o, &tree->pids[i], tree->npids > 1, &threads_seen, &damaged);
 	ada_atf_tree_free(tree);
 	if (fflush(stdout) != 0 && !err)
 		err = -errno;

@@ -24,17 +24,18 @@ struct validate_ctx {
 };
 
 static void validate_problem(void *ctx, enum ada_atf_severity sev, const char *path, uint64_t off,
-			     const char *msg)
+                             const char *msg)
 {
 	struct validate_ctx *v = ctx;
 
 	if (sev == ADA_ATF_WARNING && v->quiet)
 		return;
-	printf("%s: offset %" PRIu64 ": %s%s\n", path, off, sev == ADA_ATF_WARNING ? "warning: " : "",
-	       msg);
+	printf("%s: offset %" PRIu64 ": %s%s\n", path, off,
+	       sev == ADA_ATF_WARNING ? "warning: " : "", msg);
 }
 
-static void validate_warn(struct validate_ctx *v, const char *path, const char *fmt, const char *arg)
+static void validate_warn(struct validate_ctx *v, const char *path, const char *fmt,
+                          const char *arg)
 {
 	char msg[400];
 
@@ -67,8 +68,9 @@ static json_t *validate_manifest(struct validate_ctx *v, const char *pid_dir)
 	if (err == -ENOENT)
 		validate_warn(v, path, "%s", "missing; the ATF files are still checked");
 	else if (err == -EBADMSG)
-		validate_warn(v, path, "%s", "damaged (not an ada-manifest JSON object); the ATF files are "
-					     "still checked");
+		validate_warn(v, path, "%s",
+		              "damaged (not an ada-manifest JSON object); the ATF files are "
+		              "still checked");
 	else if (err)
 		validate_warn(v, path, "cannot read: %s", strerror(-err));
 	if (!doc)
@@ -77,8 +79,9 @@ static json_t *validate_manifest(struct validate_ctx *v, const char *pid_dir)
 	if (!state)
 		validate_warn(v, path, "%s", "has no \"state\"");
 	else if (!strcmp(state, "recording"))
-		validate_warn(v, path, "state is \"%s\": the recording was not finalized (try `ada recover`)",
-			      state);
+		validate_warn(
+		    v, path, "state is \"%s\": the recording was not finalized (try `ada recover`)",
+		    state);
 	return doc;
 }
 
@@ -93,11 +96,13 @@ static int validate_pid(struct validate_ctx *v, const struct ada_atf_pid *p)
 	if (err)
 		return err;
 	if (p->nthreads == 0)
-		validate_warn(v, p->dir, "%s", "no thread_N directories: the process recorded no events");
+		validate_warn(v, p->dir, "%s",
+		              "no thread_N directories: the process recorded no events");
 	for (size_t i = 0; i < p->nthreads; i++) {
 		err = ada_atf_validate_thread(p->thread_dirs[i], &v->rep);
 		if (err) {
-			ada_log("%s: cannot read the directory: %s", p->thread_dirs[i], strerror(-err));
+			ada_log("%s: cannot read the directory: %s", p->thread_dirs[i],
+			        strerror(-err));
 			v->rep.errors++;
 		}
 	}
@@ -107,20 +112,20 @@ static int validate_pid(struct validate_ctx *v, const struct ada_atf_pid *p)
 static void validate_usage(FILE *f)
 {
 	fprintf(f, "usage: ada validate [--quiet] [--max-per-file N] DIR\n"
-		   "  Checks every pid_N/thread_K/*.atf at or under DIR against the ATF v2\n"
-		   "  format; prints one line per problem (path: offset N: what is wrong).\n"
-		   "  --quiet           print errors only, not warnings\n"
-		   "  --max-per-file N  show at most N problems per file (default 50)\n"
-		   "  Exit status: 0 all valid, 1 problems found, 2 bad usage or no traces.\n");
+	           "  Checks every pid_N/thread_K/*.atf at or under DIR against the ATF v2\n"
+	           "  format; prints one line per problem (path: offset N: what is wrong).\n"
+	           "  --quiet           print errors only, not warnings\n"
+	           "  --max-per-file N  show at most N problems per file (default 50)\n"
+	           "  Exit status: 0 all valid, 1 problems found, 2 bad usage or no traces.\n");
 }
 
 static int validate_args(int argc, char **argv, struct validate_ctx *v, const char **dir)
 {
 	static const struct option opts[] = {
-		{"quiet", no_argument, NULL, 'q'},
-		{"max-per-file", required_argument, NULL, 'm'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"max-per-file", required_argument, NULL, 'm'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	int c;
 
@@ -159,8 +164,10 @@ int cmd_validate(int argc, char **argv)
 	v.rep.ctx = &v;
 	err = ada_atf_tree_scan(dir, &tree);
 	if (err) {
-		ada_log("%s: %s", dir, err == -ENOTDIR ? "not a directory (give a pid_N directory or one "
-						   "above it)" : strerror(-err));
+		ada_log("%s: %s", dir,
+		        err == -ENOTDIR ? "not a directory (give a pid_N directory or one "
+		                          "above it)"
+		                        : strerror(-err));
 		return 2;
 	}
 	if (tree->npids == 0) {
@@ -174,10 +181,10 @@ int cmd_validate(int argc, char **argv)
 	}
 	if (err)
 		ada_log("%s: %s", dir, strerror(-err));
-	printf("%s: %zu process%s, %zu thread%s: %" PRIu64 " error%s, %" PRIu64 " warning%s: %s\n", dir,
-	       tree->npids, tree->npids == 1 ? "" : "es", nthreads, nthreads == 1 ? "" : "s", v.rep.errors,
-	       v.rep.errors == 1 ? "" : "s", v.rep.warnings, v.rep.warnings == 1 ? "" : "s",
-	       v.rep.errors || err ? "INVALID" : "valid");
+	printf("%s: %zu process%s, %zu thread%s: %" PRIu64 " error%s, %" PRIu64 " warning%s: %s\n",
+	       dir, tree->npids, tree->npids == 1 ? "" : "es", nthreads, nthreads == 1 ? "" : "s",
+	       v.rep.errors, v.rep.errors == 1 ? "" : "s", v.rep.warnings,
+	       v.rep.warnings == 1 ? "" : "s", v.rep.errors || err ? "INVALID" : "valid");
 	ada_atf_tree_free(tree);
 	return v.rep.errors || err ? 1 : 0;
 }

@@ -46,8 +46,7 @@ struct ada_atf_index;
 int ada_atf_index_open(const char *path, unsigned flags, struct ada_atf_index **out);
 /* Same over a caller-owned buffer (kept, not copied: it must outlive the
  * reader). Used by tests and the fuzz targets. */
-int ada_atf_index_open_mem(const void *buf, size_t len, unsigned flags,
-			   struct ada_atf_index **out);
+int ada_atf_index_open_mem(const void *buf, size_t len, unsigned flags, struct ada_atf_index **out);
 void ada_atf_index_free(struct ada_atf_index *ix); /* NULL is a no-op */
 
 const struct atf_index_header *ada_atf_index_header(const struct ada_atf_index *ix);
@@ -61,7 +60,7 @@ uint64_t ada_atf_index_upper_bound(const struct ada_atf_index *ix, uint64_t ts);
 /* The half-open seq range [*begin, *end) of events with from <= ts <= to.
  * Uses the header's time range to skip the whole file in O(1). */
 void ada_atf_index_range(const struct ada_atf_index *ix, uint64_t from, uint64_t to,
-			 uint64_t *begin, uint64_t *end);
+                         uint64_t *begin, uint64_t *end);
 
 /* ------------------------------------------------------------------ */
 /* Detail reader                                                       */
@@ -75,7 +74,7 @@ struct ada_atf_detail;
  * reaches is kept). -ENOMEM. */
 int ada_atf_detail_open(const char *path, unsigned flags, struct ada_atf_detail **out);
 int ada_atf_detail_open_mem(const void *buf, size_t len, unsigned flags,
-			    struct ada_atf_detail **out);
+                            struct ada_atf_detail **out);
 void ada_atf_detail_free(struct ada_atf_detail *d); /* NULL is a no-op */
 
 const struct atf_detail_header *ada_atf_detail_header(const struct ada_atf_detail *d);
@@ -83,7 +82,7 @@ uint64_t ada_atf_detail_count(const struct ada_atf_detail *d);
 /* Event at detail_seq (its total_length bytes are all inside the mapping),
  * or NULL when seq >= count. O(1). */
 const struct atf_detail_event_header *ada_atf_detail_get(const struct ada_atf_detail *d,
-							  uint64_t seq);
+                                                         uint64_t seq);
 /* The function payload of a FUNCTION_CALL/RETURN event and its stack
  * snapshot, or NULL when the event is another type or too short for the
  * payload and the stack_size it declares. */
@@ -99,7 +98,7 @@ ada_atf_detail_function(const struct atf_detail_event_header *ev, const uint8_t 
 struct ada_atf_gen {
 	uint32_t generation; /* G; UINT32_MAX for the current file */
 	char *index_path;
-	char *detail_path; /* NULL when the file does not exist */
+	char *detail_path;             /* NULL when the file does not exist */
 	struct ada_atf_index *index;   /* NULL when it could not be opened */
 	struct ada_atf_detail *detail; /* NULL when absent or unusable */
 	int index_err, detail_err;     /* -errno of the failed open, else 0 */
@@ -168,8 +167,8 @@ int ada_atf_merge_new(struct ada_atf_merge **out);
 void ada_atf_merge_free(struct ada_atf_merge *m);
 /* Adds events [begin, end) of ix; rank orders sources of the same thread
  * (a generation number: older first). The reader must outlive the merge. */
-int ada_atf_merge_add(struct ada_atf_merge *m, const struct ada_atf_index *ix,
-		      uint64_t begin, uint64_t end, uint32_t thread, uint32_t rank, void *user);
+int ada_atf_merge_add(struct ada_atf_merge *m, const struct ada_atf_index *ix, uint64_t begin,
+                      uint64_t end, uint32_t thread, uint32_t rank, void *user);
 /* Next event in merged order; false when all sources are exhausted. */
 bool ada_atf_merge_next(struct ada_atf_merge *m, struct ada_atf_merge_item *out);
 
@@ -191,16 +190,16 @@ void ada_atf_file_info_native(struct ada_atf_file_info *info, uint32_t thread_id
 /* Fills a finalized index header for count events of [t_start, t_end] laid
  * out as header, events at 64, footer after the last event. */
 void ada_atf_index_header_fill(struct atf_index_header *h, const struct ada_atf_file_info *info,
-			       uint64_t count, uint64_t t_start, uint64_t t_end);
+                               uint64_t count, uint64_t t_start, uint64_t t_end);
 void ada_atf_index_footer_fill(struct atf_index_footer *f, uint32_t crc, uint64_t count,
-			       uint64_t t_start, uint64_t t_end);
+                               uint64_t t_start, uint64_t t_end);
 /* events_bytes is the size of the events section (the sum of total_length);
  * seq_start/seq_end are the first and last index_seq linked. */
 void ada_atf_detail_header_fill(struct atf_detail_header *h, const struct ada_atf_file_info *info,
-				uint64_t count, uint64_t events_bytes, uint64_t seq_start,
-				uint64_t seq_end);
+                                uint64_t count, uint64_t events_bytes, uint64_t seq_start,
+                                uint64_t seq_end);
 void ada_atf_detail_footer_fill(struct atf_detail_footer *f, uint32_t crc, uint64_t count,
-				uint64_t events_bytes, uint64_t t_start, uint64_t t_end);
+                                uint64_t events_bytes, uint64_t t_start, uint64_t t_end);
 /* zlib crc32 continued over buf (start with crc = 0). */
 uint32_t ada_atf_crc32(uint32_t crc, const void *buf, size_t len);
 
@@ -210,7 +209,7 @@ uint32_t ada_atf_crc32(uint32_t crc, const void *buf, size_t len);
  * golden data and tools; the recorder's drain has its own io_uring path. */
 struct ada_atf_writer;
 int ada_atf_writer_new(const char *path, bool detail, const struct ada_atf_file_info *info,
-		       struct ada_atf_writer **out);
+                       struct ada_atf_writer **out);
 /* Index: the event's timestamp_ns is used for the time range. */
 int ada_atf_writer_index(struct ada_atf_writer *w, const struct atf_index_event *ev);
 /* Detail: ev->total_length bytes at ev (header + payload) are appended. */
@@ -229,12 +228,12 @@ enum ada_atf_severity { ADA_ATF_ERROR = 0, ADA_ATF_WARNING = 1 };
 /* Called once per problem. offset is the byte offset in path the problem
  * is about (0 for whole-file problems). */
 typedef void (*ada_atf_problem_fn)(void *ctx, enum ada_atf_severity sev, const char *path,
-				   uint64_t offset, const char *msg);
+                                   uint64_t offset, const char *msg);
 
 struct ada_atf_report {
 	ada_atf_problem_fn fn;
 	void *ctx;
-	uint64_t errors;   /* counted by the validator */
+	uint64_t errors; /* counted by the validator */
 	uint64_t warnings;
 	/* Per file, at most this many problems are passed to fn (0: 50); the
 	 * rest are counted and summed up in one last line. */
@@ -243,7 +242,7 @@ struct ada_atf_report {
 
 /* What the validator learned about one file, for cross-file checks. */
 struct ada_atf_vfile {
-	bool usable;   /* structure good enough to follow links into */
+	bool usable; /* structure good enough to follow links into */
 	uint64_t count;
 	uint64_t first_ts, last_ts;
 };
@@ -251,16 +250,15 @@ struct ada_atf_vfile {
 /* One index file in (buf, len). Reads only inside the buffer whatever the
  * header claims. */
 void ada_atf_validate_index_buf(const char *path, const void *buf, size_t len,
-				struct ada_atf_report *r, struct ada_atf_vfile *info);
+                                struct ada_atf_report *r, struct ada_atf_vfile *info);
 /* One detail file in (buf, len). */
 void ada_atf_validate_detail_buf(const char *path, const void *buf, size_t len,
-				 struct ada_atf_report *r, struct ada_atf_vfile *info);
+                                 struct ada_atf_report *r, struct ada_atf_vfile *info);
 /* Links between an index file and its detail file (either may be NULL when
  * absent): has_detail flag, detail_seq -> index_seq -> detail_seq, and the
  * same timestamp and function_id on both ends. */
-void ada_atf_validate_links_buf(const char *ipath, const void *ibuf, size_t ilen,
-				const char *dpath, const void *dbuf, size_t dlen,
-				struct ada_atf_report *r);
+void ada_atf_validate_links_buf(const char *ipath, const void *ibuf, size_t ilen, const char *dpath,
+                                const void *dbuf, size_t dlen, struct ada_atf_report *r);
 /* A thread directory: every generation, its links, and non-decreasing
  * timestamps across generations. Returns 0 or -errno when dir cannot be
  * scanned (problems are reported through r, not returned). */

@@ -26,8 +26,10 @@ static inline bool atf_fits(size_t len, uint64_t off, uint64_t n)
 	return off <= len && n <= len - off;
 }
 
-#define ATF_READ(dst, base, len, off) \
-	(atf_fits((len), (off), sizeof(*(dst))) ? (memcpy((dst), (base) + (off), sizeof(*(dst))), true) : false)
+#define ATF_READ(dst, base, len, off)                                                              \
+	(atf_fits((len), (off), sizeof(*(dst)))                                                    \
+	     ? (memcpy((dst), (base) + (off), sizeof(*(dst))), true)                               \
+	     : false)
 
 char *atf_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

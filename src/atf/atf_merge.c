@@ -84,8 +84,8 @@ static void merge_down(struct ada_atf_merge *m, size_t i)
 	}
 }
 
-int ada_atf_merge_add(struct ada_atf_merge *m, const struct ada_atf_index *ix,
-		      uint64_t begin, uint64_t end, uint32_t thread, uint32_t rank, void *user)
+int ada_atf_merge_add(struct ada_atf_merge *m, const struct ada_atf_index *ix, uint64_t begin,
+                      uint64_t end, uint32_t thread, uint32_t rank, void *user)
 {
 	uint64_t count = ada_atf_index_count(ix);
 
@@ -102,8 +102,13 @@ int ada_atf_merge_add(struct ada_atf_merge *m, const struct ada_atf_index *ix,
 		m->cap = ncap;
 	}
 	m->src[m->n] = (struct merge_src){
-		.ix = ix, .seq = begin, .end = end, .thread = thread, .rank = rank, .user = user,
-		.ts = ada_atf_index_get(ix, begin)->timestamp_ns,
+	    .ix = ix,
+	    .seq = begin,
+	    .end = end,
+	    .thread = thread,
+	    .rank = rank,
+	    .user = user,
+	    .ts = ada_atf_index_get(ix, begin)->timestamp_ns,
 	};
 	merge_up(m, m->n++);
 	return 0;

@@ -94,7 +94,8 @@ static int64_t index_strict_count(const struct atf_map *m, const struct atf_inde
 		return -1;
 	span = h->footer_offset - h->events_offset;
 	if (memcmp(f.magic, ATF_INDEX_FOOTER_MAGIC, 4) || span % ATF_INDEX_EVENT_SIZE ||
-	    f.event_count != span / ATF_INDEX_EVENT_SIZE || h->event_count != (uint32_t)f.event_count)
+	    f.event_count != span / ATF_INDEX_EVENT_SIZE ||
+	    h->event_count != (uint32_t)f.event_count)
 		return -1;
 	return (int64_t)f.event_count;
 }
@@ -115,7 +116,8 @@ static uint64_t index_salvage_count(const struct atf_map *m, const struct atf_in
 	    !memcmp(m->base + end - ATF_FOOTER_SIZE, ATF_INDEX_FOOTER_MAGIC, 4))
 		end -= ATF_FOOTER_SIZE;
 	uint64_t n = (end - h->events_offset) / ATF_INDEX_EVENT_SIZE;
-	while (n && index_event_is_zero(m->base + h->events_offset + (n - 1) * ATF_INDEX_EVENT_SIZE))
+	while (n &&
+	       index_event_is_zero(m->base + h->events_offset + (n - 1) * ATF_INDEX_EVENT_SIZE))
 		n--;
 	return n;
 }
@@ -166,8 +168,7 @@ int ada_atf_index_open(const char *path, unsigned flags, struct ada_atf_index **
 	return err;
 }
 
-int ada_atf_index_open_mem(const void *buf, size_t len, unsigned flags,
-			   struct ada_atf_index **out)
+int ada_atf_index_open_mem(const void *buf, size_t len, unsigned flags, struct ada_atf_index **out)
 {
 	struct atf_map m = {.base = buf, .len = len, .owned = false};
 	return index_new(&m, flags, out);
@@ -231,7 +232,7 @@ uint64_t ada_atf_index_upper_bound(const struct ada_atf_index *ix, uint64_t ts)
 }
 
 void ada_atf_index_range(const struct ada_atf_index *ix, uint64_t from, uint64_t to,
-			 uint64_t *begin, uint64_t *end)
+                         uint64_t *begin, uint64_t *end)
 {
 	const struct atf_index_header *h = &ix->hdr;
 
@@ -240,7 +241,8 @@ void ada_atf_index_range(const struct ada_atf_index *ix, uint64_t from, uint64_t
 		return;
 	/* The header's range lets a file outside [from, to] be skipped without
 	 * touching its events; only trust it when it is ordered. */
-	if (h->time_start_ns <= h->time_end_ns && (h->time_end_ns < from || h->time_start_ns > to) &&
+	if (h->time_start_ns <= h->time_end_ns &&
+	    (h->time_end_ns < from || h->time_start_ns > to) &&
 	    h->time_start_ns == index_ts(ix, 0) && h->time_end_ns == index_ts(ix, ix->count - 1))
 		return;
 	*begin = index_bound(ix, from, false);
@@ -302,8 +304,8 @@ static int detail_init(struct ada_atf_detail *d, unsigned flags)
 	    h->events_offset < ATF_HEADER_SIZE || h->events_offset > d->map.len)
 		return -EBADMSG;
 	strict_ok = h->bytes_length <= d->map.len - h->events_offset &&
-		    ATF_READ(&f, d->map.base, d->map.len, h->events_offset + h->bytes_length) &&
-		    !memcmp(f.magic, ATF_DETAIL_FOOTER_MAGIC, 4);
+	            ATF_READ(&f, d->map.base, d->map.len, h->events_offset + h->bytes_length) &&
+	            !memcmp(f.magic, ATF_DETAIL_FOOTER_MAGIC, 4);
 	if (!strict_ok && !(flags & ADA_ATF_OPEN_SALVAGE))
 		return -EBADMSG;
 	end = strict_ok ? h->events_offset + h->bytes_length : d->map.len;
@@ -347,7 +349,7 @@ int ada_atf_detail_open(const char *path, unsigned flags, struct ada_atf_detail 
 }
 
 int ada_atf_detail_open_mem(const void *buf, size_t len, unsigned flags,
-			    struct ada_atf_detail **out)
+                            struct ada_atf_detail **out)
 {
 	struct atf_map m = {.base = buf, .len = len, .owned = false};
 	return detail_new(&m, flags, out);
@@ -373,7 +375,7 @@ uint64_t ada_atf_detail_count(const struct ada_atf_detail *d)
 }
 
 const struct atf_detail_event_header *ada_atf_detail_get(const struct ada_atf_detail *d,
-							  uint64_t seq)
+                                                         uint64_t seq)
 {
 	if (seq >= d->count)
 		return NULL;
@@ -383,10 +385,12 @@ const struct atf_detail_event_header *ada_atf_detail_get(const struct ada_atf_de
 const struct atf_detail_function_payload *
 ada_atf_detail_function(const struct atf_detail_event_header *ev, const uint8_t **stack)
 {
-	const uint32_t fixed = ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(struct atf_detail_function_payload);
+	const uint32_t fixed =
+	    ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(struct atf_detail_function_payload);
 	const struct atf_detail_function_payload *p;
 
-	if ((ev->event_type != ATF_DETAIL_FUNCTION_CALL && ev->event_type != ATF_DETAIL_FUNCTION_RETURN) ||
+	if ((ev->event_type != ATF_DETAIL_FUNCTION_CALL &&
+	     ev->event_type != ATF_DETAIL_FUNCTION_RETURN) ||
 	    ev->total_length < fixed)
 		return NULL;
 	p = (const void *)((const uint8_t *)ev + ATF_DETAIL_EVENT_HEADER_SIZE);

@@ -57,7 +57,7 @@ int ada_atf_gen_name(char *buf, size_t len, bool detail, uint32_t gen)
 {
 	const char *base = detail ? "detail" : "index";
 	int n = gen == ADA_ATF_CURRENT_GEN ? snprintf(buf, len, "%s.atf", base)
-					   : snprintf(buf, len, "%s.g%u.atf", base, gen);
+	                                   : snprintf(buf, len, "%s.g%u.atf", base, gen);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 

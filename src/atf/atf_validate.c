@@ -87,7 +87,8 @@ static void magic_text(char out[24], const uint8_t m[4])
 {
 	char *p = out;
 	for (int i = 0; i < 4; i++)
-		p += m[i] >= 0x20 && m[i] < 0x7f ? sprintf(p, "%c", m[i]) : sprintf(p, "\\x%02x", m[i]);
+		p += m[i] >= 0x20 && m[i] < 0x7f ? sprintf(p, "%c", m[i])
+		                                 : sprintf(p, "\\x%02x", m[i]);
 }
 
 /* ------------------------------------------------------------- index */
@@ -107,19 +108,24 @@ static void index_check_footer_pos(struct vctx *v, struct iscan *s)
 	struct atf_index_footer f;
 
 	if (fo < eo || (fo - eo) % ATF_INDEX_EVENT_SIZE) {
-		VERR(v, 40, "footer_offset %" PRIu64 " is not events_offset %" PRIu64
-			    " plus a multiple of 32", fo, eo);
+		VERR(v, 40,
+		     "footer_offset %" PRIu64 " is not events_offset %" PRIu64
+		     " plus a multiple of 32",
+		     fo, eo);
 		return;
 	}
 	if (!atf_fits(s->len, fo, ATF_FOOTER_SIZE)) {
-		VERR(v, 28, "event count: header says %" PRIu32 " events, footer_offset %" PRIu64
-			    " + 64 needs %" PRIu64 " bytes but the file has %zu: truncated",
+		VERR(v, 28,
+		     "event count: header says %" PRIu32 " events, footer_offset %" PRIu64
+		     " + 64 needs %" PRIu64 " bytes but the file has %zu: truncated",
 		     h->event_count, fo, fo + ATF_FOOTER_SIZE, s->len);
 		return;
 	}
 	if (fo + ATF_FOOTER_SIZE != s->len)
-		VERR(v, fo + ATF_FOOTER_SIZE, "%" PRIu64 " bytes after the footer (footer_offset %" PRIu64
-		     " + 64 must be the file length %zu)", (uint64_t)s->len - fo - ATF_FOOTER_SIZE, fo, s->len);
+		VERR(v, fo + ATF_FOOTER_SIZE,
+		     "%" PRIu64 " bytes after the footer (footer_offset %" PRIu64
+		     " + 64 must be the file length %zu)",
+		     (uint64_t)s->len - fo - ATF_FOOTER_SIZE, fo, s->len);
 	memcpy(&f, s->buf + fo, sizeof(f));
 	if (memcmp(f.magic, ATF_INDEX_FOOTER_MAGIC, 4)) {
 		char m[24];
@@ -139,21 +145,30 @@ static void index_check_footer(struct vctx *v, struct iscan *s, uint64_t first, 
 
 	memcpy(&f, s->buf + fo, sizeof(f));
 	if (f.event_count != s->n)
-		VERR(v, fo + 8, "event count: footer says %" PRIu64 " events, the events section holds %" PRIu64,
+		VERR(v, fo + 8,
+		     "event count: footer says %" PRIu64
+		     " events, the events section holds %" PRIu64,
 		     f.event_count, s->n);
 	if (h->event_count != (uint32_t)s->n)
-		VERR(v, 28, "event count: header says %" PRIu32 " events, the events section holds %" PRIu64,
+		VERR(v, 28,
+		     "event count: header says %" PRIu32
+		     " events, the events section holds %" PRIu64,
 		     h->event_count, s->n);
 	if (f.bytes_written != bytes)
-		VERR(v, fo + 32, "bytes_written %" PRIu64 ", the events section is %" PRIu64 " bytes",
+		VERR(v, fo + 32,
+		     "bytes_written %" PRIu64 ", the events section is %" PRIu64 " bytes",
 		     f.bytes_written, bytes);
 	crc = ada_atf_crc32(0, s->buf + h->events_offset, bytes);
 	if (f.checksum != crc)
-		VERR(v, fo + 4, "CRC-32 mismatch: footer says 0x%08" PRIx32 ", events section has 0x%08" PRIx32,
+		VERR(v, fo + 4,
+		     "CRC-32 mismatch: footer says 0x%08" PRIx32
+		     ", events section has 0x%08" PRIx32,
 		     f.checksum, crc);
 	if (s->n && (f.time_start_ns != first || f.time_end_ns != last))
-		VERR(v, fo + 16, "footer time range [%" PRIu64 ", %" PRIu64 "] is not the first/last event "
-		     "timestamps [%" PRIu64 ", %" PRIu64 "]", f.time_start_ns, f.time_end_ns, first, last);
+		VERR(v, fo + 16,
+		     "footer time range [%" PRIu64 ", %" PRIu64 "] is not the first/last event "
+		     "timestamps [%" PRIu64 ", %" PRIu64 "]",
+		     f.time_start_ns, f.time_end_ns, first, last);
 }
 
 /* Per-event checks over every whole event inside the file. */
@@ -169,13 +184,16 @@ static void index_scan_events(struct vctx *v, struct iscan *s, struct ada_atf_vf
 		uint64_t off = eo + i * ATF_INDEX_EVENT_SIZE;
 		memcpy(&ev, s->buf + off, sizeof(ev));
 		if (!ada_atf_kind_name(ev.event_kind))
-			VERR(v, off + 20, "event %" PRIu64 ": event_kind %" PRIu32 " is not 1, 2 or 3", i,
+			VERR(v, off + 20,
+			     "event %" PRIu64 ": event_kind %" PRIu32 " is not 1, 2 or 3", i,
 			     ev.event_kind);
 		if (ev.thread_id != s->h.thread_id)
-			VERR(v, off + 16, "event %" PRIu64 ": thread_id %" PRIu32 ", header says %" PRIu32, i,
+			VERR(v, off + 16,
+			     "event %" PRIu64 ": thread_id %" PRIu32 ", header says %" PRIu32, i,
 			     ev.thread_id, s->h.thread_id);
 		if (i && ev.timestamp_ns < prev)
-			VERR(v, off, "event %" PRIu64 ": timestamp %" PRIu64 " goes back from %" PRIu64, i,
+			VERR(v, off,
+			     "event %" PRIu64 ": timestamp %" PRIu64 " goes back from %" PRIu64, i,
 			     ev.timestamp_ns, prev);
 		if (i == 0)
 			info->first_ts = ev.timestamp_ns;
@@ -208,15 +226,15 @@ static bool index_check_header(struct vctx *v, struct iscan *s)
 		return false;
 	}
 	if (h->events_offset < ATF_HEADER_SIZE || h->events_offset > s->len) {
-		VERR(v, 32, "events_offset %" PRIu64 " is outside [64, file length %zu]", h->events_offset,
-		     s->len);
+		VERR(v, 32, "events_offset %" PRIu64 " is outside [64, file length %zu]",
+		     h->events_offset, s->len);
 		return false;
 	}
 	return true;
 }
 
 void ada_atf_validate_index_buf(const char *path, const void *buf, size_t len,
-				struct ada_atf_report *r, struct ada_atf_vfile *info)
+                                struct ada_atf_report *r, struct ada_atf_vfile *info)
 {
 	struct iscan s = {.buf = buf, .len = len};
 	struct vctx v;
@@ -232,9 +250,10 @@ void ada_atf_validate_index_buf(const char *path, const void *buf, size_t len,
 	if (s.footer_ok)
 		index_check_footer(&v, &s, info->first_ts, info->last_ts);
 	if (s.n && (s.h.time_start_ns != info->first_ts || s.h.time_end_ns != info->last_ts))
-		VERR(&v, 48, "header time range [%" PRIu64 ", %" PRIu64 "] is not the first/last event "
-		     "timestamps [%" PRIu64 ", %" PRIu64 "]", s.h.time_start_ns, s.h.time_end_ns,
-		     info->first_ts, info->last_ts);
+		VERR(&v, 48,
+		     "header time range [%" PRIu64 ", %" PRIu64 "] is not the first/last event "
+		     "timestamps [%" PRIu64 ", %" PRIu64 "]",
+		     s.h.time_start_ns, s.h.time_end_ns, info->first_ts, info->last_ts);
 	info->usable = s.footer_ok && r->errors == errs;
 out:
 	vctx_fini(&v);
@@ -268,8 +287,8 @@ static bool detail_check_header(struct vctx *v, struct dscan *s)
 	}
 	check_ident(v, h->endian, h->version, h->arch, h->os);
 	if (h->events_offset < ATF_HEADER_SIZE || h->events_offset > s->len) {
-		VERR(v, 20, "events_offset %" PRIu64 " is outside [64, file length %zu]", h->events_offset,
-		     s->len);
+		VERR(v, 20, "events_offset %" PRIu64 " is outside [64, file length %zu]",
+		     h->events_offset, s->len);
 		return false;
 	}
 	return true;
@@ -282,21 +301,28 @@ static void detail_check_footer_pos(struct vctx *v, struct dscan *s)
 	struct atf_detail_footer f;
 
 	s->end = s->len;
-	if (!atf_fits(s->len, eo, h->bytes_length) || !atf_fits(s->len, eo + h->bytes_length, ATF_FOOTER_SIZE)) {
-		VERR(v, 36, "bytes_length %" PRIu64 " puts the footer past the end of the file (%zu bytes): "
-			    "truncated", h->bytes_length, s->len);
+	if (!atf_fits(s->len, eo, h->bytes_length) ||
+	    !atf_fits(s->len, eo + h->bytes_length, ATF_FOOTER_SIZE)) {
+		VERR(v, 36,
+		     "bytes_length %" PRIu64
+		     " puts the footer past the end of the file (%zu bytes): "
+		     "truncated",
+		     h->bytes_length, s->len);
 		return;
 	}
 	fo = eo + h->bytes_length;
 	if (fo + ATF_FOOTER_SIZE != s->len)
-		VERR(v, fo + ATF_FOOTER_SIZE, "%" PRIu64 " bytes after the footer (events_offset + "
+		VERR(v, fo + ATF_FOOTER_SIZE,
+		     "%" PRIu64 " bytes after the footer (events_offset + "
 		     "bytes_length + 64 must be the file length %zu)",
 		     (uint64_t)s->len - fo - ATF_FOOTER_SIZE, s->len);
 	memcpy(&f, s->buf + fo, sizeof(f));
 	if (memcmp(f.magic, ATF_DETAIL_FOOTER_MAGIC, 4)) {
 		char m[24];
 		magic_text(m, f.magic);
-		VERR(v, fo, "wrong footer magic \"%s\" at events_offset + bytes_length, expected \"2DTA\"", m);
+		VERR(v, fo,
+		     "wrong footer magic \"%s\" at events_offset + bytes_length, expected \"2DTA\"",
+		     m);
 		return;
 	}
 	s->footer_ok = true;
@@ -304,26 +330,33 @@ static void detail_check_footer_pos(struct vctx *v, struct dscan *s)
 }
 
 static void detail_check_event(struct vctx *v, struct dscan *s, uint64_t pos,
-			       const struct atf_detail_event_header *e)
+                               const struct atf_detail_event_header *e)
 {
 	uint64_t i = s->n;
 
 	if (e->thread_id != s->h.thread_id)
-		VERR(v, pos + 12, "detail event %" PRIu64 ": thread_id %" PRIu32 ", header says %" PRIu32, i,
+		VERR(v, pos + 12,
+		     "detail event %" PRIu64 ": thread_id %" PRIu32 ", header says %" PRIu32, i,
 		     e->thread_id, s->h.thread_id);
 	if (i && e->timestamp < s->last_ts)
-		VERR(v, pos + 16, "detail event %" PRIu64 ": timestamp %" PRIu64 " goes back from %" PRIu64,
-		     i, e->timestamp, s->last_ts);
+		VERR(v, pos + 16,
+		     "detail event %" PRIu64 ": timestamp %" PRIu64 " goes back from %" PRIu64, i,
+		     e->timestamp, s->last_ts);
 	if (i && e->index_seq <= s->last_seq)
-		VERR(v, pos + 8, "detail event %" PRIu64 ": index_seq %" PRIu32 " does not increase (previous %"
-		     PRIu64 ")", i, e->index_seq, s->last_seq);
-	if (e->event_type == ATF_DETAIL_FUNCTION_CALL || e->event_type == ATF_DETAIL_FUNCTION_RETURN) {
+		VERR(v, pos + 8,
+		     "detail event %" PRIu64 ": index_seq %" PRIu32
+		     " does not increase (previous %" PRIu64 ")",
+		     i, e->index_seq, s->last_seq);
+	if (e->event_type == ATF_DETAIL_FUNCTION_CALL ||
+	    e->event_type == ATF_DETAIL_FUNCTION_RETURN) {
 		if (!ada_atf_detail_function((const void *)(s->buf + pos), NULL))
-			VERR(v, pos, "detail event %" PRIu64 ": total_length %" PRIu32 " cannot hold the "
-			     "function payload and its stack snapshot", i, e->total_length);
+			VERR(v, pos,
+			     "detail event %" PRIu64 ": total_length %" PRIu32 " cannot hold the "
+			     "function payload and its stack snapshot",
+			     i, e->total_length);
 	} else {
-		vreport(v, ADA_ATF_WARNING, pos + 4, "detail event %" PRIu64 ": unknown event_type %u",
-			i, e->event_type);
+		vreport(v, ADA_ATF_WARNING, pos + 4,
+		        "detail event %" PRIu64 ": unknown event_type %u", i, e->event_type);
 	}
 }
 
@@ -336,13 +369,20 @@ static void detail_walk(struct vctx *v, struct dscan *s)
 
 	while (pos < s->end) {
 		if (!ATF_READ(&e, s->buf, s->end, pos)) {
-			VERR(v, pos, "detail event %" PRIu64 ": %" PRIu64 " bytes left, too few for a 24-byte "
-			     "event header%s", s->n, s->end - pos, s->footer_ok ? "" : ": truncated");
+			VERR(v, pos,
+			     "detail event %" PRIu64 ": %" PRIu64
+			     " bytes left, too few for a 24-byte "
+			     "event header%s",
+			     s->n, s->end - pos, s->footer_ok ? "" : ": truncated");
 			return;
 		}
-		if (e.total_length < ATF_DETAIL_EVENT_HEADER_SIZE || e.total_length > s->end - pos) {
-			VERR(v, pos, "detail event %" PRIu64 ": total_length %" PRIu32 " does not fit between 24 "
-			     "and the %" PRIu64 " bytes left before the %s", s->n, e.total_length, s->end - pos,
+		if (e.total_length < ATF_DETAIL_EVENT_HEADER_SIZE ||
+		    e.total_length > s->end - pos) {
+			VERR(v, pos,
+			     "detail event %" PRIu64 ": total_length %" PRIu32
+			     " does not fit between 24 "
+			     "and the %" PRIu64 " bytes left before the %s",
+			     s->n, e.total_length, s->end - pos,
 			     s->footer_ok ? "footer" : "end of the file");
 			return;
 		}
@@ -365,32 +405,39 @@ static void detail_check_totals(struct vctx *v, struct dscan *s)
 	struct atf_detail_footer f;
 
 	if (h->event_count != s->n)
-		VERR(v, 28, "event count: header says %" PRIu64 " detail events, the walk found %" PRIu64,
+		VERR(v, 28,
+		     "event count: header says %" PRIu64 " detail events, the walk found %" PRIu64,
 		     h->event_count, s->n);
 	if (s->n && (h->index_seq_start != s->first_seq || h->index_seq_end != s->last_seq))
-		VERR(v, 44, "index_seq range [%" PRIu64 ", %" PRIu64 "] is not the first/last event's [%"
-		     PRIu64 ", %" PRIu64 "]", h->index_seq_start, h->index_seq_end, s->first_seq, s->last_seq);
+		VERR(v, 44,
+		     "index_seq range [%" PRIu64 ", %" PRIu64
+		     "] is not the first/last event's [%" PRIu64 ", %" PRIu64 "]",
+		     h->index_seq_start, h->index_seq_end, s->first_seq, s->last_seq);
 	if (!s->footer_ok)
 		return;
 	memcpy(&f, s->buf + fo, sizeof(f));
 	if (f.event_count != s->n)
-		VERR(v, fo + 8, "event count: footer says %" PRIu64 " detail events, the walk found %" PRIu64,
+		VERR(v, fo + 8,
+		     "event count: footer says %" PRIu64 " detail events, the walk found %" PRIu64,
 		     f.event_count, s->n);
 	if (f.bytes_length != h->bytes_length)
-		VERR(v, fo + 16, "footer bytes_length %" PRIu64 ", header says %" PRIu64, f.bytes_length,
-		     h->bytes_length);
+		VERR(v, fo + 16, "footer bytes_length %" PRIu64 ", header says %" PRIu64,
+		     f.bytes_length, h->bytes_length);
 	uint32_t crc = ada_atf_crc32(0, s->buf + h->events_offset, h->bytes_length);
 	if (f.checksum != crc)
-		VERR(v, fo + 4, "CRC-32 mismatch: footer says 0x%08" PRIx32 ", events section has 0x%08" PRIx32,
+		VERR(v, fo + 4,
+		     "CRC-32 mismatch: footer says 0x%08" PRIx32
+		     ", events section has 0x%08" PRIx32,
 		     f.checksum, crc);
 	if (s->n && (f.time_start_ns != s->first_ts || f.time_end_ns != s->last_ts))
-		VERR(v, fo + 24, "footer time range [%" PRIu64 ", %" PRIu64 "] is not the first/last event "
-		     "timestamps [%" PRIu64 ", %" PRIu64 "]", f.time_start_ns, f.time_end_ns, s->first_ts,
-		     s->last_ts);
+		VERR(v, fo + 24,
+		     "footer time range [%" PRIu64 ", %" PRIu64 "] is not the first/last event "
+		     "timestamps [%" PRIu64 ", %" PRIu64 "]",
+		     f.time_start_ns, f.time_end_ns, s->first_ts, s->last_ts);
 }
 
 void ada_atf_validate_detail_buf(const char *path, const void *buf, size_t len,
-				 struct ada_atf_report *r, struct ada_atf_vfile *info)
+                                 struct ada_atf_report *r, struct ada_atf_vfile *info)
 {
 	struct dscan s = {.buf = buf, .len = len};
 	struct vctx v;

@@ -17,8 +17,8 @@
 #include "atf_internal.h"
 
 static void __attribute__((format(printf, 5, 6)))
-lreport(struct ada_atf_report *r, const char *path, uint64_t off, uint64_t *shown,
-	const char *fmt, ...)
+lreport(struct ada_atf_report *r, const char *path, uint64_t off, uint64_t *shown, const char *fmt,
+        ...)
 {
 	char msg[512];
 	va_list ap;
@@ -40,7 +40,8 @@ static void links_hidden(struct ada_atf_report *r, const char *path, uint64_t sh
 
 	if (shown <= cap || !r->fn)
 		return;
-	snprintf(msg, sizeof(msg), "%" PRIu64 " more link problems in this file not shown", shown - cap);
+	snprintf(msg, sizeof(msg), "%" PRIu64 " more link problems in this file not shown",
+	         shown - cap);
 	r->fn(r->ctx, ADA_ATF_ERROR, path, 0, msg);
 }
 
@@ -66,15 +67,20 @@ static void links_forward(struct links *l)
 		if (ds == ATF_NO_DETAIL)
 			continue;
 		if (!l->dpath)
-			lreport(l->r, l->ipath, off, &l->ishown, "link: event %" PRIu64 " has detail_seq %"
-				PRIu32 " but the thread has no detail file", i, ds);
+			lreport(l->r, l->ipath, off, &l->ishown,
+			        "link: event %" PRIu64 " has detail_seq %" PRIu32
+			        " but the thread has no detail file",
+			        i, ds);
 		else if (ds >= dn)
-			lreport(l->r, l->ipath, off, &l->ishown, "link: event %" PRIu64 " has detail_seq %"
-				PRIu32 ", past the %" PRIu64 " readable events of %s", i, ds, dn, l->dpath);
+			lreport(l->r, l->ipath, off, &l->ishown,
+			        "link: event %" PRIu64 " has detail_seq %" PRIu32
+			        ", past the %" PRIu64 " readable events of %s",
+			        i, ds, dn, l->dpath);
 		else if (ada_atf_detail_get(l->d, ds)->index_seq != i)
-			lreport(l->r, l->ipath, off, &l->ishown, "link: event %" PRIu64 " -> detail_seq %" PRIu32
-				" whose index_seq is %" PRIu32 ", not %" PRIu64, i, ds,
-				ada_atf_detail_get(l->d, ds)->index_seq, i);
+			lreport(l->r, l->ipath, off, &l->ishown,
+			        "link: event %" PRIu64 " -> detail_seq %" PRIu32
+			        " whose index_seq is %" PRIu32 ", not %" PRIu64,
+			        i, ds, ada_atf_detail_get(l->d, ds)->index_seq, i);
 	}
 }
 
@@ -86,24 +92,31 @@ static void links_backward_one(struct links *l, uint64_t j, const struct atf_det
 	const struct atf_detail_function_payload *p;
 
 	if (e->index_seq >= n) {
-		lreport(l->r, l->dpath, off + 8, &l->dshown, "link: detail event %" PRIu64 " has index_seq %"
-			PRIu32 ", past the %" PRIu64 " events of %s", j, e->index_seq, n, l->ipath);
+		lreport(l->r, l->dpath, off + 8, &l->dshown,
+		        "link: detail event %" PRIu64 " has index_seq %" PRIu32
+		        ", past the %" PRIu64 " events of %s",
+		        j, e->index_seq, n, l->ipath);
 		return;
 	}
 	ev = ada_atf_index_get(l->ix, e->index_seq);
 	if (ev->detail_seq != j) {
-		lreport(l->r, l->dpath, off + 8, &l->dshown, "link: detail event %" PRIu64 " -> index_seq %"
-			PRIu32 " whose detail_seq is %" PRIu32 ", not %" PRIu64, j, e->index_seq,
-			ev->detail_seq, j);
+		lreport(l->r, l->dpath, off + 8, &l->dshown,
+		        "link: detail event %" PRIu64 " -> index_seq %" PRIu32
+		        " whose detail_seq is %" PRIu32 ", not %" PRIu64,
+		        j, e->index_seq, ev->detail_seq, j);
 		return;
 	}
 	if (e->timestamp != ev->timestamp_ns)
-		lreport(l->r, l->dpath, off + 16, &l->dshown, "link: detail event %" PRIu64 " timestamp %"
-			PRIu64 " differs from its index event's %" PRIu64, j, e->timestamp, ev->timestamp_ns);
+		lreport(l->r, l->dpath, off + 16, &l->dshown,
+		        "link: detail event %" PRIu64 " timestamp %" PRIu64
+		        " differs from its index event's %" PRIu64,
+		        j, e->timestamp, ev->timestamp_ns);
 	p = ada_atf_detail_function(e, NULL);
 	if (p && p->function_id != ev->function_id)
-		lreport(l->r, l->dpath, off + 24, &l->dshown, "link: detail event %" PRIu64 " function_id 0x%"
-			PRIx64 " differs from its index event's 0x%" PRIx64, j, p->function_id, ev->function_id);
+		lreport(l->r, l->dpath, off + 24, &l->dshown,
+		        "link: detail event %" PRIu64 " function_id 0x%" PRIx64
+		        " differs from its index event's 0x%" PRIx64,
+		        j, p->function_id, ev->function_id);
 }
 
 static void links_flag(struct links *l)
@@ -111,14 +124,15 @@ static void links_flag(struct links *l)
 	bool flag = ada_atf_index_header(l->ix)->flags & ATF_INDEX_FLAG_HAS_DETAIL;
 
 	if (flag && !l->dpath)
-		lreport(l->r, l->ipath, 8, &l->ishown, "has_detail_file flag is set but there is no detail file");
+		lreport(l->r, l->ipath, 8, &l->ishown,
+		        "has_detail_file flag is set but there is no detail file");
 	else if (!flag && l->dpath)
-		lreport(l->r, l->ipath, 8, &l->ishown, "has_detail_file flag is clear but %s exists", l->dpath);
+		lreport(l->r, l->ipath, 8, &l->ishown,
+		        "has_detail_file flag is clear but %s exists", l->dpath);
 }
 
-void ada_atf_validate_links_buf(const char *ipath, const void *ibuf, size_t ilen,
-				const char *dpath, const void *dbuf, size_t dlen,
-				struct ada_atf_report *r)
+void ada_atf_validate_links_buf(const char *ipath, const void *ibuf, size_t ilen, const char *dpath,
+                                const void *dbuf, size_t dlen, struct ada_atf_report *r)
 {
 	struct ada_atf_index *ix = NULL;
 	struct ada_atf_detail *d = NULL;
@@ -154,8 +168,7 @@ static void thread_report(struct ada_atf_report *r, const char *path, uint64_t o
 		r->fn(r->ctx, ADA_ATF_ERROR, path, off, msg);
 }
 
-static void validate_gen(struct ada_atf_gen *g, struct ada_atf_report *r,
-			 struct ada_atf_vfile *iv)
+static void validate_gen(struct ada_atf_gen *g, struct ada_atf_report *r, struct ada_atf_vfile *iv)
 {
 	struct atf_map im, dm = {0};
 	struct ada_atf_vfile dv;
@@ -178,7 +191,8 @@ static void validate_gen(struct ada_atf_gen *g, struct ada_atf_report *r,
 			ada_atf_validate_detail_buf(g->detail_path, dm.base, dm.len, r, &dv);
 		}
 	}
-	ada_atf_validate_links_buf(g->index_path, im.base, im.len, g->detail_path, dm.base, dm.len, r);
+	ada_atf_validate_links_buf(g->index_path, im.base, im.len, g->detail_path, dm.base, dm.len,
+	                           r);
 	atf_map_release(&dm);
 	atf_map_release(&im);
 }
@@ -228,8 +242,10 @@ int ada_atf_validate_thread(const char *dir, struct ada_atf_report *r)
 		validate_gen(&t->gen[i], r, &cur);
 		/* Generations continue one timeline: no step back between them. */
 		if (prev_path && prev.count && cur.count && cur.first_ts < prev.last_ts) {
-			snprintf(msg, sizeof(msg), "first timestamp %" PRIu64 " is before the last timestamp %"
-				 PRIu64 " of the previous generation %s", cur.first_ts, prev.last_ts, prev_path);
+			snprintf(msg, sizeof(msg),
+			         "first timestamp %" PRIu64 " is before the last timestamp %" PRIu64
+			         " of the previous generation %s",
+			         cur.first_ts, prev.last_ts, prev_path);
 			thread_report(r, t->gen[i].index_path, ATF_HEADER_SIZE, msg);
 		}
 		if (cur.count) {

@@ -46,7 +46,7 @@ void ada_atf_file_info_native(struct ada_atf_file_info *info, uint32_t thread_id
 }
 
 static void atf_ident_fill(uint8_t *magic, const char *m, uint8_t *endian, uint8_t *version,
-			   uint8_t *arch, uint8_t *os, const struct ada_atf_file_info *info)
+                           uint8_t *arch, uint8_t *os, const struct ada_atf_file_info *info)
 {
 	memcpy(magic, m, 4);
 	*endian = ATF_ENDIAN_LITTLE;
@@ -56,7 +56,7 @@ static void atf_ident_fill(uint8_t *magic, const char *m, uint8_t *endian, uint8
 }
 
 void ada_atf_index_header_fill(struct atf_index_header *h, const struct ada_atf_file_info *info,
-			       uint64_t count, uint64_t t_start, uint64_t t_end)
+                               uint64_t count, uint64_t t_start, uint64_t t_end)
 {
 	memset(h, 0, sizeof(*h));
 	atf_ident_fill(h->magic, ATF_INDEX_MAGIC, &h->endian, &h->version, &h->arch, &h->os, info);
@@ -72,7 +72,7 @@ void ada_atf_index_header_fill(struct atf_index_header *h, const struct ada_atf_
 }
 
 void ada_atf_index_footer_fill(struct atf_index_footer *f, uint32_t crc, uint64_t count,
-			       uint64_t t_start, uint64_t t_end)
+                               uint64_t t_start, uint64_t t_end)
 {
 	memset(f, 0, sizeof(*f));
 	memcpy(f->magic, ATF_INDEX_FOOTER_MAGIC, 4);
@@ -84,8 +84,8 @@ void ada_atf_index_footer_fill(struct atf_index_footer *f, uint32_t crc, uint64_
 }
 
 void ada_atf_detail_header_fill(struct atf_detail_header *h, const struct ada_atf_file_info *info,
-				uint64_t count, uint64_t events_bytes, uint64_t seq_start,
-				uint64_t seq_end)
+                                uint64_t count, uint64_t events_bytes, uint64_t seq_start,
+                                uint64_t seq_end)
 {
 	memset(h, 0, sizeof(*h));
 	atf_ident_fill(h->magic, ATF_DETAIL_MAGIC, &h->endian, &h->version, &h->arch, &h->os, info);
@@ -98,7 +98,7 @@ void ada_atf_detail_header_fill(struct atf_detail_header *h, const struct ada_at
 }
 
 void ada_atf_detail_footer_fill(struct atf_detail_footer *f, uint32_t crc, uint64_t count,
-				uint64_t events_bytes, uint64_t t_start, uint64_t t_end)
+                                uint64_t events_bytes, uint64_t t_start, uint64_t t_end)
 {
 	memset(f, 0, sizeof(*f));
 	memcpy(f->magic, ATF_DETAIL_FOOTER_MAGIC, 4);
@@ -148,7 +148,7 @@ static int writer_flush(struct ada_atf_writer *w)
 }
 
 int ada_atf_writer_new(const char *path, bool detail, const struct ada_atf_file_info *info,
-		       struct ada_atf_writer **out)
+                       struct ada_atf_writer **out)
 {
 	static const uint8_t placeholder[ATF_HEADER_SIZE];
 	struct ada_atf_writer *w = calloc(1, sizeof(*w));

@@ -16,7 +16,7 @@
 json_t *ada_manifest_new(int32_t pid)
 {
 	return json_pack("{s:s, s:i, s:i, s:s}", "format", ADA_MANIFEST_FORMAT, "version",
-			 ADA_MANIFEST_VERSION, "pid", (json_int_t)pid, "state", "recording");
+	                 ADA_MANIFEST_VERSION, "pid", (json_int_t)pid, "state", "recording");
 }
 
 static int manifest_write_fd(int fd, const char *text)
@@ -175,8 +175,7 @@ int ada_manifest_thread_get(const json_t *doc, size_t i, struct ada_manifest_thr
 	out->thread = (uint32_t)json_integer_value(json_object_get(t, "thread"));
 	out->tid = (uint32_t)manifest_u64(t, "tid");
 	files = json_object_get(t, "files");
-	json_array_foreach(files, k, f)
-		out->events += manifest_u64(f, "events");
+	json_array_foreach(files, k, f) out->events += manifest_u64(f, "events");
 	return 0;
 }
 

@@ -61,8 +61,11 @@ static int syms_func_line(struct syms_parse *p, char *line)
 		p->m->funcs = fn;
 		p->cap = ncap;
 	}
-	p->m->funcs[p->m->nfuncs++] = (struct ada_syms_func){
-		.symbol_index = (uint32_t)idx, .offset = off, .size = size, .status = f[3], .name = f[4]};
+	p->m->funcs[p->m->nfuncs++] = (struct ada_syms_func){.symbol_index = (uint32_t)idx,
+	                                                     .offset = off,
+	                                                     .size = size,
+	                                                     .status = f[3],
+	                                                     .name = f[4]};
 	return 0;
 }
 

@@ -57,13 +57,13 @@ const struct ada_syms_func *ada_syms_find(const struct ada_syms_module *m, uint3
 struct ada_symtab;
 /* warn (may be NULL) hears about unreadable or malformed .syms files and
  * table_xxh64 mismatches; those modules resolve without names. */
-int ada_symtab_load(const char *pid_dir, const json_t *manifest, ada_syms_warn_fn warn,
-		    void *ctx, struct ada_symtab **out);
+int ada_symtab_load(const char *pid_dir, const json_t *manifest, ada_syms_warn_fn warn, void *ctx,
+                    struct ada_symtab **out);
 void ada_symtab_free(struct ada_symtab *t);
 /* Looks up function_id; *name / *module are set to NULL when unknown.
  * Returns true when the function's name is known. */
 bool ada_symtab_resolve(const struct ada_symtab *t, uint64_t function_id, const char **name,
-			const char **module);
+                        const char **module);
 size_t ada_symtab_module_count(const struct ada_symtab *t);
 
 #endif

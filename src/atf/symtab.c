@@ -62,14 +62,15 @@ static void symtab_check(struct symtab_load *l, const char *path, const struct a
 	char msg[200];
 
 	if (m->has_table_xxh64 && m->table_xxh64 != m->computed_xxh64) {
-		snprintf(msg, sizeof(msg), "table_xxh64 %016" PRIx64 " does not match the function "
-			 "lines (%016" PRIx64 "): the table was changed after it was written",
-			 m->table_xxh64, m->computed_xxh64);
+		snprintf(msg, sizeof(msg),
+		         "table_xxh64 %016" PRIx64 " does not match the function "
+		         "lines (%016" PRIx64 "): the table was changed after it was written",
+		         m->table_xxh64, m->computed_xxh64);
 		symtab_warn(l, path, 0, msg);
 	}
 	if (m->functions >= 0 && (uint64_t)m->functions != m->nfuncs) {
-		snprintf(msg, sizeof(msg), "says %" PRId64 " functions, has %zu F lines", m->functions,
-			 m->nfuncs);
+		snprintf(msg, sizeof(msg), "says %" PRId64 " functions, has %zu F lines",
+		         m->functions, m->nfuncs);
 		symtab_warn(l, path, 0, msg);
 	}
 }
@@ -92,14 +93,15 @@ static int symtab_load_file(struct symtab_load *l, const char *path)
 	if (err == -ENOMEM)
 		return err;
 	if (err) {
-		symtab_warn(l, path, bad, bad ? "malformed line; names from this file are not used"
-					      : "not an ada-symbols 1 file with a module_id");
+		symtab_warn(l, path, bad,
+		            bad ? "malformed line; names from this file are not used"
+		                : "not an ada-symbols 1 file with a module_id");
 		return 0;
 	}
 	symtab_check(l, path, m);
 	if (symtab_find(l->t, m->module_id)) {
-		snprintf(msg, sizeof(msg), "module_id %" PRIu32 " appears in another .syms file too",
-			 m->module_id);
+		snprintf(msg, sizeof(msg),
+		         "module_id %" PRIu32 " appears in another .syms file too", m->module_id);
 		symtab_warn(l, path, 0, msg);
 		ada_syms_module_free(m);
 		return 0;
@@ -126,7 +128,8 @@ static int symtab_scan_dir(struct symtab_load *l, const char *pid_dir)
 	}
 	while (!err && (de = readdir(d))) {
 		size_t n = strlen(de->d_name);
-		if (strncmp(de->d_name, "module_", 7) || n < 5 || strcmp(de->d_name + n - 5, ".syms"))
+		if (strncmp(de->d_name, "module_", 7) || n < 5 ||
+		    strcmp(de->d_name + n - 5, ".syms"))
 			continue;
 		char *path = atf_strdup_printf("%s/%s", dir, de->d_name);
 		err = path ? symtab_load_file(l, path) : -ENOMEM;
@@ -159,8 +162,8 @@ static int ent_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-int ada_symtab_load(const char *pid_dir, const json_t *manifest, ada_syms_warn_fn warn,
-		    void *ctx, struct ada_symtab **out)
+int ada_symtab_load(const char *pid_dir, const json_t *manifest, ada_syms_warn_fn warn, void *ctx,
+                    struct ada_symtab **out)
 {
 	struct symtab_load l = {.warn = warn, .ctx = ctx};
 	int err;
@@ -199,7 +202,7 @@ size_t ada_symtab_module_count(const struct ada_symtab *t)
 }
 
 bool ada_symtab_resolve(const struct ada_symtab *t, uint64_t function_id, const char **name,
-			const char **module)
+                        const char **module)
 {
 	uint32_t id = (uint32_t)(function_id >> 32);
 	const struct symtab_ent *e = NULL;

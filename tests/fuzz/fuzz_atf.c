@@ -45,7 +45,7 @@ static void fuzz_detail(const uint8_t *p, size_t n)
 			continue;
 		for (uint64_t i = 0; i < ada_atf_detail_count(d); i++) {
 			const struct atf_detail_function_payload *f =
-				ada_atf_detail_function(ada_atf_detail_get(d, i), &stack);
+			    ada_atf_detail_function(ada_atf_detail_get(d, i), &stack);
 			if (f && f->stack_size)
 				(void)stack[f->stack_size - 1];
 		}
@@ -107,11 +107,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *p = malloc(n ? n : 1);
 	memcpy(p, data + 1, n);
 	switch (data[0] % 5) {
-	case 0: fuzz_index(p, n); break;
-	case 1: fuzz_detail(p, n); break;
-	case 2: fuzz_links(p, n); break;
-	case 3: fuzz_text(p, n, 0); break;
-	default: fuzz_text(p, n, 1); break;
+	case 0:
+		fuzz_index(p, n);
+		break;
+	case 1:
+		fuzz_detail(p, n);
+		break;
+	case 2:
+		fuzz_links(p, n);
+		break;
+	case 3:
+		fuzz_text(p, n, 0);
+		break;
+	default:
+		fuzz_text(p, n, 1);
+		break;
 	}
 	free(p);
 	return 0;

@@ -23,13 +23,13 @@ static uint32_t le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-#define ROUNDTRIP(T, val)                                                  \
-	do {                                                               \
-		uint8_t bytes_[sizeof(T)];                                 \
-		T back_;                                                   \
-		memcpy(bytes_, &(val), sizeof(T));                         \
-		memcpy(&back_, bytes_, sizeof(T));                         \
-		assert_memory_equal(&back_, &(val), sizeof(T));            \
+#define ROUNDTRIP(T, val)                                                                          \
+	do {                                                                                       \
+		uint8_t bytes_[sizeof(T)];                                                         \
+		T back_;                                                                           \
+		memcpy(bytes_, &(val), sizeof(T));                                                 \
+		memcpy(&back_, bytes_, sizeof(T));                                                 \
+		assert_memory_equal(&back_, &(val), sizeof(T));                                    \
 	} while (0)
 
 static void index_header_bytes(void **state)
@@ -63,8 +63,8 @@ static void index_header_bytes(void **state)
 
 static void index_event_and_footer_bytes(void **state)
 {
-	struct atf_index_event e = {0x1122334455667788ull, atf_function_id(3, 9), 42, ATF_EVENT_RETURN, 7,
-				    ATF_NO_DETAIL};
+	struct atf_index_event e = {
+	    0x1122334455667788ull, atf_function_id(3, 9), 42, ATF_EVENT_RETURN, 7, ATF_NO_DETAIL};
 	struct atf_index_footer f;
 	uint8_t b[64];
 
@@ -180,11 +180,9 @@ static void names_and_generations(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(index_header_bytes),
-		cmocka_unit_test(index_event_and_footer_bytes),
-		cmocka_unit_test(detail_structs_bytes),
-		cmocka_unit_test(crc_matches_zlib_check_value),
-		cmocka_unit_test(names_and_generations),
+	    cmocka_unit_test(index_header_bytes),    cmocka_unit_test(index_event_and_footer_bytes),
+	    cmocka_unit_test(detail_structs_bytes),  cmocka_unit_test(crc_matches_zlib_check_value),
+	    cmocka_unit_test(names_and_generations),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

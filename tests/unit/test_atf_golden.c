@@ -66,7 +66,8 @@ static void bytes_equal_checked_in(void **state)
 		uint8_t *pa = slurp(a, &la), *pb = slurp(b, &lb);
 		assert_non_null(pa);
 		if (!pb)
-			fail_msg("%s is missing: regenerate with atf_gen_golden tests/data/golden", b);
+			fail_msg("%s is missing: regenerate with atf_gen_golden tests/data/golden",
+			         b);
 		assert_int_equal(la, lb);
 		assert_memory_equal(pa, pb, la);
 		free(pa);
@@ -75,7 +76,7 @@ static void bytes_equal_checked_in(void **state)
 }
 
 static void report_fail(void *ctx, enum ada_atf_severity sev, const char *path, uint64_t off,
-			const char *msg)
+                        const char *msg)
 {
 	(void)ctx;
 	(void)sev;
@@ -133,7 +134,8 @@ static void names_and_links_resolve(void **state)
 	const struct ada_atf_detail *d = t->gen[0].detail;
 	assert_non_null(d);
 	/* forward and back, O(1) both ways */
-	const struct atf_detail_event_header *de = ada_atf_detail_get(d, ada_atf_index_get(ix, 4)->detail_seq);
+	const struct atf_detail_event_header *de =
+	    ada_atf_detail_get(d, ada_atf_index_get(ix, 4)->detail_seq);
 	assert_int_equal(de->index_seq, 4);
 	assert_int_equal(ada_atf_index_get(ix, de->index_seq)->detail_seq, 1);
 	ada_atf_thread_free(t);
@@ -143,9 +145,9 @@ static void names_and_links_resolve(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(bytes_equal_checked_in),
-		cmocka_unit_test(validates_clean),
-		cmocka_unit_test(names_and_links_resolve),
+	    cmocka_unit_test(bytes_equal_checked_in),
+	    cmocka_unit_test(validates_clean),
+	    cmocka_unit_test(names_and_links_resolve),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

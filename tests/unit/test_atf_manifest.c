@@ -24,9 +24,9 @@ static void manifest_roundtrip(void **state)
 	assert_int_equal(ada_manifest_read(dir, &back), -ENOENT);
 	assert_null(back);
 	doc = ada_manifest_new(77);
-	json_object_set_new(doc, "threads", json_pack("[{s:i, s:i, s:[{s:I}, {s:I}]}]", "thread", 3, "tid",
-						       1234, "files", "events", (json_int_t)5, "events",
-						       (json_int_t)7));
+	json_object_set_new(doc, "threads",
+	                    json_pack("[{s:i, s:i, s:[{s:I}, {s:I}]}]", "thread", 3, "tid", 1234,
+	                              "files", "events", (json_int_t)5, "events", (json_int_t)7));
 	assert_int_equal(ada_manifest_write(dir, doc), 0);
 	snprintf(path, sizeof(path), "%s/manifest.json.tmp", dir);
 	assert_int_equal(access(path, F_OK), -1); /* renamed away */
@@ -61,9 +61,10 @@ static void syms_parse_good(void **state)
 	struct ada_syms_module *m;
 
 	(void)state;
-	snprintf(buf, sizeof(buf), "ada-symbols 1\n# c\nmodule_id 4\npath /a b/lib.so\nbuild_id -\n"
-		 "load_base 0x7f00\ntable_xxh64 %016llx\nfunctions 2\nnew_key whatever\n%s",
-		 (unsigned long long)XXH64(table, strlen(table), 0), table);
+	snprintf(buf, sizeof(buf),
+	         "ada-symbols 1\n# c\nmodule_id 4\npath /a b/lib.so\nbuild_id -\n"
+	         "load_base 0x7f00\ntable_xxh64 %016llx\nfunctions 2\nnew_key whatever\n%s",
+	         (unsigned long long)XXH64(table, strlen(table), 0), table);
 	assert_int_equal(ada_syms_parse(buf, strlen(buf), &m, NULL), 0);
 	assert_int_equal(m->module_id, 4);
 	assert_string_equal(m->path, "/a b/lib.so");
@@ -85,13 +86,13 @@ static void syms_parse_bad(void **state)
 	struct ada_syms_module *m = NULL;
 	uint64_t line;
 	const char *bad[] = {
-		"",
-		"ada-symbols 2\nmodule_id 1\n",
-		"ada-symbols 1\npath /x\n",             /* no module_id */
-		"ada-symbols 1\nmodule_id x\n",
-		"ada-symbols 1\nmodule_id 1\nF 0 zz 5 hooked a\n",
-		"ada-symbols 1\nmodule_id 1\nF 0 10 5 hooked\n", /* no name */
-		"ada-symbols 1\nmodule_id 1\nF 99999999999 10 5 hooked a\n",
+	    "",
+	    "ada-symbols 2\nmodule_id 1\n",
+	    "ada-symbols 1\npath /x\n", /* no module_id */
+	    "ada-symbols 1\nmodule_id x\n",
+	    "ada-symbols 1\nmodule_id 1\nF 0 zz 5 hooked a\n",
+	    "ada-symbols 1\nmodule_id 1\nF 0 10 5 hooked\n", /* no name */
+	    "ada-symbols 1\nmodule_id 1\nF 99999999999 10 5 hooked a\n",
 	};
 
 	(void)state;
@@ -105,7 +106,8 @@ static void syms_parse_bad(void **state)
 
 static void syms_hash_mismatch_detected(void **state)
 {
-	const char *s = "ada-symbols 1\nmodule_id 1\ntable_xxh64 0000000000000001\nF 0 10 5 hooked a\n";
+	const char *s =
+	    "ada-symbols 1\nmodule_id 1\ntable_xxh64 0000000000000001\nF 0 10 5 hooked a\n";
 	struct ada_syms_module *m;
 
 	(void)state;
@@ -118,7 +120,8 @@ static void syms_hash_mismatch_detected(void **state)
 /* Every prefix parses or fails cleanly, inside the buffer (ASan). */
 static void syms_every_prefix_safe(void **state)
 {
-	const char *s = "ada-symbols 1\nmodule_id 1\nload_base 0x10\nF 0 10 5 hooked a\nF 1 20 5 hooked b\n";
+	const char *s =
+	    "ada-symbols 1\nmodule_id 1\nload_base 0x10\nF 0 10 5 hooked a\nF 1 20 5 hooked b\n";
 	struct ada_syms_module *m;
 
 	(void)state;
@@ -134,11 +137,9 @@ static void syms_every_prefix_safe(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(manifest_roundtrip),
-		cmocka_unit_test(syms_parse_good),
-		cmocka_unit_test(syms_parse_bad),
-		cmocka_unit_test(syms_hash_mismatch_detected),
-		cmocka_unit_test(syms_every_prefix_safe),
+	    cmocka_unit_test(manifest_roundtrip),     cmocka_unit_test(syms_parse_good),
+	    cmocka_unit_test(syms_parse_bad),         cmocka_unit_test(syms_hash_mismatch_detected),
+	    cmocka_unit_test(syms_every_prefix_safe),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,7 +20,8 @@ static void index_get_and_bounds(void **state)
 
 	(void)state;
 	for (int i = 0; i < 5; i++)
-		ev[i] = t_ev(100 + 10 * (uint64_t)(i / 2 * 2), 7, 1, 1, 1, ATF_NO_DETAIL); /* 100 100 120 120 140 */
+		ev[i] = t_ev(100 + 10 * (uint64_t)(i / 2 * 2), 7, 1, 1, 1,
+		             ATF_NO_DETAIL); /* 100 100 120 120 140 */
 	struct tbuf f = t_index(ev, 5, 1, 0);
 	assert_int_equal(ada_atf_index_open_mem(f.p, f.len, 0, &ix), 0);
 	assert_int_equal(ada_atf_index_count(ix), 5);
@@ -75,7 +76,8 @@ static void index_truncated_and_bogus_count(void **state)
 	struct tbuf f = t_index(ev, 4, 1, 0);
 	/* Cut inside event 3: strict refuses, salvage keeps events 0..2. */
 	assert_int_equal(ada_atf_index_open_mem(f.p, 64 + 3 * 32 + 5, 0, &ix), -EBADMSG);
-	assert_int_equal(ada_atf_index_open_mem(f.p, 64 + 3 * 32 + 5, ADA_ATF_OPEN_SALVAGE, &ix), 0);
+	assert_int_equal(ada_atf_index_open_mem(f.p, 64 + 3 * 32 + 5, ADA_ATF_OPEN_SALVAGE, &ix),
+	                 0);
 	assert_int_equal(ada_atf_index_count(ix), 3);
 	ada_atf_index_free(ix);
 	/* Header claims 2^32-1 events and a footer far away. */
@@ -103,7 +105,8 @@ static void detail_get_both_ways(void **state)
 	assert_int_equal(ada_atf_detail_count(d), 2);
 	assert_int_equal(ada_atf_detail_get(d, 1)->index_seq, 3);
 	assert_null(ada_atf_detail_get(d, 2));
-	const struct atf_detail_function_payload *p = ada_atf_detail_function(ada_atf_detail_get(d, 0), &stack);
+	const struct atf_detail_function_payload *p =
+	    ada_atf_detail_function(ada_atf_detail_get(d, 0), &stack);
 	assert_non_null(p);
 	assert_int_equal(p->function_id, 5);
 	assert_int_equal(p->x_regs[0], 0xdead);
@@ -129,16 +132,20 @@ static void detail_get_both_ways(void **state)
  * whatever order the sources were added in. */
 static void merge_equal_timestamps(void **state)
 {
-	struct atf_index_event a[3] = {t_ev(10, 1, 100, 1, 1, ATF_NO_DETAIL), t_ev(20, 2, 100, 1, 2, ATF_NO_DETAIL),
-				       t_ev(20, 3, 100, 2, 2, ATF_NO_DETAIL)};
-	struct atf_index_event b[3] = {t_ev(5, 4, 200, 1, 1, ATF_NO_DETAIL), t_ev(20, 5, 200, 1, 2, ATF_NO_DETAIL),
-				       t_ev(30, 6, 200, 2, 2, ATF_NO_DETAIL)};
-	struct atf_index_event c[1] = {t_ev(20, 7, 200, 1, 3, ATF_NO_DETAIL)}; /* thread 1, later generation */
+	struct atf_index_event a[3] = {t_ev(10, 1, 100, 1, 1, ATF_NO_DETAIL),
+	                               t_ev(20, 2, 100, 1, 2, ATF_NO_DETAIL),
+	                               t_ev(20, 3, 100, 2, 2, ATF_NO_DETAIL)};
+	struct atf_index_event b[3] = {t_ev(5, 4, 200, 1, 1, ATF_NO_DETAIL),
+	                               t_ev(20, 5, 200, 1, 2, ATF_NO_DETAIL),
+	                               t_ev(30, 6, 200, 2, 2, ATF_NO_DETAIL)};
+	struct atf_index_event c[1] = {
+	    t_ev(20, 7, 200, 1, 3, ATF_NO_DETAIL)}; /* thread 1, later generation */
 	struct ada_atf_index *ia, *ib, *ic;
 	uint64_t want_fid[] = {4, 1, 2, 3, 5, 7, 6};
 
 	(void)state;
-	struct tbuf fa = t_index(a, 3, 100, 0), fb = t_index(b, 3, 200, 0), fc = t_index(c, 1, 200, 0);
+	struct tbuf fa = t_index(a, 3, 100, 0), fb = t_index(b, 3, 200, 0),
+	            fc = t_index(c, 1, 200, 0);
 	assert_int_equal(ada_atf_index_open_mem(fa.p, fa.len, 0, &ia), 0);
 	assert_int_equal(ada_atf_index_open_mem(fb.p, fb.len, 0, &ib), 0);
 	assert_int_equal(ada_atf_index_open_mem(fc.p, fc.len, 0, &ic), 0);
@@ -223,12 +230,12 @@ static void thread_dir_generations(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(index_get_and_bounds),
-		cmocka_unit_test(index_empty_and_bad),
-		cmocka_unit_test(index_truncated_and_bogus_count),
-		cmocka_unit_test(detail_get_both_ways),
-		cmocka_unit_test(merge_equal_timestamps),
-		cmocka_unit_test(thread_dir_generations),
+	    cmocka_unit_test(index_get_and_bounds),
+	    cmocka_unit_test(index_empty_and_bad),
+	    cmocka_unit_test(index_truncated_and_bogus_count),
+	    cmocka_unit_test(detail_get_both_ways),
+	    cmocka_unit_test(merge_equal_timestamps),
+	    cmocka_unit_test(thread_dir_generations),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,7 @@ struct tbuf {
 
 /* index file: header, n events, footer (valid). */
 static inline struct tbuf t_index(const struct atf_index_event *ev, size_t n, uint32_t tid,
-				  int has_detail)
+                                  int has_detail)
 {
 	struct ada_atf_file_info info;
 	struct atf_index_header h;
@@ -37,7 +37,7 @@ static inline struct tbuf t_index(const struct atf_index_event *ev, size_t n, ui
 }
 
 static inline struct atf_index_event t_ev(uint64_t ts, uint64_t fid, uint32_t tid, uint32_t kind,
-					  uint32_t depth, uint32_t detail)
+                                          uint32_t depth, uint32_t detail)
 {
 	struct atf_index_event e = {ts, fid, tid, kind, depth, detail};
 	return e;
@@ -75,9 +75,9 @@ static inline struct tbuf t_detail(const struct t_detail_rec *r, size_t n, uint3
 	b.len = 64 + bytes + 64;
 	b.p = calloc(1, b.len);
 	ada_atf_detail_header_fill(&h, &info, n, bytes, n ? r[0].h.index_seq : 0,
-				   n ? r[n - 1].h.index_seq : 0);
-	ada_atf_detail_footer_fill(&f, ada_atf_crc32(0, r, bytes), n, bytes, n ? r[0].h.timestamp : 0,
-				   n ? r[n - 1].h.timestamp : 0);
+	                           n ? r[n - 1].h.index_seq : 0);
+	ada_atf_detail_footer_fill(&f, ada_atf_crc32(0, r, bytes), n, bytes,
+	                           n ? r[0].h.timestamp : 0, n ? r[n - 1].h.timestamp : 0);
 	memcpy(b.p, &h, 64);
 	if (n)
 		memcpy(b.p + 64, r, bytes);

@@ -19,7 +19,8 @@ struct problems {
 	uint64_t off[MAXP];
 };
 
-static void collect(void *ctx, enum ada_atf_severity sev, const char *path, uint64_t off, const char *msg)
+static void collect(void *ctx, enum ada_atf_severity sev, const char *path, uint64_t off,
+                    const char *msg)
 {
 	struct problems *p = ctx;
 	(void)sev;
@@ -48,9 +49,10 @@ struct pair {
 /* thread with 4 events, events 1 and 3 linked to detail 0 and 1 */
 static struct pair mk_pair(void)
 {
-	struct atf_index_event ev[4] = {
-		t_ev(100, 5, 9, ATF_EVENT_CALL, 1, ATF_NO_DETAIL), t_ev(110, 6, 9, ATF_EVENT_CALL, 2, 0),
-		t_ev(120, 6, 9, ATF_EVENT_RETURN, 2, ATF_NO_DETAIL), t_ev(130, 5, 9, ATF_EVENT_RETURN, 1, 1)};
+	struct atf_index_event ev[4] = {t_ev(100, 5, 9, ATF_EVENT_CALL, 1, ATF_NO_DETAIL),
+	                                t_ev(110, 6, 9, ATF_EVENT_CALL, 2, 0),
+	                                t_ev(120, 6, 9, ATF_EVENT_RETURN, 2, ATF_NO_DETAIL),
+	                                t_ev(130, 5, 9, ATF_EVENT_RETURN, 1, 1)};
 	struct t_detail_rec r[2] = {t_drec(1, 9, 110, 6), t_drec(3, 9, 130, 5)};
 	struct pair p = {t_index(ev, 4, 9, 1), t_detail(r, 2, 9)};
 	return p;
@@ -66,7 +68,7 @@ static uint64_t run(struct pair *pr, struct problems *p, bool with_detail)
 	if (with_detail)
 		ada_atf_validate_detail_buf("d", pr->d.p, pr->d.len, &r, &vd);
 	ada_atf_validate_links_buf("ix", pr->ix.p, pr->ix.len, with_detail ? "d" : NULL, pr->d.p,
-				   with_detail ? pr->d.len : 0, &r);
+	                           with_detail ? pr->d.len : 0, &r);
 	return r.errors;
 }
 
@@ -128,9 +130,10 @@ static void broken_links(void **state)
 	f.checksum = ada_atf_crc32(0, pr.ix.p + 64, 128);
 	memcpy(pr.ix.p + 64 + 128, &f, 64);
 	assert_true(run(&pr, &p, true) > 0);
-	assert_int_equal(find(&p, "ix: link: event 1 -> detail_seq 1 whose index_seq is 3"), 64 + 32 + 28);
+	assert_int_equal(find(&p, "ix: link: event 1 -> detail_seq 1 whose index_seq is 3"),
+	                 64 + 32 + 28);
 	assert_int_equal(find(&p, "d: link: detail event 0 -> index_seq 1 whose detail_seq is 1"),
-			 64 + 8);
+	                 64 + 8);
 	/* no detail file at all, flag still set */
 	run(&pr, &p, false);
 	assert_int_equal(find(&p, "has_detail_file flag is set"), 8);
@@ -174,8 +177,8 @@ static void huge_bogus_event_count(void **state)
 	(void)state;
 	memcpy(pr.ix.p + 28, &huge, 4);
 	assert_true(run(&pr, &p, true) > 0);
-	assert_int_equal(find(&p, "event count: header says 4294967295 events, the events section holds 4"),
-			 28);
+	assert_int_equal(
+	    find(&p, "event count: header says 4294967295 events, the events section holds 4"), 28);
 	free(pr.ix.p);
 	free(pr.d.p);
 }
@@ -248,7 +251,8 @@ static void every_truncation_is_safe(void **state)
 		for (int k = 0; k < 2; k++) {
 			pr.d.p[i] = k ? 0xff : 0;
 			ada_atf_validate_detail_buf("d", pr.d.p, pr.d.len, &r, &v);
-			ada_atf_validate_links_buf("ix", pr.ix.p, pr.ix.len, "d", pr.d.p, pr.d.len, &r);
+			ada_atf_validate_links_buf("ix", pr.ix.p, pr.ix.len, "d", pr.d.p, pr.d.len,
+			                           &r);
 		}
 		pr.d.p[i] = save;
 	}
@@ -260,15 +264,15 @@ static void every_truncation_is_safe(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(valid_pair),
-		cmocka_unit_test(flipped_event_byte_is_crc_error),
-		cmocka_unit_test(truncated_is_count_error),
-		cmocka_unit_test(broken_links),
-		cmocka_unit_test(wrong_magic_garbage_empty),
-		cmocka_unit_test(huge_bogus_event_count),
-		cmocka_unit_test(header_fields_and_order),
-		cmocka_unit_test(detail_walk_errors),
-		cmocka_unit_test(every_truncation_is_safe),
+	    cmocka_unit_test(valid_pair),
+	    cmocka_unit_test(flipped_event_byte_is_crc_error),
+	    cmocka_unit_test(truncated_is_count_error),
+	    cmocka_unit_test(broken_links),
+	    cmocka_unit_test(wrong_magic_garbage_empty),
+	    cmocka_unit_test(huge_bogus_event_count),
+	    cmocka_unit_test(header_fields_and_order),
+	    cmocka_unit_test(detail_walk_errors),
+	    cmocka_unit_test(every_truncation_is_safe),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
