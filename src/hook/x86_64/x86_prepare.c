@@ -41,6 +41,7 @@
 #define PATCH_MIN 5
 
 static csh plan_cs;
+static cs_insn *plan_ci; /* one decode buffer, used under plan_lock */
 static int plan_cs_err;
 static pthread_once_t plan_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -51,8 +52,14 @@ static void plan_cs_open(void)
 		plan_cs_err = 1;
 		return;
 	}
-	/* Syntax stays Intel: op_str parsing below relies on "[rip + ...]". */
+	/* Default Intel syntax: branch targets print as a bare number. */
 	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_ON);
+	/* Allocated with detail on, so it serves both kinds of decoding. */
+	plan_ci = cs_malloc(plan_cs);
+	if (!plan_ci) {
+		cs_close(&plan_cs);
+		plan_cs_err = 1;
+	}
 }
 
 static const char *const skip_names[ADA_SKIP_REASON_COUNT] = {
@@ -219,32 +226,50 @@ static int plan_in_patch(uint64_t target, uint64_t fn, size_t patch_len)
 	return target > fn && target < fn + patch_len;
 }
 
+/* First bytes of direct branches: 70-7F jcc, E0-E3 loop/jrcxz, EB jmp
+ * (rel8); E8 call, E9 jmp (rel32); 0F (80-8F next: jcc rel32); C7 (F8
+ * next: xbegin rel32). */
+enum { REL_NONE, REL_8, REL_32, REL_0F, REL_C7 };
+static const uint8_t plan_rel_class[256] = {
+	[0x70 ... 0x7f] = REL_8, [0xe0 ... 0xe3] = REL_8, [0xeb] = REL_8,
+	[0xe8] = REL_32,         [0xe9] = REL_32,         [0x0f] = REL_0F,
+	[0xc7] = REL_C7,
+};
+
 /* Length of the rel field of a direct branch whose opcode starts at
- * code[i] (70-7F/EB/E0-E3 rel8; E8/E9 rel32; 0F 80-8F rel32; C7 F8 xbegin
- * rel32), with *at = offset of the field; 0 when the bytes are none. */
+ * code[i], with *at = offset of the field; 0 when the bytes are none. */
 static int plan_rel_at(const uint8_t *code, uint64_t size, uint64_t i, uint64_t *at)
 {
-	uint8_t b = code[i], b1 = i + 1 < size ? code[i + 1] : 0;
+	uint8_t b1 = i + 1 < size ? code[i + 1] : 0;
 
-	*at = i + 1;
-	if ((b & 0xf0) == 0x70 || b == 0xeb || (b >= 0xe0 && b <= 0xe3))
+	switch (plan_rel_class[code[i]]) {
+	case REL_8:
+		*at = i + 1;
 		return 1;
-	if (b == 0xe8 || b == 0xe9)
+	case REL_32:
+		*at = i + 1;
 		return 4;
-	*at = i + 2;
-	if ((b == 0x0f && (b1 & 0xf0) == 0x80) || (b == 0xc7 && b1 == 0xf8))
-		return 4;
-	return 0;
+	case REL_0F:
+		*at = i + 2;
+		return (b1 & 0xf0) == 0x80 ? 4 : 0;
+	case REL_C7:
+		*at = i + 2;
+		return b1 == 0xf8 ? 4 : 0;
+	default:
+		return 0;
+	}
 }
 
 /* Superset check: could a direct branch starting at ANY byte position in
  * [from, to) hit the patch? Every real instruction starts at some
- * position, so "no" here is a proof for those bytes whatever their
- * decoding; "yes" may be a false alarm (random bytes) and is confirmed by
- * the exact sweep when it matters. */
-static int plan_superset_hits(const uint8_t *code, uint64_t addr, uint64_t size, uint64_t from,
-			      uint64_t to, size_t patch_len)
+ * position, so no candidate is a proof for those bytes whatever their
+ * decoding; a candidate may be a false alarm (random bytes) and is
+ * confirmed by the exact sweep. Returns the last candidate position, or -1. */
+static int64_t plan_superset_last(const uint8_t *code, uint64_t addr, uint64_t size,
+				  uint64_t from, uint64_t to, size_t patch_len)
 {
+	int64_t last = -1;
+
 	for (uint64_t i = from; i < to && i < size; i++) {
 		uint64_t at;
 		int n = plan_rel_at(code, size, i, &at);
@@ -257,9 +282,9 @@ static int plan_superset_hits(const uint8_t *code, uint64_t addr, uint64_t size,
 			rel = d;
 		}
 		if (plan_in_patch(addr + at + (uint64_t)n + (uint64_t)rel, addr, patch_len))
-			return 1;
+			last = (int64_t)i;
 	}
-	return 0;
+	return last;
 }
 
 /* A jump-table-shaped indirect jmp: FF /4 with a register operand (modrm
@@ -270,18 +295,13 @@ static int plan_is_table_jmp_modrm(uint8_t modrm)
 	return (modrm & 0xf8) == 0xe0 || modrm == 0x24 || modrm == 0x64 || modrm == 0xa4;
 }
 
-/* Superset check for a table-shaped indirect jmp at any byte position. */
-static int plan_superset_table_jmp(const uint8_t *code, uint64_t size)
+/* Superset check for a table-shaped indirect jmp: last candidate or -1. */
+static int64_t plan_superset_table_last(const uint8_t *code, uint64_t size)
 {
-	for (uint64_t i = 0; i + 1 < size; i++) {
-		const uint8_t *f = memchr(code + i, 0xff, size - 1 - i);
-		if (!f)
-			return 0;
-		i = (uint64_t)(f - code);
-		if (plan_is_table_jmp_modrm(code[i + 1]))
-			return 1;
-	}
-	return 0;
+	for (uint64_t i = size - 1; i-- > 0;)
+		if (code[i] == 0xff && plan_is_table_jmp_modrm(code[i + 1]))
+			return (int64_t)i;
+	return -1;
 }
 
 static int plan_is_branch_id(unsigned id)
@@ -312,19 +332,22 @@ static enum ada_hook_skip plan_scan_insn(const cs_insn *ci, uint64_t addr, size_
 	return ADA_HOOK_OK;
 }
 
-/* Linear sweep of the whole body for anything that may enter the patch. */
+/* Linear sweep of the body for anything that may enter the patch; it
+ * stops behind `limit`, the last superset candidate: no instruction
+ * starting later can be one. */
 static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uint64_t size,
-					 cs_insn *ci, const struct hook_arch_plan *plan)
+					 uint64_t limit, cs_insn *ci,
+					 const struct hook_arch_plan *plan)
 {
 	uint64_t off = 0;
 	int indirect_jmp = 0;
 
-	while (off < size) {
+	while (off < size && off <= limit) {
 		const uint8_t *p = code + off;
 		size_t left = size - off;
 		uint64_t pc = addr + off;
 		if (!cs_disasm_iter(plan_cs, &p, &left, &pc, ci)) {
-			if (plan_superset_hits(code, addr, size, off, off + 16, plan->patch_len))
+			if (plan_superset_last(code, addr, size, off, off + 16, plan->patch_len) >= 0)
 				return ADA_SKIP_UNDECODABLE;
 			off++;
 			continue;
@@ -343,7 +366,6 @@ enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_
 				     struct hook_arch_plan *plan)
 {
 	enum ada_hook_skip r;
-	cs_insn *ci;
 
 	memset(plan, 0, sizeof(*plan));
 	plan->fn_addr = addr;
@@ -353,28 +375,22 @@ enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_
 	if (plan_cs_err)
 		return ADA_SKIP_UNDECODABLE;
 	pthread_mutex_lock(&plan_lock);
-	ci = cs_malloc(plan_cs);
-	if (!ci) {
-		r = ADA_SKIP_UNDECODABLE;
-		goto unlock;
-	}
-	r = plan_prologue(code, addr, size, ci, plan);
+	r = plan_prologue(code, addr, size, plan_ci, plan);
 	if (r != ADA_HOOK_OK)
-		goto free_insn;
+		goto unlock;
 	/* Capstone sweeps at ~100 ns per instruction; the byte-level superset
 	 * checks run at ~1 ns per byte and prove most functions safe alone. */
-	if (!plan_superset_hits(code, addr, size, 0, size, plan->patch_len) &&
-	    (plan->insn_count == 1 || !plan_superset_table_jmp(code, size)))
-		goto free_insn;
+	int64_t last = plan_superset_last(code, addr, size, 0, size, plan->patch_len);
+	if (plan->insn_count > 1) {
+		int64_t t = plan_superset_table_last(code, size);
+		last = t > last ? t : last;
+	}
+	if (last < 0)
+		goto unlock;
 	/* Detail is only needed for relocation; the sweep runs faster without. */
 	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_OFF);
-	cs_free(ci, 1);
-	ci = cs_malloc(plan_cs);
-	r = ci ? plan_scan_body(code, addr, size, ci, plan) : ADA_SKIP_UNDECODABLE;
+	r = plan_scan_body(code, addr, size, (uint64_t)last, plan_ci, plan);
 	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_ON);
-free_insn:
-	if (ci)
-		cs_free(ci, 1);
 unlock:
 	pthread_mutex_unlock(&plan_lock);
 	if (r != ADA_HOOK_OK)
