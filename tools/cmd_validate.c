@@ -85,6 +85,55 @@ static json_t *validate_manifest(struct validate_ctx *v, const char *pid_dir)
 	return doc;
 }
 
+/* Events on disk for thread dir (all generations, whole events only). */
+static uint64_t validate_events_on_disk(const char *dir)
+{
+	struct ada_atf_thread *t;
+	uint64_t n = 0;
+
+	if (ada_atf_thread_open(dir, ADA_ATF_OPEN_SALVAGE, &t))
+		return 0;
+	for (size_t i = 0; i < t->ngen; i++)
+		n += t->gen[i].index ? ada_atf_index_count(t->gen[i].index) : 0;
+	ada_atf_thread_free(t);
+	return n;
+}
+
+/* A finalized manifest must describe the thread directories there are:
+ * each listed thread exists and its event count matches the files. */
+static void validate_manifest_threads(struct validate_ctx *v, const struct ada_atf_pid *p,
+                                      const json_t *doc)
+{
+	const char *state = ada_manifest_state(doc);
+	struct ada_manifest_thread mt;
+	char path[4096], msg[200];
+
+	if (!state || !strcmp(state, "recording"))
+		return; /* counts are not final yet */
+	snprintf(path, sizeof(path), "%s/%s", p->dir, ADA_MANIFEST_NAME);
+	for (size_t i = 0; i < ada_manifest_thread_count(doc); i++) {
+		if (ada_manifest_thread_get(doc, i, &mt))
+			continue;
+		size_t k = 0;
+		while (k < p->nthreads && p->thread_ids[k] != mt.thread)
+			k++;
+		if (k == p->nthreads) {
+			snprintf(msg, sizeof(msg),
+			         "lists thread %u, but there is no thread_%u directory", mt.thread,
+			         mt.thread);
+			validate_warn(v, path, "%s", msg);
+			continue;
+		}
+		uint64_t disk = validate_events_on_disk(p->thread_dirs[k]);
+		if (disk != mt.events) {
+			snprintf(msg, sizeof(msg),
+			         "says thread %u has %" PRIu64 " events, its files hold %" PRIu64,
+			         mt.thread, mt.events, disk);
+			validate_warn(v, path, "%s", msg);
+		}
+	}
+}
+
 static int validate_pid(struct validate_ctx *v, const struct ada_atf_pid *p)
 {
 	struct ada_symtab *st = NULL;
@@ -92,6 +141,8 @@ static int validate_pid(struct validate_ctx *v, const struct ada_atf_pid *p)
 	int err = ada_symtab_load(p->dir, doc, validate_syms_warn, v, &st);
 
 	ada_symtab_free(st);
+	if (!err && doc)
+		validate_manifest_threads(v, p, doc);
 	json_decref(doc);
 	if (err)
 		return err;

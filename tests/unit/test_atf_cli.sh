@@ -128,6 +128,13 @@ expect 0 "warning: damaged" "$ADA" validate "$WORK/s"
 sed -i 's/ foo$/ fooX/' "$P/modules/module_1.syms"
 expect 0 "module_1.syms: offset 0: warning: table_xxh64" "$ADA" validate "$WORK/s"
 
+# a finalized manifest that disagrees with the files: warnings
+P=$(copy)
+sed -i 's/"events": 4,/"events": 5,/' "$P/manifest.json"
+expect 0 "manifest.json: offset 0: warning: says thread 1 has 5 events, its files hold 4" "$ADA" validate "$WORK/s"
+rm -r "$P/thread_1"
+expect 0 "warning: lists thread 1, but there is no thread_1 directory" "$ADA" validate "$WORK/s"
+
 # several pid dirs: each dumped with its pid
 P=$(copy)
 cp -r "$P" "$WORK/s/pid_7"
