@@ -45,8 +45,13 @@ struct dump_src {
 
 /* ------------------------------------------------------- line buffer */
 
+/* One output line. Variable parts (names, stack hex) stop LN_RESERVE
+ * bytes before the end, so the fixed keys after them always fit and every
+ * line stays valid JSON, however long a symbol name is. */
+#define LN_RESERVE 1024
+#define LN_STR_MAX 4096 /* input bytes kept of one string (name, path) */
 struct line {
-	char b[4096 + 2 * ATF_DETAIL_STACK_MAX];
+	char b[1 << 16];
 	size_t n;
 };
 
@@ -90,8 +95,8 @@ static void ln_jstr(struct line *l, const char *s)
 		return;
 	}
 	ln_str(l, "\"");
-	for (; *s && l->n + 8 < sizeof(l->b); s++) {
-		unsigned char c = (unsigned char)*s;
+	for (size_t k = 0; s[k] && k < LN_STR_MAX && l->n + LN_RESERVE < sizeof(l->b); k++) {
+		unsigned char c = (unsigned char)s[k];
 		if (c == '"' || c == '\\') {
 			l->b[l->n++] = '\\';
 			l->b[l->n++] = (char)c;
@@ -150,7 +155,7 @@ static void json_detail(struct line *l, const struct ada_atf_detail *d,
 		ln_str(l, ",\"sp\":");
 		ln_hex(l, p->sp);
 		ln_str(l, ",\"stack_hex\":\"");
-		for (uint16_t i = 0; i < p->stack_size && l->n + 4 < sizeof(l->b); i++) {
+		for (uint16_t i = 0; i < p->stack_size && l->n + LN_RESERVE < sizeof(l->b); i++) {
 			l->b[l->n++] = hex[stack[i] >> 4];
 			l->b[l->n++] = hex[stack[i] & 15];
 		}
@@ -274,7 +279,7 @@ static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 static void dump_event(struct dump_pid *dp, const struct dump_src *s, uint64_t seq,
                        const struct atf_index_event *ev)
 {
-	struct line l;
+	static struct line l; /* 64 KiB: not on the stack; the CLI is single-threaded */
 
 	l.n = 0;
 	if (dp->o->jsonl)

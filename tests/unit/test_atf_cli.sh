@@ -135,6 +135,13 @@ expect 0 "manifest.json: offset 0: warning: says thread 1 has 5 events, its file
 rm -r "$P/thread_1"
 expect 0 "warning: lists thread 1, but there is no thread_1 directory" "$ADA" validate "$WORK/s"
 
+# a 70000-byte symbol name: lines are cut short but stay whole JSON objects
+P=$(copy)
+long=$(head -c 70000 /dev/zero | tr '\0' 'n')
+sed -i "s/ hooked foo\$/ hooked $long/" "$P/modules/module_1.syms"
+n=$("$ADA" dump --format jsonl "$WORK/s" 2>/dev/null | grep -c '"module":"/usr/bin/golden-demo","index_seq":[0-9]*,"detail_seq":.*}$')
+[ "$n" = 10 ] || { echo "FAIL: long names broke $((10 - n)) jsonl lines"; fails=$((fails + 1)); }
+
 # several pid dirs: each dumped with its pid
 P=$(copy)
 cp -r "$P" "$WORK/s/pid_7"
