@@ -115,8 +115,8 @@ static void agent_json_module(FILE *f, const struct agent_module *m)
 	agent_json_string(f, m->path);
 	fprintf(f, ", \"load_base\": \"0x%" PRIx64 "\", \"symbol_source\": \"%s\", ", m->base,
 		ada_symtab_source_name(m->st.source));
-	fprintf(f, "\"functions\": %zu, \"installed\": %" PRIu64 ", \"skipped\": ", m->st.count,
-		m->installed);
+	fprintf(f, "\"unloaded\": %s, \"functions\": %zu, \"installed\": %" PRIu64 ", \"skipped\": ",
+		m->gone ? "true" : "false", m->st.count, m->installed);
 	agent_json_skips(f, m->skipped);
 	fprintf(f, ", \"symbols_us\": %" PRIu64 ", \"patching_us\": %" PRIu64, m->ns_symbols / 1000,
 		m->ns_patching / 1000);
@@ -183,8 +183,10 @@ int agent_write_files(bool all_modules, size_t first_new)
 	int err = agent_mkdir(pid_dir);
 	if (!err)
 		err = agent_mkdir(mod_dir);
-	for (size_t i = all_modules ? 0 : first_new; !err && i < agent.n_mods; i++)
-		err = agent_write_syms(mod_dir, &agent.mods[i]);
+	for (size_t i = all_modules ? 0 : first_new; !err && i < agent.n_mods; i++) {
+		if (!agent.mods[i].gone)
+			err = agent_write_syms(mod_dir, &agent.mods[i]);
+	}
 	agent.ns_files += agent_now_ns() - t0;
 	if (!err)
 		err = agent_write_json(pid_dir);

@@ -44,12 +44,20 @@ static const struct install_special install_specials[] = {
 	{ "dlopen", AGENT_SP_DL },
 	{ "dlmopen", AGENT_SP_DL },
 	{ "dlclose", AGENT_SP_DL },
+	/* dlopen itself ends in an indirect tail call the patcher refuses;
+	 * every dlopen (the program's, and libc's own for NSS, iconv and
+	 * libgcc_s) runs its work under these, which are hookable. */
+	{ "_dl_catch_exception", AGENT_SP_DL },
+	{ "_dl_catch_error", AGENT_SP_DL },
+	{ "execve", AGENT_SP_EXEC },
+	{ "execveat", AGENT_SP_EXEC },
+	{ "fexecve", AGENT_SP_EXEC },
 };
 
 enum agent_special agent_special_of_name(const char *name)
 {
-	/* Every special name starts with '_', 'p', 'e', 'q' or 'd'. */
-	if (!strchr("_peqd", name[0]))
+	/* Every special name starts with one of these letters. */
+	if (!strchr("_peqdf", name[0]))
 		return AGENT_SP_NONE;
 	for (size_t i = 0; i < sizeof(install_specials) / sizeof(install_specials[0]); i++) {
 		if (!strcmp(install_specials[i].name, name))
@@ -223,7 +231,7 @@ static struct agent_module *install_find(const struct discover_image *im)
 {
 	for (size_t i = 0; i < agent.n_mods; i++) {
 		struct agent_module *m = &agent.mods[i];
-		if (m->base == im->base && m->lo == im->lo && !strcmp(m->path, im->path))
+		if (!m->gone && m->base == im->base && m->lo == im->lo && !strcmp(m->path, im->path))
 			return m;
 	}
 	return NULL;
@@ -255,21 +263,17 @@ static struct agent_module *install_add(const struct discover_image *im)
 }
 
 /* Modules no longer mapped (dlclose): their trampolines go, and a later
- * load at the same address is a new module. */
+ * load at the same address is a new module. The entry stays (gone) so that
+ * agent.json keeps describing every module id events may carry. */
 static void install_forget_gone(void)
 {
-	size_t w = 0;
 	for (size_t i = 0; i < agent.n_mods; i++) {
 		struct agent_module *m = &agent.mods[i];
-		if (!m->present) {
-			hook_mem_release_module(agent.mem, m->id);
-			ada_hook_symtab_fini(&m->st);
-			free(m->path);
+		if (m->present || m->gone)
 			continue;
-		}
-		agent.mods[w++] = *m;
+		hook_mem_release_module(agent.mem, m->id);
+		m->gone = true;
 	}
-	agent.n_mods = w;
 }
 
 size_t agent_scan(void)

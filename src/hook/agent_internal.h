@@ -27,6 +27,7 @@ enum agent_special {
 	AGENT_SP_CATCH,        /* __cxa_begin_catch */
 	AGENT_SP_EXIT,         /* exit, _exit, _Exit, quick_exit */
 	AGENT_SP_DL,           /* dlopen, dlmopen, dlclose: rescan when they return */
+	AGENT_SP_EXEC,         /* execve, execveat, fexecve: close every frame */
 };
 
 #define AGENT_MAX_SPECIAL 32
@@ -85,6 +86,7 @@ struct agent_module {
 	struct ada_hook_symtab st;
 	bool wanted;  /* config: hook it (else only its special functions) */
 	bool present; /* seen by the latest scan */
+	bool gone;    /* unmapped (dlclose): trampolines released */
 	uint64_t installed;
 	uint64_t skipped[ADA_SKIP_REASON_COUNT];
 	uint64_t ns_symbols, ns_patching;

@@ -11,6 +11,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <link.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,10 +152,30 @@ int agent_process_setup(void)
 
 /* ---- dlopen / dlclose ---- */
 
+static int process_dl_counts(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *c = arg;
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		c[0] = info->dlpi_adds;
+		c[1] = info->dlpi_subs;
+	}
+	return 1; /* the counters are the same in every call: one is enough */
+}
+
+/* Called at every return of dlopen/dlclose/_dl_catch_* (often nested, and
+ * also for dlsym): the loader's load/unload counters say whether anything
+ * changed since the last scan, for the price of one callback. */
 void agent_dl_changed(void)
 {
+	static unsigned long long seen[2];
+	unsigned long long now[2] = { 0, 0 };
 	int saved = errno; /* dlopen's caller may look at errno */
+	dl_iterate_phdr(process_dl_counts, now);
+	if (now[0] == seen[0] && now[1] == seen[1] && now[0] != 0)
+		return;
 	pthread_mutex_lock(&agent.lock);
+	seen[0] = now[0];
+	seen[1] = now[1];
 	size_t first_new = agent_scan();
 	agent_write_files(false, first_new);
 	pthread_mutex_unlock(&agent.lock);

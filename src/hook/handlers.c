@@ -75,8 +75,8 @@ __attribute__((cold, noinline)) static void handlers_emit_slow(uint64_t fn_id, u
 
 static inline void handlers_emit(uint64_t fn_id, uint32_t kind, uint32_t depth)
 {
-	/* guard == 1: the handler itself is running; more: it interrupted
-	 * the agent's own work, which records nothing. */
+	/* guard == 1: a handler is running; anything else: this is the
+	 * agent's own work, which records nothing. */
 	if (ada_unlikely(ada_shadow_tls.guard != 1 || !agent_hot.active))
 		return;
 	const struct ada_producer *p = &ada_producer_tls;
@@ -173,6 +173,9 @@ static uint32_t handlers_special_act(struct ada_shadow *s, uint64_t fn_id, uint6
 		return HANDLERS_NO_PUSH;
 	case AGENT_SP_DL:
 		return SHADOW_F_RESCAN;
+	case AGENT_SP_EXEC:
+		shadow_close_all(s);
+		return HANDLERS_NO_PUSH;
 	case AGENT_SP_NONE:
 		break;
 	}
@@ -220,7 +223,10 @@ ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp)
 {
 	struct ada_shadow *s = &ada_shadow_tls;
 	uint32_t g = s->guard, flags;
-	s->guard = g + 1;
+	/* A frame on the shadow stack had its CALL recorded: its RETURN is
+	 * recorded too, even when it returns inside the agent's own work
+	 * (e.g. __run_prefork_handlers returning after our atfork prepare). */
+	s->guard = 1;
 	uint64_t orig = shadow_return(s, (const uint64_t *)(uintptr_t)(sp - 8), &flags);
 	if (ada_unlikely(flags & SHADOW_F_RESCAN)) {
 		/* dlopen/dlclose returned an integer or pointer: no vector

@@ -33,6 +33,17 @@
 
 #ifndef SHADOW_EMIT
 #error "define SHADOW_EMIT(fn_id, kind, depth) before including shadow_internal.h"
+/* exec is about to replace the image: every frame gets its EXCEPTION now
+ * (if exec succeeds, none returns). The entries stay, silenced like a
+ * fork parent's: if exec fails they return without events, and the depth
+ * of new calls starts again at 1. */
+static inline void shadow_close_all(struct ada_shadow *s)
+{
+	for (uint32_t i = s->top; i > s->inherited; i--)
+		SHADOW_EMIT(s->base[i - 1].fn_id, ATF_EVENT_EXCEPTION, s->base[i - 1].depth);
+	s->inherited = s->top;
+}
+
 #endif
 
 #define SHADOW_F_CHAIN 0x1u  /* shares its slot with the entry below (tail call) */
@@ -220,6 +231,17 @@ static inline void shadow_pop_all(struct ada_shadow *s, const uint64_t *ref, uin
 	while (s->top > 0)
 		shadow_pop_top(s, ATF_EVENT_EXCEPTION);
 	s->restored = 0;
+}
+
+/* exec is about to replace the image: every frame gets its EXCEPTION now
+ * (if exec succeeds, none returns). The entries stay, silenced like a
+ * fork parent's: if exec fails they return without events, and the depth
+ * of new calls starts again at 1. */
+static inline void shadow_close_all(struct ada_shadow *s)
+{
+	for (uint32_t i = s->top; i > s->inherited; i--)
+		SHADOW_EMIT(s->base[i - 1].fn_id, ATF_EVENT_EXCEPTION, s->base[i - 1].depth);
+	s->inherited = s->top;
 }
 
 #endif
