@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "test_atf_util.h"
@@ -261,6 +263,54 @@ static void every_truncation_is_safe(void **state)
 	free(pr.d.p);
 }
 
+static void put(const char *dir, const char *name, struct tbuf b)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(b.p, 1, b.len, f), b.len);
+	fclose(f);
+	free(b.p);
+}
+
+/* Retention generations: each file valid on its own and linked to its own
+ * detail file; time must not go back from one generation to the next. */
+static void thread_generations(void **state)
+{
+	char root[] = "/tmp/ada_atf_gens_XXXXXX", dir[128], cmd[160];
+	struct atf_index_event old[2] = {t_ev(10, 1, 9, 1, 1, 0),
+	                                 t_ev(20, 1, 9, 2, 1, ATF_NO_DETAIL)};
+	struct atf_index_event cur[2] = {t_ev(30, 1, 9, 1, 1, ATF_NO_DETAIL),
+	                                 t_ev(40, 1, 9, 2, 1, ATF_NO_DETAIL)};
+	struct t_detail_rec r = t_drec(0, 9, 10, 1);
+	struct problems p;
+	struct ada_atf_report rep = {.fn = collect, .ctx = &p};
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	snprintf(dir, sizeof(dir), "%s/thread_0", root);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	put(dir, "index.g3.atf", t_index(old, 2, 9, 1));
+	put(dir, "detail.g3.atf", t_detail(&r, 1, 9));
+	put(dir, "index.atf", t_index(cur, 2, 9, 0));
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(ada_atf_validate_thread(dir, &rep), 0);
+	assert_int_equal(rep.errors, 0);
+	/* the current file now starts before the older generation ends */
+	cur[0].timestamp_ns = 15;
+	put(dir, "index.atf", t_index(cur, 2, 9, 0));
+	put(dir, "detail.atf", t_detail(&r, 1, 9)); /* flag clear, links to event 0 */
+	assert_int_equal(ada_atf_validate_thread(dir, &rep), 0);
+	assert_int_equal(find(&p, "first timestamp 15 is before the last timestamp 20"), 64);
+	find(&p, "has_detail_file flag is clear");
+	put(dir, "detail.g7.atf", t_detail(&r, 1, 9));
+	assert_int_equal(ada_atf_validate_thread(dir, &rep), 0);
+	find(&p, "detail.g7.atf: detail file without a matching index file");
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -273,6 +323,7 @@ int main(void)
 	    cmocka_unit_test(header_fields_and_order),
 	    cmocka_unit_test(detail_walk_errors),
 	    cmocka_unit_test(every_truncation_is_safe),
+	    cmocka_unit_test(thread_generations),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
