@@ -69,17 +69,18 @@ __attribute__((noipa)) long HT(seven)(long a, long b, long c, long d, long e, lo
 	return a + b * 2 + c * 3 + d * 4 + e * 5 + f * 6 + g * 7;
 }
 
-/* A switch that gcc turns into a jump table at -O2. */
-__attribute__((noipa)) int HT(sw)(int x)
+/* A dense switch with distinct case bodies: gcc dispatches it through a
+ * jump table (`jmp reg`) at -O0 and -O2 alike. */
+__attribute__((noipa)) int HT(sw)(int x, int y)
 {
 	switch (x) {
-	case 0: return 11;
-	case 1: return 23;
-	case 2: return 37;
-	case 3: return 41;
-	case 4: return 59;
-	case 5: return 61;
-	case 6: return 73;
+	case 0: return y + 11;
+	case 1: return y * 23;
+	case 2: return y ^ 37;
+	case 3: return y - 41;
+	case 4: return y << 3;
+	case 5: return y / 61;
+	case 6: return y % 73;
 	default: return -1;
 	}
 }

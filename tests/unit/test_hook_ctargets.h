@@ -22,6 +22,6 @@ double HT(vsum)(int n, ...);
 struct ht_big HT(make_big)(long x);
 long HT(fib)(long n);
 long HT(seven)(long a, long b, long c, long d, long e, long f, long g);
-int HT(sw)(int x);
+int HT(sw)(int x, int y);
 
 #endif
