@@ -194,7 +194,7 @@ def program_stderr(err, session):
     base = os.path.basename(session).encode()
     while lines and (not lines[-1].strip() or base in lines[-1]):
         lines.pop()
-    return b"".join(l for l in lines if not re.match(rb"^ada[:\s]", l))
+    return b"".join(l for l in lines if not re.match(rb"^ada[\w-]*[:\s]", l))
 
 
 # ---------------------------------------------------------------- count tables

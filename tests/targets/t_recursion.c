@@ -49,7 +49,16 @@ TC_FN static int is_odd(unsigned n)
 TC_FN static unsigned long fib(unsigned n)
 {
 	TC_ENTER(FN_fib);
-	return n < 2 ? n : fib(n - 1) + fib(n - 2);
+	if (n < 2)
+		return n;
+	/* The volatile stores after each call stop gcc from turning the
+	 * second call into a loop (accumulator tail recursion), which would
+	 * count entries that are not calls. */
+	unsigned long a = fib(n - 1);
+	sink = a;
+	unsigned long b = fib(n - 2);
+	sink = b;
+	return a + b;
 }
 
 int main(int argc, char **argv)
