@@ -75,13 +75,13 @@ struct ada_hook_regs {
 #define HOOK_ARCH_MAX_PATCH 16       /* bytes displaced at most */
 #define HOOK_ARCH_MAX_TRAMPOLINE 256 /* bytes one trampoline takes at most */
 
-#define HOOK_ARCH_MAX_INSNS 5         /* 5 bytes are covered by at most 5 insns */
+#define HOOK_ARCH_MAX_INSNS 5 /* 5 bytes are covered by at most 5 insns */
 #define HOOK_ARCH_RETURN_TRAMPOLINE_MAX 64
 
 /* One displaced instruction as prepare() decoded it; private to the arch
  * layer (emit reads it), callers only copy the plan around. */
 struct hook_arch_insn {
-	uint8_t offset;   /* from fn_addr */
+	uint8_t offset; /* from fn_addr */
 	uint8_t len;
 	uint8_t kind;     /* arch-private relocation case */
 	uint8_t disp_off; /* rip-relative: where disp32 sits in the insn */
@@ -102,7 +102,7 @@ struct hook_arch_plan {
  * can be patched, scanning the whole body for branches back into the
  * patched bytes. Fills plan. Returns ADA_HOOK_OK or the skip reason. */
 enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_t size,
-				     struct hook_arch_plan *plan);
+                                     struct hook_arch_plan *plan);
 
 /* Writes the trampoline for plan into buf (HOOK_ARCH_MAX_TRAMPOLINE bytes),
  * which will execute at buf_addr. Returns its length, or 0 when buf_addr is
@@ -111,8 +111,8 @@ enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_
  * buf_addr (the caller then tries other memory or skips with
  * ADA_SKIP_NO_TRAMPOLINE_MEMORY). hook_mem places trampolines near their
  * module, so in practice 0 only happens for memory far from the module. */
-size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf,
-				 uint64_t buf_addr, uint64_t fn_id, uint64_t enter_handler);
+size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, uint64_t buf_addr,
+                                 uint64_t fn_id, uint64_t enter_handler);
 
 /* Writes the shared return trampoline (at most
  * HOOK_ARCH_RETURN_TRAMPOLINE_MAX bytes) into buf; returns its length.
@@ -125,6 +125,6 @@ size_t hook_arch_emit_return_trampoline(uint8_t *buf, uint64_t buf_addr, uint64_
  * 5 bytes, atomically when they sit in one aligned 8-byte word).
  * tramp_addr must be one hook_arch_emit_trampoline() accepted. */
 void hook_arch_patch_bytes(const struct hook_arch_plan *plan, uint64_t tramp_addr,
-			   uint8_t out[HOOK_ARCH_MAX_PATCH]);
+                           uint8_t out[HOOK_ARCH_MAX_PATCH]);
 
 #endif

@@ -191,7 +191,7 @@ static uint64_t mem_dist(uint64_t a, uint64_t b)
 /* Best page-aligned address for size bytes inside free gaps of the
  * snapshot and inside [wlo, whi); 0 when none. */
 static uint64_t mem_find_gap(const struct hook_mem *m, uint64_t wlo, uint64_t whi, size_t size,
-			     uint64_t near)
+                             uint64_t near)
 {
 	uint64_t best = 0, prev_end = MEM_VA_LOW, pg = (uint64_t)sysconf(_SC_PAGESIZE);
 
@@ -234,7 +234,7 @@ static int mem_add_region(struct hook_mem *m, uint64_t addr, size_t size, uint32
 /* Maps a new RW region within [wlo, whi), retrying when another thread
  * took the gap between our snapshot and the mmap (EEXIST). */
 static int mem_new_region(struct hook_mem *m, uint32_t module_id, uint64_t wlo, uint64_t whi,
-			  uint64_t near, size_t size)
+                          uint64_t near, size_t size)
 {
 	for (int attempt = 0; attempt < 4; attempt++) {
 		if (!m->maps_fresh) {
@@ -247,7 +247,7 @@ static int mem_new_region(struct hook_mem *m, uint32_t module_id, uint64_t wlo, 
 		if (!at)
 			return -ENOMEM;
 		void *p = mmap((void *)at, size, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 		m->maps_fresh = 0; /* the address space changed either way */
 		if (p == MAP_FAILED && errno == EEXIST)
 			continue;
@@ -266,14 +266,14 @@ static int mem_new_region(struct hook_mem *m, uint32_t module_id, uint64_t wlo, 
 }
 
 static int mem_region_fits(const struct mem_region *r, uint32_t module_id, uint64_t wlo,
-			   uint64_t whi, size_t len)
+                           uint64_t whi, size_t len)
 {
-	return r->open && r->module_id == module_id && r->size - r->used >= len &&
-	       r->addr >= wlo && r->addr + r->size <= whi;
+	return r->open && r->module_id == module_id && r->size - r->used >= len && r->addr >= wlo &&
+	       r->addr + r->size <= whi;
 }
 
 int hook_mem_alloc(struct hook_mem *m, uint32_t module_id, uint64_t lo, uint64_t hi, size_t len,
-		   uint8_t **out)
+                   uint8_t **out)
 {
 	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
 	uint64_t wlo = hi > MEM_REACH + MEM_VA_LOW ? hi - MEM_REACH : MEM_VA_LOW;
@@ -411,7 +411,7 @@ static int patch_unlock(struct patch_state *st, uint64_t page)
  * of other CPUs, which no memory order orders; x86 keeps code coherent.
  * Not instrumented by ThreadSanitizer: it has no shadow for code pages. */
 __attribute__((no_sanitize("thread"))) static void patch_write(uint8_t *dst, const uint8_t *src,
-							       size_t len)
+                                                               size_t len)
 {
 	size_t a = 0, b = len;
 

@@ -39,7 +39,7 @@ void hook_mem_free(struct hook_mem *m);
  * MAP_FIXED_NOREPLACE. Errors: -ENOMEM (no gap in reach), -EINVAL,
  * -errno of open/read/mmap. */
 int hook_mem_alloc(struct hook_mem *m, uint32_t module_id, uint64_t lo, uint64_t hi, size_t len,
-		   uint8_t **out);
+                   uint8_t **out);
 
 /* Makes every region written since the last seal read+execute (no RWX is
  * left behind) and closes them to further allocation. -errno of mprotect. */

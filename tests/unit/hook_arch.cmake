@@ -5,12 +5,12 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
   add_executable(test_hook_reloc ${_ha}/test_hook_reloc.c)
   target_include_directories(test_hook_reloc PRIVATE ${CMOCKA_INCLUDE_DIR})
   target_link_libraries(test_hook_reloc PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
-  add_test(NAME hook_reloc COMMAND test_hook_reloc)
+  add_test(NAME hook_arch_reloc COMMAND test_hook_reloc)
 
   add_executable(test_hook_mem ${_ha}/test_hook_mem.c)
   target_include_directories(test_hook_mem PRIVATE ${CMOCKA_INCLUDE_DIR})
   target_link_libraries(test_hook_mem PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
-  add_test(NAME hook_mem COMMAND test_hook_mem)
+  add_test(NAME hook_arch_mem COMMAND test_hook_mem)
 
   # Handlers are built as the agent's: general registers only, so xmm/x87
   # values pass through untouched.
@@ -30,6 +30,6 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
     target_include_directories(test_hook_clobber_${opt} PRIVATE ${CMOCKA_INCLUDE_DIR} ${_ha})
     target_link_libraries(test_hook_clobber_${opt} PRIVATE ada_hook_arch ${CMOCKA_LIBRARY} ${CMAKE_DL_LIBS} Threads::Threads)
     set_target_properties(test_hook_clobber_${opt} PROPERTIES ENABLE_EXPORTS ON)
-    add_test(NAME hook_clobber_${opt} COMMAND test_hook_clobber_${opt})
+    add_test(NAME hook_arch_clobber_${opt} COMMAND test_hook_clobber_${opt})
   endforeach()
 endif()

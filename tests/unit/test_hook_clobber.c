@@ -34,11 +34,29 @@ uint64_t t_thunk(uint64_t x);
 void t_regs_dump(void);
 void call_with_regs(void *fn, const uint64_t in[15], uint64_t out[8]);
 extern const uint64_t t_rip_first_size, t_lea_first_size, t_jcc_first_size, t_endbr_size,
-	t_call_first_size, t_thunk_size, t_regs_dump_size;
+    t_call_first_size, t_thunk_size, t_regs_dump_size;
 extern uint64_t t_dump[15], t_helper_ret;
 
-enum { ID_RIP = 1, ID_LEA, ID_JCC, ID_ENDBR, ID_CALL, ID_THUNK, ID_REGS, ID_ADD3, ID_COUNTER,
-       ID_FMIX8, ID_FMIXI, ID_LDMUL, ID_VSUM, ID_BIG, ID_FIB, ID_SEVEN, ID_SW, ID_COUNT };
+enum {
+	ID_RIP = 1,
+	ID_LEA,
+	ID_JCC,
+	ID_ENDBR,
+	ID_CALL,
+	ID_THUNK,
+	ID_REGS,
+	ID_ADD3,
+	ID_COUNTER,
+	ID_FMIX8,
+	ID_FMIXI,
+	ID_LDMUL,
+	ID_VSUM,
+	ID_BIG,
+	ID_FIB,
+	ID_SEVEN,
+	ID_SW,
+	ID_COUNT
+};
 
 struct target {
 	void *fn;
@@ -111,9 +129,10 @@ static int hook_all(void **state)
 		if (t->got != ADA_HOOK_OK)
 			continue;
 		assert_int_equal(hook_mem_alloc(mem, 1, (uint64_t)t->fn, (uint64_t)t->fn + t->size,
-						HOOK_ARCH_MAX_TRAMPOLINE, &tr), 0);
+		                                HOOK_ARCH_MAX_TRAMPOLINE, &tr),
+		                 0);
 		assert_true(hook_arch_emit_trampoline(&plan, tr, (uint64_t)tr, id,
-						      (uint64_t)th_on_enter) > 0);
+		                                      (uint64_t)th_on_enter) > 0);
 		patches[n] = (struct hook_patch){(uint64_t)t->fn, plan.patch_len, {0}};
 		hook_arch_patch_bytes(&plan, (uint64_t)tr, patches[n].bytes);
 		t->hooked = patches[n];
@@ -270,7 +289,7 @@ static void test_unhook(void **state)
 	for (int id = 1; id < ID_COUNT; id++)
 		if (targets[id].got == ADA_HOOK_OK)
 			assert_memory_equal(targets[id].fn, targets[id].original.bytes,
-					    targets[id].original.len);
+			                    targets[id].original.len);
 	counts_reset();
 	assert_int_equal(t_rip_first(5), 1005);
 	assert_int_equal(HT(add3)(1, 1, 1), 6);
@@ -316,7 +335,7 @@ static void test_patch_while_running(void **state)
 	assert_int_equal(pthread_join(th, &ret), 0);
 	assert_ptr_equal(ret, &calls);
 	print_message("%llu calls while patching, %llu through the hook\n",
-		      (unsigned long long)calls, (unsigned long long)th_enter[ID_RIP]);
+	              (unsigned long long)calls, (unsigned long long)th_enter[ID_RIP]);
 	assert_int_equal(th_enter[ID_RIP], th_exit[ID_RIP]);
 	assert_true(th_enter[ID_RIP] <= calls);
 	assert_int_equal(th_depth, 0);
@@ -326,10 +345,10 @@ static void test_patch_while_running(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_asm_prologues), cmocka_unit_test(test_registers),
-		cmocka_unit_test(test_c_integers),    cmocka_unit_test(test_c_floats),
-		cmocka_unit_test(test_c_recursion),   cmocka_unit_test(test_c_switch),
-		cmocka_unit_test(test_unhook),        cmocka_unit_test(test_patch_while_running),
+	    cmocka_unit_test(test_asm_prologues), cmocka_unit_test(test_registers),
+	    cmocka_unit_test(test_c_integers),    cmocka_unit_test(test_c_floats),
+	    cmocka_unit_test(test_c_recursion),   cmocka_unit_test(test_c_switch),
+	    cmocka_unit_test(test_unhook),        cmocka_unit_test(test_patch_while_running),
 	};
 	return cmocka_run_group_tests(tests, hook_all, unhook_all);
 }

@@ -22,8 +22,8 @@ __attribute__((noipa)) int HT(get_counter)(void)
 	return ct_counter;
 }
 
-__attribute__((noipa)) double HT(fmix8)(double a, double b, double c, double d, double e,
-					 double f, double g, double h)
+__attribute__((noipa)) double HT(fmix8)(double a, double b, double c, double d, double e, double f,
+                                        double g, double h)
 {
 	return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h;
 }
@@ -74,13 +74,21 @@ __attribute__((noipa)) long HT(seven)(long a, long b, long c, long d, long e, lo
 __attribute__((noipa)) int HT(sw)(int x, int y)
 {
 	switch (x) {
-	case 0: return y + 11;
-	case 1: return y * 23;
-	case 2: return y ^ 37;
-	case 3: return y - 41;
-	case 4: return y << 3;
-	case 5: return y / 61;
-	case 6: return y % 73;
-	default: return -1;
+	case 0:
+		return y + 11;
+	case 1:
+		return y * 23;
+	case 2:
+		return y ^ 37;
+	case 3:
+		return y - 41;
+	case 4:
+		return y << 3;
+	case 5:
+		return y / 61;
+	case 6:
+		return y % 73;
+	default:
+		return -1;
 	}
 }

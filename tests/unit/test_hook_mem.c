@@ -20,9 +20,9 @@
 static void test_maps_parse(void **state)
 {
 	static const char text[] =
-		"55d0c0a00000-55d0c0a02000 r--p 00000000 fe:01 123  /usr/bin/cat\n"
-		"55d0c0a02000-55d0c0a07000 r-xp 00002000 fe:01 123  /usr/bin/cat\n"
-		"7ffd1c9e4000-7ffd1ca05000 rw-p 00000000 00:00 0    [stack]\n";
+	    "55d0c0a00000-55d0c0a02000 r--p 00000000 fe:01 123  /usr/bin/cat\n"
+	    "55d0c0a02000-55d0c0a07000 r-xp 00002000 fe:01 123  /usr/bin/cat\n"
+	    "7ffd1c9e4000-7ffd1ca05000 rw-p 00000000 00:00 0    [stack]\n";
 	struct hook_map m[3];
 
 	(void)state;
@@ -92,9 +92,9 @@ static void test_patch_apply(void **state)
 	long pg = sysconf(_SC_PAGESIZE);
 	uint8_t *p = mmap(NULL, 3 * pg, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	struct hook_patch patches[3] = {
-		{(uint64_t)p + pg - 3, 6, {1, 2, 3, 4, 5, 6}},  /* spans the two pages */
-		{(uint64_t)p + 16, 5, {0xe9, 0x11, 0x22, 0x33, 0x44}}, /* atomic word case */
-		{(uint64_t)p + 40, 5, {0xe9, 0xaa, 0xbb, 0xcc, 0xdd}}, /* same page again */
+	    {(uint64_t)p + pg - 3, 6, {1, 2, 3, 4, 5, 6}},         /* spans the two pages */
+	    {(uint64_t)p + 16, 5, {0xe9, 0x11, 0x22, 0x33, 0x44}}, /* atomic word case */
+	    {(uint64_t)p + 40, 5, {0xe9, 0xaa, 0xbb, 0xcc, 0xdd}}, /* same page again */
 	};
 	static const uint8_t zero[8];
 
@@ -125,9 +125,9 @@ static void test_patch_apply(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_maps_parse),
-		cmocka_unit_test(test_alloc_near_and_seal),
-		cmocka_unit_test(test_patch_apply),
+	    cmocka_unit_test(test_maps_parse),
+	    cmocka_unit_test(test_alloc_near_and_seal),
+	    cmocka_unit_test(test_patch_apply),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,11 +28,11 @@
 #include "x86_internal.h"
 
 /* push r11, r10, rbp, rax, r9, r8, rcx, rdx, rsi, rdi */
-static const uint8_t emit_push_regs[] = {0x41, 0x53, 0x41, 0x52, 0x55, 0x50, 0x41, 0x51,
-					 0x41, 0x50, 0x51, 0x52, 0x56, 0x57};
+static const uint8_t emit_push_regs[] = {0x41, 0x53, 0x41, 0x52, 0x55, 0x50, 0x41,
+                                         0x51, 0x41, 0x50, 0x51, 0x52, 0x56, 0x57};
 /* pop rdi, rsi, rdx, rcx, r8, r9, rax, rbp, r10, r11 */
 static const uint8_t emit_pop_regs[] = {0x5f, 0x5e, 0x5a, 0x59, 0x41, 0x58, 0x41,
-					0x59, 0x58, 0x5d, 0x41, 0x5a, 0x41, 0x5b};
+                                        0x59, 0x58, 0x5d, 0x41, 0x5a, 0x41, 0x5b};
 
 _Static_assert(sizeof(struct ada_hook_regs) == 80, "trampoline pushes 10 registers");
 
@@ -53,13 +53,13 @@ static void emit_enter_frame(struct x86_writer *w, uint64_t fn_id, uint64_t hand
 	x86_put(w, "\x48\x89\xea", 3);     /* mov rdx, rbp */
 	x86_put(w, "\x48\xb8", 2);         /* mov rax, imm64 */
 	x86_put_u64(w, handler);
-	x86_put(w, "\xff\xd0", 2);         /* call rax */
-	x86_put(w, "\x48\x89\xec", 3);     /* mov rsp, rbp */
+	x86_put(w, "\xff\xd0", 2);     /* call rax */
+	x86_put(w, "\x48\x89\xec", 3); /* mov rsp, rbp */
 	x86_put(w, emit_pop_regs, sizeof(emit_pop_regs));
 }
 
 static int emit_reloc_one(struct x86_writer *w, const struct hook_arch_plan *plan,
-			  const struct hook_arch_insn *in)
+                          const struct hook_arch_insn *in)
 {
 	const uint8_t *orig = plan->original + in->offset;
 
@@ -81,8 +81,8 @@ static int emit_reloc_one(struct x86_writer *w, const struct hook_arch_plan *pla
 	}
 }
 
-size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf,
-				 uint64_t buf_addr, uint64_t fn_id, uint64_t enter_handler)
+size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, uint64_t buf_addr,
+                                 uint64_t fn_id, uint64_t enter_handler)
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_MAX_TRAMPOLINE, buf_addr, 1};
 
@@ -102,21 +102,21 @@ size_t hook_arch_emit_return_trampoline(uint8_t *buf, uint64_t buf_addr, uint64_
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_RETURN_TRAMPOLINE_MAX, buf_addr, 1};
 
-	x86_put(&w, "\x50\x52\x55", 3);          /* push rax; push rdx; push rbp */
-	x86_put(&w, "\x48\x8d\x7c\x24\x18", 5);  /* lea rdi, [rsp+24] = sp */
+	x86_put(&w, "\x50\x52\x55", 3);         /* push rax; push rdx; push rbp */
+	x86_put(&w, "\x48\x8d\x7c\x24\x18", 5); /* lea rdi, [rsp+24] = sp */
 	emit_align_frame(&w);
-	x86_put(&w, "\x48\xb8", 2);              /* mov rax, imm64 */
+	x86_put(&w, "\x48\xb8", 2); /* mov rax, imm64 */
 	x86_put_u64(&w, exit_handler);
-	x86_put(&w, "\xff\xd0", 2);              /* call rax */
-	x86_put(&w, "\x48\x89\xec", 3);          /* mov rsp, rbp */
-	x86_put(&w, "\x49\x89\xc3", 3);          /* mov r11, rax (original return) */
-	x86_put(&w, "\x5d\x5a\x58", 3);          /* pop rbp; pop rdx; pop rax */
-	x86_put(&w, "\x41\xff\xe3", 3);          /* jmp r11 */
+	x86_put(&w, "\xff\xd0", 2);     /* call rax */
+	x86_put(&w, "\x48\x89\xec", 3); /* mov rsp, rbp */
+	x86_put(&w, "\x49\x89\xc3", 3); /* mov r11, rax (original return) */
+	x86_put(&w, "\x5d\x5a\x58", 3); /* pop rbp; pop rdx; pop rax */
+	x86_put(&w, "\x41\xff\xe3", 3); /* jmp r11 */
 	return w.ok ? w.len : 0;
 }
 
 void hook_arch_patch_bytes(const struct hook_arch_plan *plan, uint64_t tramp_addr,
-			   uint8_t out[HOOK_ARCH_MAX_PATCH])
+                           uint8_t out[HOOK_ARCH_MAX_PATCH])
 {
 	int32_t d = (int32_t)(int64_t)(tramp_addr - (plan->fn_addr + 5));
 

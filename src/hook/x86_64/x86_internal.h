@@ -54,6 +54,6 @@ int reloc_rip_relative(struct x86_writer *w, const uint8_t *orig, const struct h
 int reloc_jmp(struct x86_writer *w, const uint8_t *orig, const struct hook_arch_insn *in);
 int reloc_jcc(struct x86_writer *w, const uint8_t *orig, const struct hook_arch_insn *in);
 int reloc_call(struct x86_writer *w, const uint8_t *orig, const struct hook_arch_insn *in,
-	       uint64_t ret_addr);
+               uint64_t ret_addr);
 
 #endif

@@ -63,20 +63,20 @@ static void plan_cs_open(void)
 }
 
 static const char *const skip_names[ADA_SKIP_REASON_COUNT] = {
-	[ADA_HOOK_OK] = "hooked",
-	[ADA_SKIP_TOO_SHORT] = "too_short",
-	[ADA_SKIP_BRANCH_INTO_PATCH] = "branch_into_patch",
-	[ADA_SKIP_UNDECODABLE] = "undecodable",
-	[ADA_SKIP_UNRELOCATABLE] = "unrelocatable",
-	[ADA_SKIP_NO_TRAMPOLINE_MEMORY] = "no_trampoline_memory",
-	[ADA_SKIP_IFUNC] = "ifunc",
-	[ADA_SKIP_AGENT] = "agent",
-	[ADA_SKIP_LOADER] = "loader",
-	[ADA_SKIP_ENTRY_POINT] = "entry_point",
-	[ADA_SKIP_EXCLUDED] = "excluded",
-	[ADA_SKIP_ALIAS] = "alias",
-	[ADA_SKIP_OUTSIDE_TEXT] = "outside_text",
-	[ADA_SKIP_JUMP_TABLE] = "jump_table",
+    [ADA_HOOK_OK] = "hooked",
+    [ADA_SKIP_TOO_SHORT] = "too_short",
+    [ADA_SKIP_BRANCH_INTO_PATCH] = "branch_into_patch",
+    [ADA_SKIP_UNDECODABLE] = "undecodable",
+    [ADA_SKIP_UNRELOCATABLE] = "unrelocatable",
+    [ADA_SKIP_NO_TRAMPOLINE_MEMORY] = "no_trampoline_memory",
+    [ADA_SKIP_IFUNC] = "ifunc",
+    [ADA_SKIP_AGENT] = "agent",
+    [ADA_SKIP_LOADER] = "loader",
+    [ADA_SKIP_ENTRY_POINT] = "entry_point",
+    [ADA_SKIP_EXCLUDED] = "excluded",
+    [ADA_SKIP_ALIAS] = "alias",
+    [ADA_SKIP_OUTSIDE_TEXT] = "outside_text",
+    [ADA_SKIP_JUMP_TABLE] = "jump_table",
 };
 
 const char *hook_skip_name(enum ada_hook_skip reason)
@@ -89,10 +89,22 @@ const char *hook_skip_name(enum ada_hook_skip reason)
 static int plan_is_jcc(unsigned id)
 {
 	switch (id) {
-	case X86_INS_JAE: case X86_INS_JA: case X86_INS_JBE: case X86_INS_JB:
-	case X86_INS_JE: case X86_INS_JGE: case X86_INS_JG: case X86_INS_JLE:
-	case X86_INS_JL: case X86_INS_JNE: case X86_INS_JNO: case X86_INS_JNP:
-	case X86_INS_JNS: case X86_INS_JO: case X86_INS_JP: case X86_INS_JS:
+	case X86_INS_JAE:
+	case X86_INS_JA:
+	case X86_INS_JBE:
+	case X86_INS_JB:
+	case X86_INS_JE:
+	case X86_INS_JGE:
+	case X86_INS_JG:
+	case X86_INS_JLE:
+	case X86_INS_JL:
+	case X86_INS_JNE:
+	case X86_INS_JNO:
+	case X86_INS_JNP:
+	case X86_INS_JNS:
+	case X86_INS_JO:
+	case X86_INS_JP:
+	case X86_INS_JS:
 		return 1;
 	default:
 		return 0;
@@ -132,8 +144,7 @@ static int plan_jcc_cc(const cs_insn *ci, uint8_t *cc)
 	return -1;
 }
 
-static enum ada_hook_skip plan_branch(const cs_insn *ci, const cs_x86 *x,
-				      struct hook_arch_insn *in)
+static enum ada_hook_skip plan_branch(const cs_insn *ci, const cs_x86 *x, struct hook_arch_insn *in)
 {
 	const cs_x86_op *op = x->op_count == 1 ? &x->operands[0] : NULL;
 
@@ -191,7 +202,7 @@ static enum ada_hook_skip plan_insn(const cs_insn *ci, uint64_t fn, struct hook_
 
 /* Decodes whole instructions until >= PATCH_MIN bytes are covered. */
 static enum ada_hook_skip plan_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
-					cs_insn *ci, struct hook_arch_plan *plan)
+                                        cs_insn *ci, struct hook_arch_plan *plan)
 {
 	const uint8_t *p = code;
 	size_t left = size;
@@ -231,9 +242,8 @@ static int plan_in_patch(uint64_t target, uint64_t fn, size_t patch_len)
  * next: xbegin rel32). */
 enum { REL_NONE, REL_8, REL_32, REL_0F, REL_C7 };
 static const uint8_t plan_rel_class[256] = {
-	[0x70 ... 0x7f] = REL_8, [0xe0 ... 0xe3] = REL_8, [0xeb] = REL_8,
-	[0xe8] = REL_32,         [0xe9] = REL_32,         [0x0f] = REL_0F,
-	[0xc7] = REL_C7,
+    [0x70 ... 0x7f] = REL_8, [0xe0 ... 0xe3] = REL_8, [0xeb] = REL_8,  [0xe8] = REL_32,
+    [0xe9] = REL_32,         [0x0f] = REL_0F,         [0xc7] = REL_C7,
 };
 
 /* Length of the rel field of a direct branch whose opcode starts at
@@ -265,8 +275,8 @@ static int plan_rel_at(const uint8_t *code, uint64_t size, uint64_t i, uint64_t 
  * position, so no candidate is a proof for those bytes whatever their
  * decoding; a candidate may be a false alarm (random bytes) and is
  * confirmed by the exact sweep. Returns the last candidate position, or -1. */
-static int64_t plan_superset_last(const uint8_t *code, uint64_t addr, uint64_t size,
-				  uint64_t from, uint64_t to, size_t patch_len)
+static int64_t plan_superset_last(const uint8_t *code, uint64_t addr, uint64_t size, uint64_t from,
+                                  uint64_t to, size_t patch_len)
 {
 	int64_t last = -1;
 
@@ -306,14 +316,13 @@ static int64_t plan_superset_table_last(const uint8_t *code, uint64_t size)
 
 static int plan_is_branch_id(unsigned id)
 {
-	return id == X86_INS_JMP || id == X86_INS_CALL || plan_is_jcc(id) ||
-	       plan_is_short_only(id);
+	return id == X86_INS_JMP || id == X86_INS_CALL || plan_is_jcc(id) || plan_is_short_only(id);
 }
 
 /* One body instruction (detail off, so read op_str): direct branch target
  * into the patch, or a jump-table-shaped indirect jmp. */
 static enum ada_hook_skip plan_scan_insn(const cs_insn *ci, uint64_t addr, size_t patch_len,
-					 int *indirect_jmp)
+                                         int *indirect_jmp)
 {
 	char *end;
 	unsigned long long t;
@@ -336,8 +345,8 @@ static enum ada_hook_skip plan_scan_insn(const cs_insn *ci, uint64_t addr, size_
  * stops behind `limit`, the last superset candidate: no instruction
  * starting later can be one. */
 static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uint64_t size,
-					 uint64_t limit, cs_insn *ci,
-					 const struct hook_arch_plan *plan)
+                                         uint64_t limit, cs_insn *ci,
+                                         const struct hook_arch_plan *plan)
 {
 	uint64_t off = 0;
 	int indirect_jmp = 0;
@@ -347,7 +356,8 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 		size_t left = size - off;
 		uint64_t pc = addr + off;
 		if (!cs_disasm_iter(plan_cs, &p, &left, &pc, ci)) {
-			if (plan_superset_last(code, addr, size, off, off + 16, plan->patch_len) >= 0)
+			if (plan_superset_last(code, addr, size, off, off + 16, plan->patch_len) >=
+			    0)
 				return ADA_SKIP_UNDECODABLE;
 			off++;
 			continue;
@@ -363,7 +373,7 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 }
 
 enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_t size,
-				     struct hook_arch_plan *plan)
+                                     struct hook_arch_plan *plan)
 {
 	enum ada_hook_skip r;
 

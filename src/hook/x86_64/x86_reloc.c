@@ -113,7 +113,7 @@ int reloc_jcc(struct x86_writer *w, const uint8_t *orig, const struct hook_arch_
  * see the real caller). push imm32 sign-extends, so the high half is
  * stored separately: push lo32; mov dword [rsp+4], hi32 (no flags). */
 int reloc_call(struct x86_writer *w, const uint8_t *orig, const struct hook_arch_insn *in,
-	       uint64_t ret_addr)
+               uint64_t ret_addr)
 {
 	(void)orig;
 	x86_put_u8(w, 0x68); /* push imm32 */
