@@ -1,0 +1,16 @@
+# Tests of the agent (src/hook: discovery, symbols, .syms files, options,
+# shadow stack). Owner: agent.
+if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
+  set(_ag ${CMAKE_CURRENT_LIST_DIR})
+  foreach(t symbols shadow syms config)
+    add_executable(test_agent_${t} ${_ag}/test_agent_${t}.c)
+    target_include_directories(test_agent_${t} PRIVATE ${CMOCKA_INCLUDE_DIR}
+      ${CMAKE_SOURCE_DIR}/src/hook)
+    target_link_libraries(test_agent_${t} PRIVATE ada_agent_core ${CMOCKA_LIBRARY} ${CMAKE_DL_LIBS})
+    add_test(NAME agent_${t} COMMAND test_agent_${t})
+    set_tests_properties(agent_${t} PROPERTIES SKIP_RETURN_CODE 77)
+  endforeach()
+  # dladdr1 must see the test's own functions: export them.
+  set_target_properties(test_agent_symbols PROPERTIES ENABLE_EXPORTS ON)
+  target_link_libraries(test_agent_syms PRIVATE ada_atf)
+endif()

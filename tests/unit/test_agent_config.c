@@ -1,0 +1,94 @@
+/*
+ * ADA_HOOK_CONFIG parsing and the verdicts it gives (src/hook/agent_config.c).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hook.h"
+
+static int parse(const char *s, struct ada_hook_config *c)
+{
+	return ada_hook_config_parse(s, strlen(s), c);
+}
+
+static void test_defaults(void **state)
+{
+	(void)state;
+	struct ada_hook_config c;
+	assert_int_equal(parse("", &c), 0);
+	assert_true(c.follow);
+	assert_true(c.defaults);
+	assert_true(ada_hook_config_module_wanted(&c, "/lib/x86_64-linux-gnu/libc.so.6"));
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "malloc"), ADA_HOOK_OK);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "setjmp"), ADA_SKIP_EXCLUDED);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "__sigsetjmp"), ADA_SKIP_EXCLUDED);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "vfork"), ADA_SKIP_EXCLUDED);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "_Unwind_Find_FDE"), ADA_SKIP_EXCLUDED);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "main.cold"), ADA_SKIP_EXCLUDED);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "f.cold.3"), ADA_SKIP_EXCLUDED);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "coldstart"), ADA_HOOK_OK);
+	ada_hook_config_fini(&c);
+	assert_int_equal(parse("defaults=0", &c), 0);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "setjmp"), ADA_HOOK_OK);
+	ada_hook_config_fini(&c);
+}
+
+static void test_globs(void **state)
+{
+	(void)state;
+	struct ada_hook_config c;
+	assert_int_equal(parse("exclude=libz*,*/libssl.so.3;include-symbol=http_*,main;"
+			       "exclude-symbol=http_debug*;follow=0", &c), 0);
+	assert_false(c.follow);
+	assert_false(ada_hook_config_module_wanted(&c, "/usr/lib/libz.so.1"));
+	assert_false(ada_hook_config_module_wanted(&c, "/usr/lib/libssl.so.3"));
+	assert_true(ada_hook_config_module_wanted(&c, "/usr/lib/libcrypto.so.3"));
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "http_get"), ADA_HOOK_OK);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "main"), ADA_HOOK_OK);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "http_debug_dump"), ADA_SKIP_EXCLUDED);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "malloc"), ADA_SKIP_EXCLUDED);
+	ada_hook_config_fini(&c);
+	assert_int_equal(parse("include=prog;include=libfoo.so*", &c), 0);
+	assert_int_equal(c.n_mod_include, 2);
+	assert_true(ada_hook_config_module_wanted(&c, "/home/u/prog"));
+	assert_true(ada_hook_config_module_wanted(&c, "/home/u/libfoo.so.2"));
+	assert_false(ada_hook_config_module_wanted(&c, "/lib/libc.so.6"));
+	ada_hook_config_fini(&c);
+}
+
+static void test_bad(void **state)
+{
+	(void)state;
+	struct ada_hook_config c;
+	assert_int_equal(parse("colour=blue", &c), -EINVAL);
+	ada_hook_config_fini(&c);
+	assert_int_equal(parse("follow=yes", &c), -EINVAL);
+	ada_hook_config_fini(&c);
+	assert_int_equal(parse("exclude", &c), -EINVAL);
+	ada_hook_config_fini(&c);
+	char big[2048] = "exclude=";
+	for (int i = 0; i < ADA_HOOK_MAX_GLOBS + 1; i++)
+		strcat(big, "a,");
+	assert_int_equal(parse(big, &c), -E2BIG);
+	ada_hook_config_fini(&c);
+	/* not NUL-terminated: only len bytes count */
+	assert_int_equal(ada_hook_config_parse("follow=0garbage", 8, &c), 0);
+	assert_false(c.follow);
+	ada_hook_config_fini(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_globs),
+		cmocka_unit_test(test_bad),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

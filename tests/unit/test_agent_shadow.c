@@ -1,0 +1,257 @@
+/*
+ * The shadow stack logic (src/hook/shadow_internal.h) on synthetic
+ * stacks: the same inline functions the handlers run, with SHADOW_EMIT
+ * recording events here. A fake "stack" is an array of uint64_t; slot
+ * addresses decrease with depth as on x86_64.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <cmocka.h>
+
+struct ev {
+	uint64_t fn;
+	uint32_t kind, depth;
+};
+static struct ev evs[256];
+static size_t nev;
+static void record(uint64_t fn, uint32_t kind, uint32_t depth)
+{
+	assert_true(nev < 256);
+	evs[nev++] = (struct ev){ fn, kind, depth };
+}
+#define SHADOW_EMIT(fn, kind, depth) record((fn), (kind), (depth))
+#include "shadow_internal.h"
+
+#define TRAMP 0x7777000ull
+#define STACK_WORDS 4096
+
+static uint64_t stack[STACK_WORDS];
+static struct shadow_entry entries[64];
+static struct ada_shadow sh;
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(&sh, 0, sizeof(sh));
+	memset(stack, 0, sizeof(stack));
+	sh.base = entries;
+	sh.cap = 64;
+	nev = 0;
+	return 0;
+}
+
+/* The slot a call at depth d (1 = outermost) pushes its return address in. */
+static uint64_t *slot_at(int d)
+{
+	return &stack[STACK_WORDS - 1 - 16 * d];
+}
+
+/* Simulates `call fn` from depth d-1: the CPU pushes ret, then the
+ * entry handler runs. */
+static void call(int d, uint64_t fn, uint64_t ret)
+{
+	uint64_t *s = slot_at(d);
+	*s = ret;
+	shadow_pop_dead(&sh, s, *s, TRAMP);
+	assert_true(shadow_push(&sh, fn, s, TRAMP, 0));
+	assert_int_equal(*s, TRAMP);
+}
+
+/* Simulates `ret` of the frame whose slot is at depth d. */
+static uint64_t ret_from(int d)
+{
+	uint32_t flags;
+	uint64_t *s = slot_at(d);
+	assert_int_equal(*s, TRAMP);
+	return shadow_return(&sh, s, &flags);
+}
+
+static void expect(size_t i, uint64_t fn, uint32_t kind, uint32_t depth)
+{
+	assert_true(i < nev);
+	assert_int_equal(evs[i].fn, fn);
+	assert_int_equal(evs[i].kind, kind);
+	assert_int_equal(evs[i].depth, depth);
+}
+
+static void test_nested(void **state)
+{
+	(void)state;
+	call(1, 10, 0x1001);
+	call(2, 20, 0x2002);
+	assert_int_equal(ret_from(2), 0x2002);
+	assert_int_equal(ret_from(1), 0x1001);
+	assert_int_equal(nev, 4);
+	expect(0, 10, ATF_EVENT_CALL, 1);
+	expect(1, 20, ATF_EVENT_CALL, 2);
+	expect(2, 20, ATF_EVENT_RETURN, 2);
+	expect(3, 10, ATF_EVENT_RETURN, 1);
+	assert_int_equal(sh.top, 0);
+}
+
+/* A tail-jumps to B: B's return slot is A's, already holding the
+ * trampoline. One `ret` returns both, B first. */
+static void test_tail_call(void **state)
+{
+	(void)state;
+	call(1, 10, 0x1001);
+	uint64_t *s = slot_at(1);
+	shadow_pop_dead(&sh, s, *s, TRAMP); /* B's entry: *s == TRAMP */
+	assert_true(shadow_push(&sh, 11, s, TRAMP, 0));
+	assert_int_equal(sh.top, 2);
+	call(2, 20, 0x2002); /* B calls something normally */
+	assert_int_equal(ret_from(2), 0x2002);
+	assert_int_equal(ret_from(1), 0x1001);
+	assert_int_equal(nev, 6);
+	expect(4, 11, ATF_EVENT_RETURN, 2);
+	expect(5, 10, ATF_EVENT_RETURN, 1);
+	assert_int_equal(sh.top, 0);
+}
+
+/* longjmp from depth 4 back into the depth-1 frame, which then calls
+ * again: the new call's slot is at depth 2, holding a fresh return
+ * address: frames 2..4 are dead (EXCEPTION, innermost first). */
+static void test_longjmp_then_call(void **state)
+{
+	(void)state;
+	for (int d = 1; d <= 4; d++)
+		call(d, (uint64_t)d, 0x1000u + (uint64_t)d);
+	call(2, 99, 0x5555);
+	assert_int_equal(nev, 4 + 3 + 1);
+	expect(4, 4, ATF_EVENT_EXCEPTION, 4);
+	expect(5, 3, ATF_EVENT_EXCEPTION, 3);
+	expect(6, 2, ATF_EVENT_EXCEPTION, 2);
+	expect(7, 99, ATF_EVENT_CALL, 2);
+	assert_int_equal(ret_from(2), 0x5555);
+	assert_int_equal(ret_from(1), 0x1001);
+	assert_int_equal(sh.top, 0);
+}
+
+/* longjmp out of depth 3 into depth 1's frame, which then returns: the
+ * return finds its slot below the dead frames and pops them first. */
+static void test_longjmp_then_return(void **state)
+{
+	(void)state;
+	for (int d = 1; d <= 3; d++)
+		call(d, (uint64_t)d, 0x1000u + (uint64_t)d);
+	assert_int_equal(ret_from(1), 0x1001);
+	assert_int_equal(nev, 6);
+	expect(3, 3, ATF_EVENT_EXCEPTION, 3);
+	expect(4, 2, ATF_EVENT_EXCEPTION, 2);
+	expect(5, 1, ATF_EVENT_RETURN, 1);
+}
+
+/* A handler on an alternate stack far above the interrupted frames must
+ * not declare them dead. */
+static void test_altstack_not_dead(void **state)
+{
+	(void)state;
+	/* mmap space lies far above a PIE's .bss, where `stack` is */
+	uint64_t *alt = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(alt != MAP_FAILED);
+	uint64_t *alt_slot = &alt[32];
+	call(1, 10, 0x1001);
+	/* pretend the alt stack is above the main one, far away */
+	uint64_t *s = slot_at(1);
+	if (alt_slot > s && (uint64_t)((uintptr_t)alt_slot - (uintptr_t)s) < SHADOW_SAME_STACK_SPAN)
+		skip(); /* the linker put them too close to tell */
+	*alt_slot = 0x4444;
+	shadow_pop_dead(&sh, alt_slot, *alt_slot, TRAMP);
+	assert_int_equal(sh.top, 1);
+	assert_true(shadow_push(&sh, 50, alt_slot, TRAMP, 0));
+	uint32_t flags;
+	assert_int_equal(shadow_return(&sh, alt_slot, &flags), 0x4444);
+	assert_int_equal(sh.top, 1);
+	assert_int_equal(ret_from(1), 0x1001);
+	munmap(alt, 4096);
+}
+
+/* An exception: restore puts original addresses back; catch in the
+ * depth-1 frame pops 2..3 and re-arms frame 1. */
+static void test_unwind_and_catch(void **state)
+{
+	(void)state;
+	for (int d = 1; d <= 3; d++)
+		call(d, (uint64_t)d, 0x1000u + (uint64_t)d);
+	shadow_restore_all(&sh, slot_at(4), TRAMP);
+	for (int d = 1; d <= 3; d++)
+		assert_int_equal(*slot_at(d), 0x1000u + (uint64_t)d);
+	assert_true(sh.restored);
+	/* __cxa_begin_catch called from frame 1: its return slot is depth 2's */
+	shadow_pop_below(&sh, slot_at(2));
+	assert_int_equal(sh.top, 1);
+	shadow_rearm_all(&sh, slot_at(2), TRAMP);
+	assert_false(sh.restored);
+	assert_int_equal(*slot_at(1), TRAMP);
+	assert_int_equal(ret_from(1), 0x1001);
+	expect(3, 3, ATF_EVENT_EXCEPTION, 3);
+	expect(4, 2, ATF_EVENT_EXCEPTION, 2);
+	expect(5, 1, ATF_EVENT_RETURN, 1);
+}
+
+static void test_pop_all_and_exec(void **state)
+{
+	(void)state;
+	call(1, 10, 0x1001);
+	call(2, 20, 0x2002);
+	shadow_close_all(&sh); /* exec */
+	assert_int_equal(nev, 4);
+	expect(2, 20, ATF_EVENT_EXCEPTION, 2);
+	expect(3, 10, ATF_EVENT_EXCEPTION, 1);
+	/* exec failed: the frames return silently; new calls restart at 1 */
+	call(3, 30, 0x3003);
+	expect(4, 30, ATF_EVENT_CALL, 1);
+	assert_int_equal(ret_from(3), 0x3003);
+	assert_int_equal(ret_from(2), 0x2002);
+	assert_int_equal(ret_from(1), 0x1001);
+	assert_int_equal(nev, 6);
+	shadow_pop_all(&sh, slot_at(1), TRAMP);
+	assert_int_equal(sh.top, 0);
+}
+
+/* After fork the child's inherited frames return without events. */
+static void test_fork_inherited(void **state)
+{
+	(void)state;
+	call(1, 10, 0x1001);
+	sh.inherited = sh.top;
+	nev = 0;
+	call(2, 20, 0x2002);
+	expect(0, 20, ATF_EVENT_CALL, 1);
+	assert_int_equal(ret_from(2), 0x2002);
+	assert_int_equal(ret_from(1), 0x1001);
+	assert_int_equal(nev, 2);
+	assert_int_equal(sh.inherited, 0);
+}
+
+/* A frame taken for dead by mistake still returns to the right place. */
+static void test_grave(void **state)
+{
+	(void)state;
+	call(1, 10, 0x1001);
+	shadow_pop_top(&sh, ATF_EVENT_EXCEPTION);
+	assert_int_equal(ret_from(1), 0x1001);
+	uint32_t flags;
+	assert_int_equal(shadow_return(&sh, slot_at(7), &flags), 0); /* unknown */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_nested, setup),
+		cmocka_unit_test_setup(test_tail_call, setup),
+		cmocka_unit_test_setup(test_longjmp_then_call, setup),
+		cmocka_unit_test_setup(test_longjmp_then_return, setup),
+		cmocka_unit_test_setup(test_altstack_not_dead, setup),
+		cmocka_unit_test_setup(test_unwind_and_catch, setup),
+		cmocka_unit_test_setup(test_pop_all_and_exec, setup),
+		cmocka_unit_test_setup(test_fork_inherited, setup),
+		cmocka_unit_test_setup(test_grave, setup),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,131 @@
+/*
+ * The .syms writer (src/hook/symbols_file.c) against the reader of the
+ * atf module (src/atf/symbols.h): what the agent writes, `ada dump`
+ * reads back, table hash included.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hook.h"
+#include "symbols.h"
+
+static char names[] = "main\0helper\0helper_alias\0resolver";
+
+static void make(struct ada_hook_symtab *st, struct ada_hook_fn *fns)
+{
+	memset(st, 0, sizeof(*st));
+	fns[0] = (struct ada_hook_fn){ .offset = 0x1130, .size = 42, .name_off = 0 };
+	fns[1] = (struct ada_hook_fn){ .offset = 0x1160, .size = 7, .name_off = 5,
+				       .status = ADA_SKIP_TOO_SHORT };
+	fns[2] = (struct ada_hook_fn){ .offset = 0x1160, .size = 7, .name_off = 12,
+				       .status = ADA_SKIP_ALIAS };
+	fns[3] = (struct ada_hook_fn){ .offset = 0xabcdef, .size = 0, .name_off = 25,
+				       .status = ADA_SKIP_IFUNC };
+	st->fns = fns;
+	st->count = 4;
+	st->names = names;
+	st->names_len = sizeof(names);
+	st->source = ADA_SYMSRC_DEBUGLINK;
+	st->build_id_len = 3;
+	st->build_id[0] = 0xab;
+	st->build_id[1] = 0x01;
+	st->build_id[2] = 0xff;
+}
+
+static void test_round_trip(void **state)
+{
+	(void)state;
+	struct ada_hook_fn fns[4];
+	struct ada_hook_symtab st;
+	make(&st, fns);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	struct ada_hook_module_info mi = { 7, "/usr/lib/libx.so.1", 0x7f0012340000ull };
+	assert_int_equal(ada_hook_syms_write(f, &mi, &st), 0);
+	fclose(f);
+
+	struct ada_syms_module *m = NULL;
+	uint64_t bad = 0;
+	assert_int_equal(ada_syms_parse(buf, len, &m, &bad), 0);
+	assert_int_equal(m->module_id, 7);
+	assert_string_equal(m->path, "/usr/lib/libx.so.1");
+	assert_string_equal(m->build_id, "ab01ff");
+	assert_string_equal(m->symbol_source, "debuglink");
+	assert_int_equal(m->load_base, 0x7f0012340000ull);
+	assert_true(m->has_table_xxh64);
+	assert_int_equal(m->table_xxh64, m->computed_xxh64);
+	assert_int_equal(m->table_xxh64, ada_hook_syms_table_hash(&st));
+	assert_int_equal(m->functions, 4);
+	assert_int_equal(m->nfuncs, 4);
+	const struct ada_syms_func *fn = ada_syms_find(m, 0);
+	assert_string_equal(fn->name, "main");
+	assert_string_equal(fn->status, "hooked");
+	assert_int_equal(fn->offset, 0x1130);
+	assert_int_equal(fn->size, 42);
+	fn = ada_syms_find(m, 1);
+	assert_string_equal(fn->status, hook_skip_name(ADA_SKIP_TOO_SHORT));
+	fn = ada_syms_find(m, 2);
+	assert_string_equal(fn->name, "helper_alias");
+	assert_string_equal(fn->status, hook_skip_name(ADA_SKIP_ALIAS));
+	fn = ada_syms_find(m, 3);
+	assert_int_equal(fn->offset, 0xabcdef);
+	assert_int_equal(fn->size, 0);
+	ada_syms_module_free(m);
+	free(buf);
+}
+
+/* The hash changes with any byte of the table. */
+static void test_hash_sensitive(void **state)
+{
+	(void)state;
+	struct ada_hook_fn fns[4];
+	struct ada_hook_symtab st;
+	make(&st, fns);
+	uint64_t h0 = ada_hook_syms_table_hash(&st);
+	fns[1].size = 8;
+	assert_int_not_equal(ada_hook_syms_table_hash(&st), h0);
+	fns[1].size = 7;
+	assert_int_equal(ada_hook_syms_table_hash(&st), h0);
+	fns[0].status = ADA_SKIP_EXCLUDED;
+	assert_int_not_equal(ada_hook_syms_table_hash(&st), h0);
+}
+
+static void test_empty(void **state)
+{
+	(void)state;
+	struct ada_hook_symtab st;
+	memset(&st, 0, sizeof(st));
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct ada_hook_module_info mi = { 1, "/bin/x", 0 };
+	assert_int_equal(ada_hook_syms_write(f, &mi, &st), 0);
+	fclose(f);
+	struct ada_syms_module *m = NULL;
+	assert_int_equal(ada_syms_parse(buf, len, &m, NULL), 0);
+	assert_null(m->build_id);
+	assert_int_equal(m->nfuncs, 0);
+	assert_int_equal(m->table_xxh64, m->computed_xxh64);
+	ada_syms_module_free(m);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_hash_sensitive),
+		cmocka_unit_test(test_empty),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
