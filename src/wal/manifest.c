@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "manifest.h"
 #include "ring.h"
 #include "wal_internal.h"
 
@@ -27,17 +28,7 @@ static const char *const man_reason[ADA_DROP_REASON_COUNT] = {
 
 int wal_json_write_atomic(const char *dir, json_t *root)
 {
-	char tmp[PATH_MAX], dst[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s/.manifest.json.tmp", dir);
-	snprintf(dst, sizeof(dst), "%s/manifest.json", dir);
-	if (json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) < 0)
-		return -EIO;
-	if (rename(tmp, dst) < 0) {
-		int e = -errno;
-		unlink(tmp);
-		return e;
-	}
-	return 0;
+	return ada_manifest_write(dir, root);
 }
 
 uint64_t wal_proc_drops(const struct wal_proc *p)
@@ -66,6 +57,7 @@ static json_t *man_drops(struct wal_proc *p)
 static json_t *man_clock(const struct ada_recorder *r)
 {
 	json_t *c = json_object();
+	json_object_set_new(c, "type", json_string("boottime"));
 	json_object_set_new(c, "clock_type", json_integer(ATF_CLOCK_BOOTTIME));
 	json_object_set_new(c, "domain", json_string("CLOCK_BOOTTIME"));
 	json_object_set_new(c, "source", json_string(r->use_tsc ? "tsc" : "clock_gettime"));
@@ -77,6 +69,9 @@ static json_t *man_clock(const struct ada_recorder *r)
 		json_object_set_new(a, "mult", json_integer((json_int_t)m->mult));
 		json_object_set_new(a, "shift", json_integer(m->shift));
 		json_object_set_new(c, "anchor", a);
+		/* ns per tick = mult / 2^shift */
+		double hz = 1e9 * (double)(1ull << m->shift) / (double)m->mult;
+		json_object_set_new(c, "tsc_hz", json_integer((json_int_t)hz));
 		json_object_set_new(c, "anchors", json_integer(r->clk.n));
 	}
 	return c;
@@ -87,7 +82,10 @@ static json_t *man_gen(const struct wal_gen *g)
 	json_t *o = json_object();
 	char name[64];
 	snprintf(name, sizeof(name), "index.g%u.atf", g->g);
+	char path[96];
+	snprintf(path, sizeof(path), "thread_%u/%s", g->t->seq, name);
 	json_object_set_new(o, "file", json_string(name));
+	json_object_set_new(o, "path", json_string(path));
 	json_object_set_new(o, "generation", json_integer(g->g));
 	json_object_set_new(o, "first_seq", json_integer((json_int_t)g->first_seq));
 	json_object_set_new(o, "events", json_integer((json_int_t)g->events));
@@ -109,7 +107,10 @@ static json_t *man_thread(const struct wal_thread *t)
 		json_array_append_new(files, man_gen(&t->gens[i]));
 	if (t->done && !t->f) {
 		json_t *c = json_object();
+		char path[64];
+		snprintf(path, sizeof(path), "thread_%u/index.atf", t->seq);
 		json_object_set_new(c, "file", json_string("index.atf"));
+		json_object_set_new(c, "path", json_string(path));
 		json_object_set_new(c, "generation", json_null());
 		json_object_set_new(c, "first_seq", json_integer((json_int_t)t->base_seq));
 		json_object_set_new(c, "events", json_integer((json_int_t)t->last.events));
@@ -152,6 +153,7 @@ static void man_exit(json_t *root, struct wal_proc *p)
 	json_object_set_new(e, "signal", sig ? json_integer(sig) : json_null());
 	if (sig)
 		json_object_set_new(e, "signal_name", json_string(sigabbrev_np(sig) ? sigabbrev_np(sig) : "?"));
+	json_object_set_new(e, "abnormal", json_boolean(abnormal));
 	json_object_set_new(root, "exit", e);
 	json_object_set_new(root, "abnormal", json_boolean(abnormal));
 }
@@ -191,15 +193,75 @@ static json_t *man_threads(const struct wal_proc *p)
 	return a;
 }
 
+static json_t *man_ring(const struct wal_proc *p)
+{
+	if (!p->arena)
+		return json_null();
+	const struct ada_arena_config *c = ada_arena_config_of(p->arena);
+	json_t *o = json_object();
+	json_object_set_new(o, "max_threads", json_integer(c->max_threads));
+	json_object_set_new(o, "index_events", json_integer((json_int_t)c->index_events));
+	json_object_set_new(o, "index_bytes", json_integer((json_int_t)(c->index_events * ATF_INDEX_EVENT_SIZE)));
+	json_object_set_new(o, "detail_bytes", json_integer((json_int_t)c->detail_bytes));
+	json_object_set_new(o, "overflow", json_string(c->overflow == ADA_OVERFLOW_DROP ? "drop" : "wait"));
+	json_object_set_new(o, "timestamps", json_string(c->timestamp_source == ADA_TS_CLOCK ? "clock" : "tsc"));
+	json_object_set_new(o, "high_watermark_pct", json_integer(c->high_watermark_pct));
+	json_object_set_new(o, "low_watermark_pct", json_integer(c->low_watermark_pct));
+	uint32_t fl = ada_arena_flags(p->arena);
+	json_object_set_new(o, "mlocked", json_boolean(!(fl & ADA_ARENA_F_MLOCK_FAILED)));
+	json_object_set_new(o, "huge_pages", json_boolean(fl & (ADA_ARENA_F_THP | ADA_ARENA_F_HUGETLB)));
+	return o;
+}
+
+/* The agent's pid_N/agent.json (hook counts and timings, modules) goes
+ * into the manifest as "hook" and "modules" (docs/manifest.md). */
+static json_t *man_module(json_t *m)
+{
+	json_t *o = json_object();
+	json_int_t id = json_integer_value(json_object_get(m, "module_id"));
+	char syms[64];
+	snprintf(syms, sizeof(syms), "modules/module_%lld.syms", (long long)id);
+	json_object_set_new(o, "id", json_integer(id));
+	json_object_set(o, "path", json_object_get(m, "path"));
+	json_object_set(o, "build_id", json_object_get(m, "build_id"));
+	json_object_set(o, "load_base", json_object_get(m, "load_base"));
+	json_object_set_new(o, "symbols", json_string(syms));
+	json_object_set(o, "functions", json_object_get(m, "functions"));
+	json_object_set(o, "hooked", json_object_get(m, "installed"));
+	json_object_set(o, "skipped", json_object_get(m, "skipped"));
+	json_object_set(o, "unloaded", json_object_get(m, "unloaded"));
+	return o;
+}
+
+static void man_agent(json_t *root, const struct wal_proc *p)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/agent.json", p->dir);
+	json_t *a = json_load_file(path, 0, NULL);
+	if (!json_is_object(a)) {
+		json_decref(a);
+		return;
+	}
+	json_t *mods = json_object_get(a, "modules"), *out = json_array();
+	size_t i;
+	json_t *m;
+	json_array_foreach(mods, i, m)
+		json_array_append_new(out, man_module(m));
+	json_object_set_new(root, "modules", out);
+	json_object_del(a, "modules");
+	json_object_set_new(root, "hook", a);
+}
+
 int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *state)
 {
-	json_t *root = json_object();
+	json_t *root = ada_manifest_new(p->pid);
 	if (!root)
 		return -ENOMEM;
-	json_object_set_new(root, "format", json_string("ada-manifest"));
-	json_object_set_new(root, "version", json_integer(1));
 	json_object_set_new(root, "state", json_string(state));
-	json_object_set_new(root, "pid", json_integer(p->pid));
+	json_object_set_new(root, "start_time_ns", json_integer((json_int_t)r->start_ns));
+	if (strcmp(state, "recording"))
+		json_object_set_new(root, "end_time_ns", json_integer((json_int_t)ada_boottime_ns()));
+	json_object_set_new(root, "ring", man_ring(p));
 	json_object_set_new(root, "arena", json_string(p->arena_path));
 	json_object_set_new(root, "arena_dir", json_string(r->arena_dir));
 	json_t *argv = json_array();
@@ -224,8 +286,10 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	for (size_t i = 0; i < p->nthreads; i++)
 		lost += p->threads[i]->lost;
 	json_object_set_new(root, "lost_events", json_integer((json_int_t)lost));
-	if (strcmp(state, "recording"))
+	if (strcmp(state, "recording")) {
 		man_exit(root, p);
+		man_agent(root, p);
+	}
 	json_object_set_new(root, "metrics", man_metrics(r, p));
 	int rc = wal_json_write_atomic(p->dir, root);
 	json_decref(root);

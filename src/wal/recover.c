@@ -30,6 +30,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "manifest.h"
 #include "ring.h"
 #include "wal_internal.h"
 
@@ -419,11 +420,13 @@ static int rec_thread_dirs(struct rec_ctx *c, const char *pid_dir)
 
 static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 {
-	char mpath[PATH_MAX];
-	snprintf(mpath, sizeof(mpath), "%s/manifest.json", pid_dir);
-	json_t *man = json_load_file(mpath, 0, NULL);
-	if (!man)
-		man = json_object();
+	json_t *man = NULL;
+	if (ada_manifest_read(pid_dir, &man) < 0 || !man) {
+		unsigned pid = 0;
+		const char *b = strrchr(pid_dir, '/');
+		sscanf(b ? b + 1 : pid_dir, "pid_%u", &pid);
+		man = ada_manifest_new((int32_t)pid); /* lost or damaged: start anew */
+	}
 	struct rec_ctx c = {.rep = rep, .threads = json_array()};
 	rec_clock_from(&c, man);
 	const char *arena = json_string_value(json_object_get(man, "arena"));
