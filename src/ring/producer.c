@@ -14,7 +14,9 @@
  *   UNCLAIMED --no free slot--> NOSLOT (drops counted; claim retried every
  *                                       PRODUCER_RETRY drops)
  * In every state but OWNING, head == limit == 0, so ada_emit() always comes
- * here and returns at once. An OWNING thread keeps its slot to the end; the
+ * here and returns at once. An OWNING thread of an ADA_TS_CLOCK arena also
+ * keeps limit == 0 (its true bound is `room`), so each of its events is
+ * written here, with clock_gettime, and the fast path has no clock test. An OWNING thread keeps its slot to the end; the
  * pthread key destructor marks the slot EXITED and later events still go
  * to the ring, which stays valid until the drain frees it.
  */
@@ -113,8 +115,9 @@ static bool producer_refresh_limit(struct ada_producer *p)
 	/* Pairs with the release store of tail in ada_index_ring_release():
 	 * the drain has finished reading the events we may now overwrite. */
 	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_acquire);
-	p->limit = tail + p->mask + 1;
-	return p->head < p->limit;
+	p->room = tail + p->mask + 1;
+	p->limit = p->ts_clock ? 0 : p->room;
+	return p->head < p->room;
 }
 
 static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t slot,
@@ -220,6 +223,24 @@ bool ada_producer_slow(struct ada_producer *p)
 		return false;
 	}
 	return producer_wait(p);
+}
+
+void ada_producer_emit_slow(struct ada_producer *p, uint64_t function_id, uint32_t kind,
+			    uint32_t depth)
+{
+	if (!ada_producer_slow(p))
+		return;
+	struct atf_index_event *e = &p->events[p->head & p->mask];
+	e->timestamp_ns = ada_timestamp_raw(p);
+	e->function_id = function_id;
+	e->thread_id = p->tid;
+	e->event_kind = kind;
+	e->call_depth = depth;
+	e->detail_seq = ATF_NO_DETAIL;
+	p->head++;
+	/* Same as in ada_emit(): pairs with the acquire load of head in
+	 * ada_index_ring_peek(). */
+	atomic_store_explicit(p->head_pub, p->head, memory_order_release);
 }
 
 void ada_producer_reset_thread(void)

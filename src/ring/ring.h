@@ -250,13 +250,14 @@ struct ada_producer {
 	struct atf_index_event *events; /* NULL until this thread owns a slot */
 	uint64_t mask;
 	uint64_t head;  /* private copy of the published head */
-	uint64_t limit; /* head may reach this without rereading tail */
+	uint64_t limit; /* fast path may write while head < limit (0: always slow) */
 	_Atomic uint64_t *head_pub;
 	uint32_t tid;
 	uint32_t slot;
 	uint32_t ts_clock; /* 1 when the arena's timestamps come from clock_gettime */
 	uint32_t state;    /* producer-private: unclaimed / owning / disabled */
 	/* Cold fields: only the slow path and the detail lane touch these. */
+	uint64_t room;           /* head may reach this without rereading tail */
 	struct ada_arena *arena; /* the arena the slot belongs to */
 	uint64_t lag_beat;       /* heartbeat seen when the drain was declared lagging */
 	uint32_t lagging;        /* 1: drop at once while the heartbeat stays lag_beat */
@@ -291,17 +292,17 @@ void ada_producer_set_drain_timeout_ms(uint32_t ms);
 bool ada_detail_push(const void *rec, uint32_t len);
 
 /* Cold path: claims a slot, waits or drops when full. Returns true when
- * p->head < p->limit afterwards (room for one event). With no arena or no
+ * there is room for one event at p->head (and, except in ADA_TS_CLOCK
+ * arenas, p->head < p->limit). With no arena or no
  * free slot it keeps limit == head so every event comes back here cheaply:
  * no arena costs one load; no slot counts ADA_DROP_NO_SLOT and retries the
  * claim every 1024 drops. */
-bool ada_producer_slow(struct ada_producer *p);
+__attribute__((cold)) bool ada_producer_slow(struct ada_producer *p);
 uint64_t ada_producer_clock_ns(void); /* clock_gettime fallback */
 
-static inline uint64_t ada_timestamp_raw(const struct ada_producer *p)
+/* The cycle counter (TSC on x86_64, CNTVCT on arm64). */
+static inline uint64_t ada_tsc(void)
 {
-	if (ada_unlikely(p->ts_clock))
-		return ada_producer_clock_ns();
 #if defined(__x86_64__)
 	uint32_t lo, hi;
 	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
@@ -315,23 +316,59 @@ static inline uint64_t ada_timestamp_raw(const struct ada_producer *p)
 #endif
 }
 
-/* Hook context: no syscall, no libc, no allocation on the common path. */
+/* The arena's raw timestamp: cycle counter, or CLOCK_BOOTTIME ns. */
+static inline uint64_t ada_timestamp_raw(const struct ada_producer *p)
+{
+	if (ada_unlikely(p->ts_clock))
+		return ada_producer_clock_ns();
+	return ada_tsc();
+}
+
+/* Stores the cycle counter into e->timestamp_ns. On x86_64 as two 32-bit
+ * stores of edx:eax, which saves the shift-and-or of ada_tsc(). */
+typedef uint32_t ada_u32_alias __attribute__((may_alias, aligned(1)));
+static inline void ada_event_put_tsc(struct atf_index_event *e)
+{
+#if defined(__x86_64__)
+	uint32_t lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	ada_u32_alias *w = (ada_u32_alias *)(void *)e; /* timestamp_ns is at 0 */
+	w[0] = lo;
+	w[1] = hi;
+#else
+	e->timestamp_ns = ada_tsc();
+#endif
+}
+
+/* Cold path of ada_emit(): claims a slot, waits or drops when full, and
+ * writes the event itself (with clock_gettime time in ADA_TS_CLOCK
+ * arenas, whose threads keep limit == 0 so that every event comes here and
+ * the fast path needs no clock test). */
+__attribute__((cold)) void ada_producer_emit_slow(struct ada_producer *p,
+						  uint64_t function_id, uint32_t kind,
+						  uint32_t depth);
+
+/* Hook context: no syscall, no libc, no allocation on the common path.
+ * About 20 instructions + rdtsc: TLS loads, one compare, six stores. */
 static inline void ada_emit(uint64_t function_id, uint32_t kind, uint32_t depth)
 {
 	struct ada_producer *p = &ada_producer_tls;
-	if (ada_unlikely(p->head >= p->limit) && !ada_producer_slow(p))
+	uint64_t head = p->head;
+	if (ada_unlikely(head >= p->limit)) {
+		ada_producer_emit_slow(p, function_id, kind, depth);
 		return;
-	struct atf_index_event *e = &p->events[p->head & p->mask];
-	e->timestamp_ns = ada_timestamp_raw(p);
+	}
+	struct atf_index_event *e = &p->events[head & p->mask];
+	ada_event_put_tsc(e);
 	e->function_id = function_id;
 	e->thread_id = p->tid;
 	e->event_kind = kind;
 	e->call_depth = depth;
 	e->detail_seq = ATF_NO_DETAIL;
-	p->head++;
+	p->head = head + 1;
 	/* Orders the event stores above before the new head; pairs with the
 	 * acquire load of head in ada_index_ring_peek(). */
-	atomic_store_explicit(p->head_pub, p->head, memory_order_release);
+	atomic_store_explicit(p->head_pub, head + 1, memory_order_release);
 }
 
 /* Convenience for programs that link the producer API directly and keep
