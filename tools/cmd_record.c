@@ -69,7 +69,15 @@ static void record_usage(FILE *f)
 		"                     generations are deleted first\n"
 		"  --no-follow        do not record the children PROGRAM starts\n"
 		"  --no-agent         do not preload libada_agent.so (PROGRAM links the\n"
-		"                     producer API itself)\n",
+		"                     producer API itself)\n"
+		"  --exclude MOD[,MOD...]        do not hook these modules (path or file\n"
+		"                                name globs, e.g. 'libc.so*')\n"
+		"  --include MOD[,MOD...]        hook only these modules\n"
+		"  --exclude-symbol GLOB[,...]   do not hook these functions\n"
+		"  --include-symbol GLOB[,...]   hook only these functions\n"
+		"                     (globs are fnmatch(3); options may repeat; a default\n"
+		"                     list of functions that cannot be traced is always\n"
+		"                     excluded: see docs/hooks.md)\n",
 		ADA_ARENA_DEFAULT_MAX_THREADS);
 }
 
@@ -90,6 +98,7 @@ enum {
 	OPT_OUT = 256, OPT_RING_MB, OPT_PEAK, OPT_BURST, OPT_THREADS, OPT_OVERFLOW,
 	OPT_DRAIN_CPU, OPT_SEGMENT, OPT_FLUSH, OPT_SAFE, OPT_MAXDISK, OPT_NOFOLLOW,
 	OPT_NOAGENT, OPT_HELP,
+	OPT_EXCLUDE, OPT_INCLUDE, OPT_EXCLUDE_SYM, OPT_INCLUDE_SYM,
 };
 
 static const struct option record_opts[] = {
@@ -107,8 +116,29 @@ static const struct option record_opts[] = {
 	{"no-follow", no_argument, 0, OPT_NOFOLLOW},
 	{"no-agent", no_argument, 0, OPT_NOAGENT},
 	{"help", no_argument, 0, OPT_HELP},
+	{"exclude", required_argument, 0, OPT_EXCLUDE},
+	{"include", required_argument, 0, OPT_INCLUDE},
+	{"exclude-symbol", required_argument, 0, OPT_EXCLUDE_SYM},
+	{"include-symbol", required_argument, 0, OPT_INCLUDE_SYM},
 	{0, 0, 0, 0},
 };
+
+/* Appends key=value to ADA_HOOK_CONFIG (agent options, src/hook/hook.h). */
+static int record_hook_opt(struct rec_args *a, const char *key, const char *v)
+{
+	size_t used = strlen(a->hook_config);
+	if (!*v || strchr(v, ';') || strchr(v, '=')) {
+		ada_log("--%s takes globs separated by ',' (no ';' or '='), not '%s'", key, v);
+		return -1;
+	}
+	int n = snprintf(a->hook_config + used, sizeof(a->hook_config) - used, "%s%s=%s",
+			 used ? ";" : "", key, v);
+	if (n < 0 || (size_t)n >= sizeof(a->hook_config) - used) {
+		ada_log("too many --exclude/--include options");
+		return -1;
+	}
+	return 0;
+}
 
 /* One option; returns 0, 1 (--help: done) or -1 (bad). */
 static int record_opt(struct rec_args *a, int c, const char *v)
@@ -148,6 +178,10 @@ static int record_opt(struct rec_args *a, int c, const char *v)
 	case OPT_NOFOLLOW: a->follow = false; return 0;
 	case OPT_NOAGENT: a->agent = false; return 0;
 	case OPT_HELP: record_usage(stdout); return 1;
+	case OPT_EXCLUDE: return record_hook_opt(a, "exclude", v);
+	case OPT_INCLUDE: return record_hook_opt(a, "include", v);
+	case OPT_EXCLUDE_SYM: return record_hook_opt(a, "exclude-symbol", v);
+	case OPT_INCLUDE_SYM: return record_hook_opt(a, "include-symbol", v);
 	default: record_usage(stderr); return -1;
 	}
 }
