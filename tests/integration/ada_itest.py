@@ -160,6 +160,12 @@ class Ada:
         skip_if_unimplemented("ada dump", rc, e)
         if rc != 0:
             raise Fail("`%s` exited %d: %s" % (" ".join(cmd), rc, shown(e)))
+        lines = [l for l in o.decode(errors="replace").splitlines() if l.strip()]
+        try:
+            # One parse of the whole stream is ~5x faster than one per line.
+            return json.loads("[" + ",".join(lines) + "]")
+        except ValueError:
+            pass  # find and report the bad line below
         events = []
         for n, line in enumerate(o.splitlines(), 1):
             if not line.strip():
@@ -648,7 +654,7 @@ def make_data(path):
     """Deterministic text with repeats (compressible, unsorted)."""
     x = 12345
     with open(path, "w") as f:
-        for i in range(20000):
+        for i in range(5000):
             x = (x * 1103515245 + 12345) % (1 << 31)
             f.write("line %06d %s\n" % (x % 50000, "abcdefghij"[x % 10] * (x % 17)))
 
@@ -695,8 +701,13 @@ def cmd_bad(args, ada, work, rep):
     kind = args.kind
     d = os.path.join(work, "input")
     os.mkdir(d)
+    argv_tail = ["arg"]
     if kind == "nonexistent":
         prog = os.path.join(d, "no-such-program")
+    elif kind == "notonpath":
+        prog = "ada-itest-no-such-command"  # looked up in $PATH
+    elif kind == "noprogram":
+        prog, argv_tail = None, []
     elif kind == "directory":
         prog = d
     elif kind == "nonelf":
@@ -717,7 +728,8 @@ def cmd_bad(args, ada, work, rep):
     else:
         raise Fail("unknown bad-input kind %s" % kind)
     out_dir = os.path.join(work, "out")
-    cmd, rc, out, err = ada.record(out_dir, [prog, "arg"], dict(os.environ))
+    cmd, rc, out, err = ada.record(out_dir, ([prog] if prog else []) + argv_tail,
+                                   dict(os.environ))
     lines = [l for l in err.decode(errors="replace").splitlines() if l.strip()]
     rep.check(rc != 0, "`%s` exited 0; it must refuse %s" % (" ".join(cmd), kind))
     rep.check(len(lines) == 1, "`%s`: expected exactly one line on stderr, got %d: %r" % (
@@ -817,7 +829,8 @@ def main():
     dbn = sub.add_parser("debian")
     dbn.add_argument("name", choices=sorted(DEBIAN))
     b = sub.add_parser("bad")
-    b.add_argument("kind", choices=["nonexistent", "directory", "nonelf", "static", "setuid"])
+    b.add_argument("kind", choices=["nonexistent", "notonpath", "noprogram", "directory",
+                                   "nonelf", "static", "setuid"])
     b.add_argument("--static")
     b.add_argument("--setuid-src")
     sub.add_parser("selftest", help="check the checks on hand-made event streams")

@@ -72,7 +72,7 @@ foreach(prog ls ls_missing gzip sort python3)
   ada_itest(debian_${prog} debian ${prog})
 endforeach()
 
-foreach(kind nonexistent directory nonelf)
+foreach(kind nonexistent notonpath noprogram directory nonelf)
   ada_itest(bad_${kind} bad ${kind})
 endforeach()
 ada_itest(bad_setuid bad setuid --setuid-src ${T}/t_exec_child_O2)
