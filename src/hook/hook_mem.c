@@ -331,20 +331,13 @@ int hook_mem_release_module(struct hook_mem *m, uint32_t module_id)
 	return err;
 }
 
-/* ---- patching ---- */
-
-struct patch_page {
-	uint64_t page;
-	int prot; /* original protection */
-};
-
-struct patch_state {
-	const struct hook_map *maps;
-	int n_maps;
-	uint64_t pg;
-	struct patch_page open[4]; /* pages currently writable, ascending */
-	int n_open;
-};
+/* ---- patching ----
+ * Patches are sorted and applied in runs: all patches inside one mapping
+ * (typically a module's whole .text) are written under a single
+ * mprotect(RW+X) .. mprotect(original) pair over the pages they span, so
+ * a batch costs two syscalls per mapping instead of two per page. A patch
+ * straddling two mappings (rare) is done alone, page by page, each page
+ * restored to its own protection. */
 
 static int patch_cmp(const void *a, const void *b)
 {
@@ -353,57 +346,39 @@ static int patch_cmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static int patch_page_prot(const struct patch_state *st, uint64_t page)
+/* Index of the mapping holding addr, or -1. */
+static int patch_map_of(const struct hook_map *maps, int n_maps, uint64_t addr)
 {
-	int lo = 0, hi = st->n_maps - 1;
+	int lo = 0, hi = n_maps - 1;
 
 	while (lo <= hi) {
 		int mid = (lo + hi) / 2;
-		if (page < st->maps[mid].start)
+		if (addr < maps[mid].start)
 			hi = mid - 1;
-		else if (page >= st->maps[mid].end)
+		else if (addr >= maps[mid].end)
 			lo = mid + 1;
 		else
-			return st->maps[mid].prot;
+			return mid;
 	}
 	return -1;
 }
 
-static int patch_relock_below(struct patch_state *st, uint64_t page)
+/* Keeps exec so threads running on these pages go on; a kernel policy that
+ * refuses W+X (EACCES) gets W without X (safe only single-threaded). */
+static int patch_unlock(uint64_t lo, uint64_t len, int prot)
 {
-	int err = 0, j = 0;
+	int w = prot | PROT_READ | PROT_WRITE;
 
-	for (int i = 0; i < st->n_open; i++) {
-		struct patch_page *p = &st->open[i];
-		if (p->page >= page) {
-			st->open[j++] = *p;
-			continue;
-		}
-		if (mprotect((void *)p->page, st->pg, p->prot) && !err)
-			err = -errno;
-	}
-	st->n_open = j;
-	return err;
+	if (mprotect((void *)lo, len, w) == 0)
+		return 0;
+	if (errno != EACCES || !(prot & PROT_EXEC))
+		return -errno;
+	return mprotect((void *)lo, len, w & ~PROT_EXEC) ? -errno : 0;
 }
 
-static int patch_unlock(struct patch_state *st, uint64_t page)
+static int patch_relock(uint64_t lo, uint64_t len, int prot)
 {
-	for (int i = 0; i < st->n_open; i++)
-		if (st->open[i].page == page)
-			return 0;
-	int prot = patch_page_prot(st, page);
-	if (prot < 0)
-		return -EFAULT;
-	/* Keep exec so threads running on this page go on; a kernel policy
-	 * that refuses W+X (EACCES) gets W without X. */
-	if (mprotect((void *)page, st->pg, prot | PROT_READ | PROT_WRITE)) {
-		if (errno != EACCES || !(prot & PROT_EXEC))
-			return -errno;
-		if (mprotect((void *)page, st->pg, (prot | PROT_READ | PROT_WRITE) & ~PROT_EXEC))
-			return -errno;
-	}
-	st->open[st->n_open++] = (struct patch_page){page, prot};
-	return 0;
+	return mprotect((void *)lo, len, prot) ? -errno : 0;
 }
 
 /* Writes only the differing bytes; one atomic 8-byte store when they share
@@ -433,35 +408,75 @@ __attribute__((no_sanitize("thread"))) static void patch_write(uint8_t *dst, con
 	memcpy(dst + a, src + a, b - a);
 }
 
-static int patch_one(struct patch_state *st, const struct hook_patch *p)
+/* One patch whose bytes lie in two mappings: each page on its own. */
+static int patch_straddling(const struct hook_map *maps, int n_maps, uint64_t pg,
+                            const struct hook_patch *p)
 {
-	uint64_t first = p->addr & ~(st->pg - 1), last = (p->addr + p->len - 1) & ~(st->pg - 1);
-	int err = patch_relock_below(st, first);
+	uint64_t a = p->addr & ~(pg - 1), b = (p->addr + p->len - 1) & ~(pg - 1);
+	int ma = patch_map_of(maps, n_maps, a), mb = patch_map_of(maps, n_maps, b), err;
 
-	for (uint64_t pg = first; !err && pg <= last; pg += st->pg)
-		err = patch_unlock(st, pg);
+	if (ma < 0 || mb < 0)
+		return -EFAULT;
+	err = patch_unlock(a, pg, maps[ma].prot);
+	if (err)
+		return err;
+	err = patch_unlock(b, pg, maps[mb].prot);
 	if (!err)
 		patch_write((uint8_t *)p->addr, p->bytes, p->len);
-	return err;
+	int e2 = patch_relock(b, pg, maps[mb].prot);
+	int e1 = patch_relock(a, pg, maps[ma].prot);
+	return err ? err : e1 ? e1 : e2;
+}
+
+/* Applies patches[i..) that lie in the mapping of patches[i]; returns how
+ * many it consumed (>= 1) or -errno. */
+static long patch_run(const struct hook_map *maps, int n_maps, uint64_t pg,
+                      const struct hook_patch *patches, size_t i, size_t n)
+{
+	int m = patch_map_of(maps, n_maps, patches[i].addr);
+	size_t j = i;
+
+	if (m < 0)
+		return -EFAULT;
+	while (j < n && patches[j].addr >= maps[m].start &&
+	       patches[j].addr + patches[j].len <= maps[m].end)
+		j++;
+	if (j == i) {
+		int err = patch_straddling(maps, n_maps, pg, &patches[i]);
+		return err ? err : 1;
+	}
+	uint64_t lo = patches[i].addr & ~(pg - 1);
+	uint64_t hi = (patches[j - 1].addr + patches[j - 1].len + pg - 1) & ~(pg - 1);
+	int err = patch_unlock(lo, hi - lo, maps[m].prot);
+	if (err)
+		return err;
+	for (size_t k = i; k < j; k++)
+		patch_write((uint8_t *)patches[k].addr, patches[k].bytes, patches[k].len);
+	err = patch_relock(lo, hi - lo, maps[m].prot);
+	return err ? err : (long)(j - i);
 }
 
 int hook_patch_apply(struct hook_patch *patches, size_t n)
 {
-	struct patch_state st = {.pg = (uint64_t)sysconf(_SC_PAGESIZE)};
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
 	struct hook_map *maps = NULL;
-	int err;
+	int n_maps = 0, err;
 
 	for (size_t i = 0; i < n; i++)
 		if (patches[i].len == 0 || patches[i].len > HOOK_ARCH_MAX_PATCH)
 			return -EINVAL;
-	err = maps_load(&maps, &st.n_maps);
+	err = maps_load(&maps, &n_maps);
 	if (err)
 		return err;
-	st.maps = maps;
 	qsort(patches, n, sizeof(*patches), patch_cmp);
-	for (size_t i = 0; i < n && !err; i++)
-		err = patch_one(&st, &patches[i]);
-	int err2 = patch_relock_below(&st, UINT64_MAX);
+	for (size_t i = 0; i < n;) {
+		long r = patch_run(maps, n_maps, pg, patches, i, n);
+		if (r < 0) {
+			err = (int)r;
+			break;
+		}
+		i += (size_t)r;
+	}
 	free(maps);
-	return err ? err : err2;
+	return err;
 }

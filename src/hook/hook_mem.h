@@ -58,18 +58,21 @@ struct hook_patch {
 	uint8_t bytes[HOOK_ARCH_MAX_PATCH];
 };
 
-/* Writes every patch (sorts the array by address). Each page is made
- * writable once (keeping its exec bit so other threads running on it do
- * not fault; without exec only if the kernel refuses W+X) and restored to
- * its original protection read from /proc/self/maps; a patch spanning two
- * pages gets both. Only the bytes that differ are written: when they lie
- * in one aligned 8-byte word (e.g. a 5-byte jmp at an address whose low 3
- * bits are 0..3, which covers all 16-byte aligned functions) with one
- * atomic 8-byte store, so a thread fetching the code concurrently sees
- * either the old or the new instruction; otherwise with memcpy, which is
- * only safe when no other thread runs that code (startup, or the agent's
- * stop-the-world). Unpatching = applying the original bytes.
- * Errors: -EINVAL (bad len), -EFAULT (address not mapped), -errno. */
+/* Writes every patch (sorts the array by address). The patches inside one
+ * mapping are written under one mprotect pair over the pages they span:
+ * writable, keeping exec so other threads running there go on (without
+ * exec only if the kernel refuses W+X, then safe only single-threaded),
+ * then back to the original protection read from /proc/self/maps. A patch
+ * straddling two mappings is done page by page. Only the bytes that
+ * differ are written: when they lie in one aligned 8-byte word (e.g. a
+ * 5-byte jmp at an address whose low 3 bits are 0..3, which covers all
+ * 16-byte aligned functions) with one atomic 8-byte store, so a thread
+ * fetching the code concurrently sees either the old or the new
+ * instruction; otherwise with memcpy, which is only safe when no other
+ * thread runs that code (startup, or the agent's stop-the-world).
+ * Unpatching = applying the original bytes.
+ * Errors: -EINVAL (bad len), -EFAULT (address not mapped), -errno of
+ * open/read/mprotect. Patches before the failing one stay applied. */
 int hook_patch_apply(struct hook_patch *patches, size_t n);
 
 /* /proc/self/maps parsing, exposed for tests. */

@@ -92,7 +92,7 @@ static void test_patch_apply(void **state)
 	long pg = sysconf(_SC_PAGESIZE);
 	uint8_t *p = mmap(NULL, 3 * pg, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	struct hook_patch patches[3] = {
-	    {(uint64_t)p + pg - 3, 6, {1, 2, 3, 4, 5, 6}},         /* spans the two pages */
+	    {(uint64_t)p + pg - 3, 6, {1, 2, 3, 4, 5, 6}},         /* spans both mappings */
 	    {(uint64_t)p + 16, 5, {0xe9, 0x11, 0x22, 0x33, 0x44}}, /* atomic word case */
 	    {(uint64_t)p + 40, 5, {0xe9, 0xaa, 0xbb, 0xcc, 0xdd}}, /* same page again */
 	};
@@ -101,6 +101,9 @@ static void test_patch_apply(void **state)
 	(void)state;
 	assert_ptr_not_equal(p, MAP_FAILED);
 	munmap(p + 2 * pg, (size_t)pg); /* a hole right behind the two pages */
+	/* second page read-only: its own mapping, so the first patch straddles
+	 * two mappings with different protections */
+	assert_int_equal(mprotect(p + pg, (size_t)pg, PROT_READ), 0);
 	assert_int_equal(hook_patch_apply(patches, 3), 0);
 	/* sorted in place */
 	assert_int_equal(patches[0].addr, (uint64_t)p + 16);
@@ -109,7 +112,7 @@ static void test_patch_apply(void **state)
 	assert_memory_equal(p + 40, "\xe9\xaa\xbb\xcc\xdd", 5);
 	assert_memory_equal(p + pg - 3, "\x01\x02\x03\x04\x05\x06", 6);
 	assert_int_equal(prot_of(p), PROT_READ | PROT_EXEC);
-	assert_int_equal(prot_of(p + pg), PROT_READ | PROT_EXEC);
+	assert_int_equal(prot_of(p + pg), PROT_READ);
 	/* unpatch */
 	struct hook_patch undo = {(uint64_t)p + 16, 5, {0}};
 	assert_int_equal(hook_patch_apply(&undo, 1), 0);
@@ -122,12 +125,38 @@ static void test_patch_apply(void **state)
 	munmap(p, 2 * pg);
 }
 
+/* Many patches over several pages of one mapping (one run). */
+static void test_patch_run(void **state)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t len = (size_t)(4 * pg);
+	uint8_t *p = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct hook_patch patches[64];
+
+	(void)state;
+	assert_ptr_not_equal(p, MAP_FAILED);
+	for (int i = 0; i < 64; i++) { /* reverse order: apply sorts */
+		uint64_t off = (uint64_t)(63 - i) * (len / 64) + (uint64_t)(i % 8);
+		patches[i] = (struct hook_patch){(uint64_t)p + off, 5, {0xe9, (uint8_t)i, 1, 2, 3}};
+	}
+	assert_int_equal(hook_patch_apply(patches, 64), 0);
+	for (int i = 0; i < 64; i++) {
+		uint64_t off = (uint64_t)(63 - i) * (len / 64) + (uint64_t)(i % 8);
+		uint8_t want[5] = {0xe9, (uint8_t)i, 1, 2, 3};
+		assert_memory_equal(p + off, want, 5);
+	}
+	for (size_t off = 0; off < len; off += (size_t)pg)
+		assert_int_equal(prot_of(p + off), PROT_READ | PROT_EXEC);
+	munmap(p, len);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_maps_parse),
 	    cmocka_unit_test(test_alloc_near_and_seal),
 	    cmocka_unit_test(test_patch_apply),
+	    cmocka_unit_test(test_patch_run),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
