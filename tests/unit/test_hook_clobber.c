@@ -55,6 +55,7 @@ enum {
 	ID_FIB,
 	ID_SEVEN,
 	ID_SW,
+	ID_DD,
 	ID_COUNT
 };
 
@@ -102,6 +103,7 @@ static void targets_list(void)
 	target_set(ID_BIG, (void *)HT(make_big), 0, 1);
 	target_set(ID_FIB, (void *)HT(fib), 0, 1);
 	target_set(ID_SEVEN, (void *)HT(seven), 0, 1);
+	target_set(ID_DD, (void *)HT(dd), 0, 1);
 	target_set(ID_SW, (void *)HT(sw), 0, 0); /* a jump table: must be skipped */
 }
 
@@ -243,10 +245,13 @@ static void test_c_floats(void **state)
 	assert_true(HT(fmixi)(3, 1.5f, 4, 0.25f) == 5.5f);
 	assert_true(HT(ldmul)(1.5L, 2.0L) == 3.0L);
 	assert_true(HT(vsum)(4, 1.0, 2.0, 3.5, 4.5) == 11.0);
+	struct ht_dd dd = HT(dd)(1.25);
+	assert_true(dd.a == 2.5 && dd.b == 1.75);
 	counts_expect(ID_FMIX8, 1);
 	counts_expect(ID_FMIXI, 1);
 	counts_expect(ID_LDMUL, 1);
 	counts_expect(ID_VSUM, 1);
+	counts_expect(ID_DD, 1);
 }
 
 static void test_c_recursion(void **state)

@@ -33,6 +33,13 @@ __attribute__((noipa)) float HT(fmixi)(int i, float x, long j, float y)
 	return (float)i * x + (float)j * y;
 }
 
+/* Returned in xmm0 and xmm1. */
+__attribute__((noipa)) struct ht_dd HT(dd)(double x)
+{
+	struct ht_dd r = {x * 2, x + 0.5};
+	return r;
+}
+
 __attribute__((noipa)) long double HT(ldmul)(long double a, long double b)
 {
 	return a * b;

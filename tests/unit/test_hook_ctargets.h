@@ -9,6 +9,10 @@
 #define HT_CAT(a, b) HT_CAT2(a, b)
 #define HT(name) HT_CAT(name, HT_SUFFIX)
 
+struct ht_dd {
+	double a, b;
+};
+
 struct ht_big {
 	long v[5];
 };
@@ -18,6 +22,7 @@ int HT(get_counter)(void);
 double HT(fmix8)(double a, double b, double c, double d, double e, double f, double g, double h);
 float HT(fmixi)(int i, float x, long j, float y);
 long double HT(ldmul)(long double a, long double b);
+struct ht_dd HT(dd)(double x);
 double HT(vsum)(int n, ...);
 struct ht_big HT(make_big)(long x);
 long HT(fib)(long n);
