@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   liburing-dev libroaring-dev libcapstone-dev libelf-dev libxxhash-dev zlib1g-dev
-  libjansson-dev libcmocka-dev
+  libjansson-dev libcmocka-dev libdeflate-dev
   g++ valgrind
   python3
 )

@@ -28,7 +28,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "manifest.h"
 #include "ring.h"
@@ -70,7 +69,7 @@ static int rec_scan_events(int fd, uint64_t limit, struct rec_scan *s)
 			if (s->events == 0)
 				s->t0 = ev[0].timestamp_ns;
 			s->t1 = last;
-			s->crc = (uint32_t)crc32(s->crc, buf, (uInt)(k * ATF_INDEX_EVENT_SIZE));
+			s->crc = wal_crc32(s->crc, buf, k * ATF_INDEX_EVENT_SIZE);
 			s->events += k;
 		}
 		off += (uint64_t)k * ATF_INDEX_EVENT_SIZE;
@@ -113,7 +112,7 @@ static int rec_append(int fd, struct rec_scan *s, const struct atf_index_event *
 		if (s->events == 0)
 			s->t0 = tmp[0].timestamp_ns;
 		s->t1 = last;
-		s->crc = (uint32_t)crc32(s->crc, (const Bytef *)tmp, (uInt)(n * sizeof(*tmp)));
+		s->crc = wal_crc32(s->crc, tmp, n * sizeof(*tmp));
 		s->events += n;
 	}
 	free(tmp);

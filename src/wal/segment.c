@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "wal_internal.h"
 
@@ -471,7 +470,7 @@ void ada_wal_file_commit(struct ada_wal_file *f, size_t n)
 	struct wal_buf *b = f->cur;
 	const struct atf_index_event *ev = (const void *)(b->data + b->len);
 	uint32_t bytes = (uint32_t)(n * ATF_INDEX_EVENT_SIZE);
-	f->crc = (uint32_t)crc32(f->crc, (const Bytef *)ev, bytes);
+	f->crc = wal_crc32(f->crc, ev, bytes);
 	if (f->events == 0)
 		f->t_start = ev[0].timestamp_ns;
 	if (b->first_ts == 0)

@@ -74,6 +74,31 @@ void wal_fill_final(struct atf_index_header *h, struct atf_index_footer *ft,
 		    const struct ada_wal_file_summary *s);
 int wal_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 
+/* CRC-32 as zlib's crc32() computes it (errata 3). libdeflate's is the
+ * same function, PCLMUL-accelerated (~16 GB/s here against ~1.3 GB/s for
+ * zlib 1.2.13): at 60 M events/s the CRC alone would otherwise need more
+ * than the drain's whole core. zlib is the fallback. */
+#ifdef ADA_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+static inline uint32_t wal_crc32(uint32_t crc, const void *p, size_t n)
+{
+	return libdeflate_crc32(crc, p, n);
+}
+#else
+#include <zlib.h>
+static inline uint32_t wal_crc32(uint32_t crc, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	while (n) {
+		uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
+		crc = (uint32_t)crc32(crc, b, k);
+		b += k;
+		n -= k;
+	}
+	return crc;
+}
+#endif
+
 /* mkdir -p for one level below an existing directory; EEXIST is fine. */
 int wal_mkdir(const char *path);
 
