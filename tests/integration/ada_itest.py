@@ -574,6 +574,36 @@ def target_env(counts_dir):
     return env
 
 
+def elf_functions(paths):
+    """Names of the functions defined in the ELF files among paths (nm)."""
+    names = set()
+    for p in paths:
+        try:
+            with open(p, "rb") as f:
+                if f.read(4) != b"\x7fELF":
+                    continue
+        except OSError:
+            continue
+        rc, out, _ = run(["nm", "--defined-only", p])
+        for line in out.decode(errors="replace").splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "TtWw":
+                names.add(parts[2])
+    return names
+
+
+def check_program_built_right(files, argv):
+    """A counted function the compiler inlined or folded away would blame
+    ada for calls that never were: make sure each one is a real symbol."""
+    have = elf_functions(argv)
+    if not have:
+        return
+    missing = sorted({fn for cf in files for fn, v in cf.totals.items() if v[0]} - have)
+    if missing:
+        raise Fail("test program bug: %s counted but not functions of %s (inlined or "
+                   "folded by the compiler?)" % (missing, argv))
+
+
 def cmd_target(args, ada, work, rep):
     argv = args.argv
     own = set(args.own_module or []) | {os.path.basename(argv[0])}
@@ -585,6 +615,7 @@ def cmd_target(args, ada, work, rep):
         raise Fail("the untraced program exited %d, the test expects %d: %s" % (
             rc0, args.expect_status, shown(err0)))
     plain = load_counts(plain_counts)
+    check_program_built_right(plain, argv)
 
     traced_counts = os.path.join(work, "counts-traced")
     os.mkdir(traced_counts)
