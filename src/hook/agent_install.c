@@ -316,14 +316,7 @@ size_t agent_scan(void)
 
 int agent_make_return_trampoline(void)
 {
-	uint8_t *buf;
-	uint64_t self = (uint64_t)&agent_make_return_trampoline;
-	/* Module id 0 ("unknown") owns the agent's own code memory. */
-	int err = hook_mem_alloc(agent.mem, 0, self, self + 1, HOOK_ARCH_MAX_TRAMPOLINE, &buf);
-	if (err)
-		return err;
-	if (hook_arch_emit_return_trampoline(buf, (uint64_t)buf, (uint64_t)&ada_hook_on_exit) == 0)
-		return -EINVAL;
-	agent_hot.ret_tramp = (uint64_t)buf;
-	return hook_mem_seal(agent.mem);
+	/* agent_return.c: ours preserves every caller-saved register. */
+	agent_hot.ret_tramp = (uint64_t)(uintptr_t)&agent_return_stub;
+	return 0;
 }

@@ -115,6 +115,9 @@ struct agent_state {
 };
 extern struct agent_state agent;
 
+/* agent_return.c: the shared return trampoline (not a C function). */
+void agent_return_stub(void);
+
 /* agent.c */
 void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t agent_now_ns(void);
@@ -126,7 +129,7 @@ int agent_write_files(bool all_modules, size_t first_new);
  * know yet, forgets those gone. Returns the index of the first new module
  * in agent.mods. Caller holds agent.lock and the guard. */
 size_t agent_scan(void);
-/* Creates the shared return trampoline. 0 or -errno. */
+/* Sets up the shared return trampoline. 0 or -errno. */
 int agent_make_return_trampoline(void);
 
 /* agent_process.c */
