@@ -645,11 +645,12 @@ def cmd_target(args, ada, work, rep):
         raise Fail("cannot tell the first process among the tables %r" % sorted(pids))
     root = roots[0]
     pid_dirs = sorted(os.path.basename(d) for d in glob.glob(os.path.join(session, "pid_*")))
-    if args.expect_pids is not None:
-        rep.check(len(pid_dirs) == args.expect_pids, "expected %d pid_* directories in %s, "
-                  "found %r (processes that ran: %r)" % (args.expect_pids, session, pid_dirs,
-                                                        sorted(pids)))
     follow = "--no-follow" not in (args.record_opt or [])
+    if args.expect_pids is None:
+        args.expect_pids = len(by_pid) if follow else 1
+    rep.check(len(pid_dirs) == args.expect_pids, "expected %d pid_* directories in %s, "
+              "found %r (processes that ran: %r)" % (args.expect_pids, session, pid_dirs,
+                                                    sorted(pids)))
     for pid, files in by_pid.items():
         if pid != root and not follow:
             rep.check("pid_%d" % pid not in pid_dirs, "--no-follow, yet the child %d was "
