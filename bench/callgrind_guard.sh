@@ -12,14 +12,15 @@
 #                  CALL/RETURN pairs are differenced:
 #                    Ir/event = (Ir(N2) - Ir(N1)) / (events(N2) - events(N1))
 #                  so set-up, the first-event slot claim and the drain cancel.
-#   mode hooked -- bench/plain/fib under `ada record` (trampolines + the
+#   mode hooked -- bench/hooked_guard under `ada record` (trampolines + the
 #                  agent's enter/exit handlers + the producer), the target
-#                  process only. Two sizes N1 < N2, traced (T) and untraced
-#                  (U), all differenced:
+#                  process only, its fib(N1) and fib(N2) phases dumped apart
+#                  by callgrind client requests; traced (T) and untraced (U):
 #                    Ir/event = ((T(N2) - T(N1)) - (U(N2) - U(N1)))
 #                               / (events(N2) - events(N1))
-#                  = instructions ada adds per recorded event; start-up,
-#                  hooking, finalize and the program's own work cancel.
+#                  = instructions ada adds per recorded event; hooking,
+#                  finalize and the program's own work cancel. It also
+#                  checks that the trace holds every bw_fib call.
 # It fails (exit 1) when Ir/event is more than 10 % above the value in
 # bench/callgrind_baseline.txt, which also names the mode. --update rewrites
 # the baseline (commit it with a message saying why). Exit 77 (skip) when
@@ -76,35 +77,42 @@ measure_emit() {
 	awk -v a="$i1" -v b="$i2" -v x="$e1" -v y="$e2" 'BEGIN {printf "%.3f\n", (b - a) / (y - x)}'
 }
 
-# Ir of the traced target process: callgrind follows `ada record` into the
-# program it spawns; the target's file is the one whose cmd: line runs fib.
-hooked_run() { # tag n
-	local tag=$1 n=$2 f
-	mkdir -p "$work/$tag"
-	valgrind --tool=callgrind --trace-children=yes --smc-check=all \
-		--callgrind-out-file="$work/$tag/cg.%p" \
-		"$build/ada" record --out "$work/$tag/out" -- "$build/bench/plain/fib" "$n" \
-		>/dev/null 2>"$work/$tag/log" ||
-		{ echo "callgrind_guard: ada record under valgrind failed" >&2; tail -5 "$work/$tag/log" >&2; exit 1; }
-	f=$(grep -l '^cmd:.*bench/plain/fib' "$work/$tag"/cg.* | head -1)
-	[ -n "$f" ] || { echo "callgrind_guard: no callgrind output for the target" >&2; exit 1; }
-	cg_ir "$f"
-}
+# mode hooked: bench/hooked_guard runs fib(N1) then fib(N2), each phase
+# bracketed by callgrind client requests, so callgrind dumps exactly the
+# instructions of each phase (<out>.1, <out>.2). The recorder runs natively;
+# only the target is under valgrind: ada record -- env ... valgrind ... .
+# ADA_HOOK_CONFIG limits hooking to hooked_guard itself (fewer events from
+# libc, a faster install); `env` (traced with the default config) exports it.
+phase_ir() { awk '/^summary:/ {print $2}' "$1"; }
 
-hooked_events() { # tag: events recorded (all functions; footer counts)
-	"$build/bench/atf_count" "$work/$1/out" | awk '$1 == "T" {print $3}'
+bw_fib_calls() { # session dir: CALL count of hooked_guard's bw_fib
+	local syms fid
+	syms=$(grep -l '^path .*/hooked_guard$' "$1"/session_*/pid_*/modules/module_*.syms | head -1)
+	[ -n "$syms" ] || { echo 0; return; }
+	fid=$(awk '$1 == "module_id" {m = $2} $1 == "F" && $6 == "bw_fib" {printf "%x%08x\n", m, $2}' "$syms")
+	"$build/bench/atf_count" "$1" | awk -v f="$fid" '$1 == "F" && $2 == f {print $3}'
 }
 
 measure_hooked() {
-	local n1=14 n2=18 t1 t2 u1 u2 e1 e2
-	[ -x "$build/ada" ] && [ -x "$build/bench/plain/fib" ] || skip "ada or bench/plain/fib not built"
-	t1=$(hooked_run t1 $n1); t2=$(hooked_run t2 $n2)
-	e1=$(hooked_events t1); e2=$(hooked_events t2)
-	cg "$work/u1" "$build/bench/plain/fib" $n1
-	cg "$work/u2" "$build/bench/plain/fib" $n2
-	u1=$(cg_ir "$work/u1"); u2=$(cg_ir "$work/u2")
-	echo "callgrind_guard: hooked: traced Ir $t1 / $t2, untraced $u1 / $u2, events $e1 / $e2" >&2
-	awk -v t1="$t1" -v t2="$t2" -v u1="$u1" -v u2="$u2" -v x="$e1" -v y="$e2" \
+	local n1=14 n2=18 prog=$build/bench/hooked_guard
+	[ -x "$build/ada" ] && [ -x "$prog" ] || skip "ada or bench/hooked_guard not built"
+	cg "$work/u" "$prog" $n1 $n2
+	"$build/ada" record --out "$work/out" -- env "ADA_HOOK_CONFIG=include=*/hooked_guard" \
+		valgrind --tool=callgrind --smc-check=all --callgrind-out-file="$work/t" "$prog" $n1 $n2 \
+		>"$work/t.stdout" 2>"$work/t.log" ||
+		{ echo "callgrind_guard: ada record of valgrind failed" >&2; tail -5 "$work/t.log" >&2; exit 1; }
+	local c1 c2 rec t1 t2 u1 u2
+	c1=$(sed -n 's/^calls1=\([0-9]*\) .*/\1/p' "$work/t.stdout")
+	c2=$(sed -n 's/.*calls2=\([0-9]*\)$/\1/p' "$work/t.stdout")
+	rec=$(bw_fib_calls "$work/out")
+	if [ "${rec:-0}" != $((c1 + c2)) ]; then
+		echo "callgrind_guard: the trace has ${rec:-0} calls of bw_fib, the program made $((c1 + c2))" >&2
+		exit 1
+	fi
+	t1=$(phase_ir "$work/t.1"); t2=$(phase_ir "$work/t.2")
+	u1=$(phase_ir "$work/u.1"); u2=$(phase_ir "$work/u.2")
+	echo "callgrind_guard: hooked: phase Ir traced $t1 / $t2, untraced $u1 / $u2, bw_fib calls $c1 / $c2" >&2
+	awk -v t1="$t1" -v t2="$t2" -v u1="$u1" -v u2="$u2" -v x="$((2 * c1))" -v y="$((2 * c2))" \
 		'BEGIN {printf "%.3f\n", ((t2 - t1) - (u2 - u1)) / (y - x)}'
 }
 

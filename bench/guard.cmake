@@ -12,3 +12,9 @@ endforeach()
 if(NOT TARGET emit_guard)
   message(STATUS "bench: no producer library (ada_producer) yet; emit_guard not built")
 endif()
+
+# bench/hooked_guard: fib in two callgrind-bracketed phases, for
+# bench/callgrind_guard.sh (mode hooked: the real hooked path under ada record).
+add_executable(hooked_guard ${CMAKE_CURRENT_SOURCE_DIR}/hooked_guard.c)
+target_compile_options(hooked_guard PRIVATE -O2 -fno-omit-frame-pointer -fno-optimize-sibling-calls)
+set_target_properties(hooked_guard PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bench)
