@@ -23,18 +23,43 @@
 
 #include "ring_internal.h"
 
-/* Fresh tmpfs/hugetlbfs files read as zeros; MAP_POPULATE on a shared
- * mapping of them allocates the pages. Returns the ADA_ARENA_F_* page flag. */
+/* Whether tmpfs gives huge pages to a region advised MADV_HUGEPAGE: the
+ * bracketed word of shmem_enabled is always, within_size, advise or force
+ * (not never or deny). Parses (buf, len) as read. */
+static bool arena_shmem_thp(void)
+{
+	char buf[128];
+	int fd = open("/sys/kernel/mm/transparent_hugepage/shmem_enabled", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *open_br = strchr(buf, '[');
+	return open_br && strncmp(open_br, "[never]", 7) != 0 && strncmp(open_br, "[deny]", 6) != 0;
+}
+
+/* Huge pages, when the file system and the kernel's settings give them;
+ * returns the ADA_ARENA_F_* page flag that says which we got (0: 4 KiB). */
 static uint32_t arena_huge_pages(int fd, void *base, uint64_t size)
 {
 	struct statfs fs;
-	if (fstatfs(fd, &fs) == 0 && fs.f_type == HUGETLBFS_MAGIC)
+	if (fstatfs(fd, &fs) != 0)
+		return 0;
+	if (fs.f_type == HUGETLBFS_MAGIC)
 		return ADA_ARENA_F_HUGETLB;
 #ifdef MADV_HUGEPAGE
-	/* Honoured for tmpfs only when shmem_enabled allows it; a refusal
-	 * costs nothing and we say which we got. */
-	if (madvise(base, size, MADV_HUGEPAGE) == 0)
+	/* madvise succeeds on tmpfs whatever shmem_enabled says, so ask it
+	 * too; other file systems (ext4 ...) do not back shared writable
+	 * file mappings with huge pages. */
+	if (fs.f_type == TMPFS_MAGIC && arena_shmem_thp() &&
+	    madvise(base, size, MADV_HUGEPAGE) == 0)
 		return ADA_ARENA_F_THP;
+#else
+	(void)base;
+	(void)size;
 #endif
 	return 0;
 }

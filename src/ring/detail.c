@@ -85,9 +85,16 @@ static void detail_write_words(_Atomic uint64_t *words, uint64_t d, uint64_t pos
 	 * oldest made before it; pairs with the acquire loads in
 	 * detail_copy(). Same for every word below. */
 	atomic_store_explicit(&words[i++], len, memory_order_release);
-	for (uint32_t off = 0; off < len; off += 8, i++) {
-		uint64_t w = 0;
-		memcpy(&w, src + off, len - off < 8 ? len - off : 8);
+	uint32_t off = 0;
+	for (; off + 8 <= len; off += 8, i++) {
+		uint64_t w;
+		__builtin_memcpy(&w, src + off, 8); /* constant size: a plain load, no libc */
+		atomic_store_explicit(&words[i], w, memory_order_release);
+	}
+	if (off < len) {
+		uint64_t w = 0; /* the tail, zero-padded, little-endian */
+		for (uint32_t k = 0; off + k < len; k++)
+			w |= (uint64_t)src[off + k] << (8 * k);
 		atomic_store_explicit(&words[i], w, memory_order_release);
 	}
 }

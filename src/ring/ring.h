@@ -67,7 +67,7 @@ enum ada_slot_state {
 };
 /* Arena-wide flags (ada_arena_flags()), set by the producer side. */
 #define ADA_ARENA_F_MLOCK_FAILED 0x1u /* mlock refused: pages may be swapped */
-#define ADA_ARENA_F_THP 0x2u          /* madvise(MADV_HUGEPAGE) accepted */
+#define ADA_ARENA_F_THP 0x2u          /* tmpfs THP enabled and MADV_HUGEPAGE advised */
 #define ADA_ARENA_F_HUGETLB 0x4u      /* the file lives on hugetlbfs */
 #define ADA_ARENA_F_EXEC_REOPENED 0x8u /* a process image exec'd and reopened it */
 
@@ -129,8 +129,11 @@ struct ada_arena; /* process-local handle */
 
 /* ---- arena life (not hook context) ---- */
 
-/* Creates the arena file at path (O_EXCL), sizes, maps, pre-faults and
- * mlocks it. mlock refusal is not an error: *mlock_failed tells (may be NULL).
+/* Creates the arena file at path (O_EXCL), sizes (fallocate: a full tmpfs
+ * fails here, not with SIGBUS later), maps, pre-faults and mlocks it, with
+ * huge pages when the file system gives them (ada_arena_flags() says).
+ * mlock refusal is not an error: *mlock_failed tells (may be NULL), and
+ * ADA_ARENA_F_MLOCK_FAILED in the file tells the recorder.
  * Returns 0 or -errno (-EINVAL bad config, -EEXIST, -ENOMEM, ...). */
 int ada_arena_create(const char *path, const struct ada_arena_config *cfg,
 		     struct ada_arena **out, bool *mlock_failed);
@@ -236,8 +239,10 @@ struct ada_detail_snapshot {
 /* Copies the records in [max(from, oldest), head) of the slot's detail ring
  * into buf. A record overwritten during the copy is detected (seqlock
  * re-check of oldest) and left out, never returned torn. Pass from = 0 the
- * first time, then snap->end. cap must be >= detail_bytes.
- * Returns 0, -EINVAL (bad slot, no detail ring, cap too small). */
+ * first time, then snap->end; ada_arena_slot_free() restarts the ring at 0,
+ * so a new generation of the slot starts again from 0. cap must be >=
+ * detail_bytes and buf 8-byte aligned.
+ * Returns 0, -EINVAL (bad slot, no detail ring, cap too small, buf misaligned). */
 int ada_detail_ring_snapshot(struct ada_arena *a, uint32_t slot, uint64_t from, void *buf,
 			     size_t cap, struct ada_detail_snapshot *snap);
 /* Iterates a snapshot buffer: returns the next record (and its length) at
@@ -286,9 +291,12 @@ int ada_producer_init_from_env(void);
 void ada_producer_set_drain_timeout_ms(uint32_t ms);
 /* Detail lane of the calling thread (claims a slot on first use). Copies
  * (rec, len) into the detail ring, overwriting the oldest records when full
- * (counted). Returns false when not recording, the arena has no detail
- * ring, no slot is free, or len > ada_detail_max_record(). Slow-ish path:
- * no syscall, no lock, no libc on the common case. */
+ * (each counted as ADA_DROP_DETAIL_OVERWRITTEN). Returns false when not
+ * recording, the arena has no detail ring, no slot is free, or
+ * len > ada_detail_max_record() (counted as ADA_DROP_RING_FULL in the
+ * detail lane). No syscall, lock or libc call once the thread owns a
+ * slot; like ada_producer_slow() it is compiled without
+ * -mgeneral-regs-only, so hook code saves vector state around it. */
 bool ada_detail_push(const void *rec, uint32_t len);
 
 /* Cold path: claims a slot, waits or drops when full. Returns true when
