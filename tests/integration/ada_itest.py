@@ -621,6 +621,8 @@ def cmd_target(args, ada, work, rep):
     os.mkdir(traced_counts)
     out_dir = os.path.join(work, "out")
     cmd, rc1, out1, err1 = ada.record(out_dir, argv, target_env(traced_counts), args.record_opt or [])
+    rep.note("repro: ADA_TEST_COUNTS='%s' %s" % (target_env(traced_counts)["ADA_TEST_COUNTS"],
+                                                 " ".join(cmd)))
     session = find_session(out_dir, err1, rep)
     rep.note("session: %s" % session)
     rep.check(rc1 == rc0, "exit status: untraced %d, under `%s` %d; stderr:\n%s" % (
@@ -703,6 +705,7 @@ def cmd_debian(args, ada, work, rep):
     rc0, out0, err0 = run(argv, env=env, stdin_path=stdin)
     out_dir = os.path.join(work, "out")
     cmd, rc1, out1, err1 = ada.record(out_dir, argv, env, stdin_path=stdin)
+    rep.note("repro: LC_ALL=C %s%s" % (" ".join(cmd), " < " + stdin if stdin else ""))
     session = find_session(out_dir, err1, rep)
     rep.note("session: %s" % session)
     rep.check(rc1 == rc0, "exit status: untraced %d, under `%s` %d; stderr:\n%s" % (
