@@ -3,7 +3,8 @@
  * the drain and io_uring into index files on disk, and the drain's
  * encode-to-disk latency at a paced rate. Not a test; run it by hand:
  *
- *   build/bench/wal_bench [--out DIR] [--events N] [--secs S]
+ *   build/bench/wal_bench [--out DIR] [--events N] [--secs S] [--only 1|2|3]
+ *   (WAL_BENCH_FLUSH=off|interval:MS|... sets the flush policy)
  *
  * It records itself: the parent is the recorder (src/wal's ada_recorder,
  * exactly what `ada record --no-agent` runs), the child is this program
@@ -179,7 +180,7 @@ int main(int argc, char **argv)
 	if (spec)
 		return child_main(spec);
 	const char *out = "/tmp/ada_wal_bench";
-	uint64_t events = 200000000ull, secs = 5;
+	uint64_t events = 200000000ull, secs = 5, only = 0;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--out"))
 			out = argv[i + 1];
@@ -187,6 +188,8 @@ int main(int argc, char **argv)
 			events = strtoull(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--secs"))
 			secs = strtoull(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--only")) /* 1, 2 or 3: one of the runs */
+			only = strtoull(argv[i + 1], NULL, 10);
 	}
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -195,8 +198,11 @@ int main(int argc, char **argv)
 	self[n] = '\0';
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	int bad = 0;
-	bad |= run(self, out, "one producer, flat out", 1, events, 0);
-	bad |= run(self, out, "two producers, flat out", 2, events / 2, 0);
-	bad |= run(self, out, "one producer at 10 M/s", 1, secs * 10000000ull, 10000000ull);
+	if (!only || only == 1)
+		bad |= run(self, out, "one producer, flat out", 1, events, 0);
+	if (!only || only == 2)
+		bad |= run(self, out, "two producers, flat out", 2, events / 2, 0);
+	if (!only || only == 3)
+		bad |= run(self, out, "one producer at 10 M/s", 1, secs * 10000000ull, 10000000ull);
 	return bad;
 }
