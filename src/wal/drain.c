@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -406,6 +407,7 @@ static void drain_open_arena(struct ada_recorder *r, const char *name)
 	}
 	r->procs = arr;
 	p->pid = (pid_t)pid;
+	p->pidfd = -1;
 	if (asprintf(&p->arena_path, "%s/%s", r->arena_dir, name) < 0 ||
 	    asprintf(&p->dir, "%s/pid_%ld", r->session_dir, pid) < 0 ||
 	    ada_arena_open(p->arena_path, &p->arena) < 0) {
@@ -418,6 +420,9 @@ static void drain_open_arena(struct ada_recorder *r, const char *name)
 	p->by_slot = calloc(p->max_threads, sizeof(*p->by_slot));
 	wal_mkdir(p->dir);
 	p->our_child = pid == r->main_pid;
+	/* Not our child (yet): a pidfd tells when it is gone, without the
+	 * pid-reuse race of kill(pid, 0). */
+	p->pidfd = p->our_child ? -1 : (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
 	for (size_t i = 0; i < r->nearly; i++)
 		if (r->early_pid[i] == p->pid) {
 			p->reaped = p->our_child = true;
@@ -532,6 +537,18 @@ static void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 	ada_arena_close(p->arena);
 	p->arena = NULL;
 	unlink(p->arena_path);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	p->pidfd = -1;
+}
+
+static bool drain_vanished(struct wal_proc *p)
+{
+	if (p->pidfd >= 0) {
+		struct pollfd pfd = {.fd = p->pidfd, .events = POLLIN};
+		return poll(&pfd, 1, 0) == 1; /* readable: the process exited */
+	}
+	return kill(p->pid, 0) < 0 && errno == ESRCH;
 }
 
 /* A process is gone when we reaped it, or (not our child) when it no
@@ -542,8 +559,7 @@ static void drain_check_gone(struct ada_recorder *r, bool all)
 		struct wal_proc *p = r->procs[i];
 		if (p->finished)
 			continue;
-		bool gone = all || p->reaped ||
-			    (!p->our_child && kill(p->pid, 0) < 0 && errno == ESRCH);
+		bool gone = all || p->reaped || (!p->our_child && drain_vanished(p));
 		if (gone)
 			drain_finish_proc(r, p);
 	}

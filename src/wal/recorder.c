@@ -269,6 +269,8 @@ static void rec_free_proc(struct wal_proc *p)
 		free(t);
 	}
 	ada_arena_close(p->arena);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
 	free(p->threads);
 	free(p->by_slot);
 	free(p->dir);

@@ -146,6 +146,7 @@ struct wal_proc {
 	struct wal_thread **threads;
 	size_t nthreads, capthreads;
 	bool reaped, gone, finished, our_child;
+	int pidfd;              /* -1 unless it is not our child */
 	int wstatus;
 	uint64_t events, events_at_tick;
 	uint64_t drops_at_tick[2][4];
