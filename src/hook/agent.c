@@ -120,9 +120,9 @@ static void agent_json_module(FILE *f, const struct agent_module *m)
 	agent_json_skips(f, m->skipped);
 	fprintf(f, ", \"symbols_us\": %" PRIu64 ", \"patching_us\": %" PRIu64, m->ns_symbols / 1000,
 		m->ns_patching / 1000);
-	fprintf(f, ", \"prepare_us\": %" PRIu64 ", \"trampolines_us\": %" PRIu64
-		   ", \"patch_us\": %" PRIu64 "}",
-		m->ns_prepare / 1000, m->ns_emit / 1000, m->ns_apply / 1000);
+	fprintf(f, ", \"prepare_us\": %" PRIu64 ", \"xref_us\": %" PRIu64
+		   ", \"trampolines_us\": %" PRIu64 ", \"patch_us\": %" PRIu64 "}",
+		m->ns_prepare / 1000, m->ns_xref / 1000, m->ns_emit / 1000, m->ns_apply / 1000);
 }
 
 static void agent_json_body(FILE *f)

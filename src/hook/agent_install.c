@@ -181,7 +181,9 @@ static int install_module(struct agent_module *m)
 	if (!plans || !patches)
 		goto out;
 	size_t n_cand = install_judge(m, plans);
+	uint64_t tx = agent_now_ns();
 	err = n_cand ? discover_xref_check(m->base, &m->st, plans) : 0;
+	m->ns_xref = agent_now_ns() - tx;
 	if (err) {
 		install_patch_failed(m, err); /* cannot prove them safe: hook none */
 		goto out;

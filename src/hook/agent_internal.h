@@ -91,6 +91,7 @@ struct agent_module {
 	uint64_t skipped[ADA_SKIP_REASON_COUNT];
 	uint64_t ns_symbols, ns_patching;
 	uint64_t ns_prepare, ns_emit, ns_apply; /* the parts of ns_patching */
+	uint64_t ns_xref; /* part of ns_prepare: the cross-function branch sweep */
 };
 
 /* An image that is not hooked at all, for agent.json. */

@@ -6,9 +6,12 @@
  * function into another's first bytes (glibc: __mempcpy_*_erms ends with
  * `jmp __memmove_*_erms+3`); patching that target would make the jump land
  * in the middle of our `jmp rel32`. So the agent sweeps every function
- * body of a module once (capstone, no detail), collects the targets of
- * direct relative branches, and skips every candidate with a target
- * strictly inside its patch (ADA_SKIP_BRANCH_INTO_PATCH).
+ * body of a module, collects the targets of direct relative branches that
+ * leave their function, and skips every candidate with a target strictly
+ * inside its patch (ADA_SKIP_BRANCH_INTO_PATCH). Two passes keep it cheap:
+ * a byte scan that reads every position as a possible rel8/rel32 branch
+ * (a superset) against a bitmap of the patches' interiors, then an exact
+ * capstone decode (no detail) of only the functions the scan flagged.
  *
  * Threads: the init thread or a dlopen rescan, under agent.lock.
  */
@@ -109,22 +112,112 @@ static bool xref_hits(const struct xref_targets *t, uint64_t lo, uint64_t hi)
 	return a < t->n && t->v[a] < hi;
 }
 
-int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
-			const struct hook_arch_plan *plans)
+/* Bit per byte of [lo, hi): set on the bytes strictly inside a
+ * candidate's patch (where no branch may land). */
+struct xref_map {
+	uint64_t lo, hi;
+	uint8_t *bits;
+};
+
+static bool xref_map_hit(const struct xref_map *mp, uint64_t t)
+{
+	if (t < mp->lo || t >= mp->hi)
+		return false;
+	uint64_t i = t - mp->lo;
+	return (mp->bits[i >> 3] >> (i & 7)) & 1;
+}
+
+static int xref_map_build(uint64_t base, const struct ada_hook_symtab *st,
+			  const struct hook_arch_plan *plans, struct xref_map *mp)
+{
+	mp->lo = UINT64_MAX;
+	mp->hi = 0;
+	for (size_t i = 0; i < st->count; i++) {
+		if (st->fns[i].status != ADA_HOOK_OK)
+			continue;
+		uint64_t a = base + st->fns[i].offset;
+		mp->lo = a < mp->lo ? a : mp->lo;
+		mp->hi = a + plans[i].patch_len > mp->hi ? a + plans[i].patch_len : mp->hi;
+	}
+	if (mp->hi <= mp->lo)
+		return 1; /* no candidate: nothing to check */
+	mp->bits = calloc((mp->hi - mp->lo + 7) / 8, 1);
+	if (!mp->bits)
+		return -ENOMEM;
+	for (size_t i = 0; i < st->count; i++) {
+		if (st->fns[i].status != ADA_HOOK_OK)
+			continue;
+		uint64_t a = base + st->fns[i].offset - mp->lo;
+		for (uint64_t k = a + 1; k < a + plans[i].patch_len; k++)
+			mp->bits[k >> 3] |= (uint8_t)(1u << (k & 7));
+	}
+	return 0;
+}
+
+/* Could any byte of [code, code+size) (at address addr) start a direct
+ * branch into a patch? Reads every position as if it began a rel8 or
+ * rel32 jmp/jcc/call/loop: a superset of the real instructions (like the
+ * arch layer's pre-check), so "no" is a proof and "yes" needs a decode. */
+static bool xref_suspect(const uint8_t *code, uint64_t addr, uint64_t size,
+			 const struct xref_map *mp)
+{
+	for (uint64_t p = 0; p < size; p++) {
+		uint8_t o = code[p];
+		uint64_t t;
+		int32_t d;
+		if ((o == 0xeb || (o >= 0x70 && o <= 0x7f) || (o >= 0xe0 && o <= 0xe3)) &&
+		    p + 2 <= size) {
+			t = addr + p + 2 + (uint64_t)(int64_t)(int8_t)code[p + 1];
+		} else if ((o == 0xe8 || o == 0xe9) && p + 5 <= size) {
+			memcpy(&d, code + p + 1, 4);
+			t = addr + p + 5 + (uint64_t)(int64_t)d;
+		} else if (o == 0x0f && p + 6 <= size && (code[p + 1] & 0xf0) == 0x80) {
+			memcpy(&d, code + p + 2, 4);
+			t = addr + p + 6 + (uint64_t)(int64_t)d;
+		} else {
+			continue;
+		}
+		if ((t < addr || t >= addr + size) && xref_map_hit(mp, t))
+			return true;
+	}
+	return false;
+}
+
+static bool xref_scannable(const struct ada_hook_fn *f)
+{
+	return f->status != ADA_SKIP_ALIAS && f->status != ADA_SKIP_OUTSIDE_TEXT && f->size != 0;
+}
+
+/* Exact pass: decode the suspect functions, collect their real targets. */
+static int xref_decode_suspects(uint64_t base, const struct ada_hook_symtab *st,
+				const struct xref_map *mp, struct xref_targets *t)
 {
 	csh cs;
-	struct xref_targets t = { 0 };
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
 		return -ENOMEM;
 	cs_insn *ci = cs_malloc(cs);
 	int err = ci ? 0 : -ENOMEM;
 	for (size_t i = 0; !err && i < st->count; i++) {
 		const struct ada_hook_fn *f = &st->fns[i];
-		if (f->status == ADA_SKIP_ALIAS || f->status == ADA_SKIP_OUTSIDE_TEXT || f->size == 0)
-			continue;
-		err = xref_sweep(cs, ci, (const uint8_t *)(base + f->offset), base + f->offset,
-				 f->size, &t);
+		const uint8_t *code = (const uint8_t *)(uintptr_t)(base + f->offset);
+		if (xref_scannable(f) && xref_suspect(code, base + f->offset, f->size, mp))
+			err = xref_sweep(cs, ci, code, base + f->offset, f->size, t);
 	}
+	if (ci)
+		cs_free(ci, 1);
+	cs_close(&cs);
+	return err;
+}
+
+int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
+			const struct hook_arch_plan *plans)
+{
+	struct xref_map mp = { 0 };
+	struct xref_targets t = { 0 };
+	int err = xref_map_build(base, st, plans, &mp);
+	if (err)
+		return err > 0 ? 0 : err;
+	err = xref_decode_suspects(base, st, &mp, &t);
 	if (!err) {
 		qsort(t.v, t.n, sizeof(*t.v), xref_cmp);
 		for (size_t i = 0; i < st->count; i++) {
@@ -133,9 +226,7 @@ int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
 				st->fns[i].status = ADA_SKIP_BRANCH_INTO_PATCH;
 		}
 	}
-	if (ci)
-		cs_free(ci, 1);
-	cs_close(&cs);
+	free(mp.bits);
 	free(t.v);
 	return err;
 }
