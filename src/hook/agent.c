@@ -133,7 +133,8 @@ static void agent_json_body(FILE *f)
 		for (int r = 0; r < ADA_SKIP_REASON_COUNT; r++)
 			sk[r] += agent.mods[i].skipped[r];
 	}
-	fprintf(f, "{\n  \"pid\": %d,\n  \"hook_time_us\": {\"discovery\": %" PRIu64, (int)getpid(),
+	fprintf(f, "{\n  \"pid\": %d,\n  \"hook_time_us\": {\"arena\": %" PRIu64
+		   ", \"discovery\": %" PRIu64, (int)getpid(), agent.ns_arena / 1000,
 		agent.ns_discovery / 1000);
 	fprintf(f, ", \"symbols\": %" PRIu64 ", \"patching\": %" PRIu64 ", \"files\": %" PRIu64,
 		agent.ns_symbols / 1000, agent.ns_patching / 1000, agent.ns_files / 1000);
@@ -224,7 +225,9 @@ static int agent_start(void)
 	int err = agent_read_config();
 	if (err)
 		return err;
+	uint64_t t0 = agent_now_ns();
 	err = ada_producer_init_from_env();
+	agent.ns_arena = agent_now_ns() - t0;
 	if (err) {
 		agent_log("cannot open the arena in %s (%s); nothing is traced",
 			  getenv("ADA_ARENA_DIR"), strerror(-err));

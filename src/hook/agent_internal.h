@@ -111,7 +111,7 @@ struct agent_state {
 	struct agent_ignored *ign;
 	size_t n_ign, cap_ign;
 	uint32_t next_id;
-	uint64_t ns_discovery, ns_symbols, ns_patching, ns_files, ns_total;
+	uint64_t ns_arena, ns_discovery, ns_symbols, ns_patching, ns_files, ns_total;
 	char session_dir[PATH_MAX]; /* "" when ADA_SESSION_DIR is unset */
 };
 extern struct agent_state agent;

@@ -174,7 +174,10 @@ static uint32_t handlers_special_act(struct ada_shadow *s, uint64_t fn_id, uint6
 	case AGENT_SP_DL:
 		return SHADOW_F_RESCAN;
 	case AGENT_SP_EXEC:
-		shadow_close_all(s);
+		/* A vfork/posix_spawn child runs on our shadow stack: its exec
+		 * does not end our frames. */
+		if (handlers_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0) == agent_hot.pid)
+			shadow_close_all(s);
 		return HANDLERS_NO_PUSH;
 	case AGENT_SP_NONE:
 		break;
