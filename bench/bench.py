@@ -223,9 +223,11 @@ class Runner:
         man = load_json(os.path.join(piddir, 'manifest.json'))
         if man:
             m = man.get('metrics') or {}
-            if m.get('batch_latency_ns_p50') is not None:
-                r['latency_p50_ms'] = m['batch_latency_ns_p50'] / 1e6
-                r['latency_p99_ms'] = m.get('batch_latency_ns_p99', 0) / 1e6
+            # A negative value is what the recorder wrote (no valid sample).
+            for q in ('p50', 'p99'):
+                v = m.get(f'batch_latency_ns_{q}')
+                if v is not None:
+                    r[f'latency_{q}_ms'] = v / 1e6 if v >= 0 else None
             r['ada_lost_events'] = man.get('lost_events')
             r['ada_drops'] = man.get('drops')
         return r
@@ -313,6 +315,11 @@ class Runner:
         row['check_time'] = dt
         row['events_expected'] = self.workload_calls(err_text)
         row['stderr_tail'] = (err_text or '').strip().splitlines()[-3:]
+        m = re.search(r'latency: (\d+) events/s achieved over ([\d.]+) s, '
+                      r'worst batch ([\d.]+) us late', err_text or '')
+        if m:  # the latency workload: did the tracer keep the pace?
+            row['achieved_events_per_s'] = int(m.group(1))
+            row['worst_batch_late_ms'] = float(m.group(3)) / 1e3
         if tracer != 'untraced':
             row.update(self.inspect(tracer, outdir, err_text))
         shutil.rmtree(outdir, ignore_errors=True)
@@ -322,7 +329,8 @@ class Runner:
         out = {'workload': wname, 'args': args, 'tracer': row['tracer']}
         for k in ('base_times', 'base_events', 'events_expected', 'bw_events', 'all_events', 'exceptions', 'bytes', 'hooks',
                   'hooks_skipped', 'hook_ms', 'hook_time_us', 'latency_p50_ms',
-                  'latency_p99_ms', 'ada_lost_events', 'ada_drops', 'error', 'times',
+                  'latency_p99_ms', 'achieved_events_per_s', 'worst_batch_late_ms',
+                  'ada_lost_events', 'ada_drops', 'error', 'times',
                   'stderr_tail'):
             if k in row:
                 out[k] = row[k]
@@ -402,7 +410,7 @@ def table(rows):
             lost = r.get('events_lost')
             lat = None
             if r.get('latency_p50_ms') is not None:
-                lat = f"{r['latency_p50_ms']:.1f} / {r.get('latency_p99_ms', 0):.1f}"
+                lat = f"{fmt(r['latency_p50_ms'], '.2f')} / {fmt(r.get('latency_p99_ms'), '.2f')}"
             cells = [r['workload'], r['tracer'], fmt(r.get('median_s'), '.4f') + ' s',
                      fmt(r.get('slowdown'), '.2f') + ('x' if r.get('slowdown') else ''),
                      fmt(r.get('ns_per_event'), '.1f'), fmt(fixed, '.1f'),
@@ -412,6 +420,9 @@ def table(rows):
                                        if lost and r.get('events_expected') else ''),
                      fmt(r.get('bytes_per_event'), '.1f'), fmt(r.get('hooks'), 'd'),
                      fmt(r.get('hook_ms'), '.1f'), fmt(lat, 's')]
+            if r.get('achieved_events_per_s') is not None:
+                cells[-1] += (f" (pace: {r['achieved_events_per_s'] / 1e6:.2f} M events/s "
+                              f"achieved, worst batch {r['worst_batch_late_ms']:.1f} ms late)")
             if r.get('error'):
                 cells[-1] += ' ERROR: ' + r['error']
         lines.append('| ' + ' | '.join(cells) + ' |')
