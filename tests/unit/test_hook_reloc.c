@@ -300,21 +300,53 @@ static void test_unrelocatable(void **state)
 	expect_skip(callreg, sizeof(callreg), ADA_SKIP_UNRELOCATABLE);
 }
 
+/* endbr64; push rbp | <mid>; jmp rax: two displaced insns, so a jump
+ * table could target fn+4; <mid> decides whether the function computes
+ * any address of its own code. */
+static void expect_jmp_reg(const uint8_t *mid, size_t mid_len, enum ada_hook_skip want)
+{
+	uint8_t code[32] = {0xf3, 0x0f, 0x1e, 0xfa, 0x55};
+
+	memcpy(code + 5, mid, mid_len);
+	code[5 + mid_len] = 0xff; /* jmp rax */
+	code[6 + mid_len] = 0xe0;
+	expect_skip(code, 7 + mid_len, want);
+}
+
 static void test_jump_table(void **state)
 {
-	/* endbr64; push rbp | ...; jmp rax: two displaced insns, a table
-	 * could target fn+4 */
-	static const uint8_t two[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x90, 0xff, 0xe0};
-	/* endbr64; push rbp | ...; jmp [rax*8+0x601000] */
+	/* lea rax, [rip+0x1000]: a table base or label in a register */
+	static const uint8_t lea[] = {0x48, 0x8d, 0x05, 0x00, 0x10, 0x00, 0x00};
+	/* mov rax, [rip+0x1000]: a loaded pointer may be a label */
+	static const uint8_t load[] = {0x48, 0x8b, 0x05, 0x00, 0x10, 0x00, 0x00};
+	/* mov eax, 0x400002: non-PIC label address of the patch interior */
+	static const uint8_t imm[] = {0xb8, 0x02, 0x00, 0x40, 0x00};
+	/* mov rax, [rdi*8+0x601000]: non-PIC absolute table */
+	static const uint8_t abs[] = {0x48, 0x8b, 0x04, 0xfd, 0x00, 0x10, 0x60, 0x00};
+	/* add qword [rip+0x1000], 1: a counter, no register gets an address */
+	static const uint8_t cnt[] = {0x48, 0x83, 0x05, 0x00, 0x10, 0x00, 0x00, 0x01};
+	/* mov rax, fs:[0x28]: TLS, not an absolute address */
+	static const uint8_t tls[] = {0x64, 0x48, 0x8b, 0x04, 0x25, 0x28, 0x00, 0x00, 0x00};
+	/* mov rax, rdi: tail call through a pointer argument */
+	static const uint8_t arg[] = {0x48, 0x89, 0xf8};
+	/* endbr64; push rbp | nop; jmp [rax*8+0x601000]: reads a table */
 	static const uint8_t idx[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x90, 0xff,
 	                              0x24, 0xc5, 0x00, 0x10, 0x60, 0x00};
-	/* mov eax,1 | jmp rax: one displaced insn, no boundary to hit */
-	static const uint8_t one[] = {0xb8, 0x01, 0x00, 0x00, 0x00, 0xff, 0xe0};
+	/* mov eax,1 | lea rax,[rip+x]; jmp rax: one displaced insn, no
+	 * boundary inside the patch to hit */
+	static const uint8_t one[] = {0xb8, 0x01, 0x00, 0x00, 0x00, 0x48, 0x8d,
+	                              0x05, 0x00, 0x10, 0x00, 0x00, 0xff, 0xe0};
 	/* endbr64; push rbp | jmp [rip+0x1000]: tail call through a slot */
 	static const uint8_t got[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0xff,
 	                              0x25, 0x00, 0x10, 0x00, 0x00};
 	(void)state;
-	expect_skip(two, sizeof(two), ADA_SKIP_JUMP_TABLE);
+	expect_jmp_reg(lea, sizeof(lea), ADA_SKIP_JUMP_TABLE);
+	expect_jmp_reg(load, sizeof(load), ADA_SKIP_JUMP_TABLE);
+	expect_jmp_reg(imm, sizeof(imm), ADA_SKIP_JUMP_TABLE);
+	expect_jmp_reg(abs, sizeof(abs), ADA_SKIP_JUMP_TABLE);
+	expect_jmp_reg(cnt, sizeof(cnt), ADA_HOOK_OK);
+	expect_jmp_reg(tls, sizeof(tls), ADA_HOOK_OK);
+	expect_jmp_reg(arg, sizeof(arg), ADA_HOOK_OK);
 	expect_skip(idx, sizeof(idx), ADA_SKIP_JUMP_TABLE);
 	expect_skip(one, sizeof(one), ADA_HOOK_OK);
 	expect_skip(got, sizeof(got), ADA_HOOK_OK);

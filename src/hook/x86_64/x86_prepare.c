@@ -15,16 +15,21 @@
  *  - bytes the sweep cannot decode are checked as if every one of the next
  *    16 positions could start a rel8/rel32 branch (a superset of what they
  *    could hide); any such candidate into the patch skips the function;
- *  - jump tables: an indirect jmp through a register (`jmp reg`, how gcc
- *    and clang dispatch PIC switch tables) or through memory with an index
- *    register (`jmp [table+idx*8]`, non-PIC tables) may land on any
- *    instruction boundary of the function, and we do not read the table.
- *    Only an instruction boundary strictly inside the patch can be hurt,
- *    so the rule is: such a jmp present AND more than one displaced
- *    instruction => ADA_SKIP_JUMP_TABLE. `jmp [rip+disp]` and
- *    `jmp [reg+disp]` load a pointer from one slot (GOT, vtable, struct:
- *    tail calls) and are allowed; a label address stored in such a slot
- *    (computed goto through a struct field) is the residual risk we accept.
+ *  - jump tables: a computed jmp may land on any instruction boundary of
+ *    its function, and we do not read tables. Only a boundary strictly
+ *    inside the patch can be hurt, so with one displaced instruction any
+ *    jmp is fine. Otherwise: `jmp [..+index*scale]` (reads a table) =>
+ *    ADA_SKIP_JUMP_TABLE; `jmp reg` (gcc/clang PIC switch dispatch, but
+ *    also tail calls through pointers) => skip only if the function
+ *    computes an address of its own code somewhere (plan_scan_materialize:
+ *    a rip-relative lea/load into a general register or the stack, an
+ *    absolute memory operand, an immediate inside the function, a call
+ *    into its own body); in well-formed C/C++ a label's address is only
+ *    usable inside its function, so without that the jmp cannot reach our
+ *    patch. `jmp [rip+disp]` / `jmp [reg+disp]` (one pointer slot: GOT,
+ *    vtable, struct field) are tail calls and allowed. Residual risk we
+ *    accept: a label address moved through vector registers, or derived
+ *    by arithmetic from a foreign pointer to this function.
  *  - speed: capstone costs ~100 ns per instruction, far too much for whole
  *    libraries, so the body is first checked at byte level (a superset of
  *    every decoding: any byte position that could start a direct branch
@@ -335,10 +340,81 @@ static enum ada_hook_skip plan_scan_insn(const cs_insn *ci, uint64_t addr, size_
 	/* Indirect: the opcode is the FF followed by the modrm, after prefixes. */
 	if (ci->id == X86_INS_JMP && ci->size >= 2) {
 		const uint8_t *ff = memchr(ci->bytes, 0xff, ci->size - 1);
-		if (ff && plan_is_table_jmp_modrm(ff[1]))
-			*indirect_jmp = 1;
+		/* 1: jmp reg; 2: jmp [..+index*scale] (certainly reads a table) */
+		if (ff && plan_is_table_jmp_modrm(ff[1])) {
+			int kind = (ff[1] & 0xf8) == 0xe0 ? 1 : 2;
+			*indirect_jmp = kind > *indirect_jmp ? kind : *indirect_jmp;
+		}
 	}
 	return ADA_HOOK_OK;
+}
+
+/* Vector, x87, MMX and mask registers: not where code addresses live. */
+static int plan_is_gpr(x86_reg r)
+{
+	const char *n = cs_reg_name(plan_cs, r);
+
+	if (!n || r == X86_REG_EFLAGS || r == X86_REG_RIP)
+		return 0;
+	if (strstr(n, "mm") || !strncmp(n, "st", 2) || (n[0] == 'k' && n[2] == '\0'))
+		return 0;
+	return 1;
+}
+
+/* Does this instruction leave a code address of the function in a
+ * general register or on the stack? (See the jump-table rule above.) */
+static int plan_insn_materializes(const cs_insn *ci, uint64_t addr, uint64_t size)
+{
+	const cs_x86 *x = &ci->detail->x86;
+	cs_regs rd, wr;
+	uint8_t nrd = 0, nwr = 0;
+	int rip = 0;
+
+	for (unsigned i = 0; i < x->op_count; i++) {
+		const cs_x86_op *op = &x->operands[i];
+		if (op->type == X86_OP_IMM && (uint64_t)op->imm >= addr &&
+		    (uint64_t)op->imm < addr + size)
+			return ci->id != X86_INS_CALL || (uint64_t)op->imm != addr;
+		if (op->type != X86_OP_MEM)
+			continue;
+		if (op->mem.base == X86_REG_RIP)
+			rip = 1;
+		else if (op->mem.base == X86_REG_INVALID && op->mem.segment == X86_REG_INVALID)
+			return 1; /* absolute address: a non-PIC table or label */
+	}
+	if (!rip || ci->id == X86_INS_CALL || ci->id == X86_INS_JMP)
+		return 0;
+	if (cs_regs_access(plan_cs, ci, rd, &nrd, wr, &nwr) != CS_ERR_OK)
+		return 1;
+	for (unsigned i = 0; i < nwr; i++)
+		if (plan_is_gpr(wr[i]))
+			return 1;
+	return 0;
+}
+
+/* A `jmp reg` can only reach an instruction boundary of its own function
+ * if the function computes one of its own code addresses: in PIC code
+ * through a rip-relative lea/load into a register (a label, or a table
+ * of labels or of label offsets), in non-PIC code through an absolute
+ * memory operand or an immediate inside the function (or `call next;
+ * pop`). No such instruction in the whole body: the jmp is a tail call
+ * through a pointer and cannot hit the patch. Undecodable bytes count. */
+static enum ada_hook_skip plan_scan_materialize(const uint8_t *code, uint64_t addr, uint64_t size,
+                                                cs_insn *ci)
+{
+	const uint8_t *p = code;
+	size_t left = size;
+	uint64_t pc = addr;
+	enum ada_hook_skip r = ADA_HOOK_OK;
+
+	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_ON);
+	while (left > 0 && r == ADA_HOOK_OK) {
+		if (!cs_disasm_iter(plan_cs, &p, &left, &pc, ci) ||
+		    plan_insn_materializes(ci, addr, size))
+			r = ADA_SKIP_JUMP_TABLE;
+	}
+	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_OFF);
+	return r;
 }
 
 /* Linear sweep of the body for anything that may enter the patch; it
@@ -368,7 +444,8 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 		off += ci->size;
 	}
 	if (indirect_jmp && plan->insn_count > 1)
-		return ADA_SKIP_JUMP_TABLE;
+		return indirect_jmp == 2 ? ADA_SKIP_JUMP_TABLE
+		                         : plan_scan_materialize(code, addr, size, ci);
 	return ADA_HOOK_OK;
 }
 
