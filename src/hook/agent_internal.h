@@ -12,6 +12,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -34,11 +35,11 @@ enum agent_special {
 
 struct agent_hot {
 	uint64_t ret_tramp;     /* address of the shared return trampoline */
-	uint64_t special_filter; /* bit (hash(fn_id) & 63) set for each special */
+	_Atomic uint64_t special_filter; /* bit (hash(fn_id) & 63) set for each special */
 	uint32_t active;        /* 0: trampolines run but record nothing */
 	int32_t pid;            /* the process the arena belongs to */
 	uint32_t xsave_size;    /* CPUID 0xD size of the xsave area; 0: use fxsave */
-	uint32_t n_special;
+	_Atomic uint32_t n_special; /* entries below are published before it */
 	uint64_t special_id[AGENT_MAX_SPECIAL];
 	uint8_t special_kind[AGENT_MAX_SPECIAL];
 };

@@ -14,6 +14,7 @@
 #include <link.h>
 #include <stddef.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -167,15 +168,20 @@ static int process_dl_counts(struct dl_phdr_info *info, size_t size, void *arg)
  * changed since the last scan, for the price of one callback. */
 void agent_dl_changed(void)
 {
-	static unsigned long long seen[2];
+	/* Counters of the last scan; written under agent.lock, read without
+	 * (a stale value only costs a scan that finds nothing new). */
+	static _Atomic unsigned long long seen_adds, seen_subs;
 	unsigned long long now[2] = { 0, 0 };
 	int saved = errno; /* dlopen's caller may look at errno */
 	dl_iterate_phdr(process_dl_counts, now);
-	if (now[0] == seen[0] && now[1] == seen[1] && now[0] != 0)
+	if (now[0] != 0 && now[0] == atomic_load_explicit(&seen_adds, memory_order_relaxed) &&
+	    now[1] == atomic_load_explicit(&seen_subs, memory_order_relaxed)) {
+		errno = saved;
 		return;
+	}
 	pthread_mutex_lock(&agent.lock);
-	seen[0] = now[0];
-	seen[1] = now[1];
+	atomic_store_explicit(&seen_adds, now[0], memory_order_relaxed);
+	atomic_store_explicit(&seen_subs, now[1], memory_order_relaxed);
 	size_t first_new = agent_scan();
 	agent_write_files(false, first_new);
 	pthread_mutex_unlock(&agent.lock);

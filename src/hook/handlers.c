@@ -134,7 +134,9 @@ __attribute__((cold, noinline, noreturn)) static void handlers_lost_return(void)
 
 static enum agent_special handlers_special(uint64_t fn_id)
 {
-	for (uint32_t i = 0; i < agent_hot.n_special; i++) {
+	/* Pairs with the release store of n_special in agent_special_add(). */
+	uint32_t n = atomic_load_explicit(&agent_hot.n_special, memory_order_acquire);
+	for (uint32_t i = 0; i < n; i++) {
 		if (agent_hot.special_id[i] == fn_id)
 			return (enum agent_special)agent_hot.special_kind[i];
 	}
@@ -206,7 +208,10 @@ ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
 	}
 	s->guard = 1;
 	uint32_t flags = 0;
-	if (ada_unlikely((agent_hot.special_filter >> agent_special_bit(fn_id)) & 1)) {
+	/* Relaxed: a stale filter only delays a special added by a dlopen on
+	 * another thread; handlers_special() reads the table with acquire. */
+	uint64_t filter = atomic_load_explicit(&agent_hot.special_filter, memory_order_relaxed);
+	if (ada_unlikely((filter >> agent_special_bit(fn_id)) & 1)) {
 		flags = handlers_special_enter(s, fn_id, ret_slot, regs);
 		if (flags == HANDLERS_NO_PUSH)
 			goto out;
@@ -246,12 +251,16 @@ ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp)
 
 void agent_special_add(uint64_t fn_id, enum agent_special kind)
 {
-	if (agent_hot.n_special >= AGENT_MAX_SPECIAL)
+	/* Writers are serialised by agent.lock. */
+	uint32_t n = atomic_load_explicit(&agent_hot.n_special, memory_order_relaxed);
+	if (n >= AGENT_MAX_SPECIAL)
 		return;
-	agent_hot.special_id[agent_hot.n_special] = fn_id;
-	agent_hot.special_kind[agent_hot.n_special] = (uint8_t)kind;
-	agent_hot.n_special++;
-	agent_hot.special_filter |= 1ull << agent_special_bit(fn_id);
+	agent_hot.special_id[n] = fn_id;
+	agent_hot.special_kind[n] = (uint8_t)kind;
+	/* Publishes the entry; pairs with the acquire in handlers_special(). */
+	atomic_store_explicit(&agent_hot.n_special, n + 1, memory_order_release);
+	atomic_fetch_or_explicit(&agent_hot.special_filter, 1ull << agent_special_bit(fn_id),
+				 memory_order_release);
 }
 
 void agent_special_run(enum agent_special kind, uint64_t *ret_slot)
