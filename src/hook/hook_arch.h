@@ -29,6 +29,12 @@
  *     both points and the handlers keep it 0).
  *   - The enter handler may change the saved registers in *regs; the
  *     trampoline reloads them all before running the relocated prologue.
+ *   - *ret_slot may already hold the return trampoline's address: a hooked
+ *     function that tail-calls (jmp) another hooked function, or jumps
+ *     back to its own entry, reaches the enter trampoline without a new
+ *     return address. The enter handler must treat that as a tail call.
+ *   - Functions that return twice (setjmp, vfork, getcontext) must not
+ *     get their return address swapped (that is the agent's exclusion).
  *   - Enter handler:  void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
  *                                            struct ada_hook_regs *regs);
  *     Exit handler:   uint64_t ada_hook_on_exit(uint64_t sp);  returns the
