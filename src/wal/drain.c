@@ -38,7 +38,8 @@
 #include "wal_internal.h"
 
 #define DRAIN_SLOT_BUDGET (1u << 18) /* events per slot per pass: fairness */
-#define DRAIN_IDLE_US 200
+#define DRAIN_IDLE_MIN_US 50u
+#define DRAIN_IDLE_MAX_US 1000u
 #define DRAIN_TICK_NS 1000000000ull
 #define DRAIN_RECLAIM_NS 10000000ull
 
@@ -672,6 +673,7 @@ static bool drain_done(struct ada_recorder *r)
 void *wal_drain_main(void *arg)
 {
 	struct ada_recorder *r = arg;
+	uint32_t idle_us = DRAIN_IDLE_MIN_US;
 	drain_setup(r);
 	drain_scan_dir(r);
 	for (;;) {
@@ -682,8 +684,13 @@ void *wal_drain_main(void *arg)
 			drain_check_gone(r, true); /* --no-follow: the others go too */
 			continue;
 		}
+		/* Idle: back off from 50 us to 1 ms; with writes in flight, a
+		 * completion (ring space to release) ends the wait early. */
+		idle_us = busy ? DRAIN_IDLE_MIN_US : idle_us * 2;
+		if (idle_us > DRAIN_IDLE_MAX_US)
+			idle_us = DRAIN_IDLE_MAX_US;
 		if (!busy)
-			usleep(DRAIN_IDLE_US);
+			ada_wal_io_wait(r->io, idle_us);
 	}
 	drain_scan_dir(r);
 	drain_check_gone(r, true);

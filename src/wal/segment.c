@@ -245,6 +245,18 @@ int ada_wal_io_reap(struct ada_wal_io *io, bool wait)
 	return n;
 }
 
+void ada_wal_io_wait(struct ada_wal_io *io, uint32_t usec)
+{
+	if (io->inflight == 0) {
+		usleep(usec);
+		return;
+	}
+	struct io_uring_cqe *cqe;
+	struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = (long long)usec * 1000};
+	if (io_uring_wait_cqe_timeout(&io->ring, &cqe, &ts) == 0)
+		ada_wal_io_reap(io, false);
+}
+
 static struct wal_buf *wal_buf_get(struct ada_wal_io *io)
 {
 	for (;;) {

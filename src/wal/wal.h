@@ -144,6 +144,8 @@ void ada_wal_io_free(struct ada_wal_io *io); /* waits for writes in flight */
 /* Reaps completions; with wait, blocks until at least one arrives (only
  * when something is in flight). Returns completions reaped or -errno. */
 int ada_wal_io_reap(struct ada_wal_io *io, bool wait);
+/* Sleeps up to usec, or less when a write completes (then reaps). */
+void ada_wal_io_wait(struct ada_wal_io *io, uint32_t usec);
 /* Submits every staged buffer older than stage_ms (all when force). */
 void ada_wal_io_submit_stale(struct ada_wal_io *io, bool force);
 /* Encode-to-disk latencies of the batches completed so far. */
