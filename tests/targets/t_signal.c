@@ -10,7 +10,7 @@
  *          program still knows them exactly.
  */
 #include <pthread.h>
-#include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,6 +30,8 @@ static const char *const fn_names[] = {FUNCS(TC_NAME)};
 static volatile unsigned long sink;
 static atomic_int handled;
 static pthread_t main_thread;
+static int async_mode;
+static sem_t handled_sem;
 
 TC_FN static void handler_work(int sig)
 {
@@ -41,8 +43,10 @@ TC_FN static void on_usr1(int sig)
 {
 	TC_ENTER(FN_on_usr1);
 	handler_work(sig);
-	/* Pairs with the acquire load in sender(): the handler's work is done. */
+	/* Pairs with the acquire loads in run_async()/run_sync(). */
 	atomic_fetch_add_explicit(&handled, 1, memory_order_release);
+	if (async_mode)
+		sem_post(&handled_sem); /* async-signal-safe; wakes sender() */
 }
 
 TC_FN static void on_usr2(int sig)
@@ -86,9 +90,9 @@ TC_FN static void *sender(void *arg)
 	tc_thread_begin("sender");
 	for (int i = 1; i <= ASYNC_SIGNALS; i++) {
 		pthread_kill(main_thread, SIGUSR1);
-		/* Pairs with the release in on_usr1(). */
-		while (atomic_load_explicit(&handled, memory_order_acquire) < i)
-			sched_yield();
+		/* Blocks until the handler ran: one signal in flight at a time. */
+		while (sem_wait(&handled_sem) != 0)
+			;
 	}
 	return NULL;
 }
@@ -129,6 +133,8 @@ TC_FN static int run_async(void)
 	unsigned long i = 0;
 
 	main_thread = pthread_self();
+	async_mode = 1;
+	sem_init(&handled_sem, 0, 0);
 	pthread_create(&t, NULL, sender, NULL);
 	/* Pairs with the release in on_usr1(). */
 	while (atomic_load_explicit(&handled, memory_order_acquire) < ASYNC_SIGNALS)
