@@ -3,7 +3,7 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
   set(_ha ${CMAKE_CURRENT_SOURCE_DIR}/unit)
 
   add_executable(test_hook_reloc ${_ha}/test_hook_reloc.c)
-  target_include_directories(test_hook_reloc PRIVATE ${CMOCKA_INCLUDE_DIR})
+  target_include_directories(test_hook_reloc PRIVATE ${CMOCKA_INCLUDE_DIR} ${CAPSTONE_INCLUDE_DIR})
   target_link_libraries(test_hook_reloc PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
   add_test(NAME hook_arch_reloc COMMAND test_hook_reloc)
 

@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include <capstone/capstone.h>
+
 #include "hook_arch.h"
 
 #define FN 0x400000ull
@@ -363,6 +365,63 @@ static void test_undecodable(void **state)
 	expect_skip(code, sizeof(code), ADA_HOOK_OK);
 }
 
+/* Checks one candidate first instruction `in` (padded with nops): the
+ * length and relocation case prepare() records (through its fast path
+ * for common encodings) must be what capstone decodes. */
+static void fast_check(csh cs, const uint8_t *in, size_t n)
+{
+	uint8_t code[32];
+	struct hook_arch_plan plan;
+	cs_insn *ci = NULL;
+
+	memset(code, 0x90, sizeof(code));
+	memcpy(code, in, n);
+	size_t cnt = cs_disasm(cs, code, sizeof(code), FN, 1, &ci);
+	if (cnt != 1)
+		return; /* invalid encoding: nothing to compare */
+	int rip = 0,
+	    branch = cs_insn_group(cs, ci, CS_GRP_JUMP) || cs_insn_group(cs, ci, CS_GRP_CALL);
+	for (int i = 0; i < ci->detail->x86.op_count; i++)
+		rip |= ci->detail->x86.operands[i].type == X86_OP_MEM &&
+		       ci->detail->x86.operands[i].mem.base == X86_REG_RIP;
+	if (prep(code, sizeof(code), FN, &plan) == ADA_HOOK_OK && !rip && !branch) {
+		assert_int_equal(plan.insns[0].len, ci->size);
+		assert_int_equal(plan.insns[0].kind, 0 /* X86_RELOC_PLAIN */);
+	}
+	cs_free(ci, cnt);
+}
+
+/* Every encoding the fast path may take, against capstone. */
+static void test_fast_prologue(void **state)
+{
+	static const uint8_t ops[] = {0x01, 0x03, 0x09, 0x0b, 0x21, 0x23, 0x29, 0x2b, 0x31,
+	                              0x33, 0x39, 0x3b, 0x85, 0x89, 0x8b, 0x83, 0x81};
+	csh cs;
+	(void)state;
+	assert_int_equal(cs_open(CS_ARCH_X86, CS_MODE_64, &cs), CS_ERR_OK);
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	for (int rex = 0x3f; rex <= 0x4f; rex++) { /* 0x3f: no REX */
+		uint8_t b[12] = {(uint8_t)rex, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+		uint8_t *o = rex == 0x3f ? b + 1 : b; /* instruction start */
+		size_t at = rex == 0x3f ? 0 : 1;      /* opcode within o */
+		for (int r = 0; r < 8; r++) {
+			o[at] = (uint8_t)(0x50 + r); /* push r */
+			fast_check(cs, o, at + 1);
+			o[at] = (uint8_t)(0xb8 + r); /* mov r, imm32 (imm64 with REX.W) */
+			fast_check(cs, o, at + 9);
+		}
+		for (size_t k = 0; k < sizeof(ops); k++)
+			for (int modrm = 0xc0; modrm <= 0xff; modrm++) {
+				o[at] = ops[k];
+				o[at + 1] = (uint8_t)modrm;
+				fast_check(cs, o, at + 6);
+			}
+	}
+	static const uint8_t endbr[] = {0xf3, 0x0f, 0x1e, 0xfa};
+	fast_check(cs, endbr, sizeof(endbr));
+	cs_close(&cs);
+}
+
 static void test_skip_names(void **state)
 {
 	(void)state;
@@ -393,6 +452,7 @@ int main(void)
 	    cmocka_unit_test(test_jump_table),
 	    cmocka_unit_test(test_undecodable),
 	    cmocka_unit_test(test_skip_names),
+	    cmocka_unit_test(test_fast_prologue),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -205,6 +205,46 @@ static enum ada_hook_skip plan_insn(const cs_insn *ci, uint64_t fn, struct hook_
 	return ADA_HOOK_OK;
 }
 
+/* Register-register forms of add/or/and/sub/xor/cmp/test/mov (op /r). */
+static int plan_is_alu_rr(uint8_t op)
+{
+	switch (op) {
+	case 0x01: case 0x03: case 0x09: case 0x0b: case 0x21: case 0x23: case 0x29:
+	case 0x2b: case 0x31: case 0x33: case 0x39: case 0x3b: case 0x85: case 0x89:
+	case 0x8b:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Length of a common, position-independent prologue instruction at b, or
+ * 0 to let capstone decide. An exact whitelist (checked against capstone
+ * in test_hook_reloc.c): capstone with detail costs ~300 ns per
+ * instruction, this a few ns, and most prologues are only these:
+ * endbr64; push r; mov/alu r,r; alu r,imm8/imm32; mov r32,imm32. */
+static size_t plan_fast_len(const uint8_t *b, size_t left)
+{
+	size_t rex = left > 0 && (b[0] & 0xf0) == 0x40, n = 0;
+	const uint8_t *o = b + rex;
+
+	if (left >= 4 && b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa)
+		return 4; /* endbr64 */
+	if (left < rex + 1)
+		return 0;
+	if ((o[0] & 0xf8) == 0x50)
+		n = rex + 1; /* push r */
+	else if ((o[0] & 0xf8) == 0xb8 && !(rex && (b[0] & 0x08)))
+		n = rex + 5; /* mov r32, imm32 (not the REX.W imm64 form) */
+	else if (left >= rex + 2 && (o[1] & 0xc0) == 0xc0 && plan_is_alu_rr(o[0]))
+		n = rex + 2;
+	else if (left >= rex + 2 && (o[1] & 0xc0) == 0xc0 && o[0] == 0x83)
+		n = rex + 3; /* alu r, imm8 */
+	else if (left >= rex + 2 && (o[1] & 0xc0) == 0xc0 && o[0] == 0x81)
+		n = rex + 6; /* alu r, imm32 */
+	return n <= left ? n : 0;
+}
+
 /* Decodes whole instructions until >= PATCH_MIN bytes are covered. */
 static enum ada_hook_skip plan_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
                                         cs_insn *ci, struct hook_arch_plan *plan)
@@ -216,6 +256,18 @@ static enum ada_hook_skip plan_prologue(const uint8_t *code, uint64_t addr, uint
 	while (plan->patch_len < PATCH_MIN) {
 		if (plan->insn_count == HOOK_ARCH_MAX_INSNS)
 			return ADA_SKIP_UNRELOCATABLE;
+		size_t fast = plan_fast_len(p, left);
+		if (fast) {
+			struct hook_arch_insn *in = &plan->insns[plan->insn_count++];
+			*in = (struct hook_arch_insn){.offset = (uint8_t)plan->patch_len,
+						      .len = (uint8_t)fast,
+						      .kind = X86_RELOC_PLAIN};
+			plan->patch_len += fast;
+			p += fast;
+			left -= fast;
+			pc += fast;
+			continue;
+		}
 		if (!cs_disasm_iter(plan_cs, &p, &left, &pc, ci))
 			/* Fewer than 15 bytes left: the insn may run past the end. */
 			return left < 15 ? ADA_SKIP_TOO_SHORT : ADA_SKIP_UNDECODABLE;
