@@ -13,6 +13,7 @@ static const struct ada_command commands[] = {
 	{"validate", "check ATF files: ada validate DIR", cmd_validate},
 	{"dump", "print events: ada dump DIR [--format text|jsonl] [--thread N] [--merge]", cmd_dump},
 	{"recover", "finalize a session whose recorder died: ada recover DIR", cmd_recover},
+	{"status", "live metrics of a recording (or the summary of a finished one): ada status DIR", cmd_status},
 };
 
 static void usage(FILE *f)

@@ -12,6 +12,7 @@ int cmd_record(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
+int cmd_status(int argc, char **argv);
 
 /* One line on stderr, prefixed "ada: ". */
 void ada_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
