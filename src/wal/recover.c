@@ -427,6 +427,7 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 		man = ada_manifest_new((int32_t)pid); /* lost or damaged: start anew */
 	}
 	struct rec_ctx c = {.rep = rep, .threads = json_array()};
+	uint64_t events_before = rep->events_on_disk;
 	rec_clock_from(&c, man);
 	const char *arena = json_string_value(json_object_get(man, "arena"));
 	if (arena && ada_arena_open(arena, &c.arena) == 0)
@@ -441,6 +442,10 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 		json_object_set_new(man, "abnormal", json_true());
 		json_object_set_new(man, "recovered_events_from_arena",
 				    json_integer((json_int_t)rep->events_from_arena));
+		json_t *m = json_object();
+		json_object_set_new(m, "events_written",
+				    json_integer((json_int_t)(rep->events_on_disk - events_before)));
+		json_object_set_new(man, "metrics", m);
 		wal_json_write_atomic(pid_dir, man);
 	} else {
 		json_decref(c.threads);
