@@ -33,7 +33,7 @@ struct bench {
 	uint64_t events; /* per producer per run */
 	_Atomic int stop;
 	_Atomic uint64_t consumed;
-	uint32_t fill_max; /* fullest any ring was seen by the consumer, % */
+	uint32_t fill_max;            /* fullest any ring was seen by the consumer, % */
 	struct atf_index_event *sink; /* the consumer's copy target */
 	pthread_barrier_t go;
 	int producers; /* this run's */

@@ -124,8 +124,7 @@ static void arena_init_control(struct ada_arena *a, const struct ada_arena_confi
 	 * is stored last anyway so a reader racing a direct create sees an
 	 * incomplete arena as "not an arena". Pairs with the acquire load of
 	 * magic in ada_arena_open(). */
-	atomic_store_explicit((_Atomic uint64_t *)&c->magic, ADA_ARENA_MAGIC,
-			      memory_order_release);
+	atomic_store_explicit((_Atomic uint64_t *)&c->magic, ADA_ARENA_MAGIC, memory_order_release);
 }
 
 void ring_arena_lock(struct ada_arena *a, bool *mlock_failed)
@@ -133,13 +132,13 @@ void ring_arena_lock(struct ada_arena *a, bool *mlock_failed)
 	a->mlocked = mlock(a->base, a->map_size) == 0;
 	if (!a->mlocked)
 		atomic_fetch_or_explicit(&a->ctl->flags, ADA_ARENA_F_MLOCK_FAILED,
-					 memory_order_relaxed);
+		                         memory_order_relaxed);
 	if (mlock_failed)
 		*mlock_failed = !a->mlocked;
 }
 
-int ada_arena_create(const char *path, const struct ada_arena_config *cfg,
-		     struct ada_arena **out, bool *mlock_failed)
+int ada_arena_create(const char *path, const struct ada_arena_config *cfg, struct ada_arena **out,
+                     bool *mlock_failed)
 {
 	struct ring_geometry geo;
 	if (!path || !out || ring_geometry(cfg, &geo) != 0)
@@ -180,8 +179,9 @@ static int arena_validate(struct ada_arena *a, uint64_t file_size)
 	const struct ada_arena_control *c = a->ctl;
 	if (file_size < sizeof(*c))
 		return -EPROTO;
-	uint64_t magic = atomic_load_explicit((_Atomic uint64_t *)&c->magic,
-					      memory_order_acquire); /* Pairs with arena_init_control(). */
+	uint64_t magic =
+	    atomic_load_explicit((_Atomic uint64_t *)&c->magic,
+	                         memory_order_acquire); /* Pairs with arena_init_control(). */
 	if (magic != ADA_ARENA_MAGIC || c->version != ADA_ARENA_VERSION ||
 	    c->control_size != sizeof(*c))
 		return -EPROTO;
@@ -303,27 +303,28 @@ void ring_arena_drop(struct ada_arena *a, enum ada_lane lane, enum ada_drop_reas
 }
 
 void ring_slot_drop(struct ada_arena *a, uint32_t slot, enum ada_lane lane,
-		    enum ada_drop_reason why)
+                    enum ada_drop_reason why)
 {
 	_Atomic uint64_t *d = &ring_index_hdr(a, slot)->drops[lane][why];
 	/* Single writer while the slot is owned: no locked add needed. */
 	atomic_store_explicit(d, atomic_load_explicit(d, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	                      memory_order_relaxed);
 }
 
 /* Approximate while ada_arena_slot_free() folds a slot's counters (a
  * reader may see them twice for that instant); exact once quiescent. */
 void ada_arena_drop_totals(const struct ada_arena *a,
-			   uint64_t out[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT])
+                           uint64_t out[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT])
 {
 	for (int l = 0; l < ADA_LANE_COUNT; l++)
 		for (int r = 0; r < ADA_DROP_REASON_COUNT; r++)
-			out[l][r] = atomic_load_explicit(&a->ctl->drops[l][r], memory_order_relaxed);
+			out[l][r] =
+			    atomic_load_explicit(&a->ctl->drops[l][r], memory_order_relaxed);
 	for (uint32_t s = 0; s < a->cfg.max_threads; s++) {
 		struct ada_index_hdr *h = ring_index_hdr(a, s);
 		for (int l = 0; l < ADA_LANE_COUNT; l++)
 			for (int r = 0; r < ADA_DROP_REASON_COUNT; r++)
-				out[l][r] += atomic_load_explicit(&h->drops[l][r],
-								  memory_order_relaxed);
+				out[l][r] +=
+				    atomic_load_explicit(&h->drops[l][r], memory_order_relaxed);
 	}
 }

@@ -32,7 +32,8 @@ void ada_arena_config_default(struct ada_arena_config *cfg)
 
 int ada_arena_config_valid(const struct ada_arena_config *cfg)
 {
-	if (!cfg || cfg->reserved != 0 || cfg->max_threads == 0 || cfg->max_threads > ADA_ARENA_MAX_THREADS_LIMIT)
+	if (!cfg || cfg->reserved != 0 || cfg->max_threads == 0 ||
+	    cfg->max_threads > ADA_ARENA_MAX_THREADS_LIMIT)
 		return -EINVAL;
 	if (cfg->overflow > ADA_OVERFLOW_DROP || cfg->timestamp_source > ADA_TS_CLOCK)
 		return -EINVAL;
@@ -55,13 +56,13 @@ int ring_geometry(const struct ada_arena_config *cfg, struct ring_geometry *g)
 		return -EINVAL;
 	uint64_t index_bytes = cfg->index_events * sizeof(struct atf_index_event);
 	g->desc_offset = RING_ALIGN(sizeof(struct ada_arena_control));
-	g->slots_offset = RING_ALIGN(g->desc_offset +
-				     (uint64_t)cfg->max_threads * sizeof(struct ada_slot_desc));
+	g->slots_offset =
+	    RING_ALIGN(g->desc_offset + (uint64_t)cfg->max_threads * sizeof(struct ada_slot_desc));
 	g->detail_offset = RING_ALIGN(sizeof(struct ada_index_hdr) + index_bytes);
 	g->slot_stride = g->detail_offset;
 	if (cfg->detail_bytes)
 		g->slot_stride = RING_ALIGN(g->detail_offset + sizeof(struct ada_detail_hdr) +
-					    cfg->detail_bytes);
+		                            cfg->detail_bytes);
 	/* At most 4096 x (2^33 + 2^30 + headers): well inside 2^48. */
 	g->total = g->slots_offset + g->slot_stride * cfg->max_threads;
 	return 0;
@@ -90,13 +91,13 @@ uint64_t ada_ring_capacity_for_rate(uint64_t events_per_sec, uint64_t burst_ms)
 int ada_arena_config_format(const struct ada_arena_config *cfg, char *buf, size_t cap)
 {
 	int n = snprintf(buf, cap,
-			 "max_threads=%u,index_events=%llu,detail_bytes=%llu,overflow=%s,"
-			 "ts=%s,hw=%u,lw=%u",
-			 cfg->max_threads, (unsigned long long)cfg->index_events,
-			 (unsigned long long)cfg->detail_bytes,
-			 cfg->overflow == ADA_OVERFLOW_DROP ? "drop" : "wait",
-			 cfg->timestamp_source == ADA_TS_CLOCK ? "clock" : "tsc",
-			 cfg->high_watermark_pct, cfg->low_watermark_pct);
+	                 "max_threads=%u,index_events=%llu,detail_bytes=%llu,overflow=%s,"
+	                 "ts=%s,hw=%u,lw=%u",
+	                 cfg->max_threads, (unsigned long long)cfg->index_events,
+	                 (unsigned long long)cfg->detail_bytes,
+	                 cfg->overflow == ADA_OVERFLOW_DROP ? "drop" : "wait",
+	                 cfg->timestamp_source == ADA_TS_CLOCK ? "clock" : "tsc",
+	                 cfg->high_watermark_pct, cfg->low_watermark_pct);
 	if (n < 0 || (size_t)n >= cap)
 		return -ENOSPC;
 	return n;
@@ -143,7 +144,7 @@ static int config_enum(const char *v, size_t vn, const char *w0, const char *w1,
 }
 
 static int config_pair(struct ada_arena_config *c, const char *k, size_t kn, const char *v,
-		       size_t vn)
+                       size_t vn)
 {
 	if (config_is(k, kn, "max_threads"))
 		return config_u32(v, vn, &c->max_threads);

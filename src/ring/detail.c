@@ -61,12 +61,12 @@ static uint64_t detail_step(uint64_t w, uint64_t d)
 /* Moves oldest past everything [start - D, end) would overwrite. Returns
  * the new oldest; *lost = records dropped (pads do not count). */
 static uint64_t detail_make_room(_Atomic uint64_t *words, uint64_t d, uint64_t oldest,
-				 uint64_t start, uint64_t end, uint64_t *lost)
+                                 uint64_t start, uint64_t end, uint64_t *lost)
 {
 	*lost = 0;
 	while (end - oldest > d) {
-		uint64_t w = atomic_load_explicit(&words[(oldest & (d - 1)) / 8],
-						  memory_order_relaxed);
+		uint64_t w =
+		    atomic_load_explicit(&words[(oldest & (d - 1)) / 8], memory_order_relaxed);
 		uint64_t step = detail_step(w, d);
 		if (step == 0 || oldest + step > start)
 			return start; /* damaged ring: forget all of it */
@@ -76,8 +76,8 @@ static uint64_t detail_make_room(_Atomic uint64_t *words, uint64_t d, uint64_t o
 	return oldest;
 }
 
-static void detail_write_words(_Atomic uint64_t *words, uint64_t d, uint64_t pos,
-			       const void *rec, uint32_t len)
+static void detail_write_words(_Atomic uint64_t *words, uint64_t d, uint64_t pos, const void *rec,
+                               uint32_t len)
 {
 	const uint8_t *src = rec;
 	uint64_t i = (pos & (d - 1)) / 8;
@@ -106,7 +106,7 @@ bool ring_detail_append(struct ada_arena *a, uint32_t slot, const void *rec, uin
 		return false;
 	struct ada_detail_hdr *h = ring_detail_hdr(a, slot);
 	_Atomic uint64_t *words = ring_detail_words(a, slot);
-	uint64_t pos = atomic_load_explicit(&h->head, memory_order_relaxed);  /* ours */
+	uint64_t pos = atomic_load_explicit(&h->head, memory_order_relaxed);   /* ours */
 	uint64_t old = atomic_load_explicit(&h->oldest, memory_order_relaxed); /* ours */
 	uint64_t need = RING_DETAIL_HDR + detail_round8(len);
 	uint64_t pad = (pos & (d - 1)) + need > d ? d - (pos & (d - 1)) : 0;
@@ -117,7 +117,7 @@ bool ring_detail_append(struct ada_arena *a, uint32_t slot, const void *rec, uin
 		atomic_store_explicit(&h->oldest, fresh, memory_order_relaxed);
 	if (pad) /* release: as in detail_write_words() */
 		atomic_store_explicit(&words[(pos & (d - 1)) / 8], RING_DETAIL_PAD | pad,
-				      memory_order_release);
+		                      memory_order_release);
 	detail_write_words(words, d, start, rec, len);
 	/* Publishes the record; pairs with the acquire load of head in
 	 * ada_detail_ring_snapshot(). */
@@ -130,7 +130,7 @@ bool ring_detail_append(struct ada_arena *a, uint32_t slot, const void *rec, uin
 /* Copies ring bytes [begin, end) to out, then returns the oldest position
  * whose bytes are known intact (the seqlock re-check). */
 static uint64_t detail_copy(struct ada_arena *a, uint32_t slot, uint64_t begin, uint64_t end,
-			    uint64_t *out)
+                            uint64_t *out)
 {
 	uint64_t d = a->cfg.detail_bytes;
 	_Atomic uint64_t *words = ring_detail_words(a, slot);
@@ -138,8 +138,8 @@ static uint64_t detail_copy(struct ada_arena *a, uint32_t slot, uint64_t begin, 
 	 * ring_detail_append(); a word written over an old one makes the
 	 * reload of oldest below see the advance that preceded it. */
 	for (uint64_t p = begin; p < end; p += 8)
-		out[(p - begin) / 8] = atomic_load_explicit(&words[(p & (d - 1)) / 8],
-							    memory_order_acquire);
+		out[(p - begin) / 8] =
+		    atomic_load_explicit(&words[(p & (d - 1)) / 8], memory_order_acquire);
 	/* After the acquire loads in program order: cannot be hoisted above. */
 	return atomic_load_explicit(&ring_detail_hdr(a, slot)->oldest, memory_order_relaxed);
 }
@@ -147,7 +147,7 @@ static uint64_t detail_copy(struct ada_arena *a, uint32_t slot, uint64_t begin, 
 /* Walks the copied bytes from offset `from` (a record boundary), moving the
  * records down to the front of buf without pads. Returns bytes kept. */
 static uint64_t detail_compact(uint8_t *buf, uint64_t from, uint64_t len, uint64_t d,
-			       uint64_t *records)
+                               uint64_t *records)
 {
 	uint64_t in = from, out = 0;
 	*records = 0;
@@ -168,7 +168,7 @@ static uint64_t detail_compact(uint8_t *buf, uint64_t from, uint64_t len, uint64
 }
 
 int ada_detail_ring_snapshot(struct ada_arena *a, uint32_t slot, uint64_t from, void *buf,
-			     size_t cap, struct ada_detail_snapshot *snap)
+                             size_t cap, struct ada_detail_snapshot *snap)
 {
 	uint64_t d = a->cfg.detail_bytes;
 	if (slot >= a->cfg.max_threads || d == 0 || cap < d || !buf || !snap ||

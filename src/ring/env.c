@@ -47,7 +47,7 @@ static int env_adopt_exec(struct ada_arena *a)
 		 * acquire in slot_state() (slots.c). A slot in another state
 		 * gets exec_orphaned reset when it is next claimed. */
 		atomic_compare_exchange_strong_explicit(&d->state, &expect, ADA_SLOT_EXITED,
-							memory_order_release, memory_order_relaxed);
+		                                        memory_order_release, memory_order_relaxed);
 	}
 	atomic_fetch_or_explicit(&a->ctl->flags, ADA_ARENA_F_EXEC_REOPENED, memory_order_relaxed);
 	ring_arena_lock(a, NULL); /* mlock does not survive exec */
@@ -55,7 +55,7 @@ static int env_adopt_exec(struct ada_arena *a)
 }
 
 static int env_create(const char *tmp, const char *ring, const struct ada_arena_config *cfg,
-		      struct ada_arena **out)
+                      struct ada_arena **out)
 {
 	unlink(tmp); /* a leftover of an earlier process with our pid */
 	int err = ada_arena_create(tmp, cfg, out, NULL);

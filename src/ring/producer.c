@@ -16,9 +16,9 @@
  * In every state but OWNING, head == limit == 0, so ada_emit() always comes
  * here and returns at once. An OWNING thread of an ADA_TS_CLOCK arena also
  * keeps limit == 0 (its true bound is `room`), so each of its events is
- * written here, with clock_gettime, and the fast path has no clock test. An OWNING thread keeps its slot to the end; the
- * pthread key destructor marks the slot EXITED and later events still go
- * to the ring, which stays valid until the drain frees it.
+ * written here, with clock_gettime, and the fast path has no clock test. An OWNING thread keeps its
+ * slot to the end; the pthread key destructor marks the slot EXITED and later events still go to
+ * the ring, which stays valid until the drain frees it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -92,8 +92,8 @@ static void producer_thread_exit(void *unused)
 	 * so far (belt and braces: head's own release covers them). Pairs
 	 * with the acquire in slot_state() (slots.c). */
 	atomic_compare_exchange_strong_explicit(&p->arena->desc[p->slot].state, &expect,
-						ADA_SLOT_EXITED, memory_order_release,
-						memory_order_relaxed);
+	                                        ADA_SLOT_EXITED, memory_order_release,
+	                                        memory_order_relaxed);
 }
 
 static void producer_key_create(void)
@@ -120,8 +120,7 @@ static bool producer_refresh_limit(struct ada_producer *p)
 	return p->head < p->room;
 }
 
-static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t slot,
-			   uint32_t tid)
+static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t slot, uint32_t tid)
 {
 	struct ada_index_hdr *h = ring_index_hdr(a, slot);
 	p->arena = a;
@@ -206,7 +205,7 @@ static bool producer_wait(struct ada_producer *p)
 			beat = b;
 			since = now;
 		} else if (now - since >=
-			   atomic_load_explicit(&producer_lag_ns, memory_order_relaxed)) {
+		           atomic_load_explicit(&producer_lag_ns, memory_order_relaxed)) {
 			return producer_drain_lagging(p, beat);
 		}
 	}
@@ -226,7 +225,7 @@ bool ada_producer_slow(struct ada_producer *p)
 }
 
 void ada_producer_emit_slow(struct ada_producer *p, uint64_t function_id, uint32_t kind,
-			    uint32_t depth)
+                            uint32_t depth)
 {
 	if (!ada_producer_slow(p))
 		return;

@@ -54,10 +54,10 @@ enum ada_overflow { ADA_OVERFLOW_WAIT = 0, ADA_OVERFLOW_DROP = 1 };
 enum ada_ts_source { ADA_TS_TSC = 0, ADA_TS_CLOCK = 1 };
 enum ada_lane { ADA_LANE_INDEX = 0, ADA_LANE_DETAIL = 1, ADA_LANE_COUNT = 2 };
 enum ada_drop_reason {
-	ADA_DROP_RING_FULL = 0,         /* --overflow drop and the ring was full */
-	ADA_DROP_DRAIN_LAG = 1,         /* waited, but the drain stopped moving */
-	ADA_DROP_DETAIL_OVERWRITTEN = 2,/* detail ring overwrote its oldest */
-	ADA_DROP_NO_SLOT = 3,           /* more live threads than slots */
+	ADA_DROP_RING_FULL = 0,          /* --overflow drop and the ring was full */
+	ADA_DROP_DRAIN_LAG = 1,          /* waited, but the drain stopped moving */
+	ADA_DROP_DETAIL_OVERWRITTEN = 2, /* detail ring overwrote its oldest */
+	ADA_DROP_NO_SLOT = 3,            /* more live threads than slots */
 	ADA_DROP_REASON_COUNT = 4,
 };
 enum ada_slot_state {
@@ -66,9 +66,9 @@ enum ada_slot_state {
 	ADA_SLOT_EXITED = 2,
 };
 /* Arena-wide flags (ada_arena_flags()), set by the producer side. */
-#define ADA_ARENA_F_MLOCK_FAILED 0x1u /* mlock refused: pages may be swapped */
-#define ADA_ARENA_F_THP 0x2u          /* tmpfs THP enabled and MADV_HUGEPAGE advised */
-#define ADA_ARENA_F_HUGETLB 0x4u      /* the file lives on hugetlbfs */
+#define ADA_ARENA_F_MLOCK_FAILED 0x1u  /* mlock refused: pages may be swapped */
+#define ADA_ARENA_F_THP 0x2u           /* tmpfs THP enabled and MADV_HUGEPAGE advised */
+#define ADA_ARENA_F_HUGETLB 0x4u       /* the file lives on hugetlbfs */
 #define ADA_ARENA_F_EXEC_REOPENED 0x8u /* a process image exec'd and reopened it */
 
 enum ada_process_state {
@@ -79,10 +79,10 @@ enum ada_process_state {
 
 struct ada_arena_config {
 	uint32_t max_threads;
-	uint32_t overflow;         /* enum ada_overflow */
-	uint64_t index_events;     /* per-thread index ring capacity, power of two */
-	uint64_t detail_bytes;     /* per-thread detail ring bytes, power of two; 0 = none */
-	uint32_t timestamp_source; /* enum ada_ts_source */
+	uint32_t overflow;           /* enum ada_overflow */
+	uint64_t index_events;       /* per-thread index ring capacity, power of two */
+	uint64_t detail_bytes;       /* per-thread detail ring bytes, power of two; 0 = none */
+	uint32_t timestamp_source;   /* enum ada_ts_source */
 	uint32_t high_watermark_pct; /* fill % at which the drain hurries */
 	uint32_t low_watermark_pct;  /* fill % the drain drains down to */
 	uint32_t reserved;
@@ -115,7 +115,7 @@ struct ada_metrics {
 };
 
 struct ada_slot_info {
-	uint32_t state;      /* enum ada_slot_state */
+	uint32_t state; /* enum ada_slot_state */
 	uint32_t tid;
 	uint32_t thread_seq; /* N of thread_N in the session */
 	uint32_t generation; /* bumps every time the slot is claimed */
@@ -135,8 +135,8 @@ struct ada_arena; /* process-local handle */
  * mlock refusal is not an error: *mlock_failed tells (may be NULL), and
  * ADA_ARENA_F_MLOCK_FAILED in the file tells the recorder.
  * Returns 0 or -errno (-EINVAL bad config, -EEXIST, -ENOMEM, ...). */
-int ada_arena_create(const char *path, const struct ada_arena_config *cfg,
-		     struct ada_arena **out, bool *mlock_failed);
+int ada_arena_create(const char *path, const struct ada_arena_config *cfg, struct ada_arena **out,
+                     bool *mlock_failed);
 /* Maps an existing arena (drain, recover). -EPROTO when the file is not an
  * arena or its layout does not match this build. */
 int ada_arena_open(const char *path, struct ada_arena **out);
@@ -176,12 +176,12 @@ uint32_t ada_arena_flags(const struct ada_arena *a);
 /* Whether this handle's mapping is mlocked (process-local). */
 bool ada_arena_mlocked(const struct ada_arena *a);
 struct ada_metrics *ada_arena_metrics(struct ada_arena *a);
-void ada_arena_drain_heartbeat(struct ada_arena *a); /* drain: "I am alive" */
+void ada_arena_drain_heartbeat(struct ada_arena *a);     /* drain: "I am alive" */
 uint64_t ada_arena_heartbeat(const struct ada_arena *a); /* beats so far */
 /* Sum over every slot (live ones and those freed before) plus the drops
  * that had no slot to go to (ADA_DROP_NO_SLOT, in the index lane). */
 void ada_arena_drop_totals(const struct ada_arena *a,
-			   uint64_t out[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT]);
+                           uint64_t out[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT]);
 
 /* ---- drain side (the single consumer of every ring) ---- */
 uint32_t ada_arena_max_threads(const struct ada_arena *a);
@@ -189,7 +189,7 @@ void ada_arena_slot_info(const struct ada_arena *a, uint32_t slot, struct ada_sl
 /* Contiguous run of published, not yet consumed events from tail (up to the
  * wrap point). Returns the count; *events points into the ring. */
 size_t ada_index_ring_peek(struct ada_arena *a, uint32_t slot,
-			   const struct atf_index_event **events);
+                           const struct atf_index_event **events);
 /* Consumes n events peeked above (release store of tail). */
 void ada_index_ring_release(struct ada_arena *a, uint32_t slot, size_t n);
 /* Drain: the slot's thread is gone and its ring is empty: make it FREE.
@@ -229,12 +229,12 @@ struct ada_detail_rec {
 /* Largest record the ring accepts: a quarter of detail_bytes minus the header. */
 uint32_t ada_detail_max_record(const struct ada_arena *a);
 struct ada_detail_snapshot {
-	uint64_t begin;       /* ring position of the first record returned */
-	uint64_t end;         /* position after the last one (pass as `from` next time) */
-	uint64_t records;     /* records written into buf */
-	uint64_t bytes;       /* bytes written into buf */
-	uint64_t lost_bytes;  /* ring bytes in [from, begin) overwritten before
-				 they could be copied (their records are gone) */
+	uint64_t begin;      /* ring position of the first record returned */
+	uint64_t end;        /* position after the last one (pass as `from` next time) */
+	uint64_t records;    /* records written into buf */
+	uint64_t bytes;      /* bytes written into buf */
+	uint64_t lost_bytes; /* ring bytes in [from, begin) overwritten before
+	                        they could be copied (their records are gone) */
 };
 /* Copies the records in [max(from, oldest), head) of the slot's detail ring
  * into buf. A record overwritten during the copy is detected (seqlock
@@ -244,7 +244,7 @@ struct ada_detail_snapshot {
  * detail_bytes and buf 8-byte aligned.
  * Returns 0, -EINVAL (bad slot, no detail ring, cap too small, buf misaligned). */
 int ada_detail_ring_snapshot(struct ada_arena *a, uint32_t slot, uint64_t from, void *buf,
-			     size_t cap, struct ada_detail_snapshot *snap);
+                             size_t cap, struct ada_detail_snapshot *snap);
 /* Iterates a snapshot buffer: returns the next record (and its length) at
  * *off, advancing *off, or NULL at the end / on a malformed buffer. */
 const void *ada_detail_rec_next(const void *buf, size_t len, size_t *off, uint32_t *rec_len);
@@ -269,8 +269,7 @@ struct ada_producer {
 	uint32_t retry;          /* no slot: drops left before the next claim attempt */
 };
 
-extern __thread struct ada_producer ada_producer_tls
-	__attribute__((tls_model("initial-exec")));
+extern __thread struct ada_producer ada_producer_tls __attribute__((tls_model("initial-exec")));
 
 /* Process-wide: the arena this process produces into (NULL: not recording). */
 void ada_producer_set_arena(struct ada_arena *a);
@@ -352,9 +351,8 @@ static inline void ada_event_put_tsc(struct atf_index_event *e)
  * writes the event itself (with clock_gettime time in ADA_TS_CLOCK
  * arenas, whose threads keep limit == 0 so that every event comes here and
  * the fast path needs no clock test). */
-__attribute__((cold)) void ada_producer_emit_slow(struct ada_producer *p,
-						  uint64_t function_id, uint32_t kind,
-						  uint32_t depth);
+__attribute__((cold)) void ada_producer_emit_slow(struct ada_producer *p, uint64_t function_id,
+                                                  uint32_t kind, uint32_t depth);
 
 /* Hook context: no syscall, no libc, no allocation on the common path.
  * About 20 instructions + rdtsc: TLS loads, one compare, six stores. */

@@ -47,7 +47,7 @@ struct ada_arena_control {
 	_Atomic int32_t exit_info; /* exit status or signal number */
 	_Atomic uint32_t flags;    /* ADA_ARENA_F_* */
 
-	alignas(ADA_CACHELINE) _Atomic uint64_t heartbeat; /* drain only */
+	alignas(ADA_CACHELINE) _Atomic uint64_t heartbeat;       /* drain only */
 	alignas(ADA_CACHELINE) _Atomic uint32_t next_thread_seq; /* every producer */
 	/* Drops with no slot (NO_SLOT) and the folded counters of freed slots. */
 	alignas(ADA_CACHELINE) _Atomic uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
@@ -137,7 +137,7 @@ bool ring_detail_append(struct ada_arena *a, uint32_t slot, const void *rec, uin
 int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint);
 /* Producer: counts one drop in the slot (single writer while owned). */
 void ring_slot_drop(struct ada_arena *a, uint32_t slot, enum ada_lane lane,
-		    enum ada_drop_reason why);
+                    enum ada_drop_reason why);
 /* Anyone: counts one drop in the arena totals (atomic add). */
 void ring_arena_drop(struct ada_arena *a, enum ada_lane lane, enum ada_drop_reason why);
 

@@ -42,14 +42,14 @@ int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint)
 		 * ada_arena_slot_free(), so the drain's last tail and the
 		 * zeroed counters are visible to the new owner. */
 		if (!atomic_compare_exchange_strong_explicit(&d->state, &expect, RING_SLOT_CLAIMING,
-							     memory_order_acquire,
-							     memory_order_relaxed))
+		                                             memory_order_acquire,
+		                                             memory_order_relaxed))
 			continue;
 		atomic_store_explicit(&d->tid, tid, memory_order_relaxed);
-		atomic_store_explicit(&d->thread_seq,
-				      atomic_fetch_add_explicit(&a->ctl->next_thread_seq, 1,
-								memory_order_relaxed),
-				      memory_order_relaxed);
+		atomic_store_explicit(
+		    &d->thread_seq,
+		    atomic_fetch_add_explicit(&a->ctl->next_thread_seq, 1, memory_order_relaxed),
+		    memory_order_relaxed);
 		atomic_fetch_add_explicit(&d->generation, 1, memory_order_relaxed);
 		atomic_store_explicit(&d->exec_orphaned, 0, memory_order_relaxed);
 		/* Publishes tid/thread_seq/generation; pairs with slot_state(). */
@@ -82,13 +82,13 @@ void ada_arena_slot_info(const struct ada_arena *a, uint32_t slot, struct ada_sl
 	out->tail = atomic_load_explicit(&h->tail, memory_order_relaxed); /* ours */
 	for (int l = 0; l < ADA_LANE_COUNT; l++)
 		for (int r = 0; r < ADA_DROP_REASON_COUNT; r++)
-			out->drops[l][r] = atomic_load_explicit(&h->drops[l][r],
-								memory_order_relaxed);
+			out->drops[l][r] =
+			    atomic_load_explicit(&h->drops[l][r], memory_order_relaxed);
 	out->fill_pct = ada_ring_fill_pct(out->head, out->tail, a->cfg.index_events);
 }
 
 size_t ada_index_ring_peek(struct ada_arena *a, uint32_t slot,
-			   const struct atf_index_event **events)
+                           const struct atf_index_event **events)
 {
 	*events = NULL;
 	if (slot >= a->cfg.max_threads)
@@ -128,8 +128,8 @@ static void slot_fold_drops(struct ada_arena *a, uint32_t slot)
 	struct ada_index_hdr *h = ring_index_hdr(a, slot);
 	for (int l = 0; l < ADA_LANE_COUNT; l++)
 		for (int r = 0; r < ADA_DROP_REASON_COUNT; r++) {
-			uint64_t v = atomic_exchange_explicit(&h->drops[l][r], 0,
-							      memory_order_relaxed);
+			uint64_t v =
+			    atomic_exchange_explicit(&h->drops[l][r], 0, memory_order_relaxed);
 			atomic_fetch_add_explicit(&a->ctl->drops[l][r], v, memory_order_relaxed);
 		}
 }
@@ -141,7 +141,7 @@ int ada_arena_slot_free(struct ada_arena *a, uint32_t slot)
 	struct ada_index_hdr *h = ring_index_hdr(a, slot);
 	if (slot_state(a, slot) != ADA_SLOT_EXITED ||
 	    atomic_load_explicit(&h->head, memory_order_acquire) != /* pairs with ada_emit() */
-		    atomic_load_explicit(&h->tail, memory_order_relaxed))
+	        atomic_load_explicit(&h->tail, memory_order_relaxed))
 		return -EBUSY;
 	slot_fold_drops(a, slot);
 	if (a->geo.slot_stride > a->geo.detail_offset) {

@@ -110,10 +110,11 @@ static uint64_t snap_check(struct fixture *f, uint64_t *from, uint32_t *next, bo
 		if (n == 0 && (s.lost_bytes || f->gap) && gap_ok)
 			assert_true(seq >= *next);
 		else if (seq != *next)
-			fail_msg("seq %u expected %u: rec %llu of snapshot from %llu begin %llu end %llu lost %llu recs %llu",
-				 seq, *next, (unsigned long long)n, (unsigned long long)*from,
-				 (unsigned long long)s.begin, (unsigned long long)s.end,
-				 (unsigned long long)s.lost_bytes, (unsigned long long)s.records);
+			fail_msg("seq %u expected %u: rec %llu of snapshot from %llu begin %llu "
+			         "end %llu lost %llu recs %llu",
+			         seq, *next, (unsigned long long)n, (unsigned long long)*from,
+			         (unsigned long long)s.begin, (unsigned long long)s.end,
+			         (unsigned long long)s.lost_bytes, (unsigned long long)s.records);
 		*next = seq + 1;
 		n++;
 	}
@@ -262,7 +263,7 @@ static void test_concurrent_overwrite_never_torn(void **state)
 	struct writer w = {.count = 200000};
 	pthread_t t;
 	ada_detail_push("", 0); /* the main thread, in f->slot, stays out of it */
-	f->slot ^= 1;          /* the writer takes the other of the two slots */
+	f->slot ^= 1;           /* the writer takes the other of the two slots */
 	assert_int_equal(pthread_create(&t, NULL, writer_main, &w), 0);
 	uint64_t from = 0, seen = 0, snaps = 0;
 	uint32_t next = 0;
@@ -279,19 +280,19 @@ static void test_concurrent_overwrite_never_torn(void **state)
 	 * drain may also lose records it skipped, so seen + over >= count). */
 	assert_true(seen + si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN] >= w.count);
 	print_message("snapshots %llu, records seen %llu of %u\n", (unsigned long long)snaps,
-		      (unsigned long long)seen, w.count);
+	              (unsigned long long)seen, w.count);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_push_and_snapshot, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_overwrite_oldest_counts, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_snapshot_after_lag, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_limits, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_no_detail_ring, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_concurrent_overwrite_never_torn, fx_setup,
-						fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_push_and_snapshot, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_overwrite_oldest_counts, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_snapshot_after_lag, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_limits, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_no_detail_ring, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_concurrent_overwrite_never_torn, fx_setup,
+	                                    fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

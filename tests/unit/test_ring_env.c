@@ -171,11 +171,9 @@ static void test_fork_child_makes_its_own(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 	ada_emit_call(4);
 	const struct atf_index_event *e;
-	assert_int_equal(ada_index_ring_peek(mine, 0, &e) +
-				 ada_index_ring_peek(mine, 1, &e) +
-				 ada_index_ring_peek(mine, 2, &e) +
-				 ada_index_ring_peek(mine, 3, &e),
-			 2); /* the child wrote nothing here */
+	assert_int_equal(ada_index_ring_peek(mine, 0, &e) + ada_index_ring_peek(mine, 1, &e) +
+	                     ada_index_ring_peek(mine, 2, &e) + ada_index_ring_peek(mine, 3, &e),
+	                 2); /* the child wrote nothing here */
 	char path[128];
 	ring_path(path, sizeof(path), pid, "ring");
 	struct ada_arena *child;
@@ -248,12 +246,10 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "--after-exec") == 0)
 		return after_exec();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_env_errors, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_create_then_exec_reopen, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_fork_child_makes_its_own, fx_setup,
-						fx_teardown),
-		cmocka_unit_test_setup_teardown(test_mlock_refusal_reported, fx_setup,
-						fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_env_errors, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_create_then_exec_reopen, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_fork_child_makes_its_own, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_mlock_refusal_reported, fx_setup, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -56,7 +56,7 @@ static int fx_teardown(void **state)
 }
 
 static struct ada_arena *fx_arena(struct fixture *f, uint32_t threads, uint64_t events,
-				  uint32_t overflow)
+                                  uint32_t overflow)
 {
 	struct ada_arena_config c;
 	ada_arena_config_default(&c);
@@ -155,7 +155,7 @@ static void test_full_drop_policy_counts(void **state)
 	assert_int_equal(si.drops[ADA_LANE_INDEX][ADA_DROP_RING_FULL], 36);
 	uint64_t next = 0;
 	assert_int_equal(drain_slot(a, 0, &next, SIZE_MAX), 64); /* the first 64 kept */
-	ada_emit(1000, ATF_EVENT_CALL, 1); /* room again: accepted */
+	ada_emit(1000, ATF_EVENT_CALL, 1);                       /* room again: accepted */
 	const struct atf_index_event *e;
 	assert_int_equal(ada_index_ring_peek(a, 0, &e), 1);
 	assert_int_equal(e[0].function_id, 1000);
@@ -458,7 +458,7 @@ static void test_config_round_trip(void **state)
 	int n = ada_arena_config_format(&c, buf, sizeof(buf));
 	assert_true(n > 0);
 	assert_string_equal(buf, "max_threads=300,index_events=1048576,detail_bytes=65536,"
-				 "overflow=drop,ts=clock,hw=90,lw=10");
+	                         "overflow=drop,ts=clock,hw=90,lw=10");
 	assert_int_equal(ada_arena_config_parse(buf, (size_t)n, &d), 0);
 	assert_memory_equal(&c, &d, sizeof(c));
 	assert_int_equal(ada_arena_config_format(&c, buf, 10), -ENOSPC);
@@ -473,12 +473,23 @@ static void test_config_rejects(void **state)
 {
 	(void)state;
 	static const char *bad[] = {
-		"max_threads=0",        "max_threads=99999",  "index_events=1000",
-		"index_events=32",      "detail_bytes=5000",  "detail_bytes=1024",
-		"overflow=maybe",       "ts=hpet",            "hw=20,lw=30",
-		"hw=101",               "lw=0",               "nokey=1",
-		"max_threads",          "max_threads=-1",     "max_threads= 4",
-		"index_events=99999999999999999999", "max_threads=4294967296",
+	    "max_threads=0",
+	    "max_threads=99999",
+	    "index_events=1000",
+	    "index_events=32",
+	    "detail_bytes=5000",
+	    "detail_bytes=1024",
+	    "overflow=maybe",
+	    "ts=hpet",
+	    "hw=20,lw=30",
+	    "hw=101",
+	    "lw=0",
+	    "nokey=1",
+	    "max_threads",
+	    "max_threads=-1",
+	    "max_threads= 4",
+	    "index_events=99999999999999999999",
+	    "max_threads=4294967296",
 	};
 	struct ada_arena_config d;
 	ada_arena_config_default(&d);
@@ -555,27 +566,25 @@ static void test_open_rejects_damaged_arena(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_empty_then_wraparound, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_peek_stops_at_wrap_point, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_full_drop_policy_counts, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_watermarks, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_wait_policy_drain_lag, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_wait_policy_lossless, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_slot_claim_exit_free_reuse, fx_setup,
-						fx_teardown),
-		cmocka_unit_test_setup_teardown(test_no_slot_drops, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_drops_survive_slot_free, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_process_state_and_heartbeat, fx_setup,
-						fx_teardown),
-		cmocka_unit_test_setup_teardown(test_timestamp_sources, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_tsc_timestamps, fx_setup, fx_teardown),
-		cmocka_unit_test(test_capacity_for_rate),
-		cmocka_unit_test(test_size_for),
-		cmocka_unit_test(test_config_round_trip),
-		cmocka_unit_test(test_config_rejects),
-		cmocka_unit_test_setup_teardown(test_open_rejects_garbage, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_open_rejects_damaged_arena, fx_setup,
-						fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_empty_then_wraparound, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_peek_stops_at_wrap_point, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_full_drop_policy_counts, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_watermarks, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_wait_policy_drain_lag, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_wait_policy_lossless, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_slot_claim_exit_free_reuse, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_no_slot_drops, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_drops_survive_slot_free, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_process_state_and_heartbeat, fx_setup,
+	                                    fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_timestamp_sources, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_tsc_timestamps, fx_setup, fx_teardown),
+	    cmocka_unit_test(test_capacity_for_rate),
+	    cmocka_unit_test(test_size_for),
+	    cmocka_unit_test(test_config_round_trip),
+	    cmocka_unit_test(test_config_rejects),
+	    cmocka_unit_test_setup_teardown(test_open_rejects_garbage, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_open_rejects_damaged_arena, fx_setup, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

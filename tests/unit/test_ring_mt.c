@@ -55,12 +55,12 @@ static bool check_event(struct shared *s, const struct atf_index_event *e)
 	uint32_t who = (uint32_t)(e->function_id >> 40);
 	uint64_t seq = e->function_id & ((1ull << 40) - 1);
 	uint32_t kind = (seq & 1) ? ATF_EVENT_RETURN : ATF_EVENT_CALL;
-	if (who >= PRODUCERS || seq != s->got[who] || e->event_kind != kind ||
-	    e->call_depth != 1 || e->detail_seq != ATF_NO_DETAIL) {
+	if (who >= PRODUCERS || seq != s->got[who] || e->event_kind != kind || e->call_depth != 1 ||
+	    e->detail_seq != ATF_NO_DETAIL) {
 		snprintf(s->error, sizeof(s->error),
-			 "bad event: producer %u seq %llu kind %u depth %u (expected seq %llu)", who,
-			 (unsigned long long)seq, e->event_kind, e->call_depth,
-			 who < PRODUCERS ? (unsigned long long)s->got[who] : 0ull);
+		         "bad event: producer %u seq %llu kind %u depth %u (expected seq %llu)",
+		         who, (unsigned long long)seq, e->event_kind, e->call_depth,
+		         who < PRODUCERS ? (unsigned long long)s->got[who] : 0ull);
 		return false;
 	}
 	s->got[who]++;
@@ -168,8 +168,8 @@ static void test_four_producers_large_ring(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_four_producers_small_ring),
-		cmocka_unit_test(test_four_producers_large_ring),
+	    cmocka_unit_test(test_four_producers_small_ring),
+	    cmocka_unit_test(test_four_producers_large_ring),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
