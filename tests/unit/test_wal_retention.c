@@ -1,0 +1,143 @@
+/*
+ * Retention generations (--max-disk-mb) through the recorder core: a
+ * forked child links the producer API and emits N events on one thread
+ * whose function_id is the event's global sequence number; the recorder
+ * runs with a small budget. Checks: the kept files are index.g<G>.atf
+ * (ascending G) then index.atf, each a standalone file whose index_seq
+ * starts at 0; the manifest's first_seq of each file is the function_id
+ * (= global seq) of its first event and matches the events before it;
+ * retired_events + kept events = N; the bytes on disk stay in budget.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ring.h"
+#include "wal.h"
+
+#define N_EVENTS 3000000ull /* 96 MB of events */
+#define BUDGET (8ull << 20)
+
+static void child(const struct ada_recorder *r, const char *cfg)
+{
+	setenv("ADA_ARENA_DIR", ada_recorder_arena_dir(r), 1);
+	setenv("ADA_RING_CONFIG", cfg, 1);
+	if (ada_producer_init_from_env() < 0)
+		_exit(3);
+	for (uint64_t i = 0; i < N_EVENTS; i++)
+		ada_emit(i, i & 1 ? ATF_EVENT_RETURN : ATF_EVENT_CALL, 1);
+	_exit(0);
+}
+
+/* First event's function_id and the count of a finalized file. */
+static void file_info(const char *path, uint64_t *first, uint64_t *count, uint64_t *size)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	struct atf_index_header h;
+	struct atf_index_event e;
+	assert_int_equal(pread(fd, &h, 64, 0), 64);
+	assert_memory_equal(h.magic, "ATI2", 4);
+	assert_int_equal((uint64_t)st.st_size, h.footer_offset + 64);
+	*count = (h.footer_offset - 64) / 32;
+	*first = UINT64_MAX;
+	if (*count) {
+		assert_int_equal(pread(fd, &e, 32, 64), 32);
+		*first = e.function_id;
+	}
+	*size = (uint64_t)st.st_size;
+	close(fd);
+}
+
+static void test_generations(void **state)
+{
+	(void)state;
+	char out[] = "/tmp/ada_wal_ret_XXXXXX";
+	assert_non_null(mkdtemp(out));
+	struct ada_arena_config cfg;
+	ada_arena_config_default(&cfg);
+	cfg.max_threads = 2;
+	cfg.timestamp_source = ADA_TS_CLOCK; /* no calibration wait needed */
+	char txt[ADA_ARENA_CONFIG_TEXT_MAX];
+	assert_true(ada_arena_config_format(&cfg, txt, sizeof(txt)) > 0);
+	const char *argv[] = {"retention-child", NULL};
+	struct ada_recorder_opts o = {
+		.out_dir = out, .drain_cpu = -1, .max_disk_bytes = BUDGET, .follow = true,
+		.force_clock = true, .ring_config = txt, .program_argv = argv,
+	};
+	struct ada_recorder *r;
+	assert_int_equal(ada_recorder_new(&o, &r), 0);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	pid_t pid = fork();
+	if (pid == 0)
+		child(r, txt);
+	assert_int_equal(ada_recorder_start(r, pid), 0);
+	struct ada_record_summary sum;
+	assert_int_equal(ada_recorder_wait(r, &sum), 0);
+	assert_int_equal(sum.exit_status, 0);
+	assert_int_equal(sum.events, N_EVENTS);
+
+	char pid_dir[512], path[600];
+	snprintf(pid_dir, sizeof(pid_dir), "%s/pid_%d", ada_recorder_session_dir(r), (int)pid);
+	snprintf(path, sizeof(path), "%s/manifest.json", pid_dir);
+	json_t *man = json_load_file(path, 0, NULL);
+	assert_non_null(man);
+	json_t *t = json_array_get(json_object_get(man, "threads"), 0);
+	json_t *files = json_object_get(t, "files");
+	uint64_t retired = (uint64_t)json_integer_value(json_object_get(t, "retired_events"));
+	assert_true(retired > 0);
+	assert_true(json_array_size(files) >= 2); /* generations kept besides index.atf */
+	uint64_t expect_seq = retired, kept = 0, bytes = 0;
+	int64_t last_gen = -1;
+	for (size_t i = 0; i < json_array_size(files); i++) {
+		json_t *f = json_array_get(files, i);
+		json_t *g = json_object_get(f, "generation");
+		bool current = i + 1 == json_array_size(files);
+		assert_true(current ? json_is_null(g) : json_is_integer(g));
+		if (!current) {
+			assert_true(json_integer_value(g) > last_gen); /* ascending G */
+			last_gen = json_integer_value(g);
+		}
+		snprintf(path, sizeof(path), "%s/%s", pid_dir,
+			 json_string_value(json_object_get(f, "path")));
+		uint64_t first, count, size;
+		file_info(path, &first, &count, &size);
+		assert_int_equal(count, json_integer_value(json_object_get(f, "events")));
+		assert_int_equal(expect_seq, json_integer_value(json_object_get(f, "first_seq")));
+		if (count)
+			assert_int_equal(first, expect_seq); /* function_id = global seq */
+		expect_seq += count;
+		kept += count;
+		bytes += size;
+	}
+	assert_int_equal(retired + kept, N_EVENTS);
+	assert_int_equal(expect_seq, N_EVENTS);
+	assert_true(bytes <= BUDGET);
+	json_decref(man);
+	ada_recorder_free(r);
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", out);
+	assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_generations),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
