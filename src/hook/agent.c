@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <cpuid.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -196,6 +197,29 @@ int agent_write_files(bool all_modules, size_t first_new)
 	return err;
 }
 
+/* After exec the new image writes into the same pid_<pid>/ as the old one,
+ * whose events keep their module ids: continue numbering after the
+ * highest modules/module_<ID>.syms already there. */
+static void agent_continue_ids(void)
+{
+	char dir[PATH_MAX + 48];
+	if (!agent.session_dir[0])
+		return;
+	snprintf(dir, sizeof(dir), "%s/pid_%d/modules", agent.session_dir, (int)getpid());
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		unsigned id;
+		char tail;
+		if (sscanf(de->d_name, "module_%u.sym%c", &id, &tail) == 2 && tail == 's' &&
+		    id >= agent.next_id)
+			agent.next_id = id + 1;
+	}
+	closedir(d);
+}
+
 static int agent_read_config(void)
 {
 	const char *txt = getenv("ADA_HOOK_CONFIG");
@@ -235,6 +259,7 @@ static int agent_start(void)
 	}
 	agent_hot.pid = getpid();
 	agent_hot.xsave_size = agent_xsave_size();
+	agent_continue_ids();
 	err = hook_mem_new(&agent.mem);
 	if (!err)
 		err = agent_make_return_trampoline();
