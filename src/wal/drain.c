@@ -324,6 +324,11 @@ static size_t drain_take(struct ada_recorder *r, struct wal_proc *p, struct wal_
 		t->ring_next += n;
 		total += n;
 	}
+	/* A quarter of the ring waits for its write: send the staged buffer
+	 * now rather than when it fills, or the producer would stall on a
+	 * small ring (space comes back only once the write completed). */
+	if (t->f && t->pending * 4 >= p->ring_events)
+		ada_wal_file_submit(t->f);
 	return total;
 }
 
@@ -418,6 +423,7 @@ static void drain_open_arena(struct ada_recorder *r, const char *name)
 		return;
 	}
 	p->max_threads = ada_arena_max_threads(p->arena);
+	p->ring_events = ada_arena_config_of(p->arena)->index_events;
 	p->by_slot = calloc(p->max_threads, sizeof(*p->by_slot));
 	wal_mkdir(p->dir);
 	p->our_child = pid == r->main_pid;

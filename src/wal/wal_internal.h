@@ -142,6 +142,7 @@ struct wal_proc {
 	char *arena_path;
 	struct ada_arena *arena;
 	uint32_t max_threads;
+	uint64_t ring_events;   /* index ring capacity per thread */
 	struct wal_thread **by_slot;
 	struct wal_thread **threads;
 	size_t nthreads, capthreads;
