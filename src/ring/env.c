@@ -41,13 +41,19 @@ static int env_adopt_exec(struct ada_arena *a)
 		return -EPROTO; /* a stale file of a dead process with our pid */
 	for (uint32_t s = 0; s < a->cfg.max_threads; s++) {
 		struct ada_slot_desc *d = &a->desc[s];
-		uint32_t expect = ADA_SLOT_ACTIVE;
 		atomic_store_explicit(&d->exec_orphaned, 1, memory_order_relaxed);
 		/* Release: publishes exec_orphaned with EXITED; pairs with the
-		 * acquire in slot_state() (slots.c). A slot in another state
-		 * gets exec_orphaned reset when it is next claimed. */
-		atomic_compare_exchange_strong_explicit(&d->state, &expect, ADA_SLOT_EXITED,
-		                                        memory_order_release, memory_order_relaxed);
+		 * acquire in slot_state() (slots.c). A slot caught half-claimed
+		 * by a thread that exec killed is orphaned too; a FREE one gets
+		 * exec_orphaned reset when it is next claimed. */
+		uint32_t expect = ADA_SLOT_ACTIVE;
+		if (!atomic_compare_exchange_strong_explicit(&d->state, &expect, ADA_SLOT_EXITED,
+		                                             memory_order_release,
+		                                             memory_order_relaxed) &&
+		    expect == RING_SLOT_CLAIMING)
+			atomic_compare_exchange_strong_explicit(&d->state, &expect, ADA_SLOT_EXITED,
+			                                        memory_order_release,
+			                                        memory_order_relaxed);
 	}
 	atomic_fetch_or_explicit(&a->ctl->flags, ADA_ARENA_F_EXEC_REOPENED, memory_order_relaxed);
 	ring_arena_lock(a, NULL); /* mlock does not survive exec */
