@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -143,6 +144,8 @@ static int run(const char *self, const char *out, const char *name, unsigned thr
 	}
 	snprintf(spec, sizeof(spec), "%u:%llu:%llu", threads, (unsigned long long)per_thread,
 		 (unsigned long long)rate);
+	struct rusage ru0, ru1, rc1;
+	getrusage(RUSAGE_SELF, &ru0);
 	uint64_t t0 = ada_boottime_ns();
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -156,6 +159,12 @@ static int run(const char *self, const char *out, const char *name, unsigned thr
 	ada_recorder_start(r, pid);
 	rc = ada_recorder_wait(r, &s);
 	uint64_t t_end = ada_boottime_ns();
+	getrusage(RUSAGE_SELF, &ru1);
+	getrusage(RUSAGE_CHILDREN, &rc1); /* cumulative over the runs so far */
+	double rec_cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec +
+				  ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+			 (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
+				  ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
 	uint64_t first = first_event_ns(ada_recorder_session_dir(r), 0);
 	double flow = first < t_end ? (double)(t_end - first) / 1e9 : 0;
 	printf("%-26s threads %u events %llu drops %llu  %.1f M ev/s first-event-to-disk "
@@ -165,6 +174,9 @@ static int run(const char *self, const char *out, const char *name, unsigned thr
 	       (double)s.events / ((double)(t_end - t0) / 1e9) / 1e6, (double)(t_end - t0) / 1e9,
 	       (double)s.latency_p50_ns / 1e6, (double)s.latency_p99_ns / 1e6,
 	       rc < 0 ? "  (recorder error)" : "");
+	printf("%-26s recorder CPU (drain + io_uring workers) %.2f s = %.1f ns/event\n", "",
+	       rec_cpu, s.events ? rec_cpu * 1e9 / (double)s.events : 0);
+	(void)rc1;
 	fflush(stdout);
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ada_recorder_session_dir(r));

@@ -183,6 +183,7 @@ int ada_recorder_start(struct ada_recorder *r, pid_t main_pid)
 	int rc = pthread_create(&r->thr, NULL, wal_drain_main, r);
 	if (rc)
 		return -rc;
+	pthread_setname_np(r->thr, "ada-drain"); /* for top, perf, gdb */
 	r->started = true;
 	return 0;
 }

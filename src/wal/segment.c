@@ -275,6 +275,8 @@ static struct wal_buf *wal_buf_get(struct ada_wal_io *io)
 			if (io->n_buffers == 0)
 				return NULL;
 		}
+		if (io->inflight == 0 && io->stage_head)
+			ada_wal_io_submit_stale(io, true); /* every buffer is staged: send them */
 		if (io->inflight == 0)
 			return NULL;
 		if (ada_wal_io_reap(io, true) < 0)

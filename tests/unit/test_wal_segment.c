@@ -150,6 +150,37 @@ static void test_write_finalize(void **state)
 	unlink(path);
 }
 
+/* More files than staging buffers, each holding a partly filled one: the
+ * pool must send staged buffers out instead of losing events. */
+static void test_more_files_than_buffers(void **state)
+{
+	(void)state;
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts io_o = {.buffer_bytes = 4096, .max_buffers = 2, .stage_ms = 60000};
+	assert_int_equal(ada_wal_io_new(&io_o, &io), 0);
+	struct ada_wal_file *f[5];
+	char path[5][300];
+	struct ada_wal_file_opts o = {.thread_id = 7, .clock_type = ATF_CLOCK_BOOTTIME,
+				      .arch = ATF_ARCH_X86_64};
+	for (int i = 0; i < 5; i++) {
+		snprintf(path[i], sizeof(path[i]), "%s/many%d.atf", tmpdir, i);
+		assert_int_equal(ada_wal_file_open(io, path[i], &o, &f[i]), 0);
+	}
+	for (uint64_t round = 0; round < 300; round++)
+		for (int i = 0; i < 5; i++) {
+			struct atf_index_event e = ev_make(round);
+			assert_int_equal(ada_wal_file_append(f[i], &e, 1), 1);
+		}
+	for (int i = 0; i < 5; i++) {
+		struct ada_wal_file_summary s;
+		assert_int_equal(ada_wal_file_finalize(f[i], &s), 0);
+		assert_int_equal(s.lost, 0);
+		check_file(path[i], 300, 0);
+		unlink(path[i]);
+	}
+	ada_wal_io_free(io);
+}
+
 static void test_empty_file(void **state)
 {
 	(void)state;
@@ -282,6 +313,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_finalize),
+		cmocka_unit_test(test_more_files_than_buffers),
 		cmocka_unit_test(test_empty_file),
 		cmocka_unit_test(test_finalize_zero_tail),
 		cmocka_unit_test(test_finalize_torn),
