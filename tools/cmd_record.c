@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <libelf.h>
 #include <limits.h>
 #include <signal.h>
@@ -418,6 +419,31 @@ static pid_t record_spawn(const struct rec_args *a, struct ada_recorder *r, cons
 	return pid;
 }
 
+/* The agent's pid_N/agent.json of the main process: hook counts and time
+ * (issue 4 asks for them at the end of the run). Silent when absent. */
+static void record_print_hooks(const char *dir, pid_t pid)
+{
+	char path[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof(path), "%s/pid_%d/agent.json", dir, (int)pid) >= sizeof(path))
+		return;
+	json_t *a = json_load_file(path, 0, NULL);
+	if (!json_is_object(a)) {
+		json_decref(a);
+		return;
+	}
+	json_int_t skipped = 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach(json_object_get(a, "skipped"), k, v)
+		skipped += json_integer_value(v);
+	json_t *t = json_object_get(a, "hook_time_us");
+	fprintf(stderr, "ada: hooked %lld functions (%lld skipped) in %.1f ms (arena set-up %.1f ms)\n",
+		(long long)json_integer_value(json_object_get(a, "installed")), (long long)skipped,
+		(double)json_integer_value(json_object_get(t, "total")) / 1e3,
+		(double)json_integer_value(json_object_get(t, "arena")) / 1e3);
+	json_decref(a);
+}
+
 static void record_print_summary(const struct ada_record_summary *s, const char *dir)
 {
 	double rate = s->seconds > 0 ? (double)s->events / s->seconds : 0;
@@ -487,6 +513,7 @@ int cmd_record(int argc, char **argv)
 		rc = ada_recorder_wait(r, &s);
 	else
 		ada_log("cannot start the drain: %s", strerror(-rc));
+	record_print_hooks(ada_recorder_session_dir(r), pid);
 	record_print_summary(&s, ada_recorder_session_dir(r));
 	ada_recorder_free(r);
 	if (s.disk_full || rc < 0)
