@@ -6,9 +6,14 @@
  *              waits for the child.
  *   fork       the child carries on in the same image: child_work(), then it
  *              returns through the frames it inherited and exits.
+ *   threads    as fork, while two other threads keep calling traced code:
+ *              the child has only the forking thread; the others' counts
+ *              stay in the parent.
  * The child forgets what was counted before the fork (tc_reset_after_fork),
  * so each process's table holds exactly what ran in that process.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +24,7 @@
 
 #define FUNCS(X)                                                               \
 	X(main) X(run_fork) X(child_prepare) X(child_exec) X(child_work)       \
-	X(parent_work)
+	X(parent_work) X(spinner) X(spin_step) X(run_fork_threads)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
@@ -86,6 +91,46 @@ TC_FN static int run_fork(const char *exec_path)
 	return 0;
 }
 
+static const char *const spin_labels[2] = {"s0", "s1"};
+static atomic_int spinners_started;
+
+TC_FN static unsigned long spin_step(unsigned long x)
+{
+	TC_ENTER(FN_spin_step);
+	sink = x;
+	return x + 1;
+}
+
+TC_FN static void *spinner(void *arg)
+{
+	TC_ENTER(FN_spinner);
+	long i = (long)arg;
+	tc_thread_begin(spin_labels[i]);
+	/* Pairs with the acquire load in run_fork_threads(). */
+	atomic_fetch_add_explicit(&spinners_started, 1, memory_order_release);
+	for (unsigned long k = 0; k < 30000 + 1000 * (unsigned long)i; k++)
+		spin_step(k);
+	return NULL;
+}
+
+TC_FN static int run_fork_threads(void)
+{
+	TC_ENTER(FN_run_fork_threads);
+	pthread_t t[2];
+	pid_t parent = getpid();
+	for (long i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, spinner, (void *)i);
+	/* Fork while both are calling traced code. Pairs with spinner(). */
+	while (atomic_load_explicit(&spinners_started, memory_order_acquire) < 2)
+		;
+	int r = run_fork(NULL);
+	if (getpid() != parent)
+		return r; /* the child has no spinners to join */
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	TC_ENTER(FN_main);
@@ -94,6 +139,8 @@ int main(int argc, char **argv)
 		return run_fork(argv[2]) != 0;
 	if (argc > 1 && !strcmp(argv[1], "fork"))
 		return run_fork(NULL) != 0;
-	fprintf(stderr, "usage: t_fork exec PATH | fork\n");
+	if (argc > 1 && !strcmp(argv[1], "threads"))
+		return run_fork_threads() != 0;
+	fprintf(stderr, "usage: t_fork exec PATH | fork | threads\n");
 	return 2;
 }

@@ -85,6 +85,7 @@ ada_test_target(pthread_exit O2 SOURCES ${ADA_TGT_SRC}/t_pthread_exit.c)
 ada_test_target(pthread_exit O0 SOURCES ${ADA_TGT_SRC}/t_pthread_exit.c)
 ada_test_target(crash O2 SOURCES ${ADA_TGT_SRC}/t_crash.c)
 ada_test_target(prologue O2 SOURCES ${ADA_TGT_SRC}/t_prologue.c)
+ada_test_target(spawn O2 SOURCES ${ADA_TGT_SRC}/t_spawn.c)
 
 # The library t_dlopen loads after start.
 add_library(adat_dlib MODULE ${ADA_TGT_SRC}/t_dlib.c)
