@@ -661,6 +661,11 @@ def cmd_target(args, ada, work, rep):
         check_pid(ada, rep, session, pid, files, own, allow_inherited=(pid != root))
     if args.expect_signal:
         check_crash_manifest(rep, os.path.join(session, "pid_%d" % root), args.expect_signal)
+    else:
+        m = check_manifest_parses(rep, os.path.join(session, "pid_%d" % root)) or {}
+        rep.check(m.get("abnormal") in (None, False), "pid_%d/manifest.json says "
+                  "\"abnormal\": %r, but the program exited normally (status %d)" % (
+                      root, m.get("abnormal"), rc0))
 
 
 # ---------------------------------------------------------------- Debian programs

@@ -3,7 +3,9 @@
  * recorded before the death is on disk and the exit status passes through.
  *   segv   (default) main -> crash_outer -> crash_inner writes through a
  *          NULL pointer: SIGSEGV, exit status 139 under a shell;
- *   abort  main -> crash_outer -> abort_inner calls abort(): SIGABRT, 134.
+ *   abort  main -> crash_outer -> abort_inner calls abort(): SIGABRT, 134;
+ *   exit   main -> crash_outer -> exit_inner calls exit(3) from deep inside:
+ *          not a crash, but the three frames never return.
  * The table is written just before the fatal instruction; the frames still
  * open then are declared lost (TC_LOST).
  */
@@ -13,7 +15,7 @@
 
 #include "tcount.h"
 
-#define FUNCS(X) X(main) X(warm_up) X(crash_outer) X(crash_inner) X(abort_inner)
+#define FUNCS(X) X(main) X(warm_up) X(crash_outer) X(crash_inner) X(abort_inner) X(exit_inner)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
@@ -44,13 +46,23 @@ TC_FN static void abort_inner(int v)
 	abort();
 }
 
-TC_FN static void crash_outer(int do_abort)
+TC_FN static void exit_inner(int v)
+{
+	TC_ENTER(FN_exit_inner);
+	TC_LOST(FN_exit_inner, 1);
+	sink = (unsigned long)v;
+	exit(v); /* the table is written by the atexit handler */
+}
+
+TC_FN static void crash_outer(int how)
 {
 	TC_ENTER(FN_crash_outer);
 	TC_LOST(FN_crash_outer, 1);
 	TC_LOST(FN_main, 1);
-	if (do_abort)
+	if (how == 'a')
 		abort_inner(6);
+	else if (how == 'e')
+		exit_inner(3);
 	else
 		crash_inner(11);
 	sink = 0;
@@ -59,13 +71,13 @@ TC_FN static void crash_outer(int do_abort)
 int main(int argc, char **argv)
 {
 	TC_ENTER(FN_main);
-	int do_abort = argc > 1 && !strcmp(argv[1], "abort");
+	const char *mode = argc > 1 && !tc_is_counts_arg(argv[1]) ? argv[1] : "segv";
 
 	tc_init(argc, argv, "crash", fn_names, FN_COUNT);
 	for (unsigned long i = 0; i < 100; i++)
 		warm_up(i);
-	printf("about to %s\n", do_abort ? "abort" : "crash");
+	printf("about to %s\n", mode);
 	fflush(stdout);
-	crash_outer(do_abort);
+	crash_outer(mode[0]);
 	return 0;
 }
