@@ -451,12 +451,20 @@ def main():
         a.reps = 3
     runner = Runner(a)
     started = datetime.datetime.now(datetime.timezone.utc)
+    load_before = os.getloadavg()
     rows = []
     for w in a.workloads.split(','):
         log(f'bench: {w}')
         rows += runner.bench_workload(w)
+    mach = machine()
+    load_after = os.getloadavg()
+    print(f"{started.strftime('%Y-%m-%d %H:%M UTC')}; {mach['cpu']}, {mach['cores']} cores, "
+          f"Linux {mach['kernel']}; {mach['uftrace']}; median of {a.reps}"
+          f"{' (--quick sizes)' if a.quick else ''}; load average "
+          f"{load_before[0]:.1f} before, {load_after[0]:.1f} after\n")
     print(table(rows))
-    result = {'date': started.isoformat(timespec='seconds'), 'machine': machine(),
+    result = {'date': started.isoformat(timespec='seconds'), 'machine': mach,
+              'load_average': {'before': load_before, 'after': load_after},
               'config': {'reps': a.reps, 'quick': a.quick, 'out_dir': runner.out,
                          'out_fs': fs_of(runner.out), 'ada_detail_args': runner.detail_args},
               'not_applicable': NOT_APPLICABLE, 'results': rows}
