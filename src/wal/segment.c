@@ -109,8 +109,9 @@ static void wal_sync(struct ada_wal_file *f, bool full)
 		sqe->flags |= IOSQE_IO_DRAIN; /* after the writes already queued */
 	} else {
 		uint64_t len = f->submitted_end - f->flushed_end;
-		io_uring_prep_sync_file_range(sqe, f->fd, (unsigned)len, f->flushed_end,
-					      SYNC_FILE_RANGE_WRITE);
+		/* nbytes 0 means "to the end of the file" for larger ranges */
+		io_uring_prep_sync_file_range(sqe, f->fd, len > UINT32_MAX ? 0 : (unsigned)len,
+					      f->flushed_end, SYNC_FILE_RANGE_WRITE);
 	}
 	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)f | 1u));
 	f->sync_inflight++;
