@@ -486,12 +486,12 @@ def check_pid(ada, rep, session, pid, files, own, allow_inherited):
                  "trace: %s); matching threads by their call counts instead" % (
                      ctx, sorted(want_by_tid), sorted(tids, key=str)))
         tids = match_by_counts(want_by_tid, tids, per_thread, table)
+    absent = []
     for tid, rows in want_by_tid.items():
         keys = tids.get(tid)
         if not keys:
-            rep.fail("%s: the program's thread %d (%s) has no events in the trace (trace "
-                     "tids: %s)" % (ctx, tid, "/".join(k[0] for cf in files for k in cf.threads
-                                                        if k[1] == tid), sorted(tids, key=str)))
+            absent.append("%s (tid %d)" % ("/".join(k[0] for cf in files for k in cf.threads
+                                                    if k[1] == tid), tid))
             continue
         got = collections.defaultdict(FnStats)
         for k in keys:
@@ -501,6 +501,10 @@ def check_pid(ada, rep, session, pid, files, own, allow_inherited):
             if fn in total_bad and got[fn].call != want[0]:
                 continue  # already reported for the whole process
             check_fn_row(rep, "%s tid %d" % (ctx, tid), fn, want, got[fn])
+    if absent:
+        rep.fail("%s: %d of the program's %d threads have no events in the trace (%d trace "
+                 "threads): %s%s" % (ctx, len(absent), len(want_by_tid), len(tids),
+                                     ", ".join(absent[:8]), ", ..." if len(absent) > 8 else ""))
     for tid, keys in tids.items():
         if tid in want_by_tid:
             continue

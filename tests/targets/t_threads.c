@@ -2,15 +2,20 @@
  * Test target: four threads, each calling the same functions a different
  * number of times, so the harness can match every trace thread to the
  * program thread it was and check the counts per thread. Prints a checksum.
+ * With the argument "many": 160 short threads, 8 alive at a time — more
+ * threads than the arena has slots, so slots must be recycled.
  * Single role: a target for tests/integration/ada_itest.py; no shared state
  * besides the results array, written once per thread before join.
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "tcount.h"
 
-#define FUNCS(X) X(main) X(worker) X(work_a) X(work_b) X(leaf) X(spawn_all) X(join_all)
+#define FUNCS(X)                                                               \
+	X(main) X(worker) X(work_a) X(work_b) X(leaf) X(spawn_all) X(join_all)        \
+	X(short_worker) X(run_many)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
@@ -66,6 +71,37 @@ TC_FN static void join_all(pthread_t *t)
 		pthread_join(t[i], NULL);
 }
 
+#define MANY 160
+#define MANY_BATCH 8
+static char many_labels[MANY][8];
+
+TC_FN static void *short_worker(void *arg)
+{
+	TC_ENTER(FN_short_worker);
+	long i = (long)arg;
+	unsigned long acc = 0;
+	tc_thread_begin(many_labels[i]);
+	for (long k = 0; k < 10 + i; k++)
+		acc += work_b((unsigned long)k);
+	sink = acc;
+	return NULL;
+}
+
+TC_FN static void run_many(void)
+{
+	TC_ENTER(FN_run_many);
+	pthread_t t[MANY_BATCH];
+	for (long b = 0; b < MANY; b += MANY_BATCH) {
+		for (long i = 0; i < MANY_BATCH; i++) {
+			snprintf(many_labels[b + i], sizeof(many_labels[0]), "m%ld", b + i);
+			pthread_create(&t[i], NULL, short_worker, (void *)(b + i));
+		}
+		for (long i = 0; i < MANY_BATCH; i++)
+			pthread_join(t[i], NULL);
+	}
+	printf("many: %d threads\n", MANY);
+}
+
 int main(int argc, char **argv)
 {
 	TC_ENTER(FN_main);
@@ -73,6 +109,10 @@ int main(int argc, char **argv)
 	unsigned long sum = 0;
 
 	tc_init(argc, argv, "threads", fn_names, FN_COUNT);
+	if (argc > 1 && !strcmp(argv[1], "many")) {
+		run_many();
+		return 0;
+	}
 	spawn_all(t);
 	join_all(t);
 	for (int i = 0; i < NTHREADS; i++)

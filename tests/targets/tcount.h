@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define TC_MAX_FUNCS 64
-#define TC_MAX_THREADS 64
+#define TC_MAX_THREADS 256
 
 enum tc_col { TC_CALLS = 0, TC_UNW = 1, TC_LOSTC = 2, TC_EITH = 3, TC_NCOL = 4 };
 
