@@ -3,7 +3,9 @@
  * number of times, so the harness can match every trace thread to the
  * program thread it was and check the counts per thread. Prints a checksum.
  * With the argument "many": 160 short threads, 8 alive at a time — more
- * threads than the arena has slots, so slots must be recycled.
+ * threads than the arena has slots, so slots must be recycled. With "heavy":
+ * the four threads call 25x more (600 000 events in all, as fast as they
+ * can), so the index rings fill and the default lossless mode must wait.
  * Single role: a target for tests/integration/ada_itest.py; no shared state
  * besides the results array, written once per thread before join.
  */
@@ -23,6 +25,7 @@ static const char *const fn_names[] = {FUNCS(TC_NAME)};
 static volatile unsigned long sink;
 static unsigned long results[NTHREADS];
 static const char *const labels[NTHREADS] = {"t0", "t1", "t2", "t3"};
+static long heavy = 1;
 
 TC_FN static unsigned long leaf(unsigned long x)
 {
@@ -49,7 +52,7 @@ TC_FN static void *worker(void *arg)
 	long i = (long)arg;
 	unsigned long acc = 0;
 	tc_thread_begin(labels[i]);
-	for (long k = 0; k < (i + 1) * 300; k++)
+	for (long k = 0; k < (i + 1) * 300 * heavy; k++)
 		acc += work_a((unsigned long)k);
 	for (long k = 0; k < (NTHREADS - i) * 500 + i; k++)
 		acc += work_b((unsigned long)k);
@@ -113,6 +116,8 @@ int main(int argc, char **argv)
 		run_many();
 		return 0;
 	}
+	if (argc > 1 && !strcmp(argv[1], "heavy"))
+		heavy = 25;
 	spawn_all(t);
 	join_all(t);
 	for (int i = 0; i < NTHREADS; i++)
