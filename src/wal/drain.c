@@ -162,6 +162,9 @@ static uint64_t drain_convert_run(const struct ada_recorder *r, const struct atf
 	const bool tsc = r->use_tsc;
 	const struct ada_tsc_map m = r->clk.maps[r->clk.n ? r->clk.n - 1 : 0];
 	for (size_t i = 0; i < k; i++) {
+		/* The ring lines were just written on the producer's core: ask
+		 * for them ahead (cache-to-cache misses dominate this loop). */
+		__builtin_prefetch(&src[i + 16]);
 		struct atf_index_event e = src[i];
 		uint64_t ts = e.timestamp_ns;
 		if (tsc)
