@@ -6,10 +6,14 @@
  *   dtor     every frame holds a Guard whose destructor calls dtor_note()
  *            while the exception passes, so traced calls happen in the
  *            middle of unwinding;
- *   local    c() throws and catches within itself: nothing is unwound.
+ *   local    c() throws and catches within itself: nothing is unwound;
+ *   threads  four threads throw through a -> b -> c at the same time, each
+ *            a different number of times (dtor guards armed).
  * The counted functions have C names (extern "C") so the table and the trace
  * spell them alike. Single-threaded; prints what it caught.
  */
+#include <pthread.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,7 +23,7 @@
 
 #define FUNCS(X)                                                               \
 	X(main) X(catcher) X(a) X(b) X(c) X(dtor_note) X(dtor_leaf) X(local_catch) \
-	X(after_catch)
+	X(after_catch) X(thrower)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
@@ -118,6 +122,19 @@ TC_FN int local_catch(int x)
 }
 }
 
+static const char *const labels[4] = {"t0", "t1", "t2", "t3"};
+static int results[4];
+
+extern "C" TC_FN void *thrower(void *arg)
+{
+	TC_ENTER(FN_thrower);
+	long i = (long)arg;
+	tc_thread_begin(labels[i]);
+	for (long k = 0; k < (i + 1) * 7; k++)
+		results[i] += catcher((int)k);
+	return nullptr;
+}
+
 int main(int argc, char **argv)
 {
 	TC_ENTER(FN_main);
@@ -126,6 +143,16 @@ int main(int argc, char **argv)
 	tc_init(argc, argv, "cxx", fn_names, FN_COUNT);
 	mode_rethrow = !std::strcmp(mode, "rethrow");
 	mode_dtor = !std::strcmp(mode, "dtor");
+	if (!std::strcmp(mode, "threads")) {
+		pthread_t t[4];
+		mode_dtor = 1;
+		for (long i = 0; i < 4; i++)
+			pthread_create(&t[i], nullptr, thrower, (void *)i);
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], nullptr);
+		std::printf("threads: %d %d %d %d\n", results[0], results[1], results[2], results[3]);
+		return 0;
+	}
 	if (!std::strcmp(mode, "local")) {
 		for (int i = 0; i < 5; i++)
 			std::printf("local %d: %d\n", i, local_catch(i));
