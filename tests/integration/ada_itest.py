@@ -687,6 +687,9 @@ DEBIAN = {
     "sort": (["/usr/bin/sort"], "@DATA@",
              {"read", "__read", "write", "__write", "memcmp", "strcoll", "fwrite",
               "fwrite_unlocked", "qsort", "memchr", "getdelim"}),
+    "sh_pipeline": (["/bin/sh", "-c", "ls /usr/share | sort -r | head -n 5; exit 3"], None,
+                    {"fork", "_Fork", "__libc_fork", "execve", "pipe", "pipe2", "dup2",
+                     "waitpid", "wait4", "__wait4"}),
     "python3": (["/usr/bin/python3", "-c", "pass"], None,
                 {"Py_BytesMain", "Py_RunMain", "Py_InitializeFromConfig", "Py_Initialize",
                  "Py_Main", "PyRun_SimpleStringFlags", "Py_FinalizeEx"}),
@@ -726,6 +729,10 @@ def cmd_debian(args, ada, work, rep):
     pid_dirs = sorted(glob.glob(os.path.join(session, "pid_*")))
     if not rep.check(pid_dirs, "no pid_* directory in %s" % session):
         return
+    if args.name == "sh_pipeline":
+        # sh forks ls, sort and head: children are followed by default.
+        rep.check(len(pid_dirs) >= 4, "expected the shell and its three children (4 pid_* "
+                  "directories), found %r" % [os.path.basename(d) for d in pid_dirs])
     events = []
     for d in pid_dirs:
         check_manifest_parses(rep, d)
