@@ -37,6 +37,10 @@ int cmd_recover(int argc, char **argv)
 		ada_log("'%s' holds no pid_N directories: nothing to recover", argv[1]);
 		return 1;
 	}
+	if (rc == -EBUSY) {
+		ada_log("'%s' is still being recorded (its recorder runs): nothing to recover there", argv[1]);
+		return 1;
+	}
 	if (rc < 0) {
 		ada_log("cannot recover '%s': %s", argv[1], strerror(-rc));
 		return 1;

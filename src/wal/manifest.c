@@ -264,6 +264,7 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "ring", man_ring(p));
 	json_object_set_new(root, "arena", json_string(p->arena_path));
 	json_object_set_new(root, "arena_dir", json_string(r->arena_dir));
+	json_object_set_new(root, "recorder_pid", json_integer(getpid()));
 	json_t *argv = json_array();
 	for (size_t i = 0; r->o.program_argv && r->o.program_argv[i]; i++)
 		json_array_append_new(argv, json_string(r->o.program_argv[i]));

@@ -426,6 +426,15 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 		sscanf(b ? b + 1 : pid_dir, "pid_%u", &pid);
 		man = ada_manifest_new((int32_t)pid); /* lost or damaged: start anew */
 	}
+	const char *st0 = ada_manifest_state(man);
+	json_int_t rpid = json_integer_value(json_object_get(man, "recorder_pid"));
+	if (st0 && !strcmp(st0, "recording") && rpid > 0 && rpid != getpid() &&
+	    kill((pid_t)rpid, 0) == 0) {
+		/* Its recorder still runs: two drains of one ring would corrupt
+		 * both the ring and the files. */
+		json_decref(man);
+		return -EBUSY;
+	}
 	struct rec_ctx c = {.rep = rep, .threads = json_array()};
 	uint64_t events_before = rep->events_on_disk;
 	rec_clock_from(&c, man);
@@ -482,14 +491,19 @@ int ada_wal_recover(const char *dir, struct ada_recover_report *rep)
 	DIR *d = opendir(dir);
 	if (!d)
 		return -errno;
+	int busy = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (!rec_is_pid_dir(de->d_name))
 			continue;
 		char sub[PATH_MAX];
 		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
-		rec_pid(sub, rep);
+		int rc = rec_pid(sub, rep);
+		if (rc == -EBUSY)
+			busy = rc;
 	}
 	closedir(d);
+	if (busy)
+		return busy;
 	return rep->pids ? 0 : -ENOENT;
 }

@@ -278,7 +278,8 @@ struct ada_recover_report {
 
 /* Recovers every pid_N under dir (a session or a pid directory): drains
  * leftover arenas named by the manifests, finalizes every index file,
- * writes manifests with state "recovered". 0, -ENOENT (no pid dirs), -errno. */
+ * writes manifests with state "recovered". 0, -ENOENT (no pid dirs),
+ * -EBUSY (the recorder of a process is still running: left alone), -errno. */
 int ada_wal_recover(const char *dir, struct ada_recover_report *rep);
 
 #endif

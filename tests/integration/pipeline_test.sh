@@ -77,11 +77,15 @@ recover)
 	APID=$!
 	wait_for "$WORK/counts.ready"
 	P=$(child_of $APID)
+	S=$(ls -d "$WORK"/out/session_* | head -n 1)
+	# While its recorder runs, a session is not recovered (two drains of
+	# one ring would corrupt it).
+	"$ADA" recover "$S" 2>"$WORK/rec" && fail "ada recover ran on a live recording"
+	grep -q "still being recorded" "$WORK/rec" || fail "no 'still being recorded' message"
 	kill -KILL $APID
 	wait $APID 2>/dev/null
 	kill -KILL "$P" 2>/dev/null
 	while kill -0 "$P" 2>/dev/null; do sleep 0.05; done
-	S=$(ls -d "$WORK"/out/session_* | head -n 1)
 	"$ADA" recover "$S" 2>"$WORK/rec" || { cat "$WORK/rec" >&2; fail "ada recover failed"; }
 	"$CHECK" "$S" counts "$WORK/counts" >"$WORK/chk" 2>&1
 	# Events staged but not written when the recorder died are lost (at
