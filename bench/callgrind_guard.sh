@@ -80,9 +80,9 @@ measure_emit() {
 # mode hooked: bench/hooked_guard runs fib(N1) then fib(N2), each phase
 # bracketed by callgrind client requests, so callgrind dumps exactly the
 # instructions of each phase (<out>.1, <out>.2). The recorder runs natively;
-# only the target is under valgrind: ada record -- env ... valgrind ... .
-# ADA_HOOK_CONFIG limits hooking to hooked_guard itself (fewer events from
-# libc, a faster install); `env` (traced with the default config) exports it.
+# only the target is under valgrind: ada record -- valgrind ... hooked_guard.
+# --include hooked_guard limits hooking to the program itself (a fast
+# install under valgrind; nothing is hooked in valgrind's launcher).
 phase_ir() { awk '/^summary:/ {print $2}' "$1"; }
 
 bw_fib_calls() { # session dir: CALL count of hooked_guard's bw_fib
@@ -97,7 +97,7 @@ measure_hooked() {
 	local n1=14 n2=18 prog=$build/bench/hooked_guard
 	[ -x "$build/ada" ] && [ -x "$prog" ] || skip "ada or bench/hooked_guard not built"
 	cg "$work/u" "$prog" $n1 $n2
-	"$build/ada" record --out "$work/out" -- env "ADA_HOOK_CONFIG=include=*/hooked_guard" \
+	"$build/ada" record --include hooked_guard --out "$work/out" -- \
 		valgrind --tool=callgrind --smc-check=all --callgrind-out-file="$work/t" "$prog" $n1 $n2 \
 		>"$work/t.stdout" 2>"$work/t.log" ||
 		{ echo "callgrind_guard: ada record of valgrind failed" >&2; tail -5 "$work/t.log" >&2; exit 1; }
