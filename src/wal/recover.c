@@ -300,12 +300,23 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 	DIR *d = opendir(dir);
 	if (!d)
 		return;
-	char *names[1024];
-	size_t nn = 0;
+	char **names = NULL;
+	size_t nn = 0, cap = 0;
 	struct dirent *de;
-	while ((de = readdir(d)) && nn < 1024)
-		if (!strncmp(de->d_name, "index", 5) && strstr(de->d_name, ".atf"))
-			names[nn++] = strdup(de->d_name);
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "index", 5) || !strstr(de->d_name, ".atf"))
+			continue;
+		if (nn == cap) {
+			cap = cap ? cap * 2 : 16;
+			char **nb = realloc(names, cap * sizeof(*names));
+			if (!nb)
+				break;
+			names = nb;
+		}
+		if (!(names[nn] = strdup(de->d_name)))
+			break;
+		nn++;
+	}
 	closedir(d);
 	qsort(names, nn, sizeof(names[0]), rec_gen_cmp);
 	json_t *t = json_object(), *files = json_array();
@@ -338,6 +349,7 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 		free(extra);
 		free(names[i]);
 	}
+	free(names);
 	char side[PATH_MAX + 16];
 	snprintf(side, sizeof(side), "%s/.ring_base", dir);
 	unlink(side);
