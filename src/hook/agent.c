@@ -28,6 +28,10 @@
 #include "agent_internal.h"
 #include "ring.h"
 
+/* Linker-defined bounds of the agent's own mapping. */
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+extern char _end[] __attribute__((visibility("hidden")));
+
 struct agent_state agent = { .lock = PTHREAD_MUTEX_INITIALIZER, .next_id = 1 };
 
 void agent_log(const char *fmt, ...)
@@ -259,6 +263,8 @@ static int agent_start(void)
 	}
 	agent_hot.pid = getpid();
 	agent_hot.xsave_size = agent_xsave_size();
+	agent_hot.self_lo = (uint64_t)(uintptr_t)__ehdr_start;
+	agent_hot.self_len = (uint64_t)(uintptr_t)_end - agent_hot.self_lo;
 	agent_continue_ids();
 	err = hook_mem_new(&agent.mem);
 	if (!err)

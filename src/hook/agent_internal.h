@@ -39,6 +39,7 @@ struct agent_hot {
 	uint32_t active;        /* 0: trampolines run but record nothing */
 	int32_t pid;            /* the process the arena belongs to */
 	uint32_t xsave_size;    /* CPUID 0xD size of the xsave area; 0: use fxsave */
+	uint64_t self_lo, self_len; /* the agent's own mapping: its calls are not traced */
 	_Atomic uint32_t n_special; /* entries below are published before it */
 	uint64_t special_id[AGENT_MAX_SPECIAL];
 	uint8_t special_kind[AGENT_MAX_SPECIAL];

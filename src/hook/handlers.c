@@ -8,9 +8,11 @@
  * Rules for this file (compiled with -mgeneral-regs-only and
  * -fno-stack-protector): no libc calls, no allocation, no errno; the one
  * syscall (mmap of a thread's shadow stack, on its first traced call) is
- * made with inline asm. TLS is initial-exec. A per-thread guard stops
- * recursion: anything the handlers (or the agent's own code) cause to be
- * called while it is set runs untraced and is counted.
+ * made with inline asm. TLS is initial-exec. Per thread, `guard` marks the
+ * agent's own work (nothing it calls is traced, counted), and `in_hook`
+ * marks a running handler: a signal handler that interrupts it is traced
+ * through the side path (shadow_internal.h) and replayed when the
+ * interrupted handler is done.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -28,6 +30,12 @@ static inline void handlers_emit(uint64_t fn_id, uint32_t kind, uint32_t depth);
  * 256 Ki entries x 32 bytes = 8 MiB of address space, reserved with
  * MAP_NORESERVE, so only the pages a thread's depth reaches are backed. */
 #define HANDLERS_SHADOW_CAP (1u << 18)
+/* Side queue for signal handlers nested in the handlers: 64 Ki events
+ * (1 MiB, same mapping, also only touched as used). */
+#define HANDLERS_SIDE_CAP (1u << 16)
+#define HANDLERS_MAP_BYTES                                          \
+	((size_t)HANDLERS_SHADOW_CAP * sizeof(struct shadow_entry) + \
+	 (size_t)HANDLERS_SIDE_CAP * sizeof(struct shadow_side_ev))
 
 struct agent_hot agent_hot;
 
@@ -64,20 +72,27 @@ static inline void handlers_fpu_restore(const struct handlers_fpu *f)
 		__asm__ volatile("fxrstor64 %0" : : "m"(f->area) : "memory");
 }
 
+/* The ring's slow path. Claiming a slot (first event of a thread) calls
+ * into libc, which may call traced functions: guarded. Waiting for the
+ * drain only calls sched_yield from the agent's own code, which on_enter
+ * recognises by its return address: not guarded, so a signal handler that
+ * runs during a long wait is traced (through the side path). */
 __attribute__((cold, noinline)) static void handlers_emit_slow(uint64_t fn_id, uint32_t kind,
 							       uint32_t depth)
 {
 	struct handlers_fpu f;
+	struct ada_shadow *s = &ada_shadow_tls;
+	bool claim = ada_producer_tls.events == NULL;
 	handlers_fpu_save(&f);
+	s->guard += claim;
 	ada_emit(fn_id, kind, depth);
+	s->guard -= claim;
 	handlers_fpu_restore(&f);
 }
 
 static inline void handlers_emit(uint64_t fn_id, uint32_t kind, uint32_t depth)
 {
-	/* guard == 1: a handler is running; anything else: this is the
-	 * agent's own work, which records nothing. */
-	if (ada_unlikely(ada_shadow_tls.guard != 1 || !agent_hot.active))
+	if (ada_unlikely(!agent_hot.active))
 		return;
 	const struct ada_producer *p = &ada_producer_tls;
 	if (ada_unlikely(p->head >= p->limit || p->ts_clock))
@@ -105,12 +120,13 @@ __attribute__((cold, noinline)) static bool handlers_shadow_alloc_fpu(struct ada
 	if (s->cap != 0)
 		return false; /* it is full, not missing */
 	agent_thread_started(); /* the one libc call: a pthread key, for thread exit */
-	long p = handlers_syscall6(SYS_mmap, 0, (long)HANDLERS_SHADOW_CAP * sizeof(struct shadow_entry),
-				   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-				   -1, 0);
+	long p = handlers_syscall6(SYS_mmap, 0, (long)HANDLERS_MAP_BYTES, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p < 0 && p > -4096)
 		return false;
 	s->base = (struct shadow_entry *)p;
+	s->side.ev = (struct shadow_side_ev *)(s->base + HANDLERS_SHADOW_CAP);
+	s->side.ev_cap = HANDLERS_SIDE_CAP;
 	s->cap = HANDLERS_SHADOW_CAP;
 	return true;
 }
@@ -119,7 +135,9 @@ __attribute__((cold, noinline)) static bool handlers_shadow_alloc(struct ada_sha
 {
 	struct handlers_fpu f;
 	handlers_fpu_save(&f);
+	s->guard++;
 	bool ok = handlers_shadow_alloc_fpu(s);
+	s->guard--;
 	handlers_fpu_restore(&f);
 	return ok;
 }
@@ -193,9 +211,30 @@ handlers_special_enter(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
 {
 	struct handlers_fpu f;
 	handlers_fpu_save(&f);
+	s->guard++;
 	uint32_t r = handlers_special_act(s, fn_id, ret_slot, regs);
+	s->guard--;
 	handlers_fpu_restore(&f);
 	return r;
+}
+
+/* A call made while a handler runs on this thread: a signal handler that
+ * interrupted it (side path), or the agent's own call during a ring wait
+ * (its return address lies in the agent: not traced). */
+__attribute__((cold, noinline)) static void handlers_nested_enter(struct ada_shadow *s,
+								  uint64_t fn_id,
+								  uint64_t *ret_slot)
+{
+	if (*ret_slot - agent_hot.self_lo < agent_hot.self_len) {
+		s->suppressed++;
+		return;
+	}
+	shadow_side_enter(s, fn_id, ret_slot, agent_hot.ret_tramp);
+}
+
+__attribute__((cold, noinline)) static void handlers_flush(struct ada_shadow *s)
+{
+	shadow_side_flush(s);
 }
 
 ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
@@ -206,7 +245,11 @@ ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
 		s->suppressed++;
 		return;
 	}
-	s->guard = 1;
+	if (ada_unlikely(s->in_hook)) {
+		handlers_nested_enter(s, fn_id, ret_slot);
+		return;
+	}
+	s->in_hook = 1;
 	uint32_t flags = 0;
 	/* Relaxed: a stale filter only delays a special added by a dlopen on
 	 * another thread; handlers_special() reads the table with acquire. */
@@ -224,24 +267,37 @@ ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
 	if (ada_unlikely(!shadow_push(s, fn_id, ret_slot, agent_hot.ret_tramp, flags)))
 		s->lost++;
 out:
-	s->guard = 0;
+	if (ada_unlikely(s->side.ev_head != s->side.ev_tail))
+		handlers_flush(s);
+	s->in_hook = 0;
 }
 
 ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp)
 {
 	struct ada_shadow *s = &ada_shadow_tls;
-	uint32_t g = s->guard, flags;
+	const uint64_t *slot = (const uint64_t *)(uintptr_t)(sp - 8);
+	uint32_t flags;
 	/* A frame on the shadow stack had its CALL recorded: its RETURN is
-	 * recorded too, even when it returns inside the agent's own work
-	 * (e.g. __run_prefork_handlers returning after our atfork prepare). */
-	s->guard = 1;
-	uint64_t orig = shadow_return(s, (const uint64_t *)(uintptr_t)(sp - 8), &flags);
+	 * recorded whatever the guard says (e.g. __run_prefork_handlers
+	 * returning after our atfork prepare set it). */
+	if (ada_unlikely(s->in_hook)) {
+		uint64_t o = shadow_side_return(s, slot);
+		if (ada_unlikely(o == 0))
+			handlers_lost_return();
+		return o;
+	}
+	s->in_hook = 1;
+	uint64_t orig = shadow_return(s, slot, &flags);
 	if (ada_unlikely(flags & SHADOW_F_RESCAN)) {
 		/* dlopen/dlclose returned an integer or pointer: no vector
 		 * result to keep, and every vector register is dead here. */
+		s->guard++;
 		agent_dl_changed();
+		s->guard--;
 	}
-	s->guard = g;
+	if (ada_unlikely(s->side.ev_head != s->side.ev_tail))
+		handlers_flush(s);
+	s->in_hook = 0;
 	if (ada_unlikely(orig == 0))
 		handlers_lost_return();
 	return orig;
@@ -266,9 +322,10 @@ void agent_special_add(uint64_t fn_id, enum agent_special kind)
 void agent_special_run(enum agent_special kind, uint64_t *ret_slot)
 {
 	struct ada_shadow *s = &ada_shadow_tls;
-	if (s->guard || !agent_hot.active || kind == AGENT_SP_EXIT || kind == AGENT_SP_DL)
+	if (s->guard || s->in_hook || !agent_hot.active || kind == AGENT_SP_EXIT ||
+	    kind == AGENT_SP_DL)
 		return;
-	s->guard = 1;
+	s->in_hook = 1;
 	switch (kind) {
 	case AGENT_SP_UNWIND:
 		shadow_pop_below(s, ret_slot);
@@ -285,7 +342,8 @@ void agent_special_run(enum agent_special kind, uint64_t *ret_slot)
 	default:
 		break;
 	}
-	s->guard = 0;
+	shadow_side_flush(s);
+	s->in_hook = 0;
 }
 
 void agent_guard_enter(void)
@@ -308,11 +366,16 @@ void agent_shadow_thread_exit(void)
 	struct ada_shadow *s = &ada_shadow_tls;
 	uint32_t g = s->guard;
 	s->guard = 1;
+	s->in_hook = 1;
 	shadow_pop_all(s, (const uint64_t *)__builtin_frame_address(0), agent_hot.ret_tramp);
+	shadow_side_flush(s);
+	s->in_hook = 0;
 	if (s->base)
-		handlers_syscall6(SYS_munmap, (long)s->base,
-				  (long)s->cap * (long)sizeof(struct shadow_entry), 0, 0, 0, 0);
+		handlers_syscall6(SYS_munmap, (long)s->base, (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0);
 	s->base = NULL;
+	s->side.ev = NULL;
+	s->side.ev_cap = 0;
+	s->side.ev_head = s->side.ev_tail = 0;
 	s->cap = 0;
 	s->guard = g;
 }

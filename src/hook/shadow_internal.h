@@ -33,17 +33,6 @@
 
 #ifndef SHADOW_EMIT
 #error "define SHADOW_EMIT(fn_id, kind, depth) before including shadow_internal.h"
-/* exec is about to replace the image: every frame gets its EXCEPTION now
- * (if exec succeeds, none returns). The entries stay, silenced like a
- * fork parent's: if exec fails they return without events, and the depth
- * of new calls starts again at 1. */
-static inline void shadow_close_all(struct ada_shadow *s)
-{
-	for (uint32_t i = s->top; i > s->inherited; i--)
-		SHADOW_EMIT(s->base[i - 1].fn_id, ATF_EVENT_EXCEPTION, s->base[i - 1].depth);
-	s->inherited = s->top;
-}
-
 #endif
 
 #define SHADOW_F_CHAIN 0x1u  /* shares its slot with the entry below (tail call) */
@@ -62,16 +51,43 @@ struct shadow_entry {
 	uint32_t flags;
 };
 
+/* Signal handlers that interrupt the handlers themselves (in_hook set)
+ * cannot touch the main stack or the ring, which are mid-update: their
+ * frames go on this small side stack and their events into a side queue,
+ * which the interrupted handler replays into the ring when it is done --
+ * with depths relative to its own frame, so the trace nests correctly. */
+#define SHADOW_SIDE_FRAMES 16
+
+struct shadow_side_ev {
+	uint64_t fn_id;
+	uint32_t kind;
+	uint32_t rel_depth; /* 1: the handler's outermost traced frame */
+};
+
+struct shadow_side {
+	struct shadow_entry fr[SHADOW_SIDE_FRAMES];
+	/* The queue lives beside the shadow stack (NULL until then): a long
+	 * wait for ring space can see many signals. */
+	struct shadow_side_ev *ev;
+	uint32_t ev_cap; /* power of two */
+	uint32_t top;
+	uint32_t busy;           /* a signal inside the side path itself: give up */
+	uint32_t ev_head, ev_tail; /* queue positions (ev_head - ev_tail queued) */
+	uint64_t lost;           /* handler calls not traced (queue or stack full) */
+};
+
 struct ada_shadow {
 	struct shadow_entry *base;
 	uint32_t top, cap;
-	uint32_t guard;     /* nonzero: the agent is running on this thread */
+	uint32_t guard;     /* nonzero: the agent's own work: nothing is traced */
+	uint32_t in_hook;   /* nonzero: ada_hook_on_enter/on_exit is running */
 	uint32_t restored;  /* nonzero: return addresses are the originals */
 	uint32_t inherited; /* entries pushed by the parent before fork */
 	uint32_t grave_next;
 	uint64_t lost;       /* calls not traced: stack full or unusable */
 	uint64_t suppressed; /* calls seen while the guard was set */
 	struct shadow_entry grave[SHADOW_GRAVE];
+	struct shadow_side side;
 };
 
 /* Depth of the frame at index i: the first traced frame is depth 1. */
@@ -85,15 +101,17 @@ static inline void shadow_bury(struct ada_shadow *s, const struct shadow_entry *
 	s->grave[s->grave_next++ % SHADOW_GRAVE] = *e;
 }
 
-/* Pops the top entry as `kind` (RETURN or EXCEPTION). */
+/* Pops the top entry as `kind` (RETURN or EXCEPTION). The entry is
+ * copied before the event is emitted: a signal handler that runs while the
+ * event waits for ring space reuses the slot above top. */
 static inline void shadow_pop_top(struct ada_shadow *s, uint32_t kind)
 {
-	struct shadow_entry *e = &s->base[--s->top];
+	struct shadow_entry e = s->base[--s->top];
+	shadow_bury(s, &e);
 	if (s->top >= s->inherited)
-		SHADOW_EMIT(e->fn_id, kind, e->depth);
+		SHADOW_EMIT(e.fn_id, kind, e.depth);
 	else
 		s->inherited = s->top;
-	shadow_bury(s, e);
 }
 
 /* Is the top entry's frame provably gone, seen from a new frame whose
@@ -242,6 +260,97 @@ static inline void shadow_close_all(struct ada_shadow *s)
 	for (uint32_t i = s->top; i > s->inherited; i--)
 		SHADOW_EMIT(s->base[i - 1].fn_id, ATF_EVENT_EXCEPTION, s->base[i - 1].depth);
 	s->inherited = s->top;
+}
+
+/* ---- the side path (signal handlers nested in the handlers) ---- */
+
+static inline uint32_t shadow_side_free(const struct shadow_side *d)
+{
+	return d->ev_cap - (d->ev_head - d->ev_tail);
+}
+
+static inline void shadow_side_queue(struct shadow_side *d, uint64_t fn, uint32_t kind,
+				     uint32_t rel)
+{
+	struct shadow_side_ev *e = &d->ev[d->ev_head & (d->ev_cap - 1)];
+	e->fn_id = fn;
+	e->kind = kind;
+	e->rel_depth = rel;
+	d->ev_head++;
+}
+
+/* A nested handler's frames end as they do on the main stack: a frame at
+ * or below the new slot (same stack) was left by longjmp. */
+static inline void shadow_side_pop_dead(struct shadow_side *d, const uint64_t *slot,
+					uint64_t new_ret, uint64_t ret_tramp)
+{
+	while (d->top > 0) {
+		const struct shadow_entry *t = &d->fr[d->top - 1];
+		bool dead = t->slot == slot ? new_ret != ret_tramp
+			    : t->slot < slot && (uint64_t)((uintptr_t)slot - (uintptr_t)t->slot) <
+						    SHADOW_SAME_STACK_SPAN;
+		if (!dead)
+			break;
+		d->top--;
+		shadow_side_queue(d, t->fn_id, ATF_EVENT_EXCEPTION, t->depth);
+	}
+}
+
+/* Entry of a function called by a signal handler that interrupted the
+ * handlers. Every pushed frame keeps room in the queue for its own and its
+ * callers' later events, so what is queued always balances. */
+static inline void shadow_side_enter(struct ada_shadow *s, uint64_t fn, uint64_t *slot,
+				     uint64_t ret_tramp)
+{
+	struct shadow_side *d = &s->side;
+	if (d->busy) {
+		d->lost++;
+		return;
+	}
+	d->busy = 1;
+	uint64_t ret = *slot;
+	shadow_side_pop_dead(d, slot, ret, ret_tramp);
+	uint32_t t = d->top;
+	if (t < SHADOW_SIDE_FRAMES && ret != ret_tramp && shadow_side_free(d) >= 2 * (t + 1)) {
+		d->fr[t] = (struct shadow_entry){ ret, slot, fn, t + 1, 0 };
+		d->top = t + 1;
+		*slot = ret_tramp;
+		shadow_side_queue(d, fn, ATF_EVENT_CALL, t + 1);
+	} else {
+		d->lost++;
+	}
+	d->busy = 0;
+}
+
+/* Return of a side frame: like shadow_return. 0 when slot is unknown. */
+static inline uint64_t shadow_side_return(struct ada_shadow *s, const uint64_t *slot)
+{
+	struct shadow_side *d = &s->side;
+	uint32_t i = d->top;
+	while (i > 0 && d->fr[i - 1].slot != slot)
+		i--;
+	if (i == 0)
+		return 0;
+	while (d->top > i) {
+		d->top--;
+		shadow_side_queue(d, d->fr[d->top].fn_id, ATF_EVENT_EXCEPTION, d->fr[d->top].depth);
+	}
+	d->top--;
+	shadow_side_queue(d, d->fr[d->top].fn_id, ATF_EVENT_RETURN, d->fr[d->top].depth);
+	return d->fr[d->top].orig;
+}
+
+/* The interrupted handler is done with the main stack: replay what the
+ * signal handlers queued, nested under the current top frame. More may be
+ * queued while this emits (a signal during a ring wait); the loop takes it. */
+static inline void shadow_side_flush(struct ada_shadow *s)
+{
+	struct shadow_side *d = &s->side;
+	while (d->ev_tail != d->ev_head) {
+		struct shadow_side_ev e = d->ev[d->ev_tail & (d->ev_cap - 1)];
+		d->ev_tail++;
+		SHADOW_EMIT(e.fn_id, e.kind, shadow_depth(s, s->top) - 1 + e.rel_depth);
+	}
 }
 
 #endif

@@ -32,6 +32,7 @@ static void record(uint64_t fn, uint32_t kind, uint32_t depth)
 
 static uint64_t stack[STACK_WORDS];
 static struct shadow_entry entries[64];
+static struct shadow_side_ev side_ev[64];
 static struct ada_shadow sh;
 
 static int setup(void **state)
@@ -41,6 +42,8 @@ static int setup(void **state)
 	memset(stack, 0, sizeof(stack));
 	sh.base = entries;
 	sh.cap = 64;
+	sh.side.ev = side_ev;
+	sh.side.ev_cap = 64;
 	nev = 0;
 	return 0;
 }
@@ -240,6 +243,60 @@ static void test_grave(void **state)
 	assert_int_equal(shadow_return(&sh, slot_at(7), &flags), 0); /* unknown */
 }
 
+/* A signal handler interrupts the handler of a call at depth 2: its
+ * frames go to the side stack and queue, and are replayed after the
+ * interrupted push, nested under the new frame. */
+static void test_side_path(void **state)
+{
+	(void)state;
+	call(1, 10, 0x1001);
+	/* the handler for depth-2 `fn 20` is running; a signal arrives: the
+	 * signal handler (fn 77) and its callee (fn 78) run deeper */
+	uint64_t *h1 = slot_at(5), *h2 = slot_at(6);
+	*h1 = 0x7001;
+	shadow_side_enter(&sh, 77, h1, TRAMP);
+	*h2 = 0x7002;
+	shadow_side_enter(&sh, 78, h2, TRAMP);
+	assert_int_equal(*h1, TRAMP);
+	assert_int_equal(shadow_side_return(&sh, h2), 0x7002);
+	assert_int_equal(shadow_side_return(&sh, h1), 0x7001);
+	assert_int_equal(nev, 1); /* nothing reached the ring yet */
+	/* the interrupted handler finishes its push, then flushes */
+	uint64_t *s2 = slot_at(2);
+	*s2 = 0x2002;
+	assert_true(shadow_push(&sh, 20, s2, TRAMP, 0));
+	shadow_side_flush(&sh);
+	assert_int_equal(nev, 6);
+	expect(1, 20, ATF_EVENT_CALL, 2);
+	expect(2, 77, ATF_EVENT_CALL, 3);
+	expect(3, 78, ATF_EVENT_CALL, 4);
+	expect(4, 78, ATF_EVENT_RETURN, 4);
+	expect(5, 77, ATF_EVENT_RETURN, 3);
+	assert_int_equal(ret_from(2), 0x2002);
+	assert_int_equal(ret_from(1), 0x1001);
+}
+
+/* The side queue never holds a CALL whose RETURN could not fit. */
+static void test_side_full(void **state)
+{
+	(void)state;
+	sh.side.ev_cap = 4;
+	uint64_t *h1 = slot_at(5), *h2 = slot_at(6), *h3 = slot_at(7);
+	*h1 = 1;
+	shadow_side_enter(&sh, 1, h1, TRAMP); /* 1 queued, needs 2 */
+	*h2 = 2;
+	shadow_side_enter(&sh, 2, h2, TRAMP); /* free 3 < 4: refused */
+	assert_int_equal(sh.side.top, 1);
+	assert_int_equal(sh.side.lost, 1);
+	assert_int_equal(*h2, 2);
+	assert_int_equal(shadow_side_return(&sh, h1), 1);
+	assert_int_equal(shadow_side_return(&sh, h3), 0); /* unknown slot */
+	shadow_side_flush(&sh);
+	assert_int_equal(nev, 2);
+	expect(0, 1, ATF_EVENT_CALL, 1);
+	expect(1, 1, ATF_EVENT_RETURN, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -252,6 +309,8 @@ int main(void)
 		cmocka_unit_test_setup(test_pop_all_and_exec, setup),
 		cmocka_unit_test_setup(test_fork_inherited, setup),
 		cmocka_unit_test_setup(test_grave, setup),
+		cmocka_unit_test_setup(test_side_path, setup),
+		cmocka_unit_test_setup(test_side_full, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
