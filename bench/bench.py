@@ -33,7 +33,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Base args: the same program doing (almost) no work; traced minus untraced
 # on it is the tracer's fixed cost (start-up + finish), and the difference
 # between the full and the base run gives the marginal ns per event.
-ALL_TRACERS = ['untraced', 'ada', 'ada-detail', 'uftrace-pg', 'uftrace-P-pfe',
+ALL_TRACERS = ['untraced', 'ada', 'ada-exe', 'ada-detail', 'uftrace-pg', 'uftrace-P-pfe',
                'uftrace-P-plain', 'ltrace']
 WORKLOADS = {
     'fib': ('fib', ['32'], ['28'], ALL_TRACERS[:-1], ['1']),
@@ -93,6 +93,8 @@ class Runner:
             return plain
         if tracer == 'ada':
             return [self.ada, 'record', '--out', outdir, '--'] + plain
+        if tracer == 'ada-exe':  # the executable only, like uftrace
+            return [self.ada, 'record', '--out', outdir, '--include', prog, '--'] + plain
         if tracer == 'ada-detail':
             if self.detail_args is None:
                 return None
