@@ -86,9 +86,11 @@ class Runner:
     def prog(self, variant, name):
         return os.path.join(self.build, 'bench', variant, name)
 
-    def command(self, tracer, prog, args, outdir):
+    def command(self, tracer, prog, args, outdir, check=False):
         plain = [self.prog('plain', prog)] + args
-        uft = ['uftrace', 'record', '--no-libcall', '--no-event', '-d', outdir]
+        # -v (check run only, never timed): uftrace prints its patch counts.
+        uft = ['uftrace', 'record'] + (['-v'] if check else []) + \
+            ['--no-libcall', '--no-event', '-d', outdir]
         if tracer == 'untraced':
             return plain
         if tracer == 'ada':
@@ -304,7 +306,7 @@ class Runner:
     def check_run(self, wname, prog, args, tracer):
         row = {'tracer': tracer, 'times': []}
         outdir = os.path.join(self.out, tracer)
-        cmd = self.command(tracer, prog, args, outdir)
+        cmd = self.command(tracer, prog, args, outdir, check=True)
         if cmd is None:
             row['error'] = 'n/a - not built yet'
             return row
@@ -319,6 +321,12 @@ class Runner:
         row['stderr_tail'] = (err_text or '').strip().splitlines()[-3:]
         m = re.search(r'latency: (\d+) events/s achieved over ([\d.]+) s, '
                       r'worst batch ([\d.]+) us late', err_text or '')
+        patched = re.findall(r'dynamic:\s+patched:\s+(\d+)', err_text or '') + \
+            re.findall(r'dynamic: patched all \((\d+)\) functions', err_text or '')
+        if patched:  # uftrace -P: functions it patched / failed to patch
+            row['hooks'] = sum(int(x) for x in patched)
+            row['hooks_skipped'] = sum(int(x) for x in re.findall(
+                r'dynamic:\s+failed:\s+(\d+)', err_text or ''))
         if m:  # the latency workload: did the tracer keep the pace?
             row['achieved_events_per_s'] = int(m.group(1))
             row['worst_batch_late_ms'] = float(m.group(3)) / 1e3
