@@ -4,10 +4,15 @@
  *           are left without a return (an EXCEPTION each);
  *   t2      as t0, with a cleanup handler pushed in level1 that calls traced
  *           code while the thread unwinds;
- *   t3      returns normally.
+ *   t3      returns normally;
+ *   t4      is cancelled (pthread_cancel) while it waits in
+ *           pthread_testcancel() inside level2: the same three frames are
+ *           unwound by the cancellation.
  * Different depths of work per thread let the harness tell them apart.
  */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "tcount.h"
@@ -16,8 +21,9 @@
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
-#define NTHREADS 4
-static const char *const labels[NTHREADS] = {"t0", "t1", "t2", "t3"};
+#define NTHREADS 5
+static const char *const labels[NTHREADS] = {"t0", "t1", "t2", "t3", "t4"};
+static atomic_int t4_ready;
 static volatile unsigned long sink;
 
 TC_FN static void step(unsigned long x)
@@ -39,6 +45,15 @@ TC_FN static void level2(long i)
 		step((unsigned long)k);
 	if (i == 3)
 		return;
+	if (i == 4) {
+		TC_UNWOUND(FN_level2, 1);
+		TC_UNWOUND(FN_level1, 1);
+		TC_UNWOUND(FN_worker, 1);
+		/* Pairs with the acquire load in main(). */
+		atomic_store_explicit(&t4_ready, 1, memory_order_release);
+		for (;;)
+			pthread_testcancel();
+	}
 	TC_UNWOUND(FN_level2, 1);
 	TC_UNWOUND(FN_level1, 1);
 	TC_UNWOUND(FN_worker, 1);
@@ -77,10 +92,14 @@ int main(int argc, char **argv)
 	tc_init(argc, argv, "pthread_exit", fn_names, FN_COUNT);
 	for (long i = 0; i < NTHREADS; i++)
 		pthread_create(&t[i], NULL, worker, (void *)i);
+	/* Pairs with the release in level2(): t4 counted everything first. */
+	while (!atomic_load_explicit(&t4_ready, memory_order_acquire))
+		sched_yield();
+	pthread_cancel(t[4]);
 	for (int i = 0; i < NTHREADS; i++) {
 		void *ret;
 		pthread_join(t[i], &ret);
-		sum += (long)ret;
+		sum += ret == PTHREAD_CANCELED ? 100 : (long)ret;
 	}
 	printf("pthread_exit: joined %d threads, sum %ld\n", NTHREADS, sum);
 	return 0;
