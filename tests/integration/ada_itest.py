@@ -679,6 +679,9 @@ DEBIAN = {
     "ls": (["/bin/ls", "-la", "/usr/bin"], None,
            {"opendir", "__opendir", "fdopendir", "readdir", "readdir64", "__readdir64",
             "statx", "lstat", "lstat64", "fstatat", "fstatat64", "qsort", "strcoll"}),
+    "ls_on_path": (["ls", "/usr/share"], None,  # found through $PATH
+                   {"opendir", "__opendir", "fdopendir", "readdir", "readdir64", "__readdir64",
+                    "strcoll", "qsort", "write", "__write"}),
     "ls_missing": (["/bin/ls", "/nonexistent-ada-itest"], None,
                    {"lstat", "lstat64", "statx", "fstatat", "fstatat64", "strerror",
                     "error", "dcgettext"}),
@@ -707,7 +710,7 @@ def make_data(path):
 
 def cmd_debian(args, ada, work, rep):
     argv, stdin, wanted = DEBIAN[args.name]
-    if not os.path.exists(argv[0]):
+    if not shutil.which(argv[0]):
         raise Fail("%s is not installed" % argv[0])
     data = os.path.join(work, "data.txt")
     make_data(data)
