@@ -23,6 +23,7 @@ work directory and prints its path.
 """
 import argparse
 import collections
+import fnmatch
 import glob
 import json
 import os
@@ -427,7 +428,7 @@ def sum_rows(rows):
     return out
 
 
-def check_pid(ada, rep, session, pid, files, own, allow_inherited):
+def check_pid(ada, rep, session, pid, files, own, allow_inherited, absent=(), absent_mod=()):
     pid_dir = os.path.join(session, "pid_%d" % pid)
     ctx = "pid_%d" % pid
     if not os.path.isdir(pid_dir):
@@ -445,6 +446,20 @@ def check_pid(ada, rep, session, pid, files, own, allow_inherited):
     for cf in files:
         table.update(cf.totals)
     check_unexpected(rep, ctx, events, table, own)
+    if absent_mod:
+        bad = collections.Counter(
+            os.path.basename(e["module"]) for e in events if isinstance(e.get("module"), str)
+            and any(fnmatch.fnmatch(os.path.basename(e["module"]), g) for g in absent_mod))
+        rep.check(not bad, "%s: events from modules that were excluded (%s): %s" % (
+            ctx, ",".join(absent_mod), dict(bad)))
+    if absent:
+        # Excluded functions: the program ran them, the trace must not show them.
+        files = [f._replace(
+            totals={fn: ([0, 0, 0, 0] if any(fnmatch.fnmatch(fn, g) for g in absent) else v)
+                    for fn, v in f.totals.items()},
+            threads={k: {fn: ([0, 0, 0, 0] if any(fnmatch.fnmatch(fn, g) for g in absent)
+                              else v) for fn, v in fns.items()}
+                     for k, fns in f.threads.items()}) for f in files]
 
     threads = group_threads(events)
     per_thread = {}
@@ -474,7 +489,10 @@ def check_pid(ada, rep, session, pid, files, own, allow_inherited):
                 ctx, fn, want[0], "modules/%s says %s" % (why[1], why[0]) if why
                 else "not listed in any modules/*.syms"))
         elif total[fn].call != want[0]:
-            rep.fail("%s: %s ran %d times, the trace has %d CALLs" % (ctx, fn, want[0], total[fn].call))
+            excluded = any(fnmatch.fnmatch(fn, g) for g in absent)
+            rep.fail("%s: %s %s, the trace has %d CALLs" % (
+                ctx, fn, "was excluded from recording" if excluded else
+                "ran %d times" % want[0], total[fn].call))
 
     # Per thread: program records and trace threads meet by OS thread id.
     want_by_tid = collections.defaultdict(list)
@@ -662,7 +680,8 @@ def cmd_target(args, ada, work, rep):
             rep.check("pid_%d" % pid not in pid_dirs, "--no-follow, yet the child %d was "
                       "recorded" % pid)
             continue
-        check_pid(ada, rep, session, pid, files, own, allow_inherited=(pid != root))
+        check_pid(ada, rep, session, pid, files, own, allow_inherited=(pid != root),
+                  absent=args.absent, absent_mod=args.absent_module)
     if args.expect_signal:
         check_crash_manifest(rep, os.path.join(session, "pid_%d" % root), args.expect_signal)
     else:
@@ -877,6 +896,11 @@ def main():
     t.add_argument("--expect-pids", type=int)
     t.add_argument("--expect-status", type=int)
     t.add_argument("--expect-signal", type=int)
+    t.add_argument("--absent", action="append", default=[], metavar="GLOB",
+                   help="the program's functions matching GLOB must have no events "
+                        "(excluded from recording)")
+    t.add_argument("--absent-module", action="append", default=[], metavar="GLOB",
+                   help="no events from modules whose file name matches GLOB")
     t.add_argument("--nondeterministic", action="store_true",
                    help="the call counts differ run to run (asynchronous signals)")
     t.add_argument("argv", nargs=argparse.REMAINDER)

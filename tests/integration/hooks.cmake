@@ -57,6 +57,14 @@ endif()
 ada_itest(threads.O2cet target -- ${T}/t_threads_O2cet)
 ada_itest(threads_many.O2 target -- ${T}/t_threads_O2 many)
 ada_itest(threads_heavy.O2 target -- ${T}/t_threads_O2 heavy)
+# --exclude-symbol / --include / --exclude: what is left out has no events,
+# everything else is still exact.
+ada_itest(exclude_symbol.O2 target --record-opt=--exclude-symbol --record-opt=work_*
+          --absent work_* -- ${T}/t_threads_O2)
+ada_itest(include_module.O2 target --record-opt=--include --record-opt=t_threads_O2
+          --absent-module libc.so* -- ${T}/t_threads_O2)
+ada_itest(exclude_module.O2 target --record-opt=--exclude --record-opt=libc.so*
+          --absent-module libc.so* -- ${T}/t_funcptr_O2)
 ada_itest(prologue.O2 target -- ${T}/t_prologue_O2)
 ada_itest(signal_async.O2 target --nondeterministic -- ${T}/t_signal_O2 async)
 ada_itest(signal_async.O0 target --nondeterministic -- ${T}/t_signal_O0 async)
