@@ -82,6 +82,7 @@ ada_itest(posix_spawn.O2 target --expect-pids 3 --own-module t_exec_child_O2
 ada_itest(crash_segv.O2 target --expect-status 139 --expect-signal 11 -- ${T}/t_crash_O2)
 ada_itest(crash_abort.O2 target --expect-status 134 --expect-signal 6 -- ${T}/t_crash_O2 abort)
 ada_itest(exit_nested.O2 target --expect-status 3 -- ${T}/t_crash_O2 exit)
+ada_itest(crash_sigkill.O2 target --expect-status 137 --expect-signal 9 -- ${T}/t_crash_O2 kill)
 
 foreach(prog ls ls_on_path ls_missing gzip sort sh_pipeline python3)
   ada_itest(debian_${prog} debian ${prog})

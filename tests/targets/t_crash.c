@@ -5,17 +5,20 @@
  *          NULL pointer: SIGSEGV, exit status 139 under a shell;
  *   abort  main -> crash_outer -> abort_inner calls abort(): SIGABRT, 134;
  *   exit   main -> crash_outer -> exit_inner calls exit(3) from deep inside:
- *          not a crash, but the three frames never return.
+ *          not a crash, but the three frames never return;
+ *   kill   main -> crash_outer -> kill_inner raises SIGKILL: no handler of
+ *          the agent can run, the recorder alone must save the events (137).
  * The table is written just before the fatal instruction; the frames still
  * open then are declared lost (TC_LOST).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tcount.h"
 
-#define FUNCS(X) X(main) X(warm_up) X(crash_outer) X(crash_inner) X(abort_inner) X(exit_inner)
+#define FUNCS(X) X(main) X(warm_up) X(crash_outer) X(crash_inner) X(abort_inner) X(exit_inner) X(kill_inner)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
@@ -54,6 +57,15 @@ TC_FN static void exit_inner(int v)
 	exit(v); /* the table is written by the atexit handler */
 }
 
+TC_FN static void kill_inner(int v)
+{
+	TC_ENTER(FN_kill_inner);
+	TC_LOST(FN_kill_inner, 1);
+	tc_report();
+	sink = (unsigned long)v;
+	raise(SIGKILL);
+}
+
 TC_FN static void crash_outer(int how)
 {
 	TC_ENTER(FN_crash_outer);
@@ -63,6 +75,8 @@ TC_FN static void crash_outer(int how)
 		abort_inner(6);
 	else if (how == 'e')
 		exit_inner(3);
+	else if (how == 'k')
+		kill_inner(9);
 	else
 		crash_inner(11);
 	sink = 0;
