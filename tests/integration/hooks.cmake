@@ -57,6 +57,9 @@ endif()
 ada_itest(threads.O2cet target -- ${T}/t_threads_O2cet)
 ada_itest(threads_many.O2 target -- ${T}/t_threads_O2 many)
 ada_itest(threads_heavy.O2 target -- ${T}/t_threads_O2 heavy)
+# Rings of ~1024 events (K = 100000/s x 10 ms): producers wait all the time.
+ada_itest(threads_tinyring.O2 target --record-opt=--peak-rate --record-opt=100000
+          --record-opt=--burst-ms --record-opt=10 -- ${T}/t_threads_O2 heavy)
 # --exclude-symbol / --include / --exclude: what is left out has no events,
 # everything else is still exact.
 ada_itest(exclude_symbol.O2 target --record-opt=--exclude-symbol --record-opt=work_*
