@@ -127,14 +127,47 @@ static void arena_init_control(struct ada_arena *a, const struct ada_arena_confi
 	atomic_store_explicit((_Atomic uint64_t *)&c->magic, ADA_ARENA_MAGIC, memory_order_release);
 }
 
+/* Locks [off, off+len) when mlock is allowed; a refusal is recorded in the
+ * shared flags so the recorder's manifest says so. */
+static bool arena_lock_range(struct ada_arena *a, uint64_t off, uint64_t len)
+{
+	if (mlock(a->base + off, len) == 0)
+		return true;
+	atomic_fetch_or_explicit(&a->ctl->flags, ADA_ARENA_F_MLOCK_FAILED, memory_order_relaxed);
+	return false;
+}
+
+/* The control block and slot descriptors: the part every process touches
+ * at once. Slot regions are populated and locked when a thread claims one
+ * (ring_slot_populate), so an arena sized for 64 threads costs a process
+ * with two threads only two rings' worth of pages and start-up time. */
 void ring_arena_lock(struct ada_arena *a, bool *mlock_failed)
 {
-	a->mlocked = mlock(a->base, a->map_size) == 0;
-	if (!a->mlocked)
-		atomic_fetch_or_explicit(&a->ctl->flags, ADA_ARENA_F_MLOCK_FAILED,
-		                         memory_order_relaxed);
+	a->mlocked = arena_lock_range(a, 0, a->geo.slots_offset);
 	if (mlock_failed)
 		*mlock_failed = !a->mlocked;
+}
+
+static uint64_t arena_page_down(uint64_t x)
+{
+	return x & ~(uint64_t)4095;
+}
+
+int ring_slot_populate(struct ada_arena *a, uint32_t slot)
+{
+	uint64_t start = arena_page_down(a->geo.slots_offset + a->geo.slot_stride * slot);
+	uint64_t end = a->geo.slots_offset + a->geo.slot_stride * (slot + 1);
+	if (end > a->map_size)
+		end = a->map_size;
+#ifdef MADV_POPULATE_WRITE
+	/* Fails with ENOMEM when /dev/shm is full: better a counted drop now
+	 * than a SIGBUS in a hooked function later. */
+	if (madvise(a->base + start, end - start, MADV_POPULATE_WRITE) != 0 && errno != EINVAL)
+		return -errno;
+#endif
+	if (!arena_lock_range(a, start, end - start))
+		a->mlocked = false;
+	return 0;
 }
 
 int ada_arena_create(const char *path, const struct ada_arena_config *cfg, struct ada_arena **out,
@@ -147,11 +180,8 @@ int ada_arena_create(const char *path, const struct ada_arena_config *cfg, struc
 	if (fd < 0)
 		return -errno;
 	uint64_t fsize = arena_file_size(fd, geo.total);
-	/* fallocate reserves the tmpfs pages now, so a full /dev/shm is an
-	 * error here rather than a SIGBUS in a hooked function later. */
-	int err = -posix_fallocate(fd, 0, (off_t)fsize);
-	if (err == -EOPNOTSUPP || err == -EINVAL)
-		err = ftruncate(fd, (off_t)fsize) == 0 ? 0 : -errno;
+	/* Sparse: slot regions get their pages when a thread claims them. */
+	int err = ftruncate(fd, (off_t)fsize) == 0 ? 0 : -errno;
 	if (err)
 		goto out_unlink;
 	struct ada_arena *a = NULL;
@@ -160,7 +190,7 @@ int ada_arena_create(const char *path, const struct ada_arena_config *cfg, struc
 		goto out_unlink;
 	a->geo = geo;
 	uint32_t pages = arena_huge_pages(fd, a->base, fsize);
-	arena_prefault(a->base, fsize);
+	arena_prefault(a->base, geo.slots_offset);
 	atomic_store_explicit(&a->ctl->flags, pages, memory_order_relaxed);
 	ring_arena_lock(a, mlock_failed);
 	arena_init_control(a, cfg);

@@ -130,6 +130,8 @@ static inline _Atomic uint64_t *ring_detail_words(const struct ada_arena *a, uin
 
 /* mlocks the whole mapping; on refusal sets ADA_ARENA_F_MLOCK_FAILED. */
 void ring_arena_lock(struct ada_arena *a, bool *mlock_failed);
+/* Populates (and mlocks) one slot's rings; 0 or -errno (-ENOMEM: no room). */
+int ring_slot_populate(struct ada_arena *a, uint32_t slot);
 /* Producer side of the detail ring (owning thread only). */
 bool ring_detail_append(struct ada_arena *a, uint32_t slot, const void *rec, uint32_t len);
 /* Producer side of claiming: FREE -> ACTIVE with tid and a new thread_seq.

@@ -45,6 +45,12 @@ int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint)
 		                                             memory_order_acquire,
 		                                             memory_order_relaxed))
 			continue;
+		if (ring_slot_populate(a, s) != 0) {
+			/* No memory for the rings (/dev/shm full): give the slot
+			 * back; the caller counts a NO_SLOT drop. */
+			atomic_store_explicit(&d->state, ADA_SLOT_FREE, memory_order_relaxed);
+			return -ENOMEM;
+		}
 		atomic_store_explicit(&d->tid, tid, memory_order_relaxed);
 		atomic_store_explicit(
 		    &d->thread_seq,
