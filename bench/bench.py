@@ -114,7 +114,10 @@ class Runner:
 
     def run_once(self, cmd, outdir, timeout):
         shutil.rmtree(outdir, ignore_errors=True)
-        os.makedirs(outdir, exist_ok=True)
+        # uftrace renames an existing -d directory to *.old: let it create
+        # its own; ada creates --out itself; ltrace needs the directory.
+        if cmd[0] == 'ltrace':
+            os.makedirs(outdir, exist_ok=True)
         cnt = os.path.join(self.out, 'count.txt')
         if os.path.exists(cnt):
             os.unlink(cnt)
