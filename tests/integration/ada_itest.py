@@ -194,6 +194,22 @@ def find_session(out, err, rep):
     return session
 
 
+def check_arena_gone(rep, session):
+    """After `ada record` exits, the shared-memory arena directory named in
+    the manifests must be gone (it holds mlocked memory). Ours is removed
+    if it was left, so a failing test leaks nothing."""
+    for m_path in glob.glob(os.path.join(session, "pid_*", "manifest.json")):
+        try:
+            with open(m_path) as f:
+                arena_dir = json.load(f).get("arena_dir")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(arena_dir, str) and os.path.isdir(arena_dir):
+            rep.fail("the arena directory %s (from %s) is still there after ada record "
+                     "exited: %r" % (arena_dir, m_path, sorted(os.listdir(arena_dir))[:5]))
+            shutil.rmtree(arena_dir, ignore_errors=True)
+
+
 def program_stderr(err, session):
     """The traced program's stderr: ada's own lines ('ada: ...', and the
     last line naming the session) taken out."""
@@ -647,6 +663,7 @@ def cmd_target(args, ada, work, rep):
                                                  " ".join(cmd)))
     session = find_session(out_dir, err1, rep)
     rep.note("session: %s" % session)
+    check_arena_gone(rep, session)
     rep.check(rc1 == rc0, "exit status: untraced %d, under `%s` %d; stderr:\n%s" % (
         rc0, " ".join(cmd), rc1, shown(err1)))
     rep.check(out1 == out0, "stdout differs from the untraced run: %s" % first_diff(out0, out1))
@@ -742,6 +759,7 @@ def cmd_debian(args, ada, work, rep):
     rep.note("repro: LC_ALL=C %s%s" % (" ".join(cmd), " < " + stdin if stdin else ""))
     session = find_session(out_dir, err1, rep)
     rep.note("session: %s" % session)
+    check_arena_gone(rep, session)
     rep.check(rc1 == rc0, "exit status: untraced %d, under `%s` %d; stderr:\n%s" % (
         rc0, " ".join(cmd), rc1, shown(err1)))
     rep.check(out1 == out0, "stdout differs from the untraced run: %s" % first_diff(out0, out1))
