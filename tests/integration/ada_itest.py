@@ -145,7 +145,13 @@ class Ada:
 
     def record(self, out, argv, env, opts=(), stdin_path=None):
         cmd = [self.path, "record", "--out", out] + list(opts) + ["--"] + argv
-        rc, o, e = run(cmd, env=env, stdin_path=stdin_path)
+        try:
+            rc, o, e = run(cmd, env=env, stdin_path=stdin_path)
+        except Fail:
+            # Killed on timeout: the recorder could not remove its arena.
+            for session in glob.glob(os.path.join(out, "session_*")):
+                check_arena_gone(Report(), session)
+            raise
         skip_if_unimplemented("ada record", rc, e)
         return cmd, rc, o, e
 
