@@ -146,6 +146,11 @@ static void agent_json_body(FILE *f)
 	fprintf(f, ", \"total\": %" PRIu64 "},\n  \"installed\": %" PRIu64 ",\n  \"skipped\": ",
 		agent.ns_total / 1000, installed);
 	agent_json_skips(f, sk);
+	uint64_t un[3];
+	agent_untraced_counts(un);
+	fprintf(f, ",\n  \"untraced_calls\": {\"agent_work\": %" PRIu64 ", \"shadow_full\": %" PRIu64
+		   ", \"nested_signal\": %" PRIu64 "}",
+		un[0], un[1], un[2]);
 	fprintf(f, ",\n  \"trampoline_bytes\": %zu,\n  \"modules\": [\n",
 		agent.mem ? hook_mem_mapped_bytes(agent.mem) : (size_t)0);
 	for (size_t i = 0; i < agent.n_mods; i++) {

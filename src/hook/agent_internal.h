@@ -68,7 +68,10 @@ void agent_shadow_after_fork(void);
 /* The calling thread's frames are gone (thread exit): EXCEPTION events,
  * release the shadow stack memory. */
 void agent_shadow_thread_exit(void);
-uint64_t agent_counter_suppressed(void);
+/* Calls not traced so far (threads that ended, plus the caller):
+ * [0] during the agent's own work, [1] shadow stack full or unusable,
+ * [2] signal handlers the side path could not take. */
+void agent_untraced_counts(uint64_t out[3]);
 
 /* The calling thread's first traced call: registers its thread-exit
  * destructor (agent_process.c). Called once per thread from the

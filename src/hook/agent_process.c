@@ -136,6 +136,20 @@ static int process_install_crash_handlers(void)
 	return 0;
 }
 
+/* At exit agent.json is written once more, with the untraced-call
+ * counts of the run (the recorder folds it into the manifest after the
+ * process is gone). */
+static void process_at_exit(void)
+{
+	if (!agent_hot.active || agent_hot.pid != getpid())
+		return;
+	agent_guard_enter();
+	pthread_mutex_lock(&agent.lock);
+	agent_write_files(false, agent.n_mods);
+	pthread_mutex_unlock(&agent.lock);
+	agent_guard_leave();
+}
+
 int agent_process_setup(void)
 {
 	process_key_ok = pthread_key_create(&process_key, process_thread_exit) == 0;
@@ -144,6 +158,7 @@ int agent_process_setup(void)
 		agent_log("cannot register fork handlers (%s); nothing is traced", strerror(err));
 		return -err;
 	}
+	atexit(process_at_exit);
 	err = process_install_crash_handlers();
 	if (err)
 		agent_log("cannot install crash handlers (%s); crashes are seen only by the recorder",

@@ -361,6 +361,8 @@ void agent_shadow_after_fork(void)
 	ada_shadow_tls.inherited = ada_shadow_tls.top;
 }
 
+static void handlers_fold_counts(struct ada_shadow *s);
+
 void agent_shadow_thread_exit(void)
 {
 	struct ada_shadow *s = &ada_shadow_tls;
@@ -369,6 +371,7 @@ void agent_shadow_thread_exit(void)
 	s->in_hook = 1;
 	shadow_pop_all(s, (const uint64_t *)__builtin_frame_address(0), agent_hot.ret_tramp);
 	shadow_side_flush(s);
+	handlers_fold_counts(s);
 	s->in_hook = 0;
 	if (s->base)
 		handlers_syscall6(SYS_munmap, (long)s->base, (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0);
@@ -380,7 +383,22 @@ void agent_shadow_thread_exit(void)
 	s->guard = g;
 }
 
-uint64_t agent_counter_suppressed(void)
+/* Per-thread counts of calls not traced, folded into process totals when
+ * a thread ends (and for the calling thread on demand). */
+static _Atomic uint64_t handlers_untraced[3];
+
+static void handlers_fold_counts(struct ada_shadow *s)
 {
-	return ada_shadow_tls.suppressed;
+	/* Relaxed: plain statistics, read after the threads are done. */
+	atomic_fetch_add_explicit(&handlers_untraced[0], s->suppressed, memory_order_relaxed);
+	atomic_fetch_add_explicit(&handlers_untraced[1], s->lost, memory_order_relaxed);
+	atomic_fetch_add_explicit(&handlers_untraced[2], s->side.lost, memory_order_relaxed);
+	s->suppressed = s->lost = s->side.lost = 0;
+}
+
+void agent_untraced_counts(uint64_t out[3])
+{
+	handlers_fold_counts(&ada_shadow_tls);
+	for (int i = 0; i < 3; i++)
+		out[i] = atomic_load_explicit(&handlers_untraced[i], memory_order_relaxed);
 }
