@@ -1,13 +1,15 @@
 /*
  * Test library for t_dlopen: loaded with dlopen() after the program
- * started, so its functions must be hooked before they first run. It counts
+ * started, so its functions must be hooked before they first run — its
+ * constructor already calls traced code inside dlopen(). It counts
  * its own calls (static counters, so a dlclose + dlopen starts again from
  * zero) and hands them to the program through dlib_counts().
  */
-#define DLIB_NFUNCS 5
+#define DLIB_NFUNCS 7
 
-static const char *const dlib_names[DLIB_NFUNCS] = {"dlib_entry", "dlib_mid", "dlib_leaf",
-						     "dlib_callback_twice", "dlib_counts"};
+static const char *const dlib_names[DLIB_NFUNCS] = {
+	"dlib_entry", "dlib_mid", "dlib_leaf", "dlib_callback_twice", "dlib_counts",
+	"dlib_ctor_work", "dlib_init"};
 static unsigned long dlib_calls[DLIB_NFUNCS];
 static volatile unsigned long dlib_sink;
 
@@ -55,4 +57,18 @@ DLIB_FN int dlib_counts(const char *const **names, const unsigned long **calls)
 	*names = dlib_names;
 	*calls = dlib_calls;
 	return DLIB_NFUNCS;
+}
+
+__attribute__((noinline)) static void dlib_ctor_work(int v)
+{
+	DLIB_COUNT(5);
+	dlib_sink = (unsigned long)v;
+}
+
+/* Runs inside dlopen(), before the program can call anything of ours. */
+__attribute__((constructor, noinline)) static void dlib_init(void)
+{
+	DLIB_COUNT(6);
+	dlib_ctor_work(1);
+	dlib_ctor_work(2);
 }

@@ -2,7 +2,9 @@
  * Test target: dlopen() of a test library (t_dlib, argv[1]) after start,
  * calls into it (and from it back into the program), dlclose(), dlopen()
  * again and calls again — the second image must be hooked afresh and the
- * first leave nothing behind. Single-threaded; prints the results.
+ * first leave nothing behind. Each time the library is opened twice (the
+ * second dlopen only takes a reference): nothing may be hooked twice.
+ * Single-threaded; prints the results.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -12,7 +14,7 @@
 
 #define FUNCS(X)                                                               \
 	X(main) X(use_library) X(exe_callback) X(add_library_counts) X(dlib_entry) X(dlib_mid)       \
-	X(dlib_leaf) X(dlib_callback_twice) X(dlib_counts)
+	X(dlib_leaf) X(dlib_callback_twice) X(dlib_counts) X(dlib_ctor_work) X(dlib_init)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
@@ -47,6 +49,7 @@ TC_FN static int use_library(const char *path, unsigned long n)
 		fprintf(stderr, "dlopen: %s\n", dlerror());
 		return 1;
 	}
+	void *again = dlopen(path, RTLD_NOW | RTLD_LOCAL); /* same handle, one more ref */
 	entry_fn entry = (entry_fn)dlsym(h, "dlib_entry");
 	cb_twice_fn twice = (cb_twice_fn)dlsym(h, "dlib_callback_twice");
 	counts_fn counts = (counts_fn)dlsym(h, "dlib_counts");
@@ -57,6 +60,8 @@ TC_FN static int use_library(const char *path, unsigned long n)
 	printf("entry(%lu) = %lu\n", n, entry(n));
 	printf("twice = %ld\n", twice(exe_callback, (long)n));
 	add_library_counts(counts);
+	if (again != h || dlclose(again) != 0)
+		return 1;
 	return dlclose(h) != 0;
 }
 
