@@ -79,6 +79,7 @@ ada_itest(fork_exec.O2 target --expect-pids 2 --own-module t_exec_child_O2
 ada_itest(fork_exec_nofollow.O2 target --expect-pids 1 --record-opt=--no-follow
           -- ${T}/t_fork_O2 exec ${T}/t_exec_child_O2)
 ada_itest(fork.O2 target --expect-pids 2 -- ${T}/t_fork_O2 fork)
+ada_itest(exec_chain.O2 target --expect-pids 1 -- ${T}/t_exec_child_O2 chain 3)
 ada_itest(fork_threads.O2 target --expect-pids 2 -- ${T}/t_fork_O2 threads)
 ada_itest(posix_spawn.O2 target --expect-pids 3 --own-module t_exec_child_O2
           -- ${T}/t_spawn_O2 ${T}/t_exec_child_O2)
