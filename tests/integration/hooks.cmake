@@ -55,6 +55,8 @@ if(ADA_CLANG)
   ada_itest(tailcall.clangO2 target -- ${T}/t_tailcall_clangO2)
 endif()
 ada_itest(threads.O2cet target -- ${T}/t_threads_O2cet)
+ada_itest(threads.O2nopie target -- ${T}/t_threads_O2nopie)
+ada_itest(cxx_dtor.O2nopie target -- ${T}/t_cxx_O2nopie dtor)
 ada_itest(threads_many.O2 target -- ${T}/t_threads_O2 many)
 ada_itest(threads_heavy.O2 target -- ${T}/t_threads_O2 heavy)
 # Rings of ~1024 events (K = 100000/s x 10 ms): producers wait all the time.

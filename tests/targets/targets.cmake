@@ -23,14 +23,15 @@ endif()
 # ${ADA_TGT_DIR}/t_<name>_<opt>. <opt> is O0, O2, O3, or e.g. O2cet for
 # extra flags listed after the sources with FLAGS.
 function(ada_test_target name opt)
-  cmake_parse_arguments(T "" "" "SOURCES;FLAGS" ${ARGN})
+  cmake_parse_arguments(T "" "" "SOURCES;FLAGS;LDFLAGS" ${ARGN})
   string(REGEX MATCH "^O[0-3s]" level ${opt})
   set(tgt adat_${name}_${opt})
   add_executable(${tgt} ${T_SOURCES} ${ADA_TGT_SRC}/tcount.c)
   # Replace, not extend, what the directory gave (sanitizers, -Werror set).
   set_target_properties(${tgt} PROPERTIES
     COMPILE_OPTIONS "-${level};-g;${ADA_TGT_WARN};${T_FLAGS}"
-    LINK_OPTIONS ""
+    LINK_OPTIONS "${T_LDFLAGS}"
+    POSITION_INDEPENDENT_CODE OFF
     OUTPUT_NAME t_${name}_${opt}
     RUNTIME_OUTPUT_DIRECTORY ${ADA_TGT_DIR})
   target_include_directories(${tgt} PRIVATE ${ADA_TGT_SRC})
@@ -78,6 +79,10 @@ foreach(opt O2 O3)
 endforeach()
 # Entry points that start with endbr64, as distributions that enable CET build them.
 ada_test_target(threads O2cet SOURCES ${ADA_TGT_SRC}/t_threads.c FLAGS -fcf-protection=full)
+# A position-dependent executable at 0x400000: trampolines must be placed
+# within +-2 GiB of a low address range.
+ada_test_target(threads O2nopie SOURCES ${ADA_TGT_SRC}/t_threads.c FLAGS -fno-pie LDFLAGS -no-pie)
+ada_test_target(cxx O2nopie SOURCES ${ADA_TGT_SRC}/t_cxx.cpp FLAGS -fno-pie LDFLAGS -no-pie)
 ada_test_target(dlopen O2 SOURCES ${ADA_TGT_SRC}/t_dlopen.c)
 ada_test_target(fork O2 SOURCES ${ADA_TGT_SRC}/t_fork.c)
 ada_test_target(exec_child O2 SOURCES ${ADA_TGT_SRC}/t_exec_child.c)
