@@ -8,7 +8,10 @@
  *            middle of unwinding;
  *   local    c() throws and catches within itself: nothing is unwound;
  *   threads  four threads throw through a -> b -> c at the same time, each
- *            a different number of times (dtor guards armed).
+ *            a different number of times (dtor guards armed);
+ *   libthrow the exception starts inside libstdc++ (std::stoi on a word:
+ *            std::invalid_argument), passes lib_thrower() and is caught in
+ *            catcher_lib().
  * The counted functions have C names (extern "C") so the table and the trace
  * spell them alike. Single-threaded; prints what it caught.
  */
@@ -18,12 +21,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "tcount.h"
 
 #define FUNCS(X)                                                               \
 	X(main) X(catcher) X(a) X(b) X(c) X(dtor_note) X(dtor_leaf) X(local_catch) \
-	X(after_catch) X(thrower)
+	X(after_catch) X(thrower) X(lib_thrower) X(catcher_lib)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
@@ -122,6 +126,23 @@ TC_FN int local_catch(int x)
 }
 }
 
+extern "C" TC_FN int lib_thrower(const char *text)
+{
+	TC_ENTER(FN_lib_thrower);
+	TC_UNWOUND(FN_lib_thrower, 1); /* callers pass a word: stoi always throws */
+	return std::stoi(std::string(text));
+}
+
+extern "C" TC_FN int catcher_lib(const char *text)
+{
+	TC_ENTER(FN_catcher_lib);
+	try {
+		return lib_thrower(text);
+	} catch (const std::invalid_argument &e) {
+		return after_catch(-1);
+	}
+}
+
 static const char *const labels[4] = {"t0", "t1", "t2", "t3"};
 static int results[4];
 
@@ -151,6 +172,11 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 4; i++)
 			pthread_join(t[i], nullptr);
 		std::printf("threads: %d %d %d %d\n", results[0], results[1], results[2], results[3]);
+		return 0;
+	}
+	if (!std::strcmp(mode, "libthrow")) {
+		for (int i = 0; i < 5; i++)
+			std::printf("libthrow %d: %d\n", i, catcher_lib("not-a-number"));
 		return 0;
 	}
 	if (!std::strcmp(mode, "local")) {
