@@ -137,6 +137,30 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 	producer_refresh_limit(p);
 }
 
+/* WAIT policy with every slot taken (most by threads that have exited and
+ * wait for the drain to finish their files): ask the drain to reclaim now
+ * and wait, yielding, as long as its heartbeat moves. Lossless like a full
+ * ring; a dead recorder costs one timeout. */
+static int producer_wait_for_slot(struct ada_arena *a, uint32_t tid)
+{
+	uint64_t beat = ada_arena_heartbeat(a), since = producer_mono_ns();
+	for (;;) {
+		atomic_store_explicit(&a->ctl->slot_wanted, 1, memory_order_relaxed);
+		sched_yield();
+		int slot = ring_slot_claim(a, tid, tid);
+		if (slot != -ENOSPC)
+			return slot;
+		uint64_t now = producer_mono_ns(), b = ada_arena_heartbeat(a);
+		if (b != beat) {
+			beat = b;
+			since = now;
+		} else if (now - since >=
+		           atomic_load_explicit(&producer_lag_ns, memory_order_relaxed)) {
+			return -ENOSPC;
+		}
+	}
+}
+
 static bool producer_claim(struct ada_producer *p)
 {
 	struct ada_arena *a = ada_producer_arena();
@@ -149,6 +173,8 @@ static bool producer_claim(struct ada_producer *p)
 	}
 	uint32_t tid = (uint32_t)gettid();
 	int slot = ring_slot_claim(a, tid, tid);
+	if (slot == -ENOSPC && a->cfg.overflow == ADA_OVERFLOW_WAIT)
+		slot = producer_wait_for_slot(a, tid);
 	if (slot < 0) {
 		p->state = PRODUCER_NOSLOT;
 		p->retry = PRODUCER_RETRY;

@@ -178,6 +178,9 @@ bool ada_arena_mlocked(const struct ada_arena *a);
 struct ada_metrics *ada_arena_metrics(struct ada_arena *a);
 void ada_arena_drain_heartbeat(struct ada_arena *a);     /* drain: "I am alive" */
 uint64_t ada_arena_heartbeat(const struct ada_arena *a); /* beats so far */
+/* Drain: true (once) when a producer is waiting for a free slot, so the
+ * drain should reclaim EXITED slots now rather than at its next tick. */
+bool ada_arena_take_slot_wanted(struct ada_arena *a);
 /* Sum over every slot (live ones and those freed before) plus the drops
  * that had no slot to go to (ADA_DROP_NO_SLOT, in the index lane). */
 void ada_arena_drop_totals(const struct ada_arena *a,

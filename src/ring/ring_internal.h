@@ -49,6 +49,7 @@ struct ada_arena_control {
 
 	alignas(ADA_CACHELINE) _Atomic uint64_t heartbeat;       /* drain only */
 	alignas(ADA_CACHELINE) _Atomic uint32_t next_thread_seq; /* every producer */
+	_Atomic uint32_t slot_wanted; /* a producer waits for a free slot */
 	/* Drops with no slot (NO_SLOT) and the folded counters of freed slots. */
 	alignas(ADA_CACHELINE) _Atomic uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
 	alignas(ADA_CACHELINE) struct ada_metrics metrics;

@@ -200,3 +200,11 @@ bool ada_arena_below_low_watermark(const struct ada_arena *a, uint32_t slot)
 {
 	return ada_arena_slot_fill_pct(a, slot) <= a->cfg.low_watermark_pct;
 }
+
+bool ada_arena_take_slot_wanted(struct ada_arena *a)
+{
+	if (!atomic_load_explicit(&a->ctl->slot_wanted, memory_order_relaxed))
+		return false;
+	/* Only a hint to reclaim early; the slot states carry the ordering. */
+	return atomic_exchange_explicit(&a->ctl->slot_wanted, 0, memory_order_relaxed) != 0;
+}

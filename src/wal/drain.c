@@ -665,12 +665,13 @@ static bool drain_pass(struct ada_recorder *r)
 		drain_scan_dir(r); /* a dead process's arena may be new to us */
 	drain_check_gone(r, false);
 	uint64_t now = drain_mono_ns();
-	if (now - r->last_reclaim_ns >= DRAIN_RECLAIM_NS) {
-		for (size_t i = 0; i < r->nprocs; i++)
-			if (!r->procs[i]->finished)
-				drain_reclaim(r, r->procs[i]);
+	bool reclaim_all = now - r->last_reclaim_ns >= DRAIN_RECLAIM_NS;
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (!r->procs[i]->finished &&
+		    (ada_arena_take_slot_wanted(r->procs[i]->arena) || reclaim_all))
+			drain_reclaim(r, r->procs[i]);
+	if (reclaim_all)
 		r->last_reclaim_ns = now;
-	}
 	if (now - r->last_tick_ns >= DRAIN_TICK_NS) {
 		drain_tick(r, now);
 		drain_clock(r);
