@@ -724,6 +724,9 @@ DEBIAN = {
     "ls_on_path": (["ls", "/usr/share"], None,  # found through $PATH
                    {"opendir", "__opendir", "fdopendir", "readdir", "readdir64", "__readdir64",
                     "strcoll", "qsort", "write", "__write"}),
+    # The target must see no descriptor of the recorder or the agent.
+    "ls_fds": (["/bin/ls", "/proc/self/fd"], None,
+               {"opendir", "__opendir", "fdopendir", "readdir", "readdir64", "__readdir64"}),
     "ls_missing": (["/bin/ls", "/nonexistent-ada-itest"], None,
                    {"lstat", "lstat64", "statx", "fstatat", "fstatat64", "strerror",
                     "error", "dcgettext"}),
