@@ -738,6 +738,9 @@ DEBIAN = {
     "sh_pipeline": (["/bin/sh", "-c", "ls /usr/share | sort -r | head -n 5; exit 3"], None,
                     {"fork", "_Fork", "__libc_fork", "execve", "pipe", "pipe2", "dup2",
                      "waitpid", "wait4", "__wait4"}),
+    # `yes` dies of SIGPIPE while traced (a followed child killed by a signal).
+    "yes_head": (["/bin/sh", "-c", "yes | head -n 3"], None,
+                 {"write", "__write", "fwrite", "fwrite_unlocked", "fputs", "fputs_unlocked"}),
     # A C++ program: libstdc++ hooked, its start-up and exit paths traced.
     "cmake_version": (["/usr/bin/cmake", "--version"], None, {"module:libstdc++"}),
     "python3": (["/usr/bin/python3", "-c", "pass"], None,

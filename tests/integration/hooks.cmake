@@ -90,7 +90,7 @@ ada_itest(crash_abort.O2 target --expect-status 134 --expect-signal 6 -- ${T}/t_
 ada_itest(exit_nested.O2 target --expect-status 3 -- ${T}/t_crash_O2 exit)
 ada_itest(crash_sigkill.O2 target --expect-status 137 --expect-signal 9 -- ${T}/t_crash_O2 kill)
 
-foreach(prog ls ls_on_path ls_fds ls_missing gzip sort sh_pipeline cmake_version python3)
+foreach(prog ls ls_on_path ls_fds ls_missing gzip sort sh_pipeline yes_head cmake_version python3)
   ada_itest(debian_${prog} debian ${prog})
 endforeach()
 
