@@ -242,7 +242,7 @@ int ada_arena_open(const char *path, struct ada_arena **out)
 		goto out_close;
 	}
 	struct ada_arena *a = NULL;
-	err = arena_map(fd, (uint64_t)st.st_size, true, &a);
+	err = arena_map(fd, (uint64_t)st.st_size, false, &a);
 	if (err)
 		goto out_close;
 	err = arena_validate(a, (uint64_t)st.st_size);
