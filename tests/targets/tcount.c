@@ -44,12 +44,16 @@ int tc_is_counts_arg(const char *arg)
 static void tc_thread_end(void *label)
 {
 	pthread_mutex_lock(&tc_lock);
-	if (tc_nrecords < TC_MAX_THREADS) {
-		struct tc_record *r = &tc_records[tc_nrecords++];
-		r->label = label;
-		r->tid = (long)syscall(SYS_gettid);
-		memcpy(r->counts, tc_tls, sizeof(r->counts));
+	if (tc_nrecords >= TC_MAX_THREADS) {
+		/* A table with threads missing would blame the tracer: stop. */
+		fprintf(stderr, "tcount: more than %d threads; raise TC_MAX_THREADS\n",
+			TC_MAX_THREADS);
+		abort();
 	}
+	struct tc_record *r = &tc_records[tc_nrecords++];
+	r->label = label;
+	r->tid = (long)syscall(SYS_gettid);
+	memcpy(r->counts, tc_tls, sizeof(r->counts));
 	pthread_mutex_unlock(&tc_lock);
 	memset(tc_tls, 0, sizeof(tc_tls));
 }
