@@ -85,6 +85,8 @@ ada_itest(exec_chain.O2 target --expect-pids 1 -- ${T}/t_exec_child_O2 chain 3)
 ada_itest(fork_threads.O2 target --expect-pids 2 -- ${T}/t_fork_O2 threads)
 ada_itest(posix_spawn.O2 target --expect-pids 3 --own-module t_exec_child_O2
           -- ${T}/t_spawn_O2 ${T}/t_exec_child_O2)
+ada_itest(vfork_exec.O2 target --expect-pids 3 --own-module t_exec_child_O2
+          -- ${T}/t_spawn_O2 ${T}/t_exec_child_O2 vfork)
 ada_itest(crash_segv.O2 target --expect-status 139 --expect-signal 11 -- ${T}/t_crash_O2)
 ada_itest(crash_abort.O2 target --expect-status 134 --expect-signal 6 -- ${T}/t_crash_O2 abort)
 ada_itest(exit_nested.O2 target --expect-status 3 -- ${T}/t_crash_O2 exit)

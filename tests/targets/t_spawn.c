@@ -4,14 +4,19 @@
  * child runs in the parent's memory, on the parent's rings and shadow
  * stacks — whatever the agent does there must not corrupt the parent.
  * Then the parent calls more traced functions and prints the statuses.
+ * `t_spawn PATH vfork`: the same with vfork() + execv() from a traced frame
+ * (the child borrows the parent's stack and thread until execv, so it calls
+ * nothing counted; its return from vfork() is the parent's to see).
  */
 #include <spawn.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include "tcount.h"
 
-#define FUNCS(X) X(main) X(spawn_one) X(after_spawn)
+#define FUNCS(X) X(main) X(spawn_one) X(after_spawn) X(vfork_one)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
@@ -40,6 +45,23 @@ TC_FN static int spawn_one(const char *path, const char *arg)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+TC_FN static int vfork_one(const char *path, const char *arg)
+{
+	TC_ENTER(FN_vfork_one);
+	char *args[] = {(char *)path, (char *)arg, NULL};
+	int status = 0;
+
+	fflush(stdout);
+	pid_t pid = vfork();
+	if (pid == 0) {
+		execv(path, args);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 int main(int argc, char **argv)
 {
 	TC_ENTER(FN_main);
@@ -50,10 +72,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: t_spawn PATH\n");
 		return 2;
 	}
-	int a = spawn_one(argv[1], "spawn-1");
+	int use_vfork = argc > 2 && !strcmp(argv[2], "vfork");
+	int (*start)(const char *, const char *) = use_vfork ? vfork_one : spawn_one;
+	int a = start(argv[1], "spawn-1");
 	for (unsigned long i = 0; i < 25; i++)
 		acc += after_spawn(i);
-	int b = spawn_one(argv[1], "spawn-2");
+	int b = start(argv[1], "spawn-2");
 	for (unsigned long i = 0; i < 25; i++)
 		acc += after_spawn(i);
 	printf("spawn: statuses %d %d, %lu\n", a, b, acc);
