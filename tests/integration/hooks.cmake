@@ -71,6 +71,7 @@ ada_itest(include_module.O2 target --record-opt=--include --record-opt=t_threads
 ada_itest(exclude_module.O2 target --record-opt=--exclude --record-opt=libc.so*
           --absent-module libc.so* -- ${T}/t_funcptr_O2)
 ada_itest(prologue.O2 target -- ${T}/t_prologue_O2)
+ada_itest(ucontext.O2 target --calls-only -- ${T}/t_ucontext_O2)
 ada_itest(signal_async.O2 target --nondeterministic -- ${T}/t_signal_O2 async)
 ada_itest(signal_async.O0 target --nondeterministic -- ${T}/t_signal_O0 async)
 ada_itest(pthread_exit.O0 target -- ${T}/t_pthread_exit_O0)

@@ -91,6 +91,7 @@ ada_test_target(pthread_exit O0 SOURCES ${ADA_TGT_SRC}/t_pthread_exit.c)
 ada_test_target(crash O2 SOURCES ${ADA_TGT_SRC}/t_crash.c)
 ada_test_target(prologue O2 SOURCES ${ADA_TGT_SRC}/t_prologue.c)
 ada_test_target(spawn O2 SOURCES ${ADA_TGT_SRC}/t_spawn.c)
+ada_test_target(ucontext O2 SOURCES ${ADA_TGT_SRC}/t_ucontext.c)
 
 # The library t_dlopen loads after start.
 add_library(adat_dlib MODULE ${ADA_TGT_SRC}/t_dlib.c)
