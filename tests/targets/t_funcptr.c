@@ -1,14 +1,17 @@
 /*
  * Test target: calls through function pointers — a dispatch table, a
  * pointer passed down and called back, and libc's qsort() calling our
- * comparator (traced code called from traced libc code). Single-threaded.
+ * comparator (traced code called from traced libc code), and an atexit()
+ * handler that runs traced code after main() returned. Single-threaded.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "tcount.h"
 
-#define FUNCS(X) X(main) X(op_add) X(op_sub) X(op_mul) X(apply) X(cmp_int) X(run_table)
+#define FUNCS(X)                                                               \
+	X(main) X(op_add) X(op_sub) X(op_mul) X(apply) X(cmp_int) X(run_table)        \
+	X(at_exit_work)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
@@ -59,12 +62,23 @@ TC_FN static long run_table(int rounds)
 	return acc;
 }
 
+/* Registered after tc_init(), so it runs before the table is written. */
+TC_FN static void at_exit_work(void)
+{
+	TC_ENTER(FN_at_exit_work);
+	long acc = 0;
+	for (int i = 0; i < 3; i++)
+		acc += apply(op_add, i, i);
+	printf("at exit: %ld\n", acc);
+}
+
 int main(int argc, char **argv)
 {
 	TC_ENTER(FN_main);
 	int v[200];
 
 	tc_init(argc, argv, "funcptr", fn_names, FN_COUNT);
+	atexit(at_exit_work);
 	printf("table: %ld\n", run_table(1000));
 	for (int i = 0; i < 200; i++)
 		v[i] = (i * 7919) % 211;
