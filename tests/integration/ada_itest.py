@@ -452,8 +452,100 @@ def sum_rows(rows):
     return out
 
 
+def zero_excluded(files, absent):
+    """Excluded functions: the program ran them, the trace must not show them."""
+    def fix(fns):
+        return {fn: ([0, 0, 0, 0] if any(fnmatch.fnmatch(fn, g) for g in absent) else v)
+                for fn, v in fns.items()}
+    return [f._replace(totals=fix(f.totals),
+                       threads={k: fix(fns) for k, fns in f.threads.items()}) for f in files]
+
+
+def walk_all(rep, ctx, events, allow_inherited, calls_only):
+    """Walks every trace thread; returns ({thread key: stats}, {tid: [keys]})."""
+    per_thread, tids = {}, {}
+    for key, evs in group_threads(events).items():
+        stats, errors = walk_thread(evs, allow_inherited)
+        if calls_only:
+            errors = []
+        for e in errors[:MAX_REPORTED]:
+            rep.fail("%s thread_%s: %s" % (ctx, key, e))
+        if len(errors) > MAX_REPORTED:
+            rep.fail("%s thread_%s: ... %d more depth errors" % (
+                ctx, key, len(errors) - MAX_REPORTED))
+        per_thread[key] = stats
+        tids.setdefault(evs[0].get("tid"), []).append(key)
+    return per_thread, tids
+
+
+def check_totals(rep, ctx, pid_dir, files, per_thread, absent):
+    """CALLs per function over the whole process; returns the functions whose
+    totals are wrong (so the per-thread check does not repeat them)."""
+    total = collections.defaultdict(FnStats)
+    for stats in per_thread.values():
+        for fn, st in stats.items():
+            total[fn].add(st)
+    want_total = sum_rows(cf.totals for cf in files)
+    syms = None
+    for fn, want in want_total.items():
+        if want[0] and not total[fn].call:
+            syms = syms if syms is not None else read_syms(pid_dir)
+            why = syms.get(fn)
+            rep.fail("%s: %s ran %d times but has no CALL in the trace (%s)" % (
+                ctx, fn, want[0], "modules/%s says %s" % (why[1], why[0]) if why
+                else "not listed in any modules/*.syms"))
+        elif total[fn].call != want[0]:
+            excluded = any(fnmatch.fnmatch(fn, g) for g in absent)
+            rep.fail("%s: %s %s, the trace has %d CALLs" % (
+                ctx, fn, "was excluded from recording" if excluded else
+                "ran %d times" % want[0], total[fn].call))
+    return {fn for fn, want in want_total.items() if total[fn].call != want[0]}
+
+
+def check_threads(rep, ctx, files, per_thread, tids, table, total_bad, calls_only):
+    """Program threads and trace threads meet by OS thread id; each pair is
+    held to the program's per-thread counts."""
+    want_by_tid = collections.defaultdict(list)
+    for cf in files:
+        for (label, tid), fns in cf.threads.items():
+            want_by_tid[tid].append(fns)
+    if not set(want_by_tid) & set(tids):
+        rep.fail("%s: no trace `tid` is an OS thread id of the program (program: %s, "
+                 "trace: %s); matching threads by their call counts instead" % (
+                     ctx, sorted(want_by_tid), sorted(tids, key=str)))
+        tids = match_by_counts(want_by_tid, tids, per_thread, table)
+    missing = []
+    for tid, rows in want_by_tid.items():
+        keys = tids.get(tid)
+        if not keys:
+            missing.append("%s (tid %d)" % ("/".join(k[0] for cf in files for k in cf.threads
+                                                     if k[1] == tid), tid))
+            continue
+        got = collections.defaultdict(FnStats)
+        for k in keys:
+            for fn, st in per_thread[k].items():
+                got[fn].add(st)
+        for fn, want in sum_rows(rows).items():
+            if fn in total_bad and got[fn].call != want[0]:
+                continue  # already reported for the whole process
+            check_fn_row(rep, "%s tid %d" % (ctx, tid), fn, want, got[fn], calls_only)
+    if missing:
+        rep.fail("%s: %d of the program's %d threads have no events in the trace (%d trace "
+                 "threads): %s%s" % (ctx, len(missing), len(want_by_tid), len(tids),
+                                     ", ".join(missing[:8]), ", ..." if len(missing) > 8 else ""))
+    for tid, keys in tids.items():
+        if tid in want_by_tid:
+            continue
+        stray = {fn: st.call for k in keys for fn, st in per_thread[k].items()
+                 if fn in table and st.call}
+        rep.check(not stray, "%s: trace thread(s) %s (tid %s) hold calls of the program's "
+                  "functions %s, but the program had no such thread" % (ctx, keys, tid, stray))
+
+
 def check_pid(ada, rep, session, pid, files, own, allow_inherited, absent=(), absent_mod=(),
               calls_only=False):
+    """Everything about one process: its directory, events, names, depths,
+    and the counts of each of its program tables."""
     pid_dir = os.path.join(session, "pid_%d" % pid)
     ctx = "pid_%d" % pid
     if not os.path.isdir(pid_dir):
@@ -478,86 +570,10 @@ def check_pid(ada, rep, session, pid, files, own, allow_inherited, absent=(), ab
         rep.check(not bad, "%s: events from modules that were excluded (%s): %s" % (
             ctx, ",".join(absent_mod), dict(bad)))
     if absent:
-        # Excluded functions: the program ran them, the trace must not show them.
-        files = [f._replace(
-            totals={fn: ([0, 0, 0, 0] if any(fnmatch.fnmatch(fn, g) for g in absent) else v)
-                    for fn, v in f.totals.items()},
-            threads={k: {fn: ([0, 0, 0, 0] if any(fnmatch.fnmatch(fn, g) for g in absent)
-                              else v) for fn, v in fns.items()}
-                     for k, fns in f.threads.items()}) for f in files]
-
-    threads = group_threads(events)
-    per_thread = {}
-    tids = {}
-    for key, evs in threads.items():
-        stats, errors = walk_thread(evs, allow_inherited)
-        if calls_only:
-            errors = []
-        for e in errors[:MAX_REPORTED]:
-            rep.fail("%s thread_%s: %s" % (ctx, key, e))
-        if len(errors) > MAX_REPORTED:
-            rep.fail("%s thread_%s: ... %d more depth errors" % (ctx, key, len(errors) - MAX_REPORTED))
-        per_thread[key] = stats
-        tids.setdefault(evs[0].get("tid"), []).append(key)
-
-    # Totals over the process.
-    total = collections.defaultdict(FnStats)
-    for stats in per_thread.values():
-        for fn, st in stats.items():
-            total[fn].add(st)
-    want_total = sum_rows(cf.totals for cf in files)
-    syms = None
-    total_bad = {fn for fn, want in want_total.items() if total[fn].call != want[0]}
-    for fn, want in want_total.items():
-        if want[0] and not total[fn].call:
-            syms = syms if syms is not None else read_syms(pid_dir)
-            why = syms.get(fn)
-            rep.fail("%s: %s ran %d times but has no CALL in the trace (%s)" % (
-                ctx, fn, want[0], "modules/%s says %s" % (why[1], why[0]) if why
-                else "not listed in any modules/*.syms"))
-        elif total[fn].call != want[0]:
-            excluded = any(fnmatch.fnmatch(fn, g) for g in absent)
-            rep.fail("%s: %s %s, the trace has %d CALLs" % (
-                ctx, fn, "was excluded from recording" if excluded else
-                "ran %d times" % want[0], total[fn].call))
-
-    # Per thread: program records and trace threads meet by OS thread id.
-    want_by_tid = collections.defaultdict(list)
-    for cf in files:
-        for (label, tid), fns in cf.threads.items():
-            want_by_tid[tid].append(fns)
-    if not set(want_by_tid) & set(tids):
-        rep.fail("%s: no trace `tid` is an OS thread id of the program (program: %s, "
-                 "trace: %s); matching threads by their call counts instead" % (
-                     ctx, sorted(want_by_tid), sorted(tids, key=str)))
-        tids = match_by_counts(want_by_tid, tids, per_thread, table)
-    absent = []
-    for tid, rows in want_by_tid.items():
-        keys = tids.get(tid)
-        if not keys:
-            absent.append("%s (tid %d)" % ("/".join(k[0] for cf in files for k in cf.threads
-                                                    if k[1] == tid), tid))
-            continue
-        got = collections.defaultdict(FnStats)
-        for k in keys:
-            for fn, st in per_thread[k].items():
-                got[fn].add(st)
-        for fn, want in sum_rows(rows).items():
-            if fn in total_bad and got[fn].call != want[0]:
-                continue  # already reported for the whole process
-            check_fn_row(rep, "%s tid %d" % (ctx, tid), fn, want, got[fn], calls_only)
-    if absent:
-        rep.fail("%s: %d of the program's %d threads have no events in the trace (%d trace "
-                 "threads): %s%s" % (ctx, len(absent), len(want_by_tid), len(tids),
-                                     ", ".join(absent[:8]), ", ..." if len(absent) > 8 else ""))
-    for tid, keys in tids.items():
-        if tid in want_by_tid:
-            continue
-        stray = {fn: st.call for k in keys for fn, st in per_thread[k].items()
-                 if fn in table and st.call}
-        rep.check(not stray, "%s: trace thread(s) %s (tid %s) hold calls of the program's "
-                  "functions %s, but the program had no such thread" % (ctx, keys, tid, stray))
-    return events
+        files = zero_excluded(files, absent)
+    per_thread, tids = walk_all(rep, ctx, events, allow_inherited, calls_only)
+    total_bad = check_totals(rep, ctx, pid_dir, files, per_thread, absent)
+    check_threads(rep, ctx, files, per_thread, tids, table, total_bad, calls_only)
 
 
 def match_by_counts(want_by_tid, tids, per_thread, table):
