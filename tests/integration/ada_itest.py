@@ -669,56 +669,73 @@ def check_program_built_right(files, argv):
                    "folded by the compiler?)" % (missing, argv))
 
 
-def cmd_target(args, ada, work, rep):
-    argv = args.argv
-    own = set(args.own_module or []) | {os.path.basename(argv[0])}
-
-    plain_counts = os.path.join(work, "counts-untraced")
-    os.mkdir(plain_counts)
-    rc0, out0, err0 = run(argv, env=target_env(plain_counts))
-    if args.expect_status is not None and rc0 != args.expect_status:
-        raise Fail("the untraced program exited %d, the test expects %d: %s" % (
-            rc0, args.expect_status, shown(err0)))
-    plain = load_counts(plain_counts)
-    check_program_built_right(plain, argv)
-
-    traced_counts = os.path.join(work, "counts-traced")
-    os.mkdir(traced_counts)
-    out_dir = os.path.join(work, "out")
-    cmd, rc1, out1, err1 = ada.record(out_dir, argv, target_env(traced_counts), args.record_opt or [])
-    rep.note("repro: ADA_TEST_COUNTS='%s' %s" % (target_env(traced_counts)["ADA_TEST_COUNTS"],
-                                                 " ".join(cmd)))
-    session = find_session(out_dir, err1, rep)
-    rep.note("session: %s" % session)
-    check_arena_gone(rep, session)
+def check_same_behaviour(rep, cmd, session, untraced, traced):
+    """Exit status, stdout and stderr (ada's own lines taken out) of the
+    traced run must be those of the untraced one."""
+    (rc0, out0, err0), (rc1, out1, err1) = untraced, traced
     rep.check(rc1 == rc0, "exit status: untraced %d, under `%s` %d; stderr:\n%s" % (
         rc0, " ".join(cmd), rc1, shown(err1)))
     rep.check(out1 == out0, "stdout differs from the untraced run: %s" % first_diff(out0, out1))
     perr = program_stderr(err1, session)
     rep.check(perr == err0, "stderr differs from the untraced run (ada's own 'ada:' lines "
               "removed): %s" % first_diff(err0, perr))
+
+
+def run_target_twice(args, ada, work, rep):
+    """Runs the program untraced, then under `ada record`; returns
+    (session, untraced tables, traced tables, untraced status)."""
+    argv = args.argv
+    plain_counts = os.path.join(work, "counts-untraced")
+    os.mkdir(plain_counts)
+    untraced = run(argv, env=target_env(plain_counts))
+    if args.expect_status is not None and untraced[0] != args.expect_status:
+        raise Fail("the untraced program exited %d, the test expects %d: %s" % (
+            untraced[0], args.expect_status, shown(untraced[2])))
+    plain = load_counts(plain_counts)
+    check_program_built_right(plain, argv)
+
+    traced_counts = os.path.join(work, "counts-traced")
+    os.mkdir(traced_counts)
+    out_dir = os.path.join(work, "out")
+    env = target_env(traced_counts)
+    cmd, rc1, out1, err1 = ada.record(out_dir, argv, env, args.record_opt or [])
+    rep.note("repro: ADA_TEST_COUNTS='%s' %s" % (env["ADA_TEST_COUNTS"], " ".join(cmd)))
+    session = find_session(out_dir, err1, rep)
+    rep.note("session: %s" % session)
+    check_arena_gone(rep, session)
+    check_same_behaviour(rep, cmd, session, untraced, (rc1, out1, err1))
     traced = load_counts(traced_counts)
     if not args.nondeterministic:
         rep.check(counts_signature(plain) == counts_signature(traced),
                   "the program counted different calls when traced than untraced "
                   "(%s vs %s): its behaviour changed" % (plain_counts, traced_counts))
     ada.validate(session, rep)
+    return session, plain, traced, untraced[0]
 
+
+def first_process(traced):
+    """The tables grouped by pid, and the pid ada started (whose parent
+    wrote no table)."""
     by_pid = collections.OrderedDict()
     for cf in traced:
         by_pid.setdefault(cf.pid, []).append(cf)
-    pids = set(by_pid)
-    roots = [p for p, fs in by_pid.items() if all(f.ppid not in pids for f in fs)]
+    roots = [p for p, fs in by_pid.items() if all(f.ppid not in by_pid for f in fs)]
     if len(roots) != 1:
-        raise Fail("cannot tell the first process among the tables %r" % sorted(pids))
-    root = roots[0]
+        raise Fail("cannot tell the first process among the tables %r" % sorted(by_pid))
+    return by_pid, roots[0]
+
+
+def cmd_target(args, ada, work, rep):
+    own = set(args.own_module or []) | {os.path.basename(args.argv[0])}
+    session, plain, traced, rc0 = run_target_twice(args, ada, work, rep)
+    by_pid, root = first_process(traced)
     pid_dirs = sorted(os.path.basename(d) for d in glob.glob(os.path.join(session, "pid_*")))
     follow = "--no-follow" not in (args.record_opt or [])
     if args.expect_pids is None:
         args.expect_pids = len(by_pid) if follow else 1
     rep.check(len(pid_dirs) == args.expect_pids, "expected %d pid_* directories in %s, "
               "found %r (processes that ran: %r)" % (args.expect_pids, session, pid_dirs,
-                                                    sorted(pids)))
+                                                    sorted(by_pid)))
     for pid, files in by_pid.items():
         if pid != root and not follow:
             rep.check("pid_%d" % pid not in pid_dirs, "--no-follow, yet the child %d was "
@@ -727,10 +744,11 @@ def cmd_target(args, ada, work, rep):
         check_pid(ada, rep, session, pid, files, own, allow_inherited=(pid != root),
                   absent=args.absent, absent_mod=args.absent_module,
                   calls_only=args.calls_only)
+    root_dir = os.path.join(session, "pid_%d" % root)
     if args.expect_signal:
-        check_crash_manifest(rep, os.path.join(session, "pid_%d" % root), args.expect_signal)
+        check_crash_manifest(rep, root_dir, args.expect_signal)
     else:
-        m = check_manifest_parses(rep, os.path.join(session, "pid_%d" % root)) or {}
+        m = check_manifest_parses(rep, root_dir) or {}
         rep.check(m.get("abnormal") in (None, False), "pid_%d/manifest.json says "
                   "\"abnormal\": %r, but the program exited normally (status %d)" % (
                       root, m.get("abnormal"), rc0))
@@ -796,11 +814,7 @@ def cmd_debian(args, ada, work, rep):
     session = find_session(out_dir, err1, rep)
     rep.note("session: %s" % session)
     check_arena_gone(rep, session)
-    rep.check(rc1 == rc0, "exit status: untraced %d, under `%s` %d; stderr:\n%s" % (
-        rc0, " ".join(cmd), rc1, shown(err1)))
-    rep.check(out1 == out0, "stdout differs from the untraced run: %s" % first_diff(out0, out1))
-    perr = program_stderr(err1, session)
-    rep.check(perr == err0, "stderr differs from the untraced run: %s" % first_diff(err0, perr))
+    check_same_behaviour(rep, cmd, session, (rc0, out0, err0), (rc1, out1, err1))
     ada.validate(session, rep)
     pid_dirs = sorted(glob.glob(os.path.join(session, "pid_*")))
     if not rep.check(pid_dirs, "no pid_* directory in %s" % session):
