@@ -84,17 +84,23 @@ def no_core():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def run(cmd, env=None, stdin_path=None, timeout=RUN_TIMEOUT, cwd=None):
+def run(cmd, env=None, stdin_path=None, timeout=RUN_TIMEOUT, cwd=None, interrupt=None):
     """Runs cmd in a process group of its own; returns (status, stdout,
     stderr), status 128+N for signal N. On timeout the whole group (the
-    recorder and the program it started) is killed."""
+    recorder and the program it started) is killed. interrupt=(line, sig):
+    once stdout shows that line, sig goes to the whole group (a Ctrl-C)."""
     stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
     try:
         p = subprocess.Popen(cmd, env=env, stdin=stdin, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, preexec_fn=no_core, cwd=cwd,
                              start_new_session=True)
         try:
+            head = b""
+            if interrupt:
+                head = wait_for_line(p, interrupt[0], timeout)
+                os.killpg(p.pid, interrupt[1])
             out, err = p.communicate(timeout=timeout)
+            out = head + out
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
             out, err = p.communicate()
@@ -114,6 +120,22 @@ def run(cmd, env=None, stdin_path=None, timeout=RUN_TIMEOUT, cwd=None):
     if rc < 0:
         rc = 128 - rc
     return rc, out, err
+
+
+def wait_for_line(p, line, timeout):
+    """Reads p's stdout up to and including `line` (bytes); returns it."""
+    import select
+    got = b""
+    fd = p.stdout.fileno()
+    while (line + b"\n") not in got:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if not ready:
+            raise subprocess.TimeoutExpired(p.args, timeout)
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break  # the program ended first; communicate() tells the rest
+        got += chunk
+    return got
 
 
 def skip_if_unimplemented(what, rc, err):
@@ -143,10 +165,10 @@ class Ada:
     def __init__(self, path):
         self.path = path
 
-    def record(self, out, argv, env, opts=(), stdin_path=None):
+    def record(self, out, argv, env, opts=(), stdin_path=None, interrupt=None):
         cmd = [self.path, "record", "--out", out] + list(opts) + ["--"] + argv
         try:
-            rc, o, e = run(cmd, env=env, stdin_path=stdin_path)
+            rc, o, e = run(cmd, env=env, stdin_path=stdin_path, interrupt=interrupt)
         except Fail:
             # Killed on timeout: the recorder could not remove its arena.
             for session in glob.glob(os.path.join(out, "session_*")):
@@ -687,7 +709,8 @@ def run_target_twice(args, ada, work, rep):
     argv = args.argv
     plain_counts = os.path.join(work, "counts-untraced")
     os.mkdir(plain_counts)
-    untraced = run(argv, env=target_env(plain_counts))
+    interrupt = (b"ready", args.interrupt) if args.interrupt else None
+    untraced = run(argv, env=target_env(plain_counts), interrupt=interrupt)
     if args.expect_status is not None and untraced[0] != args.expect_status:
         raise Fail("the untraced program exited %d, the test expects %d: %s" % (
             untraced[0], args.expect_status, shown(untraced[2])))
@@ -698,7 +721,8 @@ def run_target_twice(args, ada, work, rep):
     os.mkdir(traced_counts)
     out_dir = os.path.join(work, "out")
     env = target_env(traced_counts)
-    cmd, rc1, out1, err1 = ada.record(out_dir, argv, env, args.record_opt or [])
+    cmd, rc1, out1, err1 = ada.record(out_dir, argv, env, args.record_opt or [],
+                                      interrupt=interrupt)
     rep.note("repro: ADA_TEST_COUNTS='%s' %s" % (env["ADA_TEST_COUNTS"], " ".join(cmd)))
     session = find_session(out_dir, err1, rep)
     rep.note("session: %s" % session)
@@ -973,6 +997,9 @@ def main():
                         "(excluded from recording)")
     t.add_argument("--absent-module", action="append", default=[], metavar="GLOB",
                    help="no events from modules whose file name matches GLOB")
+    t.add_argument("--interrupt", type=int, metavar="SIG",
+                   help="when the program prints 'ready', send SIG to the whole process "
+                        "group (ada and the program), as a Ctrl-C does")
     t.add_argument("--calls-only", action="store_true",
                    help="assert CALL counts only, not nesting (coroutines switch stacks)")
     t.add_argument("--nondeterministic", action="store_true",

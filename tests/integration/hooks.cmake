@@ -92,6 +92,8 @@ ada_itest(crash_segv.O2 target --expect-status 139 --expect-signal 11 -- ${T}/t_
 ada_itest(crash_abort.O2 target --expect-status 134 --expect-signal 6 -- ${T}/t_crash_O2 abort)
 ada_itest(exit_nested.O2 target --expect-status 3 -- ${T}/t_crash_O2 exit)
 ada_itest(crash_sigkill.O2 target --expect-status 137 --expect-signal 9 -- ${T}/t_crash_O2 kill)
+ada_itest(ctrl_c.O2 target --interrupt 2 --expect-status 130 --expect-signal 2
+          -- ${T}/t_crash_O2 wait)
 
 foreach(prog ls ls_on_path ls_fds ls_missing gzip sort sh_pipeline yes_head cmake_version python3)
   ada_itest(debian_${prog} debian ${prog})

@@ -7,7 +7,10 @@
  *   exit   main -> crash_outer -> exit_inner calls exit(3) from deep inside:
  *          not a crash, but the three frames never return;
  *   kill   main -> crash_outer -> kill_inner raises SIGKILL: no handler of
- *          the agent can run, the recorder alone must save the events (137).
+ *          the agent can run, the recorder alone must save the events (137);
+ *   wait   main -> crash_outer -> wait_inner prints "ready" and waits in
+ *          pause() until a signal from outside ends it (the harness sends
+ *          SIGINT to the whole process group, as a Ctrl-C would: 130).
  * The table is written just before the fatal instruction; the frames still
  * open then are declared lost (TC_LOST).
  */
@@ -15,10 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tcount.h"
 
-#define FUNCS(X) X(main) X(warm_up) X(crash_outer) X(crash_inner) X(abort_inner) X(exit_inner) X(kill_inner)
+#define FUNCS(X) X(main) X(warm_up) X(crash_outer) X(crash_inner) X(abort_inner) X(exit_inner) X(kill_inner) X(wait_inner)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
@@ -66,6 +70,18 @@ TC_FN static void kill_inner(int v)
 	raise(SIGKILL);
 }
 
+TC_FN static void wait_inner(int v)
+{
+	TC_ENTER(FN_wait_inner);
+	TC_LOST(FN_wait_inner, 1);
+	tc_report();
+	sink = (unsigned long)v;
+	printf("ready\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 TC_FN static void crash_outer(int how)
 {
 	TC_ENTER(FN_crash_outer);
@@ -77,6 +93,8 @@ TC_FN static void crash_outer(int how)
 		exit_inner(3);
 	else if (how == 'k')
 		kill_inner(9);
+	else if (how == 'w')
+		wait_inner(2);
 	else
 		crash_inner(11);
 	sink = 0;
