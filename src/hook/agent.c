@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "agent_internal.h"
+#include "plancache_internal.h"
 #include "ring.h"
 
 /* Linker-defined bounds of the agent's own mapping. */
@@ -126,15 +127,18 @@ static void agent_json_module(FILE *f, const struct agent_module *m)
 	fprintf(f, ", \"symbols_us\": %" PRIu64 ", \"patching_us\": %" PRIu64, m->ns_symbols / 1000,
 		m->ns_patching / 1000);
 	fprintf(f, ", \"prepare_us\": %" PRIu64 ", \"xref_us\": %" PRIu64
-		   ", \"trampolines_us\": %" PRIu64 ", \"patch_us\": %" PRIu64 "}",
+		   ", \"trampolines_us\": %" PRIu64 ", \"patch_us\": %" PRIu64,
 		m->ns_prepare / 1000, m->ns_xref / 1000, m->ns_emit / 1000, m->ns_apply / 1000);
+	static const char *const cache_names[] = { "off", "hit", "miss" };
+	fprintf(f, ", \"plan_cache\": \"%s\"}", cache_names[m->cache]);
 }
 
 static void agent_json_body(FILE *f)
 {
-	uint64_t installed = 0, sk[ADA_SKIP_REASON_COUNT] = { 0 };
+	uint64_t installed = 0, sk[ADA_SKIP_REASON_COUNT] = { 0 }, cache[3] = { 0 };
 	for (size_t i = 0; i < agent.n_mods; i++) {
 		installed += agent.mods[i].installed;
+		cache[agent.mods[i].cache]++;
 		for (int r = 0; r < ADA_SKIP_REASON_COUNT; r++)
 			sk[r] += agent.mods[i].skipped[r];
 	}
@@ -146,6 +150,9 @@ static void agent_json_body(FILE *f)
 	fprintf(f, ", \"total\": %" PRIu64 "},\n  \"installed\": %" PRIu64 ",\n  \"skipped\": ",
 		agent.ns_total / 1000, installed);
 	agent_json_skips(f, sk);
+	fprintf(f, ",\n  \"plan_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
+		   ", \"off\": %" PRIu64 "}", cache[AGENT_CACHE_HIT], cache[AGENT_CACHE_MISS],
+		cache[AGENT_CACHE_OFF]);
 	uint64_t un[3];
 	agent_untraced_counts(un);
 	fprintf(f, ",\n  \"untraced_calls\": {\"agent_work\": %" PRIu64 ", \"shadow_full\": %" PRIu64
@@ -278,6 +285,7 @@ static int agent_start(void)
 		agent_log("cannot map the return trampoline (%s); nothing is traced", strerror(-err));
 		return err;
 	}
+	agent.cache_agent_hash = plan_cache_self_hash((uint64_t)(uintptr_t)&agent_start);
 	agent_scan();
 	err = agent_process_setup();
 	if (err)

@@ -107,6 +107,8 @@ static int config_apply(struct ada_hook_config *cfg, const char *k, size_t klen,
 		return config_bool(v, vlen, &cfg->follow);
 	if (config_key_is(k, klen, "defaults"))
 		return config_bool(v, vlen, &cfg->defaults);
+	if (config_key_is(k, klen, "cache"))
+		return config_bool(v, vlen, &cfg->cache);
 	return -EINVAL;
 }
 
@@ -115,6 +117,7 @@ int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *c
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->follow = true;
 	cfg->defaults = true;
+	cfg->cache = true;
 	size_t i = 0;
 	while (i < len) {
 		size_t j = i, eq = SIZE_MAX;

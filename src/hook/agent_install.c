@@ -20,6 +20,7 @@
 
 #include "agent_internal.h"
 #include "discover_internal.h"
+#include "plancache_internal.h"
 
 struct install_special {
 	const char *name;
@@ -71,11 +72,11 @@ static uint64_t install_fn_id(const struct agent_module *m, size_t i)
 	return ((uint64_t)m->id << 32) | i;
 }
 
-/* Decides every function's status up to (and including) hook_arch_prepare.
- * Returns how many remain candidates. */
-static size_t install_judge(struct agent_module *m, struct hook_arch_plan *plans)
+/* The options' verdicts (and the special functions, recorded on their
+ * primary in `reserved`): afterwards ADA_HOOK_OK means "to be analysed". */
+static void install_verdicts(struct agent_module *m)
 {
-	size_t n = 0, primary = 0;
+	size_t primary = 0;
 	for (size_t i = 0; i < m->st.count; i++) {
 		struct ada_hook_fn *f = &m->st.fns[i];
 		const char *name = ada_hook_fn_name(&m->st, f);
@@ -84,18 +85,38 @@ static size_t install_judge(struct agent_module *m, struct hook_arch_plan *plans
 			primary = i;
 		if (sp != AGENT_SP_NONE && m->st.fns[primary].status == ADA_HOOK_OK)
 			m->st.fns[primary].reserved = (uint8_t)sp; /* special: decided below */
+		if (f->status != ADA_HOOK_OK || sp != AGENT_SP_NONE || f->reserved != 0)
+			continue;
+		if (!m->wanted)
+			f->status = ADA_SKIP_EXCLUDED;
+		else
+			f->status = (uint8_t)ada_hook_config_symbol_verdict(&agent.cfg, name);
+	}
+}
+
+/* hook_arch_prepare on every function still ADA_HOOK_OK. With ce (a plan
+ * cache hit), only the prologue is decoded for a cached OK and a cached
+ * skip reason is taken as is. Returns how many remain candidates, or
+ * SIZE_MAX when the cache disagrees with the prologue (then nothing can
+ * be trusted from it). */
+static size_t install_prepare(struct agent_module *m, struct hook_arch_plan *plans,
+			      const struct plan_cache_entry *ce)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < m->st.count; i++) {
+		struct ada_hook_fn *f = &m->st.fns[i];
 		if (f->status != ADA_HOOK_OK)
 			continue;
-		if (sp == AGENT_SP_NONE && f->reserved == 0) {
-			if (!m->wanted)
-				f->status = ADA_SKIP_EXCLUDED;
-			else
-				f->status = (uint8_t)ada_hook_config_symbol_verdict(&agent.cfg, name);
-			if (f->status != ADA_HOOK_OK)
-				continue;
-		}
 		uint64_t addr = m->base + f->offset;
-		f->status = (uint8_t)hook_arch_prepare((const uint8_t *)addr, addr, f->size, &plans[i]);
+		const uint8_t *code = (const uint8_t *)addr;
+		if (!ce) {
+			f->status = (uint8_t)hook_arch_prepare(code, addr, f->size, &plans[i]);
+		} else if (ce[i].status != ADA_HOOK_OK) {
+			f->status = ce[i].status;
+		} else if (hook_arch_prepare_prologue(code, addr, f->size, &plans[i]) != ADA_HOOK_OK ||
+			   plans[i].patch_len != ce[i].patch_len) {
+			return SIZE_MAX;
+		}
 		n += f->status == ADA_HOOK_OK;
 	}
 	return n;
@@ -166,6 +187,102 @@ static void install_patch_failed(struct agent_module *m, int err)
 	}
 }
 
+/* The plan cache of one module (plancache_internal.h). */
+struct install_cache {
+	struct plan_cache_key key;
+	char path[PATH_MAX];
+	struct plan_cache_entry *e; /* the file's entries, or all UNKNOWN */
+	uint8_t *todo;              /* 1: analysed by this run */
+	bool on, hit;
+};
+
+static void install_cache_open(struct agent_module *m, struct install_cache *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (!agent.cfg.cache || agent.cache_agent_hash == 0 || m->st.build_id_len == 0 ||
+	    m->st.build_id_len > sizeof(c->key.build_id))
+		return;
+	memcpy(c->key.build_id, m->st.build_id, m->st.build_id_len);
+	c->key.build_id_len = (uint32_t)m->st.build_id_len;
+	c->key.agent_hash = agent.cache_agent_hash;
+	c->key.module_size = m->hi - m->lo;
+	c->key.fn_count = m->st.count;
+	c->key.table_hash = plan_cache_table_hash(&m->st);
+	if (plan_cache_path(NULL, &c->key, c->path, sizeof(c->path)))
+		return;
+	c->e = malloc((m->st.count ? m->st.count : 1) * sizeof(*c->e));
+	c->todo = calloc(m->st.count ? m->st.count : 1, 1);
+	if (!c->e || !c->todo)
+		return;
+	c->on = true;
+	if (plan_cache_load(c->path, &c->key, c->e))
+		memset(c->e, PLAN_CACHE_UNKNOWN, m->st.count * sizeof(*c->e));
+}
+
+/* A hit needs a cached verdict for every function this run analyses. */
+static void install_cache_decide(struct agent_module *m, struct install_cache *c)
+{
+	c->hit = c->on;
+	for (size_t i = 0; i < m->st.count; i++) {
+		c->todo[i] = 0;
+		if (c->on && m->st.fns[i].status == ADA_HOOK_OK) {
+			c->todo[i] = 1;
+			c->hit = c->hit && c->e[i].status != PLAN_CACHE_UNKNOWN;
+		}
+	}
+}
+
+/* After a full analysis: this run's verdicts over the file's (a verdict
+ * depends only on the image and its own bytes, not on which other
+ * functions are candidates), written atomically. */
+static void install_cache_store(struct agent_module *m, struct install_cache *c,
+				const struct hook_arch_plan *plans)
+{
+	for (size_t i = 0; i < m->st.count; i++) {
+		if (!c->todo[i])
+			continue;
+		uint8_t s = m->st.fns[i].status;
+		c->e[i].status = s;
+		c->e[i].patch_len = s == ADA_HOOK_OK ? (uint8_t)plans[i].patch_len : 0;
+	}
+	plan_cache_store(c->path, &c->key, c->e); /* best effort: a cache */
+}
+
+/* Verdicts, prepare and the xref check; from the cache when it has them.
+ * Returns the candidate count, or SIZE_MAX and err on failure. */
+static size_t install_analyse(struct agent_module *m, struct hook_arch_plan *plans, int *err)
+{
+	struct install_cache c;
+	install_cache_open(m, &c);
+	install_verdicts(m);
+	install_cache_decide(m, &c);
+	size_t n = SIZE_MAX;
+	if (c.hit) {
+		uint8_t *saved = malloc(m->st.count ? m->st.count : 1);
+		for (size_t i = 0; saved && i < m->st.count; i++)
+			saved[i] = m->st.fns[i].status;
+		n = saved ? install_prepare(m, plans, c.e) : SIZE_MAX;
+		for (size_t i = 0; n == SIZE_MAX && saved && i < m->st.count; i++)
+			m->st.fns[i].status = saved[i]; /* cache disagrees: full analysis */
+		if (n == SIZE_MAX)
+			memset(c.e, PLAN_CACHE_UNKNOWN, m->st.count * sizeof(*c.e));
+		free(saved);
+	}
+	m->cache = !c.on ? AGENT_CACHE_OFF : n != SIZE_MAX ? AGENT_CACHE_HIT : AGENT_CACHE_MISS;
+	*err = 0;
+	if (n == SIZE_MAX) {
+		n = install_prepare(m, plans, NULL);
+		uint64_t tx = agent_now_ns();
+		*err = n ? discover_xref_check(m->base, &m->st, plans) : 0;
+		m->ns_xref = agent_now_ns() - tx;
+		if (!*err && c.on)
+			install_cache_store(m, &c, plans);
+	}
+	free(c.e);
+	free(c.todo);
+	return *err ? SIZE_MAX : n;
+}
+
 static int install_module(struct agent_module *m)
 {
 	uint64_t t0 = agent_now_ns();
@@ -180,10 +297,7 @@ static int install_module(struct agent_module *m)
 	err = -ENOMEM;
 	if (!plans || !patches)
 		goto out;
-	size_t n_cand = install_judge(m, plans);
-	uint64_t tx = agent_now_ns();
-	err = n_cand ? discover_xref_check(m->base, &m->st, plans) : 0;
-	m->ns_xref = agent_now_ns() - tx;
+	size_t n_cand = install_analyse(m, plans, &err);
 	if (err) {
 		install_patch_failed(m, err); /* cannot prove them safe: hook none */
 		goto out;
@@ -318,7 +432,14 @@ size_t agent_scan(void)
 
 int agent_make_return_trampoline(void)
 {
-	/* agent_return.c: ours preserves every caller-saved register. */
-	agent_hot.ret_tramp = (uint64_t)(uintptr_t)&agent_return_stub;
-	return 0;
+	uint8_t *buf;
+	uint64_t self = (uint64_t)&agent_make_return_trampoline;
+	/* Module id 0 ("unknown") owns the agent's own code memory. */
+	int err = hook_mem_alloc(agent.mem, 0, self, self + 1, HOOK_ARCH_RETURN_TRAMPOLINE_MAX, &buf);
+	if (err)
+		return err;
+	if (hook_arch_emit_return_trampoline(buf, (uint64_t)buf, (uint64_t)&ada_hook_on_exit) == 0)
+		return -EINVAL;
+	agent_hot.ret_tramp = (uint64_t)buf;
+	return hook_mem_seal(agent.mem);
 }

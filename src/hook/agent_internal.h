@@ -79,9 +79,11 @@ void agent_untraced_counts(uint64_t out[3]);
 void agent_thread_started(void);
 /* dlopen/dlclose returned (called from the exit handler, guard set):
  * hook new images, forget unmapped ones (agent_process.c). Runs ordinary code:
- * the return trampoline has saved rax/rdx, and every other register is
- * caller-saved at a return. */
+ * the return trampoline has saved every caller-saved general register. */
 void agent_dl_changed(void);
+
+/* What the plan cache did for a module (plancache_internal.h). */
+enum agent_cache_use { AGENT_CACHE_OFF = 0, AGENT_CACHE_HIT, AGENT_CACHE_MISS };
 
 /* One hooked image. */
 struct agent_module {
@@ -97,6 +99,7 @@ struct agent_module {
 	uint64_t ns_symbols, ns_patching;
 	uint64_t ns_prepare, ns_emit, ns_apply; /* the parts of ns_patching */
 	uint64_t ns_xref; /* part of ns_prepare: the cross-function branch sweep */
+	enum agent_cache_use cache;
 };
 
 /* An image that is not hooked at all, for agent.json. */
@@ -116,13 +119,11 @@ struct agent_state {
 	struct agent_ignored *ign;
 	size_t n_ign, cap_ign;
 	uint32_t next_id;
+	uint64_t cache_agent_hash; /* plan cache key part; 0: cache off */
 	uint64_t ns_arena, ns_discovery, ns_symbols, ns_patching, ns_files, ns_total;
 	char session_dir[PATH_MAX]; /* "" when ADA_SESSION_DIR is unset */
 };
 extern struct agent_state agent;
-
-/* agent_return.c: the shared return trampoline (not a C function). */
-void agent_return_stub(void);
 
 /* agent.c */
 void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

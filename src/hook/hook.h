@@ -124,6 +124,8 @@ uint64_t ada_hook_syms_table_hash(const struct ada_hook_symtab *st);
  *   include-symbol=GLOB[,GLOB...]   when given, only these functions
  *   follow=0|1                      follow forked/exec'd children (default 1)
  *   defaults=0|1                    apply the default exclude list (default 1)
+ *   cache=0|1                       use the per-build-id plan cache (default 1;
+ *                                   docs/hooks.md, "Plan cache")
  * Keys may repeat (their globs accumulate). Glob syntax is fnmatch(3). */
 struct ada_hook_config {
 	char *mod_exclude[ADA_HOOK_MAX_GLOBS];
@@ -133,6 +135,7 @@ struct ada_hook_config {
 	size_t n_mod_exclude, n_mod_include, n_sym_exclude, n_sym_include;
 	bool follow;
 	bool defaults;
+	bool cache;
 };
 /* Parses (buf, len) -- not NUL-terminated. -EINVAL on an unknown key or a
  * bad value, -E2BIG on too many globs, -ENOMEM. cfg is valid (possibly

@@ -15,10 +15,14 @@
  *     registers, runs the relocated prologue, and jumps back behind it.
  *   - The return trampoline (one per process, shared) is where hooked
  *     functions return to once the enter handler swapped their return
- *     address: it saves rax and rdx, calls ada_hook_on_exit(sp) with the
- *     stack pointer as it was right after the `ret` (sp - 8 is the slot the
- *     return address was popped from), restores rax/rdx and jumps to the
- *     original return address the handler returned.
+ *     address: it saves EVERY caller-saved general register (rax, rdx,
+ *     rcx, rsi, rdi, r8-r11; gcc's -fipa-ra keeps values live in them
+ *     across calls to functions it knows leave them alone, so a return
+ *     must not change any of them), calls ada_hook_on_exit(sp) with the
+ *     stack pointer as it was right after the `ret` (sp - 8 is the slot
+ *     the return address was popped from), stores the address the
+ *     handler returned into that slot, restores every register and `ret`s
+ *     to it (rsp ends at sp, as after the original return).
  *   - The C handlers are compiled with -mgeneral-regs-only, so vector and
  *     x87 registers (float arguments and return values) are never touched
  *     and need not be saved.
@@ -38,9 +42,8 @@
  *   - Enter handler:  void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
  *                                            struct ada_hook_regs *regs);
  *     Exit handler:   uint64_t ada_hook_on_exit(uint64_t sp);  returns the
- *     original return address; the return trampoline jumps there with rax
- *     and rdx as the function left them (rcx, rsi, rdi, r8-r11 are
- *     clobbered, as the ABI allows after a return).
+ *     original return address; the return trampoline returns there with
+ *     every general register as the function left it.
  *
  * Threads: hook_arch_prepare() uses one capstone handle behind a mutex, so
  * it may be called from any thread; it is NOT hook context (it allocates).
@@ -82,7 +85,7 @@ struct ada_hook_regs {
 #define HOOK_ARCH_MAX_TRAMPOLINE 256 /* bytes one trampoline takes at most */
 
 #define HOOK_ARCH_MAX_INSNS 5 /* 5 bytes are covered by at most 5 insns */
-#define HOOK_ARCH_RETURN_TRAMPOLINE_MAX 64
+#define HOOK_ARCH_RETURN_TRAMPOLINE_MAX 96
 
 /* One displaced instruction as prepare() decoded it; private to the arch
  * layer (emit reads it), callers only copy the plan around. */
@@ -109,6 +112,14 @@ struct hook_arch_plan {
  * patched bytes. Fills plan. Returns ADA_HOOK_OK or the skip reason. */
 enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_t size,
                                      struct hook_arch_plan *plan);
+
+/* The prologue half of hook_arch_prepare(): decodes and classifies the
+ * displaced instructions and fills plan, without the body sweep (no check
+ * for branches into the patch). Only for a function a full
+ * hook_arch_prepare() of the same bytes already found ADA_HOOK_OK (the
+ * agent's plan cache, which also checks that patch_len is the same). */
+enum ada_hook_skip hook_arch_prepare_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
+                                              struct hook_arch_plan *plan);
 
 /* Writes the trampoline for plan into buf (HOOK_ARCH_MAX_TRAMPOLINE bytes),
  * which will execute at buf_addr. Returns its length, or 0 when buf_addr is

@@ -36,6 +36,12 @@ static void test_defaults(void **state)
 	ada_hook_config_fini(&c);
 	assert_int_equal(parse("defaults=0", &c), 0);
 	assert_int_equal(ada_hook_config_symbol_verdict(&c, "setjmp"), ADA_HOOK_OK);
+	assert_true(c.cache);
+	ada_hook_config_fini(&c);
+	assert_int_equal(parse("cache=0", &c), 0);
+	assert_false(c.cache);
+	ada_hook_config_fini(&c);
+	assert_int_equal(parse("cache=maybe", &c), -EINVAL);
 	ada_hook_config_fini(&c);
 }
 

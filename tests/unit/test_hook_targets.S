@@ -92,9 +92,11 @@ FUNC(t_regs_dump)
 	ret
 END(t_regs_dump)
 
-/* uint64_t call_with_regs(void *fn, const uint64_t in[15], uint64_t out[8])
+/* uint64_t call_with_regs(void *fn, const uint64_t in[15], uint64_t out[15])
  * in:  rbx rbp r12 r13 r14 r15 rdi rsi rdx rcx r8 r9 rax r10 r11
- * out: rbx rbp r12 r13 r14 r15 (after the call) rax rdx (returned) */
+ * out: rbx rbp r12 r13 r14 r15 (after the call) rax rdx (returned)
+ *      rdi rsi rcx r8 r9 r10 r11 (after the call: caller-saved, but a
+ *      callee known not to touch them may leave them live, gcc -fipa-ra) */
 FUNC(call_with_regs)
 	push rbx
 	push rbp
@@ -129,6 +131,13 @@ FUNC(call_with_regs)
 	mov [rax + 24], r13
 	mov [rax + 32], r14
 	mov [rax + 40], r15
+	mov [rax + 64], rdi
+	mov [rax + 72], rsi
+	mov [rax + 80], rcx
+	mov [rax + 88], r8
+	mov [rax + 96], r9
+	mov [rax + 104], r10
+	mov [rax + 112], r11
 	mov [rax + 56], rdx
 	mov rdx, [rip + cwr_rax]
 	mov [rax + 48], rdx

@@ -97,21 +97,40 @@ size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf
 	return w.ok ? w.len : 0;
 }
 
-/* Reached by the hooked function's `ret`: rsp = sp after the ret. */
+/* push rax, rdx, rcx, rsi, rdi, r8, r9, r10, r11, rbp: every caller-saved
+ * general register. The ABI lets a return clobber all but rax/rdx, but
+ * gcc's -fipa-ra keeps values live in caller-saved registers across a
+ * call to a function of the same unit it knows does not touch them
+ * (python3.11's _Py_PreInitializeFromPyArgv: r8-r10), so the return path
+ * must be invisible in every general register. */
+static const uint8_t emit_ret_push[] = {0x50, 0x52, 0x51, 0x56, 0x57, 0x41, 0x50,
+                                        0x41, 0x51, 0x41, 0x52, 0x41, 0x53, 0x55};
+/* pop r11, r10, r9, r8, rdi, rsi, rcx, rdx (rax and rbp are handled apart) */
+static const uint8_t emit_ret_pop[] = {0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59,
+                                       0x41, 0x58, 0x5f, 0x5e, 0x59, 0x5a};
+
+/* Reached by the hooked function's `ret`: rsp = S, the sp after the ret;
+ * S-8 held the swapped return address. Stack while the handler runs:
+ * rax at S-8 (reusing the dead slot), rdx S-16, ..., r11 S-72, rbp S-80.
+ * Afterwards the original return address goes into S-8 and a `ret` pops
+ * it, so no register is needed to reach it and rsp ends at S. */
 size_t hook_arch_emit_return_trampoline(uint8_t *buf, uint64_t buf_addr, uint64_t exit_handler)
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_RETURN_TRAMPOLINE_MAX, buf_addr, 1};
 
-	x86_put(&w, "\x50\x52\x55", 3);         /* push rax; push rdx; push rbp */
-	x86_put(&w, "\x48\x8d\x7c\x24\x18", 5); /* lea rdi, [rsp+24] = sp */
+	x86_put(&w, emit_ret_push, sizeof(emit_ret_push));
+	x86_put(&w, "\x48\x8d\x7c\x24\x50", 5); /* lea rdi, [rsp+80] = S */
 	emit_align_frame(&w);
 	x86_put(&w, "\x48\xb8", 2); /* mov rax, imm64 */
 	x86_put_u64(&w, exit_handler);
-	x86_put(&w, "\xff\xd0", 2);     /* call rax */
-	x86_put(&w, "\x48\x89\xec", 3); /* mov rsp, rbp */
-	x86_put(&w, "\x49\x89\xc3", 3); /* mov r11, rax (original return) */
-	x86_put(&w, "\x5d\x5a\x58", 3); /* pop rbp; pop rdx; pop rax */
-	x86_put(&w, "\x41\xff\xe3", 3); /* jmp r11 */
+	x86_put(&w, "\xff\xd0", 2);                 /* call rax: rax = original return */
+	x86_put(&w, "\x48\x89\xec", 3);             /* mov rsp, rbp */
+	x86_put(&w, "\x5d", 1);                     /* pop rbp; rsp = S-72 */
+	x86_put(&w, "\x4c\x8b\x5c\x24\x40", 5);     /* mov r11, [rsp+64] (saved rax) */
+	x86_put(&w, "\x48\x89\x44\x24\x40", 5);     /* mov [rsp+64], rax (S-8) */
+	x86_put(&w, "\x4c\x89\xd8", 3);             /* mov rax, r11 */
+	x86_put(&w, emit_ret_pop, sizeof(emit_ret_pop)); /* rsp = S-8 */
+	x86_put_u8(&w, 0xc3);                         /* ret: rsp = S */
 	return w.ok ? w.len : 0;
 }
 

@@ -56,4 +56,13 @@ int reloc_jcc(struct x86_writer *w, const uint8_t *orig, const struct hook_arch_
 int reloc_call(struct x86_writer *w, const uint8_t *orig, const struct hook_arch_insn *in,
                uint64_t ret_addr);
 
+/* x86_len.c: length of the instruction at b (at most `left` bytes), or 0
+ * when the fast table does not know the encoding (ask capstone). li->rel
+ * is 1 or 4 for a direct jmp/jcc/call whose rel8/rel32 is the
+ * instruction's last bytes (never prefixed), else 0. */
+struct x86_len_info {
+	uint8_t rel;
+};
+size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li);
+
 #endif

@@ -536,3 +536,23 @@ unlock:
 		plan->patch_len = plan->insn_count = 0;
 	return r;
 }
+
+enum ada_hook_skip hook_arch_prepare_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
+                                              struct hook_arch_plan *plan)
+{
+	enum ada_hook_skip r;
+
+	memset(plan, 0, sizeof(*plan));
+	plan->fn_addr = addr;
+	if (size < PATCH_MIN)
+		return ADA_SKIP_TOO_SHORT;
+	pthread_once(&plan_once, plan_cs_open);
+	if (plan_cs_err)
+		return ADA_SKIP_UNDECODABLE;
+	pthread_mutex_lock(&plan_lock);
+	r = plan_prologue(code, addr, size, plan_ci, plan);
+	pthread_mutex_unlock(&plan_lock);
+	if (r != ADA_HOOK_OK)
+		plan->patch_len = plan->insn_count = 0;
+	return r;
+}

@@ -1,0 +1,321 @@
+/*
+ * The persistent plan cache (plancache_internal.h): file format, parser,
+ * atomic writer, path and the agent's own build-id hash.
+ *
+ * Role: a cache hit lets the agent skip the two expensive analyses of an
+ * image (hook_arch_prepare's body sweep and discover_xref's cross-function
+ * sweep); only the prologue is decoded again. The file is never trusted
+ * blindly: its header must match the image exactly (build-id, size,
+ * function count, symbol-table hash) and the agent that wrote it (the
+ * agent's build-id, so a change in the analysis code invalidates every
+ * file), and an XXH64 over header and body must match.
+ *
+ * Threads: the agent's init thread or a dlopen rescan (agent.lock held),
+ * and the unit tests. No shared state.
+ *
+ * File layout (little-endian, x86_64 only, as the agent):
+ *     0  magic "ADAPLAN\0"         8
+ *     8  version (1)               u32
+ *    12  build_id_len              u32 (<= 64)
+ *    16  build_id                  64 bytes, zero-padded
+ *    80  agent_hash                u64
+ *    88  module_size               u64
+ *    96  fn_count                  u64
+ *   104  table_hash                u64
+ *   112  checksum                  u64: XXH64(body, seed XXH64(bytes 0..112))
+ *   120  reserved (0)              u64
+ *   128  fn_count x {status u8, patch_len u8}
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "plancache_internal.h"
+
+#define PC_MAGIC "ADAPLAN"
+#define PC_VERSION 1u
+#define PC_HDR 128
+#define PC_SUM_OFF 112
+#define PC_MAX_FNS (1u << 24) /* far above any real symbol table */
+
+struct pc_hdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t build_id_len;
+	uint8_t build_id[ADA_HOOK_BUILD_ID_MAX];
+	uint64_t agent_hash, module_size, fn_count, table_hash, checksum, reserved;
+};
+_Static_assert(sizeof(struct pc_hdr) == PC_HDR, "plan cache header is 128 bytes");
+_Static_assert(offsetof(struct pc_hdr, checksum) == PC_SUM_OFF, "checksum offset");
+_Static_assert(sizeof(struct plan_cache_entry) == 2, "entries are 2 bytes");
+
+uint64_t plan_cache_table_hash(const struct ada_hook_symtab *st)
+{
+	/* Chained rather than XXH64_update: gcc 12 warns (array-bounds) on
+	 * the inlined streaming code. */
+	uint64_t h = st->count;
+	for (size_t i = 0; i < st->count; i++) {
+		const struct ada_hook_fn *f = &st->fns[i];
+		uint64_t v[3] = { f->offset, f->size, f->status };
+		h = XXH64(v, sizeof(v), h);
+	}
+	return h;
+}
+
+static uint64_t pc_checksum(const uint8_t *hdr, const uint8_t *body, size_t body_len)
+{
+	return XXH64(body, body_len, XXH64(hdr, PC_SUM_OFF, 0));
+}
+
+static int pc_key_matches(const struct pc_hdr *h, const struct plan_cache_key *key)
+{
+	return h->build_id_len == key->build_id_len &&
+	       !memcmp(h->build_id, key->build_id, key->build_id_len) &&
+	       h->agent_hash == key->agent_hash && h->module_size == key->module_size &&
+	       h->fn_count == key->fn_count && h->table_hash == key->table_hash;
+}
+
+static int pc_entry_valid(const struct plan_cache_entry *e)
+{
+	if (e->status == PLAN_CACHE_UNKNOWN)
+		return 1;
+	if (e->status >= ADA_SKIP_REASON_COUNT)
+		return 0;
+	if (e->status == ADA_HOOK_OK)
+		return e->patch_len >= 5 && e->patch_len <= HOOK_ARCH_MAX_PATCH;
+	return e->patch_len == 0;
+}
+
+int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key *key,
+		     struct plan_cache_entry *out)
+{
+	struct pc_hdr h;
+	if (!buf || len < PC_HDR)
+		return -EBADMSG;
+	memcpy(&h, buf, sizeof(h));
+	if (memcmp(h.magic, PC_MAGIC, sizeof(PC_MAGIC)) || h.version != PC_VERSION ||
+	    h.build_id_len > ADA_HOOK_BUILD_ID_MAX || h.fn_count > PC_MAX_FNS || h.reserved ||
+	    len - PC_HDR != h.fn_count * sizeof(struct plan_cache_entry))
+		return -EBADMSG;
+	if (pc_checksum(buf, buf + PC_HDR, len - PC_HDR) != h.checksum)
+		return -EBADMSG;
+	if (!pc_key_matches(&h, key))
+		return -ESTALE;
+	memcpy(out, buf + PC_HDR, len - PC_HDR);
+	for (size_t i = 0; i < h.fn_count; i++) {
+		if (!pc_entry_valid(&out[i]))
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+int plan_cache_encode(const struct plan_cache_key *key, const struct plan_cache_entry *e,
+		      uint8_t **out, size_t *out_len)
+{
+	size_t body = key->fn_count * sizeof(*e);
+	uint8_t *b = malloc(PC_HDR + body);
+	if (!b)
+		return -ENOMEM;
+	struct pc_hdr h = { .version = PC_VERSION, .build_id_len = key->build_id_len,
+			    .agent_hash = key->agent_hash, .module_size = key->module_size,
+			    .fn_count = key->fn_count, .table_hash = key->table_hash };
+	memcpy(h.magic, PC_MAGIC, sizeof(PC_MAGIC));
+	memcpy(h.build_id, key->build_id, key->build_id_len);
+	memcpy(b, &h, sizeof(h));
+	memcpy(b + PC_HDR, e, body);
+	h.checksum = pc_checksum(b, b + PC_HDR, body);
+	memcpy(b + PC_SUM_OFF, &h.checksum, sizeof(h.checksum));
+	*out = b;
+	*out_len = PC_HDR + body;
+	return 0;
+}
+
+int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out, size_t cap)
+{
+	char hex[2 * ADA_HOOK_BUILD_ID_MAX + 1];
+	const char *root = NULL, *sub = "";
+	if (key->build_id_len == 0)
+		return -ENOENT; /* no identity: never cached */
+	for (size_t i = 0; i < key->build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", key->build_id[i]);
+	if (!dir) {
+		root = getenv("XDG_CACHE_HOME");
+		sub = "/ada/plans";
+		if (!root || root[0] != '/') { /* relative values are invalid (XDG spec) */
+			root = getenv("HOME");
+			sub = "/.cache/ada/plans";
+		}
+		if (!root || root[0] != '/')
+			return -ENOENT;
+		dir = root;
+	}
+	int n = snprintf(out, cap, "%s%s/%s-%016llx.plan", dir, sub, hex,
+			 (unsigned long long)key->agent_hash);
+	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
+}
+
+int plan_cache_load(const char *path, const struct plan_cache_key *key,
+		    struct plan_cache_entry *out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat sb;
+	int err = fstat(fd, &sb) ? -errno : 0;
+	size_t want = PC_HDR + key->fn_count * sizeof(*out);
+	/* Only a file of exactly the expected size can match: read no more. */
+	if (!err && (uint64_t)sb.st_size != want)
+		err = -EBADMSG;
+	uint8_t *buf = err ? NULL : malloc(want);
+	if (!err && !buf)
+		err = -ENOMEM;
+	size_t got = 0;
+	while (!err && got < want) {
+		ssize_t r = read(fd, buf + got, want - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			err = r < 0 ? -errno : -EBADMSG;
+		else
+			got += (size_t)r;
+	}
+	close(fd);
+	if (!err)
+		err = plan_cache_parse(buf, got, key, out);
+	free(buf);
+	return err;
+}
+
+/* mkdir -p of path's directory part. */
+static int pc_mkdirs(const char *path)
+{
+	char d[PATH_MAX];
+	size_t n = strlen(path);
+	if (n >= sizeof(d))
+		return -ENAMETOOLONG;
+	memcpy(d, path, n + 1);
+	char *slash = strrchr(d, '/');
+	if (!slash || slash == d)
+		return 0;
+	*slash = '\0';
+	for (char *p = d + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(d, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return mkdir(d, 0755) && errno != EEXIST ? -errno : 0;
+}
+
+static int pc_write_all(int fd, const uint8_t *b, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, b, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int plan_cache_store(const char *path, const struct plan_cache_key *key,
+		     const struct plan_cache_entry *e)
+{
+	char tmp[PATH_MAX];
+	uint8_t *b = NULL;
+	size_t n = 0;
+	int fd = -1;
+	int err = snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) < (int)sizeof(tmp)
+			  ? 0
+			  : -ENAMETOOLONG;
+	if (!err)
+		err = pc_mkdirs(path);
+	if (!err)
+		err = plan_cache_encode(key, e, &b, &n);
+	if (err)
+		goto out;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	err = pc_write_all(fd, b, n);
+	if (close(fd) && !err)
+		err = -errno;
+	/* rename is atomic: a reader sees the old file or the whole new one. */
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+out:
+	free(b);
+	return err;
+}
+
+struct pc_self {
+	uint64_t addr;
+	uint64_t hash;
+};
+
+/* The NT_GNU_BUILD_ID note among an image's PT_NOTE segments, hashed. */
+static uint64_t pc_note_hash(const struct dl_phdr_info *info)
+{
+	for (size_t i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+		size_t left = ph->p_memsz;
+		while (left >= sizeof(ElfW(Nhdr))) {
+			ElfW(Nhdr) nh;
+			memcpy(&nh, p, sizeof(nh));
+			size_t name = (nh.n_namesz + 3) & ~3u, desc = (nh.n_descsz + 3) & ~3u;
+			if (sizeof(nh) + name + desc > left)
+				break;
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp(p + sizeof(nh), "GNU", 4) && nh.n_descsz > 0)
+				return XXH64(p + sizeof(nh) + name, nh.n_descsz, 0) | 1;
+			p += sizeof(nh) + name + desc;
+			left -= sizeof(nh) + name + desc;
+		}
+	}
+	return 0;
+}
+
+static int pc_self_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct pc_self *s = arg;
+	(void)size;
+	for (size_t i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && s->addr >= lo && s->addr < lo + ph->p_memsz) {
+			s->hash = pc_note_hash(info);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+uint64_t plan_cache_self_hash(uint64_t self_addr)
+{
+	struct pc_self s = { self_addr, 0 };
+	dl_iterate_phdr(pc_self_cb, &s);
+	return s.hash;
+}

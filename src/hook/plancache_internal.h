@@ -1,0 +1,78 @@
+/*
+ * The persistent per-build-id plan cache (plancache.c), private to
+ * src/hook. docs/hooks.md, "Plan cache".
+ *
+ * One file per (image build-id, agent build-id):
+ *   $XDG_CACHE_HOME/ada/plans/<build-id>-<agent-hash>.plan
+ * ($HOME/.cache/ada/plans when XDG_CACHE_HOME is unset). It stores, per
+ * function of the image's symbol table, the verdict of the full analysis
+ * (hook_arch_prepare + the cross-function xref check) and the patch
+ * length, so that a later run skips both body sweeps. A file is only used
+ * when its header names the same build-id, agent hash, module size,
+ * function count and symbol-table hash, and its XXH64 checksum matches;
+ * anything else is ignored (and rewritten after the full analysis).
+ */
+#ifndef ADA_PLANCACHE_INTERNAL_H
+#define ADA_PLANCACHE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hook.h"
+
+/* status of a function the run that wrote the file did not analyse
+ * (excluded by the options then, or skipped before prepare). */
+#define PLAN_CACHE_UNKNOWN 0xff
+
+/* What a cache file must match to be used. */
+struct plan_cache_key {
+	uint8_t build_id[ADA_HOOK_BUILD_ID_MAX];
+	uint32_t build_id_len;
+	uint64_t agent_hash;  /* changes with every build of the analysis code */
+	uint64_t module_size; /* mapped span of the image's PT_LOAD segments */
+	uint64_t fn_count;
+	uint64_t table_hash;  /* plan_cache_table_hash() of the symbol table */
+};
+
+/* One function's cached verdict. */
+struct plan_cache_entry {
+	uint8_t status;    /* enum ada_hook_skip, or PLAN_CACHE_UNKNOWN */
+	uint8_t patch_len; /* bytes the patch displaces when status is OK */
+};
+
+/* XXH64 over every function's offset, size and pre-analysis status (as
+ * ada_hook_symtab_read() left it): a different symbol source for the same
+ * build-id (a debug file installed since) gives another hash. */
+uint64_t plan_cache_table_hash(const struct ada_hook_symtab *st);
+
+/* Parses a cache file held in (buf, len) against key and fills out[0 ..
+ * key->fn_count). Returns 0, -EBADMSG (truncated, bad magic or checksum,
+ * bad entry) or -ESTALE (valid file for another key). */
+int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key *key,
+		     struct plan_cache_entry *out);
+
+/* Serialises key + entries into a malloc'ed buffer. 0 or -ENOMEM. */
+int plan_cache_encode(const struct plan_cache_key *key, const struct plan_cache_entry *e,
+		      uint8_t **out, size_t *out_len);
+
+/* The cache file's path for key under dir (the .../ada/plans directory),
+ * or, with dir NULL, under $XDG_CACHE_HOME or $HOME as above. 0, -ENOENT
+ * (no usable directory) or -ENAMETOOLONG. */
+int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out, size_t cap);
+
+/* Reads and parses the file at path. 0, -ENOENT and the like from
+ * open/read, or plan_cache_parse()'s errors. */
+int plan_cache_load(const char *path, const struct plan_cache_key *key,
+		    struct plan_cache_entry *out);
+
+/* Writes the file atomically (a temporary file in the same directory,
+ * then rename), creating the directories it needs. 0 or -errno. */
+int plan_cache_store(const char *path, const struct plan_cache_key *key,
+		     const struct plan_cache_entry *e);
+
+/* XXH64 of the build-id of the image containing self_addr (the agent):
+ * the agent_hash of the key. 0 when the image has no build-id (then the
+ * cache is not used). */
+uint64_t plan_cache_self_hash(uint64_t self_addr);
+
+#endif

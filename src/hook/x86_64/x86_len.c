@@ -1,0 +1,253 @@
+/*
+ * x86_64 instruction lengths without capstone (x86_fast_len()).
+ *
+ * Role: the body sweeps of hook_arch_prepare() and the cross-function
+ * branch sweep only need each instruction's length and, for direct
+ * branches, the target. Capstone costs 100-300 ns per instruction (it
+ * always formats the text); this table walk costs a few ns. It is a
+ * WHITELIST: it answers only for encodings it knows exactly (legacy
+ * one- and two-byte maps, 0F38/0F3A, VEX and EVEX with their ModRM/SIB/
+ * displacement/immediate rules) and returns 0 for everything else
+ * (x87, far/system instructions, 16-bit addressing, moffs, rare prefixes,
+ * loop/jrcxz/xbegin, indirect jmp), which the caller then hands to
+ * capstone. test_hook_len.c checks it against capstone instruction by
+ * instruction over whole real libraries (libc, libstdc++, python3).
+ *
+ * Threads: any; pure function of its input.
+ */
+#include "x86_internal.h"
+
+/* One-byte map: what follows the opcode. */
+enum {
+	L_NO = 0, /* unknown here: capstone decides */
+	L_1,      /* opcode only */
+	L_M,      /* ModRM */
+	L_MI8,    /* ModRM + imm8 */
+	L_MIZ,    /* ModRM + imm16/32 (66 prefix: 16) */
+	L_I8,     /* imm8 */
+	L_IZ,     /* imm16/32 */
+	L_IV,     /* B8+r: imm16/32/64 (REX.W: 64) */
+	L_I16,    /* imm16 (ret imm16) */
+	L_REL8,   /* jcc/jmp rel8 */
+	L_REL32,  /* call/jmp rel32 */
+	L_GRP3B,  /* F6: /0 /1 test imm8, else ModRM */
+	L_GRP3V,  /* F7: /0 /1 test immZ, else ModRM */
+	L_GRP5,   /* FF: /0 /1 /2 /6 ModRM, else unknown */
+	L_MOV_I8, /* C6 /0 only */
+	L_MOV_IZ, /* C7 /0 only */
+	L_GRP_M0, /* 8F /0 only (pop r/m; other /r is XOP) */
+	L_GRP4,   /* FE /0 /1 */
+};
+
+static const uint8_t len_map1[256] = {
+    [0x00 ... 0x03] = L_M, [0x04] = L_I8, [0x05] = L_IZ,
+    [0x08 ... 0x0b] = L_M, [0x0c] = L_I8, [0x0d] = L_IZ,
+    [0x10 ... 0x13] = L_M, [0x14] = L_I8, [0x15] = L_IZ,
+    [0x18 ... 0x1b] = L_M, [0x1c] = L_I8, [0x1d] = L_IZ,
+    [0x20 ... 0x23] = L_M, [0x24] = L_I8, [0x25] = L_IZ,
+    [0x28 ... 0x2b] = L_M, [0x2c] = L_I8, [0x2d] = L_IZ,
+    [0x30 ... 0x33] = L_M, [0x34] = L_I8, [0x35] = L_IZ,
+    [0x38 ... 0x3b] = L_M, [0x3c] = L_I8, [0x3d] = L_IZ,
+    [0x50 ... 0x5f] = L_1, [0x63] = L_M,
+    [0x68] = L_IZ, [0x69] = L_MIZ, [0x6a] = L_I8, [0x6b] = L_MI8,
+    [0x70 ... 0x7f] = L_REL8,
+    [0x80] = L_MI8, [0x81] = L_MIZ, [0x83] = L_MI8, [0x84 ... 0x8b] = L_M, [0x8d] = L_M,
+    [0x8f] = L_GRP_M0,
+    [0x90 ... 0x99] = L_1, [0x9c ... 0x9f] = L_1,
+    [0xa4 ... 0xa7] = L_1, [0xa8] = L_I8, [0xa9] = L_IZ, [0xaa ... 0xaf] = L_1,
+    [0xb0 ... 0xb7] = L_I8, [0xb8 ... 0xbf] = L_IV,
+    [0xc0] = L_MI8, [0xc1] = L_MI8, [0xc2] = L_I16, [0xc3] = L_1,
+    [0xc6] = L_MOV_I8, [0xc7] = L_MOV_IZ, [0xc9] = L_1, [0xcc] = L_1,
+    [0xd0 ... 0xd3] = L_M,
+    [0xe8] = L_REL32, [0xe9] = L_REL32, [0xeb] = L_REL8,
+    [0xf4] = L_1, [0xf5] = L_1, [0xf6] = L_GRP3B, [0xf7] = L_GRP3V, [0xf8 ... 0xfd] = L_1,
+    [0xfe] = L_GRP4, [0xff] = L_GRP5,
+};
+
+/* Two-byte map (0F xx), legacy encoding: 1 = ModRM, 2 = ModRM + imm8,
+ * 3 = no operand bytes, 4 = rel32 (jcc); 0 = unknown. */
+static const uint8_t len_map2[256] = {
+    [0x05] = 3, [0x0b] = 3, [0x0d] = 1,
+    [0x10 ... 0x17] = 1, [0x18 ... 0x1f] = 1, [0x28 ... 0x2f] = 1,
+    [0x31] = 3, [0x40 ... 0x4f] = 1, [0x50 ... 0x6f] = 1,
+    [0x70 ... 0x73] = 2, [0x74 ... 0x76] = 1, [0x7e] = 1, [0x7f] = 1,
+    [0x80 ... 0x8f] = 4, [0x90 ... 0x9f] = 1,
+    [0xa2] = 3, [0xa3] = 1, [0xa4] = 2, [0xa5] = 1, [0xab] = 1, [0xac] = 2, [0xad] = 1,
+    [0xae] = 1, [0xaf] = 1, [0xb0] = 1, [0xb1] = 1, [0xb3] = 1, [0xb6] = 1, [0xb7] = 1,
+    [0xb8] = 1, [0xba] = 2, [0xbb ... 0xbf] = 1, [0xc0] = 1, [0xc1] = 1, [0xc2] = 2,
+    [0xc3] = 1, [0xc4 ... 0xc6] = 2, [0xc7] = 1, [0xc8 ... 0xcf] = 3, [0xd0 ... 0xfe] = 1,
+};
+
+/* Bytes of ModRM + SIB + displacement at m (32/64-bit addressing), or 0
+ * when they run past `left`. */
+static size_t len_modrm(const uint8_t *m, size_t left)
+{
+	if (left < 1)
+		return 0;
+	uint8_t mod = m[0] >> 6, rm = m[0] & 7;
+	size_t n = 1;
+	if (mod != 3 && rm == 4) {
+		if (left < 2)
+			return 0;
+		n = 2;
+		if (mod == 0 && (m[1] & 7) == 5)
+			n += 4; /* SIB with no base: disp32 */
+	} else if (mod == 0 && rm == 5) {
+		n += 4; /* rip + disp32 */
+	}
+	n += mod == 1 ? 1 : mod == 2 ? 4 : 0;
+	return n <= left ? n : 0;
+}
+
+/* VEX (C4/C5) and EVEX (62): prefix, opcode, ModRM, imm8 by map. */
+static size_t len_vex(const uint8_t *b, size_t left)
+{
+	size_t pre;
+	unsigned map;
+	if (b[0] == 0xc5) {
+		pre = 2, map = 1;
+	} else if (b[0] == 0xc4) {
+		if (left < 3)
+			return 0;
+		pre = 3, map = b[1] & 0x1f;
+	} else { /* 62: EVEX; P0 bits 3:2 are zero, P1 bit 2 is one */
+		if (left < 4 || (b[1] & 0x0c) || !(b[2] & 0x04))
+			return 0;
+		pre = 4, map = b[1] & 0x03;
+	}
+	if (map < 1 || map > 3 || left < pre + 2)
+		return 0;
+	uint8_t op = b[pre];
+	if (map == 1 && (op == 0x77 || op == 0x00 || op == 0x01 || op == 0x0f))
+		return 0; /* vzeroupper/vzeroall (no ModRM), and system ops */
+	size_t m = len_modrm(b + pre + 1, left - pre - 1);
+	if (!m)
+		return 0;
+	int imm = map == 3 || (map == 1 && ((op >= 0x70 && op <= 0x73) || op == 0xc2 ||
+					   (op >= 0xc4 && op <= 0xc6)));
+	size_t n = pre + 1 + m + (size_t)imm;
+	return n <= left ? n : 0;
+}
+
+/* Two- and three-byte legacy maps; o points at the 0F. */
+static size_t len_0f(const uint8_t *o, size_t left, struct x86_len_info *li)
+{
+	if (left < 2)
+		return 0;
+	if (o[1] == 0x38 || o[1] == 0x3a) { /* ModRM (+ imm8 for 0F3A) */
+		if (left < 3)
+			return 0;
+		size_t m = len_modrm(o + 3, left - 3);
+		size_t n = m ? 3 + m + (o[1] == 0x3a) : 0;
+		return n <= left ? n : 0;
+	}
+	switch (len_map2[o[1]]) {
+	case 1: {
+		size_t m = len_modrm(o + 2, left - 2);
+		return m ? 2 + m : 0;
+	}
+	case 2: {
+		size_t m = len_modrm(o + 2, left - 2);
+		return m && 3 + m <= left ? 3 + m : 0;
+	}
+	case 3:
+		return 2;
+	case 4:
+		li->rel = 4;
+		return left >= 6 ? 6 : 0;
+	default:
+		return 0;
+	}
+}
+
+/* Opcode-group forms that depend on ModRM.reg. */
+static size_t len_group(unsigned kind, const uint8_t *o, size_t left, size_t immz)
+{
+	if (left < 2)
+		return 0;
+	unsigned reg = (o[1] >> 3) & 7;
+	size_t m = len_modrm(o + 1, left - 1), imm = 0;
+	switch (kind) {
+	case L_GRP3B: imm = reg < 2; break;
+	case L_GRP3V: imm = reg < 2 ? immz : 0; break;
+	case L_GRP5: if (reg == 3 || reg == 4 || reg == 5 || reg == 7) return 0; break;
+	case L_MOV_I8: if (reg) return 0; imm = 1; break;
+	case L_MOV_IZ: if (reg) return 0; imm = immz; break;
+	case L_GRP_M0: if (reg) return 0; break;
+	case L_GRP4: if (reg > 1) return 0; break;
+	default: return 0;
+	}
+	return m && 1 + m + imm <= left ? 1 + m + imm : 0;
+}
+
+/* After the legacy prefixes and REX: the one-byte map. */
+static size_t len_map1_op(const uint8_t *o, size_t left, int opsize16, int rexw,
+			  struct x86_len_info *li)
+{
+	size_t immz = opsize16 ? 2 : 4, m;
+	unsigned kind = len_map1[o[0]];
+	switch (kind) {
+	case L_1: return 1;
+	case L_I8: return left >= 2 ? 2 : 0;
+	case L_IZ: return left >= 1 + immz ? 1 + immz : 0;
+	case L_I16: return left >= 3 ? 3 : 0;
+	case L_IV: {
+		size_t n = 1 + (rexw ? 8 : immz);
+		return left >= n ? n : 0;
+	}
+	case L_REL8: li->rel = 1; return left >= 2 ? 2 : 0;
+	case L_REL32: li->rel = 4; return left >= 5 ? 5 : 0;
+	case L_M:
+	case L_MI8:
+	case L_MIZ:
+		m = len_modrm(o + 1, left - 1);
+		if (!m || (o[0] == 0x8d && (o[1] >> 6) == 3)) /* lea reg,reg: invalid */
+			return 0;
+		m += 1 + (kind == L_MI8 ? 1 : kind == L_MIZ ? immz : 0);
+		return m <= left ? m : 0;
+	default:
+		return len_group(kind, o, left, immz);
+	}
+}
+
+size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li)
+{
+	size_t p = 0;
+	int opsize16 = 0, rep = 0, rexw = 0;
+	li->rel = 0;
+	for (; p < left && p < 4; p++) { /* legacy prefixes we accept */
+		if (b[p] == 0x66)
+			opsize16 = 1;
+		else if (b[p] == 0xf2 || b[p] == 0xf3)
+			rep = 1;
+		else if (b[p] != 0x64 && b[p] != 0x65 && b[p] != 0x2e && b[p] != 0x3e)
+			break;
+	}
+	if (p >= left || p == 4)
+		return 0;
+	if (b[p] == 0xc4 || b[p] == 0xc5 || b[p] == 0x62) { /* no legacy prefix allowed */
+		size_t n = p == 0 ? len_vex(b, left) : 0;
+		return n;
+	}
+	if ((b[p] & 0xf0) == 0x40) {
+		rexw = (b[p] & 0x08) != 0;
+		if (++p >= left)
+			return 0;
+	}
+	const uint8_t *o = b + p;
+	size_t n;
+	if (o[0] == 0x0f) {
+		n = len_0f(o, left - p, li);
+	} else {
+		/* f2/f3 only on string ops and `rep ret`; everything else
+		 * (bnd jmp, xacquire...) is rare enough for capstone. */
+		if (rep && !(o[0] >= 0xa4 && o[0] <= 0xaf) && o[0] != 0xc3 && o[0] != 0x90)
+			return 0;
+		n = len_map1_op(o, left - p, opsize16, rexw, li);
+	}
+	/* A prefixed branch (66: rel16 truncating rip; 2e/3e: hints) goes
+	 * to capstone, which decides the exact form. */
+	if (li->rel && p > 0)
+		return 0;
+	return n ? p + n : 0;
+}
