@@ -33,8 +33,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Base args: the same program doing (almost) no work; traced minus untraced
 # on it is the tracer's fixed cost (start-up + finish), and the difference
 # between the full and the base run gives the marginal ns per event.
-ALL_TRACERS = ['untraced', 'ada', 'ada-exe', 'ada-detail', 'uftrace-pg', 'uftrace-P-pfe',
-               'uftrace-P-plain', 'ltrace']
+ALL_TRACERS = ['untraced', 'ada', 'ada-cold', 'ada-exe', 'ada-detail', 'uftrace-pg',
+               'uftrace-P-pfe', 'uftrace-P-plain', 'ltrace']
+# ada-cold: ada with an empty hook-plan cache on every run (its first run on
+# a machine); only where start-up matters.
+COLD_ONLY = ('fib', 'startup')
 WORKLOADS = {
     'fib': ('fib', ['32'], ['28'], ALL_TRACERS[:-1], ['1']),
     'fib-small': ('fib', ['18'], ['18'], ALL_TRACERS, ['1']),
@@ -93,7 +96,7 @@ class Runner:
             ['--no-libcall', '--no-event', '-d', outdir]
         if tracer == 'untraced':
             return plain
-        if tracer == 'ada':
+        if tracer in ('ada', 'ada-cold'):
             return [self.ada, 'record', '--out', outdir, '--'] + plain
         if tracer == 'ada-exe':  # the executable only, like uftrace
             return [self.ada, 'record', '--out', outdir, '--include', prog, '--'] + plain
@@ -122,6 +125,15 @@ class Runner:
         if os.path.exists(cnt):
             os.unlink(cnt)
         env = dict(os.environ, BW_COUNT_FILE=cnt)
+        if cmd[0] == self.ada:
+            # The agent caches hook plans per build-id under $XDG_CACHE_HOME:
+            # a bench-owned cache, kept warm between runs (the check run
+            # fills it), or an empty one for every ada-cold run.
+            cache = os.path.join(self.out, 'plan-cache')
+            if os.path.basename(outdir) == 'ada-cold':
+                cache = os.path.join(self.out, 'plan-cache-cold')
+                shutil.rmtree(cache, ignore_errors=True)
+            env['XDG_CACHE_HOME'] = cache
         t0 = time.perf_counter()
         try:
             p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -268,7 +280,8 @@ class Runner:
     def bench_workload(self, wname):
         prog, full, quick, applies, base = WORKLOADS[wname]
         args = quick if self.a.quick else full
-        tracers = [t for t in self.a.tracers if t in applies]
+        tracers = [t for t in self.a.tracers if t in applies and
+                   (t != 'ada-cold' or wname in COLD_ONLY)]
         if 'untraced' not in tracers:
             tracers.insert(0, 'untraced')
         reps = 1 if wname == 'latency' else self.a.reps
