@@ -11,12 +11,12 @@
  * inside its patch (ADA_SKIP_BRANCH_INTO_PATCH). Two passes keep it cheap:
  * a byte scan that reads every position as a possible rel8/rel32 branch
  * (a superset) against a bitmap of the patches' interiors, then an exact
- * capstone decode (no detail) of only the functions the scan flagged.
+ * decode (hook_arch_insn_len: the fast length table, capstone where it
+ * declines) of only the functions the scan flagged.
  *
  * Threads: the init thread or a dlopen rescan, under agent.lock.
  */
 #define _GNU_SOURCE
-#include <capstone/capstone.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,49 +42,17 @@ static int xref_push(struct xref_targets *t, uint64_t target)
 	return 0;
 }
 
-/* The target of a direct relative branch, from its encoding: the
- * displacement is the instruction's last 1 or 4 bytes for every form
- * (jmp/jcc/call/loop/jrcxz, rel8 or rel32; prefixes come first). */
-static bool xref_branch_target(const cs_insn *ci, uint64_t *target)
+/* Every direct branch of the body that leaves it, into t. Undecodable
+ * bytes are stepped over one at a time (the arch layer judges those). */
+static int xref_sweep(const uint8_t *code, uint64_t addr, uint64_t size, struct xref_targets *t)
 {
-	const uint8_t *b = ci->bytes;
-	size_t n = ci->size, op = 0;
-	while (op < n && (b[op] == 0x66 || b[op] == 0x67 || b[op] == 0xf2 || b[op] == 0xf3 ||
-			  b[op] == 0x2e || b[op] == 0x3e || (b[op] & 0xf0) == 0x40))
-		op++; /* legacy, bnd, branch-hint and REX prefixes */
-	if (op >= n)
-		return false;
-	uint64_t next = ci->address + n;
-	uint8_t o = b[op];
-	if ((o == 0xeb || (o >= 0x70 && o <= 0x7f) || (o >= 0xe0 && o <= 0xe3)) && op + 2 == n) {
-		*target = next + (uint64_t)(int64_t)(int8_t)b[n - 1];
-		return true;
-	}
-	bool rel32 = ((o == 0xe8 || o == 0xe9) && op + 5 == n) ||
-		     (o == 0x0f && op + 6 == n && (b[op + 1] & 0xf0) == 0x80);
-	if (!rel32)
-		return false;
-	int32_t d;
-	memcpy(&d, b + n - 4, 4);
-	*target = next + (uint64_t)(int64_t)d;
-	return true;
-}
-
-static int xref_sweep(csh cs, cs_insn *ci, const uint8_t *code, uint64_t addr, uint64_t size,
-		      struct xref_targets *t)
-{
-	const uint8_t *p = code;
-	size_t left = size;
-	uint64_t pc = addr;
-	while (left > 0) {
-		if (!cs_disasm_iter(cs, &p, &left, &pc, ci)) {
-			p++; /* undecodable byte: resynchronise (the arch layer judges these) */
-			left--;
-			pc++;
-			continue;
-		}
-		uint64_t target;
-		if (xref_branch_target(ci, &target) && (target < addr || target >= addr + size)) {
+	uint64_t off = 0;
+	while (off < size) {
+		uint64_t target = 0;
+		int has = 0;
+		size_t n = hook_arch_insn_len(code + off, size - off, addr + off, &target, &has);
+		off += n ? n : 1;
+		if (has && (target < addr || target >= addr + size)) {
 			int err = xref_push(t, target);
 			if (err)
 				return err;
@@ -192,20 +160,13 @@ static bool xref_scannable(const struct ada_hook_fn *f)
 static int xref_decode_suspects(uint64_t base, const struct ada_hook_symtab *st,
 				const struct xref_map *mp, struct xref_targets *t)
 {
-	csh cs;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
-		return -ENOMEM;
-	cs_insn *ci = cs_malloc(cs);
-	int err = ci ? 0 : -ENOMEM;
+	int err = 0;
 	for (size_t i = 0; !err && i < st->count; i++) {
 		const struct ada_hook_fn *f = &st->fns[i];
 		const uint8_t *code = (const uint8_t *)(uintptr_t)(base + f->offset);
 		if (xref_scannable(f) && xref_suspect(code, base + f->offset, f->size, mp))
-			err = xref_sweep(cs, ci, code, base + f->offset, f->size, t);
+			err = xref_sweep(code, base + f->offset, f->size, t);
 	}
-	if (ci)
-		cs_free(ci, 1);
-	cs_close(&cs);
 	return err;
 }
 

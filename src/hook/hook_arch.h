@@ -121,6 +121,14 @@ enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_
 enum ada_hook_skip hook_arch_prepare_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
                                               struct hook_arch_plan *plan);
 
+/* Length of the instruction at code (pc: its address), at most `left`
+ * bytes, or 0 when it cannot be decoded. For a direct relative jmp, jcc,
+ * call, loop or jrcxz (rel8/rel32), *has_target = 1 and *target is where
+ * it goes. A fast table first, capstone when the table declines; both
+ * give the same answers (test_hook_len.c). Any thread; not hook context. */
+size_t hook_arch_insn_len(const uint8_t *code, size_t left, uint64_t pc, uint64_t *target,
+                          int *has_target);
+
 /* Writes the trampoline for plan into buf (HOOK_ARCH_MAX_TRAMPOLINE bytes),
  * which will execute at buf_addr. Returns its length, or 0 when buf_addr is
  * not within +-2 GiB of the function (the patch is a jmp rel32) or a

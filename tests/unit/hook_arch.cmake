@@ -33,3 +33,24 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
     add_test(NAME hook_arch_clobber_${opt} COMMAND test_hook_clobber_${opt})
   endforeach()
 endif()
+
+# The fast length table against capstone over real libraries.
+if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  add_executable(test_hook_len ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hook_len.c)
+  target_include_directories(test_hook_len PRIVATE ${CMOCKA_INCLUDE_DIR} ${CAPSTONE_INCLUDE_DIR}
+    ${LIBELF_INCLUDE_DIR} ${CMAKE_SOURCE_DIR}/src/hook/x86_64)
+  target_link_libraries(test_hook_len PRIVATE ada_hook_arch ada_dep_elf ${CMOCKA_LIBRARY})
+  add_test(NAME hook_arch_len COMMAND test_hook_len)
+  set_tests_properties(hook_arch_len PROPERTIES SKIP_RETURN_CODE 77)
+endif()
+
+# Same verdicts with and without the fast length table, over real libraries.
+if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  add_executable(test_hook_verdicts ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hook_verdicts.c)
+  target_include_directories(test_hook_verdicts PRIVATE ${CMOCKA_INCLUDE_DIR}
+    ${CMAKE_SOURCE_DIR}/src/hook ${CMAKE_SOURCE_DIR}/src/hook/x86_64)
+  target_link_libraries(test_hook_verdicts PRIVATE ada_agent_core ada_hook_arch ada_dep_elf
+    ${CMOCKA_LIBRARY})
+  add_test(NAME hook_arch_verdicts COMMAND test_hook_verdicts)
+  set_tests_properties(hook_arch_verdicts PROPERTIES SKIP_RETURN_CODE 77)
+endif()

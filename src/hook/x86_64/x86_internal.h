@@ -64,5 +64,9 @@ struct x86_len_info {
 	uint8_t rel;
 };
 size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li);
+/* 1 (default): the sweeps use x86_fast_len before capstone; tests set 0
+ * to compare against the capstone-only analysis. Not thread-safe to
+ * change while another thread prepares. */
+extern int x86_use_fast_len;
 
 #endif

@@ -78,6 +78,21 @@ static const uint8_t len_map2[256] = {
     [0xc3] = 1, [0xc4 ... 0xc6] = 2, [0xc7] = 1, [0xc8 ... 0xcf] = 3, [0xd0 ... 0xfe] = 1,
 };
 
+/* VEX opcodes that exist, per map (1: 0F, 2: 0F38, 3: 0F3A); the rest
+ * are undefined and capstone rejects them, so the table declines too. */
+static const uint8_t len_vex_ok[4][256] = {
+    [1] = { [0x10 ... 0x17] = 1, [0x28 ... 0x2f] = 1, [0x50 ... 0x76] = 1, [0x7c ... 0x7f] = 1,
+	    [0xc2] = 1, [0xc4 ... 0xc6] = 1, [0xd0 ... 0xfe] = 1 },
+    [2] = { [0x00 ... 0x0f] = 1, [0x13] = 1, [0x16 ... 0x1a] = 1, [0x1c ... 0x1e] = 1,
+	    [0x20 ... 0x25] = 1, [0x28 ... 0x2f] = 1, [0x30 ... 0x40] = 1, [0x45 ... 0x47] = 1,
+	    [0x58 ... 0x5a] = 1, [0x78] = 1, [0x79] = 1, [0x8c] = 1, [0x8e] = 1,
+	    [0x90 ... 0x9f] = 1, [0xa6 ... 0xaf] = 1, [0xb6 ... 0xbf] = 1, [0xdb ... 0xdf] = 1,
+	    [0xf2 ... 0xf3] = 1, [0xf5 ... 0xf7] = 1 },
+    [3] = { [0x00 ... 0x06] = 1, [0x08 ... 0x0f] = 1, [0x14 ... 0x19] = 1, [0x1d] = 1,
+	    [0x20 ... 0x22] = 1, [0x38] = 1, [0x39] = 1, [0x40 ... 0x42] = 1, [0x44] = 1,
+	    [0x46] = 1, [0x48 ... 0x4c] = 1, [0x60 ... 0x63] = 1, [0xdf] = 1, [0xf0] = 1 },
+};
+
 /* Bytes of ModRM + SIB + displacement at m (32/64-bit addressing), or 0
  * when they run past `left`. */
 static size_t len_modrm(const uint8_t *m, size_t left)
@@ -110,16 +125,20 @@ static size_t len_vex(const uint8_t *b, size_t left)
 		if (left < 3)
 			return 0;
 		pre = 3, map = b[1] & 0x1f;
-	} else { /* 62: EVEX; P0 bits 3:2 are zero, P1 bit 2 is one */
-		if (left < 4 || (b[1] & 0x0c) || !(b[2] & 0x04))
-			return 0;
-		pre = 4, map = b[1] & 0x03;
+	} else {
+		/* EVEX (62): the length rules are the same, but capstone 4
+		 * cannot decode much of AVX-512BW (vpcmpb, vpbroadcastb...)
+		 * and its callers treat such bytes conservatively; declining
+		 * keeps their decisions exactly capstone's. */
+		return 0;
 	}
 	if (map < 1 || map > 3 || left < pre + 2)
 		return 0;
 	uint8_t op = b[pre];
-	if (map == 1 && (op == 0x77 || op == 0x00 || op == 0x01 || op == 0x0f))
-		return 0; /* vzeroupper/vzeroall (no ModRM), and system ops */
+	/* Not listed: vzeroupper/vzeroall (no ModRM) and the AVX-512 mask
+	 * ops (kmov, kand..., kortest, kshift) capstone 4 cannot decode. */
+	if (!len_vex_ok[map][op])
+		return 0;
 	size_t m = len_modrm(b + pre + 1, left - pre - 1);
 	if (!m)
 		return 0;

@@ -469,6 +469,21 @@ static enum ada_hook_skip plan_scan_materialize(const uint8_t *code, uint64_t ad
 	return r;
 }
 
+int x86_use_fast_len = 1;
+
+/* Target of a direct branch of n bytes at pc whose last rel bytes hold
+ * its displacement. */
+static uint64_t plan_rel_target(const uint8_t *p, size_t n, uint64_t pc, unsigned rel)
+{
+	int32_t d32;
+	int64_t d = (int8_t)p[n - 1];
+	if (rel == 4) {
+		memcpy(&d32, p + n - 4, 4);
+		d = d32;
+	}
+	return pc + n + (uint64_t)d;
+}
+
 /* Linear sweep of the body for anything that may enter the patch; it
  * stops behind `limit`, the last superset candidate: no instruction
  * starting later can be one. */
@@ -483,6 +498,15 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 		const uint8_t *p = code + off;
 		size_t left = size - off;
 		uint64_t pc = addr + off;
+		struct x86_len_info li;
+		size_t n = x86_use_fast_len ? x86_fast_len(p, left, &li) : 0;
+		if (n) { /* the table knows it: capstone would say the same */
+			if (li.rel && plan_in_patch(plan_rel_target(p, n, pc, li.rel), addr,
+						    plan->patch_len))
+				return ADA_SKIP_BRANCH_INTO_PATCH;
+			off += n;
+			continue;
+		}
 		if (!cs_disasm_iter(plan_cs, &p, &left, &pc, ci)) {
 			if (plan_superset_last(code, addr, size, off, off + 16, plan->patch_len) >=
 			    0)
@@ -555,4 +579,58 @@ enum ada_hook_skip hook_arch_prepare_prologue(const uint8_t *code, uint64_t addr
 	if (r != ADA_HOOK_OK)
 		plan->patch_len = plan->insn_count = 0;
 	return r;
+}
+
+/* The target of a direct relative branch decoded by capstone, from its
+ * encoding: the displacement is the instruction's last 1 or 4 bytes for
+ * every form (jmp/jcc/call/loop/jrcxz, rel8 or rel32; prefixes first). */
+static int plan_cs_branch_target(const cs_insn *ci, uint64_t *target)
+{
+	const uint8_t *b = ci->bytes;
+	size_t n = ci->size, op = 0;
+	while (op < n && (b[op] == 0x66 || b[op] == 0x67 || b[op] == 0xf2 || b[op] == 0xf3 ||
+	                  b[op] == 0x2e || b[op] == 0x3e || (b[op] & 0xf0) == 0x40))
+		op++; /* legacy, bnd, branch-hint and REX prefixes */
+	if (op >= n)
+		return 0;
+	uint8_t o = b[op];
+	if ((o == 0xeb || (o >= 0x70 && o <= 0x7f) || (o >= 0xe0 && o <= 0xe3)) && op + 2 == n) {
+		*target = plan_rel_target(b, n, ci->address, 1);
+		return 1;
+	}
+	if (((o == 0xe8 || o == 0xe9) && op + 5 == n) ||
+	    (o == 0x0f && op + 6 == n && (b[op + 1] & 0xf0) == 0x80)) {
+		*target = plan_rel_target(b, n, ci->address, 4);
+		return 1;
+	}
+	return 0;
+}
+
+size_t hook_arch_insn_len(const uint8_t *code, size_t left, uint64_t pc, uint64_t *target,
+                          int *has_target)
+{
+	struct x86_len_info li;
+	size_t n = x86_use_fast_len ? x86_fast_len(code, left, &li) : 0;
+
+	*has_target = 0;
+	if (n) {
+		if (li.rel) {
+			*target = plan_rel_target(code, n, pc, li.rel);
+			*has_target = 1;
+		}
+		return n;
+	}
+	pthread_once(&plan_once, plan_cs_open);
+	if (plan_cs_err)
+		return 0;
+	pthread_mutex_lock(&plan_lock);
+	/* Detail off: only the bytes are read, and it decodes faster. */
+	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_OFF);
+	if (cs_disasm_iter(plan_cs, &code, &left, &pc, plan_ci)) {
+		n = plan_ci->size;
+		*has_target = plan_cs_branch_target(plan_ci, target);
+	}
+	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_ON);
+	pthread_mutex_unlock(&plan_lock);
+	return n;
 }

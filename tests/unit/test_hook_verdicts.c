@@ -1,0 +1,150 @@
+/*
+ * The fast length table changes nothing: every function of real
+ * libraries (libc with its debug symbols when installed, libstdc++,
+ * python3, libcrypto, libm) gets the same verdict and patch length from
+ * hook_arch_prepare + discover_xref_check with the table
+ * (x86_use_fast_len = 1) as with capstone alone (0). The images are laid
+ * out in memory from their PT_LOAD segments, as the loader would (no
+ * relocation: the analysis only reads code). Times are printed.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "discover_internal.h"
+#include "x86_internal.h"
+
+static uint8_t *load_image(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	size_t n = 0, hi = 0;
+	GElf_Phdr ph;
+	uint8_t *img = NULL;
+	if (e && elf_getphdrnum(e, &n) == 0) {
+		for (size_t i = 0; i < n; i++)
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			    ph.p_vaddr + ph.p_memsz > hi)
+				hi = ph.p_vaddr + ph.p_memsz;
+		img = calloc(hi ? hi : 1, 1);
+		for (size_t i = 0; img && i < n; i++) {
+			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+				continue;
+			if (pread(fd, img + ph.p_vaddr, ph.p_filesz, (off_t)ph.p_offset) !=
+			    (ssize_t)ph.p_filesz)
+				fail_msg("%s: short read", path);
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	*len = hi;
+	return img;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Full analysis of every function as the agent does it; statuses into st. */
+static double analyse(const struct ada_hook_symtab *st0, uint8_t *img, struct ada_hook_symtab *st,
+		      struct hook_arch_plan *plans)
+{
+	double t0 = now_ms();
+	for (size_t i = 0; i < st->count; i++) {
+		st->fns[i].status = st0->fns[i].status;
+		memset(&plans[i], 0, sizeof(plans[i]));
+		if (st->fns[i].status != ADA_HOOK_OK)
+			continue;
+		uint64_t a = (uint64_t)(uintptr_t)img + st->fns[i].offset;
+		st->fns[i].status =
+		    (uint8_t)hook_arch_prepare((const uint8_t *)a, a, st->fns[i].size, &plans[i]);
+	}
+	assert_int_equal(discover_xref_check((uint64_t)(uintptr_t)img, st, plans), 0);
+	return now_ms() - t0;
+}
+
+static int check_file(const char *path)
+{
+	struct ada_hook_symtab st0, st;
+	size_t len;
+	if (access(path, R_OK) || ada_hook_symtab_read(path, NULL, &st0))
+		return 0;
+	uint8_t *img = load_image(path, &len);
+	assert_non_null(img);
+	st = st0;
+	st.fns = malloc(st0.count * sizeof(*st.fns) + 1);
+	uint8_t *status = malloc(st0.count + 1);
+	struct hook_arch_plan *plans = calloc(st0.count + 1, sizeof(*plans));
+	size_t *plen = calloc(st0.count + 1, sizeof(*plen));
+	assert_true(st.fns && status && plans && plen);
+	memcpy(st.fns, st0.fns, st0.count * sizeof(*st.fns));
+	x86_use_fast_len = 0;
+	double slow = analyse(&st0, img, &st, plans);
+	size_t ok = 0;
+	for (size_t i = 0; i < st.count; i++) {
+		status[i] = st.fns[i].status;
+		plen[i] = plans[i].patch_len;
+		ok += status[i] == ADA_HOOK_OK;
+	}
+	x86_use_fast_len = 1;
+	double fast = analyse(&st0, img, &st, plans);
+	size_t diff = 0;
+	for (size_t i = 0; i < st.count; i++) {
+		if (st.fns[i].status == status[i] && plans[i].patch_len == plen[i])
+			continue;
+		if (diff++ < 20)
+			printf("# DIFF %s %s: capstone %s/%zu, table %s/%zu\n", path,
+			       ada_hook_fn_name(&st0, &st0.fns[i]), hook_skip_name(status[i]), plen[i],
+			       hook_skip_name(st.fns[i].status), plans[i].patch_len);
+	}
+	printf("# %s: %zu functions, %zu hookable; capstone only %.1f ms, with the table %.1f ms\n",
+	       path, st.count, ok, slow, fast);
+	assert_int_equal(diff, 0);
+	free(plen);
+	free(plans);
+	free(status);
+	free(st.fns);
+	free(img);
+	ada_hook_symtab_fini(&st0);
+	return 1;
+}
+
+static void test_same_verdicts(void **state)
+{
+	(void)state;
+	static const char *const files[] = {
+		"/lib/x86_64-linux-gnu/libc.so.6",          "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+		"/usr/bin/python3.11",                      "/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
+		"/lib/x86_64-linux-gnu/libm.so.6",
+	};
+	int n = 0;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		n += check_file(files[i]);
+	if (n == 0)
+		skip();
+}
+
+int main(void)
+{
+	elf_version(EV_CURRENT);
+	const struct CMUnitTest tests[] = { cmocka_unit_test(test_same_verdicts) };
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
