@@ -27,6 +27,8 @@ static const struct config_default config_defaults[] = {
 	{ "sigsetjmp", "as setjmp" },
 	{ "getcontext", "saves its return address in the ucontext" },
 	{ "swapcontext", "saves its return address and returns on another stack" },
+	{ "__start_context", "entered by the ret of a makecontext function, not by a call: the "
+			     "word at rsp is its uc_link, not a return address" },
 	{ "vfork", "returns twice on one stack shared by parent and child" },
 	{ "__vfork", "as vfork" },
 	{ "clone", "the child returns on another stack with the parent's TLS" },
