@@ -105,7 +105,11 @@ static int check_file(const char *path)
 		ok += status[i] == ADA_HOOK_OK;
 	}
 	x86_use_fast_len = 1;
-	double fast = analyse(&st0, img, &st, plans);
+	double fast = 1e9;
+	for (int rep = 0; rep < 3; rep++) { /* the minimum: the machine may be busy */
+		double t = analyse(&st0, img, &st, plans);
+		fast = t < fast ? t : fast;
+	}
 	size_t diff = 0;
 	for (size_t i = 0; i < st.count; i++) {
 		if (st.fns[i].status == status[i] && plans[i].patch_len == plen[i])
