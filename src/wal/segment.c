@@ -201,8 +201,12 @@ static void wal_complete_write(struct ada_wal_io *io, struct wal_buf *b, int res
 			io->disk_full = true;
 	} else {
 		io->bytes_written += b->len;
-		if (b->first_ts)
-			ada_lat_hist_add(&io->lat, ada_boottime_ns() - b->first_ts);
+		if (b->first_ts) {
+			/* A TSC-converted timestamp can lead the kernel's clock by
+			 * the calibration error: count that as zero, not 2^64. */
+			uint64_t now = ada_boottime_ns();
+			ada_lat_hist_add(&io->lat, now > b->first_ts ? now - b->first_ts : 0);
+		}
 	}
 	f->inflight--;
 	b->complete = true;
