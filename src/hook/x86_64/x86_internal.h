@@ -59,9 +59,12 @@ int reloc_call(struct x86_writer *w, const uint8_t *orig, const struct hook_arch
 /* x86_len.c: length of the instruction at b (at most `left` bytes), or 0
  * when the fast table does not know the encoding (ask capstone). li->rel
  * is 1 or 4 for a direct jmp/jcc/call whose rel8/rel32 is the
- * instruction's last bytes (never prefixed), else 0. */
+ * instruction's last bytes (never prefixed), else 0. An instruction with
+ * none of rel, riprel, indirect_call is position independent. */
 struct x86_len_info {
 	uint8_t rel;
+	uint8_t riprel;        /* has a [rip + disp32] operand */
+	uint8_t indirect_call; /* FF /2: call r/m */
 };
 size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li);
 /* 1 (default): the sweeps use x86_fast_len before capstone; tests set 0

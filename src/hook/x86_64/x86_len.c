@@ -95,7 +95,7 @@ static const uint8_t len_vex_ok[4][256] = {
 
 /* Bytes of ModRM + SIB + displacement at m (32/64-bit addressing), or 0
  * when they run past `left`. */
-static size_t len_modrm(const uint8_t *m, size_t left)
+static size_t len_modrm(const uint8_t *m, size_t left, struct x86_len_info *li)
 {
 	if (left < 1)
 		return 0;
@@ -109,13 +109,14 @@ static size_t len_modrm(const uint8_t *m, size_t left)
 			n += 4; /* SIB with no base: disp32 */
 	} else if (mod == 0 && rm == 5) {
 		n += 4; /* rip + disp32 */
+		li->riprel = 1;
 	}
 	n += mod == 1 ? 1 : mod == 2 ? 4 : 0;
 	return n <= left ? n : 0;
 }
 
 /* VEX (C4/C5) and EVEX (62): prefix, opcode, ModRM, imm8 by map. */
-static size_t len_vex(const uint8_t *b, size_t left)
+static size_t len_vex(const uint8_t *b, size_t left, struct x86_len_info *li)
 {
 	size_t pre;
 	unsigned map;
@@ -139,7 +140,7 @@ static size_t len_vex(const uint8_t *b, size_t left)
 	 * ops (kmov, kand..., kortest, kshift) capstone 4 cannot decode. */
 	if (!len_vex_ok[map][op])
 		return 0;
-	size_t m = len_modrm(b + pre + 1, left - pre - 1);
+	size_t m = len_modrm(b + pre + 1, left - pre - 1, li);
 	if (!m)
 		return 0;
 	int imm = map == 3 || (map == 1 && ((op >= 0x70 && op <= 0x73) || op == 0xc2 ||
@@ -156,17 +157,17 @@ static size_t len_0f(const uint8_t *o, size_t left, struct x86_len_info *li)
 	if (o[1] == 0x38 || o[1] == 0x3a) { /* ModRM (+ imm8 for 0F3A) */
 		if (left < 3)
 			return 0;
-		size_t m = len_modrm(o + 3, left - 3);
+		size_t m = len_modrm(o + 3, left - 3, li);
 		size_t n = m ? 3 + m + (o[1] == 0x3a) : 0;
 		return n <= left ? n : 0;
 	}
 	switch (len_map2[o[1]]) {
 	case 1: {
-		size_t m = len_modrm(o + 2, left - 2);
+		size_t m = len_modrm(o + 2, left - 2, li);
 		return m ? 2 + m : 0;
 	}
 	case 2: {
-		size_t m = len_modrm(o + 2, left - 2);
+		size_t m = len_modrm(o + 2, left - 2, li);
 		return m && 3 + m <= left ? 3 + m : 0;
 	}
 	case 3:
@@ -180,16 +181,21 @@ static size_t len_0f(const uint8_t *o, size_t left, struct x86_len_info *li)
 }
 
 /* Opcode-group forms that depend on ModRM.reg. */
-static size_t len_group(unsigned kind, const uint8_t *o, size_t left, size_t immz)
+static size_t len_group(unsigned kind, const uint8_t *o, size_t left, size_t immz,
+			struct x86_len_info *li)
 {
 	if (left < 2)
 		return 0;
 	unsigned reg = (o[1] >> 3) & 7;
-	size_t m = len_modrm(o + 1, left - 1), imm = 0;
+	size_t m = len_modrm(o + 1, left - 1, li), imm = 0;
 	switch (kind) {
 	case L_GRP3B: imm = reg < 2; break;
 	case L_GRP3V: imm = reg < 2 ? immz : 0; break;
-	case L_GRP5: if (reg == 3 || reg == 4 || reg == 5 || reg == 7) return 0; break;
+	case L_GRP5:
+		if (reg == 3 || reg == 4 || reg == 5 || reg == 7)
+			return 0;
+		li->indirect_call = reg == 2;
+		break;
 	case L_MOV_I8: if (reg) return 0; imm = 1; break;
 	case L_MOV_IZ: if (reg) return 0; imm = immz; break;
 	case L_GRP_M0: if (reg) return 0; break;
@@ -219,13 +225,13 @@ static size_t len_map1_op(const uint8_t *o, size_t left, int opsize16, int rexw,
 	case L_M:
 	case L_MI8:
 	case L_MIZ:
-		m = len_modrm(o + 1, left - 1);
+		m = len_modrm(o + 1, left - 1, li);
 		if (!m || (o[0] == 0x8d && (o[1] >> 6) == 3)) /* lea reg,reg: invalid */
 			return 0;
 		m += 1 + (kind == L_MI8 ? 1 : kind == L_MIZ ? immz : 0);
 		return m <= left ? m : 0;
 	default:
-		return len_group(kind, o, left, immz);
+		return len_group(kind, o, left, immz, li);
 	}
 }
 
@@ -233,7 +239,7 @@ size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li)
 {
 	size_t p = 0;
 	int opsize16 = 0, rep = 0, rexw = 0;
-	li->rel = 0;
+	li->rel = li->riprel = li->indirect_call = 0;
 	for (; p < left && p < 4; p++) { /* legacy prefixes we accept */
 		if (b[p] == 0x66)
 			opsize16 = 1;
@@ -245,7 +251,7 @@ size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li)
 	if (p >= left || p == 4)
 		return 0;
 	if (b[p] == 0xc4 || b[p] == 0xc5 || b[p] == 0x62) { /* no legacy prefix allowed */
-		size_t n = p == 0 ? len_vex(b, left) : 0;
+		size_t n = p == 0 ? len_vex(b, left, li) : 0;
 		return n;
 	}
 	if ((b[p] & 0xf0) == 0x40) {

@@ -257,6 +257,17 @@ static enum ada_hook_skip plan_prologue(const uint8_t *code, uint64_t addr, uint
 		if (plan->insn_count == HOOK_ARCH_MAX_INSNS)
 			return ADA_SKIP_UNRELOCATABLE;
 		size_t fast = plan_fast_len(p, left);
+		struct x86_len_info li;
+		if (!fast && x86_use_fast_len) {
+			/* Position independent (no rip operand, no branch, no
+			 * indirect call): copied as is, as capstone's plan_insn
+			 * would classify it (test_hook_verdicts.c). */
+			fast = x86_fast_len(p, left, &li);
+			if (fast && (li.rel || li.riprel || li.indirect_call))
+				fast = 0;
+			if (fast && plan->patch_len + fast > HOOK_ARCH_MAX_PATCH)
+				return ADA_SKIP_UNRELOCATABLE;
+		}
 		if (fast) {
 			struct hook_arch_insn *in = &plan->insns[plan->insn_count++];
 			*in = (struct hook_arch_insn){.offset = (uint8_t)plan->patch_len,
