@@ -468,7 +468,13 @@ int hook_patch_apply(struct hook_patch *patches, size_t n)
 	err = maps_load(&maps, &n_maps);
 	if (err)
 		return err;
-	qsort(patches, n, sizeof(*patches), patch_cmp);
+	/* The agent hands them over in symbol order, already sorted: qsort
+	 * (a merge sort in glibc) would still cost ~1 ms for 5 000. */
+	size_t sorted = 1;
+	while (sorted < n && patch_cmp(&patches[sorted - 1], &patches[sorted]) <= 0)
+		sorted++;
+	if (sorted < n)
+		qsort(patches, n, sizeof(*patches), patch_cmp);
 	for (size_t i = 0; i < n;) {
 		long r = patch_run(maps, n_maps, pg, patches, i, n);
 		if (r < 0) {
