@@ -29,6 +29,7 @@
 #define _GNU_SOURCE
 #include <elf.h>
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
@@ -234,6 +235,31 @@ static int pc_write_all(int fd, const uint8_t *b, size_t n)
 	return 0;
 }
 
+/* Removes the files of the same image written by other agent builds
+ * (<build-id>-<other hash>.plan): they can never match again, and a
+ * rebuilt agent would otherwise leave one more file per image each time. */
+static void pc_prune(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *base = strrchr(path, '/'), *dash = base ? strrchr(base, '-') : NULL;
+	if (!base || !dash || (size_t)(base - path) >= sizeof(dir))
+		return;
+	memcpy(dir, path, (size_t)(base - path));
+	dir[base - path] = '\0';
+	size_t plen = (size_t)(dash - base); /* "/<build-id>" */
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n > 5 && !strncmp(de->d_name, base + 1, plen) && !strcmp(de->d_name + n - 5, ".plan") &&
+		    strcmp(de->d_name, base + 1))
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+}
+
 int plan_cache_store(const char *path, const struct plan_cache_key *key,
 		     const struct plan_cache_entry *e)
 {
@@ -263,6 +289,8 @@ int plan_cache_store(const char *path, const struct plan_cache_key *key,
 		err = -errno;
 	if (err)
 		unlink(tmp);
+	else
+		pc_prune(path);
 out:
 	free(b);
 	return err;

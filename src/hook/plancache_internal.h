@@ -66,7 +66,8 @@ int plan_cache_load(const char *path, const struct plan_cache_key *key,
 		    struct plan_cache_entry *out);
 
 /* Writes the file atomically (a temporary file in the same directory,
- * then rename), creating the directories it needs. 0 or -errno. */
+ * then rename), creating the directories it needs, then removes the
+ * files of the same build-id written by other agent builds. 0 or -errno. */
 int plan_cache_store(const char *path, const struct plan_cache_key *key,
 		     const struct plan_cache_entry *e);
 

@@ -211,6 +211,19 @@ static void test_store_load(void **state)
 	snprintf(q, sizeof(q), "%s/sub/dir/x.plan.tmp.%d", dir, (int)getpid());
 	assert_int_not_equal(access(q, F_OK), 0); /* no temporary left */
 	unlink(p);
+	/* A store prunes the same image's files of other agent builds only. */
+	char a[4096], b[4096], c[4096];
+	snprintf(a, sizeof(a), "%s/sub/dir/abcd-0000000000000001.plan", dir);
+	snprintf(b, sizeof(b), "%s/sub/dir/abcd-0000000000000002.plan", dir);
+	snprintf(c, sizeof(c), "%s/sub/dir/abce-0000000000000001.plan", dir);
+	assert_int_equal(plan_cache_store(a, &k, e), 0);
+	assert_int_equal(plan_cache_store(c, &k, e), 0);
+	assert_int_equal(plan_cache_store(b, &k, e), 0);
+	assert_int_not_equal(access(a, F_OK), 0);
+	assert_int_equal(access(b, F_OK), 0);
+	assert_int_equal(access(c, F_OK), 0);
+	unlink(b);
+	unlink(c);
 	snprintf(q, sizeof(q), "%s/sub/dir", dir);
 	rmdir(q);
 	snprintf(q, sizeof(q), "%s/sub", dir);
