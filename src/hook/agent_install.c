@@ -123,15 +123,12 @@ static size_t install_prepare(struct agent_module *m, struct hook_arch_plan *pla
 }
 
 /* Aliases are listed after their primary: a special name met on an alias
- * was recorded on the primary (reserved); register the hooked ones. */
+ * was recorded on the primary (reserved), which install_emit() gave the
+ * special handler; the mark is not needed afterwards. */
 static void install_register_specials(struct agent_module *m)
 {
-	for (size_t i = 0; i < m->st.count; i++) {
-		struct ada_hook_fn *f = &m->st.fns[i];
-		if (f->reserved && f->status == ADA_HOOK_OK)
-			agent_special_add(install_fn_id(m, i), (enum agent_special)f->reserved);
-		f->reserved = 0;
-	}
+	for (size_t i = 0; i < m->st.count; i++)
+		m->st.fns[i].reserved = 0;
 }
 
 /* Emits the trampolines into one block and fills patches. Returns the
@@ -146,11 +143,15 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 		struct ada_hook_fn *f = &m->st.fns[i];
 		if (f->status != ADA_HOOK_OK)
 			continue;
+		/* Specials get their own handler (agent_internal.h). */
+		uint64_t id = install_fn_id(m, i), handler = (uint64_t)&ada_hook_on_enter;
+		if (f->reserved) {
+			id = agent_special_tag(id, (enum agent_special)f->reserved);
+			handler = (uint64_t)&agent_hook_on_enter_special;
+		}
 		size_t len = err ? 0
 				 : hook_arch_emit_trampoline(&plans[i], blk + used,
-							     (uint64_t)(blk + used),
-							     install_fn_id(m, i),
-							     (uint64_t)&ada_hook_on_enter);
+							     (uint64_t)(blk + used), id, handler);
 		if (len == 0) {
 			f->status = ADA_SKIP_NO_TRAMPOLINE_MEMORY;
 			continue;

@@ -31,29 +31,32 @@ enum agent_special {
 	AGENT_SP_EXEC,         /* execve, execveat, fexecve: close every frame */
 };
 
-#define AGENT_MAX_SPECIAL 32
-
 struct agent_hot {
 	uint64_t ret_tramp;     /* address of the shared return trampoline */
-	_Atomic uint64_t special_filter; /* bit (hash(fn_id) & 63) set for each special */
 	uint32_t active;        /* 0: trampolines run but record nothing */
 	int32_t pid;            /* the process the arena belongs to */
 	uint32_t xsave_size;    /* CPUID 0xD size of the xsave area; 0: use fxsave */
 	uint64_t self_lo, self_len; /* the agent's own mapping: its calls are not traced */
-	_Atomic uint32_t n_special; /* entries below are published before it */
-	uint64_t special_id[AGENT_MAX_SPECIAL];
-	uint8_t special_kind[AGENT_MAX_SPECIAL];
 };
 extern struct agent_hot agent_hot;
 
-static inline uint32_t agent_special_bit(uint64_t fn_id)
+/* Special functions are decided when they are hooked: their trampolines
+ * call agent_hook_on_enter_special() (handlers.c) instead of
+ * ada_hook_on_enter(), with the kind in the top byte of the fn_id they
+ * pass (module ids stay far below 2^24), so the common handler tests
+ * nothing about specialness. */
+#define AGENT_SPECIAL_SHIFT 56
+static inline uint64_t agent_special_tag(uint64_t fn_id, enum agent_special kind)
 {
-	return (uint32_t)((fn_id * 0x9E3779B97F4A7C15ull) >> 58);
+	return fn_id | (uint64_t)kind << AGENT_SPECIAL_SHIFT;
 }
+/* Hook context; the signature of ada_hook_on_enter (hook.h). */
+void agent_hook_on_enter_special(uint64_t tagged_fn_id, uint64_t *ret_slot,
+				 const struct ada_hook_regs *regs);
 
-/* handlers.c (not hook context): */
-void agent_special_add(uint64_t fn_id, enum agent_special kind);
+/* agent_install.c (not hook context): */
 enum agent_special agent_special_of_name(const char *name);
+/* handlers.c (not hook context): */
 /* Runs the action of a special function (UNWIND, FORCED or CATCH) on the
  * calling thread's shadow stack, from an interposed wrapper whose own
  * return address lives at ret_slot (agent_unwind.c). */

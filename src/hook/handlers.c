@@ -72,9 +72,16 @@ static inline void handlers_fpu_restore(const struct handlers_fpu *f)
 		__asm__ volatile("fxrstor64 %0" : : "m"(f->area) : "memory");
 }
 
-/* The ring's slow path. Claiming a slot (first event of a thread) calls
- * into libc, which may call traced functions: guarded. Waiting for the
- * drain only calls sched_yield from the agent's own code, which on_enter
+/* ---- the ring ----
+ * The fast path is ada_emit()'s own (a TLS head/limit test, rdtsc, the
+ * stores). Its slow path is ordinary code (see handlers_fpu), so the
+ * handlers test head < limit themselves and go to handlers_emit_slow()
+ * otherwise; ADA_TS_CLOCK arenas, threads without a slot and arenas that
+ * are gone (a --no-follow child) all keep limit == 0 and come here. */
+
+/* Claiming a slot (first event of a thread) calls into libc, which may
+ * call traced functions: guarded. Waiting for the drain only calls
+ * sched_yield from the agent's own code, which the enter handler
  * recognises by its return address: not guarded, so a signal handler that
  * runs during a long wait is traced (through the side path). */
 __attribute__((cold, noinline)) static void handlers_emit_slow(uint64_t fn_id, uint32_t kind,
@@ -92,10 +99,8 @@ __attribute__((cold, noinline)) static void handlers_emit_slow(uint64_t fn_id, u
 
 static inline void handlers_emit(uint64_t fn_id, uint32_t kind, uint32_t depth)
 {
-	if (ada_unlikely(!agent_hot.active))
-		return;
 	const struct ada_producer *p = &ada_producer_tls;
-	if (ada_unlikely(p->head >= p->limit || p->ts_clock))
+	if (ada_unlikely(p->head >= p->limit))
 		handlers_emit_slow(fn_id, kind, depth);
 	else
 		ada_emit(fn_id, kind, depth);
@@ -114,7 +119,9 @@ static long handlers_syscall6(long nr, long a, long b, long c, long d, long e, l
 	return ret;
 }
 
-/* First traced call of a thread (or a failed earlier try). */
+/* First traced call of a thread (or a failed earlier try). The mapping
+ * starts with the sentinel entry (shadow_internal.h), then the stack,
+ * then the side queue. */
 __attribute__((cold, noinline)) static bool handlers_shadow_alloc_fpu(struct ada_shadow *s)
 {
 	if (s->cap != 0)
@@ -124,10 +131,12 @@ __attribute__((cold, noinline)) static bool handlers_shadow_alloc_fpu(struct ada
 				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p < 0 && p > -4096)
 		return false;
-	s->base = (struct shadow_entry *)p;
-	s->side.ev = (struct shadow_side_ev *)(s->base + HANDLERS_SHADOW_CAP);
+	struct shadow_entry *m = (struct shadow_entry *)p;
+	m[0].slot = SHADOW_SENTINEL_SLOT;
+	s->base = m + 1;
+	s->side.ev = (struct shadow_side_ev *)(m + HANDLERS_SHADOW_CAP);
 	s->side.ev_cap = HANDLERS_SIDE_CAP;
-	s->cap = HANDLERS_SHADOW_CAP;
+	s->cap = HANDLERS_SHADOW_CAP - 1;
 	return true;
 }
 
@@ -150,27 +159,16 @@ __attribute__((cold, noinline, noreturn)) static void handlers_lost_return(void)
 	__builtin_trap();
 }
 
-static enum agent_special handlers_special(uint64_t fn_id)
-{
-	/* Pairs with the release store of n_special in agent_special_add(). */
-	uint32_t n = atomic_load_explicit(&agent_hot.n_special, memory_order_acquire);
-	for (uint32_t i = 0; i < n; i++) {
-		if (agent_hot.special_id[i] == fn_id)
-			return (enum agent_special)agent_hot.special_kind[i];
-	}
-	return AGENT_SP_NONE;
-}
-
 #define HANDLERS_NO_PUSH UINT32_MAX
 
 /* The action of a special function at its entry. Returns the flags to push
  * its frame with, or HANDLERS_NO_PUSH when it must not be pushed (it does
  * not return normally, or an unwinder is about to read its return
  * address). */
-static uint32_t handlers_special_act(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
-				     const struct ada_hook_regs *regs)
+static uint32_t handlers_special_act(struct ada_shadow *s, enum agent_special kind,
+				     uint64_t *ret_slot, const struct ada_hook_regs *regs)
 {
-	switch (handlers_special(fn_id)) {
+	switch (kind) {
 	case AGENT_SP_UNWIND:
 		shadow_pop_below(s, ret_slot);
 		shadow_restore_all(s, ret_slot, agent_hot.ret_tramp);
@@ -205,18 +203,14 @@ static uint32_t handlers_special_act(struct ada_shadow *s, uint64_t fn_id, uint6
 	return 0;
 }
 
-__attribute__((cold, noinline)) static uint32_t
-handlers_special_enter(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
-		       const struct ada_hook_regs *regs)
-{
-	struct handlers_fpu f;
-	handlers_fpu_save(&f);
-	s->guard++;
-	uint32_t r = handlers_special_act(s, fn_id, ret_slot, regs);
-	s->guard--;
-	handlers_fpu_restore(&f);
-	return r;
-}
+/* ---- entry and return ----
+ * The common cases run in ada_hook_on_enter() and ada_hook_on_exit()
+ * without a call: the guard/in_hook test, the fast shadow-stack path
+ * (shadow_internal.h), the ring write, the side-queue test. Every other
+ * case is a cold, out-of-line function reached by a tail call, so the two
+ * hot functions are leaves that need no callee-saved register and no
+ * frame (HANDLERS_LEAF). */
+#define HANDLERS_LEAF __attribute__((hot, optimize("omit-frame-pointer")))
 
 /* A call made while a handler runs on this thread: a signal handler that
  * interrupted it (side path), or the agent's own call during a ring wait
@@ -232,92 +226,207 @@ __attribute__((cold, noinline)) static void handlers_nested_enter(struct ada_sha
 	shadow_side_enter(s, fn_id, ret_slot, agent_hot.ret_tramp);
 }
 
-__attribute__((cold, noinline)) static void handlers_flush(struct ada_shadow *s)
+/* Sets in_hook before the shadow stack or the ring is touched. */
+static inline void handlers_begin(struct ada_shadow *s)
 {
-	shadow_side_flush(s);
+	s->in_hook = 1;
+	/* Pairs with the fences in handlers_end(): a signal handler that
+	 * runs from here on sees in_hook and takes the side path (signal
+	 * fences: the only other party is a signal handler on this thread). */
+	atomic_signal_fence(memory_order_seq_cst);
 }
 
-ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
-				   const struct ada_hook_regs *regs)
+/* Clears in_hook; true when signal handlers queued events meanwhile. The
+ * clear comes first and the queue test after it, so a signal handler that
+ * queued before the clear is always replayed by the caller
+ * (handlers_flush) and one that runs after it is traced directly. */
+static inline bool handlers_end(struct ada_shadow *s)
 {
-	struct ada_shadow *s = &ada_shadow_tls;
-	if (ada_unlikely(s->guard || !agent_hot.active)) {
-		s->suppressed++;
-		return;
-	}
-	if (ada_unlikely(s->in_hook)) {
-		handlers_nested_enter(s, fn_id, ret_slot);
-		return;
-	}
-	s->in_hook = 1;
-	uint32_t flags = 0;
-	/* Relaxed: a stale filter only delays a special added by a dlopen on
-	 * another thread; handlers_special() reads the table with acquire. */
-	uint64_t filter = atomic_load_explicit(&agent_hot.special_filter, memory_order_relaxed);
-	if (ada_unlikely((filter >> agent_special_bit(fn_id)) & 1)) {
-		flags = handlers_special_enter(s, fn_id, ret_slot, regs);
-		if (flags == HANDLERS_NO_PUSH)
-			goto out;
-	}
+	/* The shadow stack and ring updates are done before in_hook is
+	 * cleared; the queue is read after it. Pairs with handlers_begin(). */
+	atomic_signal_fence(memory_order_seq_cst);
+	s->in_hook = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	return s->side.ev_head != s->side.ev_tail;
+}
+
+/* Replays what signal handlers queued while a handler ran, with in_hook
+ * set again; more can come while it emits (a signal during a ring wait). */
+__attribute__((cold, noinline)) static void handlers_flush(struct ada_shadow *s)
+{
+	do {
+		handlers_begin(s);
+		shadow_side_flush(s);
+	} while (handlers_end(s));
+}
+
+static inline void handlers_leave(struct ada_shadow *s)
+{
+	if (ada_unlikely(handlers_end(s)))
+		handlers_flush(s);
+}
+
+/* The tails of the hot paths when the ring needs its slow path or the
+ * side queue is not empty (the exit's keeps the address to return). */
+__attribute__((cold, noinline)) static void handlers_emit_slow_leave(struct ada_shadow *s,
+								     uint64_t fn_id,
+								     uint32_t kind,
+								     uint32_t depth)
+{
+	handlers_emit_slow(fn_id, kind, depth);
+	handlers_leave(s);
+}
+
+__attribute__((cold, noinline)) static uint64_t
+handlers_emit_slow_leave_ret(struct ada_shadow *s, uint64_t fn_id, uint32_t depth, uint64_t orig)
+{
+	handlers_emit_slow(fn_id, ATF_EVENT_RETURN, depth);
+	handlers_leave(s);
+	return orig;
+}
+
+__attribute__((cold, noinline)) static uint64_t handlers_flush_ret(struct ada_shadow *s,
+								   uint64_t orig)
+{
+	handlers_flush(s);
+	return orig;
+}
+
+/* Every entry the fast path declined: the general pops and push. */
+static void handlers_push_general(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
+				  uint32_t flags)
+{
 	shadow_pop_dead(s, ret_slot, *ret_slot, agent_hot.ret_tramp);
 	if (ada_unlikely(s->top >= s->cap) && !handlers_shadow_alloc(s)) {
 		s->lost++;
-		goto out;
+		return;
 	}
 	if (ada_unlikely(!shadow_push(s, fn_id, ret_slot, agent_hot.ret_tramp, flags)))
 		s->lost++;
-out:
-	if (ada_unlikely(s->side.ev_head != s->side.ev_tail))
-		handlers_flush(s);
-	s->in_hook = 0;
 }
 
-ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp)
+__attribute__((cold, noinline)) static void handlers_enter_slow(struct ada_shadow *s,
+								uint64_t fn_id,
+								uint64_t *ret_slot)
+{
+	handlers_push_general(s, fn_id, ret_slot, 0);
+	handlers_leave(s);
+}
+
+/* The guard or in_hook is set, or recording is off. */
+__attribute__((cold, noinline)) static void handlers_enter_busy(struct ada_shadow *s,
+								uint64_t fn_id,
+								uint64_t *ret_slot)
+{
+	if (s->guard || !agent_hot.active)
+		s->suppressed++;
+	else
+		handlers_nested_enter(s, fn_id, ret_slot);
+}
+
+HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
+						  const struct ada_hook_regs *regs)
+{
+	(void)regs;
+	struct ada_shadow *s = &ada_shadow_tls;
+	if (ada_unlikely(s->busy != 0 || !agent_hot.active))
+		return handlers_enter_busy(s, fn_id, ret_slot);
+	handlers_begin(s);
+	uint32_t depth = shadow_enter_fast(s, fn_id, ret_slot, agent_hot.ret_tramp);
+	if (ada_unlikely(depth == 0))
+		return handlers_enter_slow(s, fn_id, ret_slot);
+	const struct ada_producer *p = &ada_producer_tls;
+	if (ada_unlikely(p->head >= p->limit))
+		return handlers_emit_slow_leave(s, fn_id, ATF_EVENT_CALL, depth);
+	ada_emit(fn_id, ATF_EVENT_CALL, depth);
+	if (ada_unlikely(handlers_end(s)))
+		return handlers_flush(s);
+}
+
+/* The special action, between xsave and xrstor (it may call libc). */
+__attribute__((cold, noinline)) static uint32_t
+handlers_special_enter(struct ada_shadow *s, enum agent_special kind, uint64_t *ret_slot,
+		       const struct ada_hook_regs *regs)
+{
+	struct handlers_fpu f;
+	handlers_fpu_save(&f);
+	s->guard++;
+	uint32_t r = handlers_special_act(s, kind, ret_slot, regs);
+	s->guard--;
+	handlers_fpu_restore(&f);
+	return r;
+}
+
+/* The enter handler of the special functions (agent_internal.h): their
+ * trampolines pass the kind in the fn_id's top byte. */
+ADA_HOOKCTX void agent_hook_on_enter_special(uint64_t tagged_fn_id, uint64_t *ret_slot,
+					     const struct ada_hook_regs *regs)
 {
 	struct ada_shadow *s = &ada_shadow_tls;
-	const uint64_t *slot = (const uint64_t *)(uintptr_t)(sp - 8);
+	uint64_t fn_id = tagged_fn_id & ((1ull << AGENT_SPECIAL_SHIFT) - 1);
+	if (s->busy != 0 || !agent_hot.active)
+		return handlers_enter_busy(s, fn_id, ret_slot);
+	handlers_begin(s);
+	enum agent_special kind = (enum agent_special)(tagged_fn_id >> AGENT_SPECIAL_SHIFT);
+	uint32_t flags = handlers_special_enter(s, kind, ret_slot, regs);
+	if (flags != HANDLERS_NO_PUSH)
+		handlers_push_general(s, fn_id, ret_slot, flags);
+	handlers_leave(s);
+}
+
+/* A return while a handler runs: a signal handler's frame (side path). */
+__attribute__((cold, noinline)) static uint64_t handlers_exit_nested(struct ada_shadow *s,
+								     const uint64_t *slot)
+{
+	uint64_t o = shadow_side_return(s, slot);
+	if (ada_unlikely(o == 0))
+		handlers_lost_return();
+	return o;
+}
+
+/* Every return the fast path declined: frames above it (longjmp), a
+ * tail-call chain, inherited frames, dlopen's rescan, the grave. */
+__attribute__((cold, noinline)) static uint64_t handlers_exit_slow(struct ada_shadow *s,
+								   const uint64_t *slot)
+{
 	uint32_t flags;
-	/* A frame on the shadow stack had its CALL recorded: its RETURN is
-	 * recorded whatever the guard says (e.g. __run_prefork_handlers
-	 * returning after our atfork prepare set it). */
-	if (ada_unlikely(s->in_hook)) {
-		uint64_t o = shadow_side_return(s, slot);
-		if (ada_unlikely(o == 0))
-			handlers_lost_return();
-		return o;
-	}
-	s->in_hook = 1;
 	uint64_t orig = shadow_return(s, slot, &flags);
-	if (ada_unlikely(flags & SHADOW_F_RESCAN)) {
+	if (flags & SHADOW_F_RESCAN) {
 		/* dlopen/dlclose returned an integer or pointer: no vector
 		 * result to keep, and every vector register is dead here. */
 		s->guard++;
 		agent_dl_changed();
 		s->guard--;
 	}
-	if (ada_unlikely(s->side.ev_head != s->side.ev_tail))
-		handlers_flush(s);
-	s->in_hook = 0;
+	handlers_leave(s);
 	if (ada_unlikely(orig == 0))
 		handlers_lost_return();
 	return orig;
 }
 
-/* ---- called by the agent's own code (not hook context) ---- */
-
-void agent_special_add(uint64_t fn_id, enum agent_special kind)
+/* A frame on the shadow stack had its CALL recorded: its RETURN is
+ * recorded whatever the guard says (e.g. __run_prefork_handlers returning
+ * after our atfork prepare set it). */
+HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp)
 {
-	/* Writers are serialised by agent.lock. */
-	uint32_t n = atomic_load_explicit(&agent_hot.n_special, memory_order_relaxed);
-	if (n >= AGENT_MAX_SPECIAL)
-		return;
-	agent_hot.special_id[n] = fn_id;
-	agent_hot.special_kind[n] = (uint8_t)kind;
-	/* Publishes the entry; pairs with the acquire in handlers_special(). */
-	atomic_store_explicit(&agent_hot.n_special, n + 1, memory_order_release);
-	atomic_fetch_or_explicit(&agent_hot.special_filter, 1ull << agent_special_bit(fn_id),
-				 memory_order_release);
+	struct ada_shadow *s = &ada_shadow_tls;
+	const uint64_t *slot = (const uint64_t *)(uintptr_t)(sp - 8);
+	if (ada_unlikely(s->in_hook))
+		return handlers_exit_nested(s, slot);
+	handlers_begin(s);
+	struct shadow_entry e;
+	if (ada_unlikely(!shadow_return_fast(s, slot, &e)))
+		return handlers_exit_slow(s, slot);
+	const struct ada_producer *p = &ada_producer_tls;
+	if (ada_unlikely(p->head >= p->limit))
+		return handlers_emit_slow_leave_ret(s, e.fn_id, e.depth, e.orig);
+	ada_emit(e.fn_id, ATF_EVENT_RETURN, e.depth);
+	if (ada_unlikely(handlers_end(s)))
+		return handlers_flush_ret(s, e.orig);
+	return e.orig;
 }
+
+/* ---- called by the agent's own code (not hook context) ---- */
 
 void agent_special_run(enum agent_special kind, uint64_t *ret_slot)
 {
@@ -374,7 +483,8 @@ void agent_shadow_thread_exit(void)
 	handlers_fold_counts(s);
 	s->in_hook = 0;
 	if (s->base)
-		handlers_syscall6(SYS_munmap, (long)s->base, (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0);
+		handlers_syscall6(SYS_munmap, (long)(s->base - 1), (long)HANDLERS_MAP_BYTES, 0, 0,
+				  0, 0); /* from the sentinel */
 	s->base = NULL;
 	s->side.ev = NULL;
 	s->side.ev_cap = 0;

@@ -22,6 +22,15 @@
  *     present when the walk began hold their orig.
  *   - entries below `inherited` were pushed by the parent before fork:
  *     they are popped like others but emit nothing.
+ *   - base[-1] is a sentinel whose slot lies above every real slot
+ *     (SHADOW_SENTINEL_SLOT): the fast entry path reads base[top - 1]
+ *     without testing top (handlers.c maps it; the unit test provides it).
+ *
+ * Fast paths: shadow_enter_fast() and shadow_return_fast() take the common
+ * case (a call one level deeper on the same stack; a return of the top
+ * frame) in a few loads and stores, and decline, having changed nothing,
+ * whenever anything else may apply; the general functions below then
+ * decide, and give the same result the fast path would have.
  */
 #ifndef ADA_SHADOW_INTERNAL_H
 #define ADA_SHADOW_INTERNAL_H
@@ -41,7 +50,12 @@
 /* Frames further apart than this are taken to be on different stacks (a
  * sigaltstack handler, a coroutine): never declared dead by comparison. */
 #define SHADOW_SAME_STACK_SPAN (8ull << 20)
-#define SHADOW_GRAVE 64 /* recently popped entries kept for a late return */
+/* Entries popped as EXCEPTION (taken for dead or unwound) kept for a late
+ * return: a frame wrongly taken for dead (a coroutine's, on another stack
+ * less than SHADOW_SAME_STACK_SPAN away) still returns to the right place.
+ * A RETURN pop never needs it: that frame's return has happened. */
+#define SHADOW_GRAVE 64
+#define SHADOW_SENTINEL_SLOT ((uint64_t *)UINTPTR_MAX)
 
 struct shadow_entry {
 	uint64_t orig;  /* the caller's return address */
@@ -77,10 +91,15 @@ struct shadow_side {
 };
 
 struct ada_shadow {
-	struct shadow_entry *base;
+	struct shadow_entry *base; /* base[-1] is the sentinel */
 	uint32_t top, cap;
-	uint32_t guard;     /* nonzero: the agent's own work: nothing is traced */
-	uint32_t in_hook;   /* nonzero: ada_hook_on_enter/on_exit is running */
+	union {
+		struct {
+			uint32_t guard;   /* nonzero: the agent's own work: nothing is traced */
+			uint32_t in_hook; /* nonzero: a hook handler is running */
+		};
+		uint64_t busy; /* both at once: the enter handler's one test */
+	};
 	uint32_t restored;  /* nonzero: return addresses are the originals */
 	uint32_t inherited; /* entries pushed by the parent before fork */
 	uint32_t grave_next;
@@ -107,7 +126,8 @@ static inline void shadow_bury(struct ada_shadow *s, const struct shadow_entry *
 static inline void shadow_pop_top(struct ada_shadow *s, uint32_t kind)
 {
 	struct shadow_entry e = s->base[--s->top];
-	shadow_bury(s, &e);
+	if (kind == ATF_EVENT_EXCEPTION)
+		shadow_bury(s, &e);
 	if (s->top >= s->inherited)
 		SHADOW_EMIT(e.fn_id, kind, e.depth);
 	else
@@ -165,6 +185,50 @@ static inline bool shadow_push(struct ada_shadow *s, uint64_t fn_id, uint64_t *s
 	return true;
 }
 
+/* The common entry, or 0 (nothing changed): the shadow stack has room,
+ * *slot holds a fresh return address (not a tail call), and the top frame
+ * (the sentinel when there is none) lies above slot, so nothing is dead.
+ * Then it is exactly shadow_pop_dead() (pops nothing) + shadow_push()
+ * except that the CALL event is left to the caller: returns its depth
+ * (always >= 1). The hook handler emits it through its own fast path. */
+static inline uint32_t shadow_enter_fast(struct ada_shadow *s, uint64_t fn_id, uint64_t *slot,
+					 uint64_t ret_tramp)
+{
+	uint32_t top = s->top;
+	uint64_t ret = *slot;
+	if (top >= s->cap || ret == ret_tramp || (s->base + top)[-1].slot <= slot)
+		return 0;
+	struct shadow_entry *e = &s->base[top];
+	uint32_t depth = shadow_depth(s, top);
+	e->orig = ret;
+	e->slot = slot;
+	e->fn_id = fn_id;
+	e->depth = depth;
+	e->flags = 0;
+	s->top = top + 1;
+	*slot = ret_tramp;
+	return depth;
+}
+
+/* The common return, or false (nothing changed): the top frame owns slot,
+ * is not inherited, and has no flags (so no tail-call chain shares its
+ * slot and nothing is to be done after it). Then it is exactly
+ * shadow_return() except that the RETURN event (out->fn_id, out->depth)
+ * is left to the caller; out->orig is where to continue. */
+static inline bool shadow_return_fast(struct ada_shadow *s, const uint64_t *slot,
+				      struct shadow_entry *out)
+{
+	uint32_t top = s->top;
+	if (top <= s->inherited) /* also top == 0 */
+		return false;
+	const struct shadow_entry *e = &s->base[top - 1];
+	if (e->slot != slot || e->flags)
+		return false;
+	*out = *e; /* copied before the pop: see shadow_pop_top */
+	s->top = top - 1;
+	return true;
+}
+
 /* The function whose return slot was `slot` has returned into the
  * trampoline. Pops frames above it (discarded: EXCEPTION), then it and
  * the tail-call chain sharing its slot (RETURN), and gives the address to
@@ -178,9 +242,11 @@ static inline uint64_t shadow_return(struct ada_shadow *s, const uint64_t *slot,
 	while (i > 0 && s->base[i - 1].slot != slot)
 		i--;
 	if (i == 0) {
-		for (uint32_t g = 0; g < SHADOW_GRAVE; g++) {
-			if (s->grave[g].slot == slot && s->grave[g].orig)
-				return s->grave[g].orig;
+		/* Newest first: a slot reused by a later frame holds its orig. */
+		for (uint32_t g = 1; g <= SHADOW_GRAVE; g++) {
+			const struct shadow_entry *e = &s->grave[(s->grave_next - g) % SHADOW_GRAVE];
+			if (e->slot == slot && e->orig)
+				return e->orig;
 		}
 		return 0;
 	}
