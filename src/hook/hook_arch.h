@@ -22,7 +22,8 @@
  *     stack pointer as it was right after the `ret` (sp - 8 is the slot
  *     the return address was popped from), stores the address the
  *     handler returned into that slot, restores every register and `ret`s
- *     to it (rsp ends at sp, as after the original return).
+ *     to it (rsp ends at sp, as after the original return). While the
+ *     handler runs, the function's rax is at sp-8 and its rdx at sp-16.
  *   - The C handlers are compiled with -mgeneral-regs-only, so vector and
  *     x87 registers (float arguments and return values) are never touched
  *     and need not be saved.
