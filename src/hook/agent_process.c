@@ -60,6 +60,7 @@ static void process_parent(void)
 static void process_child_unfollow(void)
 {
 	agent_hot.active = 0;
+	agent_guard_enter(); /* for good: the hook handlers' fast path tests only the guard */
 	ada_producer_reset_thread();
 	ada_producer_set_arena(NULL);
 	unsetenv("LD_PRELOAD");
@@ -81,6 +82,7 @@ static void process_child(void)
 		agent_hot.pid = getpid();
 		if (err) {
 			agent_hot.active = 0;
+			agent_guard_enter(); /* for good, as in process_child_unfollow() */
 			agent_log("child %d: cannot open its arena (%s); not traced", (int)getpid(),
 				  strerror(-err));
 		} else {

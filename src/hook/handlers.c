@@ -212,6 +212,75 @@ static uint32_t handlers_special_act(struct ada_shadow *s, enum agent_special ki
  * frame (HANDLERS_LEAF). */
 #define HANDLERS_LEAF __attribute__((hot, optimize("omit-frame-pointer")))
 
+/* in_hook: bit 0 while a hook handler runs on this thread; a signal
+ * handler that interrupts it and queues side events sets HANDLERS_QUEUED
+ * too, after queueing. The exit handler sets bit 0, and both handlers
+ * clear it, with one read-modify-write instruction each, so a signal
+ * lands before or after the transition, never inside it: one that queued
+ * before the clear is always seen by it (and replayed by handlers_flush),
+ * one that comes after it is traced directly. */
+#define HANDLERS_QUEUED 2u
+
+#if defined(__x86_64__)
+/* Sets bit 0; returns its old value (1: a handler is running). The memory
+ * clobber keeps every shadow-stack and ring access after it. */
+static inline bool handlers_in_hook_set(struct ada_shadow *s)
+{
+	bool was;
+	__asm__ volatile("btsl $0, %0" : "+m"(s->in_hook), "=@ccc"(was) : : "memory");
+	return was;
+}
+
+/* Clears bit 0 (in_hook is 1, or 1 | QUEUED); true when events were
+ * queued. The memory clobber keeps every access before it. */
+static inline bool handlers_in_hook_clear(struct ada_shadow *s)
+{
+	bool queued;
+	__asm__ volatile("subl $1, %0" : "+m"(s->in_hook), "=@ccnz"(queued) : : "memory");
+	return queued;
+}
+#else
+/* Portable: plain accesses between signal fences (the only other party
+ * is a signal handler on this thread); the clear tests the queue itself
+ * after clearing, which has no window either. */
+static inline bool handlers_in_hook_set(struct ada_shadow *s)
+{
+	bool was = s->in_hook != 0;
+	s->in_hook |= 1;
+	atomic_signal_fence(memory_order_seq_cst); /* pairs with the clear's */
+	return was;
+}
+
+static inline bool handlers_in_hook_clear(struct ada_shadow *s)
+{
+	atomic_signal_fence(memory_order_seq_cst); /* pairs with the set's */
+	s->in_hook = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	return s->side.ev_head != s->side.ev_tail;
+}
+#endif
+
+/* Replays what signal handlers queued while a handler ran, with in_hook
+ * set again (which drops the mark: the queue is drained after it); more
+ * can come while it emits (a signal during a ring wait): then the clear
+ * sees the mark again. */
+__attribute__((cold, noinline)) static void handlers_flush(struct ada_shadow *s)
+{
+	do {
+		s->in_hook = 1;
+		/* Pairs with the memory clobber of the clear: the mark is
+		 * dropped before the queue is read. */
+		atomic_signal_fence(memory_order_seq_cst);
+		shadow_side_flush(s);
+	} while (handlers_in_hook_clear(s));
+}
+
+static inline void handlers_leave(struct ada_shadow *s)
+{
+	if (ada_unlikely(handlers_in_hook_clear(s)))
+		handlers_flush(s);
+}
+
 /* A call made while a handler runs on this thread: a signal handler that
  * interrupted it (side path), or the agent's own call during a ring wait
  * (its return address lies in the agent: not traced). */
@@ -224,46 +293,10 @@ __attribute__((cold, noinline)) static void handlers_nested_enter(struct ada_sha
 		return;
 	}
 	shadow_side_enter(s, fn_id, ret_slot, agent_hot.ret_tramp);
-}
-
-/* Sets in_hook before the shadow stack or the ring is touched. */
-static inline void handlers_begin(struct ada_shadow *s)
-{
-	s->in_hook = 1;
-	/* Pairs with the fences in handlers_end(): a signal handler that
-	 * runs from here on sees in_hook and takes the side path (signal
-	 * fences: the only other party is a signal handler on this thread). */
+	/* After the events are queued: the interrupted handler's clear then
+	 * reports them. */
 	atomic_signal_fence(memory_order_seq_cst);
-}
-
-/* Clears in_hook; true when signal handlers queued events meanwhile. The
- * clear comes first and the queue test after it, so a signal handler that
- * queued before the clear is always replayed by the caller
- * (handlers_flush) and one that runs after it is traced directly. */
-static inline bool handlers_end(struct ada_shadow *s)
-{
-	/* The shadow stack and ring updates are done before in_hook is
-	 * cleared; the queue is read after it. Pairs with handlers_begin(). */
-	atomic_signal_fence(memory_order_seq_cst);
-	s->in_hook = 0;
-	atomic_signal_fence(memory_order_seq_cst);
-	return s->side.ev_head != s->side.ev_tail;
-}
-
-/* Replays what signal handlers queued while a handler ran, with in_hook
- * set again; more can come while it emits (a signal during a ring wait). */
-__attribute__((cold, noinline)) static void handlers_flush(struct ada_shadow *s)
-{
-	do {
-		handlers_begin(s);
-		shadow_side_flush(s);
-	} while (handlers_end(s));
-}
-
-static inline void handlers_leave(struct ada_shadow *s)
-{
-	if (ada_unlikely(handlers_end(s)))
-		handlers_flush(s);
+	s->in_hook |= HANDLERS_QUEUED;
 }
 
 /* The tails of the hot paths when the ring needs its slow path or the
@@ -305,11 +338,18 @@ static void handlers_push_general(struct ada_shadow *s, uint64_t fn_id, uint64_t
 		s->lost++;
 }
 
+/* The fast path does not test `active`: a thread passes here before its
+ * first push (no shadow stack yet), and a thread that has one when
+ * recording stops (a fork child that records nothing) keeps its guard
+ * set (agent_process.c). */
 __attribute__((cold, noinline)) static void handlers_enter_slow(struct ada_shadow *s,
 								uint64_t fn_id,
 								uint64_t *ret_slot)
 {
-	handlers_push_general(s, fn_id, ret_slot, 0);
+	if (agent_hot.active)
+		handlers_push_general(s, fn_id, ret_slot, 0);
+	else
+		s->suppressed++;
 	handlers_leave(s);
 }
 
@@ -329,17 +369,20 @@ HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_s
 {
 	(void)regs;
 	struct ada_shadow *s = &ada_shadow_tls;
-	if (ada_unlikely(s->busy != 0 || !agent_hot.active))
+	if (ada_unlikely(s->busy != 0))
 		return handlers_enter_busy(s, fn_id, ret_slot);
-	handlers_begin(s);
-	uint32_t depth = shadow_enter_fast(s, fn_id, ret_slot, agent_hot.ret_tramp);
-	if (ada_unlikely(depth == 0))
+	/* A signal between the test and this store runs as if before it. */
+	s->in_hook = 1;
+	/* Pairs with the memory clobber of handlers_in_hook_clear(). */
+	atomic_signal_fence(memory_order_seq_cst);
+	uint32_t depth;
+	if (ada_unlikely(!shadow_enter_fast(s, fn_id, ret_slot, agent_hot.ret_tramp, &depth)))
 		return handlers_enter_slow(s, fn_id, ret_slot);
 	const struct ada_producer *p = &ada_producer_tls;
 	if (ada_unlikely(p->head >= p->limit))
 		return handlers_emit_slow_leave(s, fn_id, ATF_EVENT_CALL, depth);
 	ada_emit(fn_id, ATF_EVENT_CALL, depth);
-	if (ada_unlikely(handlers_end(s)))
+	if (ada_unlikely(handlers_in_hook_clear(s)))
 		return handlers_flush(s);
 }
 
@@ -366,7 +409,7 @@ ADA_HOOKCTX void agent_hook_on_enter_special(uint64_t tagged_fn_id, uint64_t *re
 	uint64_t fn_id = tagged_fn_id & ((1ull << AGENT_SPECIAL_SHIFT) - 1);
 	if (s->busy != 0 || !agent_hot.active)
 		return handlers_enter_busy(s, fn_id, ret_slot);
-	handlers_begin(s);
+	handlers_in_hook_set(s);
 	enum agent_special kind = (enum agent_special)(tagged_fn_id >> AGENT_SPECIAL_SHIFT);
 	uint32_t flags = handlers_special_enter(s, kind, ret_slot, regs);
 	if (flags != HANDLERS_NO_PUSH)
@@ -381,6 +424,8 @@ __attribute__((cold, noinline)) static uint64_t handlers_exit_nested(struct ada_
 	uint64_t o = shadow_side_return(s, slot);
 	if (ada_unlikely(o == 0))
 		handlers_lost_return();
+	atomic_signal_fence(memory_order_seq_cst); /* as in handlers_nested_enter() */
+	s->in_hook |= HANDLERS_QUEUED;
 	return o;
 }
 
@@ -411,9 +456,8 @@ HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp)
 {
 	struct ada_shadow *s = &ada_shadow_tls;
 	const uint64_t *slot = (const uint64_t *)(uintptr_t)(sp - 8);
-	if (ada_unlikely(s->in_hook))
+	if (ada_unlikely(handlers_in_hook_set(s)))
 		return handlers_exit_nested(s, slot);
-	handlers_begin(s);
 	struct shadow_entry e;
 	if (ada_unlikely(!shadow_return_fast(s, slot, &e)))
 		return handlers_exit_slow(s, slot);
@@ -421,7 +465,7 @@ HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp)
 	if (ada_unlikely(p->head >= p->limit))
 		return handlers_emit_slow_leave_ret(s, e.fn_id, e.depth, e.orig);
 	ada_emit(e.fn_id, ATF_EVENT_RETURN, e.depth);
-	if (ada_unlikely(handlers_end(s)))
+	if (ada_unlikely(handlers_in_hook_clear(s)))
 		return handlers_flush_ret(s, e.orig);
 	return e.orig;
 }

@@ -61,9 +61,15 @@ struct shadow_entry {
 	uint64_t orig;  /* the caller's return address */
 	uint64_t *slot; /* where it lives on the stack */
 	uint64_t fn_id;
-	uint32_t depth;
-	uint32_t flags;
+	union {
+		struct {
+			uint32_t depth;
+			uint32_t flags;
+		};
+		uint64_t depth_flags; /* both in one store (little-endian: depth low) */
+	};
 };
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "depth_flags packs depth low");
 
 /* Signal handlers that interrupt the handlers themselves (in_hook set)
  * cannot touch the main stack or the ring, which are mid-update: their
@@ -185,29 +191,29 @@ static inline bool shadow_push(struct ada_shadow *s, uint64_t fn_id, uint64_t *s
 	return true;
 }
 
-/* The common entry, or 0 (nothing changed): the shadow stack has room,
+/* The common entry, or false (nothing changed): the shadow stack has room,
  * *slot holds a fresh return address (not a tail call), and the top frame
  * (the sentinel when there is none) lies above slot, so nothing is dead.
  * Then it is exactly shadow_pop_dead() (pops nothing) + shadow_push()
- * except that the CALL event is left to the caller: returns its depth
- * (always >= 1). The hook handler emits it through its own fast path. */
-static inline uint32_t shadow_enter_fast(struct ada_shadow *s, uint64_t fn_id, uint64_t *slot,
-					 uint64_t ret_tramp)
+ * except that the CALL event, at *depth, is left to the caller (the hook
+ * handler emits it through its own fast path). */
+static inline bool shadow_enter_fast(struct ada_shadow *s, uint64_t fn_id, uint64_t *slot,
+				     uint64_t ret_tramp, uint32_t *depth)
 {
 	uint32_t top = s->top;
 	uint64_t ret = *slot;
 	if (top >= s->cap || ret == ret_tramp || (s->base + top)[-1].slot <= slot)
-		return 0;
+		return false;
 	struct shadow_entry *e = &s->base[top];
-	uint32_t depth = shadow_depth(s, top);
+	uint32_t d = shadow_depth(s, top);
 	e->orig = ret;
 	e->slot = slot;
 	e->fn_id = fn_id;
-	e->depth = depth;
-	e->flags = 0;
+	e->depth_flags = d; /* flags 0 */
 	s->top = top + 1;
 	*slot = ret_tramp;
-	return depth;
+	*depth = d;
+	return true;
 }
 
 /* The common return, or false (nothing changed): the top frame owns slot,
@@ -378,7 +384,7 @@ static inline void shadow_side_enter(struct ada_shadow *s, uint64_t fn, uint64_t
 	shadow_side_pop_dead(d, slot, ret, ret_tramp);
 	uint32_t t = d->top;
 	if (t < SHADOW_SIDE_FRAMES && ret != ret_tramp && shadow_side_free(d) >= 2 * (t + 1)) {
-		d->fr[t] = (struct shadow_entry){ ret, slot, fn, t + 1, 0 };
+		d->fr[t] = (struct shadow_entry){ .orig = ret, .slot = slot, .fn_id = fn, .depth = t + 1 };
 		d->top = t + 1;
 		*slot = ret_tramp;
 		shadow_side_queue(d, fn, ATF_EVENT_CALL, t + 1);

@@ -31,7 +31,7 @@ static void record(uint64_t fn, uint32_t kind, uint32_t depth)
 #define STACK_WORDS 4096
 
 static uint64_t stack[STACK_WORDS];
-static struct shadow_entry entries[64];
+static struct shadow_entry entries[1 + 64]; /* [0]: the sentinel */
 static struct shadow_side_ev side_ev[64];
 static struct ada_shadow sh;
 
@@ -40,7 +40,9 @@ static int setup(void **state)
 	(void)state;
 	memset(&sh, 0, sizeof(sh));
 	memset(stack, 0, sizeof(stack));
-	sh.base = entries;
+	memset(entries, 0, sizeof(entries));
+	entries[0].slot = SHADOW_SENTINEL_SLOT;
+	sh.base = entries + 1;
 	sh.cap = 64;
 	sh.side.ev = side_ev;
 	sh.side.ev_cap = 64;
@@ -72,6 +74,28 @@ static uint64_t ret_from(int d)
 	uint64_t *s = slot_at(d);
 	assert_int_equal(*s, TRAMP);
 	return shadow_return(&sh, s, &flags);
+}
+
+/* The same through the handlers' fast paths, which leave the event to
+ * the caller; false when they decline (then nothing may have changed). */
+static bool call_fast(int d, uint64_t fn, uint64_t ret)
+{
+	uint64_t *s = slot_at(d);
+	uint32_t depth;
+	*s = ret;
+	if (!shadow_enter_fast(&sh, fn, s, TRAMP, &depth))
+		return false;
+	record(fn, ATF_EVENT_CALL, depth);
+	return true;
+}
+
+static uint64_t ret_fast(uint64_t *s)
+{
+	struct shadow_entry e;
+	if (!shadow_return_fast(&sh, s, &e))
+		return 0;
+	record(e.fn_id, ATF_EVENT_RETURN, e.depth);
+	return e.orig;
 }
 
 static void expect(size_t i, uint64_t fn, uint32_t kind, uint32_t depth)
@@ -243,6 +267,118 @@ static void test_grave(void **state)
 	assert_int_equal(shadow_return(&sh, slot_at(7), &flags), 0); /* unknown */
 }
 
+/* Only frames popped as EXCEPTION go to the grave (a RETURN's return has
+ * happened), and a slot reused later finds its newest entry. */
+static void test_grave_exceptions_only(void **state)
+{
+	(void)state;
+	uint32_t flags;
+	call(1, 10, 0x1001);
+	assert_int_equal(ret_from(1), 0x1001); /* RETURN: not buried */
+	*slot_at(1) = TRAMP;
+	assert_int_equal(shadow_return(&sh, slot_at(1), &flags), 0);
+	call(1, 11, 0x1111);
+	shadow_pop_top(&sh, ATF_EVENT_EXCEPTION);
+	call(1, 12, 0x1212); /* same slot, later frame */
+	shadow_pop_top(&sh, ATF_EVENT_EXCEPTION);
+	assert_int_equal(shadow_return(&sh, slot_at(1), &flags), 0x1212);
+	for (int i = 0; i < SHADOW_GRAVE; i++) { /* pushes 0x1212 out of the grave */
+		call(2, 20, 0x2002);
+		shadow_pop_top(&sh, ATF_EVENT_EXCEPTION);
+	}
+	assert_int_equal(shadow_return(&sh, slot_at(1), &flags), 0);
+	assert_int_equal(shadow_return(&sh, slot_at(2), &flags), 0x2002);
+}
+
+/* The fast paths give exactly the general paths' events and state:
+ * nested calls from an empty stack (the sentinel stands in for the top),
+ * returns in order. */
+static void test_fast_nested(void **state)
+{
+	(void)state;
+	assert_true(call_fast(1, 10, 0x1001));
+	assert_true(call_fast(2, 20, 0x2002));
+	assert_true(call_fast(3, 30, 0x3003));
+	assert_int_equal(*slot_at(2), TRAMP);
+	assert_int_equal(sh.top, 3);
+	assert_int_equal(sh.base[2].flags, 0);
+	assert_int_equal(ret_fast(slot_at(3)), 0x3003);
+	assert_int_equal(ret_fast(slot_at(2)), 0x2002);
+	call(2, 21, 0x2102); /* general and fast paths mix */
+	assert_int_equal(ret_fast(slot_at(2)), 0x2102);
+	assert_int_equal(ret_from(1), 0x1001);
+	assert_int_equal(sh.top, 0);
+	assert_int_equal(nev, 8);
+	expect(0, 10, ATF_EVENT_CALL, 1);
+	expect(1, 20, ATF_EVENT_CALL, 2);
+	expect(2, 30, ATF_EVENT_CALL, 3);
+	expect(3, 30, ATF_EVENT_RETURN, 3);
+	expect(4, 20, ATF_EVENT_RETURN, 2);
+	expect(5, 21, ATF_EVENT_CALL, 2);
+	expect(6, 21, ATF_EVENT_RETURN, 2);
+	expect(7, 10, ATF_EVENT_RETURN, 1);
+	assert_int_equal(ret_fast(slot_at(1)), 0); /* empty: declined */
+}
+
+/* The fast entry declines, changing nothing, whenever the general path
+ * has something to decide. */
+static void test_fast_enter_declines(void **state)
+{
+	(void)state;
+	struct ada_shadow before;
+	assert_true(call_fast(1, 10, 0x1001));
+	assert_true(call_fast(2, 20, 0x2002));
+	memcpy(&before, &sh, sizeof(sh));
+	*slot_at(2) = TRAMP;
+	uint32_t depth;
+	assert_false(shadow_enter_fast(&sh, 21, slot_at(2), TRAMP, &depth)); /* tail call */
+	assert_false(call_fast(2, 22, 0x2222)); /* same slot, fresh address: longjmp */
+	assert_false(call_fast(1, 11, 0x1111)); /* above the top: longjmp */
+	assert_memory_equal(&before, &sh, sizeof(sh));
+	assert_int_equal(nev, 2);
+	/* A slot holding the trampoline that no live entry owns (its frame
+	 * was taken for dead): the general path refuses to trace it. */
+	shadow_pop_top(&sh, ATF_EVENT_EXCEPTION);
+	*slot_at(2) = TRAMP;
+	memcpy(&before, &sh, sizeof(sh));
+	assert_false(shadow_enter_fast(&sh, 23, slot_at(2), TRAMP, &depth));
+	assert_memory_equal(&before, &sh, sizeof(sh));
+	assert_false(shadow_push(&sh, 23, slot_at(2), TRAMP, 0));
+	assert_int_equal(nev, 3);
+	sh.cap = sh.top; /* full */
+	assert_false(call_fast(3, 30, 0x3003));
+	sh.cap = 0; /* no shadow stack yet */
+	sh.top = 0;
+	assert_false(call_fast(1, 10, 0x1001));
+	assert_int_equal(nev, 3);
+}
+
+/* The fast return declines for everything but a plain top frame. */
+static void test_fast_return_declines(void **state)
+{
+	(void)state;
+	call(1, 10, 0x1001);
+	uint64_t *s1 = slot_at(1);
+	shadow_pop_dead(&sh, s1, *s1, TRAMP); /* 10 tail-calls 11 */
+	assert_true(shadow_push(&sh, 11, s1, TRAMP, 0));
+	assert_int_equal(sh.top, 2);
+	assert_int_equal(sh.base[1].flags, SHADOW_F_CHAIN);
+	assert_int_equal(ret_fast(s1), 0); /* chain: the general path returns both */
+	assert_int_equal(ret_from(1), 0x1001);
+	assert_int_equal(nev, 4);
+	assert_int_equal(sh.top, 0);
+	call(1, 10, 0x1001);
+	call(2, 20, 0x2002);
+	assert_int_equal(ret_fast(slot_at(1)), 0); /* frames above: longjmp */
+	assert_int_equal(ret_fast(slot_at(3)), 0); /* unknown slot */
+	sh.base[sh.top - 1].flags = SHADOW_F_RESCAN;
+	assert_int_equal(ret_fast(slot_at(2)), 0); /* work after it */
+	sh.base[sh.top - 1].flags = 0;
+	sh.inherited = sh.top; /* fork child: silent */
+	assert_int_equal(ret_fast(slot_at(2)), 0);
+	assert_int_equal(sh.top, 2);
+}
+
 /* A signal handler interrupts the handler of a call at depth 2: its
  * frames go to the side stack and queue, and are replayed after the
  * interrupted push, nested under the new frame. */
@@ -309,6 +445,10 @@ int main(void)
 		cmocka_unit_test_setup(test_pop_all_and_exec, setup),
 		cmocka_unit_test_setup(test_fork_inherited, setup),
 		cmocka_unit_test_setup(test_grave, setup),
+		cmocka_unit_test_setup(test_grave_exceptions_only, setup),
+		cmocka_unit_test_setup(test_fast_nested, setup),
+		cmocka_unit_test_setup(test_fast_enter_declines, setup),
+		cmocka_unit_test_setup(test_fast_return_declines, setup),
 		cmocka_unit_test_setup(test_side_path, setup),
 		cmocka_unit_test_setup(test_side_full, setup),
 	};
