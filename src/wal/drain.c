@@ -623,8 +623,8 @@ static void drain_clock(struct ada_recorder *r)
 {
 	if (!r->use_tsc)
 		return;
-	uint64_t ns = ada_boottime_ns();
-	uint64_t tsc = ada_tsc_read();
+	uint64_t tsc, ns;
+	ada_tsc_sample_pair(&tsc, &ns);
 	ada_tsc_clock_sample(&r->clk, tsc, ns);
 }
 

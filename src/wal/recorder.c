@@ -155,8 +155,11 @@ int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **ou
 		return rc;
 	}
 	r->use_tsc = !o->force_clock && ada_tsc_invariant();
-	if (r->use_tsc)
-		ada_tsc_clock_init(&r->clk, ada_tsc_read(), ada_boottime_ns());
+	if (r->use_tsc) {
+		uint64_t tsc, ns;
+		ada_tsc_sample_pair(&tsc, &ns);
+		ada_tsc_clock_init(&r->clk, tsc, ns);
+	}
 	*out = r;
 	return 0;
 }

@@ -189,6 +189,22 @@ uint64_t ada_tsc_read(void)
 #endif
 }
 
+/* A preemption between the two reads would put the pair off by however
+ * long the drain was away; reading the TSC on both sides of the clock and
+ * keeping the tightest of a few brackets bounds that error by the bracket. */
+void ada_tsc_sample_pair(uint64_t *tsc, uint64_t *ns)
+{
+	uint64_t best = UINT64_MAX;
+	for (int i = 0; i < 5; i++) {
+		uint64_t t0 = ada_tsc_read(), n = ada_boottime_ns(), t1 = ada_tsc_read();
+		if (t1 - t0 < best) {
+			best = t1 - t0;
+			*tsc = t0 + (t1 - t0) / 2;
+			*ns = n;
+		}
+	}
+}
+
 uint64_t ada_boottime_ns(void)
 {
 	struct timespec ts;

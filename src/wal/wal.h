@@ -99,6 +99,8 @@ static inline uint64_t ada_tsc_clock_to_ns(const struct ada_tsc_clock *c, uint64
 uint64_t ada_tsc_read(void);
 /* CLOCK_BOOTTIME in ns. */
 uint64_t ada_boottime_ns(void);
+/* One (tsc, CLOCK_BOOTTIME ns) pair, bracketed against preemption. */
+void ada_tsc_sample_pair(uint64_t *tsc, uint64_t *ns);
 
 /* ---- segment writer ------------------------------------------------------ */
 
