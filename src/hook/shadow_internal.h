@@ -99,13 +99,8 @@ struct shadow_side {
 struct ada_shadow {
 	struct shadow_entry *base; /* base[-1] is the sentinel */
 	uint32_t top, cap;
-	union {
-		struct {
-			uint32_t guard;   /* nonzero: the agent's own work: nothing is traced */
-			uint32_t in_hook; /* nonzero: a hook handler is running */
-		};
-		uint64_t busy; /* both at once: the enter handler's one test */
-	};
+	uint32_t guard;     /* nonzero: the agent's own work: nothing is traced */
+	uint32_t in_hook;   /* nonzero: a hook handler is running (handlers.c) */
 	uint32_t restored;  /* nonzero: return addresses are the originals */
 	uint32_t inherited; /* entries pushed by the parent before fork */
 	uint32_t grave_next;
