@@ -214,11 +214,12 @@ static uint32_t handlers_special_act(struct ada_shadow *s, enum agent_special ki
 
 /* in_hook: bit 0 while a hook handler runs on this thread; a signal
  * handler that interrupts it and queues side events sets HANDLERS_QUEUED
- * too, after queueing. The exit handler sets bit 0, and both handlers
- * clear it, with one read-modify-write instruction each, so a signal
- * lands before or after the transition, never inside it: one that queued
- * before the clear is always seen by it (and replayed by handlers_flush),
- * one that comes after it is traced directly. */
+ * too, after queueing. Both hot handlers set bit 0 and clear it with one
+ * read-modify-write instruction each, so a signal lands before or after
+ * the transition, never inside it: one that queued before the clear is
+ * always seen by it (and replayed by handlers_flush), one that comes after
+ * it is traced directly. Both are 4-byte accesses, like every other
+ * access to in_hook on the hot path, so each load is store-forwarded. */
 #define HANDLERS_QUEUED 2u
 
 #if defined(__x86_64__)
@@ -361,7 +362,6 @@ __attribute__((cold, noinline)) static void handlers_enter_guarded(struct ada_sh
 	handlers_leave(s);
 }
 
-
 HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
 						  const struct ada_hook_regs *regs)
 {
@@ -496,7 +496,7 @@ void agent_special_run(enum agent_special kind, uint64_t *ret_slot)
 		break;
 	}
 	shadow_side_flush(s);
-	s->in_hook = 0;
+	handlers_leave(s); /* with the mark test: a signal after the flush is replayed too */
 }
 
 void agent_guard_enter(void)
