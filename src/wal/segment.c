@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atf.h"
 #include "wal_internal.h"
 
 #define WAL_MIN_SEGMENT (64u * 1024u)
@@ -306,34 +307,27 @@ uint64_t ada_wal_io_bytes_written(const struct ada_wal_io *io)
 
 /* ---- files ---- */
 
+/* The header placeholder written at creation: identity only, footer_offset
+ * 0 (recovery's sign of a file that was never finalized). */
 void wal_fill_header(struct atf_index_header *h, uint32_t tid, uint8_t arch, uint8_t clock)
 {
-	memset(h, 0, sizeof(*h));
-	memcpy(h->magic, ATF_INDEX_MAGIC, 4);
-	h->endian = ATF_ENDIAN_LITTLE;
-	h->version = ATF_VERSION;
-	h->arch = arch;
-	h->os = ATF_OS_LINUX;
-	h->thread_id = tid;
-	h->clock_type = clock;
-	h->event_size = ATF_INDEX_EVENT_SIZE;
-	h->events_offset = ATF_HEADER_SIZE;
+	struct ada_atf_file_info info = {
+	    .thread_id = tid, .arch = arch, .os = ATF_OS_LINUX, .clock_type = clock};
+	ada_atf_index_header_fill(h, &info, 0, 0, 0);
+	h->footer_offset = 0;
 }
 
+/* The final header and footer, by the format library's rules (errata 1, 4). */
 void wal_fill_final(struct atf_index_header *h, struct atf_index_footer *ft,
 		    const struct ada_wal_file_summary *s)
 {
-	h->event_count = (uint32_t)s->events; /* errata 4: low 32 bits */
-	h->footer_offset = ATF_HEADER_SIZE + s->events * ATF_INDEX_EVENT_SIZE;
-	h->time_start_ns = s->time_start_ns;
-	h->time_end_ns = s->time_end_ns;
-	memset(ft, 0, sizeof(*ft));
-	memcpy(ft->magic, ATF_INDEX_FOOTER_MAGIC, 4);
-	ft->checksum = s->crc;
-	ft->event_count = s->events;
-	ft->time_start_ns = s->time_start_ns;
-	ft->time_end_ns = s->time_end_ns;
-	ft->bytes_written = s->events * ATF_INDEX_EVENT_SIZE;
+	struct ada_atf_file_info info = {.thread_id = h->thread_id,
+					 .arch = h->arch,
+					 .os = h->os,
+					 .clock_type = h->clock_type,
+					 .has_detail = (h->flags & ATF_INDEX_FLAG_HAS_DETAIL) != 0};
+	ada_atf_index_header_fill(h, &info, s->events, s->time_start_ns, s->time_end_ns);
+	ada_atf_index_footer_fill(ft, s->crc, s->events, s->time_start_ns, s->time_end_ns);
 }
 
 int wal_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
