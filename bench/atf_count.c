@@ -140,7 +140,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < cnt_cap; i++)
 		if (cnt_tab[i].used)
 			printf("F %llx %llu %llu %llu\n", (unsigned long long)cnt_tab[i].fid,
-			       (unsigned long long)cnt_tab[i].n[0], (unsigned long long)cnt_tab[i].n[1],
+			       (unsigned long long)cnt_tab[i].n[0],
+			       (unsigned long long)cnt_tab[i].n[1],
 			       (unsigned long long)cnt_tab[i].n[2]);
 	printf("T %llu %llu %llu %llu\n", (unsigned long long)cnt_files,
 	       (unsigned long long)cnt_events, (unsigned long long)cnt_bytes,

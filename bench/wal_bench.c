@@ -105,8 +105,8 @@ static uint64_t first_event_ns(const char *dir, int depth)
 		} else if (!strncmp(de->d_name, "index", 5)) {
 			struct atf_index_header h;
 			int fd = open(p, O_RDONLY);
-			if (fd >= 0 && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.event_count &&
-			    h.time_start_ns < best)
+			if (fd >= 0 && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+			    h.event_count && h.time_start_ns < best)
 				best = h.time_start_ns;
 			if (fd >= 0)
 				close(fd);
@@ -117,7 +117,7 @@ static uint64_t first_event_ns(const char *dir, int depth)
 }
 
 static int run(const char *self, const char *out, const char *name, unsigned threads,
-	       uint64_t per_thread, uint64_t rate)
+               uint64_t per_thread, uint64_t rate)
 {
 	char ring_cfg[ADA_ARENA_CONFIG_TEXT_MAX], spec[64];
 	struct ada_arena_config cfg;
@@ -129,9 +129,13 @@ static int run(const char *self, const char *out, const char *name, unsigned thr
 	ada_arena_config_format(&cfg, ring_cfg, sizeof(ring_cfg));
 	const char *argv[] = {self, NULL};
 	struct ada_recorder_opts o = {
-		.out_dir = out, .drain_cpu = -1, .follow = true, .force_clock = !tsc,
-		.ring_config = ring_cfg, .program_argv = argv,
-		.flush = {.mode = ADA_FLUSH_INTERVAL, .value = 1000},
+	    .out_dir = out,
+	    .drain_cpu = -1,
+	    .follow = true,
+	    .force_clock = !tsc,
+	    .ring_config = ring_cfg,
+	    .program_argv = argv,
+	    .flush = {.mode = ADA_FLUSH_INTERVAL, .value = 1000},
 	};
 	const char *fl = getenv("WAL_BENCH_FLUSH"); /* e.g. off, interval:1000 */
 	if (fl && ada_flush_parse(fl, &o.flush) < 0)
@@ -139,11 +143,12 @@ static int run(const char *self, const char *out, const char *name, unsigned thr
 	struct ada_recorder *r;
 	int rc = ada_recorder_new(&o, &r);
 	if (rc < 0) {
-		fprintf(stderr, "wal_bench: cannot create a session in %s: %s\n", out, strerror(-rc));
+		fprintf(stderr, "wal_bench: cannot create a session in %s: %s\n", out,
+		        strerror(-rc));
 		return 1;
 	}
 	snprintf(spec, sizeof(spec), "%u:%llu:%llu", threads, (unsigned long long)per_thread,
-		 (unsigned long long)rate);
+	         (unsigned long long)rate);
 	struct rusage ru0, ru1, rc1;
 	getrusage(RUSAGE_SELF, &ru0);
 	uint64_t t0 = ada_boottime_ns();
@@ -161,10 +166,11 @@ static int run(const char *self, const char *out, const char *name, unsigned thr
 	uint64_t t_end = ada_boottime_ns();
 	getrusage(RUSAGE_SELF, &ru1);
 	getrusage(RUSAGE_CHILDREN, &rc1); /* cumulative over the runs so far */
-	double rec_cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec +
-				  ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
-			 (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
-				  ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+	double rec_cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec -
+	                          ru0.ru_stime.tv_sec) +
+	                 (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
+	                          ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) /
+	                     1e6;
 	uint64_t first = first_event_ns(ada_recorder_session_dir(r), 0);
 	double flow = first < t_end ? (double)(t_end - first) / 1e9 : 0;
 	printf("%-26s threads %u events %llu drops %llu  %.1f M ev/s first-event-to-disk "

@@ -57,6 +57,7 @@ int main(void)
 		pthread_create(&t[i], NULL, worker, &args[i]);
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
-	printf("demo: handled %d requests, %d failed\n", 2 * REQUESTS_PER_WORKER, args[0] + args[1]);
+	printf("demo: handled %d requests, %d failed\n", 2 * REQUESTS_PER_WORKER,
+	       args[0] + args[1]);
 	return 0;
 }

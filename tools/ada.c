@@ -9,11 +9,12 @@
 #include "cmd.h"
 
 static const struct ada_command commands[] = {
-	{"record", "record a program: ada record [options] -- PROGRAM [ARGS...]", cmd_record},
-	{"validate", "check ATF files: ada validate DIR", cmd_validate},
-	{"dump", "print events: ada dump DIR [--format text|jsonl] [--thread N] [--merge]", cmd_dump},
-	{"recover", "finalize a session whose recorder died: ada recover DIR", cmd_recover},
-	{"status", "live metrics of a recording (or the summary of a finished one): ada status DIR", cmd_status},
+    {"record", "record a program: ada record [options] -- PROGRAM [ARGS...]", cmd_record},
+    {"validate", "check ATF files: ada validate DIR", cmd_validate},
+    {"dump", "print events: ada dump DIR [--format text|jsonl] [--thread N] [--merge]", cmd_dump},
+    {"recover", "finalize a session whose recorder died: ada recover DIR", cmd_recover},
+    {"status", "live metrics of a recording (or the summary of a finished one): ada status DIR",
+     cmd_status},
 };
 
 static void usage(FILE *f)

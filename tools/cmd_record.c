@@ -50,38 +50,39 @@ struct rec_args {
 
 static void record_usage(FILE *f)
 {
-	fprintf(f,
-		"usage: ada record [options] -- PROGRAM [ARGS...]\n"
-		"\n"
-		"Records every call and return of PROGRAM into DIR/session_YYYYMMDD_HHMMSS/.\n"
-		"  --out DIR          where sessions go (default ./ada_traces)\n"
-		"  --ring-mb N        index ring per thread, in MiB (rounded down to a power of two)\n"
-		"  --peak-rate R      size rings for R events/s per thread ...\n"
-		"  --burst-ms W       ... over a burst of W ms: capacity K = R x W / 1000 events,\n"
-		"                     rounded up to a power of two (default W = 50)\n"
-		"  --max-threads N    ring slots per process (default %u)\n"
-		"  --overflow MODE    wait (default: lossless, the thread waits for the drain)\n"
-		"                     or drop (count and drop when a ring is full)\n"
-		"  --drain-cpu N      pin the drain thread to CPU N (default: not pinned: on a\n"
-		"                     small machine the scheduler places it better than a\n"
-		"                     fixed CPU that the program's threads also want)\n"
-		"  --segment-mb N     preallocation step of index files (default 64)\n"
-		"  --flush POLICY     off | interval:MS | bytes:N | rotate (default interval:1000)\n"
-		"  --safe             fsync at every new segment and at close\n"
-		"  --max-disk-mb N    keep the session within N MiB: the oldest index\n"
-		"                     generations are deleted first\n"
-		"  --no-follow        do not record the children PROGRAM starts\n"
-		"  --no-agent         do not preload libada_agent.so (PROGRAM links the\n"
-		"                     producer API itself)\n"
-		"  --exclude MOD[,MOD...]        do not hook these modules (path or file\n"
-		"                                name globs, e.g. 'libc.so*')\n"
-		"  --include MOD[,MOD...]        hook only these modules\n"
-		"  --exclude-symbol GLOB[,...]   do not hook these functions\n"
-		"  --include-symbol GLOB[,...]   hook only these functions\n"
-		"                     (globs are fnmatch(3); options may repeat; a default\n"
-		"                     list of functions that cannot be traced is always\n"
-		"                     excluded: see docs/hooks.md)\n",
-		ADA_ARENA_DEFAULT_MAX_THREADS);
+	fprintf(
+	    f,
+	    "usage: ada record [options] -- PROGRAM [ARGS...]\n"
+	    "\n"
+	    "Records every call and return of PROGRAM into DIR/session_YYYYMMDD_HHMMSS/.\n"
+	    "  --out DIR          where sessions go (default ./ada_traces)\n"
+	    "  --ring-mb N        index ring per thread, in MiB (rounded down to a power of two)\n"
+	    "  --peak-rate R      size rings for R events/s per thread ...\n"
+	    "  --burst-ms W       ... over a burst of W ms: capacity K = R x W / 1000 events,\n"
+	    "                     rounded up to a power of two (default W = 50)\n"
+	    "  --max-threads N    ring slots per process (default %u)\n"
+	    "  --overflow MODE    wait (default: lossless, the thread waits for the drain)\n"
+	    "                     or drop (count and drop when a ring is full)\n"
+	    "  --drain-cpu N      pin the drain thread to CPU N (default: not pinned: on a\n"
+	    "                     small machine the scheduler places it better than a\n"
+	    "                     fixed CPU that the program's threads also want)\n"
+	    "  --segment-mb N     preallocation step of index files (default 64)\n"
+	    "  --flush POLICY     off | interval:MS | bytes:N | rotate (default interval:1000)\n"
+	    "  --safe             fsync at every new segment and at close\n"
+	    "  --max-disk-mb N    keep the session within N MiB: the oldest index\n"
+	    "                     generations are deleted first\n"
+	    "  --no-follow        do not record the children PROGRAM starts\n"
+	    "  --no-agent         do not preload libada_agent.so (PROGRAM links the\n"
+	    "                     producer API itself)\n"
+	    "  --exclude MOD[,MOD...]        do not hook these modules (path or file\n"
+	    "                                name globs, e.g. 'libc.so*')\n"
+	    "  --include MOD[,MOD...]        hook only these modules\n"
+	    "  --exclude-symbol GLOB[,...]   do not hook these functions\n"
+	    "  --include-symbol GLOB[,...]   hook only these functions\n"
+	    "                     (globs are fnmatch(3); options may repeat; a default\n"
+	    "                     list of functions that cannot be traced is always\n"
+	    "                     excluded: see docs/hooks.md)\n",
+	    ADA_ARENA_DEFAULT_MAX_THREADS);
 }
 
 static int record_u64(const char *opt, const char *v, uint64_t *out)
@@ -98,32 +99,46 @@ static int record_u64(const char *opt, const char *v, uint64_t *out)
 }
 
 enum {
-	OPT_OUT = 256, OPT_RING_MB, OPT_PEAK, OPT_BURST, OPT_THREADS, OPT_OVERFLOW,
-	OPT_DRAIN_CPU, OPT_SEGMENT, OPT_FLUSH, OPT_SAFE, OPT_MAXDISK, OPT_NOFOLLOW,
-	OPT_NOAGENT, OPT_HELP,
-	OPT_EXCLUDE, OPT_INCLUDE, OPT_EXCLUDE_SYM, OPT_INCLUDE_SYM,
+	OPT_OUT = 256,
+	OPT_RING_MB,
+	OPT_PEAK,
+	OPT_BURST,
+	OPT_THREADS,
+	OPT_OVERFLOW,
+	OPT_DRAIN_CPU,
+	OPT_SEGMENT,
+	OPT_FLUSH,
+	OPT_SAFE,
+	OPT_MAXDISK,
+	OPT_NOFOLLOW,
+	OPT_NOAGENT,
+	OPT_HELP,
+	OPT_EXCLUDE,
+	OPT_INCLUDE,
+	OPT_EXCLUDE_SYM,
+	OPT_INCLUDE_SYM,
 };
 
 static const struct option record_opts[] = {
-	{"out", required_argument, 0, OPT_OUT},
-	{"ring-mb", required_argument, 0, OPT_RING_MB},
-	{"peak-rate", required_argument, 0, OPT_PEAK},
-	{"burst-ms", required_argument, 0, OPT_BURST},
-	{"max-threads", required_argument, 0, OPT_THREADS},
-	{"overflow", required_argument, 0, OPT_OVERFLOW},
-	{"drain-cpu", required_argument, 0, OPT_DRAIN_CPU},
-	{"segment-mb", required_argument, 0, OPT_SEGMENT},
-	{"flush", required_argument, 0, OPT_FLUSH},
-	{"safe", no_argument, 0, OPT_SAFE},
-	{"max-disk-mb", required_argument, 0, OPT_MAXDISK},
-	{"no-follow", no_argument, 0, OPT_NOFOLLOW},
-	{"no-agent", no_argument, 0, OPT_NOAGENT},
-	{"help", no_argument, 0, OPT_HELP},
-	{"exclude", required_argument, 0, OPT_EXCLUDE},
-	{"include", required_argument, 0, OPT_INCLUDE},
-	{"exclude-symbol", required_argument, 0, OPT_EXCLUDE_SYM},
-	{"include-symbol", required_argument, 0, OPT_INCLUDE_SYM},
-	{0, 0, 0, 0},
+    {"out", required_argument, 0, OPT_OUT},
+    {"ring-mb", required_argument, 0, OPT_RING_MB},
+    {"peak-rate", required_argument, 0, OPT_PEAK},
+    {"burst-ms", required_argument, 0, OPT_BURST},
+    {"max-threads", required_argument, 0, OPT_THREADS},
+    {"overflow", required_argument, 0, OPT_OVERFLOW},
+    {"drain-cpu", required_argument, 0, OPT_DRAIN_CPU},
+    {"segment-mb", required_argument, 0, OPT_SEGMENT},
+    {"flush", required_argument, 0, OPT_FLUSH},
+    {"safe", no_argument, 0, OPT_SAFE},
+    {"max-disk-mb", required_argument, 0, OPT_MAXDISK},
+    {"no-follow", no_argument, 0, OPT_NOFOLLOW},
+    {"no-agent", no_argument, 0, OPT_NOAGENT},
+    {"help", no_argument, 0, OPT_HELP},
+    {"exclude", required_argument, 0, OPT_EXCLUDE},
+    {"include", required_argument, 0, OPT_INCLUDE},
+    {"exclude-symbol", required_argument, 0, OPT_EXCLUDE_SYM},
+    {"include-symbol", required_argument, 0, OPT_INCLUDE_SYM},
+    {0, 0, 0, 0},
 };
 
 /* Appends key=value to ADA_HOOK_CONFIG (agent options, src/hook/hook.h). */
@@ -135,7 +150,7 @@ static int record_hook_opt(struct rec_args *a, const char *key, const char *v)
 		return -1;
 	}
 	int n = snprintf(a->hook_config + used, sizeof(a->hook_config) - used, "%s%s=%s",
-			 used ? ";" : "", key, v);
+	                 used ? ";" : "", key, v);
 	if (n < 0 || (size_t)n >= sizeof(a->hook_config) - used) {
 		ada_log("too many --exclude/--include options");
 		return -1;
@@ -148,10 +163,15 @@ static int record_opt(struct rec_args *a, int c, const char *v)
 {
 	uint64_t x = 0;
 	switch (c) {
-	case OPT_OUT: a->out = v; return 0;
-	case OPT_RING_MB: return record_u64("--ring-mb", v, &a->ring_mb);
-	case OPT_PEAK: return record_u64("--peak-rate", v, &a->peak_rate);
-	case OPT_BURST: return record_u64("--burst-ms", v, &a->burst_ms);
+	case OPT_OUT:
+		a->out = v;
+		return 0;
+	case OPT_RING_MB:
+		return record_u64("--ring-mb", v, &a->ring_mb);
+	case OPT_PEAK:
+		return record_u64("--peak-rate", v, &a->peak_rate);
+	case OPT_BURST:
+		return record_u64("--burst-ms", v, &a->burst_ms);
 	case OPT_THREADS:
 		if (record_u64("--max-threads", v, &x) < 0)
 			return -1;
@@ -169,23 +189,39 @@ static int record_opt(struct rec_args *a, int c, const char *v)
 			return -1;
 		a->drain_cpu = (int)x;
 		return 0;
-	case OPT_SEGMENT: return record_u64("--segment-mb", v, &a->segment_mb);
+	case OPT_SEGMENT:
+		return record_u64("--segment-mb", v, &a->segment_mb);
 	case OPT_FLUSH:
 		if (ada_flush_parse(v, &a->flush) < 0) {
 			ada_log("--flush is off, interval:MS, bytes:N or rotate, not '%s'", v);
 			return -1;
 		}
 		return 0;
-	case OPT_SAFE: a->flush.safe = 1; return 0;
-	case OPT_MAXDISK: return record_u64("--max-disk-mb", v, &a->max_disk_mb);
-	case OPT_NOFOLLOW: a->follow = false; return 0;
-	case OPT_NOAGENT: a->agent = false; return 0;
-	case OPT_HELP: record_usage(stdout); return 1;
-	case OPT_EXCLUDE: return record_hook_opt(a, "exclude", v);
-	case OPT_INCLUDE: return record_hook_opt(a, "include", v);
-	case OPT_EXCLUDE_SYM: return record_hook_opt(a, "exclude-symbol", v);
-	case OPT_INCLUDE_SYM: return record_hook_opt(a, "include-symbol", v);
-	default: record_usage(stderr); return -1;
+	case OPT_SAFE:
+		a->flush.safe = 1;
+		return 0;
+	case OPT_MAXDISK:
+		return record_u64("--max-disk-mb", v, &a->max_disk_mb);
+	case OPT_NOFOLLOW:
+		a->follow = false;
+		return 0;
+	case OPT_NOAGENT:
+		a->agent = false;
+		return 0;
+	case OPT_HELP:
+		record_usage(stdout);
+		return 1;
+	case OPT_EXCLUDE:
+		return record_hook_opt(a, "exclude", v);
+	case OPT_INCLUDE:
+		return record_hook_opt(a, "include", v);
+	case OPT_EXCLUDE_SYM:
+		return record_hook_opt(a, "exclude-symbol", v);
+	case OPT_INCLUDE_SYM:
+		return record_hook_opt(a, "include-symbol", v);
+	default:
+		record_usage(stderr);
+		return -1;
 	}
 }
 
@@ -273,7 +309,9 @@ static int record_check_program(const struct rec_args *a, char *path, size_t cap
 		return -1;
 	}
 	if (a->agent && (st.st_mode & (S_ISUID | S_ISGID))) {
-		ada_log("cannot record '%s': it is setuid/setgid, and the loader ignores LD_PRELOAD for such programs; record a copy without the setuid bit", name);
+		ada_log("cannot record '%s': it is setuid/setgid, and the loader ignores "
+		        "LD_PRELOAD for such programs; record a copy without the setuid bit",
+		        name);
 		return -1;
 	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -291,7 +329,10 @@ static int record_check_program(const struct rec_args *a, char *path, size_t cap
 		ada_log("cannot run '%s': it is neither an ELF executable nor a script", name);
 		rc = -1;
 	} else if (a->agent && record_elf_dynamic(fd) == 0) {
-		ada_log("cannot record '%s': it is statically linked, so LD_PRELOAD cannot load the agent; rebuild it dynamically, or link it with the producer API (ada_producer) and use --no-agent", name);
+		ada_log("cannot record '%s': it is statically linked, so LD_PRELOAD cannot load "
+		        "the agent; rebuild it dynamically, or link it with the producer API "
+		        "(ada_producer) and use --no-agent",
+		        name);
 		rc = -1;
 	} else if (record_elf_dynamic(fd) < 0) {
 		ada_log("cannot run '%s': it is not a valid ELF file", name);
@@ -314,14 +355,16 @@ static int record_ring_config(const struct rec_args *a, bool tsc, char *buf, siz
 		cfg.index_events = p;
 	}
 	if (a->peak_rate)
-		cfg.index_events = ada_ring_capacity_for_rate(a->peak_rate, a->burst_ms ? a->burst_ms : 50);
+		cfg.index_events =
+		    ada_ring_capacity_for_rate(a->peak_rate, a->burst_ms ? a->burst_ms : 50);
 	if (a->max_threads)
 		cfg.max_threads = a->max_threads;
 	cfg.overflow = (uint32_t)a->overflow;
 	cfg.timestamp_source = tsc ? ADA_TS_TSC : ADA_TS_CLOCK;
 	if (ada_arena_config_valid(&cfg) < 0) {
-		ada_log("the ring settings are out of range (ring %llu events, %u threads): see ada record --help",
-			(unsigned long long)cfg.index_events, cfg.max_threads);
+		ada_log("the ring settings are out of range (ring %llu events, %u threads): see "
+		        "ada record --help",
+		        (unsigned long long)cfg.index_events, cfg.max_threads);
 		return -1;
 	}
 	return ada_arena_config_format(&cfg, buf, cap) < 0 ? -1 : 0;
@@ -343,7 +386,7 @@ static int record_agent_path(char *buf, size_t cap)
 }
 
 static void record_child(const struct rec_args *a, struct ada_recorder *r, const char *path,
-			 const char *ring_cfg, const char *agent, int errfd)
+                         const char *ring_cfg, const char *agent, int errfd)
 {
 	signal(SIGINT, SIG_DFL);
 	signal(SIGQUIT, SIG_DFL);
@@ -393,7 +436,7 @@ static void record_signals(void)
 
 /* Forks PROGRAM; returns its pid, or -1 when exec failed (reported). */
 static pid_t record_spawn(const struct rec_args *a, struct ada_recorder *r, const char *path,
-			  const char *ring_cfg, const char *agent)
+                          const char *ring_cfg, const char *agent)
 {
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -424,7 +467,8 @@ static pid_t record_spawn(const struct rec_args *a, struct ada_recorder *r, cons
 static void record_print_hooks(const char *dir, pid_t pid)
 {
 	char path[PATH_MAX];
-	if ((size_t)snprintf(path, sizeof(path), "%s/pid_%d/agent.json", dir, (int)pid) >= sizeof(path))
+	if ((size_t)snprintf(path, sizeof(path), "%s/pid_%d/agent.json", dir, (int)pid) >=
+	    sizeof(path))
 		return;
 	json_t *a = json_load_file(path, 0, NULL);
 	if (!json_is_object(a)) {
@@ -434,13 +478,13 @@ static void record_print_hooks(const char *dir, pid_t pid)
 	json_int_t skipped = 0;
 	const char *k;
 	json_t *v;
-	json_object_foreach(json_object_get(a, "skipped"), k, v)
-		skipped += json_integer_value(v);
+	json_object_foreach(json_object_get(a, "skipped"), k, v) skipped += json_integer_value(v);
 	json_t *t = json_object_get(a, "hook_time_us");
-	fprintf(stderr, "ada: hooked %lld functions (%lld skipped) in %.1f ms (arena set-up %.1f ms)\n",
-		(long long)json_integer_value(json_object_get(a, "installed")), (long long)skipped,
-		(double)json_integer_value(json_object_get(t, "total")) / 1e3,
-		(double)json_integer_value(json_object_get(t, "arena")) / 1e3);
+	fprintf(stderr,
+	        "ada: hooked %lld functions (%lld skipped) in %.1f ms (arena set-up %.1f ms)\n",
+	        (long long)json_integer_value(json_object_get(a, "installed")), (long long)skipped,
+	        (double)json_integer_value(json_object_get(t, "total")) / 1e3,
+	        (double)json_integer_value(json_object_get(t, "arena")) / 1e3);
 	json_decref(a);
 }
 
@@ -448,16 +492,17 @@ static void record_print_summary(const struct ada_record_summary *s, const char 
 {
 	double rate = s->seconds > 0 ? (double)s->events / s->seconds : 0;
 	fprintf(stderr,
-		"ada: recorded %llu events (%.2f M/s) from %u process%s in %.2f s, drops %llu, "
-		"disk %llu bytes, drain latency p50 %.2f ms p99 %.2f ms%s\n",
-		(unsigned long long)s->events, rate / 1e6, s->processes, s->processes == 1 ? "" : "es",
-		s->seconds, (unsigned long long)s->drops, (unsigned long long)s->disk_bytes,
-		(double)s->latency_p50_ns / 1e6, (double)s->latency_p99_ns / 1e6,
-		s->abnormal ? ", program ended abnormally" : "");
+	        "ada: recorded %llu events (%.2f M/s) from %u process%s in %.2f s, drops %llu, "
+	        "disk %llu bytes, drain latency p50 %.2f ms p99 %.2f ms%s\n",
+	        (unsigned long long)s->events, rate / 1e6, s->processes,
+	        s->processes == 1 ? "" : "es", s->seconds, (unsigned long long)s->drops,
+	        (unsigned long long)s->disk_bytes, (double)s->latency_p50_ns / 1e6,
+	        (double)s->latency_p99_ns / 1e6, s->abnormal ? ", program ended abnormally" : "");
 	if (s->disk_full)
-		fprintf(stderr, "ada: the disk filled up: recording stopped early, %llu events were "
-				"not written; the files hold what was written and are valid\n",
-			(unsigned long long)s->lost_enospc);
+		fprintf(stderr,
+		        "ada: the disk filled up: recording stopped early, %llu events were "
+		        "not written; the files hold what was written and are valid\n",
+		        (unsigned long long)s->lost_enospc);
 	fprintf(stderr, "%s\n", dir);
 }
 
@@ -471,26 +516,27 @@ int cmd_record(int argc, char **argv)
 	if (record_check_program(&a, path, sizeof(path)) < 0)
 		return 2;
 	if (a.agent && record_agent_path(agent, sizeof(agent)) < 0) {
-		ada_log("libada_agent.so is not next to the ada command; rebuild ada, or use --no-agent");
+		ada_log("libada_agent.so is not next to the ada command; rebuild ada, or use "
+		        "--no-agent");
 		return 2;
 	}
 	if (!a.follow)
 		snprintf(a.hook_config + strlen(a.hook_config),
-			 sizeof(a.hook_config) - strlen(a.hook_config), "%sfollow=0",
-			 a.hook_config[0] ? ";" : "");
+		         sizeof(a.hook_config) - strlen(a.hook_config), "%sfollow=0",
+		         a.hook_config[0] ? ";" : "");
 	bool tsc = ada_tsc_invariant();
 	if (record_ring_config(&a, tsc, ring_cfg, sizeof(ring_cfg)) < 0)
 		return 2;
 	struct ada_recorder_opts o = {
-		.out_dir = a.out,
-		.drain_cpu = a.drain_cpu,
-		.segment_bytes = a.segment_mb << 20,
-		.max_disk_bytes = a.max_disk_mb << 20,
-		.flush = a.flush,
-		.follow = a.follow,
-		.force_clock = !tsc,
-		.ring_config = ring_cfg,
-		.program_argv = (const char *const *)a.prog_argv,
+	    .out_dir = a.out,
+	    .drain_cpu = a.drain_cpu,
+	    .segment_bytes = a.segment_mb << 20,
+	    .max_disk_bytes = a.max_disk_mb << 20,
+	    .flush = a.flush,
+	    .follow = a.follow,
+	    .force_clock = !tsc,
+	    .ring_config = ring_cfg,
+	    .program_argv = (const char *const *)a.prog_argv,
 	};
 	struct ada_recorder *r;
 	rc = ada_recorder_new(&o, &r);

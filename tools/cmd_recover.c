@@ -38,7 +38,9 @@ int cmd_recover(int argc, char **argv)
 		return 1;
 	}
 	if (rc == -EBUSY) {
-		ada_log("'%s' is still being recorded (its recorder runs): nothing to recover there", argv[1]);
+		ada_log(
+		    "'%s' is still being recorded (its recorder runs): nothing to recover there",
+		    argv[1]);
 		return 1;
 	}
 	if (rc < 0) {
@@ -46,9 +48,11 @@ int cmd_recover(int argc, char **argv)
 		return 1;
 	}
 	fprintf(stderr,
-		"ada: recovered %u process%s, %u files, %llu events on disk + %llu from %u leftover arena%s%s\n",
-		rep.pids, rep.pids == 1 ? "" : "es", rep.files, (unsigned long long)rep.events_on_disk,
-		(unsigned long long)rep.events_from_arena, rep.arenas_found,
-		rep.arenas_found == 1 ? "" : "s", rep.errors ? " (some files could not be repaired)" : "");
+	        "ada: recovered %u process%s, %u files, %llu events on disk + %llu from %u "
+	        "leftover arena%s%s\n",
+	        rep.pids, rep.pids == 1 ? "" : "es", rep.files,
+	        (unsigned long long)rep.events_on_disk, (unsigned long long)rep.events_from_arena,
+	        rep.arenas_found, rep.arenas_found == 1 ? "" : "s",
+	        rep.errors ? " (some files could not be repaired)" : "");
 	return rep.errors ? 1 : 0;
 }

@@ -17,8 +17,8 @@
 #include "manifest.h"
 #include "ring.h"
 
-static const char *const status_reason[ADA_DROP_REASON_COUNT] = {
-	"ring_full", "drain_lag", "detail_overwritten", "no_slot"};
+static const char *const status_reason[ADA_DROP_REASON_COUNT] = {"ring_full", "drain_lag",
+                                                                 "detail_overwritten", "no_slot"};
 
 static uint64_t status_u64(_Atomic uint64_t *v)
 {
@@ -49,7 +49,8 @@ static void status_done(const char *dir, json_t *man)
 {
 	json_t *mt = json_object_get(man, "metrics");
 	json_t *ex = json_object_get(man, "exit");
-	printf("%s: %s, %lld events, %.2f M events/s, latency p50 %.2f ms p99 %.2f ms, exit %s%lld%s\n",
+	printf("%s: %s, %lld events, %.2f M events/s, latency p50 %.2f ms p99 %.2f ms, exit "
+	       "%s%lld%s\n",
 	       dir, ada_manifest_state(man),
 	       (long long)json_integer_value(json_object_get(mt, "events_written")),
 	       json_number_value(json_object_get(mt, "events_per_sec")) / 1e6,
@@ -57,8 +58,8 @@ static void status_done(const char *dir, json_t *man)
 	       (double)json_integer_value(json_object_get(mt, "batch_latency_ns_p99")) / 1e6,
 	       json_is_integer(json_object_get(ex, "signal")) ? "signal " : "status ",
 	       (long long)json_integer_value(json_is_integer(json_object_get(ex, "signal"))
-						     ? json_object_get(ex, "signal")
-						     : json_object_get(ex, "status")),
+	                                         ? json_object_get(ex, "signal")
+	                                         : json_object_get(ex, "status")),
 	       json_is_true(json_object_get(man, "abnormal")) ? " (abnormal)" : "");
 }
 
@@ -76,7 +77,9 @@ static int status_pid(const char *dir)
 		status_live(dir, a);
 		ada_arena_close(a);
 	} else if (state && !strcmp(state, "recording")) {
-		printf("%s: recording, but its arena is gone: the recorder died? try `ada recover`\n", dir);
+		printf(
+		    "%s: recording, but its arena is gone: the recorder died? try `ada recover`\n",
+		    dir);
 	} else {
 		status_done(dir, man);
 	}
@@ -88,7 +91,7 @@ int cmd_status(int argc, char **argv)
 {
 	if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		fprintf(argc == 2 ? stdout : stderr,
-			"usage: ada status DIR   (a session or pid_N directory)\n");
+		        "usage: ada status DIR   (a session or pid_N directory)\n");
 		return argc == 2 ? 0 : 2;
 	}
 	const char *base = strrchr(argv[1], '/');

@@ -48,15 +48,15 @@ static inline uint64_t wl_now_ns(void)
 static inline void wl_report(const char *name, uint64_t calls, uint64_t result)
 {
 	fprintf(stderr, "bench: workload=%s calls=%llu events=%llu result=%llu\n", name,
-		(unsigned long long)calls, (unsigned long long)(2 * calls),
-		(unsigned long long)result);
+	        (unsigned long long)calls, (unsigned long long)(2 * calls),
+	        (unsigned long long)result);
 	const char *path = getenv("BW_COUNT_FILE");
 	if (path && *path) {
 		FILE *f = fopen(path, "w");
 		if (f) {
 			fprintf(f, "bench: workload=%s calls=%llu events=%llu result=%llu\n", name,
-				(unsigned long long)calls, (unsigned long long)(2 * calls),
-				(unsigned long long)result);
+			        (unsigned long long)calls, (unsigned long long)(2 * calls),
+			        (unsigned long long)result);
 			fclose(f);
 		}
 	}

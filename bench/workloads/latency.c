@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 	double secs = (double)(wl_now_ns() - t_start) / 1e9;
 	wl_sink = x;
 	fprintf(stderr, "latency: %.0f events/s achieved over %.2f s, worst batch %.1f us late\n",
-		(double)(batches * 2 * BATCH) / secs, secs, (double)worst_late / tpn / 1e3);
+	        (double)(batches * 2 * BATCH) / secs, secs, (double)worst_late / tpn / 1e3);
 	wl_report("latency", batches * BATCH, x);
 	return 0;
 }

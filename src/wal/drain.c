@@ -81,7 +81,7 @@ static void drain_sidecar(struct wal_thread *t, bool create)
 	if (!fp)
 		return;
 	fprintf(fp, "slot %u generation %u base %llu\n", t->slot, t->slot_gen,
-		(unsigned long long)t->ring_next);
+	        (unsigned long long)t->ring_next);
 	fclose(fp);
 }
 
@@ -91,17 +91,17 @@ static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 	drain_sidecar(t, true);
 	snprintf(path, sizeof(path), "%s/index.atf", t->dir);
 	struct ada_wal_file_opts fo = {
-		.thread_id = t->tid,
-		.clock_type = ATF_CLOCK_BOOTTIME,
-		.arch = WAL_ARCH,
-		.segment_bytes = r->o.segment_bytes,
-		.flush = r->o.flush,
+	    .thread_id = t->tid,
+	    .clock_type = ATF_CLOCK_BOOTTIME,
+	    .arch = WAL_ARCH,
+	    .segment_bytes = r->o.segment_bytes,
+	    .flush = r->o.flush,
 	};
 	return ada_wal_file_open(r->io, path, &fo, &t->f);
 }
 
 static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_proc *p,
-					   uint32_t slot, const struct ada_slot_info *si)
+                                           uint32_t slot, const struct ada_slot_info *si)
 {
 	struct wal_thread *t = calloc(1, sizeof(*t));
 	void *arr = drain_grow(p->threads, &p->capthreads, p->nthreads + 1, sizeof(*p->threads));
@@ -157,7 +157,7 @@ static void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
  * copy of it, so nothing is reloaded per event (the stores to dst may
  * alias the clock as far as the compiler knows). */
 static uint64_t drain_convert_run(const struct ada_recorder *r, const struct atf_index_event *src,
-				  struct atf_index_event *dst, size_t k, uint64_t last)
+                                  struct atf_index_event *dst, size_t k, uint64_t last)
 {
 	const bool tsc = r->use_tsc;
 	const struct ada_tsc_map m = r->clk.maps[r->clk.n ? r->clk.n - 1 : 0];
@@ -168,7 +168,8 @@ static uint64_t drain_convert_run(const struct ada_recorder *r, const struct atf
 		struct atf_index_event e = src[i];
 		uint64_t ts = e.timestamp_ns;
 		if (tsc)
-			ts = ts >= m.tsc0 ? ada_tsc_map_apply(&m, ts) : ada_tsc_clock_to_ns(&r->clk, ts);
+			ts = ts >= m.tsc0 ? ada_tsc_map_apply(&m, ts)
+			                  : ada_tsc_clock_to_ns(&r->clk, ts);
 		ts = ts < last ? last : ts;
 		last = ts;
 		e.timestamp_ns = ts;
@@ -179,7 +180,7 @@ static uint64_t drain_convert_run(const struct ada_recorder *r, const struct atf
 
 /* Converts n ring events into t's file; returns the events consumed. */
 static size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
-			    const struct atf_index_event *src, size_t n)
+                            const struct atf_index_event *src, size_t n)
 {
 	size_t done = 0;
 	while (done < n) {
@@ -230,8 +231,13 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 	if (rename(from, to) == 0 && arr) {
 		t->gens = arr;
 		t->gens[t->ngens++] = (struct wal_gen){
-			.t = t, .g = t->next_gen, .bytes = s.bytes, .events = s.events,
-			.first_seq = t->base_seq, .t0 = s.time_start_ns, .t1 = s.time_end_ns,
+		    .t = t,
+		    .g = t->next_gen,
+		    .bytes = s.bytes,
+		    .events = s.events,
+		    .first_seq = t->base_seq,
+		    .t0 = s.time_start_ns,
+		    .t1 = s.time_end_ns,
 		};
 		t->next_gen++;
 		r->disk_closed += s.bytes;
@@ -284,8 +290,9 @@ static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
 	while (drain_disk_bytes(r) > r->o.max_disk_bytes)
 		if (!drain_retire_oldest(r)) {
 			if (!r->budget_warned)
-				json_array_append_new(r->warnings,
-						      json_string("disk budget exceeded by the files being written"));
+				json_array_append_new(
+				    r->warnings,
+				    json_string("disk budget exceeded by the files being written"));
 			r->budget_warned = true;
 			break;
 		}
@@ -318,7 +325,7 @@ static void drain_release(struct wal_proc *p, struct wal_thread *t)
  * starts at tail, so taken-but-unreleased events come first; at the wrap
  * point nothing new is visible until they are released. */
 static size_t drain_take(struct ada_recorder *r, struct wal_proc *p, struct wal_thread *t,
-			 const struct ada_slot_info *si, size_t budget)
+                         const struct ada_slot_info *si, size_t budget)
 {
 	size_t total = 0;
 	while (total < budget) {
@@ -601,18 +608,20 @@ static void drain_tick(struct ada_recorder *r, uint64_t now)
 		uint64_t d[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
 		ada_arena_drop_totals(p->arena, d);
 		uint64_t rate = (uint64_t)((double)(p->events - p->events_at_tick) / dt);
-		atomic_store_explicit(&m->events_per_sec[ADA_LANE_INDEX], rate, memory_order_relaxed);
+		atomic_store_explicit(&m->events_per_sec[ADA_LANE_INDEX], rate,
+		                      memory_order_relaxed);
 		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++) {
 			uint64_t sum = d[0][k] + d[1][k], prev = p->drops_at_tick[0][k];
-			atomic_store_explicit(&m->drops_per_sec[k], (uint64_t)((double)(sum - prev) / dt),
-					      memory_order_relaxed);
+			atomic_store_explicit(&m->drops_per_sec[k],
+			                      (uint64_t)((double)(sum - prev) / dt),
+			                      memory_order_relaxed);
 			p->drops_at_tick[0][k] = sum;
 		}
 		atomic_store_explicit(&m->ring_fill_pct_max, p->fill_max, memory_order_relaxed);
 		atomic_store_explicit(&m->batch_latency_ns_p50, p50, memory_order_relaxed);
 		atomic_store_explicit(&m->batch_latency_ns_p99, p99, memory_order_relaxed);
 		atomic_store_explicit(&m->events_written[ADA_LANE_INDEX], p->events,
-				      memory_order_relaxed);
+		                      memory_order_relaxed);
 		p->events_at_tick = p->events;
 		p->fill_max = 0;
 	}
@@ -637,8 +646,9 @@ static void drain_setup(struct ada_recorder *r)
 		CPU_ZERO(&set);
 		CPU_SET(r->o.drain_cpu, &set);
 		if (sched_setaffinity(0, sizeof(set), &set) < 0)
-			json_array_append_new(r->warnings,
-					      json_string("--drain-cpu: could not pin the drain thread"));
+			json_array_append_new(
+			    r->warnings,
+			    json_string("--drain-cpu: could not pin the drain thread"));
 	}
 	if (r->use_tsc) {
 		/* Calibrate before the first conversion; the rings hold what the

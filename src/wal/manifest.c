@@ -23,8 +23,8 @@
 #include "wal_internal.h"
 
 static const char *const man_lane[ADA_LANE_COUNT] = {"index", "detail"};
-static const char *const man_reason[ADA_DROP_REASON_COUNT] = {
-	"ring_full", "drain_lag", "detail_overwritten", "no_slot"};
+static const char *const man_reason[ADA_DROP_REASON_COUNT] = {"ring_full", "drain_lag",
+                                                              "detail_overwritten", "no_slot"};
 
 int wal_json_write_atomic(const char *dir, json_t *root)
 {
@@ -48,7 +48,8 @@ static json_t *man_drops(struct wal_proc *p)
 	for (int l = 0; l < ADA_LANE_COUNT; l++) {
 		json_t *lane = json_object();
 		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
-			json_object_set_new(lane, man_reason[k], json_integer((json_int_t)p->drops[l][k]));
+			json_object_set_new(lane, man_reason[k],
+			                    json_integer((json_int_t)p->drops[l][k]));
 		json_object_set_new(o, man_lane[l], lane);
 	}
 	return o;
@@ -115,8 +116,10 @@ static json_t *man_thread(const struct wal_thread *t)
 		json_object_set_new(c, "first_seq", json_integer((json_int_t)t->base_seq));
 		json_object_set_new(c, "events", json_integer((json_int_t)t->last.events));
 		json_object_set_new(c, "bytes", json_integer((json_int_t)t->last.bytes));
-		json_object_set_new(c, "time_start_ns", json_integer((json_int_t)t->last.time_start_ns));
-		json_object_set_new(c, "time_end_ns", json_integer((json_int_t)t->last.time_end_ns));
+		json_object_set_new(c, "time_start_ns",
+		                    json_integer((json_int_t)t->last.time_start_ns));
+		json_object_set_new(c, "time_end_ns",
+		                    json_integer((json_int_t)t->last.time_end_ns));
 		json_object_set_new(c, "crc32", json_integer(t->last.crc));
 		json_array_append_new(files, c);
 	}
@@ -152,7 +155,8 @@ static void man_exit(json_t *root, struct wal_proc *p)
 	json_object_set_new(e, "status", status >= 0 ? json_integer(status) : json_null());
 	json_object_set_new(e, "signal", sig ? json_integer(sig) : json_null());
 	if (sig)
-		json_object_set_new(e, "signal_name", json_string(sigabbrev_np(sig) ? sigabbrev_np(sig) : "?"));
+		json_object_set_new(e, "signal_name",
+		                    json_string(sigabbrev_np(sig) ? sigabbrev_np(sig) : "?"));
 	json_object_set_new(e, "abnormal", json_boolean(abnormal));
 	json_object_set_new(root, "exit", e);
 	json_object_set_new(root, "abnormal", json_boolean(abnormal));
@@ -167,7 +171,8 @@ static json_t *man_wal(const struct ada_recorder *r)
 	json_object_set_new(w, "flush_value", json_integer((json_int_t)r->o.flush.value));
 	json_object_set_new(w, "safe", json_boolean(r->o.flush.safe));
 	json_object_set_new(w, "max_disk_bytes", json_integer((json_int_t)r->o.max_disk_bytes));
-	json_object_set_new(w, "drain_cpu", r->o.drain_cpu >= 0 ? json_integer(r->o.drain_cpu) : json_null());
+	json_object_set_new(w, "drain_cpu",
+	                    r->o.drain_cpu >= 0 ? json_integer(r->o.drain_cpu) : json_null());
 	return w;
 }
 
@@ -177,11 +182,14 @@ static json_t *man_metrics(const struct ada_recorder *r, const struct wal_proc *
 	const struct ada_lat_hist *h = ada_wal_io_latency(r->io);
 	json_object_set_new(m, "events_written", json_integer((json_int_t)p->events));
 	json_object_set_new(m, "batches", json_integer((json_int_t)h->count));
-	json_object_set_new(m, "batch_latency_ns_p50", json_integer((json_int_t)ada_lat_hist_quantile(h, 0.5)));
-	json_object_set_new(m, "batch_latency_ns_p99", json_integer((json_int_t)ada_lat_hist_quantile(h, 0.99)));
+	json_object_set_new(m, "batch_latency_ns_p50",
+	                    json_integer((json_int_t)ada_lat_hist_quantile(h, 0.5)));
+	json_object_set_new(m, "batch_latency_ns_p99",
+	                    json_integer((json_int_t)ada_lat_hist_quantile(h, 0.99)));
 	double secs = (double)(ada_boottime_ns() - r->start_ns) / 1e9;
 	json_object_set_new(m, "seconds", json_real(secs));
-	json_object_set_new(m, "events_per_sec", json_real(secs > 0 ? (double)p->events / secs : 0));
+	json_object_set_new(m, "events_per_sec",
+	                    json_real(secs > 0 ? (double)p->events / secs : 0));
 	return m;
 }
 
@@ -201,15 +209,19 @@ static json_t *man_ring(const struct wal_proc *p)
 	json_t *o = json_object();
 	json_object_set_new(o, "max_threads", json_integer(c->max_threads));
 	json_object_set_new(o, "index_events", json_integer((json_int_t)c->index_events));
-	json_object_set_new(o, "index_bytes", json_integer((json_int_t)(c->index_events * ATF_INDEX_EVENT_SIZE)));
+	json_object_set_new(o, "index_bytes",
+	                    json_integer((json_int_t)(c->index_events * ATF_INDEX_EVENT_SIZE)));
 	json_object_set_new(o, "detail_bytes", json_integer((json_int_t)c->detail_bytes));
-	json_object_set_new(o, "overflow", json_string(c->overflow == ADA_OVERFLOW_DROP ? "drop" : "wait"));
-	json_object_set_new(o, "timestamps", json_string(c->timestamp_source == ADA_TS_CLOCK ? "clock" : "tsc"));
+	json_object_set_new(o, "overflow",
+	                    json_string(c->overflow == ADA_OVERFLOW_DROP ? "drop" : "wait"));
+	json_object_set_new(o, "timestamps",
+	                    json_string(c->timestamp_source == ADA_TS_CLOCK ? "clock" : "tsc"));
 	json_object_set_new(o, "high_watermark_pct", json_integer(c->high_watermark_pct));
 	json_object_set_new(o, "low_watermark_pct", json_integer(c->low_watermark_pct));
 	uint32_t fl = ada_arena_flags(p->arena);
 	json_object_set_new(o, "mlocked", json_boolean(!(fl & ADA_ARENA_F_MLOCK_FAILED)));
-	json_object_set_new(o, "huge_pages", json_boolean(fl & (ADA_ARENA_F_THP | ADA_ARENA_F_HUGETLB)));
+	json_object_set_new(o, "huge_pages",
+	                    json_boolean(fl & (ADA_ARENA_F_THP | ADA_ARENA_F_HUGETLB)));
 	return o;
 }
 
@@ -245,8 +257,7 @@ static void man_agent(json_t *root, const struct wal_proc *p)
 	json_t *mods = json_object_get(a, "modules"), *out = json_array();
 	size_t i;
 	json_t *m;
-	json_array_foreach(mods, i, m)
-		json_array_append_new(out, man_module(m));
+	json_array_foreach(mods, i, m) json_array_append_new(out, man_module(m));
 	json_object_set_new(root, "modules", out);
 	json_object_del(a, "modules");
 	json_object_set_new(root, "hook", a);
@@ -260,7 +271,8 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "state", json_string(state));
 	json_object_set_new(root, "start_time_ns", json_integer((json_int_t)r->start_ns));
 	if (strcmp(state, "recording"))
-		json_object_set_new(root, "end_time_ns", json_integer((json_int_t)ada_boottime_ns()));
+		json_object_set_new(root, "end_time_ns",
+		                    json_integer((json_int_t)ada_boottime_ns()));
 	json_object_set_new(root, "ring", man_ring(p));
 	json_object_set_new(root, "arena", json_string(p->arena_path));
 	json_object_set_new(root, "arena_dir", json_string(r->arena_dir));
@@ -270,7 +282,8 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 		json_array_append_new(argv, json_string(r->o.program_argv[i]));
 	json_object_set_new(root, "program", argv);
 	json_object_set_new(root, "os", json_string("linux"));
-	json_object_set_new(root, "arch", json_string(WAL_ARCH == ATF_ARCH_X86_64 ? "x86_64" : "arm64"));
+	json_object_set_new(root, "arch",
+	                    json_string(WAL_ARCH == ATF_ARCH_X86_64 ? "x86_64" : "arm64"));
 	json_object_set_new(root, "clock", man_clock(r));
 	json_object_set_new(root, "ring_config", json_string(r->o.ring_config));
 	json_object_set_new(root, "wal", man_wal(r));
@@ -278,9 +291,11 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "drops", man_drops(p));
 	json_t *warn = json_deep_copy(r->warnings);
 	if (p->arena && (ada_arena_flags(p->arena) & ADA_ARENA_F_MLOCK_FAILED))
-		json_array_append_new(warn, json_string("mlock refused: ring pages may be swapped"));
+		json_array_append_new(warn,
+		                      json_string("mlock refused: ring pages may be swapped"));
 	if (ada_wal_io_disk_full(r->io))
-		json_array_append_new(warn, json_string("disk full: recording stopped, files hold what was written"));
+		json_array_append_new(
+		    warn, json_string("disk full: recording stopped, files hold what was written"));
 	json_object_set_new(root, "warnings", warn);
 	json_object_set_new(root, "disk_full", json_boolean(ada_wal_io_disk_full(r->io)));
 	uint64_t lost = 0;

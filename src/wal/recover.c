@@ -82,7 +82,7 @@ static int rec_scan_events(int fd, uint64_t limit, struct rec_scan *s)
 
 /* A finalized file: header, footer and length agree. */
 static bool rec_is_final(int fd, const struct atf_index_header *h, uint64_t size,
-			 struct atf_index_footer *ft)
+                         struct atf_index_footer *ft)
 {
 	if (h->footer_offset < ATF_HEADER_SIZE || h->footer_offset + ATF_FOOTER_SIZE != size)
 		return false;
@@ -120,15 +120,18 @@ static int rec_append(int fd, struct rec_scan *s, const struct atf_index_event *
 }
 
 static int rec_write_final(int fd, const struct atf_index_header *old, const struct rec_scan *s,
-			   struct ada_wal_file_summary *sum)
+                           struct ada_wal_file_summary *sum)
 {
 	struct ada_wal_file_summary v = {
-		.events = s->events, .time_start_ns = s->t0, .time_end_ns = s->t1, .crc = s->crc,
+	    .events = s->events,
+	    .time_start_ns = s->t0,
+	    .time_end_ns = s->t1,
+	    .crc = s->crc,
 	};
 	struct atf_index_header h;
 	struct atf_index_footer ft;
 	wal_fill_header(&h, old->thread_id, old->arch ? old->arch : WAL_ARCH,
-			old->clock_type ? old->clock_type : ATF_CLOCK_BOOTTIME);
+	                old->clock_type ? old->clock_type : ATF_CLOCK_BOOTTIME);
 	h.flags = old->flags;
 	wal_fill_final(&h, &ft, &v);
 	int r = wal_pwrite_all(fd, &ft, sizeof(ft), h.footer_offset);
@@ -142,8 +145,8 @@ static int rec_write_final(int fd, const struct atf_index_header *old, const str
 	return r;
 }
 
-int ada_wal_finalize_path(const char *path, const struct atf_index_event *extra,
-			  size_t n_extra, struct ada_wal_file_summary *sum)
+int ada_wal_finalize_path(const char *path, const struct atf_index_event *extra, size_t n_extra,
+                          struct ada_wal_file_summary *sum)
 {
 	int fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
@@ -157,13 +160,16 @@ int ada_wal_finalize_path(const char *path, const struct atf_index_event *extra,
 	    memcmp(h.magic, ATF_INDEX_MAGIC, 4) || h.event_size != ATF_INDEX_EVENT_SIZE)
 		goto out;
 	if (rec_is_final(fd, &h, (uint64_t)st.st_size, &ft)) {
-		s = (struct rec_scan){ft.event_count, ft.time_start_ns, ft.time_end_ns, ft.checksum};
+		s = (struct rec_scan){ft.event_count, ft.time_start_ns, ft.time_end_ns,
+		                      ft.checksum};
 		if (n_extra == 0) {
 			r = 0;
 			if (sum)
-				*sum = (struct ada_wal_file_summary){
-					.events = s.events, .bytes = (uint64_t)st.st_size,
-					.time_start_ns = s.t0, .time_end_ns = s.t1, .crc = s.crc};
+				*sum = (struct ada_wal_file_summary){.events = s.events,
+				                                     .bytes = (uint64_t)st.st_size,
+				                                     .time_start_ns = s.t0,
+				                                     .time_end_ns = s.t1,
+				                                     .crc = s.crc};
 			goto out;
 		}
 	} else {
@@ -192,7 +198,7 @@ struct rec_ctx {
 /* Takes everything left in one slot's ring, converted to ns, after
  * dropping the first skip events (already on disk). */
 static int rec_drain_slot(struct rec_ctx *c, uint32_t slot, uint64_t skip,
-			  struct atf_index_event **out, size_t *n)
+                          struct atf_index_event **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -218,7 +224,8 @@ static int rec_drain_slot(struct rec_ctx *c, uint32_t slot, uint64_t skip,
 		for (size_t i = 0; i < k; i++) {
 			(*out)[*n + i] = ev[i];
 			if (c->use_tsc)
-				(*out)[*n + i].timestamp_ns = ada_tsc_clock_to_ns(&c->clk, ev[i].timestamp_ns);
+				(*out)[*n + i].timestamp_ns =
+				    ada_tsc_clock_to_ns(&c->clk, ev[i].timestamp_ns);
 		}
 		*n += k;
 		ada_index_ring_release(c->arena, slot, k);
@@ -247,7 +254,7 @@ static void rec_sidecar(const char *dir, struct rec_side *sd)
 }
 
 static int rec_slot_of(struct rec_ctx *c, uint32_t seq, const struct rec_side *sd,
-		       struct ada_slot_info *si)
+                       struct ada_slot_info *si)
 {
 	if (!c->arena)
 		return -1;
@@ -256,7 +263,7 @@ static int rec_slot_of(struct rec_ctx *c, uint32_t seq, const struct rec_side *s
 			return -1;
 		ada_arena_slot_info(c->arena, sd->slot, si);
 		bool same = si->state != ADA_SLOT_FREE && si->thread_seq == seq &&
-			    si->generation == sd->gen;
+		            si->generation == sd->gen;
 		return same ? (int)sd->slot : -1;
 	}
 	uint32_t n = ada_arena_max_threads(c->arena);
@@ -269,7 +276,7 @@ static int rec_slot_of(struct rec_ctx *c, uint32_t seq, const struct rec_side *s
 }
 
 static void rec_note_file(struct rec_ctx *c, json_t *files, const char *name,
-			  const struct ada_wal_file_summary *s)
+                          const struct ada_wal_file_summary *s)
 {
 	json_t *o = json_object();
 	uint32_t g = 0;
@@ -394,10 +401,10 @@ static void rec_clock_from(struct rec_ctx *c, json_t *man)
 	c->use_tsc = src && !strcmp(src, "tsc");
 	if (c->use_tsc && json_is_object(a)) {
 		struct ada_tsc_map m = {
-			.tsc0 = (uint64_t)json_integer_value(json_object_get(a, "tsc")),
-			.ns0 = (uint64_t)json_integer_value(json_object_get(a, "ns")),
-			.mult = (uint64_t)json_integer_value(json_object_get(a, "mult")),
-			.shift = (uint32_t)json_integer_value(json_object_get(a, "shift")),
+		    .tsc0 = (uint64_t)json_integer_value(json_object_get(a, "tsc")),
+		    .ns0 = (uint64_t)json_integer_value(json_object_get(a, "ns")),
+		    .mult = (uint64_t)json_integer_value(json_object_get(a, "mult")),
+		    .shift = (uint32_t)json_integer_value(json_object_get(a, "shift")),
 		};
 		ada_tsc_clock_set(&c->clk, &m);
 	} else if (c->use_tsc) {
@@ -462,10 +469,11 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 		json_object_set_new(man, "threads", c.threads);
 		json_object_set_new(man, "abnormal", json_true());
 		json_object_set_new(man, "recovered_events_from_arena",
-				    json_integer((json_int_t)rep->events_from_arena));
+		                    json_integer((json_int_t)rep->events_from_arena));
 		json_t *m = json_object();
-		json_object_set_new(m, "events_written",
-				    json_integer((json_int_t)(rep->events_on_disk - events_before)));
+		json_object_set_new(
+		    m, "events_written",
+		    json_integer((json_int_t)(rep->events_on_disk - events_before)));
 		json_object_set_new(man, "metrics", m);
 		wal_json_write_atomic(pid_dir, man);
 	} else {

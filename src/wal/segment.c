@@ -93,8 +93,7 @@ static struct io_uring_sqe *wal_sqe(struct ada_wal_io *io)
 static void wal_buf_write(struct ada_wal_io *io, struct wal_buf *b)
 {
 	struct io_uring_sqe *sqe = wal_sqe(io);
-	io_uring_prep_write(sqe, b->f->fd, b->data + b->done, b->len - b->done,
-			    b->off + b->done);
+	io_uring_prep_write(sqe, b->f->fd, b->data + b->done, b->len - b->done, b->off + b->done);
 	io_uring_sqe_set_data(sqe, b);
 	io->inflight++;
 	io_uring_submit(&io->ring);
@@ -112,7 +111,7 @@ static void wal_sync(struct ada_wal_file *f, bool full)
 		uint64_t len = f->submitted_end - f->flushed_end;
 		/* nbytes 0 means "to the end of the file" for larger ranges */
 		io_uring_prep_sync_file_range(sqe, f->fd, len > UINT32_MAX ? 0 : (unsigned)len,
-					      f->flushed_end, SYNC_FILE_RANGE_WRITE);
+		                              f->flushed_end, SYNC_FILE_RANGE_WRITE);
 	}
 	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)f | 1u));
 	f->sync_inflight++;
@@ -319,13 +318,13 @@ void wal_fill_header(struct atf_index_header *h, uint32_t tid, uint8_t arch, uin
 
 /* The final header and footer, by the format library's rules (errata 1, 4). */
 void wal_fill_final(struct atf_index_header *h, struct atf_index_footer *ft,
-		    const struct ada_wal_file_summary *s)
+                    const struct ada_wal_file_summary *s)
 {
 	struct ada_atf_file_info info = {.thread_id = h->thread_id,
-					 .arch = h->arch,
-					 .os = h->os,
-					 .clock_type = h->clock_type,
-					 .has_detail = (h->flags & ATF_INDEX_FLAG_HAS_DETAIL) != 0};
+	                                 .arch = h->arch,
+	                                 .os = h->os,
+	                                 .clock_type = h->clock_type,
+	                                 .has_detail = (h->flags & ATF_INDEX_FLAG_HAS_DETAIL) != 0};
 	ada_atf_index_header_fill(h, &info, s->events, s->time_start_ns, s->time_end_ns);
 	ada_atf_index_footer_fill(ft, s->crc, s->events, s->time_start_ns, s->time_end_ns);
 }
@@ -386,8 +385,8 @@ static void wal_on_rotate(struct ada_wal_file *f)
 		wal_sync(f, false);
 }
 
-int ada_wal_file_open(struct ada_wal_io *io, const char *path,
-		      const struct ada_wal_file_opts *o, struct ada_wal_file **out)
+int ada_wal_file_open(struct ada_wal_io *io, const char *path, const struct ada_wal_file_opts *o,
+                      struct ada_wal_file **out)
 {
 	struct ada_wal_file *f = calloc(1, sizeof(*f));
 	if (!f)

@@ -84,7 +84,10 @@ static void tsc_reanchor(struct ada_tsc_clock *c, uint64_t tsc, uint64_t ns)
 	unsigned __int128 m = (unsigned __int128)slope * (uint64_t)((int64_t)ADA_TSC_SLEW_NS + err);
 	m /= ADA_TSC_SLEW_NS;
 	struct ada_tsc_map piece = {
-		.tsc0 = tsc, .ns0 = pred, .mult = m ? (uint64_t)m : 1, .shift = TSC_SHIFT,
+	    .tsc0 = tsc,
+	    .ns0 = pred,
+	    .mult = m ? (uint64_t)m : 1,
+	    .shift = TSC_SHIFT,
 	};
 	tsc_push(c, &piece);
 }
@@ -97,10 +100,10 @@ bool ada_tsc_clock_sample(struct ada_tsc_clock *c, uint64_t tsc, uint64_t ns)
 		if (ns - c->base_ns < ADA_TSC_CALIB_MIN_NS)
 			return false;
 		struct ada_tsc_map first = {
-			.tsc0 = c->base_tsc,
-			.ns0 = c->base_ns,
-			.mult = tsc_slope(ns - c->base_ns, tsc - c->base_tsc),
-			.shift = TSC_SHIFT,
+		    .tsc0 = c->base_tsc,
+		    .ns0 = c->base_ns,
+		    .mult = tsc_slope(ns - c->base_ns, tsc - c->base_tsc),
+		    .shift = TSC_SHIFT,
 		};
 		tsc_push(c, &first);
 		c->ready = 1;

@@ -81,7 +81,8 @@ static inline bool ada_tsc_clock_ready(const struct ada_tsc_clock *c)
 static inline uint64_t ada_tsc_map_apply(const struct ada_tsc_map *m, uint64_t tsc)
 {
 	if (tsc >= m->tsc0)
-		return m->ns0 + (uint64_t)(((unsigned __int128)(tsc - m->tsc0) * m->mult) >> m->shift);
+		return m->ns0 +
+		       (uint64_t)(((unsigned __int128)(tsc - m->tsc0) * m->mult) >> m->shift);
 	uint64_t back = (uint64_t)(((unsigned __int128)(m->tsc0 - tsc) * m->mult) >> m->shift);
 	return back > m->ns0 ? 0 : m->ns0 - back;
 }
@@ -158,16 +159,16 @@ uint64_t ada_wal_io_bytes_written(const struct ada_wal_io *io);
 
 struct ada_wal_file_opts {
 	uint32_t thread_id;
-	uint8_t clock_type;   /* ATF_CLOCK_BOOTTIME */
-	uint8_t arch;         /* ATF_ARCH_* */
+	uint8_t clock_type;     /* ATF_CLOCK_BOOTTIME */
+	uint8_t arch;           /* ATF_ARCH_* */
 	uint64_t segment_bytes; /* preallocation step; 0 = 64 MiB */
 	struct ada_flush_policy flush;
 };
 
 /* Creates path (O_EXCL), writes the header placeholder, preallocates the
  * first segment. -EEXIST, -ENOSPC, -ENOMEM, other -errno from open. */
-int ada_wal_file_open(struct ada_wal_io *io, const char *path,
-		      const struct ada_wal_file_opts *o, struct ada_wal_file **out);
+int ada_wal_file_open(struct ada_wal_io *io, const char *path, const struct ada_wal_file_opts *o,
+                      struct ada_wal_file **out);
 /* Space for up to max events in the staging buffer; returns how many fit
  * (>= 1 unless the file failed: then 0) and sets *dst. */
 size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index_event **dst);
@@ -216,21 +217,21 @@ int ada_wal_file_finalize(struct ada_wal_file *f, struct ada_wal_file_summary *s
  * already finalized and valid is left as it is unless extra is given.
  * Returns 0, -EPROTO (not an index file), or -errno.
  */
-int ada_wal_finalize_path(const char *path, const struct atf_index_event *extra,
-			  size_t n_extra, struct ada_wal_file_summary *sum);
+int ada_wal_finalize_path(const char *path, const struct atf_index_event *extra, size_t n_extra,
+                          struct ada_wal_file_summary *sum);
 
 /* ---- the recorder --------------------------------------------------------- */
 
 struct ada_recorder_opts {
-	const char *out_dir;       /* parent of session_YYYYMMDD_HHMMSS */
-	const char *shm_dir;       /* parent of ada-<tag>/ (default /dev/shm) */
-	int drain_cpu;             /* -1: not pinned */
-	uint64_t segment_bytes;    /* 0 = 64 MiB */
-	uint64_t max_disk_bytes;   /* 0 = unbounded */
+	const char *out_dir;     /* parent of session_YYYYMMDD_HHMMSS */
+	const char *shm_dir;     /* parent of ada-<tag>/ (default /dev/shm) */
+	int drain_cpu;           /* -1: not pinned */
+	uint64_t segment_bytes;  /* 0 = 64 MiB */
+	uint64_t max_disk_bytes; /* 0 = unbounded */
 	struct ada_flush_policy flush;
-	bool follow;               /* record children that create arenas */
-	bool force_clock;          /* ts=clock even with an invariant TSC */
-	const char *ring_config;   /* ADA_RING_CONFIG text to pass on */
+	bool follow;                     /* record children that create arenas */
+	bool force_clock;                /* ts=clock even with an invariant TSC */
+	const char *ring_config;         /* ADA_RING_CONFIG text to pass on */
 	const char *const *program_argv; /* recorded in the manifest */
 };
 

@@ -15,14 +15,14 @@
 struct ada_wal_file;
 
 struct wal_buf {
-	struct wal_buf *next;     /* free list */
+	struct wal_buf *next; /* free list */
 	struct ada_wal_file *f;
-	uint64_t off;             /* file offset of data[0] */
-	uint32_t len;             /* bytes staged */
-	uint32_t done;            /* bytes the kernel already wrote (short writes) */
-	uint64_t first_ts;        /* BOOTTIME ns of the first event: latency */
-	uint64_t staged_at;       /* CLOCK_MONOTONIC ns when staging began */
-	uint64_t ev_end;          /* file event count at the end of this buffer */
+	uint64_t off;              /* file offset of data[0] */
+	uint32_t len;              /* bytes staged */
+	uint32_t done;             /* bytes the kernel already wrote (short writes) */
+	uint64_t first_ts;         /* BOOTTIME ns of the first event: latency */
+	uint64_t staged_at;        /* CLOCK_MONOTONIC ns when staging began */
+	uint64_t ev_end;           /* file event count at the end of this buffer */
 	struct wal_buf *fifo_next; /* the file's writes in flight, in order */
 	bool complete;
 	uint8_t *data;
@@ -35,7 +35,7 @@ struct ada_wal_io {
 	uint32_t max_buffers;
 	uint32_t n_buffers;
 	uint64_t stage_ns;
-	uint32_t inflight;          /* SQEs submitted and not reaped */
+	uint32_t inflight; /* SQEs submitted and not reaped */
 	bool disk_full;
 	struct wal_buf *free;
 	struct ada_wal_file *stage_head; /* files holding a staging buffer */
@@ -54,13 +54,13 @@ struct ada_wal_file {
 	uint64_t submitted_end; /* end of the last buffer handed to the kernel */
 	uint64_t flushed_end;   /* end of the last range a flush was asked for */
 	uint64_t last_flush_ns;
-	uint64_t bad_from;      /* offset of the first failed write, or MAX */
+	uint64_t bad_from; /* offset of the first failed write, or MAX */
 	uint32_t segments;
 	uint32_t crc;
 	uint64_t events, t_start, t_end, lost;
 	struct wal_buf *cur;
 	struct wal_buf *fifo_head, *fifo_tail; /* submitted, in file order */
-	uint64_t durable;       /* events whose writes completed, in order */
+	uint64_t durable;                      /* events whose writes completed, in order */
 	uint32_t inflight, sync_inflight;
 	int error;
 	bool full, staged;
@@ -71,7 +71,7 @@ struct ada_wal_file {
 void ada_wal_file_discard(struct ada_wal_file *f, size_t n);
 void wal_fill_header(struct atf_index_header *h, uint32_t tid, uint8_t arch, uint8_t clock);
 void wal_fill_final(struct atf_index_header *h, struct atf_index_footer *ft,
-		    const struct ada_wal_file_summary *s);
+                    const struct ada_wal_file_summary *s);
 int wal_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 
 /* CRC-32 as zlib's crc32() computes it (errata 3). libdeflate's is the
@@ -125,9 +125,9 @@ struct wal_thread {
 	uint64_t lost_pending;  /* lost events among pending (always the last) */
 	uint64_t ring_next;     /* ring position of the next event to take */
 	uint32_t slot_gen;
-	uint64_t base_seq;      /* global index_seq of the current file's event 0 */
+	uint64_t base_seq; /* global index_seq of the current file's event 0 */
 	uint32_t next_gen;
-	struct wal_gen *gens;   /* kept generations, oldest first */
+	struct wal_gen *gens; /* kept generations, oldest first */
 	size_t ngens, capgens;
 	uint64_t retired_events, retired_bytes;
 	struct ada_wal_file_summary last; /* of the current file once final */
@@ -142,12 +142,12 @@ struct wal_proc {
 	char *arena_path;
 	struct ada_arena *arena;
 	uint32_t max_threads;
-	uint64_t ring_events;   /* index ring capacity per thread */
+	uint64_t ring_events; /* index ring capacity per thread */
 	struct wal_thread **by_slot;
 	struct wal_thread **threads;
 	size_t nthreads, capthreads;
 	bool reaped, gone, finished, our_child;
-	int pidfd;              /* -1 unless it is not our child */
+	int pidfd; /* -1 unless it is not our child */
 	int wstatus;
 	uint64_t events, events_at_tick;
 	uint64_t drops_at_tick[2][4];
@@ -173,8 +173,8 @@ struct ada_recorder {
 	size_t nearly, capearly;
 	bool main_reaped, no_children;
 	int main_status;
-	uint64_t gen_bytes;       /* rotate a thread's file past this (budget) */
-	uint64_t disk_closed;     /* bytes of finalized files still on disk */
+	uint64_t gen_bytes;   /* rotate a thread's file past this (budget) */
+	uint64_t disk_closed; /* bytes of finalized files still on disk */
 	bool budget_warned;
 	uint64_t start_ns, end_ns;
 	uint64_t last_tick_ns, last_anchor_ns, last_reclaim_ns;

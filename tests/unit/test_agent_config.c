@@ -50,7 +50,9 @@ static void test_globs(void **state)
 	(void)state;
 	struct ada_hook_config c;
 	assert_int_equal(parse("exclude=libz*,*/libssl.so.3;include-symbol=http_*,main;"
-			       "exclude-symbol=http_debug*;follow=0", &c), 0);
+	                       "exclude-symbol=http_debug*;follow=0",
+	                       &c),
+	                 0);
 	assert_false(c.follow);
 	assert_false(ada_hook_config_module_wanted(&c, "/usr/lib/libz.so.1"));
 	assert_false(ada_hook_config_module_wanted(&c, "/usr/lib/libssl.so.3"));
@@ -92,9 +94,9 @@ static void test_bad(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_globs),
-		cmocka_unit_test(test_bad),
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_globs),
+	    cmocka_unit_test(test_bad),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

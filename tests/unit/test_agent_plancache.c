@@ -36,9 +36,9 @@ static void make_key(struct plan_cache_key *k)
 static void make_entries(struct plan_cache_entry *e)
 {
 	const struct plan_cache_entry v[N] = {
-		{ ADA_HOOK_OK, 5 }, { ADA_HOOK_OK, 8 }, { ADA_SKIP_BRANCH_INTO_PATCH, 0 },
-		{ ADA_SKIP_JUMP_TABLE, 0 }, { PLAN_CACHE_UNKNOWN, 0 }, { ADA_SKIP_TOO_SHORT, 0 },
-		{ ADA_HOOK_OK, 16 },
+	    {ADA_HOOK_OK, 5},         {ADA_HOOK_OK, 8},        {ADA_SKIP_BRANCH_INTO_PATCH, 0},
+	    {ADA_SKIP_JUMP_TABLE, 0}, {PLAN_CACHE_UNKNOWN, 0}, {ADA_SKIP_TOO_SHORT, 0},
+	    {ADA_HOOK_OK, 16},
 	};
 	memcpy(e, v, sizeof(v));
 }
@@ -119,12 +119,24 @@ static void test_mismatch(void **state)
 	for (int which = 0; which < 6; which++) {
 		make_key(&k);
 		switch (which) {
-		case 0: k.build_id[3] ^= 1; break;
-		case 1: k.build_id_len = 19; break;
-		case 2: k.agent_hash++; break;
-		case 3: k.module_size += 4096; break;
-		case 4: k.table_hash ^= 1; break;
-		default: k.fn_count = N - 1; break;
+		case 0:
+			k.build_id[3] ^= 1;
+			break;
+		case 1:
+			k.build_id_len = 19;
+			break;
+		case 2:
+			k.agent_hash++;
+			break;
+		case 3:
+			k.module_size += 4096;
+			break;
+		case 4:
+			k.table_hash ^= 1;
+			break;
+		default:
+			k.fn_count = N - 1;
+			break;
 		}
 		int r = plan_cache_parse(b, n, &k, e);
 		/* a different count also changes the expected length */
@@ -141,8 +153,10 @@ static void test_bad_entries(void **state)
 	struct plan_cache_key k;
 	struct plan_cache_entry e[N], out[N];
 	const struct plan_cache_entry bad[] = {
-		{ ADA_HOOK_OK, 4 }, { ADA_HOOK_OK, 17 }, { ADA_SKIP_REASON_COUNT, 0 },
-		{ ADA_SKIP_JUMP_TABLE, 5 },
+	    {ADA_HOOK_OK, 4},
+	    {ADA_HOOK_OK, 17},
+	    {ADA_SKIP_REASON_COUNT, 0},
+	    {ADA_SKIP_JUMP_TABLE, 5},
 	};
 	make_key(&k);
 	for (size_t j = 0; j < sizeof(bad) / sizeof(bad[0]); j++) {
@@ -243,10 +257,10 @@ static void test_self_hash(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip), cmocka_unit_test(test_corrupt),
-		cmocka_unit_test(test_truncated),  cmocka_unit_test(test_mismatch),
-		cmocka_unit_test(test_bad_entries), cmocka_unit_test(test_path),
-		cmocka_unit_test(test_store_load),  cmocka_unit_test(test_self_hash),
+	    cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_corrupt),
+	    cmocka_unit_test(test_truncated),   cmocka_unit_test(test_mismatch),
+	    cmocka_unit_test(test_bad_entries), cmocka_unit_test(test_path),
+	    cmocka_unit_test(test_store_load),  cmocka_unit_test(test_self_hash),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,7 +22,7 @@ static size_t nev;
 static void record(uint64_t fn, uint32_t kind, uint32_t depth)
 {
 	assert_true(nev < 256);
-	evs[nev++] = (struct ev){ fn, kind, depth };
+	evs[nev++] = (struct ev){fn, kind, depth};
 }
 #define SHADOW_EMIT(fn, kind, depth) record((fn), (kind), (depth))
 #include "shadow_internal.h"
@@ -179,7 +179,8 @@ static void test_altstack_not_dead(void **state)
 {
 	(void)state;
 	/* mmap space lies far above a PIE's .bss, where `stack` is */
-	uint64_t *alt = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t *alt =
+	    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(alt != MAP_FAILED);
 	uint64_t *alt_slot = &alt[32];
 	call(1, 10, 0x1001);
@@ -436,21 +437,21 @@ static void test_side_full(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_nested, setup),
-		cmocka_unit_test_setup(test_tail_call, setup),
-		cmocka_unit_test_setup(test_longjmp_then_call, setup),
-		cmocka_unit_test_setup(test_longjmp_then_return, setup),
-		cmocka_unit_test_setup(test_altstack_not_dead, setup),
-		cmocka_unit_test_setup(test_unwind_and_catch, setup),
-		cmocka_unit_test_setup(test_pop_all_and_exec, setup),
-		cmocka_unit_test_setup(test_fork_inherited, setup),
-		cmocka_unit_test_setup(test_grave, setup),
-		cmocka_unit_test_setup(test_grave_exceptions_only, setup),
-		cmocka_unit_test_setup(test_fast_nested, setup),
-		cmocka_unit_test_setup(test_fast_enter_declines, setup),
-		cmocka_unit_test_setup(test_fast_return_declines, setup),
-		cmocka_unit_test_setup(test_side_path, setup),
-		cmocka_unit_test_setup(test_side_full, setup),
+	    cmocka_unit_test_setup(test_nested, setup),
+	    cmocka_unit_test_setup(test_tail_call, setup),
+	    cmocka_unit_test_setup(test_longjmp_then_call, setup),
+	    cmocka_unit_test_setup(test_longjmp_then_return, setup),
+	    cmocka_unit_test_setup(test_altstack_not_dead, setup),
+	    cmocka_unit_test_setup(test_unwind_and_catch, setup),
+	    cmocka_unit_test_setup(test_pop_all_and_exec, setup),
+	    cmocka_unit_test_setup(test_fork_inherited, setup),
+	    cmocka_unit_test_setup(test_grave, setup),
+	    cmocka_unit_test_setup(test_grave_exceptions_only, setup),
+	    cmocka_unit_test_setup(test_fast_nested, setup),
+	    cmocka_unit_test_setup(test_fast_enter_declines, setup),
+	    cmocka_unit_test_setup(test_fast_return_declines, setup),
+	    cmocka_unit_test_setup(test_side_path, setup),
+	    cmocka_unit_test_setup(test_side_full, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

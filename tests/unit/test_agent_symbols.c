@@ -62,8 +62,7 @@ static const struct ada_hook_fn *find(const struct ada_hook_symtab *st, const ch
 	return NULL;
 }
 
-static void check_fn(const struct ada_hook_symtab *st, uint64_t base, void *addr,
-		     const char *name)
+static void check_fn(const struct ada_hook_symtab *st, uint64_t base, void *addr, const char *name)
 {
 	const struct ada_hook_fn *f = find(st, name);
 	assert_non_null(f);
@@ -113,7 +112,11 @@ static void test_bad_files(void **state)
 	char path[] = "/tmp/ada_test_agent_XXXXXX";
 	int fd = mkstemp(path);
 	assert_true(fd >= 0);
-	assert_int_equal(write(fd, "\x7f" "ELF\x02\x01\x01", 7), 7); /* truncated header */
+	assert_int_equal(write(fd,
+	                       "\x7f"
+	                       "ELF\x02\x01\x01",
+	                       7),
+	                 7); /* truncated header */
 	close(fd);
 	assert_int_equal(ada_hook_symtab_read(path, NULL, &st), -ENOEXEC);
 	unlink(path);
@@ -162,12 +165,12 @@ static void test_xref(void **state)
 	code[7] = 0xc3;
 	char names[] = "A\0B\0C";
 	struct ada_hook_fn fns[3] = {
-		{ .offset = 0, .size = 8, .name_off = 0 },
-		{ .offset = 16, .size = 16, .name_off = 2 },
-		{ .offset = 32, .size = 16, .name_off = 4 },
+	    {.offset = 0, .size = 8, .name_off = 0},
+	    {.offset = 16, .size = 16, .name_off = 2},
+	    {.offset = 32, .size = 16, .name_off = 4},
 	};
-	struct ada_hook_symtab st = { .fns = fns, .count = 3, .names = names, .names_len = 6 };
-	struct hook_arch_plan plans[3] = { { .patch_len = 5 }, { .patch_len = 5 }, { .patch_len = 5 } };
+	struct ada_hook_symtab st = {.fns = fns, .count = 3, .names = names, .names_len = 6};
+	struct hook_arch_plan plans[3] = {{.patch_len = 5}, {.patch_len = 5}, {.patch_len = 5}};
 	assert_int_equal(discover_xref_check((uint64_t)(uintptr_t)code, &st, plans), 0);
 	assert_int_equal(fns[0].status, ADA_HOOK_OK);
 	assert_int_equal(fns[1].status, ADA_SKIP_BRANCH_INTO_PATCH);
@@ -177,10 +180,10 @@ static void test_xref(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_own_functions),
-		cmocka_unit_test(test_bad_files),
-		cmocka_unit_test(test_images),
-		cmocka_unit_test(test_xref),
+	    cmocka_unit_test(test_own_functions),
+	    cmocka_unit_test(test_bad_files),
+	    cmocka_unit_test(test_images),
+	    cmocka_unit_test(test_xref),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

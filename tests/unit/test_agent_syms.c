@@ -22,13 +22,13 @@ static char names[] = "main\0helper\0helper_alias\0resolver";
 static void make(struct ada_hook_symtab *st, struct ada_hook_fn *fns)
 {
 	memset(st, 0, sizeof(*st));
-	fns[0] = (struct ada_hook_fn){ .offset = 0x1130, .size = 42, .name_off = 0 };
-	fns[1] = (struct ada_hook_fn){ .offset = 0x1160, .size = 7, .name_off = 5,
-				       .status = ADA_SKIP_TOO_SHORT };
-	fns[2] = (struct ada_hook_fn){ .offset = 0x1160, .size = 7, .name_off = 12,
-				       .status = ADA_SKIP_ALIAS };
-	fns[3] = (struct ada_hook_fn){ .offset = 0xabcdef, .size = 0, .name_off = 25,
-				       .status = ADA_SKIP_IFUNC };
+	fns[0] = (struct ada_hook_fn){.offset = 0x1130, .size = 42, .name_off = 0};
+	fns[1] = (struct ada_hook_fn){
+	    .offset = 0x1160, .size = 7, .name_off = 5, .status = ADA_SKIP_TOO_SHORT};
+	fns[2] = (struct ada_hook_fn){
+	    .offset = 0x1160, .size = 7, .name_off = 12, .status = ADA_SKIP_ALIAS};
+	fns[3] = (struct ada_hook_fn){
+	    .offset = 0xabcdef, .size = 0, .name_off = 25, .status = ADA_SKIP_IFUNC};
 	st->fns = fns;
 	st->count = 4;
 	st->names = names;
@@ -50,7 +50,7 @@ static void test_round_trip(void **state)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	assert_non_null(f);
-	struct ada_hook_module_info mi = { 7, "/usr/lib/libx.so.1", 0x7f0012340000ull };
+	struct ada_hook_module_info mi = {7, "/usr/lib/libx.so.1", 0x7f0012340000ull};
 	assert_int_equal(ada_hook_syms_write(f, &mi, &st), 0);
 	fclose(f);
 
@@ -108,7 +108,7 @@ static void test_empty(void **state)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	struct ada_hook_module_info mi = { 1, "/bin/x", 0 };
+	struct ada_hook_module_info mi = {1, "/bin/x", 0};
 	assert_int_equal(ada_hook_syms_write(f, &mi, &st), 0);
 	fclose(f);
 	struct ada_syms_module *m = NULL;
@@ -123,9 +123,9 @@ static void test_empty(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_hash_sensitive),
-		cmocka_unit_test(test_empty),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_hash_sensitive),
+	    cmocka_unit_test(test_empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -76,8 +76,13 @@ static void test_generations(void **state)
 	assert_true(ada_arena_config_format(&cfg, txt, sizeof(txt)) > 0);
 	const char *argv[] = {"retention-child", NULL};
 	struct ada_recorder_opts o = {
-		.out_dir = out, .drain_cpu = -1, .max_disk_bytes = BUDGET, .follow = true,
-		.force_clock = true, .ring_config = txt, .program_argv = argv,
+	    .out_dir = out,
+	    .drain_cpu = -1,
+	    .max_disk_bytes = BUDGET,
+	    .follow = true,
+	    .force_clock = true,
+	    .ring_config = txt,
+	    .program_argv = argv,
 	};
 	struct ada_recorder *r;
 	assert_int_equal(ada_recorder_new(&o, &r), 0);
@@ -113,7 +118,7 @@ static void test_generations(void **state)
 			last_gen = json_integer_value(g);
 		}
 		snprintf(path, sizeof(path), "%s/%s", pid_dir,
-			 json_string_value(json_object_get(f, "path")));
+		         json_string_value(json_object_get(f, "path")));
 		uint64_t first, count, size;
 		file_info(path, &first, &count, &size);
 		assert_int_equal(count, json_integer_value(json_object_get(f, "events")));
@@ -137,7 +142,7 @@ static void test_generations(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_generations),
+	    cmocka_unit_test(test_generations),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,12 +43,12 @@ static int teardown(void **state)
 static struct atf_index_event ev_make(uint64_t i)
 {
 	struct atf_index_event e = {
-		.timestamp_ns = 1000 + i * 7,
-		.function_id = (3ull << 32) | (i % 1000),
-		.thread_id = 4242,
-		.event_kind = (uint32_t)(i % 2 ? ATF_EVENT_RETURN : ATF_EVENT_CALL),
-		.call_depth = 1,
-		.detail_seq = ATF_NO_DETAIL,
+	    .timestamp_ns = 1000 + i * 7,
+	    .function_id = (3ull << 32) | (i % 1000),
+	    .thread_id = 4242,
+	    .event_kind = (uint32_t)(i % 2 ? ATF_EVENT_RETURN : ATF_EVENT_CALL),
+	    .call_depth = 1,
+	    .detail_seq = ATF_NO_DETAIL,
 	};
 	return e;
 }
@@ -127,8 +127,10 @@ static void test_write_finalize(void **state)
 	assert_int_equal(ada_wal_io_new(&io_o, &io), 0);
 	char path[300];
 	snprintf(path, sizeof(path), "%s/index.atf", tmpdir);
-	struct ada_wal_file_opts o = {.thread_id = 4242, .clock_type = ATF_CLOCK_BOOTTIME,
-				      .arch = ATF_ARCH_X86_64, .segment_bytes = 256 * 1024};
+	struct ada_wal_file_opts o = {.thread_id = 4242,
+	                              .clock_type = ATF_CLOCK_BOOTTIME,
+	                              .arch = ATF_ARCH_X86_64,
+	                              .segment_bytes = 256 * 1024};
 	o.flush.mode = ADA_FLUSH_BYTES;
 	o.flush.value = 100000;
 	struct ada_wal_file *f;
@@ -160,8 +162,8 @@ static void test_more_files_than_buffers(void **state)
 	assert_int_equal(ada_wal_io_new(&io_o, &io), 0);
 	struct ada_wal_file *f[5];
 	char path[5][300];
-	struct ada_wal_file_opts o = {.thread_id = 7, .clock_type = ATF_CLOCK_BOOTTIME,
-				      .arch = ATF_ARCH_X86_64};
+	struct ada_wal_file_opts o = {
+	    .thread_id = 7, .clock_type = ATF_CLOCK_BOOTTIME, .arch = ATF_ARCH_X86_64};
 	for (int i = 0; i < 5; i++) {
 		snprintf(path[i], sizeof(path[i]), "%s/many%d.atf", tmpdir, i);
 		assert_int_equal(ada_wal_file_open(io, path[i], &o, &f[i]), 0);
@@ -188,8 +190,8 @@ static void test_empty_file(void **state)
 	assert_int_equal(ada_wal_io_new(NULL, &io), 0);
 	char path[300];
 	snprintf(path, sizeof(path), "%s/empty.atf", tmpdir);
-	struct ada_wal_file_opts o = {.thread_id = 1, .clock_type = ATF_CLOCK_BOOTTIME,
-				      .arch = ATF_ARCH_X86_64};
+	struct ada_wal_file_opts o = {
+	    .thread_id = 1, .clock_type = ATF_CLOCK_BOOTTIME, .arch = ATF_ARCH_X86_64};
 	struct ada_wal_file *f;
 	assert_int_equal(ada_wal_file_open(io, path, &o, &f), 0);
 	assert_int_equal(ada_wal_file_finalize(f, NULL), 0);
@@ -269,7 +271,8 @@ static void test_finalize_torn(void **state)
 	assert_int_equal(s.events, 100);
 	check_file(path, 100, 0);
 	fd = open(path, O_WRONLY | O_TRUNC);
-	assert_int_equal(write(fd, "not an index file at all, sorry.................................", 64), 64);
+	assert_int_equal(
+	    write(fd, "not an index file at all, sorry.................................", 64), 64);
 	close(fd);
 	assert_int_equal(ada_wal_finalize_path(path, NULL, 0, &s), -71 /* EPROTO */);
 	unlink(path);
@@ -312,13 +315,10 @@ static void test_latency_hist(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_write_finalize),
-		cmocka_unit_test(test_more_files_than_buffers),
-		cmocka_unit_test(test_empty_file),
-		cmocka_unit_test(test_finalize_zero_tail),
-		cmocka_unit_test(test_finalize_torn),
-		cmocka_unit_test(test_flush_parse),
-		cmocka_unit_test(test_latency_hist),
+	    cmocka_unit_test(test_write_finalize), cmocka_unit_test(test_more_files_than_buffers),
+	    cmocka_unit_test(test_empty_file),     cmocka_unit_test(test_finalize_zero_tail),
+	    cmocka_unit_test(test_finalize_torn),  cmocka_unit_test(test_flush_parse),
+	    cmocka_unit_test(test_latency_hist),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -136,8 +136,9 @@ static void test_set_anchor(void **state)
 static void test_cpuinfo(void **state)
 {
 	(void)state;
-	const char *yes = "processor\t: 0\nflags\t\t: fpu tsc constant_tsc rep_good nonstop_tsc cpuid\n"
-			  "processor\t: 1\nflags\t\t: fpu constant_tsc nonstop_tsc\n";
+	const char *yes =
+	    "processor\t: 0\nflags\t\t: fpu tsc constant_tsc rep_good nonstop_tsc cpuid\n"
+	    "processor\t: 1\nflags\t\t: fpu constant_tsc nonstop_tsc\n";
 	const char *no = "processor\t: 0\nflags\t\t: fpu tsc constant_tsc rep_good\n";
 	const char *partial = "flags\t\t: constant_tsc nonstop_tsc_x\n";
 	const char *none = "processor\t: 0\nmodel name\t: x\n";
@@ -152,13 +153,13 @@ static void test_cpuinfo(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_calibration_needs_baseline),
-		cmocka_unit_test(test_accuracy),
-		cmocka_unit_test(test_reanchor_drift_monotonic),
-		cmocka_unit_test(test_clock_step_back_never_reverses),
-		cmocka_unit_test(test_history),
-		cmocka_unit_test(test_set_anchor),
-		cmocka_unit_test(test_cpuinfo),
+	    cmocka_unit_test(test_calibration_needs_baseline),
+	    cmocka_unit_test(test_accuracy),
+	    cmocka_unit_test(test_reanchor_drift_monotonic),
+	    cmocka_unit_test(test_clock_step_back_never_reverses),
+	    cmocka_unit_test(test_history),
+	    cmocka_unit_test(test_set_anchor),
+	    cmocka_unit_test(test_cpuinfo),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
