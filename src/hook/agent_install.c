@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +95,37 @@ static void install_verdicts(struct agent_module *m)
 	}
 }
 
+/* The module's readable PT_LOAD segments: where prepare may read switch
+ * tables (hook_arch_prepare_mem). Found again by base and lowest address. */
+struct install_rd {
+	const struct agent_module *m;
+	struct hook_arch_region v[16];
+	size_t n;
+};
+
+static int install_rd_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct install_rd *r = arg;
+	uint64_t lo = UINT64_MAX;
+	size_t n = 0;
+	(void)size;
+	if ((uint64_t)info->dlpi_addr != r->m->base)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t a = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type != PT_LOAD)
+			continue;
+		lo = a < lo ? a : lo;
+		if ((ph->p_flags & PF_R) && n < sizeof(r->v) / sizeof(r->v[0]))
+			r->v[n++] = (struct hook_arch_region){ a, ph->p_memsz, (const uint8_t *)a };
+	}
+	if (lo != r->m->lo)
+		return 0;
+	r->n = n;
+	return 1;
+}
+
 /* hook_arch_prepare on every function still ADA_HOOK_OK. With ce (a plan
  * cache hit), only the prologue is decoded for a cached OK and a cached
  * skip reason is taken as is. Returns how many remain candidates, or
@@ -103,6 +135,10 @@ static size_t install_prepare(struct agent_module *m, struct hook_arch_plan *pla
 			      const struct plan_cache_entry *ce)
 {
 	size_t n = 0;
+	struct install_rd rd = { .m = m };
+	if (!ce)
+		dl_iterate_phdr(install_rd_cb, &rd);
+	struct hook_arch_memview mv = { rd.v, rd.n };
 	for (size_t i = 0; i < m->st.count; i++) {
 		struct ada_hook_fn *f = &m->st.fns[i];
 		if (f->status != ADA_HOOK_OK)
@@ -110,7 +146,7 @@ static size_t install_prepare(struct agent_module *m, struct hook_arch_plan *pla
 		uint64_t addr = m->base + f->offset;
 		const uint8_t *code = (const uint8_t *)addr;
 		if (!ce) {
-			f->status = (uint8_t)hook_arch_prepare(code, addr, f->size, &plans[i]);
+			f->status = (uint8_t)hook_arch_prepare_mem(code, addr, f->size, &mv, &plans[i]);
 		} else if (ce[i].status != ADA_HOOK_OK) {
 			f->status = ce[i].status;
 		} else if (hook_arch_prepare_prologue(code, addr, f->size, &plans[i]) != ADA_HOOK_OK ||

@@ -114,6 +114,28 @@ struct hook_arch_plan {
 enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_t size,
                                      struct hook_arch_plan *plan);
 
+/* Memory prepare may read beyond the function: switch tables (x86_64:
+ * .rodata). Each region is readable for its whole [addr, addr+len), and
+ * its bytes are at `bytes` (in the agent bytes == (const uint8_t *)addr,
+ * the module's readable PT_LOAD segments; a copy in tests). */
+struct hook_arch_region {
+	uint64_t addr, len;
+	const uint8_t *bytes;
+};
+struct hook_arch_memview {
+	const struct hook_arch_region *v;
+	size_t n;
+};
+
+/* hook_arch_prepare() that may also read switch tables inside mem: a
+ * function whose indirect jumps are all recognised switch dispatches
+ * (bound check + table, read entry by entry) with no entry inside the
+ * patch is hooked instead of skipped with ADA_SKIP_JUMP_TABLE. mem NULL
+ * (or a table outside it): exactly hook_arch_prepare(). */
+enum ada_hook_skip hook_arch_prepare_mem(const uint8_t *code, uint64_t addr, uint64_t size,
+                                         const struct hook_arch_memview *mem,
+                                         struct hook_arch_plan *plan);
+
 /* The prologue half of hook_arch_prepare(): decodes and classifies the
  * displaced instructions and fills plan, without the body sweep (no check
  * for branches into the patch). Only for a function a full

@@ -15,7 +15,7 @@
  *
  * File layout (little-endian, x86_64 only, as the agent):
  *     0  magic "ADAPLAN\0"         8
- *     8  version (1)               u32
+ *     8  version (2)               u32
  *    12  build_id_len              u32 (<= 64)
  *    16  build_id                  64 bytes, zero-padded
  *    80  agent_hash                u64
@@ -45,7 +45,7 @@
 #include "plancache_internal.h"
 
 #define PC_MAGIC "ADAPLAN"
-#define PC_VERSION 1u
+#define PC_VERSION 2u /* 2: switch tables read (jump_table verdicts changed) */
 #define PC_HDR 128
 #define PC_SUM_OFF 112
 #define PC_MAX_FNS (1u << 24) /* far above any real symbol table */

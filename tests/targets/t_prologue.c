@@ -9,7 +9,11 @@
  *                   (a tail call: its frame may end in RETURN or EXCEPTION);
  *   pro_loop        a loop branches back to offset 2, inside any 5-byte
  *                   patch: it cannot be hooked safely and must show no
- *                   events at all (its table count is 0 on purpose).
+ *                   events at all (its table count is 0 on purpose);
+ *   pro_switch      a PIC switch dispatch (cmp; ja | lea table; movslq;
+ *                   add; jmp reg) whose table avoids the patch: hooked
+ *                   by reading the table (issue 4 item 8);
+ *   c_switch        the same from gcc (a dense switch at -O2), in C.
  * The assembly functions count nothing themselves; drive_asm(), a counted C
  * function, knows how many times it called each one. Single-threaded.
  */
@@ -19,7 +23,8 @@
 
 #define FUNCS(X)                                                               \
 	X(main) X(drive_asm) X(pro_riprel_add) X(pro_riprel_lea) X(pro_jcc)    \
-	X(pro_jmp8) X(pro_jmp_first) X(pro_target) X(pro_loop)
+	X(pro_jmp8) X(pro_jmp_first) X(pro_target) X(pro_loop) X(pro_switch)   \
+	X(c_switch)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
@@ -32,6 +37,7 @@ unsigned long pro_jmp8(unsigned long x);
 unsigned long pro_jmp_first(unsigned long x);
 unsigned long pro_target(unsigned long x);
 unsigned long pro_loop(unsigned long n);
+unsigned long pro_switch(unsigned long x, unsigned long y);
 
 __asm__(".text\n"
 	".p2align 4\n"
@@ -95,6 +101,58 @@ __asm__(".text\n"
 	"	ret\n"
 	".size pro_loop, .-pro_loop\n");
 
+/* Cases return y+10..y+40, the default y. The table is gcc's shape:
+ * int32 offsets from the table's own address, in .rodata. */
+__asm__(".text\n"
+	".p2align 4\n"
+	".globl pro_switch\n.type pro_switch,@function\n"
+	"pro_switch:\n"
+	"	cmp $3, %edi\n"
+	"	ja .Lpsw_def\n"
+	"	mov %edi, %edi\n"
+	"	lea .Lpsw_tab(%rip), %rdx\n"
+	"	movslq (%rdx,%rdi,4), %rax\n"
+	"	add %rdx, %rax\n"
+	"	jmp *%rax\n"
+	".Lpsw_0:	lea 10(%rsi), %rax\n	ret\n"
+	".Lpsw_1:	lea 20(%rsi), %rax\n	ret\n"
+	".Lpsw_2:	lea 30(%rsi), %rax\n	ret\n"
+	".Lpsw_3:	lea 40(%rsi), %rax\n	ret\n"
+	".Lpsw_def:	mov %rsi, %rax\n	ret\n"
+	".size pro_switch, .-pro_switch\n"
+	".section .rodata\n"
+	".p2align 2\n"
+	".Lpsw_tab:\n"
+	"	.long .Lpsw_0 - .Lpsw_tab, .Lpsw_1 - .Lpsw_tab\n"
+	"	.long .Lpsw_2 - .Lpsw_tab, .Lpsw_3 - .Lpsw_tab\n"
+	".text\n");
+
+/* A dense switch with distinct bodies: gcc -O2 dispatches it through a
+ * table, and its entry is `cmp; ja` (two displaced instructions). Not
+ * counted inside (that would put a counter increment first): the caller
+ * adds its calls. */
+TC_FN static int c_switch(int x, int y)
+{
+	switch (x) {
+	case 0:
+		return y + 11;
+	case 1:
+		return y * 23;
+	case 2:
+		return y ^ 37;
+	case 3:
+		return y - 41;
+	case 4:
+		return y << 3;
+	case 5:
+		return y / 61;
+	case 6:
+		return y % 73;
+	default:
+		return -1;
+	}
+}
+
 TC_FN static unsigned long drive_asm(unsigned long rounds)
 {
 	TC_ENTER(FN_drive_asm);
@@ -107,6 +165,8 @@ TC_FN static unsigned long drive_asm(unsigned long rounds)
 		acc += pro_jmp_first(i);
 		acc += pro_target(i);
 		acc += pro_loop(i + 1);
+		acc += pro_switch(i % 6, i);
+		acc += (unsigned long)c_switch((int)(i % 9) - 1, (int)i);
 	}
 	TC_ADD(FN_pro_riprel_add, rounds);
 	TC_ADD(FN_pro_riprel_lea, rounds);
@@ -115,6 +175,8 @@ TC_FN static unsigned long drive_asm(unsigned long rounds)
 	TC_ADD(FN_pro_jmp_first, rounds);
 	TC_EITHER(FN_pro_jmp_first, rounds);
 	TC_ADD(FN_pro_target, 2 * rounds);
+	TC_ADD(FN_pro_switch, rounds);
+	TC_ADD(FN_c_switch, rounds);
 	/* pro_loop: not counted, it must not be hooked (see above). */
 	return acc;
 }

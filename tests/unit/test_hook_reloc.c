@@ -360,6 +360,138 @@ static void test_jump_table(void **state)
 	expect_skip(got, sizeof(got), ADA_HOOK_OK);
 }
 
+/* Switch tables (x86_switch.c): the table lives at TAB, outside the
+ * function, in a readable region of TAB_LEN bytes given to prepare. */
+#define TAB 0x600000ull
+#define SW_FN_SIZE 0x35
+
+/* cmp edi,3; ja 0x40002f | mov edi,edi; lea rdx,[rip+0x1ffff2] (= TAB);
+ * movsxd rax,dword [rdx+rdi*4]; add rax,rdx; jmp rax;
+ * 0x400017 / 0x40001d / 0x400023 / 0x400029: mov eax,10/20/30/40; ret;
+ * 0x40002f (default): mov eax,-1; ret */
+static const uint8_t sw_pic[SW_FN_SIZE] = {
+    0x83, 0xff, 0x03, 0x77, 0x2a, 0x89, 0xff, 0x48, 0x8d, 0x15, 0xf2, 0xff, 0x1f, 0x00,
+    0x48, 0x63, 0x04, 0xba, 0x48, 0x01, 0xd0, 0xff, 0xe0, 0xb8, 0x0a, 0x00, 0x00, 0x00,
+    0xc3, 0xb8, 0x14, 0x00, 0x00, 0x00, 0xc3, 0xb8, 0x1e, 0x00, 0x00, 0x00, 0xc3, 0xb8,
+    0x28, 0x00, 0x00, 0x00, 0xc3, 0xb8, 0xff, 0xff, 0xff, 0xff, 0xc3};
+static const uint64_t sw_cases[4] = {0x400017, 0x40001d, 0x400023, 0x400029};
+
+/* The PIC table for targets t[0..n): int32 offsets from TAB. */
+static void sw_rel_table(uint8_t *tab, const uint64_t *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int32_t d = (int32_t)(int64_t)(t[i] - TAB);
+		memcpy(tab + 4 * i, &d, 4);
+	}
+}
+
+static enum ada_hook_skip sw_prep(const uint8_t *code, size_t size, const uint8_t *tab,
+                                  size_t tab_len, struct hook_arch_plan *plan)
+{
+	const struct hook_arch_region r = {TAB, tab_len, tab};
+	const struct hook_arch_memview mem = {&r, 1};
+	return hook_arch_prepare_mem(code, FN, size, &mem, plan);
+}
+
+static void expect_sw(const uint8_t *code, size_t size, const uint8_t *tab, size_t tab_len,
+                      enum ada_hook_skip want)
+{
+	struct hook_arch_plan plan;
+
+	assert_string_equal(hook_skip_name(sw_prep(code, size, tab, tab_len, &plan)),
+	                    hook_skip_name(want));
+	if (want == ADA_HOOK_OK) {
+		assert_int_equal(plan.patch_len, 5); /* cmp; ja: two insns */
+		assert_int_equal(plan.insn_count, 2);
+	}
+}
+
+/* A PIC switch whose 4 entries avoid the patch: hooked once its table is
+ * read; not without the table (plain prepare, or a region too short). */
+static void test_switch_pic(void **state)
+{
+	uint8_t tab[16];
+	struct hook_arch_plan plan;
+
+	(void)state;
+	sw_rel_table(tab, sw_cases, 4);
+	expect_sw(sw_pic, sizeof(sw_pic), tab, sizeof(tab), ADA_HOOK_OK);
+	expect_skip(sw_pic, sizeof(sw_pic), ADA_SKIP_JUMP_TABLE);
+	expect_sw(sw_pic, sizeof(sw_pic), tab, 12, ADA_SKIP_JUMP_TABLE);
+	assert_int_equal(hook_arch_prepare_mem(sw_pic, FN, sizeof(sw_pic), NULL, &plan),
+	                 ADA_SKIP_JUMP_TABLE);
+}
+
+/* One entry (case 2) goes to the ja at 0x400003, inside the patch. */
+static void test_switch_into_patch(void **state)
+{
+	static const uint64_t t[4] = {0x400017, 0x40001d, 0x400003, 0x400029};
+	uint8_t tab[16];
+
+	(void)state;
+	sw_rel_table(tab, t, 4);
+	expect_sw(sw_pic, sizeof(sw_pic), tab, sizeof(tab), ADA_SKIP_JUMP_TABLE);
+}
+
+/* Shapes the reader must refuse, each a one-place change of sw_pic. */
+static void test_switch_unrecognised(void **state)
+{
+	uint8_t tab[16], code[SW_FN_SIZE];
+	static const uint64_t outside[4] = {0x400017, 0x40001d, 0x400023, 0x400100};
+	static const uint64_t mid_insn[4] = {0x400017, 0x40001d, 0x400024, 0x400029};
+
+	(void)state;
+	sw_rel_table(tab, sw_cases, 4);
+	/* jb instead of ja: the check bounds nothing on the fall-through */
+	memcpy(code, sw_pic, sizeof(code));
+	code[3] = 0x72;
+	expect_sw(code, sizeof(code), tab, sizeof(tab), ADA_SKIP_JUMP_TABLE);
+	/* cmp esi,3: another register than the index */
+	memcpy(code, sw_pic, sizeof(code));
+	code[1] = 0xfe;
+	expect_sw(code, sizeof(code), tab, sizeof(tab), ADA_SKIP_JUMP_TABLE);
+	/* xchg ax,ax instead of mov edi,edi: the upper half of rdi unknown */
+	memcpy(code, sw_pic, sizeof(code));
+	code[5] = 0x66;
+	code[6] = 0x90;
+	expect_sw(code, sizeof(code), tab, sizeof(tab), ADA_SKIP_JUMP_TABLE);
+	/* movsxd rax,[rdx+rdi*8]: not a table of int32 offsets */
+	memcpy(code, sw_pic, sizeof(code));
+	code[17] = 0xfa;
+	expect_sw(code, sizeof(code), tab, sizeof(tab), ADA_SKIP_JUMP_TABLE);
+	/* case 3 becomes `jmp 0x400007; nop x3; ret`: a branch into the
+	 * dispatch after its bound check */
+	memcpy(code, sw_pic, sizeof(code));
+	memcpy(code + 0x29, (const uint8_t[]){0xeb, 0xdc, 0x90, 0x90, 0x90}, 5);
+	expect_sw(code, sizeof(code), tab, sizeof(tab), ADA_SKIP_JUMP_TABLE);
+	/* an entry outside the function, one inside an instruction */
+	sw_rel_table(tab, outside, 4);
+	expect_sw(sw_pic, sizeof(sw_pic), tab, sizeof(tab), ADA_SKIP_JUMP_TABLE);
+	sw_rel_table(tab, mid_insn, 4);
+	expect_sw(sw_pic, sizeof(sw_pic), tab, sizeof(tab), ADA_SKIP_JUMP_TABLE);
+}
+
+/* Non-PIC: cmp edi,3; ja 0x400026 | mov edi,edi; jmp [rdi*8+0x600000];
+ * 0x40000e / 0x400014 / 0x40001a / 0x400020: mov eax,10/20/30/40; ret;
+ * 0x400026: mov eax,-1; ret. Absolute 8-byte entries. */
+static void test_switch_abs(void **state)
+{
+	static const uint8_t code[] = {
+	    0x83, 0xff, 0x03, 0x77, 0x21, 0x89, 0xff, 0xff, 0x24, 0xfd, 0x00, 0x00, 0x60,
+	    0x00, 0xb8, 0x0a, 0x00, 0x00, 0x00, 0xc3, 0xb8, 0x14, 0x00, 0x00, 0x00, 0xc3,
+	    0xb8, 0x1e, 0x00, 0x00, 0x00, 0xc3, 0xb8, 0x28, 0x00, 0x00, 0x00, 0xc3, 0xb8,
+	    0xff, 0xff, 0xff, 0xff, 0xc3};
+	uint64_t t[4] = {0x40000e, 0x400014, 0x40001a, 0x400020};
+	uint8_t tab[32];
+
+	(void)state;
+	memcpy(tab, t, sizeof(tab));
+	expect_sw(code, sizeof(code), tab, sizeof(tab), ADA_HOOK_OK);
+	t[1] = 0x400003; /* into the patch */
+	memcpy(tab, t, sizeof(tab));
+	expect_sw(code, sizeof(code), tab, sizeof(tab), ADA_SKIP_JUMP_TABLE);
+}
+
 static void test_undecodable(void **state)
 {
 	/* push rbp; mov rbp,rsp; nop | (bad) 06; jmp 0x400002; ret:
@@ -456,6 +588,10 @@ int main(void)
 	    cmocka_unit_test(test_branch_into_patch),
 	    cmocka_unit_test(test_unrelocatable),
 	    cmocka_unit_test(test_jump_table),
+	    cmocka_unit_test(test_switch_pic),
+	    cmocka_unit_test(test_switch_into_patch),
+	    cmocka_unit_test(test_switch_unrecognised),
+	    cmocka_unit_test(test_switch_abs),
 	    cmocka_unit_test(test_undecodable),
 	    cmocka_unit_test(test_skip_names),
 	    cmocka_unit_test(test_fast_prologue),

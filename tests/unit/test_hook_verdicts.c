@@ -6,6 +6,12 @@
  * (x86_use_fast_len = 1) as with capstone alone (0). The images are laid
  * out in memory from their PT_LOAD segments, as the loader would (no
  * relocation: the analysis only reads code). Times are printed.
+ *
+ * The analysis is hook_arch_prepare_mem() with the image's readable
+ * segments as the agent passes them, so switch tables are read. Against
+ * plain hook_arch_prepare() (no tables) the only verdicts allowed to
+ * differ are jump_table -> hooked (or branch_into_patch); how many move
+ * is printed.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -26,6 +32,11 @@
 #include "discover_internal.h"
 #include "x86_internal.h"
 
+#define MAX_REGIONS 16
+static struct hook_arch_region regions[MAX_REGIONS];
+static struct hook_arch_memview image_mem = {regions, 0};
+
+/* Lays the image out and records its readable PT_LOAD segments. */
 static uint8_t *load_image(const char *path, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -35,6 +46,7 @@ static uint8_t *load_image(const char *path, size_t *len)
 	size_t n = 0, hi = 0;
 	GElf_Phdr ph;
 	uint8_t *img = NULL;
+	image_mem.n = 0;
 	if (e && elf_getphdrnum(e, &n) == 0) {
 		for (size_t i = 0; i < n; i++)
 			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
@@ -47,6 +59,10 @@ static uint8_t *load_image(const char *path, size_t *len)
 			if (pread(fd, img + ph.p_vaddr, ph.p_filesz, (off_t)ph.p_offset) !=
 			    (ssize_t)ph.p_filesz)
 				fail_msg("%s: short read", path);
+			if ((ph.p_flags & PF_R) && image_mem.n < MAX_REGIONS)
+				regions[image_mem.n++] = (struct hook_arch_region){
+				    (uint64_t)(uintptr_t)(img + ph.p_vaddr), ph.p_memsz,
+				    img + ph.p_vaddr};
 		}
 	}
 	if (e)
@@ -63,9 +79,10 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Full analysis of every function as the agent does it; statuses into st. */
+/* Full analysis of every function as the agent does it (mem: the
+ * readable segments, or NULL for plain prepare); statuses into st. */
 static double analyse(const struct ada_hook_symtab *st0, uint8_t *img, struct ada_hook_symtab *st,
-		      struct hook_arch_plan *plans)
+		      struct hook_arch_plan *plans, const struct hook_arch_memview *mem)
 {
 	double t0 = now_ms();
 	for (size_t i = 0; i < st->count; i++) {
@@ -74,8 +91,8 @@ static double analyse(const struct ada_hook_symtab *st0, uint8_t *img, struct ad
 		if (st->fns[i].status != ADA_HOOK_OK)
 			continue;
 		uint64_t a = (uint64_t)(uintptr_t)img + st->fns[i].offset;
-		st->fns[i].status =
-		    (uint8_t)hook_arch_prepare((const uint8_t *)a, a, st->fns[i].size, &plans[i]);
+		st->fns[i].status = (uint8_t)hook_arch_prepare_mem((const uint8_t *)a, a,
+								   st->fns[i].size, mem, &plans[i]);
 	}
 	assert_int_equal(discover_xref_check((uint64_t)(uintptr_t)img, st, plans), 0);
 	return now_ms() - t0;
@@ -96,6 +113,37 @@ static int same_insns(const struct hook_arch_plan *a, const struct hook_arch_pla
 	return 1;
 }
 
+/* Plain prepare (no switch tables) against the verdicts with tables
+ * (status): only jump_table -> hooked (or -> branch_into_patch, from the
+ * cross-function check that only hookable functions face) may differ. */
+static void check_tables(const char *path, const struct ada_hook_symtab *st0, uint8_t *img,
+			 struct ada_hook_symtab *st, struct hook_arch_plan *plans,
+			 const uint8_t *status)
+{
+	size_t jt_plain = 0, jt_mem = 0, moved = 0, bad = 0;
+	analyse(st0, img, st, plans, NULL);
+	for (size_t i = 0; i < st->count; i++) {
+		uint8_t plain = st->fns[i].status;
+		jt_plain += plain == ADA_SKIP_JUMP_TABLE;
+		jt_mem += status[i] == ADA_SKIP_JUMP_TABLE;
+		if (plain == status[i])
+			continue;
+		/* Newly hookable functions face discover_xref's check too. */
+		if (plain == ADA_SKIP_JUMP_TABLE && status[i] == ADA_HOOK_OK)
+			moved++;
+		else if (plain == ADA_SKIP_JUMP_TABLE && status[i] == ADA_SKIP_BRANCH_INTO_PATCH)
+			continue;
+		else if (bad++ < 20)
+			printf("# BAD %s %s: plain %s, with tables %s\n", path,
+			       ada_hook_fn_name(st0, &st0->fns[i]), hook_skip_name(plain),
+			       hook_skip_name(status[i]));
+	}
+	printf("# %s: jump_table %zu without reading switch tables, %zu with; %zu moved to "
+	       "hooked\n",
+	       path, jt_plain, jt_mem, moved);
+	assert_int_equal(bad, 0);
+}
+
 static int check_file(const char *path)
 {
 	struct ada_hook_symtab st0, st;
@@ -114,7 +162,7 @@ static int check_file(const char *path)
 	assert_true(st.fns && status && plans && plen);
 	memcpy(st.fns, st0.fns, st0.count * sizeof(*st.fns));
 	x86_use_fast_len = 0;
-	double slow = analyse(&st0, img, &st, plans);
+	double slow = analyse(&st0, img, &st, plans, &image_mem);
 	size_t ok = 0;
 	for (size_t i = 0; i < st.count; i++) {
 		status[i] = st.fns[i].status;
@@ -125,7 +173,7 @@ static int check_file(const char *path)
 	x86_use_fast_len = 1;
 	double fast = 1e9;
 	for (int rep = 0; rep < 3; rep++) { /* the minimum: the machine may be busy */
-		double t = analyse(&st0, img, &st, plans);
+		double t = analyse(&st0, img, &st, plans, &image_mem);
 		fast = t < fast ? t : fast;
 	}
 	size_t diff = 0;
@@ -141,6 +189,7 @@ static int check_file(const char *path)
 	printf("# %s: %zu functions, %zu hookable; capstone only %.1f ms, with the table %.1f ms\n",
 	       path, st.count, ok, slow, fast);
 	assert_int_equal(diff, 0);
+	check_tables(path, &st0, img, &st, plans, status);
 	free(plen);
 	free(slow_plans);
 	free(plans);

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <capstone/capstone.h>
+
 #include "hook_arch.h"
 
 /* hook_arch_insn.kind */
@@ -71,5 +73,13 @@ size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li);
  * to compare against the capstone-only analysis. Not thread-safe to
  * change while another thread prepares. */
 extern int x86_use_fast_len;
+
+/* x86_switch.c: ADA_HOOK_OK when every table-shaped indirect jmp of the
+ * function [addr, addr+size) (bytes at code) is a recognised switch
+ * dispatch whose table, read through mem, sends no entry into
+ * (addr, addr+patch_len); else ADA_SKIP_JUMP_TABLE. cs: the prepare
+ * handle, detail ON, used under its lock by the caller. */
+enum ada_hook_skip x86_switch_check(csh cs, const uint8_t *code, uint64_t addr, uint64_t size,
+                                    size_t patch_len, const struct hook_arch_memview *mem);
 
 #endif

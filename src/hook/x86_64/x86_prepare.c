@@ -16,9 +16,9 @@
  *    16 positions could start a rel8/rel32 branch (a superset of what they
  *    could hide); any such candidate into the patch skips the function;
  *  - jump tables: a computed jmp may land on any instruction boundary of
- *    its function, and we do not read tables. Only a boundary strictly
- *    inside the patch can be hurt, so with one displaced instruction any
- *    jmp is fine. Otherwise: `jmp [..+index*scale]` (reads a table) =>
+ *    its function; plain hook_arch_prepare() reads no table. Only a
+ *    boundary strictly inside the patch can be hurt, so with one
+ *    displaced instruction any jmp is fine. Otherwise: `jmp [..+index*scale]` (reads a table) =>
  *    ADA_SKIP_JUMP_TABLE; `jmp reg` (gcc/clang PIC switch dispatch, but
  *    also tail calls through pointers) => skip only if the function
  *    computes an address of its own code somewhere (plan_scan_materialize:
@@ -29,7 +29,10 @@
  *    patch. `jmp [rip+disp]` / `jmp [reg+disp]` (one pointer slot: GOT,
  *    vtable, struct field) are tail calls and allowed. Residual risk we
  *    accept: a label address moved through vector registers, or derived
- *    by arithmetic from a foreign pointer to this function.
+ *    by arithmetic from a foreign pointer to this function. Where those
+ *    rules say ADA_SKIP_JUMP_TABLE, hook_arch_prepare_mem() then reads
+ *    the switch tables (x86_switch.c): hooked when every table-shaped
+ *    jmp is a recognised dispatch whose entries all avoid the patch.
  *  - speed: capstone costs ~100 ns per instruction, far too much for whole
  *    libraries, so the body is first checked at byte level (a superset of
  *    every decoding: any byte position that could start a direct branch
@@ -500,7 +503,8 @@ static uint64_t plan_rel_target(const uint8_t *p, size_t n, uint64_t pc, unsigne
  * starting later can be one. */
 static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uint64_t size,
                                          uint64_t limit, cs_insn *ci,
-                                         const struct hook_arch_plan *plan)
+                                         const struct hook_arch_plan *plan,
+                                         const struct hook_arch_memview *mem)
 {
 	uint64_t off = 0;
 	int indirect_jmp = 0;
@@ -530,14 +534,28 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 			return r;
 		off += ci->size;
 	}
-	if (indirect_jmp && plan->insn_count > 1)
-		return indirect_jmp == 2 ? ADA_SKIP_JUMP_TABLE
-		                         : plan_scan_materialize(code, addr, size, ci);
-	return ADA_HOOK_OK;
+	if (indirect_jmp == 0 || plan->insn_count < 2)
+		return ADA_HOOK_OK;
+	enum ada_hook_skip r = indirect_jmp == 2 ? ADA_SKIP_JUMP_TABLE
+	                                         : plan_scan_materialize(code, addr, size, ci);
+	if (r != ADA_SKIP_JUMP_TABLE || !mem)
+		return r;
+	/* Perhaps switch dispatches: read their tables (x86_switch.c). */
+	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_ON);
+	r = x86_switch_check(plan_cs, code, addr, size, plan->patch_len, mem);
+	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_OFF);
+	return r;
 }
 
 enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_t size,
                                      struct hook_arch_plan *plan)
+{
+	return hook_arch_prepare_mem(code, addr, size, NULL, plan);
+}
+
+enum ada_hook_skip hook_arch_prepare_mem(const uint8_t *code, uint64_t addr, uint64_t size,
+                                         const struct hook_arch_memview *mem,
+                                         struct hook_arch_plan *plan)
 {
 	enum ada_hook_skip r;
 
@@ -563,7 +581,7 @@ enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_
 		goto unlock;
 	/* Detail is only needed for relocation; the sweep runs faster without. */
 	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_OFF);
-	r = plan_scan_body(code, addr, size, (uint64_t)last, plan_ci, plan);
+	r = plan_scan_body(code, addr, size, (uint64_t)last, plan_ci, plan, mem);
 	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_ON);
 unlock:
 	pthread_mutex_unlock(&plan_lock);

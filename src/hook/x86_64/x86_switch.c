@@ -1,0 +1,561 @@
+/*
+ * x86_64 switch tables: proves that a function's computed jumps cannot
+ * land inside its patch by reading the tables they read
+ * (x86_switch_check(), called by hook_arch_prepare_mem()).
+ *
+ * Threads: runs under prepare's plan_lock (the one capstone handle), on
+ * any thread, never in hook context; allocates (capstone's decode array,
+ * the target list).
+ *
+ * Soundness: the whole body is decoded (any undecodable byte: no), and
+ * EVERY table-shaped indirect jmp (`jmp reg`, `jmp [..+index*scale]`)
+ * must be one of the two dispatches gcc and clang emit for a dense
+ * switch, in straight-line code (no branch in between but the bound
+ * check's own ja/jae):
+ *   PIC:     cmp idx, N; ja default; ... lea B, [rip+T]; ...
+ *            movsxd L, dword [B + idx*4]; add D, S; jmp D  ({D,S} = {L,B})
+ *            entry i: T + (int32)table[i]
+ *   non-PIC: cmp idx, N; ja default; ... jmp qword [idx*8 + T]
+ *            entry i: (uint64)table[i]
+ * The lea may also sit anywhere else in the function (hoisted out of a
+ * loop) when it is the base register's only writer there. The bound is
+ * the cmp's immediate (N+1 entries for ja, N for jae) on the register the
+ * table is indexed with, followed back through copies of a 32-bit source
+ * (mov r32,r32; movsxd r64,r32; cdqe); a 32-bit cmp bounds the 64-bit
+ * index only when its upper half is known zero (a 32-bit write of it, or
+ * such a copy after the cmp). The table must lie inside a region of
+ * `mem` (the module's readable segments). Every entry must be an
+ * instruction boundary of this function outside (addr, addr+patch_len),
+ * and no direct branch nor entry may enter a dispatch after its first
+ * instruction (that would bypass the bound or the base). Whatever else:
+ * ADA_SKIP_JUMP_TABLE. (`jmp [rip+d]` / `jmp [reg+d]` without an index
+ * stay allowed as one-slot tail calls, as in x86_prepare.c.)
+ * A default target is a direct branch, which prepare's body sweep checks.
+ * Accepted residual risk (as for direct branches, which discover_xref
+ * checks across functions): another function entering the middle of a
+ * dispatch with an index the table does not cover.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "x86_internal.h"
+
+#define SW_WINDOW 24         /* instructions looked back from a jmp */
+#define SW_MAX_ENTRIES 65536 /* far above any real switch */
+#define SW_MAX_SITES 64
+
+struct sw_site {
+	uint64_t lo, hi; /* (lo, hi]: first instruction and jmp of a dispatch */
+};
+
+struct sw_ctx {
+	csh cs;
+	const cs_insn *v;
+	size_t n;
+	uint64_t addr, size;
+	size_t patch_len;
+	const struct hook_arch_memview *mem;
+	struct sw_site sites[SW_MAX_SITES];
+	size_t n_sites;
+	uint64_t *t; /* direct branch targets and table entries */
+	size_t n_t, cap_t;
+};
+
+/* The 16 general registers, each with its 64/32/16/8-bit names. */
+static const x86_reg sw_fams[16][5] = {
+    {X86_REG_RAX, X86_REG_EAX, X86_REG_AX, X86_REG_AL, X86_REG_AH},
+    {X86_REG_RCX, X86_REG_ECX, X86_REG_CX, X86_REG_CL, X86_REG_CH},
+    {X86_REG_RDX, X86_REG_EDX, X86_REG_DX, X86_REG_DL, X86_REG_DH},
+    {X86_REG_RBX, X86_REG_EBX, X86_REG_BX, X86_REG_BL, X86_REG_BH},
+    {X86_REG_RSP, X86_REG_ESP, X86_REG_SP, X86_REG_SPL, X86_REG_INVALID},
+    {X86_REG_RBP, X86_REG_EBP, X86_REG_BP, X86_REG_BPL, X86_REG_INVALID},
+    {X86_REG_RSI, X86_REG_ESI, X86_REG_SI, X86_REG_SIL, X86_REG_INVALID},
+    {X86_REG_RDI, X86_REG_EDI, X86_REG_DI, X86_REG_DIL, X86_REG_INVALID},
+    {X86_REG_R8, X86_REG_R8D, X86_REG_R8W, X86_REG_R8B, X86_REG_INVALID},
+    {X86_REG_R9, X86_REG_R9D, X86_REG_R9W, X86_REG_R9B, X86_REG_INVALID},
+    {X86_REG_R10, X86_REG_R10D, X86_REG_R10W, X86_REG_R10B, X86_REG_INVALID},
+    {X86_REG_R11, X86_REG_R11D, X86_REG_R11W, X86_REG_R11B, X86_REG_INVALID},
+    {X86_REG_R12, X86_REG_R12D, X86_REG_R12W, X86_REG_R12B, X86_REG_INVALID},
+    {X86_REG_R13, X86_REG_R13D, X86_REG_R13W, X86_REG_R13B, X86_REG_INVALID},
+    {X86_REG_R14, X86_REG_R14D, X86_REG_R14W, X86_REG_R14B, X86_REG_INVALID},
+    {X86_REG_R15, X86_REG_R15D, X86_REG_R15W, X86_REG_R15B, X86_REG_INVALID},
+};
+
+/* Family (0..15) of a general register, and its width index (0: 64-bit,
+ * 1: 32, 2: 16, 3/4: 8); -1 for anything else. */
+static int sw_family(x86_reg r, int *width)
+{
+	for (int f = 0; r != X86_REG_INVALID && f < 16; f++)
+		for (int w = 0; w < 5; w++)
+			if (sw_fams[f][w] == r) {
+				if (width)
+					*width = w;
+				return f;
+			}
+	return -1;
+}
+
+/* Bit w of the result: the instruction writes family fam at width w.
+ * Unknown (capstone cannot say): every bit. */
+static unsigned sw_writes(const struct sw_ctx *c, size_t i, int fam)
+{
+	cs_regs rd, wr;
+	uint8_t nrd = 0, nwr = 0;
+	unsigned bits = 0;
+
+	if (fam < 0 || cs_regs_access(c->cs, &c->v[i], rd, &nrd, wr, &nwr) != CS_ERR_OK)
+		return 0x1f;
+	for (unsigned k = 0; k < nwr; k++) {
+		int w = -1;
+		if (sw_family(wr[k], &w) == fam)
+			bits |= 1u << w;
+	}
+	return bits;
+}
+
+static int sw_is_flow(const struct sw_ctx *c, size_t i)
+{
+	const cs_insn *in = &c->v[i];
+	return cs_insn_group(c->cs, in, CS_GRP_JUMP) || cs_insn_group(c->cs, in, CS_GRP_CALL) ||
+	       cs_insn_group(c->cs, in, CS_GRP_RET) || cs_insn_group(c->cs, in, CS_GRP_INT) ||
+	       cs_insn_group(c->cs, in, CS_GRP_IRET) || in->id == X86_INS_XBEGIN ||
+	       in->id == X86_INS_UD2 || in->id == X86_INS_HLT;
+}
+
+static const cs_x86_op *sw_op(const cs_insn *in, unsigned k)
+{
+	const cs_x86 *x = &in->detail->x86;
+	return k < x->op_count ? &x->operands[k] : NULL;
+}
+
+static int sw_is_reg(const cs_x86_op *op, unsigned size)
+{
+	return op && op->type == X86_OP_REG && op->size == size;
+}
+
+/* A control transfer that ends straight-line code: anything but a
+ * conditional direct branch (jcc, loop, jrcxz), whose fall-through goes
+ * on. Leaving the line early does not change what reaches its end; what
+ * enters it is checked separately (sw_sites_closed). */
+static int sw_is_barrier(const struct sw_ctx *c, size_t i)
+{
+	const cs_x86_op *op = sw_op(&c->v[i], 0);
+	if (!sw_is_flow(c, i))
+		return 0;
+	return !(cs_insn_group(c->cs, &c->v[i], CS_GRP_JUMP) && c->v[i].id != X86_INS_JMP && op &&
+	         op->type == X86_OP_IMM);
+}
+
+/* Walking back from instruction `from` (exclusive) over straight-line
+ * code: index of the last instruction writing family fam, or -1 (window
+ * exhausted, function start or a barrier first). */
+static long sw_last_writer(const struct sw_ctx *c, size_t from, int fam)
+{
+	size_t stop = from > SW_WINDOW ? from - SW_WINDOW : 0;
+
+	for (size_t k = from; k-- > stop;) {
+		if (sw_is_barrier(c, k))
+			return -1;
+		if (sw_writes(c, k, fam))
+			return (long)k;
+	}
+	return -1;
+}
+
+/* An epilogue's `pop B` at i: only pops and `add rsp, imm` follow it up
+ * to a ret, or a jmp out of the function (tail call), so the value it
+ * gives B reaches no instruction of the function. */
+static int sw_dead_pop(const struct sw_ctx *c, size_t i)
+{
+	if (c->v[i].id != X86_INS_POP)
+		return 0;
+	for (size_t k = i + 1; k < c->n; k++) {
+		const cs_insn *in = &c->v[k];
+		const cs_x86_op *a = sw_op(in, 0), *b = sw_op(in, 1);
+		if (in->id == X86_INS_RET)
+			return 1;
+		if (in->id == X86_INS_JMP && a && a->type == X86_OP_IMM &&
+		    ((uint64_t)a->imm < c->addr || (uint64_t)a->imm - c->addr >= c->size))
+			return 1;
+		if (in->id == X86_INS_POP && sw_is_reg(a, 8))
+			continue;
+		if (in->id == X86_INS_ADD && sw_is_reg(a, 8) && a->reg == X86_REG_RSP && b &&
+		    b->type == X86_OP_IMM)
+			continue;
+		return 0;
+	}
+	return 0;
+}
+
+/* Families whose value at function entry compiled code never uses as
+ * data (callee-saved, or rax/r11, scratch): a read of one has a writer. */
+static int sw_no_entry_value(int fam)
+{
+	return fam == 0 || fam == 3 || fam == 5 || fam == 11 || fam >= 12;
+}
+
+/* Bits of family fam that may be non-zero just before instruction k
+ * (64 when unknown): a 32-bit write clears bits 32-63, movzx from 8 or
+ * 16 bits clears the rest. Failing a straight-line writer, 32 when every
+ * live writer in the function is a 32-bit write (and the register has no
+ * entry value to read). */
+static unsigned sw_live_bits(const struct sw_ctx *c, size_t k, int fam, size_t *lo)
+{
+	long w = sw_last_writer(c, k, fam);
+
+	if (w >= 0) {
+		*lo = (size_t)w < *lo ? (size_t)w : *lo; /* relied on: in the site */
+		const cs_insn *in = &c->v[w];
+		const cs_x86_op *b = sw_op(in, 1);
+		if (sw_writes(c, (size_t)w, fam) != 1u << 1)
+			return 64;
+		if (in->id == X86_INS_MOVZX && b && (b->size == 1 || b->size == 2))
+			return 8u * b->size;
+		return 32;
+	}
+	if (!sw_no_entry_value(fam))
+		return 64;
+	size_t n = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		unsigned bits = sw_writes(c, i, fam);
+		if (!bits || sw_dead_pop(c, i))
+			continue;
+		if (bits != 1u << 1)
+			return 64;
+		n++;
+	}
+	return n ? 32 : 64;
+}
+
+static const unsigned sw_width_bits[5] = {64, 32, 16, 8, 0};
+
+/* The index: the low `ws` bits of family fam, zero-extended; entries
+ * beyond `lim` would need a sign-extended copy's sign bit. lo: the
+ * earliest instruction the proof relies on. */
+struct sw_index {
+	int fam;
+	unsigned ws;
+	uint64_t lim;
+	size_t lo;
+};
+
+/* `cmp X, imm` at k-1 followed by ja/jae at k, where X is the index
+ * register or (when the index was loaded from X right after the jcc,
+ * at `load`) the same memory: the entry count, or 0. */
+static uint64_t sw_cmp_bound(const struct sw_ctx *c, size_t k, struct sw_index *ix,
+                             const cs_x86_op *load)
+{
+	const cs_insn *j = &c->v[k], *cmp = &c->v[k - 1];
+	const cs_x86_op *a = sw_op(cmp, 0), *b = sw_op(cmp, 1);
+	int w = -1;
+	unsigned wc;
+
+	if ((j->id != X86_INS_JA && j->id != X86_INS_JAE) || cmp->id != X86_INS_CMP || !a || !b ||
+	    b->type != X86_OP_IMM)
+		return 0;
+	if (load) {
+		if (a->type != X86_OP_MEM || a->size != load->size ||
+		    memcmp(&a->mem, &load->mem, sizeof(a->mem)))
+			return 0;
+		wc = 8u * a->size; /* the load zero-extended it: nothing above */
+	} else {
+		if (a->type != X86_OP_REG || sw_family(a->reg, &w) != ix->fam || w > 3)
+			return 0;
+		wc = sw_width_bits[w];
+		/* Bits of the index above the compared ones must be zero. */
+		if (wc < ix->ws && sw_live_bits(c, k - 1, ix->fam, &ix->lo) > wc)
+			return 0;
+	}
+	uint64_t n = (uint64_t)b->imm;
+	if (wc < 64)
+		n &= (1ull << wc) - 1; /* the imm, sign-extended to the operand size */
+	n = j->id == X86_INS_JA ? n + 1 : n;
+	return n <= SW_MAX_ENTRIES && n <= ix->lim ? n : 0;
+}
+
+/* A writer of the index at k that copies another register's low bits:
+ * follows it into ix. 0 when k is no such copy. */
+static int sw_copy(const struct sw_ctx *c, size_t k, struct sw_index *ix)
+{
+	const cs_insn *in = &c->v[k];
+	const cs_x86_op *a = sw_op(in, 0), *b = sw_op(in, 1);
+	int sign = in->id == X86_INS_MOVSXD || in->id == X86_INS_MOVSX || in->id == X86_INS_CDQE;
+	unsigned srcw;
+	int fam, bw = -1;
+
+	if (in->id == X86_INS_CDQE) {
+		fam = 0;
+		srcw = 32;
+	} else {
+		if ((in->id != X86_INS_MOV && in->id != X86_INS_MOVZX && !sign) || !a || !b ||
+		    a->type != X86_OP_REG || b->type != X86_OP_REG || a->size < 4 ||
+		    sw_family(a->reg, NULL) != ix->fam)
+			return 0;
+		if (in->id == X86_INS_MOV && a->size != 4)
+			return 0; /* mov r64, r64 would need the source's whole width */
+		fam = sw_family(b->reg, &bw);
+		srcw = 8u * b->size;
+		if (fam < 0 || bw == 4)
+			return 0; /* ah..bh: not the low bits */
+	}
+	if (sign && ix->ws > srcw) {
+		uint64_t lim = 1ull << (srcw - 1); /* below it sign = zero extension */
+		ix->lim = lim < ix->lim ? lim : ix->lim;
+	}
+	ix->ws = srcw < ix->ws ? srcw : ix->ws;
+	ix->fam = fam;
+	return 1;
+}
+
+/* Follows the 64-bit index register idx back from instruction `from` to
+ * its bound check. Returns the entry count (0: not recognised) and the
+ * earliest instruction relied on (the cmp, or a writer) in *lo. */
+static uint64_t sw_bound(const struct sw_ctx *c, size_t from, x86_reg idx, size_t *lo)
+{
+	int w = -1;
+	struct sw_index ix = {sw_family(idx, &w), 64, SW_MAX_ENTRIES, SIZE_MAX};
+	size_t stop = from > SW_WINDOW ? from - SW_WINDOW : 0;
+
+	if (ix.fam < 0 || w != 0)
+		return 0;
+	for (size_t k = from; k-- > stop + 1;) {
+		uint64_t n = sw_cmp_bound(c, k, &ix, NULL);
+		if (n) {
+			*lo = k - 1 < ix.lo ? k - 1 : ix.lo;
+			return n;
+		}
+		if (sw_is_barrier(c, k))
+			return 0;
+		if (!sw_writes(c, k, ix.fam) || sw_copy(c, k, &ix))
+			continue;
+		/* A load (zero-extending) bounded by a cmp of the same memory
+		 * just before: `cmp m, N; ja default; mov r32, m`. */
+		const cs_insn *in = &c->v[k];
+		const cs_x86_op *a = sw_op(in, 0), *m = sw_op(in, 1);
+		if (k >= 2 && (in->id == X86_INS_MOV || in->id == X86_INS_MOVZX) &&
+		    sw_is_reg(a, 4) && sw_family(a->reg, NULL) == ix.fam && m &&
+		    m->type == X86_OP_MEM && (in->id == X86_INS_MOVZX || m->size == 4) &&
+		    (n = sw_cmp_bound(c, k - 1, &ix, m)) != 0) {
+			*lo = k - 2 < ix.lo ? k - 2 : ix.lo;
+			return n;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+/* The bytes of [at, at+len) if one region of mem holds all of them. */
+static const uint8_t *sw_bytes(const struct hook_arch_memview *mem, uint64_t at, uint64_t len)
+{
+	for (size_t i = 0; mem && i < mem->n; i++) {
+		const struct hook_arch_region *r = &mem->v[i];
+		if (at >= r->addr && len <= r->len && at - r->addr <= r->len - len)
+			return r->bytes + (at - r->addr);
+	}
+	return NULL;
+}
+
+/* Is a an instruction boundary of the decoded body? (v is sorted.) */
+static int sw_is_boundary(const struct sw_ctx *c, uint64_t a)
+{
+	size_t lo = 0, hi = c->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->v[mid].address < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < c->n && c->v[lo].address == a;
+}
+
+static int sw_push_target(struct sw_ctx *c, uint64_t t)
+{
+	if (c->n_t == c->cap_t) {
+		size_t nc = c->cap_t ? 2 * c->cap_t : 256;
+		uint64_t *nv = realloc(c->t, nc * sizeof(*nv));
+		if (!nv)
+			return -1;
+		c->t = nv;
+		c->cap_t = nc;
+	}
+	c->t[c->n_t++] = t;
+	return 0;
+}
+
+/* Reads a table of n entries at tab (esz 4: base-relative int32 from
+ * tab; 8: absolute) and checks and records every target. Returns 1 when
+ * all are safe, then records the dispatch (lo, hi] as a site. */
+static int sw_table(struct sw_ctx *c, uint64_t tab, unsigned esz, uint64_t n, uint64_t lo,
+                    uint64_t hi)
+{
+	const uint8_t *b = sw_bytes(c->mem, tab, n * esz);
+
+	if (!b || c->n_sites == SW_MAX_SITES)
+		return 0;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t t;
+		if (esz == 4) {
+			int32_t d;
+			memcpy(&d, b + i * 4, 4);
+			t = tab + (uint64_t)(int64_t)d;
+		} else {
+			memcpy(&t, b + i * 8, 8);
+		}
+		/* Inside this function, on an instruction, not in the patch. */
+		if (t < c->addr || t - c->addr >= c->size || !sw_is_boundary(c, t) ||
+		    (t > c->addr && t < c->addr + c->patch_len) || sw_push_target(c, t))
+			return 0;
+	}
+	c->sites[c->n_sites++] = (struct sw_site){lo, hi};
+	return 1;
+}
+
+/* Straight-line code from `from` to the jmp at j: no barrier between
+ * (conditional branches only leave it). */
+static int sw_straight(const struct sw_ctx *c, size_t from, size_t j)
+{
+	for (size_t k = from; k < j; k++)
+		if (sw_is_barrier(c, k))
+			return 0;
+	return 1;
+}
+
+static int sw_is_rip_lea(const cs_insn *in, x86_reg base, uint64_t *tab)
+{
+	const cs_x86_op *d = sw_op(in, 0), *m = sw_op(in, 1);
+
+	if (in->id != X86_INS_LEA || !sw_is_reg(d, 8) || d->reg != base || !m ||
+	    m->type != X86_OP_MEM || m->mem.base != X86_REG_RIP ||
+	    m->mem.index != X86_REG_INVALID || m->mem.segment != X86_REG_INVALID)
+		return 0;
+	*tab = in->address + in->size + (uint64_t)m->mem.disp;
+	return 1;
+}
+
+/* The table base register's value at instruction `from`: its last writer
+ * in the straight line before it (*first = its index), or else, when the
+ * lea was hoisted out of a loop, its only writer in the whole function
+ * (*first = SIZE_MAX), epilogue pops aside; either must be
+ * `lea base, [rip+T]`. Compiled code reads no register it has not set,
+ * so the only writer is the value. */
+static int sw_base(const struct sw_ctx *c, size_t from, x86_reg base, uint64_t *tab, size_t *first)
+{
+	int fam = sw_family(base, NULL);
+	long k = sw_last_writer(c, from, fam);
+
+	if (fam < 0)
+		return 0;
+	if (k >= 0) {
+		*first = (size_t)k;
+		return sw_is_rip_lea(&c->v[k], base, tab);
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		if (!sw_writes(c, i, fam) || sw_dead_pop(c, i))
+			continue;
+		if (k >= 0)
+			return 0; /* a second writer */
+		k = (long)i;
+	}
+	*first = SIZE_MAX;
+	return k >= 0 && sw_is_rip_lea(&c->v[k], base, tab);
+}
+
+/* The PIC dispatch ending in `jmp D` at j (see the top of the file). */
+static int sw_match_pic(struct sw_ctx *c, size_t j)
+{
+	const cs_x86_op *jd = sw_op(&c->v[j], 0);
+	if (j < 3 || !sw_is_reg(jd, 8))
+		return 0;
+	const cs_insn *add = &c->v[j - 1], *ld = &c->v[j - 2];
+	const cs_x86_op *ad = sw_op(add, 0), *as = sw_op(add, 1), *l = sw_op(ld, 0),
+	                *m = sw_op(ld, 1);
+	if (add->id != X86_INS_ADD || !sw_is_reg(ad, 8) || !sw_is_reg(as, 8) ||
+	    ad->reg != jd->reg || as->reg == ad->reg || ld->id != X86_INS_MOVSXD ||
+	    !sw_is_reg(l, 8) || !m || m->type != X86_OP_MEM || m->size != 4 ||
+	    ld->detail->x86.addr_size != 8 || m->mem.segment != X86_REG_INVALID ||
+	    m->mem.scale != 4 || m->mem.disp != 0 || m->mem.index == X86_REG_INVALID)
+		return 0;
+	x86_reg base = m->mem.base;
+	if (!((l->reg == ad->reg && base == as->reg) || (l->reg == as->reg && base == ad->reg)))
+		return 0;
+	uint64_t tab = 0, n = 0;
+	size_t first = 0, lo = 0;
+	if (!sw_base(c, j - 2, base, &tab, &first) || !(n = sw_bound(c, j - 2, m->mem.index, &lo)))
+		return 0;
+	first = lo < first ? lo : first;
+	return sw_straight(c, first, j) &&
+	       sw_table(c, tab, 4, n, c->v[first].address, c->v[j].address);
+}
+
+/* The non-PIC dispatch `jmp qword [idx*8 + T]` at j. */
+static int sw_match_abs(struct sw_ctx *c, size_t j)
+{
+	const cs_x86_op *m = sw_op(&c->v[j], 0);
+	size_t lo = 0;
+
+	if (!m || m->type != X86_OP_MEM || m->size != 8 || c->v[j].detail->x86.addr_size != 8 ||
+	    m->mem.segment != X86_REG_INVALID || m->mem.base != X86_REG_INVALID ||
+	    m->mem.scale != 8 || m->mem.disp < 0)
+		return 0;
+	uint64_t n = sw_bound(c, j, m->mem.index, &lo);
+	return n && sw_straight(c, lo, j) &&
+	       sw_table(c, (uint64_t)m->mem.disp, 8, n, c->v[lo].address, c->v[j].address);
+}
+
+/* One instruction of the sweep: records a direct target, or checks an
+ * indirect jmp. 0: not provably safe. */
+static int sw_insn(struct sw_ctx *c, size_t i)
+{
+	const cs_insn *in = &c->v[i];
+	const cs_x86_op *op = sw_op(in, 0);
+
+	if (op && op->type == X86_OP_IMM && in->detail->x86.op_count == 1 &&
+	    (cs_insn_group(c->cs, in, CS_GRP_JUMP) || cs_insn_group(c->cs, in, CS_GRP_CALL) ||
+	     cs_insn_group(c->cs, in, CS_GRP_BRANCH_RELATIVE) || in->id == X86_INS_XBEGIN))
+		return sw_push_target(c, (uint64_t)op->imm) == 0;
+	if (in->id != X86_INS_JMP || !op)
+		return 1;
+	if (op->type == X86_OP_REG)
+		return sw_match_pic(c, i);
+	if (op->type != X86_OP_MEM)
+		return 0;
+	if (op->mem.index != X86_REG_INVALID)
+		return sw_match_abs(c, i);
+	/* jmp [rip+d] / [reg+d]: one pointer slot, a tail call, as prepare
+	 * allows; with a SIB byte prepare calls it table-shaped: not here. */
+	uint8_t modrm = in->detail->x86.modrm;
+	return (modrm & 0xc7) != 0x04 && (modrm & 0xc7) != 0x44 && (modrm & 0xc7) != 0x84;
+}
+
+/* No recorded target enters a dispatch after its first instruction. */
+static int sw_sites_closed(const struct sw_ctx *c)
+{
+	for (size_t i = 0; i < c->n_t; i++)
+		for (size_t s = 0; s < c->n_sites; s++)
+			if (c->t[i] > c->sites[s].lo && c->t[i] <= c->sites[s].hi)
+				return 0;
+	return 1;
+}
+
+enum ada_hook_skip x86_switch_check(csh cs, const uint8_t *code, uint64_t addr, uint64_t size,
+                                    size_t patch_len, const struct hook_arch_memview *mem)
+{
+	struct sw_ctx c = {
+	    .cs = cs, .addr = addr, .size = size, .patch_len = patch_len, .mem = mem};
+	cs_insn *v = NULL;
+	int ok = mem != NULL;
+
+	if (ok)
+		c.n = cs_disasm(cs, code, size, addr, 0, &v);
+	c.v = v;
+	/* Every byte decoded: the sweep saw every instruction. */
+	ok = ok && c.n > 0 && v[c.n - 1].address + v[c.n - 1].size == addr + size;
+	for (size_t i = 0; ok && i < c.n; i++)
+		ok = sw_insn(&c, i);
+	ok = ok && sw_sites_closed(&c);
+	if (v)
+		cs_free(v, c.n);
+	free(c.t);
+	return ok ? ADA_HOOK_OK : ADA_SKIP_JUMP_TABLE;
+}
