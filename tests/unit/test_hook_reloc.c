@@ -471,6 +471,43 @@ static void test_switch_unrecognised(void **state)
 	expect_sw(sw_pic, sizeof(sw_pic), tab, sizeof(tab), ADA_SKIP_JUMP_TABLE);
 }
 
+/* Index shapes gcc emits besides sw_pic's `cmp edi; ja; mov edi,edi`. */
+static void test_switch_index_shapes(void **state)
+{
+	uint8_t tab[16], code[SW_FN_SIZE];
+	/* sub edi,0x20; cmp dil,3 | ja 0x400035; lea rdx,[rip+0x1ffff0];
+	 * movzx edi,dil; movsxd rax,[rdx+rdi*4]; add rax,rdx; jmp rax;
+	 * cases at 0x40001d + 6i, default 0x400035: an 8-bit bound */
+	static const uint8_t byte[] = {
+	    0x83, 0xef, 0x20, 0x40, 0x80, 0xff, 0x03, 0x77, 0x2c, 0x48, 0x8d, 0x15, 0xf0,
+	    0xff, 0x1f, 0x00, 0x40, 0x0f, 0xb6, 0xff, 0x48, 0x63, 0x04, 0xba, 0x48, 0x01,
+	    0xd0, 0xff, 0xe0, 0xb8, 0x0a, 0x00, 0x00, 0x00, 0xc3, 0xb8, 0x14, 0x00, 0x00,
+	    0x00, 0xc3, 0xb8, 0x1e, 0x00, 0x00, 0x00, 0xc3, 0xb8, 0x28, 0x00, 0x00, 0x00,
+	    0xc3, 0xb8, 0xff, 0xff, 0xff, 0xff, 0xc3};
+	static const uint64_t byte_cases[4] = {0x40001d, 0x400023, 0x400029, 0x40002f};
+	struct hook_arch_plan plan;
+
+	(void)state;
+	sw_rel_table(tab, byte_cases, 4);
+	assert_int_equal(sw_prep(byte, sizeof(byte), tab, sizeof(tab), &plan), ADA_HOOK_OK);
+	assert_int_equal(sw_prep(byte, sizeof(byte), tab, 12, &plan), ADA_SKIP_JUMP_TABLE);
+	/* movzx edi,di (16 bits) after an 8-bit cmp: bits 8-15 unbounded */
+	uint8_t wide[sizeof(byte)];
+	memcpy(wide, byte, sizeof(wide));
+	wide[18] = 0xb7;
+	assert_int_equal(sw_prep(wide, sizeof(wide), tab, sizeof(tab), &plan), ADA_SKIP_JUMP_TABLE);
+	/* mov eax,edi; cmp edi,3 | ja 0x40002f; lea rdx,[rip+0x1ffff2];
+	 * movsxd rax,[rdx+rax*4]; ...: the index copied before the bound */
+	memcpy(code, sw_pic, sizeof(code));
+	memcpy(code, (const uint8_t[]){0x89, 0xf8, 0x83, 0xff, 0x03, 0x77, 0x28}, 7);
+	code[17] = 0x82;
+	sw_rel_table(tab, sw_cases, 4);
+	assert_int_equal(sw_prep(code, sizeof(code), tab, sizeof(tab), &plan), ADA_HOOK_OK);
+	/* mov eax,esi instead: the bound is on another register */
+	code[1] = 0xf0;
+	assert_int_equal(sw_prep(code, sizeof(code), tab, sizeof(tab), &plan), ADA_SKIP_JUMP_TABLE);
+}
+
 /* Non-PIC: cmp edi,3; ja 0x400026 | mov edi,edi; jmp [rdi*8+0x600000];
  * 0x40000e / 0x400014 / 0x40001a / 0x400020: mov eax,10/20/30/40; ret;
  * 0x400026: mov eax,-1; ret. Absolute 8-byte entries. */
@@ -592,6 +629,7 @@ int main(void)
 	    cmocka_unit_test(test_switch_into_patch),
 	    cmocka_unit_test(test_switch_unrecognised),
 	    cmocka_unit_test(test_switch_abs),
+	    cmocka_unit_test(test_switch_index_shapes),
 	    cmocka_unit_test(test_undecodable),
 	    cmocka_unit_test(test_skip_names),
 	    cmocka_unit_test(test_fast_prologue),

@@ -307,6 +307,30 @@ static int sw_copy(const struct sw_ctx *c, size_t k, struct sw_index *ix)
 	return 1;
 }
 
+/* sw_bound's bookkeeping at k: forget the cmps of every family k
+ * writes, then note k if it is the ja/jae of a `cmp reg, imm`. */
+static void sw_pend(const struct sw_ctx *c, size_t k, size_t pend[16])
+{
+	cs_regs rd, wr;
+	uint8_t nrd = 0, nwr = 0;
+	const cs_insn *j = &c->v[k], *cmp = k ? &c->v[k - 1] : j;
+	const cs_x86_op *a = sw_op(cmp, 0), *b = sw_op(cmp, 1);
+	int f;
+
+	if (cs_regs_access(c->cs, j, rd, &nrd, wr, &nwr) != CS_ERR_OK) {
+		for (f = 0; f < 16; f++)
+			pend[f] = SIZE_MAX;
+		return;
+	}
+	for (unsigned i = 0; i < nwr; i++)
+		if ((f = sw_family(wr[i], NULL)) >= 0)
+			pend[f] = SIZE_MAX;
+	if (k && (j->id == X86_INS_JA || j->id == X86_INS_JAE) && cmp->id == X86_INS_CMP && a &&
+	    b && a->type == X86_OP_REG && b->type == X86_OP_IMM &&
+	    (f = sw_family(a->reg, NULL)) >= 0)
+		pend[f] = k;
+}
+
 /* Follows the 64-bit index register idx back from instruction `from` to
  * its bound check. Returns the entry count (0: not recognised) and the
  * earliest instruction relied on (the cmp, or a writer) in *lo. */
@@ -314,20 +338,34 @@ static uint64_t sw_bound(const struct sw_ctx *c, size_t from, x86_reg idx, size_
 {
 	int w = -1;
 	struct sw_index ix = {sw_family(idx, &w), 64, SW_MAX_ENTRIES, SIZE_MAX};
-	size_t stop = from > SW_WINDOW ? from - SW_WINDOW : 0;
+	size_t stop = from > SW_WINDOW ? from - SW_WINDOW : 0, pend[16];
 
 	if (ix.fam < 0 || w != 0)
 		return 0;
-	for (size_t k = from; k-- > stop + 1;) {
-		uint64_t n = sw_cmp_bound(c, k, &ix, NULL);
+	/* pend[f]: a `cmp f, imm; ja` met on the way back, f not written since
+	 * (in code order: between a copy from f and that cmp). */
+	for (int f = 0; f < 16; f++)
+		pend[f] = SIZE_MAX;
+	for (size_t k = from; k-- > stop;) {
+		uint64_t n = k ? sw_cmp_bound(c, k, &ix, NULL) : 0;
 		if (n) {
 			*lo = k - 1 < ix.lo ? k - 1 : ix.lo;
 			return n;
 		}
+		sw_pend(c, k, pend);
 		if (sw_is_barrier(c, k))
 			return 0;
-		if (!sw_writes(c, k, ix.fam) || sw_copy(c, k, &ix))
+		if (!sw_writes(c, k, ix.fam))
 			continue;
+		if (sw_copy(c, k, &ix)) {
+			/* Copied from a register already bounded further on. */
+			if (pend[ix.fam] != SIZE_MAX &&
+			    (n = sw_cmp_bound(c, pend[ix.fam], &ix, NULL)) != 0) {
+				*lo = k < ix.lo ? k : ix.lo;
+				return n;
+			}
+			continue;
+		}
 		/* A load (zero-extending) bounded by a cmp of the same memory
 		 * just before: `cmp m, N; ja default; mov r32, m`. */
 		const cs_insn *in = &c->v[k];
