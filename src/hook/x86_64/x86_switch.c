@@ -57,7 +57,8 @@ struct sw_ctx {
 	const struct hook_arch_memview *mem;
 	struct sw_site sites[SW_MAX_SITES];
 	size_t n_sites;
-	uint64_t *t; /* direct branch targets and table entries */
+	uint32_t *wf; /* per insn: SW_WF_KNOWN | families written (bit f) */
+	uint64_t *t;  /* direct branch targets and table entries */
 	size_t n_t, cap_t;
 };
 
@@ -97,19 +98,49 @@ static int sw_family(x86_reg r, int *width)
 
 /* Bit w of the result: the instruction writes family fam at width w.
  * Unknown (capstone cannot say): every bit. */
+#define SW_WF_KNOWN (1u << 16)
+
+/* Families the instruction writes (explicit register operands with write
+ * access, implicit writes), and in *bits the widths it writes fam at.
+ * From the decoded detail: cs_regs_access() computes the same from the
+ * same data, but costs microseconds per call in capstone 4. */
+static uint32_t sw_written(const cs_insn *in, int fam, unsigned *bits)
+{
+	const cs_detail *d = in->detail;
+	uint32_t fams = 0;
+
+	*bits = 0;
+	for (unsigned k = 0; k < (unsigned)d->regs_write_count + d->x86.op_count; k++) {
+		x86_reg r;
+		if (k < d->regs_write_count) {
+			r = (x86_reg)d->regs_write[k];
+		} else {
+			const cs_x86_op *op = &d->x86.operands[k - d->regs_write_count];
+			if (op->type != X86_OP_REG || !(op->access & CS_AC_WRITE))
+				continue;
+			r = op->reg;
+		}
+		int w = -1, f = sw_family(r, &w);
+		if (f < 0)
+			continue;
+		fams |= 1u << f;
+		if (f == fam)
+			*bits |= 1u << w;
+	}
+	return fams;
+}
+
+/* Bit w of the result: the instruction writes family fam at width w. */
 static unsigned sw_writes(const struct sw_ctx *c, size_t i, int fam)
 {
-	cs_regs rd, wr;
-	uint8_t nrd = 0, nwr = 0;
-	unsigned bits = 0;
+	unsigned bits;
 
-	if (fam < 0 || cs_regs_access(c->cs, &c->v[i], rd, &nrd, wr, &nwr) != CS_ERR_OK)
+	if (fam < 0)
 		return 0x1f;
-	for (unsigned k = 0; k < nwr; k++) {
-		int w = -1;
-		if (sw_family(wr[k], &w) == fam)
-			bits |= 1u << w;
-	}
+	/* The whole-function scans ask this of every instruction, often. */
+	if (c->wf[i] && !(c->wf[i] & (1u << fam)))
+		return 0;
+	c->wf[i] = SW_WF_KNOWN | sw_written(&c->v[i], fam, &bits);
 	return bits;
 }
 
@@ -311,19 +342,14 @@ static int sw_copy(const struct sw_ctx *c, size_t k, struct sw_index *ix)
  * writes, then note k if it is the ja/jae of a `cmp reg, imm`. */
 static void sw_pend(const struct sw_ctx *c, size_t k, size_t pend[16])
 {
-	cs_regs rd, wr;
-	uint8_t nrd = 0, nwr = 0;
 	const cs_insn *j = &c->v[k], *cmp = k ? &c->v[k - 1] : j;
 	const cs_x86_op *a = sw_op(cmp, 0), *b = sw_op(cmp, 1);
+	unsigned bits;
+	uint32_t fams = sw_written(j, -1, &bits);
 	int f;
 
-	if (cs_regs_access(c->cs, j, rd, &nrd, wr, &nwr) != CS_ERR_OK) {
-		for (f = 0; f < 16; f++)
-			pend[f] = SIZE_MAX;
-		return;
-	}
-	for (unsigned i = 0; i < nwr; i++)
-		if ((f = sw_family(wr[i], NULL)) >= 0)
+	for (f = 0; f < 16; f++)
+		if (fams & (1u << f))
 			pend[f] = SIZE_MAX;
 	if (k && (j->id == X86_INS_JA || j->id == X86_INS_JAE) && cmp->id == X86_INS_CMP && a &&
 	    b && a->type == X86_OP_REG && b->type == X86_OP_IMM &&
@@ -576,24 +602,55 @@ static int sw_sites_closed(const struct sw_ctx *c)
 	return 1;
 }
 
+/* Byte-level first look (no decoding): every position that could be a
+ * `jmp reg` (FF E0+r, after REX.B and notrack prefixes) must follow
+ * `movsxd r64, [b+i*4]` (REX.W 63, 4 or 5 bytes) and `add r64, r64`
+ * (REX.W 01/03, register modrm), as a switch dispatch does. Most
+ * candidates are tail calls through pointers and fail here cheaply; a
+ * false candidate (bytes inside another instruction) that fails only
+ * costs the function its hook. */
+static int sw_shapes(const uint8_t *code, uint64_t size)
+{
+	for (uint64_t i = 0; i + 1 < size; i++) {
+		if (code[i] != 0xff || (code[i + 1] & 0xf8) != 0xe0)
+			continue;
+		uint64_t p = i;
+		if (p >= 1 && code[p - 1] == 0x41)
+			p--;
+		if (p >= 1 && code[p - 1] == 0x3e)
+			p--;
+		if (p < 7 || (code[p - 3] & 0xf8) != 0x48 ||
+		    (code[p - 2] != 0x01 && code[p - 2] != 0x03) || (code[p - 1] & 0xc0) != 0xc0)
+			return 0;
+		int m4 = (code[p - 7] & 0xf8) == 0x48 && code[p - 6] == 0x63;
+		int m5 = p >= 8 && (code[p - 8] & 0xf8) == 0x48 && code[p - 7] == 0x63;
+		if (!m4 && !m5)
+			return 0;
+	}
+	return 1;
+}
+
 enum ada_hook_skip x86_switch_check(csh cs, const uint8_t *code, uint64_t addr, uint64_t size,
                                     size_t patch_len, const struct hook_arch_memview *mem)
 {
 	struct sw_ctx c = {
 	    .cs = cs, .addr = addr, .size = size, .patch_len = patch_len, .mem = mem};
 	cs_insn *v = NULL;
-	int ok = mem != NULL;
+	int ok = mem != NULL && sw_shapes(code, size);
 
 	if (ok)
 		c.n = cs_disasm(cs, code, size, addr, 0, &v);
 	c.v = v;
 	/* Every byte decoded: the sweep saw every instruction. */
 	ok = ok && c.n > 0 && v[c.n - 1].address + v[c.n - 1].size == addr + size;
+	c.wf = ok ? calloc(c.n, sizeof(*c.wf)) : NULL;
+	ok = ok && c.wf;
 	for (size_t i = 0; ok && i < c.n; i++)
 		ok = sw_insn(&c, i);
 	ok = ok && sw_sites_closed(&c);
 	if (v)
 		cs_free(v, c.n);
+	free(c.wf);
 	free(c.t);
 	return ok ? ADA_HOOK_OK : ADA_SKIP_JUMP_TABLE;
 }
