@@ -78,8 +78,9 @@ extern int x86_use_fast_len;
  * function [addr, addr+size) (bytes at code) is a recognised switch
  * dispatch whose table, read through mem, sends no entry into
  * (addr, addr+patch_len); else ADA_SKIP_JUMP_TABLE. cs: the prepare
- * handle, detail ON, used under its lock by the caller. */
-enum ada_hook_skip x86_switch_check(csh cs, const uint8_t *code, uint64_t addr, uint64_t size,
-                                    size_t patch_len, const struct hook_arch_memview *mem);
+ * handle, detail ON, and ci its decode buffer, used under its lock. */
+enum ada_hook_skip x86_switch_check(csh cs, cs_insn *ci, const uint8_t *code, uint64_t addr,
+                                    uint64_t size, size_t patch_len,
+                                    const struct hook_arch_memview *mem);
 
 #endif

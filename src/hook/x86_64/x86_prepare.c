@@ -542,7 +542,7 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 		return r;
 	/* Perhaps switch dispatches: read their tables (x86_switch.c). */
 	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_ON);
-	r = x86_switch_check(plan_cs, code, addr, size, plan->patch_len, mem);
+	r = x86_switch_check(plan_cs, ci, code, addr, size, plan->patch_len, mem);
 	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_OFF);
 	return r;
 }

@@ -4,8 +4,14 @@
  * (x86_switch_check(), called by hook_arch_prepare_mem()).
  *
  * Threads: runs under prepare's plan_lock (the one capstone handle), on
- * any thread, never in hook context; allocates (capstone's decode array,
- * the target list).
+ * any thread, never in hook context; allocates (the decoded body, the
+ * target list).
+ *
+ * Cost: only functions prepare would skip with ADA_SKIP_JUMP_TABLE get
+ * here, and a byte-level look (sw_shapes) turns away most of them (tail
+ * calls through pointers) before any decoding; the rest are decoded once
+ * with capstone's detail (~0.3 us per instruction). On a plan-cache miss
+ * this adds ~13 ms to libc's ~12 ms analysis (test_hook_verdicts).
  *
  * Soundness: the whole body is decoded (any undecodable byte: no), and
  * EVERY table-shaped indirect jmp (`jmp reg`, `jmp [..+index*scale]`)
@@ -48,17 +54,30 @@ struct sw_site {
 	uint64_t lo, hi; /* (lo, hi]: first instruction and jmp of a dispatch */
 };
 
+/* One decoded instruction, what the analysis needs of capstone's detail
+ * (cs_disasm would allocate a detail per instruction: megabytes and page
+ * faults for a large function). */
+struct sw_insn {
+	uint64_t address;
+	uint16_t size, id;
+	uint8_t op_count, addr_size, modrm, grp; /* grp: SW_G_* */
+	uint32_t wfams;                          /* families written */
+	uint8_t wbits[16];                       /* per family: widths written */
+	cs_x86_op op[2];
+};
+
+enum { SW_G_JUMP = 1, SW_G_CALL = 2, SW_G_RET = 4, SW_G_INT = 8, SW_G_IRET = 16, SW_G_REL = 32 };
+
 struct sw_ctx {
 	csh cs;
-	const cs_insn *v;
+	struct sw_insn *v;
 	size_t n;
 	uint64_t addr, size;
 	size_t patch_len;
 	const struct hook_arch_memview *mem;
 	struct sw_site sites[SW_MAX_SITES];
 	size_t n_sites;
-	uint32_t *wf; /* per insn: SW_WF_KNOWN | families written (bit f) */
-	uint64_t *t;  /* direct branch targets and table entries */
+	uint64_t *t; /* direct branch targets and table entries */
 	size_t n_t, cap_t;
 };
 
@@ -98,18 +117,12 @@ static int sw_family(x86_reg r, int *width)
 
 /* Bit w of the result: the instruction writes family fam at width w.
  * Unknown (capstone cannot say): every bit. */
-#define SW_WF_KNOWN (1u << 16)
 
-/* Families the instruction writes (explicit register operands with write
- * access, implicit writes), and in *bits the widths it writes fam at.
- * From the decoded detail: cs_regs_access() computes the same from the
- * same data, but costs microseconds per call in capstone 4. */
-static uint32_t sw_written(const cs_insn *in, int fam, unsigned *bits)
+/* Fills the written families of in from capstone's detail d (explicit
+ * register operands with write access, implicit writes): what
+ * cs_regs_access() computes, which costs microseconds in capstone 4. */
+static void sw_fill_writes(struct sw_insn *in, const cs_detail *d)
 {
-	const cs_detail *d = in->detail;
-	uint32_t fams = 0;
-
-	*bits = 0;
 	for (unsigned k = 0; k < (unsigned)d->regs_write_count + d->x86.op_count; k++) {
 		x86_reg r;
 		if (k < d->regs_write_count) {
@@ -123,40 +136,27 @@ static uint32_t sw_written(const cs_insn *in, int fam, unsigned *bits)
 		int w = -1, f = sw_family(r, &w);
 		if (f < 0)
 			continue;
-		fams |= 1u << f;
-		if (f == fam)
-			*bits |= 1u << w;
+		in->wfams |= 1u << f;
+		in->wbits[f] |= (uint8_t)(1u << w);
 	}
-	return fams;
 }
 
 /* Bit w of the result: the instruction writes family fam at width w. */
 static unsigned sw_writes(const struct sw_ctx *c, size_t i, int fam)
 {
-	unsigned bits;
-
-	if (fam < 0)
-		return 0x1f;
-	/* The whole-function scans ask this of every instruction, often. */
-	if (c->wf[i] && !(c->wf[i] & (1u << fam)))
-		return 0;
-	c->wf[i] = SW_WF_KNOWN | sw_written(&c->v[i], fam, &bits);
-	return bits;
+	return fam < 0 ? 0x1f : c->v[i].wbits[fam];
 }
 
 static int sw_is_flow(const struct sw_ctx *c, size_t i)
 {
-	const cs_insn *in = &c->v[i];
-	return cs_insn_group(c->cs, in, CS_GRP_JUMP) || cs_insn_group(c->cs, in, CS_GRP_CALL) ||
-	       cs_insn_group(c->cs, in, CS_GRP_RET) || cs_insn_group(c->cs, in, CS_GRP_INT) ||
-	       cs_insn_group(c->cs, in, CS_GRP_IRET) || in->id == X86_INS_XBEGIN ||
-	       in->id == X86_INS_UD2 || in->id == X86_INS_HLT;
+	const struct sw_insn *in = &c->v[i];
+	return (in->grp & (SW_G_JUMP | SW_G_CALL | SW_G_RET | SW_G_INT | SW_G_IRET)) ||
+	       in->id == X86_INS_XBEGIN || in->id == X86_INS_UD2 || in->id == X86_INS_HLT;
 }
 
-static const cs_x86_op *sw_op(const cs_insn *in, unsigned k)
+static const cs_x86_op *sw_op(const struct sw_insn *in, unsigned k)
 {
-	const cs_x86 *x = &in->detail->x86;
-	return k < x->op_count ? &x->operands[k] : NULL;
+	return k < in->op_count && k < 2 ? &in->op[k] : NULL;
 }
 
 static int sw_is_reg(const cs_x86_op *op, unsigned size)
@@ -173,7 +173,7 @@ static int sw_is_barrier(const struct sw_ctx *c, size_t i)
 	const cs_x86_op *op = sw_op(&c->v[i], 0);
 	if (!sw_is_flow(c, i))
 		return 0;
-	return !(cs_insn_group(c->cs, &c->v[i], CS_GRP_JUMP) && c->v[i].id != X86_INS_JMP && op &&
+	return !((c->v[i].grp & SW_G_JUMP) && c->v[i].id != X86_INS_JMP && op &&
 	         op->type == X86_OP_IMM);
 }
 
@@ -201,7 +201,7 @@ static int sw_dead_pop(const struct sw_ctx *c, size_t i)
 	if (c->v[i].id != X86_INS_POP)
 		return 0;
 	for (size_t k = i + 1; k < c->n; k++) {
-		const cs_insn *in = &c->v[k];
+		const struct sw_insn *in = &c->v[k];
 		const cs_x86_op *a = sw_op(in, 0), *b = sw_op(in, 1);
 		if (in->id == X86_INS_RET)
 			return 1;
@@ -236,7 +236,7 @@ static unsigned sw_live_bits(const struct sw_ctx *c, size_t k, int fam, size_t *
 
 	if (w >= 0) {
 		*lo = (size_t)w < *lo ? (size_t)w : *lo; /* relied on: in the site */
-		const cs_insn *in = &c->v[w];
+		const struct sw_insn *in = &c->v[w];
 		const cs_x86_op *b = sw_op(in, 1);
 		if (sw_writes(c, (size_t)w, fam) != 1u << 1)
 			return 64;
@@ -276,7 +276,7 @@ struct sw_index {
 static uint64_t sw_cmp_bound(const struct sw_ctx *c, size_t k, struct sw_index *ix,
                              const cs_x86_op *load)
 {
-	const cs_insn *j = &c->v[k], *cmp = &c->v[k - 1];
+	const struct sw_insn *j = &c->v[k], *cmp = &c->v[k - 1];
 	const cs_x86_op *a = sw_op(cmp, 0), *b = sw_op(cmp, 1);
 	int w = -1;
 	unsigned wc;
@@ -308,7 +308,7 @@ static uint64_t sw_cmp_bound(const struct sw_ctx *c, size_t k, struct sw_index *
  * follows it into ix. 0 when k is no such copy. */
 static int sw_copy(const struct sw_ctx *c, size_t k, struct sw_index *ix)
 {
-	const cs_insn *in = &c->v[k];
+	const struct sw_insn *in = &c->v[k];
 	const cs_x86_op *a = sw_op(in, 0), *b = sw_op(in, 1);
 	int sign = in->id == X86_INS_MOVSXD || in->id == X86_INS_MOVSX || in->id == X86_INS_CDQE;
 	unsigned srcw;
@@ -342,10 +342,9 @@ static int sw_copy(const struct sw_ctx *c, size_t k, struct sw_index *ix)
  * writes, then note k if it is the ja/jae of a `cmp reg, imm`. */
 static void sw_pend(const struct sw_ctx *c, size_t k, size_t pend[16])
 {
-	const cs_insn *j = &c->v[k], *cmp = k ? &c->v[k - 1] : j;
+	const struct sw_insn *j = &c->v[k], *cmp = k ? &c->v[k - 1] : j;
 	const cs_x86_op *a = sw_op(cmp, 0), *b = sw_op(cmp, 1);
-	unsigned bits;
-	uint32_t fams = sw_written(j, -1, &bits);
+	uint32_t fams = j->wfams;
 	int f;
 
 	for (f = 0; f < 16; f++)
@@ -394,7 +393,7 @@ static uint64_t sw_bound(const struct sw_ctx *c, size_t from, x86_reg idx, size_
 		}
 		/* A load (zero-extending) bounded by a cmp of the same memory
 		 * just before: `cmp m, N; ja default; mov r32, m`. */
-		const cs_insn *in = &c->v[k];
+		const struct sw_insn *in = &c->v[k];
 		const cs_x86_op *a = sw_op(in, 0), *m = sw_op(in, 1);
 		if (k >= 2 && (in->id == X86_INS_MOV || in->id == X86_INS_MOVZX) &&
 		    sw_is_reg(a, 4) && sw_family(a->reg, NULL) == ix.fam && m &&
@@ -485,7 +484,7 @@ static int sw_straight(const struct sw_ctx *c, size_t from, size_t j)
 	return 1;
 }
 
-static int sw_is_rip_lea(const cs_insn *in, x86_reg base, uint64_t *tab)
+static int sw_is_rip_lea(const struct sw_insn *in, x86_reg base, uint64_t *tab)
 {
 	const cs_x86_op *d = sw_op(in, 0), *m = sw_op(in, 1);
 
@@ -531,14 +530,14 @@ static int sw_match_pic(struct sw_ctx *c, size_t j)
 	const cs_x86_op *jd = sw_op(&c->v[j], 0);
 	if (j < 3 || !sw_is_reg(jd, 8))
 		return 0;
-	const cs_insn *add = &c->v[j - 1], *ld = &c->v[j - 2];
+	const struct sw_insn *add = &c->v[j - 1], *ld = &c->v[j - 2];
 	const cs_x86_op *ad = sw_op(add, 0), *as = sw_op(add, 1), *l = sw_op(ld, 0),
 	                *m = sw_op(ld, 1);
 	if (add->id != X86_INS_ADD || !sw_is_reg(ad, 8) || !sw_is_reg(as, 8) ||
 	    ad->reg != jd->reg || as->reg == ad->reg || ld->id != X86_INS_MOVSXD ||
-	    !sw_is_reg(l, 8) || !m || m->type != X86_OP_MEM || m->size != 4 ||
-	    ld->detail->x86.addr_size != 8 || m->mem.segment != X86_REG_INVALID ||
-	    m->mem.scale != 4 || m->mem.disp != 0 || m->mem.index == X86_REG_INVALID)
+	    !sw_is_reg(l, 8) || !m || m->type != X86_OP_MEM || m->size != 4 || ld->addr_size != 8 ||
+	    m->mem.segment != X86_REG_INVALID || m->mem.scale != 4 || m->mem.disp != 0 ||
+	    m->mem.index == X86_REG_INVALID)
 		return 0;
 	x86_reg base = m->mem.base;
 	if (!((l->reg == ad->reg && base == as->reg) || (l->reg == as->reg && base == ad->reg)))
@@ -558,7 +557,7 @@ static int sw_match_abs(struct sw_ctx *c, size_t j)
 	const cs_x86_op *m = sw_op(&c->v[j], 0);
 	size_t lo = 0;
 
-	if (!m || m->type != X86_OP_MEM || m->size != 8 || c->v[j].detail->x86.addr_size != 8 ||
+	if (!m || m->type != X86_OP_MEM || m->size != 8 || c->v[j].addr_size != 8 ||
 	    m->mem.segment != X86_REG_INVALID || m->mem.base != X86_REG_INVALID ||
 	    m->mem.scale != 8 || m->mem.disp < 0)
 		return 0;
@@ -571,12 +570,11 @@ static int sw_match_abs(struct sw_ctx *c, size_t j)
  * indirect jmp. 0: not provably safe. */
 static int sw_insn(struct sw_ctx *c, size_t i)
 {
-	const cs_insn *in = &c->v[i];
+	const struct sw_insn *in = &c->v[i];
 	const cs_x86_op *op = sw_op(in, 0);
 
-	if (op && op->type == X86_OP_IMM && in->detail->x86.op_count == 1 &&
-	    (cs_insn_group(c->cs, in, CS_GRP_JUMP) || cs_insn_group(c->cs, in, CS_GRP_CALL) ||
-	     cs_insn_group(c->cs, in, CS_GRP_BRANCH_RELATIVE) || in->id == X86_INS_XBEGIN))
+	if (op && op->type == X86_OP_IMM && in->op_count == 1 &&
+	    ((in->grp & (SW_G_JUMP | SW_G_CALL | SW_G_REL)) || in->id == X86_INS_XBEGIN))
 		return sw_push_target(c, (uint64_t)op->imm) == 0;
 	if (in->id != X86_INS_JMP || !op)
 		return 1;
@@ -588,7 +586,7 @@ static int sw_insn(struct sw_ctx *c, size_t i)
 		return sw_match_abs(c, i);
 	/* jmp [rip+d] / [reg+d]: one pointer slot, a tail call, as prepare
 	 * allows; with a SIB byte prepare calls it table-shaped: not here. */
-	uint8_t modrm = in->detail->x86.modrm;
+	uint8_t modrm = in->modrm;
 	return (modrm & 0xc7) != 0x04 && (modrm & 0xc7) != 0x44 && (modrm & 0xc7) != 0x84;
 }
 
@@ -630,27 +628,66 @@ static int sw_shapes(const uint8_t *code, uint64_t size)
 	return 1;
 }
 
-enum ada_hook_skip x86_switch_check(csh cs, const uint8_t *code, uint64_t addr, uint64_t size,
-                                    size_t patch_len, const struct hook_arch_memview *mem)
+/* Copies what the analysis needs of the decoded ci into in. */
+static void sw_keep(struct sw_insn *in, const cs_insn *ci)
+{
+	const cs_x86 *x = &ci->detail->x86;
+	static const uint8_t grps[][2] = {
+	    {CS_GRP_JUMP, SW_G_JUMP}, {CS_GRP_CALL, SW_G_CALL}, {CS_GRP_RET, SW_G_RET},
+	    {CS_GRP_INT, SW_G_INT},   {CS_GRP_IRET, SW_G_IRET}, {CS_GRP_BRANCH_RELATIVE, SW_G_REL}};
+
+	memset(in, 0, sizeof(*in));
+	in->address = ci->address;
+	in->size = ci->size;
+	in->id = (uint16_t)ci->id;
+	in->op_count = x->op_count;
+	in->addr_size = x->addr_size;
+	in->modrm = x->modrm;
+	for (unsigned g = 0; g < ci->detail->groups_count; g++)
+		for (unsigned k = 0; k < sizeof(grps) / sizeof(grps[0]); k++)
+			if (ci->detail->groups[g] == grps[k][0])
+				in->grp |= grps[k][1];
+	memcpy(in->op, x->operands, sizeof(in->op));
+	sw_fill_writes(in, ci->detail);
+}
+
+/* Decodes the whole body into c->v (one growing array; ci: the caller's
+ * decode buffer, detail on). 0 when some bytes do not decode. */
+static int sw_decode(struct sw_ctx *c, cs_insn *ci, const uint8_t *code)
+{
+	const uint8_t *p = code;
+	size_t left = c->size, cap = 0;
+	uint64_t pc = c->addr;
+
+	while (left > 0) {
+		if (c->n == cap) {
+			size_t nc = cap ? 2 * cap : c->size / 4 + 16;
+			struct sw_insn *nv = realloc(c->v, nc * sizeof(*nv));
+			if (!nv)
+				return 0;
+			c->v = nv;
+			cap = nc;
+		}
+		if (!cs_disasm_iter(c->cs, &p, &left, &pc, ci))
+			return 0;
+		sw_keep(&c->v[c->n++], ci);
+	}
+	return c->n > 0;
+}
+
+enum ada_hook_skip x86_switch_check(csh cs, cs_insn *ci, const uint8_t *code, uint64_t addr,
+                                    uint64_t size, size_t patch_len,
+                                    const struct hook_arch_memview *mem)
 {
 	struct sw_ctx c = {
 	    .cs = cs, .addr = addr, .size = size, .patch_len = patch_len, .mem = mem};
-	cs_insn *v = NULL;
-	int ok = mem != NULL && sw_shapes(code, size);
-
-	if (ok)
-		c.n = cs_disasm(cs, code, size, addr, 0, &v);
-	c.v = v;
 	/* Every byte decoded: the sweep saw every instruction. */
-	ok = ok && c.n > 0 && v[c.n - 1].address + v[c.n - 1].size == addr + size;
-	c.wf = ok ? calloc(c.n, sizeof(*c.wf)) : NULL;
-	ok = ok && c.wf;
+	int ok = mem != NULL && sw_shapes(code, size) && sw_decode(&c, ci, code);
+
 	for (size_t i = 0; ok && i < c.n; i++)
 		ok = sw_insn(&c, i);
 	ok = ok && sw_sites_closed(&c);
-	if (v)
-		cs_free(v, c.n);
-	free(c.wf);
+	free(c.v);
 	free(c.t);
 	return ok ? ADA_HOOK_OK : ADA_SKIP_JUMP_TABLE;
 }
