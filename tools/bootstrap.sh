@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config clang-format
   liburing-dev libroaring-dev libcapstone-dev libelf-dev libxxhash-dev zlib1g-dev
   libjansson-dev libcmocka-dev libdeflate-dev
   g++ valgrind

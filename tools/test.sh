@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 tools/bootstrap.sh
 jobs=$(nproc)
 
+echo "=== format (.clang-format) ==="
+tools/check-format.sh
+
 run_suite() { # build-dir sanitizer test-regex
 	local dir=$1 san=$2 regex=$3
 	echo "=== build $dir (sanitizer: ${san:-none}) ==="

@@ -33,7 +33,7 @@
 extern const char __ehdr_start[] __attribute__((visibility("hidden")));
 extern char _end[] __attribute__((visibility("hidden")));
 
-struct agent_state agent = { .lock = PTHREAD_MUTEX_INITIALIZER, .next_id = 1 };
+struct agent_state agent = {.lock = PTHREAD_MUTEX_INITIALIZER, .next_id = 1};
 
 void agent_log(const char *fmt, ...)
 {
@@ -76,7 +76,7 @@ static int agent_write_syms(const char *dir, const struct agent_module *m)
 	FILE *f = fopen(tmp, "we");
 	if (!f)
 		return -errno;
-	struct ada_hook_module_info mi = { m->id, m->path, m->base };
+	struct ada_hook_module_info mi = {m->id, m->path, m->base};
 	int err = ada_hook_syms_write(f, &mi, &m->st);
 	if (fclose(f) != 0 && !err)
 		err = -EIO;
@@ -120,46 +120,51 @@ static void agent_json_module(FILE *f, const struct agent_module *m)
 	fprintf(f, "    {\"module_id\": %" PRIu32 ", \"path\": ", m->id);
 	agent_json_string(f, m->path);
 	fprintf(f, ", \"load_base\": \"0x%" PRIx64 "\", \"symbol_source\": \"%s\", ", m->base,
-		ada_symtab_source_name(m->st.source));
-	fprintf(f, "\"unloaded\": %s, \"functions\": %zu, \"installed\": %" PRIu64 ", \"skipped\": ",
-		m->gone ? "true" : "false", m->st.count, m->installed);
+	        ada_symtab_source_name(m->st.source));
+	fprintf(f,
+	        "\"unloaded\": %s, \"functions\": %zu, \"installed\": %" PRIu64 ", \"skipped\": ",
+	        m->gone ? "true" : "false", m->st.count, m->installed);
 	agent_json_skips(f, m->skipped);
 	fprintf(f, ", \"symbols_us\": %" PRIu64 ", \"patching_us\": %" PRIu64, m->ns_symbols / 1000,
-		m->ns_patching / 1000);
-	fprintf(f, ", \"prepare_us\": %" PRIu64 ", \"xref_us\": %" PRIu64
-		   ", \"trampolines_us\": %" PRIu64 ", \"patch_us\": %" PRIu64,
-		m->ns_prepare / 1000, m->ns_xref / 1000, m->ns_emit / 1000, m->ns_apply / 1000);
-	static const char *const cache_names[] = { "off", "hit", "miss" };
+	        m->ns_patching / 1000);
+	fprintf(f,
+	        ", \"prepare_us\": %" PRIu64 ", \"xref_us\": %" PRIu64
+	        ", \"trampolines_us\": %" PRIu64 ", \"patch_us\": %" PRIu64,
+	        m->ns_prepare / 1000, m->ns_xref / 1000, m->ns_emit / 1000, m->ns_apply / 1000);
+	static const char *const cache_names[] = {"off", "hit", "miss"};
 	fprintf(f, ", \"plan_cache\": \"%s\"}", cache_names[m->cache]);
 }
 
 static void agent_json_body(FILE *f)
 {
-	uint64_t installed = 0, sk[ADA_SKIP_REASON_COUNT] = { 0 }, cache[3] = { 0 };
+	uint64_t installed = 0, sk[ADA_SKIP_REASON_COUNT] = {0}, cache[3] = {0};
 	for (size_t i = 0; i < agent.n_mods; i++) {
 		installed += agent.mods[i].installed;
 		cache[agent.mods[i].cache]++;
 		for (int r = 0; r < ADA_SKIP_REASON_COUNT; r++)
 			sk[r] += agent.mods[i].skipped[r];
 	}
-	fprintf(f, "{\n  \"pid\": %d,\n  \"hook_time_us\": {\"arena\": %" PRIu64
-		   ", \"discovery\": %" PRIu64, (int)getpid(), agent.ns_arena / 1000,
-		agent.ns_discovery / 1000);
+	fprintf(f,
+	        "{\n  \"pid\": %d,\n  \"hook_time_us\": {\"arena\": %" PRIu64
+	        ", \"discovery\": %" PRIu64,
+	        (int)getpid(), agent.ns_arena / 1000, agent.ns_discovery / 1000);
 	fprintf(f, ", \"symbols\": %" PRIu64 ", \"patching\": %" PRIu64 ", \"files\": %" PRIu64,
-		agent.ns_symbols / 1000, agent.ns_patching / 1000, agent.ns_files / 1000);
+	        agent.ns_symbols / 1000, agent.ns_patching / 1000, agent.ns_files / 1000);
 	fprintf(f, ", \"total\": %" PRIu64 "},\n  \"installed\": %" PRIu64 ",\n  \"skipped\": ",
-		agent.ns_total / 1000, installed);
+	        agent.ns_total / 1000, installed);
 	agent_json_skips(f, sk);
-	fprintf(f, ",\n  \"plan_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
-		   ", \"off\": %" PRIu64 "}", cache[AGENT_CACHE_HIT], cache[AGENT_CACHE_MISS],
-		cache[AGENT_CACHE_OFF]);
+	fprintf(f,
+	        ",\n  \"plan_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
+	        ", \"off\": %" PRIu64 "}",
+	        cache[AGENT_CACHE_HIT], cache[AGENT_CACHE_MISS], cache[AGENT_CACHE_OFF]);
 	uint64_t un[3];
 	agent_untraced_counts(un);
-	fprintf(f, ",\n  \"untraced_calls\": {\"agent_work\": %" PRIu64 ", \"shadow_full\": %" PRIu64
-		   ", \"nested_signal\": %" PRIu64 "}",
-		un[0], un[1], un[2]);
+	fprintf(f,
+	        ",\n  \"untraced_calls\": {\"agent_work\": %" PRIu64 ", \"shadow_full\": %" PRIu64
+	        ", \"nested_signal\": %" PRIu64 "}",
+	        un[0], un[1], un[2]);
 	fprintf(f, ",\n  \"trampoline_bytes\": %zu,\n  \"modules\": [\n",
-		agent.mem ? hook_mem_mapped_bytes(agent.mem) : (size_t)0);
+	        agent.mem ? hook_mem_mapped_bytes(agent.mem) : (size_t)0);
 	for (size_t i = 0; i < agent.n_mods; i++) {
 		agent_json_module(f, &agent.mods[i]);
 		fputs(i + 1 < agent.n_mods ? ",\n" : "\n", f);
@@ -244,7 +249,8 @@ static int agent_read_config(void)
 		strcpy(agent.session_dir, sess);
 	int err = ada_hook_config_parse(txt ? txt : "", txt ? strlen(txt) : 0, &agent.cfg);
 	if (err)
-		agent_log("bad ADA_HOOK_CONFIG \"%s\" (%s); nothing is traced", txt, strerror(-err));
+		agent_log("bad ADA_HOOK_CONFIG \"%s\" (%s); nothing is traced", txt,
+		          strerror(-err));
 	return err;
 }
 
@@ -270,7 +276,7 @@ static int agent_start(void)
 	agent.ns_arena = agent_now_ns() - t0;
 	if (err) {
 		agent_log("cannot open the arena in %s (%s); nothing is traced",
-			  getenv("ADA_ARENA_DIR"), strerror(-err));
+		          getenv("ADA_ARENA_DIR"), strerror(-err));
 		return err;
 	}
 	agent_hot.pid = getpid();
@@ -282,7 +288,8 @@ static int agent_start(void)
 	if (!err)
 		err = agent_make_return_trampoline();
 	if (err) {
-		agent_log("cannot map the return trampoline (%s); nothing is traced", strerror(-err));
+		agent_log("cannot map the return trampoline (%s); nothing is traced",
+		          strerror(-err));
 		return err;
 	}
 	agent.cache_agent_hash = plan_cache_self_hash((uint64_t)(uintptr_t)&agent_start);

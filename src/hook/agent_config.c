@@ -20,26 +20,26 @@ struct config_default {
 };
 
 static const struct config_default config_defaults[] = {
-	{ "*.cold*", "a cold block split off a function by gcc: entered by jmp, not call" },
-	{ "setjmp", "saves its own return address: a later longjmp would land in the return trampoline" },
-	{ "_setjmp", "as setjmp" },
-	{ "__sigsetjmp", "as setjmp (sigsetjmp's real name)" },
-	{ "sigsetjmp", "as setjmp" },
-	{ "getcontext", "saves its return address in the ucontext" },
-	{ "swapcontext", "saves its return address and returns on another stack" },
-	{ "__start_context", "entered by the ret of a makecontext function, not by a call: the "
-			     "word at rsp is its uc_link, not a return address" },
-	{ "vfork", "returns twice on one stack shared by parent and child" },
-	{ "__vfork", "as vfork" },
-	{ "clone", "the child returns on another stack with the parent's TLS" },
-	{ "__clone", "as clone" },
-	{ "clone3", "as clone" },
-	{ "__clone3", "as clone" },
-	{ "__clone_internal", "as clone" },
-	{ "_Unwind_*", "the unwinder reads its own return address to find its caller's frame" },
-	{ "__tls_get_addr", "TLS resolution; called from the handlers' own TLS accesses" },
-	{ "__libc_start_main", "never returns; runs before the agent could be ready" },
-	{ "__libc_start_call_main", "never returns" },
+    {"*.cold*", "a cold block split off a function by gcc: entered by jmp, not call"},
+    {"setjmp", "saves its own return address: a later longjmp would land in the return trampoline"},
+    {"_setjmp", "as setjmp"},
+    {"__sigsetjmp", "as setjmp (sigsetjmp's real name)"},
+    {"sigsetjmp", "as setjmp"},
+    {"getcontext", "saves its return address in the ucontext"},
+    {"swapcontext", "saves its return address and returns on another stack"},
+    {"__start_context", "entered by the ret of a makecontext function, not by a call: the "
+                        "word at rsp is its uc_link, not a return address"},
+    {"vfork", "returns twice on one stack shared by parent and child"},
+    {"__vfork", "as vfork"},
+    {"clone", "the child returns on another stack with the parent's TLS"},
+    {"__clone", "as clone"},
+    {"clone3", "as clone"},
+    {"__clone3", "as clone"},
+    {"__clone_internal", "as clone"},
+    {"_Unwind_*", "the unwinder reads its own return address to find its caller's frame"},
+    {"__tls_get_addr", "TLS resolution; called from the handlers' own TLS accesses"},
+    {"__libc_start_main", "never returns; runs before the agent could be ready"},
+    {"__libc_start_call_main", "never returns"},
 };
 
 static void config_free_list(char **v, size_t *n)
@@ -94,8 +94,8 @@ static bool config_key_is(const char *k, size_t klen, const char *name)
 	return strlen(name) == klen && memcmp(k, name, klen) == 0;
 }
 
-static int config_apply(struct ada_hook_config *cfg, const char *k, size_t klen,
-			const char *v, size_t vlen)
+static int config_apply(struct ada_hook_config *cfg, const char *k, size_t klen, const char *v,
+                        size_t vlen)
 {
 	if (config_key_is(k, klen, "exclude"))
 		return config_add_globs(v, vlen, cfg->mod_exclude, &cfg->n_mod_exclude);
@@ -173,7 +173,7 @@ bool ada_hook_config_module_wanted(const struct ada_hook_config *cfg, const char
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	bool hit_ex = config_match_any(cfg->mod_exclude, cfg->n_mod_exclude, path) ||
-		      config_match_any(cfg->mod_exclude, cfg->n_mod_exclude, base);
+	              config_match_any(cfg->mod_exclude, cfg->n_mod_exclude, base);
 	if (hit_ex)
 		return false;
 	if (cfg->n_mod_include == 0)
@@ -183,7 +183,7 @@ bool ada_hook_config_module_wanted(const struct ada_hook_config *cfg, const char
 }
 
 enum ada_hook_skip ada_hook_config_symbol_verdict(const struct ada_hook_config *cfg,
-						  const char *name)
+                                                  const char *name)
 {
 	if (cfg->defaults) {
 		for (size_t i = 0; i < sizeof(config_defaults) / sizeof(config_defaults[0]); i++) {

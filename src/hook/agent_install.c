@@ -33,27 +33,27 @@ struct install_special {
  * that meets a return trampoline would stop, and the program would
  * terminate instead of catching. */
 static const struct install_special install_specials[] = {
-	{ "_Unwind_RaiseException", AGENT_SP_UNWIND },
-	{ "_Unwind_Resume", AGENT_SP_UNWIND },
-	{ "_Unwind_Resume_or_Rethrow", AGENT_SP_UNWIND },
-	{ "_Unwind_ForcedUnwind", AGENT_SP_FORCED },
-	{ "pthread_exit", AGENT_SP_FORCED },
-	{ "__cxa_begin_catch", AGENT_SP_CATCH },
-	{ "exit", AGENT_SP_EXIT },
-	{ "_exit", AGENT_SP_EXIT },
-	{ "_Exit", AGENT_SP_EXIT },
-	{ "quick_exit", AGENT_SP_EXIT },
-	{ "dlopen", AGENT_SP_DL },
-	{ "dlmopen", AGENT_SP_DL },
-	{ "dlclose", AGENT_SP_DL },
-	/* dlopen itself ends in an indirect tail call the patcher refuses;
-	 * every dlopen (the program's, and libc's own for NSS, iconv and
-	 * libgcc_s) runs its work under these, which are hookable. */
-	{ "_dl_catch_exception", AGENT_SP_DL },
-	{ "_dl_catch_error", AGENT_SP_DL },
-	{ "execve", AGENT_SP_EXEC },
-	{ "execveat", AGENT_SP_EXEC },
-	{ "fexecve", AGENT_SP_EXEC },
+    {"_Unwind_RaiseException", AGENT_SP_UNWIND},
+    {"_Unwind_Resume", AGENT_SP_UNWIND},
+    {"_Unwind_Resume_or_Rethrow", AGENT_SP_UNWIND},
+    {"_Unwind_ForcedUnwind", AGENT_SP_FORCED},
+    {"pthread_exit", AGENT_SP_FORCED},
+    {"__cxa_begin_catch", AGENT_SP_CATCH},
+    {"exit", AGENT_SP_EXIT},
+    {"_exit", AGENT_SP_EXIT},
+    {"_Exit", AGENT_SP_EXIT},
+    {"quick_exit", AGENT_SP_EXIT},
+    {"dlopen", AGENT_SP_DL},
+    {"dlmopen", AGENT_SP_DL},
+    {"dlclose", AGENT_SP_DL},
+    /* dlopen itself ends in an indirect tail call the patcher refuses;
+     * every dlopen (the program's, and libc's own for NSS, iconv and
+     * libgcc_s) runs its work under these, which are hookable. */
+    {"_dl_catch_exception", AGENT_SP_DL},
+    {"_dl_catch_error", AGENT_SP_DL},
+    {"execve", AGENT_SP_EXEC},
+    {"execveat", AGENT_SP_EXEC},
+    {"fexecve", AGENT_SP_EXEC},
 };
 
 enum agent_special agent_special_of_name(const char *name)
@@ -118,7 +118,7 @@ static int install_rd_cb(struct dl_phdr_info *info, size_t size, void *arg)
 			continue;
 		lo = a < lo ? a : lo;
 		if ((ph->p_flags & PF_R) && n < sizeof(r->v) / sizeof(r->v[0]))
-			r->v[n++] = (struct hook_arch_region){ a, ph->p_memsz, (const uint8_t *)a };
+			r->v[n++] = (struct hook_arch_region){a, ph->p_memsz, (const uint8_t *)a};
 	}
 	if (lo != r->m->lo)
 		return 0;
@@ -132,13 +132,13 @@ static int install_rd_cb(struct dl_phdr_info *info, size_t size, void *arg)
  * SIZE_MAX when the cache disagrees with the prologue (then nothing can
  * be trusted from it). */
 static size_t install_prepare(struct agent_module *m, struct hook_arch_plan *plans,
-			      const struct plan_cache_entry *ce)
+                              const struct plan_cache_entry *ce)
 {
 	size_t n = 0;
-	struct install_rd rd = { .m = m };
+	struct install_rd rd = {.m = m};
 	if (!ce)
 		dl_iterate_phdr(install_rd_cb, &rd);
-	struct hook_arch_memview mv = { rd.v, rd.n };
+	struct hook_arch_memview mv = {rd.v, rd.n};
 	for (size_t i = 0; i < m->st.count; i++) {
 		struct ada_hook_fn *f = &m->st.fns[i];
 		if (f->status != ADA_HOOK_OK)
@@ -146,11 +146,13 @@ static size_t install_prepare(struct agent_module *m, struct hook_arch_plan *pla
 		uint64_t addr = m->base + f->offset;
 		const uint8_t *code = (const uint8_t *)addr;
 		if (!ce) {
-			f->status = (uint8_t)hook_arch_prepare_mem(code, addr, f->size, &mv, &plans[i]);
+			f->status =
+			    (uint8_t)hook_arch_prepare_mem(code, addr, f->size, &mv, &plans[i]);
 		} else if (ce[i].status != ADA_HOOK_OK) {
 			f->status = ce[i].status;
-		} else if (hook_arch_prepare_prologue(code, addr, f->size, &plans[i]) != ADA_HOOK_OK ||
-			   plans[i].patch_len != ce[i].patch_len) {
+		} else if (hook_arch_prepare_prologue(code, addr, f->size, &plans[i]) !=
+		               ADA_HOOK_OK ||
+		           plans[i].patch_len != ce[i].patch_len) {
 			return SIZE_MAX;
 		}
 		n += f->status == ADA_HOOK_OK;
@@ -170,7 +172,7 @@ static void install_register_specials(struct agent_module *m)
 /* Emits the trampolines into one block and fills patches. Returns the
  * patch count. */
 static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans, size_t n_cand,
-			   struct hook_patch *patches)
+                           struct hook_patch *patches)
 {
 	uint8_t *blk = NULL;
 	size_t np = 0, used = 0, cap = n_cand * HOOK_ARCH_MAX_TRAMPOLINE;
@@ -186,8 +188,8 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 			handler = (uint64_t)&agent_hook_on_enter_special;
 		}
 		size_t len = err ? 0
-				 : hook_arch_emit_trampoline(&plans[i], blk + used,
-							     (uint64_t)(blk + used), id, handler);
+		                 : hook_arch_emit_trampoline(&plans[i], blk + used,
+		                                             (uint64_t)(blk + used), id, handler);
 		if (len == 0) {
 			f->status = ADA_SKIP_NO_TRAMPOLINE_MEMORY;
 			continue;
@@ -273,7 +275,7 @@ static void install_cache_decide(struct agent_module *m, struct install_cache *c
  * depends only on the image and its own bytes, not on which other
  * functions are candidates), written atomically. */
 static void install_cache_store(struct agent_module *m, struct install_cache *c,
-				const struct hook_arch_plan *plans)
+                                const struct hook_arch_plan *plans)
 {
 	for (size_t i = 0; i < m->st.count; i++) {
 		if (!c->todo[i])
@@ -325,7 +327,8 @@ static int install_module(struct agent_module *m)
 	uint64_t t0 = agent_now_ns();
 	int err = ada_hook_symtab_read(m->path, NULL, &m->st);
 	if (err) {
-		agent_log("cannot read the symbols of %s (%s); not traced", m->path, strerror(-err));
+		agent_log("cannot read the symbols of %s (%s); not traced", m->path,
+		          strerror(-err));
 		return err;
 	}
 	uint64_t t1 = agent_now_ns();
@@ -384,7 +387,8 @@ static struct agent_module *install_find(const struct discover_image *im)
 {
 	for (size_t i = 0; i < agent.n_mods; i++) {
 		struct agent_module *m = &agent.mods[i];
-		if (!m->gone && m->base == im->base && m->lo == im->lo && !strcmp(m->path, im->path))
+		if (!m->gone && m->base == im->base && m->lo == im->lo &&
+		    !strcmp(m->path, im->path))
 			return m;
 	}
 	return NULL;
@@ -472,7 +476,8 @@ int agent_make_return_trampoline(void)
 	uint8_t *buf;
 	uint64_t self = (uint64_t)&agent_make_return_trampoline;
 	/* Module id 0 ("unknown") owns the agent's own code memory. */
-	int err = hook_mem_alloc(agent.mem, 0, self, self + 1, HOOK_ARCH_RETURN_TRAMPOLINE_MAX, &buf);
+	int err =
+	    hook_mem_alloc(agent.mem, 0, self, self + 1, HOOK_ARCH_RETURN_TRAMPOLINE_MAX, &buf);
 	if (err)
 		return err;
 	if (hook_arch_emit_return_trampoline(buf, (uint64_t)buf, (uint64_t)&ada_hook_on_exit) == 0)

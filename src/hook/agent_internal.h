@@ -23,19 +23,19 @@
  * the shadow stack's feet (docs/hooks.md, "special functions"). */
 enum agent_special {
 	AGENT_SP_NONE = 0,
-	AGENT_SP_UNWIND,       /* _Unwind_RaiseException/_Resume/_Resume_or_Rethrow */
-	AGENT_SP_FORCED,       /* _Unwind_ForcedUnwind, pthread_exit */
-	AGENT_SP_CATCH,        /* __cxa_begin_catch */
-	AGENT_SP_EXIT,         /* exit, _exit, _Exit, quick_exit */
-	AGENT_SP_DL,           /* dlopen, dlmopen, dlclose: rescan when they return */
-	AGENT_SP_EXEC,         /* execve, execveat, fexecve: close every frame */
+	AGENT_SP_UNWIND, /* _Unwind_RaiseException/_Resume/_Resume_or_Rethrow */
+	AGENT_SP_FORCED, /* _Unwind_ForcedUnwind, pthread_exit */
+	AGENT_SP_CATCH,  /* __cxa_begin_catch */
+	AGENT_SP_EXIT,   /* exit, _exit, _Exit, quick_exit */
+	AGENT_SP_DL,     /* dlopen, dlmopen, dlclose: rescan when they return */
+	AGENT_SP_EXEC,   /* execve, execveat, fexecve: close every frame */
 };
 
 struct agent_hot {
-	uint64_t ret_tramp;     /* address of the shared return trampoline */
-	uint32_t active;        /* 0: trampolines run but record nothing */
-	int32_t pid;            /* the process the arena belongs to */
-	uint32_t xsave_size;    /* CPUID 0xD size of the xsave area; 0: use fxsave */
+	uint64_t ret_tramp;         /* address of the shared return trampoline */
+	uint32_t active;            /* 0: trampolines run but record nothing */
+	int32_t pid;                /* the process the arena belongs to */
+	uint32_t xsave_size;        /* CPUID 0xD size of the xsave area; 0: use fxsave */
 	uint64_t self_lo, self_len; /* the agent's own mapping: its calls are not traced */
 };
 extern struct agent_hot agent_hot;
@@ -52,7 +52,7 @@ static inline uint64_t agent_special_tag(uint64_t fn_id, enum agent_special kind
 }
 /* Hook context; the signature of ada_hook_on_enter (hook.h). */
 void agent_hook_on_enter_special(uint64_t tagged_fn_id, uint64_t *ret_slot,
-				 const struct ada_hook_regs *regs);
+                                 const struct ada_hook_regs *regs);
 
 /* agent_install.c (not hook context): */
 enum agent_special agent_special_of_name(const char *name);

@@ -25,7 +25,7 @@
 static pthread_key_t process_key;
 static bool process_key_ok;
 
-static const int process_crash_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP };
+static const int process_crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP};
 static struct sigaction process_old_sa[NSIG];
 
 /* ---- threads ---- */
@@ -84,7 +84,7 @@ static void process_child(void)
 			agent_hot.active = 0;
 			agent_guard_enter(); /* for good, as in process_child_unfollow() */
 			agent_log("child %d: cannot open its arena (%s); not traced", (int)getpid(),
-				  strerror(-err));
+			          strerror(-err));
 		} else {
 			agent_write_files(true, 0);
 		}
@@ -163,8 +163,9 @@ int agent_process_setup(void)
 	atexit(process_at_exit);
 	err = process_install_crash_handlers();
 	if (err)
-		agent_log("cannot install crash handlers (%s); crashes are seen only by the recorder",
-			  strerror(-err));
+		agent_log(
+		    "cannot install crash handlers (%s); crashes are seen only by the recorder",
+		    strerror(-err));
 	return 0;
 }
 
@@ -188,7 +189,7 @@ void agent_dl_changed(void)
 	/* Counters of the last scan; written under agent.lock, read without
 	 * (a stale value only costs a scan that finds nothing new). */
 	static _Atomic unsigned long long seen_adds, seen_subs;
-	unsigned long long now[2] = { 0, 0 };
+	unsigned long long now[2] = {0, 0};
 	int saved = errno; /* dlopen's caller may look at errno */
 	dl_iterate_phdr(process_dl_counts, now);
 	if (now[0] != 0 && now[0] == atomic_load_explicit(&seen_adds, memory_order_relaxed) &&

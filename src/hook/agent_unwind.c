@@ -75,7 +75,7 @@ UNWIND_EXPORT void _Unwind_Resume(struct _Unwind_Exception *e)
 }
 
 UNWIND_EXPORT _Unwind_Reason_Code _Unwind_ForcedUnwind(struct _Unwind_Exception *e,
-						       _Unwind_Stop_Fn stop, void *arg)
+                                                       _Unwind_Stop_Fn stop, void *arg)
 {
 	static _Unwind_Reason_Code (*real)(struct _Unwind_Exception *, _Unwind_Stop_Fn, void *);
 	if (!real)

@@ -99,7 +99,7 @@ static const char *discover_basename(const char *p)
 }
 
 static struct discover_image *discover_by_soname(struct discover_image *v, size_t n,
-						 const char *soname)
+                                                 const char *soname)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (!strcmp(discover_basename(v[i].path), soname))
@@ -110,7 +110,7 @@ static struct discover_image *discover_by_soname(struct discover_image *v, size_
 
 /* Marks (with bit) every image reachable from root through DT_NEEDED. */
 static void discover_mark(struct discover_image *v, size_t n, struct discover_image *root,
-			  unsigned bit)
+                          unsigned bit)
 {
 	if (!root || (root->reach & bit))
 		return;
@@ -156,7 +156,7 @@ static void discover_classify(struct discover_image *v, size_t n, uint64_t self_
 
 int discover_images(uint64_t self_addr, struct discover_image **out, size_t *n_out)
 {
-	struct discover_ctx c = { 0 };
+	struct discover_ctx c = {0};
 	dl_iterate_phdr(discover_cb, &c);
 	if (c.err) {
 		free(c.v);

@@ -33,6 +33,6 @@ int discover_images(uint64_t self_addr, struct discover_image **out, size_t *n_o
  * (loaded at base; plans[i] prepared for function i) into whose patched
  * bytes some other function of the image branches. 0 or -ENOMEM. */
 int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
-			const struct hook_arch_plan *plans);
+                        const struct hook_arch_plan *plans);
 
 #endif

@@ -96,7 +96,7 @@ static bool xref_map_hit(const struct xref_map *mp, uint64_t t)
 }
 
 static int xref_map_build(uint64_t base, const struct ada_hook_symtab *st,
-			  const struct hook_arch_plan *plans, struct xref_map *mp)
+                          const struct hook_arch_plan *plans, struct xref_map *mp)
 {
 	mp->lo = UINT64_MAX;
 	mp->hi = 0;
@@ -127,7 +127,7 @@ static int xref_map_build(uint64_t base, const struct ada_hook_symtab *st,
  * rel32 jmp/jcc/call/loop: a superset of the real instructions (like the
  * arch layer's pre-check), so "no" is a proof and "yes" needs a decode. */
 static bool xref_suspect(const uint8_t *code, uint64_t addr, uint64_t size,
-			 const struct xref_map *mp)
+                         const struct xref_map *mp)
 {
 	for (uint64_t p = 0; p < size; p++) {
 		uint8_t o = code[p];
@@ -158,7 +158,7 @@ static bool xref_scannable(const struct ada_hook_fn *f)
 
 /* Exact pass: decode the suspect functions, collect their real targets. */
 static int xref_decode_suspects(uint64_t base, const struct ada_hook_symtab *st,
-				const struct xref_map *mp, struct xref_targets *t)
+                                const struct xref_map *mp, struct xref_targets *t)
 {
 	int err = 0;
 	for (size_t i = 0; !err && i < st->count; i++) {
@@ -171,10 +171,10 @@ static int xref_decode_suspects(uint64_t base, const struct ada_hook_symtab *st,
 }
 
 int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
-			const struct hook_arch_plan *plans)
+                        const struct hook_arch_plan *plans)
 {
-	struct xref_map mp = { 0 };
-	struct xref_targets t = { 0 };
+	struct xref_map mp = {0};
+	struct xref_targets t = {0};
 	int err = xref_map_build(base, st, plans, &mp);
 	if (err)
 		return err > 0 ? 0 : err;
@@ -183,7 +183,8 @@ int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
 		qsort(t.v, t.n, sizeof(*t.v), xref_cmp);
 		for (size_t i = 0; i < st->count; i++) {
 			uint64_t a = base + st->fns[i].offset;
-			if (st->fns[i].status == ADA_HOOK_OK && xref_hits(&t, a, a + plans[i].patch_len))
+			if (st->fns[i].status == ADA_HOOK_OK &&
+			    xref_hits(&t, a, a + plans[i].patch_len))
 				st->fns[i].status = ADA_SKIP_BRANCH_INTO_PATCH;
 		}
 	}

@@ -33,8 +33,8 @@ static inline void handlers_emit(uint64_t fn_id, uint32_t kind, uint32_t depth);
 /* Side queue for signal handlers nested in the handlers: 64 Ki events
  * (1 MiB, same mapping, also only touched as used). */
 #define HANDLERS_SIDE_CAP (1u << 16)
-#define HANDLERS_MAP_BYTES                                          \
-	((size_t)HANDLERS_SHADOW_CAP * sizeof(struct shadow_entry) + \
+#define HANDLERS_MAP_BYTES                                                                         \
+	((size_t)HANDLERS_SHADOW_CAP * sizeof(struct shadow_entry) +                               \
 	 (size_t)HANDLERS_SIDE_CAP * sizeof(struct shadow_side_ev))
 
 struct agent_hot agent_hot;
@@ -85,7 +85,7 @@ static inline void handlers_fpu_restore(const struct handlers_fpu *f)
  * recognises by its return address: not guarded, so a signal handler that
  * runs during a long wait is traced (through the side path). */
 __attribute__((cold, noinline)) static void handlers_emit_slow(uint64_t fn_id, uint32_t kind,
-							       uint32_t depth)
+                                                               uint32_t depth)
 {
 	struct handlers_fpu f;
 	struct ada_shadow *s = &ada_shadow_tls;
@@ -113,9 +113,9 @@ static long handlers_syscall6(long nr, long a, long b, long c, long d, long e, l
 	register long r8 __asm__("r8") = e;
 	register long r9 __asm__("r9") = f;
 	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
+	                 : "=a"(ret)
+	                 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+	                 : "rcx", "r11", "memory");
 	return ret;
 }
 
@@ -125,10 +125,10 @@ static long handlers_syscall6(long nr, long a, long b, long c, long d, long e, l
 __attribute__((cold, noinline)) static bool handlers_shadow_alloc_fpu(struct ada_shadow *s)
 {
 	if (s->cap != 0)
-		return false; /* it is full, not missing */
+		return false;   /* it is full, not missing */
 	agent_thread_started(); /* the one libc call: a pthread key, for thread exit */
 	long p = handlers_syscall6(SYS_mmap, 0, (long)HANDLERS_MAP_BYTES, PROT_READ | PROT_WRITE,
-				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p < 0 && p > -4096)
 		return false;
 	struct shadow_entry *m = (struct shadow_entry *)p;
@@ -153,8 +153,8 @@ __attribute__((cold, noinline)) static bool handlers_shadow_alloc(struct ada_sha
 
 __attribute__((cold, noinline, noreturn)) static void handlers_lost_return(void)
 {
-	static const char msg[] =
-		"ada-agent: a traced function returned to a frame the shadow stack does not know; aborting\n";
+	static const char msg[] = "ada-agent: a traced function returned to a frame the shadow "
+	                          "stack does not know; aborting\n";
 	handlers_syscall6(SYS_write, 2, (long)msg, sizeof(msg) - 1, 0, 0, 0);
 	__builtin_trap();
 }
@@ -166,7 +166,7 @@ __attribute__((cold, noinline, noreturn)) static void handlers_lost_return(void)
  * not return normally, or an unwinder is about to read its return
  * address). */
 static uint32_t handlers_special_act(struct ada_shadow *s, enum agent_special kind,
-				     uint64_t *ret_slot, const struct ada_hook_regs *regs)
+                                     uint64_t *ret_slot, const struct ada_hook_regs *regs)
 {
 	switch (kind) {
 	case AGENT_SP_UNWIND:
@@ -286,9 +286,8 @@ static inline void handlers_leave(struct ada_shadow *s)
  * interrupted it (side path), or the agent's own work: a call under the
  * guard, or one during a ring wait (its return address lies in the
  * agent), not traced. */
-__attribute__((cold, noinline)) static void handlers_nested_enter(struct ada_shadow *s,
-								  uint64_t fn_id,
-								  uint64_t *ret_slot)
+__attribute__((cold, noinline)) static void
+handlers_nested_enter(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot)
 {
 	if (s->guard || !agent_hot.active || *ret_slot - agent_hot.self_lo < agent_hot.self_len) {
 		s->suppressed++; /* the agent's own work (a cold path's libc calls) */
@@ -303,10 +302,8 @@ __attribute__((cold, noinline)) static void handlers_nested_enter(struct ada_sha
 
 /* The tails of the hot paths when the ring needs its slow path or the
  * side queue is not empty (the exit's keeps the address to return). */
-__attribute__((cold, noinline)) static void handlers_emit_slow_leave(struct ada_shadow *s,
-								     uint64_t fn_id,
-								     uint32_t kind,
-								     uint32_t depth)
+__attribute__((cold, noinline)) static void
+handlers_emit_slow_leave(struct ada_shadow *s, uint64_t fn_id, uint32_t kind, uint32_t depth)
 {
 	handlers_emit_slow(fn_id, kind, depth);
 	handlers_leave(s);
@@ -321,7 +318,7 @@ handlers_emit_slow_leave_ret(struct ada_shadow *s, uint64_t fn_id, uint32_t dept
 }
 
 __attribute__((cold, noinline)) static uint64_t handlers_flush_ret(struct ada_shadow *s,
-								   uint64_t orig)
+                                                                   uint64_t orig)
 {
 	handlers_flush(s);
 	return orig;
@@ -329,7 +326,7 @@ __attribute__((cold, noinline)) static uint64_t handlers_flush_ret(struct ada_sh
 
 /* Every entry the fast path declined: the general pops and push. */
 static void handlers_push_general(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
-				  uint32_t flags)
+                                  uint32_t flags)
 {
 	shadow_pop_dead(s, ret_slot, *ret_slot, agent_hot.ret_tramp);
 	if (ada_unlikely(s->top >= s->cap) && !handlers_shadow_alloc(s)) {
@@ -345,8 +342,7 @@ static void handlers_push_general(struct ada_shadow *s, uint64_t fn_id, uint64_t
  * recording stops (a fork child that records nothing) keeps its guard
  * set (agent_process.c). */
 __attribute__((cold, noinline)) static void handlers_enter_slow(struct ada_shadow *s,
-								uint64_t fn_id,
-								uint64_t *ret_slot)
+                                                                uint64_t fn_id, uint64_t *ret_slot)
 {
 	if (agent_hot.active)
 		handlers_push_general(s, fn_id, ret_slot, 0);
@@ -363,7 +359,7 @@ __attribute__((cold, noinline)) static void handlers_enter_guarded(struct ada_sh
 }
 
 HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
-						  const struct ada_hook_regs *regs)
+                                                 const struct ada_hook_regs *regs)
 {
 	(void)regs;
 	struct ada_shadow *s = &ada_shadow_tls;
@@ -389,7 +385,7 @@ HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_s
 /* The special action, between xsave and xrstor (it may call libc). */
 __attribute__((cold, noinline)) static uint32_t
 handlers_special_enter(struct ada_shadow *s, enum agent_special kind, uint64_t *ret_slot,
-		       const struct ada_hook_regs *regs)
+                       const struct ada_hook_regs *regs)
 {
 	struct handlers_fpu f;
 	handlers_fpu_save(&f);
@@ -403,7 +399,7 @@ handlers_special_enter(struct ada_shadow *s, enum agent_special kind, uint64_t *
 /* The enter handler of the special functions (agent_internal.h): their
  * trampolines pass the kind in the fn_id's top byte. */
 ADA_HOOKCTX void agent_hook_on_enter_special(uint64_t tagged_fn_id, uint64_t *ret_slot,
-					     const struct ada_hook_regs *regs)
+                                             const struct ada_hook_regs *regs)
 {
 	struct ada_shadow *s = &ada_shadow_tls;
 	uint64_t fn_id = tagged_fn_id & ((1ull << AGENT_SPECIAL_SHIFT) - 1);
@@ -419,7 +415,7 @@ ADA_HOOKCTX void agent_hook_on_enter_special(uint64_t tagged_fn_id, uint64_t *re
 
 /* A return while a handler runs: a signal handler's frame (side path). */
 __attribute__((cold, noinline)) static uint64_t handlers_exit_nested(struct ada_shadow *s,
-								     const uint64_t *slot)
+                                                                     const uint64_t *slot)
 {
 	uint64_t o = shadow_side_return(s, slot);
 	if (ada_unlikely(o == 0))
@@ -432,7 +428,7 @@ __attribute__((cold, noinline)) static uint64_t handlers_exit_nested(struct ada_
 /* Every return the fast path declined: frames above it (longjmp), a
  * tail-call chain, inherited frames, dlopen's rescan, the grave. */
 __attribute__((cold, noinline)) static uint64_t handlers_exit_slow(struct ada_shadow *s,
-								   const uint64_t *slot)
+                                                                   const uint64_t *slot)
 {
 	uint32_t flags;
 	uint64_t orig = shadow_return(s, slot, &flags);
@@ -528,7 +524,7 @@ void agent_shadow_thread_exit(void)
 	s->in_hook = 0;
 	if (s->base)
 		handlers_syscall6(SYS_munmap, (long)(s->base - 1), (long)HANDLERS_MAP_BYTES, 0, 0,
-				  0, 0); /* from the sentinel */
+		                  0, 0); /* from the sentinel */
 	s->base = NULL;
 	s->side.ev = NULL;
 	s->side.ev_cap = 0;

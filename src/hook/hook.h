@@ -35,7 +35,7 @@
  * the caller pushed; the handler may replace *ret_slot with the return
  * trampoline. regs are the saved argument registers (read-only here). */
 ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
-				   const struct ada_hook_regs *regs);
+                                   const struct ada_hook_regs *regs);
 /* A hooked function returned into the return trampoline; sp is the stack
  * pointer right after its `ret` (sp - 8 held the return address). Returns
  * the original return address to continue at. */
@@ -44,8 +44,8 @@ ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp);
 /* ---- symbol tables of one ELF image (not hook context) ---- */
 
 enum ada_symtab_source {
-	ADA_SYMSRC_SYMTAB = 0,  /* the file's own .symtab */
-	ADA_SYMSRC_DYNSYM = 1,  /* only .dynsym: stripped file */
+	ADA_SYMSRC_SYMTAB = 0,    /* the file's own .symtab */
+	ADA_SYMSRC_DYNSYM = 1,    /* only .dynsym: stripped file */
 	ADA_SYMSRC_DEBUGLINK = 2, /* .symtab of /usr/lib/debug/.build-id/xx/yyyy.debug */
 };
 const char *ada_symtab_source_name(enum ada_symtab_source s);
@@ -94,7 +94,7 @@ struct ada_hook_symtab {
 int ada_hook_symtab_read(const char *path, const char *debug_root, struct ada_hook_symtab *out);
 void ada_hook_symtab_fini(struct ada_hook_symtab *st);
 static inline const char *ada_hook_fn_name(const struct ada_hook_symtab *st,
-					   const struct ada_hook_fn *f)
+                                           const struct ada_hook_fn *f)
 {
 	return st->names + f->name_off;
 }
@@ -109,7 +109,7 @@ struct ada_hook_module_info {
 /* Writes the symbols file text (docs/internals.md) to f.
  * Returns 0 or -EIO. */
 int ada_hook_syms_write(FILE *f, const struct ada_hook_module_info *mi,
-			const struct ada_hook_symtab *st);
+                        const struct ada_hook_symtab *st);
 /* XXH64 (seed 0) of the function-table lines exactly as written. */
 uint64_t ada_hook_syms_table_hash(const struct ada_hook_symtab *st);
 
@@ -147,6 +147,6 @@ bool ada_hook_config_module_wanted(const struct ada_hook_config *cfg, const char
 /* Verdict for one function name: ADA_HOOK_OK or ADA_SKIP_EXCLUDED. The
  * default exclude list (docs/hooks.md) applies when cfg->defaults. */
 enum ada_hook_skip ada_hook_config_symbol_verdict(const struct ada_hook_config *cfg,
-						  const char *name);
+                                                  const char *name);
 
 #endif

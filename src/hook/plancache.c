@@ -68,7 +68,7 @@ uint64_t plan_cache_table_hash(const struct ada_hook_symtab *st)
 	uint64_t h = st->count;
 	for (size_t i = 0; i < st->count; i++) {
 		const struct ada_hook_fn *f = &st->fns[i];
-		uint64_t v[3] = { f->offset, f->size, f->status };
+		uint64_t v[3] = {f->offset, f->size, f->status};
 		h = XXH64(v, sizeof(v), h);
 	}
 	return h;
@@ -99,7 +99,7 @@ static int pc_entry_valid(const struct plan_cache_entry *e)
 }
 
 int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key *key,
-		     struct plan_cache_entry *out)
+                     struct plan_cache_entry *out)
 {
 	struct pc_hdr h;
 	if (!buf || len < PC_HDR)
@@ -122,15 +122,18 @@ int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key
 }
 
 int plan_cache_encode(const struct plan_cache_key *key, const struct plan_cache_entry *e,
-		      uint8_t **out, size_t *out_len)
+                      uint8_t **out, size_t *out_len)
 {
 	size_t body = key->fn_count * sizeof(*e);
 	uint8_t *b = malloc(PC_HDR + body);
 	if (!b)
 		return -ENOMEM;
-	struct pc_hdr h = { .version = PC_VERSION, .build_id_len = key->build_id_len,
-			    .agent_hash = key->agent_hash, .module_size = key->module_size,
-			    .fn_count = key->fn_count, .table_hash = key->table_hash };
+	struct pc_hdr h = {.version = PC_VERSION,
+	                   .build_id_len = key->build_id_len,
+	                   .agent_hash = key->agent_hash,
+	                   .module_size = key->module_size,
+	                   .fn_count = key->fn_count,
+	                   .table_hash = key->table_hash};
 	memcpy(h.magic, PC_MAGIC, sizeof(PC_MAGIC));
 	memcpy(h.build_id, key->build_id, key->build_id_len);
 	memcpy(b, &h, sizeof(h));
@@ -162,12 +165,12 @@ int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out
 		dir = root;
 	}
 	int n = snprintf(out, cap, "%s%s/%s-%016llx.plan", dir, sub, hex,
-			 (unsigned long long)key->agent_hash);
+	                 (unsigned long long)key->agent_hash);
 	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
 }
 
 int plan_cache_load(const char *path, const struct plan_cache_key *key,
-		    struct plan_cache_entry *out)
+                    struct plan_cache_entry *out)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -253,23 +256,23 @@ static void pc_prune(const char *path)
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		size_t n = strlen(de->d_name);
-		if (n > 5 && !strncmp(de->d_name, base + 1, plen) && !strcmp(de->d_name + n - 5, ".plan") &&
-		    strcmp(de->d_name, base + 1))
+		if (n > 5 && !strncmp(de->d_name, base + 1, plen) &&
+		    !strcmp(de->d_name + n - 5, ".plan") && strcmp(de->d_name, base + 1))
 			unlinkat(dirfd(d), de->d_name, 0);
 	}
 	closedir(d);
 }
 
 int plan_cache_store(const char *path, const struct plan_cache_key *key,
-		     const struct plan_cache_entry *e)
+                     const struct plan_cache_entry *e)
 {
 	char tmp[PATH_MAX];
 	uint8_t *b = NULL;
 	size_t n = 0;
 	int fd = -1;
 	int err = snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) < (int)sizeof(tmp)
-			  ? 0
-			  : -ENAMETOOLONG;
+	              ? 0
+	              : -ENAMETOOLONG;
 	if (!err)
 		err = pc_mkdirs(path);
 	if (!err)
@@ -343,7 +346,7 @@ static int pc_self_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 uint64_t plan_cache_self_hash(uint64_t self_addr)
 {
-	struct pc_self s = { self_addr, 0 };
+	struct pc_self s = {self_addr, 0};
 	dl_iterate_phdr(pc_self_cb, &s);
 	return s.hash;
 }

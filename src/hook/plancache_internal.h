@@ -31,7 +31,7 @@ struct plan_cache_key {
 	uint64_t agent_hash;  /* changes with every build of the analysis code */
 	uint64_t module_size; /* mapped span of the image's PT_LOAD segments */
 	uint64_t fn_count;
-	uint64_t table_hash;  /* plan_cache_table_hash() of the symbol table */
+	uint64_t table_hash; /* plan_cache_table_hash() of the symbol table */
 };
 
 /* One function's cached verdict. */
@@ -49,11 +49,11 @@ uint64_t plan_cache_table_hash(const struct ada_hook_symtab *st);
  * key->fn_count). Returns 0, -EBADMSG (truncated, bad magic or checksum,
  * bad entry) or -ESTALE (valid file for another key). */
 int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key *key,
-		     struct plan_cache_entry *out);
+                     struct plan_cache_entry *out);
 
 /* Serialises key + entries into a malloc'ed buffer. 0 or -ENOMEM. */
 int plan_cache_encode(const struct plan_cache_key *key, const struct plan_cache_entry *e,
-		      uint8_t **out, size_t *out_len);
+                      uint8_t **out, size_t *out_len);
 
 /* The cache file's path for key under dir (the .../ada/plans directory),
  * or, with dir NULL, under $XDG_CACHE_HOME or $HOME as above. 0, -ENOENT
@@ -63,13 +63,13 @@ int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out
 /* Reads and parses the file at path. 0, -ENOENT and the like from
  * open/read, or plan_cache_parse()'s errors. */
 int plan_cache_load(const char *path, const struct plan_cache_key *key,
-		    struct plan_cache_entry *out);
+                    struct plan_cache_entry *out);
 
 /* Writes the file atomically (a temporary file in the same directory,
  * then rename), creating the directories it needs, then removes the
  * files of the same build-id written by other agent builds. 0 or -errno. */
 int plan_cache_store(const char *path, const struct plan_cache_key *key,
-		     const struct plan_cache_entry *e);
+                     const struct plan_cache_entry *e);
 
 /* XXH64 of the build-id of the image containing self_addr (the agent):
  * the agent_hash of the key. 0 when the image has no build-id (then the

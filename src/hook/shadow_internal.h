@@ -91,9 +91,9 @@ struct shadow_side {
 	struct shadow_side_ev *ev;
 	uint32_t ev_cap; /* power of two */
 	uint32_t top;
-	uint32_t busy;           /* a signal inside the side path itself: give up */
+	uint32_t busy;             /* a signal inside the side path itself: give up */
 	uint32_t ev_head, ev_tail; /* queue positions (ev_head - ev_tail queued) */
-	uint64_t lost;           /* handler calls not traced (queue or stack full) */
+	uint64_t lost;             /* handler calls not traced (queue or stack full) */
 };
 
 struct ada_shadow {
@@ -141,7 +141,7 @@ static inline void shadow_pop_top(struct ada_shadow *s, uint32_t kind)
  * longjmp (or an unwinder) -- unless it is the same slot still holding the
  * return trampoline: then the new function was tail-called from it. */
 static inline bool shadow_top_dead(const struct ada_shadow *s, const uint64_t *new_slot,
-				   uint64_t new_ret, uint64_t ret_tramp)
+                                   uint64_t new_ret, uint64_t ret_tramp)
 {
 	const struct shadow_entry *t = &s->base[s->top - 1];
 	if (t->slot > new_slot)
@@ -151,8 +151,8 @@ static inline bool shadow_top_dead(const struct ada_shadow *s, const uint64_t *n
 	return (uint64_t)((uintptr_t)new_slot - (uintptr_t)t->slot) < SHADOW_SAME_STACK_SPAN;
 }
 
-static inline void shadow_pop_dead(struct ada_shadow *s, const uint64_t *new_slot,
-				   uint64_t new_ret, uint64_t ret_tramp)
+static inline void shadow_pop_dead(struct ada_shadow *s, const uint64_t *new_slot, uint64_t new_ret,
+                                   uint64_t ret_tramp)
 {
 	while (s->top > 0 && shadow_top_dead(s, new_slot, new_ret, ret_tramp))
 		shadow_pop_top(s, ATF_EVENT_EXCEPTION);
@@ -162,7 +162,7 @@ static inline void shadow_pop_dead(struct ada_shadow *s, const uint64_t *new_slo
  * Returns false when the call cannot be traced (its slot already holds
  * the trampoline but no live entry owns it). */
 static inline bool shadow_push(struct ada_shadow *s, uint64_t fn_id, uint64_t *slot,
-			       uint64_t ret_tramp, uint32_t flags)
+                               uint64_t ret_tramp, uint32_t flags)
 {
 	uint64_t ret = *slot;
 	if (ret == ret_tramp) {
@@ -193,7 +193,7 @@ static inline bool shadow_push(struct ada_shadow *s, uint64_t fn_id, uint64_t *s
  * except that the CALL event, at *depth, is left to the caller (the hook
  * handler emits it through its own fast path). */
 static inline bool shadow_enter_fast(struct ada_shadow *s, uint64_t fn_id, uint64_t *slot,
-				     uint64_t ret_tramp, uint32_t *depth)
+                                     uint64_t ret_tramp, uint32_t *depth)
 {
 	uint32_t top = s->top;
 	uint64_t ret = *slot;
@@ -217,7 +217,7 @@ static inline bool shadow_enter_fast(struct ada_shadow *s, uint64_t fn_id, uint6
  * shadow_return() except that the RETURN event (out->fn_id, out->depth)
  * is left to the caller; out->orig is where to continue. */
 static inline bool shadow_return_fast(struct ada_shadow *s, const uint64_t *slot,
-				      struct shadow_entry *out)
+                                      struct shadow_entry *out)
 {
 	uint32_t top = s->top;
 	if (top <= s->inherited) /* also top == 0 */
@@ -245,7 +245,8 @@ static inline uint64_t shadow_return(struct ada_shadow *s, const uint64_t *slot,
 	if (i == 0) {
 		/* Newest first: a slot reused by a later frame holds its orig. */
 		for (uint32_t g = 1; g <= SHADOW_GRAVE; g++) {
-			const struct shadow_entry *e = &s->grave[(s->grave_next - g) % SHADOW_GRAVE];
+			const struct shadow_entry *e =
+			    &s->grave[(s->grave_next - g) % SHADOW_GRAVE];
 			if (e->slot == slot && e->orig)
 				return e->orig;
 		}
@@ -286,8 +287,7 @@ static inline bool shadow_near(const uint64_t *ref, const uint64_t *slot)
 
 /* Before an unwinder walks the stack (from ref upwards): every slot gets
  * its original return address back, so the unwinder finds real callers. */
-static inline void shadow_restore_all(struct ada_shadow *s, const uint64_t *ref,
-				      uint64_t ret_tramp)
+static inline void shadow_restore_all(struct ada_shadow *s, const uint64_t *ref, uint64_t ret_tramp)
 {
 	for (uint32_t i = s->top; i > 0; i--) {
 		struct shadow_entry *e = &s->base[i - 1];
@@ -298,8 +298,7 @@ static inline void shadow_restore_all(struct ada_shadow *s, const uint64_t *ref,
 }
 
 /* After a catch: the surviving frames get the trampoline back. */
-static inline void shadow_rearm_all(struct ada_shadow *s, const uint64_t *ref,
-				    uint64_t ret_tramp)
+static inline void shadow_rearm_all(struct ada_shadow *s, const uint64_t *ref, uint64_t ret_tramp)
 {
 	for (uint32_t i = 0; i < s->top; i++) {
 		struct shadow_entry *e = &s->base[i];
@@ -337,7 +336,7 @@ static inline uint32_t shadow_side_free(const struct shadow_side *d)
 }
 
 static inline void shadow_side_queue(struct shadow_side *d, uint64_t fn, uint32_t kind,
-				     uint32_t rel)
+                                     uint32_t rel)
 {
 	struct shadow_side_ev *e = &d->ev[d->ev_head & (d->ev_cap - 1)];
 	e->fn_id = fn;
@@ -349,13 +348,14 @@ static inline void shadow_side_queue(struct shadow_side *d, uint64_t fn, uint32_
 /* A nested handler's frames end as they do on the main stack: a frame at
  * or below the new slot (same stack) was left by longjmp. */
 static inline void shadow_side_pop_dead(struct shadow_side *d, const uint64_t *slot,
-					uint64_t new_ret, uint64_t ret_tramp)
+                                        uint64_t new_ret, uint64_t ret_tramp)
 {
 	while (d->top > 0) {
 		const struct shadow_entry *t = &d->fr[d->top - 1];
 		bool dead = t->slot == slot ? new_ret != ret_tramp
-			    : t->slot < slot && (uint64_t)((uintptr_t)slot - (uintptr_t)t->slot) <
-						    SHADOW_SAME_STACK_SPAN;
+		                            : t->slot < slot &&
+		                                  (uint64_t)((uintptr_t)slot - (uintptr_t)t->slot) <
+		                                      SHADOW_SAME_STACK_SPAN;
 		if (!dead)
 			break;
 		d->top--;
@@ -367,7 +367,7 @@ static inline void shadow_side_pop_dead(struct shadow_side *d, const uint64_t *s
  * handlers. Every pushed frame keeps room in the queue for its own and its
  * callers' later events, so what is queued always balances. */
 static inline void shadow_side_enter(struct ada_shadow *s, uint64_t fn, uint64_t *slot,
-				     uint64_t ret_tramp)
+                                     uint64_t ret_tramp)
 {
 	struct shadow_side *d = &s->side;
 	if (d->busy) {
@@ -379,7 +379,8 @@ static inline void shadow_side_enter(struct ada_shadow *s, uint64_t fn, uint64_t
 	shadow_side_pop_dead(d, slot, ret, ret_tramp);
 	uint32_t t = d->top;
 	if (t < SHADOW_SIDE_FRAMES && ret != ret_tramp && shadow_side_free(d) >= 2 * (t + 1)) {
-		d->fr[t] = (struct shadow_entry){ .orig = ret, .slot = slot, .fn_id = fn, .depth = t + 1 };
+		d->fr[t] =
+		    (struct shadow_entry){.orig = ret, .slot = slot, .fn_id = fn, .depth = t + 1};
 		d->top = t + 1;
 		*slot = ret_tramp;
 		shadow_side_queue(d, fn, ATF_EVENT_CALL, t + 1);

@@ -34,9 +34,12 @@ struct symtab_elf {
 const char *ada_symtab_source_name(enum ada_symtab_source s)
 {
 	switch (s) {
-	case ADA_SYMSRC_SYMTAB: return "symtab";
-	case ADA_SYMSRC_DYNSYM: return "dynsym";
-	case ADA_SYMSRC_DEBUGLINK: return "debuglink";
+	case ADA_SYMSRC_SYMTAB:
+		return "symtab";
+	case ADA_SYMSRC_DYNSYM:
+		return "dynsym";
+	case ADA_SYMSRC_DEBUGLINK:
+		return "debuglink";
 	}
 	return "unknown";
 }
@@ -143,8 +146,8 @@ static int symtab_grow(void **p, size_t *cap, size_t need, size_t elem)
 /* Names are stored without a symbol version ("memcpy@@GLIBC_2.14" ->
  * "memcpy"; .symtab of glibc's debug file has them): that is the name a
  * user writes in a glob, and the one the special functions are known by. */
-static int symtab_add(struct ada_hook_symtab *st, size_t *fcap, size_t *ncap,
-		      const GElf_Sym *s, const char *name)
+static int symtab_add(struct ada_hook_symtab *st, size_t *fcap, size_t *ncap, const GElf_Sym *s,
+                      const char *name)
 {
 	const char *at = strchr(name, '@');
 	size_t len = (at && at != name ? (size_t)(at - name) : strlen(name)) + 1;
@@ -231,7 +234,7 @@ static bool symtab_is_entry_name(const char *n)
 static void symtab_radix(uint64_t *k, uint64_t *tmp, size_t n)
 {
 	for (unsigned shift = 0; shift < 64; shift += 8) {
-		size_t cnt[256] = { 0 };
+		size_t cnt[256] = {0};
 		for (size_t i = 0; i < n; i++)
 			cnt[(k[i] >> shift) & 0xff]++;
 		if (cnt[(k[0] >> shift) & 0xff] == n)
@@ -268,7 +271,9 @@ static int symtab_sort(struct ada_hook_symtab *st)
 		for (size_t i = 1; i < n; i++) {
 			struct ada_hook_fn f = out[i];
 			size_t j = i;
-			for (; j > 0 && out[j - 1].offset == f.offset && symtab_cmp(&out[j - 1], &f) > 0; j--)
+			for (; j > 0 && out[j - 1].offset == f.offset &&
+			       symtab_cmp(&out[j - 1], &f) > 0;
+			     j--)
 				out[j] = out[j - 1];
 			out[j] = f;
 		}
@@ -299,7 +304,7 @@ static void symtab_judge(struct ada_hook_symtab *st)
 		else if (f->is_ifunc)
 			f->status = ADA_SKIP_IFUNC;
 		else if (symtab_is_entry_name(ada_hook_fn_name(st, f)) ||
-			 (st->entry && f->offset == st->entry))
+		         (st->entry && f->offset == st->entry))
 			f->status = ADA_SKIP_ENTRY_POINT;
 		else if (!symtab_in_text(st, f))
 			f->status = ADA_SKIP_OUTSIDE_TEXT;
@@ -312,7 +317,7 @@ static int symtab_from_debug_file(const char *root, struct ada_hook_symtab *st)
 {
 	char path[512];
 	int n = snprintf(path, sizeof(path), "%s/.build-id/%02x/", root ? root : SYMTAB_DEBUG_ROOT,
-			 st->build_id[0]);
+	                 st->build_id[0]);
 	for (size_t i = 1; i < st->build_id_len && n > 0 && (size_t)n < sizeof(path) - 8; i++)
 		n += snprintf(path + n, sizeof(path) - (size_t)n, "%02x", st->build_id[i]);
 	if (n <= 0 || (size_t)n >= sizeof(path) - 8)

@@ -110,7 +110,7 @@ uint64_t ada_hook_syms_table_hash(const struct ada_hook_symtab *st)
 }
 
 static void syms_write_header(FILE *f, const struct ada_hook_module_info *mi,
-			      const struct ada_hook_symtab *st, uint64_t hash)
+                              const struct ada_hook_symtab *st, uint64_t hash)
 {
 	fprintf(f, "ada-symbols 1\n# written by libada_agent.so; format: docs/internals.md\n");
 	fprintf(f, "module_id %" PRIu32 "\npath %s\nbuild_id ", mi->module_id, mi->path);
@@ -119,12 +119,12 @@ static void syms_write_header(FILE *f, const struct ada_hook_module_info *mi,
 	for (size_t i = 0; i < st->build_id_len; i++)
 		fprintf(f, "%02x", st->build_id[i]);
 	fprintf(f, "\nload_base 0x%" PRIx64 "\nsymbol_source %s\n", mi->load_base,
-		ada_symtab_source_name(st->source));
+	        ada_symtab_source_name(st->source));
 	fprintf(f, "table_xxh64 %016" PRIx64 "\nfunctions %zu\n", hash, st->count);
 }
 
 int ada_hook_syms_write(FILE *f, const struct ada_hook_module_info *mi,
-			const struct ada_hook_symtab *st)
+                        const struct ada_hook_symtab *st)
 {
 	size_t len = 0;
 	char *t = syms_table(st, &len);

@@ -37,7 +37,12 @@ static uint64_t first_seq[MAXT + 1], next_seq[MAXT + 1];
 static int seen[MAXT + 1];
 static int problems;
 
-#define BAD(...) do { fprintf(stderr, "producer_check: " __VA_ARGS__); fputc('\n', stderr); problems++; } while (0)
+#define BAD(...)                                                                                   \
+	do {                                                                                       \
+		fprintf(stderr, "producer_check: " __VA_ARGS__);                                   \
+		fputc('\n', stderr);                                                               \
+		problems++;                                                                        \
+	} while (0)
 
 static void check_events(const char *path, const struct atf_index_event *ev, uint64_t n)
 {
@@ -57,9 +62,9 @@ static void check_events(const char *path, const struct atf_index_event *ev, uin
 			first_seq[t] = next_seq[t] = seq;
 		}
 		if (seq != (next_seq[t] & 0xffffffffu)) {
-			BAD("%s: event %llu: thread %llu seq %llu, expected %llu (gap or disorder)", path,
-			    (unsigned long long)i, (unsigned long long)t, (unsigned long long)seq,
-			    (unsigned long long)next_seq[t]);
+			BAD("%s: event %llu: thread %llu seq %llu, expected %llu (gap or disorder)",
+			    path, (unsigned long long)i, (unsigned long long)t,
+			    (unsigned long long)seq, (unsigned long long)next_seq[t]);
 			next_seq[t] = seq;
 		}
 		next_seq[t]++;
@@ -84,12 +89,13 @@ static void check_file(const char *path)
 	if (memcmp(h->magic, "ATI2", 4) || memcmp(f->magic, "2ITA", 4))
 		BAD("%s: bad magic", path);
 	else if ((uint64_t)st.st_size != 128 + n * 32 || f->event_count != n ||
-		 h->event_count != (uint32_t)n || h->footer_offset != 64 + n * 32)
+	         h->event_count != (uint32_t)n || h->footer_offset != 64 + n * 32)
 		BAD("%s: counts disagree with the length", path);
 	else if (f->checksum != (uint32_t)crc32(0, m + 64, (uInt)(n * 32)))
 		BAD("%s: CRC mismatch", path);
-	else if (n && (h->time_start_ns != ((const struct atf_index_event *)(m + 64))[0].timestamp_ns ||
-		       h->time_end_ns != ((const struct atf_index_event *)(m + 64))[n - 1].timestamp_ns))
+	else if (n &&
+	         (h->time_start_ns != ((const struct atf_index_event *)(m + 64))[0].timestamp_ns ||
+	          h->time_end_ns != ((const struct atf_index_event *)(m + 64))[n - 1].timestamp_ns))
 		BAD("%s: time range mismatch", path);
 	else
 		check_events(path, (const void *)(m + 64), n);
@@ -162,8 +168,10 @@ int main(int argc, char **argv)
 	}
 	walk(argv[1], 0);
 	uint64_t want[MAXT + 1] = {0};
-	int mode = !strcmp(argv[2], "exact") ? 0 : !strcmp(argv[2], "counts") ? 1
-		 : !strcmp(argv[2], "tail") ? 2 : 3;
+	int mode = !strcmp(argv[2], "exact")    ? 0
+	           : !strcmp(argv[2], "counts") ? 1
+	           : !strcmp(argv[2], "tail")   ? 2
+	                                        : 3;
 	if (mode == 1) {
 		int fd = open(argv[3], O_RDONLY);
 		uint64_t c[4] = {0};
@@ -199,6 +207,7 @@ int main(int argc, char **argv)
 	}
 	if (mode == 2 && total == 0)
 		BAD("no events kept at all");
-	printf("producer_check: %llu events checked, %d problem(s)\n", (unsigned long long)total, problems);
+	printf("producer_check: %llu events checked, %d problem(s)\n", (unsigned long long)total,
+	       problems);
 	return problems ? 1 : 0;
 }

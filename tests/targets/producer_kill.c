@@ -38,7 +38,7 @@ static void *worker(void *arg)
 	uint64_t t = (uint64_t)(uintptr_t)arg;
 	for (uint64_t seq = 0; limit == 0 || seq < limit; seq++) {
 		ada_emit((t + 1) << 32 | (seq & 0xffffffffu),
-			 seq & 1 ? ATF_EVENT_RETURN : ATF_EVENT_CALL, 1);
+		         seq & 1 ? ATF_EVENT_RETURN : ATF_EVENT_CALL, 1);
 		atomic_store_explicit(&counts[t], seq + 1, memory_order_release);
 	}
 	return NULL;

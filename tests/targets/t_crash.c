@@ -22,7 +22,10 @@
 
 #include "tcount.h"
 
-#define FUNCS(X) X(main) X(warm_up) X(crash_outer) X(crash_inner) X(abort_inner) X(exit_inner) X(kill_inner) X(wait_inner)
+#define FUNCS(X)                                                                                   \
+	X(main)                                                                                    \
+	X(warm_up)                                                                                 \
+	X(crash_outer) X(crash_inner) X(abort_inner) X(exit_inner) X(kill_inner) X(wait_inner)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 

@@ -25,9 +25,13 @@
 
 #include "tcount.h"
 
-#define FUNCS(X)                                                               \
-	X(main) X(catcher) X(a) X(b) X(c) X(dtor_note) X(dtor_leaf) X(local_catch) \
-	X(after_catch) X(thrower) X(lib_thrower) X(catcher_lib)
+// clang-format off
+#define FUNCS(X)                                                                                   \
+	X(main)                                                                                    \
+	X(catcher)                                                                                 \
+	X(a) X(b) X(c) X(dtor_note) X(dtor_leaf) X(local_catch) X(after_catch) X(thrower)          \
+	    X(lib_thrower) X(catcher_lib)
+// clang-format on
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
@@ -51,7 +55,9 @@ TC_FN void dtor_note(int v)
 struct Guard {
 	int v;
 	bool armed;
-	explicit Guard(int x, bool on) : v(x), armed(on) {}
+	explicit Guard(int x, bool on) : v(x), armed(on)
+	{
+	}
 	~Guard()
 	{
 		if (armed)
@@ -171,7 +177,8 @@ int main(int argc, char **argv)
 			pthread_create(&t[i], nullptr, thrower, (void *)i);
 		for (int i = 0; i < 4; i++)
 			pthread_join(t[i], nullptr);
-		std::printf("threads: %d %d %d %d\n", results[0], results[1], results[2], results[3]);
+		std::printf("threads: %d %d %d %d\n", results[0], results[1], results[2],
+		            results[3]);
 		return 0;
 	}
 	if (!std::strcmp(mode, "libthrow")) {

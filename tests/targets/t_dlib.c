@@ -8,16 +8,16 @@
 #define DLIB_NFUNCS 7
 
 static const char *const dlib_names[DLIB_NFUNCS] = {
-	"dlib_entry", "dlib_mid", "dlib_leaf", "dlib_callback_twice", "dlib_counts",
-	"dlib_ctor_work", "dlib_init"};
+    "dlib_entry",  "dlib_mid",       "dlib_leaf", "dlib_callback_twice",
+    "dlib_counts", "dlib_ctor_work", "dlib_init"};
 static unsigned long dlib_calls[DLIB_NFUNCS];
 static volatile unsigned long dlib_sink;
 
 #define DLIB_FN __attribute__((noinline, used, visibility("default")))
-#define DLIB_COUNT(i)                                                          \
-	do {                                                                   \
-		dlib_calls[(i)]++;                                             \
-		__asm__ volatile("" ::: "memory");                             \
+#define DLIB_COUNT(i)                                                                              \
+	do {                                                                                       \
+		dlib_calls[(i)]++;                                                                 \
+		__asm__ volatile("" ::: "memory");                                                 \
 	} while (0)
 
 __attribute__((noinline)) static unsigned long dlib_leaf(unsigned long x)

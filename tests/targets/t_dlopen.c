@@ -12,9 +12,12 @@
 
 #include "tcount.h"
 
-#define FUNCS(X)                                                               \
-	X(main) X(use_library) X(exe_callback) X(add_library_counts) X(dlib_entry) X(dlib_mid)       \
-	X(dlib_leaf) X(dlib_callback_twice) X(dlib_counts) X(dlib_ctor_work) X(dlib_init)
+// clang-format off
+#define FUNCS(X)                                                                                   \
+	X(main)                                                                                    \
+	X(use_library) X(exe_callback) X(add_library_counts) X(dlib_entry) X(dlib_mid)             \
+	    X(dlib_leaf) X(dlib_callback_twice) X(dlib_counts) X(dlib_ctor_work) X(dlib_init)
+// clang-format on
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 

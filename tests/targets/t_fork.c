@@ -22,9 +22,12 @@
 
 #include "tcount.h"
 
-#define FUNCS(X)                                                               \
-	X(main) X(run_fork) X(child_prepare) X(child_exec) X(child_work)       \
-	X(parent_work) X(spinner) X(spin_step) X(run_fork_threads)
+// clang-format off
+#define FUNCS(X)                                                                                   \
+	X(main)                                                                                    \
+	X(run_fork) X(child_prepare) X(child_exec) X(child_work) X(parent_work) X(spinner)         \
+	    X(spin_step) X(run_fork_threads)
+// clang-format on
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 

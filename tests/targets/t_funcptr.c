@@ -9,9 +9,8 @@
 
 #include "tcount.h"
 
-#define FUNCS(X)                                                               \
-	X(main) X(op_add) X(op_sub) X(op_mul) X(apply) X(cmp_int) X(run_table)        \
-	X(at_exit_work)
+#define FUNCS(X)                                                                                   \
+	X(main) X(op_add) X(op_sub) X(op_mul) X(apply) X(cmp_int) X(run_table) X(at_exit_work)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 

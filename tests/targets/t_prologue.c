@@ -21,10 +21,12 @@
 
 #include "tcount.h"
 
-#define FUNCS(X)                                                               \
-	X(main) X(drive_asm) X(pro_riprel_add) X(pro_riprel_lea) X(pro_jcc)    \
-	X(pro_jmp8) X(pro_jmp_first) X(pro_target) X(pro_loop) X(pro_switch)   \
-	X(c_switch)
+// clang-format off
+#define FUNCS(X)                                                                                   \
+	X(main)                                                                                    \
+	X(drive_asm) X(pro_riprel_add) X(pro_riprel_lea) X(pro_jcc) X(pro_jmp8) X(pro_jmp_first)   \
+	    X(pro_target) X(pro_loop) X(pro_switch) X(c_switch)
+// clang-format on
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
@@ -40,92 +42,92 @@ unsigned long pro_loop(unsigned long n);
 unsigned long pro_switch(unsigned long x, unsigned long y);
 
 __asm__(".text\n"
-	".p2align 4\n"
-	".globl pro_riprel_add\n.type pro_riprel_add,@function\n"
-	"pro_riprel_add:\n"
-	"	addq $1, pro_data(%rip)\n"
-	"	lea 1(%rdi), %rax\n"
-	"	ret\n"
-	".size pro_riprel_add, .-pro_riprel_add\n"
+        ".p2align 4\n"
+        ".globl pro_riprel_add\n.type pro_riprel_add,@function\n"
+        "pro_riprel_add:\n"
+        "	addq $1, pro_data(%rip)\n"
+        "	lea 1(%rdi), %rax\n"
+        "	ret\n"
+        ".size pro_riprel_add, .-pro_riprel_add\n"
 
-	".p2align 4\n"
-	".globl pro_riprel_lea\n.type pro_riprel_lea,@function\n"
-	"pro_riprel_lea:\n"
-	"	lea pro_data(%rip), %rax\n"
-	"	addq $1, 8(%rax)\n"
-	"	ret\n"
-	".size pro_riprel_lea, .-pro_riprel_lea\n"
+        ".p2align 4\n"
+        ".globl pro_riprel_lea\n.type pro_riprel_lea,@function\n"
+        "pro_riprel_lea:\n"
+        "	lea pro_data(%rip), %rax\n"
+        "	addq $1, 8(%rax)\n"
+        "	ret\n"
+        ".size pro_riprel_lea, .-pro_riprel_lea\n"
 
-	".p2align 4\n"
-	".globl pro_jcc\n.type pro_jcc,@function\n"
-	"pro_jcc:\n"
-	"	test %rdi, %rdi\n"
-	"	je 1f\n"
-	"	addq $1, pro_data+16(%rip)\n"
-	"1:	mov %rdi, %rax\n"
-	"	ret\n"
-	".size pro_jcc, .-pro_jcc\n"
+        ".p2align 4\n"
+        ".globl pro_jcc\n.type pro_jcc,@function\n"
+        "pro_jcc:\n"
+        "	test %rdi, %rdi\n"
+        "	je 1f\n"
+        "	addq $1, pro_data+16(%rip)\n"
+        "1:	mov %rdi, %rax\n"
+        "	ret\n"
+        ".size pro_jcc, .-pro_jcc\n"
 
-	".p2align 4\n"
-	".globl pro_jmp8\n.type pro_jmp8,@function\n"
-	"pro_jmp8:\n"
-	"	jmp 1f\n"
-	"	ud2\n"
-	"	nop; nop; nop; nop\n"
-	"1:	lea 2(%rdi), %rax\n"
-	"	ret\n"
-	".size pro_jmp8, .-pro_jmp8\n"
+        ".p2align 4\n"
+        ".globl pro_jmp8\n.type pro_jmp8,@function\n"
+        "pro_jmp8:\n"
+        "	jmp 1f\n"
+        "	ud2\n"
+        "	nop; nop; nop; nop\n"
+        "1:	lea 2(%rdi), %rax\n"
+        "	ret\n"
+        ".size pro_jmp8, .-pro_jmp8\n"
 
-	".p2align 4\n"
-	".globl pro_jmp_first\n.type pro_jmp_first,@function\n"
-	"pro_jmp_first:\n" /* jmp rel32, spelled out: gas would pick rel8 */
-	"	.byte 0xe9\n"
-	"	.long pro_target - . - 4\n"
-	".size pro_jmp_first, .-pro_jmp_first\n"
+        ".p2align 4\n"
+        ".globl pro_jmp_first\n.type pro_jmp_first,@function\n"
+        "pro_jmp_first:\n" /* jmp rel32, spelled out: gas would pick rel8 */
+        "	.byte 0xe9\n"
+        "	.long pro_target - . - 4\n"
+        ".size pro_jmp_first, .-pro_jmp_first\n"
 
-	".p2align 4\n"
-	".globl pro_target\n.type pro_target,@function\n"
-	"pro_target:\n"
-	"	addq $1, pro_data+24(%rip)\n"
-	"	lea 3(%rdi), %rax\n"
-	"	ret\n"
-	".size pro_target, .-pro_target\n"
+        ".p2align 4\n"
+        ".globl pro_target\n.type pro_target,@function\n"
+        "pro_target:\n"
+        "	addq $1, pro_data+24(%rip)\n"
+        "	lea 3(%rdi), %rax\n"
+        "	ret\n"
+        ".size pro_target, .-pro_target\n"
 
-	".p2align 4\n"
-	".globl pro_loop\n.type pro_loop,@function\n"
-	"pro_loop:\n"
-	"	xor %eax, %eax\n"
-	"1:	add $3, %rax\n"
-	"	dec %rdi\n"
-	"	jnz 1b\n"
-	"	ret\n"
-	".size pro_loop, .-pro_loop\n");
+        ".p2align 4\n"
+        ".globl pro_loop\n.type pro_loop,@function\n"
+        "pro_loop:\n"
+        "	xor %eax, %eax\n"
+        "1:	add $3, %rax\n"
+        "	dec %rdi\n"
+        "	jnz 1b\n"
+        "	ret\n"
+        ".size pro_loop, .-pro_loop\n");
 
 /* Cases return y+10..y+40, the default y. The table is gcc's shape:
  * int32 offsets from the table's own address, in .rodata. */
 __asm__(".text\n"
-	".p2align 4\n"
-	".globl pro_switch\n.type pro_switch,@function\n"
-	"pro_switch:\n"
-	"	cmp $3, %edi\n"
-	"	ja .Lpsw_def\n"
-	"	mov %edi, %edi\n"
-	"	lea .Lpsw_tab(%rip), %rdx\n"
-	"	movslq (%rdx,%rdi,4), %rax\n"
-	"	add %rdx, %rax\n"
-	"	jmp *%rax\n"
-	".Lpsw_0:	lea 10(%rsi), %rax\n	ret\n"
-	".Lpsw_1:	lea 20(%rsi), %rax\n	ret\n"
-	".Lpsw_2:	lea 30(%rsi), %rax\n	ret\n"
-	".Lpsw_3:	lea 40(%rsi), %rax\n	ret\n"
-	".Lpsw_def:	mov %rsi, %rax\n	ret\n"
-	".size pro_switch, .-pro_switch\n"
-	".section .rodata\n"
-	".p2align 2\n"
-	".Lpsw_tab:\n"
-	"	.long .Lpsw_0 - .Lpsw_tab, .Lpsw_1 - .Lpsw_tab\n"
-	"	.long .Lpsw_2 - .Lpsw_tab, .Lpsw_3 - .Lpsw_tab\n"
-	".text\n");
+        ".p2align 4\n"
+        ".globl pro_switch\n.type pro_switch,@function\n"
+        "pro_switch:\n"
+        "	cmp $3, %edi\n"
+        "	ja .Lpsw_def\n"
+        "	mov %edi, %edi\n"
+        "	lea .Lpsw_tab(%rip), %rdx\n"
+        "	movslq (%rdx,%rdi,4), %rax\n"
+        "	add %rdx, %rax\n"
+        "	jmp *%rax\n"
+        ".Lpsw_0:	lea 10(%rsi), %rax\n	ret\n"
+        ".Lpsw_1:	lea 20(%rsi), %rax\n	ret\n"
+        ".Lpsw_2:	lea 30(%rsi), %rax\n	ret\n"
+        ".Lpsw_3:	lea 40(%rsi), %rax\n	ret\n"
+        ".Lpsw_def:	mov %rsi, %rax\n	ret\n"
+        ".size pro_switch, .-pro_switch\n"
+        ".section .rodata\n"
+        ".p2align 2\n"
+        ".Lpsw_tab:\n"
+        "	.long .Lpsw_0 - .Lpsw_tab, .Lpsw_1 - .Lpsw_tab\n"
+        "	.long .Lpsw_2 - .Lpsw_tab, .Lpsw_3 - .Lpsw_tab\n"
+        ".text\n");
 
 /* A dense switch with distinct bodies: gcc -O2 dispatches it through a
  * table, and its entry is `cmp; ja` (two displaced instructions). Not

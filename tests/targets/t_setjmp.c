@@ -15,9 +15,12 @@
 
 #include "tcount.h"
 
-#define FUNCS(X)                                                               \
-	X(main) X(jump_from_depth) X(f1) X(f2) X(f3) X(after_jump)             \
-	X(sig_from_depth) X(g1) X(g2) X(g3) X(on_usr1) X(handler_work)
+// clang-format off
+#define FUNCS(X)                                                                                   \
+	X(main)                                                                                    \
+	X(jump_from_depth) X(f1) X(f2) X(f3) X(after_jump) X(sig_from_depth) X(g1) X(g2) X(g3)     \
+	    X(on_usr1) X(handler_work)
+// clang-format on
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 

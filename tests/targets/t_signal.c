@@ -20,9 +20,12 @@
 
 #include "tcount.h"
 
-#define FUNCS(X)                                                               \
-	X(main) X(on_usr1) X(on_usr2) X(handler_work) X(busy) X(busy_leaf)     \
-	X(send_by_raise) X(send_by_kill) X(sender) X(install) X(run_sync) X(run_async)
+// clang-format off
+#define FUNCS(X)                                                                                   \
+	X(main)                                                                                    \
+	X(on_usr1) X(on_usr2) X(handler_work) X(busy) X(busy_leaf) X(send_by_raise)                \
+	    X(send_by_kill) X(sender) X(install) X(run_sync) X(run_async)
+// clang-format on
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 

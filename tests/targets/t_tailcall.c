@@ -11,9 +11,8 @@
 
 #include "tcount.h"
 
-#define FUNCS(X)                                                               \
-	X(main) X(tail_a) X(tail_b) X(tail_c) X(tail_ptr) X(target_p) X(tail_libc) \
-	X(driver)
+#define FUNCS(X)                                                                                   \
+	X(main) X(tail_a) X(tail_b) X(tail_c) X(tail_ptr) X(target_p) X(tail_libc) X(driver)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 

@@ -15,9 +15,9 @@
 
 #include "tcount.h"
 
-#define FUNCS(X)                                                               \
-	X(main) X(worker) X(work_a) X(work_b) X(leaf) X(spawn_all) X(join_all)        \
-	X(short_worker) X(run_many)
+#define FUNCS(X)                                                                                   \
+	X(main)                                                                                    \
+	X(worker) X(work_a) X(work_b) X(leaf) X(spawn_all) X(join_all) X(short_worker) X(run_many)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 

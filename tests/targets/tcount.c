@@ -15,8 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-__thread unsigned long tc_tls[TC_NCOL][TC_MAX_FUNCS]
-	__attribute__((tls_model("initial-exec")));
+__thread unsigned long tc_tls[TC_NCOL][TC_MAX_FUNCS] __attribute__((tls_model("initial-exec")));
 static __thread const char *tc_label;
 
 struct tc_record {
@@ -47,7 +46,7 @@ static void tc_thread_end(void *label)
 	if (tc_nrecords >= TC_MAX_THREADS) {
 		/* A table with threads missing would blame the tracer: stop. */
 		fprintf(stderr, "tcount: more than %d threads; raise TC_MAX_THREADS\n",
-			TC_MAX_THREADS);
+		        TC_MAX_THREADS);
 		abort();
 	}
 	struct tc_record *r = &tc_records[tc_nrecords++];
@@ -88,10 +87,10 @@ static void tc_expand_path(const char *tmpl, char *out, size_t cap)
 }
 
 static void tc_write_row(FILE *f, const char *prefix, int fn,
-			 unsigned long c[TC_NCOL][TC_MAX_FUNCS])
+                         unsigned long c[TC_NCOL][TC_MAX_FUNCS])
 {
-	fprintf(f, "%s %s %lu %lu %lu %lu\n", prefix, tc_names[fn], c[TC_CALLS][fn],
-		c[TC_UNW][fn], c[TC_LOSTC][fn], c[TC_EITH][fn]);
+	fprintf(f, "%s %s %lu %lu %lu %lu\n", prefix, tc_names[fn], c[TC_CALLS][fn], c[TC_UNW][fn],
+	        c[TC_LOSTC][fn], c[TC_EITH][fn]);
 }
 
 static void tc_write_table(FILE *f)
@@ -100,8 +99,8 @@ static void tc_write_table(FILE *f)
 	char prefix[96];
 
 	memset(total, 0, sizeof(total));
-	fprintf(f, "# ada-test-counts 1 program=%s pid=%ld ppid=%ld\n", tc_program,
-		(long)getpid(), (long)getppid());
+	fprintf(f, "# ada-test-counts 1 program=%s pid=%ld ppid=%ld\n", tc_program, (long)getpid(),
+	        (long)getppid());
 	for (int t = 0; t < tc_nrecords; t++)
 		for (int k = 0; k < TC_NCOL; k++)
 			for (int fn = 0; fn < tc_nfuncs; fn++)
@@ -110,7 +109,7 @@ static void tc_write_table(FILE *f)
 		tc_write_row(f, "total", fn, total);
 	for (int t = 0; t < tc_nrecords; t++) {
 		snprintf(prefix, sizeof(prefix), "thread %s:%ld", tc_records[t].label,
-			 tc_records[t].tid);
+		         tc_records[t].tid);
 		for (int fn = 0; fn < tc_nfuncs; fn++)
 			tc_write_row(f, prefix, fn, tc_records[t].counts);
 	}
@@ -148,8 +147,7 @@ static void tc_atexit(void)
 	tc_report();
 }
 
-void tc_init(int argc, char **argv, const char *program, const char *const *names,
-	     int nfuncs)
+void tc_init(int argc, char **argv, const char *program, const char *const *names, int nfuncs)
 {
 	tc_program = program;
 	tc_names = names;

@@ -43,7 +43,7 @@ extern "C" {
 enum tc_col { TC_CALLS = 0, TC_UNW = 1, TC_LOSTC = 2, TC_EITH = 3, TC_NCOL = 4 };
 
 extern __thread unsigned long tc_tls[TC_NCOL][TC_MAX_FUNCS]
-	__attribute__((tls_model("initial-exec")));
+    __attribute__((tls_model("initial-exec")));
 
 /* A function that the compiler must neither inline, clone, nor fold. */
 #if defined(__clang__)
@@ -55,10 +55,10 @@ extern __thread unsigned long tc_tls[TC_NCOL][TC_MAX_FUNCS]
 /* An optimisation barrier inside a counted function's body. */
 #define TC_BARRIER() __asm__ volatile("" ::: "memory")
 
-#define TC_ENTER(id)                                                           \
-	do {                                                                   \
-		tc_tls[TC_CALLS][(id)]++;                                      \
-		TC_BARRIER();                                                  \
+#define TC_ENTER(id)                                                                               \
+	do {                                                                                       \
+		tc_tls[TC_CALLS][(id)]++;                                                          \
+		TC_BARRIER();                                                                      \
 	} while (0)
 #define TC_UNWOUND(id, n) (tc_tls[TC_UNW][(id)] += (n))
 #define TC_LOST(id, n) (tc_tls[TC_LOSTC][(id)] += (n))
@@ -74,8 +74,7 @@ extern __thread unsigned long tc_tls[TC_NCOL][TC_MAX_FUNCS]
  * Registers the program's function names and the atexit writer. Looks for
  * "--counts" in argv (the program must ignore that argument itself).
  */
-void tc_init(int argc, char **argv, const char *program, const char *const *names,
-	     int nfuncs);
+void tc_init(int argc, char **argv, const char *program, const char *const *names, int nfuncs);
 /* Called first by every thread other than main. */
 void tc_thread_begin(const char *label);
 /* Writes the table now and not again at exit (before a crash or exec). */

@@ -30,21 +30,22 @@ static unsigned long long n_insn, n_fast, n_bad, n_lenient;
 static int strict; /* 0: bytes capstone rejects may be decoded (data in .text) */
 
 /* Prints the first mismatches with their bytes, counts them all. */
-#define BAD(...)                                                                               \
-	do {                                                                                   \
-		if (n_bad++ < 40) {                                                            \
-			printf("# MISMATCH ");                                                 \
-			printf(__VA_ARGS__);                                                   \
-			for (size_t k_ = 0; k_ < 8 && off + k_ < size; k_++)                   \
-				printf(" %02x", code[off + k_]);                               \
-			printf("\n");                                                          \
-		}                                                                              \
+#define BAD(...)                                                                                   \
+	do {                                                                                       \
+		if (n_bad++ < 40) {                                                                \
+			printf("# MISMATCH ");                                                     \
+			printf(__VA_ARGS__);                                                       \
+			for (size_t k_ = 0; k_ < 8 && off + k_ < size; k_++)                       \
+				printf(" %02x", code[off + k_]);                                   \
+			printf("\n");                                                              \
+		}                                                                                  \
 	} while (0)
 
 static int is_direct_branch(unsigned long long *target)
 {
 	char *end;
-	if (ci->id != X86_INS_JMP && ci->id != X86_INS_CALL && !(ci->id >= X86_INS_JAE && ci->id <= X86_INS_JS))
+	if (ci->id != X86_INS_JMP && ci->id != X86_INS_CALL &&
+	    !(ci->id >= X86_INS_JAE && ci->id <= X86_INS_JS))
 		return 0;
 	*target = strtoull(ci->op_str, &end, 0);
 	return end != ci->op_str && *end == '\0';
@@ -65,7 +66,7 @@ static void sweep(const uint8_t *code, size_t size, uint64_t addr, const char *w
 				n_lenient++;
 			else if (fast)
 				BAD("%s+0x%zx: table says %zu bytes, capstone cannot decode", what,
-					 off, fast);
+				    off, fast);
 			off++;
 			continue;
 		}
@@ -74,7 +75,7 @@ static void sweep(const uint8_t *code, size_t size, uint64_t addr, const char *w
 			n_fast++;
 			if (fast != ci->size)
 				BAD("%s+0x%zx: %s %s: table %zu bytes, capstone %u", what, off,
-					 ci->mnemonic, ci->op_str, fast, ci->size);
+				    ci->mnemonic, ci->op_str, fast, ci->size);
 			unsigned long long t = 0;
 			int br = is_direct_branch(&t);
 			if (li.rel) {
@@ -86,10 +87,10 @@ static void sweep(const uint8_t *code, size_t size, uint64_t addr, const char *w
 				}
 				if (!br || t != addr + off + fast + (uint64_t)d)
 					BAD("%s+0x%zx: %s %s: branch target differs", what, off,
-						 ci->mnemonic, ci->op_str);
+					    ci->mnemonic, ci->op_str);
 			} else if (br) {
 				BAD("%s+0x%zx: %s %s: direct branch not flagged", what, off,
-					 ci->mnemonic, ci->op_str);
+				    ci->mnemonic, ci->op_str);
 			}
 		}
 		off += ci->size;
@@ -108,7 +109,8 @@ static int sweep_file(const char *path, int is_strict)
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
 	while ((scn = elf_nextscn(e, scn))) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR))
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_EXECINSTR))
 			continue;
 		Elf_Data *d = elf_getdata(scn, NULL);
 		if (d && d->d_buf && d->d_size)
@@ -132,10 +134,13 @@ static void test_real_binaries(void **state)
 		const char *path;
 		int strict;
 	} files[] = {
-		{ "/lib/x86_64-linux-gnu/libc.so.6", 1 }, { "/usr/lib/x86_64-linux-gnu/libstdc++.so.6", 1 },
-		{ "/usr/bin/python3.11", 1 },             { "/lib/x86_64-linux-gnu/libm.so.6", 1 },
-		{ "/proc/self/exe", 1 },                  { "/usr/bin/cmake", 1 },
-		{ "/usr/lib/x86_64-linux-gnu/libcrypto.so.3", 0 },
+	    {"/lib/x86_64-linux-gnu/libc.so.6", 1},
+	    {"/usr/lib/x86_64-linux-gnu/libstdc++.so.6", 1},
+	    {"/usr/bin/python3.11", 1},
+	    {"/lib/x86_64-linux-gnu/libm.so.6", 1},
+	    {"/proc/self/exe", 1},
+	    {"/usr/bin/cmake", 1},
+	    {"/usr/lib/x86_64-linux-gnu/libcrypto.so.3", 0},
 	};
 	int read = 0;
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -162,22 +167,22 @@ static void test_corners(void **state)
 		uint8_t b[16];
 		size_t n, want;
 	} v[] = {
-		{ { 0x48, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8 }, 10, 10 }, /* movabs rax, imm64 */
-		{ { 0x66, 0xb8, 1, 2 }, 4, 4 },                      /* mov ax, imm16 */
-		{ { 0x66, 0x81, 0xc0, 1, 2 }, 5, 5 },                /* add ax, imm16 */
-		{ { 0x66, 0xe9, 1, 2 }, 4, 0 },                      /* jmp rel16: declined */
-		{ { 0xff, 0xe0 }, 2, 0 },                            /* jmp rax: declined */
-		{ { 0xe2, 0xfe }, 2, 0 },                            /* loop: declined */
-		{ { 0xc7, 0xf8, 0, 0, 0, 0 }, 6, 0 },                /* xbegin: declined */
-		{ { 0x8b, 0x04, 0x25, 1, 2, 3, 4 }, 7, 7 },          /* mov eax, [abs32] (SIB, no base) */
-		{ { 0x8b, 0x05, 1, 2, 3, 4 }, 6, 6 },                /* mov eax, [rip+d32] */
-		{ { 0x8b, 0x44, 0x24, 8 }, 4, 4 },                   /* mov eax, [rsp+8] */
-		{ { 0x8b, 0x44, 0x24 }, 3, 0 },                      /* truncated */
-		{ { 0xe8, 1, 2, 3 }, 4, 0 },                         /* truncated call */
-		{ { 0xc5, 0xf8, 0x77 }, 3, 0 },                      /* vzeroupper: declined */
-		{ { 0xc4, 0xe3, 0x7d, 0x18, 0xc1, 1 }, 6, 6 },       /* vinsertf128 ymm0,ymm0,xmm1,1 */
-		{ { 0xf3, 0x0f, 0x1e, 0xfa }, 4, 4 },                /* endbr64 */
-		{ { 0x67, 0x8b, 0x00 }, 3, 0 },                      /* 32-bit address: declined */
+	    {{0x48, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8}, 10, 10}, /* movabs rax, imm64 */
+	    {{0x66, 0xb8, 1, 2}, 4, 4},                     /* mov ax, imm16 */
+	    {{0x66, 0x81, 0xc0, 1, 2}, 5, 5},               /* add ax, imm16 */
+	    {{0x66, 0xe9, 1, 2}, 4, 0},                     /* jmp rel16: declined */
+	    {{0xff, 0xe0}, 2, 0},                           /* jmp rax: declined */
+	    {{0xe2, 0xfe}, 2, 0},                           /* loop: declined */
+	    {{0xc7, 0xf8, 0, 0, 0, 0}, 6, 0},               /* xbegin: declined */
+	    {{0x8b, 0x04, 0x25, 1, 2, 3, 4}, 7, 7},         /* mov eax, [abs32] (SIB, no base) */
+	    {{0x8b, 0x05, 1, 2, 3, 4}, 6, 6},               /* mov eax, [rip+d32] */
+	    {{0x8b, 0x44, 0x24, 8}, 4, 4},                  /* mov eax, [rsp+8] */
+	    {{0x8b, 0x44, 0x24}, 3, 0},                     /* truncated */
+	    {{0xe8, 1, 2, 3}, 4, 0},                        /* truncated call */
+	    {{0xc5, 0xf8, 0x77}, 3, 0},                     /* vzeroupper: declined */
+	    {{0xc4, 0xe3, 0x7d, 0x18, 0xc1, 1}, 6, 6},      /* vinsertf128 ymm0,ymm0,xmm1,1 */
+	    {{0xf3, 0x0f, 0x1e, 0xfa}, 4, 4},               /* endbr64 */
+	    {{0x67, 0x8b, 0x00}, 3, 0},                     /* 32-bit address: declined */
 	};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		struct x86_len_info li;
@@ -194,8 +199,8 @@ int main(void)
 		return 77;
 	ci = cs_malloc(cs);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_corners),
-		cmocka_unit_test(test_real_binaries),
+	    cmocka_unit_test(test_corners),
+	    cmocka_unit_test(test_real_binaries),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	cs_free(ci, 1);

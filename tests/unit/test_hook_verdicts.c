@@ -82,7 +82,7 @@ static double now_ms(void)
 /* Full analysis of every function as the agent does it (mem: the
  * readable segments, or NULL for plain prepare); statuses into st. */
 static double analyse(const struct ada_hook_symtab *st0, uint8_t *img, struct ada_hook_symtab *st,
-		      struct hook_arch_plan *plans, const struct hook_arch_memview *mem)
+                      struct hook_arch_plan *plans, const struct hook_arch_memview *mem)
 {
 	double t0 = now_ms();
 	for (size_t i = 0; i < st->count; i++) {
@@ -92,7 +92,7 @@ static double analyse(const struct ada_hook_symtab *st0, uint8_t *img, struct ad
 			continue;
 		uint64_t a = (uint64_t)(uintptr_t)img + st->fns[i].offset;
 		st->fns[i].status = (uint8_t)hook_arch_prepare_mem((const uint8_t *)a, a,
-								   st->fns[i].size, mem, &plans[i]);
+		                                                   st->fns[i].size, mem, &plans[i]);
 	}
 	assert_int_equal(discover_xref_check((uint64_t)(uintptr_t)img, st, plans), 0);
 	return now_ms() - t0;
@@ -117,8 +117,8 @@ static int same_insns(const struct hook_arch_plan *a, const struct hook_arch_pla
  * (status): only jump_table -> hooked (or -> branch_into_patch, from the
  * cross-function check that only hookable functions face) may differ. */
 static void check_tables(const char *path, const struct ada_hook_symtab *st0, uint8_t *img,
-			 struct ada_hook_symtab *st, struct hook_arch_plan *plans,
-			 const uint8_t *status)
+                         struct ada_hook_symtab *st, struct hook_arch_plan *plans,
+                         const uint8_t *status)
 {
 	size_t jt_plain = 0, jt_mem = 0, moved = 0, bad = 0;
 	double plain_ms = analyse(st0, img, st, plans, NULL);
@@ -183,8 +183,8 @@ static int check_file(const char *path)
 			continue;
 		if (diff++ < 20)
 			printf("# DIFF %s %s: capstone %s/%zu, table %s/%zu\n", path,
-			       ada_hook_fn_name(&st0, &st0.fns[i]), hook_skip_name(status[i]), plen[i],
-			       hook_skip_name(st.fns[i].status), plans[i].patch_len);
+			       ada_hook_fn_name(&st0, &st0.fns[i]), hook_skip_name(status[i]),
+			       plen[i], hook_skip_name(st.fns[i].status), plans[i].patch_len);
 	}
 	printf("# %s: %zu functions, %zu hookable; capstone only %.1f ms, with the table %.1f ms\n",
 	       path, st.count, ok, slow, fast);
@@ -204,9 +204,11 @@ static void test_same_verdicts(void **state)
 {
 	(void)state;
 	static const char *const files[] = {
-		"/lib/x86_64-linux-gnu/libc.so.6",          "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
-		"/usr/bin/python3.11",                      "/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
-		"/lib/x86_64-linux-gnu/libm.so.6",
+	    "/lib/x86_64-linux-gnu/libc.so.6",
+	    "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+	    "/usr/bin/python3.11",
+	    "/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
+	    "/lib/x86_64-linux-gnu/libm.so.6",
 	};
 	int n = 0;
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
@@ -218,6 +220,6 @@ static void test_same_verdicts(void **state)
 int main(void)
 {
 	elf_version(EV_CURRENT);
-	const struct CMUnitTest tests[] = { cmocka_unit_test(test_same_verdicts) };
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_same_verdicts)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

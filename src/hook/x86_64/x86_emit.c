@@ -123,14 +123,14 @@ size_t hook_arch_emit_return_trampoline(uint8_t *buf, uint64_t buf_addr, uint64_
 	emit_align_frame(&w);
 	x86_put(&w, "\x48\xb8", 2); /* mov rax, imm64 */
 	x86_put_u64(&w, exit_handler);
-	x86_put(&w, "\xff\xd0", 2);                 /* call rax: rax = original return */
-	x86_put(&w, "\x48\x89\xec", 3);             /* mov rsp, rbp */
-	x86_put(&w, "\x5d", 1);                     /* pop rbp; rsp = S-72 */
-	x86_put(&w, "\x4c\x8b\x5c\x24\x40", 5);     /* mov r11, [rsp+64] (saved rax) */
-	x86_put(&w, "\x48\x89\x44\x24\x40", 5);     /* mov [rsp+64], rax (S-8) */
-	x86_put(&w, "\x4c\x89\xd8", 3);             /* mov rax, r11 */
+	x86_put(&w, "\xff\xd0", 2);                      /* call rax: rax = original return */
+	x86_put(&w, "\x48\x89\xec", 3);                  /* mov rsp, rbp */
+	x86_put(&w, "\x5d", 1);                          /* pop rbp; rsp = S-72 */
+	x86_put(&w, "\x4c\x8b\x5c\x24\x40", 5);          /* mov r11, [rsp+64] (saved rax) */
+	x86_put(&w, "\x48\x89\x44\x24\x40", 5);          /* mov [rsp+64], rax (S-8) */
+	x86_put(&w, "\x4c\x89\xd8", 3);                  /* mov rax, r11 */
 	x86_put(&w, emit_ret_pop, sizeof(emit_ret_pop)); /* rsp = S-8 */
-	x86_put_u8(&w, 0xc3);                         /* ret: rsp = S */
+	x86_put_u8(&w, 0xc3);                            /* ret: rsp = S */
 	return w.ok ? w.len : 0;
 }
 

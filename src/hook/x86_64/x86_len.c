@@ -40,57 +40,130 @@ enum {
 };
 
 static const uint8_t len_map1[256] = {
-    [0x00 ... 0x03] = L_M, [0x04] = L_I8, [0x05] = L_IZ,
-    [0x08 ... 0x0b] = L_M, [0x0c] = L_I8, [0x0d] = L_IZ,
-    [0x10 ... 0x13] = L_M, [0x14] = L_I8, [0x15] = L_IZ,
-    [0x18 ... 0x1b] = L_M, [0x1c] = L_I8, [0x1d] = L_IZ,
-    [0x20 ... 0x23] = L_M, [0x24] = L_I8, [0x25] = L_IZ,
-    [0x28 ... 0x2b] = L_M, [0x2c] = L_I8, [0x2d] = L_IZ,
-    [0x30 ... 0x33] = L_M, [0x34] = L_I8, [0x35] = L_IZ,
-    [0x38 ... 0x3b] = L_M, [0x3c] = L_I8, [0x3d] = L_IZ,
-    [0x50 ... 0x5f] = L_1, [0x63] = L_M,
-    [0x68] = L_IZ, [0x69] = L_MIZ, [0x6a] = L_I8, [0x6b] = L_MI8,
+    [0x00 ... 0x03] = L_M,
+    [0x04] = L_I8,
+    [0x05] = L_IZ,
+    [0x08 ... 0x0b] = L_M,
+    [0x0c] = L_I8,
+    [0x0d] = L_IZ,
+    [0x10 ... 0x13] = L_M,
+    [0x14] = L_I8,
+    [0x15] = L_IZ,
+    [0x18 ... 0x1b] = L_M,
+    [0x1c] = L_I8,
+    [0x1d] = L_IZ,
+    [0x20 ... 0x23] = L_M,
+    [0x24] = L_I8,
+    [0x25] = L_IZ,
+    [0x28 ... 0x2b] = L_M,
+    [0x2c] = L_I8,
+    [0x2d] = L_IZ,
+    [0x30 ... 0x33] = L_M,
+    [0x34] = L_I8,
+    [0x35] = L_IZ,
+    [0x38 ... 0x3b] = L_M,
+    [0x3c] = L_I8,
+    [0x3d] = L_IZ,
+    [0x50 ... 0x5f] = L_1,
+    [0x63] = L_M,
+    [0x68] = L_IZ,
+    [0x69] = L_MIZ,
+    [0x6a] = L_I8,
+    [0x6b] = L_MI8,
     [0x70 ... 0x7f] = L_REL8,
-    [0x80] = L_MI8, [0x81] = L_MIZ, [0x83] = L_MI8, [0x84 ... 0x8b] = L_M, [0x8d] = L_M,
+    [0x80] = L_MI8,
+    [0x81] = L_MIZ,
+    [0x83] = L_MI8,
+    [0x84 ... 0x8b] = L_M,
+    [0x8d] = L_M,
     [0x8f] = L_GRP_M0,
-    [0x90 ... 0x99] = L_1, [0x9c ... 0x9f] = L_1,
-    [0xa4 ... 0xa7] = L_1, [0xa8] = L_I8, [0xa9] = L_IZ, [0xaa ... 0xaf] = L_1,
-    [0xb0 ... 0xb7] = L_I8, [0xb8 ... 0xbf] = L_IV,
-    [0xc0] = L_MI8, [0xc1] = L_MI8, [0xc2] = L_I16, [0xc3] = L_1,
-    [0xc6] = L_MOV_I8, [0xc7] = L_MOV_IZ, [0xc9] = L_1, [0xcc] = L_1,
+    [0x90 ... 0x99] = L_1,
+    [0x9c ... 0x9f] = L_1,
+    [0xa4 ... 0xa7] = L_1,
+    [0xa8] = L_I8,
+    [0xa9] = L_IZ,
+    [0xaa ... 0xaf] = L_1,
+    [0xb0 ... 0xb7] = L_I8,
+    [0xb8 ... 0xbf] = L_IV,
+    [0xc0] = L_MI8,
+    [0xc1] = L_MI8,
+    [0xc2] = L_I16,
+    [0xc3] = L_1,
+    [0xc6] = L_MOV_I8,
+    [0xc7] = L_MOV_IZ,
+    [0xc9] = L_1,
+    [0xcc] = L_1,
     [0xd0 ... 0xd3] = L_M,
-    [0xe8] = L_REL32, [0xe9] = L_REL32, [0xeb] = L_REL8,
-    [0xf4] = L_1, [0xf5] = L_1, [0xf6] = L_GRP3B, [0xf7] = L_GRP3V, [0xf8 ... 0xfd] = L_1,
-    [0xfe] = L_GRP4, [0xff] = L_GRP5,
+    [0xe8] = L_REL32,
+    [0xe9] = L_REL32,
+    [0xeb] = L_REL8,
+    [0xf4] = L_1,
+    [0xf5] = L_1,
+    [0xf6] = L_GRP3B,
+    [0xf7] = L_GRP3V,
+    [0xf8 ... 0xfd] = L_1,
+    [0xfe] = L_GRP4,
+    [0xff] = L_GRP5,
 };
 
 /* Two-byte map (0F xx), legacy encoding: 1 = ModRM, 2 = ModRM + imm8,
  * 3 = no operand bytes, 4 = rel32 (jcc); 0 = unknown. */
 static const uint8_t len_map2[256] = {
-    [0x05] = 3, [0x0b] = 3, [0x0d] = 1,
-    [0x10 ... 0x17] = 1, [0x18 ... 0x1f] = 1, [0x28 ... 0x2f] = 1,
-    [0x31] = 3, [0x40 ... 0x4f] = 1, [0x50 ... 0x6f] = 1,
-    [0x70 ... 0x73] = 2, [0x74 ... 0x76] = 1, [0x7e] = 1, [0x7f] = 1,
-    [0x80 ... 0x8f] = 4, [0x90 ... 0x9f] = 1,
-    [0xa2] = 3, [0xa3] = 1, [0xa4] = 2, [0xa5] = 1, [0xab] = 1, [0xac] = 2, [0xad] = 1,
-    [0xae] = 1, [0xaf] = 1, [0xb0] = 1, [0xb1] = 1, [0xb3] = 1, [0xb6] = 1, [0xb7] = 1,
-    [0xb8] = 1, [0xba] = 2, [0xbb ... 0xbf] = 1, [0xc0] = 1, [0xc1] = 1, [0xc2] = 2,
-    [0xc3] = 1, [0xc4 ... 0xc6] = 2, [0xc7] = 1, [0xc8 ... 0xcf] = 3, [0xd0 ... 0xfe] = 1,
+    [0x05] = 3,          [0x0b] = 3,          [0x0d] = 1,          [0x10 ... 0x17] = 1,
+    [0x18 ... 0x1f] = 1, [0x28 ... 0x2f] = 1, [0x31] = 3,          [0x40 ... 0x4f] = 1,
+    [0x50 ... 0x6f] = 1, [0x70 ... 0x73] = 2, [0x74 ... 0x76] = 1, [0x7e] = 1,
+    [0x7f] = 1,          [0x80 ... 0x8f] = 4, [0x90 ... 0x9f] = 1, [0xa2] = 3,
+    [0xa3] = 1,          [0xa4] = 2,          [0xa5] = 1,          [0xab] = 1,
+    [0xac] = 2,          [0xad] = 1,          [0xae] = 1,          [0xaf] = 1,
+    [0xb0] = 1,          [0xb1] = 1,          [0xb3] = 1,          [0xb6] = 1,
+    [0xb7] = 1,          [0xb8] = 1,          [0xba] = 2,          [0xbb ... 0xbf] = 1,
+    [0xc0] = 1,          [0xc1] = 1,          [0xc2] = 2,          [0xc3] = 1,
+    [0xc4 ... 0xc6] = 2, [0xc7] = 1,          [0xc8 ... 0xcf] = 3, [0xd0 ... 0xfe] = 1,
 };
 
 /* VEX opcodes that exist, per map (1: 0F, 2: 0F38, 3: 0F3A); the rest
  * are undefined and capstone rejects them, so the table declines too. */
 static const uint8_t len_vex_ok[4][256] = {
-    [1] = { [0x10 ... 0x17] = 1, [0x28 ... 0x2f] = 1, [0x50 ... 0x76] = 1, [0x7c ... 0x7f] = 1,
-	    [0xc2] = 1, [0xc4 ... 0xc6] = 1, [0xd0 ... 0xfe] = 1 },
-    [2] = { [0x00 ... 0x0f] = 1, [0x13] = 1, [0x16 ... 0x1a] = 1, [0x1c ... 0x1e] = 1,
-	    [0x20 ... 0x25] = 1, [0x28 ... 0x2f] = 1, [0x30 ... 0x40] = 1, [0x45 ... 0x47] = 1,
-	    [0x58 ... 0x5a] = 1, [0x78] = 1, [0x79] = 1, [0x8c] = 1, [0x8e] = 1,
-	    [0x90 ... 0x9f] = 1, [0xa6 ... 0xaf] = 1, [0xb6 ... 0xbf] = 1, [0xdb ... 0xdf] = 1,
-	    [0xf2 ... 0xf3] = 1, [0xf5 ... 0xf7] = 1 },
-    [3] = { [0x00 ... 0x06] = 1, [0x08 ... 0x0f] = 1, [0x14 ... 0x19] = 1, [0x1d] = 1,
-	    [0x20 ... 0x22] = 1, [0x38] = 1, [0x39] = 1, [0x40 ... 0x42] = 1, [0x44] = 1,
-	    [0x46] = 1, [0x48 ... 0x4c] = 1, [0x60 ... 0x63] = 1, [0xdf] = 1, [0xf0] = 1 },
+    [1] = {[0x10 ... 0x17] = 1,
+           [0x28 ... 0x2f] = 1,
+           [0x50 ... 0x76] = 1,
+           [0x7c ... 0x7f] = 1,
+           [0xc2] = 1,
+           [0xc4 ... 0xc6] = 1,
+           [0xd0 ... 0xfe] = 1},
+    [2] = {[0x00 ... 0x0f] = 1,
+           [0x13] = 1,
+           [0x16 ... 0x1a] = 1,
+           [0x1c ... 0x1e] = 1,
+           [0x20 ... 0x25] = 1,
+           [0x28 ... 0x2f] = 1,
+           [0x30 ... 0x40] = 1,
+           [0x45 ... 0x47] = 1,
+           [0x58 ... 0x5a] = 1,
+           [0x78] = 1,
+           [0x79] = 1,
+           [0x8c] = 1,
+           [0x8e] = 1,
+           [0x90 ... 0x9f] = 1,
+           [0xa6 ... 0xaf] = 1,
+           [0xb6 ... 0xbf] = 1,
+           [0xdb ... 0xdf] = 1,
+           [0xf2 ... 0xf3] = 1,
+           [0xf5 ... 0xf7] = 1},
+    [3] = {[0x00 ... 0x06] = 1,
+           [0x08 ... 0x0f] = 1,
+           [0x14 ... 0x19] = 1,
+           [0x1d] = 1,
+           [0x20 ... 0x22] = 1,
+           [0x38] = 1,
+           [0x39] = 1,
+           [0x40 ... 0x42] = 1,
+           [0x44] = 1,
+           [0x46] = 1,
+           [0x48 ... 0x4c] = 1,
+           [0x60 ... 0x63] = 1,
+           [0xdf] = 1,
+           [0xf0] = 1},
 };
 
 /* Bytes of ModRM + SIB + displacement at m (32/64-bit addressing), or 0
@@ -143,8 +216,9 @@ static size_t len_vex(const uint8_t *b, size_t left, struct x86_len_info *li)
 	size_t m = len_modrm(b + pre + 1, left - pre - 1, li);
 	if (!m)
 		return 0;
-	int imm = map == 3 || (map == 1 && ((op >= 0x70 && op <= 0x73) || op == 0xc2 ||
-					   (op >= 0xc4 && op <= 0xc6)));
+	int imm =
+	    map == 3 ||
+	    (map == 1 && ((op >= 0x70 && op <= 0x73) || op == 0xc2 || (op >= 0xc4 && op <= 0xc6)));
 	size_t n = pre + 1 + m + (size_t)imm;
 	return n <= left ? n : 0;
 }
@@ -182,46 +256,73 @@ static size_t len_0f(const uint8_t *o, size_t left, struct x86_len_info *li)
 
 /* Opcode-group forms that depend on ModRM.reg. */
 static size_t len_group(unsigned kind, const uint8_t *o, size_t left, size_t immz,
-			struct x86_len_info *li)
+                        struct x86_len_info *li)
 {
 	if (left < 2)
 		return 0;
 	unsigned reg = (o[1] >> 3) & 7;
 	size_t m = len_modrm(o + 1, left - 1, li), imm = 0;
 	switch (kind) {
-	case L_GRP3B: imm = reg < 2; break;
-	case L_GRP3V: imm = reg < 2 ? immz : 0; break;
+	case L_GRP3B:
+		imm = reg < 2;
+		break;
+	case L_GRP3V:
+		imm = reg < 2 ? immz : 0;
+		break;
 	case L_GRP5:
 		if (reg == 3 || reg == 4 || reg == 5 || reg == 7)
 			return 0;
 		li->indirect_call = reg == 2;
 		break;
-	case L_MOV_I8: if (reg) return 0; imm = 1; break;
-	case L_MOV_IZ: if (reg) return 0; imm = immz; break;
-	case L_GRP_M0: if (reg) return 0; break;
-	case L_GRP4: if (reg > 1) return 0; break;
-	default: return 0;
+	case L_MOV_I8:
+		if (reg)
+			return 0;
+		imm = 1;
+		break;
+	case L_MOV_IZ:
+		if (reg)
+			return 0;
+		imm = immz;
+		break;
+	case L_GRP_M0:
+		if (reg)
+			return 0;
+		break;
+	case L_GRP4:
+		if (reg > 1)
+			return 0;
+		break;
+	default:
+		return 0;
 	}
 	return m && 1 + m + imm <= left ? 1 + m + imm : 0;
 }
 
 /* After the legacy prefixes and REX: the one-byte map. */
 static size_t len_map1_op(const uint8_t *o, size_t left, int opsize16, int rexw,
-			  struct x86_len_info *li)
+                          struct x86_len_info *li)
 {
 	size_t immz = opsize16 ? 2 : 4, m;
 	unsigned kind = len_map1[o[0]];
 	switch (kind) {
-	case L_1: return 1;
-	case L_I8: return left >= 2 ? 2 : 0;
-	case L_IZ: return left >= 1 + immz ? 1 + immz : 0;
-	case L_I16: return left >= 3 ? 3 : 0;
+	case L_1:
+		return 1;
+	case L_I8:
+		return left >= 2 ? 2 : 0;
+	case L_IZ:
+		return left >= 1 + immz ? 1 + immz : 0;
+	case L_I16:
+		return left >= 3 ? 3 : 0;
 	case L_IV: {
 		size_t n = 1 + (rexw ? 8 : immz);
 		return left >= n ? n : 0;
 	}
-	case L_REL8: li->rel = 1; return left >= 2 ? 2 : 0;
-	case L_REL32: li->rel = 4; return left >= 5 ? 5 : 0;
+	case L_REL8:
+		li->rel = 1;
+		return left >= 2 ? 2 : 0;
+	case L_REL32:
+		li->rel = 4;
+		return left >= 5 ? 5 : 0;
 	case L_M:
 	case L_MI8:
 	case L_MIZ:

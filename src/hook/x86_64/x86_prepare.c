@@ -212,8 +212,20 @@ static enum ada_hook_skip plan_insn(const cs_insn *ci, uint64_t fn, struct hook_
 static int plan_is_alu_rr(uint8_t op)
 {
 	switch (op) {
-	case 0x01: case 0x03: case 0x09: case 0x0b: case 0x21: case 0x23: case 0x29:
-	case 0x2b: case 0x31: case 0x33: case 0x39: case 0x3b: case 0x85: case 0x89:
+	case 0x01:
+	case 0x03:
+	case 0x09:
+	case 0x0b:
+	case 0x21:
+	case 0x23:
+	case 0x29:
+	case 0x2b:
+	case 0x31:
+	case 0x33:
+	case 0x39:
+	case 0x3b:
+	case 0x85:
+	case 0x89:
 	case 0x8b:
 		return 1;
 	default:
@@ -274,8 +286,8 @@ static enum ada_hook_skip plan_prologue(const uint8_t *code, uint64_t addr, uint
 		if (fast) {
 			struct hook_arch_insn *in = &plan->insns[plan->insn_count++];
 			*in = (struct hook_arch_insn){.offset = (uint8_t)plan->patch_len,
-						      .len = (uint8_t)fast,
-						      .kind = X86_RELOC_PLAIN};
+			                              .len = (uint8_t)fast,
+			                              .kind = X86_RELOC_PLAIN};
 			plan->patch_len += fast;
 			p += fast;
 			left -= fast;
@@ -516,8 +528,8 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 		struct x86_len_info li;
 		size_t n = x86_use_fast_len ? x86_fast_len(p, left, &li) : 0;
 		if (n) { /* the table knows it: capstone would say the same */
-			if (li.rel && plan_in_patch(plan_rel_target(p, n, pc, li.rel), addr,
-						    plan->patch_len))
+			if (li.rel &&
+			    plan_in_patch(plan_rel_target(p, n, pc, li.rel), addr, plan->patch_len))
 				return ADA_SKIP_BRANCH_INTO_PATCH;
 			off += n;
 			continue;
@@ -536,8 +548,8 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 	}
 	if (indirect_jmp == 0 || plan->insn_count < 2)
 		return ADA_HOOK_OK;
-	enum ada_hook_skip r = indirect_jmp == 2 ? ADA_SKIP_JUMP_TABLE
-	                                         : plan_scan_materialize(code, addr, size, ci);
+	enum ada_hook_skip r =
+	    indirect_jmp == 2 ? ADA_SKIP_JUMP_TABLE : plan_scan_materialize(code, addr, size, ci);
 	if (r != ADA_SKIP_JUMP_TABLE || !mem)
 		return r;
 	/* Perhaps switch dispatches: read their tables (x86_switch.c). */
