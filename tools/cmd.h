@@ -14,6 +14,11 @@ int cmd_dump(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 
+struct ada_atf_tree;
+/* Scans DIR (a pid_N directory or one above it) for traces; NULL after
+ * saying on stderr what is wrong (not a directory, nothing found). */
+struct ada_atf_tree *cmd_open_tree(const char *dir);
+
 /* One line on stderr, prefixed "ada: ". */
 void ada_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -542,23 +542,13 @@ int cmd_dump(int argc, char **argv)
 	const char *dir = NULL;
 	uint32_t threads_seen = 0, damaged = 0;
 	static char outbuf[1 << 20];
-	int rc = dump_args(argc, argv, &o, &dir), err;
+	int rc = dump_args(argc, argv, &o, &dir), err = 0;
 
 	if (rc >= 0)
 		return rc;
-	err = ada_atf_tree_scan(dir, &tree);
-	if (err) {
-		ada_log("%s: %s", dir,
-		        err == -ENOTDIR ? "not a directory (give a pid_N directory or one "
-		                          "above it)"
-		                        : strerror(-err));
+	tree = cmd_open_tree(dir);
+	if (!tree)
 		return 2;
-	}
-	if (tree->npids == 0) {
-		ada_log("%s: no traces found (no pid_N directory at or under it)", dir);
-		ada_atf_tree_free(tree);
-		return 2;
-	}
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	for (size_t i = 0; i < tree->npids && !err; i++)
 		err = dump_one_pid(&o, &tree->pids[i], tree->npids > 1, &threads_seen, &damaged);

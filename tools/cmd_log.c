@@ -1,6 +1,11 @@
+/* The ada command's shared helpers: its one log function and opening a
+ * trace tree for the reading commands. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "atf.h"
 #include "cmd.h"
 
 void ada_log(const char *fmt, ...)
@@ -11,4 +16,22 @@ void ada_log(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
+}
+
+struct ada_atf_tree *cmd_open_tree(const char *dir)
+{
+	struct ada_atf_tree *tree = NULL;
+	int err = ada_atf_tree_scan(dir, &tree);
+	if (err) {
+		ada_log("%s: %s", dir,
+		        err == -ENOTDIR ? "not a directory (give a pid_N directory or one above it)"
+		                        : strerror(-err));
+		return NULL;
+	}
+	if (tree->npids == 0) {
+		ada_log("%s: no traces found (no pid_N directory at or under it)", dir);
+		ada_atf_tree_free(tree);
+		return NULL;
+	}
+	return tree;
 }

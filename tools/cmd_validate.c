@@ -208,24 +208,14 @@ int cmd_validate(int argc, char **argv)
 	struct ada_atf_tree *tree = NULL;
 	const char *dir = NULL;
 	size_t nthreads = 0;
-	int rc = validate_args(argc, argv, &v, &dir), err;
+	int rc = validate_args(argc, argv, &v, &dir), err = 0;
 
 	if (rc >= 0)
 		return rc;
 	v.rep.ctx = &v;
-	err = ada_atf_tree_scan(dir, &tree);
-	if (err) {
-		ada_log("%s: %s", dir,
-		        err == -ENOTDIR ? "not a directory (give a pid_N directory or one "
-		                          "above it)"
-		                        : strerror(-err));
+	tree = cmd_open_tree(dir);
+	if (!tree)
 		return 2;
-	}
-	if (tree->npids == 0) {
-		ada_log("%s: no traces found (no pid_N directory at or under it)", dir);
-		ada_atf_tree_free(tree);
-		return 2;
-	}
 	for (size_t i = 0; i < tree->npids && !err; i++) {
 		err = validate_pid(&v, &tree->pids[i]);
 		nthreads += tree->pids[i].nthreads;

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ring.h"
 #include "wal.h"
 
 #define TSC_SHIFT 32
@@ -181,15 +182,7 @@ bool ada_tsc_invariant(void)
 
 uint64_t ada_tsc_read(void)
 {
-#if defined(__x86_64__)
-	uint32_t lo, hi;
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-#elif defined(__aarch64__)
-	uint64_t v;
-	__asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
-	return v;
-#endif
+	return ada_tsc(); /* the producers' own counter read (ring.h) */
 }
 
 /* A preemption between the two reads would put the pair off by however
