@@ -11,5 +11,6 @@ build/ada record --out "$out" -- build/ada-demo
 session=$(ls -d "$out"/session_* | head -n 1)
 build/ada validate "$session"
 echo "--- first events of the main thread ---"
-build/ada dump "$session" --thread 0 | head -n 20
+build/ada dump "$session" --thread 0 >"$out/thread0.txt"
+head -n 20 "$out/thread0.txt"
 echo "--- the session: $session"
