@@ -559,6 +559,18 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 	return r;
 }
 
+/* What every entry point does first: an empty plan for addr, the cheap
+ * refusals, and capstone opened once per process. */
+static enum ada_hook_skip plan_start(uint64_t addr, uint64_t size, struct hook_arch_plan *plan)
+{
+	memset(plan, 0, sizeof(*plan));
+	plan->fn_addr = addr;
+	if (size < PATCH_MIN)
+		return ADA_SKIP_TOO_SHORT;
+	pthread_once(&plan_once, plan_cs_open);
+	return plan_cs_err ? ADA_SKIP_UNDECODABLE : ADA_HOOK_OK;
+}
+
 enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_t size,
                                      struct hook_arch_plan *plan)
 {
@@ -569,15 +581,9 @@ enum ada_hook_skip hook_arch_prepare_mem(const uint8_t *code, uint64_t addr, uin
                                          const struct hook_arch_memview *mem,
                                          struct hook_arch_plan *plan)
 {
-	enum ada_hook_skip r;
-
-	memset(plan, 0, sizeof(*plan));
-	plan->fn_addr = addr;
-	if (size < PATCH_MIN)
-		return ADA_SKIP_TOO_SHORT;
-	pthread_once(&plan_once, plan_cs_open);
-	if (plan_cs_err)
-		return ADA_SKIP_UNDECODABLE;
+	enum ada_hook_skip r = plan_start(addr, size, plan);
+	if (r != ADA_HOOK_OK)
+		return r;
 	pthread_mutex_lock(&plan_lock);
 	r = plan_prologue(code, addr, size, plan_ci, plan);
 	if (r != ADA_HOOK_OK)
@@ -605,15 +611,9 @@ unlock:
 enum ada_hook_skip hook_arch_prepare_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
                                               struct hook_arch_plan *plan)
 {
-	enum ada_hook_skip r;
-
-	memset(plan, 0, sizeof(*plan));
-	plan->fn_addr = addr;
-	if (size < PATCH_MIN)
-		return ADA_SKIP_TOO_SHORT;
-	pthread_once(&plan_once, plan_cs_open);
-	if (plan_cs_err)
-		return ADA_SKIP_UNDECODABLE;
+	enum ada_hook_skip r = plan_start(addr, size, plan);
+	if (r != ADA_HOOK_OK)
+		return r;
 	pthread_mutex_lock(&plan_lock);
 	r = plan_prologue(code, addr, size, plan_ci, plan);
 	pthread_mutex_unlock(&plan_lock);
