@@ -35,11 +35,19 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # between the full and the base run gives the marginal ns per event.
 ALL_TRACERS = ['untraced', 'ada', 'ada-cold', 'ada-exe', 'ada-detail', 'uftrace-pg',
                'uftrace-P-pfe', 'uftrace-P-plain', 'ltrace']
+# The detail lane (issue 8), not in the default set: ada-detail-exe (every
+# function of the executable enters the detail lane, 128-byte stacks, the
+# ring kept in memory: the capture cost), ada-detail-always (the same,
+# every record written to detail.atf), ada-detail-none (the detail lane on
+# but a --detail-symbols set that excludes every function: the cost of the
+# membership test), uftrace-args (uftrace -pg with -A fib@arg1 -R
+# fib@retval: one argument and the return value).
+DETAIL_TRACERS = ['ada-detail-exe', 'ada-detail-always', 'ada-detail-none', 'uftrace-args']
 # ada-cold: ada with an empty hook-plan cache on every run (its first run on
 # a machine); only where start-up matters.
 COLD_ONLY = ('fib', 'startup')
 WORKLOADS = {
-    'fib': ('fib', ['32'], ['28'], ALL_TRACERS[:-1], ['1']),
+    'fib': ('fib', ['32'], ['28'], ALL_TRACERS[:-1] + DETAIL_TRACERS, ['1']),
     'fib-small': ('fib', ['18'], ['18'], ALL_TRACERS, ['1']),
     'fib-threads': ('fibthreads', ['2', '31'], ['2', '27'], ALL_TRACERS[:-1], ['2', '1']),
     'mixed': ('mixed', ['10000'], ['2000'], ALL_TRACERS[:-1], ['0']),
@@ -81,9 +89,8 @@ class Runner:
             text = h.stdout + h.stderr
         except (OSError, subprocess.TimeoutExpired):
             return None
-        for opt, val in (('--detail-all', None), ('--key-symbols', '*'), ('--detail', 'all')):
-            if re.search(re.escape(opt) + r'\b', text):
-                return [opt] + ([val] if val else [])
+        if re.search(r'--detail MODE', text):
+            return ['--detail', 'triggered', '--stack-bytes', '128']
         return None
 
     def prog(self, variant, name):
@@ -96,10 +103,25 @@ class Runner:
             ['--no-libcall', '--no-event', '-d', outdir]
         if tracer == 'untraced':
             return plain
+        # The index lane alone: --detail never (when this ada has it).
+        never = ['--detail', 'never'] if self.detail_args else []
         if tracer in ('ada', 'ada-cold'):
-            return [self.ada, 'record', '--out', outdir, '--'] + plain
+            return [self.ada, 'record', '--out', outdir] + never + ['--'] + plain
         if tracer == 'ada-exe':  # the executable only, like uftrace
-            return [self.ada, 'record', '--out', outdir, '--include', prog, '--'] + plain
+            return [self.ada, 'record', '--out', outdir, '--include', prog] + never + \
+                ['--'] + plain
+        if tracer.startswith('ada-detail-'):
+            if self.detail_args is None:
+                return None
+            mode = {'ada-detail-exe': ['--detail', 'triggered'],
+                    'ada-detail-always': ['--detail', 'always', '--detail-mb', '64'],
+                    'ada-detail-none': ['--detail', 'triggered', '--detail-symbols',
+                                        'no_function_has_this_name']}[tracer]
+            return [self.ada, 'record', '--out', outdir, '--include', prog] + mode + \
+                ['--stack-bytes', '128', '--'] + plain
+        if tracer == 'uftrace-args':
+            return uft + ['-A', 'bw_fib@arg1', '-R', 'bw_fib@retval',
+                          self.prog('pg', prog)] + args
         if tracer == 'ada-detail':
             if self.detail_args is None:
                 return None

@@ -4,6 +4,10 @@
 # (exact and repeatable whatever the machine load), never time.
 #
 #   bench/callgrind_guard.sh BUILD_DIR [--update] [--mode emit|hooked]
+#                            [--detail never|triggered|always] [--record-arg OPT]...
+# (hooked mode records with --detail never unless told otherwise: the
+# baseline is the index lane's; other values measure the detail lane and
+# must not be used with --update)
 #
 # Metric: instructions per recorded event on the hot path, "Ir/event":
 #   mode emit   -- bench/emit_guard (ada_emit_call/ada_emit_return straight
@@ -32,12 +36,16 @@ build=${1:?usage: callgrind_guard.sh BUILD_DIR [--update] [--mode emit|hooked]}
 shift
 update=0
 mode=
+detail=never # the baseline is the index lane alone (--detail never)
+record_args=() # more `ada record` options (measuring, e.g. --detail-symbols X)
 build_type=Release
 sanitize=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--update) update=1 ;;
 	--mode) mode=$2; shift ;;
+	--detail) detail=$2; shift ;;
+	--record-arg) record_args+=("$2"); shift ;;
 	--build-type) build_type=$2; shift ;;
 	--sanitize) sanitize=$2; shift ;;
 	*) echo "callgrind_guard: unknown option $1" >&2; exit 2 ;;
@@ -97,7 +105,8 @@ measure_hooked() {
 	local n1=14 n2=18 prog=$build/bench/hooked_guard
 	[ -x "$build/ada" ] && [ -x "$prog" ] || skip "ada or bench/hooked_guard not built"
 	cg "$work/u" "$prog" $n1 $n2
-	"$build/ada" record --include hooked_guard --out "$work/out" -- \
+	"$build/ada" record --include hooked_guard --detail "$detail" ${record_args[@]+"${record_args[@]}"} \
+		--out "$work/out" -- \
 		valgrind --tool=callgrind --smc-check=all --callgrind-out-file="$work/t" "$prog" $n1 $n2 \
 		>"$work/t.stdout" 2>"$work/t.log" ||
 		{ echo "callgrind_guard: ada record of valgrind failed" >&2; tail -5 "$work/t.log" >&2; exit 1; }

@@ -9,6 +9,11 @@ packages=(
   libjansson-dev libcmocka-dev libdeflate-dev
   g++ valgrind
   python3
+  # The test suite (tools/test.sh, cmake -DADA_CI=ON) fails without these:
+  # clang builds the clang end-to-end targets and, with libclang-rt-14-dev
+  # (libFuzzer and the sanitizer runtimes for clang), every tests/fuzz/
+  # fuzzer; strace watches the recorder's syscalls in the option tests.
+  clang libclang-rt-14-dev strace
 )
 if [ "${1:-}" = "--bench" ]; then
   packages+=(uftrace ltrace hyperfine)

@@ -2,6 +2,8 @@
 #ifndef ADA_TOOLS_CMD_H
 #define ADA_TOOLS_CMD_H
 
+#include <stdbool.h>
+
 struct ada_command {
 	const char *name;
 	const char *help;
@@ -18,6 +20,11 @@ struct ada_atf_tree;
 /* Scans DIR (a pid_N directory or one above it) for traces; NULL after
  * saying on stderr what is wrong (not a directory, nothing found). */
 struct ada_atf_tree *cmd_open_tree(const char *dir);
+
+/* As root (cmd_root.c): 0, or -1 after one sentence saying which place
+ * another user owns or can write and what to do. Not root: 0. */
+int cmd_root_check_record(const char *out, bool agent);
+int cmd_root_check_recover(const char *dir);
 
 /* One line on stderr, prefixed "ada: ". */
 void ada_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

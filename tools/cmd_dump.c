@@ -117,6 +117,27 @@ static void ln_jstr(struct line *l, const char *s)
 static const char *const x86_regs[8] = {"rdi", "rsi", "rdx", "rcx", "r8", "r9", "rax", "rdx_ret"};
 static const char *const arm_regs[8] = {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7"};
 
+/* The registers a detail event holds, by name (docs/format.md): on x86_64
+ * a call has rdi..r9 and rax (x_regs[0..6]), a return rax and rdx
+ * (x_regs[6..7]); arm64 and other types show all eight. */
+struct reg_view {
+	int first, count;
+	const char *const *names;
+};
+
+static struct reg_view detail_regs(const struct ada_atf_detail *d,
+                                   const struct atf_detail_event_header *e)
+{
+	static const char *const x86_ret[8] = {"", "", "", "", "", "", "rax", "rdx"};
+	if (ada_atf_detail_header(d)->arch == ATF_ARCH_ARM64)
+		return (struct reg_view){0, 8, arm_regs};
+	if (e->event_type == ATF_DETAIL_FUNCTION_CALL)
+		return (struct reg_view){0, 7, x86_regs};
+	if (e->event_type == ATF_DETAIL_FUNCTION_RETURN)
+		return (struct reg_view){6, 2, x86_ret};
+	return (struct reg_view){0, 8, x86_regs};
+}
+
 static const char *detail_type_name(uint16_t t)
 {
 	return t == ATF_DETAIL_FUNCTION_CALL     ? "call"
@@ -129,8 +150,7 @@ static void json_detail(struct line *l, const struct ada_atf_detail *d,
 {
 	const uint8_t *stack;
 	const struct atf_detail_function_payload *p = ada_atf_detail_function(e, &stack);
-	const char *const *names =
-	    ada_atf_detail_header(d)->arch == ATF_ARCH_ARM64 ? arm_regs : x86_regs;
+	struct reg_view rv = detail_regs(d, e);
 	static const char hex[] = "0123456789abcdef";
 
 	ln_str(l, ",\"detail\":{\"type\":");
@@ -142,9 +162,9 @@ static void json_detail(struct line *l, const struct ada_atf_detail *d,
 	ln_u64(l, e->flags);
 	if (p) {
 		ln_str(l, ",\"regs\":{");
-		for (int i = 0; i < 8; i++) {
-			ln_str(l, i ? ",\"" : "\"");
-			ln_str(l, names[i]);
+		for (int i = rv.first; i < rv.first + rv.count; i++) {
+			ln_str(l, i > rv.first ? ",\"" : "\"");
+			ln_str(l, rv.names[i]);
 			ln_str(l, "\":");
 			ln_hex(l, p->x_regs[i]);
 		}
@@ -154,6 +174,8 @@ static void json_detail(struct line *l, const struct ada_atf_detail *d,
 		ln_hex(l, p->fp);
 		ln_str(l, ",\"sp\":");
 		ln_hex(l, p->sp);
+		ln_str(l, ",\"stack_size\":");
+		ln_u64(l, p->stack_size);
 		ln_str(l, ",\"stack_hex\":\"");
 		for (uint16_t i = 0; i < p->stack_size && l->n + LN_RESERVE < sizeof(l->b); i++) {
 			l->b[l->n++] = hex[stack[i] >> 4];
@@ -217,6 +239,12 @@ static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 		ln_u64(l, ev->detail_seq);
 	if (de)
 		json_detail(l, s->gen->detail, de);
+	if (ev->event_kind == ATF_EVENT_EXCEPTION && (ev->call_depth & ADA_SIGNAL_MARKER_FLAG)) {
+		ln_str(l, ",\"signal\":"); /* the fatal-signal marker (docs/format.md) */
+		ln_u64(l, ev->call_depth & ~ADA_SIGNAL_MARKER_FLAG);
+		ln_str(l, ",\"fault_addr\":");
+		ln_u64(l, ev->function_id);
+	}
 	ln_str(l, "}\n");
 }
 
@@ -225,19 +253,29 @@ static void text_detail(struct line *l, const struct ada_atf_detail *d,
 {
 	const uint8_t *stack;
 	const struct atf_detail_function_payload *p = ada_atf_detail_function(e, &stack);
-	const char *const *names =
-	    ada_atf_detail_header(d)->arch == ATF_ARCH_ARM64 ? arm_regs : x86_regs;
-	char t[64];
+	struct reg_view rv = detail_regs(d, e);
+	char t[96];
 
 	if (!p)
 		return;
 	ln_str(l, "    [");
-	for (int i = 0; i < 8; i++) {
-		snprintf(t, sizeof(t), "%s%s=0x%" PRIx64, i ? " " : "", names[i], p->x_regs[i]);
+	for (int i = rv.first; i < rv.first + rv.count; i++) {
+		snprintf(t, sizeof(t), "%s%s=0x%" PRIx64, i > rv.first ? " " : "", rv.names[i],
+		         p->x_regs[i]);
 		ln_str(l, t);
 	}
-	snprintf(t, sizeof(t), " sp=0x%" PRIx64 " stack=%u bytes]", p->sp, p->stack_size);
+	snprintf(t, sizeof(t), " lr=0x%" PRIx64 " fp=0x%" PRIx64 " sp=0x%" PRIx64 "]", p->lr, p->fp,
+	         p->sp);
 	ln_str(l, t);
+	/* The stack snapshot: 16 bytes a line, offsets from sp. */
+	for (uint32_t o = 0; o < p->stack_size && l->n + LN_RESERVE < sizeof(l->b); o += 16) {
+		snprintf(t, sizeof(t), "\n%32s sp+0x%03x:", "", o);
+		ln_str(l, t);
+		for (uint32_t k = o; k < o + 16 && k < p->stack_size; k++) {
+			snprintf(t, sizeof(t), " %02x", stack[k]);
+			ln_str(l, t);
+		}
+	}
 }
 
 static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t seq,
@@ -246,7 +284,7 @@ static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	const char *name, *mod, *kind = ada_atf_kind_name(ev->event_kind);
 	const struct atf_detail_event_header *de = linked_detail(s->gen, ev);
 	char t[160];
-	uint32_t depth = ev->call_depth > 64 ? 64 : ev->call_depth;
+	uint32_t depth = ev->call_depth > 64 ? 64 : ev->call_depth; /* a signal marker: 64 */
 
 	ada_symtab_resolve(dp->syms, ev->function_id, &name, &mod);
 	snprintf(t, sizeof(t), "%20" PRIu64 " T%-3u %-7u #%-6" PRIu64 " ", ev->timestamp_ns,
@@ -258,7 +296,12 @@ static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	                  : ev->event_kind == ATF_EVENT_RETURN ? "<- "
 	                                                       : "!! ")
 	               : "?? ");
-	if (name) {
+	if (ev->event_kind == ATF_EVENT_EXCEPTION && (ev->call_depth & ADA_SIGNAL_MARKER_FLAG)) {
+		snprintf(t, sizeof(t), "signal %u, fault address 0x%" PRIx64,
+		         ev->call_depth & ~ADA_SIGNAL_MARKER_FLAG, ev->function_id);
+		ln_str(l, t);
+		mod = NULL;
+	} else if (name) {
 		ln_str(l, name);
 	} else {
 		snprintf(t, sizeof(t), "%" PRIu32 ":%" PRIu32, (uint32_t)(ev->function_id >> 32),

@@ -28,6 +28,10 @@ struct ada_atf_tree *cmd_open_tree(const char *dir)
 		                        : strerror(-err));
 		return NULL;
 	}
+	if (tree->links_skipped)
+		ada_log("%s: skipped %zu symbolic link%s in the trace tree (ada never follows a "
+		        "link it did not create)",
+		        dir, tree->links_skipped, tree->links_skipped == 1 ? "" : "s");
 	if (tree->npids == 0) {
 		ada_log("%s: no traces found (no pid_N directory at or under it)", dir);
 		ada_atf_tree_free(tree);

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "fs.h"
 #include "ring.h"
 #include "wal.h"
 
@@ -39,13 +40,21 @@ struct rec_args {
 	uint32_t max_threads;
 	int overflow;
 	int drain_cpu;
-	uint64_t segment_mb, max_disk_mb;
+	uint64_t segment_mb, max_disk_mb, max_shm_mb;
 	struct ada_flush_policy flush;
 	bool follow, agent;
+	/* Detail lane (--detail, --stack-bytes, --detail-mb, --detail-symbols). */
+	uint32_t detail_mode; /* enum ada_detail_mode */
+	uint64_t stack_bytes, detail_mb;
+	char detail_symbols[1024]; /* every --detail-symbols, ','-joined (manifest) */
 	/* Agent options (src/hook: ADA_HOOK_CONFIG, ';'-separated key=value)
 	 * collected from --exclude/--include/... go here. */
 	char hook_config[4096];
 	char **prog_argv;
+	/* The flight recorder: --trigger (repeatable), --pre-roll-sec, ... */
+	struct ada_trigger_spec triggers[ADA_TRIGGER_MAX];
+	size_t ntriggers;
+	struct ada_trigger_opts flight;
 };
 
 static void record_usage(FILE *f)
@@ -69,8 +78,15 @@ static void record_usage(FILE *f)
 	    "  --segment-mb N     preallocation step of index files (default 64)\n"
 	    "  --flush POLICY     off | interval:MS | bytes:N | rotate (default interval:1000)\n"
 	    "  --safe             fsync at every new segment and at close\n"
-	    "  --max-disk-mb N    keep the session within N MiB: the oldest index\n"
-	    "                     generations are deleted first\n"
+	    "  --max-disk-mb N    keep the session within N MiB (every file it writes\n"
+	    "                     counts): the oldest index generations are deleted\n"
+	    "                     first, and stderr says so. 0: no limit. Default: 10%%\n"
+	    "                     of the free space of DIR's file system at the start,\n"
+	    "                     at most 4 GiB (at least 1 MiB)\n"
+	    "  --max-shm-mb N     ceiling on the shared memory of the recording (the sum\n"
+	    "                     of its arenas' sizes): a process that would pass it\n"
+	    "                     runs untraced, counted and told. 0: no limit. Default:\n"
+	    "                     half of the free space of /dev/shm at the start\n"
 	    "  --no-follow        do not record the children PROGRAM starts\n"
 	    "  --no-agent         do not preload libada_agent.so (PROGRAM links the\n"
 	    "                     producer API itself)\n"
@@ -81,8 +97,29 @@ static void record_usage(FILE *f)
 	    "  --include-symbol GLOB[,...]   hook only these functions\n"
 	    "                     (globs are fnmatch(3); options may repeat; a default\n"
 	    "                     list of functions that cannot be traced is always\n"
-	    "                     excluded: see docs/hooks.md)\n",
-	    ADA_ARENA_DEFAULT_MAX_THREADS);
+	    "                     excluded: see docs/hooks.md)\n"
+	    "  --detail MODE      the detail lane (registers and a stack snapshot per call\n"
+	    "                     and return): triggered (default: kept in memory, only\n"
+	    "                     trigger windows are written), always (everything is\n"
+	    "                     written) or never (index lane only, the fastest)\n"
+	    "  --stack-bytes N    stack bytes captured per call, 0 to 512 (default 128)\n"
+	    "  --detail-mb N      detail ring per thread, in MiB (1 to 1024, rounded down\n"
+	    "                     to a power of two; default 1, or sized for the\n"
+	    "                     --pre-roll-sec when triggers are given: docs/benchmarks.md)\n"
+	    "  --detail-symbols GLOB[,...]  only these functions enter the detail lane\n"
+	    "                     (default: every hooked function)\n"
+	    "Flight recorder (detail windows around triggers):\n"
+	    "  --trigger SPEC     persist a detail window when SPEC fires (repeatable):\n"
+	    "                     crash | symbol=GLOB | p99=function:GLOB>DURATION (also\n"
+	    "                     latency=; DURATION like 50ms, 200us, 1.5s) |\n"
+	    "                     p99=function:GLOB (slower than its own running p99) |\n"
+	    "                     time=HH:MM-HH:MM (local) | manual (SIGUSR2 to ada)\n"
+	    "  --pre-roll-sec S   detail kept before a fire (default 5; fractions allowed)\n"
+	    "  --post-roll-sec S  detail kept after a fire (default 1)\n"
+	    "  --max-windows N    at most N windows (default %u; overlapping fires merge)\n"
+	    "  --trigger-holdoff-ms MS  a trigger that fired ignores its fires for MS\n"
+	    "                     (default 1000)\n",
+	    ADA_ARENA_DEFAULT_MAX_THREADS, ADA_TRIGGER_DEFAULT_MAX_WINDOWS);
 }
 
 static int record_u64(const char *opt, const char *v, uint64_t *out)
@@ -110,6 +147,7 @@ enum {
 	OPT_FLUSH,
 	OPT_SAFE,
 	OPT_MAXDISK,
+	OPT_MAXSHM,
 	OPT_NOFOLLOW,
 	OPT_NOAGENT,
 	OPT_HELP,
@@ -117,6 +155,15 @@ enum {
 	OPT_INCLUDE,
 	OPT_EXCLUDE_SYM,
 	OPT_INCLUDE_SYM,
+	OPT_TRIGGER,
+	OPT_PRE_ROLL,
+	OPT_POST_ROLL,
+	OPT_MAX_WINDOWS,
+	OPT_HOLDOFF,
+	OPT_DETAIL,
+	OPT_STACK_BYTES,
+	OPT_DETAIL_MB,
+	OPT_DETAIL_SYMS,
 };
 
 static const struct option record_opts[] = {
@@ -131,6 +178,7 @@ static const struct option record_opts[] = {
     {"flush", required_argument, 0, OPT_FLUSH},
     {"safe", no_argument, 0, OPT_SAFE},
     {"max-disk-mb", required_argument, 0, OPT_MAXDISK},
+    {"max-shm-mb", required_argument, 0, OPT_MAXSHM},
     {"no-follow", no_argument, 0, OPT_NOFOLLOW},
     {"no-agent", no_argument, 0, OPT_NOAGENT},
     {"help", no_argument, 0, OPT_HELP},
@@ -138,6 +186,15 @@ static const struct option record_opts[] = {
     {"include", required_argument, 0, OPT_INCLUDE},
     {"exclude-symbol", required_argument, 0, OPT_EXCLUDE_SYM},
     {"include-symbol", required_argument, 0, OPT_INCLUDE_SYM},
+    {"trigger", required_argument, 0, OPT_TRIGGER},
+    {"pre-roll-sec", required_argument, 0, OPT_PRE_ROLL},
+    {"post-roll-sec", required_argument, 0, OPT_POST_ROLL},
+    {"max-windows", required_argument, 0, OPT_MAX_WINDOWS},
+    {"trigger-holdoff-ms", required_argument, 0, OPT_HOLDOFF},
+    {"detail", required_argument, 0, OPT_DETAIL},
+    {"stack-bytes", required_argument, 0, OPT_STACK_BYTES},
+    {"detail-mb", required_argument, 0, OPT_DETAIL_MB},
+    {"detail-symbols", required_argument, 0, OPT_DETAIL_SYMS},
     {0, 0, 0, 0},
 };
 
@@ -156,6 +213,119 @@ static int record_hook_opt(struct rec_args *a, const char *key, const char *v)
 		return -1;
 	}
 	return 0;
+}
+
+/* --trigger SPEC: checked here, before anything is created. */
+static int record_trigger(struct rec_args *a, const char *v)
+{
+	char why[400];
+	if (a->ntriggers == ADA_TRIGGER_MAX) {
+		ada_log("too many --trigger options (at most %d)", ADA_TRIGGER_MAX);
+		return -1;
+	}
+	if (ada_trigger_parse(v, &a->triggers[a->ntriggers], why, sizeof(why)) < 0) {
+		ada_log("--trigger: %s", why);
+		return -1;
+	}
+	a->ntriggers++;
+	return 0;
+}
+
+static int record_seconds(const char *opt, const char *v, uint64_t *ns)
+{
+	if (ada_trigger_parse_seconds(v, ns) < 0 || *ns > 3600ull * 1000000000ull) {
+		ada_log("%s wants seconds between 0 and 3600 (fractions allowed, e.g. 0.5), not "
+		        "'%s'",
+		        opt, v);
+		return -1;
+	}
+	return 0;
+}
+
+/* The flight recorder's options; 0 or -1 (bad). */
+static int record_flight_opt(struct rec_args *a, int c, const char *v)
+{
+	uint64_t x = 0;
+	switch (c) {
+	case OPT_TRIGGER:
+		return record_trigger(a, v);
+	case OPT_PRE_ROLL:
+		return record_seconds("--pre-roll-sec", v, &a->flight.pre_ns);
+	case OPT_POST_ROLL:
+		return record_seconds("--post-roll-sec", v, &a->flight.post_ns);
+	case OPT_MAX_WINDOWS:
+		if (record_u64("--max-windows", v, &x) < 0)
+			return -1;
+		if (x == 0 || x > 100000) {
+			ada_log("--max-windows wants 1 to 100000 windows, not '%s'", v);
+			return -1;
+		}
+		a->flight.max_windows = (uint32_t)x;
+		return 0;
+	default: /* OPT_HOLDOFF */
+		if (record_u64("--trigger-holdoff-ms", v, &x) < 0)
+			return -1;
+		if (x > 86400000) {
+			ada_log("--trigger-holdoff-ms wants at most 86400000 (a day), not '%s'", v);
+			return -1;
+		}
+		a->flight.holdoff_ns = x * 1000000;
+		return 0;
+	}
+}
+
+/* The detail lane's options; -1 (reported) when bad. */
+static int record_detail_opt(struct rec_args *a, int c, const char *v)
+{
+	switch (c) {
+	case OPT_DETAIL:
+		if (!strcmp(v, "triggered"))
+			a->detail_mode = ADA_DETAIL_TRIGGERED;
+		else if (!strcmp(v, "always"))
+			a->detail_mode = ADA_DETAIL_ALWAYS;
+		else if (!strcmp(v, "never"))
+			a->detail_mode = ADA_DETAIL_NEVER;
+		else {
+			ada_log("--detail is triggered, always or never, not '%s'", v);
+			return -1;
+		}
+		return 0;
+	case OPT_STACK_BYTES:
+		if (record_u64("--stack-bytes", v, &a->stack_bytes) < 0)
+			return -1;
+		if (a->stack_bytes > ATF_DETAIL_STACK_MAX) {
+			ada_log("--stack-bytes takes 0 to %u bytes, not '%s'", ATF_DETAIL_STACK_MAX,
+			        v);
+			return -1;
+		}
+		return 0;
+	case OPT_DETAIL_MB:
+		if (record_u64("--detail-mb", v, &a->detail_mb) < 0)
+			return -1;
+		if (a->detail_mb < 1 || a->detail_mb > (ADA_DETAIL_MAX_BYTES >> 20)) {
+			ada_log("--detail-mb takes 1 to %llu MiB per thread, not '%s'",
+			        (unsigned long long)(ADA_DETAIL_MAX_BYTES >> 20), v);
+			return -1;
+		}
+		return 0;
+	default: /* OPT_DETAIL_SYMS */
+		if (!*v || strchr(v, ';') || strchr(v, '=')) {
+			ada_log(
+			    "--detail-symbols takes globs separated by ',' (no ';' or '='), not "
+			    "'%s'",
+			    v);
+			return -1;
+		}
+		if (strlen(a->detail_symbols) + strlen(v) + 2 > sizeof(a->detail_symbols)) {
+			ada_log("--detail-symbols: too many globs (at most %zu characters in all)",
+			        sizeof(a->detail_symbols) - 1);
+			return -1;
+		}
+		if (a->detail_symbols[0])
+			strcat(a->detail_symbols, ",");
+		strcat(a->detail_symbols, v);
+		return record_hook_opt(a, "detail-symbol", v);
+	}
 }
 
 /* One option; returns 0, 1 (--help: done) or -1 (bad). */
@@ -201,7 +371,23 @@ static int record_opt(struct rec_args *a, int c, const char *v)
 		a->flush.safe = 1;
 		return 0;
 	case OPT_MAXDISK:
-		return record_u64("--max-disk-mb", v, &a->max_disk_mb);
+		if (record_u64("--max-disk-mb", v, &a->max_disk_mb) < 0)
+			return -1;
+		if (a->max_disk_mb > (UINT64_MAX >> 21)) {
+			ada_log("--max-disk-mb %s is more than any disk holds; use 0 for no limit",
+			        v);
+			return -1;
+		}
+		return 0;
+	case OPT_MAXSHM:
+		if (record_u64("--max-shm-mb", v, &a->max_shm_mb) < 0)
+			return -1;
+		if (a->max_shm_mb > (UINT64_MAX >> 21)) {
+			ada_log("--max-shm-mb %s is more than any machine has; use 0 for no limit",
+			        v);
+			return -1;
+		}
+		return 0;
 	case OPT_NOFOLLOW:
 		a->follow = false;
 		return 0;
@@ -219,6 +405,17 @@ static int record_opt(struct rec_args *a, int c, const char *v)
 		return record_hook_opt(a, "exclude-symbol", v);
 	case OPT_INCLUDE_SYM:
 		return record_hook_opt(a, "include-symbol", v);
+	case OPT_TRIGGER:
+	case OPT_PRE_ROLL:
+	case OPT_POST_ROLL:
+	case OPT_MAX_WINDOWS:
+	case OPT_HOLDOFF:
+		return record_flight_opt(a, c, v);
+	case OPT_DETAIL:
+	case OPT_STACK_BYTES:
+	case OPT_DETAIL_MB:
+	case OPT_DETAIL_SYMS:
+		return record_detail_opt(a, c, v);
 	default:
 		record_usage(stderr);
 		return -1;
@@ -230,8 +427,15 @@ static int record_parse(struct rec_args *a, int argc, char **argv)
 	memset(a, 0, sizeof(*a));
 	a->out = "ada_traces";
 	a->drain_cpu = -1;
+	a->max_disk_mb = UINT64_MAX; /* not given: the default budget */
+	a->max_shm_mb = UINT64_MAX;  /* not given: the default ceiling */
 	a->follow = a->agent = true;
+	a->stack_bytes = 128;
 	a->flush = (struct ada_flush_policy){.mode = ADA_FLUSH_INTERVAL, .value = 1000};
+	a->flight = (struct ada_trigger_opts){.pre_ns = ADA_TRIGGER_DEFAULT_PRE_NS,
+	                                      .post_ns = ADA_TRIGGER_DEFAULT_POST_NS,
+	                                      .max_windows = ADA_TRIGGER_DEFAULT_MAX_WINDOWS,
+	                                      .holdoff_ns = ADA_TRIGGER_DEFAULT_HOLDOFF_NS};
 	optind = 1;
 	int c;
 	while ((c = getopt_long(argc, argv, "+h", record_opts, NULL)) != -1) {
@@ -344,6 +548,56 @@ static int record_check_program(const struct rec_args *a, char *path, size_t cap
 
 /* ---- the ring config and the environment ---- */
 
+/* The detail ring per thread: --detail-mb rounded down to a power of two.
+ * Without it: ADA_DETAIL_DEFAULT_MB, or, when triggers are armed, room for
+ * the pre-roll at an assumed ADA_DETAIL_ASSUMED_CALLS calls a second per
+ * thread (one CALL and one RETURN record each), rounded up to a power of
+ * two and capped at ADA_DETAIL_DERIVED_MAX_MB (docs/benchmarks.md says
+ * what a ring holds at measured rates). None with --detail never. */
+#define ADA_DETAIL_DEFAULT_MB 1u
+#define ADA_DETAIL_ASSUMED_CALLS 100000ull
+#define ADA_DETAIL_DERIVED_MAX_MB 16u
+static uint64_t record_detail_bytes(const struct rec_args *a)
+{
+	if (a->detail_mode == ADA_DETAIL_NEVER)
+		return 0;
+	uint64_t want = (uint64_t)ADA_DETAIL_DEFAULT_MB << 20, p = 1;
+	if (a->detail_mb) {
+		want = a->detail_mb << 20;
+	} else if (a->ntriggers) {
+		/* ring bytes per call: header words + CALL record + stack, RETURN record */
+		uint64_t per_call = 8 + ADA_DREC_CALL_WORDS * 8 + ((a->stack_bytes + 7) & ~7ull) +
+		                    8 + ADA_DREC_RETURN_WORDS * 8;
+		uint64_t ms = a->flight.pre_ns / 1000000;
+		uint64_t need = ADA_DETAIL_ASSUMED_CALLS * per_call / 1000 * (ms ? ms : 1);
+		uint64_t cap = (uint64_t)ADA_DETAIL_DERIVED_MAX_MB << 20;
+		want = need > cap ? cap : need < want ? want : need;
+		while (p < want)
+			p *= 2;
+		return p;
+	}
+	while (p * 2 <= want)
+		p *= 2;
+	return p;
+}
+
+/* The agent's side of the detail lane (ADA_HOOK_CONFIG); the
+ * --detail-symbols globs were added while parsing. */
+static int record_detail_hook_config(struct rec_args *a)
+{
+	if (a->detail_mode == ADA_DETAIL_NEVER)
+		return 0;
+	size_t used = strlen(a->hook_config);
+	int n = snprintf(a->hook_config + used, sizeof(a->hook_config) - used,
+	                 "%sdetail=1;stack-bytes=%llu", used ? ";" : "",
+	                 (unsigned long long)a->stack_bytes);
+	if (n < 0 || (size_t)n >= sizeof(a->hook_config) - used) {
+		ada_log("too many --exclude/--include/--detail-symbols options");
+		return -1;
+	}
+	return 0;
+}
+
 static int record_ring_config(const struct rec_args *a, bool tsc, char *buf, size_t cap)
 {
 	struct ada_arena_config cfg;
@@ -361,6 +615,7 @@ static int record_ring_config(const struct rec_args *a, bool tsc, char *buf, siz
 		cfg.max_threads = a->max_threads;
 	cfg.overflow = (uint32_t)a->overflow;
 	cfg.timestamp_source = tsc ? ADA_TS_TSC : ADA_TS_CLOCK;
+	cfg.detail_bytes = record_detail_bytes(a);
 	if (ada_arena_config_valid(&cfg) < 0) {
 		ada_log("the ring settings are out of range (ring %llu events, %u threads): see "
 		        "ada record --help",
@@ -413,11 +668,42 @@ static void record_child(const struct rec_args *a, struct ada_recorder *r, const
 }
 
 static volatile sig_atomic_t record_child_pid;
+static struct ada_recorder *record_rec; /* for SIGUSR2; set before it is installed */
 
+/* SIGUSR2: a manual trigger (async-signal-safe: one atomic add). */
+static void record_manual(int sig)
+{
+	(void)sig;
+	if (record_rec)
+		ada_recorder_request_manual(record_rec);
+}
+static volatile sig_atomic_t record_sigints;
+
+/* SIGTERM also stops the recorder (within 2 s, finalizing what it has),
+ * whatever the program does with the signal. */
 static void record_forward(int sig)
 {
 	if (record_child_pid > 0)
 		kill(record_child_pid, sig);
+	if (sig == SIGTERM && record_rec)
+		ada_recorder_stop(record_rec);
+}
+
+/* The terminal sends SIGINT to PROGRAM too: the first one is PROGRAM's
+ * business (the recorder stays to finalize what it leaves behind); a
+ * second one means "stop now". */
+static void record_interrupt(int sig)
+{
+	(void)sig;
+	if (++record_sigints >= 2 && record_rec)
+		ada_recorder_stop(record_rec);
+}
+
+/* The drain's notices (a quarantined thread, an ignored arena). */
+static void record_notice(void *arg, const char *sentence)
+{
+	(void)arg;
+	ada_log("%s", sentence);
 }
 
 static void record_signals(void)
@@ -428,9 +714,12 @@ static void record_signals(void)
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	/* The terminal sends these to PROGRAM too; the recorder stays to
+	sa.sa_handler = record_manual;
+	sigaction(SIGUSR2, &sa, NULL);
+	sa.sa_handler = record_interrupt;
+	sigaction(SIGINT, &sa, NULL);
+	/* The terminal sends it to PROGRAM too; the recorder stays to
 	 * finalize what PROGRAM leaves behind. */
-	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
 }
 
@@ -470,7 +759,12 @@ static void record_print_hooks(const char *dir, pid_t pid)
 	if ((size_t)snprintf(path, sizeof(path), "%s/pid_%d/agent.json", dir, (int)pid) >=
 	    sizeof(path))
 		return;
-	json_t *a = json_load_file(path, 0, NULL);
+	int fd = -1;
+	json_t *a = NULL;
+	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
+		a = json_loadfd(fd, 0, NULL);
+		close(fd);
+	}
 	if (!json_is_object(a)) {
 		json_decref(a);
 		return;
@@ -488,16 +782,59 @@ static void record_print_hooks(const char *dir, pid_t pid)
 	json_decref(a);
 }
 
+/* " (ring_full N, ...)": the drop reasons that counted, both lanes summed
+ * (`ada status` prints them the same way). */
+static void record_drop_reasons(const struct ada_record_summary *s, char *buf, size_t cap)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (int k = 0; k < ADA_DROP_REASON_COUNT && used < cap; k++) {
+		uint64_t n = s->drops_by[0][k] + s->drops_by[1][k];
+		if (!n)
+			continue;
+		int w = snprintf(buf + used, cap - used, "%s%s %llu", used ? ", " : " (",
+		                 ada_drop_reason_name((unsigned)k), (unsigned long long)n);
+		if (w < 0 || (size_t)w >= cap - used)
+			break;
+		used += (size_t)w;
+	}
+	if (used && used + 2 <= cap)
+		memcpy(buf + used, ")", 2);
+}
+
 static void record_print_summary(const struct ada_record_summary *s, const char *dir)
 {
 	double rate = s->seconds > 0 ? (double)s->events / s->seconds : 0;
+	char why[256];
+	_Static_assert(ADA_LANE_COUNT <= 2 && ADA_DROP_REASON_COUNT <= 8, "drops_by size");
+	record_drop_reasons(s, why, sizeof(why));
 	fprintf(stderr,
-	        "ada: recorded %llu events (%.2f M/s) from %u process%s in %.2f s, drops %llu, "
-	        "disk %llu bytes, drain latency p50 %.2f ms p99 %.2f ms%s\n",
+	        "ada: recorded %llu events (%.2f M/s) from %u process%s in %.2f s, drops "
+	        "%llu%s, disk %llu bytes, drain latency p50 %.2f ms p99 %.2f ms%s\n",
 	        (unsigned long long)s->events, rate / 1e6, s->processes,
-	        s->processes == 1 ? "" : "es", s->seconds, (unsigned long long)s->drops,
+	        s->processes == 1 ? "" : "es", s->seconds, (unsigned long long)s->drops, why,
 	        (unsigned long long)s->disk_bytes, (double)s->latency_p50_ns / 1e6,
 	        (double)s->latency_p99_ns / 1e6, s->abnormal ? ", program ended abnormally" : "");
+	if (s->untraced_procs)
+		fprintf(stderr,
+		        "ada: %llu process%s ran untraced: the shared-memory ceiling of %.1f MiB "
+		        "was reached (peak %.1f MiB)\n",
+		        (unsigned long long)s->untraced_procs, s->untraced_procs == 1 ? "" : "es",
+		        (double)s->shm_ceiling / 1048576.0, (double)s->shm_peak / 1048576.0);
+	if (s->shm_leftover)
+		fprintf(stderr,
+		        "ada: removed %u entr%s of the arena directory that the recorder had not "
+		        "read (arenas it refused or that were never completed)\n",
+		        s->shm_leftover, s->shm_leftover == 1 ? "y" : "ies");
+	if (s->retired_gens)
+		fprintf(
+		    stderr,
+		    "ada: the disk budget of %.1f MiB%s deleted the %llu oldest index "
+		    "generation%s (%llu events, %llu bytes); the session keeps the most recent "
+		    "data\n",
+		    (double)s->budget_bytes / 1048576.0, s->budget_default ? " (the default)" : "",
+		    (unsigned long long)s->retired_gens, s->retired_gens == 1 ? "" : "s",
+		    (unsigned long long)s->retired_events, (unsigned long long)s->retired_bytes);
 	if (s->disk_full)
 		fprintf(stderr,
 		        "ada: the disk filled up: recording stopped early, %llu events were "
@@ -524,19 +861,32 @@ int cmd_record(int argc, char **argv)
 		snprintf(a.hook_config + strlen(a.hook_config),
 		         sizeof(a.hook_config) - strlen(a.hook_config), "%sfollow=0",
 		         a.hook_config[0] ? ";" : "");
+	if (cmd_root_check_record(a.out ? a.out : "ada_traces", a.agent) < 0)
+		return 2;
 	bool tsc = ada_tsc_invariant();
-	if (record_ring_config(&a, tsc, ring_cfg, sizeof(ring_cfg)) < 0)
+	if (record_ring_config(&a, tsc, ring_cfg, sizeof(ring_cfg)) < 0 ||
+	    record_detail_hook_config(&a) < 0)
 		return 2;
 	struct ada_recorder_opts o = {
 	    .out_dir = a.out,
 	    .drain_cpu = a.drain_cpu,
 	    .segment_bytes = a.segment_mb << 20,
-	    .max_disk_bytes = a.max_disk_mb << 20,
+	    .max_disk_bytes = a.max_disk_mb == UINT64_MAX ? 0 : a.max_disk_mb << 20,
+	    .max_disk_default = a.max_disk_mb == UINT64_MAX,
+	    .max_shm_bytes = a.max_shm_mb == UINT64_MAX ? 0 : a.max_shm_mb << 20,
+	    .max_shm_default = a.max_shm_mb == UINT64_MAX,
 	    .flush = a.flush,
 	    .follow = a.follow,
 	    .force_clock = !tsc,
 	    .ring_config = ring_cfg,
 	    .program_argv = (const char *const *)a.prog_argv,
+	    .triggers = a.triggers,
+	    .ntriggers = a.ntriggers,
+	    .flight = a.flight,
+	    .detail_mode = a.detail_mode,
+	    .stack_bytes = (uint32_t)a.stack_bytes,
+	    .detail_symbols = a.detail_symbols[0] ? a.detail_symbols : NULL,
+	    .notice = record_notice,
 	};
 	struct ada_recorder *r;
 	rc = ada_recorder_new(&o, &r);
@@ -545,9 +895,12 @@ int cmd_record(int argc, char **argv)
 		return 2;
 	}
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	record_rec = r;
 	record_signals();
 	pid_t pid = record_spawn(&a, r, path, ring_cfg, a.agent ? agent : NULL);
 	if (pid < 0) {
+		signal(SIGUSR2, SIG_IGN); /* nothing to fire any more */
+		record_rec = NULL;
 		ada_recorder_discard(r);
 		ada_recorder_free(r);
 		return 2;
@@ -561,6 +914,8 @@ int cmd_record(int argc, char **argv)
 		ada_log("cannot start the drain: %s", strerror(-rc));
 	record_print_hooks(ada_recorder_session_dir(r), pid);
 	record_print_summary(&s, ada_recorder_session_dir(r));
+	signal(SIGUSR2, SIG_IGN); /* nothing to fire any more */
+	record_rec = NULL;
 	ada_recorder_free(r);
 	if (s.disk_full || rc < 0)
 		return s.exit_status ? s.exit_status : 1;

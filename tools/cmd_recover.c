@@ -7,12 +7,21 @@
  * ada_wal_recover(); this file only parses and reports.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cmd.h"
 #include "wal.h"
+
+/* Recover's notices: a quarantined thread, an arena it could not read. */
+static void recover_notice(void *arg, const char *sentence)
+{
+	(void)arg;
+	ada_log("%s", sentence);
+}
 
 int cmd_recover(int argc, char **argv)
 {
@@ -31,8 +40,14 @@ int cmd_recover(int argc, char **argv)
 		ada_log("'%s' is not a directory", argv[1]);
 		return 2;
 	}
-	struct ada_recover_report rep;
-	int rc = ada_wal_recover(argv[1], &rep);
+	if (cmd_root_check_recover(argv[1]) < 0)
+		return 2;
+	/* The directory named is the user's choice (a link to it is fine);
+	 * below it recover follows none. */
+	char *real = realpath(argv[1], NULL);
+	struct ada_recover_report rep = {.notice = recover_notice};
+	int rc = ada_wal_recover(real ? real : argv[1], &rep);
+	free(real);
 	if (rc == -ENOENT) {
 		ada_log("'%s' holds no pid_N directories: nothing to recover", argv[1]);
 		return 1;
@@ -54,5 +69,14 @@ int cmd_recover(int argc, char **argv)
 	        (unsigned long long)rep.events_on_disk, (unsigned long long)rep.events_from_arena,
 	        rep.arenas_found, rep.arenas_found == 1 ? "" : "s",
 	        rep.errors ? " (some files could not be repaired)" : "");
+	if (rep.links_skipped)
+		ada_log("skipped %u symbolic link%s in '%s' (ada never follows or writes through a "
+		        "link it did not create)",
+		        rep.links_skipped, rep.links_skipped == 1 ? "" : "s", argv[1]);
+	if (rep.quarantined)
+		ada_log("%u thread%s broke the ring protocol: %llu events counted as corrupt drops "
+		        "(see the manifests' \"quarantined\")",
+		        rep.quarantined, rep.quarantined == 1 ? "" : "s",
+		        (unsigned long long)rep.corrupt_drops);
 	return rep.errors ? 1 : 0;
 }

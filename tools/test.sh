@@ -1,38 +1,77 @@
 #!/usr/bin/env bash
-# The whole test suite: a warnings-as-errors build with every test, then the
-# sanitizer builds on the parts they fit (address/undefined: the format
-# library and its CLI, rings, drain and recorder pipeline, the hook arch
-# layer and the agent's unit tests; thread: the rings, drain and pipeline).
-# The e2e tests preload the agent into other programs, which the sanitizer
-# runtimes do not allow, so they run in the plain build only.
+# The whole test suite (CI runs it through .ci/run): a warnings-as-errors
+# Release build with every test, then the sanitizer builds on the parts they
+# fit (address/undefined: the format library and its CLI, rings, drain and
+# recorder pipeline, the hook arch layer and the agent's unit tests; thread:
+# the rings, drain and pipeline), then every fuzzer in a clang build for
+# ADA_FUZZ_SECONDS (30) each from its committed corpus. The e2e tests preload
+# the agent into other programs, which the sanitizer runtimes do not allow,
+# so they run in the Release build only.
+#
+# Every build is configured with -DADA_CI=ON: a missing test tool fails the
+# configure instead of dropping tests. Failing tests do not stop the later
+# stages; the summary at the end (tools/test_summary.py) lists failures and
+# every skip with its reason, and fails on a skip that tests/allowed_skips.txt
+# does not allow here. ADA_TEST_SANITIZERS=0 / ADA_TEST_FUZZ=0 switch stages
+# off for a quick local run (listed as skips; refused under CI, ADA_CI=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/bootstrap.sh
 jobs=$(nproc)
+fuzz_secs=${ADA_FUZZ_SECONDS:-30}
+ci_opts=(-DADA_WERROR=ON -DADA_CI=ON)
+stages=()   # name=seconds=junit, for the summary
+disabled=() # name=why
 
 echo "=== format (.clang-format) ==="
 tools/check-format.sh
 
-run_suite() { # build-dir sanitizer test-regex
-	local dir=$1 san=$2 regex=$3
-	echo "=== build $dir (sanitizer: ${san:-none}) ==="
-	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DADA_WERROR=ON -DADA_SANITIZE="$san" >/dev/null
+# run_ctest <stage> <build dir> <ctest options>...: failures are summed up at
+# the end, not fatal here. The stage's time counts from its build (t0).
+t0=$SECONDS
+run_ctest() {
+	local stage=$1 dir=$2
+	shift 2
+	ctest --test-dir "$dir" --output-on-failure -j"$jobs" --no-tests=error \
+		--output-junit "$PWD/$dir/junit.xml" "$@" || true
+	stages+=("$stage=$((SECONDS - t0))=$PWD/$dir/junit.xml")
+	t0=$SECONDS
+}
+
+run_suite() { # stage build-dir sanitizer test-regex
+	local stage=$1 dir=$2 san=$3 regex=$4
+	echo "=== build $dir (sanitizer: $san) ==="
+	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug "${ci_opts[@]}" -DADA_SANITIZE="$san" >/dev/null
 	cmake --build "$dir" -j"$jobs" >/dev/null
-	if [ -n "$regex" ]; then
-		ctest --test-dir "$dir" --output-on-failure -j"$jobs" -R "$regex" -LE bench
-	else
-		ctest --test-dir "$dir" --output-on-failure -j"$jobs" -LE bench
-	fi
+	run_ctest "$stage" "$dir" -R "$regex" -LE 'bench|fuzz'
 }
 
 echo "=== build build (Release, all tests) ==="
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DADA_WERROR=ON >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${ci_opts[@]}" >/dev/null
 cmake --build build -j"$jobs" >/dev/null
-ctest --test-dir build --output-on-failure -j"$jobs"
+run_ctest release build -LE 'bench|fuzz'
 
 if [ "${ADA_TEST_SANITIZERS:-1}" = 1 ]; then
-	run_suite build-asan address '^(atf_|ring_|test_wal_|pipeline_|hook_arch_|agent_)'
-	run_suite build-ubsan undefined '^(atf_|ring_|test_wal_|pipeline_|hook_arch_|agent_)'
-	run_suite build-tsan thread '^(ring_|test_wal_|pipeline_)'
+	run_suite asan build-asan address '^(fs_|atf_|ring_|test_wal_|test_trigger_|pipeline_|arena_trust_|hook_arch_|agent_)'
+	run_suite ubsan build-ubsan undefined '^(fs_|atf_|ring_|test_wal_|test_trigger_|pipeline_|arena_trust_|hook_arch_|agent_)'
+	run_suite tsan build-tsan thread '^(ring_|test_wal_|test_trigger_|pipeline_)'
+else
+	disabled+=("asan,ubsan,tsan=ADA_TEST_SANITIZERS=0")
 fi
-echo "=== all tests passed ==="
+
+if [ "${ADA_TEST_FUZZ:-1}" = 1 ]; then
+	# libFuzzer is clang's: a clang + ASan build of the fuzz targets only
+	# (the target ada_fuzzers); each fuzzer is the CTest test fuzz.<name>.
+	echo "=== build build-fuzz (clang, libFuzzer + address; ${fuzz_secs} s per fuzzer) ==="
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug "${ci_opts[@]}" \
+		-DADA_SANITIZE=address -DADA_FUZZ_SECONDS="$fuzz_secs" >/dev/null
+	cmake --build build-fuzz -j"$jobs" --target ada_fuzzers >/dev/null
+	run_ctest fuzz build-fuzz -L fuzz
+else
+	disabled+=("fuzz=ADA_TEST_FUZZ=0")
+fi
+
+args=(--allowed tests/allowed_skips.txt --min tests/min_tests.txt)
+for d in ${disabled[@]+"${disabled[@]}"}; do args+=(--disabled "$d"); done
+echo "(total $SECONDS s)"
+python3 tools/test_summary.py "${args[@]}" "${stages[@]}"

@@ -141,9 +141,12 @@ struct ada_atf_pid {
 struct ada_atf_tree {
 	size_t npids;
 	struct ada_atf_pid *pids; /* sorted by path */
+	size_t links_skipped;     /* symbolic links met and not followed */
 };
 /* -ENOENT when root does not exist, -ENOTDIR when it is not a directory;
- * an empty tree (npids == 0) is not an error. Depth is bounded (8 levels). */
+ * an empty tree (npids == 0) is not an error. Depth is bounded (8 levels)
+ * and so is each listing (ADA_FS_WALK_MAX_ENTRIES); below root no link is
+ * followed (each is counted in links_skipped), so a loop ends at once. */
 int ada_atf_tree_scan(const char *root, struct ada_atf_tree **out);
 void ada_atf_tree_free(struct ada_atf_tree *t);
 

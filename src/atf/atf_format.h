@@ -58,6 +58,10 @@ enum atf_detail_type {
 };
 
 #define ATF_NO_DETAIL UINT32_MAX
+/* ada's convention (docs/format.md): an EXCEPTION whose call_depth has this
+ * bit is a fatal-signal marker, not a frame: call_depth & 0x7fffffff is
+ * the signal, function_id the fault address (0 when not a fault). */
+#define ADA_SIGNAL_MARKER_FLAG 0x80000000u
 #define ATF_HEADER_SIZE 64u
 #define ATF_FOOTER_SIZE 64u
 #define ATF_INDEX_EVENT_SIZE 32u

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "atf_internal.h"
+#include "fs.h"
 
 /* Parses a decimal uint32 filling all of [s, s + n); false otherwise. */
 static bool atf_parse_u32(const char *s, size_t n, uint32_t *out)
@@ -106,7 +107,7 @@ static int thread_add_gen(struct ada_atf_thread *t, uint32_t g)
 		free(p->detail_path);
 		return -ENOMEM;
 	}
-	if (stat(p->detail_path, &st) != 0) {
+	if (lstat(p->detail_path, &st) != 0) {
 		free(p->detail_path);
 		p->detail_path = NULL;
 	}
@@ -116,14 +117,14 @@ static int thread_add_gen(struct ada_atf_thread *t, uint32_t g)
 
 static int thread_list(struct ada_atf_thread *t)
 {
-	DIR *d = opendir(t->dir);
+	DIR *d = ada_fs_opendir(AT_FDCWD, t->dir);
 	struct dirent *de;
 	uint32_t g;
 	int err = 0;
 
 	if (!d)
 		return -errno;
-	while (!err && (de = readdir(d)))
+	for (unsigned n = 0; !err && n < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); n++)
 		if (ada_atf_parse_index_name(de->d_name, &g))
 			err = thread_add_gen(t, g);
 	closedir(d);
@@ -207,25 +208,30 @@ static int thread_ent_cmp(const void *a, const void *b)
 	return x->n < y->n ? -1 : x->n > y->n;
 }
 
-static bool atf_is_dir(const char *path)
+/* What the entry de of the stream d is, without following it; a link is
+ * counted in the tree (readers say how many they skipped). */
+static enum ada_fs_kind tree_kind(struct ada_atf_tree *t, DIR *d, const struct dirent *de)
 {
-	struct stat st;
-	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	enum ada_fs_kind k = ada_fs_entry_kind(dirfd(d), de);
+	if (k == ADA_FS_LINK)
+		t->links_skipped++;
+	return k;
 }
 
-static int pid_collect_threads(struct ada_atf_pid *p)
+static int pid_collect_threads(struct ada_atf_tree *t, struct ada_atf_pid *p)
 {
 	struct atf_thread_ent *ents = NULL;
 	size_t n = 0;
 	struct dirent *de;
-	DIR *d = opendir(p->dir);
+	DIR *d = ada_fs_opendir(AT_FDCWD, p->dir);
 	int err = 0;
 	uint32_t num;
 
 	if (!d)
 		return -errno;
-	while (!err && (de = readdir(d))) {
-		if (!atf_parse_prefixed(de->d_name, "thread_", &num))
+	for (unsigned i = 0; !err && i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
+		if (tree_kind(t, d, de) != ADA_FS_DIR ||
+		    !atf_parse_prefixed(de->d_name, "thread_", &num))
 			continue;
 		char *path = atf_strdup_printf("%s/%s", p->dir, de->d_name);
 		struct atf_thread_ent *e = realloc(ents, (n + 1) * sizeof(*e));
@@ -237,10 +243,6 @@ static int pid_collect_threads(struct ada_atf_pid *p)
 			break;
 		}
 		ents = e;
-		if (!atf_is_dir(path)) {
-			free(path);
-			continue;
-		}
 		ents[n++] = (struct atf_thread_ent){num, path};
 	}
 	closedir(d);
@@ -279,7 +281,7 @@ static int tree_add_pid(struct ada_atf_tree *t, const char *dir, uint32_t pid)
 	if (!p->dir)
 		return -ENOMEM;
 	t->npids++;
-	return pid_collect_threads(p);
+	return pid_collect_threads(t, p);
 }
 
 static int tree_walk(struct ada_atf_tree *t, const char *dir, int depth)
@@ -301,19 +303,20 @@ static int tree_walk(struct ada_atf_tree *t, const char *dir, int depth)
 	}
 	if (depth >= ATF_TREE_MAX_DEPTH)
 		return 0;
-	d = opendir(dir);
+	/* The root is the user's choice; below it nothing is followed, so no
+	 * directory is visited twice and a loop of links ends at once. */
+	d = depth == 0 ? opendir(dir) : ada_fs_opendir(AT_FDCWD, dir);
 	if (!d)
 		return 0; /* unreadable subdirectories are not traces */
-	while (!err && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
+	for (unsigned i = 0; !err && i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
+		if (de->d_name[0] == '.' || tree_kind(t, d, de) != ADA_FS_DIR)
 			continue;
 		char *sub = atf_strdup_printf("%s/%s", dir, de->d_name);
 		if (!sub) {
 			err = -ENOMEM;
 			break;
 		}
-		if (atf_is_dir(sub))
-			err = tree_walk(t, sub, depth + 1);
+		err = tree_walk(t, sub, depth + 1);
 		free(sub);
 	}
 	closedir(d);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "atf_internal.h"
+#include "fs.h"
 
 static void __attribute__((format(printf, 5, 6)))
 lreport(struct ada_atf_report *r, const char *path, uint64_t off, uint64_t *shown, const char *fmt,
@@ -200,13 +201,13 @@ static void validate_gen(struct ada_atf_gen *g, struct ada_atf_report *r, struct
 /* A detail.g<G>.atf / detail.atf whose index file is missing. */
 static void thread_orphans(const struct ada_atf_thread *t, struct ada_atf_report *r)
 {
-	DIR *d = opendir(t->dir);
+	DIR *d = ada_fs_opendir(AT_FDCWD, t->dir);
 	struct dirent *de;
 	char name[64], msg[160];
 
 	if (!d)
 		return;
-	while ((de = readdir(d))) {
+	for (unsigned n = 0; n < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); n++) {
 		if (strncmp(de->d_name, "detail.", 7))
 			continue;
 		bool matched = false;

@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "atf_internal.h"
+#include "fs.h"
 
 #define ATF_WRITER_BUF (1u << 16)
 
@@ -161,7 +162,7 @@ int ada_atf_writer_new(const char *path, bool detail, const struct ada_atf_file_
 		err = -ENOMEM;
 		goto free_w;
 	}
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, ADA_FS_FILE_MODE);
 	if (w->fd < 0) {
 		err = -errno;
 		goto free_buf;

@@ -1,5 +1,6 @@
 /*
- * manifest.json: atomic write (tmp + fsync + rename) and read, plus the
+ * manifest.json: atomic write (ada_fs_replace: a private temporary file
+ * with an unpredictable name, fsync, renameat) and read, plus the
  * accessors dump and validate use. Threads: the recorder's main thread
  * writes; the CLI reads. Never prints.
  */
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "atf_internal.h"
+#include "fs.h"
 #include "manifest.h"
 
 json_t *ada_manifest_new(int32_t pid)
@@ -19,55 +21,37 @@ json_t *ada_manifest_new(int32_t pid)
 	                 ADA_MANIFEST_VERSION, "pid", (json_int_t)pid, "state", "recording");
 }
 
-static int manifest_write_fd(int fd, const char *text)
+int ada_manifest_writeat(int dirfd, const json_t *doc)
 {
-	size_t n = strlen(text);
+	return ada_manifest_writeat_sync(dirfd, doc, true);
+}
 
-	while (n) {
-		ssize_t w = write(fd, text, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		text += w;
-		n -= (size_t)w;
+int ada_manifest_writeat_sync(int dirfd, const json_t *doc, bool sync)
+{
+	if (!json_is_object(doc))
+		return -EINVAL;
+	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (!text)
+		return -ENOMEM;
+	size_t n = strlen(text);
+	char *nl = realloc(text, n + 2);
+	int err = -ENOMEM;
+	if (nl) {
+		text = nl;
+		memcpy(text + n, "\n", 2);
+		err = ada_fs_replace(dirfd, ADA_MANIFEST_NAME, text, n + 1, sync);
 	}
-	return fsync(fd) < 0 ? -errno : 0;
+	free(text);
+	return err;
 }
 
 int ada_manifest_write(const char *pid_dir, const json_t *doc)
 {
-	char *text, *tmp = NULL, *dst = NULL;
-	int fd, err;
-
-	if (!json_is_object(doc))
-		return -EINVAL;
-	text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	tmp = atf_strdup_printf("%s/%s.tmp", pid_dir, ADA_MANIFEST_NAME);
-	dst = atf_strdup_printf("%s/%s", pid_dir, ADA_MANIFEST_NAME);
-	if (!text || !tmp || !dst) {
-		err = -ENOMEM;
-		goto out;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		err = -errno;
-		goto out;
-	}
-	err = manifest_write_fd(fd, text);
-	if (err == 0)
-		err = manifest_write_fd(fd, "\n");
-	if (close(fd) < 0 && !err)
-		err = -errno;
-	if (!err && rename(tmp, dst) < 0)
-		err = -errno;
+	int fd, err = ada_fs_open_dir(AT_FDCWD, pid_dir, &fd);
 	if (err)
-		unlink(tmp);
-out:
-	free(text);
-	free(tmp);
-	free(dst);
+		return err;
+	err = ada_manifest_writeat(fd, doc);
+	close(fd);
 	return err;
 }
 

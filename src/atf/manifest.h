@@ -10,6 +10,7 @@
 #ifndef ADA_MANIFEST_H
 #define ADA_MANIFEST_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -26,6 +27,13 @@ json_t *ada_manifest_new(int32_t pid);
  * Errors: -EINVAL (doc not an object), -ENOMEM, -errno of open/write/
  * fsync/rename. The old manifest stays in place when anything fails. */
 int ada_manifest_write(const char *pid_dir, const json_t *doc);
+/* The same in the directory dirfd (the recorder's pid_N descriptor): the
+ * file is 0600, its temporary name unpredictable, nothing is followed. */
+int ada_manifest_writeat(int dirfd, const json_t *doc);
+/* The same, with the fsync before the rename only when sync is true (the
+ * recorder syncs with --safe only, as it does its index files: an fsync
+ * per process costs a fork-heavy program's recording tens of ms each). */
+int ada_manifest_writeat_sync(int dirfd, const json_t *doc, bool sync);
 
 /* Reads pid_dir/manifest.json into *out (caller json_decref()s it).
  * Errors: -ENOENT (missing), -EBADMSG (not JSON, not an object, or its

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "atf_internal.h"
+#include "fs.h"
 #include "manifest.h"
 #include "symbols.h"
 
@@ -121,12 +122,12 @@ static int symtab_scan_dir(struct symtab_load *l, const char *pid_dir)
 
 	if (!dir)
 		return -ENOMEM;
-	d = opendir(dir);
+	d = ada_fs_opendir(AT_FDCWD, dir);
 	if (!d) {
 		free(dir);
 		return 0; /* no modules directory: no names, not an error */
 	}
-	while (!err && (de = readdir(d))) {
+	for (unsigned i = 0; !err && i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
 		size_t n = strlen(de->d_name);
 		if (strncmp(de->d_name, "module_", 7) || n < 5 ||
 		    strcmp(de->d_name + n - 5, ".syms"))

@@ -16,6 +16,7 @@
 #include <cpuid.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "agent_internal.h"
+#include "fs.h"
 #include "plancache_internal.h"
 #include "ring.h"
 
@@ -60,31 +62,45 @@ uint64_t agent_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int agent_mkdir(const char *path)
+/* Writes name under dirfd through a private temporary file with an
+ * unpredictable name, renamed into place (fs.h), so readers see whole
+ * files and a planted link is never written through. fill returns 0 or
+ * -errno. */
+static int agent_write_file(int dirfd, const char *name, int (*fill)(FILE *, const void *),
+                            const void *arg)
 {
-	if (mkdir(path, 0755) != 0 && errno != EEXIST)
-		return -errno;
-	return 0;
+	char tmp[ADA_FS_TMP_NAME_MAX];
+	int fd = -1, err = ada_fs_create_tmp(dirfd, name, O_WRONLY, tmp, &fd);
+	if (err)
+		return err;
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		err = -errno;
+		close(fd);
+	} else {
+		err = fill(f, arg);
+		if ((ferror(f) | fclose(f)) && !err)
+			err = -EIO;
+	}
+	if (err) {
+		unlinkat(dirfd, tmp, 0);
+		return err;
+	}
+	return ada_fs_commit(dirfd, tmp, name);
 }
 
-/* Writes via a temporary name and renames, so readers see whole files. */
-static int agent_write_syms(const char *dir, const struct agent_module *m)
+static int agent_fill_syms(FILE *f, const void *arg)
 {
-	char path[PATH_MAX + 128], tmp[PATH_MAX + 144];
-	snprintf(path, sizeof(path), "%s/module_%" PRIu32 ".syms", dir, m->id);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	FILE *f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
+	const struct agent_module *m = arg;
 	struct ada_hook_module_info mi = {m->id, m->path, m->base};
-	int err = ada_hook_syms_write(f, &mi, &m->st);
-	if (fclose(f) != 0 && !err)
-		err = -EIO;
-	if (!err && rename(tmp, path) != 0)
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	return err;
+	return ada_hook_syms_write(f, &mi, &m->st);
+}
+
+static int agent_write_syms(int mod_fd, const struct agent_module *m)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "module_%" PRIu32 ".syms", m->id);
+	return agent_write_file(mod_fd, name, agent_fill_syms, m);
 }
 
 static void agent_json_string(FILE *f, const char *s)
@@ -155,8 +171,9 @@ static void agent_json_body(FILE *f)
 	agent_json_skips(f, sk);
 	fprintf(f,
 	        ",\n  \"plan_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
-	        ", \"off\": %" PRIu64 "}",
-	        cache[AGENT_CACHE_HIT], cache[AGENT_CACHE_MISS], cache[AGENT_CACHE_OFF]);
+	        ", \"off\": %" PRIu64 ", \"untrusted\": %" PRIu64 "}",
+	        cache[AGENT_CACHE_HIT], cache[AGENT_CACHE_MISS], cache[AGENT_CACHE_OFF],
+	        agent.cache_untrusted);
 	uint64_t un[3];
 	agent_untraced_counts(un);
 	fprintf(f,
@@ -178,43 +195,56 @@ static void agent_json_body(FILE *f)
 	fputs("]\n}\n", f);
 }
 
-static int agent_write_json(const char *pid_dir)
+static int agent_fill_json(FILE *f, const void *arg)
 {
-	char path[PATH_MAX + 128], tmp[PATH_MAX + 144];
-	snprintf(path, sizeof(path), "%s/agent.json", pid_dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	FILE *f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
+	(void)arg;
 	agent_json_body(f);
-	int err = (ferror(f) | fclose(f)) ? -EIO : 0;
-	if (!err && rename(tmp, path) != 0)
-		err = -errno;
-	if (err)
-		unlink(tmp);
+	return 0;
+}
+
+/* pid_<pid> under the session and its modules/, opened (and made, 0700,
+ * when the drain has not yet) without following a link. The session is
+ * opened afresh on each call rather than kept: the program may close or
+ * reuse any descriptor the agent held. */
+static int agent_open_dirs(int *pid_fd, int *mod_fd)
+{
+	char name[32];
+	int sfd = -1, err = ada_fs_open_dir(AT_FDCWD, agent.session_dir, &sfd);
+	snprintf(name, sizeof(name), "pid_%d", (int)getpid());
+	*pid_fd = *mod_fd = -1;
+	if (!err)
+		err = ada_fs_mkdir(sfd, name, 0, pid_fd);
+	if (!err)
+		err = ada_fs_mkdir(*pid_fd, "modules", 0, mod_fd);
+	if (sfd >= 0)
+		close(sfd);
 	return err;
 }
 
 int agent_write_files(bool all_modules, size_t first_new)
 {
-	char pid_dir[PATH_MAX + 32], mod_dir[PATH_MAX + 48];
 	if (!agent.session_dir[0])
 		return 0;
 	uint64_t t0 = agent_now_ns();
-	snprintf(pid_dir, sizeof(pid_dir), "%s/pid_%d", agent.session_dir, (int)getpid());
-	snprintf(mod_dir, sizeof(mod_dir), "%s/modules", pid_dir);
-	int err = agent_mkdir(pid_dir);
-	if (!err)
-		err = agent_mkdir(mod_dir);
+	int pid_fd, mod_fd, err = agent_open_dirs(&pid_fd, &mod_fd);
 	for (size_t i = all_modules ? 0 : first_new; !err && i < agent.n_mods; i++) {
 		if (!agent.mods[i].gone)
-			err = agent_write_syms(mod_dir, &agent.mods[i]);
+			err = agent_write_syms(mod_fd, &agent.mods[i]);
 	}
 	agent.ns_files += agent_now_ns() - t0;
 	if (!err)
-		err = agent_write_json(pid_dir);
-	if (err)
-		agent_log("cannot write the symbol files under %s (%s)", pid_dir, strerror(-err));
+		err = agent_write_file(pid_fd, "agent.json", agent_fill_json, NULL);
+	/* Once per process: the files are rewritten on every dlopen. */
+	static pid_t warned;
+	if (err && warned != getpid()) {
+		warned = getpid();
+		agent_log("cannot write the symbol files under %s/pid_%d (%s)", agent.session_dir,
+		          (int)getpid(), strerror(-err));
+	}
+	if (pid_fd >= 0)
+		close(pid_fd);
+	if (mod_fd >= 0)
+		close(mod_fd);
 	return err;
 }
 
@@ -227,11 +257,11 @@ static void agent_continue_ids(void)
 	if (!agent.session_dir[0])
 		return;
 	snprintf(dir, sizeof(dir), "%s/pid_%d/modules", agent.session_dir, (int)getpid());
-	DIR *d = opendir(dir);
+	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
 	if (!d)
 		return;
 	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
+	for (unsigned n = 0; n < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)) != NULL; n++) {
 		unsigned id;
 		char tail;
 		if (sscanf(de->d_name, "module_%u.sym%c", &id, &tail) == 2 && tail == 's' &&
@@ -243,8 +273,10 @@ static void agent_continue_ids(void)
 
 static int agent_read_config(void)
 {
-	const char *txt = getenv("ADA_HOOK_CONFIG");
-	const char *sess = getenv("ADA_SESSION_DIR");
+	/* secure_getenv: in a set-uid or set-gid program the environment is
+	 * its caller's, and it must not choose where the agent writes. */
+	const char *txt = secure_getenv("ADA_HOOK_CONFIG");
+	const char *sess = secure_getenv("ADA_SESSION_DIR");
 	if (sess && strlen(sess) < sizeof(agent.session_dir))
 		strcpy(agent.session_dir, sess);
 	int err = ada_hook_config_parse(txt ? txt : "", txt ? strlen(txt) : 0, &agent.cfg);
@@ -275,14 +307,24 @@ static int agent_start(void)
 	err = ada_producer_init_from_env();
 	agent.ns_arena = agent_now_ns() - t0;
 	if (err) {
-		agent_log("cannot open the arena in %s (%s); nothing is traced",
-		          getenv("ADA_ARENA_DIR"), strerror(-err));
+		/* -EDQUOT: the recording's shared-memory ceiling; the recorder
+		 * counts and tells it, once for all such processes. */
+		if (err != -EDQUOT)
+			agent_log("cannot open the arena in %s (%s); nothing is traced",
+			          secure_getenv("ADA_ARENA_DIR"), strerror(-err));
 		return err;
 	}
 	agent_hot.pid = getpid();
 	agent_hot.xsave_size = agent_xsave_size();
 	agent_hot.self_lo = (uint64_t)(uintptr_t)__ehdr_start;
 	agent_hot.self_len = (uint64_t)(uintptr_t)_end - agent_hot.self_lo;
+	/* The detail lane needs the config's consent and a detail ring. */
+	const struct ada_arena *arena = ada_producer_arena();
+	agent_hot.detail_on =
+	    agent.cfg.detail && arena && ada_arena_config_of(arena)->detail_bytes != 0;
+	agent_hot.detail_stack = agent.cfg.stack_bytes;
+	if (agent_hot.detail_on)
+		agent_detail_set_init();
 	agent_continue_ids();
 	err = hook_mem_new(&agent.mem);
 	if (!err)
@@ -303,7 +345,7 @@ static int agent_start(void)
 
 __attribute__((constructor)) static void agent_init(void)
 {
-	if (!getenv("ADA_ARENA_DIR"))
+	if (!secure_getenv("ADA_ARENA_DIR"))
 		return;
 	uint64_t t0 = agent_now_ns();
 	agent_guard_enter();

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atf_format.h"
 #include "hook.h"
 
 struct config_default {
@@ -57,6 +58,7 @@ void ada_hook_config_fini(struct ada_hook_config *cfg)
 	config_free_list(cfg->mod_include, &cfg->n_mod_include);
 	config_free_list(cfg->sym_exclude, &cfg->n_sym_exclude);
 	config_free_list(cfg->sym_include, &cfg->n_sym_include);
+	config_free_list(cfg->detail_sym, &cfg->n_detail_sym);
 }
 
 /* Appends each ','-separated glob of (v, len) to list. */
@@ -89,6 +91,23 @@ static int config_bool(const char *v, size_t len, bool *out)
 	return -EINVAL;
 }
 
+/* 0..ATF_DETAIL_STACK_MAX, decimal. */
+static int config_stack_bytes(const char *v, size_t len, uint32_t *out)
+{
+	uint32_t n = 0;
+	if (len == 0 || len > 3)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return -EINVAL;
+		n = n * 10 + (uint32_t)(v[i] - '0');
+	}
+	if (n > ATF_DETAIL_STACK_MAX)
+		return -EINVAL;
+	*out = n;
+	return 0;
+}
+
 static bool config_key_is(const char *k, size_t klen, const char *name)
 {
 	return strlen(name) == klen && memcmp(k, name, klen) == 0;
@@ -111,6 +130,12 @@ static int config_apply(struct ada_hook_config *cfg, const char *k, size_t klen,
 		return config_bool(v, vlen, &cfg->defaults);
 	if (config_key_is(k, klen, "cache"))
 		return config_bool(v, vlen, &cfg->cache);
+	if (config_key_is(k, klen, "detail"))
+		return config_bool(v, vlen, &cfg->detail);
+	if (config_key_is(k, klen, "detail-symbol"))
+		return config_add_globs(v, vlen, cfg->detail_sym, &cfg->n_detail_sym);
+	if (config_key_is(k, klen, "stack-bytes"))
+		return config_stack_bytes(v, vlen, &cfg->stack_bytes);
 	return -EINVAL;
 }
 
@@ -120,6 +145,7 @@ int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *c
 	cfg->follow = true;
 	cfg->defaults = true;
 	cfg->cache = true;
+	cfg->stack_bytes = 128;
 	size_t i = 0;
 	while (i < len) {
 		size_t j = i, eq = SIZE_MAX;

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fnmatch.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,7 +183,9 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 		if (f->status != ADA_HOOK_OK)
 			continue;
 		/* Specials get their own handler (agent_internal.h). */
-		uint64_t id = install_fn_id(m, i), handler = (uint64_t)&ada_hook_on_enter;
+		uint64_t id = install_fn_id(m, i);
+		uint64_t handler = agent_hot.detail_on ? (uint64_t)&ada_hook_on_enter_detail
+		                                       : (uint64_t)&ada_hook_on_enter;
 		if (f->reserved) {
 			id = agent_special_tag(id, (enum agent_special)f->reserved);
 			handler = (uint64_t)&agent_hook_on_enter_special;
@@ -254,7 +257,14 @@ static void install_cache_open(struct agent_module *m, struct install_cache *c)
 	if (!c->e || !c->todo)
 		return;
 	c->on = true;
-	if (plan_cache_load(c->path, &c->key, c->e))
+	int err = plan_cache_load(c->path, &c->key, c->e);
+	if (err == -EPERM || err == -ELOOP) {
+		/* In a place another user could write (or a link there): not
+		 * trusted, not written; counted in agent.json. */
+		agent.cache_untrusted++;
+		c->on = false;
+	}
+	if (err)
 		memset(c->e, PLAN_CACHE_UNKNOWN, m->st.count * sizeof(*c->e));
 }
 
@@ -468,7 +478,96 @@ size_t agent_scan(void)
 		agent.ns_patching += m->ns_patching;
 	}
 	free(v);
+	if (agent_hot.detail_on)
+		agent_detail_set_update();
 	return first_new;
+}
+
+/* ---- the detail set (agent_internal.h) ---- */
+
+static bool install_detail_match(const char *name)
+{
+	for (size_t g = 0; g < agent.cfg.n_detail_sym; g++)
+		if (fnmatch(agent.cfg.detail_sym[g], name, 0) == 0)
+			return true;
+	return false;
+}
+
+/* The bitmap of module m (nbits wide): every hooked function whose name,
+ * or the name of one of its aliases (listed right after it), matches a
+ * glob. NULL when none does (or out of memory: then the module has no
+ * member, and the log says so). */
+static uint64_t *install_detail_bits(const struct agent_module *m, uint32_t nbits)
+{
+	uint64_t *b = NULL;
+	size_t primary = 0;
+	for (size_t i = 0; i < m->st.count && i < nbits; i++) {
+		const struct ada_hook_fn *f = &m->st.fns[i];
+		if (f->status != ADA_SKIP_ALIAS)
+			primary = i;
+		if (m->st.fns[primary].status != ADA_HOOK_OK ||
+		    !install_detail_match(ada_hook_fn_name(&m->st, f)))
+			continue;
+		if (!b && !(b = calloc(nbits / 64 + 1, sizeof(*b)))) {
+			agent_log("out of memory for the detail set of %s", m->path);
+			return NULL;
+		}
+		b[primary / 64] |= 1ull << (primary % 64);
+	}
+	return b;
+}
+
+/* The set while the detail lane is on and before a set was built: no
+ * function. Every module slot of a built set without a member points at
+ * the zero bitmap. */
+static const struct agent_dset install_dset_none = {.all = 0, .nbits = 0};
+static const struct agent_dset install_dset_every = {.all = 1};
+
+void agent_detail_set_init(void)
+{
+	/* Release: pairs with the acquire load in handlers_dset(). */
+	atomic_store_explicit(&agent_hot.dset,
+	                      agent.cfg.n_detail_sym ? &install_dset_none : &install_dset_every,
+	                      memory_order_release);
+}
+
+void agent_detail_set_update(void)
+{
+	if (agent.cfg.n_detail_sym == 0)
+		return; /* every hooked function: agent_detail_set_init() said so */
+	uint64_t max_mod = 0;
+	size_t most = 0;
+	for (size_t i = 0; i < agent.n_mods; i++) {
+		max_mod = agent.mods[i].id > max_mod ? agent.mods[i].id : max_mod;
+		most = agent.mods[i].st.count > most ? agent.mods[i].st.count : most;
+	}
+	uint32_t nbits = (uint32_t)((most + 63) & ~(size_t)63);
+	struct agent_dset *ds = calloc(1, sizeof(*ds));
+	const uint64_t **bits = calloc(max_mod + 1, sizeof(*bits));
+	uint64_t *zero = calloc(nbits / 64 + 1, sizeof(*zero));
+	if (!ds || !bits || !zero) {
+		agent_log("out of memory building the detail set; it stays as it was");
+		free(ds);
+		free(bits);
+		free(zero);
+		return;
+	}
+	for (uint64_t m = 0; m <= max_mod; m++)
+		bits[m] = zero;
+	for (size_t i = 0; i < agent.n_mods; i++) {
+		const struct agent_module *m = &agent.mods[i];
+		uint64_t *b = m->gone ? NULL : install_detail_bits(m, nbits);
+		if (b)
+			bits[m->id] = b;
+	}
+	ds->nbits = nbits;
+	ds->max_mod = max_mod;
+	ds->bits = (const uint64_t *const *)bits;
+	/* The old set stays reachable (and allocated): a handler on another
+	 * thread may still be reading it. */
+	ds->prev = atomic_load_explicit(&agent_hot.dset, memory_order_relaxed);
+	/* Release: pairs with the acquire load in handlers_dset(). */
+	atomic_store_explicit(&agent_hot.dset, ds, memory_order_release);
 }
 
 int agent_make_return_trampoline(void)
@@ -480,7 +579,9 @@ int agent_make_return_trampoline(void)
 	    hook_mem_alloc(agent.mem, 0, self, self + 1, HOOK_ARCH_RETURN_TRAMPOLINE_MAX, &buf);
 	if (err)
 		return err;
-	if (hook_arch_emit_return_trampoline(buf, (uint64_t)buf, (uint64_t)&ada_hook_on_exit) == 0)
+	uint64_t exit_handler =
+	    agent_hot.detail_on ? (uint64_t)&ada_hook_on_exit_detail : (uint64_t)&ada_hook_on_exit;
+	if (hook_arch_emit_return_trampoline(buf, (uint64_t)buf, exit_handler) == 0)
 		return -EINVAL;
 	agent_hot.ret_tramp = (uint64_t)buf;
 	return hook_mem_seal(agent.mem);

@@ -31,14 +31,86 @@ enum agent_special {
 	AGENT_SP_EXEC,   /* execve, execveat, fexecve: close every frame */
 };
 
+/* The functions whose calls and returns enter the detail ring: one
+ * immutable object, published by swapping agent_hot.dset with a release
+ * store (its partner: the acquire load in handlers_dset(), handlers.c), so
+ * the handlers see a set complete or not at all. The hot path reads it
+ * with one O(1) test (agent_dset_has); whoever builds the set (today the
+ * --detail-symbols globs at hook time, agent_install.c; later the
+ * key-symbol containers) changes nothing on the hot path. A replaced set
+ * is kept until exit: a handler may still be reading it. */
+struct agent_dset {
+	uint32_t all;                  /* 1: every hooked function */
+	uint32_t nbits;                /* every bitmap covers symbol indexes < nbits */
+	uint64_t max_mod;              /* bits[] covers module ids 0..max_mod */
+	const uint64_t *const *bits;   /* per module id: bitmap by symbol_index (a shared
+	                                  zero bitmap for modules with no member) */
+	const struct agent_dset *prev; /* the set this one replaced (kept, see above) */
+};
+
+/* One O(1) test, no NULL check: while the detail lane is on, dset always
+ * points at a set (an empty one before the first is built). Two bound
+ * checks and one bit: a module or symbol the set does not cover (loaded
+ * after it was built) is not a member. */
+static inline bool agent_dset_has(const struct agent_dset *ds, uint64_t fn_id)
+{
+	uint32_t i = (uint32_t)fn_id;
+	uint64_t m = fn_id >> 32;
+	if (ds->all)
+		return true;
+	if (i >= ds->nbits || m > ds->max_mod)
+		return false;
+	return (ds->bits[m][i >> 6] >> (i & 63)) & 1u;
+}
+
+static inline uint32_t agent_stack_take(uint64_t lo, uint64_t hi, uint64_t rsp, uint32_t want,
+                                        uint32_t *flags)
+{
+	*flags = 0;
+	if (want == 0)
+		return 0;
+	if (rsp < lo || rsp >= hi) {
+		*flags = 0x2u; /* ADA_DREC_F_OFF_STACK */
+		return 0;
+	}
+	uint64_t avail = (hi - rsp) & ~7ull;
+	if (avail < want) {
+		*flags = 0x1u; /* ADA_DREC_F_STACK_CLIPPED */
+		return (uint32_t)avail;
+	}
+	return want;
+}
+
 struct agent_hot {
 	uint64_t ret_tramp;         /* address of the shared return trampoline */
 	uint32_t active;            /* 0: trampolines run but record nothing */
 	int32_t pid;                /* the process the arena belongs to */
 	uint32_t xsave_size;        /* CPUID 0xD size of the xsave area; 0: use fxsave */
+	uint32_t detail_stack;      /* stack bytes per CALL detail record (0..512) */
 	uint64_t self_lo, self_len; /* the agent's own mapping: its calls are not traced */
+	/* Detail lane on (config detail=1 and the arena has a detail ring):
+	 * the trampolines call the _detail handlers. Decided before the first
+	 * patch; never changes afterwards. */
+	uint32_t detail_on;
+	uint32_t reserved;
+	const struct agent_dset *_Atomic dset; /* never NULL while detail_on */
 };
 extern struct agent_hot agent_hot;
+
+/* Hook context, the handlers of the detail lane (handlers.c): the same as
+ * ada_hook_on_enter/ada_hook_on_exit plus, for a function in agent_hot.dset,
+ * one record in the thread's detail ring. */
+void ada_hook_on_enter_detail(uint64_t fn_id, uint64_t *ret_slot, const struct ada_hook_regs *regs);
+uint64_t ada_hook_on_exit_detail(uint64_t sp);
+/* Not hook context (cold path, guard set): the calling thread's stack
+ * [lo, hi) for the detail lane's snapshots; 0, 0 when unknown. */
+void agent_thread_stack(uint64_t *lo, uint64_t *hi);
+/* agent_install.c: the first detail set, before anything is patched
+ * (every function, or none until the globs are matched); then the set
+ * built from the config and the modules hooked so far, published after
+ * each scan (caller holds agent.lock). */
+void agent_detail_set_init(void);
+void agent_detail_set_update(void);
 
 /* Special functions are decided when they are hooked: their trampolines
  * call agent_hook_on_enter_special() (handlers.c) instead of
@@ -123,6 +195,7 @@ struct agent_state {
 	size_t n_ign, cap_ign;
 	uint32_t next_id;
 	uint64_t cache_agent_hash; /* plan cache key part; 0: cache off */
+	uint64_t cache_untrusted;  /* modules whose cache file or place was not trusted */
 	uint64_t ns_arena, ns_discovery, ns_symbols, ns_patching, ns_files, ns_total;
 	char session_dir[PATH_MAX]; /* "" when ADA_SESSION_DIR is unset */
 };
@@ -144,5 +217,13 @@ int agent_make_return_trampoline(void);
 
 /* agent_process.c */
 int agent_process_setup(void);
+
+/* agent_crash.c: fatal-signal handlers (docs/hooks.md, "Crash signals"). */
+int agent_crash_setup(void);
+/* The calling thread's alternate signal stack (guard set, errno kept). */
+void agent_crash_thread_start(void);
+void agent_crash_thread_exit(void);
+/* Program handlers the agent's crash handler called so far. */
+uint64_t agent_crash_chained(void);
 
 #endif

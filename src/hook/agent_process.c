@@ -1,7 +1,8 @@
 /*
  * Process life around the hooks: fork, thread exit, crash signals,
  * dlopen/dlclose (not hook context, though some of it is reached from the
- * handlers' cold paths with the guard set).
+ * handlers' cold paths with the guard set). The crash handlers themselves
+ * are in agent_crash.c.
  *
  * Threads: the atfork handlers run in the forking thread (prepare, parent)
  * and in the child's only thread; the thread-exit destructor in each
@@ -12,6 +13,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -25,21 +27,20 @@
 static pthread_key_t process_key;
 static bool process_key_ok;
 
-static const int process_crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP};
-static struct sigaction process_old_sa[NSIG];
-
 /* ---- threads ---- */
 
 static void process_thread_exit(void *arg)
 {
 	(void)arg;
 	agent_shadow_thread_exit();
+	agent_crash_thread_exit();
 }
 
 void agent_thread_started(void)
 {
 	if (process_key_ok)
 		pthread_setspecific(process_key, (void *)1);
+	agent_crash_thread_start();
 }
 
 /* ---- fork ---- */
@@ -83,59 +84,14 @@ static void process_child(void)
 		if (err) {
 			agent_hot.active = 0;
 			agent_guard_enter(); /* for good, as in process_child_unfollow() */
-			agent_log("child %d: cannot open its arena (%s); not traced", (int)getpid(),
-			          strerror(-err));
+			if (err != -EDQUOT)  /* the shm ceiling: the recorder tells */
+				agent_log("child %d: cannot open its arena (%s); not traced",
+				          (int)getpid(), strerror(-err));
 		} else {
 			agent_write_files(true, 0);
 		}
 	}
 	agent_guard_leave();
-}
-
-/* ---- crash signals ---- */
-
-static void process_crash(int sig, siginfo_t *si, void *uc)
-{
-	struct sigaction *old = &process_old_sa[sig];
-	agent_guard_enter();
-	if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
-		agent_guard_leave();
-		old->sa_sigaction(sig, si, uc); /* the program's own handler, set before us */
-		return;
-	}
-	if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler != SIG_DFL &&
-	    old->sa_handler != SIG_IGN) {
-		agent_guard_leave();
-		old->sa_handler(sig);
-		return;
-	}
-	if (ada_producer_arena())
-		ada_arena_set_crashed(ada_producer_arena(), sig);
-	/* Default disposition back, then the signal again: it is blocked
-	 * while we run, so it is delivered as we return and the process
-	 * dies of it exactly as it would have (core dump included). */
-	sigaction(sig, old, NULL);
-	raise(sig);
-	agent_guard_leave();
-}
-
-static int process_install_crash_handlers(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = process_crash;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(process_crash_signals) / sizeof(int); i++) {
-		int sig = process_crash_signals[i];
-		if (sigaction(sig, NULL, &process_old_sa[sig]) != 0)
-			return -errno;
-		if (process_old_sa[sig].sa_handler == SIG_IGN)
-			continue; /* ignored on purpose (inherited): leave it so */
-		if (sigaction(sig, &sa, NULL) != 0)
-			return -errno;
-	}
-	return 0;
 }
 
 /* At exit agent.json is written once more, with the untraced-call
@@ -161,7 +117,7 @@ int agent_process_setup(void)
 		return -err;
 	}
 	atexit(process_at_exit);
-	err = process_install_crash_handlers();
+	err = agent_crash_setup();
 	if (err)
 		agent_log(
 		    "cannot install crash handlers (%s); crashes are seen only by the recorder",
@@ -204,4 +160,22 @@ void agent_dl_changed(void)
 	agent_write_files(false, first_new);
 	pthread_mutex_unlock(&agent.lock);
 	errno = saved;
+}
+
+/* pthread_getattr_np gives the thread's stack; for the main thread glibc
+ * reads /proc/self/maps and the stack rlimit. Either way [lo, hi) is
+ * mapped from the current rsp up to hi, which is all the snapshots read. */
+void agent_thread_stack(uint64_t *lo, uint64_t *hi)
+{
+	pthread_attr_t at;
+	void *addr = NULL;
+	size_t size = 0;
+	*lo = *hi = 0;
+	if (pthread_getattr_np(pthread_self(), &at) != 0)
+		return;
+	if (pthread_attr_getstack(&at, &addr, &size) == 0 && addr && size) {
+		*lo = (uint64_t)(uintptr_t)addr;
+		*hi = *lo + size;
+	}
+	pthread_attr_destroy(&at);
 }

@@ -39,6 +39,9 @@ static inline void handlers_emit(uint64_t fn_id, uint32_t kind, uint32_t depth);
 
 struct agent_hot agent_hot;
 
+_Static_assert(ADA_DREC_F_STACK_CLIPPED == 0x1u && ADA_DREC_F_OFF_STACK == 0x2u,
+               "agent_stack_take() (agent_internal.h) spells these flags out");
+
 __thread struct ada_shadow ada_shadow_tls __attribute__((tls_model("initial-exec")));
 
 /* The code reached from the cold paths (the ring's slow path, the
@@ -125,8 +128,13 @@ static long handlers_syscall6(long nr, long a, long b, long c, long d, long e, l
 __attribute__((cold, noinline)) static bool handlers_shadow_alloc_fpu(struct ada_shadow *s)
 {
 	if (s->cap != 0)
-		return false;   /* it is full, not missing */
-	agent_thread_started(); /* the one libc call: a pthread key, for thread exit */
+		return false;      /* it is full, not missing */
+	agent_thread_started();    /* the one libc call: a pthread key, for thread exit */
+	if (agent_hot.detail_on) { /* and, for the detail lane, the stack's bounds */
+		agent_thread_stack(&s->stack_lo, &s->stack_hi);
+		if (s->stack_hi - s->stack_lo >= agent_hot.detail_stack)
+			s->stack_full = s->stack_hi - agent_hot.detail_stack;
+	}
 	long p = handlers_syscall6(SYS_mmap, 0, (long)HANDLERS_MAP_BYTES, PROT_READ | PROT_WRITE,
 	                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p < 0 && p > -4096)
@@ -461,6 +469,241 @@ HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp)
 	if (ada_unlikely(p->head >= p->limit))
 		return handlers_emit_slow_leave_ret(s, e.fn_id, e.depth, e.orig);
 	ada_emit(e.fn_id, ATF_EVENT_RETURN, e.depth);
+	if (ada_unlikely(handlers_in_hook_clear(s)))
+		return handlers_flush_ret(s, e.orig);
+	return e.orig;
+}
+
+/* ---- the detail lane (docs/format.md, "Detail records") ----
+ * The _detail handlers are the two above plus, for a function in the
+ * detail set, one record written in place into the thread's detail ring
+ * (ring.h: ada_detail_reserve/put/commit; no call, no vector register).
+ * Trampolines get them only when the detail lane is on (agent_install.c),
+ * so --detail never runs exactly the handlers above. The record is
+ * written while in_hook is still set: a signal handler that interrupts it
+ * goes to the side path and never writes the detail ring itself. Its link
+ * is the index ring position of the event just emitted (head - 1). */
+
+static inline const struct agent_dset *handlers_dset(void)
+{
+	/* Acquire: pairs with the release store that publishes a set
+	 * (agent_detail_set_update()): its bitmaps are seen complete. */
+	return atomic_load_explicit(&agent_hot.dset, memory_order_acquire);
+}
+
+__attribute__((always_inline)) static inline void
+handlers_detail_call(const struct ada_shadow *s, uint64_t fn_id, const uint64_t *ret_slot,
+                     const struct ada_hook_regs *regs, uint64_t link, uint64_t ret)
+{
+	struct ada_producer *p = &ada_producer_tls;
+	uint64_t rsp = (uint64_t)(uintptr_t)ret_slot;
+	uint32_t flags = 0, n = agent_hot.detail_stack;
+	if (ada_unlikely(rsp < s->stack_lo || rsp > s->stack_full)) /* near the top, or off */
+		n = agent_stack_take(s->stack_lo, s->stack_hi, rsp, n, &flags);
+	uint32_t sw = (n + 7) / 8, end_w = ADA_DREC_CALL_WORDS + sw;
+	uint64_t end;
+	_Atomic uint64_t *w = ada_detail_reserve(p, end_w * 8, &end);
+	if (ada_unlikely(w == NULL))
+		return; /* no detail ring in this arena */
+	ada_detail_put(w, ADA_DREC_TS, p->events[link & p->mask].timestamp_ns);
+	ada_detail_put(w, ADA_DREC_LINK, link);
+	ada_detail_put(w, ADA_DREC_FN, fn_id);
+	ada_detail_put(w, ADA_DREC_META, ada_drec_meta(ATF_DETAIL_FUNCTION_CALL, flags, n));
+	ada_detail_put(w, ADA_DREC_REGS + 0, regs->rdi);
+	ada_detail_put(w, ADA_DREC_REGS + 1, regs->rsi);
+	ada_detail_put(w, ADA_DREC_REGS + 2, regs->rdx);
+	ada_detail_put(w, ADA_DREC_REGS + 3, regs->rcx);
+	ada_detail_put(w, ADA_DREC_REGS + 4, regs->r8);
+	ada_detail_put(w, ADA_DREC_REGS + 5, regs->r9);
+	ada_detail_put(w, ADA_DREC_REGS + 6, regs->rax);
+	ada_detail_put(w, ADA_DREC_REGS + 7, ret);
+	ada_detail_put(w, ADA_DREC_REGS + 8, regs->rbp);
+	ada_detail_put(w, ADA_DREC_REGS + 9, (uint64_t)(uintptr_t)ret_slot);
+	/* Bounded by agent_stack_take(); four words a round trip. */
+	_Atomic uint64_t *sd = w + ADA_DREC_CALL_WORDS;
+	uint32_t i = 0;
+	for (; i + 4 <= sw; i += 4) {
+		uint64_t a = ret_slot[i], b = ret_slot[i + 1], c = ret_slot[i + 2],
+		         d = ret_slot[i + 3];
+		ada_detail_put(sd, i, a);
+		ada_detail_put(sd, i + 1, b);
+		ada_detail_put(sd, i + 2, c);
+		ada_detail_put(sd, i + 3, d);
+	}
+	for (; i < sw; i++)
+		ada_detail_put(sd, i, ret_slot[i]);
+	if (sw) /* the stack as the caller left it: its return address, not ours */
+		ada_detail_put(sd, 0, ret);
+	ada_detail_commit(p, end);
+}
+
+/* sp: the stack pointer after the function's ret. The return trampoline
+ * keeps rax at sp-8, rdx at sp-16 and rbp at sp-80 (hook_arch.h). */
+__attribute__((always_inline)) static inline void
+handlers_detail_return(uint64_t fn_id, uint64_t sp, uint64_t orig, uint64_t link)
+{
+	struct ada_producer *p = &ada_producer_tls;
+	const uint64_t *saved = (const uint64_t *)(uintptr_t)sp;
+	uint64_t end;
+	_Atomic uint64_t *w = ada_detail_reserve(p, ADA_DREC_RETURN_WORDS * 8, &end);
+	if (ada_unlikely(w == NULL))
+		return;
+	ada_detail_put(w, ADA_DREC_TS, p->events[link & p->mask].timestamp_ns);
+	ada_detail_put(w, ADA_DREC_LINK, link);
+	ada_detail_put(w, ADA_DREC_FN, fn_id);
+	ada_detail_put(w, ADA_DREC_META, ada_drec_meta(ATF_DETAIL_FUNCTION_RETURN, 0, 0));
+	ada_detail_put(w, ADA_DREC_REGS + 0, saved[-1]);  /* rax */
+	ada_detail_put(w, ADA_DREC_REGS + 1, saved[-2]);  /* rdx */
+	ada_detail_put(w, ADA_DREC_REGS + 2, orig);       /* where it returns to */
+	ada_detail_put(w, ADA_DREC_REGS + 3, saved[-10]); /* rbp */
+	ada_detail_put(w, ADA_DREC_REGS + 4, sp);
+	ada_detail_commit(p, end);
+}
+
+/* After a cold path that may have emitted the event (or dropped it, or
+ * emitted others after it): the record is written only when the last
+ * event is this function's `kind` event and it is new since head h0. */
+static bool handlers_detail_emitted(uint64_t h0, uint64_t fn_id, uint32_t kind, uint64_t *link)
+{
+	const struct ada_producer *p = &ada_producer_tls;
+	if (!p->events || p->head == h0)
+		return false;
+	const struct atf_index_event *e = &p->events[(p->head - 1) & p->mask];
+	if (e->event_kind != kind || e->function_id != fn_id)
+		return false;
+	const struct agent_dset *ds = handlers_dset();
+	*link = p->head - 1;
+	return agent_dset_has(ds, fn_id);
+}
+
+/* The original return address of the frame just pushed (*ret_slot holds
+ * the return trampoline by now). */
+static inline uint64_t handlers_top_orig(const struct ada_shadow *s, const uint64_t *ret_slot)
+{
+	return s->top ? s->base[s->top - 1].orig : *ret_slot;
+}
+
+/* orig: the caller's return address, read before the push swapped it. */
+__attribute__((hot, noinline)) static void
+handlers_detail_call_leave(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
+                           const struct ada_hook_regs *regs, uint64_t orig)
+{
+	handlers_detail_call(s, fn_id, ret_slot, regs, ada_producer_tls.head - 1, orig);
+	handlers_leave(s);
+}
+
+__attribute__((cold, noinline)) static void
+handlers_enter_slow_detail(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
+                           const struct ada_hook_regs *regs)
+{
+	uint64_t h0 = ada_producer_tls.head, link;
+	if (agent_hot.active)
+		handlers_push_general(s, fn_id, ret_slot, 0);
+	else
+		s->suppressed++;
+	if (handlers_detail_emitted(h0, fn_id, ATF_EVENT_CALL, &link))
+		handlers_detail_call(s, fn_id, ret_slot, regs, link,
+		                     handlers_top_orig(s, ret_slot));
+	handlers_leave(s);
+}
+
+__attribute__((cold, noinline)) static void
+handlers_emit_slow_leave_detail(struct ada_shadow *s, uint64_t fn_id, uint32_t depth,
+                                uint64_t *ret_slot, const struct ada_hook_regs *regs)
+{
+	uint64_t h0 = ada_producer_tls.head, link;
+	handlers_emit_slow(fn_id, ATF_EVENT_CALL, depth);
+	if (handlers_detail_emitted(h0, fn_id, ATF_EVENT_CALL, &link))
+		handlers_detail_call(s, fn_id, ret_slot, regs, link,
+		                     handlers_top_orig(s, ret_slot));
+	handlers_leave(s);
+}
+
+HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail(uint64_t fn_id, uint64_t *ret_slot,
+                                                        const struct ada_hook_regs *regs)
+{
+	struct ada_shadow *s = &ada_shadow_tls;
+	if (ada_unlikely(handlers_in_hook_set(s)))
+		return handlers_nested_enter(s, fn_id, ret_slot);
+	if (ada_unlikely(s->guard != 0))
+		return handlers_enter_guarded(s);
+	uint32_t depth;
+	uint64_t orig = *ret_slot; /* the fast push below swaps it (same load) */
+	if (ada_unlikely(!shadow_enter_fast(s, fn_id, ret_slot, agent_hot.ret_tramp, &depth)))
+		return handlers_enter_slow_detail(s, fn_id, ret_slot, regs);
+	const struct ada_producer *p = &ada_producer_tls;
+	if (ada_unlikely(p->head >= p->limit))
+		return handlers_emit_slow_leave_detail(s, fn_id, depth, ret_slot, regs);
+	ada_emit(fn_id, ATF_EVENT_CALL, depth);
+	const struct agent_dset *ds = handlers_dset();
+	if (agent_dset_has(ds, fn_id))
+		return handlers_detail_call_leave(s, fn_id, ret_slot, regs, orig);
+	if (ada_unlikely(handlers_in_hook_clear(s)))
+		return handlers_flush(s);
+}
+
+__attribute__((hot, noinline)) static uint64_t
+handlers_detail_return_leave(struct ada_shadow *s, uint64_t fn_id, uint64_t sp, uint64_t orig)
+{
+	handlers_detail_return(fn_id, sp, orig, ada_producer_tls.head - 1);
+	handlers_leave(s);
+	return orig;
+}
+
+/* handlers_exit_slow() with the record of the RETURN it emits last (the
+ * lowest frame of a tail-call chain; frames popped as EXCEPTION get none). */
+__attribute__((cold, noinline)) static uint64_t handlers_exit_slow_detail(struct ada_shadow *s,
+                                                                          uint64_t sp)
+{
+	const uint64_t *slot = (const uint64_t *)(uintptr_t)(sp - 8);
+	uint64_t h0 = ada_producer_tls.head, link;
+	uint32_t flags;
+	uint64_t orig = shadow_return(s, slot, &flags);
+	if (flags & SHADOW_F_RESCAN) {
+		s->guard++;
+		agent_dl_changed();
+		s->guard--;
+	}
+	const struct ada_producer *p = &ada_producer_tls;
+	if (orig != 0 && p->events && p->head != h0) {
+		uint64_t fn = p->events[(p->head - 1) & p->mask].function_id;
+		if (handlers_detail_emitted(h0, fn, ATF_EVENT_RETURN, &link))
+			handlers_detail_return(fn, sp, orig, link);
+	}
+	handlers_leave(s);
+	if (ada_unlikely(orig == 0))
+		handlers_lost_return();
+	return orig;
+}
+
+__attribute__((cold, noinline)) static uint64_t
+handlers_emit_slow_leave_ret_detail(struct ada_shadow *s, uint64_t fn_id, uint32_t depth,
+                                    uint64_t sp, uint64_t orig)
+{
+	uint64_t h0 = ada_producer_tls.head, link;
+	handlers_emit_slow(fn_id, ATF_EVENT_RETURN, depth);
+	if (handlers_detail_emitted(h0, fn_id, ATF_EVENT_RETURN, &link))
+		handlers_detail_return(fn_id, sp, orig, link);
+	handlers_leave(s);
+	return orig;
+}
+
+HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit_detail(uint64_t sp)
+{
+	struct ada_shadow *s = &ada_shadow_tls;
+	const uint64_t *slot = (const uint64_t *)(uintptr_t)(sp - 8);
+	if (ada_unlikely(handlers_in_hook_set(s)))
+		return handlers_exit_nested(s, slot);
+	struct shadow_entry e;
+	if (ada_unlikely(!shadow_return_fast(s, slot, &e)))
+		return handlers_exit_slow_detail(s, sp);
+	const struct ada_producer *p = &ada_producer_tls;
+	if (ada_unlikely(p->head >= p->limit))
+		return handlers_emit_slow_leave_ret_detail(s, e.fn_id, e.depth, sp, e.orig);
+	ada_emit(e.fn_id, ATF_EVENT_RETURN, e.depth);
+	const struct agent_dset *ds = handlers_dset();
+	if (agent_dset_has(ds, e.fn_id))
+		return handlers_detail_return_leave(s, e.fn_id, sp, e.orig);
 	if (ada_unlikely(handlers_in_hook_clear(s)))
 		return handlers_flush_ret(s, e.orig);
 	return e.orig;

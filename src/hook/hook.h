@@ -126,6 +126,10 @@ uint64_t ada_hook_syms_table_hash(const struct ada_hook_symtab *st);
  *   defaults=0|1                    apply the default exclude list (default 1)
  *   cache=0|1                       use the per-build-id plan cache (default 1;
  *                                   docs/hooks.md, "Plan cache")
+ *   detail=0|1                      capture the detail lane (default 0)
+ *   stack-bytes=N                   stack bytes per CALL detail record, 0..512
+ *                                   (default 128)
+ *   detail-symbol=GLOB[,GLOB...]    only these functions enter the detail lane
  * Keys may repeat (their globs accumulate). Glob syntax is fnmatch(3). */
 struct ada_hook_config {
 	char *mod_exclude[ADA_HOOK_MAX_GLOBS];
@@ -136,6 +140,12 @@ struct ada_hook_config {
 	bool follow;
 	bool defaults;
 	bool cache;
+	/* Detail lane (issue 8): on/off, stack bytes per CALL record, and the
+	 * functions whose calls enter it (none given: every hooked one). */
+	bool detail;
+	uint32_t stack_bytes;
+	char *detail_sym[ADA_HOOK_MAX_GLOBS];
+	size_t n_detail_sym;
 };
 /* Parses (buf, len) -- not NUL-terminated. -EINVAL on an unknown key or a
  * bad value, -E2BIG on too many globs, -ENOMEM. cfg is valid (possibly

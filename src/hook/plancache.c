@@ -42,6 +42,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "fs.h"
 #include "plancache_internal.h"
 
 #define PC_MAGIC "ADAPLAN"
@@ -154,10 +155,12 @@ int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out
 	for (size_t i = 0; i < key->build_id_len; i++)
 		snprintf(hex + 2 * i, 3, "%02x", key->build_id[i]);
 	if (!dir) {
-		root = getenv("XDG_CACHE_HOME");
+		/* secure_getenv: a set-uid program must not cache where its
+		 * caller says. */
+		root = secure_getenv("XDG_CACHE_HOME");
 		sub = "/ada/plans";
 		if (!root || root[0] != '/') { /* relative values are invalid (XDG spec) */
-			root = getenv("HOME");
+			root = secure_getenv("HOME");
 			sub = "/.cache/ada/plans";
 		}
 		if (!root || root[0] != '/')
@@ -169,14 +172,42 @@ int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out
 	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
 }
 
+/* The directory of path, reached by a walk that trusts only directories
+ * and links of root's and ours (fs.h: ada_fs_walk), so a cache under a
+ * HOME another user owns or can write -- as `sudo -E` passes it -- is
+ * never read or written. *base points into path. -EPERM (such a place),
+ * -ENOENT (missing and not created), other -errno. */
+static int pc_open_dir(const char *path, bool create, int *dfd, const char **base)
+{
+	char d[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (!slash || (size_t)(slash - path) >= sizeof(d))
+		return -EINVAL;
+	memcpy(d, path, (size_t)(slash - path));
+	d[slash - path] = '\0';
+	*base = slash + 1;
+	int err =
+	    ada_fs_walk(d[0] ? d : "/", geteuid(), create ? ADA_FS_WALK_CREATE : 0, dfd, NULL, 0);
+	return err ? err : *dfd < 0 ? -ENOENT : 0;
+}
+
 int plan_cache_load(const char *path, const struct plan_cache_key *key,
                     struct plan_cache_entry *out)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	const char *base;
+	int dfd = -1, fd = -1, err = pc_open_dir(path, false, &dfd, &base);
+	if (!err)
+		err = ada_fs_open_file(dfd, base, O_RDONLY, &fd);
+	if (dfd >= 0)
+		close(dfd);
+	if (err)
+		return err;
 	struct stat sb;
-	int err = fstat(fd, &sb) ? -errno : 0;
+	err = fstat(fd, &sb) ? -errno : 0;
+	/* A file someone else made or may change is not ours to trust,
+	 * whatever its checksum says. */
+	if (!err && (sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH))))
+		err = -EPERM;
 	size_t want = PC_HDR + key->fn_count * sizeof(*out);
 	/* Only a file of exactly the expected size can match: read no more. */
 	if (!err && (uint64_t)sb.st_size != want)
@@ -201,63 +232,23 @@ int plan_cache_load(const char *path, const struct plan_cache_key *key,
 	return err;
 }
 
-/* mkdir -p of path's directory part. */
-static int pc_mkdirs(const char *path)
-{
-	char d[PATH_MAX];
-	size_t n = strlen(path);
-	if (n >= sizeof(d))
-		return -ENAMETOOLONG;
-	memcpy(d, path, n + 1);
-	char *slash = strrchr(d, '/');
-	if (!slash || slash == d)
-		return 0;
-	*slash = '\0';
-	for (char *p = d + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(d, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return mkdir(d, 0755) && errno != EEXIST ? -errno : 0;
-}
-
-static int pc_write_all(int fd, const uint8_t *b, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, b, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Removes the files of the same image written by other agent builds
  * (<build-id>-<other hash>.plan): they can never match again, and a
  * rebuilt agent would otherwise leave one more file per image each time. */
-static void pc_prune(const char *path)
+static void pc_prune(int dfd, const char *base)
 {
-	char dir[PATH_MAX];
-	const char *base = strrchr(path, '/'), *dash = base ? strrchr(base, '-') : NULL;
-	if (!base || !dash || (size_t)(base - path) >= sizeof(dir))
+	const char *dash = strrchr(base, '-');
+	if (!dash)
 		return;
-	memcpy(dir, path, (size_t)(base - path));
-	dir[base - path] = '\0';
-	size_t plen = (size_t)(dash - base); /* "/<build-id>" */
-	DIR *d = opendir(dir);
+	size_t plen = (size_t)(dash - base); /* "<build-id>" */
+	DIR *d = ada_fs_opendir(dfd, ".");
 	if (!d)
 		return;
 	struct dirent *de;
-	while ((de = readdir(d))) {
+	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
 		size_t n = strlen(de->d_name);
-		if (n > 5 && !strncmp(de->d_name, base + 1, plen) &&
-		    !strcmp(de->d_name + n - 5, ".plan") && strcmp(de->d_name, base + 1))
+		if (n > 5 && !strncmp(de->d_name, base, plen) && de->d_name[plen] == '-' &&
+		    !strcmp(de->d_name + n - 5, ".plan") && strcmp(de->d_name, base))
 			unlinkat(dirfd(d), de->d_name, 0);
 	}
 	closedir(d);
@@ -266,35 +257,20 @@ static void pc_prune(const char *path)
 int plan_cache_store(const char *path, const struct plan_cache_key *key,
                      const struct plan_cache_entry *e)
 {
-	char tmp[PATH_MAX];
 	uint8_t *b = NULL;
 	size_t n = 0;
-	int fd = -1;
-	int err = snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) < (int)sizeof(tmp)
-	              ? 0
-	              : -ENAMETOOLONG;
+	const char *base;
+	int dfd = -1, err = plan_cache_encode(key, e, &b, &n);
 	if (!err)
-		err = pc_mkdirs(path);
+		err = pc_open_dir(path, true, &dfd, &base);
+	/* Private temporary file, renameat: a reader sees the old file or the
+	 * whole new one, and a planted link is replaced, never followed. */
 	if (!err)
-		err = plan_cache_encode(key, e, &b, &n);
-	if (err)
-		goto out;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		err = -errno;
-		goto out;
-	}
-	err = pc_write_all(fd, b, n);
-	if (close(fd) && !err)
-		err = -errno;
-	/* rename is atomic: a reader sees the old file or the whole new one. */
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	else
-		pc_prune(path);
-out:
+		err = ada_fs_replace(dfd, base, b, n, false);
+	if (!err)
+		pc_prune(dfd, base);
+	if (dfd >= 0)
+		close(dfd);
 	free(b);
 	return err;
 }

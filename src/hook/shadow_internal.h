@@ -106,6 +106,11 @@ struct ada_shadow {
 	uint32_t grave_next;
 	uint64_t lost;       /* calls not traced: stack full or unusable */
 	uint64_t suppressed; /* calls seen while the guard was set */
+	/* The thread's stack [stack_lo, stack_hi), learned on its first
+	 * traced call when the detail lane is on (handlers.c): the detail
+	 * lane's stack snapshots never read past stack_hi. 0, 0: unknown. */
+	uint64_t stack_lo, stack_hi;
+	uint64_t stack_full; /* highest rsp with room for the whole snapshot (0: none) */
 	struct shadow_entry grave[SHADOW_GRAVE];
 	struct shadow_side side;
 };

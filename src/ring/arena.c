@@ -120,7 +120,7 @@ static void arena_init_control(struct ada_arena *a, const struct ada_arena_confi
 	c->pid = (int32_t)getpid();
 	a->cfg = *cfg;
 	a->desc = (struct ada_slot_desc *)(a->base + a->geo.desc_offset);
-	/* The rename of <pid>.tmp publishes the file to the drain; the magic
+	/* The rename of <pid>.ring.tmp.<random> publishes the file to the drain; the magic
 	 * is stored last anyway so a reader racing a direct create sees an
 	 * incomplete arena as "not an arena". Pairs with the acquire load of
 	 * magic in ada_arena_open(). */
@@ -194,7 +194,14 @@ int ada_arena_create(const char *path, const struct ada_arena_config *cfg, struc
 	atomic_store_explicit(&a->ctl->flags, pages, memory_order_relaxed);
 	ring_arena_lock(a, mlock_failed);
 	arena_init_control(a, cfg);
+	a->pid = a->ctl->pid;
 	close(fd);
+	err = ring_consumers_init(a);
+	if (err) {
+		ada_arena_close(a);
+		unlink(path);
+		return err;
+	}
 	*out = a;
 	return 0;
 out_unlink:
@@ -223,6 +230,29 @@ static int arena_validate(struct ada_arena *a, uint64_t file_size)
 	    c->detail_offset != a->geo.detail_offset || file_size < a->geo.total)
 		return -EPROTO;
 	a->desc = (struct ada_slot_desc *)(a->base + a->geo.desc_offset);
+	a->pid = c->pid;
+	return 0;
+}
+
+int ada_arena_open_fd(int fd, struct ada_arena **out)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < sizeof(struct ada_arena_control))
+		return -EPROTO;
+	struct ada_arena *a = NULL;
+	int err = arena_map(fd, (uint64_t)st.st_size, false, &a);
+	if (err)
+		return err;
+	err = arena_validate(a, (uint64_t)st.st_size);
+	if (err == 0)
+		err = ring_consumers_init(a);
+	if (err) {
+		ada_arena_close(a);
+		return err;
+	}
+	*out = a;
 	return 0;
 }
 
@@ -230,28 +260,10 @@ int ada_arena_open(const char *path, struct ada_arena **out)
 {
 	if (!path || !out)
 		return -EINVAL;
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
-		return -errno;
-	struct stat st;
-	int err = fstat(fd, &st) == 0 ? 0 : -errno;
-	if (err)
-		goto out_close;
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < sizeof(struct ada_arena_control)) {
-		err = -EPROTO;
-		goto out_close;
-	}
-	struct ada_arena *a = NULL;
-	err = arena_map(fd, (uint64_t)st.st_size, false, &a);
-	if (err)
-		goto out_close;
-	err = arena_validate(a, (uint64_t)st.st_size);
-	if (err) {
-		ada_arena_close(a);
-		goto out_close;
-	}
-	*out = a;
-out_close:
+		return errno == ELOOP ? -EPROTO : -errno;
+	int err = ada_arena_open_fd(fd, out);
 	close(fd);
 	return err;
 }
@@ -261,7 +273,14 @@ void ada_arena_close(struct ada_arena *a)
 	if (!a)
 		return;
 	munmap(a->base, a->map_size);
+	free(a->cons);
 	free(a);
+}
+
+void ada_arena_mapping(const struct ada_arena *a, const void **base, uint64_t *size)
+{
+	*base = a->base;
+	*size = a->map_size;
 }
 
 const struct ada_arena_config *ada_arena_config_of(const struct ada_arena *a)
@@ -271,7 +290,7 @@ const struct ada_arena_config *ada_arena_config_of(const struct ada_arena *a)
 
 int32_t ada_arena_pid(const struct ada_arena *a)
 {
-	return a->ctl->pid;
+	return a->pid; /* read once at open */
 }
 
 uint32_t ada_arena_flags(const struct ada_arena *a)
@@ -302,6 +321,40 @@ void ada_arena_set_crashed(struct ada_arena *a, int signo)
 	arena_set_state(a, ADA_PROC_CRASHED, signo);
 }
 
+bool ada_arena_record_crash(struct ada_arena *a, const struct ada_crash_info *ci)
+{
+	struct ada_arena_control *c = a->ctl;
+	uint32_t none = 0, tid = ci->tid ? ci->tid : 1;
+	if (!atomic_compare_exchange_strong_explicit(&c->crash_tid, &none, tid,
+	                                             memory_order_relaxed, memory_order_relaxed))
+		return false; /* another thread died first: its record stands */
+	atomic_store_explicit(&c->crash_signo, ci->signo, memory_order_relaxed);
+	atomic_store_explicit(&c->crash_code, ci->code, memory_order_relaxed);
+	atomic_store_explicit(&c->crash_addr, ci->addr, memory_order_relaxed);
+	atomic_store_explicit(&c->crash_ts, ci->ts_raw, memory_order_relaxed);
+	/* Publishes the fields above; pairs with the acquire load in
+	 * ada_arena_crash_info(). */
+	atomic_store_explicit(&c->crash_ready, 1, memory_order_release);
+	arena_set_state(a, ADA_PROC_CRASHED, ci->signo);
+	return true;
+}
+
+bool ada_arena_crash_info(const struct ada_arena *a, struct ada_crash_info *out)
+{
+	const struct ada_arena_control *c = a->ctl;
+	/* Pairs with the release store in ada_arena_record_crash(). */
+	if (!atomic_load_explicit(&c->crash_ready, memory_order_acquire))
+		return false;
+	*out = (struct ada_crash_info){
+	    .signo = atomic_load_explicit(&c->crash_signo, memory_order_relaxed),
+	    .code = atomic_load_explicit(&c->crash_code, memory_order_relaxed),
+	    .tid = atomic_load_explicit(&c->crash_tid, memory_order_relaxed),
+	    .addr = atomic_load_explicit(&c->crash_addr, memory_order_relaxed),
+	    .ts_raw = atomic_load_explicit(&c->crash_ts, memory_order_relaxed),
+	};
+	return true;
+}
+
 uint32_t ada_arena_process_state(const struct ada_arena *a, int *status_or_signal)
 {
 	/* Pairs with the release store in arena_set_state(). */
@@ -325,6 +378,14 @@ void ada_arena_drain_heartbeat(struct ada_arena *a)
 uint64_t ada_arena_heartbeat(const struct ada_arena *a)
 {
 	return atomic_load_explicit(&a->ctl->heartbeat, memory_order_relaxed);
+}
+
+const char *ada_drop_reason_name(unsigned reason)
+{
+	static const char *const names[ADA_DROP_REASON_COUNT] = {
+	    "ring_full", "drain_lag", "detail_overwritten", "no_slot", "corrupt", "thread_limit",
+	};
+	return reason < ADA_DROP_REASON_COUNT ? names[reason] : "?";
 }
 
 void ring_arena_drop(struct ada_arena *a, enum ada_lane lane, enum ada_drop_reason why)
@@ -351,6 +412,8 @@ void ada_arena_drop_totals(const struct ada_arena *a,
 			out[l][r] =
 			    atomic_load_explicit(&a->ctl->drops[l][r], memory_order_relaxed);
 	for (uint32_t s = 0; s < a->cfg.max_threads; s++) {
+		if (ada_slot_fault(a, s, NULL))
+			continue; /* quarantined: its counters are as untrusted as its ring */
 		struct ada_index_hdr *h = ring_index_hdr(a, s);
 		for (int l = 0; l < ADA_LANE_COUNT; l++)
 			for (int r = 0; r < ADA_DROP_REASON_COUNT; r++)

@@ -6,7 +6,8 @@
  * (atfork child handler: only one thread exists there), or after exec (the
  * new image's init). Never from hook context.
  *
- * Files (docs/internals.md): <ADA_ARENA_DIR>/<pid>.tmp is created and
+ * Files (docs/internals.md): <ADA_ARENA_DIR>/<pid>.ring.tmp.<random> (an
+ * unpredictable name, O_EXCL, 0600; fs.h) is created and
  * initialised, then renamed to <pid>.ring, so the drain (inotify on the
  * directory) only ever sees complete arenas. An existing <pid>.ring with
  * our pid means this process called exec: the old image's threads are all
@@ -22,11 +23,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fs.h"
 #include "ring_internal.h"
 
 static int env_config(struct ada_arena_config *cfg)
 {
-	const char *txt = getenv("ADA_RING_CONFIG");
+	/* secure_getenv: a set-uid program must not take its arena from the
+	 * environment of whoever started it. */
+	const char *txt = secure_getenv("ADA_RING_CONFIG");
 	if (!txt || !*txt) {
 		ada_arena_config_default(cfg);
 		return 0;
@@ -63,8 +67,7 @@ static int env_adopt_exec(struct ada_arena *a)
 static int env_create(const char *tmp, const char *ring, const struct ada_arena_config *cfg,
                       struct ada_arena **out)
 {
-	unlink(tmp); /* a leftover of an earlier process with our pid */
-	int err = ada_arena_create(tmp, cfg, out, NULL);
+	int err = ada_arena_create(tmp, cfg, out, NULL); /* O_EXCL */
 	if (err)
 		return err;
 	if (rename(tmp, ring) != 0) {
@@ -74,6 +77,21 @@ static int env_create(const char *tmp, const char *ring, const struct ada_arena_
 		return err;
 	}
 	return 0;
+}
+
+/* A new arena counts against the recording's shared-memory ceiling
+ * (shm_budget.c): over it, -EDQUOT and the process runs untraced. */
+static int env_create_reserved(const char *dir, const char *tmp, const char *ring,
+                               const struct ada_arena_config *cfg, struct ada_arena **out)
+{
+	uint64_t size = ada_arena_size_for(cfg);
+	int err = ada_shm_budget_reserve(dir, size);
+	if (err)
+		return err;
+	err = env_create(tmp, ring, cfg, out);
+	if (err)
+		ada_shm_budget_unreserve(dir, size);
+	return err;
 }
 
 /* In a forked child the inherited arena is the parent's: never write it. */
@@ -92,7 +110,7 @@ static bool env_forget_parent(void)
 
 int ada_producer_init_from_env(void)
 {
-	const char *dir = getenv("ADA_ARENA_DIR");
+	const char *dir = secure_getenv("ADA_ARENA_DIR");
 	if (!dir || !*dir)
 		return -ENOENT;
 	struct ada_arena_config cfg;
@@ -103,7 +121,7 @@ int ada_producer_init_from_env(void)
 	char ring[PATH_MAX], tmp[PATH_MAX];
 	int pid = (int)getpid();
 	if (snprintf(ring, sizeof(ring), "%s/%d.ring", dir, pid) >= (int)sizeof(ring) ||
-	    snprintf(tmp, sizeof(tmp), "%s/%d.tmp", dir, pid) >= (int)sizeof(tmp))
+	    ada_fs_tmp_name(ring, tmp, sizeof(tmp)))
 		return -ENAMETOOLONG;
 	struct ada_arena *a = NULL;
 	int err = ada_arena_open(ring, &a);
@@ -112,7 +130,7 @@ int ada_producer_init_from_env(void)
 		if (err)
 			ada_arena_close(a);
 	} else if (err == -ENOENT) {
-		err = env_create(tmp, ring, &cfg, &a);
+		err = env_create_reserved(dir, tmp, ring, &cfg, &a);
 	}
 	if (err)
 		return err;

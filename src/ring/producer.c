@@ -133,6 +133,18 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 	p->head = atomic_load_explicit(&h->head, memory_order_relaxed);
 	p->ts_clock = a->cfg.timestamp_source == ADA_TS_CLOCK;
 	p->lagging = 0;
+	if (a->cfg.detail_bytes) {
+		struct ada_detail_hdr *dh = ring_detail_hdr(a, slot);
+		p->dwords = ring_detail_words(a, slot);
+		p->dhead = &dh->head;
+		p->doldest = &dh->oldest;
+		p->dlost = &h->drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
+		p->dbytes = a->cfg.detail_bytes;
+		p->dmax = ada_detail_max_record(a);
+		/* Our own slot now: nobody else writes them. */
+		p->dpos = atomic_load_explicit(&dh->head, memory_order_relaxed);
+		p->dold = atomic_load_explicit(&dh->oldest, memory_order_relaxed);
+	}
 	p->state = PRODUCER_OWNING;
 	producer_refresh_limit(p);
 }
@@ -285,10 +297,25 @@ bool ada_detail_push(const void *rec, uint32_t len)
 	struct ada_producer *p = &ada_producer_tls;
 	if (p->state != PRODUCER_OWNING && !producer_claim(p))
 		return false;
-	if (!ring_detail_append(p->arena, p->slot, rec, len)) {
+	uint64_t end;
+	_Atomic uint64_t *w = ada_detail_reserve(p, len, &end);
+	if (!w) {
 		if (p->arena->cfg.detail_bytes)
 			ring_slot_drop(p->arena, p->slot, ADA_LANE_DETAIL, ADA_DROP_RING_FULL);
 		return false;
 	}
+	const uint8_t *src = rec;
+	uint32_t off = 0, i = 0;
+	for (; off + 8 <= len; off += 8, i++) {
+		uint64_t v;
+		memcpy(&v, src + off, 8);
+		ada_detail_put(w, i, v);
+	}
+	if (off < len) {
+		uint64_t v = 0; /* the tail, zero-padded, little-endian */
+		memcpy(&v, src + off, len - off);
+		ada_detail_put(w, i, v);
+	}
+	ada_detail_commit(p, end);
 	return true;
 }

@@ -45,7 +45,7 @@
 
 #define ADA_CACHELINE 64
 #define ADA_ARENA_MAGIC 0x414e455241414441ULL /* "ADAARENA" */
-#define ADA_ARENA_VERSION 1
+#define ADA_ARENA_VERSION 3                   /* 2: six drop reasons; 3: crash record */
 
 #define ada_likely(x) __builtin_expect(!!(x), 1)
 #define ada_unlikely(x) __builtin_expect(!!(x), 0)
@@ -58,8 +58,18 @@ enum ada_drop_reason {
 	ADA_DROP_DRAIN_LAG = 1,          /* waited, but the drain stopped moving */
 	ADA_DROP_DETAIL_OVERWRITTEN = 2, /* detail ring overwrote its oldest */
 	ADA_DROP_NO_SLOT = 3,            /* more live threads than slots */
-	ADA_DROP_REASON_COUNT = 4,
+	/* Counted by the recorder, never by the producer: events of a slot the
+	 * drain quarantined because it broke the ring protocol (ring.h top,
+	 * docs/internals.md "The arena is untrusted input"). */
+	ADA_DROP_CORRUPT = 4,
+	/* Counted by the recorder: events of a thread refused a thread_K/
+	 * directory because its process exceeded the thread-directory rate. */
+	ADA_DROP_THREAD_LIMIT = 5,
+	ADA_DROP_REASON_COUNT = 6,
 };
+/* "ring_full", "drain_lag", "detail_overwritten", "no_slot", "corrupt",
+ * "thread_limit" (manifest keys); "?" out of range. */
+const char *ada_drop_reason_name(unsigned reason);
 enum ada_slot_state {
 	ADA_SLOT_FREE = 0,
 	ADA_SLOT_ACTIVE = 1,
@@ -121,8 +131,9 @@ struct ada_slot_info {
 	uint32_t generation; /* bumps every time the slot is claimed */
 	uint64_t head, tail; /* index ring positions (head - tail = backlog) */
 	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
-	uint32_t fill_pct;      /* index ring fill, 0..100 */
-	uint32_t exec_orphaned; /* 1: its process image exec'd; free when empty */
+	uint32_t fill_pct;       /* index ring fill, 0..100 */
+	uint32_t exec_orphaned;  /* 1: its process image exec'd; free when empty */
+	uint64_t detail_span_ns; /* ns of records its detail ring held at the drain's last tick */
 };
 
 struct ada_arena; /* process-local handle */
@@ -170,6 +181,25 @@ int ada_arena_config_parse(const char *buf, size_t len, struct ada_arena_config 
 int32_t ada_arena_pid(const struct ada_arena *a);
 void ada_arena_set_exited(struct ada_arena *a, int status);
 void ada_arena_set_crashed(struct ada_arena *a, int signo);
+/* The crash record: the must-not-drop lane of a fatal signal (BP-001). It
+ * lives in the control block, so a dying thread never waits for ring space
+ * and nothing can drop it; the drain turns it into the crashing thread's
+ * last index event (an EXCEPTION marker, docs/format.md). */
+struct ada_crash_info {
+	int32_t signo;
+	int32_t code; /* si_code */
+	uint32_t tid; /* the faulting thread */
+	uint32_t reserved;
+	uint64_t addr;   /* si_addr for a fault (si_code > 0), else 0 */
+	uint64_t ts_raw; /* the arena's raw timestamp (TSC, or ns with ts=clock) */
+};
+/* Crash handler (async-signal-safe: atomics only). The first thread to
+ * call it wins; returns false when a crash was already recorded. Also sets
+ * the process state to CRASHED. */
+bool ada_arena_record_crash(struct ada_arena *a, const struct ada_crash_info *ci);
+/* Drain / recover: true and *out once a crash record is complete. The
+ * values come from the traced process: the caller checks them. */
+bool ada_arena_crash_info(const struct ada_arena *a, struct ada_crash_info *out);
 uint32_t ada_arena_process_state(const struct ada_arena *a, int *status_or_signal);
 /* ADA_ARENA_F_* (mlock refused, huge pages used, exec reopen). */
 uint32_t ada_arena_flags(const struct ada_arena *a);
@@ -189,11 +219,14 @@ void ada_arena_drop_totals(const struct ada_arena *a,
 /* ---- drain side (the single consumer of every ring) ---- */
 uint32_t ada_arena_max_threads(const struct ada_arena *a);
 void ada_arena_slot_info(const struct ada_arena *a, uint32_t slot, struct ada_slot_info *out);
-/* Contiguous run of published, not yet consumed events from tail (up to the
- * wrap point). Returns the count; *events points into the ring. */
+/* Contiguous run of published, not yet consumed events from the consumer's
+ * tail (up to the wrap point), head checked as ada_slot_read_checked()
+ * does. Returns the count (0 when the slot is quarantined, now or
+ * before); *events points into the ring. */
 size_t ada_index_ring_peek(struct ada_arena *a, uint32_t slot,
                            const struct atf_index_event **events);
-/* Consumes n events peeked above (release store of tail). */
+/* Consumes n events peeked above (release store of tail); n is clamped to
+ * what was published. No-op on a quarantined slot. */
 void ada_index_ring_release(struct ada_arena *a, uint32_t slot, size_t n);
 /* Drain: the slot's thread is gone and its ring is empty: make it FREE.
  * Its drop counters are folded into the arena totals. Returns 0, -EBUSY
@@ -202,7 +235,67 @@ int ada_arena_slot_free(struct ada_arena *a, uint32_t slot);
 /* Drain helper: true when the slot is EXITED, its index ring is empty and
  * its thread is gone (exec-orphaned, or tgkill(pid, tid, 0) says ESRCH).
  * Makes one syscall; call it at the drain's slow cadence. */
-bool ada_arena_slot_reclaimable(const struct ada_arena *a, uint32_t slot);
+bool ada_arena_slot_reclaimable(struct ada_arena *a, uint32_t slot);
+
+/* ---- the consumer's trust boundary (consumer.c) ----
+ * The target writes the arena: every shared value the drain uses is
+ * checked once, in ada_slot_read_checked() and ada_index_ring_peek(),
+ * against what the protocol allows (consumer.c says what and why). A slot
+ * that breaks the protocol is quarantined: peek returns 0 and
+ * read_checked -EPROTO from then on, the slot is never read, freed or
+ * counted again, and ada_slot_fault() says what was wrong. */
+enum ada_ring_fault {
+	ADA_FAULT_NONE = 0,
+	ADA_FAULT_STATE,      /* x = state value */
+	ADA_FAULT_TRANSITION, /* x = state before, y = state now */
+	ADA_FAULT_IDENTITY,   /* x = generation, y = expected, z = tid */
+	ADA_FAULT_TID,        /* x = tid */
+	ADA_FAULT_HEAD_BACK,  /* x = head, y = head seen before */
+	ADA_FAULT_HEAD_AHEAD, /* x = head, y = tail, z = capacity */
+	ADA_FAULT_TAIL_MOVED, /* x = shared tail, y = ours */
+	ADA_FAULT_EVENT,      /* x = ring position, y = ADA_EVENT_BAD_*, z = value */
+	ADA_FAULT_MAPPING,    /* x = file size now, y = size needed */
+	ADA_FAULT_SEQ_REUSED, /* x = thread_seq another thread already has */
+};
+enum {
+	ADA_EVENT_BAD_KIND = 1, /* not CALL, RETURN or EXCEPTION */
+	ADA_EVENT_BAD_THREAD,   /* thread_id is not the slot's tid */
+	ADA_EVENT_BAD_DETAIL,   /* detail_seq set by the producer (only the drain sets it) */
+	ADA_EVENT_BAD_DEPTH,    /* call_depth beyond any stack */
+	ADA_EVENT_BAD_TIME,     /* timestamp after the drain read the ring */
+};
+struct ada_slot_fault {
+	uint32_t code; /* enum ada_ring_fault */
+	uint32_t reserved;
+	uint64_t x, y, z;
+};
+/* Reads one slot's descriptor and index positions, checked. 0: out is
+ * valid (FREE, or ACTIVE/EXITED with identity and head within the rules;
+ * out->tail is the consumer's own position). -EPROTO: quarantined (now or
+ * before). -EINVAL: bad slot. */
+int ada_slot_read_checked(struct ada_arena *a, uint32_t slot, struct ada_slot_info *out);
+/* The drain found something wrong in the slot's data (e.g. an event):
+ * quarantine it. Only the first fault is kept. */
+void ada_slot_quarantine(struct ada_arena *a, uint32_t slot, enum ada_ring_fault code, uint64_t x,
+                         uint64_t y, uint64_t z);
+/* True (and *out, may be NULL) when the slot is quarantined. */
+bool ada_slot_fault(const struct ada_arena *a, uint32_t slot, struct ada_slot_fault *out);
+/* Events published (head last accepted) and not yet released: at most the
+ * ring's capacity. */
+uint64_t ada_slot_unconsumed(const struct ada_arena *a, uint32_t slot);
+/* One sentence fragment ("its ring head went back from 9 to 3"); returns
+ * what snprintf returns. */
+int ada_slot_fault_text(const struct ada_slot_fault *f, char *buf, size_t cap);
+/* Like ada_arena_open(), from an open descriptor (not consumed): the
+ * recorder keeps the descriptor to check the file's owner and size. */
+int ada_arena_open_fd(int fd, struct ada_arena **out);
+/* Where the handle's mapping is (for a SIGBUS guard) and what file size
+ * it needs. */
+void ada_arena_mapping(const struct ada_arena *a, const void **base, uint64_t *size);
+
+/* Drain: publishes how many ns of detail records the slot's ring holds
+ * (read back by ada_arena_slot_info(), for `ada status`). */
+void ada_arena_slot_set_detail_span(struct ada_arena *a, uint32_t slot, uint64_t span_ns);
 
 /* ---- watermarks (drain) ---- */
 /* Fill of a ring in percent, rounded down: 100 * (head - tail) / capacity. */
@@ -270,6 +363,16 @@ struct ada_producer {
 	uint64_t lag_beat;       /* heartbeat seen when the drain was declared lagging */
 	uint32_t lagging;        /* 1: drop at once while the heartbeat stays lag_beat */
 	uint32_t retry;          /* no slot: drops left before the next claim attempt */
+	/* Detail ring of the owned slot (all 0 / NULL without one): set when
+	 * the slot is claimed; see ada_detail_reserve(). */
+	_Atomic uint64_t *dwords;  /* the ring's bytes as 8-byte words */
+	_Atomic uint64_t *dhead;   /* published end of committed records */
+	_Atomic uint64_t *doldest; /* start of the oldest intact record */
+	_Atomic uint64_t *dlost;   /* the slot's ADA_DROP_DETAIL_OVERWRITTEN counter */
+	uint64_t dbytes;           /* ring size (power of two) */
+	uint32_t dmax;             /* largest record length; 0: no detail ring */
+	uint32_t dreserved;
+	uint64_t dpos, dold; /* private copies of *dhead and *doldest (we are their only writer) */
 };
 
 extern __thread struct ada_producer ada_producer_tls __attribute__((tls_model("initial-exec")));
@@ -281,13 +384,44 @@ struct ada_arena *ada_producer_arena(void);
 void ada_producer_reset_thread(void);
 /* Sets up this process's arena from the environment: ADA_ARENA_DIR (required;
  * -ENOENT when unset: not recording) and ADA_RING_CONFIG (optional; defaults
- * otherwise). Creates <dir>/<pid>.tmp, initialises it and renames it to
+ * otherwise). Creates <dir>/<pid>.ring.tmp.<random>, initialises it and renames it to
  * <dir>/<pid>.ring; when <pid>.ring exists already (this process called
  * exec) opens it and marks the ACTIVE slots of the old image EXITED
  * (exec-orphaned). In a forked child it drops the parent's arena first.
  * mlock refusal shows in ada_arena_flags(). Returns 0 or -errno
  * (-EINVAL bad ADA_RING_CONFIG, -EPROTO foreign <pid>.ring, ...). */
 int ada_producer_init_from_env(void);
+
+/* ---- the recording's shared-memory ceiling (shm_budget.c) ---- */
+
+/* <arena dir>/shm.budget: the sum of the full sizes of the arenas that
+ * exist at once, against a ceiling. A process reserves its arena's size
+ * before creating it (ada_producer_init_from_env); over the ceiling it is
+ * refused (-EDQUOT, counted) and runs untraced. The recorder releases an
+ * arena's size when it removes the arena. */
+#define ADA_SHM_BUDGET_NAME "shm.budget"
+struct ada_shm_budget;
+struct ada_shm_budget_view {
+	uint64_t ceiling;  /* 0: none */
+	uint64_t reserved; /* bytes of the arenas that exist now */
+	uint64_t peak;     /* the most reserved at once */
+	uint64_t refused_procs, refused_bytes;
+	uint64_t arenas;
+	uint64_t waited_procs; /* waited for room (up to 1 s) before they got it */
+};
+/* Recorder: creates dirfd/shm.budget (O_EXCL|O_NOFOLLOW, 0600). */
+int ada_shm_budget_create(int dirfd, uint64_t ceiling, struct ada_shm_budget **out);
+/* Maps an existing budget file; -EPROTO when it is not one. */
+int ada_shm_budget_open(const char *path, struct ada_shm_budget **out);
+void ada_shm_budget_close(struct ada_shm_budget *b); /* NULL is a no-op */
+/* 0, or -EDQUOT (counted as refused) when bytes more would pass the ceiling. */
+int ada_shm_budget_take(struct ada_shm_budget *b, uint64_t bytes);
+void ada_shm_budget_release(struct ada_shm_budget *b, uint64_t bytes);
+void ada_shm_budget_read(const struct ada_shm_budget *b, struct ada_shm_budget_view *v);
+/* Producer side, by directory: 0 also when dir has no budget file; over
+ * the ceiling, waits up to 1 s for room before -EDQUOT. */
+int ada_shm_budget_reserve(const char *dir, uint64_t bytes);
+void ada_shm_budget_unreserve(const char *dir, uint64_t bytes);
 /* How long a full ring waits for a drain whose heartbeat stands still
  * before it drops with ADA_DROP_DRAIN_LAG (default 2000 ms). */
 void ada_producer_set_drain_timeout_ms(uint32_t ms);
@@ -300,6 +434,167 @@ void ada_producer_set_drain_timeout_ms(uint32_t ms);
  * slot; like ada_producer_slow() it is compiled without
  * -mgeneral-regs-only, so hook code saves vector state around it. */
 bool ada_detail_push(const void *rec, uint32_t len);
+
+/* ---- detail ring, producer side, written in place (hook context) ----
+ * A record in the ring is one header word (its length in the low 32 bits;
+ * RING_DETAIL_PAD-marked words are pads that skip to the ring's start) and
+ * len bytes padded to 8; records never wrap. The owning thread reserves
+ * room (advancing `oldest` over what it will overwrite, counted as
+ * ADA_DROP_DETAIL_OVERWRITTEN), stores the record's words with
+ * ada_detail_put() and publishes it with ada_detail_commit(). Everything
+ * is inline and integer-only, so the agent's handlers (compiled with
+ * -mgeneral-regs-only) write a record with no call and no vector register;
+ * ada_detail_push() is the same code for a record already in memory. */
+#define ADA_DETAIL_PAD_BIT (1ull << 63)
+#define ADA_DETAIL_HDR_BYTES 8u
+
+/* Bytes the record or pad whose header word is w occupies; 0 when w is not
+ * a plausible header (then the caller stops walking). */
+static inline uint64_t ada_detail_step(uint64_t w, uint64_t d)
+{
+	uint64_t n = w & 0xffffffffull;
+	uint64_t step = (w & ADA_DETAIL_PAD_BIT) ? n : ADA_DETAIL_HDR_BYTES + ((n + 7) & ~7ull);
+	if ((w & ~(ADA_DETAIL_PAD_BIT | 0xffffffffull)) != 0 || step == 0 || step > d ||
+	    (step & 7) != 0)
+		return 0;
+	return step;
+}
+
+/* Moves oldest past everything [start - d, end) would overwrite. Returns
+ * the new oldest; *lost = records dropped (pads do not count). Bounded:
+ * every step advances oldest by at least 8 bytes, at most d bytes in all. */
+static inline uint64_t ada_detail_make_room(_Atomic uint64_t *words, uint64_t d, uint64_t oldest,
+                                            uint64_t start, uint64_t end, uint64_t *lost)
+{
+	*lost = 0;
+	while (end - oldest > d) {
+		uint64_t w =
+		    atomic_load_explicit(&words[(oldest & (d - 1)) / 8], memory_order_relaxed);
+		uint64_t step = ada_detail_step(w, d);
+		if (step == 0 || oldest + step > start)
+			return start; /* damaged ring: forget all of it */
+		*lost += (w & ADA_DETAIL_PAD_BIT) ? 0 : 1;
+		oldest += step;
+	}
+	return oldest;
+}
+
+/* Reserves room for a record of len bytes at the ring's head (owning
+ * thread only; len <= d/4 - 8, which the caller checked). Returns the
+ * record's first payload word; *end is the position to commit. */
+static inline _Atomic uint64_t *ada_detail_reserve_raw(_Atomic uint64_t *words,
+                                                       _Atomic uint64_t *headp,
+                                                       _Atomic uint64_t *oldestp, uint64_t d,
+                                                       uint32_t len, uint64_t *end, uint64_t *lost)
+{
+	uint64_t pos = atomic_load_explicit(headp, memory_order_relaxed);   /* ours */
+	uint64_t old = atomic_load_explicit(oldestp, memory_order_relaxed); /* ours */
+	uint64_t need = ADA_DETAIL_HDR_BYTES + (((uint64_t)len + 7) & ~7ull);
+	uint64_t pad = (pos & (d - 1)) + need > d ? d - (pos & (d - 1)) : 0;
+	uint64_t start = pos + pad;
+	*end = start + need;
+	*lost = 0;
+	if (*end - old > d) {
+		/* Frees an extra sixteenth of the ring while at it, so that the
+		 * next records find room without walking (the ring holds at
+		 * least 15/16 of its size). */
+		uint64_t fresh = ada_detail_make_room(words, d, old, start, *end + d / 16, lost);
+		/* Ordered before the overwriting stores below by their release:
+		 * a drain that reads one of them sees this oldest (the seqlock
+		 * re-check in ada_detail_ring_snapshot()). */
+		atomic_store_explicit(oldestp, fresh, memory_order_relaxed);
+	}
+	if (pad) /* release: as the record's words (ada_detail_put) */
+		atomic_store_explicit(&words[(pos & (d - 1)) / 8], ADA_DETAIL_PAD_BIT | pad,
+		                      memory_order_release);
+	uint64_t i = (start & (d - 1)) / 8;
+	/* Release: pairs with the acquire loads of the drain's copy. */
+	atomic_store_explicit(&words[i], len, memory_order_release);
+	return &words[i + 1];
+}
+
+/* One payload word of a reserved record. Release (a plain mov on x86_64):
+ * a drain whose acquire load reads it also sees the oldest stored before
+ * (pairs with the acquire loads in ada_detail_ring_snapshot()'s copy). */
+static inline void ada_detail_put(_Atomic uint64_t *dst, uint64_t i, uint64_t v)
+{
+	atomic_store_explicit(&dst[i], v, memory_order_release);
+}
+
+/* The cold half of ada_detail_reserve(): a pad to the ring's start, or
+ * old records to overwrite, or no detail ring / a record too long (NULL). */
+__attribute__((noinline, cold)) static _Atomic uint64_t *
+ada_detail_reserve_slow(struct ada_producer *p, uint32_t len, uint64_t *end)
+{
+	if (p->dmax == 0 || len > p->dmax)
+		return NULL;
+	uint64_t lost;
+	_Atomic uint64_t *w =
+	    ada_detail_reserve_raw(p->dwords, p->dhead, p->doldest, p->dbytes, len, end, &lost);
+	p->dold = atomic_load_explicit(p->doldest, memory_order_relaxed); /* ours */
+	if (lost != 0) /* single writer while the slot is owned */
+		atomic_store_explicit(p->dlost,
+		                      atomic_load_explicit(p->dlost, memory_order_relaxed) + lost,
+		                      memory_order_relaxed);
+	return w;
+}
+
+/* The calling thread's reserve: NULL when it has no detail ring or len is
+ * too long for it. The common case (room without a pad, nothing to
+ * overwrite: the ring frees a sixteenth at a time) is a few compares on
+ * the thread's private copies of head and oldest and one store. */
+static inline _Atomic uint64_t *ada_detail_reserve(struct ada_producer *p, uint32_t len,
+                                                   uint64_t *end)
+{
+	uint64_t d = p->dbytes, pos = p->dpos;
+	uint64_t need = ADA_DETAIL_HDR_BYTES + (((uint64_t)len + 7) & ~7ull);
+	uint64_t off = pos & (d - 1);
+	if (ada_likely(len <= p->dmax && off + need <= d && pos + need - p->dold <= d)) {
+		/* Release: pairs with the acquire loads of the drain's copy. */
+		atomic_store_explicit(&p->dwords[off / 8], len, memory_order_release);
+		*end = pos + need;
+		return &p->dwords[off / 8 + 1];
+	}
+	return ada_detail_reserve_slow(p, len, end);
+}
+
+/* Publishes the reserved record; pairs with the acquire load of head in
+ * ada_detail_ring_snapshot(). */
+static inline void ada_detail_commit(struct ada_producer *p, uint64_t end)
+{
+	p->dpos = end;
+	atomic_store_explicit(p->dhead, end, memory_order_release);
+}
+
+/* Layout of the records the agent writes into the detail ring (8-byte
+ * words; the drain turns them into ATF detail events, src/wal):
+ *   [0] raw timestamp of the linked index event (TSC, or ns in ADA_TS_CLOCK
+ *       arenas) -- the same value, so both files carry one time
+ *   [1] index ring position of the linked index event (the producer's head
+ *       when it was written): the drain maps it to the file's index_seq
+ *   [2] function_id
+ *   [3] ATF detail event type (bits 0-15), flags (16-31), stack bytes
+ *       captured (32-47)
+ *   CALL:   [4..9] rdi rsi rdx rcx r8 r9, [10] rax, [11] return address,
+ *           [12] rbp, [13] rsp at entry, [14..] the stack snapshot
+ *   RETURN: [4] rax, [5] rdx, [6] return address, [7] rbp, [8] rsp after
+ *           the return */
+enum {
+	ADA_DREC_TS = 0,
+	ADA_DREC_LINK = 1,
+	ADA_DREC_FN = 2,
+	ADA_DREC_META = 3,
+	ADA_DREC_REGS = 4,
+	ADA_DREC_CALL_WORDS = 14,  /* words before the stack snapshot */
+	ADA_DREC_RETURN_WORDS = 9, /* a return record, whole */
+};
+#define ADA_DREC_F_STACK_CLIPPED 0x1u /* the stack ended before the bytes asked */
+#define ADA_DREC_F_OFF_STACK 0x2u     /* rsp outside the thread's known stack: none taken */
+static inline uint64_t ada_drec_meta(uint32_t type, uint32_t flags, uint32_t stack_bytes)
+{
+	return (uint64_t)(type & 0xffff) | (uint64_t)(flags & 0xffff) << 16 |
+	       (uint64_t)(stack_bytes & 0xffff) << 32;
+}
 
 /* Cold path: claims a slot, waits or drops when full. Returns true when
  * there is room for one event at p->head (and, except in ADA_TS_CLOCK

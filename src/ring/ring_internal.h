@@ -47,6 +47,16 @@ struct ada_arena_control {
 	_Atomic int32_t exit_info; /* exit status or signal number */
 	_Atomic uint32_t flags;    /* ADA_ARENA_F_* */
 
+	/* Crash record (ada_arena_record_crash): the first crashing thread
+	 * wins crash_tid by CAS, fills the rest, then stores crash_ready with
+	 * release; the drain reads crash_ready with acquire first. */
+	alignas(ADA_CACHELINE) _Atomic uint32_t crash_tid;
+	_Atomic uint32_t crash_ready;
+	_Atomic int32_t crash_signo;
+	_Atomic int32_t crash_code;
+	_Atomic uint64_t crash_addr;
+	_Atomic uint64_t crash_ts;
+
 	alignas(ADA_CACHELINE) _Atomic uint64_t heartbeat;       /* drain only */
 	alignas(ADA_CACHELINE) _Atomic uint32_t next_thread_seq; /* every producer */
 	_Atomic uint32_t slot_wanted; /* a producer waits for a free slot */
@@ -61,6 +71,10 @@ struct ada_slot_desc {
 	_Atomic uint32_t thread_seq;
 	_Atomic uint32_t generation;
 	_Atomic uint32_t exec_orphaned;
+	_Atomic uint32_t reserved;
+	/* Drain writes once a second, `ada status` reads: how many ns of
+	 * records the slot's detail ring holds (newest - oldest timestamp). */
+	_Atomic uint64_t detail_span_ns;
 };
 
 struct ada_index_hdr {
@@ -94,6 +108,17 @@ struct ring_geometry {
 	uint64_t total;
 };
 
+/* The consumer's private view of one slot (consumer.c): the truth about
+ * how far it consumed, and what it last accepted from the shared bytes. */
+struct ring_consumer {
+	uint64_t tail;  /* consumed up to here; the shared tail only mirrors it */
+	uint64_t head;  /* highest head accepted: never goes back */
+	uint32_t state; /* last state accepted (CONS_UNSEEN before the first look) */
+	uint32_t generation, thread_seq, tid; /* of the last owner seen */
+	bool gen_known;
+	struct ada_slot_fault fault; /* code != NONE: quarantined */
+};
+
 struct ada_arena {
 	uint8_t *base;
 	uint64_t map_size;
@@ -101,6 +126,8 @@ struct ada_arena {
 	struct ada_slot_desc *desc;
 	struct ada_arena_config cfg; /* validated private copy */
 	struct ring_geometry geo;
+	struct ring_consumer *cons; /* max_threads entries */
+	int32_t pid;                /* from the control block, read once at open */
 	bool mlocked;
 };
 
@@ -129,12 +156,17 @@ static inline _Atomic uint64_t *ring_detail_words(const struct ada_arena *a, uin
 	return (_Atomic uint64_t *)(ring_detail_hdr(a, slot) + 1);
 }
 
+/* Allocates and seeds a->cons; 0 or -ENOMEM. */
+int ring_consumers_init(struct ada_arena *a);
+/* 0 and the checked head, or -EPROTO (the slot is quarantined now). */
+int ring_cons_head(struct ada_arena *a, uint32_t slot, uint64_t *head);
+/* The consumer freed the slot: the next owner must be a new generation. */
+void ring_cons_freed(struct ada_arena *a, uint32_t slot);
+
 /* mlocks the whole mapping; on refusal sets ADA_ARENA_F_MLOCK_FAILED. */
 void ring_arena_lock(struct ada_arena *a, bool *mlock_failed);
 /* Populates (and mlocks) one slot's rings; 0 or -errno (-ENOMEM: no room). */
 int ring_slot_populate(struct ada_arena *a, uint32_t slot);
-/* Producer side of the detail ring (owning thread only). */
-bool ring_detail_append(struct ada_arena *a, uint32_t slot, const void *rec, uint32_t len);
 /* Producer side of claiming: FREE -> ACTIVE with tid and a new thread_seq.
  * Returns the slot, or -ENOSPC when none is free. */
 int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint);

@@ -58,6 +58,7 @@ int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint)
 		    memory_order_relaxed);
 		atomic_fetch_add_explicit(&d->generation, 1, memory_order_relaxed);
 		atomic_store_explicit(&d->exec_orphaned, 0, memory_order_relaxed);
+		atomic_store_explicit(&d->detail_span_ns, 0, memory_order_relaxed);
 		/* Publishes tid/thread_seq/generation; pairs with slot_state(). */
 		atomic_store_explicit(&d->state, ADA_SLOT_ACTIVE, memory_order_release);
 		return (int)s;
@@ -82,6 +83,7 @@ void ada_arena_slot_info(const struct ada_arena *a, uint32_t slot, struct ada_sl
 	out->thread_seq = atomic_load_explicit(&d->thread_seq, memory_order_relaxed);
 	out->generation = atomic_load_explicit(&d->generation, memory_order_relaxed);
 	out->exec_orphaned = atomic_load_explicit(&d->exec_orphaned, memory_order_relaxed);
+	out->detail_span_ns = atomic_load_explicit(&d->detail_span_ns, memory_order_relaxed);
 	struct ada_index_hdr *h = ring_index_hdr(a, slot);
 	/* Pairs with the release store of head in ada_emit(). */
 	out->head = atomic_load_explicit(&h->head, memory_order_acquire);
@@ -97,19 +99,14 @@ size_t ada_index_ring_peek(struct ada_arena *a, uint32_t slot,
                            const struct atf_index_event **events)
 {
 	*events = NULL;
-	if (slot >= a->cfg.max_threads)
+	uint64_t head;
+	if (slot >= a->cfg.max_threads || ring_cons_head(a, slot, &head) != 0)
 		return 0;
-	struct ada_index_hdr *h = ring_index_hdr(a, slot);
-	/* Pairs with the release store of head in ada_emit(): the events in
-	 * [tail, head) are fully written once we see head. */
-	uint64_t head = atomic_load_explicit(&h->head, memory_order_acquire);
-	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_relaxed); /* ours */
+	uint64_t tail = a->cons[slot].tail;
 	uint64_t cap = a->cfg.index_events;
-	uint64_t n = head - tail;
+	uint64_t n = head - tail; /* <= cap: ring_cons_head() checked it */
 	if (n == 0)
 		return 0;
-	if (n > cap) /* only a corrupt leftover arena gets here; stay in bounds */
-		n = cap;
 	uint64_t off = tail & (cap - 1);
 	if (n > cap - off)
 		n = cap - off; /* contiguous up to the wrap point */
@@ -119,14 +116,16 @@ size_t ada_index_ring_peek(struct ada_arena *a, uint32_t slot,
 
 void ada_index_ring_release(struct ada_arena *a, uint32_t slot, size_t n)
 {
-	if (slot >= a->cfg.max_threads || n == 0)
+	if (slot >= a->cfg.max_threads || n == 0 || ada_slot_fault(a, slot, NULL))
 		return;
-	struct ada_index_hdr *h = ring_index_hdr(a, slot);
-	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_relaxed);
+	struct ring_consumer *c = &a->cons[slot];
+	if (n > c->head - c->tail)
+		n = (size_t)(c->head - c->tail); /* never past what was published */
+	c->tail += n;
 	/* Our reads of the consumed events happen before the producer may
 	 * overwrite them; pairs with the acquire load of tail in
 	 * producer_refresh_limit() (producer.c). */
-	atomic_store_explicit(&h->tail, tail + n, memory_order_release);
+	atomic_store_explicit(&ring_index_hdr(a, slot)->tail, c->tail, memory_order_release);
 }
 
 static void slot_fold_drops(struct ada_arena *a, uint32_t slot)
@@ -144,10 +143,9 @@ int ada_arena_slot_free(struct ada_arena *a, uint32_t slot)
 {
 	if (slot >= a->cfg.max_threads)
 		return -EINVAL;
-	struct ada_index_hdr *h = ring_index_hdr(a, slot);
-	if (slot_state(a, slot) != ADA_SLOT_EXITED ||
-	    atomic_load_explicit(&h->head, memory_order_acquire) != /* pairs with ada_emit() */
-	        atomic_load_explicit(&h->tail, memory_order_relaxed))
+	uint64_t head;
+	if (slot_state(a, slot) != ADA_SLOT_EXITED || ring_cons_head(a, slot, &head) != 0 ||
+	    head != a->cons[slot].tail)
 		return -EBUSY;
 	slot_fold_drops(a, slot);
 	if (a->geo.slot_stride > a->geo.detail_offset) {
@@ -157,38 +155,36 @@ int ada_arena_slot_free(struct ada_arena *a, uint32_t slot)
 		atomic_store_explicit(&dh->oldest, 0, memory_order_relaxed);
 		atomic_store_explicit(&dh->head, 0, memory_order_relaxed);
 	}
+	ring_cons_freed(a, slot);
 	/* Publishes the zeroed counters and the drained tail to the next
 	 * owner; pairs with the acquire CAS in ring_slot_claim(). */
 	atomic_store_explicit(&a->desc[slot].state, ADA_SLOT_FREE, memory_order_release);
 	return 0;
 }
 
-bool ada_arena_slot_reclaimable(const struct ada_arena *a, uint32_t slot)
+bool ada_arena_slot_reclaimable(struct ada_arena *a, uint32_t slot)
 {
 	struct ada_slot_info si;
-	if (slot >= a->cfg.max_threads || slot_state(a, slot) != ADA_SLOT_EXITED)
-		return false;
-	ada_arena_slot_info(a, slot, &si);
-	if (si.head != si.tail)
+	if (ada_slot_read_checked(a, slot, &si) != 0 || si.state != ADA_SLOT_EXITED ||
+	    si.head != si.tail)
 		return false;
 	if (si.exec_orphaned)
 		return true;
 	/* Signal 0 checks existence only; tgkill also checks the thread
 	 * group, so a tid recycled by another process reads as gone. A tid
 	 * recycled inside this process only delays the free. EPERM means
-	 * the thread exists. */
-	return syscall(SYS_tgkill, (long)a->ctl->pid, (long)si.tid, 0) != 0 && errno == ESRCH;
+	 * the thread exists. The pid is the one read at open. */
+	return syscall(SYS_tgkill, (long)a->pid, (long)si.tid, 0) != 0 && errno == ESRCH;
 }
 
 uint32_t ada_arena_slot_fill_pct(const struct ada_arena *a, uint32_t slot)
 {
 	if (slot >= a->cfg.max_threads)
 		return 0;
-	struct ada_index_hdr *h = ring_index_hdr(a, slot);
-	/* Pairs with the release store of head in ada_emit(). */
-	uint64_t head = atomic_load_explicit(&h->head, memory_order_acquire);
-	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_relaxed);
-	return ada_ring_fill_pct(head, tail, a->cfg.index_events);
+	/* Pairs with the release store of head in ada_emit(); clamped to
+	 * 100 by ada_ring_fill_pct() whatever the shared head says. */
+	uint64_t head = atomic_load_explicit(&ring_index_hdr(a, slot)->head, memory_order_acquire);
+	return ada_ring_fill_pct(head, a->cons[slot].tail, a->cfg.index_events);
 }
 
 bool ada_arena_above_high_watermark(const struct ada_arena *a, uint32_t slot)
@@ -207,4 +203,10 @@ bool ada_arena_take_slot_wanted(struct ada_arena *a)
 		return false;
 	/* Only a hint to reclaim early; the slot states carry the ordering. */
 	return atomic_exchange_explicit(&a->ctl->slot_wanted, 0, memory_order_relaxed) != 0;
+}
+
+void ada_arena_slot_set_detail_span(struct ada_arena *a, uint32_t slot, uint64_t span_ns)
+{
+	if (slot < a->cfg.max_threads) /* relaxed: a statistic, read alone */
+		atomic_store_explicit(&a->desc[slot].detail_span_ns, span_ns, memory_order_relaxed);
 }

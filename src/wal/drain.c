@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
@@ -34,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fs.h"
 #include "ring.h"
 #include "wal_internal.h"
 
@@ -42,6 +44,8 @@
 #define DRAIN_IDLE_MAX_US 1000u
 #define DRAIN_TICK_NS 1000000000ull
 #define DRAIN_RECLAIM_NS 10000000ull
+#define DRAIN_STOP_GRACE_NS 500000000ull  /* the program may exit by itself */
+#define DRAIN_STOP_DRAIN_NS 1300000000ull /* then drain until here, finalize */
 
 static uint64_t drain_mono_ns(void)
 {
@@ -71,24 +75,24 @@ static void *drain_grow(void *arr, size_t *cap, size_t need, size_t elem)
  * Removed once the file is final. */
 static void drain_sidecar(struct wal_thread *t, bool create)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/.ring_base", t->dir);
+	char text[96];
+	if (t->dir_fd < 0)
+		return;
 	if (!create) {
-		unlink(path);
+		unlinkat(t->dir_fd, ".ring_base", 0);
 		return;
 	}
-	FILE *fp = fopen(path, "we");
-	if (!fp)
-		return;
-	fprintf(fp, "slot %u generation %u base %llu\n", t->slot, t->slot_gen,
-	        (unsigned long long)t->ring_next);
-	fclose(fp);
+	int n = snprintf(text, sizeof(text), "slot %u generation %u base %llu\n", t->slot,
+	                 t->slot_gen, (unsigned long long)t->ring_next);
+	ada_fs_replace(t->dir_fd, ".ring_base", text, (size_t)n, false);
 }
 
 static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 {
 	char path[PATH_MAX];
 	drain_sidecar(t, true);
+	t->file_ring_base = t->ring_next; /* the file's event 0 (detail links) */
+	t->file_ring_hole = UINT64_MAX;
 	snprintf(path, sizeof(path), "%s/index.atf", t->dir);
 	struct ada_wal_file_opts fo = {
 	    .thread_id = t->tid,
@@ -97,7 +101,7 @@ static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 	    .segment_bytes = r->o.segment_bytes,
 	    .flush = r->o.flush,
 	};
-	return ada_wal_file_open(r->io, path, &fo, &t->f);
+	return ada_wal_file_openat(r->io, t->dir_fd, "index.atf", path, &fo, &t->f);
 }
 
 static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_proc *p,
@@ -114,23 +118,47 @@ static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_pr
 	t->slot = slot;
 	t->slot_gen = si->generation;
 	t->ring_next = si->tail;
-	if (asprintf(&t->dir, "%s/thread_%u", p->dir, t->seq) < 0) {
+	t->dir_fd = -1;
+	char name[32];
+	snprintf(name, sizeof(name), "thread_%u", t->seq);
+	if (asprintf(&t->dir, "%s/%s", p->dir, name) < 0) {
 		t->dir = NULL;
 		goto err;
 	}
-	int rc = wal_mkdir(t->dir);
+	p->threads[p->nthreads++] = t;
+	if (!wal_thread_dir_allowed(p, drain_mono_ns())) {
+		t->refused = t->done = true; /* drain_discard() counts its events */
+		if (p->dirs_refused == 1)
+			wal_note(r, p,
+			         "pid %d starts threads faster than %.0f a second: threads beyond "
+			         "that get no thread_K directory and their events are counted as "
+			         "thread_limit drops",
+			         (int)p->pid, WAL_THREAD_DIR_RATE);
+		return t;
+	}
+	/* On a full disk no new file: the space freed for the final
+	 * manifests (reserve.c) is not for new threads. */
+	int rc = p->dir_fd < 0                 ? -ENOENT
+	         : ada_wal_io_disk_full(r->io) ? -ENOSPC
+	                                       : ada_fs_mkdir(p->dir_fd, name, 0, &t->dir_fd);
 	if (rc == 0)
 		rc = drain_thread_file(r, t);
+	if (rc == -ELOOP || rc == -EPERM || rc == -EEXIST)
+		wal_note(r, p, "%s: %s; the events of this thread are counted lost", t->dir,
+		         rc == -ELOOP   ? "a symbolic link, not a directory of ada's"
+		         : rc == -EPERM ? "a directory of another user"
+		                        : "index.atf is already there (a planted file or link)");
 	if (rc < 0) {
 		if (!r->error && rc != -ENOSPC)
 			r->error = rc;
 		/* No file (disk full): leave no empty thread directory behind;
 		 * the thread's events are counted lost. */
 		drain_sidecar(t, false);
-		rmdir(t->dir);
+		if (t->dir_fd >= 0)
+			unlinkat(p->dir_fd, name, AT_REMOVEDIR);
 		t->done = true;
 	}
-	p->threads[p->nthreads++] = t;
+	wal_flight_thread_start(t);
 	return t;
 err:
 	free(t);
@@ -139,14 +167,29 @@ err:
 	return NULL;
 }
 
+/* What the flush policy did to one finished file, summed per thread. */
+static void drain_count_file(struct wal_thread *t, const struct ada_wal_file_summary *s)
+{
+	t->segments += s->segments;
+	t->flushes += s->flushes;
+	t->syncs += s->syncs;
+}
+
 static void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 {
 	if (t->f) {
+		/* The detail records of the last events go first (--detail
+		 * always); their patches need the index file still open. */
+		if (r->o.detail_mode == ADA_DETAIL_ALWAYS && t->p->arena)
+			wal_detail_persist(r, t, 0, UINT64_MAX, NULL);
+		wal_flight_thread_end(r, t); /* open windows: their part of its ring */
+		wal_detail_close(r, t, UINT32_MAX);
 		ada_wal_file_finalize(t->f, &t->last);
 		t->f = NULL;
+		drain_count_file(t, &t->last);
 		t->lost += t->last.lost;
 		r->lost_total += t->last.lost;
-		r->disk_closed += t->last.bytes;
+		r->disk_closed += wal_round_block(t->last.bytes);
 		drain_sidecar(t, false);
 	}
 	t->done = true;
@@ -155,17 +198,21 @@ static void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 /* The hot loop: copies k events, TSC -> ns, clamped to stay >= last.
  * Events on the newest piece of the clock (the usual case) use a local
  * copy of it, so nothing is reloaded per event (the stores to dst may
- * alias the clock as far as the compiler knows). */
+ * alias the clock as far as the compiler knows). Each event is checked
+ * branch-free (wal_event_bad()); *bad says whether any failed. */
 static uint64_t drain_convert_run(const struct ada_recorder *r, const struct atf_index_event *src,
-                                  struct atf_index_event *dst, size_t k, uint64_t last)
+                                  struct atf_index_event *dst, size_t k, uint64_t last,
+                                  uint32_t tid, uint64_t ts_max, uint32_t *bad)
 {
 	const bool tsc = r->use_tsc;
 	const struct ada_tsc_map m = r->clk.maps[r->clk.n ? r->clk.n - 1 : 0];
+	uint32_t acc = 0;
 	for (size_t i = 0; i < k; i++) {
 		/* The ring lines were just written on the producer's core: ask
 		 * for them ahead (cache-to-cache misses dominate this loop). */
 		__builtin_prefetch(&src[i + 16]);
 		struct atf_index_event e = src[i];
+		acc |= wal_event_bad(&e, tid, ts_max);
 		uint64_t ts = e.timestamp_ns;
 		if (tsc)
 			ts = ts >= m.tsc0 ? ada_tsc_map_apply(&m, ts)
@@ -175,24 +222,79 @@ static uint64_t drain_convert_run(const struct ada_recorder *r, const struct atf
 		e.timestamp_ns = ts;
 		dst[i] = e;
 	}
+	*bad = acc;
 	return last;
 }
 
-/* Converts n ring events into t's file; returns the events consumed. */
+/* A batch held an event the producer cannot have written: convert again,
+ * one event at a time, up to the first bad one, so what is kept is
+ * exactly what was checked (the shared ring may change between two
+ * reads), and quarantine the slot there. Returns the events kept. */
+static size_t drain_convert_bad(const struct ada_recorder *r, struct wal_thread *t,
+                                const struct atf_index_event *src, struct atf_index_event *dst,
+                                size_t k, uint64_t ts_max, uint64_t pos)
+{
+	size_t j = 0;
+	uint32_t why = 0;
+	for (; j < k; j++) {
+		struct atf_index_event e = src[j];
+		if (wal_event_bad(&e, t->tid, ts_max))
+			break;
+		uint64_t ts =
+		    r->use_tsc ? ada_tsc_clock_to_ns(&r->clk, e.timestamp_ns) : e.timestamp_ns;
+		t->last_ts = e.timestamp_ns = ts < t->last_ts ? t->last_ts : ts;
+		dst[j] = e;
+	}
+	if (j < k) {
+		struct atf_index_event e = src[j];
+		uint64_t value = 0;
+		wal_events_first_bad(&e, 1, t->tid, ts_max, &why, &value);
+		ada_slot_quarantine(t->p->arena, t->slot, ADA_FAULT_EVENT, pos + j, why, value);
+	}
+	return j;
+}
+
+/* Raw timestamps of events published before now are at most now; ns
+ * (ts=clock arenas) are checked by the clamp only. */
+static uint64_t drain_ts_max(const struct ada_recorder *r)
+{
+	return r->use_tsc ? ada_tsc_read() + WAL_TSC_SLACK : UINT64_MAX;
+}
+
+/* Converts n ring events into t's file; returns the events consumed
+ * (fewer than n when the slot was quarantined at a bad event). */
 static size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
                             const struct atf_index_event *src, size_t n)
 {
 	size_t done = 0;
+	const uint64_t ts_max = drain_ts_max(r);
 	while (done < n) {
 		struct atf_index_event *dst;
 		size_t k = t->f ? ada_wal_file_reserve(t->f, n - done, &dst) : 0;
 		if (k == 0) { /* disk full or the file failed: count, keep going */
+			if (t->file_ring_hole == UINT64_MAX) /* detail links stop here */
+				t->file_ring_hole = t->ring_next + done;
 			t->lost += n - done;
 			t->lost_pending += n - done;
 			r->lost_total += n - done;
 			return n;
 		}
-		t->last_ts = drain_convert_run(r, src + done, dst, k, t->last_ts);
+		uint32_t bad;
+		uint64_t before = t->last_ts;
+		t->last_ts =
+		    drain_convert_run(r, src + done, dst, k, t->last_ts, t->tid, ts_max, &bad);
+		if (ada_unlikely(bad)) {
+			t->last_ts = before;
+			size_t j = drain_convert_bad(r, t, src + done, dst, k, ts_max,
+			                             t->ring_next + done);
+			wal_flight_feed(t, dst, j); /* triggers judge the converted stream */
+			ada_wal_file_commit(t->f, j);
+			if (j < k)
+				return done + j;
+			done += k; /* the first read was bad, the second one fine */
+			continue;
+		}
+		wal_flight_feed(t, dst, k); /* triggers judge the converted stream */
 		ada_wal_file_commit(t->f, k);
 		done += k;
 	}
@@ -203,7 +305,7 @@ static size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
 
 static uint64_t drain_disk_bytes(struct ada_recorder *r)
 {
-	uint64_t total = r->disk_closed;
+	uint64_t total = r->disk_closed + r->side_bytes;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct wal_proc *p = r->procs[i];
 		for (size_t j = 0; j < p->nthreads; j++)
@@ -217,18 +319,22 @@ static uint64_t drain_disk_bytes(struct ada_recorder *r)
 static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 {
 	struct ada_wal_file_summary s;
+	if (r->o.detail_mode == ADA_DETAIL_ALWAYS)
+		wal_detail_persist(r, t, 0, UINT64_MAX, NULL);
+	wal_flight_thread_end(r, t);
+	wal_detail_close(r, t, t->next_gen); /* detail.atf -> detail.g<G>.atf */
 	ada_wal_file_finalize(t->f, &s);
 	t->f = NULL;
+	drain_count_file(t, &s);
 	t->lost += s.lost;
 	r->lost_total += s.lost;
 	/* Everything taken is on disk now: give the ring its space back. */
 	ada_index_ring_release(t->p->arena, t->slot, t->pending);
 	t->pending = t->lost_pending = t->file_released = 0;
-	char from[PATH_MAX], to[PATH_MAX];
-	snprintf(from, sizeof(from), "%s/index.atf", t->dir);
-	snprintf(to, sizeof(to), "%s/index.g%u.atf", t->dir, t->next_gen);
+	char to[64];
+	snprintf(to, sizeof(to), "index.g%u.atf", t->next_gen);
 	void *arr = drain_grow(t->gens, &t->capgens, t->ngens + 1, sizeof(*t->gens));
-	if (rename(from, to) == 0 && arr) {
+	if (renameat(t->dir_fd, "index.atf", t->dir_fd, to) == 0 && arr) {
 		t->gens = arr;
 		t->gens[t->ngens++] = (struct wal_gen){
 		    .t = t,
@@ -240,11 +346,16 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 		    .t1 = s.time_end_ns,
 		};
 		t->next_gen++;
-		r->disk_closed += s.bytes;
+		r->disk_closed += wal_round_block(s.bytes);
 	} else {
-		unlink(from); /* cannot keep it as a generation: retire it now */
+		unlinkat(t->dir_fd, "index.atf",
+		         0); /* cannot keep it as a generation: retire it now */
+		snprintf(to, sizeof(to), "detail.g%u.atf", t->next_gen);
+		unlinkat(t->dir_fd, to, 0); /* and its detail file with it */
 		t->retired_events += s.events;
 		t->retired_bytes += s.bytes;
+		t->retired_gens++;
+		wal_budget_retired(r, s.events, s.bytes);
 	}
 	t->base_seq += s.events;
 	int rc = drain_thread_file(r, t);
@@ -270,14 +381,18 @@ static bool drain_retire_oldest(struct ada_recorder *r)
 	if (!bt)
 		return false;
 	struct wal_gen g = bt->gens[0];
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/index.g%u.atf", bt->dir, g.g);
-	unlink(path);
+	char name[64];
+	snprintf(name, sizeof(name), "index.g%u.atf", g.g);
+	unlinkat(bt->dir_fd, name, 0);
+	snprintf(name, sizeof(name), "detail.g%u.atf", g.g);
+	unlinkat(bt->dir_fd, name, 0); /* its detail file goes with it, when there is one */
 	memmove(&bt->gens[0], &bt->gens[1], sizeof(g) * (bt->ngens - 1));
 	bt->ngens--;
 	bt->retired_events += g.events;
 	bt->retired_bytes += g.bytes;
-	r->disk_closed -= g.bytes;
+	bt->retired_gens++;
+	r->disk_closed -= wal_round_block(g.bytes);
+	wal_budget_retired(r, g.events, g.bytes);
 	return true;
 }
 
@@ -289,11 +404,7 @@ static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
 		drain_rotate(r, t);
 	while (drain_disk_bytes(r) > r->o.max_disk_bytes)
 		if (!drain_retire_oldest(r)) {
-			if (!r->budget_warned)
-				json_array_append_new(
-				    r->warnings,
-				    json_string("disk budget exceeded by the files being written"));
-			r->budget_warned = true;
+			wal_budget_overrun(r);
 			break;
 		}
 }
@@ -321,6 +432,23 @@ static void drain_release(struct wal_proc *p, struct wal_thread *t)
 	t->pending -= n;
 }
 
+/* A thread refused a directory (thread-directory rate): its events are
+ * released unread and counted, so its producer never waits for them. */
+static size_t drain_discard(struct wal_proc *p, struct wal_thread *t)
+{
+	size_t total = 0;
+	const struct atf_index_event *ev;
+	size_t k;
+	while ((k = ada_index_ring_peek(p->arena, t->slot, &ev)) > 0) {
+		ada_index_ring_release(p->arena, t->slot, k);
+		p->rec_drops[ADA_LANE_INDEX][ADA_DROP_THREAD_LIMIT] += k;
+		total += k;
+		if (total >= p->ring_events)
+			break; /* one ring's worth per pass, like everyone */
+	}
+	return 0;
+}
+
 /* Takes the ring events after the ones already taken (pending). The peek
  * starts at tail, so taken-but-unreleased events come first; at the wrap
  * point nothing new is visible until they are released. */
@@ -328,6 +456,8 @@ static size_t drain_take(struct ada_recorder *r, struct wal_proc *p, struct wal_
                          const struct ada_slot_info *si, size_t budget)
 {
 	size_t total = 0;
+	if (t->refused)
+		return drain_discard(p, t);
 	while (total < budget) {
 		const struct atf_index_event *ev;
 		size_t k = ada_index_ring_peek(p->arena, t->slot, &ev);
@@ -340,10 +470,12 @@ static size_t drain_take(struct ada_recorder *r, struct wal_proc *p, struct wal_
 		size_t n = k - (size_t)t->pending;
 		if (n > budget - total)
 			n = budget - total;
-		drain_convert(r, t, ev + t->pending, n);
-		t->pending += n;
-		t->ring_next += n;
-		total += n;
+		size_t kept = drain_convert(r, t, ev + t->pending, n);
+		t->pending += kept;
+		t->ring_next += kept;
+		total += kept;
+		if (kept < n)
+			break; /* quarantined at a bad event */
 	}
 	/* A quarter of the ring waits for its write: send the staged buffer
 	 * now rather than when it fills, or the producer would stall on a
@@ -353,21 +485,55 @@ static size_t drain_take(struct ada_recorder *r, struct wal_proc *p, struct wal_
 	return total;
 }
 
+/* Whether another thread of p already has thread_seq (its thread_K/
+ * directory): the producer hands each number out once. Linear, but only
+ * when a thread is new, and threads are bounded by the directory rate. */
+static bool drain_seq_taken(const struct wal_proc *p, uint32_t seq)
+{
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (p->threads[i]->seq == seq)
+			return true;
+	return false;
+}
+
+/* The slot broke the protocol: report it once, and finalize its thread
+ * with the events taken so far (they are in its staging buffers). */
+static void drain_quarantine(struct ada_recorder *r, struct wal_proc *p, uint32_t s)
+{
+	struct wal_thread *t = p->by_slot[s];
+	wal_note_quarantine(r, p, s, t, t ? t->pending : 0);
+	if (t) {
+		drain_thread_finalize(r, t);
+		p->by_slot[s] = NULL;
+	}
+}
+
 static size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t budget)
 {
 	struct ada_slot_info si;
-	ada_arena_slot_info(p->arena, s, &si);
+	if (ada_slot_read_checked(p->arena, s, &si) != 0) {
+		if (!p->slot_noted[s])
+			drain_quarantine(r, p, s);
+		return 0;
+	}
 	if (si.state == ADA_SLOT_FREE)
 		return 0;
 	p->fill_max = si.fill_pct > p->fill_max ? si.fill_pct : p->fill_max;
 	struct wal_thread *t = p->by_slot[s];
 	if (t && (t->seq != si.thread_seq || t->slot_gen != si.generation)) {
-		drain_thread_finalize(r, t); /* the slot was reused under us */
+		/* Only after our own free (drain_reclaim() forgets the thread
+		 * then); ada_slot_read_checked() rejects any other change. */
+		drain_thread_finalize(r, t);
 		p->by_slot[s] = t = NULL;
 	}
 	if (si.head == si.tail && !t)
 		return 0;
 	if (!t) {
+		if (drain_seq_taken(p, si.thread_seq)) {
+			ada_slot_quarantine(p->arena, s, ADA_FAULT_SEQ_REUSED, si.thread_seq, 0, 0);
+			drain_quarantine(r, p, s);
+			return 0;
+		}
 		t = drain_thread_new(r, p, s, &si);
 		if (!t)
 			return 0;
@@ -375,6 +541,11 @@ static size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s,
 	}
 	drain_release(p, t);
 	size_t total = drain_take(r, p, t, &si, budget);
+	if (ada_unlikely(ada_slot_fault(p->arena, s, NULL)))
+		drain_quarantine(r, p, s); /* finalizes t: no more detail from it */
+	else if (r->o.detail_mode == ADA_DETAIL_ALWAYS && t->f)
+		/* --detail always: every record whose index event is now taken. */
+		wal_detail_persist(r, t, 0, UINT64_MAX, NULL);
 	p->events += total;
 	r->events_total += total;
 	if (total && t->f)
@@ -396,8 +567,8 @@ static void drain_reclaim(struct ada_recorder *r, struct wal_proc *p)
 {
 	for (uint32_t s = 0; s < p->max_threads; s++) {
 		struct ada_slot_info si;
-		ada_arena_slot_info(p->arena, s, &si);
-		if (si.state != ADA_SLOT_EXITED || !ada_arena_slot_reclaimable(p->arena, s))
+		if (ada_slot_read_checked(p->arena, s, &si) != 0 || si.state != ADA_SLOT_EXITED ||
+		    !ada_arena_slot_reclaimable(p->arena, s))
 			continue;
 		struct wal_thread *t = p->by_slot[s];
 		if (t && t->seq == si.thread_seq) {
@@ -418,11 +589,108 @@ static struct wal_proc *drain_find(struct ada_recorder *r, pid_t pid)
 	return NULL;
 }
 
+/* pid_N could not be made ours (a planted link, another user's directory,
+ * a full disk): the process's events are counted lost; told on stderr and
+ * in the manifests' warnings, and the exit status is non-zero. */
+static void drain_no_pid_dir(struct ada_recorder *r, struct wal_proc *p, int rc)
+{
+	char msg[PATH_MAX + 160];
+	snprintf(msg, sizeof(msg), "%s: %s; the events of process %d are not written", p->dir,
+	         rc == -ELOOP   ? "a symbolic link, not a directory of ada's"
+	         : rc == -EPERM ? "a directory of another user"
+	                        : strerror(-rc),
+	         (int)p->pid);
+	fprintf(stderr, "ada: %s\n", msg);
+	json_array_append_new(r->warnings, json_string(msg));
+	if (!r->error)
+		r->error = rc;
+}
+
+/* Who made the arena file: the recorder's own user, a regular file, and
+ * a process the recorder may wait for (wal_pid_check()). The descriptor
+ * stays open to check the file's size later. Returns the descriptor, or
+ * -1 (reported when it is a stranger's). */
+static int drain_arena_admit(struct ada_recorder *r, const char *path, pid_t pid, int *alive)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	char why[256];
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		wal_note(r, NULL,
+		         "ignored arena %s: it is not a regular file owned by the recording's user",
+		         path);
+		close(fd);
+		return -1;
+	}
+	*alive = wal_pid_check(r, pid, why, sizeof(why));
+	if (*alive < 0) {
+		wal_note(r, NULL, "%s", why);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void drain_free_proc(struct wal_proc *p)
+{
+	if (p->arena_fd >= 0)
+		close(p->arena_fd);
+	ada_arena_close(p->arena);
+	json_decref(p->quarantine);
+	json_decref(p->warnings);
+	free(p->slot_noted);
+	free(p->by_slot);
+	free(p->arena_path);
+	free(p->dir);
+	free(p);
+}
+
+/* Opens and checks the arena; 0, or -1 when it is not one we record. */
+static int drain_proc_arena(struct ada_recorder *r, struct wal_proc *p)
+{
+	int alive = 0;
+	p->arena_fd = drain_arena_admit(r, p->arena_path, p->pid, &alive);
+	if (p->arena_fd < 0 || ada_arena_open_fd(p->arena_fd, &p->arena) < 0)
+		return -1;
+	if (ada_arena_pid(p->arena) != p->pid) {
+		wal_note(r, NULL, "ignored arena %s: it says it belongs to process %d",
+		         p->arena_path, (int)ada_arena_pid(p->arena));
+		return -1;
+	}
+	/* Not our child (yet): a pidfd tells when it is gone, without the
+	 * pid-reuse race of kill(pid, 0). Gone already: never wait for it. */
+	p->our_child = p->pid == r->main_pid;
+	p->pidfd = p->our_child ? -1 : (int)syscall(SYS_pidfd_open, p->pid, 0);
+	p->vanished = alive == 0 || (!p->our_child && p->pidfd < 0);
+	return 0;
+}
+
+/* Arenas we refused, so each is reported once. */
+static bool drain_ignored(const struct ada_recorder *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->nignored; i++)
+		if (r->ignored[i] == pid)
+			return true;
+	return false;
+}
+
+static void drain_ignore(struct ada_recorder *r, pid_t pid)
+{
+	void *a = drain_grow(r->ignored, &r->capignored, r->nignored + 1, sizeof(pid_t));
+	if (a) {
+		r->ignored = a;
+		r->ignored[r->nignored++] = pid;
+	}
+}
+
 static void drain_open_arena(struct ada_recorder *r, const char *name)
 {
 	char *end;
 	long pid = strtol(name, &end, 10);
-	if (pid <= 0 || strcmp(end, ".ring") || drain_find(r, (pid_t)pid))
+	if (pid <= 0 || pid > INT32_MAX || strcmp(end, ".ring") || drain_find(r, (pid_t)pid) ||
+	    drain_ignored(r, (pid_t)pid))
 		return;
 	if (r->o.follow == false && r->main_pid && pid != r->main_pid)
 		return;
@@ -435,28 +703,37 @@ static void drain_open_arena(struct ada_recorder *r, const char *name)
 	r->procs = arr;
 	p->pid = (pid_t)pid;
 	p->pidfd = -1;
+	p->dir_fd = -1;
+	p->arena_fd = -1;
+	p->opened_ns = drain_mono_ns();
 	if (asprintf(&p->arena_path, "%s/%s", r->arena_dir, name) < 0 ||
 	    asprintf(&p->dir, "%s/pid_%ld", r->session_dir, pid) < 0 ||
-	    ada_arena_open(p->arena_path, &p->arena) < 0) {
-		free(p->arena_path);
-		free(p->dir);
-		free(p);
+	    drain_proc_arena(r, p) < 0) {
+		drain_ignore(r, p->pid);
+		drain_free_proc(p);
 		return;
 	}
 	p->max_threads = ada_arena_max_threads(p->arena);
 	p->ring_events = ada_arena_config_of(p->arena)->index_events;
 	p->by_slot = calloc(p->max_threads, sizeof(*p->by_slot));
-	wal_mkdir(p->dir);
-	p->our_child = pid == r->main_pid;
-	/* Not our child (yet): a pidfd tells when it is gone, without the
-	 * pid-reuse race of kill(pid, 0). */
-	p->pidfd = p->our_child ? -1 : (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	p->slot_noted = calloc(p->max_threads, 1);
+	p->quarantine = json_array();
+	p->warnings = json_array();
+	if (!p->by_slot || !p->slot_noted || !p->quarantine || !p->warnings) {
+		drain_free_proc(p);
+		return;
+	}
+	/* The agent may have made it first (agent.json): ours either way. */
+	int rc = ada_fs_mkdir(r->session_fd, strrchr(p->dir, '/') + 1, 0, &p->dir_fd);
+	if (rc < 0)
+		drain_no_pid_dir(r, p, rc);
 	for (size_t i = 0; i < r->nearly; i++)
 		if (r->early_pid[i] == p->pid) {
 			p->reaped = p->our_child = true;
 			p->wstatus = r->early_status[i];
 		}
 	r->procs[r->nprocs++] = p;
+	wal_flight_proc_start(r, p);
 	wal_manifest_write(r, p, "recording");
 }
 
@@ -533,38 +810,120 @@ static bool drain_waitpids(struct ada_recorder *r)
 	}
 }
 
+/* True once a forced stop's time is up (SIGTERM, a second SIGINT). */
+static bool drain_out_of_time(const struct ada_recorder *r)
+{
+	return r->stop_deadline_ns && drain_mono_ns() >= r->stop_deadline_ns;
+}
+
 /* Takes every event left in a dead process's rings: at a wrap point the
- * taken events must be durable and released before the rest is visible. */
+ * taken events must be durable and released before the rest is visible.
+ * Bounded: a dead process's ring holds at most one ring's worth, so more
+ * than two of them means it still publishes (a forced stop) or lies. */
+static void drain_empty_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s)
+{
+	uint64_t taken = 0;
+	while (!drain_out_of_time(r)) {
+		size_t n = drain_slot(r, p, s, SIZE_MAX);
+		taken += n;
+		struct wal_thread *t = p->by_slot[s];
+		if (!t || ada_slot_fault(p->arena, s, NULL) ||
+		    ada_slot_unconsumed(p->arena, s) == t->pending || taken > 2 * p->ring_events)
+			break;
+		if (t->f)
+			ada_wal_file_submit(t->f);
+		int got = ada_wal_io_reap(r->io, true);
+		if (got < 0 || (got == 0 && n == 0))
+			break; /* nothing in flight and nothing new: no progress possible */
+	}
+}
+
 static void drain_empty_proc(struct ada_recorder *r, struct wal_proc *p)
 {
+	for (uint32_t s = 0; s < p->max_threads; s++)
+		drain_empty_slot(r, p, s);
+}
+
+/* The arena's pages are gone or about to be (its file shrank): count
+ * what its rings still held (from our private positions, no shared
+ * read), say so, drop the mapping, finalize what was written. */
+static void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p);
+static void drain_arena_lost(struct ada_recorder *r, struct wal_proc *p, uint64_t size)
+{
+	const void *base;
+	uint64_t need, left = 0;
+	struct stat st;
+	ada_arena_mapping(p->arena, &base, &need);
+	if (size == 0 && p->arena_fd >= 0 && fstat(p->arena_fd, &st) == 0)
+		size = (uint64_t)st.st_size; /* found by a SIGBUS: ask the file */
 	for (uint32_t s = 0; s < p->max_threads; s++) {
-		for (;;) {
-			drain_slot(r, p, s, SIZE_MAX);
-			struct wal_thread *t = p->by_slot[s];
-			struct ada_slot_info si;
-			ada_arena_slot_info(p->arena, s, &si);
-			if (!t || si.head == si.tail + t->pending)
-				break;
-			if (t->f)
-				ada_wal_file_submit(t->f);
-			if (ada_wal_io_reap(r->io, true) < 0)
-				break;
-		}
+		struct wal_thread *t = p->by_slot[s];
+		uint64_t u = ada_slot_unconsumed(p->arena, s), pend = t ? t->pending : 0;
+		left += u > pend ? u - pend : 0;
 	}
+	p->rec_drops[ADA_LANE_INDEX][ADA_DROP_CORRUPT] += left;
+	p->arena_bad = true;
+	ada_arena_close(p->arena);
+	p->arena = NULL;
+	wal_note(r, p,
+	         "pid %d truncated its arena file to %llu bytes (it needs %llu): the recorder "
+	         "stopped reading it; what was written stays, %llu events left in its rings "
+	         "are counted as corrupt drops",
+	         (int)p->pid, (unsigned long long)size, (unsigned long long)need,
+	         (unsigned long long)left);
+	drain_finish_proc(r, p);
+}
+
+/* fstat of the arena descriptor: catches a shrunk file without touching
+ * its pages (the SIGBUS guard catches the race with a read). */
+static bool drain_arena_shrunk(struct wal_proc *p, uint64_t *size)
+{
+	struct stat st;
+	const void *base;
+	uint64_t need;
+	if (p->arena_fd < 0 || !p->arena || fstat(p->arena_fd, &st) != 0)
+		return false;
+	ada_arena_mapping(p->arena, &base, &need);
+	*size = (uint64_t)st.st_size;
+	return (uint64_t)st.st_size < need;
 }
 
 static void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 {
-	drain_empty_proc(r, p);
+	uint64_t size = 0;
+	if (p->arena && drain_arena_shrunk(p, &size)) {
+		drain_arena_lost(r, p, size);
+		return;
+	}
+	if (p->arena)
+		WAL_GUARDED(p->arena, drain_empty_proc(r, p), drain_arena_lost(r, p, 0); return );
+	if (p->arena)
+		WAL_GUARDED(p->arena, wal_flight_proc_end(r, p), drain_arena_lost(r, p, 0);
+		            return );
+	else
+		wal_flight_proc_end(r, p); /* before the files are final: crash marker */
 	for (size_t j = 0; j < p->nthreads; j++)
 		drain_thread_finalize(r, p->threads[j]);
 	for (uint32_t s = 0; s < p->max_threads; s++)
 		p->by_slot[s] = NULL;
 	p->finished = true;
-	wal_manifest_write(r, p, "complete");
+	if (p->arena)
+		WAL_GUARDED(p->arena, wal_manifest_write(r, p, "complete"), {
+			p->arena_bad = true;
+			ada_arena_close(p->arena);
+			p->arena = NULL;
+			wal_manifest_write(r, p, "complete");
+		});
+	else
+		wal_manifest_write(r, p, "complete");
+	wal_budget_scan_proc(p); /* its files are final now */
+	wal_shm_release(r, p);
 	ada_arena_close(p->arena);
 	p->arena = NULL;
 	unlink(p->arena_path);
+	if (p->arena_fd >= 0)
+		close(p->arena_fd);
+	p->arena_fd = -1;
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	p->pidfd = -1;
@@ -587,13 +946,51 @@ static void drain_check_gone(struct ada_recorder *r, bool all)
 		struct wal_proc *p = r->procs[i];
 		if (p->finished)
 			continue;
-		bool gone = all || p->reaped || (!p->our_child && drain_vanished(p));
+		bool gone = all || p->reaped || p->vanished || (!p->our_child && drain_vanished(p));
 		if (gone)
 			drain_finish_proc(r, p);
 	}
 }
 
 /* ---- metrics ---- */
+
+/* How many seconds of detail each live ring holds, for `ada status`. */
+static void drain_detail_spans(struct ada_recorder *r, struct wal_proc *p)
+{
+	if (!ada_arena_config_of(p->arena)->detail_bytes)
+		return;
+	for (uint32_t s = 0; s < p->max_threads; s++) {
+		struct wal_thread *t = p->by_slot[s];
+		uint64_t o, n;
+		if (t && !t->done && wal_detail_ring_span(r, t, &o, &n) == 0)
+			ada_arena_slot_set_detail_span(p->arena, s, n - o);
+	}
+}
+
+static void drain_tick_proc(struct ada_recorder *r, struct wal_proc *p, double dt, uint64_t p50,
+                            uint64_t p99)
+{
+	struct ada_metrics *m = ada_arena_metrics(p->arena);
+	wal_drops_read(r, p); /* checked: p->drops */
+	wal_drops_fold(p);
+	drain_detail_spans(r, p);
+	uint64_t(*d)[ADA_DROP_REASON_COUNT] = p->drops;
+	uint64_t rate = (uint64_t)((double)(p->events - p->events_at_tick) / dt);
+	atomic_store_explicit(&m->events_per_sec[ADA_LANE_INDEX], rate, memory_order_relaxed);
+	for (int k = 0; k < ADA_DROP_REASON_COUNT; k++) {
+		uint64_t sum = d[0][k] + d[1][k], prev = p->drops_at_tick[0][k];
+		atomic_store_explicit(&m->drops_per_sec[k], (uint64_t)((double)(sum - prev) / dt),
+		                      memory_order_relaxed);
+		p->drops_at_tick[0][k] = sum;
+	}
+	atomic_store_explicit(&m->ring_fill_pct_max, p->fill_max, memory_order_relaxed);
+	atomic_store_explicit(&m->batch_latency_ns_p50, p50, memory_order_relaxed);
+	atomic_store_explicit(&m->batch_latency_ns_p99, p99, memory_order_relaxed);
+	atomic_store_explicit(&m->events_written[ADA_LANE_INDEX], p->events - wal_proc_lost(p),
+	                      memory_order_relaxed);
+	p->events_at_tick = p->events;
+	p->fill_max = 0;
+}
 
 static void drain_tick(struct ada_recorder *r, uint64_t now)
 {
@@ -602,28 +999,9 @@ static void drain_tick(struct ada_recorder *r, uint64_t now)
 	uint64_t p50 = ada_lat_hist_quantile(h, 0.5), p99 = ada_lat_hist_quantile(h, 0.99);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct wal_proc *p = r->procs[i];
-		if (p->finished)
-			continue;
-		struct ada_metrics *m = ada_arena_metrics(p->arena);
-		uint64_t d[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
-		ada_arena_drop_totals(p->arena, d);
-		uint64_t rate = (uint64_t)((double)(p->events - p->events_at_tick) / dt);
-		atomic_store_explicit(&m->events_per_sec[ADA_LANE_INDEX], rate,
-		                      memory_order_relaxed);
-		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++) {
-			uint64_t sum = d[0][k] + d[1][k], prev = p->drops_at_tick[0][k];
-			atomic_store_explicit(&m->drops_per_sec[k],
-			                      (uint64_t)((double)(sum - prev) / dt),
-			                      memory_order_relaxed);
-			p->drops_at_tick[0][k] = sum;
-		}
-		atomic_store_explicit(&m->ring_fill_pct_max, p->fill_max, memory_order_relaxed);
-		atomic_store_explicit(&m->batch_latency_ns_p50, p50, memory_order_relaxed);
-		atomic_store_explicit(&m->batch_latency_ns_p99, p99, memory_order_relaxed);
-		atomic_store_explicit(&m->events_written[ADA_LANE_INDEX], p->events,
-		                      memory_order_relaxed);
-		p->events_at_tick = p->events;
-		p->fill_max = 0;
+		if (!p->finished)
+			WAL_GUARDED(p->arena, drain_tick_proc(r, p, dt, p50, p99),
+			            drain_arena_lost(r, p, 0));
 	}
 	r->last_tick_ns = now;
 }
@@ -662,27 +1040,49 @@ static void drain_setup(struct ada_recorder *r)
 	r->last_tick_ns = r->last_anchor_ns = r->last_reclaim_ns = now;
 }
 
+/* One process's share of a pass, with its arena's reads guarded. */
+static size_t drain_proc_guarded(struct ada_recorder *r, struct wal_proc *p, bool reclaim)
+{
+	volatile size_t n = 0; /* read after a longjmp */
+	WAL_GUARDED(
+	    p->arena,
+	    {
+		    n = drain_proc(r, p, DRAIN_SLOT_BUDGET);
+		    if (ada_arena_take_slot_wanted(p->arena) || reclaim)
+			    drain_reclaim(r, p);
+	    },
+	    drain_arena_lost(r, p, 0));
+	return n;
+}
+
 static bool drain_pass(struct ada_recorder *r)
 {
 	drain_inotify(r);
 	size_t busy = 0;
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (!r->procs[i]->finished)
-			busy += drain_proc(r, r->procs[i], DRAIN_SLOT_BUDGET);
+	uint64_t now = drain_mono_ns(), size;
+	bool reclaim_all = now - r->last_reclaim_ns >= DRAIN_RECLAIM_NS;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct wal_proc *p = r->procs[i];
+		if (p->finished)
+			continue;
+		if (reclaim_all && drain_arena_shrunk(p, &size))
+			drain_arena_lost(r, p, size);
+		else
+			busy += drain_proc_guarded(r, p, reclaim_all);
+	}
+	wal_flight_after_pass(r);
 	ada_wal_io_submit_stale(r->io, false);
 	ada_wal_io_reap(r->io, false);
 	if (drain_waitpids(r))
 		drain_scan_dir(r); /* a dead process's arena may be new to us */
 	drain_check_gone(r, false);
-	uint64_t now = drain_mono_ns();
-	bool reclaim_all = now - r->last_reclaim_ns >= DRAIN_RECLAIM_NS;
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (!r->procs[i]->finished &&
-		    (ada_arena_take_slot_wanted(r->procs[i]->arena) || reclaim_all))
-			drain_reclaim(r, r->procs[i]);
-	if (reclaim_all)
+	if (reclaim_all) {
 		r->last_reclaim_ns = now;
+		wal_flight_tick(r); /* manual fires, time ranges */
+	}
 	if (now - r->last_tick_ns >= DRAIN_TICK_NS) {
+		wal_budget_scan(r);
+		wal_shm_tick(r);
 		drain_tick(r, now);
 		drain_clock(r);
 	}
@@ -701,15 +1101,40 @@ static bool drain_done(struct ada_recorder *r)
 	return true;
 }
 
+/* A forced stop (ada_recorder_stop(): SIGTERM, a second SIGINT): the
+ * program gets DRAIN_STOP_GRACE_NS to exit on its own (its status is
+ * then known), then whatever is in the rings is drained until
+ * DRAIN_STOP_DRAIN_NS after the request, and everything is finalized:
+ * the recorder is gone well within 2 s. */
+static bool drain_stop_now(struct ada_recorder *r)
+{
+	if (!atomic_load_explicit(&r->stop_req, memory_order_relaxed))
+		return false;
+	uint64_t now = drain_mono_ns();
+	if (!r->stop_at_ns)
+		r->stop_at_ns = now;
+	if (!r->main_reaped && now - r->stop_at_ns < DRAIN_STOP_GRACE_NS)
+		return false;
+	r->stop_deadline_ns = r->stop_at_ns + DRAIN_STOP_DRAIN_NS;
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (!r->procs[i]->finished && !r->procs[i]->reaped)
+			wal_note(r, r->procs[i],
+			         "recording stopped by a signal while pid %d still ran: what it "
+			         "emits from now on is not recorded",
+			         (int)r->procs[i]->pid);
+	return true;
+}
+
 void *wal_drain_main(void *arg)
 {
 	struct ada_recorder *r = arg;
 	uint32_t idle_us = DRAIN_IDLE_MIN_US;
 	drain_setup(r);
+	wal_guard_install();
 	drain_scan_dir(r);
 	for (;;) {
 		bool busy = drain_pass(r);
-		if (drain_done(r))
+		if (drain_done(r) || drain_stop_now(r))
 			break;
 		if (r->main_reaped && !r->o.follow) {
 			drain_check_gone(r, true); /* --no-follow: the others go too */

@@ -11,24 +11,25 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fs.h"
 #include "manifest.h"
 #include "ring.h"
 #include "wal_internal.h"
 
 static const char *const man_lane[ADA_LANE_COUNT] = {"index", "detail"};
-static const char *const man_reason[ADA_DROP_REASON_COUNT] = {"ring_full", "drain_lag",
-                                                              "detail_overwritten", "no_slot"};
 
-int wal_json_write_atomic(const char *dir, json_t *root)
+int wal_json_write_atomic(int dirfd, json_t *root)
 {
-	return ada_manifest_write(dir, root);
+	return dirfd < 0 ? -ENOENT : ada_manifest_writeat(dirfd, root);
 }
 
 uint64_t wal_proc_drops(const struct wal_proc *p)
@@ -40,15 +41,15 @@ uint64_t wal_proc_drops(const struct wal_proc *p)
 	return n;
 }
 
-static json_t *man_drops(struct wal_proc *p)
+static json_t *man_drops(struct ada_recorder *r, struct wal_proc *p)
 {
-	if (p->arena)
-		ada_arena_drop_totals(p->arena, p->drops);
+	wal_drops_read(r, p);
+	wal_drops_fold(p);
 	json_t *o = json_object();
 	for (int l = 0; l < ADA_LANE_COUNT; l++) {
 		json_t *lane = json_object();
 		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
-			json_object_set_new(lane, man_reason[k],
+			json_object_set_new(lane, ada_drop_reason_name((unsigned)k),
 			                    json_integer((json_int_t)p->drops[l][k]));
 		json_object_set_new(o, man_lane[l], lane);
 	}
@@ -98,15 +99,21 @@ static json_t *man_gen(const struct wal_gen *g)
 
 /* "files": the kept generations, oldest first, then the current file
  * (generation null) once it is final. */
+static bool man_exists(int dirfd, const char *name);
+
 static json_t *man_thread(const struct wal_thread *t)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "thread", json_integer(t->seq));
 	json_object_set_new(o, "tid", json_integer(t->tid));
 	json_t *files = json_array();
-	for (size_t i = 0; i < t->ngens; i++)
-		json_array_append_new(files, man_gen(&t->gens[i]));
-	if (t->done && !t->f) {
+	char name[32];
+	for (size_t i = 0; i < t->ngens; i++) {
+		snprintf(name, sizeof(name), "index.g%u.atf", t->gens[i].g);
+		if (man_exists(t->dir_fd, name)) /* only files that exist */
+			json_array_append_new(files, man_gen(&t->gens[i]));
+	}
+	if (t->done && !t->f && man_exists(t->dir_fd, "index.atf")) {
 		json_t *c = json_object();
 		char path[64];
 		snprintf(path, sizeof(path), "thread_%u/index.atf", t->seq);
@@ -127,6 +134,37 @@ static json_t *man_thread(const struct wal_thread *t)
 	json_object_set_new(o, "retired_events", json_integer((json_int_t)t->retired_events));
 	json_object_set_new(o, "retired_bytes", json_integer((json_int_t)t->retired_bytes));
 	json_object_set_new(o, "lost_events", json_integer((json_int_t)t->lost));
+	json_object_set_new(o, "segments", json_integer((json_int_t)t->segments));
+	json_object_set_new(o, "flushes", json_integer((json_int_t)t->flushes));
+	json_object_set_new(o, "syncs", json_integer((json_int_t)t->syncs));
+	json_t *d = wal_detail_thread_json(t);
+	if (d)
+		json_object_set_new(o, "detail", d);
+	return o;
+}
+
+/* The flight recorder's detail lane as configured (docs/manifest.md). */
+static json_t *man_detail(const struct ada_recorder *r, const struct wal_proc *p)
+{
+	static const char *const mode[] = {"triggered", "always", "never"};
+	json_t *o = json_object();
+	uint32_t m = r->o.detail_mode <= ADA_DETAIL_NEVER ? r->o.detail_mode : 0;
+	const struct ada_arena_config *c = p->arena ? ada_arena_config_of(p->arena) : NULL;
+	json_object_set_new(o, "mode", json_string(mode[m]));
+	json_object_set_new(o, "stack_bytes",
+	                    json_integer(m == ADA_DETAIL_NEVER ? 0 : r->o.stack_bytes));
+	if (c)
+		json_object_set_new(o, "ring_bytes", json_integer((json_int_t)c->detail_bytes));
+	json_t *set = json_object();
+	if (m == ADA_DETAIL_NEVER) {
+		json_object_set_new(set, "kind", json_string("none"));
+	} else if (r->o.detail_symbols && *r->o.detail_symbols) {
+		json_object_set_new(set, "kind", json_string("symbols"));
+		json_object_set_new(set, "globs", json_string(r->o.detail_symbols));
+	} else {
+		json_object_set_new(set, "kind", json_string("all"));
+	}
+	json_object_set_new(o, "set", set);
 	return o;
 }
 
@@ -176,11 +214,51 @@ static json_t *man_wal(const struct ada_recorder *r)
 	return w;
 }
 
+/* The disk budget in effect and what it deleted from this process's
+ * threads (docs/format.md, "Bounded disk"). */
+static json_t *man_retention(const struct ada_recorder *r, const struct wal_proc *p)
+{
+	uint64_t gens = 0, events = 0, bytes = 0;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		gens += p->threads[i]->retired_gens;
+		events += p->threads[i]->retired_events;
+		bytes += p->threads[i]->retired_bytes;
+	}
+	json_t *o = json_object();
+	const char *src = !r->o.max_disk_bytes   ? "unbounded"
+	                  : r->budget_is_default ? "default"
+	                                         : "--max-disk-mb";
+	json_object_set_new(o, "budget", json_string(src));
+	json_object_set_new(o, "budget_bytes", json_integer((json_int_t)r->o.max_disk_bytes));
+	json_object_set_new(o, "retired_generations", json_integer((json_int_t)gens));
+	json_object_set_new(o, "retired_events", json_integer((json_int_t)events));
+	json_object_set_new(o, "retired_bytes", json_integer((json_int_t)bytes));
+	return o;
+}
+
+/* The recording's shared memory at the time of writing (shm.c). */
+static json_t *man_shm(const struct ada_recorder *r)
+{
+	struct ada_shm_budget_view v;
+	wal_shm_read(r, &v);
+	json_t *o = json_object();
+	json_object_set_new(o, "ceiling_bytes", json_integer((json_int_t)v.ceiling));
+	json_object_set_new(o, "in_use_bytes", json_integer((json_int_t)v.reserved));
+	json_object_set_new(o, "peak_bytes", json_integer((json_int_t)v.peak));
+	json_object_set_new(o, "arenas", json_integer((json_int_t)v.arenas));
+	json_object_set_new(o, "untraced_processes", json_integer((json_int_t)v.refused_procs));
+	json_object_set_new(o, "delayed_processes", json_integer((json_int_t)v.waited_procs));
+	return o;
+}
+
 static json_t *man_metrics(const struct ada_recorder *r, const struct wal_proc *p)
 {
 	json_t *m = json_object();
 	const struct ada_lat_hist *h = ada_wal_io_latency(r->io);
-	json_object_set_new(m, "events_written", json_integer((json_int_t)p->events));
+	/* Written = taken from the rings and in a file (not lost to a full
+	 * disk); the budget may have deleted some since (retention). */
+	json_object_set_new(m, "events_written",
+	                    json_integer((json_int_t)(p->events - wal_proc_lost(p))));
 	json_object_set_new(m, "batches", json_integer((json_int_t)h->count));
 	json_object_set_new(m, "batch_latency_ns_p50",
 	                    json_integer((json_int_t)ada_lat_hist_quantile(h, 0.5)));
@@ -193,11 +271,44 @@ static json_t *man_metrics(const struct ada_recorder *r, const struct wal_proc *
 	return m;
 }
 
-static json_t *man_threads(const struct wal_proc *p)
+uint64_t wal_proc_lost(const struct wal_proc *p)
+{
+	uint64_t lost = 0;
+	for (size_t i = 0; i < p->nthreads; i++)
+		lost += p->threads[i]->lost;
+	return lost;
+}
+
+static bool man_exists(int dirfd, const char *name)
+{
+	struct stat st;
+	return dirfd >= 0 && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Only the thread directories that exist: a thread whose directory could
+ * not be made (disk full) has its events in lost_events, and a warning
+ * says how many such threads there are. */
+static json_t *man_threads(const struct wal_proc *p, json_t *warn)
 {
 	json_t *a = json_array();
-	for (size_t i = 0; i < p->nthreads; i++)
-		json_array_append_new(a, man_thread(p->threads[i]));
+	uint32_t missing = 0;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "thread_%u", p->threads[i]->seq);
+		if (p->threads[i]->refused) /* never got a thread_K/: thread_limit drops */
+			continue;
+		if (man_exists(p->dir_fd, name))
+			json_array_append_new(a, man_thread(p->threads[i]));
+		else
+			missing++;
+	}
+	if (missing) {
+		char msg[160];
+		snprintf(msg, sizeof(msg),
+		         "%u thread%s left no files (disk full): their events are in lost_events",
+		         missing, missing == 1 ? "" : "s");
+		json_array_append_new(warn, json_string(msg));
+	}
 	return a;
 }
 
@@ -247,9 +358,13 @@ static json_t *man_module(json_t *m)
 
 static void man_agent(json_t *root, const struct wal_proc *p)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/agent.json", p->dir);
-	json_t *a = json_load_file(path, 0, NULL);
+	/* Written by the agent into our pid_N: read without following a link. */
+	int fd = -1;
+	json_t *a = NULL;
+	if (p->dir_fd >= 0 && ada_fs_open_file(p->dir_fd, "agent.json", O_RDONLY, &fd) == 0) {
+		a = json_loadfd(fd, 0, NULL);
+		close(fd);
+	}
 	if (!json_is_object(a)) {
 		json_decref(a);
 		return;
@@ -274,9 +389,12 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 		json_object_set_new(root, "end_time_ns",
 		                    json_integer((json_int_t)ada_boottime_ns()));
 	json_object_set_new(root, "ring", man_ring(p));
+	json_object_set_new(root, "detail", man_detail(r, p));
 	json_object_set_new(root, "arena", json_string(p->arena_path));
 	json_object_set_new(root, "arena_dir", json_string(r->arena_dir));
 	json_object_set_new(root, "recorder_pid", json_integer(getpid()));
+	json_object_set_new(root, "recorder_start_ticks",
+	                    json_integer((json_int_t)r->self_start_ticks));
 	json_t *argv = json_array();
 	for (size_t i = 0; r->o.program_argv && r->o.program_argv[i]; i++)
 		json_array_append_new(argv, json_string(r->o.program_argv[i]));
@@ -287,27 +405,31 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "clock", man_clock(r));
 	json_object_set_new(root, "ring_config", json_string(r->o.ring_config));
 	json_object_set_new(root, "wal", man_wal(r));
-	json_object_set_new(root, "threads", man_threads(p));
-	json_object_set_new(root, "drops", man_drops(p));
+	json_object_set_new(root, "retention", man_retention(r, p));
+	json_object_set_new(root, "shm", man_shm(r));
 	json_t *warn = json_deep_copy(r->warnings);
+	json_object_set_new(root, "threads", man_threads(p, warn));
+	json_object_set_new(root, "drops", man_drops(r, p));
 	if (p->arena && (ada_arena_flags(p->arena) & ADA_ARENA_F_MLOCK_FAILED))
 		json_array_append_new(warn,
 		                      json_string("mlock refused: ring pages may be swapped"));
 	if (ada_wal_io_disk_full(r->io))
 		json_array_append_new(
 		    warn, json_string("disk full: recording stopped, files hold what was written"));
+	json_array_extend(warn, p->warnings);
 	json_object_set_new(root, "warnings", warn);
+	json_object_set_new(root, "quarantined",
+	                    p->quarantine ? json_deep_copy(p->quarantine) : json_array());
 	json_object_set_new(root, "disk_full", json_boolean(ada_wal_io_disk_full(r->io)));
-	uint64_t lost = 0;
-	for (size_t i = 0; i < p->nthreads; i++)
-		lost += p->threads[i]->lost;
-	json_object_set_new(root, "lost_events", json_integer((json_int_t)lost));
+	json_object_set_new(root, "lost_events", json_integer((json_int_t)wal_proc_lost(p)));
 	if (strcmp(state, "recording")) {
 		man_exit(root, p);
 		man_agent(root, p);
 	}
+	if (r->trig)
+		wal_flight_manifest(root, r, p);
 	json_object_set_new(root, "metrics", man_metrics(r, p));
-	int rc = wal_json_write_atomic(p->dir, root);
+	int rc = wal_manifest_commit(r, p->dir_fd, root);
 	json_decref(root);
 	return rc;
 }

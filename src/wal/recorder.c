@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fs.h"
 #include "ring.h"
 #include "wal_internal.h"
 
@@ -50,48 +51,70 @@ static int rec_mkdir_p(const char *path)
 	return wal_mkdir(buf);
 }
 
-/* OUT/session_YYYYMMDD_HHMMSS, or ..._2, _3 ... when taken. */
+/* OUT, created as needed. As root every directory on the way must be one
+ * only root can change (fs.h), so no other user can have planted a link
+ * that redirects the session; cmd_record says so before this runs. */
+static int rec_out_dir(struct ada_recorder *r, int *out)
+{
+	if (geteuid() == 0)
+		return ada_fs_walk(r->out_dir, 0, ADA_FS_WALK_CREATE, out, NULL, 0);
+	int rc = rec_mkdir_p(r->out_dir);
+	if (rc < 0)
+		return rc;
+	/* The user's own choice, so a link they named is followed; below it
+	 * nothing is. */
+	*out = open(r->out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return *out < 0 ? -errno : 0;
+}
+
+/* OUT/session_YYYYMMDD_HHMMSS, or ..._2, _3 ... when taken: created new
+ * (0700, never an existing one) and opened once, as r->session_fd; every
+ * file of the session is created relative to it. */
 static int rec_session_dir(struct ada_recorder *r)
 {
-	char stamp[32], path[PATH_MAX];
+	char stamp[32], name[64];
 	time_t now = time(NULL);
 	struct tm tm;
 	localtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%d_%H%M%S", &tm);
-	int rc = rec_mkdir_p(r->out_dir);
+	int out_fd = -1, rc = rec_out_dir(r, &out_fd);
 	if (rc < 0)
 		return rc;
 	/* The session path is printed and put in the environment: absolute. */
 	char *abs = realpath(r->out_dir, NULL);
-	if (!abs)
-		return -errno;
-	free(r->out_dir);
-	r->out_dir = abs;
-	for (int i = 1; i < 1000; i++) {
-		if (i == 1)
-			snprintf(path, sizeof(path), "%s/session_%s", r->out_dir, stamp);
-		else
-			snprintf(path, sizeof(path), "%s/session_%s_%d", r->out_dir, stamp, i);
-		if (mkdir(path, 0755) == 0) {
-			r->session_dir = strdup(path);
-			return r->session_dir ? 0 : -ENOMEM;
-		}
-		if (errno != EEXIST)
-			return -errno;
+	rc = abs ? -EEXIST : -errno;
+	if (abs) {
+		free(r->out_dir);
+		r->out_dir = abs;
 	}
-	return -EEXIST;
+	for (int i = 1; i < 1000 && rc == -EEXIST; i++) {
+		if (i == 1)
+			snprintf(name, sizeof(name), "session_%s", stamp);
+		else
+			snprintf(name, sizeof(name), "session_%s_%d", stamp, i);
+		rc = ada_fs_mkdir(out_fd, name, ADA_FS_EXCL, &r->session_fd);
+	}
+	close(out_fd);
+	if (rc == 0 && asprintf(&r->session_dir, "%s/%s", r->out_dir, name) < 0) {
+		r->session_dir = NULL;
+		rc = -ENOMEM;
+	}
+	return rc;
 }
 
+/* SHM/ada-<session>-XXXXXX, made by mkdtemp: an unpredictable name, 0700,
+ * ours -- another user can neither guess it in advance to block the
+ * recording nor write in it. The agent learns it from ADA_ARENA_DIR. */
 static int rec_arena_dir(struct ada_recorder *r)
 {
 	const char *shm = r->o.shm_dir ? r->o.shm_dir : "/dev/shm";
 	const char *base = strrchr(r->session_dir, '/');
 	base = base ? base + 1 : r->session_dir;
-	if (asprintf(&r->arena_dir, "%s/ada-%s-%d", shm, base, (int)getpid()) < 0) {
+	if (asprintf(&r->arena_dir, "%s/ada-%s-XXXXXX", shm, base) < 0) {
 		r->arena_dir = NULL;
 		return -ENOMEM;
 	}
-	if (mkdir(r->arena_dir, 0700) < 0)
+	if (!mkdtemp(r->arena_dir))
 		return -errno;
 	r->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (r->inotify_fd < 0)
@@ -122,17 +145,28 @@ static int rec_copy_opts(struct ada_recorder *r, const struct ada_recorder_opts 
 	r->o.out_dir = r->out_dir;
 	if (!r->o.segment_bytes)
 		r->o.segment_bytes = 64ull << 20;
-	if (r->o.max_disk_bytes) {
-		/* Several generations must fit in the budget, so segments and
-		 * the rotation size are fractions of it. */
-		r->gen_bytes = r->o.max_disk_bytes / 4;
-		uint64_t seg = r->o.max_disk_bytes / 16;
-		if (seg < 65536)
-			seg = 65536;
-		if (r->o.segment_bytes > seg)
-			r->o.segment_bytes = seg;
-	}
 	return 0;
+}
+
+/* The disk budget: --max-disk-mb, or by default a share of the free space
+ * of the file system the session is on (budget.c), measured once the
+ * session directory exists. */
+static void rec_budget(struct ada_recorder *r)
+{
+	if (r->o.max_disk_default) {
+		r->o.max_disk_bytes = wal_budget_default(r->session_dir);
+		r->budget_is_default = true;
+	}
+	if (!r->o.max_disk_bytes)
+		return;
+	/* Several generations must fit in the budget, so segments and the
+	 * rotation size are fractions of it. */
+	r->gen_bytes = r->o.max_disk_bytes / 4;
+	uint64_t seg = r->o.max_disk_bytes / 16;
+	if (seg < 65536)
+		seg = 65536;
+	if (r->o.segment_bytes > seg)
+		r->o.segment_bytes = seg;
 }
 
 int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **out)
@@ -141,14 +175,27 @@ int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **ou
 	if (!r)
 		return -ENOMEM;
 	r->inotify_fd = -1;
+	r->session_fd = -1;
+	r->reserve_fd = -1;
+	r->self_start_ticks = ada_proc_start_ticks(getpid());
 	r->warnings = json_array();
 	int rc = r->warnings ? rec_copy_opts(r, o) : -ENOMEM;
 	if (rc == 0)
 		rc = ada_wal_io_new(NULL, &r->io);
 	if (rc == 0)
+		rc = wal_flight_init(r);
+	r->o.triggers = NULL; /* copied into the engine: the caller's array may go */
+	r->o.ntriggers = 0;
+	if (rc == 0)
 		rc = rec_session_dir(r);
+	if (rc == 0) {
+		rec_budget(r);
+		wal_reserve_setup(r);
+	}
 	if (rc == 0)
 		rc = rec_arena_dir(r);
+	if (rc == 0)
+		rc = wal_shm_setup(r);
 	if (rc < 0) {
 		ada_recorder_discard(r);
 		ada_recorder_free(r);
@@ -191,20 +238,42 @@ int ada_recorder_start(struct ada_recorder *r, pid_t main_pid)
 	return 0;
 }
 
+void ada_recorder_stop(struct ada_recorder *r)
+{
+	/* Read by drain_stop_now(); nothing else is published with it. */
+	atomic_store_explicit(&r->stop_req, 1, memory_order_relaxed);
+}
+
 static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->events = r->events_total - r->lost_total;
 	s->lost_enospc = r->lost_total;
-	s->disk_bytes = r->disk_closed;
+	wal_budget_scan(r); /* every process is finished: final sizes */
+	s->disk_bytes = r->disk_closed + r->side_bytes;
+	s->budget_bytes = r->o.max_disk_bytes;
+	s->budget_default = r->budget_is_default;
+	s->retired_gens = r->retired_gens;
+	s->retired_events = r->retired_events;
+	s->retired_bytes = r->retired_bytes;
+	struct ada_shm_budget_view v;
+	wal_shm_read(r, &v);
+	s->shm_ceiling = v.ceiling;
+	s->shm_peak = v.peak;
+	s->untraced_procs = v.refused_procs;
+	s->shm_leftover = r->shm_leftover;
 	s->seconds = (double)(ada_boottime_ns() - r->start_ns) / 1e9;
 	const struct ada_lat_hist *h = ada_wal_io_latency(r->io);
 	s->latency_p50_ns = ada_lat_hist_quantile(h, 0.5);
 	s->latency_p99_ns = ada_lat_hist_quantile(h, 0.99);
 	s->disk_full = ada_wal_io_disk_full(r->io);
 	s->processes = (uint32_t)r->nprocs;
-	for (size_t i = 0; i < r->nprocs; i++)
+	for (size_t i = 0; i < r->nprocs; i++) {
 		s->drops += wal_proc_drops(r->procs[i]);
+		for (int l = 0; l < ADA_LANE_COUNT; l++)
+			for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
+				s->drops_by[l][k] += r->procs[i]->drops[l][k];
+	}
 	int st = r->main_status;
 	if (!r->main_reaped) {
 		s->exit_status = 1;
@@ -223,7 +292,8 @@ int ada_recorder_wait(struct ada_recorder *r, struct ada_record_summary *sum)
 		return -EINVAL;
 	pthread_join(r->thr, NULL);
 	r->started = false;
-	rmdir(r->arena_dir); /* empty after a clean finish: every arena unlinked */
+	wal_shm_finish(r); /* nothing is left in the arena directory, nor it */
+	wal_reserve_end(r);
 	if (sum)
 		rec_summary(r, sum);
 	if (ada_wal_io_disk_full(r->io))
@@ -231,53 +301,64 @@ int ada_recorder_wait(struct ada_recorder *r, struct ada_record_summary *sum)
 	return r->error;
 }
 
-static void rec_rm_tree(const char *path)
+/* Removes name under dirfd and what it holds, never following a link
+ * (a link is removed, not its target) and at most depth levels deep. */
+static void rec_rm_tree(int at, const char *name, int depth)
 {
-	DIR *d = opendir(path);
+	DIR *d = depth > 0 ? ada_fs_opendir(at, name) : NULL;
 	if (d) {
 		struct dirent *de;
-		while ((de = readdir(d))) {
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			char sub[PATH_MAX];
-			snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
-			if (de->d_type == DT_DIR)
-				rec_rm_tree(sub);
-			else
-				unlink(sub);
+		for (unsigned n = 0; n < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); n++) {
+			enum ada_fs_kind k = ada_fs_entry_kind(dirfd(d), de);
+			if (k == ADA_FS_DIR)
+				rec_rm_tree(dirfd(d), de->d_name, depth - 1);
+			else if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				unlinkat(dirfd(d), de->d_name, 0);
 		}
 		closedir(d);
 	}
-	rmdir(path);
+	unlinkat(at, name, AT_REMOVEDIR);
 }
 
 void ada_recorder_discard(struct ada_recorder *r)
 {
 	if (!r || r->started)
 		return;
+	/* session_YYYY/pid_N/thread_K/file, modules/file: depth 4 is enough. */
 	if (r->session_dir)
-		rec_rm_tree(r->session_dir);
+		rec_rm_tree(AT_FDCWD, r->session_dir, 4);
 	if (r->arena_dir)
-		rec_rm_tree(r->arena_dir);
+		rec_rm_tree(AT_FDCWD, r->arena_dir, 1);
 	r->discarded = true;
 }
 
 static void rec_free_proc(struct wal_proc *p)
 {
+	wal_flight_free(p);
 	for (size_t j = 0; j < p->nthreads; j++) {
 		struct wal_thread *t = p->threads[j];
 		if (t->f)
 			ada_wal_file_finalize(t->f, NULL);
 		free(t->gens);
+		wal_detail_free(t);
 		free(t->dir);
+		if (t->dir_fd >= 0)
+			close(t->dir_fd);
 		free(t);
 	}
 	ada_arena_close(p->arena);
+	if (p->arena_fd >= 0)
+		close(p->arena_fd);
+	json_decref(p->quarantine);
+	json_decref(p->warnings);
+	free(p->slot_noted);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	free(p->threads);
 	free(p->by_slot);
 	free(p->dir);
+	if (p->dir_fd >= 0)
+		close(p->dir_fd);
 	free(p->arena_path);
 	free(p);
 }
@@ -291,17 +372,25 @@ void ada_recorder_free(struct ada_recorder *r)
 	for (size_t i = 0; i < r->nprocs; i++)
 		rec_free_proc(r->procs[i]);
 	free(r->procs);
+	ada_shm_budget_close(r->shm);
+	if (r->reserve_fd >= 0)
+		close(r->reserve_fd);
 	ada_wal_io_free(r->io);
 	if (r->inotify_fd >= 0)
 		close(r->inotify_fd);
+	if (r->session_fd >= 0)
+		close(r->session_fd);
 	for (size_t i = 0; r->argv_copy && r->argv_copy[i]; i++)
 		free(r->argv_copy[i]);
 	free(r->argv_copy);
 	json_decref(r->warnings);
+	wal_flight_fini(r);
 	free(r->early_pid);
+	free(r->ignored);
 	free(r->early_status);
 	free(r->out_dir);
 	free(r->ring_config);
+	free(r->dsnap);
 	free(r->session_dir);
 	free(r->arena_dir);
 	free(r);

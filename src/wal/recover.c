@@ -31,6 +31,7 @@
 
 #include "manifest.h"
 #include "ring.h"
+#include "fs.h"
 #include "wal_internal.h"
 
 #define REC_CHUNK (1u << 20)
@@ -145,91 +146,188 @@ static int rec_write_final(int fd, const struct atf_index_header *old, const str
 	return r;
 }
 
+/* An index file opened for finalizing: its header and what its events
+ * section holds (scanned, or from the footer when already final). */
+struct rec_file {
+	int fd;
+	struct atf_index_header h;
+	struct rec_scan s;
+	uint64_t size;
+	bool final;
+};
+
+/* Scans the index file on fd (not consumed). 0, -EPROTO (not an index
+ * file), -errno. */
+static int rec_file_scan(int fd, struct rec_file *rf)
+{
+	memset(rf, 0, sizeof(*rf));
+	rf->fd = fd;
+	struct stat st;
+	struct atf_index_footer ft;
+	if (fstat(rf->fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    pread(rf->fd, &rf->h, sizeof(rf->h), 0) != (ssize_t)sizeof(rf->h) ||
+	    memcmp(rf->h.magic, ATF_INDEX_MAGIC, 4) || rf->h.event_size != ATF_INDEX_EVENT_SIZE)
+		return -EPROTO;
+	rf->size = (uint64_t)st.st_size;
+	if (rec_is_final(rf->fd, &rf->h, rf->size, &ft)) {
+		rf->final = true;
+		rf->s = (struct rec_scan){ft.event_count, ft.time_start_ns, ft.time_end_ns,
+		                          ft.checksum};
+		return 0;
+	}
+	return rec_scan_events(rf->fd, rf->size, &rf->s);
+}
+
+/* Writes footer and header unless the file was final and nothing was
+ * appended; leaves the descriptor open. */
+static int rec_file_finish(struct rec_file *rf, bool appended, struct ada_wal_file_summary *sum)
+{
+	if (rf->final && !appended) {
+		if (sum)
+			*sum = (struct ada_wal_file_summary){.events = rf->s.events,
+			                                     .bytes = rf->size,
+			                                     .time_start_ns = rf->s.t0,
+			                                     .time_end_ns = rf->s.t1,
+			                                     .crc = rf->s.crc};
+		return 0;
+	}
+	return rec_write_final(rf->fd, &rf->h, &rf->s, sum);
+}
+
 int ada_wal_finalize_path(const char *path, const struct atf_index_event *extra, size_t n_extra,
                           struct ada_wal_file_summary *sum)
 {
-	int fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	struct atf_index_header h;
-	struct atf_index_footer ft;
-	struct stat st;
-	struct rec_scan s = {0};
-	int r = -EPROTO;
-	if (fstat(fd, &st) < 0 || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
-	    memcmp(h.magic, ATF_INDEX_MAGIC, 4) || h.event_size != ATF_INDEX_EVENT_SIZE)
-		goto out;
-	if (rec_is_final(fd, &h, (uint64_t)st.st_size, &ft)) {
-		s = (struct rec_scan){ft.event_count, ft.time_start_ns, ft.time_end_ns,
-		                      ft.checksum};
-		if (n_extra == 0) {
-			r = 0;
-			if (sum)
-				*sum = (struct ada_wal_file_summary){.events = s.events,
-				                                     .bytes = (uint64_t)st.st_size,
-				                                     .time_start_ns = s.t0,
-				                                     .time_end_ns = s.t1,
-				                                     .crc = s.crc};
-			goto out;
-		}
-	} else {
-		r = rec_scan_events(fd, (uint64_t)st.st_size, &s);
-		if (r < 0)
-			goto out;
+	int fd = -1, r = ada_fs_open_file(AT_FDCWD, path, O_RDWR, &fd);
+	if (r == 0) {
+		r = ada_wal_finalize_fd(fd, extra, n_extra, sum);
+		close(fd);
 	}
-	r = rec_append(fd, &s, extra, n_extra);
-	if (r == 0)
-		r = rec_write_final(fd, &h, &s, sum);
-out:
-	close(fd);
 	return r;
 }
 
+int ada_wal_finalize_fd(int fd, const struct atf_index_event *extra, size_t n_extra,
+                        struct ada_wal_file_summary *sum)
+{
+	struct rec_file rf;
+	int r = rec_file_scan(fd, &rf);
+	if (r < 0)
+		return r;
+	r = rec_append(fd, &rf.s, extra, n_extra);
+	int c = rec_file_finish(&rf, n_extra > 0, r == 0 ? sum : NULL);
+	return r ? r : c;
+}
+
 /* ---- ada recover ---- */
+
+#define REC_BATCH 4096u /* events converted per append: bounds recover's memory */
 
 struct rec_ctx {
 	struct ada_recover_report *rep;
 	struct ada_arena *arena;
 	struct ada_tsc_clock clk;
 	bool use_tsc;
+	bool arena_bad; /* its mapping faulted: no more reads */
+	int32_t pid;    /* from the pid_N directory, not from the arena */
 	json_t *threads;
+	json_t *quarantine, *warnings;
+	uint64_t corrupt;
+	struct atf_index_event *buf; /* REC_BATCH events */
 };
 
-/* Takes everything left in one slot's ring, converted to ns, after
- * dropping the first skip events (already on disk). */
-static int rec_drain_slot(struct rec_ctx *c, uint32_t slot, uint64_t skip,
-                          struct atf_index_event **out, size_t *n)
+static void rec_say(struct rec_ctx *c, const char *sentence)
 {
-	*out = NULL;
-	*n = 0;
-	size_t cap = 0;
-	for (;;) {
+	json_array_append_new(c->warnings, json_string(sentence));
+	if (c->rep->notice)
+		c->rep->notice(c->rep->notice_arg, sentence);
+}
+
+/* A slot that broke the protocol: counted and reported once. */
+static void rec_quarantined(struct rec_ctx *c, uint32_t slot, uint32_t seq, uint32_t tid)
+{
+	struct ada_slot_fault f;
+	if (!ada_slot_fault(c->arena, slot, &f))
+		return;
+	for (size_t i = 0; i < json_array_size(c->quarantine); i++)
+		if (json_integer_value(json_object_get(json_array_get(c->quarantine, i), "slot")) ==
+		    slot)
+			return;
+	uint64_t left = ada_slot_unconsumed(c->arena, slot);
+	char what[256], sentence[512];
+	ada_slot_fault_text(&f, what, sizeof(what));
+	snprintf(sentence, sizeof(sentence),
+	         "pid %d thread %u (tid %u) broke the ring protocol: %s; its slot is "
+	         "quarantined and %llu events left in it are counted as corrupt drops",
+	         (int)c->pid, seq, tid, what, (unsigned long long)left);
+	json_t *o = json_object();
+	json_object_set_new(o, "slot", json_integer(slot));
+	json_object_set_new(o, "thread", json_integer(seq));
+	json_object_set_new(o, "tid", json_integer(tid));
+	json_object_set_new(o, "fault", json_integer(f.code));
+	json_object_set_new(o, "corrupt_events", json_integer((json_int_t)left));
+	json_object_set_new(o, "reason", json_string(sentence));
+	json_array_append_new(c->quarantine, o);
+	c->corrupt += left;
+	c->rep->quarantined++;
+	c->rep->corrupt_drops += left;
+	rec_say(c, sentence);
+}
+
+/* Converts and checks up to k ring events into c->buf; returns how many
+ * are good (fewer: the slot is quarantined at the next one). */
+static size_t rec_convert(struct rec_ctx *c, uint32_t slot, const struct atf_index_event *ev,
+                          size_t k, uint32_t tid, uint64_t ts_max, uint64_t pos)
+{
+	for (size_t j = 0; j < k; j++) {
+		struct atf_index_event e = ev[j]; /* one read, then only the copy */
+		uint32_t why;
+		uint64_t value;
+		if (wal_event_bad(&e, tid, ts_max)) {
+			wal_events_first_bad(&e, 1, tid, ts_max, &why, &value);
+			ada_slot_quarantine(c->arena, slot, ADA_FAULT_EVENT, pos + j, why, value);
+			return j;
+		}
+		if (c->use_tsc)
+			e.timestamp_ns = ada_tsc_clock_to_ns(&c->clk, e.timestamp_ns);
+		c->buf[j] = e;
+	}
+	return k;
+}
+
+/* Appends what one slot's ring still holds to rf, after dropping the
+ * first skip events (already on disk): at most one ring's worth (a
+ * process that still runs gets no more), REC_BATCH events at a time.
+ * Returns the events appended. */
+static uint64_t rec_drain_slot(struct rec_ctx *c, uint32_t slot, uint32_t tid, uint64_t skip,
+                               struct rec_file *rf)
+{
+	uint64_t added = 0, budget = ada_arena_config_of(c->arena)->index_events;
+	uint64_t ts_max = c->use_tsc ? ada_tsc_read() + WAL_TSC_SLACK : UINT64_MAX;
+	while (budget) {
 		const struct atf_index_event *ev;
 		size_t k = ada_index_ring_peek(c->arena, slot, &ev);
 		if (k == 0)
-			return 0;
+			break;
+		if (k > budget)
+			k = (size_t)budget;
 		if (skip) {
 			size_t d = skip < k ? (size_t)skip : k;
 			ada_index_ring_release(c->arena, slot, d);
 			skip -= d;
+			budget -= d;
 			continue;
 		}
-		if (*n + k > cap) {
-			cap = (*n + k) * 2;
-			void *nb = realloc(*out, cap * sizeof(**out));
-			if (!nb)
-				return -ENOMEM;
-			*out = nb;
-		}
-		for (size_t i = 0; i < k; i++) {
-			(*out)[*n + i] = ev[i];
-			if (c->use_tsc)
-				(*out)[*n + i].timestamp_ns =
-				    ada_tsc_clock_to_ns(&c->clk, ev[i].timestamp_ns);
-		}
-		*n += k;
-		ada_index_ring_release(c->arena, slot, k);
+		if (k > REC_BATCH)
+			k = REC_BATCH;
+		size_t j = rec_convert(c, slot, ev, k, tid, ts_max, added);
+		if (j && rec_append(rf->fd, &rf->s, c->buf, j) < 0)
+			break;
+		ada_index_ring_release(c->arena, slot, j);
+		added += j;
+		budget -= j;
+		if (j < k)
+			break;
 	}
+	return added;
 }
 
 struct rec_side {
@@ -243,9 +341,12 @@ static void rec_sidecar(const char *dir, struct rec_side *sd)
 {
 	char path[PATH_MAX + 16];
 	snprintf(path, sizeof(path), "%s/.ring_base", dir);
-	FILE *fp = fopen(path, "re");
+	int fd = -1;
+	FILE *fp = NULL;
 	unsigned long long base;
 	memset(sd, 0, sizeof(*sd));
+	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0 && !(fp = fdopen(fd, "r")))
+		close(fd);
 	if (!fp)
 		return;
 	sd->ok = fscanf(fp, "slot %u generation %u base %llu", &sd->slot, &sd->gen, &base) == 3;
@@ -261,14 +362,16 @@ static int rec_slot_of(struct rec_ctx *c, uint32_t seq, const struct rec_side *s
 	if (sd->ok) {
 		if (sd->slot >= ada_arena_max_threads(c->arena))
 			return -1;
-		ada_arena_slot_info(c->arena, sd->slot, si);
+		if (ada_slot_read_checked(c->arena, sd->slot, si) != 0)
+			return -1;
 		bool same = si->state != ADA_SLOT_FREE && si->thread_seq == seq &&
 		            si->generation == sd->gen;
 		return same ? (int)sd->slot : -1;
 	}
 	uint32_t n = ada_arena_max_threads(c->arena);
 	for (uint32_t s = 0; s < n; s++) {
-		ada_arena_slot_info(c->arena, s, si);
+		if (ada_slot_read_checked(c->arena, s, si) != 0)
+			continue;
 		if (si->state != ADA_SLOT_FREE && si->thread_seq == seq)
 			return (int)s;
 	}
@@ -301,17 +404,59 @@ static int rec_gen_cmp(const void *a, const void *b)
 	return gx < gy ? -1 : gx > gy;
 }
 
+/* What de is, never following it; links are counted (recover says so). */
+static enum ada_fs_kind rec_kind(struct rec_ctx *c, DIR *d, const struct dirent *de)
+{
+	enum ada_fs_kind k = ada_fs_entry_kind(dirfd(d), de);
+	if (k == ADA_FS_LINK)
+		c->rep->links_skipped++;
+	return k;
+}
+
+/* Finalizes one index file; for the current one of a thread whose slot
+ * is still in the arena, first appends what the ring still holds (the
+ * part that was not yet durable when the recorder died; the part
+ * already on disk is skipped). */
+static int rec_file_of(struct rec_ctx *c, const char *path, int slot,
+                       const struct ada_slot_info *si, const struct rec_side *sd,
+                       struct ada_wal_file_summary *s, uint64_t *n)
+{
+	struct rec_file rf;
+	int fd = -1, rc = ada_fs_open_file(AT_FDCWD, path, O_RDWR, &fd);
+	if (rc == 0)
+		rc = rec_file_scan(fd, &rf);
+	if (rc < 0) {
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	*n = 0;
+	if (slot >= 0 && !c->arena_bad) {
+		uint64_t on_disk_end = sd->base + rf.s.events;
+		volatile uint64_t skip =
+		    sd->ok && on_disk_end > si->tail ? on_disk_end - si->tail : 0;
+		WAL_GUARDED(c->arena, *n = rec_drain_slot(c, (uint32_t)slot, si->tid, skip, &rf),
+		            c->arena_bad = true);
+		if (!c->arena_bad)
+			rec_quarantined(c, (uint32_t)slot, si->thread_seq, si->tid);
+	}
+	rc = rec_file_finish(&rf, *n > 0, s);
+	close(fd);
+	return rc;
+}
+
 /* Finalizes the generations and the current file of one thread dir. */
 static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 {
-	DIR *d = opendir(dir);
+	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
 	if (!d)
 		return;
 	char **names = NULL;
 	size_t nn = 0, cap = 0;
 	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "index", 5) || !strstr(de->d_name, ".atf"))
+	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
+		if (rec_kind(c, d, de) != ADA_FS_REG || strncmp(de->d_name, "index", 5) ||
+		    !strstr(de->d_name, ".atf"))
 			continue;
 		if (nn == cap) {
 			cap = cap ? cap * 2 : 16;
@@ -330,30 +475,24 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 	struct ada_slot_info si = {0};
 	struct rec_side sd;
 	rec_sidecar(dir, &sd);
-	int slot = rec_slot_of(c, seq, &sd, &si);
+	int slot = -1;
+	if (c->arena && !c->arena_bad)
+		WAL_GUARDED(c->arena, slot = rec_slot_of(c, seq, &sd, &si), c->arena_bad = true);
+	if (c->arena_bad)
+		slot = -1;
 	for (size_t i = 0; i < nn; i++) {
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		struct atf_index_event *extra = NULL;
-		size_t n = 0;
 		struct ada_wal_file_summary s = {0};
-		int rc = ada_wal_finalize_path(path, NULL, 0, &s);
-		if (rc == 0 && !strcmp(names[i], "index.atf") && slot >= 0) {
-			/* The ring still holds what was not yet durable when the
-			 * recorder died; the part already on disk is skipped. */
-			uint64_t on_disk_end = sd.base + s.events;
-			uint64_t skip = sd.ok && on_disk_end > si.tail ? on_disk_end - si.tail : 0;
-			rec_drain_slot(c, (uint32_t)slot, skip, &extra, &n);
-			if (n)
-				rc = ada_wal_finalize_path(path, extra, n, &s);
-		}
+		uint64_t n = 0;
+		int rc = rec_file_of(c, path, !strcmp(names[i], "index.atf") ? slot : -1, &si, &sd,
+		                     &s, &n);
 		if (rc == 0) {
 			c->rep->events_from_arena += n;
 			rec_note_file(c, files, names[i], &s);
 		} else {
 			c->rep->errors++;
 		}
-		free(extra);
 		free(names[i]);
 	}
 	free(names);
@@ -367,30 +506,94 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 }
 
 /* Slots with events whose thread never got a file: make one. */
+/* Slots with events whose thread never got a file: make one. At most
+ * max_threads of them, each checked like any slot. */
+static void rec_orphan_slot(struct rec_ctx *c, const char *pid_dir, const struct ada_slot_info *si)
+{
+	char dir[PATH_MAX], name[32];
+	snprintf(name, sizeof(name), "thread_%u", si->thread_seq);
+	snprintf(dir, sizeof(dir), "%s/%s", pid_dir, name);
+	int pfd = -1, tfd = -1, fd = -1;
+	/* Made like the drain makes them: 0700/0600, no link followed. */
+	if (ada_fs_open_dir(AT_FDCWD, pid_dir, &pfd) == 0 && ada_fs_mkdir(pfd, name, 0, &tfd) == 0)
+		ada_fs_create(tfd, "index.atf", O_RDWR, &fd);
+	if (pfd >= 0)
+		close(pfd);
+	if (tfd >= 0)
+		close(tfd);
+	if (fd < 0)
+		return;
+	struct atf_index_header h;
+	wal_fill_header(&h, si->tid, WAL_ARCH, ATF_CLOCK_BOOTTIME);
+	wal_pwrite_all(fd, &h, sizeof(h), 0);
+	close(fd);
+	rec_thread(c, dir, si->thread_seq);
+}
+
 static void rec_orphan_slots(struct rec_ctx *c, const char *pid_dir)
 {
-	if (!c->arena)
+	if (!c->arena || c->arena_bad)
 		return;
 	uint32_t n = ada_arena_max_threads(c->arena);
-	for (uint32_t s = 0; s < n; s++) {
+	for (uint32_t s = 0; s < n && !c->arena_bad; s++) {
 		struct ada_slot_info si;
-		ada_arena_slot_info(c->arena, s, &si);
-		if (si.state == ADA_SLOT_FREE || si.head == si.tail)
+		int rc = -EPROTO;
+		WAL_GUARDED(c->arena, rc = ada_slot_read_checked(c->arena, s, &si),
+		            c->arena_bad = true);
+		if (rc == -EPROTO && !c->arena_bad)
+			rec_quarantined(c, s, 0, 0);
+		if (rc != 0 || si.state == ADA_SLOT_FREE || si.head == si.tail)
 			continue;
-		char dir[PATH_MAX], path[PATH_MAX + 16];
-		snprintf(dir, sizeof(dir), "%s/thread_%u", pid_dir, si.thread_seq);
-		snprintf(path, sizeof(path), "%s/index.atf", dir);
-		if (wal_mkdir(dir) < 0)
-			continue;
-		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0)
-			continue;
-		struct atf_index_header h;
-		wal_fill_header(&h, si.tid, WAL_ARCH, ATF_CLOCK_BOOTTIME);
-		wal_pwrite_all(fd, &h, sizeof(h), 0);
-		close(fd);
-		rec_thread(c, dir, si.thread_seq);
+		rec_orphan_slot(c, pid_dir, &si);
 	}
+}
+
+/* What the arena knows and the early manifest could not: drops by lane
+ * and reason (corrupt: what recover itself quarantined; the arena's own
+ * counters for it are ignored), and how the process ended, as its agent
+ * recorded it (exit status or fatal signal; unknown otherwise). */
+struct rec_arena_end {
+	uint64_t d[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+	uint32_t state;
+	int info;
+};
+
+static void rec_read_end(struct rec_ctx *c, struct rec_arena_end *e)
+{
+	ada_arena_drop_totals(c->arena, e->d);
+	e->state = ada_arena_process_state(c->arena, &e->info);
+}
+
+static void rec_fold_arena(struct rec_ctx *c, json_t *man)
+{
+	struct rec_arena_end e = {.state = ADA_PROC_RUNNING};
+	if (c->arena && !c->arena_bad)
+		WAL_GUARDED(c->arena, rec_read_end(c, &e), c->arena_bad = true);
+	if (c->arena_bad)
+		e = (struct rec_arena_end){.state = ADA_PROC_RUNNING};
+	for (int l = 0; l < ADA_LANE_COUNT; l++) {
+		e.d[l][ADA_DROP_CORRUPT] = l == ADA_LANE_INDEX ? c->corrupt : 0;
+		e.d[l][ADA_DROP_THREAD_LIMIT] = 0;
+	}
+	json_t *drops = json_object();
+	static const char *const lanes[ADA_LANE_COUNT] = {"index", "detail"};
+	for (int l = 0; l < ADA_LANE_COUNT; l++) {
+		json_t *lane = json_object();
+		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
+			json_object_set_new(lane, ada_drop_reason_name((unsigned)k),
+			                    json_integer((json_int_t)e.d[l][k]));
+		json_object_set_new(drops, lanes[l], lane);
+	}
+	json_object_set_new(man, "drops", drops);
+	bool exited = e.state == ADA_PROC_EXITED;
+	bool crashed = e.state == ADA_PROC_CRASHED && e.info > 0 && e.info < 65;
+	json_t *x = json_object();
+	json_object_set_new(x, "status", exited ? json_integer(e.info) : json_null());
+	json_object_set_new(x, "signal", crashed ? json_integer(e.info) : json_null());
+	if (crashed && sigabbrev_np(e.info))
+		json_object_set_new(x, "signal_name", json_string(sigabbrev_np(e.info)));
+	json_object_set_new(x, "abnormal", json_boolean(!exited));
+	json_object_set_new(man, "exit", x);
 }
 
 static void rec_clock_from(struct rec_ctx *c, json_t *man)
@@ -419,14 +622,15 @@ static void rec_clock_from(struct rec_ctx *c, json_t *man)
 
 static int rec_thread_dirs(struct rec_ctx *c, const char *pid_dir)
 {
-	DIR *d = opendir(pid_dir);
+	DIR *d = ada_fs_opendir(AT_FDCWD, pid_dir);
 	if (!d)
 		return -errno;
 	struct dirent *de;
-	while ((de = readdir(d))) {
+	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
 		unsigned seq;
 		char tail;
-		if (sscanf(de->d_name, "thread_%u%c", &seq, &tail) != 1)
+		if (rec_kind(c, d, de) != ADA_FS_DIR ||
+		    sscanf(de->d_name, "thread_%u%c", &seq, &tail) != 1)
 			continue;
 		char dir[PATH_MAX];
 		snprintf(dir, sizeof(dir), "%s/%s", pid_dir, de->d_name);
@@ -447,21 +651,44 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	}
 	const char *st0 = ada_manifest_state(man);
 	json_int_t rpid = json_integer_value(json_object_get(man, "recorder_pid"));
+	json_int_t rticks = json_integer_value(json_object_get(man, "recorder_start_ticks"));
 	if (st0 && !strcmp(st0, "recording") && rpid > 0 && rpid != getpid() &&
-	    kill((pid_t)rpid, 0) == 0) {
-		/* Its recorder still runs: two drains of one ring would corrupt
-		 * both the ring and the files. */
+	    ada_recorder_alive((pid_t)rpid, rticks > 0 ? (uint64_t)rticks : 0)) {
+		/* Its recorder still runs (pid and start time: a reused pid is
+		 * not it): two drains of one ring would corrupt both the ring
+		 * and the files. */
 		json_decref(man);
 		return -EBUSY;
 	}
-	struct rec_ctx c = {.rep = rep, .threads = json_array()};
+	json_int_t mpid = json_integer_value(json_object_get(man, "pid"));
+	struct rec_ctx c = {.rep = rep,
+	                    .threads = json_array(),
+	                    .quarantine = json_array(),
+	                    .warnings = json_array(),
+	                    .pid = (int32_t)mpid,
+	                    .buf = malloc(REC_BATCH * sizeof(struct atf_index_event))};
 	uint64_t events_before = rep->events_on_disk;
 	rec_clock_from(&c, man);
+	wal_guard_install();
 	const char *arena = json_string_value(json_object_get(man, "arena"));
-	if (arena && ada_arena_open(arena, &c.arena) == 0)
+	if (c.buf && arena && ada_arena_open(arena, &c.arena) == 0) {
 		rep->arenas_found++;
+		if (ada_arena_pid(c.arena) != c.pid) {
+			char msg[PATH_MAX + 128];
+			snprintf(msg, sizeof(msg),
+			         "ignored arena %s: it says it belongs to process %d, not %d",
+			         arena, (int)ada_arena_pid(c.arena), (int)c.pid);
+			rec_say(&c, msg);
+			ada_arena_close(c.arena);
+			c.arena = NULL;
+		}
+	}
 	rec_thread_dirs(&c, pid_dir);
 	rec_orphan_slots(&c, pid_dir);
+	if (c.arena_bad)
+		rec_say(&c,
+		        "the arena file shrank while recover read it: what was read is written, "
+		        "the rest of it is lost");
 	const char *state = json_string_value(json_object_get(man, "state"));
 	bool was_final = state && !strcmp(state, "complete");
 	if (!was_final) {
@@ -475,20 +702,32 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 		    m, "events_written",
 		    json_integer((json_int_t)(rep->events_on_disk - events_before)));
 		json_object_set_new(man, "metrics", m);
-		wal_json_write_atomic(pid_dir, man);
+		rec_fold_arena(&c, man);
+		json_t *w = json_object_get(man, "warnings");
+		if (!json_is_array(w))
+			json_object_set_new(man, "warnings", w = json_array());
+		json_array_extend(w, c.warnings);
+		json_object_set(man, "quarantined", c.quarantine);
+		int dfd = -1;
+		if (ada_fs_open_dir(AT_FDCWD, pid_dir, &dfd) == 0) {
+			wal_json_write_atomic(dfd, man);
+			close(dfd);
+		}
 	} else {
 		json_decref(c.threads);
 	}
 	if (c.arena) {
-		int32_t pid = ada_arena_pid(c.arena);
 		ada_arena_close(c.arena);
-		if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH) {
+		if (c.pid > 0 && kill(c.pid, 0) < 0 && errno == ESRCH) {
 			unlink(arena);
 			const char *adir = json_string_value(json_object_get(man, "arena_dir"));
 			if (adir)
-				rmdir(adir);
+				wal_shm_remove_dir(adir);
 		}
 	}
+	json_decref(c.quarantine);
+	json_decref(c.warnings);
+	free(c.buf);
 	json_decref(man);
 	rep->pids++;
 	return 0;
@@ -503,7 +742,11 @@ static bool rec_is_pid_dir(const char *name)
 
 int ada_wal_recover(const char *dir, struct ada_recover_report *rep)
 {
+	void (*notice)(void *, const char *) = rep->notice;
+	void *notice_arg = rep->notice_arg;
 	memset(rep, 0, sizeof(*rep));
+	rep->notice = notice;
+	rep->notice_arg = notice_arg;
 	const char *base = strrchr(dir, '/');
 	base = base ? base + 1 : dir;
 	if (rec_is_pid_dir(base))
@@ -513,8 +756,10 @@ int ada_wal_recover(const char *dir, struct ada_recover_report *rep)
 		return -errno;
 	int busy = 0;
 	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!rec_is_pid_dir(de->d_name))
+	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
+		enum ada_fs_kind k = ada_fs_entry_kind(dirfd(d), de);
+		rep->links_skipped += k == ADA_FS_LINK;
+		if (k != ADA_FS_DIR || !rec_is_pid_dir(de->d_name))
 			continue;
 		char sub[PATH_MAX];
 		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);

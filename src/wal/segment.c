@@ -26,11 +26,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <zlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "atf.h"
+#include "fs.h"
 #include "wal_internal.h"
 
 #define WAL_MIN_SEGMENT (64u * 1024u)
@@ -114,6 +117,10 @@ static void wal_sync(struct ada_wal_file *f, bool full)
 		                              f->flushed_end, SYNC_FILE_RANGE_WRITE);
 	}
 	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)f | 1u));
+	if (full)
+		f->syncs++;
+	else
+		f->flushes++;
 	f->sync_inflight++;
 	io->inflight++;
 	f->flushed_end = f->submitted_end;
@@ -183,6 +190,23 @@ void ada_wal_io_submit_stale(struct ada_wal_io *io, bool force)
 	}
 }
 
+/* The queued detail_seq patches inside b's range, now that its write is
+ * done (ok) or failed (then they are counted: the event is not on disk). */
+static void wal_patches_apply(struct ada_wal_file *f, const struct wal_buf *b, bool ok)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < f->npatch; i++) {
+		struct wal_patch p = f->patches[i];
+		if (p.off < b->off || p.off + 4 > b->off + b->len) {
+			f->patches[keep++] = p;
+			continue;
+		}
+		if (!ok || wal_pwrite_all(f->fd, &p.val, 4, p.off) < 0)
+			f->patch_failed++;
+	}
+	f->npatch = keep;
+}
+
 static void wal_complete_write(struct ada_wal_io *io, struct wal_buf *b, int res)
 {
 	struct ada_wal_file *f = b->f;
@@ -210,6 +234,7 @@ static void wal_complete_write(struct ada_wal_io *io, struct wal_buf *b, int res
 	}
 	f->inflight--;
 	b->complete = true;
+	wal_patches_apply(f, b, res >= 0);
 	/* Durability advances over the in-order prefix of completed writes:
 	 * the drain releases ring space only up to there. */
 	while (f->fifo_head && f->fifo_head->complete) {
@@ -388,6 +413,12 @@ static void wal_on_rotate(struct ada_wal_file *f)
 int ada_wal_file_open(struct ada_wal_io *io, const char *path, const struct ada_wal_file_opts *o,
                       struct ada_wal_file **out)
 {
+	return ada_wal_file_openat(io, AT_FDCWD, path, path, o, out);
+}
+
+int ada_wal_file_openat(struct ada_wal_io *io, int dirfd, const char *name, const char *path,
+                        const struct ada_wal_file_opts *o, struct ada_wal_file **out)
+{
 	struct ada_wal_file *f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
@@ -404,11 +435,9 @@ int ada_wal_file_open(struct ada_wal_io *io, const char *path, const struct ada_
 	f->path = strdup(path);
 	if (!f->path)
 		goto err_free;
-	f->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (f->fd < 0) {
-		r = -errno;
+	r = ada_fs_create(dirfd, name, O_RDWR, &f->fd);
+	if (r < 0)
 		goto err_free;
-	}
 	struct atf_index_header h;
 	wal_fill_header(&h, o->thread_id, o->arch, o->clock_type);
 	r = wal_grow(f, ATF_HEADER_SIZE);
@@ -425,7 +454,7 @@ int ada_wal_file_open(struct ada_wal_io *io, const char *path, const struct ada_
 err_unlink:
 	if (r == -ENOSPC)
 		io->disk_full = true;
-	unlink(path);
+	unlinkat(dirfd, name, 0);
 	close(f->fd);
 err_free:
 	free(f->path);
@@ -570,14 +599,20 @@ static int wal_write_final(struct ada_wal_file *f, struct ada_wal_file_summary *
 	struct atf_index_header h;
 	struct atf_index_footer ft;
 	wal_fill_header(&h, f->opts.thread_id, f->opts.arch, f->opts.clock_type);
+	if (f->has_detail)
+		h.flags |= ATF_INDEX_FLAG_HAS_DETAIL;
 	wal_fill_final(&h, &ft, s);
 	int r = wal_pwrite_all(f->fd, &ft, sizeof(ft), h.footer_offset);
 	if (r == 0)
 		r = wal_pwrite_all(f->fd, &h, sizeof(h), 0);
 	if (r == 0 && ftruncate(f->fd, (off_t)(h.footer_offset + ATF_FOOTER_SIZE)) < 0)
 		r = -errno;
-	if (r == 0 && f->opts.flush.safe && fdatasync(f->fd) < 0)
-		r = -errno;
+	if (r == 0 && f->opts.flush.safe) {
+		if (fdatasync(f->fd) < 0)
+			r = -errno;
+		else
+			f->syncs++;
+	}
 	s->bytes = h.footer_offset + ATF_FOOTER_SIZE;
 	return r;
 }
@@ -598,9 +633,7 @@ int ada_wal_file_finalize(struct ada_wal_file *f, struct ada_wal_file_summary *s
 		if (ftruncate(f->fd, (off_t)keep) < 0) {
 			/* the scan below stops at the hole's zeros anyway */
 		}
-		close(f->fd);
-		f->fd = -1;
-		r = ada_wal_finalize_path(f->path, NULL, 0, &s);
+		r = ada_wal_finalize_fd(f->fd, NULL, 0, &s);
 		s.lost = f->lost + (f->end - keep) / ATF_INDEX_EVENT_SIZE;
 	} else {
 		s.events = f->events;
@@ -611,13 +644,98 @@ int ada_wal_file_finalize(struct ada_wal_file *f, struct ada_wal_file_summary *s
 		r = wal_write_final(f, &s);
 	}
 	s.error = f->error ? f->error : r;
+	s.segments = f->segments;
+	s.flushes = f->flushes;
+	s.syncs = f->syncs;
 	if (f->fd >= 0)
 		close(f->fd);
 	if (sum)
 		*sum = s;
+	free(f->patches);
 	free(f->path);
 	free(f);
 	return s.error;
+}
+
+/* ---- detail_seq patches (wal_internal.h) ---- */
+
+/* The buffer (staging or in flight) holding file offset off, or NULL. */
+static struct wal_buf *wal_buf_holding(struct ada_wal_file *f, uint64_t off)
+{
+	if (f->cur && off >= f->cur->off && off + 4 <= f->cur->off + f->cur->len)
+		return f->cur;
+	for (struct wal_buf *b = f->fifo_head; b; b = b->fifo_next)
+		if (off >= b->off && off + 4 <= b->off + b->len)
+			return b;
+	return NULL;
+}
+
+int wal_file_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_event *out)
+{
+	if (i >= f->events)
+		return -ENOENT;
+	uint64_t off = ATF_HEADER_SIZE + i * ATF_INDEX_EVENT_SIZE;
+	if (off >= f->bad_from)
+		return -EIO;
+	struct wal_buf *b = wal_buf_holding(f, off);
+	if (b) { /* an event lies wholly inside one buffer (buffers hold whole events) */
+		memcpy(out, b->data + (off - b->off), sizeof(*out));
+		return 0;
+	}
+	ssize_t n = pread(f->fd, out, sizeof(*out), (off_t)off);
+	return n == (ssize_t)sizeof(*out) ? 0 : (n < 0 ? -errno : -EIO);
+}
+
+uint32_t wal_crc32_patch_delta(uint32_t d, uint64_t k, uint64_t len)
+{
+	static const uint8_t zero[4];
+	uint8_t db[4];
+	memcpy(db, &d, 4);
+	/* The linear part of crc32 over d alone, then carried over the
+	 * len - k - 4 bytes that follow it (leading bytes add nothing). */
+	uint32_t lin = (uint32_t)crc32(0, db, 4) ^ (uint32_t)crc32(0, zero, 4);
+	return (uint32_t)crc32_combine(lin, 0, (z_off_t)(len - k - 4));
+}
+
+int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v)
+{
+	if (i >= f->events)
+		return -ENOENT;
+	uint64_t off = ATF_HEADER_SIZE + i * ATF_INDEX_EVENT_SIZE +
+	               offsetof(struct atf_index_event, detail_seq);
+	if (off >= f->bad_from)
+		return -EIO;
+	uint32_t d = v ^ ATF_NO_DETAIL;
+	struct wal_buf *b = wal_buf_holding(f, off);
+	if (b == f->cur && b) {
+		memcpy(b->data + (off - b->off), &v, 4);
+	} else if (b && !b->complete) {
+		if (f->npatch == f->cappatch) {
+			size_t nc = f->cappatch ? f->cappatch * 2 : 64;
+			struct wal_patch *np = realloc(f->patches, nc * sizeof(*np));
+			if (!np)
+				return -ENOMEM;
+			f->patches = np;
+			f->cappatch = nc;
+		}
+		f->patches[f->npatch++] = (struct wal_patch){off, v};
+	} else {
+		int r = wal_pwrite_all(f->fd, &v, 4, off);
+		if (r < 0)
+			return r;
+	}
+	f->crc ^= wal_crc32_patch_delta(d, off - ATF_HEADER_SIZE, f->end - ATF_HEADER_SIZE);
+	return 0;
+}
+
+void wal_file_set_has_detail(struct ada_wal_file *f)
+{
+	if (f->has_detail)
+		return;
+	f->has_detail = true;
+	uint32_t flags = ATF_INDEX_FLAG_HAS_DETAIL;
+	(void)wal_pwrite_all(f->fd, &flags, sizeof(flags),
+	                     offsetof(struct atf_index_header, flags));
 }
 
 /* ---- flush policy text ---- */

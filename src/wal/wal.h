@@ -28,6 +28,7 @@
 #include <sys/types.h>
 
 #include "atf_format.h"
+#include "trigger.h"
 
 /* ---- TSC -> CLOCK_BOOTTIME ---------------------------------------------- */
 
@@ -169,6 +170,10 @@ struct ada_wal_file_opts {
  * first segment. -EEXIST, -ENOSPC, -ENOMEM, other -errno from open. */
 int ada_wal_file_open(struct ada_wal_io *io, const char *path, const struct ada_wal_file_opts *o,
                       struct ada_wal_file **out);
+/* The same for name under the directory dirfd (fs.h: O_EXCL|O_NOFOLLOW,
+ * 0600); path is only kept for messages. */
+int ada_wal_file_openat(struct ada_wal_io *io, int dirfd, const char *name, const char *path,
+                        const struct ada_wal_file_opts *o, struct ada_wal_file **out);
 /* Space for up to max events in the staging buffer; returns how many fit
  * (>= 1 unless the file failed: then 0) and sets *dst. */
 size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index_event **dst);
@@ -199,6 +204,9 @@ struct ada_wal_file_summary {
 	uint64_t time_start_ns, time_end_ns;
 	uint32_t crc;
 	uint64_t lost;
+	/* What the flush policy did: segments allocated, write-back requests
+	 * (sync_file_range), fdatasyncs (--safe); the manifest shows them. */
+	uint32_t segments, flushes, syncs;
 	int error;
 };
 /* Waits for its writes, writes footer and final header, truncates the
@@ -219,8 +227,19 @@ int ada_wal_file_finalize(struct ada_wal_file *f, struct ada_wal_file_summary *s
  */
 int ada_wal_finalize_path(const char *path, const struct atf_index_event *extra, size_t n_extra,
                           struct ada_wal_file_summary *sum);
+/* The same on an open, writable descriptor (left open). */
+int ada_wal_finalize_fd(int fd, const struct atf_index_event *extra, size_t n_extra,
+                        struct ada_wal_file_summary *sum);
 
 /* ---- the recorder --------------------------------------------------------- */
+
+/* --detail: what the drain does with the detail rings (the agent fills
+ * them in `triggered` and `always`; `never` has no detail ring at all). */
+enum ada_detail_mode {
+	ADA_DETAIL_TRIGGERED = 0, /* persist only windows (wal_detail_persist, by triggers) */
+	ADA_DETAIL_ALWAYS = 1,    /* persist every record, every drain pass */
+	ADA_DETAIL_NEVER = 2,     /* index lane only */
+};
 
 struct ada_recorder_opts {
 	const char *out_dir;     /* parent of session_YYYYMMDD_HHMMSS */
@@ -228,11 +247,26 @@ struct ada_recorder_opts {
 	int drain_cpu;           /* -1: not pinned */
 	uint64_t segment_bytes;  /* 0 = 64 MiB */
 	uint64_t max_disk_bytes; /* 0 = unbounded */
+	bool max_disk_default;   /* ignore max_disk_bytes: the default budget */
+	uint64_t max_shm_bytes;  /* ceiling on the arenas' sizes; 0 = none */
+	bool max_shm_default;    /* ignore max_shm_bytes: the default ceiling */
 	struct ada_flush_policy flush;
 	bool follow;                     /* record children that create arenas */
 	bool force_clock;                /* ts=clock even with an invariant TSC */
 	const char *ring_config;         /* ADA_RING_CONFIG text to pass on */
 	const char *const *program_argv; /* recorded in the manifest */
+	/* The flight recorder: armed from the start (more may be added while
+	 * it runs, through ada_recorder_triggers()). */
+	const struct ada_trigger_spec *triggers;
+	size_t ntriggers;
+	struct ada_trigger_opts flight; /* pre/post-roll, max windows, hold-off */
+	uint32_t detail_mode;           /* enum ada_detail_mode */
+	uint32_t stack_bytes;           /* manifest: stack bytes per CALL record */
+	const char *detail_symbols;     /* manifest: --detail-symbols, NULL: every function */
+	/* Called on the drain thread with one sentence for stderr (a thread
+	 * quarantined, an arena ignored); NULL: the manifests only. */
+	void (*notice)(void *arg, const char *sentence);
+	void *notice_arg;
 };
 
 struct ada_recorder;
@@ -248,6 +282,16 @@ struct ada_record_summary {
 	bool abnormal;
 	int exit_status; /* shell-style: status, or 128 + signal */
 	uint32_t processes;
+	/* the disk budget (0: unbounded) and what it deleted */
+	uint64_t budget_bytes;
+	bool budget_default;
+	uint64_t retired_gens, retired_events, retired_bytes;
+	/* shared memory: the ceiling (0: none), the most used at once, the
+	 * processes that ran untraced because of it, and what the end found
+	 * left in the arena directory (removed) */
+	uint64_t shm_ceiling, shm_peak, untraced_procs;
+	uint32_t shm_leftover;
+	uint64_t drops_by[2][8]; /* [lane][enum ada_drop_reason], summed */
 };
 
 /* Creates the session directory (with a suffix when the name is taken) and
@@ -263,9 +307,25 @@ int ada_recorder_start(struct ada_recorder *r, pid_t main_pid);
 /* Joins the drain: returns once every process is gone and everything is
  * written and finalized. */
 int ada_recorder_wait(struct ada_recorder *r, struct ada_record_summary *sum);
+/* Asks the drain to stop soon (within 2 s) whatever the program does:
+ * it drains what it can, finalizes every file and manifest, and
+ * ada_recorder_wait() returns. Async-signal-safe (one atomic store). */
+void ada_recorder_stop(struct ada_recorder *r);
 /* Removes the session directory (only before start: bad-input paths). */
 void ada_recorder_discard(struct ada_recorder *r);
 void ada_recorder_free(struct ada_recorder *r);
+/* The recording's trigger engine: any thread may add or remove triggers
+ * and fire manual ones through it (src/trigger/trigger.h), while it runs. */
+struct ada_trigger_engine *ada_recorder_triggers(struct ada_recorder *r);
+/* Async-signal-safe: asks for a manual fire now (SIGUSR2 to `ada record`). */
+void ada_recorder_request_manual(struct ada_recorder *r);
+
+/* Start time of a process (field 22 of /proc/PID/stat, clock ticks since
+ * boot); 0 when it does not exist. */
+uint64_t ada_proc_start_ticks(pid_t pid);
+/* Whether the recorder pid that started at start_ticks is still running
+ * (pid and start time: a reused pid is not it). start_ticks 0: pid only. */
+bool ada_recorder_alive(pid_t pid, uint64_t start_ticks);
 
 /* ---- recovery --------------------------------------------------------------- */
 
@@ -277,11 +337,21 @@ struct ada_recover_report {
 	uint64_t events_from_arena;
 	uint32_t arenas_found;
 	uint32_t errors;
+	uint32_t links_skipped; /* symbolic links met in the session, not followed */
+	uint32_t quarantined;   /* slots that broke the ring protocol */
+	uint64_t corrupt_drops; /* events left in them, not written */
+	/* Set by the caller (kept across the call): one sentence per thread
+	 * quarantined or arena lost, for stderr. NULL: the manifests only. */
+	void (*notice)(void *arg, const char *sentence);
+	void *notice_arg;
 };
 
 /* Recovers every pid_N under dir (a session or a pid directory): drains
- * leftover arenas named by the manifests, finalizes every index file,
- * writes manifests with state "recovered". 0, -ENOENT (no pid dirs),
+ * leftover arenas named by the manifests (checked as the drain checks
+ * them, at most one ring's worth per slot, through a fixed buffer),
+ * finalizes every index file, writes manifests with state "recovered"
+ * that carry the arena's drop counters and the exit status or signal
+ * its agent recorded. 0, -ENOENT (no pid dirs),
  * -EBUSY (the recorder of a process is still running: left alone), -errno. */
 int ada_wal_recover(const char *dir, struct ada_recover_report *rep);
 

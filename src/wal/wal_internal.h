@@ -5,11 +5,14 @@
 #include <jansson.h>
 #include <liburing.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <setjmp.h>
 #include <sys/types.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
+#include "ring.h"
 #include "wal.h"
 
 struct ada_wal_file;
@@ -56,6 +59,7 @@ struct ada_wal_file {
 	uint64_t last_flush_ns;
 	uint64_t bad_from; /* offset of the first failed write, or MAX */
 	uint32_t segments;
+	uint32_t flushes, syncs; /* write-back requests, fdatasyncs (manifest) */
 	uint32_t crc;
 	uint64_t events, t_start, t_end, lost;
 	struct wal_buf *cur;
@@ -64,11 +68,39 @@ struct ada_wal_file {
 	uint32_t inflight, sync_inflight;
 	int error;
 	bool full, staged;
+	bool has_detail; /* the final header gets has_detail_file (detail.atf exists) */
+	/* detail_seq patches of events whose write is in flight: applied
+	 * (pwrite) when that write completes (wal_file_patch_detail_seq). */
+	struct wal_patch *patches;
+	size_t npatch, cappatch;
+	uint64_t patch_failed; /* patches whose event never reached the file */
 	struct ada_wal_file *stage_prev, *stage_next;
 	struct ada_wal_file *file_prev, *file_next;
 };
 
+struct wal_patch {
+	uint64_t off; /* file offset of the 4 bytes */
+	uint32_t val;
+};
+
 void ada_wal_file_discard(struct ada_wal_file *f, size_t n);
+/* Index event i of the file (0-based, committed): from the staging
+ * buffer, a buffer in flight, or the disk. 0, -ENOENT (not committed),
+ * -EIO (its write failed), -errno. */
+int wal_file_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_event *out);
+/* Sets event i's detail_seq from ATF_NO_DETAIL to v and folds the change
+ * into the file's running CRC-32 (zlib's crc32 is affine: a 4-byte change
+ * d at offset k of L bytes changes the CRC by crc32_combine(lin(d), 0,
+ * L - k - 4)). Where the event is: staging buffer -> patched in memory;
+ * write completed -> pwrite now; write in flight -> queued, written when
+ * the write completes (before finalize writes the footer). 0 or -errno. */
+int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v);
+/* The file's final header will say has_detail_file; the placeholder on
+ * disk says so at once (recovery keeps it). */
+void wal_file_set_has_detail(struct ada_wal_file *f);
+/* The CRC change of a 4-byte XOR difference d at events-section offset k
+ * when the CRC covers len bytes (exported for the unit test). */
+uint32_t wal_crc32_patch_delta(uint32_t d, uint64_t k, uint64_t len);
 void wal_fill_header(struct atf_index_header *h, uint32_t tid, uint8_t arch, uint8_t clock);
 void wal_fill_final(struct atf_index_header *h, struct atf_index_footer *ft,
                     const struct ada_wal_file_summary *s);
@@ -117,7 +149,8 @@ struct wal_gen {
 struct wal_thread {
 	struct wal_proc *p;
 	uint32_t seq, tid, slot;
-	char *dir;
+	char *dir;              /* for messages; files are made relative to dir_fd */
+	int dir_fd;             /* thread_K, opened once (fs.h); -1 when there is none */
 	struct ada_wal_file *f; /* NULL once finalized */
 	uint64_t last_ts;       /* output timestamps never go back */
 	uint64_t pending;       /* ring events taken (staged or lost), not released */
@@ -130,15 +163,27 @@ struct wal_thread {
 	struct wal_gen *gens; /* kept generations, oldest first */
 	size_t ngens, capgens;
 	uint64_t retired_events, retired_bytes;
+	uint32_t retired_gens;
 	struct ada_wal_file_summary last; /* of the current file once final */
 	uint64_t lost;
+	uint64_t segments, flushes, syncs; /* over all its files (manifest) */
 	bool done;
+	struct ada_trigger_thread *trig; /* open frames, latency (flight.c) */
+	struct wal_flight_tw *fw;        /* what each window persisted here (flight.c) */
+	size_t nfw;
+	/* Ring position -> index_seq: the current file's event i is ring
+	 * position file_ring_base + i, for positions below file_ring_hole
+	 * (the first event the file lost, e.g. disk full; MAX: none). */
+	uint64_t file_ring_base, file_ring_hole;
+	struct wal_tdetail *dt; /* detail lane state (detail_persist.c); NULL until used */
+	bool refused;           /* no thread_K/: over the thread-directory rate (arena_check.c) */
 };
 
 /* One traced process (one arena, one pid_N directory). */
 struct wal_proc {
 	pid_t pid;
-	char *dir;
+	char *dir;  /* for messages; files are made relative to dir_fd */
+	int dir_fd; /* pid_N, opened once (fs.h); -1 when there is none */
 	char *arena_path;
 	struct ada_arena *arena;
 	uint32_t max_threads;
@@ -147,17 +192,39 @@ struct wal_proc {
 	struct wal_thread **threads;
 	size_t nthreads, capthreads;
 	bool reaped, gone, finished, our_child;
-	int pidfd; /* -1 unless it is not our child */
+	bool vanished; /* gone before we opened its arena: drain once, never wait */
+	int pidfd;     /* -1 unless it is not our child */
 	int wstatus;
 	uint64_t events, events_at_tick;
-	uint64_t drops_at_tick[2][4];
+	uint64_t drops_at_tick[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
 	uint32_t fill_max;
-	uint64_t drops[2][4]; /* [lane][reason], last read from the arena */
+	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT]; /* last read from the arena */
+	uint64_t side_bytes; /* files the drain does not write (budget.c) */
+	bool side_final;     /* finished and scanned: side_bytes is final */
+	/* flight.c */
+	struct ada_trigger_proc *trig;
+	struct ada_symtab *syms; /* names for the triggers and the stacks at death */
+	uint64_t syms_at;        /* last (re)load, boottime ns */
+	json_t *crash;           /* manifest "crash" once it died of a signal */
+	/* The recorder's own counts (corrupt, thread_limit): never from the
+	 * arena, whose counters the target could write. */
+	uint64_t rec_drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+	uint8_t *slot_noted; /* max_threads: 1 once its quarantine was reported */
+	json_t *quarantine;  /* [{thread, tid, slot, reason, ...}] for the manifest */
+	json_t *warnings;    /* this process's sentences (with r->warnings) */
+	double dir_tokens;   /* thread-directory budget (token bucket) */
+	uint64_t dir_tokens_ns;
+	uint32_t dirs_refused;
+	int arena_fd;                      /* -1: none; kept to check the file's size */
+	uint64_t opened_ns, drops_read_ns; /* CLOCK_MONOTONIC */
+	bool drops_bad;                    /* the arena's drop counters were scribbled: frozen */
+	bool arena_bad;                    /* the mapping faulted (file truncated): no more reads */
 };
 
 struct ada_recorder {
 	struct ada_recorder_opts o;
 	char *out_dir, *session_dir, *arena_dir, *ring_config;
+	int session_fd; /* session_dir, opened once: pid_N are made under it */
 	char **argv_copy;
 	struct ada_wal_io *io;
 	struct ada_tsc_clock clk;
@@ -171,6 +238,8 @@ struct ada_recorder {
 	pid_t *early_pid;
 	int *early_status;
 	size_t nearly, capearly;
+	pid_t *ignored; /* arenas refused (not ours): reported once */
+	size_t nignored, capignored;
 	bool main_reaped, no_children;
 	int main_status;
 	uint64_t gen_bytes;   /* rotate a thread's file past this (budget) */
@@ -179,14 +248,215 @@ struct ada_recorder {
 	uint64_t start_ns, end_ns;
 	uint64_t last_tick_ns, last_anchor_ns, last_reclaim_ns;
 	uint64_t events_total, lost_total;
+	_Atomic int stop_req;      /* ada_recorder_stop(): async-signal-safe */
+	uint64_t stop_at_ns;       /* drain: when it saw the request */
+	uint64_t stop_deadline_ns; /* drain: rings are drained until here */
 	int error;
 	json_t *warnings;
+	/* the disk budget (budget.c) */
+	bool budget_is_default; /* max_disk_bytes is the default, not --max-disk-mb */
+	bool retire_told;       /* stderr said that the budget deletes data */
+	uint64_t side_bytes;    /* every file but the index files, last scan */
+	uint64_t retired_gens, retired_events, retired_bytes;
+	/* the flight recorder (flight.c) */
+	struct ada_trigger_engine *trig;
+	_Atomic uint64_t manual_requests; /* SIGUSR2: any thread / signal handler */
+	uint64_t manual_seen, manual_dropped;
+	uint64_t win_gen_seen; /* windows persisted up to this engine version */
+	void *dsnap;           /* detail ring snapshot buffer (detail_persist.c) */
+	size_t dsnap_cap;
+	/* shared memory (shm.c) */
+	struct ada_shm_budget *shm;          /* the ceiling's page; NULL after the end */
+	struct ada_shm_budget_view shm_last; /* its last values, once closed */
+	bool shm_told;                       /* stderr said a process ran untraced */
+	uint32_t shm_leftover;               /* entries the end found in the arena dir */
+	/* room for the final manifests on a full disk (reserve.c) */
+	int reserve_fd; /* <session>/.reserve, -1: none */
+	uint64_t reserve_bytes;
+	bool reserve_used;         /* a manifest needed it: the disk was full */
+	int manifest_error;        /* the first manifest that could not be written */
+	uint64_t self_start_ticks; /* ours, for `ada status` (alive.c) */
 };
 
 uint64_t wal_proc_drops(const struct wal_proc *p);
+uint64_t wal_proc_lost(const struct wal_proc *p); /* events not written (disk full) */
+
+/* budget.c: the default budget for a session under dir (10 % of the free
+ * space, at most 4 GiB, at least 1 MiB); bytes rounded up to whole blocks;
+ * the scans of the files the drain does not write; retirement counts. */
+uint64_t wal_budget_default(const char *dir);
+uint64_t wal_round_block(uint64_t bytes);
+void wal_budget_scan_proc(struct wal_proc *p);
+void wal_budget_scan(struct ada_recorder *r);
+void wal_budget_retired(struct ada_recorder *r, uint64_t events, uint64_t bytes);
+void wal_budget_overrun(struct ada_recorder *r);
+/* ---- the detail lane on the drain side (detail_file.c, detail_persist.c) ----
+ * Threads: the drain thread only, like everything of a wal_thread. */
+
+/* What one wal_detail_persist() call did (and saw). */
+struct wal_detail_stats {
+	uint64_t records;     /* detail events appended to detail.atf by this call */
+	uint64_t bytes;       /* bytes they took in detail.atf */
+	uint64_t oldest_ns;   /* timestamp of the oldest record the ring still held (0: empty) */
+	uint64_t newest_ns;   /* ... and of the newest */
+	uint64_t overwritten; /* records the ring overwrote since the previous call on this
+	                         thread (never persisted; in --detail always these are drops) */
+	uint64_t unlinked;    /* records in the window NOT persisted because their index event
+	                         could not be patched (in a retired generation, lost to a full
+	                         disk, or not matching the record): counted, never silent */
+	uint64_t deferred;    /* records in the window whose index event the drain has not
+	                         taken yet: left for a later call */
+};
+
+/* Persists, from thread t's detail ring, every record with
+ * from_ns <= timestamp <= to_ns (CLOCK_BOOTTIME ns, the index lane's clock)
+ * that no earlier call persisted, in order, to t's thread_K/detail.atf
+ * (created on the first record; the index file's has_detail_file flag is
+ * set then), and back-patches each linked index event's detail_seq, in the
+ * staging buffer or on disk (wal_file_patch_detail_seq). Records are
+ * decided once: a later call never persists a record older than one an
+ * earlier call persisted (per-thread high-water mark of ring positions).
+ * Best called right after the thread's index events were taken in a
+ * drain pass (records whose index event is not taken yet are deferred).
+ * st may be NULL; its counts are also added to the thread's totals (the
+ * manifest's per-thread "detail"). 0, or -errno (the file could not be
+ * created or written; the index file stays valid). */
+int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,
+                       uint64_t to_ns, struct wal_detail_stats *st);
+/* How much detail t's ring holds right now: timestamps of its oldest and
+ * newest records (0, 0 when empty or there is no detail ring). 0 or -errno. */
+int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t *oldest_ns,
+                         uint64_t *newest_ns);
+/* t's index file is about to be finalized (gen == UINT32_MAX) or rotated
+ * to generation gen: finishes detail.atf (renamed detail.g<gen>.atf with
+ * the index file). Records of the ring not persisted by then stay out. */
+void wal_detail_close(struct ada_recorder *r, struct wal_thread *t, uint32_t gen);
+/* Frees t's detail state (after wal_detail_close). */
+void wal_detail_free(struct wal_thread *t);
+/* Per-thread totals for the manifest (NULL when the thread never used it). */
+json_t *wal_detail_thread_json(const struct wal_thread *t);
+
+/* detail.atf itself (detail_file.c). */
+struct wal_dfile;
+/* Creates name in dirfd (O_EXCL, no link followed, private: fs.h). */
+int wal_dfile_open(int dirfd, const char *name, uint32_t tid, struct wal_dfile **out);
+/* Appends one event; h->total_length must be 24 + 100 + p->stack_size. */
+int wal_dfile_append(struct wal_dfile *d, const struct atf_detail_event_header *h,
+                     const struct atf_detail_function_payload *p, const void *stack);
+uint64_t wal_dfile_count(const struct wal_dfile *d);
+/* Writes footer and final header, truncates, closes, frees. 0 or -errno. */
+int wal_dfile_finish(struct wal_dfile *d, uint64_t *file_bytes);
+/* ---- the arena as untrusted input (arena_check.c) ---- */
+
+/* Plausibility bounds of the event fields the drain checks. */
+#define WAL_MAX_DEPTH (1u << 24)   /* deeper than any stack can be */
+#define WAL_TSC_SLACK (1ull << 30) /* cross-CPU skew we tolerate, ticks */
+#define WAL_THREAD_DIR_BURST 256.0 /* thread_K/ directories at once */
+#define WAL_THREAD_DIR_RATE 64.0   /* ... and per second after that */
+
+/* Nonzero (an ADA_EVENT_BAD_* code) when e is not an event the producer
+ * can have written for thread tid before time ts_max. Branch-free, so the
+ * drain's copy loop ORs it over a batch and looks closer only when the
+ * batch has a bad one. */
+static inline uint32_t wal_event_bad(const struct atf_index_event *e, uint32_t tid, uint64_t ts_max)
+{
+	uint32_t bad = (e->event_kind - 1u > 2u) | (e->thread_id != tid) << 1 |
+	               (e->detail_seq != ATF_NO_DETAIL) << 2 |
+	               (e->call_depth > WAL_MAX_DEPTH) << 3 | (e->timestamp_ns > ts_max) << 4;
+	return bad;
+}
+/* First event of ev[0..n) that wal_event_bad() rejects (n when none), with
+ * the ADA_EVENT_BAD_* reason and the offending value. */
+size_t wal_events_first_bad(const struct atf_index_event *ev, size_t n, uint32_t tid,
+                            uint64_t ts_max, uint32_t *why, uint64_t *value);
+/* Reports slot's quarantine once: a sentence naming pid, thread and what
+ * was wrong in the manifest's "quarantined" and "warnings" and through
+ * the notice callback; counts the events left in the ring as corrupt. */
+void wal_note_quarantine(struct ada_recorder *r, struct wal_proc *p, uint32_t slot,
+                         const struct wal_thread *t, uint64_t pending);
+/* A warning for p's manifest (every manifest when p is NULL) and stderr
+ * (through o.notice). */
+void wal_note(struct ada_recorder *r, struct wal_proc *p, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Takes one thread-directory token of p (false: over the rate; counted). */
+bool wal_thread_dir_allowed(struct wal_proc *p, uint64_t now_ns);
+/* SIGBUS safety: the target may truncate its arena file under our
+ * mapping (docs/internals.md). Reads of an arena run inside
+ * WAL_GUARDED(); a SIGBUS at an address of that arena's mapping jumps to
+ * on_fault instead of killing the recorder. Guards nest; only the
+ * innermost is live. wal_guard_install() sets the process-wide handler
+ * once (a SIGBUS elsewhere keeps its default action). */
+struct wal_guard {
+	sigjmp_buf env;
+	const uint8_t *lo, *hi;
+	struct wal_guard *prev;
+};
+int wal_guard_install(void);
+void wal_guard_push(struct wal_guard *g, const struct ada_arena *a);
+void wal_guard_pop(struct wal_guard *g);
+#define WAL_GUARDED(arena, body, on_fault)                                                         \
+	do {                                                                                       \
+		struct wal_guard wal_g_;                                                           \
+		wal_guard_push(&wal_g_, (arena));                                                  \
+		if (sigsetjmp(wal_g_.env, 0) == 0) {                                               \
+			body;                                                                      \
+			wal_guard_pop(&wal_g_);                                                    \
+		} else {                                                                           \
+			wal_guard_pop(&wal_g_);                                                    \
+			on_fault;                                                                  \
+		}                                                                                  \
+	} while (0)
+
+/* Reads the arena's drop totals into p->drops when they are plausible
+ * (monotonic, no faster than the slots could drop); else freezes them and
+ * says so. */
+void wal_drops_read(struct ada_recorder *r, struct wal_proc *p);
+uint64_t wal_now_ns(void); /* CLOCK_MONOTONIC */
+/* Folds the recorder-counted reasons into p->drops (after the arena's). */
+void wal_drops_fold(struct wal_proc *p);
+/* Whether the arena of pid may be recorded: 1 alive and a descendant of
+ * this process (or reaped by us), 0 gone already (drain once, never wait
+ * for it), -1 alive and not ours (ignore it; a sentence in why). */
+int wal_pid_check(struct ada_recorder *r, pid_t pid, char *why, size_t cap);
+
+/* shm.c: the shared-memory ceiling and the arena directory's end. */
+int wal_shm_setup(struct ada_recorder *r);
+void wal_shm_release(struct ada_recorder *r, struct wal_proc *p);
+void wal_shm_read(const struct ada_recorder *r, struct ada_shm_budget_view *v);
+void wal_shm_tick(struct ada_recorder *r);
+void wal_shm_finish(struct ada_recorder *r);
+/* `ada recover`: removes an arena directory once only shm.budget is left. */
+void wal_shm_remove_dir(const char *dir);
+
+/* reserve.c: the final manifests' room on a full disk. */
+void wal_reserve_setup(struct ada_recorder *r);
+int wal_manifest_commit(struct ada_recorder *r, int dirfd, json_t *root);
+void wal_reserve_end(struct ada_recorder *r);
 int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *state);
-/* Atomically replaces dir/manifest.json (temp file + rename). */
-int wal_json_write_atomic(const char *dir, json_t *root);
+
+/* flight.c: the flight recorder's side of the drain. */
+int wal_flight_init(struct ada_recorder *r);
+void wal_flight_fini(struct ada_recorder *r);
+void wal_flight_proc_start(struct ada_recorder *r, struct wal_proc *p);
+void wal_flight_thread_start(struct wal_thread *t);
+void wal_flight_free(struct wal_proc *p);
+void wal_flight_tick(struct ada_recorder *r);
+/* After a pass took the rings' events: a new or extended window has its
+ * pre-roll persisted at once, before the rings overwrite it. */
+void wal_flight_after_pass(struct ada_recorder *r);
+/* t's index file is about to be finalized or rotated: the open windows
+ * take what they want of its ring first. */
+void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t);
+void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p);
+void wal_flight_manifest(json_t *root, struct ada_recorder *r, struct wal_proc *p);
+static inline void wal_flight_feed(struct wal_thread *t, const struct atf_index_event *ev, size_t n)
+{
+	if (t->trig)
+		ada_trigger_feed(t->trig, ev, n);
+}
+/* Atomically replaces manifest.json in the directory dirfd (a private
+ * temporary file with an unpredictable name + renameat; fs.h). */
+int wal_json_write_atomic(int dirfd, json_t *root);
 
 #if defined(__x86_64__)
 #define WAL_ARCH ATF_ARCH_X86_64

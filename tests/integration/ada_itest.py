@@ -50,6 +50,15 @@ IGNORED_OWN = {"_init", "_fini", "_start", "frame_dummy", "register_tm_clones",
 
 EXEC_NAMES = re.compile(r"^(__)?(f?exec[a-z]*|execveat)$")
 
+# An EXCEPTION whose depth has this bit is the fatal-signal marker the
+# drain appends for a crashed thread (docs/format.md), not a frame.
+SIGNAL_MARKER = 0x80000000
+
+
+def is_signal_marker(ev):
+    d = ev.get("depth")
+    return ev.get("kind") == "exception" and isinstance(d, int) and d & SIGNAL_MARKER
+
 
 class Fail(Exception):
     pass
@@ -328,6 +337,8 @@ def walk_thread(events, allow_inherited):
     stack = []  # (function_id, name, depth)
     cur = None  # depth of the innermost frame; None until the first event
     for ev in events:
+        if is_signal_marker(ev):
+            continue  # not a frame: checked by check_crash_manifest
         kind, depth, fid, name = ev.get("kind"), ev.get("depth"), ev.get("function_id"), fn_name(ev)
         where = "index_seq %s" % ev.get("index_seq")
         if kind == "call":
@@ -917,6 +928,416 @@ def cmd_bad(args, ada, work, rep):
     rep.note("stderr: %r" % lines)
 
 
+# ---------------------------------------------------------------- flight recorder (issue 8)
+
+# scenario: (program mode, ada record options, expected exit status)
+FLIGHT = {
+    "crash_segv": ("segv", ["--pre-roll-sec", "1", "--trigger", "crash"], 139),
+    "crash_abort": ("abort", ["--pre-roll-sec", "1", "--trigger", "crash"], 134),
+    "crash_overflow": ("overflow", ["--pre-roll-sec", "1", "--trigger", "crash"], 139),
+    "crash_recovered": ("recover", ["--pre-roll-sec", "1", "--trigger", "crash"], 0),
+    "latency": ("slow", ["--pre-roll-sec", "0.01", "--post-roll-sec", "0.01",
+                         "--trigger", "p99=function:work>50ms"], 0),
+    # A detail ring large enough for the drain's lag behind the busy loop
+    # that follows the fire (8 MiB: some 40 000 records).
+    "symbol": ("symbol", ["--pre-roll-sec", "0.05", "--post-roll-sec", "0.05",
+                          "--detail-mb", "8", "--trigger", "symbol=rare_event"], 0),
+    "manual": ("manual", ["--pre-roll-sec", "0.05", "--post-roll-sec", "0.05",
+                          "--detail-mb", "8", "--trigger", "manual"], 0),
+    # top() runs 5200 times: a trigger that fires constantly.
+    "max_windows": ("symbol", ["--pre-roll-sec", "0", "--post-roll-sec", "0",
+                               "--trigger-holdoff-ms", "0", "--max-windows", "3",
+                               "--trigger", "symbol=top"], 0),
+    "holdoff": ("symbol", ["--pre-roll-sec", "0", "--post-roll-sec", "0",
+                           "--trigger-holdoff-ms", "3600000", "--trigger", "symbol=top"], 0),
+}
+
+BAD_TRIGGERS = [
+    (["--trigger", "crsh"], "crsh"),
+    (["--trigger", "p99=handle>50ms"], "function:"),
+    (["--trigger", "p99=function:work>50"], "'50'"),
+    (["--trigger", "time=25:00-26:00"], "25:00-26:00"),
+    (["--trigger", "symbol="], "symbol="),
+    (["--pre-roll-sec", "1x"], "--pre-roll-sec"),
+    (["--max-windows", "0"], "--max-windows"),
+]
+
+
+def base_name(name):
+    """A function name without gcc's clone suffix (f.constprop.0 -> f)."""
+    return (name or "").split(".")[0]
+
+
+def flight_manifest(rep, session):
+    pids = glob.glob(os.path.join(session, "pid_*"))
+    if len(pids) != 1:
+        raise Fail("expected one pid directory in %s, found %r" % (session, pids))
+    with open(os.path.join(pids[0], "manifest.json")) as f:
+        return pids[0], json.load(f)
+
+
+def flight_windows(m):
+    return m.get("flight_recorder", {}).get("windows", [])
+
+
+def check_flight_crash(rep, ada, pid_dir, m, sig, top, below=()):
+    """The manifest says the process died of sig; the faulting thread's
+    stack has `top` innermost (or, when below is given, `below` in order
+    somewhere under the libc frames); one crash window ends at the death;
+    the faulting thread's last index event is the signal marker."""
+    c = m.get("crash")
+    if not rep.check(isinstance(c, dict), "no \"crash\" section in %s/manifest.json" % pid_dir):
+        return
+    rep.check(c.get("signal") == sig and c.get("caught") is True and c.get("abnormal") is True,
+              "crash section: expected signal %d, caught, abnormal: %r" % (
+                  sig, {k: v for k, v in c.items() if k != "stacks"}))
+    rep.check(m.get("exit", {}).get("signal") == sig, "exit.signal is %r, not %d" % (
+        m.get("exit"), sig))
+    tid = c.get("faulting_tid")
+    stacks = [s for s in c.get("stacks", []) if s.get("tid") == tid]
+    if not rep.check(len(stacks) == 1, "no stack for the faulting thread %r" % tid):
+        return
+    names = [base_name(f.get("function")) for f in stacks[0].get("frames", [])]
+    if below:
+        where = [names.index(b) if b in names else -1 for b in below]
+        rep.check(all(w >= 0 for w in where) and where == sorted(where),
+                  "the faulting thread's stack should hold %r (innermost first): %r" % (
+                      list(below), names[:12]))
+    else:
+        rep.check(names[:1] == [top], "the faulting thread's innermost frame should be %s: %r"
+                  % (top, names[:8]))
+    wins = [w for w in flight_windows(m) if w.get("trigger") == "crash"]
+    rep.check(len(wins) == 1 and wins[0].get("to_ns") == c.get("time_ns")
+              and wins[0].get("fire_ns") == c.get("time_ns")
+              and wins[0].get("to_ns") - wins[0].get("from_ns") == 1000000000,
+              "expected one crash window of 1 s ending at the death (%r): %r" % (
+                  c.get("time_ns"), wins))
+    events = [e for e in ada.dump(pid_dir) if e.get("tid") == tid]
+    last = events[-1] if events else {}
+    rep.check(is_signal_marker(last) and last.get("depth") & 0x7fffffff == sig,
+              "the faulting thread's last index event should be the signal %d marker: %r"
+              % (sig, last))
+    return stacks[0]
+
+
+def check_one_window(rep, ada, pid_dir, m, trigger, fn):
+    wins = flight_windows(m)
+    if not rep.check(len(wins) == 1 and wins[0].get("trigger") == trigger,
+                     "expected exactly one window from %s: %r" % (trigger, wins)):
+        return None
+    w = wins[0]
+    if fn:
+        ids = {e.get("function_id") for e in ada.dump(pid_dir)
+               if base_name(e.get("function")) == fn}
+        rep.check(len(ids) == 1 and int(w.get("function_id", "0"), 16) in ids,
+                  "the window's function_id %r is not %s's (%r)" % (
+                      w.get("function_id"), fn, ids))
+    rep.check(w["from_ns"] <= w["fire_ns"] <= w["to_ns"], "window out of order: %r" % w)
+    return w
+
+
+def flight_constant(rep, ada, pid_dir, m, scenario):
+    """symbol=top fires 5200 times: --max-windows 3 keeps 3 windows and
+    counts the rest; an hour of hold-off keeps the first fire only."""
+    calls = sum(1 for e in ada.dump(pid_dir)
+                if e.get("kind") == "call" and base_name(e.get("function")) == "top")
+    c = m.get("flight_recorder", {}).get("counts", {})
+    wins = flight_windows(m)
+    rep.check(calls == 5200 and c.get("fires") == calls, "top ran %d times (5200 expected) "
+              "and fired %r times" % (calls, c.get("fires")))
+    if scenario == "max_windows":
+        rep.check(len(wins) == 3 and c.get("over_max_windows", 0) + c.get("merged", 0) ==
+                  calls - 3, "--max-windows 3: %d windows, counts %r" % (len(wins), c))
+    else:
+        rep.check(len(wins) == 1 and c.get("held_off") == calls - 1,
+                  "one hour of hold-off: %d windows, counts %r" % (len(wins), c))
+
+
+def check_window_detail(rep, pid_dir, events, m, want_min=1):
+    """Detail records only inside the windows (nothing before or between
+    them), at least want_min of them, every one linked to its index event,
+    and the manifest's count of them right. Returns the events that carry
+    detail."""
+    wins = flight_windows(m)
+    det = [e for e in events if isinstance(e.get("detail"), dict)]
+    outside = [e for e in det
+               if not any(w["from_ns"] <= e["ts"] <= w["to_ns"] for w in wins)]
+    rep.check(not outside, "%d detail records outside the windows %r, e.g. %r" % (
+        len(outside), [(w["from_ns"], w["to_ns"]) for w in wins], outside[:1]))
+    rep.check(len(det) >= want_min, "expected at least %d detail records in the windows, "
+              "found %d" % (want_min, len(det)))
+    told = sum(w.get("records", 0) for w in wins)
+    rep.check(told == len(det), "the manifest's windows say %d detail records, the files "
+              "hold %d" % (told, len(det)))
+    has = bool(glob.glob(os.path.join(pid_dir, "thread_*", "detail.atf")))
+    rep.check(has == bool(det), "detail.atf present: %r, detail records: %d" % (has, len(det)))
+    return det
+
+
+def detail_call(det, fn):
+    """The detail of the last CALL of fn among det (None when absent)."""
+    calls = [e for e in det if e.get("kind") == "call" and base_name(e.get("function")) == fn]
+    return calls[-1]["detail"] if calls else None
+
+
+def check_args(rep, det, fn, want):
+    d = detail_call(det, fn)
+    regs = (d or {}).get("regs", {})
+    got = {k: regs.get(k) for k in want}
+    rep.check(d is not None and got == want, "%s's CALL in detail.atf should carry the "
+              "arguments %r: %r" % (fn, want, got if d else "no detail record"))
+
+
+def flight_bad(ada, work, rep, prog):
+    """Every bad flight-recorder option: refused before the program starts,
+    one sentence naming the bad part, no session left behind."""
+    for opts, names in BAD_TRIGGERS:
+        out_dir = os.path.join(work, "bad-out")
+        cmd, rc, out, err = ada.record(out_dir, [prog, "segv"], dict(os.environ), opts)
+        lines = [l for l in err.decode(errors="replace").splitlines() if l.strip()]
+        rep.check(rc == 2 and len(lines) == 1 and names in lines[0],
+                  "`%s`: expected exit 2 and one line naming %r, got %d: %r" % (
+                      " ".join(cmd), names, rc, lines[:4]))
+        left = glob.glob(os.path.join(out_dir, "session_*"))
+        rep.check(not left, "`%s` left a session behind: %r" % (" ".join(cmd), left))
+
+
+def cmd_flight(args, ada, work, rep):
+    prog = args.program
+    if args.scenario == "bad_options":
+        return flight_bad(ada, work, rep, prog)
+    mode, opts, status = FLIGHT[args.scenario]
+    untraced = run([prog, mode])
+    if untraced[0] != status:
+        raise Fail("the untraced program exited %d, the test expects %d" % (untraced[0], status))
+    out_dir = os.path.join(work, "out")
+    cmd, rc, out, err = ada.record(out_dir, [prog, mode], dict(os.environ), opts)
+    rep.note("repro: %s" % " ".join(cmd))
+    session = find_session(out_dir, err, rep)
+    rep.note("session: %s" % session)
+    check_arena_gone(rep, session)
+    check_same_behaviour(rep, cmd, session, untraced, (rc, out, err))
+    ada.validate(session, rep)
+    pid_dir, m = flight_manifest(rep, session)
+    events = ada.dump(pid_dir)
+    if args.scenario == "crash_segv":
+        check_flight_crash(rep, ada, pid_dir, m, 11, "fault_here")
+        rep.check(m["crash"].get("address") == "0x0", "fault address %r, not 0x0 (NULL)" % (
+            m["crash"].get("address")))
+        det = check_window_detail(rep, pid_dir, events, m, want_min=100)
+        check_args(rep, det, "fault_here", {"rdi": "0x1111", "rsi": "0x2222", "rdx": "0x3333"})
+        rep.check(detail_call(det, "top") is not None, "the calls leading up to the crash "
+                  "(top) have no detail record")
+    elif args.scenario == "crash_abort":
+        check_flight_crash(rep, ada, pid_dir, m, 6, None, below=("abort", "abort_here", "main"))
+        det = check_window_detail(rep, pid_dir, events, m, want_min=100)
+        check_args(rep, det, "abort_here", {"rdi": "0x4444"})
+    elif args.scenario == "crash_overflow":
+        st = check_flight_crash(rep, ada, pid_dir, m, 11, "overflow_here")
+        if st:
+            rep.check(st.get("depth", 0) > 1000 and st.get("frames_omitted", 0) > 0,
+                      "a stack overflow should leave > 1000 open frames, most omitted: "
+                      "depth %r, omitted %r" % (st.get("depth"), st.get("frames_omitted")))
+        det = check_window_detail(rep, pid_dir, events, m, want_min=100)
+        rep.check(detail_call(det, "overflow_here") is not None,
+                  "no detail record of overflow_here's calls")
+    elif args.scenario == "crash_recovered":
+        rep.check("crash" not in m and not flight_windows(m)
+                  and m.get("exit", {}).get("abnormal") is False,
+                  "a program that recovers from its own SIGSEGV did not crash: %r %r" % (
+                      m.get("crash"), flight_windows(m)))
+        rep.check(not any(is_signal_marker(e) for e in events),
+                  "a signal marker was written for a recovered fault")
+        check_window_detail(rep, pid_dir, events, m, want_min=0)
+    elif args.scenario == "latency":
+        w = check_one_window(rep, ada, pid_dir, m, "p99=function:work>50ms", "work")
+        if w:
+            rep.check(w.get("duration_ns", 0) > 50000000 and w.get("fires") == 1
+                      and w["to_ns"] - w["fire_ns"] == 10000000
+                      and w["fire_ns"] - w["from_ns"] == 10000000,
+                      "the slow call's window: %r" % w)
+            det = check_window_detail(rep, pid_dir, events, m)
+            slow_ret = [e for e in det if e.get("kind") == "return" and e["ts"] == w["fire_ns"]
+                        and base_name(e.get("function")) == "work"]
+            rep.check(len(slow_ret) == 1, "the slow call's RETURN (at the window's fire time) "
+                      "should have its detail record")
+            works = sum(1 for e in det if e.get("kind") == "call"
+                        and base_name(e.get("function")) == "work")
+            rep.check(0 < works < 1000, "only the calls around the slow one should be in "
+                      "detail.atf, not all 1000: %d" % works)
+    elif args.scenario == "symbol":
+        check_one_window(rep, ada, pid_dir, m, "symbol=rare_event", "rare_event")
+        det = check_window_detail(rep, pid_dir, events, m)
+        check_args(rep, det, "rare_event", {"rdi": "0x7"})
+    elif args.scenario == "manual":
+        check_one_window(rep, ada, pid_dir, m, "manual", None)
+        check_window_detail(rep, pid_dir, events, m)
+    elif args.scenario in ("max_windows", "holdoff"):
+        flight_constant(rep, ada, pid_dir, m, args.scenario)
+
+
+# ---------------------------------------------------------------- detail lane
+
+DT_PATTERN = b"ADA-DETAIL-PATTN"
+
+
+def hexint(v):
+    return int(v, 16) if isinstance(v, str) else int(v)
+
+
+def detail_file_counts(session):
+    """(events in every detail*.atf by their headers, has_detail flags of the
+    index files, detail files without an index flag)"""
+    n, flagged, files = 0, 0, 0
+    for path in glob.glob(os.path.join(session, "pid_*", "thread_*", "detail*.atf")):
+        with open(path, "rb") as f:
+            h = f.read(64)
+        files += 1
+        if h[:4] != b"ATD2" or h[6] != 1 or h[7] != 4:
+            raise Fail("%s: header magic/arch/os %r, expected ATD2, x86_64 (1), Linux (4)" % (
+                path, h[:8]))
+        n += int.from_bytes(h[28:36], "little")
+    for path in glob.glob(os.path.join(session, "pid_*", "thread_*", "index*.atf")):
+        with open(path, "rb") as f:
+            h = f.read(12)
+        flagged += int.from_bytes(h[8:12], "little") & 1
+    return n, flagged, files
+
+
+def detail_check_program(rep, events, counts, in_set, stack_bytes):
+    """The registers and stack bytes of the t_detail calls against what the
+    program passed and returned (tests/targets/t_detail.c)."""
+    seen = collections.Counter()
+    for i, e in enumerate(events):
+        fn, d = e.get("function"), e.get("detail")
+        if fn not in ("dt_add6", "dt_pair", "dt_peek") or not d:
+            continue
+        regs = {k: hexint(v) for k, v in d["regs"].items()}
+        if e["kind"] == "call":
+            k = seen[fn]
+            seen[fn] += 1
+            if fn == "dt_add6":
+                want = [k, k + 1, k + 2, k + 3, k + 4, k + 5]
+                got = [regs[r] for r in ("rdi", "rsi", "rdx", "rcx", "r8", "r9")]
+                rep.check(got == want, "dt_add6 call %d: registers %r, the program passed %r"
+                          % (k, got, want))
+            elif fn == "dt_pair":
+                rep.check(regs["rdi"] == k, "dt_pair call %d: rdi %d" % (k, regs["rdi"]))
+            else:
+                stack = bytes.fromhex(d["stack_hex"])
+                rep.check(d["stack_size"] == stack_bytes and len(stack) == stack_bytes,
+                          "dt_peek: stack snapshot of %d bytes, asked %d" % (
+                              len(stack), stack_bytes))
+                rep.check(DT_PATTERN in stack, "dt_peek call %d: the on-stack pattern %r is "
+                          "not in its stack snapshot %s" % (k, DT_PATTERN, d["stack_hex"][:96]))
+                rep.check(int.from_bytes(stack[:8], "little") == hexint(d["lr"]),
+                          "dt_peek: the snapshot's first word is not the return address")
+                rep.check(regs["rdi"] == hexint(d["sp"]) + 8,
+                          "dt_peek: its argument (the caller's buffer) should sit right "
+                          "above the return address")
+        else:
+            k = seen[fn] - 1
+            if fn == "dt_add6":
+                rep.check(regs["rax"] == 6 * k + 15, "dt_add6 return %d: rax %d, expected %d"
+                          % (k, regs["rax"], 6 * k + 15))
+            elif fn == "dt_pair":
+                rep.check((regs["rax"], regs["rdx"]) == (3 * k, k ^ 0x5a5a),
+                          "dt_pair return %d: rax:rdx %r, expected %r" % (
+                              k, (regs["rax"], regs["rdx"]), (3 * k, k ^ 0x5a5a)))
+    for fn, n in (("dt_add6", counts["add6"]), ("dt_pair", counts["pair"]),
+                  ("dt_peek", counts["stack"])):
+        n = n if in_set(fn) else 0
+        rep.check(seen[fn] == n, "%s: %d call records, the program made %d calls" % (
+            fn, seen[fn], n))
+
+
+BAD_DETAIL = [
+    (["--detail", "sometimes"], "--detail"),
+    (["--stack-bytes", "513"], "--stack-bytes"),
+    (["--stack-bytes", "-1"], "--stack-bytes"),
+    (["--detail-mb", "0"], "--detail-mb"),
+    (["--detail-mb", "4096"], "--detail-mb"),
+    (["--detail-symbols", "a;b"], "--detail-symbols"),
+]
+
+
+def detail_bad_options(ada, work, rep, prog):
+    """Bad values: one sentence naming the option, non-zero exit, no session."""
+    for i, (opts, word) in enumerate(BAD_DETAIL):
+        out_dir = os.path.join(work, "bad%d" % i)
+        cmd, rc, out, err = ada.record(out_dir, [prog], dict(os.environ), opts)
+        lines = [l for l in err.decode(errors="replace").splitlines() if l.strip()]
+        rep.check(rc != 0 and len(lines) == 1 and word in lines[0],
+                  "`%s`: exit %d, stderr %r: want non-zero and one line naming %s" % (
+                      " ".join(cmd), rc, lines[:3], word))
+        rep.check(not glob.glob(os.path.join(out_dir, "session_*")),
+                  "`%s` left a session behind" % " ".join(cmd))
+
+
+def cmd_detail(args, ada, work, rep):
+    prog = args.argv[0]
+    if args.mode == "bad":
+        return detail_bad_options(ada, work, rep, prog)
+    rc0, out0, err0 = run([prog])
+    m = re.search(rb"add6 (\d+) pair (\d+) stack (\d+)", out0)
+    if rc0 != 0 or not m:
+        raise Fail("the untraced t_detail run failed (%d): %s" % (rc0, shown(out0 + err0)))
+    counts = dict(zip(("add6", "pair", "stack"), (int(x) for x in m.groups())))
+    out_dir = os.path.join(work, "out")
+    opts = ["--include", os.path.basename(prog), "--detail", args.mode, "--detail-mb", "64",
+            "--stack-bytes", str(args.stack_bytes)]
+    if args.symbols:
+        opts += ["--detail-symbols", args.symbols]
+    cmd, rc1, out1, err1 = ada.record(out_dir, [prog], dict(os.environ), opts)
+    rep.note("repro: %s" % " ".join(cmd))
+    rep.check(rc1 == 0 and out1 == out0, "traced run: exit %d, stdout %r (untraced %r)" % (
+        rc1, out1[:200], out0[:200]))
+    session = find_session(out_dir, err1, rep)
+    check_arena_gone(rep, session)
+    ada.validate(session, rep)
+    events = ada.dump(session)
+    nfile, flagged, files = detail_file_counts(session)
+    linked = [e for e in events if e.get("detail_seq") is not None]
+    in_set = (lambda fn: True) if not args.symbols else (
+        lambda fn: any(fnmatch.fnmatchcase(fn or "", g) for g in args.symbols.split(",")))
+    wanted = [e for e in events if e["kind"] in ("call", "return") and in_set(e["function"])]
+    manifest = json.load(open(glob.glob(os.path.join(session, "pid_*", "manifest.json"))[0]))
+    rep.check(manifest.get("detail", {}).get("mode") == args.mode,
+              "manifest detail.mode is %r, not %r" % (manifest.get("detail"), args.mode))
+    if args.mode != "never":
+        want = {"ring_bytes": 64 << 20, "stack_bytes": args.stack_bytes}
+        got = {k: manifest["detail"].get(k) for k in want}
+        rep.check(got == want, "manifest detail %r, --detail-mb 64 and --stack-bytes asked %r"
+                  % (got, want))
+    if args.mode == "never":
+        rep.check(files == 0 and not linked and flagged == 0,
+                  "--detail never: %d detail files, %d linked events, %d flagged index "
+                  "files; expected none" % (files, len(linked), flagged))
+        rep.check(manifest["detail"].get("stack_bytes") == 0, "never: stack_bytes not 0")
+        return
+    drops = manifest.get("drops", {}).get("detail", {})
+    rep.check(not any(drops.values()), "detail drops %r with a 64 MiB ring" % drops)
+    rep.check(len(linked) == len(wanted) == nfile,
+              "%d index events link a detail event, %d calls+returns of functions in the "
+              "set, detail files hold %d events: all three must be equal" % (
+                  len(linked), len(wanted), nfile))
+    rep.check(all(e.get("detail_seq") is not None for e in wanted),
+              "a call/return of a function in the set has no detail event")
+    rep.check(all(in_set(e["function"]) for e in linked),
+              "a function outside --detail-symbols has a detail event: %r" % sorted(
+                  {e["function"] for e in linked if not in_set(e["function"])})[:5])
+    rep.check(flagged == files == 1, "has_detail_file flags %d, detail files %d" % (
+        flagged, files))
+    for e in linked:
+        d = e.get("detail")
+        if not d or d["type"] != e["kind"]:
+            rep.fail("event %d (%s %s): linked detail %r does not match" % (
+                e["index_seq"], e["kind"], e["function"], d and d.get("type")))
+            break
+    detail_check_program(rep, events, counts, in_set, args.stack_bytes)
+    rep.note("%d detail events checked" % len(linked))
+
+
 # ---------------------------------------------------------------- self-test
 
 def ev(kind, fn, depth, fid=None, seq=[0]):
@@ -1013,8 +1434,16 @@ def main():
     b.add_argument("--static")
     b.add_argument("--setuid-src")
     sub.add_parser("selftest", help="check the checks on hand-made event streams")
+    fl = sub.add_parser("flight", help="flight recorder scenarios on tests/targets/t_flight")
+    fl.add_argument("scenario", choices=sorted(FLIGHT) + ["bad_options"])
+    fl.add_argument("program")
+    dl = sub.add_parser("detail", help="the detail lane on tests/targets/t_detail.c")
+    dl.add_argument("mode", choices=["always", "never", "bad"])
+    dl.add_argument("--stack-bytes", type=int, default=128)
+    dl.add_argument("--symbols", help="--detail-symbols GLOB[,GLOB]")
+    dl.add_argument("argv", nargs=argparse.REMAINDER)
     args = ap.parse_args()
-    if args.cmd == "target":
+    if args.cmd in ("target", "detail"):
         if args.argv and args.argv[0] == "--":
             args.argv = args.argv[1:]
         if not args.argv:
@@ -1029,7 +1458,8 @@ def main():
     rep = Report()
     try:
         {"target": cmd_target, "debian": cmd_debian, "bad": cmd_bad,
-         "selftest": cmd_selftest}[args.cmd](args, ada, work, rep)
+         "selftest": cmd_selftest, "flight": cmd_flight,
+         "detail": cmd_detail}[args.cmd](args, ada, work, rep)
     except Skip as e:
         print("SKIP: %s" % e)
         shutil.rmtree(base, ignore_errors=True)

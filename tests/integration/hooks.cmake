@@ -72,6 +72,14 @@ ada_itest(exclude_module.O2 target --record-opt=--exclude --record-opt=libc.so*
           --absent-module libc.so* -- ${T}/t_funcptr_O2)
 ada_itest(prologue.O2 target -- ${T}/t_prologue_O2)
 ada_itest(ucontext.O2 target --calls-only -- ${T}/t_ucontext_O2)
+# The detail lane (issue 8): registers, return values and stack bytes of
+# known calls with --detail always; no detail file with never; a narrowed set.
+ada_itest(detail_always.O2 detail always -- ${T}/t_detail_O2)
+ada_itest(detail_always.O0 detail always -- ${T}/t_detail_O0)
+ada_itest(detail_never.O2 detail never -- ${T}/t_detail_O2)
+ada_itest(detail_symbols.O2 detail --symbols dt_add6,dt_pair always -- ${T}/t_detail_O2)
+ada_itest(detail_stack32.O2 detail --stack-bytes 32 always -- ${T}/t_detail_O2)
+ada_itest(detail_bad_options detail bad -- ${T}/t_detail_O2)
 ada_itest(signal_async.O2 target --nondeterministic -- ${T}/t_signal_O2 async)
 ada_itest(signal_async.O0 target --nondeterministic -- ${T}/t_signal_O0 async)
 ada_itest(pthread_exit.O0 target -- ${T}/t_pthread_exit_O0)

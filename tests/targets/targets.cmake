@@ -92,6 +92,8 @@ ada_test_target(crash O2 SOURCES ${ADA_TGT_SRC}/t_crash.c)
 ada_test_target(prologue O2 SOURCES ${ADA_TGT_SRC}/t_prologue.c)
 ada_test_target(spawn O2 SOURCES ${ADA_TGT_SRC}/t_spawn.c)
 ada_test_target(ucontext O2 SOURCES ${ADA_TGT_SRC}/t_ucontext.c)
+ada_test_target(detail O2 SOURCES ${ADA_TGT_SRC}/t_detail.c)
+ada_test_target(detail O0 SOURCES ${ADA_TGT_SRC}/t_detail.c)
 
 # The library t_dlopen loads after start.
 add_library(adat_dlib MODULE ${ADA_TGT_SRC}/t_dlib.c)
@@ -122,3 +124,5 @@ if(ADA_CLANG AND ADA_CLANGXX)
 else()
   message(STATUS "ada tests: clang not installed, test targets are built with ${CMAKE_C_COMPILER_ID} only")
 endif()
+# The flight recorder's programs (tests/integration/flight.cmake).
+ada_test_target(flight O2 SOURCES ${ADA_TGT_SRC}/t_flight.c)

@@ -245,6 +245,58 @@ static void test_store_load(void **state)
 	rmdir(dir);
 }
 
+/* A cache file or directory another user could have written is never
+ * used: a link, a group/other-writable file or directory, a file owned by
+ * someone else (root only: chown). */
+static void test_untrusted(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/ada_plancache_XXXXXX", p[4096], q[4096], cmd[4200];
+	struct plan_cache_key k;
+	struct plan_cache_entry e[N], out[N];
+	assert_non_null(mkdtemp(dir));
+	make_key(&k);
+	make_entries(e);
+	snprintf(p, sizeof(p), "%s/plans/x.plan", dir);
+	assert_int_equal(plan_cache_store(p, &k, e), 0);
+	assert_int_equal(plan_cache_load(p, &k, out), 0);
+	/* Private: 0700 directory, 0600 file. */
+	struct stat st;
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	snprintf(q, sizeof(q), "%s/plans", dir);
+	assert_int_equal(stat(q, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	assert_int_equal(chmod(p, 0620), 0);
+	assert_int_equal(plan_cache_load(p, &k, out), -EPERM);
+	assert_int_equal(chmod(p, 0600), 0);
+	assert_int_equal(chmod(q, 0770), 0);
+	assert_int_equal(plan_cache_load(p, &k, out), -EPERM);
+	assert_int_equal(plan_cache_store(p, &k, e), -EPERM);
+	assert_int_equal(chmod(q, 0700), 0);
+	/* A planted link: not read; a store replaces the link, not its target. */
+	snprintf(q, sizeof(q), "%s/victim", dir);
+	FILE *f = fopen(q, "w");
+	assert_non_null(f);
+	fputs("victim", f);
+	fclose(f);
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(symlink(q, p), 0);
+	assert_int_equal(plan_cache_load(p, &k, out), -ELOOP);
+	assert_int_equal(plan_cache_store(p, &k, e), 0);
+	assert_int_equal(stat(q, &st), 0);
+	assert_int_equal(st.st_size, 6);
+	assert_int_equal(plan_cache_load(p, &k, out), 0);
+	if (geteuid() == 0) {
+		assert_int_equal(chown(p, 65534, 65534), 0);
+		assert_int_equal(plan_cache_load(p, &k, out), -EPERM);
+	} else {
+		print_message("not root: the foreign-owner case is not exercised\n");
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* The running test has a build-id (gcc's default): a non-zero hash. */
 static void test_self_hash(void **state)
 {
@@ -260,7 +312,8 @@ int main(void)
 	    cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_corrupt),
 	    cmocka_unit_test(test_truncated),   cmocka_unit_test(test_mismatch),
 	    cmocka_unit_test(test_bad_entries), cmocka_unit_test(test_path),
-	    cmocka_unit_test(test_store_load),  cmocka_unit_test(test_self_hash),
+	    cmocka_unit_test(test_store_load),  cmocka_unit_test(test_untrusted),
+	    cmocka_unit_test(test_self_hash),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -186,8 +186,11 @@ static void test_altstack_not_dead(void **state)
 	call(1, 10, 0x1001);
 	/* pretend the alt stack is above the main one, far away */
 	uint64_t *s = slot_at(1);
-	if (alt_slot > s && (uint64_t)((uintptr_t)alt_slot - (uintptr_t)s) < SHADOW_SAME_STACK_SPAN)
-		skip(); /* the linker put them too close to tell */
+	if (alt_slot > s &&
+	    (uint64_t)((uintptr_t)alt_slot - (uintptr_t)s) < SHADOW_SAME_STACK_SPAN) {
+		print_message("skip: the linker put the two stacks too close to tell apart\n");
+		skip();
+	}
 	*alt_slot = 0x4444;
 	shadow_pop_dead(&sh, alt_slot, *alt_slot, TRAMP);
 	assert_int_equal(sh.top, 1);

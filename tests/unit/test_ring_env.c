@@ -1,6 +1,6 @@
 /*
  * Tests of ada_producer_init_from_env(): arena creation from ADA_ARENA_DIR /
- * ADA_RING_CONFIG (<pid>.tmp renamed to <pid>.ring), the exec re-open (the
+ * ADA_RING_CONFIG (<pid>.ring.tmp.<random> renamed to <pid>.ring), the exec re-open (the
  * old image's slots become EXITED and exec-orphaned), and a forked child
  * leaving its parent's arena alone and making its own.
  *
@@ -209,7 +209,8 @@ static void test_mlock_refusal_reported(void **state)
 {
 	(void)state;
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	skip(); /* their runtimes replace mlock() with a no-op that succeeds */
+	print_message("skip: the sanitizer runtime replaces mlock() by a no-op that succeeds\n");
+	skip();
 #endif
 	pid_t pid = fork();
 	assert_true(pid >= 0);
@@ -233,8 +234,10 @@ static void test_mlock_refusal_reported(void **state)
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
-	if (WEXITSTATUS(st) == 77)
+	if (WEXITSTATUS(st) == 77) {
+		print_message("skip: cannot take RLIMIT_MEMLOCK and CAP_IPC_LOCK away\n");
 		skip();
+	}
 	assert_int_equal(WEXITSTATUS(st), 0);
 	char path[128];
 	ring_path(path, sizeof(path), pid, "ring");

@@ -359,6 +359,32 @@ static void test_process_state_and_heartbeat(void **state)
 	ada_arena_close(b);
 }
 
+/* The crash record: absent until written, first thread wins, seen by a
+ * second mapping (the drain), and the process state follows. */
+static void test_crash_record(void **state)
+{
+	struct ada_arena *a = fx_arena(*state, 1, 64, ADA_OVERFLOW_DROP);
+	struct ada_crash_info ci;
+	assert_false(ada_arena_crash_info(a, &ci));
+	struct ada_crash_info w = {.signo = 11, .code = 1, .tid = 4242, .addr = 0x10, .ts_raw = 99};
+	assert_true(ada_arena_record_crash(a, &w));
+	struct ada_crash_info w2 = {.signo = 6, .tid = 4243};
+	assert_false(ada_arena_record_crash(a, &w2)); /* a second death: the first stands */
+	struct ada_arena *b;
+	struct fixture *f = *state;
+	assert_int_equal(ada_arena_open(f->path, &b), 0);
+	assert_true(ada_arena_crash_info(b, &ci));
+	assert_int_equal(ci.signo, 11);
+	assert_int_equal(ci.code, 1);
+	assert_int_equal(ci.tid, 4242);
+	assert_int_equal(ci.addr, 0x10);
+	assert_int_equal(ci.ts_raw, 99);
+	int info = 0;
+	assert_int_equal(ada_arena_process_state(b, &info), ADA_PROC_CRASHED);
+	assert_int_equal(info, 11);
+	ada_arena_close(b);
+}
+
 static uint64_t boottime_ns(void)
 {
 	struct timespec ts;
@@ -575,6 +601,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_slot_claim_exit_free_reuse, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_no_slot_drops, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_drops_survive_slot_free, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_crash_record, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_process_state_and_heartbeat, fx_setup,
 	                                    fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_timestamp_sources, fx_setup, fx_teardown),

@@ -1,0 +1,357 @@
+/*
+ * ada fs: private, link-proof creation, no-follow reading and the trust
+ * checks a root process makes before it writes somewhere (fs.h has the
+ * rules). Threads: any; no state. Callers: the agent (agent.json, .syms,
+ * plan cache, arena), the recorder (session, manifest, index files),
+ * `ada recover`, and the readers (validate, dump, status).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs.h"
+
+#define FS_DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+int ada_fs_open_dir(int dirfd, const char *name, int *out)
+{
+	int fd = openat(dirfd, name, FS_DIR_FLAGS);
+	if (fd < 0) {
+		int err = -errno;
+		struct stat st;
+		/* O_NOFOLLOW|O_DIRECTORY on a link reports ENOTDIR: say ELOOP,
+		 * which is what the caller must tell the user about. */
+		if (err == -ENOTDIR && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(st.st_mode))
+			err = -ELOOP;
+		return err;
+	}
+	*out = fd;
+	return 0;
+}
+
+int ada_fs_mkdir(int dirfd, const char *name, unsigned flags, int *out)
+{
+	bool made = mkdirat(dirfd, name, ADA_FS_DIR_MODE) == 0;
+	if (!made && (errno != EEXIST || (flags & ADA_FS_EXCL)))
+		return -errno;
+	int fd = -1, err = ada_fs_open_dir(dirfd, name, &fd);
+	if (err)
+		return err;
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		err = -errno;
+	else if (st.st_uid != geteuid())
+		err = -EPERM; /* someone else's directory where ours belongs */
+	else if (made && fchmod(fd, ADA_FS_DIR_MODE) < 0)
+		err = -errno; /* a umask may have narrowed it; nothing widened it */
+	if (err) {
+		close(fd);
+		return err;
+	}
+	*out = fd;
+	return 0;
+}
+
+int ada_fs_create(int dirfd, const char *name, int flags, int *out)
+{
+	int fd = openat(dirfd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	                ADA_FS_FILE_MODE);
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, ADA_FS_FILE_MODE) < 0) {
+		int err = -errno;
+		unlinkat(dirfd, name, 0);
+		close(fd);
+		return err;
+	}
+	*out = fd;
+	return 0;
+}
+
+/* 64 unpredictable bits: the kernel's pool, or -- should getrandom be
+ * unavailable (old kernel, seccomp) -- a mix of clocks, pid and a counter.
+ * O_EXCL keeps the fallback safe; it only makes a name easier to guess. */
+static uint64_t fs_random64(void)
+{
+	uint64_t v;
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
+		return v;
+	static _Atomic uint64_t counter;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ ((uint64_t)getpid() << 17) ^
+	    (uint64_t)(uintptr_t)&v ^ ++counter;
+	v ^= v >> 33; /* splitmix64 finaliser */
+	v *= 0xff51afd7ed558ccdull;
+	v ^= v >> 33;
+	return v;
+}
+
+int ada_fs_tmp_name(const char *name, char *tmp, size_t cap)
+{
+	int n = snprintf(tmp, cap, "%s.tmp.%016llx", name, (unsigned long long)fs_random64());
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+int ada_fs_create_tmp(int dirfd, const char *name, int flags, char *tmp, int *out)
+{
+	int err = -EEXIST;
+	for (int i = 0; i < 16 && err == -EEXIST; i++) {
+		err = ada_fs_tmp_name(name, tmp, ADA_FS_TMP_NAME_MAX);
+		if (!err)
+			err = ada_fs_create(dirfd, tmp, flags, out);
+	}
+	return err;
+}
+
+int ada_fs_commit(int dirfd, const char *tmp, const char *name)
+{
+	if (renameat(dirfd, tmp, dirfd, name) == 0)
+		return 0;
+	int err = -errno;
+	unlinkat(dirfd, tmp, 0);
+	return err;
+}
+
+int ada_fs_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int ada_fs_replace(int dirfd, const char *name, const void *buf, size_t len, bool sync)
+{
+	char tmp[ADA_FS_TMP_NAME_MAX];
+	int fd = -1, err = ada_fs_create_tmp(dirfd, name, O_WRONLY, tmp, &fd);
+	if (err)
+		return err;
+	err = ada_fs_write_all(fd, buf, len);
+	if (!err && sync && fsync(fd) < 0)
+		err = -errno;
+	if (close(fd) < 0 && !err)
+		err = -errno;
+	if (err) {
+		unlinkat(dirfd, tmp, 0);
+		return err;
+	}
+	return ada_fs_commit(dirfd, tmp, name);
+}
+
+int ada_fs_open_file(int dirfd, const char *name, int flags, int *out)
+{
+	/* O_NONBLOCK: a FIFO planted under the name must not hang a reader. */
+	int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int err = 0;
+	if (fstat(fd, &st) < 0)
+		err = -errno;
+	else if (!S_ISREG(st.st_mode))
+		err = -EINVAL;
+	else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+		err = -errno;
+	if (err) {
+		close(fd);
+		return err;
+	}
+	*out = fd;
+	return 0;
+}
+
+DIR *ada_fs_opendir(int dirfd, const char *name)
+{
+	int fd = -1, err = ada_fs_open_dir(dirfd, name, &fd);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		err = errno;
+		close(fd);
+		errno = err;
+	}
+	return d;
+}
+
+enum ada_fs_kind ada_fs_entry_kind(int dirfd, const struct dirent *de)
+{
+	if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+		return ADA_FS_OTHER;
+	unsigned char t = de->d_type;
+	if (t == DT_UNKNOWN) {
+		struct stat st;
+		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return ADA_FS_OTHER;
+		t = S_ISREG(st.st_mode)   ? DT_REG
+		    : S_ISDIR(st.st_mode) ? DT_DIR
+		    : S_ISLNK(st.st_mode) ? DT_LNK
+		                          : DT_UNKNOWN;
+	}
+	switch (t) {
+	case DT_REG:
+		return ADA_FS_REG;
+	case DT_DIR:
+		return ADA_FS_DIR;
+	case DT_LNK:
+		return ADA_FS_LINK;
+	default:
+		return ADA_FS_OTHER;
+	}
+}
+
+/* ---- trust ---- */
+
+static bool fs_stat_trusted(const struct stat *st, uid_t uid)
+{
+	if (st->st_uid != 0 && st->st_uid != uid)
+		return false;
+	if (!(st->st_mode & (S_IWGRP | S_IWOTH)))
+		return true;
+	/* A sticky directory of root's: others may add names but cannot
+	 * remove, rename or replace ours. */
+	return S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX) && st->st_uid == 0;
+}
+
+int ada_fs_dir_trusted(int fd, uid_t uid)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	return fs_stat_trusted(&st, uid) ? 0 : -EPERM;
+}
+
+/* The walk of ada_fs_place_trusted(): where (for the message) and the
+ * descriptor of the directory reached so far. */
+struct fs_walk {
+	char where[PATH_MAX];
+	int fd;
+	int links;
+};
+
+static int fs_walk_root(struct fs_walk *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	snprintf(w->where, sizeof(w->where), "/");
+	w->fd = open("/", FS_DIR_FLAGS);
+	return w->fd < 0 ? -errno : 0;
+}
+
+static void fs_walk_name(struct fs_walk *w, const char *c)
+{
+	size_t n = strlen(w->where);
+	snprintf(w->where + n, sizeof(w->where) - n, "%s%s", n > 1 ? "/" : "", c);
+}
+
+/* Follows the link c (already checked) by prepending its target to rest. */
+static int fs_walk_link(struct fs_walk *w, const char *c, char *rest, size_t cap)
+{
+	char target[PATH_MAX], next[PATH_MAX];
+	if (++w->links > 40)
+		return -ELOOP;
+	ssize_t n = readlinkat(w->fd, c, target, sizeof(target) - 1);
+	if (n < 0)
+		return -errno;
+	target[n] = '\0';
+	if (snprintf(next, sizeof(next), "%s/%s", target, rest) >= (int)sizeof(next))
+		return -ENAMETOOLONG;
+	snprintf(rest, cap, "%s", next);
+	return target[0] == '/' ? fs_walk_root(w) : 0;
+}
+
+/* One component c of the walk: 2 when c does not exist (and is not to
+ * be created). */
+static int fs_walk_step(struct fs_walk *w, const char *c, char *rest, size_t cap, uid_t uid,
+                        unsigned flags)
+{
+	struct stat st;
+	int fd = -1, err;
+	if (fstatat(w->fd, c, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != ENOENT)
+			return -errno;
+		if (!(flags & ADA_FS_WALK_CREATE))
+			return 2;
+		err = ada_fs_mkdir(w->fd, c, 0, &fd);
+	} else if (S_ISLNK(st.st_mode)) {
+		if (st.st_uid != 0 && st.st_uid != uid) {
+			fs_walk_name(w, c);
+			return -EPERM;
+		}
+		return fs_walk_link(w, c, rest, cap);
+	} else {
+		err = ada_fs_open_dir(w->fd, c, &fd);
+	}
+	if (err)
+		return err;
+	close(w->fd);
+	w->fd = fd;
+	fs_walk_name(w, c);
+	return ada_fs_dir_trusted(fd, uid);
+}
+
+/* Takes the next component of rest into c (NAME_MAX + 1 bytes): 0, 1 at
+ * the end, -ENAMETOOLONG. */
+static int fs_walk_next(char *rest, char *c)
+{
+	char *s = rest;
+	while (*s == '/')
+		s++;
+	if (!*s)
+		return 1;
+	size_t n = strcspn(s, "/");
+	if (n > NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(c, s, n);
+	c[n] = '\0';
+	memmove(rest, s + n, strlen(s + n) + 1);
+	return 0;
+}
+
+int ada_fs_walk(const char *path, uid_t uid, unsigned flags, int *out, char *why, size_t cap)
+{
+	char rest[PATH_MAX], cwd[PATH_MAX], c[NAME_MAX + 1];
+	struct fs_walk w = {.fd = -1};
+	if (path[0] != '/' && !getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	if (snprintf(rest, sizeof(rest), "%s/%s", path[0] == '/' ? "" : cwd, path) >=
+	    (int)sizeof(rest))
+		return -ENAMETOOLONG;
+	int err = fs_walk_root(&w);
+	if (!err)
+		err = ada_fs_dir_trusted(w.fd, uid);
+	while (!err && !(err = fs_walk_next(rest, c)))
+		if (strcmp(c, "."))
+			err = fs_walk_step(&w, c, rest, sizeof(rest), uid, flags);
+	if (err == -EPERM && why)
+		snprintf(why, cap, "%s", w.where);
+	if (err == 1 && out) {
+		*out = w.fd; /* the whole path was walked */
+		w.fd = -1;
+	} else if (out) {
+		*out = -1;
+	}
+	if (w.fd >= 0)
+		close(w.fd);
+	return err > 0 ? 0 : err;
+}

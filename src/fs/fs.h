@@ -1,0 +1,129 @@
+/*
+ * ada fs: private, link-proof files -- the one place ada creates, opens,
+ * renames and walks files (DESIGN.md decision 9).
+ *
+ * The rules every caller gets by using these functions:
+ *   - Everything is relative to a directory descriptor opened once
+ *     (ada_fs_open_dir / ada_fs_mkdir: O_DIRECTORY|O_NOFOLLOW), so a path
+ *     swapped for a symlink after the directory was opened changes nothing.
+ *   - A file is created with O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC: a planted
+ *     file gives -EEXIST, a planted symlink -EEXIST or -ELOOP; nothing is
+ *     ever written through a link.
+ *   - Directories are 0700 and files 0600 whatever the umask (fchmod after
+ *     creation): argv, symbol names and register contents are the user's.
+ *   - Temporary names are unpredictable (<name>.tmp.<16 random hex digits>)
+ *     and are renamed into place with renameat() on the same descriptor.
+ *   - Readers open with O_NOFOLLOW and classify entries with d_type /
+ *     fstatat(AT_SYMLINK_NOFOLLOW): a walk never follows a link, so it
+ *     never visits a directory twice and a loop of links ends at once.
+ *
+ * This module is the ground: it depends on libc only, so the agent
+ * (src/hook, src/ring's producer) and the recorder (src/atf, src/wal,
+ * tools) share it. Threads: every function is reentrant; none prints.
+ * Errors are 0 / -errno.
+ */
+#ifndef ADA_FS_H
+#define ADA_FS_H
+
+#include <dirent.h>
+#include <fcntl.h> /* AT_FDCWD, O_* for callers */
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define ADA_FS_DIR_MODE 0700
+#define ADA_FS_FILE_MODE 0600
+/* Room for "<name>.tmp.<16 hex>" with a name of up to 200 bytes. */
+#define ADA_FS_TMP_NAME_MAX 224
+/* Readers stop a directory listing after this many entries (a session's
+ * directories hold a few hundred; a crafted one cannot stall a reader). */
+#define ADA_FS_WALK_MAX_ENTRIES 100000u
+
+/* Opens the directory name under dirfd (AT_FDCWD or a descriptor; name may
+ * be a path whose last component is not followed) with
+ * O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC into *out.
+ * -ELOOP when name is a symlink, -ENOTDIR, other -errno of openat. */
+int ada_fs_open_dir(int dirfd, const char *name, int *out);
+
+#define ADA_FS_EXCL 1u /* ada_fs_mkdir: the directory must not exist yet */
+
+/* Creates the directory name (one component) under dirfd with mode 0700
+ * and opens it as ada_fs_open_dir() does. Without ADA_FS_EXCL an existing
+ * directory is accepted when it is a real directory owned by the
+ * effective user (then its mode is left alone). -EEXIST (ADA_FS_EXCL),
+ * -ELOOP (a symlink), -EPERM (owned by someone else), other -errno. */
+int ada_fs_mkdir(int dirfd, const char *name, unsigned flags, int *out);
+
+/* Creates the regular file name under dirfd: openat(O_CREAT|O_EXCL|
+ * O_NOFOLLOW|O_CLOEXEC | flags) with mode 0600 (forced by fchmod, so the
+ * umask cannot widen or narrow it). flags: O_WRONLY or O_RDWR, plus
+ * O_APPEND etc. -EEXIST when anything (a file or a link) has the name. */
+int ada_fs_create(int dirfd, const char *name, int flags, int *out);
+
+/* Creates a temporary file "<name>.tmp.<16 random hex>" under dirfd as
+ * ada_fs_create() does, retrying on a collision; its name goes to tmp
+ * (ADA_FS_TMP_NAME_MAX bytes). -ENAMETOOLONG, other ada_fs_create() errors. */
+int ada_fs_create_tmp(int dirfd, const char *name, int flags, char *tmp, int *out);
+
+/* Writes "<name>.tmp.<16 random hex>" to tmp (cap bytes) for a caller
+ * that must create the file itself (the arena: ada_arena_create), always
+ * with O_EXCL. 0 or -ENAMETOOLONG. */
+int ada_fs_tmp_name(const char *name, char *tmp, size_t cap);
+
+/* renameat(dirfd, tmp, dirfd, name): publishes a finished temporary file.
+ * On failure tmp is removed. 0 or -errno. */
+int ada_fs_commit(int dirfd, const char *tmp, const char *name);
+
+/* write() all of buf, retrying on EINTR and short writes. -EIO for a
+ * write that returns 0. */
+int ada_fs_write_all(int fd, const void *buf, size_t len);
+
+/* Replaces name under dirfd atomically with buf: temporary file, write,
+ * fsync when sync, rename. Readers see the old file or the whole new one. */
+int ada_fs_replace(int dirfd, const char *name, const void *buf, size_t len, bool sync);
+
+/* Opens the existing regular file name under dirfd for reading (flags
+ * O_RDONLY) or patching (O_RDWR), never following a link and never
+ * blocking on a FIFO. -ELOOP (a symlink), -EINVAL (not a regular file). */
+int ada_fs_open_file(int dirfd, const char *name, int flags, int *out);
+
+/* A directory stream over name under dirfd (opened as ada_fs_open_dir()
+ * does), or NULL with errno set. closedir() frees it. */
+DIR *ada_fs_opendir(int dirfd, const char *name);
+
+enum ada_fs_kind { ADA_FS_OTHER, ADA_FS_REG, ADA_FS_DIR, ADA_FS_LINK };
+/* What de (read from the stream over dirfd) is, without following it:
+ * d_type, or fstatat(AT_SYMLINK_NOFOLLOW) when the file system leaves
+ * d_type unknown. "." and ".." are ADA_FS_OTHER. */
+enum ada_fs_kind ada_fs_entry_kind(int dirfd, const struct dirent *de);
+
+/* ---- places another user could have planted a link in ---- */
+
+/* 0 when the directory fd is one only uid (or root) can change: owned by
+ * root or uid, and not writable by group or others -- unless it is a
+ * sticky directory owned by root (/tmp, /dev/shm), where others cannot
+ * touch what is not theirs. -EPERM otherwise; -errno of fstat. */
+int ada_fs_dir_trusted(int fd, uid_t uid);
+
+#define ADA_FS_WALK_CREATE 1u /* ada_fs_walk: create what is missing (0700) */
+
+/* Walks path from / (a relative path from the working directory) one
+ * component at a time, trusting nothing it has not checked: every
+ * directory on the way must pass ada_fs_dir_trusted(uid), and every
+ * symlink must be owned by root or uid (it then sits in a checked
+ * directory, so only they could have made it). With ADA_FS_WALK_CREATE the
+ * missing directories are created (ada_fs_mkdir) and *out gets the last
+ * one, opened; without it the walk stops quietly at the first missing
+ * component (0, *out = -1: what is missing will be the caller's own).
+ * -EPERM with the offending directory or link in why (cap bytes), -ELOOP
+ * after 40 links, other -errno. out and why may be NULL. */
+int ada_fs_walk(const char *path, uid_t uid, unsigned flags, int *out, char *why, size_t cap);
+
+/* ada_fs_walk() without creating or opening: 0 when a root process may
+ * write under path. */
+static inline int ada_fs_place_trusted(const char *path, uid_t uid, char *why, size_t cap)
+{
+	return ada_fs_walk(path, uid, 0, NULL, why, cap);
+}
+
+#endif

@@ -1,0 +1,221 @@
+/*
+ * ada ring: the recording's shared-memory ceiling -- the sum of the sizes
+ * of the arenas that exist at once in the arena directory.
+ *
+ * The recorder creates <arena dir>/shm.budget (one page: the ceiling and
+ * the counters below) before it starts the program. A process about to
+ * create its arena reserves the arena's full size there first; when the
+ * reservation would pass the ceiling it is refused and counted, and the
+ * process runs untraced (the recorder tells: stderr, manifests, `ada
+ * status`). The recorder gives the bytes back when it removes an arena.
+ * Sizes are the arenas' full sizes (ada_arena_size_for), not the pages
+ * touched so far: an arena can grow to that as threads claim slots, and
+ * the ceiling must hold whatever the program does.
+ *
+ * Threads/processes: any number of traced processes reserve concurrently
+ * (a CAS loop on `reserved`); the recorder's drain releases; `ada status`
+ * reads. Nothing here is hook context. The file is written by the target
+ * too, so a reader never trusts it for memory safety: it is one fixed-size
+ * page whose magic is checked, and every count is only a number to report.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ring_internal.h"
+
+#define SHM_BUDGET_MAGIC 0x7465676475626873ull /* "shbudget" */
+#define SHM_BUDGET_SIZE 4096u
+#define SHM_WAIT_MS 1000u
+
+struct ada_shm_budget {
+	uint64_t magic;
+	uint64_t ceiling; /* bytes; 0 = none (counted all the same) */
+	_Atomic uint64_t reserved;
+	_Atomic uint64_t peak;
+	_Atomic uint64_t refused_procs;
+	_Atomic uint64_t refused_bytes;
+	_Atomic uint64_t arenas;       /* reserved and not yet released */
+	_Atomic uint64_t waited_procs; /* had to wait for room, then got it */
+};
+
+_Static_assert(sizeof(struct ada_shm_budget) <= SHM_BUDGET_SIZE, "one page");
+
+static int shm_budget_map(int fd, struct ada_shm_budget **out)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || st.st_size != SHM_BUDGET_SIZE)
+		return -EPROTO;
+	void *p = mmap(NULL, SHM_BUDGET_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	struct ada_shm_budget *b = p;
+	if (b->magic != SHM_BUDGET_MAGIC) {
+		munmap(p, SHM_BUDGET_SIZE);
+		return -EPROTO;
+	}
+	*out = b;
+	return 0;
+}
+
+int ada_shm_budget_create(int dirfd, uint64_t ceiling, struct ada_shm_budget **out)
+{
+	int fd = openat(dirfd, ADA_SHM_BUDGET_NAME,
+	                O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int err = ftruncate(fd, SHM_BUDGET_SIZE) == 0 ? 0 : -errno;
+	void *p = err ? MAP_FAILED
+	              : mmap(NULL, SHM_BUDGET_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (!err && p == MAP_FAILED)
+		err = -errno;
+	close(fd);
+	if (err) {
+		unlinkat(dirfd, ADA_SHM_BUDGET_NAME, 0);
+		return err;
+	}
+	struct ada_shm_budget *b = p;
+	b->ceiling = ceiling;
+	b->magic = SHM_BUDGET_MAGIC;
+	*out = b;
+	return 0;
+}
+
+int ada_shm_budget_open(const char *path, struct ada_shm_budget **out)
+{
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int err = shm_budget_map(fd, out);
+	close(fd);
+	return err;
+}
+
+void ada_shm_budget_close(struct ada_shm_budget *b)
+{
+	if (b)
+		munmap(b, SHM_BUDGET_SIZE);
+}
+
+static void shm_budget_peak(struct ada_shm_budget *b, uint64_t now)
+{
+	uint64_t p = atomic_load_explicit(&b->peak, memory_order_relaxed);
+	while (p < now && !atomic_compare_exchange_weak_explicit(
+	                      &b->peak, &p, now, memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+static void shm_budget_refused(struct ada_shm_budget *b, uint64_t bytes)
+{
+	atomic_fetch_add_explicit(&b->refused_procs, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&b->refused_bytes, bytes, memory_order_relaxed);
+}
+
+/* Counters only: nothing else is published with them (relaxed). */
+static int shm_budget_try(struct ada_shm_budget *b, uint64_t bytes)
+{
+	uint64_t cur = atomic_load_explicit(&b->reserved, memory_order_relaxed);
+	for (;;) {
+		if (b->ceiling && (bytes > b->ceiling || cur > b->ceiling - bytes))
+			return -EDQUOT;
+		if (atomic_compare_exchange_weak_explicit(&b->reserved, &cur, cur + bytes,
+		                                          memory_order_relaxed,
+		                                          memory_order_relaxed))
+			break;
+	}
+	atomic_fetch_add_explicit(&b->arenas, 1, memory_order_relaxed);
+	shm_budget_peak(b, cur + bytes);
+	return 0;
+}
+
+int ada_shm_budget_take(struct ada_shm_budget *b, uint64_t bytes)
+{
+	int err = shm_budget_try(b, bytes);
+	if (err)
+		shm_budget_refused(b, bytes);
+	return err;
+}
+
+void ada_shm_budget_release(struct ada_shm_budget *b, uint64_t bytes)
+{
+	uint64_t cur = atomic_load_explicit(&b->reserved, memory_order_relaxed);
+	/* Never below zero, whatever a target wrote into the page. */
+	while (!atomic_compare_exchange_weak_explicit(&b->reserved, &cur,
+	                                              cur > bytes ? cur - bytes : 0,
+	                                              memory_order_relaxed, memory_order_relaxed))
+		;
+	uint64_t n = atomic_load_explicit(&b->arenas, memory_order_relaxed);
+	while (n && !atomic_compare_exchange_weak_explicit(
+	                &b->arenas, &n, n - 1, memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+void ada_shm_budget_read(const struct ada_shm_budget *b, struct ada_shm_budget_view *v)
+{
+	v->ceiling = b->ceiling;
+	v->reserved = atomic_load_explicit(&b->reserved, memory_order_relaxed);
+	v->peak = atomic_load_explicit(&b->peak, memory_order_relaxed);
+	v->refused_procs = atomic_load_explicit(&b->refused_procs, memory_order_relaxed);
+	v->refused_bytes = atomic_load_explicit(&b->refused_bytes, memory_order_relaxed);
+	v->arenas = atomic_load_explicit(&b->arenas, memory_order_relaxed);
+	v->waited_procs = atomic_load_explicit(&b->waited_procs, memory_order_relaxed);
+}
+
+/* Over the ceiling, a new process waits (1 ms steps, SHM_WAIT_MS at most)
+ * for the drain to remove the arenas of processes that ended -- in a fork
+ * storm they end faster than the drain finalizes them -- and is refused
+ * only then: a short delay at process start rather than a process that is
+ * not recorded. Both are counted. */
+static int shm_budget_take_waiting(struct ada_shm_budget *b, uint64_t bytes)
+{
+	for (unsigned ms = 0;; ms++) {
+		if (shm_budget_try(b, bytes) == 0) {
+			if (ms)
+				atomic_fetch_add_explicit(&b->waited_procs, 1,
+				                          memory_order_relaxed);
+			return 0;
+		}
+		if (ms >= SHM_WAIT_MS || bytes > b->ceiling)
+			break;
+		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+	}
+	shm_budget_refused(b, bytes);
+	return -EDQUOT;
+}
+
+/* Producer side: a process about to create its arena in dir. No budget
+ * file (a recorder without one, or a program run by hand): no ceiling. */
+int ada_shm_budget_reserve(const char *dir, uint64_t bytes)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/%s", dir, ADA_SHM_BUDGET_NAME) >= (int)sizeof(path))
+		return 0;
+	struct ada_shm_budget *b;
+	if (ada_shm_budget_open(path, &b) != 0)
+		return 0;
+	int err = shm_budget_take_waiting(b, bytes);
+	ada_shm_budget_close(b);
+	return err;
+}
+
+/* Producer side: the arena could not be created after all. */
+void ada_shm_budget_unreserve(const char *dir, uint64_t bytes)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/%s", dir, ADA_SHM_BUDGET_NAME) >= (int)sizeof(path))
+		return;
+	struct ada_shm_budget *b;
+	if (ada_shm_budget_open(path, &b) != 0)
+		return;
+	ada_shm_budget_release(b, bytes);
+	ada_shm_budget_close(b);
+}

@@ -1,0 +1,47 @@
+/*
+ * Is a recorder alive? A pid alone is not enough -- pids are reused -- so
+ * the manifest records the recorder's pid and its start time (field 22 of
+ * /proc/PID/stat, clock ticks since boot), and a reader compares both.
+ *
+ * Threads: any; reads /proc only.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "wal.h"
+
+uint64_t ada_proc_start_ticks(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* The command name (field 2) may hold spaces and ')': fields are
+	 * counted from the last ')'. */
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	p++;
+	for (int field = 3; field < 22 && p; field++) /* p: the space before field */
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+bool ada_recorder_alive(pid_t pid, uint64_t start_ticks)
+{
+	if (pid <= 0)
+		return false;
+	uint64_t now = ada_proc_start_ticks(pid);
+	/* No start time recorded (an older manifest): the pid must do. */
+	return now != 0 && (start_ticks == 0 || now == start_ticks);
+}

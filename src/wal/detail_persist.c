@@ -1,0 +1,368 @@
+/*
+ * Persisting the detail lane: from a thread's detail ring (in the arena)
+ * to its thread_K/detail.atf, with the index events' detail_seq patched
+ * to point at them (wal_internal.h: wal_detail_persist).
+ *
+ * Threads: the drain thread only.
+ *
+ * The ring's records are the agent's (ring.h, ADA_DREC_*); they are
+ * untrusted input: every length, type, stack size and link is checked,
+ * and a record that does not match its index event (function, kind, an
+ * unlinked detail_seq) is counted and left out, never written.
+ *
+ * Linking: a record carries the index ring position of its event. The
+ * current index file holds ring positions [file_ring_base, ring_next)
+ * (below file_ring_hole), so the event's index_seq is position -
+ * file_ring_base, and the drain can read it (for its timestamp, which the
+ * detail event repeats exactly) and patch it wherever it is.
+ * Invariant: records are decided in ring order and `hwm` (one past the
+ * last decided link) only grows, so no record is persisted twice and the
+ * detail file's index_seq strictly increases.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ring.h"
+#include "wal_internal.h"
+
+struct wal_tdetail {
+	struct wal_dfile *df; /* detail.atf, NULL until the first record */
+	uint64_t from;        /* detail ring position to snapshot from */
+	uint64_t hwm;         /* records linked below this were decided */
+	uint64_t over_seen;   /* the slot's overwritten counter at the previous call */
+	/* Totals over the thread's life (manifest). */
+	uint64_t records, bytes, overwritten, unlinked, files;
+	int error;
+};
+
+static struct wal_tdetail *pd_state(struct wal_thread *t)
+{
+	if (!t->dt)
+		t->dt = calloc(1, sizeof(*t->dt));
+	return t->dt;
+}
+
+static uint64_t pd_to_ns(const struct ada_recorder *r, uint64_t raw)
+{
+	return r->use_tsc ? ada_tsc_clock_to_ns(&r->clk, raw) : raw;
+}
+
+/* A snapshot of the slot's ring from `from` into the recorder's buffer. */
+static int pd_snapshot(struct ada_recorder *r, struct wal_thread *t, uint64_t from,
+                       struct ada_detail_snapshot *snap)
+{
+	uint64_t d = ada_arena_config_of(t->p->arena)->detail_bytes;
+	if (d == 0)
+		return -ENODATA;
+	if (r->dsnap_cap < d) {
+		void *b = NULL;
+		if (posix_memalign(&b, 64, d) != 0)
+			return -ENOMEM;
+		free(r->dsnap);
+		r->dsnap = b;
+		r->dsnap_cap = d;
+	}
+	return ada_detail_ring_snapshot(t->p->arena, t->slot, from, r->dsnap, r->dsnap_cap, snap);
+}
+
+/* One ring record, checked and unpacked. */
+struct pd_rec {
+	uint64_t raw_ts, link, fn;
+	uint32_t type, flags, stack;
+	const uint64_t *w; /* its words */
+};
+
+static bool pd_parse(const void *p, uint32_t len, struct pd_rec *out)
+{
+	const uint64_t *w = p; /* snapshot records are 8-byte aligned */
+	if (len < ADA_DREC_RETURN_WORDS * 8)
+		return false;
+	uint64_t meta = w[ADA_DREC_META];
+	out->raw_ts = w[ADA_DREC_TS];
+	out->link = w[ADA_DREC_LINK];
+	out->fn = w[ADA_DREC_FN];
+	out->type = (uint32_t)(meta & 0xffff);
+	out->flags = (uint32_t)((meta >> 16) & 0xffff);
+	out->stack = (uint32_t)((meta >> 32) & 0xffff);
+	out->w = w;
+	if (meta >> 48)
+		return false;
+	if (out->type == ATF_DETAIL_FUNCTION_CALL)
+		return out->stack <= ATF_DETAIL_STACK_MAX &&
+		       len >= ADA_DREC_CALL_WORDS * 8 + ((out->stack + 7) & ~7u);
+	return out->type == ATF_DETAIL_FUNCTION_RETURN && out->stack == 0;
+}
+
+/* The ATF detail event of a ring record (errata 5, docs/format.md). */
+static void pd_build(const struct wal_thread *t, const struct pd_rec *rc, uint32_t index_seq,
+                     uint64_t ts, struct atf_detail_event_header *h,
+                     struct atf_detail_function_payload *p)
+{
+	const uint64_t *g = rc->w + ADA_DREC_REGS;
+	memset(p, 0, sizeof(*p));
+	p->function_id = rc->fn;
+	if (rc->type == ATF_DETAIL_FUNCTION_CALL) {
+		for (int i = 0; i < 7; i++) /* rdi rsi rdx rcx r8 r9 rax */
+			p->x_regs[i] = g[i];
+		p->lr = g[7];
+		p->fp = g[8];
+		p->sp = g[9];
+		p->stack_size = (uint16_t)rc->stack;
+	} else {
+		p->x_regs[6] = g[0]; /* rax */
+		p->x_regs[7] = g[1]; /* rdx at return */
+		p->lr = g[2];
+		p->fp = g[3];
+		p->sp = g[4];
+	}
+	*h = (struct atf_detail_event_header){
+	    .total_length = (uint32_t)(ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(*p) + p->stack_size),
+	    .event_type = (uint16_t)rc->type,
+	    .flags = (uint16_t)rc->flags,
+	    .index_seq = index_seq,
+	    .thread_id = t->tid,
+	    .timestamp = ts,
+	};
+}
+
+static int pd_open_file(struct wal_thread *t, struct wal_tdetail *dt)
+{
+	int rc = wal_dfile_open(t->dir_fd, "detail.atf", t->tid, &dt->df);
+	if (rc < 0)
+		return rc;
+	dt->files++;
+	wal_file_set_has_detail(t->f);
+	return 0;
+}
+
+enum pd_verdict { PD_WRITE, PD_SKIP, PD_UNLINKED, PD_LATER, PD_STOP };
+
+/* Window test for a record whose index event cannot be read: by its own
+ * timestamp (converted now; the index lane's may differ by a clamp). */
+static enum pd_verdict pd_unlinked(uint64_t ns, uint64_t from_ns, uint64_t to_ns)
+{
+	if (ns < from_ns)
+		return PD_SKIP;
+	return ns > to_ns ? PD_STOP : PD_UNLINKED;
+}
+
+/* Where the record's index event is, and whether it is the record's. */
+static enum pd_verdict pd_locate(struct wal_thread *t, const struct pd_rec *rc, uint64_t ns,
+                                 uint64_t from_ns, uint64_t to_ns, uint64_t *seq,
+                                 struct atf_index_event *ev)
+{
+	if (rc->link >= t->ring_next)
+		return PD_LATER; /* not taken yet: its timestamp is not known yet */
+	if (rc->link < t->file_ring_base || rc->link >= t->file_ring_hole || !t->f)
+		return pd_unlinked(ns, from_ns, to_ns); /* an earlier generation, or lost */
+	*seq = rc->link - t->file_ring_base;
+	if (*seq >= ATF_NO_DETAIL || wal_file_event_read(t->f, *seq, ev) < 0)
+		return pd_unlinked(ns, from_ns, to_ns);
+	uint32_t kind = rc->type == ATF_DETAIL_FUNCTION_CALL ? ATF_EVENT_CALL : ATF_EVENT_RETURN;
+	if (ev->timestamp_ns < from_ns)
+		return PD_SKIP;
+	if (ev->timestamp_ns > to_ns)
+		return PD_STOP;
+	if (ev->function_id != rc->fn || ev->event_kind != kind || ev->detail_seq != ATF_NO_DETAIL)
+		return PD_UNLINKED;
+	return PD_WRITE;
+}
+
+/* Appends the record and patches its index event. */
+static int pd_write(struct wal_thread *t, struct wal_tdetail *dt, const struct pd_rec *rc,
+                    uint64_t seq, uint64_t ts, struct wal_detail_stats *st)
+{
+	if (!dt->df) {
+		int e = pd_open_file(t, dt);
+		if (e < 0)
+			return e;
+	}
+	uint64_t dseq = wal_dfile_count(dt->df);
+	if (dseq >= ATF_NO_DETAIL)
+		return -EFBIG;
+	struct atf_detail_event_header h;
+	struct atf_detail_function_payload p;
+	pd_build(t, rc, (uint32_t)seq, ts, &h, &p);
+	/* The index event first: if it cannot be patched, nothing is written
+	 * and the file keeps no record that points at an unlinked event. */
+	int e = wal_file_patch_detail_seq(t->f, seq, (uint32_t)dseq);
+	if (e < 0)
+		return e;
+	e = wal_dfile_append(dt->df, &h, &p, rc->w + ADA_DREC_CALL_WORDS);
+	if (e < 0)
+		return e;
+	st->records++;
+	st->bytes += h.total_length;
+	return 0;
+}
+
+/* The slot's overwritten-record counter, as a delta since the last call. */
+static uint64_t pd_overwritten(struct wal_thread *t, struct wal_tdetail *dt)
+{
+	struct ada_slot_info si;
+	ada_arena_slot_info(t->p->arena, t->slot, &si);
+	uint64_t now = si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
+	/* The counter starts at 0 with the slot's owner (ada_arena_slot_free
+	 * zeroes it before the next one). */
+	uint64_t d = now >= dt->over_seen ? now - dt->over_seen : 0;
+	dt->over_seen = now;
+	return d;
+}
+
+/* Walks the snapshot; returns true when every record in it was decided. */
+static bool pd_walk(struct ada_recorder *r, struct wal_thread *t, struct wal_tdetail *dt,
+                    size_t len, uint64_t from_ns, uint64_t to_ns, struct wal_detail_stats *st)
+{
+	size_t off = 0;
+	uint32_t rl;
+	const void *p;
+	bool all = true;
+	while ((p = ada_detail_rec_next(r->dsnap, len, &off, &rl))) {
+		struct pd_rec rc = {0};
+		if (!pd_parse(p, rl, &rc)) {
+			st->unlinked++; /* malformed (the target wrote it): counted, skipped */
+			continue;
+		}
+		if (rc.link < dt->hwm)
+			continue; /* decided by an earlier call */
+		uint64_t ns = pd_to_ns(r, rc.raw_ts);
+		if (!st->oldest_ns)
+			st->oldest_ns = ns;
+		st->newest_ns = ns;
+		if (!all) { /* only the span (and what waits) past the first undecided */
+			st->deferred += rc.link >= t->ring_next;
+			continue;
+		}
+		uint64_t seq;
+		struct atf_index_event ev;
+		switch (pd_locate(t, &rc, ns, from_ns, to_ns, &seq, &ev)) {
+		case PD_LATER:
+			st->deferred++;
+			all = false;
+			continue;
+		case PD_STOP:
+			all = false;
+			continue;
+		case PD_UNLINKED:
+			st->unlinked++;
+			break;
+		case PD_SKIP:
+			break;
+		case PD_WRITE:
+			if (pd_write(t, dt, &rc, seq, ev.timestamp_ns, st) < 0) {
+				st->unlinked++;
+				dt->error = dt->error ? dt->error : -EIO;
+			}
+			break;
+		}
+		dt->hwm = rc.link + 1;
+	}
+	return all;
+}
+
+int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,
+                       uint64_t to_ns, struct wal_detail_stats *st)
+{
+	struct wal_detail_stats local;
+	struct wal_tdetail *dt = pd_state(t);
+	if (!st)
+		st = &local;
+	memset(st, 0, sizeof(*st));
+	if (!dt)
+		return -ENOMEM;
+	if (!t->p->arena || t->done)
+		return 0;
+	/* Everything at once (--detail always) goes on from where the last
+	 * call stopped; a window looks at the whole ring, so that oldest_ns
+	 * is the oldest record the ring holds (the pre-roll achieved). */
+	bool all_time = from_ns == 0 && to_ns == UINT64_MAX;
+	struct ada_detail_snapshot snap;
+	int e = pd_snapshot(r, t, all_time ? dt->from : 0, &snap);
+	if (e == -ENODATA)
+		return 0; /* no detail ring in this arena (--detail never) */
+	if (e < 0)
+		return e;
+	st->overwritten = pd_overwritten(t, dt);
+	if (pd_walk(r, t, dt, snap.bytes, from_ns, to_ns, st))
+		dt->from = snap.end;
+	dt->records += st->records;
+	dt->bytes += st->bytes;
+	dt->overwritten += st->overwritten;
+	dt->unlinked += st->unlinked;
+	return dt->error;
+}
+
+int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t *oldest_ns,
+                         uint64_t *newest_ns)
+{
+	*oldest_ns = *newest_ns = 0;
+	if (!t->p->arena || t->done)
+		return 0;
+	struct ada_detail_snapshot snap;
+	int e = pd_snapshot(r, t, 0, &snap);
+	if (e == -ENODATA)
+		return 0;
+	if (e < 0)
+		return e;
+	size_t off = 0;
+	uint32_t rl;
+	const void *p;
+	while ((p = ada_detail_rec_next(r->dsnap, snap.bytes, &off, &rl))) {
+		struct pd_rec rc;
+		if (!pd_parse(p, rl, &rc))
+			continue;
+		uint64_t ns = pd_to_ns(r, rc.raw_ts);
+		if (!*oldest_ns)
+			*oldest_ns = ns;
+		*newest_ns = ns;
+	}
+	return 0;
+}
+
+void wal_detail_close(struct ada_recorder *r, struct wal_thread *t, uint32_t gen)
+{
+	(void)r;
+	struct wal_tdetail *dt = t->dt;
+	if (!dt || !dt->df)
+		return;
+	int e = wal_dfile_finish(dt->df, NULL);
+	dt->df = NULL;
+	if (e < 0 && !dt->error)
+		dt->error = e;
+	if (gen == UINT32_MAX)
+		return;
+	char to[64];
+	snprintf(to, sizeof(to), "detail.g%u.atf", gen);
+	if (renameat(t->dir_fd, "detail.atf", t->dir_fd, to) < 0)
+		unlinkat(t->dir_fd, "detail.atf", 0);
+}
+
+void wal_detail_free(struct wal_thread *t)
+{
+	if (t->dt && t->dt->df)
+		wal_dfile_finish(t->dt->df, NULL);
+	free(t->dt);
+	t->dt = NULL;
+}
+
+json_t *wal_detail_thread_json(const struct wal_thread *t)
+{
+	const struct wal_tdetail *dt = t->dt;
+	if (!dt)
+		return NULL;
+	json_t *o = json_object();
+	json_object_set_new(o, "records", json_integer((json_int_t)dt->records));
+	json_object_set_new(o, "bytes", json_integer((json_int_t)dt->bytes));
+	json_object_set_new(o, "overwritten", json_integer((json_int_t)dt->overwritten));
+	json_object_set_new(o, "unlinked", json_integer((json_int_t)dt->unlinked));
+	json_object_set_new(o, "files", json_integer((json_int_t)dt->files));
+	if (dt->error)
+		json_object_set_new(o, "error", json_string(strerror(-dt->error)));
+	return o;
+}

@@ -1,0 +1,543 @@
+/*
+ * The flight recorder in the drain: feeds the trigger engine (src/trigger)
+ * with the index stream the drain already converts, turns manual requests
+ * (SIGUSR2, later the control socket) and the wall clock into fires, turns
+ * a process's death into the `crash` fire and its stacks at death, and
+ * describes all of it in the manifest.
+ *
+ * Threads: the drain thread, except ada_recorder_request_manual()
+ * (async-signal-safe: one atomic add, read by the drain at its 10 ms
+ * cadence) and ada_recorder_triggers() (the engine's own any-thread API).
+ * Input from the traced process (the crash record in the arena) is
+ * checked in flight_crash_read() before use.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "ring.h"
+#include "symbols.h"
+#include "wal_internal.h"
+
+#define FLIGHT_SYMS_RELOAD_NS 50000000ull /* unknown module: reread .syms at most this often */
+#define FLIGHT_STACK_FRAMES 64u           /* frames per thread in the manifest */
+/* A window is closed once the clock is this far past its end: the events
+ * (and detail records) of its last moments have reached the drain by then. */
+#define FLIGHT_CLOSE_SLACK_NS 100000000ull
+
+/* One window as one thread saw it. */
+struct wal_flight_tw {
+	uint64_t records, bytes, unlinked, overwritten;
+	uint64_t oldest_ns; /* oldest record its ring held at the first persist (0: empty) */
+	uint64_t newest_ns; /* newest record its ring held at the last persist */
+	uint32_t calls, errors;
+};
+
+/* ---- set-up ---- */
+
+int wal_flight_init(struct ada_recorder *r)
+{
+	struct ada_trigger_opts o = r->o.flight;
+	if (!o.max_windows)
+		o.max_windows = ADA_TRIGGER_DEFAULT_MAX_WINDOWS;
+	int rc = ada_trigger_engine_new(&o, &r->trig);
+	for (size_t i = 0; rc == 0 && i < r->o.ntriggers; i++)
+		rc =
+		    ada_trigger_add(r->trig, &r->o.triggers[i], 0, NULL); /* armed from the start */
+	return rc;
+}
+
+void wal_flight_fini(struct ada_recorder *r)
+{
+	ada_trigger_engine_free(r->trig);
+	r->trig = NULL;
+}
+
+struct ada_trigger_engine *ada_recorder_triggers(struct ada_recorder *r)
+{
+	return r->trig;
+}
+
+void ada_recorder_request_manual(struct ada_recorder *r)
+{
+	/* Read by flight_manual() with acquire; nothing else is published. */
+	atomic_fetch_add_explicit(&r->manual_requests, 1, memory_order_release);
+}
+
+/* Name of fn_id in process p (the engine's resolver). A module not known
+ * yet (its .syms may be written after its first events) makes the drain
+ * reread the pid's symbol files, at most every FLIGHT_SYMS_RELOAD_NS. */
+static const char *flight_name(void *ctx, uint64_t fn_id)
+{
+	struct wal_proc *p = ctx;
+	const char *name = NULL, *mod = NULL;
+	if (p->syms && ada_symtab_resolve(p->syms, fn_id, &name, &mod))
+		return name;
+	if (p->syms && mod)
+		return NULL; /* the module is known, this function has no name */
+	uint64_t now = ada_boottime_ns();
+	if (p->syms && now - p->syms_at < FLIGHT_SYMS_RELOAD_NS)
+		return NULL;
+	struct ada_symtab *st;
+	p->syms_at = now;
+	if (ada_symtab_load(p->dir, NULL, NULL, NULL, &st) < 0)
+		return NULL;
+	ada_symtab_free(p->syms);
+	p->syms = st;
+	return ada_symtab_resolve(p->syms, fn_id, &name, &mod) ? name : NULL;
+}
+
+void wal_flight_proc_start(struct ada_recorder *r, struct wal_proc *p)
+{
+	if (ada_trigger_proc_new(r->trig, flight_name, p, &p->trig) < 0)
+		p->trig = NULL; /* no evaluation for this process: said in the manifest */
+}
+
+void wal_flight_thread_start(struct wal_thread *t)
+{
+	if (t->p->trig && ada_trigger_thread_new(t->p->trig, t->tid, &t->trig) < 0)
+		t->trig = NULL;
+}
+
+void wal_flight_free(struct wal_proc *p)
+{
+	for (size_t j = 0; j < p->nthreads; j++) {
+		ada_trigger_thread_free(p->threads[j]->trig);
+		p->threads[j]->trig = NULL;
+		free(p->threads[j]->fw);
+		p->threads[j]->fw = NULL;
+	}
+	ada_trigger_proc_free(p->trig);
+	p->trig = NULL;
+	ada_symtab_free(p->syms);
+	p->syms = NULL;
+	json_decref(p->crash);
+	p->crash = NULL;
+}
+
+/* ---- persisting windows (detail records, wal_detail_persist) ---- */
+
+static struct wal_flight_tw *flight_tw(struct wal_thread *t, size_t wi)
+{
+	if (wi >= t->nfw) {
+		size_t n = wi + 8;
+		struct wal_flight_tw *a = realloc(t->fw, n * sizeof(*a));
+		if (!a)
+			return NULL;
+		memset(a + t->nfw, 0, (n - t->nfw) * sizeof(*a));
+		t->fw = a;
+		t->nfw = n;
+	}
+	return &t->fw[wi];
+}
+
+/* Window wi's records still in t's ring. Threads whose file is final have
+ * closed their detail file: whatever their ring still held stays out. */
+static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, size_t wi,
+                                  const struct ada_trigger_window *w)
+{
+	struct wal_flight_tw *fw;
+	if (!t->f || t->done || !t->p->arena || !(fw = flight_tw(t, wi)))
+		return;
+	struct wal_detail_stats st = {0};
+	fw->calls++;
+	if (wal_detail_persist(r, t, w->from_ns, w->to_ns, &st) < 0) {
+		fw->errors++;
+		return;
+	}
+	fw->records += st.records;
+	fw->bytes += st.bytes;
+	fw->unlinked += st.unlinked;
+	fw->overwritten += st.overwritten;
+	if (fw->calls == 1)
+		fw->oldest_ns = st.oldest_ns;
+	if (st.newest_ns > fw->newest_ns)
+		fw->newest_ns = st.newest_ns;
+}
+
+static void flight_persist_proc(struct ada_recorder *r, struct wal_proc *p, bool all)
+{
+	for (size_t wi = 0; wi < ada_trigger_window_count(r->trig); wi++) {
+		const struct ada_trigger_window *w = ada_trigger_window_at(r->trig, wi);
+		if (w->closed && !all)
+			continue;
+		for (size_t j = 0; j < p->nthreads; j++)
+			flight_persist_thread(r, p->threads[j], wi, w);
+	}
+}
+
+/* The open windows' records in t's ring. */
+static void flight_thread_windows(struct ada_recorder *r, struct wal_thread *t)
+{
+	for (size_t wi = 0; wi < ada_trigger_window_count(r->trig); wi++) {
+		const struct ada_trigger_window *w = ada_trigger_window_at(r->trig, wi);
+		if (!w->closed)
+			flight_persist_thread(r, t, wi, w);
+	}
+}
+
+/* p's arena may be truncated by its process under our mapping: a SIGBUS
+ * skips it (the drain's next pass finds the arena shrunk and says so). */
+static void flight_persist_guarded(struct ada_recorder *r, struct wal_proc *p)
+{
+	WAL_GUARDED(p->arena, flight_persist_proc(r, p, false), (void)0);
+}
+
+/* Every open window, every live thread; closes the windows whose end is
+ * past (with slack). Only in --detail triggered: `always` persists
+ * everything by itself, `never` has no detail ring. */
+static void flight_persist(struct ada_recorder *r, uint64_t now)
+{
+	if (r->o.detail_mode != ADA_DETAIL_TRIGGERED)
+		return;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct wal_proc *p = r->procs[i];
+		if (!p->finished && p->arena)
+			flight_persist_guarded(r, p);
+	}
+	for (size_t wi = 0; wi < ada_trigger_window_count(r->trig); wi++) {
+		const struct ada_trigger_window *w = ada_trigger_window_at(r->trig, wi);
+		if (!w->closed && now >= w->to_ns + FLIGHT_CLOSE_SLACK_NS)
+			ada_trigger_window_close(r->trig, wi);
+	}
+	r->win_gen_seen = ada_trigger_window_gen(r->trig);
+}
+
+void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t)
+{
+	if (r->o.detail_mode != ADA_DETAIL_TRIGGERED || !r->trig || !t->p->arena)
+		return;
+	WAL_GUARDED(t->p->arena, flight_thread_windows(r, t), (void)0);
+}
+
+void wal_flight_after_pass(struct ada_recorder *r)
+{
+	if (ada_trigger_window_gen(r->trig) != r->win_gen_seen)
+		flight_persist(r, ada_boottime_ns());
+}
+
+/* ---- the drain's cadence ---- */
+
+static void flight_manual(struct ada_recorder *r, uint64_t now)
+{
+	/* Pairs with the release add in ada_recorder_request_manual(). */
+	uint64_t n = atomic_load_explicit(&r->manual_requests, memory_order_acquire);
+	for (; r->manual_seen < n; r->manual_seen++)
+		if (ada_trigger_fire_manual(r->trig, now) < 0)
+			r->manual_dropped++;
+}
+
+/* Seconds since local midnight (time= ranges are local wall-clock times). */
+static uint32_t flight_local_sec(void)
+{
+	time_t wall = time(NULL);
+	struct tm tm;
+	localtime_r(&wall, &tm);
+	return (uint32_t)(tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec);
+}
+
+void wal_flight_tick(struct ada_recorder *r)
+{
+	uint64_t now = ada_boottime_ns();
+	flight_manual(r, now);
+	ada_trigger_tick(r->trig, now, flight_local_sec());
+	flight_persist(r, now); /* the post-roll, as it happens */
+}
+
+/* ---- death ---- */
+
+static struct wal_thread *flight_thread_of(struct wal_proc *p, uint32_t tid)
+{
+	for (size_t j = p->nthreads; j-- > 0;)
+		if (p->threads[j]->tid == tid)
+			return p->threads[j];
+	return NULL;
+}
+
+/* The crash record, checked: a signal number and a thread of this process. */
+static bool flight_crash_read(struct ada_recorder *r, struct wal_proc *p, struct ada_crash_info *ci,
+                              uint64_t *ns)
+{
+	if (!p->arena || !ada_arena_crash_info(p->arena, ci))
+		return false;
+	if (ci->signo <= 0 || ci->signo >= 65 || !flight_thread_of(p, ci->tid))
+		return false;
+	*ns = r->use_tsc && ada_tsc_clock_ready(&r->clk) ? ada_tsc_clock_to_ns(&r->clk, ci->ts_raw)
+	                                                 : ci->ts_raw;
+	return true;
+}
+
+/* The crashing thread's last index event: the fatal-signal marker
+ * (docs/format.md). Written by the drain from the crash record, so no ring
+ * space was needed in the dying thread. */
+static uint64_t flight_marker(struct wal_thread *t, const struct ada_crash_info *ci, uint64_t ns)
+{
+	struct atf_index_event e = {
+	    .timestamp_ns = ns < t->last_ts ? t->last_ts : ns,
+	    .function_id = ci->addr,
+	    .thread_id = ci->tid,
+	    .event_kind = ATF_EVENT_EXCEPTION,
+	    .call_depth = ADA_SIGNAL_MARKER_FLAG | (uint32_t)ci->signo,
+	    .detail_seq = ATF_NO_DETAIL,
+	};
+	if (t->f && ada_wal_file_append(t->f, &e, 1) == 1) {
+		t->last_ts = e.timestamp_ns;
+		t->p->events++;
+	}
+	if (t->trig)
+		ada_trigger_feed(t->trig, &e, 1);
+	return e.timestamp_ns;
+}
+
+static json_t *flight_frame(struct wal_proc *p, const struct ada_trigger_frame *f)
+{
+	const char *name = NULL, *mod = NULL;
+	char id[32];
+	json_t *o = json_object();
+	if (p->syms)
+		ada_symtab_resolve(p->syms, f->fn_id, &name, &mod);
+	snprintf(id, sizeof(id), "0x%" PRIx64, f->fn_id);
+	json_object_set_new(o, "function_id", json_string(id));
+	json_object_set_new(o, "function", name ? json_string(name) : json_null());
+	json_object_set_new(o, "module", mod ? json_string(mod) : json_null());
+	json_object_set_new(o, "depth", json_integer(f->depth));
+	json_object_set_new(o, "call_ns", json_integer((json_int_t)f->call_ns));
+	return o;
+}
+
+/* Each thread's open frames at the end, innermost first. */
+static json_t *flight_stacks(struct wal_proc *p)
+{
+	json_t *a = json_array();
+	struct ada_trigger_frame fr[FLIGHT_STACK_FRAMES];
+	for (size_t j = 0; j < p->nthreads; j++) {
+		struct wal_thread *t = p->threads[j];
+		if (!t->trig)
+			continue;
+		uint32_t depth;
+		size_t n = ada_trigger_thread_stack(t->trig, fr, FLIGHT_STACK_FRAMES, &depth);
+		json_t *o = json_object(), *frames = json_array();
+		json_object_set_new(o, "thread", json_integer(t->seq));
+		json_object_set_new(o, "tid", json_integer(t->tid));
+		json_object_set_new(o, "depth", json_integer(depth));
+		for (size_t k = 0; k < n; k++)
+			json_array_append_new(frames, flight_frame(p, &fr[k]));
+		json_object_set_new(o, "frames", frames);
+		json_object_set_new(o, "frames_omitted", json_integer(depth > n ? depth - n : 0));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+static uint64_t flight_last_ts(const struct wal_proc *p)
+{
+	uint64_t ts = 0;
+	for (size_t j = 0; j < p->nthreads; j++)
+		if (p->threads[j]->last_ts > ts)
+			ts = p->threads[j]->last_ts;
+	return ts ? ts : ada_boottime_ns();
+}
+
+/* The signal p died of (0: it did not), from waitpid or the crash record. */
+static int flight_death_signal(const struct wal_proc *p, bool have_ci,
+                               const struct ada_crash_info *ci)
+{
+	if (p->reaped && WIFSIGNALED(p->wstatus))
+		return WTERMSIG(p->wstatus);
+	if (p->reaped)
+		return 0; /* it exited: a recorded crash was not its end */
+	return have_ci ? ci->signo : 0;
+}
+
+static json_t *flight_crash_json(struct wal_proc *p, int sig, bool have_ci,
+                                 const struct ada_crash_info *ci, uint64_t ns)
+{
+	json_t *c = json_object();
+	char addr[32];
+	json_object_set_new(c, "abnormal", json_true());
+	json_object_set_new(c, "signal", json_integer(sig));
+	json_object_set_new(c, "signal_name",
+	                    json_string(sigabbrev_np(sig) ? sigabbrev_np(sig) : "?"));
+	json_object_set_new(c, "time_ns", json_integer((json_int_t)ns));
+	json_object_set_new(c, "caught", json_boolean(have_ci));
+	if (have_ci) {
+		snprintf(addr, sizeof(addr), "0x%" PRIx64, ci->addr);
+		struct wal_thread *t = flight_thread_of(p, ci->tid);
+		json_object_set_new(c, "faulting_tid", json_integer(ci->tid));
+		json_object_set_new(c, "faulting_thread", t ? json_integer(t->seq) : json_null());
+		json_object_set_new(c, "address", json_string(addr));
+		json_object_set_new(c, "si_code", json_integer(ci->code));
+	} else {
+		json_object_set_new(c, "faulting_tid", json_null());
+		json_object_set_new(c, "address", json_null());
+		json_object_set_new(
+		    c, "note",
+		    json_string(
+		        sig == SIGKILL
+		            ? "SIGKILL cannot be caught: no faulting thread or address; the "
+		              "stacks are the open frames of the index lane"
+		            : "the agent's handler did not see this signal (not a watched "
+		              "signal, or the program reset it): the stacks are the open "
+		              "frames of the index lane"));
+	}
+	json_object_set_new(c, "stacks", flight_stacks(p));
+	return c;
+}
+
+/* p is gone and its rings are empty: marker, crash fire, stacks. Called
+ * before its files are finalized and its arena closed. */
+void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p)
+{
+	struct ada_crash_info ci;
+	uint64_t ns = 0;
+	bool have_ci = flight_crash_read(r, p, &ci, &ns);
+	int sig = flight_death_signal(p, have_ci, &ci);
+	flight_manual(r, ada_boottime_ns()); /* a SIGUSR2 it sent just before it ended */
+	ada_trigger_tick(r->trig, ada_boottime_ns(), flight_local_sec());
+	if (have_ci && sig && sig == ci.signo)
+		ns = flight_marker(flight_thread_of(p, ci.tid), &ci, ns);
+	else
+		have_ci = false;
+	if (sig) {
+		if (!ns)
+			ns = flight_last_ts(p);
+		flight_name(p, 0); /* reread the .syms files: every module, for the names */
+		ada_trigger_fire_crash(r->trig, ns, have_ci ? ci.tid : 0);
+		p->crash = flight_crash_json(p, sig, have_ci, &ci, ns);
+	}
+	/* Its rings go with it: whatever an open window still wants from them,
+	 * now (the post-roll of a dead process ends with it). */
+	if (r->o.detail_mode == ADA_DETAIL_TRIGGERED)
+		flight_persist_proc(r, p, false);
+}
+
+/* ---- manifest ---- */
+
+/* What thread t holds of window wi: records, and the pre/post-roll
+ * achieved (its ring's oldest record at the first persist bounds the
+ * pre-roll; the newest at the last one, the post-roll). */
+static json_t *flight_window_thread(const struct wal_thread *t, const struct wal_flight_tw *fw,
+                                    const struct ada_trigger_window *w)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "thread", json_integer(t->seq));
+	json_object_set_new(o, "tid", json_integer(t->tid));
+	json_object_set_new(o, "records", json_integer((json_int_t)fw->records));
+	json_object_set_new(o, "bytes", json_integer((json_int_t)fw->bytes));
+	json_object_set_new(o, "unlinked", json_integer((json_int_t)fw->unlinked));
+	json_object_set_new(o, "errors", json_integer(fw->errors));
+	if (fw->oldest_ns) {
+		uint64_t from = fw->oldest_ns > w->from_ns ? fw->oldest_ns : w->from_ns;
+		json_object_set_new(
+		    o, "pre_achieved_ns",
+		    json_integer(from < w->fire_ns ? (json_int_t)(w->fire_ns - from) : 0));
+	} else {
+		json_object_set_new(o, "pre_achieved_ns", json_null()); /* its ring was empty */
+	}
+	if (fw->newest_ns) {
+		uint64_t to = fw->newest_ns < w->to_ns ? fw->newest_ns : w->to_ns;
+		json_object_set_new(
+		    o, "post_achieved_ns",
+		    json_integer(to > w->fire_ns ? (json_int_t)(to - w->fire_ns) : 0));
+	} else {
+		json_object_set_new(o, "post_achieved_ns", json_null());
+	}
+	return o;
+}
+
+static json_t *flight_window_threads(const struct wal_proc *p, size_t wi,
+                                     const struct ada_trigger_window *w, uint64_t *records)
+{
+	json_t *a = json_array();
+	for (size_t j = 0; j < p->nthreads; j++) {
+		const struct wal_thread *t = p->threads[j];
+		if (wi >= t->nfw || !t->fw[wi].calls)
+			continue;
+		*records += t->fw[wi].records;
+		json_array_append_new(a, flight_window_thread(t, &t->fw[wi], w));
+	}
+	return a;
+}
+
+static json_t *flight_window(const struct ada_trigger_window *w, const struct wal_proc *p,
+                             size_t wi)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "id", json_integer(w->id));
+	json_object_set_new(o, "trigger", json_string(w->trigger));
+	json_object_set_new(o, "fire_ns", json_integer((json_int_t)w->fire_ns));
+	json_object_set_new(o, "from_ns", json_integer((json_int_t)w->from_ns));
+	json_object_set_new(o, "to_ns", json_integer((json_int_t)w->to_ns));
+	json_object_set_new(o, "fires", json_integer(w->fires));
+	if (w->fn_id) {
+		char id[32];
+		snprintf(id, sizeof(id), "0x%" PRIx64, w->fn_id);
+		json_object_set_new(o, "function_id", json_string(id));
+	}
+	if (w->tid)
+		json_object_set_new(o, "tid", json_integer(w->tid));
+	if (w->duration_ns) {
+		json_object_set_new(o, "duration_ns", json_integer((json_int_t)w->duration_ns));
+		json_object_set_new(o, "threshold_ns", json_integer((json_int_t)w->threshold_ns));
+	}
+	json_object_set_new(o, "pre_roll_ns", json_integer((json_int_t)(w->fire_ns - w->from_ns)));
+	json_object_set_new(o, "post_roll_ns", json_integer((json_int_t)(w->to_ns - w->fire_ns)));
+	uint64_t records = 0;
+	json_t *threads = flight_window_threads(p, wi, w, &records);
+	json_object_set_new(o, "threads", threads);
+	json_object_set_new(o, "records", json_integer((json_int_t)records));
+	json_object_set_new(o, "closed", json_boolean(w->closed));
+	return o;
+}
+
+static json_t *flight_stats(struct ada_recorder *r)
+{
+	struct ada_trigger_stats s;
+	ada_trigger_get_stats(r->trig, &s);
+	json_t *o = json_object();
+	json_object_set_new(o, "fires", json_integer((json_int_t)s.fires));
+	json_object_set_new(o, "held_off", json_integer((json_int_t)s.held_off));
+	json_object_set_new(o, "over_max_windows", json_integer((json_int_t)s.over_max));
+	json_object_set_new(o, "merged", json_integer((json_int_t)s.merged));
+	json_object_set_new(o, "manual_ignored", json_integer((json_int_t)s.manual_ignored));
+	json_object_set_new(o, "manual_dropped", json_integer((json_int_t)r->manual_dropped));
+	json_object_set_new(o, "unresolved_names", json_integer((json_int_t)s.unresolved));
+	json_object_set_new(o, "p99_untracked", json_integer((json_int_t)s.p99_untracked));
+	json_object_set_new(o, "stack_frames_dropped", json_integer((json_int_t)s.stack_dropped));
+	json_object_set_new(o, "stack_mismatches", json_integer((json_int_t)s.stack_mismatch));
+	return o;
+}
+
+/* "flight_recorder": configuration, armed triggers, windows, counts. */
+static json_t *flight_json(struct ada_recorder *r, const struct wal_proc *p)
+{
+	const struct ada_trigger_opts *o = ada_trigger_engine_opts(r->trig);
+	json_t *f = json_object(), *trig = json_array(), *wins = json_array();
+	json_object_set_new(f, "pre_roll_ns", json_integer((json_int_t)o->pre_ns));
+	json_object_set_new(f, "post_roll_ns", json_integer((json_int_t)o->post_ns));
+	json_object_set_new(f, "max_windows", json_integer(o->max_windows));
+	json_object_set_new(f, "holdoff_ns", json_integer((json_int_t)o->holdoff_ns));
+	struct ada_trigger_spec s[ADA_TRIGGER_MAX];
+	size_t n = ada_trigger_list(r->trig, s, ADA_TRIGGER_MAX);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(trig, json_string(s[i].text));
+	json_object_set_new(f, "triggers", trig);
+	for (size_t i = 0; i < ada_trigger_window_count(r->trig); i++)
+		json_array_append_new(wins, flight_window(ada_trigger_window_at(r->trig, i), p, i));
+	json_object_set_new(f, "windows", wins);
+	json_object_set_new(f, "counts", flight_stats(r));
+	return f;
+}
+
+void wal_flight_manifest(json_t *root, struct ada_recorder *r, struct wal_proc *p)
+{
+	json_object_set_new(root, "flight_recorder", flight_json(r, p));
+	if (p->crash)
+		json_object_set(root, "crash", p->crash);
+}

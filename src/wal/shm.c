@@ -1,0 +1,137 @@
+/*
+ * The recording's shared memory, recorder side: the ceiling on the sum of
+ * the arena sizes (the budget file, src/ring/shm_budget.c), the notice
+ * when a process had to run untraced because of it, and the arena
+ * directory left empty and removed at the end.
+ *
+ * Threads: wal_shm_setup and wal_shm_finish on the caller's thread (before
+ * the drain starts, after it is joined); wal_shm_release and wal_shm_tick
+ * on the drain thread.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "ring.h"
+#include "wal_internal.h"
+
+#define SHM_DEFAULT_SHARE 50u        /* percent of the free space of the arena fs */
+#define SHM_DEFAULT_MIN (1ull << 30) /* 8 arenas of the default size */
+
+/* The default ceiling: half of what the arena directory's file system
+ * (/dev/shm: memory) has free at the start, so a recording cannot take all
+ * of it; at least 1 GiB, since arena files are sparse (a process touches
+ * the pages of the slots its threads use: a small /dev/shm, as containers
+ * have, still records; a slot whose pages cannot be had is a counted
+ * no_slot drop, never a SIGBUS). 0 (none) when statvfs fails. */
+static uint64_t shm_default_ceiling(const char *dir)
+{
+	struct statvfs vfs;
+	if (statvfs(dir, &vfs) != 0)
+		return 0;
+	uint64_t c = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize / 100 * SHM_DEFAULT_SHARE;
+	return c < SHM_DEFAULT_MIN ? SHM_DEFAULT_MIN : c;
+}
+
+int wal_shm_setup(struct ada_recorder *r)
+{
+	if (r->o.max_shm_default)
+		r->o.max_shm_bytes = shm_default_ceiling(r->arena_dir);
+	int fd = open(r->arena_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = ada_shm_budget_create(fd, r->o.max_shm_bytes, &r->shm);
+	close(fd);
+	return rc;
+}
+
+/* p's arena is about to be removed: its size is free again. */
+void wal_shm_release(struct ada_recorder *r, struct wal_proc *p)
+{
+	if (r->shm && p->arena)
+		ada_shm_budget_release(r->shm, ada_arena_size_for(ada_arena_config_of(p->arena)));
+}
+
+void wal_shm_read(const struct ada_recorder *r, struct ada_shm_budget_view *v)
+{
+	if (r->shm)
+		ada_shm_budget_read(r->shm, v);
+	else
+		*v = r->shm_last;
+}
+
+/* The first process refused by the ceiling is told at once on stderr. */
+void wal_shm_tick(struct ada_recorder *r)
+{
+	struct ada_shm_budget_view v;
+	wal_shm_read(r, &v);
+	if (!v.refused_procs || r->shm_told)
+		return;
+	r->shm_told = true;
+	json_array_append_new(r->warnings,
+	                      json_string("shared-memory ceiling reached: processes ran untraced"));
+	fprintf(stderr,
+	        "ada: the recording reached its shared-memory ceiling of %.1f MiB: new "
+	        "processes run untraced until others end (--max-shm-mb N to change it, 0 for "
+	        "no limit)\n",
+	        (double)v.ceiling / 1048576.0);
+}
+
+/* After the drain: every process is gone and its arena removed, so
+ * whatever is left in the arena directory was never read (an arena the
+ * drain refused, a half-made one): removed, and counted. */
+void wal_shm_finish(struct ada_recorder *r)
+{
+	wal_shm_tick(r);
+	if (r->shm) {
+		ada_shm_budget_read(r->shm, &r->shm_last);
+		ada_shm_budget_close(r->shm);
+		r->shm = NULL;
+	}
+	int fd = open(r->arena_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (strcmp(de->d_name, ADA_SHM_BUDGET_NAME))
+			r->shm_leftover++;
+		unlinkat(fd, de->d_name, 0);
+	}
+	closedir(d);
+	if (rmdir(r->arena_dir) != 0)
+		r->shm_leftover++;
+}
+
+void wal_shm_remove_dir(const char *dir)
+{
+	if (rmdir(dir) == 0 || errno != ENOTEMPTY)
+		return;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	bool other = false;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		other |= strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		         strcmp(de->d_name, ADA_SHM_BUDGET_NAME);
+	if (!other)
+		unlinkat(fd, ADA_SHM_BUDGET_NAME, 0);
+	closedir(d);
+	if (!other)
+		rmdir(dir);
+}

@@ -1,0 +1,73 @@
+/*
+ * libFuzzer target for the consumer's trust boundary (src/ring/consumer.c,
+ * slots.c): an arena image (fuzz_arena_image.h) is opened and drained as
+ * the recorder's drain reads it -- checked slot reads, peek/release,
+ * slot frees, drop totals, fault texts -- for a few passes.
+ * Invariants (abort when broken): one pass never takes more than one
+ * ring's worth from a slot; a quarantined slot yields nothing again; the
+ * consumer's tail never passes the head it accepted.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fuzz_arena_image.h"
+
+static volatile uint64_t fuzz_sink;
+
+static void fuzz_slot(struct ada_arena *a, uint32_t s, uint64_t cap)
+{
+	struct ada_slot_info si;
+	int rc = ada_slot_read_checked(a, s, &si);
+	if (rc != 0) {
+		struct ada_slot_fault f;
+		char text[256];
+		if (rc == -EPROTO && !ada_slot_fault(a, s, &f))
+			abort(); /* -EPROTO always leaves a fault to tell */
+		if (rc == -EPROTO)
+			ada_slot_fault_text(&f, text, sizeof(text));
+		const struct atf_index_event *ev;
+		if (ada_index_ring_peek(a, s, &ev) != 0)
+			abort(); /* a quarantined slot is never read again */
+		return;
+	}
+	if (si.head - si.tail > cap)
+		abort();
+	uint64_t taken = 0;
+	for (int i = 0; i < 4; i++) {
+		const struct atf_index_event *ev;
+		size_t k = ada_index_ring_peek(a, s, &ev);
+		if (k == 0)
+			break;
+		for (size_t j = 0; j < k; j++) /* touch what the drain would copy */
+			fuzz_sink += ev[j].timestamp_ns ^ ev[j].event_kind;
+		ada_index_ring_release(a, s, k);
+		taken += k;
+	}
+	if (taken > cap)
+		abort(); /* more than the ring could have held in one pass */
+	if (si.state == ADA_SLOT_EXITED)
+		ada_arena_slot_free(a, s);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	int fd = fuzz_arena_image(data, size);
+	if (fd < 0)
+		return 0;
+	struct ada_arena *a = NULL;
+	if (ada_arena_open_fd(fd, &a) == 0) {
+		uint64_t cap = ada_arena_config_of(a)->index_events;
+		for (int pass = 0; pass < 3; pass++)
+			for (uint32_t s = 0; s < ada_arena_max_threads(a); s++)
+				fuzz_slot(a, s, cap);
+		uint64_t d[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+		ada_arena_drop_totals(a, d);
+		int st;
+		(void)ada_arena_process_state(a, &st);
+		ada_arena_close(a);
+	}
+	close(fd);
+	return 0;
+}

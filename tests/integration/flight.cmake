@@ -1,0 +1,20 @@
+# The flight recorder end to end (issue 8): crashes (NULL write, abort,
+# stack overflow, a program that recovers from its own SIGSEGV), latency,
+# symbol and manual (SIGUSR2) triggers, bad trigger options, on
+# tests/targets/t_flight.c. The checks are in ada_itest.py (cmd_flight).
+include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
+if(NOT Python3_EXECUTABLE)
+  find_package(Python3 COMPONENTS Interpreter)
+endif()
+if(NOT Python3_EXECUTABLE OR ADA_SANITIZE MATCHES "^(address|thread)$")
+  return() # hooks.cmake says why
+endif()
+foreach(s crash_segv crash_abort crash_overflow crash_recovered latency symbol manual
+          max_windows holdoff bad_options)
+  add_test(NAME e2e.flight_${s}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ada_itest.py
+                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
+                   --name flight_${s} flight ${s} ${ADA_TGT_DIR}/t_flight_O2)
+  set_tests_properties(e2e.flight_${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
+                       LABELS "e2e")
+endforeach()

@@ -1,0 +1,142 @@
+# A test suite that cannot quietly shrink (issue 12, item 4).
+#
+# With -DADA_CI=ON (tools/test.sh sets it) every piece the tests need is
+# required: a missing one stops the configure with one sentence naming the
+# Debian package, instead of a status line and fewer tests. Without it the
+# same sentence is a status line, so a developer can build ada without the
+# test tools.
+#
+# Fuzzers: every executable target named fuzz_* that a tests/fuzz/*.cmake
+# defines (clang builds only) becomes the CTest test fuzz.<name> with the
+# label `fuzz`: tests/fuzz/run_fuzzer.sh runs it for ADA_FUZZ_SECONDS from
+# the committed seed corpus tests/fuzz/corpus/<name>/ and fails on a crash,
+# naming the reproducer. tools/test.sh builds the target ada_fuzzers (all of
+# them) in a clang build and runs `ctest -L fuzz`. A new fuzzer needs only
+# its source, its target and its corpus directory.
+include_guard(GLOBAL)
+
+option(ADA_CI "Fail the configure when a piece the tests need is missing (tools/test.sh sets it)" OFF)
+set(ADA_FUZZ_SECONDS 30 CACHE STRING "How long each fuzzer runs as a CTest test (label fuzz)")
+
+# ada_suite_require(<found> <what is missing> <what is lost> <Debian package>)
+function(ada_suite_require found what lost pkg)
+  if(found)
+    return()
+  endif()
+  set(msg "ada tests: ${what} is missing, so ${lost}: install ${pkg} (tools/bootstrap.sh does)")
+  if(ADA_CI)
+    message(FATAL_ERROR "${msg}")
+  else()
+    message(STATUS "${msg}")
+  endif()
+endfunction()
+
+# Looked up here, before the tests/*/*.cmake files that use them.
+find_package(Python3 COMPONENTS Interpreter)
+find_program(ADA_CLANG clang)
+find_program(ADA_CLANGXX clang++)
+find_program(ADA_VALGRIND valgrind)
+find_program(ADA_STRACE strace)
+find_file(ADA_LIBC_A libc.a PATHS /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib NO_DEFAULT_PATH)
+
+set(_cmocka FALSE)
+if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
+  set(_cmocka TRUE)
+endif()
+ada_suite_require("${_cmocka}" "cmocka (cmocka.h, libcmocka)" "no unit test is built" libcmocka-dev)
+ada_suite_require("${Python3_EXECUTABLE}" "python3" "no end-to-end test runs" python3)
+ada_suite_require("${ADA_CLANG}" "clang" "the clang-built end-to-end targets are left out" clang)
+ada_suite_require("${ADA_CLANGXX}" "clang++" "the clang-built end-to-end targets are left out" clang)
+ada_suite_require("${ADA_VALGRIND}" "valgrind" "the hot-path instruction guard skips" valgrind)
+ada_suite_require("${ADA_STRACE}" "strace" "the record option tests cannot see fsync and CPU pinning" strace)
+ada_suite_require("${ADA_LIBC_A}" "libc.a" "the static-binary bad-input test is left out" libc6-dev)
+
+if(CMAKE_C_COMPILER_ID STREQUAL "Clang")
+  include(CheckCSourceCompiles)
+  set(CMAKE_REQUIRED_FLAGS -fsanitize=fuzzer)
+  check_c_source_compiles("
+    #include <stddef.h>
+    #include <stdint.h>
+    int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { return d && n > 1 && d[0] == 1; }"
+    ADA_HAVE_LIBFUZZER)
+  unset(CMAKE_REQUIRED_FLAGS)
+  ada_suite_require("${ADA_HAVE_LIBFUZZER}" "libFuzzer (clang -fsanitize=fuzzer)"
+                    "no fuzzer can be built" libclang-rt-14-dev)
+endif()
+
+# ada_fuzz_target(<name> <library> <harness source>): the executable fuzz_<name>
+# (clang only, not built by default): the harness plus the library's sources,
+# rebuilt with libFuzzer's coverage, with the library's include directories,
+# definitions, options and link libraries, so a new dependency of the
+# library cannot break the fuzz build unseen.
+function(ada_fuzz_target name lib harness)
+  if(NOT CMAKE_C_COMPILER_ID STREQUAL "Clang")
+    return()
+  endif()
+  get_target_property(srcs ${lib} SOURCES)
+  get_target_property(dir ${lib} SOURCE_DIR)
+  set(abs)
+  foreach(s ${srcs})
+    if(IS_ABSOLUTE ${s})
+      list(APPEND abs ${s})
+    else()
+      list(APPEND abs ${dir}/${s})
+    endif()
+  endforeach()
+  set(t fuzz_${name})
+  add_executable(${t} ${harness} ${abs})
+  target_include_directories(${t} PRIVATE $<TARGET_PROPERTY:${lib},INCLUDE_DIRECTORIES>)
+  target_compile_definitions(${t} PRIVATE $<TARGET_PROPERTY:${lib},COMPILE_DEFINITIONS>)
+  target_compile_options(${t} PRIVATE $<TARGET_PROPERTY:${lib},COMPILE_OPTIONS>
+                         -fsanitize=fuzzer,address)
+  target_link_options(${t} PRIVATE -fsanitize=fuzzer,address)
+  get_target_property(libs ${lib} LINK_LIBRARIES)
+  if(libs)
+    target_link_libraries(${t} PRIVATE ${libs})
+  endif()
+  set_target_properties(${t} PROPERTIES EXCLUDE_FROM_ALL TRUE)
+endfunction()
+
+# Called at the end of tests/CMakeLists.txt, when every tests/*/*.cmake has
+# run: writes the names of all tests to ctest_names.txt (e2e.opt.coverage
+# checks that each option's tests exist) and registers the fuzzers.
+function(ada_suite_finish)
+  get_property(tests DIRECTORY PROPERTY TESTS)
+  list(JOIN tests "\n" names)
+  file(WRITE ${CMAKE_BINARY_DIR}/ctest_names.txt "${names}\n")
+  ada_suite_fuzzers()
+endfunction()
+
+function(ada_suite_fuzzers)
+  if(NOT CMAKE_C_COMPILER_ID STREQUAL "Clang")
+    return() # libFuzzer is clang's: tools/test.sh has a clang build for them
+  endif()
+  set(fdir ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
+  add_custom_target(ada_fuzzers)
+  # Every tests/fuzz/fuzz_NAME.c must be built as the target fuzz_NAME.
+  file(GLOB srcs ${fdir}/fuzz_*.c ${fdir}/fuzz_*.cc ${fdir}/fuzz_*.cpp)
+  foreach(src ${srcs})
+    get_filename_component(t ${src} NAME_WE)
+    if(NOT TARGET ${t})
+      ada_suite_require(FALSE "the target ${t} for tests/fuzz/${t}.c"
+        "that fuzzer never runs (define it in a tests/fuzz/*.cmake)" "nothing: it is a build bug")
+    endif()
+  endforeach()
+  get_property(targets DIRECTORY PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(t ${targets})
+    get_target_property(type ${t} TYPE)
+    if(NOT t MATCHES "^fuzz_" OR NOT type STREQUAL "EXECUTABLE")
+      continue()
+    endif()
+    string(REGEX REPLACE "^fuzz_" "" name ${t})
+    add_dependencies(ada_fuzzers ${t})
+    if(TEST fuzz.${name})
+      continue() # registered by its own .cmake
+    endif()
+    add_test(NAME fuzz.${name}
+      COMMAND sh ${fdir}/run_fuzzer.sh $<TARGET_FILE:${t}> ${fdir}/corpus/${name}
+              ${CMAKE_BINARY_DIR}/fuzz-work/${name} ${ADA_FUZZ_SECONDS})
+    math(EXPR limit "${ADA_FUZZ_SECONDS} + 120")
+    set_tests_properties(fuzz.${name} PROPERTIES LABELS fuzz TIMEOUT ${limit})
+  endforeach()
+endfunction()

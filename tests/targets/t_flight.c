@@ -1,0 +1,189 @@
+/*
+ * Test target for the flight recorder (issue 8): a busy loop of many
+ * functions, then one event the triggers must catch.
+ *   segv      busy, then fault_here(0x1111, 0x2222, 0x3333) writes through
+ *             NULL: SIGSEGV (139 under a shell);
+ *   abort     busy, then abort_here() calls abort(): SIGABRT (134);
+ *   overflow  busy, then overflow_here() recurses until the stack runs out:
+ *             SIGSEGV on a thread with no stack left (139);
+ *   recover   busy, then installs its own SIGSEGV handler (after the agent)
+ *             and recovers from three faults by siglongjmp: exit 0;
+ *   slow      work() 1000 times; the 500th call sleeps 60 ms (the only slow
+ *             call, deterministic), then exit 0;
+ *   symbol    busy, rare_event() once, a little busy again: exit 0;
+ *   manual    busy, SIGUSR2 to the parent when it is `ada record` (the
+ *             agent's ADA_SESSION_DIR is set), waits until the parent has
+ *             taken the signal (/proc status, no timing), busy again: exit 0.
+ * Every function is noinline, and prints nothing but one line at the end
+ * (the harness compares stdout traced and untraced).
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NOINL __attribute__((noinline))
+static volatile unsigned long sink;
+/* Arguments read from memory, so gcc cannot specialise the callees on them
+ * (a .constprop clone would not receive them in registers). */
+static volatile long arg_a = 0x1111, arg_b = 0x2222, arg_c = 0x3333, arg_abort = 0x4444,
+                     arg_rare = 7;
+static int *volatile null_ptr;
+
+NOINL static void leaf_a(unsigned long x)
+{
+	sink += x;
+}
+NOINL static void leaf_b(unsigned long x)
+{
+	sink ^= x;
+}
+NOINL static void leaf_c(unsigned long x)
+{
+	sink += x * 3;
+}
+NOINL static void mid_1(unsigned long x)
+{
+	leaf_a(x);
+	leaf_b(x);
+}
+NOINL static void mid_2(unsigned long x)
+{
+	leaf_b(x);
+	leaf_c(x);
+}
+NOINL static void mid_3(unsigned long x)
+{
+	leaf_c(x);
+	leaf_a(x);
+}
+NOINL static void top(unsigned long x)
+{
+	mid_1(x);
+	mid_2(x);
+	mid_3(x);
+}
+
+NOINL static void busy(unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++)
+		top(i);
+}
+
+NOINL static void fault_here(long a, long b, long c)
+{
+	sink = (unsigned long)(a + b + c);
+	*null_ptr = (int)a; /* SIGSEGV */
+	sink++;
+}
+
+NOINL static void abort_here(long a)
+{
+	sink = (unsigned long)a;
+	abort();
+}
+
+static volatile int forever = 1; /* the compiler cannot see that it never ends */
+NOINL static unsigned long overflow_here(unsigned long n)
+{
+	volatile char pad[512];
+	pad[0] = (char)n;
+	if (!forever)
+		return n;
+	return overflow_here(n + 1) + pad[0]; /* not a tail call */
+}
+
+static sigjmp_buf recover_jb;
+static void on_segv(int sig)
+{
+	(void)sig;
+	siglongjmp(recover_jb, 1);
+}
+
+NOINL static int recover_run(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_segv;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, NULL);
+	volatile int recovered = 0;
+	for (int i = 0; i < 3; i++)
+		if (!sigsetjmp(recover_jb, 1))
+			fault_here(i, 0, 0);
+		else
+			recovered++;
+	return recovered;
+}
+
+NOINL static void work(int i)
+{
+	if (i == 500) {
+		struct timespec ts = {0, 60 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	sink += (unsigned long)i;
+}
+
+NOINL static void rare_event(long code)
+{
+	sink += (unsigned long)code;
+}
+
+/* Until the parent has taken our SIGUSR2 off its pending sets. */
+NOINL static void wait_parent_took(pid_t ppid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)ppid);
+	for (;;) {
+		FILE *f = fopen(path, "r");
+		if (!f)
+			return;
+		int pending = 0;
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, "ShdPnd:", 7) || !strncmp(line, "SigPnd:", 7))
+				pending |= (strtoull(line + 7, NULL, 16) >> (SIGUSR2 - 1)) & 1;
+		fclose(f);
+		if (!pending)
+			return;
+		sched_yield();
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *m = argc > 1 ? argv[1] : "segv";
+	if (!strcmp(m, "slow")) {
+		for (int i = 0; i < 1000; i++)
+			work(i);
+		printf("slow done\n");
+		return 0;
+	}
+	busy(5000);
+	if (!strcmp(m, "segv")) {
+		fault_here(arg_a, arg_b, arg_c);
+	} else if (!strcmp(m, "abort")) {
+		abort_here(arg_abort);
+	} else if (!strcmp(m, "overflow")) {
+		sink = overflow_here(0);
+	} else if (!strcmp(m, "recover")) {
+		printf("recovered %d\n", recover_run());
+		return 0;
+	} else if (!strcmp(m, "symbol")) {
+		rare_event(arg_rare);
+		busy(200); /* short: its detail must not push rare_event's out of the ring */
+	} else if (!strcmp(m, "manual")) {
+		if (getenv("ADA_SESSION_DIR")) { /* under ada record: the parent is the recorder */
+			kill(getppid(), SIGUSR2);
+			wait_parent_took(getppid());
+		}
+		busy(5000);
+	}
+	printf("%s done\n", m);
+	return 0;
+}

@@ -1,0 +1,8 @@
+# Unit tests of src/fs (private, link-proof files; no-follow walks; trust).
+if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
+  add_executable(test_fs_files ${CMAKE_CURRENT_LIST_DIR}/test_fs_files.c)
+  target_include_directories(test_fs_files PRIVATE ${CMOCKA_INCLUDE_DIR})
+  target_link_libraries(test_fs_files PRIVATE ada_fs ${CMOCKA_LIBRARY})
+  add_test(NAME fs_files COMMAND test_fs_files)
+  set_tests_properties(fs_files PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
+endif()

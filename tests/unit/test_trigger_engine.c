@@ -1,0 +1,498 @@
+/*
+ * The trigger engine on synthetic index streams: symbol and latency fires,
+ * window merging, hold-off, max-windows, the p99 estimator, time ranges
+ * (clock injected), manual fires, stacks at death, and a trigger added
+ * from another thread while the drain feeds. No clock is read: every
+ * timestamp is made up.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "trigger.h"
+
+#define MS 1000000ull
+#define SEC 1000000000ull
+#define T0 (100 * SEC)
+
+/* fn_id -> name: module 1, symbols 1..4. */
+static const char *names(void *ctx, uint64_t fn)
+{
+	(void)ctx;
+	static const char *const n[] = {NULL,        "handle_request", "parse",
+	                                "abort_txn", "helper",         "rare.constprop.0"};
+	uint32_t sym = (uint32_t)fn;
+	return (fn >> 32) == 1 && sym < 6 ? n[sym] : NULL;
+}
+#define FN(i) ((1ull << 32) | (i))
+
+struct rig {
+	struct ada_trigger_engine *e;
+	struct ada_trigger_proc *p;
+	struct ada_trigger_thread *t;
+	uint32_t depth;
+};
+
+static void rig_init(struct rig *r, uint64_t pre, uint64_t post, uint32_t maxw, uint64_t hold)
+{
+	struct ada_trigger_opts o = {
+	    .pre_ns = pre, .post_ns = post, .max_windows = maxw, .holdoff_ns = hold};
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(ada_trigger_engine_new(&o, &r->e), 0);
+	assert_int_equal(ada_trigger_proc_new(r->e, names, NULL, &r->p), 0);
+	assert_int_equal(ada_trigger_thread_new(r->p, 77, &r->t), 0);
+}
+
+static void rig_fini(struct rig *r)
+{
+	ada_trigger_thread_free(r->t);
+	ada_trigger_proc_free(r->p);
+	ada_trigger_engine_free(r->e);
+}
+
+static void arm(struct rig *r, const char *text, uint64_t now)
+{
+	struct ada_trigger_spec s;
+	assert_int_equal(ada_trigger_parse(text, &s, NULL, 0), 0);
+	assert_int_equal(ada_trigger_add(r->e, &s, now, NULL), 0);
+}
+
+static void ev(struct rig *r, uint32_t kind, uint64_t fn, uint64_t ts)
+{
+	struct atf_index_event e = {.timestamp_ns = ts,
+	                            .function_id = fn,
+	                            .thread_id = 77,
+	                            .event_kind = kind,
+	                            .detail_seq = ATF_NO_DETAIL};
+	if (kind == ATF_EVENT_CALL)
+		e.call_depth = ++r->depth;
+	else
+		e.call_depth = r->depth--;
+	ada_trigger_feed(r->t, &e, 1);
+}
+
+/* One call of fn from ts lasting dur. */
+static void call(struct rig *r, uint64_t fn, uint64_t ts, uint64_t dur)
+{
+	ev(r, ATF_EVENT_CALL, fn, ts);
+	ev(r, ATF_EVENT_RETURN, fn, ts + dur);
+}
+
+static const struct ada_trigger_window *win(struct rig *r, size_t i)
+{
+	return ada_trigger_window_at(r->e, i);
+}
+
+static void test_symbol_fires_window(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, 1 * SEC, 500 * MS, 0, 0);
+	arm(&r, "symbol=abort_*", 0);
+	call(&r, FN(2), T0, 10);
+	assert_int_equal(ada_trigger_window_count(r.e), 0);
+	call(&r, FN(3), T0 + SEC, 10);
+	assert_int_equal(ada_trigger_window_count(r.e), 1);
+	arm(&r, "symbol=rare", 0); /* matches gcc's clone rare.constprop.0 */
+	call(&r, FN(5), T0 + 100 * SEC, 10);
+	assert_int_equal(ada_trigger_window_count(r.e), 2);
+	assert_int_equal(win(&r, 1)->fn_id, FN(5));
+	const struct ada_trigger_window *w = win(&r, 0);
+	assert_int_equal(w->fire_ns, T0 + SEC);
+	assert_int_equal(w->from_ns, T0);
+	assert_int_equal(w->to_ns, T0 + SEC + 500 * MS);
+	assert_int_equal(w->fn_id, FN(3));
+	assert_int_equal(w->tid, 77);
+	assert_string_equal(w->trigger, "symbol=abort_*");
+	rig_fini(&r);
+}
+
+static void test_latency_centred_on_return(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, 1 * SEC, 1 * SEC, 0, 0);
+	arm(&r, "p99=function:handle_request>50ms", 0);
+	for (int i = 0; i < 999; i++)
+		call(&r, FN(1), T0 + (uint64_t)i * MS, 10000); /* 10 us */
+	assert_int_equal(ada_trigger_window_count(r.e), 0);
+	call(&r, FN(1), T0 + 2 * SEC, 60 * MS);
+	assert_int_equal(ada_trigger_window_count(r.e), 1);
+	const struct ada_trigger_window *w = win(&r, 0);
+	uint64_t ret = T0 + 2 * SEC + 60 * MS;
+	assert_int_equal(w->fire_ns, ret);
+	assert_int_equal(w->from_ns, ret - SEC);
+	assert_int_equal(w->to_ns, ret + SEC);
+	assert_int_equal(w->duration_ns, 60 * MS);
+	assert_int_equal(w->threshold_ns, 50 * MS);
+	/* Exactly the threshold is not slower than it. */
+	call(&r, FN(1), T0 + 10 * SEC, 50 * MS);
+	assert_int_equal(ada_trigger_window_count(r.e), 1);
+	rig_fini(&r);
+}
+
+/* Nested calls: the outer one is slow, the inner ones are not. */
+static void test_latency_nested(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, SEC, SEC, 0, 0);
+	arm(&r, "latency=function:handle_*>1ms", 0);
+	ev(&r, ATF_EVENT_CALL, FN(1), T0);
+	call(&r, FN(2), T0 + 1, 100);
+	call(&r, FN(1), T0 + 200, 100); /* recursion: inner handle_request, fast */
+	ev(&r, ATF_EVENT_RETURN, FN(1), T0 + 5 * MS);
+	assert_int_equal(ada_trigger_window_count(r.e), 1);
+	assert_int_equal(win(&r, 0)->duration_ns, 5 * MS);
+	rig_fini(&r);
+}
+
+static void test_merge_overlapping(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, SEC, SEC, 0, 0);
+	arm(&r, "symbol=parse", 0);
+	call(&r, FN(2), T0, 1);
+	call(&r, FN(2), T0 + SEC, 1);     /* overlaps: merged, extended */
+	call(&r, FN(2), T0 + 5 * SEC, 1); /* apart: a new window */
+	assert_int_equal(ada_trigger_window_count(r.e), 2);
+	assert_int_equal(win(&r, 0)->from_ns, T0 - SEC);
+	assert_int_equal(win(&r, 0)->to_ns, T0 + 2 * SEC);
+	assert_int_equal(win(&r, 0)->fires, 2);
+	assert_int_equal(win(&r, 1)->fire_ns, T0 + 5 * SEC);
+	struct ada_trigger_stats st;
+	ada_trigger_get_stats(r.e, &st);
+	assert_int_equal(st.fires, 3);
+	assert_int_equal(st.merged, 1);
+	/* A closed window that a later fire overlaps reopens. */
+	ada_trigger_window_close(r.e, 1);
+	assert_true(win(&r, 1)->closed);
+	call(&r, FN(2), T0 + 6 * SEC, 1);
+	assert_false(win(&r, 1)->closed);
+	assert_int_equal(win(&r, 1)->to_ns, T0 + 7 * SEC);
+	rig_fini(&r);
+}
+
+static void test_holdoff(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, 100 * MS, 100 * MS, 0, 2 * SEC);
+	arm(&r, "symbol=parse", 0);
+	for (int i = 0; i < 50; i++) /* every 100 ms for 5 s */
+		call(&r, FN(2), T0 + (uint64_t)i * 100 * MS, 1);
+	/* fires at 0, 2 s, 4 s pass; the rest are held off */
+	assert_int_equal(ada_trigger_window_count(r.e), 3);
+	assert_int_equal(win(&r, 1)->fire_ns, T0 + 2 * SEC);
+	assert_int_equal(win(&r, 2)->fire_ns, T0 + 4 * SEC);
+	struct ada_trigger_stats st;
+	ada_trigger_get_stats(r.e, &st);
+	assert_int_equal(st.fires, 50);
+	assert_int_equal(st.held_off, 47);
+	rig_fini(&r);
+}
+
+static void test_max_windows(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, 10 * MS, 10 * MS, 2, 0);
+	arm(&r, "symbol=parse", 0);
+	for (int i = 0; i < 10; i++)
+		call(&r, FN(2), T0 + (uint64_t)i * SEC, 1);
+	assert_int_equal(ada_trigger_window_count(r.e), 2);
+	struct ada_trigger_stats st;
+	ada_trigger_get_stats(r.e, &st);
+	assert_int_equal(st.over_max, 8);
+	/* A fire that overlaps an existing window still extends it. */
+	call(&r, FN(2), T0 + SEC + 5 * MS, 1);
+	assert_int_equal(win(&r, 1)->to_ns, T0 + SEC + 5 * MS + 10 * MS);
+	/* A death is never refused. */
+	assert_true(ada_trigger_fire_crash(r.e, T0 + 20 * SEC, 77) == false); /* no crash armed */
+	arm(&r, "crash", 0);
+	assert_true(ada_trigger_fire_crash(r.e, T0 + 20 * SEC, 77));
+	assert_int_equal(ada_trigger_window_count(r.e), 3);
+	assert_int_equal(win(&r, 2)->from_ns, T0 + 20 * SEC - 10 * MS);
+	assert_int_equal(win(&r, 2)->to_ns, T0 + 20 * SEC);
+	rig_fini(&r);
+}
+
+static void test_p2_estimator(void **state)
+{
+	(void)state;
+	struct ada_trigger_p2 p;
+	ada_trigger_p2_init(&p);
+	assert_true(ada_trigger_p2_value(&p) == 0);
+	ada_trigger_p2_add(&p, 3);
+	ada_trigger_p2_add(&p, 7);
+	assert_true(ada_trigger_p2_value(&p) == 7); /* few samples: the maximum */
+	/* A deterministic permutation of 1..10000: p99 ~ 9900. */
+	ada_trigger_p2_init(&p);
+	for (uint64_t i = 0; i < 10000; i++)
+		ada_trigger_p2_add(&p, (double)((i * 7919) % 10000 + 1));
+	double v = ada_trigger_p2_value(&p);
+	if (fabs(v - 9900) > 100)
+		fail_msg("p99 of 1..10000 estimated as %f", v);
+	/* Exponential-ish tail: 99 % at 10, 1 % at 1000 -> p99 between them. */
+	ada_trigger_p2_init(&p);
+	for (int i = 0; i < 20000; i++)
+		ada_trigger_p2_add(&p, i % 100 == 99 ? 1000.0 : 10.0 + (i % 7));
+	v = ada_trigger_p2_value(&p);
+	assert_true(v >= 10 && v <= 1000);
+}
+
+static void test_p99_trigger(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, SEC, SEC, 0, 0);
+	arm(&r, "p99=function:handle_request", 0);
+	/* Below 100 calls nothing fires, however slow (20x the others). */
+	for (int i = 0; i < 99; i++)
+		call(&r, FN(1), T0 + (uint64_t)i * MS, i == 50 ? 20000 : 1000 + (uint64_t)(i % 10));
+	assert_int_equal(ada_trigger_window_count(r.e), 0);
+	for (int i = 0; i < 3000; i++)
+		call(&r, FN(1), T0 + SEC + (uint64_t)i * MS, 1000 + (uint64_t)(i % 10));
+	size_t before = ada_trigger_window_count(r.e);
+	call(&r, FN(1), T0 + 100 * SEC, 50 * MS); /* the outlier */
+	assert_int_equal(ada_trigger_window_count(r.e), before + 1);
+	const struct ada_trigger_window *w = win(&r, before);
+	assert_int_equal(w->duration_ns, 50 * MS);
+	if (w->threshold_ns >= 2000 || w->threshold_ns < 1000)
+		fail_msg("p99 estimate %llu, windows before %zu",
+		         (unsigned long long)w->threshold_ns, before);
+	rig_fini(&r);
+}
+
+static void test_time_range(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, 2 * SEC, 3 * SEC, 0, 0);
+	arm(&r, "time=10:30-10:45", 0);
+	uint32_t t1029 = 10 * 3600 + 29 * 60;
+	ada_trigger_tick(r.e, T0, t1029);
+	assert_int_equal(ada_trigger_window_count(r.e), 0);
+	/* 10:31:10 at T0 + 130 s: the range began 70 s earlier. */
+	ada_trigger_tick(r.e, T0 + 130 * SEC, t1029 + 130);
+	assert_int_equal(ada_trigger_window_count(r.e), 1);
+	const struct ada_trigger_window *w = win(&r, 0);
+	assert_int_equal(w->fire_ns, T0 + 60 * SEC);
+	assert_int_equal(w->from_ns, T0 + 58 * SEC);
+	assert_int_equal(w->to_ns, T0 + 60 * SEC + 15 * 60 * SEC + 3 * SEC);
+	/* Later ticks in the same range do not fire again. */
+	ada_trigger_tick(r.e, T0 + 500 * SEC, t1029 + 500);
+	assert_int_equal(ada_trigger_window_count(r.e), 1);
+	rig_fini(&r);
+
+	/* Across midnight: 23:50-00:10, first seen at 00:05. */
+	rig_init(&r, 0, 0, 0, 0);
+	arm(&r, "time=23:50-00:10", 0);
+	ada_trigger_tick(r.e, T0 + 1000 * SEC, 300);
+	assert_int_equal(ada_trigger_window_count(r.e), 1);
+	assert_int_equal(win(&r, 0)->fire_ns, T0 + 1000 * SEC - 900 * SEC);
+	assert_int_equal(win(&r, 0)->to_ns, T0 + 1000 * SEC + 300 * SEC);
+	ada_trigger_tick(r.e, T0 + 2000 * SEC, 1300); /* 00:21: outside */
+	assert_int_equal(ada_trigger_window_count(r.e), 1);
+	rig_fini(&r);
+}
+
+static void test_manual(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, SEC, SEC, 0, 0);
+	assert_int_equal(ada_trigger_fire_manual(r.e, T0), 0);
+	ada_trigger_tick(r.e, T0, 0);
+	assert_int_equal(ada_trigger_window_count(r.e), 0);
+	struct ada_trigger_stats st;
+	ada_trigger_get_stats(r.e, &st);
+	assert_int_equal(st.manual_ignored, 1);
+	arm(&r, "manual", T0);
+	assert_int_equal(ada_trigger_fire_manual(r.e, T0 + SEC), 0);
+	ada_trigger_tick(r.e, T0 + 2 * SEC, 0);
+	assert_int_equal(ada_trigger_window_count(r.e), 1);
+	assert_int_equal(win(&r, 0)->fire_ns, T0 + SEC);
+	rig_fini(&r);
+}
+
+static void test_stack_and_crash_marker(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, SEC, SEC, 0, 0);
+	ev(&r, ATF_EVENT_CALL, FN(1), T0);
+	ev(&r, ATF_EVENT_CALL, FN(2), T0 + 1);
+	call(&r, FN(4), T0 + 2, 1);
+	ev(&r, ATF_EVENT_CALL, FN(3), T0 + 5);
+	struct atf_index_event m = {.timestamp_ns = T0 + 6,
+	                            .function_id = 0x10,
+	                            .event_kind = ATF_EVENT_EXCEPTION,
+	                            .call_depth = ADA_TRIGGER_CRASH_DEPTH_FLAG | 11};
+	ada_trigger_feed(r.t, &m, 1);
+	struct ada_trigger_frame f[8];
+	uint32_t depth;
+	size_t n = ada_trigger_thread_stack(r.t, f, 8, &depth);
+	assert_int_equal(n, 3);
+	assert_int_equal(depth, 3);
+	assert_int_equal(f[0].fn_id, FN(3)); /* innermost first */
+	assert_int_equal(f[1].fn_id, FN(2));
+	assert_int_equal(f[2].fn_id, FN(1));
+	uint64_t addr;
+	assert_int_equal(ada_trigger_thread_crash(r.t, &addr), 11);
+	assert_int_equal(addr, 0x10);
+	/* A longjmp-style EXCEPTION at depth 2 closes frames 3 and 2. */
+	struct atf_index_event x = {.timestamp_ns = T0 + 7,
+	                            .function_id = FN(2),
+	                            .event_kind = ATF_EVENT_EXCEPTION,
+	                            .call_depth = 2};
+	ada_trigger_feed(r.t, &x, 1);
+	n = ada_trigger_thread_stack(r.t, f, 8, &depth);
+	assert_int_equal(n, 1);
+	assert_int_equal(f[0].fn_id, FN(1));
+	rig_fini(&r);
+}
+
+/* Deep recursion keeps the innermost frames and counts the others. */
+static void test_stack_bounded(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, SEC, SEC, 0, 0);
+	for (int i = 0; i < 1000; i++)
+		ev(&r, ATF_EVENT_CALL, FN(i % 2 ? 2 : 4), T0 + (uint64_t)i);
+	struct ada_trigger_frame f[ADA_TRIGGER_STACK_FRAMES + 4];
+	uint32_t depth;
+	size_t n = ada_trigger_thread_stack(r.t, f, ADA_TRIGGER_STACK_FRAMES + 4, &depth);
+	assert_int_equal(n, ADA_TRIGGER_STACK_FRAMES);
+	assert_int_equal(depth, 1000);
+	assert_int_equal(f[0].depth, 1000);
+	assert_int_equal(f[n - 1].depth, 1000 - ADA_TRIGGER_STACK_FRAMES + 1);
+	struct ada_trigger_stats st;
+	ada_trigger_get_stats(r.e, &st);
+	assert_int_equal(st.stack_dropped, 1000 - ADA_TRIGGER_STACK_FRAMES);
+	rig_fini(&r);
+}
+
+/* Triggers only fire on events at or after the time they were added. */
+static void test_added_later(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, SEC, SEC, 0, 0);
+	arm(&r, "symbol=parse", T0 + 10 * SEC);
+	call(&r, FN(2), T0, 1);
+	assert_int_equal(ada_trigger_window_count(r.e), 0);
+	call(&r, FN(2), T0 + 10 * SEC, 1);
+	assert_int_equal(ada_trigger_window_count(r.e), 1);
+	/* remove: no more fires */
+	struct ada_trigger_spec s[4];
+	assert_int_equal(ada_trigger_list(r.e, s, 4), 1);
+	assert_true(ada_trigger_armed(r.e, ADA_TRIGGER_SYMBOL));
+	rig_fini(&r);
+}
+
+struct adder {
+	struct ada_trigger_engine *e;
+	uint32_t id;
+	atomic_int done;
+};
+
+static void *adder_main(void *arg)
+{
+	struct adder *a = arg;
+	struct ada_trigger_spec s;
+	ada_trigger_parse("symbol=abort_txn", &s, NULL, 0);
+	ada_trigger_add(a->e, &s, T0 + 500 * SEC, &a->id);
+	atomic_store(&a->done, 1);
+	return NULL;
+}
+
+/* A trigger added from another thread while the drain feeds: the feed
+ * picks it up, and only events at or after its time fire it (run under
+ * TSan in CI). The feeder keeps feeding events from before that time until
+ * the adder is done, then 500 events after it. */
+static void test_add_while_feeding(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, MS, MS, 1000, 0);
+	struct adder a = {.e = r.e};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, adder_main, &a), 0);
+	uint64_t i = 0;
+	while (!atomic_load(&a.done))
+		call(&r, FN(3), T0 + (i++ % 1000) * 1000, 1); /* all before T0 + 500 s */
+	for (uint64_t k = 0; k < 500; k++)
+		call(&r, FN(3), T0 + (500 + k) * SEC, 1);
+	pthread_join(th, NULL);
+	assert_int_equal(ada_trigger_window_count(r.e), 500);
+	assert_int_equal(win(&r, 0)->fire_ns, T0 + 500 * SEC);
+	assert_int_equal(ada_trigger_remove(r.e, a.id), 0);
+	assert_int_equal(ada_trigger_remove(r.e, a.id), -2);
+	call(&r, FN(3), T0 + 2000 * SEC, 1);
+	assert_int_equal(ada_trigger_window_count(r.e), 500);
+	rig_fini(&r);
+}
+
+/* Unknown names are asked again; names resolve per function once. */
+static int lookups;
+static const char *counting_names(void *ctx, uint64_t fn)
+{
+	lookups++;
+	return names(ctx, fn);
+}
+
+static void test_verdict_cache(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, SEC, SEC, 0, 0);
+	ada_trigger_proc_free(r.p);
+	ada_trigger_thread_free(r.t);
+	assert_int_equal(ada_trigger_proc_new(r.e, counting_names, NULL, &r.p), 0);
+	assert_int_equal(ada_trigger_thread_new(r.p, 77, &r.t), 0);
+	arm(&r, "symbol=nothing_matches", 0);
+	lookups = 0;
+	for (int i = 0; i < 100; i++)
+		call(&r, FN(1 + (uint32_t)(i % 4)), T0 + (uint64_t)i, 1);
+	assert_int_equal(lookups, 4);
+	for (int i = 0; i < 10; i++)
+		call(&r, (7ull << 32) | 1, T0 + 1000, 1); /* unknown module */
+	assert_int_equal(lookups, 14);
+	struct ada_trigger_stats st;
+	ada_trigger_get_stats(r.e, &st);
+	assert_int_equal(st.unresolved, 10);
+	rig_fini(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_symbol_fires_window),
+	    cmocka_unit_test(test_latency_centred_on_return),
+	    cmocka_unit_test(test_latency_nested),
+	    cmocka_unit_test(test_merge_overlapping),
+	    cmocka_unit_test(test_holdoff),
+	    cmocka_unit_test(test_max_windows),
+	    cmocka_unit_test(test_p2_estimator),
+	    cmocka_unit_test(test_p99_trigger),
+	    cmocka_unit_test(test_time_range),
+	    cmocka_unit_test(test_manual),
+	    cmocka_unit_test(test_stack_and_crash_marker),
+	    cmocka_unit_test(test_stack_bounded),
+	    cmocka_unit_test(test_added_later),
+	    cmocka_unit_test(test_add_while_feeding),
+	    cmocka_unit_test(test_verdict_cache),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

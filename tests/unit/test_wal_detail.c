@@ -1,0 +1,506 @@
+/*
+ * The drain side of the detail lane (src/wal): the CRC-32 fold of a
+ * 4-byte patch, the detail.atf writer against the format library's own
+ * writer (golden bytes), detail_seq back-patches in the staging buffer, in
+ * flight and on disk (the footer CRC stays right: validated), and
+ * wal_detail_persist() end to end on a real arena: ring position ->
+ * index_seq, links both ways, windows, the high-water mark, deferred
+ * records and records whose index event is in an earlier generation.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cmocka.h>
+
+#include "atf.h"
+#include "ring.h"
+#include "wal_internal.h"
+
+static char tmpdir[256];
+static int tmpfd = -1;
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ada_wal_detail_XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	tmpfd = open(tmpdir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	return tmpfd >= 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[300];
+	close(tmpfd);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static uint8_t *slurp(const char *name, size_t *len)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	uint8_t *buf = malloc((size_t)st.st_size + 1);
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	close(fd);
+	*len = got;
+	return buf;
+}
+
+static void count_problem(void *ctx, enum ada_atf_severity sev, const char *path, uint64_t off,
+                          const char *msg)
+{
+	(void)ctx;
+	(void)sev;
+	print_message("validate: %s @%llu: %s\n", path, (unsigned long long)off, msg);
+}
+
+static struct ada_atf_report report(void)
+{
+	return (struct ada_atf_report){.fn = count_problem};
+}
+
+/* ---- CRC fold ---- */
+
+static void test_crc_delta(void **state)
+{
+	(void)state;
+	enum { N = 10000 };
+	uint8_t *b = malloc(N);
+	srand(7);
+	for (int i = 0; i < N; i++)
+		b[i] = (uint8_t)rand();
+	uint32_t crc = (uint32_t)crc32(0, b, N);
+	for (int t = 0; t < 200; t++) {
+		uint64_t k = (uint64_t)rand() % (N - 3);
+		uint32_t old, v = (uint32_t)rand();
+		memcpy(&old, b + k, 4);
+		memcpy(b + k, &v, 4);
+		crc ^= wal_crc32_patch_delta(old ^ v, k, N);
+		assert_int_equal(crc, (uint32_t)crc32(0, b, N));
+	}
+	free(b);
+}
+
+/* ---- detail.atf writer: the same bytes as the format library's writer ---- */
+
+struct rec_bytes {
+	struct atf_detail_event_header h;
+	struct atf_detail_function_payload p;
+	uint8_t stack[64];
+} __attribute__((packed));
+
+static void rec_fill(struct rec_bytes *r, uint32_t seq, uint16_t type, uint16_t stack)
+{
+	memset(r, 0, sizeof(*r));
+	r->p.function_id = (2ull << 32) | seq;
+	for (int i = 0; i < 8; i++)
+		r->p.x_regs[i] = seq * 100 + (uint64_t)i;
+	r->p.lr = 0x401000 + seq;
+	r->p.fp = 0x7ff0000;
+	r->p.sp = 0x7ff0100 - seq * 16;
+	r->p.stack_size = stack;
+	for (int i = 0; i < stack; i++)
+		r->stack[i] = (uint8_t)(seq + i);
+	r->h = (struct atf_detail_event_header){
+	    .total_length = (uint32_t)(24 + 100 + stack),
+	    .event_type = type,
+	    .flags = 0,
+	    .index_seq = seq * 2,
+	    .thread_id = 77,
+	    .timestamp = 5000 + seq,
+	};
+}
+
+static void test_dfile_golden(void **state)
+{
+	(void)state;
+	struct wal_dfile *d;
+	assert_int_equal(wal_dfile_open(tmpfd, "detail.atf", 77, &d), 0);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/golden.atf", tmpdir);
+	struct ada_atf_file_info info = {
+	    .thread_id = 77, .arch = ATF_ARCH_X86_64, .os = ATF_OS_LINUX};
+	struct ada_atf_writer *w;
+	assert_int_equal(ada_atf_writer_new(path, true, &info, &w), 0);
+	static const uint16_t stacks[] = {16, 0, 64, 3, 0};
+	for (uint32_t i = 0; i < 5; i++) {
+		struct rec_bytes r;
+		rec_fill(&r, i + 1, i % 2 ? ATF_DETAIL_FUNCTION_RETURN : ATF_DETAIL_FUNCTION_CALL,
+		         stacks[i]);
+		assert_int_equal(wal_dfile_append(d, &r.h, &r.p, r.stack), 0);
+		assert_int_equal(ada_atf_writer_detail(w, &r.h), 0);
+	}
+	assert_int_equal(wal_dfile_count(d), 5);
+	/* a length that does not match the payload is refused */
+	struct rec_bytes bad;
+	rec_fill(&bad, 9, ATF_DETAIL_FUNCTION_CALL, 8);
+	bad.h.total_length++;
+	assert_int_equal(wal_dfile_append(d, &bad.h, &bad.p, bad.stack), -EINVAL);
+	uint64_t bytes;
+	assert_int_equal(wal_dfile_finish(d, &bytes), 0);
+	assert_int_equal(ada_atf_writer_finish(w), 0);
+	size_t la, lb;
+	uint8_t *a = slurp("detail.atf", &la), *b = slurp("golden.atf", &lb);
+	assert_int_equal(la, bytes);
+	assert_int_equal(la, lb);
+	assert_memory_equal(a, b, la);
+	/* the errata's fixed points, checked by hand */
+	uint64_t events = 5 * 124 + 16 + 64 + 3;
+	assert_memory_equal(a, "ATD2", 4);
+	assert_int_equal(a[4], 1);
+	assert_int_equal(a[6], 1); /* x86_64 */
+	assert_int_equal(a[7], 4); /* Linux */
+	uint64_t v;
+	memcpy(&v, a + 20, 8);
+	assert_int_equal(v, 64); /* events_offset at 20 (errata 2) */
+	memcpy(&v, a + 36, 8);
+	assert_int_equal(v, events);
+	memcpy(&v, a + 44, 8);
+	assert_int_equal(v, 2); /* index_seq_start */
+	memcpy(&v, a + 52, 8);
+	assert_int_equal(v, 10); /* index_seq_end */
+	assert_int_equal(la, 64 + events + 64);
+	assert_memory_equal(a + 64 + events, "2DTA", 4);
+	uint32_t crc;
+	memcpy(&crc, a + 64 + events + 4, 4);
+	assert_int_equal(crc, (uint32_t)crc32(0, a + 64, (uInt)events));
+	struct ada_atf_report rep = report();
+	struct ada_atf_vfile vf;
+	ada_atf_validate_detail_buf("detail.atf", a, la, &rep, &vf);
+	assert_int_equal(rep.errors, 0);
+	free(a);
+	free(b);
+}
+
+/* ---- back-patches of an index file ---- */
+
+static struct atf_index_event ev_make(uint64_t i)
+{
+	return (struct atf_index_event){
+	    .timestamp_ns = 1000 + i * 7,
+	    .function_id = (3ull << 32) | (i / 2),
+	    .thread_id = 4242,
+	    .event_kind = (uint32_t)(i % 2 ? ATF_EVENT_RETURN : ATF_EVENT_CALL),
+	    .call_depth = 1,
+	    .detail_seq = ATF_NO_DETAIL,
+	};
+}
+
+static struct ada_wal_file *index_open(struct ada_wal_io *io, const char *name, uint32_t tid)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	struct ada_wal_file_opts fo = {.thread_id = tid,
+	                               .clock_type = ATF_CLOCK_BOOTTIME,
+	                               .arch = ATF_ARCH_X86_64,
+	                               .segment_bytes = 1 << 20};
+	struct ada_wal_file *f;
+	assert_int_equal(ada_wal_file_openat(io, tmpfd, name, path, &fo, &f), 0);
+	return f;
+}
+
+static void append_events(struct ada_wal_file *f, uint64_t from, uint64_t n)
+{
+	for (uint64_t i = from; i < from + n; i++) {
+		struct atf_index_event e = ev_make(i);
+		assert_int_equal(ada_wal_file_append(f, &e, 1), 1);
+	}
+}
+
+static void test_patch_everywhere(void **state)
+{
+	(void)state;
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts o = {.buffer_bytes = 4096, .max_buffers = 8, .queue_depth = 8};
+	assert_int_equal(ada_wal_io_new(&o, &io), 0);
+	struct ada_wal_file *f = index_open(io, "index.atf", 4242);
+	append_events(f, 0, 100); /* 3200 bytes: all in the staging buffer */
+	struct atf_index_event e;
+	assert_int_equal(wal_file_patch_detail_seq(f, 10, 0), 0); /* in the buffer */
+	assert_int_equal(wal_file_event_read(f, 10, &e), 0);
+	assert_int_equal(e.detail_seq, 0);
+	ada_wal_file_submit(f);
+	assert_int_equal(wal_file_patch_detail_seq(f, 20, 1), 0); /* in flight: queued */
+	assert_int_equal(wal_file_event_read(f, 20, &e), 0);
+	assert_int_equal(e.function_id, ev_make(20).function_id);
+	while (ada_wal_file_durable(f) < 100)
+		assert_true(ada_wal_io_reap(io, true) >= 0);
+	append_events(f, 100, 300); /* more buffers; the first ones on disk */
+	ada_wal_file_submit(f);
+	while (ada_wal_file_durable(f) < 400)
+		assert_true(ada_wal_io_reap(io, true) >= 0);
+	assert_int_equal(wal_file_patch_detail_seq(f, 5, 2), 0); /* on disk: pwrite */
+	assert_int_equal(wal_file_event_read(f, 5, &e), 0);      /* read back from disk */
+	assert_int_equal(e.detail_seq, 2);
+	assert_int_equal(wal_file_patch_detail_seq(f, 399, 3), 0);
+	assert_int_equal(wal_file_patch_detail_seq(f, 400, 4), -ENOENT); /* not committed */
+	wal_file_set_has_detail(f);
+	struct ada_wal_file_summary s;
+	assert_int_equal(ada_wal_file_finalize(f, &s), 0);
+	ada_wal_io_free(io);
+
+	size_t len;
+	uint8_t *b = slurp("index.atf", &len);
+	assert_int_equal(len, 64 + 400 * 32 + 64);
+	const struct atf_index_event *ev = (const void *)(b + 64);
+	static const uint32_t at[] = {10, 20, 5, 399};
+	for (uint32_t k = 0; k < 4; k++)
+		assert_int_equal(ev[at[k]].detail_seq, k);
+	uint32_t flags;
+	memcpy(&flags, b + 8, 4);
+	assert_int_equal(flags & ATF_INDEX_FLAG_HAS_DETAIL, ATF_INDEX_FLAG_HAS_DETAIL);
+	struct ada_atf_report rep = report();
+	struct ada_atf_vfile vf;
+	ada_atf_validate_index_buf("index.atf", b, len, &rep, &vf); /* CRC checked */
+	assert_int_equal(rep.errors, 0);
+	free(b);
+}
+
+/* ---- wal_detail_persist on a real arena ---- */
+
+#define FN(i) ((5ull << 32) | (i))
+
+struct pfx {
+	struct ada_arena *a;
+	char arena_path[512];
+	uint32_t slot;
+	uint64_t n; /* index events emitted */
+};
+
+/* One call or return: its index event, then a detail record linked to it
+ * (the agent's layout, ring.h ADA_DREC_*), with 24 stack bytes on calls. */
+static void emit_one(struct pfx *x, uint64_t fn, bool call)
+{
+	struct ada_producer *p = &ada_producer_tls;
+	/* Distinct timestamps, so that windows cut between two events. */
+	static uint64_t last;
+	while (ada_producer_clock_ns() <= last)
+		;
+	last = ada_producer_clock_ns();
+	if (call)
+		ada_emit_call(fn);
+	else
+		ada_emit_return(fn);
+	uint64_t link = p->head - 1, end;
+	uint32_t words = call ? ADA_DREC_CALL_WORDS + 3 : ADA_DREC_RETURN_WORDS;
+	_Atomic uint64_t *w = ada_detail_reserve(p, words * 8, &end);
+	assert_non_null(w);
+	ada_detail_put(w, ADA_DREC_TS, p->events[link & p->mask].timestamp_ns);
+	ada_detail_put(w, ADA_DREC_LINK, link);
+	ada_detail_put(w, ADA_DREC_FN, fn);
+	ada_detail_put(w, ADA_DREC_META,
+	               ada_drec_meta(call ? ATF_DETAIL_FUNCTION_CALL : ATF_DETAIL_FUNCTION_RETURN,
+	                             0, call ? 24 : 0));
+	for (uint32_t i = ADA_DREC_REGS; i < words; i++)
+		ada_detail_put(w, i, link * 1000 + i);
+	ada_detail_commit(p, end);
+	x->n++;
+}
+
+static void pfx_open(struct pfx *x)
+{
+	memset(x, 0, sizeof(*x));
+	snprintf(x->arena_path, sizeof(x->arena_path), "%s/arena", tmpdir);
+	struct ada_arena_config c;
+	ada_arena_config_default(&c);
+	c.max_threads = 2;
+	c.index_events = 1024;
+	c.detail_bytes = 1 << 16;
+	c.timestamp_source = ADA_TS_CLOCK; /* raw timestamps are ns: no TSC clock needed */
+	assert_int_equal(ada_arena_create(x->arena_path, &c, &x->a, NULL), 0);
+	ada_producer_set_arena(x->a);
+}
+
+static void pfx_close(struct pfx *x)
+{
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(x->a);
+	unlink(x->arena_path);
+}
+
+/* The drain's part: the ring's events [skip, n) into the file, as if the
+ * first `skip` had gone to an earlier generation. */
+static void take(struct pfx *x, struct wal_thread *t, uint64_t skip, uint64_t upto)
+{
+	const struct atf_index_event *ev;
+	size_t k = ada_index_ring_peek(x->a, t->slot, &ev);
+	assert_true(k >= upto);
+	for (uint64_t i = t->ring_next; i < upto; i++)
+		if (i >= skip)
+			assert_int_equal(ada_wal_file_append(t->f, &ev[i], 1), 1);
+	t->ring_next = upto;
+}
+
+struct pdrain {
+	struct ada_recorder r;
+	struct wal_proc p;
+	struct wal_thread t;
+	struct ada_wal_io *io;
+};
+
+static void pdrain_open(struct pdrain *d, struct pfx *x, const char *index_name, uint64_t base)
+{
+	memset(d, 0, sizeof(*d));
+	d->r.use_tsc = false;
+	d->p.arena = x->a;
+	d->t.p = &d->p;
+	d->t.slot = ada_producer_tls.slot;
+	d->t.tid = ada_producer_tls.tid;
+	d->t.dir_fd = tmpfd;
+	d->t.file_ring_base = base;
+	d->t.file_ring_hole = UINT64_MAX;
+	struct ada_wal_io_opts o = {.queue_depth = 8}; /* small: little locked memory */
+	assert_int_equal(ada_wal_io_new(&o, &d->io), 0);
+	d->t.f = index_open(d->io, index_name, d->t.tid);
+}
+
+static void pdrain_close(struct pdrain *d)
+{
+	wal_detail_close(&d->r, &d->t, UINT32_MAX);
+	struct ada_wal_file_summary s;
+	assert_int_equal(ada_wal_file_finalize(d->t.f, &s), 0);
+	d->t.f = NULL;
+	wal_detail_free(&d->t);
+	ada_wal_io_free(d->io);
+	free(d->r.dsnap);
+}
+
+/* validate: both files, and every link both ways */
+static void check_links(uint64_t want_detail)
+{
+	size_t il, dl;
+	uint8_t *ib = slurp("index.atf", &il), *db = slurp("detail.atf", &dl);
+	struct ada_atf_report rep = report();
+	struct ada_atf_vfile vf;
+	ada_atf_validate_index_buf("index.atf", ib, il, &rep, &vf);
+	ada_atf_validate_detail_buf("detail.atf", db, dl, &rep, &vf);
+	ada_atf_validate_links_buf("index.atf", ib, il, "detail.atf", db, dl, &rep);
+	assert_int_equal(rep.errors, 0);
+	assert_int_equal(vf.count, want_detail);
+	/* and by hand: every detail event points at an index event that
+	 * points back, with its registers as the producer wrote them */
+	struct ada_atf_index *ix;
+	struct ada_atf_detail *dd;
+	assert_int_equal(ada_atf_index_open_mem(ib, il, 0, &ix), 0);
+	assert_int_equal(ada_atf_detail_open_mem(db, dl, 0, &dd), 0);
+	for (uint64_t j = 0; j < ada_atf_detail_count(dd); j++) {
+		const struct atf_detail_event_header *e = ada_atf_detail_get(dd, j);
+		const struct atf_index_event *ie = ada_atf_index_get(ix, e->index_seq);
+		assert_int_equal(ie->detail_seq, j);
+		assert_int_equal(e->timestamp, ie->timestamp_ns);
+		const struct atf_detail_function_payload *p = ada_atf_detail_function(e, NULL);
+		assert_non_null(p);
+		assert_int_equal(p->function_id, ie->function_id);
+		assert_int_equal(e->event_type, ie->event_kind == ATF_EVENT_CALL ? 3 : 4);
+		assert_int_equal(p->stack_size, ie->event_kind == ATF_EVENT_CALL ? 24 : 0);
+	}
+	ada_atf_detail_free(dd);
+	ada_atf_index_free(ix);
+	free(ib);
+	free(db);
+}
+
+static void test_persist_all(void **state)
+{
+	(void)state;
+	struct pfx x;
+	pfx_open(&x);
+	for (uint64_t i = 0; i < 20; i++) {
+		emit_one(&x, FN(i), true);
+		emit_one(&x, FN(i), false);
+	}
+	struct pdrain d;
+	pdrain_open(&d, &x, "index.atf", 0);
+	/* taken up to 36: the last 4 records must wait (deferred) */
+	take(&x, &d.t, 0, 36);
+	struct wal_detail_stats st;
+	assert_int_equal(wal_detail_persist(&d.r, &d.t, 0, UINT64_MAX, &st), 0);
+	assert_int_equal(st.records, 36);
+	assert_int_equal(st.deferred, 4);
+	assert_int_equal(st.unlinked, 0);
+	assert_true(st.oldest_ns > 0 && st.newest_ns >= st.oldest_ns);
+	/* a second call adds nothing twice */
+	assert_int_equal(wal_detail_persist(&d.r, &d.t, 0, UINT64_MAX, &st), 0);
+	assert_int_equal(st.records, 0);
+	take(&x, &d.t, 0, 40);
+	assert_int_equal(wal_detail_persist(&d.r, &d.t, 0, UINT64_MAX, &st), 0);
+	assert_int_equal(st.records, 4);
+	uint64_t o, n;
+	assert_int_equal(wal_detail_ring_span(&d.r, &d.t, &o, &n), 0);
+	assert_true(o > 0 && n >= o);
+	pdrain_close(&d);
+	check_links(40);
+	pfx_close(&x);
+}
+
+/* Windows: only records in [from, to], each once; the first 6 events were
+ * in an earlier generation (file_ring_base 6): their records are counted
+ * as unlinked, never written. */
+static void test_persist_windows(void **state)
+{
+	(void)state;
+	struct pfx x;
+	pfx_open(&x);
+	for (uint64_t i = 0; i < 30; i++) {
+		emit_one(&x, FN(i), true);
+		emit_one(&x, FN(i), false);
+	}
+	const struct atf_index_event *ev;
+	assert_int_equal(ada_index_ring_peek(x.a, ada_producer_tls.slot, &ev), 60);
+	uint64_t t20 = ev[20].timestamp_ns, t29 = ev[29].timestamp_ns;
+	struct pdrain d;
+	pdrain_open(&d, &x, "index.atf", 6);
+	take(&x, &d.t, 6, 60);
+	struct wal_detail_stats st;
+	/* a window over the generation boundary: 0..5 unlinked, 6..29 written */
+	assert_int_equal(wal_detail_persist(&d.r, &d.t, 0, t29, &st), 0);
+	assert_int_equal(st.unlinked, 6);
+	assert_int_equal(st.records, 24);
+	/* an overlapping window writes only what is new: 30..39 */
+	assert_int_equal(wal_detail_persist(&d.r, &d.t, t20, ev[39].timestamp_ns, &st), 0);
+	assert_int_equal(st.records, 10);
+	assert_int_equal(st.unlinked, 0);
+	/* a later window skips 40..49 for good and writes 50..59 */
+	assert_int_equal(wal_detail_persist(&d.r, &d.t, ev[50].timestamp_ns, UINT64_MAX, &st), 0);
+	assert_int_equal(st.records, 10);
+	assert_int_equal(wal_detail_persist(&d.r, &d.t, 0, UINT64_MAX, &st), 0);
+	assert_int_equal(st.records, 0);
+	pdrain_close(&d);
+	check_links(44);
+	pfx_close(&x);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_crc_delta),
+	    cmocka_unit_test_setup_teardown(test_dfile_golden, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_patch_everywhere, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_persist_all, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_persist_windows, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,10 @@
+# src/trigger unit tests (cmocka).
+if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
+  foreach(t test_trigger_parse test_trigger_engine)
+    add_executable(${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.c)
+    target_include_directories(${t} PRIVATE ${CMOCKA_INCLUDE_DIR})
+    target_link_libraries(${t} PRIVATE ada_trigger ${CMOCKA_LIBRARY} Threads::Threads m)
+    add_test(NAME ${t} COMMAND ${t})
+    set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77 LABELS trigger)
+  endforeach()
+endif()
