@@ -147,9 +147,28 @@ def wal_counter(rec, key):
 
 
 def strace_calls(rec, name):
-    """[(args text, result)] of the recorder's `name` syscalls."""
-    pat = re.compile(r"^\d+\s+%s\((.*)\)\s+=\s+(-?\d+)" % re.escape(name))
-    return [(m.group(1), int(m.group(2))) for m in map(pat.match, rec.strace) if m]
+    """[(args text, result)] of the recorder's `name` syscalls. With -f, a
+    call that another thread's call interrupts is printed in two lines,
+    `PID name(args <unfinished ...>` and `PID <... name resumed>rest) = N`;
+    they are joined here, so a call is never missed for being split."""
+    whole = re.compile(r"^(\d+)\s+%s\((.*)\)\s+=\s+(-?\d+)" % re.escape(name))
+    start = re.compile(r"^(\d+)\s+%s\((.*?)\s*<unfinished \.\.\.>\s*$" % re.escape(name))
+    resumed = re.compile(r"^(\d+)\s+<\.\.\. %s resumed>(.*)\)\s+=\s+(-?\d+)" %
+                         re.escape(name))
+    calls, pending = [], {}
+    for line in rec.strace:
+        m = whole.match(line)
+        if m:
+            calls.append((m.group(2), int(m.group(3))))
+            continue
+        m = start.match(line)
+        if m:
+            pending[m.group(1)] = m.group(2)
+            continue
+        m = resumed.match(line)
+        if m:
+            calls.append((pending.pop(m.group(1), "") + m.group(2), int(m.group(3))))
+    return calls
 
 
 def index_path_of(args):
