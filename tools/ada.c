@@ -15,6 +15,8 @@ static const struct ada_command commands[] = {
     {"recover", "finalize a session whose recorder died: ada recover DIR", cmd_recover},
     {"status", "live metrics of a recording (or the summary of a finished one): ada status DIR",
      cmd_status},
+    {"report", "per-function calls and times: ada report DIR [--sort COL] [--threads] [--json]",
+     cmd_report},
 };
 
 static void usage(FILE *f)

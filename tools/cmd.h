@@ -15,6 +15,11 @@ int cmd_validate(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
 int cmd_status(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_flame(int argc, char **argv);
+int cmd_crash(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
 
 struct ada_atf_tree;
 /* Scans DIR (a pid_N directory or one above it) for traces; NULL after

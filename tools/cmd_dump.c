@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze.h"
 #include "atf.h"
 #include "cmd.h"
 #include "manifest.h"
@@ -24,6 +25,7 @@
 
 struct dump_opts {
 	bool jsonl, merge, have_thread;
+	enum ada_demangle dm;
 	uint32_t thread;
 	uint64_t from, to;
 };
@@ -32,6 +34,7 @@ struct dump_opts {
 struct dump_pid {
 	const struct dump_opts *o;
 	struct ada_symtab *syms;
+	struct ada_names *names;
 	int64_t pid; /* printed as "pid" when >= 0 (several pid dirs) */
 	uint32_t thread_seen;
 	uint32_t damaged; /* files skipped or read partly: exit 1 at the end */
@@ -197,10 +200,10 @@ static const struct atf_detail_event_header *linked_detail(const struct ada_atf_
 static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t seq,
                        const struct atf_index_event *ev, struct line *l)
 {
-	const char *name, *mod, *kind = ada_atf_kind_name(ev->event_kind);
+	const char *kind = ada_atf_kind_name(ev->event_kind);
 	const struct atf_detail_event_header *de = linked_detail(s->gen, ev);
+	const struct ada_name *nm = ada_names_get(dp->names, ev->function_id);
 
-	ada_symtab_resolve(dp->syms, ev->function_id, &name, &mod);
 	ln_str(l, "{");
 	if (dp->pid >= 0) {
 		ln_str(l, "\"pid\":");
@@ -223,9 +226,13 @@ static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	ln_str(l, ",\"function_id\":");
 	ln_u64(l, ev->function_id);
 	ln_str(l, ",\"function\":");
-	ln_jstr(l, name);
+	ln_jstr(l, nm->known ? nm->name : NULL);
+	if (nm->known) {
+		ln_str(l, ",\"mangled\":");
+		ln_jstr(l, nm->mangled);
+	}
 	ln_str(l, ",\"module\":");
-	ln_jstr(l, mod);
+	ln_jstr(l, nm->module);
 	ln_str(l, ",\"index_seq\":");
 	ln_u64(l, seq);
 	if (s->gen->generation != ADA_ATF_CURRENT_GEN) {
@@ -281,12 +288,13 @@ static void text_detail(struct line *l, const struct ada_atf_detail *d,
 static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t seq,
                        const struct atf_index_event *ev, struct line *l)
 {
-	const char *name, *mod, *kind = ada_atf_kind_name(ev->event_kind);
+	const char *kind = ada_atf_kind_name(ev->event_kind);
 	const struct atf_detail_event_header *de = linked_detail(s->gen, ev);
+	const struct ada_name *nm = ada_names_get(dp->names, ev->function_id);
+	const char *mod = nm->module;
 	char t[160];
 	uint32_t depth = ev->call_depth > 64 ? 64 : ev->call_depth; /* a signal marker: 64 */
 
-	ada_symtab_resolve(dp->syms, ev->function_id, &name, &mod);
 	snprintf(t, sizeof(t), "%20" PRIu64 " T%-3u %-7u #%-6" PRIu64 " ", ev->timestamp_ns,
 	         s->thread, ev->thread_id, seq);
 	ln_str(l, t);
@@ -301,12 +309,8 @@ static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 		         ev->call_depth & ~ADA_SIGNAL_MARKER_FLAG, ev->function_id);
 		ln_str(l, t);
 		mod = NULL;
-	} else if (name) {
-		ln_str(l, name);
 	} else {
-		snprintf(t, sizeof(t), "%" PRIu32 ":%" PRIu32, (uint32_t)(ev->function_id >> 32),
-		         (uint32_t)ev->function_id);
-		ln_str(l, t);
+		ln_str(l, nm->name);
 	}
 	if (mod) {
 		const char *b = strrchr(mod, '/');
@@ -481,6 +485,8 @@ static int dump_one_pid(const struct dump_opts *o, const struct ada_atf_pid *p, 
 		ada_log("%s/%s: damaged; dumping without it", p->dir, ADA_MANIFEST_NAME);
 	err = ada_symtab_load(p->dir, doc, dump_syms_warn, NULL, &dp.syms);
 	json_decref(doc);
+	if (!err)
+		err = ada_names_new(dp.syms, o->dm, &dp.names);
 	if (err)
 		return err;
 	if (several && !o->jsonl)
@@ -488,6 +494,7 @@ static int dump_one_pid(const struct dump_opts *o, const struct ada_atf_pid *p, 
 	err = dump_pid(&dp, p);
 	*threads_seen += dp.thread_seen;
 	*damaged += dp.damaged;
+	ada_names_free(dp.names);
 	ada_symtab_free(dp.syms);
 	return err;
 }
@@ -500,7 +507,8 @@ static void dump_usage(FILE *f)
 	           "  --format jsonl  one JSON object per event (keys: docs/dump.md)\n"
 	           "  --thread N      only thread_N\n"
 	           "  --merge         all threads of a process in timestamp order\n"
-	           "  --from/--to NS  only events with from <= ts <= to (nanoseconds)\n");
+	           "  --from/--to NS  only events with from <= ts <= to (nanoseconds)\n"
+	           "  --demangle M    C++ names: full (default), simple (no parameters), no\n");
 }
 
 static bool dump_parse_u64(const char *s, uint64_t *out)
@@ -538,6 +546,10 @@ static int dump_opt(int c, struct dump_opts *o)
 		                                        : (ada_log("--from takes nanoseconds"), 2);
 	case 'T':
 		return dump_parse_u64(optarg, &o->to) ? 0 : (ada_log("--to takes nanoseconds"), 2);
+	case 'd':
+		if (ada_demangle_parse(optarg, &o->dm))
+			break;
+		return 0;
 	case 'h':
 		dump_usage(stdout);
 		return 1;
@@ -545,20 +557,20 @@ static int dump_opt(int c, struct dump_opts *o)
 		dump_usage(stderr);
 		return 2;
 	}
-	ada_log("bad value '%s' for --%s", optarg, c == 'f' ? "format" : "thread");
+	ada_log("bad value '%s' for --%s", optarg,
+	        c == 'f'   ? "format"
+	        : c == 'd' ? "demangle (full, simple or no)"
+	                   : "thread");
 	return 2;
 }
 
 static int dump_args(int argc, char **argv, struct dump_opts *o, const char **dir)
 {
 	static const struct option opts[] = {
-	    {"format", required_argument, NULL, 'f'},
-	    {"thread", required_argument, NULL, 't'},
-	    {"merge", no_argument, NULL, 'm'},
-	    {"from", required_argument, NULL, 'F'},
-	    {"to", required_argument, NULL, 'T'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
+	    {"format", required_argument, NULL, 'f'}, {"thread", required_argument, NULL, 't'},
+	    {"merge", no_argument, NULL, 'm'},        {"from", required_argument, NULL, 'F'},
+	    {"to", required_argument, NULL, 'T'},     {"demangle", required_argument, NULL, 'd'},
+	    {"help", no_argument, NULL, 'h'},         {0},
 	};
 	int c, rc;
 

@@ -468,7 +468,7 @@ def check_unexpected(rep, ctx, events, table, own):
         elif not name:
             seen["<no name, function_id %s>" % ev.get("function_id")] += 1
         elif not (name in IGNORED_OWN or name.startswith("tc_") or name.startswith("_Z")
-                  or "::" in name):
+                  or "::" in name or "(" in name):  # C++, demangled or not
             seen[name] += 1
     for name, n in seen.most_common(MAX_REPORTED):
         rep.fail("%s: %d events for %s, which is in the program's own image but not in "

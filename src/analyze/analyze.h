@@ -1,0 +1,164 @@
+/*
+ * ada analyze: what the reading commands (report, export, flame, crash,
+ * dump) compute from a recording, apart from how they print it.
+ *
+ * - Names: C++ (and Rust) symbols demangled with libiberty's
+ *   cplus_demangle() (Debian's libiberty-dev): a C library, so ada needs no
+ *   C++ runtime, and it gives both the full form and the form without
+ *   parameter lists that uftrace shows by default. ada_names caches one
+ *   display name per function_id over a symbol table.
+ * - Frames: ada_frames pairs one thread's CALL events with their RETURN or
+ *   EXCEPTION into frames with durations and self time, streaming: it keeps
+ *   only the stack of open frames, so memory does not grow with the
+ *   recording's length. Depth convention (docs/internals.md): a CALL
+ *   carries the depth of the called frame, its RETURN or EXCEPTION the same
+ *   depth. Events that do not pair are counted, never dropped silently:
+ *   frames still open at the end (process killed, crash, the end of a
+ *   window), frames left behind by a depth jump (orphans), ends whose CALL
+ *   is not in the files (an older generation was retired), frames past the
+ *   depth limit.
+ * - Histograms: a log-linear histogram of durations (32 sub-buckets per
+ *   power of two: quantiles within 1/32 of the true value, exact below
+ *   32 ns), memory by the range of values seen, not by their number.
+ *
+ * Threads: CLI only; objects are not shared between threads. Errors are 0
+ * or -errno; nothing here prints.
+ */
+#ifndef ADA_ANALYZE_H
+#define ADA_ANALYZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "atf_format.h"
+
+struct ada_symtab;
+
+/* ------------------------------------------------------------------ */
+/* Names                                                               */
+/* ------------------------------------------------------------------ */
+
+enum ada_demangle {
+	ADA_DEMANGLE_FULL = 0, /* ns::Widget::poke(int) */
+	ADA_DEMANGLE_SIMPLE,   /* ns::Widget::poke: no parameter lists, no clone suffix */
+	ADA_DEMANGLE_NO,       /* the symbol as the ELF file spells it */
+};
+
+/* Parses "full", "simple" or "no". -EINVAL otherwise. */
+int ada_demangle_parse(const char *s, enum ada_demangle *out);
+/* A malloc'ed demangled copy of sym, or NULL when sym is not a mangled
+ * name (or mode is NO, or out of memory): the caller then uses sym. */
+char *ada_name_demangle(const char *sym, enum ada_demangle mode);
+
+struct ada_name {
+	const char *name;    /* never NULL: demangled, as spelled, or "<module id>:<index>" */
+	const char *mangled; /* the symbol as in the .syms file; NULL when unknown */
+	const char *module;  /* the module's path; NULL when unknown */
+	bool known;          /* the symbol table has the function */
+};
+
+struct ada_names;
+/* t must outlive the cache. -ENOMEM. */
+int ada_names_new(const struct ada_symtab *t, enum ada_demangle mode, struct ada_names **out);
+void ada_names_free(struct ada_names *n); /* NULL is a no-op */
+/* The names of function_id. The pointer and its strings stay valid until
+ * the next call
+ * (the cache is bounded: a file with millions of made-up ids makes it
+ * start over). */
+const struct ada_name *ada_names_get(struct ada_names *n, uint64_t function_id);
+
+/* ------------------------------------------------------------------ */
+/* Frames                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Deeper frames than this are not followed (counted in too_deep). */
+#define ADA_FRAMES_MAX_DEPTH (1u << 20)
+
+struct ada_frame {
+	uint64_t function_id;
+	uint64_t call_ns;
+	uint64_t end_ns;   /* set when the frame ends */
+	uint64_t child_ns; /* time in the frame's ended children */
+	uint64_t call_seq; /* index_seq of the CALL in its file */
+	uint64_t end_seq;  /* index_seq of the RETURN/EXCEPTION (when ended by one) */
+	uint32_t depth;
+	uint32_t call_src; /* the caller's source number of the CALL (a generation) */
+	uint32_t end_src;
+	uint32_t call_detail; /* detail_seq of the CALL, or ATF_NO_DETAIL */
+	uint32_t end_detail;  /* detail_seq of the RETURN, or ATF_NO_DETAIL */
+	uint32_t pad_;
+	uint64_t user; /* the caller's, set in enter() */
+};
+
+enum ada_frame_end {
+	ADA_END_RETURN = 0, /* its RETURN */
+	ADA_END_EXCEPTION,  /* its EXCEPTION: longjmp, C++ unwinding, exit, thread exit */
+	ADA_END_OPEN,       /* still open when the events ended; end_ns = the last event */
+	ADA_END_ORPHAN,     /* a later event jumped to its depth or above without ending it */
+};
+
+/* Callbacks, any may be NULL. parent is the frame below (NULL at the
+ * root); it stays on the stack and may be changed through its user. */
+struct ada_frames_ops {
+	void (*enter)(void *ctx, struct ada_frame *f, struct ada_frame *parent);
+	/* f->end_ns is set; for RETURN and EXCEPTION the parent's child_ns
+	 * already includes f's duration. */
+	void (*leave)(void *ctx, const struct ada_frame *f, enum ada_frame_end how,
+	              struct ada_frame *parent);
+	/* The fatal-signal marker (docs/format.md): closes nothing. */
+	void (*marker)(void *ctx, uint64_t ts, uint32_t signal, uint64_t fault_addr);
+	/* A RETURN/EXCEPTION whose CALL is not in the files. */
+	void (*unmatched)(void *ctx, const struct atf_index_event *ev, uint32_t src, uint64_t seq);
+};
+
+struct ada_frames_stats {
+	uint64_t events;
+	uint64_t calls, returns, exceptions;
+	uint64_t open;      /* frames still open at finish */
+	uint64_t orphans;   /* ADA_END_ORPHAN frames */
+	uint64_t unmatched; /* ends without their CALL */
+	uint64_t too_deep;  /* events deeper than ADA_FRAMES_MAX_DEPTH */
+	uint64_t bad_kind;  /* unknown event_kind */
+	uint64_t backwards; /* an end before its call (treated as 0 ns) */
+	uint64_t markers;   /* fatal-signal markers */
+	uint64_t first_ns, last_ns;
+};
+
+struct ada_frames;
+int ada_frames_new(const struct ada_frames_ops *ops, void *ctx, struct ada_frames **out);
+void ada_frames_free(struct ada_frames *w); /* NULL is a no-op */
+/* One event, in file order; src and seq name where it is (a generation
+ * number and index_seq), handed back in the frames. */
+void ada_frames_push(struct ada_frames *w, const struct atf_index_event *ev, uint32_t src,
+                     uint64_t seq);
+/* The stream ended: every open frame leaves as ADA_END_OPEN, innermost
+ * first, end_ns = the last event's timestamp. The walker can be reused
+ * for another thread afterwards (statistics keep adding up). */
+void ada_frames_finish(struct ada_frames *w);
+/* The open frames now: 0 = outermost. */
+size_t ada_frames_depth(const struct ada_frames *w);
+const struct ada_frame *ada_frames_at(const struct ada_frames *w, size_t i);
+const struct ada_frames_stats *ada_frames_stats(const struct ada_frames *w);
+
+/* ------------------------------------------------------------------ */
+/* Duration histograms                                                 */
+/* ------------------------------------------------------------------ */
+
+struct ada_hist {
+	uint64_t count, min, max;
+	uint64_t *octave[64]; /* 32 buckets each, allocated when first hit */
+};
+
+void ada_hist_init(struct ada_hist *h);
+void ada_hist_fini(struct ada_hist *h);
+/* -ENOMEM when an octave could not be allocated (the value is then
+ * counted in min/max/count only). */
+int ada_hist_add(struct ada_hist *h, uint64_t v);
+/* The q-quantile (0 <= q <= 1): a value within 1/32 of the true one,
+ * clamped to [min, max]; 0 when empty. */
+uint64_t ada_hist_quantile(const struct ada_hist *h, double q);
+/* Adds b into a. -ENOMEM. */
+int ada_hist_merge(struct ada_hist *a, const struct ada_hist *b);
+
+#endif

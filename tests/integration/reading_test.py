@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""End-to-end checks of the reading commands (issue 11) on recordings of the
+test programs (tests/targets): `ada report`, `ada dump` (names, filters,
+tree), `ada export --format chrome`, `ada flame`, `ada crash`, `ada ls`, a
+damaged session, and the exports in speedscope inside headless Chromium.
+
+  reading_test.py --ada ADA --work DIR --name NAME CHECK [ARGS...] -- PROG ARGS...
+
+Each CHECK records PROG once with `ada record` (the program writes its own
+call table, tests/targets/tcount.h) and holds what the reading commands say
+against that table and against the events `ada dump --format jsonl` lists.
+Exit 0 = pass, 1 = fail (every failed check printed), 77 = skip (only the
+browser check, only when Chromium cannot start: the reason is printed).
+A failing run keeps its work directory and prints its path."""
+import argparse
+import collections
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ada_itest import parse_counts  # noqa: E402  (the tcount table format)
+
+SKIP = 77
+TIMEOUT = 120
+SIGNAL_MARKER = 0x80000000
+
+
+class Fail(Exception):
+    pass
+
+
+class Checks:
+    def __init__(self):
+        self.failures = []
+
+    def check(self, cond, msg):
+        if not cond:
+            self.failures.append(msg)
+            print("FAIL:", msg, flush=True)
+        return cond
+
+
+def run(cmd, env=None, timeout=TIMEOUT, text=True):
+    p = subprocess.run(cmd, capture_output=True, env=env, timeout=timeout, text=text)
+    return p.returncode, p.stdout, p.stderr
+
+
+class Session:
+    """One recording of PROG under ADA's record, in WORK/rec."""
+
+    def __init__(self, ada, work, argv, record_opts=()):
+        self.ada = ada
+        rec = os.path.join(work, "rec")
+        shutil.rmtree(rec, ignore_errors=True)
+        os.makedirs(rec)
+        env = dict(os.environ, ADA_TEST_COUNTS=os.path.join(rec, "%p.counts"))
+        cmd = [ada, "record", "--out", rec, *record_opts, "--", *argv]
+        self.rc, self.out, self.err = run(cmd, env=env)
+        sessions = glob.glob(os.path.join(rec, "session_*"))
+        if len(sessions) != 1:
+            raise Fail("`%s` left %r (exit %d): %s" % (" ".join(cmd), sessions, self.rc,
+                                                        self.err[-2000:]))
+        self.dir = sessions[0]
+        pids = sorted(glob.glob(os.path.join(self.dir, "pid_*")))
+        if not pids:
+            raise Fail("no pid_N directory in " + self.dir)
+        self.pid_dir = pids[0]
+        self.counts = [parse_counts(p) for p in sorted(glob.glob(os.path.join(rec, "*.counts")))]
+
+    def run(self, *args, want_rc=0, checks=None):
+        rc, out, err = run([self.ada, *args])
+        if want_rc is not None and rc != want_rc:
+            raise Fail("`ada %s` exited %d, want %d: %s" % (" ".join(args), rc, want_rc,
+                                                          err[-2000:]))
+        return out if checks is None else (rc, out, err)
+
+    def events(self, *extra):
+        out = self.run("dump", "--format", "jsonl", *extra, self.pid_dir)
+        return [json.loads(l) for l in out.splitlines() if l.strip()]
+
+    def report(self, *extra):
+        return json.loads(self.run("report", "--json", *extra, self.pid_dir))["processes"][0]
+
+
+def own_totals(counts):
+    """calls per function of the program's table (the main process)."""
+    return {fn: v[0] for fn, v in counts[0].totals.items()}
+
+
+def pair_frames(events):
+    """Independent of src/analyze: per thread, a stack by depth; yields
+    (thread, function, call_ts, end_ts, kind, parent_index or None)."""
+    frames = []
+    by_thread = collections.defaultdict(list)
+    for ev in events:
+        by_thread[ev["thread"]].append(ev)
+    for th, evs in by_thread.items():
+        stack = []
+        for ev in evs:
+            d = ev["depth"]
+            if ev["kind"] == "call":
+                while stack and stack[-1][1] >= d:
+                    stack.pop()
+                frames.append([th, ev["function"], ev["ts"], None, None,
+                               stack[-1][0] if stack else None, ev])
+                stack.append((len(frames) - 1, d))
+            elif ev["kind"] in ("return", "exception") and not d & SIGNAL_MARKER:
+                while stack and stack[-1][1] > d:
+                    stack.pop()
+                if stack and stack[-1][1] == d:
+                    f = frames[stack.pop()[0]]
+                    f[3], f[4] = ev["ts"], ev["kind"]
+    return frames
+
+
+# ---------------------------------------------------------------- checks
+
+def check_report(s, c):
+    """calls equal the program's own counts (all threads, and per thread);
+    self times add up to the roots' total, which the dump's events give."""
+    want = own_totals(s.counts)
+    rep = s.report()
+    got = {f["function"]: f for f in rep["functions"]}
+    for fn, calls in want.items():
+        n = got[fn]["calls"] if fn in got else 0
+        c.check(n == calls, f"report: {fn} called {n} times, the program counted {calls}")
+    tot = rep["totals"]
+    self_sum = sum(f["self_ns"] for f in rep["functions"])
+    c.check(self_sum == tot["roots_total_ns"] + tot["under_open_ns"],
+            f"report: self times sum to {self_sum}, roots {tot['roots_total_ns']} + "
+            f"under open frames {tot['under_open_ns']}")
+    frames = pair_frames(s.events())
+    roots = sum(f[3] - f[2] for f in frames if f[3] is not None and f[5] is None)
+    c.check(roots == tot["roots_total_ns"],
+            f"report: roots total {tot['roots_total_ns']}, the dump's events give {roots}")
+    c.check(tot["calls"] == len(frames), f"report: {tot['calls']} calls, dump {len(frames)}")
+    for f in rep["functions"]:
+        if f["min_ns"] is not None:
+            c.check(f["min_ns"] <= f["p50_ns"] <= f["p99_ns"] <= f["max_ns"],
+                    f"report: {f['function']} quantiles out of order: {f}")
+    # Per thread: each thread's calls equal that thread's row of the table.
+    per = s.report("--threads")
+    by_tid = collections.defaultdict(dict)
+    for f in per["functions"]:
+        by_tid[f["tid"]][f["function"]] = f["calls"]
+    for (label, tid), fns in s.counts[0].threads.items():
+        for fn, v in fns.items():
+            n = by_tid.get(tid, {}).get(fn, 0)
+            c.check(n == v[0], f"report --threads: {label} (tid {tid}) {fn}: {n}, want {v[0]}")
+    text = s.run("report", "--sort", "calls", s.pid_dir)
+    c.check(any(l.split()[-1:] == [max(want, key=want.get)] for l in text.splitlines()[:4]),
+            "report --sort calls: the most called function is not first:\n" + text[:800])
+
+
+def check_names(s, c):
+    """C++ names demangled everywhere a person reads them; mangled kept in
+    jsonl; --demangle simple and no."""
+    evs = s.events()
+    cxx = [e for e in evs if (e.get("mangled") or "").startswith("_ZN5Guard")]
+    if not c.check(cxx, "dump: no event of Guard's constructor/destructor (mangled _ZN5Guard...)"):
+        return
+    c.check(all(e["function"] in ("Guard::Guard(int, bool)", "Guard::~Guard()") for e in cxx),
+            "dump jsonl: Guard not demangled: %r" % sorted({e["function"] for e in cxx}))
+    text = s.run("dump", s.pid_dir)
+    c.check("-> Guard::~Guard()" in text and "_ZN5Guard" not in text, "dump text: not demangled")
+    simple = s.run("dump", "--demangle", "simple", s.pid_dir)
+    c.check("-> Guard::~Guard (" in simple, "dump --demangle simple: no 'Guard::~Guard'")
+    raw = s.run("dump", "--demangle", "no", s.pid_dir)
+    c.check("-> _ZN5GuardD" in raw, "dump --demangle no: mangled names not kept")
+    rep = s.report()
+    names = {f["function"] for f in rep["functions"]}
+    c.check("Guard::~Guard()" in names, "report: Guard::~Guard() missing")
+    for fn, calls in own_totals(s.counts).items():
+        c.check(not calls or fn in names, f"report: {fn} missing")
+
+
+CHECKS = {"report": check_report, "names": check_names}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ada", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--record-opt", action="append", default=[])
+    ap.add_argument("check", choices=sorted(CHECKS))
+    ap.add_argument("argv", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    argv = a.argv[1:] if a.argv[:1] == ["--"] else a.argv
+    work = os.path.join(a.work, a.name)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    c = Checks()
+    try:
+        s = Session(a.ada, work, argv, a.record_opt)
+        CHECKS[a.check](s, c)
+    except Fail as ex:
+        c.check(False, str(ex))
+    except SkipTest as ex:
+        print("SKIP:", ex)
+        return SKIP
+    if c.failures:
+        print(f"{len(c.failures)} check(s) failed; work directory kept: {work}")
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+    return 0
+
+
+class SkipTest(Exception):
+    pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

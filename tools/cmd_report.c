@@ -1,0 +1,470 @@
+/*
+ * ada report DIR: per function, the calls, total and self time and the
+ * min/p50/p99/max duration, from the frames the index lane pairs
+ * (src/analyze). Sorted by any column (--sort), per thread (--threads),
+ * as text or JSON (--json). Frames that ended by RETURN or EXCEPTION are
+ * timed; frames still open at the end (a crash, a kill, the end of the
+ * files) are counted in `open`, EXCEPTION exits in `exc`, and what did not
+ * pair at all is in the footer: nothing is dropped silently.
+ *
+ * Memory: one entry per (function, thread) with a log-linear histogram;
+ * the recording itself is read through the mapping, so memory does not
+ * grow with its length. Exit status: 0; 1 when a file was damaged or
+ * skipped (the rest is still reported); 2 for bad usage or no traces.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "read.h"
+
+enum rp_col {
+	COL_CALLS,
+	COL_TOTAL,
+	COL_SELF,
+	COL_MIN,
+	COL_P50,
+	COL_P99,
+	COL_MAX,
+	COL_EXC,
+	COL_OPEN,
+	COL_NAME,
+	COL_N
+};
+static const char *const rp_col_names[COL_N] = {"calls", "total", "self", "min",  "p50",
+                                                "p99",   "max",   "exc",  "open", "name"};
+
+struct rp_opts {
+	bool json, threads;
+	enum rp_col sort;
+	enum ada_demangle dm;
+};
+
+struct rp_fn {
+	uint64_t fid;
+	uint32_t thread; /* thread_N with --threads, else UINT32_MAX */
+	uint32_t tid;
+	uint64_t calls, returns, exceptions, open;
+	uint64_t total, self;
+	struct ada_hist h;
+	uint64_t q50, q99; /* filled before sorting */
+	const char *name;  /* filled before sorting (a copy) */
+};
+
+struct rp_state {
+	const struct rp_opts *o;
+	struct rp_fn *fns;
+	size_t n, cap;   /* entries */
+	uint32_t *slots; /* open addressing: entry index + 1, 0 = empty */
+	size_t nslots;
+	uint32_t thread, tid; /* of the thread being walked */
+	uint64_t roots_ns, under_open_ns;
+	int err;
+};
+
+static size_t rp_hash(uint64_t fid, uint32_t thread, size_t mask)
+{
+	uint64_t h = (fid ^ ((uint64_t)thread << 40)) * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 20) & mask;
+}
+
+static int rp_rehash(struct rp_state *s)
+{
+	size_t ns = s->nslots ? s->nslots * 2 : 4096;
+	uint32_t *sl = calloc(ns, sizeof(*sl));
+
+	if (!sl)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n; i++) {
+		size_t k = rp_hash(s->fns[i].fid, s->fns[i].thread, ns - 1);
+		while (sl[k])
+			k = (k + 1) & (ns - 1);
+		sl[k] = (uint32_t)i + 1;
+	}
+	free(s->slots);
+	s->slots = sl;
+	s->nslots = ns;
+	return 0;
+}
+
+static struct rp_fn *rp_new_fn(struct rp_state *s, uint64_t fid, size_t slot)
+{
+	if (s->n == s->cap) {
+		size_t nc = s->cap ? s->cap * 2 : 1024;
+		struct rp_fn *f = realloc(s->fns, nc * sizeof(*f));
+		if (!f || nc > UINT32_MAX - 1)
+			return NULL;
+		s->fns = f;
+		s->cap = nc;
+	}
+	struct rp_fn *f = &s->fns[s->n];
+	memset(f, 0, sizeof(*f));
+	f->fid = fid;
+	f->thread = s->o->threads ? s->thread : UINT32_MAX;
+	f->tid = s->tid;
+	ada_hist_init(&f->h);
+	s->slots[slot] = (uint32_t)++s->n;
+	return f;
+}
+
+static struct rp_fn *rp_fn_get(struct rp_state *s, uint64_t fid)
+{
+	uint32_t thread = s->o->threads ? s->thread : UINT32_MAX;
+
+	if ((s->n + 1) * 2 > s->nslots && rp_rehash(s))
+		return NULL;
+	size_t k = rp_hash(fid, thread, s->nslots - 1);
+	for (; s->slots[k]; k = (k + 1) & (s->nslots - 1)) {
+		struct rp_fn *f = &s->fns[s->slots[k] - 1];
+		if (f->fid == fid && f->thread == thread)
+			return f;
+	}
+	return rp_new_fn(s, fid, k);
+}
+
+static void rp_leave(void *ctx, const struct ada_frame *fr, enum ada_frame_end how,
+                     struct ada_frame *parent)
+{
+	struct rp_state *s = ctx;
+	struct rp_fn *f = rp_fn_get(s, fr->function_id);
+
+	if (!f) {
+		s->err = -ENOMEM;
+		return;
+	}
+	f->calls++;
+	if (how == ADA_END_OPEN || how == ADA_END_ORPHAN) {
+		f->open += how == ADA_END_OPEN;
+		s->under_open_ns += fr->child_ns; /* timed children of an untimed frame */
+		return;
+	}
+	uint64_t d = fr->end_ns - fr->call_ns;
+	f->returns += how == ADA_END_RETURN;
+	f->exceptions += how == ADA_END_EXCEPTION;
+	f->total += d;
+	f->self += d - (fr->child_ns < d ? fr->child_ns : d);
+	if (!parent)
+		s->roots_ns += d;
+	if (ada_hist_add(&f->h, d))
+		s->err = -ENOMEM;
+}
+
+/* ------------------------------------------------------------ output */
+
+static int rp_cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? 1 : a > b ? -1 : 0; /* largest first */
+}
+
+static enum rp_col rp_sort_col;
+static int rp_cmp(const void *pa, const void *pb)
+{
+	const struct rp_fn *a = pa, *b = pb;
+	int c = 0;
+
+	if (a->thread != b->thread)
+		return a->thread < b->thread ? -1 : 1;
+	switch (rp_sort_col) {
+	case COL_CALLS:
+		c = rp_cmp_u64(a->calls, b->calls);
+		break;
+	case COL_TOTAL:
+		c = rp_cmp_u64(a->total, b->total);
+		break;
+	case COL_SELF:
+		c = rp_cmp_u64(a->self, b->self);
+		break;
+	case COL_MIN:
+		c = rp_cmp_u64(a->h.count ? a->h.min : 0, b->h.count ? b->h.min : 0);
+		break;
+	case COL_P50:
+		c = rp_cmp_u64(a->q50, b->q50);
+		break;
+	case COL_P99:
+		c = rp_cmp_u64(a->q99, b->q99);
+		break;
+	case COL_MAX:
+		c = rp_cmp_u64(a->h.max, b->h.max);
+		break;
+	case COL_EXC:
+		c = rp_cmp_u64(a->exceptions, b->exceptions);
+		break;
+	case COL_OPEN:
+		c = rp_cmp_u64(a->open, b->open);
+		break;
+	case COL_NAME:
+		c = strcmp(a->name, b->name);
+		break;
+	case COL_N:
+		break;
+	}
+	if (!c)
+		c = strcmp(a->name, b->name);
+	return c ? c : (a->fid < b->fid ? -1 : a->fid > b->fid);
+}
+
+static int rp_prepare(struct rp_state *s, struct rd_pid *rp)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct rp_fn *f = &s->fns[i];
+		f->q50 = ada_hist_quantile(&f->h, 0.50);
+		f->q99 = ada_hist_quantile(&f->h, 0.99);
+		f->name = strdup(ada_names_get(rp->names, f->fid)->name);
+		if (!f->name)
+			return -ENOMEM;
+	}
+	rp_sort_col = s->o->sort;
+	qsort(s->fns, s->n, sizeof(*s->fns), rp_cmp);
+	return 0;
+}
+
+static void rp_text_row(const struct rp_fn *f)
+{
+	char b[7][32];
+
+	printf("%10" PRIu64 " %10s %10s %10s %10s %10s %10s %6" PRIu64 " %5" PRIu64 "  %s\n",
+	       f->calls, rd_fmt_ns(f->total, b[0], 32), rd_fmt_ns(f->self, b[1], 32),
+	       f->h.count ? rd_fmt_ns(f->h.min, b[2], 32) : "-",
+	       f->h.count ? rd_fmt_ns(f->q50, b[3], 32) : "-",
+	       f->h.count ? rd_fmt_ns(f->q99, b[4], 32) : "-",
+	       f->h.count ? rd_fmt_ns(f->h.max, b[5], 32) : "-", f->exceptions, f->open, f->name);
+}
+
+static void rp_text(const struct rp_state *s, struct rd_pid *rp, const struct ada_frames_stats *st,
+                    uint32_t nthreads)
+{
+	char prog[256];
+	uint32_t cur = UINT32_MAX - 1;
+
+	printf("== %s (pid %" PRIu32 "): %" PRIu32 " thread%s, %" PRIu64 " events, %zu functions\n",
+	       rd_program(rp, prog, sizeof(prog)), rp->p->pid, nthreads, nthreads == 1 ? "" : "s",
+	       st->events, s->n);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct rp_fn *f = &s->fns[i];
+		if (f->thread != cur) {
+			cur = f->thread;
+			if (cur != UINT32_MAX)
+				printf("-- thread %" PRIu32 " (tid %" PRIu32 ")\n", cur, f->tid);
+			printf("%10s %10s %10s %10s %10s %10s %10s %6s %5s  %s\n", "calls", "total",
+			       "self", "min", "p50", "p99", "max", "exc", "open", "function");
+		}
+		rp_text_row(f);
+	}
+	printf("calls %" PRIu64 ": returned %" PRIu64 ", left by exception %" PRIu64
+	       ", open at the end %" PRIu64 " (not timed)",
+	       st->calls, st->returns, st->exceptions, st->open);
+	if (st->orphans || st->unmatched || st->too_deep || st->bad_kind)
+		printf("; unpaired: %" PRIu64 " calls without an end, %" PRIu64
+		       " ends without a call, %" PRIu64 " too deep, %" PRIu64 " unknown kinds",
+		       st->orphans, st->unmatched, st->too_deep, st->bad_kind);
+	printf("\n");
+}
+
+static void rp_json_fn(json_t *arr, const struct rp_fn *f, struct rd_pid *rp)
+{
+	const struct ada_name *nm = ada_names_get(rp->names, f->fid);
+	json_t *o = json_object();
+
+	json_object_set_new(o, "function", json_string(f->name));
+	json_object_set_new(o, "mangled", nm->mangled ? json_string(nm->mangled) : json_null());
+	json_object_set_new(o, "module", nm->module ? json_string(nm->module) : json_null());
+	json_object_set_new(o, "function_id", json_integer((json_int_t)f->fid));
+	if (f->thread != UINT32_MAX) {
+		json_object_set_new(o, "thread", json_integer(f->thread));
+		json_object_set_new(o, "tid", json_integer(f->tid));
+	}
+	json_object_set_new(o, "calls", json_integer((json_int_t)f->calls));
+	json_object_set_new(o, "returns", json_integer((json_int_t)f->returns));
+	json_object_set_new(o, "exceptions", json_integer((json_int_t)f->exceptions));
+	json_object_set_new(o, "open", json_integer((json_int_t)f->open));
+	json_object_set_new(o, "total_ns", json_integer((json_int_t)f->total));
+	json_object_set_new(o, "self_ns", json_integer((json_int_t)f->self));
+	json_object_set_new(o, "min_ns",
+	                    f->h.count ? json_integer((json_int_t)f->h.min) : json_null());
+	json_object_set_new(o, "p50_ns",
+	                    f->h.count ? json_integer((json_int_t)f->q50) : json_null());
+	json_object_set_new(o, "p99_ns",
+	                    f->h.count ? json_integer((json_int_t)f->q99) : json_null());
+	json_object_set_new(o, "max_ns",
+	                    f->h.count ? json_integer((json_int_t)f->h.max) : json_null());
+	json_array_append_new(arr, o);
+}
+
+static json_t *rp_json(const struct rp_state *s, struct rd_pid *rp,
+                       const struct ada_frames_stats *st, uint32_t nthreads)
+{
+	char prog[256];
+	json_t *o = json_object(), *fns = json_array(), *tot = json_object();
+
+	json_object_set_new(o, "pid", json_integer(rp->p->pid));
+	json_object_set_new(o, "program", json_string(rd_program(rp, prog, sizeof(prog))));
+	json_object_set_new(o, "threads", json_integer(nthreads));
+	json_object_set_new(tot, "events", json_integer((json_int_t)st->events));
+	json_object_set_new(tot, "calls", json_integer((json_int_t)st->calls));
+	json_object_set_new(tot, "returns", json_integer((json_int_t)st->returns));
+	json_object_set_new(tot, "exceptions", json_integer((json_int_t)st->exceptions));
+	json_object_set_new(tot, "open", json_integer((json_int_t)st->open));
+	json_object_set_new(tot, "orphans", json_integer((json_int_t)st->orphans));
+	json_object_set_new(tot, "unmatched_ends", json_integer((json_int_t)st->unmatched));
+	json_object_set_new(tot, "too_deep", json_integer((json_int_t)st->too_deep));
+	json_object_set_new(tot, "unknown_kinds", json_integer((json_int_t)st->bad_kind));
+	json_object_set_new(tot, "signal_markers", json_integer((json_int_t)st->markers));
+	json_object_set_new(tot, "roots_total_ns", json_integer((json_int_t)s->roots_ns));
+	json_object_set_new(tot, "under_open_ns", json_integer((json_int_t)s->under_open_ns));
+	json_object_set_new(o, "totals", tot);
+	for (size_t i = 0; i < s->n; i++)
+		rp_json_fn(fns, &s->fns[i], rp);
+	json_object_set_new(o, "functions", fns);
+	json_object_set_new(o, "damaged_files", json_integer(rp->damaged));
+	return o;
+}
+
+/* -------------------------------------------------------------- walk */
+
+static int rp_walk_pid(struct rp_state *s, struct rd_pid *rp, struct ada_frames *w,
+                       uint32_t *nthreads)
+{
+	for (size_t i = 0; i < rp->p->nthreads && !s->err; i++) {
+		struct ada_atf_thread *t;
+		int err = rd_thread_open(rp, i, &t);
+		if (err)
+			return err;
+		if (!t)
+			continue;
+		s->thread = t->thread;
+		s->tid = rd_thread_tid(rp, t);
+		rd_thread_walk(t, w, 0, UINT64_MAX, true);
+		(*nthreads)++;
+		ada_atf_thread_free(t);
+	}
+	return s->err;
+}
+
+static int rp_pid(const struct rp_opts *o, const struct ada_atf_pid *p, json_t *procs,
+                  uint32_t *damaged)
+{
+	struct rp_state s = {.o = o};
+	struct ada_frames_ops ops = {.leave = rp_leave};
+	struct ada_frames *w = NULL;
+	struct rd_pid rp;
+	uint32_t nthreads = 0;
+	int err = rd_pid_open(p, o->dm, &rp);
+
+	if (err)
+		return err;
+	err = ada_frames_new(&ops, &s, &w);
+	if (!err)
+		err = rp_walk_pid(&s, &rp, w, &nthreads);
+	if (!err)
+		err = rp_prepare(&s, &rp);
+	if (!err && o->json)
+		json_array_append_new(procs, rp_json(&s, &rp, ada_frames_stats(w), nthreads));
+	else if (!err)
+		rp_text(&s, &rp, ada_frames_stats(w), nthreads);
+	*damaged += rp.damaged;
+	for (size_t i = 0; i < s.n; i++) {
+		ada_hist_fini(&s.fns[i].h);
+		free((char *)s.fns[i].name);
+	}
+	free(s.fns);
+	free(s.slots);
+	ada_frames_free(w);
+	rd_pid_close(&rp);
+	return err;
+}
+
+/* -------------------------------------------------------------- main */
+
+static void rp_usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: ada report [--sort COL] [--threads] [--json] [--demangle full|simple|no] DIR\n"
+	    "  Per function: calls, total and self time, min/p50/p99/max duration, exception\n"
+	    "  exits (exc) and frames still open at the end (open), for every pid_N under DIR.\n"
+	    "  --sort COL   calls, total (default), self, min, p50, p99, max, exc, open, name\n"
+	    "  --threads    one table per thread\n"
+	    "  --json       one JSON document (keys: docs/reading.md)\n"
+	    "  --demangle   C++ names: full (default), simple (no parameters), no (as in ELF)\n");
+}
+
+static int rp_args(int argc, char **argv, struct rp_opts *o, const char **dir)
+{
+	static const struct option opts[] = {
+	    {"sort", required_argument, NULL, 's'}, {"threads", no_argument, NULL, 't'},
+	    {"json", no_argument, NULL, 'j'},       {"demangle", required_argument, NULL, 'd'},
+	    {"help", no_argument, NULL, 'h'},       {0},
+	};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 's') {
+			for (o->sort = 0; o->sort < COL_N; o->sort++)
+				if (!strcmp(optarg, rp_col_names[o->sort]))
+					break;
+			if (o->sort == COL_N) {
+				ada_log("bad value '%s' for --sort; run `ada report --help`",
+				        optarg);
+				return 2;
+			}
+		} else if (c == 't') {
+			o->threads = true;
+		} else if (c == 'j') {
+			o->json = true;
+		} else if (c == 'd') {
+			if (ada_demangle_parse(optarg, &o->dm)) {
+				ada_log("bad value '%s' for --demangle: full, simple or no",
+				        optarg);
+				return 2;
+			}
+		} else if (c == 'h') {
+			rp_usage(stdout);
+			return 0;
+		} else {
+			rp_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		ada_log("report takes one directory; run `ada report --help`");
+		return 2;
+	}
+	*dir = argv[optind];
+	return -1;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct rp_opts o = {.sort = COL_TOTAL};
+	const char *dir = NULL;
+	uint32_t damaged = 0;
+	int rc = rp_args(argc, argv, &o, &dir), err = 0;
+
+	if (rc >= 0)
+		return rc;
+	struct ada_atf_tree *tree = cmd_open_tree(dir);
+	if (!tree)
+		return 2;
+	json_t *doc = json_object(), *procs = json_array();
+	for (size_t i = 0; i < tree->npids && !err; i++)
+		err = rp_pid(&o, &tree->pids[i], procs, &damaged);
+	json_object_set_new(doc, "processes", procs);
+	if (!err && o.json) {
+		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+		printf("\n");
+	}
+	json_decref(doc);
+	ada_atf_tree_free(tree);
+	if (fflush(stdout) != 0 && !err)
+		err = -errno;
+	if (err) {
+		ada_log("%s: %s", dir, strerror(-err));
+		return 1;
+	}
+	return damaged ? 1 : 0;
+}

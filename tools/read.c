@@ -1,0 +1,270 @@
+/*
+ * The reading commands' shared steps (read.h). CLI only.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "manifest.h"
+#include "read.h"
+#include "symbols.h"
+
+static void rd_syms_warn(void *ctx, const char *path, uint64_t line, const char *msg)
+{
+	(void)ctx;
+	if (line)
+		ada_log("%s: line %" PRIu64 ": %s", path, line, msg);
+	else
+		ada_log("%s: %s", path, msg);
+}
+
+/* The first event time of the pid's threads, for a manifest without one. */
+static uint64_t rd_first_event(const struct ada_atf_pid *p)
+{
+	uint64_t t0 = UINT64_MAX;
+
+	for (size_t i = 0; i < p->nthreads; i++) {
+		struct ada_atf_thread *t;
+		if (ada_atf_thread_open(p->thread_dirs[i], ADA_ATF_OPEN_SALVAGE, &t))
+			continue;
+		for (size_t g = 0; g < t->ngen; g++) {
+			const struct atf_index_event *ev =
+			    t->gen[g].index ? ada_atf_index_get(t->gen[g].index, 0) : NULL;
+			if (ev && ev->timestamp_ns < t0)
+				t0 = ev->timestamp_ns;
+		}
+		ada_atf_thread_free(t);
+	}
+	return t0 == UINT64_MAX ? 0 : t0;
+}
+
+int rd_pid_open(const struct ada_atf_pid *p, enum ada_demangle dm, struct rd_pid *out)
+{
+	json_t *v;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	out->p = p;
+	if (ada_manifest_read(p->dir, &out->manifest) == -EBADMSG)
+		ada_log("%s/%s: damaged; reading the traces without it", p->dir, ADA_MANIFEST_NAME);
+	err = ada_symtab_load(p->dir, out->manifest, rd_syms_warn, NULL, &out->syms);
+	if (!err)
+		err = ada_names_new(out->syms, dm, &out->names);
+	if (err) {
+		rd_pid_close(out);
+		return err;
+	}
+	v = out->manifest ? json_object_get(out->manifest, "start_time_ns") : NULL;
+	out->t0 = json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v)
+	                                                          : rd_first_event(p);
+	return 0;
+}
+
+void rd_pid_close(struct rd_pid *rp)
+{
+	ada_names_free(rp->names);
+	ada_symtab_free(rp->syms);
+	json_decref(rp->manifest);
+	memset(rp, 0, sizeof(*rp));
+}
+
+static void rd_warn_gen(struct rd_pid *rp, const struct ada_atf_gen *g)
+{
+	rp->damaged += (g->index_err != 0) + (g->detail_path && g->detail_err);
+	if (g->index_err)
+		ada_log("%s: skipped: %s (run `ada validate`)", g->index_path,
+		        g->index_err == -EBADMSG ? "not a readable ATF index file"
+		                                 : strerror(-g->index_err));
+	if (g->detail_path && g->detail_err)
+		ada_log("%s: detail not shown: %s", g->detail_path,
+		        g->detail_err == -EBADMSG ? "not a readable ATF detail file"
+		                                  : strerror(-g->detail_err));
+}
+
+/* Strict first; a damaged file is reopened for whatever whole events it
+ * holds, and said so. */
+static void rd_salvage(struct rd_pid *rp, struct ada_atf_gen *g)
+{
+	if (g->index_err == -EBADMSG &&
+	    !ada_atf_index_open(g->index_path, ADA_ATF_OPEN_SALVAGE, &g->index)) {
+		g->index_err = 0;
+		rp->damaged++;
+		ada_log("%s: damaged; using its %" PRIu64 " whole events (run `ada validate`)",
+		        g->index_path, ada_atf_index_count(g->index));
+	}
+	if (g->detail_err == -EBADMSG &&
+	    !ada_atf_detail_open(g->detail_path, ADA_ATF_OPEN_SALVAGE, &g->detail)) {
+		g->detail_err = 0;
+		rp->damaged++;
+		ada_log("%s: damaged; using its %" PRIu64 " whole detail events", g->detail_path,
+		        ada_atf_detail_count(g->detail));
+	}
+	rd_warn_gen(rp, g);
+}
+
+int rd_thread_open(struct rd_pid *rp, size_t i, struct ada_atf_thread **out)
+{
+	const char *dir = rp->p->thread_dirs[i];
+	int err = ada_atf_thread_open(dir, 0, out);
+
+	if (err == -ENOENT || err == -EINVAL) {
+		ada_log("%s: no index.atf; skipped", dir);
+		rp->damaged++;
+		*out = NULL;
+		return 0;
+	}
+	if (err)
+		return err;
+	for (size_t g = 0; g < (*out)->ngen; g++)
+		rd_salvage(rp, &(*out)->gen[g]);
+	return 0;
+}
+
+uint64_t rd_thread_walk(const struct ada_atf_thread *t, struct ada_frames *w, uint64_t from,
+                        uint64_t to, bool finish)
+{
+	uint64_t n = 0;
+
+	for (size_t g = 0; g < t->ngen; g++) {
+		const struct ada_atf_index *ix = t->gen[g].index;
+		uint64_t b, e;
+		if (!ix)
+			continue;
+		ada_atf_index_range(ix, from, to, &b, &e);
+		const struct atf_index_event *ev = ada_atf_index_get(ix, b);
+		for (uint64_t k = b; k < e; k++, ev++) /* events are contiguous in the mapping */
+			ada_frames_push(w, ev, (uint32_t)g, k);
+		n += e - b;
+	}
+	if (finish)
+		ada_frames_finish(w);
+	return n;
+}
+
+uint32_t rd_thread_tid(const struct rd_pid *rp, const struct ada_atf_thread *t)
+{
+	uint32_t tid = rp->manifest ? ada_manifest_tid_of(rp->manifest, t->thread) : 0;
+
+	for (size_t g = 0; !tid && g < t->ngen; g++)
+		if (t->gen[g].index)
+			tid = ada_atf_index_header(t->gen[g].index)->thread_id;
+	return tid;
+}
+
+const char *rd_program(const struct rd_pid *rp, char *buf, size_t len)
+{
+	json_t *prog = rp->manifest ? json_object_get(rp->manifest, "program") : NULL;
+	const char *s = json_string_value(json_array_get(prog, 0));
+
+	if (s && *s) {
+		const char *b = strrchr(s, '/');
+		snprintf(buf, len, "%s", b && b[1] ? b + 1 : s);
+	} else {
+		snprintf(buf, len, "pid %" PRIu32, rp->p->pid);
+	}
+	return buf;
+}
+
+bool rd_parse_duration(const char *s, uint64_t *out)
+{
+	static const struct {
+		const char *unit;
+		double mult;
+	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"", 1}};
+	char *end;
+	double v;
+
+	if (!*s || *s == '-' || *s == '+')
+		return false;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v))
+		return false;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit))
+			continue;
+		v *= units[i].mult;
+		if (v < 0 || v >= 18446744073709551615.0)
+			return false;
+		*out = (uint64_t)(v + 0.5);
+		return true;
+	}
+	return false;
+}
+
+bool rd_parse_time(const char *s, uint64_t base, uint64_t *out)
+{
+	uint64_t d;
+
+	if (*s == '+') {
+		if (!rd_parse_duration(s + 1, &d) || d > UINT64_MAX - base)
+			return false;
+		*out = base + d;
+		return true;
+	}
+	char *end;
+	if (!*s || *s == '-')
+		return false;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return !errno && !*end;
+}
+
+const char *rd_fmt_ns(uint64_t ns, char *buf, size_t len)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%" PRIu64 " ns", ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.2f us", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.2f ms", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.3f s", (double)ns / 1e9);
+	return buf;
+}
+
+static double rd_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void rd_progress_init(struct rd_progress *pg, const char *what, uint64_t total)
+{
+	memset(pg, 0, sizeof(*pg));
+	pg->what = what;
+	pg->total = total ? total : 1;
+	pg->tty = isatty(STDERR_FILENO);
+	pg->t_start = pg->tty ? rd_now() : 0;
+	pg->next_check = 1u << 20;
+}
+
+void rd_progress_add(struct rd_progress *pg, uint64_t n)
+{
+	pg->done += n;
+	if (!pg->tty || pg->done < pg->next_check)
+		return;
+	pg->next_check = pg->done + (1u << 20); /* look at the clock every 1 Mi events */
+	double el = rd_now() - pg->t_start;
+	if (el < 1.0)
+		return;
+	unsigned pct = (unsigned)(pg->done * 100 / pg->total);
+	unsigned bar = pct > 100 ? 30 : pct * 30 / 100;
+	fprintf(stderr, "\r%s [%.*s%*s] %3u%% %" PRIu64 " events, %.1f s", pg->what, (int)bar,
+	        "##############################", (int)(30 - bar), "", pct > 100 ? 100 : pct,
+	        pg->done, el);
+	pg->shown = true;
+}
+
+void rd_progress_end(struct rd_progress *pg)
+{
+	if (pg->shown)
+		fprintf(stderr, "\r%*s\r", 79, "");
+}

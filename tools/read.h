@@ -1,0 +1,72 @@
+/*
+ * What the reading commands (dump, report, export, flame, crash) share:
+ * opening one pid_N directory (manifest, symbol table, name cache), opening
+ * a thread with its generations (a damaged file is read as far as it is
+ * whole, and said so on stderr), feeding a thread's events to a frame
+ * walker, and parsing times (`123`, `+1.5s`). Everything comes from the
+ * session directory: the traced binaries may be gone.
+ */
+#ifndef ADA_TOOLS_READ_H
+#define ADA_TOOLS_READ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "analyze.h"
+#include "atf.h"
+
+struct rd_pid {
+	const struct ada_atf_pid *p;
+	json_t *manifest; /* NULL when missing or damaged */
+	struct ada_symtab *syms;
+	struct ada_names *names;
+	uint32_t damaged; /* files skipped or read partly: the command exits 1 */
+	uint64_t t0;      /* the time "+1.5s" counts from: the recording's start */
+};
+
+/* Reads the manifest (a damaged one is said and ignored), the symbol files
+ * and makes the name cache. -errno (said by the caller). */
+int rd_pid_open(const struct ada_atf_pid *p, enum ada_demangle dm, struct rd_pid *out);
+void rd_pid_close(struct rd_pid *rp);
+
+/* Opens thread i of the pid with every generation: strictly, then a
+ * damaged file again for its whole events, saying so. A thread directory
+ * without an index file is said and counted, and *out is NULL (returns 0).
+ * -errno for anything else. */
+int rd_thread_open(struct rd_pid *rp, size_t i, struct ada_atf_thread **out);
+
+/* Feeds the events of t with from <= ts <= to to w, generation by
+ * generation (src = the generation's position in t->gen), then finishes w
+ * when finish is true. Returns the number of events fed. */
+uint64_t rd_thread_walk(const struct ada_atf_thread *t, struct ada_frames *w, uint64_t from,
+                        uint64_t to, bool finish);
+
+/* The tid the files of thread t carry (the manifest's, else the first
+ * event's), 0 when unknown. */
+uint32_t rd_thread_tid(const struct rd_pid *rp, const struct ada_atf_thread *t);
+/* The program's name: basename of argv[0] in the manifest, or "pid N". */
+const char *rd_program(const struct rd_pid *rp, char *buf, size_t len);
+
+/* A time: nanoseconds ("123456"), or an offset from base with a unit
+ * ("+1.5s", "+200ms", "+30us", "+10ns"). false when malformed. */
+bool rd_parse_time(const char *s, uint64_t base, uint64_t *out);
+/* A duration with a unit ("1.5s", "200ms", "30us", "10ns", or plain ns). */
+bool rd_parse_duration(const char *s, uint64_t *out);
+/* A duration for people: "812 ns", "12.4 us", "3.21 ms", "1.502 s". */
+const char *rd_fmt_ns(uint64_t ns, char *buf, size_t len);
+
+/* Progress on stderr for long commands: shown only when stderr is a
+ * terminal and the work has taken more than a second; silent otherwise. */
+struct rd_progress {
+	uint64_t total, done, next_check;
+	double t_start;
+	bool tty, shown;
+	const char *what;
+};
+void rd_progress_init(struct rd_progress *pg, const char *what, uint64_t total);
+void rd_progress_add(struct rd_progress *pg, uint64_t n);
+void rd_progress_end(struct rd_progress *pg);
+
+#endif
