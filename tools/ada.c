@@ -17,6 +17,7 @@ static const struct ada_command commands[] = {
      cmd_status},
     {"report", "per-function calls and times: ada report DIR [--sort COL] [--threads] [--json]",
      cmd_report},
+    {"crash", "the stacks of a process that died of a signal: ada crash DIR [--json]", cmd_crash},
 };
 
 static void usage(FILE *f)

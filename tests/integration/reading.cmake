@@ -9,15 +9,19 @@ if(NOT Python3_EXECUTABLE OR ADA_SANITIZE MATCHES "^(address|thread)$")
   return() # hooks.cmake says why
 endif()
 set(T ${ADA_TGT_DIR})
-# ada_read_test(<name> <check> <program and arguments>...)
+# ada_read_test(<name> <check> [OPTS <harness options>...] RUN <program and arguments>...)
 function(ada_read_test name check)
+  cmake_parse_arguments(R "" "" "OPTS;RUN" ${ARGN})
   add_test(NAME e2e.read_${name}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/reading_test.py
                    --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
-                   --name read_${name} ${check} -- ${ARGN})
+                   --name read_${name} ${R_OPTS} ${check} -- ${R_RUN})
   set_tests_properties(e2e.read_${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 200
                        LABELS "e2e")
 endfunction()
-ada_read_test(report_threads report ${T}/t_threads_O2)
-ada_read_test(report_recursion report ${T}/t_recursion_O0)
-ada_read_test(names_cxx names ${T}/t_cxx_O0 dtor)
+ada_read_test(report_threads report RUN ${T}/t_threads_O2)
+ada_read_test(report_recursion report RUN ${T}/t_recursion_O0)
+ada_read_test(names_cxx names RUN ${T}/t_cxx_O0 dtor)
+ada_read_test(crash_segv crash RUN ${T}/t_crash_O2)
+ada_read_test(crash_args crash_args OPTS --record-opt=--trigger --record-opt=crash
+              RUN ${T}/t_flight_O2 segv)

@@ -151,6 +151,8 @@ def check_report(s, c):
         for fn, v in fns.items():
             n = by_tid.get(tid, {}).get(fn, 0)
             c.check(n == v[0], f"report --threads: {label} (tid {tid}) {fn}: {n}, want {v[0]}")
+    c.check("no process died of a signal" in s.run("crash", s.dir),
+            "crash: a session that exited normally is not said to be one")
     text = s.run("report", "--sort", "calls", s.pid_dir)
     c.check(any(l.split()[-1:] == [max(want, key=want.get)] for l in text.splitlines()[:4]),
             "report --sort calls: the most called function is not first:\n" + text[:800])
@@ -178,7 +180,45 @@ def check_names(s, c):
         c.check(not calls or fn in names, f"report: {fn} missing")
 
 
-CHECKS = {"report": check_report, "names": check_names}
+def check_crash(s, c, args=False):
+    """The faulting thread's stack, innermost first, as the program counted
+    its frames (TC_LOST: the frames that never ended); arguments where the
+    crash trigger's detail window holds them."""
+    doc = json.loads(s.run("crash", "--json", s.dir))
+    procs = doc["processes"]
+    if not c.check(len(procs) == 1, f"crash: {len(procs)} crashed processes, want 1"):
+        return
+    p = procs[0]
+    c.check(p["signal"] == 11 and p["signal_name"] == "SIGSEGV", f"crash: signal {p['signal']}")
+    c.check(p["fault_address"] == "0x0", f"crash: fault address {p['fault_address']}")
+    faulting = [t for t in p["threads"] if t["faulting"]]
+    if not c.check(len(faulting) == 1 and p["threads"][0] is faulting[0],
+                   "crash: the faulting thread is not the first one listed"):
+        return
+    frames = [f["function"] for f in faulting[0]["frames"]]
+    want = ["crash_inner", "crash_outer", "main"] if not args else ["fault_here", "main"]
+    c.check(frames[:len(want)] == want, f"crash: stack {frames}, want {want} first")
+    if s.counts:  # t_crash counts the frames that never end (TC_LOST); t_flight does not
+        lost = [fn for fn, v in s.counts[0].totals.items() if v[2]]
+        c.check(sorted(lost) == sorted(want), f"crash: the program's lost frames {lost}")
+    text = s.run("crash", s.dir)
+    order = [text.find(f"#{i}   {fn} ") for i, fn in enumerate(want)]
+    c.check(all(o >= 0 for o in order) and order == sorted(order),
+            "crash text: the frames are not listed in order:\n" + text[:1500])
+    if args:
+        a = faulting[0]["frames"][0]["args"] or {}
+        c.check((a.get("rdi"), a.get("rsi"), a.get("rdx")) == ("0x1111", "0x2222", "0x3333"),
+                f"crash: fault_here's arguments {a}")
+        c.check("fault_here (rdi=0x1111, rsi=0x2222, rdx=0x3333" in text,
+                "crash text: no arguments for fault_here")
+
+
+def check_crash_args(s, c):
+    check_crash(s, c, args=True)
+
+
+CHECKS = {"report": check_report, "names": check_names, "crash": check_crash,
+          "crash_args": check_crash_args}
 
 
 def main():
