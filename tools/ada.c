@@ -17,6 +17,9 @@ static const struct ada_command commands[] = {
      cmd_status},
     {"report", "per-function calls and times: ada report DIR [--sort COL] [--threads] [--json]",
      cmd_report},
+    {"export",
+     "Chrome trace-event JSON (Perfetto, speedscope): ada export DIR --format chrome -o FILE",
+     cmd_export},
     {"crash", "the stacks of a process that died of a signal: ada crash DIR [--json]", cmd_crash},
 };
 

@@ -2,6 +2,7 @@
  * The reading commands' shared steps (read.h). CLI only.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "fs.h"
 #include "manifest.h"
 #include "read.h"
 #include "symbols.h"
@@ -267,4 +269,95 @@ void rd_progress_end(struct rd_progress *pg)
 {
 	if (pg->shown)
 		fprintf(stderr, "\r%*s\r", 79, "");
+}
+
+int rd_out_open(struct rd_out *o, const char *path)
+{
+	char *dir, *slash;
+	int fd, err;
+
+	memset(o, 0, sizeof(*o));
+	o->dirfd = -1;
+	if (!strcmp(path, "-")) {
+		o->f = stdout;
+		return 0;
+	}
+	dir = strdup(path);
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	o->name = strdup(slash ? slash + 1 : path);
+	if (slash)
+		slash[slash == dir ? 1 : 0] = '\0';
+	err =
+	    o->name && *o->name ? ada_fs_open_dir(AT_FDCWD, slash ? dir : ".", &o->dirfd) : -EISDIR;
+	free(dir);
+	if (!err)
+		err = ada_fs_create_tmp(o->dirfd, o->name, O_WRONLY, o->tmp, &fd);
+	if (!err && !(o->f = fdopen(fd, "w"))) {
+		err = -errno;
+		close(fd);
+		unlinkat(o->dirfd, o->tmp, 0);
+	}
+	if (err) {
+		if (o->dirfd >= 0)
+			close(o->dirfd);
+		free(o->name);
+		memset(o, 0, sizeof(*o));
+	}
+	return err;
+}
+
+int rd_out_commit(struct rd_out *o)
+{
+	int err = 0;
+
+	if (o->f == stdout)
+		return fflush(stdout) ? -errno : 0;
+	if (fflush(o->f) || ferror(o->f))
+		err = -errno ? -errno : -EIO;
+	if (fclose(o->f) && !err)
+		err = -errno;
+	if (err)
+		unlinkat(o->dirfd, o->tmp, 0);
+	else
+		err = ada_fs_commit(o->dirfd, o->tmp, o->name);
+	close(o->dirfd);
+	free(o->name);
+	memset(o, 0, sizeof(*o));
+	return err;
+}
+
+void rd_out_abort(struct rd_out *o)
+{
+	if (!o->f || o->f == stdout)
+		return;
+	fclose(o->f);
+	unlinkat(o->dirfd, o->tmp, 0);
+	close(o->dirfd);
+	free(o->name);
+	memset(o, 0, sizeof(*o));
+}
+
+void rd_json_str(FILE *f, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	putc('"', f);
+	for (size_t k = 0; s[k] && k < 4096; k++) {
+		unsigned char c = (unsigned char)s[k];
+		if (c == '"' || c == '\\') {
+			putc('\\', f);
+			putc(c, f);
+		} else if (c < 0x20 || c >= 0x7f) {
+			/* Control bytes, and bytes that may not be UTF-8 (names
+			 * come from untrusted files): always valid JSON. */
+			fputs("\\u00", f);
+			putc(hex[c >> 4], f);
+			putc(hex[c & 15], f);
+		} else {
+			putc(c, f);
+		}
+	}
+	putc('"', f);
 }

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -56,6 +57,26 @@ bool rd_parse_time(const char *s, uint64_t base, uint64_t *out);
 bool rd_parse_duration(const char *s, uint64_t *out);
 /* A duration for people: "812 ns", "12.4 us", "3.21 ms", "1.502 s". */
 const char *rd_fmt_ns(uint64_t ns, char *buf, size_t len);
+
+/* An output file written whole or not at all: a temporary file beside
+ * path (created with O_EXCL|O_NOFOLLOW, mode 0600, src/fs) renamed over
+ * path by rd_out_commit(), so a link planted at path is replaced, never
+ * followed, and an interrupted export leaves no half file. "-" is stdout. */
+struct rd_out {
+	FILE *f;
+	int dirfd;
+	char *name;
+	char tmp[256];
+};
+/* -errno (said by the caller). */
+int rd_out_open(struct rd_out *o, const char *path);
+/* Flushes, closes and renames; 0 or -errno (the temporary file is removed). */
+int rd_out_commit(struct rd_out *o);
+/* Closes and removes the temporary file. */
+void rd_out_abort(struct rd_out *o);
+
+/* Writes s as a JSON string (quoted, escaped) to f. */
+void rd_json_str(FILE *f, const char *s);
 
 /* Progress on stderr for long commands: shown only when stderr is a
  * terminal and the work has taken more than a second; silent otherwise. */

@@ -25,3 +25,7 @@ ada_read_test(names_cxx names RUN ${T}/t_cxx_O0 dtor)
 ada_read_test(crash_segv crash RUN ${T}/t_crash_O2)
 ada_read_test(crash_args crash_args OPTS --record-opt=--trigger --record-opt=crash
               RUN ${T}/t_flight_O2 segv)
+ada_read_test(chrome_threads chrome RUN ${T}/t_threads_O2)
+ada_read_test(chrome_cxx chrome RUN ${T}/t_cxx_O2 throw)
+ada_read_test(chrome_flight chrome_flight OPTS --record-opt=--trigger --record-opt=symbol=rare_event
+              RUN ${T}/t_flight_O2 symbol)

@@ -217,7 +217,60 @@ def check_crash_args(s, c):
     check_crash(s, c, args=True)
 
 
-CHECKS = {"report": check_report, "names": check_names, "crash": check_crash,
+def load_chrome(s, c):
+    out = os.path.join(os.path.dirname(s.dir), "trace.json")
+    s.run("export", s.dir, "--format", "chrome", "-o", out)
+    with open(out) as f:
+        doc = json.load(f)  # must parse
+    return out, doc
+
+
+def check_chrome(s, c):
+    """One complete event per call, durations >= 0, one named track per
+    thread, counts per function as the program counted."""
+    _, doc = load_chrome(s, c)
+    tev = doc["traceEvents"]
+    xs = [e for e in tev if e["ph"] == "X"]
+    evs = s.events()
+    calls = [e for e in evs if e["kind"] == "call"]
+    c.check(len(xs) == len(calls), f"chrome: {len(xs)} complete events, {len(calls)} calls")
+    c.check(all(e["dur"] >= 0 for e in xs), "chrome: a negative duration")
+    pid = int(os.path.basename(s.pid_dir)[4:])
+    tids = {e["tid"] for e in evs}
+    c.check({(e["pid"], e["tid"]) for e in xs} == {(pid, t) for t in tids},
+            "chrome: tracks %r, threads %r" % (sorted({e["tid"] for e in xs}), sorted(tids)))
+    named = {e["tid"] for e in tev if e["ph"] == "M" and e["name"] == "thread_name"}
+    c.check(named == tids, f"chrome: thread_name metadata for {sorted(named)}, threads {tids}")
+    c.check(any(e["ph"] == "M" and e["name"] == "process_name" and e["pid"] == pid for e in tev),
+            "chrome: no process_name")
+    per_fn = collections.Counter(e["name"] for e in xs)
+    for fn, n in own_totals(s.counts).items():
+        c.check(per_fn.get(fn, 0) == n, f"chrome: {per_fn.get(fn, 0)} events for {fn}, want {n}")
+    # Each call's event spans its CALL to its end, on its thread.
+    frames = pair_frames(evs)
+    want = collections.Counter((f[6]["tid"], f[1], f[2], f[3]) for f in frames if f[3])
+    got = collections.Counter((e["tid"], e["name"], round(e["ts"] * 1000),
+                               round((e["ts"] + e["dur"]) * 1000)) for e in xs)
+    missing = want - got
+    c.check(not missing, f"chrome: {sum(missing.values())} calls without their event, "
+            f"e.g. {list(missing)[:3]}")
+
+
+def check_chrome_flight(s, c):
+    """Instants for the trigger, the window edges; registers as arguments."""
+    _, doc = load_chrome(s, c)
+    tev = doc["traceEvents"]
+    inst = [e for e in tev if e["ph"] == "i"]
+    names = {e["name"] for e in inst}
+    c.check("trigger: symbol=rare_event" in names, f"chrome: no trigger instant in {names}")
+    c.check(any(n.startswith("window ") and n.endswith(" opens") for n in names),
+            "chrome: no window instant")
+    rare = [e for e in tev if e["ph"] == "X" and e["name"] == "rare_event"]
+    c.check(len(rare) == 1 and rare[0].get("args", {}).get("rdi") == "0x7",
+            f"chrome: rare_event(7) has no rdi=0x7 argument: {rare}")
+
+
+CHECKS = {"chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
           "crash_args": check_crash_args}
 
 
