@@ -21,6 +21,8 @@ static const struct ada_command commands[] = {
      "Chrome trace-event JSON (Perfetto, speedscope): ada export DIR --format chrome -o FILE",
      cmd_export},
     {"crash", "the stacks of a process that died of a signal: ada crash DIR [--json]", cmd_crash},
+    {"diagnose", "can ada record PATH or attach to PID here? ada diagnose PATH|PID [--json]",
+     cmd_diagnose},
 };
 
 static void usage(FILE *f)

@@ -20,6 +20,7 @@ int cmd_export(int argc, char **argv);
 int cmd_flame(int argc, char **argv);
 int cmd_crash(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
+int cmd_diagnose(int argc, char **argv);
 
 struct ada_atf_tree;
 /* Scans DIR (a pid_N directory or one above it) for traces; NULL after
@@ -30,6 +31,11 @@ struct ada_atf_tree *cmd_open_tree(const char *dir);
  * another user owns or can write and what to do. Not root: 0. */
 int cmd_root_check_record(const char *out, bool agent);
 int cmd_root_check_recover(const char *dir);
+
+struct ada_diag_report;
+/* After src/diag's checks: 0 when none failed, else -1 after one line
+ * "cannot VERB: <what is wrong>; <what to do>" (cmd_record.c). */
+int cmd_diag_refuse(const char *verb, const struct ada_diag_report *rep);
 
 /* One line on stderr, prefixed "ada: ". */
 void ada_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -15,10 +15,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <libelf.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +28,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "diag.h"
 #include "fs.h"
 #include "ring.h"
 #include "wal.h"
@@ -474,28 +473,21 @@ static int record_which(const char *name, char *out, size_t cap)
 	return -ENOENT;
 }
 
-/* 1: dynamic ELF, 0: static ELF, -1: not ELF / unreadable. */
-static int record_elf_dynamic(int fd)
+/* One sentence for the first failed check of rep; -1 when one failed. */
+int cmd_diag_refuse(const char *verb, const struct ada_diag_report *rep)
 {
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -1;
-	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
-	if (!e || elf_kind(e) != ELF_K_ELF) {
-		elf_end(e);
-		return -1;
-	}
-	size_t n = 0;
-	int dyn = 0;
-	if (elf_getphdrnum(e, &n) == 0)
-		for (size_t i = 0; i < n; i++) {
-			GElf_Phdr ph;
-			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_INTERP)
-				dyn = 1;
-		}
-	elf_end(e);
-	return dyn;
+	const struct ada_diag_check *c = ada_diag_first_fail(rep);
+	if (!c)
+		return 0;
+	char line[2048];
+	ada_diag_sentence(c, line, sizeof(line));
+	ada_log("cannot %s: %s", verb, line);
+	return -1;
 }
 
+/* PROGRAM is found on PATH here; what it is (an executable ELF for this
+ * machine, dynamic, not setuid...) is src/diag's to say, the same words
+ * as `ada diagnose`. */
 static int record_check_program(const struct rec_args *a, char *path, size_t cap)
 {
 	const char *name = a->prog_argv[0];
@@ -503,46 +495,26 @@ static int record_check_program(const struct rec_args *a, char *path, size_t cap
 		ada_log("cannot run '%s': no such program", name);
 		return -1;
 	}
-	struct stat st;
-	if (stat(path, &st) < 0 || S_ISDIR(st.st_mode)) {
-		ada_log("cannot run '%s': it is a directory, not a program", name);
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode) || access(path, X_OK) < 0) {
-		ada_log("cannot run '%s': it is not an executable file", name);
-		return -1;
-	}
-	if (a->agent && (st.st_mode & (S_ISUID | S_ISGID))) {
-		ada_log("cannot record '%s': it is setuid/setgid, and the loader ignores "
-		        "LD_PRELOAD for such programs; record a copy without the setuid bit",
-		        name);
-		return -1;
-	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	char magic[4] = {0};
-	if (fd < 0 || read(fd, magic, sizeof(magic)) < 2) {
-		ada_log("cannot read '%s': %s", name, strerror(errno ? errno : EIO));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	int rc = 0;
-	if (magic[0] == '#' && magic[1] == '!') {
-		rc = 0; /* a script: the agent goes into its interpreter */
-	} else if (memcmp(magic, "\177ELF", 4)) {
-		ada_log("cannot run '%s': it is neither an ELF executable nor a script", name);
-		rc = -1;
-	} else if (a->agent && record_elf_dynamic(fd) == 0) {
-		ada_log("cannot record '%s': it is statically linked, so LD_PRELOAD cannot load "
-		        "the agent; rebuild it dynamically, or link it with the producer API "
-		        "(ada_producer) and use --no-agent",
-		        name);
-		rc = -1;
-	} else if (record_elf_dynamic(fd) < 0) {
-		ada_log("cannot run '%s': it is not a valid ELF file", name);
-		rc = -1;
-	}
-	close(fd);
+	struct ada_diag_opts o = {.groups = ADA_DIAG_PROGRAM, .path = path, .agent = a->agent};
+	struct ada_diag_report *rep = malloc(sizeof(*rep));
+	int rc = rep && ada_diag_run(&o, rep) == 0 ? cmd_diag_refuse("record", rep) : -1;
+	if (!rep)
+		ada_log("cannot check '%s': %s", name, strerror(ENOMEM));
+	free(rep);
+	return rc;
+}
+
+/* The machine: room for --out and the rings, io_uring (what would make
+ * the recording fail once started). Warnings are `ada diagnose`'s. */
+static int record_check_host(const struct rec_args *a, const struct ada_arena_config *ring)
+{
+	struct ada_diag_opts o = {
+	    .groups = ADA_DIAG_HOST, .out_dir = a->out, .ring = ring, .agent = a->agent};
+	struct ada_diag_report *rep = malloc(sizeof(*rep));
+	int rc = rep && ada_diag_run(&o, rep) == 0 ? cmd_diag_refuse("record", rep) : -1;
+	if (!rep)
+		ada_log("cannot check the machine: %s", strerror(ENOMEM));
+	free(rep);
 	return rc;
 }
 
@@ -598,7 +570,8 @@ static int record_detail_hook_config(struct rec_args *a)
 	return 0;
 }
 
-static int record_ring_config(const struct rec_args *a, bool tsc, char *buf, size_t cap)
+static int record_ring_config(const struct rec_args *a, bool tsc, struct ada_arena_config *out,
+                              char *buf, size_t cap)
 {
 	struct ada_arena_config cfg;
 	ada_arena_config_default(&cfg);
@@ -622,6 +595,7 @@ static int record_ring_config(const struct rec_args *a, bool tsc, char *buf, siz
 		        (unsigned long long)cfg.index_events, cfg.max_threads);
 		return -1;
 	}
+	*out = cfg;
 	return ada_arena_config_format(&cfg, buf, cap) < 0 ? -1 : 0;
 }
 
@@ -864,8 +838,9 @@ int cmd_record(int argc, char **argv)
 	if (cmd_root_check_record(a.out ? a.out : "ada_traces", a.agent) < 0)
 		return 2;
 	bool tsc = ada_tsc_invariant();
-	if (record_ring_config(&a, tsc, ring_cfg, sizeof(ring_cfg)) < 0 ||
-	    record_detail_hook_config(&a) < 0)
+	struct ada_arena_config ring;
+	if (record_ring_config(&a, tsc, &ring, ring_cfg, sizeof(ring_cfg)) < 0 ||
+	    record_detail_hook_config(&a) < 0 || record_check_host(&a, &ring) < 0)
 		return 2;
 	struct ada_recorder_opts o = {
 	    .out_dir = a.out,

@@ -1,0 +1,22 @@
+# ada diagnose (issue 10 item 4): each failing check in both output forms,
+# and ada record refusing with the same sentence (tests/integration/diagnose_test.py).
+if(NOT Python3_EXECUTABLE)
+  find_package(Python3 COMPONENTS Interpreter)
+endif()
+if(NOT Python3_EXECUTABLE)
+  message(STATUS "ada tests: no python3, so no diagnose tests (install python3)")
+  return()
+endif()
+set(ADA_DIAG_STATIC "")
+set(ADA_DIAG_T ${CMAKE_BINARY_DIR}/tests/targets)
+if(ADA_LIBC_A)
+  set(ADA_DIAG_STATIC --static ${ADA_DIAG_T}/t_static)
+endif()
+foreach(case static setuid missing deadpid traced otheruser live)
+  add_test(NAME e2e.diagnose_${case}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/diagnose_test.py
+                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/diagnose-work
+                   --dynamic ${ADA_DIAG_T}/t_exec_child_O2 ${ADA_DIAG_STATIC} ${case})
+  set_tests_properties(e2e.diagnose_${case} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
+                       LABELS "integration")
+endforeach()
