@@ -13,7 +13,9 @@ static const struct ada_command commands[] = {
     {"validate", "check ATF files: ada validate DIR", cmd_validate},
     {"dump", "print events: ada dump DIR [--format text|jsonl] [--thread N] [--merge]", cmd_dump},
     {"recover", "finalize a session whose recorder died: ada recover DIR", cmd_recover},
-    {"status", "live metrics of a recording (or the summary of a finished one): ada status DIR",
+    {"status",
+     "live metrics of a recording (or the summary of a finished one): ada status PID|DIR "
+     "[--json] [--watch]",
      cmd_status},
     {"report", "per-function calls and times: ada report DIR [--sort COL] [--threads] [--json]",
      cmd_report},
@@ -23,6 +25,9 @@ static const struct ada_command commands[] = {
     {"crash", "the stacks of a process that died of a signal: ada crash DIR [--json]", cmd_crash},
     {"diagnose", "can ada record PATH or attach to PID here? ada diagnose PATH|PID [--json]",
      cmd_diagnose},
+    {"arm", "add a trigger to a running recording: ada arm PID|DIR --trigger SPEC", cmd_arm},
+    {"disarm", "remove triggers: ada disarm PID|DIR (--trigger SPEC | --all)", cmd_disarm},
+    {"trigger", "fire the manual trigger now: ada trigger PID|DIR [--note TEXT]", cmd_trigger},
 };
 
 static void usage(FILE *f)

@@ -3,6 +3,7 @@
 #define ADA_TOOLS_CMD_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 struct ada_command {
 	const char *name;
@@ -21,6 +22,21 @@ int cmd_flame(int argc, char **argv);
 int cmd_crash(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
+int cmd_arm(int argc, char **argv);
+int cmd_disarm(int argc, char **argv);
+int cmd_trigger(int argc, char **argv);
+
+/* cmd_ctl.c: the live-control commands' shared part. 0, or -1 after one
+ * sentence on stderr. */
+typedef struct json_t json_t;
+int cmd_ctl_open(const char *target, int *fd);
+/* One call (params consumed); *result a new reference. */
+int cmd_ctl_call(int fd, const char *method, json_t *params, json_t **result);
+/* One line: a `status` answer, live or from cmd_ctl_status_from_manifests. */
+void cmd_ctl_print_status(FILE *f, const char *name, json_t *st);
+/* The `status` object of a finished session, from its manifests (NULL:
+ * not a readable directory). */
+json_t *cmd_ctl_status_from_manifests(const char *session);
 
 struct ada_atf_tree;
 /* Scans DIR (a pid_N directory or one above it) for traces; NULL after

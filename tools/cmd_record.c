@@ -29,6 +29,7 @@
 
 #include "cmd.h"
 #include "diag.h"
+#include "control.h"
 #include "fs.h"
 #include "ring.h"
 #include "wal.h"
@@ -817,6 +818,36 @@ static void record_print_summary(const struct ada_record_summary *s, const char 
 	fprintf(stderr, "%s\n", dir);
 }
 
+static int record_live(void *ctx, struct ada_recorder_live *out)
+{
+	return ada_recorder_live(ctx, out);
+}
+
+/* The control socket (src/control): `ada arm/disarm/trigger/status PID`
+ * and any JSON-RPC client. Without it the recording still runs (said). */
+static struct ada_control *record_control(struct ada_recorder *r, const struct rec_args *a)
+{
+	struct ada_control_host h = {
+	    .trig = ada_recorder_triggers(r),
+	    .detail_mode = a->detail_mode,
+	    .session_fd = ada_recorder_session_fd(r),
+	    .live = record_live,
+	    .ctx = r,
+	};
+	struct ada_control *c = NULL;
+	int rc = ada_control_new(&h, &c);
+	if (rc == 0)
+		rc = ada_control_listen(c, h.session_fd);
+	if (rc < 0) {
+		ada_log("no control socket (%s): `ada arm/disarm/trigger/status PID` cannot reach "
+		        "this recording; it records all the same",
+		        strerror(-rc));
+		ada_control_free(c);
+		return NULL;
+	}
+	return c;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct rec_args a;
@@ -870,12 +901,14 @@ int cmd_record(int argc, char **argv)
 		return 2;
 	}
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	struct ada_control *ctl = record_control(r, &a);
 	record_rec = r;
 	record_signals();
 	pid_t pid = record_spawn(&a, r, path, ring_cfg, a.agent ? agent : NULL);
 	if (pid < 0) {
 		signal(SIGUSR2, SIG_IGN); /* nothing to fire any more */
 		record_rec = NULL;
+		ada_control_free(ctl);
 		ada_recorder_discard(r);
 		ada_recorder_free(r);
 		return 2;
@@ -887,6 +920,7 @@ int cmd_record(int argc, char **argv)
 		rc = ada_recorder_wait(r, &s);
 	else
 		ada_log("cannot start the drain: %s", strerror(-rc));
+	ada_control_free(ctl); /* its clients see the end (EOF) */
 	record_print_hooks(ada_recorder_session_dir(r), pid);
 	record_print_summary(&s, ada_recorder_session_dir(r));
 	signal(SIGUSR2, SIG_IGN); /* nothing to fire any more */

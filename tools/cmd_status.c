@@ -9,18 +9,31 @@
  * believed only while its recorder runs (pid and start time, alive.c): a
  * recorder that died is said so, with what to do.
  *
+ * ada status PID, and --json / --watch: the live one-line view from the
+ * recording's control socket (the `status` method, docs/control.md), or,
+ * once the recording has ended, the same object built from its manifests
+ * and printed by the same formatter (cmd_ctl.c).
+ *
  * The totals use the words and the counts of the `ada record` summary
  * line: events written, not written (disk full), deleted by the disk
  * budget, drops by reason, processes untraced (shared-memory ceiling).
  */
+#define _GNU_SOURCE
 #include <dirent.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "cmd.h"
+#include "control.h"
 #include "fs.h"
 #include "manifest.h"
 #include "ring.h"
@@ -263,13 +276,9 @@ static void status_session(const char *dir, const struct status_tot *t)
 	printf("\n");
 }
 
-int cmd_status(int argc, char **argv)
+/* The per-process report of DIR (a session or a pid_N directory). */
+static int status_dir(char **argv)
 {
-	if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		fprintf(argc == 2 ? stdout : stderr,
-		        "usage: ada status DIR   (a session or pid_N directory)\n");
-		return argc == 2 ? 0 : 2;
-	}
 	struct status_tot t = {0};
 	const char *base = strrchr(argv[1], '/');
 	base = base && base[1] ? base + 1 : argv[1];
@@ -304,4 +313,139 @@ int cmd_status(int argc, char **argv)
 	}
 	status_session(argv[1], &t);
 	return bad;
+}
+
+/* ---- live: the control socket ---- */
+
+static volatile sig_atomic_t status_stop;
+
+static void status_on_signal(int sig)
+{
+	(void)sig;
+	status_stop = 1;
+}
+
+static void status_usage(FILE *f)
+{
+	fprintf(f, "usage: ada status PID|DIR [--json] [--watch]\n"
+	           "\n"
+	           "What a recording is doing: events/s, drops/s by reason, ring fill, seconds\n"
+	           "of detail each ring holds, hooks, windows, triggers, key-symbol version,\n"
+	           "recorder and target CPU and memory. PID is any traced process of a running\n"
+	           "recording (or `ada record` itself); DIR a session or pid_N directory (without\n"
+	           "--json or --watch: a report per process, live or from the manifests).\n"
+	           "  --json   print the status object (docs/control.md) instead of a line\n"
+	           "  --watch  refresh once a second until Ctrl-C or the end of the recording\n");
+}
+
+static void status_print(json_t *st, const char *name, bool json)
+{
+	if (json) {
+		char *s = json_dumps(st, JSON_COMPACT);
+		if (s)
+			printf("%s\n", s);
+		free(s);
+	} else {
+		cmd_ctl_print_status(stdout, name, st);
+	}
+	fflush(stdout);
+}
+
+/* The recording in session dir has ended: its summary from the manifests. */
+static int status_ended(const char *target, const char *dir, bool json)
+{
+	json_t *st = cmd_ctl_status_from_manifests(dir);
+	if (!st) {
+		ada_log("cannot read the session directory '%s'", dir);
+		return 1;
+	}
+	status_print(st, target, json);
+	json_decref(st);
+	return 0;
+}
+
+/* Waits a second between refreshes; true when it is time to stop (Ctrl-C,
+ * or the server closed: the recording ended). */
+static bool status_pause(int fd, bool *ended)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int r = poll(&p, 1, 1000);
+	if (r > 0) /* nothing is asked: readable means closed */
+		*ended = true;
+	return status_stop || r > 0;
+}
+
+static int status_socket(const char *target, const char *dir, int fd, bool json, bool watch)
+{
+	bool tty = watch && !json && isatty(STDOUT_FILENO), ended = false;
+	for (;;) {
+		json_t *st = NULL;
+		char why[512];
+		int rc = ada_control_call(fd, "status", NULL, &st, why, sizeof(why));
+		if (rc == -ECONNRESET && watch) {
+			ended = true;
+			break;
+		}
+		if (rc != 0) {
+			if (status_stop)
+				break;
+			ada_log("%s", why);
+			return 1;
+		}
+		if (tty)
+			printf("\033[H\033[J"); /* like top: the screen is the view */
+		status_print(st, target, json);
+		json_decref(st);
+		if (!watch || status_pause(fd, &ended))
+			break;
+	}
+	if (ended)
+		return status_ended(target, dir, json);
+	return 0;
+}
+
+int cmd_status(int argc, char **argv)
+{
+	static const struct option opts[] = {{"json", no_argument, 0, 'j'},
+	                                     {"watch", no_argument, 0, 'w'},
+	                                     {"help", no_argument, 0, 'h'},
+	                                     {0, 0, 0, 0}};
+	bool json = false, watch = false;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'h' || c == '?') {
+			status_usage(c == 'h' ? stdout : stderr);
+			return c == 'h' ? 0 : 2;
+		}
+		json |= c == 'j';
+		watch |= c == 'w';
+	}
+	if (optind != argc - 1) {
+		status_usage(stderr);
+		return 2;
+	}
+	const char *target = argv[optind];
+	struct stat st;
+	bool is_dir = stat(target, &st) == 0 && S_ISDIR(st.st_mode);
+	if (is_dir && !json && !watch)
+		return status_dir((char *[]){argv[0], (char *)target, NULL});
+	struct sigaction sa = {.sa_handler = status_on_signal}; /* no SA_RESTART: poll returns */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	int fd = -1;
+	char why[512], dir[PATH_MAX];
+	/* The session first: once the recording ends, its manifests are there. */
+	int rc = ada_control_session_of(target, dir, sizeof(dir), why, sizeof(why));
+	if (rc == 0)
+		rc = ada_control_open(target, &fd, why, sizeof(why));
+	if (rc == -ECONNREFUSED && is_dir)
+		return status_ended(target, dir, json);
+	if (rc < 0) {
+		ada_log("%s", why);
+		return 1;
+	}
+	rc = status_socket(target, dir, fd, json, watch);
+	close(fd);
+	return rc;
 }

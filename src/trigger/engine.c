@@ -11,6 +11,7 @@
  * did not change; windows are only appended, never removed.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,10 +94,17 @@ int ada_trigger_remove(struct ada_trigger_engine *e, uint32_t id)
 
 int ada_trigger_fire_manual(struct ada_trigger_engine *e, uint64_t now_ns)
 {
+	return ada_trigger_fire_manual_note(e, now_ns, NULL);
+}
+
+int ada_trigger_fire_manual_note(struct ada_trigger_engine *e, uint64_t now_ns, const char *note)
+{
 	int rc = -EAGAIN;
 	pthread_mutex_lock(&e->mu);
 	if (e->manual_n < TRIG_MANUAL_QUEUE) {
-		e->manual_q[e->manual_n++] = now_ns;
+		struct trig_manual *m = &e->manual_q[e->manual_n++];
+		m->ns = now_ns;
+		snprintf(m->note, sizeof(m->note), "%s", note ? note : "");
 		engine_publish(e);
 		rc = 0;
 	}
@@ -106,11 +114,21 @@ int ada_trigger_fire_manual(struct ada_trigger_engine *e, uint64_t now_ns)
 
 size_t ada_trigger_list(struct ada_trigger_engine *e, struct ada_trigger_spec *out, size_t max)
 {
+	return ada_trigger_list_ids(e, out, NULL, max);
+}
+
+size_t ada_trigger_list_ids(struct ada_trigger_engine *e, struct ada_trigger_spec *out,
+                            uint32_t *ids, size_t max)
+{
 	size_t n = 0;
 	pthread_mutex_lock(&e->mu);
-	for (int i = 0; i < ADA_TRIGGER_MAX && n < max; i++)
-		if (e->staged[i].used)
-			out[n++] = e->staged[i].spec;
+	for (int i = 0; i < ADA_TRIGGER_MAX && n < max; i++) {
+		if (!e->staged[i].used)
+			continue;
+		if (ids)
+			ids[n] = e->staged[i].id;
+		out[n++] = e->staged[i].spec;
+	}
 	pthread_mutex_unlock(&e->mu);
 	return n;
 }
@@ -127,18 +145,21 @@ bool ada_trigger_armed(struct ada_trigger_engine *e, enum ada_trigger_kind k)
 
 /* ---- drain side ---- */
 
-static void engine_apply_manual(struct ada_trigger_engine *e, const uint64_t *q, uint32_t n)
+static void engine_apply_manual(struct ada_trigger_engine *e, const struct trig_manual *q,
+                                uint32_t n)
 {
+	struct ada_trigger_window *what = &e->manual_what; /* drain-owned; 600 bytes */
 	for (uint32_t m = 0; m < n; m++) {
 		bool armed = false;
+		uint64_t ns = q[m].ns;
 		for (int i = 0; i < ADA_TRIGGER_MAX; i++) {
 			struct trig_slot *t = &e->live[i];
-			if (!t->used || t->spec.kind != ADA_TRIGGER_MANUAL || q[m] < t->added_ns)
+			if (!t->used || t->spec.kind != ADA_TRIGGER_MANUAL || ns < t->added_ns)
 				continue;
 			armed = true;
-			struct ada_trigger_window what = {0};
-			trig_fire(e, i, q[m], q[m] - (q[m] < e->o.pre_ns ? q[m] : e->o.pre_ns),
-			          q[m] + e->o.post_ns, &what);
+			memset(what, 0, sizeof(*what));
+			memcpy(what->note, q[m].note, sizeof(what->note));
+			trig_fire(e, i, ns, trig_from(e, i, ns), trig_to(e, i, ns), what);
 		}
 		if (!armed)
 			e->st.manual_ignored++;
@@ -151,7 +172,7 @@ void trig_sync(struct ada_trigger_engine *e)
 	uint64_t g = atomic_load_explicit(&e->staged_gen, memory_order_acquire);
 	if (g == e->gen)
 		return;
-	uint64_t q[TRIG_MANUAL_QUEUE];
+	struct trig_manual *q = e->manual_take; /* drain-owned copy: the queue is 16 KiB */
 	uint32_t nq;
 	pthread_mutex_lock(&e->mu);
 	for (int i = 0; i < ADA_TRIGGER_MAX; i++) {
@@ -183,8 +204,10 @@ static struct ada_trigger_window *engine_overlap(struct ada_trigger_engine *e, u
 }
 
 static void engine_merge(struct ada_trigger_engine *e, struct ada_trigger_window *w, uint64_t from,
-                         uint64_t to)
+                         uint64_t to, const struct ada_trigger_window *what)
 {
+	if (!w->note[0] && what->note[0])
+		memcpy(w->note, what->note, sizeof(w->note));
 	if (from < w->from_ns)
 		w->from_ns = from;
 	if (to > w->to_ns) {
@@ -236,7 +259,7 @@ void trig_fire(struct ada_trigger_engine *e, int i, uint64_t fire_ns, uint64_t f
 	t->last_fire_ns = fire_ns;
 	struct ada_trigger_window *w = engine_overlap(e, from_ns, to_ns);
 	if (w) {
-		engine_merge(e, w, from_ns, to_ns);
+		engine_merge(e, w, from_ns, to_ns, what);
 		return;
 	}
 	if ((!death && e->nwin >= e->o.max_windows) ||
@@ -265,8 +288,7 @@ static void engine_tick_time(struct ada_trigger_engine *e, int i, uint64_t now_n
 	t->time_last_start = start;
 	uint64_t end = start + (uint64_t)engine_range_len(&t->spec) * 1000000000ull;
 	struct ada_trigger_window what = {0};
-	trig_fire(e, i, start, start - (start < e->o.pre_ns ? start : e->o.pre_ns),
-	          end + e->o.post_ns, &what);
+	trig_fire(e, i, start, trig_from(e, i, start), trig_to(e, i, end), &what);
 }
 
 void ada_trigger_tick(struct ada_trigger_engine *e, uint64_t now_ns, uint32_t local_sec)
@@ -285,7 +307,7 @@ bool ada_trigger_fire_crash(struct ada_trigger_engine *e, uint64_t crash_ns, uin
 		if (!t->used || t->spec.kind != ADA_TRIGGER_CRASH || crash_ns < t->added_ns)
 			continue;
 		struct ada_trigger_window what = {.tid = tid};
-		uint64_t from = crash_ns - (crash_ns < e->o.pre_ns ? crash_ns : e->o.pre_ns);
+		uint64_t from = trig_from(e, i, crash_ns);
 		/* Nothing happens after a death: the window ends with it. */
 		trig_fire(e, i, crash_ns, from, crash_ns, &what);
 	}

@@ -216,8 +216,7 @@ static void eval_call(struct ada_trigger_thread *t, const struct atf_index_event
 				struct ada_trigger_window w = {.fn_id = ev->function_id,
 				                               .tid = t->tid};
 				uint64_t ts = ev->timestamp_ns;
-				trig_fire(e, i, ts, ts - (ts < e->o.pre_ns ? ts : e->o.pre_ns),
-				          ts + e->o.post_ns, &w);
+				trig_fire(e, i, ts, trig_from(e, i, ts), trig_to(e, i, ts), &w);
 			} else {
 				f.mask |= 1ull << i; /* latency, p99: judged at the return */
 			}
@@ -248,8 +247,7 @@ static void eval_latency(struct ada_trigger_thread *t, int i, const struct trig_
 		return;
 	struct ada_trigger_window w = {
 	    .fn_id = f->fn_id, .tid = t->tid, .duration_ns = dur, .threshold_ns = limit};
-	trig_fire(e, i, ret_ns, ret_ns - (ret_ns < e->o.pre_ns ? ret_ns : e->o.pre_ns),
-	          ret_ns + e->o.post_ns, &w);
+	trig_fire(e, i, ret_ns, trig_from(e, i, ret_ns), trig_to(e, i, ret_ns), &w);
 }
 
 static void eval_return(struct ada_trigger_thread *t, const struct trig_frame *f, uint64_t ret_ns)

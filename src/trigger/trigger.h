@@ -37,6 +37,7 @@
 
 #define ADA_TRIGGER_TEXT_MAX 288
 #define ADA_TRIGGER_GLOB_MAX 256
+#define ADA_TRIGGER_NOTE_MAX 256       /* a manual fire's note (`ada trigger --note`) */
 #define ADA_TRIGGER_MAX 64             /* triggers armed at once */
 #define ADA_TRIGGER_P99_MIN_CALLS 100u /* calls before a running p99 is trusted */
 #define ADA_TRIGGER_STACK_FRAMES 256u  /* innermost frames kept per thread */
@@ -64,6 +65,10 @@ struct ada_trigger_spec {
 	char glob[ADA_TRIGGER_GLOB_MAX]; /* SYMBOL, LATENCY, P99: fnmatch(3) pattern */
 	uint64_t threshold_ns;           /* LATENCY */
 	uint32_t from_sec, to_sec;       /* TIME: seconds after local midnight; to <= from wraps */
+	/* Its own pre/post-roll (`ada arm --pre-roll-sec`), used when own_roll;
+	 * otherwise the engine's (ada_trigger_opts). */
+	bool own_roll;
+	uint64_t pre_ns, post_ns;
 };
 
 /* Parses one --trigger SPEC. -EINVAL with one sentence in why (naming the
@@ -92,6 +97,7 @@ struct ada_trigger_window {
 	uint32_t fires;                     /* fires merged into it, the first included */
 	uint64_t duration_ns;               /* latency/p99: the slow call's duration */
 	uint64_t threshold_ns;              /* latency: the limit; p99: the estimate then */
+	char note[ADA_TRIGGER_NOTE_MAX];    /* manual: the first note given (may be empty) */
 	bool closed;                        /* the drain persisted all of it */
 };
 
@@ -126,9 +132,15 @@ int ada_trigger_remove(struct ada_trigger_engine *e, uint32_t id);
 /* Any thread (not a signal handler: it locks). Queues a manual fire at
  * now_ns; the drain applies it at its next tick. -EAGAIN when 64 are queued. */
 int ada_trigger_fire_manual(struct ada_trigger_engine *e, uint64_t now_ns);
+/* The same with a note (NULL or "": none; cut to ADA_TRIGGER_NOTE_MAX - 1
+ * bytes) that the window it opens keeps (a merge keeps the first note). */
+int ada_trigger_fire_manual_note(struct ada_trigger_engine *e, uint64_t now_ns, const char *note);
 /* Armed triggers (a copy of the staged set; any thread). Returns how many
  * were written (up to max). */
 size_t ada_trigger_list(struct ada_trigger_engine *e, struct ada_trigger_spec *out, size_t max);
+/* The same with each one's handle in ids[] (for ada_trigger_remove()). */
+size_t ada_trigger_list_ids(struct ada_trigger_engine *e, struct ada_trigger_spec *out,
+                            uint32_t *ids, size_t max);
 /* Any thread: true when a trigger of this kind is armed. */
 bool ada_trigger_armed(struct ada_trigger_engine *e, enum ada_trigger_kind k);
 

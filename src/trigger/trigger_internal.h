@@ -9,6 +9,12 @@
 
 #define TRIG_MANUAL_QUEUE 64u
 
+/* One queued manual fire. */
+struct trig_manual {
+	uint64_t ns;
+	char note[ADA_TRIGGER_NOTE_MAX];
+};
+
 /* One armed trigger. */
 struct trig_slot {
 	struct ada_trigger_spec spec;
@@ -27,13 +33,15 @@ struct ada_trigger_engine {
 	pthread_mutex_t mu;
 	struct trig_slot staged[ADA_TRIGGER_MAX];
 	uint32_t serial;
-	uint64_t manual_q[TRIG_MANUAL_QUEUE];
+	struct trig_manual manual_q[TRIG_MANUAL_QUEUE];
 	uint32_t manual_n;
 	/* Bumped (release, under mu) at every change of staged or manual_q;
 	 * the drain loads it with acquire in trig_sync(). */
 	_Atomic uint64_t staged_gen;
 	/* Drain-owned from here on. */
-	uint64_t gen; /* staged_gen of the live copy */
+	uint64_t gen;                                      /* staged_gen of the live copy */
+	struct trig_manual manual_take[TRIG_MANUAL_QUEUE]; /* the queue, taken by trig_sync() */
+	struct ada_trigger_window manual_what;             /* a manual fire's window details */
 	struct trig_slot live[ADA_TRIGGER_MAX];
 	uint64_t want_names; /* live slots that need function names (mask) */
 	struct ada_trigger_window *win;
@@ -86,6 +94,20 @@ void trig_sync(struct ada_trigger_engine *e);
 /* Applies the hold-off, merge and max-windows rules to one fire of slot i. */
 void trig_fire(struct ada_trigger_engine *e, int i, uint64_t fire_ns, uint64_t from_ns,
                uint64_t to_ns, const struct ada_trigger_window *what);
+/* Start of the window of a fire of slot i at ts: its own pre-roll when
+ * it was armed with one, the engine's otherwise (clamped at 0). */
+static inline uint64_t trig_from(const struct ada_trigger_engine *e, int i, uint64_t ts)
+{
+	const struct ada_trigger_spec *s = &e->live[i].spec;
+	uint64_t pre = s->own_roll ? s->pre_ns : e->o.pre_ns;
+	return ts - (ts < pre ? ts : pre);
+}
+/* End of the window of a fire of slot i ending at ts (post-roll added). */
+static inline uint64_t trig_to(const struct ada_trigger_engine *e, int i, uint64_t ts)
+{
+	const struct ada_trigger_spec *s = &e->live[i].spec;
+	return ts + (s->own_roll ? s->post_ns : e->o.post_ns);
+}
 static inline bool trig_is_fn_kind(enum ada_trigger_kind k)
 {
 	return k == ADA_TRIGGER_SYMBOL || k == ADA_TRIGGER_LATENCY || k == ADA_TRIGGER_P99;

@@ -962,8 +962,10 @@ static void drain_detail_spans(struct ada_recorder *r, struct wal_proc *p)
 	for (uint32_t s = 0; s < p->max_threads; s++) {
 		struct wal_thread *t = p->by_slot[s];
 		uint64_t o, n;
-		if (t && !t->done && wal_detail_ring_span(r, t, &o, &n) == 0)
+		if (t && !t->done && wal_detail_ring_span(r, t, &o, &n) == 0) {
 			ada_arena_slot_set_detail_span(p->arena, s, n - o);
+			t->detail_span_ns = n - o;
+		}
 	}
 }
 
@@ -989,6 +991,7 @@ static void drain_tick_proc(struct ada_recorder *r, struct wal_proc *p, double d
 	atomic_store_explicit(&m->events_written[ADA_LANE_INDEX], p->events - wal_proc_lost(p),
 	                      memory_order_relaxed);
 	p->events_at_tick = p->events;
+	p->fill_last = p->fill_max;
 	p->fill_max = 0;
 }
 
@@ -1004,6 +1007,7 @@ static void drain_tick(struct ada_recorder *r, uint64_t now)
 			            drain_arena_lost(r, p, 0));
 	}
 	r->last_tick_ns = now;
+	wal_live_publish(r, true, false);
 }
 
 static void drain_clock(struct ada_recorder *r)
@@ -1078,7 +1082,8 @@ static bool drain_pass(struct ada_recorder *r)
 	drain_check_gone(r, false);
 	if (reclaim_all) {
 		r->last_reclaim_ns = now;
-		wal_flight_tick(r); /* manual fires, time ranges */
+		wal_flight_tick(r);                /* manual fires, time ranges */
+		wal_live_publish(r, false, false); /* new windows: `ada status` sees them */
 	}
 	if (now - r->last_tick_ns >= DRAIN_TICK_NS) {
 		wal_budget_scan(r);
@@ -1130,6 +1135,7 @@ void *wal_drain_main(void *arg)
 	struct ada_recorder *r = arg;
 	uint32_t idle_us = DRAIN_IDLE_MIN_US;
 	drain_setup(r);
+	wal_live_publish(r, true, false); /* `ada status` answers from the start */
 	wal_guard_install();
 	drain_scan_dir(r);
 	for (;;) {
@@ -1154,6 +1160,7 @@ void *wal_drain_main(void *arg)
 	while (ada_wal_io_reap(r->io, true) > 0)
 		;
 	drain_tick(r, drain_mono_ns());
+	wal_live_publish(r, true, true);
 	r->end_ns = drain_mono_ns();
 	return NULL;
 }

@@ -475,6 +475,8 @@ static json_t *flight_window(const struct ada_trigger_window *w, const struct wa
 	json_object_set_new(o, "from_ns", json_integer((json_int_t)w->from_ns));
 	json_object_set_new(o, "to_ns", json_integer((json_int_t)w->to_ns));
 	json_object_set_new(o, "fires", json_integer(w->fires));
+	if (w->note[0])
+		json_object_set_new(o, "note", json_string(w->note));
 	if (w->fn_id) {
 		char id[32];
 		snprintf(id, sizeof(id), "0x%" PRIx64, w->fn_id);

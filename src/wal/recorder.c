@@ -184,6 +184,8 @@ int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **ou
 		rc = ada_wal_io_new(NULL, &r->io);
 	if (rc == 0)
 		rc = wal_flight_init(r);
+	if (rc == 0)
+		rc = wal_live_init(r);
 	r->o.triggers = NULL; /* copied into the engine: the caller's array may go */
 	r->o.ntriggers = 0;
 	if (rc == 0)
@@ -219,6 +221,11 @@ const char *ada_recorder_session_dir(const struct ada_recorder *r)
 const char *ada_recorder_arena_dir(const struct ada_recorder *r)
 {
 	return r->arena_dir;
+}
+
+int ada_recorder_session_fd(const struct ada_recorder *r)
+{
+	return r->session_fd;
 }
 
 bool ada_recorder_uses_tsc(const struct ada_recorder *r)
@@ -385,6 +392,7 @@ void ada_recorder_free(struct ada_recorder *r)
 	free(r->argv_copy);
 	json_decref(r->warnings);
 	wal_flight_fini(r);
+	wal_live_fini(r);
 	free(r->early_pid);
 	free(r->ignored);
 	free(r->early_status);

@@ -28,6 +28,7 @@
 #include <sys/types.h>
 
 #include "atf_format.h"
+#include "ring.h"
 #include "trigger.h"
 
 /* ---- TSC -> CLOCK_BOOTTIME ---------------------------------------------- */
@@ -299,6 +300,9 @@ struct ada_record_summary {
 int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **out);
 const char *ada_recorder_session_dir(const struct ada_recorder *r);
 const char *ada_recorder_arena_dir(const struct ada_recorder *r);
+/* The session directory, opened once (O_NOFOLLOW): create files under it
+ * with src/fs. Owned by the recorder: do not close. */
+int ada_recorder_session_fd(const struct ada_recorder *r);
 /* True when the drain uses raw TSC (arena timestamp source ADA_TS_TSC). */
 bool ada_recorder_uses_tsc(const struct ada_recorder *r);
 /* Starts the drain thread. main_pid is the spawned program (our child);
@@ -319,6 +323,56 @@ void ada_recorder_free(struct ada_recorder *r);
 struct ada_trigger_engine *ada_recorder_triggers(struct ada_recorder *r);
 /* Async-signal-safe: asks for a manual fire now (SIGUSR2 to `ada record`). */
 void ada_recorder_request_manual(struct ada_recorder *r);
+
+/* ---- the live view (the control socket, `ada status PID`) ----
+ *
+ * Protocol: the drain builds a view in its own buffer once a second (and
+ * at its 10 ms cadence when the window list changed), then publishes it
+ * with pthread_mutex_trylock + memcpy: a busy lock skips the publish (the
+ * next pass retries), so a reader never holds the drain up. Readers copy
+ * the published view out under the same mutex (a memcpy: bounded). */
+#define ADA_LIVE_MAX_PROCS 64
+#define ADA_LIVE_MAX_RINGS 256
+#define ADA_LIVE_MAX_WINDOWS 64
+
+struct ada_live_proc {
+	pid_t pid;
+	bool finished;
+	uint32_t threads, ring_fill_pct; /* live threads; fill max over the last second */
+	uint64_t events;                 /* written */
+};
+
+struct ada_live_ring {
+	pid_t pid;
+	uint32_t thread, tid;
+	uint64_t detail_span_ns; /* seconds of detail its ring holds, in ns */
+};
+
+struct ada_recorder_live {
+	uint64_t seq;            /* publishes so far; 0: none yet */
+	uint64_t at_ns;          /* CLOCK_BOOTTIME of the publish */
+	uint64_t start_ns;       /* CLOCK_BOOTTIME when the drain started */
+	uint32_t detail_mode;    /* enum ada_detail_mode */
+	bool ended;              /* the drain finished: the final view */
+	uint64_t events;         /* written, every process */
+	uint64_t events_per_sec; /* over the last second */
+	uint64_t drops[ADA_DROP_REASON_COUNT];
+	uint64_t drops_per_sec[ADA_DROP_REASON_COUNT];
+	uint32_t ring_fill_pct_max;
+	uint32_t nprocs, procs_omitted; /* procs[] holds the first ADA_LIVE_MAX_PROCS */
+	struct ada_live_proc procs[ADA_LIVE_MAX_PROCS];
+	uint32_t nrings, rings_omitted;
+	struct ada_live_ring rings[ADA_LIVE_MAX_RINGS];
+	uint64_t windows_total, windows_closed; /* closed = persisted to their end */
+	uint32_t nwindows;                      /* windows[]: the most recent ones */
+	struct ada_trigger_window windows[ADA_LIVE_MAX_WINDOWS];
+	struct ada_trigger_stats trig;
+	uint64_t manual_dropped;
+};
+
+/* Any thread: copies the last published view into *out (about 60 KiB:
+ * not on a small stack). -EAGAIN when the drain has not published yet. */
+int ada_recorder_live(struct ada_recorder *r, struct ada_recorder_live *out);
 
 /* Start time of a process (field 22 of /proc/PID/stat, clock ticks since
  * boot); 0 when it does not exist. */

@@ -175,8 +175,9 @@ struct wal_thread {
 	 * position file_ring_base + i, for positions below file_ring_hole
 	 * (the first event the file lost, e.g. disk full; MAX: none). */
 	uint64_t file_ring_base, file_ring_hole;
-	struct wal_tdetail *dt; /* detail lane state (detail_persist.c); NULL until used */
-	bool refused;           /* no thread_K/: over the thread-directory rate (arena_check.c) */
+	struct wal_tdetail *dt;  /* detail lane state (detail_persist.c); NULL until used */
+	bool refused;            /* no thread_K/: over the thread-directory rate (arena_check.c) */
+	uint64_t detail_span_ns; /* what its detail ring held at the last tick (live view) */
 };
 
 /* One traced process (one arena, one pid_N directory). */
@@ -198,6 +199,7 @@ struct wal_proc {
 	uint64_t events, events_at_tick;
 	uint64_t drops_at_tick[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
 	uint32_t fill_max;
+	uint32_t fill_last; /* fill_max of the last completed tick (live view) */
 	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT]; /* last read from the arena */
 	uint64_t side_bytes; /* files the drain does not write (budget.c) */
 	bool side_final;     /* finished and scanned: side_bytes is final */
@@ -276,6 +278,16 @@ struct ada_recorder {
 	bool reserve_used;         /* a manifest needed it: the disk was full */
 	int manifest_error;        /* the first manifest that could not be written */
 	uint64_t self_start_ticks; /* ours, for `ada status` (alive.c) */
+	/* the live view (live.c): built by the drain, published under live_mu */
+	pthread_mutex_t live_mu;
+	struct ada_recorder_live *live_pub;   /* under live_mu */
+	struct ada_recorder_live *live_build; /* drain-owned */
+	uint64_t live_events_prev, live_drops_prev[ADA_DROP_REASON_COUNT], live_prev_ns;
+	uint64_t live_win_gen;     /* window gen of the last build */
+	size_t live_nprocs;        /* processes in the last build */
+	uint64_t live_events_seen; /* events taken at the last publish check */
+	bool live_pending;         /* a build waits for the lock */
+	bool live_rated;           /* the build has its own rates (a tick's) */
 };
 
 uint64_t wal_proc_drops(const struct wal_proc *p);
@@ -433,6 +445,13 @@ void wal_reserve_setup(struct ada_recorder *r);
 int wal_manifest_commit(struct ada_recorder *r, int dirfd, json_t *root);
 void wal_reserve_end(struct ada_recorder *r);
 int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *state);
+
+/* live.c: the live view (wal.h). init/fini on the caller's thread;
+ * wal_live_publish on the drain (force: once a second and at the end;
+ * otherwise only when the windows changed). */
+int wal_live_init(struct ada_recorder *r);
+void wal_live_fini(struct ada_recorder *r);
+void wal_live_publish(struct ada_recorder *r, bool force, bool ended);
 
 /* flight.c: the flight recorder's side of the drain. */
 int wal_flight_init(struct ada_recorder *r);

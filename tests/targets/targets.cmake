@@ -126,3 +126,5 @@ else()
 endif()
 # The flight recorder's programs (tests/integration/flight.cmake).
 ada_test_target(flight O2 SOURCES ${ADA_TGT_SRC}/t_flight.c)
+# The live-control target (tests/integration/control.cmake).
+ada_test_target(control O2 SOURCES ${ADA_TGT_SRC}/t_control.c)

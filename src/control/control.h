@@ -1,0 +1,127 @@
+/*
+ * ada control: live control of a running recording over a Unix socket
+ * (issue 9; docs/control.md is the protocol reference).
+ *
+ * The socket: <session>/ctl/control.sock, the directory 0700 and the
+ * socket 0600, both created through src/fs (never through a link). Every
+ * connection's peer is checked with SO_PEERCRED: the recording's user or
+ * root, anyone else gets one "permission denied" error and is closed.
+ *
+ * The protocol: JSON-RPC 2.0, one request per line (at most
+ * ADA_CONTROL_LINE_MAX bytes with its newline), one response line per
+ * request that has an id (a notification gets none), in order per
+ * connection. A bad request gets a JSON-RPC error and changes nothing.
+ *
+ * Threads (the server side):
+ *   - ada_control_new/listen/free: the owner's thread (`ada record`).
+ *   - the poll thread (started by ada_control_listen) serves every client:
+ *     it accepts, reads lines, runs ada_control_handle() and writes the
+ *     answers; it never blocks on one client (non-blocking sockets, bounded
+ *     buffers, at most ADA_CONTROL_CLIENTS_MAX at once).
+ *   - ada_control_handle() is the whole request logic without sockets
+ *     (unit tests call it directly); the methods reach the recording only
+ *     through the host's any-thread functions (the trigger engine's
+ *     add/remove/fire, the drain's published live view), so nothing a
+ *     client does can block the drain.
+ * The client side (ada_control_open/call) is for the `ada` thin clients.
+ * Errors are 0 / -errno unless said otherwise; nothing here prints.
+ */
+#ifndef ADA_CONTROL_H
+#define ADA_CONTROL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "trigger.h"
+#include "wal.h"
+
+#define ADA_CONTROL_DIR "ctl"
+#define ADA_CONTROL_SOCK "control.sock"
+#define ADA_CONTROL_LINE_MAX 65536u    /* one request, newline included */
+#define ADA_CONTROL_CLIENTS_MAX 32u    /* connections served at once */
+#define ADA_CONTROL_OUT_MAX (4u << 20) /* unread answers kept per client */
+
+/* JSON-RPC 2.0 error codes (the spec's, then ours in -32000..-32099). */
+enum ada_rpc_error {
+	ADA_RPC_PARSE_ERROR = -32700,      /* not JSON */
+	ADA_RPC_INVALID_REQUEST = -32600,  /* JSON, not a request (or too long) */
+	ADA_RPC_METHOD_NOT_FOUND = -32601, /* no such method */
+	ADA_RPC_INVALID_PARAMS = -32602,   /* bad or missing params */
+	ADA_RPC_INTERNAL = -32603,         /* out of memory and the like */
+	ADA_RPC_REFUSED = -32000,          /* valid, but the recording cannot do it */
+	ADA_RPC_PERMISSION = -32001,       /* the peer is neither the user nor root */
+	ADA_RPC_NOT_AVAILABLE = -32002,    /* method known but not available yet */
+	ADA_RPC_BUSY = -32003,             /* too many clients */
+};
+
+/* What the recording offers the methods. All function pointers may be
+ * called on the poll thread at any time between ada_control_listen() and
+ * ada_control_free(); ctx is passed back. */
+struct ada_control_host {
+	struct ada_trigger_engine *trig; /* arm, disarm, trigger, list_triggers */
+	uint32_t detail_mode;            /* enum ada_detail_mode: `never` refuses triggers */
+	int session_fd;                  /* pid_N/agent.json (hooks); -1: none */
+	/* The drain's published view (ada_recorder_live); -EAGAIN: none yet. */
+	int (*live)(void *ctx, struct ada_recorder_live *out);
+	/* `keysym` (issue 9 part 4/5, the keysym engineer): NULL until it lands
+	 * (the method answers ADA_RPC_NOT_AVAILABLE). params is the request's
+	 * params object (borrowed). On success *result is a new reference. On
+	 * failure one sentence in why; -EINVAL answers ADA_RPC_INVALID_PARAMS,
+	 * anything else ADA_RPC_REFUSED. */
+	int (*keysym)(void *ctx, json_t *params, json_t **result, char *why, size_t cap);
+	/* The key-symbol set version in force, for `status` (NULL: none). */
+	uint64_t (*keysym_version)(void *ctx);
+	void *ctx;
+};
+
+struct ada_control;
+
+/* Copies *h. -ENOMEM. */
+int ada_control_new(const struct ada_control_host *h, struct ada_control **out);
+/* Stops the poll thread (if any), closes every client, removes ctl/ and
+ * its socket. NULL is a no-op. */
+void ada_control_free(struct ada_control *c);
+
+/* Creates ctl/ (0700, new) under session_fd and ctl/control.sock (0600),
+ * and starts the poll thread. -EEXIST (ctl/ exists), other -errno. */
+int ada_control_listen(struct ada_control *c, int session_fd);
+
+/* Who may connect: uid (the recording's user) and root. Pure: tests. */
+bool ada_control_peer_allowed(uid_t peer, uid_t owner);
+/* The owner the peer check compares with (default geteuid()); tests
+ * set another to exercise the refusal without a second user. */
+void ada_control_set_owner(struct ada_control *c, uid_t owner);
+
+/* One request line (len bytes, no newline needed) -> one response line
+ * (malloc'd, NUL-terminated, no newline) into *resp, or *resp = NULL for
+ * a notification. Never fails: an allocation failure answers
+ * ADA_RPC_INTERNAL from a static text. Any thread; one at a time per c. */
+void ada_control_handle(struct ada_control *c, const char *line, size_t len, char **resp);
+
+/* ---- the client side: finding a recording and calling it ---- */
+
+/* Connects to the control socket of the recording named by target: a pid
+ * (digits: any traced process of the recording, or `ada record` itself)
+ * or a session directory (or one of its pid_N). The socket is trusted only
+ * when ctl/ is a real directory private to the session's owner, the
+ * socket is theirs, and the server's SO_PEERCRED is theirs too; a caller
+ * that is neither that user nor root gets -EACCES. *fd on success; on
+ * failure one sentence in why:
+ * -EACCES (permission denied), -ESRCH (no such process), -ENOENT (not
+ * recorded / no session there), -ECONNREFUSED (the recording has ended:
+ * its summary is in the manifests), -EPERM (something planted), -errno. */
+int ada_control_open(const char *target, int *fd, char *why, size_t cap);
+/* The session directory ada_control_open() found for target (also when
+ * the recording has ended: -ECONNREFUSED). 0 or -errno as above. */
+int ada_control_session_of(const char *target, char *dir, size_t dir_cap, char *why, size_t cap);
+/* Sends {"jsonrpc":"2.0","id":N,"method":method,"params":params} (params
+ * consumed, may be NULL) and reads its answer. 0 with *result (new
+ * reference); a JSON-RPC error code (<= -32000) with its message in why;
+ * or -errno (the connection failed; -ECONNRESET: the recording ended). */
+int ada_control_call(int fd, const char *method, json_t *params, json_t **result, char *why,
+                     size_t cap);
+
+#endif

@@ -1,0 +1,81 @@
+/* ada control, private: the server's state and the method table. */
+#ifndef ADA_CONTROL_INTERNAL_H
+#define ADA_CONTROL_INTERNAL_H
+
+#include <pthread.h>
+
+#include "control.h"
+
+/* CPU time and memory of the recorder and of the traced processes,
+ * sampled by the poll thread once a second (procstat.c). */
+struct ctl_cpu_sample {
+	uint64_t at_ns;        /* CLOCK_BOOTTIME */
+	uint64_t self_ticks;   /* utime + stime of `ada record` */
+	uint64_t target_ticks; /* the same summed over the live traced pids */
+};
+
+struct ada_control {
+	struct ada_control_host h;
+	uid_t owner;
+	/* procstat.c: last two samples; the status method reads them on the
+	 * poll thread, which also takes them: no lock. */
+	struct ctl_cpu_sample cpu_prev, cpu_last;
+	struct ada_recorder_live *live; /* scratch for the methods (60 KiB) */
+	/* server.c */
+	int listen_fd, wake_fd, ctl_fd, session_fd;
+	bool thread_started;
+	pthread_t thr;
+	struct ctl_client *clients[ADA_CONTROL_CLIENTS_MAX];
+	size_t nclients;
+	uint64_t refused_peers, refused_busy, oversized; /* counted, for status */
+};
+
+/* One call being answered. A method sets result (a new reference) or
+ * calls ctl_fail(). */
+struct ctl_call {
+	struct ada_control *c;
+	json_t *params; /* the request's params object (borrowed), never NULL */
+	json_t *result;
+	int code; /* 0 or enum ada_rpc_error */
+	char msg[400];
+};
+
+void ctl_fail(struct ctl_call *k, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+typedef void (*ctl_method_fn)(struct ctl_call *k);
+struct ctl_method {
+	const char *name;
+	ctl_method_fn fn;
+};
+/* methods.c: the table (one method per method_<name>.c). */
+const struct ctl_method *ctl_method_find(const char *name);
+
+void ctl_method_status(struct ctl_call *k);
+void ctl_method_arm(struct ctl_call *k);
+void ctl_method_disarm(struct ctl_call *k);
+void ctl_method_trigger(struct ctl_call *k);
+void ctl_method_list_triggers(struct ctl_call *k);
+void ctl_method_windows(struct ctl_call *k);
+void ctl_method_keysym(struct ctl_call *k);
+
+/* Shared by methods: CLOCK_BOOTTIME ns (the events' clock). */
+uint64_t ctl_now_ns(void);
+/* params[key] as seconds in [0, 3600] into ns: 0, 1 when absent, -1
+ * after ctl_fail(). */
+int ctl_param_seconds(struct ctl_call *k, const char *key, uint64_t *ns);
+/* The live view into c->live; false after ctl_fail() when there is none. */
+bool ctl_live(struct ctl_call *k);
+/* One window as JSON (status, windows). */
+json_t *ctl_window_json(const struct ada_trigger_window *w);
+/* A "--detail never" recording refuses triggers: true after ctl_fail(). */
+bool ctl_refuse_no_detail(struct ctl_call *k);
+
+/* procstat.c */
+void ctl_cpu_sample(struct ada_control *c);
+/* {"cpu_pct", "cpu_seconds", "rss_bytes"} of the recorder and of the live
+ * traced pids in c->live. */
+json_t *ctl_proc_usage(struct ada_control *c, bool target);
+uint64_t ctl_proc_ticks(pid_t pid, uint64_t *rss_bytes);
+
+#endif

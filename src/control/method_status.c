@@ -1,0 +1,132 @@
+/*
+ * status -> what the recording is doing now (OB-001): events/s, drops/s
+ * by reason, ring fill, seconds of detail each ring holds, hooks installed
+ * and skipped, windows persisted, key-symbol version, recorder and target
+ * CPU and memory. The counts come from the view the drain published last
+ * (at most a second old); CPU and memory from /proc now. docs/control.md
+ * lists every field; `ada status --json` prints this object as it is.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "control_internal.h"
+#include "fs.h"
+
+#define STATUS_AGENT_JSON_MAX (1u << 20) /* agent.json is the target's: bounded */
+
+static const char *status_detail_name(uint32_t m)
+{
+	return m == ADA_DETAIL_ALWAYS ? "always" : m == ADA_DETAIL_NEVER ? "never" : "triggered";
+}
+
+/* pid_N/agent.json (written by the agent inside the target: input, read
+ * bounded and checked) adds its installed and skipped hook counts. */
+static void status_hooks_of(int session_fd, pid_t pid, json_int_t *installed, json_int_t *skipped)
+{
+	char name[64];
+	int fd = -1;
+	snprintf(name, sizeof(name), "pid_%d/agent.json", (int)pid);
+	if (session_fd < 0 || ada_fs_open_file(session_fd, name, O_RDONLY, &fd) < 0)
+		return;
+	char *buf = malloc(STATUS_AGENT_JSON_MAX);
+	ssize_t n = buf ? read(fd, buf, STATUS_AGENT_JSON_MAX) : -1;
+	close(fd);
+	json_t *a = n > 0 ? json_loadb(buf, (size_t)n, 0, NULL) : NULL;
+	free(buf);
+	json_t *in = json_object_get(a, "installed");
+	if (json_is_integer(in) && json_integer_value(in) > 0)
+		*installed += json_integer_value(in);
+	const char *k;
+	json_t *v;
+	json_object_foreach(json_object_get(a, "skipped"), k,
+	                    v) if (json_is_integer(v) && json_integer_value(v) > 0) *skipped +=
+	    json_integer_value(v);
+	json_decref(a);
+}
+
+static json_t *status_hooks(struct ada_control *c)
+{
+	json_int_t in = 0, sk = 0;
+	for (uint32_t i = 0; i < c->live->nprocs; i++)
+		status_hooks_of(c->h.session_fd, c->live->procs[i].pid, &in, &sk);
+	return json_pack("{s:I,s:I}", "installed", in, "skipped", sk);
+}
+
+static json_t *status_drops(const uint64_t *d)
+{
+	json_t *o = json_object();
+	for (int k = 0; o && k < ADA_DROP_REASON_COUNT; k++)
+		json_object_set_new(o, ada_drop_reason_name((unsigned)k),
+		                    json_integer((json_int_t)d[k]));
+	return o;
+}
+
+static json_t *status_procs(const struct ada_recorder_live *v)
+{
+	json_t *a = json_array();
+	for (uint32_t i = 0; a && i < v->nprocs; i++) {
+		const struct ada_live_proc *p = &v->procs[i];
+		json_array_append_new(
+		    a, json_pack("{s:i,s:b,s:i,s:i,s:I}", "pid", (int)p->pid, "finished",
+		                 p->finished, "threads", (int)p->threads, "ring_fill_pct",
+		                 (int)p->ring_fill_pct, "events", (json_int_t)p->events));
+	}
+	return a;
+}
+
+static json_t *status_rings(const struct ada_recorder_live *v)
+{
+	json_t *a = json_array();
+	for (uint32_t i = 0; a && i < v->nrings; i++) {
+		const struct ada_live_ring *r = &v->rings[i];
+		json_array_append_new(a, json_pack("{s:i,s:i,s:i,s:f}", "pid", (int)r->pid,
+		                                   "thread", (int)r->thread, "tid", (int)r->tid,
+		                                   "detail_sec", (double)r->detail_span_ns / 1e9));
+	}
+	return a;
+}
+
+static json_t *status_triggers(struct ada_control *c)
+{
+	const struct ada_trigger_stats *s = &c->live->trig;
+	struct ada_trigger_spec sp[ADA_TRIGGER_MAX];
+	size_t armed = ada_trigger_list(c->h.trig, sp, ADA_TRIGGER_MAX);
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "armed", (json_int_t)armed, "fires",
+	                 (json_int_t)s->fires, "held_off", (json_int_t)s->held_off,
+	                 "over_max_windows", (json_int_t)s->over_max, "merged",
+	                 (json_int_t)s->merged, "manual_ignored", (json_int_t)s->manual_ignored,
+	                 "manual_dropped", (json_int_t)c->live->manual_dropped);
+}
+
+void ctl_method_status(struct ctl_call *k)
+{
+	struct ada_control *c = k->c;
+	if (!ctl_live(k))
+		return;
+	const struct ada_recorder_live *v = c->live;
+	json_t *ks = c->h.keysym_version ? json_integer((json_int_t)c->h.keysym_version(c->h.ctx))
+	                                 : json_null();
+	json_t *o = json_pack(
+	    "{s:b,s:f,s:s,s:I,s:I,s:o,s:o,s:i,s:o,s:i,s:o,s:i,s:o,s:{s:I,s:I},s:o,s:o}",
+	    "recording", !v->ended, "uptime_sec", (double)(v->at_ns - v->start_ns) / 1e9,
+	    "detail_mode", status_detail_name(v->detail_mode), "events", (json_int_t)v->events,
+	    "events_per_sec", (json_int_t)v->events_per_sec, "drops", status_drops(v->drops),
+	    "drops_per_sec", status_drops(v->drops_per_sec), "ring_fill_pct_max",
+	    (int)v->ring_fill_pct_max, "processes", status_procs(v), "processes_omitted",
+	    (int)v->procs_omitted, "rings", status_rings(v), "rings_omitted", (int)v->rings_omitted,
+	    "hooks", status_hooks(c), "windows", "total", (json_int_t)v->windows_total, "persisted",
+	    (json_int_t)v->windows_closed, "triggers", status_triggers(c), "keysym_version", ks);
+	if (o) {
+		json_object_set_new(o, "recorder", ctl_proc_usage(c, false));
+		json_object_set_new(o, "target", ctl_proc_usage(c, true)); /* reads c->live again */
+		json_object_set_new(o, "control",
+		                    json_pack("{s:i,s:I,s:I,s:I}", "clients", (int)c->nclients,
+		                              "refused_peers", (json_int_t)c->refused_peers,
+		                              "refused_busy", (json_int_t)c->refused_busy,
+		                              "oversized_lines", (json_int_t)c->oversized));
+	}
+	k->result = o;
+}

@@ -1,0 +1,329 @@
+/*
+ * The control socket's server: one poll thread serving every client.
+ *
+ * Protocol of a connection: the peer's credentials are checked at accept
+ * (SO_PEERCRED: the recording's user or root; anyone else gets one
+ * ADA_RPC_PERMISSION error line and is closed). Then lines: each complete
+ * line is one request, answered by ada_control_handle() in order. A line
+ * longer than ADA_CONTROL_LINE_MAX gets one ADA_RPC_INVALID_REQUEST error
+ * and the connection is closed once it is written (there is no way to
+ * find the next request in a stream that broke the bound). A client that
+ * leaves mid-line leaves nothing behind: a partial line is never handled.
+ * A client that does not read its answers stops being read (its answers
+ * wait in a bounded buffer), and past ADA_CONTROL_OUT_MAX it is closed:
+ * no client holds the others up. At most ADA_CONTROL_CLIENTS_MAX clients;
+ * one more gets ADA_RPC_BUSY and is closed.
+ *
+ * Threads: ada_control_listen/free on the owner's thread; everything else
+ * here on the poll thread, which owns the clients. The hand-over: the
+ * thread is created after the state is set, and free wakes it (eventfd)
+ * and joins it before touching anything.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "control_internal.h"
+#include "fs.h"
+
+#define CTL_SAMPLE_NS 1000000000ull /* CPU sample period (status's cpu_pct) */
+
+struct ctl_client {
+	int fd;
+	char *in; /* ADA_CONTROL_LINE_MAX bytes */
+	size_t in_len;
+	char *out;
+	size_t out_len, out_off, out_cap;
+	bool closing; /* close once out is written */
+};
+
+bool ada_control_peer_allowed(uid_t peer, uid_t owner)
+{
+	return peer == owner || peer == 0;
+}
+
+void ada_control_set_owner(struct ada_control *c, uid_t owner)
+{
+	c->owner = owner;
+}
+
+int ada_control_new(const struct ada_control_host *h, struct ada_control **out)
+{
+	struct ada_control *c = calloc(1, sizeof(*c));
+	if (!c || !(c->live = calloc(1, sizeof(*c->live)))) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->h = *h;
+	c->owner = geteuid();
+	c->listen_fd = c->wake_fd = c->ctl_fd = c->session_fd = -1;
+	*out = c;
+	return 0;
+}
+
+/* ---- one client ---- */
+
+static int ctl_out_append(struct ctl_client *cl, const char *s, size_t n)
+{
+	if (cl->out_len + n + 1 > ADA_CONTROL_OUT_MAX)
+		return -ENOBUFS;
+	if (cl->out_len + n + 1 > cl->out_cap) {
+		size_t cap = (cl->out_len + n + 1) * 2;
+		char *b = realloc(cl->out, cap);
+		if (!b)
+			return -ENOMEM;
+		cl->out = b;
+		cl->out_cap = cap;
+	}
+	memcpy(cl->out + cl->out_len, s, n);
+	cl->out[cl->out_len + n] = '\n';
+	cl->out_len += n + 1;
+	return 0;
+}
+
+/* Queues one answer line (resp consumed; NULL: a notification). */
+static void ctl_answer(struct ctl_client *cl, char *resp)
+{
+	if (resp && ctl_out_append(cl, resp, strlen(resp)) < 0)
+		cl->closing = true; /* it does not read what it asked for */
+	free(resp);
+}
+
+/* Writes what is queued; false when the client is gone. */
+static bool ctl_flush(struct ctl_client *cl)
+{
+	while (cl->out_off < cl->out_len) {
+		ssize_t n =
+		    send(cl->fd, cl->out + cl->out_off, cl->out_len - cl->out_off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK;
+		cl->out_off += (size_t)n;
+	}
+	cl->out_off = cl->out_len = 0;
+	return !cl->closing;
+}
+
+/* Handles every complete line in the input buffer. */
+static void ctl_lines(struct ada_control *c, struct ctl_client *cl)
+{
+	size_t start = 0;
+	char *nl;
+	while (!cl->closing && (nl = memchr(cl->in + start, '\n', cl->in_len - start))) {
+		size_t len = (size_t)(nl - (cl->in + start));
+		char *resp = NULL;
+		if (len && cl->in[start + len - 1] == '\r')
+			len--; /* `nc -C`, telnet */
+		if (len)       /* an empty line is no request: ignored */
+			ada_control_handle(c, cl->in + start, len, &resp);
+		ctl_answer(cl, resp);
+		start = (size_t)(nl - cl->in) + 1;
+	}
+	memmove(cl->in, cl->in + start, cl->in_len - start);
+	cl->in_len -= start;
+	if (cl->in_len == ADA_CONTROL_LINE_MAX) {
+		char msg[160];
+		snprintf(msg, sizeof(msg),
+		         "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":%d,\"message\":\"a "
+		         "request line is longer than %u bytes\"}}",
+		         ADA_RPC_INVALID_REQUEST, ADA_CONTROL_LINE_MAX);
+		ctl_answer(cl, strdup(msg));
+		c->oversized++;
+		cl->closing = true;
+	}
+}
+
+/* Reads what is there; false when the client is gone (EOF: a partial
+ * line it left is dropped with it). */
+static bool ctl_read(struct ada_control *c, struct ctl_client *cl)
+{
+	for (;;) {
+		if (cl->closing || cl->out_len) /* answers first: back-pressure */
+			return true;
+		ssize_t n = recv(cl->fd, cl->in + cl->in_len, ADA_CONTROL_LINE_MAX - cl->in_len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK;
+		if (n == 0)
+			return false;
+		cl->in_len += (size_t)n;
+		ctl_lines(c, cl);
+	}
+}
+
+static void ctl_client_free(struct ctl_client *cl)
+{
+	close(cl->fd);
+	free(cl->in);
+	free(cl->out);
+	free(cl);
+}
+
+/* ---- accepting ---- */
+
+/* Writes one error line to a connection we will not serve, and closes it. */
+static void ctl_refuse(int fd, int code, const char *msg)
+{
+	char line[256];
+	int n = snprintf(
+	    line, sizeof(line),
+	    "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":%d,\"message\":\"%s\"}}\n", code,
+	    msg);
+	if (send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		/* gone already: nothing to tell */
+	}
+	close(fd);
+}
+
+static void ctl_accept(struct ada_control *c)
+{
+	int fd = accept4(c->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || len != sizeof(cr) ||
+	    !ada_control_peer_allowed(cr.uid, c->owner)) {
+		c->refused_peers++;
+		ctl_refuse(fd, ADA_RPC_PERMISSION, "permission denied");
+		return;
+	}
+	struct ctl_client *cl = NULL;
+	if (c->nclients == ADA_CONTROL_CLIENTS_MAX || !(cl = calloc(1, sizeof(*cl))) ||
+	    !(cl->in = malloc(ADA_CONTROL_LINE_MAX))) {
+		if (cl)
+			free(cl);
+		c->refused_busy++;
+		ctl_refuse(fd, ADA_RPC_BUSY, "too many clients: try again later");
+		return;
+	}
+	cl->fd = fd;
+	c->clients[c->nclients++] = cl;
+}
+
+/* ---- the loop ---- */
+
+static void ctl_drop(struct ada_control *c, size_t i)
+{
+	ctl_client_free(c->clients[i]);
+	c->clients[i] = c->clients[--c->nclients];
+}
+
+/* One client's events; false when it is to be closed. */
+static bool ctl_serve(struct ada_control *c, struct ctl_client *cl, short re)
+{
+	if ((re & POLLIN) && !ctl_read(c, cl))
+		return false;
+	if (cl->out_len && !ctl_flush(cl))
+		return false;
+	if (cl->closing && !cl->out_len)
+		return false;
+	if ((re & (POLLERR | POLLNVAL)) || ((re & POLLHUP) && !(re & POLLIN)))
+		return false;
+	return true;
+}
+
+static void *ctl_main(void *arg)
+{
+	struct ada_control *c = arg;
+	struct pollfd pf[2 + ADA_CONTROL_CLIENTS_MAX];
+	ctl_cpu_sample(c);
+	for (;;) {
+		size_t n = c->nclients;
+		pf[0] = (struct pollfd){.fd = c->wake_fd, .events = POLLIN};
+		pf[1] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
+		for (size_t i = 0; i < n; i++)
+			pf[2 + i] = (struct pollfd){
+			    .fd = c->clients[i]->fd,
+			    .events = (short)(c->clients[i]->out_len ? POLLOUT : POLLIN)};
+		int rc = poll(pf, 2 + n, (int)(CTL_SAMPLE_NS / 1000000));
+		if (rc < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents)
+			break;
+		if (ctl_now_ns() - c->cpu_last.at_ns >= CTL_SAMPLE_NS)
+			ctl_cpu_sample(c);
+		if (rc <= 0)
+			continue;
+		/* Clients first, from the last (ctl_drop moves the last one in). */
+		for (size_t i = n; i-- > 0;)
+			if (pf[2 + i].revents && !ctl_serve(c, c->clients[i], pf[2 + i].revents))
+				ctl_drop(c, i);
+		if (pf[1].revents & POLLIN)
+			ctl_accept(c);
+	}
+	return NULL;
+}
+
+/* Binds ctl/control.sock through /proc/self/fd/<ctl_fd>: the directory we
+ * opened (and made), whatever its path is now, and no length limit from
+ * the session's path. */
+static int ctl_bind(struct ada_control *c)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/%s", c->ctl_fd,
+	         ADA_CONTROL_SOCK);
+	c->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->listen_fd < 0)
+		return -errno;
+	if (bind(c->listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return -errno;
+	/* ctl/ is 0700 already; 0600 says the same on the socket itself. */
+	if (fchmodat(c->ctl_fd, ADA_CONTROL_SOCK, 0600, 0) < 0)
+		return -errno;
+	return listen(c->listen_fd, 64) < 0 ? -errno : 0;
+}
+
+int ada_control_listen(struct ada_control *c, int session_fd)
+{
+	int rc = ada_fs_mkdir(session_fd, ADA_CONTROL_DIR, ADA_FS_EXCL, &c->ctl_fd);
+	if (rc < 0)
+		return rc;
+	c->session_fd = session_fd;
+	rc = ctl_bind(c);
+	if (rc == 0) {
+		c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		rc = c->wake_fd < 0 ? -errno : -pthread_create(&c->thr, NULL, ctl_main, c);
+	}
+	if (rc == 0) {
+		pthread_setname_np(c->thr, "ada-control");
+		c->thread_started = true;
+	}
+	return rc;
+}
+
+void ada_control_free(struct ada_control *c)
+{
+	if (!c)
+		return;
+	if (c->thread_started) {
+		uint64_t one = 1;
+		if (write(c->wake_fd, &one, sizeof(one)) < 0) {
+			/* an eventfd write of 1 cannot fail but for overflow */
+		}
+		pthread_join(c->thr, NULL);
+	}
+	for (size_t i = 0; i < c->nclients; i++)
+		ctl_client_free(c->clients[i]);
+	if (c->listen_fd >= 0)
+		close(c->listen_fd);
+	if (c->wake_fd >= 0)
+		close(c->wake_fd);
+	if (c->ctl_fd >= 0) {
+		unlinkat(c->ctl_fd, ADA_CONTROL_SOCK, 0);
+		close(c->ctl_fd);
+		unlinkat(c->session_fd, ADA_CONTROL_DIR, AT_REMOVEDIR);
+	}
+	free(c->live);
+	free(c);
+}

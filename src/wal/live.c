@@ -1,0 +1,167 @@
+/*
+ * The live view of a recording (wal.h: struct ada_recorder_live): what the
+ * control socket's `status` and `windows` answer while the drain runs.
+ *
+ * Threads: the drain builds the view in r->live_build (drain-owned) from
+ * its own state, then publishes it into r->live_pub under r->live_mu with
+ * pthread_mutex_trylock: when a reader holds the lock the publish is left
+ * pending for the next pass, so the drain never waits for a client.
+ * ada_recorder_live() (any thread) copies r->live_pub out under the lock.
+ * The mutex orders both copies; there is no other shared state.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wal_internal.h"
+
+int wal_live_init(struct ada_recorder *r)
+{
+	r->live_pub = calloc(1, sizeof(*r->live_pub));
+	r->live_build = calloc(1, sizeof(*r->live_build));
+	if (!r->live_pub || !r->live_build)
+		return -ENOMEM;
+	int rc = pthread_mutex_init(&r->live_mu, NULL);
+	return -rc;
+}
+
+void wal_live_fini(struct ada_recorder *r)
+{
+	if (r->live_pub)
+		pthread_mutex_destroy(&r->live_mu);
+	free(r->live_pub);
+	free(r->live_build);
+	r->live_pub = r->live_build = NULL;
+}
+
+/* One process: its counts, and one entry per live thread's ring. */
+static void live_proc(struct ada_recorder_live *v, const struct wal_proc *p)
+{
+	if (v->nprocs < ADA_LIVE_MAX_PROCS) {
+		struct ada_live_proc *lp = &v->procs[v->nprocs++];
+		*lp = (struct ada_live_proc){.pid = p->pid,
+		                             .finished = p->finished,
+		                             .ring_fill_pct = p->finished ? 0 : p->fill_last,
+		                             .events = p->events - wal_proc_lost(p)};
+		for (size_t j = 0; j < p->nthreads; j++)
+			lp->threads += !p->threads[j]->done;
+	} else {
+		v->procs_omitted++;
+	}
+	for (size_t j = 0; j < p->nthreads && !p->finished; j++) {
+		const struct wal_thread *t = p->threads[j];
+		if (t->done)
+			continue;
+		if (v->nrings == ADA_LIVE_MAX_RINGS) {
+			v->rings_omitted++;
+			continue;
+		}
+		v->rings[v->nrings++] = (struct ada_live_ring){.pid = p->pid,
+		                                               .thread = t->seq,
+		                                               .tid = t->tid,
+		                                               .detail_span_ns = t->detail_span_ns};
+	}
+}
+
+/* Totals and rates over every process (finished ones included). */
+static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, bool rates)
+{
+	uint64_t now = v->at_ns;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct wal_proc *p = r->procs[i];
+		v->events += p->events - wal_proc_lost(p);
+		for (int l = 0; l < ADA_LANE_COUNT; l++)
+			for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
+				v->drops[k] += p->drops[l][k];
+		if (!p->finished && p->fill_last > v->ring_fill_pct_max)
+			v->ring_fill_pct_max = p->fill_last;
+		live_proc(v, p);
+	}
+	if (!rates)
+		return; /* between ticks: the published rates stay (wal_live_publish) */
+	double dt =
+	    r->live_prev_ns && now > r->live_prev_ns ? (double)(now - r->live_prev_ns) / 1e9 : 0;
+	if (dt > 0) {
+		v->events_per_sec = (uint64_t)((double)(v->events - r->live_events_prev) / dt);
+		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
+			v->drops_per_sec[k] =
+			    (uint64_t)((double)(v->drops[k] - r->live_drops_prev[k]) / dt);
+	}
+	r->live_events_prev = v->events;
+	memcpy(r->live_drops_prev, v->drops, sizeof(v->drops));
+	r->live_prev_ns = now;
+}
+
+/* The window list: the most recent ADA_LIVE_MAX_WINDOWS, and counts. */
+static void live_windows(struct ada_recorder *r, struct ada_recorder_live *v)
+{
+	size_t n = ada_trigger_window_count(r->trig);
+	size_t first = n > ADA_LIVE_MAX_WINDOWS ? n - ADA_LIVE_MAX_WINDOWS : 0;
+	v->windows_total = n;
+	for (size_t i = 0; i < n; i++) {
+		const struct ada_trigger_window *w = ada_trigger_window_at(r->trig, i);
+		v->windows_closed += w->closed;
+		if (i >= first)
+			v->windows[v->nwindows++] = *w;
+	}
+	ada_trigger_get_stats(r->trig, &v->trig);
+	v->manual_dropped = r->manual_dropped;
+	r->live_win_gen = ada_trigger_window_gen(r->trig);
+	r->live_nprocs = r->nprocs;
+}
+
+static void live_build(struct ada_recorder *r, bool ended, bool rates)
+{
+	struct ada_recorder_live *v = r->live_build;
+	uint64_t seq = v->seq;
+	memset(v, 0, sizeof(*v));
+	v->seq = seq + 1;
+	v->at_ns = ada_boottime_ns();
+	v->start_ns = r->start_ns;
+	v->detail_mode = r->o.detail_mode;
+	v->ended = ended;
+	live_totals(r, v, rates);
+	live_windows(r, v);
+	r->live_rated = rates;
+}
+
+void wal_live_publish(struct ada_recorder *r, bool force, bool ended)
+{
+	if (!r->live_pub)
+		return;
+	/* New events, a new window or a new process: a fresh view now (at the
+	 * drain's 10 ms cadence), so `status` lags the rings by that at most. */
+	uint64_t ev = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		ev += r->procs[i]->events;
+	bool changed = ada_trigger_window_gen(r->trig) != r->live_win_gen ||
+	               r->nprocs != r->live_nprocs || ev != r->live_events_seen;
+	r->live_events_seen = ev;
+	if (!force && !changed && !r->live_pending)
+		return;
+	if (force || changed)
+		live_build(r, ended, force);
+	if (pthread_mutex_trylock(&r->live_mu) != 0) {
+		r->live_pending = true; /* a reader copies: publish on a later pass */
+		return;
+	}
+	if (!r->live_rated) { /* a between-ticks build: keep the published rates */
+		r->live_build->events_per_sec = r->live_pub->events_per_sec;
+		memcpy(r->live_build->drops_per_sec, r->live_pub->drops_per_sec,
+		       sizeof(r->live_build->drops_per_sec));
+	}
+	memcpy(r->live_pub, r->live_build, sizeof(*r->live_pub));
+	pthread_mutex_unlock(&r->live_mu);
+	r->live_pending = false;
+}
+
+int ada_recorder_live(struct ada_recorder *r, struct ada_recorder_live *out)
+{
+	if (!r->live_pub)
+		return -EAGAIN;
+	pthread_mutex_lock(&r->live_mu);
+	memcpy(out, r->live_pub, sizeof(*out));
+	pthread_mutex_unlock(&r->live_mu);
+	return out->seq ? 0 : -EAGAIN;
+}

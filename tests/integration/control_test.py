@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""Live control of a running recording end to end (issue 9; docs/control.md).
+
+  control_test.py --ada ADA --target T_CONTROL --work DIR CASE
+
+The target (tests/targets/t_control.c) does what its stdin says, one line
+at a time, and answers each line: every step below waits for an answer,
+never for time.
+
+  arm        `ada arm PID --trigger symbol=rare_event` on a running program
+             that already called rare_event once: the manifest has exactly
+             one window, fired after the arm, whose pre-roll reaches back
+             into detail recorded before the arm.
+  note       `ada trigger PID --note TEXT`: the window's record in the
+             manifest has the note (and `manual` was armed for it).
+  status     `ada status PID --json` parses, has every field, and agrees with
+             the final manifest (hooks, pid, drops by reason, windows; events
+             live <= final); `ada status SESSION --json` afterwards is the
+             manifest's count exactly; `ada status PID --watch` ends by itself
+             when the recording ends; `ada disarm` removes what `arm` added.
+  malformed  straight to the socket: a malformed line gets a JSON-RPC error,
+             a client that leaves mid-request harms nothing, and the
+             recording goes on to a complete manifest.
+  never      a `--detail never` recording asked to arm says so and suggests
+             `--detail triggered`.
+  peer       (root only) a throwaway user gets "permission denied" from
+             `ada status PID`, `ada arm PID` and `ada trigger DIR`, and nothing
+             else. Not root: exit 77 after printing why.
+
+Exit 0 = pass, 1 = fail (the work directory is kept and printed), 77 = skip.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+SKIP = 77
+TIMEOUT = 60  # run-away guard only
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def run(cmd, timeout=TIMEOUT, preexec=None):
+    try:
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=timeout, preexec_fn=preexec)
+    except subprocess.TimeoutExpired:
+        raise Fail("timed out after %ds: %s" % (timeout, " ".join(cmd)))
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+class Rec:
+    """`ada record` of the target, driven line by line."""
+
+    def __init__(self, ada, target, work, opts=()):
+        self.ada = ada
+        self.out = os.path.join(work, "out_%s" % uuid.uuid4().hex[:6])
+        cmd = [ada, "record", "--out", self.out] + list(opts) + ["--", target]
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        self.expect("ready")
+        self.send("pid")
+        self.pid = int(self.line())
+        sessions = glob.glob(os.path.join(self.out, "session_*"))
+        check(len(sessions) == 1, "expected one session: %r" % sessions)
+        self.session = sessions[0]
+        self.err = ""
+
+    def line(self):
+        l = self.p.stdout.readline().decode().strip()
+        if not l:
+            self.kill()
+            raise Fail("the target stopped answering; ada record said:\n%s" % self.err[-1500:])
+        return l
+
+    def send(self, cmd):
+        self.p.stdin.write((cmd + "\n").encode())
+        self.p.stdin.flush()
+
+    def expect(self, want):
+        got = self.line()
+        check(got == want, "the target answered %r, not %r" % (got, want))
+
+    def do(self, cmd):
+        self.send(cmd)
+        self.expect(cmd)
+
+    def finish(self):
+        self.send("quit")
+        try:
+            _, err = self.p.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise Fail("ada record did not end after quit")
+        self.err = err.decode(errors="replace")
+        check(self.p.returncode == 0, "ada record exited %d:\n%s" % (self.p.returncode,
+                                                                    self.err[-1500:]))
+        mans = glob.glob(os.path.join(self.session, "pid_*", "manifest.json"))
+        check(len(mans) == 1, "expected one manifest: %r" % mans)
+        with open(mans[0]) as f:
+            return json.load(f)
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+    def ada_cmd(self, *args, ok=True):
+        rc, so, se = run([self.ada] + list(args))
+        if ok:
+            check(rc == 0 and len(so.strip().splitlines()) == 1 and not se.strip(),
+                  "ada %s: exit %d, stdout %r, stderr %r (want 0 and one line)" %
+                  (" ".join(args), rc, so, se))
+        return rc, so, se
+
+
+def windows(man):
+    return man.get("flight_recorder", {}).get("windows", [])
+
+
+def case_arm(ada, target, work):
+    r = Rec(ada, target, work)
+    try:
+        r.do("busy")  # detail in the ring before the arm
+        r.do("rare")  # before the arm: must not open a window
+        _, so, _ = r.ada_cmd("arm", str(r.pid), "--trigger", "symbol=rare_event",
+                             "--pre-roll-sec", "30", "--post-roll-sec", "0.5")
+        check("armed symbol=rare_event" in so, "ada arm said %r" % so)
+        armed_ns = int(so.split("after ")[1].split()[0])
+        r.do("rare")
+        man = r.finish()
+    finally:
+        r.kill()
+    w = windows(man)
+    check(len(w) == 1, "want exactly one window (rare_event ran once before the arm and once "
+          "after), the manifest has %d: %s" % (len(w), json.dumps(w)[:800]))
+    w = w[0]
+    check(w["trigger"] == "symbol=rare_event", "window trigger %r" % w["trigger"])
+    check(w["fire_ns"] >= armed_ns, "the window fired at %d, before the arm at %d" %
+          (w["fire_ns"], armed_ns))
+    check(w["pre_roll_ns"] == 30 * 10**9 and w["post_roll_ns"] == 5 * 10**8,
+          "the window's roll is %r/%r, not the 30 s / 0.5 s armed" %
+          (w["pre_roll_ns"], w["post_roll_ns"]))
+    th = w["threads"][0] if w["threads"] else {}
+    check(th.get("records", 0) > 0, "the window persisted no detail: %r" % w)
+    pre = th.get("pre_achieved_ns") or 0
+    check(pre > w["fire_ns"] - armed_ns, "the pre-roll (%d ns) does not reach back before the "
+          "arm (%d ns before the fire)" % (pre, w["fire_ns"] - armed_ns))
+    print("arm: one window, fired %.3f ms after the arm, pre-roll reaching %.3f ms back "
+          "(before the arm)" % ((w["fire_ns"] - armed_ns) / 1e6, pre / 1e6))
+
+
+def case_note(ada, target, work):
+    r = Rec(ada, target, work)
+    try:
+        r.do("busy")
+        _, so, _ = r.ada_cmd("trigger", str(r.pid), "--note", "deploy 42: cache flushed")
+        check("fired manual" in so and "armed the manual trigger" in so, "ada trigger: %r" % so)
+        r.do("busy")
+        man = r.finish()
+    finally:
+        r.kill()
+    w = windows(man)
+    check(len(w) == 1 and w[0]["trigger"] == "manual" and
+          w[0].get("note") == "deploy 42: cache flushed",
+          "want one manual window with the note; the manifest has %s" % json.dumps(w)[:800])
+    check("manual" in man["flight_recorder"]["triggers"], "manual was not armed")
+    print("note: the manual window has its note %r" % w[0]["note"])
+
+
+STATUS_KEYS = ("recording", "events", "events_per_sec", "drops", "drops_per_sec",
+               "ring_fill_pct_max", "processes", "rings", "hooks", "windows", "triggers",
+               "keysym_version", "recorder", "target", "detail_mode")
+
+
+def case_status(ada, target, work):
+    r = Rec(ada, target, work, ["--trigger", "symbol=rare_event"])
+    try:
+        r.do("busy")
+        r.do("rare")
+        # The drain publishes its view within 10 ms of taking events; the
+        # target is blocked now, so the view settles: ask until it shows
+        # the events and the window (a poll, not a timed wait).
+        for _ in range(1200):
+            _, so, _ = r.ada_cmd("status", str(r.pid), "--json")
+            st = json.loads(so)
+            if st["events"] > 0 and st["windows"]["total"] == 1:
+                break
+            time.sleep(0.05)
+        for k in STATUS_KEYS:
+            check(k in st, "ada status --json lacks %r: %s" % (k, so[:800]))
+        for reason in ("ring_full", "corrupt", "thread_limit"):
+            check(reason in st["drops"] and reason in st["drops_per_sec"],
+                  "drops by reason lack %r: %r" % (reason, st["drops"]))
+        check(st["recording"] is True, "recording is %r" % st["recording"])
+        check([p["pid"] for p in st["processes"]] == [r.pid], "processes %r" % st["processes"])
+        for who in ("recorder", "target"):
+            check(st[who]["rss_bytes"] > 0, "%s rss %r" % (who, st[who]))
+        _, line, _ = r.ada_cmd("status", str(r.pid))
+        check(line.startswith("%d: recording, 1 process" % r.pid), "ada status: %r" % line)
+        # disarm what arm added, and only that
+        r.ada_cmd("arm", r.session, "--trigger", "p99=function:mid>10s")
+        _, so, _ = r.ada_cmd("disarm", str(r.pid), "--trigger", "p99=function:mid>10s")
+        check(so.strip() == "disarmed 1 trigger", "ada disarm: %r" % so)
+        rc, _, se = r.ada_cmd("disarm", str(r.pid), "--trigger", "p99=function:mid>10s", ok=False)
+        check(rc == 1 and len(se.strip().splitlines()) == 1, "disarming again: %d %r" % (rc, se))
+        # --watch runs until the recording ends, then says so
+        watch = subprocess.Popen([ada, "status", str(r.pid), "--watch"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        first = watch.stdout.readline().decode()
+        check(first.startswith("%d: recording" % r.pid), "--watch printed %r" % first)
+        man = r.finish()
+        try:
+            wo, we = watch.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            watch.kill()
+            raise Fail("ada status --watch did not end with the recording")
+        last = wo.decode().strip().splitlines()[-1]
+        check(watch.returncode == 0 and ": ended, 1 process" in last,
+              "--watch at the end: exit %d, last line %r, stderr %r" %
+              (watch.returncode, last, we.decode()))
+    finally:
+        r.kill()
+    hook = man["hook"]
+    check(st["hooks"]["installed"] == hook["installed"] and
+          st["hooks"]["skipped"] == sum(hook["skipped"].values()),
+          "hooks live %r, manifest %r" % (st["hooks"], hook))
+    final = man["metrics"]["events_written"]
+    check(0 < st["events"] <= final, "live events %d, final %d" % (st["events"], final))
+    for reason, n in st["drops"].items():
+        check(n <= sum(l.get(reason, 0) for l in man["drops"].values()),
+              "drops %s: live %d above the manifest's" % (reason, n))
+    check(len(windows(man)) == 1, "windows: %r" % windows(man))
+    _, so, _ = r.ada_cmd("status", r.session, "--json")
+    done = json.loads(so)
+    check(done["recording"] is False and done["events"] == final and
+          done["hooks"] == st["hooks"] and done["windows"]["total"] == 1,
+          "status of the finished session %r; manifest events %d" % (done, final))
+    print("status: live %d events (final %d), hooks %r, drops by reason %r; --watch ended "
+          "with %r" % (st["events"], final, st["hooks"], st["drops"], last))
+
+
+def rpc(f, line):
+    f.write(line + b"\n")
+    f.flush()
+    ans = f.readline()
+    check(ans, "the control socket closed after %r" % line)
+    return json.loads(ans)
+
+
+def case_malformed(ada, target, work):
+    r = Rec(ada, target, work)
+    try:
+        # through the directory's descriptor: the session path may be longer
+        # than a socket address takes
+        ctl = os.open(os.path.join(r.session, "ctl"), os.O_RDONLY | os.O_DIRECTORY)
+        path = "/proc/self/fd/%d/control.sock" % ctl
+        gone = socket.socket(socket.AF_UNIX)
+        gone.connect(path)
+        gone.sendall(b'{"jsonrpc":"2.0","id":1,"method":"arm","params":{"trigger":"sym')
+        gone.close()  # mid-request
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        f = s.makefile("rwb")
+        for line, code in ((b"this is not json", -32700), (b'{"jsonrpc":"2.0"}', -32600),
+                           (b'{"jsonrpc":"2.0","id":2,"method":"shutdown"}', -32601),
+                           (b'{"jsonrpc":"2.0","id":3,"method":"arm","params":{"trigger":1}}',
+                            -32602)):
+            ans = rpc(f, line)
+            check(ans.get("error", {}).get("code") == code,
+                  "%r got %r, want error %d" % (line, ans, code))
+        ans = rpc(f, b'{"jsonrpc":"2.0","id":4,"method":"list_triggers"}')
+        check(ans.get("result") == {"triggers": []}, "after the bad lines: %r" % ans)
+        s.close()
+        os.close(ctl)
+        r.do("busy")  # the recording goes on
+        r.ada_cmd("status", str(r.pid))
+        man = r.finish()
+    finally:
+        r.kill()
+    check(man["state"] == "complete" and man["metrics"]["events_written"] > 0,
+          "manifest state %r" % man["state"])
+    check(not man["flight_recorder"]["triggers"], "a bad request armed something: %r" %
+          man["flight_recorder"]["triggers"])
+    check(not os.path.exists(os.path.join(r.session, "ctl")), "ctl/ left behind")
+    print("malformed: -32700/-32600/-32601/-32602 answered, a half request ignored, the "
+          "recording completed")
+
+
+def case_never(ada, target, work):
+    r = Rec(ada, target, work, ["--detail", "never"])
+    try:
+        rc, so, se = r.ada_cmd("arm", str(r.pid), "--trigger", "symbol=rare_event", ok=False)
+        lines = se.strip().splitlines()
+        check(rc == 1 and not so.strip() and len(lines) == 1 and "--detail never" in lines[0]
+              and "--detail triggered" in lines[0], "ada arm on --detail never: %d %r %r" %
+              (rc, so, se))
+        man = r.finish()
+    finally:
+        r.kill()
+    check(not man["flight_recorder"]["triggers"], "armed anyway: %r" %
+          man["flight_recorder"]["triggers"])
+    print("never: %s" % lines[0])
+
+
+def case_peer(ada, target, work):
+    if os.geteuid() != 0:
+        print("SKIP: another user's refusal needs root to make one (running as uid %d)" %
+              os.geteuid())
+        return SKIP
+    name = "adac" + uuid.uuid4().hex[:10]
+    rc, _, se = run(["useradd", "-M", "-N", "-s", "/usr/sbin/nologin", name])
+    check(rc == 0, "useradd %s failed: %s" % (name, se))
+    try:
+        rc, so, _ = run(["id", "-u", name])
+        uid = int(so.strip())
+        os.chmod(work, 0o755)
+        r = Rec(ada, target, work)
+        try:
+            def become():
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(uid)
+            for args in (["status", str(r.pid)], ["arm", str(r.pid), "--trigger", "crash"],
+                         ["trigger", r.session], ["status", str(r.pid), "--json"]):
+                rc, so, se = run([ada] + args, preexec=become)
+                check(rc != 0 and not so.strip() and se.strip() == "ada: permission denied",
+                      "another user ran ada %s: exit %d, stdout %r, stderr %r (want only "
+                      "'permission denied')" % (" ".join(args), rc, so, se))
+            man = r.finish()
+        finally:
+            r.kill()
+        check(not man["flight_recorder"]["triggers"] and not windows(man),
+              "the other user changed the recording: %r" % man["flight_recorder"])
+    finally:
+        run(["userdel", name])
+    print("peer: another user got 'permission denied' for status, arm and trigger")
+
+
+CASES = {"arm": case_arm, "note": case_note, "status": case_status,
+         "malformed": case_malformed, "never": case_never, "peer": case_peer}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ada", required=True)
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("case", choices=sorted(CASES))
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="control_%s_" % a.case, dir=os.path.abspath(a.work))
+    try:
+        rc = CASES[a.case](os.path.abspath(a.ada), os.path.abspath(a.target), work) or 0
+    except Fail as e:
+        print("FAIL control %s: %s\n(work directory kept: %s)" % (a.case, e, work))
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

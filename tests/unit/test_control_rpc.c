@@ -1,0 +1,563 @@
+/*
+ * The control module's request handler and server (src/control): every
+ * JSON-RPC error code, each method, malformed and oversized lines, a
+ * client leaving mid-request, many clients at once, and a peer that is
+ * neither the owner nor root refused. The recording is faked: a real
+ * trigger engine (this test plays the drain: it calls ada_trigger_tick)
+ * and a live view the test fills in. Nothing waits on time: each socket
+ * exchange is a request and its answer line.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "control.h"
+#include "fs.h"
+
+struct fake {
+	struct ada_trigger_engine *e;
+	struct ada_recorder_live live;
+	bool have_live;
+	struct ada_control *c;
+};
+
+static int fake_live(void *ctx, struct ada_recorder_live *out)
+{
+	struct fake *f = ctx;
+	if (!f->have_live)
+		return -EAGAIN;
+	*out = f->live;
+	return 0;
+}
+
+static void fake_init(struct fake *f, uint32_t detail_mode)
+{
+	memset(f, 0, sizeof(*f));
+	struct ada_trigger_opts o = {.pre_ns = 5000000000ull, .post_ns = 1000000000ull};
+	assert_int_equal(ada_trigger_engine_new(&o, &f->e), 0);
+	struct ada_control_host h = {.trig = f->e,
+	                             .detail_mode = detail_mode,
+	                             .session_fd = -1,
+	                             .live = fake_live,
+	                             .ctx = f};
+	f->live.seq = 1;
+	f->live.events = 1234;
+	f->live.events_per_sec = 56;
+	f->live.drops[ADA_DROP_CORRUPT] = 3;
+	f->live.drops[ADA_DROP_THREAD_LIMIT] = 4;
+	f->live.nprocs = 1;
+	f->live.procs[0] = (struct ada_live_proc){.pid = getpid(), .threads = 1, .events = 1234};
+	f->live.nrings = 1;
+	f->live.rings[0] = (struct ada_live_ring){.pid = getpid(), .detail_span_ns = 2500000000ull};
+	f->live.windows_total = 1;
+	f->live.nwindows = 1;
+	f->live.windows[0] = (struct ada_trigger_window){.id = 0, .trigger = "manual", .fires = 1};
+	strcpy(f->live.windows[0].note, "a note");
+	f->have_live = true;
+	assert_int_equal(ada_control_new(&h, &f->c), 0);
+}
+
+static void fake_fini(struct fake *f)
+{
+	ada_control_free(f->c);
+	ada_trigger_engine_free(f->e);
+}
+
+/* One request through the handler; the parsed answer (never NULL unless
+ * the request was a notification). */
+static json_t *ask(struct fake *f, const char *line)
+{
+	char *resp = NULL;
+	ada_control_handle(f->c, line, strlen(line), &resp);
+	if (!resp)
+		return NULL;
+	json_t *j = json_loads(resp, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "jsonrpc")), "2.0");
+	free(resp);
+	return j;
+}
+
+static int err_code(json_t *j)
+{
+	json_t *e = json_object_get(j, "error");
+	assert_non_null(e);
+	assert_null(json_object_get(j, "result"));
+	assert_true(json_is_string(json_object_get(e, "message")));
+	return (int)json_integer_value(json_object_get(e, "code"));
+}
+
+static size_t armed(struct fake *f)
+{
+	struct ada_trigger_spec s[ADA_TRIGGER_MAX];
+	return ada_trigger_list(f->e, s, ADA_TRIGGER_MAX);
+}
+
+/* Every error code, and none of them changes the armed set. */
+static void test_errors(void **state)
+{
+	(void)state;
+	struct fake f;
+	fake_init(&f, ADA_DETAIL_TRIGGERED);
+	static const struct {
+		const char *line;
+		int code;
+	} cases[] = {
+	    {"not json", ADA_RPC_PARSE_ERROR},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"arm\"", ADA_RPC_PARSE_ERROR}, /* cut */
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"arm\",\"method\":\"status\"}",
+	     ADA_RPC_PARSE_ERROR}, /* duplicate key */
+	    {"42", ADA_RPC_INVALID_REQUEST},
+	    {"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}]", ADA_RPC_INVALID_REQUEST},
+	    {"{\"id\":1,\"method\":\"status\"}", ADA_RPC_INVALID_REQUEST},
+	    {"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"status\"}", ADA_RPC_INVALID_REQUEST},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":7}", ADA_RPC_INVALID_REQUEST},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"status\"}", ADA_RPC_INVALID_REQUEST},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\",\"params\":3}",
+	     ADA_RPC_INVALID_REQUEST},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"reboot\"}", ADA_RPC_METHOD_NOT_FOUND},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"arm\",\"params\":[\"symbol=x\"]}",
+	     ADA_RPC_INVALID_PARAMS},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"arm\"}", ADA_RPC_INVALID_PARAMS},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"arm\",\"params\":{\"trigger\":\"bogus=1\"}"
+	     "}",
+	     ADA_RPC_INVALID_PARAMS},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"arm\",\"params\":{\"trigger\":"
+	     "\"symbol=x\",\"pre_roll_sec\":-1}}",
+	     ADA_RPC_INVALID_PARAMS},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"arm\",\"params\":{\"trigger\":"
+	     "\"symbol=x\",\"post_roll_sec\":\"1\"}}",
+	     ADA_RPC_INVALID_PARAMS},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"disarm\",\"params\":{}}",
+	     ADA_RPC_INVALID_PARAMS},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"disarm\",\"params\":{\"all\":true,\"id\":"
+	     "1}}",
+	     ADA_RPC_INVALID_PARAMS},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"trigger\",\"params\":{\"note\":5}}",
+	     ADA_RPC_INVALID_PARAMS},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"keysym\",\"params\":{}}",
+	     ADA_RPC_NOT_AVAILABLE},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *j = ask(&f, cases[i].line);
+		if (err_code(j) != cases[i].code)
+			fail_msg("%s: code %d, want %d", cases[i].line, err_code(j), cases[i].code);
+		json_decref(j);
+		assert_int_equal(armed(&f), 0);
+	}
+	/* A note longer than the bound is refused too. */
+	char big[600];
+	snprintf(big, sizeof(big),
+	         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"trigger\",\"params\":{\"note\":\"%"
+	         "0300d\"}}",
+	         0);
+	json_t *j = ask(&f, big);
+	assert_int_equal(err_code(j), ADA_RPC_INVALID_PARAMS);
+	json_decref(j);
+	assert_int_equal(armed(&f), 0);
+	/* The id is echoed, of either type. */
+	j = ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":\"nope\"}");
+	assert_string_equal(json_string_value(json_object_get(j, "id")), "abc");
+	json_decref(j);
+	/* A notification is answered by nothing. */
+	assert_null(ask(&f, "{\"jsonrpc\":\"2.0\",\"method\":\"list_triggers\"}"));
+	fake_fini(&f);
+}
+
+static json_t *result_of(json_t *j)
+{
+	json_t *r = json_object_get(j, "result");
+	if (!r)
+		fail_msg("error: %s", json_string_value(
+		                          json_object_get(json_object_get(j, "error"), "message")));
+	return r;
+}
+
+static void test_arm_disarm_list(void **state)
+{
+	(void)state;
+	struct fake f;
+	fake_init(&f, ADA_DETAIL_TRIGGERED);
+	json_t *j =
+	    ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"arm\",\"params\":{\"trigger\":"
+	            "\"symbol=rare_*\",\"pre_roll_sec\":0.25,\"post_roll_sec\":2}}");
+	json_t *r = result_of(j);
+	assert_string_equal(json_string_value(json_object_get(r, "trigger")), "symbol=rare_*");
+	json_int_t id = json_integer_value(json_object_get(r, "id"));
+	assert_true(json_integer_value(json_object_get(r, "armed_ns")) > 0);
+	json_decref(j);
+	json_decref(ask(&f,
+	                "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"arm\",\"params\":{\"trigger\":"
+	                "\"p99=function:work>5ms\"}}"));
+	json_decref(ask(&f,
+	                "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"arm\",\"params\":{\"trigger\":"
+	                "\"symbol=rare_*\"}}"));
+	assert_int_equal(armed(&f), 3);
+	j = ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"list_triggers\"}");
+	json_t *a = json_object_get(result_of(j), "triggers");
+	assert_int_equal(json_array_size(a), 3);
+	json_t *t0 = json_array_get(a, 0);
+	assert_int_equal(json_integer_value(json_object_get(t0, "id")), id);
+	assert_string_equal(json_string_value(json_object_get(t0, "kind")), "symbol");
+	assert_true(json_real_value(json_object_get(t0, "pre_roll_sec")) == 0.25);
+	assert_true(json_real_value(json_object_get(t0, "post_roll_sec")) == 2.0);
+	/* the second one has the recording's default roll */
+	assert_true(json_real_value(json_object_get(json_array_get(a, 1), "pre_roll_sec")) == 5.0);
+	json_decref(j);
+	/* by spec: both symbol=rare_* go */
+	j = ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"disarm\",\"params\":{\"trigger\":"
+	            "\"symbol=rare_*\"}}");
+	assert_int_equal(json_integer_value(json_object_get(result_of(j), "removed")), 2);
+	json_decref(j);
+	assert_int_equal(armed(&f), 1);
+	/* an id that is not armed removes nothing */
+	j = ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"disarm\",\"params\":{\"id\":999}}");
+	assert_int_equal(json_integer_value(json_object_get(result_of(j), "removed")), 0);
+	json_decref(j);
+	j = ask(&f,
+	        "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"disarm\",\"params\":{\"all\":true}}");
+	assert_int_equal(json_integer_value(json_object_get(result_of(j), "removed")), 1);
+	json_decref(j);
+	assert_int_equal(armed(&f), 0);
+	/* ADA_TRIGGER_MAX armed: one more is refused, plainly */
+	for (int i = 0; i < ADA_TRIGGER_MAX; i++)
+		json_decref(ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"arm\",\"params\":{"
+		                    "\"trigger\":\"crash\"}}"));
+	j = ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"arm\",\"params\":{\"trigger\":"
+	            "\"crash\"}}");
+	assert_int_equal(err_code(j), ADA_RPC_REFUSED);
+	json_decref(j);
+	fake_fini(&f);
+}
+
+/* trigger: arms manual when needed, and the note reaches the window (this
+ * test is the drain: ada_trigger_tick applies the queued fire). */
+static void test_trigger_note(void **state)
+{
+	(void)state;
+	struct fake f;
+	fake_init(&f, ADA_DETAIL_TRIGGERED);
+	json_t *j =
+	    ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"trigger\",\"params\":{\"note\":"
+	            "\"deploy 42 started\"}}");
+	json_t *r = result_of(j);
+	assert_true(json_is_true(json_object_get(r, "armed_manual")));
+	uint64_t at = (uint64_t)json_integer_value(json_object_get(r, "fired_ns"));
+	json_decref(j);
+	assert_int_equal(armed(&f), 1);
+	ada_trigger_tick(f.e, at + 1, 0);
+	assert_int_equal(ada_trigger_window_count(f.e), 1);
+	const struct ada_trigger_window *w = ada_trigger_window_at(f.e, 0);
+	assert_string_equal(w->note, "deploy 42 started");
+	assert_string_equal(w->trigger, "manual");
+	assert_int_equal(w->fire_ns, at);
+	/* a second one does not arm another manual trigger */
+	j = ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"trigger\"}");
+	assert_true(json_is_false(json_object_get(result_of(j), "armed_manual")));
+	json_decref(j);
+	assert_int_equal(armed(&f), 1);
+	fake_fini(&f);
+}
+
+/* --detail never: triggers are refused, saying what to do. */
+static void test_detail_never(void **state)
+{
+	(void)state;
+	struct fake f;
+	fake_init(&f, ADA_DETAIL_NEVER);
+	const char *lines[] = {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"arm\",\"params\":{"
+	                       "\"trigger\":\"symbol=x\"}}",
+	                       "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"trigger\"}"};
+	for (int i = 0; i < 2; i++) {
+		json_t *j = ask(&f, lines[i]);
+		assert_int_equal(err_code(j), ADA_RPC_REFUSED);
+		const char *m =
+		    json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+		assert_non_null(strstr(m, "--detail never"));
+		assert_non_null(strstr(m, "--detail triggered"));
+		json_decref(j);
+	}
+	assert_int_equal(armed(&f), 0);
+	fake_fini(&f);
+}
+
+static void test_status_windows(void **state)
+{
+	(void)state;
+	struct fake f;
+	fake_init(&f, ADA_DETAIL_TRIGGERED);
+	json_t *j = ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}");
+	json_t *r = result_of(j);
+	assert_int_equal(json_integer_value(json_object_get(r, "events")), 1234);
+	assert_int_equal(json_integer_value(json_object_get(r, "events_per_sec")), 56);
+	json_t *d = json_object_get(r, "drops");
+	assert_int_equal(json_integer_value(json_object_get(d, "corrupt")), 3);
+	assert_int_equal(json_integer_value(json_object_get(d, "thread_limit")), 4);
+	assert_true(json_is_object(json_object_get(r, "drops_per_sec")));
+	json_t *ring = json_array_get(json_object_get(r, "rings"), 0);
+	assert_true(json_real_value(json_object_get(ring, "detail_sec")) == 2.5);
+	assert_true(json_is_object(json_object_get(r, "hooks")));
+	assert_true(json_is_null(json_object_get(r, "keysym_version")));
+	json_t *rec = json_object_get(r, "recorder"), *tgt = json_object_get(r, "target");
+	assert_int_equal(json_integer_value(json_object_get(rec, "pid")), getpid());
+	assert_true(json_integer_value(json_object_get(rec, "rss_bytes")) > 0);
+	/* the fake "target" is this process too */
+	assert_int_equal(json_integer_value(json_object_get(tgt, "processes")), 1);
+	assert_true(json_integer_value(json_object_get(tgt, "rss_bytes")) > 0);
+	json_decref(j);
+	j = ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"windows\"}");
+	r = result_of(j);
+	assert_int_equal(json_integer_value(json_object_get(r, "total")), 1);
+	json_t *w = json_array_get(json_object_get(r, "windows"), 0);
+	assert_string_equal(json_string_value(json_object_get(w, "note")), "a note");
+	json_decref(j);
+	/* no view published yet: a plain error, not a made-up zero */
+	f.have_live = false;
+	j = ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"status\"}");
+	assert_int_equal(err_code(j), ADA_RPC_REFUSED);
+	json_decref(j);
+	fake_fini(&f);
+}
+
+/* ---- through the socket ---- */
+
+struct srv {
+	struct fake f;
+	char dir[64];
+	int dfd;
+	char path[100]; /* fits sun_path */
+};
+
+static void srv_start(struct srv *s)
+{
+	fake_init(&s->f, ADA_DETAIL_TRIGGERED);
+	snprintf(s->dir, sizeof(s->dir), "/tmp/ada-ctl-test-XXXXXX");
+	assert_non_null(mkdtemp(s->dir));
+	assert_int_equal(ada_fs_open_dir(AT_FDCWD, s->dir, &s->dfd), 0);
+	assert_int_equal(ada_control_listen(s->f.c, s->dfd), 0);
+	snprintf(s->path, sizeof(s->path), "%s/ctl/control.sock", s->dir);
+	struct stat st;
+	assert_int_equal(stat(s->path, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0600);
+	char ctl[96];
+	snprintf(ctl, sizeof(ctl), "%s/ctl", s->dir);
+	assert_int_equal(stat(ctl, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+}
+
+static void srv_stop(struct srv *s)
+{
+	fake_fini(&s->f); /* removes ctl/ */
+	close(s->dfd);
+	assert_int_equal(rmdir(s->dir), 0); /* nothing left behind */
+}
+
+static int srv_connect(struct srv *s)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	memcpy(a.sun_path, s->path, sizeof(s->path));
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+static void send_all(int fd, const char *s, size_t n)
+{
+	while (n) {
+		ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		assert_true(w > 0);
+		s += w;
+		n -= (size_t)w;
+	}
+}
+
+/* One answer line (blocking read: the server answers every request). */
+static json_t *read_answer(int fd)
+{
+	char buf[65536];
+	size_t len = 0;
+	while (len < sizeof(buf) - 1) {
+		ssize_t n = read(fd, buf + len, 1);
+		if (n <= 0)
+			return NULL; /* closed */
+		if (buf[len] == '\n')
+			break;
+		len++;
+	}
+	buf[len] = '\0';
+	json_t *j = json_loads(buf, 0, NULL);
+	assert_non_null(j);
+	return j;
+}
+
+static json_t *sock_ask(int fd, const char *line)
+{
+	send_all(fd, line, strlen(line));
+	send_all(fd, "\n", 1);
+	return read_answer(fd);
+}
+
+/* Several clients at once, interleaved; a client leaving mid-request and
+ * a malformed line harm no one; an oversized line is refused and closed. */
+static void test_socket_clients(void **state)
+{
+	(void)state;
+	struct srv s;
+	srv_start(&s);
+	int fds[8];
+	for (int i = 0; i < 8; i++)
+		fds[i] = srv_connect(&s);
+	/* half a request, then gone */
+	int gone = srv_connect(&s);
+	send_all(gone, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"arm\",\"params\":{\"trig", 50);
+	close(gone);
+	/* two requests in one write, and a CRLF line */
+	const char two[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"list_triggers\"}\n"
+	                   "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"list_triggers\"}\r\n";
+	send_all(fds[0], two, sizeof(two) - 1);
+	for (int k = 1; k <= 2; k++) {
+		json_t *j = read_answer(fds[0]);
+		assert_int_equal(json_integer_value(json_object_get(j, "id")), k);
+		json_decref(j);
+	}
+	for (int i = 0; i < 8; i++) {
+		json_t *j = sock_ask(fds[i], i % 2 ? "garbage"
+		                                   : "{\"jsonrpc\":\"2.0\",\"id\":3,"
+		                                     "\"method\":\"status\"}");
+		if (i % 2)
+			assert_int_equal(err_code(j), ADA_RPC_PARSE_ERROR);
+		else
+			assert_int_equal(
+			    json_integer_value(json_object_get(result_of(j), "events")), 1234);
+		json_decref(j);
+	}
+	assert_int_equal(armed(&s.f), 0); /* the half request did nothing */
+	/* an oversized line: one error, then the server closes */
+	int big = srv_connect(&s);
+	char *blob = malloc(ADA_CONTROL_LINE_MAX + 10);
+	memset(blob, 'x', ADA_CONTROL_LINE_MAX + 10);
+	/* the server stops reading once it answered: a short send is fine */
+	ssize_t w = send(big, blob, ADA_CONTROL_LINE_MAX + 10, MSG_NOSIGNAL | MSG_DONTWAIT);
+	assert_true(w > 0);
+	size_t sent = (size_t)w;
+	while (sent < ADA_CONTROL_LINE_MAX) {
+		w = send(big, blob + sent, ADA_CONTROL_LINE_MAX - sent, MSG_NOSIGNAL);
+		assert_true(w > 0);
+		sent += (size_t)w;
+	}
+	free(blob);
+	json_t *j = read_answer(big);
+	assert_int_equal(err_code(j), ADA_RPC_INVALID_REQUEST);
+	json_decref(j);
+	assert_null(read_answer(big)); /* closed */
+	close(big);
+	/* the others still work */
+	j = sock_ask(fds[7], "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"arm\",\"params\":{"
+	                     "\"trigger\":\"symbol=main\"}}");
+	assert_non_null(result_of(j));
+	json_decref(j);
+	assert_int_equal(armed(&s.f), 1);
+	for (int i = 0; i < 8; i++)
+		close(fds[i]);
+	srv_stop(&s);
+}
+
+/* ADA_CONTROL_CLIENTS_MAX connections are served; one more is told. */
+static void test_socket_busy(void **state)
+{
+	(void)state;
+	struct srv s;
+	srv_start(&s);
+	int fds[ADA_CONTROL_CLIENTS_MAX];
+	for (unsigned i = 0; i < ADA_CONTROL_CLIENTS_MAX; i++) {
+		fds[i] = srv_connect(&s);
+		/* an answer means the server has taken this client in */
+		json_decref(sock_ask(
+		    fds[i], "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"list_triggers\"}"));
+	}
+	int extra = srv_connect(&s);
+	json_t *j = read_answer(extra);
+	assert_int_equal(err_code(j), ADA_RPC_BUSY);
+	json_decref(j);
+	close(extra);
+	for (unsigned i = 0; i < ADA_CONTROL_CLIENTS_MAX; i++)
+		close(fds[i]);
+	srv_stop(&s);
+}
+
+/* A peer that is neither the owner nor root: refused with one error. Not
+ * root: the owner is set to another uid, so we are the stranger. Root (who
+ * is always allowed): a child that becomes nobody connects. */
+static void test_socket_peer_refused(void **state)
+{
+	(void)state;
+	assert_true(ada_control_peer_allowed(1000, 1000));
+	assert_true(ada_control_peer_allowed(0, 1000));
+	assert_false(ada_control_peer_allowed(1001, 1000));
+	struct srv s;
+	srv_start(&s);
+	if (geteuid() != 0) {
+		ada_control_set_owner(s.f.c, geteuid() + 1);
+		int fd = srv_connect(&s);
+		json_t *j = read_answer(fd);
+		assert_int_equal(err_code(j), ADA_RPC_PERMISSION);
+		json_decref(j);
+		assert_null(read_answer(fd));
+		close(fd);
+	} else {
+		char ctl[96];
+		snprintf(ctl, sizeof(ctl), "%s/ctl", s.dir);
+		/* let nobody reach the socket: the peer check is what refuses */
+		assert_int_equal(chmod(s.dir, 0711), 0);
+		assert_int_equal(chmod(ctl, 0711), 0);
+		assert_int_equal(chmod(s.path, 0666), 0);
+		pid_t pid = fork();
+		if (pid == 0) {
+			if (setgid(65534) < 0 || setuid(65534) < 0)
+				_exit(3);
+			int fd = srv_connect(&s);
+			json_t *j = read_answer(fd);
+			json_t *e = json_object_get(j, "error");
+			_exit(json_integer_value(json_object_get(e, "code")) ==
+			                  ADA_RPC_PERMISSION &&
+			              !read_answer(fd)
+			          ? 0
+			          : 4);
+		}
+		int st = 0;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	assert_int_equal(armed(&s.f), 0);
+	srv_stop(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_errors),         cmocka_unit_test(test_arm_disarm_list),
+	    cmocka_unit_test(test_trigger_note),   cmocka_unit_test(test_detail_never),
+	    cmocka_unit_test(test_status_windows), cmocka_unit_test(test_socket_clients),
+	    cmocka_unit_test(test_socket_busy),    cmocka_unit_test(test_socket_peer_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,113 @@
+/*
+ * ada arm PID|DIR --trigger SPEC [--pre-roll-sec S] [--post-roll-sec S]
+ *
+ * Adds a trigger to a running recording through its control socket
+ * (docs/control.md): the thin client of the `arm` method. The trigger
+ * fires only on events after it was armed; its pre-roll reaches back into
+ * what the detail rings hold. One line of result; one sentence and a
+ * non-zero exit on failure.
+ */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "trigger.h"
+
+static void arm_usage(FILE *f)
+{
+	fprintf(f, "usage: ada arm PID|DIR --trigger SPEC [--pre-roll-sec S] [--post-roll-sec S]\n"
+	           "\n"
+	           "Arms SPEC (any form of `ada record --trigger`) in the running recording of\n"
+	           "PID (any traced process of it, or `ada record` itself) or of the session\n"
+	           "directory DIR. It fires on events after this command returns.\n"
+	           "  --pre-roll-sec S   detail kept before a fire (default: the recording's)\n"
+	           "  --post-roll-sec S  detail kept after a fire (default: the recording's)\n");
+}
+
+/* --pre-roll-sec / --post-roll-sec into params[key] (seconds). */
+static int arm_seconds(json_t *params, const char *opt, const char *key, const char *v)
+{
+	uint64_t ns;
+	if (ada_trigger_parse_seconds(v, &ns) < 0 || ns > 3600ull * 1000000000ull) {
+		ada_log(
+		    "%s wants seconds between 0 and 3600 (fractions allowed, e.g. 0.5), not '%s'",
+		    opt, v);
+		return -1;
+	}
+	json_object_set_new(params, key, json_real((double)ns / 1e9));
+	return 0;
+}
+
+static int arm_parse(int argc, char **argv, json_t *params)
+{
+	static const struct option opts[] = {{"trigger", required_argument, 0, 't'},
+	                                     {"pre-roll-sec", required_argument, 0, 'p'},
+	                                     {"post-roll-sec", required_argument, 0, 'q'},
+	                                     {"help", no_argument, 0, 'h'},
+	                                     {0, 0, 0, 0}};
+	int c;
+	char why[400];
+	struct ada_trigger_spec s;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			arm_usage(stdout);
+			return 1;
+		}
+		if (c == 't' && ada_trigger_parse(optarg, &s, why, sizeof(why)) < 0) {
+			ada_log("--trigger: %s", why);
+			return -1;
+		}
+		if (c == 't' && json_object_get(params, "trigger")) {
+			ada_log("one --trigger per `ada arm`: run it again for another");
+			return -1;
+		}
+		if ((c == 't' && json_object_set_new(params, "trigger", json_string(optarg)) < 0) ||
+		    (c == 'p' &&
+		     arm_seconds(params, "--pre-roll-sec", "pre_roll_sec", optarg) < 0) ||
+		    (c == 'q' &&
+		     arm_seconds(params, "--post-roll-sec", "post_roll_sec", optarg) < 0) ||
+		    c == '?') {
+			if (c == '?')
+				arm_usage(stderr);
+			return -1;
+		}
+	}
+	if (optind != argc - 1 || !json_object_get(params, "trigger")) {
+		ada_log("ada arm needs a PID or DIR and --trigger SPEC: ada arm PID --trigger "
+		        "symbol=main");
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_arm(int argc, char **argv)
+{
+	json_t *params = json_object(), *res = NULL;
+	int rc = arm_parse(argc, argv, params);
+	if (rc) {
+		json_decref(params);
+		return rc > 0 ? 0 : 2;
+	}
+	int fd;
+	if (cmd_ctl_open(argv[optind], &fd) < 0) {
+		json_decref(params);
+		return 1;
+	}
+	rc = cmd_ctl_call(fd, "arm", params, &res);
+	close(fd);
+	if (rc < 0)
+		return 1;
+	printf("armed %s (id %lld): pre-roll %.3g s, post-roll %.3g s, live for events after "
+	       "%lld ns\n",
+	       json_string_value(json_object_get(res, "trigger")),
+	       (long long)json_integer_value(json_object_get(res, "id")),
+	       json_number_value(json_object_get(res, "pre_roll_sec")),
+	       json_number_value(json_object_get(res, "post_roll_sec")),
+	       (long long)json_integer_value(json_object_get(res, "armed_ns")));
+	json_decref(res);
+	return 0;
+}

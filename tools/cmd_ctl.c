@@ -1,0 +1,217 @@
+/*
+ * What the live-control commands share (ada arm, disarm, trigger, status
+ * PID): reaching a recording's control socket (src/control: discovery from
+ * a pid or a directory) with one plain sentence when that fails, one call,
+ * and the one status formatter -- used for a live recording's `status`
+ * answer and for the same object built from a finished session's
+ * manifests, so both read alike.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "control.h"
+#include "fs.h"
+#include "manifest.h"
+#include "ring.h"
+
+int cmd_ctl_open(const char *target, int *fd)
+{
+	char why[512];
+	int rc = ada_control_open(target, fd, why, sizeof(why));
+	if (rc < 0) {
+		ada_log("%s", why);
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_ctl_call(int fd, const char *method, json_t *params, json_t **result)
+{
+	char why[512];
+	int rc = ada_control_call(fd, method, params, result, why, sizeof(why));
+	if (rc != 0) {
+		ada_log("%s", why);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the formatter ---- */
+
+static json_int_t fmt_int(json_t *o, const char *k)
+{
+	return json_integer_value(json_object_get(o, k));
+}
+
+static void fmt_drops(FILE *f, json_t *st)
+{
+	json_t *d = json_object_get(st, "drops"), *ps = json_object_get(st, "drops_per_sec");
+	json_int_t total = 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach(d, k, v) total += json_integer_value(v);
+	fprintf(f, ", drops %lld", (long long)total);
+	bool any = false;
+	json_object_foreach(d, k, v)
+	{
+		json_int_t rate = fmt_int(ps, k);
+		if (!json_integer_value(v) && !rate)
+			continue;
+		fprintf(f, "%s%s %lld", any ? ", " : " (", k, (long long)json_integer_value(v));
+		if (json_is_integer(json_object_get(ps, k)))
+			fprintf(f, " %lld/s", (long long)rate);
+		any = true;
+	}
+	if (any)
+		fputc(')', f);
+}
+
+/* "detail held 0.5-2.5 s in 3 rings" (the pre-roll a fire now could get). */
+static void fmt_rings(FILE *f, json_t *st)
+{
+	json_t *rings = json_object_get(st, "rings");
+	size_t i, n = json_array_size(rings);
+	if (!n)
+		return;
+	double lo = 1e30, hi = 0;
+	json_t *r;
+	json_array_foreach(rings, i, r)
+	{
+		double s = json_number_value(json_object_get(r, "detail_sec"));
+		lo = s < lo ? s : lo;
+		hi = s > hi ? s : hi;
+	}
+	fprintf(f, ", detail held %.2f", lo);
+	if (hi > lo)
+		fprintf(f, "-%.2f", hi);
+	fprintf(f, " s in %zu ring%s", n, n == 1 ? "" : "s");
+}
+
+static void fmt_usage(FILE *f, const char *who, json_t *u)
+{
+	if (!json_is_object(u))
+		return;
+	json_t *pct = json_object_get(u, "cpu_pct");
+	fprintf(f, ", %s ", who);
+	if (json_is_number(pct))
+		fprintf(f, "%.1f%% CPU ", json_number_value(pct));
+	fprintf(f, "%.1f MiB", (double)fmt_int(u, "rss_bytes") / 1048576.0);
+}
+
+void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
+{
+	json_t *procs = json_object_get(st, "processes"), *h = json_object_get(st, "hooks");
+	json_t *w = json_object_get(st, "windows"), *ks = json_object_get(st, "keysym_version");
+	bool live = json_is_true(json_object_get(st, "recording"));
+	size_t np = json_array_size(procs);
+	fprintf(f, "%s: %s, %zu process%s", name, live ? "recording" : "ended", np,
+	        np == 1 ? "" : "es");
+	if (json_is_number(json_object_get(st, "uptime_sec")))
+		fprintf(f, ", up %.1f s", json_number_value(json_object_get(st, "uptime_sec")));
+	fprintf(f, ", %lld events", (long long)fmt_int(st, "events"));
+	if (json_is_integer(json_object_get(st, "events_per_sec")))
+		fprintf(f, " (%lld/s)", (long long)fmt_int(st, "events_per_sec"));
+	fmt_drops(f, st);
+	if (live)
+		fprintf(f, ", ring fill max %lld%%", (long long)fmt_int(st, "ring_fill_pct_max"));
+	fmt_rings(f, st);
+	fprintf(f, ", hooks %lld installed %lld skipped", (long long)fmt_int(h, "installed"),
+	        (long long)fmt_int(h, "skipped"));
+	fprintf(f, ", windows %lld (%lld persisted)", (long long)fmt_int(w, "total"),
+	        (long long)fmt_int(w, "persisted"));
+	fprintf(f, ", %lld trigger%s armed",
+	        (long long)fmt_int(json_object_get(st, "triggers"), "armed"),
+	        fmt_int(json_object_get(st, "triggers"), "armed") == 1 ? "" : "s");
+	if (json_is_integer(ks))
+		fprintf(f, ", key symbols v%lld", (long long)json_integer_value(ks));
+	fmt_usage(f, "recorder", json_object_get(st, "recorder"));
+	fmt_usage(f, "target", json_object_get(st, "target"));
+	fputc('\n', f);
+}
+
+/* ---- the same object from a finished session's manifests ---- */
+
+static void man_add_drops(json_t *st, json_t *man)
+{
+	json_t *d = json_object_get(st, "drops"), *lane;
+	const char *ln;
+	json_object_foreach(json_object_get(man, "drops"), ln, lane)
+	{
+		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++) {
+			const char *name = ada_drop_reason_name((unsigned)k);
+			json_int_t n = json_integer_value(json_object_get(lane, name));
+			json_object_set_new(d, name,
+			                    json_integer(fmt_int(d, name) + (n > 0 ? n : 0)));
+		}
+	}
+}
+
+static void man_add(json_t *st, json_t *man)
+{
+	json_t *m = json_object_get(man, "metrics"), *hook = json_object_get(man, "hook");
+	json_t *fr = json_object_get(man, "flight_recorder"), *h = json_object_get(st, "hooks");
+	json_int_t ev = fmt_int(m, "events_written");
+	json_object_set_new(st, "events", json_integer(fmt_int(st, "events") + (ev > 0 ? ev : 0)));
+	man_add_drops(st, man);
+	json_array_append_new(
+	    json_object_get(st, "processes"),
+	    json_pack("{s:I,s:b,s:I}", "pid", fmt_int(man, "pid"), "finished", 1, "events", ev));
+	json_int_t sk = 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach(json_object_get(hook, "skipped"), k, v) sk += json_integer_value(v);
+	json_object_set_new(h, "installed",
+	                    json_integer(fmt_int(h, "installed") + fmt_int(hook, "installed")));
+	json_object_set_new(h, "skipped", json_integer(fmt_int(h, "skipped") + sk));
+	/* Windows are the recording's: every manifest lists all of them. */
+	json_t *w = json_object_get(st, "windows"), *wins = json_object_get(fr, "windows");
+	if ((json_int_t)json_array_size(wins) > fmt_int(w, "total")) {
+		json_int_t closed = 0;
+		size_t i;
+		json_array_foreach(wins, i, v) closed += json_is_true(json_object_get(v, "closed"));
+		json_object_set_new(w, "total", json_integer((json_int_t)json_array_size(wins)));
+		json_object_set_new(w, "persisted", json_integer(closed));
+	}
+	json_object_set_new(
+	    json_object_get(st, "triggers"), "armed",
+	    json_integer((json_int_t)json_array_size(json_object_get(fr, "triggers"))));
+	const char *mode =
+	    json_string_value(json_object_get(json_object_get(man, "detail"), "mode"));
+	if (mode)
+		json_object_set_new(st, "detail_mode", json_string(mode));
+}
+
+json_t *cmd_ctl_status_from_manifests(const char *session)
+{
+	json_t *st =
+	    json_pack("{s:b,s:I,s:{},s:[],s:[],s:{s:I,s:I},s:{s:I,s:I},s:{s:I},s:n,s:n,s:n}",
+	              "recording", 0, "events", (json_int_t)0, "drops", "processes", "rings",
+	              "hooks", "installed", (json_int_t)0, "skipped", (json_int_t)0, "windows",
+	              "total", (json_int_t)0, "persisted", (json_int_t)0, "triggers", "armed",
+	              (json_int_t)0, "keysym_version", "recorder", "target");
+	DIR *d = st ? ada_fs_opendir(AT_FDCWD, session) : NULL;
+	if (!d) {
+		json_decref(st);
+		return NULL;
+	}
+	struct dirent *de;
+	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
+		char p[PATH_MAX];
+		json_t *man;
+		if (ada_fs_entry_kind(dirfd(d), de) != ADA_FS_DIR ||
+		    strncmp(de->d_name, "pid_", 4) ||
+		    snprintf(p, sizeof(p), "%s/%s", session, de->d_name) >= (int)sizeof(p) ||
+		    ada_manifest_read(p, &man) < 0)
+			continue;
+		man_add(st, man);
+		json_decref(man);
+	}
+	closedir(d);
+	return st;
+}
