@@ -1,0 +1,266 @@
+/*
+ * A function call in a stopped target (inject.h, step 2) and finding the
+ * function: a library's dynamic symbols (libelf) plus its load address
+ * from /proc/PID/maps.
+ *
+ * Threads: the thread that stopped the target (ptrace binds tracees to it).
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "inject.h"
+#include "inject_internal.h"
+
+#define INJECT_RED_ZONE 128
+#define INJECT_XSTATE_MAX 16384
+#define INJECT_MAX_DETOURS 64
+#define INJECT_EFLAGS_TF 0x100ull
+#define INJECT_EFLAGS_DF 0x400ull
+
+static void call_why(char *why, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	if (!why || !cap)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, cap, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- finding a symbol ---- */
+
+/* The load bias of the library mapped from path whose first mapping
+ * starts at start: start minus its lowest PT_LOAD page. */
+static int sym_lookup_file(const char *path, uint64_t start, const char *name, uint64_t *addr)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = -ENOENT;
+	Elf *e = elf_version(EV_CURRENT) != EV_NONE ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	size_t nph = 0;
+	uint64_t lo = UINT64_MAX;
+	if (e && elf_getphdrnum(e, &nph) == 0)
+		for (size_t i = 0; i < nph && i < 256; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_vaddr < lo)
+				lo = ph.p_vaddr & ~0xfffull;
+		}
+	Elf_Scn *scn = NULL;
+	while (e && lo != UINT64_MAX && rc == -ENOENT && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		size_t n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Sym s;
+			const char *nm;
+			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF ||
+			    GELF_ST_TYPE(s.st_info) != STT_FUNC ||
+			    !(nm = elf_strptr(e, sh.sh_link, s.st_name)) || strcmp(nm, name))
+				continue;
+			*addr = start - lo + s.st_value;
+			rc = 0;
+			break;
+		}
+	}
+	elf_end(e);
+	close(fd);
+	return rc;
+}
+
+int ada_inject_symbol(pid_t pid, const char *lib, const char *name, uint64_t *addr)
+{
+	char path[64], line[4096 + 256];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	int rc = -ENOENT;
+	size_t ll = strlen(lib);
+	for (unsigned i = 0; rc == -ENOENT && i < 1000000 && fgets(line, sizeof(line), f); i++) {
+		unsigned long long start, off;
+		int pos = 0;
+		if (sscanf(line, "%llx-%*x %*s %llx %*s %*u %n", &start, &off, &pos) < 2 || !pos ||
+		    off != 0)
+			continue;
+		char *file = line + pos;
+		file[strcspn(file, "\n")] = '\0';
+		const char *base = strrchr(file, '/');
+		if (file[0] != '/' || !base || strncmp(base + 1, lib, ll))
+			continue;
+		rc = sym_lookup_file(file, start, name, addr);
+	}
+	fclose(f);
+	return rc;
+}
+
+int ada_inject_dlopen_addr(pid_t pid, uint64_t *addr, char *why, size_t cap)
+{
+	if (ada_inject_symbol(pid, "libc.so.6", "dlopen", addr) == 0 ||
+	    ada_inject_symbol(pid, "libdl.so.2", "dlopen", addr) == 0 ||
+	    ada_inject_symbol(pid, "libc.so.6", "__libc_dlopen_mode", addr) == 0)
+		return 0;
+	call_why(why, cap,
+	         "pid %d has no dlopen: no GNU C library is mapped in it (a static program, or "
+	         "another C library)",
+	         (int)pid);
+	return -ENOENT;
+}
+
+/* ---- the call ---- */
+
+struct call_saved {
+	struct user_regs_struct regs;
+	uint8_t xstate[INJECT_XSTATE_MAX];
+	size_t xlen;
+	uint64_t mask;
+};
+
+static int call_save(pid_t tid, struct call_saved *s)
+{
+	struct iovec io = {s->xstate, sizeof(s->xstate)};
+	if (ptrace(PTRACE_GETREGS, tid, 0, &s->regs) < 0 ||
+	    ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &io) < 0 ||
+	    ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(s->mask), &s->mask) < 0)
+		return -errno;
+	s->xlen = io.iov_len;
+	return 0;
+}
+
+static int call_restore(pid_t tid, struct call_saved *s)
+{
+	struct iovec io = {s->xstate, s->xlen};
+	int rc = 0;
+	if (ptrace(PTRACE_SETREGSET, tid, (void *)NT_X86_XSTATE, &io) < 0)
+		rc = -errno;
+	if (ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(s->mask), &s->mask) < 0 && !rc)
+		rc = -errno;
+	if (ptrace(PTRACE_SETREGS, tid, 0, &s->regs) < 0 && !rc)
+		rc = -errno;
+	return rc;
+}
+
+uint64_t ada_inject_scratch_addr(const struct ada_inject *in, size_t len)
+{
+	const struct user_regs_struct *g = inject_call_regs(in);
+	if (!g)
+		return 0;
+	return (g->rsp - INJECT_RED_ZONE - len) & ~15ull;
+}
+
+/* Sets up the call frame: data, then a return address of 0 with rsp
+ * 16-aligned at the call (rsp + 8 aligned at the function's entry). */
+static int call_frame(struct ada_inject *in, struct user_regs_struct *g, uint64_t fn,
+                      const uint64_t *args, int nargs, const void *data, size_t len)
+{
+	static const size_t argreg[6] = {
+	    offsetof(struct user_regs_struct, rdi), offsetof(struct user_regs_struct, rsi),
+	    offsetof(struct user_regs_struct, rdx), offsetof(struct user_regs_struct, rcx),
+	    offsetof(struct user_regs_struct, r8),  offsetof(struct user_regs_struct, r9)};
+	uint64_t sp = (g->rsp - INJECT_RED_ZONE - len) & ~15ull, zero = 0;
+	if (len && pwrite(inject_mem_fd(in), data, len, (off_t)sp) != (ssize_t)len)
+		return -EIO;
+	sp -= 8; /* the return address; sp + 8 is 16-aligned */
+	if (pwrite(inject_mem_fd(in), &zero, sizeof(zero), (off_t)sp) != sizeof(zero))
+		return -EIO;
+	for (int i = 0; i < nargs; i++)
+		memcpy((char *)g + argreg[i], &args[i], sizeof(uint64_t));
+	g->rsp = sp;
+	g->rip = fn;
+	g->rax = 0;
+	g->orig_rax = (unsigned long long)-1; /* no system call restart into fn */
+	g->eflags &= ~(INJECT_EFLAGS_TF | INJECT_EFLAGS_DF);
+	return 0;
+}
+
+/* Runs the thread until fn returns to 0. 0 and *ret, or -errno. */
+static int call_run(pid_t tid, uint64_t *ret, char *why, size_t cap)
+{
+	for (int detour = 0; detour < INJECT_MAX_DETOURS; detour++) {
+		if (ptrace(PTRACE_CONT, tid, 0, 0) < 0)
+			return -errno;
+		int st;
+		pid_t r;
+		while ((r = waitpid(tid, &st, __WALL)) < 0 && errno == EINTR)
+			;
+		if (r < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
+			call_why(why, cap, "the target exited during the injected call");
+			return -ESRCH;
+		}
+		if (!WIFSTOPPED(st) || (st >> 16) != 0 || WSTOPSIG(st) != SIGSEGV)
+			continue; /* an event or group stop: go on */
+		struct user_regs_struct g;
+		if (ptrace(PTRACE_GETREGS, tid, 0, &g) < 0)
+			return -errno;
+		if (g.rip == 0) {
+			*ret = g.rax;
+			return 0;
+		}
+		call_why(why, cap, "the injected call faulted at 0x%llx",
+		         (unsigned long long)g.rip);
+		return -EFAULT;
+	}
+	call_why(why, cap, "the injected call did not return");
+	return -ETIMEDOUT;
+}
+
+int ada_inject_call(struct ada_inject *in, uint64_t fn, const uint64_t *args, int nargs,
+                    const void *data, size_t len, uint64_t *ret, char *why, size_t cap)
+{
+	pid_t tid = inject_call_tid(in);
+	if (nargs < 0 || nargs > 6 || len > 65536)
+		return -EINVAL;
+	if (tid <= 0) {
+		call_why(why, cap, "no thread of the target is stopped where a call can be made");
+		return -EAGAIN;
+	}
+	struct call_saved *s = malloc(sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	int rc = call_save(tid, s);
+	if (rc) {
+		call_why(why, cap, "cannot read the registers of thread %d: %s", (int)tid,
+		         strerror(-rc));
+		free(s);
+		return rc;
+	}
+	struct user_regs_struct g = s->regs;
+	/* Every signal blocked but SIGSEGV, which ends the call: a blocked
+	 * SIGSEGV would be forced through with its handler reset. */
+	uint64_t mask = ~0ull & ~(1ull << (SIGSEGV - 1));
+	rc = call_frame(in, &g, fn, args, nargs, data, len);
+	if (!rc && (ptrace(PTRACE_SETREGS, tid, 0, &g) < 0 ||
+	            ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(mask), &mask) < 0))
+		rc = -errno;
+	if (!rc)
+		rc = call_run(tid, ret, why, cap);
+	else
+		call_why(why, cap, "cannot set up the call in thread %d: %s", (int)tid,
+		         strerror(-rc));
+	if (rc != -ESRCH) {
+		int rr = call_restore(tid, s);
+		if (rr && !rc) {
+			rc = rr;
+			call_why(why, cap, "cannot restore thread %d: %s", (int)tid, strerror(-rr));
+		}
+	}
+	free(s);
+	return rc;
+}
