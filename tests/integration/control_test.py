@@ -212,6 +212,9 @@ def case_status(ada, target, work):
             check(st[who]["rss_bytes"] > 0, "%s rss %r" % (who, st[who]))
         _, line, _ = r.ada_cmd("status", str(r.pid))
         check(line.startswith("%d: recording, 1 process" % r.pid), "ada status: %r" % line)
+        # `ada record`'s own pid finds the same recording (through its child)
+        _, line, _ = r.ada_cmd("status", str(r.p.pid))
+        check(line.startswith("%d: recording, 1 process" % r.p.pid), "ada status: %r" % line)
         # disarm what arm added, and only that
         r.ada_cmd("arm", r.session, "--trigger", "p99=function:mid>10s")
         _, so, _ = r.ada_cmd("disarm", str(r.pid), "--trigger", "p99=function:mid>10s")
