@@ -244,6 +244,60 @@ static void test_arm_disarm_list(void **state)
 	fake_fini(&f);
 }
 
+static const char *arm_names(void *ctx, uint64_t fn)
+{
+	(void)ctx;
+	return fn == 7 ? "rare_event" : fn == 8 ? "other" : NULL;
+}
+
+/* An armed trigger fires on events stamped at or after armed_ns only, with
+ * the pre/post-roll it was armed with (this test is the drain: it feeds
+ * the engine events before and after the arm). */
+static void test_arm_window(void **state)
+{
+	(void)state;
+	struct fake f;
+	fake_init(&f, ADA_DETAIL_TRIGGERED);
+	struct ada_trigger_proc *p;
+	struct ada_trigger_thread *t;
+	assert_int_equal(ada_trigger_proc_new(f.e, arm_names, NULL, &p), 0);
+	assert_int_equal(ada_trigger_thread_new(p, 99, &t), 0);
+	json_t *j =
+	    ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"arm\",\"params\":{\"trigger\":"
+	            "\"symbol=rare_event\",\"pre_roll_sec\":0.25,\"post_roll_sec\":2}}");
+	uint64_t at = (uint64_t)json_integer_value(json_object_get(result_of(j), "armed_ns"));
+	json_decref(j);
+	struct atf_index_event ev[4] = {
+	    {.timestamp_ns = at - 1,
+	     .function_id = 7,
+	     .thread_id = 99,
+	     .event_kind = ATF_EVENT_CALL},
+	    {.timestamp_ns = at - 1,
+	     .function_id = 7,
+	     .thread_id = 99,
+	     .event_kind = ATF_EVENT_RETURN},
+	    {.timestamp_ns = at + 5,
+	     .function_id = 7,
+	     .thread_id = 99,
+	     .event_kind = ATF_EVENT_CALL},
+	    {.timestamp_ns = at + 6,
+	     .function_id = 7,
+	     .thread_id = 99,
+	     .event_kind = ATF_EVENT_RETURN},
+	};
+	ada_trigger_feed(t, ev, 2); /* before the arm: nothing */
+	assert_int_equal(ada_trigger_window_count(f.e), 0);
+	ada_trigger_feed(t, ev + 2, 2);
+	assert_int_equal(ada_trigger_window_count(f.e), 1);
+	const struct ada_trigger_window *w = ada_trigger_window_at(f.e, 0);
+	assert_int_equal(w->fire_ns, at + 5);
+	assert_int_equal(w->from_ns, at + 5 - 250000000ull);
+	assert_int_equal(w->to_ns, at + 5 + 2000000000ull);
+	ada_trigger_thread_free(t);
+	ada_trigger_proc_free(p);
+	fake_fini(&f);
+}
+
 /* trigger: arms manual when needed, and the note reaches the window (this
  * test is the drain: ada_trigger_tick applies the queued fire). */
 static void test_trigger_note(void **state)
@@ -554,10 +608,15 @@ static void test_socket_peer_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_errors),         cmocka_unit_test(test_arm_disarm_list),
-	    cmocka_unit_test(test_trigger_note),   cmocka_unit_test(test_detail_never),
-	    cmocka_unit_test(test_status_windows), cmocka_unit_test(test_socket_clients),
-	    cmocka_unit_test(test_socket_busy),    cmocka_unit_test(test_socket_peer_refused),
+	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_arm_disarm_list),
+	    cmocka_unit_test(test_arm_window),
+	    cmocka_unit_test(test_trigger_note),
+	    cmocka_unit_test(test_detail_never),
+	    cmocka_unit_test(test_status_windows),
+	    cmocka_unit_test(test_socket_clients),
+	    cmocka_unit_test(test_socket_busy),
+	    cmocka_unit_test(test_socket_peer_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
