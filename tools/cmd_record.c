@@ -831,6 +831,7 @@ static struct ada_control *record_control(struct ada_recorder *r, const struct r
 	    .trig = ada_recorder_triggers(r),
 	    .detail_mode = a->detail_mode,
 	    .session_fd = ada_recorder_session_fd(r),
+	    .session_dir = ada_recorder_session_dir(r),
 	    .live = record_live,
 	    .ctx = r,
 	};

@@ -121,14 +121,16 @@ static int client_dir_of_pid(const char *target, char *dir, size_t cap, char *wh
 	int rc = client_environ_dir((pid_t)pid, dir, cap);
 	if (rc == -ENOENT)
 		rc = client_children_dir((pid_t)pid, dir, cap);
+	if (rc == -ENOENT) /* its environment does not say: the owner's registry */
+		rc = ctl_registry_lookup(NULL, st.st_uid, (pid_t)pid, dir, cap) == 0 ? 0 : -ENOENT;
 	if (rc == -EACCES || rc == -EPERM)
 		return client_why(why, wcap, -EACCES, "permission denied");
 	if (rc == -ESRCH)
 		return client_why(why, wcap, rc, "there is no process %ld (has it ended?)", pid);
 	if (rc < 0)
 		return client_why(why, wcap, -ENOENT,
-		                  "process %ld is not recorded by ada (its environment names no "
-		                  "session)",
+		                  "process %ld is not recorded by ada (neither its environment nor "
+		                  "the registry names a session)",
 		                  pid);
 	return 0;
 }

@@ -64,6 +64,8 @@ struct ada_control_host {
 	struct ada_trigger_engine *trig; /* arm, disarm, trigger, list_triggers */
 	uint32_t detail_mode;            /* enum ada_detail_mode: `never` refuses triggers */
 	int session_fd;                  /* pid_N/agent.json (hooks); -1: none */
+	const char *session_dir;         /* absolute: the registry's entries; NULL: none */
+	const char *registry_dir;        /* tests: instead of the per-user registry */
 	/* The drain's published view (ada_recorder_live); -EAGAIN: none yet. */
 	int (*live)(void *ctx, struct ada_recorder_live *out);
 	/* `keysym` (issue 9 part 4/5, the keysym engineer): NULL until it lands
@@ -105,7 +107,9 @@ void ada_control_handle(struct ada_control *c, const char *line, size_t len, cha
 
 /* Connects to the control socket of the recording named by target: a pid
  * (digits: any traced process of the recording, or `ada record` itself)
- * or a session directory (or one of its pid_N). The socket is trusted only
+ * or a session directory (or one of its pid_N). A pid's session comes from
+ * its environment (ADA_SESSION_DIR), else from the per-user registry
+ * (registry.c: processes whose environment does not say, e.g. attached). The socket is trusted only
  * when ctl/ is a real directory private to the session's owner, the
  * socket is theirs, and the server's SO_PEERCRED is theirs too; a caller
  * that is neither that user nor root gets -EACCES. *fd on success; on

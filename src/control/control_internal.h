@@ -28,6 +28,11 @@ struct ada_control {
 	struct ctl_client *clients[ADA_CONTROL_CLIENTS_MAX];
 	size_t nclients;
 	uint64_t refused_peers, refused_busy, oversized; /* counted, for status */
+	/* registry.c: the pids this recording registered */
+	int reg_fd;
+	pid_t reg[ADA_LIVE_MAX_PROCS];
+	size_t nreg;
+	int reg_error; /* why there is no registry (0: there is one) */
 };
 
 /* One call being answered. A method sets result (a new reference) or
@@ -70,6 +75,16 @@ bool ctl_live(struct ctl_call *k);
 json_t *ctl_window_json(const struct ada_trigger_window *w);
 /* A "--detail never" recording refuses triggers: true after ctl_fail(). */
 bool ctl_refuse_no_detail(struct ctl_call *k);
+
+/* registry.c (control.h's discovery fallback). base: a test's directory
+ * instead of the per-user place. */
+int ctl_registry_path(uid_t uid, char *path, size_t cap);
+int ctl_registry_open(const char *base, uid_t uid, bool create, int *fd);
+int ctl_registry_add(int fd, pid_t pid, const char *session);
+void ctl_registry_remove(int fd, pid_t pid);
+int ctl_registry_lookup(const char *base, uid_t uid, pid_t pid, char *dir, size_t cap);
+void ctl_registry_sync(struct ada_control *c);
+void ctl_registry_clear(struct ada_control *c);
 
 /* procstat.c */
 void ctl_cpu_sample(struct ada_control *c);

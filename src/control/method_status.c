@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "control_internal.h"
@@ -122,11 +123,13 @@ void ctl_method_status(struct ctl_call *k)
 	if (o) {
 		json_object_set_new(o, "recorder", ctl_proc_usage(c, false));
 		json_object_set_new(o, "target", ctl_proc_usage(c, true)); /* reads c->live again */
-		json_object_set_new(o, "control",
-		                    json_pack("{s:i,s:I,s:I,s:I}", "clients", (int)c->nclients,
-		                              "refused_peers", (json_int_t)c->refused_peers,
-		                              "refused_busy", (json_int_t)c->refused_busy,
-		                              "oversized_lines", (json_int_t)c->oversized));
+		json_object_set_new(
+		    o, "control",
+		    json_pack("{s:i,s:I,s:I,s:I,s:i,s:s?}", "clients", (int)c->nclients,
+		              "refused_peers", (json_int_t)c->refused_peers, "refused_busy",
+		              (json_int_t)c->refused_busy, "oversized_lines",
+		              (json_int_t)c->oversized, "registered_pids", (int)c->nreg,
+		              "registry_error", c->reg_error ? strerror(c->reg_error) : NULL));
 	}
 	k->result = o;
 }

@@ -64,7 +64,7 @@ int ada_control_new(const struct ada_control_host *h, struct ada_control **out)
 	}
 	c->h = *h;
 	c->owner = geteuid();
-	c->listen_fd = c->wake_fd = c->ctl_fd = c->session_fd = -1;
+	c->listen_fd = c->wake_fd = c->ctl_fd = c->session_fd = c->reg_fd = -1;
 	*out = c;
 	return 0;
 }
@@ -238,6 +238,7 @@ static void *ctl_main(void *arg)
 	struct ada_control *c = arg;
 	struct pollfd pf[2 + ADA_CONTROL_CLIENTS_MAX];
 	ctl_cpu_sample(c);
+	ctl_registry_sync(c);
 	for (;;) {
 		size_t n = c->nclients;
 		pf[0] = (struct pollfd){.fd = c->wake_fd, .events = POLLIN};
@@ -251,8 +252,10 @@ static void *ctl_main(void *arg)
 			break;
 		if (pf[0].revents)
 			break;
-		if (ctl_now_ns() - c->cpu_last.at_ns >= CTL_SAMPLE_NS)
-			ctl_cpu_sample(c);
+		if (ctl_now_ns() - c->cpu_last.at_ns >= CTL_SAMPLE_NS) {
+			ctl_cpu_sample(c);    /* fresh c->live */
+			ctl_registry_sync(c); /* pid -> session for `ada arm PID` */
+		}
 		if (rc <= 0)
 			continue;
 		/* Clients first, from the last (ctl_drop moves the last one in). */
@@ -290,6 +293,11 @@ int ada_control_listen(struct ada_control *c, int session_fd)
 	if (rc < 0)
 		return rc;
 	c->session_fd = session_fd;
+	/* The registry is a fallback of discovery: without it the socket
+	 * still serves (status counts it: registry_error). */
+	c->reg_error = c->h.session_dir
+	                   ? -ctl_registry_open(c->h.registry_dir, geteuid(), true, &c->reg_fd)
+	                   : 0;
 	rc = ctl_bind(c);
 	if (rc == 0) {
 		c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -315,6 +323,7 @@ void ada_control_free(struct ada_control *c)
 	}
 	for (size_t i = 0; i < c->nclients; i++)
 		ctl_client_free(c->clients[i]);
+	ctl_registry_clear(c);
 	if (c->listen_fd >= 0)
 		close(c->listen_fd);
 	if (c->wake_fd >= 0)

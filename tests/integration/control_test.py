@@ -23,6 +23,9 @@ never for time.
              recording goes on to a complete manifest.
   never      a `--detail never` recording asked to arm says so and suggests
              `--detail triggered`.
+  registry   a process whose environment no longer names its session (it
+             overwrote it) is still found from its pid, through the per-user
+             registry; the registry entry is gone after the recording.
   peer       (root only) a throwaway user gets "permission denied" from
              `ada status PID`, `ada arm PID` and `ada trigger DIR`, and nothing
              else. Not root: exit 77 after printing why.
@@ -320,6 +323,36 @@ def case_never(ada, target, work):
     print("never: %s" % lines[0])
 
 
+def case_registry(ada, target, work):
+    r = Rec(ada, target, work)
+    try:
+        # the control thread registers the pid within a second: wait for it
+        # (a poll on a condition, bounded)
+        for _ in range(1200):
+            _, so, _ = r.ada_cmd("status", r.session, "--json")
+            st = json.loads(so)
+            if st["control"]["registered_pids"] == 1:
+                break
+            time.sleep(0.05)
+        check(st["control"]["registered_pids"] == 1 and st["control"].get("registry_error")
+              is None, "the pid was not registered: %r" % st["control"])
+        r.do("scrub")
+        with open("/proc/%d/environ" % r.pid, "rb") as f:
+            check(b"ADA_SESSION_DIR=" not in f.read(), "scrub left ADA_SESSION_DIR")
+        _, so, _ = r.ada_cmd("arm", str(r.pid), "--trigger", "symbol=rare_event")
+        r.do("rare")
+        man = r.finish()
+    finally:
+        r.kill()
+    check(len(windows(man)) == 1, "windows: %r" % windows(man))
+    uid = os.geteuid()
+    reg = "/run/user/%d/ada" % uid if os.path.isdir("/run/user/%d" % uid) else "/tmp/ada-%d" % uid
+    check(not os.path.exists(os.path.join(reg, str(r.pid))), "registry entry %s/%d left "
+          "behind" % (reg, r.pid))
+    print("registry: pid %d found through %s after its environment was overwritten" %
+          (r.pid, reg))
+
+
 def case_peer(ada, target, work):
     if os.geteuid() != 0:
         print("SKIP: another user's refusal needs root to make one (running as uid %d)" %
@@ -355,7 +388,8 @@ def case_peer(ada, target, work):
 
 
 CASES = {"arm": case_arm, "note": case_note, "status": case_status,
-         "malformed": case_malformed, "never": case_never, "peer": case_peer}
+         "malformed": case_malformed, "never": case_never, "peer": case_peer,
+         "registry": case_registry}
 
 
 def main():

@@ -5,6 +5,9 @@
  *   busy      a few thousand calls of small functions -> "busy"
  *   rare      rare_event() once                        -> "rare"
  *   pid       -> its pid
+ *   scrub     overwrites the name ADA_SESSION_DIR in its environment
+ *             block (what /proc/PID/environ shows), as a program that
+ *             reuses that memory would: discovery must use the registry
  *   quit      (or EOF) exit 0
  * It prints "ready" first. Every function is noinline (each one is hooked).
  */
@@ -35,6 +38,15 @@ NOINL void rare_event(long x)
 	sink += (unsigned long)x * 11;
 }
 
+extern char **environ;
+
+static void scrub(void)
+{
+	for (char **e = environ; *e; e++)
+		if (!strncmp(*e, "ADA_SESSION_DIR=", 16))
+			memset(*e, 'X', 15);
+}
+
 int main(void)
 {
 	char line[64];
@@ -46,6 +58,8 @@ int main(void)
 			busy(2000);
 		else if (!strcmp(line, "rare\n"))
 			rare_event(arg_rare);
+		else if (!strcmp(line, "scrub\n"))
+			scrub();
 		else if (!strcmp(line, "pid\n"))
 			printf("%d\n", (int)getpid());
 		else if (!strcmp(line, "quit\n"))

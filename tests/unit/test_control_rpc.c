@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "control.h"
+#include "control_internal.h"
 #include "fs.h"
 
 struct fake {
@@ -605,18 +606,72 @@ static void test_socket_peer_refused(void **state)
 	srv_stop(&s);
 }
 
+/* The registry: an entry is found for its own process only (start time),
+ * never through a link; garbage is no entry; a registry directory that is
+ * not private is refused. */
+static void test_registry(void **state)
+{
+	(void)state;
+	char base[64], reg[96], dir[256], path[160];
+	snprintf(base, sizeof(base), "/tmp/ada-reg-test-XXXXXX");
+	assert_non_null(mkdtemp(base));
+	snprintf(reg, sizeof(reg), "%s/reg", base);
+	int fd;
+	assert_int_equal(ctl_registry_open(reg, geteuid(), true, &fd), 0);
+	struct stat st;
+	assert_int_equal(stat(reg, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	assert_int_equal(ctl_registry_add(fd, getpid(), "/some/session_1"), 0);
+	assert_int_equal(ctl_registry_lookup(reg, geteuid(), getpid(), dir, sizeof(dir)), 0);
+	assert_string_equal(dir, "/some/session_1");
+	/* a stale entry: same pid, another start time */
+	snprintf(path, sizeof(path), "%s/%d", reg, (int)getpid());
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "session=/other\nstart=1\n");
+	fclose(f);
+	assert_int_equal(ctl_registry_lookup(reg, geteuid(), getpid(), dir, sizeof(dir)), -ENOENT);
+	/* garbage */
+	f = fopen(path, "w");
+	fprintf(f, "session=relative\nstart=abc");
+	fclose(f);
+	assert_int_equal(ctl_registry_lookup(reg, geteuid(), getpid(), dir, sizeof(dir)), -ENOENT);
+	/* a link planted at the name: not followed */
+	unlink(path);
+	char target[128];
+	snprintf(target, sizeof(target), "%s/real", base);
+	f = fopen(target, "w");
+	fprintf(f, "session=/evil\nstart=%llu\n",
+	        (unsigned long long)ada_proc_start_ticks(getpid()));
+	fclose(f);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(ctl_registry_lookup(reg, geteuid(), getpid(), dir, sizeof(dir)), -ENOENT);
+	unlink(path);
+	/* add, remove: gone */
+	assert_int_equal(ctl_registry_add(fd, getpid(), "/some/session_1"), 0);
+	ctl_registry_remove(fd, getpid());
+	assert_int_equal(ctl_registry_lookup(reg, geteuid(), getpid(), dir, sizeof(dir)), -ENOENT);
+	close(fd);
+	/* not private: refused, not used */
+	assert_int_equal(chmod(reg, 0755), 0);
+	assert_int_equal(ctl_registry_open(reg, geteuid(), false, &fd), -EPERM);
+	assert_int_equal(ctl_registry_lookup(reg, geteuid(), getpid(), dir, sizeof(dir)), -EPERM);
+	/* someone else's */
+	assert_int_equal(chmod(reg, 0700), 0);
+	assert_int_equal(ctl_registry_open(reg, geteuid() + 1, false, &fd) < 0, 1);
+	unlink(target);
+	rmdir(reg);
+	rmdir(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_errors),
-	    cmocka_unit_test(test_arm_disarm_list),
-	    cmocka_unit_test(test_arm_window),
-	    cmocka_unit_test(test_trigger_note),
-	    cmocka_unit_test(test_detail_never),
-	    cmocka_unit_test(test_status_windows),
-	    cmocka_unit_test(test_socket_clients),
-	    cmocka_unit_test(test_socket_busy),
-	    cmocka_unit_test(test_socket_peer_refused),
+	    cmocka_unit_test(test_errors),         cmocka_unit_test(test_arm_disarm_list),
+	    cmocka_unit_test(test_arm_window),     cmocka_unit_test(test_registry),
+	    cmocka_unit_test(test_trigger_note),   cmocka_unit_test(test_detail_never),
+	    cmocka_unit_test(test_status_windows), cmocka_unit_test(test_socket_clients),
+	    cmocka_unit_test(test_socket_busy),    cmocka_unit_test(test_socket_peer_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,165 @@
+/*
+ * The per-user registry: pid -> session, for traced processes whose
+ * environment does not name their session (a process `ada attach` loaded
+ * the agent into, one that overwrote its environment). The environment is
+ * asked first (client.c); this is the fallback.
+ *
+ * Place: /run/user/<uid>/ada when /run/user/<uid> is a directory of that
+ * user (systemd's runtime directory), else /tmp/ada-<uid>. Every
+ * directory on the way must be one only the user or root can change
+ * (ada_fs_walk), and ada/ itself must be the user's and 0700: a directory
+ * planted by someone else (/tmp/ada-1000 made by uid 1001) is refused, not
+ * used. The place depends on the uid only, so root (or a client) finds
+ * any user's registry from the pid's owner.
+ *
+ * Entries: one file per traced pid, named by the pid, written whole
+ * (ada_fs_replace: temporary file + rename) by the recording's control
+ * thread: "session=<absolute dir>\nstart=<ticks>\n". start is the process's
+ * start time (/proc/PID/stat field 22): a reused pid does not match, so a
+ * stale entry (a recorder that was killed) is ignored. Entries are removed
+ * when the process ends and when the recording ends.
+ * Threads: the control poll thread (writer) and clients (readers).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "control_internal.h"
+#include "fs.h"
+
+#define REG_ENTRY_MAX 4096
+
+int ctl_registry_path(uid_t uid, char *path, size_t cap)
+{
+	char run[64];
+	struct stat st;
+	snprintf(run, sizeof(run), "/run/user/%u", (unsigned)uid);
+	if (lstat(run, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid)
+		return snprintf(path, cap, "%s/ada", run) < (int)cap ? 0 : -ENAMETOOLONG;
+	return snprintf(path, cap, "/tmp/ada-%u", (unsigned)uid) < (int)cap ? 0 : -ENAMETOOLONG;
+}
+
+/* The registry of uid, opened (created when create); -ENOENT when it does
+ * not exist, -EPERM when something on the way or ada/ itself is not
+ * private to uid. base (a test's directory) replaces the default place. */
+int ctl_registry_open(const char *base, uid_t uid, bool create, int *fd)
+{
+	char path[PATH_MAX];
+	int rc =
+	    base
+	        ? (snprintf(path, sizeof(path), "%s", base) < (int)sizeof(path) ? 0 : -ENAMETOOLONG)
+	        : ctl_registry_path(uid, path, sizeof(path));
+	if (rc < 0)
+		return rc;
+	rc = ada_fs_walk(path, uid, create ? ADA_FS_WALK_CREATE : 0, fd, NULL, 0);
+	if (rc < 0)
+		return rc;
+	if (*fd < 0)
+		return -ENOENT;
+	struct stat st;
+	if (fstat(*fd, &st) < 0 || st.st_uid != uid || (st.st_mode & 077)) {
+		close(*fd);
+		*fd = -1;
+		return -EPERM;
+	}
+	return 0;
+}
+
+int ctl_registry_add(int fd, pid_t pid, const char *session)
+{
+	char name[32], buf[PATH_MAX + 64];
+	uint64_t start = ada_proc_start_ticks(pid);
+	if (!start)
+		return -ESRCH;
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	int n = snprintf(buf, sizeof(buf), "session=%s\nstart=%" PRIu64 "\n", session, start);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	return ada_fs_replace(fd, name, buf, (size_t)n, false);
+}
+
+void ctl_registry_remove(int fd, pid_t pid)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	unlinkat(fd, name, 0);
+}
+
+/* Parses an entry (input: bounded, checked). 0 when it names a session for
+ * this very process (start time matches), -ENOENT otherwise. */
+static int registry_parse(const char *buf, pid_t pid, char *dir, size_t cap)
+{
+	const char *s = strncmp(buf, "session=/", 9) ? NULL : buf + 8;
+	const char *nl = s ? strchr(s, '\n') : NULL;
+	if (!nl || strncmp(nl + 1, "start=", 6))
+		return -ENOENT;
+	char *end;
+	unsigned long long start = strtoull(nl + 7, &end, 10);
+	if (*end != '\n' || !start || start != ada_proc_start_ticks(pid))
+		return -ENOENT; /* a reused pid, or garbage */
+	if ((size_t)(nl - s) >= cap)
+		return -ENAMETOOLONG;
+	memcpy(dir, s, (size_t)(nl - s));
+	dir[nl - s] = '\0';
+	return 0;
+}
+
+int ctl_registry_lookup(const char *base, uid_t uid, pid_t pid, char *dir, size_t cap)
+{
+	int fd, efd = -1;
+	int rc = ctl_registry_open(base, uid, false, &fd);
+	if (rc < 0)
+		return rc;
+	char name[32], buf[REG_ENTRY_MAX + 1];
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	rc = ada_fs_open_file(fd, name, O_RDONLY, &efd);
+	close(fd);
+	if (rc < 0)
+		return -ENOENT;
+	ssize_t n = read(efd, buf, REG_ENTRY_MAX);
+	close(efd);
+	if (n <= 0)
+		return -ENOENT;
+	buf[n] = '\0';
+	return registry_parse(buf, pid, dir, cap);
+}
+
+/* ---- the server's side: keep the entries in step with the live view ---- */
+
+/* Registers the live processes not registered yet, removes the finished
+ * ones. Called by the poll thread with a fresh c->live. */
+void ctl_registry_sync(struct ada_control *c)
+{
+	if (c->reg_fd < 0 || !c->h.session_dir)
+		return;
+	for (uint32_t i = 0; i < c->live->nprocs; i++) {
+		const struct ada_live_proc *p = &c->live->procs[i];
+		size_t k = 0;
+		while (k < c->nreg && c->reg[k] != p->pid)
+			k++;
+		if (!p->finished && k == c->nreg && c->nreg < ADA_LIVE_MAX_PROCS &&
+		    ctl_registry_add(c->reg_fd, p->pid, c->h.session_dir) == 0)
+			c->reg[c->nreg++] = p->pid;
+		else if (p->finished && k < c->nreg) {
+			ctl_registry_remove(c->reg_fd, p->pid);
+			c->reg[k] = c->reg[--c->nreg];
+		}
+	}
+}
+
+void ctl_registry_clear(struct ada_control *c)
+{
+	for (size_t k = 0; k < c->nreg && c->reg_fd >= 0; k++)
+		ctl_registry_remove(c->reg_fd, c->reg[k]);
+	c->nreg = 0;
+	if (c->reg_fd >= 0)
+		close(c->reg_fd);
+	c->reg_fd = -1;
+}
