@@ -37,6 +37,7 @@ import glob
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -224,6 +225,19 @@ def case_status(ada, target, work):
         check(so.strip() == "disarmed 1 trigger", "ada disarm: %r" % so)
         rc, _, se = r.ada_cmd("disarm", str(r.pid), "--trigger", "p99=function:mid>10s", ok=False)
         check(rc == 1 and len(se.strip().splitlines()) == 1, "disarming again: %d %r" % (rc, se))
+        # --watch stops cleanly on Ctrl-C
+        watch = subprocess.Popen([ada, "status", str(r.pid), "--watch"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        first = watch.stdout.readline().decode()
+        check(first.startswith("%d: recording" % r.pid), "--watch printed %r" % first)
+        watch.send_signal(signal.SIGINT)
+        try:
+            _, we = watch.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            watch.kill()
+            raise Fail("ada status --watch did not stop on SIGINT")
+        check(watch.returncode == 0 and not we.strip(), "--watch after SIGINT: exit %d, "
+              "stderr %r" % (watch.returncode, we))
         # --watch runs until the recording ends, then says so
         watch = subprocess.Popen([ada, "status", str(r.pid), "--watch"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
