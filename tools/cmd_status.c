@@ -9,6 +9,9 @@
  * believed only while its recorder runs (pid and start time, alive.c): a
  * recorder that died is said so, with what to do.
  *
+ * For a session, a last line: the same one-line summary as `ada status
+ * PID`, live or from the manifests.
+ *
  * ada status PID, and --json / --watch: the live one-line view from the
  * recording's control socket (the `status` method, docs/control.md), or,
  * once the recording has ended, the same object built from its manifests
@@ -276,6 +279,28 @@ static void status_session(const char *dir, const struct status_tot *t)
 	printf("\n");
 }
 
+static void status_print(json_t *st, const char *name, bool json);
+
+/* The session's one-line summary, by the one formatter of `ada status PID`:
+ * live from the control socket while it answers, else from the manifests
+ * (not for a recorder that died: its manifests say "recording"). */
+static void status_summary(const char *dir, const struct status_tot *t)
+{
+	int fd;
+	json_t *st = NULL;
+	char why[512];
+	if (ada_control_open(dir, &fd, why, sizeof(why)) == 0) {
+		if (ada_control_call(fd, "status", NULL, &st, why, sizeof(why)) != 0)
+			st = NULL;
+		close(fd);
+	}
+	if (!st && !t->dead)
+		st = cmd_ctl_status_from_manifests(dir);
+	if (st)
+		status_print(st, "summary", false); /* not "DIR:": the totals line is */
+	json_decref(st);
+}
+
 /* The per-process report of DIR (a session or a pid_N directory). */
 static int status_dir(char **argv)
 {
@@ -312,6 +337,7 @@ static int status_dir(char **argv)
 		return 1;
 	}
 	status_session(argv[1], &t);
+	status_summary(argv[1], &t);
 	return bad;
 }
 

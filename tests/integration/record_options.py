@@ -506,9 +506,11 @@ def case_status(ctx):
     rc, o, e = it.run([ctx.ada.path, "status", session])
     text = o.decode(errors="replace").strip()
     n = get(man, "metrics", "events_written")
-    # One line for the process, then the session's totals.
-    want(ctx, rc == 0 and len(text.splitlines()) == 2, "`ada status %s` exited %d: %r %r",
-         session, rc, text, e)
+    # One line for the process, then the session's totals, then its summary
+    # (the one-line formatter of `ada status PID`, from the manifests).
+    want(ctx, rc == 0 and len(text.splitlines()) == 3 and
+         text.splitlines()[2].startswith("summary: ended, 1 process, %s events" % n),
+         "`ada status %s` exited %d: %r %r", session, rc, text, e)
     want(ctx, ("%s: %s, %s events written," % (pid_dirs[0], man.get("state"), n)) in text and
          "signal 9" in text and "abnormal" in text, "`ada status` after the run says %r; the "
          "manifest: state %r, %r events, exit %r", text, man.get("state"), n, man.get("exit"))
