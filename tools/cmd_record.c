@@ -824,7 +824,10 @@ static int record_live(void *ctx, struct ada_recorder_live *out)
 }
 
 /* The control socket (src/control): `ada arm/disarm/trigger/status PID`
- * and any JSON-RPC client. Without it the recording still runs (said). */
+ * and any JSON-RPC client. Listening before PROGRAM starts (a client that
+ * comes at once waits in the backlog); its thread starts after the fork
+ * (ada_control_start), so the child is forked from a single thread.
+ * Without it the recording still runs (said). */
 static struct ada_control *record_control(struct ada_recorder *r, const struct rec_args *a)
 {
 	struct ada_control_host h = {
@@ -915,6 +918,12 @@ int cmd_record(int argc, char **argv)
 		return 2;
 	}
 	record_child_pid = pid;
+	if (ctl && ada_control_start(ctl) < 0) {
+		ada_log("the control socket could not start: `ada arm/disarm/trigger/status PID` "
+		        "cannot reach this recording; it records all the same");
+		ada_control_free(ctl);
+		ctl = NULL;
+	}
 	struct ada_record_summary s = {.exit_status = 1};
 	rc = ada_recorder_start(r, pid);
 	if (rc == 0)

@@ -13,8 +13,8 @@
  * connection. A bad request gets a JSON-RPC error and changes nothing.
  *
  * Threads (the server side):
- *   - ada_control_new/listen/free: the owner's thread (`ada record`).
- *   - the poll thread (started by ada_control_listen) serves every client:
+ *   - ada_control_new/listen/start/free: the owner's thread (`ada record`).
+ *   - the poll thread (started by ada_control_start) serves every client:
  *     it accepts, reads lines, runs ada_control_handle() and writes the
  *     answers; it never blocks on one client (non-blocking sockets, bounded
  *     buffers, at most ADA_CONTROL_CLIENTS_MAX at once).
@@ -88,8 +88,14 @@ int ada_control_new(const struct ada_control_host *h, struct ada_control **out);
 void ada_control_free(struct ada_control *c);
 
 /* Creates ctl/ (0700, new) under session_fd and ctl/control.sock (0600),
- * and starts the poll thread. -EEXIST (ctl/ exists), other -errno. */
+ * listening: from here a client can connect (it waits in the backlog).
+ * -EEXIST (ctl/ exists), other -errno. */
 int ada_control_listen(struct ada_control *c, int session_fd);
+/* Starts the poll thread that serves the clients. Separate from listen so
+ * that `ada record` can fork the program while it is still single-threaded
+ * and yet have the socket in place before the program runs. -EINVAL (not
+ * listening, or started), -errno of pthread_create. */
+int ada_control_start(struct ada_control *c);
 
 /* Who may connect: uid (the recording's user) and root. Pure: tests. */
 bool ada_control_peer_allowed(uid_t peer, uid_t owner);

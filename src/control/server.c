@@ -14,7 +14,7 @@
  * no client holds the others up. At most ADA_CONTROL_CLIENTS_MAX clients;
  * one more gets ADA_RPC_BUSY and is closed.
  *
- * Threads: ada_control_listen/free on the owner's thread; everything else
+ * Threads: ada_control_listen/start/free on the owner's thread; everything else
  * here on the poll thread, which owns the clients. The hand-over: the
  * thread is created after the state is set, and free wakes it (eventfd)
  * and joins it before touching anything.
@@ -298,11 +298,15 @@ int ada_control_listen(struct ada_control *c, int session_fd)
 	c->reg_error = c->h.session_dir
 	                   ? -ctl_registry_open(c->h.registry_dir, geteuid(), true, &c->reg_fd)
 	                   : 0;
-	rc = ctl_bind(c);
-	if (rc == 0) {
-		c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		rc = c->wake_fd < 0 ? -errno : -pthread_create(&c->thr, NULL, ctl_main, c);
-	}
+	return ctl_bind(c);
+}
+
+int ada_control_start(struct ada_control *c)
+{
+	if (c->listen_fd < 0 || c->thread_started)
+		return -EINVAL;
+	c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	int rc = c->wake_fd < 0 ? -errno : -pthread_create(&c->thr, NULL, ctl_main, c);
 	if (rc == 0) {
 		pthread_setname_np(c->thr, "ada-control");
 		c->thread_started = true;

@@ -404,6 +404,8 @@ static void srv_start(struct srv *s)
 	assert_non_null(mkdtemp(s->dir));
 	assert_int_equal(ada_fs_open_dir(AT_FDCWD, s->dir, &s->dfd), 0);
 	assert_int_equal(ada_control_listen(s->f.c, s->dfd), 0);
+	assert_int_equal(ada_control_start(s->f.c), 0);
+	assert_int_equal(ada_control_start(s->f.c), -EINVAL);
 	snprintf(s->path, sizeof(s->path), "%s/ctl/control.sock", s->dir);
 	struct stat st;
 	assert_int_equal(stat(s->path, &st), 0);
