@@ -525,7 +525,7 @@ static const struct agent_dset install_dset_every = {.all = 1};
 
 void agent_detail_set_init(void)
 {
-	/* Release: pairs with the acquire load in handlers_dset(). */
+	/* Release: pairs with the acquire load in handlers_detail_member(). */
 	atomic_store_explicit(&agent_hot.dset,
 	                      agent.cfg.n_detail_sym ? &install_dset_none : &install_dset_every,
 	                      memory_order_release);
@@ -566,7 +566,7 @@ void agent_detail_set_update(void)
 	/* The old set stays reachable (and allocated): a handler on another
 	 * thread may still be reading it. */
 	ds->prev = atomic_load_explicit(&agent_hot.dset, memory_order_relaxed);
-	/* Release: pairs with the acquire load in handlers_dset(). */
+	/* Release: pairs with the acquire load in handlers_detail_member(). */
 	atomic_store_explicit(&agent_hot.dset, ds, memory_order_release);
 }
 

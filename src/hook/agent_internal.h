@@ -33,14 +33,16 @@ enum agent_special {
 
 /* The functions whose calls and returns enter the detail ring: one
  * immutable object, published by swapping agent_hot.dset with a release
- * store (its partner: the acquire load in handlers_dset(), handlers.c), so
+ * store (its partner: the acquire load in handlers_detail_member(),
+ * handlers.c), so
  * the handlers see a set complete or not at all. The hot path reads it
  * with one O(1) test (agent_dset_has); whoever builds the set (today the
  * --detail-symbols globs at hook time, agent_install.c; later the
  * key-symbol containers) changes nothing on the hot path. A replaced set
  * is kept until exit: a handler may still be reading it. */
 struct agent_dset {
-	uint32_t all;                  /* 1: every hooked function */
+	uint32_t all;                  /* what a function outside the bitmaps is: 1 with
+	                                  nbits 0 is "every hooked function" */
 	uint32_t nbits;                /* every bitmap covers symbol indexes < nbits */
 	uint64_t max_mod;              /* bits[] covers module ids 0..max_mod */
 	const uint64_t *const *bits;   /* per module id: bitmap by symbol_index (a shared
@@ -50,17 +52,17 @@ struct agent_dset {
 
 /* One O(1) test, no NULL check: while the detail lane is on, dset always
  * points at a set (an empty one before the first is built). Two bound
- * checks and one bit: a module or symbol the set does not cover (loaded
- * after it was built) is not a member. */
+ * checks and one bit; a module or symbol the bitmaps do not cover (loaded
+ * after the set was built, or every one in an "every function" set) is
+ * what `all` says. The excluded case costs the bound checks and the bit
+ * test: no `all` test first. */
 static inline bool agent_dset_has(const struct agent_dset *ds, uint64_t fn_id)
 {
 	uint32_t i = (uint32_t)fn_id;
 	uint64_t m = fn_id >> 32;
-	if (ds->all)
-		return true;
-	if (i >= ds->nbits || m > ds->max_mod)
-		return false;
-	return (ds->bits[m][i >> 6] >> (i & 63)) & 1u;
+	if (__builtin_expect(i < ds->nbits && m <= ds->max_mod, 1))
+		return (ds->bits[m][i >> 6] >> (i & 63)) & 1u;
+	return ds->all; /* "every function" sets have no bitmap (nbits 0) */
 }
 
 static inline uint32_t agent_stack_take(uint64_t lo, uint64_t hi, uint64_t rsp, uint32_t want,
@@ -94,6 +96,11 @@ struct agent_hot {
 	uint32_t detail_on;
 	uint32_t reserved;
 	const struct agent_dset *_Atomic dset; /* never NULL while detail_on */
+	/* Word 3 of a CALL record with the whole snapshot (computed once:
+	 * ada_drec_meta(ATF_DETAIL_FUNCTION_CALL, 0, detail_stack)). */
+	uint64_t detail_meta_call;
+	uint32_t detail_words;    /* stack words of that record: (detail_stack + 7) / 8 */
+	uint32_t detail_call_len; /* its length: (ADA_DREC_CALL_WORDS + detail_words) * 8 */
 };
 extern struct agent_hot agent_hot;
 

@@ -132,8 +132,12 @@ __attribute__((cold, noinline)) static bool handlers_shadow_alloc_fpu(struct ada
 	agent_thread_started();    /* the one libc call: a pthread key, for thread exit */
 	if (agent_hot.detail_on) { /* and, for the detail lane, the stack's bounds */
 		agent_thread_stack(&s->stack_lo, &s->stack_hi);
-		if (s->stack_hi - s->stack_lo >= agent_hot.detail_stack)
-			s->stack_full = s->stack_hi - agent_hot.detail_stack;
+		/* Computed once: an rsp in [stack_lo, stack_hi - detail_stack]
+		 * takes the whole snapshot (handlers_detail_call's one test). */
+		if (s->stack_lo && s->stack_hi - s->stack_lo >= agent_hot.detail_stack) {
+			s->dfast_lo = s->stack_lo;
+			s->dfast_span = s->stack_hi - agent_hot.detail_stack - s->stack_lo;
+		}
 	}
 	long p = handlers_syscall6(SYS_mmap, 0, (long)HANDLERS_MAP_BYTES, PROT_READ | PROT_WRITE,
 	                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -366,6 +370,23 @@ __attribute__((cold, noinline)) static void handlers_enter_guarded(struct ada_sh
 	handlers_leave(s);
 }
 
+/* An entry on the index lane alone, once in_hook is set and the guard
+ * is clear: the whole fast path of ada_hook_on_enter(), and of the detail
+ * lane's handler for a function outside the detail set. */
+__attribute__((always_inline)) static inline void
+handlers_enter_index(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot)
+{
+	uint32_t depth;
+	if (ada_unlikely(!shadow_enter_fast(s, fn_id, ret_slot, agent_hot.ret_tramp, 0, &depth)))
+		return handlers_enter_slow(s, fn_id, ret_slot);
+	const struct ada_producer *p = &ada_producer_tls;
+	if (ada_unlikely(p->head >= p->limit))
+		return handlers_emit_slow_leave(s, fn_id, ATF_EVENT_CALL, depth);
+	ada_emit(fn_id, ATF_EVENT_CALL, depth);
+	if (ada_unlikely(handlers_in_hook_clear(s)))
+		return handlers_flush(s);
+}
+
 HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
                                                  const struct ada_hook_regs *regs)
 {
@@ -379,15 +400,7 @@ HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_s
 		return handlers_nested_enter(s, fn_id, ret_slot);
 	if (ada_unlikely(s->guard != 0))
 		return handlers_enter_guarded(s);
-	uint32_t depth;
-	if (ada_unlikely(!shadow_enter_fast(s, fn_id, ret_slot, agent_hot.ret_tramp, &depth)))
-		return handlers_enter_slow(s, fn_id, ret_slot);
-	const struct ada_producer *p = &ada_producer_tls;
-	if (ada_unlikely(p->head >= p->limit))
-		return handlers_emit_slow_leave(s, fn_id, ATF_EVENT_CALL, depth);
-	ada_emit(fn_id, ATF_EVENT_CALL, depth);
-	if (ada_unlikely(handlers_in_hook_clear(s)))
-		return handlers_flush(s);
+	handlers_enter_index(s, fn_id, ret_slot);
 }
 
 /* The special action, between xsave and xrstor (it may call libc). */
@@ -453,6 +466,21 @@ __attribute__((cold, noinline)) static uint64_t handlers_exit_slow(struct ada_sh
 	return orig;
 }
 
+/* A return on the index lane alone, once the fast pop took frame e: the
+ * rest of ada_hook_on_exit()'s fast path, and of the detail lane's for a
+ * call that got no detail record. */
+__attribute__((always_inline)) static inline uint64_t
+handlers_exit_index(struct ada_shadow *s, const struct shadow_entry *e)
+{
+	const struct ada_producer *p = &ada_producer_tls;
+	if (ada_unlikely(p->head >= p->limit))
+		return handlers_emit_slow_leave_ret(s, e->fn_id, e->depth, e->orig);
+	ada_emit(e->fn_id, ATF_EVENT_RETURN, e->depth);
+	if (ada_unlikely(handlers_in_hook_clear(s)))
+		return handlers_flush_ret(s, e->orig);
+	return e->orig;
+}
+
 /* A frame on the shadow stack had its CALL recorded: its RETURN is
  * recorded whatever the guard says (e.g. __run_prefork_handlers returning
  * after our atfork prepare set it). */
@@ -463,15 +491,9 @@ HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp)
 	if (ada_unlikely(handlers_in_hook_set(s)))
 		return handlers_exit_nested(s, slot);
 	struct shadow_entry e;
-	if (ada_unlikely(!shadow_return_fast(s, slot, &e)))
+	if (ada_unlikely(!shadow_return_fast(s, slot, 0, &e)))
 		return handlers_exit_slow(s, slot);
-	const struct ada_producer *p = &ada_producer_tls;
-	if (ada_unlikely(p->head >= p->limit))
-		return handlers_emit_slow_leave_ret(s, e.fn_id, e.depth, e.orig);
-	ada_emit(e.fn_id, ATF_EVENT_RETURN, e.depth);
-	if (ada_unlikely(handlers_in_hook_clear(s)))
-		return handlers_flush_ret(s, e.orig);
-	return e.orig;
+	return handlers_exit_index(s, &e);
 }
 
 /* ---- the detail lane (docs/format.md, "Detail records") ----
@@ -479,36 +501,48 @@ HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp)
  * detail set, one record written in place into the thread's detail ring
  * (ring.h: ada_detail_reserve/put/commit; no call, no vector register).
  * Trampolines get them only when the detail lane is on (agent_install.c),
- * so --detail never runs exactly the handlers above. The record is
- * written while in_hook is still set: a signal handler that interrupts it
- * goes to the side path and never writes the detail ring itself. Its link
- * is the index ring position of the event just emitted (head - 1). */
+ * so --detail never runs exactly the handlers above.
+ *
+ * Membership is decided once per call, at entry, before any detail work
+ * (handlers_detail_member, one inline O(1) test), and kept in the frame's
+ * shadow entry (SHADOW_F_DETAIL): a function outside the set runs the
+ * index lane's fast path plus that test at entry and one flag test at its
+ * return; a member's call and return both get a record even if the set
+ * changes between them. A record is written while in_hook is still set:
+ * a signal handler that interrupts it goes to the side path and never
+ * writes the detail ring itself. Its link is the index ring position of
+ * the event it belongs to, its timestamp that event's. */
 
-static inline const struct agent_dset *handlers_dset(void)
+/* The one membership test of the hot path (whoever replaces the set's
+ * representation swaps this function and agent_dset_has). */
+static inline bool handlers_detail_member(uint64_t fn_id)
 {
 	/* Acquire: pairs with the release store that publishes a set
 	 * (agent_detail_set_update()): its bitmaps are seen complete. */
-	return atomic_load_explicit(&agent_hot.dset, memory_order_acquire);
+	const struct agent_dset *ds = atomic_load_explicit(&agent_hot.dset, memory_order_acquire);
+	return agent_dset_has(ds, fn_id);
 }
 
+/* The largest CALL record fits the smallest ring's largest record, so the
+ * fast reserve needs no length test (ring.h, ada_detail_reserve). */
+_Static_assert(ADA_DREC_CALL_WORDS * 8 + ATF_DETAIL_STACK_MAX <= ADA_DETAIL_MIN_BYTES / 4 - 8,
+               "a CALL record must fit any detail ring");
+
+/* The words of a CALL record at w (reserved). ts, link: its index
+ * event's raw timestamp and ring position; orig: the caller's return
+ * address (*ret_slot holds the return trampoline by now); sw: stack words
+ * to copy (bounded by the caller). The stack is copied eight bytes at a
+ * time through general registers (the vector registers hold the traced
+ * function's float arguments: -mgeneral-regs-only), eight words a round. */
 __attribute__((always_inline)) static inline void
-handlers_detail_call(const struct ada_shadow *s, uint64_t fn_id, const uint64_t *ret_slot,
-                     const struct ada_hook_regs *regs, uint64_t link, uint64_t ret)
+handlers_detail_put_call(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *ret_slot,
+                         const struct ada_hook_regs *regs, uint64_t ts, uint64_t link,
+                         uint64_t orig, uint64_t meta, uint32_t sw)
 {
-	struct ada_producer *p = &ada_producer_tls;
-	uint64_t rsp = (uint64_t)(uintptr_t)ret_slot;
-	uint32_t flags = 0, n = agent_hot.detail_stack;
-	if (ada_unlikely(rsp < s->stack_lo || rsp > s->stack_full)) /* near the top, or off */
-		n = agent_stack_take(s->stack_lo, s->stack_hi, rsp, n, &flags);
-	uint32_t sw = (n + 7) / 8, end_w = ADA_DREC_CALL_WORDS + sw;
-	uint64_t end;
-	_Atomic uint64_t *w = ada_detail_reserve(p, end_w * 8, &end);
-	if (ada_unlikely(w == NULL))
-		return; /* no detail ring in this arena */
-	ada_detail_put(w, ADA_DREC_TS, p->events[link & p->mask].timestamp_ns);
+	ada_detail_put(w, ADA_DREC_TS, ts);
 	ada_detail_put(w, ADA_DREC_LINK, link);
 	ada_detail_put(w, ADA_DREC_FN, fn_id);
-	ada_detail_put(w, ADA_DREC_META, ada_drec_meta(ATF_DETAIL_FUNCTION_CALL, flags, n));
+	ada_detail_put(w, ADA_DREC_META, meta);
 	ada_detail_put(w, ADA_DREC_REGS + 0, regs->rdi);
 	ada_detail_put(w, ADA_DREC_REGS + 1, regs->rsi);
 	ada_detail_put(w, ADA_DREC_REGS + 2, regs->rdx);
@@ -516,39 +550,82 @@ handlers_detail_call(const struct ada_shadow *s, uint64_t fn_id, const uint64_t 
 	ada_detail_put(w, ADA_DREC_REGS + 4, regs->r8);
 	ada_detail_put(w, ADA_DREC_REGS + 5, regs->r9);
 	ada_detail_put(w, ADA_DREC_REGS + 6, regs->rax);
-	ada_detail_put(w, ADA_DREC_REGS + 7, ret);
+	ada_detail_put(w, ADA_DREC_REGS + 7, orig);
 	ada_detail_put(w, ADA_DREC_REGS + 8, regs->rbp);
 	ada_detail_put(w, ADA_DREC_REGS + 9, (uint64_t)(uintptr_t)ret_slot);
-	/* Bounded by agent_stack_take(); four words a round trip. */
-	_Atomic uint64_t *sd = w + ADA_DREC_CALL_WORDS;
-	uint32_t i = 0;
-	for (; i + 4 <= sw; i += 4) {
-		uint64_t a = ret_slot[i], b = ret_slot[i + 1], c = ret_slot[i + 2],
-		         d = ret_slot[i + 3];
-		ada_detail_put(sd, i, a);
-		ada_detail_put(sd, i + 1, b);
-		ada_detail_put(sd, i + 2, c);
-		ada_detail_put(sd, i + 3, d);
+	/* Pointer-walked rounds of eight words, then single words; word 0
+	 * is then overwritten with the return address as the caller left it
+	 * (orig), not the trampoline's. */
+	_Atomic uint64_t *dst = w + ADA_DREC_CALL_WORDS;
+	const uint64_t *src = ret_slot;
+	for (uint32_t r = sw / 8; r != 0; r--, src += 8, dst += 8) {
+		uint64_t a = src[0], b = src[1], c = src[2], d = src[3], e = src[4], f = src[5],
+		         g = src[6], h = src[7];
+		ada_detail_put(dst, 0, a);
+		ada_detail_put(dst, 1, b);
+		ada_detail_put(dst, 2, c);
+		ada_detail_put(dst, 3, d);
+		ada_detail_put(dst, 4, e);
+		ada_detail_put(dst, 5, f);
+		ada_detail_put(dst, 6, g);
+		ada_detail_put(dst, 7, h);
 	}
-	for (; i < sw; i++)
-		ada_detail_put(sd, i, ret_slot[i]);
-	if (sw) /* the stack as the caller left it: its return address, not ours */
-		ada_detail_put(sd, 0, ret);
+	for (uint32_t r = sw % 8; r != 0; r--, src++, dst++)
+		ada_detail_put(dst, 0, *src);
+	if (sw)
+		ada_detail_put(w, ADA_DREC_CALL_WORDS, orig);
+}
+
+/* Any CALL record: the snapshot clipped near the stack's top (or none off
+ * it), and the ring's slow reserve (a pad, old records to overwrite). */
+__attribute__((cold, noinline)) static void
+handlers_detail_call(const struct ada_shadow *s, uint64_t fn_id, const uint64_t *ret_slot,
+                     const struct ada_hook_regs *regs, uint64_t ts, uint64_t link, uint64_t orig)
+{
+	struct ada_producer *p = &ada_producer_tls;
+	uint32_t flags;
+	uint32_t n = agent_stack_take(s->stack_lo, s->stack_hi, (uint64_t)(uintptr_t)ret_slot,
+	                              agent_hot.detail_stack, &flags);
+	uint32_t sw = (n + 7) / 8;
+	uint64_t end;
+	_Atomic uint64_t *w = ada_detail_reserve(p, (ADA_DREC_CALL_WORDS + sw) * 8, &end);
+	if (w == NULL)
+		return; /* no detail ring in this arena */
+	handlers_detail_put_call(w, fn_id, ret_slot, regs, ts, link, orig,
+	                         ada_drec_meta(ATF_DETAIL_FUNCTION_CALL, flags, n), sw);
 	ada_detail_commit(p, end);
 }
 
-/* sp: the stack pointer after the function's ret. The return trampoline
- * keeps rax at sp-8, rdx at sp-16 and rbp at sp-80 (hook_arch.h). */
-__attribute__((always_inline)) static inline void
-handlers_detail_return(uint64_t fn_id, uint64_t sp, uint64_t orig, uint64_t link)
+/* The common CALL record: the whole snapshot (one test of rsp against
+ * bounds computed once per thread) into room the ring has without a pad
+ * or an overwrite (one test), with the record's size and word 3 computed
+ * once per process. False, having written nothing, otherwise. */
+__attribute__((always_inline)) static inline bool
+handlers_detail_call_fast(const struct ada_shadow *s, uint64_t fn_id, const uint64_t *ret_slot,
+                          const struct ada_hook_regs *regs, uint64_t ts, uint64_t link,
+                          uint64_t orig)
 {
 	struct ada_producer *p = &ada_producer_tls;
-	const uint64_t *saved = (const uint64_t *)(uintptr_t)sp;
 	uint64_t end;
-	_Atomic uint64_t *w = ada_detail_reserve(p, ADA_DREC_RETURN_WORDS * 8, &end);
-	if (ada_unlikely(w == NULL))
-		return;
-	ada_detail_put(w, ADA_DREC_TS, p->events[link & p->mask].timestamp_ns);
+	_Atomic uint64_t *w;
+	if (ada_unlikely((uint64_t)(uintptr_t)ret_slot - s->dfast_lo > s->dfast_span) ||
+	    ada_unlikely(!(w = ada_detail_reserve_fast(p, agent_hot.detail_call_len, &end))))
+		return false;
+	handlers_detail_put_call(w, fn_id, ret_slot, regs, ts, link, orig,
+	                         agent_hot.detail_meta_call, agent_hot.detail_words);
+	ada_detail_commit(p, end);
+	return true;
+}
+
+/* The words of a RETURN record at w. sp: the stack pointer after the
+ * function's ret; the return trampoline keeps rax at sp-8, rdx at sp-16
+ * and rbp at sp-80 (hook_arch.h). */
+__attribute__((always_inline)) static inline void
+handlers_detail_put_return(_Atomic uint64_t *w, uint64_t fn_id, uint64_t sp, uint64_t orig,
+                           uint64_t ts, uint64_t link)
+{
+	const uint64_t *saved = (const uint64_t *)(uintptr_t)sp;
+	ada_detail_put(w, ADA_DREC_TS, ts);
 	ada_detail_put(w, ADA_DREC_LINK, link);
 	ada_detail_put(w, ADA_DREC_FN, fn_id);
 	ada_detail_put(w, ADA_DREC_META, ada_drec_meta(ATF_DETAIL_FUNCTION_RETURN, 0, 0));
@@ -557,13 +634,26 @@ handlers_detail_return(uint64_t fn_id, uint64_t sp, uint64_t orig, uint64_t link
 	ada_detail_put(w, ADA_DREC_REGS + 2, orig);       /* where it returns to */
 	ada_detail_put(w, ADA_DREC_REGS + 3, saved[-10]); /* rbp */
 	ada_detail_put(w, ADA_DREC_REGS + 4, sp);
+}
+
+/* Any RETURN record (the ring's slow reserve included). */
+__attribute__((cold, noinline)) static void
+handlers_detail_return(uint64_t fn_id, uint64_t sp, uint64_t orig, uint64_t ts, uint64_t link)
+{
+	struct ada_producer *p = &ada_producer_tls;
+	uint64_t end;
+	_Atomic uint64_t *w = ada_detail_reserve(p, ADA_DREC_RETURN_WORDS * 8, &end);
+	if (w == NULL)
+		return;
+	handlers_detail_put_return(w, fn_id, sp, orig, ts, link);
 	ada_detail_commit(p, end);
 }
 
 /* After a cold path that may have emitted the event (or dropped it, or
  * emitted others after it): the record is written only when the last
  * event is this function's `kind` event and it is new since head h0. */
-static bool handlers_detail_emitted(uint64_t h0, uint64_t fn_id, uint32_t kind, uint64_t *link)
+static bool handlers_detail_emitted(uint64_t h0, uint64_t fn_id, uint32_t kind, uint64_t *link,
+                                    uint64_t *ts)
 {
 	const struct ada_producer *p = &ada_producer_tls;
 	if (!p->events || p->head == h0)
@@ -571,9 +661,9 @@ static bool handlers_detail_emitted(uint64_t h0, uint64_t fn_id, uint32_t kind, 
 	const struct atf_index_event *e = &p->events[(p->head - 1) & p->mask];
 	if (e->event_kind != kind || e->function_id != fn_id)
 		return false;
-	const struct agent_dset *ds = handlers_dset();
 	*link = p->head - 1;
-	return agent_dset_has(ds, fn_id);
+	*ts = e->timestamp_ns;
+	return true;
 }
 
 /* The original return address of the frame just pushed (*ret_slot holds
@@ -583,26 +673,19 @@ static inline uint64_t handlers_top_orig(const struct ada_shadow *s, const uint6
 	return s->top ? s->base[s->top - 1].orig : *ret_slot;
 }
 
-/* orig: the caller's return address, read before the push swapped it. */
-__attribute__((hot, noinline)) static void
-handlers_detail_call_leave(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
-                           const struct ada_hook_regs *regs, uint64_t orig)
-{
-	handlers_detail_call(s, fn_id, ret_slot, regs, ada_producer_tls.head - 1, orig);
-	handlers_leave(s);
-}
-
+/* A member's entry the fast path declined: the general push (flagged),
+ * then the record if its CALL was emitted. */
 __attribute__((cold, noinline)) static void
 handlers_enter_slow_detail(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
                            const struct ada_hook_regs *regs)
 {
-	uint64_t h0 = ada_producer_tls.head, link;
+	uint64_t h0 = ada_producer_tls.head, link, ts;
 	if (agent_hot.active)
-		handlers_push_general(s, fn_id, ret_slot, 0);
+		handlers_push_general(s, fn_id, ret_slot, SHADOW_F_DETAIL);
 	else
 		s->suppressed++;
-	if (handlers_detail_emitted(h0, fn_id, ATF_EVENT_CALL, &link))
-		handlers_detail_call(s, fn_id, ret_slot, regs, link,
+	if (handlers_detail_emitted(h0, fn_id, ATF_EVENT_CALL, &link, &ts))
+		handlers_detail_call(s, fn_id, ret_slot, regs, ts, link,
 		                     handlers_top_orig(s, ret_slot));
 	handlers_leave(s);
 }
@@ -611,12 +694,54 @@ __attribute__((cold, noinline)) static void
 handlers_emit_slow_leave_detail(struct ada_shadow *s, uint64_t fn_id, uint32_t depth,
                                 uint64_t *ret_slot, const struct ada_hook_regs *regs)
 {
-	uint64_t h0 = ada_producer_tls.head, link;
+	uint64_t h0 = ada_producer_tls.head, link, ts;
 	handlers_emit_slow(fn_id, ATF_EVENT_CALL, depth);
-	if (handlers_detail_emitted(h0, fn_id, ATF_EVENT_CALL, &link))
-		handlers_detail_call(s, fn_id, ret_slot, regs, link,
+	if (handlers_detail_emitted(h0, fn_id, ATF_EVENT_CALL, &link, &ts))
+		handlers_detail_call(s, fn_id, ret_slot, regs, ts, link,
 		                     handlers_top_orig(s, ret_slot));
 	handlers_leave(s);
+}
+
+/* The tails of the members' fast paths when the record needs the general
+ * writer: out of line, so the fast paths make no call but tail calls
+ * (they need no callee-saved register and no frame). */
+__attribute__((cold, noinline)) static void
+handlers_detail_call_leave(struct ada_shadow *s, uint64_t fn_id, const uint64_t *ret_slot,
+                           const struct ada_hook_regs *regs, uint64_t ts, uint64_t link,
+                           uint64_t orig)
+{
+	handlers_detail_call(s, fn_id, ret_slot, regs, ts, link, orig);
+	handlers_leave(s);
+}
+
+__attribute__((cold, noinline)) static uint64_t
+handlers_detail_return_leave(struct ada_shadow *s, uint64_t fn_id, uint64_t sp, uint64_t orig,
+                             uint64_t ts, uint64_t link)
+{
+	handlers_detail_return(fn_id, sp, orig, ts, link);
+	handlers_leave(s);
+	return orig;
+}
+
+/* Entry of a function in the detail set (in_hook set, guard clear). */
+HANDLERS_LEAF __attribute__((noinline)) static void
+handlers_enter_member(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
+                      const struct ada_hook_regs *regs)
+{
+	uint32_t depth;
+	uint64_t orig = *ret_slot; /* the fast push below swaps it (same load) */
+	if (ada_unlikely(!shadow_enter_fast(s, fn_id, ret_slot, agent_hot.ret_tramp,
+	                                    SHADOW_F_DETAIL, &depth)))
+		return handlers_enter_slow_detail(s, fn_id, ret_slot, regs);
+	struct ada_producer *p = &ada_producer_tls;
+	if (ada_unlikely(p->head >= p->limit))
+		return handlers_emit_slow_leave_detail(s, fn_id, depth, ret_slot, regs);
+	uint64_t link = p->head;
+	uint64_t ts = ada_emit_fast_ts(p, fn_id, ATF_EVENT_CALL, depth);
+	if (ada_unlikely(!handlers_detail_call_fast(s, fn_id, ret_slot, regs, ts, link, orig)))
+		return handlers_detail_call_leave(s, fn_id, ret_slot, regs, ts, link, orig);
+	if (ada_unlikely(handlers_in_hook_clear(s)))
+		return handlers_flush(s);
 }
 
 HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail(uint64_t fn_id, uint64_t *ret_slot,
@@ -627,36 +752,19 @@ HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail(uint64_t fn_id, uint64_t
 		return handlers_nested_enter(s, fn_id, ret_slot);
 	if (ada_unlikely(s->guard != 0))
 		return handlers_enter_guarded(s);
-	uint32_t depth;
-	uint64_t orig = *ret_slot; /* the fast push below swaps it (same load) */
-	if (ada_unlikely(!shadow_enter_fast(s, fn_id, ret_slot, agent_hot.ret_tramp, &depth)))
-		return handlers_enter_slow_detail(s, fn_id, ret_slot, regs);
-	const struct ada_producer *p = &ada_producer_tls;
-	if (ada_unlikely(p->head >= p->limit))
-		return handlers_emit_slow_leave_detail(s, fn_id, depth, ret_slot, regs);
-	ada_emit(fn_id, ATF_EVENT_CALL, depth);
-	const struct agent_dset *ds = handlers_dset();
-	if (agent_dset_has(ds, fn_id))
-		return handlers_detail_call_leave(s, fn_id, ret_slot, regs, orig);
-	if (ada_unlikely(handlers_in_hook_clear(s)))
-		return handlers_flush(s);
-}
-
-__attribute__((hot, noinline)) static uint64_t
-handlers_detail_return_leave(struct ada_shadow *s, uint64_t fn_id, uint64_t sp, uint64_t orig)
-{
-	handlers_detail_return(fn_id, sp, orig, ada_producer_tls.head - 1);
-	handlers_leave(s);
-	return orig;
+	if (handlers_detail_member(fn_id))
+		return handlers_enter_member(s, fn_id, ret_slot, regs);
+	handlers_enter_index(s, fn_id, ret_slot);
 }
 
 /* handlers_exit_slow() with the record of the RETURN it emits last (the
- * lowest frame of a tail-call chain; frames popped as EXCEPTION get none). */
+ * lowest frame of a tail-call chain; frames popped as EXCEPTION get none)
+ * when that frame's call was a member's. */
 __attribute__((cold, noinline)) static uint64_t handlers_exit_slow_detail(struct ada_shadow *s,
                                                                           uint64_t sp)
 {
 	const uint64_t *slot = (const uint64_t *)(uintptr_t)(sp - 8);
-	uint64_t h0 = ada_producer_tls.head, link;
+	uint64_t h0 = ada_producer_tls.head, link, ts;
 	uint32_t flags;
 	uint64_t orig = shadow_return(s, slot, &flags);
 	if (flags & SHADOW_F_RESCAN) {
@@ -664,11 +772,13 @@ __attribute__((cold, noinline)) static uint64_t handlers_exit_slow_detail(struct
 		agent_dl_changed();
 		s->guard--;
 	}
-	const struct ada_producer *p = &ada_producer_tls;
-	if (orig != 0 && p->events && p->head != h0) {
-		uint64_t fn = p->events[(p->head - 1) & p->mask].function_id;
-		if (handlers_detail_emitted(h0, fn, ATF_EVENT_RETURN, &link))
-			handlers_detail_return(fn, sp, orig, link);
+	if (orig != 0 && ada_producer_tls.head != h0) {
+		/* The frame popped last, still in place above top (nothing
+		 * else writes there while in_hook is set: shadow_pop_top). */
+		const struct shadow_entry *last = &s->base[s->top];
+		if ((last->flags & SHADOW_F_DETAIL) &&
+		    handlers_detail_emitted(h0, last->fn_id, ATF_EVENT_RETURN, &link, &ts))
+			handlers_detail_return(last->fn_id, sp, orig, ts, link);
 	}
 	handlers_leave(s);
 	if (ada_unlikely(orig == 0))
@@ -680,11 +790,32 @@ __attribute__((cold, noinline)) static uint64_t
 handlers_emit_slow_leave_ret_detail(struct ada_shadow *s, uint64_t fn_id, uint32_t depth,
                                     uint64_t sp, uint64_t orig)
 {
-	uint64_t h0 = ada_producer_tls.head, link;
+	uint64_t h0 = ada_producer_tls.head, link, ts;
 	handlers_emit_slow(fn_id, ATF_EVENT_RETURN, depth);
-	if (handlers_detail_emitted(h0, fn_id, ATF_EVENT_RETURN, &link))
-		handlers_detail_return(fn_id, sp, orig, link);
+	if (handlers_detail_emitted(h0, fn_id, ATF_EVENT_RETURN, &link, &ts))
+		handlers_detail_return(fn_id, sp, orig, ts, link);
 	handlers_leave(s);
+	return orig;
+}
+
+/* Return of a call that got a CALL record (its frame is popped). */
+HANDLERS_LEAF __attribute__((noinline)) static uint64_t
+handlers_exit_member(struct ada_shadow *s, uint64_t fn_id, uint32_t depth, uint64_t sp,
+                     uint64_t orig)
+{
+	struct ada_producer *p = &ada_producer_tls;
+	if (ada_unlikely(p->head >= p->limit))
+		return handlers_emit_slow_leave_ret_detail(s, fn_id, depth, sp, orig);
+	uint64_t link = p->head;
+	uint64_t ts = ada_emit_fast_ts(p, fn_id, ATF_EVENT_RETURN, depth);
+	uint64_t end;
+	_Atomic uint64_t *w = ada_detail_reserve_fast(p, ADA_DREC_RETURN_WORDS * 8, &end);
+	if (ada_unlikely(w == NULL))
+		return handlers_detail_return_leave(s, fn_id, sp, orig, ts, link);
+	handlers_detail_put_return(w, fn_id, sp, orig, ts, link);
+	ada_detail_commit(p, end);
+	if (ada_unlikely(handlers_in_hook_clear(s)))
+		return handlers_flush_ret(s, orig);
 	return orig;
 }
 
@@ -695,18 +826,11 @@ HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit_detail(uint64_t sp)
 	if (ada_unlikely(handlers_in_hook_set(s)))
 		return handlers_exit_nested(s, slot);
 	struct shadow_entry e;
-	if (ada_unlikely(!shadow_return_fast(s, slot, &e)))
+	if (ada_unlikely(!shadow_return_fast(s, slot, SHADOW_F_DETAIL, &e)))
 		return handlers_exit_slow_detail(s, sp);
-	const struct ada_producer *p = &ada_producer_tls;
-	if (ada_unlikely(p->head >= p->limit))
-		return handlers_emit_slow_leave_ret_detail(s, e.fn_id, e.depth, sp, e.orig);
-	ada_emit(e.fn_id, ATF_EVENT_RETURN, e.depth);
-	const struct agent_dset *ds = handlers_dset();
-	if (agent_dset_has(ds, e.fn_id))
-		return handlers_detail_return_leave(s, e.fn_id, sp, e.orig);
-	if (ada_unlikely(handlers_in_hook_clear(s)))
-		return handlers_flush_ret(s, e.orig);
-	return e.orig;
+	if (e.flags) /* SHADOW_F_DETAIL, the only flag the fast pop lets through */
+		return handlers_exit_member(s, e.fn_id, e.depth, sp, e.orig);
+	return handlers_exit_index(s, &e);
 }
 
 /* ---- called by the agent's own code (not hook context) ---- */

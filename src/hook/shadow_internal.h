@@ -46,6 +46,10 @@
 
 #define SHADOW_F_CHAIN 0x1u  /* shares its slot with the entry below (tail call) */
 #define SHADOW_F_RESCAN 0x2u /* dlopen/dlclose: rescan the images once it returns */
+/* The detail lane recorded this call (its membership is decided once, at
+ * entry): its return gets a detail record too. The only flag the detail
+ * lane's fast return path accepts (shadow_return_fast's `allow`). */
+#define SHADOW_F_DETAIL 0x4u
 
 /* Frames further apart than this are taken to be on different stacks (a
  * sigaltstack handler, a coroutine): never declared dead by comparison. */
@@ -110,7 +114,10 @@ struct ada_shadow {
 	 * traced call when the detail lane is on (handlers.c): the detail
 	 * lane's stack snapshots never read past stack_hi. 0, 0: unknown. */
 	uint64_t stack_lo, stack_hi;
-	uint64_t stack_full; /* highest rsp with room for the whole snapshot (0: none) */
+	/* The snapshot is whole (no bound to test) when rsp - dfast_lo <=
+	 * dfast_span: computed once per thread; 0, 0 (no stack known, or one
+	 * smaller than the snapshot) sends every rsp to agent_stack_take(). */
+	uint64_t dfast_lo, dfast_span;
 	struct shadow_entry grave[SHADOW_GRAVE];
 	struct shadow_side side;
 };
@@ -196,9 +203,9 @@ static inline bool shadow_push(struct ada_shadow *s, uint64_t fn_id, uint64_t *s
  * (the sentinel when there is none) lies above slot, so nothing is dead.
  * Then it is exactly shadow_pop_dead() (pops nothing) + shadow_push()
  * except that the CALL event, at *depth, is left to the caller (the hook
- * handler emits it through its own fast path). */
+ * handler emits it through its own fast path). flags: 0 or SHADOW_F_DETAIL. */
 static inline bool shadow_enter_fast(struct ada_shadow *s, uint64_t fn_id, uint64_t *slot,
-                                     uint64_t ret_tramp, uint32_t *depth)
+                                     uint64_t ret_tramp, uint32_t flags, uint32_t *depth)
 {
 	uint32_t top = s->top;
 	uint64_t ret = *slot;
@@ -209,7 +216,7 @@ static inline bool shadow_enter_fast(struct ada_shadow *s, uint64_t fn_id, uint6
 	e->orig = ret;
 	e->slot = slot;
 	e->fn_id = fn_id;
-	e->depth_flags = d; /* flags 0 */
+	e->depth_flags = d | (uint64_t)flags << 32; /* one store (a constant 0 in the index lane) */
 	s->top = top + 1;
 	*slot = ret_tramp;
 	*depth = d;
@@ -217,18 +224,19 @@ static inline bool shadow_enter_fast(struct ada_shadow *s, uint64_t fn_id, uint6
 }
 
 /* The common return, or false (nothing changed): the top frame owns slot,
- * is not inherited, and has no flags (so no tail-call chain shares its
+ * is not inherited, and has no flags but those in `allow` (0, or
+ * SHADOW_F_DETAIL for the detail lane: so no tail-call chain shares its
  * slot and nothing is to be done after it). Then it is exactly
  * shadow_return() except that the RETURN event (out->fn_id, out->depth)
  * is left to the caller; out->orig is where to continue. */
-static inline bool shadow_return_fast(struct ada_shadow *s, const uint64_t *slot,
+static inline bool shadow_return_fast(struct ada_shadow *s, const uint64_t *slot, uint32_t allow,
                                       struct shadow_entry *out)
 {
 	uint32_t top = s->top;
 	if (top <= s->inherited) /* also top == 0 */
 		return false;
 	const struct shadow_entry *e = &s->base[top - 1];
-	if (e->slot != slot || e->flags)
+	if (e->slot != slot || (e->flags & ~allow))
 		return false;
 	*out = *e; /* copied before the pop: see shadow_pop_top */
 	s->top = top - 1;

@@ -144,6 +144,7 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 		/* Our own slot now: nobody else writes them. */
 		p->dpos = atomic_load_explicit(&dh->head, memory_order_relaxed);
 		p->dold = atomic_load_explicit(&dh->oldest, memory_order_relaxed);
+		p->dstop = ada_detail_stop(p->dpos, p->dold, p->dbytes);
 	}
 	p->state = PRODUCER_OWNING;
 	producer_refresh_limit(p);
@@ -298,7 +299,7 @@ bool ada_detail_push(const void *rec, uint32_t len)
 	if (p->state != PRODUCER_OWNING && !producer_claim(p))
 		return false;
 	uint64_t end;
-	_Atomic uint64_t *w = ada_detail_reserve(p, len, &end);
+	_Atomic uint64_t *w = len <= p->dmax ? ada_detail_reserve(p, len, &end) : NULL;
 	if (!w) {
 		if (p->arena->cfg.detail_bytes)
 			ring_slot_drop(p->arena, p->slot, ADA_LANE_DETAIL, ADA_DROP_RING_FULL);

@@ -373,6 +373,11 @@ struct ada_producer {
 	uint32_t dmax;             /* largest record length; 0: no detail ring */
 	uint32_t dreserved;
 	uint64_t dpos, dold; /* private copies of *dhead and *doldest (we are their only writer) */
+	/* The fast reserve may end a record at or before dstop: the end of
+	 * the ring's current lap (no pad needed) and at most oldest + size
+	 * (nothing to overwrite). Recomputed whenever dold moves
+	 * (ada_detail_stop); 0 sends every record to the slow path. */
+	uint64_t dstop;
 };
 
 extern __thread struct ada_producer ada_producer_tls __attribute__((tls_model("initial-exec")));
@@ -521,6 +526,14 @@ static inline void ada_detail_put(_Atomic uint64_t *dst, uint64_t i, uint64_t v)
 	atomic_store_explicit(&dst[i], v, memory_order_release);
 }
 
+/* dstop for a ring whose next record starts at pos and whose oldest
+ * intact record starts at old (ring size d, a power of two). */
+static inline uint64_t ada_detail_stop(uint64_t pos, uint64_t old, uint64_t d)
+{
+	uint64_t lap_end = (pos | (d - 1)) + 1;
+	return lap_end < old + d ? lap_end : old + d;
+}
+
 /* The cold half of ada_detail_reserve(): a pad to the ring's start, or
  * old records to overwrite, or no detail ring / a record too long (NULL). */
 __attribute__((noinline, cold)) static _Atomic uint64_t *
@@ -532,6 +545,7 @@ ada_detail_reserve_slow(struct ada_producer *p, uint32_t len, uint64_t *end)
 	_Atomic uint64_t *w =
 	    ada_detail_reserve_raw(p->dwords, p->dhead, p->doldest, p->dbytes, len, end, &lost);
 	p->dold = atomic_load_explicit(p->doldest, memory_order_relaxed); /* ours */
+	p->dstop = ada_detail_stop(*end, p->dold, p->dbytes);
 	if (lost != 0) /* single writer while the slot is owned */
 		atomic_store_explicit(p->dlost,
 		                      atomic_load_explicit(p->dlost, memory_order_relaxed) + lost,
@@ -540,22 +554,31 @@ ada_detail_reserve_slow(struct ada_producer *p, uint32_t len, uint64_t *end)
 }
 
 /* The calling thread's reserve: NULL when it has no detail ring or len is
- * too long for it. The common case (room without a pad, nothing to
- * overwrite: the ring frees a sixteenth at a time) is a few compares on
- * the thread's private copies of head and oldest and one store. */
+ * too long for it (ada_detail_reserve_fast: NULL whenever the slow path is
+ * needed, for callers that keep it out of line). The common case (room without a pad, nothing to
+ * overwrite: the ring frees a sixteenth at a time) is one bounds check
+ * against dstop and one store. len <= dmax is not tested there: a ring
+ * of ADA_DETAIL_MIN_BYTES takes records up to 1016 bytes, and the callers
+ * whose len is not a constant that small (ada_detail_push) test it first. */
+static inline _Atomic uint64_t *ada_detail_reserve_fast(struct ada_producer *p, uint32_t len,
+                                                        uint64_t *end)
+{
+	uint64_t pos = p->dpos;
+	uint64_t e = pos + ADA_DETAIL_HDR_BYTES + (((uint64_t)len + 7) & ~7ull);
+	if (ada_unlikely(e > p->dstop))
+		return NULL; /* a pad, old records to overwrite, or no ring: the slow path */
+	_Atomic uint64_t *w = &p->dwords[(pos & (p->dbytes - 1)) / 8];
+	/* Release: pairs with the acquire loads of the drain's copy. */
+	atomic_store_explicit(w, len, memory_order_release);
+	*end = e;
+	return w + 1;
+}
+
 static inline _Atomic uint64_t *ada_detail_reserve(struct ada_producer *p, uint32_t len,
                                                    uint64_t *end)
 {
-	uint64_t d = p->dbytes, pos = p->dpos;
-	uint64_t need = ADA_DETAIL_HDR_BYTES + (((uint64_t)len + 7) & ~7ull);
-	uint64_t off = pos & (d - 1);
-	if (ada_likely(len <= p->dmax && off + need <= d && pos + need - p->dold <= d)) {
-		/* Release: pairs with the acquire loads of the drain's copy. */
-		atomic_store_explicit(&p->dwords[off / 8], len, memory_order_release);
-		*end = pos + need;
-		return &p->dwords[off / 8 + 1];
-	}
-	return ada_detail_reserve_slow(p, len, end);
+	_Atomic uint64_t *w = ada_detail_reserve_fast(p, len, end);
+	return ada_likely(w != NULL) ? w : ada_detail_reserve_slow(p, len, end);
 }
 
 /* Publishes the reserved record; pairs with the acquire load of head in
@@ -673,6 +696,29 @@ static inline void ada_emit(uint64_t function_id, uint32_t kind, uint32_t depth)
 	/* Orders the event stores above before the new head; pairs with the
 	 * acquire load of head in ada_index_ring_peek(). */
 	atomic_store_explicit(p->head_pub, head + 1, memory_order_release);
+}
+
+/* ada_emit()'s fast path for a caller that has tested head < limit (the
+ * detail lane's handlers): also gives the event's raw timestamp, which the
+ * detail record carries too (one 64-bit store of it here, so the record
+ * never reloads it through the event's two 32-bit halves). */
+static inline uint64_t ada_emit_fast_ts(struct ada_producer *p, uint64_t function_id, uint32_t kind,
+                                        uint32_t depth)
+{
+	uint64_t head = p->head;
+	struct atf_index_event *e = &p->events[head & p->mask];
+	uint64_t ts = ada_tsc();
+	e->timestamp_ns = ts;
+	e->function_id = function_id;
+	e->thread_id = p->tid;
+	e->event_kind = kind;
+	e->call_depth = depth;
+	e->detail_seq = ATF_NO_DETAIL;
+	p->head = head + 1;
+	/* As in ada_emit(): pairs with the acquire load of head in
+	 * ada_index_ring_peek(). */
+	atomic_store_explicit(p->head_pub, head + 1, memory_order_release);
+	return ts;
 }
 
 /* Convenience for programs that link the producer API directly and keep

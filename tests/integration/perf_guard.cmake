@@ -7,3 +7,15 @@ add_test(NAME perf_callgrind_guard
           --build-type "${CMAKE_BUILD_TYPE}" --sanitize "${ADA_SANITIZE}")
 set_tests_properties(perf_callgrind_guard PROPERTIES LABELS perf SKIP_RETURN_CODE 77
   TIMEOUT 120)
+
+# The same guard for the detail lane (issue 8): capture of every call with
+# 128-byte stacks, and a detail set that excludes the measured function
+# (which must stay within a few instructions of the index lane).
+foreach(cfg detail_all detail_excluded)
+  add_test(NAME perf_callgrind_guard_${cfg}
+    COMMAND ${CMAKE_SOURCE_DIR}/bench/callgrind_guard.sh ${CMAKE_BINARY_DIR}
+            --baseline ${CMAKE_SOURCE_DIR}/bench/callgrind_baseline_${cfg}.txt
+            --build-type "${CMAKE_BUILD_TYPE}" --sanitize "${ADA_SANITIZE}")
+  set_tests_properties(perf_callgrind_guard_${cfg} PROPERTIES LABELS perf
+    SKIP_RETURN_CODE 77 TIMEOUT 120)
+endforeach()

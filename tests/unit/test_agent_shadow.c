@@ -83,7 +83,7 @@ static bool call_fast(int d, uint64_t fn, uint64_t ret)
 	uint64_t *s = slot_at(d);
 	uint32_t depth;
 	*s = ret;
-	if (!shadow_enter_fast(&sh, fn, s, TRAMP, &depth))
+	if (!shadow_enter_fast(&sh, fn, s, TRAMP, 0, &depth))
 		return false;
 	record(fn, ATF_EVENT_CALL, depth);
 	return true;
@@ -92,7 +92,7 @@ static bool call_fast(int d, uint64_t fn, uint64_t ret)
 static uint64_t ret_fast(uint64_t *s)
 {
 	struct shadow_entry e;
-	if (!shadow_return_fast(&sh, s, &e))
+	if (!shadow_return_fast(&sh, s, 0, &e))
 		return 0;
 	record(e.fn_id, ATF_EVENT_RETURN, e.depth);
 	return e.orig;
@@ -335,7 +335,7 @@ static void test_fast_enter_declines(void **state)
 	memcpy(&before, &sh, sizeof(sh));
 	*slot_at(2) = TRAMP;
 	uint32_t depth;
-	assert_false(shadow_enter_fast(&sh, 21, slot_at(2), TRAMP, &depth)); /* tail call */
+	assert_false(shadow_enter_fast(&sh, 21, slot_at(2), TRAMP, 0, &depth)); /* tail call */
 	assert_false(call_fast(2, 22, 0x2222)); /* same slot, fresh address: longjmp */
 	assert_false(call_fast(1, 11, 0x1111)); /* above the top: longjmp */
 	assert_memory_equal(&before, &sh, sizeof(sh));
@@ -345,7 +345,7 @@ static void test_fast_enter_declines(void **state)
 	shadow_pop_top(&sh, ATF_EVENT_EXCEPTION);
 	*slot_at(2) = TRAMP;
 	memcpy(&before, &sh, sizeof(sh));
-	assert_false(shadow_enter_fast(&sh, 23, slot_at(2), TRAMP, &depth));
+	assert_false(shadow_enter_fast(&sh, 23, slot_at(2), TRAMP, 0, &depth));
 	assert_memory_equal(&before, &sh, sizeof(sh));
 	assert_false(shadow_push(&sh, 23, slot_at(2), TRAMP, 0));
 	assert_int_equal(nev, 3);
@@ -381,6 +381,38 @@ static void test_fast_return_declines(void **state)
 	sh.inherited = sh.top; /* fork child: silent */
 	assert_int_equal(ret_fast(slot_at(2)), 0);
 	assert_int_equal(sh.top, 2);
+}
+
+/* The detail lane's flag: pushed by the fast entry with the frame, let
+ * through by the detail lane's fast return (allow = SHADOW_F_DETAIL) and
+ * given back with the frame; the index lane's fast return (allow 0), and
+ * the detail lane's for any other flag, decline. */
+static void test_fast_detail_flag(void **state)
+{
+	(void)state;
+	uint32_t depth;
+	uint64_t *s1 = slot_at(1);
+	*s1 = 0x1001;
+	assert_true(shadow_enter_fast(&sh, 10, s1, TRAMP, SHADOW_F_DETAIL, &depth));
+	assert_int_equal(depth, 1);
+	assert_int_equal(sh.base[0].flags, SHADOW_F_DETAIL);
+	assert_int_equal(sh.base[0].depth, 1);
+	struct shadow_entry e;
+	assert_false(shadow_return_fast(&sh, s1, 0, &e));
+	assert_int_equal(sh.top, 1);
+	sh.base[0].flags = SHADOW_F_DETAIL | SHADOW_F_RESCAN;
+	assert_false(shadow_return_fast(&sh, s1, SHADOW_F_DETAIL, &e));
+	sh.base[0].flags = SHADOW_F_DETAIL;
+	assert_true(shadow_return_fast(&sh, s1, SHADOW_F_DETAIL, &e));
+	assert_int_equal(e.flags, SHADOW_F_DETAIL);
+	assert_int_equal(e.fn_id, 10);
+	assert_int_equal(e.orig, 0x1001);
+	assert_int_equal(sh.top, 0);
+	/* Without the flag the detail lane's fast return takes it too. */
+	*s1 = 0x1001;
+	assert_true(shadow_enter_fast(&sh, 11, s1, TRAMP, 0, &depth));
+	assert_true(shadow_return_fast(&sh, s1, SHADOW_F_DETAIL, &e));
+	assert_int_equal(e.flags, 0);
 }
 
 /* A signal handler interrupts the handler of a call at depth 2: its
@@ -453,6 +485,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_fast_nested, setup),
 	    cmocka_unit_test_setup(test_fast_enter_declines, setup),
 	    cmocka_unit_test_setup(test_fast_return_declines, setup),
+	    cmocka_unit_test_setup(test_fast_detail_flag, setup),
 	    cmocka_unit_test_setup(test_side_path, setup),
 	    cmocka_unit_test_setup(test_side_full, setup),
 	};
