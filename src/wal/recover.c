@@ -232,6 +232,14 @@ struct rec_ctx {
 	json_t *quarantine, *warnings;
 	uint64_t corrupt;
 	struct atf_index_event *buf; /* REC_BATCH events */
+	/* The crash record the agent left in the arena (checked), turned into
+	 * the faulting thread's EXCEPTION marker and the manifest's `crash`. */
+	bool crash;
+	struct ada_crash_info ci;
+	uint64_t crash_ns;    /* its time on the session clock */
+	int64_t crash_thread; /* the faulting thread's number, -1 until found */
+	bool crash_marked;    /* the marker was appended */
+	json_t *stacks;       /* each thread's open frames at the end */
 };
 
 static void rec_say(struct rec_ctx *c, const char *sentence)
@@ -417,6 +425,21 @@ static enum ada_fs_kind rec_kind(struct rec_ctx *c, DIR *d, const struct dirent 
  * is still in the arena, first appends what the ring still holds (the
  * part that was not yet durable when the recorder died; the part
  * already on disk is skipped). */
+/* The faulting thread's last index event, as the live drain writes it
+ * (flight.c: flight_marker; docs/format.md, the fatal-signal marker). */
+static int rec_crash_marker(struct rec_ctx *c, struct rec_file *rf)
+{
+	struct atf_index_event e = {
+	    .timestamp_ns = c->crash_ns,
+	    .function_id = c->ci.addr,
+	    .thread_id = c->ci.tid,
+	    .event_kind = ATF_EVENT_EXCEPTION,
+	    .call_depth = ADA_SIGNAL_MARKER_FLAG | (uint32_t)c->ci.signo,
+	    .detail_seq = ATF_NO_DETAIL,
+	};
+	return rec_append(rf->fd, &rf->s, &e, 1); /* clamps the time to the last event's */
+}
+
 static int rec_file_of(struct rec_ctx *c, const char *path, int slot,
                        const struct ada_slot_info *si, const struct rec_side *sd,
                        struct ada_wal_file_summary *s, uint64_t *n)
@@ -440,9 +463,130 @@ static int rec_file_of(struct rec_ctx *c, const char *path, int slot,
 		if (!c->arena_bad)
 			rec_quarantined(c, (uint32_t)slot, si->thread_seq, si->tid);
 	}
+	if (slot >= 0 && c->crash && !c->crash_marked && si->tid == c->ci.tid &&
+	    rec_crash_marker(c, &rf) == 0) {
+		c->crash_marked = true;
+		c->crash_thread = si->thread_seq;
+		(*n)++;
+	}
 	rc = rec_file_finish(&rf, *n > 0, s);
 	close(fd);
 	return rc;
+}
+
+/* Each detail file of a thread dir the recorder left unfinished:
+ * finalized against its index file (recover_detail.c), said in the
+ * thread's manifest entry and, when something was lost, in a warning. */
+static void rec_detail_files(struct rec_ctx *c, const char *dir, uint32_t seq, char **dnames,
+                             size_t nd, json_t *t)
+{
+	json_t *arr = NULL;
+	for (size_t i = 0; i < nd; i++) {
+		char dpath[PATH_MAX], ipath[PATH_MAX];
+		snprintf(dpath, sizeof(dpath), "%s/%s", dir, dnames[i]);
+		snprintf(ipath, sizeof(ipath), "%s/index%s", dir, dnames[i] + strlen("detail"));
+		struct wal_recover_detail st;
+		int rc = wal_recover_detail_file(ipath, dpath, &st);
+		char msg[PATH_MAX + 256];
+		if (rc < 0) {
+			snprintf(
+			    msg, sizeof(msg),
+			    "thread %u: %s was left as it is (%s): `ada validate` will say what is "
+			    "wrong with it",
+			    seq, dnames[i], strerror(-rc));
+			rec_say(c, msg);
+			c->rep->errors++;
+			continue;
+		}
+		if (!st.unfinished)
+			continue;
+		json_t *o = json_object();
+		json_object_set_new(o, "file", json_string(dnames[i]));
+		json_object_set_new(o, "records", json_integer((json_int_t)st.records));
+		json_object_set_new(o, "bytes_dropped", json_integer((json_int_t)st.bytes_dropped));
+		json_object_set_new(o, "links_restored",
+		                    json_integer((json_int_t)st.links_restored));
+		json_object_set_new(o, "links_cleared", json_integer((json_int_t)st.links_cleared));
+		if (!arr)
+			arr = json_array();
+		json_array_append_new(arr, o);
+		if (st.bytes_dropped || st.links_cleared) {
+			snprintf(
+			    msg, sizeof(msg),
+			    "thread %u: %s was unfinished; %llu detail records kept, %llu bytes "
+			    "after them dropped (torn by the kill), %llu index links to records "
+			    "never written cleared",
+			    seq, dnames[i], (unsigned long long)st.records,
+			    (unsigned long long)st.bytes_dropped,
+			    (unsigned long long)st.links_cleared);
+			rec_say(c, msg);
+		}
+	}
+	if (arr)
+		json_object_set_new(t, "detail_recovered", arr);
+}
+
+#define REC_STACK_DEPTH (1u << 16) /* frames tracked by depth; deeper ones counted only */
+#define REC_STACK_SHOWN 64u
+
+/* The open frames at the end of a thread's index file, innermost first
+ * (the index lane's view of its stack at death). */
+static void rec_open_frames(struct rec_ctx *c, const char *path, uint32_t seq, uint32_t tid)
+{
+	int fd = -1;
+	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) < 0)
+		return;
+	struct atf_index_header h;
+	uint64_t *fn = calloc(REC_STACK_DEPTH + 1, sizeof(*fn));
+	if (!fn || pread(fd, &h, sizeof(h), 0) != sizeof(h) ||
+	    memcmp(h.magic, ATF_INDEX_MAGIC, 4) || h.footer_offset < ATF_HEADER_SIZE) {
+		free(fn);
+		close(fd);
+		return;
+	}
+	uint64_t n = (h.footer_offset - ATF_HEADER_SIZE) / ATF_INDEX_EVENT_SIZE;
+	uint32_t top = 0;
+	for (uint64_t i = 0; i < n; i += REC_BATCH) {
+		size_t k = n - i < REC_BATCH ? (size_t)(n - i) : REC_BATCH;
+		ssize_t got = pread(fd, c->buf, k * sizeof(*c->buf),
+		                    (off_t)(ATF_HEADER_SIZE + i * ATF_INDEX_EVENT_SIZE));
+		if (got != (ssize_t)(k * sizeof(*c->buf)))
+			break;
+		for (size_t j = 0; j < k; j++) {
+			const struct atf_index_event *e = &c->buf[j];
+			uint32_t d = e->call_depth;
+			if (d & ADA_SIGNAL_MARKER_FLAG)
+				continue;
+			if (e->event_kind == ATF_EVENT_CALL) {
+				top = d;
+				if (d <= REC_STACK_DEPTH)
+					fn[d] = e->function_id;
+			} else if (d > 0) {
+				top = d - 1;
+			}
+		}
+	}
+	close(fd);
+	json_t *o = json_object(), *frames = json_array();
+	uint32_t shown = 0;
+	for (uint32_t d = top; d > 0 && shown < REC_STACK_SHOWN; d--) {
+		if (d > REC_STACK_DEPTH || !fn[d])
+			continue;
+		char id[32];
+		snprintf(id, sizeof(id), "0x%llx", (unsigned long long)fn[d]);
+		json_t *f = json_object();
+		json_object_set_new(f, "function_id", json_string(id));
+		json_object_set_new(f, "depth", json_integer(d));
+		json_array_append_new(frames, f);
+		shown++;
+	}
+	json_object_set_new(o, "thread", json_integer(seq));
+	json_object_set_new(o, "tid", json_integer(tid));
+	json_object_set_new(o, "depth", json_integer(top));
+	json_object_set_new(o, "frames", frames);
+	json_object_set_new(o, "frames_omitted", json_integer(top > shown ? top - shown : 0));
+	json_array_append_new(c->stacks, o);
+	free(fn);
 }
 
 /* Finalizes the generations and the current file of one thread dir. */
@@ -451,12 +595,25 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
 	if (!d)
 		return;
-	char **names = NULL;
-	size_t nn = 0, cap = 0;
+	char **names = NULL, **dnames = NULL;
+	size_t nn = 0, cap = 0, nd = 0, dcap = 0;
 	struct dirent *de;
 	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
-		if (rec_kind(c, d, de) != ADA_FS_REG || strncmp(de->d_name, "index", 5) ||
-		    !strstr(de->d_name, ".atf"))
+		if (rec_kind(c, d, de) != ADA_FS_REG || !strstr(de->d_name, ".atf"))
+			continue;
+		if (!strncmp(de->d_name, "detail", 6)) {
+			if (nd == dcap) {
+				dcap = dcap ? dcap * 2 : 4;
+				char **nb = realloc(dnames, dcap * sizeof(*dnames));
+				if (!nb)
+					continue;
+				dnames = nb;
+			}
+			if ((dnames[nd] = strdup(de->d_name)))
+				nd++;
+			continue;
+		}
+		if (strncmp(de->d_name, "index", 5))
 			continue;
 		if (nn == cap) {
 			cap = cap ? cap * 2 : 16;
@@ -496,6 +653,15 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 		free(names[i]);
 	}
 	free(names);
+	rec_detail_files(c, dir, seq, dnames, nd, t); /* the index files are final now */
+	for (size_t i = 0; i < nd; i++)
+		free(dnames[i]);
+	free(dnames);
+	if (c->crash) {
+		char ipath[PATH_MAX + 16];
+		snprintf(ipath, sizeof(ipath), "%s/index.atf", dir);
+		rec_open_frames(c, ipath, seq, slot >= 0 ? si.tid : 0);
+	}
 	char side[PATH_MAX + 16];
 	snprintf(side, sizeof(side), "%s/.ring_base", dir);
 	unlink(side);
@@ -564,6 +730,35 @@ static void rec_read_end(struct rec_ctx *c, struct rec_arena_end *e)
 	e->state = ada_arena_process_state(c->arena, &e->info);
 }
 
+/* The manifest's `crash`, as the live drain writes it (flight.c), from
+ * the crash record; the stacks are the open frames of each thread's index
+ * file (function ids: recover does not read the symbol files). */
+static json_t *rec_crash_json(struct rec_ctx *c)
+{
+	json_t *o = json_object();
+	char addr[32];
+	snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)c->ci.addr);
+	json_object_set_new(o, "abnormal", json_true());
+	json_object_set_new(o, "signal", json_integer(c->ci.signo));
+	json_object_set_new(
+	    o, "signal_name",
+	    json_string(sigabbrev_np(c->ci.signo) ? sigabbrev_np(c->ci.signo) : "?"));
+	json_object_set_new(o, "time_ns", json_integer((json_int_t)c->crash_ns));
+	json_object_set_new(o, "caught", json_true());
+	json_object_set_new(o, "faulting_tid", json_integer(c->ci.tid));
+	json_object_set_new(o, "faulting_thread",
+	                    c->crash_thread >= 0 ? json_integer(c->crash_thread) : json_null());
+	json_object_set_new(o, "address", json_string(addr));
+	json_object_set_new(o, "si_code", json_integer(c->ci.code));
+	json_object_set_new(o, "recovered", json_true());
+	json_object_set_new(o, "note",
+	                    json_string("written by ada recover from the crash record "
+	                                "the agent left in the arena: the recorder "
+	                                "did not finish; no window was persisted"));
+	json_object_set(o, "stacks", c->stacks);
+	return o;
+}
+
 static void rec_fold_arena(struct rec_ctx *c, json_t *man)
 {
 	struct rec_arena_end e = {.state = ADA_PROC_RUNNING};
@@ -594,6 +789,19 @@ static void rec_fold_arena(struct rec_ctx *c, json_t *man)
 		json_object_set_new(x, "signal_name", json_string(sigabbrev_np(e.info)));
 	json_object_set_new(x, "abnormal", json_boolean(!exited));
 	json_object_set_new(man, "exit", x);
+	if (c->crash && !exited)
+		json_object_set_new(man, "crash", rec_crash_json(c));
+}
+
+/* The arena's crash record, checked: a signal number and a time. */
+static void rec_crash_read(struct rec_ctx *c)
+{
+	struct ada_crash_info ci;
+	if (!ada_arena_crash_info(c->arena, &ci) || ci.signo <= 0 || ci.signo >= 65)
+		return;
+	c->ci = ci;
+	c->crash = true;
+	c->crash_ns = c->use_tsc ? ada_tsc_clock_to_ns(&c->clk, ci.ts_raw) : ci.ts_raw;
 }
 
 static void rec_clock_from(struct rec_ctx *c, json_t *man)
@@ -666,6 +874,8 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	                    .quarantine = json_array(),
 	                    .warnings = json_array(),
 	                    .pid = (int32_t)mpid,
+	                    .crash_thread = -1,
+	                    .stacks = json_array(),
 	                    .buf = malloc(REC_BATCH * sizeof(struct atf_index_event))};
 	uint64_t events_before = rep->events_on_disk;
 	rec_clock_from(&c, man);
@@ -683,6 +893,8 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 			c.arena = NULL;
 		}
 	}
+	if (c.arena)
+		WAL_GUARDED(c.arena, rec_crash_read(&c), c.arena_bad = true);
 	rec_thread_dirs(&c, pid_dir);
 	rec_orphan_slots(&c, pid_dir);
 	if (c.arena_bad)
@@ -727,6 +939,7 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	}
 	json_decref(c.quarantine);
 	json_decref(c.warnings);
+	json_decref(c.stacks);
 	free(c.buf);
 	json_decref(man);
 	rep->pids++;

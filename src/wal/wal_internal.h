@@ -102,6 +102,21 @@ void wal_file_set_has_detail(struct ada_wal_file *f);
  * when the CRC covers len bytes (exported for the unit test). */
 uint32_t wal_crc32_patch_delta(uint32_t d, uint64_t k, uint64_t len);
 void wal_fill_header(struct atf_index_header *h, uint32_t tid, uint8_t arch, uint8_t clock);
+
+/* ada recover (recover_detail.c): finalizes the detail file dpath that a
+ * killed recorder left unfinished, against its index file ipath (final
+ * already): keeps the whole, linked prefix of its events, restores index
+ * links whose patch was lost, clears those naming no kept record. 0
+ * (also when dpath was final: st->unfinished false), -EPROTO (not a
+ * detail file, or the index file is not final), -errno. */
+struct wal_recover_detail {
+	bool unfinished;
+	uint64_t records;        /* kept */
+	uint64_t bytes_dropped;  /* the file's tail after them (a torn or unlinked record) */
+	uint64_t links_restored; /* index events whose detail_seq was set again */
+	uint64_t links_cleared;  /* index links that named no kept record */
+};
+int wal_recover_detail_file(const char *ipath, const char *dpath, struct wal_recover_detail *st);
 void wal_fill_final(struct atf_index_header *h, struct atf_index_footer *ft,
                     const struct ada_wal_file_summary *s);
 int wal_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);

@@ -35,6 +35,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 
 SKIP = 77
 NOT_IMPLEMENTED = re.compile(rb"not implemented", re.I)
@@ -1102,10 +1103,67 @@ def flight_bad(ada, work, rep, prog):
         rep.check(not left, "`%s` left a session behind: %r" % (" ".join(cmd), left))
 
 
+def flight_recover_killed(ada, work, rep, prog):
+    """The recorder is SIGKILLed while it writes detail.atf (--detail
+    always) and the program then dies of SIGSEGV: nobody drains the crash.
+    `ada recover` must finalize index and detail files (validate passes),
+    append the faulting thread's signal marker and write the manifest's
+    crash section from the crash record the agent left in the arena."""
+    out_dir = os.path.join(work, "out")
+    # A ring the run cannot fill (16 MiB: 512 Ki events, the run makes
+    # ~120 000): the events after the kill stay in it for recover, however
+    # far behind the drain was when it died.
+    cmd, rc, out, err = ada.record(out_dir, [prog, "killrec"], dict(os.environ),
+                                   ["--detail", "always", "--ring-mb", "16"])
+    rep.note("repro: %s" % " ".join(cmd))
+    rep.check(rc in (-9, 137), "ada record should have been SIGKILLed by the target: %d" % rc)
+    sessions = glob.glob(os.path.join(out_dir, "session_*"))
+    if len(sessions) != 1:
+        raise Fail("expected one session directory in %s, found %r" % (out_dir, sessions))
+    session = sessions[0]
+    pids = glob.glob(os.path.join(session, "pid_*"))
+    if len(pids) != 1:
+        raise Fail("expected one pid directory in %s, found %r" % (session, pids))
+    pid = int(os.path.basename(pids[0])[4:])
+    # The orphaned target dies right after the kill (its stdout pipe closed
+    # before ada record's run returned); a run-away guard only.
+    for _ in range(6000):
+        if not os.path.exists("/proc/%d" % pid):
+            break
+        time.sleep(0.01)
+    rc, o, e = run([ada.path, "recover", session])
+    rep.check(rc == 0, "`ada recover` exited %d: %s" % (rc, shown(e)))
+    ada.validate(session, rep)
+    pid_dir, m = flight_manifest(rep, session)
+    rep.check(m.get("state") == "recovered", "manifest state %r, not recovered" % m.get("state"))
+    rec = [d for t in m.get("threads", []) for d in t.get("detail_recovered", [])]
+    rep.check(any(d.get("records", 0) > 0 for d in rec),
+              "no unfinished detail file was recovered with records: %r" % rec)
+    c = m.get("crash")
+    if not rep.check(isinstance(c, dict), "no crash section after recover: %r" % m.get("exit")):
+        return
+    rep.check(c.get("signal") == 11 and c.get("address") == "0x0" and c.get("caught") is True
+              and c.get("faulting_thread") is not None,
+              "crash section: %r" % {k: v for k, v in c.items() if k != "stacks"})
+    events = ada.dump(pid_dir)
+    rep.check(any(is_signal_marker(e) and e.get("tid") == c.get("faulting_tid") for e in events),
+              "no signal marker for the faulting thread in the recovered index")
+    fault_ids = {hexint(e["function_id"]) for e in events if e.get("kind") == "call"
+                 and base_name(e.get("function")) == "fault_here" and "function_id" in e}
+    stacks = [st for st in c.get("stacks", []) if st.get("tid") == c.get("faulting_tid")]
+    top = stacks[0].get("frames", [{}])[0].get("function_id") if stacks and stacks[0].get(
+        "frames") else None
+    rep.check(top is not None and hexint(top) in fault_ids,
+              "the faulting thread's innermost open frame is %r, not fault_here %r" % (
+                  top, sorted(fault_ids)))
+
+
 def cmd_flight(args, ada, work, rep):
     prog = args.program
     if args.scenario == "bad_options":
         return flight_bad(ada, work, rep, prog)
+    if args.scenario == "recover_killed":
+        return flight_recover_killed(ada, work, rep, prog)
     mode, opts, status = FLIGHT[args.scenario]
     untraced = run([prog, mode])
     if untraced[0] != status:
@@ -1435,7 +1493,7 @@ def main():
     b.add_argument("--setuid-src")
     sub.add_parser("selftest", help="check the checks on hand-made event streams")
     fl = sub.add_parser("flight", help="flight recorder scenarios on tests/targets/t_flight")
-    fl.add_argument("scenario", choices=sorted(FLIGHT) + ["bad_options"])
+    fl.add_argument("scenario", choices=sorted(FLIGHT) + ["bad_options", "recover_killed"])
     fl.add_argument("program")
     dl = sub.add_parser("detail", help="the detail lane on tests/targets/t_detail.c")
     dl.add_argument("mode", choices=["always", "never", "bad"])

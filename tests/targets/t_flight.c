@@ -14,6 +14,10 @@
  *   manual    busy, SIGUSR2 to the parent when it is `ada record` (the
  *             agent's ADA_SESSION_DIR is set), waits until the parent has
  *             taken the signal (/proc status, no timing), busy again: exit 0.
+ *   killrec   under ada record (--detail always): waits until the drain has
+ *             started this thread's detail.atf, SIGKILLs the recorder (its
+ *             parent), waits until it is gone (reparented: no timing), then
+ *             faults like segv: nobody drains the crash; `ada recover` must.
  * Every function is noinline, and prints nothing but one line at the end
  * (the harness compares stdout traced and untraced).
  */
@@ -24,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -155,6 +161,45 @@ NOINL static void wait_parent_took(pid_t ppid)
 	}
 }
 
+/* True once some thread_K/detail.atf of this process exists. */
+NOINL static int detail_started(const char *session)
+{
+	char dir[4096], path[4096 + 300];
+	snprintf(dir, sizeof(dir), "%s/pid_%d", session, (int)getpid());
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	struct dirent *de;
+	int found = 0;
+	struct stat st;
+	while (!found && (de = readdir(d)))
+		if (!strncmp(de->d_name, "thread_", 7)) {
+			snprintf(path, sizeof(path), "%s/%s/detail.atf", dir, de->d_name);
+			found = stat(path, &st) == 0 && st.st_size > 64;
+		}
+	closedir(d);
+	return found;
+}
+
+/* Kills the recorder once it has written detail, then faults. A run-away
+ * guard only (the drain writes within a few passes): 10 000 000 rounds.
+ * The wait makes few events (the harness gives a ring of 512 Ki events,
+ * which the whole run does not fill even if the drain takes none). */
+NOINL static void killrec_run(void)
+{
+	const char *session = getenv("ADA_SESSION_DIR");
+	pid_t rec = getppid();
+	if (!session)
+		return;
+	for (long i = 0; i < 10000000 && !detail_started(session); i++)
+		sched_yield();
+	kill(rec, SIGKILL);
+	while (getppid() == rec)
+		sched_yield();
+	busy(50); /* in the rings only now: recover must drain them */
+	fault_here(arg_a, arg_b, arg_c);
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "segv";
@@ -177,6 +222,8 @@ int main(int argc, char **argv)
 	} else if (!strcmp(m, "symbol")) {
 		rare_event(arg_rare);
 		busy(200); /* short: its detail must not push rare_event's out of the ring */
+	} else if (!strcmp(m, "killrec")) {
+		killrec_run();
 	} else if (!strcmp(m, "manual")) {
 		if (getenv("ADA_SESSION_DIR")) { /* under ada record: the parent is the recorder */
 			kill(getppid(), SIGUSR2);
