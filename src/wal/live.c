@@ -5,7 +5,9 @@
  * Threads: the drain builds the view in r->live_build (drain-owned) from
  * its own state, then publishes it into r->live_pub under r->live_mu with
  * pthread_mutex_trylock: when a reader holds the lock the publish is left
- * pending for the next pass, so the drain never waits for a client.
+ * pending for the next pass, so the drain never waits for a client. The
+ * last view (the drain has finished) takes the lock instead: there is no
+ * next pass, and a reader holds it for one memcpy.
  * ada_recorder_live() (any thread) copies r->live_pub out under the lock.
  * The mutex orders both copies; there is no other shared state.
  */
@@ -142,7 +144,11 @@ void wal_live_publish(struct ada_recorder *r, bool force, bool ended)
 		return;
 	if (force || changed)
 		live_build(r, ended, force);
-	if (pthread_mutex_trylock(&r->live_mu) != 0) {
+	/* The final view cannot wait for a later pass (there is none): it
+	 * takes the lock, which a reader holds for one memcpy at most. */
+	if (ended)
+		pthread_mutex_lock(&r->live_mu);
+	else if (pthread_mutex_trylock(&r->live_mu) != 0) {
 		r->live_pending = true; /* a reader copies: publish on a later pass */
 		return;
 	}

@@ -327,10 +327,11 @@ void ada_recorder_request_manual(struct ada_recorder *r);
 /* ---- the live view (the control socket, `ada status PID`) ----
  *
  * Protocol: the drain builds a view in its own buffer once a second (and
- * at its 10 ms cadence when the window list changed), then publishes it
- * with pthread_mutex_trylock + memcpy: a busy lock skips the publish (the
- * next pass retries), so a reader never holds the drain up. Readers copy
- * the published view out under the same mutex (a memcpy: bounded). */
+ * at its 10 ms cadence when events, windows or processes changed), then
+ * publishes it with pthread_mutex_trylock + memcpy: a busy lock skips the
+ * publish (the next pass retries), so a reader never holds the drain up;
+ * the last view (ended) takes the lock, as there is no next pass. Readers
+ * copy the published view out under the same mutex (a memcpy: bounded). */
 #define ADA_LIVE_MAX_PROCS 64
 #define ADA_LIVE_MAX_RINGS 256
 #define ADA_LIVE_MAX_WINDOWS 64
