@@ -174,8 +174,12 @@ def case_traced(a, work):
             kids = open("/proc/%d/task/%d/children" % (p.pid, p.pid)).read().split()
             if kids:
                 st = open("/proc/%s/status" % kids[0]).read()
+                # Until sleep has exec'd AND its loader has mapped libc:
+                # right after exec the process has no libc yet, and the
+                # libc check would (rightly) fail.
                 if "TracerPid:\t%d" % p.pid in st and "sleep" in open(
-                        "/proc/%s/comm" % kids[0]).read():
+                        "/proc/%s/comm" % kids[0]).read() and "/libc.so" in open(
+                        "/proc/%s/maps" % kids[0]).read():
                     pid = int(kids[0])
                     break
             time.sleep(0.01)
