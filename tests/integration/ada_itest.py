@@ -1158,8 +1158,62 @@ def flight_recover_killed(ada, work, rep, prog):
                   top, sorted(fault_ids)))
 
 
+def hm(minutes):
+    minutes %= 1440
+    return "%02d:%02d" % (minutes // 60, minutes % 60)
+
+
+def time_range(scenario):
+    """time= ranges built from the local clock now (the recorder reads the
+    same clock and time zone): `time_whole` starts 2 minutes ago and ends
+    in 10; `time_wrap` is 23 h 50 min long, from 30 minutes ahead round
+    midnight to 20 minutes ahead (so it crosses midnight, except when
+    midnight falls in that 10-minute gap); `time_never` starts in 3 hours.
+    None of it depends on how long the run takes (< 2 minutes)."""
+    t = time.localtime()
+    now = t.tm_hour * 60 + t.tm_min
+    start, end = {"time_whole": (-2, 10), "time_wrap": (30, 20),
+                  "time_never": (180, 240)}[scenario]
+    return "time=%s-%s" % (hm(now + start), hm(now + end))
+
+
+def flight_time(ada, work, rep, prog, scenario):
+    """time=HH:MM-HH:MM end to end with the real clock: a range that covers
+    the whole run persists one window holding every detail record of it
+    (the range with the pre/post-roll round it); a range that does not
+    occur during the run persists nothing."""
+    spec = time_range(scenario)
+    out_dir = os.path.join(work, "out")
+    cmd, rc, out, err = ada.record(out_dir, [prog, "symbol"], dict(os.environ),
+                                   ["--detail-mb", "8", "--trigger", spec])
+    rep.note("repro: %s" % " ".join(cmd))
+    rep.check(rc == 0, "ada record exited %d: %s" % (rc, shown(err)))
+    session = find_session(out_dir, err, rep)
+    ada.validate(session, rep)
+    pid_dir, m = flight_manifest(rep, session)
+    armed = m.get("flight_recorder", {}).get("triggers", [])
+    events = ada.dump(pid_dir)
+    wins = flight_windows(m)
+    if scenario == "time_never":
+        rep.check(not wins, "%s does not occur during the run, yet windows: %r" % (spec, wins))
+        check_window_detail(rep, pid_dir, events, m, want_min=0)
+        return
+    if not rep.check(len(wins) == 1 and wins[0].get("trigger") == spec,
+                     "expected one window from %s (armed: %r): %r" % (spec, armed, wins)):
+        return
+    w = wins[0]
+    ts = [e["ts"] for e in events if "ts" in e]
+    rep.check(ts and w["from_ns"] <= min(ts) and w["to_ns"] >= max(ts),
+              "the window [%d, %d] should cover the whole run [%d, %d]" % (
+                  w["from_ns"], w["to_ns"], min(ts or [0]), max(ts or [0])))
+    det = check_window_detail(rep, pid_dir, events, m, want_min=100)
+    check_args(rep, det, "rare_event", {"rdi": "0x7"})
+
+
 def cmd_flight(args, ada, work, rep):
     prog = args.program
+    if args.scenario.startswith("time_"):
+        return flight_time(ada, work, rep, prog, args.scenario)
     if args.scenario == "bad_options":
         return flight_bad(ada, work, rep, prog)
     if args.scenario == "recover_killed":
@@ -1493,7 +1547,9 @@ def main():
     b.add_argument("--setuid-src")
     sub.add_parser("selftest", help="check the checks on hand-made event streams")
     fl = sub.add_parser("flight", help="flight recorder scenarios on tests/targets/t_flight")
-    fl.add_argument("scenario", choices=sorted(FLIGHT) + ["bad_options", "recover_killed"])
+    fl.add_argument("scenario", choices=sorted(FLIGHT) + ["bad_options", "recover_killed",
+                                                          "time_whole", "time_wrap",
+                                                          "time_never"])
     fl.add_argument("program")
     dl = sub.add_parser("detail", help="the detail lane on tests/targets/t_detail.c")
     dl.add_argument("mode", choices=["always", "never", "bad"])
