@@ -25,6 +25,28 @@
  *     instruction, which faults again with the same siginfo; anything
  *     else by raise(), delivered as the handler returns. The process dies
  *     of the same signal, with the same status and core dump.
+ *   - A program handler installed without SA_ONSTACK runs where the kernel
+ *     would have run it: on the interrupted stack, below its red zone
+ *     (crash_call_on_stack), not on the alternate stack the agent's
+ *     handler runs on. When the fault looks like a stack overflow (a
+ *     SIGSEGV/SIGBUS whose address lies within 64 KiB below the
+ *     interrupted rsp, or just above it), the kernel could not have
+ *     delivered the signal to such a handler: the process dies, as it
+ *     would untraced, and the crash is recorded.
+ *   - glibc's abort() re-raises SIGABRT after a program handler returns,
+ *     having reset the disposition with its internal sigaction, which no
+ *     interposer sees: that death never reaches the agent's handler. So a
+ *     SIGABRT the process sent itself is recorded (thread, time) before
+ *     the program's handler runs; a crash record is only a crash if the
+ *     process then dies of that signal (the recorder reads the exit
+ *     status, docs/manifest.md), so a handler that survives it (longjmp)
+ *     leaves no crash behind. The record is first-wins: a program that
+ *     survives its own abort and later dies of another signal gets that
+ *     death reported without a faulting thread (caught: false).
+ *   - glibc's sysv_signal/__sysv_signal, bsd_signal and ssignal set the
+ *     disposition through its internal sigaction too: interposed here like
+ *     signal(). A program calling __sigaction or the raw syscall itself
+ *     still bypasses the agent (not interposed: the agent uses them).
  *   - crash_view[] writers take crash_lock with every signal blocked (a
  *     handler in the same thread cannot re-enter it); the handler reads
  *     without the lock: a disposition changed by another thread while a
@@ -37,6 +59,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "agent_internal.h"
@@ -65,16 +88,77 @@ static bool crash_is_handler(const struct sigaction *sa)
 	return sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
 }
 
+typedef void (*crash_fn)(int, siginfo_t *, void *);
+
+/* Calls fn(sig, si, uc) with rsp = sp (16-byte aligned), then returns to
+ * the caller's stack. rbp keeps the caller's frame, so unwinders (and a
+ * backtrace from the handler) walk through it by the CFI below. */
+void crash_call_on_stack(int sig, siginfo_t *si, void *uc, crash_fn fn, uintptr_t sp);
+__asm__(".text\n"
+        ".type crash_call_on_stack, @function\n"
+        "crash_call_on_stack:\n"
+        "\t.cfi_startproc\n"
+        "\tpush %rbp\n"
+        "\t.cfi_def_cfa_offset 16\n"
+        "\t.cfi_offset %rbp, -16\n"
+        "\tmov %rsp, %rbp\n"
+        "\t.cfi_def_cfa_register %rbp\n"
+        "\tmov %r8, %rsp\n"
+        "\tcall *%rcx\n"
+        "\tmov %rbp, %rsp\n"
+        "\tpop %rbp\n"
+        "\t.cfi_def_cfa %rsp, 8\n"
+        "\tret\n"
+        "\t.cfi_endproc\n"
+        ".size crash_call_on_stack, .-crash_call_on_stack\n");
+
+#define CRASH_REDZONE 128u                 /* the x86_64 ABI's, below rsp */
+#define CRASH_OVERFLOW_REACH (64ull << 10) /* fault this far below rsp: overflow */
+
+static uintptr_t crash_interrupted_sp(const void *uc)
+{
+	return (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.gregs[REG_RSP];
+}
+
+/* The fault is the interrupted stack running out: a kernel fault whose
+ * address lies just below (or at) the interrupted rsp. */
+static bool crash_is_overflow(int sig, const siginfo_t *si, const void *uc)
+{
+	if ((sig != SIGSEGV && sig != SIGBUS) || si->si_code <= 0)
+		return false;
+	uintptr_t sp = crash_interrupted_sp(uc), addr = (uintptr_t)si->si_addr;
+	return addr <= sp + 4096 && sp - addr < CRASH_OVERFLOW_REACH;
+}
+
+/* Where a handler without SA_ONSTACK runs: 0 for here (this handler is not
+ * on an alternate stack, or the interrupted code was on it already), else
+ * the interrupted stack below its red zone, as the kernel would pick. */
+static uintptr_t crash_handler_sp(const void *uc)
+{
+	stack_t cur;
+	if (sigaltstack(NULL, &cur) < 0 || !(cur.ss_flags & SS_ONSTACK))
+		return 0;
+	uintptr_t sp = crash_interrupted_sp(uc), lo = (uintptr_t)cur.ss_sp;
+	if (sp >= lo && sp - lo < cur.ss_size)
+		return 0;
+	return (sp - CRASH_REDZONE) & ~(uintptr_t)15;
+}
+
 /* The program's handler, as the kernel would have run it. */
 static void crash_chain(int sig, siginfo_t *si, void *uc, const struct sigaction *prog)
 {
 	if (prog->sa_flags & SA_RESETHAND) /* one-shot: its view is SIG_DFL from now */
 		crash_view[sig].sa_handler = SIG_DFL;
 	atomic_fetch_add_explicit(&crash_chained, 1, memory_order_relaxed);
-	if (prog->sa_flags & SA_SIGINFO)
-		prog->sa_sigaction(sig, si, uc);
+	/* A one-argument handler called with three: the x86_64 calling
+	 * convention ignores the extra ones (the kernel does the same). */
+	crash_fn fn = (prog->sa_flags & SA_SIGINFO) ? prog->sa_sigaction
+	                                            : (crash_fn)(void (*)(void))prog->sa_handler;
+	uintptr_t sp = (prog->sa_flags & SA_ONSTACK) ? 0 : crash_handler_sp(uc);
+	if (sp)
+		crash_call_on_stack(sig, si, uc, fn, sp);
 	else
-		prog->sa_handler(sig);
+		fn(sig, si, uc);
 }
 
 static uint64_t crash_timestamp(struct ada_arena *a)
@@ -90,12 +174,40 @@ static bool crash_refaults(int sig, const siginfo_t *si)
 	       (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE);
 }
 
+/* The crash record of this signal, in the must-not-drop lane. */
+static void crash_record(int sig, const siginfo_t *si)
+{
+	struct ada_arena *a = ada_producer_arena();
+	if (a && agent_hot.pid == getpid()) {
+		struct ada_crash_info ci = {
+		    .signo = sig,
+		    .code = si->si_code,
+		    .tid = (uint32_t)gettid(),
+		    .addr = si->si_code > 0 ? (uint64_t)(uintptr_t)si->si_addr : 0,
+		    .ts_raw = crash_timestamp(a),
+		};
+		ada_arena_record_crash(a, &ci);
+	}
+}
+
+/* A SIGABRT this process sent itself (abort(), raise()). */
+static bool crash_self_abort(int sig, const siginfo_t *si)
+{
+	return sig == SIGABRT && (si->si_code == SI_TKILL || si->si_code == SI_USER) &&
+	       si->si_pid == getpid();
+}
+
 static void crash_handler(int sig, siginfo_t *si, void *uc)
 {
 	agent_guard_enter(); /* the agent's own calls (errno, raise...) are not traced */
 	int saved = errno;
 	struct sigaction prog = crash_view[sig];
-	if (crash_is_handler(&prog)) {
+	/* A handler the kernel could not have run (no SA_ONSTACK, no stack
+	 * left): the process dies, as it would untraced. */
+	bool unrunnable = !(prog.sa_flags & SA_ONSTACK) && crash_is_overflow(sig, si, uc);
+	if (crash_is_handler(&prog) && !unrunnable) {
+		if (crash_self_abort(sig, si))
+			crash_record(sig, si); /* abort() re-raises behind our back */
 		errno = saved;
 		agent_guard_leave(); /* the program's handler is traced */
 		crash_chain(sig, si, uc, &prog);
@@ -108,17 +220,7 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
 		agent_guard_leave();
 		return;
 	}
-	struct ada_arena *a = ada_producer_arena();
-	if (a && agent_hot.pid == getpid()) {
-		struct ada_crash_info ci = {
-		    .signo = sig,
-		    .code = si->si_code,
-		    .tid = (uint32_t)gettid(),
-		    .addr = si->si_code > 0 ? (uint64_t)(uintptr_t)si->si_addr : 0,
-		    .ts_raw = crash_timestamp(a),
-		};
-		ada_arena_record_crash(a, &ci);
-	}
+	crash_record(sig, si);
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
@@ -184,20 +286,49 @@ CRASH_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigactio
 	return __sigaction(sig, act, old);
 }
 
-/* glibc's signal(): BSD semantics (handler stays, SA_RESTART, the signal
- * blocked while its handler runs). */
-CRASH_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+/* signal() and its relatives through the interposed sigaction(). */
+static sighandler_t crash_signal_as(int sig, sighandler_t handler, int flags, bool block_self)
 {
 	struct sigaction act, old;
 	memset(&act, 0, sizeof(act));
 	act.sa_handler = handler;
 	sigemptyset(&act.sa_mask);
-	if (sig > 0 && sig < NSIG)
+	if (block_self && sig > 0 && sig < NSIG)
 		sigaddset(&act.sa_mask, sig);
-	act.sa_flags = SA_RESTART;
+	act.sa_flags = flags;
 	if (sigaction(sig, &act, &old) < 0)
 		return SIG_ERR;
 	return old.sa_handler;
+}
+
+/* glibc's signal(), bsd_signal() and ssignal() (one function): BSD
+ * semantics (handler stays, SA_RESTART, the signal blocked while its
+ * handler runs). */
+CRASH_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+	return crash_signal_as(sig, handler, SA_RESTART, true);
+}
+
+CRASH_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
+{
+	return crash_signal_as(sig, handler, SA_RESTART, true);
+}
+
+CRASH_EXPORT sighandler_t ssignal(int sig, sighandler_t handler)
+{
+	return crash_signal_as(sig, handler, SA_RESTART, true);
+}
+
+/* System V semantics: one-shot (SA_RESETHAND), the signal not blocked
+ * while its handler runs (SA_NODEFER), no SA_RESTART. */
+CRASH_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
+{
+	return crash_signal_as(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+
+CRASH_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler)
+{
+	return crash_signal_as(sig, handler, SA_RESETHAND | SA_NODEFER, false);
 }
 
 /* ---- set-up ---- */

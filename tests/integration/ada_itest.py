@@ -937,6 +937,12 @@ FLIGHT = {
     "crash_abort": ("abort", ["--pre-roll-sec", "1", "--trigger", "crash"], 134),
     "crash_overflow": ("overflow", ["--pre-roll-sec", "1", "--trigger", "crash"], 139),
     "crash_recovered": ("recover", ["--pre-roll-sec", "1", "--trigger", "crash"], 0),
+    # Signals (agent_crash.c): sysv_signal's one-shot handler, bsd_signal,
+    # abort() after a SIGABRT handler returned, a handler without SA_ONSTACK.
+    "signal_sysv": ("sysv", ["--pre-roll-sec", "1", "--trigger", "crash"], 139),
+    "signal_bsd": ("bsd", ["--pre-roll-sec", "1", "--trigger", "crash"], 139),
+    "signal_abort_handler": ("aborth", ["--pre-roll-sec", "1", "--trigger", "crash"], 134),
+    "signal_nostack": ("nostack", ["--pre-roll-sec", "1", "--trigger", "crash"], 0),
     "latency": ("slow", ["--pre-roll-sec", "0.01", "--post-roll-sec", "0.01",
                          "--trigger", "p99=function:work>50ms"], 0),
     # A detail ring large enough for the drain's lag behind the busy loop
@@ -1261,6 +1267,19 @@ def cmd_flight(args, ada, work, rep):
         rep.check(not any(is_signal_marker(e) for e in events),
                   "a signal marker was written for a recovered fault")
         check_window_detail(rep, pid_dir, events, m, want_min=0)
+    elif args.scenario in ("signal_sysv", "signal_bsd"):
+        check_flight_crash(rep, ada, pid_dir, m, 11, "fault_here")
+        rep.check(m["crash"].get("address") == "0x0", "fault address %r, not 0x0 (NULL)" % (
+            m["crash"].get("address")))
+        check_window_detail(rep, pid_dir, events, m, want_min=100)
+    elif args.scenario == "signal_abort_handler":
+        check_flight_crash(rep, ada, pid_dir, m, 6, None, below=("abort", "abort_here", "main"))
+        check_window_detail(rep, pid_dir, events, m, want_min=100)
+    elif args.scenario == "signal_nostack":
+        rep.check(untraced[1].strip().endswith(b"handler on an alternate stack: 0"),
+                  "untraced, the handler should run on the thread's stack: %r" % untraced[1])
+        rep.check("crash" not in m and not flight_windows(m),
+                  "a recovered fault is no crash: %r" % m.get("crash"))
     elif args.scenario == "latency":
         w = check_one_window(rep, ada, pid_dir, m, "p99=function:work>50ms", "work")
         if w:

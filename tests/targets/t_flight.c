@@ -18,6 +18,16 @@
  *             started this thread's detail.atf, SIGKILLs the recorder (its
  *             parent), waits until it is gone (reparented: no timing), then
  *             faults like segv: nobody drains the crash; `ada recover` must.
+ *   sysv      busy, then sysv_signal(SIGSEGV, h): h recovers from one fault
+ *             (siglongjmp); the handler is one-shot, so the second fault
+ *             kills: SIGSEGV (139);
+ *   bsd       busy, bsd_signal(SIGSEGV, h): three faults recovered, then
+ *             bsd_signal(SIGSEGV, SIG_DFL) and a fault that kills (139);
+ *   aborth    busy, a SIGABRT handler that returns, then abort_here():
+ *             glibc's abort() re-raises with the default action (134);
+ *   nostack   busy, a SIGSEGV handler without SA_ONSTACK that reports
+ *             whether it runs on an alternate stack (never, untraced) and
+ *             recovers: prints it, exit 0.
  * Every function is noinline, and prints nothing but one line at the end
  * (the harness compares stdout traced and untraced).
  */
@@ -161,6 +171,54 @@ NOINL static void wait_parent_took(pid_t ppid)
 	}
 }
 
+extern sighandler_t sysv_signal(int, sighandler_t);
+extern sighandler_t bsd_signal(int, sighandler_t);
+
+NOINL static void sysv_run(void)
+{
+	sysv_signal(SIGSEGV, on_segv);
+	if (!sigsetjmp(recover_jb, 1))
+		fault_here(arg_a, arg_b, arg_c); /* recovered */
+	fault_here(arg_a, arg_b, arg_c);         /* one-shot: the default action now */
+}
+
+NOINL static void bsd_run(void)
+{
+	bsd_signal(SIGSEGV, on_segv);
+	for (int i = 0; i < 3; i++)
+		if (!sigsetjmp(recover_jb, 1))
+			fault_here(i, 0, 0);
+	bsd_signal(SIGSEGV, SIG_DFL);
+	fault_here(arg_a, arg_b, arg_c);
+}
+
+static void on_abrt(int sig)
+{
+	(void)sig;
+	sink += 1; /* returns: abort() goes on */
+}
+
+static volatile int handler_on_alt = -1;
+static void on_segv_where(int sig)
+{
+	(void)sig;
+	stack_t ss;
+	handler_on_alt = sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+	siglongjmp(recover_jb, 1);
+}
+
+NOINL static void nostack_run(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_segv_where; /* no SA_ONSTACK */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, NULL);
+	if (!sigsetjmp(recover_jb, 1))
+		fault_here(arg_a, arg_b, arg_c);
+	printf("handler on an alternate stack: %d\n", handler_on_alt);
+}
+
 /* True once some thread_K/detail.atf of this process exists. */
 NOINL static int detail_started(const char *session)
 {
@@ -222,6 +280,16 @@ int main(int argc, char **argv)
 	} else if (!strcmp(m, "symbol")) {
 		rare_event(arg_rare);
 		busy(200); /* short: its detail must not push rare_event's out of the ring */
+	} else if (!strcmp(m, "sysv")) {
+		sysv_run();
+	} else if (!strcmp(m, "bsd")) {
+		bsd_run();
+	} else if (!strcmp(m, "aborth")) {
+		signal(SIGABRT, on_abrt);
+		abort_here(arg_abort);
+	} else if (!strcmp(m, "nostack")) {
+		nostack_run();
+		return 0;
 	} else if (!strcmp(m, "killrec")) {
 		killrec_run();
 	} else if (!strcmp(m, "manual")) {
