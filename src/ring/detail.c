@@ -115,6 +115,16 @@ int ada_detail_ring_snapshot(struct ada_arena *a, uint32_t slot, uint64_t from, 
 	return 0;
 }
 
+uint64_t ada_detail_ring_head(struct ada_arena *a, uint32_t slot)
+{
+	if (slot >= a->cfg.max_threads || a->cfg.detail_bytes == 0)
+		return 0;
+	/* Relaxed: only compared with an earlier value; the copy that follows
+	 * a change loads head again with acquire (ada_detail_ring_snapshot),
+	 * pairing with ada_detail_commit()'s release store. */
+	return atomic_load_explicit(&ring_detail_hdr(a, slot)->head, memory_order_relaxed);
+}
+
 const void *ada_detail_rec_next(const void *buf, size_t len, size_t *off, uint32_t *rec_len)
 {
 	const uint8_t *b = buf;

@@ -322,6 +322,10 @@ struct ada_detail_rec {
 	uint32_t reserved; /* 0 */
 };
 #define ADA_DETAIL_REC_ALIGN 8u
+/* The slot's detail ring head now (0 without a ring or a bad slot): for a
+ * reader that only wants to know whether records were added since it last
+ * looked (the post-roll's copies, src/wal/flight.c). */
+uint64_t ada_detail_ring_head(struct ada_arena *a, uint32_t slot);
 /* Largest record the ring accepts: a quarter of detail_bytes minus the header. */
 uint32_t ada_detail_max_record(const struct ada_arena *a);
 struct ada_detail_snapshot {

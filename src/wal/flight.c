@@ -37,6 +37,12 @@ struct wal_flight_tw {
 	uint64_t oldest_ns; /* oldest record its ring held at the first persist (0: empty) */
 	uint64_t newest_ns; /* newest record its ring held at the last persist */
 	uint32_t calls, errors;
+	/* What the last copy saw: while none of it changes (the ring's head,
+	 * the index events taken, the file's ring mapping, the window's
+	 * bounds), another copy would decide nothing new, so the post-roll's
+	 * 10 ms ticks skip it (counted in `skipped`). */
+	uint64_t seen_head, seen_next, seen_base, seen_hole, seen_from, seen_to;
+	uint64_t skipped;
 };
 
 /* ---- set-up ---- */
@@ -146,6 +152,19 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 	if (!t->f || t->done || !t->p->arena || !(fw = flight_tw(t, wi)))
 		return;
 	struct wal_detail_stats st = {0};
+	uint64_t head = ada_detail_ring_head(t->p->arena, t->slot);
+	if (fw->calls && head == fw->seen_head && t->ring_next == fw->seen_next &&
+	    t->file_ring_base == fw->seen_base && t->file_ring_hole == fw->seen_hole &&
+	    w->from_ns == fw->seen_from && w->to_ns == fw->seen_to) {
+		fw->skipped++;
+		return;
+	}
+	fw->seen_head = head;
+	fw->seen_next = t->ring_next;
+	fw->seen_base = t->file_ring_base;
+	fw->seen_hole = t->file_ring_hole;
+	fw->seen_from = w->from_ns;
+	fw->seen_to = w->to_ns;
 	fw->calls++;
 	if (wal_detail_persist(r, t, w->from_ns, w->to_ns, &st) < 0) {
 		fw->errors++;
@@ -432,6 +451,8 @@ static json_t *flight_window_thread(const struct wal_thread *t, const struct wal
 	json_object_set_new(o, "bytes", json_integer((json_int_t)fw->bytes));
 	json_object_set_new(o, "unlinked", json_integer((json_int_t)fw->unlinked));
 	json_object_set_new(o, "errors", json_integer(fw->errors));
+	json_object_set_new(o, "copies", json_integer(fw->calls));
+	json_object_set_new(o, "copies_skipped", json_integer((json_int_t)fw->skipped));
 	if (fw->oldest_ns) {
 		uint64_t from = fw->oldest_ns > w->from_ns ? fw->oldest_ns : w->from_ns;
 		json_object_set_new(

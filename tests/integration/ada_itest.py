@@ -937,6 +937,11 @@ FLIGHT = {
     "crash_abort": ("abort", ["--pre-roll-sec", "1", "--trigger", "crash"], 134),
     "crash_overflow": ("overflow", ["--pre-roll-sec", "1", "--trigger", "crash"], 139),
     "crash_recovered": ("recover", ["--pre-roll-sec", "1", "--trigger", "crash"], 0),
+    # --detail always with a 1 MiB detail ring and the recorder stopped
+    # while the program fills it three times over: the overwritten records
+    # are counted (manifest, summary line). 16 MiB index ring: never full.
+    "always_overwrite": ("stoprec", ["--detail", "always", "--detail-mb", "1",
+                                     "--ring-mb", "16"], 0),
     # Signals (agent_crash.c): sysv_signal's one-shot handler, bsd_signal,
     # abort() after a SIGABRT handler returned, a handler without SA_ONSTACK.
     "signal_sysv": ("sysv", ["--pre-roll-sec", "1", "--trigger", "crash"], 139),
@@ -1280,6 +1285,15 @@ def cmd_flight(args, ada, work, rep):
                   "untraced, the handler should run on the thread's stack: %r" % untraced[1])
         rep.check("crash" not in m and not flight_windows(m),
                   "a recovered fault is no crash: %r" % m.get("crash"))
+    elif args.scenario == "always_overwrite":
+        over = m.get("drops", {}).get("detail", {}).get("detail_overwritten", 0)
+        per_thread = sum(t.get("detail", {}).get("overwritten", 0) for t in m.get("threads", []))
+        rep.check(over > 0 and per_thread == over,
+                  "overwritten detail records: drops.detail %r, threads %r" % (over, per_thread))
+        summary = [l for l in err.decode(errors="replace").splitlines() if "recorded" in l]
+        rep.check(any("detail_overwritten %d" % over in l for l in summary),
+                  "the summary line should count detail_overwritten %d: %r" % (over, summary))
+        rep.check(not flight_windows(m), "--detail always makes no windows")
     elif args.scenario == "latency":
         w = check_one_window(rep, ada, pid_dir, m, "p99=function:work>50ms", "work")
         if w:

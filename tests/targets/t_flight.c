@@ -28,6 +28,9 @@
  *   nostack   busy, a SIGSEGV handler without SA_ONSTACK that reports
  *             whether it runs on an alternate stack (never, untraced) and
  *             recovers: prints it, exit 0.
+ *   stoprec   under ada record: SIGSTOPs the recorder (its parent), waits
+ *             until it is stopped (/proc state T: no timing), runs a busy
+ *             loop that overfills a small detail ring, SIGCONTs it: exit 0.
  * Every function is noinline, and prints nothing but one line at the end
  * (the harness compares stdout traced and untraced).
  */
@@ -219,6 +222,35 @@ NOINL static void nostack_run(void)
 	printf("handler on an alternate stack: %d\n", handler_on_alt);
 }
 
+/* The state letter of pid in /proc/pid/stat ('T': stopped; 0: gone). */
+NOINL static char proc_state(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+NOINL static void stoprec_run(void)
+{
+	pid_t rec = getppid();
+	if (!getenv("ADA_SESSION_DIR")) { /* untraced: the same work */
+		busy(1000);
+		return;
+	}
+	kill(rec, SIGSTOP);
+	for (char st; (st = proc_state(rec)) != 'T' && st != 't' && st != 0;)
+		sched_yield();
+	busy(1000);
+	kill(rec, SIGCONT);
+}
+
 /* True once some thread_K/detail.atf of this process exists. */
 NOINL static int detail_started(const char *session)
 {
@@ -290,6 +322,8 @@ int main(int argc, char **argv)
 	} else if (!strcmp(m, "nostack")) {
 		nostack_run();
 		return 0;
+	} else if (!strcmp(m, "stoprec")) {
+		stoprec_run();
 	} else if (!strcmp(m, "killrec")) {
 		killrec_run();
 	} else if (!strcmp(m, "manual")) {
