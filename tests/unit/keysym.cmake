@@ -1,0 +1,10 @@
+# src/keysym unit tests (cmocka): containers, density rule, blobs.
+if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
+  foreach(t test_keysym_containers)
+    add_executable(${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.c)
+    target_include_directories(${t} PRIVATE ${CMOCKA_INCLUDE_DIR})
+    target_link_libraries(${t} PRIVATE ada_keysym ada_dep_roaring ${CMOCKA_LIBRARY})
+    add_test(NAME ${t} COMMAND ${t})
+    set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77 LABELS keysym TIMEOUT 300)
+  endforeach()
+endif()
