@@ -329,6 +329,7 @@ static int agent_start(void)
 	agent_hot.detail_call_len = (ADA_DREC_CALL_WORDS + agent_hot.detail_words) * 8;
 	if (agent_hot.detail_on)
 		agent_detail_set_init();
+	agent_keysym_attach();
 	agent_continue_ids();
 	err = hook_mem_new(&agent.mem);
 	if (!err)

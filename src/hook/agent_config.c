@@ -59,6 +59,7 @@ void ada_hook_config_fini(struct ada_hook_config *cfg)
 	config_free_list(cfg->sym_exclude, &cfg->n_sym_exclude);
 	config_free_list(cfg->sym_include, &cfg->n_sym_include);
 	config_free_list(cfg->detail_sym, &cfg->n_detail_sym);
+	config_free_list(cfg->key_sym, &cfg->n_key_sym);
 }
 
 /* Appends each ','-separated glob of (v, len) to list. */
@@ -134,6 +135,8 @@ static int config_apply(struct ada_hook_config *cfg, const char *k, size_t klen,
 		return config_bool(v, vlen, &cfg->detail);
 	if (config_key_is(k, klen, "detail-symbol"))
 		return config_add_globs(v, vlen, cfg->detail_sym, &cfg->n_detail_sym);
+	if (config_key_is(k, klen, "key-symbol"))
+		return config_add_globs(v, vlen, cfg->key_sym, &cfg->n_key_sym);
 	if (config_key_is(k, klen, "stack-bytes"))
 		return config_stack_bytes(v, vlen, &cfg->stack_bytes);
 	return -EINVAL;

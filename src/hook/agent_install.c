@@ -17,12 +17,17 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <link.h>
+#include <linux/membarrier.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "agent_internal.h"
 #include "discover_internal.h"
 #include "plancache_internal.h"
+#include "ring.h"
 
 struct install_special {
 	const char *name;
@@ -485,10 +490,28 @@ size_t agent_scan(void)
 
 /* ---- the detail set (agent_internal.h) ---- */
 
-static bool install_detail_match(const char *name)
+/* key-symbol=MODULE_GLOB:SYMBOL_GLOB: the module glob matches the path or
+ * its file name (as src/keysym/spec.c does on the recorder's side). */
+static bool install_key_match(const char *rule, const char *path, const char *name)
+{
+	const char *colon = strchr(rule, ':'), *base = strrchr(path, '/');
+	char mod[512];
+	if (!colon || (size_t)(colon - rule) >= sizeof(mod))
+		return false;
+	memcpy(mod, rule, (size_t)(colon - rule));
+	mod[colon - rule] = 0;
+	if (fnmatch(mod, path, 0) != 0 && !(base && fnmatch(mod, base + 1, 0) == 0))
+		return false;
+	return fnmatch(colon + 1, name, 0) == 0;
+}
+
+static bool install_detail_match(const char *path, const char *name)
 {
 	for (size_t g = 0; g < agent.cfg.n_detail_sym; g++)
 		if (fnmatch(agent.cfg.detail_sym[g], name, 0) == 0)
+			return true;
+	for (size_t g = 0; g < agent.cfg.n_key_sym; g++)
+		if (install_key_match(agent.cfg.key_sym[g], path ? path : "", name))
 			return true;
 	return false;
 }
@@ -506,7 +529,7 @@ static uint64_t *install_detail_bits(const struct agent_module *m, uint32_t nbit
 		if (f->status != ADA_SKIP_ALIAS)
 			primary = i;
 		if (m->st.fns[primary].status != ADA_HOOK_OK ||
-		    !install_detail_match(ada_hook_fn_name(&m->st, f)))
+		    !install_detail_match(m->path, ada_hook_fn_name(&m->st, f)))
 			continue;
 		if (!b && !(b = calloc(nbits / 64 + 1, sizeof(*b)))) {
 			agent_log("out of memory for the detail set of %s", m->path);
@@ -523,17 +546,41 @@ static uint64_t *install_detail_bits(const struct agent_module *m, uint32_t nbit
 static const struct agent_dset install_dset_none = {.all = 0, .nbits = 0};
 static const struct agent_dset install_dset_every = {.all = 1};
 
+static const _Atomic uint64_t install_ks_local = ADA_KEYSYM_CUR_LOCAL;
+
+void agent_keysym_attach(void)
+{
+	struct ada_arena *a = ada_producer_arena();
+	uint64_t bytes = 0;
+	uint8_t *area = a && agent_hot.detail_on ? ada_arena_keysym_area(a, &bytes) : NULL;
+	agent_hot.ks_cur = &install_ks_local;
+	agent_hot.ks_area = (const uint8_t *)&install_ks_local;
+	agent_hot.ks_mask = 0;
+	if (!area)
+		return;
+	/* The recorder writes the area; nothing here may. A refusal (say,
+	 * huge pages of another size) is told, not fatal. */
+	if (mprotect(area, bytes, PROT_READ) != 0)
+		ada_arena_set_flags(a, ADA_ARENA_F_KEYSYM_RW);
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0)
+		ada_arena_set_flags(a, ADA_ARENA_F_MEMBARRIER);
+	agent_hot.ks_area = area;
+	agent_hot.ks_mask = bytes - 1;
+	agent_hot.ks_cur = ada_arena_keysym_cur(a);
+}
+
 void agent_detail_set_init(void)
 {
 	/* Release: pairs with the acquire load in handlers_detail_member(). */
 	atomic_store_explicit(&agent_hot.dset,
-	                      agent.cfg.n_detail_sym ? &install_dset_none : &install_dset_every,
+	                      agent.cfg.n_detail_sym + agent.cfg.n_key_sym ? &install_dset_none
+	                                                                   : &install_dset_every,
 	                      memory_order_release);
 }
 
 void agent_detail_set_update(void)
 {
-	if (agent.cfg.n_detail_sym == 0)
+	if (agent.cfg.n_detail_sym + agent.cfg.n_key_sym == 0)
 		return; /* every hooked function: agent_detail_set_init() said so */
 	uint64_t max_mod = 0;
 	size_t most = 0;

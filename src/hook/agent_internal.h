@@ -101,6 +101,14 @@ struct agent_hot {
 	uint64_t detail_meta_call;
 	uint32_t detail_words;    /* stack words of that record: (detail_stack + 7) / 8 */
 	uint32_t detail_call_len; /* its length: (ADA_DREC_CALL_WORDS + detail_words) * 8 */
+	/* The recorder's key-symbol sets (src/keysym/keysym.h): the arena's
+	 * key-symbol area (read-only here) and the word that says which blob
+	 * is current; ks_cur points at a constant ADA_KEYSYM_CUR_LOCAL when
+	 * the arena has no area, so the handlers use dset. Set by
+	 * agent_keysym_attach() before the first patch and after fork. */
+	const _Atomic uint64_t *ks_cur;
+	const uint8_t *ks_area;
+	uint64_t ks_mask;
 };
 extern struct agent_hot agent_hot;
 
@@ -118,6 +126,10 @@ void agent_thread_stack(uint64_t *lo, uint64_t *hi);
  * each scan (caller holds agent.lock). */
 void agent_detail_set_init(void);
 void agent_detail_set_update(void);
+/* agent_install.c: points agent_hot.ks_* at this process's arena's
+ * key-symbol area (made read-only here) and registers for the expedited
+ * membarrier the recorder's swap uses; with no area, at the local set. */
+void agent_keysym_attach(void);
 
 /* Special functions are decided when they are hooked: their trampolines
  * call agent_hook_on_enter_special() (handlers.c) instead of

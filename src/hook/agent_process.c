@@ -87,9 +87,11 @@ static void process_child(void)
 			if (err != -EDQUOT)  /* the shm ceiling: the recorder tells */
 				agent_log("child %d: cannot open its arena (%s); not traced",
 				          (int)getpid(), strerror(-err));
-		} else {
-			agent_write_files(true, 0);
 		}
+		/* The parent's arena is gone from this process: its area too. */
+		agent_keysym_attach();
+		if (!err)
+			agent_write_files(true, 0);
 	}
 	agent_guard_leave();
 }

@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 
 #include "agent_internal.h"
+#include "keysym.h"
 #include "ring.h"
 
 #define SHADOW_EMIT(fn, kind, depth) handlers_emit((fn), (kind), (depth))
@@ -513,10 +514,19 @@ HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp)
  * writes the detail ring itself. Its link is the index ring position of
  * the event it belongs to, its timestamp that event's. */
 
-/* The one membership test of the hot path (whoever replaces the set's
- * representation swaps this function and agent_dset_has). */
+/* The one membership test of the hot path: the recorder's current
+ * key-symbol set once it published one (src/keysym/keysym.h: masked
+ * reads inside the arena's key-symbol area, O(1), no call), else the
+ * agent's own (dset). The key-symbol swap's grace period counts on the
+ * event this handler publishes after the test (docs/internals.md, "The
+ * key-symbol swap"). */
 static inline bool handlers_detail_member(uint64_t fn_id)
 {
+	/* Acquire: pairs with the release store of keysym_cur in
+	 * ada_keysym_region_publish() (recorder): the blob is seen whole. */
+	uint64_t cur = atomic_load_explicit(agent_hot.ks_cur, memory_order_acquire);
+	if (cur != ADA_KEYSYM_CUR_LOCAL)
+		return ada_keysym_contains_at(agent_hot.ks_area, agent_hot.ks_mask, cur, fn_id);
 	/* Acquire: pairs with the release store that publishes a set
 	 * (agent_detail_set_update()): its bitmaps are seen complete. */
 	const struct agent_dset *ds = atomic_load_explicit(&agent_hot.dset, memory_order_acquire);

@@ -146,6 +146,10 @@ struct ada_hook_config {
 	uint32_t stack_bytes;
 	char *detail_sym[ADA_HOOK_MAX_GLOBS];
 	size_t n_detail_sym;
+	/* key-symbol=MODULE_GLOB:SYMBOL_GLOB (ada record --key-symbols): the
+	 * agent's own set until the recorder publishes one (src/keysym). */
+	char *key_sym[ADA_HOOK_MAX_GLOBS];
+	size_t n_key_sym;
 };
 /* Parses (buf, len) -- not NUL-terminated. -EINVAL on an unknown key or a
  * bad value, -E2BIG on too many globs, -ENOMEM. cfg is valid (possibly

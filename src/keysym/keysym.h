@@ -31,6 +31,7 @@
 #ifndef ADA_KEYSYM_H
 #define ADA_KEYSYM_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -306,5 +307,91 @@ int ada_keysym_validate(const void *buf, size_t len, struct ada_keysym_info *inf
 /* A standalone blob's membership test (not hook context: validates
  * nothing, the caller did): for tests and tools. */
 bool ada_keysym_contains(const void *blob, size_t len, uint64_t fn_id);
+
+/* ---- specs: what the user asked for (spec.c) ----
+ * Rules MODULE_GLOB:SYMBOL_GLOB (fnmatch; the module glob matches the
+ * module's path or its file name) and CRoaring portable bitmaps by module
+ * id. An empty spec means every hooked function. */
+struct ada_keysym_spec;
+struct ada_syms_module; /* src/atf/symbols.h */
+int ada_keysym_spec_new(struct ada_keysym_spec **out);
+void ada_keysym_spec_free(struct ada_keysym_spec *s);
+bool ada_keysym_spec_is_all(const struct ada_keysym_spec *s);
+/* A copy of s (NULL: an empty spec). 0, -ENOMEM. */
+int ada_keysym_spec_copy(const struct ada_keysym_spec *s, struct ada_keysym_spec **out);
+size_t ada_keysym_spec_rules(const struct ada_keysym_spec *s);
+/* Rule i (< ada_keysym_spec_rules()): its two globs. */
+void ada_keysym_spec_rule(const struct ada_keysym_spec *s, size_t i, const char **mod,
+                          const char **sym);
+/* One rule; a line without ':' is *:SYMBOL_GLOB. 0, -EINVAL (why), -ENOMEM. */
+int ada_keysym_spec_add_rule(struct ada_keysym_spec *s, const char *line, size_t len, char *why,
+                             size_t cap);
+/* `--key-symbols FILE` text: one rule a line, '#' comments, blank lines;
+ * at least one rule. 0, -EINVAL (why names the line), -ENOMEM. */
+int ada_keysym_spec_parse_file(struct ada_keysym_spec *s, const char *buf, size_t len, char *why,
+                               size_t cap);
+/* A portable bitmap for one module id, checked now (copied). 0, -EBADMSG,
+ * -ERANGE (why), -ENOMEM. */
+int ada_keysym_spec_add_blob(struct ada_keysym_spec *s, uint32_t module_id, const void *buf,
+                             size_t len, char *why, size_t cap);
+/* Fills b with the set the spec means for a process with these modules
+ * (its parsed .syms files). 0, -ERANGE (a blob beyond its module: why),
+ * -EINVAL, -ENOMEM. */
+int ada_keysym_spec_build(const struct ada_keysym_spec *s,
+                          const struct ada_syms_module *const *mods, size_t n,
+                          struct ada_keysym_builder *b, char *why, size_t cap);
+
+/* ---- the swap (recorder side, region.c; docs/internals.md) ----
+ * One region per traced process: the arena's key-symbol area (ring.h:
+ * ada_arena_keysym_area / _cur). Blobs are written into free ranges of it
+ * and published with one release store of their offset; a replaced blob's
+ * range is reused only after every thread that might read it has moved
+ * on (an event published after the swap, gone, or in a system call). */
+
+/* One thread of the target as the caller sees it now: key names one
+ * thread's hold of a ring slot (slot << 32 | generation), events the
+ * count it has published (the slot's head, read with acquire). */
+struct ada_keysym_thread {
+	uint64_t key;
+	uint64_t events;
+	uint32_t tid;
+	uint32_t reserved;
+};
+struct ada_keysym_target {
+	int pid;            /* for /proc/PID/task/TID/syscall; 0: not checked */
+	int expedited;      /* the target registered for MEMBARRIER_CMD_GLOBAL_EXPEDITED */
+	size_t max_threads; /* most threads threads() reports */
+	/* Fills out with the target's threads that hold a slot; returns how
+	 * many, or -errno. */
+	int (*threads)(void *ctx, struct ada_keysym_thread *out, size_t cap);
+	void *ctx;
+};
+struct ada_keysym_region_stats {
+	uint64_t published, reclaimed;
+	uint64_t syscall_quiescent; /* threads taken as quiescent in a system call */
+	uint64_t barrier_failed;    /* membarrier refused: that blob is never reused */
+	uint64_t unreclaimable;     /* blobs kept for good (barrier or memory failed) */
+	uint64_t retired_now, bytes_used;
+};
+struct ada_keysym_region;
+
+/* area: bytes (a power of two, >= 4096) the target reads; cur: the word
+ * it loads. 0, -EINVAL, -ENOMEM. */
+int ada_keysym_region_new(uint8_t *area, uint64_t bytes, _Atomic uint64_t *cur,
+                          struct ada_keysym_region **out);
+void ada_keysym_region_free(struct ada_keysym_region *r); /* the area is not touched */
+/* Copies a blob (validated by the caller) into a free range, publishes
+ * it, runs the barrier and retires the blob it replaced. 0; -ENOSPC (it
+ * can never fit), -EBUSY (no room while a thread may still read old sets:
+ * why names it; try again later); why gets one sentence. */
+int ada_keysym_region_publish(struct ada_keysym_region *r, const void *blob, size_t len,
+                              const struct ada_keysym_target *t, char *why, size_t cap);
+/* Frees the ranges of retired blobs whose grace period is over; returns
+ * how many stay retired (*stuck_tid, may be NULL: a thread holding one). */
+size_t ada_keysym_region_reclaim(struct ada_keysym_region *r, const struct ada_keysym_target *t,
+                                 uint32_t *stuck_tid);
+void ada_keysym_region_stats(const struct ada_keysym_region *r, struct ada_keysym_region_stats *s);
+/* /proc/PID/task/TID/syscall says the thread is blocked in a system call. */
+bool ada_keysym_thread_in_syscall(int pid, uint32_t tid);
 
 #endif

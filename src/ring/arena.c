@@ -116,6 +116,8 @@ static void arena_init_control(struct ada_arena *a, const struct ada_arena_confi
 	c->slots_offset = a->geo.slots_offset;
 	c->slot_stride = a->geo.slot_stride;
 	c->detail_offset = a->geo.detail_offset;
+	c->keysym_offset = a->geo.keysym_offset;
+	atomic_store_explicit(&c->keysym_cur, ADA_KEYSYM_CUR_LOCAL, memory_order_relaxed);
 	c->config = *cfg;
 	c->pid = (int32_t)getpid();
 	a->cfg = *cfg;
@@ -227,7 +229,8 @@ static int arena_validate(struct ada_arena *a, uint64_t file_size)
 		return -EPROTO;
 	if (c->layout_size != a->geo.total || c->desc_offset != a->geo.desc_offset ||
 	    c->slots_offset != a->geo.slots_offset || c->slot_stride != a->geo.slot_stride ||
-	    c->detail_offset != a->geo.detail_offset || file_size < a->geo.total)
+	    c->detail_offset != a->geo.detail_offset || c->keysym_offset != a->geo.keysym_offset ||
+	    file_size < a->geo.total)
 		return -EPROTO;
 	a->desc = (struct ada_slot_desc *)(a->base + a->geo.desc_offset);
 	a->pid = c->pid;
@@ -420,4 +423,22 @@ void ada_arena_drop_totals(const struct ada_arena *a,
 				out[l][r] +=
 				    atomic_load_explicit(&h->drops[l][r], memory_order_relaxed);
 	}
+}
+
+uint8_t *ada_arena_keysym_area(const struct ada_arena *a, uint64_t *bytes)
+{
+	uint32_t l = a->cfg.keysym_log2;
+	if (bytes)
+		*bytes = l ? (uint64_t)1 << l : 0;
+	return l ? a->base + a->geo.keysym_offset : NULL;
+}
+
+_Atomic uint64_t *ada_arena_keysym_cur(const struct ada_arena *a)
+{
+	return a->cfg.keysym_log2 ? &a->ctl->keysym_cur : NULL;
+}
+
+void ada_arena_set_flags(struct ada_arena *a, uint32_t flags)
+{
+	atomic_fetch_or_explicit(&a->ctl->flags, flags, memory_order_relaxed);
 }

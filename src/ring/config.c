@@ -32,8 +32,7 @@ void ada_arena_config_default(struct ada_arena_config *cfg)
 
 int ada_arena_config_valid(const struct ada_arena_config *cfg)
 {
-	if (!cfg || cfg->reserved != 0 || cfg->max_threads == 0 ||
-	    cfg->max_threads > ADA_ARENA_MAX_THREADS_LIMIT)
+	if (!cfg || cfg->max_threads == 0 || cfg->max_threads > ADA_ARENA_MAX_THREADS_LIMIT)
 		return -EINVAL;
 	if (cfg->overflow > ADA_OVERFLOW_DROP || cfg->timestamp_source > ADA_TS_CLOCK)
 		return -EINVAL;
@@ -43,6 +42,9 @@ int ada_arena_config_valid(const struct ada_arena_config *cfg)
 	if (cfg->detail_bytes != 0 &&
 	    (!config_pow2(cfg->detail_bytes) || cfg->detail_bytes < ADA_DETAIL_MIN_BYTES ||
 	     cfg->detail_bytes > ADA_DETAIL_MAX_BYTES))
+		return -EINVAL;
+	if (cfg->keysym_log2 != 0 && (cfg->keysym_log2 < ADA_KEYSYM_AREA_MIN_LOG2 ||
+	                              cfg->keysym_log2 > ADA_KEYSYM_AREA_MAX_LOG2))
 		return -EINVAL;
 	if (cfg->low_watermark_pct == 0 || cfg->low_watermark_pct >= cfg->high_watermark_pct ||
 	    cfg->high_watermark_pct > 100)
@@ -63,8 +65,11 @@ int ring_geometry(const struct ada_arena_config *cfg, struct ring_geometry *g)
 	if (cfg->detail_bytes)
 		g->slot_stride = RING_ALIGN(g->detail_offset + sizeof(struct ada_detail_hdr) +
 		                            cfg->detail_bytes);
-	/* At most 4096 x (2^33 + 2^30 + headers): well inside 2^48. */
+	/* At most 4096 x (2^33 + 2^30 + headers) + 2^28: well inside 2^48. */
 	g->total = g->slots_offset + g->slot_stride * cfg->max_threads;
+	g->keysym_offset = (g->total + 4095) & ~(uint64_t)4095;
+	if (cfg->keysym_log2)
+		g->total = g->keysym_offset + ((uint64_t)1 << cfg->keysym_log2);
 	return 0;
 }
 
@@ -90,14 +95,17 @@ uint64_t ada_ring_capacity_for_rate(uint64_t events_per_sec, uint64_t burst_ms)
 
 int ada_arena_config_format(const struct ada_arena_config *cfg, char *buf, size_t cap)
 {
+	char ks[40] = "";
+	if (cfg->keysym_log2) /* absent when 0: the text of older configs is unchanged */
+		snprintf(ks, sizeof(ks), ",keysym_bytes=%llu", 1ull << cfg->keysym_log2);
 	int n = snprintf(buf, cap,
 	                 "max_threads=%u,index_events=%llu,detail_bytes=%llu,overflow=%s,"
-	                 "ts=%s,hw=%u,lw=%u",
+	                 "ts=%s,hw=%u,lw=%u%s",
 	                 cfg->max_threads, (unsigned long long)cfg->index_events,
 	                 (unsigned long long)cfg->detail_bytes,
 	                 cfg->overflow == ADA_OVERFLOW_DROP ? "drop" : "wait",
 	                 cfg->timestamp_source == ADA_TS_CLOCK ? "clock" : "tsc",
-	                 cfg->high_watermark_pct, cfg->low_watermark_pct);
+	                 cfg->high_watermark_pct, cfg->low_watermark_pct, ks);
 	if (n < 0 || (size_t)n >= cap)
 		return -ENOSPC;
 	return n;
@@ -132,6 +140,16 @@ static int config_u32(const char *v, size_t vn, uint32_t *out)
 	return 0;
 }
 
+/* A power of two given in bytes, kept as its log2 (0 stays 0: none). */
+static int config_log2(const char *v, size_t vn, uint32_t *out)
+{
+	uint64_t x;
+	if (config_number(v, vn, &x) != 0 || (x && !config_pow2(x)))
+		return -EINVAL;
+	*out = x ? (uint32_t)__builtin_ctzll(x) : 0;
+	return 0;
+}
+
 static int config_enum(const char *v, size_t vn, const char *w0, const char *w1, uint32_t *out)
 {
 	if (config_is(v, vn, w0))
@@ -160,6 +178,8 @@ static int config_pair(struct ada_arena_config *c, const char *k, size_t kn, con
 		return config_u32(v, vn, &c->high_watermark_pct);
 	if (config_is(k, kn, "lw"))
 		return config_u32(v, vn, &c->low_watermark_pct);
+	if (config_is(k, kn, "keysym_bytes"))
+		return config_log2(v, vn, &c->keysym_log2);
 	return -EINVAL;
 }
 

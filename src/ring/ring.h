@@ -45,7 +45,7 @@
 
 #define ADA_CACHELINE 64
 #define ADA_ARENA_MAGIC 0x414e455241414441ULL /* "ADAARENA" */
-#define ADA_ARENA_VERSION 3                   /* 2: six drop reasons; 3: crash record */
+#define ADA_ARENA_VERSION 4 /* 2: six drop reasons; 3: crash record; 4: key-symbol area */
 
 #define ada_likely(x) __builtin_expect(!!(x), 1)
 #define ada_unlikely(x) __builtin_expect(!!(x), 0)
@@ -80,6 +80,11 @@ enum ada_slot_state {
 #define ADA_ARENA_F_THP 0x2u           /* tmpfs THP enabled and MADV_HUGEPAGE advised */
 #define ADA_ARENA_F_HUGETLB 0x4u       /* the file lives on hugetlbfs */
 #define ADA_ARENA_F_EXEC_REOPENED 0x8u /* a process image exec'd and reopened it */
+/* The agent registered for MEMBARRIER_CMD_GLOBAL_EXPEDITED: the key-symbol
+ * swap may use the expedited barrier (src/keysym/region.c). */
+#define ADA_ARENA_F_MEMBARRIER 0x10u
+/* The agent could not make its key-symbol area read-only (mprotect). */
+#define ADA_ARENA_F_KEYSYM_RW 0x20u
 
 enum ada_process_state {
 	ADA_PROC_RUNNING = 0,
@@ -95,7 +100,9 @@ struct ada_arena_config {
 	uint32_t timestamp_source;   /* enum ada_ts_source */
 	uint32_t high_watermark_pct; /* fill % at which the drain hurries */
 	uint32_t low_watermark_pct;  /* fill % the drain drains down to */
-	uint32_t reserved;
+	/* log2 of the key-symbol area's bytes (ADA_KEYSYM_AREA_MIN_LOG2 ..
+	 * _MAX_LOG2), 0: no area (ada_arena_keysym_area()). */
+	uint32_t keysym_log2;
 };
 
 /* Defaults used by ada_arena_config_parse() for keys not given. */
@@ -110,8 +117,10 @@ struct ada_arena_config {
 #define ADA_RING_MAX_EVENTS (1ull << 28)
 #define ADA_DETAIL_MIN_BYTES 4096u
 #define ADA_DETAIL_MAX_BYTES (1ull << 30)
+#define ADA_KEYSYM_AREA_MIN_LOG2 12u
+#define ADA_KEYSYM_AREA_MAX_LOG2 28u
 /* Longest buffer ada_arena_config_format() writes, NUL included. */
-#define ADA_ARENA_CONFIG_TEXT_MAX 192
+#define ADA_ARENA_CONFIG_TEXT_MAX 224
 
 /* Published by the drain, read by `ada status` and the end-of-run summary. */
 struct ada_metrics {
@@ -215,6 +224,19 @@ bool ada_arena_take_slot_wanted(struct ada_arena *a);
  * that had no slot to go to (ADA_DROP_NO_SLOT, in the index lane). */
 void ada_arena_drop_totals(const struct ada_arena *a,
                            uint64_t out[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT]);
+
+/* ---- the key-symbol area (src/keysym: the blobs and the swap) ----
+ * A power-of-two area at the end of the arena, page aligned. The recorder
+ * writes key-symbol blobs into it and publishes the current one by
+ * storing its offset in *cur (release); the agent maps the area read-only
+ * and reads *cur with acquire before each membership test. *cur is
+ * ADA_KEYSYM_CUR_LOCAL until the recorder publishes: the agent uses its
+ * own set. NULL / 0 when the arena has no area. */
+#define ADA_KEYSYM_CUR_LOCAL UINT64_MAX
+uint8_t *ada_arena_keysym_area(const struct ada_arena *a, uint64_t *bytes);
+_Atomic uint64_t *ada_arena_keysym_cur(const struct ada_arena *a);
+/* Producer side: sets ADA_ARENA_F_* bits (relaxed: read by the drain). */
+void ada_arena_set_flags(struct ada_arena *a, uint32_t flags);
 
 /* ---- drain side (the single consumer of every ring) ---- */
 uint32_t ada_arena_max_threads(const struct ada_arena *a);

@@ -10,6 +10,7 @@
  *     [struct atf_index_event] x index_events      (index ring)
  *     [struct ada_detail_hdr]                      head | oldest
  *     [uint8_t] x detail_bytes                     (detail ring; absent when 0)
+ *   [uint8_t] x 2^keysym_log2, page aligned         (key-symbol area; absent when 0)
  *
  * The geometry (offsets, stride) is computed from the config by
  * ring_geometry(); the creator stores it in the control block and
@@ -63,6 +64,11 @@ struct ada_arena_control {
 	/* Drops with no slot (NO_SLOT) and the folded counters of freed slots. */
 	alignas(ADA_CACHELINE) _Atomic uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
 	alignas(ADA_CACHELINE) struct ada_metrics metrics;
+	/* Key-symbol swap (src/keysym/keysym.h): the recorder stores the
+	 * current blob's offset in the area with release; the agent's
+	 * handlers load it with acquire. ADA_KEYSYM_CUR_LOCAL until then. */
+	alignas(ADA_CACHELINE) _Atomic uint64_t keysym_cur;
+	uint64_t keysym_offset; /* of the area in the arena (geometry) */
 };
 
 struct ada_slot_desc {
@@ -105,6 +111,7 @@ struct ring_geometry {
 	uint64_t slots_offset;
 	uint64_t slot_stride;
 	uint64_t detail_offset;
+	uint64_t keysym_offset; /* page aligned; == total - area bytes */
 	uint64_t total;
 };
 

@@ -72,6 +72,7 @@ static int fuzz_arena_write(int fd, const uint8_t *data, size_t size)
 	c->slots_offset = g.slots_offset;
 	c->slot_stride = g.slot_stride;
 	c->detail_offset = g.detail_offset;
+	c->keysym_offset = g.keysym_offset;
 	c->config = cfg;
 	c->pid = FUZZ_ARENA_PID;
 	int rc = fuzz_write_all(fd, img, g.total);

@@ -488,6 +488,15 @@ static void test_config_round_trip(void **state)
 	assert_int_equal(ada_arena_config_parse(buf, (size_t)n, &d), 0);
 	assert_memory_equal(&c, &d, sizeof(c));
 	assert_int_equal(ada_arena_config_format(&c, buf, 10), -ENOSPC);
+	/* The key-symbol area: a power of two in bytes, kept as its log2. */
+	c.keysym_log2 = ADA_KEYSYM_AREA_MAX_LOG2;
+	n = ada_arena_config_format(&c, buf, sizeof(buf));
+	assert_true(n > 0 && strstr(buf, ",keysym_bytes=268435456"));
+	assert_int_equal(ada_arena_config_parse(buf, (size_t)n, &d), 0);
+	assert_memory_equal(&c, &d, sizeof(c));
+	assert_int_equal(ada_arena_config_parse("keysym_bytes=3000", 17, &d), -EINVAL);
+	assert_int_equal(ada_arena_config_parse("keysym_bytes=1024", 17, &d), -EINVAL);
+	c.keysym_log2 = 0;
 	/* Partial text keeps the defaults; the parser takes (buf, len). */
 	assert_int_equal(ada_arena_config_parse("overflow=drop,XXXX", 13, &d), 0);
 	assert_int_equal(d.overflow, ADA_OVERFLOW_DROP);
