@@ -28,6 +28,9 @@ static const struct ada_command commands[] = {
     {"arm", "add a trigger to a running recording: ada arm PID|DIR --trigger SPEC", cmd_arm},
     {"disarm", "remove triggers: ada disarm PID|DIR (--trigger SPEC | --all)", cmd_disarm},
     {"trigger", "fire the manual trigger now: ada trigger PID|DIR [--note TEXT]", cmd_trigger},
+    {"keysym",
+     "replace the key symbols: ada keysym PID|DIR (--symbols G,.. | --file F | --blob ID=F)",
+     cmd_keysym},
 };
 
 static void usage(FILE *f)

@@ -3,6 +3,7 @@
 #define ADA_TOOLS_CMD_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct ada_command {
@@ -25,6 +26,7 @@ int cmd_diagnose(int argc, char **argv);
 int cmd_arm(int argc, char **argv);
 int cmd_disarm(int argc, char **argv);
 int cmd_trigger(int argc, char **argv);
+int cmd_keysym(int argc, char **argv);
 
 /* cmd_ctl.c: the live-control commands' shared part. 0, or -1 after one
  * sentence on stderr. */
@@ -55,5 +57,13 @@ int cmd_diag_refuse(const char *verb, const struct ada_diag_report *rep);
 
 /* One line on stderr, prefixed "ada: ". */
 void ada_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* cmd_keysym.c: shared with ada record (--key-symbols, --blob) and its
+ * control host (the keysym method). */
+struct ada_keysym_spec;
+int cmd_keysym_read_rules(struct ada_keysym_spec *s, const char *path, char *why, size_t cap);
+int cmd_keysym_read_blob(struct ada_keysym_spec *s, const char *arg, char *why, size_t cap);
+int cmd_keysym_host(void *ctx, json_t *params, json_t **result, char *why, size_t cap);
+uint64_t cmd_keysym_version(void *ctx);
 
 #endif

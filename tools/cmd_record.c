@@ -31,6 +31,7 @@
 #include "diag.h"
 #include "control.h"
 #include "fs.h"
+#include "keysym.h"
 #include "ring.h"
 #include "wal.h"
 
@@ -47,6 +48,10 @@ struct rec_args {
 	uint32_t detail_mode; /* enum ada_detail_mode */
 	uint64_t stack_bytes, detail_mb;
 	char detail_symbols[1024]; /* every --detail-symbols, ','-joined (manifest) */
+	/* Key symbols (--key-symbols, --blob, and --detail-symbols as *:GLOB):
+	 * the recorder's spec; NULL: every hooked function. */
+	struct ada_keysym_spec *ks;
+	bool ks_given; /* --key-symbols or --blob */
 	/* Agent options (src/hook: ADA_HOOK_CONFIG, ';'-separated key=value)
 	 * collected from --exclude/--include/... go here. */
 	char hook_config[4096];
@@ -108,6 +113,11 @@ static void record_usage(FILE *f)
 	    "                     --pre-roll-sec when triggers are given: docs/benchmarks.md)\n"
 	    "  --detail-symbols GLOB[,...]  only these functions enter the detail lane\n"
 	    "                     (default: every hooked function)\n"
+	    "  --key-symbols FILE the functions that enter the detail lane, one\n"
+	    "                     MODULE_GLOB:SYMBOL_GLOB a line (# comments); change\n"
+	    "                     them live with `ada keysym`\n"
+	    "  --blob MODULE_ID=FILE  key symbols of one module: a CRoaring portable\n"
+	    "                     bitmap of symbol indexes (repeatable)\n"
 	    "Flight recorder (detail windows around triggers):\n"
 	    "  --trigger SPEC     persist a detail window when SPEC fires (repeatable):\n"
 	    "                     crash | symbol=GLOB | p99=function:GLOB>DURATION (also\n"
@@ -164,6 +174,8 @@ enum {
 	OPT_STACK_BYTES,
 	OPT_DETAIL_MB,
 	OPT_DETAIL_SYMS,
+	OPT_KEY_SYMS,
+	OPT_BLOB,
 };
 
 static const struct option record_opts[] = {
@@ -195,6 +207,8 @@ static const struct option record_opts[] = {
     {"stack-bytes", required_argument, 0, OPT_STACK_BYTES},
     {"detail-mb", required_argument, 0, OPT_DETAIL_MB},
     {"detail-symbols", required_argument, 0, OPT_DETAIL_SYMS},
+    {"key-symbols", required_argument, 0, OPT_KEY_SYMS},
+    {"blob", required_argument, 0, OPT_BLOB},
     {0, 0, 0, 0},
 };
 
@@ -275,6 +289,26 @@ static int record_flight_opt(struct rec_args *a, int c, const char *v)
 }
 
 /* The detail lane's options; -1 (reported) when bad. */
+/* Each --detail-symbols glob is the rule *:GLOB of the key-symbol spec. */
+static int record_keysym_globs(struct rec_args *a, const char *globs)
+{
+	char why[320];
+	if (!a->ks && ada_keysym_spec_new(&a->ks) < 0)
+		return -1;
+	for (const char *p = globs; *p;) {
+		size_t n = strcspn(p, ",");
+		char rule[1100];
+		snprintf(rule, sizeof(rule), "*:%.*s", (int)(n < 1024 ? n : 1024), p);
+		if (n &&
+		    ada_keysym_spec_add_rule(a->ks, rule, strlen(rule), why, sizeof(why)) < 0) {
+			ada_log("--detail-symbols: %s", why);
+			return -1;
+		}
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
 static int record_detail_opt(struct rec_args *a, int c, const char *v)
 {
 	switch (c) {
@@ -324,8 +358,33 @@ static int record_detail_opt(struct rec_args *a, int c, const char *v)
 		if (a->detail_symbols[0])
 			strcat(a->detail_symbols, ",");
 		strcat(a->detail_symbols, v);
+		/* The recorder's sets take them as *:GLOB; the agent matches them
+		 * itself until the first set is published. */
+		if (record_keysym_globs(a, v) < 0)
+			return -1;
 		return record_hook_opt(a, "detail-symbol", v);
 	}
+}
+
+/* --key-symbols FILE and --blob MODULE_ID=FILE (src/keysym: the spec). */
+static int record_keysym_opt(struct rec_args *a, int c, const char *v)
+{
+	char why[320] = "";
+	if (!a->ks && ada_keysym_spec_new(&a->ks) < 0) {
+		ada_log("out of memory");
+		return -1;
+	}
+	a->ks_given = true;
+	if (c == OPT_KEY_SYMS) {
+		int err = cmd_keysym_read_rules(a->ks, v, why, sizeof(why));
+		if (err)
+			ada_log("--key-symbols %s: %s", v, why);
+		return err ? -1 : 0;
+	}
+	int err = cmd_keysym_read_blob(a->ks, v, why, sizeof(why));
+	if (err)
+		ada_log("--blob %s: %s", v, why);
+	return err ? -1 : 0;
 }
 
 /* One option; returns 0, 1 (--help: done) or -1 (bad). */
@@ -416,6 +475,9 @@ static int record_opt(struct rec_args *a, int c, const char *v)
 	case OPT_DETAIL_MB:
 	case OPT_DETAIL_SYMS:
 		return record_detail_opt(a, c, v);
+	case OPT_KEY_SYMS:
+	case OPT_BLOB:
+		return record_keysym_opt(a, c, v);
 	default:
 		record_usage(stderr);
 		return -1;
@@ -554,12 +616,40 @@ static uint64_t record_detail_bytes(const struct rec_args *a)
 	return p;
 }
 
+/* --key-symbols / --blob: the agent's own set until the recorder
+ * publishes the first (src/keysym): the rules as key-symbol=MOD:SYM when
+ * they all fit its config, else none at all ("!:!" matches no module),
+ * so start-up calls miss detail rather than get it unasked. */
+static int record_keysym_agent(struct rec_args *a)
+{
+	size_t n = ada_keysym_spec_rules(a->ks);
+	bool fits = n > 0 && n <= 32; /* ADA_HOOK_MAX_GLOBS (src/hook/hook.h) */
+	for (size_t i = 0; fits && i < n; i++) {
+		const char *m, *s;
+		ada_keysym_spec_rule(a->ks, i, &m, &s);
+		fits = !strpbrk(m, ",;=:") && !strpbrk(s, ",;=") && strlen(m) + strlen(s) < 500;
+	}
+	if (!fits)
+		return record_hook_opt(a, "key-symbol", "!:!");
+	for (size_t i = 0; i < n; i++) {
+		const char *m, *s;
+		char rule[1024];
+		ada_keysym_spec_rule(a->ks, i, &m, &s);
+		snprintf(rule, sizeof(rule), "%s:%s", m, s);
+		if (record_hook_opt(a, "key-symbol", rule) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* The agent's side of the detail lane (ADA_HOOK_CONFIG); the
  * --detail-symbols globs were added while parsing. */
 static int record_detail_hook_config(struct rec_args *a)
 {
 	if (a->detail_mode == ADA_DETAIL_NEVER)
 		return 0;
+	if (a->ks_given && record_keysym_agent(a) < 0)
+		return -1;
 	size_t used = strlen(a->hook_config);
 	int n = snprintf(a->hook_config + used, sizeof(a->hook_config) - used,
 	                 "%sdetail=1;stack-bytes=%llu", used ? ";" : "",
@@ -590,6 +680,8 @@ static int record_ring_config(const struct rec_args *a, bool tsc, struct ada_are
 	cfg.overflow = (uint32_t)a->overflow;
 	cfg.timestamp_source = tsc ? ADA_TS_TSC : ADA_TS_CLOCK;
 	cfg.detail_bytes = record_detail_bytes(a);
+	/* The key-symbol area: 1 MiB per process with the detail lane. */
+	cfg.keysym_log2 = a->detail_mode == ADA_DETAIL_NEVER ? 0 : 20;
 	if (ada_arena_config_valid(&cfg) < 0) {
 		ada_log("the ring settings are out of range (ring %llu events, %u threads): see "
 		        "ada record --help",
@@ -836,6 +928,8 @@ static struct ada_control *record_control(struct ada_recorder *r, const struct r
 	    .session_fd = ada_recorder_session_fd(r),
 	    .session_dir = ada_recorder_session_dir(r),
 	    .live = record_live,
+	    .keysym = cmd_keysym_host,
+	    .keysym_version = cmd_keysym_version,
 	    .ctx = r,
 	};
 	struct ada_control *c = NULL;
@@ -896,10 +990,19 @@ int cmd_record(int argc, char **argv)
 	    .detail_mode = a.detail_mode,
 	    .stack_bytes = (uint32_t)a.stack_bytes,
 	    .detail_symbols = a.detail_symbols[0] ? a.detail_symbols : NULL,
+	    .key_symbols = a.ks,
 	    .notice = record_notice,
 	};
 	struct ada_recorder *r;
+	if (a.ks_given && a.detail_mode == ADA_DETAIL_NEVER) {
+		ada_log(
+		    "--key-symbols and --blob choose what enters the detail lane, which --detail "
+		    "never turns off: drop one of them");
+		return 2;
+	}
 	rc = ada_recorder_new(&o, &r);
+	ada_keysym_spec_free(a.ks); /* the recorder keeps its own copy */
+	a.ks = NULL;
 	if (rc < 0) {
 		ada_log("cannot create the session under '%s': %s", a.out, strerror(-rc));
 		return 2;

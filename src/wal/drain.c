@@ -1083,6 +1083,7 @@ static bool drain_pass(struct ada_recorder *r)
 	if (reclaim_all) {
 		r->last_reclaim_ns = now;
 		wal_flight_tick(r);                /* manual fires, time ranges */
+		wal_keysym_tick(r);                /* key-symbol sets: new spec, new modules */
 		wal_live_publish(r, false, false); /* new windows: `ada status` sees them */
 	}
 	if (now - r->last_tick_ns >= DRAIN_TICK_NS) {

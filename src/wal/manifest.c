@@ -165,6 +165,9 @@ static json_t *man_detail(const struct ada_recorder *r, const struct wal_proc *p
 		json_object_set_new(set, "kind", json_string("all"));
 	}
 	json_object_set_new(o, "set", set);
+	json_t *ks = wal_keysym_json(r, p);
+	if (ks)
+		json_object_set_new(o, "keysym", ks);
 	return o;
 }
 

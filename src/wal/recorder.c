@@ -185,6 +185,8 @@ int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **ou
 	if (rc == 0)
 		rc = wal_flight_init(r);
 	if (rc == 0)
+		rc = wal_keysym_init(r, o->key_symbols);
+	if (rc == 0)
 		rc = wal_live_init(r);
 	r->o.triggers = NULL; /* copied into the engine: the caller's array may go */
 	r->o.ntriggers = 0;
@@ -342,6 +344,7 @@ void ada_recorder_discard(struct ada_recorder *r)
 static void rec_free_proc(struct wal_proc *p)
 {
 	wal_flight_free(p);
+	wal_keysym_proc_free(p);
 	for (size_t j = 0; j < p->nthreads; j++) {
 		struct wal_thread *t = p->threads[j];
 		if (t->f)
@@ -392,6 +395,7 @@ void ada_recorder_free(struct ada_recorder *r)
 	free(r->argv_copy);
 	json_decref(r->warnings);
 	wal_flight_fini(r);
+	wal_keysym_fini(r);
 	wal_live_fini(r);
 	free(r->early_pid);
 	free(r->ignored);

@@ -264,6 +264,9 @@ struct ada_recorder_opts {
 	uint32_t detail_mode;           /* enum ada_detail_mode */
 	uint32_t stack_bytes;           /* manifest: stack bytes per CALL record */
 	const char *detail_symbols;     /* manifest: --detail-symbols, NULL: every function */
+	/* The key-symbol spec from the start (--key-symbols, --detail-symbols,
+	 * --blob; src/keysym), copied; NULL: every hooked function. */
+	const struct ada_keysym_spec *key_symbols;
 	/* Called on the drain thread with one sentence for stderr (a thread
 	 * quarantined, an arena ignored); NULL: the manifests only. */
 	void (*notice)(void *arg, const char *sentence);
@@ -271,6 +274,19 @@ struct ada_recorder_opts {
 };
 
 struct ada_recorder;
+struct ada_keysym_spec;
+struct json_t;
+
+/* Replaces the recording's key-symbol spec (consumes spec) and waits (at
+ * most 5 s) until the drain has built and published the set it means in
+ * every live process. *result (new reference): {"version": N,
+ * "processes": [{pid, version, members, modules: [{id, container,
+ * members}], xxh64, ...} or {pid, error}]}. 0; -ENOTSUP (--detail never),
+ * -ETIMEDOUT; why gets one sentence. Any thread. */
+int ada_recorder_keysym_set(struct ada_recorder *r, struct ada_keysym_spec *spec,
+                            struct json_t **result, char *why, size_t cap);
+/* The version of the last set published (0: none yet). Any thread. */
+uint64_t ada_recorder_keysym_version(struct ada_recorder *r);
 
 struct ada_record_summary {
 	uint64_t events;

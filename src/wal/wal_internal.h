@@ -236,6 +236,14 @@ struct wal_proc {
 	uint64_t opened_ns, drops_read_ns; /* CLOCK_MONOTONIC */
 	bool drops_bad;                    /* the arena's drop counters were scribbled: frozen */
 	bool arena_bad;                    /* the mapping faulted (file truncated): no more reads */
+	/* key-symbol sets (keysym.c) */
+	struct ada_keysym_region *ks_region; /* NULL until the first publish */
+	uint64_t ks_gen;                     /* the spec generation its set was built from */
+	uint64_t ks_mods_seen_ns, ks_mods_mtime;
+	uint64_t ks_version; /* of its current set; 0: the agent's own */
+	json_t *ks_versions; /* manifest: every version published */
+	json_t *ks_last;     /* the last of them */
+	uint64_t ks_versions_dropped, ks_failed;
 };
 
 struct ada_recorder {
@@ -303,6 +311,15 @@ struct ada_recorder {
 	uint64_t live_events_seen; /* events taken at the last publish check */
 	bool live_pending;         /* a build waits for the lock */
 	bool live_rated;           /* the build has its own rates (a tick's) */
+	/* key-symbol sets (keysym.c): staged by any thread under ks_mu,
+	 * applied by the drain */
+	pthread_mutex_t ks_mu;
+	pthread_cond_t ks_cv;
+	struct ada_keysym_spec *ks_staged;                          /* under ks_mu */
+	uint64_t ks_staged_gen, ks_applied_gen, ks_applied_version; /* under ks_mu */
+	json_t *ks_result;               /* under ks_mu: the last answer */
+	struct ada_keysym_spec *ks_spec; /* drain: in force; NULL: --detail never */
+	uint64_t ks_gen, ks_answered_gen, ks_next_version; /* drain */
 };
 
 uint64_t wal_proc_drops(const struct wal_proc *p);
@@ -469,6 +486,13 @@ void wal_live_fini(struct ada_recorder *r);
 void wal_live_publish(struct ada_recorder *r, bool force, bool ended);
 
 /* flight.c: the flight recorder's side of the drain. */
+/* keysym.c: the recorder's key-symbol sets (drain tick, manifest). */
+struct ada_keysym_spec;
+int wal_keysym_init(struct ada_recorder *r, const struct ada_keysym_spec *initial);
+void wal_keysym_fini(struct ada_recorder *r);
+void wal_keysym_tick(struct ada_recorder *r);
+void wal_keysym_proc_free(struct wal_proc *p);
+json_t *wal_keysym_json(const struct ada_recorder *r, const struct wal_proc *p);
 int wal_flight_init(struct ada_recorder *r);
 void wal_flight_fini(struct ada_recorder *r);
 void wal_flight_proc_start(struct ada_recorder *r, struct wal_proc *p);

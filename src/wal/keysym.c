@@ -1,0 +1,445 @@
+/*
+ * Key-symbol sets on the recorder side: the recording's spec (what the
+ * user asked for, src/keysym), turned into one set per traced process
+ * from that process's module tables and published into its arena's
+ * key-symbol area (ada_keysym_region: the RCU swap).
+ *
+ * Threads: ada_recorder_keysym_set() runs on any thread (the control
+ * socket's); it stages the spec under ks_mu, bumps ks_staged_gen and waits
+ * on ks_cv. Everything else runs on the drain thread (wal_keysym_tick, at
+ * the drain's 10 ms cadence): it takes the staged spec, builds and
+ * publishes for every live process, reclaims old sets, then stores
+ * ks_applied_gen and the result under ks_mu and broadcasts.
+ *
+ * A process's set is rebuilt when the spec changes and when its modules/
+ * directory changes (a dlopen wrote a new module_<ID>.syms): its mtime is
+ * looked at every WAL_KS_MODULES_NS at most. The .syms files are written
+ * by the target: read without following links, each at most
+ * WAL_KS_SYMS_MAX bytes, at most WAL_KS_MAX_MODULES of them.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "keysym.h"
+#include "symbols.h"
+#include "wal_internal.h"
+
+#define WAL_KS_MODULES_NS 50000000ull /* look at modules/ at most this often */
+#define WAL_KS_SYMS_MAX (64u << 20)
+#define WAL_KS_MAX_MODULES 4096
+#define WAL_KS_WAIT_NS 5000000000ull /* ada_recorder_keysym_set(): the drain answers by then */
+#define WAL_KS_VERSIONS_MAX 1000     /* manifest entries per process (then counted) */
+
+/* ---- reading a process's module tables ---- */
+
+static int ks_read_file(int dirfd, const char *name, char **buf, size_t *len)
+{
+	int fd;
+	int err = ada_fs_open_file(dirfd, name, O_RDONLY | O_NONBLOCK, &fd);
+	if (err)
+		return err;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > WAL_KS_SYMS_MAX) {
+		close(fd);
+		return -EFBIG;
+	}
+	*buf = malloc((size_t)st.st_size + 1);
+	ssize_t n = *buf ? read(fd, *buf, (size_t)st.st_size) : -1;
+	close(fd);
+	if (n < 0) {
+		free(*buf);
+		return -EIO;
+	}
+	*len = (size_t)n;
+	return 0;
+}
+
+static bool ks_is_syms_name(const char *n)
+{
+	size_t l = strlen(n);
+	return strncmp(n, "module_", 7) == 0 && l > 12 && strcmp(n + l - 5, ".syms") == 0;
+}
+
+struct ks_mods {
+	struct ada_syms_module **m;
+	size_t n;
+};
+
+static void ks_mods_free(struct ks_mods *ms)
+{
+	for (size_t i = 0; i < ms->n; i++)
+		ada_syms_module_free(ms->m[i]);
+	free(ms->m);
+	ms->m = NULL;
+	ms->n = 0;
+}
+
+/* Every module_<ID>.syms of p that parses; the others are skipped (their
+ * functions are no member: the agent only writes whole files). */
+static int ks_mods_load(struct wal_proc *p, struct ks_mods *ms)
+{
+	int mfd;
+	ms->m = NULL;
+	ms->n = 0;
+	if (p->dir_fd < 0 || ada_fs_open_dir(p->dir_fd, "modules", &mfd) != 0)
+		return 0; /* nothing hooked yet */
+	DIR *d = fdopendir(mfd);
+	if (!d) {
+		close(mfd);
+		return -errno;
+	}
+	struct dirent *e;
+	ms->m = calloc(WAL_KS_MAX_MODULES, sizeof(*ms->m));
+	while (ms->m && ms->n < WAL_KS_MAX_MODULES && (e = readdir(d))) {
+		char *buf;
+		size_t len;
+		if (!ks_is_syms_name(e->d_name) || ks_read_file(dirfd(d), e->d_name, &buf, &len))
+			continue;
+		if (ada_syms_parse(buf, len, &ms->m[ms->n], NULL) == 0)
+			ms->n++;
+		free(buf);
+	}
+	closedir(d);
+	return ms->m ? 0 : -ENOMEM;
+}
+
+/* modules/ changed since the last build (or was never looked at). */
+static bool ks_mods_changed(struct wal_proc *p, uint64_t now)
+{
+	if (now - p->ks_mods_seen_ns < WAL_KS_MODULES_NS)
+		return false;
+	p->ks_mods_seen_ns = now;
+	struct stat st;
+	if (p->dir_fd < 0 || fstatat(p->dir_fd, "modules", &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return false;
+	uint64_t m = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
+	if (m == p->ks_mods_mtime)
+		return false;
+	p->ks_mods_mtime = m;
+	return true;
+}
+
+/* ---- the target's threads, for grace periods ---- */
+
+static int ks_threads(void *ctx, struct ada_keysym_thread *out, size_t cap)
+{
+	struct wal_proc *p = ctx;
+	size_t n = 0;
+	for (uint32_t s = 0; s < p->max_threads && n < cap; s++) {
+		struct ada_slot_info si;
+		ada_arena_slot_info(p->arena, s, &si);
+		if (si.state != ADA_SLOT_FREE)
+			out[n++] = (struct ada_keysym_thread){(uint64_t)s << 32 | si.generation,
+			                                      si.head, si.tid, 0};
+	}
+	return (int)n;
+}
+
+static struct ada_keysym_target ks_target(struct wal_proc *p)
+{
+	bool exp = ada_arena_flags(p->arena) & ADA_ARENA_F_MEMBARRIER;
+	return (struct ada_keysym_target){p->pid, exp, p->max_threads, ks_threads, p};
+}
+
+/* ---- one process ---- */
+
+static json_t *ks_version_json(const struct ada_keysym_info *in, uint64_t now_ns)
+{
+	json_t *o = json_object(), *mods = json_array();
+	char x[20];
+	snprintf(x, sizeof(x), "%016llx", (unsigned long long)in->xxh64);
+	json_object_set_new(o, "version", json_integer((json_int_t)in->version));
+	json_object_set_new(o, "time_ns", json_integer((json_int_t)now_ns));
+	json_object_set_new(o, "all", json_boolean(in->all));
+	json_object_set_new(o, "members", json_integer((json_int_t)in->members));
+	json_object_set_new(o, "bytes", json_integer((json_int_t)in->bytes));
+	json_object_set_new(o, "xxh64", json_string(x));
+	for (uint32_t i = 0; i < in->n_mods; i++) {
+		json_t *m = json_object();
+		json_object_set_new(m, "id", json_integer(in->mods[i].module_id));
+		json_object_set_new(m, "container",
+		                    json_string(ada_keysym_kind_name(in->mods[i].kind)));
+		json_object_set_new(m, "members", json_integer((json_int_t)in->mods[i].members));
+		json_array_append_new(mods, m);
+	}
+	json_object_set_new(o, "modules", mods);
+	return o;
+}
+
+/* Builds the spec's set for p into a private, checked blob. */
+static int ks_build(struct ada_recorder *r, struct wal_proc *p, uint64_t version, void **blob,
+                    size_t *len, struct ada_keysym_info *info, char *why, size_t cap)
+{
+	struct ks_mods ms;
+	struct ada_keysym_builder *b = NULL;
+	int err = ks_mods_load(p, &ms);
+	if (!err)
+		err = ada_keysym_builder_new(&b);
+	if (!err)
+		err = ada_keysym_spec_build(r->ks_spec, (const struct ada_syms_module *const *)ms.m,
+		                            ms.n, b, why, cap);
+	ks_mods_free(&ms);
+	*blob = NULL;
+	if (!err && (*len = ada_keysym_builder_size(b)) == 0)
+		err = -ENOMEM;
+	if (!err && !(*blob = aligned_alloc(ADA_KEYSYM_ALIGN, *len)))
+		err = -ENOMEM;
+	if (!err)
+		err = ada_keysym_builder_write(b, version, *blob, *len, info);
+	const char *bad = NULL;
+	if (!err && ada_keysym_validate(*blob, *len, NULL, &bad) != 0) {
+		snprintf(why, cap, "the set built for pid %d fails its own check: %s", (int)p->pid,
+		         bad ? bad : "?");
+		ada_keysym_info_fini(info);
+		err = -EBADMSG;
+	}
+	if (err && err != -EBADMSG && err != -ERANGE && !why[0])
+		snprintf(why, cap, "building the key-symbol set of pid %d failed (%s)", (int)p->pid,
+		         strerror(-err));
+	ada_keysym_builder_free(b);
+	return err;
+}
+
+/* The swap writes into the target's arena file: under the SIGBUS guard. */
+__attribute__((noinline)) static int ks_swap(struct wal_proc *p, const void *blob, size_t len,
+                                             char *why, size_t cap)
+{
+	struct ada_keysym_target t = ks_target(p);
+	volatile int err = -EFAULT;
+	WAL_GUARDED(p->arena,
+	            err = ada_keysym_region_publish(p->ks_region, blob, len, &t, why, cap),
+	            snprintf(why, cap, "pid %d's arena was truncated under the key-symbol swap",
+	                     (int)p->pid));
+	return err;
+}
+
+static int ks_publish(struct ada_recorder *r, struct wal_proc *p, char *why, size_t cap)
+{
+	if (!p->ks_region) {
+		uint64_t bytes;
+		uint8_t *area = ada_arena_keysym_area(p->arena, &bytes);
+		if (!area) {
+			snprintf(why, cap,
+			         "pid %d has no key-symbol area (recorded with --detail never)",
+			         (int)p->pid);
+			return -ENOTSUP;
+		}
+		int err = ada_keysym_region_new(area, bytes, ada_arena_keysym_cur(p->arena),
+		                                &p->ks_region);
+		if (err)
+			return err;
+	}
+	void *blob;
+	size_t len;
+	struct ada_keysym_info info = {0};
+	uint64_t version = ++r->ks_next_version;
+	int err = ks_build(r, p, version, &blob, &len, &info, why, cap);
+	if (err)
+		return err;
+	err = ks_swap(p, blob, len, why, cap);
+	free(blob);
+	if (!err) {
+		p->ks_version = version;
+		pthread_mutex_lock(&r->ks_mu); /* `ada status` reads it */
+		r->ks_applied_version = version;
+		pthread_mutex_unlock(&r->ks_mu);
+		if (!p->ks_versions)
+			p->ks_versions = json_array();
+		json_t *v = ks_version_json(&info, ada_boottime_ns());
+		if (json_array_size(p->ks_versions) < WAL_KS_VERSIONS_MAX)
+			json_array_append(p->ks_versions, v);
+		else
+			p->ks_versions_dropped++;
+		json_decref(p->ks_last);
+		p->ks_last = v;
+	}
+	ada_keysym_info_fini(&info);
+	return err;
+}
+
+static bool ks_live(const struct wal_proc *p)
+{
+	return p->arena && !p->finished && !p->gone && !p->arena_bad &&
+	       ada_arena_keysym_cur(p->arena);
+}
+
+/* ---- the drain's tick ---- */
+
+static void ks_take_staged(struct ada_recorder *r)
+{
+	pthread_mutex_lock(&r->ks_mu);
+	if (r->ks_staged) {
+		ada_keysym_spec_free(r->ks_spec);
+		r->ks_spec = r->ks_staged;
+		r->ks_staged = NULL;
+		r->ks_gen = r->ks_staged_gen;
+	}
+	pthread_mutex_unlock(&r->ks_mu);
+}
+
+static void ks_proc_tick(struct ada_recorder *r, struct wal_proc *p, uint64_t now, json_t *res)
+{
+	bool changed = ks_mods_changed(p, now);
+	if (p->ks_gen == r->ks_gen && !changed) {
+		if (p->ks_region) {
+			struct ada_keysym_target t = ks_target(p);
+			WAL_GUARDED(p->arena, ada_keysym_region_reclaim(p->ks_region, &t, NULL),
+			            (void)0);
+		}
+		return;
+	}
+	/* The default (every function) is the agent's own set until a spec
+	 * with rules or blobs comes: nothing to publish for it at the start. */
+	if (p->ks_gen == 0 && r->ks_gen == 0 && ada_keysym_spec_is_all(r->ks_spec)) {
+		p->ks_gen = r->ks_gen;
+		return;
+	}
+	char why[320] = "";
+	int err = ks_publish(r, p, why, sizeof(why));
+	json_t *o = json_object();
+	json_object_set_new(o, "pid", json_integer(p->pid));
+	if (err == -EBUSY) {
+		json_decref(o); /* tried again at the next tick */
+		if (res)
+			json_array_append_new(
+			    res, json_pack("{s:i,s:s}", "pid", (int)p->pid, "error", why));
+		return;
+	}
+	p->ks_gen = r->ks_gen;
+	if (err) {
+		p->ks_failed++;
+		json_object_set_new(o, "error", json_string(why));
+		wal_note(r, p, "%s", why);
+	} else {
+		json_object_update(o, p->ks_last);
+	}
+	if (res)
+		json_array_append(res, o);
+	json_decref(o);
+}
+
+void wal_keysym_tick(struct ada_recorder *r)
+{
+	if (!r->ks_spec)
+		return; /* --detail never: no key-symbol areas */
+	ks_take_staged(r);
+	uint64_t gen = r->ks_gen, now = ada_boottime_ns();
+	bool answering = gen != r->ks_answered_gen;
+	json_t *res = answering ? json_array() : NULL;
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (ks_live(r->procs[i]))
+			ks_proc_tick(r, r->procs[i], now, res);
+	if (!answering)
+		return;
+	r->ks_answered_gen = gen;
+	pthread_mutex_lock(&r->ks_mu);
+	json_decref(r->ks_result);
+	r->ks_result =
+	    json_pack("{s:I,s:o}", "version", (json_int_t)r->ks_next_version, "processes", res);
+	r->ks_applied_gen = gen;
+	pthread_cond_broadcast(&r->ks_cv);
+	pthread_mutex_unlock(&r->ks_mu);
+}
+
+/* ---- any thread ---- */
+
+int ada_recorder_keysym_set(struct ada_recorder *r, struct ada_keysym_spec *spec, json_t **result,
+                            char *why, size_t cap)
+{
+	*result = NULL;
+	if (!r->ks_spec) {
+		ada_keysym_spec_free(spec);
+		snprintf(why, cap,
+		         "this recording has no detail lane (--detail never): restart it with "
+		         "--detail triggered to choose key symbols");
+		return -ENOTSUP;
+	}
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)(WAL_KS_WAIT_NS / 1000000000ull);
+	pthread_mutex_lock(&r->ks_mu);
+	ada_keysym_spec_free(r->ks_staged);
+	r->ks_staged = spec;
+	uint64_t gen = ++r->ks_staged_gen;
+	int err = 0;
+	while (r->ks_applied_gen < gen && err == 0)
+		err = pthread_cond_timedwait(&r->ks_cv, &r->ks_mu, &until);
+	if (r->ks_applied_gen >= gen)
+		*result = json_deep_copy(r->ks_result);
+	pthread_mutex_unlock(&r->ks_mu);
+	if (!*result) {
+		snprintf(why, cap, "the recorder did not apply the key-symbol set within %llu s",
+		         (unsigned long long)(WAL_KS_WAIT_NS / 1000000000ull));
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+uint64_t ada_recorder_keysym_version(struct ada_recorder *r)
+{
+	pthread_mutex_lock(&r->ks_mu);
+	uint64_t v = r->ks_applied_version;
+	pthread_mutex_unlock(&r->ks_mu);
+	return v;
+}
+
+/* ---- life ---- */
+
+int wal_keysym_init(struct ada_recorder *r, const struct ada_keysym_spec *initial)
+{
+	pthread_mutex_init(&r->ks_mu, NULL);
+	pthread_cond_init(&r->ks_cv, NULL);
+	if (r->o.detail_mode == ADA_DETAIL_NEVER)
+		return 0;
+	return ada_keysym_spec_copy(initial, &r->ks_spec);
+}
+
+void wal_keysym_fini(struct ada_recorder *r)
+{
+	ada_keysym_spec_free(r->ks_spec);
+	ada_keysym_spec_free(r->ks_staged);
+	json_decref(r->ks_result);
+	r->ks_spec = r->ks_staged = NULL;
+	r->ks_result = NULL;
+	pthread_cond_destroy(&r->ks_cv);
+	pthread_mutex_destroy(&r->ks_mu);
+}
+
+void wal_keysym_proc_free(struct wal_proc *p)
+{
+	ada_keysym_region_free(p->ks_region);
+	p->ks_region = NULL;
+	json_decref(p->ks_versions);
+	json_decref(p->ks_last);
+	p->ks_versions = p->ks_last = NULL;
+}
+
+/* The manifest's "keysym" (docs/manifest.md). */
+json_t *wal_keysym_json(const struct ada_recorder *r, const struct wal_proc *p)
+{
+	if (!r->ks_spec)
+		return NULL;
+	json_t *o = json_object();
+	struct ada_keysym_region_stats st = {0};
+	if (p->ks_region)
+		ada_keysym_region_stats(p->ks_region, &st);
+	json_object_set_new(o, "current", json_integer((json_int_t)p->ks_version));
+	json_object_set_new(o, "versions",
+	                    p->ks_versions ? json_incref(p->ks_versions) : json_array());
+	json_object_set_new(o, "versions_not_listed",
+	                    json_integer((json_int_t)p->ks_versions_dropped));
+	json_object_set_new(o, "swaps", json_integer((json_int_t)st.published));
+	json_object_set_new(o, "reclaimed", json_integer((json_int_t)st.reclaimed));
+	json_object_set_new(o, "syscall_quiescent", json_integer((json_int_t)st.syscall_quiescent));
+	json_object_set_new(o, "unreclaimable", json_integer((json_int_t)st.unreclaimable));
+	json_object_set_new(o, "failed", json_integer((json_int_t)p->ks_failed));
+	return o;
+}

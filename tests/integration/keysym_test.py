@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""Key-symbol sets end to end (issue 9 parts 4 and 5), on tests/targets/t_control.c
+driven line by line through its stdin (no sleeps, no timing):
+
+  narrow     record with --detail always; `busy`; `ada keysym PID --symbols leaf`
+             (the target waits in read() meanwhile); `rare`; `busy`. Before the
+             rare_event call every leaf/mid call carries detail, after it only leaf
+             does; the manifest lists the version (container, members, xxh64).
+  key_file   --key-symbols FILE (MODULE_GLOB:SYMBOL_GLOB lines): only `mid`.
+  blob       --blob MODULE_ID=FILE: a CRoaring portable bitmap (written here, by
+             the format's spec) holding leaf's symbol index: only `leaf`.
+  bad        a bad --key-symbols line, a garbage --blob, --key-symbols with
+             --detail never: exit 2 and one sentence each; `ada keysym` with a bad
+             glob list: exit 2.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from control_test import Fail, Rec, check, run  # noqa: E402
+
+RING = ["--detail", "always", "--detail-mb", "64"]
+
+
+def dump(ada, session):
+    rc, out, err = run([ada, "dump", session, "--format", "jsonl"])
+    check(rc == 0, "ada dump failed: %s" % err[-500:])
+    return [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+
+
+def detail_by_phase(events, names):
+    """{(after_rare, function): [with detail, without]} for calls. (Returns are
+    left out: mid tail-calls leaf at -O2, and the return of a tail-call chain
+    carries the detail of its lowest frame only, docs/internals.md.)"""
+    after, res = False, {}
+    for e in events:
+        f = e.get("function")
+        if f == "rare_event":
+            after = True
+        if f in names and e["kind"] == "call":
+            r = res.setdefault((after, f), [0, 0])
+            r[0 if e.get("detail_seq") is not None else 1] += 1
+    return res
+
+
+def no_detail_drops(man):
+    drops = man.get("drops", {}).get("detail", {})
+    check(not any(drops.values()), "detail drops %r with a 64 MiB ring" % drops)
+
+
+def case_narrow(ada, target, work):
+    r = Rec(ada, target, work, RING)
+    try:
+        r.do("busy")
+        rc, so, _ = r.ada_cmd("keysym", str(r.pid), "--symbols", "leaf")
+        check(so.startswith("key-symbol set version ") and "bitset 1" in so,
+              "ada keysym said %r" % so)
+        r.do("rare")
+        r.do("busy")
+        man = r.finish()
+    finally:
+        r.kill()
+    no_detail_drops(man)
+    ph = detail_by_phase(dump(ada, r.session), ("leaf", "mid"))
+    check(ph.get((False, "mid"), [0, 1])[1] == 0 and ph.get((False, "mid"), [0])[0] > 0,
+          "before the swap every mid call must carry detail: %r" % ph)
+    check(ph.get((True, "mid"), [1])[0] == 0 and ph.get((True, "mid"), [0, 0])[1] > 0,
+          "after the swap no mid call may carry detail: %r" % ph)
+    for after in (False, True):
+        check(ph.get((after, "leaf"), [0, 1])[1] == 0,
+              "every leaf call carries detail, before and after: %r" % ph)
+    ks = man["detail"].get("keysym", {})
+    vs = ks.get("versions", [])
+    check(ks.get("current") and len(vs) == 1 and vs[0]["members"] == 1 and
+          vs[0]["modules"][0]["container"] == "bitset" and len(vs[0]["xxh64"]) == 16,
+          "manifest detail.keysym %r" % ks)
+
+
+def only(ada, r, keep, drop):
+    r.do("busy")
+    man = r.finish()
+    no_detail_drops(man)
+    ph = detail_by_phase(dump(ada, r.session), (keep, drop))
+    check(ph.get((False, keep), [0, 1])[1] == 0 and ph.get((False, keep), [0])[0] > 0,
+          "every %s call must carry detail: %r" % (keep, ph))
+    check(ph.get((False, drop), [1])[0] == 0, "no %s call may carry detail: %r" % (drop, ph))
+    return man
+
+
+def wait_published(ada, r):
+    """Until the recorder has published a set (its first drain ticks after the
+    modules were written): `ada status --json` asked again, bounded, no clock."""
+    for _ in range(2000):
+        rc, so, se = run([ada, "status", str(r.pid), "--json"])
+        check(rc == 0, "ada status failed: %s" % se)
+        if (json.loads(so).get("keysym_version") or 0) >= 1:
+            return
+    raise Fail("the recorder never published the key-symbol set")
+
+
+def case_key_file(ada, target, work):
+    f = os.path.join(work, "keys")
+    with open(f, "w") as fh:
+        fh.write("# the middle function only\n\n%s:mid\n*nothing*:leaf\n" %
+                 os.path.basename(target))
+    r = Rec(ada, target, work, RING + ["--key-symbols", f])
+    try:
+        wait_published(ada, r)
+        man = only(ada, r, "mid", "leaf")
+    finally:
+        r.kill()
+    check(man["detail"]["keysym"]["versions"][0]["members"] == 1,
+          "manifest keysym %r" % man["detail"]["keysym"])
+
+
+def portable(values):
+    """A CRoaring portable bitmap (RoaringFormatSpec, no run containers)."""
+    by = {}
+    for v in sorted(set(values)):
+        by.setdefault(v >> 16, []).append(v & 0xffff)
+    keys = sorted(by)
+    out = struct.pack("<II", 12346, len(keys))
+    for k in keys:
+        out += struct.pack("<HH", k, len(by[k]) - 1)
+    off = len(out) + 4 * len(keys)
+    for k in keys:
+        out += struct.pack("<I", off)
+        off += 2 * len(by[k])
+    for k in keys:
+        out += struct.pack("<%dH" % len(by[k]), *by[k])
+    return out
+
+
+def leaf_index(ada, target, work):
+    """(module id, symbol index) of leaf, from a first recording's .syms."""
+    r = Rec(ada, target, work, ["--detail", "never"])
+    try:
+        r.finish()
+    finally:
+        r.kill()
+    for path in glob.glob(os.path.join(r.session, "pid_*", "modules", "module_*.syms")):
+        mid, idx, mine = None, None, False
+        for line in open(path, errors="replace"):
+            w = line.split()
+            if w[:1] == ["module_id"]:
+                mid = int(w[1])
+            if w[:1] == ["path"] and w[1].endswith(os.path.basename(target)):
+                mine = True
+            if w[:1] == ["F"] and w[-1] == "leaf" and w[4] == "hooked":
+                idx = int(w[1])
+        if mine and idx is not None:
+            return mid, idx
+    raise Fail("leaf is not among the hooked functions of %s" % target)
+
+
+def case_blob(ada, target, work):
+    mid, idx = leaf_index(ada, target, work)
+    f = os.path.join(work, "leaf.roaring")
+    with open(f, "wb") as fh:
+        fh.write(portable([idx]))
+    r = Rec(ada, target, work, RING + ["--blob", "%d=%s" % (mid, f)])
+    try:
+        only(ada, r, "leaf", "mid")
+    finally:
+        r.kill()
+
+
+def refused(ada, target, work, opts, words):
+    rc, so, se = run([ada, "record", "--out", os.path.join(work, "bad")] + opts +
+                     ["--", target])
+    lines = se.strip().splitlines()
+    check(rc == 2 and len(lines) == 1 and all(w in se for w in words),
+          "ada record %s: exit %d, stderr %r (want 2 and one sentence naming %r)" %
+          (" ".join(opts), rc, se, words))
+
+
+def case_bad(ada, target, work):
+    f = os.path.join(work, "keys")
+    with open(f, "w") as fh:
+        fh.write("ok:fine\n:nosymbolmodule\n")
+    refused(ada, target, work, ["--key-symbols", f], ["--key-symbols", "line 2"])
+    g = os.path.join(work, "garbage")
+    with open(g, "wb") as fh:
+        fh.write(b"\x3a\x30\x00\x00garbage, not a bitmap")
+    refused(ada, target, work, ["--blob", "1=" + g], ["--blob", "portable bitmap"])
+    refused(ada, target, work, ["--blob", "x=" + g], ["--blob", "MODULE_ID=FILE"])
+    refused(ada, target, work, ["--detail", "never", "--key-symbols", os.devnull],
+            ["--key-symbols"])
+    rc, so, se = run([ada, "keysym", "1", "--symbols", "a:b"])
+    check(rc == 2 and len(se.strip().splitlines()) == 1, "ada keysym --symbols a:b: %d %r" %
+          (rc, se))
+
+
+CASES = {"narrow": case_narrow, "key_file": case_key_file, "blob": case_blob, "bad": case_bad}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ada", required=True)
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("case", choices=sorted(CASES))
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="keysym_%s_" % a.case, dir=os.path.abspath(a.work))
+    try:
+        CASES[a.case](os.path.abspath(a.ada), os.path.abspath(a.target), work)
+    except Fail as e:
+        print("FAIL keysym %s: %s\n(work directory kept: %s)" % (a.case, e, work))
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
