@@ -350,7 +350,11 @@ int ada_keysym_spec_build(const struct ada_keysym_spec *s,
 
 /* One thread of the target as the caller sees it now: key names one
  * thread's hold of a ring slot (slot << 32 | generation), events the
- * count it has published (the slot's head, read with acquire). */
+ * count it has published (the slot's head, read with acquire). A thread
+ * that holds no slot (it has not published yet, or there was none for
+ * it) has key ADA_KEYSYM_NO_SLOT | tid: it may be inside contains()
+ * before its first event. */
+#define ADA_KEYSYM_NO_SLOT (1ull << 63)
 struct ada_keysym_thread {
 	uint64_t key;
 	uint64_t events;

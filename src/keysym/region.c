@@ -132,6 +132,23 @@ static const struct ada_keysym_thread *ks_find(const struct ada_keysym_thread *t
 	return NULL;
 }
 
+/* A thread that held no slot at the snapshot: moved on once it holds one
+ * with an event (published after its test: program order), or is gone
+ * (in no list now). */
+static bool ks_slotless_moved_on(const struct ada_keysym_thread *s,
+                                 const struct ada_keysym_thread *now, size_t n)
+{
+	bool listed = false;
+	for (size_t i = 0; i < n; i++) {
+		if (now[i].tid != s->tid)
+			continue;
+		listed = true;
+		if (!(now[i].key & ADA_KEYSYM_NO_SLOT) && now[i].events > 0)
+			return true;
+	}
+	return !listed;
+}
+
 /* Every thread of the snapshot has moved on (see the top of the file).
  * *stuck gets the first that has not. */
 static bool ks_grace_over(const struct ks_blob *b, const struct ada_keysym_thread *now, size_t n,
@@ -140,8 +157,12 @@ static bool ks_grace_over(const struct ks_blob *b, const struct ada_keysym_threa
 {
 	for (size_t i = 0; i < b->nsnap; i++) {
 		const struct ada_keysym_thread *s = &b->snap[i], *c = ks_find(now, n, s->key);
-		if (!c || c->events > s->events)
+		if (s->key & ADA_KEYSYM_NO_SLOT) {
+			if (ks_slotless_moved_on(s, now, n))
+				continue;
+		} else if (!c || c->events > s->events) {
 			continue; /* gone (slot freed or reused), or published after */
+		}
 		if (t->pid > 0 && ada_keysym_thread_in_syscall(t->pid, s->tid)) {
 			st->syscall_quiescent++;
 			continue;

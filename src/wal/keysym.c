@@ -129,6 +129,16 @@ static bool ks_mods_changed(struct wal_proc *p, uint64_t now)
 
 /* ---- the target's threads, for grace periods ---- */
 
+static bool ks_has_tid(const struct ada_keysym_thread *t, size_t n, uint32_t tid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (t[i].tid == tid)
+			return true;
+	return false;
+}
+
+/* Every slot held, then every task of /proc/PID/task without one (it may
+ * test membership before its first event). */
 static int ks_threads(void *ctx, struct ada_keysym_thread *out, size_t cap)
 {
 	struct wal_proc *p = ctx;
@@ -140,13 +150,34 @@ static int ks_threads(void *ctx, struct ada_keysym_thread *out, size_t cap)
 			out[n++] = (struct ada_keysym_thread){(uint64_t)s << 32 | si.generation,
 			                                      si.head, si.tid, 0};
 	}
+	char path[48];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)p->pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -errno; /* no proof about slot-less threads: nothing reclaimed */
+	struct dirent *e;
+	size_t slots = n;
+	while ((e = readdir(d))) {
+		char *end;
+		unsigned long tid = strtoul(e->d_name, &end, 10);
+		if (*end || !tid || tid > UINT32_MAX || ks_has_tid(out, slots, (uint32_t)tid))
+			continue;
+		if (n == cap) {
+			closedir(d);
+			return -ENOSPC; /* more threads than we follow: nothing reclaimed */
+		}
+		out[n++] =
+		    (struct ada_keysym_thread){ADA_KEYSYM_NO_SLOT | tid, 0, (uint32_t)tid, 0};
+	}
+	closedir(d);
 	return (int)n;
 }
 
 static struct ada_keysym_target ks_target(struct wal_proc *p)
 {
 	bool exp = ada_arena_flags(p->arena) & ADA_ARENA_F_MEMBARRIER;
-	return (struct ada_keysym_target){p->pid, exp, p->max_threads, ks_threads, p};
+	/* Slots, then up to 4096 slot-less tasks. */
+	return (struct ada_keysym_target){p->pid, exp, p->max_threads + 4096, ks_threads, p};
 }
 
 /* ---- one process ---- */

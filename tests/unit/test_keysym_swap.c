@@ -13,6 +13,7 @@
  * Second case: a thread blocked in a system call (read on a pipe) must not
  * hold reclamation up.
  */
+#define _GNU_SOURCE /* gettid */
 #include <errno.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
@@ -47,7 +48,8 @@ struct shared {
 	_Atomic uint64_t produced;
 	_Atomic uint64_t checked; /* membership checks made on a published set */
 	uint64_t got[READERS + 1];
-	char error[200]; /* first complaint of any thread; checked in main */
+	_Atomic uint32_t tids[READERS + 1]; /* every thread that tests membership */
+	char error[200];                    /* first complaint of any thread; checked in main */
 	pthread_mutex_t lock;
 };
 
@@ -89,9 +91,11 @@ static void *reader_main(void *arg)
 	struct shared *s = arg;
 	static _Atomic uint32_t ids;
 	uint64_t me = atomic_fetch_add(&ids, 1) % READERS, i = 0;
+	atomic_store(&s->tids[me], (uint32_t)gettid());
+	/* The handlers' order: the membership test, then the event. */
 	while (!atomic_load_explicit(&s->stop, memory_order_relaxed) && !s->error[0]) {
-		ada_emit_call(me << 40 | i++);
 		reader_check(s);
+		ada_emit_call(me << 40 | i++);
 	}
 	atomic_fetch_add(&s->produced, i);
 	atomic_fetch_add(&s->readers_done, 1);
@@ -142,6 +146,17 @@ static int threads_of(void *ctx, struct ada_keysym_thread *out, size_t cap)
 			continue;
 		out[n++] = (struct ada_keysym_thread){(uint64_t)slot << 32 | si.generation, si.head,
 		                                      si.tid, 0};
+	}
+	/* Threads without a slot yet (as /proc/PID/task gives them in the
+	 * recorder): they may test membership before their first event. */
+	size_t slots = n;
+	for (int i = 0; i <= READERS && n < cap; i++) {
+		uint32_t tid = atomic_load(&s->tids[i]);
+		bool has = false;
+		for (size_t j = 0; j < slots; j++)
+			has |= out[j].tid == tid;
+		if (tid && !has)
+			out[n++] = (struct ada_keysym_thread){ADA_KEYSYM_NO_SLOT | tid, 0, tid, 0};
 	}
 	return (int)n;
 }
@@ -223,7 +238,7 @@ static void test_swap_under_readers(void **state)
 	    syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
 	/* pid 0: only events and slots end a grace period here (a reader in
 	 * a system call is the second test's). */
-	struct ada_keysym_target t = {0, expedited, SLOTS, threads_of, s};
+	struct ada_keysym_target t = {0, expedited, SLOTS + READERS + 1, threads_of, s};
 	struct ada_keysym_region *r;
 	assert_int_equal(ada_keysym_region_new(s->area, s->mask + 1, s->cur, &r), 0);
 	pthread_t rd[READERS], cons;
@@ -266,8 +281,9 @@ static void *blocked_main(void *arg)
 {
 	struct blocked *b = arg;
 	char c = 0;
-	ada_emit_call((uint64_t)READERS << 40);
+	atomic_store(&b->s->tids[READERS], (uint32_t)gettid());
 	reader_check(b->s);
+	ada_emit_call((uint64_t)READERS << 40);
 	if (write(b->ready[1], &c, 1) != 1) /* release for TSan: its reads came before */
 		return NULL;
 	while (read(b->go[0], &c, 1) < 0 && errno == EINTR)
@@ -279,7 +295,7 @@ static void test_blocked_thread(void **state)
 {
 	(void)state;
 	struct shared *s = setup();
-	struct ada_keysym_target t = {getpid(), 0, SLOTS, threads_of, s};
+	struct ada_keysym_target t = {getpid(), 0, SLOTS + READERS + 1, threads_of, s};
 	struct ada_keysym_region *r;
 	assert_int_equal(ada_keysym_region_new(s->area, s->mask + 1, s->cur, &r), 0);
 	publish(r, 1, &t);
