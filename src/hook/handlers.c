@@ -516,17 +516,18 @@ HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp)
 
 /* The one membership test of the hot path: the recorder's current
  * key-symbol set once it published one (src/keysym/keysym.h: masked
- * reads inside the arena's key-symbol area, O(1), no call), else the
- * agent's own (dset). The key-symbol swap's grace period counts on the
- * event this handler publishes after the test (docs/internals.md, "The
- * key-symbol swap"). */
-static inline bool handlers_detail_member(uint64_t fn_id)
+ * loads inside the arena's key-symbol area, no call), else the agent's
+ * own (dset). 1 member, 0 not, ADA_KEYSYM_ASK: a hash or CRoaring
+ * container, answered out of line (handlers_enter_detail_ask). The
+ * key-symbol swap's grace period counts on the event this handler
+ * publishes after the test (docs/internals.md, "The key-symbol swap"). */
+static inline int handlers_detail_member(uint64_t fn_id)
 {
 	/* Acquire: pairs with the release store of keysym_cur in
 	 * ada_keysym_region_publish() (recorder): the blob is seen whole. */
 	uint64_t cur = atomic_load_explicit(agent_hot.ks_cur, memory_order_acquire);
 	if (cur != ADA_KEYSYM_CUR_LOCAL)
-		return ada_keysym_contains_at(agent_hot.ks_area, agent_hot.ks_mask, cur, fn_id);
+		return ada_keysym_test(agent_hot.ks_area, agent_hot.ks_mask, cur, fn_id);
 	/* Acquire: pairs with the release store that publishes a set
 	 * (agent_detail_set_update()): its bitmaps are seen complete. */
 	const struct agent_dset *ds = atomic_load_explicit(&agent_hot.dset, memory_order_acquire);
@@ -754,6 +755,18 @@ handlers_enter_member(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
 		return handlers_flush(s);
 }
 
+/* A hash or CRoaring container decides (its lookup has loops: out of
+ * line, so the handler above keeps no frame). Same steps after. */
+__attribute__((hot, noinline)) static void
+handlers_enter_detail_ask(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
+                          const struct ada_hook_regs *regs)
+{
+	uint64_t cur = atomic_load_explicit(agent_hot.ks_cur, memory_order_relaxed); /* as tested */
+	if (ada_keysym_contains_at(agent_hot.ks_area, agent_hot.ks_mask, cur, fn_id))
+		return handlers_enter_member(s, fn_id, ret_slot, regs);
+	handlers_enter_index(s, fn_id, ret_slot);
+}
+
 HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail(uint64_t fn_id, uint64_t *ret_slot,
                                                         const struct ada_hook_regs *regs)
 {
@@ -762,7 +775,10 @@ HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail(uint64_t fn_id, uint64_t
 		return handlers_nested_enter(s, fn_id, ret_slot);
 	if (ada_unlikely(s->guard != 0))
 		return handlers_enter_guarded(s);
-	if (handlers_detail_member(fn_id))
+	int member = handlers_detail_member(fn_id);
+	if (ada_unlikely(member == ADA_KEYSYM_ASK))
+		return handlers_enter_detail_ask(s, fn_id, ret_slot, regs);
+	if (member)
 		return handlers_enter_member(s, fn_id, ret_slot, regs);
 	handlers_enter_index(s, fn_id, ret_slot);
 }

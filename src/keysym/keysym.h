@@ -58,10 +58,10 @@ const char *ada_keysym_kind_name(unsigned kind);
 
 struct ada_keysym_header { /* 64 bytes at offset 0 of a blob */
 	uint64_t magic;
-	uint32_t format;
-	uint32_t flags;  /* ADA_KEYSYM_F_* */
-	uint64_t bytes;  /* the whole blob, a multiple of 64 */
+	uint32_t flags;  /* ADA_KEYSYM_F_*; with n_mods: one 8-byte load in the test */
 	uint32_t n_mods; /* directory entries: module ids 0..n_mods-1 */
+	uint64_t bytes;  /* the whole blob, a multiple of 64 */
+	uint32_t format;
 	uint32_t reserved;
 	uint64_t members; /* sum over modules (FULL counts its range) */
 	uint64_t version; /* the set's version, given by its builder */
@@ -96,9 +96,12 @@ enum ada_keysym_chunk {
 };
 
 /* ---- the hook-context test ----
- * Reads go through ks_rd*(): the offset is masked into [0, mask] (the
- * region is mask + 1 bytes, a power of two) and aligned down to the
- * load's size, so no value in the blob can steer a load out of it. */
+ * Every load goes through ks_rd*(): the offset is masked into [0, mask]
+ * (the region is mask + 1 bytes, a power of two) and aligned down to the
+ * load's size, so no value in the blob can steer a load out of it. The
+ * common path (the header word, the module's entry, one bitset word) is
+ * inline and uses 8-byte loads only, with one mask for all; hash and
+ * CRoaring containers are looked up out of line (ks_contains_other). */
 static inline uint64_t ks_rd64(const uint8_t *base, uint64_t mask, uint64_t off)
 {
 	return *(const uint64_t *)(const void *)(base + (off & mask & ~(uint64_t)7));
@@ -110,6 +113,11 @@ static inline uint32_t ks_rd32(const uint8_t *base, uint64_t mask, uint64_t off)
 static inline uint32_t ks_rd16(const uint8_t *base, uint64_t mask, uint64_t off)
 {
 	return *(const uint16_t *)(const void *)(base + (off & mask & ~(uint64_t)1));
+}
+/* An 8-byte load with a mask already aligned (mask & ~7). */
+static inline uint64_t ks_ld8(const uint8_t *base, uint64_t mask8, uint64_t off)
+{
+	return *(const uint64_t *)(const void *)(base + (off & mask8));
 }
 
 static inline uint64_t ada_keysym_hash(uint32_t idx)
@@ -207,35 +215,48 @@ static inline bool ks_roaring_has(const uint8_t *base, uint64_t mask, uint64_t b
 	return false;
 }
 
-/* Is fn_id ((module_id << 32) | symbol_index) a member of the blob that
- * starts at offset `blob` of the region [base, base + mask]? Hook context:
- * O(1) (every loop has a constant bound), no lock, no call, no allocation. */
-static inline bool ada_keysym_contains_at(const uint8_t *base, uint64_t mask, uint64_t blob,
-                                          uint64_t fn_id)
+/* The inline part of the test: 1 member, 0 not, ADA_KEYSYM_ASK for a
+ * hash or CRoaring container (then ada_keysym_contains_at() answers, out
+ * of line). For fn_id ((module_id << 32) | symbol_index) and the blob at
+ * offset `blob` of the region [base, base + mask]. Hook context: no call,
+ * no loop, four loads. */
+#define ADA_KEYSYM_ASK 2
+static inline int ada_keysym_test(const uint8_t *base, uint64_t mask, uint64_t blob, uint64_t fn_id)
 {
-	uint64_t m = fn_id >> 32;
+	uint64_t m8 = mask & ~(uint64_t)7, m = fn_id >> 32;
 	uint32_t idx = (uint32_t)fn_id;
-	if (ks_rd32(base, mask, blob + offsetof(struct ada_keysym_header, flags)) &
-	    ADA_KEYSYM_F_ALL)
-		return true;
-	if (m >= ks_rd32(base, mask, blob + offsetof(struct ada_keysym_header, n_mods)))
-		return false;
+	uint64_t h = ks_ld8(base, m8, blob + offsetof(struct ada_keysym_header, flags));
+	if (h & ADA_KEYSYM_F_ALL) /* flags | n_mods << 32 */
+		return 1;
+	if (m >= h >> 32)
+		return 0;
 	uint64_t e = blob + sizeof(struct ada_keysym_header) + 16 * m;
+	uint64_t kp = ks_ld8(base, m8, e); /* kind | param << 32 */
+	uint32_t kind = (uint32_t)kp, param = (uint32_t)(kp >> 32);
+	if (kind == ADA_KEYSYM_BITSET) {
+		uint64_t body = blob + (uint32_t)ks_ld8(base, m8, e + 8);
+		return idx < param && ((ks_ld8(base, m8, body + (idx >> 6) * 8) >> (idx & 63)) & 1);
+	}
+	if (kind == ADA_KEYSYM_FULL)
+		return 1;
+	return kind == ADA_KEYSYM_HASH || kind == ADA_KEYSYM_ROARING ? ADA_KEYSYM_ASK : 0;
+}
+
+/* The whole test (what ada_keysym_test leaves to ask too). Hook context:
+ * O(1) (every loop has a constant bound), no lock, no allocation, no
+ * library. */
+__attribute__((noinline, unused)) static bool
+ada_keysym_contains_at(const uint8_t *base, uint64_t mask, uint64_t blob, uint64_t fn_id)
+{
+	int r = ada_keysym_test(base, mask, blob, fn_id);
+	if (r != ADA_KEYSYM_ASK)
+		return r;
+	uint64_t e = blob + sizeof(struct ada_keysym_header) + 16 * (fn_id >> 32);
 	uint32_t kind = ks_rd32(base, mask, e), param = ks_rd32(base, mask, e + 4);
 	uint64_t body = blob + ks_rd32(base, mask, e + 8);
-	switch (kind) {
-	case ADA_KEYSYM_BITSET:
-		return idx < param &&
-		       ((ks_rd64(base, mask, body + (idx >> 6) * 8) >> (idx & 63)) & 1);
-	case ADA_KEYSYM_HASH:
-		return ks_hash_has(base, mask, body, param, idx);
-	case ADA_KEYSYM_ROARING:
-		return ks_roaring_has(base, mask, blob, body, idx);
-	case ADA_KEYSYM_FULL:
-		return true;
-	default:
-		return false;
-	}
+	if (kind == ADA_KEYSYM_HASH)
+		return ks_hash_has(base, mask, body, param, (uint32_t)fn_id);
+	return ks_roaring_has(base, mask, blob, body, (uint32_t)fn_id);
 }
 
 /* The smallest power of two >= len, minus one: the mask that
