@@ -23,6 +23,7 @@
 #include "fs.h"
 #include "manifest.h"
 #include "ring.h"
+#include "keysym.h"
 #include "wal_internal.h"
 
 static const char *const man_lane[ADA_LANE_COUNT] = {"index", "detail"};
@@ -161,6 +162,9 @@ static json_t *man_detail(const struct ada_recorder *r, const struct wal_proc *p
 	} else if (r->o.detail_symbols && *r->o.detail_symbols) {
 		json_object_set_new(set, "kind", json_string("symbols"));
 		json_object_set_new(set, "globs", json_string(r->o.detail_symbols));
+	} else if (r->ks_spec && !ada_keysym_spec_is_all(r->ks_spec)) {
+		/* --key-symbols / --blob, or `ada keysym` since: detail.keysym */
+		json_object_set_new(set, "kind", json_string("key_symbols"));
 	} else {
 		json_object_set_new(set, "kind", json_string("all"));
 	}

@@ -193,6 +193,14 @@ def case_bad(ada, target, work):
     refused(ada, target, work, ["--blob", "x=" + g], ["--blob", "MODULE_ID=FILE"])
     refused(ada, target, work, ["--detail", "never", "--key-symbols", os.devnull],
             ["--key-symbols"])
+    r = Rec(ada, target, work, ["--detail", "never"])
+    try:
+        rc, so, se = r.ada_cmd("keysym", str(r.pid), "--symbols", "leaf", ok=False)
+        check(rc == 1 and "--detail triggered" in se and len(se.strip().splitlines()) == 1,
+              "ada keysym on a --detail never recording: exit %d, %r" % (rc, se))
+        r.finish()
+    finally:
+        r.kill()
     rc, so, se = run([ada, "keysym", "1", "--symbols", "a:b"])
     check(rc == 2 and len(se.strip().splitlines()) == 1, "ada keysym --symbols a:b: %d %r" %
           (rc, se))
