@@ -271,12 +271,32 @@ static void agent_continue_ids(void)
 	closedir(d);
 }
 
+/* secure_getenv: in a set-uid or set-gid program the environment is its
+ * caller's, and it must not choose where the agent writes. */
+static char *agent_env_copy(const char *name)
+{
+	const char *v = secure_getenv(name);
+	return v ? strdup(v) : NULL;
+}
+
+/* Everything the agent will ever need from the environment, read now
+ * (agent_internal.h, struct agent_env). */
+static void agent_env_read(void)
+{
+	struct agent_env *e = &agent.env;
+	e->ld_preload = agent_env_copy("LD_PRELOAD");
+	e->arena_dir = agent_env_copy("ADA_ARENA_DIR");
+	e->session_dir = agent_env_copy("ADA_SESSION_DIR");
+	e->ring_config = agent_env_copy("ADA_RING_CONFIG");
+	e->hook_config = agent_env_copy("ADA_HOOK_CONFIG");
+	if (plan_cache_dir(agent.cache_dir, sizeof(agent.cache_dir)) != 0)
+		agent.cache_dir[0] = '\0'; /* no cache */
+}
+
 static int agent_read_config(void)
 {
-	/* secure_getenv: in a set-uid or set-gid program the environment is
-	 * its caller's, and it must not choose where the agent writes. */
-	const char *txt = secure_getenv("ADA_HOOK_CONFIG");
-	const char *sess = secure_getenv("ADA_SESSION_DIR");
+	agent_env_read();
+	const char *txt = agent.env.hook_config, *sess = agent.env.session_dir;
 	if (sess && strlen(sess) < sizeof(agent.session_dir))
 		strcpy(agent.session_dir, sess);
 	int err = ada_hook_config_parse(txt ? txt : "", txt ? strlen(txt) : 0, &agent.cfg);
@@ -304,14 +324,14 @@ static int agent_start(void)
 	if (err)
 		return err;
 	uint64_t t0 = agent_now_ns();
-	err = ada_producer_init_from_env();
+	err = ada_producer_init(agent.env.arena_dir, agent.env.ring_config);
 	agent.ns_arena = agent_now_ns() - t0;
 	if (err) {
 		/* -EDQUOT: the recording's shared-memory ceiling; the recorder
 		 * counts and tells it, once for all such processes. */
 		if (err != -EDQUOT)
 			agent_log("cannot open the arena in %s (%s); nothing is traced",
-			          secure_getenv("ADA_ARENA_DIR"), strerror(-err));
+			          agent.env.arena_dir, strerror(-err));
 		return err;
 	}
 	agent_hot.pid = getpid();

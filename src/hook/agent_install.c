@@ -255,7 +255,7 @@ static void install_cache_open(struct agent_module *m, struct install_cache *c)
 	c->key.module_size = m->hi - m->lo;
 	c->key.fn_count = m->st.count;
 	c->key.table_hash = plan_cache_table_hash(&m->st);
-	if (plan_cache_path(NULL, &c->key, c->path, sizeof(c->path)))
+	if (plan_cache_path(agent.cache_dir, &c->key, c->path, sizeof(c->path)))
 		return;
 	c->e = malloc((m->st.count ? m->st.count : 1) * sizeof(*c->e));
 	c->todo = calloc(m->st.count ? m->st.count : 1, 1);
@@ -277,6 +277,8 @@ static void install_cache_open(struct agent_module *m, struct install_cache *c)
 static void install_cache_decide(struct agent_module *m, struct install_cache *c)
 {
 	c->hit = c->on;
+	if (!c->on)
+		return; /* todo may be NULL: nothing is analysed for the cache */
 	for (size_t i = 0; i < m->st.count; i++) {
 		c->todo[i] = 0;
 		if (c->on && m->st.fns[i].status == ADA_HOOK_OK) {

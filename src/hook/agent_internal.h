@@ -202,6 +202,15 @@ struct agent_ignored {
 	const char *why;
 };
 
+/* What the agent needs from the environment, read once by its constructor
+ * and kept (malloc'ed copies, NULL when unset): the program may clear,
+ * change or replace its environment at any time (nginx's workers call
+ * clearenv()), and forks, dlopens and execs that come later must still
+ * find the arena and put the agent into the children it follows. */
+struct agent_env {
+	char *ld_preload, *arena_dir, *session_dir, *ring_config, *hook_config;
+};
+
 /* Process-wide agent state; every field after init is guarded by lock
  * (dlopen/dlclose rescans, fork). */
 struct agent_state {
@@ -217,6 +226,8 @@ struct agent_state {
 	uint64_t cache_untrusted;  /* modules whose cache file or place was not trusted */
 	uint64_t ns_arena, ns_discovery, ns_symbols, ns_patching, ns_files, ns_total;
 	char session_dir[PATH_MAX]; /* "" when ADA_SESSION_DIR is unset */
+	char cache_dir[PATH_MAX];   /* the plan cache's directory; "": none */
+	struct agent_env env;
 };
 extern struct agent_state agent;
 

@@ -79,7 +79,8 @@ static void process_child(void)
 		process_child_unfollow();
 	} else {
 		ada_producer_reset_thread();
-		int err = ada_producer_init_from_env();
+		/* What the constructor read: the environment may be gone. */
+		int err = ada_producer_init(agent.env.arena_dir, agent.env.ring_config);
 		agent_hot.pid = getpid();
 		if (err) {
 			agent_hot.active = 0;

@@ -146,29 +146,38 @@ int plan_cache_encode(const struct plan_cache_key *key, const struct plan_cache_
 	return 0;
 }
 
+int plan_cache_dir(char *out, size_t cap)
+{
+	/* secure_getenv: a set-uid program must not cache where its caller
+	 * says. */
+	const char *root = secure_getenv("XDG_CACHE_HOME"), *sub = "/ada/plans";
+	if (!root || root[0] != '/') { /* relative values are invalid (XDG spec) */
+		root = secure_getenv("HOME");
+		sub = "/.cache/ada/plans";
+	}
+	if (!root || root[0] != '/')
+		return -ENOENT;
+	int n = snprintf(out, cap, "%s%s", root, sub);
+	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
+}
+
 int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out, size_t cap)
 {
-	char hex[2 * ADA_HOOK_BUILD_ID_MAX + 1];
-	const char *root = NULL, *sub = "";
+	char hex[2 * ADA_HOOK_BUILD_ID_MAX + 1], envdir[PATH_MAX];
 	if (key->build_id_len == 0)
 		return -ENOENT; /* no identity: never cached */
 	for (size_t i = 0; i < key->build_id_len; i++)
 		snprintf(hex + 2 * i, 3, "%02x", key->build_id[i]);
 	if (!dir) {
-		/* secure_getenv: a set-uid program must not cache where its
-		 * caller says. */
-		root = secure_getenv("XDG_CACHE_HOME");
-		sub = "/ada/plans";
-		if (!root || root[0] != '/') { /* relative values are invalid (XDG spec) */
-			root = secure_getenv("HOME");
-			sub = "/.cache/ada/plans";
-		}
-		if (!root || root[0] != '/')
-			return -ENOENT;
-		dir = root;
+		int err = plan_cache_dir(envdir, sizeof(envdir));
+		if (err)
+			return err;
+		dir = envdir;
 	}
-	int n = snprintf(out, cap, "%s%s/%s-%016llx.plan", dir, sub, hex,
-	                 (unsigned long long)key->agent_hash);
+	if (!dir[0])
+		return -ENOENT;
+	int n =
+	    snprintf(out, cap, "%s/%s-%016llx.plan", dir, hex, (unsigned long long)key->agent_hash);
 	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
 }
 

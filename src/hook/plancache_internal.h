@@ -55,8 +55,13 @@ int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key
 int plan_cache_encode(const struct plan_cache_key *key, const struct plan_cache_entry *e,
                       uint8_t **out, size_t *out_len);
 
-/* The cache file's path for key under dir (the .../ada/plans directory),
- * or, with dir NULL, under $XDG_CACHE_HOME or $HOME as above. 0, -ENOENT
+/* The cache directory from the environment: $XDG_CACHE_HOME/ada/plans,
+ * else $HOME/.cache/ada/plans (absolute values only). The agent calls it
+ * once at start-up and keeps the answer: the program may clear its
+ * environment before a dlopen. 0, -ENOENT or -ENAMETOOLONG. */
+int plan_cache_dir(char *out, size_t cap);
+/* The cache file's path for key under dir (the .../ada/plans directory;
+ * "" means none), or, with dir NULL, under plan_cache_dir(). 0, -ENOENT
  * (no usable directory) or -ENAMETOOLONG. */
 int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out, size_t cap);
 

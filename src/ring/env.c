@@ -1,6 +1,9 @@
 /*
- * ada ring: ada_producer_init_from_env() -- how a traced process (the agent,
- * or a program linking ada_producer) finds or creates its arena.
+ * ada ring: ada_producer_init() and ada_producer_init_from_env() -- how a
+ * traced process (the agent, or a program linking ada_producer) finds or
+ * creates its arena. The agent passes the values it read from the
+ * environment at start-up: the program may clear or change its
+ * environment before it forks.
  *
  * Threads: called once at process start (agent init), in a forked child
  * (atfork child handler: only one thread exists there), or after exec (the
@@ -26,11 +29,8 @@
 #include "fs.h"
 #include "ring_internal.h"
 
-static int env_config(struct ada_arena_config *cfg)
+static int env_config(const char *txt, struct ada_arena_config *cfg)
 {
-	/* secure_getenv: a set-uid program must not take its arena from the
-	 * environment of whoever started it. */
-	const char *txt = secure_getenv("ADA_RING_CONFIG");
 	if (!txt || !*txt) {
 		ada_arena_config_default(cfg);
 		return 0;
@@ -110,11 +110,17 @@ static bool env_forget_parent(void)
 
 int ada_producer_init_from_env(void)
 {
-	const char *dir = secure_getenv("ADA_ARENA_DIR");
+	/* secure_getenv: a set-uid program must not take its arena from the
+	 * environment of whoever started it. */
+	return ada_producer_init(secure_getenv("ADA_ARENA_DIR"), secure_getenv("ADA_RING_CONFIG"));
+}
+
+int ada_producer_init(const char *dir, const char *ring_config)
+{
 	if (!dir || !*dir)
 		return -ENOENT;
 	struct ada_arena_config cfg;
-	if (env_config(&cfg) != 0)
+	if (env_config(ring_config, &cfg) != 0)
 		return -EINVAL;
 	if (env_forget_parent())
 		return 0;

@@ -422,6 +422,10 @@ void ada_producer_reset_thread(void);
  * mlock refusal shows in ada_arena_flags(). Returns 0 or -errno
  * (-EINVAL bad ADA_RING_CONFIG, -EPROTO foreign <pid>.ring, ...). */
 int ada_producer_init_from_env(void);
+/* The same with the two values given (NULL: unset), for a caller that read
+ * them earlier: the agent keeps what it read at start-up, because the
+ * program may have cleared or replaced its environment since. */
+int ada_producer_init(const char *arena_dir, const char *ring_config);
 
 /* ---- the recording's shared-memory ceiling (shm_budget.c) ---- */
 

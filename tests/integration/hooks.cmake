@@ -85,6 +85,12 @@ ada_itest(signal_async.O0 target --nondeterministic -- ${T}/t_signal_O0 async)
 ada_itest(pthread_exit.O0 target -- ${T}/t_pthread_exit_O0)
 ada_itest(pthread_exit.O2 target -- ${T}/t_pthread_exit_O2)
 ada_itest(dlopen.O2 target --own-module libt_dlib.so -- ${T}/t_dlopen_O2 ${T}/libt_dlib.so)
+# The program clears or replaces its environment, then dlopens and forks
+# (issue 14: nginx's workers): the library is hooked, the child recorded.
+foreach(mode clearenv unsetenv environ)
+  ada_itest(env_${mode}.O2 target --expect-pids 2 --own-module libt_dlib.so
+            -- ${T}/t_env_O2 ${mode} ${T}/libt_dlib.so)
+endforeach()
 ada_itest(fork_exec.O2 target --expect-pids 2 --own-module t_exec_child_O2
           -- ${T}/t_fork_O2 exec ${T}/t_exec_child_O2)
 ada_itest(fork_exec_nofollow.O2 target --expect-pids 1 --record-opt=--no-follow

@@ -31,6 +31,9 @@ static const char *const *tc_names;
 static int tc_nfuncs;
 static const char *tc_program = "?";
 static int tc_to_stdout;
+/* $ADA_TEST_COUNTS as it was at tc_init(): the program may clear its
+ * environment later (t_env). */
+static const char *tc_counts_tmpl;
 static int tc_done;
 static pthread_key_t tc_key;
 
@@ -117,7 +120,7 @@ static void tc_write_table(FILE *f)
 
 void tc_report(void)
 {
-	const char *tmpl = getenv("ADA_TEST_COUNTS");
+	const char *tmpl = tc_counts_tmpl;
 	char path[4096];
 
 	if (tc_done)
@@ -150,6 +153,8 @@ static void tc_atexit(void)
 void tc_init(int argc, char **argv, const char *program, const char *const *names, int nfuncs)
 {
 	tc_program = program;
+	const char *tmpl = getenv("ADA_TEST_COUNTS");
+	tc_counts_tmpl = tmpl ? strdup(tmpl) : NULL;
 	tc_names = names;
 	tc_nfuncs = nfuncs < TC_MAX_FUNCS ? nfuncs : TC_MAX_FUNCS;
 	for (int i = 1; i < argc; i++)
