@@ -174,12 +174,16 @@ static void agent_json_body(FILE *f)
 	        ", \"off\": %" PRIu64 ", \"untrusted\": %" PRIu64 "}",
 	        cache[AGENT_CACHE_HIT], cache[AGENT_CACHE_MISS], cache[AGENT_CACHE_OFF],
 	        agent.cache_untrusted);
-	uint64_t un[3];
+	uint64_t un[AGENT_UNTRACED_COUNT];
 	agent_untraced_counts(un);
 	fprintf(f,
 	        ",\n  \"untraced_calls\": {\"agent_work\": %" PRIu64 ", \"shadow_full\": %" PRIu64
-	        ", \"nested_signal\": %" PRIu64 "}",
-	        un[0], un[1], un[2]);
+	        ", \"nested_signal\": %" PRIu64 ", \"unmatched_return\": %" PRIu64 "}",
+	        un[0], un[1], un[2], un[3]);
+	fprintf(f,
+	        ",\n  \"unmatched_returns\": {\"returns\": %" PRIu64
+	        ", \"threads_stopped\": %" PRIu64 "}",
+	        un[4], un[5]);
 	fprintf(f, ",\n  \"trampoline_bytes\": %zu,\n  \"modules\": [\n",
 	        agent.mem ? hook_mem_mapped_bytes(agent.mem) : (size_t)0);
 	for (size_t i = 0; i < agent.n_mods; i++) {

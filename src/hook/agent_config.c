@@ -131,6 +131,8 @@ static int config_apply(struct ada_hook_config *cfg, const char *k, size_t klen,
 		return config_bool(v, vlen, &cfg->defaults);
 	if (config_key_is(k, klen, "cache"))
 		return config_bool(v, vlen, &cfg->cache);
+	if (config_key_is(k, klen, "fde"))
+		return config_bool(v, vlen, &cfg->need_fde);
 	if (config_key_is(k, klen, "detail"))
 		return config_bool(v, vlen, &cfg->detail);
 	if (config_key_is(k, klen, "detail-symbol"))
@@ -148,6 +150,7 @@ int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *c
 	cfg->follow = true;
 	cfg->defaults = true;
 	cfg->cache = true;
+	cfg->need_fde = true;
 	cfg->stack_bytes = 128;
 	size_t i = 0;
 	while (i < len) {

@@ -84,6 +84,9 @@ static uint64_t install_fn_id(const struct agent_module *m, size_t i)
 static void install_verdicts(struct agent_module *m)
 {
 	size_t primary = 0;
+	struct discover_fde_table fdes;
+	bool check_fde =
+	    agent.cfg.need_fde && discover_fde_table(m->base, m->lo, m->hi, &fdes) == 0;
 	for (size_t i = 0; i < m->st.count; i++) {
 		struct ada_hook_fn *f = &m->st.fns[i];
 		const char *name = ada_hook_fn_name(&m->st, f);
@@ -98,6 +101,10 @@ static void install_verdicts(struct agent_module *m)
 			f->status = ADA_SKIP_EXCLUDED;
 		else
 			f->status = (uint8_t)ada_hook_config_symbol_verdict(&agent.cfg, name);
+		/* Not C: no unwind information (discover_ehframe.c). */
+		if (f->status == ADA_HOOK_OK && check_fde &&
+		    !discover_fde_covers(&fdes, m->base + f->offset))
+			f->status = ADA_SKIP_NO_UNWIND_INFO;
 	}
 }
 

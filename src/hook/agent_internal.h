@@ -164,8 +164,11 @@ void agent_shadow_after_fork(void);
 void agent_shadow_thread_exit(void);
 /* Calls not traced so far (threads that ended, plus the caller):
  * [0] during the agent's own work, [1] shadow stack full or unusable,
- * [2] signal handlers the side path could not take. */
-void agent_untraced_counts(uint64_t out[3]);
+ * [2] signal handlers the side path could not take, [3] calls of threads
+ * that stopped being traced after a return no frame matched; [4] such
+ * returns, [5] such threads (shadow_resync). */
+#define AGENT_UNTRACED_COUNT 6
+void agent_untraced_counts(uint64_t out[AGENT_UNTRACED_COUNT]);
 
 /* The calling thread's first traced call: registers its thread-exit
  * destructor (agent_process.c). Called once per thread from the

@@ -5,6 +5,7 @@
 #define ADA_DISCOVER_INTERNAL_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,5 +35,21 @@ int discover_images(uint64_t self_addr, struct discover_image **out, size_t *n_o
  * bytes some other function of the image branches. 0 or -ENOMEM. */
 int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
                         const struct hook_arch_plan *plans);
+
+/* discover_ehframe.c: the image's .eh_frame_hdr search table, as the
+ * loader mapped it. */
+struct discover_fde_table {
+	uint64_t hdr; /* runtime address of .eh_frame_hdr; 0: none */
+	size_t n;     /* entries in its table */
+	uint64_t lo, hi;
+};
+/* Finds the table of the image loaded at base whose PT_LOAD segments span
+ * [lo, hi). 0; -ENOENT (none: the image was built without unwind
+ * tables) or -ENOTSUP (an encoding this reader does not know): then t
+ * answers "cannot tell" for every address. */
+int discover_fde_table(uint64_t base, uint64_t lo, uint64_t hi, struct discover_fde_table *t);
+/* Whether some FDE covers addr (runtime address); true when it cannot
+ * tell. */
+bool discover_fde_covers(const struct discover_fde_table *t, uint64_t addr);
 
 #endif

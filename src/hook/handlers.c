@@ -164,12 +164,32 @@ __attribute__((cold, noinline)) static bool handlers_shadow_alloc(struct ada_sha
 	return ok;
 }
 
+/* Only when a thread has no frame at all and a return still comes through
+ * the trampoline: there is no address to go on with. */
 __attribute__((cold, noinline, noreturn)) static void handlers_lost_return(void)
 {
-	static const char msg[] = "ada-agent: a traced function returned to a frame the shadow "
-	                          "stack does not know; aborting\n";
+	static const char msg[] = "ada-agent: a return through the trampoline on a thread with "
+	                          "no traced frame left; cannot continue\n";
 	handlers_syscall6(SYS_write, 2, (long)msg, sizeof(msg) - 1, 0, 0, 0);
 	__builtin_trap();
+}
+
+/* A return no frame matches (shadow_resync): the program goes on at the
+ * innermost frame's caller and the thread is traced no more (counted);
+ * never killed for it. */
+__attribute__((cold, noinline)) static uint64_t handlers_resync(struct ada_shadow *s,
+                                                                const uint64_t *slot)
+{
+	uint64_t o = shadow_resync(s, slot, agent_hot.ret_tramp);
+	s->resyncs++;
+	if (!s->stopped) {
+		s->stopped = 1;
+		s->stops++;
+		s->guard++; /* for good: the fast paths test only the guard */
+	}
+	if (ada_unlikely(o == 0))
+		handlers_lost_return();
+	return o;
 }
 
 #define HANDLERS_NO_PUSH UINT32_MAX
@@ -364,10 +384,14 @@ __attribute__((cold, noinline)) static void handlers_enter_slow(struct ada_shado
 	handlers_leave(s);
 }
 
-/* The agent's own work on this thread: not traced (counted). */
+/* The agent's own work on this thread, or a thread no longer traced
+ * (handlers_resync): not traced (counted). */
 __attribute__((cold, noinline)) static void handlers_enter_guarded(struct ada_shadow *s)
 {
-	s->suppressed++;
+	if (s->stopped)
+		s->stopped_lost++;
+	else
+		s->suppressed++;
 	handlers_leave(s);
 }
 
@@ -425,10 +449,18 @@ ADA_HOOKCTX void agent_hook_on_enter_special(uint64_t tagged_fn_id, uint64_t *re
 {
 	struct ada_shadow *s = &ada_shadow_tls;
 	uint64_t fn_id = tagged_fn_id & ((1ull << AGENT_SPECIAL_SHIFT) - 1);
+	enum agent_special kind = (enum agent_special)(tagged_fn_id >> AGENT_SPECIAL_SHIFT);
+	/* A thread no longer traced still tells the exit status. */
+	if (ada_unlikely(s->stopped) && kind == AGENT_SP_EXIT && s->in_hook == 0 &&
+	    agent_hot.active) {
+		handlers_in_hook_set(s);
+		handlers_special_enter(s, kind, ret_slot, regs);
+		s->stopped_lost++;
+		return handlers_leave(s);
+	}
 	if (s->guard != 0 || s->in_hook != 0 || !agent_hot.active)
 		return handlers_nested_enter(s, fn_id, ret_slot);
 	handlers_in_hook_set(s);
-	enum agent_special kind = (enum agent_special)(tagged_fn_id >> AGENT_SPECIAL_SHIFT);
 	uint32_t flags = handlers_special_enter(s, kind, ret_slot, regs);
 	if (flags != HANDLERS_NO_PUSH)
 		handlers_push_general(s, fn_id, ret_slot, flags);
@@ -440,8 +472,12 @@ __attribute__((cold, noinline)) static uint64_t handlers_exit_nested(struct ada_
                                                                      const uint64_t *slot)
 {
 	uint64_t o = shadow_side_return(s, slot);
-	if (ada_unlikely(o == 0))
-		handlers_lost_return();
+	if (ada_unlikely(o == 0)) { /* as handlers_resync, for the side frames */
+		o = shadow_side_resync(s);
+		s->resyncs++;
+		if (o == 0)
+			handlers_lost_return();
+	}
 	atomic_signal_fence(memory_order_seq_cst); /* as in handlers_nested_enter() */
 	s->in_hook |= HANDLERS_QUEUED;
 	return o;
@@ -461,9 +497,9 @@ __attribute__((cold, noinline)) static uint64_t handlers_exit_slow(struct ada_sh
 		agent_dl_changed();
 		s->guard--;
 	}
-	handlers_leave(s);
 	if (ada_unlikely(orig == 0))
-		handlers_lost_return();
+		orig = handlers_resync(s, slot);
+	handlers_leave(s);
 	return orig;
 }
 
@@ -806,9 +842,9 @@ __attribute__((cold, noinline)) static uint64_t handlers_exit_slow_detail(struct
 		    handlers_detail_emitted(h0, last->fn_id, ATF_EVENT_RETURN, &link, &ts))
 			handlers_detail_return(last->fn_id, sp, orig, ts, link);
 	}
-	handlers_leave(s);
 	if (ada_unlikely(orig == 0))
-		handlers_lost_return();
+		orig = handlers_resync(s, slot);
+	handlers_leave(s);
 	return orig;
 }
 
@@ -928,7 +964,7 @@ void agent_shadow_thread_exit(void)
 
 /* Per-thread counts of calls not traced, folded into process totals when
  * a thread ends (and for the calling thread on demand). */
-static _Atomic uint64_t handlers_untraced[3];
+static _Atomic uint64_t handlers_untraced[AGENT_UNTRACED_COUNT];
 
 static void handlers_fold_counts(struct ada_shadow *s)
 {
@@ -936,12 +972,15 @@ static void handlers_fold_counts(struct ada_shadow *s)
 	atomic_fetch_add_explicit(&handlers_untraced[0], s->suppressed, memory_order_relaxed);
 	atomic_fetch_add_explicit(&handlers_untraced[1], s->lost, memory_order_relaxed);
 	atomic_fetch_add_explicit(&handlers_untraced[2], s->side.lost, memory_order_relaxed);
-	s->suppressed = s->lost = s->side.lost = 0;
+	atomic_fetch_add_explicit(&handlers_untraced[3], s->stopped_lost, memory_order_relaxed);
+	atomic_fetch_add_explicit(&handlers_untraced[4], s->resyncs, memory_order_relaxed);
+	atomic_fetch_add_explicit(&handlers_untraced[5], s->stops, memory_order_relaxed);
+	s->suppressed = s->lost = s->side.lost = s->stopped_lost = s->resyncs = s->stops = 0;
 }
 
-void agent_untraced_counts(uint64_t out[3])
+void agent_untraced_counts(uint64_t out[AGENT_UNTRACED_COUNT])
 {
 	handlers_fold_counts(&ada_shadow_tls);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < AGENT_UNTRACED_COUNT; i++)
 		out[i] = atomic_load_explicit(&handlers_untraced[i], memory_order_relaxed);
 }

@@ -126,6 +126,9 @@ uint64_t ada_hook_syms_table_hash(const struct ada_hook_symtab *st);
  *   defaults=0|1                    apply the default exclude list (default 1)
  *   cache=0|1                       use the per-build-id plan cache (default 1;
  *                                   docs/hooks.md, "Plan cache")
+ *   fde=0|1                         leave functions without an .eh_frame FDE
+ *                                   unhooked in images that have FDEs (default 1;
+ *                                   docs/hooks.md, no_unwind_info)
  *   detail=0|1                      capture the detail lane (default 0)
  *   stack-bytes=N                   stack bytes per CALL detail record, 0..512
  *                                   (default 128)
@@ -140,6 +143,7 @@ struct ada_hook_config {
 	bool follow;
 	bool defaults;
 	bool cache;
+	bool need_fde;
 	/* Detail lane (issue 8): on/off, stack bytes per CALL record, and the
 	 * functions whose calls enter it (none given: every hooked one). */
 	bool detail;

@@ -110,6 +110,13 @@ struct ada_shadow {
 	uint32_t grave_next;
 	uint64_t lost;       /* calls not traced: stack full or unusable */
 	uint64_t suppressed; /* calls seen while the guard was set */
+	/* A return the shadow stack could not match stopped tracing this
+	 * thread (shadow_resync): `stopped` is set, the guard raised for good,
+	 * and calls from then on are counted here rather than in suppressed. */
+	uint32_t stopped;
+	uint64_t resyncs;      /* returns that could not be matched */
+	uint64_t stopped_lost; /* calls not traced since */
+	uint64_t stops;        /* 1 once stopped, until folded into the totals */
 	/* The thread's stack [stack_lo, stack_hi), learned on its first
 	 * traced call when the detail lane is on (handlers.c): the detail
 	 * lane's stack snapshots never read past stack_hi. 0, 0: unknown. */
@@ -432,6 +439,40 @@ static inline void shadow_side_flush(struct ada_shadow *s)
 		d->ev_tail++;
 		SHADOW_EMIT(e.fn_id, e.kind, shadow_depth(s, s->top) - 1 + e.rel_depth);
 	}
+}
+
+/* A return shadow_return() could not match: the function moved its
+ * return address (code that does not follow the C conventions and was
+ * hooked anyway), or a stack was copied under the shadow stack's feet.
+ * The innermost frame is the one that returned -- every frame above it
+ * that a longjmp discarded would have been popped by the slot match --
+ * so its original address is where to go on. Nothing recorded from here on
+ * can be trusted to nest, so the thread stops being traced: every frame
+ * gets its EXCEPTION and, where its slot still holds the trampoline, its
+ * original return address back (the last SHADOW_GRAVE of them are kept
+ * for frames on another stack that still return through the trampoline).
+ * Returns 0 when there is no frame at all (nothing to go on with). */
+static inline uint64_t shadow_resync(struct ada_shadow *s, const uint64_t *slot, uint64_t ret_tramp)
+{
+	if (s->top == 0)
+		return 0;
+	uint64_t orig = s->base[s->top - 1].orig;
+	shadow_pop_all(s, slot, ret_tramp);
+	return orig;
+}
+
+/* The side path's equivalent: the innermost side frame returned. */
+static inline uint64_t shadow_side_resync(struct ada_shadow *s)
+{
+	struct shadow_side *d = &s->side;
+	if (d->top == 0)
+		return 0;
+	uint64_t orig = d->fr[d->top - 1].orig;
+	while (d->top > 0) {
+		d->top--;
+		shadow_side_queue(d, d->fr[d->top].fn_id, ATF_EVENT_EXCEPTION, d->fr[d->top].depth);
+	}
+	return orig;
 }
 
 #endif

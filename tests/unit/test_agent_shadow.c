@@ -469,6 +469,31 @@ static void test_side_full(void **state)
 	expect(1, 1, ATF_EVENT_RETURN, 1);
 }
 
+/* The innermost function moved its return address one word down and
+ * returned from there: no slot matches, shadow_resync goes on at its
+ * caller, gives every frame its EXCEPTION and puts the originals back
+ * where the trampoline still is (the outer frame's slot). */
+static void test_resync(void **state)
+{
+	(void)state;
+	uint32_t flags;
+	call(1, 10, 0x1001);
+	call(2, 20, 0x2002);
+	uint64_t *moved = slot_at(2) - 1;
+	*moved = TRAMP;
+	*slot_at(2) = 0x5555; /* the function's own word where its slot was */
+	assert_int_equal(shadow_return(&sh, moved, &flags), 0);
+	assert_int_equal(shadow_resync(&sh, moved, TRAMP), 0x2002);
+	assert_int_equal(sh.top, 0);
+	assert_int_equal(*slot_at(1), 0x1001);
+	assert_int_equal(*slot_at(2), 0x5555); /* not the trampoline: left alone */
+	assert_int_equal(nev, 4);
+	expect(2, 20, ATF_EVENT_EXCEPTION, 2);
+	expect(3, 10, ATF_EVENT_EXCEPTION, 1);
+	/* Nothing left: no address to go on with. */
+	assert_int_equal(shadow_resync(&sh, moved, TRAMP), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -488,6 +513,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_fast_detail_flag, setup),
 	    cmocka_unit_test_setup(test_side_path, setup),
 	    cmocka_unit_test_setup(test_side_full, setup),
+	    cmocka_unit_test_setup(test_resync, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,25 @@
+# Programs run under ada exactly as without it (issue 14):
+# tests/integration/transp_test.py. Release build only (the agent is
+# preloaded into ordinary programs).
+include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
+if(NOT Python3_EXECUTABLE)
+  find_package(Python3 COMPONENTS Interpreter)
+endif()
+if(NOT Python3_EXECUTABLE OR ADA_SANITIZE MATCHES "^(address|thread)$")
+  return()
+endif()
+
+# ada_transp(<case> <program and arguments>...)
+function(ada_transp case)
+  add_test(NAME e2e.transp.${case}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/transp_test.py
+                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/transp-work ${case}
+                   -- ${ARGN})
+  set_tests_properties(e2e.transp.${case} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                       LABELS "e2e")
+endfunction()
+
+# Code that is not C: left alone when it has no unwind information,
+# resynchronised (never an abort) when it was hooked anyway.
+ada_transp(nocfi ${ADA_TGT_DIR}/t_nonc_O2 nocfi)
+ada_transp(resync ${ADA_TGT_DIR}/t_nonc_O2 cfi)

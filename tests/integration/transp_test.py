@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Programs run under ada exactly as without it (issue 14).
+
+    transp_test.py --ada ADA --work DIR CASE -- PROGRAM ARGS...
+
+Every case runs the program untraced and under `ada record` and wants the
+same exit status and the same stdout; then checks what the case is about
+in the session's pid_*/agent.json (the agent's counts) and the summary
+line. Cases:
+  nocfi      an assembly function without an .eh_frame FDE that moves its
+             return address: skipped as no_unwind_info, nothing resynced
+  resync     the same function with CFI, so hooked: the unmatched return
+             is resynchronised (never an abort), the thread stops being
+             traced, and that is counted
+Each run is under a generous timeout (a run-away guard, never a
+synchronisation); the work directory is removed even on failure.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+TIMEOUT = 120
+
+
+class Fail(Exception):
+    pass
+
+
+def run(cmd, env=None):
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                           timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise Fail("run-away: %s did not finish in %d s" % (" ".join(cmd), TIMEOUT))
+    return p.returncode, p.stdout, p.stderr.decode(errors="replace")
+
+
+def record(ada, work, argv, opts=()):
+    out = os.path.join(work, "out")
+    rc, so, se = run([ada, "record", "--out", out] + list(opts) + ["--"] + argv)
+    sessions = glob.glob(os.path.join(out, "session_*"))
+    if len(sessions) != 1:
+        raise Fail("expected one session under %s, found %r; stderr:\n%s" % (out, sessions, se))
+    return rc, so, se, sessions[0]
+
+
+def same_behaviour(ada, work, argv, opts=()):
+    rc0, out0, err0 = run(argv)
+    rc1, out1, err1, session = record(ada, work, argv, opts)
+    if rc1 != rc0:
+        raise Fail("exit status: untraced %d, under ada %d; stderr:\n%s" % (rc0, rc1, err1))
+    if out1 != out0:
+        raise Fail("stdout differs: untraced %r, under ada %r" % (out0[:300], out1[:300]))
+    if "ada-agent:" in err1 and "cannot continue" in err1:
+        raise Fail("the agent gave up:\n%s" % err1)
+    v = subprocess.run([ada, "validate", session], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=TIMEOUT)
+    if v.returncode != 0:
+        raise Fail("ada validate %s failed:\n%s" % (session, v.stdout.decode(errors="replace")))
+    return session, err1
+
+
+def agent_json(session):
+    files = glob.glob(os.path.join(session, "pid_*", "agent.json"))
+    if len(files) != 1:
+        raise Fail("expected one pid_*/agent.json in %s, found %r" % (session, files))
+    with open(files[0]) as f:
+        return json.load(f)
+
+
+def syms_status(session, name):
+    for path in glob.glob(os.path.join(session, "pid_*", "modules", "*.syms")):
+        with open(path) as f:
+            for line in f:
+                w = line.split()
+                if len(w) >= 6 and w[0] == "F" and w[5] == name:
+                    return w[4]
+    raise Fail("%s is in no modules/*.syms of %s" % (name, session))
+
+
+def case_nocfi(args, work):
+    session, _ = same_behaviour(args.ada, work, args.argv)
+    st = syms_status(session, "nonc_shift_nocfi")
+    if st != "no_unwind_info":
+        raise Fail("nonc_shift_nocfi has no FDE, yet its status is %s" % st)
+    if syms_status(session, "c_work") != "hooked":
+        raise Fail("c_work (ordinary C, with an FDE) is not hooked")
+    a = agent_json(session)
+    if a["unmatched_returns"]["returns"] != 0:
+        raise Fail("returns were resynchronised although nothing non-C was hooked: %r"
+                   % a["unmatched_returns"])
+    if a["skipped"].get("no_unwind_info", 0) < 1:
+        raise Fail("agent.json counts no no_unwind_info skip: %r" % a["skipped"])
+
+
+def case_resync(args, work):
+    session, _ = same_behaviour(args.ada, work, args.argv)
+    if syms_status(session, "nonc_shift_cfi") != "hooked":
+        raise Fail("nonc_shift_cfi declares CFI and should have been hooked")
+    a = agent_json(session)
+    u = a["unmatched_returns"]
+    if u != {"returns": 1, "threads_stopped": 1}:
+        raise Fail("want one unmatched return that stopped one thread, got %r" % u)
+    # After the stop, at least the 99 later calls of each of nonc_shift_cfi
+    # and c_work went untraced, counted.
+    n = a["untraced_calls"]["unmatched_return"]
+    if n < 198:
+        raise Fail("untraced_calls.unmatched_return is %d, want >= 198" % n)
+
+
+CASES = {"nocfi": case_nocfi, "resync": case_resync}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ada", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("argv", nargs=argparse.REMAINDER)
+    args = ap.parse_args()
+    if args.argv and args.argv[0] == "--":
+        args.argv = args.argv[1:]
+    os.makedirs(args.work, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=args.case + ".", dir=args.work)
+    try:
+        CASES[args.case](args, work)
+    except Fail as e:
+        print("transp_test(%s): FAIL: %s" % (args.case, e), file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("transp_test(%s): ok" % args.case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+/*
+ * discover_ehframe.c on this test's own image: a compiled C function is
+ * covered by an FDE, at its entry and inside; an assembly function without
+ * CFI directives is not; an address outside every FDE is not; an image
+ * that cannot be found answers "cannot tell" (covered).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <link.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "discover_internal.h"
+
+void ehf_asm_nocfi(void);
+__asm__(".text\n"
+        ".globl ehf_asm_nocfi\n"
+        ".type ehf_asm_nocfi, @function\n"
+        "ehf_asm_nocfi:\n"
+        "  nop\n  nop\n  nop\n  nop\n  nop\n  nop\n  nop\n"
+        "  ret\n"
+        ".size ehf_asm_nocfi, .-ehf_asm_nocfi\n");
+
+__attribute__((noinline)) int ehf_c_function(int x)
+{
+	__asm__ volatile("" ::: "memory");
+	return x * 7 + 1;
+}
+
+struct ehf_self {
+	uint64_t base, lo, hi;
+};
+
+/* The main program is the first image dl_iterate_phdr reports. */
+static int ehf_self_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct ehf_self *s = arg;
+	(void)size;
+	s->base = info->dlpi_addr;
+	s->lo = UINT64_MAX;
+	s->hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t a = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type != PT_LOAD)
+			continue;
+		s->lo = a < s->lo ? a : s->lo;
+		s->hi = a + ph->p_memsz > s->hi ? a + ph->p_memsz : s->hi;
+	}
+	return 1;
+}
+
+static void test_own_image(void **state)
+{
+	(void)state;
+	struct ehf_self me;
+	struct discover_fde_table t;
+	dl_iterate_phdr(ehf_self_cb, &me);
+	assert_int_equal(discover_fde_table(me.base, me.lo, me.hi, &t), 0);
+	assert_true(t.n > 0);
+	uint64_t c = (uint64_t)(uintptr_t)&ehf_c_function;
+	assert_true(discover_fde_covers(&t, c));
+	assert_true(discover_fde_covers(&t, c + 1));
+	assert_false(discover_fde_covers(&t, (uint64_t)(uintptr_t)&ehf_asm_nocfi));
+	assert_false(discover_fde_covers(&t, me.lo)); /* the ELF header */
+	assert_int_equal(ehf_c_function(1), 8);
+}
+
+static void test_unknown_image(void **state)
+{
+	(void)state;
+	struct discover_fde_table t;
+	assert_int_equal(discover_fde_table(0x1000, 0x1000, 0x2000, &t), -ENOENT);
+	assert_true(discover_fde_covers(&t, 0x1800));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_own_image),
+	    cmocka_unit_test(test_unknown_image),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
