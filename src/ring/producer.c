@@ -153,11 +153,17 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 /* WAIT policy with every slot taken (most by threads that have exited and
  * wait for the drain to finish their files): ask the drain to reclaim now
  * and wait, yielding, as long as its heartbeat moves. Lossless like a full
- * ring; a dead recorder costs one timeout. */
+ * ring; a dead recorder costs one timeout. Only while some slot is EXITED:
+ * when every slot belongs to a live thread, none frees before one of them
+ * ends -- perhaps never (threads meeting at a barrier) -- so the thread
+ * goes on at once, its events dropped and counted (NO_SLOT), and tries
+ * again PRODUCER_RETRY drops later. */
 static int producer_wait_for_slot(struct ada_arena *a, uint32_t tid)
 {
 	uint64_t beat = ada_arena_heartbeat(a), since = producer_mono_ns();
 	for (;;) {
+		if (!ring_slots_any_exited(a))
+			return -ENOSPC;
 		atomic_store_explicit(&a->ctl->slot_wanted, 1, memory_order_relaxed);
 		sched_yield();
 		int slot = ring_slot_claim(a, tid, tid);

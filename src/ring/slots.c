@@ -66,6 +66,18 @@ int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint)
 	return -ENOSPC;
 }
 
+bool ring_slots_any_exited(const struct ada_arena *a)
+{
+	for (uint32_t s = 0; s < a->cfg.max_threads; s++) {
+		/* Relaxed: only a hint whether waiting can help; the claim's CAS
+		 * carries the ordering. */
+		if (atomic_load_explicit(&a->desc[s].state, memory_order_relaxed) ==
+		    ADA_SLOT_EXITED)
+			return true;
+	}
+	return false;
+}
+
 uint32_t ada_arena_max_threads(const struct ada_arena *a)
 {
 	return a->cfg.max_threads;

@@ -23,3 +23,20 @@ endfunction()
 # resynchronised (never an abort) when it was hooked anyway.
 ada_transp(nocfi ${ADA_TGT_DIR}/t_nonc_O2 nocfi)
 ada_transp(resync ${ADA_TGT_DIR}/t_nonc_O2 cfi)
+
+# More live threads than slots never waits for ever: with the default 64
+# slots, 200 threads at a barrier run on and the loss is counted; with
+# --max-threads 256 every call is recorded. Short threads in waves of 50
+# (more threads in all than slots: slots are reused) are recorded exactly.
+ada_transp(slots_full ${ADA_TGT_DIR}/t_manythreads_O2 barrier 200)
+add_test(NAME e2e.transp.barrier_raised
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/transp_test.py
+                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/transp-work
+                 --calls mt_work=4000 --record-opt=--max-threads --record-opt=256 exact
+                 -- ${ADA_TGT_DIR}/t_manythreads_O2 barrier 200)
+add_test(NAME e2e.transp.thread_waves
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/transp_test.py
+                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/transp-work
+                 --calls mt_work=750 exact -- ${ADA_TGT_DIR}/t_manythreads_O2 waves 250 50)
+set_tests_properties(e2e.transp.barrier_raised e2e.transp.thread_waves PROPERTIES
+                     TIMEOUT 300 LABELS "e2e")

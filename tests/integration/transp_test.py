@@ -12,6 +12,10 @@ line. Cases:
   resync     the same function with CFI, so hooked: the unmatched return
              is resynchronised (never an abort), the thread stops being
              traced, and that is counted
+  slots_full more live threads than ring slots: the program runs as
+             without ada (no wait for ever) and the loss is counted
+  exact      --calls FN=N: the trace has exactly N calls and returns of FN
+             and no index-lane drop (--record-opt passes ada record options)
 Each run is under a generous timeout (a run-away guard, never a
 synchronisation); the work directory is removed even on failure.
 """
@@ -113,13 +117,68 @@ def case_resync(args, work):
         raise Fail("untraced_calls.unmatched_return is %d, want >= 198" % n)
 
 
-CASES = {"nocfi": case_nocfi, "resync": case_resync}
+def dump_counts(ada, session, fn):
+    """CALL and RETURN events of fn over every process of the session."""
+    calls = rets = 0
+    for pid_dir in glob.glob(os.path.join(session, "pid_*")):
+        p = subprocess.run([ada, "dump", pid_dir, "--format", "jsonl"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=TIMEOUT)
+        if p.returncode != 0:
+            raise Fail("ada dump %s failed: %s" % (pid_dir, p.stderr.decode(errors="replace")))
+        for line in p.stdout.splitlines():
+            if not line.strip():
+                continue
+            e = json.loads(line)
+            if e.get("function") == fn:
+                calls += e.get("kind") == "call"
+                rets += e.get("kind") == "return"
+    return calls, rets
+
+
+def index_drops(session):
+    """Index-lane drops by reason, summed over the session's manifests."""
+    out = {}
+    for m in glob.glob(os.path.join(session, "pid_*", "manifest.json")):
+        with open(m) as f:
+            for k, v in json.load(f).get("drops", {}).get("index", {}).items():
+                out[k] = out.get(k, 0) + v
+    return out
+
+
+def case_slots_full(args, work):
+    """More live threads than slots: no wait for ever; the loss is counted
+    on the summary line and in the manifests."""
+    session, err = same_behaviour(args.ada, work, args.argv)
+    d = index_drops(session)
+    if d.get("no_slot", 0) == 0:
+        raise Fail("threads without a slot lost nothing? index drops %r" % d)
+    if "no_slot" not in err:
+        raise Fail("the summary line does not name the no_slot drops:\n%s" % err)
+
+
+def case_exact(args, work):
+    """--calls FN=N: exactly N calls and N returns of FN, no index drop."""
+    fn, n = args.calls.split("=")
+    session, _ = same_behaviour(args.ada, work, args.argv, args.record_opt)
+    d = index_drops(session)
+    if any(d.values()):
+        raise Fail("index-lane drops: %r" % d)
+    got = dump_counts(args.ada, session, fn)
+    if got != (int(n), int(n)):
+        raise Fail("%s: want %s calls and returns, the trace has %r" % (fn, n, got))
+
+
+CASES = {"nocfi": case_nocfi, "resync": case_resync, "slots_full": case_slots_full,
+         "exact": case_exact}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ada", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--calls", help="exact: FUNCTION=N")
+    ap.add_argument("--record-opt", action="append", default=[],
+                    help="an option for ada record (repeat)")
     ap.add_argument("case", choices=sorted(CASES))
     ap.add_argument("argv", nargs=argparse.REMAINDER)
     args = ap.parse_args()
