@@ -13,6 +13,7 @@
  * it also forwards SIGTERM/SIGHUP to PROGRAM.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -849,6 +850,57 @@ static void record_print_hooks(const char *dir, pid_t pid)
 	json_decref(a);
 }
 
+/* untraced_calls of one pid_N/agent.json added to sum[3]: shadow_full,
+ * unmatched_return, nested_signal (the agent's own work is not the
+ * program's calls). */
+static void record_add_untraced(const char *path, json_int_t sum[3])
+{
+	int fd = -1;
+	json_t *a = NULL;
+	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
+		a = json_loadfd(fd, 0, NULL);
+		close(fd);
+	}
+	json_t *u = json_object_get(a, "untraced_calls");
+	static const char *const keys[3] = {"shadow_full", "unmatched_return", "nested_signal"};
+	for (int k = 0; k < 3; k++) {
+		json_int_t v = json_integer_value(json_object_get(u, keys[k]));
+		if (v > 0)
+			sum[k] += v;
+	}
+	json_decref(a);
+}
+
+/* Calls the agents did not trace, over every process (issue 14: whatever
+ * is untraced is on the summary; docs/hooks.md, untraced_calls). */
+static void record_print_untraced(const char *dir)
+{
+	json_int_t sum[3] = {0, 0, 0};
+	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	char path[PATH_MAX];
+	for (unsigned n = 0; n < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)) != NULL; n++) {
+		int pid;
+		char tail;
+		if (sscanf(de->d_name, "pid_%d%c", &pid, &tail) != 1 ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s/agent.json", dir, de->d_name) >=
+		        sizeof(path))
+			continue;
+		record_add_untraced(path, sum);
+	}
+	closedir(d);
+	if (sum[0] + sum[1] + sum[2] == 0)
+		return;
+	fprintf(stderr,
+	        "ada: %lld calls were not traced (shadow stack full %lld, threads stopped after "
+	        "a return no frame matched %lld, signal handlers nested too deep %lld); see "
+	        "pid_*/agent.json\n",
+	        (long long)(sum[0] + sum[1] + sum[2]), (long long)sum[0], (long long)sum[1],
+	        (long long)sum[2]);
+}
+
 /* " (ring_full N, ...)": the drop reasons that counted, both lanes summed
  * (`ada status` prints them the same way). */
 static void record_drop_reasons(const struct ada_record_summary *s, char *buf, size_t cap)
@@ -907,7 +959,8 @@ static void record_print_summary(const struct ada_record_summary *s, const char 
 		        "ada: the disk filled up: recording stopped early, %llu events were "
 		        "not written; the files hold what was written and are valid\n",
 		        (unsigned long long)s->lost_enospc);
-	fprintf(stderr, "%s\n", dir);
+	record_print_untraced(dir);
+	fprintf(stderr, "%s\n", dir); /* last: scripts take the session from it */
 }
 
 static int record_live(void *ctx, struct ada_recorder_live *out)

@@ -27,16 +27,22 @@
 static inline void handlers_emit(uint64_t fn_id, uint32_t kind, uint32_t depth);
 #include "shadow_internal.h"
 
-/* Room for depth >= 100 000 (the spec asks for recursion of 10 000):
- * 256 Ki entries x 32 bytes = 8 MiB of address space, reserved with
- * MAP_NORESERVE, so only the pages a thread's depth reaches are backed. */
-#define HANDLERS_SHADOW_CAP (1u << 18)
-/* Side queue for signal handlers nested in the handlers: 64 Ki events
- * (1 MiB, same mapping, also only touched as used). */
+/* The shadow stack grows as the thread's depth does: the whole range is
+ * reserved at the thread's first traced call (PROT_NONE: address space
+ * only, no commit charge), the first HANDLERS_SHADOW_FIRST entries (2 MiB)
+ * are made usable, and each time the stack is full the next part is
+ * (doubling), up to HANDLERS_SHADOW_MAX entries -- 4 Mi frames deep, 128
+ * MiB of address space -- beyond which calls are not traced (counted:
+ * shadow_full). Pages are backed only when the depth reaches them. The
+ * side queue for signal handlers nested in the handlers (64 Ki events,
+ * 1 MiB) comes first in the same mapping, usable from the start, so the
+ * usable part stays one region. */
+#define HANDLERS_SHADOW_FIRST (1u << 16)
+#define HANDLERS_SHADOW_MAX (1u << 22)
 #define HANDLERS_SIDE_CAP (1u << 16)
+#define HANDLERS_SIDE_BYTES ((size_t)HANDLERS_SIDE_CAP * sizeof(struct shadow_side_ev))
 #define HANDLERS_MAP_BYTES                                                                         \
-	((size_t)HANDLERS_SHADOW_CAP * sizeof(struct shadow_entry) +                               \
-	 (size_t)HANDLERS_SIDE_CAP * sizeof(struct shadow_side_ev))
+	(HANDLERS_SIDE_BYTES + (size_t)HANDLERS_SHADOW_MAX * sizeof(struct shadow_entry))
 
 struct agent_hot agent_hot;
 
@@ -123,13 +129,32 @@ static long handlers_syscall6(long nr, long a, long b, long c, long d, long e, l
 	return ret;
 }
 
-/* First traced call of a thread (or a failed earlier try). The mapping
- * starts with the sentinel entry (shadow_internal.h), then the stack,
- * then the side queue. */
+/* The stack is full: the next part of the reservation becomes usable
+ * (the entries [0, cap + 1) are, the sentinel included). */
+static bool handlers_shadow_grow(struct ada_shadow *s)
+{
+	uint32_t have = s->cap + 1, want = have * 2;
+	if (have >= HANDLERS_SHADOW_MAX)
+		return false; /* the deepest we trace */
+	if (want > HANDLERS_SHADOW_MAX)
+		want = HANDLERS_SHADOW_MAX;
+	struct shadow_entry *m = s->base - 1;
+	long r = handlers_syscall6(SYS_mprotect, (long)(m + have),
+	                           (long)((size_t)(want - have) * sizeof(*m)),
+	                           PROT_READ | PROT_WRITE, 0, 0, 0);
+	if (r != 0)
+		return false;
+	s->cap = want - 1;
+	return true;
+}
+
+/* First traced call of a thread (or a failed earlier try), or a full
+ * stack. The mapping holds the side queue, then the sentinel entry
+ * (shadow_internal.h), then the stack. */
 __attribute__((cold, noinline)) static bool handlers_shadow_alloc_fpu(struct ada_shadow *s)
 {
 	if (s->cap != 0)
-		return false;      /* it is full, not missing */
+		return handlers_shadow_grow(s);
 	agent_thread_started();    /* the one libc call: a pthread key, for thread exit */
 	if (agent_hot.detail_on) { /* and, for the detail lane, the stack's bounds */
 		agent_thread_stack(&s->stack_lo, &s->stack_hi);
@@ -140,16 +165,23 @@ __attribute__((cold, noinline)) static bool handlers_shadow_alloc_fpu(struct ada
 			s->dfast_span = s->stack_hi - agent_hot.detail_stack - s->stack_lo;
 		}
 	}
-	long p = handlers_syscall6(SYS_mmap, 0, (long)HANDLERS_MAP_BYTES, PROT_READ | PROT_WRITE,
+	long p = handlers_syscall6(SYS_mmap, 0, (long)HANDLERS_MAP_BYTES, PROT_NONE,
 	                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p < 0 && p > -4096)
 		return false;
-	struct shadow_entry *m = (struct shadow_entry *)p;
+	size_t usable =
+	    HANDLERS_SIDE_BYTES + (size_t)HANDLERS_SHADOW_FIRST * sizeof(struct shadow_entry);
+	if (handlers_syscall6(SYS_mprotect, p, (long)usable, PROT_READ | PROT_WRITE, 0, 0, 0) !=
+	    0) {
+		handlers_syscall6(SYS_munmap, p, (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0);
+		return false;
+	}
+	struct shadow_entry *m = (struct shadow_entry *)(p + (long)HANDLERS_SIDE_BYTES);
 	m[0].slot = SHADOW_SENTINEL_SLOT;
 	s->base = m + 1;
-	s->side.ev = (struct shadow_side_ev *)(m + HANDLERS_SHADOW_CAP);
+	s->side.ev = (struct shadow_side_ev *)p;
 	s->side.ev_cap = HANDLERS_SIDE_CAP;
-	s->cap = HANDLERS_SHADOW_CAP - 1;
+	s->cap = HANDLERS_SHADOW_FIRST - 1;
 	return true;
 }
 
@@ -951,9 +983,9 @@ void agent_shadow_thread_exit(void)
 	shadow_side_flush(s);
 	handlers_fold_counts(s);
 	s->in_hook = 0;
-	if (s->base)
-		handlers_syscall6(SYS_munmap, (long)(s->base - 1), (long)HANDLERS_MAP_BYTES, 0, 0,
-		                  0, 0); /* from the sentinel */
+	if (s->base) /* the mapping starts with the side queue */
+		handlers_syscall6(SYS_munmap, (long)s->side.ev, (long)HANDLERS_MAP_BYTES, 0, 0, 0,
+		                  0);
 	s->base = NULL;
 	s->side.ev = NULL;
 	s->side.ev_cap = 0;

@@ -48,8 +48,16 @@ static pthread_key_t producer_key;
 static bool producer_key_ok; /* written once under pthread_once */
 static pthread_once_t producer_key_once = PTHREAD_ONCE_INIT;
 
+/* The heartbeat value one thread found standing still for the timeout,
+ * plus one (0: none). Every thread of the process drops at once while the
+ * beat still reads so: a recorder that died costs the process one timeout,
+ * not one per thread. Relaxed: a hint; the heartbeat itself decides. */
+static _Atomic uint64_t producer_dead_beat;
+
 void ada_producer_set_arena(struct ada_arena *a)
 {
+	/* Another arena (a fork child's): its drain's heartbeat is its own. */
+	atomic_store_explicit(&producer_dead_beat, 0, memory_order_relaxed);
 	/* Publishes the initialised handle; pairs with ada_producer_arena(). */
 	atomic_store_explicit(&producer_arena, a, memory_order_release);
 }
@@ -150,31 +158,42 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 	producer_refresh_limit(p);
 }
 
-/* WAIT policy with every slot taken (most by threads that have exited and
- * wait for the drain to finish their files): ask the drain to reclaim now
- * and wait, yielding, as long as its heartbeat moves. Lossless like a full
- * ring; a dead recorder costs one timeout. Only while some slot is EXITED:
- * when every slot belongs to a live thread, none frees before one of them
- * ends -- perhaps never (threads meeting at a barrier) -- so the thread
- * goes on at once, its events dropped and counted (NO_SLOT), and tries
- * again PRODUCER_RETRY drops later. */
+/* WAIT policy with every slot taken: ask the drain to reclaim now and wait,
+ * yielding. While some slot is EXITED (its thread gone, waiting for the
+ * drain to finish its files), as long as the drain's heartbeat moves:
+ * lossless like a full ring; a dead recorder costs one timeout. While
+ * every slot belongs to a live thread, only as long as those threads show
+ * progress (events, ends: ring_slots_progress): threads that hold their
+ * slots and wait -- at a barrier for the very threads that want a slot --
+ * never end, so after the drain timeout without progress the thread goes
+ * on, its events dropped and counted (NO_SLOT), and claims again
+ * PRODUCER_RETRY drops later. Never a wait for ever. */
 static int producer_wait_for_slot(struct ada_arena *a, uint32_t tid)
 {
+	bool exited;
 	uint64_t beat = ada_arena_heartbeat(a), since = producer_mono_ns();
-	for (;;) {
-		if (!ring_slots_any_exited(a))
-			return -ENOSPC;
+	uint64_t prog = ring_slots_progress(a, &exited);
+	if (atomic_load_explicit(&producer_dead_beat, memory_order_relaxed) == beat + 1)
+		return -ENOSPC; /* another thread found the recorder gone */
+	for (uint32_t n = 1;; n++) {
 		atomic_store_explicit(&a->ctl->slot_wanted, 1, memory_order_relaxed);
 		sched_yield();
 		int slot = ring_slot_claim(a, tid, tid);
 		if (slot != -ENOSPC)
 			return slot;
+		if (n % PRODUCER_YIELDS_PER_CLOCK)
+			continue;
 		uint64_t now = producer_mono_ns(), b = ada_arena_heartbeat(a);
-		if (b != beat) {
+		uint64_t p = ring_slots_progress(a, &exited);
+		if (exited ? b != beat : p != prog) {
 			beat = b;
+			prog = p;
 			since = now;
 		} else if (now - since >=
 		           atomic_load_explicit(&producer_lag_ns, memory_order_relaxed)) {
+			if (exited) /* the drain did not free it: gone */
+				atomic_store_explicit(&producer_dead_beat, b + 1,
+				                      memory_order_relaxed);
 			return -ENOSPC;
 		}
 	}
@@ -218,6 +237,7 @@ static void producer_pause(void)
  * Until it moves, further full-ring events drop at once. */
 static bool producer_drain_lagging(struct ada_producer *p, uint64_t beat)
 {
+	atomic_store_explicit(&producer_dead_beat, beat + 1, memory_order_relaxed);
 	p->lagging = 1;
 	p->lag_beat = beat;
 	ring_slot_drop(p->arena, p->slot, ADA_LANE_INDEX, ADA_DROP_DRAIN_LAG);
@@ -230,7 +250,8 @@ static bool producer_drain_lagging(struct ada_producer *p, uint64_t beat)
 static bool producer_wait(struct ada_producer *p)
 {
 	uint64_t beat = ada_arena_heartbeat(p->arena);
-	if (p->lagging && beat == p->lag_beat)
+	if ((p->lagging && beat == p->lag_beat) ||
+	    atomic_load_explicit(&producer_dead_beat, memory_order_relaxed) == beat + 1)
 		return producer_drain_lagging(p, beat);
 	p->lagging = 0;
 	for (uint32_t i = 0; i < PRODUCER_SPINS; i++) {

@@ -177,9 +177,10 @@ int ring_slot_populate(struct ada_arena *a, uint32_t slot);
 /* Producer side of claiming: FREE -> ACTIVE with tid and a new thread_seq.
  * Returns the slot, or -ENOSPC when none is free. */
 int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint);
-/* Whether some slot is EXITED (its thread gone, its ring not yet drained
- * and freed): only then can waiting for a free slot succeed. */
-bool ring_slots_any_exited(const struct ada_arena *a);
+/* A number that changes whenever a slot holder makes progress (emits an
+ * event, ends, its slot is freed or claimed), and whether some slot is
+ * EXITED (its thread gone, its ring not yet freed by the drain). */
+uint64_t ring_slots_progress(const struct ada_arena *a, bool *any_exited);
 /* Producer: counts one drop in the slot (single writer while owned). */
 void ring_slot_drop(struct ada_arena *a, uint32_t slot, enum ada_lane lane,
                     enum ada_drop_reason why);

@@ -66,16 +66,19 @@ int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint)
 	return -ENOSPC;
 }
 
-bool ring_slots_any_exited(const struct ada_arena *a)
+uint64_t ring_slots_progress(const struct ada_arena *a, bool *any_exited)
 {
+	uint64_t sig = 0;
+	*any_exited = false;
 	for (uint32_t s = 0; s < a->cfg.max_threads; s++) {
 		/* Relaxed: only a hint whether waiting can help; the claim's CAS
 		 * carries the ordering. */
-		if (atomic_load_explicit(&a->desc[s].state, memory_order_relaxed) ==
-		    ADA_SLOT_EXITED)
-			return true;
+		uint32_t st = atomic_load_explicit(&a->desc[s].state, memory_order_relaxed);
+		*any_exited |= st == ADA_SLOT_EXITED;
+		sig += st + atomic_load_explicit(&a->desc[s].generation, memory_order_relaxed) +
+		       atomic_load_explicit(&ring_index_hdr(a, s)->head, memory_order_relaxed);
 	}
-	return false;
+	return sig;
 }
 
 uint32_t ada_arena_max_threads(const struct ada_arena *a)

@@ -40,3 +40,11 @@ add_test(NAME e2e.transp.thread_waves
                  --calls mt_work=750 exact -- ${ADA_TGT_DIR}/t_manythreads_O2 waves 250 50)
 set_tests_properties(e2e.transp.barrier_raised e2e.transp.thread_waves PROPERTIES
                      TIMEOUT 300 LABELS "e2e")
+
+# A recursion a million frames deep: the shadow stack grows as deep as the
+# thread goes, every call and return recorded.
+add_test(NAME e2e.transp.deep
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/transp_test.py
+                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/transp-work
+                 --calls deep=1000000 exact -- ${ADA_TGT_DIR}/t_deep_O2 1000000)
+set_tests_properties(e2e.transp.deep PROPERTIES TIMEOUT 600 LABELS "e2e")

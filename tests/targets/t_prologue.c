@@ -14,6 +14,9 @@
  *                   add; jmp reg) whose table avoids the patch: hooked
  *                   by reading the table (issue 4 item 8);
  *   c_switch        the same from gcc (a dense switch at -O2), in C.
+ * Each declares CFI (.cfi_startproc/.cfi_endproc) as compiled C and
+ * glibc's assembly do: without it the agent leaves a function alone
+ * (no_unwind_info, docs/hooks.md).
  * The assembly functions count nothing themselves; drive_asm(), a counted C
  * function, knows how many times it called each one. Single-threaded.
  */
@@ -45,62 +48,76 @@ __asm__(".text\n"
         ".p2align 4\n"
         ".globl pro_riprel_add\n.type pro_riprel_add,@function\n"
         "pro_riprel_add:\n"
+        "  .cfi_startproc\n"
         "	addq $1, pro_data(%rip)\n"
         "	lea 1(%rdi), %rax\n"
         "	ret\n"
+        "  .cfi_endproc\n"
         ".size pro_riprel_add, .-pro_riprel_add\n"
 
         ".p2align 4\n"
         ".globl pro_riprel_lea\n.type pro_riprel_lea,@function\n"
         "pro_riprel_lea:\n"
+        "  .cfi_startproc\n"
         "	lea pro_data(%rip), %rax\n"
         "	addq $1, 8(%rax)\n"
         "	ret\n"
+        "  .cfi_endproc\n"
         ".size pro_riprel_lea, .-pro_riprel_lea\n"
 
         ".p2align 4\n"
         ".globl pro_jcc\n.type pro_jcc,@function\n"
         "pro_jcc:\n"
+        "  .cfi_startproc\n"
         "	test %rdi, %rdi\n"
         "	je 1f\n"
         "	addq $1, pro_data+16(%rip)\n"
         "1:	mov %rdi, %rax\n"
         "	ret\n"
+        "  .cfi_endproc\n"
         ".size pro_jcc, .-pro_jcc\n"
 
         ".p2align 4\n"
         ".globl pro_jmp8\n.type pro_jmp8,@function\n"
         "pro_jmp8:\n"
+        "  .cfi_startproc\n"
         "	jmp 1f\n"
         "	ud2\n"
         "	nop; nop; nop; nop\n"
         "1:	lea 2(%rdi), %rax\n"
         "	ret\n"
+        "  .cfi_endproc\n"
         ".size pro_jmp8, .-pro_jmp8\n"
 
         ".p2align 4\n"
         ".globl pro_jmp_first\n.type pro_jmp_first,@function\n"
-        "pro_jmp_first:\n" /* jmp rel32, spelled out: gas would pick rel8 */
+        "pro_jmp_first:\n"
+        "  .cfi_startproc\n" /* jmp rel32, spelled out: gas would pick rel8 */
         "	.byte 0xe9\n"
         "	.long pro_target - . - 4\n"
+        "  .cfi_endproc\n"
         ".size pro_jmp_first, .-pro_jmp_first\n"
 
         ".p2align 4\n"
         ".globl pro_target\n.type pro_target,@function\n"
         "pro_target:\n"
+        "  .cfi_startproc\n"
         "	addq $1, pro_data+24(%rip)\n"
         "	lea 3(%rdi), %rax\n"
         "	ret\n"
+        "  .cfi_endproc\n"
         ".size pro_target, .-pro_target\n"
 
         ".p2align 4\n"
         ".globl pro_loop\n.type pro_loop,@function\n"
         "pro_loop:\n"
+        "  .cfi_startproc\n"
         "	xor %eax, %eax\n"
         "1:	add $3, %rax\n"
         "	dec %rdi\n"
         "	jnz 1b\n"
         "	ret\n"
+        "  .cfi_endproc\n"
         ".size pro_loop, .-pro_loop\n");
 
 /* Cases return y+10..y+40, the default y. The table is gcc's shape:
@@ -109,6 +126,7 @@ __asm__(".text\n"
         ".p2align 4\n"
         ".globl pro_switch\n.type pro_switch,@function\n"
         "pro_switch:\n"
+        "  .cfi_startproc\n"
         "	cmp $3, %edi\n"
         "	ja .Lpsw_def\n"
         "	mov %edi, %edi\n"
@@ -121,6 +139,7 @@ __asm__(".text\n"
         ".Lpsw_2:	lea 30(%rsi), %rax\n	ret\n"
         ".Lpsw_3:	lea 40(%rsi), %rax\n	ret\n"
         ".Lpsw_def:	mov %rsi, %rax\n	ret\n"
+        "  .cfi_endproc\n"
         ".size pro_switch, .-pro_switch\n"
         ".section .rodata\n"
         ".p2align 2\n"

@@ -1,0 +1,75 @@
+/*
+ * A recorder that died costs the process one drain timeout, not one per
+ * thread (issue 14): no drain runs here, so the heartbeat never moves. The
+ * first thread fills its ring, waits the (short) timeout and drops; then
+ * the timeout is raised to an hour and a second thread fills its ring: it
+ * must drop at once -- were it to wait, the test would hang until CTest's
+ * run-away timeout kills it. Every event is counted (written or
+ * drain_lag), none lost silently.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ring.h"
+
+#define RING 1024
+#define EVENTS (3 * RING)
+
+static void *producer_main(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < EVENTS; i++)
+		ada_emit(1, ATF_EVENT_CALL, 1);
+	return NULL;
+}
+
+static void run_thread(void)
+{
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, producer_main, NULL), 0);
+	pthread_join(t, NULL);
+}
+
+static void test_dead_drain_once(void **state)
+{
+	(void)state;
+	char path[] = "/dev/shm/ada-test-deadbeat-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	unlink(path);
+	struct ada_arena_config cfg;
+	ada_arena_config_default(&cfg);
+	cfg.max_threads = 4;
+	cfg.index_events = RING;
+	cfg.overflow = ADA_OVERFLOW_WAIT;
+	struct ada_arena *a = NULL;
+	assert_int_equal(ada_arena_create(path, &cfg, &a, NULL), 0);
+	unlink(path); /* a killed run leaves nothing in /dev/shm */
+	ada_producer_set_arena(a);
+
+	ada_producer_set_drain_timeout_ms(50);
+	run_thread();
+	ada_producer_set_drain_timeout_ms(3600u * 1000u);
+	run_thread();
+
+	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+	ada_arena_drop_totals(a, drops);
+	/* Each thread wrote one ring's worth; the rest was counted. */
+	assert_int_equal(drops[ADA_LANE_INDEX][ADA_DROP_DRAIN_LAG], 2 * (EVENTS - RING));
+	ada_producer_set_arena(NULL);
+	ada_arena_close(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_dead_drain_once)};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
