@@ -327,6 +327,7 @@ static int agent_start(void)
 	int err = agent_read_config();
 	if (err)
 		return err;
+	agent_exec_setup();
 	uint64_t t0 = agent_now_ns();
 	err = ada_producer_init(agent.env.arena_dir, agent.env.ring_config);
 	agent.ns_arena = agent_now_ns() - t0;

@@ -248,6 +248,11 @@ size_t agent_scan(void);
 /* Sets up the shared return trampoline. 0 or -errno. */
 int agent_make_return_trampoline(void);
 
+/* agent_exec.c: prepares the exec/posix_spawn wrappers from agent.env and
+ * the options (and, with --no-follow, takes our variables out of the
+ * program's environment). Constructor only. */
+void agent_exec_setup(void);
+
 /* agent_process.c */
 int agent_process_setup(void);
 

@@ -87,6 +87,17 @@ ada_itest(pthread_exit.O2 target -- ${T}/t_pthread_exit_O2)
 ada_itest(dlopen.O2 target --own-module libt_dlib.so -- ${T}/t_dlopen_O2 ${T}/libt_dlib.so)
 # The program clears or replaces its environment, then dlopens and forks
 # (issue 14: nginx's workers): the library is hooked, the child recorded.
+# Children started with an explicit environment that lacks LD_PRELOAD and
+# ADA_*, or after clearenv(): recorded when following (the agent puts its
+# variables back), not recorded with --no-follow (it takes them out).
+foreach(mode execve spawn execl)
+  ada_itest(envexec_${mode}.O2 target --expect-pids 2 --own-module t_exec_child_O2
+            -- ${T}/t_envexec_O2 ${mode} ${T}/t_exec_child_O2)
+endforeach()
+ada_itest(envexec_spawn_nofollow.O2 target --record-opt=--no-follow --expect-pids 1
+          --own-module t_exec_child_O2 -- ${T}/t_envexec_O2 spawn ${T}/t_exec_child_O2)
+ada_itest(spawn_nofollow.O2 target --record-opt=--no-follow --expect-pids 1
+          --own-module t_exec_child_O2 -- ${T}/t_spawn_O2 ${T}/t_exec_child_O2)
 foreach(mode clearenv unsetenv environ)
   ada_itest(env_${mode}.O2 target --expect-pids 2 --own-module libt_dlib.so
             -- ${T}/t_env_O2 ${mode} ${T}/libt_dlib.so)
