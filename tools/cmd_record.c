@@ -10,7 +10,9 @@
  * with PROGRAM's status (128 + signal when a signal killed it).
  *
  * Threads: the main thread parses, spawns and waits for the drain thread;
- * it also forwards SIGTERM/SIGHUP to PROGRAM.
+ * it also forwards SIGTERM/SIGHUP, and SIGINT/SIGQUIT sent by a process
+ * (not the terminal, which signals PROGRAM itself), to PROGRAM. PROGRAM
+ * starts with the signal dispositions and mask ada was started with.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -708,13 +710,29 @@ static int record_agent_path(char *buf, size_t cap)
 	return access(buf, R_OK) == 0 ? 0 : -1;
 }
 
+/* The dispositions and mask ada was started with: PROGRAM gets them, as
+ * it would from `env` or `time` (nohup's ignored SIGHUP, a background
+ * job's ignored SIGINT/SIGQUIT), and ada keeps an ignored one ignored. */
+static const int record_sigs[4] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+static bool record_sig_ignored[4];
+static sigset_t record_orig_mask;
+
+static void record_save_signals(void)
+{
+	for (int i = 0; i < 4; i++) {
+		struct sigaction old;
+		record_sig_ignored[i] =
+		    sigaction(record_sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN;
+	}
+	sigprocmask(SIG_SETMASK, NULL, &record_orig_mask);
+}
+
 static void record_child(const struct rec_args *a, struct ada_recorder *r, const char *path,
                          const char *ring_cfg, const char *agent, int errfd)
 {
-	signal(SIGINT, SIG_DFL);
-	signal(SIGQUIT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
+	for (int i = 0; i < 4; i++)
+		signal(record_sigs[i], record_sig_ignored[i] ? SIG_IGN : SIG_DFL);
+	sigprocmask(SIG_SETMASK, &record_orig_mask, NULL);
 	setenv("ADA_SESSION_DIR", ada_recorder_session_dir(r), 1);
 	setenv("ADA_ARENA_DIR", ada_recorder_arena_dir(r), 1);
 	setenv("ADA_RING_CONFIG", ring_cfg, 1);
@@ -757,13 +775,17 @@ static void record_forward(int sig)
 		ada_recorder_stop(record_rec);
 }
 
-/* The terminal sends SIGINT to PROGRAM too: the first one is PROGRAM's
- * business (the recorder stays to finalize what it leaves behind); a
- * second one means "stop now". */
-static void record_interrupt(int sig)
+/* The terminal sends SIGINT and SIGQUIT to PROGRAM too (si_code
+ * SI_KERNEL): the first SIGINT is PROGRAM's business (the recorder stays
+ * to finalize what it leaves behind); a second one means "stop now". One
+ * sent by a process (kill: SI_USER, SI_QUEUE) may have been sent to ada
+ * alone: it is passed on to PROGRAM. */
+static void record_interrupt(int sig, siginfo_t *si, void *uc)
 {
-	(void)sig;
-	if (++record_sigints >= 2 && record_rec)
+	(void)uc;
+	if ((si->si_code == SI_USER || si->si_code == SI_QUEUE) && record_child_pid > 0)
+		kill(record_child_pid, sig);
+	if (sig == SIGINT && ++record_sigints >= 2 && record_rec)
 		ada_recorder_stop(record_rec);
 }
 
@@ -780,15 +802,18 @@ static void record_signals(void)
 	sa.sa_handler = record_forward;
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	if (!record_sig_ignored[2])
+		sigaction(SIGTERM, &sa, NULL);
+	if (!record_sig_ignored[3])
+		sigaction(SIGHUP, &sa, NULL);
 	sa.sa_handler = record_manual;
 	sigaction(SIGUSR2, &sa, NULL);
-	sa.sa_handler = record_interrupt;
-	sigaction(SIGINT, &sa, NULL);
-	/* The terminal sends it to PROGRAM too; the recorder stays to
-	 * finalize what PROGRAM leaves behind. */
-	signal(SIGQUIT, SIG_IGN);
+	sa.sa_sigaction = record_interrupt;
+	sa.sa_flags = SA_RESTART | SA_SIGINFO;
+	if (!record_sig_ignored[0])
+		sigaction(SIGINT, &sa, NULL);
+	if (!record_sig_ignored[1])
+		sigaction(SIGQUIT, &sa, NULL);
 }
 
 /* Forks PROGRAM; returns its pid, or -1 when exec failed (reported). */
@@ -1063,6 +1088,7 @@ int cmd_record(int argc, char **argv)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	struct ada_control *ctl = record_control(r, &a);
 	record_rec = r;
+	record_save_signals();
 	record_signals();
 	pid_t pid = record_spawn(&a, r, path, ring_cfg, a.agent ? agent : NULL);
 	if (pid < 0) {
@@ -1092,7 +1118,9 @@ int cmd_record(int argc, char **argv)
 	signal(SIGUSR2, SIG_IGN); /* nothing to fire any more */
 	record_rec = NULL;
 	ada_recorder_free(r);
-	if (s.disk_full || rc < 0)
+	/* The program's status whatever happened to the recording (said on
+	 * stderr and in the manifest); 1 only when it could not be waited for. */
+	if (rc < 0)
 		return s.exit_status ? s.exit_status : 1;
 	return s.exit_status;
 }

@@ -48,3 +48,9 @@ add_test(NAME e2e.transp.deep
                  --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/transp-work
                  --calls deep=1000000 exact -- ${ADA_TGT_DIR}/t_deep_O2 1000000)
 set_tests_properties(e2e.transp.deep PROPERTIES TIMEOUT 600 LABELS "e2e")
+
+# Signals as `env` or `time` would pass them: the program inherits ada's
+# ignored SIGHUP/SIGINT/SIGQUIT and blocked SIGUSR1 (nohup, a background
+# job); SIGINT and SIGQUIT sent to ada alone reach the program.
+ada_transp(sigdisp ${Python3_EXECUTABLE})
+ada_transp(sigforward ${Python3_EXECUTABLE})

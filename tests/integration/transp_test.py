@@ -24,6 +24,7 @@ import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -169,7 +170,74 @@ def case_exact(args, work):
         raise Fail("%s: want %s calls and returns, the trace has %r" % (fn, n, got))
 
 
-CASES = {"nocfi": case_nocfi, "resync": case_resync, "slots_full": case_slots_full,
+SIGDISP = r"""
+import signal
+print(signal.getsignal(signal.SIGHUP), signal.getsignal(signal.SIGINT),
+      signal.getsignal(signal.SIGQUIT), sorted(int(s) for s in signal.pthread_sigmask(
+          signal.SIG_BLOCK, [])))
+"""
+
+
+def ignoring():
+    """ada's start as nohup and a background job would give it: SIGHUP,
+    SIGINT and SIGQUIT ignored, SIGUSR1 blocked."""
+    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
+
+
+def case_sigdisp(args, work):
+    """PROGRAM inherits ada's dispositions and mask."""
+    argv = [args.argv[0], "-c", SIGDISP]
+    plain = subprocess.run(argv, stdout=subprocess.PIPE, timeout=TIMEOUT, preexec_fn=ignoring)
+    out = os.path.join(work, "out")
+    traced = subprocess.run([args.ada, "record", "--out", out, "--"] + argv,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT,
+                            preexec_fn=ignoring)
+    if plain.stdout.split()[:1] not in ([b"1"], [b"Handlers.SIG_IGN"]):
+        raise Fail("test bug: the untraced program does not see SIGHUP ignored: %r"
+                   % plain.stdout)
+    if traced.returncode != 0 or traced.stdout != plain.stdout:
+        raise Fail("under ada the program sees %r (status %d), without it %r; stderr:\n%s" % (
+            traced.stdout, traced.returncode, plain.stdout, traced.stderr.decode(
+                errors="replace")))
+
+
+SIGWAIT = r"""
+import signal, sys
+def got(sig, frame):
+    print("got", sig, flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGINT, got)
+signal.signal(signal.SIGQUIT, got)
+print("ready", flush=True)
+while True:
+    signal.pause()
+"""
+
+
+def case_sigforward(args, work):
+    """SIGINT (then SIGQUIT) sent to ada alone reaches PROGRAM."""
+    for sig in (signal.SIGINT, signal.SIGQUIT):
+        out = os.path.join(work, "out%d" % sig)
+        p = subprocess.Popen([args.ada, "record", "--out", out, "--", args.argv[0], "-c",
+                              SIGWAIT], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            line = p.stdout.readline()  # the handshake: the handler is in place
+            if line != b"ready\n":
+                raise Fail("the program did not start: %r" % line)
+            os.kill(p.pid, sig)  # to ada alone
+            rest, err = p.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            raise Fail("signal %d to ada alone never reached the program (run-away)" % sig)
+        if p.returncode != 0 or rest != b"got %d\n" % sig:
+            raise Fail("signal %d: ada exited %d, the program printed %r; stderr:\n%s" % (
+                sig, p.returncode, rest, err.decode(errors="replace")))
+
+
+CASES = {"sigdisp": case_sigdisp, "sigforward": case_sigforward, "nocfi": case_nocfi, "resync": case_resync, "slots_full": case_slots_full,
          "exact": case_exact}
 
 
