@@ -1108,9 +1108,8 @@ int cmd_record(int argc, char **argv)
 	}
 	struct ada_record_summary s = {.exit_status = 1};
 	rc = ada_recorder_start(r, pid);
-	bool waited = rc == 0;
-	if (waited)
-		rc = ada_recorder_wait(r, &s); /* < 0: a recording problem, s is complete */
+	if (rc == 0)
+		rc = ada_recorder_wait(r, &s);
 	else
 		ada_log("cannot start the drain: %s", strerror(-rc));
 	ada_control_free(ctl); /* its clients see the end (EOF) */
@@ -1120,10 +1119,8 @@ int cmd_record(int argc, char **argv)
 	record_rec = NULL;
 	ada_recorder_free(r);
 	/* The program's status whatever happened to the recording (said on
-	 * stderr and in the manifest); 1 only when the drain never started. */
-	if (!waited)
+	 * stderr and in the manifest); 1 only when it could not be waited for. */
+	if (rc < 0)
 		return s.exit_status ? s.exit_status : 1;
-	if (rc < 0 && rc != -ENOSPC)
-		ada_log("the recording ended with an error (%s); see the manifests", strerror(-rc));
 	return s.exit_status;
 }
