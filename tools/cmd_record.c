@@ -1118,9 +1118,7 @@ int cmd_record(int argc, char **argv)
 	signal(SIGUSR2, SIG_IGN); /* nothing to fire any more */
 	record_rec = NULL;
 	ada_recorder_free(r);
-	/* The program's status whatever happened to the recording (said on
-	 * stderr and in the manifest); 1 only when it could not be waited for. */
-	if (rc < 0)
+	if (s.disk_full || rc < 0)
 		return s.exit_status ? s.exit_status : 1;
 	return s.exit_status;
 }
