@@ -35,8 +35,9 @@
 #define WAL_KS_MODULES_NS 50000000ull /* look at modules/ at most this often */
 #define WAL_KS_SYMS_MAX (64u << 20)
 #define WAL_KS_MAX_MODULES 4096
-#define WAL_KS_WAIT_NS 5000000000ull /* ada_recorder_keysym_set(): the drain answers by then */
-#define WAL_KS_VERSIONS_MAX 1000     /* manifest entries per process (then counted) */
+#define WAL_KS_WAIT_NS                                                                             \
+	20000000000ull /* run-away guard (the drain answers in ~10 ms; the client waits 30 s) */
+#define WAL_KS_VERSIONS_MAX 1000 /* manifest entries per process (then counted) */
 
 /* ---- reading a process's module tables ---- */
 

@@ -278,7 +278,7 @@ struct ada_keysym_spec;
 struct json_t;
 
 /* Replaces the recording's key-symbol spec (consumes spec) and waits (at
- * most 5 s) until the drain has built and published the set it means in
+ * most 20 s, a run-away guard) until the drain has built and published the set it means in
  * every live process. *result (new reference): {"version": N,
  * "processes": [{pid, version, members, modules: [{id, container,
  * members}], xxh64, ...} or {pid, error}]}. 0; -ENOTSUP (--detail never),
