@@ -948,6 +948,8 @@ FLIGHT = {
     "signal_bsd": ("bsd", ["--pre-roll-sec", "1", "--trigger", "crash"], 139),
     "signal_abort_handler": ("aborth", ["--pre-roll-sec", "1", "--trigger", "crash"], 134),
     "signal_nostack": ("nostack", ["--pre-roll-sec", "1", "--trigger", "crash"], 0),
+    "signal_overflow_handler": ("overflowh", ["--pre-roll-sec", "1", "--trigger", "crash"],
+                                139),
     "latency": ("slow", ["--pre-roll-sec", "0.01", "--post-roll-sec", "0.01",
                          "--trigger", "p99=function:work>50ms"], 0),
     # A detail ring large enough for the drain's lag behind the busy loop
@@ -1280,6 +1282,8 @@ def cmd_flight(args, ada, work, rep):
     elif args.scenario == "signal_abort_handler":
         check_flight_crash(rep, ada, pid_dir, m, 6, None, below=("abort", "abort_here", "main"))
         check_window_detail(rep, pid_dir, events, m, want_min=100)
+    elif args.scenario == "signal_overflow_handler":
+        check_flight_crash(rep, ada, pid_dir, m, 11, "overflow_here")
     elif args.scenario == "signal_nostack":
         rep.check(untraced[1].strip().endswith(b"handler on an alternate stack: 0"),
                   "untraced, the handler should run on the thread's stack: %r" % untraced[1])

@@ -25,6 +25,9 @@
  *             bsd_signal(SIGSEGV, SIG_DFL) and a fault that kills (139);
  *   aborth    busy, a SIGABRT handler that returns, then abort_here():
  *             glibc's abort() re-raises with the default action (134);
+ *   overflowh busy, a SIGSEGV handler without SA_ONSTACK (it would recover),
+ *             then overflow_here(): the kernel cannot run that handler on
+ *             an exhausted stack, so the process dies of SIGSEGV (139);
  *   nostack   busy, a SIGSEGV handler without SA_ONSTACK that reports
  *             whether it runs on an alternate stack (never, untraced) and
  *             recovers: prints it, exit 0.
@@ -210,6 +213,18 @@ static void on_segv_where(int sig)
 	siglongjmp(recover_jb, 1);
 }
 
+NOINL static void overflowh_run(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_segv; /* siglongjmp: would recover, if it could run */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, NULL);
+	if (!sigsetjmp(recover_jb, 1))
+		sink = overflow_here(0);
+	printf("recovered from a stack overflow\n"); /* never, traced or not */
+}
+
 NOINL static void nostack_run(void)
 {
 	struct sigaction sa;
@@ -319,6 +334,8 @@ int main(int argc, char **argv)
 	} else if (!strcmp(m, "aborth")) {
 		signal(SIGABRT, on_abrt);
 		abort_here(arg_abort);
+	} else if (!strcmp(m, "overflowh")) {
+		overflowh_run();
 	} else if (!strcmp(m, "nostack")) {
 		nostack_run();
 		return 0;
