@@ -40,7 +40,15 @@ static inline void handlers_emit(uint64_t fn_id, uint32_t kind, uint32_t depth);
 #define HANDLERS_SHADOW_FIRST (1u << 16)
 #define HANDLERS_SHADOW_MAX (1u << 22)
 #define HANDLERS_SIDE_CAP (1u << 16)
-#define HANDLERS_SIDE_BYTES ((size_t)HANDLERS_SIDE_CAP * sizeof(struct shadow_side_ev))
+/* The side queue, then the grave and the side frames (kept out of TLS:
+ * shadow_internal.h), then the stack, which starts on a page boundary
+ * (handlers_shadow_grow() mprotects from its entries). */
+#define HANDLERS_PAGE 4096u
+#define HANDLERS_SIDE_BYTES                                                                        \
+	(((size_t)HANDLERS_SIDE_CAP * sizeof(struct shadow_side_ev) +                              \
+	  (size_t)(SHADOW_GRAVE + SHADOW_SIDE_FRAMES) * sizeof(struct shadow_entry) +              \
+	  HANDLERS_PAGE - 1) &                                                                     \
+	 ~(size_t)(HANDLERS_PAGE - 1))
 #define HANDLERS_MAP_BYTES                                                                         \
 	(HANDLERS_SIDE_BYTES + (size_t)HANDLERS_SHADOW_MAX * sizeof(struct shadow_entry))
 
@@ -180,6 +188,8 @@ __attribute__((cold, noinline)) static bool handlers_shadow_alloc_fpu(struct ada
 	m[0].slot = SHADOW_SENTINEL_SLOT;
 	s->base = m + 1;
 	s->side.ev = (struct shadow_side_ev *)p;
+	s->grave = (struct shadow_entry *)(s->side.ev + HANDLERS_SIDE_CAP);
+	s->side.fr = s->grave + SHADOW_GRAVE;
 	s->side.ev_cap = HANDLERS_SIDE_CAP;
 	s->cap = HANDLERS_SHADOW_FIRST - 1;
 	return true;
@@ -987,7 +997,9 @@ void agent_shadow_thread_exit(void)
 		handlers_syscall6(SYS_munmap, (long)s->side.ev, (long)HANDLERS_MAP_BYTES, 0, 0, 0,
 		                  0);
 	s->base = NULL;
+	s->grave = NULL;
 	s->side.ev = NULL;
+	s->side.fr = NULL;
 	s->side.ev_cap = 0;
 	s->side.ev_head = s->side.ev_tail = 0;
 	s->cap = 0;

@@ -89,7 +89,10 @@ struct shadow_side_ev {
 };
 
 struct shadow_side {
-	struct shadow_entry fr[SHADOW_SIDE_FRAMES];
+	/* SHADOW_SIDE_FRAMES entries beside the queue (not in TLS: a library
+	 * that ada attach loads with dlopen gets only the few hundred bytes of
+	 * static TLS glibc keeps spare). Written only while ev_cap != 0. */
+	struct shadow_entry *fr;
 	/* The queue lives beside the shadow stack (NULL until then): a long
 	 * wait for ring space can see many signals. */
 	struct shadow_side_ev *ev;
@@ -125,7 +128,9 @@ struct ada_shadow {
 	 * dfast_span: computed once per thread; 0, 0 (no stack known, or one
 	 * smaller than the snapshot) sends every rsp to agent_stack_take(). */
 	uint64_t dfast_lo, dfast_span;
-	struct shadow_entry grave[SHADOW_GRAVE];
+	/* SHADOW_GRAVE entries, allocated with base (not in TLS, as side.fr);
+	 * NULL until then. */
+	struct shadow_entry *grave;
 	struct shadow_side side;
 };
 
@@ -264,7 +269,7 @@ static inline uint64_t shadow_return(struct ada_shadow *s, const uint64_t *slot,
 		i--;
 	if (i == 0) {
 		/* Newest first: a slot reused by a later frame holds its orig. */
-		for (uint32_t g = 1; g <= SHADOW_GRAVE; g++) {
+		for (uint32_t g = 1; s->grave && g <= SHADOW_GRAVE; g++) {
 			const struct shadow_entry *e =
 			    &s->grave[(s->grave_next - g) % SHADOW_GRAVE];
 			if (e->slot == slot && e->orig)

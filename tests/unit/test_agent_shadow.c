@@ -33,6 +33,7 @@ static void record(uint64_t fn, uint32_t kind, uint32_t depth)
 static uint64_t stack[STACK_WORDS];
 static struct shadow_entry entries[1 + 64]; /* [0]: the sentinel */
 static struct shadow_side_ev side_ev[64];
+static struct shadow_entry grave[SHADOW_GRAVE], side_fr[SHADOW_SIDE_FRAMES];
 static struct ada_shadow sh;
 
 static int setup(void **state)
@@ -46,6 +47,10 @@ static int setup(void **state)
 	sh.cap = 64;
 	sh.side.ev = side_ev;
 	sh.side.ev_cap = 64;
+	memset(grave, 0, sizeof(grave));
+	memset(side_fr, 0, sizeof(side_fr));
+	sh.grave = grave;
+	sh.side.fr = side_fr;
 	nev = 0;
 	return 0;
 }
