@@ -270,7 +270,55 @@ def check_chrome_flight(s, c):
             f"chrome: rare_event(7) has no rdi=0x7 argument: {rare}")
 
 
-CHECKS = {"chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
+def folded_total(text):
+    total = 0
+    for line in text.splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack or not n.isdigit():
+            raise Fail("flame --folded: bad line %r" % line)
+        total += int(n)
+    return total
+
+
+def check_flame(s, c):
+    """The folded stacks add up to the roots' inclusive time; the SVG is XML
+    and names every function the program ran."""
+    import xml.etree.ElementTree as ET
+    rep = s.report()
+    roots = rep["totals"]["roots_total_ns"] + rep["totals"]["under_open_ns"]
+    folded = s.run("flame", "--folded", s.pid_dir)
+    c.check(folded_total(folded) == roots,
+            f"flame --folded: total {folded_total(folded)}, the roots' time is {roots}")
+    per = s.run("flame", "--folded", "--per-thread", s.pid_dir)
+    c.check(folded_total(per) == roots and all(l.startswith("thread ") for l in per.splitlines()),
+            "flame --folded --per-thread: not the same total, or a line not under a thread")
+    leaf_paths = {l.rpartition(" ")[0] for l in folded.splitlines()}
+    for fn, n in own_totals(s.counts).items():
+        if n:
+            c.check(any(p == fn or p.endswith(";" + fn) or (";" + fn + ";") in p
+                        or p.startswith(fn + ";") for p in leaf_paths),
+                    f"flame --folded: {fn} is on no stack")
+    svg = os.path.join(os.path.dirname(s.dir), "flame.svg")
+    s.run("flame", "-o", svg, s.dir)
+    try:
+        root = ET.parse(svg).getroot()
+    except ET.ParseError as ex:
+        c.check(False, f"flame: the SVG is not XML: {ex}")
+        return
+    ns = "{http://www.w3.org/2000/svg}"
+    frames = [g for g in root.iter(ns + "g") if g.get("class") == "f"]
+    names = {g.get("data-n") for g in frames}
+    for fn, n in own_totals(s.counts).items():
+        c.check(not n or fn in names, f"flame: the SVG does not name {fn}")
+    titles = [g.find(ns + "title") for g in frames]
+    c.check(all(t is not None and t.text for t in titles), "flame: a frame without a title")
+    c.check(root.find(ns + "script") is not None, "flame: no script (zoom, search)")
+    allg = [g for g in frames if g.get("data-n") == "all"]
+    c.check(len(allg) == 1 and int(allg[0].get("data-w")) == roots,
+            f"flame: the root frame is not the roots' time {roots}")
+
+
+CHECKS = {"flame": check_flame, "chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
           "crash_args": check_crash_args}
 
 
