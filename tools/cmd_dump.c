@@ -1,16 +1,25 @@
 /*
  * ada dump DIR: prints the events of every pid_N at or under DIR, as text
- * (one line per event, indented by depth, with function names) or as JSON
- * lines (--format jsonl; keys in docs/dump.md, which other tools rely on).
- * Per thread in file order, or all threads of a pid merged by timestamp
- * (--merge), optionally one thread (--thread N) and a time window
- * (--from/--to NS, inclusive). Retention generations are visited oldest
- * first. Damaged files are read as far as they are whole, with a warning.
+ * (a call tree: one line per event indented by depth, durations on the
+ * returns, detail records under their call) or as JSON lines (--format
+ * jsonl; keys in docs/dump.md, which other tools rely on). Per thread in
+ * file order, or all threads of a pid merged by timestamp (--merge).
+ * Filters: one thread (--thread), a time range (--from/--to, in ns or as
+ * offsets from the recording's start like +1.5s), a detail window
+ * (--window N: its time range), the calls of functions matching a glob and
+ * everything under them (--function), a depth limit (--depth; relative to
+ * the matched call with --function). Retention generations are visited
+ * oldest first. Damaged files are read as far as they are whole, with a
+ * warning (tools/read.c).
+ *
+ * Each thread's events also go through a frame walker (src/analyze), which
+ * gives a return its duration; it keeps only the open frames.
  *
  * Speed: lines are formatted by hand into a buffer and written with one
  * fwrite into a 1 MiB stdio buffer; no JSON objects are built per event.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,29 +30,43 @@
 #include "atf.h"
 #include "cmd.h"
 #include "manifest.h"
-#include "symbols.h"
+#include "read.h"
 
 struct dump_opts {
-	bool jsonl, merge, have_thread;
+	bool jsonl, merge, have_thread, have_window;
 	enum ada_demangle dm;
-	uint32_t thread;
-	uint64_t from, to;
+	uint32_t thread, depth; /* depth 0: no limit */
+	uint64_t window;
+	const char *from_s, *to_s; /* resolved per pid: "+1.5s" counts from its start */
+	const char *glob;          /* --function */
+};
+
+/* Per-thread state: the frame walker and the --function filter. */
+struct dump_thr {
+	struct ada_frames *w;
+	bool inside;      /* within a call of a --function match */
+	uint32_t base;    /* the depth of that call */
+	bool have_dur;    /* the event just pushed ended a frame: */
+	uint64_t dur;     /* its duration */
+	uint64_t end_seq; /* and where it was */
+	uint32_t end_src;
 };
 
 /* Per-pid state while dumping. */
 struct dump_pid {
 	const struct dump_opts *o;
-	struct ada_symtab *syms;
-	struct ada_names *names;
+	struct rd_pid rp;
 	int64_t pid; /* printed as "pid" when >= 0 (several pid dirs) */
+	uint64_t from, to;
 	uint32_t thread_seen;
-	uint32_t damaged; /* files skipped or read partly: exit 1 at the end */
 };
 
 /* What each merge source / thread walk needs to print one event. */
 struct dump_src {
 	uint32_t thread;
+	uint32_t gen_index;
 	const struct ada_atf_gen *gen;
+	struct dump_thr *st;
 };
 
 /* ------------------------------------------------------- line buffer */
@@ -197,12 +220,13 @@ static const struct atf_detail_event_header *linked_detail(const struct ada_atf_
 	return ada_atf_detail_get(g->detail, ev->detail_seq);
 }
 
+/* jsonl: one object per event, keys in docs/dump.md's order. */
 static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t seq,
                        const struct atf_index_event *ev, struct line *l)
 {
 	const char *kind = ada_atf_kind_name(ev->event_kind);
 	const struct atf_detail_event_header *de = linked_detail(s->gen, ev);
-	const struct ada_name *nm = ada_names_get(dp->names, ev->function_id);
+	const struct ada_name *nm = ada_names_get(dp->rp.names, ev->function_id);
 
 	ln_str(l, "{");
 	if (dp->pid >= 0) {
@@ -252,11 +276,17 @@ static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 		ln_str(l, ",\"fault_addr\":");
 		ln_u64(l, ev->function_id);
 	}
+	if (s->st->have_dur) { /* last: older readers match the keys before it */
+		ln_str(l, ",\"duration_ns\":");
+		ln_u64(l, s->st->dur);
+	}
 	ln_str(l, "}\n");
 }
 
+/* The detail record under its event, indented to it: registers by name,
+ * then the stack snapshot 16 bytes a line, offsets from sp. */
 static void text_detail(struct line *l, const struct ada_atf_detail *d,
-                        const struct atf_detail_event_header *e)
+                        const struct atf_detail_event_header *e, uint32_t indent)
 {
 	const uint8_t *stack;
 	const struct atf_detail_function_payload *p = ada_atf_detail_function(e, &stack);
@@ -265,18 +295,17 @@ static void text_detail(struct line *l, const struct ada_atf_detail *d,
 
 	if (!p)
 		return;
-	ln_str(l, "    [");
+	snprintf(t, sizeof(t), "\n%*s| ", 43 + 2 * indent, ""); /* under the name */
+	ln_str(l, t);
 	for (int i = rv.first; i < rv.first + rv.count; i++) {
-		snprintf(t, sizeof(t), "%s%s=0x%" PRIx64, i > rv.first ? " " : "", rv.names[i],
-		         p->x_regs[i]);
+		snprintf(t, sizeof(t), "%s=0x%" PRIx64 " ", rv.names[i], p->x_regs[i]);
 		ln_str(l, t);
 	}
-	snprintf(t, sizeof(t), " lr=0x%" PRIx64 " fp=0x%" PRIx64 " sp=0x%" PRIx64 "]", p->lr, p->fp,
+	snprintf(t, sizeof(t), "lr=0x%" PRIx64 " fp=0x%" PRIx64 " sp=0x%" PRIx64, p->lr, p->fp,
 	         p->sp);
 	ln_str(l, t);
-	/* The stack snapshot: 16 bytes a line, offsets from sp. */
 	for (uint32_t o = 0; o < p->stack_size && l->n + LN_RESERVE < sizeof(l->b); o += 16) {
-		snprintf(t, sizeof(t), "\n%32s sp+0x%03x:", "", o);
+		snprintf(t, sizeof(t), "\n%*s| sp+0x%03x:", 43 + 2 * indent, "", o);
 		ln_str(l, t);
 		for (uint32_t k = o; k < o + 16 && k < p->stack_size; k++) {
 			snprintf(t, sizeof(t), " %02x", stack[k]);
@@ -286,15 +315,15 @@ static void text_detail(struct line *l, const struct ada_atf_detail *d,
 }
 
 static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t seq,
-                       const struct atf_index_event *ev, struct line *l)
+                       const struct atf_index_event *ev, uint32_t depth, struct line *l)
 {
 	const char *kind = ada_atf_kind_name(ev->event_kind);
 	const struct atf_detail_event_header *de = linked_detail(s->gen, ev);
-	const struct ada_name *nm = ada_names_get(dp->names, ev->function_id);
+	const struct ada_name *nm = ada_names_get(dp->rp.names, ev->function_id);
 	const char *mod = nm->module;
 	char t[160];
-	uint32_t depth = ev->call_depth > 64 ? 64 : ev->call_depth; /* a signal marker: 64 */
 
+	depth = depth > 64 ? 64 : depth; /* a signal marker, or very deep: 64 */
 	snprintf(t, sizeof(t), "%20" PRIu64 " T%-3u %-7u #%-6" PRIu64 " ", ev->timestamp_ns,
 	         s->thread, ev->thread_id, seq);
 	ln_str(l, t);
@@ -318,93 +347,115 @@ static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 		ln_str(l, b ? b + 1 : mod);
 		ln_str(l, ")");
 	}
+	if (s->st->have_dur) {
+		ln_str(l, "  ");
+		ln_str(l, rd_fmt_ns(s->st->dur, t, sizeof(t)));
+	}
 	if (de)
-		text_detail(l, s->gen->detail, de);
+		text_detail(l, s->gen->detail, de, depth);
 	ln_str(l, "\n");
+}
+
+/* ----------------------------------------------------------- filters */
+
+static bool dump_match(struct dump_pid *dp, uint64_t fid)
+{
+	const struct ada_name *nm = ada_names_get(dp->rp.names, fid);
+
+	return !fnmatch(dp->o->glob, nm->name, 0) ||
+	       (nm->mangled && !fnmatch(dp->o->glob, nm->mangled, 0));
+}
+
+/* Whether ev is shown (the --function and --depth filters), and the depth
+ * to indent it by. Updates the --function state. */
+static bool dump_filter(struct dump_pid *dp, struct dump_thr *st, const struct atf_index_event *ev,
+                        uint32_t *depth)
+{
+	bool marker =
+	    ev->event_kind == ATF_EVENT_EXCEPTION && (ev->call_depth & ADA_SIGNAL_MARKER_FLAG);
+	uint32_t d = marker ? 1 : ev->call_depth;
+
+	*depth = marker ? 64 : d;
+	if (dp->o->glob) {
+		if (!st->inside && ev->event_kind == ATF_EVENT_CALL &&
+		    dump_match(dp, ev->function_id)) {
+			st->inside = true;
+			st->base = d;
+		}
+		if (!st->inside || (!marker && d < st->base)) {
+			st->inside = false;
+			return false;
+		}
+		if (!marker && d == st->base && ev->event_kind != ATF_EVENT_CALL)
+			st->inside = false; /* the matched call ends here; this line is its last */
+		d = marker ? 1 : d - st->base + 1;
+		*depth = marker ? 64 : d;
+	}
+	return marker || !dp->o->depth || d <= dp->o->depth;
+}
+
+static void dump_leave(void *ctx, const struct ada_frame *f, enum ada_frame_end how,
+                       struct ada_frame *parent)
+{
+	struct dump_thr *st = ctx;
+
+	(void)parent;
+	if (how != ADA_END_RETURN && how != ADA_END_EXCEPTION)
+		return;
+	st->have_dur = true;
+	st->dur = f->end_ns - f->call_ns;
+	st->end_seq = f->end_seq;
+	st->end_src = f->end_src;
 }
 
 static void dump_event(struct dump_pid *dp, const struct dump_src *s, uint64_t seq,
                        const struct atf_index_event *ev)
 {
 	static struct line l; /* 64 KiB: not on the stack; the CLI is single-threaded */
+	uint32_t depth;
 
+	s->st->have_dur = false;
+	ada_frames_push(s->st->w, ev, s->gen_index, seq);
+	if (s->st->have_dur && (s->st->end_seq != seq || s->st->end_src != s->gen_index))
+		s->st->have_dur = false;
+	if (!dump_filter(dp, s->st, ev, &depth))
+		return;
 	l.n = 0;
 	if (dp->o->jsonl)
 		json_event(dp, s, seq, ev, &l);
 	else
-		text_event(dp, s, seq, ev, &l);
+		text_event(dp, s, seq, ev, depth, &l);
 	fwrite(l.b, 1, l.n, stdout);
 }
 
 /* ---------------------------------------------------------- threads */
 
-static void dump_warn_gen(struct dump_pid *dp, const struct ada_atf_gen *g)
-{
-	dp->damaged += (g->index_err != 0) + (g->detail_path && g->detail_err);
-	if (g->index_err)
-		ada_log("%s: skipped: %s (run `ada validate`)", g->index_path,
-		        g->index_err == -EBADMSG ? "not a readable ATF index file"
-		                                 : strerror(-g->index_err));
-	if (g->detail_path && g->detail_err)
-		ada_log("%s: detail not shown: %s", g->detail_path,
-		        g->detail_err == -EBADMSG ? "not a readable ATF detail file"
-		                                  : strerror(-g->detail_err));
-}
-
-/* Strict first; a damaged file is reopened for whatever whole events it
- * holds, and said so. */
-static int dump_open_thread(struct dump_pid *dp, const char *dir, struct ada_atf_thread **out)
-{
-	int err = ada_atf_thread_open(dir, 0, out);
-
-	if (err)
-		return err;
-	for (size_t i = 0; i < (*out)->ngen; i++) {
-		struct ada_atf_gen *g = &(*out)->gen[i];
-		if (g->index_err == -EBADMSG &&
-		    !ada_atf_index_open(g->index_path, ADA_ATF_OPEN_SALVAGE, &g->index)) {
-			g->index_err = 0;
-			dp->damaged++;
-			ada_log("%s: damaged; showing its %" PRIu64
-			        " whole events (run `ada validate`)",
-			        g->index_path, ada_atf_index_count(g->index));
-		}
-		if (g->detail_err == -EBADMSG &&
-		    !ada_atf_detail_open(g->detail_path, ADA_ATF_OPEN_SALVAGE, &g->detail)) {
-			g->detail_err = 0;
-			dp->damaged++;
-			ada_log("%s: damaged; showing its %" PRIu64 " whole detail events",
-			        g->detail_path, ada_atf_detail_count(g->detail));
-		}
-		dump_warn_gen(dp, g);
-	}
-	return 0;
-}
-
-static void dump_thread_linear(struct dump_pid *dp, const struct ada_atf_thread *t)
+static void dump_thread_linear(struct dump_pid *dp, const struct ada_atf_thread *t,
+                               struct dump_thr *st)
 {
 	for (size_t i = 0; i < t->ngen; i++) {
 		const struct ada_atf_gen *g = &t->gen[i];
-		struct dump_src s = {t->thread, g};
+		struct dump_src s = {t->thread, (uint32_t)i, g, st};
 		uint64_t b, e;
 		if (!g->index)
 			continue;
-		ada_atf_index_range(g->index, dp->o->from, dp->o->to, &b, &e);
+		ada_atf_index_range(g->index, dp->from, dp->to, &b, &e);
 		for (uint64_t k = b; k < e; k++)
 			dump_event(dp, &s, k, ada_atf_index_get(g->index, k));
 	}
 }
 
 static int dump_merge_add(struct ada_atf_merge *m, struct dump_pid *dp,
-                          const struct ada_atf_thread *t, struct dump_src *srcs)
+                          const struct ada_atf_thread *t, struct dump_src *srcs,
+                          struct dump_thr *st)
 {
 	for (size_t i = 0; i < t->ngen; i++) {
 		const struct ada_atf_gen *g = &t->gen[i];
 		uint64_t b, e;
-		srcs[i] = (struct dump_src){t->thread, g};
+		srcs[i] = (struct dump_src){t->thread, (uint32_t)i, g, st};
 		if (!g->index)
 			continue;
-		ada_atf_index_range(g->index, dp->o->from, dp->o->to, &b, &e);
+		ada_atf_index_range(g->index, dp->from, dp->to, &b, &e);
 		int err = ada_atf_merge_add(m, g->index, b, e, t->thread, (uint32_t)i, &srcs[i]);
 		if (err)
 			return err;
@@ -413,7 +464,8 @@ static int dump_merge_add(struct ada_atf_merge *m, struct dump_pid *dp,
 }
 
 /* All threads of one pid, by timestamp. */
-static int dump_pid_merged(struct dump_pid *dp, struct ada_atf_thread **ts, size_t n)
+static int dump_pid_merged(struct dump_pid *dp, struct ada_atf_thread **ts, struct dump_thr *st,
+                           size_t n)
 {
 	struct ada_atf_merge *m;
 	struct ada_atf_merge_item it;
@@ -421,8 +473,8 @@ static int dump_pid_merged(struct dump_pid *dp, struct ada_atf_thread **ts, size
 	int err = srcs ? ada_atf_merge_new(&m) : -ENOMEM;
 
 	for (size_t i = 0; !err && i < n; i++) {
-		srcs[i] = calloc(ts[i]->ngen, sizeof(**srcs));
-		err = srcs[i] ? dump_merge_add(m, dp, ts[i], srcs[i]) : -ENOMEM;
+		srcs[i] = calloc(ts[i]->ngen ? ts[i]->ngen : 1, sizeof(**srcs));
+		err = srcs[i] ? dump_merge_add(m, dp, ts[i], srcs[i], &st[i]) : -ENOMEM;
 	}
 	while (!err && ada_atf_merge_next(m, &it))
 		dump_event(dp, it.user, it.index_seq, it.ev);
@@ -434,81 +486,135 @@ static int dump_pid_merged(struct dump_pid *dp, struct ada_atf_thread **ts, size
 	return err;
 }
 
+static int dump_threads(struct dump_pid *dp, struct ada_atf_thread **ts, struct dump_thr *st,
+                        size_t n)
+{
+	static const struct ada_frames_ops ops = {.leave = dump_leave};
+	int err = 0;
+
+	for (size_t i = 0; i < n && !err; i++)
+		err = ada_frames_new(&ops, &st[i], &st[i].w);
+	if (!err && dp->o->merge)
+		err = dump_pid_merged(dp, ts, st, n);
+	for (size_t i = 0; !err && !dp->o->merge && i < n; i++)
+		dump_thread_linear(dp, ts[i], &st[i]);
+	for (size_t i = 0; i < n; i++)
+		ada_frames_free(st[i].w);
+	return err;
+}
+
 static int dump_pid(struct dump_pid *dp, const struct ada_atf_pid *p)
 {
-	struct ada_atf_thread **ts = calloc(p->nthreads ? p->nthreads : 1, sizeof(*ts));
-	size_t n = 0;
-	int err = ts ? 0 : -ENOMEM;
+	size_t cap = p->nthreads ? p->nthreads : 1, n = 0;
+	struct ada_atf_thread **ts = calloc(cap, sizeof(*ts));
+	struct dump_thr *st = calloc(cap, sizeof(*st));
+	int err = ts && st ? 0 : -ENOMEM;
 
 	for (size_t i = 0; !err && i < p->nthreads; i++) {
 		if (dp->o->have_thread && p->thread_ids[i] != dp->o->thread)
 			continue;
 		dp->thread_seen++;
-		int e = dump_open_thread(dp, p->thread_dirs[i], &ts[n]);
-		if (e == -ENOENT || e == -EINVAL) {
-			ada_log("%s: no index.atf; skipped", p->thread_dirs[i]);
-			dp->damaged++;
-		} else if (e)
-			err = e;
-		else
-			n++;
+		err = rd_thread_open(&dp->rp, i, &ts[n]);
+		n += !err && ts[n];
 	}
-	if (!err && dp->o->merge)
-		err = dump_pid_merged(dp, ts, n);
-	for (size_t i = 0; !err && !dp->o->merge && i < n; i++)
-		dump_thread_linear(dp, ts[i]);
+	if (!err)
+		err = dump_threads(dp, ts, st, n);
 	for (size_t i = 0; i < n; i++)
 		ada_atf_thread_free(ts[i]);
 	free(ts);
+	free(st);
 	return err;
 }
 
 /* -------------------------------------------------------------- main */
 
-static void dump_syms_warn(void *ctx, const char *path, uint64_t line, const char *msg)
+/* The time range of window id in the manifest. */
+static int dump_window(const json_t *m, uint64_t id, uint64_t *from, uint64_t *to)
 {
-	(void)ctx;
-	if (line)
-		ada_log("%s: line %" PRIu64 ": %s", path, line, msg);
-	else
-		ada_log("%s: %s", path, msg);
+	const json_t *ws = json_object_get(json_object_get(m, "flight_recorder"), "windows"), *w;
+	size_t i;
+
+	json_array_foreach(ws, i, w)
+	{
+		const json_t *wid = json_object_get(w, "id"), *f = json_object_get(w, "from_ns"),
+		             *t = json_object_get(w, "to_ns");
+		if (!json_is_integer(wid) || (uint64_t)json_integer_value(wid) != id ||
+		    !json_is_integer(f) || !json_is_integer(t))
+			continue;
+		*from = (uint64_t)json_integer_value(f);
+		*to = (uint64_t)json_integer_value(t);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* --from/--to/--window for this pid; -EINVAL after saying what is wrong. */
+static int dump_range(struct dump_pid *dp)
+{
+	const struct dump_opts *o = dp->o;
+	uint64_t wf, wt;
+
+	dp->from = 0;
+	dp->to = UINT64_MAX;
+	if (o->from_s && !rd_parse_time(o->from_s, dp->rp.t0, &dp->from))
+		return ada_log("bad value '%s' for --from: nanoseconds, or +1.5s, +200ms, +30us "
+		               "from the recording's start",
+		               o->from_s),
+		       -EINVAL;
+	if (o->to_s && !rd_parse_time(o->to_s, dp->rp.t0, &dp->to))
+		return ada_log("bad value '%s' for --to: nanoseconds, or +1.5s, +200ms, +30us "
+		               "from the recording's start",
+		               o->to_s),
+		       -EINVAL;
+	if (o->have_window) {
+		if (!dp->rp.manifest || dump_window(dp->rp.manifest, o->window, &wf, &wt))
+			return ada_log("%s: no window %" PRIu64 " in its manifest (ada report or "
+			               "the manifest's flight_recorder.windows lists them)",
+			               dp->rp.p->dir, o->window),
+			       -EINVAL;
+		dp->from = wf > dp->from ? wf : dp->from;
+		dp->to = wt < dp->to ? wt : dp->to;
+	}
+	return 0;
 }
 
 static int dump_one_pid(const struct dump_opts *o, const struct ada_atf_pid *p, bool several,
                         uint32_t *threads_seen, uint32_t *damaged)
 {
 	struct dump_pid dp = {.o = o, .pid = several ? (int64_t)p->pid : -1};
-	json_t *doc = NULL;
-	int err;
+	int err = rd_pid_open(p, o->dm, &dp.rp);
 
-	if (ada_manifest_read(p->dir, &doc) == -EBADMSG)
-		ada_log("%s/%s: damaged; dumping without it", p->dir, ADA_MANIFEST_NAME);
-	err = ada_symtab_load(p->dir, doc, dump_syms_warn, NULL, &dp.syms);
-	json_decref(doc);
-	if (!err)
-		err = ada_names_new(dp.syms, o->dm, &dp.names);
 	if (err)
 		return err;
+	err = dump_range(&dp);
+	if (err) {
+		rd_pid_close(&dp.rp);
+		return err;
+	}
 	if (several && !o->jsonl)
 		printf("== %s (pid %" PRIu32 ")\n", p->dir, p->pid);
 	err = dump_pid(&dp, p);
 	*threads_seen += dp.thread_seen;
-	*damaged += dp.damaged;
-	ada_names_free(dp.names);
-	ada_symtab_free(dp.syms);
+	*damaged += dp.rp.damaged;
+	rd_pid_close(&dp.rp);
 	return err;
 }
 
 static void dump_usage(FILE *f)
 {
-	fprintf(f, "usage: ada dump [--format text|jsonl] [--thread N] [--merge] [--from NS] [--to "
-	           "NS] DIR\n"
-	           "  Prints the events under DIR (a pid_N directory or any directory above).\n"
-	           "  --format jsonl  one JSON object per event (keys: docs/dump.md)\n"
-	           "  --thread N      only thread_N\n"
-	           "  --merge         all threads of a process in timestamp order\n"
-	           "  --from/--to NS  only events with from <= ts <= to (nanoseconds)\n"
-	           "  --demangle M    C++ names: full (default), simple (no parameters), no\n");
+	fprintf(f,
+	        "usage: ada dump [--format text|jsonl] [--thread N] [--merge] [--from T] [--to T]\n"
+	        "                [--window N] [--function GLOB] [--depth N] [--demangle M] DIR\n"
+	        "  Prints the events under DIR (a pid_N directory or any directory above).\n"
+	        "  --format jsonl   one JSON object per event (keys: docs/dump.md)\n"
+	        "  --thread N       only thread_N\n"
+	        "  --merge          all threads of a process in timestamp order\n"
+	        "  --from/--to T    only events with from <= ts <= to: nanoseconds, or an\n"
+	        "                   offset from the recording's start (+1.5s, +200ms, +30us)\n"
+	        "  --window N       only the time range of detail window N\n"
+	        "  --function GLOB  only calls of matching functions and what they call\n"
+	        "  --depth N        only N levels (below the matched call with --function)\n"
+	        "  --demangle M     C++ names: full (default), simple (no parameters), no\n");
 }
 
 static bool dump_parse_u64(const char *s, uint64_t *out)
@@ -542,10 +648,24 @@ static int dump_opt(int c, struct dump_opts *o)
 		o->merge = true;
 		return 0;
 	case 'F':
-		return dump_parse_u64(optarg, &o->from) ? 0
-		                                        : (ada_log("--from takes nanoseconds"), 2);
+		o->from_s = optarg;
+		return 0;
 	case 'T':
-		return dump_parse_u64(optarg, &o->to) ? 0 : (ada_log("--to takes nanoseconds"), 2);
+		o->to_s = optarg;
+		return 0;
+	case 'w':
+		if (!dump_parse_u64(optarg, &o->window))
+			break;
+		o->have_window = true;
+		return 0;
+	case 'g':
+		o->glob = optarg;
+		return 0;
+	case 'D':
+		if (!dump_parse_u64(optarg, &v) || !v || v > UINT32_MAX)
+			break;
+		o->depth = (uint32_t)v;
+		return 0;
 	case 'd':
 		if (ada_demangle_parse(optarg, &o->dm))
 			break;
@@ -560,6 +680,8 @@ static int dump_opt(int c, struct dump_opts *o)
 	ada_log("bad value '%s' for --%s", optarg,
 	        c == 'f'   ? "format"
 	        : c == 'd' ? "demangle (full, simple or no)"
+	        : c == 'w' ? "window (a window id)"
+	        : c == 'D' ? "depth (1 or more)"
 	                   : "thread");
 	return 2;
 }
@@ -567,12 +689,20 @@ static int dump_opt(int c, struct dump_opts *o)
 static int dump_args(int argc, char **argv, struct dump_opts *o, const char **dir)
 {
 	static const struct option opts[] = {
-	    {"format", required_argument, NULL, 'f'}, {"thread", required_argument, NULL, 't'},
-	    {"merge", no_argument, NULL, 'm'},        {"from", required_argument, NULL, 'F'},
-	    {"to", required_argument, NULL, 'T'},     {"demangle", required_argument, NULL, 'd'},
-	    {"help", no_argument, NULL, 'h'},         {0},
+	    {"format", required_argument, NULL, 'f'},
+	    {"thread", required_argument, NULL, 't'},
+	    {"merge", no_argument, NULL, 'm'},
+	    {"from", required_argument, NULL, 'F'},
+	    {"to", required_argument, NULL, 'T'},
+	    {"window", required_argument, NULL, 'w'},
+	    {"function", required_argument, NULL, 'g'},
+	    {"depth", required_argument, NULL, 'D'},
+	    {"demangle", required_argument, NULL, 'd'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	int c, rc;
+	uint64_t a, b;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
@@ -582,7 +712,8 @@ static int dump_args(int argc, char **argv, struct dump_opts *o, const char **di
 		ada_log("dump takes one directory; run `ada dump --help`");
 		return 2;
 	}
-	if (o->from > o->to) {
+	if (o->from_s && o->to_s && rd_parse_time(o->from_s, 0, &a) &&
+	    rd_parse_time(o->to_s, 0, &b) && (*o->from_s == '+') == (*o->to_s == '+') && a > b) {
 		ada_log("--from is after --to: nothing to show");
 		return 2;
 	}
@@ -592,7 +723,7 @@ static int dump_args(int argc, char **argv, struct dump_opts *o, const char **di
 
 int cmd_dump(int argc, char **argv)
 {
-	struct dump_opts o = {.to = UINT64_MAX};
+	struct dump_opts o = {0};
 	struct ada_atf_tree *tree;
 	const char *dir = NULL;
 	uint32_t threads_seen = 0, damaged = 0;
@@ -610,6 +741,8 @@ int cmd_dump(int argc, char **argv)
 	ada_atf_tree_free(tree);
 	if (fflush(stdout) != 0 && !err)
 		err = -errno;
+	if (err == -EINVAL)
+		return 2; /* said */
 	if (err) {
 		ada_log("%s: %s", dir, strerror(-err));
 		return 1;

@@ -97,14 +97,14 @@ static void rd_salvage(struct rd_pid *rp, struct ada_atf_gen *g)
 	    !ada_atf_index_open(g->index_path, ADA_ATF_OPEN_SALVAGE, &g->index)) {
 		g->index_err = 0;
 		rp->damaged++;
-		ada_log("%s: damaged; using its %" PRIu64 " whole events (run `ada validate`)",
+		ada_log("%s: damaged; showing its %" PRIu64 " whole events (run `ada validate`)",
 		        g->index_path, ada_atf_index_count(g->index));
 	}
 	if (g->detail_err == -EBADMSG &&
 	    !ada_atf_detail_open(g->detail_path, ADA_ATF_OPEN_SALVAGE, &g->detail)) {
 		g->detail_err = 0;
 		rp->damaged++;
-		ada_log("%s: damaged; using its %" PRIu64 " whole detail events", g->detail_path,
+		ada_log("%s: damaged; showing its %" PRIu64 " whole detail events", g->detail_path,
 		        ada_atf_detail_count(g->detail));
 	}
 	rd_warn_gen(rp, g);

@@ -31,3 +31,5 @@ ada_read_test(chrome_flight chrome_flight OPTS --record-opt=--trigger --record-o
               RUN ${T}/t_flight_O2 symbol)
 ada_read_test(flame_threads flame RUN ${T}/t_threads_O2)
 ada_read_test(flame_recursion flame RUN ${T}/t_recursion_O2)
+ada_read_test(dump_window dump_window OPTS --record-opt=--trigger --record-opt=symbol=rare_event
+              RUN ${T}/t_flight_O2 symbol)

@@ -153,6 +153,9 @@ def check_report(s, c):
             c.check(n == v[0], f"report --threads: {label} (tid {tid}) {fn}: {n}, want {v[0]}")
     c.check("no process died of a signal" in s.run("crash", s.dir),
             "crash: a session that exited normally is not said to be one")
+    dump = s.run("dump", s.pid_dir)
+    for fn, n in want.items():
+        c.check(not n or f"-> {fn} (" in dump, f"dump: {fn} not named")
     text = s.run("report", "--sort", "calls", s.pid_dir)
     c.check(any(l.split()[-1:] == [max(want, key=want.get)] for l in text.splitlines()[:4]),
             "report --sort calls: the most called function is not first:\n" + text[:800])
@@ -318,7 +321,34 @@ def check_flame(s, c):
             f"flame: the root frame is not the roots' time {roots}")
 
 
-CHECKS = {"flame": check_flame, "chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
+def check_dump_window(s, c):
+    """--window N keeps what the window's time range covers; --function
+    shows the matched call with its detail record under it."""
+    with open(os.path.join(s.pid_dir, "manifest.json")) as f:
+        wins = json.load(f)["flight_recorder"]["windows"]
+    if not c.check(len(wins) == 1, f"dump: {len(wins)} windows, want 1"):
+        return
+    w = wins[0]
+    evs = s.events("--window", str(w["id"]))
+    c.check(evs and all(w["from_ns"] <= e["ts"] <= w["to_ns"] for e in evs),
+            "dump --window: events outside the window")
+    c.check(any(e["function"] == "rare_event" and e.get("detail") for e in evs),
+            "dump --window: the trigger's call with its detail is not in it")
+    text = s.run("dump", "--function", "rare_event", s.pid_dir).splitlines()
+    ev = [l for l in text if " | " not in l]
+    c.check(len(ev) == 2 and ev[0].endswith("-> rare_event (t_flight_O2)") and
+            "<- rare_event (t_flight_O2)  " in ev[1] and ev[1].endswith("s"),
+            "dump --function rare_event: %r" % ev)
+    c.check(len(text) > 1 and "| rdi=0x7 " in text[1], "dump: rare_event's registers not under it")
+    rel = s.events("--from", "+0ns", "--to", "+1ms")
+    first = min(e["ts"] for e in s.events("--depth", "1"))
+    c.check(all(e["ts"] >= first - 10**9 for e in rel), "dump --from +0ns")
+    deep = s.events("--function", "top", "--depth", "2")
+    c.check(deep and max(e["depth"] for e in deep) - min(e["depth"] for e in deep) == 1,
+            "dump --function top --depth 2: not two levels")
+
+
+CHECKS = {"dump_window": check_dump_window, "flame": check_flame, "chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
           "crash_args": check_crash_args}
 
 

@@ -89,7 +89,74 @@ def test_damaged():
     check("main" in f and "worker" not in f, "report of a damaged session: thread 0 missing")
 
 
-for t in [test_report, test_damaged]:
+def event_lines(text):
+    return [l for l in text.splitlines() if " | " not in l]
+
+
+def test_dump():
+    rc, out, _ = ada("dump", GOLDEN)
+    lines = out.splitlines()
+    check(any(l.endswith("<- bar (golden-demo)  100 ns") for l in lines), "dump: bar's duration")
+    check(any(l.endswith("!! foo (golden-demo)  50 ns") for l in lines), "dump: exception exit")
+    i = next((k for k, l in enumerate(lines) if "-> bar" in l), None)
+    check(i is not None and "| rdi=0x3000 rsi=0x3001" in lines[i + 1] and
+          "| sp+0x000: a0 a1" in lines[i + 2], "dump: bar's detail record is not under its call")
+    check(lines[i + 1].index("|") == lines[i].index("bar"), "dump: detail not indented to its call")
+    rc, out, _ = ada("dump", "--function", "foo", GOLDEN)
+    ev = event_lines(out)
+    check(rc == 0 and len(ev) == 6 and all("main" not in l and "worker" not in l for l in ev),
+          f"dump --function foo: {ev}")
+    check(ev and ev[0].split("#1")[1].startswith("      -> foo"), "dump --function: indentation")
+    rc, out, _ = ada("dump", "--function", "w*", "--depth", "1", GOLDEN)
+    ev = event_lines(out)
+    check(len(ev) == 2 and ev[0].endswith("-> worker (golden-demo)") and
+          ev[1].endswith("<- worker (golden-demo)  600 ns"), f"dump --function 'w*' --depth 1: {out}")
+    rc, out, _ = ada("dump", "--merge", "--from", "+0.3us", "--to", "+400ns", GOLDEN)
+    ts = [int(l.split()[0]) for l in event_lines(out)]
+    check(ts == [1200, 1200, 1250, 1300], f"dump --from +0.3us --to +400ns (start 900): {ts}")
+    rc, out, _ = ada("dump", "--depth", "1", "--format", "jsonl", GOLDEN)
+    evs = [json.loads(l) for l in out.splitlines()]
+    check(len(evs) == 4 and all(e["depth"] == 1 for e in evs), "dump --depth 1")
+    check([e.get("duration_ns") for e in evs] == [None, 600, None, 600], "jsonl duration_ns")
+    rc, _, err = ada("dump", "--window", "0", GOLDEN)
+    check(rc == 2 and "no window 0" in err, f"dump --window on a session without: {rc} {err}")
+    rc, _, err = ada("dump", "--from", "+1.5parsec", GOLDEN)
+    check(rc == 2 and "--from" in err, "dump --from with a bad unit")
+
+
+def test_export_flame():
+    out = os.path.join(WORK, "g.json")
+    rc, _, err = ada("export", GOLDEN, "--format", "chrome", "-o", out)
+    check(rc == 0, f"export: {rc} {err}")
+    doc = json.load(open(out))
+    xs = sorted((e["tid"], e["name"], e["ts"], e["dur"]) for e in doc["traceEvents"]
+                if e["ph"] == "X")
+    check(xs == [(4242, "2:7", 1.5, 0.0), (4242, "bar", 1.2, 0.1), (4242, "foo", 1.1, 0.3),
+                 (4242, "main", 1.0, 0.6), (4243, "foo", 1.2, 0.05), (4243, "worker", 1.1, 0.6)],
+          f"export: {xs}")
+    bar = [e for e in doc["traceEvents"] if e.get("name") == "bar"][0]
+    check(bar["args"]["rdi"] == "0x3000", "export: bar's rdi")
+    rc, _, _ = ada("export", GOLDEN, "--format", "perfetto", "-o", out)
+    check(rc == 2, "export --format perfetto is refused with a reason")
+    rc, out, _ = ada("flame", "--folded", GOLDEN)
+    check(sorted(out.splitlines()) == ["main 300", "main;foo 200", "main;foo;bar 100",
+                                       "worker 550", "worker;foo 50"], f"flame --folded: {out}")
+
+
+def test_damaged_export():
+    d = damaged_copy("damaged_export")
+    out = os.path.join(WORK, "d.json")
+    rc, _, err = ada("export", d, "--format", "chrome", "-o", out)
+    check(rc == 1 and "thread_1" in err, f"export of a damaged session: exit {rc}: {err!r}")
+    names = {e["name"] for e in json.load(open(out))["traceEvents"] if e["ph"] == "X"}
+    check(names == {"main", "foo", "bar", "2:7"}, f"export of a damaged session: {names}")
+    rc, out, err = ada("flame", "--folded", d)
+    check(rc == 1 and "main;foo;bar 100" in out, "flame of a damaged session")
+    rc, out, err = ada("dump", d)
+    check(rc == 1 and "-> main" in out, "dump of a damaged session")
+
+
+for t in [test_report, test_damaged, test_dump, test_export_flame, test_damaged_export]:
     t()
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

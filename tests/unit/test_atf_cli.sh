@@ -51,7 +51,7 @@ order=$("$ADA" dump --merge --format jsonl "$WORK/s" | sed 's/^{"ts":\([0-9]*\),
 	echo "FAIL: merge order '$order'"; fails=$((fails + 1)); }
 n=$("$ADA" dump --thread 1 --format jsonl "$WORK/s" | wc -l)
 [ "$n" = 4 ] || { echo "FAIL: --thread 1 gave $n lines"; fails=$((fails + 1)); }
-n=$("$ADA" dump --merge --from 1200 --to 1300 "$WORK/s" | grep -vc " sp+0x") # stack lines apart
+n=$("$ADA" dump --merge --from 1200 --to 1300 "$WORK/s" | grep -vc " | ") # detail lines apart
 [ "$n" = 4 ] || { echo "FAIL: --from 1200 --to 1300 gave $n lines"; fails=$((fails + 1)); }
 expect 0 '"stack_hex":"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"' "$ADA" dump --format jsonl "$WORK/s"
 expect 0 '"function":null,"module":"/usr/lib/libgolden.so"' "$ADA" dump --format jsonl "$WORK/s"
