@@ -23,6 +23,7 @@ static const struct ada_command commands[] = {
      "Chrome trace-event JSON (Perfetto, speedscope): ada export DIR --format chrome -o FILE",
      cmd_export},
     {"flame", "flame graph: ada flame DIR -o FILE.svg, or --folded", cmd_flame},
+    {"ls", "the recorded sessions, newest first: ada ls [DIR]", cmd_ls},
     {"crash", "the stacks of a process that died of a signal: ada crash DIR [--json]", cmd_crash},
     {"diagnose", "can ada record PATH or attach to PID here? ada diagnose PATH|PID [--json]",
      cmd_diagnose},

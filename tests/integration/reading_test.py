@@ -153,6 +153,13 @@ def check_report(s, c):
             c.check(n == v[0], f"report --threads: {label} (tid {tid}) {fn}: {n}, want {v[0]}")
     c.check("no process died of a signal" in s.run("crash", s.dir),
             "crash: a session that exited normally is not said to be one")
+    rows = [json.loads(l) for l in s.run("ls", "--json", os.path.dirname(s.dir)).splitlines()]
+    with open(os.path.join(s.pid_dir, "manifest.json")) as f:
+        m = json.load(f)
+    c.check(len(rows) == 1 and rows[0]["session"] == os.path.basename(s.dir) and
+            rows[0]["events"] == m["metrics"]["events_written"] == tot["events"] and
+            rows[0]["command"] == os.path.basename(m["program"][0]) and
+            rows[0]["end"] == "exit 0" and not rows[0]["abnormal"], f"ls: {rows}")
     dump = s.run("dump", s.pid_dir)
     for fn, n in want.items():
         c.check(not n or f"-> {fn} (" in dump, f"dump: {fn} not named")
@@ -204,6 +211,8 @@ def check_crash(s, c, args=False):
     if s.counts:  # t_crash counts the frames that never end (TC_LOST); t_flight does not
         lost = [fn for fn, v in s.counts[0].totals.items() if v[2]]
         c.check(sorted(lost) == sorted(want), f"crash: the program's lost frames {lost}")
+    rows = [json.loads(l) for l in s.run("ls", "--json", os.path.dirname(s.dir)).splitlines()]
+    c.check(len(rows) == 1 and rows[0]["end"] == "SIGSEGV" and rows[0]["abnormal"], f"ls: {rows}")
     text = s.run("crash", s.dir)
     order = [text.find(f"#{i}   {fn} ") for i, fn in enumerate(want)]
     c.check(all(o >= 0 for o in order) and order == sorted(order),

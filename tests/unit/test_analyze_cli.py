@@ -156,7 +156,28 @@ def test_damaged_export():
     check(rc == 1 and "-> main" in out, "dump of a damaged session")
 
 
-for t in [test_report, test_damaged, test_dump, test_export_flame, test_damaged_export]:
+def test_ls():
+    out_dir = os.path.join(WORK, "traces")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    for name in ("session_20260101_000000", "session_20260102_093000"):
+        shutil.copytree(GOLDEN, os.path.join(out_dir, name))
+    os.makedirs(os.path.join(out_dir, "not_a_session"))
+    rc, out, err = ada("ls", "--json", out_dir)
+    rows = [json.loads(l) for l in out.splitlines()]
+    check(rc == 0 and [r["session"] for r in rows] ==
+          ["session_20260102_093000", "session_20260101_000000"], f"ls order: {out} {err}")
+    r = rows[0] if rows else {}
+    check((r.get("start"), r.get("pid_list"), r.get("command"), r.get("events"), r.get("end"),
+           r.get("duration_ns")) == ("2026-01-02 09:30:00", "4242", "golden-demo", 12, "exit 0",
+                                     900), f"ls row: {r}")
+    check(r.get("bytes", 0) > 0, "ls: no size")
+    rc, out, _ = ada("ls", out_dir)
+    check(rc == 0 and out.splitlines()[1].startswith("session_20260102_093000 "), "ls text")
+    rc, _, err = ada("ls", os.path.join(WORK, "nowhere"))
+    check(rc == 2 and "no such directory" in err, "ls of a missing directory")
+
+
+for t in [test_ls, test_report, test_damaged, test_dump, test_export_flame, test_damaged_export]:
     t()
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)
