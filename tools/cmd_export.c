@@ -211,11 +211,10 @@ static int ex_thread(struct ex_state *s, size_t i)
 		return err;
 	s->t = t;
 	s->tid = rd_thread_tid(s->rp, t);
-	if (s->tid == s->pid)
-		snprintf(name, sizeof(name), "main (tid %" PRIu32 ")", s->tid);
+	if (s->tid == s->pid) /* the viewers add the tid themselves */
+		snprintf(name, sizeof(name), "main");
 	else
-		snprintf(name, sizeof(name), "thread %" PRIu32 " (tid %" PRIu32 ")", t->thread,
-		         s->tid);
+		snprintf(name, sizeof(name), "thread %" PRIu32, t->thread);
 	ex_meta(s->f, "thread_name", s->pid, s->tid, name, false);
 	fprintf(s->f,
 	        ",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%" PRIu32
@@ -312,9 +311,8 @@ static int ex_pid(const struct ex_opts *o, struct ex_state *s, const struct ada_
 		return err;
 	s->rp = &rp;
 	s->pid = p->pid;
-	snprintf(name, sizeof(name), "%s (pid %" PRIu32 ")", rd_program(&rp, prog, sizeof(prog)),
-	         p->pid);
-	ex_meta(s->f, "process_name", p->pid, 0, name, first);
+	snprintf(name, sizeof(name), "%s", rd_program(&rp, prog, sizeof(prog)));
+	ex_meta(s->f, "process_name", p->pid, 0, name, first); /* viewers add the pid */
 	for (size_t i = 0; i < p->nthreads && !err; i++)
 		err = ex_thread(s, i);
 	if (!err && rp.manifest)

@@ -357,7 +357,41 @@ def check_dump_window(s, c):
             "dump --function top --depth 2: not two levels")
 
 
-CHECKS = {"dump_window": check_dump_window, "flame": check_flame, "chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
+def check_browser(s, c):
+    """The Chrome export and the folded stacks in speedscope, ada's SVG with
+    its zoom and search, in headless Chromium (tests/integration/browser_test.js)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    speedscope = os.path.join(here, "..", "..", "tools", "browser", "node_modules", "speedscope",
+                              "dist", "release")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    node = shutil.which("node")
+    for what, ok in (("chromium", chromium), ("node", node),
+                     ("speedscope (tools/browser, npm)", os.path.isdir(speedscope))):
+        if not c.check(ok, f"browser: {what} is not installed: run tools/bootstrap.sh"):
+            return
+    d = os.path.dirname(s.dir)
+    trace, folded, svg = (os.path.join(d, n) for n in ("trace.json", "folded.txt", "flame.svg"))
+    s.run("export", s.dir, "--format", "chrome", "-o", trace)
+    s.run("flame", "--folded", "-o", folded, s.dir)
+    s.run("flame", "-o", svg, s.dir)
+    shots = os.path.join(os.path.dirname(d), "..", "screenshots")
+    os.makedirs(shots, exist_ok=True)
+    # The program's functions wide enough for speedscope to label (>= 2% of
+    # the time): narrower ones are drawn without their name.
+    rep = s.report()
+    big = {f["function"] for f in rep["functions"]
+           if f["total_ns"] * 50 >= rep["totals"]["roots_total_ns"]}
+    fns = [fn for fn, n in own_totals(s.counts).items() if n and fn in big]
+    c.check(len(fns) >= 3, f"browser: too few wide functions to look for: {fns}")
+    rc, out, err = run([node, os.path.join(here, "browser_test.js"), os.path.abspath(speedscope),
+                        chromium, shots, trace, folded, svg, *fns], timeout=280)
+    print(out, err, sep="")
+    if rc == SKIP:
+        raise SkipTest(out.strip().splitlines()[-1] if out.strip() else "browser skipped")
+    c.check(rc == 0, f"browser: exit {rc} (screenshots in {os.path.abspath(shots)})")
+
+
+CHECKS = {"browser": check_browser, "dump_window": check_dump_window, "flame": check_flame, "chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
           "crash_args": check_crash_args}
 
 
