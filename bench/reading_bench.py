@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""The reading commands on a large recording (issue 11, Performance): how
+many events a second `ada report` and `ada export --format chrome` process,
+and their peak RSS, side by side with `uftrace dump --chrome` on the same
+program (bench/workloads/fib.c: fib(36) is 48 M calls, ~97 M events).
+
+  bench/reading_bench.sh [--fib N] [--small-fib M] [--reps R] [--no-uftrace]
+
+Steps: record fib(N) with `ada record --detail never --max-disk-mb 0`, and
+with `uftrace record` (the -pg build); then R times each: `ada report
+--json`, `ada export --format chrome -o FILE`, `uftrace dump --chrome >
+FILE`, each timed by wall clock and its peak RSS read from wait4(). The
+same ada commands on fib(M) (about 7 times fewer events) show whether the
+peak RSS depends on the recording's length. Prints a table and writes
+bench/results/reading_<time>.json. A benchmark, not a test: run it on an
+idle machine (docs/benchmarks.md).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def timed(cmd, stdout=subprocess.DEVNULL):
+    """(seconds, peak RSS in MiB, exit status) of one run."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    dt = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    err = p.stderr.read().decode(errors="replace")
+    p.stderr.close()
+    if p.returncode != 0:
+        sys.exit(f"`{' '.join(cmd)}` failed ({p.returncode}): {err[-2000:]}")
+    return dt, ru.ru_maxrss / 1024.0
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+def record_ada(ada, prog, n, work):
+    out = os.path.join(work, f"ada_fib{n}")
+    subprocess.run([ada, "record", "--out", out, "--detail", "never", "--max-disk-mb", "0",
+                    "--", prog, str(n)], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    (session,) = [os.path.join(out, d) for d in os.listdir(out) if d.startswith("session_")]
+    return session
+
+
+def ada_events(ada, session):
+    r = subprocess.run([ada, "report", "--json", session], check=True, capture_output=True)
+    return sum(p["totals"]["events"] for p in json.loads(r.stdout)["processes"])
+
+
+def bench_ada(ada, session, reps, work):
+    events = ada_events(ada, session)
+    rows = {}
+    for name, cmd in (("ada report", [ada, "report", "--json", session]),
+                      ("ada export chrome", [ada, "export", session, "--format", "chrome",
+                                             "-o", os.path.join(work, "ada.json")])):
+        runs = [timed(cmd) for _ in range(reps)]
+        t, rss = median([r[0] for r in runs]), max(r[1] for r in runs)
+        rows[name] = {"events": events, "seconds": t, "events_per_s": events / t,
+                      "peak_rss_mib": rss}
+    return rows
+
+
+def bench_uftrace(pg_prog, n, reps, work):
+    d = os.path.join(work, f"uftrace_fib{n}")
+    subprocess.run(["uftrace", "record", "-d", d, pg_prog, str(n)], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runs = []
+    for _ in range(reps):
+        with open(os.path.join(work, "uftrace.json"), "w") as f:
+            runs.append(timed(["uftrace", "dump", "--chrome", "-d", d], stdout=f))
+    # uftrace records an entry and an exit per call, as ada: 2 events a call.
+    calls = None
+    r = subprocess.run(["uftrace", "report", "-d", d, "-f", "call", "--no-pager"],
+                       capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if parts and parts[-1] == "bw_fib":
+            calls = int(parts[0])
+    events = 2 * calls if calls else None
+    t = median([x[0] for x in runs])
+    return {"uftrace dump --chrome": {"events": events, "seconds": t,
+                                      "events_per_s": events / t if events else None,
+                                      "peak_rss_mib": max(x[1] for x in runs)}}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--build", required=True, help="a build with ada and bench_workloads")
+    ap.add_argument("--fib", type=int, default=36)
+    ap.add_argument("--small-fib", type=int, default=32)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--no-uftrace", action="store_true")
+    ap.add_argument("--work", default=None, help="scratch directory (default: a temporary one)")
+    a = ap.parse_args()
+    ada = os.path.join(a.build, "ada")
+    plain = os.path.join(a.build, "bench", "plain", "fib")
+    pg = os.path.join(a.build, "bench", "pg", "fib")
+    work = a.work or tempfile.mkdtemp(prefix="ada-reading-bench-")
+    try:
+        results = {}
+        big = record_ada(ada, plain, a.fib, work)
+        results[f"fib({a.fib})"] = bench_ada(ada, big, a.reps, work)
+        shutil.rmtree(os.path.dirname(big))
+        small = record_ada(ada, plain, a.small_fib, work)
+        results[f"fib({a.small_fib})"] = bench_ada(ada, small, a.reps, work)
+        shutil.rmtree(os.path.dirname(small))
+        if not a.no_uftrace and shutil.which("uftrace"):
+            results[f"fib({a.fib})"].update(bench_uftrace(pg, a.fib, a.reps, work))
+    finally:
+        if not a.work:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"{'recording':<10} {'command':<24} {'events':>12} {'seconds':>9} {'M events/s':>11} "
+          f"{'peak RSS MiB':>13}")
+    for rec, rows in results.items():
+        for name, r in rows.items():
+            eps = f"{r['events_per_s'] / 1e6:.1f}" if r["events_per_s"] else "-"
+            print(f"{rec:<10} {name:<24} {r['events'] or 0:>12} {r['seconds']:>9.2f} {eps:>11} "
+                  f"{r['peak_rss_mib']:>13.1f}")
+    res = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    os.makedirs(res, exist_ok=True)
+    path = os.path.join(res, time.strftime("reading_%Y%m%d_%H%M%S.json"))
+    with open(path, "w") as f:
+        json.dump({"reps": a.reps, "load": os.getloadavg(), "results": results}, f, indent=1)
+    print("written:", path)
+
+
+if __name__ == "__main__":
+    main()
