@@ -61,7 +61,8 @@ struct rp_state {
 	size_t n, cap;   /* entries */
 	uint32_t *slots; /* open addressing: entry index + 1, 0 = empty */
 	size_t nslots;
-	uint32_t thread, tid; /* of the thread being walked */
+	uint32_t thread, tid;  /* of the thread being walked */
+	uint32_t recent[1024]; /* direct-mapped: fid -> entry index + 1, in front of slots */
 	uint64_t roots_ns, under_open_ns;
 	int err;
 };
@@ -111,10 +112,8 @@ static struct rp_fn *rp_new_fn(struct rp_state *s, uint64_t fid, size_t slot)
 	return f;
 }
 
-static struct rp_fn *rp_fn_get(struct rp_state *s, uint64_t fid)
+static struct rp_fn *rp_fn_find(struct rp_state *s, uint64_t fid, uint32_t thread)
 {
-	uint32_t thread = s->o->threads ? s->thread : UINT32_MAX;
-
 	if ((s->n + 1) * 2 > s->nslots && rp_rehash(s))
 		return NULL;
 	size_t k = rp_hash(fid, thread, s->nslots - 1);
@@ -124,6 +123,20 @@ static struct rp_fn *rp_fn_get(struct rp_state *s, uint64_t fid)
 			return f;
 	}
 	return rp_new_fn(s, fid, k);
+}
+
+static struct rp_fn *rp_fn_get(struct rp_state *s, uint64_t fid)
+{
+	uint32_t thread = s->o->threads ? s->thread : UINT32_MAX;
+	uint32_t *r = &s->recent[(fid ^ (fid >> 29)) & 1023];
+
+	/* A program spends its time in few functions: most lookups end here. */
+	if (*r && s->fns[*r - 1].fid == fid && s->fns[*r - 1].thread == thread)
+		return &s->fns[*r - 1];
+	struct rp_fn *f = rp_fn_find(s, fid, thread);
+	if (f)
+		*r = (uint32_t)(f - s->fns) + 1;
+	return f;
 }
 
 static void rp_leave(void *ctx, const struct ada_frame *fr, enum ada_frame_end how,

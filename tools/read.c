@@ -128,6 +128,8 @@ int rd_thread_open(struct rd_pid *rp, size_t i, struct ada_atf_thread **out)
 	return 0;
 }
 
+#define RD_CHUNK (1u << 20) /* events: 32 MiB of the mapping */
+
 uint64_t rd_thread_walk(const struct ada_atf_thread *t, struct ada_frames *w, uint64_t from,
                         uint64_t to, bool finish)
 {
@@ -139,9 +141,11 @@ uint64_t rd_thread_walk(const struct ada_atf_thread *t, struct ada_frames *w, ui
 		if (!ix)
 			continue;
 		ada_atf_index_range(ix, from, to, &b, &e);
-		const struct atf_index_event *ev = ada_atf_index_get(ix, b);
-		for (uint64_t k = b; k < e; k++, ev++) /* events are contiguous in the mapping */
-			ada_frames_push(w, ev, (uint32_t)g, k);
+		for (uint64_t k = b; k < e; k += RD_CHUNK) { /* contiguous in the mapping */
+			uint64_t m = e - k < RD_CHUNK ? e - k : RD_CHUNK;
+			ada_frames_push_many(w, ada_atf_index_get(ix, k), m, (uint32_t)g, k);
+			ada_atf_index_done(ix, k, k + m); /* RSS stays a chunk, not the file */
+		}
 		n += e - b;
 	}
 	if (finish)

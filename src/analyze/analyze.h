@@ -132,6 +132,10 @@ void ada_frames_free(struct ada_frames *w); /* NULL is a no-op */
  * number and index_seq), handed back in the frames. */
 void ada_frames_push(struct ada_frames *w, const struct atf_index_event *ev, uint32_t src,
                      uint64_t seq);
+/* n consecutive events of one file (ev[i] is at index_seq seq + i): the
+ * same as n calls of ada_frames_push(), without a call per event. */
+void ada_frames_push_many(struct ada_frames *w, const struct atf_index_event *ev, uint64_t n,
+                          uint32_t src, uint64_t seq);
 /* The stream ended: every open frame leaves as ADA_END_OPEN, innermost
  * first, end_ns = the last event's timestamp. The walker can be reused
  * for another thread afterwards (statistics keep adding up). */

@@ -88,7 +88,8 @@ static void frames_pop(struct ada_frames *w, enum ada_frame_end how, uint64_t ts
 }
 
 /* Frames at depth >= d (CALL) or > d (end) cannot end any more. */
-static void frames_orphan_from(struct ada_frames *w, uint32_t d, uint64_t ts)
+static __attribute__((noinline)) void frames_orphan_from(struct ada_frames *w, uint32_t d,
+                                                         uint64_t ts)
 {
 	while (w->n && w->stack[w->n - 1].depth >= d)
 		frames_pop(w, ADA_END_ORPHAN, ts);
@@ -108,33 +109,38 @@ static int frames_reserve(struct ada_frames *w)
 	return 0;
 }
 
-static void frames_call(struct ada_frames *w, const struct atf_index_event *ev, uint32_t src,
-                        uint64_t seq)
+/* The common case (nothing to orphan, room on the stack) stays inline:
+ * this runs once per event of a recording of hundreds of millions. */
+static inline void frames_call(struct ada_frames *w, const struct atf_index_event *ev, uint32_t src,
+                               uint64_t seq)
 {
-	frames_orphan_from(w, ev->call_depth, ev->timestamp_ns);
-	if (frames_reserve(w)) {
+	if (__builtin_expect(w->n && w->stack[w->n - 1].depth >= ev->call_depth, 0))
+		frames_orphan_from(w, ev->call_depth, ev->timestamp_ns);
+	if (__builtin_expect(w->n == w->cap, 0) && frames_reserve(w)) {
 		w->st.too_deep++;
 		return;
 	}
 	struct ada_frame *f = &w->stack[w->n++];
-	memset(f, 0, sizeof(*f));
-	f->function_id = ev->function_id;
-	f->call_ns = ev->timestamp_ns;
-	f->call_seq = seq;
-	f->depth = ev->call_depth;
-	f->call_src = src;
-	f->call_detail = ev->detail_seq;
-	f->end_detail = ATF_NO_DETAIL;
+	*f = (struct ada_frame){
+	    .function_id = ev->function_id,
+	    .call_ns = ev->timestamp_ns,
+	    .call_seq = seq,
+	    .depth = ev->call_depth,
+	    .call_src = src,
+	    .call_detail = ev->detail_seq,
+	    .end_detail = ATF_NO_DETAIL,
+	};
 	if (w->ops.enter)
 		w->ops.enter(w->ctx, f, w->n > 1 ? &w->stack[w->n - 2] : NULL);
 }
 
-static void frames_end(struct ada_frames *w, const struct atf_index_event *ev, uint32_t src,
-                       uint64_t seq)
+static inline void frames_end(struct ada_frames *w, const struct atf_index_event *ev, uint32_t src,
+                              uint64_t seq)
 {
 	uint32_t d = ev->call_depth;
 
-	frames_orphan_from(w, d + 1, ev->timestamp_ns);
+	if (__builtin_expect(w->n && w->stack[w->n - 1].depth > d, 0))
+		frames_orphan_from(w, d + 1, ev->timestamp_ns);
 	struct ada_frame *top = frames_parent(w);
 	if (!top || top->depth != d || top->function_id != ev->function_id) {
 		w->st.unmatched++;
@@ -149,13 +155,13 @@ static void frames_end(struct ada_frames *w, const struct atf_index_event *ev, u
 	           ev->timestamp_ns);
 }
 
-void ada_frames_push(struct ada_frames *w, const struct atf_index_event *ev, uint32_t src,
-                     uint64_t seq)
+static inline void frames_push(struct ada_frames *w, const struct atf_index_event *ev, uint32_t src,
+                               uint64_t seq)
 {
 	w->st.events++;
-	if (ev->timestamp_ns < w->st.first_ns)
+	if (__builtin_expect(ev->timestamp_ns < w->st.first_ns, 0))
 		w->st.first_ns = ev->timestamp_ns;
-	if (ev->timestamp_ns > w->st.last_ns)
+	if (__builtin_expect(ev->timestamp_ns > w->st.last_ns, 1))
 		w->st.last_ns = ev->timestamp_ns;
 	switch (ev->event_kind) {
 	case ATF_EVENT_CALL:
@@ -185,6 +191,19 @@ void ada_frames_push(struct ada_frames *w, const struct atf_index_event *ev, uin
 		return;
 	}
 	frames_end(w, ev, src, seq);
+}
+
+void ada_frames_push(struct ada_frames *w, const struct atf_index_event *ev, uint32_t src,
+                     uint64_t seq)
+{
+	frames_push(w, ev, src, seq);
+}
+
+void ada_frames_push_many(struct ada_frames *w, const struct atf_index_event *ev, uint64_t n,
+                          uint32_t src, uint64_t seq)
+{
+	for (uint64_t i = 0; i < n; i++)
+		frames_push(w, &ev[i], src, seq + i);
 }
 
 void ada_frames_finish(struct ada_frames *w)

@@ -53,6 +53,12 @@ const struct atf_index_header *ada_atf_index_header(const struct ada_atf_index *
 uint64_t ada_atf_index_count(const struct ada_atf_index *ix);
 /* Event at index_seq, or NULL when seq >= count. O(1). */
 const struct atf_index_event *ada_atf_index_get(const struct ada_atf_index *ix, uint64_t seq);
+/* The caller has read events [begin, end) and will not come back to them
+ * soon: their pages leave the process's resident set (the page cache keeps
+ * them; a later get() reads them again). Streaming readers call it per
+ * chunk so their RSS does not grow with the file. A no-op for a buffer
+ * opened with _open_mem(). */
+void ada_atf_index_done(const struct ada_atf_index *ix, uint64_t begin, uint64_t end);
 /* First seq whose timestamp_ns >= ts (count when none). O(log n). */
 uint64_t ada_atf_index_lower_bound(const struct ada_atf_index *ix, uint64_t ts);
 /* First seq whose timestamp_ns > ts (count when none). O(log n). */

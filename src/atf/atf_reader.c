@@ -200,6 +200,20 @@ const struct atf_index_event *ada_atf_index_get(const struct ada_atf_index *ix, 
 	return (const struct atf_index_event *)(ix->events + seq * ATF_INDEX_EVENT_SIZE);
 }
 
+void ada_atf_index_done(const struct ada_atf_index *ix, uint64_t begin, uint64_t end)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), lo, hi;
+
+	if (!ix->map.owned || begin >= end || end > ix->count)
+		return; /* a caller's buffer is not ours to drop */
+	/* Whole pages strictly inside the range: a page shared with events
+	 * still to be read stays. */
+	lo = ((uintptr_t)(ix->events + begin * ATF_INDEX_EVENT_SIZE) + page - 1) & ~(page - 1);
+	hi = (uintptr_t)(ix->events + end * ATF_INDEX_EVENT_SIZE) & ~(page - 1);
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advice: an error changes nothing */
+}
+
 static uint64_t index_ts(const struct ada_atf_index *ix, uint64_t seq)
 {
 	return ada_atf_index_get(ix, seq)->timestamp_ns;
