@@ -70,9 +70,50 @@ function recordCanvasText() {
   };
 }
 
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+
+// Polls fn (in node) until it returns a true value or `tries` polls of
+// 100 ms have passed: a run-away guard, not a timing assumption.
+async function until(fn, tries = 600) {
+  for (let i = 0; i < tries; i++) {
+    const v = await fn();
+    if (v)
+      return v;
+    await sleep(100);
+  }
+  return null;
+}
+
+// The text of speedscope's Sandwich table (DOM rows, virtualized: it is
+// scrolled through to the end and every screenful collected).
+async function sandwichText(page) {
+  let text = '';
+  for (let step = 0; step < 400; step++) {
+    const r = await page.evaluate(() => {
+      const boxes = Array.from(document.querySelectorAll('*')).filter(
+          e => e.scrollHeight > e.clientHeight + 4 && /auto|scroll/.test(getComputedStyle(e).overflowY));
+      const t = document.body.innerText;
+      let done = true;
+      for (const b of boxes) {
+        if (b.scrollTop + b.clientHeight < b.scrollHeight - 1) {
+          b.scrollTop += Math.max(20, b.clientHeight * 0.8);
+          done = false;
+        }
+      }
+      return {t, done};
+    });
+    text += '\n' + r.t;
+    if (r.done)
+      break;
+    await sleep(30);
+  }
+  return text;
+}
+
 // Every profile speedscope made of the file (one per thread for a trace
-// file): 'n' shows the next; the names drawn on the canvas are collected
-// until every expected one was seen (bounded wait), then a screenshot.
+// file; 'n' shows the next) in the Sandwich view, whose table names every
+// function: each of the program's functions must be in one of them. The
+// screenshots: the first profile's flame chart (Time Order) and Sandwich.
 async function speedscope(browser, base, file, shot) {
   const page = await browser.newPage();
   await page.setViewport({width: 1400, height: 900});
@@ -80,26 +121,32 @@ async function speedscope(browser, base, file, shot) {
   page.on('pageerror', e => errors.push(e.message));
   await page.evaluateOnNewDocument(recordCanvasText);
   const url = `${base}/index.html#profileURL=${encodeURIComponent(base + '/data/' + file)}`;
-  await page.goto(url, {waitUntil: 'load', timeout: 60000});
-  const seen = name => page.evaluate(n => Array.from(window.__drawn || []).some(t => t.includes(n)), name);
-  let missing = functions;
-  for (let i = 0; i < 600 && missing.length; i++) { // 1 minute at most: a guard, not a timing
-    await new Promise(r => setTimeout(r, 100));
-    const still = [];
-    for (const fn of missing)
-      if (!(await seen(fn))) still.push(fn);
-    missing = still;
-    if (i % 20 === 19)
-      await page.keyboard.press('n'); // the next thread's profile
-  }
-  await page.keyboard.press('p');
-  await new Promise(r => setTimeout(r, 300));
-  await page.screenshot({path: path.join(outDir, shot)});
+  await page.goto(url, {waitUntil: 'load', timeout: 120000});
+  // Loaded when the flame chart has drawn a name of the profile.
+  const drawn = await until(() => page.evaluate(() => (window.__drawn || new Set()).size > 3));
   const body = await page.evaluate(() => document.body.innerText);
-  check(!/Something went wrong|Unrecognized format|Failed to/i.test(body),
+  check(drawn && !/Something went wrong|Unrecognized format|Failed to/i.test(body),
         `speedscope could not load ${file}: ${body.slice(0, 300)}`);
+  await page.screenshot({path: path.join(outDir, shot.replace('.png', '_flamechart.png'))});
+  const m = /\((\d+)\/(\d+)\)/.exec(body);
+  const profiles = m ? +m[2] : 1;
+  await page.keyboard.press('3'); // Sandwich
+  await until(() => page.evaluate(() => /Symbol Name/.test(document.body.innerText)));
+  await page.screenshot({path: path.join(outDir, shot)});
+  let text = '';
+  for (let i = 0; i < profiles && i < 64; i++) {
+    if (i) {
+      const before = await page.evaluate(() => document.body.innerText);
+      await page.keyboard.press('n');
+      await until(() => page.evaluate(b => document.body.innerText !== b, before), 100);
+    }
+    text += await sandwichText(page);
+  }
+  const names = new Set(text.split('\n').map(l => l.trim().replace(/ \{.*\}$/, '')));
+  const missing = functions.filter(fn => !names.has(fn));
   check(missing.length === 0,
-        `speedscope (${file}) never drew ${missing.join(', ')} (screenshot ${path.join(outDir, shot)})`);
+        `speedscope (${file}, ${profiles} profiles) does not list ${missing.join(', ')} ` +
+        `(screenshot ${path.join(outDir, shot)})`);
   check(errors.length === 0, `speedscope (${file}) page errors: ${errors.join('; ')}`);
   await page.close();
 }
