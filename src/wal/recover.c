@@ -440,6 +440,42 @@ static int rec_crash_marker(struct rec_ctx *c, struct rec_file *rf)
 	return rec_append(rf->fd, &rf->s, &e, 1); /* clamps the time to the last event's */
 }
 
+/* True when the first len bytes of fd hold nothing but zeros, or fewer
+ * than len bytes exist: the recorder died between creating the file and
+ * writing its header (segment.c and detail_file.c write the header before
+ * anything else, synchronously), so nothing was ever written into it. */
+static bool rec_never_written(int fd, size_t len)
+{
+	unsigned char b[ATF_HEADER_SIZE];
+	if (len > sizeof(b))
+		len = sizeof(b);
+	ssize_t got = pread(fd, b, len, 0);
+	if (got < 0)
+		return false;
+	for (ssize_t i = 0; i < got; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+/* A headerless index file gets the header the drain would have written
+ * (the thread's tid when its slot is known, 0 otherwise) and so becomes an
+ * empty file that the arena's events, if any, are appended to. */
+static int rec_give_header(struct rec_ctx *c, int fd, const char *path, uint32_t tid)
+{
+	struct atf_index_header h;
+	wal_fill_header(&h, tid, WAL_ARCH, ATF_CLOCK_BOOTTIME);
+	int rc = wal_pwrite_all(fd, &h, sizeof(h), 0);
+	char msg[PATH_MAX + 160];
+	snprintf(msg, sizeof(msg),
+	         "%s had no header (the recorder was killed as it created the file); it was "
+	         "given one and holds only what the ring still had",
+	         path);
+	if (rc == 0)
+		rec_say(c, msg);
+	return rc;
+}
+
 static int rec_file_of(struct rec_ctx *c, const char *path, int slot,
                        const struct ada_slot_info *si, const struct rec_side *sd,
                        struct ada_wal_file_summary *s, uint64_t *n)
@@ -448,7 +484,15 @@ static int rec_file_of(struct rec_ctx *c, const char *path, int slot,
 	int fd = -1, rc = ada_fs_open_file(AT_FDCWD, path, O_RDWR, &fd);
 	if (rc == 0)
 		rc = rec_file_scan(fd, &rf);
+	if (rc == -EPROTO && rec_never_written(fd, sizeof(struct atf_index_header)) &&
+	    (rc = rec_give_header(c, fd, path, slot >= 0 ? si->tid : 0)) == 0)
+		rc = rec_file_scan(fd, &rf);
 	if (rc < 0) {
+		char msg[PATH_MAX + 160];
+		snprintf(msg, sizeof(msg),
+		         "%s was left as it is (%s): `ada validate` will say what is wrong with it",
+		         path, rc == -EPROTO ? "not an ATF index file" : strerror(-rc));
+		rec_say(c, msg);
 		if (fd >= 0)
 			close(fd);
 		return rc;

@@ -58,6 +58,19 @@ static bool rd_detail_final(int fd, const struct atf_detail_header *h, uint64_t 
 	       f.bytes_length == h->bytes_length;
 }
 
+/* True when the file's first bytes (up to a header's worth) are all zero. */
+static bool rd_all_zero(int fd, uint64_t size)
+{
+	uint8_t b[ATF_HEADER_SIZE];
+	size_t len = size < sizeof(b) ? (size_t)size : sizeof(b);
+	if (pread(fd, b, len, 0) != (ssize_t)len)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
 /* The index file, final (recover.c finalized it). */
 static int rd_index_open(const char *path, struct rd_index *ix)
 {
@@ -181,13 +194,24 @@ int wal_recover_detail_file(const char *ipath, const char *dpath, struct wal_rec
 		return rc;
 	struct stat sb;
 	struct atf_detail_header h;
-	if (fstat(dfd, &sb) < 0 || pread(dfd, &h, sizeof(h), 0) != sizeof(h) ||
-	    memcmp(h.magic, ATF_DETAIL_MAGIC, 4)) {
+	if (fstat(dfd, &sb) < 0) {
+		rc = -errno;
 		close(dfd);
-		return -EPROTO;
+		return rc;
 	}
 	uint64_t size = (uint64_t)sb.st_size;
-	if (rd_detail_final(dfd, &h, size)) {
+	/* Killed between creating the file and writing its placeholder
+	 * header: nothing was written, it is finished as an empty file. */
+	bool headerless = false;
+	if (pread(dfd, &h, sizeof(h), 0) != sizeof(h) || memcmp(h.magic, ATF_DETAIL_MAGIC, 4)) {
+		if (!rd_all_zero(dfd, size)) {
+			close(dfd);
+			return -EPROTO;
+		}
+		headerless = true;
+		memset(&h, 0, sizeof(h));
+	}
+	if (!headerless && rd_detail_final(dfd, &h, size)) {
 		close(dfd);
 		return 0; /* finished by the drain */
 	}
@@ -196,6 +220,8 @@ int wal_recover_detail_file(const char *ipath, const char *dpath, struct wal_rec
 		close(dfd);
 		return rc;
 	}
+	if (headerless)
+		h.thread_id = ix.h.thread_id;
 	st->unfinished = true;
 	uint8_t *buf = malloc(RD_MAX_EVENT);
 	uint32_t *seq_of = NULL;
