@@ -315,6 +315,21 @@ static uint64_t drain_disk_bytes(struct ada_recorder *r)
 	return total;
 }
 
+/* Test hook for `ada recover`: ADA_TEST_KILL_AT=NAME makes the recorder
+ * SIGKILL itself at the named point, where a real kill can land (a window
+ * too short to hit from outside). Only the drain thread calls it. */
+static void drain_kill_point(const char *name)
+{
+	static const char *at;
+	static bool read;
+	if (!read) {
+		at = getenv("ADA_TEST_KILL_AT");
+		read = true;
+	}
+	if (at && !strcmp(at, name))
+		raise(SIGKILL);
+}
+
 /* Finalizes t's current file as index.g<G>.atf and opens a new index.atf. */
 static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 {
@@ -335,6 +350,7 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 	snprintf(to, sizeof(to), "index.g%u.atf", t->next_gen);
 	void *arr = drain_grow(t->gens, &t->capgens, t->ngens + 1, sizeof(*t->gens));
 	if (renameat(t->dir_fd, "index.atf", t->dir_fd, to) == 0 && arr) {
+		drain_kill_point("rotate_renamed"); /* no index.atf until the next one */
 		t->gens = arr;
 		t->gens[t->ngens++] = (struct wal_gen){
 		    .t = t,

@@ -633,6 +633,45 @@ static void rec_open_frames(struct rec_ctx *c, const char *path, uint32_t seq, u
 	free(fn);
 }
 
+/* A new index.atf in the thread directory tfd with the header the drain
+ * writes: 0 or -errno. */
+static int rec_new_index(int tfd, uint32_t tid)
+{
+	int fd = -1, rc = ada_fs_create(tfd, "index.atf", O_RDWR, &fd);
+	if (rc < 0)
+		return rc;
+	struct atf_index_header h;
+	wal_fill_header(&h, tid, WAL_ARCH, ATF_CLOCK_BOOTTIME);
+	rc = wal_pwrite_all(fd, &h, sizeof(h), 0);
+	close(fd);
+	return rc;
+}
+
+/* The recorder was killed as it rotated: the old index.atf is a
+ * generation already and the new one was never created, while the slot's
+ * ring still holds what came after. Makes the file (true when it did), so
+ * those events are kept. */
+static bool rec_current_missing(struct rec_ctx *c, const char *dir, char **names, size_t nn,
+                                uint32_t tid)
+{
+	for (size_t i = 0; i < nn; i++)
+		if (!strcmp(names[i], "index.atf"))
+			return false;
+	int tfd = -1;
+	if (ada_fs_open_dir(AT_FDCWD, dir, &tfd) < 0)
+		return false;
+	int rc = rec_new_index(tfd, tid);
+	close(tfd);
+	char msg[PATH_MAX + 160];
+	snprintf(msg, sizeof(msg),
+	         "%s had no current index.atf (the recorder was killed as it started a new "
+	         "generation); one was made for what the ring still held",
+	         dir);
+	if (rc == 0)
+		rec_say(c, msg);
+	return rc == 0;
+}
+
 /* Finalizes the generations and the current file of one thread dir. */
 static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 {
@@ -681,6 +720,13 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 		WAL_GUARDED(c->arena, slot = rec_slot_of(c, seq, &sd, &si), c->arena_bad = true);
 	if (c->arena_bad)
 		slot = -1;
+	if (slot >= 0 && rec_current_missing(c, dir, names, nn, si.tid)) {
+		char **nb = realloc(names, (nn + 1) * sizeof(*names));
+		if (nb && (nb[nn] = strdup("index.atf")))
+			nn++;
+		if (nb)
+			names = nb;
+	}
 	for (size_t i = 0; i < nn; i++) {
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
@@ -715,7 +761,6 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 	json_array_append_new(c->threads, t);
 }
 
-/* Slots with events whose thread never got a file: make one. */
 /* Slots with events whose thread never got a file: make one. At most
  * max_threads of them, each checked like any slot. */
 static void rec_orphan_slot(struct rec_ctx *c, const char *pid_dir, const struct ada_slot_info *si)
@@ -723,20 +768,17 @@ static void rec_orphan_slot(struct rec_ctx *c, const char *pid_dir, const struct
 	char dir[PATH_MAX], name[32];
 	snprintf(name, sizeof(name), "thread_%u", si->thread_seq);
 	snprintf(dir, sizeof(dir), "%s/%s", pid_dir, name);
-	int pfd = -1, tfd = -1, fd = -1;
+	int pfd = -1, tfd = -1;
 	/* Made like the drain makes them: 0700/0600, no link followed. */
+	int made = -1;
 	if (ada_fs_open_dir(AT_FDCWD, pid_dir, &pfd) == 0 && ada_fs_mkdir(pfd, name, 0, &tfd) == 0)
-		ada_fs_create(tfd, "index.atf", O_RDWR, &fd);
+		made = rec_new_index(tfd, si->tid);
 	if (pfd >= 0)
 		close(pfd);
 	if (tfd >= 0)
 		close(tfd);
-	if (fd < 0)
+	if (made < 0)
 		return;
-	struct atf_index_header h;
-	wal_fill_header(&h, si->tid, WAL_ARCH, ATF_CLOCK_BOOTTIME);
-	wal_pwrite_all(fd, &h, sizeof(h), 0);
-	close(fd);
 	rec_thread(c, dir, si->thread_seq);
 }
 

@@ -97,7 +97,32 @@ recover)
 	A=$(sed -n 's/.*"arena_dir": "\(.*\)".*/\1/p' "$S"/pid_*/manifest.json | head -n 1)
 	[ -e "$A" ] && fail "arena directory $A left behind after recover"
 	# Nothing is lost: the ring kept what was not durable yet.
-	"$CHECK" "$S" counts "$WORK/counts" || fail "recovered session incomplete"
+	"$CHECK" "$S" counts "$WORK/counts" || {
+		cat "$WORK/rec" "$S"/pid_*/manifest.json >&2
+		ls -la "$S"/pid_*/thread_* >&2
+		fail "recovered session incomplete"
+	}
+	validate "$S"
+	;;
+rotate_kill)
+	# The recorder is killed as it rotates generations: the old index.atf
+	# is renamed to a generation and the new one not made yet, while the
+	# ring holds what came after. `ada recover` must keep those events.
+	# A 8 MiB budget rotates every 2 MiB (65 536 events of a thread).
+	ADA_TEST_KILL_AT=rotate_renamed "$ADA" record --no-agent --max-disk-mb 8 \
+		--out "$WORK/out" -- "$PROD" kill "$WORK/counts" 2>"$WORK/err" &
+	APID=$!
+	wait $APID 2>/dev/null
+	# The program runs on (its rings fill up and wait): stop it.
+	P=$(pgrep -f "$PROD kill $WORK/counts")
+	[ -n "$P" ] || fail "the program is gone"
+	kill -KILL $P
+	while kill -0 $P 2>/dev/null; do sleep 0.05; done
+	S=$(ls -d "$WORK"/out/session_* | head -n 1)
+	ls "$S"/pid_*/thread_*/index.g0.atf >/dev/null 2>&1 || fail "no generation was rotated"
+	"$ADA" recover "$S" 2>"$WORK/rec" || { cat "$WORK/rec" >&2; fail "ada recover failed"; }
+	grep -q "had no current index.atf" "$WORK/rec" || { cat "$WORK/rec" >&2; fail "recover did not say it made the missing index.atf"; }
+	"$CHECK" "$S" counts "$WORK/counts" || { cat "$WORK/rec" >&2; fail "recovered session incomplete"; }
 	validate "$S"
 	;;
 enospc)
