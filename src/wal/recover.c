@@ -967,7 +967,22 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	rec_clock_from(&c, man);
 	wal_guard_install();
 	const char *arena = json_string_value(json_object_get(man, "arena"));
-	if (c.buf && arena && ada_arena_open(arena, &c.arena) == 0) {
+	int arc = c.buf && arena ? ada_arena_open(arena, &c.arena) : -ENOENT;
+	if (c.buf && arena && arc < 0) {
+		char msg[PATH_MAX + 160];
+		if (arc == -ENOENT)
+			snprintf(
+			    msg, sizeof(msg),
+			    "the arena %s is gone: whatever its rings still held is not recovered",
+			    arena);
+		else
+			snprintf(msg, sizeof(msg),
+			         "the arena %s could not be read (%s): events its rings still held "
+			         "are lost",
+			         arena, strerror(-arc));
+		rec_say(&c, msg);
+	}
+	if (arc == 0) {
 		rep->arenas_found++;
 		if (ada_arena_pid(c.arena) != c.pid) {
 			char msg[PATH_MAX + 128];
