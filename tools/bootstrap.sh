@@ -19,6 +19,10 @@ packages=(
   # The reading tests load ada's Chrome export and folded stacks in
   # speedscope (npm, below) inside headless Chromium.
   chromium nodejs
+  # Real programs the transparency tests run under ada (issue 14):
+  # tests/integration/transp_test.py's nginx, greenlet, gevent and node
+  # cases.
+  nginx python3-greenlet python3-gevent
 )
 if [ "${1:-}" = "--bench" ]; then
   packages+=(uftrace ltrace hyperfine)

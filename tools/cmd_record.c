@@ -875,10 +875,10 @@ static void record_print_hooks(const char *dir, pid_t pid)
 	json_decref(a);
 }
 
-/* untraced_calls of one pid_N/agent.json added to sum[3]: shadow_full,
+/* untraced_calls of one pid_N/agent.json added to sum[0..2]: shadow_full,
  * unmatched_return, nested_signal (the agent's own work is not the
- * program's calls). */
-static void record_add_untraced(const char *path, json_int_t sum[3])
+ * program's calls); its stack_switches to sum[3..4]: switches, frames_cut. */
+static void record_add_untraced(const char *path, json_int_t sum[5])
 {
 	int fd = -1;
 	json_t *a = NULL;
@@ -893,6 +893,14 @@ static void record_add_untraced(const char *path, json_int_t sum[3])
 		if (v > 0)
 			sum[k] += v;
 	}
+	/* Returns not traced: frames cut by a stack switch (greenlet). */
+	json_t *w = json_object_get(a, "stack_switches");
+	static const char *const wkeys[2] = {"switches", "frames_cut"};
+	for (int k = 0; k < 2; k++) {
+		json_int_t v = json_integer_value(json_object_get(w, wkeys[k]));
+		if (v > 0)
+			sum[3 + k] += v;
+	}
 	json_decref(a);
 }
 
@@ -900,7 +908,7 @@ static void record_add_untraced(const char *path, json_int_t sum[3])
  * is untraced is on the summary; docs/hooks.md, untraced_calls). */
 static void record_print_untraced(const char *dir)
 {
-	json_int_t sum[3] = {0, 0, 0};
+	json_int_t sum[5] = {0, 0, 0, 0, 0};
 	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
 	if (!d)
 		return;
@@ -916,6 +924,11 @@ static void record_print_untraced(const char *dir)
 		record_add_untraced(path, sum);
 	}
 	closedir(d);
+	if (sum[4] > 0)
+		fprintf(stderr,
+		        "ada: %lld returns were not traced: their frames were cut at %lld stack "
+		        "switches by copying (greenlet); see pid_*/agent.json\n",
+		        (long long)sum[4], (long long)sum[3]);
 	if (sum[0] + sum[1] + sum[2] == 0)
 		return;
 	fprintf(stderr,

@@ -184,6 +184,9 @@ static void agent_json_body(FILE *f)
 	        ",\n  \"unmatched_returns\": {\"returns\": %" PRIu64
 	        ", \"threads_stopped\": %" PRIu64 "}",
 	        un[4], un[5]);
+	fprintf(f,
+	        ",\n  \"stack_switches\": {\"switches\": %" PRIu64 ", \"frames_cut\": %" PRIu64 "}",
+	        un[6], un[7]);
 	fprintf(f, ",\n  \"trampoline_bytes\": %zu,\n  \"modules\": [\n",
 	        agent.mem ? hook_mem_mapped_bytes(agent.mem) : (size_t)0);
 	for (size_t i = 0; i < agent.n_mods; i++) {

@@ -60,12 +60,16 @@ static const struct install_special install_specials[] = {
     {"execve", AGENT_SP_EXEC},
     {"execveat", AGENT_SP_EXEC},
     {"fexecve", AGENT_SP_EXEC},
+    /* greenlet (gevent, eventlet) switches by copying stack slices:
+     * 2.x's C++ method, and 0.4/1.x's C function where symbols have it. */
+    {"_ZN8greenlet8Greenlet13g_switchstackEv", AGENT_SP_SWITCH},
+    {"g_switchstack", AGENT_SP_SWITCH},
 };
 
 enum agent_special agent_special_of_name(const char *name)
 {
 	/* Every special name starts with one of these letters. */
-	if (!strchr("_peqdf", name[0]))
+	if (!strchr("_peqdfg", name[0]))
 		return AGENT_SP_NONE;
 	for (size_t i = 0; i < sizeof(install_specials) / sizeof(install_specials[0]); i++) {
 		if (!strcmp(install_specials[i].name, name))

@@ -29,6 +29,7 @@ enum agent_special {
 	AGENT_SP_EXIT,   /* exit, _exit, _Exit, quick_exit */
 	AGENT_SP_DL,     /* dlopen, dlmopen, dlclose: rescan when they return */
 	AGENT_SP_EXEC,   /* execve, execveat, fexecve: close every frame */
+	AGENT_SP_SWITCH, /* greenlet's g_switchstack: copies stack slices */
 };
 
 /* The functions whose calls and returns enter the detail ring: one
@@ -166,8 +167,10 @@ void agent_shadow_thread_exit(void);
  * [0] during the agent's own work, [1] shadow stack full or unusable,
  * [2] signal handlers the side path could not take, [3] calls of threads
  * that stopped being traced after a return no frame matched; [4] such
- * returns, [5] such threads (shadow_resync). */
-#define AGENT_UNTRACED_COUNT 6
+ * returns, [5] such threads (shadow_resync); [6] stack switches by
+ * copying, [7] frames they cut, whose returns are not traced
+ * (shadow_switch_all). */
+#define AGENT_UNTRACED_COUNT 8
 void agent_untraced_counts(uint64_t out[AGENT_UNTRACED_COUNT]);
 
 /* The calling thread's first traced call: registers its thread-exit

@@ -34,9 +34,32 @@
  * is on for the whole project). */
 #define UNWIND_RET_SLOT() ((uint64_t *)__builtin_frame_address(0) + 1)
 
+/* Where the real one is when the global scope has none: a C program
+ * (python) that dlopen'ed a C++ extension (greenlet) has libgcc_s and
+ * libstdc++ only in that extension's local scope, yet the extension's
+ * calls bind to the preloaded agent first. The library is loaded (the
+ * caller needs it): RTLD_NOLOAD finds it without loading anything. */
+static void *unwind_local(const char *name)
+{
+	static const char *const libs[] = {"libgcc_s.so.1", "libstdc++.so.6"};
+	void *p = NULL;
+	agent_guard_enter(); /* the agent's own dlopen: not the program's call */
+	for (size_t i = 0; !p && i < sizeof(libs) / sizeof(libs[0]); i++) {
+		void *h = dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD);
+		if (h) {
+			p = dlsym(h, name);
+			dlclose(h); /* drops the reference NOLOAD took; it stays loaded */
+		}
+	}
+	agent_guard_leave();
+	return p;
+}
+
 static void *unwind_next(const char *name)
 {
 	void *p = dlsym(RTLD_NEXT, name);
+	if (!p)
+		p = unwind_local(name);
 	if (!p) {
 		agent_log("%s not found behind the agent; aborting", name);
 		abort();

@@ -272,6 +272,11 @@ static uint32_t handlers_special_act(struct ada_shadow *s, enum agent_special ki
 		if (handlers_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0) == agent_hot.pid)
 			shadow_close_all(s);
 		return HANDLERS_NO_PUSH;
+	case AGENT_SP_SWITCH:
+		/* Not pushed: its own return slot is copied with the rest. */
+		s->switch_cut += shadow_switch_all(s, ret_slot, agent_hot.ret_tramp);
+		s->switches++;
+		return HANDLERS_NO_PUSH;
 	case AGENT_SP_NONE:
 		break;
 	}
@@ -1019,7 +1024,10 @@ static void handlers_fold_counts(struct ada_shadow *s)
 	atomic_fetch_add_explicit(&handlers_untraced[3], s->stopped_lost, memory_order_relaxed);
 	atomic_fetch_add_explicit(&handlers_untraced[4], s->resyncs, memory_order_relaxed);
 	atomic_fetch_add_explicit(&handlers_untraced[5], s->stops, memory_order_relaxed);
+	atomic_fetch_add_explicit(&handlers_untraced[6], s->switches, memory_order_relaxed);
+	atomic_fetch_add_explicit(&handlers_untraced[7], s->switch_cut, memory_order_relaxed);
 	s->suppressed = s->lost = s->side.lost = s->stopped_lost = s->resyncs = s->stops = 0;
+	s->switches = s->switch_cut = 0;
 }
 
 void agent_untraced_counts(uint64_t out[AGENT_UNTRACED_COUNT])

@@ -120,6 +120,9 @@ struct ada_shadow {
 	uint64_t resyncs;      /* returns that could not be matched */
 	uint64_t stopped_lost; /* calls not traced since */
 	uint64_t stops;        /* 1 once stopped, until folded into the totals */
+	/* Stack switches by copying (shadow_switch_all) and the frames they
+	 * cut: those frames' returns are not traced. */
+	uint64_t switches, switch_cut;
 	/* The thread's stack [stack_lo, stack_hi), learned on its first
 	 * traced call when the detail lane is on (handlers.c): the detail
 	 * lane's stack snapshots never read past stack_hi. 0, 0: unknown. */
@@ -351,6 +354,35 @@ static inline void shadow_close_all(struct ada_shadow *s)
 	for (uint32_t i = s->top; i > s->inherited; i--)
 		SHADOW_EMIT(s->base[i - 1].fn_id, ATF_EVENT_EXCEPTION, s->base[i - 1].depth);
 	s->inherited = s->top;
+}
+
+/* The thread is about to switch stacks by copying slices of them
+ * (greenlet's g_switchstack saves the running greenlet's part of the stack
+ * to the heap and copies another's into its place). A copied slice would
+ * carry return trampolines away from the entries that own them and bring
+ * back ones no entry knows, or one an entry of another greenlet owns at the
+ * same address: a return would go to the wrong caller. So every frame on
+ * this stack gets its original return address back and leaves the shadow
+ * stack (EXCEPTION: its return will not be seen; counted by the caller).
+ * The slice the switch brings in holds no trampoline either: it left
+ * through here too. Nothing is buried (no trampoline is left for a late
+ * return to need). Returns the number of frames cut. */
+static inline uint32_t shadow_switch_all(struct ada_shadow *s, const uint64_t *ref,
+                                         uint64_t ret_tramp)
+{
+	uint32_t n = 0;
+	shadow_restore_all(s, ref, ret_tramp);
+	while (s->top > 0) {
+		struct shadow_entry e = s->base[--s->top];
+		if (s->top >= s->inherited) {
+			SHADOW_EMIT(e.fn_id, ATF_EVENT_EXCEPTION, e.depth);
+			n++;
+		} else {
+			s->inherited = s->top;
+		}
+	}
+	s->restored = 0;
+	return n;
 }
 
 /* ---- the side path (signal handlers nested in the handlers) ---- */

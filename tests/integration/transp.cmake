@@ -54,3 +54,11 @@ set_tests_properties(e2e.transp.deep PROPERTIES TIMEOUT 600 LABELS "e2e")
 # job); SIGINT and SIGQUIT sent to ada alone reach the program.
 ada_transp(sigdisp ${Python3_EXECUTABLE})
 ada_transp(sigforward ${Python3_EXECUTABLE})
+
+# Real programs from Debian's packages (tools/bootstrap.sh installs them;
+# without one the case skips, saying which): nginx, master and one worker,
+# serving 100 requests and stopping on SIGQUIT.
+ada_transp(nginx nginx)
+# greenlet switches stacks by copying slices of them; gevent runs on it.
+ada_transp(greenlet python3)
+ada_transp(gevent python3)

@@ -16,6 +16,13 @@ line. Cases:
              without ada (no wait for ever) and the loss is counted
   exact      --calls FN=N: the trace has exactly N calls and returns of FN
              and no index-lane drop (--record-opt passes ada record options)
+  nginx      Debian's nginx, master and one worker from a private prefix on
+             a free port, serves 100 requests and stops on SIGQUIT; the
+             session validates, ngx_http_process_request 100 times
+  greenlet   Debian's python3-greenlet: 2000 switches and a throw into a
+             greenlet, the same output; switches counted, nothing unmatched
+  gevent     Debian's python3-gevent: a StreamServer and 20 clients
+A case whose Debian package is missing skips (exit 77) and says which.
 Each run is under a generous timeout (a run-away guard, never a
 synchronisation); the work directory is removed even on failure.
 """
@@ -237,8 +244,288 @@ def case_sigforward(args, work):
                 sig, p.returncode, rest, err.decode(errors="replace")))
 
 
+# ---- real programs (issue 14, Deliver 1-3): Debian's packages, installed
+# by tools/bootstrap.sh; a missing one is a skip that says so (exit 77). ----
+
+SKIP = 77
+
+
+class Skip(Exception):
+    pass
+
+
+def need(path_or_name, package):
+    found = shutil.which(path_or_name) or shutil.which(path_or_name, path="/usr/sbin:/usr/bin")
+    if not found:
+        raise Skip("%s is not installed (Debian package %s; tools/bootstrap.sh installs it)"
+                   % (path_or_name, package))
+    return found
+
+
+def function_counts(ada, session, names):
+    """{name: (calls, returns)} over every process of the session."""
+    out = {n: [0, 0] for n in names}
+    for pid_dir in glob.glob(os.path.join(session, "pid_*")):
+        p = subprocess.run([ada, "report", pid_dir, "--json"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=TIMEOUT)
+        if p.returncode != 0:
+            raise Fail("ada report %s failed: %s" % (pid_dir, p.stderr.decode(errors="replace")))
+        for proc in json.loads(p.stdout)["processes"]:
+            for f in proc["functions"]:
+                if f["function"] in out:
+                    out[f["function"]][0] += f["calls"]
+                    out[f["function"]][1] += f["returns"]
+    return {n: tuple(v) for n, v in out.items()}
+
+
+def validate(ada, session):
+    v = subprocess.run([ada, "validate", session], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=TIMEOUT)
+    if v.returncode != 0:
+        raise Fail("ada validate %s failed:\n%s" % (session, v.stdout.decode(errors="replace")))
+
+
+NGINX_CONF = """daemon off;
+master_process on;
+worker_processes 1;
+user root;
+error_log stderr notice;
+pid nginx.pid;
+events { worker_connections 64; }
+http {
+  access_log off;
+  client_body_temp_path tmp_body;
+  proxy_temp_path tmp_proxy;
+  fastcgi_temp_path tmp_fcgi;
+  uwsgi_temp_path tmp_uwsgi;
+  scgi_temp_path tmp_scgi;
+  server {
+    listen 127.0.0.1:%d;
+    root html;
+  }
+}
+"""
+NGINX_REQUESTS = 100
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def nginx_serve(prefix, argv_prefix):
+    """Starts nginx (master + one worker) from a private prefix, waits
+    until it answers, makes NGINX_REQUESTS requests, sends SIGQUIT to the
+    master and waits for it. Returns (status, bodies, stderr) or None when
+    the port was taken meanwhile (the caller picks another)."""
+    import http.client
+    import time
+    port = free_port()
+    os.makedirs(os.path.join(prefix, "html"), exist_ok=True)
+    os.makedirs(os.path.join(prefix, "logs"), exist_ok=True)
+    with open(os.path.join(prefix, "html", "index.html"), "w") as f:
+        f.write("hello from nginx\n")
+    with open(os.path.join(prefix, "nginx.conf"), "w") as f:
+        f.write(NGINX_CONF % port)
+    pidfile = os.path.join(prefix, "nginx.pid")
+    if os.path.exists(pidfile):
+        os.unlink(pidfile)
+    cmd = argv_prefix + ["-p", prefix + "/", "-c", "nginx.conf", "-e", "stderr"]
+    errf = open(os.path.join(prefix, "stderr"), "w+b")
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errf)
+    try:
+        # Ready when the master wrote its pid and the port answers; the
+        # deadline only stops a run-away, it never decides the result.
+        deadline = time.monotonic() + TIMEOUT
+        master = None
+        while True:
+            if p.poll() is not None:
+                errf.seek(0)
+                err = errf.read().decode(errors="replace")
+                if "Address already in use" in err:
+                    return None
+                raise Fail("nginx exited %d before serving; stderr:\n%s" % (p.returncode, err))
+            if time.monotonic() > deadline:
+                raise Fail("nginx never answered (run-away)")
+            try:
+                with open(pidfile) as f:
+                    master = int(f.read().strip() or "0") or None
+            except (OSError, ValueError):
+                master = None
+            if master:
+                try:
+                    c = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+                    c.connect()
+                    c.close()
+                    break
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        bodies = []
+        for i in range(NGINX_REQUESTS):
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+            c.request("GET", "/")
+            r = c.getresponse()
+            bodies.append((r.status, r.read()))
+            c.close()
+        os.kill(master, signal.SIGQUIT)
+        rc = p.wait(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise Fail("nginx did not stop on SIGQUIT (run-away)")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    errf.seek(0)
+    return rc, bodies, errf.read().decode(errors="replace")
+
+
+def case_nginx(args, work):
+    """nginx, master and one worker, serves NGINX_REQUESTS requests under
+    ada and stops on SIGQUIT as without it; the worker's trace has exactly
+    one ngx_http_process_request per request."""
+    nginx = need(args.argv[0] if args.argv else "nginx", "nginx")
+    runs = []
+    for traced in (False, True):
+        for attempt in range(5):
+            prefix = os.path.join(work, "prefix%d.%d" % (traced, attempt))
+            out = os.path.join(work, "out%d" % attempt)
+            pre = [args.ada, "record", "--out", out, "--"] if traced else []
+            r = nginx_serve(prefix, pre + [nginx])
+            if r is not None:
+                break
+            shutil.rmtree(out, ignore_errors=True)
+        else:
+            raise Fail("no free port in 5 tries")
+        runs.append((r, out))
+    (rc0, bodies0, err0), _ = runs[0]
+    (rc1, bodies1, err1), out = runs[1]
+    if rc1 != rc0 or bodies1 != bodies0:
+        raise Fail("untraced: status %d, %d good answers; under ada: status %d, %d good answers;"
+                   " stderr:\n%s" % (rc0, bodies0.count(bodies0[0]), rc1,
+                                     bodies1.count(bodies0[0]), err1))
+    if bodies0 != [(200, b"hello from nginx\n")] * NGINX_REQUESTS:
+        raise Fail("test bug: untraced nginx answered %r" % bodies0[:3])
+    if "respawn" in err1 or "exited on signal" in err1:
+        raise Fail("a worker died under ada:\n%s" % err1)
+    sessions = glob.glob(os.path.join(out, "session_*"))
+    if len(sessions) != 1:
+        raise Fail("expected one session under %s, found %r" % (out, sessions))
+    validate(args.ada, sessions[0])
+    procs = glob.glob(os.path.join(sessions[0], "pid_*"))
+    if len(procs) != 2:
+        raise Fail("want the master and one worker recorded, found %r" % procs)
+    got = function_counts(args.ada, sessions[0], ["ngx_http_process_request"])
+    want = (NGINX_REQUESTS, NGINX_REQUESTS)
+    if got["ngx_http_process_request"] != want:
+        raise Fail("ngx_http_process_request: want %r calls and returns, got %r"
+                   % (want, got["ngx_http_process_request"]))
+
+
+GREENLET = r"""
+import greenlet
+def gen(n):
+    for i in range(n):
+        greenlet.getcurrent().parent.switch(i)
+    return "done"
+total = 0
+g = greenlet.greenlet(gen)
+v = g.switch(1000)
+while not g.dead:
+    total += v
+    v = g.switch()
+print("sum", total, "last", v)
+def inner():
+    try:
+        greenlet.getcurrent().parent.switch("waiting")
+    except ValueError as e:
+        return "caught %s" % e
+h = greenlet.greenlet(inner)
+print(h.switch())
+print(h.throw(ValueError("boom")))
+"""
+
+# One process: a gevent StreamServer on a free port and 20 client
+# greenlets, 5 requests each on their own connection.
+GEVENT = r"""
+from gevent import monkey
+monkey.patch_all()
+import gevent
+from gevent.server import StreamServer
+import socket
+def handle(sock, addr):
+    f = sock.makefile("rb")
+    while True:
+        line = f.readline()
+        if not line:
+            break
+        sock.sendall(b"echo " + line)
+    sock.close()
+server = StreamServer(("127.0.0.1", 0), handle)
+server.start()
+port = server.server_port
+def client(i):
+    s = socket.create_connection(("127.0.0.1", port))
+    f = s.makefile("rb")
+    got = [None]
+    for j in range(5):
+        s.sendall(b"%d-%d\n" % (i, j))
+        got.append(f.readline())
+    s.close()
+    return len(got) - 1, got[-1]
+jobs = [gevent.spawn(client, i) for i in range(20)]
+gevent.joinall(jobs)
+res = [j.value for j in jobs]
+print(sum(r[0] for r in res), res[7][1].decode().strip(), res[19][1].decode().strip())
+server.stop()
+"""
+
+
+def python_with(module, package):
+    """Debian's python3 (the package is for it), or the one running this."""
+    for py in ("/usr/bin/python3", sys.executable):
+        if py and os.path.exists(py) and subprocess.run(
+                [py, "-c", "import " + module], stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, timeout=TIMEOUT).returncode == 0:
+            return py
+    raise Skip("no python3 here imports %s (Debian package %s; tools/bootstrap.sh installs it)"
+               % (module, package))
+
+
+def stack_switch_checks(session, err, least):
+    a = agent_json(session)
+    w = a["stack_switches"]
+    if w["switches"] < least:
+        raise Fail("want at least %d stack switches counted, agent.json has %r" % (least, w))
+    if w["frames_cut"] > 0 and "stack switches by copying" not in err:
+        raise Fail("the summary does not tell the returns cut by switches:\n%s" % err)
+    if a["unmatched_returns"] != {"returns": 0, "threads_stopped": 0}:
+        raise Fail("a switch left a return unmatched: %r" % a["unmatched_returns"])
+
+
+def case_greenlet(args, work):
+    """greenlet switches 2000 times between two greenlets and throws into
+    a third: same output; every switch counted, no return unmatched."""
+    py = python_with("greenlet", "python3-greenlet")
+    session, err = same_behaviour(args.ada, work, [py, "-c", GREENLET])
+    # 1001 switches into gen, 1000 out of it, and 2 each for h's switch
+    # and throw: at least 2004 stack switches.
+    stack_switch_checks(session, err, 2004)
+
+
+def case_gevent(args, work):
+    """A gevent server and 20 clients in one process: same output."""
+    py = python_with("gevent", "python3-gevent")
+    session, err = same_behaviour(args.ada, work, [py, "-c", GEVENT])
+    # Each of the 100 requests waits for its answer at least once.
+    stack_switch_checks(session, err, 100)
+
+
 CASES = {"sigdisp": case_sigdisp, "sigforward": case_sigforward, "nocfi": case_nocfi, "resync": case_resync, "slots_full": case_slots_full,
-         "exact": case_exact}
+         "exact": case_exact, "nginx": case_nginx,
+         "greenlet": case_greenlet, "gevent": case_gevent}
 
 
 def main():
@@ -260,6 +547,9 @@ def main():
     except Fail as e:
         print("transp_test(%s): FAIL: %s" % (args.case, e), file=sys.stderr)
         return 1
+    except Skip as e:
+        print("transp_test(%s): SKIP: %s" % (args.case, e))
+        return SKIP
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("transp_test(%s): ok" % args.case)

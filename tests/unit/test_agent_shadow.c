@@ -499,6 +499,35 @@ static void test_resync(void **state)
 	assert_int_equal(shadow_resync(&sh, moved, TRAMP), 0);
 }
 
+/* A stack switch by copying (greenlet): every frame gets its original
+ * return address back and its EXCEPTION, nothing is buried, and the frames
+ * of the inherited (fork) part go silently. */
+static void test_switch_all(void **state)
+{
+	(void)state;
+	uint32_t flags;
+	call(1, 10, 0x1001);
+	call(2, 20, 0x2002);
+	call(3, 30, 0x3003);
+	sh.inherited = 1;
+	assert_int_equal(shadow_switch_all(&sh, slot_at(3), TRAMP), 2);
+	assert_int_equal(sh.top, 0);
+	assert_int_equal(sh.inherited, 0);
+	assert_int_equal(sh.restored, 0);
+	assert_int_equal(*slot_at(1), 0x1001);
+	assert_int_equal(*slot_at(2), 0x2002);
+	assert_int_equal(*slot_at(3), 0x3003);
+	assert_int_equal(nev, 5);
+	expect(3, 30, ATF_EVENT_EXCEPTION, 3);
+	expect(4, 20, ATF_EVENT_EXCEPTION, 2);
+	/* Not in the grave: a late trampoline at slot 2 finds nothing. */
+	*slot_at(2) = TRAMP;
+	assert_int_equal(shadow_return(&sh, slot_at(2), &flags), 0);
+	/* Calls after the switch start again at depth 1. */
+	call(1, 40, 0x4004);
+	expect(5, 40, ATF_EVENT_CALL, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -519,6 +548,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_side_path, setup),
 	    cmocka_unit_test_setup(test_side_full, setup),
 	    cmocka_unit_test_setup(test_resync, setup),
+	    cmocka_unit_test_setup(test_switch_all, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
