@@ -41,6 +41,15 @@ static const struct config_default config_defaults[] = {
     {"__tls_get_addr", "TLS resolution; called from the handlers' own TLS accesses"},
     {"__libc_start_main", "never returns; runs before the agent could be ready"},
     {"__libc_start_call_main", "never returns"},
+    /* V8 (node): generated code calls these and reads their return
+     * address back as the exit frame's pc, to find the code object that
+     * called (stack traces, GC): the return trampoline is no code V8 knows
+     * (node 20 died in "Check failed: maybe_code.has_value()" on the
+     * first `new Error`). Their callees are traced. */
+    {"*EiPmPNS0_7IsolateE*", "V8's runtime functions and C++ builtins (v8::internal::Runtime_*, "
+                             "Builtin_*(int, Address*, Isolate*)): V8 reads their return address"},
+    {"*FunctionCallbackInfo*", "V8 API callbacks: V8 reads their return address"},
+    {"*PropertyCallbackInfo*", "V8 accessor and interceptor callbacks: as FunctionCallbackInfo"},
 };
 
 static void config_free_list(char **v, size_t *n)

@@ -62,3 +62,6 @@ ada_transp(nginx nginx)
 # greenlet switches stacks by copying slices of them; gevent runs on it.
 ada_transp(greenlet python3)
 ada_transp(gevent python3)
+# V8's generated code reads the return addresses of the C++ functions it
+# calls (the default exclude list leaves them alone).
+ada_transp(node node)

@@ -33,6 +33,15 @@ static void test_defaults(void **state)
 	assert_int_equal(ada_hook_config_symbol_verdict(&c, "main.cold"), ADA_SKIP_EXCLUDED);
 	assert_int_equal(ada_hook_config_symbol_verdict(&c, "f.cold.3"), ADA_SKIP_EXCLUDED);
 	assert_int_equal(ada_hook_config_symbol_verdict(&c, "coldstart"), ADA_HOOK_OK);
+	/* V8's C entries and API callbacks (node). */
+	assert_int_equal(ada_hook_config_symbol_verdict(
+	                     &c, "_ZN2v88internal18Runtime_ThrowErrorEiPmPNS0_7IsolateE"),
+	                 ADA_SKIP_EXCLUDED);
+	assert_int_equal(ada_hook_config_symbol_verdict(
+	                     &c, "_ZN4node2fs4OpenERKN2v820FunctionCallbackInfoINS1_5ValueEEE"),
+	                 ADA_SKIP_EXCLUDED);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "_ZN2v88internal4Heap7CollectEv"),
+	                 ADA_HOOK_OK);
 	ada_hook_config_fini(&c);
 	assert_int_equal(parse("defaults=0", &c), 0);
 	assert_int_equal(ada_hook_config_symbol_verdict(&c, "setjmp"), ADA_HOOK_OK);
