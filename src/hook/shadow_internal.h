@@ -143,8 +143,20 @@ static inline uint32_t shadow_depth(const struct ada_shadow *s, uint32_t i)
 	return i + 1 - s->inherited;
 }
 
+/* A slot already in the grave gets the newer entry in place (the lookup
+ * takes the newest per slot anyway): a coroutine that yields from the same
+ * frame each time buries that one slot over and over, and must not push out
+ * the entry of its outer frame, whose return comes only at the end
+ * (makecontext/swapcontext: the coroutine's first function). Not the hot
+ * path: only frames taken for dead or unwound get here. */
 static inline void shadow_bury(struct ada_shadow *s, const struct shadow_entry *e)
 {
+	for (uint32_t g = 0; g < SHADOW_GRAVE; g++) {
+		if (s->grave[g].slot == e->slot) {
+			s->grave[g] = *e;
+			return;
+		}
+	}
 	s->grave[s->grave_next++ % SHADOW_GRAVE] = *e;
 }
 

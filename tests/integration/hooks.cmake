@@ -72,6 +72,10 @@ ada_itest(exclude_module.O2 target --record-opt=--exclude --record-opt=libc.so*
           --absent-module libc.so* -- ${T}/t_funcptr_O2)
 ada_itest(prologue.O2 target -- ${T}/t_prologue_O2)
 ada_itest(ucontext.O2 target --calls-only -- ${T}/t_ucontext_O2)
+# 300 switches each way through traced wrappers: frames left behind on the
+# other stack return late, coro()'s own only at the end (the grave keeps one
+# entry per slot, so 300 burials of coro_yield's do not push it out).
+ada_itest(ucontext_many.O2 target --calls-only -- ${T}/t_ucontext_O2 300)
 # The detail lane (issue 8): registers, return values and stack bytes of
 # known calls with --detail always; no detail file with never; a narrowed set.
 ada_itest(detail_always.O2 detail always -- ${T}/t_detail_O2)

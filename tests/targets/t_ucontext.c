@@ -3,20 +3,26 @@
  * coroutine libraries and some servers run them. Frames of two stacks
  * interleave on one thread, so CALL/RETURN nesting is not asserted for it
  * (the harness runs it with --calls-only): the program must behave the same
- * and every call must be recorded. drive() resumes coro() six times; coro()
- * yields five times and returns through uc_link. Single-threaded.
+ * and every call must be recorded. drive() resumes coro() N+1 times (N:
+ * argv[1], 5 by default) through resume(); coro() yields N times through
+ * coro_yield() and returns through uc_link. Both wrappers are traced, so
+ * each switch leaves the other stack's frames behind (taken for dead, then
+ * returning late): with N in the hundreds, coro()'s own frame must still
+ * find its return address at the end (issue 14). Single-threaded.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <ucontext.h>
 
 #include "tcount.h"
 
-#define FUNCS(X) X(main) X(coro) X(coro_step) X(drive)
+#define FUNCS(X) X(main) X(coro) X(coro_step) X(drive) X(coro_yield) X(resume)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 static ucontext_t uc_main, uc_coro;
 static char stack[65536];
 static volatile int sink;
+static int yields = 5;
 
 TC_FN static void coro_step(int i)
 {
@@ -24,12 +30,24 @@ TC_FN static void coro_step(int i)
 	sink = i;
 }
 
+TC_FN static void coro_yield(void)
+{
+	TC_ENTER(FN_coro_yield);
+	swapcontext(&uc_coro, &uc_main);
+}
+
+TC_FN static void resume(void)
+{
+	TC_ENTER(FN_resume);
+	swapcontext(&uc_main, &uc_coro);
+}
+
 TC_FN static void coro(void)
 {
 	TC_ENTER(FN_coro);
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < yields; i++) {
 		coro_step(i);
-		swapcontext(&uc_coro, &uc_main);
+		coro_yield();
 	}
 }
 
@@ -41,8 +59,8 @@ TC_FN static int drive(void)
 	uc_coro.uc_stack.ss_size = sizeof(stack);
 	uc_coro.uc_link = &uc_main;
 	makecontext(&uc_coro, coro, 0);
-	for (int i = 0; i < 6; i++)
-		swapcontext(&uc_main, &uc_coro);
+	for (int i = 0; i <= yields; i++)
+		resume();
 	return sink;
 }
 
@@ -50,6 +68,8 @@ int main(int argc, char **argv)
 {
 	TC_ENTER(FN_main);
 	tc_init(argc, argv, "ucontext", fn_names, FN_COUNT);
+	if (argc > 1 && atoi(argv[1]) > 0)
+		yields = atoi(argv[1]);
 	printf("ucontext: %d\n", drive());
 	return 0;
 }

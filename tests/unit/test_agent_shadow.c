@@ -291,12 +291,24 @@ static void test_grave_exceptions_only(void **state)
 	call(1, 12, 0x1212); /* same slot, later frame */
 	shadow_pop_top(&sh, ATF_EVENT_EXCEPTION);
 	assert_int_equal(shadow_return(&sh, slot_at(1), &flags), 0x1212);
-	for (int i = 0; i < SHADOW_GRAVE; i++) { /* pushes 0x1212 out of the grave */
+	/* One slot buried again and again (a coroutine yielding from the same
+	 * frame) keeps its one place: 0x1212 stays. */
+	for (int i = 0; i < SHADOW_GRAVE + 8; i++) {
 		call(2, 20, 0x2002);
 		shadow_pop_top(&sh, ATF_EVENT_EXCEPTION);
 	}
-	assert_int_equal(shadow_return(&sh, slot_at(1), &flags), 0);
+	assert_int_equal(shadow_return(&sh, slot_at(1), &flags), 0x1212);
 	assert_int_equal(shadow_return(&sh, slot_at(2), &flags), 0x2002);
+	/* SHADOW_GRAVE other slots push the oldest out. */
+	nev = 0; /* the events are not what this test is about */
+	for (int i = 0; i < SHADOW_GRAVE; i++) {
+		call(3 + i, 30, 0x3000 + (uint64_t)i);
+		shadow_pop_top(&sh, ATF_EVENT_EXCEPTION);
+	}
+	assert_int_equal(shadow_return(&sh, slot_at(1), &flags), 0);
+	assert_int_equal(shadow_return(&sh, slot_at(2), &flags), 0);
+	assert_int_equal(shadow_return(&sh, slot_at(3 + SHADOW_GRAVE - 1), &flags),
+	                 0x3000 + SHADOW_GRAVE - 1);
 }
 
 /* The fast paths give exactly the general paths' events and state:
