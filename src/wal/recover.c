@@ -370,8 +370,10 @@ static int rec_slot_of(struct rec_ctx *c, uint32_t seq, const struct rec_side *s
 	if (sd->ok) {
 		if (sd->slot >= ada_arena_max_threads(c->arena))
 			return -1;
-		if (ada_slot_read_checked(c->arena, sd->slot, si) != 0)
+		if (ada_slot_read_checked(c->arena, sd->slot, si) != 0) {
+			rec_quarantined(c, sd->slot, seq, 0); /* said and counted, if a fault */
 			return -1;
+		}
 		bool same = si->state != ADA_SLOT_FREE && si->thread_seq == seq &&
 		            si->generation == sd->gen;
 		return same ? (int)sd->slot : -1;
