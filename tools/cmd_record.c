@@ -42,6 +42,7 @@ struct rec_args {
 	const char *out;
 	uint64_t ring_mb, peak_rate, burst_ms;
 	uint32_t max_threads;
+	uint32_t thread_limit; /* 0: ADA_ARENA_DEFAULT_THREAD_LIMIT */
 	int overflow;
 	int drain_cpu;
 	uint64_t segment_mb, max_disk_mb, max_shm_mb;
@@ -77,7 +78,13 @@ static void record_usage(FILE *f)
 	    "  --peak-rate R      size rings for R events/s per thread ...\n"
 	    "  --burst-ms W       ... over a burst of W ms: capacity K = R x W / 1000 events,\n"
 	    "                     rounded up to a power of two (default W = 50)\n"
-	    "  --max-threads N    ring slots per process (default %u)\n"
+	    "  --max-threads N    full-size ring slots per process (default %u)\n"
+	    "  --thread-limit N   threads of a process recorded at once (default %u):\n"
+	    "                     those past --max-threads get 16 KiB index rings (and\n"
+	    "                     8 KiB detail rings), given memory as they start and\n"
+	    "                     counted against --max-shm-mb; past N a thread waits\n"
+	    "                     for a slot while the others progress, then its\n"
+	    "                     events are dropped and counted (no_slot)\n"
 	    "  --overflow MODE    wait (default: lossless, the thread waits for the drain)\n"
 	    "                     or drop (count and drop when a ring is full)\n"
 	    "  --drain-cpu N      pin the drain thread to CPU N (default: not pinned: on a\n"
@@ -132,7 +139,8 @@ static void record_usage(FILE *f)
 	    "  --max-windows N    at most N windows (default %u; overlapping fires merge)\n"
 	    "  --trigger-holdoff-ms MS  a trigger that fired ignores its fires for MS\n"
 	    "                     (default 1000)\n",
-	    ADA_ARENA_DEFAULT_MAX_THREADS, ADA_TRIGGER_DEFAULT_MAX_WINDOWS);
+	    ADA_ARENA_DEFAULT_MAX_THREADS, ADA_ARENA_DEFAULT_THREAD_LIMIT,
+	    ADA_TRIGGER_DEFAULT_MAX_WINDOWS);
 }
 
 static int record_u64(const char *opt, const char *v, uint64_t *out)
@@ -154,6 +162,7 @@ enum {
 	OPT_PEAK,
 	OPT_BURST,
 	OPT_THREADS,
+	OPT_THREAD_LIMIT,
 	OPT_OVERFLOW,
 	OPT_DRAIN_CPU,
 	OPT_SEGMENT,
@@ -187,6 +196,7 @@ static const struct option record_opts[] = {
     {"peak-rate", required_argument, 0, OPT_PEAK},
     {"burst-ms", required_argument, 0, OPT_BURST},
     {"max-threads", required_argument, 0, OPT_THREADS},
+    {"thread-limit", required_argument, 0, OPT_THREAD_LIMIT},
     {"overflow", required_argument, 0, OPT_OVERFLOW},
     {"drain-cpu", required_argument, 0, OPT_DRAIN_CPU},
     {"segment-mb", required_argument, 0, OPT_SEGMENT},
@@ -407,7 +417,12 @@ static int record_opt(struct rec_args *a, int c, const char *v)
 	case OPT_THREADS:
 		if (record_u64("--max-threads", v, &x) < 0)
 			return -1;
-		a->max_threads = (uint32_t)x;
+		a->max_threads = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
+		return 0;
+	case OPT_THREAD_LIMIT:
+		if (record_u64("--thread-limit", v, &x) < 0)
+			return -1;
+		a->thread_limit = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
 		return 0;
 	case OPT_OVERFLOW:
 		if (strcmp(v, "wait") && strcmp(v, "drop")) {
@@ -680,15 +695,25 @@ static int record_ring_config(const struct rec_args *a, bool tsc, struct ada_are
 		    ada_ring_capacity_for_rate(a->peak_rate, a->burst_ms ? a->burst_ms : 50);
 	if (a->max_threads)
 		cfg.max_threads = a->max_threads;
+	/* Spill slots up to the thread limit (none when it is not above
+	 * max_threads), with rings no bigger than the full ones. */
+	uint32_t limit = a->thread_limit ? a->thread_limit : ADA_ARENA_DEFAULT_THREAD_LIMIT;
+	if (limit > cfg.max_threads) {
+		cfg.spill_threads = limit - cfg.max_threads;
+		cfg.spill_events = ADA_ARENA_DEFAULT_SPILL_EVENTS;
+		if (cfg.spill_events > cfg.index_events)
+			cfg.spill_events = (uint32_t)cfg.index_events;
+	}
 	cfg.overflow = (uint32_t)a->overflow;
 	cfg.timestamp_source = tsc ? ADA_TS_TSC : ADA_TS_CLOCK;
 	cfg.detail_bytes = record_detail_bytes(a);
 	/* The key-symbol area: 1 MiB per process with the detail lane. */
 	cfg.keysym_log2 = a->detail_mode == ADA_DETAIL_NEVER ? 0 : 20;
 	if (ada_arena_config_valid(&cfg) < 0) {
-		ada_log("the ring settings are out of range (ring %llu events, %u threads): see "
-		        "ada record --help",
-		        (unsigned long long)cfg.index_events, cfg.max_threads);
+		ada_log("the ring settings are out of range (ring %llu events, %u threads, thread "
+		        "limit %u, at most %u): see ada record --help",
+		        (unsigned long long)cfg.index_events, cfg.max_threads, limit,
+		        ADA_ARENA_SLOTS_LIMIT);
 		return -1;
 	}
 	*out = cfg;

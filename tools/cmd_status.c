@@ -113,7 +113,8 @@ static void status_detail(struct ada_arena *a)
 {
 	if (!ada_arena_config_of(a)->detail_bytes)
 		return;
-	for (uint32_t s = 0; s < ada_arena_max_threads(a); s++) {
+	uint32_t used = ada_arena_slots_used(a);
+	for (uint32_t s = 0; s < used; s++) {
 		struct ada_slot_info si;
 		ada_arena_slot_info(a, s, &si);
 		if (si.state == ADA_SLOT_FREE)

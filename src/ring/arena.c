@@ -145,7 +145,7 @@ static bool arena_lock_range(struct ada_arena *a, uint64_t off, uint64_t len)
  * with two threads only two rings' worth of pages and start-up time. */
 void ring_arena_lock(struct ada_arena *a, bool *mlock_failed)
 {
-	a->mlocked = arena_lock_range(a, 0, a->geo.slots_offset);
+	a->mlocked = arena_lock_range(a, 0, a->geo.desc_lock_end);
 	if (mlock_failed)
 		*mlock_failed = !a->mlocked;
 }
@@ -155,18 +155,46 @@ static uint64_t arena_page_down(uint64_t x)
 	return x & ~(uint64_t)4095;
 }
 
+/* A spill slot counts against the recording's shared-memory ceiling from
+ * the first time a thread claims it (once: its pages stay when it is
+ * freed and reused). 0, or -EDQUOT over the ceiling. */
+static int arena_spill_reserve(struct ada_arena *a, uint32_t slot)
+{
+	if (!ring_slot_is_spill(a, slot) || !a->budget)
+		return 0;
+	if (ada_shm_budget_grow(a->budget, ring_spill_budget_unit(&a->geo)) != 0)
+		return -EDQUOT;
+	atomic_fetch_add_explicit(&a->ctl->spill_taken, 1, memory_order_relaxed);
+	return 0;
+}
+
 int ring_slot_populate(struct ada_arena *a, uint32_t slot)
 {
-	uint64_t start = arena_page_down(a->geo.slots_offset + a->geo.slot_stride * slot);
-	uint64_t end = a->geo.slots_offset + a->geo.slot_stride * (slot + 1);
+	struct ada_slot_desc *d = &a->desc[slot];
+	/* Ours: only the thread holding the slot (CLAIMING) writes it. */
+	bool first = atomic_load_explicit(&d->populated, memory_order_relaxed) == 0;
+	if (first) {
+		int rc = arena_spill_reserve(a, slot);
+		if (rc)
+			return rc;
+	}
+	uint64_t base = (uint64_t)((uint8_t *)ring_index_hdr(a, slot) - a->base);
+	uint64_t start = arena_page_down(base);
+	uint64_t end = base + ring_slot_stride(a, slot);
 	if (end > a->map_size)
 		end = a->map_size;
 #ifdef MADV_POPULATE_WRITE
 	/* Fails with ENOMEM when /dev/shm is full: better a counted drop now
-	 * than a SIGBUS in a hooked function later. */
-	if (madvise(a->base + start, end - start, MADV_POPULATE_WRITE) != 0 && errno != EINVAL)
-		return -errno;
+	 * than a SIGBUS in a hooked function later. The reservation stays
+	 * (the pages the call did get stay too); a later claim retries. */
+	if (madvise(a->base + start, end - start, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
+		int err = -errno;
+		if (first && ring_slot_is_spill(a, slot) && a->budget)
+			atomic_store_explicit(&d->populated, 1, memory_order_relaxed);
+		return err;
+	}
 #endif
+	atomic_store_explicit(&d->populated, 1, memory_order_relaxed);
 	if (!arena_lock_range(a, start, end - start))
 		a->mlocked = false;
 	return 0;
@@ -191,8 +219,9 @@ int ada_arena_create(const char *path, const struct ada_arena_config *cfg, struc
 	if (err)
 		goto out_unlink;
 	a->geo = geo;
+	a->nslots = cfg->max_threads + cfg->spill_threads;
 	uint32_t pages = arena_huge_pages(fd, a->base, fsize);
-	arena_prefault(a->base, geo.slots_offset);
+	arena_prefault(a->base, geo.desc_lock_end);
 	atomic_store_explicit(&a->ctl->flags, pages, memory_order_relaxed);
 	ring_arena_lock(a, mlock_failed);
 	arena_init_control(a, cfg);
@@ -233,6 +262,7 @@ static int arena_validate(struct ada_arena *a, uint64_t file_size)
 	    file_size < a->geo.total)
 		return -EPROTO;
 	a->desc = (struct ada_slot_desc *)(a->base + a->geo.desc_offset);
+	a->nslots = a->cfg.max_threads + a->cfg.spill_threads; /* valid: <= 65536 */
 	a->pid = c->pid;
 	return 0;
 }
@@ -276,6 +306,7 @@ void ada_arena_close(struct ada_arena *a)
 	if (!a)
 		return;
 	munmap(a->base, a->map_size);
+	ada_shm_budget_close(a->budget);
 	free(a->cons);
 	free(a);
 }
@@ -414,7 +445,8 @@ void ada_arena_drop_totals(const struct ada_arena *a,
 		for (int r = 0; r < ADA_DROP_REASON_COUNT; r++)
 			out[l][r] =
 			    atomic_load_explicit(&a->ctl->drops[l][r], memory_order_relaxed);
-	for (uint32_t s = 0; s < a->cfg.max_threads; s++) {
+	uint32_t used = ring_slots_used(a); /* the others were never claimed */
+	for (uint32_t s = 0; s < used; s++) {
 		if (ada_slot_fault(a, s, NULL))
 			continue; /* quarantined: its counters are as untrusted as its ring */
 		struct ada_index_hdr *h = ring_index_hdr(a, s);
@@ -423,6 +455,15 @@ void ada_arena_drop_totals(const struct ada_arena *a,
 				out[l][r] +=
 				    atomic_load_explicit(&h->drops[l][r], memory_order_relaxed);
 	}
+}
+
+uint64_t ada_arena_spill_bytes_taken(const struct ada_arena *a)
+{
+	/* Written by the target: never more than its spill slots. */
+	uint32_t n = atomic_load_explicit(&a->ctl->spill_taken, memory_order_relaxed);
+	if (n > a->cfg.spill_threads)
+		n = a->cfg.spill_threads;
+	return (uint64_t)n * ring_spill_budget_unit(&a->geo);
 }
 
 uint8_t *ada_arena_keysym_area(const struct ada_arena *a, uint64_t *bytes)

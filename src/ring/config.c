@@ -30,6 +30,21 @@ void ada_arena_config_default(struct ada_arena_config *cfg)
 	cfg->low_watermark_pct = ADA_ARENA_DEFAULT_LW_PCT;
 }
 
+/* No spill slots (both 0), or spill_events a power of two no bigger than
+ * the full rings' and ADA_SPILL_MAX_EVENTS, and the slots within
+ * ADA_ARENA_SLOTS_LIMIT (max_threads <= 4096 is checked before). */
+static int config_spill_valid(const struct ada_arena_config *cfg)
+{
+	if (cfg->spill_threads == 0)
+		return cfg->spill_events == 0 ? 0 : -EINVAL;
+	if (cfg->spill_threads > ADA_ARENA_SLOTS_LIMIT - cfg->max_threads)
+		return -EINVAL;
+	if (!config_pow2(cfg->spill_events) || cfg->spill_events < ADA_RING_MIN_EVENTS ||
+	    cfg->spill_events > ADA_SPILL_MAX_EVENTS || cfg->spill_events > cfg->index_events)
+		return -EINVAL;
+	return 0;
+}
+
 int ada_arena_config_valid(const struct ada_arena_config *cfg)
 {
 	if (!cfg || cfg->max_threads == 0 || cfg->max_threads > ADA_ARENA_MAX_THREADS_LIMIT)
@@ -46,27 +61,52 @@ int ada_arena_config_valid(const struct ada_arena_config *cfg)
 	if (cfg->keysym_log2 != 0 && (cfg->keysym_log2 < ADA_KEYSYM_AREA_MIN_LOG2 ||
 	                              cfg->keysym_log2 > ADA_KEYSYM_AREA_MAX_LOG2))
 		return -EINVAL;
+	if (config_spill_valid(cfg) != 0)
+		return -EINVAL;
 	if (cfg->low_watermark_pct == 0 || cfg->low_watermark_pct >= cfg->high_watermark_pct ||
 	    cfg->high_watermark_pct > 100)
 		return -EINVAL;
 	return 0;
 }
 
+/* Bytes of one slot region: index header and ring, then (when there is
+ * one) the detail header and ring; *detail_off is where the detail part
+ * starts. */
+static uint64_t config_slot_stride(uint64_t events, uint64_t detail_bytes, uint64_t *detail_off)
+{
+	uint64_t index_bytes = events * sizeof(struct atf_index_event);
+	*detail_off = RING_ALIGN(sizeof(struct ada_index_hdr) + index_bytes);
+	if (!detail_bytes)
+		return *detail_off;
+	return RING_ALIGN(*detail_off + sizeof(struct ada_detail_hdr) + detail_bytes);
+}
+
 int ring_geometry(const struct ada_arena_config *cfg, struct ring_geometry *g)
 {
 	if (ada_arena_config_valid(cfg) != 0)
 		return -EINVAL;
-	uint64_t index_bytes = cfg->index_events * sizeof(struct atf_index_event);
+	uint64_t nslots = (uint64_t)cfg->max_threads + cfg->spill_threads;
 	g->desc_offset = RING_ALIGN(sizeof(struct ada_arena_control));
-	g->slots_offset =
-	    RING_ALIGN(g->desc_offset + (uint64_t)cfg->max_threads * sizeof(struct ada_slot_desc));
-	g->detail_offset = RING_ALIGN(sizeof(struct ada_index_hdr) + index_bytes);
-	g->slot_stride = g->detail_offset;
-	if (cfg->detail_bytes)
-		g->slot_stride = RING_ALIGN(g->detail_offset + sizeof(struct ada_detail_hdr) +
-		                            cfg->detail_bytes);
-	/* At most 4096 x (2^33 + 2^30 + headers) + 2^28: well inside 2^48. */
-	g->total = g->slots_offset + g->slot_stride * cfg->max_threads;
+	g->slots_offset = RING_ALIGN(g->desc_offset + nslots * sizeof(struct ada_slot_desc));
+	/* The control block and the full slots' descriptors are pre-faulted
+	 * and locked; the spill slots' descriptors get pages as they are
+	 * first touched. */
+	g->desc_lock_end =
+	    (g->desc_offset + (uint64_t)cfg->max_threads * sizeof(struct ada_slot_desc) + 4095) &
+	    ~(uint64_t)4095;
+	if (g->desc_lock_end > g->slots_offset)
+		g->desc_lock_end = g->slots_offset;
+	g->slot_stride =
+	    config_slot_stride(cfg->index_events, cfg->detail_bytes, &g->detail_offset);
+	g->spill_offset = g->slots_offset + g->slot_stride * cfg->max_threads;
+	g->spill_stride = 0;
+	g->spill_detail_offset = 0;
+	if (cfg->spill_threads)
+		g->spill_stride = config_slot_stride(cfg->spill_events, ada_spill_detail_bytes(cfg),
+		                                     &g->spill_detail_offset);
+	/* At most 4096 x (2^33 + 2^30 + headers) + 2^16 x (2^21 + 2^13 +
+	 * headers) + 2^28: well inside 2^48. */
+	g->total = g->spill_offset + g->spill_stride * cfg->spill_threads;
 	g->keysym_offset = (g->total + 4095) & ~(uint64_t)4095;
 	if (cfg->keysym_log2)
 		g->total = g->keysym_offset + ((uint64_t)1 << cfg->keysym_log2);
@@ -77,6 +117,16 @@ uint64_t ada_arena_size_for(const struct ada_arena_config *cfg)
 {
 	struct ring_geometry g;
 	return ring_geometry(cfg, &g) == 0 ? g.total : 0;
+}
+
+uint64_t ada_arena_budget_size_for(const struct ada_arena_config *cfg)
+{
+	struct ring_geometry g;
+	if (ring_geometry(cfg, &g) != 0)
+		return 0;
+	/* A spill slot's descriptor is counted with it: the spill
+	 * descriptors get pages as claims reach them. */
+	return g.total - ring_spill_budget_unit(&g) * cfg->spill_threads;
 }
 
 uint64_t ada_ring_capacity_for_rate(uint64_t events_per_sec, uint64_t burst_ms)
@@ -95,17 +145,20 @@ uint64_t ada_ring_capacity_for_rate(uint64_t events_per_sec, uint64_t burst_ms)
 
 int ada_arena_config_format(const struct ada_arena_config *cfg, char *buf, size_t cap)
 {
-	char ks[40] = "";
+	char ks[40] = "", sp[64] = "";
 	if (cfg->keysym_log2) /* absent when 0: the text of older configs is unchanged */
 		snprintf(ks, sizeof(ks), ",keysym_bytes=%llu", 1ull << cfg->keysym_log2);
+	if (cfg->spill_threads) /* likewise */
+		snprintf(sp, sizeof(sp), ",spill_threads=%u,spill_events=%u", cfg->spill_threads,
+		         cfg->spill_events);
 	int n = snprintf(buf, cap,
 	                 "max_threads=%u,index_events=%llu,detail_bytes=%llu,overflow=%s,"
-	                 "ts=%s,hw=%u,lw=%u%s",
+	                 "ts=%s,hw=%u,lw=%u%s%s",
 	                 cfg->max_threads, (unsigned long long)cfg->index_events,
 	                 (unsigned long long)cfg->detail_bytes,
 	                 cfg->overflow == ADA_OVERFLOW_DROP ? "drop" : "wait",
 	                 cfg->timestamp_source == ADA_TS_CLOCK ? "clock" : "tsc",
-	                 cfg->high_watermark_pct, cfg->low_watermark_pct, ks);
+	                 cfg->high_watermark_pct, cfg->low_watermark_pct, ks, sp);
 	if (n < 0 || (size_t)n >= cap)
 		return -ENOSPC;
 	return n;
@@ -180,6 +233,10 @@ static int config_pair(struct ada_arena_config *c, const char *k, size_t kn, con
 		return config_u32(v, vn, &c->low_watermark_pct);
 	if (config_is(k, kn, "keysym_bytes"))
 		return config_log2(v, vn, &c->keysym_log2);
+	if (config_is(k, kn, "spill_threads"))
+		return config_u32(v, vn, &c->spill_threads);
+	if (config_is(k, kn, "spill_events"))
+		return config_u32(v, vn, &c->spill_events);
 	return -EINVAL;
 }
 

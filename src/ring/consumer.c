@@ -33,20 +33,39 @@
 #define CONS_UNSEEN 0xffu       /* before the first look at the slot */
 #define CONS_PID_MAX (1u << 22) /* PID_MAX_LIMIT on 64-bit Linux */
 
-int ring_consumers_init(struct ada_arena *a)
+/* Seeds the consumer state of slots [cons_ready, n): the one read of the
+ * shared tail we accept as it is -- where a previous consumer (a recorder
+ * that died) left it. Slots past the arena's used count are seeded when
+ * they first come into use, so the drain never touches the pages of
+ * spill slots no thread claimed. */
+static void cons_seed(struct ada_arena *a, uint32_t n)
 {
-	a->cons = calloc(a->cfg.max_threads, sizeof(*a->cons));
-	if (!a->cons)
-		return -ENOMEM;
-	for (uint32_t s = 0; s < a->cfg.max_threads; s++) {
+	for (uint32_t s = a->cons_ready; s < n && s < a->nslots; s++) {
 		struct ring_consumer *c = &a->cons[s];
-		/* The one read of the shared tail we accept as it is: where a
-		 * previous consumer (a recorder that died) left it. */
 		c->tail = atomic_load_explicit(&ring_index_hdr(a, s)->tail, memory_order_relaxed);
 		c->head = c->tail;
 		c->state = CONS_UNSEEN;
+		a->cons_ready = s + 1;
 	}
+}
+
+int ring_consumers_init(struct ada_arena *a)
+{
+	a->cons = calloc(a->nslots, sizeof(*a->cons));
+	if (!a->cons)
+		return -ENOMEM;
+	a->cons_ready = 0;
+	a->hw_seen = 0;
+	cons_seed(a, ada_arena_slots_used(a));
 	return 0;
+}
+
+uint32_t ada_arena_slots_used(struct ada_arena *a)
+{
+	uint32_t v = ring_slots_used(a); /* clamped to nslots, never below hw_seen */
+	a->hw_seen = v;
+	cons_seed(a, v);
+	return v;
 }
 
 static int cons_fault(struct ada_arena *a, uint32_t slot, enum ada_ring_fault code, uint64_t x,
@@ -61,13 +80,13 @@ static int cons_fault(struct ada_arena *a, uint32_t slot, enum ada_ring_fault co
 void ada_slot_quarantine(struct ada_arena *a, uint32_t slot, enum ada_ring_fault code, uint64_t x,
                          uint64_t y, uint64_t z)
 {
-	if (slot < a->cfg.max_threads)
+	if (slot < a->nslots)
 		cons_fault(a, slot, code, x, y, z);
 }
 
 bool ada_slot_fault(const struct ada_arena *a, uint32_t slot, struct ada_slot_fault *out)
 {
-	if (slot >= a->cfg.max_threads || a->cons[slot].fault.code == ADA_FAULT_NONE)
+	if (slot >= a->nslots || a->cons[slot].fault.code == ADA_FAULT_NONE)
 		return false;
 	if (out)
 		*out = a->cons[slot].fault;
@@ -76,7 +95,7 @@ bool ada_slot_fault(const struct ada_arena *a, uint32_t slot, struct ada_slot_fa
 
 uint64_t ada_slot_unconsumed(const struct ada_arena *a, uint32_t slot)
 {
-	if (slot >= a->cfg.max_threads)
+	if (slot >= a->nslots)
 		return 0;
 	return a->cons[slot].head - a->cons[slot].tail;
 }
@@ -85,6 +104,7 @@ uint64_t ada_slot_unconsumed(const struct ada_arena *a, uint32_t slot)
  * ring of what was consumed. 0 and *head, or -EPROTO (quarantined). */
 int ring_cons_head(struct ada_arena *a, uint32_t slot, uint64_t *head)
 {
+	cons_seed(a, slot + 1);
 	struct ring_consumer *c = &a->cons[slot];
 	if (c->fault.code != ADA_FAULT_NONE)
 		return -EPROTO;
@@ -97,8 +117,9 @@ int ring_cons_head(struct ada_arena *a, uint32_t slot, uint64_t *head)
 	uint64_t v = atomic_load_explicit(&h->head, memory_order_acquire);
 	if (v < c->head)
 		return cons_fault(a, slot, ADA_FAULT_HEAD_BACK, v, c->head, 0);
-	if (v - c->tail > a->cfg.index_events)
-		return cons_fault(a, slot, ADA_FAULT_HEAD_AHEAD, v, c->tail, a->cfg.index_events);
+	uint64_t cap = ring_slot_events(a, slot);
+	if (v - c->tail > cap)
+		return cons_fault(a, slot, ADA_FAULT_HEAD_AHEAD, v, c->tail, cap);
 	c->head = v;
 	*head = v;
 	return 0;
@@ -146,8 +167,9 @@ static void cons_load_desc(const struct ada_arena *a, uint32_t slot, struct ada_
 int ada_slot_read_checked(struct ada_arena *a, uint32_t slot, struct ada_slot_info *out)
 {
 	*out = (struct ada_slot_info){0};
-	if (slot >= a->cfg.max_threads)
+	if (slot >= a->nslots)
 		return -EINVAL;
+	cons_seed(a, slot + 1);
 	struct ring_consumer *c = &a->cons[slot];
 	if (c->fault.code != ADA_FAULT_NONE)
 		return -EPROTO;
@@ -178,7 +200,7 @@ int ada_slot_read_checked(struct ada_arena *a, uint32_t slot, struct ada_slot_in
 		for (int r = 0; r < ADA_DROP_REASON_COUNT; r++)
 			out->drops[l][r] =
 			    atomic_load_explicit(&h->drops[l][r], memory_order_relaxed);
-	out->fill_pct = ada_ring_fill_pct(out->head, out->tail, a->cfg.index_events);
+	out->fill_pct = ada_ring_fill_pct(out->head, out->tail, ring_slot_events(a, slot));
 	return 0;
 }
 

@@ -54,7 +54,7 @@ static uint64_t detail_step(uint64_t w, uint64_t d)
 static uint64_t detail_copy(struct ada_arena *a, uint32_t slot, uint64_t begin, uint64_t end,
                             uint64_t *out)
 {
-	uint64_t d = a->cfg.detail_bytes;
+	uint64_t d = ring_slot_detail_bytes(a, slot);
 	_Atomic uint64_t *words = ring_detail_words(a, slot);
 	/* Acquire: pairs with the release stores of the words in
 	 * ada_detail_reserve() (ring.h); a word written over an old one makes the
@@ -92,9 +92,10 @@ static uint64_t detail_compact(uint8_t *buf, uint64_t from, uint64_t len, uint64
 int ada_detail_ring_snapshot(struct ada_arena *a, uint32_t slot, uint64_t from, void *buf,
                              size_t cap, struct ada_detail_snapshot *snap)
 {
-	uint64_t d = a->cfg.detail_bytes;
-	if (slot >= a->cfg.max_threads || d == 0 || cap < d || !buf || !snap ||
-	    ((uintptr_t)buf & 7) != 0)
+	if (slot >= a->nslots)
+		return -EINVAL;
+	uint64_t d = ring_slot_detail_bytes(a, slot);
+	if (d == 0 || cap < d || !buf || !snap || ((uintptr_t)buf & 7) != 0)
 		return -EINVAL;
 	struct ada_detail_hdr *h = ring_detail_hdr(a, slot);
 	/* Pairs with the release store of head in ada_detail_reserve() (ring.h). */
@@ -117,7 +118,7 @@ int ada_detail_ring_snapshot(struct ada_arena *a, uint32_t slot, uint64_t from, 
 
 uint64_t ada_detail_ring_head(struct ada_arena *a, uint32_t slot)
 {
-	if (slot >= a->cfg.max_threads || a->cfg.detail_bytes == 0)
+	if (slot >= a->nslots || ring_slot_detail_bytes(a, slot) == 0)
 		return 0;
 	/* Relaxed: only compared with an earlier value; the copy that follows
 	 * a change loads head again with acquire (ada_detail_ring_snapshot),

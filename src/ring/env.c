@@ -43,7 +43,9 @@ static int env_adopt_exec(struct ada_arena *a)
 {
 	if (ada_arena_pid(a) != (int32_t)getpid())
 		return -EPROTO; /* a stale file of a dead process with our pid */
-	for (uint32_t s = 0; s < a->cfg.max_threads; s++) {
+	/* The old image's slots: the count it kept is ours to trust. */
+	uint32_t used = ring_slots_used(a);
+	for (uint32_t s = 0; s < used; s++) {
 		struct ada_slot_desc *d = &a->desc[s];
 		atomic_store_explicit(&d->exec_orphaned, 1, memory_order_relaxed);
 		/* Release: publishes exec_orphaned with EXITED; pairs with the
@@ -80,11 +82,12 @@ static int env_create(const char *tmp, const char *ring, const struct ada_arena_
 }
 
 /* A new arena counts against the recording's shared-memory ceiling
- * (shm_budget.c): over it, -EDQUOT and the process runs untraced. */
+ * (shm_budget.c): over it, -EDQUOT and the process runs untraced. Its
+ * spill slots count one by one as threads first claim them. */
 static int env_create_reserved(const char *dir, const char *tmp, const char *ring,
                                const struct ada_arena_config *cfg, struct ada_arena **out)
 {
-	uint64_t size = ada_arena_size_for(cfg);
+	uint64_t size = ada_arena_budget_size_for(cfg);
 	int err = ada_shm_budget_reserve(dir, size);
 	if (err)
 		return err;
@@ -140,6 +143,9 @@ int ada_producer_init(const char *dir, const char *ring_config)
 	}
 	if (err)
 		return err;
+	/* For the spill slots' reservations (none without a budget file). */
+	if (a->cfg.spill_threads && ada_shm_budget_open_dir(dir, &a->budget) != 0)
+		a->budget = NULL;
 	ada_producer_set_arena(a);
 	return 0;
 }

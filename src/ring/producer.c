@@ -135,20 +135,21 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 	p->slot = slot;
 	p->tid = tid;
 	p->events = ring_index_events(a, slot);
-	p->mask = a->cfg.index_events - 1;
+	p->mask = ring_slot_events(a, slot) - 1; /* a spill slot's ring is smaller */
 	p->head_pub = &h->head;
 	/* Our own slot now: nobody else writes head. */
 	p->head = atomic_load_explicit(&h->head, memory_order_relaxed);
 	p->ts_clock = a->cfg.timestamp_source == ADA_TS_CLOCK;
 	p->lagging = 0;
-	if (a->cfg.detail_bytes) {
+	uint64_t dbytes = ring_slot_detail_bytes(a, slot);
+	if (dbytes) {
 		struct ada_detail_hdr *dh = ring_detail_hdr(a, slot);
 		p->dwords = ring_detail_words(a, slot);
 		p->dhead = &dh->head;
 		p->doldest = &dh->oldest;
 		p->dlost = &h->drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
-		p->dbytes = a->cfg.detail_bytes;
-		p->dmax = ada_detail_max_record(a);
+		p->dbytes = dbytes;
+		p->dmax = (uint32_t)(dbytes / 4 - RING_DETAIL_HDR); /* as ada_detail_max_record() */
 		/* Our own slot now: nobody else writes them. */
 		p->dpos = atomic_load_explicit(&dh->head, memory_order_relaxed);
 		p->dold = atomic_load_explicit(&dh->oldest, memory_order_relaxed);

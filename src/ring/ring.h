@@ -45,7 +45,8 @@
 
 #define ADA_CACHELINE 64
 #define ADA_ARENA_MAGIC 0x414e455241414441ULL /* "ADAARENA" */
-#define ADA_ARENA_VERSION 4 /* 2: six drop reasons; 3: crash record; 4: key-symbol area */
+#define ADA_ARENA_VERSION                                                                          \
+	5 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots */
 
 #define ada_likely(x) __builtin_expect(!!(x), 1)
 #define ada_unlikely(x) __builtin_expect(!!(x), 0)
@@ -103,6 +104,17 @@ struct ada_arena_config {
 	/* log2 of the key-symbol area's bytes (ADA_KEYSYM_AREA_MIN_LOG2 ..
 	 * _MAX_LOG2), 0: no area (ada_arena_keysym_area()). */
 	uint32_t keysym_log2;
+	/* Spill slots: spill_threads more slots after the max_threads full
+	 * ones, for threads that find those taken, with index rings of
+	 * spill_events (a power of two, ADA_RING_MIN_EVENTS ..
+	 * min(index_events, ADA_SPILL_MAX_EVENTS)) and detail rings of
+	 * ada_spill_detail_bytes(). Their pages are populated, and counted
+	 * against the shared-memory ceiling, only when a thread first claims
+	 * one, so the memory scales with the threads alive at once. 0 and 0:
+	 * none (then a thread that finds every slot taken waits or drops,
+	 * ada_producer_slow()). */
+	uint32_t spill_threads;
+	uint32_t spill_events;
 };
 
 /* Defaults used by ada_arena_config_parse() for keys not given. */
@@ -111,8 +123,16 @@ struct ada_arena_config {
 #define ADA_ARENA_DEFAULT_DETAIL_BYTES 0u
 #define ADA_ARENA_DEFAULT_HW_PCT 75u
 #define ADA_ARENA_DEFAULT_LW_PCT 25u
+/* What `ada record` adds by default: slots for 16 384 threads at once in
+ * all, those past max_threads with 16 KiB index rings (512 events) and
+ * 8 KiB detail rings (docs/internals.md "Threads and slots"). */
+#define ADA_ARENA_DEFAULT_THREAD_LIMIT 16384u
+#define ADA_ARENA_DEFAULT_SPILL_EVENTS 512u
+#define ADA_SPILL_DETAIL_BYTES 8192u
 /* Limits checked by ada_arena_config_valid(). */
 #define ADA_ARENA_MAX_THREADS_LIMIT 4096u
+#define ADA_ARENA_SLOTS_LIMIT 65536u /* max_threads + spill_threads */
+#define ADA_SPILL_MAX_EVENTS (1u << 16)
 #define ADA_RING_MIN_EVENTS 64u
 #define ADA_RING_MAX_EVENTS (1ull << 28)
 #define ADA_DETAIL_MIN_BYTES 4096u
@@ -121,6 +141,12 @@ struct ada_arena_config {
 #define ADA_KEYSYM_AREA_MAX_LOG2 28u
 /* Longest buffer ada_arena_config_format() writes, NUL included. */
 #define ADA_ARENA_CONFIG_TEXT_MAX 224
+/* Detail ring bytes of a spill slot: min(detail_bytes, ADA_SPILL_DETAIL_BYTES). */
+static inline uint64_t ada_spill_detail_bytes(const struct ada_arena_config *cfg)
+{
+	return cfg->detail_bytes < ADA_SPILL_DETAIL_BYTES ? cfg->detail_bytes
+	                                                  : ADA_SPILL_DETAIL_BYTES;
+}
 
 /* Published by the drain, read by `ada status` and the end-of-run summary. */
 struct ada_metrics {
@@ -164,6 +190,14 @@ void ada_arena_close(struct ada_arena *a); /* NULL is a no-op */
 const struct ada_arena_config *ada_arena_config_of(const struct ada_arena *a);
 /* Bytes an arena with this config occupies (0 when the config is invalid). */
 uint64_t ada_arena_size_for(const struct ada_arena_config *cfg);
+/* What a process reserves against the shared-memory ceiling when it
+ * creates its arena: the whole size but the spill slots, which are
+ * reserved one by one as threads first claim them (0: invalid config). */
+uint64_t ada_arena_budget_size_for(const struct ada_arena_config *cfg);
+/* Recorder: bytes of spill slots the process reserved so far (the count
+ * comes from the arena: clamped to spill_threads), released with the
+ * arena's budget size when the arena is removed. */
+uint64_t ada_arena_spill_bytes_taken(const struct ada_arena *a);
 /* Capacity in events for a peak rate (events/s) and a burst window (ms)
  * (BP-004):  K = next_pow2(ceil(events_per_sec * burst_ms / 1000)),
  * clamped to [ADA_RING_MIN_EVENTS, ADA_RING_MAX_EVENTS]. Example: 10 M
@@ -177,12 +211,14 @@ void ada_arena_config_default(struct ada_arena_config *cfg);
  * 0 < low < high <= 100). */
 int ada_arena_config_valid(const struct ada_arena_config *cfg);
 /* Writes e.g. "max_threads=64,index_events=65536,detail_bytes=0,
- * overflow=wait,ts=tsc,hw=75,lw=25". Returns the length, or -ENOSPC when
+ * overflow=wait,ts=tsc,hw=75,lw=25" (then keysym_bytes, spill_threads and
+ * spill_events when not 0). Returns the length, or -ENOSPC when
  * cap is too small (ADA_ARENA_CONFIG_TEXT_MAX always suffices). */
 int ada_arena_config_format(const struct ada_arena_config *cfg, char *buf, size_t cap);
 /* Parses (buf, len) -- not NUL-terminated -- over the defaults: keys
  * max_threads, index_events, detail_bytes (decimal), overflow=wait|drop,
- * ts=tsc|clock, hw, lw (percent). -EINVAL on an unknown key, a bad
+ * ts=tsc|clock, hw, lw (percent), keysym_bytes, spill_threads,
+ * spill_events. -EINVAL on an unknown key, a bad
  * number, or a result ada_arena_config_valid() rejects. */
 int ada_arena_config_parse(const char *buf, size_t len, struct ada_arena_config *cfg);
 
@@ -239,7 +275,17 @@ _Atomic uint64_t *ada_arena_keysym_cur(const struct ada_arena *a);
 void ada_arena_set_flags(struct ada_arena *a, uint32_t flags);
 
 /* ---- drain side (the single consumer of every ring) ---- */
+/* Slots in all: max_threads + spill_threads. */
 uint32_t ada_arena_max_threads(const struct ada_arena *a);
+/* Slots [0, n) may have been claimed: every full slot and the spill
+ * slots up to the highest ever claimed (a count the producers keep in
+ * the arena: never less than seen before, never more than the slots).
+ * Loops over slots stop here, so an arena with thousands of spill slots
+ * costs the drain only the ones threads used. The first call that sees
+ * new slots sets their consumer state up (the consumer's thread only). */
+uint32_t ada_arena_slots_used(struct ada_arena *a);
+/* Index ring capacity of one slot (a full or a spill slot); 0 bad slot. */
+uint64_t ada_arena_slot_events(const struct ada_arena *a, uint32_t slot);
 void ada_arena_slot_info(const struct ada_arena *a, uint32_t slot, struct ada_slot_info *out);
 /* Contiguous run of published, not yet consumed events from the consumer's
  * tail (up to the wrap point), head checked as ada_slot_read_checked()
@@ -452,11 +498,17 @@ void ada_shm_budget_close(struct ada_shm_budget *b); /* NULL is a no-op */
 /* 0, or -EDQUOT (counted as refused) when bytes more would pass the ceiling. */
 int ada_shm_budget_take(struct ada_shm_budget *b, uint64_t bytes);
 void ada_shm_budget_release(struct ada_shm_budget *b, uint64_t bytes);
+/* Producer: bytes more for an arena that exists already (a spill slot's
+ * first claim): 0, or -EDQUOT over the ceiling (not a refused process:
+ * the thread's events are counted as no_slot drops). No wait. */
+int ada_shm_budget_grow(struct ada_shm_budget *b, uint64_t bytes);
 void ada_shm_budget_read(const struct ada_shm_budget *b, struct ada_shm_budget_view *v);
 /* Producer side, by directory: 0 also when dir has no budget file; over
  * the ceiling, waits up to 1 s for room before -EDQUOT. */
 int ada_shm_budget_reserve(const char *dir, uint64_t bytes);
 void ada_shm_budget_unreserve(const char *dir, uint64_t bytes);
+/* Producer: maps dir's budget file; -ENOENT when there is none. */
+int ada_shm_budget_open_dir(const char *dir, struct ada_shm_budget **out);
 /* How long a full ring waits for a drain whose heartbeat stands still
  * before it drops with ADA_DROP_DRAIN_LAG (default 2000 ms). */
 void ada_producer_set_drain_timeout_ms(uint32_t ms);

@@ -4,13 +4,19 @@
  * Layout of an arena file (every part starts on a cache line):
  *
  *   [struct ada_arena_control]                     (control block)
- *   [struct ada_slot_desc] x max_threads           (slot descriptors)
- *   per slot, slot_stride bytes each:
+ *   [struct ada_slot_desc] x (max_threads + spill_threads)  (slot descriptors)
+ *   per full slot, slot_stride bytes each:
  *     [struct ada_index_hdr]                       head | tail | drops
  *     [struct atf_index_event] x index_events      (index ring)
  *     [struct ada_detail_hdr]                      head | oldest
  *     [uint8_t] x detail_bytes                     (detail ring; absent when 0)
+ *   per spill slot, spill_stride bytes each: the same with spill_events
+ *     and ada_spill_detail_bytes()
  *   [uint8_t] x 2^keysym_log2, page aligned         (key-symbol area; absent when 0)
+ *
+ * Slots are numbered 0 .. max_threads + spill_threads - 1, the full ones
+ * first; the file is sparse and a slot region gets its pages when a
+ * thread claims it (ring_slot_populate).
  *
  * The geometry (offsets, stride) is computed from the config by
  * ring_geometry(); the creator stores it in the control block and
@@ -61,6 +67,13 @@ struct ada_arena_control {
 	alignas(ADA_CACHELINE) _Atomic uint64_t heartbeat;       /* drain only */
 	alignas(ADA_CACHELINE) _Atomic uint32_t next_thread_seq; /* every producer */
 	_Atomic uint32_t slot_wanted; /* a producer waits for a free slot */
+	/* Producers: 1 + the highest slot ever claimed (atomic max); the
+	 * drain reads it as a loop bound, clamped (ada_arena_slots_used). */
+	_Atomic uint32_t slots_hw;
+	/* Producers: spill slots reserved against the shared-memory ceiling
+	 * (each once, when first populated); the recorder releases that many
+	 * spill strides, clamped to spill_threads, with the arena. */
+	_Atomic uint32_t spill_taken;
 	/* Drops with no slot (NO_SLOT) and the folded counters of freed slots. */
 	alignas(ADA_CACHELINE) _Atomic uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
 	alignas(ADA_CACHELINE) struct ada_metrics metrics;
@@ -77,7 +90,10 @@ struct ada_slot_desc {
 	_Atomic uint32_t thread_seq;
 	_Atomic uint32_t generation;
 	_Atomic uint32_t exec_orphaned;
-	_Atomic uint32_t reserved;
+	/* Producer only (the recorder never reads it): 1 once the slot's
+	 * pages were populated and, for a spill slot, reserved against the
+	 * ceiling; stays 1 when the slot is freed and reused. */
+	_Atomic uint32_t populated;
 	/* Drain writes once a second, `ada status` reads: how many ns of
 	 * records the slot's detail ring holds (newest - oldest timestamp). */
 	_Atomic uint64_t detail_span_ns;
@@ -108,12 +124,23 @@ _Static_assert(sizeof(struct ada_detail_hdr) % ADA_CACHELINE == 0, "detail heade
 
 struct ring_geometry {
 	uint64_t desc_offset;
+	uint64_t desc_lock_end; /* pre-faulted and locked: [0, desc_lock_end) */
 	uint64_t slots_offset;
 	uint64_t slot_stride;
 	uint64_t detail_offset;
+	uint64_t spill_offset; /* first spill slot */
+	uint64_t spill_stride; /* 0: no spill slots */
+	uint64_t spill_detail_offset;
 	uint64_t keysym_offset; /* page aligned; == total - area bytes */
 	uint64_t total;
 };
+
+/* What one spill slot counts against the shared-memory ceiling: its
+ * rings and its descriptor. */
+static inline uint64_t ring_spill_budget_unit(const struct ring_geometry *g)
+{
+	return g->spill_stride + sizeof(struct ada_slot_desc);
+}
 
 /* The consumer's private view of one slot (consumer.c): the truth about
  * how far it consumed, and what it last accepted from the shared bytes. */
@@ -133,17 +160,49 @@ struct ada_arena {
 	struct ada_slot_desc *desc;
 	struct ada_arena_config cfg; /* validated private copy */
 	struct ring_geometry geo;
-	struct ring_consumer *cons; /* max_threads entries */
+	struct ring_consumer *cons; /* nslots entries, set up up to cons_ready */
+	uint32_t nslots;            /* max_threads + spill_threads */
+	uint32_t cons_ready;        /* cons[0, cons_ready) seeded (consumer thread) */
+	uint32_t hw_seen;           /* highest slots_hw accepted (consumer thread) */
 	int32_t pid;                /* from the control block, read once at open */
 	bool mlocked;
+	/* Producer side: the recording's budget file (NULL: none), for the
+	 * spill slots' reservations. */
+	struct ada_shm_budget *budget;
 };
 
 /* 0 and fills g, or -EINVAL when cfg is not valid. */
 int ring_geometry(const struct ada_arena_config *cfg, struct ring_geometry *g);
 
+static inline bool ring_slot_is_spill(const struct ada_arena *a, uint32_t slot)
+{
+	return slot >= a->cfg.max_threads;
+}
+
 static inline struct ada_index_hdr *ring_index_hdr(const struct ada_arena *a, uint32_t slot)
 {
-	return (struct ada_index_hdr *)(a->base + a->geo.slots_offset + a->geo.slot_stride * slot);
+	uint64_t off =
+	    ring_slot_is_spill(a, slot)
+	        ? a->geo.spill_offset + a->geo.spill_stride * (uint64_t)(slot - a->cfg.max_threads)
+	        : a->geo.slots_offset + a->geo.slot_stride * slot;
+	return (struct ada_index_hdr *)(a->base + off);
+}
+
+static inline uint64_t ring_slot_stride(const struct ada_arena *a, uint32_t slot)
+{
+	return ring_slot_is_spill(a, slot) ? a->geo.spill_stride : a->geo.slot_stride;
+}
+
+/* Index ring capacity of the slot (a power of two). */
+static inline uint64_t ring_slot_events(const struct ada_arena *a, uint32_t slot)
+{
+	return ring_slot_is_spill(a, slot) ? a->cfg.spill_events : a->cfg.index_events;
+}
+
+/* Detail ring bytes of the slot (0: none). */
+static inline uint64_t ring_slot_detail_bytes(const struct ada_arena *a, uint32_t slot)
+{
+	return ring_slot_is_spill(a, slot) ? ada_spill_detail_bytes(&a->cfg) : a->cfg.detail_bytes;
 }
 
 static inline struct atf_index_event *ring_index_events(const struct ada_arena *a, uint32_t slot)
@@ -153,7 +212,22 @@ static inline struct atf_index_event *ring_index_events(const struct ada_arena *
 
 static inline struct ada_detail_hdr *ring_detail_hdr(const struct ada_arena *a, uint32_t slot)
 {
-	return (struct ada_detail_hdr *)((uint8_t *)ring_index_hdr(a, slot) + a->geo.detail_offset);
+	uint64_t off =
+	    ring_slot_is_spill(a, slot) ? a->geo.spill_detail_offset : a->geo.detail_offset;
+	return (struct ada_detail_hdr *)((uint8_t *)ring_index_hdr(a, slot) + off);
+}
+
+/* Slots that may have been claimed, for loops that must not touch the
+ * pages of the others: max(what the consumer accepted, the arena's count
+ * clamped to nslots), at least max_threads. Read-only (no seeding). */
+static inline uint32_t ring_slots_used(const struct ada_arena *a)
+{
+	uint32_t v = atomic_load_explicit(&a->ctl->slots_hw, memory_order_relaxed);
+	if (v > a->nslots)
+		v = a->nslots;
+	if (v < a->hw_seen)
+		v = a->hw_seen;
+	return v < a->cfg.max_threads ? a->cfg.max_threads : v;
 }
 
 /* The detail bytes as 8-byte words, accessed with relaxed atomics so the

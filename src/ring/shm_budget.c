@@ -121,7 +121,7 @@ static void shm_budget_refused(struct ada_shm_budget *b, uint64_t bytes)
 }
 
 /* Counters only: nothing else is published with them (relaxed). */
-static int shm_budget_try(struct ada_shm_budget *b, uint64_t bytes)
+static int shm_budget_add(struct ada_shm_budget *b, uint64_t bytes)
 {
 	uint64_t cur = atomic_load_explicit(&b->reserved, memory_order_relaxed);
 	for (;;) {
@@ -132,9 +132,21 @@ static int shm_budget_try(struct ada_shm_budget *b, uint64_t bytes)
 		                                          memory_order_relaxed))
 			break;
 	}
-	atomic_fetch_add_explicit(&b->arenas, 1, memory_order_relaxed);
 	shm_budget_peak(b, cur + bytes);
 	return 0;
+}
+
+int ada_shm_budget_grow(struct ada_shm_budget *b, uint64_t bytes)
+{
+	return shm_budget_add(b, bytes);
+}
+
+static int shm_budget_try(struct ada_shm_budget *b, uint64_t bytes)
+{
+	int err = shm_budget_add(b, bytes);
+	if (err == 0)
+		atomic_fetch_add_explicit(&b->arenas, 1, memory_order_relaxed);
+	return err;
 }
 
 int ada_shm_budget_take(struct ada_shm_budget *b, uint64_t bytes)
@@ -190,6 +202,20 @@ static int shm_budget_take_waiting(struct ada_shm_budget *b, uint64_t bytes)
 	}
 	shm_budget_refused(b, bytes);
 	return -EDQUOT;
+}
+
+static int shm_budget_path(const char *dir, char *path, size_t cap)
+{
+	int n = snprintf(path, cap, "%s/%s", dir, ADA_SHM_BUDGET_NAME);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+int ada_shm_budget_open_dir(const char *dir, struct ada_shm_budget **out)
+{
+	char path[PATH_MAX];
+	if (shm_budget_path(dir, path, sizeof(path)) != 0)
+		return -ENAMETOOLONG;
+	return ada_shm_budget_open(path, out);
 }
 
 /* Producer side: a process about to create its arena in dir. No budget

@@ -29,39 +29,69 @@ static uint32_t slot_state(const struct ada_arena *a, uint32_t slot)
 	return atomic_load_explicit(&a->desc[slot].state, memory_order_acquire);
 }
 
+/* FREE -> CLAIMING -> ACTIVE for slot s, or false (taken meanwhile, or
+ * *err: its pages could not be had). */
+static bool slot_try_claim(struct ada_arena *a, uint32_t s, uint32_t tid, int *err)
+{
+	struct ada_slot_desc *d = &a->desc[s];
+	uint32_t expect = ADA_SLOT_FREE;
+	if (atomic_load_explicit(&d->state, memory_order_relaxed) != expect)
+		return false;
+	/* Acquire: pairs with the release store of FREE in
+	 * ada_arena_slot_free(), so the drain's last tail and the zeroed
+	 * counters are visible to the new owner. */
+	if (!atomic_compare_exchange_strong_explicit(&d->state, &expect, RING_SLOT_CLAIMING,
+	                                             memory_order_acquire, memory_order_relaxed))
+		return false;
+	int rc = ring_slot_populate(a, s);
+	if (rc != 0) {
+		/* No memory for the rings (/dev/shm full, or the ceiling for a
+		 * spill slot): give the slot back; the caller counts a NO_SLOT
+		 * drop. */
+		atomic_store_explicit(&d->state, ADA_SLOT_FREE, memory_order_relaxed);
+		*err = rc;
+		return false;
+	}
+	atomic_store_explicit(&d->tid, tid, memory_order_relaxed);
+	atomic_store_explicit(
+	    &d->thread_seq,
+	    atomic_fetch_add_explicit(&a->ctl->next_thread_seq, 1, memory_order_relaxed),
+	    memory_order_relaxed);
+	atomic_fetch_add_explicit(&d->generation, 1, memory_order_relaxed);
+	atomic_store_explicit(&d->exec_orphaned, 0, memory_order_relaxed);
+	atomic_store_explicit(&d->detail_span_ns, 0, memory_order_relaxed);
+	/* The drain's loop bound covers s before s can be ACTIVE: relaxed,
+	 * ordered before the state by the release below (a drain that sees
+	 * ACTIVE and not yet the bound gets it at its next pass anyway). */
+	uint32_t hw = atomic_load_explicit(&a->ctl->slots_hw, memory_order_relaxed);
+	while (hw < s + 1 &&
+	       !atomic_compare_exchange_weak_explicit(&a->ctl->slots_hw, &hw, s + 1,
+	                                              memory_order_relaxed, memory_order_relaxed))
+		;
+	/* Publishes tid/thread_seq/generation; pairs with slot_state(). */
+	atomic_store_explicit(&d->state, ADA_SLOT_ACTIVE, memory_order_release);
+	return true;
+}
+
+/* A full slot from hint on (threads spread over them by tid), else the
+ * lowest free spill slot (the drain's loops stop at the highest one ever
+ * claimed, so keeping them low keeps those loops short). */
 int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint)
 {
 	uint32_t n = a->cfg.max_threads;
+	int err = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t s = (hint + i) % n;
-		struct ada_slot_desc *d = &a->desc[s];
-		uint32_t expect = ADA_SLOT_FREE;
-		if (atomic_load_explicit(&d->state, memory_order_relaxed) != expect)
-			continue;
-		/* Acquire: pairs with the release store of FREE in
-		 * ada_arena_slot_free(), so the drain's last tail and the
-		 * zeroed counters are visible to the new owner. */
-		if (!atomic_compare_exchange_strong_explicit(&d->state, &expect, RING_SLOT_CLAIMING,
-		                                             memory_order_acquire,
-		                                             memory_order_relaxed))
-			continue;
-		if (ring_slot_populate(a, s) != 0) {
-			/* No memory for the rings (/dev/shm full): give the slot
-			 * back; the caller counts a NO_SLOT drop. */
-			atomic_store_explicit(&d->state, ADA_SLOT_FREE, memory_order_relaxed);
+		if (slot_try_claim(a, s, tid, &err))
+			return (int)s;
+		if (err)
 			return -ENOMEM;
-		}
-		atomic_store_explicit(&d->tid, tid, memory_order_relaxed);
-		atomic_store_explicit(
-		    &d->thread_seq,
-		    atomic_fetch_add_explicit(&a->ctl->next_thread_seq, 1, memory_order_relaxed),
-		    memory_order_relaxed);
-		atomic_fetch_add_explicit(&d->generation, 1, memory_order_relaxed);
-		atomic_store_explicit(&d->exec_orphaned, 0, memory_order_relaxed);
-		atomic_store_explicit(&d->detail_span_ns, 0, memory_order_relaxed);
-		/* Publishes tid/thread_seq/generation; pairs with slot_state(). */
-		atomic_store_explicit(&d->state, ADA_SLOT_ACTIVE, memory_order_release);
-		return (int)s;
+	}
+	for (uint32_t s = n; s < a->nslots; s++) {
+		if (slot_try_claim(a, s, tid, &err))
+			return (int)s;
+		if (err)
+			return -ENOMEM;
 	}
 	return -ENOSPC;
 }
@@ -70,7 +100,8 @@ uint64_t ring_slots_progress(const struct ada_arena *a, bool *any_exited)
 {
 	uint64_t sig = 0;
 	*any_exited = false;
-	for (uint32_t s = 0; s < a->cfg.max_threads; s++) {
+	uint32_t used = ring_slots_used(a);
+	for (uint32_t s = 0; s < used; s++) {
 		/* Relaxed: only a hint whether waiting can help; the claim's CAS
 		 * carries the ordering. */
 		uint32_t st = atomic_load_explicit(&a->desc[s].state, memory_order_relaxed);
@@ -83,13 +114,18 @@ uint64_t ring_slots_progress(const struct ada_arena *a, bool *any_exited)
 
 uint32_t ada_arena_max_threads(const struct ada_arena *a)
 {
-	return a->cfg.max_threads;
+	return a->nslots;
+}
+
+uint64_t ada_arena_slot_events(const struct ada_arena *a, uint32_t slot)
+{
+	return slot < a->nslots ? ring_slot_events(a, slot) : 0;
 }
 
 void ada_arena_slot_info(const struct ada_arena *a, uint32_t slot, struct ada_slot_info *out)
 {
 	*out = (struct ada_slot_info){0};
-	if (slot >= a->cfg.max_threads)
+	if (slot >= a->nslots)
 		return;
 	const struct ada_slot_desc *d = &a->desc[slot];
 	uint32_t st = slot_state(a, slot);
@@ -107,7 +143,7 @@ void ada_arena_slot_info(const struct ada_arena *a, uint32_t slot, struct ada_sl
 		for (int r = 0; r < ADA_DROP_REASON_COUNT; r++)
 			out->drops[l][r] =
 			    atomic_load_explicit(&h->drops[l][r], memory_order_relaxed);
-	out->fill_pct = ada_ring_fill_pct(out->head, out->tail, a->cfg.index_events);
+	out->fill_pct = ada_ring_fill_pct(out->head, out->tail, ring_slot_events(a, slot));
 }
 
 size_t ada_index_ring_peek(struct ada_arena *a, uint32_t slot,
@@ -115,10 +151,10 @@ size_t ada_index_ring_peek(struct ada_arena *a, uint32_t slot,
 {
 	*events = NULL;
 	uint64_t head;
-	if (slot >= a->cfg.max_threads || ring_cons_head(a, slot, &head) != 0)
+	if (slot >= a->nslots || ring_cons_head(a, slot, &head) != 0)
 		return 0;
 	uint64_t tail = a->cons[slot].tail;
-	uint64_t cap = a->cfg.index_events;
+	uint64_t cap = ring_slot_events(a, slot);
 	uint64_t n = head - tail; /* <= cap: ring_cons_head() checked it */
 	if (n == 0)
 		return 0;
@@ -131,7 +167,7 @@ size_t ada_index_ring_peek(struct ada_arena *a, uint32_t slot,
 
 void ada_index_ring_release(struct ada_arena *a, uint32_t slot, size_t n)
 {
-	if (slot >= a->cfg.max_threads || n == 0 || ada_slot_fault(a, slot, NULL))
+	if (slot >= a->nslots || n == 0 || ada_slot_fault(a, slot, NULL))
 		return;
 	struct ring_consumer *c = &a->cons[slot];
 	if (n > c->head - c->tail)
@@ -156,14 +192,14 @@ static void slot_fold_drops(struct ada_arena *a, uint32_t slot)
 
 int ada_arena_slot_free(struct ada_arena *a, uint32_t slot)
 {
-	if (slot >= a->cfg.max_threads)
+	if (slot >= a->nslots)
 		return -EINVAL;
 	uint64_t head;
 	if (slot_state(a, slot) != ADA_SLOT_EXITED || ring_cons_head(a, slot, &head) != 0 ||
 	    head != a->cons[slot].tail)
 		return -EBUSY;
 	slot_fold_drops(a, slot);
-	if (a->geo.slot_stride > a->geo.detail_offset) {
+	if (ring_slot_detail_bytes(a, slot)) {
 		/* A new owner starts with an empty detail ring at position 0
 		 * (no producer exists now, so the drain may write both). */
 		struct ada_detail_hdr *dh = ring_detail_hdr(a, slot);
@@ -194,12 +230,12 @@ bool ada_arena_slot_reclaimable(struct ada_arena *a, uint32_t slot)
 
 uint32_t ada_arena_slot_fill_pct(const struct ada_arena *a, uint32_t slot)
 {
-	if (slot >= a->cfg.max_threads)
+	if (slot >= a->nslots)
 		return 0;
 	/* Pairs with the release store of head in ada_emit(); clamped to
 	 * 100 by ada_ring_fill_pct() whatever the shared head says. */
 	uint64_t head = atomic_load_explicit(&ring_index_hdr(a, slot)->head, memory_order_acquire);
-	return ada_ring_fill_pct(head, a->cons[slot].tail, a->cfg.index_events);
+	return ada_ring_fill_pct(head, a->cons[slot].tail, ring_slot_events(a, slot));
 }
 
 bool ada_arena_above_high_watermark(const struct ada_arena *a, uint32_t slot)
@@ -222,6 +258,6 @@ bool ada_arena_take_slot_wanted(struct ada_arena *a)
 
 void ada_arena_slot_set_detail_span(struct ada_arena *a, uint32_t slot, uint64_t span_ns)
 {
-	if (slot < a->cfg.max_threads) /* relaxed: a statistic, read alone */
+	if (slot < a->nslots) /* relaxed: a statistic, read alone */
 		atomic_store_explicit(&a->desc[slot].detail_span_ns, span_ns, memory_order_relaxed);
 }

@@ -118,21 +118,26 @@ void wal_note_quarantine(struct ada_recorder *r, struct wal_proc *p, uint32_t sl
 	note_emit(r, sentence);
 }
 
-/* Token bucket: WAL_THREAD_DIR_BURST directories at once, then
+/* Token bucket: WAL_THREAD_DIR_BURST directories at once (or the
+ * process's slots, when it has more: --thread-limit), then
  * WAL_THREAD_DIR_RATE a second. A program that starts threads faster for
  * long still gets its first ones and a steady trickle; the events of the
  * refused ones are counted (thread_limit), never written silently. */
 bool wal_thread_dir_allowed(struct wal_proc *p, uint64_t now_ns)
 {
+	/* As many at once as the process may have threads recorded at once
+	 * (its slots: the recorder's thread limit), at least the burst. */
+	double burst = (double)p->max_threads > WAL_THREAD_DIR_BURST ? (double)p->max_threads
+	                                                             : WAL_THREAD_DIR_BURST;
 	if (p->dir_tokens_ns == 0) {
-		p->dir_tokens = WAL_THREAD_DIR_BURST;
+		p->dir_tokens = burst;
 		p->dir_tokens_ns = now_ns;
 	}
 	double add = (double)(now_ns - p->dir_tokens_ns) / 1e9 * WAL_THREAD_DIR_RATE;
 	p->dir_tokens_ns = now_ns;
 	p->dir_tokens += add;
-	if (p->dir_tokens > WAL_THREAD_DIR_BURST)
-		p->dir_tokens = WAL_THREAD_DIR_BURST;
+	if (p->dir_tokens > burst)
+		p->dir_tokens = burst;
 	if (p->dir_tokens < 1.0) {
 		p->dirs_refused++;
 		return false;

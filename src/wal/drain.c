@@ -551,6 +551,10 @@ static size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s,
 			return 0;
 		}
 		t = drain_thread_new(r, p, s, &si);
+		/* Alive: a pass that starts files for hundreds of new threads
+		 * must not look like a dead recorder to a producer waiting
+		 * meanwhile (its drain timeout, ring.h). */
+		ada_arena_drain_heartbeat(p->arena);
 		if (!t)
 			return 0;
 		p->by_slot[s] = t;
@@ -572,7 +576,8 @@ static size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s,
 static size_t drain_proc(struct ada_recorder *r, struct wal_proc *p, size_t budget)
 {
 	size_t n = 0;
-	for (uint32_t s = 0; s < p->max_threads; s++)
+	uint32_t used = ada_arena_slots_used(p->arena); /* spill slots never claimed: skipped */
+	for (uint32_t s = 0; s < used; s++)
 		n += drain_slot(r, p, s, budget);
 	ada_arena_drain_heartbeat(p->arena);
 	return n;
@@ -581,7 +586,8 @@ static size_t drain_proc(struct ada_recorder *r, struct wal_proc *p, size_t budg
 /* EXITED slots whose thread is gone and ring is empty: finalize, free. */
 static void drain_reclaim(struct ada_recorder *r, struct wal_proc *p)
 {
-	for (uint32_t s = 0; s < p->max_threads; s++) {
+	uint32_t used = ada_arena_slots_used(p->arena);
+	for (uint32_t s = 0; s < used; s++) {
 		struct ada_slot_info si;
 		if (ada_slot_read_checked(p->arena, s, &si) != 0 || si.state != ADA_SLOT_EXITED ||
 		    !ada_arena_slot_reclaimable(p->arena, s))
@@ -592,6 +598,7 @@ static void drain_reclaim(struct ada_recorder *r, struct wal_proc *p)
 			p->by_slot[s] = NULL;
 		}
 		ada_arena_slot_free(p->arena, s);
+		ada_arena_drain_heartbeat(p->arena); /* alive: as in drain_slot() */
 	}
 }
 
@@ -856,7 +863,8 @@ static void drain_empty_slot(struct ada_recorder *r, struct wal_proc *p, uint32_
 
 static void drain_empty_proc(struct ada_recorder *r, struct wal_proc *p)
 {
-	for (uint32_t s = 0; s < p->max_threads; s++)
+	uint32_t used = ada_arena_slots_used(p->arena);
+	for (uint32_t s = 0; s < used; s++)
 		drain_empty_slot(r, p, s);
 }
 
@@ -871,8 +879,8 @@ static void drain_arena_lost(struct ada_recorder *r, struct wal_proc *p, uint64_
 	struct stat st;
 	ada_arena_mapping(p->arena, &base, &need);
 	if (size == 0 && p->arena_fd >= 0 && fstat(p->arena_fd, &st) == 0)
-		size = (uint64_t)st.st_size; /* found by a SIGBUS: ask the file */
-	for (uint32_t s = 0; s < p->max_threads; s++) {
+		size = (uint64_t)st.st_size;            /* found by a SIGBUS: ask the file */
+	for (uint32_t s = 0; s < p->max_threads; s++) { /* private state only */
 		struct wal_thread *t = p->by_slot[s];
 		uint64_t u = ada_slot_unconsumed(p->arena, s), pend = t ? t->pending : 0;
 		left += u > pend ? u - pend : 0;
@@ -975,7 +983,8 @@ static void drain_detail_spans(struct ada_recorder *r, struct wal_proc *p)
 {
 	if (!ada_arena_config_of(p->arena)->detail_bytes)
 		return;
-	for (uint32_t s = 0; s < p->max_threads; s++) {
+	uint32_t used = ada_arena_slots_used(p->arena);
+	for (uint32_t s = 0; s < used; s++) {
 		struct wal_thread *t = p->by_slot[s];
 		uint64_t o, n;
 		if (t && !t->done && wal_detail_ring_span(r, t, &o, &n) == 0) {

@@ -144,7 +144,8 @@ static int ks_threads(void *ctx, struct ada_keysym_thread *out, size_t cap)
 {
 	struct wal_proc *p = ctx;
 	size_t n = 0;
-	for (uint32_t s = 0; s < p->max_threads && n < cap; s++) {
+	uint32_t used = ada_arena_slots_used(p->arena);
+	for (uint32_t s = 0; s < used && n < cap; s++) {
 		struct ada_slot_info si;
 		ada_arena_slot_info(p->arena, s, &si);
 		if (si.state != ADA_SLOT_FREE)

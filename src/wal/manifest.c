@@ -330,6 +330,13 @@ static json_t *man_ring(const struct wal_proc *p)
 	json_object_set_new(o, "index_bytes",
 	                    json_integer((json_int_t)(c->index_events * ATF_INDEX_EVENT_SIZE)));
 	json_object_set_new(o, "detail_bytes", json_integer((json_int_t)c->detail_bytes));
+	/* Spill slots: the threads past max_threads, with small rings. */
+	json_object_set_new(o, "thread_limit",
+	                    json_integer((json_int_t)c->max_threads + c->spill_threads));
+	json_object_set_new(o, "spill_index_events", json_integer((json_int_t)c->spill_events));
+	json_object_set_new(
+	    o, "spill_detail_bytes",
+	    json_integer((json_int_t)(c->spill_threads ? ada_spill_detail_bytes(c) : 0)));
 	json_object_set_new(o, "overflow",
 	                    json_string(c->overflow == ADA_OVERFLOW_DROP ? "drop" : "wait"));
 	json_object_set_new(o, "timestamps",

@@ -378,7 +378,7 @@ static int rec_slot_of(struct rec_ctx *c, uint32_t seq, const struct rec_side *s
 		            si->generation == sd->gen;
 		return same ? (int)sd->slot : -1;
 	}
-	uint32_t n = ada_arena_max_threads(c->arena);
+	uint32_t n = ada_arena_slots_used(c->arena);
 	for (uint32_t s = 0; s < n; s++) {
 		if (ada_slot_read_checked(c->arena, s, si) != 0)
 			continue;
@@ -784,11 +784,20 @@ static void rec_orphan_slot(struct rec_ctx *c, const char *pid_dir, const struct
 	rec_thread(c, dir, si->thread_seq);
 }
 
+/* Slots that may hold events: reads the arena's count (guarded: the file
+ * may have shrunk). */
+static uint32_t rec_slots_used(struct rec_ctx *c)
+{
+	volatile uint32_t n = 0;
+	WAL_GUARDED(c->arena, n = ada_arena_slots_used(c->arena), c->arena_bad = true);
+	return n;
+}
+
 static void rec_orphan_slots(struct rec_ctx *c, const char *pid_dir)
 {
 	if (!c->arena || c->arena_bad)
 		return;
-	uint32_t n = ada_arena_max_threads(c->arena);
+	uint32_t n = rec_slots_used(c);
 	for (uint32_t s = 0; s < n && !c->arena_bad; s++) {
 		struct ada_slot_info si;
 		int rc = -EPROTO;

@@ -54,7 +54,9 @@ int wal_shm_setup(struct ada_recorder *r)
 void wal_shm_release(struct ada_recorder *r, struct wal_proc *p)
 {
 	if (r->shm && p->arena)
-		ada_shm_budget_release(r->shm, ada_arena_size_for(ada_arena_config_of(p->arena)));
+		ada_shm_budget_release(r->shm,
+		                       ada_arena_budget_size_for(ada_arena_config_of(p->arena)) +
+		                           ada_arena_spill_bytes_taken(p->arena));
 }
 
 void wal_shm_read(const struct ada_recorder *r, struct ada_shm_budget_view *v)

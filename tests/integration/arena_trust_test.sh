@@ -37,7 +37,7 @@ fi
 
 record() {
 	# shellcheck disable=SC2086
-	timeout -s KILL 60 "$ADA" record --no-agent --max-threads 8 --ring-mb 1 $BUDGET --out "$OUT" -- \
+	timeout -s KILL 60 "$ADA" record --no-agent --max-threads 8 --thread-limit 8 --ring-mb 1 $BUDGET --out "$OUT" -- \
 		"$PROG" "$MODE" "$1" >"$WORK/stdout" 2>"$WORK/err"
 	RC=$?
 	[ $RC -eq 137 ] && fail "the recorder did not exit (killed by the 60 s guard)"
@@ -113,7 +113,7 @@ recover)
 	# The recorder dies (SIGKILL) after the program damaged its ring;
 	# `ada recover` must read the arena with the same checks, in bounded
 	# memory, and flag the slot.
-	T_SCRIBBLE_HOLD=1 "$ADA" record --no-agent --max-threads 8 --ring-mb 1 $BUDGET --out "$OUT" -- \
+	T_SCRIBBLE_HOLD=1 "$ADA" record --no-agent --max-threads 8 --thread-limit 8 --ring-mb 1 $BUDGET --out "$OUT" -- \
 		"$PROG" head_far $N >"$WORK/stdout" 2>"$WORK/err" &
 	APID=$!
 	i=0
@@ -145,7 +145,7 @@ lag)
 	# The recorder is SIGKILLed while the program runs; the program then
 	# counts drain-lag drops, records exit status 3 and exits. `ada
 	# recover` must carry both into the manifest, and `ada status` too.
-	"$ADA" record --no-agent --max-threads 8 --ring-mb 1 $BUDGET --out "$OUT" -- \
+	"$ADA" record --no-agent --max-threads 8 --thread-limit 8 --ring-mb 1 $BUDGET --out "$OUT" -- \
 		"$PROG" lag $N >"$WORK/stdout" 2>"$WORK/err" &
 	APID=$!
 	i=0
@@ -171,7 +171,7 @@ lag)
 stop)
 	# SIGTERM to the recorder while the program runs on: it must exit
 	# (guarded by the 60 s timeout), with final manifests.
-	T_SCRIBBLE_HOLD=1 "$ADA" record --no-agent --max-threads 8 --ring-mb 1 $BUDGET --out "$OUT" -- \
+	T_SCRIBBLE_HOLD=1 "$ADA" record --no-agent --max-threads 8 --thread-limit 8 --ring-mb 1 $BUDGET --out "$OUT" -- \
 		"$PROG" head_far $N >"$WORK/stdout" 2>"$WORK/err" &
 	APID=$!
 	i=0

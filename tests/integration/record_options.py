@@ -248,6 +248,25 @@ def case_max_threads(ctx):
 
 
 @case
+def case_thread_limit(ctx):
+    """--max-threads 2 --thread-limit 3: one spill slot (512-event ring)
+    after the two full ones; five threads share the three, the default
+    lossless mode makes a thread wait for a slot, so every call is there.
+    The manifest tells the limit and the spill rings' sizes."""
+    p = ctx.prog("t_threads_O2")
+    r = record(ctx, [p], ["--max-threads", "2", "--thread-limit", "3"])
+    for key, val in (("max_threads", 2), ("thread_limit", 3), ("spill_index_events", 512),
+                     ("spill_detail_bytes", 8192)):
+        want(ctx, get(r.manifest, "ring", key) == val, "manifest ring.%s %r, expected %r",
+             key, get(r.manifest, "ring", key), val)
+    want(ctx, len(r.manifest.get("threads") or []) == 5, "expected 5 threads in the manifest, "
+         "found %d", len(r.manifest.get("threads") or []))
+    want(ctx, sum(drops(r, "index").values()) == 0, "lossless mode dropped index events: %r",
+         drops(r, "index"))
+    exact(ctx, r, p)
+
+
+@case
 def case_overflow_drop(ctx):
     """--overflow drop on 1024-event rings, 600 000 events as fast as four
     threads can: full rings drop and count; written + dropped is exactly

@@ -12,8 +12,9 @@ line. Cases:
   resync     the same function with CFI, so hooked: the unmatched return
              is resynchronised (never an abort), the thread stops being
              traced, and that is counted
-  slots_full more live threads than ring slots: the program runs as
-             without ada (no wait for ever) and the loss is counted
+  slots_full more live threads than the thread limit (--record-opt
+             --thread-limit N): the program runs as without ada (no wait
+             for ever) and the loss is counted
   exact      --calls FN=N: the trace has exactly N calls and returns of FN
              and no index-lane drop (--record-opt passes ada record options)
   nginx      Debian's nginx, master and one worker from a private prefix on
@@ -159,7 +160,7 @@ def index_drops(session):
 def case_slots_full(args, work):
     """More live threads than slots: no wait for ever; the loss is counted
     on the summary line and in the manifests."""
-    session, err = same_behaviour(args.ada, work, args.argv)
+    session, err = same_behaviour(args.ada, work, args.argv, args.record_opt)
     d = index_drops(session)
     if d.get("no_slot", 0) == 0:
         raise Fail("threads without a slot lost nothing? index drops %r" % d)
