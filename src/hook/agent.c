@@ -376,8 +376,20 @@ static int agent_start(void)
 	return 0;
 }
 
-__attribute__((constructor)) static void agent_init(void)
+/* The agent is linked with -z initfirst (src/hook/CMakeLists.txt): the
+ * loader calls this before the executable's .preinit_array and before any
+ * other library's initialiser, so functions that run there are hooked when
+ * they run (issue 14). libc's own initialisers have not run yet then, and
+ * environ is still NULL: the loader hands the environment to every
+ * initialiser, and libc will set environ to that same array when its turn
+ * comes. Where the flag is not honoured (another loader, a second initfirst
+ * library) this runs at the usual time, after them, with environ set. */
+__attribute__((constructor)) static void agent_init(int argc, char **argv, char **envp)
 {
+	(void)argc;
+	(void)argv;
+	if (!environ && envp)
+		environ = envp;
 	if (!secure_getenv("ADA_ARENA_DIR"))
 		return;
 	uint64_t t0 = agent_now_ns();

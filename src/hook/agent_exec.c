@@ -17,9 +17,15 @@
  * environment, so children started any other way (system, popen, a
  * shell's) do not load the agent either.
  *
- * Not covered: system() and popen() after the program cleared its
- * environment in follow mode (glibc spawns through internal calls that do
- * not go through a PLT); raw execve system calls.
+ * system() and popen() hand environ to glibc's internal spawn, which no
+ * PLT reaches: when following and the program's environment lacks our
+ * variables (it cleared them), environ points at a rewritten copy on the
+ * wrapper's stack for the duration of the call, then back. Another thread
+ * that reads the environment meanwhile sees our variables too; one that
+ * changes it meanwhile keeps its change (environ is only put back when it
+ * still points at the copy).
+ *
+ * Not covered: raw execve system calls.
  *
  * Threads: any; also a vfork child, which shares the parent's memory: the
  * wrappers use only the stack and what the constructor prepared (no
@@ -30,6 +36,7 @@
 #include <errno.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -57,6 +64,8 @@ static struct {
 	             const posix_spawnattr_t *, char *const[], char *const[]);
 	int (*spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
 	              const posix_spawnattr_t *, char *const[], char *const[]);
+	int (*system)(const char *);
+	FILE *(*popen)(const char *, const char *);
 } exec_st;
 
 static bool exec_is_ours(const char *e)
@@ -197,6 +206,8 @@ void agent_exec_setup(void)
 	exec_st.execvpe = exec_next("execvpe");
 	exec_st.spawn = exec_next("posix_spawn");
 	exec_st.spawnp = exec_next("posix_spawnp");
+	exec_st.system = exec_next("system");
+	exec_st.popen = exec_next("popen");
 	exec_st.follow = agent.cfg.follow;
 	if (!exec_st.follow)
 		exec_clean_own_env();
@@ -318,4 +329,66 @@ EXEC_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_fil
 		return ENOSYS;
 	EXEC_ENV(env, envp);
 	return exec_st.spawnp(pid, file, fa, attr, argv, env);
+}
+
+/* Whether the program's own environment already starts a child as
+ * exec_env() would (the common case: nothing to rewrite). */
+static bool exec_environ_complete(void)
+{
+	for (int i = 0; i < EXEC_NVARS; i++) {
+		if (!exec_st.vars[i])
+			continue;
+		bool found = false;
+		for (size_t k = 0; environ && environ[k] && !found; k++)
+			found = !strcmp(environ[k], exec_st.vars[i]);
+		if (!found)
+			return false;
+	}
+	const char *lp = getenv("LD_PRELOAD");
+	for (const char *t = lp ? lp : ""; *t;) {
+		size_t n = strcspn(t, ": ");
+		if (n && exec_token_is_agent(t, n))
+			return true;
+		t += n + (t[n] != '\0');
+	}
+	return false;
+}
+
+static bool exec_needs_environ(void)
+{
+	return exec_st.ready && exec_st.follow && !exec_environ_complete();
+}
+
+EXEC_EXPORT int system(const char *cmd)
+{
+	EXEC_REAL(system, "system");
+	if (!exec_st.system)
+		return exec_missing();
+	if (!cmd || !exec_needs_environ())
+		return exec_st.system(cmd);
+	char **saved = environ;
+	EXEC_ENV(env, saved);
+	environ = (char **)env;
+	int r = exec_st.system(cmd);
+	if (environ == (char **)env)
+		environ = saved;
+	return r;
+}
+
+EXEC_EXPORT FILE *popen(const char *cmd, const char *type)
+{
+	EXEC_REAL(popen, "popen");
+	if (!exec_st.popen) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	if (!exec_needs_environ())
+		return exec_st.popen(cmd, type);
+	char **saved = environ;
+	EXEC_ENV(env, saved);
+	environ = (char **)env;
+	FILE *r = exec_st.popen(cmd, type);
+	if (environ == (char **)env)
+		environ = saved;
+	return r;
 }

@@ -260,14 +260,14 @@ def program_stderr(err, session):
 
 # ---------------------------------------------------------------- count tables
 
-CountFile = collections.namedtuple("CountFile", "path program pid ppid totals threads")
+CountFile = collections.namedtuple("CountFile", "path program pid ppid totals threads agent")
 
 
 def parse_counts(path):
     """A tcount table: totals[fn] = [calls, unwound, lost, either];
     threads[(label, tid)][fn] = the same."""
     totals, threads = collections.OrderedDict(), collections.OrderedDict()
-    program, pid, ppid = None, None, None
+    program, pid, ppid, agent = None, None, None, None
     with open(path) as f:
         for line in f:
             p = line.split()
@@ -276,6 +276,7 @@ def parse_counts(path):
             if p[0] == "#":
                 kv = dict(x.split("=", 1) for x in p if "=" in x)
                 program, pid, ppid = kv.get("program"), int(kv["pid"]), int(kv["ppid"])
+                agent = kv.get("agent")
             elif p[0] == "total" and len(p) == 6:
                 totals[p[1]] = [int(x) for x in p[2:]]
             elif p[0] == "thread" and len(p) == 7:
@@ -286,7 +287,7 @@ def parse_counts(path):
                 raise Fail("%s: bad line %r" % (path, line))
     if pid is None:
         raise Fail("%s: no header line" % path)
-    return CountFile(path, program, pid, ppid, totals, threads)
+    return CountFile(path, program, pid, ppid, totals, threads, agent)
 
 
 def load_counts(d):
@@ -776,6 +777,13 @@ def cmd_target(args, ada, work, rep):
         if pid != root and not follow:
             rep.check("pid_%d" % pid not in pid_dirs, "--no-follow, yet the child %d was "
                       "recorded" % pid)
+            # A forked copy of the traced program has it mapped, of course;
+            # what the child exec'd must not.
+            root_programs = {cf.program for cf in by_pid[root]}
+            for cf in files:
+                rep.check(cf.program in root_programs or cf.agent == "0",
+                          "--no-follow, yet the agent was mapped in the child %d (%s: "
+                          "agent=%s)" % (pid, cf.path, cf.agent))
             continue
         check_pid(ada, rep, session, pid, files, own, allow_inherited=(pid != root),
                   absent=args.absent, absent_mod=args.absent_module,

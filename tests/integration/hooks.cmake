@@ -94,18 +94,34 @@ ada_itest(dlopen.O2 target --own-module libt_dlib.so -- ${T}/t_dlopen_O2 ${T}/li
 # Children started with an explicit environment that lacks LD_PRELOAD and
 # ADA_*, or after clearenv(): recorded when following (the agent puts its
 # variables back), not recorded with --no-follow (it takes them out).
-foreach(mode execve spawn execl)
+# Every way of starting a child (tests/targets/t_envexec.c): the exec
+# family, execveat, fexecve, vfork + execve, posix_spawn{,p} with an
+# explicit environment, and after clearenv() the environ-using ones,
+# system() and popen() included.
+foreach(mode execve execveat fexecve execle execvpe vfork spawn spawnp
+             execl execv execvp execlp system popen)
   ada_itest(envexec_${mode}.O2 target --expect-pids 2 --own-module t_exec_child_O2
             -- ${T}/t_envexec_O2 ${mode} ${T}/t_exec_child_O2)
 endforeach()
-ada_itest(envexec_spawn_nofollow.O2 target --record-opt=--no-follow --expect-pids 1
-          --own-module t_exec_child_O2 -- ${T}/t_envexec_O2 spawn ${T}/t_exec_child_O2)
+# uftrace's posix_spawn test, our way: two programs spawned with an
+# explicit environment, parent and both children counted exactly.
+ada_itest(pspawn.O2 target --expect-pids 3 -- ${T}/t_pspawn_O2)
+ada_itest(pspawn_nofollow.O2 target --record-opt=--no-follow --expect-pids 1
+          -- ${T}/t_pspawn_O2)
+# --no-follow: no agent in the child (its table says whether the agent was
+# mapped), nothing of the child in the session or in /dev/shm.
+foreach(mode execve fexecve vfork spawn spawnp execl system popen)
+  ada_itest(envexec_${mode}_nofollow.O2 target --record-opt=--no-follow --expect-pids 1
+            --own-module t_exec_child_O2 -- ${T}/t_envexec_O2 ${mode} ${T}/t_exec_child_O2)
+endforeach()
 ada_itest(spawn_nofollow.O2 target --record-opt=--no-follow --expect-pids 1
           --own-module t_exec_child_O2 -- ${T}/t_spawn_O2 ${T}/t_exec_child_O2)
 foreach(mode clearenv unsetenv environ)
   ada_itest(env_${mode}.O2 target --expect-pids 2 --own-module libt_dlib.so
             -- ${T}/t_env_O2 ${mode} ${T}/libt_dlib.so)
 endforeach()
+# .preinit_array and constructor functions run before main: counted once.
+ada_itest(preinit.O2 target -- ${T}/t_preinit_O2)
 ada_itest(fork_exec.O2 target --expect-pids 2 --own-module t_exec_child_O2
           -- ${T}/t_fork_O2 exec ${T}/t_exec_child_O2)
 ada_itest(fork_exec_nofollow.O2 target --expect-pids 1 --record-opt=--no-follow

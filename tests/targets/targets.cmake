@@ -97,6 +97,8 @@ ada_test_target(manythreads O2 SOURCES ${ADA_TGT_SRC}/t_manythreads.c)
 ada_test_target(deep O2 SOURCES ${ADA_TGT_SRC}/t_deep.c)
 ada_test_target(envexec O2 SOURCES ${ADA_TGT_SRC}/t_envexec.c)
 ada_test_target(ucontext O2 SOURCES ${ADA_TGT_SRC}/t_ucontext.c)
+ada_test_target(preinit O2 SOURCES ${ADA_TGT_SRC}/t_preinit.c)
+ada_test_target(pspawn O2 SOURCES ${ADA_TGT_SRC}/t_pspawn.c)
 ada_test_target(detail O2 SOURCES ${ADA_TGT_SRC}/t_detail.c)
 ada_test_target(detail O0 SOURCES ${ADA_TGT_SRC}/t_detail.c)
 

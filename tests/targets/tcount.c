@@ -96,14 +96,28 @@ static void tc_write_row(FILE *f, const char *prefix, int fn,
 	        c[TC_LOSTC][fn], c[TC_EITH][fn]);
 }
 
+/* Whether ada's agent is mapped in this process (--no-follow must leave
+ * none in a child). */
+static int tc_agent_mapped(void)
+{
+	FILE *m = fopen("/proc/self/maps", "r");
+	char line[4096];
+	int found = 0;
+	while (m && !found && fgets(line, sizeof(line), m))
+		found = strstr(line, "libada_agent") != NULL;
+	if (m)
+		fclose(m);
+	return found;
+}
+
 static void tc_write_table(FILE *f)
 {
 	static unsigned long total[TC_NCOL][TC_MAX_FUNCS];
 	char prefix[96];
 
 	memset(total, 0, sizeof(total));
-	fprintf(f, "# ada-test-counts 1 program=%s pid=%ld ppid=%ld\n", tc_program, (long)getpid(),
-	        (long)getppid());
+	fprintf(f, "# ada-test-counts 1 program=%s pid=%ld ppid=%ld agent=%d\n", tc_program,
+	        (long)getpid(), (long)getppid(), tc_agent_mapped());
 	for (int t = 0; t < tc_nrecords; t++)
 		for (int k = 0; k < TC_NCOL; k++)
 			for (int fn = 0; fn < tc_nfuncs; fn++)

@@ -19,7 +19,8 @@
  * (return or pthread_exit). The main thread's record is labelled "main".
  *
  * Output (the table), written at exit, or by tc_report() before a crash:
- *   # ada-test-counts 1 program=<name> pid=<pid> ppid=<parent pid>
+ *   # ada-test-counts 1 program=<name> pid=<pid> ppid=<parent pid> agent=<0/1>
+ *     (agent: whether libada_agent is mapped in the process)
  *   total <function> <calls> <unwound> <lost> <either>
  *   thread <label>:<tid> <function> <calls> <unwound> <lost> <either>
  * to the file named by $ADA_TEST_COUNTS (`%p` becomes the pid and `%n` the
