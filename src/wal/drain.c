@@ -46,6 +46,10 @@
 #define DRAIN_RECLAIM_NS 10000000ull
 #define DRAIN_STOP_GRACE_NS 500000000ull  /* the program may exit by itself */
 #define DRAIN_STOP_DRAIN_NS 1300000000ull /* then drain until here, finalize */
+/* After the main process exits, its descendants get this long to end by
+ * themselves; those still running then (daemons, background jobs) go on
+ * untraced. */
+#define DRAIN_LEFTOVER_GRACE_NS 2000000000ull
 
 static uint64_t drain_mono_ns(void)
 {
@@ -794,6 +798,7 @@ static void drain_note_reaped(struct ada_recorder *r, pid_t pid, int st)
 	if (pid == r->main_pid) {
 		r->main_reaped = true;
 		r->main_status = st;
+		r->main_exit_ns = drain_mono_ns();
 	}
 	struct wal_proc *p = drain_find(r, pid);
 	if (p) {
@@ -1120,15 +1125,126 @@ static bool drain_pass(struct ada_recorder *r)
 	return busy > 0;
 }
 
+/* The parent pid and the command name of pid (from /proc/PID/stat, which
+ * the process may name as it likes: cut at 15 characters, anything but
+ * printable ASCII replaced); -1 when it is gone. */
+static pid_t drain_proc_stat(pid_t pid, char comm[16])
+{
+	char path[64], st[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t len = fd >= 0 ? read(fd, st, sizeof(st) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (len <= 0)
+		return -1;
+	st[len] = '\0';
+	char *o = strchr(st, '('), *c = strrchr(st, ')');
+	int ppid;
+	if (!o || !c || c < o || sscanf(c + 1, " %*c %d", &ppid) != 1)
+		return -1;
+	size_t n = (size_t)(c - o - 1) < 15 ? (size_t)(c - o - 1) : 15;
+	for (size_t i = 0; i < n; i++)
+		comm[i] = o[1 + i] > ' ' && o[1 + i] < 127 ? o[1 + i] : '?';
+	comm[n] = '\0';
+	return ppid;
+}
+
+struct drain_left {
+	char text[512]; /* " 123 (sleep), 456 (python3)" */
+	size_t used;
+	int n;
+};
+
+static void drain_left_add(struct drain_left *l, pid_t pid, const char *comm)
+{
+	if (l->n++ >= 8 || l->used >= sizeof(l->text))
+		return;
+	int w = snprintf(l->text + l->used, sizeof(l->text) - l->used, "%s %d (%s)",
+	                 l->n > 1 ? "," : "", (int)pid, comm);
+	l->used += w > 0 ? (size_t)w : 0;
+}
+
+static bool drain_is_recorded_running(const struct ada_recorder *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i]->pid == pid && !r->procs[i]->finished && !r->procs[i]->reaped)
+			return true;
+	return false;
+}
+
+/* Every process still running that the recording started: the recorded
+ * ones, and the recorder's children (every orphaned descendant is
+ * re-parented to it: we are the child subreaper). Bounded walk of /proc. */
+static void drain_list_left(struct ada_recorder *r, struct drain_left *l)
+{
+	char comm[16];
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct wal_proc *p = r->procs[i];
+		if (!p->finished && !p->reaped && drain_proc_stat(p->pid, comm) >= 0)
+			drain_left_add(l, p->pid, comm);
+	}
+	DIR *d = opendir("/proc");
+	if (!d)
+		return;
+	struct dirent *de;
+	pid_t self = getpid();
+	for (unsigned k = 0; k < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); k++) {
+		pid_t pid = (pid_t)atoi(de->d_name);
+		if (pid > 0 && !drain_is_recorded_running(r, pid) &&
+		    drain_proc_stat(pid, comm) == self)
+			drain_left_add(l, pid, comm);
+	}
+	closedir(d);
+}
+
+/* The recorder will not wait for what is still running (the program
+ * exited and the grace period is over, or a forced stop): said once on
+ * stderr and in the manifests; the recorded ones are finalized with what
+ * they emitted so far and go on untraced. */
+static void drain_leave_running(struct ada_recorder *r, const char *when)
+{
+	if (r->left_running)
+		return;
+	r->left_running = true;
+	struct drain_left l = {.used = 0, .n = 0};
+	drain_list_left(r, &l);
+	if (l.n == 0)
+		return;
+	char more[32] = "";
+	if (l.n > 8)
+		snprintf(more, sizeof(more), " and %d more", l.n - 8);
+	wal_note(r, NULL, "%d process%s still running %s:%s%s; %s go%s on untraced, not waited for",
+	         l.n, l.n == 1 ? " was" : "es were", when, l.text, more, l.n == 1 ? "it" : "they",
+	         l.n == 1 ? "es" : "");
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct wal_proc *p = r->procs[i];
+		if (!p->finished && !p->reaped && p->warnings)
+			json_array_append_new(
+			    p->warnings,
+			    json_string("still running when the recording ended: what it did "
+			                "afterwards is not recorded"));
+	}
+}
+
+/* The main process is reaped; the others are waited for while they run,
+ * for DRAIN_LEFTOVER_GRACE_NS at most (with --no-follow they are not
+ * recorded: not at all). */
 static bool drain_done(struct ada_recorder *r)
 {
 	if (!r->main_reaped)
 		return false;
-	if (r->o.follow && !r->no_children)
+	bool running = r->o.follow && !r->no_children;
+	for (size_t i = 0; i < r->nprocs && !running; i++)
+		running = !r->procs[i]->finished;
+	if (!running)
+		return true;
+	uint64_t now = drain_mono_ns();
+	if (now - r->main_exit_ns < DRAIN_LEFTOVER_GRACE_NS)
 		return false;
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (!r->procs[i]->finished)
-			return false;
+	drain_leave_running(r, "2 s after the program exited");
+	/* Their rings are drained for a bounded time, as on a forced stop. */
+	r->stop_deadline_ns = now + (DRAIN_STOP_DRAIN_NS - DRAIN_STOP_GRACE_NS);
 	return true;
 }
 
@@ -1147,12 +1263,7 @@ static bool drain_stop_now(struct ada_recorder *r)
 	if (!r->main_reaped && now - r->stop_at_ns < DRAIN_STOP_GRACE_NS)
 		return false;
 	r->stop_deadline_ns = r->stop_at_ns + DRAIN_STOP_DRAIN_NS;
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (!r->procs[i]->finished && !r->procs[i]->reaped)
-			wal_note(r, r->procs[i],
-			         "recording stopped by a signal while pid %d still ran: what it "
-			         "emits from now on is not recorded",
-			         (int)r->procs[i]->pid);
+	drain_leave_running(r, "when the recording was stopped by a signal");
 	return true;
 }
 

@@ -267,8 +267,10 @@ struct ada_recorder {
 	size_t nignored, capignored;
 	bool main_reaped, no_children;
 	int main_status;
-	uint64_t gen_bytes;   /* rotate a thread's file past this (budget) */
-	uint64_t disk_closed; /* bytes of finalized files still on disk */
+	uint64_t main_exit_ns; /* drain: when the main process was reaped */
+	bool left_running;     /* drain: gave up on descendants still running */
+	uint64_t gen_bytes;    /* rotate a thread's file past this (budget) */
+	uint64_t disk_closed;  /* bytes of finalized files still on disk */
 	bool budget_warned;
 	uint64_t start_ns, end_ns;
 	uint64_t last_tick_ns, last_anchor_ns, last_reclaim_ns;

@@ -74,3 +74,10 @@ ada_transp(gevent python3)
 # V8's generated code reads the return addresses of the C++ functions it
 # calls (the default exclude list leaves them alone).
 ada_transp(node node)
+# `nohup ada record -- sleep 2 &` survives the terminal's SIGHUP. A program
+# that leaves a background child ignoring SIGINT: ada says so, finalizes
+# (after the grace period, or at once on a second Ctrl-C) and the child
+# goes on untraced.
+ada_transp(nohup)
+ada_transp(leftover)
+ada_transp(leftover_interrupt)

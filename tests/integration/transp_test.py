@@ -25,6 +25,10 @@ line. Cases:
   gevent     Debian's python3-gevent: a StreamServer and 20 clients
   node       Debian's nodejs: node -e with a caught exception and two
              worker threads, the same output, nothing resynchronised
+  sigdisp, sigforward, nohup
+             signals as `env` or `time` would pass them
+  leftover   a background child left running: ada says so and finalizes
+             (leftover_interrupt: after two SIGINTs to the group)
 A case whose Debian package is missing skips (exit 77) and says which.
 Each run is under a generous timeout (a run-away guard, never a
 synchronisation); the work directory is removed even on failure.
@@ -556,7 +560,140 @@ def case_node(args, work):
         raise Fail("want the main thread and both workers recorded, found %r" % threads)
 
 
-CASES = {"sigdisp": case_sigdisp, "sigforward": case_sigforward, "nocfi": case_nocfi, "resync": case_resync, "slots_full": case_slots_full,
+def wait_for(what, cond, limit=TIMEOUT):
+    """Bounded polling (a run-away guard, not a synchronisation)."""
+    import time
+    for _ in range(int(limit * 20)):
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise Fail("run-away: %s did not happen in %d s" % (what, limit))
+
+
+def children_of(pid):
+    kids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        if int(st[st.rindex(")") + 2:].split()[1]) == pid:
+            kids.append(int(d))
+    return kids
+
+
+def finish(p, what):
+    try:
+        out, err = p.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise Fail("run-away: %s" % what)
+    return out, err.decode(errors="replace")
+
+
+def ignore_hup():
+    os.setsid()
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+def case_nohup(args, work):
+    """`nohup ada record -- sleep 2 &`, then the terminal hangs up (SIGHUP
+    to the whole process group): the program, which inherits the ignored
+    SIGHUP, and ada live on; the program's status is ada's."""
+    out = os.path.join(work, "out")
+    p = subprocess.Popen([args.ada, "record", "--out", out, "--", "sleep", "2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=ignore_hup)
+    try:
+        kid = wait_for("the program's start", lambda: children_of(p.pid))[0]
+        os.killpg(p.pid, signal.SIGHUP)
+    finally:
+        _, err = finish(p, "ada did not end after the program's 2 s")
+    if p.returncode != 0:
+        raise Fail("after SIGHUP ada exited %d (the program %d was to sleep 2 s and exit "
+                   "0); stderr:\n%s" % (p.returncode, kid, err))
+    if len(glob.glob(os.path.join(out, "session_*", "pid_*"))) != 1:
+        raise Fail("expected one recorded process; stderr:\n%s" % err)
+
+
+LEFTOVER = "trap '' INT; sleep 600 </dev/null >/dev/null 2>&1 & echo $!; %s"
+
+
+def sigint_pending(pid):
+    bit = 1 << (signal.SIGINT - 1)
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("ShdPnd:") and int(line.split()[1], 16) & bit:
+                    return True
+    except OSError:
+        pass
+    return False
+
+
+def case_leftover(args, work, interrupt=False):
+    """The program exits leaving a background child that ignores SIGINT
+    (as a shell's background job does): ada gives it a grace period, says
+    what it leaves running, finalizes and exits with the program's status;
+    the child goes on. leftover_interrupt: the program waits for the child
+    and two SIGINTs go to the whole group (two Ctrl-C): ada finalizes,
+    the program and the child go on. Output goes to files: what ada
+    leaves running holds them open."""
+    script = LEFTOVER % ("echo ready; wait" if interrupt else "echo ready; exit 3")
+    out = os.path.join(work, "out")
+    so_path, se_path = os.path.join(work, "stdout"), os.path.join(work, "stderr")
+    with open(so_path, "wb") as so, open(se_path, "wb") as se:
+        p = subprocess.Popen([args.ada, "record", "--out", out, "--", "/bin/sh", "-c", script],
+                             stdout=so, stderr=se, start_new_session=True)
+
+    def lines():
+        with open(so_path) as f:
+            text = f.read()
+        return text.split("\n") if text.endswith("ready\n") else None
+    try:
+        kid = int(wait_for("the program's start", lines)[0])
+        if interrupt:
+            # Two Ctrl-C, not one: the second only once ada took the first
+            # (pending signals of one kind merge).
+            os.killpg(p.pid, signal.SIGINT)
+            wait_for("ada's taking SIGINT", lambda: not sigint_pending(p.pid))
+            os.killpg(p.pid, signal.SIGINT)
+        try:
+            p.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise Fail("run-away: ada waited for ever for the background child %d" % kid)
+        alive = os.path.exists("/proc/%d" % kid)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)  # the child, and the shell still waiting
+        except ProcessLookupError:
+            pass
+        p.wait()
+    with open(se_path) as f:
+        err = f.read()
+    if not alive:
+        raise Fail("the background child %d did not go on running" % kid)
+    if interrupt and p.returncode not in (1, 130):
+        raise Fail("after two SIGINTs ada exited %d; stderr:\n%s" % (p.returncode, err))
+    if not interrupt and p.returncode != 3:
+        raise Fail("ada exited %d, the program 3; stderr:\n%s" % (p.returncode, err))
+    if "still running" not in err or " %d (" % kid not in err:
+        raise Fail("ada did not say that it left %d (sleep) running; stderr:\n%s" % (kid, err))
+    sessions = glob.glob(os.path.join(out, "session_*"))
+    v = subprocess.run([args.ada, "validate"] + sessions, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=TIMEOUT)
+    if len(sessions) != 1 or v.returncode != 0:
+        raise Fail("ada validate %r failed:\n%s" % (sessions, v.stdout.decode(errors="replace")))
+
+
+CASES = {"sigdisp": case_sigdisp, "sigforward": case_sigforward, "nohup": case_nohup,
+         "leftover": case_leftover,
+         "leftover_interrupt": lambda args, work: case_leftover(args, work, True),
+         "nocfi": case_nocfi, "resync": case_resync, "slots_full": case_slots_full,
          "exact": case_exact, "nginx": case_nginx,
          "greenlet": case_greenlet, "gevent": case_gevent,
          "node": case_node}
