@@ -5,9 +5,12 @@
  * session behind), creates the session through the recorder core
  * (src/wal), spawns PROGRAM with the agent preloaded and the ADA_*
  * environment, becomes the child subreaper so every descendant is ours to
- * reap, lets the drain run until every process is gone, prints a one-line
+ * reap, lets the drain run until the program is gone and so is what it
+ * left running (2 s at most: docs/internals.md), prints a one-line
  * summary and, as the last line on stderr, the session directory. Exits
- * with PROGRAM's status (128 + signal when a signal killed it).
+ * with PROGRAM's status (128 + signal when a signal killed it) whatever
+ * happened to the recording (that is said on stderr and in the manifest).
+ * A text file without #! runs with /bin/sh, as a shell would run it.
  *
  * Threads: the main thread parses, spawns and waits for the drain thread;
  * it also forwards SIGTERM/SIGHUP, and SIGINT/SIGQUIT sent by a process
@@ -73,6 +76,9 @@ static void record_usage(FILE *f)
 	    "usage: ada record [options] -- PROGRAM [ARGS...]\n"
 	    "\n"
 	    "Records every call and return of PROGRAM into DIR/session_YYYYMMDD_HHMMSS/.\n"
+	    "Exits with PROGRAM's status (128 + signal) whatever happened to the recording\n"
+	    "(a problem is said on stderr and in the manifest). What PROGRAM leaves running\n"
+	    "is waited for 2 s at most after it exits, then named and left running untraced.\n"
 	    "  --out DIR          where sessions go (default ./ada_traces)\n"
 	    "  --ring-mb N        index ring per thread, in MiB (rounded down to a power of two)\n"
 	    "  --peak-rate R      size rings for R events/s per thread ...\n"
@@ -772,6 +778,21 @@ static void record_child(const struct rec_args *a, struct ada_recorder *r, const
 	}
 	execv(path, a->prog_argv);
 	int e = errno;
+	if (e == ENOEXEC) {
+		/* A text file without #! (src/diag said so): run it with /bin/sh,
+		 * as a shell or execvp would. */
+		size_t n = 0;
+		while (a->prog_argv[n])
+			n++;
+		char **sh = calloc(n + 2, sizeof(*sh));
+		if (sh) {
+			sh[0] = (char *)"/bin/sh";
+			sh[1] = (char *)path;
+			for (size_t i = 1; i < n; i++)
+				sh[i + 1] = a->prog_argv[i];
+			execv("/bin/sh", sh);
+		}
+	}
 	if (write(errfd, &e, sizeof(e)) < 0) {
 		/* the parent sees EOF and a 127 exit instead */
 	}
@@ -867,6 +888,19 @@ static pid_t record_spawn(const struct rec_args *a, struct ada_recorder *r, cons
 		return -1;
 	}
 	return pid;
+}
+
+/* The drain could not start: nothing is recorded, but the program runs
+ * and its status is still ada's. */
+static void record_without_drain(pid_t pid, int err, struct ada_record_summary *s)
+{
+	ada_log("cannot start the drain (%s): nothing is recorded; waiting for the program",
+	        strerror(-err));
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	s->exit_status = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+	s->abnormal = WIFSIGNALED(st);
 }
 
 /* The agent's pid_N/agent.json of the main process: hook counts and time
@@ -1149,14 +1183,14 @@ int cmd_record(int argc, char **argv)
 	if (rc == 0)
 		rc = ada_recorder_wait(r, &s);
 	else
-		ada_log("cannot start the drain: %s", strerror(-rc));
+		record_without_drain(pid, rc, &s);
 	ada_control_free(ctl); /* its clients see the end (EOF) */
 	record_print_hooks(ada_recorder_session_dir(r), pid);
 	record_print_summary(&s, ada_recorder_session_dir(r));
 	signal(SIGUSR2, SIG_IGN); /* nothing to fire any more */
 	record_rec = NULL;
 	ada_recorder_free(r);
-	if (s.disk_full || rc < 0)
-		return s.exit_status ? s.exit_status : 1;
+	/* The program's status, whatever happened to the recording: a
+	 * recording problem is on stderr (above) and in the manifests. */
 	return s.exit_status;
 }

@@ -1,6 +1,7 @@
 /*
  * The PROGRAM checks: the file exists and is an executable ELF for this
- * machine, dynamically linked (the agent needs the dynamic loader), and
+ * machine (or a script whose #! interpreter exists, or a text file that
+ * runs with /bin/sh), dynamically linked (the agent needs the loader), and
  * neither setuid/setgid nor carrying file capabilities (the loader runs
  * those in secure mode and ignores LD_PRELOAD). The file is opened
  * read-only and never changed.
@@ -26,23 +27,53 @@
 #define DIAG_ARCH "aarch64"
 #endif
 
-/* What the ELF header and program headers say. */
+/* What the ELF header and program headers say, or the #! line. */
 struct diag_elf {
-	int kind; /* 0: not ELF, 1: ELF, 2: script (#!) */
+	int kind; /* 0: neither, 1: ELF, 2: script (#!), 3: text without #! */
 	bool ours;
 	unsigned machine, cls;
 	bool interp;
+	char interpreter[256]; /* kind 2: the #! line's interpreter path */
 };
+
+/* The head of a file that is not ELF: a #! line's interpreter (as the
+ * kernel reads it: the first 256 bytes, the path after "#!" and blanks, up
+ * to a blank or the end of the line), or text that a shell would run with
+ * /bin/sh (execvp's fallback for ENOEXEC: no NUL byte in the first line,
+ * as shells decide what is binary). */
+static void diag_script_read(int fd, struct diag_elf *d)
+{
+	char head[256];
+	ssize_t n = pread(fd, head, sizeof(head), 0);
+	if (n >= 2 && head[0] == '#' && head[1] == '!') {
+		d->kind = 2;
+		ssize_t i = 2;
+		while (i < n && (head[i] == ' ' || head[i] == '\t'))
+			i++;
+		size_t k = 0;
+		while (i < n && head[i] != ' ' && head[i] != '\t' && head[i] != '\n' &&
+		       head[i] != '\0' && k < sizeof(d->interpreter) - 1)
+			d->interpreter[k++] = head[i++];
+		d->interpreter[k] = '\0';
+		return;
+	}
+	if (n <= 0)
+		return;
+	for (ssize_t i = 0; i < n && head[i] != '\n'; i++)
+		if (head[i] == '\0')
+			return;
+	d->kind = 3;
+}
 
 static void diag_elf_read(int fd, struct diag_elf *d)
 {
 	char magic[4] = {0};
 	memset(d, 0, sizeof(*d));
-	if (pread(fd, magic, sizeof(magic), 0) >= 2 && magic[0] == '#' && magic[1] == '!') {
-		d->kind = 2;
+	if (pread(fd, magic, sizeof(magic), 0) < 4 || memcmp(magic, "\177ELF", 4)) {
+		diag_script_read(fd, d);
 		return;
 	}
-	if (memcmp(magic, "\177ELF", 4) || elf_version(EV_CURRENT) == EV_NONE)
+	if (elf_version(EV_CURRENT) == EV_NONE)
 		return;
 	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
 	GElf_Ehdr eh;
@@ -96,6 +127,34 @@ static bool diag_path(const char *shown, const char *open_path, const struct sta
 	return true;
 }
 
+/* A script: its interpreter must exist and be executable (else exec
+ * fails with ENOENT or EACCES, naming the script, not the interpreter);
+ * what the interpreter is, is its own checks' business when it starts. */
+static void diag_interpreter(struct ada_diag_check *c, const char *shown, const char *interp)
+{
+	struct stat st;
+	if (!interp[0]) {
+		diag_set(c, ADA_DIAG_FAIL, false, "'%s' has a #! line that names no interpreter",
+		         shown);
+		diag_step(c, "write the interpreter's path after #! (e.g. #!/bin/sh)");
+	} else if (stat(interp, &st) < 0) {
+		diag_set(c, ADA_DIAG_FAIL, false,
+		         "the interpreter of '%s', '%s' (its #! line), does not exist", shown,
+		         interp);
+		diag_step(c, "correct the #! line of '%s'", shown);
+	} else if (!S_ISREG(st.st_mode) || access(interp, X_OK) < 0) {
+		diag_set(c, ADA_DIAG_FAIL, false,
+		         "the interpreter of '%s', '%s' (its #! line), is not an executable file",
+		         shown, interp);
+		diag_step(c, "correct the #! line of '%s'", shown);
+	} else {
+		diag_set(c, ADA_DIAG_OK, false,
+		         "'%s' is a script for %s: the agent goes into its interpreter, whose "
+		         "checks follow it",
+		         shown, interp);
+	}
+}
+
 /* ELF for this machine; false when not (nothing more to check). */
 static bool diag_elf_kind(const char *shown, const struct diag_elf *d, bool attach,
                           struct ada_diag_report *rep)
@@ -104,9 +163,13 @@ static bool diag_elf_kind(const char *shown, const struct diag_elf *d, bool atta
 	if (!c)
 		return false;
 	if (d->kind == 2 && !attach) {
+		diag_interpreter(c, shown, d->interpreter);
+		return false;
+	}
+	if (d->kind == 3 && !attach) {
 		diag_set(c, ADA_DIAG_OK, false,
-		         "'%s' is a script: the agent goes into its interpreter, whose checks "
-		         "follow it",
+		         "'%s' is a text file without a #! line: it runs with /bin/sh, as a shell "
+		         "would run it",
 		         shown);
 		return false;
 	}

@@ -118,6 +118,41 @@ static void agent_json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* Length of the valid UTF-8 sequence at s (1 to 4), 0 when invalid. */
+static size_t agent_utf8_len(const unsigned char *s)
+{
+	size_t n = s[0] < 0x80         ? 1
+	           : (s[0] >> 5) == 6  ? 2
+	           : (s[0] >> 4) == 14 ? 3
+	           : (s[0] >> 3) == 30 ? 4
+	                               : 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] >> 6) != 2)
+			return 0;
+	return n;
+}
+
+/* A string the program chose (an argument): invalid UTF-8 becomes '?', so
+ * agent.json stays JSON a reader accepts. */
+static void agent_json_text(FILE *f, const char *s)
+{
+	char buf[4100];
+	size_t o = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p && o < sizeof(buf) - 5;) {
+		size_t n = agent_utf8_len(p);
+		if (!n) {
+			buf[o++] = '?';
+			p++;
+			continue;
+		}
+		memcpy(buf + o, p, n);
+		o += n;
+		p += n;
+	}
+	buf[o] = '\0';
+	agent_json_string(f, buf);
+}
+
 static void agent_json_skips(FILE *f, const uint64_t *sk)
 {
 	bool first = true;
@@ -198,6 +233,11 @@ static void agent_json_body(FILE *f)
 		fputs(i ? ", {\"path\": " : "{\"path\": ", f);
 		agent_json_string(f, agent.ign[i].path);
 		fprintf(f, ", \"why\": \"%s\"}", agent.ign[i].why);
+	}
+	fputs("],\n  \"argv\": [", f);
+	for (size_t i = 0; agent.env.argv && agent.env.argv[i]; i++) {
+		fputs(i ? ", " : "", f);
+		agent_json_text(f, agent.env.argv[i]);
 	}
 	fputs("]\n}\n", f);
 }
@@ -286,11 +326,27 @@ static char *agent_env_copy(const char *name)
 	return v ? strdup(v) : NULL;
 }
 
+/* argv, copied: at most 256 arguments of at most 4096 bytes each shown
+ * (the manifest's "program"; the rest is cut, never read past). */
+static char **agent_argv_copy(int argc, char **argv)
+{
+	size_t n = argc > 0 && argv ? (size_t)argc : 0;
+	n = n > 256 ? 256 : n;
+	char **v = calloc(n + 1, sizeof(*v));
+	for (size_t i = 0; v && i < n && argv[i]; i++)
+		v[i] = strndup(argv[i], 4096);
+	return v;
+}
+
+static int agent_argc;
+static char **agent_argv;
+
 /* Everything the agent will ever need from the environment, read now
  * (agent_internal.h, struct agent_env). */
 static void agent_env_read(void)
 {
 	struct agent_env *e = &agent.env;
+	e->argv = agent_argv_copy(agent_argc, agent_argv);
 	e->ld_preload = agent_env_copy("LD_PRELOAD");
 	e->arena_dir = agent_env_copy("ADA_ARENA_DIR");
 	e->session_dir = agent_env_copy("ADA_SESSION_DIR");
@@ -331,6 +387,7 @@ static int agent_start(void)
 	if (err)
 		return err;
 	agent_exec_setup();
+	agent_wait_setup();
 	uint64_t t0 = agent_now_ns();
 	err = ada_producer_init(agent.env.arena_dir, agent.env.ring_config);
 	agent.ns_arena = agent_now_ns() - t0;
@@ -386,8 +443,8 @@ static int agent_start(void)
  * library) this runs at the usual time, after them, with environ set. */
 __attribute__((constructor)) static void agent_init(int argc, char **argv, char **envp)
 {
-	(void)argc;
-	(void)argv;
+	agent_argc = argc;
+	agent_argv = argv;
 	if (!environ && envp)
 		environ = envp;
 	if (!secure_getenv("ADA_ARENA_DIR"))

@@ -215,6 +215,9 @@ struct agent_ignored {
  * find the arena and put the agent into the children it follows. */
 struct agent_env {
 	char *ld_preload, *arena_dir, *session_dir, *ring_config, *hook_config;
+	/* This image's argv as the loader gave it (the manifest's "program"
+	 * follows exec): copied, the program may rewrite its own. */
+	char **argv;
 };
 
 /* Process-wide agent state; every field after init is guarded by lock
@@ -255,6 +258,10 @@ int agent_make_return_trampoline(void);
  * the options (and, with --no-follow, takes our variables out of the
  * program's environment). Constructor only. */
 void agent_exec_setup(void);
+
+/* agent_wait.c: remembers ADA_SESSION_DIR for the wait wrappers, which
+ * write the status of every child they reap into its pid_<N>/. */
+void agent_wait_setup(void);
 
 /* agent_process.c */
 int agent_process_setup(void);

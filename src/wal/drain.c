@@ -967,6 +967,80 @@ static bool drain_vanished(struct wal_proc *p)
 	return kill(p->pid, 0) < 0 && errno == ESRCH;
 }
 
+/* The wait status of a zombie (field 52 of /proc/PID/stat, exit_code,
+ * state Z): a process that exited and that its parent has not reaped yet.
+ * -1 otherwise. */
+static int drain_zombie_status(pid_t pid)
+{
+	char path[64], st[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, st, sizeof(st) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return -1;
+	st[n] = '\0';
+	char *p = strrchr(st, ')');
+	if (!p || p[1] != ' ' || p[2] != 'Z')
+		return -1;
+	p++;                                          /* the space before field 3 */
+	for (int field = 3; field < 52 && p; field++) /* then before field + 1 */
+		p = strchr(p + 1, ' ');
+	if (!p)
+		return -1;
+	char *end;
+	long v = strtol(p + 1, &end, 10);
+	return end != p + 1 && v >= 0 && v <= 0xffff ? (int)v : -1;
+}
+
+/* What the agent of the process that reaped p wrote (agent_wait.c): a
+ * decimal wait status. -1 when absent or not one. */
+static int drain_reaper_status(const struct wal_proc *p)
+{
+	int fd = -1;
+	char buf[32];
+	if (p->dir_fd < 0 || ada_fs_open_file(p->dir_fd, "reaped_status", O_RDONLY, &fd) < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *end;
+	long v = strtol(buf, &end, 10);
+	return end != buf && (*end == '\n' || *end == '\0') && v >= 0 && v <= 0xffff ? (int)v : -1;
+}
+
+/* How long a process gone with no known status is waited for: its reaper's
+ * agent writes the status just after its wait returns. */
+#define DRAIN_STATUS_WAIT_NS 1000000000ull
+
+/* A process we did not reap is gone: its status, from its zombie while its
+ * parent has not reaped it, else from its reaper's agent, else from its
+ * own agent (the arena: exit() or a fatal signal it caught). False while
+ * none knows it yet and the wait for the reaper's word is not over. */
+static bool drain_other_status(struct wal_proc *p, bool last)
+{
+	if (p->reaped || p->other_known)
+		return true;
+	int st = drain_zombie_status(p->pid);
+	if (st < 0)
+		st = drain_reaper_status(p);
+	if (st >= 0) {
+		p->other_known = true;
+		p->other_status = st;
+		return true;
+	}
+	int v;
+	if (last || (p->arena && ada_arena_process_state(p->arena, &v) != ADA_PROC_RUNNING))
+		return true;
+	uint64_t now = drain_mono_ns();
+	if (!p->gone_ns)
+		p->gone_ns = now;
+	return now - p->gone_ns >= DRAIN_STATUS_WAIT_NS;
+}
+
 /* A process is gone when we reaped it, or (not our child) when it no
  * longer exists. Everything it published is in the rings by then. */
 static void drain_check_gone(struct ada_recorder *r, bool all)
@@ -976,7 +1050,7 @@ static void drain_check_gone(struct ada_recorder *r, bool all)
 		if (p->finished)
 			continue;
 		bool gone = all || p->reaped || p->vanished || (!p->our_child && drain_vanished(p));
-		if (gone)
+		if (gone && drain_other_status(p, all))
 			drain_finish_proc(r, p);
 	}
 }

@@ -176,7 +176,8 @@ static json_t *man_detail(const struct ada_recorder *r, const struct wal_proc *p
 }
 
 /* Exit status, signal and the abnormal flag, from waitpid when we reaped
- * the process, else from what its agent wrote into the arena. */
+ * the process, else from its zombie or its reaper's agent (drain.c), else
+ * from what its own agent wrote into the arena. */
 static void man_exit(json_t *root, struct wal_proc *p)
 {
 	json_t *e = json_object();
@@ -184,11 +185,13 @@ static void man_exit(json_t *root, struct wal_proc *p)
 	int sig = 0, status = -1;
 	int v = 0;
 	uint32_t ps = p->arena ? ada_arena_process_state(p->arena, &v) : ADA_PROC_RUNNING;
-	if (p->reaped && WIFSIGNALED(p->wstatus)) {
-		sig = WTERMSIG(p->wstatus);
+	bool known = p->reaped || p->other_known;
+	int ws = p->reaped ? p->wstatus : p->other_status;
+	if (known && WIFSIGNALED(ws)) {
+		sig = WTERMSIG(ws);
 		abnormal = true;
-	} else if (p->reaped) {
-		status = WEXITSTATUS(p->wstatus);
+	} else if (known) {
+		status = WEXITSTATUS(ws);
 	} else if (ps == ADA_PROC_CRASHED) {
 		sig = v;
 		abnormal = true;
@@ -389,6 +392,11 @@ static void man_agent(json_t *root, const struct wal_proc *p)
 	json_array_foreach(mods, i, m) json_array_append_new(out, man_module(m));
 	json_object_set_new(root, "modules", out);
 	json_object_del(a, "modules");
+	/* The image that ran last (after an exec, not what ada started). */
+	json_t *argv = json_object_get(a, "argv");
+	if (json_is_array(argv) && json_array_size(argv) > 0)
+		json_object_set(root, "program", argv);
+	json_object_del(a, "argv");
 	json_object_set_new(root, "hook", a);
 }
 

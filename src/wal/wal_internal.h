@@ -211,6 +211,11 @@ struct wal_proc {
 	bool vanished; /* gone before we opened its arena: drain once, never wait */
 	int pidfd;     /* -1 unless it is not our child */
 	int wstatus;
+	/* Not reaped by us: the status from its zombie's /proc entry or from
+	 * its reaper's agent (pid_N/reaped_status), when other_known. */
+	bool other_known;
+	int other_status;
+	uint64_t gone_ns; /* when first seen gone with no status: waited for */
 	uint64_t events, events_at_tick;
 	uint64_t drops_at_tick[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
 	uint32_t fill_max;

@@ -788,6 +788,20 @@ def cmd_target(args, ada, work, rep):
         check_pid(ada, rep, session, pid, files, own, allow_inherited=(pid != root),
                   absent=args.absent, absent_mod=args.absent_module,
                   calls_only=args.calls_only)
+    for spec in args.child_exit or []:
+        name, what = spec.split("=", 1)
+        kind, num = what.split(":")
+        pids = [pid for pid, files in by_pid.items() if any(f.program == name for f in files)]
+        rep.check(len(pids) == 1, "--child-exit %s: %d processes wrote a table as %s" % (
+            spec, len(pids), name))
+        for pid in pids:
+            m = check_manifest_parses(rep, os.path.join(session, "pid_%d" % pid)) or {}
+            e = m.get("exit") or {}
+            want = {"status": int(num) if kind == "status" else None,
+                    "signal": int(num) if kind == "signal" else None}
+            got = {"status": e.get("status"), "signal": e.get("signal")}
+            rep.check(got == want, "pid_%d (%s, reaped by its traced parent): the manifest "
+                      "says exit %r, the process ended with %r" % (pid, name, got, want))
     root_dir = os.path.join(session, "pid_%d" % root)
     if args.expect_signal:
         check_crash_manifest(rep, root_dir, args.expect_signal)
@@ -900,9 +914,15 @@ def cmd_bad(args, ada, work, rep):
     elif kind == "directory":
         prog = d
     elif kind == "nonelf":
-        prog = os.path.join(d, "notes.txt")
+        # Binary, not text: a text file without #! runs with /bin/sh.
+        prog = os.path.join(d, "data.bin")
+        with open(prog, "wb") as f:
+            f.write(b"\x01\x00\x02 neither ELF nor a script\n")
+        os.chmod(prog, 0o755)
+    elif kind == "badinterp":
+        prog = os.path.join(d, "x.sh")
         with open(prog, "w") as f:
-            f.write("this is a text file, not a program\n")
+            f.write("#!/nonexistent/ada-itest-shell\necho hello\n")
         os.chmod(prog, 0o755)
     elif kind == "static":
         prog = args.static
@@ -924,6 +944,13 @@ def cmd_bad(args, ada, work, rep):
     rep.check(len(lines) == 1, "`%s`: expected exactly one line on stderr, got %d: %r" % (
         " ".join(cmd), len(lines), lines[:6]))
     rep.check(not out.strip(), "`%s` printed on stdout: %r" % (" ".join(cmd), out[:300]))
+    if kind == "badinterp":
+        rep.check(lines and "interpreter" in lines[0] and
+                  "/nonexistent/ada-itest-shell" in lines[0] and "does not exist" in lines[0],
+                  "the sentence for a bad #! line should name the interpreter that does not "
+                  "exist: %r" % lines[:1])
+    rep.check(not os.path.exists(out_dir), "--out %s was created for a program that cannot "
+              "start" % out_dir)
     if kind == "static":
         rep.check(lines and "static" in lines[0].lower(),
                   "the sentence for a static binary should say it is static (LD_PRELOAD "
@@ -1568,6 +1595,9 @@ def main():
                         "exec'ed program)")
     t.add_argument("--record-opt", action="append", help="option for ada record")
     t.add_argument("--expect-pids", type=int)
+    t.add_argument("--child-exit", action="append",
+                   help="PROGRAM=status:N or PROGRAM=signal:N: the manifest of the child "
+                   "whose table names PROGRAM says so")
     t.add_argument("--expect-status", type=int)
     t.add_argument("--expect-signal", type=int)
     t.add_argument("--absent", action="append", default=[], metavar="GLOB",
@@ -1586,7 +1616,7 @@ def main():
     dbn = sub.add_parser("debian")
     dbn.add_argument("name", choices=sorted(DEBIAN))
     b = sub.add_parser("bad")
-    b.add_argument("kind", choices=["nonexistent", "notonpath", "noprogram", "directory",
+    b.add_argument("kind", choices=["nonexistent", "notonpath", "noprogram", "directory", "badinterp",
                                    "nonelf", "static", "setuid"])
     b.add_argument("--static")
     b.add_argument("--setuid-src")

@@ -108,7 +108,7 @@ diskfull)
 	small_fs 4m
 	timeout 120 "$ADA" record --no-agent --max-disk-mb 0 --out "$SMALL/out" -- "$PROD" exact 1000000 2>"$WORK/err"
 	rc=$?
-	[ $rc -ne 0 ] || fail "exit status 0 although the disk filled up"
+	[ $rc -eq 0 ] || fail "exit status $rc: the program exited 0, and its status is ada's whatever happened to the recording"
 	grep -q "disk filled up" "$WORK/err" || fail "no disk-full message on stderr"
 	S=$(session_of)
 	M=$(ls "$S"/pid_*/manifest.json)

@@ -120,6 +120,12 @@ foreach(mode clearenv unsetenv environ)
   ada_itest(env_${mode}.O2 target --expect-pids 2 --own-module libt_dlib.so
             -- ${T}/t_env_O2 ${mode} ${T}/libt_dlib.so)
 endforeach()
+# Children reaped by their traced parent (waitpid, waitid, wait, wait4),
+# killed by SIGTERM/SIGKILL or exiting: each one's manifest has its status
+# or signal.
+ada_itest(reap.O2 target --expect-pids 5 --child-exit reap_term=signal:15
+          --child-exit reap_kill=signal:9 --child-exit reap__exit5=status:5
+          --child-exit reap_exit3=status:3 -- ${T}/t_reap_O2)
 # .preinit_array and constructor functions run before main: counted once.
 ada_itest(preinit.O2 target -- ${T}/t_preinit_O2)
 ada_itest(fork_exec.O2 target --expect-pids 2 --own-module t_exec_child_O2
@@ -144,7 +150,7 @@ foreach(prog ls ls_on_path ls_fds ls_missing gzip sort sh_pipeline yes_head cmak
   ada_itest(debian_${prog} debian ${prog})
 endforeach()
 
-foreach(kind nonexistent notonpath noprogram directory nonelf)
+foreach(kind nonexistent notonpath noprogram directory nonelf badinterp)
   ada_itest(bad_${kind} bad ${kind})
 endforeach()
 ada_itest(bad_setuid bad setuid --setuid-src ${T}/t_exec_child_O2)

@@ -134,7 +134,7 @@ enospc)
 	# No budget (the default one, 10 % of the 6 MiB, would keep the disk from filling).
 	"$ADA" record --no-agent --max-disk-mb 0 --out "$WORK/small/out" -- "$PROD" exact 1000000 2>"$WORK/err"
 	rc=$?
-	[ $rc -ne 0 ] || fail "exit status 0 although the disk filled up"
+	[ $rc -eq 0 ] || fail "exit status $rc: the program exited 0, and its status is ada's whatever happened to the recording"
 	grep -q "disk filled up" "$WORK/err" || fail "no disk-full message on stderr"
 	S=$(session_of)
 	"$CHECK" "$S" prefix 1000000 || fail "check failed"
@@ -144,7 +144,7 @@ enospc)
 badinput)
 	# One sentence, a non-zero exit, and no session directory left behind.
 	O="$WORK/out"
-	printf 'hello\n' >"$WORK/notelf"; chmod +x "$WORK/notelf"
+	printf '\001\000\002hello\n' >"$WORK/notelf"; chmod +x "$WORK/notelf"
 	cp /bin/true "$WORK/suid"; chmod u+s "$WORK/suid"
 	printf 'int main(void){return 0;}\n' >"$WORK/st.c"
 	for prog in /nonexistent/program "$WORK" "$WORK/notelf" "$WORK/suid" static; do

@@ -81,3 +81,7 @@ ada_transp(node node)
 ada_transp(nohup)
 ada_transp(leftover)
 ada_transp(leftover_interrupt)
+# A text file without #! runs as a shell would run it (/bin/sh); the
+# manifest's program follows exec.
+ada_transp(noshebang)
+ada_transp(program_exec)

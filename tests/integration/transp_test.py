@@ -27,6 +27,8 @@ line. Cases:
              worker threads, the same output, nothing resynchronised
   sigdisp, sigforward, nohup
              signals as `env` or `time` would pass them
+  noshebang  an executable text file without #! runs with /bin/sh
+  program_exec  the manifest's program follows exec
   leftover   a background child left running: ada says so and finalizes
              (leftover_interrupt: after two SIGINTs to the group)
 A case whose Debian package is missing skips (exit 77) and says which.
@@ -690,7 +692,46 @@ def case_leftover(args, work, interrupt=False):
         raise Fail("ada validate %r failed:\n%s" % (sessions, v.stdout.decode(errors="replace")))
 
 
-CASES = {"sigdisp": case_sigdisp, "sigforward": case_sigforward, "nohup": case_nohup,
+def manifests(session):
+    out = {}
+    for path in glob.glob(os.path.join(session, "pid_*", "manifest.json")):
+        with open(path) as f:
+            out[path] = json.load(f)
+    return out
+
+
+def case_noshebang(args, work):
+    """An executable text file without #! runs with /bin/sh, as a shell
+    would run it: same output and status as `sh FILE`; the manifest's
+    program is what ran (sh with the file)."""
+    script = os.path.join(work, "plain-script")
+    with open(script, "w") as f:
+        f.write('echo "hello $1"\nexit 4\n')
+    os.chmod(script, 0o755)
+    rc0, out0, _ = run(["/bin/sh", script, "arg"])
+    rc1, out1, err, session = record(args.ada, work, [script, "arg"])
+    if (rc1, out1) != (rc0, out0):
+        raise Fail("under ada: status %d, stdout %r; as sh runs it: %d, %r; stderr:\n%s" % (
+            rc1, out1, rc0, out0, err))
+    progs = [m.get("program") for m in manifests(session).values()]
+    if progs != [["/bin/sh", script, "arg"]]:
+        raise Fail("the manifests' program: %r, want [['/bin/sh', %r, 'arg']]" % (progs, script))
+
+
+def case_program_exec(args, work):
+    """The manifest's program follows exec: sh -c 'exec cat FILE' is cat."""
+    data = os.path.join(work, "data")
+    with open(data, "w") as f:
+        f.write("some text\n")
+    argv = ["/bin/sh", "-c", "exec /bin/cat %s" % data]
+    session, err = same_behaviour(args.ada, work, argv)
+    progs = [m.get("program") for m in manifests(session).values()]
+    if progs != [["/bin/cat", data]]:
+        raise Fail("the manifests' program: %r, want [['/bin/cat', %r]]" % (progs, data))
+
+
+CASES = {"sigdisp": case_sigdisp, "noshebang": case_noshebang,
+         "program_exec": case_program_exec, "sigforward": case_sigforward, "nohup": case_nohup,
          "leftover": case_leftover,
          "leftover_interrupt": lambda args, work: case_leftover(args, work, True),
          "nocfi": case_nocfi, "resync": case_resync, "slots_full": case_slots_full,

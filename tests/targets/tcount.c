@@ -179,6 +179,11 @@ void tc_init(int argc, char **argv, const char *program, const char *const *name
 	atexit(tc_atexit);
 }
 
+void tc_set_program(const char *name)
+{
+	tc_program = name;
+}
+
 void tc_reset_after_fork(void)
 {
 	tc_nrecords = 0;

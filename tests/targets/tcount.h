@@ -76,6 +76,9 @@ extern __thread unsigned long tc_tls[TC_NCOL][TC_MAX_FUNCS]
  * "--counts" in argv (the program must ignore that argument itself).
  */
 void tc_init(int argc, char **argv, const char *program, const char *const *names, int nfuncs);
+/* Renames the program in the table (a forked child that plays another
+ * part); name must outlive the process image. */
+void tc_set_program(const char *name);
 /* Called first by every thread other than main. */
 void tc_thread_begin(const char *label);
 /* Writes the table now and not again at exit (before a crash or exec). */
