@@ -299,10 +299,53 @@ static void eval_close(struct ada_trigger_thread *t, const struct atf_index_even
 		eval_return(t, &copy, ev->timestamp_ns);
 }
 
+/* The frame stack of one feed: head and n in registers (stores to the
+ * frames could alias them as far as the compiler knows). */
+struct eval_regs {
+	uint32_t head, n;
+};
+
+/* The usual event, done inline (ada_trigger_feed() runs for every event the
+ * drain takes): a CALL that needs no unwinding and no name verdict, or
+ * the RETURN of the top frame with nothing to judge. Exactly what
+ * eval_call()/eval_close() would do for it; false (nothing changed) for
+ * anything else, which then takes the general path. */
+static inline bool eval_fast(struct ada_trigger_thread *t, struct eval_regs *s, uint64_t want,
+                             uint64_t gen, const struct atf_index_event *ev)
+{
+	struct trig_frame *top = s->n ? &t->fr[(s->head - 1) & TRIG_FRAME_MASK] : NULL;
+	uint32_t depth = ev->call_depth, kind = ev->event_kind;
+	if (kind == ATF_EVENT_CALL) {
+		if (want || (depth && top && top->depth > depth - 1) ||
+		    s->n == ADA_TRIGGER_STACK_FRAMES)
+			return false;
+		struct trig_frame *f = &t->fr[s->head];
+		*f = (struct trig_frame){
+		    .fn_id = ev->function_id, .call_ns = ev->timestamp_ns, .depth = depth};
+		s->head = (s->head + 1) & TRIG_FRAME_MASK;
+		s->n++;
+		return true;
+	}
+	if (kind != ATF_EVENT_RETURN || !top || top->depth != depth ||
+	    top->fn_id != ev->function_id || (depth & ADA_TRIGGER_CRASH_DEPTH_FLAG) || top->mask ||
+	    (top->gen != gen && want))
+		return false;
+	s->head = (s->head - 1) & TRIG_FRAME_MASK;
+	s->n--;
+	return true;
+}
+
 void ada_trigger_feed(struct ada_trigger_thread *t, const struct atf_index_event *ev, size_t n)
 {
+	const struct ada_trigger_engine *e = t->p->e;
 	trig_sync(t->p->e);
+	uint64_t want = e->want_names, gen = e->gen;
+	struct eval_regs s = {t->head, t->n};
 	for (size_t i = 0; i < n; i++) {
+		if (eval_fast(t, &s, want, gen, &ev[i]))
+			continue;
+		t->head = s.head;
+		t->n = s.n;
 		switch (ev[i].event_kind) {
 		case ATF_EVENT_CALL:
 			eval_call(t, &ev[i]);
@@ -316,7 +359,13 @@ void ada_trigger_feed(struct ada_trigger_thread *t, const struct atf_index_event
 		default:
 			break; /* not ours to judge: validate reports it */
 		}
+		s.head = t->head;
+		s.n = t->n;
+		want = e->want_names; /* as the general path left them */
+		gen = e->gen;
 	}
+	t->head = s.head;
+	t->n = s.n;
 }
 
 size_t ada_trigger_thread_stack(const struct ada_trigger_thread *t, struct ada_trigger_frame *out,
