@@ -1195,6 +1195,10 @@ static void drain_setup(struct ada_recorder *r)
 			usleep(1000);
 			drain_clock(r);
 		}
+		/* Measured: the next recording of this boot starts from it. A
+		 * cache that cannot be written costs that one wait again. */
+		if (r->tsc_calib == ADA_TSC_MEASURED)
+			(void)ada_tsc_cache_store(NULL, r->clk.maps[0].mult);
 	}
 	uint64_t now = drain_mono_ns();
 	r->last_tick_ns = r->last_anchor_ns = r->last_reclaim_ns = now;

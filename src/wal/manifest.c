@@ -76,6 +76,8 @@ static json_t *man_clock(const struct ada_recorder *r)
 		double hz = 1e9 * (double)(1ull << m->shift) / (double)m->mult;
 		json_object_set_new(c, "tsc_hz", json_integer((json_int_t)hz));
 		json_object_set_new(c, "anchors", json_integer(r->clk.n));
+		static const char *const calib[] = {"measured", "kernel", "cached"};
+		json_object_set_new(c, "calibration", json_string(calib[r->tsc_calib]));
 	}
 	return c;
 }

@@ -210,6 +210,12 @@ int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **ou
 		uint64_t tsc, ns;
 		ada_tsc_sample_pair(&tsc, &ns);
 		ada_tsc_clock_init(&r->clk, tsc, ns);
+		/* The kernel's slope or this boot's cached one: no 5 ms
+		 * calibration before the drain can convert (start-up). */
+		uint64_t mult;
+		r->tsc_calib = ada_tsc_known_mult(&mult);
+		if (r->tsc_calib != ADA_TSC_MEASURED)
+			ada_tsc_clock_seed(&r->clk, mult);
 	}
 	*out = r;
 	return 0;

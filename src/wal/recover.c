@@ -918,6 +918,9 @@ static void rec_clock_from(struct rec_ctx *c, json_t *man)
 	} else if (c->use_tsc) {
 		/* No anchor saved: calibrate now (same TSC, same boot). */
 		ada_tsc_clock_init(&c->clk, ada_tsc_read(), ada_boottime_ns());
+		uint64_t mult;
+		if (ada_tsc_known_mult(&mult) != ADA_TSC_MEASURED)
+			ada_tsc_clock_seed(&c->clk, mult);
 		while (!ada_tsc_clock_ready(&c->clk)) {
 			usleep(1000);
 			ada_tsc_clock_sample(&c->clk, ada_tsc_read(), ada_boottime_ns());

@@ -18,13 +18,21 @@
  * before; mult > 0. Events older than the oldest kept piece use it
  * extrapolated backwards (the drain also clamps per thread).
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "fs.h"
 #include "ring.h"
 #include "wal.h"
 
@@ -75,7 +83,12 @@ static void tsc_reanchor(struct ada_tsc_clock *c, uint64_t tsc, uint64_t ns)
 {
 	const struct ada_tsc_map *cur = &c->maps[c->n - 1];
 	uint64_t pred = ada_tsc_map_apply(cur, tsc);
-	uint64_t slope = tsc_slope(ns - c->base_ns, tsc - c->base_tsc);
+	/* A seeded clock's first samples can be close to its base: the
+	 * long-baseline slope is trusted from ADA_TSC_CALIB_MIN_NS on, the
+	 * seed's until then. */
+	uint64_t slope = ns - c->base_ns >= ADA_TSC_CALIB_MIN_NS
+	                     ? tsc_slope(ns - c->base_ns, tsc - c->base_tsc)
+	                     : cur->mult;
 	int64_t err = (int64_t)(ns - pred);
 	const int64_t lim = (int64_t)ADA_TSC_SLEW_NS / 2;
 	if (err > lim)
@@ -206,4 +219,215 @@ uint64_t ada_boottime_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the frequency without a calibration wait ---- */
+
+#define TSC_MULT_MIN ((1ull << TSC_SHIFT) / 20) /* 20 GHz: 0.05 ns per tick */
+#define TSC_MULT_MAX ((1ull << TSC_SHIFT) * 20) /* 50 MHz: 20 ns per tick */
+
+bool ada_tsc_mult_sane(uint64_t mult)
+{
+	return mult >= TSC_MULT_MIN && mult <= TSC_MULT_MAX;
+}
+
+void ada_tsc_clock_seed(struct ada_tsc_clock *c, uint64_t mult)
+{
+	struct ada_tsc_map first = {
+	    .tsc0 = c->base_tsc, .ns0 = c->base_ns, .mult = mult, .shift = TSC_SHIFT};
+	c->n = 0;
+	tsc_push(c, &first);
+	c->ready = 1;
+	c->last_tsc = c->base_tsc;
+}
+
+bool ada_tsc_kernel_mult(uint64_t *mult)
+{
+#if defined(__x86_64__)
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_DUMMY; /* counts nothing: only the page */
+	a.disabled = 1;
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return false;
+	long pg = sysconf(_SC_PAGESIZE);
+	void *m = mmap(NULL, (size_t)pg, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return false;
+	const volatile struct perf_event_mmap_page *p = m;
+	bool ok = false;
+	uint64_t k = 0;
+	for (int tries = 0; tries < 100; tries++) { /* the page's seqlock */
+		uint32_t seq = p->lock;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		bool cap = p->cap_user_time;
+		uint32_t tm = p->time_mult;
+		uint16_t ts = p->time_shift;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (p->lock != seq || (seq & 1))
+			continue;
+		if (cap && tm && ts <= 63) {
+			unsigned __int128 v = ((unsigned __int128)tm << TSC_SHIFT) >> ts;
+			k = v > UINT64_MAX ? 0 : (uint64_t)v;
+			ok = ada_tsc_mult_sane(k);
+		}
+		break;
+	}
+	munmap(m, (size_t)pg);
+	if (ok)
+		*mult = k;
+	return ok;
+#else
+	(void)mult;
+	return false;
+#endif
+}
+
+int ada_tsc_boot_id(char out[37])
+{
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char b[64];
+	ssize_t n = read(fd, b, sizeof(b));
+	close(fd);
+	if (n < 36)
+		return -EIO;
+	for (int i = 0; i < 36; i++) {
+		char ch = b[i];
+		bool ok = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || ch == '-';
+		if (!ok)
+			return -EIO;
+	}
+	memcpy(out, b, 36);
+	out[36] = '\0';
+	return 0;
+}
+
+int ada_tsc_cache_path(char *out, size_t cap)
+{
+	/* secure_getenv: a set-uid program must not cache where its caller
+	 * says (as the plan cache, src/hook/plancache.c). */
+	const char *root = secure_getenv("XDG_CACHE_HOME"), *sub = "/ada/tsc";
+	if (!root || root[0] != '/') { /* relative values are invalid (XDG spec) */
+		root = secure_getenv("HOME");
+		sub = "/.cache/ada/tsc";
+	}
+	if (!root || root[0] != '/')
+		return -ENOENT;
+	int n = snprintf(out, cap, "%s%s", root, sub);
+	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
+}
+
+#define TSC_CACHE_MAX 128 /* the line is ~70 bytes: anything longer is not ours */
+
+int ada_tsc_cache_parse(const char *buf, size_t len, const char *boot_id, uint64_t *mult)
+{
+	char line[TSC_CACHE_MAX + 1], id[40];
+	if (len == 0 || len > TSC_CACHE_MAX || buf[len - 1] != '\n' || memchr(buf, '\0', len))
+		return -EBADMSG;
+	memcpy(line, buf, len);
+	line[len] = '\0';
+	unsigned long long m;
+	int used = -1;
+	if (sscanf(line, "ada-tsc 1 %39s %llu\n%n", id, &m, &used) != 2 || used != (int)len)
+		return -EBADMSG;
+	/* sscanf's %llu takes a sign and spaces: only digits are ours. */
+	const char *num = strrchr(line, ' ');
+	for (const char *q = num + 1; *q != '\n'; q++)
+		if (*q < '0' || *q > '9')
+			return -EBADMSG;
+	if (strcmp(id, boot_id) || !ada_tsc_mult_sane(m))
+		return -EBADMSG;
+	*mult = m;
+	return 0;
+}
+
+/* The directory of path through a trusting walk (fs.h), *base into path. */
+static int tsc_cache_dir(const char *path, bool create, int *dfd, const char **base)
+{
+	char d[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (!slash || (size_t)(slash - path) >= sizeof(d))
+		return -EINVAL;
+	memcpy(d, path, (size_t)(slash - path));
+	d[slash - path] = '\0';
+	*base = slash + 1;
+	int err =
+	    ada_fs_walk(d[0] ? d : "/", geteuid(), create ? ADA_FS_WALK_CREATE : 0, dfd, NULL, 0);
+	return err ? err : *dfd < 0 ? -ENOENT : 0;
+}
+
+int ada_tsc_cache_load(const char *path, uint64_t *mult)
+{
+	char def[PATH_MAX], id[37], buf[TSC_CACHE_MAX + 1];
+	int err = path ? 0 : ada_tsc_cache_path(def, sizeof(def));
+	if (err)
+		return err;
+	if (!path)
+		path = def;
+	if ((err = ada_tsc_boot_id(id)))
+		return err;
+	const char *base;
+	int dfd = -1, fd = -1;
+	err = tsc_cache_dir(path, false, &dfd, &base);
+	if (!err)
+		err = ada_fs_open_file(dfd, base, O_RDONLY, &fd); /* never a link */
+	if (dfd >= 0)
+		close(dfd);
+	if (err)
+		return err;
+	struct stat sb;
+	err = fstat(fd, &sb) ? -errno : 0;
+	if (!err && (sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH))))
+		err = -EPERM; /* someone else's or changeable by others */
+	ssize_t n = err ? 0 : read(fd, buf, sizeof(buf)); /* at most one byte too many */
+	close(fd);
+	if (!err && n < 0)
+		err = -errno;
+	if (!err)
+		err = ada_tsc_cache_parse(buf, (size_t)n, id, mult);
+	return err;
+}
+
+int ada_tsc_cache_store(const char *path, uint64_t mult)
+{
+	char def[PATH_MAX], id[37], line[TSC_CACHE_MAX];
+	int err = path ? 0 : ada_tsc_cache_path(def, sizeof(def));
+	if (err)
+		return err;
+	if (!path)
+		path = def;
+	if (!ada_tsc_mult_sane(mult))
+		return -EINVAL;
+	if ((err = ada_tsc_boot_id(id)))
+		return err;
+	int n = snprintf(line, sizeof(line), "ada-tsc 1 %s %llu\n", id, (unsigned long long)mult);
+	if (n <= 0 || (size_t)n >= sizeof(line))
+		return -ENAMETOOLONG;
+	const char *base;
+	int dfd = -1;
+	err = tsc_cache_dir(path, true, &dfd, &base);
+	/* Private temporary file (0600), renameat: a planted link is
+	 * replaced, never followed; a reader sees a whole file. */
+	if (!err)
+		err = ada_fs_replace(dfd, base, line, (size_t)n, false);
+	if (dfd >= 0)
+		close(dfd);
+	return err;
+}
+
+enum ada_tsc_calib ada_tsc_known_mult(uint64_t *mult)
+{
+	if (ada_tsc_kernel_mult(mult))
+		return ADA_TSC_KERNEL;
+	if (ada_tsc_cache_load(NULL, mult) == 0)
+		return ADA_TSC_CACHED;
+	return ADA_TSC_MEASURED;
 }

@@ -98,6 +98,40 @@ static inline uint64_t ada_tsc_clock_to_ns(const struct ada_tsc_clock *c, uint64
 	return ada_tsc_map_apply(&c->maps[i], tsc);
 }
 
+/* ---- the frequency without a calibration wait (issue 13, start-up) ---- */
+
+/* Where the first piece's slope came from (manifest clock.calibration). */
+enum ada_tsc_calib { ADA_TSC_MEASURED, ADA_TSC_KERNEL, ADA_TSC_CACHED };
+
+/* The slope (ns per tick << 32) the kernel itself uses for the TSC: the
+ * perf_event mmap page's time_mult/time_shift (cap_user_time), from the
+ * boot-time tsc_khz. false when the kernel does not offer it (a guest
+ * whose sched_clock is kvm-clock, perf_event_open refused). */
+bool ada_tsc_kernel_mult(uint64_t *mult);
+/* A plausible slope: 50 MHz .. 20 GHz. Anything else is refused. */
+bool ada_tsc_mult_sane(uint64_t mult);
+/* The per-user cache of the measured slope: $XDG_CACHE_HOME/ada/tsc or
+ * ~/.cache/ada/tsc, one line "ada-tsc 1 <boot_id> <mult>\n", 0600, created
+ * by a private temporary file + rename in a directory reached by a walk
+ * that trusts only root's and our own directories and links (fs.h).
+ * Valid only for the boot that wrote it (the TSC rate is fixed at boot). */
+int ada_tsc_cache_path(char *out, size_t cap);
+/* Parses the cache text: 0 and *mult when it is exactly one well-formed
+ * line for boot_id with a sane slope, -EBADMSG otherwise. */
+int ada_tsc_cache_parse(const char *buf, size_t len, const char *boot_id, uint64_t *mult);
+/* This boot's id (/proc/sys/kernel/random/boot_id, 36 chars + NUL). */
+int ada_tsc_boot_id(char out[37]);
+/* Loads/stores the slope at path (NULL: ada_tsc_cache_path()). Load
+ * refuses a file not owned by us, writable by others, or a link. */
+int ada_tsc_cache_load(const char *path, uint64_t *mult);
+int ada_tsc_cache_store(const char *path, uint64_t mult);
+/* After ada_tsc_clock_init(): the first piece from a known slope, so the
+ * clock is ready at once (re-anchoring corrects it as before). */
+void ada_tsc_clock_seed(struct ada_tsc_clock *c, uint64_t mult);
+/* The kernel's slope, else the cache's; ADA_TSC_MEASURED (nothing) when
+ * neither. */
+enum ada_tsc_calib ada_tsc_known_mult(uint64_t *mult);
+
 /* Raw TSC of this CPU (same source as the producer's ada_timestamp_raw). */
 uint64_t ada_tsc_read(void);
 /* CLOCK_BOOTTIME in ns. */

@@ -258,6 +258,7 @@ struct ada_recorder {
 	char **argv_copy;
 	struct ada_wal_io *io;
 	struct ada_tsc_clock clk;
+	enum ada_tsc_calib tsc_calib; /* where the first piece's slope came from */
 	bool use_tsc, started, discarded;
 	pthread_t thr;
 	pid_t main_pid;

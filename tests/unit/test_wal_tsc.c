@@ -3,14 +3,22 @@
  * synthetic clock, monotonicity across re-anchors (with drift and with
  * clock steps both ways), and the /proc/cpuinfo invariant-TSC parser.
  * Everything is fed synthetic (tsc, ns) pairs: no timing in the test.
+ * The calibration cache (parse, store/load, links, modes) and a clock
+ * seeded from a known slope; one test converts the real TSC and asserts
+ * only ordering and consistency with CLOCK_BOOTTIME (generous bounds).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
+#include <errno.h>
 
 #include "wal.h"
 
@@ -150,6 +158,141 @@ static void test_cpuinfo(void **state)
 	assert_int_equal(ada_tsc_invariant_from_cpuinfo(no, 10), -22);
 }
 
+static void test_seed(void **state)
+{
+	(void)state;
+	struct ada_tsc_clock c;
+	ada_tsc_clock_init(&c, 3000, ns_of(3000));
+	uint64_t mult = (1ull << 32) / 3; /* 3 GHz, as ns_of() */
+	ada_tsc_clock_seed(&c, mult);
+	assert_true(ada_tsc_clock_ready(&c));
+	uint64_t t = 3000 + 3ull * 1000000; /* 1 ms later */
+	uint64_t err = ada_tsc_clock_to_ns(&c, t) - ns_of(t) + 2;
+	assert_true(err <= 4);
+	/* A sample closer to the base than the calibration baseline keeps
+	 * the seed's slope (no short-baseline estimate: only the slew of the
+	 * 5 ns error), and time goes on. */
+	uint64_t before = ada_tsc_clock_to_ns(&c, t);
+	assert_true(ada_tsc_clock_sample(&c, t, ns_of(t) + 5));
+	uint64_t got = c.maps[c.n - 1].mult;
+	assert_true(got >= mult && got - mult <= mult / 1000);
+	assert_true(ada_tsc_clock_to_ns(&c, t + 1) >= before);
+}
+
+static void test_cache_parse(void **state)
+{
+	(void)state;
+	const char *id = "06d6fa58-f731-403b-b865-174659edddac";
+	char ok[128];
+	snprintf(ok, sizeof(ok), "ada-tsc 1 %s 1654372101\n", id);
+	uint64_t m = 0;
+	assert_int_equal(ada_tsc_cache_parse(ok, strlen(ok), id, &m), 0);
+	assert_int_equal(m, 1654372101ull);
+	const char *bad[] = {
+	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac 1654372101",      /* no newline */
+	    "ada-tsc 2 06d6fa58-f731-403b-b865-174659edddac 1654372101\n",    /* version */
+	    "ada-tsc 1 16d6fa58-f731-403b-b865-174659edddac 1654372101\n",    /* other boot */
+	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac 1654372101\nx\n", /* junk */
+	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac +1654372101\n",   /* sign */
+	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac 12\n",            /* 350 GHz */
+	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac 999999999999\n",  /* 4 MHz */
+	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac\n",               /* no slope */
+	    "",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(ada_tsc_cache_parse(bad[i], strlen(bad[i]), id, &m), -EBADMSG);
+	char nul[sizeof(ok)];
+	memcpy(nul, ok, sizeof(ok));
+	nul[12] = '\0';
+	assert_int_equal(ada_tsc_cache_parse(nul, strlen(ok), id, &m), -EBADMSG);
+}
+
+static void test_cache_store_load(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/ada_tsc_cache_XXXXXX", path[256], link_to[256];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/sub/tsc", dir);
+	uint64_t m = 0, want = (1ull << 32) / 3;
+	assert_int_equal(ada_tsc_cache_load(path, &m), -ENOENT);
+	assert_int_equal(ada_tsc_cache_store(path, want), 0); /* creates sub/ (0700) */
+	struct stat sb;
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0600);
+	assert_int_equal(ada_tsc_cache_load(path, &m), 0);
+	assert_int_equal(m, want);
+	assert_int_equal(ada_tsc_cache_store(path, 5), -EINVAL); /* not a plausible slope */
+	/* Writable by others: refused. */
+	assert_int_equal(chmod(path, 0622), 0);
+	assert_int_not_equal(ada_tsc_cache_load(path, &m), 0);
+	/* A link planted at the name is never followed: load refuses it,
+	 * store replaces the link and leaves its target alone. */
+	snprintf(link_to, sizeof(link_to), "%s/target", dir);
+	FILE *f = fopen(link_to, "w");
+	assert_non_null(f);
+	fputs("keep\n", f);
+	fclose(f);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(symlink(link_to, path), 0);
+	assert_int_not_equal(ada_tsc_cache_load(path, &m), 0);
+	assert_int_equal(ada_tsc_cache_store(path, want), 0);
+	assert_int_equal(lstat(path, &sb), 0);
+	assert_true(S_ISREG(sb.st_mode));
+	char buf[16] = {0};
+	f = fopen(link_to, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	assert_string_equal(buf, "keep\n");
+	assert_int_equal(ada_tsc_cache_load(path, &m), 0);
+	unlink(path);
+	unlink(link_to);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	rmdir(path);
+	rmdir(dir);
+}
+
+/* The real TSC through a clock seeded from the kernel's or the cached
+ * slope (measured here when neither exists): converted times never go
+ * back and stay inside the CLOCK_BOOTTIME reads around them, give or take
+ * a bound far above any slope error (no timing is asserted). */
+static void test_real_clock_consistent(void **state)
+{
+	(void)state;
+	if (!ada_tsc_invariant()) {
+		print_message(
+		    "no invariant TSC: the recorder uses clock_gettime; nothing to check\n");
+		return;
+	}
+	uint64_t tsc, ns, mult;
+	ada_tsc_sample_pair(&tsc, &ns);
+	struct ada_tsc_clock c;
+	ada_tsc_clock_init(&c, tsc, ns);
+	enum ada_tsc_calib how = ada_tsc_known_mult(&mult);
+	if (how != ADA_TSC_MEASURED)
+		ada_tsc_clock_seed(&c, mult);
+	while (!ada_tsc_clock_ready(&c)) {
+		usleep(1000);
+		ada_tsc_sample_pair(&tsc, &ns);
+		ada_tsc_clock_sample(&c, tsc, ns);
+	}
+	uint64_t prev = 0;
+	for (int i = 0; i < 20000; i++) {
+		if (i % 5000 == 4999) { /* re-anchors on the way */
+			ada_tsc_sample_pair(&tsc, &ns);
+			ada_tsc_clock_sample(&c, tsc, ns);
+		}
+		uint64_t t0 = ada_boottime_ns();
+		uint64_t x = ada_tsc_clock_to_ns(&c, ada_tsc_read());
+		uint64_t t1 = ada_boottime_ns();
+		uint64_t tol = 50000000ull + (t1 - c.base_ns) / 100; /* 50 ms + 1 % */
+		assert_true(x >= prev);
+		assert_true(x + tol >= t0);
+		assert_true(x <= t1 + tol);
+		prev = x;
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -160,6 +303,10 @@ int main(void)
 	    cmocka_unit_test(test_history),
 	    cmocka_unit_test(test_set_anchor),
 	    cmocka_unit_test(test_cpuinfo),
+	    cmocka_unit_test(test_seed),
+	    cmocka_unit_test(test_cache_parse),
+	    cmocka_unit_test(test_cache_store_load),
+	    cmocka_unit_test(test_real_clock_consistent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
