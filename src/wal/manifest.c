@@ -220,6 +220,10 @@ static json_t *man_wal(const struct ada_recorder *r)
 	json_object_set_new(w, "flush", json_string(modes[r->o.flush.mode & 3]));
 	json_object_set_new(w, "flush_value", json_integer((json_int_t)r->o.flush.value));
 	json_object_set_new(w, "safe", json_boolean(r->o.flush.safe));
+	uint32_t refused = 0;
+	bool uncached = r->io && ada_wal_io_uncached(r->io, &refused);
+	json_object_set_new(w, "uncached_writes", json_boolean(uncached));
+	json_object_set_new(w, "uncached_refused", json_integer(refused));
 	json_object_set_new(w, "max_disk_bytes", json_integer((json_int_t)r->o.max_disk_bytes));
 	json_object_set_new(w, "drain_cpu",
 	                    r->o.drain_cpu >= 0 ? json_integer(r->o.drain_cpu) : json_null());

@@ -37,6 +37,9 @@
 #include "wal_internal.h"
 
 #define WAL_MIN_SEGMENT (64u * 1024u)
+#ifndef RWF_DONTCACHE
+#define RWF_DONTCACHE 0x00000080 /* Linux 6.14+ (uapi linux/fs.h) */
+#endif
 
 static uint64_t wal_mono_ns(void)
 {
@@ -55,6 +58,8 @@ int ada_wal_io_new(const struct ada_wal_io_opts *o, struct ada_wal_io **out)
 	io->buffer_bytes &= ~(uint32_t)(ATF_INDEX_EVENT_SIZE - 1);
 	io->max_buffers = o && o->max_buffers ? o->max_buffers : 96;
 	io->stage_ns = (uint64_t)(o && o->stage_ms ? o->stage_ms : 5) * 1000000ull;
+	/* ADA_WAL_CACHED=1: plain buffered writes (to compare, docs/benchmarks.md) */
+	io->dontcache = !getenv("ADA_WAL_CACHED");
 	int r = io_uring_queue_init(io->qd, &io->ring, 0);
 	if (r < 0) {
 		free(io);
@@ -97,6 +102,16 @@ static void wal_buf_write(struct ada_wal_io *io, struct wal_buf *b)
 {
 	struct io_uring_sqe *sqe = wal_sqe(io);
 	io_uring_prep_write(sqe, b->f->fd, b->data + b->done, b->len - b->done, b->off + b->done);
+	/* Uncached buffered writes: the pages are written back and dropped
+	 * right away, so the next writes reuse recently freed pages instead
+	 * of taking ever new ones (in a VM every new page costs the host a
+	 * fault: the page-cache copy was half the recorder's CPU on fib).
+	 * Durability is that of any buffered write. Kernels or file systems
+	 * without it (tmpfs) answer -EOPNOTSUPP: then plain writes from there
+	 * on, and each write refused is sent again without it. */
+	b->dontcache = io->dontcache;
+	if (b->dontcache)
+		sqe->rw_flags = RWF_DONTCACHE;
 	io_uring_sqe_set_data(sqe, b);
 	io->inflight++;
 	io_uring_submit(&io->ring);
@@ -210,6 +225,12 @@ static void wal_patches_apply(struct ada_wal_file *f, const struct wal_buf *b, b
 static void wal_complete_write(struct ada_wal_io *io, struct wal_buf *b, int res)
 {
 	struct ada_wal_file *f = b->f;
+	if ((res == -EOPNOTSUPP || res == -EINVAL) && b->dontcache) {
+		io->dontcache = false; /* not here: the same write without it */
+		io->dontcache_refused++;
+		wal_buf_write(io, b);
+		return;
+	}
 	if (res == -EAGAIN || res == -EINTR || (res > 0 && b->done + (uint32_t)res < b->len)) {
 		if (res > 0)
 			b->done += (uint32_t)res;
@@ -317,6 +338,13 @@ static struct wal_buf *wal_buf_get(struct ada_wal_io *io)
 const struct ada_lat_hist *ada_wal_io_latency(const struct ada_wal_io *io)
 {
 	return &io->lat;
+}
+
+bool ada_wal_io_uncached(const struct ada_wal_io *io, uint32_t *refused)
+{
+	if (refused)
+		*refused = io->dontcache_refused;
+	return io->dontcache;
 }
 
 bool ada_wal_io_disk_full(const struct ada_wal_io *io)

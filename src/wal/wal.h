@@ -191,6 +191,9 @@ void ada_wal_io_submit_stale(struct ada_wal_io *io, bool force);
 const struct ada_lat_hist *ada_wal_io_latency(const struct ada_wal_io *io);
 /* True once a write or an allocation failed with ENOSPC. */
 bool ada_wal_io_disk_full(const struct ada_wal_io *io);
+/* Whether the writes are uncached (RWF_DONTCACHE) still; false once the
+ * kernel refused it (then *refused writes were sent again without it). */
+bool ada_wal_io_uncached(const struct ada_wal_io *io, uint32_t *refused);
 uint64_t ada_wal_io_bytes_written(const struct ada_wal_io *io);
 
 struct ada_wal_file_opts {

@@ -28,6 +28,7 @@ struct wal_buf {
 	uint64_t ev_end;           /* file event count at the end of this buffer */
 	struct wal_buf *fifo_next; /* the file's writes in flight, in order */
 	bool complete;
+	bool dontcache; /* submitted with RWF_DONTCACHE */
 	uint8_t *data;
 };
 
@@ -40,6 +41,8 @@ struct ada_wal_io {
 	uint64_t stage_ns;
 	uint32_t inflight; /* SQEs submitted and not reaped */
 	bool disk_full;
+	bool dontcache;             /* writes carry RWF_DONTCACHE (segment.c) */
+	uint32_t dontcache_refused; /* the kernel said no: plain writes since */
 	struct wal_buf *free;
 	struct ada_wal_file *stage_head; /* files holding a staging buffer */
 	struct ada_wal_file *files;      /* every open file */

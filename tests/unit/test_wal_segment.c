@@ -152,6 +152,40 @@ static void test_write_finalize(void **state)
 	unlink(path);
 }
 
+/* A file system that refuses uncached writes (tmpfs answers RWF_DONTCACHE
+ * with -EOPNOTSUPP): every write in flight when the refusal comes is
+ * written again without it; nothing is lost, the file is exact. Many
+ * small buffers so that several are in flight at once. */
+static void test_dontcache_refused(void **state)
+{
+	(void)state;
+	char dir[] = "/dev/shm/ada_wal_dc_XXXXXX", path[64];
+	if (!mkdtemp(dir)) {
+		print_message("no /dev/shm: the refusal path is not exercised here\n");
+		return;
+	}
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts io_o = {.buffer_bytes = 4096, .max_buffers = 32};
+	assert_int_equal(ada_wal_io_new(&io_o, &io), 0);
+	snprintf(path, sizeof(path), "%s/index.atf", dir);
+	struct ada_wal_file_opts o = {.thread_id = 4242,
+	                              .clock_type = ATF_CLOCK_BOOTTIME,
+	                              .arch = ATF_ARCH_X86_64,
+	                              .segment_bytes = 256 * 1024};
+	struct ada_wal_file *f;
+	assert_int_equal(ada_wal_file_open(io, path, &o, &f), 0);
+	const uint64_t n = 20011;
+	write_events(f, 0, n, 1000);
+	struct ada_wal_file_summary s;
+	assert_int_equal(ada_wal_file_finalize(f, &s), 0);
+	assert_int_equal(s.events, n);
+	assert_int_equal(s.lost, 0);
+	check_file(path, n, 0);
+	ada_wal_io_free(io);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* More files than staging buffers, each holding a partly filled one: the
  * pool must send staged buffers out instead of losing events. */
 static void test_more_files_than_buffers(void **state)
@@ -318,7 +352,7 @@ int main(void)
 	    cmocka_unit_test(test_write_finalize), cmocka_unit_test(test_more_files_than_buffers),
 	    cmocka_unit_test(test_empty_file),     cmocka_unit_test(test_finalize_zero_tail),
 	    cmocka_unit_test(test_finalize_torn),  cmocka_unit_test(test_flush_parse),
-	    cmocka_unit_test(test_latency_hist),
+	    cmocka_unit_test(test_latency_hist),   cmocka_unit_test(test_dontcache_refused),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
