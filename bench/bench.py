@@ -27,6 +27,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import provenance  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # name -> (program, full-size args, --quick args, tracers that apply, base args).
@@ -511,7 +514,11 @@ def main():
           f"{' (--quick sizes)' if a.quick else ''}; load average "
           f"{load_before[0]:.1f} before, {load_after[0]:.1f} after\n")
     print(table(rows))
+    prov = provenance(a.build)
+    print(f"ada at {prov['commit']}{' (uncommitted changes)' if prov['dirty'] else ''}, "
+          f"{prov['compiler']['version']}\n")
     result = {'date': started.isoformat(timespec='seconds'), 'machine': mach,
+              'provenance': prov,
               'load_average': {'before': load_before, 'after': load_after},
               'config': {'reps': a.reps, 'quick': a.quick, 'out_dir': runner.out,
                          'out_fs': fs_of(runner.out), 'ada_detail_args': runner.detail_args},

@@ -24,6 +24,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import provenance  # noqa: E402
+
 
 def timed(cmd, stdout=subprocess.DEVNULL):
     """(seconds, peak RSS in MiB, exit status) of one run."""
@@ -131,7 +134,9 @@ def main():
     os.makedirs(res, exist_ok=True)
     path = os.path.join(res, time.strftime("reading_%Y%m%d_%H%M%S.json"))
     with open(path, "w") as f:
-        json.dump({"reps": a.reps, "load": os.getloadavg(), "results": results}, f, indent=1)
+        json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+                   "provenance": provenance(a.build), "reps": a.reps,
+                   "load": os.getloadavg(), "results": results}, f, indent=1)
     print("written:", path)
 
 

@@ -1,16 +1,56 @@
 #!/usr/bin/env bash
-# One command for ada's benchmarks side by side with peers (issue 5):
+# Every benchmark the README and docs/benchmarks.md cite, in one command on
+# one build (issues 5 and 13):
 #   bench/run.sh [--quick] [--reps N] [--workloads fib,mixed,...] [--tracers ada,uftrace-pg,...]
 # Installs the peers from Debian when missing (tools/bootstrap.sh --bench),
-# builds ada and the workloads in Release in its own build directory
-# ($ADA_BENCH_BUILD, default build-bench/), runs bench/bench.py (all its
-# options pass through; --help lists them), prints one table and writes the
-# same as JSON under bench/results/. See docs/benchmarks.md.
+# builds ada, the workloads and the micro-benchmarks in Release in its own
+# build directory ($ADA_BENCH_BUILD, default build-bench/), then runs:
+#   1. bench/bench.py (all options pass through; --help lists them): ada
+#      beside uftrace and ltrace, one table, JSON under bench/results/;
+#   2. bench/micro.py: ring_bench, wal_bench, keysym_bench (results/*-micro.json);
+#   3. bench/reading_bench.py: the reading commands (results/reading_*.json);
+#   4. bench/callgrind_guard.sh with the three committed baselines
+#      (instructions per event, printed);
+#   5. bench/readme_table.py: the README's table from this run, when it was
+#      a full one (no --quick, every workload and tracer).
+# Every results file records the commit, compiler, CPU model and kernel
+# (bench/provenance.py). --quick runs small sizes only to check that
+# everything works: its numbers are not for citing. See docs/benchmarks.md.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${ADA_BENCH_BUILD:-$repo/build-bench}
 
+quick=() full=1
+for a in "$@"; do
+	case $a in
+	--quick) quick=(--quick) full=0 ;;
+	--workloads | --workloads=* | --tracers | --tracers=* | --help | -h) full=0 ;;
+	esac
+done
+
 "$repo/tools/bootstrap.sh" --bench
 cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DADA_SANITIZE= >/dev/null
-cmake --build "$build" -j2 --target ada ada_agent bench_workloads >/dev/null
-exec python3 "$repo/bench/bench.py" --build "$build" "$@"
+cmake --build "$build" -j2 --target ada ada_agent bench_workloads ring_bench wal_bench \
+	keysym_bench hooked_guard atf_count >/dev/null
+
+python3 "$repo/bench/bench.py" --build "$build" "$@"
+case " $* " in *" --help "* | *" -h "*) exit 0 ;; esac
+
+python3 "$repo/bench/micro.py" --build "$build" "${quick[@]}"
+if ((${#quick[@]})); then
+	python3 "$repo/bench/reading_bench.py" --build "$build" --fib 24 --small-fib 20 --reps 1
+else
+	python3 "$repo/bench/reading_bench.py" --build "$build"
+fi
+for b in callgrind_baseline.txt callgrind_baseline_detail_all.txt \
+	callgrind_baseline_detail_excluded.txt; do
+	if command -v valgrind >/dev/null; then
+		"$repo/bench/callgrind_guard.sh" "$build" --baseline "$repo/bench/$b" ||
+			echo "run.sh: callgrind guard over $b failed (see above)" >&2
+	fi
+done
+if ((full)); then
+	python3 "$repo/bench/readme_table.py"
+else
+	echo "run.sh: not a full run (--quick, --workloads or --tracers): README table left alone" >&2
+fi
