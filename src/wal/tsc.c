@@ -263,13 +263,16 @@ bool ada_tsc_kernel_mult(uint64_t *mult)
 	const volatile struct perf_event_mmap_page *p = m;
 	bool ok = false;
 	uint64_t k = 0;
-	for (int tries = 0; tries < 100; tries++) { /* the page's seqlock */
+	/* The page's seqlock, read as the kernel's own example does: volatile
+	 * loads and a compiler barrier (x86 keeps loads in order; a fence
+	 * would also not build under -fsanitize=thread). */
+	for (int tries = 0; tries < 100; tries++) {
 		uint32_t seq = p->lock;
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		__asm__ __volatile__("" ::: "memory");
 		bool cap = p->cap_user_time;
 		uint32_t tm = p->time_mult;
 		uint16_t ts = p->time_shift;
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		__asm__ __volatile__("" ::: "memory");
 		if (p->lock != seq || (seq & 1))
 			continue;
 		if (cap && tm && ts <= 63) {
