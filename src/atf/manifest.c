@@ -166,9 +166,19 @@ int ada_manifest_thread_get(const json_t *doc, size_t i, struct ada_manifest_thr
 uint32_t ada_manifest_tid_of(const json_t *doc, uint32_t thread)
 {
 	struct ada_manifest_thread t;
+	size_t n = ada_manifest_thread_count(doc);
+	size_t c = thread < n ? thread : n ? n - 1 : 0;
 
-	for (size_t i = 0; i < ada_manifest_thread_count(doc); i++)
-		if (!ada_manifest_thread_get(doc, i, &t) && t.thread == thread)
+	/* The recorder lists threads nearly in the order of their numbers
+	 * (in the order its drain met them): look outward from where thread
+	 * N would be, so a reader asking for each of 10 000 threads does not
+	 * scan the whole list each time. Every entry is still visited once. */
+	for (size_t d = 0; d <= n; d++) {
+		if (d <= c && !ada_manifest_thread_get(doc, c - d, &t) && t.thread == thread)
 			return t.tid;
+		if (d && c + d < n && !ada_manifest_thread_get(doc, c + d, &t) &&
+		    t.thread == thread)
+			return t.tid;
+	}
 	return 0;
 }

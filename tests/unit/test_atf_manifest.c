@@ -40,6 +40,19 @@ static void manifest_roundtrip(void **state)
 	assert_int_equal(ada_manifest_tid_of(back, 3), 1234);
 	assert_int_equal(ada_manifest_tid_of(back, 4), 0);
 	json_decref(back);
+	/* Threads listed out of the order of their numbers (as the drain met
+	 * them): each is found wherever it is, a missing one is 0. */
+	json_t *many = ada_manifest_new(78), *arr = json_array();
+	static const int order[] = {2, 0, 5, 1, 3, 7, 4, 6};
+	for (size_t i = 0; i < 8; i++)
+		json_array_append_new(
+		    arr, json_pack("{s:i, s:i}", "thread", order[i], "tid", 100 + order[i]));
+	json_object_set_new(many, "threads", arr);
+	for (uint32_t k = 0; k < 8; k++)
+		assert_int_equal(ada_manifest_tid_of(many, k), 100 + k);
+	assert_int_equal(ada_manifest_tid_of(many, 8), 0);
+	assert_int_equal(ada_manifest_tid_of(many, 1000), 0);
+	json_decref(many);
 	json_decref(doc);
 	/* damaged: half a document, or JSON that is not ours */
 	assert_int_equal(ada_manifest_parse("{\"format\": \"ada-man", 19, &back), -EBADMSG);
