@@ -23,6 +23,7 @@ int cmd_flame(int argc, char **argv);
 int cmd_crash(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
 int cmd_arm(int argc, char **argv);
 int cmd_disarm(int argc, char **argv);
 int cmd_trigger(int argc, char **argv);

@@ -101,6 +101,8 @@ int ada_diag_run(const struct ada_diag_opts *o, struct ada_diag_report *rep)
 		snprintf(rep->target, sizeof(rep->target), "%s", o->path);
 	if ((o->groups & ADA_DIAG_PROGRAM) && alive && rep->target[0])
 		diag_program(o, rep->target, rep);
+	if ((o->groups & ADA_DIAG_PROCESS) && alive)
+		diag_process_libc(o->pid, rep);
 	if (o->groups & ADA_DIAG_HOST)
 		diag_host(o, rep);
 	return 0;

@@ -23,6 +23,7 @@ const char *diag_field(const char *text, const char *key);
 void diag_program(const struct ada_diag_opts *o, const char *path, struct ada_diag_report *rep);
 /* false when the process does not exist (the PROGRAM checks are skipped). */
 bool diag_process(const struct ada_diag_opts *o, struct ada_diag_report *rep);
+void diag_process_libc(pid_t pid, struct ada_diag_report *rep);
 void diag_host(const struct ada_diag_opts *o, struct ada_diag_report *rep);
 
 #endif

@@ -111,6 +111,17 @@ static void diag_owner(const struct diag_proc *p, struct ada_diag_report *rep)
 	diag_user_name(p->uid[1], who, sizeof(who));
 	if (same) {
 		diag_set(c, ADA_DIAG_OK, false, "pid %d runs as you (%s)", (int)p->pid, who);
+	} else if (p->cap_ptrace && p->uid[1] != geteuid()) {
+		/* Root may trace it, but the agent inside runs with the process's
+		 * rights: it could not write the session and arenas ada makes
+		 * private to its own user (0700), and ada will not open them up. */
+		diag_set(c, ADA_DIAG_FAIL, true,
+		         "pid %d runs as %s and ada as uid %u: the agent ada loads into it runs as "
+		         "%s and could not write the recording, which ada keeps private to its own "
+		         "user",
+		         (int)p->pid, who, (unsigned)geteuid(), who);
+		diag_step(c, "run ada attach as %s (for example sudo -u %s ada attach %d)", who,
+		          who, (int)p->pid);
 	} else if (p->cap_ptrace) {
 		diag_set(c, ADA_DIAG_OK, false,
 		         "pid %d runs as %s, and ada has CAP_SYS_PTRACE, which may trace it",
@@ -274,9 +285,11 @@ static void diag_namespace(const struct diag_proc *p, struct ada_diag_report *re
 	diag_step(c, "run ada inside that container (the same mount and pid namespaces)");
 }
 
-/* "libc": dlopen comes from the target's libc (glibc >= 2.34). */
-static void diag_libc(const struct diag_proc *p, struct ada_diag_report *rep)
+/* "libc": dlopen comes from the target's libc (glibc >= 2.34). After the
+ * program checks, so that a static program is called static first. */
+void diag_process_libc(pid_t pid, struct ada_diag_report *rep)
 {
+	const struct diag_proc q = {.pid = pid}, *p = &q;
 	char path[64], line[4096];
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
 	FILE *f = fopen(path, "re");
@@ -352,7 +365,6 @@ bool diag_process(const struct ada_diag_opts *o, struct ada_diag_report *rep)
 		diag_tracer(p, rep);
 		diag_seccomp(p, rep);
 		diag_namespace(p, rep);
-		diag_libc(p, rep);
 		diag_ptrace(p, rep, rep);
 	} else {
 		snprintf(rep->target, sizeof(rep->target), "pid %d", (int)p->pid);

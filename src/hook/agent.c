@@ -358,7 +358,8 @@ static void agent_env_read(void)
 
 static int agent_read_config(void)
 {
-	agent_env_read();
+	if (!agent.attached) /* ada attach wrote agent.env (agent_attach.c) */
+		agent_env_read();
 	const char *txt = agent.env.hook_config, *sess = agent.env.session_dir;
 	if (sess && strlen(sess) < sizeof(agent.session_dir))
 		strcpy(agent.session_dir, sess);
@@ -433,6 +434,22 @@ static int agent_start(void)
 	return 0;
 }
 
+int agent_boot(void)
+{
+	uint64_t t0 = agent_now_ns();
+	agent_guard_enter();
+	pthread_mutex_lock(&agent.lock);
+	int err = agent_start();
+	agent.ns_total = agent_now_ns() - t0;
+	if (!err) {
+		agent_write_files(false, agent.n_mods); /* agent.json again, with the total */
+		agent_hot.active = 1;
+	}
+	pthread_mutex_unlock(&agent.lock);
+	agent_guard_leave();
+	return err;
+}
+
 /* The agent is linked with -z initfirst (src/hook/CMakeLists.txt): the
  * loader calls this before the executable's .preinit_array and before any
  * other library's initialiser, so functions that run there are hooked when
@@ -449,15 +466,5 @@ __attribute__((constructor)) static void agent_init(int argc, char **argv, char 
 		environ = envp;
 	if (!secure_getenv("ADA_ARENA_DIR"))
 		return;
-	uint64_t t0 = agent_now_ns();
-	agent_guard_enter();
-	pthread_mutex_lock(&agent.lock);
-	int err = agent_start();
-	agent.ns_total = agent_now_ns() - t0;
-	if (!err) {
-		agent_write_files(false, agent.n_mods); /* agent.json again, with the total */
-		agent_hot.active = 1;
-	}
-	pthread_mutex_unlock(&agent.lock);
-	agent_guard_leave();
+	agent_boot();
 }

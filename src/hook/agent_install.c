@@ -186,10 +186,10 @@ static void install_register_specials(struct agent_module *m)
 		m->st.fns[i].reserved = 0;
 }
 
-/* Emits the trampolines into one block and fills patches. Returns the
- * patch count. */
+/* Emits the trampolines into one block and fills patches and, in the
+ * same order, undo (the original bytes). Returns the patch count. */
 static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans, size_t n_cand,
-                           struct hook_patch *patches)
+                           struct hook_patch *patches, struct hook_patch *undo)
 {
 	uint8_t *blk = NULL;
 	size_t np = 0, used = 0, cap = n_cand * HOOK_ARCH_MAX_TRAMPOLINE;
@@ -198,6 +198,10 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 		struct ada_hook_fn *f = &m->st.fns[i];
 		if (f->status != ADA_HOOK_OK)
 			continue;
+		if (agent.attached && agent_attach_busy(plans[i].fn_addr, plans[i].patch_len)) {
+			f->status = ADA_SKIP_BUSY_AT_ATTACH;
+			continue;
+		}
 		/* Specials get their own handler (agent_internal.h). */
 		uint64_t id = install_fn_id(m, i);
 		uint64_t handler = agent_hot.detail_on ? (uint64_t)&ada_hook_on_enter_detail
@@ -213,10 +217,11 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 			f->status = ADA_SKIP_NO_TRAMPOLINE_MEMORY;
 			continue;
 		}
-		struct hook_patch *p = &patches[np++];
-		p->addr = plans[i].fn_addr;
-		p->len = plans[i].patch_len;
+		struct hook_patch *p = &patches[np], *u = &undo[np++];
+		p->addr = u->addr = plans[i].fn_addr;
+		p->len = u->len = plans[i].patch_len;
 		hook_arch_patch_bytes(&plans[i], (uint64_t)(blk + used), p->bytes);
+		memcpy(u->bytes, plans[i].original, plans[i].patch_len);
 		used += (len + 15) & ~(size_t)15;
 	}
 	return np;
@@ -350,6 +355,82 @@ static size_t install_analyse(struct agent_module *m, struct hook_arch_plan *pla
 	return *err ? SIZE_MAX : n;
 }
 
+/* Applies the patches and keeps them, with the original bytes, for ada
+ * attach's detach and re-attach (each array is applied on its own:
+ * hook_patch_apply() sorts it, so the two orders need not agree). */
+static int install_patch_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct hook_patch *)a)->addr, y = ((const struct hook_patch *)b)->addr;
+	return x < y ? -1 : x > y;
+}
+
+static int install_apply(struct agent_module *m, struct hook_patch *patches,
+                         struct hook_patch *undo, size_t np)
+{
+	int err = hook_patch_apply(patches, np);
+	if (err)
+		return err;
+	/* patches is sorted by address now; undo the same way, so the two
+	 * stay index for index (install_drop_busy()). */
+	qsort(undo, np, sizeof(*undo), install_patch_cmp);
+	m->patch = patches;
+	m->undo = undo;
+	m->n_patch = np;
+	return 0;
+}
+
+int agent_uninstall(void)
+{
+	int err = 0;
+	for (size_t i = 0; i < agent.n_mods; i++) {
+		struct agent_module *m = &agent.mods[i];
+		int e = m->gone || !m->n_patch ? 0 : hook_patch_apply(m->undo, m->n_patch);
+		if (e && !err)
+			err = e;
+	}
+	return err;
+}
+
+/* The function of m at address addr becomes ADA_SKIP_BUSY_AT_ATTACH. */
+static void install_mark_busy(struct agent_module *m, uint64_t addr)
+{
+	for (size_t i = 0; i < m->st.count; i++)
+		if (m->base + m->st.fns[i].offset == addr && m->st.fns[i].status == ADA_HOOK_OK)
+			m->st.fns[i].status = ADA_SKIP_BUSY_AT_ATTACH;
+}
+
+/* Keeps the patches that no stopped thread is inside of (in place: a
+ * busy function stays unhooked for good, as at the first attach). */
+static size_t install_drop_busy(struct agent_module *m)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < m->n_patch; i++) {
+		if (agent_attach_busy(m->patch[i].addr, m->patch[i].len)) {
+			install_mark_busy(m, m->patch[i].addr);
+			continue;
+		}
+		m->patch[k] = m->patch[i];
+		m->undo[k++] = m->undo[i]; /* index for index (install_apply()) */
+	}
+	return k;
+}
+
+int agent_reinstall(void)
+{
+	int err = 0;
+	for (size_t i = 0; i < agent.n_mods; i++) {
+		struct agent_module *m = &agent.mods[i];
+		if (m->gone || !m->n_patch)
+			continue;
+		m->n_patch = install_drop_busy(m);
+		int e = m->n_patch ? hook_patch_apply(m->patch, m->n_patch) : 0;
+		if (e && !err)
+			err = e;
+		install_count(m);
+	}
+	return err;
+}
+
 static int install_module(struct agent_module *m)
 {
 	uint64_t t0 = agent_now_ns();
@@ -362,8 +443,9 @@ static int install_module(struct agent_module *m)
 	uint64_t t1 = agent_now_ns();
 	struct hook_arch_plan *plans = calloc(m->st.count ? m->st.count : 1, sizeof(*plans));
 	struct hook_patch *patches = calloc(m->st.count ? m->st.count : 1, sizeof(*patches));
+	struct hook_patch *undo = calloc(m->st.count ? m->st.count : 1, sizeof(*undo));
 	err = -ENOMEM;
-	if (!plans || !patches)
+	if (!plans || !patches || !undo)
 		goto out;
 	size_t n_cand = install_analyse(m, plans, &err);
 	if (err) {
@@ -371,21 +453,24 @@ static int install_module(struct agent_module *m)
 		goto out;
 	}
 	uint64_t t2 = agent_now_ns();
-	size_t np = n_cand ? install_emit(m, plans, n_cand, patches) : 0;
+	size_t np = n_cand ? install_emit(m, plans, n_cand, patches, undo) : 0;
 	install_register_specials(m);
 	err = hook_mem_seal(agent.mem);
 	uint64_t t3 = agent_now_ns();
 	if (!err && np)
-		err = hook_patch_apply(patches, np);
+		err = install_apply(m, patches, undo, np);
 	m->ns_prepare = t2 - t1;
 	m->ns_emit = t3 - t2;
 	m->ns_apply = agent_now_ns() - t3;
 	if (err)
 		install_patch_failed(m, err);
+	else
+		patches = undo = NULL; /* kept by m */
 out:
 	install_count(m);
 	free(plans);
 	free(patches);
+	free(undo);
 	m->ns_symbols = t1 - t0;
 	m->ns_patching = agent_now_ns() - t1;
 	return err;

@@ -200,6 +200,11 @@ struct agent_module {
 	uint64_t ns_prepare, ns_emit, ns_apply; /* the parts of ns_patching */
 	uint64_t ns_xref; /* part of ns_prepare: the cross-function branch sweep */
 	enum agent_cache_use cache;
+	/* The patches applied and the original bytes they replaced (same
+	 * order, n_patch each): ada attach's detach restores the originals,
+	 * a later attach applies the patches again (agent_attach.c). */
+	struct hook_patch *patch, *undo;
+	size_t n_patch;
 };
 
 /* An image that is not hooked at all, for agent.json. */
@@ -236,11 +241,28 @@ struct agent_state {
 	uint64_t ns_arena, ns_discovery, ns_symbols, ns_patching, ns_files, ns_total;
 	char session_dir[PATH_MAX]; /* "" when ADA_SESSION_DIR is unset */
 	char cache_dir[PATH_MAX];   /* the plan cache's directory; "": none */
+	/* ada attach (agent_attach.c): loaded by dlopen into a running
+	 * process, configured by ada_agent_attach(), not the environment.
+	 * busy[]: where the stopped threads are (a function whose patch bytes
+	 * hold one is left unpatched); restart[]: a thread inside a system
+	 * call goes back to the syscall instruction, so its start may not be a
+	 * patch's first byte either. Both set only while every other thread is
+	 * stopped, and cleared before they run. */
+	bool attached;
+	uint64_t *busy, *restart;
+	size_t n_busy, n_restart;
 	struct agent_env env;
 };
 extern struct agent_state agent;
 
+/* agent_attach.c: whether a patch of [addr, addr+len) would overwrite
+ * bytes a stopped thread is about to execute (ada attach). */
+bool agent_attach_busy(uint64_t addr, size_t len);
+
 /* agent.c */
+/* Starts recording: arena, hooks, files; the constructor's work, also
+ * run by ada_agent_attach(). Takes the lock and the guard. 0 or -errno. */
+int agent_boot(void);
 void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t agent_now_ns(void);
 /* Writes modules/module_<id>.syms for each module with written == false
@@ -251,6 +273,12 @@ int agent_write_files(bool all_modules, size_t first_new);
  * know yet, forgets those gone. Returns the index of the first new module
  * in agent.mods. Caller holds agent.lock and the guard. */
 size_t agent_scan(void);
+/* ada attach (caller holds agent.lock and the guard): restores every
+ * module's original entry bytes (detach), or applies the kept patches
+ * again, leaving out those agent_attach_busy() names (a second attach).
+ * 0 or the first -errno. */
+int agent_uninstall(void);
+int agent_reinstall(void);
 /* Sets up the shared return trampoline. 0 or -errno. */
 int agent_make_return_trampoline(void);
 

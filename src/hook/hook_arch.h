@@ -74,6 +74,7 @@ enum ada_hook_skip {
 	ADA_SKIP_OUTSIDE_TEXT,         /* symbol not inside an executable segment */
 	ADA_SKIP_JUMP_TABLE,           /* indirect jump that may land in the patch */
 	ADA_SKIP_NO_UNWIND_INFO,       /* no .eh_frame FDE in an image that has them: not C */
+	ADA_SKIP_BUSY_AT_ATTACH,       /* ada attach: a stopped thread was inside its patch bytes */
 	ADA_SKIP_REASON_COUNT
 };
 const char *hook_skip_name(enum ada_hook_skip reason);

@@ -230,6 +230,11 @@ pid_t ada_inject_thread_tid(const struct ada_inject *in, size_t i)
 	return i < in->n ? in->th[i].tid : 0;
 }
 
+uint64_t ada_inject_thread_tls(const struct ada_inject *in, size_t i)
+{
+	return i < in->n ? in->th[i].regs.fs_base : 0;
+}
+
 int ada_inject_use_thread(struct ada_inject *in, size_t i)
 {
 	if (i >= in->n || in->th[i].gone || in->th[i].sig)

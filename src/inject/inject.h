@@ -49,8 +49,9 @@ int ada_inject_stop(pid_t pid, struct ada_inject **out, char *why, size_t cap);
  * syscall instruction; *in_syscall tells). */
 size_t ada_inject_threads(const struct ada_inject *in);
 uint64_t ada_inject_thread_pc(const struct ada_inject *in, size_t i, bool *in_syscall);
-/* Thread i's id. */
+/* Thread i's id, and its thread pointer (x86_64: fs_base). */
 pid_t ada_inject_thread_tid(const struct ada_inject *in, size_t i);
+uint64_t ada_inject_thread_tls(const struct ada_inject *in, size_t i);
 /* Makes the calls on thread i instead of the first thread stopped by the
  * interrupt. -EINVAL when i is out of range, exited, or held in a
  * signal-delivery stop (its signal must reach it untouched). */

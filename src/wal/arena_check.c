@@ -232,9 +232,11 @@ int wal_pid_check(struct ada_recorder *r, pid_t pid, char *why, size_t cap)
 	for (size_t i = 0; i < r->nearly; i++)
 		if (r->early_pid[i] == pid)
 			return 1; /* we reaped it: it was our descendant */
-	int rc = check_chain(pid, getpid());
+	/* ada attach: the attached process is the root of what we record. */
+	pid_t root = r->o.attached ? r->main_pid : getpid();
+	int rc = check_chain(pid, root);
 	if (rc == -1) /* a parent exited meanwhile: its children are ours now */
-		rc = check_chain(pid, getpid());
+		rc = check_chain(pid, root);
 	if (rc >= 0)
 		return rc;
 	snprintf(why, cap,

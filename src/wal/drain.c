@@ -740,7 +740,7 @@ static int drain_proc_arena(struct ada_recorder *r, struct wal_proc *p)
 	}
 	/* Not our child (yet): a pidfd tells when it is gone, without the
 	 * pid-reuse race of kill(pid, 0). Gone already: never wait for it. */
-	p->our_child = p->pid == r->main_pid;
+	p->our_child = !r->o.attached && p->pid == r->main_pid;
 	p->pidfd = p->our_child ? -1 : (int)syscall(SYS_pidfd_open, p->pid, 0);
 	p->vanished = alive == 0 || (!p->our_child && p->pidfd < 0);
 	return 0;
@@ -1237,7 +1237,10 @@ static bool drain_pass(struct ada_recorder *r)
 	wal_flight_after_pass(r);
 	ada_wal_io_submit_stale(r->io, false);
 	ada_wal_io_reap(r->io, false);
-	if (drain_waitpids(r))
+	/* Attached: no child of ours to reap, and waitpid(-1) would take the
+	 * ptrace stops of the process ada attach holds (a tracee is every
+	 * tracer thread's to wait for), which its thread waits for. */
+	if (!r->o.attached && drain_waitpids(r))
 		drain_scan_dir(r); /* a dead process's arena may be new to us */
 	drain_check_gone(r, false);
 	if (reclaim_all) {
@@ -1362,6 +1365,12 @@ static void drain_leave_running(struct ada_recorder *r, const char *when)
  * recorded: not at all). */
 static bool drain_done(struct ada_recorder *r)
 {
+	if (r->o.attached) { /* until the detach, or every process is gone */
+		for (size_t i = 0; i < r->nprocs; i++)
+			if (!r->procs[i]->finished)
+				return false;
+		return r->nprocs > 0;
+	}
 	if (!r->main_reaped)
 		return false;
 	bool running = r->o.follow && !r->no_children;
@@ -1390,10 +1399,11 @@ static bool drain_stop_now(struct ada_recorder *r)
 	uint64_t now = drain_mono_ns();
 	if (!r->stop_at_ns)
 		r->stop_at_ns = now;
-	if (!r->main_reaped && now - r->stop_at_ns < DRAIN_STOP_GRACE_NS)
+	if (!r->o.attached && !r->main_reaped && now - r->stop_at_ns < DRAIN_STOP_GRACE_NS)
 		return false;
 	r->stop_deadline_ns = r->stop_at_ns + DRAIN_STOP_DRAIN_NS;
-	drain_leave_running(r, "when the recording was stopped by a signal");
+	if (!r->o.attached)
+		drain_leave_running(r, "when the recording was stopped by a signal");
 	return true;
 }
 

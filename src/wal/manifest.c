@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -180,16 +181,26 @@ static json_t *man_detail(const struct ada_recorder *r, const struct wal_proc *p
 /* Exit status, signal and the abnormal flag, from waitpid when we reaped
  * the process, else from its zombie or its reaper's agent (drain.c), else
  * from what its own agent wrote into the arena. */
-static void man_exit(json_t *root, struct wal_proc *p)
+/* ada attach detached from a process that runs on (its pidfd has not
+ * become readable): it has no exit yet. */
+static bool man_detached(const struct ada_recorder *r, const struct wal_proc *p)
+{
+	struct pollfd pfd = {.fd = p->pidfd, .events = POLLIN};
+	return r->o.attached && !p->reaped && p->pidfd >= 0 && poll(&pfd, 1, 0) == 0;
+}
+
+static void man_exit(json_t *root, const struct ada_recorder *r, struct wal_proc *p)
 {
 	json_t *e = json_object();
-	bool abnormal = false;
+	bool abnormal = false, detached = man_detached(r, p);
 	int sig = 0, status = -1;
 	int v = 0;
 	uint32_t ps = p->arena ? ada_arena_process_state(p->arena, &v) : ADA_PROC_RUNNING;
 	bool known = p->reaped || p->other_known;
 	int ws = p->reaped ? p->wstatus : p->other_status;
-	if (known && WIFSIGNALED(ws)) {
+	if (detached) {
+		/* still running: no exit to tell */
+	} else if (known && WIFSIGNALED(ws)) {
 		sig = WTERMSIG(ws);
 		abnormal = true;
 	} else if (known) {
@@ -208,6 +219,8 @@ static void man_exit(json_t *root, struct wal_proc *p)
 		json_object_set_new(e, "signal_name",
 		                    json_string(sigabbrev_np(sig) ? sigabbrev_np(sig) : "?"));
 	json_object_set_new(e, "abnormal", json_boolean(abnormal));
+	if (r->o.attached)
+		json_object_set_new(e, "detached", json_boolean(detached));
 	json_object_set_new(root, "exit", e);
 	json_object_set_new(root, "abnormal", json_boolean(abnormal));
 }
@@ -406,6 +419,22 @@ static void man_agent(json_t *root, const struct wal_proc *p)
 	json_object_set_new(root, "hook", a);
 }
 
+/* ada attach: "attached": true and "attach": {time, pauses}. */
+static void man_attach(json_t *root, struct ada_recorder *r)
+{
+	json_object_set_new(root, "attached", json_boolean(r->o.attached));
+	/* Pairs with the release in ada_recorder_set_attach(). */
+	if (!r->o.attached || !atomic_load_explicit(&r->attach_set, memory_order_acquire))
+		return;
+	uint64_t t = atomic_load_explicit(&r->attach_time_ns, memory_order_relaxed);
+	uint64_t pa = atomic_load_explicit(&r->attach_pause_ns, memory_order_relaxed);
+	uint64_t pd = atomic_load_explicit(&r->detach_pause_ns, memory_order_relaxed);
+	json_object_set_new(root, "attach",
+	                    json_pack("{s:I, s:I, s:o}", "time_realtime_ns", (json_int_t)t,
+	                              "pause_ns", (json_int_t)pa, "detach_pause_ns",
+	                              pd ? json_integer((json_int_t)pd) : json_null()));
+}
+
 int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *state)
 {
 	json_t *root = ada_manifest_new(p->pid);
@@ -427,6 +456,7 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	for (size_t i = 0; r->o.program_argv && r->o.program_argv[i]; i++)
 		json_array_append_new(argv, json_string(r->o.program_argv[i]));
 	json_object_set_new(root, "program", argv);
+	man_attach(root, r);
 	json_object_set_new(root, "os", json_string("linux"));
 	json_object_set_new(root, "arch",
 	                    json_string(WAL_ARCH == ATF_ARCH_X86_64 ? "x86_64" : "arm64"));
@@ -451,7 +481,7 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "disk_full", json_boolean(ada_wal_io_disk_full(r->io)));
 	json_object_set_new(root, "lost_events", json_integer((json_int_t)wal_proc_lost(p)));
 	if (strcmp(state, "recording")) {
-		man_exit(root, p);
+		man_exit(root, r, p);
 		man_agent(root, p);
 	}
 	if (r->trig)

@@ -253,6 +253,17 @@ int ada_recorder_start(struct ada_recorder *r, pid_t main_pid)
 	return 0;
 }
 
+void ada_recorder_set_attach(struct ada_recorder *r, uint64_t realtime_ns, uint64_t pause_ns,
+                             uint64_t detach_pause_ns)
+{
+	atomic_store_explicit(&r->attach_time_ns, realtime_ns, memory_order_relaxed);
+	atomic_store_explicit(&r->attach_pause_ns, pause_ns, memory_order_relaxed);
+	atomic_store_explicit(&r->detach_pause_ns, detach_pause_ns, memory_order_relaxed);
+	/* Release: the three values above with it; pairs with the acquire in
+	 * man_attach() (manifest.c). */
+	atomic_store_explicit(&r->attach_set, 1, memory_order_release);
+}
+
 void ada_recorder_stop(struct ada_recorder *r)
 {
 	/* Read by drain_stop_now(); nothing else is published with it. */
@@ -290,7 +301,9 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 				s->drops_by[l][k] += r->procs[i]->drops[l][k];
 	}
 	int st = r->main_status;
-	if (!r->main_reaped) {
+	if (r->o.attached) {
+		s->exit_status = 0; /* not our child: ada attach's own status */
+	} else if (!r->main_reaped) {
 		s->exit_status = 1;
 		s->abnormal = true;
 	} else if (WIFSIGNALED(st)) {

@@ -304,6 +304,10 @@ struct ada_recorder_opts {
 	/* The key-symbol spec from the start (--key-symbols, --detail-symbols,
 	 * --blob; src/keysym), copied; NULL: every hooked function. */
 	const struct ada_keysym_spec *key_symbols;
+	/* ada attach: the process is not our child and already runs; the
+	 * recording ends when ada_recorder_stop() is called (after the
+	 * detach) or when every recorded process is gone. */
+	bool attached;
 	/* Called on the drain thread with one sentence for stderr (a thread
 	 * quarantined, an arena ignored); NULL: the manifests only. */
 	void (*notice)(void *arg, const char *sentence);
@@ -359,7 +363,9 @@ int ada_recorder_session_fd(const struct ada_recorder *r);
 /* True when the drain uses raw TSC (arena timestamp source ADA_TS_TSC). */
 bool ada_recorder_uses_tsc(const struct ada_recorder *r);
 /* Starts the drain thread. main_pid is the spawned program (our child);
- * the recorder reaps every descendant (it should be a child subreaper). */
+ * the recorder reaps every descendant (it should be a child subreaper).
+ * Attached (opts.attached): main_pid is the process attached to, not our
+ * child; it and its descendants are recorded. */
 int ada_recorder_start(struct ada_recorder *r, pid_t main_pid);
 /* Joins the drain: returns once every process is gone and everything is
  * written and finalized. */
@@ -374,6 +380,12 @@ void ada_recorder_free(struct ada_recorder *r);
 /* The recording's trigger engine: any thread may add or remove triggers
  * and fire manual ones through it (src/trigger/trigger.h), while it runs. */
 struct ada_trigger_engine *ada_recorder_triggers(struct ada_recorder *r);
+/* ada attach: when the attach happened (CLOCK_REALTIME ns) and how long
+ * every thread of the process was stopped to attach and to detach (ns;
+ * 0: not yet). Any thread; the manifests written afterwards carry them
+ * (`"attached": true`, `"attach": {...}`). */
+void ada_recorder_set_attach(struct ada_recorder *r, uint64_t realtime_ns, uint64_t pause_ns,
+                             uint64_t detach_pause_ns);
 /* Async-signal-safe: asks for a manual fire now (SIGUSR2 to `ada record`). */
 void ada_recorder_request_manual(struct ada_recorder *r);
 

@@ -284,7 +284,11 @@ struct ada_recorder {
 	uint64_t start_ns, end_ns;
 	uint64_t last_tick_ns, last_anchor_ns, last_reclaim_ns;
 	uint64_t events_total, lost_total;
-	_Atomic int stop_req;      /* ada_recorder_stop(): async-signal-safe */
+	_Atomic int stop_req; /* ada_recorder_stop(): async-signal-safe */
+	/* ada attach (ada_recorder_set_attach): set by the main thread, read
+	 * by the drain's manifests; attach_set published last (release). */
+	_Atomic uint64_t attach_time_ns, attach_pause_ns, detach_pause_ns;
+	_Atomic int attach_set;
 	uint64_t stop_at_ns;       /* drain: when it saw the request */
 	uint64_t stop_deadline_ns; /* drain: rings are drained until here */
 	int error;

@@ -1,6 +1,7 @@
 /*
- * Test target for attaching (src/inject, issue 10): two threads busy in
- * calls of attach_work() and one blocked in read() on stdin, with
+ * Test target for attaching (src/inject, ada attach; issue 10): two
+ * threads busy in calls of attach_work() (which calls attach_work_a and
+ * attach_work_b) and one blocked in read() on stdin, with
  * SIGUSR1 blocked. Prints "ready" once the threads run. A line "go" on
  * stdin ends it: the busy threads check their sums against a recount (a
  * register an attach failed to restore shows here, or as a crash), the
@@ -21,10 +22,25 @@ static atomic_int started;
 static int failures;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Three functions in turn: a thread stopped inside one's first bytes at
+ * attach leaves that one unhooked (busy_at_attach), so two busy threads
+ * leave at least one of the three hooked. */
+__attribute__((noinline)) uint64_t attach_work_a(uint64_t k)
+{
+	__asm__ volatile("" ::: "memory");
+	return k * k;
+}
+
+__attribute__((noinline)) uint64_t attach_work_b(uint64_t k)
+{
+	__asm__ volatile("" ::: "memory");
+	return k >> 3;
+}
+
 __attribute__((noinline)) uint64_t attach_work(uint64_t k)
 {
 	__asm__ volatile("" ::: "memory");
-	return (k * k) ^ (k >> 3);
+	return attach_work_a(k) ^ attach_work_b(k);
 }
 
 static void say(const char *line, int bad)

@@ -86,6 +86,7 @@ static const char *const skip_names[ADA_SKIP_REASON_COUNT] = {
     [ADA_SKIP_OUTSIDE_TEXT] = "outside_text",
     [ADA_SKIP_JUMP_TABLE] = "jump_table",
     [ADA_SKIP_NO_UNWIND_INFO] = "no_unwind_info",
+    [ADA_SKIP_BUSY_AT_ATTACH] = "busy_at_attach",
 };
 
 const char *hook_skip_name(enum ada_hook_skip reason)

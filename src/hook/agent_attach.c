@@ -1,0 +1,252 @@
+/*
+ * ada attach's entry points in the agent (issue 10; not hook context).
+ *
+ * `ada attach` loads libada_agent.so into a running process with dlopen
+ * (src/inject), whose constructor does nothing there (no ADA_ARENA_DIR in
+ * that process's environment), then calls ada_agent_attach() with a text
+ * it wrote into the process's memory, and at the end ada_agent_detach().
+ * Both run on one thread of the target while ptrace holds every other
+ * thread stopped, so patching code here races with no one.
+ *
+ * The text is the configuration `ada record` passes in the environment,
+ * one "key=value" per line (nothing is taken from the target's own
+ * environment):
+ *   session=DIR   arena=DIR   ring=RING_CONFIG   hook=HOOK_CONFIG
+ *   cache=DIR     (the plan cache; empty: none)
+ *   busy=HEX,...  where the stopped threads are
+ *   restart=HEX,... where threads inside a system call resume (the
+ *                 syscall instruction: the kernel restarts it there)
+ *   tls=HEX,...   the thread pointers of the stopped threads (fs_base),
+ *                 whose producer state a second attach resets
+ *
+ * A function whose patch would overwrite bytes a stopped thread is about
+ * to execute is left unpatched (ADA_SKIP_BUSY_AT_ATTACH, counted) rather
+ * than moved: the thread was stopped in the middle of those few bytes.
+ *
+ * Detach restores every patched entry and stops recording; trampolines,
+ * the return trampoline and the shadow stacks stay, so a frame whose
+ * return address was replaced still returns where it should. A later
+ * attach applies the kept patches again (minus busy ones) into a new
+ * arena.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_internal.h"
+#include "ring.h"
+
+#define ATTACH_TEXT_MAX (1u << 20)
+#define ATTACH_LIST_MAX 65536
+
+#define ADA_AGENT_EXPORT __attribute__((visibility("default")))
+
+bool agent_attach_busy(uint64_t addr, size_t len)
+{
+	for (size_t i = 0; i < agent.n_busy; i++)
+		if (agent.busy[i] > addr && agent.busy[i] < addr + len)
+			return true;
+	for (size_t i = 0; i < agent.n_restart; i++)
+		if (agent.restart[i] >= addr && agent.restart[i] < addr + len)
+			return true;
+	return false;
+}
+
+/* "HEX,HEX,..." of (v, len) into a new array; -errno. */
+static int attach_list(const char *v, size_t len, uint64_t **out, size_t *n)
+{
+	size_t cap = 1;
+	for (size_t i = 0; i < len; i++)
+		cap += v[i] == ',';
+	if (cap > ATTACH_LIST_MAX)
+		return -E2BIG;
+	uint64_t *a = calloc(cap, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	size_t k = 0;
+	for (size_t i = 0; i < len;) {
+		uint64_t x = 0;
+		size_t j = i;
+		for (; j < len && v[j] != ','; j++) {
+			char c = v[j];
+			int d = c >= '0' && c <= '9'   ? c - '0'
+			        : c >= 'a' && c <= 'f' ? c - 'a' + 10
+			                               : -1;
+			if (d < 0 || j - i >= 16) {
+				free(a);
+				return -EINVAL;
+			}
+			x = x << 4 | (uint64_t)d;
+		}
+		if (j > i)
+			a[k++] = x;
+		i = j + 1;
+	}
+	free(*out);
+	*out = a;
+	*n = k;
+	return 0;
+}
+
+static int attach_str(const char *v, size_t len, char **out)
+{
+	char *s = strndup(v, len);
+	if (!s)
+		return -ENOMEM;
+	free(*out);
+	*out = s;
+	return 0;
+}
+
+struct attach_cfg {
+	uint64_t *tls;
+	size_t n_tls;
+};
+
+static int attach_key(const char *k, size_t kl, const char *v, size_t vl, struct attach_cfg *c)
+{
+#define ATTACH_KEY(name) (kl == sizeof(name) - 1 && !memcmp(k, name, kl))
+	struct agent_env *e = &agent.env;
+	if (ATTACH_KEY("session"))
+		return vl < sizeof(agent.session_dir) ? attach_str(v, vl, &e->session_dir) : -E2BIG;
+	if (ATTACH_KEY("arena"))
+		return attach_str(v, vl, &e->arena_dir);
+	if (ATTACH_KEY("ring"))
+		return attach_str(v, vl, &e->ring_config);
+	if (ATTACH_KEY("hook"))
+		return attach_str(v, vl, &e->hook_config);
+	if (ATTACH_KEY("cache")) {
+		if (vl >= sizeof(agent.cache_dir))
+			return -E2BIG;
+		memcpy(agent.cache_dir, v, vl);
+		agent.cache_dir[vl] = '\0';
+		return 0;
+	}
+	if (ATTACH_KEY("busy"))
+		return attach_list(v, vl, &agent.busy, &agent.n_busy);
+	if (ATTACH_KEY("restart"))
+		return attach_list(v, vl, &agent.restart, &agent.n_restart);
+	if (ATTACH_KEY("tls"))
+		return attach_list(v, vl, &c->tls, &c->n_tls);
+	return -EINVAL;
+#undef ATTACH_KEY
+}
+
+static int attach_parse(const char *t, size_t len, struct attach_cfg *c)
+{
+	for (size_t i = 0; i < len;) {
+		size_t j = i, eq = SIZE_MAX;
+		for (; j < len && t[j] != '\n'; j++)
+			if (t[j] == '=' && eq == SIZE_MAX)
+				eq = j;
+		if (j > i) {
+			if (eq == SIZE_MAX)
+				return -EINVAL;
+			int err = attach_key(t + i, eq - i, t + eq + 1, j - eq - 1, c);
+			if (err)
+				return err;
+		}
+		i = j + 1;
+	}
+	return agent.env.arena_dir && agent.env.session_dir ? 0 : -EINVAL;
+}
+
+static void attach_forget_busy(void)
+{
+	free(agent.busy);
+	free(agent.restart);
+	agent.busy = agent.restart = NULL;
+	agent.n_busy = agent.n_restart = 0;
+}
+
+/* The thread pointer (fs base on x86_64: its first word points to itself). */
+static uintptr_t attach_thread_pointer(void)
+{
+	uintptr_t tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return tp;
+}
+
+/* A second attach: every thread forgets the slot it held in the first
+ * recording's arena (each thread's ada_producer_tls is at the same offset
+ * from its thread pointer), so its next event claims one in the new arena. */
+static void attach_reset_producers(const struct attach_cfg *c)
+{
+	intptr_t off = (intptr_t)(uintptr_t)&ada_producer_tls - (intptr_t)attach_thread_pointer();
+	for (size_t i = 0; i < c->n_tls; i++)
+		if (c->tls[i])
+			memset((void *)(uintptr_t)((intptr_t)c->tls[i] + off), 0,
+			       sizeof(ada_producer_tls));
+}
+
+/* A second attach after a detach: a new arena, the kept patches again. */
+static int attach_again(const struct attach_cfg *c)
+{
+	const char *sess = agent.env.session_dir;
+	strcpy(agent.session_dir, sess);
+	struct ada_hook_config cfg;
+	const char *txt = agent.env.hook_config ? agent.env.hook_config : "";
+	int err = ada_hook_config_parse(txt, strlen(txt), &cfg);
+	if (err)
+		return err;
+	ada_hook_config_fini(&agent.cfg);
+	agent.cfg = cfg;
+	/* The old arena stays mapped: a thread stopped inside an emit may
+	 * still write its last event there. */
+	ada_producer_set_arena(NULL);
+	err = ada_producer_init(agent.env.arena_dir, agent.env.ring_config);
+	if (err)
+		return err;
+	attach_reset_producers(c);
+	ada_producer_reset_thread();
+	err = agent_reinstall();
+	if (!err)
+		agent_write_files(true, 0);
+	return err;
+}
+
+/* Configures and starts the agent in a running process; 0 or -errno
+ * (-EALREADY: it records already, preloaded or attached). */
+ADA_AGENT_EXPORT int ada_agent_attach(const char *text, uint64_t len)
+{
+	if (!text || len > ATTACH_TEXT_MAX)
+		return -EINVAL;
+	if (agent_hot.active)
+		return -EALREADY;
+	struct attach_cfg c = {0};
+	agent_guard_enter();
+	pthread_mutex_lock(&agent.lock);
+	bool again = agent.attached && agent.mem;
+	agent.attached = true;
+	int err = attach_parse(text, (size_t)len, &c);
+	if (!err && again) {
+		err = attach_again(&c);
+		if (!err)
+			agent_hot.active = 1;
+	}
+	pthread_mutex_unlock(&agent.lock);
+	agent_guard_leave();
+	if (!err && !again)
+		err = agent_boot();
+	pthread_mutex_lock(&agent.lock);
+	attach_forget_busy();
+	pthread_mutex_unlock(&agent.lock);
+	free(c.tls);
+	return err;
+}
+
+/* Restores every patched entry and stops recording; 0 or -errno. */
+ADA_AGENT_EXPORT int ada_agent_detach(void)
+{
+	if (!agent.attached || !agent_hot.active)
+		return -EINVAL;
+	agent_guard_enter();
+	pthread_mutex_lock(&agent.lock);
+	int err = agent_uninstall();
+	agent_hot.active = 0;
+	agent_write_files(false, agent.n_mods); /* agent.json, final */
+	pthread_mutex_unlock(&agent.lock);
+	agent_guard_leave();
+	return err;
+}

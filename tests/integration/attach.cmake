@@ -1,0 +1,28 @@
+# ada attach end to end (issue 10): a running program with busy threads and
+# one in read() attached to twice, its output and exit status unchanged;
+# refusals that leave the target untouched (tests/integration/attach_test.py).
+if(NOT Python3_EXECUTABLE)
+  find_package(Python3 COMPONENTS Interpreter)
+endif()
+if(NOT Python3_EXECUTABLE)
+  message(STATUS "ada tests: no python3, so no attach tests (install python3)")
+  return()
+endif()
+if(ADA_SANITIZE MATCHES "^(address|thread)$")
+  # The agent is loaded into an unsanitized program: not with a sanitizer.
+  message(STATUS "ada tests: attach tests are not registered with ADA_SANITIZE=${ADA_SANITIZE}")
+  return()
+endif()
+set(ADA_ATTACH_T ${CMAKE_BINARY_DIR}/tests/targets)
+set(ADA_ATTACH_STATIC "")
+if(ADA_LIBC_A)
+  set(ADA_ATTACH_STATIC --static ${ADA_ATTACH_T}/t_static)
+endif()
+foreach(case threads nopid traced static otheruser)
+  add_test(NAME e2e.attach_${case}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/attach_test.py
+                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/attach-work
+                   --target ${ADA_ATTACH_T}/t_attach_O2 ${ADA_ATTACH_STATIC} ${case})
+  set_tests_properties(e2e.attach_${case} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                       LABELS "integration")
+endforeach()

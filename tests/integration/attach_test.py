@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""ada attach end to end (issue 10).
+
+  attach_test.py --ada ADA --work DIR --target T_ATTACH [--static T_STATIC] CASE
+
+  threads    tests/targets/t_attach.c (two threads busy in calls, one blocked
+             in read() with SIGUSR1 blocked) is attached to, recorded until
+             events flow (ada status), detached with SIGINT -- twice; then
+             released, it prints its own checks and exits 42. Each session
+             validates, says "attached": true with the pauses, has calls of
+             the busy threads, and every return matches a call (frames still
+             open at the detach are the only unmatched ones).
+  nopid      a pid that does not exist: exit 2, one sentence, no session.
+  traced     a process strace holds: exit 2 naming the tracer; it runs on.
+  static     a static program (t_static --wait): exit 2 saying dlopen cannot
+             work; it runs on untraced.
+  otheruser  (root) a throwaway user's process: exit 2, run as that user; it
+             runs on untraced. Not root: skip.
+
+Handshakes only: the target's "ready" line, its reader seen in read() in
+/proc, ada's "attached to pid" line, events > 0 in `ada status --json`.
+Timeouts are run-away guards. Exit 0 = pass, 1 = fail, 77 = skip.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+SKIP = 77
+GUARD = 120  # run-away guard (s), never a synchronisation
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def run(cmd, timeout=GUARD, preexec=None):
+    try:
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=timeout, preexec_fn=preexec)
+    except subprocess.TimeoutExpired:
+        raise Fail("timed out after %ds: %s" % (timeout, " ".join(cmd)))
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def wait_state(what, pred):
+    """Polls a state until pred() holds; the deadline is a run-away guard."""
+    end = time.monotonic() + GUARD
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.005)
+    raise Fail("never happened: %s" % what)
+
+
+def tracer_of(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("TracerPid:"):
+                return int(line.split()[1])
+    return -1
+
+
+def reader_blocked(pid):
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/syscall" % (pid, tid)) as f:
+                if f.read().startswith("0 0x0 "):
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+class Target:
+    """t_attach: started with pipes; released by "go"."""
+
+    def __init__(self, path):
+        self.p = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        line = self.p.stdout.readline().decode()
+        check(line == "ready\n", "the target said %r" % line)
+        wait_state("the target's reader blocked in read()", lambda: reader_blocked(self.p.pid))
+
+    def finish(self):
+        out, err = self.p.communicate(b"go\n", timeout=GUARD)
+        return self.p.returncode, out.decode(), err.decode()
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+def sessions(out):
+    return sorted(glob.glob(os.path.join(out, "session_*")))
+
+
+def attach_until_events(ada, pid, out, extra=()):
+    """ada attach in the background until both busy threads' events are in
+    its recording (ada status), then SIGINT; returns (rc, stderr, session)."""
+    before = set(sessions(out))
+    a = subprocess.Popen([ada, "attach", str(pid), "--out", out] + list(extra),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        line = a.stderr.readline().decode()
+        check("attached to pid %d" % pid in line, "ada attach said %r (exit %r)" %
+              (line, a.poll()))
+        session = line.rsplit(" ", 1)[-1].strip()
+
+        def flowing():
+            # Both busy threads have a file (they emitted), and events flow.
+            rc, so, _ = run([ada, "status", session, "--json"])
+            try:
+                st = json.loads(so) if rc == 0 else {}
+            except ValueError:
+                return False
+            procs = st.get("processes") or [{}]
+            return st.get("events", 0) > 1000 and procs[0].get("threads", 0) >= 2
+        wait_state("events of both busy threads in the attached recording", flowing)
+        a.send_signal(signal.SIGINT)
+        _, err = a.communicate(timeout=GUARD)
+    finally:
+        if a.poll() is None:
+            a.kill()
+            a.wait()
+    err = line + err.decode(errors="replace")
+    new = [s for s in sessions(out) if s not in before]
+    check(len(new) == 1 and new[0] == session, "sessions %r, said %r" % (new, session))
+    print(err)
+    return a.returncode, err, session
+
+
+def check_session(ada, session, pid):
+    rc, so, se = run([ada, "validate", session])
+    check(rc == 0, "validate %s: exit %d\n%s%s" % (session, rc, so, se))
+    with open(os.path.join(session, "pid_%d" % pid, "manifest.json")) as f:
+        m = json.load(f)
+    check(m.get("attached") is True, "manifest: attached %r" % m.get("attached"))
+    at = m.get("attach") or {}
+    check(at.get("pause_ns", 0) > 0 and at.get("detach_pause_ns", 0) > 0 and
+          at.get("time_realtime_ns", 0) > 0, "manifest attach: %r" % at)
+    check(m["exit"].get("detached") is True, "manifest exit: %r" % m["exit"])
+    rc, so, se = run([ada, "report", session, "--json", "--threads"])
+    check(rc == 0, "report: exit %d %s" % (rc, se))
+    rep = json.loads(so)["processes"][0]
+    t = rep["totals"]
+    # Every return matched a call; frames the detach left open are the
+    # only unbalanced ones (a thread is at most a few frames deep here).
+    check(t["orphans"] == 0 and t["unmatched_ends"] == 0, "unbalanced: %r" % t)
+    check(t["calls"] - t["returns"] == t["open"] and t["open"] <= 3 * rep["threads"],
+          "open frames: %r" % t)
+    busy = {f["thread"] for f in rep["functions"]
+            if f["function"] in ("attach_work", "attach_work_a", "attach_work_b")
+            and f["calls"] > 0}
+    check(len(busy) >= 2, "calls of the busy threads on %d threads: %r" % (len(busy), busy))
+    return m
+
+
+def case_threads(a, work):
+    out = os.path.join(work, "out")
+    t = Target(a.target)
+    try:
+        for round_ in (1, 2):
+            rc, err, session = attach_until_events(a.ada, t.p.pid, out)
+            check(rc == 0, "attach %d: exit %d\n%s" % (round_, rc, err))
+            check("every thread was stopped" in err and "ms to detach" in err,
+                  "no pause in the summary:\n%s" % err)
+            check_session(a.ada, session, t.p.pid)
+            check(tracer_of(t.p.pid) == 0, "still traced after the detach")
+        rc, out_, err = t.finish()
+    finally:
+        t.kill()
+    check(rc == 42, "the target exited %d:\n%s%s" % (rc, out_, err))
+    for line in ("read go", "mask ok", "busy 0 ok", "busy 1 ok"):
+        check(line + "\n" in out_, "the target did not print %r:\n%s" % (line, out_))
+
+
+def refused(a, work, pid, words):
+    out = os.path.join(work, "out")
+    rc, so, se = run([a.ada, "attach", str(pid), "--out", out])
+    lines = [l for l in se.splitlines() if l.strip()]
+    print("ada attach %d: exit %d: %r" % (pid, rc, lines))
+    check(rc == 2, "exit %d, expected 2" % rc)
+    check(len(lines) == 1, "not one sentence: %r" % lines)
+    for w in words:
+        check(w in lines[0], "%r does not say %r" % (lines[0], w))
+    check(not sessions(out), "a session was left behind: %r" % sessions(out))
+
+
+def case_nopid(a, work):
+    p = subprocess.Popen(["true"])
+    p.wait()
+    wait_state("the pid free", lambda: not os.path.exists("/proc/%d" % p.pid))
+    refused(a, work, p.pid, ["no process has pid %d" % p.pid])
+
+
+def case_traced(a, work):
+    strace = shutil.which("strace")
+    check(strace, "strace is not installed (tools/bootstrap.sh installs it)")
+    s = subprocess.Popen([strace, "-o", os.devnull, a.target], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        check(s.stdout.readline() == b"ready\n", "the target under strace did not start")
+        kids = open("/proc/%d/task/%d/children" % (s.pid, s.pid)).read().split()
+        pid = int(kids[0])
+        check(tracer_of(pid) == s.pid, "strace does not trace %d" % pid)
+        refused(a, work, pid, ["already traced", "strace"])
+        check(tracer_of(pid) == s.pid, "the target's tracer changed")
+        out, _ = s.communicate(b"go\n", timeout=GUARD)
+    finally:
+        if s.poll() is None:
+            s.kill()
+            s.wait()
+    check(s.returncode == 42, "the traced target exited %d" % s.returncode)
+
+
+def case_static(a, work):
+    if not a.static:
+        print("SKIP: no static test program (libc.a missing)")
+        return SKIP
+    p = subprocess.Popen([a.static, "--wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        check(p.stdout.readline() == b"static binary ran\n", "static target did not start")
+        refused(a, work, p.pid, ["statically linked", "dlopen"])
+        check(tracer_of(p.pid) == 0, "left traced")
+        p.stdin.close()
+        p.wait(timeout=GUARD)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    check(p.returncode == 0, "the static target exited %d" % p.returncode)
+
+
+def case_otheruser(a, work):
+    if os.geteuid() != 0:
+        print("SKIP: needs root to create a throwaway user (running as uid %d)" % os.geteuid())
+        return SKIP
+    name = "adat" + uuid.uuid4().hex[:10]
+    rc, _, se = run(["useradd", "-M", "-N", "-s", "/usr/sbin/nologin", name])
+    check(rc == 0, "useradd: %s" % se)
+    uid = int(run(["id", "-u", name])[1])
+    gid = int(run(["id", "-g", name])[1])
+
+    def as_user():
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+    p = subprocess.Popen(["sleep", "300"], preexec_fn=as_user, stdout=subprocess.DEVNULL)
+    try:
+        refused(a, work, p.pid, ["runs as %s" % name, "sudo -u %s" % name])
+        check(tracer_of(p.pid) == 0 and p.poll() is None, "the process was touched")
+    finally:
+        p.kill()
+        p.wait()
+        run(["userdel", name])
+
+
+CASES = {"threads": case_threads, "nopid": case_nopid,
+         "traced": case_traced, "static": case_static, "otheruser": case_otheruser}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ada", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--static")
+    ap.add_argument("case", choices=sorted(CASES))
+    a = ap.parse_args()
+    work = os.path.join(os.path.abspath(a.work), a.case)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    os.environ["XDG_CACHE_HOME"] = os.path.join(work, "cache")
+    a.ada = os.path.abspath(a.ada)
+    try:
+        rc = CASES[a.case](a, work)
+    except Fail as e:
+        print("FAIL: %s\n(work directory kept: %s)" % (e, work))
+        return 1
+    if rc == SKIP:
+        return SKIP
+    shutil.rmtree(work, ignore_errors=True)
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

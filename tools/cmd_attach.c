@@ -1,0 +1,455 @@
+/*
+ * ada attach PID [options]
+ *
+ * Records a process that already runs, then detaches and leaves it
+ * running (issue 10). Order, so that a refusal leaves nothing behind:
+ * the options, the checks of `ada diagnose PID` (src/diag), the session
+ * (src/wal, attached mode); then every thread of PID is stopped
+ * (src/inject), libada_agent.so is loaded with dlopen on one of them and
+ * configured by ada_agent_attach() with a text written into the process
+ * (no environment: src/hook/agent_attach.c), which creates the arena and
+ * patches while every thread is stopped; the threads resume and the
+ * drain records as for `ada record`. On SIGINT/SIGTERM/SIGHUP, after
+ * --duration, or at the process's exit: every thread is stopped again,
+ * ada_agent_detach() restores every patched entry, the threads resume,
+ * the drain takes what is left and finalizes. The pauses (every thread
+ * stopped) are in the summary and the manifest.
+ *
+ * Threads: the main thread does the ptrace work (tracees belong to the
+ * thread that seized them) and waits; the drain thread records.
+ * Exit status: 0, 1 (the recording failed), 2 (refused: nothing done).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "control.h"
+#include "diag.h"
+#include "inject.h"
+#include "keysym.h"
+#include "record.h"
+#include "ring.h"
+#include "wal.h"
+
+#define ATTACH_TEXT_MAX 65536
+#define ATTACH_ARGV_MAX 256
+
+static volatile sig_atomic_t attach_stop_sig;
+static struct ada_recorder *attach_rec; /* SIGUSR2 */
+
+static void attach_on_stop(int sig)
+{
+	attach_stop_sig = sig;
+}
+
+static void attach_on_manual(int sig)
+{
+	(void)sig;
+	if (attach_rec)
+		ada_recorder_request_manual(attach_rec);
+}
+
+/* SIGINT/SIGTERM/SIGHUP stay blocked but inside ppoll (no lost wake-up). */
+static void attach_signals(sigset_t *during_wait)
+{
+	struct sigaction sa = {0};
+	sigset_t block;
+	sa.sa_handler = attach_on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = attach_on_manual;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGUSR2, &sa, NULL);
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, during_wait);
+	sigdelset(during_wait, SIGINT);
+	sigdelset(during_wait, SIGTERM);
+	sigdelset(during_wait, SIGHUP);
+}
+
+/* The process's argv, for the manifest (NUL-separated in /proc). */
+static char **attach_argv(pid_t pid, char *buf, size_t cap)
+{
+	static char *argv[ATTACH_ARGV_MAX + 1];
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, cap - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	size_t k = 0;
+	if (n > 0) {
+		buf[n] = '\0';
+		for (ssize_t i = 0; i < n && k < ATTACH_ARGV_MAX; i += (ssize_t)strlen(buf + i) + 1)
+			argv[k++] = buf + i;
+	}
+	argv[k] = NULL;
+	return argv;
+}
+
+/* The plan cache directory, as the agent would find it from ada's own
+ * environment (plancache.c: XDG_CACHE_HOME, else HOME/.cache). */
+static void attach_cache_dir(char *buf, size_t cap)
+{
+	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	buf[0] = '\0';
+	if (x && x[0] == '/')
+		snprintf(buf, cap, "%s/ada/plans", x);
+	else if (h && h[0] == '/')
+		snprintf(buf, cap, "%s/.cache/ada/plans", h);
+}
+
+/* Appends ",HEX" lists of where the stopped threads are (agent_attach.c). */
+static int attach_lists(const struct ada_inject *in, char *t, size_t cap, size_t used)
+{
+	static const char *const keys[3] = {"busy", "restart", "tls"};
+	for (int k = 0; k < 3; k++) {
+		used += (size_t)snprintf(t + used, cap - used, "%s=", keys[k]);
+		for (size_t i = 0; i < ada_inject_threads(in) && used < cap; i++) {
+			bool sc = false;
+			uint64_t pc = ada_inject_thread_pc(in, i, &sc);
+			uint64_t v = k == 0   ? pc
+			             : k == 1 ? (sc ? pc - 2 : 0)
+			                      : ada_inject_thread_tls(in, i);
+			if (v)
+				used += (size_t)snprintf(t + used, cap - used, "%s%llx",
+				                         t[used - 1] == '=' ? "" : ",",
+				                         (unsigned long long)v);
+		}
+		if (used >= cap)
+			return -1;
+		t[used++] = '\n';
+	}
+	t[used] = '\0';
+	return (int)used;
+}
+
+/* The configuration text ada_agent_attach() parses. */
+static int attach_text(const struct rec_args *a, struct ada_recorder *r, const char *ring_cfg,
+                       const struct ada_inject *in, char *t, size_t cap)
+{
+	char cache[PATH_MAX];
+	attach_cache_dir(cache, sizeof(cache));
+	int n = snprintf(t, cap, "session=%s\narena=%s\nring=%s\nhook=%s\ncache=%s\n",
+	                 ada_recorder_session_dir(r), ada_recorder_arena_dir(r), ring_cfg,
+	                 a->hook_config, cache);
+	if (n < 0 || (size_t)n >= cap)
+		return -1;
+	return attach_lists(in, t, cap - 1, (size_t)n);
+}
+
+/* dlopen failed in the target: its dlerror() text, read from its memory. */
+static void attach_dlerror(struct ada_inject *in, pid_t pid, char *why, size_t cap)
+{
+	uint64_t fn = 0, s = 0;
+	char msg[512] = "";
+	if (ada_inject_symbol(pid, "libc.so.6", "dlerror", &fn) == 0 &&
+	    ada_inject_call(in, fn, NULL, 0, NULL, 0, &s, NULL, 0) == 0 && s) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? pread(fd, msg, sizeof(msg) - 1, (off_t)s) : -1;
+		if (fd >= 0)
+			close(fd);
+		msg[n > 0 ? n : 0] = '\0';
+	}
+	snprintf(why, cap, "dlopen of the agent failed in pid %d%s%s", (int)pid, msg[0] ? ": " : "",
+	         msg);
+}
+
+/* Loads and starts the agent on a stopped thread. 0, or -1 with why. */
+static int attach_load(struct ada_inject *in, pid_t pid, const char *agent, const char *text,
+                       size_t tlen, char *why, size_t cap)
+{
+	uint64_t fn = 0, h = 0, ret = 0;
+	size_t alen = strlen(agent) + 1;
+	if (ada_inject_dlopen_addr(pid, &fn, why, cap) < 0)
+		return -1;
+	uint64_t args[2] = {ada_inject_scratch_addr(in, alen), RTLD_NOW};
+	if (ada_inject_call(in, fn, args, 2, agent, alen, &h, why, cap) < 0)
+		return -1;
+	if (!h) {
+		attach_dlerror(in, pid, why, cap);
+		return -1;
+	}
+	if (ada_inject_symbol(pid, "libada_agent.so", "ada_agent_attach", &fn) < 0) {
+		snprintf(why, cap, "the agent loaded into pid %d has no ada_agent_attach",
+		         (int)pid);
+		return -1;
+	}
+	uint64_t targs[2] = {ada_inject_scratch_addr(in, tlen), tlen};
+	if (ada_inject_call(in, fn, targs, 2, text, tlen, &ret, why, cap) < 0)
+		return -1;
+	int err = (int)(int32_t)ret;
+	if (err == -EALREADY) {
+		snprintf(why, cap,
+		         "pid %d is recorded already (by ada record, or another ada attach)",
+		         (int)pid);
+		return -1;
+	}
+	if (err) {
+		snprintf(why, cap,
+		         "the agent could not start in pid %d (%s); its stderr may say more",
+		         (int)pid, strerror(-err));
+		return -1;
+	}
+	return 0;
+}
+
+/* Stops every thread, loads and starts the agent, resumes. The pause, or
+ * 0 after saying why (the process runs on, untouched but for a loaded,
+ * inactive agent when the failure came after the dlopen). */
+static uint64_t attach_inject(const struct rec_args *a, struct ada_recorder *r, pid_t pid,
+                              const char *agent, const char *ring_cfg)
+{
+	char why[1024] = "";
+	static char text[ATTACH_TEXT_MAX];
+	struct ada_inject *in = NULL;
+	if (ada_inject_stop(pid, &in, why, sizeof(why)) < 0) {
+		ada_log("cannot attach to pid %d: %s", (int)pid, why);
+		return 0;
+	}
+	int tlen = attach_text(a, r, ring_cfg, in, text, sizeof(text));
+	int rc = tlen < 0 ? -1 : attach_load(in, pid, agent, text, (size_t)tlen, why, sizeof(why));
+	if (tlen < 0)
+		snprintf(why, sizeof(why), "pid %d has too many threads for one attach", (int)pid);
+	uint64_t pause = ada_inject_resume(in);
+	if (rc < 0) {
+		ada_log("cannot attach to pid %d: %s", (int)pid, why);
+		return 0;
+	}
+	return pause ? pause : 1;
+}
+
+/* Stops every thread, restores the entries, resumes; the pause or 0. */
+static uint64_t attach_detach(pid_t pid)
+{
+	char why[1024] = "";
+	struct ada_inject *in = NULL;
+	uint64_t fn = 0, ret = 0;
+	if (ada_inject_stop(pid, &in, why, sizeof(why)) < 0)
+		return 0; /* gone meanwhile: nothing to restore */
+	int rc = ada_inject_symbol(pid, "libada_agent.so", "ada_agent_detach", &fn);
+	if (rc == 0)
+		rc = ada_inject_call(in, fn, NULL, 0, NULL, 0, &ret, why, sizeof(why));
+	uint64_t pause = ada_inject_resume(in);
+	if (rc < 0 || (int32_t)ret != 0) {
+		ada_log(
+		    "detaching from pid %d did not restore every hooked function (%s); it runs on",
+		    (int)pid, rc < 0 ? why : strerror(-(int32_t)ret));
+		return 0;
+	}
+	return pause;
+}
+
+/* Until a signal, --duration or the process's exit. */
+static void attach_wait(pid_t pid, uint64_t duration_ns, const sigset_t *during)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	struct timespec end, now;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += (time_t)(duration_ns / 1000000000ull);
+	end.tv_nsec += (long)(duration_ns % 1000000000ull);
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	while (!attach_stop_sig && pidfd >= 0) {
+		struct pollfd p = {.fd = pidfd, .events = POLLIN};
+		struct timespec left, *tl = NULL;
+		if (duration_ns) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (now.tv_sec > end.tv_sec ||
+			    (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
+				break;
+			left.tv_sec = end.tv_sec - now.tv_sec;
+			left.tv_nsec = end.tv_nsec - now.tv_nsec;
+			if (left.tv_nsec < 0) {
+				left.tv_sec--;
+				left.tv_nsec += 1000000000L;
+			}
+			tl = &left;
+		}
+		if (ppoll(&p, 1, tl, during) > 0)
+			break; /* it exited */
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+}
+
+static int attach_pid_arg(const char *s, pid_t *pid)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > INT32_MAX)
+		return -1;
+	*pid = (pid_t)v;
+	return 0;
+}
+
+/* Options, agent, root checks, rings, src/diag: 0, 1 (help), or 2. */
+static int attach_prepare(int argc, char **argv, struct rec_args *a, pid_t *pid, char *agent,
+                          char *ring_cfg, struct ada_arena_config *ring)
+{
+	if (argc < 2 || argv[1][0] == '-') {
+		int rc = record_parse(a, argc, argv, true);
+		if (rc)
+			return rc > 0 ? 1 : 2;
+		ada_log("no pid given: ada attach PID [options]");
+		return 2;
+	}
+	if (attach_pid_arg(argv[1], pid) < 0) {
+		ada_log("ada attach wants a process id, not '%s'", argv[1]);
+		return 2;
+	}
+	int rc = record_parse(a, argc - 1, argv + 1, true);
+	if (rc)
+		return rc > 0 ? 1 : 2;
+	if (record_agent_path(agent, PATH_MAX) < 0) {
+		ada_log("libada_agent.so is not next to the ada command; rebuild ada");
+		return 2;
+	}
+	if (!a->follow)
+		snprintf(a->hook_config + strlen(a->hook_config),
+		         sizeof(a->hook_config) - strlen(a->hook_config), "%sfollow=0",
+		         a->hook_config[0] ? ";" : "");
+	if (cmd_root_check_record(a->out ? a->out : "ada_traces", true) < 0 ||
+	    record_ring_config(a, ada_tsc_invariant(), ring, ring_cfg, ADA_ARENA_CONFIG_TEXT_MAX) <
+	        0 ||
+	    record_detail_hook_config(a) < 0)
+		return 2;
+	struct ada_diag_opts o = {.groups = ADA_DIAG_PROGRAM | ADA_DIAG_PROCESS | ADA_DIAG_HOST,
+	                          .pid = *pid,
+	                          .out_dir = a->out,
+	                          .ring = ring,
+	                          .agent = true,
+	                          .attach = true};
+	struct ada_diag_report *rep = malloc(sizeof(*rep));
+	char verb[64];
+	snprintf(verb, sizeof(verb), "attach to pid %d", (int)*pid);
+	rc = rep && ada_diag_run(&o, rep) == 0 ? cmd_diag_refuse(verb, rep) : -1;
+	free(rep);
+	return rc < 0 ? 2 : 0;
+}
+
+static void attach_print(pid_t pid, double secs, uint64_t pause, uint64_t dpause)
+{
+	fprintf(stderr,
+	        "ada: attached to pid %d for %.2f s; every thread was stopped %.2f ms to attach, "
+	        "%s%.2f ms to detach\n",
+	        (int)pid, secs, (double)pause / 1e6, dpause ? "" : "(it had exited) ",
+	        (double)dpause / 1e6);
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	static struct rec_args a;
+	static char agent[PATH_MAX], ring_cfg[ADA_ARENA_CONFIG_TEXT_MAX], argbuf[8192];
+	struct ada_arena_config ring;
+	pid_t pid = 0;
+	int rc = attach_prepare(argc, argv, &a, &pid, agent, ring_cfg, &ring);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	bool tsc = ada_tsc_invariant();
+	struct ada_recorder_opts o = {
+	    .out_dir = a.out,
+	    .drain_cpu = a.drain_cpu,
+	    .segment_bytes = a.segment_mb << 20,
+	    .max_disk_bytes = a.max_disk_mb == UINT64_MAX ? 0 : a.max_disk_mb << 20,
+	    .max_disk_default = a.max_disk_mb == UINT64_MAX,
+	    .max_shm_bytes = a.max_shm_mb == UINT64_MAX ? 0 : a.max_shm_mb << 20,
+	    .max_shm_default = a.max_shm_mb == UINT64_MAX,
+	    .flush = a.flush,
+	    .follow = a.follow,
+	    .force_clock = !tsc,
+	    .ring_config = ring_cfg,
+	    .program_argv = (const char *const *)attach_argv(pid, argbuf, sizeof(argbuf)),
+	    .triggers = a.triggers,
+	    .ntriggers = a.ntriggers,
+	    .flight = a.flight,
+	    .detail_mode = a.detail_mode,
+	    .stack_bytes = (uint32_t)a.stack_bytes,
+	    .detail_symbols = a.detail_symbols[0] ? a.detail_symbols : NULL,
+	    .key_symbols = a.ks,
+	    .attached = true,
+	    .notice = record_notice,
+	};
+	struct ada_recorder *r;
+	if (a.ks_given && a.detail_mode == ADA_DETAIL_NEVER) {
+		ada_log(
+		    "--key-symbols and --blob choose what enters the detail lane, which --detail "
+		    "never turns off: drop one of them");
+		return 2;
+	}
+	rc = ada_recorder_new(&o, &r);
+	ada_keysym_spec_free(a.ks); /* the recorder keeps its own copy */
+	a.ks = NULL;
+	if (rc < 0) {
+		ada_log("cannot create the session under '%s': %s", a.out, strerror(-rc));
+		return 2;
+	}
+	sigset_t during;
+	attach_signals(&during);
+	struct timespec wall;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	uint64_t t_attach = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
+	uint64_t pause = attach_inject(&a, r, pid, agent, ring_cfg);
+	if (!pause) {
+		ada_recorder_discard(r);
+		ada_recorder_free(r);
+		return 2;
+	}
+	ada_recorder_set_attach(r, t_attach, pause, 0);
+	/* One line scripts can wait for: the process runs traced from here. */
+	fprintf(stderr,
+	        "ada: attached to pid %d (every thread stopped %.2f ms); recording into %s\n",
+	        (int)pid, (double)pause / 1e6, ada_recorder_session_dir(r));
+	uint64_t t0 = ada_boottime_ns();
+	rc = ada_recorder_start(r, pid);
+	if (rc < 0) {
+		ada_log("cannot start the drain: %s", strerror(-rc));
+		attach_detach(pid);
+		ada_recorder_discard(r);
+		ada_recorder_free(r);
+		return 1;
+	}
+	struct ada_control *ctl = record_control(r, &a);
+	if (ctl && ada_control_start(ctl) < 0) {
+		ada_log("the control socket could not start: `ada arm/disarm/trigger/status PID` "
+		        "cannot reach this recording; it records all the same");
+		ada_control_free(ctl);
+		ctl = NULL;
+	}
+	attach_rec = r;
+	attach_wait(pid, a.duration_ns, &during);
+	uint64_t dpause = attach_detach(pid);
+	double secs = (double)(ada_boottime_ns() - t0) / 1e9;
+	ada_recorder_set_attach(r, t_attach, pause, dpause);
+	ada_recorder_stop(r);
+	struct ada_record_summary s = {0};
+	rc = ada_recorder_wait(r, &s);
+	attach_rec = NULL;
+	ada_control_free(ctl);
+	record_print_hooks(ada_recorder_session_dir(r), pid);
+	attach_print(pid, secs, pause, dpause);
+	record_print_summary(&s, ada_recorder_session_dir(r));
+	ada_recorder_free(r);
+	return s.disk_full || rc < 0 ? 1 : 0;
+}

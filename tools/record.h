@@ -1,0 +1,69 @@
+/* What ada record and ada attach share (tools/record_opts.c). */
+#ifndef ADA_TOOLS_RECORD_H
+#define ADA_TOOLS_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "trigger.h"
+#include "wal.h"
+
+struct ada_arena_config;
+struct ada_control;
+struct ada_keysym_spec;
+
+struct rec_args {
+	const char *out;
+	uint64_t ring_mb, peak_rate, burst_ms;
+	uint32_t max_threads;
+	uint32_t thread_limit; /* 0: ADA_ARENA_DEFAULT_THREAD_LIMIT */
+	int overflow;
+	int drain_cpu;
+	uint64_t segment_mb, max_disk_mb, max_shm_mb;
+	struct ada_flush_policy flush;
+	bool follow, agent;
+	/* Detail lane (--detail, --stack-bytes, --detail-mb, --detail-symbols). */
+	uint32_t detail_mode; /* enum ada_detail_mode */
+	uint64_t stack_bytes, detail_mb;
+	char detail_symbols[1024]; /* every --detail-symbols, ','-joined (manifest) */
+	/* Key symbols (--key-symbols, --blob, and --detail-symbols as *:GLOB):
+	 * the recorder's spec; NULL: every hooked function. */
+	struct ada_keysym_spec *ks;
+	bool ks_given; /* --key-symbols or --blob */
+	/* Agent options (src/hook: ADA_HOOK_CONFIG, ';'-separated key=value)
+	 * collected from --exclude/--include/... go here. */
+	char hook_config[4096];
+	char **prog_argv;
+	/* The flight recorder: --trigger (repeatable), --pre-roll-sec, ... */
+	struct ada_trigger_spec triggers[ADA_TRIGGER_MAX];
+	size_t ntriggers;
+	struct ada_trigger_opts flight;
+	/* ada attach: the process (its argv is read from /proc) and
+	 * --duration SEC (0: until SIGINT/SIGTERM or the process's exit). */
+	bool attach;
+	uint64_t duration_ns;
+};
+
+/* Parses the options (ada record: then -- PROGRAM ARGS; ada attach: argv[0]
+ * is the pid, options only). 0, 1 (--help printed: done) or -1 (said why). */
+int record_parse(struct rec_args *a, int argc, char **argv, bool attach);
+/* The machine's checks (src/diag): 0, or -1 after one sentence. */
+int record_check_host(const struct rec_args *a, const struct ada_arena_config *ring);
+/* The agent's detail options into hook_config; -1 (said) when too long. */
+int record_detail_hook_config(struct rec_args *a);
+/* The ring config (*out and its text); -1 (said) when out of range. */
+int record_ring_config(const struct rec_args *a, bool tsc, struct ada_arena_config *out, char *buf,
+                       size_t cap);
+/* libada_agent.so next to the ada command; -1 when it is not there. */
+int record_agent_path(char *buf, size_t cap);
+/* The drain's notices, on stderr. */
+void record_notice(void *arg, const char *sentence);
+/* The hook counts of pid's agent.json, and the summary lines. */
+void record_print_hooks(const char *dir, pid_t pid);
+void record_print_summary(const struct ada_record_summary *s, const char *dir);
+/* The control socket of recording r; NULL (said) when it cannot listen. */
+struct ada_control *record_control(struct ada_recorder *r, const struct rec_args *a);
+
+#endif
