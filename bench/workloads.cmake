@@ -49,7 +49,7 @@ ada_bench_workload(fibthreads SOURCES ${BW_DIR}/fibthreads.c FLAGS -fno-optimize
 ada_bench_workload(latency SOURCES ${BW_DIR}/latency.c)
 
 if(Python3_Interpreter_FOUND)
-  foreach(kind mixed startup)
+  foreach(kind mixed startup attach)
     add_custom_command(OUTPUT ${BW_GEN_DIR}/${kind}_gen.c
       COMMAND ${CMAKE_COMMAND} -E make_directory ${BW_GEN_DIR}
       COMMAND ${Python3_EXECUTABLE} ${BW_DIR}/gen_workloads.py ${kind} ${BW_GEN_DIR}/${kind}_gen.c
@@ -60,6 +60,8 @@ if(Python3_Interpreter_FOUND)
   ada_bench_workload(threads SOURCES ${BW_DIR}/threads.c ${BW_GEN_DIR}/mixed_gen.c
                      LIBS Threads::Threads)
   ada_bench_workload(startup SOURCES ${BW_GEN_DIR}/startup_gen.c)
+  # ada attach's pause (bench/attach_bench.py): 10 000 functions, 2 threads.
+  ada_bench_workload(attach SOURCES ${BW_GEN_DIR}/attach_gen.c LIBS Threads::Threads)
 else()
   message(STATUS "bench: python3 not found; mixed, threads and startup workloads not built")
 endif()

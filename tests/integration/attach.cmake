@@ -18,11 +18,12 @@ set(ADA_ATTACH_STATIC "")
 if(ADA_LIBC_A)
   set(ADA_ATTACH_STATIC --static ${ADA_ATTACH_T}/t_static)
 endif()
-foreach(case threads nopid traced static otheruser)
+foreach(case threads trigger nopid traced static otheruser)
   add_test(NAME e2e.attach_${case}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/attach_test.py
                    --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/attach-work
-                   --target ${ADA_ATTACH_T}/t_attach_O2 ${ADA_ATTACH_STATIC} ${case})
+                   --target ${ADA_ATTACH_T}/t_attach_O2 ${ADA_ATTACH_STATIC}
+                   --control ${ADA_ATTACH_T}/t_control_O2 ${case})
   set_tests_properties(e2e.attach_${case} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        LABELS "integration")
 endforeach()

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """ada attach end to end (issue 10).
 
-  attach_test.py --ada ADA --work DIR --target T_ATTACH [--static T_STATIC] CASE
+  attach_test.py --ada ADA --work DIR --target T_ATTACH [--static T_STATIC]
+                 [--control T_CONTROL] CASE
 
   threads    tests/targets/t_attach.c (two threads busy in calls, one blocked
              in read() with SIGUSR1 blocked) is attached to, recorded until
@@ -10,6 +11,11 @@
              validates, says "attached": true with the pauses, has calls of
              the busy threads, and every return matches a call (frames still
              open at the detach are the only unmatched ones).
+  trigger    tests/targets/t_control.c (runs what its stdin says) attached
+             to with --trigger symbol=rare_event: "busy", then "rare" after
+             the attach; the window is persisted (`ada status`) before the
+             detach and in the manifest after it with its detail records; the
+             program answers on and exits 0 after the detach.
   nopid      a pid that does not exist: exit 2, one sentence, no session.
   traced     a process strace holds: exit 2 naming the tracer; it runs on.
   static     a static program (t_static --wait): exit 2 saying dlopen cannot
@@ -189,6 +195,76 @@ def case_threads(a, work):
         check(line + "\n" in out_, "the target did not print %r:\n%s" % (line, out_))
 
 
+def case_trigger(a, work):
+    if not a.control:
+        raise Fail("no --control target")
+    out = os.path.join(work, "out")
+    t = subprocess.Popen([a.control], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+
+    def do(cmd):
+        t.stdin.write((cmd + "\n").encode())
+        t.stdin.flush()
+        got = t.stdout.readline().decode()
+        check(got == cmd + "\n", "the target answered %r to %r" % (got, cmd))
+
+    ada = None
+    try:
+        check(t.stdout.readline() == b"ready\n", "the control target did not start")
+        ada = subprocess.Popen([a.ada, "attach", str(t.pid), "--out", out, "--trigger",
+                                "symbol=rare_event", "--pre-roll-sec", "30",
+                                "--post-roll-sec", "0.1"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+        line = ada.stderr.readline().decode()
+        check("attached to pid %d" % t.pid in line, "ada attach said %r (exit %r)" %
+              (line, ada.poll()))
+        session = line.rsplit(" ", 1)[-1].strip()
+        do("busy")  # detail in the ring before the trigger
+        do("rare")
+
+        def fired():
+            rc, so, _ = run([a.ada, "status", session, "--json"])
+            try:
+                st = json.loads(so) if rc == 0 else {}
+            except ValueError:
+                return False
+            # persisted: written to its end (the 0.1 s post-roll)
+            return (st.get("windows") or {}).get("persisted", 0) >= 1
+        wait_state("the symbol=rare_event window persisted (ada status)", fired)
+        ada.send_signal(signal.SIGINT)
+        _, err = ada.communicate(timeout=GUARD)
+        err = line + err.decode(errors="replace")
+        print(err)
+        check(ada.returncode == 0, "ada attach exited %d:\n%s" % (ada.returncode, err))
+        check(tracer_of(t.pid) == 0, "still traced after the detach")
+        do("busy")  # runs on untraced
+        t.stdin.write(b"quit\n")  # no answer: it exits
+        t.stdin.close()
+        check(t.wait(timeout=GUARD) == 0, "the target exited %r" % t.returncode)
+    finally:
+        for p in (ada, t):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+    rc, so, se = run([a.ada, "validate", session])
+    check(rc == 0, "validate %s: exit %d\n%s%s" % (session, rc, so, se))
+    with open(os.path.join(session, "pid_%d" % t.pid, "manifest.json")) as f:
+        m = json.load(f)
+    check(m.get("attached") is True, "manifest: attached %r" % m.get("attached"))
+    w = m.get("flight_recorder", {}).get("windows", [])
+    check(len(w) == 1 and w[0]["trigger"] == "symbol=rare_event",
+          "want one symbol=rare_event window: %s" % json.dumps(w)[:800])
+    check(w[0].get("records", 0) > 0 and any(th.get("records", 0) > 0
+                                             for th in w[0]["threads"]),
+          "the window persisted no detail: %s" % json.dumps(w[0])[:800])
+    rc, so, se = run([a.ada, "report", session, "--json"])
+    check(rc == 0, "report: exit %d %s" % (rc, se))
+    fns = {f["function"]: f["calls"] for f in json.loads(so)["processes"][0]["functions"]}
+    check(fns.get("rare_event") == 1, "rare_event calls: %r" % fns.get("rare_event"))
+    print("trigger: one window, %d detail records" % w[0]["records"])
+
+
 def refused(a, work, pid, words):
     out = os.path.join(work, "out")
     rc, so, se = run([a.ada, "attach", str(pid), "--out", out])
@@ -270,7 +346,7 @@ def case_otheruser(a, work):
         run(["userdel", name])
 
 
-CASES = {"threads": case_threads, "nopid": case_nopid,
+CASES = {"threads": case_threads, "trigger": case_trigger, "nopid": case_nopid,
          "traced": case_traced, "static": case_static, "otheruser": case_otheruser}
 
 
@@ -280,6 +356,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--target", required=True)
     ap.add_argument("--static")
+    ap.add_argument("--control")
     ap.add_argument("case", choices=sorted(CASES))
     a = ap.parse_args()
     work = os.path.join(os.path.abspath(a.work), a.case)
