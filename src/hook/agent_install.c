@@ -83,6 +83,18 @@ static uint64_t install_fn_id(const struct agent_module *m, size_t i)
 	return ((uint64_t)m->id << 32) | i;
 }
 
+/* The enter handler of an ordinary function: the index lane's, or the
+ * detail lane's (its 128-byte variant copies the default snapshot with
+ * no length test: handlers.c). */
+static uint64_t install_enter_handler(void)
+{
+	if (!agent_hot.detail_on)
+		return (uint64_t)&ada_hook_on_enter;
+	if (agent_hot.detail_stack == 128)
+		return (uint64_t)&ada_hook_on_enter_detail128;
+	return (uint64_t)&ada_hook_on_enter_detail;
+}
+
 /* The options' verdicts (and the special functions, recorded on their
  * primary in `reserved`): afterwards ADA_HOOK_OK means "to be analysed". */
 static void install_verdicts(struct agent_module *m)
@@ -204,8 +216,7 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 		}
 		/* Specials get their own handler (agent_internal.h). */
 		uint64_t id = install_fn_id(m, i);
-		uint64_t handler = agent_hot.detail_on ? (uint64_t)&ada_hook_on_enter_detail
-		                                       : (uint64_t)&ada_hook_on_enter;
+		uint64_t handler = install_enter_handler();
 		if (f->reserved) {
 			id = agent_special_tag(id, (enum agent_special)f->reserved);
 			handler = (uint64_t)&agent_hook_on_enter_special;

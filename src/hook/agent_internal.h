@@ -117,6 +117,10 @@ extern struct agent_hot agent_hot;
  * ada_hook_on_enter/ada_hook_on_exit plus, for a function in agent_hot.dset,
  * one record in the thread's detail ring. */
 void ada_hook_on_enter_detail(uint64_t fn_id, uint64_t *ret_slot, const struct ada_hook_regs *regs);
+/* The same for --stack-bytes 128 (agent_hot.detail_stack == 128): the
+ * snapshot copied with no length test (agent_install.c picks it). */
+void ada_hook_on_enter_detail128(uint64_t fn_id, uint64_t *ret_slot,
+                                 const struct ada_hook_regs *regs);
 uint64_t ada_hook_on_exit_detail(uint64_t sp);
 /* Not hook context (cold path, guard set): the calling thread's stack
  * [lo, hi) for the detail lane's snapshots; 0, 0 when unknown. */

@@ -690,23 +690,60 @@ handlers_detail_call(const struct ada_shadow *s, uint64_t fn_id, const uint64_t 
 	ada_detail_commit(p, end);
 }
 
+/* The default snapshot, 128 bytes (--stack-bytes 128), as straight-line
+ * stores with no length anywhere: word 0 is the caller's return address
+ * (orig, what the slot held before the push), words 1..15 are copied. */
+#define HANDLERS_STACK_FIXED_WORDS 16u
+__attribute__((always_inline)) static inline void
+handlers_detail_put_call_fixed(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *ret_slot,
+                               const struct ada_hook_regs *regs, uint64_t ts, uint64_t link,
+                               uint64_t orig)
+{
+	ada_detail_put(w, ADA_DREC_TS, ts);
+	ada_detail_put(w, ADA_DREC_LINK, link);
+	ada_detail_put(w, ADA_DREC_FN, fn_id);
+	ada_detail_put(w, ADA_DREC_META,
+	               ada_drec_meta(ATF_DETAIL_FUNCTION_CALL, 0, HANDLERS_STACK_FIXED_WORDS * 8));
+	ada_detail_put(w, ADA_DREC_REGS + 0, regs->rdi);
+	ada_detail_put(w, ADA_DREC_REGS + 1, regs->rsi);
+	ada_detail_put(w, ADA_DREC_REGS + 2, regs->rdx);
+	ada_detail_put(w, ADA_DREC_REGS + 3, regs->rcx);
+	ada_detail_put(w, ADA_DREC_REGS + 4, regs->r8);
+	ada_detail_put(w, ADA_DREC_REGS + 5, regs->r9);
+	ada_detail_put(w, ADA_DREC_REGS + 6, regs->rax);
+	ada_detail_put(w, ADA_DREC_REGS + 7, orig);
+	ada_detail_put(w, ADA_DREC_REGS + 8, regs->rbp);
+	ada_detail_put(w, ADA_DREC_REGS + 9, (uint64_t)(uintptr_t)ret_slot);
+	_Atomic uint64_t *dst = w + ADA_DREC_CALL_WORDS;
+	ada_detail_put(dst, 0, orig);
+#pragma GCC unroll 16
+	for (uint32_t i = 1; i < HANDLERS_STACK_FIXED_WORDS; i++)
+		ada_detail_put(dst, i, ret_slot[i]);
+}
+
 /* The common CALL record: the whole snapshot (one test of rsp against
  * bounds computed once per thread) into room the ring has without a pad
  * or an overwrite (one test), with the record's size and word 3 computed
- * once per process. False, having written nothing, otherwise. */
+ * once per process -- or, `fixed` (a constant: the 128-byte handlers),
+ * known at compile time. False, having written nothing, otherwise. */
 __attribute__((always_inline)) static inline bool
 handlers_detail_call_fast(const struct ada_shadow *s, uint64_t fn_id, const uint64_t *ret_slot,
                           const struct ada_hook_regs *regs, uint64_t ts, uint64_t link,
-                          uint64_t orig)
+                          uint64_t orig, bool fixed)
 {
 	struct ada_producer *p = &ada_producer_tls;
 	uint64_t end;
 	_Atomic uint64_t *w;
+	uint32_t len = fixed ? (ADA_DREC_CALL_WORDS + HANDLERS_STACK_FIXED_WORDS) * 8
+	                     : agent_hot.detail_call_len;
 	if (ada_unlikely((uint64_t)(uintptr_t)ret_slot - s->dfast_lo > s->dfast_span) ||
-	    ada_unlikely(!(w = ada_detail_reserve_fast(p, agent_hot.detail_call_len, &end))))
+	    ada_unlikely(!(w = ada_detail_reserve_fast(p, len, &end))))
 		return false;
-	handlers_detail_put_call(w, fn_id, ret_slot, regs, ts, link, orig,
-	                         agent_hot.detail_meta_call, agent_hot.detail_words);
+	if (fixed)
+		handlers_detail_put_call_fixed(w, fn_id, ret_slot, regs, ts, link, orig);
+	else
+		handlers_detail_put_call(w, fn_id, ret_slot, regs, ts, link, orig,
+		                         agent_hot.detail_meta_call, agent_hot.detail_words);
 	ada_detail_commit(p, end);
 	return true;
 }
@@ -817,10 +854,11 @@ handlers_detail_return_leave(struct ada_shadow *s, uint64_t fn_id, uint64_t sp, 
 	return orig;
 }
 
-/* Entry of a function in the detail set (in_hook set, guard clear). */
-HANDLERS_LEAF __attribute__((noinline)) static void
-handlers_enter_member(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
-                      const struct ada_hook_regs *regs)
+/* Entry of a function in the detail set (in_hook set, guard clear);
+ * `fixed`: the 128-byte snapshot of handlers_detail_put_call_fixed. */
+__attribute__((always_inline)) static inline void
+handlers_enter_member_body(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
+                           const struct ada_hook_regs *regs, bool fixed)
 {
 	uint32_t depth;
 	uint64_t orig = *ret_slot; /* the fast push below swaps it (same load) */
@@ -832,26 +870,44 @@ handlers_enter_member(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
 		return handlers_emit_slow_leave_detail(s, fn_id, depth, ret_slot, regs);
 	uint64_t link = p->head;
 	uint64_t ts = ada_emit_fast_ts(p, fn_id, ATF_EVENT_CALL, depth);
-	if (ada_unlikely(!handlers_detail_call_fast(s, fn_id, ret_slot, regs, ts, link, orig)))
+	if (ada_unlikely(
+	        !handlers_detail_call_fast(s, fn_id, ret_slot, regs, ts, link, orig, fixed)))
 		return handlers_detail_call_leave(s, fn_id, ret_slot, regs, ts, link, orig);
 	if (ada_unlikely(handlers_in_hook_clear(s)))
 		return handlers_flush(s);
+}
+
+HANDLERS_LEAF __attribute__((noinline)) static void
+handlers_enter_member(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
+                      const struct ada_hook_regs *regs)
+{
+	handlers_enter_member_body(s, fn_id, ret_slot, regs, false);
+}
+
+HANDLERS_LEAF __attribute__((noinline)) static void
+handlers_enter_member_fixed(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
+                            const struct ada_hook_regs *regs)
+{
+	handlers_enter_member_body(s, fn_id, ret_slot, regs, true);
 }
 
 /* A hash or CRoaring container decides (its lookup has loops: out of
  * line, so the handler above keeps no frame). Same steps after. */
 __attribute__((hot, noinline)) static void
 handlers_enter_detail_ask(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
-                          const struct ada_hook_regs *regs)
+                          const struct ada_hook_regs *regs, bool fixed)
 {
 	uint64_t cur = atomic_load_explicit(agent_hot.ks_cur, memory_order_relaxed); /* as tested */
-	if (ada_keysym_contains_at(agent_hot.ks_area, agent_hot.ks_mask, cur, fn_id))
-		return handlers_enter_member(s, fn_id, ret_slot, regs);
-	handlers_enter_index(s, fn_id, ret_slot);
+	if (!ada_keysym_contains_at(agent_hot.ks_area, agent_hot.ks_mask, cur, fn_id))
+		return handlers_enter_index(s, fn_id, ret_slot);
+	if (fixed)
+		return handlers_enter_member_fixed(s, fn_id, ret_slot, regs);
+	handlers_enter_member(s, fn_id, ret_slot, regs);
 }
 
-HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail(uint64_t fn_id, uint64_t *ret_slot,
-                                                        const struct ada_hook_regs *regs)
+__attribute__((always_inline)) static inline void
+handlers_enter_detail_body(uint64_t fn_id, uint64_t *ret_slot, const struct ada_hook_regs *regs,
+                           bool fixed)
 {
 	struct ada_shadow *s = &ada_shadow_tls;
 	if (ada_unlikely(handlers_in_hook_set(s)))
@@ -860,10 +916,26 @@ HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail(uint64_t fn_id, uint64_t
 		return handlers_enter_guarded(s);
 	int member = handlers_detail_member(fn_id);
 	if (ada_unlikely(member == ADA_KEYSYM_ASK))
-		return handlers_enter_detail_ask(s, fn_id, ret_slot, regs);
-	if (member)
-		return handlers_enter_member(s, fn_id, ret_slot, regs);
-	handlers_enter_index(s, fn_id, ret_slot);
+		return handlers_enter_detail_ask(s, fn_id, ret_slot, regs, fixed);
+	if (!member)
+		return handlers_enter_index(s, fn_id, ret_slot);
+	if (fixed)
+		return handlers_enter_member_fixed(s, fn_id, ret_slot, regs);
+	handlers_enter_member(s, fn_id, ret_slot, regs);
+}
+
+/* Any --stack-bytes; and the default 128, which the trampolines get
+ * instead when it is the configured size (agent_install.c). */
+HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail(uint64_t fn_id, uint64_t *ret_slot,
+                                                        const struct ada_hook_regs *regs)
+{
+	handlers_enter_detail_body(fn_id, ret_slot, regs, false);
+}
+
+HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail128(uint64_t fn_id, uint64_t *ret_slot,
+                                                           const struct ada_hook_regs *regs)
+{
+	handlers_enter_detail_body(fn_id, ret_slot, regs, true);
 }
 
 /* handlers_exit_slow() with the record of the RETURN it emits last (the
