@@ -200,11 +200,14 @@ def case_status(ada, target, work):
         # target is blocked now, so the view settles: ask until it shows
         # the events and the window (a poll, not a timed wait).
         for _ in range(1200):
-            _, so, _ = r.ada_cmd("status", str(r.pid), "--json")
-            st = json.loads(so)
-            if st["events"] > 0 and st["windows"]["total"] == 1:
-                break
+            rc, so, _ = r.ada_cmd("status", str(r.pid), "--json", ok=False)
+            # before the drain's first view: "no statistics yet, ask again"
+            if rc == 0 and so.strip():
+                st = json.loads(so)
+                if st["events"] > 0 and st["windows"]["total"] == 1:
+                    break
             time.sleep(0.05)
+        check(rc == 0, "ada status never answered")
         for k in STATUS_KEYS:
             check(k in st, "ada status --json lacks %r: %s" % (k, so[:800]))
         for reason in ("ring_full", "corrupt", "thread_limit"):
@@ -342,13 +345,16 @@ def case_registry(ada, target, work):
     try:
         # the control thread registers the pid within a second: wait for it
         # (a poll on a condition, bounded)
+        st = {"control": {}}
         for _ in range(1200):
-            _, so, _ = r.ada_cmd("status", r.session, "--json")
-            st = json.loads(so)
-            if st["control"]["registered_pids"] == 1:
-                break
+            rc, so, _ = r.ada_cmd("status", r.session, "--json", ok=False)
+            # before the drain's first view: "no statistics yet, ask again"
+            if rc == 0 and so.strip():
+                st = json.loads(so)
+                if st["control"]["registered_pids"] == 1:
+                    break
             time.sleep(0.05)
-        check(st["control"]["registered_pids"] == 1 and st["control"].get("registry_error")
+        check(st["control"].get("registered_pids") == 1 and st["control"].get("registry_error")
               is None, "the pid was not registered: %r" % st["control"])
         r.do("scrub")
         with open("/proc/%d/environ" % r.pid, "rb") as f:
