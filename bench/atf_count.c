@@ -121,7 +121,10 @@ static int cnt_visit(const char *path, const struct stat *st, int type, struct F
 {
 	(void)ftw;
 	size_t l = strlen(path);
-	if (type == FTW_F && l >= 9 && strcmp(path + l - 9, "index.atf") == 0)
+	/* index.atf and the generations before it, index.g<N>.atf */
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if (type == FTW_F && !strncmp(base, "index", 5) && l >= 4 && !strcmp(path + l - 4, ".atf"))
 		cnt_file(path, (size_t)st->st_size);
 	return 0;
 }

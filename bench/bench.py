@@ -107,7 +107,10 @@ class Runner:
         if tracer == 'untraced':
             return plain
         # The index lane alone: --detail never (when this ada has it).
-        never = ['--detail', 'never'] if self.detail_args else []
+        # --max-disk-mb 0: the bench measures recording, not the retention
+        # policy (latency's 300 M events are 9.6 GB, past the default budget,
+        # which would delete the oldest generations as designed).
+        never = (['--detail', 'never'] if self.detail_args else []) + ['--max-disk-mb', '0']
         if tracer in ('ada', 'ada-cold'):
             return [self.ada, 'record', '--out', outdir] + never + ['--'] + plain
         if tracer == 'ada-exe':  # the executable only, like uftrace
@@ -128,7 +131,8 @@ class Runner:
         if tracer == 'ada-detail':
             if self.detail_args is None:
                 return None
-            return [self.ada, 'record', '--out', outdir] + self.detail_args + ['--'] + plain
+            return [self.ada, 'record', '--out', outdir, '--max-disk-mb', '0'] + \
+                self.detail_args + ['--'] + plain
         if tracer == 'uftrace-pg':
             return uft + [self.prog('pg', prog)] + args
         if tracer == 'uftrace-P-pfe':
