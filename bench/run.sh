@@ -2,6 +2,8 @@
 # Every benchmark the README and docs/benchmarks.md cite, in one command on
 # one build (issues 5 and 13):
 #   bench/run.sh [--quick] [--reps N] [--workloads fib,mixed,...] [--tracers ada,uftrace-pg,...]
+#   bench/run.sh [--no-scaling]        (the same without step 6)
+#   bench/run.sh --scaling-only [bench/scaling.py options]   (step 6 alone)
 # Installs the peers from Debian when missing (tools/bootstrap.sh --bench),
 # builds ada, the workloads and the micro-benchmarks in Release in its own
 # build directory ($ADA_BENCH_BUILD, default build-bench/), then runs:
@@ -12,7 +14,12 @@
 #   4. bench/callgrind_guard.sh with the three committed baselines
 #      (instructions per event, printed);
 #   5. bench/readme_table.py: the README's table from this run, when it was
-#      a full one (no --quick, every workload and tracer).
+#      a full one (no --quick, every workload and tracer);
+#   6. bench/scaling.py: 1/2/4/8 threads x 10/200/5000 hot functions, ada
+#      beside uftrace -pg (results/*-scaling.json, ~5-10 minutes), then
+#      bench/scaling_table.py --write: docs/benchmarks.md's scaling table
+#      from this run (full runs and --scaling-only; --quick runs tiny sizes
+#      and leaves the docs alone).
 # Every results file records the commit, compiler, CPU model and kernel
 # (bench/provenance.py). --quick runs small sizes only to check that
 # everything works: its numbers are not for citing. See docs/benchmarks.md.
@@ -20,12 +27,15 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${ADA_BENCH_BUILD:-$repo/build-bench}
 
-quick=() full=1
+quick=() full=1 scaling=1 scaling_only=0 pass=()
 for a in "$@"; do
 	case $a in
 	--quick) quick=(--quick) full=0 ;;
 	--workloads | --workloads=* | --tracers | --tracers=* | --help | -h) full=0 ;;
+	--no-scaling) scaling=0 && continue ;;
+	--scaling-only) scaling_only=1 && continue ;;
 	esac
+	pass+=("$a")
 done
 
 "$repo/tools/bootstrap.sh" --bench
@@ -33,7 +43,22 @@ cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DADA_SANITIZE= >/dev/nu
 cmake --build "$build" -j2 --target ada ada_agent bench_workloads ring_bench wal_bench \
 	keysym_bench hooked_guard atf_count >/dev/null
 
-python3 "$repo/bench/bench.py" --build "$build" "$@"
+# bench/scaling.py exits 1 when ada lost events at some point: the table
+# is written all the same (it shows the losses), then run.sh fails.
+run_scaling() {
+	local st=0
+	python3 "$repo/bench/scaling.py" --build "$build" "$@" || st=$?
+	if [[ " $* " != *" --quick "* && " $* " != *" --help "* && " $* " != *" -h "* ]]; then
+		python3 "$repo/bench/scaling_table.py" --write || st=$?
+	fi
+	return $st
+}
+if ((scaling_only)); then
+	run_scaling "${pass[@]}"
+	exit
+fi
+
+python3 "$repo/bench/bench.py" --build "$build" "${pass[@]}"
 case " $* " in *" --help "* | *" -h "*) exit 0 ;; esac
 
 python3 "$repo/bench/micro.py" --build "$build" "${quick[@]}"
@@ -53,4 +78,7 @@ if ((full)); then
 	python3 "$repo/bench/readme_table.py"
 else
 	echo "run.sh: not a full run (--quick, --workloads or --tracers): README table left alone" >&2
+fi
+if ((scaling)) && ((full || ${#quick[@]})); then
+	run_scaling "${quick[@]}"
 fi

@@ -49,7 +49,7 @@ ada_bench_workload(fibthreads SOURCES ${BW_DIR}/fibthreads.c FLAGS -fno-optimize
 ada_bench_workload(latency SOURCES ${BW_DIR}/latency.c)
 
 if(Python3_Interpreter_FOUND)
-  foreach(kind mixed startup attach)
+  foreach(kind mixed startup attach scale10 scale200 scale5000)
     add_custom_command(OUTPUT ${BW_GEN_DIR}/${kind}_gen.c
       COMMAND ${CMAKE_COMMAND} -E make_directory ${BW_GEN_DIR}
       COMMAND ${Python3_EXECUTABLE} ${BW_DIR}/gen_workloads.py ${kind} ${BW_GEN_DIR}/${kind}_gen.c
@@ -62,6 +62,11 @@ if(Python3_Interpreter_FOUND)
   ada_bench_workload(startup SOURCES ${BW_GEN_DIR}/startup_gen.c)
   # ada attach's pause (bench/attach_bench.py): 10 000 functions, 2 threads.
   ada_bench_workload(attach SOURCES ${BW_GEN_DIR}/attach_gen.c LIBS Threads::Threads)
+  # Scaling (bench/scaling.py, issue 13 item 3): 10, 200 and 5000 hot
+  # functions on 1..8 threads.
+  foreach(n 10 200 5000)
+    ada_bench_workload(scale${n} SOURCES ${BW_GEN_DIR}/scale${n}_gen.c LIBS Threads::Threads)
+  endforeach()
 else()
   message(STATUS "bench: python3 not found; mixed, threads and startup workloads not built")
 endif()

@@ -1,0 +1,10 @@
+# bench.scaling_smoke: bench/scaling.py and its workloads at tiny sizes
+# (issue 13 item 3). Label bench: no CI stage runs it (they exclude bench);
+# `ctest -L bench` does. Not in sanitizer builds (the workloads and the
+# runner assume a plain Release-like ada).
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND AND NOT ADA_SANITIZE)
+  add_test(NAME bench.scaling_smoke
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scaling_smoke.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(bench.scaling_smoke PROPERTIES LABELS bench TIMEOUT 600)
+endif()
