@@ -398,6 +398,8 @@ int cmd_attach(int argc, char **argv)
 		    "never turns off: drop one of them");
 		return 2;
 	}
+	struct rlimit nofile;
+	record_raise_nofile(&nofile); /* nothing to give back: the process runs already */
 	rc = ada_recorder_new(&o, &r);
 	ada_keysym_spec_free(a.ks); /* the recorder keeps its own copy */
 	a.ks = NULL;

@@ -90,6 +90,7 @@ static int record_check_program(const struct rec_args *a, char *path, size_t cap
 static const int record_sigs[4] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
 static bool record_sig_ignored[4];
 static sigset_t record_orig_mask;
+static struct rlimit record_orig_nofile; /* record_raise_nofile() */
 
 static void record_save_signals(void)
 {
@@ -107,6 +108,8 @@ static void record_child(const struct rec_args *a, struct ada_recorder *r, const
 	for (int i = 0; i < 4; i++)
 		signal(record_sigs[i], record_sig_ignored[i] ? SIG_IGN : SIG_DFL);
 	sigprocmask(SIG_SETMASK, &record_orig_mask, NULL);
+	if (record_orig_nofile.rlim_cur != RLIM_INFINITY)
+		setrlimit(RLIMIT_NOFILE, &record_orig_nofile);
 	setenv("ADA_SESSION_DIR", ada_recorder_session_dir(r), 1);
 	setenv("ADA_ARENA_DIR", ada_recorder_arena_dir(r), 1);
 	setenv("ADA_RING_CONFIG", ring_cfg, 1);
@@ -304,6 +307,7 @@ int cmd_record(int argc, char **argv)
 	struct ada_control *ctl = record_control(r, &a);
 	record_rec = r;
 	record_save_signals();
+	record_raise_nofile(&record_orig_nofile);
 	record_signals();
 	pid_t pid = record_spawn(&a, r, path, ring_cfg, a.agent ? agent : NULL);
 	if (pid < 0) {

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "trigger.h"
@@ -63,6 +64,11 @@ void record_notice(void *arg, const char *sentence);
 /* The hook counts of pid's agent.json, and the summary lines. */
 void record_print_hooks(const char *dir, pid_t pid);
 void record_print_summary(const struct ada_record_summary *s, const char *dir);
+/* Raises ada's own RLIMIT_NOFILE soft limit to the hard one (the drain
+ * holds one index file per live thread: 10 000 threads alive at once need
+ * more than the usual 1 024) and keeps the old limit in *orig, which the
+ * program is given back before exec (it runs as without ada). */
+void record_raise_nofile(struct rlimit *orig);
 /* The control socket of recording r; NULL (said) when it cannot listen. */
 struct ada_control *record_control(struct ada_recorder *r, const struct rec_args *a);
 

@@ -906,3 +906,16 @@ struct ada_control *record_control(struct ada_recorder *r, const struct rec_args
 	}
 	return c;
 }
+
+void record_raise_nofile(struct rlimit *orig)
+{
+	if (getrlimit(RLIMIT_NOFILE, orig) != 0) {
+		orig->rlim_cur = orig->rlim_max = RLIM_INFINITY; /* nothing to give back */
+		return;
+	}
+	struct rlimit up = *orig;
+	up.rlim_cur = up.rlim_max;
+	if (up.rlim_cur != orig->rlim_cur && setrlimit(RLIMIT_NOFILE, &up) != 0) {
+		/* the drain counts what it cannot open (lost events, a warning) */
+	}
+}

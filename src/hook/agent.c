@@ -213,8 +213,9 @@ static void agent_json_body(FILE *f)
 	agent_untraced_counts(un);
 	fprintf(f,
 	        ",\n  \"untraced_calls\": {\"agent_work\": %" PRIu64 ", \"shadow_full\": %" PRIu64
-	        ", \"nested_signal\": %" PRIu64 ", \"unmatched_return\": %" PRIu64 "}",
-	        un[0], un[1], un[2], un[3]);
+	        ", \"nested_signal\": %" PRIu64 ", \"unmatched_return\": %" PRIu64
+	        ", \"thread_exit\": %" PRIu64 "}",
+	        un[0], un[1], un[2], un[3], un[AGENT_UNTRACED_THREAD_EXIT]);
 	fprintf(f,
 	        ",\n  \"unmatched_returns\": {\"returns\": %" PRIu64
 	        ", \"threads_stopped\": %" PRIu64 "}",
@@ -222,6 +223,10 @@ static void agent_json_body(FILE *f)
 	fprintf(f,
 	        ",\n  \"stack_switches\": {\"switches\": %" PRIu64 ", \"frames_cut\": %" PRIu64 "}",
 	        un[6], un[7]);
+	uint64_t gone_drops;
+	bool gone = ada_producer_drain_gone(&gone_drops);
+	fprintf(f, ",\n  \"recorder_gone\": {\"noticed\": %s, \"drain_lag_drops\": %" PRIu64 "}",
+	        gone ? "true" : "false", gone_drops);
 	fprintf(f, ",\n  \"trampoline_bytes\": %zu,\n  \"modules\": [\n",
 	        agent.mem ? hook_mem_mapped_bytes(agent.mem) : (size_t)0);
 	for (size_t i = 0; i < agent.n_mods; i++) {

@@ -14,6 +14,7 @@
  * through the side path (shadow_internal.h) and replayed when the
  * interrupted handler is done.
  */
+#include <errno.h> /* ESRCH only: nothing here reads or writes errno */
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -156,6 +157,71 @@ static bool handlers_shadow_grow(struct ada_shadow *s)
 	return true;
 }
 
+/* Shadow stacks of ended threads. A thread's exit destructor runs before
+ * glibc's own teardown of the thread (freeing its malloc cache), whose
+ * calls are traced too, on that same shadow stack: it cannot be unmapped
+ * there, and nothing runs later on that thread. So the destructor leaves
+ * the mapping here with the thread's tid, and whoever next starts or ends
+ * a thread unmaps those whose thread the kernel no longer knows (tgkill
+ * signal 0: ESRCH). A reused tid only delays that. Without this, every
+ * ended thread kept two mappings: 30 000 short threads passed
+ * vm.max_map_count (65 530) and the program's own mmap failed.
+ * Entry protocol: addr 0 = free; HANDLERS_RETIRED_BUSY = claimed by one
+ * thread (filling or unmapping it); anything else = a mapping, published
+ * with its tid by the release store of addr. */
+#define HANDLERS_RETIRED 256u
+#define HANDLERS_RETIRED_BUSY 1u
+static struct {
+	_Atomic uintptr_t addr;
+	_Atomic int32_t tid;
+} handlers_retired[HANDLERS_RETIRED];
+
+/* Unmaps the retired shadow stacks whose threads are gone. */
+static void handlers_reclaim(void)
+{
+	for (uint32_t i = 0; i < HANDLERS_RETIRED; i++) {
+		/* Acquire: pairs with the release store in handlers_retire(),
+		 * so tid is the one published with addr. */
+		uintptr_t a = atomic_load_explicit(&handlers_retired[i].addr, memory_order_acquire);
+		if (a <= HANDLERS_RETIRED_BUSY)
+			continue;
+		int32_t tid = atomic_load_explicit(&handlers_retired[i].tid, memory_order_relaxed);
+		if (handlers_syscall6(SYS_tgkill, agent_hot.pid, tid, 0, 0, 0, 0) != -ESRCH)
+			continue; /* still in its teardown (or the tid is reused: later) */
+		/* Relaxed CAS: only one reclaimer unmaps it; the free store below
+		 * is the release a later handlers_retire() claims against. */
+		if (!atomic_compare_exchange_strong_explicit(
+		        &handlers_retired[i].addr, &a, HANDLERS_RETIRED_BUSY, memory_order_relaxed,
+		        memory_order_relaxed))
+			continue;
+		handlers_syscall6(SYS_munmap, (long)a, (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0);
+		/* Release: pairs with the CAS in handlers_retire() (the unmap is
+		 * done before the entry is taken again). */
+		atomic_store_explicit(&handlers_retired[i].addr, 0, memory_order_release);
+	}
+}
+
+/* Leaves the calling thread's mapping at map for handlers_reclaim(); false
+ * when every entry is taken (the caller then unmaps it itself). */
+static bool handlers_retire(uintptr_t map)
+{
+	int32_t tid = (int32_t)handlers_syscall6(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	for (uint32_t i = 0; i < HANDLERS_RETIRED; i++) {
+		uintptr_t z = 0;
+		/* Acquire: pairs with the release of the free store in
+		 * handlers_reclaim() (the entry's old mapping is unmapped). */
+		if (!atomic_compare_exchange_strong_explicit(
+		        &handlers_retired[i].addr, &z, HANDLERS_RETIRED_BUSY, memory_order_acquire,
+		        memory_order_relaxed))
+			continue;
+		atomic_store_explicit(&handlers_retired[i].tid, tid, memory_order_relaxed);
+		/* Release: pairs with the acquire load in handlers_reclaim(). */
+		atomic_store_explicit(&handlers_retired[i].addr, map, memory_order_release);
+		return true;
+	}
+	return false;
+}
+
 /* First traced call of a thread (or a failed earlier try), or a full
  * stack. The mapping holds the side queue, then the sentinel entry
  * (shadow_internal.h), then the stack. */
@@ -173,6 +239,7 @@ __attribute__((cold, noinline)) static bool handlers_shadow_alloc_fpu(struct ada
 			s->dfast_span = s->stack_hi - agent_hot.detail_stack - s->stack_lo;
 		}
 	}
+	handlers_reclaim(); /* ended threads' stacks first: the mapping count stays flat */
 	long p = handlers_syscall6(SYS_mmap, 0, (long)HANDLERS_MAP_BYTES, PROT_NONE,
 	                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p < 0 && p > -4096)
@@ -204,6 +271,19 @@ __attribute__((cold, noinline)) static bool handlers_shadow_alloc(struct ada_sha
 	s->guard--;
 	handlers_fpu_restore(&f);
 	return ok;
+}
+
+/* Per-thread counts of calls not traced, folded into process totals when
+ * a thread ends (and for the calling thread on demand). */
+static _Atomic uint64_t handlers_untraced[AGENT_UNTRACED_COUNT];
+
+/* A call after the thread's exit destructor: nothing folds its thread's
+ * counts any more, so it goes to the process total at once. Relaxed:
+ * plain statistics, read after the threads are done. */
+static void handlers_count_exited(void)
+{
+	atomic_fetch_add_explicit(&handlers_untraced[AGENT_UNTRACED_THREAD_EXIT], 1,
+	                          memory_order_relaxed);
 }
 
 /* Only when a thread has no frame at all and a return still comes through
@@ -435,7 +515,9 @@ __attribute__((cold, noinline)) static void handlers_enter_slow(struct ada_shado
  * (handlers_resync): not traced (counted). */
 __attribute__((cold, noinline)) static void handlers_enter_guarded(struct ada_shadow *s)
 {
-	if (s->stopped)
+	if (s->exited)
+		handlers_count_exited();
+	else if (s->stopped)
 		s->stopped_lost++;
 	else
 		s->suppressed++;
@@ -1070,7 +1152,14 @@ void agent_shadow_thread_exit(void)
 	shadow_side_flush(s);
 	handlers_fold_counts(s);
 	s->in_hook = 0;
-	if (s->base) /* the mapping starts with the side queue */
+	handlers_reclaim();
+	if (s->base && handlers_retire((uintptr_t)s->side.ev)) {
+		/* The mapping (it starts with the side queue) stays for glibc's
+		 * teardown of this thread, traced as before; reclaimed later. */
+		s->guard = g;
+		return;
+	}
+	if (s->base)
 		handlers_syscall6(SYS_munmap, (long)s->side.ev, (long)HANDLERS_MAP_BYTES, 0, 0, 0,
 		                  0);
 	s->base = NULL;
@@ -1080,12 +1169,12 @@ void agent_shadow_thread_exit(void)
 	s->side.ev_cap = 0;
 	s->side.ev_head = s->side.ev_tail = 0;
 	s->cap = 0;
-	s->guard = g;
+	/* Every retired entry taken: the teardown goes untraced, counted, for
+	 * good (see `exited`); g is the guard count the thread came with (the
+	 * destructor runs from libc, not the agent: normally 0). */
+	s->exited = 1;
+	s->guard = g + 1;
 }
-
-/* Per-thread counts of calls not traced, folded into process totals when
- * a thread ends (and for the calling thread on demand). */
-static _Atomic uint64_t handlers_untraced[AGENT_UNTRACED_COUNT];
 
 static void handlers_fold_counts(struct ada_shadow *s)
 {

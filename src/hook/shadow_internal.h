@@ -117,6 +117,13 @@ struct ada_shadow {
 	 * thread (shadow_resync): `stopped` is set, the guard raised for good,
 	 * and calls from then on are counted here rather than in suppressed. */
 	uint32_t stopped;
+	/* The thread-exit destructor ran and could not retire the shadow
+	 * stack (handlers.c, handlers_retired full): the guard stays raised,
+	 * so glibc's teardown after it (freeing the thread's malloc cache)
+	 * maps no new shadow stack that nothing would unmap; its calls are
+	 * counted straight into the process's totals (untraced_calls.
+	 * thread_exit), the thread's own were folded already. */
+	uint32_t exited;
 	uint64_t resyncs;      /* returns that could not be matched */
 	uint64_t stopped_lost; /* calls not traced since */
 	uint64_t stops;        /* 1 once stopped, until folded into the totals */

@@ -68,6 +68,19 @@ struct ada_arena *ada_producer_arena(void)
 	return atomic_load_explicit(&producer_arena, memory_order_acquire);
 }
 
+bool ada_producer_drain_gone(uint64_t *dropped)
+{
+	struct ada_arena *a = ada_producer_arena();
+	uint64_t d[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+	*dropped = 0;
+	if (!a)
+		return false;
+	ada_arena_drop_totals(a, d);
+	*dropped = d[ADA_LANE_INDEX][ADA_DROP_DRAIN_LAG];
+	uint64_t dead = atomic_load_explicit(&producer_dead_beat, memory_order_relaxed);
+	return dead != 0 && dead == ada_arena_heartbeat(a) + 1;
+}
+
 void ada_producer_set_drain_timeout_ms(uint32_t ms)
 {
 	atomic_store_explicit(&producer_lag_ns, (uint64_t)ms * 1000000u, memory_order_relaxed);
@@ -238,7 +251,11 @@ static void producer_pause(void)
  * Until it moves, further full-ring events drop at once. */
 static bool producer_drain_lagging(struct ada_producer *p, uint64_t beat)
 {
-	atomic_store_explicit(&producer_dead_beat, beat + 1, memory_order_relaxed);
+	/* Stored only when it changes: every thread passes here for each
+	 * event while the recorder is gone, and a store each time would
+	 * bounce this line between their cores. */
+	if (atomic_load_explicit(&producer_dead_beat, memory_order_relaxed) != beat + 1)
+		atomic_store_explicit(&producer_dead_beat, beat + 1, memory_order_relaxed);
 	p->lagging = 1;
 	p->lag_beat = beat;
 	ring_slot_drop(p->arena, p->slot, ADA_LANE_INDEX, ADA_DROP_DRAIN_LAG);

@@ -512,6 +512,11 @@ int ada_shm_budget_open_dir(const char *dir, struct ada_shm_budget **out);
 /* How long a full ring waits for a drain whose heartbeat stands still
  * before it drops with ADA_DROP_DRAIN_LAG (default 2000 ms). */
 void ada_producer_set_drain_timeout_ms(uint32_t ms);
+/* Whether a thread of this process found the drain gone (its heartbeat
+ * stood still for the timeout) and it has not beaten since; *dropped gets
+ * the process's index events dropped for that so far (ADA_DROP_DRAIN_LAG).
+ * Not hook context (reads the arena's counters over every slot). */
+bool ada_producer_drain_gone(uint64_t *dropped);
 /* Detail lane of the calling thread (claims a slot on first use). Copies
  * (rec, len) into the detail ring, overwriting the oldest records when full
  * (each counted as ADA_DROP_DETAIL_OVERWRITTEN). Returns false when not

@@ -133,7 +133,7 @@ static void pd_build(const struct wal_thread *t, const struct pd_rec *rc, uint32
 
 static int pd_open_file(struct wal_thread *t, struct wal_tdetail *dt)
 {
-	int rc = wal_dfile_open(t->dir_fd, "detail.atf", t->tid, &dt->df);
+	int rc = wal_dfile_open(wal_thread_dir(t), "detail.atf", t->tid, &dt->df);
 	if (rc < 0)
 		return rc;
 	dt->files++;
@@ -339,8 +339,9 @@ void wal_detail_close(struct ada_recorder *r, struct wal_thread *t, uint32_t gen
 		return;
 	char to[64];
 	snprintf(to, sizeof(to), "detail.g%u.atf", gen);
-	if (renameat(t->dir_fd, "detail.atf", t->dir_fd, to) < 0)
-		unlinkat(t->dir_fd, "detail.atf", 0);
+	int dfd = wal_thread_dir(t);
+	if (renameat(dfd, "detail.atf", dfd, to) < 0)
+		unlinkat(dfd, "detail.atf", 0);
 }
 
 void wal_detail_free(struct wal_thread *t)

@@ -80,15 +80,34 @@ static void *drain_grow(void *arr, size_t *cap, size_t need, size_t elem)
 static void drain_sidecar(struct wal_thread *t, bool create)
 {
 	char text[96];
-	if (t->dir_fd < 0)
+	int dfd = wal_thread_dir(t);
+	if (dfd < 0)
 		return;
 	if (!create) {
-		unlinkat(t->dir_fd, ".ring_base", 0);
+		unlinkat(dfd, ".ring_base", 0);
 		return;
 	}
 	int n = snprintf(text, sizeof(text), "slot %u generation %u base %llu\n", t->slot,
 	                 t->slot_gen, (unsigned long long)t->ring_next);
-	ada_fs_replace(t->dir_fd, ".ring_base", text, (size_t)n, false);
+	ada_fs_replace(dfd, ".ring_base", text, (size_t)n, false);
+}
+
+int wal_thread_dir(struct wal_thread *t)
+{
+	if (t->dir_fd >= 0 || !t->has_dir || t->p->dir_fd < 0)
+		return t->dir_fd;
+	char name[32];
+	snprintf(name, sizeof(name), "thread_%u", t->seq);
+	if (ada_fs_open_dir(t->p->dir_fd, name, &t->dir_fd) < 0)
+		t->dir_fd = -1;
+	return t->dir_fd;
+}
+
+void wal_thread_dir_close(struct wal_thread *t)
+{
+	if (t->dir_fd >= 0)
+		close(t->dir_fd);
+	t->dir_fd = -1;
 }
 
 static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
@@ -105,7 +124,7 @@ static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 	    .segment_bytes = r->o.segment_bytes,
 	    .flush = r->o.flush,
 	};
-	return ada_wal_file_openat(r->io, t->dir_fd, "index.atf", path, &fo, &t->f);
+	return ada_wal_file_openat(r->io, wal_thread_dir(t), "index.atf", path, &fo, &t->f);
 }
 
 static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_proc *p,
@@ -145,24 +164,33 @@ static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_pr
 	int rc = p->dir_fd < 0                 ? -ENOENT
 	         : ada_wal_io_disk_full(r->io) ? -ENOSPC
 	                                       : ada_fs_mkdir(p->dir_fd, name, 0, &t->dir_fd);
-	if (rc == 0)
+	if (rc == 0) {
+		t->has_dir = true;
 		rc = drain_thread_file(r, t);
+	}
 	if (rc == -ELOOP || rc == -EPERM || rc == -EEXIST)
 		wal_note(r, p, "%s: %s; the events of this thread are counted lost", t->dir,
 		         rc == -ELOOP   ? "a symbolic link, not a directory of ada's"
 		         : rc == -EPERM ? "a directory of another user"
 		                        : "index.atf is already there (a planted file or link)");
 	if (rc < 0) {
+		if (!r->error && rc != -ENOSPC && rc != -ELOOP && rc != -EPERM && rc != -EEXIST)
+			wal_note(r, p,
+			         "%s: cannot make its index file (%s); its events, and those of "
+			         "every later thread that meets an error, are counted lost",
+			         t->dir, strerror(-rc));
 		if (!r->error && rc != -ENOSPC)
 			r->error = rc;
 		/* No file (disk full): leave no empty thread directory behind;
 		 * the thread's events are counted lost. */
 		drain_sidecar(t, false);
-		if (t->dir_fd >= 0)
+		if (t->has_dir)
 			unlinkat(p->dir_fd, name, AT_REMOVEDIR);
+		t->has_dir = false;
 		t->done = true;
 	}
 	wal_flight_thread_start(t);
+	wal_thread_dir_close(t);
 	return t;
 err:
 	free(t);
@@ -197,6 +225,7 @@ static void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 		drain_sidecar(t, false);
 	}
 	t->done = true;
+	wal_thread_dir_close(t);
 }
 
 /* The general loop: any piece of the clock per event (a batch that
@@ -361,14 +390,7 @@ static size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
 
 static uint64_t drain_disk_bytes(struct ada_recorder *r)
 {
-	uint64_t total = r->disk_closed + r->side_bytes;
-	for (size_t i = 0; i < r->nprocs; i++) {
-		struct wal_proc *p = r->procs[i];
-		for (size_t j = 0; j < p->nthreads; j++)
-			if (p->threads[j]->f)
-				total += ada_wal_file_disk_bytes(p->threads[j]->f);
-	}
-	return total;
+	return r->disk_closed + r->side_bytes + ada_wal_io_open_bytes(r->io);
 }
 
 /* Test hook for `ada recover`: ADA_TEST_KILL_AT=NAME makes the recorder
@@ -405,7 +427,8 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 	char to[64];
 	snprintf(to, sizeof(to), "index.g%u.atf", t->next_gen);
 	void *arr = drain_grow(t->gens, &t->capgens, t->ngens + 1, sizeof(*t->gens));
-	if (renameat(t->dir_fd, "index.atf", t->dir_fd, to) == 0 && arr) {
+	int dfd = wal_thread_dir(t);
+	if (renameat(dfd, "index.atf", dfd, to) == 0 && arr) {
 		drain_kill_point("rotate_renamed"); /* no index.atf until the next one */
 		t->gens = arr;
 		t->gens[t->ngens++] = (struct wal_gen){
@@ -420,10 +443,9 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 		t->next_gen++;
 		r->disk_closed += wal_round_block(s.bytes);
 	} else {
-		unlinkat(t->dir_fd, "index.atf",
-		         0); /* cannot keep it as a generation: retire it now */
+		unlinkat(dfd, "index.atf", 0); /* cannot keep it as a generation: retire it now */
 		snprintf(to, sizeof(to), "detail.g%u.atf", t->next_gen);
-		unlinkat(t->dir_fd, to, 0); /* and its detail file with it */
+		unlinkat(dfd, to, 0); /* and its detail file with it */
 		t->retired_events += s.events;
 		t->retired_bytes += s.bytes;
 		t->retired_gens++;
@@ -455,9 +477,12 @@ static bool drain_retire_oldest(struct ada_recorder *r)
 	struct wal_gen g = bt->gens[0];
 	char name[64];
 	snprintf(name, sizeof(name), "index.g%u.atf", g.g);
-	unlinkat(bt->dir_fd, name, 0);
+	int dfd = wal_thread_dir(bt);
+	unlinkat(dfd, name, 0);
 	snprintf(name, sizeof(name), "detail.g%u.atf", g.g);
-	unlinkat(bt->dir_fd, name, 0); /* its detail file goes with it, when there is one */
+	unlinkat(dfd, name, 0); /* its detail file goes with it, when there is one */
+	if (bt->f == NULL)
+		wal_thread_dir_close(bt); /* a live thread's is closed after its drain_slot() */
 	memmove(&bt->gens[0], &bt->gens[1], sizeof(g) * (bt->ngens - 1));
 	bt->ngens--;
 	bt->retired_events += g.events;
@@ -626,6 +651,7 @@ static size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s,
 	r->events_total += total;
 	if (total && t->f)
 		drain_enforce_budget(r, t);
+	wal_thread_dir_close(t);
 	return total;
 }
 

@@ -111,13 +111,16 @@ static json_t *man_thread(const struct wal_thread *t)
 	json_object_set_new(o, "thread", json_integer(t->seq));
 	json_object_set_new(o, "tid", json_integer(t->tid));
 	json_t *files = json_array();
-	char name[32];
+	char name[64];
+	/* Relative to pid_N (the drain keeps no thread_K descriptor open). */
+	int dfd = t->p->dir_fd;
 	for (size_t i = 0; i < t->ngens; i++) {
-		snprintf(name, sizeof(name), "index.g%u.atf", t->gens[i].g);
-		if (man_exists(t->dir_fd, name)) /* only files that exist */
+		snprintf(name, sizeof(name), "thread_%u/index.g%u.atf", t->seq, t->gens[i].g);
+		if (man_exists(dfd, name)) /* only files that exist */
 			json_array_append_new(files, man_gen(&t->gens[i]));
 	}
-	if (t->done && !t->f && man_exists(t->dir_fd, "index.atf")) {
+	snprintf(name, sizeof(name), "thread_%u/index.atf", t->seq);
+	if (t->done && !t->f && man_exists(dfd, name)) {
 		json_t *c = json_object();
 		char path[64];
 		snprintf(path, sizeof(path), "thread_%u/index.atf", t->seq);
@@ -334,7 +337,8 @@ static json_t *man_threads(const struct wal_proc *p, json_t *warn)
 	if (missing) {
 		char msg[160];
 		snprintf(msg, sizeof(msg),
-		         "%u thread%s left no files (disk full): their events are in lost_events",
+		         "%u thread%s left no files (disk full, or the error told above): their "
+		         "events are in lost_events",
 		         missing, missing == 1 ? "" : "s");
 		json_array_append_new(warn, json_string(msg));
 	}

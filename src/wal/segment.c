@@ -37,6 +37,11 @@
 #include "wal_internal.h"
 
 #define WAL_MIN_SEGMENT (64u * 1024u)
+/* The first segment of a file: small, so that 10 000 threads alive at once
+ * (most of them short of events) do not reserve 10 000 MiB of disk and of
+ * the --max-disk-mb budget between them; the steps double from there. */
+#define WAL_FIRST_SEGMENT (64u * 1024u)
+#define WAL_SECOND_END (1u << 20) /* the second segment fills up to 1 MiB */
 #ifndef RWF_DONTCACHE
 #define RWF_DONTCACHE 0x00000080 /* Linux 6.14+ (uapi linux/fs.h) */
 #endif
@@ -403,13 +408,18 @@ int wal_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 static int wal_grow(struct ada_wal_file *f, uint64_t need)
 {
 	while (f->alloc < need + ATF_FOOTER_SIZE) {
-		/* Segments double from 1 MiB up to --segment-mb, so the many
-		 * short-lived threads of a program do not each reserve 64 MiB. */
-		uint64_t step = f->alloc < (1u << 20) ? (1u << 20) : f->alloc;
+		/* 64 KiB, then up to 1 MiB, then doubling up to --segment-mb:
+		 * the many short-lived threads of a program do not each reserve
+		 * 64 MiB, nor 10 000 threads alive at once 1 MiB each; a file
+		 * past 64 KiB grows as it always did. */
+		uint64_t step = f->alloc < WAL_FIRST_SEGMENT ? WAL_FIRST_SEGMENT
+		                : f->alloc < WAL_SECOND_END  ? WAL_SECOND_END - f->alloc
+		                                             : f->alloc;
 		if (step > f->opts.segment_bytes)
 			step = f->opts.segment_bytes;
 		if (fallocate(f->fd, 0, (off_t)f->alloc, (off_t)step) == 0) {
 			f->alloc += step;
+			f->io->alloc_open += step;
 			f->segments++;
 			continue;
 		}
@@ -423,6 +433,7 @@ static int wal_grow(struct ada_wal_file *f, uint64_t need)
 		if (step < WAL_MIN_SEGMENT)
 			return err;
 		f->alloc += step;
+		f->io->alloc_open += step;
 		f->segments++;
 	}
 	return 0;
@@ -480,6 +491,7 @@ int ada_wal_file_openat(struct ada_wal_io *io, int dirfd, const char *name, cons
 	*out = f;
 	return 0;
 err_unlink:
+	io->alloc_open -= f->alloc;
 	if (r == -ENOSPC)
 		io->disk_full = true;
 	unlinkat(dirfd, name, 0);
@@ -517,7 +529,9 @@ size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index
 	if (need + ATF_FOOTER_SIZE > f->alloc) {
 		uint32_t seg = f->segments;
 		int r = wal_grow(f, need);
-		if (f->segments != seg && seg > 0)
+		/* One flush policy step per new segment (a big batch on a
+		 * small file can take two at once). */
+		for (uint32_t k = seg; seg > 0 && k < f->segments; k++)
 			wal_on_rotate(f);
 		if (r < 0) {
 			if (r == -ENOSPC)
@@ -598,6 +612,11 @@ uint64_t ada_wal_file_disk_bytes(const struct ada_wal_file *f)
 	return f->alloc;
 }
 
+uint64_t ada_wal_io_open_bytes(const struct ada_wal_io *io)
+{
+	return io->alloc_open;
+}
+
 uint64_t ada_wal_file_lost(const struct ada_wal_file *f)
 {
 	return f->lost;
@@ -612,6 +631,7 @@ static void wal_file_unlink_list(struct ada_wal_file *f)
 {
 	struct ada_wal_io *io = f->io;
 	wal_stage_unlink(f);
+	io->alloc_open -= f->alloc;
 	if (f->file_prev)
 		f->file_prev->file_next = f->file_next;
 	else

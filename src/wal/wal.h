@@ -231,6 +231,9 @@ uint64_t ada_wal_file_last_ts(const struct ada_wal_file *f);
 uint64_t ada_wal_file_events(const struct ada_wal_file *f);
 /* Bytes the file occupies now (allocation, header included). */
 uint64_t ada_wal_file_disk_bytes(const struct ada_wal_file *f);
+/* ada_wal_file_disk_bytes() summed over io's open files, kept as they grow
+ * and close (the drain asks after every batch: no walk of the files). */
+uint64_t ada_wal_io_open_bytes(const struct ada_wal_io *io);
 /* Events that could not be written (disk full or a write error). */
 uint64_t ada_wal_file_lost(const struct ada_wal_file *f);
 /* First error the file hit (0 when none). */

@@ -46,6 +46,7 @@ struct ada_wal_io {
 	struct wal_buf *free;
 	struct ada_wal_file *stage_head; /* files holding a staging buffer */
 	struct ada_wal_file *files;      /* every open file */
+	uint64_t alloc_open;             /* sum of their alloc (the disk budget's share) */
 	struct ada_lat_hist lat;
 	uint64_t bytes_written;
 };
@@ -168,7 +169,8 @@ struct wal_thread {
 	struct wal_proc *p;
 	uint32_t seq, tid, slot;
 	char *dir;              /* for messages; files are made relative to dir_fd */
-	int dir_fd;             /* thread_K, opened once (fs.h); -1 when there is none */
+	int dir_fd;             /* thread_K while in use (wal_thread_dir()), else -1 */
+	bool has_dir;           /* thread_K/ was made */
 	struct ada_wal_file *f; /* NULL once finalized */
 	uint64_t last_ts;       /* output timestamps never go back */
 	uint64_t pending;       /* ring events taken (staged or lost), not released */
@@ -197,6 +199,14 @@ struct wal_thread {
 	bool refused;            /* no thread_K/: over the thread-directory rate (arena_check.c) */
 	uint64_t detail_span_ns; /* what its detail ring held at the last tick (live view) */
 };
+
+/* thread_K/'s descriptor (fs.h, opened relative to pid_N), opened on
+ * first use and kept until wal_thread_dir_close(); -1 when the thread has
+ * no directory or it cannot be opened. The drain keeps no descriptor per
+ * thread between uses: 10 000 threads alive at once hold 10 000 index
+ * files open already, and RLIMIT_NOFILE is often not much more. */
+int wal_thread_dir(struct wal_thread *t);
+void wal_thread_dir_close(struct wal_thread *t);
 
 /* One traced process (one arena, one pid_N directory). */
 struct wal_proc {

@@ -125,7 +125,7 @@ recover)
 	[ -n "$PPID_T" ] && kill -KILL "$PPID_T"
 	S=$(ls -d "$OUT"/session_* | head -n 1); P=$(ls -d "$S"/pid_* | head -n 1)
 	# The kill can land between creating a thread's file and writing its
-	# header (segment.c fallocates 1 MiB first; detail_file.c creates it
+	# header (segment.c fallocates a first segment; detail_file.c creates it
 	# empty): such files must be repaired, not fail the recovery.
 	mkdir -m 700 "$P/thread_90" "$P/thread_91"
 	dd if=/dev/zero of="$P/thread_90/index.atf" bs=1M count=1 status=none

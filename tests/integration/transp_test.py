@@ -16,7 +16,8 @@ line. Cases:
              --thread-limit N): the program runs as without ada (no wait
              for ever) and the loss is counted
   exact      --calls FN=N: the trace has exactly N calls and returns of FN
-             and no index-lane drop (--record-opt passes ada record options)
+             and no index-lane drop or lost event (--record-opt passes ada
+             record options; --max-shm-mb bounds the shared memory's peak)
   nginx      Debian's nginx, master and one worker from a private prefix on
              a free port, serves 100 requests and stops on SIGQUIT; the
              session validates, ngx_http_process_request 100 times
@@ -29,6 +30,8 @@ line. Cases:
              signals as `env` or `time` would pass them
   noshebang  an executable text file without #! runs with /bin/sh
   program_exec  the manifest's program follows exec
+  recorder_killed  the recorder SIGKILLed half way: the program runs on to
+             the same output; agent.json counts the events dropped
   leftover   a background child left running: ada says so and finalizes
              (leftover_interrupt: after two SIGINTs to the group)
 A case whose Debian package is missing skips (exit 77) and says which.
@@ -53,12 +56,30 @@ class Fail(Exception):
 
 
 def run(cmd, env=None):
+    """Runs cmd in a session of its own: a run-away is killed with every
+    process it started (ada and its program), so nothing is left running."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                         start_new_session=True)
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                           timeout=TIMEOUT)
+        out, err = p.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
         raise Fail("run-away: %s did not finish in %d s" % (" ".join(cmd), TIMEOUT))
-    return p.returncode, p.stdout, p.stderr.decode(errors="replace")
+    return p.returncode, out, err.decode(errors="replace")
+
+
+def shm_cleanup(work):
+    """The arena directories named by the manifests under work, when a
+    failed run left them in /dev/shm (ada removes them itself otherwise)."""
+    for m in glob.glob(os.path.join(work, "*", "session_*", "pid_*", "manifest.json")):
+        try:
+            with open(m) as f:
+                d = json.load(f).get("arena_dir") or ""
+        except (OSError, ValueError):
+            continue
+        if os.path.dirname(d) == "/dev/shm" and os.path.basename(d).startswith("ada-"):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def record(ada, work, argv, opts=()):
@@ -175,12 +196,24 @@ def case_slots_full(args, work):
 
 
 def case_exact(args, work):
-    """--calls FN=N: exactly N calls and N returns of FN, no index drop."""
+    """--calls FN=N: exactly N calls and N returns of FN, no index drop and
+    no event lost on the way to disk; with --max-shm-mb, the session's
+    shared memory (its peak reservation) stayed within that."""
     fn, n = args.calls.split("=")
     session, _ = same_behaviour(args.ada, work, args.argv, args.record_opt)
     d = index_drops(session)
     if any(d.values()):
         raise Fail("index-lane drops: %r" % d)
+    for m in glob.glob(os.path.join(session, "pid_*", "manifest.json")):
+        with open(m) as f:
+            man = json.load(f)
+        if man.get("lost_events") or man.get("warnings"):
+            raise Fail("%s: lost_events %r, warnings %r" % (m, man.get("lost_events"),
+                                                             man.get("warnings")))
+        peak = man.get("shm", {}).get("peak_bytes", 0)
+        print("transp_test: shared memory at peak %.1f MiB" % (peak / 1048576.0))
+        if args.max_shm_mb and peak > args.max_shm_mb << 20:
+            raise Fail("shared memory peaked at %d bytes, over %d MiB" % (peak, args.max_shm_mb))
     got = dump_counts(args.ada, session, fn)
     if got != (int(n), int(n)):
         raise Fail("%s: want %s calls and returns, the trace has %r" % (fn, n, got))
@@ -622,6 +655,50 @@ def case_nohup(args, work):
         raise Fail("expected one recorded process; stderr:\n%s" % err)
 
 
+def case_recorder_killed(args, work):
+    """The recorder is SIGKILLed while the program's threads are half way
+    (t_manythreads busy N K GATE): the program goes on to the end with the
+    same output, its threads noticing the recorder gone once (a drain
+    timeout, not one per thread), and agent.json counts what was dropped.
+    The gate file lets the kill land while every thread still has K/2
+    calls to make; the program's end is the end of its stdout (ada, its
+    parent, is gone)."""
+    gate = os.path.join(work, "gate")
+    argv = args.argv + [gate]
+    with open(gate, "w"):
+        pass
+    rc0, out0, _ = run(argv)
+    os.unlink(gate)
+    out = os.path.join(work, "out")
+    p = subprocess.Popen([args.ada, "record", "--out", out, "--"] + argv,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        first = p.stdout.readline()
+        if first != b"half\n":
+            raise Fail("the program said %r, not half" % first)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=TIMEOUT)
+        with open(gate, "w"):
+            pass
+        # The program (reparented) still writes into the pipe: EOF when it ends.
+        rest, _ = finish(p, "the program did not end after the recorder was killed")
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if rc0 != 0 or first + rest != out0:
+        raise Fail("untraced: status %d, %r; under a killed recorder: %r" % (rc0, out0,
+                                                                            first + rest))
+    sessions = glob.glob(os.path.join(out, "session_*"))
+    if len(sessions) != 1:
+        raise Fail("expected one session under %s, found %r" % (out, sessions))
+    g = agent_json(sessions[0]).get("recorder_gone", {})  # written at the program's exit
+    if not g.get("noticed") or g.get("drain_lag_drops", 0) <= 0:
+        raise Fail("the recorder was killed half way, yet agent.json says %r" % g)
+    print("transp_test: the program ran on without its recorder: %r" % g)
+
+
 LEFTOVER = "trap '' INT; sleep 600 </dev/null >/dev/null 2>&1 & echo $!; %s"
 
 
@@ -735,7 +812,7 @@ CASES = {"sigdisp": case_sigdisp, "noshebang": case_noshebang,
          "leftover": case_leftover,
          "leftover_interrupt": lambda args, work: case_leftover(args, work, True),
          "nocfi": case_nocfi, "resync": case_resync, "slots_full": case_slots_full,
-         "exact": case_exact, "nginx": case_nginx,
+         "exact": case_exact, "nginx": case_nginx, "recorder_killed": case_recorder_killed,
          "greenlet": case_greenlet, "gevent": case_gevent,
          "node": case_node}
 
@@ -745,6 +822,7 @@ def main():
     ap.add_argument("--ada", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--calls", help="exact: FUNCTION=N")
+    ap.add_argument("--max-shm-mb", type=int, default=0, help="exact: the shm peak bound")
     ap.add_argument("--record-opt", action="append", default=[],
                     help="an option for ada record (repeat)")
     ap.add_argument("case", choices=sorted(CASES))
@@ -763,6 +841,7 @@ def main():
         print("transp_test(%s): SKIP: %s" % (args.case, e))
         return SKIP
     finally:
+        shm_cleanup(work)
         shutil.rmtree(work, ignore_errors=True)
     print("transp_test(%s): ok" % args.case)
     return 0
