@@ -214,8 +214,9 @@ static void agent_json_body(FILE *f)
 	fprintf(f,
 	        ",\n  \"untraced_calls\": {\"agent_work\": %" PRIu64 ", \"shadow_full\": %" PRIu64
 	        ", \"nested_signal\": %" PRIu64 ", \"unmatched_return\": %" PRIu64
-	        ", \"thread_exit\": %" PRIu64 "}",
-	        un[0], un[1], un[2], un[3], un[AGENT_UNTRACED_THREAD_EXIT]);
+	        ", \"thread_exit\": %" PRIu64 ", \"recorder_gone\": %" PRIu64 "}",
+	        un[0], un[1], un[2], un[3], un[AGENT_UNTRACED_THREAD_EXIT],
+	        un[AGENT_UNTRACED_RECORDER_GONE]);
 	fprintf(f,
 	        ",\n  \"unmatched_returns\": {\"returns\": %" PRIu64
 	        ", \"threads_stopped\": %" PRIu64 "}",

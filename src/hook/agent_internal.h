@@ -174,9 +174,11 @@ void agent_shadow_thread_exit(void);
  * returns, [5] such threads (shadow_resync); [6] stack switches by
  * copying, [7] frames they cut, whose returns are not traced
  * (shadow_switch_all); [8] calls of threads after their exit destructor
- * (glibc's teardown of the thread). */
+ * (glibc's teardown of the thread); [9] calls made while the thread found
+ * the recorder gone. */
 #define AGENT_UNTRACED_THREAD_EXIT 8
-#define AGENT_UNTRACED_COUNT 9
+#define AGENT_UNTRACED_RECORDER_GONE 9
+#define AGENT_UNTRACED_COUNT 10
 void agent_untraced_counts(uint64_t out[AGENT_UNTRACED_COUNT]);
 
 /* The calling thread's first traced call: registers its thread-exit

@@ -113,6 +113,10 @@ __attribute__((cold, noinline)) static void handlers_emit_slow(uint64_t fn_id, u
 	s->guard += claim;
 	ada_emit(fn_id, kind, depth);
 	s->guard -= claim;
+	if (ada_unlikely(ada_producer_tls.lagging) && !s->gone) {
+		s->gone = 1; /* the recorder is gone: untraced from here (shadow_internal.h) */
+		s->guard++;
+	}
 	handlers_fpu_restore(&f);
 }
 
@@ -513,10 +517,22 @@ __attribute__((cold, noinline)) static void handlers_enter_slow(struct ada_shado
 
 /* The agent's own work on this thread, or a thread no longer traced
  * (handlers_resync): not traced (counted). */
+/* A call of a thread that found the recorder gone: counted; now and
+ * then, whether the drain beats again (then tracing resumes). */
+static void handlers_gone_call(struct ada_shadow *s)
+{
+	if ((++s->gone_lost & 4095u) == 0 && ada_producer_drain_back()) {
+		s->gone = 0;
+		s->guard--;
+	}
+}
+
 __attribute__((cold, noinline)) static void handlers_enter_guarded(struct ada_shadow *s)
 {
 	if (s->exited)
 		handlers_count_exited();
+	else if (s->gone)
+		handlers_gone_call(s);
 	else if (s->stopped)
 		s->stopped_lost++;
 	else
@@ -1137,7 +1153,13 @@ void agent_guard_leave(void)
 
 void agent_shadow_after_fork(void)
 {
-	ada_shadow_tls.inherited = ada_shadow_tls.top;
+	struct ada_shadow *s = &ada_shadow_tls;
+	s->inherited = s->top;
+	if (s->gone) { /* the child has an arena and a drain of its own */
+		s->gone = 0;
+		s->guard--;
+	}
+	s->gone_lost = 0; /* the parent counts its own */
 }
 
 static void handlers_fold_counts(struct ada_shadow *s);
@@ -1187,8 +1209,10 @@ static void handlers_fold_counts(struct ada_shadow *s)
 	atomic_fetch_add_explicit(&handlers_untraced[5], s->stops, memory_order_relaxed);
 	atomic_fetch_add_explicit(&handlers_untraced[6], s->switches, memory_order_relaxed);
 	atomic_fetch_add_explicit(&handlers_untraced[7], s->switch_cut, memory_order_relaxed);
+	atomic_fetch_add_explicit(&handlers_untraced[AGENT_UNTRACED_RECORDER_GONE], s->gone_lost,
+	                          memory_order_relaxed);
 	s->suppressed = s->lost = s->side.lost = s->stopped_lost = s->resyncs = s->stops = 0;
-	s->switches = s->switch_cut = 0;
+	s->switches = s->switch_cut = s->gone_lost = 0;
 }
 
 void agent_untraced_counts(uint64_t out[AGENT_UNTRACED_COUNT])

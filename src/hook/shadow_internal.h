@@ -124,6 +124,14 @@ struct ada_shadow {
 	 * counted straight into the process's totals (untraced_calls.
 	 * thread_exit), the thread's own were folded already. */
 	uint32_t exited;
+	/* The thread found the recorder gone (its ring full, the drain's
+	 * heartbeat still for the timeout: ring.h, ada_producer.lagging):
+	 * the guard is raised, so its calls cost the guard test, not the
+	 * ring's slow path each; counted in gone_lost, and every 4096 of
+	 * them the heartbeat is looked at again (handlers_gone_call). The
+	 * returns of frames pushed before are still emitted (dropped). */
+	uint32_t gone;
+	uint64_t gone_lost;
 	uint64_t resyncs;      /* returns that could not be matched */
 	uint64_t stopped_lost; /* calls not traced since */
 	uint64_t stops;        /* 1 once stopped, until folded into the totals */

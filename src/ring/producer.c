@@ -81,6 +81,12 @@ bool ada_producer_drain_gone(uint64_t *dropped)
 	return dead != 0 && dead == ada_arena_heartbeat(a) + 1;
 }
 
+bool ada_producer_drain_back(void)
+{
+	const struct ada_producer *p = &ada_producer_tls;
+	return p->arena && ada_arena_heartbeat(p->arena) != p->lag_beat;
+}
+
 void ada_producer_set_drain_timeout_ms(uint32_t ms)
 {
 	atomic_store_explicit(&producer_lag_ns, (uint64_t)ms * 1000000u, memory_order_relaxed);

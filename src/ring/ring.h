@@ -517,6 +517,10 @@ void ada_producer_set_drain_timeout_ms(uint32_t ms);
  * the process's index events dropped for that so far (ADA_DROP_DRAIN_LAG).
  * Not hook context (reads the arena's counters over every slot). */
 bool ada_producer_drain_gone(uint64_t *dropped);
+/* Hook context: whether the drain the calling thread found gone
+ * (ada_producer.lagging) has beaten since (a recorder that was only
+ * stopped). Two loads. */
+bool ada_producer_drain_back(void);
 /* Detail lane of the calling thread (claims a slot on first use). Copies
  * (rec, len) into the detail ring, overwriting the oldest records when full
  * (each counted as ADA_DROP_DETAIL_OVERWRITTEN). Returns false when not
