@@ -124,11 +124,24 @@ static void status_detail(struct ada_arena *a)
 	}
 }
 
-static void status_live(const char *dir, struct ada_arena *a, struct status_tot *t)
+/* --detail triggered (the default, and what a manifest without a mode
+ * meant): a detail ring overwriting what no window wanted is not a drop. */
+static bool status_triggered(json_t *man)
+{
+	const char *m = json_string_value(json_object_get(json_object_get(man, "detail"), "mode"));
+	return !m || !strcmp(m, "triggered");
+}
+
+static void status_live(const char *dir, json_t *man, struct ada_arena *a, struct status_tot *t)
 {
 	struct ada_metrics *m = ada_arena_metrics(a);
 	uint64_t d[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT], by[ADA_DROP_REASON_COUNT];
+	uint64_t over = 0;
 	ada_arena_drop_totals(a, d);
+	if (status_triggered(man)) {
+		over = d[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
+		d[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN] = 0;
+	}
 	for (int k = 0; k < ADA_DROP_REASON_COUNT; k++) {
 		by[k] = d[0][k] + d[1][k];
 		t->drops[k] += by[k];
@@ -146,6 +159,10 @@ static void status_live(const char *dir, struct ada_arena *a, struct status_tot 
 	       (double)status_u64(&m->batch_latency_ns_p99) / 1e6,
 	       (unsigned long long)ada_arena_heartbeat(a));
 	status_detail(a);
+	if (over)
+		printf("  flight recorder: %llu older detail records overwritten in memory (not "
+		       "drops)\n",
+		       (unsigned long long)over);
 	for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
 		if (by[k])
 			printf("  drops %s: index %llu, detail %llu (%llu/s)\n",
@@ -236,7 +253,7 @@ static void status_recording(const char *dir, json_t *man, struct status_tot *t)
 	const char *arena = json_string_value(json_object_get(man, "arena"));
 	struct ada_arena *a = NULL;
 	if (arena && ada_arena_open(arena, &a) == 0) {
-		status_live(dir, a, t);
+		status_live(dir, man, a, t);
 		ada_arena_close(a);
 	} else {
 		printf("%s: recording, the process has ended and the recorder (pid %d) is "

@@ -82,8 +82,12 @@ static void record_usage(FILE *f)
 	    "                     excluded: see docs/hooks.md)\n"
 	    "  --detail MODE      the detail lane (registers and a stack snapshot per call\n"
 	    "                     and return): triggered (default: kept in memory, only\n"
-	    "                     trigger windows are written), always (everything is\n"
-	    "                     written) or never (index lane only, the fastest)\n"
+	    "                     trigger windows are written; the ring overwriting what\n"
+	    "                     no window wanted is counted apart, not as drops, and a\n"
+	    "                     window's records already overwritten are window_lost\n"
+	    "                     drops), always (everything is written; a record\n"
+	    "                     overwritten first is a detail_overwritten drop) or\n"
+	    "                     never (index lane only, the fastest)\n"
 	    "  --stack-bytes N    stack bytes captured per call, 0 to 512 (default 128)\n"
 	    "  --detail-mb N      detail ring per thread, in MiB (1 to 1024, rounded down\n"
 	    "                     to a power of two; default 1, or sized for the\n"
@@ -829,6 +833,26 @@ static void record_drop_reasons(const struct ada_record_summary *s, char *buf, s
 		memcpy(buf + used, ")", 2);
 }
 
+/* --detail triggered: what the flight recorder kept. Its rings overwriting
+ * what no window wanted is how it works, not a loss (the drops above
+ * count window_lost, what a window wanted and did not get). */
+static void record_print_flight(const struct ada_record_summary *s)
+{
+	uint64_t lost = s->drops_by[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST];
+	char why[96] = "";
+	if (lost)
+		snprintf(why, sizeof(why),
+		         ", %llu records windows wanted were already overwritten "
+		         "(window_lost drops)",
+		         (unsigned long long)lost);
+	fprintf(stderr,
+	        "ada: flight recorder: %llu window%s persisted, %llu detail records persisted, "
+	        "%llu older detail records overwritten in memory (not drops)%s\n",
+	        (unsigned long long)s->windows, s->windows == 1 ? "" : "s",
+	        (unsigned long long)s->detail_records, (unsigned long long)s->detail_overwritten,
+	        why);
+}
+
 void record_print_summary(const struct ada_record_summary *s, const char *dir)
 {
 	double rate = s->seconds > 0 ? (double)s->events / s->seconds : 0;
@@ -842,6 +866,8 @@ void record_print_summary(const struct ada_record_summary *s, const char *dir)
 	        s->processes == 1 ? "" : "es", s->seconds, (unsigned long long)s->drops, why,
 	        (unsigned long long)s->disk_bytes, (double)s->latency_p50_ns / 1e6,
 	        (double)s->latency_p99_ns / 1e6, s->abnormal ? ", program ended abnormally" : "");
+	if (s->detail_mode == ADA_DETAIL_TRIGGERED)
+		record_print_flight(s);
 	if (s->untraced_procs)
 		fprintf(stderr,
 		        "ada: %llu process%s ran untraced: the shared-memory ceiling of %.1f MiB "

@@ -46,7 +46,8 @@
 #define ADA_CACHELINE 64
 #define ADA_ARENA_MAGIC 0x414e455241414441ULL /* "ADAARENA" */
 #define ADA_ARENA_VERSION                                                                          \
-	5 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots */
+	6 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;             \
+	     6: window_lost */
 
 #define ada_likely(x) __builtin_expect(!!(x), 1)
 #define ada_unlikely(x) __builtin_expect(!!(x), 0)
@@ -66,10 +67,15 @@ enum ada_drop_reason {
 	/* Counted by the recorder: events of a thread refused a thread_K/
 	 * directory because its process exceeded the thread-directory rate. */
 	ADA_DROP_THREAD_LIMIT = 5,
-	ADA_DROP_REASON_COUNT = 6,
+	/* Counted by the recorder (--detail triggered): detail records a
+	 * trigger window wanted that its thread's ring had overwritten before
+	 * the drain could persist them (docs/internals.md, "What the detail
+	 * lane counts"). */
+	ADA_DROP_WINDOW_LOST = 6,
+	ADA_DROP_REASON_COUNT = 7,
 };
 /* "ring_full", "drain_lag", "detail_overwritten", "no_slot", "corrupt",
- * "thread_limit" (manifest keys); "?" out of range. */
+ * "thread_limit", "window_lost" (manifest keys); "?" out of range. */
 const char *ada_drop_reason_name(unsigned reason);
 enum ada_slot_state {
 	ADA_SLOT_FREE = 0,

@@ -160,9 +160,11 @@ void wal_drops_read(struct ada_recorder *r, struct wal_proc *p)
 	ada_arena_drop_totals(p->arena, d);
 	for (int l = 0; l < ADA_LANE_COUNT; l++)
 		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++) {
-			if (k == ADA_DROP_CORRUPT || k == ADA_DROP_THREAD_LIMIT)
+			if (k == ADA_DROP_CORRUPT || k == ADA_DROP_THREAD_LIMIT ||
+			    k == ADA_DROP_WINDOW_LOST)
 				continue; /* ours, not the arena's */
-			if (d[l][k] < p->drops[l][k] || d[l][k] - p->drops[l][k] > jump) {
+			uint64_t was = p->arena_drops[l][k];
+			if (d[l][k] < was || d[l][k] - was > jump) {
 				p->drops_bad = true;
 				wal_note(
 				    r, p,
@@ -171,21 +173,18 @@ void wal_drops_read(struct ada_recorder *r, struct wal_proc *p)
 				    "counts from then on are unknown; the manifest keeps the last "
 				    "plausible ones",
 				    (int)p->pid, ada_drop_reason_name((unsigned)k),
-				    (unsigned long long)d[l][k],
-				    (unsigned long long)p->drops[l][k]);
+				    (unsigned long long)d[l][k], (unsigned long long)was);
 				return;
 			}
 		}
-	memcpy(p->drops, d, sizeof(d));
+	memcpy(p->arena_drops, d, sizeof(d));
 	p->drops_read_ns = now;
 }
 
-void wal_drops_fold(struct wal_proc *p)
+void wal_drops_fold(const struct ada_recorder *r, struct wal_proc *p)
 {
-	for (int l = 0; l < ADA_LANE_COUNT; l++) {
-		p->drops[l][ADA_DROP_CORRUPT] = p->rec_drops[l][ADA_DROP_CORRUPT];
-		p->drops[l][ADA_DROP_THREAD_LIMIT] = p->rec_drops[l][ADA_DROP_THREAD_LIMIT];
-	}
+	wal_drops_account(p->arena_drops, p->rec_drops, r->o.detail_mode, p->drops,
+	                  &p->detail_overwritten);
 }
 
 /* ppid of pid from /proc/PID/stat (the field after the parenthesised

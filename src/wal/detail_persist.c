@@ -18,6 +18,16 @@
  * Invariant: records are decided in ring order and `hwm` (one past the
  * last decided link) only grows, so no record is persisted twice and the
  * detail file's index_seq strictly increases.
+ *
+ * Loss (--detail triggered, loss.c): records are decided in push order,
+ * so a look at the ring that still finds a decided record has missed
+ * nothing; one that finds none has missed the records its ring
+ * overwrote before anyone decided them: the ring's overwritten counter
+ * (the records before its oldest) less the records decided and the
+ * gaps counted before. The counter is read before and after the
+ * snapshot; when they differ (the producer overwrote meanwhile) the look
+ * is retried, at most PD_LOOKS times, then counted from the first read:
+ * low, and the next steady look counts the rest (wal_gap_count).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,11 +41,21 @@
 #include "ring.h"
 #include "wal_internal.h"
 
+#define PD_LOOKS 4 /* snapshots a window's look may take for a steady counter */
+
 struct wal_tdetail {
 	struct wal_dfile *df; /* detail.atf, NULL until the first record */
 	uint64_t from;        /* detail ring position to snapshot from */
 	uint64_t hwm;         /* records linked below this were decided */
 	uint64_t over_seen;   /* the slot's overwritten counter at the previous call */
+	uint64_t decided;     /* records decided (persisted or passed over), ever */
+	uint64_t last_ns;     /* timestamp of the last record decided (0: none yet) */
+	uint64_t stop_ns;     /* ... of the first one a call left undecided (0: none yet) */
+	uint64_t gap_counted; /* records found overwritten undecided (wal_gap_count) */
+	/* The last gap was counted from a moving counter: the next look may
+	 * find more of it (its bounds, for the windows' shares). */
+	bool gap_short;
+	uint64_t gap_lo, gap_hi;
 	/* Totals over the thread's life (manifest). */
 	uint64_t records, bytes, overwritten, unlinked, files;
 	int error;
@@ -202,22 +222,45 @@ static int pd_write(struct wal_thread *t, struct wal_tdetail *dt, const struct p
 	return 0;
 }
 
-/* The slot's overwritten-record counter, as a delta since the last call. */
-static uint64_t pd_overwritten(struct wal_thread *t, struct wal_tdetail *dt)
+/* The slot's overwritten-record counter. It starts at 0 with the slot's
+ * owner (ada_arena_slot_free zeroes it before the next one). */
+static uint64_t pd_counter(struct wal_thread *t)
 {
 	struct ada_slot_info si;
 	ada_arena_slot_info(t->p->arena, t->slot, &si);
-	uint64_t now = si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
-	/* The counter starts at 0 with the slot's owner (ada_arena_slot_free
-	 * zeroes it before the next one). */
+	return si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
+}
+
+/* The counter as a delta since the last call. */
+static uint64_t pd_overwritten(struct wal_tdetail *dt, uint64_t now)
+{
 	uint64_t d = now >= dt->over_seen ? now - dt->over_seen : 0;
 	dt->over_seen = now;
 	return d;
 }
 
-/* Walks the snapshot; returns true when every record in it was decided. */
+/* A snapshot from `from` and the counter that goes with it (*over: read
+ * before it; *steady: the same after it, so no record was overwritten
+ * during the look and *over counts exactly the records before it). */
+static int pd_look(struct ada_recorder *r, struct wal_thread *t, uint64_t from,
+                   struct ada_detail_snapshot *snap, uint64_t *over, bool *steady)
+{
+	int e = 0;
+	for (int i = 0; i < PD_LOOKS; i++) {
+		*over = pd_counter(t);
+		e = pd_snapshot(r, t, from, snap);
+		*steady = pd_counter(t) == *over;
+		if (e < 0 || *steady)
+			break;
+	}
+	return e;
+}
+
+/* Walks the snapshot; returns true when every record in it was decided.
+ * *in_ring: records in it that earlier calls decided. */
 static bool pd_walk(struct ada_recorder *r, struct wal_thread *t, struct wal_tdetail *dt,
-                    size_t len, uint64_t from_ns, uint64_t to_ns, struct wal_detail_stats *st)
+                    size_t len, uint64_t from_ns, uint64_t to_ns, struct wal_detail_stats *st,
+                    uint64_t *in_ring)
 {
 	size_t off = 0;
 	uint32_t rl;
@@ -229,8 +272,10 @@ static bool pd_walk(struct ada_recorder *r, struct wal_thread *t, struct wal_tde
 			st->unlinked++; /* malformed (the target wrote it): counted, skipped */
 			continue;
 		}
-		if (rc.link < dt->hwm)
+		if (rc.link < dt->hwm) {
+			(*in_ring)++;
 			continue; /* decided by an earlier call */
+		}
 		uint64_t ns = pd_to_ns(r, rc.raw_ts);
 		if (!st->oldest_ns)
 			st->oldest_ns = ns;
@@ -245,9 +290,11 @@ static bool pd_walk(struct ada_recorder *r, struct wal_thread *t, struct wal_tde
 		case PD_LATER:
 			st->deferred++;
 			all = false;
+			dt->stop_ns = ns;
 			continue;
 		case PD_STOP:
 			all = false;
+			dt->stop_ns = ns;
 			continue;
 		case PD_UNLINKED:
 			st->unlinked++;
@@ -262,8 +309,40 @@ static bool pd_walk(struct ada_recorder *r, struct wal_thread *t, struct wal_tde
 			break;
 		}
 		dt->hwm = rc.link + 1;
+		dt->decided++;
+		dt->last_ns = ns;
 	}
 	return all;
+}
+
+/* What this window's look found overwritten before anyone decided it
+ * (loss.c): between the first record left undecided before the look (or
+ * the thread's first event) and the oldest record the look still found. */
+static void pd_gap(const struct wal_thread *t, struct wal_tdetail *dt, uint64_t over,
+                   uint64_t in_ring, uint64_t decided, uint64_t lo_ns, bool steady,
+                   struct wal_detail_stats *st)
+{
+	uint64_t n = wal_gap_count(in_ring, over, decided, dt->gap_counted);
+	struct wal_gap g = {
+	    .records = n,
+	    .lo_ns = lo_ns ? lo_ns : t->first_ts,
+	    .hi_ns = st->oldest_ns ? st->oldest_ns : ada_boottime_ns(),
+	    .exact = steady,
+	};
+	if (dt->gap_short) { /* the rest of the last gap, maybe with a new one */
+		g.lo_ns = dt->gap_lo;
+		g.hi_ns = in_ring ? dt->gap_hi : g.hi_ns;
+		g.exact = false;
+	}
+	if (n == 0 && steady)
+		dt->gap_short = false;
+	if (n == 0)
+		return;
+	dt->gap_counted += n;
+	dt->gap_short = !steady;
+	dt->gap_lo = g.lo_ns;
+	dt->gap_hi = g.hi_ns;
+	st->gap = g;
 }
 
 int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,
@@ -283,14 +362,23 @@ int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t fr
 	 * is the oldest record the ring holds (the pre-roll achieved). */
 	bool all_time = from_ns == 0 && to_ns == UINT64_MAX;
 	struct ada_detail_snapshot snap;
-	int e = pd_snapshot(r, t, all_time ? dt->from : 0, &snap);
+	uint64_t over, in_ring = 0, decided = dt->decided;
+	/* The oldest a record no call decided can be: the gap's lower bound. */
+	uint64_t lo_ns = dt->stop_ns > dt->last_ns ? dt->stop_ns : dt->last_ns;
+	bool steady = true;
+	int e =
+	    all_time ? pd_snapshot(r, t, dt->from, &snap) : pd_look(r, t, 0, &snap, &over, &steady);
 	if (e == -ENODATA)
 		return 0; /* no detail ring in this arena (--detail never) */
 	if (e < 0)
 		return e;
-	st->overwritten = pd_overwritten(t, dt);
-	if (pd_walk(r, t, dt, snap.bytes, from_ns, to_ns, st))
+	if (all_time)
+		over = pd_counter(t); /* every overwrite a drop: no gap to find */
+	st->overwritten = pd_overwritten(dt, over);
+	if (pd_walk(r, t, dt, snap.bytes, from_ns, to_ns, st, &in_ring))
 		dt->from = snap.end;
+	if (!all_time)
+		pd_gap(t, dt, over, in_ring, decided, lo_ns, steady, st);
 	dt->records += st->records;
 	dt->bytes += st->bytes;
 	dt->overwritten += st->overwritten;
@@ -352,6 +440,21 @@ void wal_detail_free(struct wal_thread *t)
 	t->dt = NULL;
 }
 
+void wal_detail_sync_overwritten(struct wal_thread *t)
+{
+	if (t->dt && t->p->arena && !t->done)
+		t->dt->overwritten += pd_overwritten(t->dt, pd_counter(t));
+}
+
+uint64_t wal_detail_proc_records(const struct wal_proc *p)
+{
+	uint64_t n = 0;
+	for (size_t j = 0; j < p->nthreads; j++)
+		if (p->threads[j]->dt)
+			n += p->threads[j]->dt->records;
+	return n;
+}
+
 json_t *wal_detail_thread_json(const struct wal_thread *t)
 {
 	const struct wal_tdetail *dt = t->dt;
@@ -361,6 +464,7 @@ json_t *wal_detail_thread_json(const struct wal_thread *t)
 	json_object_set_new(o, "records", json_integer((json_int_t)dt->records));
 	json_object_set_new(o, "bytes", json_integer((json_int_t)dt->bytes));
 	json_object_set_new(o, "overwritten", json_integer((json_int_t)dt->overwritten));
+	json_object_set_new(o, "window_lost", json_integer((json_int_t)wal_flight_thread_lost(t)));
 	json_object_set_new(o, "unlinked", json_integer((json_int_t)dt->unlinked));
 	json_object_set_new(o, "files", json_integer((json_int_t)dt->files));
 	if (dt->error)

@@ -379,6 +379,8 @@ static size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
 			done += k; /* the first read was bad, the second one fine */
 			continue;
 		}
+		if (ada_unlikely(!t->first_ts)) /* the detail lane's lower bound (loss.c) */
+			t->first_ts = dst[0].timestamp_ns;
 		wal_flight_feed(t, dst, k); /* triggers judge the converted stream */
 		ada_wal_file_commit(t->f, k);
 		done += k;
@@ -1156,7 +1158,7 @@ static void drain_tick_proc(struct ada_recorder *r, struct wal_proc *p, double d
 {
 	struct ada_metrics *m = ada_arena_metrics(p->arena);
 	wal_drops_read(r, p); /* checked: p->drops */
-	wal_drops_fold(p);
+	wal_drops_fold(r, p);
 	drain_detail_spans(r, p);
 	uint64_t(*d)[ADA_DROP_REASON_COUNT] = p->drops;
 	uint64_t rate = (uint64_t)((double)(p->events - p->events_at_tick) / dt);

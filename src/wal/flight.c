@@ -34,6 +34,10 @@
 /* One window as one thread saw it. */
 struct wal_flight_tw {
 	uint64_t records, bytes, unlinked, overwritten;
+	/* Records of the window its ring overwrote before they were persisted
+	 * (loss.c); estimated when a gap crossed the window's edge. */
+	uint64_t lost;
+	bool lost_estimated;
 	uint64_t oldest_ns; /* oldest record its ring held at the first persist (0: empty) */
 	uint64_t newest_ns; /* newest record its ring held at the last persist */
 	uint32_t calls, errors;
@@ -143,6 +147,37 @@ static struct wal_flight_tw *flight_tw(struct wal_thread *t, size_t wi)
 	return &t->fw[wi];
 }
 
+/* A gap a look at t's ring found (records overwritten before anyone
+ * decided them): each window's share of it was wanted and is lost to it,
+ * a window_lost drop. Windows do not overlap (fires merge), so the
+ * shares add up to at most the gap. May grow t->fw. */
+static void flight_gap(struct ada_recorder *r, struct wal_thread *t, const struct wal_gap *g)
+{
+	uint64_t left = g->records;
+	for (size_t wi = 0; left && wi < ada_trigger_window_count(r->trig); wi++) {
+		const struct ada_trigger_window *w = ada_trigger_window_at(r->trig, wi);
+		bool est = false;
+		uint64_t n = wal_gap_share(g, w->from_ns, w->to_ns, &est);
+		struct wal_flight_tw *fw;
+		if (n > left)
+			n = left;
+		if (n == 0 || !(fw = flight_tw(t, wi)))
+			continue;
+		fw->lost += n;
+		fw->lost_estimated |= est;
+		left -= n;
+		t->p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST] += n;
+	}
+}
+
+uint64_t wal_flight_thread_lost(const struct wal_thread *t)
+{
+	uint64_t n = 0;
+	for (size_t wi = 0; wi < t->nfw; wi++)
+		n += t->fw[wi].lost;
+	return n;
+}
+
 /* Window wi's records still in t's ring. Threads whose file is final have
  * closed their detail file: whatever their ring still held stays out. */
 static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, size_t wi,
@@ -178,6 +213,8 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 		fw->oldest_ns = st.oldest_ns;
 	if (st.newest_ns > fw->newest_ns)
 		fw->newest_ns = st.newest_ns;
+	if (st.gap.records) /* last: it may move t->fw */
+		flight_gap(r, t, &st.gap);
 }
 
 static void flight_persist_proc(struct ada_recorder *r, struct wal_proc *p, bool all)
@@ -230,9 +267,12 @@ static void flight_persist(struct ada_recorder *r, uint64_t now)
 
 void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t)
 {
-	if (r->o.detail_mode != ADA_DETAIL_TRIGGERED || !r->trig || !t->p->arena)
+	if (!t->p->arena)
 		return;
-	WAL_GUARDED(t->p->arena, flight_thread_windows(r, t), (void)0);
+	if (r->o.detail_mode == ADA_DETAIL_TRIGGERED && r->trig)
+		WAL_GUARDED(t->p->arena, flight_thread_windows(r, t), (void)0);
+	/* Its ring's overwrites since the last look: the thread's count whole. */
+	WAL_GUARDED(t->p->arena, wal_detail_sync_overwritten(t), (void)0);
 }
 
 void wal_flight_after_pass(struct ada_recorder *r)
@@ -450,6 +490,9 @@ static json_t *flight_window_thread(const struct wal_thread *t, const struct wal
 	json_object_set_new(o, "records", json_integer((json_int_t)fw->records));
 	json_object_set_new(o, "bytes", json_integer((json_int_t)fw->bytes));
 	json_object_set_new(o, "unlinked", json_integer((json_int_t)fw->unlinked));
+	json_object_set_new(o, "window_lost", json_integer((json_int_t)fw->lost));
+	if (fw->lost_estimated)
+		json_object_set_new(o, "window_lost_estimated", json_true());
 	json_object_set_new(o, "errors", json_integer(fw->errors));
 	json_object_set_new(o, "copies", json_integer(fw->calls));
 	json_object_set_new(o, "copies_skipped", json_integer((json_int_t)fw->skipped));
@@ -473,14 +516,16 @@ static json_t *flight_window_thread(const struct wal_thread *t, const struct wal
 }
 
 static json_t *flight_window_threads(const struct wal_proc *p, size_t wi,
-                                     const struct ada_trigger_window *w, uint64_t *records)
+                                     const struct ada_trigger_window *w, uint64_t *records,
+                                     uint64_t *lost)
 {
 	json_t *a = json_array();
 	for (size_t j = 0; j < p->nthreads; j++) {
 		const struct wal_thread *t = p->threads[j];
-		if (wi >= t->nfw || !t->fw[wi].calls)
+		if (wi >= t->nfw || (!t->fw[wi].calls && !t->fw[wi].lost))
 			continue;
 		*records += t->fw[wi].records;
+		*lost += t->fw[wi].lost;
 		json_array_append_new(a, flight_window_thread(t, &t->fw[wi], w));
 	}
 	return a;
@@ -511,10 +556,11 @@ static json_t *flight_window(const struct ada_trigger_window *w, const struct wa
 	}
 	json_object_set_new(o, "pre_roll_ns", json_integer((json_int_t)(w->fire_ns - w->from_ns)));
 	json_object_set_new(o, "post_roll_ns", json_integer((json_int_t)(w->to_ns - w->fire_ns)));
-	uint64_t records = 0;
-	json_t *threads = flight_window_threads(p, wi, w, &records);
+	uint64_t records = 0, lost = 0;
+	json_t *threads = flight_window_threads(p, wi, w, &records, &lost);
 	json_object_set_new(o, "threads", threads);
 	json_object_set_new(o, "records", json_integer((json_int_t)records));
+	json_object_set_new(o, "window_lost", json_integer((json_int_t)lost));
 	json_object_set_new(o, "closed", json_boolean(w->closed));
 	return o;
 }

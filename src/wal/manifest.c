@@ -46,7 +46,7 @@ uint64_t wal_proc_drops(const struct wal_proc *p)
 static json_t *man_drops(struct ada_recorder *r, struct wal_proc *p)
 {
 	wal_drops_read(r, p);
-	wal_drops_fold(p);
+	wal_drops_fold(r, p);
 	json_t *o = json_object();
 	for (int l = 0; l < ADA_LANE_COUNT; l++) {
 		json_t *lane = json_object();
@@ -150,6 +150,20 @@ static json_t *man_thread(const struct wal_thread *t)
 	return o;
 }
 
+/* What the detail lane kept and lost (loss.c, docs/manifest.md): records
+ * persisted; overwritten, records the rings overwrote that no window
+ * wanted (--detail triggered: information, not drops; always: the
+ * detail_overwritten drops); window_lost, records windows wanted that
+ * the rings had overwritten (drops). Called after wal_drops_fold(). */
+static void man_detail_counts(json_t *o, const struct wal_proc *p)
+{
+	json_object_set_new(o, "records", json_integer((json_int_t)wal_detail_proc_records(p)));
+	json_object_set_new(o, "overwritten", json_integer((json_int_t)p->detail_overwritten));
+	json_object_set_new(
+	    o, "window_lost",
+	    json_integer((json_int_t)p->drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST]));
+}
+
 /* The flight recorder's detail lane as configured (docs/manifest.md). */
 static json_t *man_detail(const struct ada_recorder *r, const struct wal_proc *p)
 {
@@ -175,6 +189,7 @@ static json_t *man_detail(const struct ada_recorder *r, const struct wal_proc *p
 		json_object_set_new(set, "kind", json_string("all"));
 	}
 	json_object_set_new(o, "set", set);
+	man_detail_counts(o, p);
 	json_t *ks = wal_keysym_json(r, p);
 	if (ks)
 		json_object_set_new(o, "keysym", ks);
@@ -450,6 +465,8 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 		json_object_set_new(root, "end_time_ns",
 		                    json_integer((json_int_t)ada_boottime_ns()));
 	json_object_set_new(root, "ring", man_ring(p));
+	wal_drops_read(r, p); /* man_detail's counts as man_drops' */
+	wal_drops_fold(r, p);
 	json_object_set_new(root, "detail", man_detail(r, p));
 	json_object_set_new(root, "arena", json_string(p->arena_path));
 	json_object_set_new(root, "arena_dir", json_string(r->arena_dir));

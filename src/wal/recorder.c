@@ -294,7 +294,11 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->latency_p99_ns = ada_lat_hist_quantile(h, 0.99);
 	s->disk_full = ada_wal_io_disk_full(r->io);
 	s->processes = (uint32_t)r->nprocs;
+	s->detail_mode = r->o.detail_mode;
+	s->windows = r->trig ? ada_trigger_window_count(r->trig) : 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
+		s->detail_records += wal_detail_proc_records(r->procs[i]);
+		s->detail_overwritten += r->procs[i]->detail_overwritten;
 		s->drops += wal_proc_drops(r->procs[i]);
 		for (int l = 0; l < ADA_LANE_COUNT; l++)
 			for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)

@@ -856,6 +856,18 @@ static json_t *rec_crash_json(struct rec_ctx *c)
 	return o;
 }
 
+/* The detail mode the recorder wrote in the early manifest (its default,
+ * triggered, when it is not there). */
+static uint32_t rec_detail_mode(json_t *man)
+{
+	const char *m = json_string_value(json_object_get(json_object_get(man, "detail"), "mode"));
+	if (m && !strcmp(m, "always"))
+		return ADA_DETAIL_ALWAYS;
+	if (m && !strcmp(m, "never"))
+		return ADA_DETAIL_NEVER;
+	return ADA_DETAIL_TRIGGERED;
+}
+
 static void rec_fold_arena(struct rec_ctx *c, json_t *man)
 {
 	struct rec_arena_end e = {.state = ADA_PROC_RUNNING};
@@ -863,10 +875,14 @@ static void rec_fold_arena(struct rec_ctx *c, json_t *man)
 		WAL_GUARDED(c->arena, rec_read_end(c, &e), c->arena_bad = true);
 	if (c->arena_bad)
 		e = (struct rec_arena_end){.state = ADA_PROC_RUNNING};
-	for (int l = 0; l < ADA_LANE_COUNT; l++) {
-		e.d[l][ADA_DROP_CORRUPT] = l == ADA_LANE_INDEX ? c->corrupt : 0;
-		e.d[l][ADA_DROP_THREAD_LIMIT] = 0;
-	}
+	uint64_t rec[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT] = {{0}}, over;
+	rec[ADA_LANE_INDEX][ADA_DROP_CORRUPT] = c->corrupt;
+	/* Its windows died with the recorder (none is persisted here), so no
+	 * window_lost; detail_overwritten counts as the mode says (loss.c). */
+	wal_drops_account(e.d, rec, rec_detail_mode(man), e.d, &over);
+	json_t *detail = json_object_get(man, "detail");
+	if (json_is_object(detail))
+		json_object_set_new(detail, "overwritten", json_integer((json_int_t)over));
 	json_t *drops = json_object();
 	static const char *const lanes[ADA_LANE_COUNT] = {"index", "detail"};
 	for (int l = 0; l < ADA_LANE_COUNT; l++) {

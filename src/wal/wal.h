@@ -353,6 +353,12 @@ struct ada_record_summary {
 	uint64_t shm_ceiling, shm_peak, untraced_procs;
 	uint32_t shm_leftover;
 	uint64_t drops_by[2][8]; /* [lane][enum ada_drop_reason], summed */
+	/* The detail lane (docs/internals.md, "What the detail lane counts"):
+	 * the mode, the trigger windows, detail records persisted, and the
+	 * records the rings overwrote that no window wanted (--detail
+	 * triggered: not drops; window_lost in drops_by are the wanted ones). */
+	uint32_t detail_mode; /* enum ada_detail_mode */
+	uint64_t windows, detail_records, detail_overwritten;
 };
 
 /* Creates the session directory (with a suffix when the name is taken) and

@@ -173,6 +173,7 @@ struct wal_thread {
 	bool has_dir;           /* thread_K/ was made */
 	struct ada_wal_file *f; /* NULL once finalized */
 	uint64_t last_ts;       /* output timestamps never go back */
+	uint64_t first_ts;      /* of its first event (0: none yet; detail_persist.c) */
 	uint64_t pending;       /* ring events taken (staged or lost), not released */
 	uint64_t file_released; /* events of the current file released */
 	uint64_t lost_pending;  /* lost events among pending (always the last) */
@@ -233,7 +234,7 @@ struct wal_proc {
 	uint64_t drops_at_tick[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
 	uint32_t fill_max;
 	uint32_t fill_last; /* fill_max of the last completed tick (live view) */
-	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT]; /* last read from the arena */
+	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT]; /* as reported (wal_drops_fold) */
 	uint64_t side_bytes; /* files the drain does not write (budget.c) */
 	bool side_final;     /* finished and scanned: side_bytes is final */
 	/* flight.c */
@@ -241,13 +242,17 @@ struct wal_proc {
 	struct ada_symtab *syms; /* names for the triggers and the stacks at death */
 	uint64_t syms_at;        /* last (re)load, boottime ns */
 	json_t *crash;           /* manifest "crash" once it died of a signal */
-	/* The recorder's own counts (corrupt, thread_limit): never from the
+	/* The recorder's own counts (corrupt, thread_limit, window_lost): never from the
 	 * arena, whose counters the target could write. */
 	uint64_t rec_drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
-	uint8_t *slot_noted; /* max_threads: 1 once its quarantine was reported */
-	json_t *quarantine;  /* [{thread, tid, slot, reason, ...}] for the manifest */
-	json_t *warnings;    /* this process's sentences (with r->warnings) */
-	double dir_tokens;   /* thread-directory budget (token bucket) */
+	/* The arena's counters as last read (wal_drops_read); p->drops is
+	 * them with rec_drops, as reported (wal_drops_fold, loss.c). */
+	uint64_t arena_drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+	uint64_t detail_overwritten; /* not wanted by a window (loss.c): information */
+	uint8_t *slot_noted;         /* max_threads: 1 once its quarantine was reported */
+	json_t *quarantine;          /* [{thread, tid, slot, reason, ...}] for the manifest */
+	json_t *warnings;            /* this process's sentences (with r->warnings) */
+	double dir_tokens;           /* thread-directory budget (token bucket) */
 	uint64_t dir_tokens_ns;
 	uint32_t dirs_refused;
 	int arena_fd;                      /* -1: none; kept to check the file's size */
@@ -362,6 +367,41 @@ void wal_budget_overrun(struct ada_recorder *r);
 /* ---- the detail lane on the drain side (detail_file.c, detail_persist.c) ----
  * Threads: the drain thread only, like everything of a wal_thread. */
 
+/* ---- what the detail lane counts as lost (loss.c) ---- */
+
+/* The drops as reported: the arena's counters (arena) with the
+ * recorder's own reasons (corrupt, thread_limit, window_lost) from rec.
+ * With --detail triggered, detail_overwritten is not a drop (a flight
+ * recorder overwrites what no window wanted): out carries 0 for it and
+ * *overwritten the records overwritten that no window wanted (the
+ * arena's count less rec's window_lost). Otherwise *overwritten is the
+ * arena's count, which stays a drop. */
+void wal_drops_account(const uint64_t arena[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT],
+                       const uint64_t rec[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT],
+                       uint32_t detail_mode, uint64_t out[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT],
+                       uint64_t *overwritten);
+/* Detail records a thread's ring overwrote before the drain decided them
+ * (persisted or passed over) that no look counted yet, from one look at
+ * the ring: the ring's overwritten counter (the records before its
+ * oldest), decided_in_ring (records the look found that were decided
+ * before), decided (records decided, ever) and counted (the records
+ * earlier looks counted so). Exact when the counter is; one read low
+ * makes this one low and the next look's high by as much. */
+uint64_t wal_gap_count(uint64_t decided_in_ring, uint64_t overwritten, uint64_t decided,
+                       uint64_t counted);
+/* One such gap: how many records, and the times they lie between. */
+struct wal_gap {
+	uint64_t records;
+	uint64_t lo_ns; /* newer than this: the last record decided, or the thread's first event */
+	uint64_t hi_ns; /* older than this: the oldest record left in the ring (or now) */
+	bool exact;     /* records is exact (the ring's counter stood still around the look) */
+};
+/* How many of g's records window [from_ns, to_ns] wanted: all of them when
+ * the gap lies inside it, none when outside; across an edge, a share in
+ * proportion to the time inside (then *estimated is set, as when g is not
+ * exact). */
+uint64_t wal_gap_share(const struct wal_gap *g, uint64_t from_ns, uint64_t to_ns, bool *estimated);
+
 /* What one wal_detail_persist() call did (and saw). */
 struct wal_detail_stats {
 	uint64_t records;     /* detail events appended to detail.atf by this call */
@@ -375,6 +415,8 @@ struct wal_detail_stats {
 	                         disk, or not matching the record): counted, never silent */
 	uint64_t deferred;    /* records in the window whose index event the drain has not
 	                         taken yet: left for a later call */
+	struct wal_gap gap;   /* records overwritten before any call decided them, found by
+	                         this call (a window's wal_gap_share of it is window_lost) */
 };
 
 /* Persists, from thread t's detail ring, every record with
@@ -402,6 +444,11 @@ int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t 
 void wal_detail_close(struct ada_recorder *r, struct wal_thread *t, uint32_t gen);
 /* Frees t's detail state (after wal_detail_close). */
 void wal_detail_free(struct wal_thread *t);
+/* Adds what t's ring overwrote since the last call to its count (the
+ * manifest's threads[].detail.overwritten), before its file ends. */
+void wal_detail_sync_overwritten(struct wal_thread *t);
+/* Detail records persisted, every thread of p. */
+uint64_t wal_detail_proc_records(const struct wal_proc *p);
 /* Per-thread totals for the manifest (NULL when the thread never used it). */
 json_t *wal_detail_thread_json(const struct wal_thread *t);
 
@@ -481,8 +528,9 @@ void wal_guard_pop(struct wal_guard *g);
  * says so. */
 void wal_drops_read(struct ada_recorder *r, struct wal_proc *p);
 uint64_t wal_now_ns(void); /* CLOCK_MONOTONIC */
-/* Folds the recorder-counted reasons into p->drops (after the arena's). */
-void wal_drops_fold(struct wal_proc *p);
+/* p->drops as reported: the arena's with the recorder-counted reasons,
+ * detail_overwritten per the detail mode (wal_drops_account). */
+void wal_drops_fold(const struct ada_recorder *r, struct wal_proc *p);
 /* Whether the arena of pid may be recorded: 1 alive and a descendant of
  * this process (or reaped by us), 0 gone already (drain once, never wait
  * for it), -1 alive and not ours (ignore it; a sentence in why). */
@@ -532,6 +580,8 @@ void wal_flight_after_pass(struct ada_recorder *r);
 void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t);
 void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p);
 void wal_flight_manifest(json_t *root, struct ada_recorder *r, struct wal_proc *p);
+/* Records of t the windows wanted and its ring had overwritten (window_lost). */
+uint64_t wal_flight_thread_lost(const struct wal_thread *t);
 static inline void wal_flight_feed(struct wal_thread *t, const struct atf_index_event *ev, size_t n)
 {
 	if (t->trig)

@@ -977,6 +977,20 @@ FLIGHT = {
     # are counted (manifest, summary line). 16 MiB index ring: never full.
     "always_overwrite": ("stoprec", ["--detail", "always", "--detail-mb", "1",
                                      "--ring-mb", "16"], 0),
+    # --detail triggered with a 1 MiB ring that the busy loop before
+    # rare_event fills many times over (some 78 000 records): overwriting
+    # what no window wanted is the flight recorder working, not a drop. A
+    # window of exactly the fire: the calls after rare_event (busy(200),
+    # about 0.6 MiB of records) cannot push its record out of the ring
+    # however late the drain looks.
+    "triggered_overwrite": ("symbol", ["--detail-mb", "1", "--pre-roll-sec", "0",
+                                       "--post-roll-sec", "0", "--trigger",
+                                       "symbol=rare_event"], 0),
+    # The same ring, and a window of the whole run (an hour either side):
+    # every record the ring overwrote before the drain could persist it
+    # was wanted: window_lost drops.
+    "window_lost": ("symbol", ["--detail-mb", "1", "--pre-roll-sec", "3600",
+                               "--post-roll-sec", "3600", "--trigger", "symbol=rare_event"], 0),
     # Signals (agent_crash.c): sysv_signal's one-shot handler, bsd_signal,
     # abort() after a SIGABRT handler returned, a handler without SA_ONSTACK.
     "signal_sysv": ("sysv", ["--pre-roll-sec", "1", "--trigger", "crash"], 139),
@@ -1138,6 +1152,104 @@ def check_args(rep, det, fn, want):
     got = {k: regs.get(k) for k in want}
     rep.check(d is not None and got == want, "%s's CALL in detail.atf should carry the "
               "arguments %r: %r" % (fn, want, got if d else "no detail record"))
+
+
+def flight_summary(err):
+    return [l for l in err.decode(errors="replace").splitlines()
+            if l.startswith("ada: recorded") or l.startswith("ada: flight recorder:")]
+
+
+def flight_detail_counts(m):
+    """(drops by reason summed over lanes, manifest detail, the threads'
+    ring counters of overwritten records, their window_lost)."""
+    drops = {}
+    for lane in m.get("drops", {}).values():
+        for k, v in lane.items():
+            drops[k] = drops.get(k, 0) + v
+    threads = [t.get("detail", {}) for t in m.get("threads", [])]
+    return (drops, m.get("detail", {}), sum(t.get("overwritten", 0) for t in threads),
+            sum(t.get("window_lost", 0) for t in threads))
+
+
+def flight_triggered_overwrite(rep, ada, pid_dir, m, events, err):
+    """--detail triggered, a ring overfilled before the fire: 0 drops; the
+    overwritten records counted apart (manifest, summary line); the
+    window of the fire persisted whole."""
+    drops, det, ring_over, lost = flight_detail_counts(m)
+    rep.check(sum(drops.values()) == 0, "overwriting what no window wanted is no drop: %r"
+              % drops)
+    rep.check(ring_over > 70000 and det.get("overwritten") == ring_over
+              and det.get("window_lost") == 0 and lost == 0,
+              "the 1 MiB ring overwrote some 78 000 records, none a window wanted: detail %r, "
+              "threads' rings %d, window_lost %d" % (
+                  {k: v for k, v in det.items() if k != "keysym"}, ring_over, lost))
+    w = check_one_window(rep, ada, pid_dir, m, "symbol=rare_event", "rare_event")
+    if not w:
+        return
+    at_fire = [e for e in events if e.get("kind") in ("call", "return")
+               and w["from_ns"] <= e["ts"] <= w["to_ns"]]
+    det_ev = check_window_detail(rep, pid_dir, events, m)
+    check_args(rep, det_ev, "rare_event", {"rdi": "0x7"})
+    rep.check(w.get("records") == len(at_fire) == len(det_ev) == det.get("records")
+              and w.get("window_lost") == 0,
+              "the window of the fire should hold its %d events' records and lose none: "
+              "window %r, %d in detail.atf, manifest %r" % (
+                  len(at_fire), {k: v for k, v in w.items() if k != "threads"}, len(det_ev),
+                  det.get("records")))
+    want = ("ada: flight recorder: 1 window persisted, %d detail records persisted, %d older "
+            "detail records overwritten in memory (not drops)" % (len(at_fire), ring_over))
+    summary = flight_summary(err)
+    rep.check(any(l.startswith("ada: recorded") and ", drops 0," in l for l in summary)
+              and want in summary,
+              "the summary should say drops 0 and %r: %r" % (want, summary))
+
+
+def flight_window_lost(rep, ada, work, prog, pid_dir, m, events, err):
+    """A window of the whole run on a ring that held a fraction of it: what
+    the ring overwrote before the drain persisted it is window_lost (per
+    thread and window, a drop reason, the summary), the pre-roll achieved
+    is short, and persisted + lost are every record the program made (an
+    --detail always run with a ring that holds them all says how many)."""
+    drops, det, ring_over, lost = flight_detail_counts(m)
+    wins = flight_windows(m)
+    w = wins[0] if len(wins) == 1 else {}
+    rep.check(len(wins) == 1, "expected one window: %r" % wins)
+    wt = w.get("threads", [])
+    rep.check(lost > 0 and drops.get("window_lost") == lost == det.get("window_lost")
+              == w.get("window_lost") == sum(t.get("window_lost", 0) for t in wt)
+              and drops.get("detail_overwritten") == 0
+              and sum(drops.values()) == lost,
+              "window_lost should be counted alike everywhere: drops %r, detail %r, threads "
+              "%d, window %r" % (drops, {k: v for k, v in det.items() if k != "keysym"}, lost,
+                                 {k: v for k, v in w.items() if k != "threads"}))
+    rep.check(ring_over == lost + det.get("overwritten", -1),
+              "the rings' overwritten records (%d) are window_lost (%d) and the rest (%r)" % (
+                  ring_over, lost, det.get("overwritten")))
+    rep.check(wt and all(t.get("pre_achieved_ns") is not None
+                         and t["pre_achieved_ns"] < w.get("pre_roll_ns", 0) for t in wt),
+              "the pre-roll achieved should say what the ring still held: %r" % wt)
+    summary = flight_summary(err)
+    rep.check(any(l.startswith("ada: recorded") and "drops %d (window_lost %d)" % (lost, lost)
+                  in l for l in summary) and
+              any(l.startswith("ada: flight recorder:") and
+                  "%d records windows wanted were already overwritten" % lost in l
+                  for l in summary),
+              "the summary should count window_lost %d: %r" % (lost, summary))
+    # Every record the program made, from a run that keeps them all.
+    out_dir = os.path.join(work, "out_always")
+    cmd, rc, out, e2 = ada.record(out_dir, [prog, "symbol"], dict(os.environ),
+                                  ["--detail", "always", "--detail-mb", "64"])
+    session = find_session(out_dir, e2, rep)
+    pid2, m2 = flight_manifest(rep, session)
+    d2, det2, over2, _ = flight_detail_counts(m2)
+    rep.check(rc == 0 and over2 == 0 and sum(d2.values()) == 0,
+              "the --detail always run should keep everything: rc %d, drops %r" % (rc, d2))
+    rep.note("persisted %r, window_lost %d (estimated: %r), always %r" % (
+        det.get("records"), lost, any(t.get("window_lost_estimated") for t in wt),
+        det2.get("records")))
+    rep.check(det.get("records", 0) + lost == det2.get("records"),
+              "persisted %r + window_lost %d should be every record the program made (%r "
+              "with --detail always)" % (det.get("records"), lost, det2.get("records")))
 
 
 def flight_bad(ada, work, rep, prog):
@@ -1336,6 +1448,10 @@ def cmd_flight(args, ada, work, rep):
         rep.check(any("detail_overwritten %d" % over in l for l in summary),
                   "the summary line should count detail_overwritten %d: %r" % (over, summary))
         rep.check(not flight_windows(m), "--detail always makes no windows")
+    elif args.scenario == "triggered_overwrite":
+        flight_triggered_overwrite(rep, ada, pid_dir, m, events, err)
+    elif args.scenario == "window_lost":
+        flight_window_lost(rep, ada, work, prog, pid_dir, m, events, err)
     elif args.scenario == "latency":
         w = check_one_window(rep, ada, pid_dir, m, "p99=function:work>50ms", "work")
         if w:
