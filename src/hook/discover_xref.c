@@ -180,7 +180,8 @@ int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
 		return err > 0 ? 0 : err;
 	err = xref_decode_suspects(base, st, &mp, &t);
 	if (!err) {
-		qsort(t.v, t.n, sizeof(*t.v), xref_cmp);
+		if (t.n) /* qsort(NULL, 0, ...) is undefined */
+			qsort(t.v, t.n, sizeof(*t.v), xref_cmp);
 		for (size_t i = 0; i < st->count; i++) {
 			uint64_t a = base + st->fns[i].offset;
 			if (st->fns[i].status == ADA_HOOK_OK &&
