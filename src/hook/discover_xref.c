@@ -126,6 +126,10 @@ static int xref_map_build(uint64_t base, const struct ada_hook_symtab *st,
  * branch into a patch? Reads every position as if it began a rel8 or
  * rel32 jmp/jcc/call/loop: a superset of the real instructions (like the
  * arch layer's pre-check), so "no" is a proof and "yes" needs a decode. */
+static const uint8_t xref_first[256] = {
+    [0x70 ... 0x7f] = 1, [0xe0 ... 0xe3] = 1, [0xeb] = 1, [0xe8] = 1, [0xe9] = 1, [0x0f] = 1,
+};
+
 static bool xref_suspect(const uint8_t *code, uint64_t addr, uint64_t size,
                          const struct xref_map *mp)
 {
@@ -133,6 +137,8 @@ static bool xref_suspect(const uint8_t *code, uint64_t addr, uint64_t size,
 		uint8_t o = code[p];
 		uint64_t t;
 		int32_t d;
+		if (!xref_first[o]) /* most bytes: one table load rejects them */
+			continue;
 		if ((o == 0xeb || (o >= 0x70 && o <= 0x7f) || (o >= 0xe0 && o <= 0xe3)) &&
 		    p + 2 <= size) {
 			t = addr + p + 2 + (uint64_t)(int64_t)(int8_t)code[p + 1];

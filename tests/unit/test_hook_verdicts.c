@@ -11,7 +11,8 @@
  * segments as the agent passes them, so switch tables are read. Against
  * plain hook_arch_prepare() (no tables) the only verdicts allowed to
  * differ are jump_table -> hooked (or branch_into_patch); how many move
- * is printed.
+ * is printed. test_prologue_kinds: the same on hand-assembled prologues
+ * the table classifies or leaves to capstone.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -219,9 +220,54 @@ static void test_same_verdicts(void **state)
 	}
 }
 
+/* Hand-assembled prologues the prologue classifies from the length table
+ * (direct branches, [rip + disp32] operands, lea r64) or leaves to
+ * capstone (prefixed or 0F-map rip operands, whose disp offset capstone 4
+ * does not report: unrelocatable): the same verdict and plan either way,
+ * and the expected relocation kind of the first instruction. */
+static void test_prologue_kinds(void **state)
+{
+	(void)state;
+	static const struct {
+		uint8_t code[16];
+		int status, kind;
+	} cases[] = {
+	    {{0xe8, 0x10, 0, 0, 0, 0x90}, ADA_HOOK_OK, X86_RELOC_CALL},
+	    {{0xe9, 0x10, 0, 0, 0, 0x90}, ADA_HOOK_OK, X86_RELOC_JMP},
+	    {{0x74, 0x10, 0x90, 0x90, 0x90, 0x90}, ADA_HOOK_OK, X86_RELOC_JCC},
+	    {{0x0f, 0x85, 0x10, 0, 0, 0, 0x90}, ADA_HOOK_OK, X86_RELOC_JCC},
+	    {{0x48, 0x8b, 0x05, 0x10, 0, 0, 0}, ADA_HOOK_OK, X86_RELOC_RIP},     /* mov rax,[rip] */
+	    {{0x4c, 0x8d, 0x3d, 0x10, 0, 0, 0}, ADA_HOOK_OK, X86_RELOC_RIP_LEA}, /* lea r15,[rip] */
+	    {{0x8d, 0x05, 0x10, 0, 0, 0}, ADA_HOOK_OK, X86_RELOC_RIP},           /* lea eax,[rip] */
+	    {{0x83, 0x3d, 0x10, 0, 0, 0, 0x01}, ADA_HOOK_OK, X86_RELOC_RIP},     /* cmp [rip],1 */
+	    {{0x66, 0x83, 0x3d, 0x10, 0, 0, 0, 0x00}, ADA_SKIP_UNRELOCATABLE, -1}, /* capstone 4 */
+	    {{0x66, 0x0f, 0x6f, 0x05, 0x10, 0, 0, 0}, ADA_SKIP_UNRELOCATABLE, -1}, /* movdqa */
+	    {{0xff, 0x15, 0x10, 0, 0, 0, 0x90}, ADA_HOOK_OK, X86_RELOC_CALL_RIP},  /* capstone */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint8_t code[64] = {0};
+		memcpy(code, cases[i].code, sizeof(cases[i].code));
+		for (size_t k = sizeof(cases[i].code); k < sizeof(code); k++)
+			code[k] = 0xc3; /* ret: nothing branches back */
+		struct hook_arch_plan fast, slow;
+		uint64_t a = (uint64_t)(uintptr_t)code;
+		x86_use_fast_len = 0;
+		int rs = hook_arch_prepare(code, a, sizeof(code), &slow);
+		x86_use_fast_len = 1;
+		int rf = hook_arch_prepare(code, a, sizeof(code), &fast);
+		assert_int_equal(rs, cases[i].status);
+		assert_int_equal(rf, rs);
+		assert_int_equal(fast.patch_len, slow.patch_len);
+		assert_true(same_insns(&fast, &slow));
+		if (cases[i].kind >= 0)
+			assert_int_equal(fast.insns[0].kind, cases[i].kind);
+	}
+}
+
 int main(void)
 {
 	elf_version(EV_CURRENT);
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_same_verdicts)};
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_prologue_kinds),
+	                                   cmocka_unit_test(test_same_verdicts)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

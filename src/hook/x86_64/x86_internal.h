@@ -67,6 +67,7 @@ struct x86_len_info {
 	uint8_t rel;
 	uint8_t riprel;        /* has a [rip + disp32] operand */
 	uint8_t indirect_call; /* FF /2: call r/m */
+	const uint8_t *disp;   /* riprel: where its disp32 starts */
 };
 size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li);
 /* 1 (default): the sweeps use x86_fast_len before capstone; tests set 0

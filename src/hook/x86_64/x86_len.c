@@ -3,7 +3,8 @@
  *
  * Role: the body sweeps of hook_arch_prepare() and the cross-function
  * branch sweep only need each instruction's length and, for direct
- * branches, the target. Capstone costs 100-300 ns per instruction (it
+ * branches, the target; the prologue also where a rip-relative disp32
+ * sits (li->disp). Capstone costs 100-300 ns per instruction (it
  * always formats the text); this table walk costs a few ns. It is a
  * WHITELIST: it answers only for encodings it knows exactly (legacy
  * one- and two-byte maps, 0F38/0F3A, VEX and EVEX with their ModRM/SIB/
@@ -183,6 +184,7 @@ static size_t len_modrm(const uint8_t *m, size_t left, struct x86_len_info *li)
 	} else if (mod == 0 && rm == 5) {
 		n += 4; /* rip + disp32 */
 		li->riprel = 1;
+		li->disp = m + 1;
 	}
 	n += mod == 1 ? 1 : mod == 2 ? 4 : 0;
 	return n <= left ? n : 0;
@@ -341,6 +343,7 @@ size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li)
 	size_t p = 0;
 	int opsize16 = 0, rep = 0, rexw = 0;
 	li->rel = li->riprel = li->indirect_call = 0;
+	li->disp = NULL;
 	for (; p < left && p < 4; p++) { /* legacy prefixes we accept */
 		if (b[p] == 0x66)
 			opsize16 = 1;

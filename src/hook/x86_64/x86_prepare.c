@@ -262,6 +262,70 @@ static size_t plan_fast_len(const uint8_t *b, size_t left)
 	return n <= left ? n : 0;
 }
 
+/* Target of a direct branch of n bytes at pc whose last rel bytes hold
+ * its displacement. */
+static uint64_t plan_rel_target(const uint8_t *p, size_t n, uint64_t pc, unsigned rel)
+{
+	int32_t d32;
+	int64_t d = (int8_t)p[n - 1];
+	if (rel == 4) {
+		memcpy(&d32, p + n - 4, 4);
+		d = d32;
+	}
+	return pc + n + (uint64_t)d;
+}
+
+/* The relocation case of a displaced instruction x86_fast_len() knew
+ * (n bytes at p, at fn + offset, not an indirect call), from its bytes,
+ * as plan_insn() gets it from capstone (test_hook_verdicts.c compares
+ * whole plans): a direct branch (never prefixed: the table declines
+ * those), a [rip + disp32] operand, or plain (copied as is). Returns 1
+ * to leave a rip-relative operand with a legacy prefix or outside the
+ * one-byte map to capstone: capstone 4 reports no disp offset for some
+ * (movdqa xmm, [rip+x]; cmp word [rip+x], imm8), which plan_insn() calls
+ * unrelocatable, and the verdicts stay capstone's. */
+/* An opcode byte of the one-byte map: not a legacy prefix, 0F, or VEX/EVEX. */
+static int plan_map1_plain(uint8_t op)
+{
+	return op != 0x0f && op != 0x66 && op != 0x67 && op != 0xf2 && op != 0xf3 && op != 0x26 &&
+	       op != 0x2e && op != 0x36 && op != 0x3e && op != 0x64 && op != 0x65 && op != 0xf0 &&
+	       op != 0xc4 && op != 0xc5 && op != 0x62;
+}
+
+static int plan_fast_insn(const uint8_t *p, size_t n, const struct x86_len_info *li, uint64_t fn,
+                          uint8_t offset, struct hook_arch_insn *in)
+{
+	uint64_t pc = fn + offset;
+	*in = (struct hook_arch_insn){.offset = offset, .len = (uint8_t)n, .kind = X86_RELOC_PLAIN};
+	if (li->rel) {
+		in->target = plan_rel_target(p, n, pc, li->rel);
+		if (p[0] == 0xe8)
+			in->kind = X86_RELOC_CALL;
+		else if (p[0] == 0xe9 || p[0] == 0xeb)
+			in->kind = X86_RELOC_JMP;
+		else /* 70+cc rel8, 0F 80+cc rel32 */
+			in->kind = X86_RELOC_JCC, in->cc = p[p[0] == 0x0f] & 0x0f;
+		return 0;
+	}
+	if (!li->riprel)
+		return 0;
+	size_t k = 0, rex = 0; /* REX, then the opcode */
+	if ((p[0] & 0xf0) == 0x40)
+		rex = p[k++];
+	if (!plan_map1_plain(p[k]))
+		return 1;
+	int32_t disp;
+	memcpy(&disp, li->disp, 4);
+	in->disp_off = (uint8_t)(li->disp - p);
+	in->target = pc + n + (uint64_t)(int64_t)disp;
+	in->kind = X86_RELOC_RIP;
+	if (p[k] == 0x8d && (rex & 0x08)) { /* lea r64, [rip + disp32] */
+		in->kind = X86_RELOC_RIP_LEA;
+		in->reg = (uint8_t)((((rex >> 2) & 1) << 3) | ((li->disp[-1] >> 3) & 7));
+	}
+	return 0;
+}
+
 /* Decodes whole instructions until >= PATCH_MIN bytes are covered. */
 static enum ada_hook_skip plan_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
                                         cs_insn *ci, struct hook_arch_plan *plan)
@@ -273,40 +337,42 @@ static enum ada_hook_skip plan_prologue(const uint8_t *code, uint64_t addr, uint
 	while (plan->patch_len < PATCH_MIN) {
 		if (plan->insn_count == HOOK_ARCH_MAX_INSNS)
 			return ADA_SKIP_UNRELOCATABLE;
+		struct hook_arch_insn *in = &plan->insns[plan->insn_count];
 		size_t fast = plan_fast_len(p, left);
-		struct x86_len_info li;
-		if (!fast && x86_use_fast_len) {
-			/* Position independent (no rip operand, no branch, no
-			 * indirect call): copied as is, as capstone's plan_insn
-			 * would classify it (test_hook_verdicts.c). */
+		if (fast) {
+			*in = (struct hook_arch_insn){.offset = (uint8_t)plan->patch_len,
+			                              .len = (uint8_t)fast,
+			                              .kind = X86_RELOC_PLAIN};
+		} else if (x86_use_fast_len) {
+			/* Classified from the bytes as capstone's plan_insn would
+			 * (test_hook_verdicts.c), but for indirect calls. */
+			struct x86_len_info li;
 			fast = x86_fast_len(p, left, &li);
-			if (fast && (li.rel || li.riprel || li.indirect_call))
+			if (fast &&
+			    (li.indirect_call ||
+			     plan_fast_insn(p, fast, &li, addr, (uint8_t)plan->patch_len, in)))
 				fast = 0;
 			if (fast && plan->patch_len + fast > HOOK_ARCH_MAX_PATCH)
 				return ADA_SKIP_UNRELOCATABLE;
 		}
 		if (fast) {
-			struct hook_arch_insn *in = &plan->insns[plan->insn_count++];
-			*in = (struct hook_arch_insn){.offset = (uint8_t)plan->patch_len,
-			                              .len = (uint8_t)fast,
-			                              .kind = X86_RELOC_PLAIN};
-			plan->patch_len += fast;
 			p += fast;
 			left -= fast;
 			pc += fast;
-			continue;
+		} else {
+			if (!cs_disasm_iter(plan_cs, &p, &left, &pc, ci))
+				/* Fewer than 15 bytes left: the insn may run past the end. */
+				return left < 15 ? ADA_SKIP_TOO_SHORT : ADA_SKIP_UNDECODABLE;
+			if (plan->patch_len + ci->size > HOOK_ARCH_MAX_PATCH)
+				return ADA_SKIP_UNRELOCATABLE;
+			enum ada_hook_skip r = plan_insn(ci, addr, in);
+			if (r != ADA_HOOK_OK)
+				return r;
+			fast = ci->size;
 		}
-		if (!cs_disasm_iter(plan_cs, &p, &left, &pc, ci))
-			/* Fewer than 15 bytes left: the insn may run past the end. */
-			return left < 15 ? ADA_SKIP_TOO_SHORT : ADA_SKIP_UNDECODABLE;
-		if (plan->patch_len + ci->size > HOOK_ARCH_MAX_PATCH)
-			return ADA_SKIP_UNRELOCATABLE;
-		enum ada_hook_skip r = plan_insn(ci, addr, &plan->insns[plan->insn_count]);
-		if (r != ADA_HOOK_OK)
-			return r;
 		/* A call's return address must be the original next insn, which is
 		 * only outside the patch when the call is displaced last. */
-		plan->patch_len += ci->size;
+		plan->patch_len += fast;
 		plan->insn_count++;
 		if ((plan->insns[plan->insn_count - 1].kind == X86_RELOC_CALL ||
 		     plan->insns[plan->insn_count - 1].kind == X86_RELOC_CALL_RIP) &&
@@ -365,8 +431,12 @@ static int64_t plan_superset_last(const uint8_t *code, uint64_t addr, uint64_t s
 {
 	int64_t last = -1;
 
-	for (uint64_t i = from; i < to && i < size; i++) {
+	to = to < size ? to : size;
+	for (uint64_t i = from; i < to; i++) {
 		uint64_t at;
+		/* Most bytes start no branch: one table load rejects them. */
+		if (plan_rel_class[code[i]] == REL_NONE)
+			continue;
 		int n = plan_rel_at(code, size, i, &at);
 		if (n == 0 || at + (uint64_t)n > size)
 			continue;
@@ -498,19 +568,6 @@ static enum ada_hook_skip plan_scan_materialize(const uint8_t *code, uint64_t ad
 }
 
 int x86_use_fast_len = 1;
-
-/* Target of a direct branch of n bytes at pc whose last rel bytes hold
- * its displacement. */
-static uint64_t plan_rel_target(const uint8_t *p, size_t n, uint64_t pc, unsigned rel)
-{
-	int32_t d32;
-	int64_t d = (int8_t)p[n - 1];
-	if (rel == 4) {
-		memcpy(&d32, p + n - 4, 4);
-		d = d32;
-	}
-	return pc + n + (uint64_t)d;
-}
 
 /* Linear sweep of the body for anything that may enter the patch; it
  * stops behind `limit`, the last superset candidate: no instruction
