@@ -1189,6 +1189,8 @@ static void drain_tick(struct ada_recorder *r, uint64_t now)
 		if (!p->finished)
 			WAL_GUARDED(p->arena, drain_tick_proc(r, p, dt, p50, p99),
 			            drain_arena_lost(r, p, 0));
+		if (!p->finished && !p->gone && !p->vanished)
+			wal_exec_watch(r, p, now);
 	}
 	r->last_tick_ns = now;
 	wal_live_publish(r, true, false);

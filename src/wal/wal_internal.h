@@ -259,6 +259,12 @@ struct wal_proc {
 	uint64_t opened_ns, drops_read_ns; /* CLOCK_MONOTONIC */
 	bool drops_bad;                    /* the arena's drop counters were scribbled: frozen */
 	bool arena_bad;                    /* the mapping faulted (file truncated): no more reads */
+	/* exec_watch.c: the executable last seen, when it changed (0: not
+	 * pending), whether an exec without the agent was told. */
+	bool exe_known, exec_told;
+	dev_t exe_dev;
+	ino_t exe_ino;
+	uint64_t exe_changed_ns;
 	/* key-symbol sets (keysym.c) */
 	struct ada_keysym_region *ks_region; /* NULL until the first publish */
 	uint64_t ks_gen;                     /* the spec generation its set was built from */
@@ -492,6 +498,9 @@ void wal_note_quarantine(struct ada_recorder *r, struct wal_proc *p, uint32_t sl
                          const struct wal_thread *t, uint64_t pending);
 /* A warning for p's manifest (every manifest when p is NULL) and stderr
  * (through o.notice). */
+/* Once a second per process: an exec that left the agent behind is said
+ * (exec_watch.c). now: CLOCK_MONOTONIC ns. */
+void wal_exec_watch(struct ada_recorder *r, struct wal_proc *p, uint64_t now);
 void wal_note(struct ada_recorder *r, struct wal_proc *p, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Takes one thread-directory token of p (false: over the rate; counted). */

@@ -32,6 +32,8 @@ line. Cases:
   program_exec  the manifest's program follows exec
   recorder_killed  the recorder SIGKILLed half way: the program runs on to
              the same output; agent.json counts the events dropped
+  raw_exec   a raw execve system call with an environment of its own:
+             the new image runs untraced and ada says so
   leftover   a background child left running: ada says so and finalizes
              (leftover_interrupt: after two SIGINTs to the group)
 A case whose Debian package is missing skips (exit 77) and says which.
@@ -706,6 +708,31 @@ def case_recorder_killed(args, work):
           % (g, u["recorder_gone"]))
 
 
+RAW_EXEC = r"""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+argv = (ctypes.c_char_p * 3)(b"/bin/sleep", b"5", None)
+envp = (ctypes.c_char_p * 2)(b"PATH=/usr/bin:/bin", None)
+libc.syscall(59, b"/bin/sleep", argv, envp)  # SYS_execve, past every wrapper
+raise SystemExit("execve: errno %d" % ctypes.get_errno())
+"""
+
+
+def case_raw_exec(args, work):
+    """A raw execve system call with an environment of its own: the new
+    image (sleep 5) runs untraced, as it must; ada says so, on stderr and
+    in the manifest's warnings."""
+    session, err = same_behaviour(args.ada, work, [args.argv[0], "-c", RAW_EXEC])
+    if "without the agent" not in err or "sleep" not in err:
+        raise Fail("the exec that left the agent behind was not told:\n%s" % err)
+    warned = []
+    for m in glob.glob(os.path.join(session, "pid_*", "manifest.json")):
+        with open(m) as f:
+            warned += [w for w in json.load(f).get("warnings", []) if "without the agent" in w]
+    if len(warned) != 1:
+        raise Fail("want one manifest warning about it, got %r" % warned)
+
+
 LEFTOVER = "trap '' INT; sleep 600 </dev/null >/dev/null 2>&1 & echo $!; %s"
 
 
@@ -820,6 +847,7 @@ CASES = {"sigdisp": case_sigdisp, "noshebang": case_noshebang,
          "leftover_interrupt": lambda args, work: case_leftover(args, work, True),
          "nocfi": case_nocfi, "resync": case_resync, "slots_full": case_slots_full,
          "exact": case_exact, "nginx": case_nginx, "recorder_killed": case_recorder_killed,
+         "raw_exec": case_raw_exec,
          "greenlet": case_greenlet, "gevent": case_gevent,
          "node": case_node}
 
