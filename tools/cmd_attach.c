@@ -43,6 +43,7 @@
 #include "wal.h"
 
 #define ATTACH_TEXT_MAX 65536
+#define ATTACH_MOVES_MAX 2048 /* threads; the text holds about as many */
 #define ATTACH_ARGV_MAX 256
 
 static volatile sig_atomic_t attach_stop_sig;
@@ -115,10 +116,20 @@ static void attach_cache_dir(char *buf, size_t cap)
 		snprintf(buf, cap, "%s/.cache/ada/plans", h);
 }
 
+/* The threads the agent may move: busy[k] of the text is thread
+ * who[k]'s pc, and the agent answers in moved[k] (agent_attach.c). */
+struct attach_moves {
+	size_t n;
+	uint32_t who[ATTACH_MOVES_MAX];
+	uint64_t moved[ATTACH_MOVES_MAX];
+};
+
 /* Appends ",HEX" lists of where the stopped threads are (agent_attach.c). */
-static int attach_lists(const struct ada_inject *in, char *t, size_t cap, size_t used)
+static int attach_lists(const struct ada_inject *in, char *t, size_t cap, size_t used,
+                        struct attach_moves *mv)
 {
 	static const char *const keys[3] = {"busy", "restart", "tls"};
+	mv->n = 0;
 	for (int k = 0; k < 3; k++) {
 		used += (size_t)snprintf(t + used, cap - used, "%s=", keys[k]);
 		for (size_t i = 0; i < ada_inject_threads(in) && used < cap; i++) {
@@ -127,6 +138,10 @@ static int attach_lists(const struct ada_inject *in, char *t, size_t cap, size_t
 			uint64_t v = k == 0   ? pc
 			             : k == 1 ? (sc ? pc - 2 : 0)
 			                      : ada_inject_thread_tls(in, i);
+			if (v && k == 0 && mv->n == ATTACH_MOVES_MAX)
+				return -1;
+			if (v && k == 0)
+				mv->who[mv->n++] = (uint32_t)i;
 			if (v)
 				used += (size_t)snprintf(t + used, cap - used, "%s%llx",
 				                         t[used - 1] == '=' ? "" : ",",
@@ -142,7 +157,7 @@ static int attach_lists(const struct ada_inject *in, char *t, size_t cap, size_t
 
 /* The configuration text ada_agent_attach() parses. */
 static int attach_text(const struct rec_args *a, struct ada_recorder *r, const char *ring_cfg,
-                       const struct ada_inject *in, char *t, size_t cap)
+                       const struct ada_inject *in, char *t, size_t cap, struct attach_moves *mv)
 {
 	char cache[PATH_MAX];
 	attach_cache_dir(cache, sizeof(cache));
@@ -151,7 +166,7 @@ static int attach_text(const struct rec_args *a, struct ada_recorder *r, const c
 	                 a->hook_config, cache);
 	if (n < 0 || (size_t)n >= cap)
 		return -1;
-	return attach_lists(in, t, cap - 1, (size_t)n);
+	return attach_lists(in, t, cap - 1, (size_t)n, mv);
 }
 
 /* dlopen failed in the target: its dlerror() text, read from its memory. */
@@ -173,9 +188,56 @@ static void attach_dlerror(struct ada_inject *in, pid_t pid, char *why, size_t c
 	         msg);
 }
 
+/* The agent patched functions some stopped threads were inside of and
+ * says where each resumes instead (its trampoline's copy of the same
+ * instruction): every such pc is set before any thread runs, or the
+ * thread would resume in the middle of a patch. 0, or -1 with why. */
+static int attach_move(struct ada_inject *in, pid_t pid, struct attach_moves *mv, char *why,
+                       size_t cap)
+{
+	for (size_t k = 0; k < mv->n; k++) {
+		if (!mv->moved[k])
+			continue;
+		int err = ada_inject_thread_set_pc(in, mv->who[k], mv->moved[k]);
+		if (err && err != -EINVAL) { /* -EINVAL: it exited meanwhile */
+			snprintf(why, cap, "cannot move thread %d of pid %d out of a patch: %s",
+			         (int)ada_inject_thread_tid(in, mv->who[k]), (int)pid,
+			         strerror(-err));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ada_agent_attach(text, len, moved, n) on a stopped thread, its data
+ * the text then the moved[] slots (8-aligned), read back afterwards. */
+static int attach_start(struct ada_inject *in, uint64_t fn, const char *text, size_t tlen,
+                        struct attach_moves *mv, uint64_t *ret, char *why, size_t cap)
+{
+	static char data[ATTACH_TEXT_MAX + 8 + sizeof(mv->moved)];
+	size_t off = (tlen + 7) & ~(size_t)7, dlen = off + mv->n * sizeof(uint64_t);
+	if (dlen > ATTACH_TEXT_MAX) {
+		snprintf(why, cap, "too many threads for one attach");
+		return -1;
+	}
+	memcpy(data, text, tlen);
+	memset(data + tlen, 0, dlen - tlen);
+	uint64_t base = ada_inject_scratch_addr(in, dlen);
+	uint64_t args[4] = {base, tlen, base + off, mv->n};
+	if (ada_inject_call(in, fn, args, 4, data, dlen, ret, why, cap) < 0)
+		return -1;
+	memset(mv->moved, 0, sizeof(mv->moved));
+	if ((int32_t)*ret == 0 &&
+	    ada_inject_peek(in, base + off, mv->moved, mv->n * sizeof(uint64_t)) < 0) {
+		snprintf(why, cap, "cannot read where the agent moved the threads");
+		return -1;
+	}
+	return 0;
+}
+
 /* Loads and starts the agent on a stopped thread. 0, or -1 with why. */
 static int attach_load(struct ada_inject *in, pid_t pid, const char *agent, const char *text,
-                       size_t tlen, char *why, size_t cap)
+                       size_t tlen, struct attach_moves *mv, char *why, size_t cap)
 {
 	uint64_t fn = 0, h = 0, ret = 0;
 	size_t alen = strlen(agent) + 1;
@@ -193,8 +255,7 @@ static int attach_load(struct ada_inject *in, pid_t pid, const char *agent, cons
 		         (int)pid);
 		return -1;
 	}
-	uint64_t targs[2] = {ada_inject_scratch_addr(in, tlen), tlen};
-	if (ada_inject_call(in, fn, targs, 2, text, tlen, &ret, why, cap) < 0)
+	if (attach_start(in, fn, text, tlen, mv, &ret, why, cap) < 0)
 		return -1;
 	int err = (int)(int32_t)ret;
 	if (err == -EALREADY) {
@@ -209,7 +270,7 @@ static int attach_load(struct ada_inject *in, pid_t pid, const char *agent, cons
 		         (int)pid, strerror(-err));
 		return -1;
 	}
-	return 0;
+	return attach_move(in, pid, mv, why, cap);
 }
 
 /* Stops every thread, loads and starts the agent, resumes. The pause, or
@@ -225,8 +286,10 @@ static uint64_t attach_inject(const struct rec_args *a, struct ada_recorder *r, 
 		ada_log("cannot attach to pid %d: %s", (int)pid, why);
 		return 0;
 	}
-	int tlen = attach_text(a, r, ring_cfg, in, text, sizeof(text));
-	int rc = tlen < 0 ? -1 : attach_load(in, pid, agent, text, (size_t)tlen, why, sizeof(why));
+	static struct attach_moves mv;
+	int tlen = attach_text(a, r, ring_cfg, in, text, sizeof(text), &mv);
+	int rc =
+	    tlen < 0 ? -1 : attach_load(in, pid, agent, text, (size_t)tlen, &mv, why, sizeof(why));
 	if (tlen < 0)
 		snprintf(why, sizeof(why), "pid %d has too many threads for one attach", (int)pid);
 	uint64_t pause = ada_inject_resume(in);

@@ -228,6 +228,8 @@ static void agent_json_body(FILE *f)
 	bool gone = ada_producer_drain_gone(&gone_drops);
 	fprintf(f, ",\n  \"recorder_gone\": {\"noticed\": %s, \"drain_lag_drops\": %" PRIu64 "}",
 	        gone ? "true" : "false", gone_drops);
+	if (agent.attached) /* threads ada attach moved into a trampoline */
+		fprintf(f, ",\n  \"moved_at_attach\": %" PRIu64, agent.moved_at_attach);
 	fprintf(f, ",\n  \"trampoline_bytes\": %zu,\n  \"modules\": [\n",
 	        agent.mem ? hook_mem_mapped_bytes(agent.mem) : (size_t)0);
 	for (size_t i = 0; i < agent.n_mods; i++) {

@@ -19,9 +19,15 @@
  *   tls=HEX,...   the thread pointers of the stopped threads (fs_base),
  *                 whose producer state a second attach resets
  *
- * A function whose patch would overwrite bytes a stopped thread is about
- * to execute is left unpatched (ADA_SKIP_BUSY_AT_ATTACH, counted) rather
- * than moved: the thread was stopped in the middle of those few bytes.
+ * A stopped thread strictly inside the bytes a patch displaces (at the
+ * start of one of its instructions) is moved to the relocated copy of
+ * that instruction in the function's trampoline, after the enter
+ * handler's call (hook_arch_moved_pc()): the agent computes the new pc,
+ * ada attach sets it (ptrace) before the thread runs; its call is not
+ * recorded, like any frame open at attach. A function whose patch would
+ * overwrite bytes a thread cannot be moved out of (the middle of an
+ * instruction, a system call that restarts inside it) is left unpatched
+ * (ADA_SKIP_BUSY_AT_ATTACH, counted).
  *
  * Detach restores every patched entry and stops recording; trampolines,
  * the return trampoline and the shadow stacks stay, so a frame whose
@@ -42,15 +48,59 @@
 
 #define ADA_AGENT_EXPORT __attribute__((visibility("default")))
 
+static bool attach_restarts_in(uint64_t addr, size_t len)
+{
+	for (size_t i = 0; i < agent.n_restart; i++)
+		if (agent.restart[i] >= addr && agent.restart[i] < addr + len)
+			return true;
+	return false;
+}
+
 bool agent_attach_busy(uint64_t addr, size_t len)
 {
 	for (size_t i = 0; i < agent.n_busy; i++)
 		if (agent.busy[i] > addr && agent.busy[i] < addr + len)
 			return true;
-	for (size_t i = 0; i < agent.n_restart; i++)
-		if (agent.restart[i] >= addr && agent.restart[i] < addr + len)
-			return true;
-	return false;
+	return attach_restarts_in(addr, len);
+}
+
+/* Two passes, so that a function is either patched with every thread
+ * inside it moved, or left alone with none moved. A thread already moved
+ * by another patch (overlapping symbols) refuses this one. */
+bool agent_attach_place(const struct hook_arch_plan *plan, uint64_t tramp)
+{
+	uint64_t addr = plan->fn_addr;
+	size_t len = plan->patch_len;
+	if (!agent.moved || attach_restarts_in(addr, len))
+		return false;
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < agent.n_busy; i++) {
+			if (agent.busy[i] <= addr || agent.busy[i] >= addr + len)
+				continue;
+			/* A thread inside a system call (its restart 2 bytes
+			 * back) is never moved: the kernel may rewind its pc. */
+			uint64_t to =
+			    attach_restarts_in(agent.busy[i] - 2, 1)
+			        ? 0
+			        : hook_arch_moved_pc(plan, (const uint8_t *)(uintptr_t)tramp, tramp,
+			                             agent.busy[i]);
+			if (!to || agent.moved[i])
+				return false; /* only in pass 0: pass 1 sees the same */
+			if (pass == 1)
+				agent.moved[i] = to;
+		}
+	for (size_t i = 0; i < agent.n_busy; i++)
+		agent.moved_at_attach += agent.busy[i] > addr && agent.busy[i] < addr + len;
+	return true;
+}
+
+void agent_attach_unplace(uint64_t lo, uint64_t hi)
+{
+	for (size_t i = 0; agent.moved && i < agent.n_busy; i++)
+		if (agent.moved[i] && agent.busy[i] >= lo && agent.busy[i] < hi) {
+			agent.moved[i] = 0;
+			agent.moved_at_attach--;
+		}
 }
 
 /* "HEX,HEX,..." of (v, len) into a new array; -errno. */
@@ -156,8 +206,16 @@ static void attach_forget_busy(void)
 {
 	free(agent.busy);
 	free(agent.restart);
-	agent.busy = agent.restart = NULL;
+	free(agent.moved);
+	agent.busy = agent.restart = agent.moved = NULL;
 	agent.n_busy = agent.n_restart = 0;
+}
+
+/* Where ada attach finds the moves: out[i] for busy[i] (n slots). */
+static void attach_report_moves(uint64_t *out, uint64_t n)
+{
+	for (size_t i = 0; out && agent.moved && i < agent.n_busy && i < n; i++)
+		out[i] = agent.moved[i];
 }
 
 /* The thread pointer (fs base on x86_64: its first word points to itself). */
@@ -207,10 +265,13 @@ static int attach_again(const struct attach_cfg *c)
 }
 
 /* Configures and starts the agent in a running process; 0 or -errno
- * (-EALREADY: it records already, preloaded or attached). */
-ADA_AGENT_EXPORT int ada_agent_attach(const char *text, uint64_t len)
+ * (-EALREADY: it records already, preloaded or attached). moved (n
+ * slots, may be NULL): for the i-th busy= address, the pc that thread
+ * must resume at (inside a trampoline), or 0 where it stays; ada attach
+ * sets them before any thread runs. */
+ADA_AGENT_EXPORT int ada_agent_attach(const char *text, uint64_t len, uint64_t *moved, uint64_t n)
 {
-	if (!text || len > ATTACH_TEXT_MAX)
+	if (!text || len > ATTACH_TEXT_MAX || n > ATTACH_LIST_MAX)
 		return -EINVAL;
 	if (agent_hot.active)
 		return -EALREADY;
@@ -219,7 +280,10 @@ ADA_AGENT_EXPORT int ada_agent_attach(const char *text, uint64_t len)
 	pthread_mutex_lock(&agent.lock);
 	bool again = agent.attached && agent.mem;
 	agent.attached = true;
+	agent.moved_at_attach = 0;
 	int err = attach_parse(text, (size_t)len, &c);
+	if (!err && !(agent.moved = calloc(agent.n_busy ? agent.n_busy : 1, sizeof(uint64_t))))
+		err = -ENOMEM;
 	if (!err && again) {
 		err = attach_again(&c);
 		if (!err)
@@ -230,6 +294,8 @@ ADA_AGENT_EXPORT int ada_agent_attach(const char *text, uint64_t len)
 	if (!err && !again)
 		err = agent_boot();
 	pthread_mutex_lock(&agent.lock);
+	if (!err)
+		attach_report_moves(moved, n);
 	attach_forget_busy();
 	pthread_mutex_unlock(&agent.lock);
 	free(c.tls);

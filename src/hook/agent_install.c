@@ -210,10 +210,6 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 		struct ada_hook_fn *f = &m->st.fns[i];
 		if (f->status != ADA_HOOK_OK)
 			continue;
-		if (agent.attached && agent_attach_busy(plans[i].fn_addr, plans[i].patch_len)) {
-			f->status = ADA_SKIP_BUSY_AT_ATTACH;
-			continue;
-		}
 		/* Specials get their own handler (agent_internal.h). */
 		uint64_t id = install_fn_id(m, i);
 		uint64_t handler = install_enter_handler();
@@ -226,6 +222,13 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 		                                             (uint64_t)(blk + used), id, handler);
 		if (len == 0) {
 			f->status = ADA_SKIP_NO_TRAMPOLINE_MEMORY;
+			continue;
+		}
+		/* ada attach: a thread inside the patch bytes is moved into
+		 * this trampoline, or the function stays unpatched. */
+		if (agent.attached && agent_attach_busy(plans[i].fn_addr, plans[i].patch_len) &&
+		    !agent_attach_place(&plans[i], (uint64_t)(blk + used))) {
+			f->status = ADA_SKIP_BUSY_AT_ATTACH;
 			continue;
 		}
 		struct hook_patch *p = &patches[np], *u = &undo[np++];
@@ -410,13 +413,29 @@ static void install_mark_busy(struct agent_module *m, uint64_t addr)
 			m->st.fns[i].status = ADA_SKIP_BUSY_AT_ATTACH;
 }
 
-/* Keeps the patches that no stopped thread is inside of (in place: a
- * busy function stays unhooked for good, as at the first attach). */
+/* A kept patch a stopped thread is inside of: may it be applied again
+ * with the thread moved into its trampoline? The plan is decoded again
+ * from the original bytes (the prologue decode the trampoline was made
+ * from; hook_arch_moved_pc() checks the trampoline's bytes against it). */
+static bool install_replace(const struct hook_patch *p, const struct hook_patch *u)
+{
+	struct hook_arch_plan plan;
+	if (hook_arch_prepare_prologue(u->bytes, u->addr, u->len, &plan) != ADA_HOOK_OK ||
+	    plan.patch_len != u->len)
+		return false;
+	uint64_t tramp = hook_arch_patch_target(&plan, p->bytes);
+	return tramp && agent_attach_place(&plan, tramp);
+}
+
+/* Keeps the patches that no stopped thread is inside of, or whose
+ * threads inside can be moved (in place: a busy function stays unhooked
+ * for good, as at the first attach). */
 static size_t install_drop_busy(struct agent_module *m)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < m->n_patch; i++) {
-		if (agent_attach_busy(m->patch[i].addr, m->patch[i].len)) {
+		if (agent_attach_busy(m->patch[i].addr, m->patch[i].len) &&
+		    !install_replace(&m->patch[i], &m->undo[i])) {
 			install_mark_busy(m, m->patch[i].addr);
 			continue;
 		}
@@ -435,6 +454,8 @@ int agent_reinstall(void)
 			continue;
 		m->n_patch = install_drop_busy(m);
 		int e = m->n_patch ? hook_patch_apply(m->patch, m->n_patch) : 0;
+		if (e)
+			agent_attach_unplace(m->lo, m->hi);
 		if (e && !err)
 			err = e;
 		install_count(m);
@@ -473,9 +494,10 @@ static int install_module(struct agent_module *m)
 	m->ns_prepare = t2 - t1;
 	m->ns_emit = t3 - t2;
 	m->ns_apply = agent_now_ns() - t3;
-	if (err)
+	if (err) {
+		agent_attach_unplace(m->lo, m->hi); /* its trampolines stay unused */
 		install_patch_failed(m, err);
-	else
+	} else
 		patches = undo = NULL; /* kept by m */
 out:
 	install_count(m);

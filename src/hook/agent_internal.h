@@ -252,20 +252,33 @@ struct agent_state {
 	/* ada attach (agent_attach.c): loaded by dlopen into a running
 	 * process, configured by ada_agent_attach(), not the environment.
 	 * busy[]: where the stopped threads are (a function whose patch bytes
-	 * hold one is left unpatched); restart[]: a thread inside a system
-	 * call goes back to the syscall instruction, so its start may not be a
-	 * patch's first byte either. Both set only while every other thread is
-	 * stopped, and cleared before they run. */
+	 * hold one is patched only if the thread can be moved into its
+	 * trampoline: moved[i], 0 or busy[i]'s new pc, which ada attach sets);
+	 * restart[]: a thread inside a system call goes back to the syscall
+	 * instruction, so its start may not be inside a patch either (never
+	 * moved). All set only while every other thread is stopped, and
+	 * cleared before they run. moved_at_attach: threads moved by this
+	 * attach (agent.json). */
 	bool attached;
-	uint64_t *busy, *restart;
+	uint64_t *busy, *restart, *moved;
 	size_t n_busy, n_restart;
+	uint64_t moved_at_attach;
 	struct agent_env env;
 };
 extern struct agent_state agent;
 
-/* agent_attach.c: whether a patch of [addr, addr+len) would overwrite
- * bytes a stopped thread is about to execute (ada attach). */
+/* agent_attach.c (ada attach): whether a patch of [addr, addr+len) would
+ * overwrite bytes a stopped thread is about to execute; cheap, checked
+ * first. */
 bool agent_attach_busy(uint64_t addr, size_t len);
+/* Whether the patch of plan, whose trampoline is at tramp, may be applied
+ * all the same: no thread restarts a system call inside it and every
+ * thread strictly inside it can be moved to the trampoline's copy of the
+ * instruction it is at (then recorded in agent.moved[]). */
+bool agent_attach_place(const struct hook_arch_plan *plan, uint64_t tramp);
+/* Forgets the moves of the threads at [lo, hi) (a module whose patches
+ * failed to apply: its trampolines are not used). */
+void agent_attach_unplace(uint64_t lo, uint64_t hi);
 
 /* agent.c */
 /* Starts recording: arena, hooks, files; the constructor's work, also

@@ -74,7 +74,8 @@ enum ada_hook_skip {
 	ADA_SKIP_OUTSIDE_TEXT,         /* symbol not inside an executable segment */
 	ADA_SKIP_JUMP_TABLE,           /* indirect jump that may land in the patch */
 	ADA_SKIP_NO_UNWIND_INFO,       /* no .eh_frame FDE in an image that has them: not C */
-	ADA_SKIP_BUSY_AT_ATTACH,       /* ada attach: a stopped thread was inside its patch bytes */
+	ADA_SKIP_BUSY_AT_ATTACH, /* ada attach: a stopped thread inside its patch bytes could not be
+	                            moved */
 	ADA_SKIP_REASON_COUNT
 };
 const char *hook_skip_name(enum ada_hook_skip reason);
@@ -176,5 +177,19 @@ size_t hook_arch_emit_return_trampoline(uint8_t *buf, uint64_t buf_addr, uint64_
  * tramp_addr must be one hook_arch_emit_trampoline() accepted. */
 void hook_arch_patch_bytes(const struct hook_arch_plan *plan, uint64_t tramp_addr,
                            uint8_t out[HOOK_ARCH_MAX_PATCH]);
+
+/* ada attach: where a thread stopped at pc, strictly inside the bytes
+ * plan displaces, resumes instead: the relocated copy of the displaced
+ * instruction that starts at pc, in the trampoline emitted for plan at
+ * tramp_addr (its bytes readable at tramp), after the enter handler's
+ * call. 0 when it cannot be moved: pc is not strictly inside the patch,
+ * not the start of a displaced instruction, or the trampoline's
+ * relocated part is not what plan emits at tramp_addr. */
+uint64_t hook_arch_moved_pc(const struct hook_arch_plan *plan, const uint8_t *tramp,
+                            uint64_t tramp_addr, uint64_t pc);
+
+/* The trampoline address the patch bytes (hook_arch_patch_bytes() for
+ * plan) jump to, or 0 when they are not such a patch. */
+uint64_t hook_arch_patch_target(const struct hook_arch_plan *plan, const uint8_t *patch);
 
 #endif

@@ -257,6 +257,28 @@ uint64_t ada_inject_thread_pc(const struct ada_inject *in, size_t i, bool *in_sy
 	return g->rip;
 }
 
+int ada_inject_thread_set_pc(struct ada_inject *in, size_t i, uint64_t pc)
+{
+	if (i >= in->n || in->th[i].gone)
+		return -EINVAL;
+	struct user_regs_struct g;
+	if (ptrace(PTRACE_GETREGS, in->th[i].tid, 0, &g) < 0)
+		return -errno;
+	g.rip = pc;
+	if (ptrace(PTRACE_SETREGS, in->th[i].tid, 0, &g) < 0)
+		return -errno;
+	in->th[i].regs.rip = pc;
+	return 0;
+}
+
+int ada_inject_peek(const struct ada_inject *in, uint64_t addr, void *buf, size_t len)
+{
+	ssize_t n = pread(in->mem_fd, buf, len, (off_t)addr);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
 uint64_t ada_inject_resume(struct ada_inject *in)
 {
 	if (!in)

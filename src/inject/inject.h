@@ -77,6 +77,14 @@ int ada_inject_call(struct ada_inject *in, uint64_t fn, const uint64_t *args, in
  * call of one ada_inject). */
 uint64_t ada_inject_scratch_addr(const struct ada_inject *in, size_t len);
 
+/* Sets thread i's instruction pointer (ada attach moves a thread out of
+ * bytes the agent patched); it resumes there. 0, -EINVAL (i out of range
+ * or exited), -errno. */
+int ada_inject_thread_set_pc(struct ada_inject *in, size_t i, uint64_t pc);
+/* Reads len bytes of the target's memory at addr (e.g. what an injected
+ * call wrote into its data). 0 or -errno (-EIO: short read). */
+int ada_inject_peek(const struct ada_inject *in, uint64_t addr, void *buf, size_t len);
+
 /* Resumes and detaches every thread; returns the pause in ns (first
  * seize to last detach) and frees in. NULL is a no-op (0). */
 uint64_t ada_inject_resume(struct ada_inject *in);

@@ -13,17 +13,21 @@ if(ADA_SANITIZE MATCHES "^(address|thread)$")
   message(STATUS "ada tests: attach tests are not registered with ADA_SANITIZE=${ADA_SANITIZE}")
   return()
 endif()
+include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
+# A thread held inside a prologue while it is patched (case move).
+ada_test_target(attach_move O2 SOURCES ${ADA_TGT_SRC}/t_attach_move.c)
 set(ADA_ATTACH_T ${CMAKE_BINARY_DIR}/tests/targets)
 set(ADA_ATTACH_STATIC "")
 if(ADA_LIBC_A)
   set(ADA_ATTACH_STATIC --static ${ADA_ATTACH_T}/t_static)
 endif()
-foreach(case threads trigger nopid traced static otheruser)
+foreach(case threads trigger move nopid traced static otheruser)
   add_test(NAME e2e.attach_${case}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/attach_test.py
                    --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/attach-work
                    --target ${ADA_ATTACH_T}/t_attach_O2 ${ADA_ATTACH_STATIC}
-                   --control ${ADA_ATTACH_T}/t_control_O2 ${case})
+                   --control ${ADA_ATTACH_T}/t_control_O2
+                   --move ${ADA_ATTACH_T}/t_attach_move_O2 ${case})
   set_tests_properties(e2e.attach_${case} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        LABELS "integration")
 endforeach()

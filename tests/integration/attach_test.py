@@ -16,6 +16,17 @@
              the attach; the window is persisted (`ada status`) before the
              detach and in the manifest after it with its detail records; the
              program answers on and exits 0 after the detach.
+  move       tests/targets/t_attach_move.c: one thread waits (userfaultfd)
+             on a load at move_probe+1, inside the bytes the patch displaces;
+             another is blocked in a read() whose restart is at busy_read+2.
+             Attached to and detached; a second probe thread then waits at
+             move_probe+1 (the first detach restored the bytes); attached to
+             again (the kept patch applied again), then released ("go"): it
+             finishes with its checks passed (exit 42) and ada attach ends
+             with it. In both sessions move_probe is hooked and one thread
+             was moved (hook.moved_at_attach 1), busy_read is
+             busy_at_attach; the second has move_probe's later calls exactly
+             (2 x 1000), the two open at the attach are not recorded.
   nopid      a pid that does not exist: exit 2, one sentence, no session.
   traced     a process strace holds: exit 2 naming the tracer; it runs on.
   static     a static program (t_static --wait): exit 2 saying dlopen cannot
@@ -265,6 +276,100 @@ def case_trigger(a, work):
     print("trigger: one window, %d detail records" % w[0]["records"])
 
 
+def syms_status(session, pid, name):
+    """The status of function name in the session's .syms files."""
+    found = []
+    for path in glob.glob(os.path.join(session, "pid_%d" % pid, "modules", "*.syms")):
+        with open(path) as f:
+            for line in f:
+                w = line.split()
+                if len(w) >= 6 and w[0] == "F" and w[5] == name:
+                    found.append(w[4])
+    return found
+
+
+def move_session(a, session, pid, calls):
+    """A session of case move: the probe thread inside the prologue moved,
+    the reader's restart left unpatched, move_probe's calls exact."""
+    rc, so, se = run([a.ada, "validate", session])
+    check(rc == 0, "validate %s: exit %d\n%s%s" % (session, rc, so, se))
+    with open(os.path.join(session, "pid_%d" % pid, "manifest.json")) as f:
+        m = json.load(f)
+    hook = m.get("hook") or {}
+    check(hook.get("moved_at_attach") == 1, "moved_at_attach %r" % hook.get("moved_at_attach"))
+    check((hook.get("skipped") or {}).get("busy_at_attach", 0) >= 1,
+          "busy_at_attach: %r" % hook.get("skipped"))
+    st = syms_status(session, pid, "move_probe")
+    check(st == ["hooked"], "move_probe: %r" % st)
+    st = syms_status(session, pid, "busy_read")
+    check(st == ["busy_at_attach"], "busy_read: %r" % st)
+    rc, so, se = run([a.ada, "report", session, "--json"])
+    check(rc == 0, "report: exit %d %s" % (rc, se))
+    rep = json.loads(so)["processes"][0]
+    fns = {f["function"]: f for f in rep["functions"]}
+    probe = fns.get("move_probe") or {"calls": 0}
+    check(probe.get("calls") == calls, "move_probe: %r, want %d calls" % (probe, calls))
+    check("busy_read" not in fns, "busy_read recorded: %r" % fns.get("busy_read"))
+    t_ = rep["totals"]
+    check(t_["orphans"] == 0 and t_["unmatched_ends"] == 0, "unbalanced: %r" % t_)
+
+
+def move_attach(a, out, pid):
+    ada = subprocess.Popen([a.ada, "attach", str(pid), "--out", out],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    line = ada.stderr.readline().decode()
+    check("attached to pid %d" % pid in line, "ada attach said %r (exit %r)" %
+          (line, ada.poll()))
+    return ada, line, line.rsplit(" ", 1)[-1].strip()
+
+
+def move_end(ada, line):
+    _, err = ada.communicate(timeout=GUARD)
+    err = line + err.decode(errors="replace")
+    print(err)
+    check(ada.returncode == 0, "ada attach exited %d:\n%s" % (ada.returncode, err))
+
+
+def case_move(a, work):
+    if not a.move:
+        raise Fail("no --move target")
+    out = os.path.join(work, "out")
+    t = subprocess.Popen([a.move], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    ada = None
+    try:
+        line = t.stdout.readline().decode()
+        if line.startswith("skip:"):
+            print("SKIP: " + line.strip())
+            t.wait(timeout=GUARD)
+            return SKIP
+        check(line == "ready\n", "the target said %r" % line)
+        # 1: the probe thread is moved; detached while it still waits.
+        ada, line, s1 = move_attach(a, out, t.pid)
+        ada.send_signal(signal.SIGINT)
+        move_end(ada, line)
+        check(tracer_of(t.pid) == 0, "still traced after the detach")
+        # 2: a second probe thread inside the restored prologue; the kept
+        # patch is applied again and that thread moved; then released.
+        t.stdin.write(b"again\n")
+        t.stdin.flush()
+        line = t.stdout.readline().decode()
+        check(line == "ready2\n", "the target said %r" % line)
+        ada, line, s2 = move_attach(a, out, t.pid)
+        out_, err_ = t.communicate(b"go\n", timeout=GUARD)
+        move_end(ada, line)  # ends with the process
+        check(t.returncode == 42 and "probe 2014\n" in out_.decode(),
+              "the target exited %d:\n%s%s" % (t.returncode, out_.decode(), err_.decode()))
+    finally:
+        for p in (ada, t):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+    move_session(a, s1, t.pid, 0)
+    move_session(a, s2, t.pid, 2000)
+
+
 def refused(a, work, pid, words):
     out = os.path.join(work, "out")
     rc, so, se = run([a.ada, "attach", str(pid), "--out", out])
@@ -346,7 +451,8 @@ def case_otheruser(a, work):
         run(["userdel", name])
 
 
-CASES = {"threads": case_threads, "trigger": case_trigger, "nopid": case_nopid,
+CASES = {"threads": case_threads, "trigger": case_trigger, "move": case_move,
+         "nopid": case_nopid,
          "traced": case_traced, "static": case_static, "otheruser": case_otheruser}
 
 
@@ -357,6 +463,7 @@ def main():
     ap.add_argument("--target", required=True)
     ap.add_argument("--static")
     ap.add_argument("--control")
+    ap.add_argument("--move")
     ap.add_argument("case", choices=sorted(CASES))
     a = ap.parse_args()
     work = os.path.join(os.path.abspath(a.work), a.case)

@@ -597,6 +597,44 @@ static void test_fast_prologue(void **state)
 	cs_close(&cs);
 }
 
+/* ada attach moves a thread stopped inside the displaced bytes to the
+ * same instruction's relocated copy: only at instruction boundaries
+ * strictly inside the patch, only when the trampoline is the plan's. */
+static void test_moved_pc(void **state)
+{
+	/* push rbp; movzbl eax,[rdi]; mov rbp,rsp | pop rbp; ret: relocated
+	 * as is, so offsets 1 and 4 keep their distance from the copy's start */
+	static const uint8_t code[] = {0x55, 0x0f, 0xb6, 0x07, 0x48, 0x89, 0xe5, 0x5d, 0xc3};
+	uint8_t jcc[0x40];
+	struct hook_arch_plan plan;
+	uint8_t buf[HOOK_ARCH_MAX_TRAMPOLINE], patch[HOOK_ARCH_MAX_PATCH];
+
+	(void)state;
+	assert_int_equal(prep(code, sizeof(code), FN, &plan), ADA_HOOK_OK);
+	assert_int_equal(plan.patch_len, 7);
+	assert_true(hook_arch_emit_trampoline(&plan, buf, TR, FN_ID, HANDLER) > FRAME);
+	assert_int_equal(hook_arch_moved_pc(&plan, buf, TR, FN + 1), TR + FRAME + 1);
+	assert_int_equal(hook_arch_moved_pc(&plan, buf, TR, FN + 4), TR + FRAME + 4);
+	assert_int_equal(hook_arch_moved_pc(&plan, buf, TR, FN), 0);     /* entry: not inside */
+	assert_int_equal(hook_arch_moved_pc(&plan, buf, TR, FN + 2), 0); /* mid-instruction */
+	assert_int_equal(hook_arch_moved_pc(&plan, buf, TR, FN + 7), 0); /* behind the patch */
+	hook_arch_patch_bytes(&plan, TR, patch);
+	assert_int_equal(hook_arch_patch_target(&plan, patch), TR);
+	buf[FRAME + 2] ^= 1; /* not the trampoline this plan makes */
+	assert_int_equal(hook_arch_moved_pc(&plan, buf, TR, FN + 1), 0);
+
+	/* test edi,edi; je rel8; push rbx: the je grows to rel32 (6 bytes),
+	 * so push rbx (FN+4) is at copy+8 */
+	memset(jcc, 0x90, sizeof(jcc));
+	memcpy(jcc, "\x85\xff\x74\x20\x53", 5);
+	jcc[sizeof(jcc) - 1] = 0xc3;
+	assert_int_equal(prep(jcc, sizeof(jcc), FN, &plan), ADA_HOOK_OK);
+	assert_true(hook_arch_emit_trampoline(&plan, buf, TR, FN_ID, HANDLER) > FRAME);
+	assert_int_equal(hook_arch_moved_pc(&plan, buf, TR, FN + 2), TR + FRAME + 2);
+	assert_int_equal(hook_arch_moved_pc(&plan, buf, TR, FN + 4), TR + FRAME + 8);
+	assert_int_equal(hook_arch_moved_pc(&plan, buf, TR, FN + 3), 0);
+}
+
 static void test_skip_names(void **state)
 {
 	(void)state;
@@ -632,6 +670,7 @@ int main(void)
 	    cmocka_unit_test(test_switch_index_shapes),
 	    cmocka_unit_test(test_undecodable),
 	    cmocka_unit_test(test_skip_names),
+	    cmocka_unit_test(test_moved_pc),
 	    cmocka_unit_test(test_fast_prologue),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -81,20 +81,70 @@ static int emit_reloc_one(struct x86_writer *w, const struct hook_arch_plan *pla
 	}
 }
 
-size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, uint64_t buf_addr,
-                                 uint64_t fn_id, uint64_t enter_handler)
+/* The trampoline, and where each displaced instruction's relocated form
+ * starts in it (starts[i], bytes from buf; may be NULL). */
+static size_t emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, uint64_t buf_addr,
+                              uint64_t fn_id, uint64_t enter_handler,
+                              size_t starts[HOOK_ARCH_MAX_INSNS])
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_MAX_TRAMPOLINE, buf_addr, 1};
 
 	if (plan->patch_len < 5 || plan->insn_count == 0 ||
+	    plan->insn_count > HOOK_ARCH_MAX_INSNS ||
 	    !x86_fits_rel32((int64_t)(buf_addr - (plan->fn_addr + 5))))
 		return 0;
 	emit_enter_frame(&w, fn_id, enter_handler);
-	for (size_t i = 0; i < plan->insn_count; i++)
+	for (size_t i = 0; i < plan->insn_count; i++) {
+		if (starts)
+			starts[i] = w.len;
 		if (emit_reloc_one(&w, plan, &plan->insns[i]))
 			return 0;
+	}
 	x86_put_jmp(&w, plan->fn_addr + plan->patch_len);
 	return w.ok ? w.len : 0;
+}
+
+size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, uint64_t buf_addr,
+                                 uint64_t fn_id, uint64_t enter_handler)
+{
+	return emit_trampoline(plan, buf, buf_addr, fn_id, enter_handler, NULL);
+}
+
+/* Each relocated form is an exact equivalent of its original instruction
+ * (x86_reloc.c), and the ones after it are those of the instructions
+ * after it, so a thread that was about to run displaced instruction i
+ * may run its relocated form instead: the same effects in the same order,
+ * then the jmp back behind the patch. The enter frame before it is not
+ * run (the call is not recorded, as for any frame open at attach). The
+ * trampoline's relocated part is emitted again and compared with the
+ * live bytes, so a plan that is not the one the trampoline was made from
+ * maps nothing. */
+uint64_t hook_arch_moved_pc(const struct hook_arch_plan *plan, const uint8_t *tramp,
+                            uint64_t tramp_addr, uint64_t pc)
+{
+	uint8_t buf[HOOK_ARCH_MAX_TRAMPOLINE];
+	size_t starts[HOOK_ARCH_MAX_INSNS], i = 1;
+
+	if (pc <= plan->fn_addr || pc >= plan->fn_addr + plan->patch_len)
+		return 0;
+	while (i < plan->insn_count && plan->fn_addr + plan->insns[i].offset != pc)
+		i++;
+	if (i >= plan->insn_count)
+		return 0; /* not an instruction boundary: the middle of one */
+	size_t n = emit_trampoline(plan, buf, tramp_addr, 0, 0, starts);
+	if (n == 0 || memcmp(buf + starts[0], tramp + starts[0], n - starts[0]))
+		return 0;
+	return tramp_addr + starts[i];
+}
+
+uint64_t hook_arch_patch_target(const struct hook_arch_plan *plan, const uint8_t *patch)
+{
+	int32_t d;
+
+	if (plan->patch_len < 5 || patch[0] != 0xe9)
+		return 0;
+	memcpy(&d, patch + 1, 4);
+	return plan->fn_addr + 5 + (uint64_t)(int64_t)d;
 }
 
 /* push rax, rdx, rcx, rsi, rdi, r8, r9, r10, r11, rbp: every caller-saved
