@@ -45,6 +45,7 @@
 #define ATTACH_TEXT_MAX 65536
 #define ATTACH_MOVES_MAX 2048 /* threads; the text holds about as many */
 #define ATTACH_ARGV_MAX 256
+#define ATTACH_DETACH_TRIES 250 /* 20 ms apart */
 
 static volatile sig_atomic_t attach_stop_sig;
 static struct ada_recorder *attach_rec; /* SIGUSR2 */
@@ -227,29 +228,50 @@ static int attach_start(struct ada_inject *in, uint64_t fn, const char *text, si
 	if (ada_inject_call(in, fn, args, 4, data, dlen, ret, why, cap) < 0)
 		return -1;
 	memset(mv->moved, 0, sizeof(mv->moved));
-	if ((int32_t)*ret == 0 &&
-	    ada_inject_peek(in, base + off, mv->moved, mv->n * sizeof(uint64_t)) < 0) {
+	if (ada_inject_peek(in, base + off, mv->moved, mv->n * sizeof(uint64_t)) < 0) {
 		snprintf(why, cap, "cannot read where the agent moved the threads");
 		return -1;
 	}
 	return 0;
 }
 
-/* Loads and starts the agent on a stopped thread. 0, or -1 with why. */
-static int attach_load(struct ada_inject *in, pid_t pid, const char *agent, const char *text,
-                       size_t tlen, struct attach_moves *mv, char *why, size_t cap)
+/* dlopen(agent) in the target, for at most timeout_ns: a thread stopped
+ * while it holds a lock dlopen needs (the loader's, while a constructor
+ * runs; a malloc arena's) would make it wait for ever. Abandoned there,
+ * the call has taken nothing (it waits to), and its thread gets its
+ * registers back (inject.h). 0, or -1 with why. */
+static int attach_dlopen(struct ada_inject *in, pid_t pid, const char *agent, uint64_t timeout_ns,
+                         char *why, size_t cap)
 {
-	uint64_t fn = 0, h = 0, ret = 0;
+	uint64_t fn = 0, h = 0;
 	size_t alen = strlen(agent) + 1;
 	if (ada_inject_dlopen_addr(pid, &fn, why, cap) < 0)
 		return -1;
 	uint64_t args[2] = {ada_inject_scratch_addr(in, alen), RTLD_NOW};
-	if (ada_inject_call(in, fn, args, 2, agent, alen, &h, why, cap) < 0)
-		return -1;
-	if (!h) {
+	ada_inject_set_call_timeout(in, timeout_ns);
+	int rc = ada_inject_call(in, fn, args, 2, agent, alen, &h, why, cap);
+	if (rc == -ETIMEDOUT)
+		snprintf(why, cap,
+		         "dlopen of the agent did not return within %.1f s in pid %d: one of its "
+		         "threads, stopped by the attach, holds a lock dlopen needs (the dynamic "
+		         "loader's, while it loads a library, or malloc's); the call was abandoned "
+		         "and the process runs on as it was. Try again later (--call-timeout SEC "
+		         "sets the limit)",
+		         (double)timeout_ns / 1e9, (int)pid);
+	if (rc == 0 && !h)
 		attach_dlerror(in, pid, why, cap);
+	ada_inject_set_call_timeout(in, 0); /* the agent's calls cannot be abandoned */
+	return rc < 0 || !h ? -1 : 0;
+}
+
+/* Loads and starts the agent on a stopped thread. 0, or -1 with why. */
+static int attach_load(struct ada_inject *in, pid_t pid, const char *agent, uint64_t timeout_ns,
+                       const char *text, size_t tlen, struct attach_moves *mv, char *why,
+                       size_t cap)
+{
+	uint64_t fn = 0, ret = 0;
+	if (attach_dlopen(in, pid, agent, timeout_ns, why, cap) < 0)
 		return -1;
-	}
 	if (ada_inject_symbol(pid, "libada_agent.so", "ada_agent_attach", &fn) < 0) {
 		snprintf(why, cap, "the agent loaded into pid %d has no ada_agent_attach",
 		         (int)pid);
@@ -258,10 +280,21 @@ static int attach_load(struct ada_inject *in, pid_t pid, const char *agent, cons
 	if (attach_start(in, fn, text, tlen, mv, &ret, why, cap) < 0)
 		return -1;
 	int err = (int)(int32_t)ret;
+	/* Also when the agent failed halfway: what it patched stays patched. */
+	if (attach_move(in, pid, mv, why, cap) < 0)
+		return -1;
 	if (err == -EALREADY) {
 		snprintf(why, cap,
 		         "pid %d is recorded already (by ada record, or another ada attach)",
 		         (int)pid);
+		return -1;
+	}
+	if (err == -EBUSY) {
+		snprintf(
+		    why, cap,
+		    "a thread of pid %d, stopped by the attach, is inside the agent (loading a "
+		    "library or forking); try again",
+		    (int)pid);
 		return -1;
 	}
 	if (err) {
@@ -270,7 +303,7 @@ static int attach_load(struct ada_inject *in, pid_t pid, const char *agent, cons
 		         (int)pid, strerror(-err));
 		return -1;
 	}
-	return attach_move(in, pid, mv, why, cap);
+	return 0;
 }
 
 /* Stops every thread, loads and starts the agent, resumes. The pause, or
@@ -288,8 +321,9 @@ static uint64_t attach_inject(const struct rec_args *a, struct ada_recorder *r, 
 	}
 	static struct attach_moves mv;
 	int tlen = attach_text(a, r, ring_cfg, in, text, sizeof(text), &mv);
-	int rc =
-	    tlen < 0 ? -1 : attach_load(in, pid, agent, text, (size_t)tlen, &mv, why, sizeof(why));
+	int rc = tlen < 0 ? -1
+	                  : attach_load(in, pid, agent, a->call_timeout_ns, text, (size_t)tlen, &mv,
+	                                why, sizeof(why));
 	if (tlen < 0)
 		snprintf(why, sizeof(why), "pid %d has too many threads for one attach", (int)pid);
 	uint64_t pause = ada_inject_resume(in);
@@ -300,25 +334,48 @@ static uint64_t attach_inject(const struct rec_args *a, struct ada_recorder *r, 
 	return pause ? pause : 1;
 }
 
-/* Stops every thread, restores the entries, resumes; the pause or 0. */
-static uint64_t attach_detach(pid_t pid)
+/* One try: stops every thread, restores the entries, resumes. 0 and
+ * the pause, -EBUSY (a stopped thread held the agent's lock: it must
+ * run to let go), -1 (gone, or failed: said). */
+static int attach_detach_once(pid_t pid, uint64_t *pause)
 {
 	char why[1024] = "";
 	struct ada_inject *in = NULL;
 	uint64_t fn = 0, ret = 0;
 	if (ada_inject_stop(pid, &in, why, sizeof(why)) < 0)
-		return 0; /* gone meanwhile: nothing to restore */
+		return -1; /* gone meanwhile: nothing to restore */
 	int rc = ada_inject_symbol(pid, "libada_agent.so", "ada_agent_detach", &fn);
 	if (rc == 0)
 		rc = ada_inject_call(in, fn, NULL, 0, NULL, 0, &ret, why, sizeof(why));
-	uint64_t pause = ada_inject_resume(in);
+	*pause = ada_inject_resume(in);
+	if (rc == 0 && (int32_t)ret == -EBUSY)
+		return -EBUSY;
 	if (rc < 0 || (int32_t)ret != 0) {
 		ada_log(
 		    "detaching from pid %d did not restore every hooked function (%s); it runs on",
 		    (int)pid, rc < 0 ? why : strerror(-(int32_t)ret));
-		return 0;
+		return -1;
 	}
-	return pause;
+	return 0;
+}
+
+/* Stops every thread, restores the entries, resumes; the pause or 0.
+ * A thread that held the agent's lock when stopped (inside a fork or a
+ * dlopen) is let run a little and the detach tried again. */
+static uint64_t attach_detach(pid_t pid)
+{
+	uint64_t pause = 0;
+	for (int i = 0; i < ATTACH_DETACH_TRIES; i++) {
+		int rc = attach_detach_once(pid, &pause);
+		if (rc != -EBUSY)
+			return rc == 0 ? pause : 0;
+		struct timespec ts = {0, 20000000}; /* 20 ms */
+		nanosleep(&ts, NULL);
+	}
+	ada_log("detaching from pid %d did not restore every hooked function (a thread stayed "
+	        "inside the agent); it runs on",
+	        (int)pid);
+	return 0;
 }
 
 /* Until a signal, --duration or the process's exit. */

@@ -45,7 +45,10 @@ struct rec_args {
 	 * --duration SEC (0: until SIGINT/SIGTERM or the process's exit). */
 	bool attach;
 	uint64_t duration_ns;
+	/* --call-timeout SEC: the bound of the injected dlopen (cmd_attach.c). */
+	uint64_t call_timeout_ns;
 };
+#define ADA_ATTACH_CALL_TIMEOUT_NS 10000000000ull
 
 /* Parses the options (ada record: then -- PROGRAM ARGS; ada attach: argv[0]
  * is the pid, options only). 0, 1 (--help printed: done) or -1 (said why). */

@@ -124,6 +124,9 @@ static void attach_usage(FILE *f)
 	           "agent is loaded and its hooks are set (the pause, in the summary and the\n"
 	           "manifest). Checks first what `ada diagnose PID` checks.\n"
 	           "  --duration SEC     detach after SEC seconds (fractions allowed)\n"
+	           "  --call-timeout SEC how long the agent's dlopen in the process may take\n"
+	           "                     (default 10): a thread stopped while holding a lock\n"
+	           "                     dlopen needs would make it wait for ever\n"
 	           "The options of ada record apply (but --no-agent): see ada record --help.\n");
 }
 
@@ -172,7 +175,8 @@ enum {
 	OPT_DETAIL_SYMS,
 	OPT_KEY_SYMS,
 	OPT_BLOB,
-	OPT_DURATION, /* ada attach only */
+	OPT_DURATION,     /* ada attach only */
+	OPT_CALL_TIMEOUT, /* ada attach only */
 };
 
 static const struct option record_opts[] = {
@@ -208,6 +212,7 @@ static const struct option record_opts[] = {
     {"key-symbols", required_argument, 0, OPT_KEY_SYMS},
     {"blob", required_argument, 0, OPT_BLOB},
     {"duration", required_argument, 0, OPT_DURATION},
+    {"call-timeout", required_argument, 0, OPT_CALL_TIMEOUT},
     {0, 0, 0, 0},
 };
 
@@ -470,6 +475,18 @@ static int record_opt(struct rec_args *a, int c, const char *v)
 			return -1;
 		}
 		return record_seconds("--duration", v, &a->duration_ns);
+	case OPT_CALL_TIMEOUT:
+		if (!a->attach) {
+			ada_log("--call-timeout is an option of ada attach");
+			return -1;
+		}
+		if (record_seconds("--call-timeout", v, &a->call_timeout_ns) < 0)
+			return -1;
+		if (a->call_timeout_ns == 0) {
+			ada_log("--call-timeout wants more than 0 seconds");
+			return -1;
+		}
+		return 0;
 	case OPT_EXCLUDE:
 		return record_hook_opt(a, "exclude", v);
 	case OPT_INCLUDE:
@@ -527,6 +544,7 @@ int record_parse(struct rec_args *a, int argc, char **argv, bool attach)
 	a->max_shm_mb = UINT64_MAX;  /* not given: the default ceiling */
 	a->follow = a->agent = true;
 	a->stack_bytes = 128;
+	a->call_timeout_ns = ADA_ATTACH_CALL_TIMEOUT_NS;
 	a->flush = (struct ada_flush_policy){.mode = ADA_FLUSH_INTERVAL, .value = 1000};
 	a->flight = (struct ada_trigger_opts){.pre_ns = ADA_TRIGGER_DEFAULT_PRE_NS,
 	                                      .post_ns = ADA_TRIGGER_DEFAULT_POST_NS,

@@ -265,7 +265,8 @@ static int attach_again(const struct attach_cfg *c)
 }
 
 /* Configures and starts the agent in a running process; 0 or -errno
- * (-EALREADY: it records already, preloaded or attached). moved (n
+ * (-EALREADY: it records already, preloaded or attached; -EBUSY: a
+ * stopped thread is inside the agent, holding its lock). moved (n
  * slots, may be NULL): for the i-th busy= address, the pc that thread
  * must resume at (inside a trampoline), or 0 where it stays; ada attach
  * sets them before any thread runs. */
@@ -277,7 +278,12 @@ ADA_AGENT_EXPORT int ada_agent_attach(const char *text, uint64_t len, uint64_t *
 		return -EALREADY;
 	struct attach_cfg c = {0};
 	agent_guard_enter();
-	pthread_mutex_lock(&agent.lock);
+	/* Held by a thread ptrace stopped (a fork or dlopen inside the
+	 * agent): it would never be released while we wait. */
+	if (pthread_mutex_trylock(&agent.lock)) {
+		agent_guard_leave();
+		return -EBUSY;
+	}
 	bool again = agent.attached && agent.mem;
 	agent.attached = true;
 	agent.moved_at_attach = 0;
@@ -294,21 +300,25 @@ ADA_AGENT_EXPORT int ada_agent_attach(const char *text, uint64_t len, uint64_t *
 	if (!err && !again)
 		err = agent_boot();
 	pthread_mutex_lock(&agent.lock);
-	if (!err)
-		attach_report_moves(moved, n);
+	/* Even after a failure: what was patched stays patched. */
+	attach_report_moves(moved, n);
 	attach_forget_busy();
 	pthread_mutex_unlock(&agent.lock);
 	free(c.tls);
 	return err;
 }
 
-/* Restores every patched entry and stops recording; 0 or -errno. */
+/* Restores every patched entry and stops recording; 0 or -errno
+ * (-EBUSY: a stopped thread holds the agent's lock). */
 ADA_AGENT_EXPORT int ada_agent_detach(void)
 {
 	if (!agent.attached || !agent_hot.active)
 		return -EINVAL;
 	agent_guard_enter();
-	pthread_mutex_lock(&agent.lock);
+	if (pthread_mutex_trylock(&agent.lock)) { /* as in ada_agent_attach() */
+		agent_guard_leave();
+		return -EBUSY;
+	}
 	int err = agent_uninstall();
 	agent_hot.active = 0;
 	agent_write_files(false, agent.n_mods); /* agent.json, final */

@@ -44,6 +44,7 @@ struct ada_inject {
 	struct inject_thread *th;
 	bool chosen; /* calls go to th[caller] (ada_inject_use_thread) */
 	size_t caller;
+	uint64_t call_timeout_ns; /* 0: none */
 };
 
 static uint64_t inject_now(void)
@@ -99,6 +100,24 @@ static int inject_wait_stop(struct inject_thread *t)
 	}
 }
 
+/* Whether thread tid of pid has exited (a zombie or dead task, or gone
+ * from /proc): the kernel refuses to seize such a thread with EPERM. */
+static bool inject_exited(pid_t pid, pid_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')'); /* the name may hold anything */
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 /* Seizes and interrupts one new thread. 0, 1 (it exited meanwhile), or
  * -errno. */
 static int inject_take(struct ada_inject *in, pid_t tid)
@@ -112,8 +131,10 @@ static int inject_take(struct ada_inject *in, pid_t tid)
 		in->th = th;
 		in->cap = cap;
 	}
-	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0)
-		return errno == ESRCH ? 1 : -errno;
+	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
+		int err = errno;
+		return err == ESRCH || (err == EPERM && inject_exited(in->pid, tid)) ? 1 : -err;
+	}
 	struct inject_thread *t = &in->th[in->n];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
@@ -255,6 +276,31 @@ uint64_t ada_inject_thread_pc(const struct ada_inject *in, size_t i, bool *in_sy
 	if (in_syscall)
 		*in_syscall = (long long)g->orig_rax >= 0;
 	return g->rip;
+}
+
+void inject_reap_exits(struct ada_inject *in, pid_t except)
+{
+	for (size_t i = 0; i < in->n; i++) {
+		struct inject_thread *t = &in->th[i];
+		int st;
+		if (t->gone || t->tid == except)
+			continue;
+		/* Held threads are stopped: the only news they can have is
+		 * their exit (a fatal signal to the process). */
+		pid_t r = waitpid(t->tid, &st, __WALL | WNOHANG);
+		if (r < 0 || (r == t->tid && (WIFEXITED(st) || WIFSIGNALED(st))))
+			t->gone = true;
+	}
+}
+
+void ada_inject_set_call_timeout(struct ada_inject *in, uint64_t ns)
+{
+	in->call_timeout_ns = ns;
+}
+
+uint64_t inject_call_timeout(const struct ada_inject *in)
+{
+	return in->call_timeout_ns;
 }
 
 int ada_inject_thread_set_pc(struct ada_inject *in, size_t i, uint64_t pc)

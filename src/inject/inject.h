@@ -7,7 +7,8 @@
  *   1. ada_inject_stop(): PTRACE_SEIZE + PTRACE_INTERRUPT every thread of
  *      /proc/PID/task, again and again until a listing finds no thread
  *      that is not stopped (a thread created meanwhile is caught by the
- *      next listing: once all are stopped, none can be created). Each
+ *      next listing: once all are stopped, none can be created; one that
+ *      exited but is still listed is passed over). Each
  *      thread's registers are read once stopped (ada_inject_thread_pc()).
  *   2. ada_inject_call(): on the first thread stopped by the interrupt
  *      (not in a signal-delivery stop), saves every register (general,
@@ -73,6 +74,13 @@ int ada_inject_dlopen_addr(pid_t pid, uint64_t *addr, char *why, size_t cap);
  * call could be started). */
 int ada_inject_call(struct ada_inject *in, uint64_t fn, const uint64_t *args, int nargs,
                     const void *data, size_t len, uint64_t *ret, char *why, size_t cap);
+/* A time limit for the calls that follow (0, the default: none). A call
+ * still running at its limit is abandoned where it waits: the thread is
+ * interrupted and its registers, xsave area and mask restored as after
+ * any call, and ada_inject_call() returns -ETIMEDOUT. Only for a call
+ * that can be abandoned without harm: dlopen waiting for a lock a
+ * stopped thread holds has taken nothing yet (docs/attach.md). */
+void ada_inject_set_call_timeout(struct ada_inject *in, uint64_t ns);
 /* Where ada_inject_call() will put len bytes of data (the same on every
  * call of one ada_inject). */
 uint64_t ada_inject_scratch_addr(const struct ada_inject *in, size_t len);

@@ -20,6 +20,7 @@
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "inject.h"
@@ -190,32 +191,116 @@ static int call_frame(struct ada_inject *in, struct user_regs_struct *g, uint64_
 	return 0;
 }
 
-/* Runs the thread until fn returns to 0. 0 and *ret, or -errno. */
-static int call_run(pid_t tid, uint64_t *ret, char *why, size_t cap)
+static uint64_t call_now(void)
 {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* waitpid(tid) until deadline (0: none): 0 and *st, -ETIMEDOUT, -errno.
+ * The tracer learns of a stop only through waitpid (a SIGCHLD could go
+ * to any of ada's threads), so the wait polls, backing off from 50 us to
+ * 1 ms: a call lasts milliseconds, and this adds at most one sleep to
+ * the pause. Meanwhile the other threads' exits are collected (a process
+ * killed during the call would otherwise never report its leader's). */
+static int call_wait(struct ada_inject *in, pid_t tid, int *st, uint64_t deadline)
+{
+	long nap = 50000;
+	for (;;) {
+		pid_t r = waitpid(tid, st, __WALL | WNOHANG);
+		if (r == tid)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r == 0 && deadline && call_now() >= deadline)
+			return -ETIMEDOUT;
+		if (r == 0) {
+			inject_reap_exits(in, tid);
+			struct timespec ts = {0, nap};
+			nanosleep(&ts, NULL);
+			nap = nap < 1000000 ? nap * 2 : 1000000;
+		}
+	}
+}
+
+/* One stop of the thread during the call: 1 (not the end: go on), 0 (fn
+ * returned to 0: *ret), or -errno. */
+static int call_stopped(pid_t tid, int st, uint64_t *ret, char *why, size_t cap)
+{
+	if (WIFEXITED(st) || WIFSIGNALED(st)) {
+		call_why(why, cap, "the target exited during the injected call");
+		return -ESRCH;
+	}
+	if (!WIFSTOPPED(st) || (st >> 16) != 0 || WSTOPSIG(st) != SIGSEGV)
+		return 1; /* an event or group stop: go on */
+	struct user_regs_struct g;
+	if (ptrace(PTRACE_GETREGS, tid, 0, &g) < 0)
+		return -errno;
+	if (g.rip == 0) {
+		*ret = g.rax;
+		return 0;
+	}
+	call_why(why, cap, "the injected call faulted at 0x%llx", (unsigned long long)g.rip);
+	return -EFAULT;
+}
+
+/* The call is over its time: the thread is interrupted where it waits
+ * (its registers are restored by the caller, as after any call). 0 and
+ * *ret when the call returned meanwhile, -ETIMEDOUT once it is held,
+ * -ESRCH when it cannot even be stopped (then nothing can be restored). */
+static int call_abandon(struct ada_inject *in, pid_t tid, uint64_t timeout_ns, uint64_t *ret,
+                        char *why, size_t cap)
+{
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
+		return -ESRCH;
+	for (int detour = 0; detour < INJECT_MAX_DETOURS; detour++) {
+		int st, rc = call_wait(in, tid, &st, call_now() + timeout_ns);
+		if (rc < 0) {
+			call_why(why, cap,
+			         "the injected call did not return and its thread %d "
+			         "cannot be stopped",
+			         (int)tid);
+			return -ESRCH;
+		}
+		if (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP)
+			return -ETIMEDOUT;
+		rc = call_stopped(tid, st, ret, why, cap);
+		if (rc <= 0)
+			return rc;
+		if (ptrace(PTRACE_CONT, tid, 0, 0) < 0)
+			return -ESRCH;
+	}
+	return -ESRCH;
+}
+
+/* Runs the thread until fn returns to 0, for at most timeout_ns (0: no
+ * limit). 0 and *ret, or -errno (-ETIMEDOUT: abandoned, thread held). */
+static int call_run(struct ada_inject *in, pid_t tid, uint64_t timeout_ns, uint64_t *ret, char *why,
+                    size_t cap)
+{
+	uint64_t deadline = timeout_ns ? call_now() + timeout_ns : 0;
 	for (int detour = 0; detour < INJECT_MAX_DETOURS; detour++) {
 		if (ptrace(PTRACE_CONT, tid, 0, 0) < 0)
 			return -errno;
-		int st;
-		pid_t r;
-		while ((r = waitpid(tid, &st, __WALL)) < 0 && errno == EINTR)
-			;
-		if (r < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
+		int st, rc = call_wait(in, tid, &st, deadline);
+		if (rc == -ETIMEDOUT) {
+			rc = call_abandon(in, tid, timeout_ns, ret, why, cap);
+			if (rc == -ETIMEDOUT)
+				call_why(
+				    why, cap,
+				    "the injected call did not return within %.1f s (a stopped "
+				    "thread may hold a lock it needs)",
+				    (double)timeout_ns / 1e9);
+			return rc;
+		}
+		if (rc < 0) {
 			call_why(why, cap, "the target exited during the injected call");
 			return -ESRCH;
 		}
-		if (!WIFSTOPPED(st) || (st >> 16) != 0 || WSTOPSIG(st) != SIGSEGV)
-			continue; /* an event or group stop: go on */
-		struct user_regs_struct g;
-		if (ptrace(PTRACE_GETREGS, tid, 0, &g) < 0)
-			return -errno;
-		if (g.rip == 0) {
-			*ret = g.rax;
-			return 0;
-		}
-		call_why(why, cap, "the injected call faulted at 0x%llx",
-		         (unsigned long long)g.rip);
-		return -EFAULT;
+		rc = call_stopped(tid, st, ret, why, cap);
+		if (rc <= 0)
+			return rc;
 	}
 	call_why(why, cap, "the injected call did not return");
 	return -ETIMEDOUT;
@@ -250,7 +335,7 @@ int ada_inject_call(struct ada_inject *in, uint64_t fn, const uint64_t *args, in
 	            ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(mask), &mask) < 0))
 		rc = -errno;
 	if (!rc)
-		rc = call_run(tid, ret, why, cap);
+		rc = call_run(in, tid, inject_call_timeout(in), ret, why, cap);
 	else
 		call_why(why, cap, "cannot set up the call in thread %d: %s", (int)tid,
 		         strerror(-rc));

@@ -11,6 +11,13 @@ int inject_mem_fd(const struct ada_inject *in);
 /* The thread calls are made on: the first one stopped by our interrupt
  * (not in a signal-delivery stop, not exited); 0 when none. */
 pid_t inject_call_tid(const struct ada_inject *in);
+/* Collects the exit of every held thread but except that has exited
+ * (marks it gone): when the process dies during a call, the kernel
+ * reports its leader's exit only after every other thread's exit has
+ * been collected by us, its tracer. */
+void inject_reap_exits(struct ada_inject *in, pid_t except);
+/* The time limit of a call in ns (0: none; ada_inject_set_call_timeout). */
+uint64_t inject_call_timeout(const struct ada_inject *in);
 /* Its registers as stopped (NULL when none). */
 const struct user_regs_struct *inject_call_regs(const struct ada_inject *in);
 

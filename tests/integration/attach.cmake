@@ -16,18 +16,30 @@ endif()
 include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
 # A thread held inside a prologue while it is patched (case move).
 ada_test_target(attach_move O2 SOURCES ${ADA_TGT_SRC}/t_attach_move.c)
+# Threads created all the time (case spawn).
+ada_test_target(attach_spawn O2 SOURCES ${ADA_TGT_SRC}/t_attach_spawn.c)
+# A thread holding the loader's lock in a constructor (case loader_lock).
+ada_test_target(attach_lock O2 SOURCES ${ADA_TGT_SRC}/t_attach_lock.c)
+add_library(adat_attach_lock_lib SHARED ${ADA_TGT_SRC}/t_attach_lock_lib.c)
+set_target_properties(adat_attach_lock_lib PROPERTIES
+  COMPILE_OPTIONS "-O2;${ADA_TGT_WARN}" LINK_OPTIONS ""
+  OUTPUT_NAME t_attach_lock PREFIX "lib" LIBRARY_OUTPUT_DIRECTORY ${ADA_TGT_DIR})
+add_dependencies(adat_attach_lock_O2 adat_attach_lock_lib)
 set(ADA_ATTACH_T ${CMAKE_BINARY_DIR}/tests/targets)
 set(ADA_ATTACH_STATIC "")
 if(ADA_LIBC_A)
   set(ADA_ATTACH_STATIC --static ${ADA_ATTACH_T}/t_static)
 endif()
-foreach(case threads trigger move nopid traced static otheruser)
+foreach(case threads trigger move spawn loader_lock nopid traced static otheruser)
   add_test(NAME e2e.attach_${case}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/attach_test.py
                    --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/attach-work
                    --target ${ADA_ATTACH_T}/t_attach_O2 ${ADA_ATTACH_STATIC}
                    --control ${ADA_ATTACH_T}/t_control_O2
-                   --move ${ADA_ATTACH_T}/t_attach_move_O2 ${case})
+                   --move ${ADA_ATTACH_T}/t_attach_move_O2
+                   --spawn ${ADA_ATTACH_T}/t_attach_spawn_O2
+                   --lock ${ADA_ATTACH_T}/t_attach_lock_O2
+                   --lock-lib ${ADA_ATTACH_T}/libt_attach_lock.so ${case})
   set_tests_properties(e2e.attach_${case} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        LABELS "integration")
 endforeach()

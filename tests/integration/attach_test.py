@@ -27,6 +27,22 @@
              was moved (hook.moved_at_attach 1), busy_read is
              busy_at_attach; the second has move_probe's later calls exactly
              (2 x 1000), the two open at the attach are not recorded.
+  spawn      tests/targets/t_attach_spawn.c: threads are created and exit
+             all the time (4 at a time, each calling spawn_work 100 times),
+             also while ada attach stops the process. Attached to three times
+             in a row (each detached with SIGINT once events flow: the second
+             and third find the agent of an earlier attach): each session
+             validates with no orphan return, no thread has more than 100
+             spawn_work calls and some have exactly 100; no thread is left
+             traced; on "stop" the program counts every worker's 100 calls
+             and exits 42 (a worker left stopped would hang its join).
+  loader_lock  tests/targets/t_attach_lock.c: a thread waits in a library
+             constructor, holding the dynamic loader's lock; ada attach
+             --call-timeout 1: the agent's dlopen cannot take the lock (its
+             holder is stopped), so after 1 s ada attach says so in one
+             sentence and exits 2, no session, no tracer; the main thread
+             the call was made on (in read()) runs on as it was: on "go" the
+             program finishes loading, dlopens libm and exits 42.
   nopid      a pid that does not exist: exit 2, one sentence, no session.
   traced     a process strace holds: exit 2 naming the tracer; it runs on.
   static     a static program (t_static --wait): exit 2 saying dlopen cannot
@@ -370,9 +386,65 @@ def case_move(a, work):
     move_session(a, s2, t.pid, 2000)
 
 
-def refused(a, work, pid, words):
+def spawn_session(a, session, pid):
+    rc, so, se = run([a.ada, "validate", session])
+    check(rc == 0, "validate %s: exit %d\n%s%s" % (session, rc, so, se))
+    rc, so, se = run([a.ada, "report", session, "--json", "--threads"])
+    check(rc == 0, "report: exit %d %s" % (rc, se))
+    rep = json.loads(so)["processes"][0]
+    t = rep["totals"]
+    check(t["orphans"] == 0 and t["unmatched_ends"] == 0, "unbalanced: %r" % t)
+    per = [f["calls"] for f in rep["functions"] if f["function"] == "spawn_work"]
+    check(per and max(per) == 100, "spawn_work calls per thread: %r" % per)
+    return len(per)
+
+
+def case_spawn(a, work):
+    if not a.spawn:
+        raise Fail("no --spawn target")
     out = os.path.join(work, "out")
-    rc, so, se = run([a.ada, "attach", str(pid), "--out", out])
+    t = subprocess.Popen([a.spawn], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    found = []
+    try:
+        check(t.stdout.readline() == b"ready\n", "the spawning target did not start")
+        for round_ in (1, 2, 3):
+            rc, err, session = attach_until_events(a.ada, t.pid, out)
+            check(rc == 0, "attach %d: exit %d\n%s" % (round_, rc, err))
+            check(tracer_of(t.pid) == 0, "still traced after the detach")
+            found.append(spawn_session(a, session, t.pid))
+        out_, err_ = t.communicate(b"stop\n", timeout=GUARD)
+    finally:
+        if t.poll() is None:
+            t.kill()
+            t.wait()
+    check(t.returncode == 42, "the target exited %d: %r %r" % (t.returncode, out_, err_))
+    print("spawn: %r threads with spawn_work calls per session; %s" %
+          (found, out_.decode().strip()))
+
+
+def case_loader_lock(a, work):
+    if not a.lock or not a.lock_lib:
+        raise Fail("no --lock / --lock-lib target")
+    t = subprocess.Popen([a.lock, a.lock_lib], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        check(t.stdout.readline() == b"ready\n", "the loader-lock target did not start")
+        refused(a, work, t.pid, ["did not return within 1.0 s", "lock dlopen needs",
+                                 "runs on as it was"], ["--call-timeout", "1"])
+        check(tracer_of(t.pid) == 0 and t.poll() is None, "the process was left traced")
+        out_, err_ = t.communicate(b"go\n", timeout=GUARD)
+    finally:
+        if t.poll() is None:
+            t.kill()
+            t.wait()
+    check(t.returncode == 42 and out_ == b"loaded ok\n",
+          "the target exited %d: %r %r" % (t.returncode, out_, err_))
+
+
+def refused(a, work, pid, words, extra=()):
+    out = os.path.join(work, "out")
+    rc, so, se = run([a.ada, "attach", str(pid), "--out", out] + list(extra))
     lines = [l for l in se.splitlines() if l.strip()]
     print("ada attach %d: exit %d: %r" % (pid, rc, lines))
     check(rc == 2, "exit %d, expected 2" % rc)
@@ -452,6 +524,7 @@ def case_otheruser(a, work):
 
 
 CASES = {"threads": case_threads, "trigger": case_trigger, "move": case_move,
+         "spawn": case_spawn, "loader_lock": case_loader_lock,
          "nopid": case_nopid,
          "traced": case_traced, "static": case_static, "otheruser": case_otheruser}
 
@@ -464,6 +537,9 @@ def main():
     ap.add_argument("--static")
     ap.add_argument("--control")
     ap.add_argument("--move")
+    ap.add_argument("--spawn")
+    ap.add_argument("--lock")
+    ap.add_argument("--lock-lib")
     ap.add_argument("case", choices=sorted(CASES))
     a = ap.parse_args()
     work = os.path.join(os.path.abspath(a.work), a.case)
