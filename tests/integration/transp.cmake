@@ -28,7 +28,7 @@ ada_transp(resync ${ADA_TGT_DIR}/t_nonc_O2 cfi)
 # slots are followed by spill slots (small rings, memory taken as threads
 # first claim them) up to --thread-limit (default 16 384): 200 threads at
 # a barrier and 1 000 alive at once (15 times the full slots) are recorded
-# exactly with the defaults; 2 000 short threads, 100 alive at a time,
+# exactly with the defaults; 10 000 short threads, 100 alive at a time,
 # likewise (spill slots freed and reused). Past --thread-limit 100, 200
 # threads at a barrier run on: the loss is counted (no_slot), never a
 # wait for ever.
@@ -47,7 +47,7 @@ add_test(NAME e2e.transp.slots_full
 set_tests_properties(e2e.transp.slots_full PROPERTIES TIMEOUT 300 LABELS "e2e")
 ada_transp_exact(barrier_200 mt_work=4000 ${ADA_TGT_DIR}/t_manythreads_O2 barrier 200)
 ada_transp_exact(alive_1000 mt_work=20000 ${ADA_TGT_DIR}/t_manythreads_O2 barrier 1000)
-ada_transp_exact(threads_2000 mt_work=6000 ${ADA_TGT_DIR}/t_manythreads_O2 waves 2000 100)
+ada_transp_exact(threads_10000 mt_work=30000 ${ADA_TGT_DIR}/t_manythreads_O2 waves 10000 100)
 # 10 000 threads alive at once (64 KiB stacks), meeting at a barrier:
 # exact counts, nothing dropped or lost, and the shared memory stays
 # within 512 MiB (64 full slots of 3 MiB and 9 937 spill slots of
