@@ -231,11 +231,16 @@ static uintptr_t attach_thread_pointer(void)
  * from its thread pointer), so its next event claims one in the new arena. */
 static void attach_reset_producers(const struct attach_cfg *c)
 {
-	intptr_t off = (intptr_t)(uintptr_t)&ada_producer_tls - (intptr_t)attach_thread_pointer();
+	uintptr_t self = attach_thread_pointer();
+	intptr_t off = (intptr_t)(uintptr_t)&ada_producer_tls - (intptr_t)self;
 	for (size_t i = 0; i < c->n_tls; i++)
-		if (c->tls[i])
+		if (c->tls[i]) {
 			memset((void *)(uintptr_t)((intptr_t)c->tls[i] + off), 0,
 			       sizeof(ada_producer_tls));
+			/* A thread that found the first recorder gone (a frame
+			 * returning after the detach) would stay untraced. */
+			agent_shadow_attach_reset(self, (uintptr_t)c->tls[i]);
+		}
 }
 
 /* A second attach after a detach: a new arena, the kept patches again. */

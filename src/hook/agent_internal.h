@@ -276,6 +276,9 @@ bool agent_attach_busy(uint64_t addr, size_t len);
  * thread strictly inside it can be moved to the trampoline's copy of the
  * instruction it is at (then recorded in agent.moved[]). */
 bool agent_attach_place(const struct hook_arch_plan *plan, uint64_t tramp);
+/* handlers.c: a second attach clears the "recorder gone" state of the
+ * thread whose thread pointer is tp (self_tp: the caller's). */
+void agent_shadow_attach_reset(uintptr_t self_tp, uintptr_t tp);
 /* Forgets the moves of the threads at [lo, hi) (a module whose patches
  * failed to apply: its trampolines are not used). */
 void agent_attach_unplace(uint64_t lo, uint64_t hi);

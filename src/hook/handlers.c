@@ -519,6 +519,21 @@ __attribute__((cold, noinline)) static void handlers_enter_slow(struct ada_shado
  * (handlers_resync): not traced (counted). */
 /* A call of a thread that found the recorder gone: counted; now and
  * then, whether the drain beats again (then tracing resumes). */
+/* ada attach, again (agent_attach.c, every other thread stopped; not
+ * hook context): the thread whose thread pointer is tp (ours: self_tp)
+ * forgets that it found the previous recorder gone. Its producer state
+ * is reset so that its next event claims a slot in the new arena, but a
+ * thread with gone set emits no event, and ada_producer_drain_back()
+ * looks at no arena: it would stay untraced for good. */
+void agent_shadow_attach_reset(uintptr_t self_tp, uintptr_t tp)
+{
+	struct ada_shadow *s = (struct ada_shadow *)((uintptr_t)&ada_shadow_tls - self_tp + tp);
+	if (s->gone) {
+		s->gone = 0;
+		s->guard--; /* raised with gone (handlers_emit_slow) */
+	}
+}
+
 static void handlers_gone_call(struct ada_shadow *s)
 {
 	if ((++s->gone_lost & 4095u) == 0 && ada_producer_drain_back()) {
