@@ -77,10 +77,11 @@ bool agent_attach_place(const struct hook_arch_plan *plan, uint64_t tramp)
 		for (size_t i = 0; i < agent.n_busy; i++) {
 			if (agent.busy[i] <= addr || agent.busy[i] >= addr + len)
 				continue;
-			/* A thread inside a system call (its restart 2 bytes
-			 * back) is never moved: the kernel may rewind its pc. */
+			/* A thread inside a system call (its restart one syscall
+			 * instruction back) is never moved: the kernel may rewind
+			 * its pc. */
 			uint64_t to =
-			    attach_restarts_in(agent.busy[i] - 2, 1)
+			    attach_restarts_in(agent.busy[i] - HOOK_ARCH_SYSCALL_INSN_LEN, 1)
 			        ? 0
 			        : hook_arch_moved_pc(plan, (const uint8_t *)(uintptr_t)tramp, tramp,
 			                             agent.busy[i]);

@@ -89,6 +89,10 @@ struct ada_hook_regs {
 #define HOOK_ARCH_MAX_TRAMPOLINE 256 /* bytes one trampoline takes at most */
 
 #define HOOK_ARCH_MAX_INSNS 5 /* 5 bytes are covered by at most 5 insns */
+/* Bytes of the system call instruction (x86_64 `syscall`; arm64's `svc`
+ * is 4): a thread stopped inside a system call restarts that far before
+ * its pc (ada attach never moves such a thread). */
+#define HOOK_ARCH_SYSCALL_INSN_LEN 2
 #define HOOK_ARCH_RETURN_TRAMPOLINE_MAX 96
 
 /* One displaced instruction as prepare() decoded it; private to the arch
