@@ -118,6 +118,9 @@ void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 	if (json_is_integer(json_object_get(st, "events_per_sec")))
 		fprintf(f, " (%lld/s)", (long long)fmt_int(st, "events_per_sec"));
 	fmt_drops(f, st);
+	if (fmt_int(st, "detail_overwritten"))
+		fprintf(f, ", %lld older detail records overwritten in memory (not drops)",
+		        (long long)fmt_int(st, "detail_overwritten"));
 	if (live)
 		fprintf(f, ", ring fill max %lld%%", (long long)fmt_int(st, "ring_fill_pct_max"));
 	fmt_rings(f, st);
@@ -185,6 +188,12 @@ static void man_add(json_t *st, json_t *man)
 	    json_string_value(json_object_get(json_object_get(man, "detail"), "mode"));
 	if (mode)
 		json_object_set_new(st, "detail_mode", json_string(mode));
+	if (mode && !strcmp(mode, "triggered")) { /* information, not a drop */
+		json_int_t over = fmt_int(json_object_get(man, "detail"), "overwritten");
+		json_object_set_new(
+		    st, "detail_overwritten",
+		    json_integer(fmt_int(st, "detail_overwritten") + (over > 0 ? over : 0)));
+	}
 }
 
 json_t *cmd_ctl_status_from_manifests(const char *session)

@@ -76,6 +76,8 @@ static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, boo
 		for (int l = 0; l < ADA_LANE_COUNT; l++)
 			for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
 				v->drops[k] += p->drops[l][k];
+		if (v->detail_mode == ADA_DETAIL_TRIGGERED)
+			v->detail_overwritten += p->detail_overwritten;
 		if (!p->finished && p->fill_last > v->ring_fill_pct_max)
 			v->ring_fill_pct_max = p->fill_last;
 		live_proc(v, p);

@@ -433,6 +433,9 @@ struct ada_recorder_live {
 	uint64_t events_per_sec; /* over the last second */
 	uint64_t drops[ADA_DROP_REASON_COUNT];
 	uint64_t drops_per_sec[ADA_DROP_REASON_COUNT];
+	/* --detail triggered: records the rings overwrote that no window
+	 * wanted (a flight recorder's normal turnover, not a drop) */
+	uint64_t detail_overwritten;
 	uint32_t ring_fill_pct_max;
 	uint32_t nprocs, procs_omitted; /* procs[] holds the first ADA_LIVE_MAX_PROCS */
 	struct ada_live_proc procs[ADA_LIVE_MAX_PROCS];

@@ -268,8 +268,15 @@ def case_status(ada, target, work):
         check(n <= sum(l.get(reason, 0) for l in man["drops"].values()),
               "drops %s: live %d above the manifest's" % (reason, n))
     check(len(windows(man)) == 1, "windows: %r" % windows(man))
+    # --detail triggered: the rings' turnover is information beside the drops
+    over = man["detail"]["overwritten"]
+    check(0 <= st.get("detail_overwritten", -1) <= over,
+          "live detail_overwritten %r, manifest %d" % (st.get("detail_overwritten"), over))
     _, so, _ = r.ada_cmd("status", r.session, "--json")
     done = json.loads(so)
+    check(done.get("detail_overwritten") == over,
+          "finished status detail_overwritten %r, manifest %d" %
+          (done.get("detail_overwritten"), over))
     check(done["recording"] is False and done["events"] == final and
           done["hooks"] == st["hooks"] and done["windows"]["total"] == 1,
           "status of the finished session %r; manifest events %d" % (done, final))
