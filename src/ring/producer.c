@@ -136,15 +136,32 @@ static void producer_register_exit(void)
 }
 
 /* Rereads tail; true when there is room for one more event. */
-static bool producer_refresh_limit(struct ada_producer *p)
+/* Our own state, read again from memory: a second `ada attach` zeroes a
+ * stopped thread's producer state from the attaching thread
+ * (agent_attach.c, attach_reset_producers), possibly while this thread
+ * was stopped inside producer_wait(). It must then give up its event
+ * (the finished recording's) instead of using the zeroed fields. */
+static bool producer_was_reset(const struct ada_producer *p, const struct ada_arena *a)
 {
-	struct ada_index_hdr *h = ring_index_hdr(p->arena, p->slot);
+	return *(struct ada_arena *const volatile *)&p->arena != a;
+}
+
+/* Rereads tail of slot in a (the caller's copies, not p's fields: see
+ * producer_was_reset). */
+static bool producer_refresh_limit_at(struct ada_producer *p, struct ada_arena *a, uint32_t slot)
+{
+	struct ada_index_hdr *h = ring_index_hdr(a, slot);
 	/* Pairs with the release store of tail in ada_index_ring_release():
 	 * the drain has finished reading the events we may now overwrite. */
 	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_acquire);
 	p->room = tail + p->mask + 1;
 	p->limit = p->ts_clock ? 0 : p->room;
 	return p->head < p->room;
+}
+
+static bool producer_refresh_limit(struct ada_producer *p)
+{
+	return producer_refresh_limit_at(p, p->arena, p->slot);
 }
 
 static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t slot, uint32_t tid)
@@ -255,7 +272,8 @@ static void producer_pause(void)
 
 /* Drops this event: the drain's heartbeat has stood still for the timeout.
  * Until it moves, further full-ring events drop at once. */
-static bool producer_drain_lagging(struct ada_producer *p, uint64_t beat)
+static bool producer_drain_lagging(struct ada_producer *p, struct ada_arena *a, uint32_t slot,
+                                   uint64_t beat)
 {
 	/* Stored only when it changes: every thread passes here for each
 	 * event while the recorder is gone, and a store each time would
@@ -264,7 +282,7 @@ static bool producer_drain_lagging(struct ada_producer *p, uint64_t beat)
 		atomic_store_explicit(&producer_dead_beat, beat + 1, memory_order_relaxed);
 	p->lagging = 1;
 	p->lag_beat = beat;
-	ring_slot_drop(p->arena, p->slot, ADA_LANE_INDEX, ADA_DROP_DRAIN_LAG);
+	ring_slot_drop(a, slot, ADA_LANE_INDEX, ADA_DROP_DRAIN_LAG);
 	return false;
 }
 
@@ -273,30 +291,36 @@ static bool producer_drain_lagging(struct ada_producer *p, uint64_t beat)
  * costs each thread one timeout, then drops without waiting. */
 static bool producer_wait(struct ada_producer *p)
 {
-	uint64_t beat = ada_arena_heartbeat(p->arena);
+	struct ada_arena *a = p->arena;
+	uint32_t slot = p->slot;
+	uint64_t beat = ada_arena_heartbeat(a);
 	if ((p->lagging && beat == p->lag_beat) ||
 	    atomic_load_explicit(&producer_dead_beat, memory_order_relaxed) == beat + 1)
-		return producer_drain_lagging(p, beat);
+		return producer_drain_lagging(p, a, slot, beat);
 	p->lagging = 0;
 	for (uint32_t i = 0; i < PRODUCER_SPINS; i++) {
 		producer_pause();
-		if (producer_refresh_limit(p))
-			return true;
+		if (producer_was_reset(p, a))
+			return false;
+		if (producer_refresh_limit_at(p, a, slot))
+			return !producer_was_reset(p, a);
 	}
 	uint64_t since = producer_mono_ns();
 	for (uint32_t n = 1;; n++) {
 		sched_yield();
-		if (producer_refresh_limit(p))
-			return true;
+		if (producer_was_reset(p, a))
+			return false;
+		if (producer_refresh_limit_at(p, a, slot))
+			return !producer_was_reset(p, a);
 		if (n % PRODUCER_YIELDS_PER_CLOCK)
 			continue;
-		uint64_t now = producer_mono_ns(), b = ada_arena_heartbeat(p->arena);
+		uint64_t now = producer_mono_ns(), b = ada_arena_heartbeat(a);
 		if (b != beat) {
 			beat = b;
 			since = now;
 		} else if (now - since >=
 		           atomic_load_explicit(&producer_lag_ns, memory_order_relaxed)) {
-			return producer_drain_lagging(p, beat);
+			return producer_drain_lagging(p, a, slot, beat);
 		}
 	}
 }
@@ -319,17 +343,24 @@ void ada_producer_emit_slow(struct ada_producer *p, uint64_t function_id, uint32
 {
 	if (!ada_producer_slow(p))
 		return;
-	struct atf_index_event *e = &p->events[p->head & p->mask];
+	/* One read of each (producer_was_reset): zeroed after this, they
+	 * still point into the old arena, which stays mapped. */
+	struct atf_index_event *events = *(struct atf_index_event *volatile *)&p->events;
+	_Atomic uint64_t *head_pub = *(_Atomic uint64_t *volatile *)&p->head_pub;
+	if (!events || !head_pub)
+		return;
+	uint64_t head = p->head;
+	struct atf_index_event *e = &events[head & p->mask];
 	e->timestamp_ns = ada_timestamp_raw(p);
 	e->function_id = function_id;
 	e->thread_id = p->tid;
 	e->event_kind = kind;
 	e->call_depth = depth;
 	e->detail_seq = ATF_NO_DETAIL;
-	p->head++;
+	p->head = head + 1;
 	/* Same as in ada_emit(): pairs with the acquire load of head in
 	 * ada_index_ring_peek(). */
-	atomic_store_explicit(p->head_pub, p->head, memory_order_release);
+	atomic_store_explicit(head_pub, head + 1, memory_order_release);
 }
 
 void ada_producer_reset_thread(void)

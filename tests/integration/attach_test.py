@@ -155,14 +155,16 @@ def attach_until_events(ada, pid, out, extra=()):
         session = line.rsplit(" ", 1)[-1].strip()
 
         def flowing():
-            # Both busy threads have a file (they emitted), and events flow.
+            # Both busy threads have a ring (they emitted), and events
+            # flow. Not any two threads: under load the main thread's
+            # last returns may come before one busy thread ran at all.
             rc, so, _ = run([ada, "status", session, "--json"])
             try:
                 st = json.loads(so) if rc == 0 else {}
             except ValueError:
                 return False
-            procs = st.get("processes") or [{}]
-            return st.get("events", 0) > 1000 and procs[0].get("threads", 0) >= 2
+            tids = {r.get("tid") for r in st.get("rings", []) if r.get("pid") == pid}
+            return st.get("events", 0) > 1000 and len(tids - {pid}) >= 2
         wait_state("events of both busy threads in the attached recording", flowing)
         a.send_signal(signal.SIGINT)
         _, err = a.communicate(timeout=GUARD)
