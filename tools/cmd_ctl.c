@@ -126,8 +126,18 @@ void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 	fmt_rings(f, st);
 	fprintf(f, ", hooks %lld installed %lld skipped", (long long)fmt_int(h, "installed"),
 	        (long long)fmt_int(h, "skipped"));
-	fprintf(f, ", windows %lld (%lld persisted)", (long long)fmt_int(w, "total"),
-	        (long long)fmt_int(w, "persisted"));
+	/* "persisted" counts windows written to their end: a window the
+	 * recording ended inside has its records on disk too, so the line
+	 * says closed, and for a finished session how many the end cut. */
+	json_int_t wtotal = fmt_int(w, "total"), wclosed = fmt_int(w, "persisted");
+	fprintf(f, ", windows %lld (%lld closed", (long long)wtotal, (long long)wclosed);
+	if (!live && wtotal > wclosed)
+		fprintf(f, ", %lld cut short by the end of the recording",
+		        (long long)(wtotal - wclosed));
+	fputc(')', f);
+	if (json_is_integer(json_object_get(st, "detail_records")))
+		fprintf(f, ", %lld detail records persisted",
+		        (long long)fmt_int(st, "detail_records"));
 	fprintf(f, ", %lld trigger%s armed",
 	        (long long)fmt_int(json_object_get(st, "triggers"), "armed"),
 	        fmt_int(json_object_get(st, "triggers"), "armed") == 1 ? "" : "s");
@@ -188,6 +198,12 @@ static void man_add(json_t *st, json_t *man)
 	    json_string_value(json_object_get(json_object_get(man, "detail"), "mode"));
 	if (mode)
 		json_object_set_new(st, "detail_mode", json_string(mode));
+	if (mode && strcmp(mode, "never")) {
+		json_int_t rec = fmt_int(json_object_get(man, "detail"), "records");
+		json_object_set_new(
+		    st, "detail_records",
+		    json_integer(fmt_int(st, "detail_records") + (rec > 0 ? rec : 0)));
+	}
 	if (mode && !strcmp(mode, "triggered")) { /* information, not a drop */
 		json_int_t over = fmt_int(json_object_get(man, "detail"), "overwritten");
 		json_object_set_new(

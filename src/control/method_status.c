@@ -121,6 +121,9 @@ void ctl_method_status(struct ctl_call *k)
 	    "hooks", status_hooks(c), "windows", "total", (json_int_t)v->windows_total, "persisted",
 	    (json_int_t)v->windows_closed, "triggers", status_triggers(c), "keysym_version", ks);
 	if (o) {
+		if (v->detail_mode != ADA_DETAIL_NEVER)
+			json_object_set_new(o, "detail_records",
+			                    json_integer((json_int_t)v->detail_records));
 		if (v->detail_mode == ADA_DETAIL_TRIGGERED) /* information, not a drop */
 			json_object_set_new(o, "detail_overwritten",
 			                    json_integer((json_int_t)v->detail_overwritten));

@@ -78,6 +78,8 @@ static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, boo
 				v->drops[k] += p->drops[l][k];
 		if (v->detail_mode == ADA_DETAIL_TRIGGERED)
 			v->detail_overwritten += p->detail_overwritten;
+		if (v->detail_mode != ADA_DETAIL_NEVER)
+			v->detail_records += wal_detail_proc_records(p);
 		if (!p->finished && p->fill_last > v->ring_fill_pct_max)
 			v->ring_fill_pct_max = p->fill_last;
 		live_proc(v, p);

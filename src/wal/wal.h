@@ -436,6 +436,7 @@ struct ada_recorder_live {
 	/* --detail triggered: records the rings overwrote that no window
 	 * wanted (a flight recorder's normal turnover, not a drop) */
 	uint64_t detail_overwritten;
+	uint64_t detail_records; /* persisted so far (not with --detail never) */
 	uint32_t ring_fill_pct_max;
 	uint32_t nprocs, procs_omitted; /* procs[] holds the first ADA_LIVE_MAX_PROCS */
 	struct ada_live_proc procs[ADA_LIVE_MAX_PROCS];

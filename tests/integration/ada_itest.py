@@ -1046,6 +1046,23 @@ def flight_windows(m):
     return m.get("flight_recorder", {}).get("windows", [])
 
 
+def check_status_windows(rep, ada, session, m):
+    """`ada status SESSION` counts the windows as the manifest has them:
+    closed ones, and those the end of the recording cut short (their
+    records are on disk too), then the detail records persisted."""
+    wins = flight_windows(m)
+    if not wins:
+        return
+    rc, out, err = run([ada.path, "status", session])
+    closed = sum(1 for w in wins if w.get("closed"))
+    want = "windows %d (%d closed" % (len(wins), closed)
+    if closed < len(wins):
+        want += ", %d cut short by the end of the recording" % (len(wins) - closed)
+    want += "), %d detail records persisted" % m["detail"]["records"]
+    rep.check(rc == 0 and want.encode() in out,
+              "ada status %s: exit %d, %r lacks %r (stderr %r)" % (session, rc, out, want, err))
+
+
 def check_flight_crash(rep, ada, pid_dir, m, sig, top, below=()):
     """The manifest says the process died of sig; the faulting thread's
     stack has `top` innermost (or, when below is given, `below` in order
@@ -1394,6 +1411,7 @@ def cmd_flight(args, ada, work, rep):
     check_same_behaviour(rep, cmd, session, untraced, (rc, out, err))
     ada.validate(session, rep)
     pid_dir, m = flight_manifest(rep, session)
+    check_status_windows(rep, ada, session, m)
     events = ada.dump(pid_dir)
     if args.scenario == "crash_segv":
         check_flight_crash(rep, ada, pid_dir, m, 11, "fault_here")

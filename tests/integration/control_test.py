@@ -277,6 +277,17 @@ def case_status(ada, target, work):
     check(done.get("detail_overwritten") == over,
           "finished status detail_overwritten %r, manifest %d" %
           (done.get("detail_overwritten"), over))
+    recs = man["detail"]["records"]
+    check(0 <= st.get("detail_records", -1) <= recs and done.get("detail_records") == recs,
+          "detail_records: live %r, finished %r, manifest %d" %
+          (st.get("detail_records"), done.get("detail_records"), recs))
+    # the line says closed (persisted to their end) and what the end cut short
+    rc, line, _ = r.ada_cmd("status", r.session, ok=False)
+    check(rc == 0, "ada status %s: exit %d" % (r.session, rc))
+    nclosed = sum(1 for w in windows(man) if w["closed"])
+    want = "windows 1 (%d closed%s), %d detail records persisted" % (
+        nclosed, "" if nclosed else ", 1 cut short by the end of the recording", recs)
+    check(want in line, "finished status line %r lacks %r" % (line, want))
     check(done["recording"] is False and done["events"] == final and
           done["hooks"] == st["hooks"] and done["windows"]["total"] == 1,
           "status of the finished session %r; manifest events %d" % (done, final))
