@@ -198,14 +198,27 @@ static void install_register_specials(struct agent_module *m)
 		m->st.fns[i].reserved = 0;
 }
 
+static uint64_t install_exit_handler(void)
+{
+	return agent_hot.detail_on ? (uint64_t)&ada_hook_on_exit_detail
+	                           : (uint64_t)&ada_hook_on_exit;
+}
+
 /* Emits the trampolines into one block and fills patches and, in the
- * same order, undo (the original bytes). Returns the patch count. */
+ * same order, undo (the original bytes). Returns the patch count. The
+ * block starts with its own return trampoline, the exit path of its
+ * trampolines' return points (a jmp rel32 reaches it wherever the
+ * module is). */
 static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans, size_t n_cand,
                            struct hook_patch *patches, struct hook_patch *undo)
 {
 	uint8_t *blk = NULL;
-	size_t np = 0, used = 0, cap = n_cand * HOOK_ARCH_MAX_TRAMPOLINE;
+	size_t np = 0, used = (HOOK_ARCH_RETURN_TRAMPOLINE_MAX + 15) & ~(size_t)15;
+	size_t cap = used + n_cand * HOOK_ARCH_MAX_TRAMPOLINE;
 	int err = hook_mem_alloc(agent.mem, m->id, m->lo, m->hi, cap, &blk);
+	if (!err &&
+	    hook_arch_emit_return_trampoline(blk, (uint64_t)blk, install_exit_handler()) == 0)
+		err = -EINVAL;
 	for (size_t i = 0; i < m->st.count; i++) {
 		struct ada_hook_fn *f = &m->st.fns[i];
 		if (f->status != ADA_HOOK_OK)
@@ -217,9 +230,10 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 			id = agent_special_tag(id, (enum agent_special)f->reserved);
 			handler = (uint64_t)&agent_hook_on_enter_special;
 		}
-		size_t len = err ? 0
-		                 : hook_arch_emit_trampoline(&plans[i], blk + used,
-		                                             (uint64_t)(blk + used), id, handler);
+		size_t len =
+		    err ? 0
+		        : hook_arch_emit_trampoline(&plans[i], blk + used, (uint64_t)(blk + used),
+		                                    id, handler, (uint64_t)blk);
 		if (len == 0) {
 			f->status = ADA_SKIP_NO_TRAMPOLINE_MEMORY;
 			continue;
@@ -757,9 +771,7 @@ int agent_make_return_trampoline(void)
 	    hook_mem_alloc(agent.mem, 0, self, self + 1, HOOK_ARCH_RETURN_TRAMPOLINE_MAX, &buf);
 	if (err)
 		return err;
-	uint64_t exit_handler =
-	    agent_hot.detail_on ? (uint64_t)&ada_hook_on_exit_detail : (uint64_t)&ada_hook_on_exit;
-	if (hook_arch_emit_return_trampoline(buf, (uint64_t)buf, exit_handler) == 0)
+	if (hook_arch_emit_return_trampoline(buf, (uint64_t)buf, install_exit_handler()) == 0)
 		return -EINVAL;
 	agent_hot.ret_tramp = (uint64_t)buf;
 	return hook_mem_seal(agent.mem);

@@ -21,10 +21,12 @@
 #include <sys/syscall.h>
 
 #include "agent_internal.h"
+#include "hook_mem.h"
 #include "keysym.h"
 #include "ring.h"
 
 #define SHADOW_EMIT(fn, kind, depth) handlers_emit((fn), (kind), (depth))
+#define SHADOW_IS_RET(addr) hook_mem_is_tramp(addr)
 static inline void handlers_emit(uint64_t fn_id, uint32_t kind, uint32_t depth);
 #include "shadow_internal.h"
 
@@ -643,8 +645,8 @@ __attribute__((cold, noinline)) static uint64_t handlers_exit_nested(struct ada_
 	return o;
 }
 
-/* Every return the fast path declined: frames above it (longjmp), a
- * tail-call chain, inherited frames, dlopen's rescan, the grave. */
+/* Every return the fast path declined: frames above it (longjmp),
+ * inherited frames, dlopen's rescan, the grave. */
 __attribute__((cold, noinline)) static uint64_t handlers_exit_slow(struct ada_shadow *s,
                                                                    const uint64_t *slot)
 {
@@ -737,7 +739,7 @@ _Static_assert(ADA_DREC_CALL_WORDS * 8 + ATF_DETAIL_STACK_MAX <= ADA_DETAIL_MIN_
 
 /* The words of a CALL record at w (reserved). ts, link: its index
  * event's raw timestamp and ring position; orig: the caller's return
- * address (*ret_slot holds the return trampoline by now); sw: stack words
+ * address (*ret_slot holds SHADOW_SLOT_CALL by now); sw: stack words
  * to copy (bounded by the caller). The stack is copied eight bytes at a
  * time through general registers (the vector registers hold the traced
  * function's float arguments: -mgeneral-regs-only), eight words a round. */
@@ -910,11 +912,27 @@ static bool handlers_detail_emitted(uint64_t h0, uint64_t fn_id, uint32_t kind, 
 	return true;
 }
 
+/* The return address the program gave a frame whose orig is lr and whose
+ * slot is slot, entries base[0 .. i) below it: a tail-called frame's orig
+ * is the return point of the frame its caller jumped from, which shares
+ * the slot; the lowest entry of the slot holds the caller's real return
+ * address. The records' lr is that one (docs/format.md), not a
+ * trampoline's. */
+static inline uint64_t handlers_program_lr(const struct ada_shadow *s, uint32_t i,
+                                           const uint64_t *slot, uint64_t lr)
+{
+	while (i > 0 && s->base[i - 1].slot == slot)
+		lr = s->base[--i].orig;
+	return lr;
+}
+
 /* The original return address of the frame just pushed (*ret_slot holds
- * the return trampoline by now). */
+ * SHADOW_SLOT_CALL by now). */
 static inline uint64_t handlers_top_orig(const struct ada_shadow *s, const uint64_t *ret_slot)
 {
-	return s->top ? s->base[s->top - 1].orig : *ret_slot;
+	if (s->top == 0)
+		return *ret_slot;
+	return handlers_program_lr(s, s->top - 1, ret_slot, s->base[s->top - 1].orig);
 }
 
 /* A member's entry the fast path declined: the general push (flagged),
@@ -1051,9 +1069,10 @@ HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail128(uint64_t fn_id, uint6
 	handlers_enter_detail_body(fn_id, ret_slot, regs, true);
 }
 
-/* handlers_exit_slow() with the record of the RETURN it emits last (the
- * lowest frame of a tail-call chain; frames popped as EXCEPTION get none)
- * when that frame's call was a member's. */
+/* handlers_exit_slow() with the record of the RETURN it emits (the frame
+ * that returned; frames popped as EXCEPTION get none; each frame of a
+ * tail-call chain returns on its own, with its own record) when that
+ * frame's call was a member's. */
 __attribute__((cold, noinline)) static uint64_t handlers_exit_slow_detail(struct ada_shadow *s,
                                                                           uint64_t sp)
 {
@@ -1072,7 +1091,8 @@ __attribute__((cold, noinline)) static uint64_t handlers_exit_slow_detail(struct
 		const struct shadow_entry *last = &s->base[s->top];
 		if ((last->flags & SHADOW_F_DETAIL) &&
 		    handlers_detail_emitted(h0, last->fn_id, ATF_EVENT_RETURN, &link, &ts))
-			handlers_detail_return(last->fn_id, sp, orig, ts, link);
+			handlers_detail_return(
+			    last->fn_id, sp, handlers_program_lr(s, s->top, slot, orig), ts, link);
 	}
 	if (ada_unlikely(orig == 0))
 		orig = handlers_resync(s, slot);
@@ -1092,7 +1112,8 @@ handlers_emit_slow_leave_ret_detail(struct ada_shadow *s, uint64_t fn_id, uint32
 	return orig;
 }
 
-/* Return of a call that got a CALL record (its frame is popped). */
+/* Return of a call that got a CALL record (its frame is popped; not a
+ * tail-called one: SHADOW_F_TAIL keeps those on the general path). */
 HANDLERS_LEAF __attribute__((noinline)) static uint64_t
 handlers_exit_member(struct ada_shadow *s, uint64_t fn_id, uint32_t depth, uint64_t sp,
                      uint64_t orig)

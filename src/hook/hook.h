@@ -32,11 +32,15 @@
 /* ---- the two handlers the trampolines call (hook context) ---- */
 
 /* Entry of a hooked function fn_id. ret_slot points at the return address
- * the caller pushed; the handler may replace *ret_slot with the return
- * trampoline. regs are the saved argument registers (read-only here). */
+ * the caller pushed; the handler that pushes a frame stores 0 there (the
+ * trampoline then calls the body, which returns through the trampoline's
+ * return point: hook_arch.h), or, on the side path, the return
+ * trampoline's address. regs are the saved argument registers (read-only
+ * here). */
 ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
                                    const struct ada_hook_regs *regs);
-/* A hooked function returned into the return trampoline; sp is the stack
+/* A hooked function returned into the return trampoline (through its
+ * trampoline's return point, or directly); sp is the stack
  * pointer right after its `ret` (sp - 8 held the return address). Returns
  * the original return address to continue at. */
 ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp);

@@ -12,10 +12,34 @@
  *     r11 into a struct ada_hook_regs on the stack, aligns the stack, calls
  *     ada_hook_on_enter(fn_id, ret_slot, regs) where ret_slot points at the
  *     return address the caller pushed (rsp at entry), restores the
- *     registers, runs the relocated prologue, and jumps back behind it.
- *   - The return trampoline (one per process, shared) is where hooked
- *     functions return to once the enter handler swapped their return
- *     address: it saves EVERY caller-saved general register (rax, rdx,
+ *     registers, and then:
+ *       - when the handler left *ret_slot == 0 (it pushed a frame and
+ *         saved the return address in it): drops the slot (rsp += 8) and
+ *         CALLS the body (the relocated prologue, then a jump back behind
+ *         it), so the body sees the same stack (its stack arguments at the
+ *         same offsets) with the trampoline's own return point R_F in the
+ *         slot, at buf_addr + HOOK_ARCH_RET_POINT_OFF. R_F jumps to the
+ *         exit path (a return trampoline within reach, see
+ *         hook_arch_emit_trampoline). The body's return to R_F and the
+ *         return trampoline's return to the caller are both predicted by
+ *         the return-stack buffer (a call/ret pair each).
+ *       - otherwise (no frame, or the handler swapped the slot itself):
+ *         JUMPS to the body, which returns to whatever the slot holds.
+ *     A function reached by a jump from another traced function's body (a
+ *     tail call) finds that function's R_F in its slot: an ordinary return
+ *     address to save and return to.
+ *   - Return points: the return trampolines and every R_F lie in the
+ *     memory the hook engine maps for trampolines (hook_mem), where no
+ *     other address that a return slot can hold lies; hook context tells
+ *     them apart from real return addresses by address alone
+ *     (hook_mem_is_tramp(), O(1)). arm64: the same contract with `bl`
+ *     into the body and x30 as the return point's register; R_F and the
+ *     drop of the slot become "x30 saved in the frame, bl body".
+ *   - The return trampoline (hook_arch_emit_return_trampoline; one for
+ *     the process and one beside each module's trampolines) is where
+ *     hooked functions return to through R_F, or directly when the enter
+ *     handler swapped their return address: it saves EVERY caller-saved
+ *     general register (rax, rdx,
  *     rcx, rsi, rdi, r8-r11; gcc's -fipa-ra keeps values live in them
  *     across calls to functions it knows leave them alone, so a return
  *     must not change any of them), calls ada_hook_on_exit(sp) with the
@@ -34,14 +58,14 @@
  *     both points and the handlers keep it 0).
  *   - The enter handler may change the saved registers in *regs; the
  *     trampoline reloads them all before running the relocated prologue.
- *   - *ret_slot may already hold the return trampoline's address: a hooked
- *     function that tail-calls (jmp) another hooked function, or jumps
- *     back to its own entry, reaches the enter trampoline without a new
- *     return address. The enter handler must treat that as a tail call.
+ *   - *ret_slot may already hold a return point: a hooked function that
+ *     tail-calls (jmp) another hooked function, or jumps back to its own
+ *     entry, reaches the enter trampoline without a new return address.
  *   - Functions that return twice (setjmp, vfork, getcontext) must not
  *     get their return address swapped (that is the agent's exclusion).
  *   - Enter handler:  void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
  *                                            struct ada_hook_regs *regs);
+ *     (stores 0 into *ret_slot to be returned to through R_F).
  *     Exit handler:   uint64_t ada_hook_on_exit(uint64_t sp);  returns the
  *     original return address; the return trampoline returns there with
  *     every general register as the function left it.
@@ -94,6 +118,9 @@ struct ada_hook_regs {
  * its pc (ada attach never moves such a thread). */
 #define HOOK_ARCH_SYSCALL_INSN_LEN 2
 #define HOOK_ARCH_RETURN_TRAMPOLINE_MAX 96
+/* Where R_F, the trampoline's return point, lies in every enter
+ * trampoline (bytes from its start). */
+#define HOOK_ARCH_RET_POINT_OFF 84
 
 /* One displaced instruction as prepare() decoded it; private to the arch
  * layer (emit reads it), callers only copy the plan around. */
@@ -160,18 +187,22 @@ size_t hook_arch_insn_len(const uint8_t *code, size_t left, uint64_t pc, uint64_
                           int *has_target);
 
 /* Writes the trampoline for plan into buf (HOOK_ARCH_MAX_TRAMPOLINE bytes),
- * which will execute at buf_addr. Returns its length, or 0 when buf_addr is
+ * which will execute at buf_addr; its return point R_F jumps to exit_path
+ * (a return trampoline, which must be within +-2 GiB of buf_addr: the
+ * agent emits one at the start of each block). Returns its length, or 0
+ * when exit_path is out of reach, when buf_addr is
  * not within +-2 GiB of the function (the patch is a jmp rel32) or a
  * displaced rip-relative memory operand cannot reach its target from
  * buf_addr (the caller then tries other memory or skips with
  * ADA_SKIP_NO_TRAMPOLINE_MEMORY). hook_mem places trampolines near their
  * module, so in practice 0 only happens for memory far from the module. */
 size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, uint64_t buf_addr,
-                                 uint64_t fn_id, uint64_t enter_handler);
+                                 uint64_t fn_id, uint64_t enter_handler, uint64_t exit_path);
 
-/* Writes the shared return trampoline (at most
- * HOOK_ARCH_RETURN_TRAMPOLINE_MAX bytes) into buf; returns its length.
- * It is reached by `ret`, so it may live anywhere (absolute address). */
+/* Writes a return trampoline (at most HOOK_ARCH_RETURN_TRAMPOLINE_MAX
+ * bytes) into buf; returns its length. It is reached by `ret` (a swapped
+ * return address) or by a trampoline's R_F (a jmp rel32), and returns to
+ * the address exit_handler gives. */
 size_t hook_arch_emit_return_trampoline(uint8_t *buf, uint64_t buf_addr, uint64_t exit_handler);
 
 /* The bytes that replace the function's first plan->patch_len bytes:

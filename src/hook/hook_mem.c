@@ -39,6 +39,42 @@ struct hook_mem {
 	int n_maps, maps_fresh;
 };
 
+_Atomic(_Atomic uint64_t *) hook_mem_dir[HOOK_MEM_DIR_TOP];
+
+/* Marks (on) or clears the pages of [addr, addr+size) in hook_mem_dir.
+ * Callers are serialized (hook_mem.h), so the leaves need no CAS; the
+ * bits are atomic because handlers read them meanwhile. -ENOMEM when a
+ * leaf cannot be allocated (the region is then not used). */
+static int mem_dir_mark(uint64_t addr, size_t size, bool on)
+{
+	for (uint64_t pg = addr >> 12; pg < (addr + size + 4095) >> 12; pg++) {
+		uint64_t g = pg >> 18;
+		if (g >= HOOK_MEM_DIR_TOP)
+			return -EINVAL;
+		_Atomic uint64_t *leaf =
+		    atomic_load_explicit(&hook_mem_dir[g], memory_order_relaxed);
+		if (!leaf) {
+			if (!on)
+				continue;
+			leaf = calloc(HOOK_MEM_DIR_LEAF_WORDS, sizeof(*leaf));
+			if (!leaf)
+				return -ENOMEM;
+			/* Release: pairs with the acquire in hook_mem_is_tramp(). */
+			atomic_store_explicit(&hook_mem_dir[g], leaf, memory_order_release);
+		}
+		uint64_t bit = 1ull << (pg & 63);
+		uint64_t w = (pg & ((1u << 18) - 1)) >> 6;
+		/* Release: the bit is set before the region's first patch is
+		 * written (hook_mem_is_tramp's relaxed load); cleared only once
+		 * nothing returns there any more (release_module/free). */
+		if (on)
+			atomic_fetch_or_explicit(&leaf[w], bit, memory_order_release);
+		else
+			atomic_fetch_and_explicit(&leaf[w], ~bit, memory_order_release);
+	}
+	return 0;
+}
+
 int hook_mem_new(struct hook_mem **out)
 {
 	*out = calloc(1, sizeof(**out));
@@ -49,8 +85,10 @@ void hook_mem_free(struct hook_mem *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->n_regions; i++)
+	for (size_t i = 0; i < m->n_regions; i++) {
+		mem_dir_mark(m->regions[i].addr, m->regions[i].size, false);
 		munmap((void *)m->regions[i].addr, m->regions[i].size);
+	}
 	free(m->regions);
 	free(m->maps);
 	free(m);
@@ -257,9 +295,13 @@ static int mem_new_region(struct hook_mem *m, uint32_t module_id, uint64_t wlo, 
 			munmap(p, size);
 			return -ENOMEM;
 		}
-		int err = mem_add_region(m, at, size, module_id);
-		if (err)
+		int err = mem_dir_mark(at, size, true);
+		if (!err)
+			err = mem_add_region(m, at, size, module_id);
+		if (err) {
+			mem_dir_mark(at, size, false);
 			munmap(p, size);
+		}
 		return err;
 	}
 	return -ENOMEM;
@@ -320,6 +362,7 @@ int hook_mem_release_module(struct hook_mem *m, uint32_t module_id)
 	for (size_t i = 0; i < m->n_regions; i++) {
 		struct mem_region *r = &m->regions[i];
 		if (r->module_id == module_id) {
+			mem_dir_mark(r->addr, r->size, false);
 			if (munmap((void *)r->addr, r->size) && !err)
 				err = -errno;
 			continue;

@@ -17,6 +17,8 @@
 #ifndef ADA_HOOK_MEM_H
 #define ADA_HOOK_MEM_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +49,37 @@ int hook_mem_seal(struct hook_mem *m);
 
 /* Unmaps all regions of module_id (its trampolines must be unreachable). */
 int hook_mem_release_module(struct hook_mem *m, uint32_t module_id);
+
+/* Which pages hold trampoline memory, for hook context (any thread, no
+ * lock, O(1)): a two-level directory over the 47-bit user address space,
+ * one bit per 4 KiB page, one 32 KiB leaf per GiB that holds a region
+ * (leaves are never freed: a handler may be reading one). Every region
+ * any struct hook_mem maps is marked from its mmap until just before its
+ * munmap. Trampoline memory holds trampolines and return trampolines
+ * only, so a return address inside it is a return point (hook_arch.h:
+ * the only addresses of trampoline memory that ever sit in a return slot
+ * are the return trampoline and the trampolines' R_F). */
+#define HOOK_MEM_DIR_TOP (1u << 17)        /* GiBs of 2^47 bytes */
+#define HOOK_MEM_DIR_LEAF_WORDS (1u << 12) /* 2^18 pages a GiB, 64 a word */
+extern _Atomic(_Atomic uint64_t *) hook_mem_dir[HOOK_MEM_DIR_TOP];
+
+static inline bool hook_mem_is_tramp(uint64_t addr)
+{
+	uint64_t g = addr >> 30;
+	if (g >= HOOK_MEM_DIR_TOP)
+		return false;
+	/* Acquire: pairs with the release store that publishes a leaf
+	 * (mem_dir_mark): its words are seen zeroed, not as calloc's. */
+	_Atomic uint64_t *leaf = atomic_load_explicit(&hook_mem_dir[g], memory_order_acquire);
+	if (!leaf)
+		return false;
+	uint64_t pg = (addr >> 12) & ((1u << 18) - 1);
+	/* Relaxed: a return point can only be in a slot once the patch that
+	 * leads to its trampoline is written, after the bit (mem_dir_mark:
+	 * release, then hook_patch_apply's syscalls and stores, seen in
+	 * program order by whoever runs the patched code). */
+	return (atomic_load_explicit(&leaf[pg >> 6], memory_order_relaxed) >> (pg & 63)) & 1u;
+}
 
 /* Bytes of trampoline memory mapped in total (for the manifest). */
 size_t hook_mem_mapped_bytes(const struct hook_mem *m);

@@ -10,16 +10,34 @@
  * that report events through SHADOW_EMIT(fn_id, kind, depth), which the
  * includer defines before including this file: handlers.c maps it to
  * ada_emit(), the unit test to a recorder. That way the test runs exactly
- * the code the agent runs, on synthetic stacks.
+ * the code the agent runs, on synthetic stacks. SHADOW_IS_RET(addr), also
+ * the includer's, says in O(1) whether addr is a return point: the shared
+ * return trampoline or a trampoline's own return point R_F (handlers.c:
+ * hook_mem_is_tramp(), a page directory of trampoline memory, where
+ * nothing else a return slot can hold lies).
+ *
+ * Return points (hook_arch.h): a traced call's slot holds, while its frame
+ * is alive, either its trampoline's return point R_F (the trampoline
+ * `call`ed the body after the enter handler pushed the frame) or the
+ * shared return trampoline (written by shadow_push/rearm; the side path's
+ * frames and frames re-armed after a catch keep it). Both reach the exit
+ * handler with the same sp, which alone decides which frame returned.
  *
  * Invariants:
  *   - base[0 .. top) are live-or-not-yet-known-dead frames, oldest first;
  *     on one stack, slots strictly decrease with the index, except that a
- *     tail-call chain shares one slot (SHADOW_F_CHAIN on all but the
- *     lowest entry of the chain) and all of them hold its orig.
- *   - *slot == ret_tramp for every entry whose frame is alive, except
- *     while restored (an unwinder is walking the stack): then the entries
- *     present when the walk began hold their orig.
+ *     tail-call chain shares one slot: G, jumped to from F's body, finds
+ *     a return point in F's slot and is pushed as an ordinary call whose
+ *     orig is that return point (SHADOW_F_TAIL): G returns to the exit path,
+ *     which pops G alone (the topmost entry of the slot) and goes on at
+ *     F's return point, whose exit pops F. Every frame of a chain gets its
+ *     own RETURN, innermost first.
+ *   - SHADOW_IS_RET(*slot) for the topmost entry of every slot whose frame
+ *     is alive, except while restored (an unwinder is walking the stack):
+ *     then every slot present when the walk began holds the orig of its
+ *     lowest entry (the caller's real return address), and except between
+ *     the enter handler's return and the trampoline's `call` (the slot is
+ *     then below rsp, about to be overwritten with R_F).
  *   - entries below `inherited` were pushed by the parent before fork:
  *     they are popped like others but emit nothing.
  *   - base[-1] is a sentinel whose slot lies above every real slot
@@ -43,8 +61,21 @@
 #ifndef SHADOW_EMIT
 #error "define SHADOW_EMIT(fn_id, kind, depth) before including shadow_internal.h"
 #endif
+#ifndef SHADOW_IS_RET
+#error "define SHADOW_IS_RET(addr) before including shadow_internal.h"
+#endif
 
-#define SHADOW_F_CHAIN 0x1u  /* shares its slot with the entry below (tail call) */
+/* What a push leaves in the frame's slot: the enter trampoline reads it
+ * after the handler and, seeing it, drops the slot and `call`s the body,
+ * so the slot then holds the trampoline's return point R_F (hook_arch.h).
+ * No return address is 0. */
+#define SHADOW_SLOT_CALL 0ull
+/* Pushed over a live frame that owns the same slot (a tail call): its
+ * orig is that frame's return point. Only the detail lane looks at it
+ * (its records' lr is the program's return address, the chain's lowest
+ * orig); that the fast return declines for it keeps that off the fast
+ * path. */
+#define SHADOW_F_TAIL 0x1u
 #define SHADOW_F_RESCAN 0x2u /* dlopen/dlclose: rescan the images once it returns */
 /* The detail lane recorded this call (its membership is decided once, at
  * entry): its return gets a detail record too. The only flag the detail
@@ -192,16 +223,17 @@ static inline void shadow_pop_top(struct ada_shadow *s, uint32_t kind)
 /* Is the top entry's frame provably gone, seen from a new frame whose
  * return slot is new_slot holding new_ret? Deeper frames have lower slots;
  * a frame at or below the new one on the same stack was discarded by
- * longjmp (or an unwinder) -- unless it is the same slot still holding the
- * return trampoline: then the new function was tail-called from it. */
+ * longjmp (or an unwinder) -- unless it is the same slot still holding a
+ * return point: then the new function was tail-called from it. */
 static inline bool shadow_top_dead(const struct ada_shadow *s, const uint64_t *new_slot,
                                    uint64_t new_ret, uint64_t ret_tramp)
 {
+	(void)ret_tramp;
 	const struct shadow_entry *t = &s->base[s->top - 1];
 	if (t->slot > new_slot)
 		return false;
 	if (t->slot == new_slot)
-		return new_ret != ret_tramp;
+		return !SHADOW_IS_RET(new_ret);
 	return (uint64_t)((uintptr_t)new_slot - (uintptr_t)t->slot) < SHADOW_SAME_STACK_SPAN;
 }
 
@@ -214,17 +246,17 @@ static inline void shadow_pop_dead(struct ada_shadow *s, const uint64_t *new_slo
 
 /* Pushes a frame; the caller has ensured top < cap and popped the dead.
  * Returns false when the call cannot be traced (its slot already holds
- * the trampoline but no live entry owns it). */
+ * the shared trampoline but no live entry owns it: as the fast path).
+ * A return point in the slot (a tail call) is an ordinary orig. */
 static inline bool shadow_push(struct ada_shadow *s, uint64_t fn_id, uint64_t *slot,
                                uint64_t ret_tramp, uint32_t flags)
 {
 	uint64_t ret = *slot;
-	if (ret == ret_tramp) {
-		if (s->top == 0 || s->base[s->top - 1].slot != slot)
-			return false;
-		ret = s->base[s->top - 1].orig;
-		flags |= SHADOW_F_CHAIN;
-	}
+	bool tail = s->top > 0 && s->base[s->top - 1].slot == slot;
+	if (ret == ret_tramp && !tail)
+		return false;
+	if (tail)
+		flags |= SHADOW_F_TAIL;
 	struct shadow_entry *e = &s->base[s->top];
 	e->orig = ret;
 	e->slot = slot;
@@ -235,13 +267,13 @@ static inline bool shadow_push(struct ada_shadow *s, uint64_t fn_id, uint64_t *s
 	/* Even while restored: a frame pushed now (by the personality routine
 	 * or a cleanup pad) lies below every frame an unwinder walks, and
 	 * returns before the walk reaches it. */
-	*slot = ret_tramp;
+	*slot = SHADOW_SLOT_CALL;
 	SHADOW_EMIT(fn_id, ATF_EVENT_CALL, e->depth);
 	return true;
 }
 
 /* The common entry, or false (nothing changed): the shadow stack has room,
- * *slot holds a fresh return address (not a tail call), and the top frame
+ * *slot is not the shared trampoline, and the top frame
  * (the sentinel when there is none) lies above slot, so nothing is dead.
  * Then it is exactly shadow_pop_dead() (pops nothing) + shadow_push()
  * except that the CALL event, at *depth, is left to the caller (the hook
@@ -260,15 +292,14 @@ static inline bool shadow_enter_fast(struct ada_shadow *s, uint64_t fn_id, uint6
 	e->fn_id = fn_id;
 	e->depth_flags = d | (uint64_t)flags << 32; /* one store (a constant 0 in the index lane) */
 	s->top = top + 1;
-	*slot = ret_tramp;
+	*slot = SHADOW_SLOT_CALL;
 	*depth = d;
 	return true;
 }
 
 /* The common return, or false (nothing changed): the top frame owns slot,
  * is not inherited, and has no flags but those in `allow` (0, or
- * SHADOW_F_DETAIL for the detail lane: so no tail-call chain shares its
- * slot and nothing is to be done after it). Then it is exactly
+ * SHADOW_F_DETAIL for the detail lane: nothing is to be done after it). Then it is exactly
  * shadow_return() except that the RETURN event (out->fn_id, out->depth)
  * is left to the caller; out->orig is where to continue. */
 static inline bool shadow_return_fast(struct ada_shadow *s, const uint64_t *slot, uint32_t allow,
@@ -286,8 +317,9 @@ static inline bool shadow_return_fast(struct ada_shadow *s, const uint64_t *slot
 }
 
 /* The function whose return slot was `slot` has returned into the
- * trampoline. Pops frames above it (discarded: EXCEPTION), then it and
- * the tail-call chain sharing its slot (RETURN), and gives the address to
+ * trampoline. Pops frames above it (discarded: EXCEPTION), then it, the
+ * topmost entry of its slot (RETURN: a tail-call chain below it returns
+ * through the return point that is its orig), and gives the address to
  * continue at. Falls back to recently popped entries (a frame wrongly
  * taken for dead); 0 when nothing matches (the caller must not return).
  * *flags gets the flags of the frames that returned, or-ed. */
@@ -310,10 +342,8 @@ static inline uint64_t shadow_return(struct ada_shadow *s, const uint64_t *slot,
 	while (s->top > i)
 		shadow_pop_top(s, ATF_EVENT_EXCEPTION);
 	uint64_t orig = s->base[s->top - 1].orig;
-	while (s->top > 0 && s->base[s->top - 1].slot == slot) {
-		*flags |= s->base[s->top - 1].flags;
-		shadow_pop_top(s, ATF_EVENT_RETURN);
-	}
+	*flags = s->base[s->top - 1].flags;
+	shadow_pop_top(s, ATF_EVENT_RETURN);
 	return orig;
 }
 
@@ -341,18 +371,26 @@ static inline bool shadow_near(const uint64_t *ref, const uint64_t *slot)
 }
 
 /* Before an unwinder walks the stack (from ref upwards): every slot gets
- * its original return address back, so the unwinder finds real callers. */
+ * its original return address back, so the unwinder finds real callers.
+ * Innermost first: a tail chain's slot gets each entry's orig in turn,
+ * the return point of the entry below it, and ends with the lowest one's,
+ * the real caller. */
 static inline void shadow_restore_all(struct ada_shadow *s, const uint64_t *ref, uint64_t ret_tramp)
 {
+	(void)ret_tramp;
 	for (uint32_t i = s->top; i > 0; i--) {
 		struct shadow_entry *e = &s->base[i - 1];
-		if (shadow_near(ref, e->slot) && *e->slot == ret_tramp)
+		if (shadow_near(ref, e->slot) && SHADOW_IS_RET(*e->slot))
 			*e->slot = e->orig;
 	}
 	s->restored = 1;
 }
 
-/* After a catch: the surviving frames get the trampoline back. */
+/* After a catch: the surviving frames get the shared trampoline back
+ * (their return is then mispredicted, once). Oldest first: a tail chain's
+ * slot holds its lowest entry's orig, which that entry re-arms; the
+ * entries above it see the trampoline and leave it, and the exit path
+ * pops them one by one through their origs as before the walk. */
 static inline void shadow_rearm_all(struct ada_shadow *s, const uint64_t *ref, uint64_t ret_tramp)
 {
 	for (uint32_t i = 0; i < s->top; i++) {
@@ -434,9 +472,10 @@ static inline void shadow_side_queue(struct shadow_side *d, uint64_t fn, uint32_
 static inline void shadow_side_pop_dead(struct shadow_side *d, const uint64_t *slot,
                                         uint64_t new_ret, uint64_t ret_tramp)
 {
+	(void)ret_tramp;
 	while (d->top > 0) {
 		const struct shadow_entry *t = &d->fr[d->top - 1];
-		bool dead = t->slot == slot ? new_ret != ret_tramp
+		bool dead = t->slot == slot ? !SHADOW_IS_RET(new_ret)
 		                            : t->slot < slot &&
 		                                  (uint64_t)((uintptr_t)slot - (uintptr_t)t->slot) <
 		                                      SHADOW_SAME_STACK_SPAN;

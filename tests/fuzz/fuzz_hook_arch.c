@@ -26,8 +26,8 @@ static void fuzz_prepare(const uint8_t *data, size_t size)
 	    memcmp(plan.original, data, plan.patch_len))
 		abort();
 	/* near and far trampoline placements */
-	hook_arch_emit_trampoline(&plan, buf, fn + 0x100000, 1, 0x1000);
-	hook_arch_emit_trampoline(&plan, buf, fn - 0x7ff00000, 1, 0x1000);
+	hook_arch_emit_trampoline(&plan, buf, fn + 0x100000, 1, 0x1000, fn + 0x100000);
+	hook_arch_emit_trampoline(&plan, buf, fn - 0x7ff00000, 1, 0x1000, fn - 0x7ff00000);
 	hook_arch_patch_bytes(&plan, fn + 0x100000, patch);
 	if (patch[0] != 0xe9)
 		abort();

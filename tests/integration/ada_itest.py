@@ -1529,11 +1529,34 @@ def detail_check_program(rep, events, counts, in_set, stack_bytes):
     """The registers and stack bytes of the t_detail calls against what the
     program passed and returned (tests/targets/t_detail.c)."""
     seen = collections.Counter()
+    tail = {}  # dt_tail call k -> (sp, lr) of its call record
+    siblings = 0
     for i, e in enumerate(events):
         fn, d = e.get("function"), e.get("detail")
-        if fn not in ("dt_add6", "dt_pair", "dt_peek") or not d:
+        if fn not in ("dt_add6", "dt_pair", "dt_peek", "dt_tail", "dt_leaf") or not d:
             continue
         regs = {k: hexint(v) for k, v in d["regs"].items()}
+        if fn in ("dt_tail", "dt_leaf"):
+            # A tail chain where dt_tail jumps to dt_leaf (same sp): each
+            # frame has its own records, all naming main's return address.
+            k = seen[fn] - (e["kind"] != "call")
+            sp, lr = hexint(d["sp"]), hexint(d["lr"])
+            if e["kind"] == "call":
+                seen[fn] += 1
+                want = k if fn == "dt_tail" else k + 1
+                rep.check(regs["rdi"] == want, "%s call %d: rdi %d, expected %d" % (
+                    fn, k, regs["rdi"], want))
+                if fn == "dt_tail":
+                    tail[k] = (sp, lr)
+                elif k in tail and tail[k][0] == sp:
+                    siblings += 1
+            else:
+                rep.check(regs["rax"] == 7 * (k + 1) + 1, "%s return %d: rax %d, expected %d"
+                          % (fn, k, regs["rax"], 7 * (k + 1) + 1))
+            if k in tail and (fn == "dt_tail" or tail[k][0] == sp - 8 * (e["kind"] != "call")):
+                rep.check(lr == tail[k][1], "%s %s %d: lr %#x, dt_tail's call pushed %#x" % (
+                    fn, e["kind"], k, lr, tail[k][1]))
+            continue
         if e["kind"] == "call":
             k = seen[fn]
             seen[fn] += 1
@@ -1566,10 +1589,12 @@ def detail_check_program(rep, events, counts, in_set, stack_bytes):
                           "dt_pair return %d: rax:rdx %r, expected %r" % (
                               k, (regs["rax"], regs["rdx"]), (3 * k, k ^ 0x5a5a)))
     for fn, n in (("dt_add6", counts["add6"]), ("dt_pair", counts["pair"]),
-                  ("dt_peek", counts["stack"])):
+                  ("dt_peek", counts["stack"]), ("dt_tail", counts["tail"]),
+                  ("dt_leaf", counts["tail"])):
         n = n if in_set(fn) else 0
         rep.check(seen[fn] == n, "%s: %d call records, the program made %d calls" % (
             fn, seen[fn], n))
+    return siblings
 
 
 BAD_DETAIL = [
@@ -1600,10 +1625,10 @@ def cmd_detail(args, ada, work, rep):
     if args.mode == "bad":
         return detail_bad_options(ada, work, rep, prog)
     rc0, out0, err0 = run([prog])
-    m = re.search(rb"add6 (\d+) pair (\d+) stack (\d+)", out0)
+    m = re.search(rb"add6 (\d+) pair (\d+) stack (\d+) tail (\d+)", out0)
     if rc0 != 0 or not m:
         raise Fail("the untraced t_detail run failed (%d): %s" % (rc0, shown(out0 + err0)))
-    counts = dict(zip(("add6", "pair", "stack"), (int(x) for x in m.groups())))
+    counts = dict(zip(("add6", "pair", "stack", "tail"), (int(x) for x in m.groups())))
     out_dir = os.path.join(work, "out")
     opts = ["--include", os.path.basename(prog), "--detail", args.mode, "--detail-mb", "64",
             "--stack-bytes", str(args.stack_bytes)]
@@ -1655,7 +1680,11 @@ def cmd_detail(args, ada, work, rep):
             rep.fail("event %d (%s %s): linked detail %r does not match" % (
                 e["index_seq"], e["kind"], e["function"], d and d.get("type")))
             break
-    detail_check_program(rep, events, counts, in_set, args.stack_bytes)
+    siblings = detail_check_program(rep, events, counts, in_set, args.stack_bytes)
+    if prog.endswith("_O2") and in_set("dt_tail") and in_set("dt_leaf"):
+        rep.check(siblings == counts["tail"], "-O2: %d of %d dt_leaf calls were dt_tail's "
+                  "sibling call (same return slot); the tail chain was not tested" % (
+                      siblings, counts["tail"]))
     rep.note("%d detail events checked" % len(linked))
 
 

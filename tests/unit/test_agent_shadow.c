@@ -24,10 +24,14 @@ static void record(uint64_t fn, uint32_t kind, uint32_t depth)
 	assert_true(nev < 256);
 	evs[nev++] = (struct ev){fn, kind, depth};
 }
+#define TRAMP 0x7777000ull /* the shared return trampoline */
+/* The trampolines' return points R_F: one per fn, in "trampoline memory"
+ * [RPOINTS, RPOINTS + 1 MiB) with TRAMP (hook_mem_is_tramp in the agent). */
+#define RPOINTS 0x8880000ull
+#define RP(fn) (RPOINTS + 128 * (uint64_t)(fn) + 84)
+#define SHADOW_IS_RET(a) ((a) == TRAMP || (uint64_t)(a)-RPOINTS < (1ull << 20))
 #define SHADOW_EMIT(fn, kind, depth) record((fn), (kind), (depth))
 #include "shadow_internal.h"
-
-#define TRAMP 0x7777000ull
 #define STACK_WORDS 4096
 
 static uint64_t stack[STACK_WORDS];
@@ -61,23 +65,32 @@ static uint64_t *slot_at(int d)
 	return &stack[STACK_WORDS - 1 - 16 * d];
 }
 
+/* The enter trampoline after a push: the slot says "call", so it drops
+ * the slot and calls the body, which leaves its return point there. */
+static void tramp_call(uint64_t *s, uint64_t fn)
+{
+	assert_int_equal(*s, SHADOW_SLOT_CALL);
+	*s = RP(fn);
+}
+
 /* Simulates `call fn` from depth d-1: the CPU pushes ret, then the
- * entry handler runs. */
+ * entry handler runs, then the trampoline calls the body. */
 static void call(int d, uint64_t fn, uint64_t ret)
 {
 	uint64_t *s = slot_at(d);
 	*s = ret;
 	shadow_pop_dead(&sh, s, *s, TRAMP);
 	assert_true(shadow_push(&sh, fn, s, TRAMP, 0));
-	assert_int_equal(*s, TRAMP);
+	tramp_call(s, fn);
 }
 
-/* Simulates `ret` of the frame whose slot is at depth d. */
+/* Simulates `ret` of the frame whose slot is at depth d (to a return
+ * point, whose exit path runs the exit handler). */
 static uint64_t ret_from(int d)
 {
 	uint32_t flags;
 	uint64_t *s = slot_at(d);
-	assert_int_equal(*s, TRAMP);
+	assert_true(SHADOW_IS_RET(*s));
 	return shadow_return(&sh, s, &flags);
 }
 
@@ -90,6 +103,7 @@ static bool call_fast(int d, uint64_t fn, uint64_t ret)
 	*s = ret;
 	if (!shadow_enter_fast(&sh, fn, s, TRAMP, 0, &depth))
 		return false;
+	tramp_call(s, fn);
 	record(fn, ATF_EVENT_CALL, depth);
 	return true;
 }
@@ -126,23 +140,44 @@ static void test_nested(void **state)
 	assert_int_equal(sh.top, 0);
 }
 
-/* A tail-jumps to B: B's return slot is A's, already holding the
- * trampoline. One `ret` returns both, B first. */
+/* A tail-jumps to B: B's return slot is A's, holding A's return point,
+ * which B saves as an ordinary return address: B returns to its own
+ * return point, its exit goes on at A's, whose exit returns A. */
 static void test_tail_call(void **state)
 {
 	(void)state;
 	call(1, 10, 0x1001);
 	uint64_t *s = slot_at(1);
-	shadow_pop_dead(&sh, s, *s, TRAMP); /* B's entry: *s == TRAMP */
+	shadow_pop_dead(&sh, s, *s, TRAMP); /* B's entry: *s == RP(10) */
 	assert_true(shadow_push(&sh, 11, s, TRAMP, 0));
+	tramp_call(s, 11);
 	assert_int_equal(sh.top, 2);
+	assert_int_equal(sh.base[1].flags, SHADOW_F_TAIL);
+	assert_int_equal(sh.base[1].orig, RP(10));
 	call(2, 20, 0x2002); /* B calls something normally */
 	assert_int_equal(ret_from(2), 0x2002);
-	assert_int_equal(ret_from(1), 0x1001);
+	assert_int_equal(ret_from(1), RP(10)); /* B */
+	*s = RP(10);                           /* the return trampoline's push; ret */
+	assert_int_equal(ret_from(1), 0x1001); /* A */
 	assert_int_equal(nev, 6);
 	expect(4, 11, ATF_EVENT_RETURN, 2);
 	expect(5, 10, ATF_EVENT_RETURN, 1);
 	assert_int_equal(sh.top, 0);
+	/* The shared trampoline in the slot (a frame re-armed after a catch,
+	 * or a side frame's) is an ordinary orig too when its slot's owner
+	 * is alive. */
+	call(1, 10, 0x1001);
+	*s = TRAMP;
+	shadow_pop_dead(&sh, s, *s, TRAMP);
+	assert_true(shadow_push(&sh, 12, s, TRAMP, 0));
+	tramp_call(s, 12);
+	assert_int_equal(ret_from(1), TRAMP);
+	*s = TRAMP;
+	assert_int_equal(ret_from(1), 0x1001);
+	assert_int_equal(sh.top, 0);
+	assert_int_equal(nev, 10);
+	expect(8, 12, ATF_EVENT_RETURN, 2);
+	expect(9, 10, ATF_EVENT_RETURN, 1);
 }
 
 /* longjmp from depth 4 back into the depth-1 frame, which then calls
@@ -201,6 +236,7 @@ static void test_altstack_not_dead(void **state)
 	assert_int_equal(sh.top, 1);
 	assert_true(shadow_push(&sh, 50, alt_slot, TRAMP, 0));
 	uint32_t flags;
+	tramp_call(alt_slot, 50);
 	assert_int_equal(shadow_return(&sh, alt_slot, &flags), 0x4444);
 	assert_int_equal(sh.top, 1);
 	assert_int_equal(ret_from(1), 0x1001);
@@ -208,7 +244,9 @@ static void test_altstack_not_dead(void **state)
 }
 
 /* An exception: restore puts original addresses back; catch in the
- * depth-1 frame pops 2..3 and re-arms frame 1. */
+ * depth-1 frame pops 2..3 and re-arms frame 1 (with the shared
+ * trampoline: its own return point is gone from the return-stack buffer
+ * anyway). */
 static void test_unwind_and_catch(void **state)
 {
 	(void)state;
@@ -228,6 +266,33 @@ static void test_unwind_and_catch(void **state)
 	expect(3, 3, ATF_EVENT_EXCEPTION, 3);
 	expect(4, 2, ATF_EVENT_EXCEPTION, 2);
 	expect(5, 1, ATF_EVENT_RETURN, 1);
+}
+
+/* An exception through a tail chain: restore leaves the chain's slot
+ * with its lowest entry's orig (the real caller), the catch re-arms that
+ * entry, and the chain still returns frame by frame. */
+static void test_unwind_chain(void **state)
+{
+	(void)state;
+	call(1, 10, 0x1001);
+	uint64_t *s1 = slot_at(1);
+	shadow_pop_dead(&sh, s1, *s1, TRAMP); /* 10 tail-calls 11 */
+	assert_true(shadow_push(&sh, 11, s1, TRAMP, 0));
+	tramp_call(s1, 11);
+	call(2, 20, 0x2002);
+	shadow_restore_all(&sh, slot_at(3), TRAMP);
+	assert_int_equal(*s1, 0x1001);
+	assert_int_equal(*slot_at(2), 0x2002);
+	shadow_pop_below(&sh, slot_at(2)); /* caught in 11 */
+	shadow_rearm_all(&sh, slot_at(2), TRAMP);
+	assert_int_equal(*s1, TRAMP);
+	assert_int_equal(ret_from(1), RP(10));
+	*s1 = RP(10);
+	assert_int_equal(ret_from(1), 0x1001);
+	assert_int_equal(nev, 6);
+	expect(3, 20, ATF_EVENT_EXCEPTION, 3);
+	expect(4, 11, ATF_EVENT_RETURN, 2);
+	expect(5, 10, ATF_EVENT_RETURN, 1);
 }
 
 static void test_pop_all_and_exec(void **state)
@@ -320,7 +385,7 @@ static void test_fast_nested(void **state)
 	assert_true(call_fast(1, 10, 0x1001));
 	assert_true(call_fast(2, 20, 0x2002));
 	assert_true(call_fast(3, 30, 0x3003));
-	assert_int_equal(*slot_at(2), TRAMP);
+	assert_int_equal(*slot_at(2), RP(20));
 	assert_int_equal(sh.top, 3);
 	assert_int_equal(sh.base[2].flags, 0);
 	assert_int_equal(ret_fast(slot_at(3)), 0x3003);
@@ -350,9 +415,11 @@ static void test_fast_enter_declines(void **state)
 	assert_true(call_fast(1, 10, 0x1001));
 	assert_true(call_fast(2, 20, 0x2002));
 	memcpy(&before, &sh, sizeof(sh));
-	*slot_at(2) = TRAMP;
+	*slot_at(2) = RP(20);
 	uint32_t depth;
 	assert_false(shadow_enter_fast(&sh, 21, slot_at(2), TRAMP, 0, &depth)); /* tail call */
+	*slot_at(2) = TRAMP;
+	assert_false(shadow_enter_fast(&sh, 21, slot_at(2), TRAMP, 0, &depth)); /* re-armed */
 	assert_false(call_fast(2, 22, 0x2222)); /* same slot, fresh address: longjmp */
 	assert_false(call_fast(1, 11, 0x1111)); /* above the top: longjmp */
 	assert_memory_equal(&before, &sh, sizeof(sh));
@@ -382,10 +449,12 @@ static void test_fast_return_declines(void **state)
 	uint64_t *s1 = slot_at(1);
 	shadow_pop_dead(&sh, s1, *s1, TRAMP); /* 10 tail-calls 11 */
 	assert_true(shadow_push(&sh, 11, s1, TRAMP, 0));
+	tramp_call(s1, 11);
 	assert_int_equal(sh.top, 2);
-	assert_int_equal(sh.base[1].flags, SHADOW_F_CHAIN);
-	assert_int_equal(ret_fast(s1), 0); /* chain: the general path returns both */
-	assert_int_equal(ret_from(1), 0x1001);
+	assert_int_equal(ret_fast(s1), 0);     /* tail-called: the general path */
+	assert_int_equal(ret_from(1), RP(10)); /* a chain returns frame by frame */
+	*s1 = RP(10);
+	assert_int_equal(ret_fast(s1), 0x1001);
 	assert_int_equal(nev, 4);
 	assert_int_equal(sh.top, 0);
 	call(1, 10, 0x1001);
@@ -454,6 +523,7 @@ static void test_side_path(void **state)
 	uint64_t *s2 = slot_at(2);
 	*s2 = 0x2002;
 	assert_true(shadow_push(&sh, 20, s2, TRAMP, 0));
+	tramp_call(s2, 20);
 	shadow_side_flush(&sh);
 	assert_int_equal(nev, 6);
 	expect(1, 20, ATF_EVENT_CALL, 2);
@@ -545,6 +615,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_nested, setup),
 	    cmocka_unit_test_setup(test_tail_call, setup),
+	    cmocka_unit_test_setup(test_unwind_chain, setup),
 	    cmocka_unit_test_setup(test_longjmp_then_call, setup),
 	    cmocka_unit_test_setup(test_longjmp_then_return, setup),
 	    cmocka_unit_test_setup(test_altstack_not_dead, setup),

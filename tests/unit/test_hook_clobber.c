@@ -180,7 +180,7 @@ static int hook_all(void **state)
 		                                HOOK_ARCH_MAX_TRAMPOLINE, &tr),
 		                 0);
 		assert_true(hook_arch_emit_trampoline(&plan, tr, (uint64_t)tr, id,
-		                                      (uint64_t)th_on_enter) > 0);
+		                                      (uint64_t)th_on_enter, (uint64_t)rt) > 0);
 		patches[n] = (struct hook_patch){(uint64_t)t->fn, plan.patch_len, {0}};
 		hook_arch_patch_bytes(&plan, (uint64_t)tr, patches[n].bytes);
 		t->hooked = patches[n];

@@ -1,7 +1,8 @@
 /*
  * Minimal hook handlers for the clobber tests, built like the agent's:
  * -mgeneral-regs-only, no libc. They count calls and returns per fn_id,
- * keep a shadow stack of swapped return addresses, and check that the
+ * keep a shadow stack of return addresses (swapped, or returned through
+ * the trampoline's R_F), and check that the
  * return trampoline passes sp such that sp - 8 is the slot the enter
  * handler saw. Single-threaded tests only.
  */
@@ -30,7 +31,10 @@ void th_on_enter(uint64_t fn_id, uint64_t *ret_slot, struct ada_hook_regs *regs)
 		return;
 	}
 	th_stack[th_depth++] = (struct th_frame){*ret_slot, ret_slot, fn_id};
-	*ret_slot = th_ret_tramp;
+	/* Both ways back (hook_arch.h), alternating with the depth: 0 makes
+	 * the trampoline call the body (the return comes through its R_F),
+	 * the return trampoline's address makes it jump (the swap). */
+	*ret_slot = (th_depth & 1) ? 0 : th_ret_tramp;
 }
 
 uint64_t th_on_exit(uint64_t sp)

@@ -20,7 +20,7 @@
 #define TR 0x500000ull
 #define FN_ID 0x1122334455667788ull
 #define HANDLER 0x123456789abcull
-#define FRAME 67 /* bytes of the save/call/restore part of a trampoline */
+#define FRAME 89 /* bytes of the save/call/restore/return-point part of a trampoline */
 
 static enum ada_hook_skip prep(const uint8_t *code, size_t size, uint64_t fn,
                                struct hook_arch_plan *plan)
@@ -28,15 +28,19 @@ static enum ada_hook_skip prep(const uint8_t *code, size_t size, uint64_t fn,
 	return hook_arch_prepare(code, fn, size, plan);
 }
 
-/* Prepares code at fn, emits at tr, compares the part after the frame. */
+/* Prepares code at fn, emits a trampoline whose relocated part starts at
+ * tr + 67 (where it did when the frame was 67 bytes, before the return
+ * point: the expected displacements below are relative to that), and
+ * compares the part after the frame. */
 static void expect_reloc(const uint8_t *code, size_t size, uint64_t fn, uint64_t tr,
                          const uint8_t *want, size_t want_len)
 {
 	struct hook_arch_plan plan;
 	uint8_t buf[HOOK_ARCH_MAX_TRAMPOLINE];
 
+	tr -= FRAME - 67;
 	assert_int_equal(prep(code, size, fn, &plan), ADA_HOOK_OK);
-	size_t n = hook_arch_emit_trampoline(&plan, buf, tr, FN_ID, HANDLER);
+	size_t n = hook_arch_emit_trampoline(&plan, buf, tr, FN_ID, HANDLER, tr);
 	assert_int_equal(n, FRAME + want_len);
 	assert_memory_equal(buf + FRAME, want, want_len);
 }
@@ -58,6 +62,11 @@ static void test_frame(void **state)
 	    0x48, 0x89, 0xec,                                           /* mov rsp, rbp */
 	    0x5f, 0x5e, 0x5a, 0x59, 0x41, 0x58, 0x41, 0x59,             /* pop rdi..r9 */
 	    0x58, 0x5d, 0x41, 0x5a, 0x41, 0x5b,                         /* pop rax..r11 */
+	    0x48, 0x83, 0x3c, 0x24, 0x00,                               /* cmp qword [rsp], 0 */
+	    0x75, 0x0f,                                                 /* jne body */
+	    0x48, 0x8d, 0x64, 0x24, 0x08,                               /* lea rsp, [rsp+8] */
+	    0xe8, 0x05, 0x00, 0x00, 0x00,                               /* call body */
+	    0xe9, 0xa7, 0xff, 0xff, 0xff, /* R_F: jmp TR (the exit path given) */
 	};
 	struct hook_arch_plan plan;
 	uint8_t buf[HOOK_ARCH_MAX_TRAMPOLINE];
@@ -66,8 +75,12 @@ static void test_frame(void **state)
 	assert_int_equal(prep(code, sizeof(code), FN, &plan), ADA_HOOK_OK);
 	assert_int_equal(plan.patch_len, 5);
 	assert_int_equal(plan.insn_count, 3);
-	assert_true(hook_arch_emit_trampoline(&plan, buf, TR, FN_ID, HANDLER) > FRAME);
+	assert_true(hook_arch_emit_trampoline(&plan, buf, TR, FN_ID, HANDLER, TR) > FRAME);
 	assert_memory_equal(buf, want, FRAME);
+	assert_int_equal(buf[HOOK_ARCH_RET_POINT_OFF], 0xe9); /* R_F */
+	/* an exit path beyond rel32 reach of R_F is refused */
+	assert_int_equal(
+	    hook_arch_emit_trampoline(&plan, buf, TR, FN_ID, HANDLER, TR + (3ull << 30)), 0);
 }
 
 static void test_plain(void **state)
@@ -120,9 +133,11 @@ static void test_rip_load_far(void **state)
 
 	(void)state;
 	assert_int_equal(prep(code, sizeof(code), 0x40000000, &plan), ADA_HOOK_OK);
-	assert_int_equal(hook_arch_emit_trampoline(&plan, buf, 0x3fe00000, 1, HANDLER), 0);
+	assert_int_equal(hook_arch_emit_trampoline(&plan, buf, 0x3fe00000, 1, HANDLER, 0x3fe00000),
+	                 0);
 	/* and a trampoline out of the patch jmp's reach is refused too */
-	assert_int_equal(hook_arch_emit_trampoline(&plan, buf, 0x7f0000000000, 1, HANDLER), 0);
+	assert_int_equal(
+	    hook_arch_emit_trampoline(&plan, buf, 0x7f0000000000, 1, HANDLER, 0x7f0000000000), 0);
 }
 
 static void test_jcc_rel8(void **state)
@@ -612,7 +627,7 @@ static void test_moved_pc(void **state)
 	(void)state;
 	assert_int_equal(prep(code, sizeof(code), FN, &plan), ADA_HOOK_OK);
 	assert_int_equal(plan.patch_len, 7);
-	assert_true(hook_arch_emit_trampoline(&plan, buf, TR, FN_ID, HANDLER) > FRAME);
+	assert_true(hook_arch_emit_trampoline(&plan, buf, TR, FN_ID, HANDLER, TR) > FRAME);
 	assert_int_equal(hook_arch_moved_pc(&plan, buf, TR, FN + 1), TR + FRAME + 1);
 	assert_int_equal(hook_arch_moved_pc(&plan, buf, TR, FN + 4), TR + FRAME + 4);
 	assert_int_equal(hook_arch_moved_pc(&plan, buf, TR, FN), 0);     /* entry: not inside */
@@ -629,7 +644,7 @@ static void test_moved_pc(void **state)
 	memcpy(jcc, "\x85\xff\x74\x20\x53", 5);
 	jcc[sizeof(jcc) - 1] = 0xc3;
 	assert_int_equal(prep(jcc, sizeof(jcc), FN, &plan), ADA_HOOK_OK);
-	assert_true(hook_arch_emit_trampoline(&plan, buf, TR, FN_ID, HANDLER) > FRAME);
+	assert_true(hook_arch_emit_trampoline(&plan, buf, TR, FN_ID, HANDLER, TR) > FRAME);
 	assert_int_equal(hook_arch_moved_pc(&plan, buf, TR, FN + 2), TR + FRAME + 2);
 	assert_int_equal(hook_arch_moved_pc(&plan, buf, TR, FN + 4), TR + FRAME + 8);
 	assert_int_equal(hook_arch_moved_pc(&plan, buf, TR, FN + 3), 0);

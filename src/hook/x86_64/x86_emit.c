@@ -4,7 +4,7 @@
  *
  * Threads: any; no shared state.
  *
- * Enter trampoline layout (one per function, ~75 bytes + relocated code):
+ * Enter trampoline layout (one per function, 89 bytes + relocated code):
  *     push r11 ... push rdi        ; struct ada_hook_regs, rdi lowest
  *     mov  rbp, rsp                ; rbp = &regs (callee-saved by handler)
  *     and  rsp, -16                ; ABI alignment whatever the caller did
@@ -15,9 +15,19 @@
  *     call rax
  *     mov  rsp, rbp
  *     pop  rdi ... pop r11         ; possibly modified by the handler
- *     <relocated prologue>
+ *     cmp  qword [rsp], 0          ; the handler pushed a frame?
+ *     jne  body                    ; no: the function runs as if unhooked
+ *     lea  rsp, [rsp+8]            ; drop the slot (the frame holds it)
+ *     call body                    ; the slot now holds R_F, predicted
+ * R_F: jmp  exit_path              ; rel32: the return trampoline
+ * body: <relocated prologue>
  *     jmp  fn + patch_len          ; rel32, or jmp [rip+0]; dq when far
- * 29 instructions + relocated ones run per hooked call. A shared "enter
+ * 33 instructions + relocated ones run per traced call (and the jmp at
+ * R_F on its return). The body's `ret` lands at R_F, which the `call`
+ * pushed on the return-stack buffer, and the return trampoline's final
+ * `ret` goes to the caller, which the caller's own `call` pushed: no
+ * return is mispredicted (the shared return trampoline as the return
+ * address cost two mispredictions per call). A shared "enter
  * stub" (per-function `mov r11, fn_id; call stub`) would shrink each
  * trampoline to ~15 bytes + relocated code but executes 3 more
  * instructions (the call/ret pair and the extra mov); we favour fewer
@@ -43,7 +53,8 @@ static void emit_align_frame(struct x86_writer *w)
 	x86_put(w, "\x48\x83\xe4\xf0", 4); /* and rsp, -16 */
 }
 
-static void emit_enter_frame(struct x86_writer *w, uint64_t fn_id, uint64_t handler)
+static void emit_enter_frame(struct x86_writer *w, uint64_t fn_id, uint64_t handler,
+                             uint64_t exit_path)
 {
 	x86_put(w, emit_push_regs, sizeof(emit_push_regs));
 	emit_align_frame(w);
@@ -56,7 +67,20 @@ static void emit_enter_frame(struct x86_writer *w, uint64_t fn_id, uint64_t hand
 	x86_put(w, "\xff\xd0", 2);     /* call rax */
 	x86_put(w, "\x48\x89\xec", 3); /* mov rsp, rbp */
 	x86_put(w, emit_pop_regs, sizeof(emit_pop_regs));
+	/* The flags are not preserved across the enter handler anyway. */
+	x86_put(w, "\x48\x83\x3c\x24\x00", 5); /* cmp qword [rsp], 0 */
+	x86_put(w, "\x75\x0f", 2);             /* jne body (+15) */
+	x86_put(w, "\x48\x8d\x64\x24\x08", 5); /* lea rsp, [rsp+8] */
+	x86_put(w, "\xe8\x05\x00\x00\x00", 5); /* call body (+5) */
+	/* R_F: HOOK_ARCH_RET_POINT_OFF */
+	int64_t d = (int64_t)(exit_path - (x86_pc(w) + 5));
+	if (!x86_fits_rel32(d))
+		w->ok = 0;
+	x86_put_u8(w, 0xe9); /* jmp rel32 exit_path */
+	x86_put_u32(w, (uint32_t)d);
 }
+_Static_assert(HOOK_ARCH_RET_POINT_OFF == 14 + 3 + 4 + 10 + 4 + 3 + 10 + 2 + 3 + 14 + 5 + 2 + 5 + 5,
+               "R_F follows the call");
 
 static int emit_reloc_one(struct x86_writer *w, const struct hook_arch_plan *plan,
                           const struct hook_arch_insn *in)
@@ -84,7 +108,7 @@ static int emit_reloc_one(struct x86_writer *w, const struct hook_arch_plan *pla
 /* The trampoline, and where each displaced instruction's relocated form
  * starts in it (starts[i], bytes from buf; may be NULL). */
 static size_t emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, uint64_t buf_addr,
-                              uint64_t fn_id, uint64_t enter_handler,
+                              uint64_t fn_id, uint64_t enter_handler, uint64_t exit_path,
                               size_t starts[HOOK_ARCH_MAX_INSNS])
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_MAX_TRAMPOLINE, buf_addr, 1};
@@ -93,7 +117,9 @@ static size_t emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, u
 	    plan->insn_count > HOOK_ARCH_MAX_INSNS ||
 	    !x86_fits_rel32((int64_t)(buf_addr - (plan->fn_addr + 5))))
 		return 0;
-	emit_enter_frame(&w, fn_id, enter_handler);
+	emit_enter_frame(&w, fn_id, enter_handler, exit_path);
+	if (w.len != HOOK_ARCH_RET_POINT_OFF + 5)
+		return 0;
 	for (size_t i = 0; i < plan->insn_count; i++) {
 		if (starts)
 			starts[i] = w.len;
@@ -105,9 +131,9 @@ static size_t emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, u
 }
 
 size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, uint64_t buf_addr,
-                                 uint64_t fn_id, uint64_t enter_handler)
+                                 uint64_t fn_id, uint64_t enter_handler, uint64_t exit_path)
 {
-	return emit_trampoline(plan, buf, buf_addr, fn_id, enter_handler, NULL);
+	return emit_trampoline(plan, buf, buf_addr, fn_id, enter_handler, exit_path, NULL);
 }
 
 /* Each relocated form is an exact equivalent of its original instruction
@@ -131,7 +157,7 @@ uint64_t hook_arch_moved_pc(const struct hook_arch_plan *plan, const uint8_t *tr
 		i++;
 	if (i >= plan->insn_count)
 		return 0; /* not an instruction boundary: the middle of one */
-	size_t n = emit_trampoline(plan, buf, tramp_addr, 0, 0, starts);
+	size_t n = emit_trampoline(plan, buf, tramp_addr, 0, 0, tramp_addr, starts);
 	if (n == 0 || memcmp(buf + starts[0], tramp + starts[0], n - starts[0]))
 		return 0;
 	return tramp_addr + starts[i];
