@@ -87,6 +87,42 @@ static void test_alloc_near_and_seal(void **state)
 	hook_mem_free(m);
 }
 
+/* The page directory of trampoline memory (hook_mem_is_tramp, the return
+ * points' test): every page of a region from its mapping until its
+ * release, nothing else (the code the region is near, the stack, the
+ * address space's ends). */
+static void test_is_tramp(void **state)
+{
+	struct hook_mem *m;
+	uint8_t *a, *o;
+	uint64_t lo = (uint64_t)test_maps_parse, hi = lo + 4096;
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	int local;
+
+	(void)state;
+	assert_int_equal(hook_mem_new(&m), 0);
+	assert_int_equal(hook_mem_alloc(m, 7, lo, hi, 100, &a), 0);
+	assert_int_equal(hook_mem_alloc(m, 8, lo, hi, 100, &o), 0);
+	assert_true(hook_mem_is_tramp((uint64_t)a));
+	assert_true(hook_mem_is_tramp((uint64_t)a + 84));
+	/* the whole region, to its last byte (MEM_REGION_MIN: 256 KiB) */
+	assert_true(hook_mem_is_tramp((uint64_t)a + (256u << 10) - 1));
+	assert_true(hook_mem_is_tramp((uint64_t)o));
+	assert_false(hook_mem_is_tramp(lo));
+	assert_false(hook_mem_is_tramp((uint64_t)&local));
+	assert_false(hook_mem_is_tramp(0));
+	assert_false(hook_mem_is_tramp(UINT64_MAX));
+	assert_false(hook_mem_is_tramp(1ull << 47));
+	assert_int_equal(hook_mem_seal(m), 0);
+	assert_true(hook_mem_is_tramp((uint64_t)a)); /* sealed: still */
+	assert_int_equal(hook_mem_release_module(m, 7), 0);
+	assert_false(hook_mem_is_tramp((uint64_t)a));
+	assert_false(hook_mem_is_tramp((uint64_t)a + pg));
+	assert_true(hook_mem_is_tramp((uint64_t)o));
+	hook_mem_free(m);
+	assert_false(hook_mem_is_tramp((uint64_t)o));
+}
+
 static void test_patch_apply(void **state)
 {
 	long pg = sysconf(_SC_PAGESIZE);
@@ -153,9 +189,8 @@ static void test_patch_run(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_maps_parse),
-	    cmocka_unit_test(test_alloc_near_and_seal),
-	    cmocka_unit_test(test_patch_apply),
+	    cmocka_unit_test(test_maps_parse), cmocka_unit_test(test_alloc_near_and_seal),
+	    cmocka_unit_test(test_is_tramp),   cmocka_unit_test(test_patch_apply),
 	    cmocka_unit_test(test_patch_run),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
