@@ -549,9 +549,11 @@ static inline void shadow_side_flush(struct ada_shadow *s)
  * hooked anyway), or a stack was copied under the shadow stack's feet.
  * The innermost frame is the one that returned -- every frame above it
  * that a longjmp discarded would have been popped by the slot match --
- * so its original address is where to go on. Nothing recorded from here on
- * can be trusted to nest, so the thread stops being traced: every frame
- * gets its EXCEPTION and, where its slot still holds the trampoline, its
+ * so its original address is where to go on -- the lowest orig of its
+ * slot when it was tail-called (a return point would come back to the
+ * exit path at a slot no entry owns any more). Nothing recorded from here
+ * on can be trusted to nest, so the thread stops being traced: every frame
+ * gets its EXCEPTION and, where its slot still holds a return point, its
  * original return address back (the last SHADOW_GRAVE of them are kept
  * for frames on another stack that still return through the trampoline).
  * Returns 0 when there is no frame at all (nothing to go on with). */
@@ -559,7 +561,10 @@ static inline uint64_t shadow_resync(struct ada_shadow *s, const uint64_t *slot,
 {
 	if (s->top == 0)
 		return 0;
-	uint64_t orig = s->base[s->top - 1].orig;
+	uint32_t i = s->top - 1;
+	while (i > 0 && s->base[i - 1].slot == s->base[i].slot)
+		i--;
+	uint64_t orig = s->base[i].orig;
 	shadow_pop_all(s, slot, ret_tramp);
 	return orig;
 }

@@ -579,6 +579,20 @@ static void test_resync(void **state)
 	expect(3, 10, ATF_EVENT_EXCEPTION, 1);
 	/* Nothing left: no address to go on with. */
 	assert_int_equal(shadow_resync(&sh, moved, TRAMP), 0);
+	/* A tail-called function that moved its return address: the program
+	 * goes on at the chain's caller, not at a return point that would
+	 * come back to an exit path no entry owns any more. */
+	call(1, 10, 0x1001);
+	uint64_t *s1 = slot_at(1);
+	shadow_pop_dead(&sh, s1, *s1, TRAMP); /* 10 tail-calls 11 */
+	assert_true(shadow_push(&sh, 11, s1, TRAMP, 0));
+	tramp_call(s1, 11);
+	moved = s1 - 1;
+	*moved = RP(11);
+	*s1 = 0x5555;
+	assert_int_equal(shadow_return(&sh, moved, &flags), 0);
+	assert_int_equal(shadow_resync(&sh, moved, TRAMP), 0x1001);
+	assert_int_equal(sh.top, 0);
 }
 
 /* A stack switch by copying (greenlet): every frame gets its original
