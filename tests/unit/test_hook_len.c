@@ -26,13 +26,14 @@
 
 static csh cs;
 static cs_insn *ci;
-static unsigned long long n_insn, n_fast, n_bad, n_lenient;
+static unsigned long long n_insn, n_fast, n_bad, n_lenient, n_sw, n_lenient_sw;
 static int strict; /* 0: bytes capstone rejects may be decoded (data in .text) */
 
-/* Prints the first mismatches with their bytes, counts them all. */
+/* Prints the first mismatches with their bytes (all of them with
+ * ADA_LEN_ALL=1 in the environment), counts them all. */
 #define BAD(...)                                                                                   \
 	do {                                                                                       \
-		if (n_bad++ < 40) {                                                                \
+		if (n_bad++ < (getenv("ADA_LEN_ALL") ? 100000000ULL : 40)) {                       \
 			printf("# MISMATCH ");                                                     \
 			printf(__VA_ARGS__);                                                       \
 			for (size_t k_ = 0; k_ < 8 && off + k_ < size; k_++)                       \
@@ -51,6 +52,36 @@ static int is_direct_branch(unsigned long long *target)
 	return end != ci->op_str && *end == '\0';
 }
 
+/* The first field where the compact decoder's view of an instruction
+ * differs from capstone's (both canonical), or NULL. */
+static const char *sw_diff(const struct x86_sw_insn *f, const struct x86_sw_insn *s)
+{
+	if (f->address != s->address || f->size != s->size)
+		return "address/size";
+	if (f->id != s->id)
+		return "id";
+	if (f->op_count != s->op_count)
+		return "op_count";
+	if (f->addr_size != s->addr_size)
+		return "addr_size";
+	if (f->modrm != s->modrm)
+		return "modrm";
+	if (f->grp != s->grp)
+		return "groups";
+	if (f->wfams != s->wfams || memcmp(f->wbits, s->wbits, sizeof(f->wbits)))
+		return "registers written";
+	for (unsigned k = 0; k < 2; k++) {
+		const cs_x86_op *a = &f->op[k], *b = &s->op[k];
+		if (a->type != b->type || a->size != b->size)
+			return k ? "op1 type/size" : "op0 type/size";
+		if ((a->type == X86_OP_REG && a->reg != b->reg) ||
+		    (a->type == X86_OP_IMM && a->imm != b->imm) ||
+		    (a->type == X86_OP_MEM && memcmp(&a->mem, &b->mem, sizeof(a->mem))))
+			return k ? "op1 value" : "op0 value";
+	}
+	return memcmp(f, s, sizeof(*f)) ? "padding" : NULL;
+}
+
 /* Linear sweep of one section, as hook_arch_prepare sweeps a body. */
 static void sweep(const uint8_t *code, size_t size, uint64_t addr, const char *what)
 {
@@ -61,16 +92,28 @@ static void sweep(const uint8_t *code, size_t size, uint64_t addr, const char *w
 		uint64_t pc = addr + off;
 		struct x86_len_info li;
 		size_t fast = x86_fast_len(code + off, size - off, &li);
+		struct x86_sw_insn swf, swc;
+		size_t sw = x86_sw_fast(code + off, size - off, addr + off, &swf);
 		if (!cs_disasm_iter(cs, &p, &left, &pc, ci)) {
-			if (fast && !strict)
+			if ((fast || sw) && !strict) {
 				n_lenient++;
-			else if (fast)
-				BAD("%s+0x%zx: table says %zu bytes, capstone cannot decode", what,
-				    off, fast);
+				n_lenient_sw += sw != 0;
+			} else if (fast || sw)
+				BAD("%s+0x%zx: table says %zu bytes (switch decoder %zu), capstone "
+				    "cannot decode",
+				    what, off, fast, sw);
 			off++;
 			continue;
 		}
 		n_insn++;
+		if (sw) {
+			const char *why = NULL;
+			n_sw++;
+			x86_sw_from_cs(&swc, ci);
+			if (sw != ci->size || (why = sw_diff(&swf, &swc)) != NULL)
+				BAD("%s+0x%zx: %s %s: switch decoder differs (%s)", what, off,
+				    ci->mnemonic, ci->op_str, sw != ci->size ? "length" : why);
+		}
 		if (fast) {
 			n_fast++;
 			if (fast != ci->size)
@@ -144,17 +187,24 @@ static void test_real_binaries(void **state)
 	};
 	int read = 0;
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		unsigned long long a = n_insn, b = n_fast;
+		unsigned long long a = n_insn, b = n_fast, c = n_sw;
 		if (!sweep_file(files[i].path, files[i].strict))
 			continue;
 		read++;
-		printf("# %s: %llu instructions, %.1f%% by the table\n", files[i].path, n_insn - a,
-		       100.0 * (double)(n_fast - b) / (double)(n_insn - a ? n_insn - a : 1));
+		printf("# %s: %llu instructions, %.1f%% by the table, %.1f%% by the switch "
+		       "decoder\n",
+		       files[i].path, n_insn - a,
+		       100.0 * (double)(n_fast - b) / (double)(n_insn - a ? n_insn - a : 1),
+		       100.0 * (double)(n_sw - c) / (double)(n_insn - a ? n_insn - a : 1));
 	}
 	assert_true(read >= 2); /* libc and the test itself at least */
-	printf("# non-strict files: %llu positions the table decodes and capstone rejects\n",
-	       n_lenient);
+	printf("# non-strict files: %llu positions the table decodes and capstone rejects, "
+	       "%llu of them the switch decoder\n",
+	       n_lenient, n_lenient_sw);
 	assert_int_equal(n_bad, 0);
+	/* Bytes capstone rejects make x86_switch.c refuse the function: the
+	 * compact decoder must reject them too. */
+	assert_int_equal(n_lenient_sw, 0);
 	assert_true(n_fast > n_insn / 2);
 }
 
@@ -170,6 +220,9 @@ static void test_corners(void **state)
 	    {{0x48, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8}, 10, 10}, /* movabs rax, imm64 */
 	    {{0x66, 0xb8, 1, 2}, 4, 4},                     /* mov ax, imm16 */
 	    {{0x66, 0x81, 0xc0, 1, 2}, 5, 5},               /* add ax, imm16 */
+	    {{0x66, 0x48, 0x15, 1, 2, 3, 4}, 7, 7},         /* adc rax, imm32: REX.W beats 66 */
+	    {{0x66, 0x48, 0x81, 0xc0, 1, 2, 3, 4}, 8, 8},   /* add rax, imm32 */
+	    {{0x66, 0x48, 0xc7, 0xc0, 1, 2, 3, 4}, 8, 8},   /* mov rax, imm32 */
 	    {{0x66, 0xe9, 1, 2}, 4, 0},                     /* jmp rel16: declined */
 	    {{0xff, 0xe0}, 2, 0},                           /* jmp rax: declined */
 	    {{0xe2, 0xfe}, 2, 0},                           /* loop: declined */
@@ -192,14 +245,145 @@ static void test_corners(void **state)
 	}
 }
 
+/* The switch reader's compact decoder (x86_sw_fast) on hand-picked
+ * forms: the ones a switch dispatch is made of, register-width corners,
+ * capstone 4's immediate and implicit-write quirks, and forms it must
+ * leave to capstone. Wherever it answers, its view must be capstone's. */
+static void test_sw_corners(void **state)
+{
+	(void)state;
+	static const struct {
+		uint8_t b[16];
+		size_t n;
+		int fast; /* 1: decoded here, 0: left to capstone */
+	} v[] = {
+	    {{0xff, 0xe0}, 2, 1},                                   /* jmp rax */
+	    {{0x41, 0xff, 0xe3}, 3, 1},                             /* jmp r11 */
+	    {{0xff, 0x25, 0x10, 0, 0, 0}, 6, 1},                    /* jmp [rip+0x10] */
+	    {{0xff, 0x24, 0xc5, 0x00, 0x10, 0, 0}, 7, 1},           /* jmp [rax*8+0x1000] */
+	    {{0x41, 0xff, 0x64, 0xc5, 0x08}, 5, 1},                 /* jmp [r13+rax*8+8] */
+	    {{0x48, 0x63, 0x04, 0xba}, 4, 1},                       /* movsxd rax,[rdx+rdi*4] */
+	    {{0x4a, 0x63, 0x04, 0x8a}, 4, 1},                       /* movsxd rax,[rdx+r9*4] */
+	    {{0x48, 0x8d, 0x15, 0x10, 0, 0, 0}, 7, 1},              /* lea rdx,[rip+0x10] */
+	    {{0x48, 0x01, 0xd0}, 3, 1},                             /* add rax, rdx */
+	    {{0x48, 0x03, 0xc2}, 3, 1},                             /* add rax, rdx (03) */
+	    {{0x83, 0xff, 0x03}, 3, 1},                             /* cmp edi, 3 */
+	    {{0x83, 0xf8, 0xff}, 3, 1},                             /* cmp eax, -1 */
+	    {{0x48, 0x83, 0xf8, 0x80}, 4, 1},                       /* cmp rax, -0x80 */
+	    {{0x81, 0xff, 0x00, 0x01, 0, 0}, 6, 1},                 /* cmp edi, 0x100 */
+	    {{0x81, 0xc2, 0x81, 0xe6, 0xa1, 0xd8}, 6, 1},           /* add edx, 0xd8a1e681 */
+	    {{0x48, 0x81, 0xc4, 0x00, 0xff, 0xff, 0xff}, 7, 1},     /* add rsp, -0x100 */
+	    {{0x66, 0x83, 0xf8, 0x05}, 4, 1},                       /* cmp ax, 5 */
+	    {{0x40, 0x80, 0xff, 0x80}, 4, 1},                       /* cmp dil, 0x80 */
+	    {{0x80, 0xfc, 0x07}, 3, 1},                             /* cmp ah, 7 */
+	    {{0x3c, 0xff}, 2, 1},                                   /* cmp al, 0xff */
+	    {{0x3d, 0xff, 0xff, 0xff, 0xff}, 5, 1},                 /* cmp eax, 0xffffffff */
+	    {{0x77, 0x05}, 2, 1},                                   /* ja +5 */
+	    {{0x0f, 0x83, 0x10, 0, 0, 0}, 6, 1},                    /* jae rel32 */
+	    {{0x0f, 0x86, 0xf0, 0xff, 0xff, 0xff}, 6, 1},           /* jbe back */
+	    {{0xe8, 0x10, 0, 0, 0}, 5, 1},                          /* call rel32 */
+	    {{0xff, 0xd0}, 2, 1},                                   /* call rax */
+	    {{0xff, 0x15, 0x10, 0, 0, 0}, 6, 1},                    /* call [rip+0x10] */
+	    {{0xeb, 0xfe}, 2, 1},                                   /* jmp $ */
+	    {{0x89, 0xff}, 2, 1},                                   /* mov edi, edi */
+	    {{0x48, 0x89, 0xf8}, 3, 1},                             /* mov rax, rdi */
+	    {{0x44, 0x8b, 0x04, 0x24}, 4, 1},                       /* mov r8d, [rsp] */
+	    {{0x8b, 0x04, 0x25, 0x10, 0, 0, 0}, 7, 1},              /* mov eax, [0x10] */
+	    {{0x64, 0x48, 0x8b, 0x04, 0x25, 0x28, 0, 0, 0}, 9, 1},  /* mov rax, fs:[0x28] */
+	    {{0xb8, 0xff, 0xff, 0xff, 0xff}, 5, 1},                 /* mov eax, 0xffffffff */
+	    {{0x48, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8}, 10, 1},          /* movabs rax, imm64 */
+	    {{0xb4, 0x01}, 2, 1},                                   /* mov ah, 1 */
+	    {{0x40, 0xb4, 0x01}, 3, 1},                             /* mov spl, 1 */
+	    {{0xc7, 0x45, 0xf8, 0xff, 0xff, 0xff, 0xff}, 7, 1},     /* mov dword [rbp-8], -1 */
+	    {{0x48, 0xc7, 0xc0, 0xff, 0xff, 0xff, 0xff}, 7, 1},     /* mov rax, -1 */
+	    {{0x66, 0xc7, 0x45, 0xf8, 0xff, 0xff}, 6, 1},           /* mov word [rbp-8], 0xffff */
+	    {{0x0f, 0xb6, 0x07}, 3, 1},                             /* movzx eax, byte [rdi] */
+	    {{0x44, 0x0f, 0xb7, 0xc0}, 4, 1},                       /* movzx r8d, ax */
+	    {{0x48, 0x0f, 0xbe, 0xc7}, 4, 1},                       /* movsx rax, dil */
+	    {{0x0f, 0xbe, 0xc4}, 3, 1},                             /* movsx eax, ah */
+	    {{0x48, 0x98}, 2, 1},                                   /* cdqe */
+	    {{0x98}, 1, 1},                                         /* cwde */
+	    {{0x99}, 1, 1},                                         /* cdq: eax, edx */
+	    {{0x48, 0x99}, 2, 1},                                   /* cqo */
+	    {{0xa8, 0x01}, 2, 1},                                   /* test al, 1 */
+	    {{0x85, 0xc0}, 2, 1},                                   /* test eax, eax */
+	    {{0x5b}, 1, 1},                                         /* pop rbx */
+	    {{0x41, 0x5c}, 2, 1},                                   /* pop r12 */
+	    {{0x55}, 1, 1},                                         /* push rbp */
+	    {{0xc3}, 1, 1},                                         /* ret */
+	    {{0xc9}, 1, 1},                                         /* leave */
+	    {{0x31, 0xc0}, 2, 1},                                   /* xor eax, eax */
+	    {{0x0f, 0x44, 0xc2}, 3, 1},                             /* cmove eax, edx */
+	    {{0x0f, 0x94, 0xc0}, 3, 1},                             /* sete al */
+	    {{0x48, 0xc1, 0xe0, 0x04}, 4, 1},                       /* shl rax, 4 */
+	    {{0x48, 0xd3, 0xe8}, 3, 1},                             /* shr rax, cl */
+	    {{0x48, 0x6b, 0xc0, 0xff}, 4, 1},                       /* imul rax, rax, -1 */
+	    {{0xf7, 0xd8}, 2, 1},                                   /* neg eax */
+	    {{0xff, 0xc0}, 2, 1},                                   /* inc eax */
+	    {{0x0f, 0x1f, 0x44, 0, 0}, 5, 1},                       /* nop dword [rax+rax] */
+	    {{0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0}, 10, 1}, /* nop word cs:[...] */
+	    {{0xf3, 0x0f, 0x1e, 0xfa}, 4, 1},                       /* endbr64 */
+	    {{0x90}, 1, 1},                                         /* nop */
+	    {{0xf3, 0xf3, 0x0f, 0x1e, 0xfa}, 5, 0},                 /* endbr64, f3 twice */
+	    {{0x66, 0x48, 0x15, 1, 2, 3, 4}, 7, 1}, /* adc rax, imm32 (66 ignored) */
+	    {{0x66, 0x48, 0x83, 0xc0, 0xff}, 5, 1}, /* add rax, -1 */
+	    {{0x0f, 0x1f, 0xc2}, 3, 0},             /* nop edx: capstone 4 rejects */
+	    {{0x0f, 0x1f, 0x70, 0x00}, 4, 0},       /* 0F 1F /6: rejected too */
+	    {{0x3e, 0xff, 0xe0}, 3, 0},             /* notrack jmp rax */
+	    {{0xf2, 0xff, 0xe0}, 3, 0},             /* bnd jmp rax */
+	    {{0x66, 0xff, 0xe0}, 3, 0},             /* jmp ax */
+	    {{0xf7, 0xe1}, 2, 0},                   /* mul ecx: rax:rdx */
+	    {{0x66, 0x50}, 2, 0},                   /* push ax */
+	    {{0xf3, 0xa4}, 2, 0},                   /* rep movsb */
+	    {{0x0f, 0x05}, 2, 0},                   /* syscall */
+	    {{0x0f, 0x0b}, 2, 0},                   /* ud2 */
+	    {{0xf4}, 1, 0},                         /* hlt */
+	    {{0xcc}, 1, 0},                         /* int3 */
+	    {{0xf0, 0x01, 0x07}, 3, 0},             /* lock add */
+	    {{0x67, 0x8b, 0x00}, 3, 0},             /* 32-bit address */
+	    {{0xc2, 0x08, 0x00}, 3, 0},             /* ret 8 */
+	    {{0xf3, 0xc3}, 2, 0},                   /* rep ret */
+	    {{0x41, 0x90}, 2, 0},                   /* xchg r8d, eax */
+	    {{0x87, 0xd0}, 2, 0},                   /* xchg eax, edx */
+	    {{0x0f, 0xb1, 0x0f}, 3, 0},             /* cmpxchg */
+	    {{0xc5, 0xf8, 0x77}, 3, 0},             /* vzeroupper */
+	    {{0x66, 0x0f, 0xd7, 0xc1}, 4, 0},       /* pmovmskb eax, xmm1 */
+	    {{0xc7, 0xf8, 0, 0, 0, 0}, 6, 0},       /* xbegin */
+	    {{0xe2, 0xfe}, 2, 0},                   /* loop */
+	    {{0xff, 0x24}, 2, 0},                   /* truncated */
+	    {{0xe9, 1, 2}, 3, 0},                   /* truncated */
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct x86_sw_insn f, c;
+		const uint8_t *p = v[i].b;
+		size_t left = v[i].n;
+		uint64_t pc = 0x401000;
+		size_t got = x86_sw_fast(v[i].b, v[i].n, pc, &f);
+		if ((got != 0) != v[i].fast)
+			fail_msg("case %zu: decoded %zu bytes, want %s", i, got,
+			         v[i].fast ? "decoded" : "declined");
+		if (!got)
+			continue;
+		if (!cs_disasm_iter(cs, &p, &left, &pc, ci))
+			fail_msg("case %zu: capstone cannot decode", i);
+		x86_sw_from_cs(&c, ci);
+		const char *why = sw_diff(&f, &c);
+		if (got != ci->size || why)
+			fail_msg("case %zu (%s %s): %s", i, ci->mnemonic, ci->op_str,
+			         got != ci->size ? "length" : why);
+	}
+}
+
 int main(void)
 {
 	elf_version(EV_CURRENT);
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
 		return 77;
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON); /* x86_sw_from_cs reads the detail */
 	ci = cs_malloc(cs);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_corners),
+	    cmocka_unit_test(test_sw_corners),
 	    cmocka_unit_test(test_real_binaries),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,7 +12,9 @@
  * plain hook_arch_prepare() (no tables) the only verdicts allowed to
  * differ are jump_table -> hooked (or branch_into_patch); how many move
  * is printed. test_prologue_kinds: the same on hand-assembled prologues
- * the table classifies or leaves to capstone.
+ * the table classifies or leaves to capstone; test_switch_tables: on
+ * hand-assembled switch dispatches, which the switch reader decodes with
+ * its compact decoder (x86_swdec.c) or capstone alone.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -264,10 +267,120 @@ static void test_prologue_kinds(void **state)
 	}
 }
 
+/* Hand-assembled switch dispatches, PIC (lea + movsxd + add + jmp reg)
+ * and absolute (jmp [idx*8 + T]), each with its table in the memory view:
+ * the switch reader reaches the same verdict and plan with the compact
+ * decoder (x86_use_fast_len = 1: every instruction of these bodies is
+ * one it decodes) as with capstone alone, hooked when the table is sound,
+ * jump_table when an entry lands in the patch, the bound check is
+ * missing or covers more entries than the table's targets. */
+static void sw_case(uint8_t *buf, size_t fn_size, size_t buf_size, int want)
+{
+	struct hook_arch_region r = {(uint64_t)(uintptr_t)buf, buf_size, buf};
+	struct hook_arch_memview mem = {&r, 1};
+	struct hook_arch_plan fast, slow;
+	uint64_t a = (uint64_t)(uintptr_t)buf;
+
+	for (size_t off = 0; off < fn_size;) {
+		struct x86_sw_insn in;
+		size_t n = x86_sw_fast(buf + off, fn_size - off, a + off, &in);
+		if (!n)
+			fail_msg("+%zu: not decoded by x86_sw_fast", off);
+		off += n;
+	}
+	x86_use_fast_len = 0;
+	int rs = hook_arch_prepare_mem(buf, a, fn_size, &mem, &slow);
+	x86_use_fast_len = 1;
+	int rf = hook_arch_prepare_mem(buf, a, fn_size, &mem, &fast);
+	assert_int_equal(rs, want);
+	assert_int_equal(rf, rs);
+	assert_int_equal(fast.patch_len, slow.patch_len);
+	assert_true(same_insns(&fast, &slow));
+	/* Without the memory view no table is read. */
+	assert_int_equal(hook_arch_prepare(buf, a, fn_size, &fast), ADA_SKIP_JUMP_TABLE);
+}
+
+static void test_switch_tables(void **state)
+{
+	(void)state;
+	/* PIC: table of int32 offsets from T at +64. */
+	static const uint8_t pic[] = {
+	    0x55,                                  /* 0: push rbp */
+	    0x48, 0x89, 0xe5,                      /* 1: mov rbp, rsp */
+	    0x83, 0xff, 0x03,                      /* 4: cmp edi, 3 */
+	    0x77, 46,                              /* 7: ja 55 */
+	    0x89, 0xff,                            /* 9: mov edi, edi */
+	    0x48, 0x8d, 0x15, 46,   0, 0,    0,    /* 11: lea rdx, [rip + 46] = T */
+	    0x48, 0x63, 0x04, 0xba,                /* 18: movsxd rax, [rdx + rdi*4] */
+	    0x48, 0x01, 0xd0,                      /* 22: add rax, rdx */
+	    0xff, 0xe0,                            /* 25: jmp rax */
+	    0xb8, 10,   0,    0,    0, 0x5d, 0xc3, /* 27: case 0 */
+	    0xb8, 11,   0,    0,    0, 0x5d, 0xc3, /* 34: case 1 */
+	    0xb8, 12,   0,    0,    0, 0x5d, 0xc3, /* 41: case 2 */
+	    0xb8, 13,   0,    0,    0, 0x5d, 0xc3, /* 48: case 3 */
+	    0x31, 0xc0, 0x5d, 0xc3,                /* 55: default */
+	};
+	static const int32_t pic_tab[4] = {27 - 64, 34 - 64, 41 - 64, 48 - 64};
+	uint8_t buf[128];
+	const size_t fn = sizeof(pic);
+	enum { T = 64 };
+
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, pic, sizeof(pic));
+	memcpy(buf + T, pic_tab, sizeof(pic_tab));
+	sw_case(buf, fn, sizeof(buf), ADA_HOOK_OK);
+	int32_t into_patch = 4 - T; /* entry 2 -> +4, inside the 7-byte patch */
+	memcpy(buf + T + 8, &into_patch, 4);
+	sw_case(buf, fn, sizeof(buf), ADA_SKIP_JUMP_TABLE);
+	memcpy(buf + T, pic_tab, sizeof(pic_tab));
+	buf[6] = 4; /* cmp edi, 4: a fifth entry (zero: T, outside the function) */
+	sw_case(buf, fn, sizeof(buf), ADA_SKIP_JUMP_TABLE);
+	static const uint8_t nop5[] = {0x0f, 0x1f, 0x44, 0, 0};
+	memcpy(buf + 4, nop5, 5); /* no bound check at all */
+	sw_case(buf, fn, sizeof(buf), ADA_SKIP_JUMP_TABLE);
+
+	/* Absolute: jmp [rdi*8 + T], T a 32-bit address, so the function
+	 * must sit low: skipped when that address range is taken. */
+	static const uint8_t absf[] = {
+	    0x55, 0x48, 0x89, 0xe5,                /* 0: push rbp; mov rbp, rsp */
+	    0x83, 0xff, 0x03,                      /* 4: cmp edi, 3 */
+	    0x77, 37,                              /* 7: ja 46 */
+	    0x89, 0xff,                            /* 9: mov edi, edi */
+	    0xff, 0x24, 0xfd, 0,    0, 0,    0,    /* 11: jmp [rdi*8 + T] */
+	    0xb8, 10,   0,    0,    0, 0x5d, 0xc3, /* 18: case 0 */
+	    0xb8, 11,   0,    0,    0, 0x5d, 0xc3, /* 25: case 1 */
+	    0xb8, 12,   0,    0,    0, 0x5d, 0xc3, /* 32: case 2 */
+	    0xb8, 13,   0,    0,    0, 0x5d, 0xc3, /* 39: case 3 */
+	    0x31, 0xc0, 0x5d, 0xc3,                /* 46: default */
+	};
+	uint8_t *low = mmap((void *)0x30000000, 4096, PROT_READ | PROT_WRITE,
+	                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (low == MAP_FAILED || low != (uint8_t *)0x30000000) {
+		print_message("absolute switch skipped: 0x30000000 not available\n");
+		if (low != MAP_FAILED)
+			munmap(low, 4096);
+		return;
+	}
+	uint64_t base = (uint64_t)(uintptr_t)low, tab = base + 56;
+	uint32_t t32 = (uint32_t)tab;
+	memcpy(low, absf, sizeof(absf));
+	memcpy(low + 14, &t32, 4);
+	for (uint64_t i = 0; i < 4; i++) {
+		uint64_t e = base + 18 + 7 * i;
+		memcpy(low + 56 + 8 * i, &e, 8);
+	}
+	sw_case(low, sizeof(absf), 4096, ADA_HOOK_OK);
+	uint64_t bad = base + 2; /* inside the patch */
+	memcpy(low + 56 + 8, &bad, 8);
+	sw_case(low, sizeof(absf), 4096, ADA_SKIP_JUMP_TABLE);
+	munmap(low, 4096);
+}
+
 int main(void)
 {
 	elf_version(EV_CURRENT);
 	const struct CMUnitTest tests[] = {cmocka_unit_test(test_prologue_kinds),
+	                                   cmocka_unit_test(test_switch_tables),
 	                                   cmocka_unit_test(test_same_verdicts)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,6 +75,51 @@ size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li);
  * change while another thread prepares. */
 extern int x86_use_fast_len;
 
+/* x86_swdec.c: one instruction as the switch-table reader (x86_switch.c)
+ * sees it. Only what the reader looks at is kept, and in one canonical
+ * form whichever decoder filled it: id is one of the few the reader
+ * names (x86_sw_id()) or X86_INS_INVALID; an instruction that is neither
+ * named nor a control transfer carries no operands (op_count 0, op,
+ * addr_size and modrm zero), since the reader asks such instructions only
+ * which registers they write; modrm is kept for jmp only; op_count is
+ * capped at 2; an operand holds only type, size and reg / imm / mem. */
+struct x86_sw_insn {
+	uint64_t address;
+	uint16_t size, id;
+	uint8_t op_count, addr_size, modrm, grp; /* grp: X86_SW_G_* */
+	uint32_t wfams;                          /* general-register families written */
+	uint8_t wbits[16];                       /* per family: bit w = width w written */
+	cs_x86_op op[2];
+};
+
+enum {
+	X86_SW_G_JUMP = 1,
+	X86_SW_G_CALL = 2,
+	X86_SW_G_RET = 4,
+	X86_SW_G_INT = 8,
+	X86_SW_G_IRET = 16,
+	X86_SW_G_REL = 32,
+};
+
+/* Family (0..15: rax, rcx, ... r15) of a general register and its width
+ * index (0: 64-bit, 1: 32, 2: 16, 3: low 8, 4: ah..bh); -1 otherwise. */
+int x86_sw_family(x86_reg r, int *width);
+/* Fills in from capstone's decoding ci (detail on), canonically. */
+void x86_sw_from_cs(struct x86_sw_insn *in, const cs_insn *ci);
+/* The compact decoder: fills in for the instruction at b (address pc,
+ * at most `left` bytes) and returns its length, exactly what
+ * x86_sw_from_cs() would give for capstone's decoding; 0 when it does
+ * not know the form (ask capstone). Built on x86_fast_len(); knows the
+ * general-purpose integer instructions compilers emit around switch
+ * dispatches. test_hook_len.c compares it with capstone over whole
+ * libraries. */
+size_t x86_sw_fast(const uint8_t *b, size_t left, uint64_t pc, struct x86_sw_insn *in);
+/* 1 (default): x86_switch.c decodes with x86_sw_fast() where it can
+ * (when x86_use_fast_len is 1 too); the fuzzer sets 0 to compare the
+ * switch reader alone against capstone. Same threading rule as
+ * x86_use_fast_len. */
+extern int x86_use_sw_fast;
+
 /* x86_switch.c: ADA_HOOK_OK when every table-shaped indirect jmp of the
  * function [addr, addr+size) (bytes at code) is a recognised switch
  * dispatch whose table, read through mem, sends no entry into

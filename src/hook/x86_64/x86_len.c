@@ -304,7 +304,7 @@ static size_t len_group(unsigned kind, const uint8_t *o, size_t left, size_t imm
 static size_t len_map1_op(const uint8_t *o, size_t left, int opsize16, int rexw,
                           struct x86_len_info *li)
 {
-	size_t immz = opsize16 ? 2 : 4, m;
+	size_t immz = opsize16 && !rexw ? 2 : 4, m; /* REX.W overrides 66 */
 	unsigned kind = len_map1[o[0]];
 	switch (kind) {
 	case L_1:

@@ -9,9 +9,11 @@
  *
  * Cost: only functions prepare would skip with ADA_SKIP_JUMP_TABLE get
  * here, and a byte-level look (sw_shapes) turns away most of them (tail
- * calls through pointers) before any decoding; the rest are decoded once
- * with capstone's detail (~0.3 us per instruction). On a plan-cache miss
- * this adds ~13 ms to libc's ~12 ms analysis (test_hook_verdicts).
+ * calls through pointers) before any decoding; the rest are decoded once,
+ * by the compact decoder (x86_swdec.c, ~360 instructions per
+ * instruction) and by capstone with detail (~3 500) only where it
+ * declines: libc's 29 145 instructions here cost 15 M instructions
+ * instead of 104 M (callgrind), 451 of them left to capstone.
  *
  * Soundness: the whole body is decoded (any undecodable byte: no), and
  * EVERY table-shaped indirect jmp (`jmp reg`, `jmp [..+index*scale]`)
@@ -54,23 +56,19 @@ struct sw_site {
 	uint64_t lo, hi; /* (lo, hi]: first instruction and jmp of a dispatch */
 };
 
-/* One decoded instruction, what the analysis needs of capstone's detail
- * (cs_disasm would allocate a detail per instruction: megabytes and page
- * faults for a large function). */
-struct sw_insn {
-	uint64_t address;
-	uint16_t size, id;
-	uint8_t op_count, addr_size, modrm, grp; /* grp: SW_G_* */
-	uint32_t wfams;                          /* families written */
-	uint8_t wbits[16];                       /* per family: widths written */
-	cs_x86_op op[2];
+/* One decoded instruction: struct x86_sw_insn (x86_swdec.c). */
+enum {
+	SW_G_JUMP = X86_SW_G_JUMP,
+	SW_G_CALL = X86_SW_G_CALL,
+	SW_G_RET = X86_SW_G_RET,
+	SW_G_INT = X86_SW_G_INT,
+	SW_G_IRET = X86_SW_G_IRET,
+	SW_G_REL = X86_SW_G_REL
 };
-
-enum { SW_G_JUMP = 1, SW_G_CALL = 2, SW_G_RET = 4, SW_G_INT = 8, SW_G_IRET = 16, SW_G_REL = 32 };
 
 struct sw_ctx {
 	csh cs;
-	struct sw_insn *v;
+	struct x86_sw_insn *v;
 	size_t n;
 	uint64_t addr, size;
 	size_t patch_len;
@@ -81,64 +79,9 @@ struct sw_ctx {
 	size_t n_t, cap_t;
 };
 
-/* The 16 general registers, each with its 64/32/16/8-bit names. */
-static const x86_reg sw_fams[16][5] = {
-    {X86_REG_RAX, X86_REG_EAX, X86_REG_AX, X86_REG_AL, X86_REG_AH},
-    {X86_REG_RCX, X86_REG_ECX, X86_REG_CX, X86_REG_CL, X86_REG_CH},
-    {X86_REG_RDX, X86_REG_EDX, X86_REG_DX, X86_REG_DL, X86_REG_DH},
-    {X86_REG_RBX, X86_REG_EBX, X86_REG_BX, X86_REG_BL, X86_REG_BH},
-    {X86_REG_RSP, X86_REG_ESP, X86_REG_SP, X86_REG_SPL, X86_REG_INVALID},
-    {X86_REG_RBP, X86_REG_EBP, X86_REG_BP, X86_REG_BPL, X86_REG_INVALID},
-    {X86_REG_RSI, X86_REG_ESI, X86_REG_SI, X86_REG_SIL, X86_REG_INVALID},
-    {X86_REG_RDI, X86_REG_EDI, X86_REG_DI, X86_REG_DIL, X86_REG_INVALID},
-    {X86_REG_R8, X86_REG_R8D, X86_REG_R8W, X86_REG_R8B, X86_REG_INVALID},
-    {X86_REG_R9, X86_REG_R9D, X86_REG_R9W, X86_REG_R9B, X86_REG_INVALID},
-    {X86_REG_R10, X86_REG_R10D, X86_REG_R10W, X86_REG_R10B, X86_REG_INVALID},
-    {X86_REG_R11, X86_REG_R11D, X86_REG_R11W, X86_REG_R11B, X86_REG_INVALID},
-    {X86_REG_R12, X86_REG_R12D, X86_REG_R12W, X86_REG_R12B, X86_REG_INVALID},
-    {X86_REG_R13, X86_REG_R13D, X86_REG_R13W, X86_REG_R13B, X86_REG_INVALID},
-    {X86_REG_R14, X86_REG_R14D, X86_REG_R14W, X86_REG_R14B, X86_REG_INVALID},
-    {X86_REG_R15, X86_REG_R15D, X86_REG_R15W, X86_REG_R15B, X86_REG_INVALID},
-};
-
-/* Family (0..15) of a general register, and its width index (0: 64-bit,
- * 1: 32, 2: 16, 3/4: 8); -1 for anything else. */
 static int sw_family(x86_reg r, int *width)
 {
-	for (int f = 0; r != X86_REG_INVALID && f < 16; f++)
-		for (int w = 0; w < 5; w++)
-			if (sw_fams[f][w] == r) {
-				if (width)
-					*width = w;
-				return f;
-			}
-	return -1;
-}
-
-/* Bit w of the result: the instruction writes family fam at width w.
- * Unknown (capstone cannot say): every bit. */
-
-/* Fills the written families of in from capstone's detail d (explicit
- * register operands with write access, implicit writes): what
- * cs_regs_access() computes, which costs microseconds in capstone 4. */
-static void sw_fill_writes(struct sw_insn *in, const cs_detail *d)
-{
-	for (unsigned k = 0; k < (unsigned)d->regs_write_count + d->x86.op_count; k++) {
-		x86_reg r;
-		if (k < d->regs_write_count) {
-			r = (x86_reg)d->regs_write[k];
-		} else {
-			const cs_x86_op *op = &d->x86.operands[k - d->regs_write_count];
-			if (op->type != X86_OP_REG || !(op->access & CS_AC_WRITE))
-				continue;
-			r = op->reg;
-		}
-		int w = -1, f = sw_family(r, &w);
-		if (f < 0)
-			continue;
-		in->wfams |= 1u << f;
-		in->wbits[f] |= (uint8_t)(1u << w);
-	}
+	return x86_sw_family(r, width);
 }
 
 /* Bit w of the result: the instruction writes family fam at width w. */
@@ -149,12 +92,12 @@ static unsigned sw_writes(const struct sw_ctx *c, size_t i, int fam)
 
 static int sw_is_flow(const struct sw_ctx *c, size_t i)
 {
-	const struct sw_insn *in = &c->v[i];
+	const struct x86_sw_insn *in = &c->v[i];
 	return (in->grp & (SW_G_JUMP | SW_G_CALL | SW_G_RET | SW_G_INT | SW_G_IRET)) ||
 	       in->id == X86_INS_XBEGIN || in->id == X86_INS_UD2 || in->id == X86_INS_HLT;
 }
 
-static const cs_x86_op *sw_op(const struct sw_insn *in, unsigned k)
+static const cs_x86_op *sw_op(const struct x86_sw_insn *in, unsigned k)
 {
 	return k < in->op_count && k < 2 ? &in->op[k] : NULL;
 }
@@ -201,7 +144,7 @@ static int sw_dead_pop(const struct sw_ctx *c, size_t i)
 	if (c->v[i].id != X86_INS_POP)
 		return 0;
 	for (size_t k = i + 1; k < c->n; k++) {
-		const struct sw_insn *in = &c->v[k];
+		const struct x86_sw_insn *in = &c->v[k];
 		const cs_x86_op *a = sw_op(in, 0), *b = sw_op(in, 1);
 		if (in->id == X86_INS_RET)
 			return 1;
@@ -236,7 +179,7 @@ static unsigned sw_live_bits(const struct sw_ctx *c, size_t k, int fam, size_t *
 
 	if (w >= 0) {
 		*lo = (size_t)w < *lo ? (size_t)w : *lo; /* relied on: in the site */
-		const struct sw_insn *in = &c->v[w];
+		const struct x86_sw_insn *in = &c->v[w];
 		const cs_x86_op *b = sw_op(in, 1);
 		if (sw_writes(c, (size_t)w, fam) != 1u << 1)
 			return 64;
@@ -276,7 +219,7 @@ struct sw_index {
 static uint64_t sw_cmp_bound(const struct sw_ctx *c, size_t k, struct sw_index *ix,
                              const cs_x86_op *load)
 {
-	const struct sw_insn *j = &c->v[k], *cmp = &c->v[k - 1];
+	const struct x86_sw_insn *j = &c->v[k], *cmp = &c->v[k - 1];
 	const cs_x86_op *a = sw_op(cmp, 0), *b = sw_op(cmp, 1);
 	int w = -1;
 	unsigned wc;
@@ -308,7 +251,7 @@ static uint64_t sw_cmp_bound(const struct sw_ctx *c, size_t k, struct sw_index *
  * follows it into ix. 0 when k is no such copy. */
 static int sw_copy(const struct sw_ctx *c, size_t k, struct sw_index *ix)
 {
-	const struct sw_insn *in = &c->v[k];
+	const struct x86_sw_insn *in = &c->v[k];
 	const cs_x86_op *a = sw_op(in, 0), *b = sw_op(in, 1);
 	int sign = in->id == X86_INS_MOVSXD || in->id == X86_INS_MOVSX || in->id == X86_INS_CDQE;
 	unsigned srcw;
@@ -342,7 +285,7 @@ static int sw_copy(const struct sw_ctx *c, size_t k, struct sw_index *ix)
  * writes, then note k if it is the ja/jae of a `cmp reg, imm`. */
 static void sw_pend(const struct sw_ctx *c, size_t k, size_t pend[16])
 {
-	const struct sw_insn *j = &c->v[k], *cmp = k ? &c->v[k - 1] : j;
+	const struct x86_sw_insn *j = &c->v[k], *cmp = k ? &c->v[k - 1] : j;
 	const cs_x86_op *a = sw_op(cmp, 0), *b = sw_op(cmp, 1);
 	uint32_t fams = j->wfams;
 	int f;
@@ -393,7 +336,7 @@ static uint64_t sw_bound(const struct sw_ctx *c, size_t from, x86_reg idx, size_
 		}
 		/* A load (zero-extending) bounded by a cmp of the same memory
 		 * just before: `cmp m, N; ja default; mov r32, m`. */
-		const struct sw_insn *in = &c->v[k];
+		const struct x86_sw_insn *in = &c->v[k];
 		const cs_x86_op *a = sw_op(in, 0), *m = sw_op(in, 1);
 		if (k >= 2 && (in->id == X86_INS_MOV || in->id == X86_INS_MOVZX) &&
 		    sw_is_reg(a, 4) && sw_family(a->reg, NULL) == ix.fam && m &&
@@ -484,7 +427,7 @@ static int sw_straight(const struct sw_ctx *c, size_t from, size_t j)
 	return 1;
 }
 
-static int sw_is_rip_lea(const struct sw_insn *in, x86_reg base, uint64_t *tab)
+static int sw_is_rip_lea(const struct x86_sw_insn *in, x86_reg base, uint64_t *tab)
 {
 	const cs_x86_op *d = sw_op(in, 0), *m = sw_op(in, 1);
 
@@ -530,7 +473,7 @@ static int sw_match_pic(struct sw_ctx *c, size_t j)
 	const cs_x86_op *jd = sw_op(&c->v[j], 0);
 	if (j < 3 || !sw_is_reg(jd, 8))
 		return 0;
-	const struct sw_insn *add = &c->v[j - 1], *ld = &c->v[j - 2];
+	const struct x86_sw_insn *add = &c->v[j - 1], *ld = &c->v[j - 2];
 	const cs_x86_op *ad = sw_op(add, 0), *as = sw_op(add, 1), *l = sw_op(ld, 0),
 	                *m = sw_op(ld, 1);
 	if (add->id != X86_INS_ADD || !sw_is_reg(ad, 8) || !sw_is_reg(as, 8) ||
@@ -570,7 +513,7 @@ static int sw_match_abs(struct sw_ctx *c, size_t j)
  * indirect jmp. 0: not provably safe. */
 static int sw_insn(struct sw_ctx *c, size_t i)
 {
-	const struct sw_insn *in = &c->v[i];
+	const struct x86_sw_insn *in = &c->v[i];
 	const cs_x86_op *op = sw_op(in, 0);
 
 	if (op && op->type == X86_OP_IMM && in->op_count == 1 &&
@@ -628,29 +571,6 @@ static int sw_shapes(const uint8_t *code, uint64_t size)
 	return 1;
 }
 
-/* Copies what the analysis needs of the decoded ci into in. */
-static void sw_keep(struct sw_insn *in, const cs_insn *ci)
-{
-	const cs_x86 *x = &ci->detail->x86;
-	static const uint8_t grps[][2] = {
-	    {CS_GRP_JUMP, SW_G_JUMP}, {CS_GRP_CALL, SW_G_CALL}, {CS_GRP_RET, SW_G_RET},
-	    {CS_GRP_INT, SW_G_INT},   {CS_GRP_IRET, SW_G_IRET}, {CS_GRP_BRANCH_RELATIVE, SW_G_REL}};
-
-	memset(in, 0, sizeof(*in));
-	in->address = ci->address;
-	in->size = ci->size;
-	in->id = (uint16_t)ci->id;
-	in->op_count = x->op_count;
-	in->addr_size = x->addr_size;
-	in->modrm = x->modrm;
-	for (unsigned g = 0; g < ci->detail->groups_count; g++)
-		for (unsigned k = 0; k < sizeof(grps) / sizeof(grps[0]); k++)
-			if (ci->detail->groups[g] == grps[k][0])
-				in->grp |= grps[k][1];
-	memcpy(in->op, x->operands, sizeof(in->op));
-	sw_fill_writes(in, ci->detail);
-}
-
 /* Decodes the whole body into c->v (one growing array; ci: the caller's
  * decode buffer, detail on). 0 when some bytes do not decode. */
 static int sw_decode(struct sw_ctx *c, cs_insn *ci, const uint8_t *code)
@@ -662,18 +582,31 @@ static int sw_decode(struct sw_ctx *c, cs_insn *ci, const uint8_t *code)
 	while (left > 0) {
 		if (c->n == cap) {
 			size_t nc = cap ? 2 * cap : c->size / 4 + 16;
-			struct sw_insn *nv = realloc(c->v, nc * sizeof(*nv));
+			struct x86_sw_insn *nv = realloc(c->v, nc * sizeof(*nv));
 			if (!nv)
 				return 0;
 			c->v = nv;
 			cap = nc;
 		}
+		/* The compact decoder where it knows the form, capstone
+		 * (same canonical result) where it declines. */
+		size_t k =
+		    x86_use_fast_len && x86_use_sw_fast ? x86_sw_fast(p, left, pc, &c->v[c->n]) : 0;
+		if (k) {
+			p += k;
+			left -= k;
+			pc += k;
+			c->n++;
+			continue;
+		}
 		if (!cs_disasm_iter(c->cs, &p, &left, &pc, ci))
 			return 0;
-		sw_keep(&c->v[c->n++], ci);
+		x86_sw_from_cs(&c->v[c->n++], ci);
 	}
 	return c->n > 0;
 }
+
+int x86_use_sw_fast = 1;
 
 enum ada_hook_skip x86_switch_check(csh cs, cs_insn *ci, const uint8_t *code, uint64_t addr,
                                     uint64_t size, size_t patch_len,
