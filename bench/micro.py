@@ -38,7 +38,8 @@ def run(cmd, timeout):
 
 
 def parse_wal(lines):
-    """Per wal_bench scenario: events, drops, M events/s, recorder ns/event, p50/p99."""
+    """Per wal_bench scenario: events, drops, M events/s, recorder ns/event (whole, drain
+    thread, page-cache share), p50/p99."""
     rows, cur = [], None
     for line in lines:
         m = re.match(r'(.+?)\s+threads (\d+) events (\d+) drops (\d+)\s+([\d.]+) M ev/s '
@@ -55,6 +56,14 @@ def parse_wal(lines):
         if m and cur:
             cur['recorder_cpu_s'] = float(m.group(1))
             cur['recorder_ns_per_event'] = float(m.group(2))
+            continue
+        m = re.search(r'drain thread CPU ([\d.]+) s = ([\d.]+) ns/event; page-cache share '
+                      r'.*? ([-\d.]+) s = ([-\d.]+) ns/event', line)
+        if m and cur:
+            cur['drain_cpu_s'] = float(m.group(1))
+            cur['drain_ns_per_event'] = float(m.group(2))
+            cur['pagecache_cpu_s'] = float(m.group(3))
+            cur['pagecache_ns_per_event'] = float(m.group(4))
     return rows
 
 

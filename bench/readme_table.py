@@ -167,9 +167,12 @@ def table(path, d, mpath, m):
                          f"{num(p1.get('mev_per_s'))} M events/s; two "
                          f"{num(p2.get('mev_per_s'))} M events/s in total")
         for s in m.get('wal_bench', {}).get('parsed', []):
+            # The drain's own CPU and the page-cache share (runs since the split).
+            split = (f" (drain thread {num(s['drain_ns_per_event'])}, page-cache share "
+                     f"{num(s.get('pagecache_ns_per_event'))})" if 'drain_ns_per_event' in s else '')
             lines.append(f"- `wal_bench`, {s['scenario']}: {num(s['mev_per_s_to_disk'])} M events/s "
                          f"to disk, {s['drops']} dropped, recorder CPU (drain + io_uring "
-                         f"workers) {num(s.get('recorder_ns_per_event'))} ns/event, latency p50 "
+                         f"workers) {num(s.get('recorder_ns_per_event'))} ns/event{split}, latency p50 "
                          f"{num(s['latency_p50_ms'], '.2f')} / p99 {num(s['latency_p99_ms'], '.2f')} ms")
     return '\n'.join(lines)
 

@@ -282,6 +282,7 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->retired_gens = r->retired_gens;
 	s->retired_events = r->retired_events;
 	s->retired_bytes = r->retired_bytes;
+	s->drain_cpu_ns = r->drain_cpu_ns;
 	struct ada_shm_budget_view v;
 	wal_shm_read(r, &v);
 	s->shm_ceiling = v.ceiling;

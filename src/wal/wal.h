@@ -359,6 +359,10 @@ struct ada_record_summary {
 	 * triggered: not drops; window_lost in drops_by are the wanted ones). */
 	uint32_t detail_mode; /* enum ada_detail_mode */
 	uint64_t windows, detail_records, detail_overwritten;
+	/* CPU time of the drain thread alone (CLOCK_THREAD_CPUTIME_ID at its
+	 * end): the recorder's process CPU minus this is mostly the kernel's
+	 * io_uring workers (the page-cache copy) and the caller's thread. */
+	uint64_t drain_cpu_ns;
 };
 
 /* Creates the session directory (with a suffix when the name is taken) and

@@ -303,6 +303,7 @@ struct ada_recorder {
 	uint64_t disk_closed;  /* bytes of finalized files still on disk */
 	bool budget_warned;
 	uint64_t start_ns, end_ns;
+	uint64_t drain_cpu_ns; /* the drain thread's own CPU time, taken at its end */
 	uint64_t last_tick_ns, last_anchor_ns, last_reclaim_ns;
 	uint64_t events_total, lost_total;
 	_Atomic int stop_req; /* ada_recorder_stop(): async-signal-safe */
