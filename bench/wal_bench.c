@@ -185,8 +185,8 @@ static int run(const char *self, const char *out, const char *name, unsigned thr
 	uint64_t t_end = ada_boottime_ns();
 	uint64_t main_cpu = cpu_ns(CLOCK_THREAD_CPUTIME_ID) - main0;
 	getrusage(RUSAGE_SELF, &ru1);
-	double rec_cpu = tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime) + tv_s(ru1.ru_stime) -
-	                 tv_s(ru0.ru_stime);
+	double rec_cpu =
+	    tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime) + tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
 	/* The process's CPU is the drain thread, this main thread (fork and
 	 * wait: nearly nothing) and the kernel's io_uring workers, which are
 	 * threads of this process: what is left is their copy into the page
