@@ -335,6 +335,33 @@ static inline bool eval_fast(struct ada_trigger_thread *t, struct eval_regs *s, 
 	return true;
 }
 
+/* Leaf calls while no trigger wants names (no symbol, latency or p99
+ * slot: no frame carries a mask, no CALL fires): a CALL at depth d
+ * followed at once by the RETURN of the same function at d. Both would
+ * take eval_fast() -- the CALL needs no unwinding and finds room, the
+ * RETURN matches the frame just pushed -- so together they leave the
+ * stack exactly as it was, and so does a run of them: skipped, no frame
+ * written. Every leaf call of a program is such a pair (up to half of
+ * its events), and the drain feeds every event here. Returns the index
+ * of the first event from i on that is not part of such a pair. */
+static size_t eval_leaf_pairs(const struct ada_trigger_thread *t, const struct eval_regs *s,
+                              const struct atf_index_event *ev, size_t i, size_t n)
+{
+	if (s->n == ADA_TRIGGER_STACK_FRAMES)
+		return i; /* the CALL would push the outermost frame out */
+	/* The CALL needs no unwinding when no open frame is as deep. */
+	uint32_t top = s->n ? t->fr[(s->head - 1) & TRIG_FRAME_MASK].depth : 0;
+	for (; i + 1 < n; i += 2) {
+		const struct atf_index_event *c = &ev[i], *r = &ev[i + 1];
+		uint32_t depth = c->call_depth;
+		if (c->event_kind != ATF_EVENT_CALL || r->event_kind != ATF_EVENT_RETURN ||
+		    r->call_depth != depth || r->function_id != c->function_id ||
+		    (depth & ADA_TRIGGER_CRASH_DEPTH_FLAG) || (depth && top >= depth))
+			break;
+	}
+	return i;
+}
+
 void ada_trigger_feed(struct ada_trigger_thread *t, const struct atf_index_event *ev, size_t n)
 {
 	const struct ada_trigger_engine *e = t->p->e;
@@ -342,6 +369,8 @@ void ada_trigger_feed(struct ada_trigger_thread *t, const struct atf_index_event
 	uint64_t want = e->want_names, gen = e->gen;
 	struct eval_regs s = {t->head, t->n};
 	for (size_t i = 0; i < n; i++) {
+		if (!want && (i = eval_leaf_pairs(t, &s, ev, i, n)) == n)
+			break;
 		if (eval_fast(t, &s, want, gen, &ev[i]))
 			continue;
 		t->head = s.head;

@@ -249,8 +249,26 @@ static uint64_t drain_convert_any(const struct ada_recorder *r, const struct atf
 	return last;
 }
 
-/* The hot loop: copies k events, TSC -> ns on the newest piece of the
- * clock, clamped to stay >= last. Every check of wal_event_bad() is kept,
+/* The piece of the clock for a batch that starts with src[0]: the one
+ * ada_tsc_clock_to_ns() takes for it. A drain that runs behind (a loaded
+ * machine) converts events older than the newest re-anchor; each batch
+ * still takes the fast loop unless it straddles a re-anchor. *hi becomes
+ * the largest raw value of that piece (the next one's tsc0 - 1). */
+static struct ada_tsc_map drain_piece(const struct ada_tsc_clock *c,
+                                      const struct atf_index_event *src, uint64_t *hi)
+{
+	uint32_t i = c->n ? c->n - 1 : 0;
+	uint64_t first;
+	memcpy(&first, &src[0].timestamp_ns, sizeof(first)); /* checked with the batch */
+	while (i > 0 && first < c->maps[i].tsc0) {
+		*hi = c->maps[i].tsc0 - 1 < *hi ? c->maps[i].tsc0 - 1 : *hi;
+		i--;
+	}
+	return c->maps[i];
+}
+
+/* The hot loop: copies k events, TSC -> ns on the piece of the clock of
+ * the first (drain_piece()), clamped to stay >= last. Every check of wal_event_bad() is kept,
  * folded into three accumulators over the batch so that they stay in
  * registers and one test after the loop says whether any event failed
  * (this loop was ~60 instructions per event with the per-event flag word):
@@ -259,10 +277,11 @@ static uint64_t drain_convert_any(const struct ada_recorder *r, const struct atf
  *     exactly when the tid matches and 1 <= kind <= 3 (kind 0 wraps);
  *   - w3 = call_depth | detail_seq << 32: w3 ^ (ATF_NO_DETAIL << 32) is the
  *     depth when detail_seq is ATF_NO_DETAIL, and >= 2^32 otherwise;
- *   - d = raw - tsc0: the largest d above ts_max - tsc0 means a raw
- *     timestamp beyond ts_max, or one older than the piece (d wrapped: the
- *     batch straddles a re-anchor); drain_convert_any() then converts the
- *     batch again, event by event, and says which.
+ *   - d = raw - tsc0: the largest d above hi - tsc0 means a raw
+ *     timestamp beyond ts_max or beyond the piece, or one older than the
+ *     piece (d wrapped): the batch straddles a re-anchor, or holds a bad
+ *     timestamp; drain_convert_any() then converts the batch again, event
+ *     by event, and says which.
  * The event moves as four 64-bit words held in registers: a copy through
  * a stack array made the compiler store the new timestamp (8 bytes) and
  * load it back as half of a 16-byte vector, a store-forwarding stall that
@@ -280,8 +299,9 @@ static uint64_t drain_convert_run(const struct ada_recorder *r, const struct atf
 	                   offsetof(struct atf_index_event, detail_seq) == 28,
 	               "the event is four 64-bit words");
 	struct ada_tsc_map m = {.mult = 1ull << 32, .shift = 32};
+	uint64_t hi = ts_max; /* the largest raw value the piece converts */
 	if (r->use_tsc)
-		m = r->clk.maps[r->clk.n ? r->clk.n - 1 : 0];
+		m = drain_piece(&r->clk, src, &hi);
 	if (m.shift != 32)
 		return drain_convert_any(r, src, dst, k, last, tid, ts_max, bad);
 	const uint64_t tsc0 = m.tsc0, ns0 = m.ns0, mult = m.mult;
@@ -313,7 +333,7 @@ static uint64_t drain_convert_run(const struct ada_recorder *r, const struct atf
 		memcpy(out + 16, &w2, 8);
 		memcpy(out + 24, &w3, 8);
 	}
-	if (d_max > (ts_max >= tsc0 ? ts_max - tsc0 : 0))
+	if (d_max > (hi >= tsc0 ? hi - tsc0 : 0))
 		return drain_convert_any(r, src, dst, k, last_in, tid, ts_max, bad);
 	/* The conditions of wal_event_bad(), over the whole batch (which
 	 * one failed: drain_convert_bad() asks wal_event_bad() again). */

@@ -475,6 +475,115 @@ static void test_verdict_cache(void **state)
 	rig_fini(&r);
 }
 
+/* A made-up stream with leaf pairs among everything that must not be
+ * skipped as a pair: a full frame stack, a CALL that unwinds, a RETURN of
+ * another function, exceptions, crash markers. */
+static size_t leaf_stream(struct atf_index_event *out, size_t max)
+{
+	uint64_t x = 88172645463325252ull;
+	uint32_t d = 0;
+	size_t n = 0;
+	while (n + 2 <= max) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint32_t pick = (uint32_t)(x % 100), fn = (uint32_t)(x >> 40) % 5;
+		struct atf_index_event a = {.timestamp_ns = T0 + n,
+		                            .function_id = FN(fn),
+		                            .thread_id = 77,
+		                            .event_kind = ATF_EVENT_CALL,
+		                            .detail_seq = ATF_NO_DETAIL};
+		struct atf_index_event b = a;
+		b.timestamp_ns++;
+		b.event_kind = ATF_EVENT_RETURN;
+		if (pick < 45) { /* a leaf call; now and then the RETURN names another */
+			a.call_depth = b.call_depth = d + 1;
+			b.function_id = pick < 3 ? FN(fn + 1) : a.function_id;
+			if (pick == 44) /* a pair whose RETURN reads as a crash marker */
+				a.call_depth = b.call_depth = ADA_TRIGGER_CRASH_DEPTH_FLAG | 11;
+			if (pick == 43) /* a RETURN at another depth */
+				b.call_depth = d + 2;
+			out[n++] = a;
+			out[n++] = b;
+			continue;
+		}
+		if (pick < 70) { /* deeper (past the frame stack's bound too) */
+			a.call_depth = ++d;
+			if (pick >= 65 && d > 3)
+				a.call_depth = d = d / 2; /* a CALL that unwinds */
+		} else if (pick < 92 && d) {
+			a.event_kind = ATF_EVENT_RETURN;
+			a.call_depth = d--;
+		} else if (pick < 97) {
+			a.event_kind = ATF_EVENT_EXCEPTION;
+			a.call_depth = d = d / 3;
+		} else if (pick < 98) {
+			a.event_kind = ATF_EVENT_EXCEPTION; /* a crash marker: closes nothing */
+			a.call_depth = ADA_TRIGGER_CRASH_DEPTH_FLAG | 11;
+		} else { /* deep recursion with leaf calls: past the frame stack's bound */
+			for (int k = 0; k < 400 && n + 3 <= max; k++) {
+				a.call_depth = ++d;
+				out[n++] = a;
+				b.function_id = a.function_id;
+				b.call_depth = a.call_depth = d + 1;
+				out[n++] = a;
+				b.timestamp_ns = a.timestamp_ns + 1;
+				out[n++] = b;
+				a.timestamp_ns += 2;
+			}
+			continue;
+		}
+		out[n++] = a;
+	}
+	return n;
+}
+
+/* Leaf pairs skipped in a batch leave the frames, the depth, the crash
+ * and every count exactly as the same events fed one at a time. */
+static void test_leaf_pairs_as_single_events(void **state)
+{
+	(void)state;
+	enum { N = 200000 };
+	struct atf_index_event *s = calloc(N, sizeof(*s));
+	assert_non_null(s);
+	size_t n = leaf_stream(s, N);
+	struct rig a, b;
+	rig_init(&a, SEC, SEC, 0, 0);
+	rig_init(&b, SEC, SEC, 0, 0);
+	uint64_t x = 1;
+	for (size_t from = 0, to; from < n; from = to) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		to = from + 1 + (size_t)(x >> 58); /* batches of 1 to 64 events */
+		to = to < n ? to : n;
+		ada_trigger_feed(a.t, s + from, to - from); /* leaf pairs skipped */
+		for (size_t j = from; j < to; j++)
+			ada_trigger_feed(b.t, &s[j], 1); /* never a pair */
+		struct ada_trigger_frame fa[ADA_TRIGGER_STACK_FRAMES], fb[ADA_TRIGGER_STACK_FRAMES];
+		uint32_t da, db;
+		size_t na = ada_trigger_thread_stack(a.t, fa, ADA_TRIGGER_STACK_FRAMES, &da);
+		size_t nb = ada_trigger_thread_stack(b.t, fb, ADA_TRIGGER_STACK_FRAMES, &db);
+		assert_int_equal(na, nb);
+		assert_int_equal(da, db);
+		for (size_t k = 0; k < na; k++) {
+			assert_int_equal(fa[k].fn_id, fb[k].fn_id);
+			assert_int_equal(fa[k].call_ns, fb[k].call_ns);
+			assert_int_equal(fa[k].depth, fb[k].depth);
+		}
+		struct ada_trigger_stats sa, sb;
+		ada_trigger_get_stats(a.e, &sa);
+		ada_trigger_get_stats(b.e, &sb);
+		assert_memory_equal(&sa, &sb, sizeof(sa));
+		assert_int_equal(ada_trigger_thread_crash(a.t, NULL),
+		                 ada_trigger_thread_crash(b.t, NULL));
+	}
+	struct ada_trigger_stats st; /* the stream reached every case */
+	ada_trigger_get_stats(a.e, &st);
+	assert_true(st.stack_dropped > 0);
+	assert_true(st.stack_mismatch > 0);
+	assert_int_equal(ada_trigger_thread_crash(a.t, NULL), 11);
+	rig_fini(&a);
+	rig_fini(&b);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -493,6 +602,7 @@ int main(void)
 	    cmocka_unit_test(test_added_later),
 	    cmocka_unit_test(test_add_while_feeding),
 	    cmocka_unit_test(test_verdict_cache),
+	    cmocka_unit_test(test_leaf_pairs_as_single_events),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
