@@ -302,64 +302,54 @@ static void eval_close(struct ada_trigger_thread *t, const struct atf_index_even
 /* The frame stack of one feed: head and n in registers (stores to the
  * frames could alias them as far as the compiler knows). */
 struct eval_regs {
-	uint32_t head, n;
+	size_t head, n; /* word-sized: as uint32_t pairs gcc kept them in one vector register */
 };
 
+/* A leaf call: the CALL ev[0] at depth d, taking the fast path (so no
+ * trigger wants names: its frame would carry no mask), followed at once
+ * by the RETURN of the same function at d, which would match and pop that
+ * frame: together they leave the stack as it was, so neither is pushed
+ * nor popped. Every leaf call of a program is one (up to half its events). */
+static inline bool eval_leaf(const struct atf_index_event *ev, const struct atf_index_event *end)
+{
+	const struct atf_index_event *r = ev + 1;
+	return r < end && r->event_kind == ATF_EVENT_RETURN && r->call_depth == ev->call_depth &&
+	       r->function_id == ev->function_id &&
+	       !(ev->call_depth & ADA_TRIGGER_CRASH_DEPTH_FLAG);
+}
+
 /* The usual event, done inline (ada_trigger_feed() runs for every event the
- * drain takes): a CALL that needs no unwinding and no name verdict, or
- * the RETURN of the top frame with nothing to judge. Exactly what
- * eval_call()/eval_close() would do for it; false (nothing changed) for
- * anything else, which then takes the general path. */
-static inline bool eval_fast(struct ada_trigger_thread *t, struct eval_regs *s, uint64_t want,
-                             uint64_t gen, const struct atf_index_event *ev)
+ * drain takes): a CALL that needs no unwinding and no name verdict (with
+ * its RETURN when it is a leaf call, eval_leaf()), or the RETURN of the
+ * top frame with nothing to judge. Exactly what eval_call()/eval_close()
+ * would do for them; returns the events done (0: nothing changed, the
+ * event takes the general path). */
+static inline size_t eval_fast(struct ada_trigger_thread *t, struct eval_regs *s, uint64_t want,
+                               uint64_t gen, const struct atf_index_event *ev,
+                               const struct atf_index_event *end)
 {
 	struct trig_frame *top = s->n ? &t->fr[(s->head - 1) & TRIG_FRAME_MASK] : NULL;
 	uint32_t depth = ev->call_depth, kind = ev->event_kind;
 	if (kind == ATF_EVENT_CALL) {
 		if (want || (depth && top && top->depth > depth - 1) ||
 		    s->n == ADA_TRIGGER_STACK_FRAMES)
-			return false;
+			return 0;
+		if (eval_leaf(ev, end))
+			return 2;
 		struct trig_frame *f = &t->fr[s->head];
 		*f = (struct trig_frame){
 		    .fn_id = ev->function_id, .call_ns = ev->timestamp_ns, .depth = depth};
 		s->head = (s->head + 1) & TRIG_FRAME_MASK;
 		s->n++;
-		return true;
+		return 1;
 	}
 	if (kind != ATF_EVENT_RETURN || !top || top->depth != depth ||
 	    top->fn_id != ev->function_id || (depth & ADA_TRIGGER_CRASH_DEPTH_FLAG) || top->mask ||
 	    (top->gen != gen && want))
-		return false;
+		return 0;
 	s->head = (s->head - 1) & TRIG_FRAME_MASK;
 	s->n--;
-	return true;
-}
-
-/* Leaf calls while no trigger wants names (no symbol, latency or p99
- * slot: no frame carries a mask, no CALL fires): a CALL at depth d
- * followed at once by the RETURN of the same function at d. Both would
- * take eval_fast() -- the CALL needs no unwinding and finds room, the
- * RETURN matches the frame just pushed -- so together they leave the
- * stack exactly as it was, and so does a run of them: skipped, no frame
- * written. Every leaf call of a program is such a pair (up to half of
- * its events), and the drain feeds every event here. Returns the index
- * of the first event from i on that is not part of such a pair. */
-static size_t eval_leaf_pairs(const struct ada_trigger_thread *t, const struct eval_regs *s,
-                              const struct atf_index_event *ev, size_t i, size_t n)
-{
-	if (s->n == ADA_TRIGGER_STACK_FRAMES)
-		return i; /* the CALL would push the outermost frame out */
-	/* The CALL needs no unwinding when no open frame is as deep. */
-	uint32_t top = s->n ? t->fr[(s->head - 1) & TRIG_FRAME_MASK].depth : 0;
-	for (; i + 1 < n; i += 2) {
-		const struct atf_index_event *c = &ev[i], *r = &ev[i + 1];
-		uint32_t depth = c->call_depth;
-		if (c->event_kind != ATF_EVENT_CALL || r->event_kind != ATF_EVENT_RETURN ||
-		    r->call_depth != depth || r->function_id != c->function_id ||
-		    (depth & ADA_TRIGGER_CRASH_DEPTH_FLAG) || (depth && top >= depth))
-			break;
-	}
-	return i;
+	return 1;
 }
 
 void ada_trigger_feed(struct ada_trigger_thread *t, const struct atf_index_event *ev, size_t n)
@@ -367,14 +357,15 @@ void ada_trigger_feed(struct ada_trigger_thread *t, const struct atf_index_event
 	const struct ada_trigger_engine *e = t->p->e;
 	trig_sync(t->p->e);
 	uint64_t want = e->want_names, gen = e->gen;
-	struct eval_regs s = {t->head, t->n};
-	for (size_t i = 0; i < n; i++) {
-		if (!want && (i = eval_leaf_pairs(t, &s, ev, i, n)) == n)
-			break;
-		if (eval_fast(t, &s, want, gen, &ev[i]))
+	struct eval_regs s = {.head = t->head, .n = t->n};
+	for (size_t i = 0; i < n;) {
+		size_t done = eval_fast(t, &s, want, gen, &ev[i], ev + n);
+		if (done) {
+			i += done;
 			continue;
-		t->head = s.head;
-		t->n = s.n;
+		}
+		t->head = (uint32_t)s.head;
+		t->n = (uint32_t)s.n;
 		switch (ev[i].event_kind) {
 		case ATF_EVENT_CALL:
 			eval_call(t, &ev[i]);
@@ -392,9 +383,10 @@ void ada_trigger_feed(struct ada_trigger_thread *t, const struct atf_index_event
 		s.n = t->n;
 		want = e->want_names; /* as the general path left them */
 		gen = e->gen;
+		i++;
 	}
-	t->head = s.head;
-	t->n = s.n;
+	t->head = (uint32_t)s.head;
+	t->n = (uint32_t)s.n;
 }
 
 size_t ada_trigger_thread_stack(const struct ada_trigger_thread *t, struct ada_trigger_frame *out,

@@ -501,6 +501,10 @@ static size_t leaf_stream(struct atf_index_event *out, size_t max)
 				a.call_depth = b.call_depth = ADA_TRIGGER_CRASH_DEPTH_FLAG | 11;
 			if (pick == 43) /* a RETURN at another depth */
 				b.call_depth = d + 2;
+			if (pick == 42) /* an exception closes it */
+				b.event_kind = ATF_EVENT_EXCEPTION;
+			if (pick == 41) /* the same function called again at that depth */
+				b.event_kind = ATF_EVENT_CALL;
 			out[n++] = a;
 			out[n++] = b;
 			continue;
