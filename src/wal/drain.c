@@ -40,6 +40,7 @@
 #include "wal_internal.h"
 
 #define DRAIN_SLOT_BUDGET (1u << 18) /* events per slot per pass: fairness */
+#define DRAIN_CHUNK 256u             /* events converted, fed and CRCed together: 8 KiB */
 #define DRAIN_IDLE_MIN_US 50u
 #define DRAIN_IDLE_MAX_US 1000u
 #define DRAIN_TICK_NS 1000000000ull
@@ -377,7 +378,10 @@ static uint64_t drain_ts_max(const struct ada_recorder *r)
 }
 
 /* Converts n ring events into t's file; returns the events consumed
- * (fewer than n when the slot was quarantined at a bad event). */
+ * (fewer than n when the slot was quarantined at a bad event). One chunk
+ * at a time, so that the trigger engine's pass and the CRC-32 (in the
+ * commit) read the converted events from L1, where the conversion just
+ * wrote them (a whole 1 MiB staging buffer between passes went to L2). */
 static size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
                             const struct atf_index_event *src, size_t n)
 {
@@ -385,7 +389,8 @@ static size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
 	const uint64_t ts_max = drain_ts_max(r);
 	while (done < n) {
 		struct atf_index_event *dst;
-		size_t k = t->f ? ada_wal_file_reserve(t->f, n - done, &dst) : 0;
+		size_t want = n - done < DRAIN_CHUNK ? n - done : DRAIN_CHUNK;
+		size_t k = t->f ? ada_wal_file_reserve(t->f, want, &dst) : 0;
 		if (k == 0) { /* disk full or the file failed: count, keep going */
 			if (t->file_ring_hole == UINT64_MAX) /* detail links stop here */
 				t->file_ring_hole = t->ring_next + done;
