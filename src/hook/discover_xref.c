@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "discover_internal.h"
+#include "hook_arch.h"
 
 struct xref_targets {
 	uint64_t *v;
@@ -130,30 +131,42 @@ static const uint8_t xref_first[256] = {
     [0x70 ... 0x7f] = 1, [0xe0 ... 0xe3] = 1, [0xeb] = 1, [0xe8] = 1, [0xe9] = 1, [0x0f] = 1,
 };
 
+/* A direct branch whose first byte is code[p] leaves the function for
+ * a patch of mp. */
+static bool xref_hit_at(const uint8_t *code, uint64_t addr, uint64_t size, uint64_t p,
+                        const struct xref_map *mp)
+{
+	uint8_t o = code[p];
+	uint64_t t;
+	int32_t d;
+	if ((o == 0xeb || (o >= 0x70 && o <= 0x7f) || (o >= 0xe0 && o <= 0xe3)) && p + 2 <= size) {
+		t = addr + p + 2 + (uint64_t)(int64_t)(int8_t)code[p + 1];
+	} else if ((o == 0xe8 || o == 0xe9) && p + 5 <= size) {
+		memcpy(&d, code + p + 1, 4);
+		t = addr + p + 5 + (uint64_t)(int64_t)d;
+	} else if (o == 0x0f && p + 6 <= size && (code[p + 1] & 0xf0) == 0x80) {
+		memcpy(&d, code + p + 2, 4);
+		t = addr + p + 6 + (uint64_t)(int64_t)d;
+	} else {
+		return false;
+	}
+	return (t < addr || t >= addr + size) && xref_map_hit(mp, t);
+}
+
 static bool xref_suspect(const uint8_t *code, uint64_t addr, uint64_t size,
                          const struct xref_map *mp)
 {
-	for (uint64_t p = 0; p < size; p++) {
-		uint8_t o = code[p];
-		uint64_t t;
-		int32_t d;
-		if (!xref_first[o]) /* most bytes: one table load rejects them */
-			continue;
-		if ((o == 0xeb || (o >= 0x70 && o <= 0x7f) || (o >= 0xe0 && o <= 0xe3)) &&
-		    p + 2 <= size) {
-			t = addr + p + 2 + (uint64_t)(int64_t)(int8_t)code[p + 1];
-		} else if ((o == 0xe8 || o == 0xe9) && p + 5 <= size) {
-			memcpy(&d, code + p + 1, 4);
-			t = addr + p + 5 + (uint64_t)(int64_t)d;
-		} else if (o == 0x0f && p + 6 <= size && (code[p + 1] & 0xf0) == 0x80) {
-			memcpy(&d, code + p + 2, 4);
-			t = addr + p + 6 + (uint64_t)(int64_t)d;
-		} else {
-			continue;
-		}
-		if ((t < addr || t >= addr + size) && xref_map_hit(mp, t))
+	uint64_t p = 0;
+	/* Most bytes start no branch: 16 positions at a time are rejected
+	 * together (hook_arch_branch_first16 flags the bytes xref_first does,
+	 * and C7, which xref_hit_at turns away). */
+	for (; size >= 16 && p <= size - 16; p += 16)
+		for (unsigned m = hook_arch_branch_first16(code + p); m; m &= m - 1)
+			if (xref_hit_at(code, addr, size, p + (unsigned)__builtin_ctz(m), mp))
+				return true;
+	for (; p < size; p++)
+		if (xref_first[code[p]] && xref_hit_at(code, addr, size, p, mp))
 			return true;
-	}
 	return false;
 }
 

@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "hook_arch.h"
 #include "x86_internal.h"
 
 static csh cs;
@@ -374,6 +375,25 @@ static void test_sw_corners(void **state)
 	}
 }
 
+/* hook_arch_branch_first16 (the byte pre-scans' 16-at-a-time filter)
+ * flags exactly the first bytes of direct branches, in every lane. */
+static void test_branch_first16(void **state)
+{
+	(void)state;
+	for (unsigned v = 0; v < 256; v++) {
+		int want = (v >= 0x70 && v <= 0x7f) || (v >= 0xe0 && v <= 0xe3) || v == 0xe8 ||
+		           v == 0xe9 || v == 0xeb || v == 0x0f || v == 0xc7;
+		for (unsigned lane = 0; lane < 16; lane++) {
+			uint8_t b[16];
+			memset(b, 0x90, sizeof(b)); /* nop: never a candidate */
+			b[lane] = (uint8_t)v;
+			unsigned m = hook_arch_branch_first16(b);
+			if (m != (want ? 1u << lane : 0u))
+				fail_msg("byte %02x in lane %u: mask %04x", v, lane, m);
+		}
+	}
+}
+
 int main(void)
 {
 	elf_version(EV_CURRENT);
@@ -384,6 +404,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_corners),
 	    cmocka_unit_test(test_sw_corners),
+	    cmocka_unit_test(test_branch_first16),
 	    cmocka_unit_test(test_real_binaries),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);

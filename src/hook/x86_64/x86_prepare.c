@@ -390,7 +390,8 @@ static int plan_in_patch(uint64_t target, uint64_t fn, size_t patch_len)
 
 /* First bytes of direct branches: 70-7F jcc, E0-E3 loop/jrcxz, EB jmp
  * (rel8); E8 call, E9 jmp (rel32); 0F (80-8F next: jcc rel32); C7 (F8
- * next: xbegin rel32). */
+ * next: xbegin rel32). hook_arch_branch_first16() flags the same set
+ * (test_hook_len's test_branch_first16 keeps them equal). */
 enum { REL_NONE, REL_8, REL_32, REL_0F, REL_C7 };
 static const uint8_t plan_rel_class[256] = {
     [0x70 ... 0x7f] = REL_8, [0xe0 ... 0xe3] = REL_8, [0xeb] = REL_8,  [0xe8] = REL_32,
@@ -426,29 +427,43 @@ static int plan_rel_at(const uint8_t *code, uint64_t size, uint64_t i, uint64_t 
  * position, so no candidate is a proof for those bytes whatever their
  * decoding; a candidate may be a false alarm (random bytes) and is
  * confirmed by the exact sweep. Returns the last candidate position, or -1. */
+static int plan_superset_hit(const uint8_t *code, uint64_t addr, uint64_t size, uint64_t i,
+                             size_t patch_len)
+{
+	uint64_t at;
+	int n = plan_rel_at(code, size, i, &at);
+	if (n == 0 || at + (uint64_t)n > size)
+		return 0;
+	int64_t rel = (int8_t)code[at];
+	if (n == 4) {
+		int32_t d;
+		memcpy(&d, code + at, 4);
+		rel = d;
+	}
+	return plan_in_patch(addr + at + (uint64_t)n + (uint64_t)rel, addr, patch_len);
+}
+
 static int64_t plan_superset_last(const uint8_t *code, uint64_t addr, uint64_t size, uint64_t from,
                                   uint64_t to, size_t patch_len)
 {
 	int64_t last = -1;
+	uint64_t i = from;
 
 	to = to < size ? to : size;
-	for (uint64_t i = from; i < to; i++) {
-		uint64_t at;
-		/* Most bytes start no branch: one table load rejects them. */
-		if (plan_rel_class[code[i]] == REL_NONE)
-			continue;
-		int n = plan_rel_at(code, size, i, &at);
-		if (n == 0 || at + (uint64_t)n > size)
-			continue;
-		int64_t rel = (int8_t)code[at];
-		if (n == 4) {
-			int32_t d;
-			memcpy(&d, code + at, 4);
-			rel = d;
+	/* Most bytes start no branch: 16 positions at a time are rejected
+	 * together (hook_arch_branch_first16 flags exactly the bytes
+	 * plan_rel_class does), the candidates checked one by one. */
+	for (; to >= 16 && i <= to - 16; i += 16) {
+		for (unsigned m = hook_arch_branch_first16(code + i); m; m &= m - 1) {
+			uint64_t k = i + (unsigned)__builtin_ctz(m);
+			if (plan_superset_hit(code, addr, size, k, patch_len))
+				last = (int64_t)k;
 		}
-		if (plan_in_patch(addr + at + (uint64_t)n + (uint64_t)rel, addr, patch_len))
-			last = (int64_t)i;
 	}
+	for (; i < to; i++)
+		if (plan_rel_class[code[i]] != REL_NONE &&
+		    plan_superset_hit(code, addr, size, i, patch_len))
+			last = (int64_t)i;
 	return last;
 }
 
