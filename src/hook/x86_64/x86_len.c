@@ -338,27 +338,38 @@ static size_t len_map1_op(const uint8_t *o, size_t left, int opsize16, int rexw,
 	}
 }
 
+/* What a byte is in front of the opcode: one table load per byte instead
+ * of a chain of compares (this loop runs once per instruction of every
+ * cold sweep). P_66/P_REP/P_SEG: the legacy prefixes we accept. */
+enum { P_66 = 1, P_REP = 2, P_SEG = 4, P_LEGACY = 7, P_VEX = 8, P_REX = 16 };
+static const uint8_t len_pfx[256] = {
+    [0x66] = P_66,  [0xf2] = P_REP, [0xf3] = P_REP,          [0x64] = P_SEG,
+    [0x65] = P_SEG, [0x2e] = P_SEG, [0x3e] = P_SEG,          [0xc4] = P_VEX,
+    [0xc5] = P_VEX, [0x62] = P_VEX, [0x40 ... 0x4f] = P_REX,
+};
+
 size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li)
 {
 	size_t p = 0;
 	int opsize16 = 0, rep = 0, rexw = 0;
+	unsigned c = 0;
 	li->rel = li->riprel = li->indirect_call = 0;
 	li->disp = NULL;
 	for (; p < left && p < 4; p++) { /* legacy prefixes we accept */
-		if (b[p] == 0x66)
-			opsize16 = 1;
-		else if (b[p] == 0xf2 || b[p] == 0xf3)
-			rep = 1;
-		else if (b[p] != 0x64 && b[p] != 0x65 && b[p] != 0x2e && b[p] != 0x3e)
+		c = len_pfx[b[p]];
+		if (!(c & P_LEGACY))
 			break;
+		opsize16 |= c == P_66;
+		rep |= c == P_REP;
 	}
 	if (p >= left || p == 4)
 		return 0;
-	if (b[p] == 0xc4 || b[p] == 0xc5 || b[p] == 0x62) { /* no legacy prefix allowed */
+	/* c: the class of b[p], the byte that ended the loop */
+	if (c & P_VEX) { /* no legacy prefix allowed */
 		size_t n = p == 0 ? len_vex(b, left, li) : 0;
 		return n;
 	}
-	if ((b[p] & 0xf0) == 0x40) {
+	if (c & P_REX) {
 		rexw = (b[p] & 0x08) != 0;
 		if (++p >= left)
 			return 0;

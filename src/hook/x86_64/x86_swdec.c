@@ -367,6 +367,10 @@ static int sw_fast_0f(struct x86_sw_insn *in, const uint8_t *o, const struct sw_
 	}
 }
 
+/* The legacy prefixes the loop in sw_fast() looks at. */
+static const uint8_t sw_is_pfx[256] = {
+    [0x66] = 1, [0xf3] = 1, [0x64] = 1, [0x65] = 1, [0xf2] = 1, [0x2e] = 1, [0x3e] = 1};
+
 static size_t sw_fast(const uint8_t *b, size_t left, uint64_t pc, struct x86_sw_insn *in)
 {
 	struct x86_len_info li;
@@ -379,7 +383,9 @@ static size_t sw_fast(const uint8_t *b, size_t left, uint64_t pc, struct x86_sw_
 	 * canonical as with the whole 136 bytes cleared. */
 	memset(in, 0, offsetof(struct x86_sw_insn, op));
 	in->address = pc;
-	for (; px.n < left && px.n < 4; px.n++) {
+	/* Most instructions have no legacy prefix: one table load skips
+	 * the loop, which would stop at once on such a byte. */
+	for (; px.n < left && px.n < 4 && sw_is_pfx[b[0]]; px.n++) {
 		uint8_t c = b[px.n];
 		if (c == 0x66)
 			px.o16 = 1;
