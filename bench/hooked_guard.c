@@ -8,10 +8,16 @@
  * main) and finalize (after) are in neither dump. Natively the requests are
  * a few no-op instructions. Usage: hooked_guard N1 N2.
  * Prints `calls1=C1 calls2=C2` (bw_fib calls per phase) on stdout.
+ * With HG_GO_FILE=PATH in the environment it first waits (up to
+ * HG_GO_WAIT_S seconds, default 600) until PATH exists: the guard creates
+ * it once the recorder has published the key-symbol set, so both phases
+ * run against the same set (bench/callgrind_baseline_detail_excluded.txt).
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 #if defined(__has_include)
 #if __has_include(<valgrind/callgrind.h>)
@@ -43,10 +49,29 @@ static uint64_t hg_calls(uint32_t n)
 	return n == 0 ? a : b;
 }
 
+/* Waits for the guard's go file (see the top); 0 once it exists. */
+static int hg_wait_go(void)
+{
+	const char *go = getenv("HG_GO_FILE"), *w = getenv("HG_GO_WAIT_S");
+	if (!go)
+		return 0;
+	long polls = (w ? atol(w) : 600) * 100;
+	struct timespec ten_ms = {0, 10000000};
+	for (long i = 0; i < polls; i++) {
+		if (access(go, F_OK) == 0)
+			return 0;
+		nanosleep(&ten_ms, NULL);
+	}
+	fprintf(stderr, "hooked_guard: %s did not appear\n", go);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3)
 		return 2;
+	if (hg_wait_go())
+		return 3;
 	uint32_t n1 = (uint32_t)atoi(argv[1]), n2 = (uint32_t)atoi(argv[2]);
 	CALLGRIND_ZERO_STATS;
 	hg_sink = bw_fib(n1);
