@@ -3,7 +3,9 @@
 from a built tree (bench/run.sh builds them): bench/ring_bench (producer ns
 per event through the ring, rdtsc and store baselines), bench/wal_bench
 (events/s through rings, drain and io_uring to disk; the recorder's CPU per
-event; encode-to-disk latency at 10 M events/s) and bench/keysym_bench
+event; encode-to-disk latency at 10 M events/s), bench/disk_bench (the
+disk's bandwidth and the page-cache copy's CPU per 32 bytes, without ada:
+RWF_DONTCACHE as the drain writes, and O_DIRECT) and bench/keysym_bench
 (key-symbol membership tests). Prints their output and writes it, parsed
 where the README uses it, with the run's provenance (commit, compiler, CPU
 model, kernel: bench/provenance.py) to bench/results/<date>-micro.json.
@@ -98,6 +100,9 @@ def main():
     ring = run([os.path.join(b, 'ring_bench')] + (['1000000'] if a.quick else []), 600)
     wal = run([os.path.join(b, 'wal_bench'), '--out', wal_out] +
               (['--events', '2000000', '--secs', '1'] if a.quick else []), 900)
+    disk = [run([os.path.join(b, 'disk_bench'), os.path.join(wal_out, 'disk_bench.tmp'), mode,
+                 '1024', '8', '64' if a.quick else '2048'], 300)
+            for mode in ('dontcache', 'direct')]
     keysym = run([os.path.join(b, 'keysym_bench')] + (['--quick'] if a.quick else []), 900)
     shutil.rmtree(wal_out, ignore_errors=True)
     result = {'date': started.isoformat(timespec='seconds'), 'provenance': provenance(a.build),
@@ -105,6 +110,7 @@ def main():
               'quick': a.quick,
               'ring_bench': dict(ring, parsed=parse_ring(ring['output'])),
               'wal_bench': dict(wal, parsed=parse_wal(wal['output'])),
+              'disk_bench': disk,
               'keysym_bench': keysym}
     path = a.json or os.path.join(REPO, 'bench', 'results',
                                   started.strftime('%Y-%m-%dT%H%M%S') + '-micro.json')
@@ -112,7 +118,8 @@ def main():
     with open(path, 'w') as f:
         json.dump(result, f, indent=1)
     print(f'micro: results written to {path}', file=sys.stderr)
-    bad = [n for n, r in (('ring_bench', ring), ('wal_bench', wal), ('keysym_bench', keysym))
+    bad = [n for n, r in (('ring_bench', ring), ('wal_bench', wal), ('disk_bench', disk[0]),
+                          ('disk_bench', disk[1]), ('keysym_bench', keysym))
            if r['status'] != 0]
     if bad:
         print('micro: failed: ' + ', '.join(bad), file=sys.stderr)

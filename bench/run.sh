@@ -9,7 +9,7 @@
 # build directory ($ADA_BENCH_BUILD, default build-bench/), then runs:
 #   1. bench/bench.py (all options pass through; --help lists them): ada
 #      beside uftrace and ltrace, one table, JSON under bench/results/;
-#   2. bench/micro.py: ring_bench, wal_bench, keysym_bench (results/*-micro.json);
+#   2. bench/micro.py: ring_bench, wal_bench, disk_bench, keysym_bench (results/*-micro.json);
 #   3. bench/reading_bench.py: the reading commands (results/reading_*.json);
 #   4. bench/callgrind_guard.sh with the three committed baselines
 #      (instructions per event, printed);
@@ -41,7 +41,7 @@ done
 "$repo/tools/bootstrap.sh" --bench
 cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DADA_SANITIZE= >/dev/null
 cmake --build "$build" -j2 --target ada ada_agent bench_workloads ring_bench wal_bench \
-	keysym_bench hooked_guard atf_count >/dev/null
+	disk_bench keysym_bench hooked_guard atf_count >/dev/null
 
 # bench/scaling.py exits 1 when ada lost events at some point: the table
 # is written all the same (it shows the losses), then run.sh fails.
