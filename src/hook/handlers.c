@@ -734,7 +734,7 @@ static inline int handlers_detail_member(uint64_t fn_id)
 
 /* The largest CALL record fits the smallest ring's largest record, so the
  * fast reserve needs no length test (ring.h, ada_detail_reserve). */
-_Static_assert(ADA_DREC_CALL_WORDS * 8 + ATF_DETAIL_STACK_MAX <= ADA_DETAIL_MIN_BYTES / 4 - 8,
+_Static_assert(ADA_DREC_CALL_WORDS * 8 + ATF_DETAIL_STACK_MAX <= ADA_DETAIL_CHUNK_MIN - 8,
                "a CALL record must fit any detail ring");
 
 /* The words of a CALL record at w (reserved). ts, link: its index

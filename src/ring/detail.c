@@ -8,14 +8,20 @@
  *
  * Layout: byte positions grow forever; position p lives at data[p & (D-1)].
  * A record is one 8-byte header word (len, in the low 32 bits) and len
- * bytes padded to 8. Records never wrap: when one does not fit before the
- * end of the data, a pad word (RING_DETAIL_PAD | bytes to skip) fills the
- * rest and the record starts at the beginning. A record is at most D/4.
+ * bytes padded to 8. The data is cut into chunks of C bytes (D/16, at
+ * least 1 KiB: ada_detail_chunk_shift) and records never cross a chunk's
+ * end: when one does not fit in the rest of its chunk, a pad word
+ * (RING_DETAIL_PAD | bytes to skip) fills the rest and the record starts
+ * the next chunk (so pads sit at any chunk's end, not only the data's).
+ * A record is at most C - 8 bytes. A full ring frees a whole chunk at a
+ * time: oldest is always a chunk start (or 0), and the ring holds at
+ * least D - C bytes of records once it has wrapped.
  *
  * Protocol (a seqlock on `oldest`):
- *   producer: advance oldest past every record the new one will cover and
- *             store it; then write the new words with release stores;
- *             then store-release head.
+ *   producer: before writing into a chunk that still holds records
+ *             (a lap old), advance oldest past that chunk and store it;
+ *             then write the new words with release stores; then
+ *             store-release head.
  *   drain:    load-acquire head; load oldest; copy the words with acquire
  *             loads; reload oldest. If the copy read a word the producer
  *             wrote over an old one, that acquire synchronises with its
@@ -41,7 +47,8 @@ static uint64_t detail_round8(uint64_t n)
 
 uint32_t ada_detail_max_record(const struct ada_arena *a)
 {
-	return a->cfg.detail_bytes ? (uint32_t)(a->cfg.detail_bytes / 4 - RING_DETAIL_HDR) : 0;
+	uint64_t d = a->cfg.detail_bytes;
+	return d ? (uint32_t)((1ull << ada_detail_chunk_shift(d)) - RING_DETAIL_HDR) : 0;
 }
 
 static uint64_t detail_step(uint64_t w, uint64_t d)

@@ -164,6 +164,24 @@ static bool producer_refresh_limit(struct ada_producer *p)
 	return producer_refresh_limit_at(p, p->arena, p->slot);
 }
 
+/* A claimed slot's detail ring is empty at 0 (ada_arena_slot_free
+ * reset it); anything else is damage from the program, and the ring
+ * starts again at 0 all the same (our own slot now: nobody else writes
+ * head or oldest, and a drain that saw more finds head behind its `from`
+ * and copies nothing until it restarts from 0). The first record enters
+ * chunk 0 through the slow reserve (dstop == dpos). */
+static void producer_detail_restart(struct ada_producer *p, struct ada_detail_hdr *dh)
+{
+	if (atomic_load_explicit(&dh->head, memory_order_relaxed) != 0 ||
+	    atomic_load_explicit(&dh->oldest, memory_order_relaxed) != 0) {
+		atomic_store_explicit(&dh->oldest, 0, memory_order_relaxed);
+		atomic_store_explicit(&dh->head, 0, memory_order_relaxed);
+	}
+	p->dpos = p->dold = p->dstop = 0;
+	p->dcount = 0;
+	memset(p->dmark, 0, sizeof(p->dmark));
+}
+
 static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t slot, uint32_t tid)
 {
 	struct ada_index_hdr *h = ring_index_hdr(a, slot);
@@ -185,11 +203,10 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 		p->doldest = &dh->oldest;
 		p->dlost = &h->drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
 		p->dbytes = dbytes;
-		p->dmax = (uint32_t)(dbytes / 4 - RING_DETAIL_HDR); /* as ada_detail_max_record() */
-		/* Our own slot now: nobody else writes them. */
-		p->dpos = atomic_load_explicit(&dh->head, memory_order_relaxed);
-		p->dold = atomic_load_explicit(&dh->oldest, memory_order_relaxed);
-		p->dstop = ada_detail_stop(p->dpos, p->dold, p->dbytes);
+		p->dshift = ada_detail_chunk_shift(dbytes);
+		/* as ada_detail_max_record(): a chunk less the header word */
+		p->dmax = (uint32_t)((1ull << p->dshift) - RING_DETAIL_HDR);
+		producer_detail_restart(p, dh);
 	}
 	p->state = PRODUCER_OWNING;
 	producer_refresh_limit(p);

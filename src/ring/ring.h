@@ -22,8 +22,9 @@
  *     (thread-exit destructor) EXITED -> (drain: thread gone and ring empty)
  *     FREE. An EXITED thread may still emit a few events from later
  *     destructors; the ring stays valid until the drain frees the slot.
- *   - Detail ring: the owning thread appends [len][record] at head and, when
- *     there is no room, advances `oldest` over the records it overwrites
+ *   - Detail ring: the owning thread appends [len][record] at head, in
+ *     chunks (a record never crosses a chunk's end), and when there is no
+ *     room advances `oldest` one whole chunk over the records it overwrites
  *     (counted as ADA_DROP_DETAIL_OVERWRITTEN). It publishes the new oldest
  *     before it writes over old bytes, so the drain's snapshot (copy, then
  *     re-read oldest: a seqlock) detects and discards a record overwritten
@@ -143,6 +144,12 @@ struct ada_arena_config {
 #define ADA_RING_MAX_EVENTS (1ull << 28)
 #define ADA_DETAIL_MIN_BYTES 4096u
 #define ADA_DETAIL_MAX_BYTES (1ull << 30)
+/* A detail ring is cut into chunks: ADA_DETAIL_CHUNKS of them, or fewer
+ * in rings under 16 KiB, whose chunks stay ADA_DETAIL_CHUNK_MIN bytes (the
+ * largest record is a chunk less its header word: 1016 bytes at least).
+ * A full ring frees one chunk at a time (ring.h, ada_detail_enter_chunk). */
+#define ADA_DETAIL_CHUNKS 16u
+#define ADA_DETAIL_CHUNK_MIN 1024u
 #define ADA_KEYSYM_AREA_MIN_LOG2 12u
 #define ADA_KEYSYM_AREA_MAX_LOG2 28u
 /* Longest buffer ada_arena_config_format() writes, NUL included. */
@@ -400,7 +407,7 @@ struct ada_detail_rec {
  * reader that only wants to know whether records were added since it last
  * looked (the post-roll's copies, src/wal/flight.c). */
 uint64_t ada_detail_ring_head(struct ada_arena *a, uint32_t slot);
-/* Largest record the ring accepts: a quarter of detail_bytes minus the header. */
+/* Largest record the ring accepts: a chunk (ada_detail_chunk_shift) minus the header. */
 uint32_t ada_detail_max_record(const struct ada_arena *a);
 struct ada_detail_snapshot {
 	uint64_t begin;      /* ring position of the first record returned */
@@ -452,10 +459,17 @@ struct ada_producer {
 	uint32_t dreserved;
 	uint64_t dpos, dold; /* private copies of *dhead and *doldest (we are their only writer) */
 	/* The fast reserve may end a record at or before dstop: the end of
-	 * the ring's current lap (no pad needed) and at most oldest + size
-	 * (nothing to overwrite). Recomputed whenever dold moves
-	 * (ada_detail_stop); 0 sends every record to the slow path. */
+	 * the chunk records go to now, which was freed when the slow reserve
+	 * entered it (ada_detail_enter_chunk). Equal to dpos (the first
+	 * record after a claim) sends the next record to the slow path. */
 	uint64_t dstop;
+	uint32_t dshift; /* log2 of the ring's chunk bytes (ada_detail_chunk_shift) */
+	/* Records committed since the slot was claimed (mod 2^32), and its
+	 * value when each of the last ADA_DETAIL_CHUNKS chunks was entered,
+	 * by chunk number mod ADA_DETAIL_CHUNKS: a chunk's record count is
+	 * the difference of two marks, so freeing one reads no ring memory. */
+	uint32_t dcount;
+	uint32_t dmark[ADA_DETAIL_CHUNKS];
 };
 
 extern __thread struct ada_producer ada_producer_tls __attribute__((tls_model("initial-exec")));
@@ -538,17 +552,36 @@ bool ada_producer_drain_back(void);
 bool ada_detail_push(const void *rec, uint32_t len);
 
 /* ---- detail ring, producer side, written in place (hook context) ----
- * A record in the ring is one header word (its length in the low 32 bits;
- * RING_DETAIL_PAD-marked words are pads that skip to the ring's start) and
- * len bytes padded to 8; records never wrap. The owning thread reserves
- * room (advancing `oldest` over what it will overwrite, counted as
- * ADA_DROP_DETAIL_OVERWRITTEN), stores the record's words with
- * ada_detail_put() and publishes it with ada_detail_commit(). Everything
- * is inline and integer-only, so the agent's handlers (compiled with
+ * A record in the ring is one header word (its length in the low 32 bits)
+ * and len bytes padded to 8. The ring is cut into chunks of C bytes
+ * (ada_detail_chunk_shift) and a record never crosses a chunk's end:
+ * when it does not fit in the rest of the chunk, a pad word
+ * (ADA_DETAIL_PAD_BIT | bytes to the chunk's end) fills the rest and the
+ * record starts the next chunk. The owning thread enters each chunk
+ * whole: when the ring is full, that frees the chunk one lap behind by
+ * moving `oldest` one chunk on (ADA_DROP_DETAIL_OVERWRITTEN counts the
+ * records it held, from two marks of the thread's record count: nothing
+ * of the old chunk is read). Then records go in with one bounds check
+ * each (ada_detail_reserve_fast), their words stored with
+ * ada_detail_put() and published with ada_detail_commit(). Everything is
+ * inline and integer-only, so the agent's handlers (compiled with
  * -mgeneral-regs-only) write a record with no call and no vector register;
- * ada_detail_push() is the same code for a record already in memory. */
+ * ada_detail_push() is the same code for a record already in memory.
+ * Invariants (producer side): oldest, dstop are chunk starts, oldest <=
+ * dpos <= dstop <= oldest + d; the records of [oldest, dpos) are whole. */
 #define ADA_DETAIL_PAD_BIT (1ull << 63)
 #define ADA_DETAIL_HDR_BYTES 8u
+
+/* log2 of the chunk bytes of a ring of d bytes (a power of two >=
+ * ADA_DETAIL_MIN_BYTES): d / ADA_DETAIL_CHUNKS, at least
+ * ADA_DETAIL_CHUNK_MIN. */
+static inline uint32_t ada_detail_chunk_shift(uint64_t d)
+{
+	uint64_t c = d / ADA_DETAIL_CHUNKS;
+	if (c < ADA_DETAIL_CHUNK_MIN)
+		c = ADA_DETAIL_CHUNK_MIN;
+	return (uint32_t)__builtin_ctzll(c);
+}
 
 /* Bytes the record or pad whose header word is w occupies; 0 when w is not
  * a plausible header (then the caller stops walking). */
@@ -562,76 +595,60 @@ static inline uint64_t ada_detail_step(uint64_t w, uint64_t d)
 	return step;
 }
 
-/* Moves oldest past everything [start - d, end) would overwrite. Returns
- * the new oldest; *lost = records dropped (pads do not count). Bounded:
- * every step advances oldest by at least 8 bytes, at most d bytes in all.
- * In a full ring (--detail triggered, the steady state) this walk runs
- * once per record written, so its loop is a few instructions a record:
- * out of line (a register set of its own: no spills), a record header
- * (high half zero) the one fast case, pads and damage out of the way.
- * Accepts what ada_detail_step() does. */
-__attribute__((noinline, unused)) static uint64_t ada_detail_make_room(_Atomic uint64_t *words,
-                                                                       uint64_t d, uint64_t oldest,
-                                                                       uint64_t start, uint64_t end,
-                                                                       uint64_t *lost)
+/* Enters the chunk starting at s (== p->dstop). In a full ring (s is a
+ * whole ring ahead of oldest: the steady state of --detail triggered) it
+ * holds the chunk one lap behind, the oldest: oldest moves past it, and
+ * its records are the count between its mark and the next chunk's (both
+ * entered since the mark of s's number was last set: the ring has at
+ * least 4 chunks, at most ADA_DETAIL_CHUNKS). Returns the records freed. */
+static inline uint32_t ada_detail_enter_chunk(struct ada_producer *p, uint64_t s)
 {
-	uint64_t n = 0, lim = end > d ? end - d : 0;
-	while (oldest < lim) {
-		uint64_t w =
-		    atomic_load_explicit(&words[(oldest & (d - 1)) / 8], memory_order_relaxed);
-		uint64_t step = ADA_DETAIL_HDR_BYTES + ((w + 7) & ~7ull);
-		if (ada_unlikely(w > 0xffffffffull)) { /* a pad, or damage */
-			step = w & 0xffffffffull;
-			if (w != (ADA_DETAIL_PAD_BIT | step) || step == 0 || (step & 7) != 0 ||
-			    step > start - oldest)
-				goto damaged;
-			oldest += step;
-			continue;
-		}
-		if (ada_unlikely(step > start - oldest))
-			goto damaged;
-		n++;
-		oldest += step;
+	uint64_t k = s >> p->dshift;
+	uint32_t lost = 0;
+	if (s - p->dold >= p->dbytes) {
+		uint64_t k0 = p->dold >> p->dshift; /* == k - chunks in the ring */
+		lost = p->dmark[(k0 + 1) % ADA_DETAIL_CHUNKS] - p->dmark[k0 % ADA_DETAIL_CHUNKS];
+		p->dold += (uint64_t)1 << p->dshift;
+		/* Ordered before the stores that overwrite the chunk by their
+		 * release: a drain that reads one of them sees this oldest (the
+		 * seqlock re-check in ada_detail_ring_snapshot()). */
+		atomic_store_explicit(p->doldest, p->dold, memory_order_relaxed);
 	}
-	*lost = n;
-	return oldest;
-damaged: /* forget all of it */
-	*lost = n;
-	return start;
+	p->dmark[k % ADA_DETAIL_CHUNKS] = p->dcount;
+	p->dstop = s + ((uint64_t)1 << p->dshift);
+	return lost;
 }
 
-/* Reserves room for a record of len bytes at the ring's head (owning
- * thread only; len <= d/4 - 8, which the caller checked). Returns the
- * record's first payload word; *end is the position to commit. */
-static inline _Atomic uint64_t *ada_detail_reserve_raw(_Atomic uint64_t *words,
-                                                       _Atomic uint64_t *headp,
-                                                       _Atomic uint64_t *oldestp, uint64_t d,
-                                                       uint32_t len, uint64_t *end, uint64_t *lost)
+/* The cold half of ada_detail_reserve(): the record does not fit in the
+ * rest of the chunk (a pad, then the next chunk), or no detail ring / a
+ * record too long (NULL). */
+__attribute__((noinline, cold)) static _Atomic uint64_t *
+ada_detail_reserve_slow(struct ada_producer *p, uint32_t len, uint64_t *end)
 {
-	uint64_t pos = atomic_load_explicit(headp, memory_order_relaxed);   /* ours */
-	uint64_t old = atomic_load_explicit(oldestp, memory_order_relaxed); /* ours */
+	if (p->dmax == 0 || len > p->dmax)
+		return NULL;
+	uint64_t d = p->dbytes, pos = p->dpos, lost = 0;
 	uint64_t need = ADA_DETAIL_HDR_BYTES + (((uint64_t)len + 7) & ~7ull);
-	uint64_t pad = (pos & (d - 1)) + need > d ? d - (pos & (d - 1)) : 0;
-	uint64_t start = pos + pad;
-	*end = start + need;
-	*lost = 0;
-	if (*end - old > d) {
-		/* Frees an extra sixteenth of the ring while at it, so that the
-		 * next records find room without walking (the ring holds at
-		 * least 15/16 of its size). */
-		uint64_t fresh = ada_detail_make_room(words, d, old, start, *end + d / 16, lost);
-		/* Ordered before the overwriting stores below by their release:
-		 * a drain that reads one of them sees this oldest (the seqlock
-		 * re-check in ada_detail_ring_snapshot()). */
-		atomic_store_explicit(oldestp, fresh, memory_order_relaxed);
+	if (pos + need > p->dstop) {
+		if (pos != p->dstop) /* release: as the record's words (ada_detail_put) */
+			atomic_store_explicit(&p->dwords[(pos & (d - 1)) / 8],
+			                      ADA_DETAIL_PAD_BIT | (p->dstop - pos),
+			                      memory_order_release);
+		pos = p->dstop;
+		/* The pad is ours from now on, whether or not a record is
+		 * committed after it (the next reserve starts past it). */
+		p->dpos = pos;
+		lost = ada_detail_enter_chunk(p, pos);
 	}
-	if (pad) /* release: as the record's words (ada_detail_put) */
-		atomic_store_explicit(&words[(pos & (d - 1)) / 8], ADA_DETAIL_PAD_BIT | pad,
-		                      memory_order_release);
-	uint64_t i = (start & (d - 1)) / 8;
+	_Atomic uint64_t *w = &p->dwords[(pos & (d - 1)) / 8];
 	/* Release: pairs with the acquire loads of the drain's copy. */
-	atomic_store_explicit(&words[i], len, memory_order_release);
-	return &words[i + 1];
+	atomic_store_explicit(w, len, memory_order_release);
+	*end = pos + need;
+	if (lost != 0) /* single writer while the slot is owned */
+		atomic_store_explicit(p->dlost,
+		                      atomic_load_explicit(p->dlost, memory_order_relaxed) + lost,
+		                      memory_order_relaxed);
+	return w + 1;
 }
 
 /* One payload word of a reserved record. Release (a plain mov on x86_64):
@@ -642,47 +659,21 @@ static inline void ada_detail_put(_Atomic uint64_t *dst, uint64_t i, uint64_t v)
 	atomic_store_explicit(&dst[i], v, memory_order_release);
 }
 
-/* dstop for a ring whose next record starts at pos and whose oldest
- * intact record starts at old (ring size d, a power of two). */
-static inline uint64_t ada_detail_stop(uint64_t pos, uint64_t old, uint64_t d)
-{
-	uint64_t lap_end = (pos | (d - 1)) + 1;
-	return lap_end < old + d ? lap_end : old + d;
-}
-
-/* The cold half of ada_detail_reserve(): a pad to the ring's start, or
- * old records to overwrite, or no detail ring / a record too long (NULL). */
-__attribute__((noinline, cold)) static _Atomic uint64_t *
-ada_detail_reserve_slow(struct ada_producer *p, uint32_t len, uint64_t *end)
-{
-	if (p->dmax == 0 || len > p->dmax)
-		return NULL;
-	uint64_t lost;
-	_Atomic uint64_t *w =
-	    ada_detail_reserve_raw(p->dwords, p->dhead, p->doldest, p->dbytes, len, end, &lost);
-	p->dold = atomic_load_explicit(p->doldest, memory_order_relaxed); /* ours */
-	p->dstop = ada_detail_stop(*end, p->dold, p->dbytes);
-	if (lost != 0) /* single writer while the slot is owned */
-		atomic_store_explicit(p->dlost,
-		                      atomic_load_explicit(p->dlost, memory_order_relaxed) + lost,
-		                      memory_order_relaxed);
-	return w;
-}
-
 /* The calling thread's reserve: NULL when it has no detail ring or len is
  * too long for it (ada_detail_reserve_fast: NULL whenever the slow path is
- * needed, for callers that keep it out of line). The common case (room without a pad, nothing to
- * overwrite: the ring frees a sixteenth at a time) is one bounds check
- * against dstop and one store. len <= dmax is not tested there: a ring
- * of ADA_DETAIL_MIN_BYTES takes records up to 1016 bytes, and the callers
- * whose len is not a constant that small (ada_detail_push) test it first. */
+ * needed, for callers that keep it out of line). The common case (room
+ * left in the current chunk, which was freed whole when entered) is one
+ * bounds check against dstop and one store. len <= dmax is not tested
+ * there: the smallest chunk takes records up to ADA_DETAIL_CHUNK_MIN - 8
+ * bytes, and the callers whose len is not a constant that small
+ * (ada_detail_push) test it first. */
 static inline _Atomic uint64_t *ada_detail_reserve_fast(struct ada_producer *p, uint32_t len,
                                                         uint64_t *end)
 {
 	uint64_t pos = p->dpos;
 	uint64_t e = pos + ADA_DETAIL_HDR_BYTES + (((uint64_t)len + 7) & ~7ull);
 	if (ada_unlikely(e > p->dstop))
-		return NULL; /* a pad, old records to overwrite, or no ring: the slow path */
+		return NULL; /* a pad and the next chunk, or no ring: the slow path */
 	_Atomic uint64_t *w = &p->dwords[(pos & (p->dbytes - 1)) / 8];
 	/* Release: pairs with the acquire loads of the drain's copy. */
 	atomic_store_explicit(w, len, memory_order_release);
@@ -697,11 +688,12 @@ static inline _Atomic uint64_t *ada_detail_reserve(struct ada_producer *p, uint3
 	return ada_likely(w != NULL) ? w : ada_detail_reserve_slow(p, len, end);
 }
 
-/* Publishes the reserved record; pairs with the acquire load of head in
- * ada_detail_ring_snapshot(). */
+/* Publishes the reserved record (and counts it for the chunk marks);
+ * pairs with the acquire load of head in ada_detail_ring_snapshot(). */
 static inline void ada_detail_commit(struct ada_producer *p, uint64_t end)
 {
 	p->dpos = end;
+	p->dcount++;
 	atomic_store_explicit(p->dhead, end, memory_order_release);
 }
 

@@ -5,7 +5,9 @@
  * slot frees, drop totals, fault texts -- for a few passes.
  * Invariants (abort when broken): one pass never takes more than one
  * ring's worth from a slot; a quarantined slot yields nothing again; the
- * consumer's tail never passes the head it accepted.
+ * consumer's tail never passes the head it accepted. The detail ring's
+ * snapshot (src/ring/detail.c: any head, oldest, pads and record words)
+ * returns at most a ring's bytes, as records the iterator walks exactly.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,6 +17,32 @@
 #include "fuzz_arena_image.h"
 
 static volatile uint64_t fuzz_sink;
+
+/* The drain's detail copy of slot s, from 0 and then from where it ended
+ * (an incremental look), each walked record by record. */
+static void fuzz_detail(struct ada_arena *a, uint32_t s)
+{
+	static uint64_t buf[ADA_DETAIL_MIN_BYTES / 8];
+	uint64_t d = ada_arena_config_of(a)->detail_bytes, from = 0;
+	if (d == 0 || d > sizeof(buf))
+		return;
+	for (int i = 0; i < 2; i++) {
+		struct ada_detail_snapshot snap;
+		if (ada_detail_ring_snapshot(a, s, from, buf, sizeof(buf), &snap) != 0)
+			abort(); /* a valid slot and buffer: never refused */
+		if (snap.bytes > d || snap.begin > snap.end)
+			abort();
+		size_t off = 0;
+		uint32_t len;
+		uint64_t n = 0;
+		const uint8_t *r;
+		while ((r = ada_detail_rec_next(buf, snap.bytes, &off, &len)))
+			fuzz_sink += (len ? r[0] : 0) + len + n++;
+		if (n != snap.records || off != snap.bytes)
+			abort(); /* the snapshot wrote exactly the records it counts */
+		from = snap.end;
+	}
+}
 
 static void fuzz_slot(struct ada_arena *a, uint32_t s, uint64_t cap)
 {
@@ -47,6 +75,7 @@ static void fuzz_slot(struct ada_arena *a, uint32_t s, uint64_t cap)
 	}
 	if (taken > cap)
 		abort(); /* more than the ring could have held in one pass */
+	fuzz_detail(a, s);
 	if (si.state == ADA_SLOT_EXITED)
 		ada_arena_slot_free(a, s);
 }

@@ -3,6 +3,10 @@
  * of the oldest with drop counting, incremental snapshots, the padding at
  * the wrap point, and a producer overwriting records while the drain copies
  * them (no record may come back torn -- run under ThreadSanitizer too).
+ * The chunked reserve (ring.h, ada_detail_enter_chunk) is checked against
+ * a model written from its contract alone: pads at chunk ends, a record
+ * exactly filling a chunk, the largest record, the exact overwritten count
+ * through many laps, in rings of 4, 8 and 16 chunks.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -240,6 +244,190 @@ static void test_no_detail_ring(void **state)
 	unlink(path);
 }
 
+/* ---- the chunked layout, against a model ----
+ * The model knows only the contract: chunks of C bytes, a record (8-byte
+ * header + len padded to 8) never crosses a chunk's end, and a ring of n
+ * chunks holds the last n chunks written into; the records of every chunk
+ * before those were overwritten, each counted once. */
+struct model {
+	uint64_t c, n;     /* chunk bytes, chunks in the ring */
+	uint64_t k, off;   /* chunk records go to, offset in it */
+	uint64_t per[512]; /* records written into chunk k (k < 512) */
+	uint64_t total;
+	bool started;
+};
+
+static void model_push(struct model *m, uint32_t len)
+{
+	uint64_t need = 8 + ((len + 7) & ~7ull);
+	if (!m->started) {
+		m->started = true;
+	} else if (m->off + need > m->c) {
+		m->k++;
+		m->off = 0;
+	}
+	assert_true(m->k < 512);
+	m->per[m->k]++;
+	m->off += need;
+	m->total++;
+}
+
+/* Records overwritten so far (every chunk more than n behind k). */
+static uint64_t model_over(const struct model *m)
+{
+	uint64_t o = 0;
+	for (uint64_t i = 0; i + m->n <= m->k; i++)
+		o += m->per[i];
+	return o;
+}
+
+/* An arena of one slot with a detail ring of d bytes, this thread's. */
+static struct ada_arena *chunk_arena(struct fixture *f, uint64_t d, char *path, size_t cap)
+{
+	snprintf(path, cap, "%s/chunk%llu.ring", f->dir, (unsigned long long)d);
+	struct ada_arena_config c;
+	ada_arena_config_default(&c);
+	c.max_threads = 1;
+	c.index_events = 64;
+	c.detail_bytes = d;
+	struct ada_arena *a;
+	assert_int_equal(ada_arena_create(path, &c, &a, NULL), 0);
+	ada_producer_reset_thread();
+	ada_producer_set_arena(a);
+	return a;
+}
+
+static void chunk_arena_done(struct fixture *f, struct ada_arena *a, const char *path)
+{
+	ada_producer_reset_thread();
+	ada_producer_set_arena(f->a);
+	ada_arena_close(a);
+	unlink(path);
+}
+
+static uint64_t chunk_over(struct ada_arena *a)
+{
+	struct ada_slot_info si;
+	ada_arena_slot_info(a, 0, &si);
+	return si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
+}
+
+/* Snapshot of slot 0 from 0: records == the model's kept ones, the newest
+ * last, in order and intact; begin is the oldest chunk kept. */
+static void chunk_check(struct ada_arena *a, const struct model *m, uint32_t last_seq, uint64_t d)
+{
+	uint64_t *buf = malloc(d);
+	struct ada_detail_snapshot s;
+	assert_int_equal(ada_detail_ring_snapshot(a, 0, 0, buf, d, &s), 0);
+	uint64_t over = model_over(m);
+	assert_int_equal(chunk_over(a), over);
+	assert_int_equal(s.records, m->total - over);
+	if (m->k >= m->n)
+		assert_int_equal(s.begin, (m->k - m->n + 1) * m->c);
+	assert_int_equal(s.end, m->k * m->c + m->off);
+	size_t off = 0;
+	uint32_t len, want = last_seq + 1 - (uint32_t)s.records;
+	const uint8_t *r;
+	while ((r = ada_detail_rec_next(buf, s.bytes, &off, &len)))
+		assert_int_equal(rec_check(r, len), want++);
+	assert_int_equal(want, last_seq + 1);
+	free(buf);
+}
+
+/* Pushes seq as a self-checking record of len bytes (len >= 8). */
+static void chunk_push(struct model *m, uint32_t seq, uint32_t len)
+{
+	static uint8_t rec[ADA_DETAIL_CHUNK_MIN * 8];
+	memcpy(rec, &seq, 4);
+	memcpy(rec + 4, &len, 4);
+	for (uint32_t i = 8; i < len; i++)
+		rec[i] = (uint8_t)(seq * 7 + i);
+	assert_true(ada_detail_push(rec, len));
+	model_push(m, len);
+}
+
+/* 4 KiB: four chunks of 1 KiB. A record that fits the rest of a chunk
+ * exactly needs no pad; the next starts the next chunk. One that does
+ * not fit leaves a pad word to the chunk's end. */
+static void test_chunk_pad_and_exact_fill(void **state)
+{
+	struct fixture *f = *state;
+	char path[160];
+	struct ada_arena *a = chunk_arena(f, 4096, path, sizeof(path));
+	struct model m = {.c = 1024, .n = 4};
+	struct ada_producer *p = &ada_producer_tls;
+	uint32_t seq = 0;
+	for (int i = 0; i < 8; i++) /* 8 x (8 + 120) = one chunk, exactly */
+		chunk_push(&m, seq++, 120);
+	assert_int_equal(ada_detail_max_record(a), 1016);
+	assert_int_equal(p->dpos, 1024);
+	assert_int_equal(p->dstop, 1024); /* not entered yet: nothing to pad */
+	chunk_push(&m, seq++, 120);
+	assert_int_equal(p->dpos, 1024 + 128);
+	assert_int_equal(p->dstop, 2048);
+	/* 1152 + 7 x 112 = 1936: 112 bytes left, a record of 120 needs 128 */
+	for (int i = 0; i < 7; i++)
+		chunk_push(&m, seq++, 104);
+	assert_int_equal(p->dpos, 1936);
+	chunk_push(&m, seq++, 120);
+	uint64_t pad = atomic_load_explicit(&p->dwords[1936 / 8], memory_order_relaxed);
+	assert_int_equal(pad, ADA_DETAIL_PAD_BIT | 112);
+	assert_int_equal(p->dpos, 2048 + 128);
+	chunk_check(a, &m, seq - 1, 4096);
+	assert_int_equal(chunk_over(a), 0);
+	chunk_arena_done(f, a, path);
+}
+
+/* The largest record fills a chunk alone: the ring keeps the last four
+ * and counts every earlier one, exactly. */
+static void test_chunk_largest_record(void **state)
+{
+	struct fixture *f = *state;
+	char path[160];
+	struct ada_arena *a = chunk_arena(f, 4096, path, sizeof(path));
+	struct model m = {.c = 1024, .n = 4};
+	uint32_t max = ada_detail_max_record(a);
+	for (uint32_t seq = 0; seq < 10; seq++)
+		chunk_push(&m, seq, max);
+	assert_int_equal(chunk_over(a), 6);
+	chunk_check(a, &m, 9, 4096);
+	assert_false(ada_detail_push("x", max + 1)); /* one byte more: refused, counted */
+	struct ada_slot_info si;
+	ada_arena_slot_info(a, 0, &si);
+	assert_int_equal(si.drops[ADA_LANE_DETAIL][ADA_DROP_RING_FULL], 1);
+	chunk_arena_done(f, a, path);
+}
+
+/* Many laps of mixed lengths (short ones, ones that leave pads, whole
+ * chunks) in rings of 4, 8 and 16 chunks (16: the chunk freed and the one
+ * entered share a mark): the overwritten count is exact at every step. */
+static void test_chunk_laps_exact(void **state)
+{
+	struct fixture *f = *state;
+	static const uint64_t sizes[] = {4096, 8192, 65536};
+	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		uint64_t d = sizes[z];
+		char path[160];
+		struct ada_arena *a = chunk_arena(f, d, path, sizeof(path));
+		uint32_t max = ada_detail_max_record(a);
+		struct model m = {.c = max + 8u, .n = d / (max + 8u)};
+		assert_int_equal(m.n, d == 4096 ? 4 : d == 8192 ? 8 : 16);
+		uint32_t seq = 0;
+		while (m.k < 500 - 1) {
+			uint32_t len = 8 + (seq * 131) % 300;
+			if (seq % 97 == 0)
+				len = max; /* a whole chunk */
+			chunk_push(&m, seq, len);
+			if (seq % 61 == 0)
+				assert_int_equal(chunk_over(a), model_over(&m));
+			seq++;
+		}
+		chunk_check(a, &m, seq - 1, d);
+		assert_true(model_over(&m) > 0);
+		chunk_arena_done(f, a, path);
+	}
+}
+
 struct writer {
 	uint32_t count;
 	_Atomic int done;
@@ -291,6 +479,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_snapshot_after_lag, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_limits, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_no_detail_ring, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_chunk_pad_and_exact_fill, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_chunk_largest_record, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_chunk_laps_exact, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent_overwrite_never_torn, fx_setup,
 	                                    fx_teardown),
 	};
