@@ -7,6 +7,8 @@ packages=(
   build-essential cmake pkg-config clang-format
   liburing-dev libroaring-dev libcapstone-dev libelf-dev libxxhash-dev zlib1g-dev
   libjansson-dev libcmocka-dev libdeflate-dev
+  # the CRC-32 of the index files (src/wal/wal_internal.h); ISA-L first
+  libisal-dev
   # libiberty's cplus_demangle(): C++/Rust names in the reading commands
   libiberty-dev
   g++ valgrind
