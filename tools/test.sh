@@ -54,7 +54,7 @@ run_ctest release build -LE 'bench|fuzz'
 if [ "${ADA_TEST_SANITIZERS:-1}" = 1 ]; then
 	run_suite asan build-asan address '^(fs_|atf_|analyze_|ring_|test_wal_|test_trigger_|test_control_|test_keysym_|pipeline_|arena_trust_|hook_arch_|agent_)'
 	run_suite ubsan build-ubsan undefined '^(fs_|atf_|analyze_|ring_|test_wal_|test_trigger_|test_control_|test_keysym_|pipeline_|arena_trust_|hook_arch_|agent_)'
-	run_suite tsan build-tsan thread '^(ring_|test_wal_|test_trigger_|test_control_|test_keysym_swap|pipeline_)'
+	run_suite tsan build-tsan thread '^(ring_|test_wal_|test_trigger_|test_control_|test_keysym_swap|pipeline_|hook_arch_verdicts_threads)'
 else
 	disabled+=("asan,ubsan,tsan=ADA_TEST_SANITIZERS=0")
 fi

@@ -183,7 +183,8 @@ static void agent_json_module(FILE *f, const struct agent_module *m)
 	        ", \"trampolines_us\": %" PRIu64 ", \"patch_us\": %" PRIu64,
 	        m->ns_prepare / 1000, m->ns_xref / 1000, m->ns_emit / 1000, m->ns_apply / 1000);
 	static const char *const cache_names[] = {"off", "hit", "miss"};
-	fprintf(f, ", \"plan_cache\": \"%s\"}", cache_names[m->cache]);
+	fprintf(f, ", \"plan_cache\": \"%s\", \"analysis_threads\": %d}", cache_names[m->cache],
+	        m->par ? 2 : 1);
 }
 
 static void agent_json_body(FILE *f)
@@ -209,6 +210,13 @@ static void agent_json_body(FILE *f)
 	        ", \"off\": %" PRIu64 ", \"untrusted\": %" PRIu64 "}",
 	        cache[AGENT_CACHE_HIT], cache[AGENT_CACHE_MISS], cache[AGENT_CACHE_OFF],
 	        agent.cache_untrusted);
+	uint64_t par = 0;
+	for (size_t i = 0; i < agent.n_mods; i++)
+		par += agent.mods[i].par;
+	fprintf(f,
+	        ",\n  \"analysis_threads\": {\"two_threads\": %" PRIu64
+	        ", \"helper_failed\": %" PRIu64 "}",
+	        par, agent.par_fallback);
 	uint64_t un[AGENT_UNTRACED_COUNT];
 	agent_untraced_counts(un);
 	fprintf(f,

@@ -18,6 +18,9 @@
 #include <fnmatch.h>
 #include <link.h>
 #include <linux/membarrier.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -155,6 +158,101 @@ static int install_rd_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+/* Work shared with a helper thread (install_run()): ranges of grain
+ * indices handed out in turn to whichever thread asks first. */
+struct install_par {
+	discover_body body;
+	void *arg;
+	size_t n, grain;
+	atomic_size_t next;
+};
+
+static void install_par_work(struct install_par *p)
+{
+	for (;;) {
+		/* Relaxed: it only hands out indices, each range to one thread;
+		 * what the ranges compute reaches the caller by pthread_join. */
+		size_t lo = atomic_fetch_add_explicit(&p->next, p->grain, memory_order_relaxed);
+		if (lo >= p->n)
+			return;
+		p->body(p->arg, lo, p->n - lo < p->grain ? p->n : lo + p->grain);
+	}
+}
+
+/* The helper thread's body. Its guard is set for good, as in
+ * process_child_unfollow(): it runs only while no patch exists
+ * (agent.par_analysis), and nothing it calls may ever be traced. */
+static void *install_helper_main(void *arg)
+{
+	agent_guard_enter();
+	install_par_work(arg);
+	return NULL;
+}
+
+/* Below this many ranges a helper thread (~50 us to create and join)
+ * costs about what it saves. */
+#define INSTALL_PAR_MIN_RANGES 8
+
+/* Set by install_run() when a helper took part since the last reset. */
+static bool install_par_used;
+
+/* A discover_runner: at start-up (agent.par_analysis) this thread and
+ * one helper take the ranges in turn, and the helper is joined before
+ * returning; otherwise, or when the helper cannot be created (counted in
+ * agent.json: analysis_threads.helper_failed), this thread alone. */
+static void install_run(discover_body body, void *arg, size_t n, size_t grain)
+{
+	struct install_par p = {body, arg, n, grain ? grain : 1, 0};
+	if (!agent.par_analysis || n / p.grain < INSTALL_PAR_MIN_RANGES) {
+		body(arg, 0, n);
+		return;
+	}
+	/* Every signal blocked on the helper (it inherits this mask): none
+	 * meant for the program is delivered to a thread that is not its. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_t thr;
+	int err = pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (!err) {
+		err = pthread_create(&thr, NULL, install_helper_main, &p);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	install_par_work(&p);
+	if (err) {
+		agent.par_fallback++;
+		return;
+	}
+	pthread_join(thr, NULL); /* the helper's results happen before ours */
+	install_par_used = true;
+}
+
+/* Full analysis of the functions [lo, hi) of m still ADA_HOOK_OK. Each
+ * function's verdict and plan depend only on its own bytes (and the
+ * module's tables), and each range writes only its own entries. */
+struct install_full {
+	struct agent_module *m;
+	struct hook_arch_plan *plans;
+	const struct hook_arch_memview *mv;
+};
+
+static void install_prepare_range(void *arg, size_t lo, size_t hi)
+{
+	const struct install_full *x = arg;
+	for (size_t i = lo; i < hi; i++) {
+		struct ada_hook_fn *f = &x->m->st.fns[i];
+		if (f->status != ADA_HOOK_OK)
+			continue;
+		uint64_t addr = x->m->base + f->offset;
+		f->status = (uint8_t)hook_arch_prepare_mem((const uint8_t *)addr, addr, f->size,
+		                                           x->mv, &x->plans[i]);
+	}
+}
+
+/* Functions per range of the full analysis: small enough to balance two
+ * threads (the cost per function varies a thousandfold), large enough to
+ * keep the hand-out rare. */
+#define INSTALL_PREPARE_GRAIN 32
+
 /* hook_arch_prepare on every function still ADA_HOOK_OK. With ce (a plan
  * cache hit), only the prologue is decoded for a cached OK and a cached
  * skip reason is taken as is. Returns how many remain candidates, or
@@ -165,23 +263,23 @@ static size_t install_prepare(struct agent_module *m, struct hook_arch_plan *pla
 {
 	size_t n = 0;
 	struct install_rd rd = {.m = m};
-	if (!ce)
+	if (!ce) {
 		dl_iterate_phdr(install_rd_cb, &rd);
-	struct hook_arch_memview mv = {rd.v, rd.n};
+		struct hook_arch_memview mv = {rd.v, rd.n};
+		struct install_full x = {m, plans, &mv};
+		install_run(install_prepare_range, &x, m->st.count, INSTALL_PREPARE_GRAIN);
+	}
 	for (size_t i = 0; i < m->st.count; i++) {
 		struct ada_hook_fn *f = &m->st.fns[i];
 		if (f->status != ADA_HOOK_OK)
 			continue;
 		uint64_t addr = m->base + f->offset;
 		const uint8_t *code = (const uint8_t *)addr;
-		if (!ce) {
-			f->status =
-			    (uint8_t)hook_arch_prepare_mem(code, addr, f->size, &mv, &plans[i]);
-		} else if (ce[i].status != ADA_HOOK_OK) {
+		if (ce && ce[i].status != ADA_HOOK_OK) {
 			f->status = ce[i].status;
-		} else if (hook_arch_prepare_prologue(code, addr, f->size, &plans[i]) !=
-		               ADA_HOOK_OK ||
-		           plans[i].patch_len != ce[i].patch_len) {
+		} else if (ce && (hook_arch_prepare_prologue(code, addr, f->size, &plans[i]) !=
+		                      ADA_HOOK_OK ||
+		                  plans[i].patch_len != ce[i].patch_len)) {
 			return SIZE_MAX;
 		}
 		n += f->status == ADA_HOOK_OK;
@@ -371,10 +469,12 @@ static size_t install_analyse(struct agent_module *m, struct hook_arch_plan *pla
 	m->cache = !c.on ? AGENT_CACHE_OFF : n != SIZE_MAX ? AGENT_CACHE_HIT : AGENT_CACHE_MISS;
 	*err = 0;
 	if (n == SIZE_MAX) {
+		install_par_used = false;
 		n = install_prepare(m, plans, NULL);
 		uint64_t tx = agent_now_ns();
-		*err = n ? discover_xref_check(m->base, &m->st, plans) : 0;
+		*err = n ? discover_xref_check(m->base, &m->st, plans, install_run) : 0;
 		m->ns_xref = agent_now_ns() - tx;
+		m->par = install_par_used;
 		if (!*err && c.on)
 			install_cache_store(m, &c, plans);
 	}
@@ -477,49 +577,71 @@ int agent_reinstall(void)
 	return err;
 }
 
-static int install_module(struct agent_module *m)
+/* One module between its analysis and its patches (install_new()). */
+struct install_job {
+	size_t mod; /* index in agent.mods (which may move while others are added) */
+	struct hook_arch_plan *plans;
+	struct hook_patch *patches, *undo;
+	size_t n_cand;
+	int err;
+	bool analysed; /* symbols read: install_finish() has work */
+};
+
+/* Symbols, verdicts, plans: everything but the trampolines and patches. */
+static void install_analyse_module(struct install_job *j)
 {
+	struct agent_module *m = &agent.mods[j->mod];
 	uint64_t t0 = agent_now_ns();
-	int err = ada_hook_symtab_read(m->path, NULL, &m->st);
-	if (err) {
+	j->err = ada_hook_symtab_read(m->path, NULL, &m->st);
+	if (j->err) {
 		agent_log("cannot read the symbols of %s (%s); not traced", m->path,
-		          strerror(-err));
-		return err;
+		          strerror(-j->err));
+		return;
 	}
+	j->analysed = true;
 	uint64_t t1 = agent_now_ns();
-	struct hook_arch_plan *plans = calloc(m->st.count ? m->st.count : 1, sizeof(*plans));
-	struct hook_patch *patches = calloc(m->st.count ? m->st.count : 1, sizeof(*patches));
-	struct hook_patch *undo = calloc(m->st.count ? m->st.count : 1, sizeof(*undo));
-	err = -ENOMEM;
-	if (!plans || !patches || !undo)
-		goto out;
-	size_t n_cand = install_analyse(m, plans, &err);
-	if (err) {
-		install_patch_failed(m, err); /* cannot prove them safe: hook none */
-		goto out;
+	m->ns_symbols = t1 - t0;
+	j->plans = calloc(m->st.count ? m->st.count : 1, sizeof(*j->plans));
+	j->patches = calloc(m->st.count ? m->st.count : 1, sizeof(*j->patches));
+	j->undo = calloc(m->st.count ? m->st.count : 1, sizeof(*j->undo));
+	j->err = -ENOMEM;
+	if (j->plans && j->patches && j->undo) {
+		j->n_cand = install_analyse(m, j->plans, &j->err);
+		if (j->err)
+			install_patch_failed(m, j->err); /* cannot prove them safe: hook none */
 	}
+	m->ns_prepare = agent_now_ns() - t1;
+}
+
+/* Trampolines and patches of an analysed module; frees the job. */
+static int install_finish(struct install_job *j)
+{
+	struct agent_module *m = &agent.mods[j->mod];
+	int err = j->err;
+	if (!j->analysed)
+		return err;
+	if (err)
+		goto out;
 	uint64_t t2 = agent_now_ns();
-	size_t np = n_cand ? install_emit(m, plans, n_cand, patches, undo) : 0;
+	size_t np = j->n_cand ? install_emit(m, j->plans, j->n_cand, j->patches, j->undo) : 0;
 	install_register_specials(m);
 	err = hook_mem_seal(agent.mem);
 	uint64_t t3 = agent_now_ns();
 	if (!err && np)
-		err = install_apply(m, patches, undo, np);
-	m->ns_prepare = t2 - t1;
+		err = install_apply(m, j->patches, j->undo, np);
 	m->ns_emit = t3 - t2;
 	m->ns_apply = agent_now_ns() - t3;
 	if (err) {
 		agent_attach_unplace(m->lo, m->hi); /* its trampolines stay unused */
 		install_patch_failed(m, err);
 	} else
-		patches = undo = NULL; /* kept by m */
+		j->patches = j->undo = NULL; /* kept by m */
 out:
 	install_count(m);
-	free(plans);
-	free(patches);
-	free(undo);
-	m->ns_symbols = t1 - t0;
-	m->ns_patching = agent_now_ns() - t1;
+	free(j->plans);
+	free(j->patches);
+	free(j->undo);
+	m->ns_patching = m->ns_prepare + m->ns_emit + m->ns_apply;
 	return err;
 }
 
@@ -593,6 +715,40 @@ static void install_forget_gone(void)
 	}
 }
 
+/* The start-up scan analyses every module before it patches any
+ * (agent.par_analysis): then a helper thread may share the analysis
+ * (install_prepare_full()) while no patch exists, so nothing it runs, libc
+ * included, can be traced. Later scans (dlopen, ada attach) patch each
+ * module right after its analysis, on one thread. */
+static void install_new(const struct discover_image *v, size_t n)
+{
+	bool two_phase = agent.n_mods == 0 && !agent.attached;
+	struct install_job *jobs = two_phase ? calloc(n ? n : 1, sizeof(*jobs)) : NULL;
+	size_t nj = 0;
+	agent.par_analysis = jobs != NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].skip != ADA_HOOK_OK) {
+			install_ignore(&v[i]);
+			continue;
+		}
+		if (install_find(&v[i]))
+			continue;
+		struct agent_module *m = install_add(&v[i]);
+		if (!m)
+			break;
+		struct install_job one = {.mod = (size_t)(m - agent.mods)};
+		struct install_job *j = jobs ? &jobs[nj++] : &one;
+		*j = one;
+		install_analyse_module(j);
+		if (!jobs)
+			install_finish(j);
+	}
+	agent.par_analysis = false;
+	for (size_t k = 0; k < nj; k++)
+		install_finish(&jobs[k]);
+	free(jobs);
+}
+
 size_t agent_scan(void)
 {
 	struct discover_image *v = NULL;
@@ -613,19 +769,10 @@ size_t agent_scan(void)
 	}
 	install_forget_gone();
 	size_t first_new = agent.n_mods;
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].skip != ADA_HOOK_OK) {
-			install_ignore(&v[i]);
-			continue;
-		}
-		if (install_find(&v[i]))
-			continue;
-		struct agent_module *m = install_add(&v[i]);
-		if (!m)
-			break;
-		install_module(m);
-		agent.ns_symbols += m->ns_symbols;
-		agent.ns_patching += m->ns_patching;
+	install_new(v, n);
+	for (size_t i = first_new; i < agent.n_mods; i++) {
+		agent.ns_symbols += agent.mods[i].ns_symbols;
+		agent.ns_patching += agent.mods[i].ns_patching;
 	}
 	free(v);
 	if (agent_hot.detail_on)

@@ -208,6 +208,7 @@ struct agent_module {
 	uint64_t ns_prepare, ns_emit, ns_apply; /* the parts of ns_patching */
 	uint64_t ns_xref; /* part of ns_prepare: the cross-function branch sweep */
 	enum agent_cache_use cache;
+	bool par; /* analysed on two threads (agent_install.c) */
 	/* The patches applied and the original bytes they replaced (same
 	 * order, n_patch each): ada attach's detach restores the originals,
 	 * a later attach applies the patches again (agent_attach.c). */
@@ -246,6 +247,11 @@ struct agent_state {
 	uint32_t next_id;
 	uint64_t cache_agent_hash; /* plan cache key part; 0: cache off */
 	uint64_t cache_untrusted;  /* modules whose cache file or place was not trusted */
+	/* The start-up scan's analysis may take a helper thread (no patch
+	 * exists yet); par_fallback: modules analysed on one thread because
+	 * the helper could not be created. */
+	bool par_analysis;
+	uint64_t par_fallback;
 	uint64_t ns_arena, ns_discovery, ns_symbols, ns_patching, ns_files, ns_total;
 	char session_dir[PATH_MAX]; /* "" when ADA_SESSION_DIR is unset */
 	char cache_dir[PATH_MAX];   /* the plan cache's directory; "": none */

@@ -30,11 +30,20 @@ struct discover_image {
  * *out with free(). */
 int discover_images(uint64_t self_addr, struct discover_image **out, size_t *n_out);
 
+/* Runs body(arg, lo, hi) over ranges that cover [0, n) once, grain
+ * indices at a time (the last range may be shorter), perhaps on two
+ * threads at once, and returns when every range is done. The agent's
+ * start-up passes one that shares the ranges with a helper thread
+ * (agent_install.c); NULL: all of [0, n) here, on the calling thread. */
+typedef void (*discover_body)(void *arg, size_t lo, size_t hi);
+typedef void (*discover_runner)(discover_body body, void *arg, size_t n, size_t grain);
+
 /* Marks ADA_SKIP_BRANCH_INTO_PATCH every ADA_HOOK_OK function of st
  * (loaded at base; plans[i] prepared for function i) into whose patched
- * bytes some other function of the image branches. 0 or -ENOMEM. */
+ * bytes some other function of the image branches. run: who sweeps the
+ * functions (the result does not depend on it). 0 or -ENOMEM. */
 int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
-                        const struct hook_arch_plan *plans);
+                        const struct hook_arch_plan *plans, discover_runner run);
 
 /* discover_ehframe.c: the image's .eh_frame_hdr search table, as the
  * loader mapped it. */

@@ -14,7 +14,11 @@
  * decode (hook_arch_insn_len: the fast length table, capstone where it
  * declines) of only the functions the scan flagged.
  *
- * Threads: the init thread or a dlopen rescan, under agent.lock.
+ * Threads: the init thread or a dlopen rescan, under agent.lock; at
+ * start-up the exact pass may be shared with the agent's helper thread
+ * (discover_runner): each share of XREF_GRAIN functions fills its own
+ * target list, and the lists are merged and sorted afterwards, so the
+ * verdicts do not depend on which thread took which share.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,7 +36,7 @@ struct xref_targets {
 static int xref_push(struct xref_targets *t, uint64_t target)
 {
 	if (t->n == t->cap) {
-		size_t nc = t->cap ? 2 * t->cap : 4096;
+		size_t nc = t->cap ? 2 * t->cap : 256;
 		uint64_t *nv = realloc(t->v, nc * sizeof(*nv));
 		if (!nv)
 			return -ENOMEM;
@@ -175,29 +179,70 @@ static bool xref_scannable(const struct ada_hook_fn *f)
 	return f->status != ADA_SKIP_ALIAS && f->status != ADA_SKIP_OUTSIDE_TEXT && f->size != 0;
 }
 
-/* Exact pass: decode the suspect functions, collect their real targets. */
-static int xref_decode_suspects(uint64_t base, const struct ada_hook_symtab *st,
-                                const struct xref_map *mp, struct xref_targets *t)
+/* Functions per share of the exact pass: each share collects its
+ * targets into its own list, so shares may run on different threads. */
+#define XREF_GRAIN 64
+
+struct xref_pass {
+	uint64_t base;
+	const struct ada_hook_symtab *st;
+	const struct xref_map *mp;
+	struct xref_targets *t; /* one per share */
+	int *err;               /* one per share */
+};
+
+/* Exact pass over the shares [lo, hi): decode the suspect functions,
+ * collect their real targets. */
+static void xref_decode_shares(void *arg, size_t lo, size_t hi)
 {
-	int err = 0;
-	for (size_t i = 0; !err && i < st->count; i++) {
-		const struct ada_hook_fn *f = &st->fns[i];
-		const uint8_t *code = (const uint8_t *)(uintptr_t)(base + f->offset);
-		if (xref_scannable(f) && xref_suspect(code, base + f->offset, f->size, mp))
-			err = xref_sweep(code, base + f->offset, f->size, t);
+	const struct xref_pass *x = arg;
+	for (size_t k = lo; k < hi; k++) {
+		size_t end =
+		    (k + 1) * XREF_GRAIN < x->st->count ? (k + 1) * XREF_GRAIN : x->st->count;
+		for (size_t i = k * XREF_GRAIN; !x->err[k] && i < end; i++) {
+			const struct ada_hook_fn *f = &x->st->fns[i];
+			const uint8_t *code = (const uint8_t *)(uintptr_t)(x->base + f->offset);
+			if (xref_scannable(f) &&
+			    xref_suspect(code, x->base + f->offset, f->size, x->mp))
+				x->err[k] =
+				    xref_sweep(code, x->base + f->offset, f->size, &x->t[k]);
+		}
 	}
+}
+
+/* Every share's targets in one list (the first error, if any). */
+static int xref_decode_suspects(uint64_t base, const struct ada_hook_symtab *st,
+                                const struct xref_map *mp, struct xref_targets *t,
+                                discover_runner run)
+{
+	size_t ns = (st->count + XREF_GRAIN - 1) / XREF_GRAIN;
+	struct xref_pass x = {base, st, mp, calloc(ns ? ns : 1, sizeof(*x.t)),
+	                      calloc(ns ? ns : 1, sizeof(*x.err))};
+	int err = x.t && x.err ? 0 : -ENOMEM;
+	if (!err && run)
+		run(xref_decode_shares, &x, ns, 1);
+	else if (!err)
+		xref_decode_shares(&x, 0, ns);
+	for (size_t k = 0; x.t && x.err && k < ns; k++) {
+		err = err ? err : x.err[k];
+		for (size_t i = 0; !err && i < x.t[k].n; i++)
+			err = xref_push(t, x.t[k].v[i]);
+		free(x.t[k].v);
+	}
+	free(x.t);
+	free(x.err);
 	return err;
 }
 
 int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
-                        const struct hook_arch_plan *plans)
+                        const struct hook_arch_plan *plans, discover_runner run)
 {
 	struct xref_map mp = {0};
 	struct xref_targets t = {0};
 	int err = xref_map_build(base, st, plans, &mp);
 	if (err)
 		return err > 0 ? 0 : err;
-	err = xref_decode_suspects(base, st, &mp, &t);
+	err = xref_decode_suspects(base, st, &mp, &t, run);
 	if (!err) {
 		if (t.n) /* qsort(NULL, 0, ...) is undefined */
 			qsort(t.v, t.n, sizeof(*t.v), xref_cmp);

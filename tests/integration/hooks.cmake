@@ -89,6 +89,13 @@ ada_itest(signal_async.O0 target --nondeterministic -- ${T}/t_signal_O0 async)
 ada_itest(pthread_exit.O0 target -- ${T}/t_pthread_exit_O0)
 ada_itest(pthread_exit.O2 target -- ${T}/t_pthread_exit_O2)
 ada_itest(dlopen.O2 target --own-module libt_dlib.so -- ${T}/t_dlopen_O2 ${T}/libt_dlib.so)
+# Cold start (issue 13): the start-up analysis shared with a helper thread
+# gives the verdicts the cache then serves warm, and again on a second cold run.
+add_test(NAME e2e.cold_start
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/coldstart_test.py
+                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work/cold_start
+                 -- ${T}/t_threads_O2)
+set_tests_properties(e2e.cold_start PROPERTIES TIMEOUT 150 LABELS "e2e")
 # The program clears or replaces its environment, then dlopens and forks
 # (issue 14: nginx's workers): the library is hooked, the child recorded.
 # Children started with an explicit environment that lacks LD_PRELOAD and

@@ -50,7 +50,9 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
   target_include_directories(test_hook_verdicts PRIVATE ${CMOCKA_INCLUDE_DIR}
     ${CMAKE_SOURCE_DIR}/src/hook ${CMAKE_SOURCE_DIR}/src/hook/x86_64)
   target_link_libraries(test_hook_verdicts PRIVATE ada_agent_core ada_hook_arch ada_dep_elf
-    ${CMOCKA_LIBRARY})
+    ${CMOCKA_LIBRARY} Threads::Threads)
   add_test(NAME hook_arch_verdicts COMMAND test_hook_verdicts)
-  set_tests_properties(hook_arch_verdicts PROPERTIES SKIP_RETURN_CODE 77)
+  # The two-thread analysis alone (the thread-sanitizer stage runs this one).
+  add_test(NAME hook_arch_verdicts_threads COMMAND test_hook_verdicts threads)
+  set_tests_properties(hook_arch_verdicts hook_arch_verdicts_threads PROPERTIES SKIP_RETURN_CODE 77)
 endif()

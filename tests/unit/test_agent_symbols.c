@@ -171,7 +171,7 @@ static void test_xref(void **state)
 	};
 	struct ada_hook_symtab st = {.fns = fns, .count = 3, .names = names, .names_len = 6};
 	struct hook_arch_plan plans[3] = {{.patch_len = 5}, {.patch_len = 5}, {.patch_len = 5}};
-	assert_int_equal(discover_xref_check((uint64_t)(uintptr_t)code, &st, plans), 0);
+	assert_int_equal(discover_xref_check((uint64_t)(uintptr_t)code, &st, plans, NULL), 0);
 	assert_int_equal(fns[0].status, ADA_HOOK_OK);
 	assert_int_equal(fns[1].status, ADA_SKIP_BRANCH_INTO_PATCH);
 	assert_int_equal(fns[2].status, ADA_HOOK_OK);

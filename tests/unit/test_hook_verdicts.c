@@ -14,12 +14,16 @@
  * is printed. test_prologue_kinds: the same on hand-assembled prologues
  * the table classifies or leaves to capstone; test_switch_tables: on
  * hand-assembled switch dispatches, which the switch reader decodes with
- * its compact decoder (x86_swdec.c) or capstone alone.
+ * its compact decoder (x86_swdec.c) or capstone alone; test_two_threads:
+ * two threads analysing halves of libc and libstdc++ side by side, as the
+ * agent's cold start-up does, against one thread (also run alone as
+ * hook_arch_verdicts_threads, in the thread-sanitizer stage).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -98,7 +102,7 @@ static double analyse(const struct ada_hook_symtab *st0, uint8_t *img, struct ad
 		st->fns[i].status = (uint8_t)hook_arch_prepare_mem((const uint8_t *)a, a,
 		                                                   st->fns[i].size, mem, &plans[i]);
 	}
-	assert_int_equal(discover_xref_check((uint64_t)(uintptr_t)img, st, plans), 0);
+	assert_int_equal(discover_xref_check((uint64_t)(uintptr_t)img, st, plans, NULL), 0);
 	return now_ms() - t0;
 }
 
@@ -376,11 +380,113 @@ static void test_switch_tables(void **state)
 	munmap(low, 4096);
 }
 
-int main(void)
+/* One thread's share of the functions, as the agent's start-up splits a
+ * module (agent_install.c): [lo, hi). */
+struct share {
+	const struct ada_hook_symtab *st0;
+	uint8_t *img;
+	uint8_t *status;
+	struct hook_arch_plan *plans;
+	size_t lo, hi;
+};
+
+static void *share_run(void *arg)
+{
+	const struct share *s = arg;
+	for (size_t i = s->lo; i < s->hi; i++) {
+		memset(&s->plans[i], 0, sizeof(s->plans[i]));
+		s->status[i] = s->st0->fns[i].status;
+		if (s->status[i] != ADA_HOOK_OK)
+			continue;
+		uint64_t a = (uint64_t)(uintptr_t)s->img + s->st0->fns[i].offset;
+		s->status[i] = (uint8_t)hook_arch_prepare_mem(
+		    (const uint8_t *)a, a, s->st0->fns[i].size, &image_mem, &s->plans[i]);
+	}
+	return NULL;
+}
+
+/* Two threads analysing halves of one image side by side (each takes a
+ * free capstone handle of prepare's pool) give the verdicts and whole
+ * plans of one thread alone; split at the agent's point (half of the
+ * candidates' bytes) and at two others. Returns 0 when path is missing. */
+static int check_threads(const char *path)
+{
+	struct ada_hook_symtab st0;
+	size_t len;
+	if (access(path, R_OK) || ada_hook_symtab_read(path, NULL, &st0))
+		return 0;
+	uint8_t *img = load_image(path, &len);
+	size_t n = st0.count;
+	uint8_t *st1 = calloc(n + 1, 1), *st2 = calloc(n + 1, 1);
+	struct hook_arch_plan *p1 = calloc(n + 1, sizeof(*p1)), *p2 = calloc(n + 1, sizeof(*p2));
+	assert_true(img && st1 && st2 && p1 && p2);
+	struct share one = {&st0, img, st1, p1, 0, n};
+	share_run(&one);
+	uint64_t total = 0, half = 0;
+	size_t mid = 0;
+	for (size_t i = 0; i < n; i++)
+		total += st0.fns[i].status == ADA_HOOK_OK ? st0.fns[i].size : 0;
+	for (size_t i = 0; i < n && half < total / 2; i++) {
+		half += st0.fns[i].status == ADA_HOOK_OK ? st0.fns[i].size : 0;
+		mid = i + 1;
+	}
+	const size_t splits[] = {mid, n / 3, n - n / 5};
+	for (size_t k = 0; k < sizeof(splits) / sizeof(splits[0]); k++) {
+		struct share a = {&st0, img, st2, p2, 0, splits[k]};
+		struct share b = {&st0, img, st2, p2, splits[k], n};
+		pthread_t thr;
+		assert_int_equal(pthread_create(&thr, NULL, share_run, &b), 0);
+		share_run(&a);
+		assert_int_equal(pthread_join(thr, NULL), 0);
+		size_t diff = 0, ok = 0;
+		for (size_t i = 0; i < n; i++) {
+			ok += st1[i] == ADA_HOOK_OK;
+			if (st1[i] == st2[i] && p1[i].patch_len == p2[i].patch_len &&
+			    p1[i].fn_addr == p2[i].fn_addr && same_insns(&p1[i], &p2[i]))
+				continue;
+			if (diff++ < 20)
+				printf("# DIFF %s %s: one thread %s/%zu, two %s/%zu\n", path,
+				       ada_hook_fn_name(&st0, &st0.fns[i]), hook_skip_name(st1[i]),
+				       p1[i].patch_len, hook_skip_name(st2[i]), p2[i].patch_len);
+		}
+		printf("# %s: split at %zu of %zu, %zu hookable: two threads == one\n", path,
+		       splits[k], n, ok);
+		assert_int_equal(diff, 0);
+	}
+	free(st1);
+	free(st2);
+	free(p1);
+	free(p2);
+	free(img);
+	ada_hook_symtab_fini(&st0);
+	return 1;
+}
+
+static void test_two_threads(void **state)
+{
+	(void)state;
+	static const char *const files[] = {
+	    "/lib/x86_64-linux-gnu/libc.so.6",
+	    "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+	};
+	int n = 0;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		n += check_threads(files[i]);
+	if (n == 0) {
+		print_message("skip: none of the listed system libraries could be read\n");
+		skip();
+	}
+}
+
+/* `threads`: test_two_threads alone (the thread-sanitizer stage runs it). */
+int main(int argc, char **argv)
 {
 	elf_version(EV_CURRENT);
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_prologue_kinds),
-	                                   cmocka_unit_test(test_switch_tables),
-	                                   cmocka_unit_test(test_same_verdicts)};
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_prologue_kinds), cmocka_unit_test(test_switch_tables),
+	    cmocka_unit_test(test_same_verdicts), cmocka_unit_test(test_two_threads)};
+	const struct CMUnitTest threads[] = {cmocka_unit_test(test_two_threads)};
+	if (argc > 1 && !strcmp(argv[1], "threads"))
+		return cmocka_run_group_tests(threads, NULL, NULL);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,8 +4,11 @@
  * relocated (hook_arch_prepare()).
  *
  * Threads: called at agent init and from dlopen, on any thread, never in
- * hook context. Capstone handles are not thread-safe, so the one handle is
- * opened once (pthread_once) and used under plan_lock.
+ * hook context; at a cold start on two threads at once (agent_install.c).
+ * Capstone handles are not thread-safe: PLAN_DECODERS handles, each with
+ * its decode buffer and its own lock, are opened once (pthread_once); a
+ * call takes the first one free (plan_acquire), so two analysing threads
+ * decode side by side. Which handle decodes changes no result.
  *
  * Soundness rules (a function is skipped, never patched, when unsure):
  *  - the displaced instructions must lie inside [addr, addr+size);
@@ -48,26 +51,61 @@
 
 #define PATCH_MIN 5
 
-static csh plan_cs;
-static cs_insn *plan_ci; /* one decode buffer, used under plan_lock */
-static int plan_cs_err;
+/* One capstone handle and its decode buffer, used under its lock. */
+struct plan_dec {
+	csh cs;
+	cs_insn *ci;
+	bool ok;
+	pthread_mutex_t lock;
+};
+
+/* Two: the agent analyses on two threads at most (agent_install.c). */
+#define PLAN_DECODERS 2
+static struct plan_dec plan_decs[PLAN_DECODERS] = {{.lock = PTHREAD_MUTEX_INITIALIZER},
+                                                   {.lock = PTHREAD_MUTEX_INITIALIZER}};
 static pthread_once_t plan_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void plan_cs_open(void)
 {
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &plan_cs) != CS_ERR_OK) {
-		plan_cs_err = 1;
-		return;
+	for (size_t i = 0; i < PLAN_DECODERS; i++) {
+		struct plan_dec *d = &plan_decs[i];
+		if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->cs) != CS_ERR_OK)
+			continue;
+		/* Default Intel syntax: branch targets print as a bare number. */
+		cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
+		/* Allocated with detail on, so it serves both kinds of decoding. */
+		d->ci = cs_malloc(d->cs);
+		if (!d->ci) {
+			cs_close(&d->cs);
+			continue;
+		}
+		d->ok = true;
 	}
-	/* Default Intel syntax: branch targets print as a bare number. */
-	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_ON);
-	/* Allocated with detail on, so it serves both kinds of decoding. */
-	plan_ci = cs_malloc(plan_cs);
-	if (!plan_ci) {
-		cs_close(&plan_cs);
-		plan_cs_err = 1;
+}
+
+/* A decoder for the calling thread, locked: the first free one, else
+ * the first that opened (waiting for it). NULL when none opened. The
+ * handles are written once under plan_once, read-only afterwards. */
+static struct plan_dec *plan_acquire(void)
+{
+	pthread_once(&plan_once, plan_cs_open);
+	struct plan_dec *first = NULL;
+	for (size_t i = 0; i < PLAN_DECODERS; i++) {
+		struct plan_dec *d = &plan_decs[i];
+		if (!d->ok)
+			continue;
+		if (pthread_mutex_trylock(&d->lock) == 0)
+			return d;
+		first = first ? first : d;
 	}
+	if (first)
+		pthread_mutex_lock(&first->lock);
+	return first;
+}
+
+static void plan_release(struct plan_dec *d)
+{
+	pthread_mutex_unlock(&d->lock);
 }
 
 static const char *const skip_names[ADA_SKIP_REASON_COUNT] = {
@@ -328,8 +366,9 @@ static int plan_fast_insn(const uint8_t *p, size_t n, const struct x86_len_info 
 
 /* Decodes whole instructions until >= PATCH_MIN bytes are covered. */
 static enum ada_hook_skip plan_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
-                                        cs_insn *ci, struct hook_arch_plan *plan)
+                                        struct plan_dec *d, struct hook_arch_plan *plan)
 {
+	cs_insn *ci = d->ci;
 	const uint8_t *p = code;
 	size_t left = size;
 	uint64_t pc = addr;
@@ -360,7 +399,7 @@ static enum ada_hook_skip plan_prologue(const uint8_t *code, uint64_t addr, uint
 			left -= fast;
 			pc += fast;
 		} else {
-			if (!cs_disasm_iter(plan_cs, &p, &left, &pc, ci))
+			if (!cs_disasm_iter(d->cs, &p, &left, &pc, ci))
 				/* Fewer than 15 bytes left: the insn may run past the end. */
 				return left < 15 ? ADA_SKIP_TOO_SHORT : ADA_SKIP_UNDECODABLE;
 			if (plan->patch_len + ci->size > HOOK_ARCH_MAX_PATCH)
@@ -515,9 +554,9 @@ static enum ada_hook_skip plan_scan_insn(const cs_insn *ci, uint64_t addr, size_
 }
 
 /* Vector, x87, MMX and mask registers: not where code addresses live. */
-static int plan_is_gpr(x86_reg r)
+static int plan_is_gpr(csh cs, x86_reg r)
 {
-	const char *n = cs_reg_name(plan_cs, r);
+	const char *n = cs_reg_name(cs, r);
 
 	if (!n || r == X86_REG_EFLAGS || r == X86_REG_RIP)
 		return 0;
@@ -528,7 +567,7 @@ static int plan_is_gpr(x86_reg r)
 
 /* Does this instruction leave a code address of the function in a
  * general register or on the stack? (See the jump-table rule above.) */
-static int plan_insn_materializes(const cs_insn *ci, uint64_t addr, uint64_t size)
+static int plan_insn_materializes(csh cs, const cs_insn *ci, uint64_t addr, uint64_t size)
 {
 	const cs_x86 *x = &ci->detail->x86;
 	cs_regs rd, wr;
@@ -549,10 +588,10 @@ static int plan_insn_materializes(const cs_insn *ci, uint64_t addr, uint64_t siz
 	}
 	if (!rip || ci->id == X86_INS_CALL || ci->id == X86_INS_JMP)
 		return 0;
-	if (cs_regs_access(plan_cs, ci, rd, &nrd, wr, &nwr) != CS_ERR_OK)
+	if (cs_regs_access(cs, ci, rd, &nrd, wr, &nwr) != CS_ERR_OK)
 		return 1;
 	for (unsigned i = 0; i < nwr; i++)
-		if (plan_is_gpr(wr[i]))
+		if (plan_is_gpr(cs, wr[i]))
 			return 1;
 	return 0;
 }
@@ -565,20 +604,21 @@ static int plan_insn_materializes(const cs_insn *ci, uint64_t addr, uint64_t siz
  * pop`). No such instruction in the whole body: the jmp is a tail call
  * through a pointer and cannot hit the patch. Undecodable bytes count. */
 static enum ada_hook_skip plan_scan_materialize(const uint8_t *code, uint64_t addr, uint64_t size,
-                                                cs_insn *ci)
+                                                struct plan_dec *d)
 {
+	cs_insn *ci = d->ci;
 	const uint8_t *p = code;
 	size_t left = size;
 	uint64_t pc = addr;
 	enum ada_hook_skip r = ADA_HOOK_OK;
 
-	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_ON);
+	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
 	while (left > 0 && r == ADA_HOOK_OK) {
-		if (!cs_disasm_iter(plan_cs, &p, &left, &pc, ci) ||
-		    plan_insn_materializes(ci, addr, size))
+		if (!cs_disasm_iter(d->cs, &p, &left, &pc, ci) ||
+		    plan_insn_materializes(d->cs, ci, addr, size))
 			r = ADA_SKIP_JUMP_TABLE;
 	}
-	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_OFF);
+	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
 	return r;
 }
 
@@ -588,10 +628,11 @@ int x86_use_fast_len = 1;
  * stops behind `limit`, the last superset candidate: no instruction
  * starting later can be one. */
 static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uint64_t size,
-                                         uint64_t limit, cs_insn *ci,
+                                         uint64_t limit, struct plan_dec *d,
                                          const struct hook_arch_plan *plan,
                                          const struct hook_arch_memview *mem)
 {
+	cs_insn *ci = d->ci;
 	uint64_t off = 0;
 	int indirect_jmp = 0;
 
@@ -608,7 +649,7 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 			off += n;
 			continue;
 		}
-		if (!cs_disasm_iter(plan_cs, &p, &left, &pc, ci)) {
+		if (!cs_disasm_iter(d->cs, &p, &left, &pc, ci)) {
 			if (plan_superset_last(code, addr, size, off, off + 16, plan->patch_len) >=
 			    0)
 				return ADA_SKIP_UNDECODABLE;
@@ -623,26 +664,28 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 	if (indirect_jmp == 0 || plan->insn_count < 2)
 		return ADA_HOOK_OK;
 	enum ada_hook_skip r =
-	    indirect_jmp == 2 ? ADA_SKIP_JUMP_TABLE : plan_scan_materialize(code, addr, size, ci);
+	    indirect_jmp == 2 ? ADA_SKIP_JUMP_TABLE : plan_scan_materialize(code, addr, size, d);
 	if (r != ADA_SKIP_JUMP_TABLE || !mem)
 		return r;
 	/* Perhaps switch dispatches: read their tables (x86_switch.c). */
-	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_ON);
-	r = x86_switch_check(plan_cs, ci, code, addr, size, plan->patch_len, mem);
-	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_OFF);
+	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
+	r = x86_switch_check(d->cs, ci, code, addr, size, plan->patch_len, mem);
+	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
 	return r;
 }
 
 /* What every entry point does first: an empty plan for addr, the cheap
- * refusals, and capstone opened once per process. */
-static enum ada_hook_skip plan_start(uint64_t addr, uint64_t size, struct hook_arch_plan *plan)
+ * refusals, and a decoder (locked; *d NULL on a refusal). */
+static enum ada_hook_skip plan_start(uint64_t addr, uint64_t size, struct hook_arch_plan *plan,
+                                     struct plan_dec **d)
 {
 	memset(plan, 0, sizeof(*plan));
 	plan->fn_addr = addr;
+	*d = NULL;
 	if (size < PATCH_MIN)
 		return ADA_SKIP_TOO_SHORT;
-	pthread_once(&plan_once, plan_cs_open);
-	return plan_cs_err ? ADA_SKIP_UNDECODABLE : ADA_HOOK_OK;
+	*d = plan_acquire();
+	return *d ? ADA_HOOK_OK : ADA_SKIP_UNDECODABLE;
 }
 
 enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_t size,
@@ -655,11 +698,11 @@ enum ada_hook_skip hook_arch_prepare_mem(const uint8_t *code, uint64_t addr, uin
                                          const struct hook_arch_memview *mem,
                                          struct hook_arch_plan *plan)
 {
-	enum ada_hook_skip r = plan_start(addr, size, plan);
+	struct plan_dec *d;
+	enum ada_hook_skip r = plan_start(addr, size, plan, &d);
 	if (r != ADA_HOOK_OK)
 		return r;
-	pthread_mutex_lock(&plan_lock);
-	r = plan_prologue(code, addr, size, plan_ci, plan);
+	r = plan_prologue(code, addr, size, d, plan);
 	if (r != ADA_HOOK_OK)
 		goto unlock;
 	/* Capstone sweeps at ~100 ns per instruction; the byte-level superset
@@ -672,11 +715,11 @@ enum ada_hook_skip hook_arch_prepare_mem(const uint8_t *code, uint64_t addr, uin
 	if (last < 0)
 		goto unlock;
 	/* Detail is only needed for relocation; the sweep runs faster without. */
-	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_OFF);
-	r = plan_scan_body(code, addr, size, (uint64_t)last, plan_ci, plan, mem);
-	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_ON);
+	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
+	r = plan_scan_body(code, addr, size, (uint64_t)last, d, plan, mem);
+	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
 unlock:
-	pthread_mutex_unlock(&plan_lock);
+	plan_release(d);
 	if (r != ADA_HOOK_OK)
 		plan->patch_len = plan->insn_count = 0;
 	return r;
@@ -685,12 +728,12 @@ unlock:
 enum ada_hook_skip hook_arch_prepare_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
                                               struct hook_arch_plan *plan)
 {
-	enum ada_hook_skip r = plan_start(addr, size, plan);
+	struct plan_dec *d;
+	enum ada_hook_skip r = plan_start(addr, size, plan, &d);
 	if (r != ADA_HOOK_OK)
 		return r;
-	pthread_mutex_lock(&plan_lock);
-	r = plan_prologue(code, addr, size, plan_ci, plan);
-	pthread_mutex_unlock(&plan_lock);
+	r = plan_prologue(code, addr, size, d, plan);
+	plan_release(d);
 	if (r != ADA_HOOK_OK)
 		plan->patch_len = plan->insn_count = 0;
 	return r;
@@ -735,17 +778,16 @@ size_t hook_arch_insn_len(const uint8_t *code, size_t left, uint64_t pc, uint64_
 		}
 		return n;
 	}
-	pthread_once(&plan_once, plan_cs_open);
-	if (plan_cs_err)
+	struct plan_dec *d = plan_acquire();
+	if (!d)
 		return 0;
-	pthread_mutex_lock(&plan_lock);
 	/* Detail off: only the bytes are read, and it decodes faster. */
-	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_OFF);
-	if (cs_disasm_iter(plan_cs, &code, &left, &pc, plan_ci)) {
-		n = plan_ci->size;
-		*has_target = plan_cs_branch_target(plan_ci, target);
+	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
+	if (cs_disasm_iter(d->cs, &code, &left, &pc, d->ci)) {
+		n = d->ci->size;
+		*has_target = plan_cs_branch_target(d->ci, target);
 	}
-	cs_option(plan_cs, CS_OPT_DETAIL, CS_OPT_ON);
-	pthread_mutex_unlock(&plan_lock);
+	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
+	plan_release(d);
 	return n;
 }

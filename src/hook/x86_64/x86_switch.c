@@ -3,9 +3,9 @@
  * land inside its patch by reading the tables they read
  * (x86_switch_check(), called by hook_arch_prepare_mem()).
  *
- * Threads: runs under prepare's plan_lock (the one capstone handle), on
- * any thread, never in hook context; allocates (the decoded body, the
- * target list).
+ * Threads: runs under the lock of the capstone handle prepare passes
+ * (one per analysing thread), on any thread, never in hook context;
+ * allocates (the decoded body, the target list).
  *
  * Cost: only functions prepare would skip with ADA_SKIP_JUMP_TABLE get
  * here, and a byte-level look (sw_shapes) turns away most of them (tail

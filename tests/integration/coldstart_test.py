@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""The cold start's two-thread analysis end to end (issue 13 item 4).
+
+  coldstart_test.py --ada ADA --work DIR -- PROGRAM [ARGS...]
+
+Records PROGRAM three times with one plan cache (XDG_CACHE_HOME under
+DIR):
+  1. cold: every module misses the cache and is analysed at start-up; the
+     agent shares the analysis of the large ones (libc) with a helper
+     thread: agent.json says analysis_threads.two_threads >= 1 and
+     helper_failed == 0, and libc's entry says 2;
+  2. warm: every module hits the cache, no helper (two_threads == 0);
+  3. cold again, in a fresh cache directory: as run 1.
+Every module's verdicts (modules/*.syms: each function's status) and its
+installed and skipped counts are the same in all three runs: the cache
+stores what the two-thread analysis found, and a second cold run finds it
+again whatever share each thread took.
+
+Exit 0 = pass, 1 = fail (the work directory is kept and printed).
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def record(ada, work, tag, cache, argv):
+    out = os.path.join(work, "out-" + tag)
+    env = dict(os.environ, XDG_CACHE_HOME=cache)
+    p = subprocess.run([ada, "record", "--max-disk-mb", "0", "--out", out, "--"] + argv,
+                       env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    check(p.returncode == 0, "%s: ada record exit %d\n%s" % (tag, p.returncode,
+                                                          p.stderr.decode(errors="replace")))
+    pids = glob.glob(os.path.join(out, "session_*", "pid_*"))
+    check(len(pids) == 1, "%s: want one process, found %r" % (tag, pids))
+    with open(os.path.join(pids[0], "agent.json")) as f:
+        agent = json.load(f)
+    syms = {}
+    for m in agent["modules"]:
+        p = os.path.join(pids[0], "modules", "module_%d.syms" % m["module_id"])
+        with open(p, errors="replace") as f:
+            syms[m["path"]] = sorted(tuple(line.split()[1:6]) for line in f
+                                     if line.startswith("F "))
+    return agent, syms
+
+
+def summary(agent):
+    return {m["path"]: (m["functions"], m["installed"], m["skipped"]) for m in agent["modules"]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ada", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("argv", nargs="+")
+    a = ap.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    try:
+        cache = os.path.join(a.work, "cache")
+        cold, cold_syms = record(a.ada, a.work, "cold", cache, a.argv)
+        warm, warm_syms = record(a.ada, a.work, "warm", cache, a.argv)
+        cold2, cold2_syms = record(a.ada, a.work, "cold2", os.path.join(a.work, "cache2"),
+                                   a.argv)
+        n = len(cold["modules"])
+        for tag, ag, want in (("cold", cold, "misses"), ("warm", warm, "hits"),
+                              ("cold2", cold2, "misses")):
+            check(ag["plan_cache"][want] == n,
+                  "%s: plan_cache %r, want %d %s" % (tag, ag["plan_cache"], n, want))
+            check(ag["analysis_threads"]["helper_failed"] == 0,
+                  "%s: analysis_threads %r" % (tag, ag["analysis_threads"]))
+        for tag, ag in (("cold", cold), ("cold2", cold2)):
+            libc = [m for m in ag["modules"] if os.path.basename(m["path"]).startswith("libc.so")]
+            check(libc and libc[0]["analysis_threads"] == 2,
+                  "%s: libc not analysed on two threads: %r" % (tag, libc))
+            check(ag["analysis_threads"]["two_threads"] >= 1, "%s: %r" % (tag, ag["analysis_threads"]))
+        check(warm["analysis_threads"]["two_threads"] == 0,
+              "warm: %r" % warm["analysis_threads"])
+        check(all(m["analysis_threads"] == 1 for m in warm["modules"]), "warm: a module on two threads")
+        for tag, ag, sy in (("warm", warm, warm_syms), ("cold2", cold2, cold2_syms)):
+            check(summary(ag) == summary(cold), "%s: counts differ from cold:\n%r\n%r" %
+                  (tag, summary(ag), summary(cold)))
+            check(sy == cold_syms, "%s: function statuses differ from cold" % tag)
+        nf = sum(len(v) for v in cold_syms.values())
+        print("cold start: %d modules, %d functions: the same verdicts cold on two threads "
+              "(twice) and warm; %d module(s) shared with the helper" %
+              (n, nf, cold["analysis_threads"]["two_threads"]))
+    except Fail as e:
+        print("FAIL: %s\n(work directory kept: %s)" % (e, a.work))
+        return 1
+    shutil.rmtree(a.work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
