@@ -602,24 +602,32 @@ static void install_analyse_module(struct install_job *j)
 	uint64_t t1 = agent_now_ns();
 	m->ns_symbols = t1 - t0;
 	j->plans = calloc(m->st.count ? m->st.count : 1, sizeof(*j->plans));
-	j->patches = calloc(m->st.count ? m->st.count : 1, sizeof(*j->patches));
-	j->undo = calloc(m->st.count ? m->st.count : 1, sizeof(*j->undo));
 	j->err = -ENOMEM;
-	if (j->plans && j->patches && j->undo) {
+	if (j->plans)
 		j->n_cand = install_analyse(m, j->plans, &j->err);
-		if (j->err)
-			install_patch_failed(m, j->err); /* cannot prove them safe: hook none */
-	}
+	if (j->err)
+		install_patch_failed(m, j->err); /* cannot prove them safe: hook none */
 	m->ns_prepare = agent_now_ns() - t1;
 }
 
-/* Trampolines and patches of an analysed module; frees the job. */
+/* Trampolines and patches of an analysed module; frees the job. The
+ * patch arrays are allocated here, not with the plans: at start-up every
+ * module's plans are kept until the last analysis ends, the patches
+ * one module at a time. */
 static int install_finish(struct install_job *j)
 {
 	struct agent_module *m = &agent.mods[j->mod];
 	int err = j->err;
 	if (!j->analysed)
 		return err;
+	if (!err) {
+		j->patches = calloc(m->st.count ? m->st.count : 1, sizeof(*j->patches));
+		j->undo = calloc(m->st.count ? m->st.count : 1, sizeof(*j->undo));
+		if (!j->patches || !j->undo) {
+			err = -ENOMEM;
+			install_patch_failed(m, err); /* as when the analysis had no memory */
+		}
+	}
 	if (err)
 		goto out;
 	uint64_t t2 = agent_now_ns();
