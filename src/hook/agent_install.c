@@ -158,7 +158,7 @@ static int install_rd_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
-/* Work shared with a helper thread (install_run()): ranges of grain
+/* Work shared with the helper thread (install_run()): ranges of grain
  * indices handed out in turn to whichever thread asks first. */
 struct install_par {
 	discover_body body;
@@ -171,7 +171,8 @@ static void install_par_work(struct install_par *p)
 {
 	for (;;) {
 		/* Relaxed: it only hands out indices, each range to one thread;
-		 * what the ranges compute reaches the caller by pthread_join. */
+		 * what the ranges compute reaches install_run() through
+		 * install_h.lock (the helper's users-- and the caller's wait). */
 		size_t lo = atomic_fetch_add_explicit(&p->next, p->grain, memory_order_relaxed);
 		if (lo >= p->n)
 			return;
@@ -179,50 +180,117 @@ static void install_par_work(struct install_par *p)
 	}
 }
 
-/* The helper thread's body. Its guard is set for good, as in
- * process_child_unfollow(): it runs only while no patch exists
+/* The helper thread of the start-up scan: started by the first
+ * install_run() with enough work, joined by install_helper_stop() before
+ * the first patch. cur: the job on offer (seq counts the offers), users:
+ * 1 while the helper works on it; these and stop under lock. thr,
+ * running and failed belong to the scanning thread. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t wake, idle;
+	pthread_t thr;
+	bool running, failed, stop;
+	struct install_par *cur;
+	uint64_t seq;
+	unsigned users;
+} install_h = {.lock = PTHREAD_MUTEX_INITIALIZER,
+               .wake = PTHREAD_COND_INITIALIZER,
+               .idle = PTHREAD_COND_INITIALIZER};
+
+/* The helper's body. Its guard is set for good, as in
+ * process_child_unfollow(): it lives only while no patch exists
  * (agent.par_analysis), and nothing it calls may ever be traced. */
 static void *install_helper_main(void *arg)
 {
+	uint64_t seen = 0;
+	(void)arg;
 	agent_guard_enter();
-	install_par_work(arg);
+	pthread_mutex_lock(&install_h.lock);
+	for (;;) {
+		while (!install_h.stop && (!install_h.cur || install_h.seq == seen))
+			pthread_cond_wait(&install_h.wake, &install_h.lock);
+		if (install_h.stop)
+			break;
+		struct install_par *p = install_h.cur;
+		seen = install_h.seq;
+		install_h.users++;
+		pthread_mutex_unlock(&install_h.lock);
+		install_par_work(p);
+		pthread_mutex_lock(&install_h.lock);
+		if (--install_h.users == 0)
+			pthread_cond_signal(&install_h.idle);
+	}
+	pthread_mutex_unlock(&install_h.lock);
 	return NULL;
 }
 
-/* Below this many ranges a helper thread (~50 us to create and join)
- * costs about what it saves. */
-#define INSTALL_PAR_MIN_RANGES 8
-
-/* Set by install_run() when a helper took part since the last reset. */
-static bool install_par_used;
-
-/* A discover_runner: at start-up (agent.par_analysis) this thread and
- * one helper take the ranges in turn, and the helper is joined before
- * returning; otherwise, or when the helper cannot be created (counted in
- * agent.json: analysis_threads.helper_failed), this thread alone. */
-static void install_run(discover_body body, void *arg, size_t n, size_t grain)
+/* Whether the helper runs (started now if need be). A failed start is
+ * not retried: the rest of the scan runs on this thread. */
+static bool install_helper_start(void)
 {
-	struct install_par p = {body, arg, n, grain ? grain : 1, 0};
-	if (!agent.par_analysis || n / p.grain < INSTALL_PAR_MIN_RANGES) {
-		body(arg, 0, n);
-		return;
-	}
+	if (install_h.running || install_h.failed)
+		return install_h.running;
 	/* Every signal blocked on the helper (it inherits this mask): none
 	 * meant for the program is delivered to a thread that is not its. */
 	sigset_t all, old;
 	sigfillset(&all);
-	pthread_t thr;
 	int err = pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (!err) {
-		err = pthread_create(&thr, NULL, install_helper_main, &p);
+		err = pthread_create(&install_h.thr, NULL, install_helper_main, NULL);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
-	install_par_work(&p);
-	if (err) {
-		agent.par_fallback++;
+	install_h.running = err == 0;
+	install_h.failed = err != 0;
+	return install_h.running;
+}
+
+/* Ends the helper: after this, no thread but the caller's runs agent
+ * code or libc for the agent, and patches may go live. */
+static void install_helper_stop(void)
+{
+	if (!install_h.running)
+		return;
+	pthread_mutex_lock(&install_h.lock);
+	install_h.stop = true;
+	pthread_cond_signal(&install_h.wake);
+	pthread_mutex_unlock(&install_h.lock);
+	pthread_join(install_h.thr, NULL);
+	install_h.running = install_h.stop = false;
+}
+
+/* Below this many ranges, sharing costs about what it saves. */
+#define INSTALL_PAR_MIN_RANGES 8
+
+/* What install_run() did for the module being analysed: offered its
+ * work to the helper (par_used), or could not (par_failed). */
+static bool install_par_used, install_par_failed;
+
+/* A discover_runner: at start-up (agent.par_analysis) the work is offered
+ * to the helper, this thread takes ranges too, and returns once it finds
+ * none left and the helper has finished the range it holds. A helper not
+ * yet scheduled costs no wait: it finds the offer withdrawn. Otherwise,
+ * or without a helper (pthread_create failed: counted in agent.json,
+ * analysis_threads.helper_failed), this thread alone. */
+static void install_run(discover_body body, void *arg, size_t n, size_t grain)
+{
+	struct install_par p = {body, arg, n, grain ? grain : 1, 0};
+	if (!agent.par_analysis || n / p.grain < INSTALL_PAR_MIN_RANGES ||
+	    !install_helper_start()) {
+		install_par_failed |= agent.par_analysis && install_h.failed;
+		body(arg, 0, n);
 		return;
 	}
-	pthread_join(thr, NULL); /* the helper's results happen before ours */
+	pthread_mutex_lock(&install_h.lock);
+	install_h.cur = &p;
+	install_h.seq++;
+	pthread_cond_signal(&install_h.wake);
+	pthread_mutex_unlock(&install_h.lock);
+	install_par_work(&p);
+	pthread_mutex_lock(&install_h.lock);
+	install_h.cur = NULL; /* withdrawn: p is about to go */
+	while (install_h.users)
+		pthread_cond_wait(&install_h.idle, &install_h.lock);
+	pthread_mutex_unlock(&install_h.lock);
 	install_par_used = true;
 }
 
@@ -469,12 +537,13 @@ static size_t install_analyse(struct agent_module *m, struct hook_arch_plan *pla
 	m->cache = !c.on ? AGENT_CACHE_OFF : n != SIZE_MAX ? AGENT_CACHE_HIT : AGENT_CACHE_MISS;
 	*err = 0;
 	if (n == SIZE_MAX) {
-		install_par_used = false;
+		install_par_used = install_par_failed = false;
 		n = install_prepare(m, plans, NULL);
 		uint64_t tx = agent_now_ns();
 		*err = n ? discover_xref_check(m->base, &m->st, plans, install_run) : 0;
 		m->ns_xref = agent_now_ns() - tx;
 		m->par = install_par_used;
+		agent.par_fallback += install_par_failed;
 		if (!*err && c.on)
 			install_cache_store(m, &c, plans);
 	}
@@ -751,6 +820,7 @@ static void install_new(const struct discover_image *v, size_t n)
 		if (!jobs)
 			install_finish(j);
 	}
+	install_helper_stop();
 	agent.par_analysis = false;
 	for (size_t k = 0; k < nj; k++)
 		install_finish(&jobs[k]);
