@@ -274,9 +274,9 @@ static bool install_par_used, install_par_failed;
 static void install_run(discover_body body, void *arg, size_t n, size_t grain)
 {
 	struct install_par p = {body, arg, n, grain ? grain : 1, 0};
-	if (!agent.par_analysis || n / p.grain < INSTALL_PAR_MIN_RANGES ||
-	    !install_helper_start()) {
-		install_par_failed |= agent.par_analysis && install_h.failed;
+	bool worth = agent.par_analysis && n / p.grain >= INSTALL_PAR_MIN_RANGES;
+	if (!worth || !install_helper_start()) {
+		install_par_failed |= worth; /* would have shared: the helper failed */
 		body(arg, 0, n);
 		return;
 	}
