@@ -60,7 +60,23 @@ struct agent_hot agent_hot;
 _Static_assert(ADA_DREC_F_STACK_CLIPPED == 0x1u && ADA_DREC_F_OFF_STACK == 0x2u,
                "agent_stack_take() (agent_internal.h) spells these flags out");
 
-__thread struct ada_shadow ada_shadow_tls __attribute__((tls_model("initial-exec")));
+/* The thread's shadow stack and ring producer in one TLS block: the hot
+ * handlers reach both through one GOT load (initial-exec TLS in a shared
+ * object: the block's offset from the thread pointer is a GOT entry per
+ * symbol), on the same or the next cache line. The ring's own code
+ * (producer.c: the slow path; agent_attach.c) names the producer part
+ * ada_producer_tls, an alias of the block, whose first member it is; its
+ * weak definition in producer.c gives way to this one. Below, both names
+ * stand for the members, so every access here goes through handlers_tls. */
+struct handlers_tls {
+	struct ada_producer producer; /* first: ada_producer_tls aliases the block */
+	struct ada_shadow shadow;
+};
+__thread struct handlers_tls handlers_tls __attribute__((tls_model("initial-exec")));
+extern __thread struct ada_producer ada_producer_tls
+    __attribute__((alias("handlers_tls"), tls_model("initial-exec")));
+#define ada_producer_tls (handlers_tls.producer)
+#define ada_shadow_tls (handlers_tls.shadow)
 
 /* The code reached from the cold paths (the ring's slow path, the
  * pthread key, the exit bookkeeping) is ordinary code that may use vector
@@ -113,7 +129,7 @@ __attribute__((cold, noinline)) static void handlers_emit_slow(uint64_t fn_id, u
 	bool claim = ada_producer_tls.events == NULL;
 	handlers_fpu_save(&f);
 	s->guard += claim;
-	ada_emit(fn_id, kind, depth);
+	ada_emit_to(&ada_producer_tls, fn_id, kind, depth);
 	s->guard -= claim;
 	if (ada_unlikely(ada_producer_tls.lagging) && !s->gone) {
 		s->gone = 1; /* the recorder is gone: untraced from here (shadow_internal.h) */
@@ -128,7 +144,7 @@ static inline void handlers_emit(uint64_t fn_id, uint32_t kind, uint32_t depth)
 	if (ada_unlikely(p->head >= p->limit))
 		handlers_emit_slow(fn_id, kind, depth);
 	else
-		ada_emit(fn_id, kind, depth);
+		ada_emit_to(&ada_producer_tls, fn_id, kind, depth);
 }
 
 static long handlers_syscall6(long nr, long a, long b, long c, long d, long e, long f)
@@ -569,7 +585,7 @@ handlers_enter_index(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot)
 	const struct ada_producer *p = &ada_producer_tls;
 	if (ada_unlikely(p->head >= p->limit))
 		return handlers_emit_slow_leave(s, fn_id, ATF_EVENT_CALL, depth);
-	ada_emit(fn_id, ATF_EVENT_CALL, depth);
+	ada_emit_to(&ada_producer_tls, fn_id, ATF_EVENT_CALL, depth);
 	if (ada_unlikely(handlers_in_hook_clear(s)))
 		return handlers_flush(s);
 }
@@ -674,7 +690,7 @@ handlers_exit_index(struct ada_shadow *s, const struct shadow_entry *e)
 	const struct ada_producer *p = &ada_producer_tls;
 	if (ada_unlikely(p->head >= p->limit))
 		return handlers_emit_slow_leave_ret(s, e->fn_id, e->depth, e->orig);
-	ada_emit(e->fn_id, ATF_EVENT_RETURN, e->depth);
+	ada_emit_to(&ada_producer_tls, e->fn_id, ATF_EVENT_RETURN, e->depth);
 	if (ada_unlikely(handlers_in_hook_clear(s)))
 		return handlers_flush_ret(s, e->orig);
 	return e->orig;

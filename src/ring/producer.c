@@ -37,7 +37,10 @@ enum { PRODUCER_UNCLAIMED = 0, PRODUCER_OWNING = 1, PRODUCER_NOSLOT = 2 };
 #define PRODUCER_SPINS 256u
 #define PRODUCER_YIELDS_PER_CLOCK 16u
 
-__thread struct ada_producer ada_producer_tls __attribute__((tls_model("initial-exec")));
+/* Weak: the agent defines it as the first member of its own TLS block
+ * (src/hook/handlers.c, handlers_tls), so that its handlers reach the
+ * shadow stack and the producer through one GOT load. */
+__thread struct ada_producer ada_producer_tls __attribute__((tls_model("initial-exec"), weak));
 __thread uint32_t ada_producer_depth __attribute__((tls_model("initial-exec")));
 
 /* The process's arena. Set once at init (or after fork); read by every
@@ -188,6 +191,8 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 	p->arena = a;
 	p->slot = slot;
 	p->tid = tid;
+	p->tid_call = tid | (uint64_t)ATF_EVENT_CALL << 32;
+	p->tid_return = tid | (uint64_t)ATF_EVENT_RETURN << 32;
 	p->events = ring_index_events(a, slot);
 	p->mask = ring_slot_events(a, slot) - 1; /* a spill slot's ring is smaller */
 	p->head_pub = &h->head;

@@ -438,6 +438,9 @@ struct ada_producer {
 	uint64_t head;  /* private copy of the published head */
 	uint64_t limit; /* fast path may write while head < limit (0: always slow) */
 	_Atomic uint64_t *head_pub;
+	/* The event's 8 bytes thread_id | event_kind << 32 for a CALL and for
+	 * a RETURN, so the fast path writes them in one store (set with tid). */
+	uint64_t tid_call, tid_return;
 	uint32_t tid;
 	uint32_t slot;
 	uint32_t ts_clock; /* 1 when the arena's timestamps come from clock_gettime */
@@ -783,11 +786,28 @@ static inline void ada_event_put_tsc(struct atf_index_event *e)
 __attribute__((cold)) void ada_producer_emit_slow(struct ada_producer *p, uint64_t function_id,
                                                   uint32_t kind, uint32_t depth);
 
-/* Hook context: no syscall, no libc, no allocation on the common path.
- * About 20 instructions + rdtsc: TLS loads, one compare, six stores. */
-static inline void ada_emit(uint64_t function_id, uint32_t kind, uint32_t depth)
+/* thread_id and event_kind in one 8-byte store: precomputed for the two
+ * kinds the hot path emits (kind is a constant there once inlined). */
+_Static_assert(offsetof(struct atf_index_event, event_kind) ==
+                   offsetof(struct atf_index_event, thread_id) + 4,
+               "event_kind follows thread_id");
+static inline void ada_event_put_tid_kind(const struct ada_producer *p, struct atf_index_event *e,
+                                          uint32_t kind)
 {
-	struct ada_producer *p = &ada_producer_tls;
+	uint64_t w = kind == ATF_EVENT_CALL     ? p->tid_call
+	             : kind == ATF_EVENT_RETURN ? p->tid_return
+	                                        : p->tid | (uint64_t)kind << 32;
+	__builtin_memcpy(&e->thread_id, &w, sizeof(w)); /* one mov; no libc in hook context */
+}
+
+/* Hook context: no syscall, no libc, no allocation on the common path.
+ * About 20 instructions + rdtsc: TLS loads, one compare, six stores.
+ * p is this thread's ada_producer_tls: the agent's handlers name it
+ * through their own TLS block (handlers.c, handlers_tls), which saves
+ * them one GOT load per event. */
+static inline void ada_emit_to(struct ada_producer *p, uint64_t function_id, uint32_t kind,
+                               uint32_t depth)
+{
 	uint64_t head = p->head;
 	if (ada_unlikely(head >= p->limit)) {
 		ada_producer_emit_slow(p, function_id, kind, depth);
@@ -796,14 +816,18 @@ static inline void ada_emit(uint64_t function_id, uint32_t kind, uint32_t depth)
 	struct atf_index_event *e = &p->events[head & p->mask];
 	ada_event_put_tsc(e);
 	e->function_id = function_id;
-	e->thread_id = p->tid;
-	e->event_kind = kind;
+	ada_event_put_tid_kind(p, e, kind);
 	e->call_depth = depth;
 	e->detail_seq = ATF_NO_DETAIL;
 	p->head = head + 1;
 	/* Orders the event stores above before the new head; pairs with the
 	 * acquire load of head in ada_index_ring_peek(). */
 	atomic_store_explicit(p->head_pub, head + 1, memory_order_release);
+}
+
+static inline void ada_emit(uint64_t function_id, uint32_t kind, uint32_t depth)
+{
+	ada_emit_to(&ada_producer_tls, function_id, kind, depth);
 }
 
 /* ada_emit()'s fast path for a caller that has tested head < limit (the
@@ -818,8 +842,7 @@ static inline uint64_t ada_emit_fast_ts(struct ada_producer *p, uint64_t functio
 	uint64_t ts = ada_tsc();
 	e->timestamp_ns = ts;
 	e->function_id = function_id;
-	e->thread_id = p->tid;
-	e->event_kind = kind;
+	ada_event_put_tid_kind(p, e, kind);
 	e->call_depth = depth;
 	e->detail_seq = ATF_NO_DETAIL;
 	p->head = head + 1;
