@@ -57,6 +57,23 @@ static inline void handlers_emit(uint64_t fn_id, uint32_t kind, uint32_t depth);
 
 struct agent_hot agent_hot;
 
+/* The trampolines call the handlers with rsp as the traced code left it
+ * minus the registers they save: 8 bytes off the ABI's 16-byte alignment
+ * for a conforming caller, anything for another (x86_emit.c; aligning
+ * there cost 5 instructions per traced call). The hot handlers call
+ * nothing (HANDLERS_LEAF: they only jump to the cold functions) and need
+ * no alignment (-mgeneral-regs-only: no vector spills); every out-of-line
+ * function here that calls anything realigns rsp in its own prologue
+ * (HANDLERS_REALIGN; gcc then makes its own tail calls ordinary calls),
+ * so whatever it reaches (libc, the ring's slow path, the unwinder) sees
+ * the ABI's alignment. HANDLERS_COLD is the usual form. */
+#if defined(__x86_64__)
+#define HANDLERS_REALIGN __attribute__((force_align_arg_pointer))
+#else
+#define HANDLERS_REALIGN
+#endif
+#define HANDLERS_COLD __attribute__((cold, noinline)) HANDLERS_REALIGN
+
 _Static_assert(ADA_DREC_F_STACK_CLIPPED == 0x1u && ADA_DREC_F_OFF_STACK == 0x2u,
                "agent_stack_take() (agent_internal.h) spells these flags out");
 
@@ -121,8 +138,7 @@ static inline void handlers_fpu_restore(const struct handlers_fpu *f)
  * sched_yield from the agent's own code, which the enter handler
  * recognises by its return address: not guarded, so a signal handler that
  * runs during a long wait is traced (through the side path). */
-__attribute__((cold, noinline)) static void handlers_emit_slow(uint64_t fn_id, uint32_t kind,
-                                                               uint32_t depth)
+HANDLERS_COLD static void handlers_emit_slow(uint64_t fn_id, uint32_t kind, uint32_t depth)
 {
 	struct handlers_fpu f;
 	struct ada_shadow *s = &ada_shadow_tls;
@@ -247,7 +263,7 @@ static bool handlers_retire(uintptr_t map)
 /* First traced call of a thread (or a failed earlier try), or a full
  * stack. The mapping holds the side queue, then the sentinel entry
  * (shadow_internal.h), then the stack. */
-__attribute__((cold, noinline)) static bool handlers_shadow_alloc_fpu(struct ada_shadow *s)
+HANDLERS_COLD static bool handlers_shadow_alloc_fpu(struct ada_shadow *s)
 {
 	if (s->cap != 0)
 		return handlers_shadow_grow(s);
@@ -284,7 +300,7 @@ __attribute__((cold, noinline)) static bool handlers_shadow_alloc_fpu(struct ada
 	return true;
 }
 
-__attribute__((cold, noinline)) static bool handlers_shadow_alloc(struct ada_shadow *s)
+HANDLERS_COLD static bool handlers_shadow_alloc(struct ada_shadow *s)
 {
 	struct handlers_fpu f;
 	handlers_fpu_save(&f);
@@ -310,7 +326,7 @@ static void handlers_count_exited(void)
 
 /* Only when a thread has no frame at all and a return still comes through
  * the trampoline: there is no address to go on with. */
-__attribute__((cold, noinline, noreturn)) static void handlers_lost_return(void)
+HANDLERS_COLD __attribute__((noreturn)) static void handlers_lost_return(void)
 {
 	static const char msg[] = "ada-agent: a return through the trampoline on a thread with "
 	                          "no traced frame left; cannot continue\n";
@@ -321,8 +337,7 @@ __attribute__((cold, noinline, noreturn)) static void handlers_lost_return(void)
 /* A return no frame matches (shadow_resync): the program goes on at the
  * innermost frame's caller and the thread is traced no more (counted);
  * never killed for it. */
-__attribute__((cold, noinline)) static uint64_t handlers_resync(struct ada_shadow *s,
-                                                                const uint64_t *slot)
+HANDLERS_COLD static uint64_t handlers_resync(struct ada_shadow *s, const uint64_t *slot)
 {
 	uint64_t o = shadow_resync(s, slot, agent_hot.ret_tramp);
 	s->resyncs++;
@@ -447,7 +462,7 @@ static inline bool handlers_in_hook_clear(struct ada_shadow *s)
  * set again (which drops the mark: the queue is drained after it); more
  * can come while it emits (a signal during a ring wait): then the clear
  * sees the mark again. */
-__attribute__((cold, noinline)) static void handlers_flush(struct ada_shadow *s)
+HANDLERS_COLD static void handlers_flush(struct ada_shadow *s)
 {
 	do {
 		s->in_hook = 1;
@@ -468,8 +483,8 @@ static inline void handlers_leave(struct ada_shadow *s)
  * interrupted it (side path), or the agent's own work: a call under the
  * guard, or one during a ring wait (its return address lies in the
  * agent), not traced. */
-__attribute__((cold, noinline)) static void
-handlers_nested_enter(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot)
+HANDLERS_COLD static void handlers_nested_enter(struct ada_shadow *s, uint64_t fn_id,
+                                                uint64_t *ret_slot)
 {
 	if (s->guard || !agent_hot.active || *ret_slot - agent_hot.self_lo < agent_hot.self_len) {
 		s->suppressed++; /* the agent's own work (a cold path's libc calls) */
@@ -484,23 +499,22 @@ handlers_nested_enter(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot)
 
 /* The tails of the hot paths when the ring needs its slow path or the
  * side queue is not empty (the exit's keeps the address to return). */
-__attribute__((cold, noinline)) static void
-handlers_emit_slow_leave(struct ada_shadow *s, uint64_t fn_id, uint32_t kind, uint32_t depth)
+HANDLERS_COLD static void handlers_emit_slow_leave(struct ada_shadow *s, uint64_t fn_id,
+                                                   uint32_t kind, uint32_t depth)
 {
 	handlers_emit_slow(fn_id, kind, depth);
 	handlers_leave(s);
 }
 
-__attribute__((cold, noinline)) static uint64_t
-handlers_emit_slow_leave_ret(struct ada_shadow *s, uint64_t fn_id, uint32_t depth, uint64_t orig)
+HANDLERS_COLD static uint64_t handlers_emit_slow_leave_ret(struct ada_shadow *s, uint64_t fn_id,
+                                                           uint32_t depth, uint64_t orig)
 {
 	handlers_emit_slow(fn_id, ATF_EVENT_RETURN, depth);
 	handlers_leave(s);
 	return orig;
 }
 
-__attribute__((cold, noinline)) static uint64_t handlers_flush_ret(struct ada_shadow *s,
-                                                                   uint64_t orig)
+HANDLERS_COLD static uint64_t handlers_flush_ret(struct ada_shadow *s, uint64_t orig)
 {
 	handlers_flush(s);
 	return orig;
@@ -523,8 +537,8 @@ static void handlers_push_general(struct ada_shadow *s, uint64_t fn_id, uint64_t
  * first push (no shadow stack yet), and a thread that has one when
  * recording stops (a fork child that records nothing) keeps its guard
  * set (agent_process.c). */
-__attribute__((cold, noinline)) static void handlers_enter_slow(struct ada_shadow *s,
-                                                                uint64_t fn_id, uint64_t *ret_slot)
+HANDLERS_COLD static void handlers_enter_slow(struct ada_shadow *s, uint64_t fn_id,
+                                              uint64_t *ret_slot)
 {
 	if (agent_hot.active)
 		handlers_push_general(s, fn_id, ret_slot, 0);
@@ -560,7 +574,7 @@ static void handlers_gone_call(struct ada_shadow *s)
 	}
 }
 
-__attribute__((cold, noinline)) static void handlers_enter_guarded(struct ada_shadow *s)
+HANDLERS_COLD static void handlers_enter_guarded(struct ada_shadow *s)
 {
 	if (s->exited)
 		handlers_count_exited();
@@ -607,9 +621,9 @@ HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_s
 }
 
 /* The special action, between xsave and xrstor (it may call libc). */
-__attribute__((cold, noinline)) static uint32_t
-handlers_special_enter(struct ada_shadow *s, enum agent_special kind, uint64_t *ret_slot,
-                       const struct ada_hook_regs *regs)
+HANDLERS_COLD static uint32_t handlers_special_enter(struct ada_shadow *s, enum agent_special kind,
+                                                     uint64_t *ret_slot,
+                                                     const struct ada_hook_regs *regs)
 {
 	struct handlers_fpu f;
 	handlers_fpu_save(&f);
@@ -622,8 +636,9 @@ handlers_special_enter(struct ada_shadow *s, enum agent_special kind, uint64_t *
 
 /* The enter handler of the special functions (agent_internal.h): their
  * trampolines pass the kind in the fn_id's top byte. */
-ADA_HOOKCTX void agent_hook_on_enter_special(uint64_t tagged_fn_id, uint64_t *ret_slot,
-                                             const struct ada_hook_regs *regs)
+HANDLERS_REALIGN ADA_HOOKCTX void agent_hook_on_enter_special(uint64_t tagged_fn_id,
+                                                              uint64_t *ret_slot,
+                                                              const struct ada_hook_regs *regs)
 {
 	struct ada_shadow *s = &ada_shadow_tls;
 	uint64_t fn_id = tagged_fn_id & ((1ull << AGENT_SPECIAL_SHIFT) - 1);
@@ -646,8 +661,7 @@ ADA_HOOKCTX void agent_hook_on_enter_special(uint64_t tagged_fn_id, uint64_t *re
 }
 
 /* A return while a handler runs: a signal handler's frame (side path). */
-__attribute__((cold, noinline)) static uint64_t handlers_exit_nested(struct ada_shadow *s,
-                                                                     const uint64_t *slot)
+HANDLERS_COLD static uint64_t handlers_exit_nested(struct ada_shadow *s, const uint64_t *slot)
 {
 	uint64_t o = shadow_side_return(s, slot);
 	if (ada_unlikely(o == 0)) { /* as handlers_resync, for the side frames */
@@ -663,8 +677,7 @@ __attribute__((cold, noinline)) static uint64_t handlers_exit_nested(struct ada_
 
 /* Every return the fast path declined: frames above it (longjmp),
  * inherited frames, dlopen's rescan, the grave. */
-__attribute__((cold, noinline)) static uint64_t handlers_exit_slow(struct ada_shadow *s,
-                                                                   const uint64_t *slot)
+HANDLERS_COLD static uint64_t handlers_exit_slow(struct ada_shadow *s, const uint64_t *slot)
 {
 	uint32_t flags;
 	uint64_t orig = shadow_return(s, slot, &flags);
@@ -803,9 +816,10 @@ handlers_detail_put_call(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *re
 
 /* Any CALL record: the snapshot clipped near the stack's top (or none off
  * it), and the ring's slow reserve (a pad, old records to overwrite). */
-__attribute__((cold, noinline)) static void
-handlers_detail_call(const struct ada_shadow *s, uint64_t fn_id, const uint64_t *ret_slot,
-                     const struct ada_hook_regs *regs, uint64_t ts, uint64_t link, uint64_t orig)
+HANDLERS_COLD static void handlers_detail_call(const struct ada_shadow *s, uint64_t fn_id,
+                                               const uint64_t *ret_slot,
+                                               const struct ada_hook_regs *regs, uint64_t ts,
+                                               uint64_t link, uint64_t orig)
 {
 	struct ada_producer *p = &ada_producer_tls;
 	uint32_t flags;
@@ -899,8 +913,8 @@ handlers_detail_put_return(_Atomic uint64_t *w, uint64_t fn_id, uint64_t sp, uin
 }
 
 /* Any RETURN record (the ring's slow reserve included). */
-__attribute__((cold, noinline)) static void
-handlers_detail_return(uint64_t fn_id, uint64_t sp, uint64_t orig, uint64_t ts, uint64_t link)
+HANDLERS_COLD static void handlers_detail_return(uint64_t fn_id, uint64_t sp, uint64_t orig,
+                                                 uint64_t ts, uint64_t link)
 {
 	struct ada_producer *p = &ada_producer_tls;
 	uint64_t end;
@@ -953,9 +967,9 @@ static inline uint64_t handlers_top_orig(const struct ada_shadow *s, const uint6
 
 /* A member's entry the fast path declined: the general push (flagged),
  * then the record if its CALL was emitted. */
-__attribute__((cold, noinline)) static void
-handlers_enter_slow_detail(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
-                           const struct ada_hook_regs *regs)
+HANDLERS_COLD static void handlers_enter_slow_detail(struct ada_shadow *s, uint64_t fn_id,
+                                                     uint64_t *ret_slot,
+                                                     const struct ada_hook_regs *regs)
 {
 	uint64_t h0 = ada_producer_tls.head, link, ts;
 	if (agent_hot.active)
@@ -968,9 +982,9 @@ handlers_enter_slow_detail(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_s
 	handlers_leave(s);
 }
 
-__attribute__((cold, noinline)) static void
-handlers_emit_slow_leave_detail(struct ada_shadow *s, uint64_t fn_id, uint32_t depth,
-                                uint64_t *ret_slot, const struct ada_hook_regs *regs)
+HANDLERS_COLD static void handlers_emit_slow_leave_detail(struct ada_shadow *s, uint64_t fn_id,
+                                                          uint32_t depth, uint64_t *ret_slot,
+                                                          const struct ada_hook_regs *regs)
 {
 	uint64_t h0 = ada_producer_tls.head, link, ts;
 	handlers_emit_slow(fn_id, ATF_EVENT_CALL, depth);
@@ -983,18 +997,18 @@ handlers_emit_slow_leave_detail(struct ada_shadow *s, uint64_t fn_id, uint32_t d
 /* The tails of the members' fast paths when the record needs the general
  * writer: out of line, so the fast paths make no call but tail calls
  * (they need no callee-saved register and no frame). */
-__attribute__((cold, noinline)) static void
-handlers_detail_call_leave(struct ada_shadow *s, uint64_t fn_id, const uint64_t *ret_slot,
-                           const struct ada_hook_regs *regs, uint64_t ts, uint64_t link,
-                           uint64_t orig)
+HANDLERS_COLD static void handlers_detail_call_leave(struct ada_shadow *s, uint64_t fn_id,
+                                                     const uint64_t *ret_slot,
+                                                     const struct ada_hook_regs *regs, uint64_t ts,
+                                                     uint64_t link, uint64_t orig)
 {
 	handlers_detail_call(s, fn_id, ret_slot, regs, ts, link, orig);
 	handlers_leave(s);
 }
 
-__attribute__((cold, noinline)) static uint64_t
-handlers_detail_return_leave(struct ada_shadow *s, uint64_t fn_id, uint64_t sp, uint64_t orig,
-                             uint64_t ts, uint64_t link)
+HANDLERS_COLD static uint64_t handlers_detail_return_leave(struct ada_shadow *s, uint64_t fn_id,
+                                                           uint64_t sp, uint64_t orig, uint64_t ts,
+                                                           uint64_t link)
 {
 	handlers_detail_return(fn_id, sp, orig, ts, link);
 	handlers_leave(s);
@@ -1040,7 +1054,7 @@ handlers_enter_member_fixed(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_
 
 /* A hash or CRoaring container decides (its lookup has loops: out of
  * line, so the handler above keeps no frame). Same steps after. */
-__attribute__((hot, noinline)) static void
+__attribute__((hot, noinline)) HANDLERS_REALIGN static void
 handlers_enter_detail_ask(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
                           const struct ada_hook_regs *regs, bool fixed)
 {
@@ -1089,8 +1103,7 @@ HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail128(uint64_t fn_id, uint6
  * that returned; frames popped as EXCEPTION get none; each frame of a
  * tail-call chain returns on its own, with its own record) when that
  * frame's call was a member's. */
-__attribute__((cold, noinline)) static uint64_t handlers_exit_slow_detail(struct ada_shadow *s,
-                                                                          uint64_t sp)
+HANDLERS_COLD static uint64_t handlers_exit_slow_detail(struct ada_shadow *s, uint64_t sp)
 {
 	const uint64_t *slot = (const uint64_t *)(uintptr_t)(sp - 8);
 	uint64_t h0 = ada_producer_tls.head, link, ts;
@@ -1116,9 +1129,9 @@ __attribute__((cold, noinline)) static uint64_t handlers_exit_slow_detail(struct
 	return orig;
 }
 
-__attribute__((cold, noinline)) static uint64_t
-handlers_emit_slow_leave_ret_detail(struct ada_shadow *s, uint64_t fn_id, uint32_t depth,
-                                    uint64_t sp, uint64_t orig)
+HANDLERS_COLD static uint64_t handlers_emit_slow_leave_ret_detail(struct ada_shadow *s,
+                                                                  uint64_t fn_id, uint32_t depth,
+                                                                  uint64_t sp, uint64_t orig)
 {
 	uint64_t h0 = ada_producer_tls.head, link, ts;
 	handlers_emit_slow(fn_id, ATF_EVENT_RETURN, depth);

@@ -12,6 +12,17 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
   target_link_libraries(test_hook_mem PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
   add_test(NAME hook_arch_mem COMMAND test_hook_mem)
 
+  # The trampolines call the handlers without aligning the stack: nothing
+  # reachable from them may call out of handlers.c before realigning
+  # (tools/check-handler-align.py reads the built agent's code). The
+  # layout it checks is the optimised one: Release builds only.
+  if(CMAKE_BUILD_TYPE STREQUAL "Release" AND NOT ADA_SANITIZE)
+    add_test(NAME hook_arch_align
+      COMMAND ${CMAKE_SOURCE_DIR}/tools/check-handler-align.py $<TARGET_FILE:ada_agent>
+              $<TARGET_OBJECTS:ada_agent>)
+    set_tests_properties(hook_arch_align PROPERTIES SKIP_RETURN_CODE 77)
+  endif()
+
   # Handlers are built as the agent's: general registers only, so xmm/x87
   # values pass through untouched.
   add_library(test_hook_handlers OBJECT ${_ha}/test_hook_handlers.c)

@@ -4,16 +4,13 @@
  *
  * Threads: any; no shared state.
  *
- * Enter trampoline layout (one per function, 89 bytes + relocated code):
+ * Enter trampoline layout (one per function, 80 bytes + relocated code):
  *     push r11 ... push rdi        ; struct ada_hook_regs, rdi lowest
- *     mov  rbp, rsp                ; rbp = &regs (callee-saved by handler)
- *     and  rsp, -16                ; ABI alignment whatever the caller did
  *     mov  rdi, fn_id              ; imm64
- *     lea  rsi, [rbp+80]           ; ret_slot = rsp at function entry
- *     mov  rdx, rbp                ; regs
+ *     lea  rsi, [rsp+80]           ; ret_slot = rsp at function entry
+ *     mov  rdx, rsp                ; regs
  *     mov  rax, enter_handler      ; imm64: the handler may be far away
- *     call rax
- *     mov  rsp, rbp
+ *     call rax                     ; rsp is as the caller left it - 88
  *     pop  rdi ... pop r11         ; possibly modified by the handler
  *     cmp  qword [rsp], 0          ; the handler pushed a frame?
  *     jne  body                    ; no: the function runs as if unhooked
@@ -22,7 +19,7 @@
  * R_F: jmp  exit_path              ; rel32: the return trampoline
  * body: <relocated prologue>
  *     jmp  fn + patch_len          ; rel32, or jmp [rip+0]; dq when far
- * 33 instructions + relocated ones run per traced call (and the jmp at
+ * 30 instructions + relocated ones run per traced call (and the jmp at
  * R_F on its return). The body's `ret` lands at R_F, which the `call`
  * pushed on the return-stack buffer, and the return trampoline's final
  * `ret` goes to the caller, which the caller's own `call` pushed: no
@@ -46,26 +43,25 @@ static const uint8_t emit_pop_regs[] = {0x5f, 0x5e, 0x5a, 0x59, 0x41, 0x58, 0x41
 
 _Static_assert(sizeof(struct ada_hook_regs) == 80, "trampoline pushes 10 registers");
 
-/* rbp keeps the unaligned rsp; the handler preserves it (callee-saved). */
-static void emit_align_frame(struct x86_writer *w)
-{
-	x86_put(w, "\x48\x89\xe5", 3);     /* mov rbp, rsp */
-	x86_put(w, "\x48\x83\xe4\xf0", 4); /* and rsp, -16 */
-}
+/* Neither trampoline aligns the stack: the handlers are called with rsp
+ * 8 bytes off the ABI's alignment (from a conforming caller; anything,
+ * from another), and every handler function that calls anything realigns
+ * it in its own prologue (handlers.c, HANDLERS_COLD; the hot handlers
+ * are leaves that only jump to those). That saves the mov/and/mov of a
+ * frame pointer in both trampolines (5 instructions per traced call with
+ * the return trampoline's push/pop of rbp). */
 
 static void emit_enter_frame(struct x86_writer *w, uint64_t fn_id, uint64_t handler,
                              uint64_t exit_path)
 {
 	x86_put(w, emit_push_regs, sizeof(emit_push_regs));
-	emit_align_frame(w);
 	x86_put(w, "\x48\xbf", 2); /* mov rdi, imm64 */
 	x86_put_u64(w, fn_id);
-	x86_put(w, "\x48\x8d\x75\x50", 4); /* lea rsi, [rbp+80] */
-	x86_put(w, "\x48\x89\xea", 3);     /* mov rdx, rbp */
-	x86_put(w, "\x48\xb8", 2);         /* mov rax, imm64 */
+	x86_put(w, "\x48\x8d\x74\x24\x50", 5); /* lea rsi, [rsp+80] */
+	x86_put(w, "\x48\x89\xe2", 3);         /* mov rdx, rsp */
+	x86_put(w, "\x48\xb8", 2);             /* mov rax, imm64 */
 	x86_put_u64(w, handler);
-	x86_put(w, "\xff\xd0", 2);     /* call rax */
-	x86_put(w, "\x48\x89\xec", 3); /* mov rsp, rbp */
+	x86_put(w, "\xff\xd0", 2); /* call rax; the handler keeps rsp */
 	x86_put(w, emit_pop_regs, sizeof(emit_pop_regs));
 	/* The flags are not preserved across the enter handler anyway. */
 	x86_put(w, "\x48\x83\x3c\x24\x00", 5); /* cmp qword [rsp], 0 */
@@ -79,7 +75,7 @@ static void emit_enter_frame(struct x86_writer *w, uint64_t fn_id, uint64_t hand
 	x86_put_u8(w, 0xe9); /* jmp rel32 exit_path */
 	x86_put_u32(w, (uint32_t)d);
 }
-_Static_assert(HOOK_ARCH_RET_POINT_OFF == 14 + 3 + 4 + 10 + 4 + 3 + 10 + 2 + 3 + 14 + 5 + 2 + 5 + 5,
+_Static_assert(HOOK_ARCH_RET_POINT_OFF == 14 + 10 + 5 + 3 + 10 + 2 + 14 + 5 + 2 + 5 + 5,
                "R_F follows the call");
 
 static int emit_reloc_one(struct x86_writer *w, const struct hook_arch_plan *plan,
@@ -173,35 +169,33 @@ uint64_t hook_arch_patch_target(const struct hook_arch_plan *plan, const uint8_t
 	return plan->fn_addr + 5 + (uint64_t)(int64_t)d;
 }
 
-/* push rax, rdx, rcx, rsi, rdi, r8, r9, r10, r11, rbp: every caller-saved
+/* push rax, rdx, rcx, rsi, rdi, r8, r9, r10, r11: every caller-saved
  * general register. The ABI lets a return clobber all but rax/rdx, but
  * gcc's -fipa-ra keeps values live in caller-saved registers across a
  * call to a function of the same unit it knows does not touch them
  * (python3.11's _Py_PreInitializeFromPyArgv: r8-r10), so the return path
  * must be invisible in every general register. */
 static const uint8_t emit_ret_push[] = {0x50, 0x52, 0x51, 0x56, 0x57, 0x41, 0x50,
-                                        0x41, 0x51, 0x41, 0x52, 0x41, 0x53, 0x55};
-/* pop r11, r10, r9, r8, rdi, rsi, rcx, rdx (rax and rbp are handled apart) */
+                                        0x41, 0x51, 0x41, 0x52, 0x41, 0x53};
+/* pop r11, r10, r9, r8, rdi, rsi, rcx, rdx (rax is handled apart) */
 static const uint8_t emit_ret_pop[] = {0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59,
                                        0x41, 0x58, 0x5f, 0x5e, 0x59, 0x5a};
 
 /* Reached by the hooked function's `ret`: rsp = S, the sp after the ret;
  * S-8 held the swapped return address. Stack while the handler runs:
- * rax at S-8 (reusing the dead slot), rdx S-16, ..., r11 S-72, rbp S-80.
- * Afterwards the original return address goes into S-8 and a `ret` pops
- * it, so no register is needed to reach it and rsp ends at S. */
+ * rax at S-8 (reusing the dead slot), rdx S-16, ..., r11 S-72. Afterwards
+ * the original return address goes into S-8 (r11 carries the saved rax
+ * meanwhile: its own saved value is popped first) and a `ret` pops it, so
+ * no register is needed to reach it and rsp ends at S. 24 instructions. */
 size_t hook_arch_emit_return_trampoline(uint8_t *buf, uint64_t buf_addr, uint64_t exit_handler)
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_RETURN_TRAMPOLINE_MAX, buf_addr, 1};
 
 	x86_put(&w, emit_ret_push, sizeof(emit_ret_push));
-	x86_put(&w, "\x48\x8d\x7c\x24\x50", 5); /* lea rdi, [rsp+80] = S */
-	emit_align_frame(&w);
-	x86_put(&w, "\x48\xb8", 2); /* mov rax, imm64 */
+	x86_put(&w, "\x48\x8d\x7c\x24\x48", 5); /* lea rdi, [rsp+72] = S */
+	x86_put(&w, "\x48\xb8", 2);             /* mov rax, imm64 */
 	x86_put_u64(&w, exit_handler);
 	x86_put(&w, "\xff\xd0", 2);                      /* call rax: rax = original return */
-	x86_put(&w, "\x48\x89\xec", 3);                  /* mov rsp, rbp */
-	x86_put(&w, "\x5d", 1);                          /* pop rbp; rsp = S-72 */
 	x86_put(&w, "\x4c\x8b\x5c\x24\x40", 5);          /* mov r11, [rsp+64] (saved rax) */
 	x86_put(&w, "\x48\x89\x44\x24\x40", 5);          /* mov [rsp+64], rax (S-8) */
 	x86_put(&w, "\x4c\x89\xd8", 3);                  /* mov rax, r11 */
