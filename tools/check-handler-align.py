@@ -11,6 +11,9 @@ Reachable "misaligned": the handlers the trampolines call, then every
 function those jump to (tail calls, .cold parts) or call before their own
 `and rsp, -N`. A call from such code is fine only to another handlers.c
 function (which is then checked in turn) or to one that realigns first.
+A function counts as realigned from its first `and rsp` on, in address
+order: right for gcc's force_align_arg_pointer prologue, which is all this
+looks for (a realignment on one branch only would fool it).
 Exit 0: clean; 1: a misaligned call (listed); 77: objdump missing.
 The other arguments may hold every object of the agent: the one named
 handlers.c.o is used."""
