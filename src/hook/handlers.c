@@ -60,19 +60,28 @@ struct agent_hot agent_hot;
 /* The trampolines call the handlers with rsp as the traced code left it
  * minus the registers they save: 8 bytes off the ABI's 16-byte alignment
  * for a conforming caller, anything for another (x86_emit.c; aligning
- * there cost 5 instructions per traced call). The hot handlers call
+ * there cost 8 instructions per traced call). The hot handlers call
  * nothing (HANDLERS_LEAF: they only jump to the cold functions) and need
  * no alignment (-mgeneral-regs-only: no vector spills); every out-of-line
- * function here that calls anything realigns rsp in its own prologue
- * (HANDLERS_REALIGN; gcc then makes its own tail calls ordinary calls),
- * so whatever it reaches (libc, the ring's slow path, the unwinder) sees
- * the ABI's alignment. HANDLERS_COLD is the usual form. */
+ * function here that calls anything outside this file realigns rsp in its
+ * own prologue (HANDLERS_REALIGN; gcc then makes its own tail calls
+ * ordinary calls), so whatever it reaches (libc, the ring's slow path,
+ * keysym lookups, the unwinder) sees the ABI's alignment. HANDLERS_COLD
+ * is the usual form. */
 #if defined(__x86_64__)
 #define HANDLERS_REALIGN __attribute__((force_align_arg_pointer))
 #else
 #define HANDLERS_REALIGN
 #endif
 #define HANDLERS_COLD __attribute__((cold, noinline)) HANDLERS_REALIGN
+/* A cold function that reaches nothing outside this file but through
+ * realigning functions needs no realignment itself: this form keeps gcc's
+ * interprocedural constant propagation, which drops the shadow pointer
+ * argument (the callee derives it from TLS); on the two tail calls of
+ * ada_hook_on_enter that take ret_slot that saves a register move on its
+ * fast path. tools/check-handler-align.py (test hook_arch_align) fails if
+ * one of them ever calls out directly. */
+#define HANDLERS_COLD_LOCAL __attribute__((cold, noinline))
 
 _Static_assert(ADA_DREC_F_STACK_CLIPPED == 0x1u && ADA_DREC_F_OFF_STACK == 0x2u,
                "agent_stack_take() (agent_internal.h) spells these flags out");
@@ -483,8 +492,8 @@ static inline void handlers_leave(struct ada_shadow *s)
  * interrupted it (side path), or the agent's own work: a call under the
  * guard, or one during a ring wait (its return address lies in the
  * agent), not traced. */
-HANDLERS_COLD static void handlers_nested_enter(struct ada_shadow *s, uint64_t fn_id,
-                                                uint64_t *ret_slot)
+HANDLERS_COLD_LOCAL static void handlers_nested_enter(struct ada_shadow *s, uint64_t fn_id,
+                                                      uint64_t *ret_slot)
 {
 	if (s->guard || !agent_hot.active || *ret_slot - agent_hot.self_lo < agent_hot.self_len) {
 		s->suppressed++; /* the agent's own work (a cold path's libc calls) */
@@ -537,8 +546,8 @@ static void handlers_push_general(struct ada_shadow *s, uint64_t fn_id, uint64_t
  * first push (no shadow stack yet), and a thread that has one when
  * recording stops (a fork child that records nothing) keeps its guard
  * set (agent_process.c). */
-HANDLERS_COLD static void handlers_enter_slow(struct ada_shadow *s, uint64_t fn_id,
-                                              uint64_t *ret_slot)
+HANDLERS_COLD_LOCAL static void handlers_enter_slow(struct ada_shadow *s, uint64_t fn_id,
+                                                    uint64_t *ret_slot)
 {
 	if (agent_hot.active)
 		handlers_push_general(s, fn_id, ret_slot, 0);

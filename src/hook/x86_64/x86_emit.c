@@ -19,7 +19,7 @@
  * R_F: jmp  exit_path              ; rel32: the return trampoline
  * body: <relocated prologue>
  *     jmp  fn + patch_len          ; rel32, or jmp [rip+0]; dq when far
- * 30 instructions + relocated ones run per traced call (and the jmp at
+ * 29 instructions + relocated ones run per traced call (and the jmp at
  * R_F on its return). The body's `ret` lands at R_F, which the `call`
  * pushed on the return-stack buffer, and the return trampoline's final
  * `ret` goes to the caller, which the caller's own `call` pushed: no
