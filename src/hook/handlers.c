@@ -463,7 +463,7 @@ static inline bool handlers_in_hook_clear(struct ada_shadow *s)
 	atomic_signal_fence(memory_order_seq_cst); /* pairs with the set's */
 	s->in_hook = 0;
 	atomic_signal_fence(memory_order_seq_cst);
-	return s->side.ev_head != s->side.ev_tail;
+	return s->side.ev_head != s->side.ev_tail || s->reattach;
 }
 #endif
 
@@ -478,6 +478,10 @@ HANDLERS_COLD static void handlers_flush(struct ada_shadow *s)
 		/* Pairs with the memory clobber of the clear: the mark is
 		 * dropped before the queue is read. */
 		atomic_signal_fence(memory_order_seq_cst);
+		if (ada_unlikely(s->reattach)) { /* agent_shadow_attach_reset */
+			s->reattach = 0;
+			s->inherited = s->top;
+		}
 		shadow_side_flush(s);
 	} while (handlers_in_hook_clear(s));
 }
@@ -572,6 +576,21 @@ void agent_shadow_attach_reset(uintptr_t self_tp, uintptr_t tp)
 	if (s->gone) {
 		s->gone = 0;
 		s->guard--; /* raised with gone (handlers_emit_slow) */
+	}
+	/* Frames still open from the earlier session return without events
+	 * in this one (as a fork child's, and as frames open at a first
+	 * attach, which have no entry at all): otherwise their RETURNs, e.g.
+	 * of a thread stopped waiting for ring space in the old arena after
+	 * the detach, would start the new trace unmatched. A thread stopped
+	 * inside a handler is mid-update: that handler does it when it is
+	 * done, told through in_hook as a signal handler would tell it
+	 * (handlers_flush; the thread is stopped, so these plain stores are
+	 * all it sees when it resumes). */
+	if (s->in_hook & 1u) {
+		s->reattach = 1;
+		s->in_hook |= HANDLERS_QUEUED;
+	} else {
+		s->inherited = s->top;
 	}
 }
 

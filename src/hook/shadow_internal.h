@@ -38,8 +38,9 @@
  *     lowest entry (the caller's real return address), and except between
  *     the enter handler's return and the trampoline's `call` (the slot is
  *     then below rsp, about to be overwritten with R_F).
- *   - entries below `inherited` were pushed by the parent before fork:
- *     they are popped like others but emit nothing.
+ *   - entries below `inherited` were pushed by the parent before fork
+ *     (or before a re-attach, in the earlier session): they are popped
+ *     like others but emit nothing.
  *   - base[-1] is a sentinel whose slot lies above every real slot
  *     (SHADOW_SENTINEL_SLOT): the fast entry path reads base[top - 1]
  *     without testing top (handlers.c maps it; the unit test provides it).
@@ -141,6 +142,10 @@ struct ada_shadow {
 	uint32_t in_hook;   /* nonzero: a hook handler is running (handlers.c) */
 	uint32_t restored;  /* nonzero: return addresses are the originals */
 	uint32_t inherited; /* entries pushed by the parent before fork */
+	/* Set by a re-attach that stopped this thread inside a handler: the
+	 * handler silences the frames open now (inherited = top) once it is
+	 * done (handlers.c, agent_shadow_attach_reset). */
+	uint32_t reattach;
 	uint32_t grave_next;
 	uint64_t lost;       /* calls not traced: stack full or unusable */
 	uint64_t suppressed; /* calls seen while the guard was set */
