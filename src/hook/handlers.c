@@ -204,69 +204,27 @@ static bool handlers_shadow_grow(struct ada_shadow *s)
 	return true;
 }
 
-/* Shadow stacks of ended threads. A thread's exit destructor runs before
- * glibc's own teardown of the thread (freeing its malloc cache), whose
- * calls are traced too, on that same shadow stack: it cannot be unmapped
- * there, and nothing runs later on that thread. So the destructor leaves
- * the mapping here with the thread's tid, and whoever next starts or ends
- * a thread unmaps those whose thread the kernel no longer knows (tgkill
- * signal 0: ESRCH). A reused tid only delays that. Without this, every
- * ended thread kept two mappings: 30 000 short threads passed
- * vm.max_map_count (65 530) and the program's own mmap failed.
- * Entry protocol: addr 0 = free; HANDLERS_RETIRED_BUSY = claimed by one
- * thread (filling or unmapping it); anything else = a mapping, published
- * with its tid by the release store of addr. */
-#define HANDLERS_RETIRED 256u
-#define HANDLERS_RETIRED_BUSY 1u
-static struct {
-	_Atomic uintptr_t addr;
-	_Atomic int32_t tid;
-} handlers_retired[HANDLERS_RETIRED];
+/* Shadow stacks of ended threads (retire_internal.h): the exit destructor
+ * leaves its thread's mapping there for glibc's teardown after it; whoever
+ * next starts or ends a thread unmaps those whose thread the kernel no
+ * longer knows (tgkill signal 0: ESRCH). Without this, every ended thread
+ * kept two mappings: 30 000 short threads passed vm.max_map_count
+ * (65 530) and the program's own mmap failed. */
+#define RETIRE_GONE(tid) (handlers_syscall6(SYS_tgkill, agent_hot.pid, (tid), 0, 0, 0, 0) == -ESRCH)
+#define RETIRE_UNMAP(a)                                                                            \
+	handlers_syscall6(SYS_munmap, (long)(a), (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0)
+#include "retire_internal.h"
+static struct retire_table handlers_retired;
 
-/* Unmaps the retired shadow stacks whose threads are gone. */
 static void handlers_reclaim(void)
 {
-	for (uint32_t i = 0; i < HANDLERS_RETIRED; i++) {
-		/* Acquire: pairs with the release store in handlers_retire(),
-		 * so tid is the one published with addr. */
-		uintptr_t a = atomic_load_explicit(&handlers_retired[i].addr, memory_order_acquire);
-		if (a <= HANDLERS_RETIRED_BUSY)
-			continue;
-		int32_t tid = atomic_load_explicit(&handlers_retired[i].tid, memory_order_relaxed);
-		if (handlers_syscall6(SYS_tgkill, agent_hot.pid, tid, 0, 0, 0, 0) != -ESRCH)
-			continue; /* still in its teardown (or the tid is reused: later) */
-		/* Relaxed CAS: only one reclaimer unmaps it; the free store below
-		 * is the release a later handlers_retire() claims against. */
-		if (!atomic_compare_exchange_strong_explicit(
-		        &handlers_retired[i].addr, &a, HANDLERS_RETIRED_BUSY, memory_order_relaxed,
-		        memory_order_relaxed))
-			continue;
-		handlers_syscall6(SYS_munmap, (long)a, (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0);
-		/* Release: pairs with the CAS in handlers_retire() (the unmap is
-		 * done before the entry is taken again). */
-		atomic_store_explicit(&handlers_retired[i].addr, 0, memory_order_release);
-	}
+	retire_reclaim(&handlers_retired);
 }
 
-/* Leaves the calling thread's mapping at map for handlers_reclaim(); false
- * when every entry is taken (the caller then unmaps it itself). */
 static bool handlers_retire(uintptr_t map)
 {
 	int32_t tid = (int32_t)handlers_syscall6(SYS_gettid, 0, 0, 0, 0, 0, 0);
-	for (uint32_t i = 0; i < HANDLERS_RETIRED; i++) {
-		uintptr_t z = 0;
-		/* Acquire: pairs with the release of the free store in
-		 * handlers_reclaim() (the entry's old mapping is unmapped). */
-		if (!atomic_compare_exchange_strong_explicit(
-		        &handlers_retired[i].addr, &z, HANDLERS_RETIRED_BUSY, memory_order_acquire,
-		        memory_order_relaxed))
-			continue;
-		atomic_store_explicit(&handlers_retired[i].tid, tid, memory_order_relaxed);
-		/* Release: pairs with the acquire load in handlers_reclaim(). */
-		atomic_store_explicit(&handlers_retired[i].addr, map, memory_order_release);
-		return true;
-	}
-	return false;
+	return retire_put(&handlers_retired, map, tid);
 }
 
 /* First traced call of a thread (or a failed earlier try), or a full

@@ -2,7 +2,7 @@
 # shadow stack). Owner: agent.
 if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
   set(_ag ${CMAKE_CURRENT_LIST_DIR})
-  foreach(t symbols shadow syms config plancache detail ehframe)
+  foreach(t symbols shadow retire syms config plancache detail ehframe)
     add_executable(test_agent_${t} ${_ag}/test_agent_${t}.c)
     target_include_directories(test_agent_${t} PRIVATE ${CMOCKA_INCLUDE_DIR}
       ${CMAKE_SOURCE_DIR}/src/hook)
