@@ -47,15 +47,18 @@ ALL_TRACERS = ['untraced', 'ada', 'ada-cold', 'ada-exe', 'ada-detail', 'uftrace-
 # fib@retval: one argument and the return value).
 DETAIL_TRACERS = ['ada-detail-exe', 'ada-detail-always', 'ada-detail-none', 'uftrace-args']
 # ada-cold: ada with an empty hook-plan cache on every run (its first run on
-# a machine); only where start-up matters.
+# a machine); only where start-up matters. ada-cold-2t (not in the default
+# set): the same with --analysis-threads 2 (the analysis shared with a
+# helper thread, docs/hooks.md).
 COLD_ONLY = ('fib', 'startup')
+COLD_TRACERS = ('ada-cold', 'ada-cold-2t')
 WORKLOADS = {
     'fib': ('fib', ['32'], ['28'], ALL_TRACERS[:-1] + DETAIL_TRACERS, ['1']),
     'fib-small': ('fib', ['18'], ['18'], ALL_TRACERS, ['1']),
     'fib-threads': ('fibthreads', ['2', '31'], ['2', '27'], ALL_TRACERS[:-1], ['2', '1']),
     'mixed': ('mixed', ['10000'], ['2000'], ALL_TRACERS[:-1], ['0']),
     'threads': ('threads', ['2', '10000'], ['2', '2000'], ALL_TRACERS[:-1], ['2', '0']),
-    'startup': ('startup', [], [], ALL_TRACERS, None),
+    'startup': ('startup', [], [], ALL_TRACERS + ['ada-cold-2t'], None),
     'latency': ('latency', ['30', '10000000'], ['5', '10000000'],
                 ['untraced', 'ada', 'ada-detail'], None),
 }
@@ -113,6 +116,9 @@ class Runner:
         never = (['--detail', 'never'] if self.detail_args else []) + ['--max-disk-mb', '0']
         if tracer in ('ada', 'ada-cold'):
             return [self.ada, 'record', '--out', outdir] + never + ['--'] + plain
+        if tracer == 'ada-cold-2t':
+            return [self.ada, 'record', '--out', outdir] + never + \
+                ['--analysis-threads', '2', '--'] + plain
         if tracer == 'ada-exe':  # the executable only, like uftrace
             return [self.ada, 'record', '--out', outdir, '--include', prog] + never + \
                 ['--'] + plain
@@ -159,7 +165,7 @@ class Runner:
             # a bench-owned cache, kept warm between runs (the check run
             # fills it), or an empty one for every ada-cold run.
             cache = os.path.join(self.out, 'plan-cache')
-            if os.path.basename(outdir) == 'ada-cold':
+            if os.path.basename(outdir) in COLD_TRACERS:
                 cache = os.path.join(self.out, 'plan-cache-cold')
                 shutil.rmtree(cache, ignore_errors=True)
             env['XDG_CACHE_HOME'] = cache
@@ -310,7 +316,7 @@ class Runner:
         prog, full, quick, applies, base = WORKLOADS[wname]
         args = quick if self.a.quick else full
         tracers = [t for t in self.a.tracers if t in applies and
-                   (t != 'ada-cold' or wname in COLD_ONLY)]
+                   (t not in COLD_TRACERS or wname in COLD_ONLY)]
         if 'untraced' not in tracers:
             tracers.insert(0, 'untraced')
         reps = 1 if wname == 'latency' else self.a.reps

@@ -80,6 +80,10 @@ static void record_usage(FILE *f)
 	    "                     (globs are fnmatch(3); options may repeat; a default\n"
 	    "                     list of functions that cannot be traced is always\n"
 	    "                     excluded: see docs/hooks.md)\n"
+	    "  --analysis-threads N  1 (default) or 2: on a cold start (no cached\n"
+	    "                     analysis of a module yet) share the analysis with a\n"
+	    "                     second thread; glibc then counts the program as\n"
+	    "                     multi-threaded for good (stdio and malloc take locks)\n"
 	    "  --detail MODE      the detail lane (registers and a stack snapshot per call\n"
 	    "                     and return): triggered (default: kept in memory, only\n"
 	    "                     trigger windows are written; the ring overwriting what\n"
@@ -164,6 +168,7 @@ enum {
 	OPT_INCLUDE,
 	OPT_EXCLUDE_SYM,
 	OPT_INCLUDE_SYM,
+	OPT_ANALYSIS_THREADS,
 	OPT_TRIGGER,
 	OPT_PRE_ROLL,
 	OPT_POST_ROLL,
@@ -200,6 +205,7 @@ static const struct option record_opts[] = {
     {"include", required_argument, 0, OPT_INCLUDE},
     {"exclude-symbol", required_argument, 0, OPT_EXCLUDE_SYM},
     {"include-symbol", required_argument, 0, OPT_INCLUDE_SYM},
+    {"analysis-threads", required_argument, 0, OPT_ANALYSIS_THREADS},
     {"trigger", required_argument, 0, OPT_TRIGGER},
     {"pre-roll-sec", required_argument, 0, OPT_PRE_ROLL},
     {"post-roll-sec", required_argument, 0, OPT_POST_ROLL},
@@ -493,6 +499,14 @@ static int record_opt(struct rec_args *a, int c, const char *v)
 		return record_hook_opt(a, "include", v);
 	case OPT_EXCLUDE_SYM:
 		return record_hook_opt(a, "exclude-symbol", v);
+	case OPT_ANALYSIS_THREADS:
+		if (strcmp(v, "1") && strcmp(v, "2")) {
+			ada_log(
+			    "--analysis-threads takes 1 or 2, not '%s' (e.g. --analysis-threads 2)",
+			    v);
+			return -1;
+		}
+		return record_hook_opt(a, "analysis-threads", v);
 	case OPT_INCLUDE_SYM:
 		return record_hook_opt(a, "include-symbol", v);
 	case OPT_TRIGGER:

@@ -118,6 +118,15 @@ static int config_stack_bytes(const char *v, size_t len, uint32_t *out)
 	return 0;
 }
 
+/* "1" or "2". */
+static int config_threads(const char *v, size_t len, uint32_t *out)
+{
+	if (len != 1 || (v[0] != '1' && v[0] != '2'))
+		return -EINVAL;
+	*out = (uint32_t)(v[0] - '0');
+	return 0;
+}
+
 static bool config_key_is(const char *k, size_t klen, const char *name)
 {
 	return strlen(name) == klen && memcmp(k, name, klen) == 0;
@@ -150,6 +159,8 @@ static int config_apply(struct ada_hook_config *cfg, const char *k, size_t klen,
 		return config_add_globs(v, vlen, cfg->key_sym, &cfg->n_key_sym);
 	if (config_key_is(k, klen, "stack-bytes"))
 		return config_stack_bytes(v, vlen, &cfg->stack_bytes);
+	if (config_key_is(k, klen, "analysis-threads"))
+		return config_threads(v, vlen, &cfg->analysis_threads);
 	return -EINVAL;
 }
 
@@ -161,6 +172,7 @@ int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *c
 	cfg->cache = true;
 	cfg->need_fde = true;
 	cfg->stack_bytes = 128;
+	cfg->analysis_threads = 1;
 	size_t i = 0;
 	while (i < len) {
 		size_t j = i, eq = SIZE_MAX;

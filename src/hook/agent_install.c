@@ -792,17 +792,21 @@ static void install_forget_gone(void)
 	}
 }
 
-/* The start-up scan analyses every module before it patches any
- * (agent.par_analysis): then a helper thread may share the analysis
- * (install_prepare_full()) while no patch exists, so nothing it runs, libc
- * included, can be traced. Later scans (dlopen, ada attach) patch each
- * module right after its analysis, on one thread. */
+/* The start-up scan analyses every module before it patches any: then,
+ * with --analysis-threads 2 (agent.par_analysis), a helper thread may
+ * share the analysis (install_prepare_full()) while no patch exists, so
+ * nothing it runs, libc included, can be traced. Not by default: once a
+ * second thread has existed glibc treats the process as multi-threaded
+ * for good (its stdio and malloc take locks, its write() enters and
+ * leaves the cancellation state), so the program's own libc calls would
+ * differ between a cold and a warm run. Later scans (dlopen, ada attach)
+ * patch each module right after its analysis, on one thread. */
 static void install_new(const struct discover_image *v, size_t n)
 {
 	bool two_phase = agent.n_mods == 0 && !agent.attached;
 	struct install_job *jobs = two_phase ? calloc(n ? n : 1, sizeof(*jobs)) : NULL;
 	size_t nj = 0;
-	agent.par_analysis = jobs != NULL;
+	agent.par_analysis = jobs != NULL && agent.cfg.analysis_threads > 1;
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].skip != ADA_HOOK_OK) {
 			install_ignore(&v[i]);

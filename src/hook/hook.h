@@ -148,6 +148,11 @@ struct ada_hook_config {
 	bool defaults;
 	bool cache;
 	bool need_fde;
+	/* Threads for the start-up analysis (1 or 2): a second thread
+	 * makes glibc treat the program as multi-threaded for good, a
+	 * visible change, so it is the user's choice (ada record
+	 * --analysis-threads). */
+	uint32_t analysis_threads;
 	/* Detail lane (issue 8): on/off, stack bytes per CALL record, and the
 	 * functions whose calls enter it (none given: every hooked one). */
 	bool detail;

@@ -52,6 +52,23 @@ static void test_defaults(void **state)
 	ada_hook_config_fini(&c);
 	assert_int_equal(parse("cache=maybe", &c), -EINVAL);
 	ada_hook_config_fini(&c);
+	/* One analysis thread unless asked (a second one changes glibc's
+	 * mode for the program: docs/hooks.md). */
+	assert_int_equal(parse("", &c), 0);
+	assert_int_equal(c.analysis_threads, 1);
+	ada_hook_config_fini(&c);
+	assert_int_equal(parse("analysis-threads=2", &c), 0);
+	assert_int_equal(c.analysis_threads, 2);
+	ada_hook_config_fini(&c);
+	assert_int_equal(parse("analysis-threads=1", &c), 0);
+	assert_int_equal(c.analysis_threads, 1);
+	ada_hook_config_fini(&c);
+	assert_int_equal(parse("analysis-threads=3", &c), -EINVAL);
+	ada_hook_config_fini(&c);
+	assert_int_equal(parse("analysis-threads=", &c), -EINVAL);
+	ada_hook_config_fini(&c);
+	assert_int_equal(parse("analysis-threads=22", &c), -EINVAL);
+	ada_hook_config_fini(&c);
 }
 
 static void test_globs(void **state)
