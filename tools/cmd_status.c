@@ -47,6 +47,7 @@ struct status_tot {
 	uint64_t written, lost, retired;
 	uint64_t drops[ADA_DROP_REASON_COUNT];
 	uint64_t untraced, shm_ceiling, shm_peak;
+	uint64_t pid_reused; /* arenas of a reused pid: not read (manifests' shm) */
 	bool disk_full, live_shm;
 };
 
@@ -230,8 +231,11 @@ static void status_done(const char *dir, json_t *man, struct status_tot *t)
 	t->disk_full |= full;
 	for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
 		t->drops[k] += by[k];
+	json_t *shm = json_object_get(man, "shm");
+	/* The recorder's own count: in each manifest as it was when written. */
+	if (status_int(shm, "pid_reused_arenas") > t->pid_reused)
+		t->pid_reused = status_int(shm, "pid_reused_arenas");
 	if (!t->live_shm) { /* each manifest has the session's counts when written */
-		json_t *shm = json_object_get(man, "shm");
 		if (status_int(shm, "untraced_processes") > t->untraced)
 			t->untraced = status_int(shm, "untraced_processes");
 		if (status_int(shm, "peak_bytes") > t->shm_peak)
@@ -291,6 +295,9 @@ static void status_session(const char *dir, const struct status_tot *t)
 	       (unsigned long long)t->lost, (unsigned long long)t->retired, drops,
 	       (unsigned long long)t->untraced, (double)t->shm_ceiling / 1048576.0,
 	       (double)t->shm_peak / 1048576.0, t->disk_full ? ", the disk filled up" : "");
+	if (t->pid_reused)
+		printf(", %llu process%s not recorded (a reused pid)",
+		       (unsigned long long)t->pid_reused, t->pid_reused == 1 ? "" : "es");
 	if (t->dead)
 		printf(", %u process%s left unfinished by a recorder that died", t->dead,
 		       t->dead == 1 ? "" : "es");

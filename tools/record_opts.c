@@ -906,6 +906,13 @@ void record_print_summary(const struct ada_record_summary *s, const char *dir)
 		        "was reached (peak %.1f MiB)\n",
 		        (unsigned long long)s->untraced_procs, s->untraced_procs == 1 ? "" : "es",
 		        (double)s->shm_ceiling / 1048576.0, (double)s->shm_peak / 1048576.0);
+	if (s->pid_reused)
+		fprintf(
+		    stderr,
+		    "ada: %u process%s not recorded: each took the pid of a process the "
+		    "recording had already finished (pid reuse; a larger kernel.pid_max makes it "
+		    "rarer)\n",
+		    s->pid_reused, s->pid_reused == 1 ? " was" : "es were");
 	if (s->shm_leftover)
 		fprintf(stderr,
 		        "ada: removed %u entr%s of the arena directory that the recorder had not "

@@ -752,7 +752,8 @@ static void drain_no_pid_dir(struct ada_recorder *r, struct wal_proc *p, int rc)
  * a process the recorder may wait for (wal_pid_check()). The descriptor
  * stays open to check the file's size later. Returns the descriptor, or
  * -1 (reported when it is a stranger's). */
-static int drain_arena_admit(struct ada_recorder *r, const char *path, pid_t pid, int *alive)
+static int drain_arena_admit(struct ada_recorder *r, const char *path, pid_t pid, int *alive,
+                             ino_t *ino)
 {
 	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
@@ -766,6 +767,7 @@ static int drain_arena_admit(struct ada_recorder *r, const char *path, pid_t pid
 		close(fd);
 		return -1;
 	}
+	*ino = st.st_ino;
 	*alive = wal_pid_check(r, pid, why, sizeof(why));
 	if (*alive < 0) {
 		wal_note(r, NULL, "%s", why);
@@ -793,7 +795,7 @@ static void drain_free_proc(struct wal_proc *p)
 static int drain_proc_arena(struct ada_recorder *r, struct wal_proc *p)
 {
 	int alive = 0;
-	p->arena_fd = drain_arena_admit(r, p->arena_path, p->pid, &alive);
+	p->arena_fd = drain_arena_admit(r, p->arena_path, p->pid, &alive, &p->arena_ino);
 	if (p->arena_fd < 0 || ada_arena_open_fd(p->arena_fd, &p->arena) < 0)
 		return -1;
 	if (ada_arena_pid(p->arena) != p->pid) {
@@ -809,33 +811,69 @@ static int drain_proc_arena(struct ada_recorder *r, struct wal_proc *p)
 	return 0;
 }
 
-/* Arenas we refused, so each is reported once. */
-static bool drain_ignored(const struct ada_recorder *r, pid_t pid)
+/* Arenas we refused, so each file is reported once: the same pid with
+ * another inode is a later process's arena, looked at anew. */
+static bool drain_ignored(const struct ada_recorder *r, pid_t pid, ino_t ino)
 {
 	for (size_t i = 0; i < r->nignored; i++)
-		if (r->ignored[i] == pid)
+		if (r->ignored[i].pid == pid && r->ignored[i].ino == ino)
 			return true;
 	return false;
 }
 
-static void drain_ignore(struct ada_recorder *r, pid_t pid)
+static void drain_ignore(struct ada_recorder *r, pid_t pid, ino_t ino)
 {
-	void *a = drain_grow(r->ignored, &r->capignored, r->nignored + 1, sizeof(pid_t));
+	void *a = drain_grow(r->ignored, &r->capignored, r->nignored + 1, sizeof(*r->ignored));
 	if (a) {
 		r->ignored = a;
-		r->ignored[r->nignored++] = pid;
+		r->ignored[r->nignored].pid = pid;
+		r->ignored[r->nignored++].ino = ino;
 	}
+}
+
+/* <pid>.ring of a pid whose process this recording has finished (and
+ * whose arena it removed): the kernel gave the pid to a later process.
+ * Its directory pid_N/ holds the earlier process's files, so the later
+ * one is not recorded: told once per file, and counted (summary line,
+ * manifests' shm.pid_reused_arenas, ada status). */
+static void drain_pid_reused(struct ada_recorder *r, pid_t pid, ino_t ino)
+{
+	drain_ignore(r, pid, ino);
+	r->pid_reused++;
+	wal_note(r, NULL,
+	         "ignored the arena of process %d: that pid was reused by a later process after "
+	         "the recorded process %d ended; the later process's events are not written "
+	         "(a larger kernel.pid_max makes the reuse rarer)",
+	         (int)pid, (int)pid);
 }
 
 static void drain_open_arena(struct ada_recorder *r, const char *name)
 {
 	char *end;
 	long pid = strtol(name, &end, 10);
-	if (pid <= 0 || pid > INT32_MAX || strcmp(end, ".ring") || drain_find(r, (pid_t)pid) ||
-	    drain_ignored(r, (pid_t)pid))
+	if (pid <= 0 || pid > INT32_MAX || strcmp(end, ".ring"))
 		return;
+	struct wal_proc *old = drain_find(r, (pid_t)pid);
+	if (old && !old->finished)
+		return; /* the file we are reading */
 	if (r->o.follow == false && r->main_pid && pid != r->main_pid)
 		return;
+	/* Which file: its inode, never following a link planted under the
+	 * name. Gone already (0): nothing to read or to tell. */
+	char path[PATH_MAX];
+	struct stat st;
+	ino_t ino = 0;
+	if (snprintf(path, sizeof(path), "%s/%s", r->arena_dir, name) < (int)sizeof(path) &&
+	    fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		ino = st.st_ino;
+	if (drain_ignored(r, (pid_t)pid, ino))
+		return;
+	if (old) {
+		/* The finished process's own file (its unlink failed) is not news. */
+		if (ino && ino != old->arena_ino)
+			drain_pid_reused(r, (pid_t)pid, ino);
+		return;
+	}
 	struct wal_proc *p = calloc(1, sizeof(*p));
 	void *arr = drain_grow(r->procs, &r->capprocs, r->nprocs + 1, sizeof(*r->procs));
 	if (!p || !arr) {
@@ -851,7 +889,7 @@ static void drain_open_arena(struct ada_recorder *r, const char *name)
 	if (asprintf(&p->arena_path, "%s/%s", r->arena_dir, name) < 0 ||
 	    asprintf(&p->dir, "%s/pid_%ld", r->session_dir, pid) < 0 ||
 	    drain_proc_arena(r, p) < 0) {
-		drain_ignore(r, p->pid);
+		drain_ignore(r, p->pid, ino);
 		drain_free_proc(p);
 		return;
 	}
@@ -1472,6 +1510,20 @@ static bool drain_stop_now(struct ada_recorder *r)
 	return true;
 }
 
+/* A sentence of the whole recording (an arena refused, a reused pid)
+ * told after a process's final manifest was written: that manifest is
+ * written again, so its warnings and counts (shm.pid_reused_arenas) hold
+ * everything the recording told. */
+static void drain_restate(struct ada_recorder *r)
+{
+	size_t told = json_array_size(r->warnings);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct wal_proc *p = r->procs[i];
+		if (p->finished && p->man_warnings < told)
+			wal_manifest_write(r, p, "complete");
+	}
+}
+
 void *wal_drain_main(void *arg)
 {
 	struct ada_recorder *r = arg;
@@ -1499,6 +1551,7 @@ void *wal_drain_main(void *arg)
 	drain_scan_dir(r);
 	drain_check_gone(r, true);
 	ada_wal_io_submit_stale(r->io, true);
+	drain_restate(r);
 	while (ada_wal_io_reap(r->io, true) > 0)
 		;
 	drain_tick(r, drain_mono_ns());

@@ -295,6 +295,7 @@ static json_t *man_shm(const struct ada_recorder *r)
 	json_object_set_new(o, "arenas", json_integer((json_int_t)v.arenas));
 	json_object_set_new(o, "untraced_processes", json_integer((json_int_t)v.refused_procs));
 	json_object_set_new(o, "delayed_processes", json_integer((json_int_t)v.waited_procs));
+	json_object_set_new(o, "pid_reused_arenas", json_integer((json_int_t)r->pid_reused));
 	return o;
 }
 
@@ -487,6 +488,7 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "retention", man_retention(r, p));
 	json_object_set_new(root, "shm", man_shm(r));
 	json_t *warn = json_deep_copy(r->warnings);
+	p->man_warnings = json_array_size(r->warnings);
 	json_object_set_new(root, "threads", man_threads(p, warn));
 	json_object_set_new(root, "drops", man_drops(r, p));
 	if (p->arena && (ada_arena_flags(p->arena) & ADA_ARENA_F_MLOCK_FAILED))

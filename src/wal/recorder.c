@@ -289,6 +289,7 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->shm_peak = v.peak;
 	s->untraced_procs = v.refused_procs;
 	s->shm_leftover = r->shm_leftover;
+	s->pid_reused = r->pid_reused;
 	s->seconds = (double)(ada_boottime_ns() - r->start_ns) / 1e9;
 	const struct ada_lat_hist *h = ada_wal_io_latency(r->io);
 	s->latency_p50_ns = ada_lat_hist_quantile(h, 0.5);

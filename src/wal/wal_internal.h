@@ -261,13 +261,15 @@ struct wal_proc {
 	uint8_t *slot_noted;         /* max_threads: 1 once its quarantine was reported */
 	json_t *quarantine;          /* [{thread, tid, slot, reason, ...}] for the manifest */
 	json_t *warnings;            /* this process's sentences (with r->warnings) */
+	size_t man_warnings;         /* r->warnings' size when its manifest was written */
 	double dir_tokens;           /* thread-directory budget (token bucket) */
 	uint64_t dir_tokens_ns;
 	uint32_t dirs_refused;
 	int arena_fd;                      /* -1: none; kept to check the file's size */
 	uint64_t opened_ns, drops_read_ns; /* CLOCK_MONOTONIC */
-	bool drops_bad;                    /* the arena's drop counters were scribbled: frozen */
-	bool arena_bad;                    /* the mapping faulted (file truncated): no more reads */
+	ino_t arena_ino; /* its arena file: a later <pid>.ring is another process's */
+	bool drops_bad;  /* the arena's drop counters were scribbled: frozen */
+	bool arena_bad;  /* the mapping faulted (file truncated): no more reads */
 	/* exec_watch.c: the executable last seen, when it changed (0: not
 	 * pending), whether an exec without the agent was told. */
 	bool exe_known, exec_told;
@@ -282,6 +284,13 @@ struct wal_proc {
 	json_t *ks_versions; /* manifest: every version published */
 	json_t *ks_last;     /* the last of them */
 	uint64_t ks_versions_dropped, ks_failed;
+};
+
+/* An arena refused (not ours, or a reused pid's), keyed on its inode: a
+ * later file under the same name is another process's, looked at anew. */
+struct wal_ignored {
+	pid_t pid;
+	ino_t ino;
 };
 
 struct ada_recorder {
@@ -302,8 +311,9 @@ struct ada_recorder {
 	pid_t *early_pid;
 	int *early_status;
 	size_t nearly, capearly;
-	pid_t *ignored; /* arenas refused (not ours): reported once */
+	struct wal_ignored *ignored; /* arenas refused: each file reported once */
 	size_t nignored, capignored;
+	uint32_t pid_reused; /* arenas of a pid this recording had finished: not read */
 	bool main_reaped, no_children;
 	int main_status;
 	uint64_t main_exit_ns; /* drain: when the main process was reaped */

@@ -11,3 +11,12 @@ foreach(mode budget forks forks_agent shm_ceiling diskfull agree dead)
   set_tests_properties(bounded_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
                        LABELS "wal;integration")
 endforeach()
+
+# A pid reused within one recording (root: forced through ns_last_pid).
+add_executable(producer_pidreuse ${CMAKE_SOURCE_DIR}/tests/targets/producer_pidreuse.c)
+target_link_libraries(producer_pidreuse PRIVATE ada_producer)
+add_test(NAME bounded_pidreuse
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/pidreuse_test.sh
+                 $<TARGET_FILE:ada> $<TARGET_FILE:producer_pidreuse> $<TARGET_FILE:producer_check>)
+set_tests_properties(bounded_pidreuse PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+                     LABELS "wal;integration")
