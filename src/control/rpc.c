@@ -48,9 +48,26 @@ static char *rpc_dump(json_t *o)
 
 /* {"jsonrpc":"2.0","id":id,"error":{"code":code,"message":msg}}; id may
  * be NULL (unknown: null). */
+/* msg with every byte outside printable ASCII as '?': jansson's parse
+ * error text quotes the bytes near the error, which may not be UTF-8,
+ * and json_pack refuses a string that is not (the reply then had no
+ * error object: fuzz.control). Used only when it refused. */
+static void rpc_printable(const char *msg, char *out, size_t cap)
+{
+	size_t i = 0;
+	for (; msg[i] && i + 1 < cap; i++)
+		out[i] = (msg[i] >= 0x20 && msg[i] < 0x7f) ? msg[i] : '?';
+	out[i] = '\0';
+}
+
 static char *rpc_error(json_t *id, int code, const char *msg)
 {
 	json_t *e = json_pack("{s:i,s:s}", "code", code, "message", msg);
+	if (!e) { /* not UTF-8 */
+		char text[512];
+		rpc_printable(msg, text, sizeof(text));
+		e = json_pack("{s:i,s:s}", "code", code, "message", text);
+	}
 	json_t *o = json_pack("{s:s,s:O?,s:o}", "jsonrpc", "2.0", "id", id, "error", e);
 	if (o && !id)
 		json_object_set_new(o, "id", json_null());
