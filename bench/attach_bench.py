@@ -19,7 +19,9 @@ and reads from its session:
 
 Repetition 1 runs with an empty plan cache (cold); the rest reuse it (warm:
 the issue's target is <= 50 ms for 10 000 functions with a warm cache).
-The table gives each repetition and the warm medians; --out writes JSON.
+The table gives each repetition and the warm medians; --out writes JSON
+with the run's date, load and provenance (bench/provenance.py); bench/run.sh
+writes bench/results/<date>-attach.json, which bench/readme_table.py cites.
 Timed: the numbers mean something on an idle machine only.
 """
 import argparse
@@ -31,6 +33,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import provenance  # noqa: E402
 
 
 def boottime_ns():
@@ -101,6 +106,8 @@ def main():
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
     a.ada = os.path.join(a.build, "ada")
+    started = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
+    load_before = os.getloadavg()
     work = tempfile.mkdtemp(prefix="ada_attach_bench_")
     os.environ["XDG_CACHE_HOME"] = os.path.join(work, "cache")  # rep 1 cold
     rows = []
@@ -125,7 +132,10 @@ def main():
                                        for k, v in summary.items()))
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"rows": rows, "warm_median": summary}, f, indent=1)
+            json.dump({"date": started, "provenance": provenance(a.build),
+                       "load_average": {"before": load_before, "after": os.getloadavg()},
+                       "reps": a.reps, "duration_s": a.duration,
+                       "rows": rows, "warm_median": summary}, f, indent=1)
     return 0
 
 

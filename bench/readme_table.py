@@ -5,7 +5,10 @@ bench/results/ (issue 13 item 5: one run, not assembled from several).
 A full run is a bench/bench.py results file that is not --quick and holds
 every default workload (fib, fib-small, fib-threads, mixed, threads,
 startup, latency) with ada and uftrace-pg; the newest bench/micro.py file
-(not --quick) adds the pipeline-without-hooks lines. The text between
+(not --quick) adds the pipeline-without-hooks lines. The detail lane's
+table (issue 8) comes from the same full run's fib rows (ada-detail-exe,
+ada-detail-none, ada-exe, uftrace-args, uftrace-pg), with ada attach's
+pause from the newest bench/attach_bench.py file (*-attach.json). The text between
 <!-- bench-table:begin --> and <!-- bench-table:end --> in README.md is
 replaced; nothing else is touched.
 
@@ -35,7 +38,7 @@ def load(path):
 
 def newest_full(results):
     for path in sorted(glob.glob(os.path.join(results, '*.json')), reverse=True):
-        if path.endswith('-micro.json'):
+        if path.endswith(('-micro.json', '-attach.json', '-scaling.json')):
             continue
         d = load(path)
         if not d or not isinstance(d.get('results'), list) or d.get('config', {}).get('quick'):
@@ -51,6 +54,14 @@ def newest_micro(results):
     for path in sorted(glob.glob(os.path.join(results, '*-micro.json')), reverse=True):
         d = load(path)
         if d and not d.get('quick'):
+            return path, d
+    return None, None
+
+
+def newest_attach(results):
+    for path in sorted(glob.glob(os.path.join(results, '*-attach.json')), reverse=True):
+        d = load(path)
+        if d and isinstance(d.get('rows'), list) and d.get('warm_median'):
             return path, d
     return None, None
 
@@ -104,7 +115,53 @@ def rate_row(d, w, label, target):
             f'{"met" if ok else "missed"} |')
 
 
-def table(path, d, mpath, m):
+def marginal(d, w, t):
+    r = row(d, w, t)
+    return r.get('marginal_ns_per_event') if r else None
+
+
+def detail_table(path, d, apath, a):
+    """The detail lane (issue 8) from the full run's fib rows, and ada
+    attach (issue 10) from its own file; empty when the run has neither."""
+    det, exe = marginal(d, 'fib', 'ada-detail-exe'), marginal(d, 'fib', 'ada-exe')
+    none, args = marginal(d, 'fib', 'ada-detail-none'), marginal(d, 'fib', 'uftrace-args')
+    pg = marginal(d, 'fib', 'uftrace-pg')
+    rows = []
+    if det is not None and args:
+        ok = det / args <= 1 / 3
+        rows.append(f'| marginal ns per event, detail lane on for every function, 128-byte '
+                    f'stacks, `fib` | {num(det)} (index lane alone {num(exe)}) | {num(args)} '
+                    f'(`-A bw_fib@arg1 -R bw_fib@retval`; `-pg` alone {num(pg)}) | '
+                    f'{det / args:.2f}× | ≤ 1/3 — {"met" if ok else "missed"} |')
+    if none is not None and exe is not None:
+        rows.append(f'| detail lane on, set excluding the function, vs `--detail never` (same '
+                    f'run) | {num(none)} vs {num(exe)} ns/event ({none - exe:+.1f}) | | | '
+                    f'≤ 2 ns — {"met" if none - exe <= 2 else "missed"} |')
+    if a:
+        wm = a['warm_median']
+        cold = [r for r in a['rows'] if r.get('cache') == 'cold']
+        cp = f', {num(cold[0].get("pause_ms"))} ms cold' if cold else ''
+        pause = wm.get('pause_ms')
+        ok = pause is not None and pause <= 50
+        rows.append(f'| `ada attach` pause, 10 000-function program with 2 busy threads | '
+                    f'{num(pause)} ms warm plan cache (median of {len(a["rows"]) - len(cold)})'
+                    f'{cp}; detach {num(wm.get("detach_ms"))} ms; first event '
+                    f'{num(wm.get("first_event_ms"))} ms after the command starts | uftrace '
+                    f'cannot attach | | ≤ 50 ms warm — {"met" if ok else "missed"} |')
+    if not rows:
+        return ''
+    head = "The detail lane, from the same run's `fib` rows"
+    if a:
+        ap = a.get('provenance') or {}
+        head += (f", and `ada attach` (`bench/attach_bench.py`, "
+                 f"`bench/results/{os.path.basename(apath)}`, {a.get('date')}, commit "
+                 f"{(ap.get('commit') or '?')[:12]})")
+    return '\n'.join(['', head + ':', '',
+                      '| measure | ada | uftrace | ratio | target |', '|---|---|---|---|---|']
+                     + rows)
+
+
+def table(path, d, mpath, m, apath=None, att=None):
     p = d.get('provenance') or {}
     mach = d.get('machine', {})
     lines = []
@@ -174,6 +231,9 @@ def table(path, d, mpath, m):
                          f"to disk, {s['drops']} dropped, recorder CPU (drain + io_uring "
                          f"workers) {num(s.get('recorder_ns_per_event'))} ns/event{split}, latency p50 "
                          f"{num(s['latency_p50_ms'], '.2f')} / p99 {num(s['latency_p99_ms'], '.2f')} ms")
+    dt = detail_table(path, d, apath, att)
+    if dt:
+        lines.append(dt)
     return '\n'.join(lines)
 
 
@@ -189,7 +249,8 @@ def main():
     if not d:
         sys.exit('readme_table: no full run in ' + a.results)
     mpath, m = newest_micro(a.results)
-    text = table(path, d, mpath, m)
+    apath, at = newest_attach(a.results)
+    text = table(path, d, mpath, m, apath, at)
     if a.print:
         print(text)
         return
@@ -208,7 +269,8 @@ def main():
         with open(a.readme, 'w') as f:
             f.write(new)
     print(f'readme_table: README.md from {os.path.basename(path)}'
-          + (f' and {os.path.basename(mpath)}' if mpath else ''), file=sys.stderr)
+          + (f' and {os.path.basename(mpath)}' if mpath else '')
+          + (f' and {os.path.basename(apath)}' if apath else ''), file=sys.stderr)
 
 
 if __name__ == '__main__':

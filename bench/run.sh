@@ -10,7 +10,8 @@
 #   1. bench/bench.py (all options pass through; --help lists them): ada
 #      beside uftrace and ltrace, one table, JSON under bench/results/;
 #   2. bench/micro.py: ring_bench, wal_bench, disk_bench, keysym_bench (results/*-micro.json);
-#   3. bench/reading_bench.py: the reading commands (results/reading_*.json);
+#   3. bench/reading_bench.py: the reading commands (results/reading_*.json),
+#      bench/attach_bench.py: ada attach's pause (results/*-attach.json);
 #   4. bench/callgrind_guard.sh with the three committed baselines
 #      (instructions per event, printed);
 #   5. bench/readme_table.py: the README's table from this run, when it was
@@ -66,6 +67,8 @@ if ((${#quick[@]})); then
 	python3 "$repo/bench/reading_bench.py" --build "$build" --fib 24 --small-fib 20 --reps 1
 else
 	python3 "$repo/bench/reading_bench.py" --build "$build"
+	python3 "$repo/bench/attach_bench.py" --build "$build" \
+		--out "$repo/bench/results/$(date -u +%Y-%m-%dT%H%M%S)-attach.json"
 fi
 for b in callgrind_baseline.txt callgrind_baseline_detail_all.txt \
 	callgrind_baseline_detail_excluded.txt; do
