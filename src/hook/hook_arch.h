@@ -258,4 +258,22 @@ static inline unsigned hook_arch_branch_first16(const uint8_t *p)
 	return (unsigned)_mm_movemask_epi8(m);
 }
 
+/* Bit k set: p[k] p[k+1] (k < 16) may be a jump-table-shaped indirect
+ * jmp: FF then a ModRM E0-E7 (`jmp reg`) or 24/64/A4 (`jmp [SIB..]`),
+ * prepare's other pre-scan (x86_prepare.c plan_superset_table_last,
+ * whose per-position test it equals: test_hook_len's
+ * test_table_jmp16). Reads 17 bytes: p[0..16]. */
+static inline unsigned hook_arch_table_jmp16(const uint8_t *p)
+{
+	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+	__m128i w = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
+	__m128i m =
+	    _mm_cmpeq_epi8(_mm_and_si128(w, _mm_set1_epi8((char)0xf8)), _mm_set1_epi8((char)0xe0));
+	m = _mm_or_si128(m, _mm_cmpeq_epi8(w, _mm_set1_epi8(0x24)));
+	m = _mm_or_si128(m, _mm_cmpeq_epi8(w, _mm_set1_epi8(0x64)));
+	m = _mm_or_si128(m, _mm_cmpeq_epi8(w, _mm_set1_epi8((char)0xa4)));
+	m = _mm_and_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xff)));
+	return (unsigned)_mm_movemask_epi8(m);
+}
+
 #endif

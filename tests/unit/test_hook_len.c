@@ -394,6 +394,28 @@ static void test_branch_first16(void **state)
 	}
 }
 
+/* hook_arch_table_jmp16 (prepare's table-jmp pre-scan, 16 at a time)
+ * flags exactly FF + a table-shaped ModRM, for every byte pair in
+ * every lane, and reads the 17th byte for lane 15. */
+static void test_table_jmp16(void **state)
+{
+	(void)state;
+	for (unsigned v = 0; v < 256; v++)
+		for (unsigned w = 0; w < 256; w++) {
+			int want = v == 0xff && ((w & 0xf8) == 0xe0 || w == 0x24 || w == 0x64 ||
+			                         w == 0xa4);
+			for (unsigned lane = 0; lane < 16; lane++) {
+				uint8_t b[17];
+				memset(b, 0x90, sizeof(b)); /* nop: never a candidate */
+				b[lane] = (uint8_t)v;
+				b[lane + 1] = (uint8_t)w;
+				unsigned m = hook_arch_table_jmp16(b);
+				if (m != (want ? 1u << lane : 0u))
+					fail_msg("%02x %02x in lane %u: mask %04x", v, w, lane, m);
+			}
+		}
+}
+
 int main(void)
 {
 	elf_version(EV_CURRENT);
@@ -405,6 +427,7 @@ int main(void)
 	    cmocka_unit_test(test_corners),
 	    cmocka_unit_test(test_sw_corners),
 	    cmocka_unit_test(test_branch_first16),
+	    cmocka_unit_test(test_table_jmp16),
 	    cmocka_unit_test(test_real_binaries),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);

@@ -514,12 +514,30 @@ static int plan_is_table_jmp_modrm(uint8_t modrm)
 	return (modrm & 0xf8) == 0xe0 || modrm == 0x24 || modrm == 0x64 || modrm == 0xa4;
 }
 
-/* Superset check for a table-shaped indirect jmp: last candidate or -1. */
+static int plan_table_jmp_at(const uint8_t *code, uint64_t i)
+{
+	return code[i] == 0xff && plan_is_table_jmp_modrm(code[i + 1]);
+}
+
+/* Superset check for a table-shaped indirect jmp: last candidate or -1.
+ * Positions [0, size-1) (each reads the byte after it), from the top:
+ * one by one down to a multiple of 16, then 16 at a time
+ * (hook_arch_table_jmp16 tests exactly plan_table_jmp_at per lane; the
+ * chunk [i-16, i) reads code[i-16 .. i], i <= size-1). Most functions
+ * have none, so the whole body was read byte by byte before. */
 static int64_t plan_superset_table_last(const uint8_t *code, uint64_t size)
 {
-	for (uint64_t i = size - 1; i-- > 0;)
-		if (code[i] == 0xff && plan_is_table_jmp_modrm(code[i + 1]))
-			return (int64_t)i;
+	if (size < 2)
+		return -1;
+	uint64_t i = size - 1; /* positions below i are left */
+	for (; i % 16; i--)
+		if (plan_table_jmp_at(code, i - 1))
+			return (int64_t)(i - 1);
+	for (; i >= 16; i -= 16) {
+		unsigned m = hook_arch_table_jmp16(code + i - 16);
+		if (m)
+			return (int64_t)(i - 16 + 31 - (unsigned)__builtin_clz(m));
+	}
 	return -1;
 }
 
