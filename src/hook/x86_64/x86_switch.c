@@ -68,7 +68,14 @@ enum {
 
 struct sw_ctx {
 	csh cs;
+	cs_insn *ci;         /* the caller's decode buffer (detail on) */
+	const uint8_t *code; /* the body's bytes */
 	struct x86_sw_insn *v;
+	/* Per instruction: SW_EAGER (decoded whole by sw_decode), SW_LAZY
+	 * (address and size only: x86_fast_len knew it and it is no direct
+	 * branch) or SW_FILLED (a lazy one decoded on first use, sw_at). */
+	uint8_t *have;
+	int *bad; /* set when a lazy decode disagrees: the verdict is no */
 	size_t n;
 	uint64_t addr, size;
 	size_t patch_len;
@@ -79,6 +86,40 @@ struct sw_ctx {
 	size_t n_t, cap_t;
 };
 
+enum { SW_EAGER = 0, SW_LAZY = 1, SW_FILLED = 2 };
+
+/* Instruction i, decoded. Most of a body is never looked at (only the
+ * windows before table-shaped jmps, and a few whole-body scans for
+ * writers), so sw_decode keeps only the boundaries of the instructions
+ * the length table knows and this decodes one on first use, with the
+ * same decoders and bytes sw_decode would have used: the record is the
+ * one the eager decode gives. A length that disagrees (the length table
+ * and capstone agree on every form the table knows, test_hook_len) or
+ * a failed decode sets *bad: no verdict rests on such a record. */
+static const struct x86_sw_insn *sw_at(const struct sw_ctx *c, size_t i)
+{
+	struct x86_sw_insn *in = &c->v[i];
+	if (c->have[i] != SW_LAZY)
+		return in;
+	uint64_t pc = in->address, off = pc - c->addr;
+	uint16_t size = in->size;
+	const uint8_t *p = c->code + off;
+	size_t left = c->size - off;
+	size_t k = x86_sw_fast(p, left, pc, in);
+	if (!k && cs_disasm_iter(c->cs, &p, &left, &pc, c->ci)) {
+		x86_sw_from_cs(in, c->ci);
+		k = in->size;
+	}
+	if (k != size) {
+		*c->bad = 1;
+		memset(in, 0, sizeof(*in));
+		in->address = c->addr + off;
+		in->size = size;
+	}
+	c->have[i] = SW_FILLED;
+	return in;
+}
+
 static int sw_family(x86_reg r, int *width)
 {
 	return x86_sw_family(r, width);
@@ -87,12 +128,12 @@ static int sw_family(x86_reg r, int *width)
 /* Bit w of the result: the instruction writes family fam at width w. */
 static unsigned sw_writes(const struct sw_ctx *c, size_t i, int fam)
 {
-	return fam < 0 ? 0x1f : c->v[i].wbits[fam];
+	return fam < 0 ? 0x1f : sw_at(c, i)->wbits[fam];
 }
 
 static int sw_is_flow(const struct sw_ctx *c, size_t i)
 {
-	const struct x86_sw_insn *in = &c->v[i];
+	const struct x86_sw_insn *in = sw_at(c, i);
 	return (in->grp & (SW_G_JUMP | SW_G_CALL | SW_G_RET | SW_G_INT | SW_G_IRET)) ||
 	       in->id == X86_INS_XBEGIN || in->id == X86_INS_UD2 || in->id == X86_INS_HLT;
 }
@@ -113,10 +154,11 @@ static int sw_is_reg(const cs_x86_op *op, unsigned size)
  * enters it is checked separately (sw_sites_closed). */
 static int sw_is_barrier(const struct sw_ctx *c, size_t i)
 {
-	const cs_x86_op *op = sw_op(&c->v[i], 0);
+	const struct x86_sw_insn *in = sw_at(c, i);
+	const cs_x86_op *op = sw_op(in, 0);
 	if (!sw_is_flow(c, i))
 		return 0;
-	return !((c->v[i].grp & SW_G_JUMP) && c->v[i].id != X86_INS_JMP && op &&
+	return !((in->grp & SW_G_JUMP) && in->id != X86_INS_JMP && op &&
 	         op->type == X86_OP_IMM);
 }
 
@@ -141,10 +183,10 @@ static long sw_last_writer(const struct sw_ctx *c, size_t from, int fam)
  * gives B reaches no instruction of the function. */
 static int sw_dead_pop(const struct sw_ctx *c, size_t i)
 {
-	if (c->v[i].id != X86_INS_POP)
+	if (sw_at(c, i)->id != X86_INS_POP)
 		return 0;
 	for (size_t k = i + 1; k < c->n; k++) {
-		const struct x86_sw_insn *in = &c->v[k];
+		const struct x86_sw_insn *in = sw_at(c, k);
 		const cs_x86_op *a = sw_op(in, 0), *b = sw_op(in, 1);
 		if (in->id == X86_INS_RET)
 			return 1;
@@ -179,7 +221,7 @@ static unsigned sw_live_bits(const struct sw_ctx *c, size_t k, int fam, size_t *
 
 	if (w >= 0) {
 		*lo = (size_t)w < *lo ? (size_t)w : *lo; /* relied on: in the site */
-		const struct x86_sw_insn *in = &c->v[w];
+		const struct x86_sw_insn *in = sw_at(c, (size_t)w);
 		const cs_x86_op *b = sw_op(in, 1);
 		if (sw_writes(c, (size_t)w, fam) != 1u << 1)
 			return 64;
@@ -219,7 +261,7 @@ struct sw_index {
 static uint64_t sw_cmp_bound(const struct sw_ctx *c, size_t k, struct sw_index *ix,
                              const cs_x86_op *load)
 {
-	const struct x86_sw_insn *j = &c->v[k], *cmp = &c->v[k - 1];
+	const struct x86_sw_insn *j = sw_at(c, k), *cmp = sw_at(c, k - 1);
 	const cs_x86_op *a = sw_op(cmp, 0), *b = sw_op(cmp, 1);
 	int w = -1;
 	unsigned wc;
@@ -251,7 +293,7 @@ static uint64_t sw_cmp_bound(const struct sw_ctx *c, size_t k, struct sw_index *
  * follows it into ix. 0 when k is no such copy. */
 static int sw_copy(const struct sw_ctx *c, size_t k, struct sw_index *ix)
 {
-	const struct x86_sw_insn *in = &c->v[k];
+	const struct x86_sw_insn *in = sw_at(c, k);
 	const cs_x86_op *a = sw_op(in, 0), *b = sw_op(in, 1);
 	int sign = in->id == X86_INS_MOVSXD || in->id == X86_INS_MOVSX || in->id == X86_INS_CDQE;
 	unsigned srcw;
@@ -285,7 +327,7 @@ static int sw_copy(const struct sw_ctx *c, size_t k, struct sw_index *ix)
  * writes, then note k if it is the ja/jae of a `cmp reg, imm`. */
 static void sw_pend(const struct sw_ctx *c, size_t k, size_t pend[16])
 {
-	const struct x86_sw_insn *j = &c->v[k], *cmp = k ? &c->v[k - 1] : j;
+	const struct x86_sw_insn *j = sw_at(c, k), *cmp = k ? sw_at(c, k - 1) : j;
 	const cs_x86_op *a = sw_op(cmp, 0), *b = sw_op(cmp, 1);
 	uint32_t fams = j->wfams;
 	int f;
@@ -336,7 +378,7 @@ static uint64_t sw_bound(const struct sw_ctx *c, size_t from, x86_reg idx, size_
 		}
 		/* A load (zero-extending) bounded by a cmp of the same memory
 		 * just before: `cmp m, N; ja default; mov r32, m`. */
-		const struct x86_sw_insn *in = &c->v[k];
+		const struct x86_sw_insn *in = sw_at(c, k);
 		const cs_x86_op *a = sw_op(in, 0), *m = sw_op(in, 1);
 		if (k >= 2 && (in->id == X86_INS_MOV || in->id == X86_INS_MOVZX) &&
 		    sw_is_reg(a, 4) && sw_family(a->reg, NULL) == ix.fam && m &&
@@ -454,7 +496,7 @@ static int sw_base(const struct sw_ctx *c, size_t from, x86_reg base, uint64_t *
 		return 0;
 	if (k >= 0) {
 		*first = (size_t)k;
-		return sw_is_rip_lea(&c->v[k], base, tab);
+		return sw_is_rip_lea(sw_at(c, (size_t)k), base, tab);
 	}
 	for (size_t i = 0; i < c->n; i++) {
 		if (!sw_writes(c, i, fam) || sw_dead_pop(c, i))
@@ -464,16 +506,16 @@ static int sw_base(const struct sw_ctx *c, size_t from, x86_reg base, uint64_t *
 		k = (long)i;
 	}
 	*first = SIZE_MAX;
-	return k >= 0 && sw_is_rip_lea(&c->v[k], base, tab);
+	return k >= 0 && sw_is_rip_lea(sw_at(c, (size_t)k), base, tab);
 }
 
 /* The PIC dispatch ending in `jmp D` at j (see the top of the file). */
 static int sw_match_pic(struct sw_ctx *c, size_t j)
 {
-	const cs_x86_op *jd = sw_op(&c->v[j], 0);
+	const cs_x86_op *jd = sw_op(sw_at(c, j), 0);
 	if (j < 3 || !sw_is_reg(jd, 8))
 		return 0;
-	const struct x86_sw_insn *add = &c->v[j - 1], *ld = &c->v[j - 2];
+	const struct x86_sw_insn *add = sw_at(c, j - 1), *ld = sw_at(c, j - 2);
 	const cs_x86_op *ad = sw_op(add, 0), *as = sw_op(add, 1), *l = sw_op(ld, 0),
 	                *m = sw_op(ld, 1);
 	if (add->id != X86_INS_ADD || !sw_is_reg(ad, 8) || !sw_is_reg(as, 8) ||
@@ -497,10 +539,10 @@ static int sw_match_pic(struct sw_ctx *c, size_t j)
 /* The non-PIC dispatch `jmp qword [idx*8 + T]` at j. */
 static int sw_match_abs(struct sw_ctx *c, size_t j)
 {
-	const cs_x86_op *m = sw_op(&c->v[j], 0);
+	const cs_x86_op *m = sw_op(sw_at(c, j), 0);
 	size_t lo = 0;
 
-	if (!m || m->type != X86_OP_MEM || m->size != 8 || c->v[j].addr_size != 8 ||
+	if (!m || m->type != X86_OP_MEM || m->size != 8 || sw_at(c, j)->addr_size != 8 ||
 	    m->mem.segment != X86_REG_INVALID || m->mem.base != X86_REG_INVALID ||
 	    m->mem.scale != 8 || m->mem.disp < 0)
 		return 0;
@@ -513,7 +555,7 @@ static int sw_match_abs(struct sw_ctx *c, size_t j)
  * indirect jmp. 0: not provably safe. */
 static int sw_insn(struct sw_ctx *c, size_t i)
 {
-	const struct x86_sw_insn *in = &c->v[i];
+	const struct x86_sw_insn *in = sw_at(c, i);
 	const cs_x86_op *op = sw_op(in, 0);
 
 	if (op && op->type == X86_OP_IMM && in->op_count == 1 &&
@@ -571,37 +613,57 @@ static int sw_shapes(const uint8_t *code, uint64_t size)
 	return 1;
 }
 
-/* Decodes the whole body into c->v (one growing array; ci: the caller's
- * decode buffer, detail on). 0 when some bytes do not decode. */
+/* Decodes the whole body into c->v (one growing array, c->have beside
+ * it; ci: the caller's decode buffer, detail on). 0 when some bytes do
+ * not decode. With the compact decoder on, an instruction the length
+ * table knows and that is no direct branch keeps only its address and
+ * size (SW_LAZY, decoded by sw_at when read): sw_insn would accept it
+ * without recording anything (it is no jmp, the table declines FF /4
+ * and /5, and carries no immediate branch target), so only its
+ * boundary matters here. Direct branches and everything the table
+ * declines are decoded now, as before. */
 static int sw_decode(struct sw_ctx *c, cs_insn *ci, const uint8_t *code)
 {
 	const uint8_t *p = code;
 	size_t left = c->size, cap = 0;
 	uint64_t pc = c->addr;
+	int fast = x86_use_fast_len && x86_use_sw_fast;
 
 	while (left > 0) {
 		if (c->n == cap) {
 			size_t nc = cap ? 2 * cap : c->size / 4 + 16;
 			struct x86_sw_insn *nv = realloc(c->v, nc * sizeof(*nv));
-			if (!nv)
+			if (nv)
+				c->v = nv;
+			uint8_t *nh = nv ? realloc(c->have, nc) : NULL;
+			if (!nh)
 				return 0;
-			c->v = nv;
+			c->have = nh;
 			cap = nc;
 		}
-		/* The compact decoder where it knows the form, capstone
-		 * (same canonical result) where it declines. */
-		size_t k =
-		    x86_use_fast_len && x86_use_sw_fast ? x86_sw_fast(p, left, pc, &c->v[c->n]) : 0;
-		if (k) {
-			p += k;
-			left -= k;
-			pc += k;
-			c->n++;
-			continue;
+		struct x86_sw_insn *in = &c->v[c->n];
+		struct x86_len_info li;
+		size_t k = fast ? x86_fast_len(p, left, &li) : 0;
+		if (k && !li.rel) {
+			in->address = pc;
+			in->size = (uint16_t)k;
+			c->have[c->n++] = SW_LAZY;
+		} else {
+			/* The compact decoder where it knows the form,
+			 * capstone (same canonical result) where it declines. */
+			k = fast ? x86_sw_fast(p, left, pc, in) : 0;
+			if (!k) {
+				if (!cs_disasm_iter(c->cs, &p, &left, &pc, ci))
+					return 0;
+				x86_sw_from_cs(in, ci);
+				c->have[c->n++] = SW_EAGER;
+				continue;
+			}
+			c->have[c->n++] = SW_EAGER;
 		}
-		if (!cs_disasm_iter(c->cs, &p, &left, &pc, ci))
-			return 0;
-		x86_sw_from_cs(&c->v[c->n++], ci);
+		p += k;
+		left -= k;
+		pc += k;
 	}
 	return c->n > 0;
 }
@@ -612,15 +674,24 @@ enum ada_hook_skip x86_switch_check(csh cs, cs_insn *ci, const uint8_t *code, ui
                                     uint64_t size, size_t patch_len,
                                     const struct hook_arch_memview *mem)
 {
-	struct sw_ctx c = {
-	    .cs = cs, .addr = addr, .size = size, .patch_len = patch_len, .mem = mem};
+	int bad = 0;
+	struct sw_ctx c = {.cs = cs,
+	                   .ci = ci,
+	                   .code = code,
+	                   .bad = &bad,
+	                   .addr = addr,
+	                   .size = size,
+	                   .patch_len = patch_len,
+	                   .mem = mem};
 	/* Every byte decoded: the sweep saw every instruction. */
 	int ok = mem != NULL && sw_shapes(code, size) && sw_decode(&c, ci, code);
 
+	/* A lazy instruction passes sw_insn untouched (sw_decode). */
 	for (size_t i = 0; ok && i < c.n; i++)
-		ok = sw_insn(&c, i);
-	ok = ok && sw_sites_closed(&c);
+		ok = c.have[i] == SW_LAZY || sw_insn(&c, i);
+	ok = ok && sw_sites_closed(&c) && !bad;
 	free(c.v);
+	free(c.have);
 	free(c.t);
 	return ok ? ADA_HOOK_OK : ADA_SKIP_JUMP_TABLE;
 }
