@@ -681,14 +681,21 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 	}
 	if (indirect_jmp == 0 || plan->insn_count < 2)
 		return ADA_HOOK_OK;
-	enum ada_hook_skip r =
-	    indirect_jmp == 2 ? ADA_SKIP_JUMP_TABLE : plan_scan_materialize(code, addr, size, d);
-	if (r != ADA_SKIP_JUMP_TABLE || !mem)
-		return r;
-	/* Perhaps switch dispatches: read their tables (x86_switch.c). */
-	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
-	r = x86_switch_check(d->cs, ci, code, addr, size, plan->patch_len, mem);
-	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
+	/* Two proofs, either of which hooks the function: the switch
+	 * dispatches' tables (x86_switch.c, with mem), and for `jmp reg`
+	 * only, no code address of the function computed anywhere
+	 * (plan_scan_materialize). Each is a pure function of the bytes,
+	 * so their order changes no verdict; the table reader goes first
+	 * because it proves most functions that get here and costs less
+	 * than the materialize scan's capstone decodes with detail. */
+	enum ada_hook_skip r = ADA_SKIP_JUMP_TABLE;
+	if (mem) {
+		cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
+		r = x86_switch_check(d->cs, ci, code, addr, size, plan->patch_len, mem);
+		cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
+	}
+	if (r == ADA_SKIP_JUMP_TABLE && indirect_jmp == 1)
+		r = plan_scan_materialize(code, addr, size, d);
 	return r;
 }
 
