@@ -258,6 +258,35 @@ static inline unsigned hook_arch_branch_first16(const uint8_t *p)
 	return (unsigned)_mm_movemask_epi8(m);
 }
 
+/* Bit k set: p[k] (k < 16) may start a rel32 direct branch whose
+ * displacement is negative and above -2^24: E8/E9 with p[k+4] = FF,
+ * 0F 80-8F with p[k+5] = FF, C7 F8 with p[k+5] = FF (the top byte of
+ * the rel32). Far from the start of a function (position >= the patch
+ * length + 126, function under 2^24 bytes) only those can branch back
+ * into its patch: a rel8 reaches at most 128 bytes back, and a rel32
+ * into the patch is in [-(pos + 5), -1]. prepare's pre-scan
+ * (x86_prepare.c plan_superset_last) uses it there instead of
+ * hook_arch_branch_first16; test_hook_len's test_branch_far16 checks
+ * it byte by byte. Reads 21 bytes: p[0..20]. */
+static inline unsigned hook_arch_branch_far16(const uint8_t *p)
+{
+	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+	__m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
+	__m128i v4 = _mm_loadu_si128((const __m128i *)(const void *)(p + 4));
+	__m128i v5 = _mm_loadu_si128((const __m128i *)(const void *)(p + 5));
+	__m128i ff = _mm_set1_epi8((char)0xff);
+	__m128i e8 = _mm_and_si128(
+	    _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfe)), _mm_set1_epi8((char)0xe8)),
+	    _mm_cmpeq_epi8(v4, ff));
+	__m128i jcc = _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x0f)),
+	                            _mm_cmpeq_epi8(_mm_and_si128(v1, _mm_set1_epi8((char)0xf0)),
+	                                           _mm_set1_epi8((char)0x80)));
+	__m128i xb = _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xc7)),
+	                           _mm_cmpeq_epi8(v1, _mm_set1_epi8((char)0xf8)));
+	__m128i m = _mm_or_si128(e8, _mm_and_si128(_mm_or_si128(jcc, xb), _mm_cmpeq_epi8(v5, ff)));
+	return (unsigned)_mm_movemask_epi8(m);
+}
+
 /* Bit k set: p[k] p[k+1] (k < 16) may be a jump-table-shaped indirect
  * jmp: FF then a ModRM E0-E7 (`jmp reg`) or 24/64/A4 (`jmp [SIB..]`),
  * prepare's other pre-scan (x86_prepare.c plan_superset_table_last,

@@ -394,6 +394,47 @@ static void test_branch_first16(void **state)
 	}
 }
 
+/* The per-position rule hook_arch_branch_far16 applies to lane k. */
+static int far_ref(const uint8_t *b, unsigned k)
+{
+	uint8_t o = b[k];
+	if (o == 0xe8 || o == 0xe9)
+		return b[k + 4] == 0xff;
+	if (o == 0x0f)
+		return (b[k + 1] & 0xf0) == 0x80 && b[k + 5] == 0xff;
+	if (o == 0xc7)
+		return b[k + 1] == 0xf8 && b[k + 5] == 0xff;
+	return 0;
+}
+
+/* hook_arch_branch_far16 (prepare's pre-scan far from the patch: rel32
+ * branches with a small negative displacement only) matches the rule
+ * in every lane, for every first and second byte, with the rel32's top
+ * byte FF or not, and reads up to the 21st byte. */
+static void test_branch_far16(void **state)
+{
+	(void)state;
+	static const uint8_t tops[4][2] = {{0xff, 0xff}, {0xff, 0x00}, {0x00, 0xff}, {0x00, 0x00}};
+	for (unsigned v = 0; v < 256; v++)
+		for (unsigned w = 0; w < 256; w++)
+			for (unsigned t = 0; t < 4; t++)
+				for (unsigned lane = 0; lane < 16; lane++) {
+					uint8_t b[21];
+					memset(b, 0x90, sizeof(b)); /* nop: never a candidate */
+					b[lane] = (uint8_t)v;
+					b[lane + 1] = (uint8_t)w;
+					b[lane + 4] = tops[t][0];
+					b[lane + 5] = tops[t][1];
+					unsigned want = 0;
+					for (unsigned k = 0; k < 16; k++)
+						want |= (unsigned)far_ref(b, k) << k;
+					unsigned m = hook_arch_branch_far16(b);
+					if (m != want)
+						fail_msg("%02x %02x top %u lane %u: mask %04x, want %04x",
+						         v, w, t, lane, m, want);
+				}
+}
+
 /* hook_arch_table_jmp16 (prepare's table-jmp pre-scan, 16 at a time)
  * flags exactly FF + a table-shaped ModRM, for every byte pair in
  * every lane, and reads the 17th byte for lane 15. */
@@ -428,6 +469,7 @@ int main(void)
 	    cmocka_unit_test(test_sw_corners),
 	    cmocka_unit_test(test_branch_first16),
 	    cmocka_unit_test(test_table_jmp16),
+	    cmocka_unit_test(test_branch_far16),
 	    cmocka_unit_test(test_real_binaries),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);

@@ -491,9 +491,17 @@ static int64_t plan_superset_last(const uint8_t *code, uint64_t addr, uint64_t s
 	to = to < size ? to : size;
 	/* Most bytes start no branch: 16 positions at a time are rejected
 	 * together (hook_arch_branch_first16 flags exactly the bytes
-	 * plan_rel_class does), the candidates checked one by one. */
+	 * plan_rel_class does), the candidates checked one by one. From
+	 * `far` on, every position is too far from the patch for a rel8 and
+	 * a rel32 into it is negative above -2^24 (function size below
+	 * 2^24): hook_arch_branch_far16 keeps only the rel32 forms whose
+	 * displacement's top byte is FF, a superset of the hits there; its
+	 * loads reach 20 bytes past the chunk's start, inside the function. */
+	uint64_t far = size <= (1u << 24) ? patch_len + 126 : UINT64_MAX;
 	for (; to >= 16 && i <= to - 16; i += 16) {
-		for (unsigned m = hook_arch_branch_first16(code + i); m; m &= m - 1) {
+		unsigned m = i >= far && i + 21 <= size ? hook_arch_branch_far16(code + i)
+		                                        : hook_arch_branch_first16(code + i);
+		for (; m; m &= m - 1) {
 			uint64_t k = i + (unsigned)__builtin_ctz(m);
 			if (plan_superset_hit(code, addr, size, k, patch_len))
 				last = (int64_t)k;
