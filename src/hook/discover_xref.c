@@ -162,10 +162,11 @@ static bool xref_suspect(const uint8_t *code, uint64_t addr, uint64_t size,
 {
 	uint64_t p = 0;
 	/* Most bytes start no branch: 16 positions at a time are rejected
-	 * together (hook_arch_branch_first16 flags the bytes xref_first does,
-	 * and C7, which xref_hit_at turns away). */
-	for (; size >= 16 && p <= size - 16; p += 16)
-		for (unsigned m = hook_arch_branch_first16(code + p); m; m &= m - 1)
+	 * together (hook_arch_branch_xref16 flags exactly the first bytes
+	 * xref_hit_at accepts, 0F only before 80-8F; it reads the byte
+	 * after the 16, hence size >= 17). */
+	for (; size >= 17 && p <= size - 17; p += 16)
+		for (unsigned m = hook_arch_branch_xref16(code + p); m; m &= m - 1)
 			if (xref_hit_at(code, addr, size, p + (unsigned)__builtin_ctz(m), mp))
 				return true;
 	for (; p < size; p++)

@@ -238,11 +238,11 @@ uint64_t hook_arch_patch_target(const struct hook_arch_plan *plan, const uint8_t
 
 /* Bit k set: p[k] (k < 16) may be the first byte of a direct branch:
  * 70-7F, E0-E3, EB (rel8), E8, E9 (rel32), 0F (jcc rel32 when 80-8F
- * follows), C7 (xbegin when F8 follows). The byte-level pre-scans of
+ * follows), C7 (xbegin when F8 follows). The byte-level pre-scan of
  * prepare (every position of a function that could branch into its
- * patch) and discover_xref test 16 positions at a time with it (SSE2,
- * a dozen instructions; SSE2 is part of x86_64's base ISA) and look only
- * at the candidates. Reads 16 bytes. */
+ * patch) tests 16 positions at a time with it near the patch (SSE2,
+ * a dozen instructions; SSE2 is part of x86_64's base ISA) and looks
+ * only at the candidates. Reads 16 bytes. */
 static inline unsigned hook_arch_branch_first16(const uint8_t *p)
 {
 	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
@@ -255,6 +255,31 @@ static inline unsigned hook_arch_branch_first16(const uint8_t *p)
 	m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xeb)));
 	m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8(0x0f)));
 	m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xc7)));
+	return (unsigned)_mm_movemask_epi8(m);
+}
+
+/* Bit k set: p[k] (k < 16) may start a direct jmp/jcc/call/loop/jrcxz:
+ * 70-7F, E0-E3, EB, E8, E9, and 0F only when 80-8F follows (jcc
+ * rel32); no C7 (xbegin). Exactly the first bytes discover_xref's
+ * per-position check accepts (discover_xref.c xref_hit_at), so its
+ * pre-scan looks at fewer candidates than with
+ * hook_arch_branch_first16 (0F starts most two-byte opcodes);
+ * test_hook_len's test_branch_xref16. Reads 17 bytes: p[0..16]. */
+static inline unsigned hook_arch_branch_xref16(const uint8_t *p)
+{
+	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+	__m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
+	__m128i m =
+	    _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xf0)), _mm_set1_epi8(0x70));
+	m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfc)),
+	                                   _mm_set1_epi8((char)0xe0)));
+	m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfe)),
+	                                   _mm_set1_epi8((char)0xe8)));
+	m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xeb)));
+	m = _mm_or_si128(
+	    m, _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x0f)),
+	                     _mm_cmpeq_epi8(_mm_and_si128(v1, _mm_set1_epi8((char)0xf0)),
+	                                    _mm_set1_epi8((char)0x80))));
 	return (unsigned)_mm_movemask_epi8(m);
 }
 

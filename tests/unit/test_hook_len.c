@@ -394,6 +394,34 @@ static void test_branch_first16(void **state)
 	}
 }
 
+/* hook_arch_branch_xref16 (discover_xref's pre-scan) flags exactly the
+ * first bytes of direct jmp/jcc/call/loop/jrcxz, 0F only before 80-8F,
+ * for every byte pair in every lane (the 17th byte read for lane 15). */
+static void test_branch_xref16(void **state)
+{
+	(void)state;
+	for (unsigned v = 0; v < 256; v++)
+		for (unsigned w = 0; w < 256; w++)
+			for (unsigned lane = 0; lane < 16; lane++) {
+				uint8_t b[17];
+				memset(b, 0x90, sizeof(b)); /* nop: never a candidate */
+				b[lane] = (uint8_t)v;
+				b[lane + 1] = (uint8_t)w;
+				unsigned want = 0;
+				for (unsigned k = 0; k < 16; k++) {
+					uint8_t o = b[k];
+					int hit = (o >= 0x70 && o <= 0x7f) || (o >= 0xe0 && o <= 0xe3) ||
+					          o == 0xe8 || o == 0xe9 || o == 0xeb ||
+					          (o == 0x0f && (b[k + 1] & 0xf0) == 0x80);
+					want |= (unsigned)hit << k;
+				}
+				unsigned m = hook_arch_branch_xref16(b);
+				if (m != want)
+					fail_msg("%02x %02x in lane %u: mask %04x, want %04x", v, w,
+					         lane, m, want);
+			}
+}
+
 /* The per-position rule hook_arch_branch_far16 applies to lane k. */
 static int far_ref(const uint8_t *b, unsigned k)
 {
@@ -470,6 +498,7 @@ int main(void)
 	    cmocka_unit_test(test_branch_first16),
 	    cmocka_unit_test(test_table_jmp16),
 	    cmocka_unit_test(test_branch_far16),
+	    cmocka_unit_test(test_branch_xref16),
 	    cmocka_unit_test(test_real_binaries),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
