@@ -271,6 +271,85 @@ static void test_prologue_kinds(void **state)
 	}
 }
 
+/* Indirect jmps (FF /4) inside swept bodies, which the body sweep
+ * measures without capstone (as `call r/m`, FF /2) and classifies as
+ * capstone's would be: after a 3-instruction prologue (patch of 5
+ * bytes), each form followed by `jmp rel8` back into the patch (the
+ * sweep must step over the form exactly to see it) or by `ret`; the
+ * same verdict and plan as with capstone alone, and the expected one.
+ * Then each form cut short at the end of the function (the body is
+ * allocated to its exact size: nothing past it is read). */
+static void test_indirect_jmps(void **state)
+{
+	(void)state;
+	static const struct {
+		uint8_t b[8];
+		size_t n;
+		int alone; /* verdict followed by ret */
+	} forms[] = {
+	    {{0xff, 0xe0}, 2, ADA_HOOK_OK},                                  /* jmp rax */
+	    {{0x41, 0xff, 0xe3}, 3, ADA_HOOK_OK},                            /* jmp r11 */
+	    {{0x48, 0xff, 0xe0}, 3, ADA_HOOK_OK},                            /* rex.w jmp rax */
+	    {{0xff, 0x60, 0x08}, 3, ADA_HOOK_OK},                            /* jmp [rax+8] */
+	    {{0xff, 0x25, 0x10, 0, 0, 0}, 6, ADA_HOOK_OK},                   /* jmp [rip+16] */
+	    {{0xff, 0x24, 0xc5, 0, 0x10, 0, 0}, 7, ADA_SKIP_JUMP_TABLE},     /* [rax*8+T] */
+	    {{0xff, 0x64, 0x24, 0x08}, 4, ADA_SKIP_JUMP_TABLE},              /* [rsp+8] */
+	    {{0xff, 0xa4, 0xc8, 0, 0x01, 0, 0}, 7, ADA_SKIP_JUMP_TABLE},     /* [rax+rcx*8+d] */
+	    {{0x41, 0xff, 0x24, 0xc4}, 4, ADA_SKIP_JUMP_TABLE},              /* [r12+rax*8] */
+	    {{0x3e, 0xff, 0xe0}, 3, ADA_HOOK_OK},                            /* notrack: capstone */
+	    {{0x66, 0xff, 0xe0}, 3, -1},                                     /* capstone decides */
+	};
+	static const uint8_t pro[] = {0x55, 0x48, 0x89, 0xe5, 0x53}; /* push; mov; push */
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		for (int back = 0; back < 2; back++) {
+			uint8_t code[32];
+			size_t n = 0;
+			memcpy(code, pro, sizeof(pro));
+			n = sizeof(pro);
+			memcpy(code + n, forms[i].b, forms[i].n);
+			n += forms[i].n;
+			if (back) {
+				code[n] = 0xeb; /* jmp rel8 to offset 2, inside the patch */
+				code[n + 1] = (uint8_t)(2 - (int)(n + 2));
+				n += 2;
+			} else {
+				code[n++] = 0xc3;
+			}
+			struct hook_arch_plan fast, slow;
+			uint64_t a = (uint64_t)(uintptr_t)code;
+			x86_use_fast_len = 0;
+			int rs = hook_arch_prepare(code, a, n, &slow);
+			x86_use_fast_len = 1;
+			int rf = hook_arch_prepare(code, a, n, &fast);
+			if (rf != rs || (back && rs != ADA_SKIP_BRANCH_INTO_PATCH) ||
+			    (!back && forms[i].alone >= 0 && rs != forms[i].alone))
+				fail_msg("form %zu back %d: capstone %s, table %s", i, back,
+				         hook_skip_name(rs), hook_skip_name(rf));
+			assert_int_equal(fast.patch_len, slow.patch_len);
+			assert_true(same_insns(&fast, &slow));
+		}
+		/* Cut short: every strict prefix of the form ends the body. */
+		for (size_t cut = 1; cut < forms[i].n; cut++) {
+			size_t n = sizeof(pro) + cut;
+			uint8_t *code = malloc(n);
+			assert_non_null(code);
+			memcpy(code, pro, sizeof(pro));
+			memcpy(code + sizeof(pro), forms[i].b, cut);
+			struct hook_arch_plan fast, slow;
+			uint64_t a = (uint64_t)(uintptr_t)code;
+			x86_use_fast_len = 0;
+			int rs = hook_arch_prepare(code, a, n, &slow);
+			x86_use_fast_len = 1;
+			int rf = hook_arch_prepare(code, a, n, &fast);
+			if (rf != rs)
+				fail_msg("form %zu cut at %zu: capstone %s, table %s", i, cut,
+				         hook_skip_name(rs), hook_skip_name(rf));
+			assert_true(same_insns(&fast, &slow));
+			free(code);
+		}
+	}
+}
+
 /* Hand-assembled switch dispatches, PIC (lea + movsxd + add + jmp reg)
  * and absolute (jmp [idx*8 + T]), each with its table in the memory view:
  * the switch reader reaches the same verdict and plan with the compact
@@ -483,7 +562,8 @@ int main(int argc, char **argv)
 {
 	elf_version(EV_CURRENT);
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_prologue_kinds), cmocka_unit_test(test_switch_tables),
+	    cmocka_unit_test(test_prologue_kinds), cmocka_unit_test(test_indirect_jmps),
+	    cmocka_unit_test(test_switch_tables),
 	    cmocka_unit_test(test_same_verdicts), cmocka_unit_test(test_two_threads)};
 	const struct CMUnitTest threads[] = {cmocka_unit_test(test_two_threads)};
 	if (argc > 1 && !strcmp(argv[1], "threads"))

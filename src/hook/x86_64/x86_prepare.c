@@ -650,6 +650,25 @@ static enum ada_hook_skip plan_scan_materialize(const uint8_t *code, uint64_t ad
 
 int x86_use_fast_len = 1;
 
+/* Length of `jmp r/m` (FF /4, after an optional REX and no other
+ * prefix) at p, or 0. The length table declines indirect jmps on
+ * purpose (their callers must see them); the length is that of `call
+ * r/m` (FF /2) with the same ModRM operand, which the table knows
+ * (x86_sw_fast measures it the same way; test_hook_len compares it with
+ * capstone over whole libraries). Reads at most `left` bytes. */
+static size_t plan_fast_jmp_len(const uint8_t *p, size_t left)
+{
+	size_t k = left > 0 && (p[0] & 0xf0) == 0x40;
+	if (left < k + 2 || p[k] != 0xff || ((p[k + 1] >> 3) & 7) != 4)
+		return 0;
+	uint8_t t[16];
+	size_t m = left < sizeof(t) ? left : sizeof(t);
+	memcpy(t, p, m);
+	t[k + 1] = (uint8_t)((t[k + 1] & 0xc7) | (2 << 3));
+	struct x86_len_info li;
+	return x86_fast_len(t, m, &li);
+}
+
 /* Linear sweep of the body for anything that may enter the patch; it
  * stops behind `limit`, the last superset candidate: no instruction
  * starting later can be one. */
@@ -672,6 +691,18 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 			if (li.rel &&
 			    plan_in_patch(plan_rel_target(p, n, pc, li.rel), addr, plan->patch_len))
 				return ADA_SKIP_BRANCH_INTO_PATCH;
+			off += n;
+			continue;
+		}
+		/* An indirect jmp, as plan_scan_insn classifies capstone's
+		 * (its first FF byte is this opcode; no prefix but REX). */
+		n = x86_use_fast_len ? plan_fast_jmp_len(p, left) : 0;
+		if (n) {
+			const uint8_t *ff = p + (p[0] != 0xff);
+			if (plan_is_table_jmp_modrm(ff[1])) {
+				int kind = (ff[1] & 0xf8) == 0xe0 ? 1 : 2;
+				indirect_jmp = kind > indirect_jmp ? kind : indirect_jmp;
+			}
 			off += n;
 			continue;
 		}
