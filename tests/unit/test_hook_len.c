@@ -120,6 +120,23 @@ static void sweep(const uint8_t *code, size_t size, uint64_t addr, const char *w
 			if (fast != ci->size)
 				BAD("%s+0x%zx: %s %s: table %zu bytes, capstone %u", what, off,
 				    ci->mnemonic, ci->op_str, fast, ci->size);
+			/* What the materialize scan (x86_prepare.c) takes from
+			 * li without capstone: without wide_imm every immediate
+			 * is small, without absmem no memory operand lacks both
+			 * base and segment. */
+			const cs_x86 *x = &ci->detail->x86;
+			for (unsigned k = 0; k < x->op_count; k++) {
+				const cs_x86_op *o = &x->operands[k];
+				uint64_t v = (uint64_t)o->imm;
+				if (o->type == X86_OP_IMM && !li.rel && !li.wide_imm && v > 0xffff &&
+				    !(v >= 0xffffff80u && v <= 0xffffffffu) && v < UINT64_MAX - 127)
+					BAD("%s+0x%zx: %s %s: immediate 0x%llx not flagged wide", what,
+					    off, ci->mnemonic, ci->op_str, (unsigned long long)v);
+				if (o->type == X86_OP_MEM && o->mem.base == X86_REG_INVALID &&
+				    o->mem.segment == X86_REG_INVALID && !li.absmem)
+					BAD("%s+0x%zx: %s %s: base-less memory operand not flagged",
+					    what, off, ci->mnemonic, ci->op_str);
+			}
 			unsigned long long t = 0;
 			int br = is_direct_branch(&t);
 			if (li.rel) {

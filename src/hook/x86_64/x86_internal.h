@@ -67,7 +67,12 @@ struct x86_len_info {
 	uint8_t rel;
 	uint8_t riprel;        /* has a [rip + disp32] operand */
 	uint8_t indirect_call; /* FF /2: call r/m */
-	const uint8_t *disp;   /* riprel: where its disp32 starts */
+	/* An immediate of 2 bytes or more. Without it every immediate
+	 * capstone reports is an imm8 zero- or sign-extended, or the 1 of
+	 * D0-D3 (test_hook_len checks it over whole libraries). */
+	uint8_t wide_imm;
+	uint8_t absmem;      /* a memory operand with no base (SIB base 101, mod 00) */
+	const uint8_t *disp; /* riprel: where its disp32 starts */
 };
 size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li);
 /* 1 (default): the sweeps use x86_fast_len before capstone; tests set 0

@@ -179,8 +179,10 @@ static size_t len_modrm(const uint8_t *m, size_t left, struct x86_len_info *li)
 		if (left < 2)
 			return 0;
 		n = 2;
-		if (mod == 0 && (m[1] & 7) == 5)
+		if (mod == 0 && (m[1] & 7) == 5) {
 			n += 4; /* SIB with no base: disp32 */
+			li->absmem = 1;
+		}
 	} else if (mod == 0 && rm == 5) {
 		n += 4; /* rip + disp32 */
 		li->riprel = 1;
@@ -270,6 +272,7 @@ static size_t len_group(unsigned kind, const uint8_t *o, size_t left, size_t imm
 		break;
 	case L_GRP3V:
 		imm = reg < 2 ? immz : 0;
+		li->wide_imm = imm != 0;
 		break;
 	case L_GRP5:
 		if (reg == 3 || reg == 4 || reg == 5 || reg == 7)
@@ -285,6 +288,7 @@ static size_t len_group(unsigned kind, const uint8_t *o, size_t left, size_t imm
 		if (reg)
 			return 0;
 		imm = immz;
+		li->wide_imm = 1;
 		break;
 	case L_GRP_M0:
 		if (reg)
@@ -312,11 +316,14 @@ static size_t len_map1_op(const uint8_t *o, size_t left, int opsize16, int rexw,
 	case L_I8:
 		return left >= 2 ? 2 : 0;
 	case L_IZ:
+		li->wide_imm = 1;
 		return left >= 1 + immz ? 1 + immz : 0;
 	case L_I16:
+		li->wide_imm = 1;
 		return left >= 3 ? 3 : 0;
 	case L_IV: {
 		size_t n = 1 + (rexw ? 8 : immz);
+		li->wide_imm = 1;
 		return left >= n ? n : 0;
 	}
 	case L_REL8:
@@ -332,6 +339,7 @@ static size_t len_map1_op(const uint8_t *o, size_t left, int opsize16, int rexw,
 		if (!m || (o[0] == 0x8d && (o[1] >> 6) == 3)) /* lea reg,reg: invalid */
 			return 0;
 		m += 1 + (kind == L_MI8 ? 1 : kind == L_MIZ ? immz : 0);
+		li->wide_imm = kind == L_MIZ;
 		return m <= left ? m : 0;
 	default:
 		return len_group(kind, o, left, immz, li);
@@ -353,7 +361,7 @@ size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li)
 	size_t p = 0;
 	int opsize16 = 0, rep = 0, rexw = 0;
 	unsigned c = 0;
-	li->rel = li->riprel = li->indirect_call = 0;
+	li->rel = li->riprel = li->indirect_call = li->wide_imm = li->absmem = 0;
 	li->disp = NULL;
 	for (; p < left && p < 4; p++) { /* legacy prefixes we accept */
 		c = len_pfx[b[p]];

@@ -629,6 +629,35 @@ static int plan_insn_materializes(csh cs, const cs_insn *ci, uint64_t addr, uint
  * memory operand or an immediate inside the function (or `call next;
  * pop`). No such instruction in the whole body: the jmp is a tail call
  * through a pointer and cannot hit the patch. Undecodable bytes count. */
+/* No immediate of a length-table form without a wide one (an imm8
+ * zero- or sign-extended to 16, 32 or 64 bits, or the 1 of D0-D3:
+ * below 2^16, in [2^32-128, 2^32) or at or above 2^64-128) can lie in
+ * [addr, addr+size). */
+static int plan_small_imms_outside(uint64_t addr, uint64_t size)
+{
+	uint64_t end = addr + size;
+	return addr >= 0x10000 && end >= addr && (end <= 0xffffff80u || addr >= 0x100000000u) &&
+	       end <= UINT64_MAX - 127;
+}
+
+/* plan_insn_materializes for an instruction the length table knows
+ * (n bytes at p, at pc), without capstone: 1 or 0 when the bytes
+ * decide, -1 to ask capstone. A direct branch has one operand, its
+ * target (an immediate). Otherwise an instruction with no [rip+disp]
+ * operand, no base-less memory operand, no wide immediate (and, given
+ * plan_small_imms_outside, no immediate inside the function) is not
+ * the indirect call capstone would answer 0 for either: none of its
+ * operands can make it 1. */
+static int plan_fast_materializes(const uint8_t *p, size_t n, const struct x86_len_info *li,
+                                  uint64_t pc, uint64_t addr, uint64_t size)
+{
+	if (li->rel) {
+		uint64_t t = plan_rel_target(p, n, pc, li->rel);
+		return t >= addr && t - addr < size && !(p[0] == 0xe8 && t == addr);
+	}
+	return li->riprel || li->indirect_call || li->wide_imm || li->absmem ? -1 : 0;
+}
+
 static enum ada_hook_skip plan_scan_materialize(const uint8_t *code, uint64_t addr, uint64_t size,
                                                 struct plan_dec *d)
 {
@@ -637,9 +666,20 @@ static enum ada_hook_skip plan_scan_materialize(const uint8_t *code, uint64_t ad
 	size_t left = size;
 	uint64_t pc = addr;
 	enum ada_hook_skip r = ADA_HOOK_OK;
+	int fast = x86_use_fast_len && plan_small_imms_outside(addr, size);
 
 	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
 	while (left > 0 && r == ADA_HOOK_OK) {
+		struct x86_len_info li;
+		size_t n = fast ? x86_fast_len(p, left, &li) : 0;
+		int m = n ? plan_fast_materializes(p, n, &li, pc, addr, size) : -1;
+		if (m >= 0) {
+			r = m ? ADA_SKIP_JUMP_TABLE : ADA_HOOK_OK;
+			p += n;
+			left -= n;
+			pc += n;
+			continue;
+		}
 		if (!cs_disasm_iter(d->cs, &p, &left, &pc, ci) ||
 		    plan_insn_materializes(d->cs, ci, addr, size))
 			r = ADA_SKIP_JUMP_TABLE;
