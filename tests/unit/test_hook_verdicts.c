@@ -350,6 +350,55 @@ static void test_indirect_jmps(void **state)
 	}
 }
 
+/* The materialize scan (a `jmp reg` body computing its own code
+ * address?) answers from the length table where it can: after the
+ * prologue and `jmp rax`, one instruction that decides (or not), then
+ * ret; the same verdict and plan as with capstone alone. */
+static void test_materialize(void **state)
+{
+	(void)state;
+	static const struct {
+		uint8_t b[12];
+		size_t n;
+		int want;
+	} cases[] = {
+	    {{0x74, 0x00}, 2, ADA_SKIP_JUMP_TABLE},                      /* je next: inside */
+	    {{0x0f, 0x84, 0, 0, 0, 0}, 6, ADA_SKIP_JUMP_TABLE},          /* je rel32 next */
+	    {{0xe8, 0xf4, 0xff, 0xff, 0xff}, 5, ADA_HOOK_OK},            /* call self */
+	    {{0xe8, 0xfc, 0xff, 0xff, 0xff}, 5, ADA_SKIP_JUMP_TABLE},    /* call self+8 */
+	    {{0xe9, 0x00, 0x10, 0, 0}, 5, ADA_HOOK_OK},                  /* jmp far outside */
+	    {{0x48, 0x8d, 0x05, 0xf0, 0xff, 0xff, 0xff}, 7, ADA_SKIP_JUMP_TABLE}, /* lea rip */
+	    {{0x8b, 0x05, 0x00, 0x10, 0, 0}, 6, ADA_SKIP_JUMP_TABLE},    /* mov eax,[rip] */
+	    {{0x89, 0x05, 0x00, 0x10, 0, 0}, 6, ADA_HOOK_OK},            /* mov [rip],eax */
+	    {{0x8b, 0x04, 0x25, 0, 0x10, 0, 0}, 7, ADA_SKIP_JUMP_TABLE}, /* mov eax,[abs] */
+	    {{0x64, 0x8b, 0x04, 0x25, 0x28, 0, 0, 0}, 8, ADA_HOOK_OK},   /* mov eax,fs:[0x28] */
+	    {{0xb8, 0x00, 0x10, 0, 0}, 5, ADA_HOOK_OK},                  /* mov eax,imm32 */
+	    {{0x83, 0xc0, 0xff}, 3, ADA_HOOK_OK},                        /* add eax,-1 */
+	    {{0x48, 0x83, 0xc4, 0x80}, 4, ADA_HOOK_OK},                  /* add rsp,-128 */
+	    {{0xd1, 0xe0}, 2, ADA_HOOK_OK},                              /* shl eax,1 */
+	    {{0x6a, 0xff}, 2, ADA_HOOK_OK},                              /* push -1 */
+	};
+	static const uint8_t pro[] = {0x55, 0x48, 0x89, 0xe5, 0x53, 0xff, 0xe0}; /* ..; jmp rax */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint8_t code[32];
+		memcpy(code, pro, sizeof(pro));
+		memcpy(code + sizeof(pro), cases[i].b, cases[i].n);
+		size_t n = sizeof(pro) + cases[i].n;
+		code[n++] = 0xc3;
+		struct hook_arch_plan fast, slow;
+		uint64_t a = (uint64_t)(uintptr_t)code;
+		x86_use_fast_len = 0;
+		int rs = hook_arch_prepare(code, a, n, &slow);
+		x86_use_fast_len = 1;
+		int rf = hook_arch_prepare(code, a, n, &fast);
+		if (rf != rs || rs != cases[i].want)
+			fail_msg("case %zu: capstone %s, table %s", i, hook_skip_name(rs),
+			         hook_skip_name(rf));
+		assert_int_equal(fast.patch_len, slow.patch_len);
+		assert_true(same_insns(&fast, &slow));
+	}
+}
+
 /* Hand-assembled switch dispatches, PIC (lea + movsxd + add + jmp reg)
  * and absolute (jmp [idx*8 + T]), each with its table in the memory view:
  * the switch reader reaches the same verdict and plan with the compact
@@ -563,6 +612,7 @@ int main(int argc, char **argv)
 	elf_version(EV_CURRENT);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_prologue_kinds), cmocka_unit_test(test_indirect_jmps),
+	    cmocka_unit_test(test_materialize),
 	    cmocka_unit_test(test_switch_tables),
 	    cmocka_unit_test(test_same_verdicts), cmocka_unit_test(test_two_threads)};
 	const struct CMUnitTest threads[] = {cmocka_unit_test(test_two_threads)};
