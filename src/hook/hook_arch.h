@@ -276,10 +276,10 @@ static inline unsigned hook_arch_branch_xref16(const uint8_t *p)
 	m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfe)),
 	                                   _mm_set1_epi8((char)0xe8)));
 	m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xeb)));
-	m = _mm_or_si128(
-	    m, _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x0f)),
-	                     _mm_cmpeq_epi8(_mm_and_si128(v1, _mm_set1_epi8((char)0xf0)),
-	                                    _mm_set1_epi8((char)0x80))));
+	m = _mm_or_si128(m,
+	                 _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x0f)),
+	                               _mm_cmpeq_epi8(_mm_and_si128(v1, _mm_set1_epi8((char)0xf0)),
+	                                              _mm_set1_epi8((char)0x80))));
 	return (unsigned)_mm_movemask_epi8(m);
 }
 

@@ -128,10 +128,12 @@ static void sweep(const uint8_t *code, size_t size, uint64_t addr, const char *w
 			for (unsigned k = 0; k < x->op_count; k++) {
 				const cs_x86_op *o = &x->operands[k];
 				uint64_t v = (uint64_t)o->imm;
-				if (o->type == X86_OP_IMM && !li.rel && !li.wide_imm && v > 0xffff &&
-				    !(v >= 0xffffff80u && v <= 0xffffffffu) && v < UINT64_MAX - 127)
-					BAD("%s+0x%zx: %s %s: immediate 0x%llx not flagged wide", what,
-					    off, ci->mnemonic, ci->op_str, (unsigned long long)v);
+				if (o->type == X86_OP_IMM && !li.rel && !li.wide_imm &&
+				    v > 0xffff && !(v >= 0xffffff80u && v <= 0xffffffffu) &&
+				    v < UINT64_MAX - 127)
+					BAD("%s+0x%zx: %s %s: immediate 0x%llx not flagged wide",
+					    what, off, ci->mnemonic, ci->op_str,
+					    (unsigned long long)v);
 				if (o->type == X86_OP_MEM && o->mem.base == X86_REG_INVALID &&
 				    o->mem.segment == X86_REG_INVALID && !li.absmem)
 					BAD("%s+0x%zx: %s %s: base-less memory operand not flagged",
@@ -427,8 +429,9 @@ static void test_branch_xref16(void **state)
 				unsigned want = 0;
 				for (unsigned k = 0; k < 16; k++) {
 					uint8_t o = b[k];
-					int hit = (o >= 0x70 && o <= 0x7f) || (o >= 0xe0 && o <= 0xe3) ||
-					          o == 0xe8 || o == 0xe9 || o == 0xeb ||
+					int hit = (o >= 0x70 && o <= 0x7f) ||
+					          (o >= 0xe0 && o <= 0xe3) || o == 0xe8 ||
+					          o == 0xe9 || o == 0xeb ||
 					          (o == 0x0f && (b[k + 1] & 0xf0) == 0x80);
 					want |= (unsigned)hit << k;
 				}
@@ -475,7 +478,8 @@ static void test_branch_far16(void **state)
 						want |= (unsigned)far_ref(b, k) << k;
 					unsigned m = hook_arch_branch_far16(b);
 					if (m != want)
-						fail_msg("%02x %02x top %u lane %u: mask %04x, want %04x",
+						fail_msg("%02x %02x top %u lane %u: mask %04x, "
+						         "want %04x",
 						         v, w, t, lane, m, want);
 				}
 }
@@ -488,8 +492,8 @@ static void test_table_jmp16(void **state)
 	(void)state;
 	for (unsigned v = 0; v < 256; v++)
 		for (unsigned w = 0; w < 256; w++) {
-			int want = v == 0xff && ((w & 0xf8) == 0xe0 || w == 0x24 || w == 0x64 ||
-			                         w == 0xa4);
+			int want = v == 0xff &&
+			           ((w & 0xf8) == 0xe0 || w == 0x24 || w == 0x64 || w == 0xa4);
 			for (unsigned lane = 0; lane < 16; lane++) {
 				uint8_t b[17];
 				memset(b, 0x90, sizeof(b)); /* nop: never a candidate */
@@ -510,12 +514,9 @@ int main(void)
 	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON); /* x86_sw_from_cs reads the detail */
 	ci = cs_malloc(cs);
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_corners),
-	    cmocka_unit_test(test_sw_corners),
-	    cmocka_unit_test(test_branch_first16),
-	    cmocka_unit_test(test_table_jmp16),
-	    cmocka_unit_test(test_branch_far16),
-	    cmocka_unit_test(test_branch_xref16),
+	    cmocka_unit_test(test_corners),        cmocka_unit_test(test_sw_corners),
+	    cmocka_unit_test(test_branch_first16), cmocka_unit_test(test_table_jmp16),
+	    cmocka_unit_test(test_branch_far16),   cmocka_unit_test(test_branch_xref16),
 	    cmocka_unit_test(test_real_binaries),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);

@@ -287,17 +287,17 @@ static void test_indirect_jmps(void **state)
 		size_t n;
 		int alone; /* verdict followed by ret */
 	} forms[] = {
-	    {{0xff, 0xe0}, 2, ADA_HOOK_OK},                                  /* jmp rax */
-	    {{0x41, 0xff, 0xe3}, 3, ADA_HOOK_OK},                            /* jmp r11 */
-	    {{0x48, 0xff, 0xe0}, 3, ADA_HOOK_OK},                            /* rex.w jmp rax */
-	    {{0xff, 0x60, 0x08}, 3, ADA_HOOK_OK},                            /* jmp [rax+8] */
-	    {{0xff, 0x25, 0x10, 0, 0, 0}, 6, ADA_HOOK_OK},                   /* jmp [rip+16] */
-	    {{0xff, 0x24, 0xc5, 0, 0x10, 0, 0}, 7, ADA_SKIP_JUMP_TABLE},     /* [rax*8+T] */
-	    {{0xff, 0x64, 0x24, 0x08}, 4, ADA_SKIP_JUMP_TABLE},              /* [rsp+8] */
-	    {{0xff, 0xa4, 0xc8, 0, 0x01, 0, 0}, 7, ADA_SKIP_JUMP_TABLE},     /* [rax+rcx*8+d] */
-	    {{0x41, 0xff, 0x24, 0xc4}, 4, ADA_SKIP_JUMP_TABLE},              /* [r12+rax*8] */
-	    {{0x3e, 0xff, 0xe0}, 3, ADA_HOOK_OK},                            /* notrack: capstone */
-	    {{0x66, 0xff, 0xe0}, 3, -1},                                     /* capstone decides */
+	    {{0xff, 0xe0}, 2, ADA_HOOK_OK},                              /* jmp rax */
+	    {{0x41, 0xff, 0xe3}, 3, ADA_HOOK_OK},                        /* jmp r11 */
+	    {{0x48, 0xff, 0xe0}, 3, ADA_HOOK_OK},                        /* rex.w jmp rax */
+	    {{0xff, 0x60, 0x08}, 3, ADA_HOOK_OK},                        /* jmp [rax+8] */
+	    {{0xff, 0x25, 0x10, 0, 0, 0}, 6, ADA_HOOK_OK},               /* jmp [rip+16] */
+	    {{0xff, 0x24, 0xc5, 0, 0x10, 0, 0}, 7, ADA_SKIP_JUMP_TABLE}, /* [rax*8+T] */
+	    {{0xff, 0x64, 0x24, 0x08}, 4, ADA_SKIP_JUMP_TABLE},          /* [rsp+8] */
+	    {{0xff, 0xa4, 0xc8, 0, 0x01, 0, 0}, 7, ADA_SKIP_JUMP_TABLE}, /* [rax+rcx*8+d] */
+	    {{0x41, 0xff, 0x24, 0xc4}, 4, ADA_SKIP_JUMP_TABLE},          /* [r12+rax*8] */
+	    {{0x3e, 0xff, 0xe0}, 3, ADA_HOOK_OK},                        /* notrack: capstone */
+	    {{0x66, 0xff, 0xe0}, 3, -1},                                 /* capstone decides */
 	};
 	static const uint8_t pro[] = {0x55, 0x48, 0x89, 0xe5, 0x53}; /* push; mov; push */
 	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
@@ -362,11 +362,11 @@ static void test_materialize(void **state)
 		size_t n;
 		int want;
 	} cases[] = {
-	    {{0x74, 0x00}, 2, ADA_SKIP_JUMP_TABLE},                      /* je next: inside */
-	    {{0x0f, 0x84, 0, 0, 0, 0}, 6, ADA_SKIP_JUMP_TABLE},          /* je rel32 next */
-	    {{0xe8, 0xf4, 0xff, 0xff, 0xff}, 5, ADA_HOOK_OK},            /* call self */
-	    {{0xe8, 0xfc, 0xff, 0xff, 0xff}, 5, ADA_SKIP_JUMP_TABLE},    /* call self+8 */
-	    {{0xe9, 0x00, 0x10, 0, 0}, 5, ADA_HOOK_OK},                  /* jmp far outside */
+	    {{0x74, 0x00}, 2, ADA_SKIP_JUMP_TABLE},                   /* je next: inside */
+	    {{0x0f, 0x84, 0, 0, 0, 0}, 6, ADA_SKIP_JUMP_TABLE},       /* je rel32 next */
+	    {{0xe8, 0xf4, 0xff, 0xff, 0xff}, 5, ADA_HOOK_OK},         /* call self */
+	    {{0xe8, 0xfc, 0xff, 0xff, 0xff}, 5, ADA_SKIP_JUMP_TABLE}, /* call self+8 */
+	    {{0xe9, 0x00, 0x10, 0, 0}, 5, ADA_HOOK_OK},               /* jmp far outside */
 	    {{0x48, 0x8d, 0x05, 0xf0, 0xff, 0xff, 0xff}, 7, ADA_SKIP_JUMP_TABLE}, /* lea rip */
 	    {{0x8b, 0x05, 0x00, 0x10, 0, 0}, 6, ADA_SKIP_JUMP_TABLE},    /* mov eax,[rip] */
 	    {{0x89, 0x05, 0x00, 0x10, 0, 0}, 6, ADA_HOOK_OK},            /* mov [rip],eax */
@@ -612,9 +612,8 @@ int main(int argc, char **argv)
 	elf_version(EV_CURRENT);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_prologue_kinds), cmocka_unit_test(test_indirect_jmps),
-	    cmocka_unit_test(test_materialize),
-	    cmocka_unit_test(test_switch_tables),
-	    cmocka_unit_test(test_same_verdicts), cmocka_unit_test(test_two_threads)};
+	    cmocka_unit_test(test_materialize),    cmocka_unit_test(test_switch_tables),
+	    cmocka_unit_test(test_same_verdicts),  cmocka_unit_test(test_two_threads)};
 	const struct CMUnitTest threads[] = {cmocka_unit_test(test_two_threads)};
 	if (argc > 1 && !strcmp(argv[1], "threads"))
 		return cmocka_run_group_tests(threads, NULL, NULL);

@@ -9,11 +9,13 @@
  *
  * Cost: only functions prepare would skip with ADA_SKIP_JUMP_TABLE get
  * here, and a byte-level look (sw_shapes) turns away most of them (tail
- * calls through pointers) before any decoding; the rest are decoded once,
- * by the compact decoder (x86_swdec.c, ~360 instructions per
- * instruction) and by capstone with detail (~3 500) only where it
- * declines: libc's 29 145 instructions here cost 15 M instructions
- * instead of 104 M (callgrind), 451 of them left to capstone.
+ * calls through pointers) before any decoding; the rest are measured
+ * whole by the length table (~90 instructions per instruction) and
+ * decoded whole (the compact decoder, x86_swdec.c, ~300; capstone with
+ * detail, ~3 500, only where it declines) only for direct branches,
+ * forms the table declines, and what the reader reads (sw_at): libc's
+ * 29 145 instructions here cost ~7 M instructions (callgrind), 15 M
+ * when each was decoded whole, 104 M with capstone alone.
  *
  * Soundness: the whole body is decoded (any undecodable byte: no), and
  * EVERY table-shaped indirect jmp (`jmp reg`, `jmp [..+index*scale]`)
@@ -158,8 +160,7 @@ static int sw_is_barrier(const struct sw_ctx *c, size_t i)
 	const cs_x86_op *op = sw_op(in, 0);
 	if (!sw_is_flow(c, i))
 		return 0;
-	return !((in->grp & SW_G_JUMP) && in->id != X86_INS_JMP && op &&
-	         op->type == X86_OP_IMM);
+	return !((in->grp & SW_G_JUMP) && in->id != X86_INS_JMP && op && op->type == X86_OP_IMM);
 }
 
 /* Walking back from instruction `from` (exclusive) over straight-line
