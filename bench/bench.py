@@ -47,14 +47,15 @@ ALL_TRACERS = ['untraced', 'ada', 'ada-cold', 'ada-exe', 'ada-detail', 'uftrace-
 # fib@retval: one argument and the return value).
 DETAIL_TRACERS = ['ada-detail-exe', 'ada-detail-always', 'ada-detail-none', 'uftrace-args']
 # What a run without --tracers times: the default set plus the detail lane's
-# comparison on fib (its README table comes from the same run: issue 13
-# item 5). ada-detail-always is left out: it writes every record of every
+# comparison on fib and the opt-in start-up helper thread on startup (the
+# README's tables come from one run: issue 13 item 5). ada-detail-always is left out: it writes every record of every
 # repetition to disk (~2 GB per run of fib 32), a test of --detail always,
 # not a figure the README cites.
-DEFAULT_TRACERS = ALL_TRACERS + ['ada-detail-exe', 'ada-detail-none', 'uftrace-args']
+DEFAULT_TRACERS = ALL_TRACERS + ['ada-detail-exe', 'ada-detail-none', 'uftrace-args',
+                                 'ada-cold-2t']
 # ada-cold: ada with an empty hook-plan cache on every run (its first run on
-# a machine); only where start-up matters. ada-cold-2t (not in the default
-# set): the same with --analysis-threads 2 (the analysis shared with a
+# a machine); only where start-up matters. ada-cold-2t (startup only): the
+# same with --analysis-threads 2 (the analysis shared with a
 # helper thread, docs/hooks.md).
 COLD_ONLY = ('fib', 'startup')
 COLD_TRACERS = ('ada-cold', 'ada-cold-2t')

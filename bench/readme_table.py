@@ -195,15 +195,19 @@ def table(path, d, mpath, m, apath=None, att=None):
     e = row(d, 'startup', 'ada-exe')
     us = {t: row(d, 'startup', t) for t in UFTRACE}
     ms = lambda r: r.get('fixed_ms', r.get('added_ms')) if r else None  # noqa: E731
+    c2 = row(d, 'startup', 'ada-cold-2t')
     cold = f'; cold plan cache {num(ms(c))} ms' if c else ''
+    if c and c2:
+        cold += f' ({num(ms(c2))} ms with `--analysis-threads 2`)'
     exe = f'; {num(ms(e))} ms hooking the executable only' if e else ''
     ut = ', '.join(f'{num(ms(r))} ms (`{t}`)' for t, r in us.items() if r)
     lines.append(f'| added time, 5 000-function `startup` (warm plan cache) | {num(ms(a))} ms'
                  f'{exe}{cold} | {ut} | {ratio(ms(a), [ms(r) for r in us.values() if r])[0]} '
                  f'| ≤ 1/2 |')
     if c and a and ms(a):
-        lines.append(f'| start-up, cold plan cache / warm | {ms(c) / ms(a):.2f}× | | | ≤ 1.5× — '
-                     f'{"met" if ms(c) / ms(a) <= 1.5 else "missed"} |')
+        two = f' ({ms(c2) / ms(a):.2f}× with `--analysis-threads 2`)' if c2 and ms(c2) else ''
+        lines.append(f'| start-up, cold plan cache / warm | {ms(c) / ms(a):.2f}×{two} | | | '
+                     f'≤ 1.5× — {"met" if ms(c) / ms(a) <= 1.5 else "missed"} |')
     la_ = row(d, 'latency', 'ada')
     if la_:
         lines.append(f'| encode-to-disk latency at 10 M events/s, p50 / p99 | '
