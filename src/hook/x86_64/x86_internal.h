@@ -75,6 +75,17 @@ struct x86_len_info {
 	const uint8_t *disp; /* riprel: where its disp32 starts */
 };
 size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li);
+/* For an instruction x86_fast_len() measured at p: 1 when capstone 4
+ * certainly decodes it too, to the same length. The table accepts a few
+ * forms capstone rejects (`0F 1F` with a register operand, SSE forms
+ * without their mandatory prefix, some VEX...), harmless to a sweep
+ * that only needs lengths but not to callers that stand in for a
+ * capstone decode whose failure decides (the switch reader's undecoded
+ * instructions, the materialize scan): those ask this first. 1 for no
+ * legacy prefix (REX allowed) and the one-byte map but C2, or the 0F
+ * forms found to agree exhaustively, or `nop m` (0F 1F, memory operand);
+ * test_hook_len checks it against capstone. */
+int x86_len_cs_same(const uint8_t *p);
 /* 1 (default): the sweeps use x86_fast_len before capstone; tests set 0
  * to compare against the capstone-only analysis. Not thread-safe to
  * change while another thread prepares. */

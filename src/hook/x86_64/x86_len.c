@@ -399,3 +399,49 @@ size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li)
 		return 0;
 	return n ? p + n : 0;
 }
+
+/* Second bytes of the 0F map (no legacy prefix, any REX) where capstone
+ * decodes every form the length table accepts, to the same length:
+ * found exhaustively (every second byte, ModRM and REX, with and without
+ * a SIB displacement). Left out: the SSE forms without their mandatory
+ * prefix, the hint nops 0F 18-1E and the 0F 1F register forms capstone
+ * 4 rejects, 0F38/0F3A and a few more. */
+static const uint8_t len_cs_0f[256] = {
+    [0x05] = 1,          [0x0b] = 1,          [0x10 ... 0x12] = 1, [0x14 ... 0x16] = 1,
+    [0x19] = 1,          [0x28 ... 0x2a] = 1, [0x2c ... 0x2f] = 1, [0x31] = 1,
+    [0x40 ... 0x4f] = 1, [0x51 ... 0x6b] = 1, [0x6e ... 0x70] = 1, [0x74 ... 0x76] = 1,
+    [0x7e ... 0x9f] = 1, [0xa2 ... 0xa5] = 1, [0xab ... 0xad] = 1, [0xaf ... 0xb1] = 1,
+    [0xb3] = 1,          [0xb6 ... 0xb7] = 1, [0xbb ... 0xc2] = 1, [0xc4] = 1,
+    [0xc6] = 1,          [0xc8 ... 0xcf] = 1, [0xd1 ... 0xd5] = 1, [0xd8 ... 0xe5] = 1,
+    [0xe8 ... 0xef] = 1, [0xf1 ... 0xf6] = 1, [0xf8 ... 0xfe] = 1,
+};
+
+/* x86_internal.h. The one-byte map without a legacy prefix (REX
+ * allowed) was checked exhaustively against capstone (every opcode,
+ * ModRM and REX, with and without a SIB displacement, 1 and 2 legacy
+ * prefixes too): capstone rejects nothing the table accepts there, and
+ * only `ret imm16` (C2) after 66 + REX.W gets another length (capstone
+ * reads a longer immediate; C2 is left out whatever the prefixes). */
+int x86_len_cs_same(const uint8_t *p)
+{
+	const uint8_t *o =
+	    p + ((p[0] & 0xf0) == 0x40); /* the table measured >= 2 bytes after REX */
+	switch (p[0]) {
+	case 0x66:
+	case 0xf2:
+	case 0xf3:
+	case 0x64:
+	case 0x65:
+	case 0x2e:
+	case 0x3e:
+	case 0xc4:
+	case 0xc5:
+	case 0x62:
+		return 0;
+	default:
+		if (o[0] != 0x0f)
+			return o[0] != 0xc2;
+		/* 0F xx: the table measured o[1] (and the ModRM it reads). */
+		return len_cs_0f[o[1]] || (o[1] == 0x1f && (o[2] >> 6) != 3);
+	}
+}

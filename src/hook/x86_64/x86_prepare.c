@@ -651,6 +651,8 @@ static int plan_small_imms_outside(uint64_t addr, uint64_t size)
 static int plan_fast_materializes(const uint8_t *p, size_t n, const struct x86_len_info *li,
                                   uint64_t pc, uint64_t addr, uint64_t size)
 {
+	if (!x86_len_cs_same(p))
+		return -1; /* capstone may reject it: its failure decides */
 	if (li->rel) {
 		uint64_t t = plan_rel_target(p, n, pc, li->rel);
 		return t >= addr && t - addr < size && !(p[0] == 0xe8 && t == addr);

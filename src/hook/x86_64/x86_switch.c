@@ -614,61 +614,12 @@ static int sw_shapes(const uint8_t *code, uint64_t size)
 	return 1;
 }
 
-/* Second bytes of the 0F map (no legacy prefix, any REX) where capstone
- * decodes every form the length table accepts, to the same length:
- * found exhaustively (every second byte, ModRM and REX, with and without
- * a SIB displacement). Left out: the SSE forms without their mandatory
- * prefix, the hint nops 0F 18-1E and the 0F 1F register forms capstone
- * 4 rejects, 0F38/0F3A and a few more. */
-static const uint8_t sw_lazy_0f[256] = {
-    [0x05] = 1,          [0x0b] = 1,          [0x10 ... 0x12] = 1, [0x14 ... 0x16] = 1,
-    [0x19] = 1,          [0x28 ... 0x2a] = 1, [0x2c ... 0x2f] = 1, [0x31] = 1,
-    [0x40 ... 0x4f] = 1, [0x51 ... 0x6b] = 1, [0x6e ... 0x70] = 1, [0x74 ... 0x76] = 1,
-    [0x7e ... 0x9f] = 1, [0xa2 ... 0xa5] = 1, [0xab ... 0xad] = 1, [0xaf ... 0xb1] = 1,
-    [0xb3] = 1,          [0xb6 ... 0xb7] = 1, [0xbb ... 0xc2] = 1, [0xc4] = 1,
-    [0xc6] = 1,          [0xc8 ... 0xcf] = 1, [0xd1 ... 0xd5] = 1, [0xd8 ... 0xe5] = 1,
-    [0xe8 ... 0xef] = 1, [0xf1 ... 0xf6] = 1, [0xf8 ... 0xfe] = 1,
-};
-
-/* Whether an instruction the length table measured at p may stay
- * SW_LAZY: one the eager decode would also have decoded, to the same
- * length, so that leaving it undecoded changes no verdict. That holds
- * without a legacy prefix (REX allowed) for the one-byte map (checked
- * exhaustively against capstone: every opcode, ModRM and REX, with and
- * without a SIB displacement; capstone rejects nothing the table
- * accepts there) but `ret imm16` (C2: capstone reads a longer immediate
- * after 66 + REX.W; left out whatever the prefixes), and for the 0F
- * forms of sw_lazy_0f plus `nop m` (0F 1F with a memory operand). Not
- * for VEX or any legacy prefix. */
-static int sw_lazy_form(const uint8_t *p)
-{
-	const uint8_t *o =
-	    p + ((p[0] & 0xf0) == 0x40); /* the table measured >= 2 bytes after REX */
-	switch (p[0]) {
-	case 0x66:
-	case 0xf2:
-	case 0xf3:
-	case 0x64:
-	case 0x65:
-	case 0x2e:
-	case 0x3e:
-	case 0xc4:
-	case 0xc5:
-	case 0x62:
-		return 0;
-	default:
-		if (o[0] != 0x0f)
-			return o[0] != 0xc2;
-		/* 0F xx: the table measured o[1] (and the ModRM it reads). */
-		return sw_lazy_0f[o[1]] || (o[1] == 0x1f && (o[2] >> 6) != 3);
-	}
-}
-
 /* Decodes the whole body into c->v (one growing array, c->have beside
  * it; ci: the caller's decode buffer, detail on). 0 when some bytes do
  * not decode. With the compact decoder on, an instruction the length
- * table knows, that is no direct branch and whose form sw_lazy_form
- * accepts keeps only its address and size (SW_LAZY, decoded by sw_at
+ * table knows, that is no direct branch and that capstone decodes alike
+ * (x86_len_cs_same: so leaving it undecoded changes no verdict) keeps
+ * only its address and size (SW_LAZY, decoded by sw_at
  * when read): sw_insn would accept it without recording anything (it
  * is no jmp, the table declines FF /4 and /5, and carries no immediate
  * branch target), so only its boundary matters here. Everything else
@@ -695,7 +646,7 @@ static int sw_decode(struct sw_ctx *c, cs_insn *ci, const uint8_t *code)
 		struct x86_sw_insn *in = &c->v[c->n];
 		struct x86_len_info li;
 		size_t k = fast ? x86_fast_len(p, left, &li) : 0;
-		if (k && !li.rel && sw_lazy_form(p)) {
+		if (k && !li.rel && x86_len_cs_same(p)) {
 			in->address = pc;
 			in->size = (uint16_t)k;
 			c->have[c->n++] = SW_LAZY;
