@@ -446,13 +446,16 @@ static void test_branch_xref16(void **state)
  * it says 1 for a form the table measured, capstone decodes the same
  * length. Every opcode of the one-byte and 0F maps with every ModRM,
  * without and with REX (a SIB with no base, so the longest form), and
- * the form the fuzzer found (`0F 1F C3`, which capstone 4 rejects). */
+ * the form the fuzzer found (`0F 1F C3`, which capstone 4 rejects);
+ * for each, the immediates and base-less memory operands capstone
+ * reports agree with li.wide_imm / li.absmem (the materialize scan). */
 static void test_cs_same(void **state)
 {
 	(void)state;
 	csh c;
 	cs_insn *d;
 	assert_int_equal(cs_open(CS_ARCH_X86, CS_MODE_64, &c), CS_ERR_OK);
+	cs_option(c, CS_OPT_DETAIL, CS_OPT_ON);
 	d = cs_malloc(c);
 	assert_non_null(d);
 	size_t yes = 0;
@@ -485,6 +488,26 @@ static void test_cs_same(void **state)
 						fail_msg(
 						    "%02x %02x %02x %02x: table %zu, capstone %u",
 						    b[0], b[1], b[2], b[3], n, d->size);
+					/* What the materialize scan takes from li for these. */
+					const cs_x86 *x = &d->detail->x86;
+					for (unsigned i = 0; i < x->op_count; i++) {
+						const cs_x86_op *o = &x->operands[i];
+						uint64_t v = (uint64_t)o->imm;
+						if (o->type == X86_OP_IMM && !li.rel &&
+						    !li.wide_imm && v > 0xffff &&
+						    !(v >= 0xffffff80u && v <= 0xffffffffu) &&
+						    v < UINT64_MAX - 127)
+							fail_msg("%02x %02x %02x %02x: imm %llx "
+							         "not wide",
+							         b[0], b[1], b[2], b[3],
+							         (unsigned long long)v);
+						if (o->type == X86_OP_MEM &&
+						    o->mem.base == X86_REG_INVALID &&
+						    o->mem.segment == X86_REG_INVALID && !li.absmem)
+							fail_msg(
+							    "%02x %02x %02x %02x: base-less memory",
+							    b[0], b[1], b[2], b[3]);
+					}
 				}
 	static const uint8_t nop_reg[] = {0x0f, 0x1f, 0xc3};
 	assert_false(x86_len_cs_same(nop_reg));
