@@ -909,9 +909,8 @@ void record_print_summary(const struct ada_record_summary *s, const char *dir)
 	if (s->pid_reused)
 		fprintf(
 		    stderr,
-		    "ada: %u process%s not recorded: each took the pid of a process the "
-		    "recording had already finished (pid reuse; a larger kernel.pid_max makes it "
-		    "rarer)\n",
+		    "ada: %u process%s not recorded: each took the pid of an earlier process of "
+		    "the recording (pid reuse; a larger kernel.pid_max makes it rarer)\n",
 		    s->pid_reused, s->pid_reused == 1 ? " was" : "es were");
 	if (s->shm_leftover)
 		fprintf(stderr,

@@ -284,9 +284,18 @@ static int agent_open_dirs(int *pid_fd, int *mod_fd)
 	return err;
 }
 
+/* pid_<pid>/ is not ours when the kernel gave us the pid of a process the
+ * recorder had not finished yet (ring.h, ada_arena_pid_reused): the
+ * recorder tells and counts us as not recorded, and the files there are
+ * the earlier process's. */
+static bool agent_pid_dir_ours(void)
+{
+	return agent.session_dir[0] && !ada_arena_pid_reused(ada_producer_arena());
+}
+
 int agent_write_files(bool all_modules, size_t first_new)
 {
-	if (!agent.session_dir[0])
+	if (!agent_pid_dir_ours())
 		return 0;
 	uint64_t t0 = agent_now_ns();
 	int pid_fd, mod_fd, err = agent_open_dirs(&pid_fd, &mod_fd);
@@ -317,7 +326,7 @@ int agent_write_files(bool all_modules, size_t first_new)
 static void agent_continue_ids(void)
 {
 	char dir[PATH_MAX + 48];
-	if (!agent.session_dir[0])
+	if (!agent_pid_dir_ours())
 		return;
 	snprintf(dir, sizeof(dir), "%s/pid_%d/modules", agent.session_dir, (int)getpid());
 	DIR *d = ada_fs_opendir(AT_FDCWD, dir);

@@ -106,7 +106,8 @@ static int arena_map(int fd, uint64_t size, bool populate, struct ada_arena **ou
 	return 0;
 }
 
-static void arena_init_control(struct ada_arena *a, const struct ada_arena_config *cfg)
+static void arena_init_control(struct ada_arena *a, const struct ada_arena_config *cfg,
+                               uint32_t start_time)
 {
 	struct ada_arena_control *c = a->ctl;
 	c->version = ADA_ARENA_VERSION;
@@ -120,6 +121,7 @@ static void arena_init_control(struct ada_arena *a, const struct ada_arena_confi
 	atomic_store_explicit(&c->keysym_cur, ADA_KEYSYM_CUR_LOCAL, memory_order_relaxed);
 	c->config = *cfg;
 	c->pid = (int32_t)getpid();
+	c->start_time = start_time;
 	a->cfg = *cfg;
 	a->desc = (struct ada_slot_desc *)(a->base + a->geo.desc_offset);
 	/* The rename of <pid>.ring.tmp.<random> publishes the file to the drain; the magic
@@ -203,6 +205,12 @@ int ring_slot_populate(struct ada_arena *a, uint32_t slot)
 int ada_arena_create(const char *path, const struct ada_arena_config *cfg, struct ada_arena **out,
                      bool *mlock_failed)
 {
+	return ring_arena_create(path, cfg, 0, out, mlock_failed);
+}
+
+int ring_arena_create(const char *path, const struct ada_arena_config *cfg, uint32_t start_time,
+                      struct ada_arena **out, bool *mlock_failed)
+{
 	struct ring_geometry geo;
 	if (!path || !out || ring_geometry(cfg, &geo) != 0)
 		return -EINVAL;
@@ -224,8 +232,9 @@ int ada_arena_create(const char *path, const struct ada_arena_config *cfg, struc
 	arena_prefault(a->base, geo.desc_lock_end);
 	atomic_store_explicit(&a->ctl->flags, pages, memory_order_relaxed);
 	ring_arena_lock(a, mlock_failed);
-	arena_init_control(a, cfg);
+	arena_init_control(a, cfg, start_time);
 	a->pid = a->ctl->pid;
+	a->start_time = start_time;
 	close(fd);
 	err = ring_consumers_init(a);
 	if (err) {
@@ -264,6 +273,7 @@ static int arena_validate(struct ada_arena *a, uint64_t file_size)
 	a->desc = (struct ada_slot_desc *)(a->base + a->geo.desc_offset);
 	a->nslots = a->cfg.max_threads + a->cfg.spill_threads; /* valid: <= 65536 */
 	a->pid = c->pid;
+	a->start_time = c->start_time;
 	return 0;
 }
 
@@ -325,6 +335,16 @@ const struct ada_arena_config *ada_arena_config_of(const struct ada_arena *a)
 int32_t ada_arena_pid(const struct ada_arena *a)
 {
 	return a->pid; /* read once at open */
+}
+
+uint32_t ada_arena_start_time(const struct ada_arena *a)
+{
+	return a->start_time; /* read once at open */
+}
+
+bool ada_arena_pid_reused(const struct ada_arena *a)
+{
+	return a && a->pid_reused;
 }
 
 uint32_t ada_arena_flags(const struct ada_arena *a)

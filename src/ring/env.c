@@ -13,14 +13,24 @@
  * unpredictable name, O_EXCL, 0600; fs.h) is created and
  * initialised, then renamed to <pid>.ring, so the drain (inotify on the
  * directory) only ever sees complete arenas. An existing <pid>.ring with
- * our pid means this process called exec: the old image's threads are all
- * gone, so its ACTIVE slots become EXITED and exec-orphaned (the drain frees
- * them once empty without asking tgkill, whose answer for the main thread's
- * tid -- now ours -- would be "alive").
+ * our pid and our start time means this process called exec: the old
+ * image's threads are all gone, so its ACTIVE slots become EXITED and
+ * exec-orphaned (the drain frees them once empty without asking tgkill,
+ * whose answer for the main thread's tid -- now ours -- would be "alive").
+ *
+ * One with our pid and another start time is an earlier process's whose
+ * pid the kernel gave us before the recorder finished it (and removed the
+ * file): never touched (its events are the recorder's to read). We make
+ * <pid>.<start ticks>.ring instead, which the recorder tells and counts as
+ * a reused pid (src/wal/drain.c); an exec of ours finds it by that name
+ * first. Start times come from /proc/self/stat, read here only (never on
+ * the hot path); without /proc (0) the pid alone decides.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,11 +48,46 @@ static int env_config(const char *txt, struct ada_arena_config *cfg)
 	return ada_arena_config_parse(txt, strlen(txt), cfg);
 }
 
+/* Our start time (clock ticks since boot), 0 when /proc cannot tell. */
+static uint64_t env_start_ticks(void)
+{
+	char buf[1024];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf));
+	close(fd);
+	return n > 0 ? ada_stat_start_ticks(buf, (size_t)n) : 0;
+}
+
+/* The arena is this process's own (we called exec): our pid and, when
+ * both are known, our start time. */
+static bool env_ours(const struct ada_arena *a, uint32_t start)
+{
+	uint32_t theirs = ada_arena_start_time(a);
+	return ada_arena_pid(a) == (int32_t)getpid() && (!start || !theirs || theirs == start);
+}
+
+/* Opens path when it is this process's own arena: 0; -ENOENT when there
+ * is none; -ESTALE (closed again, untouched) when it is another
+ * process's; another -errno when it is not an arena. */
+static int env_open_ours(const char *path, uint32_t start, struct ada_arena **out)
+{
+	struct ada_arena *a = NULL;
+	int err = ada_arena_open(path, &a);
+	if (err)
+		return err;
+	if (!env_ours(a, start)) {
+		ada_arena_close(a);
+		return -ESTALE;
+	}
+	*out = a;
+	return 0;
+}
+
 /* After exec: every slot the old image held is orphaned. */
 static int env_adopt_exec(struct ada_arena *a)
 {
-	if (ada_arena_pid(a) != (int32_t)getpid())
-		return -EPROTO; /* a stale file of a dead process with our pid */
 	/* The old image's slots: the count it kept is ours to trust. */
 	uint32_t used = ring_slots_used(a);
 	for (uint32_t s = 0; s < used; s++) {
@@ -67,14 +112,15 @@ static int env_adopt_exec(struct ada_arena *a)
 }
 
 static int env_create(const char *tmp, const char *ring, const struct ada_arena_config *cfg,
-                      struct ada_arena **out)
+                      uint32_t start, struct ada_arena **out)
 {
-	int err = ada_arena_create(tmp, cfg, out, NULL); /* O_EXCL */
+	int err = ring_arena_create(tmp, cfg, start, out, NULL); /* O_EXCL */
 	if (err)
 		return err;
 	if (rename(tmp, ring) != 0) {
 		err = -errno;
 		ada_arena_close(*out);
+		*out = NULL;
 		unlink(tmp);
 		return err;
 	}
@@ -84,14 +130,18 @@ static int env_create(const char *tmp, const char *ring, const struct ada_arena_
 /* A new arena counts against the recording's shared-memory ceiling
  * (shm_budget.c): over it, -EDQUOT and the process runs untraced. Its
  * spill slots count one by one as threads first claim them. */
-static int env_create_reserved(const char *dir, const char *tmp, const char *ring,
-                               const struct ada_arena_config *cfg, struct ada_arena **out)
+static int env_create_reserved(const char *dir, const char *ring,
+                               const struct ada_arena_config *cfg, uint32_t start,
+                               struct ada_arena **out)
 {
+	char tmp[PATH_MAX];
+	if (ada_fs_tmp_name(ring, tmp, sizeof(tmp)))
+		return -ENAMETOOLONG;
 	uint64_t size = ada_arena_budget_size_for(cfg);
 	int err = ada_shm_budget_reserve(dir, size);
 	if (err)
 		return err;
-	err = env_create(tmp, ring, cfg, out);
+	err = env_create(tmp, ring, cfg, start, out);
 	if (err)
 		ada_shm_budget_unreserve(dir, size);
 	return err;
@@ -127,22 +177,37 @@ int ada_producer_init(const char *dir, const char *ring_config)
 		return -EINVAL;
 	if (env_forget_parent())
 		return 0;
-	char ring[PATH_MAX], tmp[PATH_MAX];
+	char ring[PATH_MAX], mine[PATH_MAX];
 	int pid = (int)getpid();
+	uint64_t ticks = env_start_ticks();
+	uint32_t start = (uint32_t)ticks;
 	if (snprintf(ring, sizeof(ring), "%s/%d.ring", dir, pid) >= (int)sizeof(ring) ||
-	    ada_fs_tmp_name(ring, tmp, sizeof(tmp)))
+	    snprintf(mine, sizeof(mine), "%s/%d.%llu.ring", dir, pid, (unsigned long long)ticks) >=
+	        (int)sizeof(mine))
 		return -ENAMETOOLONG;
 	struct ada_arena *a = NULL;
-	int err = ada_arena_open(ring, &a);
-	if (err == 0) {
+	/* Ours under the reused-pid name (an exec after we made it) first. */
+	int err = start ? env_open_ours(mine, start, &a) : -ENOENT;
+	bool reused = err == 0;
+	if (err == -ENOENT) {
+		err = env_open_ours(ring, start, &a);
+		if (err == -ENOENT)
+			err = env_create_reserved(dir, ring, &cfg, start, &a);
+		else if (err == -ESTALE && start) { /* an earlier process's: not ours to touch */
+			err = env_create_reserved(dir, mine, &cfg, start, &a);
+			reused = true;
+		} else if (err == 0)
+			err = env_adopt_exec(a);
+	} else if (err == 0) {
 		err = env_adopt_exec(a);
-		if (err)
-			ada_arena_close(a);
-	} else if (err == -ENOENT) {
-		err = env_create_reserved(dir, tmp, ring, &cfg, &a);
 	}
-	if (err)
+	if (err == -ESTALE)
+		err = -EPROTO; /* no start time to tell ours from a stale file by */
+	if (err) {
+		ada_arena_close(a);
 		return err;
+	}
+	a->pid_reused = reused;
 	/* For the spill slots' reservations (none without a budget file). */
 	if (a->cfg.spill_threads && ada_shm_budget_open_dir(dir, &a->budget) != 0)
 		a->budget = NULL;

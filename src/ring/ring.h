@@ -237,6 +237,23 @@ int ada_arena_config_parse(const char *buf, size_t len, struct ada_arena_config 
 
 /* ---- shared process state (agent writes, recorder reads) ---- */
 int32_t ada_arena_pid(const struct ada_arena *a);
+/* The creator's start time: the low 32 bits of field 22 of its
+ * /proc/PID/stat (clock ticks since boot), 0 when unknown. exec keeps a
+ * process's start time; a later process given the same pid has another,
+ * so (pid, start time) tells an exec from a reused pid (env.c, the
+ * drain). Untrusted on the recorder's side: only ever compared. */
+uint32_t ada_arena_start_time(const struct ada_arena *a);
+/* Producer: this process's arena is <pid>.<start ticks>.ring -- it found
+ * an earlier process's <pid>.ring (its pid reused before the recorder
+ * had finished that process), which the recorder tells and does not read;
+ * pid_<pid>/ in the session is the earlier process's, not ours to write.
+ * False for NULL. */
+bool ada_arena_pid_reused(const struct ada_arena *a);
+/* Field 22 (start time, clock ticks since boot) of the /proc/PID/stat
+ * text (buf, n), not NUL-terminated: fields are counted from the last ')'
+ * (the command name, field 2, may hold spaces and ')'). 0 when the text
+ * has no complete decimal field 22. */
+uint64_t ada_stat_start_ticks(const char *buf, size_t n);
 void ada_arena_set_exited(struct ada_arena *a, int status);
 void ada_arena_set_crashed(struct ada_arena *a, int signo);
 /* The crash record: the must-not-drop lane of a fatal signal (BP-001). It

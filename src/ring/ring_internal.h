@@ -47,7 +47,11 @@ struct ada_arena_control {
 	uint64_t detail_offset; /* of the detail header, within a slot region */
 	struct ada_arena_config config;
 	int32_t pid;
-	uint32_t reserved0;
+	/* The creator's start time, the low 32 bits of field 22 of
+	 * /proc/self/stat (clock ticks since boot; 0: unknown). exec keeps it,
+	 * a later process given the same pid has another: an arena of our pid
+	 * is adopted only when it matches (env.c). */
+	uint32_t start_time;
 
 	/* Process state: the agent writes (exit / fatal signal), the drain reads. */
 	alignas(ADA_CACHELINE) _Atomic uint32_t process_state;
@@ -165,6 +169,8 @@ struct ada_arena {
 	uint32_t cons_ready;        /* cons[0, cons_ready) seeded (consumer thread) */
 	uint32_t hw_seen;           /* highest slots_hw accepted (consumer thread) */
 	int32_t pid;                /* from the control block, read once at open */
+	uint32_t start_time;        /* likewise (ada_arena_start_time) */
+	bool pid_reused;            /* producer: ours is <pid>.<ticks>.ring (env.c) */
 	bool mlocked;
 	/* Producer side: the recording's budget file (NULL: none), for the
 	 * spill slots' reservations. */
@@ -246,6 +252,11 @@ void ring_cons_freed(struct ada_arena *a, uint32_t slot);
 
 /* mlocks the whole mapping; on refusal sets ADA_ARENA_F_MLOCK_FAILED. */
 void ring_arena_lock(struct ada_arena *a, bool *mlock_failed);
+/* ada_arena_create() with the creator's start time stored in the control
+ * block (the low 32 bits of its start ticks; 0: unknown, which is what
+ * ada_arena_create() stores). */
+int ring_arena_create(const char *path, const struct ada_arena_config *cfg, uint32_t start_time,
+                      struct ada_arena **out, bool *mlock_failed);
 /* Populates (and mlocks) one slot's rings; 0 or -errno (-ENOMEM: no room). */
 int ring_slot_populate(struct ada_arena *a, uint32_t slot);
 /* Producer side of claiming: FREE -> ACTIVE with tid and a new thread_seq.

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ring.h"
 #include "wal.h"
 
 uint64_t ada_proc_start_ticks(pid_t pid)
@@ -21,20 +22,9 @@ uint64_t ada_proc_start_ticks(pid_t pid)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	ssize_t n = read(fd, buf, sizeof(buf));
 	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* The command name (field 2) may hold spaces and ')': fields are
-	 * counted from the last ')'. */
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	p++;
-	for (int field = 3; field < 22 && p; field++) /* p: the space before field */
-		p = strchr(p + 1, ' ');
-	return p ? strtoull(p + 1, NULL, 10) : 0;
+	return n > 0 ? ada_stat_start_ticks(buf, (size_t)n) : 0; /* ring.h */
 }
 
 bool ada_recorder_alive(pid_t pid, uint64_t start_ticks)

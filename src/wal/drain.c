@@ -791,6 +791,18 @@ static void drain_free_proc(struct wal_proc *p)
 	free(p);
 }
 
+/* The pidfd was opened after the arena's maker ended and the kernel gave
+ * its pid to a later process (the maker's start time, kept in the arena,
+ * is not that process's): the maker is gone. Read after the pidfd, so the
+ * start time is of the pidfd's process or of a still later one (gone
+ * then, too). Unknown either side (0): the pid must do. */
+static bool drain_creator_gone(const struct wal_proc *p)
+{
+	uint32_t made = ada_arena_start_time(p->arena);
+	uint64_t now = made ? ada_proc_start_ticks(p->pid) : 0;
+	return now && (uint32_t)now != made;
+}
+
 /* Opens and checks the arena; 0, or -1 when it is not one we record. */
 static int drain_proc_arena(struct ada_recorder *r, struct wal_proc *p)
 {
@@ -808,6 +820,11 @@ static int drain_proc_arena(struct ada_recorder *r, struct wal_proc *p)
 	p->our_child = !r->o.attached && p->pid == r->main_pid;
 	p->pidfd = p->our_child ? -1 : (int)syscall(SYS_pidfd_open, p->pid, 0);
 	p->vanished = alive == 0 || (!p->our_child && p->pidfd < 0);
+	if (!p->vanished && !p->our_child && drain_creator_gone(p)) {
+		close(p->pidfd); /* another process's: it would wait for that one */
+		p->pidfd = -1;
+		p->vanished = p->pid_taken = true;
+	}
 	return 0;
 }
 
@@ -847,14 +864,53 @@ static void drain_pid_reused(struct ada_recorder *r, pid_t pid, ino_t ino)
 	         (int)pid, (int)pid);
 }
 
-static void drain_open_arena(struct ada_recorder *r, const char *name)
+/* <pid>.<start ticks>.ring: a later process given the pid of a process
+ * whose <pid>.ring was still there (the recorder had not finished it)
+ * made it instead of touching that one (src/ring/env.c). pid_N/ is the
+ * earlier process's, so the later one is not recorded: told once per
+ * file, and counted with drain_pid_reused()'s. */
+static void drain_reused_while_read(struct ada_recorder *r, pid_t pid, ino_t ino)
+{
+	drain_ignore(r, pid, ino);
+	r->pid_reused++;
+	wal_note(r, NULL,
+	         "ignored the arena of process %d: that pid was reused by a later process while "
+	         "the recorder was still reading the earlier process %d; the later process's "
+	         "events are not written (a larger kernel.pid_max makes the reuse rarer)",
+	         (int)pid, (int)pid);
+}
+
+/* The pid of an arena file name: <pid>.ring (*taken false) or
+ * <pid>.<digits>.ring (*taken true); 0 for any other name (a .tmp. file
+ * being made, a stranger's). */
+static pid_t drain_arena_name(const char *name, bool *taken)
 {
 	char *end;
+	if (*name < '1' || *name > '9')
+		return 0;
 	long pid = strtol(name, &end, 10);
-	if (pid <= 0 || pid > INT32_MAX || strcmp(end, ".ring"))
+	if (pid <= 0 || pid > INT32_MAX)
+		return 0;
+	*taken = false;
+	if (!strcmp(end, ".ring"))
+		return (pid_t)pid;
+	if (end[0] != '.' || end[1] < '0' || end[1] > '9')
+		return 0;
+	const char *q = end + 1;
+	while (*q >= '0' && *q <= '9')
+		q++;
+	*taken = true;
+	return strcmp(q, ".ring") ? 0 : (pid_t)pid;
+}
+
+static void drain_open_arena(struct ada_recorder *r, const char *name)
+{
+	bool taken = false;
+	long pid = drain_arena_name(name, &taken);
+	if (!pid)
 		return;
 	struct wal_proc *old = drain_find(r, (pid_t)pid);
-	if (old && !old->finished)
+	if (old && !old->finished && !taken)
 		return; /* the file we are reading */
 	if (r->o.follow == false && r->main_pid && pid != r->main_pid)
 		return;
@@ -868,6 +924,11 @@ static void drain_open_arena(struct ada_recorder *r, const char *name)
 		ino = st.st_ino;
 	if (drain_ignored(r, (pid_t)pid, ino))
 		return;
+	if (taken) {
+		if (ino)
+			drain_reused_while_read(r, (pid_t)pid, ino);
+		return;
+	}
 	if (old) {
 		/* The finished process's own file (its unlink failed) is not news. */
 		if (ino && ino != old->arena_ino)
@@ -1070,6 +1131,21 @@ static bool drain_arena_shrunk(struct wal_proc *p, uint64_t *size)
 	return (uint64_t)st.st_size < need;
 }
 
+/* Removes the finished process's arena file, and only that file: a
+ * <pid>.ring of another inode under the name is a later process's, never
+ * removed under it. Its creation was passed over while p was being read
+ * (drain_open_arena): looked at now, as a finished process's pid. */
+static void drain_unlink_arena(struct ada_recorder *r, const struct wal_proc *p)
+{
+	struct stat st;
+	if (fstatat(AT_FDCWD, p->arena_path, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return;
+	if (st.st_ino == p->arena_ino)
+		unlink(p->arena_path);
+	else
+		drain_open_arena(r, strrchr(p->arena_path, '/') + 1);
+}
+
 static void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 {
 	uint64_t size = 0;
@@ -1102,7 +1178,7 @@ static void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 	wal_shm_release(r, p);
 	ada_arena_close(p->arena);
 	p->arena = NULL;
-	unlink(p->arena_path);
+	drain_unlink_arena(r, p);
 	if (p->arena_fd >= 0)
 		close(p->arena_fd);
 	p->arena_fd = -1;
@@ -1177,7 +1253,8 @@ static bool drain_other_status(struct wal_proc *p, bool last)
 {
 	if (p->reaped || p->other_known)
 		return true;
-	int st = drain_zombie_status(p->pid);
+	/* A zombie under its pid now is another process. */
+	int st = p->pid_taken ? -1 : drain_zombie_status(p->pid);
 	if (st < 0)
 		st = drain_reaper_status(p);
 	if (st >= 0) {

@@ -352,8 +352,9 @@ struct ada_record_summary {
 	 * left in the arena directory (removed) */
 	uint64_t shm_ceiling, shm_peak, untraced_procs;
 	uint32_t shm_leftover;
-	/* arenas of processes that took the pid of one this recording had
-	 * already finished: told, not read (drain.c drain_pid_reused) */
+	/* arenas of processes that took the pid of an earlier one of this
+	 * recording (finished, or still being read): told, not read (drain.c
+	 * drain_pid_reused, drain_reused_while_read) */
 	uint32_t pid_reused;
 	uint64_t drops_by[2][8]; /* [lane][enum ada_drop_reason], summed */
 	/* The detail lane (docs/internals.md, "What the detail lane counts"):

@@ -232,7 +232,10 @@ struct wal_proc {
 	size_t nthreads, capthreads;
 	bool reaped, gone, finished, our_child;
 	bool vanished; /* gone before we opened its arena: drain once, never wait */
-	int pidfd;     /* -1 unless it is not our child */
+	/* Its pid is another process's now (start times differ, drain.c
+	 * drain_creator_gone): /proc/PID says nothing about it. */
+	bool pid_taken;
+	int pidfd; /* -1 unless it is not our child */
 	int wstatus;
 	/* Not reaped by us: the status from its zombie's /proc entry or from
 	 * its reaper's agent (pid_N/reaped_status), when other_known. */
@@ -313,7 +316,7 @@ struct ada_recorder {
 	size_t nearly, capearly;
 	struct wal_ignored *ignored; /* arenas refused: each file reported once */
 	size_t nignored, capignored;
-	uint32_t pid_reused; /* arenas of a pid this recording had finished: not read */
+	uint32_t pid_reused; /* arenas of a later process given a recorded pid: not read */
 	bool main_reaped, no_children;
 	int main_status;
 	uint64_t main_exit_ns; /* drain: when the main process was reaped */

@@ -1,54 +1,67 @@
 #!/usr/bin/env bash
 # A recorded process's pid taken by a later process of the same recording
 # (tests/targets/producer_pidreuse.c forces it through ns_last_pid: root
-# only, skipped otherwise). The later process's arena is not read: the
-# recorder must tell it once ("ignored the arena of process A: that pid
-# was reused ..."), count it (summary line, manifest, ada status), and
-# pid_A/ must hold exactly A's events.
+# only, skipped otherwise), in three orders (the target's modes):
+#   after   the recorder had finished the earlier process A: B makes a
+#           new <A>.ring;
+#   during  the recorder was still reading A (stopped meanwhile): B finds
+#           A's <A>.ring and must leave it alone (<A>.<ticks>.ring);
+#   early   the recorder opens A's arena only after B has pid A, and B
+#           lives on until the recorder has finished A.
+# Each time the later process's arena is not read: the recorder must tell
+# it once ("ignored the arena of process A: that pid was reused ..."),
+# count it (summary line, manifest, ada status), and pid_A/ must hold
+# exactly A's events.
 #
 # usage: pidreuse_test.sh ADA PRODUCER_PIDREUSE PRODUCER_CHECK
 set -u
 ADA=$1 PROD=$2 CHECK=$3
 WORK=$(mktemp -d /tmp/ada_pidreuse.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-fail() { echo "pidreuse_test: $*" >&2; cat "$WORK/err" >&2 2>/dev/null; exit 1; }
+fail() { echo "pidreuse_test ($MODE): $*" >&2; cat "$WORK/err" >&2 2>/dev/null; exit 1; }
 [ "$(id -u)" -eq 0 ] || { echo "pidreuse_test: needs root to choose a pid (ns_last_pid): skipped"; exit 77; }
 [ -w /proc/sys/kernel/ns_last_pid ] || { echo "pidreuse_test: no /proc/sys/kernel/ns_last_pid: skipped"; exit 77; }
 
-# A: 10 events, B (A's pid, later): 7 -- B's in pid_A/ would show.
-timeout 300 "$ADA" record --no-agent --out "$WORK/out" -- "$PROD" 10 7 >"$WORK/out.txt" 2>"$WORK/err"
-rc=$?
-[ $rc -eq 77 ] && { cat "$WORK/err"; echo "pidreuse_test: could not force the pid: skipped"; exit 77; }
-[ $rc -eq 0 ] || fail "exit status $rc, expected 0"
-A=$(sed -n 's/^pid \([0-9]*\)$/\1/p' "$WORK/out.txt")
-[ -n "$A" ] || fail "the target did not say its first child's pid"
-S=$(tail -n 1 "$WORK/err")
-[ -d "$S" ] || fail "no session directory"
+declare -A WHEN=([after]="after the recorded process" [during]="while the recorder was still reading")
+WHEN[early]=${WHEN[during]}
+for MODE in after during early; do
+	rm -rf "$WORK/out"
+	# A: 10 events, B (A's pid, later): 7 -- B's in pid_A/ would show.
+	timeout 300 "$ADA" record --no-agent --out "$WORK/out" -- "$PROD" 10 7 $MODE >"$WORK/out.txt" 2>"$WORK/err"
+	rc=$?
+	[ $rc -eq 77 ] && { cat "$WORK/err"; echo "pidreuse_test: could not force the pid: skipped"; exit 77; }
+	[ $rc -eq 0 ] || fail "exit status $rc, expected 0"
+	A=$(sed -n 's/^pid \([0-9]*\)$/\1/p' "$WORK/out.txt")
+	[ -n "$A" ] || fail "the target did not say its first child's pid"
+	S=$(tail -n 1 "$WORK/err")
+	[ -d "$S" ] || fail "no session directory"
 
-n=$(grep -c "ignored the arena of process $A: that pid was reused by a later process" "$WORK/err")
-[ "$n" -eq 1 ] || fail "$n told lines for pid $A, expected 1"
-[ "$(grep -c "ignored the arena" "$WORK/err")" -eq 1 ] || fail "other arenas refused"
-grep -q "ada: 1 process was not recorded: each took the pid of a process" "$WORK/err" ||
-	fail "the summary does not count 1 process not recorded"
-grep -q "recorded 10 events .* from 1 process " "$WORK/err" || fail "not 10 events from 1 process"
-grep -q "removed 1 entry of the arena directory" "$WORK/err" || fail "B's arena not removed at the end"
+	n=$(grep -c "ignored the arena of process $A: that pid was reused by a later process ${WHEN[$MODE]}" "$WORK/err")
+	[ "$n" -eq 1 ] || fail "$n told lines for pid $A, expected 1"
+	[ "$(grep -c "ignored the arena" "$WORK/err")" -eq 1 ] || fail "other arenas refused"
+	grep -q "ada: 1 process was not recorded: each took the pid of an earlier process" "$WORK/err" ||
+		fail "the summary does not count 1 process not recorded"
+	grep -q "recorded 10 events .* from 1 process " "$WORK/err" || fail "not 10 events from 1 process"
+	grep -q "removed 1 entry of the arena directory" "$WORK/err" || fail "B's arena not removed at the end"
 
-dirs=$(cd "$S" && ls -d pid_* | tr '\n' ' ')
-[ "$dirs" = "pid_$A " ] || fail "process directories '$dirs', expected pid_$A only"
-# prefix: each producer thread's events in order from seq 0; the total
-# is A's 10 only (B's 7, thread 2, would make it 17).
-"$CHECK" "$S/pid_$A" prefix 10 >"$WORK/check" 2>&1 && grep -q "^producer_check: 10 events checked, 0 problem" "$WORK/check" ||
-	{ cat "$WORK/check" >&2; fail "pid_$A does not hold exactly A's 10 events"; }
-"$ADA" validate "$S" >"$WORK/validate" 2>&1 || { cat "$WORK/validate" >&2; fail "ada validate failed"; }
+	dirs=$(cd "$S" && ls -d pid_* | tr '\n' ' ')
+	[ "$dirs" = "pid_$A " ] || fail "process directories '$dirs', expected pid_$A only"
+	# prefix: each producer thread's events in order from seq 0; the total
+	# is A's 10 only (B's 7, thread 2, would make it 17).
+	"$CHECK" "$S/pid_$A" prefix 10 >"$WORK/check" 2>&1 && grep -q "^producer_check: 10 events checked, 0 problem" "$WORK/check" ||
+		{ cat "$WORK/check" >&2; fail "pid_$A does not hold exactly A's 10 events"; }
+	"$ADA" validate "$S" >"$WORK/validate" 2>&1 || { cat "$WORK/validate" >&2; fail "ada validate failed"; }
 
-M=$S/pid_$A/manifest.json
-python3 - "$M" "$A" <<'PY' || fail "the manifest does not tell the reused pid"
+	M=$S/pid_$A/manifest.json
+	python3 - "$M" "$A" <<'PY' || fail "the manifest does not tell the reused pid"
 import json, sys
 m = json.load(open(sys.argv[1]))
+assert m["state"] == "complete", m["state"]
 assert m["shm"]["pid_reused_arenas"] == 1, m["shm"]
 told = [w for w in m["warnings"] if w.startswith("ignored the arena of process %s: that pid was reused" % sys.argv[2])]
 assert len(told) == 1, m["warnings"]
 PY
-"$ADA" status "$S" >"$WORK/status" 2>&1 || { cat "$WORK/status" >&2; fail "ada status failed"; }
-grep -q "1 process not recorded (a reused pid)" "$WORK/status" || { cat "$WORK/status" >&2; fail "ada status does not count it"; }
-echo "pidreuse_test: ok (pid $A reused)"
+	"$ADA" status "$S" >"$WORK/status" 2>&1 || { cat "$WORK/status" >&2; fail "ada status failed"; }
+	grep -q "1 process not recorded (a reused pid)" "$WORK/status" || { cat "$WORK/status" >&2; fail "ada status does not count it"; }
+	echo "pidreuse_test: $MODE ok (pid $A reused)"
+done

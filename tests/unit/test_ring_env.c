@@ -1,14 +1,20 @@
 /*
  * Tests of ada_producer_init_from_env(): arena creation from ADA_ARENA_DIR /
  * ADA_RING_CONFIG (<pid>.ring.tmp.<random> renamed to <pid>.ring), the exec re-open (the
- * old image's slots become EXITED and exec-orphaned), and a forked child
- * leaving its parent's arena alone and making its own.
+ * old image's slots become EXITED and exec-orphaned), a forked child
+ * leaving its parent's arena alone and making its own, a process that
+ * finds an earlier process's <pid>.ring (another start time: a reused pid)
+ * leaving it alone and making <pid>.<start ticks>.ring, and the
+ * /proc/PID/stat start-time parser.
  *
  * The exec test re-executes this binary (/proc/self/exe --after-exec) in a
  * forked child; that second image checks itself and reports by exit code.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,7 +30,7 @@
 
 #include <cmocka.h>
 
-#include "ring.h"
+#include "ring_internal.h" /* the control block: a stale arena made to order */
 
 #define CONFIG "max_threads=4,index_events=64,overflow=drop"
 
@@ -247,6 +253,157 @@ static void test_mlock_refusal_reported(void **state)
 	ada_arena_close(a);
 }
 
+/* A /proc/PID/stat text: a command name with spaces and ')', fields 3..21,
+ * field 22 = start, then more. */
+static size_t stat_text(char *buf, size_t cap, const char *start)
+{
+	int n = snprintf(buf, cap, "4242 (a b) c)) S");
+	for (int f = 4; f < 22; f++)
+		n += snprintf(buf + n, cap - (size_t)n, " %d", f * 11);
+	n += snprintf(buf + n, cap - (size_t)n, " %s 17 0 3\n", start);
+	return (size_t)n;
+}
+
+static void test_stat_start_ticks(void **state)
+{
+	(void)state;
+	char buf[512];
+	size_t n = stat_text(buf, sizeof(buf), "987654321");
+	assert_int_equal(ada_stat_start_ticks(buf, n), 987654321);
+	/* Cut short anywhere inside or before field 22: never a smaller number. */
+	size_t at = (size_t)(strstr(buf, " 987654321") - buf);
+	for (size_t k = 0; k <= at + 10; k++)
+		assert_int_equal(ada_stat_start_ticks(buf, k), 0);
+	assert_int_equal(ada_stat_start_ticks(buf, at + 11), 987654321); /* its space */
+	/* The last field of the text, ended by the newline. */
+	int m = snprintf(buf, sizeof(buf), "1 (x) S");
+	for (int f = 4; f < 22; f++)
+		m += snprintf(buf + m, sizeof(buf) - (size_t)m, " 0");
+	m += snprintf(buf + m, sizeof(buf) - (size_t)m, " 55\n");
+	assert_int_equal(ada_stat_start_ticks(buf, (size_t)m), 55);
+	n = stat_text(buf, sizeof(buf), "12x4");
+	assert_int_equal(ada_stat_start_ticks(buf, n), 0); /* not a number */
+	n = stat_text(buf, sizeof(buf), "-5");
+	assert_int_equal(ada_stat_start_ticks(buf, n), 0);
+	n = stat_text(buf, sizeof(buf), "99999999999999999999999");
+	assert_int_equal(ada_stat_start_ticks(buf, n), 0); /* past 2^64 */
+	n = stat_text(buf, sizeof(buf), "18446744073709551615");
+	assert_int_equal(ada_stat_start_ticks(buf, n), UINT64_MAX);
+	assert_int_equal(ada_stat_start_ticks("no paren here at all", 20), 0);
+	assert_int_equal(ada_stat_start_ticks("1 (x) S 2 3", 11), 0); /* too few fields */
+	assert_int_equal(ada_stat_start_ticks(NULL, 10), 0);
+	assert_int_equal(ada_stat_start_ticks(buf, 0), 0);
+	/* This process's own. */
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	ssize_t r = read(fd, buf, sizeof(buf));
+	close(fd);
+	assert_true(r > 0);
+	assert_true(ada_stat_start_ticks(buf, (size_t)r) > 0);
+}
+
+static uint64_t self_start_ticks(void)
+{
+	char buf[1024];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+	if (fd >= 0)
+		close(fd);
+	return r > 0 ? ada_stat_start_ticks(buf, (size_t)r) : 0;
+}
+
+static void producer_drop(void)
+{
+	struct ada_arena *a = ada_producer_arena();
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(a);
+}
+
+/* In a child: its <pid>.ring made to look like an earlier process's (the
+ * start time of another process with this pid), then the producer set
+ * up again: it must leave that arena alone, make <pid>.<ticks>.ring, and
+ * adopt that one when set up once more (as after an exec). */
+static int reused_child(void)
+{
+	if (ada_producer_init_from_env() != 0)
+		return 2;
+	struct ada_arena *a = ada_producer_arena();
+	if (ada_arena_pid_reused(a) || ada_arena_start_time(a) == 0)
+		return 3;
+	ada_emit_call(1);
+	a->ctl->start_time ^= 0x5a5a; /* an earlier process's now */
+	producer_drop();
+	if (ada_producer_init_from_env() != 0)
+		return 4;
+	a = ada_producer_arena();
+	if (!ada_arena_pid_reused(a) || ada_arena_pid(a) != getpid())
+		return 5;
+	ada_emit_call(2);
+	ada_emit_call(3);
+	producer_drop();
+	if (ada_producer_init_from_env() != 0) /* as after exec: ours again */
+		return 6;
+	a = ada_producer_arena();
+	if (!ada_arena_pid_reused(a) || !(ada_arena_flags(a) & ADA_ARENA_F_EXEC_REOPENED))
+		return 7;
+	ada_emit_call(4);
+	producer_drop();
+	return 0;
+}
+
+static void test_reused_pid_not_adopted(void **state)
+{
+	(void)state;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(reused_child());
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	/* The earlier arena: untouched (one event, not orphaned, no exec). */
+	char path[128];
+	ring_path(path, sizeof(path), pid, "ring");
+	struct ada_arena *old, *mine;
+	assert_int_equal(ada_arena_open(path, &old), 0);
+	assert_false(ada_arena_flags(old) & ADA_ARENA_F_EXEC_REOPENED);
+	struct ada_slot_info si;
+	slot_by_seq(old, 0, &si);
+	assert_int_equal(si.state, ADA_SLOT_ACTIVE);
+	assert_int_equal(si.exec_orphaned, 0);
+	assert_int_equal(si.head - si.tail, 1);
+	/* The later process's: <pid>.<its start ticks>.ring, the only other. */
+	char prefix[32], name[PATH_MAX];
+	int plen = snprintf(prefix, sizeof(prefix), "%d.", (int)pid), found = 0;
+	DIR *d = opendir(test_dir);
+	assert_non_null(d);
+	for (struct dirent *de; (de = readdir(d));) {
+		unsigned long long t;
+		char tail[8];
+		if (strncmp(de->d_name, prefix, (size_t)plen) || !strcmp(de->d_name + plen, "ring"))
+			continue;
+		assert_int_equal(sscanf(de->d_name + plen, "%llu.%7s", &t, tail), 2);
+		assert_string_equal(tail, "ring");
+		assert_true(t >= self_start_ticks()); /* started after us */
+		snprintf(name, sizeof(name), "%s/%s", test_dir, de->d_name);
+		found++;
+	}
+	closedir(d);
+	assert_int_equal(found, 1);
+	assert_int_equal(ada_arena_open(name, &mine), 0);
+	assert_int_equal(ada_arena_pid(mine), pid);
+	assert_int_equal(ada_arena_start_time(mine) ^ 0x5a5a, ada_arena_start_time(old));
+	slot_by_seq(mine, 0, &si);
+	assert_int_equal(si.exec_orphaned, 1);
+	assert_int_equal(si.head - si.tail, 2);
+	slot_by_seq(mine, 1, &si);
+	assert_int_equal(si.head - si.tail, 1);
+	ada_arena_close(old);
+	ada_arena_close(mine);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "--after-exec") == 0)
@@ -256,6 +413,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_create_then_exec_reopen, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_child_makes_its_own, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_mlock_refusal_reported, fx_setup, fx_teardown),
+	    cmocka_unit_test(test_stat_start_ticks),
+	    cmocka_unit_test_setup_teardown(test_reused_pid_not_adopted, fx_setup, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
