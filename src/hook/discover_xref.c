@@ -164,9 +164,13 @@ static bool xref_suspect(const uint8_t *code, uint64_t addr, uint64_t size,
 	/* Most bytes start no branch: 16 positions at a time are rejected
 	 * together (hook_arch_branch_xref16 flags exactly the first bytes
 	 * xref_hit_at accepts, 0F only before 80-8F; it reads the byte
-	 * after the 16, hence size >= 17). */
+	 * after the 16, hence size >= 17). A rel8 at position k lands in
+	 * [k - 126, k + 129]: inside the function when k >= 126 and
+	 * k + 130 <= size, so there hook_arch_branch_rel32_16 leaves it out. */
 	for (; size >= 17 && p <= size - 17; p += 16)
-		for (unsigned m = hook_arch_branch_xref16(code + p); m; m &= m - 1)
+		for (unsigned m = p >= 126 && p + 145 <= size ? hook_arch_branch_rel32_16(code + p)
+		                                              : hook_arch_branch_xref16(code + p);
+		     m; m &= m - 1)
 			if (xref_hit_at(code, addr, size, p + (unsigned)__builtin_ctz(m), mp))
 				return true;
 	for (; p < size; p++)

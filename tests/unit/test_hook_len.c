@@ -413,35 +413,6 @@ static void test_branch_first16(void **state)
 	}
 }
 
-/* hook_arch_branch_xref16 (discover_xref's pre-scan) flags exactly the
- * first bytes of direct jmp/jcc/call/loop/jrcxz, 0F only before 80-8F,
- * for every byte pair in every lane (the 17th byte read for lane 15). */
-static void test_branch_xref16(void **state)
-{
-	(void)state;
-	for (unsigned v = 0; v < 256; v++)
-		for (unsigned w = 0; w < 256; w++)
-			for (unsigned lane = 0; lane < 16; lane++) {
-				uint8_t b[17];
-				memset(b, 0x90, sizeof(b)); /* nop: never a candidate */
-				b[lane] = (uint8_t)v;
-				b[lane + 1] = (uint8_t)w;
-				unsigned want = 0;
-				for (unsigned k = 0; k < 16; k++) {
-					uint8_t o = b[k];
-					int hit = (o >= 0x70 && o <= 0x7f) ||
-					          (o >= 0xe0 && o <= 0xe3) || o == 0xe8 ||
-					          o == 0xe9 || o == 0xeb ||
-					          (o == 0x0f && (b[k + 1] & 0xf0) == 0x80);
-					want |= (unsigned)hit << k;
-				}
-				unsigned m = hook_arch_branch_xref16(b);
-				if (m != want)
-					fail_msg("%02x %02x in lane %u: mask %04x, want %04x", v, w,
-					         lane, m, want);
-			}
-}
-
 /* x86_len_cs_same (the table's answer stands for capstone's): wherever
  * it says 1 for a form the table measured, capstone decodes the same
  * length. Every opcode of the one-byte and 0F maps with every ModRM,
@@ -516,46 +487,92 @@ static void test_cs_same(void **state)
 	cs_close(&c);
 }
 
-/* The per-position rule hook_arch_branch_far16 applies to lane k. */
+/* The per-position rules of the 16-position masks, for lane k. */
 static int far_ref(const uint8_t *b, unsigned k)
 {
 	uint8_t o = b[k];
 	if (o == 0xe8 || o == 0xe9)
-		return b[k + 4] == 0xff;
+		return b[k + 3] == 0xff && b[k + 4] == 0xff;
 	if (o == 0x0f)
-		return (b[k + 1] & 0xf0) == 0x80 && b[k + 5] == 0xff;
+		return (b[k + 1] & 0xf0) == 0x80 && b[k + 4] == 0xff && b[k + 5] == 0xff;
 	if (o == 0xc7)
-		return b[k + 1] == 0xf8 && b[k + 5] == 0xff;
+		return b[k + 1] == 0xf8 && b[k + 4] == 0xff && b[k + 5] == 0xff;
 	return 0;
 }
 
-/* hook_arch_branch_far16 (prepare's pre-scan far from the patch: rel32
- * branches with a small negative displacement only) matches the rule
- * in every lane, for every first and second byte, with the rel32's top
- * byte FF or not, and reads up to the 21st byte. */
-static void test_branch_far16(void **state)
+static int near_ref(const uint8_t *b, unsigned k)
 {
-	(void)state;
-	static const uint8_t tops[4][2] = {{0xff, 0xff}, {0xff, 0x00}, {0x00, 0xff}, {0x00, 0x00}};
+	uint8_t o = b[k];
+	return (o >= 0x70 && o <= 0x7f) || (o >= 0xe0 && o <= 0xe3) || o == 0xe8 || o == 0xe9 ||
+	       o == 0xeb || (o == 0x0f && (b[k + 1] & 0xf0) == 0x80) ||
+	       (o == 0xc7 && b[k + 1] == 0xf8);
+}
+
+static int xref_ref(const uint8_t *b, unsigned k)
+{
+	uint8_t o = b[k];
+	return (o >= 0x70 && o <= 0x7f) || (o >= 0xe0 && o <= 0xe3) || o == 0xe8 || o == 0xe9 ||
+	       o == 0xeb || (o == 0x0f && (b[k + 1] & 0xf0) == 0x80);
+}
+
+static int rel32_ref(const uint8_t *b, unsigned k)
+{
+	uint8_t o = b[k];
+	return o == 0xe8 || o == 0xe9 || (o == 0x0f && (b[k + 1] & 0xf0) == 0x80);
+}
+
+/* One 16-position mask against its per-lane rule: every first and
+ * second byte in every lane, with the bytes 3-5 after it FF or not
+ * (the far rule's rel32 top bytes); the buffer is 21 bytes, as much as
+ * the widest mask reads. */
+static void check_mask16(unsigned (*mask)(const uint8_t *), int (*ref)(const uint8_t *, unsigned),
+                         const char *name)
+{
 	for (unsigned v = 0; v < 256; v++)
 		for (unsigned w = 0; w < 256; w++)
-			for (unsigned t = 0; t < 4; t++)
+			for (unsigned t = 0; t < 8; t++)
 				for (unsigned lane = 0; lane < 16; lane++) {
 					uint8_t b[21];
 					memset(b, 0x90, sizeof(b)); /* nop: never a candidate */
 					b[lane] = (uint8_t)v;
 					b[lane + 1] = (uint8_t)w;
-					b[lane + 4] = tops[t][0];
-					b[lane + 5] = tops[t][1];
+					b[lane + 3] = t & 1 ? 0xff : 0x00;
+					b[lane + 4] = t & 2 ? 0xff : 0x00;
+					b[lane + 5] = t & 4 ? 0xff : 0x00;
 					unsigned want = 0;
 					for (unsigned k = 0; k < 16; k++)
-						want |= (unsigned)far_ref(b, k) << k;
-					unsigned m = hook_arch_branch_far16(b);
+						want |= (unsigned)ref(b, k) << k;
+					unsigned m = mask(b);
 					if (m != want)
-						fail_msg("%02x %02x top %u lane %u: mask %04x, "
-						         "want %04x",
-						         v, w, t, lane, m, want);
+						fail_msg(
+						    "%s: %02x %02x top %u lane %u: mask %04x, want "
+						    "%04x",
+						    name, v, w, t, lane, m, want);
 				}
+}
+
+/* hook_arch_branch_far16 (prepare's pre-scan far from the patch: rel32
+ * branches with a small negative displacement only). */
+static void test_branch_far16(void **state)
+{
+	(void)state;
+	check_mask16(hook_arch_branch_far16, far_ref, "far16");
+}
+
+/* hook_arch_branch_near16 (prepare's pre-scan near the patch). */
+static void test_branch_near16(void **state)
+{
+	(void)state;
+	check_mask16(hook_arch_branch_near16, near_ref, "near16");
+}
+
+/* hook_arch_branch_xref16 and hook_arch_branch_rel32_16 (discover_xref's
+ * pre-scan near a function's ends and in its middle). */
+static void test_branch_xref16(void **state)
+{
+	(void)state;
+	check_mask16(hook_arch_branch_xref16, xref_ref, "xref16");
+	check_mask16(hook_arch_branch_rel32_16, rel32_ref, "rel32_16");
 }
 
 /* hook_arch_table_jmp16 (prepare's table-jmp pre-scan, 16 at a time)
@@ -590,8 +607,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_corners),        cmocka_unit_test(test_sw_corners),
 	    cmocka_unit_test(test_branch_first16), cmocka_unit_test(test_table_jmp16),
-	    cmocka_unit_test(test_branch_far16),   cmocka_unit_test(test_branch_xref16),
-	    cmocka_unit_test(test_cs_same),        cmocka_unit_test(test_real_binaries),
+	    cmocka_unit_test(test_branch_far16),   cmocka_unit_test(test_branch_near16),
+	    cmocka_unit_test(test_branch_xref16),  cmocka_unit_test(test_cs_same),
+	    cmocka_unit_test(test_real_binaries),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	cs_free(ci, 1);

@@ -491,15 +491,19 @@ static int64_t plan_superset_last(const uint8_t *code, uint64_t addr, uint64_t s
 	to = to < size ? to : size;
 	/* Most bytes start no branch: 16 positions at a time are rejected
 	 * together (hook_arch_branch_first16 flags exactly the bytes
-	 * plan_rel_class does), the candidates checked one by one. From
-	 * `far` on, every position is too far from the patch for a rel8 and
-	 * a rel32 into it is negative above -2^24 (function size below
-	 * 2^24): hook_arch_branch_far16 keeps only the rel32 forms whose
-	 * displacement's top byte is FF, a superset of the hits there; its
-	 * loads reach 20 bytes past the chunk's start, inside the function. */
-	uint64_t far = size <= (1u << 24) ? patch_len + 126 : UINT64_MAX;
+	 * plan_rel_class does; hook_arch_branch_near16 also drops 0F and C7
+	 * when the next byte makes no branch of them, as plan_rel_at does),
+	 * the candidates checked one by one. From `far` on, every position
+	 * is too far from the patch for a rel8 and a rel32 into it is
+	 * negative above -2^16 (function size below 2^16):
+	 * hook_arch_branch_far16 keeps only the rel32 forms whose
+	 * displacement's two top bytes are FF, a superset of the hits there.
+	 * The masks' loads reach 16 (near) and 20 (far) bytes past the
+	 * chunk's start, inside the function. */
+	uint64_t far = size <= (1u << 16) ? patch_len + 126 : UINT64_MAX;
 	for (; to >= 16 && i <= to - 16; i += 16) {
 		unsigned m = i >= far && i + 21 <= size ? hook_arch_branch_far16(code + i)
+		             : i + 17 <= size           ? hook_arch_branch_near16(code + i)
 		                                        : hook_arch_branch_first16(code + i);
 		for (; m; m &= m - 1) {
 			uint64_t k = i + (unsigned)__builtin_ctz(m);
