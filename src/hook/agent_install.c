@@ -380,10 +380,23 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 {
 	uint8_t *blk = NULL;
 	size_t np = 0, used = (HOOK_ARCH_RETURN_TRAMPOLINE_MAX + 15) & ~(size_t)15;
+	/* The index lane's trampolines take the fast form: the block's enter
+	 * stub follows its return trampoline (hook_arch.h). */
+	bool fast = install_enter_handler() == (uint64_t)&ada_hook_on_enter;
+	size_t stub_at = used;
+	struct hook_arch_fast fl;
+	if (fast) {
+		agent_fast_layout(&fl);
+		used += (HOOK_ARCH_ENTER_STUB_MAX + 15) & ~(size_t)15;
+	}
 	size_t cap = used + n_cand * HOOK_ARCH_MAX_TRAMPOLINE;
 	int err = hook_mem_alloc(agent.mem, m->id, m->lo, m->hi, cap, &blk);
-	if (!err &&
-	    hook_arch_emit_return_trampoline(blk, (uint64_t)blk, install_exit_handler()) == 0)
+	if (!err && (fast ? hook_arch_emit_return_trampoline_fast(blk, (uint64_t)blk, &fl)
+	                  : hook_arch_emit_return_trampoline(blk, (uint64_t)blk,
+	                                                     install_exit_handler())) == 0)
+		err = -EINVAL;
+	if (!err && fast &&
+	    hook_arch_emit_enter_stub(blk + stub_at, (uint64_t)(blk + stub_at), &fl) == 0)
 		err = -EINVAL;
 	for (size_t i = 0; i < m->st.count; i++) {
 		struct ada_hook_fn *f = &m->st.fns[i];
@@ -396,10 +409,15 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 			id = agent_special_tag(id, (enum agent_special)f->reserved);
 			handler = (uint64_t)&agent_hook_on_enter_special;
 		}
-		size_t len =
-		    err ? 0
-		        : hook_arch_emit_trampoline(&plans[i], blk + used, (uint64_t)(blk + used),
-		                                    id, handler, (uint64_t)blk);
+		size_t len = 0;
+		if (!err && fast && !f->reserved)
+			len = hook_arch_emit_trampoline_fast(
+			    &plans[i], blk + used, (uint64_t)(blk + used), id,
+			    (uint64_t)(blk + stub_at), (uint64_t)blk);
+		else if (!err)
+			len =
+			    hook_arch_emit_trampoline(&plans[i], blk + used, (uint64_t)(blk + used),
+			                              id, handler, (uint64_t)blk);
 		if (len == 0) {
 			f->status = ADA_SKIP_NO_TRAMPOLINE_MEMORY;
 			continue;
@@ -1000,7 +1018,14 @@ int agent_make_return_trampoline(void)
 	    hook_mem_alloc(agent.mem, 0, self, self + 1, HOOK_ARCH_RETURN_TRAMPOLINE_MAX, &buf);
 	if (err)
 		return err;
-	if (hook_arch_emit_return_trampoline(buf, (uint64_t)buf, install_exit_handler()) == 0)
+	/* The index lane's fast form too (side-path frames and frames
+	 * re-armed after a catch return here). */
+	struct hook_arch_fast fl;
+	agent_fast_layout(&fl);
+	if ((install_enter_handler() == (uint64_t)&ada_hook_on_enter
+	         ? hook_arch_emit_return_trampoline_fast(buf, (uint64_t)buf, &fl)
+	         : hook_arch_emit_return_trampoline(buf, (uint64_t)buf, install_exit_handler())) ==
+	    0)
 		return -EINVAL;
 	agent_hot.ret_tramp = (uint64_t)buf;
 	return hook_mem_seal(agent.mem);

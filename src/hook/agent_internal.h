@@ -122,6 +122,16 @@ void ada_hook_on_enter_detail(uint64_t fn_id, uint64_t *ret_slot, const struct a
 void ada_hook_on_enter_detail128(uint64_t fn_id, uint64_t *ret_slot,
                                  const struct ada_hook_regs *regs);
 uint64_t ada_hook_on_exit_detail(uint64_t sp);
+/* Hook context, the C continuations of the index lane's fast form
+ * (hook_arch.h, struct hook_arch_fast): ada_hook_on_enter/ada_hook_on_exit
+ * after their claim of in_hook, which the caller made and holds; and the
+ * replay of the side queue after a clear that found QUEUED. */
+void ada_hook_on_enter_held(uint64_t fn_id, uint64_t *ret_slot, const struct ada_hook_regs *regs);
+uint64_t ada_hook_on_exit_held(uint64_t sp);
+void ada_hook_fast_flush(void);
+/* Not hook context: the fast form's thread-state offsets and handlers
+ * (agent_install.c emits them into each block's stubs). */
+void agent_fast_layout(struct hook_arch_fast *f);
 /* Not hook context (cold path, guard set): the calling thread's stack
  * [lo, hi) for the detail lane's snapshots; 0, 0 when unknown. */
 void agent_thread_stack(uint64_t *lo, uint64_t *hi);

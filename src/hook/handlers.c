@@ -710,6 +710,84 @@ HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp)
 	return handlers_exit_index(s, &e);
 }
 
+/* ---- the fast form's C continuations (x86_emit.c, "Fast form") ----
+ * The machine-code fast paths claim in_hook themselves (btsl, first) and
+ * come here, in_hook still held, for every case they decline before any
+ * store: exactly the rest of ada_hook_on_enter()/ada_hook_on_exit(). A
+ * claim that found the bit set goes to those two instead (nested). */
+HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_held(uint64_t fn_id, uint64_t *ret_slot,
+                                                      const struct ada_hook_regs *regs)
+{
+	(void)regs;
+	struct ada_shadow *s = &ada_shadow_tls;
+	if (ada_unlikely(s->guard != 0))
+		return handlers_enter_guarded(s);
+	handlers_enter_index(s, fn_id, ret_slot);
+}
+
+HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit_held(uint64_t sp)
+{
+	struct ada_shadow *s = &ada_shadow_tls;
+	const uint64_t *slot = (const uint64_t *)(uintptr_t)(sp - 8);
+	struct shadow_entry e;
+	if (ada_unlikely(!shadow_return_fast(s, slot, 0, &e)))
+		return handlers_exit_slow(s, slot);
+	return handlers_exit_index(s, &e);
+}
+
+/* The fast paths' clear found QUEUED (bit 0 is clear by now, as after
+ * handlers_in_hook_clear()): replayed as the C handlers do. */
+HANDLERS_COLD ADA_HOOKCTX void ada_hook_fast_flush(void)
+{
+	handlers_flush(&ada_shadow_tls);
+}
+
+/* The layout x86_emit.c hard-codes (its FE_* and FV_* offsets). */
+_Static_assert(sizeof(struct shadow_entry) == 32 && offsetof(struct shadow_entry, orig) == 0 &&
+                   offsetof(struct shadow_entry, slot) == 8 &&
+                   offsetof(struct shadow_entry, fn_id) == 16 &&
+                   offsetof(struct shadow_entry, depth) == 24 &&
+                   offsetof(struct shadow_entry, flags) == 28,
+               "x86_emit.c FE_*");
+_Static_assert(sizeof(struct atf_index_event) == 32 &&
+                   offsetof(struct atf_index_event, timestamp_ns) == 0 &&
+                   offsetof(struct atf_index_event, function_id) == 8 &&
+                   offsetof(struct atf_index_event, thread_id) == 16 &&
+                   offsetof(struct atf_index_event, call_depth) == 24 &&
+                   offsetof(struct atf_index_event, detail_seq) == 28,
+               "x86_emit.c FV_*");
+_Static_assert(ATF_NO_DETAIL == 0xffffffffu && SHADOW_SLOT_CALL == 0, "x86_emit.c constants");
+
+void agent_fast_layout(struct hook_arch_fast *f)
+{
+	uintptr_t tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp)); /* the thread pointer (TCB self pointer) */
+	/* Initial-exec TLS: the block lies at the same offset from every
+	 * thread's pointer, and a fork child keeps it. */
+	intptr_t t = (intptr_t)((uintptr_t)&handlers_tls - tp);
+	intptr_t sh = t + (intptr_t)offsetof(struct handlers_tls, shadow);
+	intptr_t pr = t + (intptr_t)offsetof(struct handlers_tls, producer);
+	f->s_base = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, base));
+	f->s_top = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, top));
+	f->s_cap = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, cap));
+	f->s_guard = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, guard));
+	f->s_in_hook = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, in_hook));
+	f->s_inherited = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, inherited));
+	f->p_events = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, events));
+	f->p_mask = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, mask));
+	f->p_head = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, head));
+	f->p_limit = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, limit));
+	f->p_head_pub = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, head_pub));
+	f->p_tid_call = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, tid_call));
+	f->p_tid_return = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, tid_return));
+	f->ret_tramp = agent_hot.ret_tramp;
+	f->enter_full = (uint64_t)&ada_hook_on_enter;
+	f->enter_held = (uint64_t)&ada_hook_on_enter_held;
+	f->exit_full = (uint64_t)&ada_hook_on_exit;
+	f->exit_held = (uint64_t)&ada_hook_on_exit_held;
+	f->flush = (uint64_t)&ada_hook_fast_flush;
+}
+
 /* ---- the detail lane (docs/format.md, "Detail records") ----
  * The _detail handlers are the two above plus, for a function in the
  * detail set, one record written in place into the thread's detail ring

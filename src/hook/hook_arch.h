@@ -69,6 +69,30 @@
  *   - *ret_slot may already hold a return point: a hooked function that
  *     tail-calls (jmp) another hooked function, or jumps back to its own
  *     entry, reaches the enter trampoline without a new return address.
+ *   - Fast form (x86_64, the index lane only: hook_arch_emit_trampoline_fast,
+ *     hook_arch_emit_enter_stub, hook_arch_emit_return_trampoline_fast).
+ *     The handlers' common cases run as emitted machine code instead of a
+ *     C call: the function's trampoline is `call stub; jne body; lea rsp,
+ *     [rsp+8]; call body; R_F: jmp exit_path; dq fn_id`, and the block's
+ *     enter stub does what ada_hook_on_enter does on its fast path (its
+ *     ZF tells the trampoline: set = a frame was pushed, call the body),
+ *     the block's return trampoline what ada_hook_on_exit does, both with
+ *     the same stores in the same order, saving only the registers they
+ *     use and addressing the thread's state as %fs:disp32 (struct
+ *     hook_arch_fast: initial-exec TLS offsets, the same in every thread
+ *     and in a fork child). Their contract with the C side:
+ *       - the first instruction claims in_hook bit 0 with one
+ *         read-modify-write (btsl); the clear is one too (subl), the last
+ *         store; a signal therefore lands before, after or between them;
+ *       - bit 0 found set: the full C handler (enter_full/exit_full), with
+ *         every caller-saved register saved, which finds it set too;
+ *       - any other case the fast path does not take is declined before
+ *         any store, in_hook still held, to enter_held/exit_held (the C
+ *         handler's body after its claim), registers saved as above;
+ *       - the clear found more than bit 0 (HANDLERS_QUEUED): flush(),
+ *         every caller-saved register saved, then the fast path's exit.
+ *     The C handlers stay the portable form: arm64 (or any arch without
+ *     the fast emitters) emits the ordinary trampolines only.
  *   - Functions that return twice (setjmp, vfork, getcontext) must not
  *     get their return address swapped (that is the agent's exclusion).
  *   - Enter handler:  void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,
@@ -126,10 +150,32 @@ struct ada_hook_regs {
  * is 4): a thread stopped inside a system call restarts that far before
  * its pc (ada attach never moves such a thread). */
 #define HOOK_ARCH_SYSCALL_INSN_LEN 2
-#define HOOK_ARCH_RETURN_TRAMPOLINE_MAX 96
+#define HOOK_ARCH_RETURN_TRAMPOLINE_MAX 448
+#define HOOK_ARCH_ENTER_STUB_MAX 448
 /* Where R_F, the trampoline's return point, lies in every enter
- * trampoline (bytes from its start). */
+ * trampoline (bytes from its start); in the fast form
+ * (hook_arch_emit_trampoline_fast) at HOOK_ARCH_FAST_RET_POINT_OFF. */
 #define HOOK_ARCH_RET_POINT_OFF 75
+#define HOOK_ARCH_FAST_RET_POINT_OFF 17
+
+/* The index lane's fast path in machine code (x86_64; see "Fast form" in
+ * the contract above): where the hook handlers' per-thread state lies,
+ * as offsets from the thread pointer (initial-exec TLS: fixed per module
+ * once loaded, the same in every thread and in a fork child), and the C
+ * handlers the fast path falls back to. Filled by the agent
+ * (handlers.c, agent_fast_layout). */
+struct hook_arch_fast {
+	/* struct ada_shadow */
+	int32_t s_base, s_top, s_cap, s_guard, s_in_hook, s_inherited;
+	/* struct ada_producer */
+	int32_t p_events, p_mask, p_head, p_limit, p_head_pub, p_tid_call, p_tid_return;
+	uint64_t ret_tramp;  /* the shared return trampoline: the fast entry declines */
+	uint64_t enter_full; /* ada_hook_on_enter: in_hook was set (a nested call) */
+	uint64_t enter_held; /* same signature, in_hook already claimed */
+	uint64_t exit_full;  /* ada_hook_on_exit */
+	uint64_t exit_held;  /* same signature, in_hook already claimed */
+	uint64_t flush;      /* void (void): replays the side queue (in_hook had QUEUED) */
+};
 
 /* One displaced instruction as prepare() decoded it; private to the arch
  * layer (emit reads it), callers only copy the plan around. */
@@ -207,6 +253,25 @@ size_t hook_arch_insn_len(const uint8_t *code, size_t left, uint64_t pc, uint64_
  * module, so in practice 0 only happens for memory far from the module. */
 size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, uint64_t buf_addr,
                                  uint64_t fn_id, uint64_t enter_handler, uint64_t exit_path);
+
+/* The fast form of an index-lane trampoline (f from the agent): the
+ * function's trampoline is `call stub`, the call/jump choice, R_F and
+ * fn_id as data; stub is the block's enter stub
+ * (hook_arch_emit_enter_stub, within +-2 GiB). Returns its length or 0
+ * as hook_arch_emit_trampoline. */
+size_t hook_arch_emit_trampoline_fast(const struct hook_arch_plan *plan, uint8_t *buf,
+                                      uint64_t buf_addr, uint64_t fn_id, uint64_t stub,
+                                      uint64_t exit_path);
+
+/* The enter stub the fast trampolines of one block call (at most
+ * HOOK_ARCH_ENTER_STUB_MAX bytes); returns its length, 0 on a failure. */
+size_t hook_arch_emit_enter_stub(uint8_t *buf, uint64_t buf_addr, const struct hook_arch_fast *f);
+
+/* A return trampoline with the index lane's fast path in front (at most
+ * HOOK_ARCH_RETURN_TRAMPOLINE_MAX bytes), falling back to f->exit_full /
+ * f->exit_held; reached and leaving as hook_arch_emit_return_trampoline's. */
+size_t hook_arch_emit_return_trampoline_fast(uint8_t *buf, uint64_t buf_addr,
+                                             const struct hook_arch_fast *f);
 
 /* Writes a return trampoline (at most HOOK_ARCH_RETURN_TRAMPOLINE_MAX
  * bytes) into buf; returns its length. It is reached by `ret` (a swapped

@@ -35,6 +35,12 @@ static void fuzz_prepare(const uint8_t *data, size_t size)
 	/* near and far trampoline placements */
 	hook_arch_emit_trampoline(&plan, buf, fn + 0x100000, 1, 0x1000, fn + 0x100000);
 	hook_arch_emit_trampoline(&plan, buf, fn - 0x7ff00000, 1, 0x1000, fn - 0x7ff00000);
+	/* the index lane's fast form, and attach's lookup of its relocated copy */
+	size_t n = hook_arch_emit_trampoline_fast(&plan, buf, fn + 0x100000, 1, fn + 0x100000,
+	                                          fn + 0x100000);
+	if (n && plan.insn_count > 1 &&
+	    hook_arch_moved_pc(&plan, buf, fn + 0x100000, fn + plan.insns[1].offset) == 0)
+		abort();
 	hook_arch_patch_bytes(&plan, fn + 0x100000, patch);
 	if (patch[0] != 0xe9)
 		abort();

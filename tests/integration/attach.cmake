@@ -43,3 +43,15 @@ foreach(case threads trigger move spawn loader_lock nopid traced static otheruse
   set_tests_properties(e2e.attach_${case} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        LABELS "integration")
 endforeach()
+# The index lane alone (--detail never): the trampolines' machine-code fast
+# form emitted into a running process, attached to twice (hook_arch.h).
+foreach(case threads move)
+  add_test(NAME e2e.attach_index_${case}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/attach_test.py
+                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/attach-work-index
+                   --target ${ADA_ATTACH_T}/t_attach_O2
+                   --move ${ADA_ATTACH_T}/t_attach_move_O2
+                   --attach-opt=--detail --attach-opt=never ${case})
+  set_tests_properties(e2e.attach_index_${case} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                       LABELS "integration")
+endforeach()

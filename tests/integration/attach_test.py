@@ -141,11 +141,14 @@ def sessions(out):
     return sorted(glob.glob(os.path.join(out, "session_*")))
 
 
+ATTACH_OPTS = []  # --attach-opt
+
+
 def attach_until_events(ada, pid, out, extra=()):
     """ada attach in the background until both busy threads' events are in
     its recording (ada status), then SIGINT; returns (rc, stderr, session)."""
     before = set(sessions(out))
-    a = subprocess.Popen([ada, "attach", str(pid), "--out", out] + list(extra),
+    a = subprocess.Popen([ada, "attach", str(pid), "--out", out] + ATTACH_OPTS + list(extra),
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE)
     try:
@@ -333,7 +336,7 @@ def move_session(a, session, pid, calls):
 
 
 def move_attach(a, out, pid):
-    ada = subprocess.Popen([a.ada, "attach", str(pid), "--out", out],
+    ada = subprocess.Popen([a.ada, "attach", str(pid), "--out", out] + ATTACH_OPTS,
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
     line = ada.stderr.readline().decode()
@@ -542,8 +545,12 @@ def main():
     ap.add_argument("--spawn")
     ap.add_argument("--lock")
     ap.add_argument("--lock-lib")
+    # More `ada attach` options for the threads and move cases (the index
+    # lane's variants pass --detail never).
+    ap.add_argument("--attach-opt", action="append", default=[])
     ap.add_argument("case", choices=sorted(CASES))
     a = ap.parse_args()
+    ATTACH_OPTS.extend(a.attach_opt)
     work = os.path.join(os.path.abspath(a.work), a.case)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)

@@ -86,6 +86,37 @@ ada_itest(detail_stack32.O2 detail --stack-bytes 32 always -- ${T}/t_detail_O2)
 ada_itest(detail_bad_options detail bad -- ${T}/t_detail_O2)
 ada_itest(signal_async.O2 target --nondeterministic -- ${T}/t_signal_O2 async)
 ada_itest(signal_async.O0 target --nondeterministic -- ${T}/t_signal_O0 async)
+# The index lane alone (--detail never; every test above runs the detail
+# lane's C handlers, the default): its trampolines take the machine-code
+# fast form (hook_arch.h, "Fast form"), whose every decline goes to the C
+# handlers: signals landing anywhere in it (nested calls, the side queue's
+# flush), longjmp and exceptions (frames to pop), tail calls, threads and
+# rings so small that producers wait (the ring's slow path), fork (the
+# child inherits frames), dlopen's rescan, stack switches.
+set(ADA_IDX --record-opt=--detail --record-opt=never)
+foreach(opt O0 O2)
+  ada_itest(index_signal.${opt} target ${ADA_IDX} -- ${T}/t_signal_${opt} sync)
+  # 200 signals as signal_async: the harness's time grows with the events
+  # the busy loop makes while the sender waits for a CPU (1000 timed out
+  # once in 20 runs under load); `async N` sends more by hand.
+  ada_itest(index_signal_async.${opt} target ${ADA_IDX} --nondeterministic
+            -- ${T}/t_signal_${opt} async)
+  ada_itest(index_setjmp.${opt} target ${ADA_IDX} -- ${T}/t_setjmp_${opt})
+  foreach(mode throw rethrow threads)
+    ada_itest(index_cxx_${mode}.${opt} target ${ADA_IDX} -- ${T}/t_cxx_${opt} ${mode})
+  endforeach()
+endforeach()
+ada_itest(index_tailcall.O2 target ${ADA_IDX} -- ${T}/t_tailcall_O2)
+ada_itest(index_recursion.O2 target ${ADA_IDX} -- ${T}/t_recursion_O2)
+ada_itest(index_threads_heavy.O2 target ${ADA_IDX} -- ${T}/t_threads_O2 heavy)
+ada_itest(index_threads_tinyring.O2 target ${ADA_IDX} --record-opt=--peak-rate
+          --record-opt=100000 --record-opt=--burst-ms --record-opt=10 -- ${T}/t_threads_O2 heavy)
+ada_itest(index_fork_threads.O2 target ${ADA_IDX} --expect-pids 2 -- ${T}/t_fork_O2 threads)
+ada_itest(index_dlopen.O2 target ${ADA_IDX} --own-module libt_dlib.so
+          -- ${T}/t_dlopen_O2 ${T}/libt_dlib.so)
+ada_itest(index_ucontext.O2 target ${ADA_IDX} --calls-only -- ${T}/t_ucontext_O2)
+ada_itest(index_pthread_exit.O2 target ${ADA_IDX} -- ${T}/t_pthread_exit_O2)
+ada_itest(index_exit_nested.O2 target ${ADA_IDX} --expect-status 3 -- ${T}/t_crash_O2 exit)
 ada_itest(pthread_exit.O0 target -- ${T}/t_pthread_exit_O0)
 ada_itest(pthread_exit.O2 target -- ${T}/t_pthread_exit_O2)
 ada_itest(dlopen.O2 target --own-module libt_dlib.so -- ${T}/t_dlopen_O2 ${T}/libt_dlib.so)

@@ -43,6 +43,13 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
     set_target_properties(test_hook_clobber_${opt} PROPERTIES ENABLE_EXPORTS ON)
     add_test(NAME hook_arch_clobber_${opt} COMMAND test_hook_clobber_${opt})
   endforeach()
+  # The index lane's fast form over a TLS block laid out as the agent's.
+  add_executable(test_hook_fast ${_ha}/test_hook_fast.c ${_ha}/test_hook_targets.S)
+  target_include_directories(test_hook_fast PRIVATE ${CMOCKA_INCLUDE_DIR} ${_ha})
+  target_link_libraries(test_hook_fast PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
+  # The fake C handlers run in hook context: no sanitizer runtime there.
+  set_source_files_properties(${_ha}/test_hook_fast.c PROPERTIES COMPILE_OPTIONS "-fno-sanitize=all")
+  add_test(NAME hook_arch_fast COMMAND test_hook_fast)
 endif()
 
 # The fast length table against capstone over real libraries.

@@ -30,6 +30,7 @@
  * instructions (the call/ret pair and the extra mov); we favour fewer
  * instructions and keep the contract's signature (enter_handler address).
  */
+#include <stdbool.h>
 #include <string.h>
 
 #include "x86_internal.h"
@@ -101,10 +102,43 @@ static int emit_reloc_one(struct x86_writer *w, const struct hook_arch_plan *pla
 	}
 }
 
+/* The fast form's frame (see "Fast form" below): the block's enter stub
+ * does the whole entry and leaves ZF set when the slot holds 0 (a frame
+ * was pushed: call the body), clear otherwise (jump to it).
+ *     call stub                    ; rel32
+ *     jne  body                    ; ZF from the stub
+ *     lea  rsp, [rsp+8]
+ *     call body
+ * R_F: jmp  exit_path              ; HOOK_ARCH_FAST_RET_POINT_OFF
+ *     dq   fn_id                   ; read by the stub at [its return address + 17]
+ * body: ... */
+#define EMIT_FAST_FN_ID_OFF 22 /* from the trampoline's start */
+#define EMIT_FAST_FN_ID_DISP (EMIT_FAST_FN_ID_OFF - 5)
+static void emit_fast_frame(struct x86_writer *w, uint64_t fn_id, uint64_t stub, uint64_t exit_path)
+{
+	int64_t d = (int64_t)(stub - (x86_pc(w) + 5));
+	if (!x86_fits_rel32(d))
+		w->ok = 0;
+	x86_put_u8(w, 0xe8); /* call rel32 stub */
+	x86_put_u32(w, (uint32_t)d);
+	x86_put(w, "\x75\x17", 2);             /* jne body (+23) */
+	x86_put(w, "\x48\x8d\x64\x24\x08", 5); /* lea rsp, [rsp+8] */
+	x86_put(w, "\xe8\x0d\x00\x00\x00", 5); /* call body (+13) */
+	d = (int64_t)(exit_path - (x86_pc(w) + 5));
+	if (!x86_fits_rel32(d))
+		w->ok = 0;
+	x86_put_u8(w, 0xe9); /* R_F: jmp rel32 exit_path */
+	x86_put_u32(w, (uint32_t)d);
+	x86_put_u64(w, fn_id);
+}
+_Static_assert(HOOK_ARCH_FAST_RET_POINT_OFF == 5 + 2 + 5 + 5, "R_F follows the call");
+_Static_assert(EMIT_FAST_FN_ID_OFF == HOOK_ARCH_FAST_RET_POINT_OFF + 5, "fn_id follows R_F");
+
 /* The trampoline, and where each displaced instruction's relocated form
- * starts in it (starts[i], bytes from buf; may be NULL). */
+ * starts in it (starts[i], bytes from buf; may be NULL). fast: the fast
+ * form, enter_handler is then the block's enter stub. */
 static size_t emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, uint64_t buf_addr,
-                              uint64_t fn_id, uint64_t enter_handler, uint64_t exit_path,
+                              uint64_t fn_id, uint64_t enter_handler, uint64_t exit_path, bool fast,
                               size_t starts[HOOK_ARCH_MAX_INSNS])
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_MAX_TRAMPOLINE, buf_addr, 1};
@@ -113,9 +147,15 @@ static size_t emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, u
 	    plan->insn_count > HOOK_ARCH_MAX_INSNS ||
 	    !x86_fits_rel32((int64_t)(buf_addr - (plan->fn_addr + 5))))
 		return 0;
-	emit_enter_frame(&w, fn_id, enter_handler, exit_path);
-	if (w.len != HOOK_ARCH_RET_POINT_OFF + 5)
-		return 0;
+	if (fast) {
+		emit_fast_frame(&w, fn_id, enter_handler, exit_path);
+		if (w.len != EMIT_FAST_FN_ID_OFF + 8)
+			return 0;
+	} else {
+		emit_enter_frame(&w, fn_id, enter_handler, exit_path);
+		if (w.len != HOOK_ARCH_RET_POINT_OFF + 5)
+			return 0;
+	}
 	for (size_t i = 0; i < plan->insn_count; i++) {
 		if (starts)
 			starts[i] = w.len;
@@ -129,7 +169,14 @@ static size_t emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, u
 size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, uint64_t buf_addr,
                                  uint64_t fn_id, uint64_t enter_handler, uint64_t exit_path)
 {
-	return emit_trampoline(plan, buf, buf_addr, fn_id, enter_handler, exit_path, NULL);
+	return emit_trampoline(plan, buf, buf_addr, fn_id, enter_handler, exit_path, false, NULL);
+}
+
+size_t hook_arch_emit_trampoline_fast(const struct hook_arch_plan *plan, uint8_t *buf,
+                                      uint64_t buf_addr, uint64_t fn_id, uint64_t stub,
+                                      uint64_t exit_path)
+{
+	return emit_trampoline(plan, buf, buf_addr, fn_id, stub, exit_path, true, NULL);
 }
 
 /* Each relocated form is an exact equivalent of its original instruction
@@ -153,10 +200,17 @@ uint64_t hook_arch_moved_pc(const struct hook_arch_plan *plan, const uint8_t *tr
 		i++;
 	if (i >= plan->insn_count)
 		return 0; /* not an instruction boundary: the middle of one */
-	size_t n = emit_trampoline(plan, buf, tramp_addr, 0, 0, tramp_addr, starts);
-	if (n == 0 || memcmp(buf + starts[0], tramp + starts[0], n - starts[0]))
-		return 0;
-	return tramp_addr + starts[i];
+	/* Either form: the relocated part is compared from where that form
+	 * puts it (the fast form first: it is the shorter, so reading its
+	 * length from a trampoline of the other form stays inside that one;
+	 * there its bytes are the frame's, which end no jmp back here). */
+	for (int fast = 1; fast >= 0; fast--) {
+		size_t n = emit_trampoline(plan, buf, tramp_addr, 0, tramp_addr, tramp_addr,
+		                           fast != 0, starts);
+		if (n != 0 && memcmp(buf + starts[0], tramp + starts[0], n - starts[0]) == 0)
+			return tramp_addr + starts[i];
+	}
+	return 0;
 }
 
 uint64_t hook_arch_patch_target(const struct hook_arch_plan *plan, const uint8_t *patch)
@@ -212,4 +266,314 @@ void hook_arch_patch_bytes(const struct hook_arch_plan *plan, uint64_t tramp_add
 	memcpy(out, plan->original, plan->patch_len);
 	out[0] = 0xe9; /* jmp rel32; the tail keeps the original bytes */
 	memcpy(out + 1, &d, 4);
+}
+
+/* ---- Fast form (the index lane; hook_arch.h, struct hook_arch_fast) ----
+ * The enter stub and the fast return trampoline do what
+ * ada_hook_on_enter()/ada_hook_on_exit() do on their fast paths
+ * (handlers.c: shadow_enter_fast/shadow_return_fast, ada_emit_to), in
+ * the same order and with the same stores, saving only the five
+ * registers they use (rax, rcx, rdx, rsi, rdi) instead of every
+ * caller-saved one, and reaching the thread's state as %fs:disp32 (the
+ * initial-exec offsets the agent computed). Every case they do not take
+ * goes to the C handlers with every register saved, as the ordinary
+ * trampolines do:
+ *   - in_hook already set (btsl found it: a signal handler's call while
+ *     a handler runs, or the agent's own work): the full handler, which
+ *     finds it set too (its nested path);
+ *   - anything else (guard set, stack full or to be grown, a frame to
+ *     pop or a tail call, the shared trampoline in the slot, the ring
+ *     full or slot not claimed, a flagged or inherited frame at return):
+ *     declined before any store, to the _held handler, the full
+ *     handler's body after its claim (in_hook stays held throughout);
+ *   - QUEUED found by the clear: the C flush with every register saved.
+ * The claim is the first instruction and the clear the last store, each
+ * one read-modify-write instruction (as in the C handlers), so a signal
+ * lands before, after or between them, never inside a transition. */
+
+/* Layout the fast paths hard-code (checked against the structures in
+ * handlers.c, agent_fast_layout): struct shadow_entry and struct
+ * atf_index_event are 32 bytes each. */
+#define FE_ORIG 0x00
+#define FE_SLOT 0x08
+#define FE_FN 0x10
+#define FE_DEPTH 0x18
+#define FE_FLAGS 0x1c
+#define FV_FN 0x08
+#define FV_TID 0x10
+#define FV_DEPTH 0x18
+#define FV_DSEQ 0x1c
+
+enum { FL_FULL, FL_HELD, FL_DECL, FL_FLUSH, FL_DONE, FL_COMMON, FL_COUNT };
+
+struct emit_labels {
+	size_t at[FL_COUNT];
+	size_t fix[24];
+	uint8_t to[24];
+	size_t n;
+};
+
+/* jcc/jmp rel32 to a label, patched by emit_fix. cc < 0: jmp. */
+static void emit_jump(struct x86_writer *w, struct emit_labels *l, int cc, int label)
+{
+	if (cc < 0) {
+		x86_put_u8(w, 0xe9);
+	} else {
+		x86_put_u8(w, 0x0f);
+		x86_put_u8(w, (uint8_t)(0x80 | cc));
+	}
+	if (l->n < sizeof(l->fix) / sizeof(l->fix[0])) {
+		l->fix[l->n] = w->len;
+		l->to[l->n++] = (uint8_t)label;
+	} else {
+		w->ok = 0;
+	}
+	x86_put_u32(w, 0);
+}
+
+static void emit_fix(struct x86_writer *w, const struct emit_labels *l)
+{
+	if (!w->ok)
+		return;
+	for (size_t i = 0; i < l->n; i++) {
+		int32_t d = (int32_t)((int64_t)l->at[l->to[i]] - (int64_t)(l->fix[i] + 4));
+		memcpy(w->buf + l->fix[i], &d, 4);
+	}
+}
+
+#define CC_B 0x2
+#define CC_AE 0x3
+#define CC_E 0x4
+#define CC_NE 0x5
+#define CC_BE 0x6
+
+/* An instruction with a %fs:disp32 memory operand: prefix 64, the REX
+ * byte when rex != 0, the opcode, ModRM (reg, rm = SIB) and SIB (no base,
+ * no index: disp32 alone). */
+static void emit_fs(struct x86_writer *w, uint8_t rex, uint8_t op, uint8_t reg, int32_t disp)
+{
+	x86_put_u8(w, 0x64);
+	if (rex)
+		x86_put_u8(w, rex);
+	x86_put_u8(w, op);
+	x86_put_u8(w, (uint8_t)(0x04 | reg << 3));
+	x86_put_u8(w, 0x25);
+	x86_put_u32(w, (uint32_t)disp);
+}
+
+#define R_AX 0
+#define R_CX 1
+#define R_DX 2
+#define R_SI 6
+
+/* btsl $0, %fs:in_hook: the claim (CF = the old bit 0). */
+static void emit_claim(struct x86_writer *w, const struct hook_arch_fast *f)
+{
+	x86_put(w, "\x64\x0f\xba\x2c\x25", 5);
+	x86_put_u32(w, (uint32_t)f->s_in_hook);
+	x86_put_u8(w, 0x00);
+}
+
+/* subl $1, %fs:in_hook: the clear (ZF clear: QUEUED was set too). */
+static void emit_clear(struct x86_writer *w, const struct hook_arch_fast *f)
+{
+	x86_put(w, "\x64\x83\x2c\x25", 4);
+	x86_put_u32(w, (uint32_t)f->s_in_hook);
+	x86_put_u8(w, 0x01);
+}
+
+/* The event at head (rax): rcx = &events[head & mask]. */
+static void emit_event_ptr(struct x86_writer *w, const struct hook_arch_fast *f)
+{
+	x86_put(w, "\x48\x89\xc1", 3);             /* mov rcx, rax */
+	emit_fs(w, 0x48, 0x23, R_CX, f->p_mask);   /* and rcx, fs:mask */
+	x86_put(w, "\x48\xc1\xe1\x05", 4);         /* shl rcx, 5 */
+	emit_fs(w, 0x48, 0x03, R_CX, f->p_events); /* add rcx, fs:events */
+}
+
+/* The tail of an emit (ada_emit_to): rax = head, rcx = the event with
+ * every field but the timestamp written. Leaves rax, rdx, rsi changed. */
+static void emit_publish(struct x86_writer *w, const struct hook_arch_fast *f)
+{
+	x86_put(w, "\x48\x8d\x70\x01", 4);           /* lea rsi, [rax+1] */
+	emit_fs(w, 0x48, 0x89, R_SI, f->p_head);     /* mov fs:head, rsi */
+	x86_put(w, "\x0f\x31", 2);                   /* rdtsc */
+	x86_put(w, "\x89\x01", 2);                   /* mov [rcx], eax: timestamp lo */
+	x86_put(w, "\x89\x51\x04", 3);               /* mov [rcx+4], edx: hi */
+	emit_fs(w, 0x48, 0x8b, R_AX, f->p_head_pub); /* mov rax, fs:head_pub */
+	/* A plain store is a release on x86_64 (stores are not reordered
+	 * with older stores): the event's stores above come first; pairs
+	 * with the acquire load of head in ada_index_ring_peek(), as the
+	 * release store in ada_emit_to(). */
+	x86_put(w, "\x48\x89\x30", 3); /* mov [rax], rsi */
+}
+
+static void emit_movabs_rax(struct x86_writer *w, uint64_t v)
+{
+	x86_put(w, "\x48\xb8", 2);
+	x86_put_u64(w, v);
+}
+
+size_t hook_arch_emit_enter_stub(uint8_t *buf, uint64_t buf_addr, const struct hook_arch_fast *f)
+{
+	struct x86_writer w = {buf, 0, HOOK_ARCH_ENTER_STUB_MAX, buf_addr, 1};
+	struct emit_labels l = {0};
+
+	/* Entry: [rsp] = the trampoline's return point (its fn_id at
+	 * [rsp] + EMIT_FAST_FN_ID_DISP), [rsp+8] = the function's return
+	 * slot. */
+	emit_claim(&w, f);
+	emit_jump(&w, &l, CC_B, FL_FULL);
+	x86_put(&w, "\x64\x83\x3c\x25", 4); /* cmpl $0, fs:guard */
+	x86_put_u32(&w, (uint32_t)f->s_guard);
+	x86_put_u8(&w, 0x00);
+	emit_jump(&w, &l, CC_NE, FL_HELD);
+	x86_put(&w, "\x50\x51\x52\x56\x57", 5);   /* push rax, rcx, rdx, rsi, rdi */
+	emit_fs(&w, 0, 0x8b, R_CX, f->s_top);     /* mov ecx, fs:top */
+	emit_fs(&w, 0, 0x3b, R_CX, f->s_cap);     /* cmp ecx, fs:cap */
+	emit_jump(&w, &l, CC_AE, FL_DECL);        /* full: to grow */
+	x86_put(&w, "\x89\xce", 2);               /* mov esi, ecx */
+	x86_put(&w, "\x48\xc1\xe6\x05", 4);       /* shl rsi, 5 */
+	emit_fs(&w, 0x48, 0x03, R_SI, f->s_base); /* add rsi, fs:base: &base[top] */
+	x86_put(&w, "\x48\x8d\x7c\x24\x30", 5);   /* lea rdi, [rsp+48]: the slot */
+	x86_put(&w, "\x48\x39\x7e\xe8", 4);       /* cmp [rsi-24], rdi: base[top-1].slot */
+	emit_jump(&w, &l, CC_BE, FL_DECL);        /* <= slot: dead frames, a tail call */
+	x86_put(&w, "\x48\x8b\x17", 3);           /* mov rdx, [rdi]: the return address */
+	emit_movabs_rax(&w, f->ret_tramp);
+	x86_put(&w, "\x48\x39\xc2", 3);            /* cmp rdx, rax */
+	emit_jump(&w, &l, CC_E, FL_DECL);          /* the shared trampoline */
+	emit_fs(&w, 0x48, 0x8b, R_AX, f->p_head);  /* mov rax, fs:head */
+	emit_fs(&w, 0x48, 0x3b, R_AX, f->p_limit); /* cmp rax, fs:limit */
+	emit_jump(&w, &l, CC_AE, FL_DECL);         /* the ring's slow path */
+	/* Taken: nothing was stored before this point. */
+	x86_put(&w, "\x48\x89\x16", 3);                 /* mov [rsi], rdx: orig */
+	x86_put(&w, "\x48\x89\x7e\x08", 4);             /* mov [rsi+8], rdi: slot */
+	x86_put(&w, "\x48\xc7\x07\x00\x00\x00\x00", 7); /* mov qword [rdi], 0: SHADOW_SLOT_CALL */
+	x86_put(&w, "\x48\x8b\x7c\x24\x28", 5);         /* mov rdi, [rsp+40]: the return point */
+	x86_put(&w, "\x48\x8b\x7f", 3);                 /* mov rdi, [rdi+disp8]: fn_id */
+	x86_put_u8(&w, EMIT_FAST_FN_ID_DISP);
+	x86_put(&w, "\x48\x89\x7e\x10", 4);         /* mov [rsi+16], rdi: fn_id */
+	x86_put(&w, "\x8d\x51\x01", 3);             /* lea edx, [rcx+1] */
+	emit_fs(&w, 0, 0x89, R_DX, f->s_top);       /* mov fs:top, edx */
+	emit_fs(&w, 0, 0x2b, R_DX, f->s_inherited); /* sub edx, fs:inherited: the depth */
+	x86_put(&w, "\x48\x89\x56\x18", 4);         /* mov [rsi+24], rdx: depth, flags 0 */
+	emit_event_ptr(&w, f);
+	x86_put(&w, "\x48\x89\x79\x08", 4);             /* mov [rcx+8], rdi: function_id */
+	x86_put(&w, "\x89\x51\x18", 3);                 /* mov [rcx+24], edx: call_depth */
+	x86_put(&w, "\xc7\x41\x1c\xff\xff\xff\xff", 7); /* mov dword [rcx+28], ATF_NO_DETAIL */
+	emit_fs(&w, 0x48, 0x8b, R_SI, f->p_tid_call);   /* mov rsi, fs:tid_call */
+	x86_put(&w, "\x48\x89\x71\x10", 4);             /* mov [rcx+16], rsi: thread_id | CALL */
+	emit_publish(&w, f);
+	emit_clear(&w, f);
+	emit_jump(&w, &l, CC_NE, FL_FLUSH);
+	l.at[FL_DONE] = w.len;
+	x86_put(&w, "\x5f\x5e\x5a\x59\x58", 5); /* pop rdi, rsi, rdx, rcx, rax */
+	x86_put_u8(&w, 0xc3);                   /* ret: ZF set (the slot holds 0) */
+	/* The side queue to replay: the C flush, every register saved. */
+	l.at[FL_FLUSH] = w.len;
+	x86_put(&w, "\x41\x50\x41\x51\x41\x52\x41\x53", 8); /* push r8-r11 */
+	emit_movabs_rax(&w, f->flush);
+	x86_put(&w, "\xff\xd0", 2);                         /* call rax */
+	x86_put(&w, "\x41\x5b\x41\x5a\x41\x59\x41\x58", 8); /* pop r11-r8 */
+	x86_put(&w, "\x39\xc0", 2);                         /* cmp eax, eax: ZF set */
+	emit_jump(&w, &l, -1, FL_DONE);
+	/* Declined with in_hook held: the C handler's body after its claim. */
+	l.at[FL_DECL] = w.len;
+	x86_put(&w, "\x5f\x5e\x5a\x59\x58", 5); /* pop rdi, rsi, rdx, rcx, rax */
+	l.at[FL_HELD] = w.len;
+	x86_put(&w, emit_push_regs, sizeof(emit_push_regs));
+	emit_movabs_rax(&w, f->enter_held);
+	emit_jump(&w, &l, -1, FL_COMMON);
+	l.at[FL_FULL] = w.len;
+	x86_put(&w, emit_push_regs, sizeof(emit_push_regs));
+	emit_movabs_rax(&w, f->enter_full);
+	/* The ordinary trampoline's call, with the regs and slot one return
+	 * address further up. */
+	l.at[FL_COMMON] = w.len;
+	x86_put(&w, "\x48\x8b\x7c\x24\x50", 5); /* mov rdi, [rsp+80]: the return point */
+	x86_put(&w, "\x48\x8b\x7f", 3);         /* mov rdi, [rdi+disp8]: fn_id */
+	x86_put_u8(&w, EMIT_FAST_FN_ID_DISP);
+	x86_put(&w, "\x48\x8d\x74\x24\x58", 5); /* lea rsi, [rsp+88]: ret_slot */
+	x86_put(&w, "\x48\x89\xe2", 3);         /* mov rdx, rsp: regs */
+	x86_put(&w, "\xff\xd0", 2);             /* call rax */
+	x86_put(&w, emit_pop_regs, sizeof(emit_pop_regs));
+	x86_put(&w, "\x48\x83\x7c\x24\x08\x00", 6); /* cmp qword [rsp+8], 0: a frame pushed? */
+	x86_put_u8(&w, 0xc3);                       /* ret: ZF tells the trampoline */
+	emit_fix(&w, &l);
+	return w.ok ? w.len : 0;
+}
+
+size_t hook_arch_emit_return_trampoline_fast(uint8_t *buf, uint64_t buf_addr,
+                                             const struct hook_arch_fast *f)
+{
+	struct x86_writer w = {buf, 0, HOOK_ARCH_RETURN_TRAMPOLINE_MAX, buf_addr, 1};
+	struct emit_labels l = {0};
+
+	/* Entry: rsp = S (after the function's ret), S-8 the dead slot. */
+	emit_claim(&w, f);
+	emit_jump(&w, &l, CC_B, FL_FULL);
+	x86_put(&w, "\x50\x51\x52\x56\x57", 5);     /* push rax (at S-8), rcx, rdx, rsi, rdi */
+	emit_fs(&w, 0, 0x8b, R_CX, f->s_top);       /* mov ecx, fs:top */
+	emit_fs(&w, 0, 0x39, R_CX, f->s_inherited); /* cmp fs:inherited, ecx */
+	emit_jump(&w, &l, CC_AE, FL_DECL);          /* top <= inherited (0 too) */
+	x86_put(&w, "\x89\xce", 2);                 /* mov esi, ecx */
+	x86_put(&w, "\x48\xc1\xe6\x05", 4);         /* shl rsi, 5 */
+	emit_fs(&w, 0x48, 0x03, R_SI, f->s_base);   /* add rsi, fs:base: &base[top] */
+	x86_put(&w, "\x48\x8d\x7c\x24\x20", 5);     /* lea rdi, [rsp+32]: S-8 */
+	x86_put(&w, "\x48\x39\x7e\xe8", 4);         /* cmp [rsi-24], rdi: the top frame's slot */
+	emit_jump(&w, &l, CC_NE, FL_DECL);
+	x86_put(&w, "\x83\x7e\xfc\x00", 4); /* cmp dword [rsi-4], 0: its flags */
+	emit_jump(&w, &l, CC_NE, FL_DECL);
+	emit_fs(&w, 0x48, 0x8b, R_AX, f->p_head);  /* mov rax, fs:head */
+	emit_fs(&w, 0x48, 0x3b, R_AX, f->p_limit); /* cmp rax, fs:limit */
+	emit_jump(&w, &l, CC_AE, FL_DECL);
+	/* Taken: nothing was stored before this point. The entry is read
+	 * after top drops: while in_hook is held nothing writes above top
+	 * (a signal handler's calls take the side path). */
+	x86_put(&w, "\xff\xc9", 2);           /* dec ecx */
+	emit_fs(&w, 0, 0x89, R_CX, f->s_top); /* mov fs:top, ecx */
+	emit_event_ptr(&w, f);
+	x86_put(&w, "\x48\x8b\x7e\xf0", 4);             /* mov rdi, [rsi-16]: fn_id */
+	x86_put(&w, "\x48\x89\x79\x08", 4);             /* mov [rcx+8], rdi: function_id */
+	x86_put(&w, "\x8b\x56\xf8", 3);                 /* mov edx, [rsi-8]: depth */
+	x86_put(&w, "\x89\x51\x18", 3);                 /* mov [rcx+24], edx: call_depth */
+	x86_put(&w, "\xc7\x41\x1c\xff\xff\xff\xff", 7); /* mov dword [rcx+28], ATF_NO_DETAIL */
+	emit_fs(&w, 0x48, 0x8b, R_DX, f->p_tid_return); /* mov rdx, fs:tid_return */
+	x86_put(&w, "\x48\x89\x51\x10", 4);             /* mov [rcx+16], rdx: thread_id | RETURN */
+	x86_put(&w, "\x48\x8b\x7e\xe0", 4);             /* mov rdi, [rsi-32]: orig */
+	emit_publish(&w, f);
+	emit_clear(&w, f);
+	emit_jump(&w, &l, CC_NE, FL_FLUSH);
+	l.at[FL_DONE] = w.len;
+	x86_put(&w, "\x48\x8b\x44\x24\x20", 5); /* mov rax, [rsp+32]: the saved rax */
+	x86_put(&w, "\x48\x89\x7c\x24\x20", 5); /* mov [rsp+32], rdi: orig into S-8 */
+	x86_put(&w, "\x5f\x5e\x5a\x59", 4);     /* pop rdi, rsi, rdx, rcx: rsp = S-8 */
+	x86_put_u8(&w, 0xc3);                   /* ret to orig: rsp = S */
+	l.at[FL_FLUSH] = w.len;
+	x86_put(&w, "\x41\x50\x41\x51\x41\x52\x41\x53", 8); /* push r8-r11 */
+	x86_put_u8(&w, 0x57);                               /* push rdi: orig */
+	emit_movabs_rax(&w, f->flush);
+	x86_put(&w, "\xff\xd0", 2);                         /* call rax */
+	x86_put_u8(&w, 0x5f);                               /* pop rdi */
+	x86_put(&w, "\x41\x5b\x41\x5a\x41\x59\x41\x58", 8); /* pop r11-r8 */
+	emit_jump(&w, &l, -1, FL_DONE);
+	l.at[FL_DECL] = w.len;
+	x86_put(&w, "\x5f\x5e\x5a\x59\x58", 5); /* pop rdi, rsi, rdx, rcx, rax: rsp = S */
+	x86_put(&w, emit_ret_push, sizeof(emit_ret_push));
+	emit_movabs_rax(&w, f->exit_held);
+	emit_jump(&w, &l, -1, FL_COMMON);
+	l.at[FL_FULL] = w.len;
+	x86_put(&w, emit_ret_push, sizeof(emit_ret_push));
+	emit_movabs_rax(&w, f->exit_full);
+	/* The ordinary return trampoline after its handler's address. */
+	l.at[FL_COMMON] = w.len;
+	x86_put(&w, "\x48\x8d\x7c\x24\x48", 5);          /* lea rdi, [rsp+72] = S */
+	x86_put(&w, "\xff\xd0", 2);                      /* call rax: rax = original return */
+	x86_put(&w, "\x4c\x8b\x5c\x24\x40", 5);          /* mov r11, [rsp+64] (saved rax) */
+	x86_put(&w, "\x48\x89\x44\x24\x40", 5);          /* mov [rsp+64], rax (S-8) */
+	x86_put(&w, "\x4c\x89\xd8", 3);                  /* mov rax, r11 */
+	x86_put(&w, emit_ret_pop, sizeof(emit_ret_pop)); /* rsp = S-8 */
+	x86_put_u8(&w, 0xc3);                            /* ret: rsp = S */
+	emit_fix(&w, &l);
+	return w.ok ? w.len : 0;
 }
