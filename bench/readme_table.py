@@ -131,6 +131,7 @@ def detail_table(path, d, apath, a):
     det, exe = marginal(d, 'fib', 'ada-detail-exe'), marginal(d, 'fib', 'ada-exe')
     none, args = marginal(d, 'fib', 'ada-detail-none'), marginal(d, 'fib', 'uftrace-args')
     pg = marginal(d, 'fib', 'uftrace-pg')
+    pre = marginal(d, 'fib', 'ada-detail-preroll')
     rows = []
     if det is not None and args:
         ok = det / args <= 1 / 3
@@ -138,6 +139,10 @@ def detail_table(path, d, apath, a):
                     f'stacks, `fib` | {num(det)} (index lane alone {num(exe)}) | {num(args)} '
                     f'(`-A bw_fib@arg1 -R bw_fib@retval`; `-pg` alone {num(pg)}) | '
                     f'{det / args:.2f}× | ≤ 1/3 — {"met" if ok else "missed"} |')
+    if pre is not None and args:
+        rows.append(f'| the same as users run it: `--pre-roll-sec 5 --trigger crash` (detail ring '
+                    f'derived: 16 MiB per thread) | {num(pre)} | {num(args)} | '
+                    f'{pre / args:.2f}× | ≤ 1/3 — {"met" if pre / args <= 1 / 3 else "missed"} |')
     if none is not None and exe is not None:
         rows.append(f'| detail lane on, set excluding the function, vs `--detail never` (same '
                     f'run) | {num(none)} vs {num(exe)} ns/event ({none - exe:+.1f}) | | | '
