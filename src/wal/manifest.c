@@ -256,6 +256,7 @@ static json_t *man_wal(const struct ada_recorder *r)
 	json_object_set_new(w, "uncached_writes", json_boolean(uncached));
 	json_object_set_new(w, "uncached_refused", json_integer(refused));
 	json_object_set_new(w, "max_disk_bytes", json_integer((json_int_t)r->o.max_disk_bytes));
+	json_object_set_new(w, "crc32", json_string(ada_wal_crc32_impl()));
 	json_object_set_new(w, "drain_cpu",
 	                    r->o.drain_cpu >= 0 ? json_integer(r->o.drain_cpu) : json_null());
 	return w;

@@ -734,6 +734,16 @@ int wal_file_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_eve
 	return n == (ssize_t)sizeof(*out) ? 0 : (n < 0 ? -errno : -EIO);
 }
 
+uint32_t ada_wal_crc32(uint32_t crc, const void *p, size_t n)
+{
+	return wal_crc32(crc, p, n);
+}
+
+const char *ada_wal_crc32_impl(void)
+{
+	return WAL_CRC32_IMPL;
+}
+
 uint32_t wal_crc32_patch_delta(uint32_t d, uint64_t k, uint64_t len)
 {
 	static const uint8_t zero[4];

@@ -255,6 +255,12 @@ struct ada_wal_file_summary {
  * Returns 0 or the first -errno the file saw (the file is still valid). */
 int ada_wal_file_finalize(struct ada_wal_file *f, struct ada_wal_file_summary *sum);
 
+/* The files' CRC-32 (zlib's crc32() values) as the recorder computes it,
+ * from the implementation the build found: ada_wal_crc32_impl() names it
+ * ("isa-l", "libdeflate" or "zlib"; the manifest's wal.crc32). Thread-safe. */
+uint32_t ada_wal_crc32(uint32_t crc, const void *p, size_t n);
+const char *ada_wal_crc32_impl(void);
+
 /* ---- finalize a file from what is on disk (recover, tests) ---------------- */
 
 /*

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -346,13 +347,84 @@ static void test_latency_hist(void **state)
 	assert_true(p99 >= 990000000ull && p99 <= 1114000000ull);
 }
 
+/* The files' CRC (ISA-L, libdeflate or zlib: whichever the build found)
+ * gives zlib's crc32() values for every length 0..1100 at every alignment
+ * 0..63 (ISA-L and libdeflate switch code paths at 16, 64, 256 and more
+ * bytes and on alignment), chained across every split point of lengths up
+ * to 600 from a non-zero seed, and over the drain's 8 KiB chunks. Where
+ * the recorder clears the AVX-512 upper state after ISA-L
+ * (wal_internal.h), XGETBV(1) must show the ymm/zmm upper halves clean. */
+#if defined(__x86_64__)
+#include <cpuid.h>
+static bool crc_xinuse_ok(void)
+{
+	unsigned a, b, c, d;
+	if (!__builtin_cpu_supports("avx512f") || __get_cpuid_max(0, NULL) < 0xd)
+		return false;
+	__cpuid_count(0xd, 1, a, b, c, d);
+	return (a >> 2) & 1; /* XGETBV with ECX = 1 */
+}
+static uint64_t crc_xinuse(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+	return (uint64_t)hi << 32 | lo;
+}
+#endif
+
+static void test_crc32_matches_zlib(void **state)
+{
+	(void)state;
+	enum { MAXLEN = 1100, ALIGN = 64, BIG = 4 * 8192 };
+	static unsigned char buf[BIG + ALIGN];
+	uint64_t x = 0x9E3779B97F4A7C15ull; /* xorshift: fixed, not all-zero bytes */
+	for (size_t i = 0; i < sizeof(buf); i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		buf[i] = (unsigned char)x;
+	}
+	const char *impl = ada_wal_crc32_impl();
+	assert_true(!strcmp(impl, "isa-l") || !strcmp(impl, "libdeflate") || !strcmp(impl, "zlib"));
+	for (size_t a = 0; a < ALIGN; a++)
+		for (size_t n = 0; n <= MAXLEN; n++)
+			assert_int_equal(ada_wal_crc32(0, buf + a, n),
+			                 (uint32_t)crc32(0, buf + a, (uInt)n));
+	for (size_t n = 0; n <= 600; n += 5) {
+		uint32_t want = (uint32_t)crc32(0x12345678u, buf + 3, (uInt)n);
+		for (size_t k = 0; k <= n; k++)
+			assert_int_equal(ada_wal_crc32(ada_wal_crc32(0x12345678u, buf + 3, k),
+			                               buf + 3 + k, n - k),
+			                 want);
+	}
+	for (size_t a = 0; a < ALIGN; a += 8) { /* the drain: 8 KiB chunks, chained */
+		uint32_t c = 0;
+		for (size_t k = 0; k < BIG; k += 8192)
+			c = ada_wal_crc32(c, buf + a + k, 8192);
+		assert_int_equal(c, (uint32_t)crc32(0, buf + a, BIG));
+	}
+#if defined(__x86_64__)
+	if (crc_xinuse_ok()) {
+		(void)ada_wal_crc32(0, buf, 8192);
+		uint64_t in_use = crc_xinuse();
+		/* bit 2: ymm upper halves, bit 6: zmm0-15 upper halves */
+		assert_int_equal(in_use & (1u << 2 | 1u << 6), 0);
+	}
+#endif
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_write_finalize), cmocka_unit_test(test_more_files_than_buffers),
-	    cmocka_unit_test(test_empty_file),     cmocka_unit_test(test_finalize_zero_tail),
-	    cmocka_unit_test(test_finalize_torn),  cmocka_unit_test(test_flush_parse),
-	    cmocka_unit_test(test_latency_hist),   cmocka_unit_test(test_dontcache_refused),
+	    cmocka_unit_test(test_write_finalize),
+	    cmocka_unit_test(test_more_files_than_buffers),
+	    cmocka_unit_test(test_empty_file),
+	    cmocka_unit_test(test_finalize_zero_tail),
+	    cmocka_unit_test(test_finalize_torn),
+	    cmocka_unit_test(test_flush_parse),
+	    cmocka_unit_test(test_latency_hist),
+	    cmocka_unit_test(test_dontcache_refused),
+	    cmocka_unit_test(test_crc32_matches_zlib),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
