@@ -24,8 +24,11 @@ import sys
 
 ROOTS = ['ada_hook_on_enter', 'ada_hook_on_exit', 'ada_hook_on_enter_detail',
          'ada_hook_on_enter_detail128', 'ada_hook_on_exit_detail', 'agent_hook_on_enter_special',
-         # the index lane's fast form (x86_emit.c) calls these unaligned too
-         'ada_hook_on_enter_held', 'ada_hook_on_exit_held', 'ada_hook_fast_flush']
+         # the fast form (x86_emit.c) calls these unaligned too
+         'ada_hook_on_enter_held', 'ada_hook_on_exit_held', 'ada_hook_fast_flush',
+         'ada_hook_on_enter_detail_held', 'ada_hook_on_enter_detail128_held',
+         'ada_hook_on_exit_detail_held', 'ada_hook_on_enter_detail_member',
+         'ada_hook_on_enter_detail128_member', 'ada_hook_on_exit_detail_member']
 REALIGN = re.compile(r'\tand +\$0xf+[0-9a-f]0,%rsp')
 BRANCH = re.compile(r'\t(call|jmp|j[a-z]+) +[0-9a-f]+ <([^>+]+)(\+0x[0-9a-f]+)?>')
 

@@ -86,18 +86,6 @@ static uint64_t install_fn_id(const struct agent_module *m, size_t i)
 	return ((uint64_t)m->id << 32) | i;
 }
 
-/* The enter handler of an ordinary function: the index lane's, or the
- * detail lane's (its 128-byte variant copies the default snapshot with
- * no length test: handlers.c). */
-static uint64_t install_enter_handler(void)
-{
-	if (!agent_hot.detail_on)
-		return (uint64_t)&ada_hook_on_enter;
-	if (agent_hot.detail_stack == 128)
-		return (uint64_t)&ada_hook_on_enter_detail128;
-	return (uint64_t)&ada_hook_on_enter_detail;
-}
-
 /* The options' verdicts (and the special functions, recorded on their
  * primary in `reserved`): afterwards ADA_HOOK_OK means "to be analysed". */
 static void install_verdicts(struct agent_module *m)
@@ -364,12 +352,6 @@ static void install_register_specials(struct agent_module *m)
 		m->st.fns[i].reserved = 0;
 }
 
-static uint64_t install_exit_handler(void)
-{
-	return agent_hot.detail_on ? (uint64_t)&ada_hook_on_exit_detail
-	                           : (uint64_t)&ada_hook_on_exit;
-}
-
 /* Emits the trampolines into one block and fills patches and, in the
  * same order, undo (the original bytes). Returns the patch count. The
  * block starts with its own return trampoline, the exit path of its
@@ -380,23 +362,22 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 {
 	uint8_t *blk = NULL;
 	size_t np = 0, used = (HOOK_ARCH_RETURN_TRAMPOLINE_MAX + 15) & ~(size_t)15;
-	/* The index lane's trampolines take the fast form: the block's enter
-	 * stub follows its return trampoline (hook_arch.h). */
-	bool fast = install_enter_handler() == (uint64_t)&ada_hook_on_enter;
+	/* Every ordinary function's trampoline takes the fast form: the
+	 * block's enter stub follows its return trampoline (hook_arch.h).
+	 * Its C handlers are the lane's (agent_fast_layout): with the
+	 * detail lane on, the stub tests the detail set first and leaves
+	 * its members to ada_hook_on_enter_detail{,128}_held (the 128-byte
+	 * variant copies the default snapshot with no length test). */
 	size_t stub_at = used;
 	struct hook_arch_fast fl;
-	if (fast) {
-		agent_fast_layout(&fl);
-		used += (HOOK_ARCH_ENTER_STUB_MAX + 15) & ~(size_t)15;
-	}
+	agent_fast_layout(&fl);
+	fl.module = (uint32_t)m->id; /* every fn_id of the block: install_fn_id */
+	used += (HOOK_ARCH_ENTER_STUB_MAX + 15) & ~(size_t)15;
 	size_t cap = used + n_cand * HOOK_ARCH_MAX_TRAMPOLINE;
 	int err = hook_mem_alloc(agent.mem, m->id, m->lo, m->hi, cap, &blk);
-	if (!err && (fast ? hook_arch_emit_return_trampoline_fast(blk, (uint64_t)blk, &fl)
-	                  : hook_arch_emit_return_trampoline(blk, (uint64_t)blk,
-	                                                     install_exit_handler())) == 0)
+	if (!err && hook_arch_emit_return_trampoline_fast(blk, (uint64_t)blk, &fl) == 0)
 		err = -EINVAL;
-	if (!err && fast &&
-	    hook_arch_emit_enter_stub(blk + stub_at, (uint64_t)(blk + stub_at), &fl) == 0)
+	if (!err && hook_arch_emit_enter_stub(blk + stub_at, (uint64_t)(blk + stub_at), &fl) == 0)
 		err = -EINVAL;
 	for (size_t i = 0; i < m->st.count; i++) {
 		struct ada_hook_fn *f = &m->st.fns[i];
@@ -404,20 +385,16 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 			continue;
 		/* Specials get their own handler (agent_internal.h). */
 		uint64_t id = install_fn_id(m, i);
-		uint64_t handler = install_enter_handler();
-		if (f->reserved) {
-			id = agent_special_tag(id, (enum agent_special)f->reserved);
-			handler = (uint64_t)&agent_hook_on_enter_special;
-		}
 		size_t len = 0;
-		if (!err && fast && !f->reserved)
+		if (!err && !f->reserved)
 			len = hook_arch_emit_trampoline_fast(
 			    &plans[i], blk + used, (uint64_t)(blk + used), id,
 			    (uint64_t)(blk + stub_at), (uint64_t)blk);
 		else if (!err)
-			len =
-			    hook_arch_emit_trampoline(&plans[i], blk + used, (uint64_t)(blk + used),
-			                              id, handler, (uint64_t)blk);
+			len = hook_arch_emit_trampoline(
+			    &plans[i], blk + used, (uint64_t)(blk + used),
+			    agent_special_tag(id, (enum agent_special)f->reserved),
+			    (uint64_t)&agent_hook_on_enter_special, (uint64_t)blk);
 		if (len == 0) {
 			f->status = ADA_SKIP_NO_TRAMPOLINE_MEMORY;
 			continue;
@@ -1018,14 +995,11 @@ int agent_make_return_trampoline(void)
 	    hook_mem_alloc(agent.mem, 0, self, self + 1, HOOK_ARCH_RETURN_TRAMPOLINE_MAX, &buf);
 	if (err)
 		return err;
-	/* The index lane's fast form too (side-path frames and frames
-	 * re-armed after a catch return here). */
+	/* The fast form too (side-path frames and frames re-armed after a
+	 * catch return here), with the lane's handlers behind it. */
 	struct hook_arch_fast fl;
 	agent_fast_layout(&fl);
-	if ((install_enter_handler() == (uint64_t)&ada_hook_on_enter
-	         ? hook_arch_emit_return_trampoline_fast(buf, (uint64_t)buf, &fl)
-	         : hook_arch_emit_return_trampoline(buf, (uint64_t)buf, install_exit_handler())) ==
-	    0)
+	if (hook_arch_emit_return_trampoline_fast(buf, (uint64_t)buf, &fl) == 0)
 		return -EINVAL;
 	agent_hot.ret_tramp = (uint64_t)buf;
 	return hook_mem_seal(agent.mem);

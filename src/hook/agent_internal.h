@@ -129,6 +129,20 @@ uint64_t ada_hook_on_exit_detail(uint64_t sp);
 void ada_hook_on_enter_held(uint64_t fn_id, uint64_t *ret_slot, const struct ada_hook_regs *regs);
 uint64_t ada_hook_on_exit_held(uint64_t sp);
 void ada_hook_fast_flush(void);
+/* The same for the detail lane's fast form (its enter stub declines a
+ * member of the detail set, and every case the index lane's declines,
+ * to these; its return trampoline a flagged frame to the exit). */
+void ada_hook_on_enter_detail_held(uint64_t fn_id, uint64_t *ret_slot,
+                                   const struct ada_hook_regs *regs);
+void ada_hook_on_enter_detail128_held(uint64_t fn_id, uint64_t *ret_slot,
+                                      const struct ada_hook_regs *regs);
+uint64_t ada_hook_on_exit_detail_held(uint64_t sp);
+/* Their member paths (hook_arch_fast.enter_member/exit_member). */
+void ada_hook_on_enter_detail_member(uint64_t fn_id, uint64_t *ret_slot,
+                                     const struct ada_hook_regs *regs);
+void ada_hook_on_enter_detail128_member(uint64_t fn_id, uint64_t *ret_slot,
+                                        const struct ada_hook_regs *regs);
+uint64_t ada_hook_on_exit_detail_member(uint64_t sp);
 /* Not hook context: the fast form's thread-state offsets and handlers
  * (agent_install.c emits them into each block's stubs). */
 void agent_fast_layout(struct hook_arch_fast *f);

@@ -756,7 +756,8 @@ _Static_assert(sizeof(struct atf_index_event) == 32 &&
                    offsetof(struct atf_index_event, call_depth) == 24 &&
                    offsetof(struct atf_index_event, detail_seq) == 28,
                "x86_emit.c FV_*");
-_Static_assert(ATF_NO_DETAIL == 0xffffffffu && SHADOW_SLOT_CALL == 0, "x86_emit.c constants");
+_Static_assert(ATF_NO_DETAIL == 0xffffffffu && SHADOW_SLOT_CALL == 0 && SHADOW_F_DETAIL == 0x4u,
+               "x86_emit.c constants");
 
 void agent_fast_layout(struct hook_arch_fast *f)
 {
@@ -786,7 +787,52 @@ void agent_fast_layout(struct hook_arch_fast *f)
 	f->exit_full = (uint64_t)&ada_hook_on_exit;
 	f->exit_held = (uint64_t)&ada_hook_on_exit_held;
 	f->flush = (uint64_t)&ada_hook_fast_flush;
+	f->detail_hot = 0;
+	f->enter_member = f->exit_member = 0;
+	f->module = 0; /* the caller's, per block */
+	if (!agent_hot.detail_on)
+		return;
+	/* The detail lane: the same choice as agent_install.c's
+	 * install_enter_handler(), and the membership test's data. */
+	bool fixed = agent_hot.detail_stack == 128;
+	f->enter_full =
+	    fixed ? (uint64_t)&ada_hook_on_enter_detail128 : (uint64_t)&ada_hook_on_enter_detail;
+	f->enter_held = fixed ? (uint64_t)&ada_hook_on_enter_detail128_held
+	                      : (uint64_t)&ada_hook_on_enter_detail_held;
+	f->enter_member = fixed ? (uint64_t)&ada_hook_on_enter_detail128_member
+	                        : (uint64_t)&ada_hook_on_enter_detail_member;
+	f->exit_full = (uint64_t)&ada_hook_on_exit_detail;
+	f->exit_held = (uint64_t)&ada_hook_on_exit_detail_held;
+	f->exit_member = (uint64_t)&ada_hook_on_exit_detail_member;
+	f->detail_hot = (uint64_t)&agent_hot;
+	f->h_ks_cur = (int32_t)offsetof(struct agent_hot, ks_cur);
+	f->h_ks_area = (int32_t)offsetof(struct agent_hot, ks_area);
+	f->h_ks_mask = (int32_t)offsetof(struct agent_hot, ks_mask);
+	f->h_dset = (int32_t)offsetof(struct agent_hot, dset);
+	f->d_all = (int32_t)offsetof(struct agent_dset, all);
+	f->d_nbits = (int32_t)offsetof(struct agent_dset, nbits);
+	f->d_max_mod = (int32_t)offsetof(struct agent_dset, max_mod);
+	f->d_bits = (int32_t)offsetof(struct agent_dset, bits);
 }
+
+/* What the detail lane's enter stub hard-codes of the key-symbol blob
+ * (x86_emit.c, emit_detail_test; keysym.h, ada_keysym_test) and of the
+ * agent's own set (agent_dset_has): field sizes as loaded there. */
+_Static_assert(offsetof(struct ada_keysym_header, flags) == 8 &&
+                   offsetof(struct ada_keysym_header, n_mods) == 12 &&
+                   sizeof(struct ada_keysym_header) == 64 && sizeof(struct ada_keysym_mod) == 16 &&
+                   offsetof(struct ada_keysym_mod, kind) == 0 &&
+                   offsetof(struct ada_keysym_mod, param) == 4 &&
+                   offsetof(struct ada_keysym_mod, off) == 8,
+               "x86_emit.c emit_detail_test: blob layout");
+_Static_assert(ADA_KEYSYM_F_ALL == 1 && ADA_KEYSYM_NONE == 0 && ADA_KEYSYM_BITSET == 1 &&
+                   ADA_KEYSYM_FULL == 4 && ADA_KEYSYM_CUR_LOCAL == UINT64_MAX &&
+                   ADA_KEYSYM_MAX_MODULES == 1u << 24,
+               "x86_emit.c emit_detail_test: constants");
+_Static_assert(sizeof(((struct agent_dset *)0)->all) == 4 &&
+                   sizeof(((struct agent_dset *)0)->nbits) == 4 &&
+                   sizeof(((struct agent_dset *)0)->max_mod) == 8,
+               "x86_emit.c emit_detail_test: struct agent_dset");
 
 /* ---- the detail lane (docs/format.md, "Detail records") ----
  * The _detail handlers are the two above plus, for a function in the
@@ -1130,13 +1176,12 @@ handlers_enter_detail_ask(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_sl
 	handlers_enter_member(s, fn_id, ret_slot, regs);
 }
 
+/* After the claim of in_hook (by the handler below, or by the fast
+ * form's enter stub: the _held entry points). */
 __attribute__((always_inline)) static inline void
-handlers_enter_detail_body(uint64_t fn_id, uint64_t *ret_slot, const struct ada_hook_regs *regs,
-                           bool fixed)
+handlers_enter_detail_claimed(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
+                              const struct ada_hook_regs *regs, bool fixed)
 {
-	struct ada_shadow *s = &ada_shadow_tls;
-	if (ada_unlikely(handlers_in_hook_set(s)))
-		return handlers_nested_enter(s, fn_id, ret_slot);
 	if (ada_unlikely(s->guard != 0))
 		return handlers_enter_guarded(s);
 	int member = handlers_detail_member(fn_id);
@@ -1147,6 +1192,16 @@ handlers_enter_detail_body(uint64_t fn_id, uint64_t *ret_slot, const struct ada_
 	if (fixed)
 		return handlers_enter_member_fixed(s, fn_id, ret_slot, regs);
 	handlers_enter_member(s, fn_id, ret_slot, regs);
+}
+
+__attribute__((always_inline)) static inline void
+handlers_enter_detail_body(uint64_t fn_id, uint64_t *ret_slot, const struct ada_hook_regs *regs,
+                           bool fixed)
+{
+	struct ada_shadow *s = &ada_shadow_tls;
+	if (ada_unlikely(handlers_in_hook_set(s)))
+		return handlers_nested_enter(s, fn_id, ret_slot);
+	handlers_enter_detail_claimed(s, fn_id, ret_slot, regs, fixed);
 }
 
 /* Any --stack-bytes; and the default 128, which the trampolines get
@@ -1227,18 +1282,77 @@ handlers_exit_member(struct ada_shadow *s, uint64_t fn_id, uint32_t depth, uint6
 	return orig;
 }
 
-HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit_detail(uint64_t sp)
+/* The fast form's C continuations for the detail lane (x86_emit.c,
+ * "Fast form"; hook_arch_fast.detail_hot): its enter stub takes the index
+ * lane's fast path itself for a function outside the detail set and
+ * comes here, in_hook held, for a member and for every case it declines;
+ * its return trampoline declines every flagged frame (SHADOW_F_DETAIL:
+ * a member's call) to the exit. Exactly the handlers above after their
+ * claim. */
+HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail_held(uint64_t fn_id, uint64_t *ret_slot,
+                                                             const struct ada_hook_regs *regs)
+{
+	handlers_enter_detail_claimed(&ada_shadow_tls, fn_id, ret_slot, regs, false);
+}
+
+HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail128_held(uint64_t fn_id, uint64_t *ret_slot,
+                                                                const struct ada_hook_regs *regs)
+{
+	handlers_enter_detail_claimed(&ada_shadow_tls, fn_id, ret_slot, regs, true);
+}
+
+/* The enter stub found fn_id in the detail set, the guard clear: the
+ * member's path straight away (the set is decided once per call, by the
+ * stub's test, as by handlers_detail_member's). */
+HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail_member(uint64_t fn_id, uint64_t *ret_slot,
+                                                               const struct ada_hook_regs *regs)
+{
+	handlers_enter_member(&ada_shadow_tls, fn_id, ret_slot, regs);
+}
+
+HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail128_member(uint64_t fn_id,
+                                                                  uint64_t *ret_slot,
+                                                                  const struct ada_hook_regs *regs)
+{
+	handlers_enter_member_fixed(&ada_shadow_tls, fn_id, ret_slot, regs);
+}
+
+/* The return trampoline found the top frame (above the inherited ones)
+ * owning the slot, flagged exactly SHADOW_F_DETAIL: shadow_return_fast's
+ * pop without its tests, then the member's return. */
+HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit_detail_member(uint64_t sp)
 {
 	struct ada_shadow *s = &ada_shadow_tls;
+	uint32_t top = s->top - 1;
+	struct shadow_entry e = s->base[top]; /* copied before the pop: see shadow_pop_top */
+	s->top = top;
+	return handlers_exit_member(s, e.fn_id, e.depth, sp, e.orig);
+}
+
+__attribute__((always_inline)) static inline uint64_t
+handlers_exit_detail_claimed(struct ada_shadow *s, uint64_t sp)
+{
 	const uint64_t *slot = (const uint64_t *)(uintptr_t)(sp - 8);
-	if (ada_unlikely(handlers_in_hook_set(s)))
-		return handlers_exit_nested(s, slot);
 	struct shadow_entry e;
 	if (ada_unlikely(!shadow_return_fast(s, slot, SHADOW_F_DETAIL, &e)))
 		return handlers_exit_slow_detail(s, sp);
 	if (e.flags) /* SHADOW_F_DETAIL, the only flag the fast pop lets through */
 		return handlers_exit_member(s, e.fn_id, e.depth, sp, e.orig);
 	return handlers_exit_index(s, &e);
+}
+
+HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit_detail_held(uint64_t sp)
+{
+	return handlers_exit_detail_claimed(&ada_shadow_tls, sp);
+}
+
+HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit_detail(uint64_t sp)
+{
+	struct ada_shadow *s = &ada_shadow_tls;
+	const uint64_t *slot = (const uint64_t *)(uintptr_t)(sp - 8);
+	if (ada_unlikely(handlers_in_hook_set(s)))
+		return handlers_exit_nested(s, slot);
+	return handlers_exit_detail_claimed(s, sp);
 }
 
 /* ---- called by the agent's own code (not hook context) ---- */

@@ -69,8 +69,9 @@
  *   - *ret_slot may already hold a return point: a hooked function that
  *     tail-calls (jmp) another hooked function, or jumps back to its own
  *     entry, reaches the enter trampoline without a new return address.
- *   - Fast form (x86_64, the index lane only: hook_arch_emit_trampoline_fast,
- *     hook_arch_emit_enter_stub, hook_arch_emit_return_trampoline_fast).
+ *   - Fast form (x86_64, every ordinary function of both lanes:
+ *     hook_arch_emit_trampoline_fast, hook_arch_emit_enter_stub,
+ *     hook_arch_emit_return_trampoline_fast).
  *     The handlers' common cases run as emitted machine code instead of a
  *     C call: the function's trampoline is `call stub; jne body; lea rsp,
  *     [rsp+8]; call body; R_F: jmp exit_path; dq fn_id`, and the block's
@@ -90,7 +91,15 @@
  *         any store, in_hook still held, to enter_held/exit_held (the C
  *         handler's body after its claim), registers saved as above;
  *       - the clear found more than bit 0 (HANDLERS_QUEUED): flush(),
- *         every caller-saved register saved, then the fast path's exit.
+ *         every caller-saved register saved, then the fast path's exit;
+ *       - the detail lane (struct hook_arch_fast's detail_hot): the enter
+ *         stub tests the function's membership in the detail set right
+ *         after the guard, before anything else the index lane's fast
+ *         path does; outside the set it takes that path (frame unflagged);
+ *         a member goes to enter_member, anything the test leaves open to
+ *         enter_held (both in_hook held; regs holds rdi .. rbp only); the
+ *         return trampoline sends a top frame flagged exactly
+ *         SHADOW_F_DETAIL to exit_member, any other flag to exit_held.
  *     The C handlers stay the portable form: arm64 (or any arch without
  *     the fast emitters) emits the ordinary trampolines only.
  *   - Functions that return twice (setjmp, vfork, getcontext) must not
@@ -151,7 +160,7 @@ struct ada_hook_regs {
  * its pc (ada attach never moves such a thread). */
 #define HOOK_ARCH_SYSCALL_INSN_LEN 2
 #define HOOK_ARCH_RETURN_TRAMPOLINE_MAX 448
-#define HOOK_ARCH_ENTER_STUB_MAX 448
+#define HOOK_ARCH_ENTER_STUB_MAX 896
 /* Where R_F, the trampoline's return point, lies in every enter
  * trampoline (bytes from its start); in the fast form
  * (hook_arch_emit_trampoline_fast) at HOOK_ARCH_FAST_RET_POINT_OFF. */
@@ -175,6 +184,33 @@ struct hook_arch_fast {
 	uint64_t exit_full;  /* ada_hook_on_exit */
 	uint64_t exit_held;  /* same signature, in_hook already claimed */
 	uint64_t flush;      /* void (void): replays the side queue (in_hook had QUEUED) */
+	/* The detail lane (detail_hot != 0): the enter stub first tests the
+	 * function's membership in the detail set as the C handlers do
+	 * (handlers_detail_member: the current key-symbol blob's header,
+	 * module entry and bitset word, or, before the recorder published
+	 * one, the agent's own bitmap set) and takes the fast path only for
+	 * a function outside the set; a member and every case the test does
+	 * not settle in O(1) here (hash and CRoaring containers, FULL, the
+	 * "every function" flag) decline to enter_held, which tests again.
+	 * detail_hot: the agent's hot globals; h_*: offsets in them of the
+	 * pointer to the current-blob word, the key-symbol area, its mask and
+	 * the own set's pointer; d_*: offsets in that set (struct
+	 * agent_dset). module: the module id of every function of the block
+	 * (fn_id >> 32). */
+	uint64_t detail_hot;
+	/* The detail lane's member paths (detail_hot != 0), in_hook held:
+	 * enter_member (enter_held's signature) for a function the stub
+	 * found in the set, with the guard clear; exit_member (exit_held's)
+	 * for a return whose frame the return trampoline found the top one,
+	 * above the inherited ones, owning the slot, flagged exactly
+	 * SHADOW_F_DETAIL (0x4: its CALL got a detail record). The stub
+	 * calls enter_held and enter_member with only the first eight
+	 * registers of struct ada_hook_regs in place (rdi .. rbp): r10 and
+	 * r11 are saved elsewhere, so those handlers must not read them. */
+	uint64_t enter_member, exit_member;
+	int32_t h_ks_cur, h_ks_area, h_ks_mask, h_dset;
+	int32_t d_all, d_nbits, d_max_mod, d_bits;
+	uint32_t module;
 };
 
 /* One displaced instruction as prepare() decoded it; private to the arch

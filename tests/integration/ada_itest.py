@@ -578,7 +578,7 @@ def check_threads(rep, ctx, files, per_thread, tids, table, total_bad, calls_onl
 
 
 def check_pid(ada, rep, session, pid, files, own, allow_inherited, absent=(), absent_mod=(),
-              calls_only=False):
+              calls_only=False, detail_set=None, detail_exact=True):
     """Everything about one process: its directory, events, names, depths,
     and the counts of each of its program tables."""
     pid_dir = os.path.join(session, "pid_%d" % pid)
@@ -609,6 +609,101 @@ def check_pid(ada, rep, session, pid, files, own, allow_inherited, absent=(), ab
     per_thread, tids = walk_all(rep, ctx, events, allow_inherited, calls_only)
     total_bad = check_totals(rep, ctx, pid_dir, files, per_thread, absent)
     check_threads(rep, ctx, files, per_thread, tids, table, total_bad, calls_only)
+    if detail_set:
+        check_detail_set(rep, ctx, pid_dir, events, detail_set, detail_exact)
+
+
+def check_detail_set(rep, ctx, pid_dir, events, globs, exact):
+    """--detail-set: the detail lane on (--detail always) with a
+    --detail-symbols set that takes some functions and leaves others out.
+    Every CALL/RETURN event of a function in the set links exactly one
+    detail record of its kind, no event outside the set links one, and the
+    detail files hold exactly the linked records -- or, `exact` false (a
+    ring too small to keep them all, asynchronous signals whose calls in a
+    handler's window take the side path, which writes no detail record),
+    every record missing is counted: the links are a subset of the set's
+    events, the detail files hold what is linked, and the records the
+    manifest counts as dropped or overwritten make up the difference
+    (ring too small) or are none (signals)."""
+    # A function is in the set when any of its names is (an alias at the
+    # same address, modules/*.syms: `raise` is in [a-m]* as `gsignal`).
+    names = {}
+    for p in glob.glob(os.path.join(pid_dir, "modules", "*.syms")):
+        by_addr = collections.defaultdict(list)
+        with open(p, errors="replace") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 6 and parts[0] == "F":
+                    by_addr[parts[2]].append(parts[5])
+        for group in by_addr.values():
+            for nm in group:
+                names.setdefault(nm, set()).update(group)
+    in_set = lambda fn: any(fnmatch.fnmatchcase(nm, g) for nm in names.get(fn, {fn or ""})
+                            for g in globs.split(","))
+    # Which set is current changes over the run: the agent's own (built
+    # from the same globs) until the recorder publishes one, then the
+    # published ones; the first may lack modules whose table the recorder
+    # had not read yet (their functions are then outside the set until the
+    # next version covers them: the same with or without the fast form).
+    # Until a version covering the event's module is current (1 ms of
+    # slack for a test made just before the swap), an event of a function
+    # in the set may lack its record.
+    m = json.load(open(os.path.join(pid_dir, "manifest.json")))
+    versions = (m.get("detail", {}).get("keysym") or {}).get("versions") or []
+    rep.check(not (m.get("detail", {}).get("keysym") or {}).get("versions_not_listed"),
+              "%s: key-symbol versions not listed in the manifest" % ctx)
+    covered = {}  # module id -> when a version covering it was published
+    for v in versions:
+        for mod in v.get("modules") or []:
+            covered.setdefault(mod["id"], v["time_ns"])
+    first = min((v["time_ns"] for v in versions), default=None)
+
+    def settled(e):
+        # Membership is decided at the call: a return goes by its call's time.
+        ts = e["ts"] - (e.get("duration_ns") or 0) if e["kind"] == "return" else e["ts"]
+        if first is None or ts < first - 1000000:
+            return True  # the agent's own set throughout
+        t = covered.get(e["function_id"] >> 32)
+        return t is not None and ts > t + 1000000
+
+    calls = [e for e in events if e["kind"] in ("call", "return")]
+    unsettled = [e for e in calls if in_set(e["function"]) and not settled(e)]
+    wanted = [e for e in calls if in_set(e["function"]) and settled(e)]
+    others = [e for e in calls if not in_set(e["function"])]
+    linked = [e for e in events if e.get("detail_seq") is not None]
+    extra = sum(1 for e in unsettled if e.get("detail_seq") is not None)
+    n = 0
+    for path in glob.glob(os.path.join(pid_dir, "thread_*", "detail*.atf")):
+        with open(path, "rb") as f:
+            n += int.from_bytes(f.read(64)[28:36], "little")
+    rep.check((wanted or unsettled) and others, "%s: --detail-symbols %s took %d "
+              "calls/returns and left %d out: the test needs both" % (
+                  ctx, globs, len(wanted) + len(unsettled), len(others)))
+    bad = sorted({e["function"] for e in linked if not in_set(e["function"])})
+    rep.check(not bad, "%s: functions outside --detail-symbols %s have detail records: %r" % (
+        ctx, globs, bad[:5]))
+    wrong = [e for e in linked if not e.get("detail") or e["detail"].get("type") != e["kind"]]
+    rep.check(not wrong, "%s: %d linked detail records do not match their event, e.g. %r" % (
+        ctx, len(wrong), wrong[:1]))
+    drops = sum((m.get("drops", {}).get("detail") or {}).values())
+    if exact:
+        missing = [e for e in wanted if e.get("detail_seq") is None]
+        rep.check(not missing and len(linked) == len(wanted) + extra == n and drops == 0,
+                  "%s: %d events link a detail record, %d calls/returns of functions in the "
+                  "set (+%d linked before a set covering their module was current), %d "
+                  "without a record (e.g. %r), detail files hold %d records, %d detail drops: "
+                  "want all equal, no drops" % (ctx, len(linked), len(wanted), extra,
+                                                len(missing), missing[:1], n, drops))
+    else:
+        rep.check(len(linked) == n and len(linked) <= len(wanted) + extra,
+                  "%s: %d events link a detail record, detail files hold %d, %d calls/returns "
+                  "in the set" % (ctx, len(linked), n, len(wanted) + extra))
+        rep.check(drops == 0 or len(wanted) + extra - len(linked) <= drops,
+                  "%s: %d records missing, only %d counted as dropped or overwritten" % (
+                      ctx, len(wanted) + extra - len(linked), drops))
+    rep.note("%s: %d of %d calls/returns in the detail set (%d more before their module's "
+             "set was current), %d linked, %d detail drops" % (
+                 ctx, len(wanted), len(calls), len(unsettled), len(linked), drops))
 
 
 def match_by_counts(want_by_tid, tids, per_thread, table):
@@ -764,6 +859,11 @@ def first_process(traced):
 
 def cmd_target(args, ada, work, rep):
     own = set(args.own_module or []) | {os.path.basename(args.argv[0])}
+    if args.detail_set:
+        args.record_opt = ["--detail", "always", "--detail-symbols", args.detail_set] + (
+            args.record_opt or [])
+        if not any(o == "--detail-mb" for o in args.record_opt):
+            args.record_opt += ["--detail-mb", "64"]
     session, plain, traced, rc0 = run_target_twice(args, ada, work, rep)
     by_pid, root = first_process(traced)
     pid_dirs = sorted(os.path.basename(d) for d in glob.glob(os.path.join(session, "pid_*")))
@@ -787,7 +887,8 @@ def cmd_target(args, ada, work, rep):
             continue
         check_pid(ada, rep, session, pid, files, own, allow_inherited=(pid != root),
                   absent=args.absent, absent_mod=args.absent_module,
-                  calls_only=args.calls_only)
+                  calls_only=args.calls_only, detail_set=args.detail_set,
+                  detail_exact=not args.detail_loose)
     for spec in args.child_exit or []:
         name, what = spec.split("=", 1)
         kind, num = what.split(":")
@@ -1782,6 +1883,12 @@ def main():
                    help="assert CALL counts only, not nesting (coroutines switch stacks)")
     t.add_argument("--nondeterministic", action="store_true",
                    help="the call counts differ run to run (asynchronous signals)")
+    t.add_argument("--detail-set", metavar="GLOB[,GLOB]",
+                   help="record with --detail always --detail-symbols GLOB[,GLOB]: the "
+                        "detail records of the functions in the set are checked too")
+    t.add_argument("--detail-loose", action="store_true",
+                   help="with --detail-set: records may be missing (a tiny detail ring, "
+                        "asynchronous signals), never extra or wrong")
     t.add_argument("argv", nargs=argparse.REMAINDER)
     dbn = sub.add_parser("debian")
     dbn.add_argument("name", choices=sorted(DEBIAN))

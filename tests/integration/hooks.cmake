@@ -117,6 +117,53 @@ ada_itest(index_dlopen.O2 target ${ADA_IDX} --own-module libt_dlib.so
 ada_itest(index_ucontext.O2 target ${ADA_IDX} --calls-only -- ${T}/t_ucontext_O2)
 ada_itest(index_pthread_exit.O2 target ${ADA_IDX} -- ${T}/t_pthread_exit_O2)
 ada_itest(index_exit_nested.O2 target ${ADA_IDX} --expect-status 3 -- ${T}/t_crash_O2 exit)
+# The detail lane with a set that takes some functions and leaves the
+# others out (--detail always --detail-symbols): the enter stub's
+# membership test sends a function outside the set down the index lane's
+# machine-code fast path and a member to the detail handlers (hook_arch.h,
+# "Fast form"). Besides the index events, every call/return of a function
+# in the set must have its detail record and no other one any; the same
+# hard cases as the index lane's, the variable-length snapshot
+# (--stack-bytes 32), and a detail ring too small to keep the records
+# (each missing one counted). Asynchronous signals: a call in a handler
+# that interrupted a hook takes the side path, which writes no detail
+# record (docs/internals.md), so those checks are loose (here nearly every
+# signal lands inside a hook: the same on the C handlers).
+set(ADA_DSET "--detail-set=[a-m]*,*throw*")
+foreach(opt O0 O2)
+  ada_itest(detail_set_signal.${opt} target ${ADA_DSET} -- ${T}/t_signal_${opt} sync)
+  ada_itest(detail_set_signal_async.${opt} target ${ADA_DSET} --detail-loose
+            --nondeterministic -- ${T}/t_signal_${opt} async)
+  ada_itest(detail_set_setjmp.${opt} target ${ADA_DSET} -- ${T}/t_setjmp_${opt})
+  foreach(mode throw rethrow threads)
+    ada_itest(detail_set_cxx_${mode}.${opt} target ${ADA_DSET} -- ${T}/t_cxx_${opt} ${mode})
+  endforeach()
+endforeach()
+ada_itest(detail_set_tailcall.O2 target ${ADA_DSET} -- ${T}/t_tailcall_O2)
+ada_itest(detail_set_recursion.O2 target ${ADA_DSET} -- ${T}/t_recursion_O2)
+# (threads heavy: in the two tiny-ring tests below.)
+ada_itest(detail_set_stack32.O2 target ${ADA_DSET} --record-opt=--stack-bytes
+          --record-opt=32 -- ${T}/t_threads_O2)
+ada_itest(detail_set_tinyring.O2 target ${ADA_DSET} --record-opt=--peak-rate
+          --record-opt=100000 --record-opt=--burst-ms --record-opt=10 -- ${T}/t_threads_O2 heavy)
+ada_itest(detail_set_tinydetail.O2 target ${ADA_DSET} --detail-loose --record-opt=--detail-mb
+          --record-opt=1 -- ${T}/t_threads_O2 heavy)
+ada_itest(detail_set_fork_threads.O2 target ${ADA_DSET} --expect-pids 2
+          -- ${T}/t_fork_O2 threads)
+# Loose: a dlopen'ed module's functions are members only once a set that
+# covers it is current (the agent's own at once; the recorder's published
+# one on its next rebuild, up to ~60 ms later), and dlopen/dlclose are
+# special functions, which get no detail record.
+ada_itest(detail_set_dlopen.O2 target ${ADA_DSET} --detail-loose --own-module libt_dlib.so
+          -- ${T}/t_dlopen_O2 ${T}/libt_dlib.so)
+ada_itest(detail_set_ucontext.O2 target ${ADA_DSET} --calls-only -- ${T}/t_ucontext_O2)
+# A 4 MiB detail ring: with 64 MiB per thread, thread start-up is slow
+# enough (under load) that t4's pthread_testcancel loop makes millions of
+# events before main cancels it.
+ada_itest(detail_set_pthread_exit.O2 target ${ADA_DSET} --record-opt=--detail-mb
+          --record-opt=4 -- ${T}/t_pthread_exit_O2)
+ada_itest(detail_set_exit_nested.O2 target ${ADA_DSET} --expect-status 3
+          -- ${T}/t_crash_O2 exit)
 ada_itest(pthread_exit.O0 target -- ${T}/t_pthread_exit_O0)
 ada_itest(pthread_exit.O2 target -- ${T}/t_pthread_exit_O2)
 ada_itest(dlopen.O2 target --own-module libt_dlib.so -- ${T}/t_dlopen_O2 ${T}/libt_dlib.so)

@@ -8,7 +8,12 @@
  * and its caller may rely on, the shadow entry and both events the fast
  * path writes, and each way out to C (in_hook already set, guard set, a
  * full ring, a full shadow stack, QUEUED at the clear) with the C side's
- * registers clobbered on purpose.
+ * registers clobbered on purpose. The detail lane's stub (detail_hot set:
+ * the membership test first) is emitted into a second block over fake
+ * agent globals, key-symbol blob and own set: each verdict of the test
+ * (outside the set: the fast path; a member: enter_member, whose frame
+ * then returns through exit_member; ask: enter_held) with the registers
+ * the C side sees, and the declines with its other save layout.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -27,7 +32,7 @@ void call_with_regs(void *fn, const uint64_t in[15], uint64_t out[15]);
 extern const uint64_t t_regs_dump_size;
 extern uint64_t t_dump[15];
 
-#define FN_ID 0x0000000700000123ull
+#define FN_ID 0x0000000700000123ull /* module FN_MOD, symbol FN_IDX */
 
 struct fake_entry {
 	uint64_t orig;
@@ -61,6 +66,42 @@ static uint64_t *pushed_slot;
 static uint64_t seen_fn;
 static int bad_sp;
 
+/* The detail lane's fakes: the agent's hot globals (the fields the stub
+ * reads, at offsets of this test's choosing), its own set, and a
+ * key-symbol area with one blob (keysym.h's layout). */
+struct fake_dset {
+	uint32_t all, nbits;
+	uint64_t max_mod;
+	const uint64_t *const *bits;
+};
+struct fake_hot {
+	uint64_t pad[3];
+	const uint64_t *ks_cur;
+	const uint8_t *ks_area;
+	uint64_t ks_mask;
+	const struct fake_dset *dset;
+};
+#define KS_AREA 4096
+#define KS_BLOB 256 /* the blob's offset in the area */
+#define FN_MOD 7u
+#define FN_IDX 0x123u
+static struct fake_hot hot;
+static struct fake_dset dset;
+static uint64_t ks_cur;
+static uint64_t ks_area[KS_AREA / 8] __attribute__((aligned(64)));
+static uint64_t own_bits[8], zero_bits[8];
+static const uint64_t *own_mods[FN_MOD + 1];
+static int n_enter_member, n_exit_member;
+static uint32_t flag_extra;     /* more flags on the member's frame */
+static int inherit_after_enter; /* the member's frame becomes inherited */
+/* rdi rsi rdx rcx r8 r9 rax rbp as the C side saw them in regs */
+static uint64_t seen_regs[8];
+
+static void see_regs(const void *regs)
+{
+	memcpy(seen_regs, regs, sizeof(seen_regs));
+}
+
 /* The C side may use every caller-saved register: these do. */
 #define CLOBBER()                                                                                  \
 	__asm__ volatile("mov $-1, %%rcx; mov $-1, %%rdx; mov $-1, %%rsi; mov $-1, %%rdi; "        \
@@ -83,10 +124,28 @@ static void fake_enter_full(uint64_t fn_id, uint64_t *slot, void *regs)
 
 static void fake_enter_held(uint64_t fn_id, uint64_t *slot, void *regs)
 {
-	(void)regs;
+	see_regs(regs);
 	seen_fn = fn_id;
 	pushed_slot = slot;
 	n_enter_held++;
+	ft.in_hook &= ~1u;
+	CLOBBER();
+}
+
+/* A member's entry as the detail handler makes it: a frame flagged
+ * SHADOW_F_DETAIL (0x4) and 0 in the slot (call the body). */
+static void fake_enter_member(uint64_t fn_id, uint64_t *slot, void *regs)
+{
+	see_regs(regs);
+	seen_fn = fn_id;
+	pushed_slot = slot;
+	n_enter_member++;
+	struct fake_entry *e = &ft.base[ft.top];
+	*e = (struct fake_entry){*slot, slot, fn_id, ft.top + 1 - ft.inherited, 0x4 | flag_extra};
+	ft.top++;
+	if (inherit_after_enter)
+		ft.inherited = ft.top; /* as a fork in the body would leave it */
+	*slot = 0;
 	ft.in_hook &= ~1u;
 	CLOBBER();
 }
@@ -114,6 +173,12 @@ static uint64_t fake_exit_held(uint64_t sp)
 	return fake_exit(sp, 1);
 }
 
+static uint64_t fake_exit_member(uint64_t sp)
+{
+	n_exit_member++;
+	return fake_exit(sp, 1);
+}
+
 /* What each flush leaves in in_hook (another signal's QUEUED, a handler
  * still running, or nothing). */
 static uint32_t flush_leaves[2];
@@ -132,7 +197,8 @@ static int32_t tp_off(const void *field)
 }
 
 static struct hook_mem *mem;
-static uint8_t *blk;
+static uint8_t *blk, *dblk;
+static struct hook_patch patch_index, patch_detail;
 
 static void reset_state(void)
 {
@@ -154,9 +220,44 @@ static void reset_state(void)
 	ft.tid_call = 4242u | (uint64_t)1 << 32;
 	ft.tid_return = 4242u | (uint64_t)2 << 32;
 	n_enter_full = n_enter_held = n_exit_full = n_exit_held = n_flush = 0;
+	n_enter_member = n_exit_member = 0;
+	memset(seen_regs, 0, sizeof(seen_regs));
 	pushed_slot = NULL;
 	seen_fn = 0;
 	bad_sp = 0;
+	assert_int_equal(hook_patch_apply(&patch_index, 1), 0);
+}
+
+/* A blob with FN_MOD's directory entry of `kind` (param, a bitset body
+ * with `bit` set or not), flags, n_mods. */
+static void set_blob(uint32_t flags, uint32_t n_mods, uint32_t kind, uint32_t param, int bit)
+{
+	memset(ks_area, 0, sizeof(ks_area));
+	uint8_t *b = (uint8_t *)ks_area + KS_BLOB;
+	memcpy(b + 8, &flags, 4);
+	memcpy(b + 12, &n_mods, 4);
+	uint8_t *e = b + 64 + 16 * FN_MOD;
+	uint32_t body = 64 + 16 * 16; /* after 16 directory entries */
+	memcpy(e, &kind, 4);
+	memcpy(e + 4, &param, 4);
+	memcpy(e + 8, &body, 4);
+	uint64_t w = bit ? 1ull << (FN_IDX & 63) : ~(1ull << (FN_IDX & 63));
+	memcpy(b + body + (FN_IDX / 64) * 8, &w, 8);
+	ks_cur = KS_BLOB;
+}
+
+/* The detail stub's state: the index lane's, its patch, a blob where the
+ * function is outside the set, the own set empty. */
+static void reset_detail(void)
+{
+	reset_state();
+	assert_int_equal(hook_patch_apply(&patch_detail, 1), 0);
+	set_blob(0, FN_MOD + 1, 1 /* BITSET */, 512, 0);
+	memset(own_bits, 0, sizeof(own_bits));
+	for (unsigned i = 0; i <= FN_MOD; i++)
+		own_mods[i] = zero_bits;
+	own_mods[FN_MOD] = own_bits;
+	dset = (struct fake_dset){0, 512, FN_MOD, own_mods};
 }
 
 static int hook_fast(void **state)
@@ -202,10 +303,37 @@ static int hook_fast(void **state)
 	if (plan.insn_count > 1)
 		assert_true(hook_arch_moved_pc(&plan, blk + tr_at, (uint64_t)(blk + tr_at),
 		                               fn + plan.insns[1].offset) != 0);
-	struct hook_patch p = {fn, plan.patch_len, {0}};
-	hook_arch_patch_bytes(&plan, (uint64_t)(blk + tr_at), p.bytes);
+	patch_index = (struct hook_patch){fn, plan.patch_len, {0}};
+	hook_arch_patch_bytes(&plan, (uint64_t)(blk + tr_at), patch_index.bytes);
+	/* The detail lane's block: the same trampoline over its own stubs. */
+	hot.ks_cur = &ks_cur;
+	hot.ks_area = (const uint8_t *)ks_area;
+	hot.ks_mask = KS_AREA - 1;
+	hot.dset = &dset;
+	f.detail_hot = (uint64_t)&hot;
+	f.h_ks_cur = (int32_t)offsetof(struct fake_hot, ks_cur);
+	f.h_ks_area = (int32_t)offsetof(struct fake_hot, ks_area);
+	f.h_ks_mask = (int32_t)offsetof(struct fake_hot, ks_mask);
+	f.h_dset = (int32_t)offsetof(struct fake_hot, dset);
+	f.d_all = (int32_t)offsetof(struct fake_dset, all);
+	f.d_nbits = (int32_t)offsetof(struct fake_dset, nbits);
+	f.d_max_mod = (int32_t)offsetof(struct fake_dset, max_mod);
+	f.d_bits = (int32_t)offsetof(struct fake_dset, bits);
+	f.module = FN_MOD;
+	f.enter_member = (uint64_t)fake_enter_member;
+	f.exit_member = (uint64_t)fake_exit_member;
+	assert_int_equal(hook_mem_alloc(mem, 1, fn, fn + t_regs_dump_size,
+	                                tr_at + HOOK_ARCH_MAX_TRAMPOLINE, &dblk),
+	                 0);
+	assert_true(hook_arch_emit_return_trampoline_fast(dblk, (uint64_t)dblk, &f) > 0);
+	assert_true(hook_arch_emit_enter_stub(dblk + stub_at, (uint64_t)(dblk + stub_at), &f) > 0);
+	assert_true(hook_arch_emit_trampoline_fast(&plan, dblk + tr_at, (uint64_t)(dblk + tr_at),
+	                                           FN_ID, (uint64_t)(dblk + stub_at),
+	                                           (uint64_t)dblk) > 0);
+	patch_detail = (struct hook_patch){fn, plan.patch_len, {0}};
+	hook_arch_patch_bytes(&plan, (uint64_t)(dblk + tr_at), patch_detail.bytes);
 	assert_int_equal(hook_mem_seal(mem), 0);
-	assert_int_equal(hook_patch_apply(&p, 1), 0);
+	assert_int_equal(hook_patch_apply(&patch_index, 1), 0);
 	return 0;
 }
 
@@ -214,6 +342,26 @@ static int unhook_fast(void **state)
 	(void)state;
 	hook_mem_free(mem); /* the process ends: the patch stays */
 	return 0;
+}
+
+struct regs8 {
+	uint64_t r[8];
+};
+static struct regs8 last_in;
+
+/* rdi rsi rdx rcx r8 r9 rax rbp of call_with_regs' in[] (rbx rbp r12
+ * r13 r14 r15 rdi rsi rdx rcx r8 r9 rax r10 r11). */
+static struct regs8 in_regs(const uint64_t in[15])
+{
+	struct regs8 r = {{in[6], in[7], in[8], in[9], in[10], in[11], in[12], in[1]}};
+	return r;
+}
+
+/* The registers the C side saw are the function's arguments as called. */
+static void expect_seen_regs(void)
+{
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(seen_regs[i], last_in.r[i]);
 }
 
 /* Calls the hooked function with known registers; checks what it saw and
@@ -236,8 +384,9 @@ static void call_checked(void)
 	for (int i = 0; i < 7; i++)
 		assert_int_equal(out[8 + i], in[live[i]]);
 	assert_int_equal(bad_sp, 0);
-	if (n_enter_full + n_enter_held)
+	if (n_enter_full + n_enter_held + n_enter_member)
 		assert_int_equal(seen_fn, FN_ID);
+	last_in = in_regs(in);
 }
 
 static void expect_event(int i, uint64_t tid_kind, uint32_t depth)
@@ -406,14 +555,295 @@ static void test_exit_nested(void **state)
 	assert_int_equal(ft.in_hook, 1);
 }
 
+/* ---- the detail lane's stub ---- */
+
+static void expect_no_c(void)
+{
+	assert_int_equal(n_enter_full + n_enter_held + n_exit_full + n_exit_held + n_flush +
+	                     n_enter_member + n_exit_member,
+	                 0);
+}
+
+/* Outside the set: exactly the index lane's fast path. */
+static void expect_fast_index(void)
+{
+	expect_no_c();
+	assert_int_equal(ft.head, 2);
+	assert_int_equal(head_pub, 2);
+	expect_event(0, ft.tid_call, 1);
+	expect_event(1, ft.tid_return, 1);
+	assert_int_equal(ft.top, 0);
+	assert_int_equal(ft.in_hook, 0);
+	assert_int_equal(stack[1].fn_id, FN_ID);
+	assert_int_equal(stack[1].flags, 0);
+}
+
+/* A member: enter_member with the registers, its flagged frame back
+ * through exit_member; the fast path wrote nothing. */
+static void expect_member(void)
+{
+	assert_int_equal(n_enter_member, 1);
+	assert_int_equal(n_exit_member, 1);
+	assert_int_equal(n_enter_full + n_enter_held + n_exit_full + n_exit_held + n_flush, 0);
+	expect_seen_regs();
+	assert_int_equal(ft.head, 0);
+	assert_int_equal(ft.top, 0);
+	assert_int_equal(ft.in_hook, 0);
+	assert_int_equal(stack[1].flags, 0x4);
+}
+
+static void expect_ask(void)
+{
+	expect_held_enter_only();
+	expect_seen_regs();
+	assert_int_equal(ft.head, 0);
+	assert_int_equal(ft.top, 0);
+}
+
+static void test_d_outside(void **state)
+{
+	(void)state;
+	reset_detail();
+	call_checked();
+	expect_fast_index();
+}
+
+static void test_d_member_bitset(void **state)
+{
+	(void)state;
+	reset_detail();
+	set_blob(0, FN_MOD + 1, 1, 512, 1);
+	call_checked();
+	expect_member();
+}
+
+/* The symbol index beyond the bitset's bits: outside. */
+static void test_d_beyond_bits(void **state)
+{
+	(void)state;
+	reset_detail();
+	set_blob(0, FN_MOD + 1, 1, FN_IDX & ~63u, 1);
+	call_checked();
+	expect_fast_index();
+}
+
+static void test_d_all_flag(void **state)
+{
+	(void)state;
+	reset_detail();
+	set_blob(1 /* ADA_KEYSYM_F_ALL */, 0, 0, 0, 0);
+	call_checked();
+	expect_member();
+}
+
+/* The module has no directory entry (n_mods <= module): outside. */
+static void test_d_no_entry(void **state)
+{
+	(void)state;
+	reset_detail();
+	set_blob(0, FN_MOD, 1, 512, 1);
+	call_checked();
+	expect_fast_index();
+}
+
+static void test_d_kind_none(void **state)
+{
+	(void)state;
+	reset_detail();
+	set_blob(0, FN_MOD + 1, 0 /* NONE */, 512, 1);
+	call_checked();
+	expect_fast_index();
+}
+
+static void test_d_kind_full(void **state)
+{
+	(void)state;
+	reset_detail();
+	set_blob(0, FN_MOD + 1, 4 /* FULL */, 0, 0);
+	call_checked();
+	expect_member();
+}
+
+/* Hash and CRoaring containers (and any other kind): the C handler asks. */
+static void test_d_ask(void **state)
+{
+	(void)state;
+	for (uint32_t kind = 2; kind <= 5; kind++) {
+		if (kind == 4)
+			continue;
+		reset_detail();
+		set_blob(0, FN_MOD + 1, kind, 512, 1);
+		call_checked();
+		expect_ask();
+	}
+}
+
+/* A garbage blob offset and directory: every load stays in the area
+ * (masked), the verdict is whatever the bytes say, nothing crashes. */
+static void test_d_masked(void **state)
+{
+	(void)state;
+	reset_detail();
+	set_blob(0, FN_MOD + 1, 1, 0xffffffffu, 1);
+	uint32_t far = 0xfffffff0u; /* the body's offset, far outside */
+	memcpy((uint8_t *)ks_area + KS_BLOB + 64 + 16 * FN_MOD + 8, &far, 4);
+	call_checked();
+	assert_int_equal(ft.top, 0);
+	assert_int_equal(ft.in_hook, 0);
+	reset_detail();
+	ks_cur = 0x7ffffffffffff000ull; /* masked: the blob at offset 0 (zeros) */
+	call_checked();
+	expect_fast_index();
+}
+
+/* No blob published yet: the own set. */
+static void test_d_own_set(void **state)
+{
+	(void)state;
+	reset_detail();
+	ks_cur = UINT64_MAX; /* ADA_KEYSYM_CUR_LOCAL */
+	call_checked();
+	expect_fast_index();
+	reset_detail();
+	ks_cur = UINT64_MAX;
+	own_bits[FN_IDX / 64] = 1ull << (FN_IDX & 63);
+	call_checked();
+	expect_member();
+	/* Outside the bitmaps (index, then module): what `all` says. */
+	reset_detail();
+	ks_cur = UINT64_MAX;
+	own_bits[FN_IDX / 64] = 1ull << (FN_IDX & 63);
+	dset.nbits = FN_IDX & ~63u;
+	call_checked();
+	expect_fast_index();
+	reset_detail();
+	ks_cur = UINT64_MAX;
+	dset = (struct fake_dset){1, 0, 0, NULL}; /* "every function" */
+	call_checked();
+	expect_member();
+	reset_detail();
+	ks_cur = UINT64_MAX;
+	own_bits[FN_IDX / 64] = 1ull << (FN_IDX & 63);
+	dset.max_mod = FN_MOD - 1;
+	call_checked();
+	expect_fast_index();
+	reset_detail();
+	ks_cur = UINT64_MAX;
+	dset.max_mod = FN_MOD - 1;
+	dset.all = 1;
+	call_checked();
+	expect_member();
+}
+
+/* Outside the set, but a decline of the index path (ring full, no
+ * stack, a dead frame): enter_held with the eight registers in place. */
+static void test_d_declines(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 3; c++) {
+		reset_detail();
+		if (c == 0)
+			ft.head = ft.limit = 5;
+		else if (c == 1)
+			ft.cap = 0;
+		else
+			stack[1] = (struct fake_entry){1, (uint64_t *)(uintptr_t)8, 9, 1, 0},
+			ft.top = 1;
+		call_checked();
+		expect_held_enter_only();
+		expect_seen_regs();
+		assert_int_equal(ft.head, c == 0 ? 5 : 0);
+		assert_int_equal(ft.top, c == 2 ? 1 : 0);
+	}
+}
+
+static void test_d_guard(void **state)
+{
+	(void)state;
+	reset_detail();
+	set_blob(0, FN_MOD + 1, 1, 512, 1); /* a member: the guard comes first */
+	ft.guard = 1;
+	call_checked();
+	expect_held_enter_only();
+	expect_seen_regs();
+	assert_int_equal(ft.head, 0);
+}
+
+static void test_d_in_hook_set(void **state)
+{
+	(void)state;
+	reset_detail();
+	ft.in_hook = 1;
+	call_checked();
+	assert_int_equal(n_enter_full, 1);
+	assert_int_equal(n_enter_held + n_enter_member + n_exit_full + n_exit_held + n_flush, 0);
+	assert_int_equal(ft.head, 0);
+}
+
+/* A member's frame with another flag too (a tail call's): the held exit. */
+static void test_d_member_other_flag(void **state)
+{
+	(void)state;
+	reset_detail();
+	set_blob(0, FN_MOD + 1, 1, 512, 1);
+	ft.guard = 0;
+	/* enter_member flags its frame 0x4; make the exit see 0x5. */
+	ft.inherited = 0;
+	flag_extra = 0x1;
+	call_checked();
+	flag_extra = 0;
+	assert_int_equal(n_enter_member, 1);
+	assert_int_equal(n_exit_held, 1);
+	assert_int_equal(n_exit_member + n_exit_full + n_enter_held, 0);
+}
+
+/* QUEUED at both clears with the eight-register save: registers intact. */
+static void test_d_flush(void **state)
+{
+	(void)state;
+	reset_detail();
+	ft.in_hook = 2;
+	flush_leaves[0] = 2;
+	flush_leaves[1] = 0;
+	call_checked();
+	assert_int_equal(n_flush, 2);
+	assert_int_equal(n_enter_full + n_enter_held + n_enter_member + n_exit_full + n_exit_held +
+	                     n_exit_member,
+	                 0);
+	assert_int_equal(ft.head, 2);
+	assert_int_equal(ft.in_hook, 0);
+}
+
+/* An inherited member frame (a fork child's): not the member exit. */
+static void test_d_inherited(void **state)
+{
+	(void)state;
+	reset_detail();
+	set_blob(0, FN_MOD + 1, 1, 512, 1);
+	inherit_after_enter = 1;
+	call_checked();
+	inherit_after_enter = 0;
+	assert_int_equal(n_enter_member, 1);
+	assert_int_equal(n_exit_held, 1);
+	assert_int_equal(n_exit_member, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_fast),        cmocka_unit_test(test_depth),
-	    cmocka_unit_test(test_in_hook_set), cmocka_unit_test(test_guard),
-	    cmocka_unit_test(test_ring_full),   cmocka_unit_test(test_stack_full),
-	    cmocka_unit_test(test_dead_frame),  cmocka_unit_test(test_exit_ring_full),
-	    cmocka_unit_test(test_flush),       cmocka_unit_test(test_exit_nested),
+	    cmocka_unit_test(test_fast),          cmocka_unit_test(test_depth),
+	    cmocka_unit_test(test_in_hook_set),   cmocka_unit_test(test_guard),
+	    cmocka_unit_test(test_ring_full),     cmocka_unit_test(test_stack_full),
+	    cmocka_unit_test(test_dead_frame),    cmocka_unit_test(test_exit_ring_full),
+	    cmocka_unit_test(test_flush),         cmocka_unit_test(test_exit_nested),
+	    cmocka_unit_test(test_d_outside),     cmocka_unit_test(test_d_member_bitset),
+	    cmocka_unit_test(test_d_beyond_bits), cmocka_unit_test(test_d_all_flag),
+	    cmocka_unit_test(test_d_no_entry),    cmocka_unit_test(test_d_kind_none),
+	    cmocka_unit_test(test_d_kind_full),   cmocka_unit_test(test_d_ask),
+	    cmocka_unit_test(test_d_masked),      cmocka_unit_test(test_d_own_set),
+	    cmocka_unit_test(test_d_declines),    cmocka_unit_test(test_d_guard),
+	    cmocka_unit_test(test_d_in_hook_set), cmocka_unit_test(test_d_member_other_flag),
+	    cmocka_unit_test(test_d_flush),       cmocka_unit_test(test_d_inherited),
 	};
 	return cmocka_run_group_tests(tests, hook_fast, unhook_fast);
 }

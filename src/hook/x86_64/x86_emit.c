@@ -268,7 +268,10 @@ void hook_arch_patch_bytes(const struct hook_arch_plan *plan, uint64_t tramp_add
 	memcpy(out + 1, &d, 4);
 }
 
-/* ---- Fast form (the index lane; hook_arch.h, struct hook_arch_fast) ----
+/* ---- Fast form (both lanes; hook_arch.h, struct hook_arch_fast) ----
+ * (The detail lane's additions are described at emit_detail_test and
+ * hook_arch_emit_enter_stub: the membership test first, members and
+ * flagged frames to the detail handlers' member paths.)
  * The enter stub and the fast return trampoline do what
  * ada_hook_on_enter()/ada_hook_on_exit() do on their fast paths
  * (handlers.c: shadow_enter_fast/shadow_return_fast, ada_emit_to), in
@@ -303,13 +306,29 @@ void hook_arch_patch_bytes(const struct hook_arch_plan *plan, uint64_t tramp_add
 #define FV_TID 0x10
 #define FV_DEPTH 0x18
 #define FV_DSEQ 0x1c
+#define EMIT_F_DETAIL 0x4 /* SHADOW_F_DETAIL */
 
-enum { FL_FULL, FL_HELD, FL_DECL, FL_FLUSH, FL_DONE, FL_COMMON, FL_COUNT };
+enum {
+	FL_FULL,
+	FL_HELD,
+	FL_DECL,
+	FL_FLUSH,
+	FL_DONE,
+	FL_COMMON,
+	FL_DSET,
+	FL_ALL,
+	FL_NONMEM,
+	FL_MEMBER,
+	FL_COMMON8,
+	FL_MEXIT,
+	FL_OTHER,
+	FL_COUNT
+};
 
 struct emit_labels {
 	size_t at[FL_COUNT];
-	size_t fix[24];
-	uint8_t to[24];
+	size_t fix[32];
+	uint8_t to[32];
 	size_t n;
 };
 
@@ -414,10 +433,152 @@ static void emit_movabs_rax(struct x86_writer *w, uint64_t v)
 	x86_put_u64(w, v);
 }
 
+#define R_DI 7
+
+/* op reg, [base + disp32] (base one of rax, rcx, rdx, rsi, rdi: no SIB);
+ * w64: with REX.W. */
+static void emit_md(struct x86_writer *w, int w64, uint8_t op, uint8_t reg, uint8_t base,
+                    int32_t disp)
+{
+	if (w64)
+		x86_put_u8(w, 0x48);
+	x86_put_u8(w, op);
+	x86_put_u8(w, (uint8_t)(0x80 | reg << 3 | base));
+	x86_put_u32(w, (uint32_t)disp);
+}
+
+/* The detail lane's membership test (hook_arch_fast.detail_hot), run
+ * with the stub's registers saved and [rsp+k] the trampoline's return
+ * point: what handlers_detail_member() and ada_keysym_test() compute,
+ * with the same loads (every key-symbol load masked into the area,
+ * 8-byte aligned: ks_ld8). Outside the set: falls through (FL_NONMEM);
+ * a member (the "every function" flag, a FULL module, a bitset or own
+ * bitmap bit, an own set's `all`): FL_MEMBER; a hash or CRoaring
+ * container (ADA_KEYSYM_ASK) or an unknown kind: FL_DECL, where the C
+ * handler tests again. Nothing is stored. */
+static void emit_detail_test(struct x86_writer *w, struct emit_labels *l,
+                             const struct hook_arch_fast *f, uint8_t k)
+{
+	int32_t e = (int32_t)(64 + 16 * (int64_t)f->module); /* the module's directory entry */
+	if (f->module >= (1u << 24))
+		w->ok = 0; /* module ids are below 2^24 (keysym.h): e and 8 * module fit */
+	x86_put(w, "\x48\x8b\x7c\x24", 4); /* mov rdi, [rsp+k]: the return point */
+	x86_put_u8(w, k);
+	x86_put(w, "\x48\xbe", 2); /* mov rsi, imm64: the hot globals */
+	x86_put_u64(w, f->detail_hot);
+	emit_md(w, 1, 0x8b, R_AX, R_SI, f->h_ks_cur); /* mov rax, [rsi+ks_cur] */
+	/* mov rax, [rax]: the current blob. An acquire load: x86_64 does not
+	 * reorder loads with older loads, so the blob's loads below come
+	 * after it; pairs with the release store of the current-blob word in
+	 * ada_keysym_region_publish() (recorder), as in
+	 * handlers_detail_member(). */
+	x86_put(w, "\x48\x8b\x00", 3);
+	x86_put(w, "\x48\x83\xf8\xff", 4); /* cmp rax, ADA_KEYSYM_CUR_LOCAL (-1) */
+	emit_jump(w, l, CC_E, FL_DSET);
+	emit_md(w, 1, 0x8b, R_DX, R_SI, f->h_ks_mask); /* mov rdx, [rsi+ks_mask] */
+	x86_put(w, "\x48\x83\xe2\xf8", 4);             /* and rdx, -8: the 8-byte mask */
+	emit_md(w, 1, 0x8b, R_SI, R_SI, f->h_ks_area); /* mov rsi, [rsi+ks_area] */
+	x86_put(w, "\x48\x8d\x48\x08", 4);             /* lea rcx, [rax+8]: flags | n_mods */
+	x86_put(w, "\x48\x21\xd1", 3);                 /* and rcx, rdx */
+	x86_put(w, "\x48\x8b\x0c\x0e", 4);             /* mov rcx, [rsi+rcx] */
+	x86_put(w, "\xf6\xc1\x01", 3);                 /* test cl, ADA_KEYSYM_F_ALL */
+	emit_jump(w, l, CC_NE, FL_MEMBER);
+	x86_put(w, "\x48\xc1\xe9\x20", 4); /* shr rcx, 32: n_mods */
+	x86_put(w, "\x48\x81\xf9", 3);     /* cmp rcx, module */
+	x86_put_u32(w, f->module);
+	emit_jump(w, l, CC_BE, FL_NONMEM); /* no entry: not a member */
+	x86_put(w, "\x48\x8d\x88", 3);     /* lea rcx, [rax+e]: kind | param */
+	x86_put_u32(w, (uint32_t)e);
+	x86_put(w, "\x48\x21\xd1", 3);     /* and rcx, rdx */
+	x86_put(w, "\x48\x8b\x0c\x0e", 4); /* mov rcx, [rsi+rcx] */
+	x86_put(w, "\x83\xf9\x01", 3);     /* cmp ecx, ADA_KEYSYM_BITSET */
+	emit_jump(w, l, CC_NE, FL_OTHER);
+	x86_put(w, "\x48\xc1\xe9\x20", 4); /* shr rcx, 32: param, the bits */
+	x86_put(w, "\x8b\x7f", 2);         /* mov edi, [rdi+disp8]: the symbol index */
+	x86_put_u8(w, EMIT_FAST_FN_ID_DISP);
+	x86_put(w, "\x39\xcf", 2); /* cmp edi, ecx */
+	emit_jump(w, l, CC_AE, FL_NONMEM);
+	x86_put(w, "\x48\x8d\x88", 3); /* lea rcx, [rax+e+8]: the body's offset */
+	x86_put_u32(w, (uint32_t)(e + 8));
+	x86_put(w, "\x48\x21\xd1", 3);     /* and rcx, rdx */
+	x86_put(w, "\x8b\x0c\x0e", 3);     /* mov ecx, [rsi+rcx]: its low half */
+	x86_put(w, "\x48\x01\xc1", 3);     /* add rcx, rax: body */
+	x86_put(w, "\x89\xf8", 2);         /* mov eax, edi */
+	x86_put(w, "\xc1\xe8\x06", 3);     /* shr eax, 6 */
+	x86_put(w, "\x48\x8d\x04\xc1", 4); /* lea rax, [rcx+rax*8] */
+	x86_put(w, "\x48\x21\xd0", 3);     /* and rax, rdx */
+	x86_put(w, "\x48\x8b\x04\x06", 4); /* mov rax, [rsi+rax]: the bitset word */
+	x86_put(w, "\x48\x0f\xa3\xf8", 4); /* bt rax, rdi: bit idx & 63 */
+	emit_jump(w, l, CC_B, FL_MEMBER);
+	l->at[FL_NONMEM] = w->len; /* falls through: outside the set */
+}
+
+/* The test's rarer outcomes, out of the fast path (emitted after it):
+ * another container kind, and no blob published yet. */
+static void emit_detail_test_cold(struct x86_writer *w, struct emit_labels *l,
+                                  const struct hook_arch_fast *f)
+{
+	l->at[FL_OTHER] = w->len;  /* ecx: the module's container kind */
+	x86_put(w, "\x85\xc9", 2); /* test ecx, ecx: ADA_KEYSYM_NONE */
+	emit_jump(w, l, CC_E, FL_NONMEM);
+	x86_put(w, "\x83\xf9\x04", 3); /* cmp ecx, ADA_KEYSYM_FULL */
+	emit_jump(w, l, CC_E, FL_MEMBER);
+	emit_jump(w, l, -1, FL_DECL); /* hash, CRoaring (ADA_KEYSYM_ASK), unknown: C decides */
+	/* No blob published yet: the own set (agent_dset_has). */
+	l->at[FL_DSET] = w->len;
+	/* mov rax, [rsi+dset]: an acquire load as above; pairs with the
+	 * release store that publishes a set (agent_detail_set_update()). */
+	emit_md(w, 1, 0x8b, R_AX, R_SI, f->h_dset);
+	x86_put(w, "\x8b\x7f", 2); /* mov edi, [rdi+disp8]: the symbol index */
+	x86_put_u8(w, EMIT_FAST_FN_ID_DISP);
+	emit_md(w, 0, 0x3b, R_DI, R_AX, f->d_nbits); /* cmp edi, [rax+nbits] */
+	emit_jump(w, l, CC_AE, FL_ALL);
+	x86_put(w, "\x48\x81\xb8", 3); /* cmp qword [rax+max_mod], module */
+	x86_put_u32(w, (uint32_t)f->d_max_mod);
+	x86_put_u32(w, f->module);
+	emit_jump(w, l, CC_B, FL_ALL);
+	emit_md(w, 1, 0x8b, R_CX, R_AX, f->d_bits); /* mov rcx, [rax+bits] */
+	x86_put(w, "\x48\x8b\x89", 3);              /* mov rcx, [rcx+8*module] */
+	x86_put_u32(w, 8 * f->module);
+	x86_put(w, "\x89\xfa", 2);         /* mov edx, edi */
+	x86_put(w, "\xc1\xea\x06", 3);     /* shr edx, 6 */
+	x86_put(w, "\x48\x8b\x0c\xd1", 4); /* mov rcx, [rcx+rdx*8] */
+	x86_put(w, "\x48\x0f\xa3\xf9", 4); /* bt rcx, rdi */
+	emit_jump(w, l, CC_B, FL_MEMBER);
+	emit_jump(w, l, -1, FL_NONMEM);
+	l->at[FL_ALL] = w->len;    /* outside the bitmaps: what `all` says */
+	x86_put(w, "\x83\xb8", 2); /* cmp dword [rax+all], 0 */
+	x86_put_u32(w, (uint32_t)f->d_all);
+	x86_put_u8(w, 0x00);
+	emit_jump(w, l, CC_NE, FL_MEMBER);
+	emit_jump(w, l, -1, FL_NONMEM);
+}
+
+/* The detail lane's stub saves eight registers, in the order of struct
+ * ada_hook_regs' first eight fields (rdi lowest, rbp highest), so that a
+ * member's entry (and every decline) calls C with them in place: only
+ * r10 and r11 are pushed below them then, and the regs pointer passed
+ * skips those two (the handlers never read regs->r10/r11: hook_arch.h).
+ * The index lane's saves the five it uses. */
+static const uint8_t emit_stub_push5[] = {0x50, 0x51, 0x52, 0x56, 0x57}; /* rax rcx rdx rsi rdi */
+static const uint8_t emit_stub_pop5[] = {0x5f, 0x5e, 0x5a, 0x59, 0x58};
+/* push rbp, rax, r9, r8, rcx, rdx, rsi, rdi / pop the same */
+static const uint8_t emit_stub_push8[] = {0x55, 0x50, 0x41, 0x51, 0x41,
+                                          0x50, 0x51, 0x52, 0x56, 0x57};
+static const uint8_t emit_stub_pop8[] = {0x5f, 0x5e, 0x5a, 0x59, 0x41,
+                                         0x58, 0x41, 0x59, 0x58, 0x5d};
+_Static_assert(offsetof(struct ada_hook_regs, rbp) == 56 &&
+                   offsetof(struct ada_hook_regs, r10) == 64,
+               "the detail stub's eight registers are struct ada_hook_regs' first eight");
+
 size_t hook_arch_emit_enter_stub(uint8_t *buf, uint64_t buf_addr, const struct hook_arch_fast *f)
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_ENTER_STUB_MAX, buf_addr, 1};
 	struct emit_labels l = {0};
+	bool detail = f->detail_hot != 0;
+	/* Bytes the stub pushes: [rsp+k] is then the trampoline's return
+	 * point, [rsp+k+8] the function's return slot. */
+	uint8_t k = detail ? 64 : 40;
 
 	/* Entry: [rsp] = the trampoline's return point (its fn_id at
 	 * [rsp] + EMIT_FAST_FN_ID_DISP), [rsp+8] = the function's return
@@ -428,17 +589,23 @@ size_t hook_arch_emit_enter_stub(uint8_t *buf, uint64_t buf_addr, const struct h
 	x86_put_u32(&w, (uint32_t)f->s_guard);
 	x86_put_u8(&w, 0x00);
 	emit_jump(&w, &l, CC_NE, FL_HELD);
-	x86_put(&w, "\x50\x51\x52\x56\x57", 5);   /* push rax, rcx, rdx, rsi, rdi */
+	if (detail) {
+		x86_put(&w, emit_stub_push8, sizeof(emit_stub_push8));
+		emit_detail_test(&w, &l, f, k); /* members and "ask" go to C */
+	} else {
+		x86_put(&w, emit_stub_push5, sizeof(emit_stub_push5));
+	}
 	emit_fs(&w, 0, 0x8b, R_CX, f->s_top);     /* mov ecx, fs:top */
 	emit_fs(&w, 0, 0x3b, R_CX, f->s_cap);     /* cmp ecx, fs:cap */
 	emit_jump(&w, &l, CC_AE, FL_DECL);        /* full: to grow */
 	x86_put(&w, "\x89\xce", 2);               /* mov esi, ecx */
 	x86_put(&w, "\x48\xc1\xe6\x05", 4);       /* shl rsi, 5 */
 	emit_fs(&w, 0x48, 0x03, R_SI, f->s_base); /* add rsi, fs:base: &base[top] */
-	x86_put(&w, "\x48\x8d\x7c\x24\x30", 5);   /* lea rdi, [rsp+48]: the slot */
-	x86_put(&w, "\x48\x39\x7e\xe8", 4);       /* cmp [rsi-24], rdi: base[top-1].slot */
-	emit_jump(&w, &l, CC_BE, FL_DECL);        /* <= slot: dead frames, a tail call */
-	x86_put(&w, "\x48\x8b\x17", 3);           /* mov rdx, [rdi]: the return address */
+	x86_put(&w, "\x48\x8d\x7c\x24", 4);       /* lea rdi, [rsp+k+8]: the slot */
+	x86_put_u8(&w, (uint8_t)(k + 8));
+	x86_put(&w, "\x48\x39\x7e\xe8", 4); /* cmp [rsi-24], rdi: base[top-1].slot */
+	emit_jump(&w, &l, CC_BE, FL_DECL);  /* <= slot: dead frames, a tail call */
+	x86_put(&w, "\x48\x8b\x17", 3);     /* mov rdx, [rdi]: the return address */
 	emit_movabs_rax(&w, f->ret_tramp);
 	x86_put(&w, "\x48\x39\xc2", 3);            /* cmp rdx, rax */
 	emit_jump(&w, &l, CC_E, FL_DECL);          /* the shared trampoline */
@@ -449,8 +616,9 @@ size_t hook_arch_emit_enter_stub(uint8_t *buf, uint64_t buf_addr, const struct h
 	x86_put(&w, "\x48\x89\x16", 3);                 /* mov [rsi], rdx: orig */
 	x86_put(&w, "\x48\x89\x7e\x08", 4);             /* mov [rsi+8], rdi: slot */
 	x86_put(&w, "\x48\xc7\x07\x00\x00\x00\x00", 7); /* mov qword [rdi], 0: SHADOW_SLOT_CALL */
-	x86_put(&w, "\x48\x8b\x7c\x24\x28", 5);         /* mov rdi, [rsp+40]: the return point */
-	x86_put(&w, "\x48\x8b\x7f", 3);                 /* mov rdi, [rdi+disp8]: fn_id */
+	x86_put(&w, "\x48\x8b\x7c\x24", 4);             /* mov rdi, [rsp+k]: the return point */
+	x86_put_u8(&w, k);
+	x86_put(&w, "\x48\x8b\x7f", 3); /* mov rdi, [rdi+disp8]: fn_id */
 	x86_put_u8(&w, EMIT_FAST_FN_ID_DISP);
 	x86_put(&w, "\x48\x89\x7e\x10", 4);         /* mov [rsi+16], rdi: fn_id */
 	x86_put(&w, "\x8d\x51\x01", 3);             /* lea edx, [rcx+1] */
@@ -467,8 +635,11 @@ size_t hook_arch_emit_enter_stub(uint8_t *buf, uint64_t buf_addr, const struct h
 	emit_clear(&w, f);
 	emit_jump(&w, &l, CC_NE, FL_FLUSH);
 	l.at[FL_DONE] = w.len;
-	x86_put(&w, "\x5f\x5e\x5a\x59\x58", 5); /* pop rdi, rsi, rdx, rcx, rax */
-	x86_put_u8(&w, 0xc3);                   /* ret: ZF set (the slot holds 0) */
+	if (detail)
+		x86_put(&w, emit_stub_pop8, sizeof(emit_stub_pop8));
+	else
+		x86_put(&w, emit_stub_pop5, sizeof(emit_stub_pop5));
+	x86_put_u8(&w, 0xc3); /* ret: ZF set (the slot holds 0) */
 	/* The side queue to replay: the C flush, every register saved. */
 	l.at[FL_FLUSH] = w.len;
 	x86_put(&w, "\x41\x50\x41\x51\x41\x52\x41\x53", 8); /* push r8-r11 */
@@ -477,9 +648,32 @@ size_t hook_arch_emit_enter_stub(uint8_t *buf, uint64_t buf_addr, const struct h
 	x86_put(&w, "\x41\x5b\x41\x5a\x41\x59\x41\x58", 8); /* pop r11-r8 */
 	x86_put(&w, "\x39\xc0", 2);                         /* cmp eax, eax: ZF set */
 	emit_jump(&w, &l, -1, FL_DONE);
-	/* Declined with in_hook held: the C handler's body after its claim. */
-	l.at[FL_DECL] = w.len;
-	x86_put(&w, "\x5f\x5e\x5a\x59\x58", 5); /* pop rdi, rsi, rdx, rcx, rax */
+	if (detail) {
+		/* Declined or a member, with in_hook held and the eight
+		 * registers in place: r11 and r10 below them, regs = rsp+16. */
+		l.at[FL_DECL] = w.len;
+		x86_put(&w, "\x41\x53\x41\x52", 4); /* push r11, r10 */
+		emit_movabs_rax(&w, f->enter_held);
+		emit_jump(&w, &l, -1, FL_COMMON8);
+		l.at[FL_MEMBER] = w.len;
+		x86_put(&w, "\x41\x53\x41\x52", 4); /* push r11, r10 */
+		emit_movabs_rax(&w, f->enter_member);
+		l.at[FL_COMMON8] = w.len;
+		x86_put(&w, "\x48\x8b\x7c\x24\x50", 5); /* mov rdi, [rsp+80]: the return point */
+		x86_put(&w, "\x48\x8b\x7f", 3);         /* mov rdi, [rdi+disp8]: fn_id */
+		x86_put_u8(&w, EMIT_FAST_FN_ID_DISP);
+		x86_put(&w, "\x48\x8d\x74\x24\x58", 5); /* lea rsi, [rsp+88]: ret_slot */
+		x86_put(&w, "\x48\x8d\x54\x24\x10", 5); /* lea rdx, [rsp+16]: regs */
+		x86_put(&w, "\xff\xd0", 2);             /* call rax */
+		x86_put(&w, "\x41\x5a\x41\x5b", 4);     /* pop r10, r11 */
+		x86_put(&w, emit_stub_pop8, sizeof(emit_stub_pop8));
+		x86_put(&w, "\x48\x83\x7c\x24\x08\x00", 6); /* cmp qword [rsp+8], 0 */
+		x86_put_u8(&w, 0xc3);                       /* ret: ZF tells the trampoline */
+	} else {
+		/* Declined with in_hook held: the C handler's body after its claim. */
+		l.at[FL_DECL] = w.len;
+		x86_put(&w, emit_stub_pop5, sizeof(emit_stub_pop5));
+	}
 	l.at[FL_HELD] = w.len;
 	x86_put(&w, emit_push_regs, sizeof(emit_push_regs));
 	emit_movabs_rax(&w, f->enter_held);
@@ -499,6 +693,8 @@ size_t hook_arch_emit_enter_stub(uint8_t *buf, uint64_t buf_addr, const struct h
 	x86_put(&w, emit_pop_regs, sizeof(emit_pop_regs));
 	x86_put(&w, "\x48\x83\x7c\x24\x08\x00", 6); /* cmp qword [rsp+8], 0: a frame pushed? */
 	x86_put_u8(&w, 0xc3);                       /* ret: ZF tells the trampoline */
+	if (detail)
+		emit_detail_test_cold(&w, &l, f);
 	emit_fix(&w, &l);
 	return w.ok ? w.len : 0;
 }
@@ -512,7 +708,10 @@ size_t hook_arch_emit_return_trampoline_fast(uint8_t *buf, uint64_t buf_addr,
 	/* Entry: rsp = S (after the function's ret), S-8 the dead slot. */
 	emit_claim(&w, f);
 	emit_jump(&w, &l, CC_B, FL_FULL);
-	x86_put(&w, "\x50\x51\x52\x56\x57", 5);     /* push rax (at S-8), rcx, rdx, rsi, rdi */
+	/* push rax (at S-8), rdx, rcx, rsi, rdi: the first five of the
+	 * ordinary return trampoline's save area (emit_ret_push), so a
+	 * decline only pushes the rest. */
+	x86_put(&w, emit_ret_push, 5);
 	emit_fs(&w, 0, 0x8b, R_CX, f->s_top);       /* mov ecx, fs:top */
 	emit_fs(&w, 0, 0x39, R_CX, f->s_inherited); /* cmp fs:inherited, ecx */
 	emit_jump(&w, &l, CC_AE, FL_DECL);          /* top <= inherited (0 too) */
@@ -523,7 +722,7 @@ size_t hook_arch_emit_return_trampoline_fast(uint8_t *buf, uint64_t buf_addr,
 	x86_put(&w, "\x48\x39\x7e\xe8", 4);         /* cmp [rsi-24], rdi: the top frame's slot */
 	emit_jump(&w, &l, CC_NE, FL_DECL);
 	x86_put(&w, "\x83\x7e\xfc\x00", 4); /* cmp dword [rsi-4], 0: its flags */
-	emit_jump(&w, &l, CC_NE, FL_DECL);
+	emit_jump(&w, &l, CC_NE, f->detail_hot ? FL_MEXIT : FL_DECL);
 	emit_fs(&w, 0x48, 0x8b, R_AX, f->p_head);  /* mov rax, fs:head */
 	emit_fs(&w, 0x48, 0x3b, R_AX, f->p_limit); /* cmp rax, fs:limit */
 	emit_jump(&w, &l, CC_AE, FL_DECL);
@@ -547,7 +746,7 @@ size_t hook_arch_emit_return_trampoline_fast(uint8_t *buf, uint64_t buf_addr,
 	l.at[FL_DONE] = w.len;
 	x86_put(&w, "\x48\x8b\x44\x24\x20", 5); /* mov rax, [rsp+32]: the saved rax */
 	x86_put(&w, "\x48\x89\x7c\x24\x20", 5); /* mov [rsp+32], rdi: orig into S-8 */
-	x86_put(&w, "\x5f\x5e\x5a\x59", 4);     /* pop rdi, rsi, rdx, rcx: rsp = S-8 */
+	x86_put(&w, "\x5f\x5e\x59\x5a", 4);     /* pop rdi, rsi, rcx, rdx: rsp = S-8 */
 	x86_put_u8(&w, 0xc3);                   /* ret to orig: rsp = S */
 	l.at[FL_FLUSH] = w.len;
 	x86_put(&w, "\x41\x50\x41\x51\x41\x52\x41\x53", 8); /* push r8-r11 */
@@ -557,9 +756,23 @@ size_t hook_arch_emit_return_trampoline_fast(uint8_t *buf, uint64_t buf_addr,
 	x86_put_u8(&w, 0x5f);                               /* pop rdi */
 	x86_put(&w, "\x41\x5b\x41\x5a\x41\x59\x41\x58", 8); /* pop r11-r8 */
 	emit_jump(&w, &l, -1, FL_DONE);
+	if (f->detail_hot) {
+		/* A flagged frame: exactly SHADOW_F_DETAIL (a member's call,
+		 * its CALL record written) goes to the member exit, which
+		 * pops it (this path found it the top frame, above the
+		 * inherited ones, owning the slot); any other flag declines. */
+		l.at[FL_MEXIT] = w.len;
+		x86_put(&w, "\x83\x7e\xfc", 3); /* cmp dword [rsi-4], SHADOW_F_DETAIL */
+		x86_put_u8(&w, EMIT_F_DETAIL);
+		emit_jump(&w, &l, CC_NE, FL_DECL);
+		x86_put(&w, emit_ret_push + 5, sizeof(emit_ret_push) - 5); /* push r8-r11 */
+		emit_movabs_rax(&w, f->exit_member);
+		emit_jump(&w, &l, -1, FL_COMMON);
+	}
+	/* Declined, in_hook held: the rest of the save area, the C handler's
+	 * body after its claim. */
 	l.at[FL_DECL] = w.len;
-	x86_put(&w, "\x5f\x5e\x5a\x59\x58", 5); /* pop rdi, rsi, rdx, rcx, rax: rsp = S */
-	x86_put(&w, emit_ret_push, sizeof(emit_ret_push));
+	x86_put(&w, emit_ret_push + 5, sizeof(emit_ret_push) - 5); /* push r8-r11 */
 	emit_movabs_rax(&w, f->exit_held);
 	emit_jump(&w, &l, -1, FL_COMMON);
 	l.at[FL_FULL] = w.len;
