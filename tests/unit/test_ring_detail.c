@@ -6,7 +6,9 @@
  * The chunked reserve (ring.h, ada_detail_enter_chunk) is checked against
  * a model written from its contract alone: pads at chunk ends, a record
  * exactly filling a chunk, the largest record, the exact overwritten count
- * through many laps, in rings of 4, 8 and 16 chunks.
+ * through many laps, in rings of 4, 8 and 16 chunks. A ring that ends
+ * where its mapping ends takes laps of records although the writer's
+ * prefetch (ada_detail_prefetch) asks for lines past that end.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -471,6 +474,73 @@ static void test_concurrent_overwrite_never_torn(void **state)
 	              (unsigned long long)seen, w.count);
 }
 
+/* The writer's prefetch runs up to ADA_DETAIL_PREFETCH_AHEAD plus a record
+ * past the ring's end (ring.h, ada_detail_prefetch): a ring whose last byte
+ * is the last of its mapping, before an inaccessible page, takes laps of
+ * records of every size through reserve/put/commit (the slow reserve
+ * included: pads, chunk entries) without a fault, and the last lap reads
+ * back whole. The primitives run on a producer of its own, no arena. */
+static void test_ring_at_mapping_end(void **state)
+{
+	(void)state;
+	const uint64_t d = 4096, page = (uint64_t)sysconf(_SC_PAGESIZE);
+	const uint64_t span = (d + page - 1) / page * page; /* then the inaccessible page */
+	uint8_t *m =
+	    mmap(NULL, span + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(m != MAP_FAILED);
+	assert_int_equal(mprotect(m + span, page, PROT_NONE), 0);
+	_Atomic uint64_t head = 0, oldest = 0, lost = 0;
+	struct ada_producer p = {
+	    .dwords = (_Atomic uint64_t *)(void *)(m + span - d),
+	    .dhead = &head,
+	    .doldest = &oldest,
+	    .dlost = &lost,
+	    .dbytes = d,
+	    .dmax = (uint32_t)((1ull << ada_detail_chunk_shift(d)) - ADA_DETAIL_HDR_BYTES),
+	    .dshift = ada_detail_chunk_shift(d),
+	};
+	uint32_t n = 0;
+	for (; head < 40 * d; n++) {
+		uint32_t len = (n * 37) % (p.dmax + 1), words = (len + 7) / 8;
+		uint64_t end;
+		_Atomic uint64_t *w = ada_detail_reserve(&p, len, &end);
+		assert_non_null(w);
+		for (uint32_t i = 0; i < words; i++)
+			ada_detail_put(w, i, (uint64_t)n << 32 | i);
+		ada_detail_commit(&p, end);
+	}
+	/* Walk the intact records, oldest first: consecutive numbers, each
+	 * one's words as written, up to the head. */
+	uint64_t pos = atomic_load(&oldest), walked = 0;
+	uint32_t want = UINT32_MAX;
+	while (pos < head) {
+		uint64_t w0 = atomic_load(&p.dwords[(pos & (d - 1)) / 8]);
+		uint64_t step = ada_detail_step(w0, d);
+		assert_true(step != 0);
+		if (!(w0 & ADA_DETAIL_PAD_BIT)) {
+			uint32_t len = (uint32_t)w0, words = (len + 7) / 8;
+			uint64_t first =
+			    words ? atomic_load(&p.dwords[((pos + 8) & (d - 1)) / 8]) : 0;
+			uint32_t rec = words ? (uint32_t)(first >> 32) : want + 1;
+			if (want != UINT32_MAX)
+				assert_int_equal(rec, want + 1);
+			want = rec;
+			for (uint32_t i = 0; i < words; i++)
+				assert_int_equal(
+				    atomic_load(&p.dwords[((pos + 8 + 8ull * i) & (d - 1)) / 8]),
+				    (uint64_t)rec << 32 | i);
+			walked++;
+		}
+		pos += step;
+	}
+	assert_int_equal(pos, head);
+	assert_int_equal(want, n - 1);
+	assert_true(walked > 0);
+	/* Every record was committed once: intact ones plus overwritten ones. */
+	assert_int_equal(walked + atomic_load(&lost), n);
+	munmap(m, span + page);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -484,6 +554,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_chunk_laps_exact, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent_overwrite_never_torn, fx_setup,
 	                                    fx_teardown),
+	    cmocka_unit_test(test_ring_at_mapping_end),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
