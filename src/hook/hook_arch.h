@@ -47,15 +47,17 @@
  *     the return address was popped from), stores the address the
  *     handler returned into that slot, restores every register and `ret`s
  *     to it (rsp ends at sp, as after the original return). While the
- *     handler runs, the function's rax is at sp-8 and its rdx at sp-16.
+ *     handler runs, the function's rax is at sp-8, its rdx at sp-16 and its
+ *     rbp at sp-80 (for the detail lane's RETURN record).
  *   - The C handlers are compiled with -mgeneral-regs-only, so vector and
  *     x87 registers (float arguments and return values) are never touched
  *     and need not be saved.
- *   - Neither trampoline aligns the stack: a handler is entered with rsp
- *     8 bytes off the ABI's 16-byte alignment (the registers saved plus
- *     the call, after a conforming caller), or anything after a caller
- *     that breaks the ABI. The handlers must need no alignment on their
- *     own and realign before calling anything that may (handlers.c,
+ *   - Neither trampoline aligns the stack: the enter handler is entered
+ *     with rsp 8 bytes off the ABI's 16-byte alignment (the registers
+ *     saved plus the call, after a conforming caller), the exit handler
+ *     aligned (ten registers saved, rbp again since 2026-11-24 for the
+ *     RETURN record), or anything after a caller that breaks the ABI. The handlers must need no
+ * alignment on their own and realign before calling anything that may (handlers.c,
  *     HANDLERS_REALIGN; checked on the built agent by the test
  *     hook_arch_align, tools/check-handler-align.py). Dropping the
  *     alignment saved 8 instructions per traced call (mov rbp,rsp /

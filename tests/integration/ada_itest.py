@@ -1634,6 +1634,7 @@ def detail_check_program(rep, events, counts, in_set, stack_bytes):
     """The registers and stack bytes of the t_detail calls against what the
     program passed and returned (tests/targets/t_detail.c)."""
     seen = collections.Counter()
+    call_fp = {}  # (fn, call k) -> fp (rbp) of its call record
     tail = {}  # dt_tail call k -> (sp, lr) of its call record
     siblings = 0
     for i, e in enumerate(events):
@@ -1665,6 +1666,7 @@ def detail_check_program(rep, events, counts, in_set, stack_bytes):
         if e["kind"] == "call":
             k = seen[fn]
             seen[fn] += 1
+            call_fp[fn, k] = hexint(d["fp"])
             if fn == "dt_add6":
                 want = [k, k + 1, k + 2, k + 3, k + 4, k + 5]
                 got = [regs[r] for r in ("rdi", "rsi", "rdx", "rcx", "r8", "r9")]
@@ -1686,6 +1688,10 @@ def detail_check_program(rep, events, counts, in_set, stack_bytes):
                           "above the return address")
         else:
             k = seen[fn] - 1
+            # rbp is callee-saved: the function returns with the rbp it
+            # was called with, whether or not it uses it as a frame pointer.
+            rep.check(hexint(d["fp"]) == call_fp.get((fn, k)), "%s return %d: fp %#x, its call "
+                      "had %#x" % (fn, k, hexint(d["fp"]), call_fp.get((fn, k), 0)))
             if fn == "dt_add6":
                 rep.check(regs["rax"] == 6 * k + 15, "dt_add6 return %d: rax %d, expected %d"
                           % (k, regs["rax"], 6 * k + 15))

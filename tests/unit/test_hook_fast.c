@@ -65,6 +65,7 @@ static uint64_t *pushed_slot;
  * nothing). */
 static uint64_t seen_fn;
 static int bad_sp;
+static uint64_t want_rbp; /* the rbp the hooked function is called (and returns) with */
 
 /* The detail lane's fakes: the agent's hot globals (the fields the stub
  * reads, at offsets of this test's choosing), its own set, and a
@@ -155,6 +156,9 @@ static uint64_t fake_exit(uint64_t sp, int held)
 {
 	struct fake_entry *e = &ft.base[--ft.top];
 	bad_sp += e->slot != (uint64_t *)(uintptr_t)(sp - 8);
+	/* The function's rbp at sp-80 (the RETURN record's), rax at sp-8. */
+	bad_sp += ((const uint64_t *)(uintptr_t)sp)[-10] != want_rbp;
+	bad_sp += ((const uint64_t *)(uintptr_t)sp)[-1] != 0x1234;
 	if (held)
 		ft.in_hook &= ~1u;
 	CLOBBER();
@@ -373,6 +377,7 @@ static void call_checked(void)
 	for (int i = 0; i < 15; i++)
 		in[i] = 0x1111111111111111ull * (uint64_t)(i + 1) ^ 0x8000000000000000ull;
 	memset(t_dump, 0, 15 * sizeof(uint64_t));
+	want_rbp = in[1];
 	call_with_regs((void *)t_regs_dump, in, out);
 	for (int i = 0; i < 15; i++)
 		assert_int_equal(t_dump[i], in[i]);

@@ -222,9 +222,11 @@ static void test_return_trampoline(void **state)
 	static const uint8_t want[] = {
 	    0x50, 0x52, 0x51, 0x56, 0x57,                   /* push rax rdx rcx rsi rdi */
 	    0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53, /* push r8 r9 r10 r11 */
-	    0x48, 0x8d, 0x7c, 0x24, 0x48,                   /* lea rdi, [rsp+72] */
+	    0x55,                                           /* push rbp */
+	    0x48, 0x8d, 0x7c, 0x24, 0x50,                   /* lea rdi, [rsp+80] */
 	    0x48, 0xb8, 0xbc, 0x9a, 0x78, 0x56, 0x34, 0x12, 0x00, 0x00, /* mov rax, HANDLER */
 	    0xff, 0xd0,                                                 /* call rax */
+	    0x5d,                                                       /* pop rbp */
 	    0x4c, 0x8b, 0x5c, 0x24, 0x40,                               /* mov r11, [rsp+64] */
 	    0x48, 0x89, 0x44, 0x24, 0x40,                               /* mov [rsp+64], rax */
 	    0x4c, 0x89, 0xd8,                                           /* mov rax, r11 */

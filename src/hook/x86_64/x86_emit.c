@@ -237,19 +237,23 @@ static const uint8_t emit_ret_pop[] = {0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59,
 
 /* Reached by the hooked function's `ret`: rsp = S, the sp after the ret;
  * S-8 held the swapped return address. Stack while the handler runs:
- * rax at S-8 (reusing the dead slot), rdx S-16, ..., r11 S-72. Afterwards
- * the original return address goes into S-8 (r11 carries the saved rax
+ * rax at S-8 (reusing the dead slot), rdx S-16, ..., r11 S-72, rbp S-80
+ * (callee-saved, so the handler keeps it; saved only for the detail
+ * lane's RETURN record, handlers_detail_put_return). Afterwards the
+ * original return address goes into S-8 (r11 carries the saved rax
  * meanwhile: its own saved value is popped first) and a `ret` pops it, so
- * no register is needed to reach it and rsp ends at S. 24 instructions. */
+ * no register is needed to reach it and rsp ends at S. 26 instructions. */
 size_t hook_arch_emit_return_trampoline(uint8_t *buf, uint64_t buf_addr, uint64_t exit_handler)
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_RETURN_TRAMPOLINE_MAX, buf_addr, 1};
 
 	x86_put(&w, emit_ret_push, sizeof(emit_ret_push));
-	x86_put(&w, "\x48\x8d\x7c\x24\x48", 5); /* lea rdi, [rsp+72] = S */
+	x86_put_u8(&w, 0x55);                   /* push rbp: S-80, for the RETURN record */
+	x86_put(&w, "\x48\x8d\x7c\x24\x50", 5); /* lea rdi, [rsp+80] = S */
 	x86_put(&w, "\x48\xb8", 2);             /* mov rax, imm64 */
 	x86_put_u64(&w, exit_handler);
 	x86_put(&w, "\xff\xd0", 2);                      /* call rax: rax = original return */
+	x86_put_u8(&w, 0x5d);                            /* pop rbp (the handler keeps it) */
 	x86_put(&w, "\x4c\x8b\x5c\x24\x40", 5);          /* mov r11, [rsp+64] (saved rax) */
 	x86_put(&w, "\x48\x89\x44\x24\x40", 5);          /* mov [rsp+64], rax (S-8) */
 	x86_put(&w, "\x4c\x89\xd8", 3);                  /* mov rax, r11 */
@@ -766,6 +770,7 @@ size_t hook_arch_emit_return_trampoline_fast(uint8_t *buf, uint64_t buf_addr,
 		x86_put_u8(&w, EMIT_F_DETAIL);
 		emit_jump(&w, &l, CC_NE, FL_DECL);
 		x86_put(&w, emit_ret_push + 5, sizeof(emit_ret_push) - 5); /* push r8-r11 */
+		x86_put_u8(&w, 0x55);                                      /* push rbp */
 		emit_movabs_rax(&w, f->exit_member);
 		emit_jump(&w, &l, -1, FL_COMMON);
 	}
@@ -773,15 +778,19 @@ size_t hook_arch_emit_return_trampoline_fast(uint8_t *buf, uint64_t buf_addr,
 	 * body after its claim. */
 	l.at[FL_DECL] = w.len;
 	x86_put(&w, emit_ret_push + 5, sizeof(emit_ret_push) - 5); /* push r8-r11 */
+	x86_put_u8(&w, 0x55);                                      /* push rbp */
 	emit_movabs_rax(&w, f->exit_held);
 	emit_jump(&w, &l, -1, FL_COMMON);
 	l.at[FL_FULL] = w.len;
 	x86_put(&w, emit_ret_push, sizeof(emit_ret_push));
+	x86_put_u8(&w, 0x55); /* push rbp */
 	emit_movabs_rax(&w, f->exit_full);
-	/* The ordinary return trampoline after its handler's address. */
+	/* The ordinary return trampoline after its handler's address (rbp at
+	 * S-80 for the RETURN record). */
 	l.at[FL_COMMON] = w.len;
-	x86_put(&w, "\x48\x8d\x7c\x24\x48", 5);          /* lea rdi, [rsp+72] = S */
+	x86_put(&w, "\x48\x8d\x7c\x24\x50", 5);          /* lea rdi, [rsp+80] = S */
 	x86_put(&w, "\xff\xd0", 2);                      /* call rax: rax = original return */
+	x86_put_u8(&w, 0x5d);                            /* pop rbp */
 	x86_put(&w, "\x4c\x8b\x5c\x24\x40", 5);          /* mov r11, [rsp+64] (saved rax) */
 	x86_put(&w, "\x48\x89\x44\x24\x40", 5);          /* mov [rsp+64], rax (S-8) */
 	x86_put(&w, "\x4c\x89\xd8", 3);                  /* mov rax, r11 */
