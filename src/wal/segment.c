@@ -87,6 +87,7 @@ void ada_wal_io_free(struct ada_wal_io *io)
 		free(b->data);
 		free(b);
 	}
+	free(io->crcbat);
 	free(io);
 }
 
@@ -668,6 +669,8 @@ static int wal_write_final(struct ada_wal_file *f, struct ada_wal_file_summary *
 int ada_wal_file_finalize(struct ada_wal_file *f, struct ada_wal_file_summary *sum)
 {
 	struct ada_wal_file_summary s = {0};
+	if (f->io->crcbat_file == f)
+		wal_crcbat_fold(f->io); /* s.crc below reads f->crc */
 	wal_submit_cur(f);
 	while (f->inflight > 0 || f->sync_inflight > 0)
 		if (ada_wal_io_reap(f->io, true) < 0)
@@ -782,8 +785,64 @@ int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v)
 		if (r < 0)
 			return r;
 	}
-	f->crc ^= wal_crc32_patch_delta(d, off - ATF_HEADER_SIZE, f->end - ATF_HEADER_SIZE);
+	wal_crcbat_add(f, off - ATF_HEADER_SIZE, d);
 	return 0;
+}
+
+void wal_crcbat_fold(struct ada_wal_io *io)
+{
+	struct ada_wal_file *f = io->crcbat_file;
+	if (!f)
+		return;
+	uint8_t *p = io->crcbat + (io->crcbat_lo - io->crcbat_base);
+	size_t span = (size_t)(io->crcbat_hi - io->crcbat_lo);
+	/* zlib's crc32(c, x) = ~R(~c, x) with R the bare register update,
+	 * linear in (state, data): an initial value of ~0 leaves R(0, x), the
+	 * linear part of x alone (what wal_crc32_patch_delta builds from
+	 * crc(d) ^ crc(zeros)). Then carried over the bytes after the span. */
+	uint32_t lin = ~wal_crc32(0xffffffffu, p, span);
+	uint64_t after = f->end - ATF_HEADER_SIZE - io->crcbat_hi;
+	f->crc ^= after ? (uint32_t)crc32_combine(lin, 0, (z_off_t)after) : lin;
+	memset(p, 0, span);
+	io->crcbat_file = NULL;
+	io->crcbat_n = 0;
+}
+
+void wal_crcbat_add(struct ada_wal_file *f, uint64_t k, uint32_t d)
+{
+	struct ada_wal_io *io = f->io;
+	if (!io->crcbat && !(io->crcbat = calloc(1, WAL_CRCBAT_CAP))) {
+		/* no scratch: one combine per patch, as exact */
+		f->crc ^= wal_crc32_patch_delta(d, k, f->end - ATF_HEADER_SIZE);
+		return;
+	}
+	if (io->crcbat_file == f) {
+		uint64_t lo = k < io->crcbat_lo ? k : io->crcbat_lo;
+		uint64_t hi = k + 4 > io->crcbat_hi ? k + 4 : io->crcbat_hi;
+		if (k < io->crcbat_base || k + 4 > io->crcbat_base + WAL_CRCBAT_CAP ||
+		    hi - lo > (uint64_t)(io->crcbat_n + 1) * WAL_CRCBAT_PER)
+			wal_crcbat_fold(io);
+		else {
+			io->crcbat_lo = lo;
+			io->crcbat_hi = hi;
+		}
+	} else {
+		wal_crcbat_fold(io);
+	}
+	if (!io->crcbat_file) {
+		/* room both ways: the drain patches in rough event order, not
+		 * strictly increasing */
+		io->crcbat_file = f;
+		io->crcbat_base = k > WAL_CRCBAT_CAP / 2 ? k - WAL_CRCBAT_CAP / 2 : 0;
+		io->crcbat_lo = k;
+		io->crcbat_hi = k + 4;
+	}
+	uint8_t *p = io->crcbat + (k - io->crcbat_base);
+	uint32_t x;
+	memcpy(&x, p, 4);
+	x ^= d;
+	memcpy(p, &x, 4);
+	io->crcbat_n++;
 }
 
 void wal_file_set_has_detail(struct ada_wal_file *f)

@@ -49,6 +49,15 @@ struct ada_wal_io {
 	uint64_t alloc_open;             /* sum of their alloc (the disk budget's share) */
 	struct ada_lat_hist lat;
 	uint64_t bytes_written;
+	/* detail_seq patches' CRC changes not yet folded into their file's
+	 * crc (wal_crcbat_add): the XOR differences at their events-section
+	 * offsets k - crcbat_base, zeros elsewhere, touched span [crcbat_lo,
+	 * crcbat_hi). One file's batch at a time (the drain owns the io);
+	 * WAL_CRCBAT_CAP bytes, allocated at the first patch. */
+	uint8_t *crcbat;
+	struct ada_wal_file *crcbat_file; /* owner of the pending batch, or NULL */
+	uint64_t crcbat_base, crcbat_lo, crcbat_hi;
+	uint32_t crcbat_n;
 };
 
 struct ada_wal_file {
@@ -105,6 +114,21 @@ void wal_file_set_has_detail(struct ada_wal_file *f);
 /* The CRC change of a 4-byte XOR difference d at events-section offset k
  * when the CRC covers len bytes (exported for the unit test). */
 uint32_t wal_crc32_patch_delta(uint32_t d, uint64_t k, uint64_t len);
+/* Batched form of the above: queues the XOR difference d at events-section
+ * offset k for f's CRC; wal_crcbat_fold folds every queued one at once
+ * (one CRC over their span + one crc32_combine for the bytes after it,
+ * instead of one crc32_combine per patch). The sum is exact whatever the
+ * file's length did in between (the change of a difference D to the CRC
+ * over L bytes is lin(D) carried over the bytes after it). Folded before
+ * anything reads f->crc (finalize) and when the batch moves to another
+ * file or would span too much (exported for the unit test). */
+void wal_crcbat_add(struct ada_wal_file *f, uint64_t k, uint32_t d);
+void wal_crcbat_fold(struct ada_wal_io *io);
+/* The scratch's size and the span a batch may cover per queued patch
+ * (beyond it the batch is folded first: a sparse batch would cost more
+ * CRC bytes than the combines it saves). */
+#define WAL_CRCBAT_CAP (1u << 20)
+#define WAL_CRCBAT_PER 512u
 void wal_fill_header(struct atf_index_header *h, uint32_t tid, uint8_t arch, uint8_t clock);
 
 /* ada recover (recover_detail.c): finalizes the detail file dpath that a

@@ -103,6 +103,85 @@ static void test_crc_delta(void **state)
 	free(b);
 }
 
+/* The batched fold (wal_crcbat_add/fold) on two files' events sections:
+ * patches at random offsets and in random order, dense runs and sparse
+ * ones (folded early), the batch moving between the files, the files
+ * growing between patches. Each file's CRC must equal a full recompute
+ * and the old one-combine-per-patch sum at every fold. */
+static void test_crc_batch(void **state)
+{
+	(void)state;
+	enum { CAP = 3u << 20 };
+	struct ada_wal_io io;
+	memset(&io, 0, sizeof(io));
+	struct ada_wal_file f[2];
+	uint8_t *b[2];
+	uint32_t old_crc[2];
+	memset(f, 0, sizeof(f));
+	srand(11);
+	for (int j = 0; j < 2; j++) {
+		b[j] = malloc(CAP);
+		for (uint32_t i = 0; i < CAP; i++)
+			b[j][i] = (uint8_t)rand();
+		f[j].io = &io;
+		uint64_t len = (1u << 20) + (uint64_t)j * 4096;
+		f[j].end = ATF_HEADER_SIZE + len;
+		f[j].crc = (uint32_t)crc32(0, b[j], (uInt)len);
+		old_crc[j] = f[j].crc;
+	}
+	uint32_t folds = 0;
+	for (int t = 0; t < 20000; t++) {
+		int j = (rand() % 8) == 0; /* file 1 now and then: the batch moves */
+		uint64_t len = f[j].end - ATF_HEADER_SIZE;
+		int kind = rand() % 100;
+		if (kind == 0 && len + 65536 <= CAP) { /* the file grows */
+			uint32_t n = (uint32_t)(rand() % 65536);
+			f[j].crc = (uint32_t)crc32(f[j].crc, b[j] + len, n);
+			old_crc[j] = (uint32_t)crc32(old_crc[j], b[j] + len, n);
+			f[j].end += n;
+			continue;
+		}
+		uint64_t k;
+		if (kind < 80) /* dense: near the end, in rough order */
+			k = len - 4 - (uint64_t)(rand() % (len < 8192 ? len - 3 : 8192));
+		else if (kind < 95) /* anywhere, any alignment */
+			k = (uint64_t)rand() % (len - 3);
+		else /* the ends of the section */
+			k = (kind & 1) ? 0 : len - 4;
+		uint32_t old, v = (uint32_t)rand();
+		memcpy(&old, b[j] + k, 4);
+		memcpy(b[j] + k, &v, 4);
+		wal_crcbat_add(&f[j], k, old ^ v);
+		old_crc[j] ^= wal_crc32_patch_delta(old ^ v, k, len);
+		if (rand() % 500 == 0) {
+			wal_crcbat_fold(&io);
+			folds++;
+			for (int q = 0; q < 2; q++)
+				if (io.crcbat_file != &f[q]) {
+					uint64_t l = f[q].end - ATF_HEADER_SIZE;
+					assert_int_equal(f[q].crc,
+					                 (uint32_t)crc32(0, b[q], (uInt)l));
+					assert_int_equal(f[q].crc, old_crc[q]);
+				}
+		}
+	}
+	assert_true(folds > 0);
+	wal_crcbat_fold(&io);
+	assert_null(io.crcbat_file);
+	for (int j = 0; j < 2; j++) {
+		uint64_t l = f[j].end - ATF_HEADER_SIZE;
+		assert_int_equal(f[j].crc, (uint32_t)crc32(0, b[j], (uInt)l));
+		assert_int_equal(f[j].crc, old_crc[j]);
+		free(b[j]);
+	}
+	/* the scratch is all zeros again after the folds */
+	for (uint32_t i = 0; i < WAL_CRCBAT_CAP; i++)
+		if (io.crcbat[i]) {
+			fail_msg("scratch byte %u not cleared", i);
+		}
+	free(io.crcbat);
+}
+
 /* ---- detail.atf writer: the same bytes as the format library's writer ---- */
 
 struct rec_bytes {
@@ -497,6 +576,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_crc_delta),
+	    cmocka_unit_test(test_crc_batch),
 	    cmocka_unit_test_setup_teardown(test_dfile_golden, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_patch_everywhere, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_all, setup, teardown),
