@@ -1,6 +1,6 @@
 /*
  * bench/keysym_bench: the cost of one key-symbol membership test
- * (ada_keysym_test + ada_keysym_contains_at, src/keysym/keysym.h) per
+ * (ada_keysym_test + ada_keysym_lookup_at, src/keysym/keysym.h) per
  * container (bitset, CRoaring, hash) at 1 K, 100 K and 10 M member ids,
  * cache-hot (256 ids asked over and over) and cache-cold (the blob's lines
  * flushed with clflush before each timed test). Half the ids asked are
@@ -52,7 +52,7 @@ static volatile int sink;
 static bool ks_has(const uint8_t *b, uint64_t mask, uint64_t id)
 {
 	int r = ada_keysym_test(b, mask, 0, id);
-	return r == ADA_KEYSYM_ASK ? ada_keysym_contains_at(b, mask, 0, id) : r;
+	return r == ADA_KEYSYM_ASK ? ada_keysym_lookup_at(b, mask, 0, id) == 1 : r;
 }
 
 /* Members: n ids of module 1 among `range` (runs of 8 for CRoaring,

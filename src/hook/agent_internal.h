@@ -18,6 +18,7 @@
 
 #include "hook.h"
 #include "hook_mem.h"
+#include "keysym.h"
 
 /* What on_enter does for a few functions that change the stack under
  * the shadow stack's feet (docs/hooks.md, "special functions"). */
@@ -64,6 +65,23 @@ static inline bool agent_dset_has(const struct agent_dset *ds, uint64_t fn_id)
 	if (__builtin_expect(i < ds->nbits && m <= ds->max_mod, 1))
 		return (ds->bits[m][i >> 6] >> (i & 63)) & 1u;
 	return ds->all; /* "every function" sets have no bitmap (nbits 0) */
+}
+
+/* The out-of-line answer of the detail lane (handlers.c,
+ * handlers_enter_detail_ask) for the current blob at cur: the blob's
+ * container, or, for a module the blob has no entry for (built before the
+ * recorder read that module, or loaded after: ADA_KEYSYM_UNKNOWN), the
+ * agent's own set ds, built from the start-time rules. An own set
+ * without rules ("every function": `all`) says nothing about what the
+ * recorder chose: not a member, as the blob would say. O(1), no lock,
+ * no library. */
+static inline bool agent_detail_ask(const uint8_t *area, uint64_t mask, uint64_t cur,
+                                    const struct agent_dset *ds, uint64_t fn_id)
+{
+	int r = ada_keysym_lookup_at(area, mask, cur, fn_id);
+	if (__builtin_expect(r != ADA_KEYSYM_UNKNOWN, 1))
+		return r;
+	return !ds->all && agent_dset_has(ds, fn_id);
 }
 
 static inline uint32_t agent_stack_take(uint64_t lo, uint64_t hi, uint64_t rsp, uint32_t want,

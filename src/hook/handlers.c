@@ -855,7 +855,8 @@ _Static_assert(sizeof(((struct agent_dset *)0)->all) == 4 &&
  * key-symbol set once it published one (src/keysym/keysym.h: masked
  * loads inside the arena's key-symbol area, no call), else the agent's
  * own (dset). 1 member, 0 not, ADA_KEYSYM_ASK: a hash or CRoaring
- * container, answered out of line (handlers_enter_detail_ask). The
+ * container, or a module the blob has no entry for (then the own set
+ * answers), out of line (handlers_enter_detail_ask). The
  * key-symbol swap's grace period counts on the event this handler
  * publishes after the test (docs/internals.md, "The key-symbol swap"). */
 static inline int handlers_detail_member(uint64_t fn_id)
@@ -1163,13 +1164,18 @@ handlers_enter_member_fixed(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_
 }
 
 /* A hash or CRoaring container decides (its lookup has loops: out of
- * line, so the handler above keeps no frame). Same steps after. */
+ * line, so the handler above keeps no frame), or, for a module the blob
+ * has no entry for, the agent's own set (agent_detail_ask). Same steps
+ * after. */
 __attribute__((hot, noinline)) HANDLERS_REALIGN static void
 handlers_enter_detail_ask(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
                           const struct ada_hook_regs *regs, bool fixed)
 {
 	uint64_t cur = atomic_load_explicit(agent_hot.ks_cur, memory_order_relaxed); /* as tested */
-	if (!ada_keysym_contains_at(agent_hot.ks_area, agent_hot.ks_mask, cur, fn_id))
+	/* Acquire: pairs with the release store that publishes a set
+	 * (agent_detail_set_update()): its bitmaps are seen complete. */
+	const struct agent_dset *ds = atomic_load_explicit(&agent_hot.dset, memory_order_acquire);
+	if (!agent_detail_ask(agent_hot.ks_area, agent_hot.ks_mask, cur, ds, fn_id))
 		return handlers_enter_index(s, fn_id, ret_slot);
 	if (fixed)
 		return handlers_enter_member_fixed(s, fn_id, ret_slot, regs);

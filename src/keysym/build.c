@@ -426,6 +426,7 @@ static int ks_info_fill(const struct ada_keysym_builder *b, uint32_t n,
 	info->bytes = h->bytes;
 	info->xxh64 = h->xxh64;
 	info->all = h->flags & ADA_KEYSYM_F_ALL;
+	info->entries = h->n_mods;
 	if (n && !(info->mods = calloc(n, sizeof(*info->mods))))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {

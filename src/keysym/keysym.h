@@ -15,7 +15,7 @@
  *     (ada_keysym_choose()): a dense bitset, a CRoaring frozen bitmap with
  *     an O(1) chunk directory in front of it, or a flat open-addressing
  *     hash set whose groups are one cache line each.
- *   - The agent only reads blobs, through ada_keysym_contains_at(): every
+ *   - The agent only reads blobs, through ada_keysym_lookup_at(): every
  *     load it makes is masked into the region that holds the blob, so a
  *     blob that is malformed, or rewritten while it is read, can give a
  *     wrong answer but never a read outside the region, and every loop is
@@ -25,7 +25,7 @@
  *   - Which blob is current, and when an old one may be reused, is the
  *     region protocol below (struct ada_keysym_region, the RCU swap).
  *
- * Nothing here allocates or calls a library from ada_keysym_contains_at()
+ * Nothing here allocates or calls a library from ada_keysym_lookup_at()
  * and what it inlines: it is hook context (ADA_HOOKCTX).
  */
 #ifndef ADA_KEYSYM_H
@@ -216,11 +216,21 @@ static inline bool ks_roaring_has(const uint8_t *base, uint64_t mask, uint64_t b
 }
 
 /* The inline part of the test: 1 member, 0 not, ADA_KEYSYM_ASK for a
- * hash or CRoaring container (then ada_keysym_contains_at() answers, out
- * of line). For fn_id ((module_id << 32) | symbol_index) and the blob at
- * offset `blob` of the region [base, base + mask]. Hook context: no call,
- * no loop, four loads. */
+ * hash or CRoaring container, and for a module the blob has no directory
+ * entry for (module id >= n_mods: the recorder built the set before it
+ * read that module's symbols, or the module was loaded after); then
+ * ada_keysym_lookup_at() answers, out of line. For fn_id ((module_id <<
+ * 32) | symbol_index) and the blob at offset `blob` of the region [base,
+ * base + mask]. Hook context: no call, no loop, four loads.
+ *
+ * A blob says nothing about a module it has no entry for: that is not
+ * "not a member". The agent answers such a module from its own set (the
+ * start-time rules: handlers.c, agent_detail_ask); everyone else
+ * (recorder, tools, ada_keysym_contains_at) takes it as "not a member of
+ * this blob" (docs/internals.md, "Key-symbol sets"). */
 #define ADA_KEYSYM_ASK 2
+/* ada_keysym_lookup_at(): the blob has no entry for the module. */
+#define ADA_KEYSYM_UNKNOWN 3
 static inline int ada_keysym_test(const uint8_t *base, uint64_t mask, uint64_t blob, uint64_t fn_id)
 {
 	uint64_t m8 = mask & ~(uint64_t)7, m = fn_id >> 32;
@@ -229,7 +239,7 @@ static inline int ada_keysym_test(const uint8_t *base, uint64_t mask, uint64_t b
 	if (h & ADA_KEYSYM_F_ALL) /* flags | n_mods << 32 */
 		return 1;
 	if (m >= h >> 32)
-		return 0;
+		return ADA_KEYSYM_ASK; /* no entry: ada_keysym_lookup_at() says so */
 	uint64_t e = blob + sizeof(struct ada_keysym_header) + 16 * m;
 	uint64_t kp = ks_ld8(base, m8, e); /* kind | param << 32 */
 	uint32_t kind = (uint32_t)kp, param = (uint32_t)(kp >> 32);
@@ -242,21 +252,34 @@ static inline int ada_keysym_test(const uint8_t *base, uint64_t mask, uint64_t b
 	return kind == ADA_KEYSYM_HASH || kind == ADA_KEYSYM_ROARING ? ADA_KEYSYM_ASK : 0;
 }
 
-/* The whole test (what ada_keysym_test leaves to ask too). Hook context:
+/* The whole test (what ada_keysym_test leaves to ask too): 1 member, 0
+ * not, ADA_KEYSYM_UNKNOWN when the blob has no entry for the module (its
+ * id >= n_mods; the caller decides, see ada_keysym_test). Hook context:
  * O(1) (every loop has a constant bound), no lock, no allocation, no
  * library. */
-__attribute__((noinline, unused)) static bool
-ada_keysym_contains_at(const uint8_t *base, uint64_t mask, uint64_t blob, uint64_t fn_id)
+__attribute__((noinline, unused)) static int
+ada_keysym_lookup_at(const uint8_t *base, uint64_t mask, uint64_t blob, uint64_t fn_id)
 {
 	int r = ada_keysym_test(base, mask, blob, fn_id);
 	if (r != ADA_KEYSYM_ASK)
 		return r;
-	uint64_t e = blob + sizeof(struct ada_keysym_header) + 16 * (fn_id >> 32);
+	uint64_t m = fn_id >> 32;
+	if (m >= ks_rd32(base, mask, blob + offsetof(struct ada_keysym_header, n_mods)))
+		return ADA_KEYSYM_UNKNOWN;
+	uint64_t e = blob + sizeof(struct ada_keysym_header) + 16 * m;
 	uint32_t kind = ks_rd32(base, mask, e), param = ks_rd32(base, mask, e + 4);
 	uint64_t body = blob + ks_rd32(base, mask, e + 8);
 	if (kind == ADA_KEYSYM_HASH)
 		return ks_hash_has(base, mask, body, param, (uint32_t)fn_id);
 	return ks_roaring_has(base, mask, blob, body, (uint32_t)fn_id);
+}
+
+/* Membership in this blob alone: a module it has no entry for is not a
+ * member (recorder, tools, tests; the agent uses ada_keysym_lookup_at()). */
+__attribute__((unused)) static inline bool
+ada_keysym_contains_at(const uint8_t *base, uint64_t mask, uint64_t blob, uint64_t fn_id)
+{
+	return ada_keysym_lookup_at(base, mask, blob, fn_id) == 1;
 }
 
 /* The smallest power of two >= len, minus one: the mask that
@@ -283,6 +306,11 @@ struct ada_keysym_info {
 	uint32_t all;                     /* ADA_KEYSYM_F_ALL */
 	uint32_t n_mods;                  /* entries in mods[] (modules with a container) */
 	struct ada_keysym_mod_info *mods; /* owned by whoever filled it: ada_keysym_info_fini() */
+	/* The header's n_mods: the directory's entries. A module id below it
+	 * the builder was not told about has an empty entry (not a member);
+	 * one at or above it is unknown to the set (ada_keysym_test). */
+	uint32_t entries;
+	uint32_t reserved;
 };
 void ada_keysym_info_fini(struct ada_keysym_info *info);
 

@@ -168,7 +168,8 @@ static int ks_info_from_blob(const struct ks_check *c, const struct ada_keysym_h
 {
 	memset(info, 0, sizeof(*info));
 	*info = (struct ada_keysym_info){
-	    h->version, h->members, h->bytes, h->xxh64, h->flags & ADA_KEYSYM_F_ALL, 0, NULL};
+	    h->version, h->members, h->bytes,  h->xxh64, h->flags & ADA_KEYSYM_F_ALL,
+	    0,          NULL,       h->n_mods, 0};
 	if (h->n_mods && !(info->mods = calloc(h->n_mods, sizeof(*info->mods))))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < h->n_mods; i++) {

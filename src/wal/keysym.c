@@ -192,6 +192,7 @@ static json_t *ks_version_json(const struct ada_keysym_info *in, uint64_t now_ns
 	json_object_set_new(o, "version", json_integer((json_int_t)in->version));
 	json_object_set_new(o, "time_ns", json_integer((json_int_t)now_ns));
 	json_object_set_new(o, "all", json_boolean(in->all));
+	json_object_set_new(o, "entries", json_integer((json_int_t)in->entries));
 	json_object_set_new(o, "members", json_integer((json_int_t)in->members));
 	json_object_set_new(o, "bytes", json_integer((json_int_t)in->bytes));
 	json_object_set_new(o, "xxh64", json_string(x));

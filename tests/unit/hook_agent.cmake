@@ -13,4 +13,6 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
   # dladdr1 must see the test's own functions: export them.
   set_target_properties(test_agent_symbols PROPERTIES ENABLE_EXPORTS ON)
   target_link_libraries(test_agent_syms PRIVATE ada_atf)
+  # test_agent_detail builds key-symbol blobs (agent_detail_ask).
+  target_link_libraries(test_agent_detail PRIVATE ada_keysym)
 endif()

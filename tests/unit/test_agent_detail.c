@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -96,6 +97,51 @@ static void test_dset(void **state)
 	assert_false(agent_dset_has(&some, (99ull << 32) | 2));
 }
 
+/* The detail lane's out-of-line answer (agent_detail_ask): a module the
+ * recorder's blob has no entry for follows the agent's own set; a blob's
+ * entry wins over the own set; an own set without rules ("every
+ * function") answers "not a member" for such a module. */
+static void test_detail_ask_unknown_module(void **state)
+{
+	(void)state;
+	static const uint64_t zero[2];
+	static const uint64_t m1[2] = {0x5ull, 1ull << 3}; /* symbols 0, 2, 67 */
+	static const uint64_t *const bits[4] = {zero, m1, zero, m1};
+	struct agent_dset every = {.all = 1};
+	struct agent_dset none = {.nbits = 0};
+	struct agent_dset own = {.nbits = 128, .max_mod = 3, .bits = bits};
+	/* The blob: module 0 only (n_mods 1), a bitset with symbol 2. */
+	struct ada_keysym_builder *b;
+	assert_int_equal(ada_keysym_builder_new(&b), 0);
+	assert_int_equal(ada_keysym_builder_module(b, 0, 64), 0);
+	uint32_t two = 2;
+	assert_int_equal(ada_keysym_builder_add(b, 0, &two, 1), 0);
+	size_t len = ada_keysym_builder_size(b);
+	uint8_t *blob = aligned_alloc(64, len);
+	assert_non_null(blob);
+	assert_int_equal(ada_keysym_builder_write(b, 1, blob, len, NULL), 0);
+	ada_keysym_builder_free(b);
+	uint64_t mask = ada_keysym_mask_for(len);
+	assert_int_equal(((const struct ada_keysym_header *)blob)->n_mods, 1);
+	/* module 1 >= n_mods: the own set's bit */
+	assert_true(agent_detail_ask(blob, mask, 0, &own, 1ull << 32 | 67));
+	assert_true(agent_detail_ask(blob, mask, 0, &own, 1ull << 32 | 0));
+	assert_false(agent_detail_ask(blob, mask, 0, &own, 1ull << 32 | 1));
+	assert_true(agent_detail_ask(blob, mask, 0, &own, 3ull << 32 | 2));
+	/* own set: a module with no member, one beyond it, past its bitmaps */
+	assert_false(agent_detail_ask(blob, mask, 0, &own, 2ull << 32 | 2));
+	assert_false(agent_detail_ask(blob, mask, 0, &own, 9ull << 32 | 2));
+	assert_false(agent_detail_ask(blob, mask, 0, &own, 1ull << 32 | 200));
+	/* no own set: not a member */
+	assert_false(agent_detail_ask(blob, mask, 0, &none, 1ull << 32 | 67));
+	assert_false(agent_detail_ask(blob, mask, 0, &every, 1ull << 32 | 67));
+	/* module 0 has an entry: the blob decides, whatever the own set says */
+	assert_true(agent_detail_ask(blob, mask, 0, &none, 0ull << 32 | 2));
+	assert_false(agent_detail_ask(blob, mask, 0, &every, 0ull << 32 | 0));
+	assert_false(agent_detail_ask(blob, mask, 0, &own, 0ull << 32 | 0));
+	free(blob);
+}
+
 static void test_config_keys(void **state)
 {
 	(void)state;
@@ -125,6 +171,7 @@ int main(void)
 	    cmocka_unit_test(test_stack_take_bounds),
 	    cmocka_unit_test(test_stack_take_no_fault),
 	    cmocka_unit_test(test_dset),
+	    cmocka_unit_test(test_detail_ask_unknown_module),
 	    cmocka_unit_test(test_config_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -458,8 +458,9 @@ static void emit_md(struct x86_writer *w, int w64, uint8_t op, uint8_t reg, uint
  * 8-byte aligned: ks_ld8). Outside the set: falls through (FL_NONMEM);
  * a member (the "every function" flag, a FULL module, a bitset or own
  * bitmap bit, an own set's `all`): FL_MEMBER; a hash or CRoaring
- * container (ADA_KEYSYM_ASK) or an unknown kind: FL_DECL, where the C
- * handler tests again. Nothing is stored. */
+ * container or a module without a directory entry (ADA_KEYSYM_ASK) or an
+ * unknown kind: FL_DECL, where the C handler tests again. Nothing is
+ * stored. */
 static void emit_detail_test(struct x86_writer *w, struct emit_labels *l,
                              const struct hook_arch_fast *f, uint8_t k)
 {
@@ -490,8 +491,11 @@ static void emit_detail_test(struct x86_writer *w, struct emit_labels *l,
 	x86_put(w, "\x48\xc1\xe9\x20", 4); /* shr rcx, 32: n_mods */
 	x86_put(w, "\x48\x81\xf9", 3);     /* cmp rcx, module */
 	x86_put_u32(w, f->module);
-	emit_jump(w, l, CC_BE, FL_NONMEM); /* no entry: not a member */
-	x86_put(w, "\x48\x8d\x88", 3);     /* lea rcx, [rax+e]: kind | param */
+	/* No entry (the blob was built before the recorder read this
+	 * module, or the module came later): the C handler asks the own
+	 * set (agent_detail_ask), as for ADA_KEYSYM_ASK. */
+	emit_jump(w, l, CC_BE, FL_DECL);
+	x86_put(w, "\x48\x8d\x88", 3); /* lea rcx, [rax+e]: kind | param */
 	x86_put_u32(w, (uint32_t)e);
 	x86_put(w, "\x48\x21\xd1", 3);     /* and rcx, rdx */
 	x86_put(w, "\x48\x8b\x0c\x0e", 4); /* mov rcx, [rsi+rcx] */
