@@ -254,8 +254,10 @@ static void eval_return(struct ada_trigger_thread *t, const struct trig_frame *f
 {
 	struct ada_trigger_engine *e = t->p->e;
 	uint64_t m = f->mask;
-	if (f->gen != e->gen && e->want_names) /* the set changed since the call */
-		m = eval_verdict(t->p, f->fn_id);
+	/* The set changed since the call: the current one's verdict (none
+	 * when no trigger wants names: a removed trigger judges nothing). */
+	if (f->gen != e->gen)
+		m = e->want_names ? eval_verdict(t->p, f->fn_id) : 0;
 	if (!m)
 		return;
 	uint64_t dur = ret_ns - f->call_ns;
@@ -305,7 +307,7 @@ struct eval_regs {
 	size_t head, n; /* word-sized: as uint32_t pairs gcc kept them in one vector register */
 };
 
-/* A leaf call: the CALL ev[0] at depth d, taking the fast path (so no
+/* A leaf call: the CALL ev[0] at depth d, taken by the plain loop (so no
  * trigger wants names: its frame would carry no mask), followed at once
  * by the RETURN of the same function at d, which would match and pop that
  * frame: together they leave the stack as it was, so neither is pushed
@@ -318,38 +320,73 @@ static inline bool eval_leaf(const struct atf_index_event *ev, const struct atf_
 	       !(ev->call_depth & ADA_TRIGGER_CRASH_DEPTH_FLAG);
 }
 
-/* The usual event, done inline (ada_trigger_feed() runs for every event the
- * drain takes): a CALL that needs no unwinding and no name verdict (with
- * its RETURN when it is a leaf call, eval_leaf()), or the RETURN of the
- * top frame with nothing to judge. Exactly what eval_call()/eval_close()
- * would do for them; returns the events done (0: nothing changed, the
- * event takes the general path). */
-static inline size_t eval_fast(struct ada_trigger_thread *t, struct eval_regs *s, uint64_t want,
-                               uint64_t gen, const struct atf_index_event *ev,
-                               const struct atf_index_event *end)
+/* While some trigger wants names, the usual RETURN done inline: the
+ * RETURN of the top frame with nothing to judge (no mask, verdict of the
+ * current set). Exactly what eval_close() would do for it; returns the
+ * events done (0: nothing changed, the event takes the general path). */
+static inline size_t eval_fast(struct ada_trigger_thread *t, struct eval_regs *s, uint64_t gen,
+                               const struct atf_index_event *ev)
 {
-	struct trig_frame *top = s->n ? &t->fr[(s->head - 1) & TRIG_FRAME_MASK] : NULL;
-	uint32_t depth = ev->call_depth, kind = ev->event_kind;
-	if (kind == ATF_EVENT_CALL) {
-		if (want || (depth && top && top->depth > depth - 1) ||
-		    s->n == ADA_TRIGGER_STACK_FRAMES)
-			return 0;
-		if (eval_leaf(ev, end))
-			return 2;
-		struct trig_frame *f = &t->fr[s->head];
-		*f = (struct trig_frame){
-		    .fn_id = ev->function_id, .call_ns = ev->timestamp_ns, .depth = depth};
-		s->head = (s->head + 1) & TRIG_FRAME_MASK;
-		s->n++;
-		return 1;
-	}
-	if (kind != ATF_EVENT_RETURN || !top || top->depth != depth ||
+	const struct trig_frame *top = &t->fr[(s->head - 1) & TRIG_FRAME_MASK];
+	uint32_t depth = ev->call_depth;
+	if (ev->event_kind != ATF_EVENT_RETURN || !s->n || top->depth != depth ||
 	    top->fn_id != ev->function_id || (depth & ADA_TRIGGER_CRASH_DEPTH_FLAG) || top->mask ||
-	    (top->gen != gen && want))
+	    top->gen != gen)
 		return 0;
 	s->head = (s->head - 1) & TRIG_FRAME_MASK;
 	s->n--;
 	return 1;
+}
+
+/* The plain loop, while no trigger wants names: no CALL needs a verdict
+ * and no RETURN has anything to judge (a frame that has a mask was pushed
+ * under another set, and eval_return() judges nothing once no trigger
+ * wants names). The frames are still kept, for the stacks at death and
+ * for a latency or p99 trigger armed later, whose first RETURNs judge
+ * calls opened before it (eval_return() asks for their verdict then).
+ * The same as eval_call()/eval_close() for each event it takes (the usual
+ * ones: a CALL that unwinds nothing and pushes nothing out, a leaf pair,
+ * the RETURN of the top frame), with the top frame's function and depth
+ * held in registers; stops at the first other event and returns the
+ * events done. */
+static size_t eval_plain(struct ada_trigger_thread *t, struct eval_regs *s,
+                         const struct atf_index_event *ev, size_t n)
+{
+	size_t head = s->head, cnt = s->n;
+	const struct trig_frame *top = &t->fr[(head - 1) & TRIG_FRAME_MASK];
+	uint64_t top_fn = top->fn_id;
+	uint32_t floor = cnt ? top->depth : 0; /* a CALL at depth d unwinds when d - 1 < floor */
+	const struct atf_index_event *e = ev, *end = ev + n;
+	while (e < end) {
+		uint32_t depth = e->call_depth;
+		if (e->event_kind == ATF_EVENT_CALL) {
+			if (depth - 1 < floor || cnt == ADA_TRIGGER_STACK_FRAMES)
+				break; /* unwinds (depth 0 wraps: never), or pushes one out */
+			if (eval_leaf(e, end)) {
+				e += 2;
+				continue;
+			}
+			t->fr[head] = (struct trig_frame){
+			    .call_ns = e->timestamp_ns, .fn_id = e->function_id, .depth = depth};
+			head = (head + 1) & TRIG_FRAME_MASK;
+			cnt++;
+			top_fn = e->function_id;
+			floor = depth;
+		} else if (e->event_kind == ATF_EVENT_RETURN && cnt && floor == depth &&
+		           top_fn == e->function_id && !(depth & ADA_TRIGGER_CRASH_DEPTH_FLAG)) {
+			head = (head - 1) & TRIG_FRAME_MASK;
+			cnt--;
+			top = &t->fr[(head - 1) & TRIG_FRAME_MASK];
+			top_fn = top->fn_id;
+			floor = cnt ? top->depth : 0;
+		} else {
+			break;
+		}
+		e++;
+	}
+	s->head = head;
+	s->n = cnt;
+	return (size_t)(e - ev);
 }
 
 void ada_trigger_feed(struct ada_trigger_thread *t, const struct atf_index_event *ev, size_t n)
@@ -359,7 +396,8 @@ void ada_trigger_feed(struct ada_trigger_thread *t, const struct atf_index_event
 	uint64_t want = e->want_names, gen = e->gen;
 	struct eval_regs s = {.head = t->head, .n = t->n};
 	for (size_t i = 0; i < n;) {
-		size_t done = eval_fast(t, &s, want, gen, &ev[i], ev + n);
+		size_t done =
+		    !want ? eval_plain(t, &s, &ev[i], n - i) : eval_fast(t, &s, gen, &ev[i]);
 		if (done) {
 			i += done;
 			continue;

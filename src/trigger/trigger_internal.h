@@ -71,12 +71,14 @@ struct ada_trigger_proc {
 	size_t pcap, pn;
 };
 
+/* call_ns and fn_id first, as in the index event (timestamp_ns,
+ * function_id): a push copies them as one 16-byte move. */
 struct trig_frame {
-	uint64_t fn_id;
 	uint64_t call_ns;
+	uint64_t fn_id;
+	uint32_t depth;
 	uint64_t mask; /* latency/p99 slots that match fn_id */
 	uint64_t gen;
-	uint32_t depth;
 };
 
 struct ada_trigger_thread {

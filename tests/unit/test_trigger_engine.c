@@ -588,6 +588,176 @@ static void test_leaf_pairs_as_single_events(void **state)
 	free(s);
 }
 
+/* The frame stack as docs/internals.md states it, event by event: a CALL
+ * at depth d first closes the frames deeper than d - 1, a RETURN or an
+ * EXCEPTION at d those deeper than d and then its own (or counts a
+ * mismatch), a crash marker closes nothing; the innermost
+ * ADA_TRIGGER_STACK_FRAMES frames are kept. */
+struct model {
+	struct ada_trigger_frame *f; /* f[lo..top) open, innermost last */
+	size_t lo, top;
+	uint64_t dropped, mismatch;
+	int crash;
+};
+
+static void model_feed(struct model *m, const struct atf_index_event *e)
+{
+	uint32_t d = e->call_depth;
+	if (e->event_kind == ATF_EVENT_CALL) {
+		while (d && m->top > m->lo && m->f[m->top - 1].depth > d - 1)
+			m->top--, m->mismatch++;
+		m->f[m->top++] = (struct ada_trigger_frame){
+		    .fn_id = e->function_id, .call_ns = e->timestamp_ns, .depth = d};
+		if (m->top - m->lo > ADA_TRIGGER_STACK_FRAMES)
+			m->lo++, m->dropped++;
+		return;
+	}
+	if (d & ADA_TRIGGER_CRASH_DEPTH_FLAG) {
+		m->crash = (int)(d & ~ADA_TRIGGER_CRASH_DEPTH_FLAG);
+		return;
+	}
+	while (m->top > m->lo && m->f[m->top - 1].depth > d)
+		m->top--, m->mismatch++;
+	if (m->top > m->lo && m->f[m->top - 1].depth == d &&
+	    m->f[m->top - 1].fn_id == e->function_id)
+		m->top--;
+	else
+		m->mismatch++;
+}
+
+static void model_check(const struct model *m, struct rig *r)
+{
+	struct ada_trigger_frame f[ADA_TRIGGER_STACK_FRAMES];
+	uint32_t depth;
+	size_t n = ada_trigger_thread_stack(r->t, f, ADA_TRIGGER_STACK_FRAMES, &depth);
+	assert_int_equal(n, m->top - m->lo);
+	assert_int_equal(depth, n ? m->f[m->top - 1].depth : 0);
+	for (size_t k = 0; k < n; k++) {
+		assert_int_equal(f[k].fn_id, m->f[m->top - 1 - k].fn_id);
+		assert_int_equal(f[k].call_ns, m->f[m->top - 1 - k].call_ns);
+		assert_int_equal(f[k].depth, m->f[m->top - 1 - k].depth);
+	}
+	struct ada_trigger_stats st;
+	ada_trigger_get_stats(r->e, &st);
+	assert_int_equal(st.stack_dropped, m->dropped);
+	assert_int_equal(st.stack_mismatch, m->mismatch);
+	assert_int_equal(ada_trigger_thread_crash(r->t, NULL), m->crash);
+}
+
+/* The feed's three loops (plain: no trigger wants names; fast; general)
+ * keep the stack the model keeps, in batches of
+ * 1 to 64 events, while a latency trigger is armed (frames get masks),
+ * removed (masked frames still open) and armed again. */
+static void test_stack_matches_model(void **state)
+{
+	(void)state;
+	enum { N = 200000 };
+	struct atf_index_event *s = calloc(N, sizeof(*s));
+	struct model m = {.f = calloc(N, sizeof(*m.f))};
+	assert_non_null(s);
+	assert_non_null(m.f);
+	struct rig r;
+	rig_init(&r, SEC, SEC, 0, 0);
+	/* At depth 0: a RETURN on an empty stack matches nothing, whatever the
+	 * frame memory behind it holds. */
+	s[0] = (struct atf_index_event){T0, FN(1), 77, ATF_EVENT_CALL, 0, ATF_NO_DETAIL};
+	s[1] = (struct atf_index_event){T0 + 1, FN(1), 77, ATF_EVENT_RETURN, 0, ATF_NO_DETAIL};
+	s[2] = (struct atf_index_event){T0 + 2, 0, 77, ATF_EVENT_RETURN, 0, ATF_NO_DETAIL};
+	ada_trigger_feed(r.t, s, 3);
+	for (size_t j = 0; j < 3; j++)
+		model_feed(&m, &s[j]);
+	model_check(&m, &r);
+	assert_int_equal(m.mismatch, 1);
+	size_t n = leaf_stream(s, N);
+	struct ada_trigger_spec spec;
+	assert_int_equal(ada_trigger_parse("latency=function:parse>1s", &spec, NULL, 0), 0);
+	uint32_t id = 0;
+	bool armed = false;
+	uint64_t x = 7;
+	for (size_t from = 0, to; from < n; from = to) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		to = from + 1 + (size_t)(x >> 58);
+		to = to < n ? to : n;
+		if ((from / 20000) % 2 != armed) { /* 20 000 events plain, 20 000 armed */
+			if (armed)
+				assert_int_equal(ada_trigger_remove(r.e, id), 0);
+			else
+				assert_int_equal(ada_trigger_add(r.e, &spec, 0, &id), 0);
+			armed = !armed;
+		}
+		ada_trigger_feed(r.t, s + from, to - from);
+		for (size_t j = from; j < to; j++)
+			model_feed(&m, &s[j]);
+		model_check(&m, &r);
+	}
+	assert_true(m.dropped > 0 && m.mismatch > 0 && m.crash == 11); /* every case reached */
+	rig_fini(&r);
+	free(m.f);
+	free(s);
+}
+
+/* A latency trigger armed while calls are open judges them at their
+ * RETURN with their true duration, though their CALLs were kept while no
+ * trigger wanted names (the plain loop). */
+static void test_latency_armed_while_open(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, SEC, SEC, 0, 0);
+	struct atf_index_event b[] = {
+	    {T0, FN(1), 77, ATF_EVENT_CALL, 1, ATF_NO_DETAIL},
+	    {T0 + MS, FN(2), 77, ATF_EVENT_CALL, 2, ATF_NO_DETAIL},
+	    {T0 + 2 * MS, FN(4), 77, ATF_EVENT_CALL, 3, ATF_NO_DETAIL},
+	    {T0 + 3 * MS, FN(4), 77, ATF_EVENT_RETURN, 3, ATF_NO_DETAIL},
+	    {T0 + 4 * MS, FN(4), 77, ATF_EVENT_CALL, 3, ATF_NO_DETAIL},
+	};
+	ada_trigger_feed(r.t, b, 5);
+	arm(&r, "latency=function:handle_*>10ms", T0 + 5 * MS);
+	struct atf_index_event a[] = {
+	    {T0 + 6 * MS, FN(4), 77, ATF_EVENT_RETURN, 3, ATF_NO_DETAIL},
+	    {T0 + 30 * MS, FN(2), 77, ATF_EVENT_RETURN, 2, ATF_NO_DETAIL},
+	    {T0 + 50 * MS, FN(1), 77, ATF_EVENT_RETURN, 1, ATF_NO_DETAIL},
+	};
+	ada_trigger_feed(r.t, a, 3);
+	assert_int_equal(ada_trigger_window_count(r.e), 1);
+	assert_int_equal(win(&r, 0)->fn_id, FN(1));
+	assert_int_equal(win(&r, 0)->duration_ns, 50 * MS);
+	assert_int_equal(win(&r, 0)->fire_ns, T0 + 50 * MS);
+	struct ada_trigger_stats st;
+	ada_trigger_get_stats(r.e, &st);
+	assert_int_equal(st.stack_mismatch, 0);
+	rig_fini(&r);
+}
+
+/* A latency trigger disarmed while its call is open judges nothing at
+ * that RETURN, whichever loop takes it. */
+static void test_latency_disarmed_while_open(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, SEC, SEC, 0, 0);
+	struct ada_trigger_spec spec;
+	uint32_t id;
+	assert_int_equal(ada_trigger_parse("latency=function:parse>1ms", &spec, NULL, 0), 0);
+	assert_int_equal(ada_trigger_add(r.e, &spec, T0, &id), 0);
+	ev(&r, ATF_EVENT_CALL, FN(2), T0 + 100 * MS);
+	assert_int_equal(ada_trigger_remove(r.e, id), 0);
+	ev(&r, ATF_EVENT_RETURN, FN(2), T0 + 200 * MS); /* the plain loop pops it */
+	assert_int_equal(ada_trigger_add(r.e, &spec, T0, &id), 0);
+	ev(&r, ATF_EVENT_CALL, FN(2), T0 + 300 * MS);
+	ev(&r, ATF_EVENT_CALL, FN(4), T0 + 301 * MS);
+	assert_int_equal(ada_trigger_remove(r.e, id), 0);
+	struct atf_index_event u = {/* closes FN(4) unmatched, then FN(2): the general path */
+	                            T0 + 400 * MS, FN(2), 77, ATF_EVENT_RETURN, 1, ATF_NO_DETAIL};
+	ada_trigger_feed(r.t, &u, 1);
+	assert_int_equal(ada_trigger_window_count(r.e), 0);
+	struct ada_trigger_stats st;
+	ada_trigger_get_stats(r.e, &st);
+	assert_int_equal(st.stack_mismatch, 1);
+	assert_int_equal(ada_trigger_thread_stack(r.t, NULL, 0, NULL), 0);
+	rig_fini(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -607,6 +777,9 @@ int main(void)
 	    cmocka_unit_test(test_add_while_feeding),
 	    cmocka_unit_test(test_verdict_cache),
 	    cmocka_unit_test(test_leaf_pairs_as_single_events),
+	    cmocka_unit_test(test_stack_matches_model),
+	    cmocka_unit_test(test_latency_armed_while_open),
+	    cmocka_unit_test(test_latency_disarmed_while_open),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
