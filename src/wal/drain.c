@@ -684,12 +684,21 @@ static size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s,
 		p->by_slot[s] = t;
 	}
 	drain_release(p, t);
+	/* --detail always: the buffers this take fills wait for the persist
+	 * below, which links their events' records while they are still in
+	 * memory (wal_file_hold) rather than by one pwrite per event once
+	 * their write completed. */
+	bool always = r->o.detail_mode == ADA_DETAIL_ALWAYS;
+	if (always && t->f)
+		wal_file_hold(t->f, true);
 	size_t total = drain_take(r, p, t, &si, budget);
 	if (ada_unlikely(ada_slot_fault(p->arena, s, NULL)))
 		drain_quarantine(r, p, s); /* finalizes t: no more detail from it */
-	else if (r->o.detail_mode == ADA_DETAIL_ALWAYS && t->f)
+	else if (always && t->f)
 		/* --detail always: every record whose index event is now taken. */
 		wal_detail_persist(r, t, 0, UINT64_MAX, NULL);
+	if (always && t->f)
+		wal_file_hold(t->f, false);
 	p->events += total;
 	r->events_total += total;
 	if (total && t->f)

@@ -14,13 +14,12 @@
  * converts events straight into it and commits them; the CRC-32 (zlib) is
  * extended over the committed bytes while they are still in cache. A full
  * buffer, or one staged longer than stage_ms, is submitted as one write at
- * its file offset. Buffers return to the pool when their completion is
- * reaped; the time from the buffer's first event to the completion is the
- * encode-to-disk latency.
- * Invariants: file offsets are handed out in commit order, so the bytes
- * [64, end) are exactly the committed events; the allocation always keeps
- * ATF_FOOTER_SIZE bytes free behind the last event so the footer can be
- * written even when the disk is full.
+ * its file offset -- or, while the file is held (wal_file_hold), kept back
+ * on its held list, in order, until the hold ends. Buffers return to the pool when their completion
+ * is reaped; the time from the buffer's first event to the completion is the encode-to-disk
+ * latency. Invariants: file offsets are handed out in commit order, so the bytes [64, end) are
+ * exactly the committed events; the allocation always keeps ATF_FOOTER_SIZE bytes free behind the
+ * last event so the footer can be written even when the disk is full.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -164,7 +163,42 @@ static void wal_stage_unlink(struct ada_wal_file *f)
 	f->staged = false;
 }
 
-/* Hands the current staging buffer to the kernel. */
+/* Hands f's buffer b, the next in file order, to the kernel. */
+static void wal_buf_send(struct ada_wal_file *f, struct wal_buf *b)
+{
+	f->inflight++;
+	f->submitted_end = b->off + b->len;
+	b->sent = true;
+	b->complete = false;
+	b->fifo_next = NULL;
+	if (f->fifo_tail)
+		f->fifo_tail->fifo_next = b;
+	else
+		f->fifo_head = b;
+	f->fifo_tail = b;
+	wal_buf_write(f->io, b);
+	const struct ada_flush_policy *p = &f->opts.flush;
+	if (p->mode == ADA_FLUSH_BYTES && f->submitted_end - f->flushed_end >= p->value)
+		wal_sync(f, false);
+}
+
+/* Writes f's held buffers, oldest first (they precede everything staged
+ * after them, so file order holds). */
+static void wal_held_send(struct ada_wal_file *f)
+{
+	while (f->held_head) {
+		struct wal_buf *b = f->held_head;
+		f->held_head = b->next;
+		if (!f->held_head)
+			f->held_tail = NULL;
+		f->nheld--;
+		f->io->nheld--;
+		wal_buf_send(f, b);
+	}
+}
+
+/* Ends staging of the current buffer: to the kernel, or to the held list
+ * while f is held (wal_file_hold). */
 static void wal_submit_cur(struct ada_wal_file *f)
 {
 	struct wal_buf *b = f->cur;
@@ -177,20 +211,36 @@ static void wal_submit_cur(struct ada_wal_file *f)
 		f->io->free = b;
 		return;
 	}
-	f->inflight++;
-	f->submitted_end = b->off + b->len;
-	b->ev_end = f->events;
-	b->complete = false;
-	b->fifo_next = NULL;
-	if (f->fifo_tail)
-		f->fifo_tail->fifo_next = b;
+	b->ev_end = f->events; /* now: a held buffer's file grows on */
+	if (!f->hold) {
+		wal_buf_send(f, b);
+		return;
+	}
+	b->next = NULL;
+	if (f->held_tail)
+		f->held_tail->next = b;
 	else
-		f->fifo_head = b;
-	f->fifo_tail = b;
-	wal_buf_write(f->io, b);
-	const struct ada_flush_policy *p = &f->opts.flush;
-	if (p->mode == ADA_FLUSH_BYTES && f->submitted_end - f->flushed_end >= p->value)
-		wal_sync(f, false);
+		f->held_head = b;
+	f->held_tail = b;
+	f->nheld++;
+	f->io->nheld++;
+	if (f->nheld > f->io->max_buffers / 2)
+		wal_held_send(f); /* never more than half the pool kept back */
+}
+
+void wal_file_hold(struct ada_wal_file *f, bool on)
+{
+	f->hold = on;
+	if (!on)
+		wal_held_send(f);
+}
+
+/* A buffer shortage: every file's held buffers go to the kernel, so their
+ * completions can refill the pool. */
+static void wal_io_send_held(struct ada_wal_io *io)
+{
+	for (struct ada_wal_file *f = io->files; f && io->nheld; f = f->file_next)
+		wal_held_send(f);
 }
 
 void ada_wal_io_submit_stale(struct ada_wal_io *io, bool force)
@@ -331,6 +381,10 @@ static struct wal_buf *wal_buf_get(struct ada_wal_io *io)
 			free(b);
 			if (io->n_buffers == 0)
 				return NULL;
+		}
+		if (io->nheld) {
+			wal_io_send_held(io);
+			continue;
 		}
 		if (io->inflight == 0 && io->stage_head)
 			ada_wal_io_submit_stale(io, true); /* every buffer is staged: send them */
@@ -515,6 +569,7 @@ size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index
 		f->cur->off = f->end;
 		f->cur->len = f->cur->done = 0;
 		f->cur->first_ts = 0;
+		f->cur->sent = false;
 		f->cur->staged_at = wal_mono_ns();
 		struct ada_wal_io *io = f->io;
 		f->stage_next = io->stage_head;
@@ -671,6 +726,7 @@ int ada_wal_file_finalize(struct ada_wal_file *f, struct ada_wal_file_summary *s
 	struct ada_wal_file_summary s = {0};
 	if (f->io->crcbat_file == f)
 		wal_crcbat_fold(f->io); /* s.crc below reads f->crc */
+	wal_file_hold(f, false);
 	wal_submit_cur(f);
 	while (f->inflight > 0 || f->sync_inflight > 0)
 		if (ada_wal_io_reap(f->io, true) < 0)
@@ -710,11 +766,15 @@ int ada_wal_file_finalize(struct ada_wal_file *f, struct ada_wal_file_summary *s
 
 /* ---- detail_seq patches (wal_internal.h) ---- */
 
-/* The buffer (staging or in flight) holding file offset off, or NULL. */
+/* The buffer (staging, held or in flight) holding file offset off, or
+ * NULL. */
 static struct wal_buf *wal_buf_holding(struct ada_wal_file *f, uint64_t off)
 {
 	if (f->cur && off >= f->cur->off && off + 4 <= f->cur->off + f->cur->len)
 		return f->cur;
+	for (struct wal_buf *b = f->held_head; b; b = b->next)
+		if (off >= b->off && off + 4 <= b->off + b->len)
+			return b;
 	for (struct wal_buf *b = f->fifo_head; b; b = b->fifo_next)
 		if (off >= b->off && off + 4 <= b->off + b->len)
 			return b;
@@ -768,8 +828,10 @@ int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v)
 		return -EIO;
 	uint32_t d = v ^ ATF_NO_DETAIL;
 	struct wal_buf *b = wal_buf_holding(f, off);
-	if (b == f->cur && b) {
+	enum wal_patch_way way = WAL_PATCH_DISK;
+	if (b && !b->sent) { /* staging or held: the write will carry it */
 		memcpy(b->data + (off - b->off), &v, 4);
+		way = WAL_PATCH_MEM;
 	} else if (b && !b->complete) {
 		if (f->npatch == f->cappatch) {
 			size_t nc = f->cappatch ? f->cappatch * 2 : 64;
@@ -780,11 +842,13 @@ int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v)
 			f->cappatch = nc;
 		}
 		f->patches[f->npatch++] = (struct wal_patch){off, v};
+		way = WAL_PATCH_QUEUED;
 	} else {
 		int r = wal_pwrite_all(f->fd, &v, 4, off);
 		if (r < 0)
 			return r;
 	}
+	f->patch_by[way]++;
 	wal_crcbat_add(f, off - ATF_HEADER_SIZE, d);
 	return 0;
 }

@@ -18,7 +18,7 @@
 struct ada_wal_file;
 
 struct wal_buf {
-	struct wal_buf *next; /* free list */
+	struct wal_buf *next; /* free list, or the file's held list (wal_file_hold) */
 	struct ada_wal_file *f;
 	uint64_t off;              /* file offset of data[0] */
 	uint32_t len;              /* bytes staged */
@@ -27,6 +27,7 @@ struct wal_buf {
 	uint64_t staged_at;        /* CLOCK_MONOTONIC ns when staging began */
 	uint64_t ev_end;           /* file event count at the end of this buffer */
 	struct wal_buf *fifo_next; /* the file's writes in flight, in order */
+	bool sent;                 /* handed to the kernel (not staging, not held) */
 	bool complete;
 	bool dontcache; /* submitted with RWF_DONTCACHE */
 	uint8_t *data;
@@ -49,6 +50,7 @@ struct ada_wal_io {
 	uint64_t alloc_open;             /* sum of their alloc (the disk budget's share) */
 	struct ada_lat_hist lat;
 	uint64_t bytes_written;
+	uint32_t nheld; /* buffers held back over every file (wal_file_hold) */
 	/* detail_seq patches' CRC changes not yet folded into their file's
 	 * crc (wal_crcbat_add): the XOR differences at their events-section
 	 * offsets k - crcbat_base, zeros elsewhere, touched span [crcbat_lo,
@@ -59,6 +61,11 @@ struct ada_wal_io {
 	uint64_t crcbat_base, crcbat_lo, crcbat_hi;
 	uint32_t crcbat_n;
 };
+
+/* Where a detail_seq patch went (wal_file_patch_detail_seq): into a
+ * buffer not yet written, queued behind a write in flight, or pwrite to
+ * the file. */
+enum wal_patch_way { WAL_PATCH_MEM, WAL_PATCH_QUEUED, WAL_PATCH_DISK, WAL_PATCH_WAYS };
 
 struct ada_wal_file {
 	struct ada_wal_io *io;
@@ -82,11 +89,17 @@ struct ada_wal_file {
 	int error;
 	bool full, staged;
 	bool has_detail; /* the final header gets has_detail_file (detail.atf exists) */
+	/* wal_file_hold: full buffers kept back from the kernel, in file
+	 * order (linked by next), until the hold ends. */
+	bool hold;
+	struct wal_buf *held_head, *held_tail;
+	uint32_t nheld;
 	/* detail_seq patches of events whose write is in flight: applied
 	 * (pwrite) when that write completes (wal_file_patch_detail_seq). */
 	struct wal_patch *patches;
 	size_t npatch, cappatch;
-	uint64_t patch_failed; /* patches whose event never reached the file */
+	uint64_t patch_failed;             /* patches whose event never reached the file */
+	uint64_t patch_by[WAL_PATCH_WAYS]; /* patches by where they went (enum wal_patch_way) */
 	struct ada_wal_file *stage_prev, *stage_next;
 	struct ada_wal_file *file_prev, *file_next;
 };
@@ -104,10 +117,20 @@ int wal_file_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_eve
 /* Sets event i's detail_seq from ATF_NO_DETAIL to v and folds the change
  * into the file's running CRC-32 (zlib's crc32 is affine: a 4-byte change
  * d at offset k of L bytes changes the CRC by crc32_combine(lin(d), 0,
- * L - k - 4)). Where the event is: staging buffer -> patched in memory;
- * write completed -> pwrite now; write in flight -> queued, written when
- * the write completes (before finalize writes the footer). 0 or -errno. */
+ * L - k - 4)). Where the event is: staging buffer or a held one
+ * (wal_file_hold) -> patched in memory; write completed -> pwrite now;
+ * write in flight -> queued, written when the write completes (before
+ * finalize writes the footer). 0 or -errno. */
 int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v);
+/* While on, the buffers that fill up (and ada_wal_file_submit's) are
+ * held back from the kernel, in order, instead of written at once;
+ * turning it off writes them. --detail always holds a thread's file from
+ * its take to the detail records' persist in the same pass, so the
+ * detail_seq of the events just taken are patched in memory, not by one
+ * pwrite each once their write completed. At most half the io's buffers
+ * are held (past it the oldest goes), and a buffer shortage writes them
+ * (wal_buf_get), so holding never starves the pool. Finalize ends it. */
+void wal_file_hold(struct ada_wal_file *f, bool on);
 /* The file's final header will say has_detail_file; the placeholder on
  * disk says so at once (recovery keeps it). */
 void wal_file_set_has_detail(struct ada_wal_file *f);

@@ -2,7 +2,8 @@
  * The drain side of the detail lane (src/wal): the CRC-32 fold of a
  * 4-byte patch, the detail.atf writer against the format library's own
  * writer (golden bytes), detail_seq back-patches in the staging buffer, in
- * flight and on disk (the footer CRC stays right: validated), and
+ * flight and on disk (the footer CRC stays right: validated), in buffers
+ * held back for them (wal_file_hold: byte for byte), and
  * wal_detail_persist() end to end on a real arena: ring position ->
  * index_seq, links both ways, windows, the high-water mark, deferred
  * records and records whose index event is in an earlier generation.
@@ -357,6 +358,164 @@ static void test_patch_everywhere(void **state)
 	free(b);
 }
 
+/* wal_file_hold: patches of events in held buffers go into the buffer
+ * (no pwrite, nothing queued), and the file written is the reference's
+ * byte for byte. Random rounds on two files sharing a small pool (so a
+ * buffer shortage writes held buffers and the half-the-pool cap cuts in):
+ * appends of random lengths, holds on and off, submits, reaps, and
+ * patches of random events wherever they are (held, staging, in flight,
+ * on disk); reads checked against the reference as they go; at the end
+ * every byte and the footer's CRC against the reference. */
+struct held_ref {
+	struct ada_wal_file *f;
+	uint32_t *seq; /* the reference detail_seq per event */
+	uint64_t n;
+};
+
+static void held_patch_some(struct held_ref *h, uint32_t *next)
+{
+	uint32_t k = (uint32_t)rand() % 40;
+	for (uint32_t j = 0; j < k && h->n; j++) {
+		/* half among the last 600 events (held, staging), half anywhere */
+		uint64_t lo = rand() % 2 && h->n > 600 ? h->n - 600 : 0;
+		uint64_t i = lo + (uint64_t)rand() % (h->n - lo);
+		if (h->seq[i] != ATF_NO_DETAIL)
+			continue;
+		assert_int_equal(wal_file_patch_detail_seq(h->f, i, *next), 0);
+		h->seq[i] = (*next)++;
+	}
+}
+
+/* Whether event i is in a write still in flight: its buffer is read as
+ * it was sent, without the patches queued behind it (the existing rule:
+ * a read there sees ATF_NO_DETAIL until the write completes). */
+static bool held_in_flight(const struct ada_wal_file *f, uint64_t i)
+{
+	uint64_t off = 64 + i * 32;
+	for (const struct wal_buf *b = f->fifo_head; b; b = b->fifo_next)
+		if (!b->complete && off >= b->off && off < b->off + b->len)
+			return true;
+	return false;
+}
+
+static void held_check_reads(struct held_ref *h)
+{
+	for (int j = 0; j < 8 && h->n; j++) {
+		uint64_t i = (uint64_t)rand() % h->n;
+		struct atf_index_event e;
+		assert_int_equal(wal_file_event_read(h->f, i, &e), 0);
+		assert_int_equal(e.timestamp_ns, ev_make(i).timestamp_ns);
+		if (e.detail_seq != h->seq[i]) {
+			assert_int_equal(e.detail_seq, ATF_NO_DETAIL);
+			assert_true(held_in_flight(h->f, i));
+		}
+	}
+}
+
+static void held_check_file(const char *name, const struct held_ref *h, uint32_t crc_footer)
+{
+	size_t len;
+	uint8_t *b = slurp(name, &len);
+	assert_int_equal(len, 64 + h->n * 32 + 64);
+	uLong crc = crc32(0, Z_NULL, 0);
+	for (uint64_t i = 0; i < h->n; i++) {
+		struct atf_index_event want = ev_make(i);
+		want.detail_seq = h->seq[i];
+		assert_memory_equal(b + 64 + i * 32, &want, 32);
+		crc = crc32(crc, (const Bytef *)&want, 32);
+	}
+	assert_int_equal((uint32_t)crc, crc_footer);
+	struct ada_atf_report rep = report();
+	struct ada_atf_vfile vf;
+	ada_atf_validate_index_buf(name, b, len, &rep, &vf); /* CRC checked again */
+	assert_int_equal(rep.errors, 0);
+	free(b);
+}
+
+static void test_patch_held(void **state)
+{
+	(void)state;
+	enum { MAXEV = 200000 };
+	struct ada_wal_io *io;
+	/* 128 events a buffer, 6 buffers: at most 3 held */
+	struct ada_wal_io_opts o = {.buffer_bytes = 4096, .max_buffers = 6, .queue_depth = 8};
+	assert_int_equal(ada_wal_io_new(&o, &io), 0);
+	struct held_ref h[2] = {{.f = index_open(io, "a.atf", 4242)},
+	                        {.f = index_open(io, "b.atf", 4242)}};
+	for (int k = 0; k < 2; k++) {
+		h[k].seq = malloc(MAXEV * sizeof(uint32_t));
+		for (uint64_t i = 0; i < MAXEV; i++)
+			h[k].seq[i] = ATF_NO_DETAIL;
+	}
+	srand(11);
+	uint32_t next[2] = {0, 0};
+	/* Deterministic first: a hold over 2.5 buffers, every event patched
+	 * in memory. */
+	wal_file_hold(h[0].f, true);
+	append_events(h[0].f, 0, 320);
+	h[0].n = 320;
+	for (uint64_t i = 0; i < 320; i++) {
+		assert_int_equal(wal_file_patch_detail_seq(h[0].f, i, next[0]), 0);
+		h[0].seq[i] = next[0]++;
+	}
+	assert_int_equal(h[0].f->patch_by[WAL_PATCH_MEM], 320);
+	assert_int_equal(h[0].f->patch_by[WAL_PATCH_QUEUED] + h[0].f->patch_by[WAL_PATCH_DISK], 0);
+	assert_int_equal(h[0].f->nheld, 2);
+	wal_file_hold(h[0].f, false);
+	assert_int_equal(h[0].f->nheld, 0);
+	for (int round = 0; round < 400; round++) {
+		struct held_ref *x = &h[rand() % 2];
+		bool hold = rand() % 4 != 0;
+		wal_file_hold(x->f, hold);
+		uint64_t n = (uint64_t)rand() % 700;
+		if (x->n + n > MAXEV)
+			n = MAXEV - x->n;
+		append_events(x->f, x->n, n);
+		x->n += n;
+		assert_true(x->f->nheld <= 3);
+		held_patch_some(x, &next[x - h]);
+		if (rand() % 5 == 0)
+			ada_wal_file_submit(x->f);
+		held_check_reads(x);
+		held_patch_some(x, &next[x - h]);
+		if (rand() % 3 == 0)
+			wal_file_hold(x->f, false);
+		if (rand() % 3 == 0)
+			assert_true(ada_wal_io_reap(io, rand() % 2) >= 0);
+		/* durable counts only events whose write completed */
+		for (int k = 0; k < 2; k++)
+			assert_true(64 + ada_wal_file_durable(h[k].f) * 32 <=
+			            h[k].f->submitted_end);
+	}
+	for (int k = 0; k < 2; k++) {
+		wal_file_hold(h[k].f, false);
+		ada_wal_file_submit(h[k].f);
+	}
+	while (io->inflight)
+		assert_true(ada_wal_io_reap(io, true) >= 0);
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(ada_wal_file_durable(h[k].f), h[k].n);
+	/* Every way was taken, and the memory one most (the holds). */
+	for (int k = 0; k < 2; k++) {
+		const uint64_t *by = h[k].f->patch_by;
+		print_message("file %d: %llu events, patches mem %llu queued %llu disk %llu\n", k,
+		              (unsigned long long)h[k].n, (unsigned long long)by[WAL_PATCH_MEM],
+		              (unsigned long long)by[WAL_PATCH_QUEUED],
+		              (unsigned long long)by[WAL_PATCH_DISK]);
+		assert_true(by[WAL_PATCH_MEM] > 0 && by[WAL_PATCH_DISK] > 0);
+		assert_int_equal(by[WAL_PATCH_MEM] + by[WAL_PATCH_QUEUED] + by[WAL_PATCH_DISK],
+		                 next[k]);
+	}
+	struct ada_wal_file_summary s[2];
+	assert_int_equal(ada_wal_file_finalize(h[0].f, &s[0]), 0); /* held or not: ends it */
+	assert_int_equal(ada_wal_file_finalize(h[1].f, &s[1]), 0);
+	ada_wal_io_free(io);
+	held_check_file("a.atf", &h[0], s[0].crc);
+	held_check_file("b.atf", &h[1], s[1].crc);
+	free(h[0].seq);
+	free(h[1].seq);
+}
+
 /* ---- wal_detail_persist on a real arena ---- */
 
 #define FN(i) ((5ull << 32) | (i))
@@ -579,6 +738,7 @@ int main(void)
 	    cmocka_unit_test(test_crc_batch),
 	    cmocka_unit_test_setup_teardown(test_dfile_golden, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_patch_everywhere, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_patch_held, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_all, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_windows, setup, teardown),
 	};
