@@ -29,6 +29,7 @@
 #define SHADOW_IS_RET(addr) hook_mem_is_tramp(addr)
 static inline void handlers_emit(uint64_t fn_id, uint32_t kind, uint32_t depth);
 #include "shadow_internal.h"
+#include "detail_rec_internal.h"
 
 /* The shadow stack grows as the thread's depth does: the whole range is
  * reserved at the thread's first traced call (PROT_NONE: address space
@@ -813,7 +814,37 @@ void agent_fast_layout(struct hook_arch_fast *f)
 	f->d_nbits = (int32_t)offsetof(struct agent_dset, nbits);
 	f->d_max_mod = (int32_t)offsetof(struct agent_dset, max_mod);
 	f->d_bits = (int32_t)offsetof(struct agent_dset, bits);
+	/* The member paths in machine code: the 128-byte snapshot only
+	 * (other sizes keep handlers_detail_put_call's length). */
+	f->detail_rec = fixed;
+	f->p_dwords = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, dwords));
+	f->p_dhead = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, dhead));
+	f->p_dbytes = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, dbytes));
+	f->p_dpos = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, dpos));
+	f->p_dstop = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, dstop));
+	f->p_dcount = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, dcount));
+	f->s_dfast_lo = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, dfast_lo));
+	f->s_dfast_span = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, dfast_span));
 }
+
+/* What the member paths in machine code hard-code (x86_emit.c,
+ * emit_member_call / emit_member_return): the records of
+ * detail_put_call_fixed() and detail_put_return(), the
+ * reserve of ada_detail_reserve_fast() with its prefetch, and the sizes
+ * of the fields they load and store. */
+_Static_assert(ADA_DREC_TS == 0 && ADA_DREC_LINK == 1 && ADA_DREC_FN == 2 && ADA_DREC_META == 3 &&
+                   ADA_DREC_REGS == 4 && ADA_DREC_CALL_WORDS == 14 && ADA_DREC_RETURN_WORDS == 9 &&
+                   ADA_DETAIL_HDR_BYTES == 8 && ADA_DETAIL_PREFETCH_AHEAD == 2048 &&
+                   ADA_DETAIL_LINE_BYTES == 64 && ATF_DETAIL_FUNCTION_CALL == 3 &&
+                   ATF_DETAIL_FUNCTION_RETURN == 4 && DETAIL_STACK_FIXED_WORDS == 16,
+               "x86_emit.c member records");
+_Static_assert(sizeof(((struct ada_producer *)0)->dpos) == 8 &&
+                   sizeof(((struct ada_producer *)0)->dstop) == 8 &&
+                   sizeof(((struct ada_producer *)0)->dbytes) == 8 &&
+                   sizeof(((struct ada_producer *)0)->dcount) == 4 &&
+                   sizeof(((struct ada_shadow *)0)->dfast_lo) == 8 &&
+                   sizeof(((struct ada_shadow *)0)->dfast_span) == 8,
+               "x86_emit.c member records: field sizes");
 
 /* What the detail lane's enter stub hard-codes of the key-symbol blob
  * (x86_emit.c, emit_detail_test; keysym.h, ada_keysym_test) and of the
@@ -946,37 +977,6 @@ HANDLERS_COLD static void handlers_detail_call(const struct ada_shadow *s, uint6
 	ada_detail_commit(p, end);
 }
 
-/* The default snapshot, 128 bytes (--stack-bytes 128), as straight-line
- * stores with no length anywhere: word 0 is the caller's return address
- * (orig, what the slot held before the push), words 1..15 are copied. */
-#define HANDLERS_STACK_FIXED_WORDS 16u
-__attribute__((always_inline)) static inline void
-handlers_detail_put_call_fixed(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *ret_slot,
-                               const struct ada_hook_regs *regs, uint64_t ts, uint64_t link,
-                               uint64_t orig)
-{
-	ada_detail_put(w, ADA_DREC_TS, ts);
-	ada_detail_put(w, ADA_DREC_LINK, link);
-	ada_detail_put(w, ADA_DREC_FN, fn_id);
-	ada_detail_put(w, ADA_DREC_META,
-	               ada_drec_meta(ATF_DETAIL_FUNCTION_CALL, 0, HANDLERS_STACK_FIXED_WORDS * 8));
-	ada_detail_put(w, ADA_DREC_REGS + 0, regs->rdi);
-	ada_detail_put(w, ADA_DREC_REGS + 1, regs->rsi);
-	ada_detail_put(w, ADA_DREC_REGS + 2, regs->rdx);
-	ada_detail_put(w, ADA_DREC_REGS + 3, regs->rcx);
-	ada_detail_put(w, ADA_DREC_REGS + 4, regs->r8);
-	ada_detail_put(w, ADA_DREC_REGS + 5, regs->r9);
-	ada_detail_put(w, ADA_DREC_REGS + 6, regs->rax);
-	ada_detail_put(w, ADA_DREC_REGS + 7, orig);
-	ada_detail_put(w, ADA_DREC_REGS + 8, regs->rbp);
-	ada_detail_put(w, ADA_DREC_REGS + 9, (uint64_t)(uintptr_t)ret_slot);
-	_Atomic uint64_t *dst = w + ADA_DREC_CALL_WORDS;
-	ada_detail_put(dst, 0, orig);
-#pragma GCC unroll 16
-	for (uint32_t i = 1; i < HANDLERS_STACK_FIXED_WORDS; i++)
-		ada_detail_put(dst, i, ret_slot[i]);
-}
-
 /* The common CALL record: the whole snapshot (one test of rsp against
  * bounds computed once per thread) into room the ring has without a pad
  * or an overwrite (one test), with the record's size and word 3 computed
@@ -990,37 +990,18 @@ handlers_detail_call_fast(const struct ada_shadow *s, uint64_t fn_id, const uint
 	struct ada_producer *p = &ada_producer_tls;
 	uint64_t end;
 	_Atomic uint64_t *w;
-	uint32_t len = fixed ? (ADA_DREC_CALL_WORDS + HANDLERS_STACK_FIXED_WORDS) * 8
+	uint32_t len = fixed ? (ADA_DREC_CALL_WORDS + DETAIL_STACK_FIXED_WORDS) * 8
 	                     : agent_hot.detail_call_len;
 	if (ada_unlikely((uint64_t)(uintptr_t)ret_slot - s->dfast_lo > s->dfast_span) ||
 	    ada_unlikely(!(w = ada_detail_reserve_fast(p, len, &end))))
 		return false;
 	if (fixed)
-		handlers_detail_put_call_fixed(w, fn_id, ret_slot, regs, ts, link, orig);
+		detail_put_call_fixed(w, fn_id, ret_slot, regs, ts, link, orig);
 	else
 		handlers_detail_put_call(w, fn_id, ret_slot, regs, ts, link, orig,
 		                         agent_hot.detail_meta_call, agent_hot.detail_words);
 	ada_detail_commit(p, end);
 	return true;
-}
-
-/* The words of a RETURN record at w. sp: the stack pointer after the
- * function's ret; the return trampoline keeps rax at sp-8, rdx at sp-16
- * and rbp at sp-80 (hook_arch.h). */
-__attribute__((always_inline)) static inline void
-handlers_detail_put_return(_Atomic uint64_t *w, uint64_t fn_id, uint64_t sp, uint64_t orig,
-                           uint64_t ts, uint64_t link)
-{
-	const uint64_t *saved = (const uint64_t *)(uintptr_t)sp;
-	ada_detail_put(w, ADA_DREC_TS, ts);
-	ada_detail_put(w, ADA_DREC_LINK, link);
-	ada_detail_put(w, ADA_DREC_FN, fn_id);
-	ada_detail_put(w, ADA_DREC_META, ada_drec_meta(ATF_DETAIL_FUNCTION_RETURN, 0, 0));
-	ada_detail_put(w, ADA_DREC_REGS + 0, saved[-1]);  /* rax */
-	ada_detail_put(w, ADA_DREC_REGS + 1, saved[-2]);  /* rdx */
-	ada_detail_put(w, ADA_DREC_REGS + 2, orig);       /* where it returns to */
-	ada_detail_put(w, ADA_DREC_REGS + 3, saved[-10]); /* rbp */
-	ada_detail_put(w, ADA_DREC_REGS + 4, sp);
 }
 
 /* Any RETURN record (the ring's slow reserve included). */
@@ -1032,7 +1013,7 @@ HANDLERS_COLD static void handlers_detail_return(uint64_t fn_id, uint64_t sp, ui
 	_Atomic uint64_t *w = ada_detail_reserve(p, ADA_DREC_RETURN_WORDS * 8, &end);
 	if (w == NULL)
 		return;
-	handlers_detail_put_return(w, fn_id, sp, orig, ts, link);
+	detail_put_return(w, fn_id, sp, orig, ts, link);
 	ada_detail_commit(p, end);
 }
 
@@ -1127,7 +1108,7 @@ HANDLERS_COLD static uint64_t handlers_detail_return_leave(struct ada_shadow *s,
 }
 
 /* Entry of a function in the detail set (in_hook set, guard clear);
- * `fixed`: the 128-byte snapshot of handlers_detail_put_call_fixed. */
+ * `fixed`: the 128-byte snapshot of detail_put_call_fixed. */
 __attribute__((always_inline)) static inline void
 handlers_enter_member_body(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
                            const struct ada_hook_regs *regs, bool fixed)
@@ -1281,7 +1262,7 @@ handlers_exit_member(struct ada_shadow *s, uint64_t fn_id, uint32_t depth, uint6
 	_Atomic uint64_t *w = ada_detail_reserve_fast(p, ADA_DREC_RETURN_WORDS * 8, &end);
 	if (ada_unlikely(w == NULL))
 		return handlers_detail_return_leave(s, fn_id, sp, orig, ts, link);
-	handlers_detail_put_return(w, fn_id, sp, orig, ts, link);
+	detail_put_return(w, fn_id, sp, orig, ts, link);
 	ada_detail_commit(p, end);
 	if (ada_unlikely(handlers_in_hook_clear(s)))
 		return handlers_flush_ret(s, orig);

@@ -102,6 +102,9 @@
  *         enter_held (both in_hook held; regs holds rdi .. rbp only); the
  *         return trampoline sends a top frame flagged exactly
  *         SHADOW_F_DETAIL to exit_member, any other flag to exit_held.
+ *         With the 128-byte snapshot (detail_rec) a member's call and
+ *         such a return write their detail records in machine code too,
+ *         and only what that path declines goes to the member handlers.
  *     The C handlers stay the portable form: arm64 (or any arch without
  *     the fast emitters) emits the ordinary trampolines only.
  *   - Functions that return twice (setjmp, vfork, getcontext) must not
@@ -161,8 +164,8 @@ struct ada_hook_regs {
  * is 4): a thread stopped inside a system call restarts that far before
  * its pc (ada attach never moves such a thread). */
 #define HOOK_ARCH_SYSCALL_INSN_LEN 2
-#define HOOK_ARCH_RETURN_TRAMPOLINE_MAX 448
-#define HOOK_ARCH_ENTER_STUB_MAX 896
+#define HOOK_ARCH_RETURN_TRAMPOLINE_MAX 1024
+#define HOOK_ARCH_ENTER_STUB_MAX 1536
 /* Where R_F, the trampoline's return point, lies in every enter
  * trampoline (bytes from its start); in the fast form
  * (hook_arch_emit_trampoline_fast) at HOOK_ARCH_FAST_RET_POINT_OFF. */
@@ -213,6 +216,20 @@ struct hook_arch_fast {
 	int32_t h_ks_cur, h_ks_area, h_ks_mask, h_dset;
 	int32_t d_all, d_nbits, d_max_mod, d_bits;
 	uint32_t module;
+	/* detail_rec != 0 (the detail lane with the default 128-byte stack
+	 * snapshot): a member's CALL and RETURN records are written by the
+	 * stub and the return trampoline themselves, straight into the
+	 * thread's detail ring, as detail_put_call_fixed() /
+	 * detail_put_return() write them (ring.h's reserve, store
+	 * and commit order); whatever their fast path does not take (the
+	 * index path's declines, an rsp outside [dfast_lo, dfast_lo +
+	 * dfast_span], a record that does not fit in the chunk) goes to
+	 * enter_member / exit_member before any store. p_d*: struct
+	 * ada_producer's dwords, dhead, dbytes, dpos, dstop, dcount;
+	 * s_dfast_*: struct ada_shadow's dfast_lo, dfast_span. */
+	uint32_t detail_rec;
+	int32_t p_dwords, p_dhead, p_dbytes, p_dpos, p_dstop, p_dcount;
+	int32_t s_dfast_lo, s_dfast_span;
 };
 
 /* One displaced instruction as prepare() decoded it; private to the arch

@@ -24,11 +24,13 @@
 
 #include <cmocka.h>
 
+#include "detail_rec_internal.h"
 #include "hook_arch.h"
 #include "hook_mem.h"
 
 void t_regs_dump(void);
 void call_with_regs(void *fn, const uint64_t in[15], uint64_t out[15]);
+void call_with_stack(void *fn, const uint64_t in[15], uint64_t out[15], const uint64_t stk[16]);
 extern const uint64_t t_regs_dump_size;
 extern uint64_t t_dump[15];
 
@@ -52,6 +54,12 @@ struct fake_tls {
 	uint64_t mask, head, limit;
 	uint64_t *head_pub;
 	uint64_t tid_call, tid_return;
+	/* the detail ring (struct ada_producer) and the snapshot bound
+	 * (struct ada_shadow) of the member paths in machine code */
+	uint64_t *dwords, *dhead;
+	uint64_t dbytes, dpos, dstop;
+	uint32_t dcount;
+	uint64_t dfast_lo, dfast_span;
 };
 static __thread struct fake_tls ft __attribute__((tls_model("initial-exec")));
 
@@ -201,8 +209,8 @@ static int32_t tp_off(const void *field)
 }
 
 static struct hook_mem *mem;
-static uint8_t *blk, *dblk;
-static struct hook_patch patch_index, patch_detail;
+static uint8_t *blk, *dblk, *mblk;
+static struct hook_patch patch_index, patch_detail, patch_mc;
 
 static void reset_state(void)
 {
@@ -336,6 +344,27 @@ static int hook_fast(void **state)
 	                                           (uint64_t)dblk) > 0);
 	patch_detail = (struct hook_patch){fn, plan.patch_len, {0}};
 	hook_arch_patch_bytes(&plan, (uint64_t)(dblk + tr_at), patch_detail.bytes);
+	/* The third: the member paths in machine code (the 128-byte
+	 * snapshot's records). */
+	f.detail_rec = 1;
+	f.p_dwords = tp_off(&ft.dwords);
+	f.p_dhead = tp_off(&ft.dhead);
+	f.p_dbytes = tp_off(&ft.dbytes);
+	f.p_dpos = tp_off(&ft.dpos);
+	f.p_dstop = tp_off(&ft.dstop);
+	f.p_dcount = tp_off(&ft.dcount);
+	f.s_dfast_lo = tp_off(&ft.dfast_lo);
+	f.s_dfast_span = tp_off(&ft.dfast_span);
+	assert_int_equal(hook_mem_alloc(mem, 1, fn, fn + t_regs_dump_size,
+	                                tr_at + HOOK_ARCH_MAX_TRAMPOLINE, &mblk),
+	                 0);
+	assert_true(hook_arch_emit_return_trampoline_fast(mblk, (uint64_t)mblk, &f) > 0);
+	assert_true(hook_arch_emit_enter_stub(mblk + stub_at, (uint64_t)(mblk + stub_at), &f) > 0);
+	assert_true(hook_arch_emit_trampoline_fast(&plan, mblk + tr_at, (uint64_t)(mblk + tr_at),
+	                                           FN_ID, (uint64_t)(mblk + stub_at),
+	                                           (uint64_t)mblk) > 0);
+	patch_mc = (struct hook_patch){fn, plan.patch_len, {0}};
+	hook_arch_patch_bytes(&plan, (uint64_t)(mblk + tr_at), patch_mc.bytes);
 	assert_int_equal(hook_mem_seal(mem), 0);
 	assert_int_equal(hook_patch_apply(&patch_index, 1), 0);
 	return 0;
@@ -371,14 +400,20 @@ static void expect_seen_regs(void)
 /* Calls the hooked function with known registers; checks what it saw and
  * what its caller got back (call_with_regs: rax/rdx are its results, the
  * other caller-saved ones must come back too: gcc's -fipa-ra). */
+/* The 16 words above the function's return slot in call_checked's calls
+ * (call_with_stack): the stack snapshot's words 1..15 (and one past). */
+static uint64_t stk_words[16];
+
 static void call_checked(void)
 {
 	uint64_t in[15], out[15];
 	for (int i = 0; i < 15; i++)
 		in[i] = 0x1111111111111111ull * (uint64_t)(i + 1) ^ 0x8000000000000000ull;
+	for (int i = 0; i < 16; i++)
+		stk_words[i] = 0x5151000000000000ull | (uint64_t)(i + 1) << 8 | (uint64_t)(i + 1);
 	memset(t_dump, 0, 15 * sizeof(uint64_t));
 	want_rbp = in[1];
-	call_with_regs((void *)t_regs_dump, in, out);
+	call_with_stack((void *)t_regs_dump, in, out, stk_words);
 	for (int i = 0; i < 15; i++)
 		assert_int_equal(t_dump[i], in[i]);
 	for (int i = 0; i < 6; i++)
@@ -845,6 +880,330 @@ static void test_d_inherited(void **state)
 	assert_int_equal(n_exit_member, 0);
 }
 
+/* ---- the member paths in machine code (detail_rec: the 128-byte
+ * snapshot): the records must be word for word what the C handlers'
+ * writers (detail_rec_internal.h) make of the same call ---- */
+
+#define DRING_BYTES 1024u
+#define DRING_POISON 0xdeadbeefdeadbeefull
+#define MC_LAP (3ull * DRING_BYTES) /* positions run on across laps */
+#define MC_CALL_BYTES (8u + 8u * (ADA_DREC_CALL_WORDS + 16u))
+#define MC_RET_BYTES (8u + 8u * ADA_DREC_RETURN_WORDS)
+static uint64_t dring[DRING_BYTES / 8] __attribute__((aligned(64)));
+static uint64_t dhead_pub;
+
+/* A member (bitset bit set) over the third block; the detail ring holds
+ * poison, its next record goes to byte 64 of the ring in its fourth lap,
+ * the chunk ends at the ring's end; the whole snapshot allowed. The
+ * index ring's next event is its last slot (7), so the RETURN's wraps
+ * to slot 0 and the links are 7 and 8. */
+static void reset_mc(void)
+{
+	reset_detail();
+	assert_int_equal(hook_patch_apply(&patch_mc, 1), 0);
+	set_blob(0, FN_MOD + 1, 1, 512, 1);
+	for (size_t i = 0; i < DRING_BYTES / 8; i++)
+		dring[i] = DRING_POISON;
+	dhead_pub = 0;
+	ft.dwords = dring;
+	ft.dhead = &dhead_pub;
+	ft.dbytes = DRING_BYTES;
+	ft.dpos = MC_LAP + 64;
+	ft.dstop = MC_LAP + DRING_BYTES;
+	ft.dcount = 41;
+	ft.dfast_lo = 0;
+	ft.dfast_span = UINT64_MAX;
+	ft.head = 7;
+	ft.limit = 7 + 8;
+	head_pub = 7;
+}
+
+/* The ring's words from byte `from` to the end (to the start if before)
+ * still hold the poison. */
+static void expect_dring_poison(uint64_t from, uint64_t to)
+{
+	for (uint64_t b = from; b < to; b += 8)
+		assert_int_equal(dring[b / 8], DRING_POISON);
+}
+
+/* The CALL record at ring byte `at` is what detail_put_call_fixed() writes
+ * for this call: registers as called, orig the caller's return address,
+ * the slot's 16 words (orig, then stk_words[0..14]), ts and link those of
+ * index event `ev` at ring position `link`. */
+static void expect_call_rec(uint64_t at, int ev, uint64_t link, uint64_t orig, uint64_t *slot)
+{
+	struct ada_hook_regs regs = {last_in.r[0],
+	                             last_in.r[1],
+	                             last_in.r[2],
+	                             last_in.r[3],
+	                             last_in.r[4],
+	                             last_in.r[5],
+	                             last_in.r[6],
+	                             last_in.r[7],
+	                             0,
+	                             0};
+	uint64_t fake_slot[16], want[MC_CALL_BYTES / 8];
+	fake_slot[0] = 0; /* SHADOW_SLOT_CALL by the time the record is made */
+	memcpy(fake_slot + 1, stk_words, 15 * 8);
+	want[0] = MC_CALL_BYTES - 8;
+	detail_put_call_fixed((_Atomic uint64_t *)(want + 1), FN_ID, fake_slot, &regs, ring[ev].ts,
+	                      link, orig);
+	/* The record's rsp is the real slot's address, not the copy's. */
+	want[1 + ADA_DREC_REGS + 9] = (uint64_t)(uintptr_t)slot;
+	for (unsigned i = 0; i < MC_CALL_BYTES / 8; i++) {
+		if (dring[at / 8 + i] != want[i])
+			print_error("CALL record word %u: %#llx, want %#llx\n", i,
+			            (unsigned long long)dring[at / 8 + i],
+			            (unsigned long long)want[i]);
+		assert_int_equal(dring[at / 8 + i], want[i]);
+	}
+}
+
+/* The RETURN record at ring byte `at`: detail_put_return() with rax
+ * 0x1234, rdx 0x5678 (t_regs_dump's results) and the function's rbp. */
+static void expect_return_rec(uint64_t at, int ev, uint64_t link, uint64_t orig, uint64_t *slot)
+{
+	uint64_t saved[10] = {0}, want[MC_RET_BYTES / 8];
+	saved[9] = 0x1234;   /* sp-8: rax */
+	saved[8] = 0x5678;   /* sp-16: rdx */
+	saved[0] = want_rbp; /* sp-80: rbp */
+	want[0] = MC_RET_BYTES - 8;
+	detail_put_return((_Atomic uint64_t *)(want + 1), FN_ID, (uint64_t)(uintptr_t)(saved + 10),
+	                  orig, ring[ev].ts, link);
+	want[1 + ADA_DREC_REGS + 4] = (uint64_t)(uintptr_t)(slot + 1); /* sp after the ret */
+	for (unsigned i = 0; i < MC_RET_BYTES / 8; i++) {
+		if (dring[at / 8 + i] != want[i])
+			print_error("RETURN record word %u: %#llx, want %#llx\n", i,
+			            (unsigned long long)dring[at / 8 + i],
+			            (unsigned long long)want[i]);
+		assert_int_equal(dring[at / 8 + i], want[i]);
+	}
+}
+
+/* Both records by the machine code, no C: the shadow frame flagged
+ * SHADOW_F_DETAIL in one store, both index events, the records at 64
+ * and 64 + 248, committed (dpos, dcount, the published head). */
+static void test_m_call_return(void **state)
+{
+	(void)state;
+	reset_mc();
+	call_checked();
+	expect_no_c();
+	assert_int_equal(ft.head, 9);
+	assert_int_equal(head_pub, 9);
+	expect_event(7, ft.tid_call, 1);
+	expect_event(0, ft.tid_return, 1);
+	assert_int_equal(ft.top, 0);
+	assert_int_equal(ft.in_hook, 0);
+	assert_int_equal(stack[1].fn_id, FN_ID);
+	assert_int_equal(stack[1].depth, 1);
+	assert_int_equal(stack[1].flags, 0x4);
+	uint64_t orig = stack[1].orig, *slot = stack[1].slot;
+	expect_call_rec(64, 7, 7, orig, slot);
+	expect_return_rec(64 + MC_CALL_BYTES, 0, 8, orig, slot);
+	uint64_t end = MC_LAP + 64 + MC_CALL_BYTES + MC_RET_BYTES;
+	assert_int_equal(ft.dpos, end);
+	assert_int_equal(dhead_pub, end);
+	assert_int_equal(ft.dcount, 43);
+	expect_dring_poison(0, 64);
+	expect_dring_poison(end - MC_LAP, DRING_BYTES);
+	/* The depth counts from the inherited frames, as on the index path. */
+	reset_mc();
+	ft.inherited = 0;
+	stack[1] = (struct fake_entry){1, (uint64_t *)UINTPTR_MAX - 1, 9, 1, 0};
+	ft.top = 1;
+	call_checked();
+	expect_no_c();
+	assert_int_equal(stack[2].depth, 2);
+	assert_int_equal(stack[2].flags, 0x4);
+	assert_int_equal(ring[7].depth, 2);
+	assert_int_equal(ring[0].depth, 2);
+	assert_int_equal(ft.top, 1);
+}
+
+/* The snapshot's bound: slot - dfast_lo <= dfast_span takes the whole
+ * snapshot (the edge included); one byte less of span, or a slot below
+ * dfast_lo, leaves the call to the C member handler (which clips it),
+ * before any store; its frame's return still gets the machine-code
+ * RETURN record. */
+static void test_m_stack_bound(void **state)
+{
+	(void)state;
+	/* The slot call_checked's call of the function has: the same every
+	 * time from this function (call_checked's frame is at the same
+	 * place), learned from the frame a first call pushes. */
+	reset_mc();
+	call_checked();
+	assert_int_equal(ft.head, 9);
+	uint64_t *slot = stack[1].slot;
+	uint64_t lo = (uint64_t)(uintptr_t)slot - 4096;
+	reset_mc();
+	ft.dfast_lo = lo;
+	ft.dfast_span = 4096;
+	call_checked();
+	expect_no_c();
+	assert_true(stack[1].slot == slot);
+	expect_call_rec(64, 7, 7, stack[1].orig, slot);
+	for (int c = 0; c < 2; c++) {
+		reset_mc();
+		ft.dfast_lo = c == 0 ? lo : (uint64_t)(uintptr_t)slot + 8;
+		ft.dfast_span = c == 0 ? 4095 : 1u << 20;
+		call_checked();
+		assert_int_equal(n_enter_member, 1);
+		expect_seen_regs();
+		assert_int_equal(n_exit_member + n_enter_held + n_exit_held + n_enter_full +
+		                     n_exit_full + n_flush,
+		                 0);
+		assert_true(pushed_slot == slot);
+		/* nothing from the stub at the call; the RETURN's record at 64 */
+		assert_int_equal(ft.head, 8);
+		expect_event(7, ft.tid_return, 1);
+		expect_return_rec(64, 7, 7, stack[1].orig, slot);
+		assert_int_equal(ft.dpos, MC_LAP + 64 + MC_RET_BYTES);
+		assert_int_equal(ft.dcount, 42);
+		expect_dring_poison(64 + MC_RET_BYTES, DRING_BYTES);
+	}
+}
+
+/* The record must fit before dstop (ada_detail_reserve_fast): exactly
+ * fitting is taken; 8 bytes short goes to C, at the call and at the
+ * return; no ring at all (dpos = dstop = 0) too. */
+static void test_m_no_room(void **state)
+{
+	(void)state;
+	/* CALL fits exactly, then no room for the RETURN: exit_member. */
+	reset_mc();
+	ft.dstop = ft.dpos + MC_CALL_BYTES;
+	call_checked();
+	assert_int_equal(n_enter_member, 0);
+	assert_int_equal(n_exit_member, 1);
+	assert_int_equal(n_enter_held + n_exit_held + n_enter_full + n_exit_full + n_flush, 0);
+	assert_int_equal(ft.head, 8); /* the C exit (a fake) emitted nothing */
+	expect_call_rec(64, 7, 7, stack[1].orig, stack[1].slot);
+	assert_int_equal(ft.dpos, MC_LAP + 64 + MC_CALL_BYTES);
+	assert_int_equal(dhead_pub, ft.dpos);
+	assert_int_equal(ft.top, 0);
+	expect_dring_poison(64 + MC_CALL_BYTES, DRING_BYTES);
+	/* RETURN fits exactly after it. */
+	reset_mc();
+	ft.dstop = ft.dpos + MC_CALL_BYTES + MC_RET_BYTES;
+	call_checked();
+	expect_no_c();
+	assert_int_equal(ft.dpos, ft.dstop);
+	expect_return_rec(64 + MC_CALL_BYTES, 0, 8, stack[1].orig, stack[1].slot);
+	/* 8 bytes short at the call: all of it to C, nothing stored. */
+	reset_mc();
+	ft.dstop = ft.dpos + MC_CALL_BYTES - 8;
+	call_checked();
+	assert_int_equal(n_enter_member, 1);
+	assert_int_equal(n_exit_member, 0); /* the RETURN's record fits */
+	expect_seen_regs();
+	assert_int_equal(ft.head, 8);
+	assert_int_equal(head_pub, 8);
+	expect_return_rec(64, 7, 7, stack[1].orig, stack[1].slot);
+	assert_int_equal(ft.dpos, MC_LAP + 64 + MC_RET_BYTES);
+	assert_int_equal(dhead_pub, ft.dpos);
+	assert_int_equal(ft.dcount, 42);
+	expect_dring_poison(64 + MC_RET_BYTES, DRING_BYTES);
+	/* 8 bytes short of the RETURN too: both to C, nothing stored. */
+	reset_mc();
+	ft.dstop = ft.dpos + MC_RET_BYTES - 8;
+	call_checked();
+	assert_int_equal(n_enter_member, 1);
+	assert_int_equal(n_exit_member, 1);
+	assert_int_equal(ft.head, 7);
+	assert_int_equal(head_pub, 7);
+	assert_int_equal(ft.dpos, MC_LAP + 64);
+	assert_int_equal(dhead_pub, 0);
+	assert_int_equal(ft.dcount, 41);
+	expect_dring_poison(0, DRING_BYTES);
+	/* No detail ring (a slot without one, or none claimed yet). */
+	reset_mc();
+	ft.dwords = NULL;
+	ft.dbytes = ft.dpos = ft.dstop = 0;
+	call_checked();
+	assert_int_equal(n_enter_member, 1);
+	assert_int_equal(n_exit_member, 1);
+	assert_int_equal(ft.head, 7);
+	assert_int_equal(ft.dpos, 0);
+	assert_int_equal(dhead_pub, 0);
+}
+
+/* The index path's declines (ring full, no stack, a dead frame, the
+ * shared trampoline in the slot is not testable here) take the member
+ * to C with the eight registers in place, nothing stored. */
+static void test_m_declines(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 3; c++) {
+		reset_mc();
+		if (c == 0)
+			ft.limit = ft.head;
+		else if (c == 1)
+			ft.cap = 0;
+		else
+			stack[1] = (struct fake_entry){1, (uint64_t *)(uintptr_t)8, 9, 1, 0},
+			ft.top = 1;
+		call_checked();
+		assert_int_equal(n_enter_member, 1);
+		assert_int_equal(n_exit_member, c == 0); /* the index ring still full */
+		expect_seen_regs();
+		assert_int_equal(ft.dpos, MC_LAP + 64 + (c == 0 ? 0 : MC_RET_BYTES));
+		expect_dring_poison(c == 0 ? 0 : 64 + MC_RET_BYTES, DRING_BYTES);
+		assert_int_equal(ft.top, c == 2 ? 1 : 0);
+	}
+}
+
+/* Outside the set, the third block is the index path: no record. */
+static void test_m_outside(void **state)
+{
+	(void)state;
+	reset_mc();
+	set_blob(0, FN_MOD + 1, 1, 512, 0);
+	call_checked();
+	expect_no_c();
+	assert_int_equal(ft.head, 9);
+	assert_int_equal(stack[1].flags, 0);
+	assert_int_equal(ft.dpos, MC_LAP + 64);
+	assert_int_equal(ft.dcount, 41);
+	expect_dring_poison(0, DRING_BYTES);
+}
+
+/* QUEUED at both clears: the flush after each record, registers intact. */
+static void test_m_flush(void **state)
+{
+	(void)state;
+	reset_mc();
+	ft.in_hook = 2;
+	flush_leaves[0] = 2;
+	flush_leaves[1] = 0;
+	call_checked();
+	assert_int_equal(n_flush, 2);
+	assert_int_equal(n_enter_full + n_enter_held + n_enter_member + n_exit_full + n_exit_held +
+	                     n_exit_member,
+	                 0);
+	assert_int_equal(ft.in_hook, 0);
+	expect_call_rec(64, 7, 7, stack[1].orig, stack[1].slot);
+	expect_return_rec(64 + MC_CALL_BYTES, 0, 8, stack[1].orig, stack[1].slot);
+}
+
+/* The guard or in_hook set: C as before, no record. */
+static void test_m_guard(void **state)
+{
+	(void)state;
+	reset_mc();
+	ft.guard = 1;
+	call_checked();
+	expect_held_enter_only();
+	assert_int_equal(ft.dpos, MC_LAP + 64);
+	reset_mc();
+	ft.in_hook = 1;
+	call_checked();
+	assert_int_equal(n_enter_full, 1);
+	assert_int_equal(ft.dpos, MC_LAP + 64);
+	expect_dring_poison(0, DRING_BYTES);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -861,6 +1220,10 @@ int main(void)
 	    cmocka_unit_test(test_d_declines),    cmocka_unit_test(test_d_guard),
 	    cmocka_unit_test(test_d_in_hook_set), cmocka_unit_test(test_d_member_other_flag),
 	    cmocka_unit_test(test_d_flush),       cmocka_unit_test(test_d_inherited),
+	    cmocka_unit_test(test_m_call_return), cmocka_unit_test(test_m_stack_bound),
+	    cmocka_unit_test(test_m_no_room),     cmocka_unit_test(test_m_declines),
+	    cmocka_unit_test(test_m_outside),     cmocka_unit_test(test_m_flush),
+	    cmocka_unit_test(test_m_guard),
 	};
 	return cmocka_run_group_tests(tests, hook_fast, unhook_fast);
 }

@@ -92,21 +92,9 @@ FUNC(t_regs_dump)
 	ret
 END(t_regs_dump)
 
-/* uint64_t call_with_regs(void *fn, const uint64_t in[15], uint64_t out[15])
- * in:  rbx rbp r12 r13 r14 r15 rdi rsi rdx rcx r8 r9 rax r10 r11
- * out: rbx rbp r12 r13 r14 r15 (after the call) rax rdx (returned)
- *      rdi rsi rcx r8 r9 r10 r11 (after the call: caller-saved, but a
- *      callee known not to touch them may leave them live, gcc -fipa-ra) */
-FUNC(call_with_regs)
-	push rbx
-	push rbp
-	push r12
-	push r13
-	push r14
-	push r15
-	push rdx
-	sub rsp, 8
-	mov [rip + cwr_fn], rdi
+/* The halves of call_with_regs around its call (macros: call_with_stack
+ * shares them). Loads in[] (rsi) into the registers... */
+.macro CWR_LOAD
 	mov rbx, [rsi + 0]
 	mov rbp, [rsi + 8]
 	mov r12, [rsi + 16]
@@ -122,7 +110,9 @@ FUNC(call_with_regs)
 	mov r10, [rsi + 104]
 	mov r11, [rsi + 112]
 	mov rsi, [rsi + 56]
-	call [rip + cwr_fn]
+.endm
+/* ... and stores them into out[] (the pointer at [rsp+8]) after it. */
+.macro CWR_SAVE
 	mov [rip + cwr_rax], rax
 	mov rax, [rsp + 8]
 	mov [rax + 0], rbx
@@ -149,7 +139,54 @@ FUNC(call_with_regs)
 	pop rbp
 	pop rbx
 	ret
+.endm
+
+/* uint64_t call_with_regs(void *fn, const uint64_t in[15], uint64_t out[15])
+ * in:  rbx rbp r12 r13 r14 r15 rdi rsi rdx rcx r8 r9 rax r10 r11
+ * out: rbx rbp r12 r13 r14 r15 (after the call) rax rdx (returned)
+ *      rdi rsi rcx r8 r9 r10 r11 (after the call: caller-saved, but a
+ *      callee known not to touch them may leave them live, gcc -fipa-ra) */
+FUNC(call_with_regs)
+	push rbx
+	push rbp
+	push r12
+	push r13
+	push r14
+	push r15
+	push rdx
+	sub rsp, 8
+	mov [rip + cwr_fn], rdi
+	CWR_LOAD
+	call [rip + cwr_fn]
+	CWR_SAVE
 END(call_with_regs)
+
+/* void call_with_stack(void *fn, const uint64_t in[15], uint64_t out[15],
+ *                      const uint64_t stk[16])
+ * call_with_regs with stk[] the 16 words above the callee's return
+ * address (its return slot's [1..16]: what a stack snapshot copies). */
+FUNC(call_with_stack)
+	push rbx
+	push rbp
+	push r12
+	push r13
+	push r14
+	push r15
+	push rdx
+	sub rsp, 8
+	mov [rip + cwr_fn], rdi
+	sub rsp, 128
+	xor eax, eax
+1:	mov r8, [rcx + rax * 8]
+	mov [rsp + rax * 8], r8
+	inc eax
+	cmp eax, 16
+	jb 1b
+	CWR_LOAD
+	call [rip + cwr_fn]
+	add rsp, 128
+	CWR_SAVE
+END(call_with_stack)
 
 	.data
 	.p2align 4

@@ -239,7 +239,7 @@ static const uint8_t emit_ret_pop[] = {0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59,
  * S-8 held the swapped return address. Stack while the handler runs:
  * rax at S-8 (reusing the dead slot), rdx S-16, ..., r11 S-72, rbp S-80
  * (callee-saved, so the handler keeps it; saved only for the detail
- * lane's RETURN record, handlers_detail_put_return). Afterwards the
+ * lane's RETURN record, detail_put_return). Afterwards the
  * original return address goes into S-8 (r11 carries the saved rax
  * meanwhile: its own saved value is popped first) and a `ret` pops it, so
  * no register is needed to reach it and rsp ends at S. 26 instructions. */
@@ -326,13 +326,15 @@ enum {
 	FL_COMMON8,
 	FL_MEXIT,
 	FL_OTHER,
+	FL_MSLOW,
+	FL_MEXITC,
 	FL_COUNT
 };
 
 struct emit_labels {
 	size_t at[FL_COUNT];
-	size_t fix[32];
-	uint8_t to[32];
+	size_t fix[64];
+	uint8_t to[64];
 	size_t n;
 };
 
@@ -369,6 +371,7 @@ static void emit_fix(struct x86_writer *w, const struct emit_labels *l)
 #define CC_E 0x4
 #define CC_NE 0x5
 #define CC_BE 0x6
+#define CC_A 0x7
 
 /* An instruction with a %fs:disp32 memory operand: prefix 64, the REX
  * byte when rex != 0, the opcode, ModRM (reg, rm = SIB) and SIB (no base,
@@ -579,6 +582,271 @@ _Static_assert(offsetof(struct ada_hook_regs, rbp) == 56 &&
                    offsetof(struct ada_hook_regs, r10) == 64,
                "the detail stub's eight registers are struct ada_hook_regs' first eight");
 
+/* ---- The detail lane's member paths in machine code (detail_rec) ----
+ * A member's call and its return write their detail records here, as
+ * handlers_enter_member_fixed() / handlers_exit_member() do on their fast
+ * paths (handlers.c): the shadow push (flagged SHADOW_F_DETAIL) or pop,
+ * the index event, then the record in the reserved ring space
+ * (ada_detail_reserve_fast: the header word, the prefetch 2 KiB ahead),
+ * its words in detail_put_call_fixed()'s / put_return()'s
+ * order, and the commit (ada_detail_commit). Every test comes before the
+ * first store; whatever fails one goes to the C member handler, which
+ * does it all again (the general writer: a pad and the next chunk, the
+ * clipped snapshot near the stack's top). Plain movs: x86_64 keeps
+ * stores in program order, so each is a release (ring.h's
+ * ada_detail_put). */
+#define R_SP 4
+#define R_BP 5
+#define R_R8 8
+#define R_R9 9
+#define EMIT_DREC_CALL_LEN ((14 + 16) * 8)        /* ADA_DREC_CALL_WORDS + the 16 stack words */
+#define EMIT_DREC_RETURN_LEN (9 * 8)              /* ADA_DREC_RETURN_WORDS */
+#define EMIT_DREC_META_CALL (3ull | 128ull << 32) /* ada_drec_meta(CALL, 0, 128) */
+#define EMIT_DREC_META_RETURN 4u                  /* ada_drec_meta(RETURN, 0, 0) */
+
+/* op reg, [base + disp] with any of the 16 registers (REX as needed, a
+ * SIB for rsp/r12, disp8 when it fits); op: 1 or 2 opcode bytes. */
+static void emit_rm(struct x86_writer *w, int w64, const char *op, size_t oplen, unsigned reg,
+                    unsigned base, int32_t disp)
+{
+	uint8_t rex = (uint8_t)((w64 ? 8 : 0) | (reg & 8 ? 4 : 0) | (base & 8 ? 1 : 0));
+	bool d8 = disp >= -128 && disp <= 127;
+	if (rex)
+		x86_put_u8(w, (uint8_t)(0x40 | rex));
+	x86_put(w, op, oplen);
+	x86_put_u8(w, (uint8_t)((d8 ? 0x40 : 0x80) | (reg & 7) << 3 | (base & 7)));
+	if ((base & 7) == R_SP)
+		x86_put_u8(w, 0x24);
+	if (d8)
+		x86_put_u8(w, (uint8_t)(int8_t)disp);
+	else
+		x86_put_u32(w, (uint32_t)disp);
+}
+
+/* mov reg64, [base+disp] / mov [base+disp], reg64 */
+static void emit_ld(struct x86_writer *w, unsigned reg, unsigned base, int32_t disp)
+{
+	emit_rm(w, 1, "\x8b", 1, reg, base, disp);
+}
+static void emit_st(struct x86_writer *w, unsigned base, int32_t disp, unsigned reg)
+{
+	emit_rm(w, 1, "\x89", 1, reg, base, disp);
+}
+
+/* op reg, %fs:disp32 with any register (emit_fs with REX.R as needed). */
+static void emit_fsr(struct x86_writer *w, int w64, uint8_t op, unsigned reg, int32_t disp)
+{
+	emit_fs(w, (uint8_t)((w64 ? 0x48 : 0) | (reg & 8 ? 0x44 : 0)), op, (uint8_t)(reg & 7),
+	        disp);
+}
+
+/* prefetcht0 of the `bytes` bytes 2 KiB past [base]: ada_detail_prefetch
+ * for a constant length (one line each 64 bytes; no wrap, no fault: a
+ * hint, which orders nothing). The C writer's instruction too (no
+ * -mprfchw). */
+static void emit_prefetch(struct x86_writer *w, unsigned base, uint32_t bytes)
+{
+	for (uint32_t q = 0; q < bytes && q < 2048; q += 64)
+		emit_rm(w, 0, "\x0f\x18", 2, 1, base, (int32_t)(2048 + q));
+}
+
+/* The commit (ada_detail_commit), end in `end`: dpos, dcount, then the
+ * published head, a plain store = a release, after every store of the
+ * record; pairs with the acquire load of head in
+ * ada_detail_ring_snapshot(). Uses `tmp`. */
+static void emit_dcommit(struct x86_writer *w, const struct hook_arch_fast *f, unsigned end,
+                         unsigned tmp)
+{
+	emit_fsr(w, 1, 0x89, end, f->p_dpos); /* mov fs:dpos, end */
+	x86_put(w, "\x64\x83\x04\x25", 4);    /* addl $1, fs:dcount (ours alone) */
+	x86_put_u32(w, (uint32_t)f->p_dcount);
+	x86_put_u8(w, 0x01);
+	emit_fsr(w, 1, 0x8b, tmp, f->p_dhead); /* mov tmp, fs:dhead */
+	emit_st(w, tmp, 0, end);               /* mov [tmp], end: the release */
+}
+
+/* The enter stub's member path (k = 64: the eight registers at
+ * [rsp+0..56], the trampoline's return point at [rsp+64], the slot at
+ * [rsp+72]). In: in_hook held, the guard clear, fn_id a member. Scratch:
+ * rax rcx rdx rsi rdi r8 r9 rbp (all saved; r10/r11 untouched). */
+static void emit_member_call(struct x86_writer *w, struct emit_labels *l,
+                             const struct hook_arch_fast *f)
+{
+	/* The index path's tests (the stub's, with orig in r8). */
+	emit_fs(w, 0, 0x8b, R_CX, f->s_top);     /* mov ecx, fs:top */
+	emit_fs(w, 0, 0x3b, R_CX, f->s_cap);     /* cmp ecx, fs:cap */
+	emit_jump(w, l, CC_AE, FL_MSLOW);        /* full: to grow */
+	x86_put(w, "\x89\xce", 2);               /* mov esi, ecx */
+	x86_put(w, "\x48\xc1\xe6\x05", 4);       /* shl rsi, 5 */
+	emit_fs(w, 0x48, 0x03, R_SI, f->s_base); /* add rsi, fs:base: &base[top] */
+	x86_put(w, "\x48\x8d\x7c\x24\x48", 5);   /* lea rdi, [rsp+72]: the slot */
+	x86_put(w, "\x48\x39\x7e\xe8", 4);       /* cmp [rsi-24], rdi: base[top-1].slot */
+	emit_jump(w, l, CC_BE, FL_MSLOW);        /* dead frames, a tail call */
+	emit_ld(w, R_R8, R_DI, 0);               /* mov r8, [rdi]: orig */
+	emit_movabs_rax(w, f->ret_tramp);
+	x86_put(w, "\x49\x39\xc0", 3);            /* cmp r8, rax */
+	emit_jump(w, l, CC_E, FL_MSLOW);          /* the shared trampoline */
+	emit_fs(w, 0x48, 0x8b, R_AX, f->p_head);  /* mov rax, fs:head */
+	emit_fs(w, 0x48, 0x3b, R_AX, f->p_limit); /* cmp rax, fs:limit */
+	emit_jump(w, l, CC_AE, FL_MSLOW);         /* the ring's slow path */
+	/* The whole snapshot: rsp - dfast_lo <= dfast_span (unsigned), the
+	 * bound handlers_detail_call_fast tests (stack_hi - 128 at most, so
+	 * slot[15] is below the stack's top). */
+	x86_put(w, "\x48\x89\xfa", 3);                 /* mov rdx, rdi */
+	emit_fs(w, 0x48, 0x2b, R_DX, f->s_dfast_lo);   /* sub rdx, fs:dfast_lo */
+	emit_fs(w, 0x48, 0x3b, R_DX, f->s_dfast_span); /* cmp rdx, fs:dfast_span */
+	emit_jump(w, l, CC_A, FL_MSLOW);
+	/* Room in the chunk (ada_detail_reserve_fast): pos + 8 + len <=
+	 * dstop; no ring: dstop == dpos == 0 fails it too. */
+	emit_fsr(w, 1, 0x8b, R_R9, f->p_dpos);                        /* mov r9, fs:dpos */
+	emit_rm(w, 1, "\x8d", 1, R_DX, R_R9, 8 + EMIT_DREC_CALL_LEN); /* lea rdx, [r9+248] */
+	emit_fs(w, 0x48, 0x3b, R_DX, f->p_dstop);                     /* cmp rdx, fs:dstop */
+	emit_jump(w, l, CC_A, FL_MSLOW);
+	/* Taken: nothing was stored before this point. The shadow push
+	 * (shadow_enter_fast with SHADOW_F_DETAIL). */
+	emit_st(w, R_SI, 0, R_R8);                     /* mov [rsi], r8: orig */
+	x86_put(w, "\x48\x89\x7e\x08", 4);             /* mov [rsi+8], rdi: slot */
+	x86_put(w, "\x48\xc7\x07\x00\x00\x00\x00", 7); /* mov qword [rdi], 0: SHADOW_SLOT_CALL */
+	emit_ld(w, R_BP, R_SP, 64);                    /* mov rbp, [rsp+64]: the return point */
+	emit_ld(w, R_BP, R_BP, EMIT_FAST_FN_ID_DISP);  /* mov rbp, [rbp+17]: fn_id */
+	emit_st(w, R_SI, 16, R_BP);                    /* mov [rsi+16], rbp */
+	x86_put(w, "\x8d\x51\x01", 3);                 /* lea edx, [rcx+1] */
+	emit_fs(w, 0, 0x89, R_DX, f->s_top);           /* mov fs:top, edx */
+	emit_fs(w, 0, 0x2b, R_DX, f->s_inherited);     /* sub edx, fs:inherited: the depth */
+	x86_put(w, "\x48\x0f\xba\xea\x22", 5);         /* bts rdx, 34: SHADOW_F_DETAIL << 32 */
+	x86_put(w, "\x48\x89\x56\x18", 4);             /* mov [rsi+24], rdx: one store */
+	/* The CALL event (ada_emit_fast_ts), its head and ts kept. */
+	emit_event_ptr(w, f);
+	emit_st(w, R_CX, 8, R_BP);                     /* mov [rcx+8], rbp: function_id */
+	x86_put(w, "\x89\x51\x18", 3);                 /* mov [rcx+24], edx: call_depth */
+	x86_put(w, "\xc7\x41\x1c\xff\xff\xff\xff", 7); /* mov dword [rcx+28], ATF_NO_DETAIL */
+	emit_fs(w, 0x48, 0x8b, R_SI, f->p_tid_call);   /* mov rsi, fs:tid_call */
+	x86_put(w, "\x48\x89\x71\x10", 4);             /* mov [rcx+16], rsi */
+	x86_put(w, "\x48\x8d\x70\x01", 4);             /* lea rsi, [rax+1] */
+	emit_fs(w, 0x48, 0x89, R_SI, f->p_head);       /* mov fs:head, rsi */
+	x86_put(w, "\x0f\x31", 2);                     /* rdtsc */
+	x86_put(w, "\x48\xc1\xe2\x20", 4);             /* shl rdx, 32 */
+	x86_put(w, "\x48\x09\xc2", 3);                 /* or rdx, rax: ts */
+	x86_put(w, "\x48\x89\x11", 3);                 /* mov [rcx], rdx: timestamp */
+	emit_fs(w, 0x48, 0x8b, R_CX, f->p_head_pub);   /* mov rcx, fs:head_pub */
+	/* A plain store is a release: the event's stores come first; pairs
+	 * with the acquire load of head in ada_index_ring_peek() (as the
+	 * release store in ada_emit_fast_ts()). */
+	x86_put(w, "\x48\x89\x31", 3); /* mov [rcx], rsi */
+	/* The record at dwords + (dpos & (dbytes - 1)) (a chunk never
+	 * wraps: ring.h). */
+	emit_fs(w, 0x48, 0x8b, R_AX, f->p_dbytes); /* mov rax, fs:dbytes */
+	x86_put(w, "\x48\xff\xc8", 3);             /* dec rax */
+	x86_put(w, "\x4c\x21\xc8", 3);             /* and rax, r9 */
+	emit_fs(w, 0x48, 0x03, R_AX, f->p_dwords); /* add rax, fs:dwords */
+	emit_prefetch(w, R_AX, 8 + EMIT_DREC_CALL_LEN);
+	/* The header word: a release (plain mov), pairs with the acquire
+	 * loads of the drain's copy (ada_detail_ring_snapshot). */
+	x86_put(w, "\x48\xc7\x00", 3); /* mov qword [rax], len */
+	x86_put_u32(w, EMIT_DREC_CALL_LEN);
+	emit_st(w, R_AX, 8 + 8 * 0, R_DX); /* ts */
+	x86_put(w, "\x48\xff\xce", 3);     /* dec rsi: link = the event's head */
+	emit_st(w, R_AX, 8 + 8 * 1, R_SI); /* link */
+	emit_st(w, R_AX, 8 + 8 * 2, R_BP); /* fn_id */
+	x86_put(w, "\x48\xb9", 2);         /* mov rcx, imm64: meta */
+	x86_put_u64(w, EMIT_DREC_META_CALL);
+	emit_st(w, R_AX, 8 + 8 * 3, R_CX);
+	for (int i = 0; i < 7; i++) { /* rdi rsi rdx rcx r8 r9 rax */
+		emit_ld(w, R_CX, R_SP, 8 * i);
+		emit_st(w, R_AX, 8 + 8 * (4 + i), R_CX);
+	}
+	emit_st(w, R_AX, 8 + 8 * 11, R_R8); /* orig */
+	emit_ld(w, R_CX, R_SP, 56);         /* rbp as saved */
+	emit_st(w, R_AX, 8 + 8 * 12, R_CX);
+	emit_st(w, R_AX, 8 + 8 * 13, R_DI); /* rsp at entry: the slot */
+	emit_st(w, R_AX, 8 + 8 * 14, R_R8); /* stack word 0: orig */
+	for (int i = 1; i < 16; i++) {      /* slot[1..15] */
+		emit_ld(w, R_CX, R_DI, 8 * i);
+		emit_st(w, R_AX, 8 + 8 * (14 + i), R_CX);
+	}
+	emit_rm(w, 1, "\x8d", 1, R_R9, R_R9, 8 + EMIT_DREC_CALL_LEN); /* lea r9, [r9+248]: end */
+	emit_dcommit(w, f, R_R9, R_CX);
+	emit_clear(w, f);
+	emit_jump(w, l, CC_NE, FL_FLUSH);
+	x86_put(w, emit_stub_pop8, sizeof(emit_stub_pop8)); /* FL_DONE's, inline */
+	x86_put_u8(w, 0xc3);                                /* ret: ZF set */
+}
+
+/* The return trampoline's member path: the top frame, above the
+ * inherited ones, owns the slot and is flagged exactly SHADOW_F_DETAIL;
+ * ecx = top, rsi = &base[top], rax rdx rcx rsi rdi saved at [rsp+32 ..
+ * 0] (S-8 .. S-40). Leaves orig in rdi for FL_DONE / FL_FLUSH. */
+static void emit_member_return(struct x86_writer *w, struct emit_labels *l,
+                               const struct hook_arch_fast *f)
+{
+	emit_fs(w, 0x48, 0x8b, R_AX, f->p_head);  /* mov rax, fs:head */
+	emit_fs(w, 0x48, 0x3b, R_AX, f->p_limit); /* cmp rax, fs:limit */
+	emit_jump(w, l, CC_AE, FL_MEXITC);
+	emit_fs(w, 0x48, 0x8b, R_DX, f->p_dpos); /* mov rdx, fs:dpos */
+	x86_put(w, "\x48\x83\xc2", 3);           /* add rdx, 8 + len */
+	x86_put_u8(w, 8 + EMIT_DREC_RETURN_LEN);
+	emit_fs(w, 0x48, 0x3b, R_DX, f->p_dstop); /* cmp rdx, fs:dstop */
+	emit_jump(w, l, CC_A, FL_MEXITC);
+	/* Taken: nothing was stored before this point. The pop (the entry
+	 * is read after top drops, as on the index path). */
+	x86_put(w, "\xff\xc9", 2);           /* dec ecx */
+	emit_fs(w, 0, 0x89, R_CX, f->s_top); /* mov fs:top, ecx */
+	emit_event_ptr(w, f);
+	x86_put(w, "\x48\x8b\x7e\xf0", 4);             /* mov rdi, [rsi-16]: fn_id */
+	x86_put(w, "\x48\x89\x79\x08", 4);             /* mov [rcx+8], rdi: function_id */
+	x86_put(w, "\x8b\x56\xf8", 3);                 /* mov edx, [rsi-8]: depth */
+	x86_put(w, "\x89\x51\x18", 3);                 /* mov [rcx+24], edx: call_depth */
+	x86_put(w, "\xc7\x41\x1c\xff\xff\xff\xff", 7); /* mov dword [rcx+28], ATF_NO_DETAIL */
+	emit_fs(w, 0x48, 0x8b, R_DX, f->p_tid_return); /* mov rdx, fs:tid_return */
+	x86_put(w, "\x48\x89\x51\x10", 4);             /* mov [rcx+16], rdx */
+	x86_put(w, "\x48\x8d\x78\x01", 4);             /* lea rdi, [rax+1] */
+	emit_fs(w, 0x48, 0x89, R_DI, f->p_head);       /* mov fs:head, rdi */
+	x86_put(w, "\x0f\x31", 2);                     /* rdtsc */
+	x86_put(w, "\x48\xc1\xe2\x20", 4);             /* shl rdx, 32 */
+	x86_put(w, "\x48\x09\xd0", 3);                 /* or rax, rdx: ts */
+	x86_put(w, "\x48\x89\x01", 3);                 /* mov [rcx], rax: timestamp */
+	emit_fs(w, 0x48, 0x8b, R_CX, f->p_head_pub);   /* mov rcx, fs:head_pub */
+	/* Release (plain store): pairs with the acquire load of head in
+	 * ada_index_ring_peek(), as in ada_emit_fast_ts(). */
+	x86_put(w, "\x48\x89\x39", 3);             /* mov [rcx], rdi */
+	emit_fs(w, 0x48, 0x8b, R_CX, f->p_dbytes); /* mov rcx, fs:dbytes */
+	x86_put(w, "\x48\xff\xc9", 3);             /* dec rcx */
+	emit_fs(w, 0x48, 0x23, R_CX, f->p_dpos);   /* and rcx, fs:dpos */
+	emit_fs(w, 0x48, 0x03, R_CX, f->p_dwords); /* add rcx, fs:dwords */
+	emit_prefetch(w, R_CX, 8 + EMIT_DREC_RETURN_LEN);
+	/* The header word: a release, pairs with the drain copy's acquire
+	 * loads (ada_detail_ring_snapshot). */
+	x86_put(w, "\x48\xc7\x01", 3); /* mov qword [rcx], len */
+	x86_put_u32(w, EMIT_DREC_RETURN_LEN);
+	emit_st(w, R_CX, 8 + 8 * 0, R_AX); /* ts */
+	x86_put(w, "\x48\xff\xcf", 3);     /* dec rdi: link = the event's head */
+	emit_st(w, R_CX, 8 + 8 * 1, R_DI); /* link */
+	emit_ld(w, R_DX, R_SI, -16);       /* fn_id */
+	emit_st(w, R_CX, 8 + 8 * 2, R_DX);
+	x86_put(w, "\x48\xc7\x41\x20", 4); /* mov qword [rcx+32], meta */
+	x86_put_u32(w, EMIT_DREC_META_RETURN);
+	emit_ld(w, R_DX, R_SP, 32); /* rax (S-8) */
+	emit_st(w, R_CX, 8 + 8 * 4, R_DX);
+	emit_ld(w, R_DX, R_SP, 24); /* rdx (S-16) */
+	emit_st(w, R_CX, 8 + 8 * 5, R_DX);
+	emit_ld(w, R_DI, R_SI, -32); /* orig: where it returns to */
+	emit_st(w, R_CX, 8 + 8 * 6, R_DI);
+	emit_st(w, R_CX, 8 + 8 * 7, R_BP);     /* rbp: callee-saved, as the function left it */
+	x86_put(w, "\x48\x8d\x54\x24\x28", 5); /* lea rdx, [rsp+40]: S */
+	emit_st(w, R_CX, 8 + 8 * 8, R_DX);
+	emit_fs(w, 0x48, 0x8b, R_DX, f->p_dpos); /* mov rdx, fs:dpos */
+	x86_put(w, "\x48\x83\xc2", 3);           /* add rdx, 8 + len: end */
+	x86_put_u8(w, 8 + EMIT_DREC_RETURN_LEN);
+	emit_dcommit(w, f, R_DX, R_CX);
+	emit_clear(w, f);
+	emit_jump(w, l, CC_NE, FL_FLUSH);
+	/* FL_DONE's, inline: orig into S-8, rax back, ret. */
+	x86_put(w, "\x48\x8b\x44\x24\x20", 5); /* mov rax, [rsp+32]: the saved rax */
+	x86_put(w, "\x48\x89\x7c\x24\x20", 5); /* mov [rsp+32], rdi: orig into S-8 */
+	x86_put(w, "\x5f\x5e\x59\x5a", 4);     /* pop rdi, rsi, rcx, rdx: rsp = S-8 */
+	x86_put_u8(w, 0xc3);                   /* ret to orig: rsp = S */
+}
+
 size_t hook_arch_emit_enter_stub(uint8_t *buf, uint64_t buf_addr, const struct hook_arch_fast *f)
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_ENTER_STUB_MAX, buf_addr, 1};
@@ -664,6 +932,9 @@ size_t hook_arch_emit_enter_stub(uint8_t *buf, uint64_t buf_addr, const struct h
 		emit_movabs_rax(&w, f->enter_held);
 		emit_jump(&w, &l, -1, FL_COMMON8);
 		l.at[FL_MEMBER] = w.len;
+		if (f->detail_rec)
+			emit_member_call(&w, &l, f); /* the record in machine code */
+		l.at[FL_MSLOW] = w.len;
 		x86_put(&w, "\x41\x53\x41\x52", 4); /* push r11, r10 */
 		emit_movabs_rax(&w, f->enter_member);
 		l.at[FL_COMMON8] = w.len;
@@ -773,6 +1044,9 @@ size_t hook_arch_emit_return_trampoline_fast(uint8_t *buf, uint64_t buf_addr,
 		x86_put(&w, "\x83\x7e\xfc", 3); /* cmp dword [rsi-4], SHADOW_F_DETAIL */
 		x86_put_u8(&w, EMIT_F_DETAIL);
 		emit_jump(&w, &l, CC_NE, FL_DECL);
+		if (f->detail_rec)
+			emit_member_return(&w, &l, f); /* the record in machine code */
+		l.at[FL_MEXITC] = w.len;
 		x86_put(&w, emit_ret_push + 5, sizeof(emit_ret_push) - 5); /* push r8-r11 */
 		x86_put_u8(&w, 0x55);                                      /* push rbp */
 		emit_movabs_rax(&w, f->exit_member);

@@ -1,0 +1,71 @@
+/*
+ * The words of the detail lane's two fixed-shape records, as the C
+ * handlers write them into reserved ring space (handlers.c) -- and the
+ * reference the fast form's member paths in machine code are tested
+ * against (x86_emit.c emit_member_call / emit_member_return; the unit
+ * test test_hook_fast.c calls these on a buffer and compares every word).
+ * Record layout: ring.h (ADA_DREC_*), docs/internals.md "Writing a record".
+ *
+ * Threads: the producer thread, in hook context (no call, no vector
+ * register: the stores are ada_detail_put's).
+ */
+#ifndef ADA_DETAIL_REC_INTERNAL_H
+#define ADA_DETAIL_REC_INTERNAL_H
+
+#include <stdint.h>
+
+#include "atf_format.h"
+#include "hook_arch.h"
+#include "ring.h"
+
+/* The default snapshot, 128 bytes (--stack-bytes 128), as straight-line
+ * stores with no length anywhere: word 0 is the caller's return address
+ * (orig, what the slot held before the push), words 1..15 are copied. */
+#define DETAIL_STACK_FIXED_WORDS 16u
+__attribute__((always_inline)) static inline void
+detail_put_call_fixed(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *ret_slot,
+                      const struct ada_hook_regs *regs, uint64_t ts, uint64_t link, uint64_t orig)
+{
+	ada_detail_put(w, ADA_DREC_TS, ts);
+	ada_detail_put(w, ADA_DREC_LINK, link);
+	ada_detail_put(w, ADA_DREC_FN, fn_id);
+	ada_detail_put(w, ADA_DREC_META,
+	               ada_drec_meta(ATF_DETAIL_FUNCTION_CALL, 0, DETAIL_STACK_FIXED_WORDS * 8));
+	ada_detail_put(w, ADA_DREC_REGS + 0, regs->rdi);
+	ada_detail_put(w, ADA_DREC_REGS + 1, regs->rsi);
+	ada_detail_put(w, ADA_DREC_REGS + 2, regs->rdx);
+	ada_detail_put(w, ADA_DREC_REGS + 3, regs->rcx);
+	ada_detail_put(w, ADA_DREC_REGS + 4, regs->r8);
+	ada_detail_put(w, ADA_DREC_REGS + 5, regs->r9);
+	ada_detail_put(w, ADA_DREC_REGS + 6, regs->rax);
+	ada_detail_put(w, ADA_DREC_REGS + 7, orig);
+	ada_detail_put(w, ADA_DREC_REGS + 8, regs->rbp);
+	ada_detail_put(w, ADA_DREC_REGS + 9, (uint64_t)(uintptr_t)ret_slot);
+	_Atomic uint64_t *dst = w + ADA_DREC_CALL_WORDS;
+	ada_detail_put(dst, 0, orig);
+#pragma GCC unroll 16
+	for (uint32_t i = 1; i < DETAIL_STACK_FIXED_WORDS; i++)
+		ada_detail_put(dst, i, ret_slot[i]);
+}
+
+/* The words of a RETURN record at w. sp: the stack pointer after the
+ * function's ret; the return trampoline keeps rax at sp-8, rdx at sp-16
+ * and rbp at sp-80 (hook_arch.h). */
+__attribute__((always_inline)) static inline void detail_put_return(_Atomic uint64_t *w,
+                                                                    uint64_t fn_id, uint64_t sp,
+                                                                    uint64_t orig, uint64_t ts,
+                                                                    uint64_t link)
+{
+	const uint64_t *saved = (const uint64_t *)(uintptr_t)sp;
+	ada_detail_put(w, ADA_DREC_TS, ts);
+	ada_detail_put(w, ADA_DREC_LINK, link);
+	ada_detail_put(w, ADA_DREC_FN, fn_id);
+	ada_detail_put(w, ADA_DREC_META, ada_drec_meta(ATF_DETAIL_FUNCTION_RETURN, 0, 0));
+	ada_detail_put(w, ADA_DREC_REGS + 0, saved[-1]);  /* rax */
+	ada_detail_put(w, ADA_DREC_REGS + 1, saved[-2]);  /* rdx */
+	ada_detail_put(w, ADA_DREC_REGS + 2, orig);       /* where it returns to */
+	ada_detail_put(w, ADA_DREC_REGS + 3, saved[-10]); /* rbp */
+	ada_detail_put(w, ADA_DREC_REGS + 4, sp);
+}
+
+#endif
