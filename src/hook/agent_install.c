@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -787,21 +788,44 @@ static void install_forget_gone(void)
 	}
 }
 
-/* The start-up scan analyses every module before it patches any: then,
+/* Test hook (e2e.detail_set_dlwindow): ADA_TEST_DL_PAUSE=W,R makes a
+ * later scan, once a new module's patches are live, write one byte to fd
+ * W and wait for one byte on fd R, so that the program's other thread
+ * calls into that module at that moment, deterministically. */
+static void install_test_pause(bool later)
+{
+	static bool paused; /* once a process: under agent.lock */
+	const char *v = later && !paused ? getenv("ADA_TEST_DL_PAUSE") : NULL;
+	int w, r;
+	char c = 'a';
+	if (!v || sscanf(v, "%d,%d", &w, &r) != 2 || write(w, &c, 1) != 1)
+		return;
+	paused = true;
+	while (read(r, &c, 1) < 0 && errno == EINTR) /* EOF or an error: go on */
+		;
+}
+
+/* Every scan analyses every new module before it patches any. At start-up
  * with --analysis-threads 2 (agent.par_analysis), a helper thread may
  * share the analysis (install_prepare_full()) while no patch exists, so
- * nothing it runs, libc included, can be traced. Not by default: once a
- * second thread has existed glibc treats the process as multi-threaded
- * for good (its stdio and malloc take locks, its write() enters and
- * leaves the cancellation state), so the program's own libc calls would
- * differ between a cold and a warm run. Later scans (dlopen, ada attach)
- * patch each module right after its analysis, on one thread. */
-static void install_new(const struct discover_image *v, size_t n)
+ * nothing it runs, libc included, can be traced. Not by default, and not
+ * in later scans (dlopen, ada attach): once a second thread has existed
+ * glibc treats the process as multi-threaded for good (its stdio and
+ * malloc take locks, its write() enters and leaves the cancellation
+ * state), so the program's own libc calls would differ between a cold and
+ * a warm run. Between the analyses and the first patch, the detail lane's
+ * own set is rebuilt over the new modules (their symbols are read by
+ * then): a call into a module from another thread the moment its
+ * trampolines go live is judged by rules that cover it, never by a set
+ * built before the module existed (docs/internals.md). Returns true when
+ * it rebuilt that set. */
+static bool install_new(const struct discover_image *v, size_t n)
 {
-	bool two_phase = agent.n_mods == 0 && !agent.attached;
-	struct install_job *jobs = two_phase ? calloc(n ? n : 1, sizeof(*jobs)) : NULL;
+	struct install_job *jobs = calloc(n ? n : 1, sizeof(*jobs));
 	size_t nj = 0;
-	agent.par_analysis = jobs != NULL && agent.cfg.analysis_threads > 1;
+	bool built = false, later = agent.n_mods > 0 && !agent.attached;
+	agent.par_analysis =
+	    jobs && agent.n_mods == 0 && !agent.attached && agent.cfg.analysis_threads > 1;
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].skip != ADA_HOOK_OK) {
 			install_ignore(&v[i]);
@@ -816,14 +840,27 @@ static void install_new(const struct discover_image *v, size_t n)
 		struct install_job *j = jobs ? &jobs[nj++] : &one;
 		*j = one;
 		install_analyse_module(j);
-		if (!jobs)
+		if (!jobs) { /* no memory for the jobs: one module at a time, its set first */
+			if (agent_hot.detail_on)
+				agent_detail_set_update();
+			built = true;
 			install_finish(j);
+			install_test_pause(later);
+		}
 	}
 	install_helper_stop();
 	agent.par_analysis = false;
-	for (size_t k = 0; k < nj; k++)
+	if (nj) {
+		if (agent_hot.detail_on)
+			agent_detail_set_update();
+		built = true;
+	}
+	for (size_t k = 0; k < nj; k++) {
 		install_finish(&jobs[k]);
+		install_test_pause(later);
+	}
 	free(jobs);
+	return built;
 }
 
 size_t agent_scan(void)
@@ -846,13 +883,13 @@ size_t agent_scan(void)
 	}
 	install_forget_gone();
 	size_t first_new = agent.n_mods;
-	install_new(v, n);
+	bool built = install_new(v, n);
 	for (size_t i = first_new; i < agent.n_mods; i++) {
 		agent.ns_symbols += agent.mods[i].ns_symbols;
 		agent.ns_patching += agent.mods[i].ns_patching;
 	}
 	free(v);
-	if (agent_hot.detail_on)
+	if (agent_hot.detail_on && !built) /* modules gone only */
 		agent_detail_set_update();
 	return first_new;
 }

@@ -69,8 +69,9 @@ static inline bool agent_dset_has(const struct agent_dset *ds, uint64_t fn_id)
 
 /* The out-of-line answer of the detail lane (handlers.c,
  * handlers_enter_detail_ask) for the current blob at cur: the blob's
- * container, or, for a module the blob has no entry for (built before the
- * recorder read that module, or loaded after: ADA_KEYSYM_UNKNOWN), the
+ * container, or, for a module the blob says nothing about (no entry: built
+ * before the recorder read that module, or loaded after; an uncovered
+ * entry: a gap below modules it had read; ADA_KEYSYM_UNKNOWN both), the
  * agent's own set ds, built from the start-time rules. An own set
  * without rules ("every function": `all`) says nothing about what the
  * recorder chose: not a member, as the blob would say. O(1), no lock,

@@ -886,8 +886,9 @@ _Static_assert(sizeof(((struct agent_dset *)0)->all) == 4 &&
  * key-symbol set once it published one (src/keysym/keysym.h: masked
  * loads inside the arena's key-symbol area, no call), else the agent's
  * own (dset). 1 member, 0 not, ADA_KEYSYM_ASK: a hash or CRoaring
- * container, or a module the blob has no entry for (then the own set
- * answers), out of line (handlers_enter_detail_ask). The
+ * container, or a module the blob says nothing about (no entry, or an
+ * uncovered one: then the own set answers), out of line
+ * (handlers_enter_detail_ask). The
  * key-symbol swap's grace period counts on the event this handler
  * publishes after the test (docs/internals.md, "The key-symbol swap"). */
 static inline int handlers_detail_member(uint64_t fn_id)

@@ -43,7 +43,7 @@ static uint64_t ks_round64(uint64_t n)
 
 const char *ada_keysym_kind_name(unsigned kind)
 {
-	static const char *const names[] = {"none", "bitset", "roaring", "hash", "full"};
+	static const char *const names[] = {"none", "bitset", "roaring", "hash", "full", "unknown"};
 	return kind < ADA_KEYSYM_KIND_COUNT ? names[kind] : "?";
 }
 
@@ -417,6 +417,13 @@ uint64_t ks_blob_xxh64(const uint8_t *blob, size_t len)
 	return XXH64_digest(&st);
 }
 
+void ks_info_uncovered(struct ada_keysym_info *info, uint32_t module_id)
+{
+	if (info->uncovered < ADA_KEYSYM_INFO_UNCOVERED_IDS)
+		info->uncovered_ids[info->uncovered] = module_id;
+	info->uncovered++;
+}
+
 static int ks_info_fill(const struct ada_keysym_builder *b, uint32_t n,
                         const struct ada_keysym_header *h, struct ada_keysym_info *info)
 {
@@ -431,6 +438,8 @@ static int ks_info_fill(const struct ada_keysym_builder *b, uint32_t n,
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct ks_mod *m = &b->mods[i];
+		if (!m->rb)
+			ks_info_uncovered(info, i);
 		if (!m->rb || m->kind == ADA_KEYSYM_NONE)
 			continue;
 		info->mods[info->n_mods++] =
@@ -461,7 +470,9 @@ int ada_keysym_builder_write(struct ada_keysym_builder *b, uint64_t version, voi
 	memset(blob, 0, off);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct ks_mod *m = &b->mods[i];
-		struct ada_keysym_mod e = {ADA_KEYSYM_NONE, 0, 0, 0};
+		/* Not declared: the set knows nothing of this module (its .syms
+		 * was not read), which is not "no member" (keysym.h). */
+		struct ada_keysym_mod e = {m->rb ? ADA_KEYSYM_NONE : ADA_KEYSYM_UNCOVERED, 0, 0, 0};
 		if (m->rb && m->kind != ADA_KEYSYM_NONE) {
 			e = (struct ada_keysym_mod){m->kind, m->param, (uint32_t)off,
 			                            (uint32_t)m->members};

@@ -51,9 +51,14 @@ enum ada_keysym_kind {
 	ADA_KEYSYM_ROARING = 2, /* param: bytes of the CRoaring frozen image */
 	ADA_KEYSYM_HASH = 3,    /* param: log2(groups) | max probe << 8 */
 	ADA_KEYSYM_FULL = 4,    /* every function of this module */
-	ADA_KEYSYM_KIND_COUNT = 5,
+	/* The builder was not told about this module (the recorder had not
+	 * read its .syms yet: a gap below a module it had read): the set says
+	 * nothing about it, as for a module id >= n_mods. No body, param,
+	 * offset and members 0. */
+	ADA_KEYSYM_UNCOVERED = 5,
+	ADA_KEYSYM_KIND_COUNT = 6,
 };
-/* "none", "bitset", "roaring", "hash", "full" (manifest values). */
+/* "none", "bitset", "roaring", "hash", "full", "unknown" (manifest values). */
 const char *ada_keysym_kind_name(unsigned kind);
 
 struct ada_keysym_header { /* 64 bytes at offset 0 of a blob */
@@ -216,20 +221,23 @@ static inline bool ks_roaring_has(const uint8_t *base, uint64_t mask, uint64_t b
 }
 
 /* The inline part of the test: 1 member, 0 not, ADA_KEYSYM_ASK for a
- * hash or CRoaring container, and for a module the blob has no directory
- * entry for (module id >= n_mods: the recorder built the set before it
- * read that module's symbols, or the module was loaded after); then
- * ada_keysym_lookup_at() answers, out of line. For fn_id ((module_id <<
- * 32) | symbol_index) and the blob at offset `blob` of the region [base,
- * base + mask]. Hook context: no call, no loop, four loads.
+ * hash or CRoaring container, and for a module the blob says nothing
+ * about: no directory entry (module id >= n_mods: the recorder built the
+ * set before it read that module's symbols, or the module was loaded
+ * after) or an ADA_KEYSYM_UNCOVERED entry (a gap: the recorder had read a
+ * module with a higher id but not this one); then ada_keysym_lookup_at()
+ * answers, out of line. For fn_id ((module_id << 32) | symbol_index) and
+ * the blob at offset `blob` of the region [base, base + mask]. Hook
+ * context: no call, no loop, four loads.
  *
- * A blob says nothing about a module it has no entry for: that is not
- * "not a member". The agent answers such a module from its own set (the
- * start-time rules: handlers.c, agent_detail_ask); everyone else
- * (recorder, tools, ada_keysym_contains_at) takes it as "not a member of
- * this blob" (docs/internals.md, "Key-symbol sets"). */
+ * A blob that says nothing about a module does not say "not a member".
+ * The agent answers such a module from its own set (the start-time
+ * rules: handlers.c, agent_detail_ask); everyone else (recorder, tools,
+ * ada_keysym_contains_at) takes it as "not a member of this blob"
+ * (docs/internals.md, "Key-symbol sets"). */
 #define ADA_KEYSYM_ASK 2
-/* ada_keysym_lookup_at(): the blob has no entry for the module. */
+/* ada_keysym_lookup_at(): the blob says nothing about the module (no
+ * entry, or an ADA_KEYSYM_UNCOVERED one). */
 #define ADA_KEYSYM_UNKNOWN 3
 static inline int ada_keysym_test(const uint8_t *base, uint64_t mask, uint64_t blob, uint64_t fn_id)
 {
@@ -249,12 +257,15 @@ static inline int ada_keysym_test(const uint8_t *base, uint64_t mask, uint64_t b
 	}
 	if (kind == ADA_KEYSYM_FULL)
 		return 1;
-	return kind == ADA_KEYSYM_HASH || kind == ADA_KEYSYM_ROARING ? ADA_KEYSYM_ASK : 0;
+	/* hash, CRoaring, uncovered (and a kind no blob that passed
+	 * ada_keysym_validate() has): out of line. */
+	return kind == ADA_KEYSYM_NONE ? 0 : ADA_KEYSYM_ASK;
 }
 
 /* The whole test (what ada_keysym_test leaves to ask too): 1 member, 0
- * not, ADA_KEYSYM_UNKNOWN when the blob has no entry for the module (its
- * id >= n_mods; the caller decides, see ada_keysym_test). Hook context:
+ * not, ADA_KEYSYM_UNKNOWN when the blob says nothing about the module
+ * (its id >= n_mods, or its entry is ADA_KEYSYM_UNCOVERED; the caller
+ * decides, see ada_keysym_test); 0 for a kind no valid blob has. Hook context:
  * O(1) (every loop has a constant bound), no lock, no allocation, no
  * library. */
 __attribute__((noinline, unused)) static int
@@ -271,11 +282,15 @@ ada_keysym_lookup_at(const uint8_t *base, uint64_t mask, uint64_t blob, uint64_t
 	uint64_t body = blob + ks_rd32(base, mask, e + 8);
 	if (kind == ADA_KEYSYM_HASH)
 		return ks_hash_has(base, mask, body, param, (uint32_t)fn_id);
-	return ks_roaring_has(base, mask, blob, body, (uint32_t)fn_id);
+	if (kind == ADA_KEYSYM_ROARING)
+		return ks_roaring_has(base, mask, blob, body, (uint32_t)fn_id);
+	return kind == ADA_KEYSYM_UNCOVERED ? ADA_KEYSYM_UNKNOWN : 0;
 }
 
-/* Membership in this blob alone: a module it has no entry for is not a
- * member (recorder, tools, tests; the agent uses ada_keysym_lookup_at()). */
+/* Membership in this blob alone: a module it says nothing about (no
+ * entry, or an uncovered one) is not a member of it: the blob holds no
+ * member there, and whoever needs to tell "not a member" from "unknown"
+ * (the agent) calls ada_keysym_lookup_at(). Recorder, tools, tests. */
 __attribute__((unused)) static inline bool
 ada_keysym_contains_at(const uint8_t *base, uint64_t mask, uint64_t blob, uint64_t fn_id)
 {
@@ -298,6 +313,7 @@ struct ada_keysym_mod_info {
 	uint64_t members;
 	uint64_t bytes; /* body bytes */
 };
+#define ADA_KEYSYM_INFO_UNCOVERED_IDS 16u
 struct ada_keysym_info {
 	uint64_t version;
 	uint64_t members;
@@ -307,10 +323,13 @@ struct ada_keysym_info {
 	uint32_t n_mods;                  /* entries in mods[] (modules with a container) */
 	struct ada_keysym_mod_info *mods; /* owned by whoever filled it: ada_keysym_info_fini() */
 	/* The header's n_mods: the directory's entries. A module id below it
-	 * the builder was not told about has an empty entry (not a member);
-	 * one at or above it is unknown to the set (ada_keysym_test). */
+	 * the builder was not told about has an ADA_KEYSYM_UNCOVERED entry;
+	 * it, and every id at or above `entries`, is unknown to the set
+	 * (ada_keysym_test). */
 	uint32_t entries;
-	uint32_t reserved;
+	uint32_t uncovered; /* ADA_KEYSYM_UNCOVERED entries (not in mods[]) */
+	/* The first of them by id (up to ADA_KEYSYM_INFO_UNCOVERED_IDS). */
+	uint32_t uncovered_ids[ADA_KEYSYM_INFO_UNCOVERED_IDS];
 };
 void ada_keysym_info_fini(struct ada_keysym_info *info);
 
@@ -320,7 +339,10 @@ void ada_keysym_builder_free(struct ada_keysym_builder *b);
 /* Every function of every module (the default set). */
 void ada_keysym_builder_set_all(struct ada_keysym_builder *b);
 /* Declares module `module_id` with `range` functions (symbol indexes
- * < range; 0: not known, the largest member + 1 is used). 0, -EINVAL
+ * < range; 0: not known, the largest member + 1 is used). A module id
+ * below the highest declared one that is never declared gets an
+ * ADA_KEYSYM_UNCOVERED entry (the set says nothing about it), a declared
+ * one without members a NONE entry (not a member). 0, -EINVAL
  * (id or range out of bounds), -ENOMEM. */
 int ada_keysym_builder_module(struct ada_keysym_builder *b, uint32_t module_id, uint32_t range);
 /* Adds members (any order, duplicates fine). 0, -EINVAL (an index >= the

@@ -16,6 +16,9 @@ int ks_frozen_dir(const uint8_t *img, size_t len, uint64_t img_off, uint64_t dir
 /* build.c: XXH64 (seed 0) of a blob, its xxh64 field taken as 0. */
 uint64_t ks_blob_xxh64(const uint8_t *blob, size_t len);
 
+/* build.c: counts an ADA_KEYSYM_UNCOVERED entry of module_id in info. */
+void ks_info_uncovered(struct ada_keysym_info *info, uint32_t module_id);
+
 /* Tests: every module with members gets this container kind (BITSET,
  * ROARING or HASH; 0: the density rule) instead of the density rule's. */
 struct ada_keysym_builder;

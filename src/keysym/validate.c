@@ -128,6 +128,10 @@ static int ks_check_entry(struct ks_check *c, const struct ada_keysym_mod *e)
 		return e->param || e->off || e->members
 		           ? ks_bad(c, "an empty module entry is not zero")
 		           : 0;
+	case ADA_KEYSYM_UNCOVERED:
+		return e->param || e->off || e->members
+		           ? ks_bad(c, "an uncovered module entry is not zero")
+		           : 0;
 	case ADA_KEYSYM_FULL:
 		return e->param == 0 || e->param > ADA_KEYSYM_MAX_INDEX || e->members != e->param
 		           ? ks_bad(c, "a full module entry has an impossible size")
@@ -167,15 +171,20 @@ static int ks_info_from_blob(const struct ks_check *c, const struct ada_keysym_h
                              struct ada_keysym_info *info)
 {
 	memset(info, 0, sizeof(*info));
-	*info = (struct ada_keysym_info){
-	    h->version, h->members, h->bytes,  h->xxh64, h->flags & ADA_KEYSYM_F_ALL,
-	    0,          NULL,       h->n_mods, 0};
+	info->version = h->version;
+	info->members = h->members;
+	info->bytes = h->bytes;
+	info->xxh64 = h->xxh64;
+	info->all = h->flags & ADA_KEYSYM_F_ALL;
+	info->entries = h->n_mods;
 	if (h->n_mods && !(info->mods = calloc(h->n_mods, sizeof(*info->mods))))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < h->n_mods; i++) {
 		struct ada_keysym_mod e;
 		memcpy(&e, c->blob + sizeof(*h) + 16 * (uint64_t)i, sizeof(e));
-		if (e.kind != ADA_KEYSYM_NONE)
+		if (e.kind == ADA_KEYSYM_UNCOVERED)
+			ks_info_uncovered(info, i);
+		else if (e.kind != ADA_KEYSYM_NONE)
 			info->mods[info->n_mods++] =
 			    (struct ada_keysym_mod_info){i, e.kind, e.members, 0};
 	}

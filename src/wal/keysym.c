@@ -83,8 +83,21 @@ static void ks_mods_free(struct ks_mods *ms)
 	ms->n = 0;
 }
 
-/* Every module_<ID>.syms of p that parses; the others are skipped (their
- * functions are no member: the agent only writes whole files). */
+/* Test hook (e2e.keysym_gap, e2e.detail_set_dlwindow): ADA_TEST_KS_HIDE=NAME
+ * makes every build skip the module whose path ends in /NAME, as if the
+ * recorder had not read its .syms yet: a set with a gap below the modules
+ * it did read (or without the module at all) is made on purpose, not by
+ * the order readdir() happens to give. */
+static bool ks_is_hidden(const struct ada_syms_module *m)
+{
+	const char *h = getenv("ADA_TEST_KS_HIDE");
+	const char *base = m->path ? strrchr(m->path, '/') : NULL;
+	return h && *h && base && strcmp(base + 1, h) == 0;
+}
+
+/* Every module_<ID>.syms of p that parses; the others are skipped (the
+ * agent only writes whole files; the set says nothing about a module it
+ * was not told about: ADA_KEYSYM_UNCOVERED, or no entry). */
 static int ks_mods_load(struct wal_proc *p, struct ks_mods *ms)
 {
 	int mfd;
@@ -104,8 +117,12 @@ static int ks_mods_load(struct wal_proc *p, struct ks_mods *ms)
 		size_t len;
 		if (!ks_is_syms_name(e->d_name) || ks_read_file(dirfd(d), e->d_name, &buf, &len))
 			continue;
-		if (ada_syms_parse(buf, len, &ms->m[ms->n], NULL) == 0)
-			ms->n++;
+		if (ada_syms_parse(buf, len, &ms->m[ms->n], NULL) == 0) {
+			if (ks_is_hidden(ms->m[ms->n]))
+				ada_syms_module_free(ms->m[ms->n]);
+			else
+				ms->n++;
+		}
 		free(buf);
 	}
 	closedir(d);
@@ -193,6 +210,14 @@ static json_t *ks_version_json(const struct ada_keysym_info *in, uint64_t now_ns
 	json_object_set_new(o, "time_ns", json_integer((json_int_t)now_ns));
 	json_object_set_new(o, "all", json_boolean(in->all));
 	json_object_set_new(o, "entries", json_integer((json_int_t)in->entries));
+	/* Module ids below `entries` the set says nothing about (their .syms
+	 * not read yet when it was built; module 0, the agent's own code, has
+	 * none): the agent decides them from its own start-time set. */
+	json_t *unk = json_array();
+	for (uint32_t i = 0; i < in->uncovered && i < ADA_KEYSYM_INFO_UNCOVERED_IDS; i++)
+		json_array_append_new(unk, json_integer(in->uncovered_ids[i]));
+	json_object_set_new(o, "unknown", json_integer((json_int_t)in->uncovered));
+	json_object_set_new(o, "unknown_ids", unk);
 	json_object_set_new(o, "members", json_integer((json_int_t)in->members));
 	json_object_set_new(o, "bytes", json_integer((json_int_t)in->bytes));
 	json_object_set_new(o, "xxh64", json_string(x));

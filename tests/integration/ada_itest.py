@@ -645,53 +645,29 @@ def check_detail_set(rep, ctx, pid_dir, events, globs, exact):
         fnmatch.fnmatchcase(nm, g) for nm in names.get(fn, {fn or ""}) for g in globs.split(","))
     # Which set is current changes over the run: the agent's own (built
     # from the same globs) until the recorder publishes one, then the
-    # published ones. A published set that has no directory entry for a
-    # module (it was built before the recorder read that module, or the
-    # module came later: its id >= the set's `entries`) leaves the answer
-    # to the agent's own set, so every event of a function in the set
-    # links its record. The one exception: a set whose directory has an
-    # entry for the module although the recorder had not read it yet (a
-    # module id below `entries` that the set does not list while it is in
-    # the globs: a gap left by modules/*.syms files read in an arbitrary
-    # order); while such a set is current (1 ms of slack each side for a
-    # test made next to a swap), an event of that module may lack its
-    # record.
+    # published ones. A published set that says nothing about a module (no
+    # directory entry: it was built before the recorder read that module,
+    # or the module came later; or an `unknown` entry: a gap below modules
+    # it had read) leaves the answer to the agent's own set, so every event
+    # of a function in the set links its record, whatever the recorder had
+    # read: no exemption.
     m = json.load(open(os.path.join(pid_dir, "manifest.json")))
     versions = (m.get("detail", {}).get("keysym") or {}).get("versions") or []
     rep.check(not (m.get("detail", {}).get("keysym") or {}).get("versions_not_listed"),
               "%s: key-symbol versions not listed in the manifest" % ctx)
-    rep.check(all("entries" in v for v in versions),
-              "%s: key-symbol versions without `entries`" % ctx)
-    spans = []  # (from, to, version): when each version was current
-    for i, v in enumerate(versions):
-        end = versions[i + 1]["time_ns"] if i + 1 < len(versions) else float("inf")
-        spans.append((v["time_ns"], end, v))
-
-    def settled(e):
-        # Membership is decided at the call: a return goes by its call's time.
-        ts = e["ts"] - (e.get("duration_ns") or 0) if e["kind"] == "return" else e["ts"]
-        mod = e["function_id"] >> 32
-        for lo, hi, v in spans:
-            if hi < ts - 1000000 or lo > ts + 1000000 or v.get("all"):
-                continue
-            if mod < v.get("entries", 0) and mod not in {x["id"] for x in v.get("modules")
-                                                           or []}:
-                return False  # a gap: an empty entry for a module not read yet
-        return True
-
+    rep.check(all("entries" in v and "unknown" in v for v in versions),
+              "%s: key-symbol versions without `entries` or `unknown`" % ctx)
     calls = [e for e in events if e["kind"] in ("call", "return")]
-    unsettled = [e for e in calls if in_set(e["function"]) and not settled(e)]
-    wanted = [e for e in calls if in_set(e["function"]) and settled(e)]
+    wanted = [e for e in calls if in_set(e["function"])]
     others = [e for e in calls if not in_set(e["function"])]
     linked = [e for e in events if e.get("detail_seq") is not None]
-    extra = sum(1 for e in unsettled if e.get("detail_seq") is not None)
     n = 0
     for path in glob.glob(os.path.join(pid_dir, "thread_*", "detail*.atf")):
         with open(path, "rb") as f:
             n += int.from_bytes(f.read(64)[28:36], "little")
-    rep.check((wanted or unsettled) and others, "%s: --detail-symbols %s took %d "
+    rep.check(wanted and others, "%s: --detail-symbols %s took %d "
               "calls/returns and left %d out: the test needs both" % (
-                  ctx, globs, len(wanted) + len(unsettled), len(others)))
+                  ctx, globs, len(wanted), len(others)))
     bad = sorted({e["function"] for e in linked if not in_set(e["function"])})
     rep.check(not bad, "%s: functions outside --detail-symbols %s have detail records: %r" % (
         ctx, globs, bad[:5]))
@@ -701,22 +677,21 @@ def check_detail_set(rep, ctx, pid_dir, events, globs, exact):
     drops = sum((m.get("drops", {}).get("detail") or {}).values())
     if exact:
         missing = [e for e in wanted if e.get("detail_seq") is None]
-        rep.check(not missing and len(linked) == len(wanted) + extra == n and drops == 0,
+        rep.check(not missing and len(linked) == len(wanted) == n and drops == 0,
                   "%s: %d events link a detail record, %d calls/returns of functions in the "
-                  "set (+%d linked while a set with a gap for their module was current), %d "
-                  "without a record (e.g. %r), detail files hold %d records, %d detail drops: "
-                  "want all equal, no drops" % (ctx, len(linked), len(wanted), extra,
-                                                len(missing), missing[:1], n, drops))
+                  "set, %d without a record (e.g. %r), detail files hold %d records, %d "
+                  "detail drops: want all equal, no drops" % (ctx, len(linked), len(wanted),
+                                                              len(missing), missing[:1], n,
+                                                              drops))
     else:
-        rep.check(len(linked) == n and len(linked) <= len(wanted) + extra,
+        rep.check(len(linked) == n and len(linked) <= len(wanted),
                   "%s: %d events link a detail record, detail files hold %d, %d calls/returns "
-                  "in the set" % (ctx, len(linked), n, len(wanted) + extra))
-        rep.check(drops == 0 or len(wanted) + extra - len(linked) <= drops,
+                  "in the set" % (ctx, len(linked), n, len(wanted)))
+        rep.check(drops == 0 or len(wanted) - len(linked) <= drops,
                   "%s: %d records missing, only %d counted as dropped or overwritten" % (
-                      ctx, len(wanted) + extra - len(linked), drops))
-    rep.note("%s: %d of %d calls/returns in the detail set (%d more while a set with a gap "
-             "for their module was current), %d linked, %d detail drops" % (
-                 ctx, len(wanted), len(calls), len(unsettled), len(linked), drops))
+                      ctx, len(wanted) - len(linked), drops))
+    rep.note("%s: %d of %d calls/returns in the detail set, %d linked, %d detail drops" % (
+        ctx, len(wanted), len(calls), len(linked), drops))
 
 
 def match_by_counts(want_by_tid, tids, per_thread, table):

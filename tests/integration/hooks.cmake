@@ -156,6 +156,11 @@ ada_itest(detail_set_fork_threads.O2 target ${ADA_DSET} --expect-pids 2
 # special functions, which get no detail record (the harness knows).
 ada_itest(detail_set_dlopen.O2 target ${ADA_DSET} --own-module libt_dlib.so
           -- ${T}/t_dlopen_O2 ${T}/libt_dlib.so)
+# Exact too for a call from another thread into a dlopen'ed library the
+# moment its trampolines go live, before dlopen() returned (the agent's test
+# hook ADA_TEST_DL_PAUSE stops it right there, tests/targets/t_dlwin.c): the
+# agent's own set covers a module before any of its patches is applied.
+ada_itest(detail_set_dlwindow.O2 target ${ADA_DSET} -- ${T}/t_dlwin_O2 ${T}/libt_dlwlib.so)
 ada_itest(detail_set_ucontext.O2 target ${ADA_DSET} --calls-only -- ${T}/t_ucontext_O2)
 # A 4 MiB detail ring: with 64 MiB per thread, thread start-up is slow
 # enough (under load) that t4's pthread_testcancel loop makes millions of

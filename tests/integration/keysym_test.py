@@ -9,6 +9,12 @@ driven line by line through its stdin (no sleeps, no timing):
   key_file   --key-symbols FILE (MODULE_GLOB:SYMBOL_GLOB lines): only `mid`.
   blob       --blob MODULE_ID=FILE: a CRoaring portable bitmap (written here, by
              the format's spec) holding leaf's symbol index: only `leaf`.
+  gap        --detail-symbols leaf with the recorder made to skip the program's
+             own .syms (ADA_TEST_KS_HIDE: as if it had not read it yet, while it
+             read the libraries', whose module ids are higher): the set it
+             publishes has an `unknown` entry for the program, which the agent
+             answers from its own set: every leaf call carries detail, no mid
+             call does; the manifest lists the program's module id as unknown.
   bad        a bad --key-symbols line, a garbage --blob, --key-symbols with
              --detail never: exit 2 and one sentence each; `ada keysym` with a bad
              glob list: exit 2.
@@ -180,6 +186,25 @@ def case_blob(ada, target, work):
         r.kill()
 
 
+def case_gap(ada, target, work):
+    mid, _ = leaf_index(ada, target, work)
+    os.environ["ADA_TEST_KS_HIDE"] = os.path.basename(target)
+    try:
+        r = Rec(ada, target, work, RING + ["--detail-symbols", "leaf"])
+    finally:
+        del os.environ["ADA_TEST_KS_HIDE"]
+    try:
+        man = only(ada, r, "leaf", "mid")
+    finally:
+        r.kill()
+    ks = man["detail"]["keysym"]
+    cur = [v for v in ks["versions"] if v["version"] == ks["current"]]
+    check(cur and cur[0]["entries"] > mid + 1 and mid in cur[0]["unknown_ids"] and
+          cur[0]["unknown"] >= 1 and mid not in [x["id"] for x in cur[0]["modules"]],
+          "the set in force must hold an unknown entry for module %d below others: %r" %
+          (mid, ks))
+
+
 def refused(ada, target, work, opts, words):
     rc, so, se = run([ada, "record", "--out", os.path.join(work, "bad")] + opts +
                      ["--", target])
@@ -214,7 +239,8 @@ def case_bad(ada, target, work):
           (rc, se))
 
 
-CASES = {"narrow": case_narrow, "key_file": case_key_file, "blob": case_blob, "bad": case_bad}
+CASES = {"narrow": case_narrow, "key_file": case_key_file, "blob": case_blob, "gap": case_gap,
+         "bad": case_bad}
 
 
 def main():

@@ -84,6 +84,7 @@ ada_test_target(threads O2cet SOURCES ${ADA_TGT_SRC}/t_threads.c FLAGS -fcf-prot
 ada_test_target(threads O2nopie SOURCES ${ADA_TGT_SRC}/t_threads.c FLAGS -fno-pie LDFLAGS -no-pie)
 ada_test_target(cxx O2nopie SOURCES ${ADA_TGT_SRC}/t_cxx.cpp FLAGS -fno-pie LDFLAGS -no-pie)
 ada_test_target(dlopen O2 SOURCES ${ADA_TGT_SRC}/t_dlopen.c)
+ada_test_target(dlwin O2 SOURCES ${ADA_TGT_SRC}/t_dlwin.c)
 ada_test_target(fork O2 SOURCES ${ADA_TGT_SRC}/t_fork.c)
 ada_test_target(exec_child O2 SOURCES ${ADA_TGT_SRC}/t_exec_child.c)
 ada_test_target(pthread_exit O2 SOURCES ${ADA_TGT_SRC}/t_pthread_exit.c)
@@ -109,6 +110,14 @@ set_target_properties(adat_dlib PROPERTIES
   COMPILE_OPTIONS "-O2;-g;${ADA_TGT_WARN}"
   LINK_OPTIONS ""
   OUTPUT_NAME t_dlib PREFIX "lib"
+  LIBRARY_OUTPUT_DIRECTORY ${ADA_TGT_DIR})
+
+# The library t_dlwin loads after start.
+add_library(adat_dlwlib MODULE ${ADA_TGT_SRC}/t_dlwlib.c)
+set_target_properties(adat_dlwlib PROPERTIES
+  COMPILE_OPTIONS "-O2;-g;${ADA_TGT_WARN}"
+  LINK_OPTIONS ""
+  OUTPUT_NAME t_dlwlib PREFIX "lib"
   LIBRARY_OUTPUT_DIRECTORY ${ADA_TGT_DIR})
 
 # A static binary for the bad-input tests, when libc.a is there (libc6-dev).

@@ -142,6 +142,47 @@ static void test_detail_ask_unknown_module(void **state)
 	free(blob);
 }
 
+/* A gap (an ADA_KEYSYM_UNCOVERED entry: the recorder read module 2's
+ * .syms but not module 1's) is answered like a module past the
+ * directory: by the own set; a declared module without members (NONE)
+ * stays "not a member" whatever the own set says. */
+static void test_detail_ask_gap_module(void **state)
+{
+	(void)state;
+	static const uint64_t zero[2];
+	static const uint64_t m1[2] = {0x5ull, 1ull << 3}; /* symbols 0, 2, 67 */
+	static const uint64_t *const bits[4] = {zero, m1, m1, m1};
+	struct agent_dset own = {.nbits = 128, .max_mod = 3, .bits = bits};
+	struct agent_dset every = {.all = 1};
+	/* The blob: module 2 with symbol 5, module 3 declared empty, module 1 not. */
+	struct ada_keysym_builder *b;
+	assert_int_equal(ada_keysym_builder_new(&b), 0);
+	uint32_t five = 5;
+	assert_int_equal(ada_keysym_builder_add(b, 2, &five, 1), 0);
+	assert_int_equal(ada_keysym_builder_module(b, 3, 64), 0);
+	size_t len = ada_keysym_builder_size(b);
+	uint8_t *blob = aligned_alloc(64, len);
+	assert_non_null(blob);
+	assert_int_equal(ada_keysym_builder_write(b, 1, blob, len, NULL), 0);
+	ada_keysym_builder_free(b);
+	uint64_t mask = ada_keysym_mask_for(len);
+	const struct ada_keysym_mod *dir = (const void *)(blob + 64);
+	assert_int_equal(dir[1].kind, ADA_KEYSYM_UNCOVERED);
+	assert_int_equal(dir[3].kind, ADA_KEYSYM_NONE);
+	/* the gap: the own set's bits */
+	assert_true(agent_detail_ask(blob, mask, 0, &own, 1ull << 32 | 67));
+	assert_true(agent_detail_ask(blob, mask, 0, &own, 1ull << 32 | 2));
+	assert_false(agent_detail_ask(blob, mask, 0, &own, 1ull << 32 | 5));
+	assert_false(agent_detail_ask(blob, mask, 0, &every, 1ull << 32 | 67));
+	/* module 0 (never declared, below): a gap too */
+	assert_false(agent_detail_ask(blob, mask, 0, &own, 0ull << 32 | 2));
+	/* declared: the blob decides */
+	assert_true(agent_detail_ask(blob, mask, 0, &own, 2ull << 32 | 5));
+	assert_false(agent_detail_ask(blob, mask, 0, &own, 2ull << 32 | 2));
+	assert_false(agent_detail_ask(blob, mask, 0, &own, 3ull << 32 | 2));
+	free(blob);
+}
+
 static void test_config_keys(void **state)
 {
 	(void)state;
@@ -172,6 +213,7 @@ int main(void)
 	    cmocka_unit_test(test_stack_take_no_fault),
 	    cmocka_unit_test(test_dset),
 	    cmocka_unit_test(test_detail_ask_unknown_module),
+	    cmocka_unit_test(test_detail_ask_gap_module),
 	    cmocka_unit_test(test_config_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -232,7 +232,11 @@ static void test_unknown_module(void **state)
 	assert_int_equal(ada_keysym_test(p, mask, 0, 2ull << 32 | 5), 1);
 	assert_int_equal(ada_keysym_test(p, mask, 0, 2ull << 32 | 6), 0);
 	assert_int_equal(ada_keysym_lookup_at(p, mask, 0, 2ull << 32 | 6), 0);
-	assert_int_equal(ada_keysym_test(p, mask, 0, 1ull << 32 | 5), 0); /* entry, no member */
+	/* Module 1, never declared, below a declared one: an uncovered entry,
+	 * which says as little as no entry. */
+	assert_int_equal(ada_keysym_test(p, mask, 0, 1ull << 32 | 5), ADA_KEYSYM_ASK);
+	assert_int_equal(ada_keysym_lookup_at(p, mask, 0, 1ull << 32 | 5), ADA_KEYSYM_UNKNOWN);
+	assert_false(ada_keysym_contains_at(p, mask, 0, 1ull << 32 | 5));
 	static const uint64_t unknown[] = {3ull << 32 | 5, 9ull << 32, 0xffffffull << 32 | 5,
 	                                   0xffffffffull << 32 | 5};
 	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
@@ -257,6 +261,66 @@ static void test_unknown_module(void **state)
 	mask = ada_keysym_mask_for(bl.len);
 	assert_int_equal(ada_keysym_test(bl.p, mask, 0, 9ull << 32 | 5), 1);
 	assert_int_equal(ada_keysym_lookup_at(bl.p, mask, 0, 9ull << 32 | 5), 1);
+	free(bl.p);
+	ada_keysym_builder_free(b);
+}
+
+/* A gap: modules 1 and 3 declared (3 without members), 0, 2 and 4 not,
+ * 5 with members. Declared without members is "not a member" (NONE);
+ * never declared below the highest declared is ADA_KEYSYM_UNCOVERED:
+ * ask, then unknown, as for an id past the directory. The entry is all
+ * zero but its kind, validate insists, and the info counts it and names
+ * its id; a damaged uncovered entry is refused. */
+static void test_uncovered_module(void **state)
+{
+	(void)state;
+	struct ada_keysym_builder *b;
+	struct ada_keysym_info info;
+	assert_int_equal(ada_keysym_builder_new(&b), 0);
+	uint32_t one = 1, seven = 7;
+	assert_int_equal(ada_keysym_builder_add(b, 1, &one, 1), 0);
+	assert_int_equal(ada_keysym_builder_module(b, 3, 64), 0);
+	assert_int_equal(ada_keysym_builder_add(b, 5, &seven, 1), 0);
+	struct blob bl = blob_build(b, &info);
+	const uint8_t *p = bl.p;
+	uint64_t mask = ada_keysym_mask_for(bl.len);
+	const struct ada_keysym_mod *dir = (const void *)(p + 64);
+	assert_int_equal(((const struct ada_keysym_header *)(const void *)p)->n_mods, 6);
+	static const uint32_t kinds[6] = {ADA_KEYSYM_UNCOVERED, ADA_KEYSYM_BITSET,
+	                                  ADA_KEYSYM_UNCOVERED, ADA_KEYSYM_NONE,
+	                                  ADA_KEYSYM_UNCOVERED, ADA_KEYSYM_BITSET};
+	for (uint32_t m = 0; m < 6; m++) {
+		assert_int_equal(dir[m].kind, kinds[m]);
+		uint64_t id = (uint64_t)m << 32 | 1;
+		int want = kinds[m] == ADA_KEYSYM_UNCOVERED ? ADA_KEYSYM_UNKNOWN : m == 1;
+		assert_int_equal(ada_keysym_lookup_at(p, mask, 0, id), want);
+		assert_int_equal(ada_keysym_test(p, mask, 0, id),
+		                 kinds[m] == ADA_KEYSYM_UNCOVERED ? ADA_KEYSYM_ASK : m == 1);
+		assert_int_equal(ada_keysym_contains_at(p, mask, 0, id), m == 1);
+	}
+	assert_int_equal(ada_keysym_lookup_at(p, mask, 0, 5ull << 32 | 7), 1);
+	assert_int_equal(info.entries, 6);
+	assert_int_equal(info.uncovered, 3);
+	assert_int_equal(info.uncovered_ids[0], 0);
+	assert_int_equal(info.uncovered_ids[1], 2);
+	assert_int_equal(info.uncovered_ids[2], 4);
+	assert_int_equal(info.n_mods, 2); /* modules with members only */
+	assert_string_equal(ada_keysym_kind_name(ADA_KEYSYM_UNCOVERED), "unknown");
+	ada_keysym_info_fini(&info);
+	/* The validator reads the same back. */
+	struct ada_keysym_info back;
+	const char *why = NULL;
+	assert_int_equal(ada_keysym_validate(bl.p, bl.len, &back, &why), 0);
+	assert_int_equal(back.uncovered, 3);
+	assert_int_equal(back.uncovered_ids[2], 4);
+	ada_keysym_info_fini(&back);
+	/* An uncovered entry with a member count, re-checksummed: refused. */
+	struct ada_keysym_mod *e2 = (void *)(bl.p + 64 + 16 * 2);
+	e2->members = 1;
+	struct ada_keysym_header *h = (void *)bl.p;
+	h->xxh64 = ks_blob_xxh64(bl.p, bl.len);
+	assert_int_equal(ada_keysym_validate(bl.p, bl.len, NULL, &why), -EBADMSG);
+	assert_string_equal(why, "an uncovered module entry is not zero");
 	free(bl.p);
 	ada_keysym_builder_free(b);
 }
@@ -495,6 +559,7 @@ int main(void)
 	    cmocka_unit_test(test_containers_range_end),
 	    cmocka_unit_test(test_choose),
 	    cmocka_unit_test(test_unknown_module),
+	    cmocka_unit_test(test_uncovered_module),
 	    cmocka_unit_test(test_roundtrip),
 	    cmocka_unit_test(test_garbage_portable),
 	    cmocka_unit_test(test_garbage_blob),

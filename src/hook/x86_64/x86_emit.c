@@ -461,8 +461,9 @@ static void emit_md(struct x86_writer *w, int w64, uint8_t op, uint8_t reg, uint
  * 8-byte aligned: ks_ld8). Outside the set: falls through (FL_NONMEM);
  * a member (the "every function" flag, a FULL module, a bitset or own
  * bitmap bit, an own set's `all`): FL_MEMBER; a hash or CRoaring
- * container or a module without a directory entry (ADA_KEYSYM_ASK) or an
- * unknown kind: FL_DECL, where the C handler tests again. Nothing is
+ * container, a module without a directory entry or with an uncovered one
+ * (ADA_KEYSYM_ASK) or an unknown kind: FL_DECL, where the C handler tests
+ * again (the own set answers for the module the blob knows nothing of). Nothing is
  * stored. */
 static void emit_detail_test(struct x86_writer *w, struct emit_labels *l,
                              const struct hook_arch_fast *f, uint8_t k)
@@ -534,7 +535,7 @@ static void emit_detail_test_cold(struct x86_writer *w, struct emit_labels *l,
 	emit_jump(w, l, CC_E, FL_NONMEM);
 	x86_put(w, "\x83\xf9\x04", 3); /* cmp ecx, ADA_KEYSYM_FULL */
 	emit_jump(w, l, CC_E, FL_MEMBER);
-	emit_jump(w, l, -1, FL_DECL); /* hash, CRoaring (ADA_KEYSYM_ASK), unknown: C decides */
+	emit_jump(w, l, -1, FL_DECL); /* hash, CRoaring, uncovered (ADA_KEYSYM_ASK): C decides */
 	/* No blob published yet: the own set (agent_dset_has). */
 	l->at[FL_DSET] = w->len;
 	/* mov rax, [rsi+dset]: an acquire load as above; pairs with the
