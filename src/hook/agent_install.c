@@ -788,17 +788,25 @@ static void install_forget_gone(void)
 	}
 }
 
-/* Test hook (e2e.detail_set_dlwindow): ADA_TEST_DL_PAUSE=W,R makes a
- * later scan, once a new module's patches are live, write one byte to fd
- * W and wait for one byte on fd R, so that the program's other thread
- * calls into that module at that moment, deterministically. */
+/* Test hook (e2e.detail_set_dlwindow): ADA_TEST_DL_PAUSE=W,R in the
+ * environment the program starts with makes the first later scan, once a
+ * new module's patches are live, write one byte to fd W and wait for one
+ * on fd R, so that the program's other thread calls into that module at
+ * that moment, deterministically. Read at the start-up scan (before the
+ * program runs: no getenv() while its threads may change the
+ * environment). */
 static void install_test_pause(bool later)
 {
-	static bool paused; /* once a process: under agent.lock */
-	const char *v = later && !paused ? getenv("ADA_TEST_DL_PAUSE") : NULL;
-	int w, r;
+	static int w = -1, r = -1;
+	static bool read_env, paused; /* under agent.lock */
+	if (!read_env) {
+		const char *v = secure_getenv("ADA_TEST_DL_PAUSE");
+		read_env = true;
+		if (!v || sscanf(v, "%d,%d", &w, &r) != 2)
+			w = r = -1;
+	}
 	char c = 'a';
-	if (!v || sscanf(v, "%d,%d", &w, &r) != 2 || write(w, &c, 1) != 1)
+	if (!later || paused || w < 0 || write(w, &c, 1) != 1)
 		return;
 	paused = true;
 	while (read(r, &c, 1) < 0 && errno == EINTR) /* EOF or an error: go on */
@@ -824,6 +832,8 @@ static bool install_new(const struct discover_image *v, size_t n)
 	struct install_job *jobs = calloc(n ? n : 1, sizeof(*jobs));
 	size_t nj = 0;
 	bool built = false, later = agent.n_mods > 0 && !agent.attached;
+	if (!later)
+		install_test_pause(false); /* the start-up scan: reads its setting only */
 	agent.par_analysis =
 	    jobs && agent.n_mods == 0 && !agent.attached && agent.cfg.analysis_threads > 1;
 	for (size_t i = 0; i < n; i++) {

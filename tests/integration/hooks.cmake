@@ -161,6 +161,7 @@ ada_itest(detail_set_dlopen.O2 target ${ADA_DSET} --own-module libt_dlib.so
 # hook ADA_TEST_DL_PAUSE stops it right there, tests/targets/t_dlwin.c): the
 # agent's own set covers a module before any of its patches is applied.
 ada_itest(detail_set_dlwindow.O2 target ${ADA_DSET} -- ${T}/t_dlwin_O2 ${T}/libt_dlwlib.so)
+set_tests_properties(e2e.detail_set_dlwindow.O2 PROPERTIES ENVIRONMENT "ADA_TEST_DL_PAUSE=61,62")
 ada_itest(detail_set_ucontext.O2 target ${ADA_DSET} --calls-only -- ${T}/t_ucontext_O2)
 # A 4 MiB detail ring: with 64 MiB per thread, thread start-up is slow
 # enough (under load) that t4's pthread_testcancel loop makes millions of

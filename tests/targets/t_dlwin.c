@@ -2,9 +2,11 @@
  * Test target: a call into a dlopen'ed library from another thread the
  * moment the agent's patches of that library go live, inside dlopen()
  * (e2e.detail_set_dlwindow). The agent's test hook ADA_TEST_DL_PAUSE=W,R
- * (agent_install.c) writes a byte to fd W right after it patched a new
- * module and waits for one on fd R: the waiter thread reads it, calls
- * dlw_leaf() (t_dlwlib.c) and answers.
+ * (agent_install.c; the test sets ADA_TEST_DL_PAUSE=61,62 before the
+ * program starts) writes a byte to fd W right after it patched a new
+ * module and waits for one on fd R: the waiter thread reads it (fd 60,
+ * the other end of 61), calls dlw_leaf() (t_dlwlib.c) and answers on 63
+ * (the other end of 62).
  *
  * The loader's lock is held then (the agent rescans when an inner
  * _dl_catch_exception returns), so the waiter cannot dlsym(): a first
@@ -18,6 +20,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,7 +37,7 @@ enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
 typedef unsigned long (*leaf_fn)(unsigned long);
-static int to_waiter[2], to_agent[2];
+static int to_waiter[2] = {60, 61}, to_agent[2] = {62, 63};
 static volatile unsigned long sink;
 static const char *lib_path;
 static char lib_real[4096]; /* as /proc/self/maps names it */
@@ -91,6 +94,26 @@ TC_FN static int leaf_offset(void)
 	return dlclose(h) != 0;
 }
 
+/* Two pipes at fds 60..63 (see the top); fails rather than take an fd
+ * something else holds. */
+static int fixed_pipes(void)
+{
+	int p[2][2];
+	for (int fd = 60; fd <= 63; fd++)
+		if (fcntl(fd, F_GETFD) != -1) {
+			fprintf(stderr, "fd %d is taken\n", fd);
+			return 1;
+		}
+	if (pipe(p[0]) || pipe(p[1]))
+		return 1;
+	for (int i = 0; i < 4; i++) {
+		if (dup2(p[i / 2][i % 2], 60 + i) != 60 + i)
+			return 1;
+		close(p[i / 2][i % 2]);
+	}
+	return 0;
+}
+
 TC_FN static int open_library(void)
 {
 	TC_ENTER(FN_open_library);
@@ -111,12 +134,8 @@ int main(int argc, char **argv)
 	lib_path = argv[1];
 	if (!realpath(lib_path, lib_real))
 		return 1;
-	char fds[32];
 	pthread_t t;
-	if (leaf_offset() || pipe(to_waiter) || pipe(to_agent))
-		return 1;
-	snprintf(fds, sizeof(fds), "%d,%d", to_waiter[1], to_agent[0]);
-	if (setenv("ADA_TEST_DL_PAUSE", fds, 1) || pthread_create(&t, NULL, waiter, NULL))
+	if (leaf_offset() || fixed_pipes() || pthread_create(&t, NULL, waiter, NULL))
 		return 1;
 	int bad = open_library();
 	/* Untraced: the waiter goes on now (traced, the agent let it go). */
