@@ -83,16 +83,17 @@ static void ks_mods_free(struct ks_mods *ms)
 	ms->n = 0;
 }
 
-/* Test hook (e2e.keysym_gap, e2e.detail_set_dlwindow): ADA_TEST_KS_HIDE=NAME
- * makes every build skip the module whose path ends in /NAME, as if the
- * recorder had not read its .syms yet: a set with a gap below the modules
- * it did read (or without the module at all) is made on purpose, not by
- * the order readdir() happens to give. */
+/* Test hook (e2e.keysym_gap): ADA_TEST_KS_HIDE=NAME makes every build skip
+ * the module whose path ends in /NAME, as if the recorder had not read its
+ * .syms yet: a set with a gap below the modules it did read is made on
+ * purpose, not by the order readdir() happens to give. Read once by
+ * wal_keysym_init(), before the drain runs. */
+static char ks_hidden[256];
+
 static bool ks_is_hidden(const struct ada_syms_module *m)
 {
-	const char *h = getenv("ADA_TEST_KS_HIDE");
 	const char *base = m->path ? strrchr(m->path, '/') : NULL;
-	return h && *h && base && strcmp(base + 1, h) == 0;
+	return ks_hidden[0] && base && strcmp(base + 1, ks_hidden) == 0;
 }
 
 /* Every module_<ID>.syms of p that parses; the others are skipped (the
@@ -456,6 +457,8 @@ int wal_keysym_init(struct ada_recorder *r, const struct ada_keysym_spec *initia
 {
 	pthread_mutex_init(&r->ks_mu, NULL);
 	pthread_cond_init(&r->ks_cv, NULL);
+	const char *hide = getenv("ADA_TEST_KS_HIDE");
+	snprintf(ks_hidden, sizeof(ks_hidden), "%s", hide ? hide : "");
 	if (r->o.detail_mode == ADA_DETAIL_NEVER)
 		return 0;
 	return ada_keysym_spec_copy(initial, &r->ks_spec);
