@@ -19,7 +19,8 @@
  * last decided link) only grows, so no record is persisted twice and the
  * detail file's index_seq strictly increases.
  *
- * Loss (--detail triggered, loss.c): records are decided in push order,
+ * Loss (loss.c; --detail always looks like this only when the
+ * producer overtook the position it copies from): records are decided in push order,
  * so a look at the ring that still finds a decided record has missed
  * nothing; one that finds none has missed the records its ring
  * overwrote before anyone decided them: the ring's overwritten counter
@@ -58,6 +59,8 @@ struct wal_tdetail {
 	uint64_t gap_lo, gap_hi;
 	/* Totals over the thread's life (manifest). */
 	uint64_t records, bytes, overwritten, unlinked, files;
+	uint64_t lost; /* --detail always: overwritten before persisted (drops) */
+	bool settle;   /* the next call is the thread's (or file's) last: look whole */
 	int error;
 };
 
@@ -362,23 +365,42 @@ int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t fr
 	 * is the oldest record the ring holds (the pre-roll achieved). */
 	bool all_time = from_ns == 0 && to_ns == UINT64_MAX;
 	struct ada_detail_snapshot snap;
-	uint64_t over, in_ring = 0, decided = dt->decided;
+	uint64_t over = 0, in_ring = 0, decided = dt->decided;
 	/* The oldest a record no call decided can be: the gap's lower bound. */
 	uint64_t lo_ns = dt->stop_ns > dt->last_ns ? dt->stop_ns : dt->last_ns;
-	bool steady = true;
-	int e =
-	    all_time ? pd_snapshot(r, t, dt->from, &snap) : pd_look(r, t, 0, &snap, &over, &steady);
+	bool steady = true, look = !all_time;
+	int e = all_time ? pd_snapshot(r, t, dt->from, &snap) : 0;
+	/* --detail always: every record before `from` was decided, so a copy
+	 * that still starts at `from` lost nothing. One the producer overtook
+	 * (lost_bytes), or after a gap counted from a moving counter, looks
+	 * at the whole ring as a window does, for the decided records still
+	 * in it: the gap it finds is what was overwritten unpersisted. The
+	 * counter can lag the oldest it goes with (the producer stores oldest,
+	 * then its records, then the count), so a look read as steady may
+	 * still count low: the last call (dt->settle, wal_detail_settle) looks
+	 * once more, which counts any shortfall (wal_gap_count). */
+	if (all_time && e == 0 &&
+	    (snap.lost_bytes > 0 || dt->gap_short || (dt->settle && pd_counter(t) > 0)))
+		look = true;
+	dt->settle = false;
+	if (look)
+		e = pd_look(r, t, 0, &snap, &over, &steady);
 	if (e == -ENODATA)
 		return 0; /* no detail ring in this arena (--detail never) */
 	if (e < 0)
 		return e;
-	if (all_time)
-		over = pd_counter(t); /* every overwrite a drop: no gap to find */
+	if (!look)
+		over = pd_counter(t); /* the ring lapping: no record lost */
 	st->overwritten = pd_overwritten(dt, over);
 	if (pd_walk(r, t, dt, snap.bytes, from_ns, to_ns, st, &in_ring))
 		dt->from = snap.end;
-	if (!all_time)
+	if (look)
 		pd_gap(t, dt, over, in_ring, decided, lo_ns, steady, st);
+	if (all_time && st->gap.records) {
+		/* No window to share it: each one a detail_overwritten drop. */
+		dt->lost += st->gap.records;
+		t->p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN] += st->gap.records;
+	}
 	dt->records += st->records;
 	dt->bytes += st->bytes;
 	dt->overwritten += st->overwritten;
@@ -440,6 +462,13 @@ void wal_detail_free(struct wal_thread *t)
 	t->dt = NULL;
 }
 
+void wal_detail_settle(struct wal_thread *t)
+{
+	struct wal_tdetail *dt = pd_state(t);
+	if (dt)
+		dt->settle = true;
+}
+
 void wal_detail_sync_overwritten(struct wal_thread *t)
 {
 	if (t->dt && t->p->arena && !t->done)
@@ -464,6 +493,7 @@ json_t *wal_detail_thread_json(const struct wal_thread *t)
 	json_object_set_new(o, "records", json_integer((json_int_t)dt->records));
 	json_object_set_new(o, "bytes", json_integer((json_int_t)dt->bytes));
 	json_object_set_new(o, "overwritten", json_integer((json_int_t)dt->overwritten));
+	json_object_set_new(o, "lost", json_integer((json_int_t)dt->lost));
 	json_object_set_new(o, "window_lost", json_integer((json_int_t)wal_flight_thread_lost(t)));
 	json_object_set_new(o, "unlinked", json_integer((json_int_t)dt->unlinked));
 	json_object_set_new(o, "files", json_integer((json_int_t)dt->files));

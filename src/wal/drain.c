@@ -217,8 +217,10 @@ static void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 	if (t->f) {
 		/* The detail records of the last events go first (--detail
 		 * always); their patches need the index file still open. */
-		if (r->o.detail_mode == ADA_DETAIL_ALWAYS && t->p->arena)
+		if (r->o.detail_mode == ADA_DETAIL_ALWAYS && t->p->arena) {
+			wal_detail_settle(t);
 			wal_detail_persist(r, t, 0, UINT64_MAX, NULL);
+		}
 		wal_flight_thread_end(r, t); /* open windows: their part of its ring */
 		wal_detail_close(r, t, UINT32_MAX);
 		ada_wal_file_finalize(t->f, &t->last);
@@ -453,8 +455,10 @@ static void drain_kill_point(const char *name)
 static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 {
 	struct ada_wal_file_summary s;
-	if (r->o.detail_mode == ADA_DETAIL_ALWAYS)
+	if (r->o.detail_mode == ADA_DETAIL_ALWAYS) {
+		wal_detail_settle(t);
 		wal_detail_persist(r, t, 0, UINT64_MAX, NULL);
+	}
 	wal_flight_thread_end(r, t);
 	wal_detail_close(r, t, t->next_gen); /* detail.atf -> detail.g<G>.atf */
 	ada_wal_file_finalize(t->f, &s);

@@ -9,8 +9,11 @@
  * producer in every mode: the hot path does not know the mode) is shown
  * as information there, and the records a window did want but no longer
  * found in the ring are the loss, counted by the recorder as window_lost.
- * With --detail always every record was wanted: an overwrite before the
- * drain persisted it stays a detail_overwritten drop.
+ * With --detail always every record was wanted: the records the drain
+ * found overwritten before it persisted them (the gap of each look,
+ * wal_gap_count) are the detail_overwritten drops, counted by the
+ * recorder; the ring overwriting records already persisted is the ring
+ * lapping, information like triggered's turnover.
  *
  * Pure functions of their arguments (unit-tested in test_wal_loss.c);
  * the drain thread calls them.
@@ -25,14 +28,22 @@ void wal_drops_account(const uint64_t arena[ADA_LANE_COUNT][ADA_DROP_REASON_COUN
 	/* Read before out is written: the caller may pass arena as out. */
 	uint64_t over = arena[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
 	uint64_t lost = rec[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST];
+	uint64_t gone = rec[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
 	for (int l = 0; l < ADA_LANE_COUNT; l++)
 		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++) {
 			bool ours = k == ADA_DROP_CORRUPT || k == ADA_DROP_THREAD_LIMIT ||
 			            k == ADA_DROP_WINDOW_LOST;
 			out[l][k] = ours ? rec[l][k] : arena[l][k];
 		}
+	if (detail_mode == ADA_DETAIL_ALWAYS) {
+		/* The records lost are among the overwritten ones: what is
+		 * left was persisted before its slot was reused. */
+		out[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN] = gone;
+		*overwritten = over > gone ? over - gone : 0;
+		return;
+	}
 	if (detail_mode != ADA_DETAIL_TRIGGERED) {
-		*overwritten = over; /* always: each one a drop too */
+		*overwritten = over; /* never: no ring, nothing to count */
 		return;
 	}
 	/* The window_lost records are among the overwritten ones: what is

@@ -878,8 +878,14 @@ static void rec_fold_arena(struct rec_ctx *c, json_t *man)
 	uint64_t rec[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT] = {{0}}, over;
 	rec[ADA_LANE_INDEX][ADA_DROP_CORRUPT] = c->corrupt;
 	/* Its windows died with the recorder (none is persisted here), so no
-	 * window_lost; detail_overwritten counts as the mode says (loss.c). */
-	wal_drops_account(e.d, rec, rec_detail_mode(man), e.d, &over);
+	 * window_lost; detail_overwritten counts as the mode says (loss.c).
+	 * With --detail always, which overwritten records the drain had
+	 * persisted died with it too: every one counts (an upper bound). */
+	uint32_t mode = rec_detail_mode(man);
+	if (mode == ADA_DETAIL_ALWAYS)
+		rec[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN] =
+		    e.d[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
+	wal_drops_account(e.d, rec, mode, e.d, &over);
 	json_t *detail = json_object_get(man, "detail");
 	if (json_is_object(detail))
 		json_object_set_new(detail, "overwritten", json_integer((json_int_t)over));

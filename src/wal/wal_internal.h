@@ -485,8 +485,12 @@ void wal_budget_overrun(struct ada_recorder *r);
  * With --detail triggered, detail_overwritten is not a drop (a flight
  * recorder overwrites what no window wanted): out carries 0 for it and
  * *overwritten the records overwritten that no window wanted (the
- * arena's count less rec's window_lost). Otherwise *overwritten is the
- * arena's count, which stays a drop. */
+ * arena's count less rec's window_lost). With --detail always the drop
+ * is rec's detail_overwritten (records overwritten before the drain
+ * persisted them: the gaps its looks found) and *overwritten the rest of
+ * the arena's count (persisted, then overwritten: the ring lapping).
+ * A caller that cannot know the loss (ada recover) passes the arena's
+ * count in rec: an upper bound. */
 void wal_drops_account(const uint64_t arena[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT],
                        const uint64_t rec[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT],
                        uint32_t detail_mode, uint64_t out[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT],
@@ -520,7 +524,7 @@ struct wal_detail_stats {
 	uint64_t oldest_ns;   /* timestamp of the oldest record the ring still held (0: empty) */
 	uint64_t newest_ns;   /* ... and of the newest */
 	uint64_t overwritten; /* records the ring overwrote since the previous call on this
-	                         thread (never persisted; in --detail always these are drops) */
+	                         thread (persisted before or not: gap says which were not) */
 	uint64_t unlinked;    /* records in the window NOT persisted because their index event
 	                         could not be patched (in a retired generation, lost to a full
 	                         disk, or not matching the record): counted, never silent */
@@ -553,6 +557,10 @@ int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t 
  * to generation gen: finishes detail.atf (renamed detail.g<gen>.atf with
  * the index file). Records of the ring not persisted by then stay out. */
 void wal_detail_close(struct ada_recorder *r, struct wal_thread *t, uint32_t gen);
+/* The next wal_detail_persist() of t is its last before its file ends
+ * (--detail always): it looks at the whole ring once more, so a loss a
+ * look counted low from a lagging counter is counted in full. */
+void wal_detail_settle(struct wal_thread *t);
 /* Frees t's detail state (after wal_detail_close). */
 void wal_detail_free(struct wal_thread *t);
 /* Adds what t's ring overwrote since the last call to its count (the

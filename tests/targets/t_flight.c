@@ -34,6 +34,9 @@
  *   stoprec   under ada record: SIGSTOPs the recorder (its parent), waits
  *             until it is stopped (/proc state T: no timing), runs a busy
  *             loop that overfills a small detail ring, SIGCONTs it: exit 0.
+ *   lapped    busy; under ada record waits until the drain has started this
+ *             thread's detail.atf (records persisted: no timing), then busy
+ *             again, which overwrites them in a small ring: exit 0.
  * Every function is noinline, and prints nothing but one line at the end
  * (the harness compares stdout traced and untraced).
  */
@@ -343,6 +346,12 @@ int main(int argc, char **argv)
 		stoprec_run();
 	} else if (!strcmp(m, "killrec")) {
 		killrec_run();
+	} else if (!strcmp(m, "lapped")) {
+		const char *session = getenv("ADA_SESSION_DIR");
+		/* A run-away guard only, as killrec's. */
+		for (long i = 0; session && i < 10000000 && !detail_started(session); i++)
+			sched_yield();
+		busy(5000);
 	} else if (!strcmp(m, "manual")) {
 		if (getenv("ADA_SESSION_DIR")) { /* under ada record: the parent is the recorder */
 			kill(getppid(), SIGUSR2);
