@@ -85,11 +85,15 @@ margin=${margin:-10}
 # baseline too (the detail-all guard: a capture that silently stopped).
 floor=$(awk '$1 == "floor_pct" {print $2}' "$baseline" 2>/dev/null || true)
 # wait_keysym_publish yes (optional, hooked mode): the program waits before
-# its first phase until the recorder has published its key-symbol set
-# (`ada status --json`'s keysym_version), so both phases measure the
-# published set. Without the wait the agent tests its own bitmap until the
-# publish lands, and the value depends on when it does (92 or 104 Ir/event
-# for the excluded-set guard).
+# its first phase until the recorder has published a key-symbol set that
+# covers hooked_guard's module (`ada status --json`'s keysym_cover: module
+# id below `entries` and not among `unknown_ids`), so both phases measure
+# the published set's directory entry for it. A version published before
+# the recorder read hooked_guard's .syms (it may come first on a loaded
+# machine) leaves the module past its directory or "unknown": the agent
+# then answers from its own set on the C held path, far more instructions
+# per event, until a later version covers it. Waiting only for the first
+# publish made the guard flaky under load.
 wait_publish=$(awk '$1 == "wait_keysym_publish" {print $2}' "$baseline" 2>/dev/null || true)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ada-cg-guard.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -132,11 +136,33 @@ bw_fib_calls() { # session dir: CALL count of hooked_guard's bw_fib
 	"$build/bench/atf_count" "$1" | awk -v f="$fid" '$1 == "F" && $2 == f {print $3}'
 }
 
-# Polls the live recording (pid $1 is `ada record`) until its key-symbol
-# set is published: a condition with a generous bound (valgrind starts the
-# program slowly on a loaded machine), never a fixed sleep.
+hooked_guard_module() { # session dir: hooked_guard's module id, or nothing
+	local syms
+	syms=$(grep -l '^path .*/hooked_guard$' "$1"/pid_*/modules/module_*.syms 2>/dev/null |
+		head -1) || true
+	if [ -n "$syms" ]; then awk '$1 == "module_id" {print $2; exit}' "$syms" || true; fi
+}
+
+# Whether `ada status --json` (stdin) shows a key-symbol set in force that
+# covers module $1: a directory entry for it (id < entries) that is not
+# "unknown". unknown_ids lists only the first 16: with more unknown ids
+# than listed, an unlisted id is not known to be covered.
+keysym_covers() {
+	python3 -c '
+import json, sys
+m = int(sys.argv[1])
+c = json.load(sys.stdin).get("keysym_cover") or {}
+ids = c.get("unknown_ids", [])
+ok = (c.get("entries", 0) > m and m not in ids and c.get("unknown", 0) == len(ids))
+sys.exit(0 if ok else 1)' "$1"
+}
+
+# Polls the live recording (pid $1 is `ada record`) until the key-symbol
+# set in force covers hooked_guard's module: a condition with a generous
+# bound (valgrind starts the program slowly on a loaded machine), never a
+# fixed sleep.
 wait_keysym_publish() {
-	local rec=$1 end=$((SECONDS + 600)) session
+	local rec=$1 end=$((SECONDS + 600)) session mod st
 	while [ $SECONDS -lt $end ]; do
 		kill -0 "$rec" 2>/dev/null || {
 			echo "callgrind_guard: ada record ended before the key-symbol publish" >&2
@@ -144,14 +170,17 @@ wait_keysym_publish() {
 			return 1
 		}
 		session=$(ls -d "$work/out"/session_* 2>/dev/null | head -1)
-		if [ -n "$session" ] &&
-			"$build/ada" status "$session" --json 2>/dev/null | grep -Eq '"keysym_version": ?[1-9]'; then
-			echo "callgrind_guard: key-symbol set published; the phases start" >&2
+		mod=
+		if [ -n "$session" ]; then mod=$(hooked_guard_module "$session"); fi
+		if [ -n "$mod" ] && st=$("$build/ada" status "$session" --json 2>/dev/null) &&
+			keysym_covers "$mod" <<<"$st"; then
+			echo "callgrind_guard: key-symbol set $(grep -Eo '"keysym_version": ?[0-9]+' <<<"$st" | grep -Eo '[0-9]+$' || true) covers hooked_guard (module $mod); the phases start" >&2
 			return 0
 		fi
 		sleep 0.1
 	done
-	echo "callgrind_guard: no key-symbol publish within 600 s" >&2
+	echo "callgrind_guard: no key-symbol set covering hooked_guard within 600 s" >&2
+	"$build/ada" status "$session" --json 2>&1 | tail -20 >&2 || true
 	return 1
 }
 

@@ -10,8 +10,8 @@
  * Prints `calls1=C1 calls2=C2` (bw_fib calls per phase) on stdout.
  * With HG_GO_FILE=PATH in the environment it first waits (up to
  * HG_GO_WAIT_S seconds, default 600) until PATH exists: the guard creates
- * it once the recorder has published the key-symbol set, so both phases
- * run against the same set (bench/callgrind_baseline_detail_excluded.txt).
+ * it once the key-symbol set in force covers this program's module, so
+ * both phases run against the same set (bench/callgrind_baseline_detail_excluded.txt).
  */
 #include <stdint.h>
 #include <stdio.h>

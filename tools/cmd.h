@@ -66,5 +66,6 @@ int cmd_keysym_read_rules(struct ada_keysym_spec *s, const char *path, char *why
 int cmd_keysym_read_blob(struct ada_keysym_spec *s, const char *arg, char *why, size_t cap);
 int cmd_keysym_host(void *ctx, json_t *params, json_t **result, char *why, size_t cap);
 uint64_t cmd_keysym_version(void *ctx);
+json_t *cmd_keysym_cover(void *ctx);
 
 #endif

@@ -215,11 +215,11 @@ static void man_add(json_t *st, json_t *man)
 json_t *cmd_ctl_status_from_manifests(const char *session)
 {
 	json_t *st =
-	    json_pack("{s:b,s:I,s:{},s:[],s:[],s:{s:I,s:I},s:{s:I,s:I},s:{s:I},s:n,s:n,s:n}",
+	    json_pack("{s:b,s:I,s:{},s:[],s:[],s:{s:I,s:I},s:{s:I,s:I},s:{s:I},s:n,s:n,s:n,s:n}",
 	              "recording", 0, "events", (json_int_t)0, "drops", "processes", "rings",
 	              "hooks", "installed", (json_int_t)0, "skipped", (json_int_t)0, "windows",
 	              "total", (json_int_t)0, "persisted", (json_int_t)0, "triggers", "armed",
-	              (json_int_t)0, "keysym_version", "recorder", "target");
+	              (json_int_t)0, "keysym_version", "keysym_cover", "recorder", "target");
 	DIR *d = st ? ada_fs_opendir(AT_FDCWD, session) : NULL;
 	if (!d) {
 		json_decref(st);

@@ -192,6 +192,11 @@ uint64_t cmd_keysym_version(void *ctx)
 	return ada_recorder_keysym_version(ctx);
 }
 
+json_t *cmd_keysym_cover(void *ctx)
+{
+	return ada_recorder_keysym_cover(ctx);
+}
+
 /* ---- the client ---- */
 
 static void keysym_usage(FILE *f)

@@ -955,6 +955,7 @@ struct ada_control *record_control(struct ada_recorder *r, const struct rec_args
 	    .live = record_live,
 	    .keysym = cmd_keysym_host,
 	    .keysym_version = cmd_keysym_version,
+	    .keysym_cover = cmd_keysym_cover,
 	    .ctx = r,
 	};
 	struct ada_control *c = NULL;

@@ -76,6 +76,9 @@ struct ada_control_host {
 	int (*keysym)(void *ctx, json_t *params, json_t **result, char *why, size_t cap);
 	/* The key-symbol set version in force, for `status` (NULL: none). */
 	uint64_t (*keysym_version)(void *ctx);
+	/* What that version covers, for `status` (NULL, or it returns NULL:
+	 * none); a new reference (ada_recorder_keysym_cover). */
+	json_t *(*keysym_cover)(void *ctx);
 	void *ctx;
 };
 

@@ -127,6 +127,8 @@ void ctl_method_status(struct ctl_call *k)
 		if (v->detail_mode == ADA_DETAIL_TRIGGERED) /* information, not a drop */
 			json_object_set_new(o, "detail_overwritten",
 			                    json_integer((json_int_t)v->detail_overwritten));
+		json_t *cover = c->h.keysym_cover ? c->h.keysym_cover(c->h.ctx) : NULL;
+		json_object_set_new(o, "keysym_cover", cover ? cover : json_null());
 		json_object_set_new(o, "recorder", ctl_proc_usage(c, false));
 		json_object_set_new(o, "target", ctl_proc_usage(c, true)); /* reads c->live again */
 		json_object_set_new(

@@ -308,12 +308,19 @@ static int ks_publish(struct ada_recorder *r, struct wal_proc *p, char *why, siz
 	free(blob);
 	if (!err) {
 		p->ks_version = version;
-		pthread_mutex_lock(&r->ks_mu); /* `ada status` reads it */
+		json_t *v = ks_version_json(&info, ada_boottime_ns());
+		json_t *cover =
+		    json_pack("{s:I,s:i,s:O,s:O,s:O}", "version", (json_int_t)version, "pid",
+		              (int)p->pid, "entries", json_object_get(v, "entries"), "unknown",
+		              json_object_get(v, "unknown"), "unknown_ids",
+		              json_object_get(v, "unknown_ids"));
+		pthread_mutex_lock(&r->ks_mu); /* `ada status` reads them */
 		r->ks_applied_version = version;
+		json_decref(r->ks_applied_cover);
+		r->ks_applied_cover = cover;
 		pthread_mutex_unlock(&r->ks_mu);
 		if (!p->ks_versions)
 			p->ks_versions = json_array();
-		json_t *v = ks_version_json(&info, ada_boottime_ns());
 		if (json_array_size(p->ks_versions) < WAL_KS_VERSIONS_MAX)
 			json_array_append(p->ks_versions, v);
 		else
@@ -451,6 +458,14 @@ uint64_t ada_recorder_keysym_version(struct ada_recorder *r)
 	return v;
 }
 
+json_t *ada_recorder_keysym_cover(struct ada_recorder *r)
+{
+	pthread_mutex_lock(&r->ks_mu);
+	json_t *c = r->ks_applied_cover ? json_deep_copy(r->ks_applied_cover) : NULL;
+	pthread_mutex_unlock(&r->ks_mu);
+	return c;
+}
+
 /* ---- life ---- */
 
 int wal_keysym_init(struct ada_recorder *r, const struct ada_keysym_spec *initial)
@@ -469,8 +484,9 @@ void wal_keysym_fini(struct ada_recorder *r)
 	ada_keysym_spec_free(r->ks_spec);
 	ada_keysym_spec_free(r->ks_staged);
 	json_decref(r->ks_result);
+	json_decref(r->ks_applied_cover);
 	r->ks_spec = r->ks_staged = NULL;
-	r->ks_result = NULL;
+	r->ks_result = r->ks_applied_cover = NULL;
 	pthread_cond_destroy(&r->ks_cv);
 	pthread_mutex_destroy(&r->ks_mu);
 }

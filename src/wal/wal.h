@@ -337,6 +337,13 @@ int ada_recorder_keysym_set(struct ada_recorder *r, struct ada_keysym_spec *spec
                             struct json_t **result, char *why, size_t cap);
 /* The version of the last set published (0: none yet). Any thread. */
 uint64_t ada_recorder_keysym_version(struct ada_recorder *r);
+/* What that version covers (new reference; NULL: none yet or no memory):
+ * {"version", "pid" (the process it was published in), "entries" (module
+ * ids below it have a directory entry), "unknown" (how many of those the
+ * set says nothing about: their .syms not read when it was built),
+ * "unknown_ids" (the first 16 of them)}. A module id >= entries or listed
+ * there is decided by the agent's own start-time set. Any thread. */
+struct json_t *ada_recorder_keysym_cover(struct ada_recorder *r);
 
 struct ada_record_summary {
 	uint64_t events;

@@ -459,6 +459,7 @@ struct ada_recorder {
 	struct ada_keysym_spec *ks_staged;                          /* under ks_mu */
 	uint64_t ks_staged_gen, ks_applied_gen, ks_applied_version; /* under ks_mu */
 	json_t *ks_result;               /* under ks_mu: the last answer */
+	json_t *ks_applied_cover;        /* under ks_mu: what ks_applied_version covers */
 	struct ada_keysym_spec *ks_spec; /* drain: in force; NULL: --detail never */
 	uint64_t ks_gen, ks_answered_gen, ks_next_version; /* drain */
 };

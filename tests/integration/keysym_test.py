@@ -14,7 +14,8 @@ driven line by line through its stdin (no sleeps, no timing):
              read the libraries', whose module ids are higher): the set it
              publishes has an `unknown` entry for the program, which the agent
              answers from its own set: every leaf call carries detail, no mid
-             call does; the manifest lists the program's module id as unknown.
+             call does; the manifest lists the program's module id as unknown,
+             and `ada status --json`'s keysym_cover never shows it covered.
   bad        a bad --key-symbols line, a garbage --blob, --key-symbols with
              --detail never: exit 2 and one sentence each; `ada keysym` with a bad
              glob list: exit 2.
@@ -89,10 +90,13 @@ def case_narrow(ada, target, work):
           "manifest detail.keysym %r" % ks)
 
 
-def only(ada, r, keep, drop):
+def only(ada, r, keep, drop, published=None):
     """After the recorder's first set is in force (the rare_event call marks
-    it), every `keep` call carries detail and no `drop` call does."""
-    wait_published(ada, r)
+    it), every `keep` call carries detail and no `drop` call does.
+    published(status) checks `ada status --json` once a set is in force."""
+    st = wait_published(ada, r)
+    if published:
+        published(st)
     r.do("rare")
     r.do("busy")
     man = r.finish()
@@ -110,8 +114,9 @@ def wait_published(ada, r):
     for _ in range(2000):
         rc, so, se = run([ada, "status", str(r.pid), "--json"])
         check(rc == 0, "ada status failed: %s" % se)
-        if (json.loads(so).get("keysym_version") or 0) >= 1:
-            return
+        st = json.loads(so)
+        if (st.get("keysym_version") or 0) >= 1:
+            return st
     raise Fail("the recorder never published the key-symbol set")
 
 
@@ -193,8 +198,17 @@ def case_gap(ada, target, work):
         r = Rec(ada, target, work, RING + ["--detail-symbols", "leaf"])
     finally:
         del os.environ["ADA_TEST_KS_HIDE"]
+    def program_not_covered(st):
+        # `ada status` describes the version it names: the program's module
+        # is past its directory or listed unknown, never covered.
+        c = st.get("keysym_cover") or {}
+        check(c.get("version") == st["keysym_version"] and c.get("pid") == r.pid and
+              (c["entries"] <= mid or (mid in c["unknown_ids"] and
+                                       c["unknown"] >= len(c["unknown_ids"]) >= 1)),
+              "ada status keysym_cover %r: module %d must not be covered" % (c, mid))
+
     try:
-        man = only(ada, r, "leaf", "mid")
+        man = only(ada, r, "leaf", "mid", program_not_covered)
     finally:
         r.kill()
     ks = man["detail"]["keysym"]

@@ -367,6 +367,7 @@ static void test_status_windows(void **state)
 	assert_true(json_real_value(json_object_get(ring, "detail_sec")) == 2.5);
 	assert_true(json_is_object(json_object_get(r, "hooks")));
 	assert_true(json_is_null(json_object_get(r, "keysym_version")));
+	assert_true(json_is_null(json_object_get(r, "keysym_cover"))); /* no callback: none */
 	json_t *rec = json_object_get(r, "recorder"), *tgt = json_object_get(r, "target");
 	assert_int_equal(json_integer_value(json_object_get(rec, "pid")), getpid());
 	assert_true(json_integer_value(json_object_get(rec, "rss_bytes")) > 0);
