@@ -127,6 +127,81 @@ int ada_detail_ring_snapshot(struct ada_arena *a, uint32_t slot, uint64_t from, 
 	return 0;
 }
 
+/* Reads the header word at ring position p (acquire: as detail_copy). */
+static uint64_t detail_word(struct ada_arena *a, uint32_t slot, uint64_t p, uint64_t d)
+{
+	return atomic_load_explicit(&ring_detail_words(a, slot)[(p & (d - 1)) / 8],
+	                            memory_order_acquire);
+}
+
+int ada_detail_ring_ends(struct ada_arena *a, uint32_t slot, void *buf, size_t cap,
+                         struct ada_detail_ends *e)
+{
+	if (slot >= a->nslots)
+		return -EINVAL;
+	uint64_t d = ring_slot_detail_bytes(a, slot);
+	uint64_t c = d ? 1ull << ada_detail_chunk_shift(d) : 0;
+	if (d == 0 || cap < 2 * c || !buf || !e || ((uintptr_t)buf & 7) != 0)
+		return -EINVAL;
+	*e = (struct ada_detail_ends){0};
+	struct ada_detail_hdr *h = ring_detail_hdr(a, slot);
+	/* Pairs with the release store of head in ada_detail_reserve() (ring.h). */
+	uint64_t head = atomic_load_explicit(&h->head, memory_order_acquire);
+	uint64_t oldest = atomic_load_explicit(&h->oldest, memory_order_relaxed);
+	if (oldest == head)
+		return 0; /* empty */
+	/* Anything the full snapshot would not walk plainly (bogus positions
+	 * from the target's memory): let the caller take the full snapshot. */
+	if (oldest > head || head - oldest > d || ((oldest | head) & 7) || (oldest & (c - 1)))
+		return -EAGAIN;
+	/* The oldest record: the first non-pad one from oldest, within its
+	 * chunk (a chunk start never holds a pad; bounded all the same). */
+	uint64_t p = oldest, step = 0, stop = oldest + c < head ? oldest + c : head;
+	for (uint64_t i = 0; i < c / 8 && p < stop; i++, p += step) {
+		uint64_t w = detail_word(a, slot, p, d);
+		step = detail_step(w, d);
+		if (step == 0 || step > stop - p)
+			return -EAGAIN; /* torn (overtaken) or malformed */
+		if (!(w & RING_DETAIL_PAD))
+			break;
+	}
+	if (p >= stop)
+		return -EAGAIN;
+	uint8_t *b = buf;
+	detail_copy(a, slot, p, p + step, buf);
+	e->first_off = 0;
+	e->first_len = step;
+	/* The newest: walk the chunk holding head - 8 (records never cross a
+	 * chunk's end, so its start is a record boundary), or from oldest. */
+	uint64_t cs = (head - 8) & ~(c - 1);
+	if (cs < oldest)
+		cs = oldest;
+	uint64_t intact = detail_copy(a, slot, cs, head, (uint64_t *)(void *)(b + c));
+	/* The seqlock re-check (after every acquire load above): a moved
+	 * oldest may have overwritten what was read. */
+	if (intact != oldest)
+		return -EAGAIN;
+	uint64_t in = 0, len = head - cs, last = UINT64_MAX, lstep = 0;
+	while (in < len) { /* each step >= 8: at most c / 8 rounds */
+		uint64_t w;
+		memcpy(&w, b + c + in, sizeof(w));
+		uint64_t s = detail_step(w, d);
+		if (s == 0 || s > len - in)
+			return -EAGAIN;
+		if (!(w & RING_DETAIL_PAD)) {
+			last = in;
+			lstep = s;
+		}
+		in += s;
+	}
+	if (last == UINT64_MAX)
+		return -EAGAIN;
+	e->last_off = c + last;
+	e->last_len = lstep;
+	e->found = true;
+	return 0;
+}
+
 uint64_t ada_detail_ring_head(struct ada_arena *a, uint32_t slot)
 {
 	if (slot >= a->nslots || ring_slot_detail_bytes(a, slot) == 0)

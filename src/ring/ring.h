@@ -443,6 +443,21 @@ struct ada_detail_snapshot {
  * Returns 0, -EINVAL (bad slot, no detail ring, cap too small, buf misaligned). */
 int ada_detail_ring_snapshot(struct ada_arena *a, uint32_t slot, uint64_t from, void *buf,
                              size_t cap, struct ada_detail_snapshot *snap);
+/* The slot's oldest and newest records, read without copying the ring:
+ * the oldest record's bytes and the chunk holding the newest (at most two
+ * chunks, at most half the ring), with the same seqlock re-check as the
+ * snapshot. Into buf (8-byte aligned, cap >= 2 chunks: detail_bytes
+ * suffices) as snapshot-format records at first_off / last_off (read them
+ * with ada_detail_rec_next(buf + off, len, ...)). found false: the ring is
+ * empty. Returns 0, -EINVAL (as the snapshot), or -EAGAIN when the producer
+ * overtook the read or the ring's words do not walk plainly: then take a
+ * full ada_detail_ring_snapshot() instead. */
+struct ada_detail_ends {
+	uint64_t first_off, first_len, last_off, last_len;
+	bool found;
+};
+int ada_detail_ring_ends(struct ada_arena *a, uint32_t slot, void *buf, size_t cap,
+                         struct ada_detail_ends *e);
 /* Iterates a snapshot buffer: returns the next record (and its length) at
  * *off, advancing *off, or NULL at the end / on a malformed buffer. */
 const void *ada_detail_rec_next(const void *buf, size_t len, size_t *off, uint32_t *rec_len);

@@ -76,9 +76,8 @@ static uint64_t pd_to_ns(const struct ada_recorder *r, uint64_t raw)
 	return r->use_tsc ? ada_tsc_clock_to_ns(&r->clk, raw) : raw;
 }
 
-/* A snapshot of the slot's ring from `from` into the recorder's buffer. */
-static int pd_snapshot(struct ada_recorder *r, struct wal_thread *t, uint64_t from,
-                       struct ada_detail_snapshot *snap)
+/* Grows the recorder's snapshot buffer to the slot's ring size. */
+static int pd_buffer(struct ada_recorder *r, struct wal_thread *t)
 {
 	uint64_t d = ada_arena_config_of(t->p->arena)->detail_bytes;
 	if (d == 0)
@@ -91,6 +90,16 @@ static int pd_snapshot(struct ada_recorder *r, struct wal_thread *t, uint64_t fr
 		r->dsnap = b;
 		r->dsnap_cap = d;
 	}
+	return 0;
+}
+
+/* A snapshot of the slot's ring from `from` into the recorder's buffer. */
+static int pd_snapshot(struct ada_recorder *r, struct wal_thread *t, uint64_t from,
+                       struct ada_detail_snapshot *snap)
+{
+	int e = pd_buffer(r, t);
+	if (e < 0)
+		return e;
 	return ada_detail_ring_snapshot(t->p->arena, t->slot, from, r->dsnap, r->dsnap_cap, snap);
 }
 
@@ -414,8 +423,38 @@ int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t 
 	*oldest_ns = *newest_ns = 0;
 	if (!t->p->arena || t->done)
 		return 0;
+	/* Only the two ends: a full copy of the ring per thread per second
+	 * cost ~14 % of the drain with --detail always --detail-mb 64. */
 	struct ada_detail_snapshot snap;
-	int e = pd_snapshot(r, t, 0, &snap);
+	int e = pd_buffer(r, t);
+	if (e == -ENODATA)
+		return 0;
+	if (e < 0)
+		return e;
+	struct ada_detail_ends ends;
+	e = ada_detail_ring_ends(t->p->arena, t->slot, r->dsnap, r->dsnap_cap, &ends);
+	if (e == 0 && !ends.found)
+		return 0;
+	if (e == 0) {
+		struct pd_rec a, b;
+		size_t oa = 0, ob = 0;
+		uint32_t la, lb;
+		const uint8_t *base = r->dsnap;
+		const void *pa =
+		    ada_detail_rec_next(base + ends.first_off, ends.first_len, &oa, &la);
+		const void *pb = ada_detail_rec_next(base + ends.last_off, ends.last_len, &ob, &lb);
+		/* Both parse (the walk below would skip one that does not): done. */
+		if (pa && pb && pd_parse(pa, la, &a) && pd_parse(pb, lb, &b) &&
+		    pd_to_ns(r, a.raw_ts) != 0) {
+			*oldest_ns = pd_to_ns(r, a.raw_ts);
+			*newest_ns = pd_to_ns(r, b.raw_ts);
+			return 0;
+		}
+	} else if (e != -EAGAIN) {
+		return e;
+	}
+	/* Overtaken, malformed, or an end the walk would skip: the whole ring. */
+	e = pd_snapshot(r, t, 0, &snap);
 	if (e == -ENODATA)
 		return 0;
 	if (e < 0)

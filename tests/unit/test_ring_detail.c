@@ -9,6 +9,9 @@
  * through many laps, in rings of 4, 8 and 16 chunks. A ring that ends
  * where its mapping ends takes laps of records although the writer's
  * prefetch (ada_detail_prefetch) asks for lines past that end.
+ * ada_detail_ring_ends() (the oldest and newest records without a copy of
+ * the ring) agrees with a full snapshot through laps, pads and whole-chunk
+ * records, and under a concurrent producer returns only intact pairs.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -474,6 +477,116 @@ static void test_concurrent_overwrite_never_torn(void **state)
 	              (unsigned long long)seen, w.count);
 }
 
+/* rec_make with a chosen length (>= 8). */
+static uint32_t rec_make_len(uint8_t *out, uint32_t seq, uint32_t len)
+{
+	memcpy(out, &seq, 4);
+	memcpy(out + 4, &len, 4);
+	for (uint32_t i = 8; i < len; i++)
+		out[i] = (uint8_t)(seq * 7 + i);
+	return len;
+}
+
+/* The seq of the record at buf + off (len bytes, snapshot format). */
+static uint32_t ends_seq(const uint64_t *buf, uint64_t off, uint64_t len)
+{
+	size_t o = 0;
+	uint32_t rl;
+	const uint8_t *r = ada_detail_rec_next((const uint8_t *)buf + off, len, &o, &rl);
+	assert_non_null(r);
+	assert_int_equal(o, len);
+	return rec_check(r, rl);
+}
+
+/* ada_detail_ring_ends() agrees with a full snapshot's first and last. */
+static void ends_vs_snapshot(struct fixture *f, uint64_t *eb)
+{
+	struct ada_detail_snapshot s;
+	assert_int_equal(ada_detail_ring_snapshot(f->a, f->slot, 0, f->buf, DETAIL, &s), 0);
+	struct ada_detail_ends e;
+	assert_int_equal(ada_detail_ring_ends(f->a, f->slot, eb, DETAIL, &e), 0);
+	assert_int_equal(e.found, s.records > 0);
+	if (!s.records)
+		return;
+	size_t off = 0;
+	uint32_t len, first = 0, last = 0;
+	const uint8_t *r;
+	for (uint64_t n = 0; (r = ada_detail_rec_next(f->buf, s.bytes, &off, &len)); n++) {
+		uint32_t seq = rec_check(r, len);
+		if (n == 0)
+			first = seq;
+		last = seq;
+	}
+	assert_int_equal(ends_seq(eb, e.first_off, e.first_len), first);
+	assert_int_equal(ends_seq(eb, e.last_off, e.last_len), last);
+}
+
+/* Through many laps of a 4-chunk ring (short records, ones that leave
+ * pads at chunk ends, whole-chunk ones, the empty ring first): the ends
+ * read without copying the ring are the full snapshot's first and last. */
+static void test_ends_match_snapshot(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t *eb = malloc(DETAIL);
+	static uint8_t rec[DETAIL];
+	uint32_t max = ada_detail_max_record(f->a);
+	ends_vs_snapshot(f, eb); /* empty */
+	for (uint32_t seq = 0; seq < 3000; seq++) {
+		uint32_t len = 8 + (seq * 131) % 300;
+		if (seq % 97 == 0)
+			len = max; /* a whole chunk */
+		else if (seq % 41 == 0)
+			len = max / 2 + 8; /* leaves a pad before the next such one */
+		assert_true(ada_detail_push(rec, rec_make_len(rec, seq, len)));
+		ends_vs_snapshot(f, eb);
+	}
+	struct ada_slot_info si;
+	ada_arena_slot_info(f->a, f->slot, &si);
+	assert_true(si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN] > 2000); /* many laps */
+	struct ada_detail_ends e;
+	assert_int_equal(ada_detail_ring_ends(f->a, f->slot, eb, 2 * (max + 8) - 8, &e), -EINVAL);
+	assert_int_equal(ada_detail_ring_ends(f->a, 9, eb, DETAIL, &e), -EINVAL);
+	free(eb);
+}
+
+/* A producer laps the ring while the drain reads the ends: every pair
+ * returned is intact (no torn record) and in order, and a read the producer
+ * overtook says so (-EAGAIN) rather than returning stale bytes. */
+static void test_ends_concurrent_overtaken(void **state)
+{
+	struct fixture *f = *state;
+	struct writer w = {.count = 200000};
+	pthread_t t;
+	uint64_t *eb = malloc(DETAIL);
+	ada_detail_push("", 0); /* the main thread, in f->slot, stays out of it */
+	f->slot ^= 1;           /* the writer takes the other of the two slots */
+	assert_int_equal(pthread_create(&t, NULL, writer_main, &w), 0);
+	uint64_t ok = 0, again = 0;
+	while (!atomic_load(&w.done) || ok == 0) {
+		struct ada_detail_ends e;
+		int rc = ada_detail_ring_ends(f->a, f->slot, eb, DETAIL, &e);
+		if (rc == -EAGAIN) {
+			again++;
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		if (!e.found)
+			continue;
+		uint32_t a = ends_seq(eb, e.first_off, e.first_len);
+		uint32_t b = ends_seq(eb, e.last_off, e.last_len);
+		assert_true(a <= b);
+		ok++;
+	}
+	pthread_join(t, NULL);
+	ends_vs_snapshot(f, eb); /* at rest: the snapshot's ends exactly */
+	struct ada_detail_ends e;
+	assert_int_equal(ada_detail_ring_ends(f->a, f->slot, eb, DETAIL, &e), 0);
+	assert_int_equal(ends_seq(eb, e.last_off, e.last_len), w.count - 1);
+	print_message("ends read %llu, overtaken %llu\n", (unsigned long long)ok,
+	              (unsigned long long)again);
+	free(eb);
+}
+
 /* The writer's prefetch runs up to ADA_DETAIL_PREFETCH_AHEAD plus a record
  * past the ring's end (ring.h, ada_detail_prefetch): a ring whose last byte
  * is the last of its mapping, before an inaccessible page, takes laps of
@@ -554,6 +667,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_chunk_laps_exact, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent_overwrite_never_torn, fx_setup,
 	                                    fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_ends_match_snapshot, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_ends_concurrent_overtaken, fx_setup, fx_teardown),
 	    cmocka_unit_test(test_ring_at_mapping_end),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -680,6 +680,7 @@ static void test_persist_all(void **state)
 	assert_int_equal(st.deferred, 4);
 	assert_int_equal(st.unlinked, 0);
 	assert_true(st.oldest_ns > 0 && st.newest_ns >= st.oldest_ns);
+	uint64_t first_ns = st.oldest_ns;
 	/* a second call adds nothing twice */
 	assert_int_equal(wal_detail_persist(&d.r, &d.t, 0, UINT64_MAX, &st), 0);
 	assert_int_equal(st.records, 0);
@@ -689,6 +690,9 @@ static void test_persist_all(void **state)
 	uint64_t o, n;
 	assert_int_equal(wal_detail_ring_span(&d.r, &d.t, &o, &n), 0);
 	assert_true(o > 0 && n >= o);
+	/* The ring's ends (ada_detail_ring_ends): its first and last records. */
+	assert_int_equal(o, first_ns);
+	assert_int_equal(n, st.newest_ns);
 	pdrain_close(&d);
 	check_links(40);
 	pfx_close(&x);
