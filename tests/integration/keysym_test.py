@@ -90,11 +90,12 @@ def case_narrow(ada, target, work):
           "manifest detail.keysym %r" % ks)
 
 
-def only(ada, r, keep, drop, published=None):
+def only(ada, r, keep, drop, published=None, ready=None):
     """After the recorder's first set is in force (the rare_event call marks
     it), every `keep` call carries detail and no `drop` call does.
-    published(status) checks `ada status --json` once a set is in force."""
-    st = wait_published(ada, r)
+    published(status) checks `ada status --json` once a set is in force;
+    ready(status), if given, must hold of the set waited for."""
+    st = wait_published(ada, r, ready)
     if published:
         published(st)
     r.do("rare")
@@ -108,14 +109,16 @@ def only(ada, r, keep, drop, published=None):
     return man
 
 
-def wait_published(ada, r):
+def wait_published(ada, r, ready=None):
     """Until the recorder has published a set (its first drain ticks after the
-    modules were written): `ada status --json` asked again, bounded, no clock."""
+    modules were written) of which ready(status) holds: `ada status --json`
+    asked again, bounded, no clock. The first set can come before any .syms
+    was written (no entries): a test that needs modules read says so."""
     for _ in range(2000):
         rc, so, se = run([ada, "status", str(r.pid), "--json"])
         check(rc == 0, "ada status failed: %s" % se)
         st = json.loads(so)
-        if (st.get("keysym_version") or 0) >= 1:
+        if (st.get("keysym_version") or 0) >= 1 and (ready is None or ready(st)):
             return st
     raise Fail("the recorder never published the key-symbol set")
 
@@ -207,8 +210,14 @@ def case_gap(ada, target, work):
                                        c["unknown"] >= len(c["unknown_ids"]) >= 1)),
               "ada status keysym_cover %r: module %d must not be covered" % (c, mid))
 
+    def libraries_read(st):
+        # The program exits soon after the wait: the set in force at the end
+        # must be one built after the libraries' .syms (ids above mid) were read.
+        c = st.get("keysym_cover") or {}
+        return c.get("version") == st["keysym_version"] and c.get("entries", 0) > mid + 1
+
     try:
-        man = only(ada, r, "leaf", "mid", program_not_covered)
+        man = only(ada, r, "leaf", "mid", program_not_covered, libraries_read)
     finally:
         r.kill()
     ks = man["detail"]["keysym"]
