@@ -109,6 +109,15 @@ def only(ada, r, keep, drop, published=None, ready=None):
     return man
 
 
+def covers(st, module_id):
+    """`ada status --json` describes a set built after module_id's .syms was
+    read or skipped (its entries reach past module_id). The program exits
+    soon after the test's wait, and the recorder looks at modules/ only every
+    50 ms: the set in force at the end is the one waited for."""
+    c = st.get("keysym_cover") or {}
+    return c.get("version") == st["keysym_version"] and c.get("entries", 0) > module_id
+
+
 def wait_published(ada, r, ready=None):
     """Until the recorder has published a set (its first drain ticks after the
     modules were written) of which ready(status) holds: `ada status --json`
@@ -128,9 +137,10 @@ def case_key_file(ada, target, work):
     with open(f, "w") as fh:
         fh.write("# the middle function only\n\n%s:mid\n*nothing*:leaf\n" %
                  os.path.basename(target))
+    mid_id, _ = leaf_index(ada, target, work)
     r = Rec(ada, target, work, RING + ["--key-symbols", f])
     try:
-        man = only(ada, r, "mid", "leaf")
+        man = only(ada, r, "mid", "leaf", ready=lambda st: covers(st, mid_id))
     finally:
         r.kill()
     # The drain builds a set whenever modules/ changed: a first version can
@@ -210,14 +220,9 @@ def case_gap(ada, target, work):
                                        c["unknown"] >= len(c["unknown_ids"]) >= 1)),
               "ada status keysym_cover %r: module %d must not be covered" % (c, mid))
 
-    def libraries_read(st):
-        # The program exits soon after the wait: the set in force at the end
-        # must be one built after the libraries' .syms (ids above mid) were read.
-        c = st.get("keysym_cover") or {}
-        return c.get("version") == st["keysym_version"] and c.get("entries", 0) > mid + 1
-
     try:
-        man = only(ada, r, "leaf", "mid", program_not_covered, libraries_read)
+        # The libraries' .syms (ids above mid) read: the set the test checks.
+        man = only(ada, r, "leaf", "mid", program_not_covered, lambda st: covers(st, mid + 1))
     finally:
         r.kill()
     ks = man["detail"]["keysym"]
