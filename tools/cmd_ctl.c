@@ -143,6 +143,11 @@ void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 	        fmt_int(json_object_get(st, "triggers"), "armed") == 1 ? "" : "s");
 	if (json_is_integer(ks))
 		fprintf(f, ", key symbols v%lld", (long long)json_integer_value(ks));
+	/* Module ids that version says nothing about (module 0, the agent's
+	 * own code, always): the agent decides them from its start-time set. */
+	if (json_is_integer(ks) && json_is_integer(json_object_get(st, "keysym_unknown")))
+		fprintf(f, " (%lld module%s unknown)", (long long)fmt_int(st, "keysym_unknown"),
+		        fmt_int(st, "keysym_unknown") == 1 ? "" : "s");
 	fmt_usage(f, "recorder", json_object_get(st, "recorder"));
 	fmt_usage(f, "target", json_object_get(st, "target"));
 	fputc('\n', f);
@@ -214,12 +219,12 @@ static void man_add(json_t *st, json_t *man)
 
 json_t *cmd_ctl_status_from_manifests(const char *session)
 {
-	json_t *st =
-	    json_pack("{s:b,s:I,s:{},s:[],s:[],s:{s:I,s:I},s:{s:I,s:I},s:{s:I},s:n,s:n,s:n,s:n}",
-	              "recording", 0, "events", (json_int_t)0, "drops", "processes", "rings",
-	              "hooks", "installed", (json_int_t)0, "skipped", (json_int_t)0, "windows",
-	              "total", (json_int_t)0, "persisted", (json_int_t)0, "triggers", "armed",
-	              (json_int_t)0, "keysym_version", "keysym_cover", "recorder", "target");
+	json_t *st = json_pack(
+	    "{s:b,s:I,s:{},s:[],s:[],s:{s:I,s:I},s:{s:I,s:I},s:{s:I},s:n,s:n,s:n,s:n,s:n}",
+	    "recording", 0, "events", (json_int_t)0, "drops", "processes", "rings", "hooks",
+	    "installed", (json_int_t)0, "skipped", (json_int_t)0, "windows", "total", (json_int_t)0,
+	    "persisted", (json_int_t)0, "triggers", "armed", (json_int_t)0, "keysym_version",
+	    "keysym_unknown", "keysym_cover", "recorder", "target");
 	DIR *d = st ? ada_fs_opendir(AT_FDCWD, session) : NULL;
 	if (!d) {
 		json_decref(st);

@@ -128,6 +128,10 @@ void ctl_method_status(struct ctl_call *k)
 			json_object_set_new(o, "detail_overwritten",
 			                    json_integer((json_int_t)v->detail_overwritten));
 		json_t *cover = c->h.keysym_cover ? c->h.keysym_cover(c->h.ctx) : NULL;
+		/* The cover's `unknown` once more at the top, beside
+		 * keysym_version: what `ada status` prints. */
+		json_t *unk = json_object_get(cover, "unknown");
+		json_object_set_new(o, "keysym_unknown", unk ? json_incref(unk) : json_null());
 		json_object_set_new(o, "keysym_cover", cover ? cover : json_null());
 		json_object_set_new(o, "recorder", ctl_proc_usage(c, false));
 		json_object_set_new(o, "target", ctl_proc_usage(c, true)); /* reads c->live again */

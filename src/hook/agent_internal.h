@@ -76,13 +76,26 @@ static inline bool agent_dset_has(const struct agent_dset *ds, uint64_t fn_id)
  * without rules ("every function": `all`) says nothing about what the
  * recorder chose: not a member, as the blob would say. O(1), no lock,
  * no library. */
-static inline bool agent_detail_ask(const uint8_t *area, uint64_t mask, uint64_t cur,
-                                    const struct agent_dset *ds, uint64_t fn_id)
+/* agent_detail_decide(): bit 0 the answer; AGENT_DETAIL_START_RULES:
+ * the own set gave it while the blob is ADA_KEYSYM_F_LIVE (a spec given
+ * live, whose rules the own set does not follow): counted by the caller
+ * (ADA_DROP_KEYSYM_UNKNOWN), since the set in force may say otherwise. */
+#define AGENT_DETAIL_START_RULES 0x2
+static inline int agent_detail_decide(const uint8_t *area, uint64_t mask, uint64_t cur,
+                                      const struct agent_dset *ds, uint64_t fn_id)
 {
 	int r = ada_keysym_lookup_at(area, mask, cur, fn_id);
 	if (__builtin_expect(r != ADA_KEYSYM_UNKNOWN, 1))
 		return r;
-	return !ds->all && agent_dset_has(ds, fn_id);
+	int own = !ds->all && agent_dset_has(ds, fn_id);
+	uint32_t flags = ks_rd32(area, mask, cur + offsetof(struct ada_keysym_header, flags));
+	return own | (flags & ADA_KEYSYM_F_LIVE ? AGENT_DETAIL_START_RULES : 0);
+}
+
+static inline bool agent_detail_ask(const uint8_t *area, uint64_t mask, uint64_t cur,
+                                    const struct agent_dset *ds, uint64_t fn_id)
+{
+	return agent_detail_decide(area, mask, cur, ds, fn_id) & 1;
 }
 
 static inline uint32_t agent_stack_take(uint64_t lo, uint64_t hi, uint64_t rsp, uint32_t want,

@@ -1157,7 +1157,13 @@ handlers_enter_detail_ask(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_sl
 	/* Acquire: pairs with the release store that publishes a set
 	 * (agent_detail_set_update()): its bitmaps are seen complete. */
 	const struct agent_dset *ds = atomic_load_explicit(&agent_hot.dset, memory_order_acquire);
-	if (!agent_detail_ask(agent_hot.ks_area, agent_hot.ks_mask, cur, ds, fn_id))
+	int d = agent_detail_decide(agent_hot.ks_area, agent_hot.ks_mask, cur, ds, fn_id);
+	/* Decided by the start-time rules under a set from a live spec:
+	 * counted, one per call (before the call's event: a thread without
+	 * a slot yet counts into the arena's total). */
+	if (ada_unlikely(d & AGENT_DETAIL_START_RULES))
+		ada_producer_count_detail(&ada_producer_tls, ADA_DROP_KEYSYM_UNKNOWN);
+	if (!(d & 1))
 		return handlers_enter_index(s, fn_id, ret_slot);
 	if (fixed)
 		return handlers_enter_member_fixed(s, fn_id, ret_slot, regs);

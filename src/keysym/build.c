@@ -32,6 +32,7 @@ struct ada_keysym_builder {
 	struct ks_mod *mods; /* indexed by module id */
 	uint32_t cap;        /* entries in mods */
 	uint32_t all;
+	uint32_t live;  /* ADA_KEYSYM_F_LIVE */
 	uint32_t force; /* tests: ks_builder_force() */
 	int planned;
 };
@@ -115,6 +116,11 @@ void ada_keysym_builder_set_all(struct ada_keysym_builder *b)
 {
 	ks_unplan(b);
 	b->all = 1;
+}
+
+void ada_keysym_builder_set_live(struct ada_keysym_builder *b)
+{
+	b->live = 1; /* a header flag only: the plan stays */
 }
 
 int ada_keysym_builder_module(struct ada_keysym_builder *b, uint32_t module_id, uint32_t range)
@@ -433,6 +439,7 @@ static int ks_info_fill(const struct ada_keysym_builder *b, uint32_t n,
 	info->bytes = h->bytes;
 	info->xxh64 = h->xxh64;
 	info->all = h->flags & ADA_KEYSYM_F_ALL;
+	info->live = !!(h->flags & ADA_KEYSYM_F_LIVE);
 	info->entries = h->n_mods;
 	if (n && !(info->mods = calloc(n, sizeof(*info->mods))))
 		return -ENOMEM;
@@ -462,7 +469,8 @@ int ada_keysym_builder_write(struct ada_keysym_builder *b, uint64_t version, voi
 	uint32_t n = ks_dir_entries(b);
 	struct ada_keysym_header h = {.magic = ADA_KEYSYM_MAGIC,
 	                              .format = ADA_KEYSYM_FORMAT,
-	                              .flags = b->all ? ADA_KEYSYM_F_ALL : 0,
+	                              .flags = (b->all ? ADA_KEYSYM_F_ALL : 0) |
+	                                       (b->live ? ADA_KEYSYM_F_LIVE : 0),
 	                              .bytes = need,
 	                              .n_mods = n,
 	                              .version = version};

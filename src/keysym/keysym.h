@@ -44,6 +44,12 @@
 #define ADA_KEYSYM_MAX_MODULES (1u << 24)
 /* Header flag: every function of every module is a member (the default). */
 #define ADA_KEYSYM_F_ALL 0x1u
+/* Header flag: built from a spec given while the program ran (`ada
+ * keysym`), not the start-time one. The agent decides a module this set
+ * says nothing about from its own set, built from the start-time rules:
+ * with this flag those rules may differ from the set's, so the agent
+ * counts each such decision (ADA_DROP_KEYSYM_UNKNOWN, handlers.c). */
+#define ADA_KEYSYM_F_LIVE 0x2u
 
 enum ada_keysym_kind {
 	ADA_KEYSYM_NONE = 0,    /* no member in this module */
@@ -320,6 +326,7 @@ struct ada_keysym_info {
 	uint64_t bytes;
 	uint64_t xxh64;
 	uint32_t all;                     /* ADA_KEYSYM_F_ALL */
+	uint32_t live;                    /* ADA_KEYSYM_F_LIVE */
 	uint32_t n_mods;                  /* entries in mods[] (modules with a container) */
 	struct ada_keysym_mod_info *mods; /* owned by whoever filled it: ada_keysym_info_fini() */
 	/* The header's n_mods: the directory's entries. A module id below it
@@ -338,6 +345,9 @@ int ada_keysym_builder_new(struct ada_keysym_builder **out);
 void ada_keysym_builder_free(struct ada_keysym_builder *b);
 /* Every function of every module (the default set). */
 void ada_keysym_builder_set_all(struct ada_keysym_builder *b);
+/* The header gets ADA_KEYSYM_F_LIVE (the recorder: a spec set by `ada
+ * keysym`, not the start-time one). */
+void ada_keysym_builder_set_live(struct ada_keysym_builder *b);
 /* Declares module `module_id` with `range` functions (symbol indexes
  * < range; 0: not known, the largest member + 1 is used). A module id
  * below the highest declared one that is never declared gets an

@@ -155,7 +155,8 @@ static int ks_check_header(struct ks_check *c, struct ada_keysym_header *h)
 	memcpy(h, c->blob, sizeof(*h));
 	if (h->magic != ADA_KEYSYM_MAGIC || h->format != ADA_KEYSYM_FORMAT)
 		return ks_bad(c, "this is not an ada key-symbol set of format 1");
-	if (h->bytes != c->len || h->flags & ~ADA_KEYSYM_F_ALL || h->reserved || h->reserved2)
+	if (h->bytes != c->len || h->flags & ~(ADA_KEYSYM_F_ALL | ADA_KEYSYM_F_LIVE) ||
+	    h->reserved || h->reserved2)
 		return ks_bad(c, "the set's header is damaged");
 	if (h->n_mods > ADA_KEYSYM_MAX_MODULES || ((h->flags & ADA_KEYSYM_F_ALL) && h->n_mods))
 		return ks_bad(c, "the set's module count is impossible");
@@ -176,6 +177,7 @@ static int ks_info_from_blob(const struct ks_check *c, const struct ada_keysym_h
 	info->bytes = h->bytes;
 	info->xxh64 = h->xxh64;
 	info->all = h->flags & ADA_KEYSYM_F_ALL;
+	info->live = !!(h->flags & ADA_KEYSYM_F_LIVE);
 	info->entries = h->n_mods;
 	if (h->n_mods && !(info->mods = calloc(h->n_mods, sizeof(*info->mods))))
 		return -ENOMEM;

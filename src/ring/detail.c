@@ -134,6 +134,9 @@ static uint64_t detail_word(struct ada_arena *a, uint32_t slot, uint64_t p, uint
 	                            memory_order_acquire);
 }
 
+void (*ring_detail_ends_test_hook)(void *ctx);
+void *ring_detail_ends_test_ctx;
+
 int ada_detail_ring_ends(struct ada_arena *a, uint32_t slot, void *buf, size_t cap,
                          struct ada_detail_ends *e)
 {
@@ -171,32 +174,38 @@ int ada_detail_ring_ends(struct ada_arena *a, uint32_t slot, void *buf, size_t c
 	detail_copy(a, slot, p, p + step, buf);
 	e->first_off = 0;
 	e->first_len = step;
-	/* The newest: walk the chunk holding head - 8 (records never cross a
-	 * chunk's end, so its start is a record boundary), or from oldest. */
+	/* The newest: walk the header words of the chunk holding head - 8 in
+	 * place (records never cross a chunk's end, so its start is a record
+	 * boundary; or from oldest), then copy that one record. Each word is
+	 * an acquire load like detail_copy's, so the re-check below covers
+	 * the walk too: a word the producer wrote over an old one means
+	 * oldest moved. Every step is checked against head; each is >= 8, so
+	 * the walk ends within c / 8 rounds, bounded all the same. */
 	uint64_t cs = (head - 8) & ~(c - 1);
 	if (cs < oldest)
 		cs = oldest;
-	uint64_t intact = detail_copy(a, slot, cs, head, (uint64_t *)(void *)(b + c));
-	/* The seqlock re-check (after every acquire load above): a moved
-	 * oldest may have overwritten what was read. */
-	if (intact != oldest)
-		return -EAGAIN;
-	uint64_t in = 0, len = head - cs, last = UINT64_MAX, lstep = 0;
-	while (in < len) { /* each step >= 8: at most c / 8 rounds */
-		uint64_t w;
-		memcpy(&w, b + c + in, sizeof(w));
+	uint64_t q = cs, last = UINT64_MAX, lstep = 0;
+	for (uint64_t i = 0; i < c / 8 && q < head; i++) {
+		uint64_t w = detail_word(a, slot, q, d);
 		uint64_t s = detail_step(w, d);
-		if (s == 0 || s > len - in)
-			return -EAGAIN;
+		if (s == 0 || s > head - q)
+			return -EAGAIN; /* torn (overtaken) or malformed */
 		if (!(w & RING_DETAIL_PAD)) {
-			last = in;
+			last = q;
 			lstep = s;
 		}
-		in += s;
+		q += s;
 	}
-	if (last == UINT64_MAX)
+	if (q != head || last == UINT64_MAX)
 		return -EAGAIN;
-	e->last_off = c + last;
+	if (ada_unlikely(ring_detail_ends_test_hook != NULL))
+		ring_detail_ends_test_hook(ring_detail_ends_test_ctx);
+	uint64_t intact = detail_copy(a, slot, last, last + lstep, (uint64_t *)(void *)(b + c));
+	/* The seqlock re-check (after every acquire load above, in program
+	 * order): a moved oldest may have overwritten what was read. */
+	if (intact != oldest)
+		return -EAGAIN;
+	e->last_off = c;
 	e->last_len = lstep;
 	e->found = true;
 	return 0;

@@ -71,6 +71,19 @@ struct ada_arena *ada_producer_arena(void)
 	return atomic_load_explicit(&producer_arena, memory_order_acquire);
 }
 
+void ada_producer_count_detail(struct ada_producer *p, enum ada_drop_reason why)
+{
+	struct ada_arena *a = ada_producer_arena();
+	if (!a || (unsigned)why >= ADA_DROP_REASON_COUNT)
+		return; /* not recording: nothing to count into */
+	/* Our own slot (in this arena: a fork child's handle was reset):
+	 * its single-writer counter; else the arena's shared total. */
+	if (p->state == PRODUCER_OWNING && p->arena == a)
+		ring_slot_drop(a, p->slot, ADA_LANE_DETAIL, why);
+	else
+		ring_arena_drop(a, ADA_LANE_DETAIL, why);
+}
+
 bool ada_producer_drain_gone(uint64_t *dropped)
 {
 	struct ada_arena *a = ada_producer_arena();

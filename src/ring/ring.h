@@ -47,8 +47,8 @@
 #define ADA_CACHELINE 64
 #define ADA_ARENA_MAGIC 0x414e455241414441ULL /* "ADAARENA" */
 #define ADA_ARENA_VERSION                                                                          \
-	6 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;             \
-	     6: window_lost */
+	7 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;             \
+	     6: window_lost; 7: keysym_unknown */
 
 #define ada_likely(x) __builtin_expect(!!(x), 1)
 #define ada_unlikely(x) __builtin_expect(!!(x), 0)
@@ -73,10 +73,19 @@ enum ada_drop_reason {
 	 * the drain could persist them (docs/internals.md, "What the detail
 	 * lane counts"). */
 	ADA_DROP_WINDOW_LOST = 6,
-	ADA_DROP_REASON_COUNT = 7,
+	/* Counted by the agent (detail lane, one per call): a call into a
+	 * module the key-symbol set in force says nothing about, while that
+	 * set came from a spec given live (`ada keysym`, ADA_KEYSYM_F_LIVE):
+	 * the agent decided it by the start-time rules, which may disagree
+	 * with the set's (docs/internals.md, "A module the set does not
+	 * know"): its detail record may be missing, or there when the set
+	 * would not have it. */
+	ADA_DROP_KEYSYM_UNKNOWN = 7,
+	ADA_DROP_REASON_COUNT = 8,
 };
 /* "ring_full", "drain_lag", "detail_overwritten", "no_slot", "corrupt",
- * "thread_limit", "window_lost" (manifest keys); "?" out of range. */
+ * "thread_limit", "window_lost", "keysym_unknown" (manifest keys); "?"
+ * out of range. */
 const char *ada_drop_reason_name(unsigned reason);
 enum ada_slot_state {
 	ADA_SLOT_FREE = 0,
@@ -444,8 +453,9 @@ struct ada_detail_snapshot {
 int ada_detail_ring_snapshot(struct ada_arena *a, uint32_t slot, uint64_t from, void *buf,
                              size_t cap, struct ada_detail_snapshot *snap);
 /* The slot's oldest and newest records, read without copying the ring:
- * the oldest record's bytes and the chunk holding the newest (at most two
- * chunks, at most half the ring), with the same seqlock re-check as the
+ * the oldest record's bytes and, after a walk of the header words of the
+ * chunk holding the newest (in place, bounded), the newest record's bytes
+ * (each at most a chunk), with the same seqlock re-check as the
  * snapshot. Into buf (8-byte aligned, cap >= 2 chunks: detail_bytes
  * suffices) as snapshot-format records at first_off / last_off (read them
  * with ada_detail_rec_next(buf + off, len, ...)). found false: the ring is
@@ -512,6 +522,10 @@ extern __thread struct ada_producer ada_producer_tls __attribute__((tls_model("i
 /* Process-wide: the arena this process produces into (NULL: not recording). */
 void ada_producer_set_arena(struct ada_arena *a);
 struct ada_arena *ada_producer_arena(void);
+/* Hook context, cold: counts one detail-lane drop of reason `why` for
+ * the calling thread (its slot's counter; before it holds one, the
+ * arena's total, atomic add). Nothing when not recording. */
+void ada_producer_count_detail(struct ada_producer *p, enum ada_drop_reason why);
 /* After fork, in the child: forget the parent's slot in this thread. */
 void ada_producer_reset_thread(void);
 /* Sets up this process's arena from the environment: ADA_ARENA_DIR (required;

@@ -271,5 +271,11 @@ void ring_slot_drop(struct ada_arena *a, uint32_t slot, enum ada_lane lane,
                     enum ada_drop_reason why);
 /* Anyone: counts one drop in the arena totals (atomic add). */
 void ring_arena_drop(struct ada_arena *a, enum ada_lane lane, enum ada_drop_reason why);
+/* Tests only (test_ring_detail.c): when set, ada_detail_ring_ends() calls
+ * it once, after its walk of the newest chunk and before it copies the
+ * newest record and re-checks oldest, so a test can make the producer
+ * overtake the read at exactly that point. NULL in every program. */
+extern void (*ring_detail_ends_test_hook)(void *ctx);
+extern void *ring_detail_ends_test_ctx;
 
 #endif

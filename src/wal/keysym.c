@@ -210,6 +210,7 @@ static json_t *ks_version_json(const struct ada_keysym_info *in, uint64_t now_ns
 	json_object_set_new(o, "version", json_integer((json_int_t)in->version));
 	json_object_set_new(o, "time_ns", json_integer((json_int_t)now_ns));
 	json_object_set_new(o, "all", json_boolean(in->all));
+	json_object_set_new(o, "live", json_boolean(in->live));
 	json_object_set_new(o, "entries", json_integer((json_int_t)in->entries));
 	/* Module ids below `entries` the set says nothing about (their .syms
 	 * not read yet when it was built; module 0, the agent's own code, has
@@ -243,6 +244,11 @@ static int ks_build(struct ada_recorder *r, struct wal_proc *p, uint64_t version
 	int err = ks_mods_load(p, &ms);
 	if (!err)
 		err = ada_keysym_builder_new(&b);
+	/* A spec `ada keysym` gave: the agent's own set (start-time rules)
+	 * may disagree with it on a module this set says nothing about, so
+	 * the agent counts what it decides there (ADA_KEYSYM_F_LIVE). */
+	if (!err && r->ks_gen != 0)
+		ada_keysym_builder_set_live(b);
 	if (!err)
 		err = ada_keysym_spec_build(r->ks_spec, (const struct ada_syms_module *const *)ms.m,
 		                            ms.n, b, why, cap);

@@ -7,7 +7,9 @@
  * ring's worth from a slot; a quarantined slot yields nothing again; the
  * consumer's tail never passes the head it accepted. The detail ring's
  * snapshot (src/ring/detail.c: any head, oldest, pads and record words)
- * returns at most a ring's bytes, as records the iterator walks exactly.
+ * returns at most a ring's bytes, as records the iterator walks exactly;
+ * its two ends (ada_detail_ring_ends: a walk of header words in place)
+ * come back as one whole record each, inside the buffer, or -EAGAIN.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,6 +19,32 @@
 #include "fuzz_arena_image.h"
 
 static volatile uint64_t fuzz_sink;
+
+/* ada_detail_ring_ends on whatever the image holds: 0 with each end one
+ * whole snapshot-format record inside the buffer, or -EAGAIN; never
+ * -EINVAL for a valid slot and a whole-ring buffer. */
+static void fuzz_ends(struct ada_arena *a, uint32_t s, uint64_t d)
+{
+	static uint64_t buf[ADA_DETAIL_MIN_BYTES / 8];
+	struct ada_detail_ends e;
+	int rc = ada_detail_ring_ends(a, s, buf, d, &e);
+	if (rc == -EAGAIN || (rc == 0 && !e.found))
+		return;
+	if (rc != 0)
+		abort();
+	const uint8_t *b = (const uint8_t *)buf;
+	uint64_t offs[2] = {e.first_off, e.last_off}, lens[2] = {e.first_len, e.last_len};
+	for (int i = 0; i < 2; i++) {
+		size_t off = 0;
+		uint32_t len;
+		if (offs[i] > d || lens[i] > d - offs[i])
+			abort(); /* outside what the caller gave */
+		const uint8_t *r = ada_detail_rec_next(b + offs[i], lens[i], &off, &len);
+		if (!r || off != lens[i])
+			abort(); /* not exactly one record */
+		fuzz_sink += (len ? r[0] : 0) + len;
+	}
+}
 
 /* The drain's detail copy of slot s, from 0 and then from where it ended
  * (an incremental look), each walked record by record. */
@@ -42,6 +70,7 @@ static void fuzz_detail(struct ada_arena *a, uint32_t s)
 			abort(); /* the snapshot wrote exactly the records it counts */
 		from = snap.end;
 	}
+	fuzz_ends(a, s, d);
 }
 
 static void fuzz_slot(struct ada_arena *a, uint32_t s, uint64_t cap)

@@ -188,7 +188,7 @@ def case_note(ada, target, work):
 
 STATUS_KEYS = ("recording", "events", "events_per_sec", "drops", "drops_per_sec",
                "ring_fill_pct_max", "processes", "rings", "hooks", "windows", "triggers",
-               "keysym_version", "keysym_cover", "recorder", "target", "detail_mode")
+               "keysym_version", "keysym_unknown", "keysym_cover", "recorder", "target", "detail_mode")
 
 
 def case_status(ada, target, work):

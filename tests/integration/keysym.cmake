@@ -12,7 +12,7 @@ endif()
 if(ADA_SANITIZE MATCHES "^(address|thread)$")
   return() # they record with the agent, which a sanitized build cannot preload
 endif()
-foreach(case narrow key_file blob gap bad)
+foreach(case narrow key_file blob gap live_gap bad)
   add_test(NAME e2e.keysym_${case}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/keysym_test.py
                    --ada $<TARGET_FILE:ada> --target ${ADA_TGT_DIR}/t_control_O2

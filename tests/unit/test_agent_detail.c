@@ -183,6 +183,56 @@ static void test_detail_ask_gap_module(void **state)
 	free(blob);
 }
 
+/* agent_detail_decide: the own set's answer for a module the blob says
+ * nothing about (a gap, or past the directory) carries
+ * AGENT_DETAIL_START_RULES when the blob is ADA_KEYSYM_F_LIVE (the agent
+ * counts it: handlers.c), never when it is not, and never for a module
+ * the blob decides, member or not. */
+static void test_detail_decide_live(void **state)
+{
+	(void)state;
+	static const uint64_t zero[2];
+	static const uint64_t m1[2] = {0x5ull, 1ull << 3}; /* symbols 0, 2, 67 */
+	static const uint64_t *const bits[4] = {zero, m1, m1, m1};
+	struct agent_dset own = {.nbits = 128, .max_mod = 3, .bits = bits};
+	struct agent_dset every = {.all = 1};
+	for (int live = 0; live < 2; live++) {
+		/* module 2 with symbol 5, module 1 a gap, module 3 past it */
+		struct ada_keysym_builder *b;
+		assert_int_equal(ada_keysym_builder_new(&b), 0);
+		uint32_t five = 5;
+		assert_int_equal(ada_keysym_builder_add(b, 2, &five, 1), 0);
+		if (live)
+			ada_keysym_builder_set_live(b);
+		size_t len = ada_keysym_builder_size(b);
+		uint8_t *blob = aligned_alloc(64, len);
+		assert_non_null(blob);
+		struct ada_keysym_info info;
+		assert_int_equal(ada_keysym_builder_write(b, 1, blob, len, &info), 0);
+		assert_int_equal(info.live, live);
+		ada_keysym_info_fini(&info);
+		ada_keysym_builder_free(b);
+		assert_int_equal(ada_keysym_validate(blob, len, &info, NULL), 0);
+		assert_int_equal(info.live, live);
+		ada_keysym_info_fini(&info);
+		uint64_t mask = ada_keysym_mask_for(len);
+		int sr = live ? AGENT_DETAIL_START_RULES : 0;
+		/* the gap and the module past the directory: own set, flagged */
+		assert_int_equal(agent_detail_decide(blob, mask, 0, &own, 1ull << 32 | 67), 1 | sr);
+		assert_int_equal(agent_detail_decide(blob, mask, 0, &own, 1ull << 32 | 5), sr);
+		assert_int_equal(agent_detail_decide(blob, mask, 0, &own, 3ull << 32 | 2), 1 | sr);
+		assert_int_equal(agent_detail_decide(blob, mask, 0, &own, 9ull << 32 | 2), sr);
+		assert_int_equal(agent_detail_decide(blob, mask, 0, &every, 1ull << 32 | 2), sr);
+		/* the blob decides: never flagged */
+		assert_int_equal(agent_detail_decide(blob, mask, 0, &own, 2ull << 32 | 5), 1);
+		assert_int_equal(agent_detail_decide(blob, mask, 0, &own, 2ull << 32 | 2), 0);
+		/* agent_detail_ask: the answer alone */
+		assert_true(agent_detail_ask(blob, mask, 0, &own, 1ull << 32 | 67));
+		assert_false(agent_detail_ask(blob, mask, 0, &own, 1ull << 32 | 5));
+		free(blob);
+	}
+}
+
 static void test_config_keys(void **state)
 {
 	(void)state;
@@ -214,6 +264,7 @@ int main(void)
 	    cmocka_unit_test(test_dset),
 	    cmocka_unit_test(test_detail_ask_unknown_module),
 	    cmocka_unit_test(test_detail_ask_gap_module),
+	    cmocka_unit_test(test_detail_decide_live),
 	    cmocka_unit_test(test_config_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

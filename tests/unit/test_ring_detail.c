@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "ring.h"
+#include "ring_internal.h" /* the detail header and words, the ends' test hook */
 
 #define DETAIL 4096u
 
@@ -549,6 +550,155 @@ static void test_ends_match_snapshot(void **state)
 	free(eb);
 }
 
+/* The ring_detail_ends_test_hook: the producer (this thread, f->slot)
+ * pushes `push` records of 64 bytes at the worst moment, between the walk
+ * of the newest chunk and the copy of its last record. */
+struct overtake {
+	uint32_t push, calls;
+};
+static void ends_overtake(void *ctx)
+{
+	struct overtake *o = ctx;
+	static uint8_t rec[64];
+	o->calls++;
+	for (uint32_t i = 0; i < o->push; i++)
+		assert_true(ada_detail_push(rec, rec_make_len(rec, 900000 + i, 56)));
+}
+
+/* A chunk boundary: records that end exactly at a chunk's end; the ends
+ * read in place (the newest one alone copied, at one chunk into buf). */
+static void test_ends_chunk_boundary(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t *eb = malloc(DETAIL);
+	static uint8_t rec[DETAIL];
+	uint32_t max = ada_detail_max_record(f->a);
+	uint64_t c = max + 8;
+	assert_true(ada_detail_push(rec, rec_make_len(rec, 0, max))); /* chunk 0, whole */
+	struct ada_detail_ends e;
+	assert_int_equal(ada_detail_ring_ends(f->a, f->slot, eb, DETAIL, &e), 0);
+	assert_true(e.found);
+	assert_int_equal(e.first_off, 0);
+	assert_int_equal(e.first_len, c);
+	assert_int_equal(e.last_off, c);
+	assert_int_equal(e.last_len, c);
+	assert_int_equal(ends_seq(eb, e.first_off, e.first_len), 0);
+	assert_int_equal(ends_seq(eb, e.last_off, e.last_len), 0);
+	/* chunk 1: two records that fill it exactly, then one in chunk 2 */
+	assert_true(ada_detail_push(rec, rec_make_len(rec, 1, (uint32_t)(c / 2 - 8))));
+	assert_true(ada_detail_push(rec, rec_make_len(rec, 2, (uint32_t)(c / 2 - 8))));
+	assert_int_equal(ada_detail_ring_head(f->a, f->slot), 2 * c);
+	ends_vs_snapshot(f, eb);
+	assert_int_equal(ada_detail_ring_ends(f->a, f->slot, eb, DETAIL, &e), 0);
+	assert_int_equal(ends_seq(eb, e.last_off, e.last_len), 2);
+	assert_int_equal(e.last_len, c / 2);
+	/* chunk 2: a record that leaves a pad when the next one does not fit */
+	assert_true(ada_detail_push(rec, rec_make_len(rec, 3, (uint32_t)(c / 2))));
+	assert_true(ada_detail_push(rec, rec_make_len(rec, 4, (uint32_t)(c / 2))));
+	assert_int_equal(ada_detail_ring_head(f->a, f->slot), 3 * c + c / 2 + 8);
+	ends_vs_snapshot(f, eb);
+	assert_int_equal(ada_detail_ring_ends(f->a, f->slot, eb, DETAIL, &e), 0);
+	assert_int_equal(ends_seq(eb, e.last_off, e.last_len), 4);
+	assert_int_equal(ends_seq(eb, e.first_off, e.first_len), 0);
+	/* the most records a chunk holds: c / 8 empty ones (8 bytes each)
+	 * fill the newest chunk, so the walk takes all its c / 8 rounds */
+	for (uint64_t k = 0; k < c / 8 && ada_detail_ring_head(f->a, f->slot) % c; k++)
+		assert_true(ada_detail_push("", 0));
+	for (uint64_t k = 0; k < c / 8; k++)
+		assert_true(ada_detail_push("", 0));
+	assert_int_equal(ada_detail_ring_head(f->a, f->slot) % c, 0);
+	assert_int_equal(ada_detail_ring_ends(f->a, f->slot, eb, DETAIL, &e), 0);
+	assert_true(e.found);
+	assert_int_equal(e.last_off, c);
+	assert_int_equal(e.last_len, 8);
+	assert_int_equal(eb[c / 8], 0); /* its header: length 0 */
+	free(eb);
+}
+
+/* What the target can write (positions and words in its arena): every
+ * shape the walk cannot take plainly is -EAGAIN, never a record that is
+ * not one; and a producer that overtakes the read between its walk and
+ * its copy (the test hook) is -EAGAIN too, while one that only adds
+ * records after the head it loaded is not (the ends as of that head). */
+static void test_ends_untrusted_and_overtaken(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t *eb = malloc(DETAIL);
+	static uint8_t rec[DETAIL];
+	for (uint32_t seq = 0; seq < 200; seq++) /* several laps, pads */
+		assert_true(ada_detail_push(rec, rec_make_len(rec, seq, 8 + (seq * 131) % 300)));
+	ends_vs_snapshot(f, eb);
+	struct ada_detail_hdr *h = ring_detail_hdr(f->a, f->slot);
+	_Atomic uint64_t *words = ring_detail_words(f->a, f->slot);
+	uint64_t c = ada_detail_max_record(f->a) + 8, d = DETAIL;
+	uint64_t head = atomic_load(&h->head), oldest = atomic_load(&h->oldest);
+	uint64_t cs = (head - 8) & ~(c - 1);
+	assert_true(oldest > 0 && oldest % c == 0 && head - oldest <= d && cs > oldest);
+	_Atomic uint64_t *w0 = &words[(cs & (d - 1)) / 8];
+	uint64_t saved = atomic_load(w0);
+	struct ada_detail_ends e;
+	/* positions: misaligned head, oldest past head, more than a ring,
+	 * oldest not a chunk start */
+	const uint64_t bad[][2] = {{head + 4, oldest},
+	                           {head, head + c},
+	                           {head, oldest - c - d},
+	                           {head, oldest + 8},
+	                           {UINT64_MAX - 7, oldest}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		atomic_store(&h->head, bad[i][0]);
+		atomic_store(&h->oldest, bad[i][1]);
+		assert_int_equal(ada_detail_ring_ends(f->a, f->slot, eb, DETAIL, &e), -EAGAIN);
+	}
+	atomic_store(&h->head, head);
+	atomic_store(&h->oldest, oldest);
+	/* words of the newest chunk: zero, reserved bits, a step past head, a
+	 * pad past the ring, a huge length */
+	const uint64_t badw[] = {0,
+	                         saved | 1ull << 40,
+	                         head - cs,
+	                         ADA_DETAIL_PAD_BIT | (head - cs + 8),
+	                         ADA_DETAIL_PAD_BIT | 0xfffffff8ull,
+	                         0xfffffff0ull};
+	for (size_t i = 0; i < sizeof(badw) / sizeof(badw[0]); i++) {
+		atomic_store(w0, badw[i]);
+		assert_int_equal(ada_detail_ring_ends(f->a, f->slot, eb, DETAIL, &e), -EAGAIN);
+	}
+	/* the newest chunk only pads (up to head): no newest record there */
+	atomic_store(w0, ADA_DETAIL_PAD_BIT | (head - cs));
+	assert_int_equal(ada_detail_ring_ends(f->a, f->slot, eb, DETAIL, &e), -EAGAIN);
+	atomic_store(w0, saved);
+	ends_vs_snapshot(f, eb);
+	/* overtaken between the walk and the copy: two laps of records */
+	struct overtake o = {.push = 2 * DETAIL / 64};
+	ring_detail_ends_test_ctx = &o;
+	ring_detail_ends_test_hook = ends_overtake;
+	assert_int_equal(ada_detail_ring_ends(f->a, f->slot, eb, DETAIL, &e), -EAGAIN);
+	assert_int_equal(o.calls, 1);
+	/* not overtaken: the hook adds one record after the head the read
+	 * loaded, in the chunk that head is in (small records first, until
+	 * it has room: no chunk is entered, so oldest stays) */
+	uint32_t last = 900000 + o.push - 1;
+	for (uint32_t k = 0; k < c / 16; k++) {
+		uint64_t at = ada_detail_ring_head(f->a, f->slot) & (c - 1);
+		if (at != 0 && c - at >= 64)
+			break;
+		last = 800000 + k;
+		assert_true(ada_detail_push(rec, rec_make_len(rec, last, 8)));
+	}
+	uint64_t at = ada_detail_ring_head(f->a, f->slot) & (c - 1);
+	assert_true(at != 0 && c - at >= 64);
+	o.push = 1;
+	assert_int_equal(ada_detail_ring_ends(f->a, f->slot, eb, DETAIL, &e), 0);
+	assert_int_equal(o.calls, 2);
+	assert_int_equal(ends_seq(eb, e.last_off, e.last_len), last); /* as of its head */
+	ring_detail_ends_test_hook = NULL;
+	ring_detail_ends_test_ctx = NULL;
+	ends_vs_snapshot(f, eb); /* at rest: the snapshot's ends, the hook's record last */
+	assert_int_equal(ada_detail_ring_ends(f->a, f->slot, eb, DETAIL, &e), 0);
+	assert_int_equal(ends_seq(eb, e.last_off, e.last_len), 900000);
+	free(eb);
+}
+
 /* A producer laps the ring while the drain reads the ends: every pair
  * returned is intact (no torn record) and in order, and a read the producer
  * overtook says so (-EAGAIN) rather than returning stale bytes. */
@@ -654,6 +804,35 @@ static void test_ring_at_mapping_end(void **state)
 	munmap(m, span + page);
 }
 
+/* ada_producer_count_detail (the agent's keysym_unknown count): into the
+ * calling thread's slot once it holds one, into the arena's total before
+ * (a fresh thread state: no slot), nowhere without an arena; the totals
+ * hold both, exactly. */
+static void test_count_detail(void **state)
+{
+	struct fixture *f = *state;
+	for (int i = 0; i < 3; i++)
+		ada_producer_count_detail(&ada_producer_tls, ADA_DROP_KEYSYM_UNKNOWN);
+	struct ada_slot_info si;
+	ada_arena_slot_info(f->a, f->slot, &si);
+	assert_int_equal(si.drops[ADA_LANE_DETAIL][ADA_DROP_KEYSYM_UNKNOWN], 3);
+	assert_int_equal(si.drops[ADA_LANE_INDEX][ADA_DROP_KEYSYM_UNKNOWN], 0);
+	struct ada_producer saved = ada_producer_tls;
+	ada_producer_reset_thread(); /* no slot yet */
+	ada_producer_count_detail(&ada_producer_tls, ADA_DROP_KEYSYM_UNKNOWN);
+	ada_producer_count_detail(&ada_producer_tls, ADA_DROP_REASON_COUNT); /* ignored */
+	ada_producer_set_arena(NULL);
+	ada_producer_count_detail(&ada_producer_tls, ADA_DROP_KEYSYM_UNKNOWN); /* nowhere */
+	ada_producer_set_arena(f->a);
+	ada_arena_slot_info(f->a, f->slot, &si);
+	assert_int_equal(si.drops[ADA_LANE_DETAIL][ADA_DROP_KEYSYM_UNKNOWN], 3);
+	uint64_t tot[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+	ada_arena_drop_totals(f->a, tot);
+	assert_int_equal(tot[ADA_LANE_DETAIL][ADA_DROP_KEYSYM_UNKNOWN], 4);
+	ada_producer_tls = saved;
+	assert_string_equal(ada_drop_reason_name(ADA_DROP_KEYSYM_UNKNOWN), "keysym_unknown");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -669,6 +848,10 @@ int main(void)
 	                                    fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_ends_match_snapshot, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_ends_concurrent_overtaken, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_ends_chunk_boundary, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_ends_untrusted_and_overtaken, fx_setup,
+	                                    fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_count_detail, fx_setup, fx_teardown),
 	    cmocka_unit_test(test_ring_at_mapping_end),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
