@@ -401,8 +401,19 @@ int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t fr
 	if (!look)
 		over = pd_counter(t); /* the ring lapping: no record lost */
 	st->overwritten = pd_overwritten(dt, over);
+	uint64_t failed = t->f ? t->f->patch_failed : 0;
 	if (pd_walk(r, t, dt, snap.bytes, from_ns, to_ns, st, &in_ring))
 		dt->from = snap.end;
+	/* The links that went into the disk window (segment.c) reach the file
+	 * now, one pwrite. One that cannot (its record is written, its index
+	 * event keeps "no detail") is counted as a failed patch would have
+	 * been: unlinked, and the thread's detail error. */
+	if (t->f) {
+		e = wal_dwin_flush(t->f);
+		st->unlinked += t->f->patch_failed - failed;
+		if (t->f->patch_failed != failed && !dt->error)
+			dt->error = e < 0 ? e : -EIO;
+	}
 	if (look)
 		pd_gap(t, dt, over, in_ring, decided, lo_ns, steady, st);
 	if (all_time && st->gap.records) {

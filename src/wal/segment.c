@@ -86,6 +86,8 @@ void ada_wal_io_free(struct ada_wal_io *io)
 		free(b->data);
 		free(b);
 	}
+	wal_dwin_release(io->dwin_file);
+	free(io->dwin);
 	free(io->crcbat);
 	free(io);
 }
@@ -262,18 +264,45 @@ void ada_wal_io_submit_stale(struct ada_wal_io *io, bool force)
 }
 
 /* The queued detail_seq patches inside b's range, now that its write is
- * done (ok) or failed (then they are counted: the event is not on disk). */
-static void wal_patches_apply(struct ada_wal_file *f, const struct wal_buf *b, bool ok)
+ * done (ok) or failed (then they are counted: the event is not on disk).
+ * b's data is what the file now holds there: the patches go into it and
+ * one pwrite of the span they cover writes them all (a --detail
+ * triggered window links thousands of events in flight at once); a span
+ * that fails is tried patch by patch, as each was before, and one that
+ * fails again is lost: counted, and its CRC change taken back (the file
+ * keeps "no detail" there). */
+static bool wal_patch_in(const struct wal_patch *p, const struct wal_buf *b)
 {
+	return p->off >= b->off && p->off + 4 <= b->off + b->len;
+}
+
+static void wal_patches_apply(struct ada_wal_file *f, struct wal_buf *b, bool ok)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (size_t i = 0; i < f->npatch && ok; i++) {
+		const struct wal_patch *p = &f->patches[i];
+		if (!wal_patch_in(p, b))
+			continue;
+		memcpy(b->data + (p->off - b->off), &p->val, 4);
+		lo = p->off < lo ? p->off : lo;
+		hi = p->off + 4 > hi ? p->off + 4 : hi;
+	}
+	f->io->patch_spans += lo < hi;
+	bool span =
+	    lo < hi && wal_pwrite_all(f->fd, b->data + (lo - b->off), (size_t)(hi - lo), lo) == 0;
 	size_t keep = 0;
 	for (size_t i = 0; i < f->npatch; i++) {
 		struct wal_patch p = f->patches[i];
-		if (p.off < b->off || p.off + 4 > b->off + b->len) {
+		if (!wal_patch_in(&p, b)) {
 			f->patches[keep++] = p;
 			continue;
 		}
-		if (!ok || wal_pwrite_all(f->fd, &p.val, 4, p.off) < 0)
+		if (!ok) {
+			f->patch_failed++; /* the event is not on the file (bad_from) */
+		} else if (!span && wal_pwrite_all(f->fd, &p.val, 4, p.off) < 0) {
 			f->patch_failed++;
+			wal_crcbat_add(f, p.off - ATF_HEADER_SIZE, p.val ^ ATF_NO_DETAIL);
+		}
 	}
 	f->npatch = keep;
 }
@@ -724,13 +753,17 @@ static int wal_write_final(struct ada_wal_file *f, struct ada_wal_file_summary *
 int ada_wal_file_finalize(struct ada_wal_file *f, struct ada_wal_file_summary *sum)
 {
 	struct ada_wal_file_summary s = {0};
-	if (f->io->crcbat_file == f)
-		wal_crcbat_fold(f->io); /* s.crc below reads f->crc */
+	/* The window's patches first (the file is cut below). */
+	wal_dwin_release(f);
 	wal_file_hold(f, false);
 	wal_submit_cur(f);
 	while (f->inflight > 0 || f->sync_inflight > 0)
 		if (ada_wal_io_reap(f->io, true) < 0)
 			break;
+	/* s.crc below reads f->crc: every patch's change in, and the take-back
+	 * of any lost one (the window's, a queued one's at its completion). */
+	if (f->io->crcbat_file == f)
+		wal_crcbat_fold(f->io);
 	wal_file_unlink_list(f);
 	int r;
 	if (f->bad_from != UINT64_MAX) {
@@ -793,6 +826,11 @@ int wal_file_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_eve
 		memcpy(out, b->data + (off - b->off), sizeof(*out));
 		return 0;
 	}
+	const uint8_t *w = wal_dwin_event(f, off);
+	if (w) { /* durable: the window holds it as the file does, links included */
+		memcpy(out, w, sizeof(*out));
+		return 0;
+	}
 	ssize_t n = pread(f->fd, out, sizeof(*out), (off_t)off);
 	return n == (ssize_t)sizeof(*out) ? 0 : (n < 0 ? -errno : -EIO);
 }
@@ -827,7 +865,9 @@ int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v)
 	if (off >= f->bad_from)
 		return -EIO;
 	uint32_t d = v ^ ATF_NO_DETAIL;
+	uint64_t ev_off = off - offsetof(struct atf_index_event, detail_seq);
 	struct wal_buf *b = wal_buf_holding(f, off);
+	uint8_t *w;
 	enum wal_patch_way way = WAL_PATCH_DISK;
 	if (b && !b->sent) { /* staging or held: the write will carry it */
 		memcpy(b->data + (off - b->off), &v, 4);
@@ -843,6 +883,10 @@ int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v)
 		}
 		f->patches[f->npatch++] = (struct wal_patch){off, v};
 		way = WAL_PATCH_QUEUED;
+	} else if (!b && (w = wal_dwin_event(f, ev_off))) { /* durable: written back later */
+		memcpy(w + (off - ev_off), &v, 4);
+		wal_dwin_mark(f->io, ev_off);
+		way = WAL_PATCH_WINDOW;
 	} else {
 		int r = wal_pwrite_all(f->fd, &v, 4, off);
 		if (r < 0)

@@ -33,6 +33,11 @@ struct wal_buf {
 	uint8_t *data;
 };
 
+/* The disk window's size: 2 048 events, so one pread and one pwrite
+ * serve that many links where each cost one of each. */
+#define WAL_DWIN_BYTES (64u * 1024u)
+#define WAL_DWIN_MARK_WORDS (WAL_DWIN_BYTES / ATF_INDEX_EVENT_SIZE / 64u)
+
 struct ada_wal_io {
 	struct io_uring ring;
 	uint32_t qd;
@@ -60,12 +65,31 @@ struct ada_wal_io {
 	struct ada_wal_file *crcbat_file; /* owner of the pending batch, or NULL */
 	uint64_t crcbat_base, crcbat_lo, crcbat_hi;
 	uint32_t crcbat_n;
+	/* The disk window (dwin.c): WAL_DWIN_BYTES of one file's durable
+	 * events, read with one pread, patched in memory, written back with
+	 * one pwrite. One per io, owned by one file at a time (the drain
+	 * persists one thread at a time), so its memory does not grow with
+	 * the threads. */
+	uint8_t *dwin;                            /* allocated at the first use */
+	struct ada_wal_file *dwin_file;           /* whose bytes it holds, or NULL */
+	uint64_t dwin_lo, dwin_hi;                /* the file range it holds */
+	uint64_t dwin_dlo, dwin_dhi;              /* the range its patches changed */
+	uint32_t dwin_npatch;                     /* patches not written back yet */
+	uint64_t dwin_marks[WAL_DWIN_MARK_WORDS]; /* those patches' events (bits) */
+	uint64_t dwin_fills, dwin_writebacks;     /* its preads and pwrites */
+	uint64_t patch_spans; /* pwrites of queued patches, one per write's (wal_patches_apply) */
 };
 
 /* Where a detail_seq patch went (wal_file_patch_detail_seq): into a
- * buffer not yet written, queued behind a write in flight, or pwrite to
- * the file. */
-enum wal_patch_way { WAL_PATCH_MEM, WAL_PATCH_QUEUED, WAL_PATCH_DISK, WAL_PATCH_WAYS };
+ * buffer not yet written, queued behind a write in flight, pwrite to
+ * the file, or into the disk window. */
+enum wal_patch_way {
+	WAL_PATCH_MEM,
+	WAL_PATCH_QUEUED,
+	WAL_PATCH_DISK,
+	WAL_PATCH_WINDOW, /* into the disk window (dwin.c), written back later */
+	WAL_PATCH_WAYS
+};
 
 struct ada_wal_file {
 	struct ada_wal_io *io;
@@ -111,17 +135,50 @@ struct wal_patch {
 
 void ada_wal_file_discard(struct ada_wal_file *f, size_t n);
 /* Index event i of the file (0-based, committed): from the staging
- * buffer, a buffer in flight, or the disk. 0, -ENOENT (not committed),
- * -EIO (its write failed), -errno. */
+ * buffer, a held one, a buffer in flight, the disk window (wal_dwin_event:
+ * durable events, with the links not written back yet) or the disk. 0,
+ * -ENOENT (not committed), -EIO (its write failed), -errno. */
 int wal_file_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_event *out);
 /* Sets event i's detail_seq from ATF_NO_DETAIL to v and folds the change
  * into the file's running CRC-32 (zlib's crc32 is affine: a 4-byte change
  * d at offset k of L bytes changes the CRC by crc32_combine(lin(d), 0,
  * L - k - 4)). Where the event is: staging buffer or a held one
- * (wal_file_hold) -> patched in memory; write completed -> pwrite now;
- * write in flight -> queued, written when the write completes (before
- * finalize writes the footer). 0 or -errno. */
+ * (wal_file_hold) -> patched in memory; write in flight -> queued,
+ * written when the write completes (before finalize writes the footer);
+ * durable (wal_dwin_event) -> patched in the disk window, written back
+ * with its neighbours' (wal_dwin_flush); any other completed write (one
+ * that completed before an earlier one, or the window could not be read)
+ * -> pwrite now. 0 or -errno. */
 int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v);
+/* The disk window (dwin.c). Event reads and patches of a file's durable
+ * prefix -- [64, 64 + durable * 32), below bad_from: every write there
+ * completed and its queued patches were applied, so no write of the
+ * writer's is still to land there -- go through one cached span of the
+ * file per io: a read or patch outside it writes the span back (if
+ * patched) and reads the span around the event (WAL_DWIN_BYTES from its
+ * 4 KiB page, clipped to the prefix); a patch inside only changes the
+ * memory (its CRC change is batched as any patch's). Events past the
+ * prefix are in the writer's buffers or go to the file directly.
+ *
+ * wal_dwin_event: the 32 bytes of the event at file offset off in the
+ * window (moved there if needed), or NULL when it is not in the durable
+ * prefix or the window cannot hold it (no memory, the pread failed):
+ * then the caller reads or writes the file itself. */
+uint8_t *wal_dwin_event(struct ada_wal_file *f, uint64_t off);
+/* Marks the event at off (in the window: wal_dwin_event) as patched. */
+void wal_dwin_mark(struct ada_wal_io *io, uint64_t off);
+/* Writes f's patches in the window back (one pwrite) and keeps the span
+ * cached, clean. A write-back that fails is retried one patch at a time;
+ * each that fails again is lost: counted in patch_failed, its CRC change
+ * taken back (the file keeps "no detail" there, and its CRC says so),
+ * and the window dropped. 0, or the first -errno of a lost patch. Called
+ * at the end of each wal_detail_persist (which counts the lost ones as
+ * unlinked) and by finalize; a recorder killed before it leaves those
+ * links unset, which ada recover restores (links_restored). */
+int wal_dwin_flush(struct ada_wal_file *f);
+/* wal_dwin_flush, then f no longer owns the window (finalize: before the
+ * CRC is read and the file cut). */
+int wal_dwin_release(struct ada_wal_file *f);
 /* While on, the buffers that fill up (and ada_wal_file_submit's) are
  * held back from the kernel, in order, instead of written at once;
  * turning it off writes them. --detail always holds a thread's file from

@@ -1103,6 +1103,14 @@ FLIGHT = {
     # that follows the fire (8 MiB: some 40 000 records).
     "symbol": ("symbol", ["--pre-roll-sec", "0.05", "--post-roll-sec", "0.05",
                           "--detail-mb", "8", "--trigger", "symbol=rare_event"], 0),
+    # A pre-roll of a whole second before the fire (the busy loop's some
+    # 80 000 events were mostly written to index.atf before rare_event
+    # ran) and a 64 MiB ring that holds them all: every link to an event
+    # already on disk goes through the disk window (docs/internals.md,
+    # "Persisting (drain)"); each call/return in the window must link its
+    # record exactly, and ada validate checks the links both ways.
+    "preroll_disk": ("symbol", ["--pre-roll-sec", "1", "--post-roll-sec", "0.05",
+                                "--detail-mb", "64", "--trigger", "symbol=rare_event"], 0),
     # A manual fire's time is when the drain takes the signal, not a call of
     # the program's: 5 s either side holds the busy loop around it however
     # loaded the machine (0.05 s came out empty once under a load of 20).
@@ -1284,6 +1292,34 @@ def flight_detail_counts(m):
     threads = [t.get("detail", {}) for t in m.get("threads", [])]
     return (drops, m.get("detail", {}), sum(t.get("overwritten", 0) for t in threads),
             sum(t.get("window_lost", 0) for t in threads))
+
+
+def flight_preroll_disk(rep, ada, pid_dir, m, events):
+    """A window whose pre-roll was on disk before the fire: every call and
+    return inside it links exactly one detail record of its kind, the
+    detail files hold exactly those, nothing was dropped (64 MiB ring)."""
+    w = check_one_window(rep, ada, pid_dir, m, "symbol=rare_event", "rare_event")
+    det = check_window_detail(rep, pid_dir, events, m, want_min=1000)
+    if not w:
+        return
+    wanted = [e for e in events if e["kind"] in ("call", "return")
+              and w["from_ns"] <= e["ts"] <= w["to_ns"]]
+    missing = [e for e in wanted if not isinstance(e.get("detail"), dict)]
+    wrong = [e for e in det if e["detail"].get("type") != e["kind"]]
+    nfile = 0
+    for path in glob.glob(os.path.join(pid_dir, "thread_*", "detail*.atf")):
+        with open(path, "rb") as f:
+            nfile += int.from_bytes(f.read(64)[28:36], "little")
+    drops, _, _, lost = flight_detail_counts(m)
+    unlinked = sum(t.get("detail", {}).get("unlinked", 0) for t in m.get("threads", []))
+    rep.check(not missing and not wrong and len(det) == len(wanted) == nfile,
+              "%d calls/returns in the window, %d link a record (%d without one, e.g. %r; "
+              "%d of the wrong kind), detail files hold %d: want all equal" % (
+                  len(wanted), len(det), len(missing), missing[:1], len(wrong), nfile))
+    rep.check(sum(drops.values()) == 0 and lost == 0 and unlinked == 0,
+              "drops %r, window_lost %d, unlinked %d: want none" % (drops, lost, unlinked))
+    rep.note("%d records persisted for a window of %.3f s before the fire" % (
+        len(det), (w["fire_ns"] - w["from_ns"]) / 1e9))
 
 
 def flight_triggered_overwrite(rep, ada, pid_dir, m, events, err):
@@ -1616,6 +1652,8 @@ def cmd_flight(args, ada, work, rep):
         check_one_window(rep, ada, pid_dir, m, "symbol=rare_event", "rare_event")
         det = check_window_detail(rep, pid_dir, events, m)
         check_args(rep, det, "rare_event", {"rdi": "0x7"})
+    elif args.scenario == "preroll_disk":
+        flight_preroll_disk(rep, ada, pid_dir, m, events)
     elif args.scenario == "manual":
         check_one_window(rep, ada, pid_dir, m, "manual", None)
         check_window_detail(rep, pid_dir, events, m)

@@ -276,6 +276,8 @@ static void test_dfile_golden(void **state)
 
 /* ---- back-patches of an index file ---- */
 
+#define DSEQ_OFF offsetof(struct atf_index_event, detail_seq) /* in an event */
+
 static struct atf_index_event ev_make(uint64_t i)
 {
 	return (struct atf_index_event){
@@ -478,6 +480,9 @@ static void test_patch_held(void **state)
 			ada_wal_file_submit(x->f);
 		held_check_reads(x);
 		held_patch_some(x, &next[x - h]);
+		if (rand() % 4 == 0) /* as each wal_detail_persist ends */
+			assert_int_equal(wal_dwin_flush(x->f), 0);
+		held_check_reads(x);
 		if (rand() % 3 == 0)
 			wal_file_hold(x->f, false);
 		if (rand() % 3 == 0)
@@ -498,12 +503,16 @@ static void test_patch_held(void **state)
 	/* Every way was taken, and the memory one most (the holds). */
 	for (int k = 0; k < 2; k++) {
 		const uint64_t *by = h[k].f->patch_by;
-		print_message("file %d: %llu events, patches mem %llu queued %llu disk %llu\n", k,
-		              (unsigned long long)h[k].n, (unsigned long long)by[WAL_PATCH_MEM],
+		print_message("file %d: %llu events, patches mem %llu queued %llu disk %llu "
+		              "window %llu\n",
+		              k, (unsigned long long)h[k].n, (unsigned long long)by[WAL_PATCH_MEM],
 		              (unsigned long long)by[WAL_PATCH_QUEUED],
-		              (unsigned long long)by[WAL_PATCH_DISK]);
-		assert_true(by[WAL_PATCH_MEM] > 0 && by[WAL_PATCH_DISK] > 0);
-		assert_int_equal(by[WAL_PATCH_MEM] + by[WAL_PATCH_QUEUED] + by[WAL_PATCH_DISK],
+		              (unsigned long long)by[WAL_PATCH_DISK],
+		              (unsigned long long)by[WAL_PATCH_WINDOW]);
+		assert_true(by[WAL_PATCH_MEM] > 0 && by[WAL_PATCH_WINDOW] > 0);
+		assert_int_equal(h[k].f->patch_failed, 0);
+		assert_int_equal(by[WAL_PATCH_MEM] + by[WAL_PATCH_QUEUED] + by[WAL_PATCH_DISK] +
+		                     by[WAL_PATCH_WINDOW],
 		                 next[k]);
 	}
 	struct ada_wal_file_summary s[2];
@@ -514,6 +523,142 @@ static void test_patch_held(void **state)
 	held_check_file("b.atf", &h[1], s[1].crc);
 	free(h[0].seq);
 	free(h[1].seq);
+}
+
+/* The disk window (dwin.c), deterministic: 65 536 durable events linked
+ * in order, each read first (as wal_detail_persist does), cost one pread
+ * and one pwrite per window instead of one of each per link: 2 MiB of
+ * events from offset 64 in windows that start on their first event's
+ * 4 KiB page, [64, 65 600), then [64 KiB k, 64 KiB (k + 1)) for k = 1..31,
+ * then [2 MiB, 2 MiB + 64): 33. A read of a link not written back yet
+ * sees it (the window, not the file); the last window reaches the file
+ * only at finalize; the bytes and the footer's CRC match the reference. */
+static void test_patch_window(void **state)
+{
+	(void)state;
+	enum { N = 65536 };
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts o = {.buffer_bytes = 1 << 18, .max_buffers = 4, .queue_depth = 8};
+	assert_int_equal(ada_wal_io_new(&o, &io), 0);
+	struct held_ref h = {.f = index_open(io, "w.atf", 4242), .n = N};
+	h.seq = malloc(N * sizeof(uint32_t));
+	append_events(h.f, 0, N);
+	ada_wal_file_submit(h.f);
+	while (ada_wal_file_durable(h.f) < N)
+		assert_true(ada_wal_io_reap(io, true) >= 0);
+	struct atf_index_event e;
+	for (uint32_t i = 0; i < N; i++) {
+		assert_int_equal(wal_file_event_read(h.f, i, &e), 0);
+		assert_int_equal(e.timestamp_ns, ev_make(i).timestamp_ns);
+		assert_int_equal(e.detail_seq, ATF_NO_DETAIL);
+		assert_int_equal(wal_file_patch_detail_seq(h.f, i, i), 0);
+		h.seq[i] = i;
+		assert_int_equal(wal_file_event_read(h.f, i, &e), 0); /* not on the file yet */
+		assert_int_equal(e.detail_seq, i);
+	}
+	assert_int_equal(h.f->patch_by[WAL_PATCH_WINDOW], N);
+	assert_int_equal(h.f->patch_by[WAL_PATCH_DISK] + h.f->patch_by[WAL_PATCH_MEM] +
+	                     h.f->patch_by[WAL_PATCH_QUEUED],
+	                 0);
+	assert_int_equal(io->dwin_fills, 33);
+	assert_int_equal(io->dwin_writebacks, 32); /* the last one is still dirty */
+	/* The last window's links are only in memory: the file says no
+	 * detail there until the write-back (finalize's, here). */
+	uint32_t v;
+	assert_int_equal(pread(h.f->fd, &v, 4, 64 + (N - 1) * 32ull + DSEQ_OFF), 4);
+	assert_int_equal(v, ATF_NO_DETAIL);
+	assert_int_equal(pread(h.f->fd, &v, 4, 64 + DSEQ_OFF), 4); /* the first window is */
+	assert_int_equal(v, 0);
+	struct ada_wal_file_summary s;
+	assert_int_equal(ada_wal_file_finalize(h.f, &s), 0);
+	assert_int_equal(io->dwin_writebacks, 33);
+	assert_null(io->dwin_file);
+	ada_wal_io_free(io);
+	held_check_file("w.atf", &h, s.crc);
+	free(h.seq);
+}
+
+/* Patches of events whose write is in flight are queued; when that write
+ * completes they go into its buffer's data, and one pwrite of the span
+ * they cover writes them all (wal_patches_apply), not one each. */
+static void test_patch_queued_span(void **state)
+{
+	(void)state;
+	enum { N = 4096 }; /* two buffers of 2 048 events */
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts o = {.buffer_bytes = 1 << 16, .max_buffers = 4, .queue_depth = 8};
+	assert_int_equal(ada_wal_io_new(&o, &io), 0);
+	struct held_ref h = {.f = index_open(io, "q.atf", 4242), .n = N};
+	h.seq = malloc(N * sizeof(uint32_t));
+	for (uint32_t i = 0; i < N; i++)
+		h.seq[i] = ATF_NO_DETAIL;
+	append_events(h.f, 0, N); /* both buffers sent, neither reaped */
+	assert_int_equal(ada_wal_file_durable(h.f), 0);
+	uint32_t next = 0;
+	for (uint32_t i = 3; i < N - 5; i++) { /* every event of both, but the ends */
+		assert_int_equal(wal_file_patch_detail_seq(h.f, i, next), 0);
+		h.seq[i] = next++;
+	}
+	assert_int_equal(h.f->patch_by[WAL_PATCH_QUEUED], N - 8);
+	while (ada_wal_file_durable(h.f) < N)
+		assert_true(ada_wal_io_reap(io, true) >= 0);
+	assert_int_equal(io->patch_spans, 2);
+	assert_int_equal(h.f->npatch, 0);
+	assert_int_equal(h.f->patch_failed, 0);
+	struct ada_wal_file_summary s;
+	assert_int_equal(ada_wal_file_finalize(h.f, &s), 0);
+	ada_wal_io_free(io);
+	held_check_file("q.atf", &h, s.crc);
+	free(h.seq);
+}
+
+/* A write-back that fails (the file descriptor made read-only under the
+ * writer): each link is tried alone, fails again, is counted in
+ * patch_failed and its CRC change taken back; the window is dropped and
+ * the next links fill it anew. The file keeps "no detail" at the lost
+ * links and its footer's CRC says so. */
+static void test_patch_window_fail(void **state)
+{
+	(void)state;
+	enum { N = 4096 };
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts o = {.buffer_bytes = 1 << 16, .max_buffers = 4, .queue_depth = 8};
+	assert_int_equal(ada_wal_io_new(&o, &io), 0);
+	struct held_ref h = {.f = index_open(io, "x.atf", 4242), .n = N};
+	h.seq = malloc(N * sizeof(uint32_t));
+	for (uint32_t i = 0; i < N; i++)
+		h.seq[i] = ATF_NO_DETAIL;
+	append_events(h.f, 0, N);
+	ada_wal_file_submit(h.f);
+	while (ada_wal_file_durable(h.f) < N)
+		assert_true(ada_wal_io_reap(io, true) >= 0);
+	uint32_t next = 0;
+	for (uint32_t i = 10; i < 60; i += 7) { /* lost: never in h.seq */
+		assert_int_equal(wal_file_patch_detail_seq(h.f, i, next++), 0);
+	}
+	int saved = dup(h.f->fd), ro = open(h.f->path, O_RDONLY | O_CLOEXEC);
+	assert_true(saved >= 0 && ro >= 0);
+	assert_true(dup2(ro, h.f->fd) == h.f->fd);
+	assert_int_equal(wal_dwin_flush(h.f), -EBADF);
+	assert_true(dup2(saved, h.f->fd) == h.f->fd);
+	close(saved);
+	close(ro);
+	assert_int_equal(h.f->patch_failed, 8);
+	assert_null(io->dwin_file);
+	assert_int_equal(wal_dwin_flush(h.f), 0); /* nothing left to write */
+	struct atf_index_event e;
+	assert_int_equal(wal_file_event_read(h.f, 17, &e), 0); /* read anew: as the file */
+	assert_int_equal(e.detail_seq, ATF_NO_DETAIL);
+	for (uint32_t i = 11; i < N; i += 5) {
+		assert_int_equal(wal_file_patch_detail_seq(h.f, i, next), 0);
+		h.seq[i] = next++;
+	}
+	assert_int_equal(h.f->patch_failed, 8);
+	struct ada_wal_file_summary s;
+	assert_int_equal(ada_wal_file_finalize(h.f, &s), 0);
+	ada_wal_io_free(io);
+	held_check_file("x.atf", &h, s.crc);
+	free(h.seq);
 }
 
 /* ---- wal_detail_persist on a real arena ---- */
@@ -716,11 +861,24 @@ static void test_persist_windows(void **state)
 	struct pdrain d;
 	pdrain_open(&d, &x, "index.atf", 6);
 	take(&x, &d.t, 6, 60);
+	/* On disk before the window is persisted (a pre-roll's events): the
+	 * links go through the disk window, on the file when the call returns. */
+	ada_wal_file_submit(d.t.f);
+	while (ada_wal_file_durable(d.t.f) < 54)
+		assert_true(ada_wal_io_reap(d.io, true) >= 0);
 	struct wal_detail_stats st;
 	/* a window over the generation boundary: 0..5 unlinked, 6..29 written */
 	assert_int_equal(wal_detail_persist(&d.r, &d.t, 0, t29, &st), 0);
 	assert_int_equal(st.unlinked, 6);
 	assert_int_equal(st.records, 24);
+	assert_int_equal(d.t.f->patch_by[WAL_PATCH_WINDOW], 24);
+	assert_int_equal(d.io->dwin_fills, 1);
+	assert_int_equal(d.io->dwin_writebacks, 1);
+	for (uint32_t i = 0; i < 54; i++) { /* the file itself, not the window */
+		uint32_t v;
+		assert_int_equal(pread(d.t.f->fd, &v, 4, 64 + i * 32ull + DSEQ_OFF), 4);
+		assert_int_equal(v, i < 24 ? i : ATF_NO_DETAIL);
+	}
 	/* an overlapping window writes only what is new: 30..39 */
 	assert_int_equal(wal_detail_persist(&d.r, &d.t, t20, ev[39].timestamp_ns, &st), 0);
 	assert_int_equal(st.records, 10);
@@ -743,6 +901,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_dfile_golden, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_patch_everywhere, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_patch_held, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_patch_window, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_patch_window_fail, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_patch_queued_span, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_all, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_windows, setup, teardown),
 	};
