@@ -51,7 +51,9 @@
  *     rbp at sp-80 (for the detail lane's RETURN record).
  *   - The C handlers are compiled with -mgeneral-regs-only, so vector and
  *     x87 registers (float arguments and return values) are never touched
- *     and need not be saved.
+ *     and need not be saved. (The fast form's emitted member path copies
+ *     the CALL record through xmm15, which it saves below its rsp and
+ *     restores: docs/hooks.md.)
  *   - Neither trampoline aligns the stack: the enter handler is entered
  *     with rsp 8 bytes off the ABI's 16-byte alignment (the registers
  *     saved plus the call, after a conforming caller), the exit handler

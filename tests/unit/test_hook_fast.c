@@ -33,6 +33,9 @@ void call_with_regs(void *fn, const uint64_t in[15], uint64_t out[15]);
 void call_with_stack(void *fn, const uint64_t in[15], uint64_t out[15], const uint64_t stk[16]);
 extern const uint64_t t_regs_dump_size;
 extern uint64_t t_dump[15];
+/* xmm0..15: set before call_with_stack's call, as the function got them,
+ * as its caller got them back */
+extern uint64_t t_xin[32], t_xdump[32], t_xout[32];
 
 #define FN_ID 0x0000000700000123ull /* module FN_MOD, symbol FN_IDX */
 
@@ -404,6 +407,12 @@ static void expect_seen_regs(void)
  * (call_with_stack): the stack snapshot's words 1..15 (and one past). */
 static uint64_t stk_words[16];
 
+static int n_c_calls(void)
+{
+	return n_enter_full + n_enter_held + n_exit_full + n_exit_held + n_flush + n_enter_member +
+	       n_exit_member;
+}
+
 static void call_checked(void)
 {
 	uint64_t in[15], out[15];
@@ -411,9 +420,23 @@ static void call_checked(void)
 		in[i] = 0x1111111111111111ull * (uint64_t)(i + 1) ^ 0x8000000000000000ull;
 	for (int i = 0; i < 16; i++)
 		stk_words[i] = 0x5151000000000000ull | (uint64_t)(i + 1) << 8 | (uint64_t)(i + 1);
+	for (int i = 0; i < 32; i++)
+		t_xin[i] = 0x7a7a000000000000ull | (uint64_t)(i + 1) << 16 | (uint64_t)(i + 1);
 	memset(t_dump, 0, 15 * sizeof(uint64_t));
+	memset(t_xdump, 0, sizeof(t_xdump));
+	memset(t_xout, 0, sizeof(t_xout));
 	want_rbp = in[1];
+	int c_before = n_c_calls();
 	call_with_stack((void *)t_regs_dump, in, out, stk_words);
+	/* Every vector register as called, on both sides, when no C ran
+	 * (the fake handlers here may use vector registers: the agent's
+	 * are built with general registers only). */
+	if (n_c_calls() == c_before) {
+		for (int i = 0; i < 32; i++) {
+			assert_int_equal(t_xdump[i], t_xin[i]);
+			assert_int_equal(t_xout[i], t_xin[i]);
+		}
+	}
 	for (int i = 0; i < 15; i++)
 		assert_int_equal(t_dump[i], in[i]);
 	for (int i = 0; i < 6; i++)

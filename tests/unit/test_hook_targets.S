@@ -69,8 +69,9 @@ FUNC(t_helper)
 	ret
 END(t_helper)
 
-/* Stores every register as it arrived into t_dump[17] (RIP-relative
- * store first), returns rax = 0x1234, rdx = 0x5678. */
+/* Stores every register as it arrived into t_dump[15] (RIP-relative
+ * store first) and xmm0..15 into t_xdump, returns rax = 0x1234,
+ * rdx = 0x5678. */
 FUNC(t_regs_dump)
 	mov [rip + t_dump + 0], rbx
 	mov [rip + t_dump + 8], rbp
@@ -87,6 +88,9 @@ FUNC(t_regs_dump)
 	mov [rip + t_dump + 96], rax
 	mov [rip + t_dump + 104], r10
 	mov [rip + t_dump + 112], r11
+	.irp i, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+	movups [rip + t_xdump + 16 * \i], xmm\i
+	.endr
 	mov eax, 0x1234
 	mov edx, 0x5678
 	ret
@@ -164,7 +168,9 @@ END(call_with_regs)
 /* void call_with_stack(void *fn, const uint64_t in[15], uint64_t out[15],
  *                      const uint64_t stk[16])
  * call_with_regs with stk[] the 16 words above the callee's return
- * address (its return slot's [1..16]: what a stack snapshot copies). */
+ * address (its return slot's [1..16]: what a stack snapshot copies),
+ * and xmm0..15 set from t_xin before the call, stored into t_xout after
+ * it (the detail lane's member path uses a vector register). */
 FUNC(call_with_stack)
 	push rbx
 	push rbp
@@ -182,8 +188,14 @@ FUNC(call_with_stack)
 	inc eax
 	cmp eax, 16
 	jb 1b
+	.irp i, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+	movups xmm\i, [rip + t_xin + 16 * \i]
+	.endr
 	CWR_LOAD
 	call [rip + cwr_fn]
+	.irp i, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+	movups [rip + t_xout + 16 * \i], xmm\i
+	.endr
 	add rsp, 128
 	CWR_SAVE
 END(call_with_stack)
@@ -194,6 +206,13 @@ END(call_with_stack)
 t_data:	.quad 1000, 2000
 	.globl t_dump
 t_dump:	.zero 8 * 15
+	.globl t_xin
+	.p2align 4
+t_xin:	.zero 16 * 16
+	.globl t_xdump
+t_xdump: .zero 16 * 16
+	.globl t_xout
+t_xout:	.zero 16 * 16
 	.globl t_helper_ret
 t_helper_ret: .quad 0
 cwr_fn:	.quad 0

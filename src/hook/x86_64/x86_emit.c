@@ -589,8 +589,9 @@ _Static_assert(offsetof(struct ada_hook_regs, rbp) == 56 &&
  * paths (handlers.c): the shadow push (flagged SHADOW_F_DETAIL) or pop,
  * the index event, then the record in the reserved ring space
  * (ada_detail_reserve_fast: the header word, the prefetch 2 KiB ahead),
- * its words in detail_put_call_fixed()'s / put_return()'s
- * order, and the commit (ada_detail_commit). Every test comes before the
+ * the words detail_put_call_fixed() / put_return() write (in another
+ * order: nothing reads them before the published head), and the commit
+ * (ada_detail_commit, its dpos store made early). Every test comes before the
  * first store; whatever fails one goes to the C member handler, which
  * does it all again (the general writer: a pad and the next chunk, the
  * clipped snapshot near the stack's top). Plain movs: x86_64 keeps
@@ -651,25 +652,63 @@ static void emit_prefetch(struct x86_writer *w, unsigned base, uint32_t bytes)
 		emit_rm(w, 0, "\x0f\x18", 2, 1, base, (int32_t)(2048 + q));
 }
 
-/* The commit (ada_detail_commit), end in `end`: dpos, dcount, then the
- * published head, a plain store = a release, after every store of the
- * record; pairs with the acquire load of head in
- * ada_detail_ring_snapshot(). Uses `tmp`. */
-static void emit_dcommit(struct x86_writer *w, const struct hook_arch_fast *f, unsigned end,
-                         unsigned tmp)
+/* The commit's first store (ada_detail_commit's dpos = end), made as soon
+ * as the record's space is taken: dpos is this thread's private copy,
+ * read by nothing else while in_hook is held (a signal handler's calls
+ * take the side path, which writes no detail record), and it frees the
+ * register that held it. */
+static void emit_dpos_early(struct x86_writer *w, const struct hook_arch_fast *f, unsigned end)
 {
 	emit_fsr(w, 1, 0x89, end, f->p_dpos); /* mov fs:dpos, end */
-	x86_put(w, "\x64\x83\x04\x25", 4);    /* addl $1, fs:dcount (ours alone) */
+}
+
+/* The commit's rest: dcount, then the published head (= dpos, reloaded
+ * into `tmp2`), a plain store = a release, after every store of the
+ * record; pairs with the acquire load of head in
+ * ada_detail_ring_snapshot(). Uses tmp and tmp2. */
+static void emit_dcommit(struct x86_writer *w, const struct hook_arch_fast *f, unsigned tmp,
+                         unsigned tmp2)
+{
+	x86_put(w, "\x64\x83\x04\x25", 4); /* addl $1, fs:dcount (ours alone) */
 	x86_put_u32(w, (uint32_t)f->p_dcount);
 	x86_put_u8(w, 0x01);
 	emit_fsr(w, 1, 0x8b, tmp, f->p_dhead); /* mov tmp, fs:dhead */
-	emit_st(w, tmp, 0, end);               /* mov [tmp], end: the release */
+	emit_fsr(w, 1, 0x8b, tmp2, f->p_dpos); /* mov tmp2, fs:dpos: the end */
+	emit_st(w, tmp, 0, tmp2);              /* mov [tmp], tmp2: the release */
+}
+
+/* The CALL record's 16-byte copies go through one vector register, saved
+ * in the red zone below the stub's rsp and restored after (nothing lives
+ * below rsp here; the kernel puts a signal frame 128 bytes further
+ * down): the hooked function's vector registers are as it was called
+ * with. movups, legacy SSE (baseline x86_64; upper ymm/zmm bits are kept
+ * by the hardware either way). Each 16-byte store writes two of the
+ * record's 8-byte aligned words, in program order with every other
+ * store (x86_64 keeps stores in order), before the published head: what
+ * two ada_detail_put's do (the drain reads no word of the record before
+ * that head, so nothing needs the two halves to land together). */
+#define EMIT_XTMP 15u
+
+/* movups xtmp, [base+disp] / movups [base+disp], xtmp */
+static void emit_xld(struct x86_writer *w, unsigned base, int32_t disp)
+{
+	emit_rm(w, 0, "\x0f\x10", 2, EMIT_XTMP, base, disp);
+}
+static void emit_xst(struct x86_writer *w, unsigned base, int32_t disp)
+{
+	emit_rm(w, 0, "\x0f\x11", 2, EMIT_XTMP, base, disp);
 }
 
 /* The enter stub's member path (k = 64: the eight registers at
  * [rsp+0..56], the trampoline's return point at [rsp+64], the slot at
  * [rsp+72]). In: in_hook held, the guard clear, fn_id a member. Scratch:
- * rax rcx rdx rsi rdi r8 r9 rbp (all saved; r10/r11 untouched). */
+ * rax rcx rdx rsi rdi r8 r9 rbp (all saved; r10/r11 untouched) and
+ * xmm15 (saved at [rsp-16] while used). The record's words are stored
+ * in another order than detail_put_call_fixed()'s (same values; the
+ * ring's reader sees none of them before the published head): the
+ * copies first, while the slot still holds orig (stack word 0) and rbp
+ * its value at the call, then what the shadow push and the event
+ * compute. */
 static void emit_member_call(struct x86_writer *w, struct emit_labels *l,
                              const struct hook_arch_fast *f)
 {
@@ -703,14 +742,45 @@ static void emit_member_call(struct x86_writer *w, struct emit_labels *l,
 	emit_rm(w, 1, "\x8d", 1, R_DX, R_R9, 8 + EMIT_DREC_CALL_LEN); /* lea rdx, [r9+248] */
 	emit_fs(w, 0x48, 0x3b, R_DX, f->p_dstop);                     /* cmp rdx, fs:dstop */
 	emit_jump(w, l, CC_A, FL_MSLOW);
-	/* Taken: nothing was stored before this point. The shadow push
-	 * (shadow_enter_fast with SHADOW_F_DETAIL). */
+	/* Taken: nothing was stored before this point. The record at
+	 * r9 = dwords + (dpos & (dbytes - 1)) (a chunk never wraps: ring.h). */
+	emit_dpos_early(w, f, R_DX);
+	emit_fs(w, 0x48, 0x8b, R_DX, f->p_dbytes); /* mov rdx, fs:dbytes */
+	x86_put(w, "\x48\xff\xca", 3);             /* dec rdx */
+	x86_put(w, "\x49\x21\xd1", 3);             /* and r9, rdx */
+	emit_fsr(w, 1, 0x03, R_R9, f->p_dwords);   /* add r9, fs:dwords */
+	emit_prefetch(w, R_R9, 8 + EMIT_DREC_CALL_LEN);
+	/* The header word: a release (plain mov), pairs with the acquire
+	 * loads of the drain's copy (ada_detail_ring_snapshot). */
+	x86_put(w, "\x49\xc7\x01", 3); /* mov qword [r9], len */
+	x86_put_u32(w, EMIT_DREC_CALL_LEN);
+	emit_xst(w, R_SP, -16); /* movups [rsp-16], xmm15: saved */
+	/* Words 4..11 from the save area: rdi rsi rdx rcx r8 r9 rax, then
+	 * rbp into word 11, which orig overwrites below. */
+	for (int i = 0; i < 4; i++) {
+		emit_xld(w, R_SP, 16 * i);
+		emit_xst(w, R_R9, 8 + 8 * (4 + 2 * i));
+	}
+	/* The snapshot: slot[0..15] (slot[0] is orig until the push). */
+	for (int i = 0; i < 8; i++) {
+		emit_xld(w, R_DI, 16 * i);
+		emit_xst(w, R_R9, 8 + 8 * (14 + 2 * i));
+	}
+	emit_xld(w, R_SP, -16);             /* movups xmm15, [rsp-16]: restored */
+	emit_st(w, R_R9, 8 + 8 * 11, R_R8); /* orig */
+	emit_st(w, R_R9, 8 + 8 * 12, R_BP); /* rbp, still as at the call */
+	emit_st(w, R_R9, 8 + 8 * 13, R_DI); /* rsp at entry: the slot */
+	x86_put(w, "\x48\xba", 2);          /* mov rdx, imm64: meta */
+	x86_put_u64(w, EMIT_DREC_META_CALL);
+	emit_st(w, R_R9, 8 + 8 * 3, R_DX);
+	/* The shadow push (shadow_enter_fast with SHADOW_F_DETAIL). */
 	emit_st(w, R_SI, 0, R_R8);                     /* mov [rsi], r8: orig */
 	x86_put(w, "\x48\x89\x7e\x08", 4);             /* mov [rsi+8], rdi: slot */
 	x86_put(w, "\x48\xc7\x07\x00\x00\x00\x00", 7); /* mov qword [rdi], 0: SHADOW_SLOT_CALL */
 	emit_ld(w, R_BP, R_SP, 64);                    /* mov rbp, [rsp+64]: the return point */
 	emit_ld(w, R_BP, R_BP, EMIT_FAST_FN_ID_DISP);  /* mov rbp, [rbp+17]: fn_id */
 	emit_st(w, R_SI, 16, R_BP);                    /* mov [rsi+16], rbp */
+	emit_st(w, R_R9, 8 + 8 * 2, R_BP);             /* the record's fn_id */
 	x86_put(w, "\x8d\x51\x01", 3);                 /* lea edx, [rcx+1] */
 	emit_fs(w, 0, 0x89, R_DX, f->s_top);           /* mov fs:top, edx */
 	emit_fs(w, 0, 0x2b, R_DX, f->s_inherited);     /* sub edx, fs:inherited: the depth */
@@ -723,50 +793,20 @@ static void emit_member_call(struct x86_writer *w, struct emit_labels *l,
 	x86_put(w, "\xc7\x41\x1c\xff\xff\xff\xff", 7); /* mov dword [rcx+28], ATF_NO_DETAIL */
 	emit_fs(w, 0x48, 0x8b, R_SI, f->p_tid_call);   /* mov rsi, fs:tid_call */
 	x86_put(w, "\x48\x89\x71\x10", 4);             /* mov [rcx+16], rsi */
+	emit_st(w, R_R9, 8 + 8 * 1, R_AX);             /* link = the event's head */
 	x86_put(w, "\x48\x8d\x70\x01", 4);             /* lea rsi, [rax+1] */
 	emit_fs(w, 0x48, 0x89, R_SI, f->p_head);       /* mov fs:head, rsi */
 	x86_put(w, "\x0f\x31", 2);                     /* rdtsc */
 	x86_put(w, "\x48\xc1\xe2\x20", 4);             /* shl rdx, 32 */
 	x86_put(w, "\x48\x09\xc2", 3);                 /* or rdx, rax: ts */
 	x86_put(w, "\x48\x89\x11", 3);                 /* mov [rcx], rdx: timestamp */
+	emit_st(w, R_R9, 8 + 8 * 0, R_DX);             /* the record's ts */
 	emit_fs(w, 0x48, 0x8b, R_CX, f->p_head_pub);   /* mov rcx, fs:head_pub */
 	/* A plain store is a release: the event's stores come first; pairs
 	 * with the acquire load of head in ada_index_ring_peek() (as the
 	 * release store in ada_emit_fast_ts()). */
 	x86_put(w, "\x48\x89\x31", 3); /* mov [rcx], rsi */
-	/* The record at dwords + (dpos & (dbytes - 1)) (a chunk never
-	 * wraps: ring.h). */
-	emit_fs(w, 0x48, 0x8b, R_AX, f->p_dbytes); /* mov rax, fs:dbytes */
-	x86_put(w, "\x48\xff\xc8", 3);             /* dec rax */
-	x86_put(w, "\x4c\x21\xc8", 3);             /* and rax, r9 */
-	emit_fs(w, 0x48, 0x03, R_AX, f->p_dwords); /* add rax, fs:dwords */
-	emit_prefetch(w, R_AX, 8 + EMIT_DREC_CALL_LEN);
-	/* The header word: a release (plain mov), pairs with the acquire
-	 * loads of the drain's copy (ada_detail_ring_snapshot). */
-	x86_put(w, "\x48\xc7\x00", 3); /* mov qword [rax], len */
-	x86_put_u32(w, EMIT_DREC_CALL_LEN);
-	emit_st(w, R_AX, 8 + 8 * 0, R_DX); /* ts */
-	x86_put(w, "\x48\xff\xce", 3);     /* dec rsi: link = the event's head */
-	emit_st(w, R_AX, 8 + 8 * 1, R_SI); /* link */
-	emit_st(w, R_AX, 8 + 8 * 2, R_BP); /* fn_id */
-	x86_put(w, "\x48\xb9", 2);         /* mov rcx, imm64: meta */
-	x86_put_u64(w, EMIT_DREC_META_CALL);
-	emit_st(w, R_AX, 8 + 8 * 3, R_CX);
-	for (int i = 0; i < 7; i++) { /* rdi rsi rdx rcx r8 r9 rax */
-		emit_ld(w, R_CX, R_SP, 8 * i);
-		emit_st(w, R_AX, 8 + 8 * (4 + i), R_CX);
-	}
-	emit_st(w, R_AX, 8 + 8 * 11, R_R8); /* orig */
-	emit_ld(w, R_CX, R_SP, 56);         /* rbp as saved */
-	emit_st(w, R_AX, 8 + 8 * 12, R_CX);
-	emit_st(w, R_AX, 8 + 8 * 13, R_DI); /* rsp at entry: the slot */
-	emit_st(w, R_AX, 8 + 8 * 14, R_R8); /* stack word 0: orig */
-	for (int i = 1; i < 16; i++) {      /* slot[1..15] */
-		emit_ld(w, R_CX, R_DI, 8 * i);
-		emit_st(w, R_AX, 8 + 8 * (14 + i), R_CX);
-	}
-	emit_rm(w, 1, "\x8d", 1, R_R9, R_R9, 8 + EMIT_DREC_CALL_LEN); /* lea r9, [r9+248]: end */
-	emit_dcommit(w, f, R_R9, R_CX);
+	emit_dcommit(w, f, R_CX, R_DX);
 	emit_clear(w, f);
 	emit_jump(w, l, CC_NE, FL_FLUSH);
 	x86_put(w, emit_stub_pop8, sizeof(emit_stub_pop8)); /* FL_DONE's, inline */
@@ -784,61 +824,59 @@ static void emit_member_return(struct x86_writer *w, struct emit_labels *l,
 	emit_fs(w, 0x48, 0x3b, R_AX, f->p_limit); /* cmp rax, fs:limit */
 	emit_jump(w, l, CC_AE, FL_MEXITC);
 	emit_fs(w, 0x48, 0x8b, R_DX, f->p_dpos); /* mov rdx, fs:dpos */
-	x86_put(w, "\x48\x83\xc2", 3);           /* add rdx, 8 + len */
+	x86_put(w, "\x48\x83\xc2", 3);           /* add rdx, 8 + len: end */
 	x86_put_u8(w, 8 + EMIT_DREC_RETURN_LEN);
 	emit_fs(w, 0x48, 0x3b, R_DX, f->p_dstop); /* cmp rdx, fs:dstop */
 	emit_jump(w, l, CC_A, FL_MEXITC);
-	/* Taken: nothing was stored before this point. The pop (the entry
-	 * is read after top drops, as on the index path). */
+	/* Taken: nothing was stored before this point. The record at rdi. */
+	emit_fs(w, 0x48, 0x8b, R_DI, f->p_dbytes); /* mov rdi, fs:dbytes */
+	x86_put(w, "\x48\xff\xcf", 3);             /* dec rdi */
+	emit_fs(w, 0x48, 0x23, R_DI, f->p_dpos);   /* and rdi, fs:dpos */
+	emit_fs(w, 0x48, 0x03, R_DI, f->p_dwords); /* add rdi, fs:dwords */
+	emit_dpos_early(w, f, R_DX);
+	emit_prefetch(w, R_DI, 8 + EMIT_DREC_RETURN_LEN);
+	/* The header word: a release, pairs with the drain copy's acquire
+	 * loads (ada_detail_ring_snapshot). */
+	x86_put(w, "\x48\xc7\x07", 3); /* mov qword [rdi], len */
+	x86_put_u32(w, EMIT_DREC_RETURN_LEN);
+	/* The pop (the entry is read after top drops, as on the index
+	 * path). */
 	x86_put(w, "\xff\xc9", 2);           /* dec ecx */
 	emit_fs(w, 0, 0x89, R_CX, f->s_top); /* mov fs:top, ecx */
 	emit_event_ptr(w, f);
-	x86_put(w, "\x48\x8b\x7e\xf0", 4);             /* mov rdi, [rsi-16]: fn_id */
-	x86_put(w, "\x48\x89\x79\x08", 4);             /* mov [rcx+8], rdi: function_id */
+	emit_ld(w, R_DX, R_SI, -16);                   /* mov rdx, [rsi-16]: fn_id */
+	x86_put(w, "\x48\x89\x51\x08", 4);             /* mov [rcx+8], rdx: function_id */
+	emit_st(w, R_DI, 8 + 8 * 2, R_DX);             /* the record's fn_id */
 	x86_put(w, "\x8b\x56\xf8", 3);                 /* mov edx, [rsi-8]: depth */
 	x86_put(w, "\x89\x51\x18", 3);                 /* mov [rcx+24], edx: call_depth */
 	x86_put(w, "\xc7\x41\x1c\xff\xff\xff\xff", 7); /* mov dword [rcx+28], ATF_NO_DETAIL */
 	emit_fs(w, 0x48, 0x8b, R_DX, f->p_tid_return); /* mov rdx, fs:tid_return */
 	x86_put(w, "\x48\x89\x51\x10", 4);             /* mov [rcx+16], rdx */
-	x86_put(w, "\x48\x8d\x78\x01", 4);             /* lea rdi, [rax+1] */
-	emit_fs(w, 0x48, 0x89, R_DI, f->p_head);       /* mov fs:head, rdi */
-	x86_put(w, "\x0f\x31", 2);                     /* rdtsc */
-	x86_put(w, "\x48\xc1\xe2\x20", 4);             /* shl rdx, 32 */
-	x86_put(w, "\x48\x09\xd0", 3);                 /* or rax, rdx: ts */
-	x86_put(w, "\x48\x89\x01", 3);                 /* mov [rcx], rax: timestamp */
-	emit_fs(w, 0x48, 0x8b, R_CX, f->p_head_pub);   /* mov rcx, fs:head_pub */
-	/* Release (plain store): pairs with the acquire load of head in
-	 * ada_index_ring_peek(), as in ada_emit_fast_ts(). */
-	x86_put(w, "\x48\x89\x39", 3);             /* mov [rcx], rdi */
-	emit_fs(w, 0x48, 0x8b, R_CX, f->p_dbytes); /* mov rcx, fs:dbytes */
-	x86_put(w, "\x48\xff\xc9", 3);             /* dec rcx */
-	emit_fs(w, 0x48, 0x23, R_CX, f->p_dpos);   /* and rcx, fs:dpos */
-	emit_fs(w, 0x48, 0x03, R_CX, f->p_dwords); /* add rcx, fs:dwords */
-	emit_prefetch(w, R_CX, 8 + EMIT_DREC_RETURN_LEN);
-	/* The header word: a release, pairs with the drain copy's acquire
-	 * loads (ada_detail_ring_snapshot). */
-	x86_put(w, "\x48\xc7\x01", 3); /* mov qword [rcx], len */
-	x86_put_u32(w, EMIT_DREC_RETURN_LEN);
-	emit_st(w, R_CX, 8 + 8 * 0, R_AX); /* ts */
-	x86_put(w, "\x48\xff\xcf", 3);     /* dec rdi: link = the event's head */
-	emit_st(w, R_CX, 8 + 8 * 1, R_DI); /* link */
-	emit_ld(w, R_DX, R_SI, -16);       /* fn_id */
-	emit_st(w, R_CX, 8 + 8 * 2, R_DX);
-	x86_put(w, "\x48\xc7\x41\x20", 4); /* mov qword [rcx+32], meta */
+	x86_put(w, "\x48\xc7\x47\x20", 4);             /* mov qword [rdi+32], meta */
 	x86_put_u32(w, EMIT_DREC_META_RETURN);
 	emit_ld(w, R_DX, R_SP, 32); /* rax (S-8) */
-	emit_st(w, R_CX, 8 + 8 * 4, R_DX);
+	emit_st(w, R_DI, 8 + 8 * 4, R_DX);
 	emit_ld(w, R_DX, R_SP, 24); /* rdx (S-16) */
-	emit_st(w, R_CX, 8 + 8 * 5, R_DX);
-	emit_ld(w, R_DI, R_SI, -32); /* orig: where it returns to */
-	emit_st(w, R_CX, 8 + 8 * 6, R_DI);
-	emit_st(w, R_CX, 8 + 8 * 7, R_BP);     /* rbp: callee-saved, as the function left it */
+	emit_st(w, R_DI, 8 + 8 * 5, R_DX);
+	emit_ld(w, R_DX, R_SI, -32); /* orig: where it returns to */
+	emit_st(w, R_DI, 8 + 8 * 6, R_DX);
+	emit_st(w, R_DI, 8 + 8 * 7, R_BP);     /* rbp: callee-saved, as the function left it */
 	x86_put(w, "\x48\x8d\x54\x24\x28", 5); /* lea rdx, [rsp+40]: S */
-	emit_st(w, R_CX, 8 + 8 * 8, R_DX);
-	emit_fs(w, 0x48, 0x8b, R_DX, f->p_dpos); /* mov rdx, fs:dpos */
-	x86_put(w, "\x48\x83\xc2", 3);           /* add rdx, 8 + len: end */
-	x86_put_u8(w, 8 + EMIT_DREC_RETURN_LEN);
-	emit_dcommit(w, f, R_DX, R_CX);
+	emit_st(w, R_DI, 8 + 8 * 8, R_DX);
+	emit_st(w, R_DI, 8 + 8 * 1, R_AX);           /* link = the event's head */
+	x86_put(w, "\x48\x8d\x70\x01", 4);           /* lea rsi, [rax+1] */
+	emit_fs(w, 0x48, 0x89, R_SI, f->p_head);     /* mov fs:head, rsi */
+	x86_put(w, "\x0f\x31", 2);                   /* rdtsc */
+	x86_put(w, "\x48\xc1\xe2\x20", 4);           /* shl rdx, 32 */
+	x86_put(w, "\x48\x09\xd0", 3);               /* or rax, rdx: ts */
+	x86_put(w, "\x48\x89\x01", 3);               /* mov [rcx], rax: timestamp */
+	emit_st(w, R_DI, 8 + 8 * 0, R_AX);           /* the record's ts */
+	emit_fs(w, 0x48, 0x8b, R_CX, f->p_head_pub); /* mov rcx, fs:head_pub */
+	/* Release (plain store): pairs with the acquire load of head in
+	 * ada_index_ring_peek(), as in ada_emit_fast_ts(). */
+	x86_put(w, "\x48\x89\x31", 3); /* mov [rcx], rsi */
+	emit_dcommit(w, f, R_CX, R_DX);
+	emit_ld(w, R_DI, R_DI, 8 + 8 * 6); /* mov rdi, [rdi+56]: orig, as stored */
 	emit_clear(w, f);
 	emit_jump(w, l, CC_NE, FL_FLUSH);
 	/* FL_DONE's, inline: orig into S-8, rax back, ret. */
