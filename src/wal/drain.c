@@ -237,16 +237,16 @@ static void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 
 /* The general loop: any piece of the clock per event (a batch that
  * straddles a re-anchor), each event checked with wal_event_bad(). */
-static uint64_t drain_convert_any(const struct ada_recorder *r, const struct atf_index_event *src,
-                                  struct atf_index_event *dst, size_t k, uint64_t last,
-                                  uint32_t tid, uint64_t ts_max, uint32_t *bad)
+static uint64_t drain_convert_any(const struct ada_tsc_clock *clk, bool use_tsc,
+                                  const struct atf_index_event *src, struct atf_index_event *dst,
+                                  size_t k, uint64_t last, uint32_t tid, uint64_t ts_max,
+                                  uint32_t *bad)
 {
 	uint32_t acc = 0;
 	for (size_t i = 0; i < k; i++) {
 		struct atf_index_event e = src[i];
 		acc |= wal_event_bad(&e, tid, ts_max);
-		uint64_t ts =
-		    r->use_tsc ? ada_tsc_clock_to_ns(&r->clk, e.timestamp_ns) : e.timestamp_ns;
+		uint64_t ts = use_tsc ? ada_tsc_clock_to_ns(clk, e.timestamp_ns) : e.timestamp_ns;
 		ts = ts < last ? last : ts;
 		last = ts;
 		e.timestamp_ns = ts;
@@ -274,29 +274,61 @@ static struct ada_tsc_map drain_piece(const struct ada_tsc_clock *c,
 	return c->maps[i];
 }
 
+/* One event of the hot loop (wal_convert_batch()): four 64-bit words in,
+ * the converted four out, the checks folded into the accumulators. */
+#define DRAIN_CONVERT_ONE(IN, OUT)                                                                 \
+	do {                                                                                       \
+		uint64_t w0, w1, w2, w3;                                                           \
+		memcpy(&w0, (IN), 8);                                                              \
+		memcpy(&w1, (IN) + 8, 8);                                                          \
+		memcpy(&w2, (IN) + 16, 8);                                                         \
+		memcpy(&w3, (IN) + 24, 8);                                                         \
+		uint64_t d = w0 - tsc0;                                                            \
+		d_max = d > d_max ? d : d_max;                                                     \
+		uint64_t x2 = w2 ^ tid;                                                            \
+		acc2 |= x2 | (x2 - kind_one);                                                      \
+		acc3 |= w3 ^ seq_hi;                                                               \
+		uint64_t ts = ns0 + (uint64_t)(((unsigned __int128)d * mult) >> 32);               \
+		ts = ts < last ? last : ts;                                                        \
+		last = ts;                                                                         \
+		memcpy((OUT), &ts, 8);                                                             \
+		memcpy((OUT) + 8, &w1, 8);                                                         \
+		memcpy((OUT) + 16, &w2, 8);                                                        \
+		memcpy((OUT) + 24, &w3, 8);                                                        \
+	} while (0)
+
 /* The hot loop: copies k events, TSC -> ns on the piece of the clock of
- * the first (drain_piece()), clamped to stay >= last. Every check of wal_event_bad() is kept,
- * folded into three accumulators over the batch so that they stay in
- * registers and one test after the loop says whether any event failed
- * (this loop was ~60 instructions per event with the per-event flag word):
- *   - w2 = thread_id | event_kind << 32: rotated by 32 after the XOR with
- *     tid it is tid_diff << 32 | kind, and that minus 1 is at most 2
- *     exactly when the tid matches and 1 <= kind <= 3 (kind 0 wraps);
- *   - w3 = call_depth | detail_seq << 32: w3 ^ (ATF_NO_DETAIL << 32) is the
- *     depth when detail_seq is ATF_NO_DETAIL, and >= 2^32 otherwise;
+ * the first (drain_piece()), clamped to stay >= last. Every check of
+ * wal_event_bad() is kept, folded into three accumulators over the batch
+ * so that they stay in registers and one test after the loop says
+ * whether any event may have failed; drain_convert_bad() then asks
+ * wal_event_bad() event by event, so an accumulator may only ever say
+ * too much (a false alarm costs a second pass), never too little:
+ *   - x2 = (thread_id ^ tid) | event_kind << 32: an event is fine when
+ *     its low half is 0 and its kind 1..3. ORing x2 and x2 - 2^32 over
+ *     the batch leaves only bits 32-33 set exactly when every low half is
+ *     0, no kind is >= 4 (bit 34 or above of x2) and none is 0 (x2 - 2^32
+ *     borrows into bits 32-63); the low half never borrows: 2^32 has none;
+ *   - x3 = call_depth | (detail_seq ^ ATF_NO_DETAIL) << 32: fine when it is
+ *     at most WAL_MAX_DEPTH. Their OR is at least their largest, so an OR
+ *     at most WAL_MAX_DEPTH means every one is (the OR can pass the bound
+ *     when none does only with a depth of exactly 2^24: a false alarm);
  *   - d = raw - tsc0: the largest d above hi - tsc0 means a raw
  *     timestamp beyond ts_max or beyond the piece, or one older than the
  *     piece (d wrapped): the batch straddles a re-anchor, or holds a bad
  *     timestamp; drain_convert_any() then converts the batch again, event
- *     by event, and says which.
- * The event moves as four 64-bit words held in registers: a copy through
- * a stack array made the compiler store the new timestamp (8 bytes) and
- * load it back as half of a 16-byte vector, a store-forwarding stall that
- * took 3/4 of the drain's samples in this loop (perf, wal_bench).
+ *     by event, and says which (a maximum, not an OR: d of events close
+ *     in time ORed would often pass the bound).
+ * The event moves as four 64-bit words held in registers, stored as four
+ * scalar stores: a copy through a stack array made the compiler store
+ * the new timestamp (8 bytes) and load it back as half of a 16-byte
+ * vector, a store-forwarding stall that took 3/4 of the drain's samples
+ * in this loop (perf, wal_bench). Two events (one 64-byte line) per
+ * iteration: one prefetch of each side per line.
  * ts=clock arenas use the identity map (tsc0 0, mult 2^32, shift 32). */
-static uint64_t drain_convert_run(const struct ada_recorder *r, const struct atf_index_event *src,
-                                  struct atf_index_event *dst, size_t k, uint64_t last,
-                                  uint32_t tid, uint64_t ts_max, uint32_t *bad)
+uint64_t wal_convert_batch(const struct ada_tsc_clock *clk, bool use_tsc,
+                           const struct atf_index_event *src, struct atf_index_event *dst, size_t k,
+                           uint64_t last, uint32_t tid, uint64_t ts_max, uint32_t *bad)
 {
 	_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "w2/w3 below are little-endian");
 	_Static_assert(sizeof(struct atf_index_event) == 32 &&
@@ -305,48 +337,49 @@ static uint64_t drain_convert_run(const struct ada_recorder *r, const struct atf
 	                   offsetof(struct atf_index_event, call_depth) == 24 &&
 	                   offsetof(struct atf_index_event, detail_seq) == 28,
 	               "the event is four 64-bit words");
+	_Static_assert(ATF_EVENT_CALL == 1 && ATF_EVENT_RETURN == 2 && ATF_EVENT_EXCEPTION == 3,
+	               "the kinds are 1..3 (wal_event_bad())");
+	if (k == 0) {
+		*bad = 0;
+		return last;
+	}
 	struct ada_tsc_map m = {.mult = 1ull << 32, .shift = 32};
 	uint64_t hi = ts_max; /* the largest raw value the piece converts */
-	if (r->use_tsc)
-		m = drain_piece(&r->clk, src, &hi);
+	if (use_tsc)
+		m = drain_piece(clk, src, &hi);
 	if (m.shift != 32)
-		return drain_convert_any(r, src, dst, k, last, tid, ts_max, bad);
+		return drain_convert_any(clk, use_tsc, src, dst, k, last, tid, ts_max, bad);
 	const uint64_t tsc0 = m.tsc0, ns0 = m.ns0, mult = m.mult;
 	const uint64_t last_in = last, seq_hi = (uint64_t)ATF_NO_DETAIL << 32;
-	uint64_t d_max = 0, w2_max = 0, w3_max = 0;
+	const uint64_t kind_one = 1ull << 32;
+	uint64_t d_max = 0, acc2 = 0, acc3 = 0;
 	const char *in = (const char *)src;
 	char *out = (char *)dst;
-	for (size_t i = 0; i < k; i++, in += 32, out += 32) {
+	const char *pair_end = in + (k & ~(size_t)1) * 32;
+	for (; in != pair_end; in += 64, out += 64) {
 		/* The ring lines were just written on the producer's core: ask
 		 * for them ahead (cache-to-cache misses dominate this loop). */
 		__builtin_prefetch(in + 16 * 32);
-		uint64_t w0, w1, w2, w3;
-		memcpy(&w0, in, 8);
-		memcpy(&w1, in + 8, 8);
-		memcpy(&w2, in + 16, 8);
-		memcpy(&w3, in + 24, 8);
-		uint64_t d = w0 - tsc0;
-		d_max = d > d_max ? d : d_max;
-		uint64_t x2 = w2 ^ tid;
-		x2 = ((x2 >> 32) | (x2 << 32)) - 1;
-		w2_max = x2 > w2_max ? x2 : w2_max;
-		uint64_t x3 = w3 ^ seq_hi;
-		w3_max = x3 > w3_max ? x3 : w3_max;
-		uint64_t ts = ns0 + (uint64_t)(((unsigned __int128)d * mult) >> 32);
-		ts = ts < last ? last : ts;
-		last = ts;
-		memcpy(out, &ts, 8);
-		memcpy(out + 8, &w1, 8);
-		memcpy(out + 16, &w2, 8);
-		memcpy(out + 24, &w3, 8);
+		/* The staging buffer was last touched a pool cycle ago: ask for
+		 * its lines ahead, for writing (without it each store's read
+		 * for ownership stalled the loop: 8.0 -> 7.3-7.4 ns/event, the
+		 * drain's CPU in wal_bench; 2 KiB ahead did as well as 4 KiB,
+		 * the ring's distance 16 or 32 events made no difference). Past
+		 * the buffer's end it asks for nothing useful, harmlessly. */
+		__builtin_prefetch(out + 64 * 32, 1);
+		DRAIN_CONVERT_ONE(in, out);
+		DRAIN_CONVERT_ONE(in + 32, out + 32);
 	}
+	if (k & 1)
+		DRAIN_CONVERT_ONE(in, out);
 	if (d_max > (hi >= tsc0 ? hi - tsc0 : 0))
-		return drain_convert_any(r, src, dst, k, last_in, tid, ts_max, bad);
+		return drain_convert_any(clk, use_tsc, src, dst, k, last_in, tid, ts_max, bad);
 	/* The conditions of wal_event_bad(), over the whole batch (which
 	 * one failed: drain_convert_bad() asks wal_event_bad() again). */
-	*bad = (w2_max > 2) | (w3_max > WAL_MAX_DEPTH) << 3;
+	*bad = ((acc2 & ~(3ull << 32)) != 0) | (acc3 > WAL_MAX_DEPTH) << 3;
 	return last;
 }
+#undef DRAIN_CONVERT_ONE
 
 /* A batch held an event the producer cannot have written: convert again,
  * one event at a time, up to the first bad one, so what is kept is
@@ -407,8 +440,8 @@ static size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
 		}
 		uint32_t bad;
 		uint64_t before = t->last_ts;
-		t->last_ts =
-		    drain_convert_run(r, src + done, dst, k, t->last_ts, t->tid, ts_max, &bad);
+		t->last_ts = wal_convert_batch(&r->clk, r->use_tsc, src + done, dst, k, t->last_ts,
+		                               t->tid, ts_max, &bad);
 		if (ada_unlikely(bad)) {
 			t->last_ts = before;
 			size_t j = drain_convert_bad(r, t, src + done, dst, k, ts_max,

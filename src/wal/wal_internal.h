@@ -658,6 +658,15 @@ static inline uint32_t wal_event_bad(const struct atf_index_event *e, uint32_t t
 	               (e->call_depth > WAL_MAX_DEPTH) << 3 | (e->timestamp_ns > ts_max) << 4;
 	return bad;
 }
+/* The drain's convert loop (drain.c): copies k ring events src to dst,
+ * raw TSC -> ns through clk when use_tsc (else the value is kept), each
+ * timestamp clamped to stay >= the one before (last: the thread's newest
+ * so far). Returns the new last. *bad is 0 when wal_event_bad(tid, ts_max)
+ * accepts every event; non-zero when one may not (then dst is to be
+ * converted again event by event; it may be a false alarm). */
+uint64_t wal_convert_batch(const struct ada_tsc_clock *clk, bool use_tsc,
+                           const struct atf_index_event *src, struct atf_index_event *dst, size_t k,
+                           uint64_t last, uint32_t tid, uint64_t ts_max, uint32_t *bad);
 /* First event of ev[0..n) that wal_event_bad() rejects (n when none), with
  * the ADA_EVENT_BAD_* reason and the offending value. */
 size_t wal_events_first_bad(const struct atf_index_event *ev, size_t n, uint32_t tid,

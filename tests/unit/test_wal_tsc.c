@@ -6,6 +6,8 @@
  * The calibration cache (parse, store/load, links, modes) and a clock
  * seeded from a known slope; one test converts the real TSC and asserts
  * only ordering and consistency with CLOCK_BOOTTIME (generous bounds).
+ * The drain's convert loop (wal_convert_batch) against a plain reference
+ * over random batches with hostile events.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +23,7 @@
 #include <errno.h>
 
 #include "wal.h"
+#include "wal_internal.h"
 
 /* A 3 GHz TSC: ns = tsc / 3, starting at an arbitrary boot offset. */
 static uint64_t ns_of(uint64_t tsc)
@@ -293,6 +296,189 @@ static void test_real_clock_consistent(void **state)
 	}
 }
 
+/* ---- the drain's convert loop vs a plain reference ---- */
+
+static uint64_t cv_rng = 0x9e3779b97f4a7c15ull;
+static uint64_t cv_next(void)
+{
+	cv_rng ^= cv_rng << 13;
+	cv_rng ^= cv_rng >> 7;
+	cv_rng ^= cv_rng << 17;
+	return cv_rng;
+}
+
+#define CV_TID 0x00c0ffeeu
+
+/* One event of the stream at raw time *t: mostly what a producer writes,
+ * one in ~300 something wal_event_bad() rejects (or a corner it accepts). */
+static struct atf_index_event cv_event(uint64_t *t, uint64_t ts_max, bool use_tsc)
+{
+	uint64_t r = cv_next();
+	if (r % 100 == 0) /* out of order: the clamp's business, not a bad event */
+		*t -= *t > 60000 ? cv_next() % 60000 : 0;
+	else
+		*t += use_tsc ? cv_next() % 17000 : cv_next() % 6000;
+	struct atf_index_event e = {
+	    .timestamp_ns = *t,
+	    .function_id = cv_next(),
+	    .thread_id = CV_TID,
+	    .event_kind = 1 + (uint32_t)(cv_next() % 3),
+	    .call_depth = (uint32_t)(cv_next() % 3000),
+	    .detail_seq = ATF_NO_DETAIL,
+	};
+	if ((r >> 20) % 300 != 0)
+		return e;
+	switch ((r >> 40) % 14) {
+	case 0:
+		e.event_kind = 0;
+		break;
+	case 1:
+		e.event_kind = 4;
+		break;
+	case 2:
+		e.event_kind = 0x80000001u;
+		break;
+	case 3:
+		e.event_kind = 0xffffffffu;
+		break;
+	case 4:
+		e.thread_id ^= 1u << (cv_next() % 32);
+		break;
+	case 5:
+		e.thread_id = 0;
+		break;
+	case 6:
+		e.detail_seq = (uint32_t)cv_next() & 0xfffffffe;
+		break;
+	case 7:
+		e.call_depth = WAL_MAX_DEPTH + 1 + (uint32_t)(cv_next() % 1000);
+		break;
+	case 8:
+		e.call_depth = 0xffffffffu;
+		break;
+	case 9:
+		e.timestamp_ns = ts_max + 1 + cv_next() % 1000000;
+		break;
+	case 10:
+		e.timestamp_ns = UINT64_MAX;
+		break;
+	case 11:
+		e.timestamp_ns = cv_next() % 1000;
+		break; /* before the clock's first piece */
+	case 12:
+		e.call_depth = WAL_MAX_DEPTH;
+		break; /* the deepest one accepted */
+	default:
+		e.event_kind = 3;
+		e.call_depth = 0;
+		break;
+	}
+	return e;
+}
+
+static uint64_t cv_reference(const struct ada_tsc_clock *c, bool use_tsc,
+                             const struct atf_index_event *src, struct atf_index_event *dst,
+                             size_t k, uint64_t last, uint64_t ts_max, uint32_t *bad)
+{
+	uint32_t acc = 0;
+	for (size_t i = 0; i < k; i++) {
+		struct atf_index_event e;
+		memcpy(&e, &src[i], sizeof(e));
+		acc |= wal_event_bad(&e, CV_TID, ts_max);
+		uint64_t ts = use_tsc ? ada_tsc_clock_to_ns(c, e.timestamp_ns) : e.timestamp_ns;
+		last = e.timestamp_ns = ts < last ? last : ts;
+		memcpy(&dst[i], &e, sizeof(e));
+	}
+	*bad = acc;
+	return last;
+}
+
+/* wal_convert_batch() must say "bad" for every batch the reference
+ * rejects (false alarms only with a depth of exactly WAL_MAX_DEPTH), and
+ * for every batch it accepts write the reference's bytes and return its
+ * last timestamp. Batches of 0-300 at any alignment (odd starts, odd
+ * sizes), across the clock's re-anchors, with events before its first
+ * piece and beyond ts_max; TSC and ts=clock arenas. */
+static void cv_run(bool use_tsc)
+{
+	enum { N = 200000 };
+	struct ada_tsc_clock c;
+	ada_tsc_clock_init(&c, 0, ns_of(0));
+	ada_tsc_clock_sample(&c, 30000000, ns_of(30000000));
+	/* Re-anchors every 10^8 ticks (~12000 events), slewing to a clock
+	 * that drifts a little each time; all kept (ADA_TSC_HISTORY). */
+	for (uint64_t j = 1; j <= 12; j++)
+		ada_tsc_clock_sample(&c, j * 100000000ull, ns_of(j * 100000000ull) + j * 700);
+	assert_true(c.n > 10 && c.n < ADA_TSC_HISTORY);
+	struct atf_index_event *src = calloc(N + 1, sizeof(*src));
+	struct atf_index_event *got = calloc(N + 1, sizeof(*got));
+	struct atf_index_event *want = calloc(N + 1, sizeof(*want));
+	assert_non_null(src);
+	assert_non_null(got);
+	assert_non_null(want);
+	/* the stream ends near 1.74 * 10^9 ticks, past the last re-anchor */
+	uint64_t t = 40000000, ts_max = use_tsc ? 1900000000ull : UINT64_MAX;
+	for (size_t i = 0; i < N; i++)
+		src[i] = cv_event(&t, ts_max == UINT64_MAX ? t + 500000000ull : ts_max, use_tsc);
+	size_t clean = 0, rejected = 0, alarms = 0, one_piece = 0;
+	uint64_t last = 0;
+	for (size_t at = 0; at < N;) {
+		size_t k = cv_next() % 301, o = cv_next() % 2;
+		k = k > N - at ? N - at : k;
+		if (cv_next() % 8 == 0) /* a new start for the clamp (and past a UINT64_MAX) */
+			last = cv_next() % 2 ? 0 : src[at].timestamp_ns;
+		uint32_t bad_got = 0xdead, bad_want;
+		uint64_t lg = wal_convert_batch(&c, use_tsc, src + at, got + o, k, last, CV_TID,
+		                                ts_max, &bad_got);
+		uint64_t lw = cv_reference(&c, use_tsc, src + at, want, k, last, ts_max, &bad_want);
+		bool deepest = false;
+		for (size_t i = 0; i < k; i++)
+			deepest |= src[at + i].call_depth == WAL_MAX_DEPTH;
+		if (bad_want) {
+			assert_int_not_equal(bad_got, 0);
+			rejected++;
+			/* the drain converts such a batch again, event by event */
+		} else if (bad_got) {
+			assert_true(deepest); /* the only false alarm the loop may raise */
+			alarms++;
+		} else {
+			assert_int_equal(lg, lw);
+			assert_memory_equal(got + o, want, k * sizeof(*want));
+			last = lw;
+			clean++;
+			/* on one piece of the clock: the loop's fast path */
+			uint32_t p = c.n - 1;
+			while (use_tsc && p > 0 && src[at].timestamp_ns < c.maps[p].tsc0)
+				p--;
+			bool one = k > 0;
+			for (size_t i = 0; i < k && use_tsc; i++)
+				one &=
+				    src[at + i].timestamp_ns >= c.maps[p].tsc0 &&
+				    (p + 1 == c.n || src[at + i].timestamp_ns < c.maps[p + 1].tsc0);
+			one_piece += one;
+		}
+		if (bad_want || bad_got) /* go on past the batch as the reference says */
+			last = lw;
+		at += k ? k : 1;
+	}
+	/* every kind of batch happened */
+	assert_true(clean > 200);
+	assert_true(rejected > 100);
+	assert_true(alarms > 0);
+	assert_true(one_piece > 200);
+	assert_true(one_piece < clean || !use_tsc); /* and batches across a re-anchor */
+	free(src);
+	free(got);
+	free(want);
+}
+
+static void test_convert_batch_matches_reference(void **state)
+{
+	(void)state;
+	cv_run(true);
+	cv_run(false);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,6 +493,7 @@ int main(void)
 	    cmocka_unit_test(test_cache_parse),
 	    cmocka_unit_test(test_cache_store_load),
 	    cmocka_unit_test(test_real_clock_consistent),
+	    cmocka_unit_test(test_convert_batch_matches_reference),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
