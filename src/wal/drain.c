@@ -358,14 +358,14 @@ uint64_t wal_convert_batch(const struct ada_tsc_clock *clk, bool use_tsc,
 	const char *pair_end = in + (k & ~(size_t)1) * 32;
 	for (; in != pair_end; in += 64, out += 64) {
 		/* The ring lines were just written on the producer's core: ask
-		 * for them ahead (cache-to-cache misses dominate this loop). */
-		__builtin_prefetch(in + 16 * 32);
-		/* The staging buffer was last touched a pool cycle ago: ask for
-		 * its lines ahead, for writing (without it each store's read
-		 * for ownership stalled the loop: 8.0 -> 7.3-7.4 ns/event, the
-		 * drain's CPU in wal_bench; 2 KiB ahead did as well as 4 KiB,
-		 * the ring's distance 16 or 32 events made no difference). Past
-		 * the buffer's end it asks for nothing useful, harmlessly. */
+		 * for them ahead (cache-to-cache misses dominate this loop). The
+		 * staging buffer was last touched a pool cycle ago: ask for its
+		 * lines ahead too, for writing, or each store's read for
+		 * ownership stalls the loop. wal_bench, drain CPU per event
+		 * (docs/benchmarks.md): 8.0 -> 7.0-7.3 ns with both 2 KiB ahead;
+		 * the ring's distance alone changed nothing. Past the end of
+		 * the batch or buffer they ask for nothing useful, harmlessly. */
+		__builtin_prefetch(in + 64 * 32);
 		__builtin_prefetch(out + 64 * 32, 1);
 		DRAIN_CONVERT_ONE(in, out);
 		DRAIN_CONVERT_ONE(in + 32, out + 32);
