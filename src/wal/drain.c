@@ -654,9 +654,12 @@ static size_t drain_take(struct ada_recorder *r, struct wal_proc *p, struct wal_
 	}
 	/* A quarter of the ring waits for its write: send the staged buffer
 	 * now rather than when it fills, or the producer would stall on a
-	 * small ring (space comes back only once the write completed). */
+	 * small ring (space comes back only once the write completed). Its
+	 * whole blocks only on a direct file: a padded last block would make
+	 * the next write wait for this one (segment.c, "Direct writes"); the
+	 * stale submit, the wrap's and finalize's write it. */
 	if (t->f && t->pending * 4 >= p->ring_events)
-		ada_wal_file_submit(t->f);
+		ada_wal_file_submit_blocks(t->f);
 	return total;
 }
 

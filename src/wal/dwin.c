@@ -37,6 +37,10 @@
 static uint64_t dwin_limit(const struct ada_wal_file *f)
 {
 	uint64_t lim = ATF_HEADER_SIZE + f->durable * ATF_INDEX_EVENT_SIZE;
+	/* A direct file writes its partial last block again (the carry,
+	 * segment.c "Direct writes"): whole blocks only. */
+	if (f->direct_used)
+		lim &= ~(uint64_t)(DWIN_ALIGN - 1);
 	return lim < f->bad_from ? lim : f->bad_from;
 }
 
@@ -79,6 +83,7 @@ static int dwin_fill(struct ada_wal_file *f, uint64_t off, uint64_t lim)
 		lo = ATF_HEADER_SIZE; /* never the header: wal_file_set_has_detail writes it */
 	uint64_t hi = lo + WAL_DWIN_BYTES < lim ? lo + WAL_DWIN_BYTES : lim;
 	io->dwin_fills++;
+	wal_file_quiesce(f); /* no buffered read beside a direct write in flight */
 	r = dwin_pread_all(f->fd, io->dwin, (size_t)(hi - lo), lo);
 	if (r < 0)
 		return r;
@@ -150,6 +155,7 @@ int wal_dwin_flush(struct ada_wal_file *f)
 	if (!io || io->dwin_file != f || io->dwin_npatch == 0)
 		return 0;
 	io->dwin_writebacks++;
+	wal_file_quiesce(f); /* no buffered write beside a direct write in flight */
 	int r = wal_pwrite_all(f->fd, io->dwin + (io->dwin_dlo - io->dwin_lo),
 	                       (size_t)(io->dwin_dhi - io->dwin_dlo), io->dwin_dlo);
 	if (r < 0) {

@@ -255,6 +255,13 @@ static json_t *man_wal(const struct ada_recorder *r)
 	bool uncached = r->io && ada_wal_io_uncached(r->io, &refused);
 	json_object_set_new(w, "uncached_writes", json_boolean(uncached));
 	json_object_set_new(w, "uncached_refused", json_integer(refused));
+	uint32_t dfiles = 0, dfall = 0;
+	const char *dwhy = NULL;
+	bool direct = r->io && ada_wal_io_direct(r->io, &dfiles, &dfall, &dwhy);
+	json_object_set_new(w, "direct", json_boolean(direct));
+	json_object_set_new(w, "direct_files", json_integer(dfiles));
+	json_object_set_new(w, "direct_fallback", json_integer(dfall));
+	json_object_set_new(w, "direct_fallback_reason", dwhy ? json_string(dwhy) : json_null());
 	json_object_set_new(w, "max_disk_bytes", json_integer((json_int_t)r->o.max_disk_bytes));
 	json_object_set_new(w, "crc32", json_string(ada_wal_crc32_impl()));
 	json_object_set_new(w, "drain_cpu",

@@ -175,6 +175,9 @@ struct ada_wal_io_opts {
 	uint32_t buffer_bytes; /* staging buffer size; 0 = 1 MiB */
 	uint32_t max_buffers;  /* staging buffers in flight; 0 = 96 */
 	uint32_t stage_ms;     /* a partly filled buffer goes out after this; 0 = 5 */
+	/* index files written with O_DIRECT: 0 = unless ADA_WAL_DIRECT=0 is
+	 * set, 1 = yes, -1 = no (buffered, RWF_DONTCACHE) */
+	int direct;
 };
 
 /* Returns 0, -ENOMEM, or the -errno of io_uring_queue_init. */
@@ -195,6 +198,11 @@ bool ada_wal_io_disk_full(const struct ada_wal_io *io);
  * kernel refused it (then *refused writes were sent again without it). */
 bool ada_wal_io_uncached(const struct ada_wal_io *io, uint32_t *refused);
 uint64_t ada_wal_io_bytes_written(const struct ada_wal_io *io);
+/* Whether index files are opened with O_DIRECT (when their file system
+ * allows it); *files opened so, *fallbacks that fell back to buffered
+ * writes and *reason the first one's reason (NULL when none). */
+bool ada_wal_io_direct(const struct ada_wal_io *io, uint32_t *files, uint32_t *fallbacks,
+                       const char **reason);
 
 struct ada_wal_file_opts {
 	uint32_t thread_id;
@@ -226,6 +234,10 @@ size_t ada_wal_file_append(struct ada_wal_file *f, const struct atf_index_event 
 uint64_t ada_wal_file_durable(const struct ada_wal_file *f);
 /* Submits the staging buffer now (the drain needs ring space back). */
 void ada_wal_file_submit(struct ada_wal_file *f);
+/* The same, but on an O_DIRECT file only its whole 4 KiB blocks: the
+ * events of a partial last block stay staged (not durable) for the next
+ * write, which then need not wait for this one. */
+void ada_wal_file_submit_blocks(struct ada_wal_file *f);
 /* Last timestamp appended (0 when none): callers keep time non-decreasing. */
 uint64_t ada_wal_file_last_ts(const struct ada_wal_file *f);
 uint64_t ada_wal_file_events(const struct ada_wal_file *f);

@@ -20,16 +20,22 @@ struct ada_wal_file;
 struct wal_buf {
 	struct wal_buf *next; /* free list, or the file's held list (wal_file_hold) */
 	struct ada_wal_file *f;
-	uint64_t off;              /* file offset of data[0] */
-	uint32_t len;              /* bytes staged */
-	uint32_t done;             /* bytes the kernel already wrote (short writes) */
-	uint64_t first_ts;         /* BOOTTIME ns of the first event: latency */
-	uint64_t staged_at;        /* CLOCK_MONOTONIC ns when staging began */
-	uint64_t ev_end;           /* file event count at the end of this buffer */
+	uint64_t off; /* file offset of data[0] */
+	/* bytes staged; once the buffer leaves staging on a direct file, the
+	 * whole 4 KiB blocks only: the partial last block went to the file's
+	 * carry, which the buffer's data then answers no lookup for */
+	uint32_t len;
+	uint32_t wlen;      /* bytes the write covers: len, or len + the zero-padded last block */
+	uint32_t done;      /* bytes the kernel already wrote (short writes) */
+	uint64_t first_ts;  /* BOOTTIME ns of the first event: latency */
+	uint64_t staged_at; /* CLOCK_MONOTONIC ns when staging began */
+	uint64_t ev_end;    /* file event count at the end of this buffer */
 	struct wal_buf *fifo_next; /* the file's writes in flight, in order */
 	bool sent;                 /* handed to the kernel (not staging, not held) */
 	bool complete;
 	bool dontcache; /* submitted with RWF_DONTCACHE */
+	bool direct;    /* submitted through the file's O_DIRECT descriptor */
+	bool pad;       /* its write ends in a partial block, zero-padded (wlen > len) */
 	uint8_t *data;
 };
 
@@ -56,6 +62,13 @@ struct ada_wal_io {
 	struct ada_lat_hist lat;
 	uint64_t bytes_written;
 	uint32_t nheld; /* buffers held back over every file (wal_file_hold) */
+	/* O_DIRECT index files (segment.c, "Direct writes"): wanted (not
+	 * ADA_WAL_DIRECT=0), files opened so, files that fell back to
+	 * buffered writes (at open or at a refused write) and the first
+	 * reason why. */
+	bool direct;
+	uint32_t direct_files, direct_fallbacks;
+	char direct_reason[64];
 	/* detail_seq patches' CRC changes not yet folded into their file's
 	 * crc (wal_crcbat_add): the XOR differences at their events-section
 	 * offsets k - crcbat_base, zeros elsewhere, touched span [crcbat_lo,
@@ -118,6 +131,20 @@ struct ada_wal_file {
 	bool hold;
 	struct wal_buf *held_head, *held_tail;
 	uint32_t nheld;
+	/* Direct writes (segment.c): direct, the events' writes are O_DIRECT
+	 * (fd_direct: the descriptor's O_DIRECT flag now; direct_used: it had
+	 * direct writes, so buffered accesses wait for them). Every direct write covers whole 4 KiB
+	 * blocks: a buffer leaving staging with a partial last block writes
+	 * it zero-padded (pad) and copies it to carry, the start of the next
+	 * staging buffer, which writes that block again -- never while the
+	 * padded write is in flight (pad_inflight; later buffers wait on the
+	 * held list). carry_dirty: patched after its padded write was formed
+	 * (finalize writes it if no later buffer does). */
+	bool direct, fd_direct, direct_used, carry_dirty, sending;
+	uint8_t *carry;
+	uint32_t carry_len;
+	uint64_t carry_off;
+	struct wal_buf *pad_inflight;
 	/* detail_seq patches of events whose write is in flight: applied
 	 * (pwrite) when that write completes (wal_file_patch_detail_seq). */
 	struct wal_patch *patches;
@@ -131,6 +158,9 @@ struct ada_wal_file {
 struct wal_patch {
 	uint64_t off; /* file offset of the 4 bytes */
 	uint32_t val;
+	/* its write is done: it waits for the file's direct writes in flight
+	 * (segment.c wal_patches_apply) */
+	bool ready;
 };
 
 void ada_wal_file_discard(struct ada_wal_file *f, size_t n);
@@ -188,6 +218,10 @@ int wal_dwin_release(struct ada_wal_file *f);
  * are held (past it the oldest goes), and a buffer shortage writes them
  * (wal_buf_get), so holding never starves the pool. Finalize ends it. */
 void wal_file_hold(struct ada_wal_file *f, bool on);
+/* Waits until none of f's direct writes is in flight (the last completion
+ * writes its ready patches): before any buffered read or write of a file
+ * that had direct writes (segment.c, "Direct writes"). */
+void wal_file_quiesce(struct ada_wal_file *f);
 /* The file's final header will say has_detail_file; the placeholder on
  * disk says so at once (recovery keeps it). */
 void wal_file_set_has_detail(struct ada_wal_file *f);

@@ -49,7 +49,7 @@ class Ctx:
 Rec = collections.namedtuple("Rec", "cmd rc out err session traced root manifest strace")
 
 
-def record(ctx, argv, opts=(), out=True, strace=None):
+def record(ctx, argv, opts=(), out=True, strace=None, env=None):
     """`ada record [--out W/out] OPTS -- ARGV` in a fresh directory W, with
     the program's call table in W/counts; optionally under strace (syscalls
     in `strace`, a comma list), the log parsed into lines. The session must
@@ -67,7 +67,9 @@ def record(ctx, argv, opts=(), out=True, strace=None):
             raise it.Fail("strace is not installed (tools/bootstrap.sh installs it)")
         log = os.path.join(w, "strace.log")
         cmd = [STRACE, "-f", "-qq", "-y", "-e", "trace=" + strace, "-o", log] + cmd
-    rc, o, e = it.run(cmd, env=it.target_env(counts), cwd=w, timeout=it.RUN_TIMEOUT * 2)
+    run_env = it.target_env(counts)
+    run_env.update(env or {})
+    rc, o, e = it.run(cmd, env=run_env, cwd=w, timeout=it.RUN_TIMEOUT * 2)
     it.skip_if_unimplemented("ada record", rc, e)
     ctx.rep.note("repro (in %s): %s" % (w, " ".join(cmd)))
     session = it.find_session(out_dir, e, ctx.rep)
@@ -319,12 +321,12 @@ def case_drain_cpu(ctx):
          "pinned a thread: %r", strace_calls(r, "sched_setaffinity")[:3])
 
 
-def heavy_own(ctx, opts, strace=None):
+def heavy_own(ctx, opts, strace=None, env=None):
     """t_threads heavy with only its counted functions hooked: four files of
     ~120 000 events (3.6 MiB) each; every event the program produced is
     written (the per-function walk of e2e.opt.burst_ms is not repeated)."""
     p = ctx.prog("t_threads_O2")
-    r = record(ctx, [p, "heavy"], list(opts) + only_own(p), strace=strace)
+    r = record(ctx, [p, "heavy"], list(opts) + only_own(p), strace=strace, env=env)
     want(ctx, written(r) == own_events(r), "%s: written %d, the program produced %d",
          opts, written(r), own_events(r))
     ctx.rep.note("%s: per thread (segments, flushes, syncs, bytes): %s" % (" ".join(opts), [
@@ -361,6 +363,39 @@ def case_segment_mb(ctx):
     segs = wal_counter(r, "segments")
     want(ctx, segs == sum(len(v) for v in per_file.values()), "manifest segments %d, "
          "strace saw %d fallocates", segs, sum(len(v) for v in per_file.values()))
+
+
+@case
+def case_wal_direct(ctx):
+    """Index files written with O_DIRECT (the default where the file system
+    takes it) and buffered (ADA_WAL_DIRECT=0): the same events, every call
+    the program counted, valid files; the manifest says which way and why
+    not (tmpfs is never written direct)."""
+    p = ctx.prog("t_threads_O2")
+    runs = {}
+    for label, env in (("direct", {"ADA_WAL_DIRECT": "1"}), ("buffered", {"ADA_WAL_DIRECT": "0"})):
+        r = heavy_own(ctx, [], env=env)
+        exact(ctx, r, p)
+        nfiles = sum(len(paths) for _, paths in threads(r))
+        w = r.manifest.get("wal") or {}
+        fs = it.fs_type(r.session) if hasattr(it, "fs_type") else None
+        if label == "buffered":
+            want(ctx, w.get("direct") is False and w.get("direct_files") == 0 and
+                 w.get("direct_fallback") == 0, "ADA_WAL_DIRECT=0: manifest wal %r", w)
+        elif w.get("direct_files") == nfiles:
+            want(ctx, w.get("direct") is True and w.get("direct_fallback") == 0,
+                 "direct: manifest wal %r", w)
+        else:  # a file system without O_DIRECT (tmpfs): every file fell back, said why
+            want(ctx, w.get("direct_files") == 0 and w.get("direct_fallback") == nfiles and
+                 w.get("direct_fallback_reason"), "direct on %s: %d files, manifest wal %r",
+                 fs, nfiles, w)
+        ctx.rep.note("%s: manifest wal direct %r files %r fallback %r (%r)" % (
+            label, w.get("direct"), w.get("direct_files"), w.get("direct_fallback"),
+            w.get("direct_fallback_reason")))
+        runs[label] = sorted(sum(f.get("events", 0) for f in t.get("files") or [])
+                             for t in r.manifest.get("threads") or [])
+    want(ctx, runs["direct"] == runs["buffered"], "events per thread: direct %r, buffered %r",
+         runs["direct"], runs["buffered"])
 
 
 @case

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -538,7 +539,10 @@ static void test_patch_window(void **state)
 	(void)state;
 	enum { N = 65536 };
 	struct ada_wal_io *io;
-	struct ada_wal_io_opts o = {.buffer_bytes = 1 << 18, .max_buffers = 4, .queue_depth = 8};
+	struct ada_wal_io_opts o = {.buffer_bytes = 1 << 18,
+	                            .max_buffers = 4,
+	                            .queue_depth = 8,
+	                            .direct = -1 /* the buffered layout's counts */};
 	assert_int_equal(ada_wal_io_new(&o, &io), 0);
 	struct held_ref h = {.f = index_open(io, "w.atf", 4242), .n = N};
 	h.seq = malloc(N * sizeof(uint32_t));
@@ -586,7 +590,10 @@ static void test_patch_queued_span(void **state)
 	(void)state;
 	enum { N = 4096 }; /* two buffers of 2 048 events */
 	struct ada_wal_io *io;
-	struct ada_wal_io_opts o = {.buffer_bytes = 1 << 16, .max_buffers = 4, .queue_depth = 8};
+	struct ada_wal_io_opts o = {.buffer_bytes = 1 << 16,
+	                            .max_buffers = 4,
+	                            .queue_depth = 8,
+	                            .direct = -1 /* the buffered layout's counts */};
 	assert_int_equal(ada_wal_io_new(&o, &io), 0);
 	struct held_ref h = {.f = index_open(io, "q.atf", 4242), .n = N};
 	h.seq = malloc(N * sizeof(uint32_t));
@@ -622,7 +629,10 @@ static void test_patch_window_fail(void **state)
 	(void)state;
 	enum { N = 4096 };
 	struct ada_wal_io *io;
-	struct ada_wal_io_opts o = {.buffer_bytes = 1 << 16, .max_buffers = 4, .queue_depth = 8};
+	struct ada_wal_io_opts o = {.buffer_bytes = 1 << 16,
+	                            .max_buffers = 4,
+	                            .queue_depth = 8,
+	                            .direct = -1 /* the buffered layout's counts */};
 	assert_int_equal(ada_wal_io_new(&o, &io), 0);
 	struct held_ref h = {.f = index_open(io, "x.atf", 4242), .n = N};
 	h.seq = malloc(N * sizeof(uint32_t));
@@ -658,6 +668,233 @@ static void test_patch_window_fail(void **state)
 	assert_int_equal(ada_wal_file_finalize(h.f, &s), 0);
 	ada_wal_io_free(io);
 	held_check_file("x.atf", &h, s.crc);
+	free(h.seq);
+}
+
+/* ---- direct writes (segment.c, "Direct writes") ---- */
+
+/* A directory whose file system takes O_DIRECT and is not tmpfs: /var/tmp,
+ * else the working directory (the build directory under ctest). */
+static bool direct_dir_pick(void)
+{
+	static const char *const roots[] = {"/var/tmp", "."};
+	for (size_t k = 0; k < 2; k++) {
+		snprintf(tmpdir, sizeof(tmpdir), "%s/ada_wal_direct_XXXXXX", roots[k]);
+		if (!mkdtemp(tmpdir))
+			continue;
+		struct statfs sf;
+		char probe[300];
+		snprintf(probe, sizeof(probe), "%s/probe", tmpdir);
+		int fd = open(probe, O_CREAT | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
+		bool ok = fd >= 0 && fstatfs(fd, &sf) == 0 && sf.f_type != 0x01021994 /* tmpfs */;
+		if (fd >= 0)
+			close(fd);
+		unlink(probe);
+		if (ok) {
+			tmpfd = open(tmpdir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+			return tmpfd >= 0;
+		}
+		rmdir(tmpdir);
+	}
+	return false;
+}
+
+static int setup_direct(void **state)
+{
+	(void)state;
+	tmpfd = -1;
+	tmpdir[0] = 0;
+	direct_dir_pick(); /* none: the test skips, saying why */
+	return 0;
+}
+
+static int teardown_direct(void **state)
+{
+	int r = tmpfd >= 0 ? teardown(state) : 0;
+	tmpfd = -1;
+	return r;
+}
+
+static int setup_none(void **state)
+{
+	(void)state;
+	tmpfd = -1;
+	return 0;
+}
+
+/* One file written by a fixed random script (seed 23), through direct
+ * writes (direct 1) or buffered ones (-1): appends of 0..299 events over
+ * 8 KiB buffers (two blocks, so buffers end inside blocks), holds on and
+ * off, submits of every kind (padded, whole blocks only, stale), reaps,
+ * and detail_seq patches of recent and random events -- in staging, the
+ * carry, held buffers, in flight and on disk --, the has-detail flag
+ * early (block 0 still in memory), and a last partial block whose carry
+ * is patched after its padded write. */
+static void direct_script(const char *name, int direct, struct held_ref *h, uint32_t *crc)
+{
+	enum { MAXEV = 200000 };
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts o = {.buffer_bytes = 8192,
+	                            .max_buffers = 6,
+	                            .queue_depth = 8,
+	                            .stage_ms = 60000,
+	                            .direct = direct};
+	assert_int_equal(ada_wal_io_new(&o, &io), 0);
+	h->f = index_open(io, name, 4242);
+	uint32_t files, fallbacks;
+	const char *why;
+	assert_int_equal(ada_wal_io_direct(io, &files, &fallbacks, &why), direct > 0);
+	assert_int_equal(files, direct > 0 ? 1 : 0);
+	assert_int_equal(fallbacks, 0);
+	h->seq = malloc(MAXEV * sizeof(uint32_t));
+	for (uint64_t i = 0; i < MAXEV; i++)
+		h->seq[i] = ATF_NO_DETAIL;
+	h->n = 0;
+	uint32_t next = 0;
+	srand(23);
+	for (int round = 0; round < 700; round++) {
+		wal_file_hold(h->f, rand() % 3 != 0);
+		uint64_t n = (uint64_t)rand() % 300;
+		append_events(h->f, h->n, n);
+		h->n += n;
+		held_patch_some(h, &next);
+		switch (rand() % 6) {
+		case 0:
+			ada_wal_file_submit(h->f);
+			break;
+		case 1:
+			ada_wal_file_submit_blocks(h->f);
+			break;
+		case 2:
+			ada_wal_io_submit_stale(io, true);
+			break;
+		default:
+			break;
+		}
+		if (round == 2)
+			wal_file_set_has_detail(h->f);
+		held_check_reads(h);
+		held_patch_some(h, &next);
+		if (rand() % 2)
+			wal_file_hold(h->f, false);
+		if (rand() % 3 == 0)
+			assert_true(ada_wal_io_reap(io, rand() % 2) >= 0);
+		/* durable counts only events a completed write covered */
+		assert_true(64 + ada_wal_file_durable(h->f) * 32 <= h->f->submitted_end);
+	}
+	wal_file_hold(h->f, false);
+	/* a partial last block, written padded, then its carry patched */
+	uint64_t n = 5;
+	while ((64 + (h->n + n) * 32) % 4096 == 0)
+		n++;
+	append_events(h->f, h->n, n);
+	h->n += n;
+	ada_wal_file_submit(h->f);
+	assert_int_equal(wal_file_patch_detail_seq(h->f, h->n - 1, next), 0);
+	h->seq[h->n - 1] = next++;
+	const uint64_t *by = h->f->patch_by;
+	print_message("%s: %llu events, patches mem %llu queued %llu disk %llu window %llu\n", name,
+	              (unsigned long long)h->n, (unsigned long long)by[WAL_PATCH_MEM],
+	              (unsigned long long)by[WAL_PATCH_QUEUED],
+	              (unsigned long long)by[WAL_PATCH_DISK],
+	              (unsigned long long)by[WAL_PATCH_WINDOW]);
+	assert_true(by[WAL_PATCH_MEM] > 0 && by[WAL_PATCH_QUEUED] > 0 &&
+	            by[WAL_PATCH_DISK] + by[WAL_PATCH_WINDOW] > 0);
+	assert_int_equal(by[WAL_PATCH_MEM] + by[WAL_PATCH_QUEUED] + by[WAL_PATCH_DISK] +
+	                     by[WAL_PATCH_WINDOW],
+	                 next);
+	if (direct > 0) /* the carry was used, and is patched now */
+		assert_true(h->f->carry && h->f->carry_len);
+	struct ada_wal_file_summary s;
+	assert_int_equal(ada_wal_file_finalize(h->f, &s), 0);
+	assert_int_equal(s.events, h->n);
+	*crc = s.crc;
+	assert_int_equal(ada_wal_io_direct(io, &files, &fallbacks, &why), direct > 0);
+	assert_int_equal(fallbacks, 0); /* no direct write refused */
+	ada_wal_io_free(io);
+}
+
+/* The same script through direct and buffered writes: the two files are
+ * the reference's byte for byte (events, patches, header flag, footer
+ * CRC), so identical, and validate. */
+static void test_direct_identical(void **state)
+{
+	(void)state;
+	if (tmpfd < 0) {
+		print_message("skipped: no directory here takes O_DIRECT outside tmpfs "
+		              "(/var/tmp, the working directory)\n");
+		skip();
+	}
+	struct held_ref h[2];
+	uint32_t crc[2];
+	direct_script("direct.atf", 1, &h[0], &crc[0]);
+	direct_script("buffered.atf", -1, &h[1], &crc[1]);
+	assert_int_equal(h[0].n, h[1].n);
+	assert_int_equal(crc[0], crc[1]);
+	held_check_file("direct.atf", &h[0], crc[0]);
+	held_check_file("buffered.atf", &h[1], crc[1]);
+	size_t la, lb;
+	uint8_t *a = slurp("direct.atf", &la), *b = slurp("buffered.atf", &lb);
+	assert_int_equal(la, lb);
+	assert_memory_equal(a, b, la);
+	uint32_t flags;
+	memcpy(&flags, a + offsetof(struct atf_index_header, flags), 4);
+	assert_int_equal(flags & ATF_INDEX_FLAG_HAS_DETAIL, ATF_INDEX_FLAG_HAS_DETAIL);
+	free(a);
+	free(b);
+	free(h[0].seq);
+	free(h[1].seq);
+}
+
+/* Where direct writes are not used, the file is written buffered, and the
+ * manifest's count and reason say why: tmpfs (its page cache is the
+ * file), staging buffers that are not whole blocks. */
+static void test_direct_fallback(void **state)
+{
+	(void)state;
+	struct statfs sf;
+	if (statfs("/dev/shm", &sf) != 0 || sf.f_type != 0x01021994) {
+		print_message("skipped: /dev/shm is not tmpfs here\n");
+		skip();
+	}
+	snprintf(tmpdir, sizeof(tmpdir), "/dev/shm/ada_wal_direct_XXXXXX");
+	assert_non_null(mkdtemp(tmpdir));
+	tmpfd = open(tmpdir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	assert_true(tmpfd >= 0);
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts o = {.buffer_bytes = 8192, .max_buffers = 4, .direct = 1};
+	assert_int_equal(ada_wal_io_new(&o, &io), 0);
+	struct held_ref h = {.f = index_open(io, "index.atf", 4242)};
+	uint32_t files, fallbacks;
+	const char *why;
+	assert_true(ada_wal_io_direct(io, &files, &fallbacks, &why)); /* wanted */
+	assert_int_equal(files, 0);
+	assert_int_equal(fallbacks, 1);
+	assert_string_equal(why, "tmpfs");
+	assert_false(h.f->direct);
+	h.seq = malloc(1000 * sizeof(uint32_t));
+	for (uint32_t i = 0; i < 1000; i++)
+		h.seq[i] = ATF_NO_DETAIL;
+	append_events(h.f, 0, 999);
+	h.n = 999;
+	for (uint32_t i = 0; i < 999; i += 37) {
+		assert_int_equal(wal_file_patch_detail_seq(h.f, i, i), 0);
+		h.seq[i] = i;
+	}
+	struct ada_wal_file_summary s;
+	assert_int_equal(ada_wal_file_finalize(h.f, &s), 0);
+	/* a second file with buffers not whole blocks: the first reason stays */
+	ada_wal_io_free(io);
+	held_check_file("index.atf", &h, s.crc);
+	struct ada_wal_io_opts o2 = {.buffer_bytes = 6144, .max_buffers = 4, .direct = 1};
+	assert_int_equal(ada_wal_io_new(&o2, &io), 0);
+	h.f = index_open(io, "index2.atf", 4242);
+	assert_true(ada_wal_io_direct(io, &files, &fallbacks, &why));
+	assert_int_equal(files, 0);
+	assert_int_equal(fallbacks, 1);
+	assert_string_equal(why, "staging buffers not whole 4 KiB blocks");
+	assert_int_equal(ada_wal_file_finalize(h.f, &s), 0);
+	ada_wal_io_free(io);
 	free(h.seq);
 }
 
@@ -755,7 +992,9 @@ static void pdrain_open(struct pdrain *d, struct pfx *x, const char *index_name,
 	d->t.dir_fd = tmpfd;
 	d->t.file_ring_base = base;
 	d->t.file_ring_hole = UINT64_MAX;
-	struct ada_wal_io_opts o = {.queue_depth = 8}; /* small: little locked memory */
+	/* small: little locked memory; buffered: the window counts below are
+	 * the buffered layout's (direct files: test_direct_identical) */
+	struct ada_wal_io_opts o = {.queue_depth = 8, .direct = -1};
 	assert_int_equal(ada_wal_io_new(&o, &d->io), 0);
 	d->t.f = index_open(d->io, index_name, d->t.tid);
 }
@@ -904,6 +1143,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_patch_window, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_patch_window_fail, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_patch_queued_span, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_direct_identical, setup_direct, teardown_direct),
+	    cmocka_unit_test_setup_teardown(test_direct_fallback, setup_none, teardown_direct),
 	    cmocka_unit_test_setup_teardown(test_persist_all, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_windows, setup, teardown),
 	};
