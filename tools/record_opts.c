@@ -885,6 +885,20 @@ static void record_print_flight(const struct ada_record_summary *s)
 	        why);
 }
 
+/* --detail always promises every record: say what to do when the rings
+ * lapped the drain (the producer never waits for the detail lane). */
+static void record_print_always(const struct ada_record_summary *s)
+{
+	uint64_t lost = s->drops_by[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
+	if (!lost)
+		return;
+	fprintf(stderr,
+	        "ada: --detail always: %llu detail records were overwritten before the drain "
+	        "persisted them (detail_overwritten drops); a larger --detail-mb (up to %llu MiB "
+	        "per thread) or a narrower --detail-symbols keeps them\n",
+	        (unsigned long long)lost, (unsigned long long)(ADA_DETAIL_MAX_BYTES >> 20));
+}
+
 void record_print_summary(const struct ada_record_summary *s, const char *dir)
 {
 	double rate = s->seconds > 0 ? (double)s->events / s->seconds : 0;
@@ -900,6 +914,8 @@ void record_print_summary(const struct ada_record_summary *s, const char *dir)
 	        (double)s->latency_p99_ns / 1e6, s->abnormal ? ", program ended abnormally" : "");
 	if (s->detail_mode == ADA_DETAIL_TRIGGERED)
 		record_print_flight(s);
+	else if (s->detail_mode == ADA_DETAIL_ALWAYS)
+		record_print_always(s);
 	if (s->untraced_procs)
 		fprintf(stderr,
 		        "ada: %llu process%s ran untraced: the shared-memory ceiling of %.1f MiB "

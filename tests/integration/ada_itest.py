@@ -1435,6 +1435,11 @@ def flight_always_counts(rep, m, events, err, must_lose):
     want = ", drops %d (detail_overwritten %d)," % (lost, lost) if lost else ", drops 0,"
     rep.check(any(l.startswith("ada: recorded") and want in l for l in summary),
               "the summary line should say %r: %r" % (want, summary))
+    hint = [l for l in err.decode(errors="replace").splitlines() if l.startswith("ada: --detail always: %d detail records "
+                                                "were overwritten" % lost)]
+    rep.check(len(hint) == (1 if lost else 0) and all("--detail-mb" in l for l in hint),
+              "with %d lost, the summary should %s the --detail-mb hint: %r" % (
+                  lost, "carry" if lost else "not carry", summary))
     rep.check(not flight_windows(m), "--detail always makes no windows")
 
 
