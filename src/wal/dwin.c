@@ -141,7 +141,7 @@ static int dwin_one_by_one(struct ada_wal_file *f)
 			if (r == 0 ||
 			    (dwin_pread_all(f->fd, (uint8_t *)&got, 4, off) == 0 && got == v))
 				continue;
-			f->patch_failed++;
+			wal_link_failed(f);
 			wal_crcbat_add(f, off - ATF_HEADER_SIZE, v ^ ATF_NO_DETAIL);
 			if (!first)
 				first = r;

@@ -521,14 +521,14 @@ static void wal_patches_apply(struct ada_wal_file *f, struct wal_buf *b, bool ok
 			continue;
 		}
 		if (!p.ready && !ok) {
-			f->patch_failed++; /* the event is not on the file (bad_from) */
+			wal_link_failed(f); /* the event is not on the file (bad_from) */
 			continue;
 		}
 		if (defer) {
 			p.ready = true;
 			f->patches[keep++] = p;
 		} else if ((p.ready || !span) && wal_pwrite_all(f->fd, &p.val, 4, p.off) < 0) {
-			f->patch_failed++;
+			wal_link_failed(f);
 			wal_crcbat_add(f, p.off - ATF_HEADER_SIZE, p.val ^ ATF_NO_DETAIL);
 		}
 	}
@@ -693,6 +693,11 @@ bool ada_wal_io_direct(const struct ada_wal_io *io, uint32_t *files, uint32_t *f
 	if (reason)
 		*reason = io->direct_reason[0] ? io->direct_reason : NULL;
 	return io->direct;
+}
+
+uint64_t ada_wal_io_links_failed(const struct ada_wal_io *io)
+{
+	return io->links_failed;
 }
 
 bool ada_wal_io_disk_full(const struct ada_wal_io *io)

@@ -68,6 +68,7 @@ struct ada_wal_io {
 	 * reason why. */
 	bool direct;
 	uint32_t direct_files, direct_fallbacks;
+	uint64_t links_failed; /* detail_seq links lost to failed writes, every file */
 	char direct_reason[64];
 	/* detail_seq patches' CRC changes not yet folded into their file's
 	 * crc (wal_crcbat_add): the XOR differences at their events-section
@@ -154,6 +155,15 @@ struct ada_wal_file {
 	struct ada_wal_file *stage_prev, *stage_next;
 	struct ada_wal_file *file_prev, *file_next;
 };
+
+/* A detail_seq link that will never reach the file: the file's count
+ * (the persist reports its share as unlinked) and the recorder's total
+ * (manifest wal.links_failed), so a link lost outside a persist shows too. */
+static inline void wal_link_failed(struct ada_wal_file *f)
+{
+	f->patch_failed++;
+	f->io->links_failed++;
+}
 
 struct wal_patch {
 	uint64_t off; /* file offset of the 4 bytes */

@@ -654,6 +654,7 @@ static void test_patch_window_fail(void **state)
 	close(saved);
 	close(ro);
 	assert_int_equal(h.f->patch_failed, 8);
+	assert_int_equal(ada_wal_io_links_failed(io), 8);
 	assert_null(io->dwin_file);
 	assert_int_equal(wal_dwin_flush(h.f), 0); /* nothing left to write */
 	struct atf_index_event e;
