@@ -89,9 +89,13 @@ static void record_usage(FILE *f)
 	    "                     trigger windows are written; the ring overwriting what\n"
 	    "                     no window wanted is counted apart, not as drops, and a\n"
 	    "                     window's records already overwritten are window_lost\n"
-	    "                     drops), always (everything is written; a record\n"
-	    "                     overwritten first is a detail_overwritten drop) or\n"
-	    "                     never (index lane only, the fastest)\n"
+	    "                     drops), always (every record is written) or never\n"
+	    "                     (index lane only, the fastest)\n"
+	    "  --detail-overflow MODE  --detail always with a full detail ring: wait (the\n"
+	    "                     default, or drop with --overflow drop: the thread\n"
+	    "                     waits for the drain, as --overflow wait does) or\n"
+	    "                     overwrite (the program never waits; a record\n"
+	    "                     overwritten first is a detail_overwritten drop)\n"
 	    "  --stack-bytes N    stack bytes captured per call, 0 to 512 (default 128)\n"
 	    "  --detail-mb N      detail ring per thread, in MiB (1 to 1024, rounded down\n"
 	    "                     to a power of two; default 1, or sized for the\n"
@@ -178,6 +182,7 @@ enum {
 	OPT_STACK_BYTES,
 	OPT_DETAIL_MB,
 	OPT_DETAIL_SYMS,
+	OPT_DETAIL_OVERFLOW,
 	OPT_KEY_SYMS,
 	OPT_BLOB,
 	OPT_DURATION,     /* ada attach only */
@@ -215,6 +220,7 @@ static const struct option record_opts[] = {
     {"stack-bytes", required_argument, 0, OPT_STACK_BYTES},
     {"detail-mb", required_argument, 0, OPT_DETAIL_MB},
     {"detail-symbols", required_argument, 0, OPT_DETAIL_SYMS},
+    {"detail-overflow", required_argument, 0, OPT_DETAIL_OVERFLOW},
     {"key-symbols", required_argument, 0, OPT_KEY_SYMS},
     {"blob", required_argument, 0, OPT_BLOB},
     {"duration", required_argument, 0, OPT_DURATION},
@@ -349,6 +355,16 @@ static int record_detail_opt(struct rec_args *a, int c, const char *v)
 		if (a->detail_mb < 1 || a->detail_mb > (ADA_DETAIL_MAX_BYTES >> 20)) {
 			ada_log("--detail-mb takes 1 to %llu MiB per thread, not '%s'",
 			        (unsigned long long)(ADA_DETAIL_MAX_BYTES >> 20), v);
+			return -1;
+		}
+		return 0;
+	case OPT_DETAIL_OVERFLOW:
+		if (!strcmp(v, "wait"))
+			a->detail_overflow = 1;
+		else if (!strcmp(v, "overwrite"))
+			a->detail_overflow = 0;
+		else {
+			ada_log("--detail-overflow is wait or overwrite, not '%s'", v);
 			return -1;
 		}
 		return 0;
@@ -519,6 +535,7 @@ static int record_opt(struct rec_args *a, int c, const char *v)
 	case OPT_STACK_BYTES:
 	case OPT_DETAIL_MB:
 	case OPT_DETAIL_SYMS:
+	case OPT_DETAIL_OVERFLOW:
 		return record_detail_opt(a, c, v);
 	case OPT_KEY_SYMS:
 	case OPT_BLOB:
@@ -548,6 +565,28 @@ static int record_attach_rest(struct rec_args *a, int argc, char **argv)
 	return 0;
 }
 
+/* --detail-overflow only means something with --detail always: in
+ * triggered mode the ring overwrites by design (only windows are kept). */
+static int record_check_detail_overflow(const struct rec_args *a)
+{
+	if (a->detail_overflow < 0 || a->detail_mode == ADA_DETAIL_ALWAYS)
+		return 0;
+	ada_log("--detail-overflow needs --detail always (the other modes persist no record "
+	        "outside trigger windows); e.g. --detail always --detail-overflow wait");
+	return -1;
+}
+
+/* --detail always: does a thread with a full detail ring wait for the
+ * drain? --detail-overflow, else what --overflow says for the index lane. */
+static uint32_t record_detail_wait(const struct rec_args *a)
+{
+	if (a->detail_mode != ADA_DETAIL_ALWAYS)
+		return 0;
+	if (a->detail_overflow >= 0)
+		return (uint32_t)a->detail_overflow;
+	return a->overflow == ADA_OVERFLOW_WAIT;
+}
+
 int record_parse(struct rec_args *a, int argc, char **argv, bool attach)
 {
 	memset(a, 0, sizeof(*a));
@@ -558,6 +597,7 @@ int record_parse(struct rec_args *a, int argc, char **argv, bool attach)
 	a->max_shm_mb = UINT64_MAX;  /* not given: the default ceiling */
 	a->follow = a->agent = true;
 	a->stack_bytes = 128;
+	a->detail_overflow = -1; /* not given: follows --overflow */
 	a->call_timeout_ns = ADA_ATTACH_CALL_TIMEOUT_NS;
 	a->flush = (struct ada_flush_policy){.mode = ADA_FLUSH_INTERVAL, .value = 1000};
 	a->flight = (struct ada_trigger_opts){.pre_ns = ADA_TRIGGER_DEFAULT_PRE_NS,
@@ -571,14 +611,16 @@ int record_parse(struct rec_args *a, int argc, char **argv, bool attach)
 		if (r)
 			return r;
 	}
-	if (attach)
-		return record_attach_rest(a, argc, argv);
+	if (attach) {
+		int r = record_attach_rest(a, argc, argv);
+		return r ? r : record_check_detail_overflow(a);
+	}
 	if (optind >= argc) {
 		ada_log("no program given: ada record [options] -- PROGRAM [ARGS...]");
 		return -1;
 	}
 	a->prog_argv = argv + optind;
-	return 0;
+	return record_check_detail_overflow(a);
 }
 
 /* One sentence for the first failed check of rep; -1 when one failed. */
@@ -715,6 +757,7 @@ int record_ring_config(const struct rec_args *a, bool tsc, struct ada_arena_conf
 	cfg.overflow = (uint32_t)a->overflow;
 	cfg.timestamp_source = tsc ? ADA_TS_TSC : ADA_TS_CLOCK;
 	cfg.detail_bytes = record_detail_bytes(a);
+	cfg.detail_wait = record_detail_wait(a);
 	/* The key-symbol area: 1 MiB per process with the detail lane. */
 	cfg.keysym_log2 = a->detail_mode == ADA_DETAIL_NEVER ? 0 : 20;
 	if (ada_arena_config_valid(&cfg) < 0) {
@@ -886,7 +929,8 @@ static void record_print_flight(const struct ada_record_summary *s)
 }
 
 /* --detail always promises every record: say what to do when the rings
- * lapped the drain (the producer never waits for the detail lane). */
+ * lapped the drain (--detail-overflow overwrite, or a wait that gave up
+ * on a drain that stopped moving). */
 static void record_print_always(const struct ada_record_summary *s)
 {
 	uint64_t lost = s->drops_by[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
@@ -894,8 +938,9 @@ static void record_print_always(const struct ada_record_summary *s)
 		return;
 	fprintf(stderr,
 	        "ada: --detail always: %llu detail records were overwritten before the drain "
-	        "persisted them (detail_overwritten drops); a larger --detail-mb (up to %llu MiB "
-	        "per thread) or a narrower --detail-symbols keeps them\n",
+	        "persisted them (detail_overwritten drops); --detail-overflow wait (the "
+	        "default), a larger --detail-mb (up to %llu MiB per thread) or a narrower "
+	        "--detail-symbols keeps them\n",
 	        (unsigned long long)lost, (unsigned long long)(ADA_DETAIL_MAX_BYTES >> 20));
 }
 

@@ -957,6 +957,26 @@ handlers_detail_put_call(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *re
 		ada_detail_put(w, ADA_DREC_CALL_WORDS, orig);
 }
 
+/* --detail always with --detail-overflow wait: the reserve would free a
+ * chunk the drain has not decided; wait for it (ring.h, "Waiting for the
+ * drain") with the program's vector state saved, as handlers_emit_slow()
+ * waits for index ring space. Not guarded, for the same reason. */
+HANDLERS_COLD static void handlers_detail_wait(struct ada_producer *p, uint32_t len)
+{
+	struct handlers_fpu f;
+	handlers_fpu_save(&f);
+	ada_detail_wait_room(p, len);
+	handlers_fpu_restore(&f);
+}
+
+static inline _Atomic uint64_t *handlers_detail_reserve(struct ada_producer *p, uint32_t len,
+                                                        uint64_t *end)
+{
+	if (ada_unlikely(ada_detail_would_wait(p, len)))
+		handlers_detail_wait(p, len);
+	return ada_detail_reserve(p, len, end);
+}
+
 /* Any CALL record: the snapshot clipped near the stack's top (or none off
  * it), and the ring's slow reserve (a pad, old records to overwrite). */
 HANDLERS_COLD static void handlers_detail_call(const struct ada_shadow *s, uint64_t fn_id,
@@ -970,7 +990,7 @@ HANDLERS_COLD static void handlers_detail_call(const struct ada_shadow *s, uint6
 	                              agent_hot.detail_stack, &flags);
 	uint32_t sw = (n + 7) / 8;
 	uint64_t end;
-	_Atomic uint64_t *w = ada_detail_reserve(p, (ADA_DREC_CALL_WORDS + sw) * 8, &end);
+	_Atomic uint64_t *w = handlers_detail_reserve(p, (ADA_DREC_CALL_WORDS + sw) * 8, &end);
 	if (w == NULL)
 		return; /* no detail ring in this arena */
 	handlers_detail_put_call(w, fn_id, ret_slot, regs, ts, link, orig,
@@ -1011,7 +1031,7 @@ HANDLERS_COLD static void handlers_detail_return(uint64_t fn_id, uint64_t sp, ui
 {
 	struct ada_producer *p = &ada_producer_tls;
 	uint64_t end;
-	_Atomic uint64_t *w = ada_detail_reserve(p, ADA_DREC_RETURN_WORDS * 8, &end);
+	_Atomic uint64_t *w = handlers_detail_reserve(p, ADA_DREC_RETURN_WORDS * 8, &end);
 	if (w == NULL)
 		return;
 	detail_put_return(w, fn_id, sp, orig, ts, link);

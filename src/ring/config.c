@@ -49,7 +49,8 @@ int ada_arena_config_valid(const struct ada_arena_config *cfg)
 {
 	if (!cfg || cfg->max_threads == 0 || cfg->max_threads > ADA_ARENA_MAX_THREADS_LIMIT)
 		return -EINVAL;
-	if (cfg->overflow > ADA_OVERFLOW_DROP || cfg->timestamp_source > ADA_TS_CLOCK)
+	if (cfg->overflow > ADA_OVERFLOW_DROP || cfg->timestamp_source > ADA_TS_CLOCK ||
+	    cfg->detail_wait > 1 || cfg->reserved0 != 0)
 		return -EINVAL;
 	if (!config_pow2(cfg->index_events) || cfg->index_events < ADA_RING_MIN_EVENTS ||
 	    cfg->index_events > ADA_RING_MAX_EVENTS)
@@ -145,20 +146,22 @@ uint64_t ada_ring_capacity_for_rate(uint64_t events_per_sec, uint64_t burst_ms)
 
 int ada_arena_config_format(const struct ada_arena_config *cfg, char *buf, size_t cap)
 {
-	char ks[40] = "", sp[64] = "";
+	char ks[40] = "", sp[64] = "", dw[32] = "";
 	if (cfg->keysym_log2) /* absent when 0: the text of older configs is unchanged */
 		snprintf(ks, sizeof(ks), ",keysym_bytes=%llu", 1ull << cfg->keysym_log2);
 	if (cfg->spill_threads) /* likewise */
 		snprintf(sp, sizeof(sp), ",spill_threads=%u,spill_events=%u", cfg->spill_threads,
 		         cfg->spill_events);
+	if (cfg->detail_wait) /* likewise */
+		snprintf(dw, sizeof(dw), ",detail_overflow=wait");
 	int n = snprintf(buf, cap,
 	                 "max_threads=%u,index_events=%llu,detail_bytes=%llu,overflow=%s,"
-	                 "ts=%s,hw=%u,lw=%u%s%s",
+	                 "ts=%s,hw=%u,lw=%u%s%s%s",
 	                 cfg->max_threads, (unsigned long long)cfg->index_events,
 	                 (unsigned long long)cfg->detail_bytes,
 	                 cfg->overflow == ADA_OVERFLOW_DROP ? "drop" : "wait",
 	                 cfg->timestamp_source == ADA_TS_CLOCK ? "clock" : "tsc",
-	                 cfg->high_watermark_pct, cfg->low_watermark_pct, ks, sp);
+	                 cfg->high_watermark_pct, cfg->low_watermark_pct, ks, sp, dw);
 	if (n < 0 || (size_t)n >= cap)
 		return -ENOSPC;
 	return n;
@@ -237,6 +240,8 @@ static int config_pair(struct ada_arena_config *c, const char *k, size_t kn, con
 		return config_u32(v, vn, &c->spill_threads);
 	if (config_is(k, kn, "spill_events"))
 		return config_u32(v, vn, &c->spill_events);
+	if (config_is(k, kn, "detail_overflow"))
+		return config_enum(v, vn, "overwrite", "wait", &c->detail_wait);
 	return -EINVAL;
 }
 

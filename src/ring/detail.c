@@ -51,6 +51,18 @@ uint32_t ada_detail_max_record(const struct ada_arena *a)
 	return d ? (uint32_t)((1ull << ada_detail_chunk_shift(d)) - RING_DETAIL_HDR) : 0;
 }
 
+void ada_detail_ring_set_decided(struct ada_arena *a, uint32_t slot, uint64_t link)
+{
+	if (slot >= a->nslots || ring_slot_detail_bytes(a, slot) == 0)
+		return;
+	_Atomic uint64_t *dec = &ring_detail_hdr(a, slot)->decided;
+	/* Release: pairs with the producer's acquire load in
+	 * ada_detail_chunk_decided() (ring.h): this drain's copy of the
+	 * records below `link` is done before their chunk can be reused. */
+	if (atomic_load_explicit(dec, memory_order_relaxed) != link)
+		atomic_store_explicit(dec, link, memory_order_release);
+}
+
 static uint64_t detail_step(uint64_t w, uint64_t d)
 {
 	return ada_detail_step(w, d);

@@ -224,6 +224,9 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 		p->dshift = ada_detail_chunk_shift(dbytes);
 		/* as ada_detail_max_record(): a chunk less the header word */
 		p->dmax = (uint32_t)((1ull << p->dshift) - RING_DETAIL_HDR);
+		p->dwait = a->cfg.detail_wait;
+		p->ddecided = &dh->decided;
+		p->dstall = UINT64_MAX; /* no wait has given up */
 		producer_detail_restart(p, dh);
 	}
 	p->state = PRODUCER_OWNING;
@@ -410,11 +413,63 @@ void ada_producer_reset_thread(void)
 		pthread_setspecific(producer_key, NULL);
 }
 
+/* Gives up on the drain: its decided stood still for the timeout. */
+static bool detail_wait_stalled(struct ada_producer *p, uint64_t dec)
+{
+	p->dstall = dec;
+	return false;
+}
+
+bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
+{
+	struct ada_arena *a = p->arena;
+	if (!a || !p->ddecided)
+		return true;
+	uint64_t beat = ada_arena_heartbeat(a);
+	/* A recorder another thread found dead: do not wait at all. */
+	if (atomic_load_explicit(&producer_dead_beat, memory_order_relaxed) == beat + 1)
+		return detail_wait_stalled(p,
+		                           atomic_load_explicit(p->ddecided, memory_order_relaxed));
+	for (uint32_t i = 0; i < PRODUCER_SPINS; i++) {
+		producer_pause();
+		if (producer_was_reset(p, a))
+			return false;
+		if (!ada_detail_would_wait(p, len))
+			return true;
+	}
+	uint64_t dec = atomic_load_explicit(p->ddecided, memory_order_relaxed);
+	uint64_t since = producer_mono_ns();
+	for (uint32_t n = 1;; n++) {
+		sched_yield();
+		if (producer_was_reset(p, a))
+			return false;
+		if (!ada_detail_would_wait(p, len))
+			return true;
+		if (n % PRODUCER_YIELDS_PER_CLOCK)
+			continue;
+		/* Bounded by the drain's progress on this ring, not by its
+		 * heartbeat alone: a drain that beats but decides nothing more
+		 * for this thread (its files failed, say) must not hold the
+		 * program for ever. */
+		uint64_t now = producer_mono_ns();
+		uint64_t d = atomic_load_explicit(p->ddecided, memory_order_relaxed);
+		if (d != dec) {
+			dec = d;
+			since = now;
+		} else if (now - since >=
+		           atomic_load_explicit(&producer_lag_ns, memory_order_relaxed)) {
+			return detail_wait_stalled(p, d);
+		}
+	}
+}
+
 bool ada_detail_push(const void *rec, uint32_t len)
 {
 	struct ada_producer *p = &ada_producer_tls;
 	if (p->state != PRODUCER_OWNING && !producer_claim(p))
 		return false;
+	if (len <= p->dmax && ada_unlikely(ada_detail_would_wait(p, len)))
+		ada_detail_wait_room(p, len);
 	uint64_t end;
 	_Atomic uint64_t *w = len <= p->dmax ? ada_detail_reserve(p, len, &end) : NULL;
 	if (!w) {

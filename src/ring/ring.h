@@ -47,8 +47,8 @@
 #define ADA_CACHELINE 64
 #define ADA_ARENA_MAGIC 0x414e455241414441ULL /* "ADAARENA" */
 #define ADA_ARENA_VERSION                                                                          \
-	7 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;             \
-	     6: window_lost; 7: keysym_unknown */
+	8 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;             \
+	     6: window_lost; 7: keysym_unknown; 8: detail_wait, the detail ring's decided */
 
 #define ada_likely(x) __builtin_expect(!!(x), 1)
 #define ada_unlikely(x) __builtin_expect(!!(x), 0)
@@ -131,6 +131,14 @@ struct ada_arena_config {
 	 * ada_producer_slow()). */
 	uint32_t spill_threads;
 	uint32_t spill_events;
+	/* 1: a thread whose detail ring is full waits for the drain to have
+	 * decided the records it would overwrite (--detail always with
+	 * --detail-overflow wait; "Waiting for the drain" below), bounded by
+	 * the drain's progress; 0: it overwrites them (counted). */
+	uint32_t detail_wait;
+	/* 0. No padding: the control block's copy of this struct is checked
+	 * byte for byte when an arena is opened (ada_arena_config_valid). */
+	uint32_t reserved0;
 };
 
 /* Defaults used by ada_arena_config_parse() for keys not given. */
@@ -162,7 +170,7 @@ struct ada_arena_config {
 #define ADA_KEYSYM_AREA_MIN_LOG2 12u
 #define ADA_KEYSYM_AREA_MAX_LOG2 28u
 /* Longest buffer ada_arena_config_format() writes, NUL included. */
-#define ADA_ARENA_CONFIG_TEXT_MAX 224
+#define ADA_ARENA_CONFIG_TEXT_MAX 256
 /* Detail ring bytes of a spill slot: min(detail_bytes, ADA_SPILL_DETAIL_BYTES). */
 static inline uint64_t ada_spill_detail_bytes(const struct ada_arena_config *cfg)
 {
@@ -233,14 +241,14 @@ void ada_arena_config_default(struct ada_arena_config *cfg);
  * 0 < low < high <= 100). */
 int ada_arena_config_valid(const struct ada_arena_config *cfg);
 /* Writes e.g. "max_threads=64,index_events=65536,detail_bytes=0,
- * overflow=wait,ts=tsc,hw=75,lw=25" (then keysym_bytes, spill_threads and
- * spill_events when not 0). Returns the length, or -ENOSPC when
- * cap is too small (ADA_ARENA_CONFIG_TEXT_MAX always suffices). */
+ * overflow=wait,ts=tsc,hw=75,lw=25" (then keysym_bytes, spill_threads,
+ * spill_events when not 0, and detail_overflow=wait when detail_wait). Returns the length, or
+ * -ENOSPC when cap is too small (ADA_ARENA_CONFIG_TEXT_MAX always suffices). */
 int ada_arena_config_format(const struct ada_arena_config *cfg, char *buf, size_t cap);
 /* Parses (buf, len) -- not NUL-terminated -- over the defaults: keys
  * max_threads, index_events, detail_bytes (decimal), overflow=wait|drop,
  * ts=tsc|clock, hw, lw (percent), keysym_bytes, spill_threads,
- * spill_events. -EINVAL on an unknown key, a bad
+ * spill_events, detail_overflow=overwrite|wait. -EINVAL on an unknown key, a bad
  * number, or a result ada_arena_config_valid() rejects. */
 int ada_arena_config_parse(const char *buf, size_t len, struct ada_arena_config *cfg);
 
@@ -435,6 +443,11 @@ struct ada_detail_rec {
 uint64_t ada_detail_ring_head(struct ada_arena *a, uint32_t slot);
 /* Largest record the ring accepts: a chunk (ada_detail_chunk_shift) minus the header. */
 uint32_t ada_detail_max_record(const struct ada_arena *a);
+/* Drain: every record of the slot's detail ring that links below `link`
+ * (an index ring position) is decided, persisted or not (UINT64_MAX: this
+ * drain decides no more). What a producer waiting for room reads
+ * (ring.h, "Waiting for the drain"); stored only when it changes. */
+void ada_detail_ring_set_decided(struct ada_arena *a, uint32_t slot, uint64_t link);
 struct ada_detail_snapshot {
 	uint64_t begin;      /* ring position of the first record returned */
 	uint64_t end;        /* position after the last one (pass as `from` next time) */
@@ -501,7 +514,7 @@ struct ada_producer {
 	_Atomic uint64_t *dlost;   /* the slot's ADA_DROP_DETAIL_OVERWRITTEN counter */
 	uint64_t dbytes;           /* ring size (power of two) */
 	uint32_t dmax;             /* largest record length; 0: no detail ring */
-	uint32_t dreserved;
+	uint32_t dwait;            /* the arena's detail_wait (ada_detail_would_wait) */
 	uint64_t dpos, dold; /* private copies of *dhead and *doldest (we are their only writer) */
 	/* The fast reserve may end a record at or before dstop: the end of
 	 * the chunk records go to now, which was freed when the slow reserve
@@ -515,6 +528,16 @@ struct ada_producer {
 	 * the difference of two marks, so freeing one reads no ring memory. */
 	uint32_t dcount;
 	uint32_t dmark[ADA_DETAIL_CHUNKS];
+	/* dwait only. The drain's decided link (ada_detail_hdr.decided) and,
+	 * by chunk number mod ADA_DETAIL_CHUNKS, the index head when each of
+	 * the last chunks was entered: every record of chunk k links below
+	 * dlink[k + 1], so chunk k may be overwritten once decided reaches it. */
+	_Atomic uint64_t *ddecided;
+	uint64_t dlink[ADA_DETAIL_CHUNKS];
+	/* The decided value at which the last wait gave up (the drain made no
+	 * progress for the drain timeout): no new wait until it moves, so a
+	 * stuck drain costs a thread one timeout, not one per chunk. */
+	uint64_t dstall;
 };
 
 extern __thread struct ada_producer ada_producer_tls __attribute__((tls_model("initial-exec")));
@@ -599,6 +622,12 @@ bool ada_producer_drain_back(void);
  * slot; like ada_producer_slow() it is compiled without
  * -mgeneral-regs-only, so hook code saves vector state around it. */
 bool ada_detail_push(const void *rec, uint32_t len);
+/* Hook context, cold, with the program's vector state saved: waits (spin,
+ * then sched_yield) until ada_detail_would_wait() turns false, or the
+ * drain's decided has not moved for the drain timeout (then p->dstall:
+ * the reserve overwrites, the drain counts the loss). Returns true when
+ * the room came. */
+bool ada_detail_wait_room(struct ada_producer *p, uint32_t len);
 
 /* ---- detail ring, producer side, written in place (hook context) ----
  * A record in the ring is one header word (its length in the low 32 bits)
@@ -665,8 +694,42 @@ static inline uint32_t ada_detail_enter_chunk(struct ada_producer *p, uint64_t s
 		atomic_store_explicit(p->doldest, p->dold, memory_order_relaxed);
 	}
 	p->dmark[k % ADA_DETAIL_CHUNKS] = p->dcount;
+	p->dlink[k % ADA_DETAIL_CHUNKS] = p->head;
 	p->dstop = s + ((uint64_t)1 << p->dshift);
 	return lost;
+}
+
+/* ---- Waiting for the drain (--detail always, detail_wait) ----
+ * A flight recorder overwrites its oldest records; with --detail always
+ * every record is wanted, so a thread about to free a chunk whose
+ * records the drain has not decided yet waits for it, as the index lane
+ * waits for ring space (--overflow wait). Only here, where a reserve
+ * enters a new chunk of a full ring (once per chunk, never in the
+ * trampolines' machine code, which sends every chunk change to C): the
+ * hook calls ada_detail_would_wait() before ada_detail_reserve() and,
+ * when true, ada_detail_wait_room() with the program's vector registers
+ * saved (it calls sched_yield and clock_gettime). The records of the chunk
+ * that entering the next one frees (the oldest, k0) link below dlink[k0
+ * + 1]; the drain publishes `decided` after each persist: the records
+ * linking below it are decided. */
+static inline bool ada_detail_chunk_decided(const struct ada_producer *p)
+{
+	uint64_t k0 = p->dold >> p->dshift;
+	/* Acquire: pairs with the drain's release store of decided after it
+	 * copied the chunk (wal_detail_persist), so its reads come before
+	 * the stores that overwrite the chunk. */
+	uint64_t dec = atomic_load_explicit(p->ddecided, memory_order_acquire);
+	return dec >= p->dlink[(k0 + 1) % ADA_DETAIL_CHUNKS] || dec == p->dstall;
+}
+
+/* True when reserving len bytes now would overwrite records the drain has
+ * not decided (and this thread should wait, ada_detail_wait_room()). */
+static inline bool ada_detail_would_wait(const struct ada_producer *p, uint32_t len)
+{
+	uint64_t need = ADA_DETAIL_HDR_BYTES + (((uint64_t)len + 7) & ~7ull);
+	if (!p->dwait || p->dpos + need <= p->dstop || p->dstop - p->dold < p->dbytes)
+		return false; /* off, room in this chunk, or the ring not full yet */
+	return !ada_detail_chunk_decided(p);
 }
 
 /* How far ahead of a record being written its writer asks for the ring's

@@ -115,6 +115,12 @@ struct ada_index_hdr {
 struct ada_detail_hdr {
 	alignas(ADA_CACHELINE) _Atomic uint64_t head;   /* end of committed records */
 	alignas(ADA_CACHELINE) _Atomic uint64_t oldest; /* start of the oldest intact record */
+	/* Drain writes, producer reads (--detail always with
+	 * detail_overflow=wait, ring.h "Waiting for the drain"): every record
+	 * whose link (index ring position) is below this was persisted or
+	 * decided; UINT64_MAX: never wait (the drain will decide no more).
+	 * Beside oldest: the producer reads it once per chunk it enters. */
+	_Atomic uint64_t decided;
 };
 
 _Static_assert(sizeof(struct ada_slot_desc) == ADA_CACHELINE, "one line per slot descriptor");

@@ -205,6 +205,7 @@ int ada_arena_slot_free(struct ada_arena *a, uint32_t slot)
 		struct ada_detail_hdr *dh = ring_detail_hdr(a, slot);
 		atomic_store_explicit(&dh->oldest, 0, memory_order_relaxed);
 		atomic_store_explicit(&dh->head, 0, memory_order_relaxed);
+		atomic_store_explicit(&dh->decided, 0, memory_order_relaxed);
 	}
 	ring_cons_freed(a, slot);
 	/* Publishes the zeroed counters and the drained tail to the next

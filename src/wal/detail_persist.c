@@ -404,6 +404,10 @@ int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t fr
 	uint64_t failed = t->f ? t->f->patch_failed : 0;
 	if (pd_walk(r, t, dt, snap.bytes, from_ns, to_ns, st, &in_ring))
 		dt->from = snap.end;
+	/* --detail always: a thread waiting for room (detail_overflow=wait)
+	 * may now reuse what links below the high-water mark. */
+	if (all_time)
+		ada_detail_ring_set_decided(t->p->arena, t->slot, dt->hwm);
 	/* The links that went into the disk window (segment.c) reach the file
 	 * now, one pwrite. One that cannot (its record is written, its index
 	 * event keeps "no detail") is counted as a failed patch would have

@@ -739,6 +739,9 @@ static size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s,
 		wal_detail_persist(r, t, 0, UINT64_MAX, NULL);
 	if (always && t->f)
 		wal_file_hold(t->f, false);
+	else if (always)
+		/* No index file, so no persist: nothing to wait for. */
+		ada_detail_ring_set_decided(p->arena, s, UINT64_MAX);
 	p->events += total;
 	r->events_total += total;
 	if (total && t->f)

@@ -176,6 +176,9 @@ static json_t *man_detail(const struct ada_recorder *r, const struct wal_proc *p
 	                    json_integer(m == ADA_DETAIL_NEVER ? 0 : r->o.stack_bytes));
 	if (c)
 		json_object_set_new(o, "ring_bytes", json_integer((json_int_t)c->detail_bytes));
+	if (c && m == ADA_DETAIL_ALWAYS) /* a full ring: wait for the drain, or overwrite */
+		json_object_set_new(o, "overflow",
+		                    json_string(c->detail_wait ? "wait" : "overwrite"));
 	json_t *set = json_object();
 	if (m == ADA_DETAIL_NEVER) {
 		json_object_set_new(set, "kind", json_string("none"));

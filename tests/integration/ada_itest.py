@@ -1065,16 +1065,26 @@ FLIGHT = {
     # while the program fills it three times over: the records overwritten
     # before the drain persisted them are counted (manifest, summary line).
     # 16 MiB index ring: never full.
-    "always_overwrite": ("stoprec", ["--detail", "always", "--detail-mb", "1",
-                                     "--ring-mb", "16"], 0),
+    "always_overwrite": ("stoprec", ["--detail", "always", "--detail-overflow", "overwrite",
+                                     "--detail-mb", "1", "--ring-mb", "16"], 0),
     # The same ring: the program waits until the drain has persisted some
     # of its records (detail.atf begun), then laps the ring many times
     # over (some 78 000 records): the records persisted before the ring
     # reused their place are no drop; only those the drain had not
     # persisted yet are (how many depends on the machine: the counts must
     # add up, and the persisted-then-overwritten ones exist).
-    "always_lapped": ("lapped", ["--detail", "always", "--detail-mb", "1",
-                                 "--ring-mb", "16"], 0),
+    "always_lapped": ("lapped", ["--detail", "always", "--detail-overflow", "overwrite",
+                                 "--detail-mb", "1", "--ring-mb", "16"], 0),
+    # The same run with --detail-overflow wait (the default of --detail
+    # always): the program waits for the drain whenever its ring would
+    # overwrite records not persisted yet, so every record is persisted
+    # (the ring still laps: over records persisted first).
+    "always_wait": ("lapped", ["--detail", "always", "--detail-mb", "1", "--ring-mb", "16"], 0),
+    # And with the recorder stopped while the program fills the ring: the
+    # wait is bounded by the drain's progress (the drain timeout, 2 s), then
+    # the ring overwrites and the loss is counted; the program ends.
+    "always_wait_stopped": ("stoprec", ["--detail", "always", "--detail-mb", "1",
+                                        "--ring-mb", "16"], 0),
     # --detail triggered with a 1 MiB ring that the busy loop before
     # rare_event fills many times over (some 78 000 records): overwriting
     # what no window wanted is the flight recorder working, not a drop. A
@@ -1132,6 +1142,8 @@ BAD_TRIGGERS = [
     (["--trigger", "symbol="], "symbol="),
     (["--pre-roll-sec", "1x"], "--pre-roll-sec"),
     (["--max-windows", "0"], "--max-windows"),
+    (["--detail-overflow", "wait"], "--detail-overflow needs --detail always"),
+    (["--detail", "always", "--detail-overflow", "keep"], "'keep'"),
 ]
 
 
@@ -1407,7 +1419,7 @@ def flight_window_lost(rep, m, events, err):
                                                              len(made)))
 
 
-def flight_always_counts(rep, m, events, err, must_lose):
+def flight_always_counts(rep, m, events, err, must_lose, overflow="overwrite", no_loss=False):
     """--detail always on a ring that lapped: the detail_overwritten drops
     are the records overwritten before the drain persisted them, alike in
     drops, per thread (`lost`) and the summary line; persisted + lost are
@@ -1441,6 +1453,13 @@ def flight_always_counts(rep, m, events, err, must_lose):
               "with %d lost, the summary should %s the --detail-mb hint: %r" % (
                   lost, "carry" if lost else "not carry", summary))
     rep.check(not flight_windows(m), "--detail always makes no windows")
+    rep.check(m.get("detail", {}).get("overflow") == overflow,
+              "the manifest's detail.overflow should be %r: %r" % (
+                  overflow, m.get("detail", {}).get("overflow")))
+    if no_loss:
+        rep.check(lost == 0 and det.get("records", -1) == made,
+                  "--detail-overflow wait: every record persisted (%d), none lost: %r "
+                  "persisted, %d lost" % (made, det.get("records"), lost))
 
 
 def flight_bad(ada, work, rep, prog):
@@ -1633,6 +1652,10 @@ def cmd_flight(args, ada, work, rep):
                   "a recovered fault is no crash: %r" % m.get("crash"))
     elif args.scenario in ("always_overwrite", "always_lapped"):
         flight_always_counts(rep, m, events, err, args.scenario == "always_overwrite")
+    elif args.scenario == "always_wait":
+        flight_always_counts(rep, m, events, err, False, "wait", no_loss=True)
+    elif args.scenario == "always_wait_stopped":
+        flight_always_counts(rep, m, events, err, True, "wait")
     elif args.scenario == "triggered_overwrite":
         flight_triggered_overwrite(rep, ada, pid_dir, m, events, err)
     elif args.scenario == "window_lost":

@@ -12,6 +12,12 @@
  * ada_detail_ring_ends() (the oldest and newest records without a copy of
  * the ring) agrees with a full snapshot through laps, pads and whole-chunk
  * records, and under a concurrent producer returns only intact pairs.
+ * With detail_wait (--detail always --detail-overflow wait) a full ring
+ * waits for the drain's `decided` before it frees a chunk: exactly when the
+ * chunk holds undecided records, never before the ring is full; a drain
+ * thread that publishes what it copied gets every record, none lost; a
+ * drain that stops deciding costs one timeout, then the ring overwrites
+ * (counted) without waiting again until decided moves.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -40,7 +46,7 @@ struct fixture {
 	bool gap;      /* an earlier snapshot lost bytes and returned nothing */
 };
 
-static int fx_setup(void **state)
+static int fx_setup_cfg(void **state, bool wait)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	snprintf(f->dir, sizeof(f->dir), "/dev/shm/ada-ring-test-XXXXXX");
@@ -55,6 +61,7 @@ static int fx_setup(void **state)
 	c.max_threads = 2;
 	c.index_events = 64;
 	c.detail_bytes = DETAIL;
+	c.detail_wait = wait;
 	if (ada_arena_create(f->path, &c, &f->a, NULL) != 0)
 		return -1;
 	f->buf = malloc(DETAIL);
@@ -67,6 +74,16 @@ static int fx_setup(void **state)
 	ada_index_ring_release(f->a, f->slot, ada_index_ring_peek(f->a, f->slot, &e));
 	*state = f;
 	return 0;
+}
+
+static int fx_setup(void **state)
+{
+	return fx_setup_cfg(state, false);
+}
+
+static int fx_setup_wait(void **state)
+{
+	return fx_setup_cfg(state, true);
 }
 
 static int fx_teardown(void **state)
@@ -833,6 +850,166 @@ static void test_count_detail(void **state)
 	assert_string_equal(ada_drop_reason_name(ADA_DROP_KEYSYM_UNKNOWN), "keysym_unknown");
 }
 
+/* ---- detail_wait: a full ring waits for the drain's decided ---- */
+
+/* One index event (so the producer's head, the records' link space, moves
+ * on) and record `seq`; the index ring is released at once (64 events). */
+static void wait_push(struct fixture *f, uint8_t *rec, uint32_t seq)
+{
+	ada_emit(seq, ATF_EVENT_CALL, 1);
+	const struct atf_index_event *e;
+	ada_index_ring_release(f->a, f->slot, ada_index_ring_peek(f->a, f->slot, &e));
+	assert_true(ada_detail_push(rec, rec_make(rec, seq)));
+}
+
+/* Single thread, no timing: would_wait turns true exactly when the next
+ * reserve would free a chunk holding records not decided, and a decided
+ * past that chunk's next chunk's first record lets it go. */
+static void test_wait_decided_exact(void **state)
+{
+	struct fixture *f = *state;
+	struct ada_producer *p = &ada_producer_tls;
+	uint8_t rec[256];
+	uint64_t base = p->head; /* record i links at base + i */
+	uint32_t i = 0;
+	/* Fill until a reserve would have to free chunk 0. */
+	while (!ada_detail_would_wait(p, rec_make(rec, i))) {
+		assert_true(i < 1000);
+		wait_push(f, rec, i++);
+	}
+	assert_true(p->dstop - p->dold >= p->dbytes); /* only a full ring waits */
+	struct ada_slot_info si;
+	ada_arena_slot_info(f->a, f->slot, &si);
+	assert_int_equal(si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN], 0);
+	/* Chunk 1's first record: entering chunk 1 set dlink[1]. */
+	uint64_t need = p->dlink[1];
+	assert_true(need > base && need <= base + i);
+	ada_detail_ring_set_decided(f->a, f->slot, need - 1);
+	assert_true(ada_detail_would_wait(p, rec_make(rec, i)));
+	ada_detail_ring_set_decided(f->a, f->slot, need);
+	assert_false(ada_detail_would_wait(p, rec_make(rec, i)));
+	wait_push(f, rec, i++); /* frees chunk 0 without waiting */
+	/* The whole ring decided for good: no wait however far it goes. */
+	ada_detail_ring_set_decided(f->a, f->slot, UINT64_MAX);
+	for (uint32_t k = 0; k < 300; k++) {
+		assert_false(ada_detail_would_wait(p, rec_make(rec, i)));
+		wait_push(f, rec, i++);
+	}
+}
+
+struct wait_drain {
+	struct fixture *f;
+	uint64_t base;
+	uint32_t total;
+	uint32_t seen; /* records copied, in order */
+	bool gap;      /* a snapshot reported lost bytes */
+	_Atomic bool stop;
+};
+
+/* The drain's side: copy what is new, then publish it as decided. */
+static void *wait_drain_main(void *arg)
+{
+	struct wait_drain *w = arg;
+	uint64_t *buf = aligned_alloc(8, DETAIL);
+	uint64_t from = 0;
+	while (w->seen < w->total && !atomic_load(&w->stop)) {
+		struct ada_detail_snapshot s;
+		if (ada_detail_ring_snapshot(w->f->a, w->f->slot, from, buf, DETAIL, &s) != 0)
+			break;
+		w->gap |= s.lost_bytes != 0;
+		size_t off = 0;
+		uint32_t len;
+		const uint8_t *r;
+		while ((r = ada_detail_rec_next(buf, s.bytes, &off, &len))) {
+			uint32_t seq;
+			memcpy(&seq, r, 4);
+			if (seq != w->seen)
+				w->gap = true;
+			w->seen = seq + 1;
+		}
+		from = s.end;
+		if (w->seen)
+			ada_detail_ring_set_decided(w->f->a, w->f->slot, w->base + w->seen);
+		sched_yield();
+	}
+	free(buf);
+	return NULL;
+}
+
+/* A producer ~60 rings ahead of a drain that decides what it copied: it
+ * waits whenever it would overwrite, so the drain sees every record, in
+ * order, and nothing is lost. */
+static void test_wait_concurrent_lossless(void **state)
+{
+	struct fixture *f = *state;
+	struct wait_drain w = {.f = f, .base = ada_producer_tls.head, .total = 2000};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, wait_drain_main, &w), 0);
+	uint8_t rec[256];
+	for (uint32_t i = 0; i < w.total; i++)
+		wait_push(f, rec, i);
+	pthread_join(th, NULL);
+	assert_false(w.gap);
+	assert_int_equal(w.seen, w.total);
+	assert_true(ada_producer_tls.dstall == UINT64_MAX); /* never gave up */
+}
+
+/* A drain that decides nothing more: one wait of the drain timeout, then
+ * the ring overwrites (counted) and waits no more while decided stands. */
+static void test_wait_stalled_drain(void **state)
+{
+	struct fixture *f = *state;
+	struct ada_producer *p = &ada_producer_tls;
+	uint8_t rec[256];
+	uint32_t i = 0;
+	ada_producer_set_drain_timeout_ms(20);
+	while (!ada_detail_would_wait(p, rec_make(rec, i))) {
+		assert_true(i < 1000);
+		wait_push(f, rec, i++);
+	}
+	assert_false(ada_detail_wait_room(p, rec_make(rec, i))); /* gave up */
+	assert_int_equal(p->dstall, 0);
+	for (uint32_t k = 0; k < 300; k++) {
+		assert_false(ada_detail_would_wait(p, rec_make(rec, i)));
+		wait_push(f, rec, i++);
+	}
+	struct ada_slot_info si;
+	ada_arena_slot_info(f->a, f->slot, &si);
+	assert_true(si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN] > 0);
+	/* Decided moves (not far enough): the next full chunk waits again. */
+	ada_detail_ring_set_decided(f->a, f->slot, 1);
+	bool waits = false;
+	for (uint32_t k = 0; k < 300 && !waits; k++) {
+		waits = ada_detail_would_wait(p, rec_make(rec, i));
+		if (!waits)
+			wait_push(f, rec, i++);
+	}
+	assert_true(waits);
+	ada_producer_set_drain_timeout_ms(2000);
+}
+
+/* The config text carries detail_overflow=wait both ways, and only then. */
+static void test_wait_config_text(void **state)
+{
+	(void)state;
+	struct ada_arena_config c, back;
+	char buf[ADA_ARENA_CONFIG_TEXT_MAX];
+	ada_arena_config_default(&c);
+	c.detail_bytes = DETAIL;
+	int n = ada_arena_config_format(&c, buf, sizeof(buf));
+	assert_true(n > 0 && !strstr(buf, "detail_overflow"));
+	c.detail_wait = 1;
+	n = ada_arena_config_format(&c, buf, sizeof(buf));
+	assert_true(n > 0 && strstr(buf, ",detail_overflow=wait"));
+	assert_int_equal(ada_arena_config_parse(buf, (size_t)n, &back), 0);
+	assert_int_equal(back.detail_wait, 1);
+	const char *ow = "detail_bytes=4096,detail_overflow=overwrite";
+	assert_int_equal(ada_arena_config_parse(ow, strlen(ow), &back), 0);
+	assert_int_equal(back.detail_wait, 0);
+	const char *bad = "detail_bytes=4096,detail_overflow=later";
+	assert_int_equal(ada_arena_config_parse(bad, strlen(bad), &back), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -853,6 +1030,11 @@ int main(void)
 	                                    fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_count_detail, fx_setup, fx_teardown),
 	    cmocka_unit_test(test_ring_at_mapping_end),
+	    cmocka_unit_test_setup_teardown(test_wait_decided_exact, fx_setup_wait, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_wait_concurrent_lossless, fx_setup_wait,
+	                                    fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_wait_stalled_drain, fx_setup_wait, fx_teardown),
+	    cmocka_unit_test(test_wait_config_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
