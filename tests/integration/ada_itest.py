@@ -36,6 +36,10 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import atf_check  # noqa: E402  (the independent ATF checker beside this file)
 
 SKIP = 77
 NOT_IMPLEMENTED = re.compile(rb"not implemented", re.I)
@@ -187,11 +191,13 @@ class Ada:
         skip_if_unimplemented("ada record", rc, e)
         return cmd, rc, o, e
 
-    def validate(self, d, rep):
+    def validate(self, d, rep, independent=True):
         rc, o, e = run([self.path, "validate", d])
         skip_if_unimplemented("ada validate", rc, e)
         rep.check(rc == 0, "`ada validate %s` exited %d:\n%s%s" % (
             d, rc, shown(o, 1500), shown(e, 1500)))
+        if independent:
+            check_independent(rep, d)
 
     def dump(self, d):
         cmd = [self.path, "dump", d, "--format", "jsonl"]
@@ -1053,6 +1059,17 @@ def cmd_bad(args, ada, work, rep):
     rep.note("stderr: %r" % lines)
 
 
+def check_independent(rep, d):
+    """The ATF checker written from the schema and errata alone
+    (atf_check.py, no code shared with ada validate): every index and
+    detail file, their links both ways."""
+    lines, files = atf_check.check_tree(d)
+    rep.check(not lines, "atf_check.py (independent of src/atf) found %d problem(s) in %s:\n%s"
+              % (len(lines), d, "\n".join(lines[:20])))
+    rep.note("atf_check.py: %d index file(s), their detail files and links: %s" % (
+        files, "no problem" if not lines else "%d problems" % len(lines)))
+
+
 # ---------------------------------------------------------------- flight recorder (issue 8)
 
 # scenario: (program mode, ada record options, expected exit status)
@@ -1583,6 +1600,76 @@ def flight_time(ada, work, rep, prog, scenario):
     check_args(rep, det, "rare_event", {"rdi": "0x7"})
 
 
+def flight_checker_catches(ada, work, rep, prog):
+    """atf_check.py must be able to fail: a --detail always session is
+    clean, then copies with one fault each (the footer CRC recomputed, so
+    only the fault itself can give it away) must each be reported."""
+    out_dir = os.path.join(work, "out")
+    cmd, rc, out, err = ada.record(out_dir, [prog, "symbol"], dict(os.environ),
+                                   ["--detail", "always", "--detail-mb", "8"])
+    session = find_session(out_dir, err, rep)
+    ada.validate(session, rep)
+    tdirs = [t for t in atf_check.thread_dirs(session)
+             if os.path.exists(os.path.join(t, "detail.atf"))]
+    if not tdirs:
+        raise Fail("no thread wrote detail.atf with --detail always")
+    src = tdirs[0]
+    idx = open(os.path.join(src, "index.atf"), "rb").read()
+    det = open(os.path.join(src, "detail.atf"), "rb").read()
+    n = (len(idx) - 128) // 32
+    dseq = [int.from_bytes(idx[64 + 32 * i + 28:64 + 32 * i + 32], "little") for i in range(n)]
+    linked = [i for i in range(n) if dseq[i] != 0xFFFFFFFF]
+    rep.check(len(linked) > 100, "only %d linked index events" % len(linked))
+    dlen = int.from_bytes(det[36:44], "little")
+    first_len = int.from_bytes(det[64:68], "little")
+
+    def put(b, off, width, value):
+        b[off:off + width] = value.to_bytes(width, "little")
+
+    def refooter(b, events_end, crc_at):
+        put(b, crc_at, 4, zlib.crc32(bytes(b[64:events_end])))
+
+    def fault(name, index_edit=None, detail_edit=None, keep_crc=True):
+        d = os.path.join(work, "fault_" + name, "thread_0")
+        os.makedirs(d)
+        ib, db = bytearray(idx), bytearray(det)
+        if index_edit:
+            index_edit(ib)
+            if keep_crc:
+                refooter(ib, len(ib) - 64, len(ib) - 64 + 4)
+        if detail_edit:
+            detail_edit(db)
+            if keep_crc:
+                refooter(db, 64 + dlen, 64 + dlen + 4)
+        open(os.path.join(d, "index.atf"), "wb").write(ib)
+        open(os.path.join(d, "detail.atf"), "wb").write(db)
+        lines, _ = atf_check.check_tree(d)
+        rep.check(lines, "atf_check.py did not notice: %s" % name)
+        rep.note("%s: %s" % (name, lines[0] if lines else "NOT NOTICED"))
+
+    lines, files = atf_check.check_tree(session)
+    rep.check(not lines and files > 0, "the intact session: %r" % lines[:5])
+    a, b = linked[0], linked[1]
+    fault("forward_link_dropped", lambda ib: put(ib, 64 + 32 * b + 28, 4, 0xFFFFFFFF))
+    fault("forward_links_swapped", lambda ib: (put(ib, 64 + 32 * a + 28, 4, dseq[b]),
+                                               put(ib, 64 + 32 * b + 28, 4, dseq[a])))
+    fault("backward_link_moved", detail_edit=lambda db: put(db, 64 + 8, 4,
+                                                             linked[0] + 1))
+    fault("detail_timestamp", detail_edit=lambda db: put(db, 64 + 16, 8,
+                                                          int.from_bytes(db[80:88], "little") + 1))
+    fault("detail_function", detail_edit=lambda db: put(db, 64 + 24, 8, 0x12345))
+    fault("detail_type", detail_edit=lambda db: put(db, 64 + 4, 2, 9))
+    fault("detail_length", detail_edit=lambda db: put(db, 64, 4, first_len + 8))
+    fault("detail_count", detail_edit=lambda db: put(db, 28, 8, len(linked) + 1))
+    fault("index_kind", lambda ib: put(ib, 64 + 32 * (n // 2) + 20, 4, 7))
+    fault("index_time_order", lambda ib: put(ib, 64 + 32 * (n // 2), 8, 1))
+    fault("index_footer_count", lambda ib: put(ib, len(ib) - 64 + 8, 8, n + 1))
+    fault("index_header_count", lambda ib: put(ib, 28, 4, n - 1))
+    fault("has_detail_flag", lambda ib: put(ib, 8, 4, 0))
+    fault("index_crc", lambda ib: put(ib, 64 + 32 * (n // 2) + 24, 4, 99), keep_crc=False)
+    fault("detail_crc", detail_edit=lambda db: put(db, 64 + 24 + 8, 8, 1), keep_crc=False)
+
+
 def cmd_flight(args, ada, work, rep):
     prog = args.program
     if args.scenario.startswith("time_"):
@@ -1591,6 +1678,8 @@ def cmd_flight(args, ada, work, rep):
         return flight_bad(ada, work, rep, prog)
     if args.scenario == "recover_killed":
         return flight_recover_killed(ada, work, rep, prog)
+    if args.scenario == "checker_catches":
+        return flight_checker_catches(ada, work, rep, prog)
     mode, opts, status = FLIGHT[args.scenario]
     untraced = run([prog, mode])
     if untraced[0] != status:
@@ -1993,6 +2082,7 @@ def main():
     sub.add_parser("selftest", help="check the checks on hand-made event streams")
     fl = sub.add_parser("flight", help="flight recorder scenarios on tests/targets/t_flight")
     fl.add_argument("scenario", choices=sorted(FLIGHT) + ["bad_options", "recover_killed",
+                                                          "checker_catches",
                                                           "time_whole", "time_wrap",
                                                           "time_never"])
     fl.add_argument("program")
