@@ -914,12 +914,26 @@ static void record_drop_reasons(const struct ada_record_summary *s, char *buf, s
 static void record_print_flight(const struct ada_record_summary *s)
 {
 	uint64_t lost = s->drops_by[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST];
-	char why[96] = "";
+	char why[256] = "", hint[160] = "";
+	uint64_t mib = 1;
+	while (mib << 20 < s->detail_ring_suggest && mib < (ADA_DETAIL_MAX_BYTES >> 20) * 2)
+		mib *= 2;
+	/* What this run's rate says the ring should be: sizing from a
+	 * measured rate, for the next run. */
+	if (s->detail_ring_suggest && mib <= (ADA_DETAIL_MAX_BYTES >> 20))
+		snprintf(hint, sizeof(hint),
+		         "; at this run's rate --detail-mb %llu would have held them",
+		         (unsigned long long)mib);
+	else if (s->detail_ring_suggest)
+		snprintf(hint, sizeof(hint),
+		         "; at this run's rate even --detail-mb %llu would not hold them: narrow "
+		         "--detail-symbols",
+		         (unsigned long long)(ADA_DETAIL_MAX_BYTES >> 20));
 	if (lost)
 		snprintf(why, sizeof(why),
 		         ", %llu records windows wanted were already overwritten "
-		         "(window_lost drops)",
-		         (unsigned long long)lost);
+		         "(window_lost drops)%s",
+		         (unsigned long long)lost, hint);
 	fprintf(stderr,
 	        "ada: flight recorder: %llu window%s persisted, %llu detail records persisted, "
 	        "%llu older detail records overwritten in memory (not drops)%s\n",

@@ -170,6 +170,30 @@ static void flight_gap(struct ada_recorder *r, struct wal_thread *t, const struc
 	}
 }
 
+uint64_t wal_flight_ring_suggest(const struct wal_proc *p)
+{
+	const struct ada_arena_config *c = p->arena ? ada_arena_config_of(p->arena) : NULL;
+	uint64_t best = 0;
+	for (size_t j = 0; c && j < p->nthreads; j++) {
+		const struct wal_thread *t = p->threads[j];
+		if (t->slot >= c->max_threads)
+			continue; /* a spill slot's ring is small whatever --detail-mb says */
+		for (size_t wi = 0; wi < t->nfw; wi++) {
+			const struct wal_flight_tw *fw = &t->fw[wi];
+			if (!fw->lost || !fw->records)
+				continue;
+			/* Records are near enough one size: the ring that holds
+			 * records + lost is the ring times that ratio (rounded up). */
+			uint64_t want = fw->records + fw->lost;
+			uint64_t need = (c->detail_bytes / fw->records) * want +
+			                ((c->detail_bytes % fw->records) * want + fw->records - 1) /
+			                    fw->records;
+			best = need > best ? need : best;
+		}
+	}
+	return best;
+}
+
 uint64_t wal_flight_thread_lost(const struct wal_thread *t)
 {
 	uint64_t n = 0;

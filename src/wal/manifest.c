@@ -193,6 +193,9 @@ static json_t *man_detail(const struct ada_recorder *r, const struct wal_proc *p
 	}
 	json_object_set_new(o, "set", set);
 	man_detail_counts(o, p);
+	if (p->detail_ring_suggest) /* what the windows lost says the ring should have been */
+		json_object_set_new(o, "ring_suggest_bytes",
+		                    json_integer((json_int_t)p->detail_ring_suggest));
 	json_t *ks = wal_keysym_json(r, p);
 	if (ks)
 		json_object_set_new(o, "keysym", ks);
@@ -481,6 +484,9 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "ring", man_ring(p));
 	wal_drops_read(r, p); /* man_detail's counts as man_drops' */
 	wal_drops_fold(r, p);
+	uint64_t suggest = wal_flight_ring_suggest(p); /* kept: the summary's, threads gone */
+	p->detail_ring_suggest =
+	    suggest > p->detail_ring_suggest ? suggest : p->detail_ring_suggest;
 	json_object_set_new(root, "detail", man_detail(r, p));
 	json_object_set_new(root, "arena", json_string(p->arena_path));
 	json_object_set_new(root, "arena_dir", json_string(r->arena_dir));

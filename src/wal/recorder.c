@@ -301,6 +301,9 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	for (size_t i = 0; i < r->nprocs; i++) {
 		s->detail_records += wal_detail_proc_records(r->procs[i]);
 		s->detail_overwritten += r->procs[i]->detail_overwritten;
+		uint64_t want = r->procs[i]->detail_ring_suggest;
+		s->detail_ring_suggest =
+		    want > s->detail_ring_suggest ? want : s->detail_ring_suggest;
 		s->drops += wal_proc_drops(r->procs[i]);
 		for (int l = 0; l < ADA_LANE_COUNT; l++)
 			for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)

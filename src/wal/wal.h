@@ -390,6 +390,9 @@ struct ada_record_summary {
 	 * triggered: not drops; window_lost in drops_by are the wanted ones). */
 	uint32_t detail_mode; /* enum ada_detail_mode */
 	uint64_t windows, detail_records, detail_overwritten;
+	/* Bytes per thread a detail ring would have needed to hold what the
+	 * windows lost at this run's rate (wal_flight_ring_suggest; 0: none). */
+	uint64_t detail_ring_suggest;
 	/* CPU time of the drain thread alone (CLOCK_THREAD_CPUTIME_ID at its
 	 * end): the recorder's process CPU minus this is mostly the kernel's
 	 * io_uring workers (the page-cache copy) and the caller's thread. */

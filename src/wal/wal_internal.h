@@ -440,11 +440,14 @@ struct wal_proc {
 	 * them with rec_drops, as reported (wal_drops_fold, loss.c). */
 	uint64_t arena_drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
 	uint64_t detail_overwritten; /* not wanted by a window (loss.c): information */
-	uint8_t *slot_noted;         /* max_threads: 1 once its quarantine was reported */
-	json_t *quarantine;          /* [{thread, tid, slot, reason, ...}] for the manifest */
-	json_t *warnings;            /* this process's sentences (with r->warnings) */
-	size_t man_warnings;         /* r->warnings' size when its manifest was written */
-	double dir_tokens;           /* thread-directory budget (token bucket) */
+	/* wal_flight_ring_suggest() when its manifest was last written (the
+	 * summary's, after the threads are gone) */
+	uint64_t detail_ring_suggest;
+	uint8_t *slot_noted; /* max_threads: 1 once its quarantine was reported */
+	json_t *quarantine;  /* [{thread, tid, slot, reason, ...}] for the manifest */
+	json_t *warnings;    /* this process's sentences (with r->warnings) */
+	size_t man_warnings; /* r->warnings' size when its manifest was written */
+	double dir_tokens;   /* thread-directory budget (token bucket) */
 	uint64_t dir_tokens_ns;
 	uint32_t dirs_refused;
 	int arena_fd;                      /* -1: none; kept to check the file's size */
@@ -815,6 +818,11 @@ void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p);
 void wal_flight_manifest(json_t *root, struct ada_recorder *r, struct wal_proc *p);
 /* Records of t the windows wanted and its ring had overwritten (window_lost). */
 uint64_t wal_flight_thread_lost(const struct wal_thread *t);
+/* The detail ring (bytes per thread) that would have held every record
+ * the windows of p wanted at the rate its rings filled: the largest over
+ * its threads and windows of ring bytes x (persisted + window_lost) /
+ * persisted; 0 when no window lost a record (or none was persisted). */
+uint64_t wal_flight_ring_suggest(const struct wal_proc *p);
 static inline void wal_flight_feed(struct wal_thread *t, const struct atf_index_event *ev, size_t n)
 {
 	if (t->trig)

@@ -1415,6 +1415,23 @@ def flight_window_lost(rep, m, events, err):
                   "%d records windows wanted were already overwritten" % lost in l
                   for l in summary),
               "the summary should count window_lost %d: %r" % (lost, summary))
+    # Sizing from this run's measured rate: the ring that would have held
+    # what each thread's window kept and lost (records are near enough one
+    # size), as a power-of-two --detail-mb, in the manifest and the summary.
+    ring = det.get("ring_bytes", 0)
+    need = max(((ring // t["records"]) * (t["records"] + t["window_lost"]) +
+                ((ring % t["records"]) * (t["records"] + t["window_lost"]) +
+                 t["records"] - 1) // t["records"])
+               for t in wt if t.get("records") and t.get("window_lost")) if wt else 0
+    mib = 1
+    while mib << 20 < need:
+        mib *= 2
+    rep.check(need > ring and det.get("ring_suggest_bytes") == need,
+              "detail.ring_suggest_bytes %r, expected %d (ring %d)" % (
+                  det.get("ring_suggest_bytes"), need, ring))
+    rep.check(any("at this run's rate --detail-mb %d would have held them" % mib in l
+                  for l in summary), "the summary should suggest --detail-mb %d: %r" % (
+                      mib, summary))
     # Every record the program made: one per call and return of a
     # function in the detail set (all of them here), so this run's own
     # index lane counts them. Not a second run: the program's calls are
