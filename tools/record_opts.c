@@ -117,7 +117,8 @@ static void record_usage(FILE *f)
 	    "  --post-roll-sec S  detail kept after a fire (default 1)\n"
 	    "  --max-windows N    at most N windows (default %u; overlapping fires merge)\n"
 	    "  --trigger-holdoff-ms MS  a trigger that fired ignores its fires for MS\n"
-	    "                     (default 1000)\n",
+	    "                     (default 1000), but for a call slower than every one\n"
+	    "                     it fired on meanwhile (latency and p99 triggers)\n",
 	    ADA_ARENA_DEFAULT_MAX_THREADS, ADA_ARENA_DEFAULT_THREAD_LIMIT,
 	    ADA_TRIGGER_DEFAULT_MAX_WINDOWS);
 }

@@ -95,11 +95,12 @@ static json_t *status_triggers(struct ada_control *c)
 	const struct ada_trigger_stats *s = &c->live->trig;
 	struct ada_trigger_spec sp[ADA_TRIGGER_MAX];
 	size_t armed = ada_trigger_list(c->h.trig, sp, ADA_TRIGGER_MAX);
-	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "armed", (json_int_t)armed, "fires",
-	                 (json_int_t)s->fires, "held_off", (json_int_t)s->held_off,
-	                 "over_max_windows", (json_int_t)s->over_max, "merged",
-	                 (json_int_t)s->merged, "manual_ignored", (json_int_t)s->manual_ignored,
-	                 "manual_dropped", (json_int_t)c->live->manual_dropped);
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "armed", (json_int_t)armed, "fires",
+	                 (json_int_t)s->fires, "held_off", (json_int_t)s->held_off, "escalated",
+	                 (json_int_t)s->escalated, "over_max_windows", (json_int_t)s->over_max,
+	                 "merged", (json_int_t)s->merged, "manual_ignored",
+	                 (json_int_t)s->manual_ignored, "manual_dropped",
+	                 (json_int_t)c->live->manual_dropped);
 }
 
 void ctl_method_status(struct ctl_call *k)

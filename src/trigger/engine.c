@@ -252,11 +252,22 @@ void trig_fire(struct ada_trigger_engine *e, int i, uint64_t fire_ns, uint64_t f
 	bool death = t->spec.kind == ADA_TRIGGER_CRASH;
 	if (!death && t->has_fired && fire_ns - t->last_fire_ns < e->o.holdoff_ns &&
 	    fire_ns >= t->last_fire_ns) {
-		e->st.held_off++;
-		return;
+		/* A slow call worse than every one since the hold-off began is
+		 * not held off: a call barely over a p99 must not hide the real
+		 * outlier that follows it (what->duration_ns is 0 for the kinds
+		 * that are not about a call's duration). */
+		if (what->duration_ns <= t->worst_ns) {
+			e->st.held_off++;
+			return;
+		}
+		e->st.escalated++;
+	} else {
+		t->worst_ns = 0; /* a new hold-off period */
 	}
 	t->has_fired = true;
 	t->last_fire_ns = fire_ns;
+	if (what->duration_ns > t->worst_ns)
+		t->worst_ns = what->duration_ns;
 	struct ada_trigger_window *w = engine_overlap(e, from_ns, to_ns);
 	if (w) {
 		engine_merge(e, w, from_ns, to_ns, what);

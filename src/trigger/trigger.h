@@ -104,6 +104,7 @@ struct ada_trigger_window {
 struct ada_trigger_stats {
 	uint64_t fires;          /* every fire, counted before hold-off/max */
 	uint64_t held_off;       /* ignored: within the trigger's hold-off */
+	uint64_t escalated;      /* within the hold-off, but slower than every call it held */
 	uint64_t over_max;       /* ignored: max_windows reached */
 	uint64_t merged;         /* extended an existing window */
 	uint64_t manual_ignored; /* manual fire with no manual trigger armed */

@@ -23,7 +23,10 @@ struct trig_slot {
 	uint64_t added_ns; /* fires only on events at or after this */
 	/* drain-side (live copy only): */
 	bool has_fired;
-	uint64_t last_fire_ns;    /* for the hold-off */
+	uint64_t last_fire_ns; /* for the hold-off */
+	/* Latency and p99 triggers: the slowest call that fired since the
+	 * hold-off last began. A slower one is not held off (escalation). */
+	uint64_t worst_ns;
 	uint64_t time_last_start; /* time=: start of the last range fired */
 };
 

@@ -596,6 +596,7 @@ static json_t *flight_stats(struct ada_recorder *r)
 	json_t *o = json_object();
 	json_object_set_new(o, "fires", json_integer((json_int_t)s.fires));
 	json_object_set_new(o, "held_off", json_integer((json_int_t)s.held_off));
+	json_object_set_new(o, "escalated", json_integer((json_int_t)s.escalated));
 	json_object_set_new(o, "over_max_windows", json_integer((json_int_t)s.over_max));
 	json_object_set_new(o, "merged", json_integer((json_int_t)s.merged));
 	json_object_set_new(o, "manual_ignored", json_integer((json_int_t)s.manual_ignored));

@@ -1126,6 +1126,11 @@ FLIGHT = {
                                 139),
     "latency": ("slow", ["--pre-roll-sec", "0.01", "--post-roll-sec", "0.01",
                          "--trigger", "p99=function:work>50ms"], 0),
+    # No threshold: work()'s own running p99 (after 100 calls). The 60 ms
+    # call is far past it and must fire; calls barely over it may fire too
+    # (that is what a p99 is), within the hold-off and --max-windows.
+    "p99_auto": ("slow", ["--pre-roll-sec", "0.01", "--post-roll-sec", "0.01",
+                          "--trigger", "p99=function:work"], 0),
     # A detail ring large enough for the drain's lag behind the busy loop
     # that follows the fire (8 MiB: some 40 000 records).
     "symbol": ("symbol", ["--pre-roll-sec", "0.05", "--post-roll-sec", "0.05",
@@ -1252,6 +1257,31 @@ def check_one_window(rep, ada, pid_dir, m, trigger, fn):
                       w.get("function_id"), fn, ids))
     rep.check(w["from_ns"] <= w["fire_ns"] <= w["to_ns"], "window out of order: %r" % w)
     return w
+
+
+def flight_p99_auto(rep, ada, pid_dir, m, events):
+    """p99=function:work (no threshold): a window fires at the return of
+    the one slow call (its duration over the threshold the engine had
+    estimated, far under the slow call's), with work's arguments; every
+    window is that trigger's, on work, judged against a learnt p99."""
+    wins = flight_windows(m)
+    slow = [w for w in wins if w.get("duration_ns", 0) > 50000000]
+    rep.note("%d window(s): %r" % (len(wins), [(w.get("duration_ns"), w.get("threshold_ns"))
+                                                for w in wins]))
+    if not rep.check(len(slow) == 1, "one window should be the 60 ms call's: %r" % wins):
+        return
+    w = slow[0]
+    rets = [e for e in events if e.get("kind") == "return"
+            and base_name(e.get("function")) == "work" and e["ts"] == w["fire_ns"]]
+    rep.check(len(rets) == 1, "the window fires at the slow call's return (%d)" % w["fire_ns"])
+    rep.check(0 < w.get("threshold_ns", 0) < 50000000,
+              "the threshold is work's learnt p99, not the slow call: %r" % w.get("threshold_ns"))
+    rep.check(all(x.get("trigger") == "p99=function:work" and
+                  x.get("threshold_ns", 0) < x.get("duration_ns", 0) for x in wins),
+              "every window is the p99 trigger's, over its threshold: %r" % wins)
+    det = check_window_detail(rep, pid_dir, events, m)
+    slow_ret = [e for e in det if e.get("kind") == "return" and e["ts"] == w["fire_ns"]]
+    rep.check(len(slow_ret) == 1, "the slow call's RETURN should have its detail record")
 
 
 def flight_constant(rep, ada, pid_dir, m, scenario):
@@ -1782,6 +1812,8 @@ def cmd_flight(args, ada, work, rep):
                         and base_name(e.get("function")) == "work")
             rep.check(0 < works < 1000, "only the calls around the slow one should be in "
                       "detail.atf, not all 1000: %d" % works)
+    elif args.scenario == "p99_auto":
+        flight_p99_auto(rep, ada, pid_dir, m, events)
     elif args.scenario == "symbol":
         check_one_window(rep, ada, pid_dir, m, "symbol=rare_event", "rare_event")
         det = check_window_detail(rep, pid_dir, events, m)

@@ -201,6 +201,40 @@ static void test_holdoff(void **state)
 	rig_fini(&r);
 }
 
+/* Latency and p99 triggers escalate through the hold-off: a call slower
+ * than every one that fired since the hold-off began gets its window (a
+ * call barely over a p99 must not hide the outlier after it); one no
+ * slower is held off; a new hold-off period forgets the old worst. */
+static void test_holdoff_escalation(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, 10 * MS, 10 * MS, 0, 2 * SEC);
+	arm(&r, "p99=function:handle_request>1ms", 0);
+	uint64_t t = T0;
+	/* durations in ms, calls 100 ms apart: 2 fires; 1.5 held (not
+	 * slower than 2); 60 escalates; 3 and 60 held (not slower than 60);
+	 * 61 escalates; then, past 2 s after the last fire, 2 fires again. */
+	static const uint64_t dur_us[] = {2000, 1500, 60000, 3000, 60000, 61000};
+	for (size_t k = 0; k < sizeof(dur_us) / sizeof(dur_us[0]); k++) {
+		call(&r, FN(1), t, dur_us[k] * 1000);
+		t += 100 * MS;
+	}
+	t += 3 * SEC;
+	call(&r, FN(1), t, 2 * MS);
+	assert_int_equal(ada_trigger_window_count(r.e), 4);
+	assert_int_equal(win(&r, 0)->duration_ns, 2 * MS);
+	assert_int_equal(win(&r, 1)->duration_ns, 60 * MS);
+	assert_int_equal(win(&r, 2)->duration_ns, 61 * MS);
+	assert_int_equal(win(&r, 3)->duration_ns, 2 * MS);
+	struct ada_trigger_stats st;
+	ada_trigger_get_stats(r.e, &st);
+	assert_int_equal(st.fires, 7);
+	assert_int_equal(st.held_off, 3);
+	assert_int_equal(st.escalated, 2);
+	rig_fini(&r);
+}
+
 static void test_max_windows(void **state)
 {
 	(void)state;
@@ -766,6 +800,7 @@ int main(void)
 	    cmocka_unit_test(test_latency_nested),
 	    cmocka_unit_test(test_merge_overlapping),
 	    cmocka_unit_test(test_holdoff),
+	    cmocka_unit_test(test_holdoff_escalation),
 	    cmocka_unit_test(test_max_windows),
 	    cmocka_unit_test(test_p2_estimator),
 	    cmocka_unit_test(test_p99_trigger),
