@@ -949,6 +949,14 @@ static void record_print_flight(const struct ada_record_summary *s)
 static void record_print_always(const struct ada_record_summary *s)
 {
 	uint64_t lost = s->drops_by[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
+	/* What keeping every record cost the program (--detail-overflow wait). */
+	if (s->detail_waits)
+		fprintf(
+		    stderr,
+		    "ada: --detail always: the program's threads waited %llu times (%.3f s in all) "
+		    "for the drain to persist detail records; a larger --detail-mb or a narrower "
+		    "--detail-symbols waits less\n",
+		    (unsigned long long)s->detail_waits, (double)s->detail_waited_ns / 1e9);
 	if (!lost)
 		return;
 	fprintf(stderr,

@@ -63,6 +63,17 @@ void ada_detail_ring_set_decided(struct ada_arena *a, uint32_t slot, uint64_t li
 		atomic_store_explicit(dec, link, memory_order_release);
 }
 
+void ada_detail_ring_waits(struct ada_arena *a, uint32_t slot, uint64_t *waits, uint64_t *ns)
+{
+	*waits = *ns = 0;
+	if (slot >= a->nslots || ring_slot_detail_bytes(a, slot) == 0)
+		return;
+	_Atomic uint64_t *w = ring_detail_hdr(a, slot)->wait_stat;
+	/* Relaxed: counters to show, ordered with nothing. */
+	*waits = atomic_load_explicit(&w[0], memory_order_relaxed);
+	*ns = atomic_load_explicit(&w[1], memory_order_relaxed);
+}
+
 static uint64_t detail_step(uint64_t w, uint64_t d)
 {
 	return ada_detail_step(w, d);

@@ -226,6 +226,7 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 		p->dmax = (uint32_t)((1ull << p->dshift) - RING_DETAIL_HDR);
 		p->dwait = a->cfg.detail_wait;
 		p->ddecided = &dh->decided;
+		p->dwaits = dh->wait_stat;
 		p->dstall = UINT64_MAX; /* no wait has given up */
 		producer_detail_restart(p, dh);
 	}
@@ -413,11 +414,31 @@ void ada_producer_reset_thread(void)
 		pthread_setspecific(producer_key, NULL);
 }
 
+/* Counts one wait that began at t0 in the slot (we are its only writer). */
+static void detail_wait_count(struct ada_producer *p, uint64_t t0)
+{
+	uint64_t ns = producer_mono_ns() - t0;
+	_Atomic uint64_t *w = p->dwaits;
+	/* Relaxed: counters the drain shows, ordered with nothing. */
+	atomic_store_explicit(&w[0], atomic_load_explicit(&w[0], memory_order_relaxed) + 1,
+	                      memory_order_relaxed);
+	atomic_store_explicit(&w[1], atomic_load_explicit(&w[1], memory_order_relaxed) + ns,
+	                      memory_order_relaxed);
+}
+
+/* The wait that began at t0 (0: none began) ends, with or without room. */
+static bool detail_wait_done(struct ada_producer *p, uint64_t t0, bool room)
+{
+	if (t0)
+		detail_wait_count(p, t0);
+	return room;
+}
+
 /* Gives up on the drain: its decided stood still for the timeout. */
-static bool detail_wait_stalled(struct ada_producer *p, uint64_t dec)
+static bool detail_wait_stalled(struct ada_producer *p, uint64_t dec, uint64_t t0)
 {
 	p->dstall = dec;
-	return false;
+	return detail_wait_done(p, t0, false);
 }
 
 bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
@@ -428,14 +449,15 @@ bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
 	uint64_t beat = ada_arena_heartbeat(a);
 	/* A recorder another thread found dead: do not wait at all. */
 	if (atomic_load_explicit(&producer_dead_beat, memory_order_relaxed) == beat + 1)
-		return detail_wait_stalled(p,
-		                           atomic_load_explicit(p->ddecided, memory_order_relaxed));
+		return detail_wait_stalled(
+		    p, atomic_load_explicit(p->ddecided, memory_order_relaxed), 0);
+	uint64_t t0 = producer_mono_ns();
 	for (uint32_t i = 0; i < PRODUCER_SPINS; i++) {
 		producer_pause();
 		if (producer_was_reset(p, a))
-			return false;
+			return false; /* the slot is not ours any more: count nothing */
 		if (!ada_detail_would_wait(p, len))
-			return true;
+			return detail_wait_done(p, t0, true);
 	}
 	uint64_t dec = atomic_load_explicit(p->ddecided, memory_order_relaxed);
 	uint64_t since = producer_mono_ns();
@@ -444,7 +466,7 @@ bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
 		if (producer_was_reset(p, a))
 			return false;
 		if (!ada_detail_would_wait(p, len))
-			return true;
+			return detail_wait_done(p, t0, true);
 		if (n % PRODUCER_YIELDS_PER_CLOCK)
 			continue;
 		/* Bounded by the drain's progress on this ring, not by its
@@ -458,7 +480,7 @@ bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
 			since = now;
 		} else if (now - since >=
 		           atomic_load_explicit(&producer_lag_ns, memory_order_relaxed)) {
-			return detail_wait_stalled(p, d);
+			return detail_wait_stalled(p, d, t0);
 		}
 	}
 }

@@ -448,6 +448,10 @@ uint32_t ada_detail_max_record(const struct ada_arena *a);
  * drain decides no more). What a producer waiting for room reads
  * (ring.h, "Waiting for the drain"); stored only when it changes. */
 void ada_detail_ring_set_decided(struct ada_arena *a, uint32_t slot, uint64_t link);
+/* Drain: how many times the slot's thread waited for decided, and the ns
+ * it spent waiting (0 and 0 without a detail ring). Values from the
+ * target's memory: shown, never used to size anything. */
+void ada_detail_ring_waits(struct ada_arena *a, uint32_t slot, uint64_t *waits, uint64_t *ns);
 struct ada_detail_snapshot {
 	uint64_t begin;      /* ring position of the first record returned */
 	uint64_t end;        /* position after the last one (pass as `from` next time) */
@@ -533,6 +537,7 @@ struct ada_producer {
 	 * the last chunks was entered: every record of chunk k links below
 	 * dlink[k + 1], so chunk k may be overwritten once decided reaches it. */
 	_Atomic uint64_t *ddecided;
+	_Atomic uint64_t *dwaits; /* the slot's wait_stat: waits, ns waited */
 	uint64_t dlink[ADA_DETAIL_CHUNKS];
 	/* The decided value at which the last wait gave up (the drain made no
 	 * progress for the drain timeout): no new wait until it moves, so a

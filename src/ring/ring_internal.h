@@ -121,6 +121,9 @@ struct ada_detail_hdr {
 	 * decided; UINT64_MAX: never wait (the drain will decide no more).
 	 * Beside oldest: the producer reads it once per chunk it enters. */
 	_Atomic uint64_t decided;
+	/* Producer writes (single writer, on a wait only), drain reads: the
+	 * waits for decided (ada_detail_wait_room) and the ns they took. */
+	_Atomic uint64_t wait_stat[2];
 };
 
 _Static_assert(sizeof(struct ada_slot_desc) == ADA_CACHELINE, "one line per slot descriptor");

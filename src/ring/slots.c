@@ -206,6 +206,8 @@ int ada_arena_slot_free(struct ada_arena *a, uint32_t slot)
 		atomic_store_explicit(&dh->oldest, 0, memory_order_relaxed);
 		atomic_store_explicit(&dh->head, 0, memory_order_relaxed);
 		atomic_store_explicit(&dh->decided, 0, memory_order_relaxed);
+		atomic_store_explicit(&dh->wait_stat[0], 0, memory_order_relaxed);
+		atomic_store_explicit(&dh->wait_stat[1], 0, memory_order_relaxed);
 	}
 	ring_cons_freed(a, slot);
 	/* Publishes the zeroed counters and the drained tail to the next

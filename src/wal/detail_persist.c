@@ -59,8 +59,9 @@ struct wal_tdetail {
 	uint64_t gap_lo, gap_hi;
 	/* Totals over the thread's life (manifest). */
 	uint64_t records, bytes, overwritten, unlinked, files;
-	uint64_t lost; /* --detail always: overwritten before persisted (drops) */
-	bool settle;   /* the next call is the thread's (or file's) last: look whole */
+	uint64_t lost;           /* --detail always: overwritten before persisted (drops) */
+	uint64_t waits, wait_ns; /* --detail always: the thread's waits for room (the slot's) */
+	bool settle;             /* the next call is the thread's (or file's) last: look whole */
 	int error;
 };
 
@@ -406,8 +407,15 @@ int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t fr
 		dt->from = snap.end;
 	/* --detail always: a thread waiting for room (detail_overflow=wait)
 	 * may now reuse what links below the high-water mark. */
-	if (all_time)
+	if (all_time) {
 		ada_detail_ring_set_decided(t->p->arena, t->slot, dt->hwm);
+		uint64_t w, ns;
+		ada_detail_ring_waits(t->p->arena, t->slot, &w, &ns);
+		/* Only forward: the slot's counters (the target's memory) are
+		 * shown, and a thread's totals never go back. */
+		dt->waits = w > dt->waits ? w : dt->waits;
+		dt->wait_ns = ns > dt->wait_ns ? ns : dt->wait_ns;
+	}
 	/* The links that went into the disk window (segment.c) reach the file
 	 * now, one pwrite. One that cannot (its record is written, its index
 	 * event keeps "no detail") is counted as a failed patch would have
@@ -529,6 +537,16 @@ void wal_detail_sync_overwritten(struct wal_thread *t)
 		t->dt->overwritten += pd_overwritten(t->dt, pd_counter(t));
 }
 
+void wal_detail_proc_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *ns)
+{
+	*waits = *ns = 0;
+	for (size_t j = 0; j < p->nthreads; j++)
+		if (p->threads[j]->dt) {
+			*waits += p->threads[j]->dt->waits;
+			*ns += p->threads[j]->dt->wait_ns;
+		}
+}
+
 uint64_t wal_detail_proc_records(const struct wal_proc *p)
 {
 	uint64_t n = 0;
@@ -548,6 +566,8 @@ json_t *wal_detail_thread_json(const struct wal_thread *t)
 	json_object_set_new(o, "bytes", json_integer((json_int_t)dt->bytes));
 	json_object_set_new(o, "overwritten", json_integer((json_int_t)dt->overwritten));
 	json_object_set_new(o, "lost", json_integer((json_int_t)dt->lost));
+	json_object_set_new(o, "waits", json_integer((json_int_t)dt->waits));
+	json_object_set_new(o, "waited_ns", json_integer((json_int_t)dt->wait_ns));
 	json_object_set_new(o, "window_lost", json_integer((json_int_t)wal_flight_thread_lost(t)));
 	json_object_set_new(o, "unlinked", json_integer((json_int_t)dt->unlinked));
 	json_object_set_new(o, "files", json_integer((json_int_t)dt->files));

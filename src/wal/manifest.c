@@ -159,6 +159,10 @@ static void man_detail_counts(json_t *o, const struct wal_proc *p)
 {
 	json_object_set_new(o, "records", json_integer((json_int_t)wal_detail_proc_records(p)));
 	json_object_set_new(o, "overwritten", json_integer((json_int_t)p->detail_overwritten));
+	uint64_t waits, ns;
+	wal_detail_proc_waits(p, &waits, &ns);
+	json_object_set_new(o, "waits", json_integer((json_int_t)waits));
+	json_object_set_new(o, "waited_ns", json_integer((json_int_t)ns));
 	json_object_set_new(
 	    o, "window_lost",
 	    json_integer((json_int_t)p->drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST]));

@@ -301,6 +301,10 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	for (size_t i = 0; i < r->nprocs; i++) {
 		s->detail_records += wal_detail_proc_records(r->procs[i]);
 		s->detail_overwritten += r->procs[i]->detail_overwritten;
+		uint64_t waits, ns;
+		wal_detail_proc_waits(r->procs[i], &waits, &ns);
+		s->detail_waits += waits;
+		s->detail_waited_ns += ns;
 		uint64_t want = r->procs[i]->detail_ring_suggest;
 		s->detail_ring_suggest =
 		    want > s->detail_ring_suggest ? want : s->detail_ring_suggest;

@@ -393,6 +393,8 @@ struct ada_record_summary {
 	/* Bytes per thread a detail ring would have needed to hold what the
 	 * windows lost at this run's rate (wal_flight_ring_suggest; 0: none). */
 	uint64_t detail_ring_suggest;
+	/* --detail always: times a thread waited for detail room, and the ns */
+	uint64_t detail_waits, detail_waited_ns;
 	/* CPU time of the drain thread alone (CLOCK_THREAD_CPUTIME_ID at its
 	 * end): the recorder's process CPU minus this is mostly the kernel's
 	 * io_uring workers (the page-cache copy) and the caller's thread. */

@@ -673,6 +673,8 @@ void wal_detail_free(struct wal_thread *t);
 void wal_detail_sync_overwritten(struct wal_thread *t);
 /* Detail records persisted, every thread of p. */
 uint64_t wal_detail_proc_records(const struct wal_proc *p);
+/* --detail always: the times p's threads waited for detail room, and the ns. */
+void wal_detail_proc_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *ns);
 /* Per-thread totals for the manifest (NULL when the thread never used it). */
 json_t *wal_detail_thread_json(const struct wal_thread *t);
 

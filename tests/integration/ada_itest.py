@@ -1520,6 +1520,18 @@ def flight_always_counts(rep, m, events, err, must_lose, overflow="overwrite", n
     rep.check(m.get("detail", {}).get("overflow") == overflow,
               "the manifest's detail.overflow should be %r: %r" % (
                   overflow, m.get("detail", {}).get("overflow")))
+    # The cost of keeping every record: waits counted per thread and in
+    # all, and said on the summary exactly when there were some.
+    waits = m.get("detail", {}).get("waits", -1)
+    rep.check(waits == sum(t.get("detail", {}).get("waits", 0) for t in m.get("threads", []))
+              and (waits > 0 and m["detail"].get("waited_ns", 0) > 0 if overflow == "wait"
+                   else waits == 0),
+              "detail.waits %r (waited_ns %r) with --detail-overflow %s" % (
+                  waits, m.get("detail", {}).get("waited_ns"), overflow))
+    said = [l for l in err.decode(errors="replace").splitlines()
+            if l.startswith("ada: --detail always: the program's threads waited %d times" % waits)]
+    rep.check(len(said) == (1 if waits > 0 else 0),
+              "the summary should say the %d waits once: %r" % (waits, said))
     if no_loss:
         rep.check(lost == 0 and det.get("records", -1) == made,
                   "--detail-overflow wait: every record persisted (%d), none lost: %r "

@@ -889,6 +889,9 @@ static void test_wait_decided_exact(void **state)
 	ada_detail_ring_set_decided(f->a, f->slot, need);
 	assert_false(ada_detail_would_wait(p, rec_make(rec, i)));
 	wait_push(f, rec, i++); /* frees chunk 0 without waiting */
+	uint64_t waits, ns;
+	ada_detail_ring_waits(f->a, f->slot, &waits, &ns);
+	assert_int_equal(waits, 0); /* nothing waited: nothing counted */
 	/* The whole ring decided for good: no wait however far it goes. */
 	ada_detail_ring_set_decided(f->a, f->slot, UINT64_MAX);
 	for (uint32_t k = 0; k < 300; k++) {
@@ -969,6 +972,10 @@ static void test_wait_stalled_drain(void **state)
 	}
 	assert_false(ada_detail_wait_room(p, rec_make(rec, i))); /* gave up */
 	assert_int_equal(p->dstall, 0);
+	uint64_t waits, ns;
+	ada_detail_ring_waits(f->a, f->slot, &waits, &ns);
+	assert_int_equal(waits, 1); /* counted, with the time it took */
+	assert_true(ns > 0);
 	for (uint32_t k = 0; k < 300; k++) {
 		assert_false(ada_detail_would_wait(p, rec_make(rec, i)));
 		wait_push(f, rec, i++);
@@ -978,13 +985,13 @@ static void test_wait_stalled_drain(void **state)
 	assert_true(si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN] > 0);
 	/* Decided moves (not far enough): the next full chunk waits again. */
 	ada_detail_ring_set_decided(f->a, f->slot, 1);
-	bool waits = false;
-	for (uint32_t k = 0; k < 300 && !waits; k++) {
-		waits = ada_detail_would_wait(p, rec_make(rec, i));
-		if (!waits)
+	bool again = false;
+	for (uint32_t k = 0; k < 300 && !again; k++) {
+		again = ada_detail_would_wait(p, rec_make(rec, i));
+		if (!again)
 			wait_push(f, rec, i++);
 	}
-	assert_true(waits);
+	assert_true(again);
 	ada_producer_set_drain_timeout_ms(2000);
 }
 
