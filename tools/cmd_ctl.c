@@ -138,6 +138,12 @@ void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 	if (json_is_integer(json_object_get(st, "detail_records")))
 		fprintf(f, ", %lld detail records persisted",
 		        (long long)fmt_int(st, "detail_records"));
+	/* --detail always: the price of keeping every record, when paid. */
+	if (fmt_int(st, "detail_waits") > 0)
+		fprintf(f, " (the program waited %lld time%s, %.3f s in all, for room)",
+		        (long long)fmt_int(st, "detail_waits"),
+		        fmt_int(st, "detail_waits") == 1 ? "" : "s",
+		        json_number_value(json_object_get(st, "detail_waited_sec")));
 	fprintf(f, ", %lld trigger%s armed",
 	        (long long)fmt_int(json_object_get(st, "triggers"), "armed"),
 	        fmt_int(json_object_get(st, "triggers"), "armed") == 1 ? "" : "s");
@@ -208,6 +214,17 @@ static void man_add(json_t *st, json_t *man)
 		json_object_set_new(
 		    st, "detail_records",
 		    json_integer(fmt_int(st, "detail_records") + (rec > 0 ? rec : 0)));
+	}
+	if (mode && !strcmp(mode, "always")) { /* the waits for room */
+		json_t *d = json_object_get(man, "detail");
+		json_int_t waits = fmt_int(d, "waits"), ns = fmt_int(d, "waited_ns");
+		json_object_set_new(
+		    st, "detail_waits",
+		    json_integer(fmt_int(st, "detail_waits") + (waits > 0 ? waits : 0)));
+		json_object_set_new(
+		    st, "detail_waited_sec",
+		    json_real(json_number_value(json_object_get(st, "detail_waited_sec")) +
+		              (ns > 0 ? (double)ns / 1e9 : 0)));
 	}
 	if (mode && !strcmp(mode, "triggered")) { /* information, not a drop */
 		json_int_t over = fmt_int(json_object_get(man, "detail"), "overwritten");

@@ -128,6 +128,12 @@ void ctl_method_status(struct ctl_call *k)
 		if (v->detail_mode == ADA_DETAIL_TRIGGERED) /* information, not a drop */
 			json_object_set_new(o, "detail_overwritten",
 			                    json_integer((json_int_t)v->detail_overwritten));
+		if (v->detail_mode == ADA_DETAIL_ALWAYS) { /* what keeping them all costs */
+			json_object_set_new(o, "detail_waits",
+			                    json_integer((json_int_t)v->detail_waits));
+			json_object_set_new(o, "detail_waited_sec",
+			                    json_real((double)v->detail_waited_ns / 1e9));
+		}
 		json_t *cover = c->h.keysym_cover ? c->h.keysym_cover(c->h.ctx) : NULL;
 		/* The cover's `unknown` once more at the top, beside
 		 * keysym_version: what `ada status` prints. */

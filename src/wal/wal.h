@@ -477,6 +477,9 @@ struct ada_recorder_live {
 	 * wanted (a flight recorder's normal turnover, not a drop) */
 	uint64_t detail_overwritten;
 	uint64_t detail_records; /* persisted so far (not with --detail never) */
+	/* --detail always: the times the program's threads waited for the
+	 * drain to persist detail records (their ring full), and the ns */
+	uint64_t detail_waits, detail_waited_ns;
 	uint32_t ring_fill_pct_max;
 	uint32_t nprocs, procs_omitted; /* procs[] holds the first ADA_LIVE_MAX_PROCS */
 	struct ada_live_proc procs[ADA_LIVE_MAX_PROCS];

@@ -1203,6 +1203,27 @@ def check_status_windows(rep, ada, session, m):
               "ada status %s: exit %d, %r lacks %r (stderr %r)" % (session, rc, out, want, err))
 
 
+def check_status_waits(rep, ada, session, m):
+    """`ada status SESSION` of a --detail always session shows the waits
+    for detail room as the manifest counts them, in --json and on the
+    line (which says them exactly when there were some)."""
+    waits, ns = m["detail"].get("waits", -1), m["detail"].get("waited_ns", -1)
+    rc, out, err = run([ada.path, "status", session, "--json"])
+    st = json.loads(out) if rc == 0 and out.strip() else {}
+    rep.check(st.get("detail_waits") == waits and
+              abs(st.get("detail_waited_sec", -1) - ns / 1e9) < 1e-6,
+              "ada status --json: detail_waits %r, detail_waited_sec %r; the manifest: %d "
+              "waits, %d ns (exit %d, stderr %r)" % (st.get("detail_waits"),
+                                                     st.get("detail_waited_sec"), waits, ns,
+                                                     rc, err))
+    rc, out, err = run([ada.path, "status", session])
+    want = "(the program waited %d time%s, %.3f s in all, for room)" % (
+        waits, "" if waits == 1 else "s", ns / 1e9)
+    rep.check(rc == 0 and (want.encode() in out) == (waits > 0),
+              "ada status %s: exit %d, %r should %s %r" % (
+                  session, rc, out, "carry" if waits > 0 else "not carry", want))
+
+
 def check_flight_crash(rep, ada, pid_dir, m, sig, top, below=()):
     """The manifest says the process died of sig; the faulting thread's
     stack has `top` innermost (or, when below is given, `below` in order
@@ -1802,8 +1823,10 @@ def cmd_flight(args, ada, work, rep):
         flight_always_counts(rep, m, events, err, args.scenario == "always_overwrite")
     elif args.scenario == "always_wait":
         flight_always_counts(rep, m, events, err, False, "wait", no_loss=True)
+        check_status_waits(rep, ada, os.path.dirname(pid_dir), m)
     elif args.scenario == "always_wait_stopped":
         flight_always_counts(rep, m, events, err, True, "wait")
+        check_status_waits(rep, ada, os.path.dirname(pid_dir), m)
     elif args.scenario == "triggered_overwrite":
         flight_triggered_overwrite(rep, ada, pid_dir, m, events, err)
     elif args.scenario == "window_lost":

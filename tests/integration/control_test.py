@@ -214,6 +214,8 @@ def case_status(ada, target, work):
             check(reason in st["drops"] and reason in st["drops_per_sec"],
                   "drops by reason lack %r: %r" % (reason, st["drops"]))
         check(st["recording"] is True, "recording is %r" % st["recording"])
+        check("detail_waits" not in st and "detail_waited_sec" not in st,
+              "--detail triggered shows waits: %r" % st.get("detail_waits"))
         check([p["pid"] for p in st["processes"]] == [r.pid], "processes %r" % st["processes"])
         for who in ("recorder", "target"):
             check(st[who]["rss_bytes"] > 0, "%s rss %r" % (who, st[who]))
@@ -342,6 +344,44 @@ def case_malformed(ada, target, work):
           "recording completed")
 
 
+def case_always(ada, target, work):
+    """--detail always: ada status shows the waits for detail room live
+    (never more than the recording ends with) and, for the finished
+    session, exactly the manifest's; other modes do not show them."""
+    r = Rec(ada, target, work, ["--detail", "always", "--detail-mb", "1"])
+    try:
+        for _ in range(20):
+            r.do("busy")
+        for _ in range(1200):  # until the drain has persisted some (a poll)
+            rc, so, _ = r.ada_cmd("status", str(r.pid), "--json", ok=False)
+            if rc == 0 and so.strip():
+                st = json.loads(so)
+                if st.get("detail_records", 0) > 0:
+                    break
+            time.sleep(0.05)
+        check(rc == 0 and st.get("detail_records", 0) > 0, "ada status never showed records")
+        check(isinstance(st.get("detail_waits"), int) and
+              isinstance(st.get("detail_waited_sec"), float) and
+              "detail_overwritten" not in st,
+              "live status of --detail always: %r" % {k: st.get(k) for k in (
+                  "detail_mode", "detail_records", "detail_waits", "detail_waited_sec",
+                  "detail_overwritten")})
+        man = r.finish()
+    finally:
+        r.kill()
+    waits, ns = man["detail"]["waits"], man["detail"]["waited_ns"]
+    check(st["detail_waits"] <= waits and st["detail_waited_sec"] <= ns / 1e9 + 1e-9,
+          "live waits %r (%r s) above the manifest's %d (%d ns)" % (
+              st["detail_waits"], st["detail_waited_sec"], waits, ns))
+    _, so, _ = r.ada_cmd("status", r.session, "--json")
+    done = json.loads(so)
+    check(done.get("detail_waits") == waits and
+          abs(done.get("detail_waited_sec", -1) - ns / 1e9) < 1e-6,
+          "finished status: waits %r (%r s); manifest %d (%d ns)" % (
+              done.get("detail_waits"), done.get("detail_waited_sec"), waits, ns))
+    print("always: live %d waits, finished %d (%.3f s)" % (st["detail_waits"], waits, ns / 1e9))
+
+
 def case_never(ada, target, work):
     r = Rec(ada, target, work, ["--detail", "never"])
     try:
@@ -427,7 +467,7 @@ def case_peer(ada, target, work):
 
 CASES = {"arm": case_arm, "note": case_note, "status": case_status,
          "malformed": case_malformed, "never": case_never, "peer": case_peer,
-         "registry": case_registry}
+         "registry": case_registry, "always": case_always}
 
 
 def main():
