@@ -680,13 +680,15 @@ static void drain_quarantine(struct ada_recorder *r, struct wal_proc *p, uint32_
 {
 	struct wal_thread *t = p->by_slot[s];
 	wal_note_quarantine(r, p, s, t, t ? t->pending : 0);
-	/* No more persists from this slot: a thread waiting for detail room
-	 * (--detail always) must not wait out the drain timeout for them. */
-	ada_detail_ring_set_decided(p->arena, s, UINT64_MAX);
 	if (t) {
 		drain_thread_finalize(r, t);
 		p->by_slot[s] = NULL;
 	}
+	/* No more persists from this slot: a thread waiting for detail room
+	 * (--detail always) must not wait out the drain timeout for them.
+	 * After the finalize, whose last persist publishes its own decided
+	 * (arena_trust_decided caught it overwriting this one). */
+	ada_detail_ring_set_decided(p->arena, s, UINT64_MAX);
 }
 
 static size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t budget)

@@ -4,7 +4,7 @@
 add_executable(t_scribble ${CMAKE_SOURCE_DIR}/tests/targets/t_scribble.c)
 target_link_libraries(t_scribble PRIVATE ada_producer)
 target_include_directories(t_scribble PRIVATE ${CMAKE_SOURCE_DIR}/src/ring)
-foreach(mode head_back head_far tail_fwd random garbage truncate fake churn recover lag stop)
+foreach(mode head_back decided head_far tail_fwd random garbage truncate fake churn recover lag stop)
   add_test(NAME arena_trust_${mode}
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/arena_trust_test.sh
                    $<TARGET_FILE:ada> $<TARGET_FILE:t_scribble> ${mode})

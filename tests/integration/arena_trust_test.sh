@@ -37,7 +37,7 @@ fi
 
 record() {
 	# shellcheck disable=SC2086
-	timeout -s KILL 60 "$ADA" record --no-agent --max-threads 8 --thread-limit 8 --ring-mb 1 $BUDGET --out "$OUT" -- \
+	timeout -s KILL 60 "$ADA" record --no-agent --max-threads 8 --thread-limit 8 --ring-mb 1 $BUDGET ${EXTRA:-} --out "$OUT" -- \
 		"$PROG" "$MODE" "$1" >"$WORK/stdout" 2>"$WORK/err"
 	RC=$?
 	[ $RC -eq 137 ] && fail "the recorder did not exit (killed by the 60 s guard)"
@@ -81,6 +81,14 @@ garbage)
 	grep -q "event .* of its ring has an impossible" "$WORK/err" || fail "no event fault named"
 	[ "$(drop_of corrupt)" -eq 64 ] || fail "corrupt drops $(drop_of corrupt), expected the 64 garbage events"
 	expect_bounded $N
+	validate "$S"
+	;;
+decided)
+	# --detail always: the drain quarantines the slot and marks its
+	# detail ring decided for good (the program checks it, exit 9 if not).
+	EXTRA="--detail always --detail-mb 1" record $N
+	[ $RC -eq 0 ] || fail "exit status $RC (9: the detail ring was never decided)"
+	expect_flagged
 	validate "$S"
 	;;
 truncate)

@@ -7,6 +7,10 @@
  *
  * usage: t_scribble MODE N
  *   head_back  the ring's head goes behind what was consumed
+ *   decided    head_back under --detail always: then waits (bounded)
+ *              until the drain marks the quarantined slot's detail ring
+ *              decided for good (UINT64_MAX: a thread waiting for detail
+ *              room must not wait out the drain timeout); exit 9 if never
  *   head_far   the ring's head jumps far past one ring's worth
  *   tail_fwd   the ring's tail (the recorder's) moves forward
  *   random     random bytes over the slot descriptors and the control
@@ -68,6 +72,21 @@ static void wait_consumed(struct ada_index_hdr *h)
 	exit(5);
 }
 
+/* Waits (bounded, as wait_consumed) until the drain, having quarantined
+ * the slot, says its detail ring needs no more waiting. */
+static void wait_decided_for_good(struct ada_arena *a, uint32_t slot)
+{
+	struct ada_detail_hdr *dh = ring_detail_hdr(a, slot);
+	for (int i = 0; i < 20000; i++) {
+		if (atomic_load(&dh->decided) == UINT64_MAX)
+			return;
+		usleep(1000);
+	}
+	fprintf(stderr, "t_scribble: the quarantined slot's detail ring was never decided: %llu\n",
+	        (unsigned long long)atomic_load(&dh->decided));
+	exit(9);
+}
+
 static void emit_good(uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++)
@@ -79,7 +98,7 @@ static void damage(struct ada_arena *a, struct ada_producer *p)
 {
 	struct ada_index_hdr *h = ring_index_hdr(a, p->slot);
 	uint64_t cap = a->cfg.index_events;
-	if (!strcmp(mode, "head_back")) {
+	if (!strcmp(mode, "head_back") || !strcmp(mode, "decided")) {
 		emit_good(10); /* published, maybe not consumed yet */
 		atomic_store(&h->head, atomic_load(&h->tail) - 5);
 	} else if (!strcmp(mode, "head_far")) {
@@ -111,6 +130,8 @@ static void *worker(void *arg)
 		exit(6);
 	wait_consumed(ring_index_hdr(a, p->slot));
 	damage(a, p);
+	if (!strcmp(mode, "decided"))
+		wait_decided_for_good(a, p->slot);
 	return NULL;
 }
 
