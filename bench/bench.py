@@ -351,16 +351,45 @@ class Runner:
             log(f'  {wname}: rep {rep + 1}/{reps} done')
         return [self.finish_row(wname, args, rows[t], rows['untraced']) for t in tracers]
 
+    @staticmethod
+    def workload_elapsed(stderr):
+        """The program's own elapsed seconds (bw_common.h's elapsed_ns)."""
+        m = re.findall(r'bench: workload=\S+ .*elapsed_ns=(\d+)', stderr or '')
+        return int(m[-1]) / 1e9 if m else None
+
+    @staticmethod
+    def ada_ring_waited(outdir):
+        """Seconds ada's producers waited for ring space (the manifests'
+        metrics.ring_waited_ns, every process), None when there is none."""
+        total, found = 0, False
+        for path in glob.glob(os.path.join(outdir, 'session_*', 'pid_*', 'manifest.json')):
+            try:
+                with open(path) as f:
+                    total += json.load(f).get('metrics', {}).get('ring_waited_ns', 0)
+                found = True
+            except (OSError, ValueError):
+                pass
+        return total / 1e9 if found else None
+
     def timed_run(self, row, prog, args, key):
         t = row['tracer']
         outdir = os.path.join(self.out, t)
         cmd = self.command(t, prog, args, outdir)
         dt, err_text, err = self.run_once(cmd, outdir, self.timeout(t))
+        # The hot path (outside the timed region): the program's own
+        # elapsed time, less ada's waits for ring space (the drain's
+        # share, which the end-to-end time already shows).
+        hot = self.workload_elapsed(err_text) if not err else None
+        if hot is not None and t.startswith('ada'):
+            waited = self.ada_ring_waited(outdir)
+            hot = hot - waited if waited is not None else None
         shutil.rmtree(outdir, ignore_errors=True)
         if err:
             row['error'] = err
         else:
             row[key].append(dt)
+            if key == 'times' and hot is not None:
+                row.setdefault('hot_times', []).append(hot)
             if key == 'base_times':
                 row['base_events'] = self.workload_calls(err_text)
 
@@ -404,7 +433,7 @@ class Runner:
         for k in ('base_times', 'base_events', 'events_expected', 'bw_events', 'all_events', 'exceptions', 'bytes', 'hooks',
                   'hooks_skipped', 'hook_ms', 'hook_time_us', 'latency_p50_ms',
                   'latency_p99_ms', 'achieved_events_per_s', 'worst_batch_late_ms',
-                  'ada_lost_events', 'ada_drops', 'error', 'times',
+                  'ada_lost_events', 'ada_drops', 'error', 'times', 'hot_times',
                   'stderr_tail'):
             if k in row:
                 out[k] = row[k]
@@ -419,6 +448,14 @@ class Runner:
             out['added_ms'] = (med - bmed) * 1e3
             if exp:
                 out['ns_per_event'] = (med - bmed) * 1e9 / exp
+        # The hot path: the program's own time net of ada's ring waits,
+        # against the untraced program's own time (bw_common.h).
+        if row.get('hot_times') and base.get('hot_times'):
+            hmed = statistics.median(row['hot_times'])
+            out['hot_median_s'] = hmed
+            if exp and row['tracer'] != 'untraced':
+                out['hot_ns_per_event'] = \
+                    (hmed - statistics.median(base['hot_times'])) * 1e9 / exp
         if row['base_times'] and base.get('base_times') and row['tracer'] != 'untraced':
             bb = statistics.median(base['base_times'])
             tb = statistics.median(row['base_times'])
@@ -473,7 +510,8 @@ def fmt(v, spec, none='-'):
 
 def table(rows):
     head = ['workload', 'tracer', 'time (median)', 'slowdown', 'ns added/event',
-            'fixed cost ms', 'marginal ns/event', 'M events/s rec.', 'events lost',
+            'fixed cost ms', 'marginal ns/event', 'hot path ns/event', 'M events/s rec.',
+            'events lost',
             'B/event on disk', 'hooks', 'hook time ms', 'drain latency p50/p99 ms']
     lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
     for r in rows:
@@ -489,6 +527,7 @@ def table(rows):
                      fmt(r.get('slowdown'), '.2f') + ('x' if r.get('slowdown') else ''),
                      fmt(r.get('ns_per_event'), '.1f'), fmt(fixed, '.1f'),
                      fmt(r.get('marginal_ns_per_event'), '.1f'),
+                     fmt(r.get('hot_ns_per_event'), '.1f'),
                      fmt(r.get('mev_per_s'), '.3g'),
                      fmt(lost, 'd') + (f' of {r["events_expected"]}'
                                        if lost and r.get('events_expected') else ''),

@@ -118,6 +118,11 @@ void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 	if (json_is_integer(json_object_get(st, "events_per_sec")))
 		fprintf(f, " (%lld/s)", (long long)fmt_int(st, "events_per_sec"));
 	fmt_drops(f, st);
+	if (fmt_int(st, "ring_waits") > 0)
+		fprintf(f, ", waited %lld time%s (%.3f s) for ring space",
+		        (long long)fmt_int(st, "ring_waits"),
+		        fmt_int(st, "ring_waits") == 1 ? "" : "s",
+		        json_number_value(json_object_get(st, "ring_waited_sec")));
 	if (fmt_int(st, "detail_overwritten"))
 		fprintf(f, ", %lld older detail records overwritten in memory (not drops)",
 		        (long long)fmt_int(st, "detail_overwritten"));
@@ -182,6 +187,12 @@ static void man_add(json_t *st, json_t *man)
 	json_t *fr = json_object_get(man, "flight_recorder"), *h = json_object_get(st, "hooks");
 	json_int_t ev = fmt_int(m, "events_written");
 	json_object_set_new(st, "events", json_integer(fmt_int(st, "events") + (ev > 0 ? ev : 0)));
+	json_int_t rw = fmt_int(m, "ring_waits"), rns = fmt_int(m, "ring_waited_ns");
+	json_object_set_new(st, "ring_waits",
+	                    json_integer(fmt_int(st, "ring_waits") + (rw > 0 ? rw : 0)));
+	json_object_set_new(st, "ring_waited_sec",
+	                    json_real(json_number_value(json_object_get(st, "ring_waited_sec")) +
+	                              (rns > 0 ? (double)rns / 1e9 : 0)));
 	man_add_drops(st, man);
 	json_array_append_new(
 	    json_object_get(st, "processes"),

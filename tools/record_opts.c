@@ -980,6 +980,15 @@ void record_print_summary(const struct ada_record_summary *s, const char *dir)
 	        s->processes == 1 ? "" : "es", s->seconds, (unsigned long long)s->drops, why,
 	        (unsigned long long)s->disk_bytes, (double)s->latency_p50_ns / 1e6,
 	        (double)s->latency_p99_ns / 1e6, s->abnormal ? ", program ended abnormally" : "");
+	/* Lossless, but not free: what the drain running behind cost. */
+	if (s->ring_waits)
+		fprintf(
+		    stderr,
+		    "ada: the program's threads waited %llu time%s (%.3f s in all) for ring "
+		    "space while the drain wrote behind them; a larger --ring-mb absorbs bursts, "
+		    "a faster disk a higher sustained rate\n",
+		    (unsigned long long)s->ring_waits, s->ring_waits == 1 ? "" : "s",
+		    (double)s->ring_waited_ns / 1e9);
 	if (s->detail_mode == ADA_DETAIL_TRIGGERED)
 		record_print_flight(s);
 	else if (s->detail_mode == ADA_DETAIL_ALWAYS)

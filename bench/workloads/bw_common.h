@@ -10,8 +10,13 @@
  * Helpers here are named wl_* (never bw_*): gcc may outline parts of them
  * (wl_arg.part.0), and those must not count as workload calls.
  * Each workload ends with wl_report(): one line on stderr
- *   bench: workload=NAME calls=N events=2N result=R
+ *   bench: workload=NAME calls=N events=2N result=R elapsed_ns=T
  * and the same line in the file named by $BW_COUNT_FILE when it is set.
+ * T is the program's own elapsed time (CLOCK_MONOTONIC) from its first
+ * constructor to the report: what the tracer's hooks cost it, without
+ * the tracer's start-up before main's module runs or its finalize after
+ * (bench/bench.py's "hot path" column, net of ada's waits for ring
+ * space).
  */
 #ifndef BW_COMMON_H
 #define BW_COMMON_H
@@ -45,18 +50,29 @@ static inline uint64_t wl_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* When the program's own code starts: its executable's constructors run
+ * after every shared library's (a preloaded tracer agent's included). */
+static uint64_t wl_start_ns;
+__attribute__((constructor)) static void wl_start(void)
+{
+	wl_start_ns = wl_now_ns();
+}
+
 static inline void wl_report(const char *name, uint64_t calls, uint64_t result)
 {
-	fprintf(stderr, "bench: workload=%s calls=%llu events=%llu result=%llu\n", name,
-	        (unsigned long long)calls, (unsigned long long)(2 * calls),
-	        (unsigned long long)result);
+	unsigned long long elapsed = (unsigned long long)(wl_now_ns() - wl_start_ns);
+	fprintf(stderr, "bench: workload=%s calls=%llu events=%llu result=%llu elapsed_ns=%llu\n",
+	        name, (unsigned long long)calls, (unsigned long long)(2 * calls),
+	        (unsigned long long)result, elapsed);
 	const char *path = getenv("BW_COUNT_FILE");
 	if (path && *path) {
 		FILE *f = fopen(path, "w");
 		if (f) {
-			fprintf(f, "bench: workload=%s calls=%llu events=%llu result=%llu\n", name,
-			        (unsigned long long)calls, (unsigned long long)(2 * calls),
-			        (unsigned long long)result);
+			fprintf(f,
+			        "bench: workload=%s calls=%llu events=%llu result=%llu "
+			        "elapsed_ns=%llu\n",
+			        name, (unsigned long long)calls, (unsigned long long)(2 * calls),
+			        (unsigned long long)result, elapsed);
 			fclose(f);
 		}
 	}

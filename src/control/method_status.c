@@ -128,6 +128,10 @@ void ctl_method_status(struct ctl_call *k)
 		if (v->detail_mode == ADA_DETAIL_TRIGGERED) /* information, not a drop */
 			json_object_set_new(o, "detail_overwritten",
 			                    json_integer((json_int_t)v->detail_overwritten));
+		/* what the drain running behind cost the program */
+		json_object_set_new(o, "ring_waits", json_integer((json_int_t)v->ring_waits));
+		json_object_set_new(o, "ring_waited_sec",
+		                    json_real((double)v->ring_waited_ns / 1e9));
 		if (v->detail_mode == ADA_DETAIL_ALWAYS) { /* what keeping them all costs */
 			json_object_set_new(o, "detail_waits",
 			                    json_integer((json_int_t)v->detail_waits));

@@ -74,6 +74,17 @@ void ada_detail_ring_waits(struct ada_arena *a, uint32_t slot, uint64_t *waits, 
 	*ns = atomic_load_explicit(&w[1], memory_order_relaxed);
 }
 
+void ada_index_ring_waits(struct ada_arena *a, uint32_t slot, uint64_t *waits, uint64_t *ns)
+{
+	*waits = *ns = 0;
+	if (slot >= a->nslots)
+		return;
+	_Atomic uint64_t *w = ring_index_hdr(a, slot)->wait_stat;
+	/* Relaxed: counters to show, ordered with nothing. */
+	*waits = atomic_load_explicit(&w[0], memory_order_relaxed);
+	*ns = atomic_load_explicit(&w[1], memory_order_relaxed);
+}
+
 static uint64_t detail_step(uint64_t w, uint64_t d)
 {
 	return ada_detail_step(w, d);

@@ -325,9 +325,30 @@ static bool producer_drain_lagging(struct ada_producer *p, struct ada_arena *a, 
 	return false;
 }
 
+/* Counts one wait for ring space that began at t0 and returns `r`: in
+ * the slot's index header (we are its only writer while we own it), for
+ * the manifest, `ada status` and the summary line -- what the drain
+ * running behind cost the program. Not after a fork reset the slot
+ * (the parent's thread owns it). */
+static bool producer_wait_counted(struct ada_producer *p, struct ada_arena *a, uint32_t slot,
+                                  uint64_t t0, bool r)
+{
+	if (producer_was_reset(p, a))
+		return r;
+	uint64_t ns = producer_mono_ns() - t0;
+	_Atomic uint64_t *w = ring_index_hdr(a, slot)->wait_stat;
+	/* Relaxed: counters the drain shows, ordered with nothing. */
+	atomic_store_explicit(&w[0], atomic_load_explicit(&w[0], memory_order_relaxed) + 1,
+	                      memory_order_relaxed);
+	atomic_store_explicit(&w[1], atomic_load_explicit(&w[1], memory_order_relaxed) + ns,
+	                      memory_order_relaxed);
+	return r;
+}
+
 /* WAIT policy: spin, then yield, rereading tail, for as long as the drain
  * shows signs of life. Lossless while the recorder runs; a dead recorder
- * costs each thread one timeout, then drops without waiting. */
+ * costs each thread one timeout, then drops without waiting. Every wait
+ * is counted with its duration (producer_wait_counted). */
 static bool producer_wait(struct ada_producer *p)
 {
 	struct ada_arena *a = p->arena;
@@ -337,12 +358,13 @@ static bool producer_wait(struct ada_producer *p)
 	    atomic_load_explicit(&producer_dead_beat, memory_order_relaxed) == beat + 1)
 		return producer_drain_lagging(p, a, slot, beat);
 	p->lagging = 0;
+	uint64_t t0 = producer_mono_ns();
 	for (uint32_t i = 0; i < PRODUCER_SPINS; i++) {
 		producer_pause();
 		if (producer_was_reset(p, a))
 			return false;
 		if (producer_refresh_limit_at(p, a, slot))
-			return !producer_was_reset(p, a);
+			return producer_wait_counted(p, a, slot, t0, !producer_was_reset(p, a));
 	}
 	uint64_t since = producer_mono_ns();
 	for (uint32_t n = 1;; n++) {
@@ -350,7 +372,7 @@ static bool producer_wait(struct ada_producer *p)
 		if (producer_was_reset(p, a))
 			return false;
 		if (producer_refresh_limit_at(p, a, slot))
-			return !producer_was_reset(p, a);
+			return producer_wait_counted(p, a, slot, t0, !producer_was_reset(p, a));
 		if (n % PRODUCER_YIELDS_PER_CLOCK)
 			continue;
 		uint64_t now = producer_mono_ns(), b = ada_arena_heartbeat(a);
@@ -359,7 +381,8 @@ static bool producer_wait(struct ada_producer *p)
 			since = now;
 		} else if (now - since >=
 		           atomic_load_explicit(&producer_lag_ns, memory_order_relaxed)) {
-			return producer_drain_lagging(p, a, slot, beat);
+			return producer_wait_counted(p, a, slot, t0,
+			                             producer_drain_lagging(p, a, slot, beat));
 		}
 	}
 }

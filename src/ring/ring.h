@@ -47,8 +47,9 @@
 #define ADA_CACHELINE 64
 #define ADA_ARENA_MAGIC 0x414e455241414441ULL /* "ADAARENA" */
 #define ADA_ARENA_VERSION                                                                          \
-	8 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;             \
-	     6: window_lost; 7: keysym_unknown; 8: detail_wait, the detail ring's decided */
+	9 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;             \
+	     6: window_lost; 7: keysym_unknown; 8: detail_wait, the detail ring's decided;         \
+	     9: the index ring's wait_stat */
 
 #define ada_likely(x) __builtin_expect(!!(x), 1)
 #define ada_unlikely(x) __builtin_expect(!!(x), 0)
@@ -452,6 +453,10 @@ void ada_detail_ring_set_decided(struct ada_arena *a, uint32_t slot, uint64_t li
  * it spent waiting (0 and 0 without a detail ring). Values from the
  * target's memory: shown, never used to size anything. */
 void ada_detail_ring_waits(struct ada_arena *a, uint32_t slot, uint64_t *waits, uint64_t *ns);
+/* Drain: how many times the slot's thread waited for index ring space
+ * (--overflow wait: the drain ran behind) and the ns it spent waiting.
+ * Values from the target's memory: shown, never used to size anything. */
+void ada_index_ring_waits(struct ada_arena *a, uint32_t slot, uint64_t *waits, uint64_t *ns);
 struct ada_detail_snapshot {
 	uint64_t begin;      /* ring position of the first record returned */
 	uint64_t end;        /* position after the last one (pass as `from` next time) */

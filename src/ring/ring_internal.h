@@ -105,6 +105,11 @@ struct ada_slot_desc {
 
 struct ada_index_hdr {
 	alignas(ADA_CACHELINE) _Atomic uint64_t head; /* producer writes */
+	/* Producer writes (single writer, on a wait only), drain reads: the
+	 * waits for ring space (ada_producer_slow with --overflow wait) and
+	 * the ns they took. In head's line: written only when the ring is
+	 * full, read by a drain that reads head anyway. */
+	_Atomic uint64_t wait_stat[2];
 	alignas(ADA_CACHELINE) _Atomic uint64_t tail; /* drain writes */
 	/* Producer adds (it is the only one while the slot is owned); the
 	 * drain reads, and zeroes them in ada_arena_slot_free() once the

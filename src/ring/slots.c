@@ -199,6 +199,11 @@ int ada_arena_slot_free(struct ada_arena *a, uint32_t slot)
 	    head != a->cons[slot].tail)
 		return -EBUSY;
 	slot_fold_drops(a, slot);
+	/* The next owner's waits start from 0 (the drain took this thread's
+	 * when it finalized it). */
+	_Atomic uint64_t *iw = ring_index_hdr(a, slot)->wait_stat;
+	atomic_store_explicit(&iw[0], 0, memory_order_relaxed);
+	atomic_store_explicit(&iw[1], 0, memory_order_relaxed);
 	if (ring_slot_detail_bytes(a, slot)) {
 		/* A new owner starts with an empty detail ring at position 0
 		 * (no producer exists now, so the drain may write both). */

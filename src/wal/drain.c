@@ -212,8 +212,32 @@ static void drain_count_file(struct wal_thread *t, const struct ada_wal_file_sum
 	t->syncs += s->syncs;
 }
 
+/* The slot's count of waits for ring space, forward only: the target's
+ * memory, shown and never trusted to size anything, and a thread's
+ * totals never go back. Not for a quarantined slot (its counters are
+ * whatever the program wrote). */
+static void drain_sync_waits(struct wal_thread *t)
+{
+	if (t->done || !t->p->arena || ada_slot_fault(t->p->arena, t->slot, NULL))
+		return;
+	uint64_t w, ns;
+	ada_index_ring_waits(t->p->arena, t->slot, &w, &ns);
+	t->ring_waits = w > t->ring_waits ? w : t->ring_waits;
+	t->ring_wait_ns = ns > t->ring_wait_ns ? ns : t->ring_wait_ns;
+}
+
+void wal_proc_ring_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *ns)
+{
+	*waits = *ns = 0;
+	for (size_t j = 0; j < p->nthreads; j++) {
+		*waits += p->threads[j]->ring_waits;
+		*ns += p->threads[j]->ring_wait_ns;
+	}
+}
+
 static void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 {
+	drain_sync_waits(t);
 	if (t->f) {
 		/* The detail records of the last events go first (--detail
 		 * always); their patches need the index file still open. */
@@ -737,6 +761,7 @@ static size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s,
 	if (always && t->f)
 		wal_file_hold(t->f, true);
 	size_t total = drain_take(r, p, t, &si, budget);
+	drain_sync_waits(t);
 	if (ada_unlikely(ada_slot_fault(p->arena, s, NULL)))
 		drain_quarantine(r, p, s); /* finalizes t: no more detail from it */
 	else if (always && t->f)

@@ -80,12 +80,15 @@ static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, boo
 			v->detail_overwritten += p->detail_overwritten;
 		if (v->detail_mode != ADA_DETAIL_NEVER)
 			v->detail_records += wal_detail_proc_records(p);
+		uint64_t waits, ns;
 		if (v->detail_mode == ADA_DETAIL_ALWAYS) {
-			uint64_t waits, ns;
 			wal_detail_proc_waits(p, &waits, &ns);
 			v->detail_waits += waits;
 			v->detail_waited_ns += ns;
 		}
+		wal_proc_ring_waits(p, &waits, &ns);
+		v->ring_waits += waits;
+		v->ring_waited_ns += ns;
 		if (!p->finished && p->fill_last > v->ring_fill_pct_max)
 			v->ring_fill_pct_max = p->fill_last;
 		live_proc(v, p);

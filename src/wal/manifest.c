@@ -144,6 +144,8 @@ static json_t *man_thread(const struct wal_thread *t)
 	json_object_set_new(o, "segments", json_integer((json_int_t)t->segments));
 	json_object_set_new(o, "flushes", json_integer((json_int_t)t->flushes));
 	json_object_set_new(o, "syncs", json_integer((json_int_t)t->syncs));
+	json_object_set_new(o, "ring_waits", json_integer((json_int_t)t->ring_waits));
+	json_object_set_new(o, "ring_waited_ns", json_integer((json_int_t)t->ring_wait_ns));
 	json_t *d = wal_detail_thread_json(t);
 	if (d)
 		json_object_set_new(o, "detail", d);
@@ -336,6 +338,12 @@ static json_t *man_metrics(const struct ada_recorder *r, const struct wal_proc *
 	json_object_set_new(m, "seconds", json_real(secs));
 	json_object_set_new(m, "events_per_sec",
 	                    json_real(secs > 0 ? (double)p->events / secs : 0));
+	/* What the drain running behind cost the program: its threads'
+	 * waits for ring space (--overflow wait), and how long they took. */
+	uint64_t waits, ns;
+	wal_proc_ring_waits(p, &waits, &ns);
+	json_object_set_new(m, "ring_waits", json_integer((json_int_t)waits));
+	json_object_set_new(m, "ring_waited_ns", json_integer((json_int_t)ns));
 	return m;
 }
 

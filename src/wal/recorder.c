@@ -305,6 +305,9 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 		wal_detail_proc_waits(r->procs[i], &waits, &ns);
 		s->detail_waits += waits;
 		s->detail_waited_ns += ns;
+		wal_proc_ring_waits(r->procs[i], &waits, &ns);
+		s->ring_waits += waits;
+		s->ring_waited_ns += ns;
 		uint64_t want = r->procs[i]->detail_ring_suggest;
 		s->detail_ring_suggest =
 		    want > s->detail_ring_suggest ? want : s->detail_ring_suggest;

@@ -395,6 +395,9 @@ struct ada_record_summary {
 	uint64_t detail_ring_suggest;
 	/* --detail always: times a thread waited for detail room, and the ns */
 	uint64_t detail_waits, detail_waited_ns;
+	/* --overflow wait: times a thread waited for index ring space (the
+	 * drain ran behind), and the ns */
+	uint64_t ring_waits, ring_waited_ns;
 	/* CPU time of the drain thread alone (CLOCK_THREAD_CPUTIME_ID at its
 	 * end): the recorder's process CPU minus this is mostly the kernel's
 	 * io_uring workers (the page-cache copy) and the caller's thread. */
@@ -480,6 +483,9 @@ struct ada_recorder_live {
 	/* --detail always: the times the program's threads waited for the
 	 * drain to persist detail records (their ring full), and the ns */
 	uint64_t detail_waits, detail_waited_ns;
+	/* the times the program's threads waited for index ring space (the
+	 * drain ran behind), and the ns */
+	uint64_t ring_waits, ring_waited_ns;
 	uint32_t ring_fill_pct_max;
 	uint32_t nprocs, procs_omitted; /* procs[] holds the first ADA_LIVE_MAX_PROCS */
 	struct ada_live_proc procs[ADA_LIVE_MAX_PROCS];

@@ -387,6 +387,9 @@ struct wal_thread {
 	struct wal_tdetail *dt;  /* detail lane state (detail_persist.c); NULL until used */
 	bool refused;            /* no thread_K/: over the thread-directory rate (arena_check.c) */
 	uint64_t detail_span_ns; /* what its detail ring held at the last tick (live view) */
+	/* The times it waited for index ring space and the ns (the slot's
+	 * wait_stat, read forward-only: drain.c drain_sync_waits) */
+	uint64_t ring_waits, ring_wait_ns;
 };
 
 /* thread_K/'s descriptor (fs.h, opened relative to pid_N), opened on
@@ -673,6 +676,8 @@ void wal_detail_free(struct wal_thread *t);
 void wal_detail_sync_overwritten(struct wal_thread *t);
 /* Detail records persisted, every thread of p. */
 uint64_t wal_detail_proc_records(const struct wal_proc *p);
+/* The times p's threads waited for index ring space, and the ns (drain.c). */
+void wal_proc_ring_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *ns);
 /* --detail always: the times p's threads waited for detail room, and the ns. */
 void wal_detail_proc_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *ns);
 /* Per-thread totals for the manifest (NULL when the thread never used it). */

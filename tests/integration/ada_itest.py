@@ -235,7 +235,38 @@ def find_session(out, err, rep):
     rep.check(os.path.basename(session) in last,
               "the last line ada record printed on stderr should name the session "
               "directory %s; it was %r" % (session, last))
+    check_ring_waits(rep, session, lines)
     return session
+
+
+def check_ring_waits(rep, session, lines):
+    """Every scenario: each manifest's metrics.ring_waits / ring_waited_ns
+    are its threads' sums, and the summary says the waits for ring space
+    (every process's) exactly when there were some."""
+    if not any(l.startswith("ada: recorded ") for l in lines):
+        return  # no summary: the recorder was stopped short (killrec, ...)
+    waits = ns = 0
+    for path in glob.glob(os.path.join(session, "pid_*", "manifest.json")):
+        try:
+            with open(path) as f:
+                m = json.load(f)
+        except (OSError, ValueError):
+            continue  # check_manifest_parses says so
+        mw, mns = m["metrics"].get("ring_waits"), m["metrics"].get("ring_waited_ns")
+        tw = sum(t.get("ring_waits", 0) for t in m.get("threads", []))
+        tns = sum(t.get("ring_waited_ns", 0) for t in m.get("threads", []))
+        rep.check(mw == tw and mns == tns and (mw == 0) == (mns == 0),
+                  "%s: metrics.ring_waits %r / ring_waited_ns %r should be its threads' "
+                  "sums %d / %d" % (path, mw, mns, tw, tns))
+        waits += mw or 0
+        ns += mns or 0
+    said = [l for l in lines if l.startswith("ada: the program's threads waited ")
+            and "for ring space" in l]
+    want = "ada: the program's threads waited %d time%s (%.3f s in all) for ring space" % (
+        waits, "" if waits == 1 else "s", ns / 1e9)
+    rep.check(len(said) == (1 if waits else 0) and all(l.startswith(want) for l in said),
+              "with %d waits for ring space (%d ns) the summary should %s %r: %r" % (
+                  waits, ns, "say once" if waits else "not say", want, said))
 
 
 def check_arena_gone(rep, session):
@@ -1097,6 +1128,11 @@ FLIGHT = {
     # overwrite records not persisted yet, so every record is persisted
     # (the ring still laps: over records persisted first).
     "always_wait": ("lapped", ["--detail", "always", "--detail-mb", "1", "--ring-mb", "16"], 0),
+    # The index lane with the recorder stopped while the program makes
+    # three times what its 1 MiB ring holds: the program waits for ring
+    # space until the drain timeout (2 s of a heartbeat standing still),
+    # then drops (drain_lag); the wait is counted with its duration.
+    "index_wait_stopped": ("stopfill", ["--detail", "never", "--ring-mb", "1"], 0),
     # And with the recorder stopped while the program fills the ring: the
     # wait is bounded by the drain's progress (the drain timeout, 2 s), then
     # the ring overwrites and the loss is counted; the program ends.
@@ -1201,6 +1237,24 @@ def check_status_windows(rep, ada, session, m):
     want += "), %d detail records persisted" % m["detail"]["records"]
     rep.check(rc == 0 and want.encode() in out,
               "ada status %s: exit %d, %r lacks %r (stderr %r)" % (session, rc, out, want, err))
+
+
+def flight_index_wait(rep, ada, session, m):
+    """The recorder stopped under a program that overfills its index ring:
+    at least one wait for ring space, lasting at least the producer's
+    drain timeout (2 s: it gives up only after the heartbeat stood still
+    that long), then drain_lag drops; `ada status` says the waits."""
+    waits, ns = m["metrics"].get("ring_waits", 0), m["metrics"].get("ring_waited_ns", 0)
+    lag = m.get("drops", {}).get("index", {}).get("drain_lag", 0)
+    rep.note("ring waits %d (%d ns), drain_lag drops %d" % (waits, ns, lag))
+    rep.check(waits >= 1 and ns >= 2000000000 and lag > 0,
+              "a full ring under a stopped recorder: %d waits (%d ns: at least the 2 s drain "
+              "timeout expected), %d drain_lag drops" % (waits, ns, lag))
+    rc, out, err = run([ada.path, "status", session])
+    want = ", waited %d time%s (%.3f s) for ring space" % (waits, "" if waits == 1 else "s",
+                                                          ns / 1e9)
+    rep.check(rc == 0 and want.encode() in out,
+              "ada status %s: exit %d, %r lacks %r" % (session, rc, out, want))
 
 
 def check_status_waits(rep, ada, session, m):
@@ -1827,6 +1881,8 @@ def cmd_flight(args, ada, work, rep):
     elif args.scenario == "always_wait_stopped":
         flight_always_counts(rep, m, events, err, True, "wait")
         check_status_waits(rep, ada, os.path.dirname(pid_dir), m)
+    elif args.scenario == "index_wait_stopped":
+        flight_index_wait(rep, ada, os.path.dirname(pid_dir), m)
     elif args.scenario == "triggered_overwrite":
         flight_triggered_overwrite(rep, ada, pid_dir, m, events, err)
     elif args.scenario == "window_lost":

@@ -34,6 +34,9 @@
  *   stoprec   under ada record: SIGSTOPs the recorder (its parent), waits
  *             until it is stopped (/proc state T: no timing), runs a busy
  *             loop that overfills a small detail ring, SIGCONTs it: exit 0.
+ *   stopfill  stoprec with busy(5000): 100 000 events, three times a
+ *             1 MiB index ring, while the recorder is stopped: the program
+ *             waits for ring space until the drain timeout, then drops.
  *   lapped    busy; under ada record waits until the drain has started this
  *             thread's detail.atf (records persisted: no timing), then busy
  *             again, which overwrites them in a small ring: exit 0.
@@ -255,17 +258,17 @@ NOINL static char proc_state(pid_t pid)
 	return p && p[1] == ' ' ? p[2] : 0;
 }
 
-NOINL static void stoprec_run(void)
+NOINL static void stoprec_run(unsigned long n)
 {
 	pid_t rec = getppid();
 	if (!getenv("ADA_SESSION_DIR")) { /* untraced: the same work */
-		busy(1000);
+		busy(n);
 		return;
 	}
 	kill(rec, SIGSTOP);
 	for (char st; (st = proc_state(rec)) != 'T' && st != 't' && st != 0;)
 		sched_yield();
-	busy(1000);
+	busy(n);
 	kill(rec, SIGCONT);
 }
 
@@ -343,7 +346,9 @@ int main(int argc, char **argv)
 		nostack_run();
 		return 0;
 	} else if (!strcmp(m, "stoprec")) {
-		stoprec_run();
+		stoprec_run(1000);
+	} else if (!strcmp(m, "stopfill")) {
+		stoprec_run(5000);
 	} else if (!strcmp(m, "killrec")) {
 		killrec_run();
 	} else if (!strcmp(m, "lapped")) {

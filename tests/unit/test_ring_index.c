@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "ring.h"
+#include "ring_internal.h"
 
 struct fixture {
 	char dir[64];
@@ -197,6 +198,13 @@ static void test_wait_policy_drain_lag(void **state)
 		ada_emit((uint64_t)i, ATF_EVENT_CALL, 1);
 	ada_emit(64, ATF_EVENT_CALL, 1); /* waits ~20 ms, then drops */
 	ada_emit(65, ATF_EVENT_CALL, 1); /* drops at once */
+	/* One wait, counted with its duration: it gave up only once the
+	 * heartbeat had stood still for the timeout (a bound the logic
+	 * guarantees, not a timing). The drop at once is no wait. */
+	uint64_t waits, ns;
+	ada_index_ring_waits(a, 0, &waits, &ns);
+	assert_int_equal(waits, 1);
+	assert_true(ns >= 20000000u);
 	struct ada_slot_info si;
 	ada_arena_slot_info(a, 0, &si);
 	assert_int_equal(si.drops[ADA_LANE_INDEX][ADA_DROP_DRAIN_LAG], 2);
@@ -208,6 +216,10 @@ static void test_wait_policy_drain_lag(void **state)
 	ada_emit(64, ATF_EVENT_CALL, 1); /* room: accepted */
 	ada_arena_slot_info(a, 0, &si);
 	assert_int_equal(si.head, 65);
+	uint64_t waits2, ns2;
+	ada_index_ring_waits(a, 0, &waits2, &ns2);
+	assert_int_equal(waits2, 1); /* room: no wait */
+	assert_int_equal(ns2, ns);
 	ada_producer_set_drain_timeout_ms(2000);
 }
 
@@ -288,7 +300,16 @@ static void test_slot_claim_exit_free_reuse(void **state)
 	uint64_t next = 7;
 	assert_int_equal(drain_slot(a, 0, &next, SIZE_MAX), 1);
 	assert_true(reclaimable_soon(a, 0)); /* joined: tid is gone */
+	/* The thread's waits for ring space (as if it had waited) go with
+	 * it: the next owner starts from 0. */
+	_Atomic uint64_t *ws = ring_index_hdr(a, 0)->wait_stat;
+	atomic_store(&ws[0], 3);
+	atomic_store(&ws[1], 12345);
 	assert_int_equal(ada_arena_slot_free(a, 0), 0);
+	uint64_t waits, ns;
+	ada_index_ring_waits(a, 0, &waits, &ns);
+	assert_int_equal(waits, 0);
+	assert_int_equal(ns, 0);
 	ada_arena_slot_info(a, 0, &si);
 	assert_int_equal(si.state, ADA_SLOT_FREE);
 	run_one_event_thread(8); /* reuses the only slot */
