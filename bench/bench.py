@@ -359,17 +359,26 @@ class Runner:
 
     @staticmethod
     def ada_ring_waited(outdir):
-        """Seconds ada's producers waited for ring space (the manifests'
-        metrics.ring_waited_ns, every process), None when there is none."""
-        total, found = 0, False
+        """Seconds ada's producer waited for ring space (the manifests'
+        threads[].ring_waited_ns). None when there is no manifest, or when
+        a program of several threads waited: their waits may overlap in
+        time, or another thread ran meanwhile, so no sum of them is the
+        program's elapsed time lost (a multi-threaded workload's hot path
+        is measured this way only when no thread waited)."""
+        total, found, waiters, threads = 0, False, 0, 0
         for path in glob.glob(os.path.join(outdir, 'session_*', 'pid_*', 'manifest.json')):
             try:
                 with open(path) as f:
-                    total += json.load(f).get('metrics', {}).get('ring_waited_ns', 0)
-                found = True
+                    m = json.load(f)
             except (OSError, ValueError):
-                pass
-        return total / 1e9 if found else None
+                continue
+            found = True
+            for t in m.get('threads', []):
+                threads += 1
+                if t.get('ring_waits', 0) > 0:
+                    waiters += 1
+                    total += t.get('ring_waited_ns', 0)
+        return total / 1e9 if found and (waiters == 0 or threads == 1) else None
 
     def timed_run(self, row, prog, args, key):
         t = row['tracer']
