@@ -240,6 +240,9 @@ struct rec_ctx {
 	int64_t crash_thread; /* the faulting thread's number, -1 until found */
 	bool crash_marked;    /* the marker was appended */
 	json_t *stacks;       /* each thread's open frames at the end */
+	/* The threads' waits for ring space, as their slots say (the live
+	 * drain's metrics.ring_waits / ring_waited_ns). */
+	uint64_t ring_waits, ring_waited_ns;
 };
 
 static void rec_say(struct rec_ctx *c, const char *sentence)
@@ -760,6 +763,16 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 	json_object_set_new(t, "thread", json_integer(seq));
 	json_object_set_new(t, "tid", json_integer(slot >= 0 ? si.tid : 0));
 	json_object_set_new(t, "files", files);
+	/* Its waits for ring space, from a slot that passed the checks
+	 * (shown, never trusted to size anything). */
+	uint64_t waits = 0, wns = 0;
+	if (slot >= 0 && !c->arena_bad)
+		WAL_GUARDED(c->arena, ada_index_ring_waits(c->arena, (uint32_t)slot, &waits, &wns),
+		            c->arena_bad = true);
+	json_object_set_new(t, "ring_waits", json_integer((json_int_t)waits));
+	json_object_set_new(t, "ring_waited_ns", json_integer((json_int_t)wns));
+	c->ring_waits += waits;
+	c->ring_waited_ns += wns;
 	json_array_append_new(c->threads, t);
 }
 
@@ -1050,6 +1063,9 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 		json_object_set_new(
 		    m, "events_written",
 		    json_integer((json_int_t)(rep->events_on_disk - events_before)));
+		json_object_set_new(m, "ring_waits", json_integer((json_int_t)c.ring_waits));
+		json_object_set_new(m, "ring_waited_ns",
+		                    json_integer((json_int_t)c.ring_waited_ns));
 		json_object_set_new(man, "metrics", m);
 		rec_fold_arena(&c, man);
 		json_t *w = json_object_get(man, "warnings");

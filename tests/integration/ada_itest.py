@@ -1660,6 +1660,15 @@ def flight_recover_killed(ada, work, rep, prog):
     ada.validate(session, rep)
     pid_dir, m = flight_manifest(rep, session)
     rep.check(m.get("state") == "recovered", "manifest state %r, not recovered" % m.get("state"))
+    # The threads' waits for ring space, read from the arena's slots, and
+    # their sums, as the live drain writes them.
+    mt = m.get("metrics", {})
+    tw = [(t.get("ring_waits"), t.get("ring_waited_ns")) for t in m.get("threads", [])]
+    rep.check(all(isinstance(w, int) and isinstance(n, int) for w, n in tw) and
+              mt.get("ring_waits") == sum(w for w, _ in tw) and
+              mt.get("ring_waited_ns") == sum(n for _, n in tw),
+              "recovered ring waits: metrics %r / %r, threads %r" % (
+                  mt.get("ring_waits"), mt.get("ring_waited_ns"), tw))
     rec = [d for t in m.get("threads", []) for d in t.get("detail_recovered", [])]
     rep.check(any(d.get("records", 0) > 0 for d in rec),
               "no unfinished detail file was recovered with records: %r" % rec)
