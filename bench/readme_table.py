@@ -8,7 +8,9 @@ startup, latency) with ada and uftrace-pg; the newest bench/micro.py file
 (not --quick) adds the pipeline-without-hooks lines. The detail lane's
 table (issue 8) comes from the same full run's fib rows (ada-detail-exe,
 ada-detail-none, ada-exe, uftrace-args, uftrace-pg), with ada attach's
-pause from the newest bench/attach_bench.py file (*-attach.json). The text between
+pause from the newest bench/attach_bench.py file (*-attach.json) and the
+pinned A/B of the detail modes from the newest bench/hot_ab.py file
+(*-hotab.json, 10 runs or more). The text between
 <!-- bench-table:begin --> and <!-- bench-table:end --> in README.md is
 replaced; nothing else is touched.
 
@@ -56,6 +58,41 @@ def newest_micro(results):
         if d and not d.get('quick'):
             return path, d
     return None, None
+
+
+def newest_hotab(results):
+    for path in sorted(glob.glob(os.path.join(results, '*-hotab.json')), reverse=True):
+        d = load(path)
+        if d and isinstance(d.get('rows'), list) and d.get('reps', 0) >= 10:
+            return path, d
+    return None, None
+
+
+def hotab_rows(hpath, h):
+    """bench/hot_ab.py's pinned A/B: the excluded set's and the detail
+    lane's gap to --detail never, same rep, quartiles."""
+    if not h or h.get('first', {}).get('variant') != 'never':
+        return []
+    by = {r['variant']: r for r in h['rows'] if r['ada'] == h['first']['ada']}
+    hp = h.get('provenance') or {}
+    src = (f"`bench/hot_ab.py`, `bench/results/{os.path.basename(hpath)}`, {h.get('date')}, "
+           f"commit {(hp.get('commit') or '?')[:12]}; `{h['workload']} {h['arg']}` pinned, "
+           f"{h['reps']} interleaved runs each")
+    out = []
+    n = by.get('never', {}).get('ns_per_event', {})
+    for v, label in (('excluded', 'set excluding the function'),
+                     ('detail', 'detail lane on every call')):
+        r = by.get(v)
+        if not r:
+            continue
+        g, q = r['gap_to_first_ns_per_event'], r['ns_per_event']
+        target = ''
+        if v == 'excluded':
+            target = f'≤ 2 ns — {"met" if g["median"] <= 2 else "missed"}'
+        out.append(f'| hooks\' own cost, pinned A/B ({src}): {label} vs `--detail never` | '
+                   f'{q["median"]:.1f} vs {n.get("median", 0):.1f} ns/event, gap median '
+                   f'{g["median"]:+.1f} (first quartile {g["q1"]:+.1f}) | | | {target} |')
+    return out
 
 
 def newest_attach(results):
@@ -148,7 +185,7 @@ def marginal(d, w, t):
     return r.get('marginal_ns_per_event') if r else None
 
 
-def detail_table(path, d, apath, a):
+def detail_table(path, d, apath, a, hpath=None, h=None):
     """The detail lane (issue 8) from the full run's fib rows, and ada
     attach (issue 10) from its own file; empty when the run has neither."""
     det, exe = marginal(d, 'fib', 'ada-detail-exe'), marginal(d, 'fib', 'ada-exe')
@@ -181,6 +218,7 @@ def detail_table(path, d, apath, a):
         rows.append(f'| detail lane on, set excluding the function, vs `--detail never` (same '
                     f'run) | {num(none)} vs {num(exe)} ns/event ({none - exe:+.1f}) | | | '
                     f'≤ 2 ns — {"met" if none - exe <= 2 else "missed"} |')
+    rows.extend(hotab_rows(hpath, h))
     if a:
         wm = a['warm_median']
         cold = [r for r in a['rows'] if r.get('cache') == 'cold']
@@ -205,7 +243,7 @@ def detail_table(path, d, apath, a):
                      + rows)
 
 
-def table(path, d, mpath, m, apath=None, att=None):
+def table(path, d, mpath, m, apath=None, att=None, hpath=None, hab=None):
     p = d.get('provenance') or {}
     mach = d.get('machine', {})
     lines = []
@@ -283,7 +321,7 @@ def table(path, d, mpath, m, apath=None, att=None):
                          f"to disk, {s['drops']} dropped, recorder CPU (drain + io_uring "
                          f"workers) {num(s.get('recorder_ns_per_event'))} ns/event{split}, latency p50 "
                          f"{num(s['latency_p50_ms'], '.2f')} / p99 {num(s['latency_p99_ms'], '.2f')} ms")
-    dt = detail_table(path, d, apath, att)
+    dt = detail_table(path, d, apath, att, hpath, hab)
     if dt:
         lines.append(dt)
     return '\n'.join(lines)
@@ -302,7 +340,8 @@ def main():
         sys.exit('readme_table: no full run in ' + a.results)
     mpath, m = newest_micro(a.results)
     apath, at = newest_attach(a.results)
-    text = table(path, d, mpath, m, apath, at)
+    hpath, hab = newest_hotab(a.results)
+    text = table(path, d, mpath, m, apath, at, hpath, hab)
     if a.print:
         print(text)
         return
@@ -322,7 +361,8 @@ def main():
             f.write(new)
     print(f'readme_table: README.md from {os.path.basename(path)}'
           + (f' and {os.path.basename(mpath)}' if mpath else '')
-          + (f' and {os.path.basename(apath)}' if apath else ''), file=sys.stderr)
+          + (f' and {os.path.basename(apath)}' if apath else '')
+          + (f' and {os.path.basename(hpath)}' if hpath else ''), file=sys.stderr)
 
 
 if __name__ == '__main__':

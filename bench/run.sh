@@ -10,6 +10,8 @@
 #   1. bench/bench.py (all options pass through; --help lists them): ada
 #      beside uftrace and ltrace, one table, JSON under bench/results/;
 #   2. bench/micro.py: ring_bench, wal_bench, disk_bench, keysym_bench (results/*-micro.json);
+#      bench/hot_ab.py: the hooks' own cost per detail mode, pinned, 21
+#      interleaved runs (results/*-hotab.json);
 #   3. bench/reading_bench.py: the reading commands (results/reading_*.json),
 #      bench/attach_bench.py: ada attach's pause (results/*-attach.json);
 #   4. bench/callgrind_guard.sh with the three committed baselines
@@ -63,6 +65,13 @@ python3 "$repo/bench/bench.py" --build "$build" "${pass[@]}"
 case " $* " in *" --help "* | *" -h "*) exit 0 ;; esac
 
 python3 "$repo/bench/micro.py" --build "$build" "${quick[@]}"
+# The hooks' own cost, pinned and interleaved (results/*-hotab.json): the
+# excluded set's gap to --detail never is within one run's noise above.
+if ((${#quick[@]})); then
+	python3 "$repo/bench/hot_ab.py" --build "$build" --reps 2 --arg 20 --json /dev/null
+else
+	python3 "$repo/bench/hot_ab.py" --build "$build" --reps 21 --arg 32
+fi
 if ((${#quick[@]})); then
 	python3 "$repo/bench/reading_bench.py" --build "$build" --fib 24 --small-fib 20 --reps 1
 else
