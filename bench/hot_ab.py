@@ -92,8 +92,11 @@ def main():
     ap.add_argument('--ada', action='append', help='ada binaries to compare (default: BUILD/ada)')
     ap.add_argument('--json')
     a = ap.parse_args()
+    # Absolute: --include matches the module's path as loaded (a relative
+    # one would hook nothing and measure nothing).
+    a.build = os.path.abspath(a.build)
     prog = os.path.join(a.build, 'bench', 'plain', a.workload)
-    adas = a.ada or [os.path.join(a.build, 'ada')]
+    adas = [os.path.abspath(x) for x in a.ada] if a.ada else [os.path.join(a.build, 'ada')]
     names = a.variants.split(',')
     shm = '/dev/shm' if os.path.isdir('/dev/shm') else None
     runs = [(ada, v) for ada in adas for v in names]
@@ -108,6 +111,10 @@ def main():
             ev, ns = one_run(ada, prog, a.arg, VARIANTS[v], shm)
             if ev != events or ns is None:
                 raise SystemExit('hot_ab: %s %s: %r events, %r ns' % (ada, v, ev, ns))
+            if ns <= base[-1]:  # nothing hooked: a wrong --include, say
+                raise SystemExit('hot_ab: %s %s: the traced program (%d ns) was not slower '
+                                 'than the untraced one (%d ns): were its functions hooked?'
+                                 % (ada, v, ns, base[-1]))
             times[(ada, v)].append(ns)
         print('hot_ab: rep %d/%d done' % (rep + 1, a.reps), file=sys.stderr)
     b = statistics.median(base)
