@@ -9,6 +9,7 @@ excludes the function: within 2 ns/event of --detail never").
 
   bench/hot_ab.py [--build build-bench] [--reps 15] [--workload fib] [--arg 30]
                   [--variants never,excluded,detail] [--ada PATH ...]
+                  [--uftrace uftrace-pg,uftrace-args]
 
 Each run times the workload itself (bench/workloads/bw_common.h:
 elapsed_ns, from its first constructor to its report), less the
@@ -17,7 +18,10 @@ way, pinned the same way, in the same rotation. Per variant: minimum,
 first quartile and median of (traced - untraced median) / events, in ns
 per event, and the same for the gap of each variant to the first one.
 --ada PATH (repeatable) compares builds instead: every variant for every
-build. Writes bench/results/<date>-hotab.json (with bench/provenance.py's
+build. uftrace (when installed) runs beside, pinned the same way: its
+recorder on CPU 1 (`taskset -c 1 uftrace record ... taskset -c 0 PROG`),
+the workload's -pg build on CPU 0; `-pg` alone and, on fib, `-A
+bw_fib@arg1 -R bw_fib@retval`. Writes bench/results/<date>-hotab.json (with bench/provenance.py's
 record) and prints a table. Only the standard library."""
 import argparse
 import datetime
@@ -34,6 +38,13 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from provenance import REPO, provenance  # noqa: E402
 
+# uftrace beside, pinned the same way: its recorder (and writer threads) on
+# CPU 1, the -pg build of the workload on CPU 0; it never waits (libmcount
+# maps a new buffer when its writer lags), so its figure is its own time.
+UFTRACE = {
+    'uftrace-pg': [],
+    'uftrace-args': ['-A', 'bw_fib@arg1', '-R', 'bw_fib@retval'],
+}
 VARIANTS = {
     'never': ['--detail', 'never'],
     'excluded': ['--detail', 'triggered', '--stack-bytes', '128', '--detail-symbols',
@@ -55,12 +66,28 @@ def waited_of(out):
     return total
 
 
+def one_uftrace(variant, pgprog, arg, shm):
+    out = tempfile.mkdtemp(prefix='hotab.', dir=shm)
+    try:
+        cmd = ['taskset', '-c', '1', 'uftrace', 'record', '--force', '--no-libcall', '--no-event', '-d',
+               os.path.join(out, 'd')] + UFTRACE[variant] + ['taskset', '-c', '0', pgprog, arg]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            raise SystemExit('hot_ab: %s exited %d:\n%s' % (' '.join(cmd), p.returncode,
+                                                           p.stderr[-1500:]))
+        return elapsed_of(p.stderr)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def one_run(ada, prog, arg, opts, shm):
     """(events, the program's own ns less ada's waits) of one run."""
     pin = ['taskset', '-c', '0']
     if ada is None:
         p = subprocess.run(pin + [prog, arg], capture_output=True, text=True, timeout=600)
         return elapsed_of(p.stderr)
+    if ada == 'uftrace':
+        return one_uftrace(opts, prog.replace('/plain/', '/pg/'), arg, shm)
     out = tempfile.mkdtemp(prefix='hotab.', dir=shm)
     try:
         cmd = [ada, 'record', '--out', out, '--max-disk-mb', '0', '--ring-mb', '512',
@@ -89,6 +116,9 @@ def main():
     ap.add_argument('--workload', default='fib')
     ap.add_argument('--arg', default='30')
     ap.add_argument('--variants', default='never,excluded,detail')
+    ap.add_argument('--uftrace', default='uftrace-pg,uftrace-args',
+                    help='uftrace variants beside (uftrace-pg, uftrace-args; "" for none; '
+                         'uftrace-args applies to fib only)')
     ap.add_argument('--ada', action='append', help='ada binaries to compare (default: BUILD/ada)')
     ap.add_argument('--json')
     a = ap.parse_args()
@@ -100,6 +130,9 @@ def main():
     names = a.variants.split(',')
     shm = '/dev/shm' if os.path.isdir('/dev/shm') else None
     runs = [(ada, v) for ada in adas for v in names]
+    if shutil.which('uftrace'):
+        runs += [('uftrace', u) for u in a.uftrace.split(',') if u in UFTRACE
+                 and (u != 'uftrace-args' or a.workload == 'fib')]
     base, times, events = [], {r: [] for r in runs}, None
     started = datetime.datetime.now(datetime.timezone.utc)
     for rep in range(a.reps):
@@ -108,7 +141,7 @@ def main():
         base.append(ns)
         events = ev
         for ada, v in order:
-            ev, ns = one_run(ada, prog, a.arg, VARIANTS[v], shm)
+            ev, ns = one_run(ada, prog, a.arg, v if ada == 'uftrace' else VARIANTS[v], shm)
             if ev != events or ns is None:
                 raise SystemExit('hot_ab: %s %s: %r events, %r ns' % (ada, v, ev, ns))
             if ns <= base[-1]:  # nothing hooked: a wrong --include, say
@@ -138,9 +171,9 @@ def main():
     print('|---|---|---|---|')
     for r in rows:
         q, g = r['ns_per_event'], r['gap_to_first_ns_per_event']
+        who = r['ada'] if r['ada'] == 'uftrace' else os.path.relpath(r['ada'], REPO)
         print('| %s | %s | %.1f / %.1f / %.1f | %+.1f / %+.1f / %+.1f |' % (
-            os.path.relpath(r['ada'], REPO), r['variant'], q['min'], q['q1'], q['median'],
-            g['min'], g['q1'], g['median']))
+            who, r['variant'], q['min'], q['q1'], q['median'], g['min'], g['q1'], g['median']))
     print('hot_ab: %s %s, %d events, untraced median %.1f ms, %d reps; written %s' % (
         a.workload, a.arg, events, b / 1e6, a.reps, path))
 

@@ -60,17 +60,19 @@ def newest_micro(results):
     return None, None
 
 
-def newest_hotab(results):
+def newest_hotab(results, workload='fib'):
     for path in sorted(glob.glob(os.path.join(results, '*-hotab.json')), reverse=True):
         d = load(path)
-        if d and isinstance(d.get('rows'), list) and d.get('reps', 0) >= 10:
+        if d and isinstance(d.get('rows'), list) and d.get('reps', 0) >= 10 and \
+                d.get('workload') == workload:
             return path, d
     return None, None
 
 
 def hotab_rows(hpath, h):
     """bench/hot_ab.py's pinned A/B: the excluded set's and the detail
-    lane's gap to --detail never, same rep, quartiles."""
+    lane's gap to --detail never, same rep, quartiles; and, when uftrace
+    ran beside, the pinned ratios."""
     if not h or h.get('first', {}).get('variant') != 'never':
         return []
     by = {r['variant']: r for r in h['rows'] if r['ada'] == h['first']['ada']}
@@ -92,6 +94,16 @@ def hotab_rows(hpath, h):
         out.append(f'| hooks\' own cost, pinned A/B ({src}): {label} vs `--detail never` | '
                    f'{q["median"]:.1f} vs {n.get("median", 0):.1f} ns/event, gap median '
                    f'{g["median"]:+.1f} (first quartile {g["q1"]:+.1f}) | | | {target} |')
+    # uftrace pinned the same way (its recorder on the other CPU), when run.
+    uf = {r['variant']: r for r in h['rows'] if r['ada'] == 'uftrace'}
+    for v, u, label in (('never', 'uftrace-pg', 'index lane (`--detail never`) vs `-pg`'),
+                        ('detail', 'uftrace-args', 'detail lane on every call vs `-A/-R`')):
+        if v in by and u in uf:
+            av, uv = by[v]['ns_per_event']['median'], uf[u]['ns_per_event']['median']
+            out.append(f'| the same, pinned beside uftrace, `{h["workload"]} {h["arg"]}` '
+                       f'(executable only, as `-pg`): {label} | {av:.1f} ns/event | '
+                       f'{uv:.1f} | {av / uv:.2f}× | ≤ 1/3 — '
+                       f'{"met" if av / uv <= 1 / 3 else "missed"} |')
     return out
 
 
@@ -219,6 +231,8 @@ def detail_table(path, d, apath, a, hpath=None, h=None):
                     f'run) | {num(none)} vs {num(exe)} ns/event ({none - exe:+.1f}) | | | '
                     f'≤ 2 ns — {"met" if none - exe <= 2 else "missed"} |')
     rows.extend(hotab_rows(hpath, h))
+    mpath, mh = newest_hotab(os.path.dirname(hpath), 'mixed') if hpath else (None, None)
+    rows.extend(r for r in hotab_rows(mpath, mh) if 'pinned beside uftrace' in r)
     if a:
         wm = a['warm_median']
         cold = [r for r in a['rows'] if r.get('cache') == 'cold']

@@ -71,6 +71,8 @@ if ((${#quick[@]})); then
 	python3 "$repo/bench/hot_ab.py" --build "$build" --reps 2 --arg 20 --json /dev/null
 else
 	python3 "$repo/bench/hot_ab.py" --build "$build" --reps 21 --arg 32
+	python3 "$repo/bench/hot_ab.py" --build "$build" --reps 15 --workload mixed --arg 5000 \
+		--variants never
 fi
 if ((${#quick[@]})); then
 	python3 "$repo/bench/reading_bench.py" --build "$build" --fib 24 --small-fib 20 --reps 1
