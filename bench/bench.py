@@ -380,6 +380,13 @@ class Runner:
                     total += t.get('ring_waited_ns', 0)
         return total / 1e9 if found and (waiters == 0 or threads == 1) else None
 
+    @staticmethod
+    def ada_drain_ns(stderr):
+        """The drain thread's CPU per event recorded, from ada's summary
+        line ("drain CPU 0.141 s (10.0 ns/event)"); None without one."""
+        m = re.findall(r'drain CPU [\d.]+ s \(([\d.]+) ns/event\)', stderr or '')
+        return float(m[-1]) if m else None
+
     def timed_run(self, row, prog, args, key):
         t = row['tracer']
         outdir = os.path.join(self.out, t)
@@ -392,6 +399,7 @@ class Runner:
         if hot is not None and t.startswith('ada'):
             waited = self.ada_ring_waited(outdir)
             hot = hot - waited if waited is not None else None
+        drain = self.ada_drain_ns(err_text) if not err and t.startswith('ada') else None
         shutil.rmtree(outdir, ignore_errors=True)
         if err:
             row['error'] = err
@@ -399,6 +407,8 @@ class Runner:
             row[key].append(dt)
             if key == 'times' and hot is not None:
                 row.setdefault('hot_times', []).append(hot)
+            if key == 'times' and drain is not None:
+                row.setdefault('drain_ns', []).append(drain)
             if key == 'base_times':
                 row['base_events'] = self.workload_calls(err_text)
 
@@ -442,7 +452,7 @@ class Runner:
         for k in ('base_times', 'base_events', 'events_expected', 'bw_events', 'all_events', 'exceptions', 'bytes', 'hooks',
                   'hooks_skipped', 'hook_ms', 'hook_time_us', 'latency_p50_ms',
                   'latency_p99_ms', 'achieved_events_per_s', 'worst_batch_late_ms',
-                  'ada_lost_events', 'ada_drops', 'error', 'times', 'hot_times',
+                  'ada_lost_events', 'ada_drops', 'error', 'times', 'hot_times', 'drain_ns',
                   'stderr_tail'):
             if k in row:
                 out[k] = row[k]
@@ -465,6 +475,8 @@ class Runner:
             if exp and row['tracer'] != 'untraced':
                 out['hot_ns_per_event'] = \
                     (hmed - statistics.median(base['hot_times'])) * 1e9 / exp
+        if row.get('drain_ns'):
+            out['drain_ns_per_event'] = statistics.median(row['drain_ns'])
         if row['base_times'] and base.get('base_times') and row['tracer'] != 'untraced':
             bb = statistics.median(base['base_times'])
             tb = statistics.median(row['base_times'])
@@ -520,7 +532,7 @@ def fmt(v, spec, none='-'):
 def table(rows):
     head = ['workload', 'tracer', 'time (median)', 'slowdown', 'ns added/event',
             'fixed cost ms', 'marginal ns/event', 'hot path ns/event', 'M events/s rec.',
-            'events lost',
+            'drain CPU ns/event', 'events lost',
             'B/event on disk', 'hooks', 'hook time ms', 'drain latency p50/p99 ms']
     lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
     for r in rows:
@@ -538,6 +550,7 @@ def table(rows):
                      fmt(r.get('marginal_ns_per_event'), '.1f'),
                      fmt(r.get('hot_ns_per_event'), '.1f'),
                      fmt(r.get('mev_per_s'), '.3g'),
+                     fmt(r.get('drain_ns_per_event'), '.1f'),
                      fmt(lost, 'd') + (f' of {r["events_expected"]}'
                                        if lost and r.get('events_expected') else ''),
                      fmt(r.get('bytes_per_event'), '.1f'), fmt(r.get('hooks'), 'd'),

@@ -973,13 +973,18 @@ void record_print_summary(const struct ada_record_summary *s, const char *dir)
 	char why[256];
 	_Static_assert(ADA_LANE_COUNT <= 2 && ADA_DROP_REASON_COUNT <= 8, "drops_by size");
 	record_drop_reasons(s, why, sizeof(why));
+	/* The drain thread's CPU per event: what recording costs the machine
+	 * besides the program's own hooks (the kernel's write-back apart). */
+	double drain_ns = s->events ? (double)s->drain_cpu_ns / (double)s->events : 0;
 	fprintf(stderr,
 	        "ada: recorded %llu events (%.2f M/s) from %u process%s in %.2f s, drops "
-	        "%llu%s, disk %llu bytes, drain latency p50 %.2f ms p99 %.2f ms%s\n",
+	        "%llu%s, disk %llu bytes, drain latency p50 %.2f ms p99 %.2f ms, drain CPU "
+	        "%.3f s (%.1f ns/event)%s\n",
 	        (unsigned long long)s->events, rate / 1e6, s->processes,
 	        s->processes == 1 ? "" : "es", s->seconds, (unsigned long long)s->drops, why,
 	        (unsigned long long)s->disk_bytes, (double)s->latency_p50_ns / 1e6,
-	        (double)s->latency_p99_ns / 1e6, s->abnormal ? ", program ended abnormally" : "");
+	        (double)s->latency_p99_ns / 1e6, (double)s->drain_cpu_ns / 1e9, drain_ns,
+	        s->abnormal ? ", program ended abnormally" : "");
 	/* Lossless, but not free: what the drain running behind cost. */
 	if (s->ring_waits)
 		fprintf(

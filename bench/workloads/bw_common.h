@@ -10,13 +10,16 @@
  * Helpers here are named wl_* (never bw_*): gcc may outline parts of them
  * (wl_arg.part.0), and those must not count as workload calls.
  * Each workload ends with wl_report(): one line on stderr
- *   bench: workload=NAME calls=N events=2N result=R elapsed_ns=T
+ *   bench: workload=NAME calls=N events=2N result=R elapsed_ns=T cpu_ns=C
  * and the same line in the file named by $BW_COUNT_FILE when it is set.
  * T is the program's own elapsed time (CLOCK_MONOTONIC) from its first
  * constructor to the report: what the tracer's hooks cost it, without
  * the tracer's start-up before main's module runs or its finalize after
  * (bench/bench.py's "hot path" column, net of ada's waits for ring
- * space).
+ * space). C is the process's CPU time over the same span
+ * (CLOCK_PROCESS_CPUTIME_ID): T less the time its threads were runnable
+ * but not running, which on a 2-core machine is where a tracer's own
+ * threads (ada's drain, uftrace's writers) and the kernel's show up.
  */
 #ifndef BW_COMMON_H
 #define BW_COMMON_H
@@ -52,27 +55,38 @@ static inline uint64_t wl_now_ns(void)
 
 /* When the program's own code starts: its executable's constructors run
  * after every shared library's (a preloaded tracer agent's included). */
-static uint64_t wl_start_ns;
+static inline uint64_t wl_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t wl_start_ns, wl_start_cpu_ns;
 __attribute__((constructor)) static void wl_start(void)
 {
 	wl_start_ns = wl_now_ns();
+	wl_start_cpu_ns = wl_cpu_ns();
 }
 
 static inline void wl_report(const char *name, uint64_t calls, uint64_t result)
 {
 	unsigned long long elapsed = (unsigned long long)(wl_now_ns() - wl_start_ns);
-	fprintf(stderr, "bench: workload=%s calls=%llu events=%llu result=%llu elapsed_ns=%llu\n",
+	unsigned long long cpu = (unsigned long long)(wl_cpu_ns() - wl_start_cpu_ns);
+	fprintf(stderr,
+	        "bench: workload=%s calls=%llu events=%llu result=%llu elapsed_ns=%llu "
+	        "cpu_ns=%llu\n",
 	        name, (unsigned long long)calls, (unsigned long long)(2 * calls),
-	        (unsigned long long)result, elapsed);
+	        (unsigned long long)result, elapsed, cpu);
 	const char *path = getenv("BW_COUNT_FILE");
 	if (path && *path) {
 		FILE *f = fopen(path, "w");
 		if (f) {
 			fprintf(f,
 			        "bench: workload=%s calls=%llu events=%llu result=%llu "
-			        "elapsed_ns=%llu\n",
+			        "elapsed_ns=%llu cpu_ns=%llu\n",
 			        name, (unsigned long long)calls, (unsigned long long)(2 * calls),
-			        (unsigned long long)result, elapsed);
+			        (unsigned long long)result, elapsed, cpu);
 			fclose(f);
 		}
 	}

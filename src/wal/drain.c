@@ -44,9 +44,11 @@
 #define DRAIN_IDLE_MIN_US 50u
 #define DRAIN_IDLE_MAX_US 1000u
 #define DRAIN_NAP_US 500u             /* drain_nap(): a busy pass that took little */
+#define DRAIN_NAP_MIN_US 50u          /* a shorter nap is not worth its wake-up */
 #define DRAIN_NAP_BELOW 8192u         /* events over the whole pass */
-#define DRAIN_NAP_FILL_PCT 12u        /* every ring at most this full */
-#define DRAIN_NAP_RING_MIN (1u << 16) /* and every ring this many events or more */
+#define DRAIN_NAP_EVENTS_PER_US 100u  /* the fastest thread a nap allows for: 100 M/s */
+#define DRAIN_NAP_SMALL_FILL_PCT 12u  /* a ring too small to nap for: at most this full */
+#define DRAIN_NAP_RING_MIN (1u << 16) /* rings below this are "too small" */
 #define DRAIN_TICK_NS 1000000000ull
 #define DRAIN_RECLAIM_NS 10000000ull
 #define DRAIN_STOP_GRACE_NS 500000000ull  /* the program may exit by itself */
@@ -715,6 +717,30 @@ static void drain_quarantine(struct ada_recorder *r, struct wal_proc *p, uint32_
 	ada_detail_ring_set_decided(p->arena, s, UINT64_MAX);
 }
 
+/* For drain_nap(): the least room any big ring read this pass had left
+ * (events the producer may still write before it waits; 0 for a ring
+ * more than half full), and whether a small ring (a spill slot) was more
+ * than a little full. The events taken but not yet released count as
+ * used: they stay in the ring until their write completes
+ * (docs/format.md). */
+static void drain_note_room(struct ada_recorder *r, const struct wal_proc *p, uint32_t s,
+                            const struct ada_slot_info *si)
+{
+	uint64_t cap = ada_arena_slot_events(p->arena, s);
+	uint64_t used = si->head - si->tail; /* <= cap: ada_slot_read_checked */
+	if (cap < DRAIN_NAP_RING_MIN) {
+		if (si->fill_pct > DRAIN_NAP_SMALL_FILL_PCT)
+			r->pass_room_min = 0;
+		return;
+	}
+	uint64_t room = used < cap ? cap - used : 0;
+	/* More than half full: the drain is behind, or the disk is (the
+	 * producer refills what each write completion frees); no nap. */
+	if (room < cap / 2)
+		room = 0;
+	r->pass_room_min = room < r->pass_room_min ? room : r->pass_room_min;
+}
+
 static size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t budget)
 {
 	struct ada_slot_info si;
@@ -726,8 +752,7 @@ static size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s,
 	if (si.state == ADA_SLOT_FREE)
 		return 0;
 	p->fill_max = si.fill_pct > p->fill_max ? si.fill_pct : p->fill_max;
-	r->pass_fill_max = si.fill_pct > r->pass_fill_max ? si.fill_pct : r->pass_fill_max;
-	r->pass_ring_min = p->ring_events < r->pass_ring_min ? p->ring_events : r->pass_ring_min;
+	drain_note_room(r, p, s, &si);
 	struct wal_thread *t = p->by_slot[s];
 	if (t && (t->seq != si.thread_seq || t->slot_gen != si.generation)) {
 		/* Only after our own free (drain_reclaim() forgets the thread
@@ -1492,8 +1517,7 @@ static bool drain_pass(struct ada_recorder *r)
 	drain_inotify(r);
 	size_t busy = 0;
 	uint64_t now = drain_mono_ns(), size;
-	r->pass_fill_max = 0;
-	r->pass_ring_min = UINT64_MAX;
+	r->pass_room_min = UINT64_MAX;
 	bool reclaim_all = now - r->last_reclaim_ns >= DRAIN_RECLAIM_NS;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct wal_proc *p = r->procs[i];
@@ -1533,22 +1557,35 @@ static bool drain_pass(struct ada_recorder *r)
  * with), wait a little before the next one so that batches grow. A
  * back-to-back pass finds a few hundred events written a moment ago on
  * the producer's core, and pays per event for pulling those lines across
- * (and for the pass itself): wal_bench at 10 M events/s, drain thread
- * CPU 14.3 ns/event without the nap, 9.6 / 9.2 / 9.0 with 300 / 500 /
- * 1000 us naps below 8192 events (docs/benchmarks.md). Only while every
- * ring read has room for a nap's worth of events (at most 12 % full, 64
- * Ki events or more, the default: at 100 M events/s, more than one
- * thread writes here, a 500 us nap adds 50 K events, 76 %); a write that
- * completes meanwhile ends the wait early (ring space to release). Not
+ * and for the pass itself (its wake-up above all, in a VM): wal_bench at
+ * 10 M events/s, drain thread CPU 14.3 ns/event without the nap, 9.6 /
+ * 9.2 / 9.0 with 300 / 500 / 1000 us naps below 8192 events
+ * (docs/benchmarks.md).
+ *
+ * The nap lasts as long as every ring read has room for at 100 M
+ * events/s from its thread (500 us at most: 50 K events; none below
+ * 50 us), the events taken but not yet written counting as used; none
+ * while a ring is more than half full (a drain or a disk that cannot
+ * keep up: wal_bench flat out spent 2-3 ns/event more drain CPU napping
+ * there, in this VM's wake-ups). Until 2026-11-28 the test was "every
+ * ring at most 12 % full", which a default 2 MiB ring with a staging
+ * buffer's worth of events waiting for its write never passed: `mixed`
+ * at 9 M events/s ran 6 000-11 000 passes instead of ~800, at 35 ns of
+ * drain CPU per event instead of 17 (docs/benchmarks.md, "Pacing and
+ * staging buffers"). A sleep, not a wait for completions: the rings have
+ * room, and a completion per staging buffer cut every nap short. Not
  * once the program is gone or a stop was asked: the end stays quick. */
 static void drain_nap(struct ada_recorder *r)
 {
-	if (r->pass_events >= DRAIN_NAP_BELOW || r->pass_fill_max > DRAIN_NAP_FILL_PCT ||
-	    r->pass_ring_min < DRAIN_NAP_RING_MIN || r->main_reaped ||
+	uint64_t us = r->pass_room_min / DRAIN_NAP_EVENTS_PER_US;
+	if (us > DRAIN_NAP_US)
+		us = DRAIN_NAP_US;
+	if (r->pass_events >= DRAIN_NAP_BELOW || us < DRAIN_NAP_MIN_US || r->main_reaped ||
 	    /* relaxed: a hint, drain_stop_now() reads it again after the nap */
 	    atomic_load_explicit(&r->stop_req, memory_order_relaxed))
 		return;
-	ada_wal_io_wait(r->io, DRAIN_NAP_US);
+	struct timespec ts = {0, (long)(us * 1000)};
+	nanosleep(&ts, NULL);
 }
 
 /* The parent pid and the command name of pid (from /proc/PID/stat, which

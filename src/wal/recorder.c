@@ -124,6 +124,34 @@ static int rec_arena_dir(struct ada_recorder *r)
 	return 0;
 }
 
+/* Staging buffers an eighth of a thread's index ring, 64 KiB to 1 MiB.
+ * The ring space of a batch is released only when its write has
+ * completed (docs/format.md), so the events in a staging buffer and in
+ * its write still occupy the ring: with the default 2 MiB rings, 1 MiB
+ * buffers kept half of a ring busy, and fib 32 waited for ring space
+ * 315-350 times a run (24.5-25.0 M events/s end to end); 256 KiB buffers
+ * 30.8-31.0 M, and no change from 8 MiB rings up, where 1 MiB is an
+ * eighth already (docs/benchmarks.md, "Staging buffers and the ring").
+ * Sizes are whole 4 KiB blocks (O_DIRECT): rings are powers of two of at
+ * least ADA_RING_MIN_EVENTS events. */
+static uint32_t rec_buffer_bytes(const char *ring_config)
+{
+	struct ada_arena_config cfg;
+	if (!ring_config || !*ring_config ||
+	    ada_arena_config_parse(ring_config, strlen(ring_config), &cfg) != 0)
+		ada_arena_config_default(&cfg);
+	uint64_t bytes = cfg.index_events * ATF_INDEX_EVENT_SIZE / 8;
+	/* ADA_WAL_BUFFER_KB=N: buffers of N KiB instead (to compare) */
+	const char *kb = getenv("ADA_WAL_BUFFER_KB");
+	if (kb && strtoull(kb, NULL, 10) > 0)
+		bytes = strtoull(kb, NULL, 10) << 10 & ~(uint64_t)(4096 - 1);
+	if (bytes < (64u << 10))
+		bytes = 64u << 10;
+	if (bytes > (1u << 20))
+		bytes = 1u << 20;
+	return (uint32_t)bytes;
+}
+
 static int rec_copy_opts(struct ada_recorder *r, const struct ada_recorder_opts *o)
 {
 	r->o = *o;
@@ -180,8 +208,9 @@ int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **ou
 	r->self_start_ticks = ada_proc_start_ticks(getpid());
 	r->warnings = json_array();
 	int rc = r->warnings ? rec_copy_opts(r, o) : -ENOMEM;
+	struct ada_wal_io_opts io_opts = {.buffer_bytes = rec_buffer_bytes(r->ring_config)};
 	if (rc == 0)
-		rc = ada_wal_io_new(NULL, &r->io);
+		rc = ada_wal_io_new(&io_opts, &r->io);
 	if (rc == 0)
 		rc = wal_flight_init(r);
 	if (rc == 0)

@@ -710,6 +710,11 @@ uint64_t ada_wal_io_bytes_written(const struct ada_wal_io *io)
 	return io->bytes_written;
 }
 
+uint32_t ada_wal_io_buffer_bytes(const struct ada_wal_io *io)
+{
+	return io->buffer_bytes;
+}
+
 /* ---- files ---- */
 
 /* The header placeholder written at creation: identity only, footer_offset

@@ -200,6 +200,8 @@ bool ada_wal_io_disk_full(const struct ada_wal_io *io);
  * kernel refused it (then *refused writes were sent again without it). */
 bool ada_wal_io_uncached(const struct ada_wal_io *io, uint32_t *refused);
 uint64_t ada_wal_io_bytes_written(const struct ada_wal_io *io);
+/* The staging buffers' size in bytes (manifest wal.staging_buffer_bytes). */
+uint32_t ada_wal_io_buffer_bytes(const struct ada_wal_io *io);
 /* Whether index files are opened with O_DIRECT (when their file system
  * allows it); *files opened so, *fallbacks that fell back to buffered
  * writes and *reason the first one's reason (NULL when none). */

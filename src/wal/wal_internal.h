@@ -512,10 +512,9 @@ struct ada_recorder {
 	uint64_t start_ns, end_ns;
 	uint64_t drain_cpu_ns; /* the drain thread's own CPU time, taken at its end */
 	uint64_t last_tick_ns, last_anchor_ns, last_reclaim_ns;
-	/* The last drain pass (drain_nap()): events taken, the fullest ring it
-	 * read (percent, before taking) and the smallest ring (events). */
-	uint64_t pass_events, pass_ring_min;
-	uint32_t pass_fill_max;
+	/* The last drain pass (drain_nap()): events taken, and the least room
+	 * (events) a ring it read had left (0: a small ring was filling). */
+	uint64_t pass_events, pass_room_min;
 	uint64_t events_total, lost_total;
 	_Atomic int stop_req; /* ada_recorder_stop(): async-signal-safe */
 	/* ada attach (ada_recorder_set_attach): set by the main thread, read

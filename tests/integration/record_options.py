@@ -210,6 +210,12 @@ def ring_case(ctx, opts, events, argv_tail=()):
     want(ctx, get(r.manifest, "ring", "index_bytes") == events * INDEX_EVENT,
          "%s: manifest ring.index_bytes %r, expected %d", opts,
          get(r.manifest, "ring", "index_bytes"), events * INDEX_EVENT)
+    # The staging buffers follow the ring (recorder.c rec_buffer_bytes):
+    # an eighth of it, 64 KiB to 1 MiB, whole 4 KiB blocks.
+    stage = min(max(events * INDEX_EVENT // 8, 64 << 10), 1 << 20)
+    want(ctx, get(r.manifest, "wal", "staging_buffer_bytes") == stage,
+         "%s: manifest wal.staging_buffer_bytes %r, expected %d", opts,
+         get(r.manifest, "wal", "staging_buffer_bytes"), stage)
     want(ctx, sum(drops(r).values()) == 0, "lossless mode dropped events: %r", drops(r))
     exact(ctx, r, p)
     return r
@@ -219,6 +225,13 @@ def ring_case(ctx, opts, events, argv_tail=()):
 def case_ring_mb(ctx):
     """--ring-mb 5: 5 MiB / 32 B rounded down to a power of two."""
     ring_case(ctx, ["--ring-mb", "5"], 131072)
+
+
+@case
+def case_ring_default(ctx):
+    """No ring option: 65 536-event (2 MiB) rings and 256 KiB staging
+    buffers, an eighth of a ring."""
+    ring_case(ctx, [], 65536)
 
 
 @case
