@@ -2,8 +2,8 @@
 # Every benchmark the README and docs/benchmarks.md cite, in one command on
 # one build (issues 5 and 13):
 #   bench/run.sh [--quick] [--reps N] [--workloads fib,mixed,...] [--tracers ada,uftrace-pg,...]
-#   bench/run.sh [--no-scaling]        (the same without step 6)
-#   bench/run.sh --scaling-only [bench/scaling.py options]   (step 6 alone)
+#   bench/run.sh [--no-scaling]        (the same without step 5)
+#   bench/run.sh --scaling-only [bench/scaling.py options]   (step 5 alone)
 # Installs the peers from Debian when missing (tools/bootstrap.sh --bench),
 # builds ada, the workloads and the micro-benchmarks in Release in its own
 # build directory ($ADA_BENCH_BUILD, default build-bench/), then runs:
@@ -16,13 +16,13 @@
 #      bench/attach_bench.py: ada attach's pause (results/*-attach.json);
 #   4. bench/callgrind_guard.sh with the three committed baselines
 #      (instructions per event, printed);
-#   5. bench/readme_table.py: the README's table from this run, when it was
-#      a full one (no --quick, every workload and tracer);
-#   6. bench/scaling.py: 1/2/4/8 threads x 10/200/5000 hot functions, ada
+#   5. bench/scaling.py: 1/2/4/8 threads x 10/200/5000 hot functions, ada
 #      beside uftrace -pg (results/*-scaling.json, ~5-10 minutes), then
 #      bench/scaling_table.py --write: docs/benchmarks.md's scaling table
 #      from this run (full runs and --scaling-only; --quick runs tiny sizes
-#      and leaves the docs alone).
+#      and leaves the docs alone);
+#   6. bench/readme_table.py: the README's table from this run, when it was
+#      a full one (no --quick, every workload and tracer).
 # Every results file records the commit, compiler, CPU model and kernel
 # (bench/provenance.py). --quick runs small sizes only to check that
 # everything works: its numbers are not for citing. See docs/benchmarks.md.
@@ -88,11 +88,16 @@ for b in callgrind_baseline.txt callgrind_baseline_detail_all.txt \
 			echo "run.sh: callgrind guard over $b failed (see above)" >&2
 	fi
 done
+# Scaling before the README table: every results file of the run then
+# records a clean tree (the table's rewrite of README.md made the scaling
+# run's provenance say "uncommitted changes").
+scaling_st=0
+if ((scaling)) && ((full || ${#quick[@]})); then
+	run_scaling "${quick[@]}" || scaling_st=$?
+fi
 if ((full)); then
 	python3 "$repo/bench/readme_table.py"
 else
 	echo "run.sh: not a full run (--quick, --workloads or --tracers): README table left alone" >&2
 fi
-if ((scaling)) && ((full || ${#quick[@]})); then
-	run_scaling "${quick[@]}"
-fi
+exit $scaling_st

@@ -43,12 +43,11 @@
 #define DRAIN_CHUNK 256u             /* events converted, fed and CRCed together: 8 KiB */
 #define DRAIN_IDLE_MIN_US 50u
 #define DRAIN_IDLE_MAX_US 1000u
-#define DRAIN_NAP_US 500u             /* drain_nap(): a busy pass that took little */
-#define DRAIN_NAP_MIN_US 50u          /* a shorter nap is not worth its wake-up */
-#define DRAIN_NAP_BELOW 8192u         /* events over the whole pass */
-#define DRAIN_NAP_EVENTS_PER_US 100u  /* the fastest thread a nap allows for: 100 M/s */
-#define DRAIN_NAP_SMALL_FILL_PCT 12u  /* a ring too small to nap for: at most this full */
-#define DRAIN_NAP_RING_MIN (1u << 16) /* rings below this are "too small" */
+#define DRAIN_NAP_US 500u            /* drain_nap(): a busy pass that took little */
+#define DRAIN_NAP_MIN_US 50u         /* a shorter nap is not worth its wake-up */
+#define DRAIN_NAP_BELOW 8192u        /* events over the whole pass */
+#define DRAIN_NAP_EVENTS_PER_US 100u /* the fastest thread a nap allows for: 100 M/s */
+#define DRAIN_NAP_SPILL_FILL_PCT 12u /* a spill slot's ring: at most this full */
 #define DRAIN_TICK_NS 1000000000ull
 #define DRAIN_RECLAIM_NS 10000000ull
 #define DRAIN_STOP_GRACE_NS 500000000ull  /* the program may exit by itself */
@@ -717,19 +716,20 @@ static void drain_quarantine(struct ada_recorder *r, struct wal_proc *p, uint32_
 	ada_detail_ring_set_decided(p->arena, s, UINT64_MAX);
 }
 
-/* For drain_nap(): the least room any big ring read this pass had left
+/* For drain_nap(): the least room any ring read this pass had left
  * (events the producer may still write before it waits; 0 for a ring
- * more than half full), and whether a small ring (a spill slot) was more
- * than a little full. The events taken but not yet released count as
+ * more than half full). The events taken but not yet released count as
  * used: they stay in the ring until their write completes
- * (docs/format.md). */
+ * (docs/format.md). A spill slot's ring (512 events: no nap could be
+ * short enough for it) only stops the nap when more than a little full,
+ * as before 2026-11-28. */
 static void drain_note_room(struct ada_recorder *r, const struct wal_proc *p, uint32_t s,
                             const struct ada_slot_info *si)
 {
 	uint64_t cap = ada_arena_slot_events(p->arena, s);
 	uint64_t used = si->head - si->tail; /* <= cap: ada_slot_read_checked */
-	if (cap < DRAIN_NAP_RING_MIN) {
-		if (si->fill_pct > DRAIN_NAP_SMALL_FILL_PCT)
+	if (cap < p->ring_events) {
+		if (si->fill_pct > DRAIN_NAP_SPILL_FILL_PCT)
 			r->pass_room_min = 0;
 		return;
 	}
