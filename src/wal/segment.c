@@ -73,7 +73,14 @@ int ada_wal_io_new(const struct ada_wal_io_opts *o, struct ada_wal_io **out)
 	io->qd = o && o->queue_depth ? o->queue_depth : 256;
 	io->buffer_bytes = o && o->buffer_bytes ? o->buffer_bytes : (1u << 20);
 	io->buffer_bytes &= ~(uint32_t)(ATF_INDEX_EVENT_SIZE - 1);
-	io->max_buffers = o && o->max_buffers ? o->max_buffers : 96;
+	/* The pool's bytes, not its count, absorb a disk that stalls: 96 MiB
+	 * whatever the buffers' size (96 of 1 MiB, 384 of 256 KiB), at most
+	 * 384 (in flight at once: below the completion queue's 2 x 256). */
+	uint32_t pool = (96u << 20) / (io->buffer_bytes ? io->buffer_bytes : 1);
+	io->max_buffers = o && o->max_buffers ? o->max_buffers
+	                  : pool < 96         ? 96
+	                  : pool > 384        ? 384
+	                                      : pool;
 	io->stage_ns = (uint64_t)(o && o->stage_ms ? o->stage_ms : 5) * 1000000ull;
 	/* ADA_WAL_CACHED=1: plain buffered writes (to compare, docs/benchmarks.md) */
 	io->dontcache = !getenv("ADA_WAL_CACHED");

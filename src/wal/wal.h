@@ -173,7 +173,7 @@ uint64_t ada_lat_hist_quantile(const struct ada_lat_hist *h, double q);
 struct ada_wal_io_opts {
 	uint32_t queue_depth;  /* io_uring entries; 0 = 256 */
 	uint32_t buffer_bytes; /* staging buffer size; 0 = 1 MiB */
-	uint32_t max_buffers;  /* staging buffers in flight; 0 = 96 */
+	uint32_t max_buffers;  /* staging buffers in flight; 0 = 96 MiB of them (96..384) */
 	uint32_t stage_ms;     /* a partly filled buffer goes out after this; 0 = 5 */
 	/* index files written with O_DIRECT: 0 = unless ADA_WAL_DIRECT=0 is
 	 * set, 1 = yes, -1 = no (buffered, RWF_DONTCACHE) */
