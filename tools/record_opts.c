@@ -827,8 +827,9 @@ void record_print_hooks(const char *dir, pid_t pid)
 
 /* untraced_calls of one pid_N/agent.json added to sum[0..2]: shadow_full,
  * unmatched_return, nested_signal (the agent's own work is not the
- * program's calls); its stack_switches to sum[3..4]: switches, frames_cut. */
-static void record_add_untraced(const char *path, json_int_t sum[5])
+ * program's calls); its stack_switches to sum[3..4]: switches, frames_cut;
+ * its calls after it judged the recorder gone to sum[5]. */
+static void record_add_untraced(const char *path, json_int_t sum[6])
 {
 	int fd = -1;
 	json_t *a = NULL;
@@ -844,6 +845,11 @@ static void record_add_untraced(const char *path, json_int_t sum[5])
 			sum[k] += v;
 	}
 	/* Returns not traced: frames cut by a stack switch (greenlet). */
+	/* The drain stood still past the producers' timeout: the agent
+	 * stopped tracing (docs/hooks.md, untraced_calls.recorder_gone). */
+	json_int_t gone = json_integer_value(json_object_get(u, "recorder_gone"));
+	if (gone > 0)
+		sum[5] += gone;
 	json_t *w = json_object_get(a, "stack_switches");
 	static const char *const wkeys[2] = {"switches", "frames_cut"};
 	for (int k = 0; k < 2; k++) {
@@ -858,7 +864,7 @@ static void record_add_untraced(const char *path, json_int_t sum[5])
  * is untraced is on the summary; docs/hooks.md, untraced_calls). */
 static void record_print_untraced(const char *dir)
 {
-	json_int_t sum[5] = {0, 0, 0, 0, 0};
+	json_int_t sum[6] = {0, 0, 0, 0, 0, 0};
 	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
 	if (!d)
 		return;
@@ -879,6 +885,12 @@ static void record_print_untraced(const char *dir)
 		        "ada: %lld returns were not traced: their frames were cut at %lld stack "
 		        "switches by copying (greenlet); see pid_*/agent.json\n",
 		        (long long)sum[4], (long long)sum[3]);
+	if (sum[5] > 0)
+		fprintf(stderr,
+		        "ada: %lld calls were not traced after the program's threads judged the "
+		        "recorder gone (its drain stood still past their timeout); see "
+		        "pid_*/agent.json\n",
+		        (long long)sum[5]);
 	if (sum[0] + sum[1] + sum[2] == 0)
 		return;
 	fprintf(stderr,

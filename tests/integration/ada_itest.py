@@ -1239,11 +1239,22 @@ def check_status_windows(rep, ada, session, m):
               "ada status %s: exit %d, %r lacks %r (stderr %r)" % (session, rc, out, want, err))
 
 
-def flight_index_wait(rep, ada, session, m):
+def flight_index_wait(rep, ada, session, m, err):
     """The recorder stopped under a program that overfills its index ring:
     at least one wait for ring space, lasting at least the producer's
     drain timeout (2 s: it gives up only after the heartbeat stood still
-    that long), then drain_lag drops; `ada status` says the waits."""
+    that long), then drain_lag drops; `ada status` says the waits, and the
+    summary says the calls left untraced meanwhile (the agent's
+    untraced_calls.recorder_gone) exactly when there were some."""
+    if isinstance(err, bytes):
+        err = err.decode(errors="replace")
+    gone = ((m.get("hook") or {}).get("untraced_calls") or {}).get("recorder_gone", 0)
+    line = ("ada: %d calls were not traced after the program's threads judged the recorder "
+            "gone" % gone)
+    rep.note("untraced after the recorder was judged gone: %d" % gone)
+    rep.check((line in (err or "")) == (gone > 0),
+              "summary: %r should %s %r" % ((err or "")[-600:], "carry" if gone > 0
+                                            else "not carry", line))
     waits, ns = m["metrics"].get("ring_waits", 0), m["metrics"].get("ring_waited_ns", 0)
     lag = m.get("drops", {}).get("index", {}).get("drain_lag", 0)
     rep.note("ring waits %d (%d ns), drain_lag drops %d" % (waits, ns, lag))
@@ -1891,7 +1902,7 @@ def cmd_flight(args, ada, work, rep):
         flight_always_counts(rep, m, events, err, True, "wait")
         check_status_waits(rep, ada, os.path.dirname(pid_dir), m)
     elif args.scenario == "index_wait_stopped":
-        flight_index_wait(rep, ada, os.path.dirname(pid_dir), m)
+        flight_index_wait(rep, ada, os.path.dirname(pid_dir), m, err)
     elif args.scenario == "triggered_overwrite":
         flight_triggered_overwrite(rep, ada, pid_dir, m, events, err)
     elif args.scenario == "window_lost":
