@@ -76,6 +76,16 @@ def parse_ring(lines):
         if m:
             r[f'producers_{m.group(1)}'] = {'ns_per_event': float(m.group(2)),
                                             'mev_per_s': float(m.group(3))}
+            c = re.search(r'consumer ([\d.]+) ns/event copying', line)
+            if c:
+                r[f'producers_{m.group(1)}']['consumer_ns_per_event'] = float(c.group(1))
+        m = re.match(r'drain floor: ring of (\d+) events, 1 producer ([\d.]+) ns/event, '
+                     r'([\d.]+) M events/s; consumer ([\d.]+) ns/event copying.*drops (\d+)', line)
+        if m:
+            r['drain_floor'] = {'ring_events': int(m.group(1)), 'producer_ns': float(m.group(2)),
+                                'mev_per_s': float(m.group(3)),
+                                'consumer_ns_per_event': float(m.group(4)),
+                                'drops': int(m.group(5))}
         m = re.match(r'baseline: rdtsc alone ([\d.]+) ns', line)
         if m:
             r['rdtsc_ns'] = float(m.group(1))

@@ -346,6 +346,15 @@ def table(path, d, mpath, m, apath=None, att=None, hpath=None, hab=None):
                          f"one producer {num(p1.get('ns_per_event'), '.2f')} ns/event, "
                          f"{num(p1.get('mev_per_s'))} M events/s; two "
                          f"{num(p2.get('mev_per_s'))} M events/s in total")
+            fl = r.get('drain_floor')
+            if fl:
+                # What reading the events out of a producer's ring costs
+                # alone: the drain's floor (docs/benchmarks.md).
+                lines.append(f"- the drain's floor (`ring_bench`, `ada record`'s default ring of "
+                             f"{fl['ring_events']} events, one producer at "
+                             f"{num(fl['mev_per_s'])} M events/s): a consumer that only copies "
+                             f"each event out spends {num(fl['consumer_ns_per_event'], '.2f')} "
+                             f"ns/event of CPU")
         for s in m.get('wal_bench', {}).get('parsed', []):
             # The drain's own CPU and the page-cache share (runs since the split).
             split = (f" (drain thread {num(s['drain_ns_per_event'])}, page-cache share "

@@ -6,10 +6,17 @@
  *
  * Prints, for one producer thread and for two: the median over RUNS of
  * ns/event (TSC read included; per producer thread, measured in the
- * thread's CPU time so preemption by other load does not count) and
- * wall-clock events/s in total;
+ * thread's CPU time so preemption by other load does not count),
+ * wall-clock events/s in total, and the consumer's CPU per event copied;
  * plus baselines: rdtsc alone, and a plain 32-byte store. Also the drops and
  * the number of times producers found the ring full (should be 0 / small).
+ *
+ * The drain's floor: one producer flat out again, the consumer napping as
+ * the recorder's drain does at most (500 us) and doing nothing but copy
+ * each event out. The drain does that and more (TSC conversion, checks,
+ * CRC, the trigger engine, the writes), so its CPU per event cannot go
+ * below what this consumer spends reading lines the producer's core just
+ * wrote (docs/benchmarks.md, "The drain's floor").
  *
  * Usage: ring_bench [events_per_run_per_thread] (default 20 M)
  * Not a test: timings vary with the machine and its load.
@@ -27,6 +34,7 @@
 
 #define RUNS 7
 #define SINK_EVENTS (1u << 16)
+#define NAP_NS 50000l /* the consumer's nap below 8192 events a pass */
 
 struct bench {
 	struct ada_arena *a;
@@ -37,7 +45,9 @@ struct bench {
 	struct atf_index_event *sink; /* the consumer's copy target */
 	pthread_barrier_t go;
 	int producers; /* this run's */
+	long nap_ns;   /* this run's consumer nap */
 	double ns_per_event[2];
+	double consumer_ns_per_event; /* this run's consumer CPU / events copied */
 };
 
 static uint64_t bench_now_ns(void)
@@ -71,6 +81,7 @@ static void *bench_consumer(void *arg)
 	uint64_t at = 0;
 	if (b->producers == 1)
 		bench_pin(1); /* one core each; with two producers it shares */
+	uint64_t cpu0 = bench_cpu_ns();
 	while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) {
 		uint64_t got = 0;
 		ada_arena_drain_heartbeat(b->a);
@@ -93,10 +104,11 @@ static void *bench_consumer(void *arg)
 		 * them rather than chase the producer's cache lines event by
 		 * event (a 2 Mi-event ring holds 40 ms at 50 M events/s). */
 		if (got < 8192) {
-			struct timespec nap = {0, 50000};
+			struct timespec nap = {0, b->nap_ns};
 			nanosleep(&nap, NULL);
 		}
 	}
+	b->consumer_ns_per_event = at ? (double)(bench_cpu_ns() - cpu0) / (double)at : 0;
 	atomic_store(&b->consumed, at);
 	return NULL;
 }
@@ -127,6 +139,11 @@ static void *bench_producer(void *arg)
 	uint64_t t1 = bench_cpu_ns();
 	p->b->ns_per_event[p->idx] = (double)(t1 - t0) / (double)p->b->events;
 	return NULL;
+}
+
+static const char *bench_shm_dir(void)
+{
+	return access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
 }
 
 static int cmp_double(const void *x, const void *y)
@@ -173,20 +190,70 @@ static uint64_t bench_run(struct bench *b, int producers)
 	return wall;
 }
 
-static void bench_report(struct bench *b, int producers)
+struct bench_medians {
+	double producer_ns, mev_per_s, consumer_ns;
+};
+
+static struct bench_medians bench_runs(struct bench *b, int producers)
 {
-	double per[RUNS * 2], rate[RUNS];
+	double per[RUNS * 2], rate[RUNS], cons[RUNS];
 	b->fill_max = 0;
 	for (int r = 0; r < RUNS; r++) {
 		uint64_t wall = bench_run(b, producers);
 		for (int i = 0; i < producers; i++)
 			per[r * producers + i] = b->ns_per_event[i];
 		rate[r] = (double)b->events * producers / ((double)wall / 1e9);
+		cons[r] = b->consumer_ns_per_event;
 	}
+	return (struct bench_medians){median(per, RUNS * producers), median(rate, RUNS) / 1e6,
+	                              median(cons, RUNS)};
+}
+
+static void bench_report(struct bench *b, int producers)
+{
+	struct bench_medians m = bench_runs(b, producers);
 	printf("%d producer%s: median %.2f ns/event (thread CPU time), %.1f M events/s "
-	       "wall-clock in total (%d runs of %llu events per thread; fullest ring %u%%)\n",
-	       producers, producers > 1 ? "s" : " ", median(per, RUNS * producers),
-	       median(rate, RUNS) / 1e6, RUNS, (unsigned long long)b->events, b->fill_max);
+	       "wall-clock in total (%d runs of %llu events per thread; fullest ring %u%%); "
+	       "consumer %.2f ns/event copying\n",
+	       producers, producers > 1 ? "s" : " ", m.producer_ns, m.mev_per_s, RUNS,
+	       (unsigned long long)b->events, b->fill_max, m.consumer_ns);
+}
+
+/* The drain's floor (top of file): ada record's default ring (64 Ki
+ * events a thread), one producer flat out, the consumer copying. At this
+ * rate the drain never naps (a pass takes more than DRAIN_NAP_BELOW
+ * events); the consumer's 50 us naps leave it a few thousand events
+ * behind, as close as the drain reads. */
+static void bench_floor(struct bench *b)
+{
+	struct ada_arena *big = b->a;
+	struct ada_arena_config cfg;
+	ada_arena_config_default(&cfg);
+	cfg.max_threads = 3;
+	cfg.index_events = 1u << 16;
+	char path[256];
+	snprintf(path, sizeof(path), "%s/ada-ring-bench-floor-%d.ring", bench_shm_dir(),
+	         (int)getpid());
+	if (ada_arena_create(path, &cfg, &b->a, NULL) != 0) {
+		fprintf(stderr, "ring_bench: cannot create an arena at %s\n", path);
+		b->a = big;
+		return;
+	}
+	unlink(path); /* the mapping stays */
+	ada_producer_set_arena(b->a);
+	struct bench_medians m = bench_runs(b, 1);
+	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT], lost = 0;
+	ada_arena_drop_totals(b->a, drops);
+	for (int why = 0; why < ADA_DROP_REASON_COUNT; why++)
+		lost += drops[0][why];
+	printf("drain floor: ring of %llu events, 1 producer %.2f ns/event, %.1f M events/s; "
+	       "consumer %.2f ns/event copying (fullest ring %u%%, drops %llu)\n",
+	       (unsigned long long)cfg.index_events, m.producer_ns, m.mev_per_s, m.consumer_ns,
+	       b->fill_max, (unsigned long long)lost);
+	ada_producer_set_arena(NULL);
+	ada_arena_close(b->a);
+	b->a = big;
+	ada_producer_set_arena(big);
 }
 
 static volatile uint64_t bench_sink;
@@ -256,10 +323,10 @@ static void bench_baselines(void)
 
 int main(int argc, char **argv)
 {
-	struct bench b = {.events = argc > 1 ? strtoull(argv[1], NULL, 0) : 20000000ull};
-	const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+	struct bench b = {.events = argc > 1 ? strtoull(argv[1], NULL, 0) : 20000000ull,
+	                  .nap_ns = NAP_NS};
 	char path[256];
-	snprintf(path, sizeof(path), "%s/ada-ring-bench-%d.ring", dir, (int)getpid());
+	snprintf(path, sizeof(path), "%s/ada-ring-bench-%d.ring", bench_shm_dir(), (int)getpid());
 	struct ada_arena_config cfg;
 	ada_arena_config_default(&cfg);
 	cfg.max_threads = 3;
@@ -279,6 +346,7 @@ int main(int argc, char **argv)
 	bench_isolated(&b);
 	bench_report(&b, 1);
 	bench_report(&b, 2);
+	bench_floor(&b);
 	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
 	ada_arena_drop_totals(b.a, drops);
 	printf("drops: ring_full %llu drain_lag %llu no_slot %llu\n",
