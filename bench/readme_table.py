@@ -158,6 +158,14 @@ def per_event_row(d, w, label):
             f'≤ 1/3 — {"met" if ok else "missed"} |')
 
 
+def startup_reps(d):
+    """' (startup: N)' when the startup rows ran more times than --reps
+    (bench.py's REPS_SCALE); '' otherwise."""
+    r = row(d, 'startup', 'ada')
+    n = len(r.get('times') or []) if r else 0
+    return f' (`startup`: {n})' if n > (d['config'].get('reps') or 0) else ''
+
+
 def hot(d, w, t):
     r = row(d, w, t)
     return r.get('hot_ns_per_event') if r else None
@@ -288,7 +296,7 @@ def table(path, d, mpath, m, apath=None, att=None, hpath=None, hab=None):
         f"(`bench/run.sh`, {d['date']}): ada at commit {commit}{dirty}, {cc}; "
         f"{p.get('cpu', mach.get('cpu'))}, {p.get('cores', mach.get('cores'))} cores, "
         f"Linux {p.get('kernel', mach.get('kernel'))}; {mach.get('uftrace')}; median of "
-        f"{d['config'].get('reps')}, tracers interleaved; load average {num(lb)} before, "
+        f"{d['config'].get('reps')}{startup_reps(d)}, tracers interleaved; load average {num(lb)} before, "
         f"{num(la)} after. Every number below is from this one run.")
     lines.append('')
     lines.append('| measure | ada | uftrace (`-pg`, `-P .`) | ratio | target |')
