@@ -610,6 +610,24 @@ static void wal_complete_write(struct ada_wal_io *io, struct wal_buf *b, int res
 		wal_held_send(f); /* the buffers waiting for that block */
 }
 
+/* The allocation ahead completed (wal_grow_ahead): the segment is the
+ * file's now (counted in segments when the events enter it); an error
+ * (ENOSPC above all) leaves the next growth to wal_grow(), which takes
+ * what fits in smaller steps, as before. */
+static void wal_grow_done(struct ada_wal_file *f, int res)
+{
+	f->grow_inflight = false;
+	if (res < 0) {
+		f->grow_err = res;
+		return;
+	}
+	if (f->alloc != f->grow_off)
+		return; /* cannot happen: wal_grow() waits for it first */
+	f->ahead_start = f->alloc;
+	f->alloc += f->grow_len;
+	f->io->alloc_open += f->grow_len;
+}
+
 int ada_wal_io_reap(struct ada_wal_io *io, bool wait)
 {
 	struct io_uring_cqe *cqe;
@@ -625,7 +643,9 @@ int ada_wal_io_reap(struct ada_wal_io *io, bool wait)
 		io_uring_cqe_seen(&io->ring, cqe);
 		io->inflight--;
 		n++;
-		if (ud & 1u) {
+		if ((ud & 3u) == 2u) {
+			wal_grow_done((struct ada_wal_file *)(ud & ~(uintptr_t)3u), res);
+		} else if (ud & 1u) {
 			struct ada_wal_file *f = (struct ada_wal_file *)(ud & ~(uintptr_t)1u);
 			f->sync_inflight--;
 			if (res < 0 && res != -EINVAL && !f->error)
@@ -763,20 +783,37 @@ int wal_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/* The next segment's size: 64 KiB, then up to 1 MiB, then doubling up
+ * to --segment-mb: the many short-lived threads of a program do not each
+ * reserve 64 MiB, nor 10 000 threads alive at once 1 MiB each; a file
+ * past 64 KiB grows as it always did. */
+static uint64_t wal_next_step(const struct ada_wal_file *f)
+{
+	uint64_t step = f->alloc < WAL_FIRST_SEGMENT ? WAL_FIRST_SEGMENT
+	                : f->alloc < WAL_SECOND_END  ? WAL_SECOND_END - f->alloc
+	                                             : f->alloc;
+	return step > f->opts.segment_bytes ? f->opts.segment_bytes : step;
+}
+
+/* Waits for f's allocation ahead, if one is in flight. */
+static void wal_grow_wait(struct ada_wal_file *f)
+{
+	while (f->grow_inflight)
+		if (ada_wal_io_reap(f->io, true) < 0)
+			break;
+}
+
 /* Grows the allocation so that need bytes (plus the footer) fit; tries a
- * whole segment, then smaller steps when the disk is nearly full. */
+ * whole segment, then smaller steps when the disk is nearly full. Here
+ * the drain itself waits: for the allocation ahead if one is in flight
+ * (usually done long before), else for fallocate, which on ext4 waits
+ * for every direct write in flight on the file. */
 static int wal_grow(struct ada_wal_file *f, uint64_t need)
 {
+	if (f->alloc < need + ATF_FOOTER_SIZE)
+		wal_grow_wait(f);
 	while (f->alloc < need + ATF_FOOTER_SIZE) {
-		/* 64 KiB, then up to 1 MiB, then doubling up to --segment-mb:
-		 * the many short-lived threads of a program do not each reserve
-		 * 64 MiB, nor 10 000 threads alive at once 1 MiB each; a file
-		 * past 64 KiB grows as it always did. */
-		uint64_t step = f->alloc < WAL_FIRST_SEGMENT ? WAL_FIRST_SEGMENT
-		                : f->alloc < WAL_SECOND_END  ? WAL_SECOND_END - f->alloc
-		                                             : f->alloc;
-		if (step > f->opts.segment_bytes)
-			step = f->opts.segment_bytes;
+		uint64_t step = wal_next_step(f);
 		if (fallocate(f->fd, 0, (off_t)f->alloc, (off_t)step) == 0) {
 			f->alloc += step;
 			f->io->alloc_open += step;
@@ -797,6 +834,36 @@ static int wal_grow(struct ada_wal_file *f, uint64_t need)
 		f->segments++;
 	}
 	return 0;
+}
+
+/* Asks io_uring for the next segment while half of this one is still
+ * free (files past their first 1 MiB, which have segments worth it): a
+ * kernel worker waits in fallocate for the file's direct writes in
+ * flight, the drain goes on draining. On ext4 fallocate holds the inode
+ * lock while it waits, so the writes sent meanwhile wait in their
+ * workers too (the disk's queue empties once per segment, as before);
+ * the staging pool and the rings absorb that. Found with a 2 MB/s
+ * blkio throttle: the drain sat in ext4_fallocate/inode_dio_wait for
+ * seconds, its heartbeat still, and the program's threads judged the
+ * recorder gone (docs/internals.md, "Growing a file ahead"). */
+static void wal_grow_ahead(struct ada_wal_file *f, uint64_t need)
+{
+	if (f->grow_inflight || f->ahead_start || f->grow_err || f->full || f->error ||
+	    f->alloc < WAL_SECOND_END)
+		return; /* one segment ahead at most */
+	uint64_t step = wal_next_step(f);
+	uint64_t used = need + ATF_FOOTER_SIZE;
+	if (used < f->alloc && f->alloc - used > step / 2)
+		return;
+	struct io_uring_sqe *sqe = wal_sqe(f->io);
+	io_uring_prep_fallocate(sqe, f->fd, 0, (off_t)f->alloc, (off_t)step);
+	/* file pointers are 8-aligned: tag 2 (sync ops carry 1) */
+	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)f | 2u));
+	f->grow_off = f->alloc;
+	f->grow_len = step;
+	f->grow_inflight = true;
+	f->io->inflight++;
+	io_uring_submit(&f->io->ring);
 }
 
 /* A new segment began: the rotate flush policy and --safe act here. */
@@ -908,21 +975,25 @@ size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index
 	size_t room = (f->io->buffer_bytes - f->cur->len) / ATF_INDEX_EVENT_SIZE;
 	size_t n = max < room ? max : room;
 	uint64_t need = f->end + n * ATF_INDEX_EVENT_SIZE;
-	if (need + ATF_FOOTER_SIZE > f->alloc) {
-		uint32_t seg = f->segments;
-		int r = wal_grow(f, need);
-		/* One flush policy step per new segment (a big batch on a
-		 * small file can take two at once). */
-		for (uint32_t k = seg; seg > 0 && k < f->segments; k++)
-			wal_on_rotate(f);
-		if (r < 0) {
-			if (r == -ENOSPC)
-				f->io->disk_full = true;
-			f->full = true;
-			f->error = r;
-			uint64_t fit = f->alloc - ATF_FOOTER_SIZE - f->end;
-			n = fit / ATF_INDEX_EVENT_SIZE;
-		}
+	uint32_t seg = f->segments;
+	int r = need + ATF_FOOTER_SIZE > f->alloc ? wal_grow(f, need) : 0;
+	if (f->ahead_start && need + ATF_FOOTER_SIZE > f->ahead_start) {
+		f->ahead_start = 0; /* the events enter the segment allocated ahead */
+		f->segments++;
+	}
+	/* One flush policy step per new segment (a big batch on a small file
+	 * can take two at once). */
+	for (uint32_t k = seg; seg > 0 && k < f->segments; k++)
+		wal_on_rotate(f);
+	if (r == 0) {
+		wal_grow_ahead(f, need);
+	} else {
+		if (r == -ENOSPC)
+			f->io->disk_full = true;
+		f->full = true;
+		f->error = r;
+		uint64_t fit = f->alloc - ATF_FOOTER_SIZE - f->end;
+		n = fit / ATF_INDEX_EVENT_SIZE;
 	}
 	*dst = (struct atf_index_event *)(f->cur->data + f->cur->len);
 	return n;
@@ -1059,7 +1130,9 @@ int ada_wal_file_finalize(struct ada_wal_file *f, struct ada_wal_file_summary *s
 	wal_dwin_release(f);
 	wal_file_hold(f, false);
 	wal_submit_cur(f);
-	while (f->inflight > 0 || f->sync_inflight > 0)
+	/* The allocation ahead too: its completion names f, and a fallocate
+	 * after the truncate below would grow the file again. */
+	while (f->inflight > 0 || f->sync_inflight > 0 || f->grow_inflight)
 		if (ada_wal_io_reap(f->io, true) < 0)
 			break;
 	(void)wal_fd_mode(f, false); /* the rest is buffered */

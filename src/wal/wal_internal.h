@@ -116,7 +116,14 @@ struct ada_wal_file {
 	uint64_t flushed_end;   /* end of the last range a flush was asked for */
 	uint64_t last_flush_ns;
 	uint64_t bad_from; /* offset of the first failed write, or MAX */
-	uint32_t segments;
+	uint32_t segments; /* segments the events entered (the manifest's) */
+	/* The next segment allocated ahead through io_uring (wal_grow_ahead):
+	 * ext4's fallocate waits for every direct write in flight on the
+	 * file, which on a slow or busy disk held the drain for seconds. */
+	uint64_t grow_off, grow_len; /* the fallocate in flight: [off, off + len) */
+	uint64_t ahead_start;        /* a segment allocated, not entered yet (0: none) */
+	int grow_err;                /* its error: no more ahead of time */
+	bool grow_inflight;
 	uint32_t flushes, syncs; /* write-back requests, fdatasyncs (manifest) */
 	uint32_t crc;
 	uint64_t events, t_start, t_end, lost;

@@ -352,7 +352,10 @@ def heavy_own(ctx, opts, strace=None, env=None):
 def case_segment_mb(ctx):
     """--segment-mb 1: index files grow by 64 KiB, then to 1 MiB, then in
     steps of exactly 1 MiB, so a 4.6 MiB file took 64 KiB, 960 KiB and
-    four steps of 1 MiB."""
+    four steps of 1 MiB. The steps past 1 MiB are allocated ahead through
+    io_uring (segment.c wal_grow_ahead), which strace does not see: it
+    sees the first two, and the manifest counts every segment the events
+    entered."""
     r = heavy_own(ctx, ["--segment-mb", "1"], strace="fallocate")
     want(ctx, get(r.manifest, "wal", "segment_bytes") == MIB, "manifest wal.segment_bytes "
          "%r, expected %d", get(r.manifest, "wal", "segment_bytes"), MIB)
@@ -362,6 +365,7 @@ def case_segment_mb(ctx):
         if path and res == 0:
             per_file[os.path.realpath(path)].append(int(args.rsplit(",", 1)[1]))
     want(ctx, per_file, "no fallocate of an index file seen by strace")
+    entered = 0
     for t, paths in threads(r):
         for path in paths:
             steps = per_file.get(os.path.realpath(path), [])
@@ -371,11 +375,13 @@ def case_segment_mb(ctx):
                 expect.append(64 << 10 if alloc < 64 << 10 else MIB - alloc if alloc < MIB
                               else MIB)
                 alloc += expect[-1]
-            want(ctx, steps == expect, "%s (%d bytes): fallocate steps %r, expected %r",
-                 path, size, steps[:12], expect[:12])
+            sync = expect[:2]  # below 1 MiB: the drain's own fallocate calls
+            want(ctx, steps == sync, "%s (%d bytes): fallocate steps %r, expected %r",
+                 path, size, steps[:12], sync)
+            entered += len(expect)
     segs = wal_counter(r, "segments")
-    want(ctx, segs == sum(len(v) for v in per_file.values()), "manifest segments %d, "
-         "strace saw %d fallocates", segs, sum(len(v) for v in per_file.values()))
+    want(ctx, segs == entered, "manifest segments %d, expected %d (64 KiB, to 1 MiB, "
+         "then 1 MiB steps, over the files' sizes)", segs, entered)
 
 
 @case
