@@ -128,6 +128,7 @@ static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 	    .clock_type = ATF_CLOCK_BOOTTIME,
 	    .arch = WAL_ARCH,
 	    .segment_bytes = r->o.segment_bytes,
+	    .ahead_limit = r->gen_bytes, /* 0 without a budget */
 	    .flush = r->o.flush,
 	};
 	return ada_wal_file_openat(r->io, wal_thread_dir(t), "index.atf", path, &fo, &t->f);
@@ -596,6 +597,16 @@ static bool drain_retire_oldest(struct ada_recorder *r)
 	return true;
 }
 
+/* What the budget has left for segments allocated ahead (segment.c
+ * wal_grow_ahead): only room no event needs yet. */
+static void drain_ahead_room(struct ada_recorder *r)
+{
+	uint64_t used = drain_disk_bytes(r);
+	if (r->o.max_disk_bytes)
+		ada_wal_io_set_ahead_room(
+		    r->io, used < r->o.max_disk_bytes ? r->o.max_disk_bytes - used : 0);
+}
+
 static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
 {
 	if (!r->o.max_disk_bytes)
@@ -607,6 +618,7 @@ static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
 			wal_budget_overrun(r);
 			break;
 		}
+	drain_ahead_room(r);
 }
 
 /* ---- slots ---- */
@@ -1518,6 +1530,7 @@ static bool drain_pass(struct ada_recorder *r)
 	size_t busy = 0;
 	uint64_t now = drain_mono_ns(), size;
 	r->pass_room_min = UINT64_MAX;
+	drain_ahead_room(r); /* side files' sizes move between passes */
 	bool reclaim_all = now - r->last_reclaim_ns >= DRAIN_RECLAIM_NS;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct wal_proc *p = r->procs[i];

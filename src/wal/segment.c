@@ -71,6 +71,7 @@ int ada_wal_io_new(const struct ada_wal_io_opts *o, struct ada_wal_io **out)
 	if (!io)
 		return -ENOMEM;
 	io->qd = o && o->queue_depth ? o->queue_depth : 256;
+	io->ahead_room = UINT64_MAX;
 	io->buffer_bytes = o && o->buffer_bytes ? o->buffer_bytes : (1u << 20);
 	io->buffer_bytes &= ~(uint32_t)(ATF_INDEX_EVENT_SIZE - 1);
 	/* The pool's bytes, not its count, absorb a disk that stalls: 96 MiB
@@ -836,8 +837,13 @@ static int wal_grow(struct ada_wal_file *f, uint64_t need)
 	return 0;
 }
 
-/* Asks io_uring for the next segment while half of this one is still
- * free (files past their first 1 MiB, which have segments worth it): a
+/* Asks io_uring for the next segment while a quarter of this one is
+ * still free (files past their first 1 MiB, which have segments worth
+ * it). Under a disk budget the segment ahead counts against it: never
+ * past the rotation size (ahead_limit) nor beyond what the budget has
+ * left (ahead_room), so that it never makes the drain retire a
+ * generation the events themselves would not have (pipeline_maxdisk,
+ * four threads in step under ThreadSanitizer, kept none): a
  * kernel worker waits in fallocate for the file's direct writes in
  * flight, the drain goes on draining. On ext4 fallocate holds the inode
  * lock while it waits, so the writes sent meanwhile wait in their
@@ -853,8 +859,13 @@ static void wal_grow_ahead(struct ada_wal_file *f, uint64_t need)
 		return; /* one segment ahead at most */
 	uint64_t step = wal_next_step(f);
 	uint64_t used = need + ATF_FOOTER_SIZE;
-	if (used < f->alloc && f->alloc - used > step / 2)
+	if (used < f->alloc && f->alloc - used > step / 4)
 		return;
+	if ((f->opts.ahead_limit && f->alloc + step > f->opts.ahead_limit) ||
+	    step > f->io->ahead_room)
+		return; /* wal_grow() grows it when needed, as before */
+	if (f->io->ahead_room != UINT64_MAX)
+		f->io->ahead_room -= step;
 	struct io_uring_sqe *sqe = wal_sqe(f->io);
 	io_uring_prep_fallocate(sqe, f->fd, 0, (off_t)f->alloc, (off_t)step);
 	/* file pointers are 8-aligned: tag 2 (sync ops carry 1) */
@@ -1073,6 +1084,11 @@ uint64_t ada_wal_file_disk_bytes(const struct ada_wal_file *f)
 uint64_t ada_wal_io_open_bytes(const struct ada_wal_io *io)
 {
 	return io->alloc_open;
+}
+
+void ada_wal_io_set_ahead_room(struct ada_wal_io *io, uint64_t bytes)
+{
+	io->ahead_room = bytes;
 }
 
 uint64_t ada_wal_file_lost(const struct ada_wal_file *f)

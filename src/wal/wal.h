@@ -213,6 +213,10 @@ struct ada_wal_file_opts {
 	uint8_t clock_type;     /* ATF_CLOCK_BOOTTIME */
 	uint8_t arch;           /* ATF_ARCH_* */
 	uint64_t segment_bytes; /* preallocation step; 0 = 64 MiB */
+	/* No segment is allocated ahead past this size (the rotation size
+	 * under a disk budget: a file's allocation counts against it, as
+	 * before); 0 = no limit. */
+	uint64_t ahead_limit;
 	struct ada_flush_policy flush;
 };
 
@@ -250,6 +254,11 @@ uint64_t ada_wal_file_disk_bytes(const struct ada_wal_file *f);
 /* ada_wal_file_disk_bytes() summed over io's open files, kept as they grow
  * and close (the drain asks after every batch: no walk of the files). */
 uint64_t ada_wal_io_open_bytes(const struct ada_wal_io *io);
+/* How many bytes of a disk budget segments allocated ahead (before the
+ * events need them) may take from now on: the drain sets what its budget
+ * has left, so an allocation ahead never makes it retire a generation
+ * (UINT64_MAX, the default: no budget). */
+void ada_wal_io_set_ahead_room(struct ada_wal_io *io, uint64_t bytes);
 /* Events that could not be written (disk full or a write error). */
 uint64_t ada_wal_file_lost(const struct ada_wal_file *f);
 /* First error the file hit (0 when none). */

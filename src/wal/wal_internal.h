@@ -59,6 +59,7 @@ struct ada_wal_io {
 	struct ada_wal_file *stage_head; /* files holding a staging buffer */
 	struct ada_wal_file *files;      /* every open file */
 	uint64_t alloc_open;             /* sum of their alloc (the disk budget's share) */
+	uint64_t ahead_room; /* budget bytes segments allocated ahead may take (wal_grow_ahead) */
 	struct ada_lat_hist lat;
 	uint64_t bytes_written;
 	uint32_t nheld; /* buffers held back over every file (wal_file_hold) */

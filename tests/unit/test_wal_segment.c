@@ -154,7 +154,8 @@ static void test_write_finalize(void **state)
 }
 
 /* Past its first 1 MiB a file asks for its next segment through io_uring
- * once half of the current one is used (segment.c, wal_grow_ahead), so
+ * once three quarters of the current one are used (segment.c,
+ * wal_grow_ahead), so
  * the drain never waits in fallocate for the file's writes in flight:
  * the allocation runs ahead of the events by a segment, the segments
  * are counted as before, and finalize cuts the tail allocated ahead. */
@@ -173,10 +174,10 @@ static void test_grow_ahead(void **state)
 	struct ada_wal_file *f;
 	assert_int_equal(ada_wal_file_open(io, path, &o, &f), 0);
 	/* 64 KiB, then up to 1 MiB: allocated when needed, as before. */
-	const uint64_t first = (512 * 1024 - 64) / 32 - 4096;
+	const uint64_t first = (768 * 1024 - 64) / 32 - 4096;
 	write_events(f, 0, first, 1000);
 	assert_int_equal(ada_wal_file_disk_bytes(f), 1 << 20);
-	/* Past half of the 1 MiB: the next MiB is asked for ahead. */
+	/* Past three quarters of the 1 MiB: the next MiB is asked for ahead. */
 	write_events(f, first, 8192, 1000);
 	while (ada_wal_file_disk_bytes(f) < 2u << 20)
 		assert_true(ada_wal_io_reap(io, true) > 0);
@@ -185,8 +186,8 @@ static void test_grow_ahead(void **state)
 	struct stat st;
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_size, 2 << 20);
-	/* Up to 2.7 MiB of events: 3 MiB entered, a fourth allocated ahead. */
-	const uint64_t n = (2700 * 1024 - 64) / 32;
+	/* Up to 2.83 MiB of events: 3 MiB entered, a fourth allocated ahead. */
+	const uint64_t n = (2900 * 1024 - 64) / 32;
 	write_events(f, first + 8192, n - first - 8192, 1000);
 	while (ada_wal_file_disk_bytes(f) < 4u << 20)
 		assert_true(ada_wal_io_reap(io, true) > 0);
@@ -199,6 +200,80 @@ static void test_grow_ahead(void **state)
 	assert_int_equal(s.segments, 4);
 	assert_int_equal(ada_wal_io_open_bytes(io), 0);
 	check_file(path, n, 0);
+	ada_wal_io_free(io);
+	unlink(path);
+}
+
+/* Under a disk budget no segment is allocated ahead past the rotation
+ * size (ahead_limit): the file grows there when its events need it, as
+ * before, so the files being written take no more of the budget. */
+static void test_grow_ahead_limit(void **state)
+{
+	(void)state;
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts io_o = {.buffer_bytes = 64 * 1024, .max_buffers = 8};
+	assert_int_equal(ada_wal_io_new(&io_o, &io), 0);
+	char path[300];
+	snprintf(path, sizeof(path), "%s/index.atf", tmpdir);
+	struct ada_wal_file_opts o = {.thread_id = 4242,
+	                              .clock_type = ATF_CLOCK_BOOTTIME,
+	                              .arch = ATF_ARCH_X86_64,
+	                              .segment_bytes = 1 << 20,
+	                              .ahead_limit = 2 << 20};
+	struct ada_wal_file *f;
+	assert_int_equal(ada_wal_file_open(io, path, &o, &f), 0);
+	/* 1.9 MiB of events: the second MiB came ahead (within the limit),
+	 * the third may not. */
+	const uint64_t n = (1900 * 1024 - 64) / 32;
+	write_events(f, 0, n, 1000);
+	ada_wal_io_submit_stale(io, true);
+	while (ada_wal_io_reap(io, true) > 0)
+		;
+	assert_int_equal(ada_wal_file_disk_bytes(f), 2 << 20);
+	/* Past it: grown when needed. */
+	write_events(f, n, 8192, 1000);
+	assert_int_equal(ada_wal_file_disk_bytes(f), 3 << 20);
+	struct ada_wal_file_summary s;
+	assert_int_equal(ada_wal_file_finalize(f, &s), 0);
+	assert_int_equal(s.segments, 4);
+	check_file(path, n + 8192, 0);
+	ada_wal_io_free(io);
+	unlink(path);
+}
+
+/* A segment ahead takes only what the disk budget has left (the drain
+ * sets it, ada_wal_io_set_ahead_room): with no room the file grows when
+ * its events need it, as before; with room, ahead, and the room shrinks. */
+static void test_grow_ahead_room(void **state)
+{
+	(void)state;
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts io_o = {.buffer_bytes = 64 * 1024, .max_buffers = 8};
+	assert_int_equal(ada_wal_io_new(&io_o, &io), 0);
+	char path[300];
+	snprintf(path, sizeof(path), "%s/index.atf", tmpdir);
+	struct ada_wal_file_opts o = {.thread_id = 4242,
+	                              .clock_type = ATF_CLOCK_BOOTTIME,
+	                              .arch = ATF_ARCH_X86_64,
+	                              .segment_bytes = 1 << 20};
+	struct ada_wal_file *f;
+	assert_int_equal(ada_wal_file_open(io, path, &o, &f), 0);
+	ada_wal_io_set_ahead_room(io, 0);
+	const uint64_t n = (900 * 1024 - 64) / 32; /* past 3/4 of the first MiB */
+	write_events(f, 0, n, 1000);
+	ada_wal_io_submit_stale(io, true);
+	while (ada_wal_io_reap(io, true) > 0)
+		;
+	assert_int_equal(ada_wal_file_disk_bytes(f), 1 << 20);
+	ada_wal_io_set_ahead_room(io, (1 << 20) + 4096);
+	write_events(f, n, 100, 100);
+	while (ada_wal_file_disk_bytes(f) < 2u << 20)
+		assert_true(ada_wal_io_reap(io, true) > 0);
+	ada_wal_io_submit_stale(io, true);
+	struct ada_wal_file_summary s;
+	assert_int_equal(ada_wal_file_finalize(f, &s), 0);
+	assert_int_equal(s.segments, 2); /* the one ahead never entered */
+	check_file(path, n + 100, 0);
 	ada_wal_io_free(io);
 	unlink(path);
 }
@@ -468,6 +543,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_write_finalize),
 	    cmocka_unit_test(test_grow_ahead),
+	    cmocka_unit_test(test_grow_ahead_limit),
+	    cmocka_unit_test(test_grow_ahead_room),
 	    cmocka_unit_test(test_more_files_than_buffers),
 	    cmocka_unit_test(test_empty_file),
 	    cmocka_unit_test(test_finalize_zero_tail),
