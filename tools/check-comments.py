@@ -7,7 +7,8 @@ comments, run by tools/test.sh next to tools/check-format.sh.
 
 PATH: C files (.c, .h) or directories searched for them; none: the git-tracked
 C files under src/, tools/, tests/ and bench/ (every file in those
-directories when git is not there). Paths are shown relative to the
+directories when git is not there), but for tests/data/ (the lint's own
+crafted findings, tests/unit/test_check_comments.py). Paths are shown relative to the
 repository root (the parent of tools/).
 
 Rules (each finding is "path:line: rule: message" and a key, below):
@@ -323,9 +324,11 @@ def default_files():
         r = subprocess.run(['git', '-C', ROOT, 'ls-files', '--'] +
                            [f'{d}/*.c' for d in DEFAULT_DIRS] + [f'{d}/*.h' for d in DEFAULT_DIRS],
                            capture_output=True, text=True, check=True)
-        return [os.path.join(ROOT, x) for x in r.stdout.split()]
+        files = [os.path.join(ROOT, x) for x in r.stdout.split()]
     except (OSError, subprocess.CalledProcessError):
-        return files_of([os.path.join(ROOT, d) for d in DEFAULT_DIRS])
+        files = files_of([os.path.join(ROOT, d) for d in DEFAULT_DIRS])
+    skip = os.path.join(ROOT, 'tests', 'data') + os.sep
+    return [f for f in files if not f.startswith(skip)]
 
 
 def main(argv):
