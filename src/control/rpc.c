@@ -46,8 +46,6 @@ static char *rpc_dump(json_t *o)
 	return s ? s : strdup(rpc_oom);
 }
 
-/* {"jsonrpc":"2.0","id":id,"error":{"code":code,"message":msg}}; id may
- * be NULL (unknown: null). */
 /* msg with every byte outside printable ASCII as '?': jansson's parse
  * error text quotes the bytes near the error, which may not be UTF-8,
  * and json_pack refuses a string that is not (the reply then had no
@@ -60,6 +58,8 @@ static void rpc_printable(const char *msg, char *out, size_t cap)
 	out[i] = '\0';
 }
 
+/* {"jsonrpc":"2.0","id":id,"error":{"code":code,"message":msg}}; id may
+ * be NULL (unknown: null). */
 static char *rpc_error(json_t *id, int code, const char *msg)
 {
 	json_t *e = json_pack("{s:i,s:s}", "code", code, "message", msg);

@@ -97,13 +97,13 @@ static uint64_t detail_copy(struct ada_arena *a, uint32_t slot, uint64_t begin, 
 {
 	uint64_t d = ring_slot_detail_bytes(a, slot);
 	_Atomic uint64_t *words = ring_detail_words(a, slot);
-	/* Acquire: pairs with the release stores of the words in
-	 * ada_detail_reserve() (ring.h); a word written over an old one makes the
-	 * reload of oldest below see the advance that preceded it. */
 	/* Counted, not `p < end`: positions come from the target's memory and
 	 * p += 8 could wrap past 2^64 (a head near it ran this loop past the
 	 * buffer: fuzz.arena). The caller checked end - begin <= d <= cap. */
 	uint64_t n = (end - begin + 7) / 8;
+	/* Acquire: pairs with the release stores of the words in
+	 * ada_detail_reserve() (ring.h); a word written over an old one makes the
+	 * reload of oldest below see the advance that preceded it. */
 	for (uint64_t i = 0; i < n; i++)
 		out[i] = atomic_load_explicit(&words[((begin + 8 * i) & (d - 1)) / 8],
 		                              memory_order_acquire);

@@ -151,7 +151,6 @@ static void producer_register_exit(void)
 		pthread_setspecific(producer_key, (void *)1);
 }
 
-/* Rereads tail; true when there is room for one more event. */
 /* Our own state, read again from memory: a second `ada attach` zeroes a
  * stopped thread's producer state from the attaching thread
  * (agent_attach.c, attach_reset_producers), possibly while this thread
@@ -175,6 +174,7 @@ static bool producer_refresh_limit_at(struct ada_producer *p, struct ada_arena *
 	return p->head < p->room;
 }
 
+/* Rereads tail; true when there is room for one more event. */
 static bool producer_refresh_limit(struct ada_producer *p)
 {
 	return producer_refresh_limit_at(p, p->arena, p->slot);

@@ -400,9 +400,6 @@ static void expect_seen_regs(void)
 		assert_int_equal(seen_regs[i], last_in.r[i]);
 }
 
-/* Calls the hooked function with known registers; checks what it saw and
- * what its caller got back (call_with_regs: rax/rdx are its results, the
- * other caller-saved ones must come back too: gcc's -fipa-ra). */
 /* The 16 words above the function's return slot in call_checked's calls
  * (call_with_stack): the stack snapshot's words 1..15 (and one past). */
 static uint64_t stk_words[16];
@@ -413,6 +410,9 @@ static int n_c_calls(void)
 	       n_exit_member;
 }
 
+/* Calls the hooked function with known registers; checks what it saw and
+ * what its caller got back (call_with_regs: rax/rdx are its results, the
+ * other caller-saved ones must come back too: gcc's -fipa-ra). */
 static void call_checked(void)
 {
 	uint64_t in[15], out[15];
