@@ -138,7 +138,8 @@ int main(int argc, char **argv)
 			double h = hot_ns(blob, mask, ask, quick ? 2000 : 200000);
 			/* 20 000 samples: each flushes up to 1 MiB of lines first
 			 * (16 384 clflush), which took 100 000 samples of the 10 M
-			 * containers past micro.py's 900 s on 2026-11-28's host. */
+			 * containers past micro.py's time limit (docs/benchmarks.md,
+			 * "Key-symbol sets"). */
 			double c = cold_ns(blob, len, mask, ask, quick ? 2000 : 20000, tpn);
 			printf("%-8s %9u %-8s %12zu %8.2f %8.2f\n", ada_keysym_kind_name(kinds[k]),
 			       n, ada_keysym_kind_name(used), len, h, c);

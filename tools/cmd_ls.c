@@ -32,7 +32,7 @@
 
 struct ls_row {
 	char *name;      /* session_YYYYMMDD_HHMMSS */
-	char start[32];  /* from the name: 2026-11-23 12:18:26 */
+	char start[32];  /* from the name: YYYY-MM-DD hh:mm:ss */
 	char pids[96];   /* "4242" or "4242 +2" */
 	char prog[128];  /* the first process's program */
 	char exit[64];   /* "exit 0", "SIGSEGV", "recording", "?" */
