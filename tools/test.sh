@@ -25,6 +25,7 @@ disabled=() # name=why
 
 echo "=== format (.clang-format) ==="
 tools/check-format.sh
+tools/check-comments.py # comments: tools/check-comments.baseline lists known findings
 
 # run_ctest <stage> <build dir> <ctest options>...: failures are summed up at
 # the end, not fatal here. The stage's time counts from its build (t0).
