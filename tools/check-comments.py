@@ -27,9 +27,10 @@ Rules (each finding is "path:line: rule: message" and a key, below):
             or one that lost its statement.
   detached  A whole-line block comment at file scope, other than the file's
             header (comments before the first line of code), a banner or a
-            label, followed by a blank line and then code: a doc comment
-            separated from what it documents, or one whose function went
-            (the code below is someone else's).
+            label, followed by a blank line and then anything but a banner
+            (code, or another comment): a doc comment separated from what it
+            documents, or one whose function went (what follows is someone
+            else's). A note about a whole section goes into its banner.
   date      A date (YYYY-MM-DD) in a comment: "until 2026-11-28", "measured
             on 2026-11-24's host". Dates belong in commit messages.
   figure    A benchmark figure in a comment: a cost per unit ("4 ns per
@@ -261,14 +262,14 @@ def check_file(path, rel, fig_prefixes):
             continue
         while k < len(lines) and not lines[k].strip():
             k += 1
-        if k >= len(lines) or (k + 1) not in code:
-            continue  # the end of the file, or another comment
-        nxt = i + 1 < len(comments) and comments[i + 1]['sl'] == k + 1
-        if nxt and comments[i + 1]['alone']:
-            continue
+        if k >= len(lines):
+            continue  # the end of the file
+        nxt = comments[i + 1] if i + 1 < len(comments) else None
+        if nxt and nxt['sl'] == k + 1 and (k + 1) not in code and is_banner(nxt):
+            continue  # the end of a section
         out.append((rel, c['sl'], 'detached',
-                    f'a blank line separates it from the code of line {k + 1} (join them if it '
-                    'documents that code, else move it to what it documents or drop it)',
+                    f'a blank line separates it from line {k + 1} (join them if it documents '
+                    'what is there, else move it to what it documents or drop it)',
                     first_line(c)))
     for c in comments:
         c['figures'] = not fig_prefixes or rel.startswith(tuple(fig_prefixes))

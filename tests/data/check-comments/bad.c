@@ -45,3 +45,8 @@ int bad_six(void)
 {
 	return bad_one() + bad_two() + bad_four() + bad_five();
 }
+
+/* A note a blank line cuts from the doc comment below. */
+
+/* Returns seven. */
+int bad_seven(void);

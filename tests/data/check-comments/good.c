@@ -39,3 +39,10 @@ int good_main(void)
 {
 	return good_first() + (good_string()[0] == '/');
 }
+
+/* The end of a section: a note, then a blank line and the next banner. */
+
+/* ---- the last section ---- */
+int good_last(void);
+
+/* A note at the end of the file. */
