@@ -5,11 +5,11 @@ comments, run by tools/test.sh next to tools/check-format.sh.
   check-comments.py [--allow FILE] [--baseline FILE] [--write-baseline FILE]
                     [--figures-in PREFIXES] [PATH...]
 
-PATH: C files (.c, .h) or directories searched for them; none: the git-tracked
-C files under src/, tools/, tests/ and bench/ (every file in those
-directories when git is not there), but for tests/data/ (the lint's own
-crafted findings, tests/unit/test_check_comments.py). Paths are shown relative to the
-repository root (the parent of tools/).
+PATH: C files (.c, .h) or directories searched for them; none: the
+git-tracked C files under src/, tools/, tests/ and bench/ (every file in
+those directories when git is not there), but for tests/data/ (the lint's
+own crafted findings, tests/unit/test_check_comments.py). Paths are shown
+relative to the repository root (the parent of tools/).
 
 Rules (each finding is "path:line: rule: message" and a key, below):
 
@@ -18,9 +18,9 @@ Rules (each finding is "path:line: rule: message" and a key, below):
             second one documents what follows, the first is an orphan (its
             function moved or went; the typical result of an edit that
             inserts a function between a doc comment and its own). Not a
-            finding: a banner (a comment that starts with "---" or "===": a rule
-            line or a section title, "/* ---- Title ---- */"),
-            or a group label ("/* agent.c */", "/* handlers.c (not hook
+            finding: a banner (a comment that starts with "---" or "===": a
+            rule line or a section title, "/* ---- Title ---- */"), or a
+            group label ("/* agent.c */", "/* handlers.c (not hook
             context): */") directly above a doc comment. Two labels in a row
             are one (the first labels nothing). Any nesting depth: inside a
             function body two stacked comments are one comment split in two,
@@ -55,9 +55,10 @@ Keys and the two lists. A finding's key is "path: rule: excerpt" (the
 excerpt: the date or figure matched, or the start of the comment's first
 line), so that a list survives edits that move lines. Both lists hold keys,
 one a line; '#' starts a comment line, blank lines are ignored.
-  --allow FILE     genuine exceptions, never reported. Every entry must
-                   follow a '#' line saying why (an entry without one is an
-                   error). Default: tools/check-comments.allow when present.
+  --allow FILE     genuine exceptions, never reported. Every entry (or group
+                   of entries, up to a blank line) must follow a '#' line
+                   saying why (an entry without one is an error).
+                   Default: tools/check-comments.allow when present.
   --baseline FILE  known findings not fixed yet (in files another branch
                    owns): reported as "baselined", not fatal. Entries that
                    match nothing are reported as stale (not fatal either).
@@ -146,8 +147,7 @@ def is_label(c):
 
 
 def first_line(c):
-    b = body(c['text'])
-    return b[:60]
+    return body(c['text'])[:60].rstrip()
 
 
 DATE_RE = re.compile(r'\b(?:19|20)\d\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])\b')
@@ -160,8 +160,8 @@ PER_UNIT = (r'(?:event|call|instruction|insn|byte|symbol|function|op|operation|'
 STRONG = [
     # a cost per unit: "4 ns per event", "14.3 ns/event", "0.5 ns per 32-byte
     # event", "35 ns of drain CPU per event"
-    re.compile(r'~?' + RANGE + r'\s*(?:[A-Z]{2,5}\s+)?' + TIME + r'\b[^.;()]{0,30}?(?:/\s*|\bper\s+)(?:\d+-byte\s+)?'
-               + PER_UNIT + r'\b'),
+    re.compile(r'~?' + RANGE + r'\s*(?:[A-Z]{2,5}\s+)?' + TIME
+               + r'\b[^.;()]{0,30}?(?:/\s*|\bper\s+)(?:\d+-byte\s+)?' + PER_UNIT + r'\b'),
     # a throughput: "25 M events/s", "2 MB/s", "100 M/s", "1.6 GB/s"
     re.compile(r'\b' + RANGE + r'\s*(?:[kKMG]\s*)?(?:events?|calls?|ops?|records?)\s*(?:/\s*s|per second)\b'),
     re.compile(r'\b' + RANGE + r'\s*[kKMGT]i?B\s*/\s*s\b'),
