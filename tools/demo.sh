@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The README's first command: what ada is for, in a screenful. Installs what
 # the build needs (tools/bootstrap.sh --build), builds ada and the demo
-# server (examples/demo.c) in build/, then runs the real commands a user
-# types first: `ada record --pre-roll-sec 5 --trigger crash` of the server,
-# which dies of SIGSEGV on a bad request after serving good ones; `ada
-# crash` (the faulting function and its arguments); `ada report` (the
-# server's hottest functions); `ada flame` and `ada export`. It checks its
-# own story (the exit status, the window on disk, frame #0 and its
-# arguments) and exits 1 naming what went wrong.
+# server (examples/demo.c) in build/, then runs the server alone (it dies of
+# SIGSEGV on a bad request after serving good ones) and the real commands a
+# user types first: `ada record --pre-roll-sec 5 --trigger crash` of the
+# same server; `ada crash` (the faulting function and its arguments); `ada
+# report` (the server's hottest functions); `ada flame` and `ada export`.
+# It checks its own story (the same exit status with and without ada, the
+# window on disk, frame #0 and its arguments) and exits 1 naming what went
+# wrong. No core dumps (ulimit -c 0).
 #
 #   tools/demo.sh                   install, build, run; the session and
 #                                   files stay in a temp dir it names
@@ -71,20 +72,31 @@ show() {
 	shift
 	echo "\$ $*"
 	local rc=0
-	"$@" >"$out" 2>&1 || rc=$?
+	# (the braces' 2>/dev/null: bash's own "Segmentation fault" line)
+	{ "$@" >"$out" 2>&1; } 2>/dev/null || rc=$?
 	cat "$out"
 	return $rc
 }
+signal_of() { # an exit status: the name of the signal it says killed, or ""
+	[ "$1" -gt 128 ] && echo "SIG$(kill -l $(($1 - 128)))"
+	return 0
+}
+ulimit -c 0 # no core dumps from the demo's crashes (ada keeps the program's limit)
 
 echo
-echo "== 1. Record the demo server with the flight recorder: every call goes to disk,"
-echo "      registers and stack stay in memory for 5 s and are written if it crashes"
+echo "== 0. The demo server as it is: it dies, and that is all you learn"
+bare=0
+show bare.txt ./ada-demo || bare=$?
+[ "$(signal_of $bare)" = SIGSEGV ] || fail "ada-demo exited $bare; it should die of SIGSEGV (139)"
+echo "-> exit status $bare: killed by $(signal_of $bare)"
+
+echo
+echo "== 1. The same under ada's flight recorder: every call goes to disk, registers"
+echo "      and stack stay in memory for 5 s and are written if it crashes"
 rc=0
 show record.txt ada record --pre-roll-sec 5 --trigger crash -- ./ada-demo || rc=$?
-sig=$((rc > 128 ? rc - 128 : 0))
-[ "$sig" = 11 ] || fail "ada record exited $rc; the demo server should have died of SIGSEGV (139)"
-echo "-> exit status $rc = 128 + SIG$(kill -l "$sig"): ada-demo died as it does without ada,"
-echo "   and ada record exits with its status"
+[ "$rc" = "$bare" ] || fail "ada record exited $rc; ada-demo alone exited $bare"
+echo "-> exit status $rc: ada-demo was killed by $(signal_of $rc) as without ada (ada exits with its status)"
 sessions=(ada_traces/session_*)
 session=${sessions[-1]}
 [ -d "$session" ] || fail "no session directory under $work/ada_traces"
