@@ -1,32 +1,56 @@
 #!/usr/bin/env bash
-# Installs the Debian packages ada needs to build and test, when missing.
-# Called by the README's two set-up commands and by .ci/run; safe to rerun.
+# Installs the Debian packages ada needs, when missing; safe to rerun.
+#   tools/bootstrap.sh --build   what building ada and running tools/demo.sh
+#                                need, without Recommends (tools/demo.sh)
+#   tools/bootstrap.sh           that and everything the test suite needs
+#                                (tools/test.sh, so .ci/run), with npm's
+#                                speedscope and puppeteer-core
+#   tools/bootstrap.sh --bench   that and the benchmarks' peers (bench/)
 set -euo pipefail
 
+mode=${1:-}
+case "$mode" in
+"" | --build | --bench) ;;
+*)
+  echo "usage: tools/bootstrap.sh [--build | --bench]" >&2
+  exit 2
+  ;;
+esac
+
+# The build (CMakeLists.txt's ada_require_lib and src/*/CMakeLists.txt):
+# gcc, g++ (the project enables C++), make and libc6-dev come with
+# build-essential.
 packages=(
-  build-essential cmake pkg-config clang-format
+  build-essential cmake
   liburing-dev libroaring-dev libcapstone-dev libelf-dev libxxhash-dev zlib1g-dev
-  libjansson-dev libcmocka-dev libdeflate-dev
+  libjansson-dev
   # the CRC-32 of the index files (src/wal/wal_internal.h); ISA-L first
   libisal-dev
   # libiberty's cplus_demangle(): C++/Rust names in the reading commands
   libiberty-dev
-  g++ valgrind
-  python3
-  # The test suite (tools/test.sh, cmake -DADA_CI=ON) fails without these:
-  # clang builds the clang end-to-end targets and, with libclang-rt-14-dev
-  # (libFuzzer and the sanitizer runtimes for clang), every tests/fuzz/
-  # fuzzer; strace watches the recorder's syscalls in the option tests.
-  clang libclang-rt-14-dev strace
-  # The reading tests load ada's Chrome export and folded stacks in
-  # speedscope (npm, below) inside headless Chromium.
-  chromium nodejs
-  # Real programs the transparency tests run under ada (issue 14):
-  # tests/integration/transp_test.py's nginx, greenlet, gevent and node
-  # cases.
-  nginx python3-greenlet python3-gevent
 )
-if [ "${1:-}" = "--bench" ]; then
+if [ "$mode" != --build ]; then
+  packages+=(
+    pkg-config clang-format libcmocka-dev
+    # the CRC's second choice (src/wal/CMakeLists.txt) when ISA-L is missing
+    libdeflate-dev
+    g++ valgrind
+    python3
+    # The test suite (tools/test.sh, cmake -DADA_CI=ON) fails without these:
+    # clang builds the clang end-to-end targets and, with libclang-rt-14-dev
+    # (libFuzzer and the sanitizer runtimes for clang), every tests/fuzz/
+    # fuzzer; strace watches the recorder's syscalls in the option tests.
+    clang libclang-rt-14-dev strace
+    # The reading tests load ada's Chrome export and folded stacks in
+    # speedscope (npm, below) inside headless Chromium.
+    chromium nodejs
+    # Real programs the transparency tests run under ada (issue 14):
+    # tests/integration/transp_test.py's nginx, greenlet, gevent and node
+    # cases.
+    nginx python3-greenlet python3-gevent
+  )
+fi
+if [ "$mode" = --bench ]; then
   packages+=(uftrace ltrace hyperfine)
 fi
 
@@ -38,8 +62,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "bootstrap: installing ${missing[*]}" >&2
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  # The build's packages need none of their Recommends (libc6-dev's
+  # libc-devtools alone brings libgd and X11 libraries).
+  no_recommends=()
+  [ "$mode" = --build ] && no_recommends=(--no-install-recommends)
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${no_recommends[@]}" "${missing[@]}" >/dev/null
 fi
+[ "$mode" = --build ] && exit 0
 
 # npm comes with some nodejs builds; Debian's nodejs needs the npm package.
 if ! command -v npm >/dev/null; then
