@@ -6,7 +6,7 @@
  *   build/bench/wal_bench [--out DIR] [--events N] [--secs S] [--only 1|2|3]
  *   (WAL_BENCH_FLUSH=off|interval:MS|... sets the flush policy)
  *
- * It records itself: the parent is the recorder (src/wal's ada_recorder,
+ * It records itself: the parent is the recorder (src/recorder's ada_recorder,
  * exactly what `ada record --no-agent` runs), the child is this program
  * re-executed in producer mode (WAL_BENCH_CHILD=threads:events:rate),
  * which links the producer API. Three runs:
@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "ring.h"
-#include "wal.h"
+#include "recorder.h"
 
 struct child_args {
 	uint64_t events; /* per thread */

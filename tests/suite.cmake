@@ -64,36 +64,43 @@ if(CMAKE_C_COMPILER_ID STREQUAL "Clang")
                     "no fuzzer can be built" libclang-rt-14-dev)
 endif()
 
-# ada_fuzz_target(<name> <library> <harness source>): the executable fuzz_<name>
-# (clang only, not built by default): the harness plus the library's sources,
-# rebuilt with libFuzzer's coverage, with the library's include directories,
-# definitions, options and link libraries, so a new dependency of the
-# library cannot break the fuzz build unseen.
-function(ada_fuzz_target name lib harness)
+# ada_fuzz_target(<name> <libraries> <harness source>): the executable
+# fuzz_<name> (clang only, not built by default): the harness plus the
+# sources of each library (a ;-list, e.g. "ada_recorder;ada_wal"), rebuilt
+# with libFuzzer's coverage, with the libraries' include directories,
+# definitions, options and link libraries (less the ones listed, whose
+# sources are in), so a new dependency of a library cannot break the fuzz
+# build unseen.
+function(ada_fuzz_target name libs harness)
   if(NOT CMAKE_C_COMPILER_ID STREQUAL "Clang")
     return()
   endif()
-  get_target_property(srcs ${lib} SOURCES)
-  get_target_property(dir ${lib} SOURCE_DIR)
+  set(t fuzz_${name})
   set(abs)
-  foreach(s ${srcs})
-    if(IS_ABSOLUTE ${s})
-      list(APPEND abs ${s})
-    else()
-      list(APPEND abs ${dir}/${s})
+  foreach(lib ${libs})
+    get_target_property(srcs ${lib} SOURCES)
+    get_target_property(dir ${lib} SOURCE_DIR)
+    foreach(s ${srcs})
+      if(IS_ABSOLUTE ${s})
+        list(APPEND abs ${s})
+      else()
+        list(APPEND abs ${dir}/${s})
+      endif()
+    endforeach()
+  endforeach()
+  add_executable(${t} ${harness} ${abs})
+  foreach(lib ${libs})
+    target_include_directories(${t} PRIVATE $<TARGET_PROPERTY:${lib},INCLUDE_DIRECTORIES>)
+    target_compile_definitions(${t} PRIVATE $<TARGET_PROPERTY:${lib},COMPILE_DEFINITIONS>)
+    target_compile_options(${t} PRIVATE $<TARGET_PROPERTY:${lib},COMPILE_OPTIONS>)
+    get_target_property(deps ${lib} LINK_LIBRARIES)
+    if(deps)
+      list(REMOVE_ITEM deps ${libs})
+      target_link_libraries(${t} PRIVATE ${deps})
     endif()
   endforeach()
-  set(t fuzz_${name})
-  add_executable(${t} ${harness} ${abs})
-  target_include_directories(${t} PRIVATE $<TARGET_PROPERTY:${lib},INCLUDE_DIRECTORIES>)
-  target_compile_definitions(${t} PRIVATE $<TARGET_PROPERTY:${lib},COMPILE_DEFINITIONS>)
-  target_compile_options(${t} PRIVATE $<TARGET_PROPERTY:${lib},COMPILE_OPTIONS>
-                         -fsanitize=fuzzer,address)
+  target_compile_options(${t} PRIVATE -fsanitize=fuzzer,address)
   target_link_options(${t} PRIVATE -fsanitize=fuzzer,address)
-  get_target_property(libs ${lib} LINK_LIBRARIES)
-  if(libs)
-    target_link_libraries(${t} PRIVATE ${libs})
-  endif()
   set_target_properties(${t} PROPERTIES EXCLUDE_FROM_ALL TRUE)
 endfunction()
 

@@ -4,7 +4,7 @@
  * Records a process that already runs, then detaches and leaves it
  * running (issue 10). Order, so that a refusal leaves nothing behind:
  * the options, the checks of `ada diagnose PID` (src/diag), the session
- * (src/wal, attached mode); then every thread of PID is stopped
+ * (src/recorder, attached mode); then every thread of PID is stopped
  * (src/inject), libada_agent.so is loaded with dlopen on one of them and
  * configured by ada_agent_attach() with a text written into the process
  * (no environment: src/hook/agent_attach.c), which creates the arena and
@@ -40,7 +40,7 @@
 #include "keysym.h"
 #include "record.h"
 #include "ring.h"
-#include "wal.h"
+#include "recorder.h"
 
 #define ATTACH_TEXT_MAX 65536
 #define ATTACH_MOVES_MAX 2048 /* threads; the text holds about as many */

@@ -25,7 +25,7 @@
 
 #include "cmd.h"
 #include "keysym.h"
-#include "wal.h"
+#include "recorder.h"
 
 #define KEYSYM_RULES_MAX (1u << 20) /* a --key-symbols file, at most */
 #define KEYSYM_BLOB_MAX (64u << 20) /* a --blob file, at most */

@@ -3,7 +3,7 @@
  *
  * Checks PROGRAM before anything is created (a bad program leaves no
  * session behind), creates the session through the recorder core
- * (src/wal), spawns PROGRAM with the agent preloaded and the ADA_*
+ * (src/recorder), spawns PROGRAM with the agent preloaded and the ADA_*
  * environment, becomes the child subreaper so every descendant is ours to
  * reap, lets the drain run until the program is gone and so is what it
  * left running (2 s at most: docs/internals.md), prints a one-line
@@ -38,7 +38,7 @@
 #include "fs.h"
 #include "keysym.h"
 #include "ring.h"
-#include "wal.h"
+#include "recorder.h"
 
 #include "record.h"
 

@@ -3,7 +3,7 @@
  * Drains what the leftover shared-memory arenas still hold, rebuilds every
  * index file's header and footer from the events on disk, cuts the
  * preallocated zero tail, and writes the manifests with state "recovered",
- * so that `ada validate DIR` passes. The work is src/wal's
+ * so that `ada validate DIR` passes. The work is src/recorder's
  * ada_wal_recover(); this file only parses and reports.
  */
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 #include "cmd.h"
-#include "wal.h"
+#include "recorder.h"
 
 /* Recover's notices: a quarantined thread, an arena it could not read. */
 static void recover_notice(void *arg, const char *sentence)

@@ -40,7 +40,7 @@
 #include "fs.h"
 #include "manifest.h"
 #include "ring.h"
-#include "wal.h"
+#include "recorder.h"
 
 struct status_tot {
 	uint32_t procs, dead;

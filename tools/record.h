@@ -9,7 +9,7 @@
 #include <sys/types.h>
 
 #include "trigger.h"
-#include "wal.h"
+#include "recorder.h"
 
 struct ada_arena_config;
 struct ada_control;

@@ -4,7 +4,7 @@
  * reserved[24]; detail header _reserved2 at offset 60).
  *
  * This header is the binding data contract with every reader of our files.
- * It has no dependencies and no functions: writers (src/wal), the reader and
+ * It has no dependencies and no functions: writers (src/wal, src/recorder), the reader and
  * validator (src/atf) and the producer rings (src/ring) all include it.
  * All integers are little-endian on disk; we only build for little-endian
  * hosts (checked below), so the structs are read and written as-is.

@@ -36,7 +36,7 @@
 #include <sys/types.h>
 
 #include "trigger.h"
-#include "wal.h"
+#include "recorder.h"
 
 #define ADA_CONTROL_DIR "ctl"
 #define ADA_CONTROL_SOCK "control.sock"

@@ -20,7 +20,7 @@
 #include "atf_format.h"
 #include "diag_internal.h"
 #include "ring.h"
-#include "wal.h"
+#include "clock.h"
 
 #define DIAG_MIB (1024.0 * 1024.0)
 #define DIAG_DISK_FAIL (1ull << 20)  /* below this nothing useful fits */

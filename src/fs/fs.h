@@ -18,8 +18,8 @@
  *     never visits a directory twice and a loop of links ends at once.
  *
  * This module is the ground: it depends on libc only, so the agent
- * (src/hook, src/ring's producer) and the recorder (src/atf, src/wal,
- * tools) share it. Threads: every function is reentrant; none prints.
+ * (src/hook, src/ring's producer) and the recorder (src/atf, src/clock,
+ * src/wal, src/recorder, tools) share it. Threads: every function is reentrant; none prints.
  * Errors are 0 / -errno.
  */
 #ifndef ADA_FS_H

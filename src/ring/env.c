@@ -22,7 +22,7 @@
  * pid the kernel gave us before the recorder finished it (and removed the
  * file): never touched (its events are the recorder's to read). We make
  * <pid>.<start ticks>.ring instead, which the recorder tells and counts as
- * a reused pid (src/wal/drain.c); an exec of ours finds it by that name
+ * a reused pid (src/recorder/drain.c); an exec of ours finds it by that name
  * first. Start times come from /proc/self/stat, read here only (never on
  * the hot path); without /proc (0) the pid alone decides.
  */

@@ -3,7 +3,7 @@
  * start time name it across exec (exec keeps both) and tell it from a
  * later process given the same pid (the same pid, another start time):
  * the producer compares them before it adopts an arena of its pid
- * (env.c), the recorder before it waits on a pid (src/wal/drain.c,
+ * (env.c), the recorder before it waits on a pid (src/recorder/drain.c,
  * alive.c).
  *
  * Threads: any; pure.

@@ -43,6 +43,7 @@
 #include <stdint.h>
 
 #include "atf_format.h"
+#include "clock.h"
 
 #define ADA_CACHELINE 64
 #define ADA_ARENA_MAGIC 0x414e455241414441ULL /* "ADAARENA" */
@@ -440,7 +441,7 @@ struct ada_detail_rec {
 #define ADA_DETAIL_REC_ALIGN 8u
 /* The slot's detail ring head now (0 without a ring or a bad slot): for a
  * reader that only wants to know whether records were added since it last
- * looked (the post-roll's copies, src/wal/flight.c). */
+ * looked (the post-roll's copies, src/recorder/flight.c). */
 uint64_t ada_detail_ring_head(struct ada_arena *a, uint32_t slot);
 /* Largest record the ring accepts: a chunk (ada_detail_chunk_shift) minus the header. */
 uint32_t ada_detail_max_record(const struct ada_arena *a);
@@ -856,7 +857,7 @@ static inline void ada_detail_commit(struct ada_producer *p, uint64_t end)
 }
 
 /* Layout of the records the agent writes into the detail ring (8-byte
- * words; the drain turns them into ATF detail events, src/wal):
+ * words; the drain turns them into ATF detail events, src/recorder):
  *   [0] raw timestamp of the linked index event (TSC, or ns in ADA_TS_CLOCK
  *       arenas) -- the same value, so both files carry one time
  *   [1] index ring position of the linked index event (the producer's head
@@ -894,22 +895,6 @@ static inline uint64_t ada_drec_meta(uint32_t type, uint32_t flags, uint32_t sta
 __attribute__((cold)) bool ada_producer_slow(struct ada_producer *p);
 uint64_t ada_producer_clock_ns(void); /* clock_gettime fallback */
 
-/* The cycle counter (TSC on x86_64, CNTVCT on arm64). */
-static inline uint64_t ada_tsc(void)
-{
-#if defined(__x86_64__)
-	uint32_t lo, hi;
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-#elif defined(__aarch64__)
-	uint64_t v;
-	__asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
-	return v;
-#else
-#error "no cycle counter for this architecture"
-#endif
-}
-
 /* The arena's raw timestamp: cycle counter, or CLOCK_BOOTTIME ns. */
 static inline uint64_t ada_timestamp_raw(const struct ada_producer *p)
 {
@@ -918,17 +903,12 @@ static inline uint64_t ada_timestamp_raw(const struct ada_producer *p)
 	return ada_tsc();
 }
 
-/* Stores the cycle counter into e->timestamp_ns. On x86_64 as two 32-bit
- * stores of edx:eax, which saves the shift-and-or of ada_tsc(). */
-typedef uint32_t ada_u32_alias __attribute__((may_alias, aligned(1)));
+/* Stores the cycle counter into e->timestamp_ns (at offset 0). On x86_64
+ * as two 32-bit stores of edx:eax (ada_tsc_put, clock.h). */
 static inline void ada_event_put_tsc(struct atf_index_event *e)
 {
 #if defined(__x86_64__)
-	uint32_t lo, hi;
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	ada_u32_alias *w = (ada_u32_alias *)(void *)e; /* timestamp_ns is at 0 */
-	w[0] = lo;
-	w[1] = hi;
+	ada_tsc_put(e); /* timestamp_ns is at 0 */
 #else
 	e->timestamp_ns = ada_tsc();
 #endif

@@ -65,6 +65,15 @@ static uint64_t wal_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* CLOCK_BOOTTIME, the events' clock (ada_boottime_ns() of src/clock, which
+ * the wal stands below): a batch's encode-to-disk latency. */
+static uint64_t wal_boottime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 int ada_wal_io_new(const struct ada_wal_io_opts *o, struct ada_wal_io **out)
 {
 	struct ada_wal_io *io = calloc(1, sizeof(*io));
@@ -586,7 +595,7 @@ static void wal_complete_write(struct ada_wal_io *io, struct wal_buf *b, int res
 		if (b->first_ts) {
 			/* A TSC-converted timestamp can lead the kernel's clock by
 			 * the calibration error: count that as zero, not 2^64. */
-			uint64_t now = ada_boottime_ns();
+			uint64_t now = wal_boottime_ns();
 			ada_lat_hist_add(&io->lat, now > b->first_ts ? now - b->first_ts : 0);
 		}
 	}

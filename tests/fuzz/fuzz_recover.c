@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for `ada recover`'s arena reader (src/wal/recover.c):
+ * libFuzzer target for `ada recover`'s arena reader (src/recorder/recover.c):
  * a session whose recorder died -- pid_P/manifest.json naming an arena
  * file, thread_0/index.atf with its header only -- where the arena file is
  * the fuzzer's image (fuzz_arena_image.h). ada_wal_recover() must read it
@@ -19,7 +19,7 @@
 
 #include "fuzz_arena_image.h"
 #include "manifest.h"
-#include "wal_internal.h"
+#include "recorder_internal.h"
 
 static char base[64];
 

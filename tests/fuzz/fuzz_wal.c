@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the src/wal parsers: the /proc/cpuinfo flag parser
+ * libFuzzer target for the src/wal and src/clock parsers: the /proc/cpuinfo flag parser
  * (buf, len), the --flush policy text, and the recovery scan of an
  * unfinished index file (ada_wal_finalize_path on a memfd holding the
  * input). The first byte selects the parser. After a successful recovery
@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "wal.h"
 
 static void fuzz_recover(const uint8_t *data, size_t size)

@@ -68,7 +68,7 @@ ada_transp(recorder_killed ${ADA_TGT_DIR}/t_manythreads_O2 busy 16 100000)
 
 # An exec by a raw system call with an environment of its own (python's
 # ctypes: syscall(SYS_execve, "/bin/sleep", ...)): the new image runs
-# untraced, and ada says so (src/wal/exec_watch.c).
+# untraced, and ada says so (src/recorder/exec_watch.c).
 ada_transp(raw_exec ${Python3_EXECUTABLE})
 
 # A recursion a million frames deep: the shadow stack grows as deep as the

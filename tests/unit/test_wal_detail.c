@@ -1,5 +1,5 @@
 /*
- * The drain side of the detail lane (src/wal): the CRC-32 fold of a
+ * The drain side of the detail lane (src/recorder, src/wal): the CRC-32 fold of a
  * 4-byte patch, the detail.atf writer against the format library's own
  * writer (golden bytes), detail_seq back-patches in the staging buffer, in
  * flight and on disk (the footer CRC stays right: validated), in buffers
@@ -26,7 +26,7 @@
 
 #include "atf.h"
 #include "ring.h"
-#include "wal_internal.h"
+#include "recorder_internal.h"
 
 static char tmpdir[256];
 static int tmpfd = -1;

@@ -1,5 +1,5 @@
 /*
- * The drain's live view (src/wal/live.c, ada_recorder_live) through the
+ * The drain's live view (src/recorder/live.c, ada_recorder_live) through the
  * recorder core: a forked child links the producer API, emits N events and
  * then waits on a pipe; two reader threads copy the view over and over
  * while the drain publishes it (TSan runs this: the view is shared only
@@ -26,7 +26,7 @@
 #include <cmocka.h>
 
 #include "ring.h"
-#include "wal.h"
+#include "recorder.h"
 
 #define N_EVENTS 200000ull
 

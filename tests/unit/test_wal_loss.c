@@ -1,5 +1,5 @@
 /*
- * What the detail lane counts as lost (src/wal/loss.c): detail_overwritten
+ * What the detail lane counts as lost (src/recorder/loss.c): detail_overwritten
  * is a drop with --detail always only for the records overwritten before
  * the drain persisted them, and information with --detail triggered
  * (less the window_lost records, which are drops); the gap a look at a
@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "ring.h"
-#include "wal_internal.h"
+#include "recorder_internal.h"
 
 typedef uint64_t drops_t[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
 

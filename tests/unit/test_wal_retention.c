@@ -25,7 +25,7 @@
 #include <cmocka.h>
 
 #include "ring.h"
-#include "wal.h"
+#include "recorder.h"
 
 #define N_EVENTS 3000000ull /* 96 MB of events */
 #define BUDGET (8ull << 20)

@@ -22,8 +22,8 @@
 #include <cmocka.h>
 #include <errno.h>
 
-#include "wal.h"
-#include "wal_internal.h"
+#include "clock.h"
+#include "recorder_internal.h"
 
 /* A 3 GHz TSC: ns = tsc / 3, starting at an arbitrary boot offset. */
 static uint64_t ns_of(uint64_t tsc)

@@ -37,7 +37,7 @@
 
 #include "fs.h"
 #include "ring.h"
-#include "wal_internal.h"
+#include "recorder_internal.h"
 
 #define DRAIN_SLOT_BUDGET (1u << 18) /* events per slot per pass: fairness */
 #define DRAIN_CHUNK 256u             /* events converted, fed and CRCed together: 8 KiB */

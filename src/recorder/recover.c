@@ -1,18 +1,12 @@
 /*
- * Recovery: finalize index files from what is on disk, and `ada recover`
- * for a session whose recorder died.
+ * Recovery: `ada recover` for a session whose recorder died.
  *
- * Threads: single-threaded (the `ada recover` command, or the drain when
- * a write failed and a file must be rebuilt from its own bytes).
+ * Threads: single-threaded (the `ada recover` command).
  *
- * An unfinished index file is [header placeholder][events][zeros...]: the
- * placeholder carries magic, thread id and arch but footer_offset 0; the
- * zero tail is the preallocated, never written part of the last segment.
- * The scan keeps events up to the first all-zero slot (event_kind 0), an
- * impossible kind, a timestamp that goes backwards or a partial slot at
- * the end, recomputes the CRC-32 and the time range, appends the leftovers
- * drained from the arena (converted with the clock anchor the early
- * manifest recorded), writes footer and header and cuts the file.
+ * Each unfinished index file is finalized from what is on disk
+ * (src/wal/finalize.c, ada_wal_disk_*), with the leftovers drained from
+ * the arena appended (converted with the clock anchor the early manifest
+ * recorded).
  * Known limit: events the drain had already taken out of the ring but
  * whose write had not completed when the recorder died are lost (at most
  * the staging buffers in flight); the file stays valid.
@@ -32,192 +26,7 @@
 #include "manifest.h"
 #include "ring.h"
 #include "fs.h"
-#include "wal_internal.h"
-
-#define REC_CHUNK (1u << 20)
-
-struct rec_scan {
-	uint64_t events, t0, t1;
-	uint32_t crc;
-};
-
-static bool rec_event_ok(const struct atf_index_event *e, uint64_t last)
-{
-	if (e->event_kind < ATF_EVENT_CALL || e->event_kind > ATF_EVENT_EXCEPTION)
-		return false; /* kind 0: the zero tail; anything else: garbage */
-	return e->timestamp_ns >= last;
-}
-
-/* Scans events from offset 64 up to limit; fills s. */
-static int rec_scan_events(int fd, uint64_t limit, struct rec_scan *s)
-{
-	uint8_t *buf = malloc(REC_CHUNK);
-	if (!buf)
-		return -ENOMEM;
-	uint64_t off = ATF_HEADER_SIZE, last = 0;
-	bool stop = false;
-	while (!stop && off + ATF_INDEX_EVENT_SIZE <= limit) {
-		uint64_t want = limit - off < REC_CHUNK ? limit - off : REC_CHUNK;
-		ssize_t n = pread(fd, buf, want, (off_t)off);
-		if (n < (ssize_t)ATF_INDEX_EVENT_SIZE)
-			break;
-		size_t k = 0, whole = (size_t)n / ATF_INDEX_EVENT_SIZE;
-		const struct atf_index_event *ev = (const void *)buf;
-		while (k < whole && rec_event_ok(&ev[k], last))
-			last = ev[k++].timestamp_ns;
-		stop = k < whole;
-		if (k) {
-			if (s->events == 0)
-				s->t0 = ev[0].timestamp_ns;
-			s->t1 = last;
-			s->crc = wal_crc32(s->crc, buf, k * ATF_INDEX_EVENT_SIZE);
-			s->events += k;
-		}
-		off += (uint64_t)k * ATF_INDEX_EVENT_SIZE;
-		if ((size_t)n % ATF_INDEX_EVENT_SIZE)
-			stop = true;
-	}
-	free(buf);
-	return 0;
-}
-
-/* A finalized file: header, footer and length agree. */
-static bool rec_is_final(int fd, const struct atf_index_header *h, uint64_t size,
-                         struct atf_index_footer *ft)
-{
-	if (h->footer_offset < ATF_HEADER_SIZE || h->footer_offset + ATF_FOOTER_SIZE != size)
-		return false;
-	if (pread(fd, ft, sizeof(*ft), (off_t)h->footer_offset) != (ssize_t)sizeof(*ft))
-		return false;
-	return !memcmp(ft->magic, ATF_INDEX_FOOTER_MAGIC, 4) &&
-	       ft->event_count * ATF_INDEX_EVENT_SIZE + ATF_HEADER_SIZE == h->footer_offset;
-}
-
-static int rec_append(int fd, struct rec_scan *s, const struct atf_index_event *extra, size_t n)
-{
-	if (!n)
-		return 0;
-	struct atf_index_event *tmp = malloc(n * sizeof(*tmp));
-	if (!tmp)
-		return -ENOMEM;
-	uint64_t last = s->t1;
-	for (size_t i = 0; i < n; i++) {
-		tmp[i] = extra[i];
-		if (tmp[i].timestamp_ns < last)
-			tmp[i].timestamp_ns = last;
-		last = tmp[i].timestamp_ns;
-	}
-	uint64_t off = ATF_HEADER_SIZE + s->events * ATF_INDEX_EVENT_SIZE;
-	int r = wal_pwrite_all(fd, tmp, n * sizeof(*tmp), off);
-	if (r == 0) {
-		if (s->events == 0)
-			s->t0 = tmp[0].timestamp_ns;
-		s->t1 = last;
-		s->crc = wal_crc32(s->crc, tmp, n * sizeof(*tmp));
-		s->events += n;
-	}
-	free(tmp);
-	return r;
-}
-
-static int rec_write_final(int fd, const struct atf_index_header *old, const struct rec_scan *s,
-                           struct ada_wal_file_summary *sum)
-{
-	struct ada_wal_file_summary v = {
-	    .events = s->events,
-	    .time_start_ns = s->t0,
-	    .time_end_ns = s->t1,
-	    .crc = s->crc,
-	};
-	struct atf_index_header h;
-	struct atf_index_footer ft;
-	wal_fill_header(&h, old->thread_id, old->arch ? old->arch : WAL_ARCH,
-	                old->clock_type ? old->clock_type : ATF_CLOCK_BOOTTIME);
-	h.flags = old->flags;
-	wal_fill_final(&h, &ft, &v);
-	int r = wal_pwrite_all(fd, &ft, sizeof(ft), h.footer_offset);
-	if (r == 0)
-		r = wal_pwrite_all(fd, &h, sizeof(h), 0);
-	if (r == 0 && ftruncate(fd, (off_t)(h.footer_offset + ATF_FOOTER_SIZE)) < 0)
-		r = -errno;
-	v.bytes = h.footer_offset + ATF_FOOTER_SIZE;
-	if (sum)
-		*sum = v;
-	return r;
-}
-
-/* An index file opened for finalizing: its header and what its events
- * section holds (scanned, or from the footer when already final). */
-struct rec_file {
-	int fd;
-	struct atf_index_header h;
-	struct rec_scan s;
-	uint64_t size;
-	bool final;
-};
-
-/* Scans the index file on fd (not consumed). 0, -EPROTO (not an index
- * file), -errno. */
-static int rec_file_scan(int fd, struct rec_file *rf)
-{
-	memset(rf, 0, sizeof(*rf));
-	rf->fd = fd;
-	struct stat st;
-	struct atf_index_footer ft;
-	if (fstat(rf->fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    pread(rf->fd, &rf->h, sizeof(rf->h), 0) != (ssize_t)sizeof(rf->h) ||
-	    memcmp(rf->h.magic, ATF_INDEX_MAGIC, 4) || rf->h.event_size != ATF_INDEX_EVENT_SIZE)
-		return -EPROTO;
-	rf->size = (uint64_t)st.st_size;
-	if (rec_is_final(rf->fd, &rf->h, rf->size, &ft)) {
-		rf->final = true;
-		rf->s = (struct rec_scan){ft.event_count, ft.time_start_ns, ft.time_end_ns,
-		                          ft.checksum};
-		return 0;
-	}
-	return rec_scan_events(rf->fd, rf->size, &rf->s);
-}
-
-/* Writes footer and header unless the file was final and nothing was
- * appended; leaves the descriptor open. */
-static int rec_file_finish(struct rec_file *rf, bool appended, struct ada_wal_file_summary *sum)
-{
-	if (rf->final && !appended) {
-		if (sum)
-			*sum = (struct ada_wal_file_summary){.events = rf->s.events,
-			                                     .bytes = rf->size,
-			                                     .time_start_ns = rf->s.t0,
-			                                     .time_end_ns = rf->s.t1,
-			                                     .crc = rf->s.crc};
-		return 0;
-	}
-	return rec_write_final(rf->fd, &rf->h, &rf->s, sum);
-}
-
-int ada_wal_finalize_path(const char *path, const struct atf_index_event *extra, size_t n_extra,
-                          struct ada_wal_file_summary *sum)
-{
-	int fd = -1, r = ada_fs_open_file(AT_FDCWD, path, O_RDWR, &fd);
-	if (r == 0) {
-		r = ada_wal_finalize_fd(fd, extra, n_extra, sum);
-		close(fd);
-	}
-	return r;
-}
-
-int ada_wal_finalize_fd(int fd, const struct atf_index_event *extra, size_t n_extra,
-                        struct ada_wal_file_summary *sum)
-{
-	struct rec_file rf;
-	int r = rec_file_scan(fd, &rf);
-	if (r < 0)
-		return r;
-	r = rec_append(fd, &rf.s, extra, n_extra);
-	int c = rec_file_finish(&rf, n_extra > 0, r == 0 ? sum : NULL);
-	return r ? r : c;
-}
-
-/* ---- ada recover ---- */
+#include "recorder_internal.h"
 
 #define REC_BATCH 4096u /* events converted per append: bounds recover's memory */
 
@@ -309,7 +118,7 @@ static size_t rec_convert(struct rec_ctx *c, uint32_t slot, const struct atf_ind
  * process that still runs gets no more), REC_BATCH events at a time.
  * Returns the events appended. */
 static uint64_t rec_drain_slot(struct rec_ctx *c, uint32_t slot, uint32_t tid, uint64_t skip,
-                               struct rec_file *rf)
+                               struct ada_wal_disk_file *rf)
 {
 	uint64_t added = 0, budget = ada_arena_config_of(c->arena)->index_events;
 	uint64_t ts_max = c->use_tsc ? ada_tsc_read() + WAL_TSC_SLACK : UINT64_MAX;
@@ -330,7 +139,7 @@ static uint64_t rec_drain_slot(struct rec_ctx *c, uint32_t slot, uint32_t tid, u
 		if (k > REC_BATCH)
 			k = REC_BATCH;
 		size_t j = rec_convert(c, slot, ev, k, tid, ts_max, added);
-		if (j && rec_append(rf->fd, &rf->s, c->buf, j) < 0)
+		if (j && ada_wal_disk_append(rf, c->buf, j) < 0)
 			break;
 		ada_index_ring_release(c->arena, slot, j);
 		added += j;
@@ -432,7 +241,7 @@ static enum ada_fs_kind rec_kind(struct rec_ctx *c, DIR *d, const struct dirent 
  * already on disk is skipped). */
 /* The faulting thread's last index event, as the live drain writes it
  * (flight.c: flight_marker; docs/format.md, the fatal-signal marker). */
-static int rec_crash_marker(struct rec_ctx *c, struct rec_file *rf)
+static int rec_crash_marker(struct rec_ctx *c, struct ada_wal_disk_file *rf)
 {
 	struct atf_index_event e = {
 	    .timestamp_ns = c->crash_ns,
@@ -442,7 +251,7 @@ static int rec_crash_marker(struct rec_ctx *c, struct rec_file *rf)
 	    .call_depth = ADA_SIGNAL_MARKER_FLAG | (uint32_t)c->ci.signo,
 	    .detail_seq = ATF_NO_DETAIL,
 	};
-	return rec_append(rf->fd, &rf->s, &e, 1); /* clamps the time to the last event's */
+	return ada_wal_disk_append(rf, &e, 1); /* clamps the time to the last event's */
 }
 
 /* True when the first len bytes of fd hold nothing but zeros, or fewer
@@ -485,13 +294,13 @@ static int rec_file_of(struct rec_ctx *c, const char *path, int slot,
                        const struct ada_slot_info *si, const struct rec_side *sd,
                        struct ada_wal_file_summary *s, uint64_t *n)
 {
-	struct rec_file rf;
+	struct ada_wal_disk_file rf;
 	int fd = -1, rc = ada_fs_open_file(AT_FDCWD, path, O_RDWR, &fd);
 	if (rc == 0)
-		rc = rec_file_scan(fd, &rf);
+		rc = ada_wal_disk_scan(fd, &rf);
 	if (rc == -EPROTO && rec_never_written(fd, sizeof(struct atf_index_header)) &&
 	    (rc = rec_give_header(c, fd, path, slot >= 0 ? si->tid : 0)) == 0)
-		rc = rec_file_scan(fd, &rf);
+		rc = ada_wal_disk_scan(fd, &rf);
 	if (rc < 0) {
 		char msg[PATH_MAX + 160];
 		snprintf(msg, sizeof(msg),
@@ -518,7 +327,7 @@ static int rec_file_of(struct rec_ctx *c, const char *path, int slot,
 		c->crash_thread = si->thread_seq;
 		(*n)++;
 	}
-	rc = rec_file_finish(&rf, *n > 0, s);
+	rc = ada_wal_disk_finish(&rf, *n > 0, s);
 	close(fd);
 	return rc;
 }

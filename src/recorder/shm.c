@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "ring.h"
-#include "wal_internal.h"
+#include "recorder_internal.h"
 
 #define SHM_DEFAULT_SHARE 50u        /* percent of the free space of the arena fs */
 #define SHM_DEFAULT_MIN (1ull << 30) /* 8 arenas of the default size */

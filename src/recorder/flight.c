@@ -23,7 +23,7 @@
 
 #include "ring.h"
 #include "symbols.h"
-#include "wal_internal.h"
+#include "recorder_internal.h"
 
 #define FLIGHT_SYMS_RELOAD_NS 50000000ull /* unknown module: reread .syms at most this often */
 #define FLIGHT_STACK_FRAMES 64u           /* frames per thread in the manifest */

@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "wal_internal.h"
+#include "recorder_internal.h"
 
 #define EXEC_WATCH_GRACE_NS 1000000000ull /* for a new image's agent to map the arena */
 #define EXEC_WATCH_MAPS_MAX (64u << 20)   /* bytes of /proc/PID/maps read at most */

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "ring.h"
-#include "wal.h"
+#include "recorder.h"
 
 uint64_t ada_proc_start_ticks(pid_t pid)
 {

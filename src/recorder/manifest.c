@@ -25,7 +25,7 @@
 #include "manifest.h"
 #include "ring.h"
 #include "keysym.h"
-#include "wal_internal.h"
+#include "recorder_internal.h"
 
 static const char *const man_lane[ADA_LANE_COUNT] = {"index", "detail"};
 

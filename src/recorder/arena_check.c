@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "wal_internal.h"
+#include "recorder_internal.h"
 
 size_t wal_events_first_bad(const struct atf_index_event *ev, size_t n, uint32_t tid,
                             uint64_t ts_max, uint32_t *why, uint64_t *value)

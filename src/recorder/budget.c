@@ -24,7 +24,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "wal_internal.h"
+#include "recorder_internal.h"
 
 #define BUDGET_DEFAULT_CAP (4ull << 30) /* 4 GiB */
 #define BUDGET_DEFAULT_MIN (1ull << 20) /* 1 MiB: a few segments */

@@ -31,7 +31,7 @@
 
 #include "atf.h"
 #include "fs.h"
-#include "wal_internal.h"
+#include "recorder_internal.h"
 
 #define RD_MAX_EVENT                                                                               \
 	(ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(struct atf_detail_function_payload) +               \

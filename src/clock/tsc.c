@@ -32,9 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fs.h"
-#include "ring.h"
-#include "wal.h"
 
 #define TSC_SHIFT 32
 

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wal_internal.h"
+#include "recorder_internal.h"
 
 int wal_live_init(struct ada_recorder *r)
 {

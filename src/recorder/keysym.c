@@ -30,7 +30,7 @@
 #include "fs.h"
 #include "keysym.h"
 #include "symbols.h"
-#include "wal_internal.h"
+#include "recorder_internal.h"
 
 #define WAL_KS_MODULES_NS 50000000ull /* look at modules/ at most this often */
 #define WAL_KS_SYMS_MAX (64u << 20)

@@ -17,7 +17,7 @@
 
 #include "fs.h"
 #include "manifest.h"
-#include "wal_internal.h"
+#include "recorder_internal.h"
 
 #define RESERVE_BYTES (1u << 20) /* ~100 final manifests of 10 KiB */
 #define RESERVE_STEP (64u << 10)

@@ -1,0 +1,275 @@
+/*
+ * ada recorder: everything the recorder process does between the
+ * shared-memory rings and the write-ahead log (src/wal).
+ *
+ *   - the recorder (ada_recorder): session and arena directories, the drain
+ *     thread that batch-reads every ring of every arena of the session,
+ *     per-thread files, retention generations (--max-disk-mb), flight
+ *     windows and detail persistence, key-symbol sets, manifests, metrics,
+ *     the live view, finalize;
+ *   - recovery (ada_wal_recover) of a session whose recorder died.
+ *
+ * Threads: one recorder is driven by one drain thread; the functions
+ * marked "any thread" may be called from others.
+ * Errors are 0 / -errno; nothing here prints.
+ */
+#ifndef ADA_RECORDER_H
+#define ADA_RECORDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "atf_format.h"
+#include "clock.h"
+#include "ring.h"
+#include "trigger.h"
+#include "wal.h"
+
+/* ---- the recorder --------------------------------------------------------- */
+
+/* --detail: what the drain does with the detail rings (the agent fills
+ * them in `triggered` and `always`; `never` has no detail ring at all). */
+enum ada_detail_mode {
+	ADA_DETAIL_TRIGGERED = 0, /* persist only windows (wal_detail_persist, by triggers) */
+	ADA_DETAIL_ALWAYS = 1,    /* persist every record, every drain pass */
+	ADA_DETAIL_NEVER = 2,     /* index lane only */
+};
+
+struct ada_recorder_opts {
+	const char *out_dir;     /* parent of session_YYYYMMDD_HHMMSS */
+	const char *shm_dir;     /* parent of ada-<tag>/ (default /dev/shm) */
+	int drain_cpu;           /* -1: not pinned */
+	uint64_t segment_bytes;  /* 0 = 64 MiB */
+	uint64_t max_disk_bytes; /* 0 = unbounded */
+	bool max_disk_default;   /* ignore max_disk_bytes: the default budget */
+	uint64_t max_shm_bytes;  /* ceiling on the arenas' sizes; 0 = none */
+	bool max_shm_default;    /* ignore max_shm_bytes: the default ceiling */
+	struct ada_flush_policy flush;
+	bool follow;                     /* record children that create arenas */
+	bool force_clock;                /* ts=clock even with an invariant TSC */
+	const char *ring_config;         /* ADA_RING_CONFIG text to pass on */
+	const char *const *program_argv; /* recorded in the manifest */
+	/* The flight recorder: armed from the start (more may be added while
+	 * it runs, through ada_recorder_triggers()). */
+	const struct ada_trigger_spec *triggers;
+	size_t ntriggers;
+	struct ada_trigger_opts flight; /* pre/post-roll, max windows, hold-off */
+	uint32_t detail_mode;           /* enum ada_detail_mode */
+	uint32_t stack_bytes;           /* manifest: stack bytes per CALL record */
+	const char *detail_symbols;     /* manifest: --detail-symbols, NULL: every function */
+	/* The key-symbol spec from the start (--key-symbols, --detail-symbols,
+	 * --blob; src/keysym), copied; NULL: every hooked function. */
+	const struct ada_keysym_spec *key_symbols;
+	/* ada attach: the process is not our child and already runs; the
+	 * recording ends when ada_recorder_stop() is called (after the
+	 * detach) or when every recorded process is gone. */
+	bool attached;
+	/* Called on the drain thread with one sentence for stderr (a thread
+	 * quarantined, an arena ignored); NULL: the manifests only. */
+	void (*notice)(void *arg, const char *sentence);
+	void *notice_arg;
+};
+
+struct ada_recorder;
+struct ada_keysym_spec;
+struct json_t;
+
+/* Replaces the recording's key-symbol spec (consumes spec) and waits (at
+ * most 20 s, a run-away guard) until the drain has built and published the set it means in
+ * every live process. *result (new reference): {"version": N,
+ * "processes": [{pid, version, members, modules: [{id, container,
+ * members}], xxh64, ...} or {pid, error}]}. 0; -ENOTSUP (--detail never),
+ * -ETIMEDOUT; why gets one sentence. Any thread. */
+int ada_recorder_keysym_set(struct ada_recorder *r, struct ada_keysym_spec *spec,
+                            struct json_t **result, char *why, size_t cap);
+/* The version of the last set published (0: none yet). Any thread. */
+uint64_t ada_recorder_keysym_version(struct ada_recorder *r);
+/* What that version covers (new reference; NULL: none yet or no memory):
+ * {"version", "pid" (the process it was published in), "entries" (module
+ * ids below it have a directory entry), "unknown" (how many of those the
+ * set says nothing about: their .syms not read when it was built),
+ * "unknown_ids" (the first 16 of them)}. A module id >= entries or listed
+ * there is decided by the agent's own start-time set. Any thread. */
+struct json_t *ada_recorder_keysym_cover(struct ada_recorder *r);
+
+struct ada_record_summary {
+	uint64_t events;
+	uint64_t drops;
+	uint64_t disk_bytes;
+	uint64_t lost_enospc;
+	double seconds;
+	uint64_t latency_p50_ns, latency_p99_ns;
+	bool disk_full;
+	bool abnormal;
+	int exit_status; /* shell-style: status, or 128 + signal */
+	uint32_t processes;
+	/* the disk budget (0: unbounded) and what it deleted */
+	uint64_t budget_bytes;
+	bool budget_default;
+	uint64_t retired_gens, retired_events, retired_bytes;
+	/* shared memory: the ceiling (0: none), the most used at once, the
+	 * processes that ran untraced because of it, and what the end found
+	 * left in the arena directory (removed) */
+	uint64_t shm_ceiling, shm_peak, untraced_procs;
+	uint32_t shm_leftover;
+	/* arenas of processes that took the pid of an earlier one of this
+	 * recording (finished, or still being read): told, not read (drain.c
+	 * drain_pid_reused, drain_reused_while_read) */
+	uint32_t pid_reused;
+	uint64_t drops_by[2][8]; /* [lane][enum ada_drop_reason], summed */
+	/* The detail lane (docs/internals.md, "What the detail lane counts"):
+	 * the mode, the trigger windows, detail records persisted, and the
+	 * records the rings overwrote that no window wanted (--detail
+	 * triggered: not drops; window_lost in drops_by are the wanted ones). */
+	uint32_t detail_mode; /* enum ada_detail_mode */
+	uint64_t windows, detail_records, detail_overwritten;
+	/* Bytes per thread a detail ring would have needed to hold what the
+	 * windows lost at this run's rate (wal_flight_ring_suggest; 0: none). */
+	uint64_t detail_ring_suggest;
+	/* --detail always: times a thread waited for detail room, and the ns */
+	uint64_t detail_waits, detail_waited_ns;
+	/* --overflow wait: times a thread waited for index ring space (the
+	 * drain ran behind), and the ns */
+	uint64_t ring_waits, ring_waited_ns;
+	/* CPU time of the drain thread alone (CLOCK_THREAD_CPUTIME_ID at its
+	 * end): the recorder's process CPU minus this is mostly the kernel's
+	 * io_uring workers (the page-cache copy) and the caller's thread. */
+	uint64_t drain_cpu_ns;
+};
+
+/* Creates the session directory (with a suffix when the name is taken) and
+ * the arena directory. -errno on failure, with nothing left behind. */
+int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **out);
+const char *ada_recorder_session_dir(const struct ada_recorder *r);
+const char *ada_recorder_arena_dir(const struct ada_recorder *r);
+/* The session directory, opened once (O_NOFOLLOW): create files under it
+ * with src/fs. Owned by the recorder: do not close. */
+int ada_recorder_session_fd(const struct ada_recorder *r);
+/* True when the drain uses raw TSC (arena timestamp source ADA_TS_TSC). */
+bool ada_recorder_uses_tsc(const struct ada_recorder *r);
+/* Starts the drain thread. main_pid is the spawned program (our child);
+ * the recorder reaps every descendant (it should be a child subreaper).
+ * Attached (opts.attached): main_pid is the process attached to, not our
+ * child; it and its descendants are recorded. */
+int ada_recorder_start(struct ada_recorder *r, pid_t main_pid);
+/* Joins the drain: returns once every process is gone and everything is
+ * written and finalized. */
+int ada_recorder_wait(struct ada_recorder *r, struct ada_record_summary *sum);
+/* Asks the drain to stop soon (within 2 s) whatever the program does:
+ * it drains what it can, finalizes every file and manifest, and
+ * ada_recorder_wait() returns. Async-signal-safe (one atomic store). */
+void ada_recorder_stop(struct ada_recorder *r);
+/* Removes the session directory (only before start: bad-input paths). */
+void ada_recorder_discard(struct ada_recorder *r);
+void ada_recorder_free(struct ada_recorder *r);
+/* The recording's trigger engine: any thread may add or remove triggers
+ * and fire manual ones through it (src/trigger/trigger.h), while it runs. */
+struct ada_trigger_engine *ada_recorder_triggers(struct ada_recorder *r);
+/* ada attach: when the attach happened (CLOCK_REALTIME ns) and how long
+ * every thread of the process was stopped to attach and to detach (ns;
+ * 0: not yet). Any thread; the manifests written afterwards carry them
+ * (`"attached": true`, `"attach": {...}`). */
+void ada_recorder_set_attach(struct ada_recorder *r, uint64_t realtime_ns, uint64_t pause_ns,
+                             uint64_t detach_pause_ns);
+/* Async-signal-safe: asks for a manual fire now (SIGUSR2 to `ada record`). */
+void ada_recorder_request_manual(struct ada_recorder *r);
+
+/* ---- the live view (the control socket, `ada status PID`) ----
+ *
+ * Protocol: the drain builds a view in its own buffer once a second (and
+ * at its 10 ms cadence when events, windows or processes changed), then
+ * publishes it with pthread_mutex_trylock + memcpy: a busy lock skips the
+ * publish (the next pass retries), so a reader never holds the drain up;
+ * the last view (ended) takes the lock, as there is no next pass. Readers
+ * copy the published view out under the same mutex (a memcpy: bounded). */
+#define ADA_LIVE_MAX_PROCS 64
+#define ADA_LIVE_MAX_RINGS 256
+#define ADA_LIVE_MAX_WINDOWS 64
+
+struct ada_live_proc {
+	pid_t pid;
+	bool finished;
+	uint32_t threads, ring_fill_pct; /* live threads; fill max over the last second */
+	uint64_t events;                 /* written */
+};
+
+struct ada_live_ring {
+	pid_t pid;
+	uint32_t thread, tid;
+	uint64_t detail_span_ns; /* seconds of detail its ring holds, in ns */
+};
+
+struct ada_recorder_live {
+	uint64_t seq;            /* publishes so far; 0: none yet */
+	uint64_t at_ns;          /* CLOCK_BOOTTIME of the publish */
+	uint64_t start_ns;       /* CLOCK_BOOTTIME when the drain started */
+	uint32_t detail_mode;    /* enum ada_detail_mode */
+	bool ended;              /* the drain finished: the final view */
+	uint64_t events;         /* written, every process */
+	uint64_t events_per_sec; /* over the last second */
+	uint64_t drops[ADA_DROP_REASON_COUNT];
+	uint64_t drops_per_sec[ADA_DROP_REASON_COUNT];
+	/* --detail triggered: records the rings overwrote that no window
+	 * wanted (a flight recorder's normal turnover, not a drop) */
+	uint64_t detail_overwritten;
+	uint64_t detail_records; /* persisted so far (not with --detail never) */
+	/* --detail always: the times the program's threads waited for the
+	 * drain to persist detail records (their ring full), and the ns */
+	uint64_t detail_waits, detail_waited_ns;
+	/* the times the program's threads waited for index ring space (the
+	 * drain ran behind), and the ns */
+	uint64_t ring_waits, ring_waited_ns;
+	uint32_t ring_fill_pct_max;
+	uint32_t nprocs, procs_omitted; /* procs[] holds the first ADA_LIVE_MAX_PROCS */
+	struct ada_live_proc procs[ADA_LIVE_MAX_PROCS];
+	uint32_t nrings, rings_omitted;
+	struct ada_live_ring rings[ADA_LIVE_MAX_RINGS];
+	uint64_t windows_total, windows_closed; /* closed = persisted to their end */
+	uint32_t nwindows;                      /* windows[]: the most recent ones */
+	struct ada_trigger_window windows[ADA_LIVE_MAX_WINDOWS];
+	struct ada_trigger_stats trig;
+	uint64_t manual_dropped;
+};
+
+/* Any thread: copies the last published view into *out (about 60 KiB:
+ * not on a small stack). -EAGAIN when the drain has not published yet. */
+int ada_recorder_live(struct ada_recorder *r, struct ada_recorder_live *out);
+
+/* Start time of a process (field 22 of /proc/PID/stat, clock ticks since
+ * boot); 0 when it does not exist. */
+uint64_t ada_proc_start_ticks(pid_t pid);
+/* Whether the recorder pid that started at start_ticks is still running
+ * (pid and start time: a reused pid is not it). start_ticks 0: pid only. */
+bool ada_recorder_alive(pid_t pid, uint64_t start_ticks);
+
+/* ---- recovery --------------------------------------------------------------- */
+
+struct ada_recover_report {
+	uint32_t pids;
+	uint32_t files;
+	uint32_t files_already_final;
+	uint64_t events_on_disk;
+	uint64_t events_from_arena;
+	uint32_t arenas_found;
+	uint32_t errors;
+	uint32_t links_skipped; /* symbolic links met in the session, not followed */
+	uint32_t quarantined;   /* slots that broke the ring protocol */
+	uint64_t corrupt_drops; /* events left in them, not written */
+	/* Set by the caller (kept across the call): one sentence per thread
+	 * quarantined or arena lost, for stderr. NULL: the manifests only. */
+	void (*notice)(void *arg, const char *sentence);
+	void *notice_arg;
+};
+
+/* Recovers every pid_N under dir (a session or a pid directory): drains
+ * leftover arenas named by the manifests (checked as the drain checks
+ * them, at most one ring's worth per slot, through a fixed buffer),
+ * finalizes every index file, writes manifests with state "recovered"
+ * that carry the arena's drop counters and the exit status or signal
+ * its agent recorded. 0, -ENOENT (no pid dirs),
+ * -EBUSY (the recorder of a process is still running: left alone), -errno. */
+int ada_wal_recover(const char *dir, struct ada_recover_report *rep);
+
+#endif
