@@ -1,0 +1,516 @@
+/*
+ * The compact index encoder (cidx.h): ATF v2 index events in, sealed
+ * blocks out, into the caller's buffer; the link table, block table and
+ * footer at finish.
+ *
+ * Threads: one encoder is used by one thread at a time (the drain's).
+ *
+ * Layout of what put() writes: blocks back to back, each a 64-byte header
+ * (filled at seal), the open frames of its starting state, the coded
+ * events (cidx_internal.h). enc->pos is the file offset of o->p[0] as the
+ * caller promised by writing every byte in order from offset 64.
+ *
+ * The hot loop (enc_event()) takes the common shapes in a few compares:
+ * the return of the innermost frame is one byte when the delta is under
+ * 31 ns, a call of the last called function too; a call of a function
+ * seen in this block two; anything else (out-of-order time, another
+ * thread id, an unknown kind, a depth that is not the next, a signal
+ * marker) is a RAW event with only the fields the model cannot say.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atf_internal.h"
+#include "cidx_internal.h"
+
+struct cidx_link {
+	uint64_t seq;
+	uint64_t order; /* later links of one seq win */
+	uint32_t detail;
+};
+
+struct ada_cidx_enc {
+	struct cidx_model m;
+	uint32_t block_size;
+	bool open;
+	size_t bstart;     /* the open block's header in the caller's buffer */
+	uint64_t bseq;     /* its first seq */
+	uint64_t seq;      /* events coded */
+	uint64_t pos;      /* file offset of the next byte put() writes past o->len */
+	uint64_t base_pos; /* file offset of o->p[0] for the open block */
+	uint64_t t_first, t_last;
+	struct cidx_link *links;
+	size_t nlinks, cap_links;
+	struct ada_cidx_btab_entry *btab;
+	size_t nblocks, cap_btab;
+};
+
+bool ada_cidx_is_compact(const void *buf, size_t len)
+{
+	return len >= 4 && !memcmp(buf, ADA_CIDX_MAGIC, 4);
+}
+
+int ada_cidx_enc_new(uint32_t block_size, struct ada_cidx_enc **out)
+{
+	struct ada_cidx_enc *e;
+
+	if (block_size == 0)
+		block_size = ADA_CIDX_BLOCK_DEFAULT;
+	if (block_size < ADA_CIDX_BLOCK_MIN || block_size > ADA_CIDX_BLOCK_MAX)
+		return -EINVAL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->block_size = block_size;
+	e->pos = sizeof(struct ada_cidx_file_header);
+	*out = e;
+	return 0;
+}
+
+void ada_cidx_enc_free(struct ada_cidx_enc *e)
+{
+	if (!e)
+		return;
+	free(e->links);
+	free(e->btab);
+	free(e);
+}
+
+uint64_t ada_cidx_enc_count(const struct ada_cidx_enc *e)
+{
+	return e->seq;
+}
+
+uint64_t ada_cidx_enc_offset(const struct ada_cidx_enc *e)
+{
+	return e->pos;
+}
+
+static uint8_t *enc_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint8_t *enc_tag(uint8_t *p, unsigned op, uint64_t dt)
+{
+	if (dt < CIDX_D_ESC) {
+		*p++ = (uint8_t)(op << 5 | dt);
+		return p;
+	}
+	*p++ = (uint8_t)(op << 5 | CIDX_D_ESC);
+	return enc_varint(p, dt - CIDX_D_ESC);
+}
+
+static int enc_link_push(struct ada_cidx_enc *e, uint64_t seq, uint32_t detail)
+{
+	if (e->nlinks == e->cap_links) {
+		size_t ncap = e->cap_links ? e->cap_links * 2 : 64;
+		struct cidx_link *p = realloc(e->links, ncap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		e->links = p;
+		e->cap_links = ncap;
+	}
+	e->links[e->nlinks] = (struct cidx_link){seq, e->nlinks, detail};
+	e->nlinks++;
+	return 0;
+}
+
+int ada_cidx_enc_link(struct ada_cidx_enc *e, uint64_t index_seq, uint32_t detail_seq)
+{
+	if (index_seq >= e->seq)
+		return -ERANGE;
+	return enc_link_push(e, index_seq, detail_seq);
+}
+
+/* The fid field of a RAW event: the cheapest of the model's guesses. */
+static uint8_t *enc_raw_fid(struct cidx_model *m, uint64_t fid, uint8_t *mask, uint8_t *p)
+{
+	uint32_t slot = cidx_slot(fid);
+
+	if (m->nk && m->fid[cidx_top_i(m)] == fid)
+		return p;
+	if (fid == m->last_call) {
+		*mask |= 1u << CIDX_RAW_FID_SHIFT;
+		return p;
+	}
+	if (m->cache[slot] == fid) {
+		*mask |= 2u << CIDX_RAW_FID_SHIFT;
+		*p++ = (uint8_t)slot;
+		*p++ = (uint8_t)(slot >> 8);
+		return p;
+	}
+	*mask |= 3u << CIDX_RAW_FID_SHIFT;
+	p = enc_varint(p, cidx_zigzag(fid - m->last_explicit));
+	cidx_model_explicit(m, fid);
+	return p;
+}
+
+static uint8_t *enc_raw_depth(const struct cidx_model *m, uint32_t depth, uint8_t *mask, uint8_t *p)
+{
+	if (m->nk && m->depth[cidx_top_i(m)] == depth)
+		return p;
+	if ((uint64_t)m->cur + 1 == depth) {
+		*mask |= 1u << CIDX_RAW_DEPTH_SHIFT;
+		return p;
+	}
+	if (m->cur == depth) {
+		*mask |= 2u << CIDX_RAW_DEPTH_SHIFT;
+		return p;
+	}
+	*mask |= 3u << CIDX_RAW_DEPTH_SHIFT;
+	return enc_varint(p, depth);
+}
+
+/* Any event: tag, mask, |delta|, then kind, fid, depth, tid as needed.
+ * The model's guesses are read before the fid field updates it, in the
+ * order the decoder reads them (fid, then depth). */
+static uint8_t *enc_raw(struct cidx_model *m, const struct atf_index_event *e, uint8_t *p)
+{
+	uint8_t *mp, mask = 0;
+	uint64_t ts = e->timestamp_ns;
+	uint32_t kind = e->event_kind;
+
+	*p++ = CIDX_OP_EXT << 5 | CIDX_EXT_RAW;
+	mp = p++;
+	if (ts < m->ts) {
+		mask |= CIDX_RAW_TS_BACK;
+		p = enc_varint(p, m->ts - ts);
+	} else {
+		p = enc_varint(p, ts - m->ts);
+	}
+	if (kind >= ATF_EVENT_CALL && kind <= ATF_EVENT_EXCEPTION) {
+		mask |= (uint8_t)(kind - 1);
+	} else {
+		mask |= 3;
+		p = enc_varint(p, kind);
+	}
+	p = enc_raw_fid(m, e->function_id, &mask, p);
+	p = enc_raw_depth(m, e->call_depth, &mask, p);
+	if (e->thread_id != m->tid) {
+		mask |= CIDX_RAW_TID;
+		p = enc_varint(p, e->thread_id);
+	}
+	*mp = mask;
+	return p;
+}
+
+/* A CALL one level deeper than the innermost frame. */
+static inline uint8_t *enc_call(struct cidx_model *m, uint64_t fid, uint64_t dt, uint8_t *p)
+{
+	uint32_t slot;
+
+	if (fid == m->last_call)
+		return enc_tag(p, CIDX_OP_CALL_LAST, dt);
+	slot = cidx_slot(fid);
+	if (m->cache[slot] == fid) {
+		p = enc_tag(p, CIDX_OP_CALL_SLOT + (slot >> 8), dt);
+		*p++ = (uint8_t)slot;
+		return p;
+	}
+	p = enc_tag(p, CIDX_OP_CALL_NEW, dt);
+	p = enc_varint(p, cidx_zigzag(fid - m->last_explicit));
+	cidx_model_explicit(m, fid);
+	return p;
+}
+
+/* One event into p (at most ADA_CIDX_EVENT_MAX bytes); the model moves on. */
+static inline uint8_t *enc_event(struct cidx_model *m, const struct atf_index_event *e, uint8_t *p)
+{
+	const uint64_t ts = e->timestamp_ns, fid = e->function_id, dt = ts - m->ts;
+	const uint32_t kind = e->event_kind, depth = e->call_depth;
+	const uint32_t t = cidx_top_i(m);
+
+	if (__builtin_expect(ts < m->ts || e->thread_id != m->tid, 0))
+		p = enc_raw(m, e, p);
+	else if (kind == ATF_EVENT_RETURN && m->nk && m->fid[t] == fid && m->depth[t] == depth)
+		p = enc_tag(p, CIDX_OP_RET, dt);
+	else if (kind == ATF_EVENT_CALL && (uint64_t)m->cur + 1 == depth &&
+	         !(depth & ADA_SIGNAL_MARKER_FLAG))
+		p = enc_call(m, fid, dt, p);
+	else if (kind == ATF_EVENT_EXCEPTION && m->nk && m->fid[t] == fid && m->depth[t] == depth)
+		p = enc_varint(enc_tag(p, CIDX_OP_EXT, CIDX_EXT_EXC), dt);
+	else
+		p = enc_raw(m, e, p);
+	m->ts = ts;
+	cidx_model_apply(m, fid, kind, depth);
+	return p;
+}
+
+/* Opens a block at o->len: header placeholder and the frames known. */
+static void enc_open(struct ada_cidx_enc *e, struct ada_cidx_out *o,
+                     const struct atf_index_event *first)
+{
+	struct cidx_model *m = &e->m;
+	struct ada_cidx_block_header h = {
+	    .magic = {'A', 'T', 'C', 'B'},
+	    .first_seq = e->seq,
+	    .first_ts = first->timestamp_ns,
+	    .thread_id = first->thread_id,
+	    .cur_depth = m->cur,
+	    .nframes = m->nk,
+	    .last_call_fid = m->last_call,
+	    .last_explicit_fid = m->last_explicit,
+	};
+	uint8_t *p = o->p + o->len + sizeof(h);
+
+	memcpy(o->p + o->len, &h, sizeof(h));
+	for (uint32_t i = 0; i < m->nk; i++) {
+		uint32_t r = (m->top - m->nk + i) & (CIDX_FRAME_RING - 1);
+		struct ada_cidx_frame f = {m->fid[r], m->depth[r]};
+		memcpy(p, &f, sizeof(f));
+		p += sizeof(f);
+	}
+	/* A block starts from what its header says, so it decodes alone. */
+	memset(m->cache, 0, sizeof(m->cache));
+	m->ts = h.first_ts;
+	m->tid = h.thread_id;
+	e->bstart = o->len;
+	e->bseq = e->seq;
+	e->base_pos = e->pos;
+	e->pos += (uint64_t)(p - (o->p + o->len));
+	o->len = (size_t)(p - o->p);
+	e->open = true;
+}
+
+static int enc_btab_push(struct ada_cidx_enc *e, const struct ada_cidx_btab_entry *b)
+{
+	if (e->nblocks == e->cap_btab) {
+		size_t ncap = e->cap_btab ? e->cap_btab * 2 : 16;
+		struct ada_cidx_btab_entry *p = realloc(e->btab, ncap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		e->btab = p;
+		e->cap_btab = ncap;
+	}
+	e->btab[e->nblocks++] = *b;
+	return 0;
+}
+
+void ada_cidx_enc_seal(struct ada_cidx_enc *e, struct ada_cidx_out *o)
+{
+	struct ada_cidx_block_header h;
+	uint8_t *b = o->p + e->bstart;
+
+	if (!e->open)
+		return;
+	e->open = false;
+	memcpy(&h, b, sizeof(h));
+	h.total_len = (uint32_t)(o->len - e->bstart);
+	h.nevents = (uint32_t)(e->seq - e->bseq);
+	memcpy(b, &h, sizeof(h));
+	h.crc = ada_atf_crc32(0, b + 8, h.total_len - 8);
+	memcpy(b + 4, &h.crc, sizeof(h.crc));
+	struct ada_cidx_btab_entry be = {e->base_pos, h.first_seq, h.first_ts};
+	/* The table is rebuilt by any reader's walk; losing an entry to
+	 * -ENOMEM only costs finish() its consistency, reported there. */
+	if (enc_btab_push(e, &be))
+		e->nblocks = SIZE_MAX;
+}
+
+/* Room for one more event in the open block (and in o). */
+static inline bool enc_fits(const struct ada_cidx_enc *e, const struct ada_cidx_out *o)
+{
+	size_t lim = e->bstart + e->block_size;
+	lim = lim < o->cap ? lim : o->cap;
+	return o->len + ADA_CIDX_EVENT_MAX <= lim;
+}
+
+static bool enc_can_open(const struct ada_cidx_enc *e, const struct ada_cidx_out *o)
+{
+	size_t need = sizeof(struct ada_cidx_block_header) +
+	              e->m.nk * sizeof(struct ada_cidx_frame) + ADA_CIDX_EVENT_MAX;
+	return o->len <= o->cap && need <= o->cap - o->len;
+}
+
+size_t ada_cidx_enc_put(struct ada_cidx_enc *e, const struct atf_index_event *ev, size_t n,
+                        struct ada_cidx_out *o, int *err)
+{
+	size_t i = 0;
+
+	*err = 0;
+	if (n && e->seq == 0 && !e->open)
+		e->t_first = ev[0].timestamp_ns;
+	while (i < n) {
+		if (!e->open) {
+			if (!enc_can_open(e, o))
+				break;
+			enc_open(e, o, &ev[i]);
+		}
+		uint8_t *p0 = o->p + o->len, *p = p0;
+		/* Whole events while the block has room for the longest one. */
+		while (i < n && enc_fits(e, o)) {
+			if (__builtin_expect(ev[i].detail_seq != ATF_NO_DETAIL, 0)) {
+				*err = enc_link_push(e, e->seq, ev[i].detail_seq);
+				if (*err)
+					break;
+			}
+			p = enc_event(&e->m, &ev[i], p);
+			o->len = (size_t)(p - o->p);
+			e->seq++;
+			i++;
+		}
+		e->pos += (uint64_t)(p - p0);
+		if (*err)
+			break;
+		if (i < n)
+			ada_cidx_enc_seal(e, o);
+	}
+	if (e->seq)
+		e->t_last = e->m.ts;
+	return i;
+}
+
+void ada_cidx_file_header_fill(struct ada_cidx_file_header *h, const struct ada_atf_file_info *info,
+                               uint32_t block_size)
+{
+	memset(h, 0, sizeof(*h));
+	memcpy(h->magic, ADA_CIDX_MAGIC, 4);
+	h->endian = ATF_ENDIAN_LITTLE;
+	h->version = ADA_CIDX_VERSION;
+	h->arch = info->arch;
+	h->os = info->os;
+	h->flags = info->has_detail ? ATF_INDEX_FLAG_HAS_DETAIL : 0;
+	h->thread_id = info->thread_id;
+	h->clock_type = info->clock_type;
+	h->block_size = block_size ? block_size : ADA_CIDX_BLOCK_DEFAULT;
+	h->blocks_offset = sizeof(*h);
+}
+
+size_t ada_cidx_enc_tail_size(const struct ada_cidx_enc *e)
+{
+	return e->nlinks * 15 + e->nblocks * sizeof(struct ada_cidx_btab_entry) +
+	       sizeof(struct ada_cidx_footer);
+}
+
+static int link_cmp(const void *a, const void *b)
+{
+	const struct cidx_link *x = a, *y = b;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Sorted by seq, the last link of each seq kept; returns the bytes. */
+static size_t enc_link_table(struct ada_cidx_enc *e, uint8_t *buf, uint64_t *nlinks)
+{
+	uint8_t *p = buf;
+	uint64_t next = 0;
+	int64_t prev = -1;
+
+	*nlinks = 0;
+	if (e->nlinks)
+		qsort(e->links, e->nlinks, sizeof(*e->links), link_cmp);
+	for (size_t i = 0; i < e->nlinks; i++) {
+		const struct cidx_link *l = &e->links[i];
+		if (i + 1 < e->nlinks && e->links[i + 1].seq == l->seq)
+			continue;
+		p = enc_varint(p, l->seq - next);
+		p = enc_varint(p, cidx_zigzag((uint64_t)((int64_t)l->detail - prev - 1)));
+		next = l->seq + 1;
+		prev = l->detail;
+		(*nlinks)++;
+	}
+	return (size_t)(p - buf);
+}
+
+int ada_cidx_enc_finish(struct ada_cidx_enc *e, const struct ada_atf_file_info *info, void *buf,
+                        size_t cap, size_t *len, struct ada_cidx_file_header *h)
+{
+	struct ada_cidx_footer f = {.magic = {'1', 'C', 'T', 'A'}};
+	uint8_t *p = buf;
+
+	if (e->open)
+		return -EBUSY;
+	if (e->nblocks == SIZE_MAX)
+		return -ENOMEM;
+	if (cap < ada_cidx_enc_tail_size(e))
+		return -ENOSPC;
+	f.event_count = e->seq;
+	f.nblocks = e->nblocks;
+	f.link_offset = e->pos;
+	uint64_t nlinks;
+	p += enc_link_table(e, p, &nlinks);
+	f.nlinks = nlinks;
+	f.btab_offset = e->pos + (uint64_t)(p - (uint8_t *)buf);
+	memcpy(p, e->btab, e->nblocks * sizeof(*e->btab));
+	p += e->nblocks * sizeof(*e->btab);
+	f.crc = ada_atf_crc32(0, buf, (size_t)(p - (uint8_t *)buf));
+	memcpy(p, &f, sizeof(f));
+	p += sizeof(f);
+	*len = (size_t)(p - (uint8_t *)buf);
+	ada_cidx_file_header_fill(h, info, e->block_size);
+	h->event_count = e->seq;
+	h->footer_offset = e->pos + *len - sizeof(f);
+	h->time_start_ns = e->seq ? e->t_first : 0;
+	h->time_end_ns = e->seq ? e->t_last : 0;
+	return 0;
+}
+
+static int mem_grow(struct ada_cidx_out *o, size_t need)
+{
+	if (o->cap - o->len >= need)
+		return 0;
+	size_t ncap = o->cap * 2 > o->len + need ? o->cap * 2 : o->len + need;
+	uint8_t *p = realloc(o->p, ncap);
+	if (!p)
+		return -ENOMEM;
+	o->p = p;
+	o->cap = ncap;
+	return 0;
+}
+
+static int mem_put_all(struct ada_cidx_enc *e, const struct atf_index_event *ev, size_t n,
+                       struct ada_cidx_out *o)
+{
+	size_t done = 0;
+	int err = 0;
+
+	while (!err && done < n) {
+		done += ada_cidx_enc_put(e, ev + done, n - done, o, &err);
+		ada_cidx_enc_seal(e, o);
+		if (!err && done < n)
+			err = mem_grow(o, e->block_size);
+	}
+	return err;
+}
+
+int ada_cidx_write_mem(struct ada_cidx_enc *e, const struct ada_atf_file_info *info,
+                       const struct atf_index_event *ev, size_t n, const uint64_t *link_seq,
+                       const uint32_t *link_detail, size_t nlinks, uint8_t **buf, size_t *len)
+{
+	struct ada_cidx_out o = {.len = sizeof(struct ada_cidx_file_header)};
+	struct ada_cidx_file_header h;
+	size_t tail;
+	int err;
+
+	if (e->seq || e->open)
+		return -EINVAL;
+	o.cap = o.len + (n < 65536 ? n : 65536) * 4 + e->block_size;
+	o.p = malloc(o.cap);
+	if (!o.p)
+		return -ENOMEM;
+	err = mem_put_all(e, ev, n, &o);
+	for (size_t i = 0; !err && i < nlinks; i++) {
+		err = ada_cidx_enc_link(e, link_seq[i], link_detail[i]);
+		err = err == -ERANGE ? -EINVAL : err;
+	}
+	if (!err)
+		err = mem_grow(&o, ada_cidx_enc_tail_size(e));
+	if (!err)
+		err = ada_cidx_enc_finish(e, info, o.p + o.len, o.cap - o.len, &tail, &h);
+	if (err) {
+		free(o.p);
+		return err;
+	}
+	memcpy(o.p, &h, sizeof(h));
+	*buf = o.p;
+	*len = o.len + tail;
+	return 0;
+}

@@ -1,0 +1,113 @@
+/*
+ * The compact index's model: the state an event is coded against, shared by
+ * the encoder (cidx_enc.c) and the decoder (cidx_dec.c), which must apply
+ * exactly the same updates in the same order (cidx_model_apply()).
+ *
+ * Coded event (docs/format.md, "Compact index"): a tag byte, op = tag >> 5,
+ * d = tag & 31 the time delta from the previous event (31: varint d - 31
+ * follows the tag):
+ *   op 0  EXT: d is a sub-op (0 END, 1 RAW, 2 EXCEPTION of the top frame)
+ *   op 1  RETURN of the innermost open frame (its function, its depth)
+ *   op 2  CALL of the last called function, depth cur + 1
+ *   op 3  CALL, function spelled out: varint zigzag(fid - last_explicit)
+ *   op 4-7 CALL of the cached function in slot (op - 4) << 8 | next byte
+ */
+#ifndef ADA_CIDX_INTERNAL_H
+#define ADA_CIDX_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "cidx.h"
+
+enum cidx_op {
+	CIDX_OP_EXT = 0,
+	CIDX_OP_RET = 1,
+	CIDX_OP_CALL_LAST = 2,
+	CIDX_OP_CALL_NEW = 3,
+	CIDX_OP_CALL_SLOT = 4, /* 4..7 */
+};
+
+enum cidx_ext {
+	CIDX_EXT_END = 0, /* never coded; zeros after a block's events read so */
+	CIDX_EXT_RAW = 1,
+	CIDX_EXT_EXC = 2,
+};
+
+#define CIDX_D_ESC 31u
+
+/* RAW mask byte. */
+#define CIDX_RAW_KIND_MASK 0x03u /* 0 CALL, 1 RETURN, 2 EXCEPTION, 3 varint */
+#define CIDX_RAW_FID_SHIFT 2     /* 0 top frame, 1 last call, 2 slot u16, 3 varint */
+#define CIDX_RAW_DEPTH_SHIFT 4   /* 0 top frame, 1 cur + 1, 2 cur, 3 varint */
+#define CIDX_RAW_TID 0x40u       /* varint thread_id follows */
+#define CIDX_RAW_TS_BACK 0x80u   /* the delta goes back in time */
+
+#define CIDX_FRAME_RING 64u /* == ADA_CIDX_FRAMES_MAX */
+_Static_assert(CIDX_FRAME_RING == ADA_CIDX_FRAMES_MAX, "the ring is what a header carries");
+
+struct cidx_model {
+	uint64_t ts;
+	uint64_t last_call, last_explicit;
+	uint32_t cur; /* depth of the innermost open frame */
+	uint32_t nk;  /* frames known (<= CIDX_FRAME_RING) */
+	uint32_t top; /* ring position one past the innermost frame */
+	uint32_t tid;
+	uint64_t fid[CIDX_FRAME_RING];
+	uint32_t depth[CIDX_FRAME_RING];
+	uint64_t cache[ADA_CIDX_CACHE_SLOTS];
+};
+
+static inline uint32_t cidx_slot(uint64_t fid)
+{
+	return (uint32_t)((fid * 0x9E3779B97F4A7C15ull) >> 54);
+}
+
+static inline uint64_t cidx_zigzag(uint64_t v)
+{
+	return (v << 1) ^ (uint64_t)((int64_t)v >> 63);
+}
+
+static inline uint64_t cidx_unzigzag(uint64_t v)
+{
+	return (v >> 1) ^ (0 - (v & 1));
+}
+
+static inline uint32_t cidx_top_i(const struct cidx_model *m)
+{
+	return (m->top - 1) & (CIDX_FRAME_RING - 1);
+}
+
+/* The state change of one event, applied after it is coded or decoded.
+ * A signal marker (depth bit 31) and an unknown kind change no frame; a
+ * CALL pushes; a RETURN or EXCEPTION at depth D pops every known frame at
+ * D or deeper (one, normally; more after a longjmp) and leaves cur = D - 1. */
+static inline void cidx_model_apply(struct cidx_model *m, uint64_t fid, uint32_t kind,
+                                    uint32_t depth)
+{
+	if (depth & ADA_SIGNAL_MARKER_FLAG)
+		return;
+	if (kind == ATF_EVENT_CALL) {
+		uint32_t i = m->top & (CIDX_FRAME_RING - 1);
+		m->fid[i] = fid;
+		m->depth[i] = depth;
+		m->top++;
+		m->nk += m->nk < CIDX_FRAME_RING;
+		m->cur = depth;
+		m->last_call = fid;
+	} else if (kind == ATF_EVENT_RETURN || kind == ATF_EVENT_EXCEPTION) {
+		while (m->nk && m->depth[cidx_top_i(m)] >= depth) {
+			m->top--;
+			m->nk--;
+		}
+		m->cur = depth ? depth - 1 : 0;
+	}
+}
+
+static inline void cidx_model_explicit(struct cidx_model *m, uint64_t fid)
+{
+	m->last_explicit = fid;
+	m->cache[cidx_slot(fid)] = fid;
+}
+
+#endif
