@@ -126,7 +126,7 @@ static bool dec_raw_depth(const struct cidx_model *m, unsigned mode, const uint8
 	case 0:
 		if (!m->nk)
 			return false;
-		*depth = m->depth[cidx_top_i(m)];
+		*depth = cidx_depth_at(m, cidx_top_i(m));
 		return true;
 	case 1:
 		*depth = m->cur + 1;
@@ -175,7 +175,7 @@ static inline bool dec_pop(const struct cidx_model *m, uint32_t kind, struct atf
 	if (__builtin_expect(!m->nk, 0))
 		return false;
 	ev->function_id = m->fid[t];
-	ev->call_depth = m->depth[t];
+	ev->call_depth = cidx_depth_at(m, t);
 	ev->event_kind = kind;
 	return true;
 }
@@ -257,7 +257,7 @@ static void dec_model_init(struct cidx_model *m, const struct ada_cidx_block_hea
 		struct ada_cidx_frame f;
 		memcpy(&f, frames + i * sizeof(f), sizeof(f));
 		m->fid[i] = f.function_id;
-		m->depth[i] = f.call_depth;
+		m->dw[i] = cidx_dw(f.call_depth);
 	}
 }
 
@@ -283,6 +283,96 @@ static bool dec_block_crc_ok(const uint8_t *b, const struct ada_cidx_block_heade
 	return ada_atf_crc32(0, b + 8, bh->total_len - 8) == bh->crc;
 }
 
+/* The common tags with the model's scalars in registers (stores to out
+ * may alias anything of *m's type): RETURN of the innermost frame, CALL of
+ * the last called or of a cached function, with a delta of at most two
+ * escape bytes, while 4 bytes remain (no bounds check per byte). The rest,
+ * and the end of the block, go to dec_one() with the scalars written back
+ * around it. Returns the events decoded (n, or fewer at a bad one). */
+static uint32_t dec_run(struct cidx_model *m, const uint8_t **pp, const uint8_t *end,
+                        struct atf_index_event *out, uint32_t n)
+{
+	uint64_t ts = m->ts, last_call = m->last_call;
+	uint32_t cur = m->cur, nk = m->nk, top = m->top;
+	const uint32_t tid = m->tid;
+	const uint64_t *const cache = m->cache;
+	const uint8_t *p = *pp;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct atf_index_event *ev = &out[i];
+		if (__builtin_expect(end - p < 4, 0))
+			goto slow;
+		const uint32_t tag = p[0], op = tag >> 5, d = tag & 31;
+		uint64_t dt = d;
+		uint32_t len = 1;
+		if (d == CIDX_D_ESC) {
+			if (p[1] & 0x80) {
+				if (p[2] & 0x80)
+					goto slow;
+				dt += (uint64_t)(p[1] & 0x7f) + ((uint64_t)p[2] << 7);
+				len = 3;
+			} else {
+				dt += p[1];
+				len = 2;
+			}
+		}
+		if (op == CIDX_OP_RET && nk) {
+			const uint32_t ti = (top - 1) & (CIDX_FRAME_RING - 1);
+			/* The frames below are shallower (cidx_model_apply()): the
+			 * general rule pops this one only. */
+			const uint32_t depth = cidx_depth_at(m, ti);
+			ts += dt;
+			*ev = (struct atf_index_event){ts,    m->fid[ti],   tid, ATF_EVENT_RETURN,
+			                               depth, ATF_NO_DETAIL};
+			top--;
+			nk--;
+			cur = depth - 1;
+		} else if (op == CIDX_OP_CALL_LAST || op >= CIDX_OP_CALL_SLOT) {
+			uint64_t fid = last_call;
+			const uint32_t depth = cur + 1;
+			if (op >= CIDX_OP_CALL_SLOT)
+				fid = cache[(op - CIDX_OP_CALL_SLOT) << 8 | p[len++]];
+			if (depth & ADA_SIGNAL_MARKER_FLAG)
+				goto slow;
+			ts += dt;
+			*ev = (struct atf_index_event){ts,    fid,          tid, ATF_EVENT_CALL,
+			                               depth, ATF_NO_DETAIL};
+			const uint32_t w = top & (CIDX_FRAME_RING - 1);
+			m->fid[w] = fid;
+			m->dw[w] = cidx_dw(depth);
+			top++;
+			nk += nk < CIDX_FRAME_RING;
+			cur = depth;
+			last_call = fid;
+		} else {
+			goto slow;
+		}
+		p += len;
+		continue;
+	slow:
+		m->ts = ts;
+		m->last_call = last_call;
+		m->cur = cur;
+		m->nk = nk;
+		m->top = top;
+		if (p == end || !dec_one(m, &p, end, ev))
+			break;
+		ts = m->ts;
+		last_call = m->last_call;
+		cur = m->cur;
+		nk = m->nk;
+		top = m->top;
+	}
+	m->ts = ts;
+	m->last_call = last_call;
+	m->cur = cur;
+	m->nk = nk;
+	m->top = top;
+	*pp = p;
+	return i;
+}
+
 int ada_cidx_dec_block(const struct ada_cidx_dec *d, size_t b, struct atf_index_event *out)
 {
 	struct ada_cidx_block_header bh;
@@ -295,10 +385,7 @@ int ada_cidx_dec_block(const struct ada_cidx_dec *d, size_t b, struct atf_index_
 	dec_model_init(&m, &bh, base + sizeof(bh));
 	p = base + sizeof(bh) + bh.nframes * sizeof(struct ada_cidx_frame);
 	end = base + bh.total_len;
-	for (uint32_t i = 0; i < bh.nevents; i++)
-		if (p == end || !dec_one(&m, &p, end, &out[i]))
-			return -EBADMSG;
-	if (p != end)
+	if (dec_run(&m, &p, end, out, bh.nevents) != bh.nevents || p != end)
 		return -EBADMSG;
 	dec_apply_links(d, bh.first_seq, bh.nevents, out);
 	return 0;

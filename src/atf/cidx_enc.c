@@ -154,7 +154,7 @@ static uint8_t *enc_raw_fid(struct cidx_model *m, uint64_t fid, uint8_t *mask, u
 
 static uint8_t *enc_raw_depth(const struct cidx_model *m, uint32_t depth, uint8_t *mask, uint8_t *p)
 {
-	if (m->nk && m->depth[cidx_top_i(m)] == depth)
+	if (m->nk && cidx_depth_at(m, cidx_top_i(m)) == depth)
 		return p;
 	if ((uint64_t)m->cur + 1 == depth) {
 		*mask |= 1u << CIDX_RAW_DEPTH_SHIFT;
@@ -220,27 +220,130 @@ static inline uint8_t *enc_call(struct cidx_model *m, uint64_t fid, uint64_t dt,
 	return p;
 }
 
-/* One event into p (at most ADA_CIDX_EVENT_MAX bytes); the model moves on. */
-static inline uint8_t *enc_event(struct cidx_model *m, const struct atf_index_event *e, uint8_t *p)
+/* Any event, the general way (the model in memory); the model moves on.
+ * The hot loop (enc_run()) comes here for what it does not take. */
+static __attribute__((noinline)) uint8_t *enc_event(struct cidx_model *m,
+                                                    const struct atf_index_event *e, uint8_t *p)
 {
 	const uint64_t ts = e->timestamp_ns, fid = e->function_id, dt = ts - m->ts;
 	const uint32_t kind = e->event_kind, depth = e->call_depth;
 	const uint32_t t = cidx_top_i(m);
 
-	if (__builtin_expect(ts < m->ts || e->thread_id != m->tid, 0))
+	if (ts < m->ts || e->thread_id != m->tid)
 		p = enc_raw(m, e, p);
-	else if (kind == ATF_EVENT_RETURN && m->nk && m->fid[t] == fid && m->depth[t] == depth)
+	else if (kind == ATF_EVENT_RETURN && m->nk && m->fid[t] == fid &&
+	         cidx_depth_at(m, t) == depth)
 		p = enc_tag(p, CIDX_OP_RET, dt);
 	else if (kind == ATF_EVENT_CALL && (uint64_t)m->cur + 1 == depth &&
 	         !(depth & ADA_SIGNAL_MARKER_FLAG))
 		p = enc_call(m, fid, dt, p);
-	else if (kind == ATF_EVENT_EXCEPTION && m->nk && m->fid[t] == fid && m->depth[t] == depth)
+	else if (kind == ATF_EVENT_EXCEPTION && m->nk && m->fid[t] == fid &&
+	         cidx_depth_at(m, t) == depth)
 		p = enc_varint(enc_tag(p, CIDX_OP_EXT, CIDX_EXT_EXC), dt);
 	else
 		p = enc_raw(m, e, p);
 	m->ts = ts;
 	cidx_model_apply(m, fid, kind, depth);
 	return p;
+}
+
+/* The tag and an escape of up to two bytes without a branch on the
+ * delta: all three bytes are stored, p moves on by one to three. Deltas
+ * of CIDX_FAST_DT and more go the general way. */
+#define CIDX_FAST_DT (CIDX_D_ESC + 16384u)
+static inline uint8_t *enc_tag_fast(uint8_t *p, unsigned op, uint64_t dt)
+{
+	const uint32_t esc = dt >= CIDX_D_ESC, v = (uint32_t)dt - CIDX_D_ESC;
+	const uint32_t two = esc & (v >= 128);
+	p[0] = (uint8_t)(op << 5 | (esc ? CIDX_D_ESC : (uint32_t)dt));
+	p[1] = (uint8_t)(v | two << 7);
+	p[2] = (uint8_t)(v >> 7);
+	return p + 1 + esc + two;
+}
+
+/* The hot loop: the common shapes - the return of the innermost frame,
+ * a call one level deeper of the last called or a cached function - are
+ * taken here, the rest goes to enc_event(). What carries from one event
+ * to the next through arithmetic (the output pointer, the frame ring's
+ * top and count) lives in registers; what is only compared or replaced
+ * from the event (time, depth, last call) stays in *m, where a reload
+ * after a byte store costs a load off that path. Spilled registers put
+ * a store-to-load round trip on it instead: few live values is what
+ * makes this loop fast. The loop runs over events that fit for sure (a
+ * fast event takes 4 bytes at most; the slow path checks its own room).
+ * Returns the events taken. */
+static size_t enc_run(struct ada_cidx_enc *e, const struct atf_index_event *ev, size_t n,
+                      uint8_t **pp, const uint8_t *lim, int *err)
+{
+	struct cidx_model *const m = &e->m;
+	uint32_t nk = m->nk, top = m->top;
+	uint8_t *p = *pp;
+	const struct atf_index_event *x = ev, *const xend = ev + n;
+
+	while (x < xend && p <= lim) {
+		/* lim leaves room for the longest event past it: 4 bytes each
+		 * for (lim - p) / 4 + 1 fast events at least. */
+		const struct atf_index_event *stop = x + ((size_t)(lim - p) / 4 + 1);
+		stop = stop < xend ? stop : xend;
+		for (; x < stop; x++) {
+			uint64_t w2, w3;
+			memcpy(&w2, &x->thread_id, 8);  /* thread_id | event_kind << 32 */
+			memcpy(&w3, &x->call_depth, 8); /* call_depth | detail_seq << 32 */
+			const uint64_t t = x->timestamp_ns, fid = x->function_id, dt = t - m->ts;
+			const uint64_t tid = m->tid,
+			               ret_w2 = tid | (uint64_t)ATF_EVENT_RETURN << 32;
+			const uint32_t ti = (top - 1) & (CIDX_FRAME_RING - 1);
+			if (__builtin_expect(dt >= CIDX_FAST_DT, 0)) /* or back in time */
+				goto slow;
+			if (w2 == ret_w2) {
+				if (!nk || m->fid[ti] != fid || m->dw[ti] != w3)
+					goto slow;
+				p = enc_tag_fast(p, CIDX_OP_RET, dt);
+				top--;
+				nk--;
+				m->cur = (uint32_t)w3 - 1;
+				m->ts = t;
+				continue;
+			}
+			if (w2 != (tid | (uint64_t)ATF_EVENT_CALL << 32) ||
+			    w3 != cidx_dw(m->cur + 1) || (w3 & ADA_SIGNAL_MARKER_FLAG))
+				goto slow;
+			if (fid == m->last_call) {
+				p = enc_tag_fast(p, CIDX_OP_CALL_LAST, dt);
+			} else {
+				const uint32_t slot = cidx_slot(fid);
+				if (m->cache[slot] != fid)
+					goto slow;
+				p = enc_tag_fast(p, CIDX_OP_CALL_SLOT + (slot >> 8), dt);
+				*p++ = (uint8_t)slot;
+			}
+			/* The frames below are shallower (cidx_model_apply()). */
+			m->fid[top & (CIDX_FRAME_RING - 1)] = fid;
+			m->dw[top & (CIDX_FRAME_RING - 1)] = w3;
+			top++;
+			nk += nk < CIDX_FRAME_RING;
+			m->cur = (uint32_t)w3;
+			m->last_call = fid;
+			m->ts = t;
+			continue;
+		slow:
+			if (x->detail_seq != ATF_NO_DETAIL &&
+			    (*err = enc_link_push(e, e->seq + (size_t)(x - ev), x->detail_seq)))
+				goto out;
+			m->nk = nk;
+			m->top = top;
+			p = enc_event(m, x, p);
+			nk = m->nk;
+			top = m->top;
+			x++;
+			break; /* room is counted again */
+		}
+	}
+out:
+	m->nk = nk;
+	m->top = top;
+	*pp = p;
+	return (size_t)(x - ev);
 }
 
 /* Opens a block at o->len: header placeholder and the frames known. */
@@ -263,7 +366,7 @@ static void enc_open(struct ada_cidx_enc *e, struct ada_cidx_out *o,
 	memcpy(o->p + o->len, &h, sizeof(h));
 	for (uint32_t i = 0; i < m->nk; i++) {
 		uint32_t r = (m->top - m->nk + i) & (CIDX_FRAME_RING - 1);
-		struct ada_cidx_frame f = {m->fid[r], m->depth[r]};
+		struct ada_cidx_frame f = {m->fid[r], cidx_depth_at(m, r)};
 		memcpy(p, &f, sizeof(f));
 		p += sizeof(f);
 	}
@@ -314,14 +417,6 @@ void ada_cidx_enc_seal(struct ada_cidx_enc *e, struct ada_cidx_out *o)
 		e->nblocks = SIZE_MAX;
 }
 
-/* Room for one more event in the open block (and in o). */
-static inline bool enc_fits(const struct ada_cidx_enc *e, const struct ada_cidx_out *o)
-{
-	size_t lim = e->bstart + e->block_size;
-	lim = lim < o->cap ? lim : o->cap;
-	return o->len + ADA_CIDX_EVENT_MAX <= lim;
-}
-
 static bool enc_can_open(const struct ada_cidx_enc *e, const struct ada_cidx_out *o)
 {
 	size_t need = sizeof(struct ada_cidx_block_header) +
@@ -345,16 +440,14 @@ size_t ada_cidx_enc_put(struct ada_cidx_enc *e, const struct atf_index_event *ev
 		}
 		uint8_t *p0 = o->p + o->len, *p = p0;
 		/* Whole events while the block has room for the longest one. */
-		while (i < n && enc_fits(e, o)) {
-			if (__builtin_expect(ev[i].detail_seq != ATF_NO_DETAIL, 0)) {
-				*err = enc_link_push(e, e->seq, ev[i].detail_seq);
-				if (*err)
-					break;
-			}
-			p = enc_event(&e->m, &ev[i], p);
+		size_t lim =
+		    e->bstart + e->block_size < o->cap ? e->bstart + e->block_size : o->cap;
+		if (o->len + ADA_CIDX_EVENT_MAX <= lim) {
+			size_t k =
+			    enc_run(e, ev + i, n - i, &p, o->p + lim - ADA_CIDX_EVENT_MAX, err);
+			i += k;
+			e->seq += k;
 			o->len = (size_t)(p - o->p);
-			e->seq++;
-			i++;
 		}
 		e->pos += (uint64_t)(p - p0);
 		if (*err)

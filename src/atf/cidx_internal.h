@@ -54,7 +54,9 @@ struct cidx_model {
 	uint32_t top; /* ring position one past the innermost frame */
 	uint32_t tid;
 	uint64_t fid[CIDX_FRAME_RING];
-	uint32_t depth[CIDX_FRAME_RING];
+	/* call_depth | ATF_NO_DETAIL << 32: the last 8 bytes of the frame's
+	 * RETURN event, so the hot loops compare words, not fields. */
+	uint64_t dw[CIDX_FRAME_RING];
 	uint64_t cache[ADA_CIDX_CACHE_SLOTS];
 };
 
@@ -73,33 +75,54 @@ static inline uint64_t cidx_unzigzag(uint64_t v)
 	return (v >> 1) ^ (0 - (v & 1));
 }
 
+static inline uint64_t cidx_dw(uint32_t depth)
+{
+	return depth | (uint64_t)ATF_NO_DETAIL << 32;
+}
+
+static inline uint32_t cidx_depth_at(const struct cidx_model *m, uint32_t i)
+{
+	return (uint32_t)m->dw[i];
+}
+
 static inline uint32_t cidx_top_i(const struct cidx_model *m)
 {
 	return (m->top - 1) & (CIDX_FRAME_RING - 1);
 }
 
+/* Pops every known frame at depth or deeper. */
+static inline void cidx_model_pop_to(struct cidx_model *m, uint32_t depth)
+{
+	while (m->nk && cidx_depth_at(m, cidx_top_i(m)) >= depth) {
+		m->top--;
+		m->nk--;
+	}
+}
+
 /* The state change of one event, applied after it is coded or decoded.
  * A signal marker (depth bit 31) and an unknown kind change no frame; a
- * CALL pushes; a RETURN or EXCEPTION at depth D pops every known frame at
- * D or deeper (one, normally; more after a longjmp) and leaves cur = D - 1. */
+ * CALL at depth D pops the known frames at D or deeper (dead: a longjmp
+ * seen late) and pushes; a RETURN or EXCEPTION at depth D pops the known
+ * frames at D or deeper and leaves cur = D - 1. So the known frames'
+ * depths strictly increase from the oldest to the innermost, and the
+ * return of the innermost frame pops exactly that frame (what the hot
+ * loops rely on). */
 static inline void cidx_model_apply(struct cidx_model *m, uint64_t fid, uint32_t kind,
                                     uint32_t depth)
 {
 	if (depth & ADA_SIGNAL_MARKER_FLAG)
 		return;
 	if (kind == ATF_EVENT_CALL) {
+		cidx_model_pop_to(m, depth);
 		uint32_t i = m->top & (CIDX_FRAME_RING - 1);
 		m->fid[i] = fid;
-		m->depth[i] = depth;
+		m->dw[i] = cidx_dw(depth);
 		m->top++;
 		m->nk += m->nk < CIDX_FRAME_RING;
 		m->cur = depth;
 		m->last_call = fid;
 	} else if (kind == ATF_EVENT_RETURN || kind == ATF_EVENT_EXCEPTION) {
-		while (m->nk && m->depth[cidx_top_i(m)] >= depth) {
-			m->top--;
-			m->nk--;
-		}
+		cidx_model_pop_to(m, depth);
 		m->cur = depth ? depth - 1 : 0;
 	}
 }
