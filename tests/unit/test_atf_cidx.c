@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -400,8 +401,69 @@ static void empty_file(void **state)
 	free(im.p);
 }
 
+/* The fuzzer's seeds (tests/fuzz/corpus/cidx/): selector byte 0 and a
+ * compact image, or 1 and raw ATF v2 events. */
+static void seed_write(const char *dir, const char *name, uint8_t sel, const void *p, size_t n)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(&sel, 1, 1, f) != 1 || fwrite(p, 1, n, f) != n || fclose(f))
+		fprintf(stderr, "cannot write %s\n", path);
+}
+
+static void seeds(const char *dir)
+{
+	struct cs_gen g;
+	uint64_t ls[2] = {3, 40};
+	uint32_t ld[2] = {0, 1};
+
+	cs_init(&g, 3000, 11);
+	cs_fib_stream(&g);
+	struct img im = encode(g.ev, g.n, ADA_CIDX_BLOCK_MIN, ls, ld, 2);
+	seed_write(dir, "image_fib", 0, im.p, im.len);
+	struct ada_cidx_file_header h;
+	struct ada_cidx_footer f;
+	memcpy(&h, im.p, sizeof(h));
+	memcpy(&f, im.p + h.footer_offset, sizeof(f));
+	seed_write(dir, "image_fib_unfinished", 0, im.p, f.link_offset);
+	seed_write(dir, "events_fib", 1, g.ev, 200 * sizeof(*g.ev));
+	free(im.p);
+	free(g.ev);
+	cs_init(&g, 3000, 12);
+	cs_mixed_stream(&g);
+	g.ev[10].detail_seq = 5;
+	im = encode(g.ev, g.n, ADA_CIDX_BLOCK_MIN, NULL, NULL, 0);
+	seed_write(dir, "image_mixed", 0, im.p, im.len);
+	free(im.p);
+	free(g.ev);
+	cs_init(&g, 300, 13);
+	for (int i = 0; i < 40; i++)
+		cs_call(&g, 1ull << (i % 60), atf_function_id(2, (uint32_t)i));
+	cs_emit(&g, 5, 0xdeadbeefull, ATF_EVENT_EXCEPTION, ADA_SIGNAL_MARKER_FLAG | 11);
+	while (g.n < g.cap) {
+		uint64_t r = cs_rand(&g);
+		g.tid = r & 0x100 ? (uint32_t)r : 4242;
+		cs_emit(&g, r & 0x200 ? r >> 3 : r % 50, r & 0x400 ? r >> 5 : (r >> 20) % 9,
+		        (uint32_t)(r >> 11) % 5, (uint32_t)(r >> 13) % 6);
+	}
+	im = encode(g.ev, g.n, ADA_CIDX_BLOCK_MIN, NULL, NULL, 0);
+	seed_write(dir, "image_odd", 0, im.p, im.len);
+	seed_write(dir, "events_odd", 1, g.ev, g.n * sizeof(*g.ev));
+	free(im.p);
+	free(g.ev);
+	im = encode(NULL, 0, 0, NULL, NULL, 0);
+	seed_write(dir, "image_empty", 0, im.p, im.len);
+	free(im.p);
+}
+
 int main(void)
 {
+	if (getenv("ADA_CIDX_SEEDS")) {
+		seeds(getenv("ADA_CIDX_SEEDS"));
+		return 0;
+	}
+
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(roundtrip_fib),
 	    cmocka_unit_test(roundtrip_mixed),
