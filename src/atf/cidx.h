@@ -236,4 +236,20 @@ int ada_cidx_dec_all(const struct ada_cidx_dec *d, struct atf_index_event *out);
 uint32_t ada_cidx_dec_link(const struct ada_cidx_dec *d, uint64_t index_seq);
 uint64_t ada_cidx_dec_nlinks(const struct ada_cidx_dec *d);
 
+/* ------------------------------------------------------------------ */
+/* ATF v2 form and validation (cidx_export.c)                          */
+/* ------------------------------------------------------------------ */
+
+/* The strict ATF v2 index file of the compact image (buf, len): header,
+ * events, footer with the CRC-32, malloc'ed into *out. flags as for
+ * ada_cidx_dec_open(); with SALVAGE the whole blocks before the first bad
+ * one. -EBADMSG, -ENOMEM. */
+int ada_cidx_to_atf(const void *buf, size_t len, unsigned flags, uint8_t **out, size_t *out_len);
+/* The validator for a compact index file: its structure (finished, block
+ * table, every block's CRC and events), then every ATF v2 rule on its
+ * ATF v2 form (reported with the path "PATH (as ATF v2)" and offsets of
+ * that form). ada_atf_validate_index_buf() comes here for "ATC1" files. */
+void ada_cidx_validate_buf(const char *path, const void *buf, size_t len, struct ada_atf_report *r,
+                           struct ada_atf_vfile *info);
+
 #endif

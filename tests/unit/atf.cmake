@@ -24,3 +24,12 @@ add_test(NAME atf_cli
   COMMAND sh ${ATF_TEST_DIR}/test_atf_cli.sh $<TARGET_FILE:ada>
           ${CMAKE_SOURCE_DIR}/tests/data/golden ${CMAKE_CURRENT_BINARY_DIR}/atf_cli_work)
 set_tests_properties(atf_cli PROPERTIES SKIP_RETURN_CODE 77)
+
+# The compact index (src/atf/cidx.h) through the CLI: `ada validate`, `ada
+# dump`, `ada report` on the golden session rewritten as ATC1.
+add_executable(atf_to_cidx ${ATF_TEST_DIR}/atf_to_cidx.c)
+target_link_libraries(atf_to_cidx PRIVATE ada_atf)
+add_test(NAME atf_cidx_cli
+  COMMAND sh ${ATF_TEST_DIR}/test_atf_cidx_cli.sh $<TARGET_FILE:ada> $<TARGET_FILE:atf_to_cidx>
+          ${CMAKE_SOURCE_DIR}/tests/data/golden ${CMAKE_CURRENT_BINARY_DIR}/atf_cidx_cli_work)
+set_tests_properties(atf_cidx_cli PROPERTIES SKIP_RETURN_CODE 77)

@@ -387,6 +387,43 @@ static void atf_reader_reads_compact(void **state)
 	free(g.ev);
 }
 
+/* Export to strict ATF v2: the v2 reader (strict) and the validator take
+ * it; the validator takes the compact file itself too. */
+static void export_and_validate(void **state)
+{
+	struct cs_gen g;
+	struct ada_atf_index *ix;
+	struct ada_atf_report r = {0};
+	struct ada_atf_vfile v;
+	uint8_t *v2;
+	size_t v2len;
+
+	(void)state;
+	cs_init(&g, 50000, 10);
+	cs_fib_stream(&g);
+	struct img im = encode(g.ev, g.n, 0, NULL, NULL, 0);
+	assert_int_equal(ada_cidx_to_atf(im.p, im.len, 0, &v2, &v2len), 0);
+	assert_int_equal(v2len, 128 + 32 * g.n);
+	assert_memory_equal(v2, ATF_INDEX_MAGIC, 4);
+	assert_int_equal(ada_atf_index_open_mem(v2, v2len, 0, &ix), 0);
+	assert_int_equal(ada_atf_index_count(ix), g.n);
+	assert_events_equal(ada_atf_index_get(ix, 0), g.ev, g.n);
+	ada_atf_index_free(ix);
+	ada_atf_validate_index_buf("v2", v2, v2len, &r, &v);
+	assert_int_equal(r.errors, 0);
+	ada_cidx_validate_buf("c", im.p, im.len, &r, &v);
+	assert_int_equal(r.errors, 0);
+	assert_true(v.usable);
+	assert_int_equal(v.count, g.n);
+	im.p[64 + 64 + 10] ^= 1; /* an event of block 0 */
+	ada_atf_validate_index_buf("c", im.p, im.len, &r, &v);
+	assert_true(r.errors > 0);
+	assert_false(v.usable);
+	free(v2);
+	free(im.p);
+	free(g.ev);
+}
+
 static void empty_file(void **state)
 {
 	struct ada_cidx_dec *d;
@@ -474,6 +511,7 @@ int main(void)
 	    cmocka_unit_test(enc_small_buffers),
 	    cmocka_unit_test(salvage),
 	    cmocka_unit_test(atf_reader_reads_compact),
+	    cmocka_unit_test(export_and_validate),
 	    cmocka_unit_test(empty_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
