@@ -34,8 +34,9 @@ done
 # block header 64, no open frames): validate names the block.
 f=$WORK/c/pid_4242/thread_0/index.atf
 printf '\377' | dd of="$f" bs=1 seek=130 conv=notrunc status=none
-out=$("$ADA" validate "$WORK/c" 2>&1)
-if [ $? -eq 0 ] || ! printf '%s\n' "$out" | grep -q "block 0 .*does not decode"; then
+rc=0
+out=$("$ADA" validate "$WORK/c" 2>&1) || rc=$?
+if [ $rc -eq 0 ] || ! printf '%s\n' "$out" | grep -q "block 0 .*does not decode"; then
 	echo "FAIL: a damaged compact block is not reported:"
 	printf '%s\n' "$out" | head -10
 	fails=$((fails + 1))
