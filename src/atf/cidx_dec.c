@@ -74,16 +74,17 @@ static inline bool dec_u32(const uint8_t **pp, const uint8_t *end, uint32_t *v)
 	return true;
 }
 
-/* The time delta of a tag: d, or 31 + the varint that follows. */
+/* The time delta of a tag: d, or 31 + the u16 that follows. */
 static inline bool dec_dt(const uint8_t **pp, const uint8_t *end, uint32_t d, uint64_t *dt)
 {
 	if (__builtin_expect(d < CIDX_D_ESC, 1)) {
 		*dt = d;
 		return true;
 	}
-	if (!dec_varint(pp, end, dt))
+	if (end - *pp < 2)
 		return false;
-	*dt += CIDX_D_ESC;
+	*dt = CIDX_D_ESC + ((uint64_t)(*pp)[0] | (uint64_t)(*pp)[1] << 8);
+	*pp += 2;
 	return true;
 }
 
@@ -285,8 +286,8 @@ static bool dec_block_crc_ok(const uint8_t *b, const struct ada_cidx_block_heade
 
 /* The common tags with the model's scalars in registers (stores to out
  * may alias anything of *m's type): RETURN of the innermost frame, CALL of
- * the last called or of a cached function, with a delta of at most two
- * escape bytes, while 4 bytes remain (no bounds check per byte). The rest,
+ * the last called or of a cached function, while 4 bytes remain (tag,
+ * u16 delta, slot: no bounds check per byte). The rest,
  * and the end of the block, go to dec_one() with the scalars written back
  * around it. Returns the events decoded (n, or fewer at a bad one). */
 static uint32_t dec_run(struct cidx_model *m, const uint8_t **pp, const uint8_t *end,
@@ -307,15 +308,8 @@ static uint32_t dec_run(struct cidx_model *m, const uint8_t **pp, const uint8_t 
 		uint64_t dt = d;
 		uint32_t len = 1;
 		if (d == CIDX_D_ESC) {
-			if (p[1] & 0x80) {
-				if (p[2] & 0x80)
-					goto slow;
-				dt += (uint64_t)(p[1] & 0x7f) + ((uint64_t)p[2] << 7);
-				len = 3;
-			} else {
-				dt += p[1];
-				len = 2;
-			}
+			dt += (uint64_t)p[1] | (uint64_t)p[2] << 8;
+			len = 3;
 		}
 		if (op == CIDX_OP_RET && nk) {
 			const uint32_t ti = (top - 1) & (CIDX_FRAME_RING - 1);

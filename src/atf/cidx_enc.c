@@ -104,7 +104,9 @@ static inline uint8_t *enc_tag(uint8_t *p, unsigned op, uint64_t dt)
 		return p;
 	}
 	*p++ = (uint8_t)(op << 5 | CIDX_D_ESC);
-	return enc_varint(p, dt - CIDX_D_ESC);
+	*p++ = (uint8_t)(dt - CIDX_D_ESC);
+	*p++ = (uint8_t)((dt - CIDX_D_ESC) >> 8);
+	return p;
 }
 
 static int enc_link_push(struct ada_cidx_enc *e, uint64_t seq, uint32_t detail)
@@ -229,7 +231,7 @@ static __attribute__((noinline)) uint8_t *enc_event(struct cidx_model *m,
 	const uint32_t kind = e->event_kind, depth = e->call_depth;
 	const uint32_t t = cidx_top_i(m);
 
-	if (ts < m->ts || e->thread_id != m->tid)
+	if (ts < m->ts || dt > CIDX_TAG_DT_MAX || e->thread_id != m->tid)
 		p = enc_raw(m, e, p);
 	else if (kind == ATF_EVENT_RETURN && m->nk && m->fid[t] == fid &&
 	         cidx_depth_at(m, t) == depth)
@@ -247,18 +249,15 @@ static __attribute__((noinline)) uint8_t *enc_event(struct cidx_model *m,
 	return p;
 }
 
-/* The tag and an escape of up to two bytes without a branch on the
- * delta: all three bytes are stored, p moves on by one to three. Deltas
- * of CIDX_FAST_DT and more go the general way. */
-#define CIDX_FAST_DT (CIDX_D_ESC + 16384u)
+/* The tag and its u16 escape without a branch on the delta: all three
+ * bytes are stored, p moves on by one or three. */
 static inline uint8_t *enc_tag_fast(uint8_t *p, unsigned op, uint64_t dt)
 {
 	const uint32_t esc = dt >= CIDX_D_ESC, v = (uint32_t)dt - CIDX_D_ESC;
-	const uint32_t two = esc & (v >= 128);
 	p[0] = (uint8_t)(op << 5 | (esc ? CIDX_D_ESC : (uint32_t)dt));
-	p[1] = (uint8_t)(v | two << 7);
-	p[2] = (uint8_t)(v >> 7);
-	return p + 1 + esc + two;
+	p[1] = (uint8_t)v;
+	p[2] = (uint8_t)(v >> 8);
+	return p + 1 + 2 * esc;
 }
 
 /* The hot loop: the common shapes - the return of the innermost frame,
@@ -293,7 +292,7 @@ static size_t enc_run(struct ada_cidx_enc *e, const struct atf_index_event *ev, 
 			const uint64_t tid = m->tid,
 			               ret_w2 = tid | (uint64_t)ATF_EVENT_RETURN << 32;
 			const uint32_t ti = (top - 1) & (CIDX_FRAME_RING - 1);
-			if (__builtin_expect(dt >= CIDX_FAST_DT, 0)) /* or back in time */
+			if (__builtin_expect(dt > CIDX_TAG_DT_MAX, 0)) /* or back in time */
 				goto slow;
 			if (w2 == ret_w2) {
 				if (!nk || m->fid[ti] != fid || m->dw[ti] != w3)

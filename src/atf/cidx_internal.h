@@ -4,8 +4,8 @@
  * exactly the same updates in the same order (cidx_model_apply()).
  *
  * Coded event (docs/format.md, "Compact index"): a tag byte, op = tag >> 5,
- * d = tag & 31 the time delta from the previous event (31: varint d - 31
- * follows the tag):
+ * d = tag & 31 the time delta from the previous event (31: the delta is
+ * 31 + the u16 that follows the tag; a longer one needs a RAW event):
  *   op 0  EXT: d is a sub-op (0 END, 1 RAW, 2 EXCEPTION of the top frame)
  *   op 1  RETURN of the innermost open frame (its function, its depth)
  *   op 2  CALL of the last called function, depth cur + 1
@@ -35,6 +35,8 @@ enum cidx_ext {
 };
 
 #define CIDX_D_ESC 31u
+/* The deltas a tag can carry: 0..30 in it, 31..65566 with its u16. */
+#define CIDX_TAG_DT_MAX (CIDX_D_ESC + 65535u)
 
 /* RAW mask byte. */
 #define CIDX_RAW_KIND_MASK 0x03u /* 0 CALL, 1 RETURN, 2 EXCEPTION, 3 varint */
