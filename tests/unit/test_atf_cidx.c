@@ -192,6 +192,7 @@ static void roundtrip_exceptions_and_signals(void **state)
 	cs_emit(&g, 5, 0, ATF_EVENT_EXCEPTION, ADA_SIGNAL_MARKER_FLAG | 6);
 	struct img im = encode(g.ev, g.n, ADA_CIDX_BLOCK_MIN, NULL, NULL, 0);
 	check_image(&im, g.ev, g.n);
+	check_find(&im, g.ev, g.n); /* equal timestamps: the first of them */
 	free(im.p);
 	free(g.ev);
 }
