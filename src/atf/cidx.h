@@ -166,6 +166,16 @@ void ada_cidx_enc_seal(struct ada_cidx_enc *e, struct ada_cidx_out *o);
  * same index_seq replaces an earlier one. -ENOMEM, -ERANGE when index_seq
  * is not an event coded yet. */
 int ada_cidx_enc_link(struct ada_cidx_enc *e, uint64_t index_seq, uint32_t detail_seq);
+/* Resumes e (fresh from ada_cidx_enc_new()) after the whole blocks of an
+ * unfinished compact file (buf, len) - a recorder that died, `ada
+ * recover`: the next event is index_seq ada_cidx_dec_count() of that
+ * file, the next block goes at *end (the end of its last whole block:
+ * what follows is to be overwritten), the model is the state after that
+ * block's last event, the block table holds its blocks. An unfinished
+ * file has no link table: the caller adds the links again from the detail
+ * file (ada_cidx_enc_link()). -EBADMSG (no usable header), -ENOMEM,
+ * -EINVAL (e was used). */
+int ada_cidx_enc_resume(struct ada_cidx_enc *e, const void *buf, size_t len, uint64_t *end);
 /* Events coded so far, and the file offset the next block starts at. */
 uint64_t ada_cidx_enc_count(const struct ada_cidx_enc *e);
 uint64_t ada_cidx_enc_offset(const struct ada_cidx_enc *e);
@@ -214,6 +224,9 @@ size_t ada_cidx_dec_nblocks(const struct ada_cidx_dec *d);
 /* Block b's first seq, its event count, first timestamp. */
 void ada_cidx_dec_block_info(const struct ada_cidx_dec *d, size_t b, uint64_t *first_seq,
                              uint32_t *nevents, uint64_t *first_ts);
+/* Block b's file offset and its length in bytes. */
+void ada_cidx_dec_block_span(const struct ada_cidx_dec *d, size_t b, uint64_t *offset,
+                             uint32_t *len);
 /* The block holding seq (O(log blocks)), or nblocks when seq >= count. */
 size_t ada_cidx_dec_block_of(const struct ada_cidx_dec *d, uint64_t seq);
 /* Decodes block b into out (room for its nevents), links applied.

@@ -321,7 +321,7 @@ static uint32_t dec_run(struct cidx_model *m, const uint8_t **pp, const uint8_t 
 			                               depth, ATF_NO_DETAIL};
 			top--;
 			nk--;
-			cur = depth - 1;
+			cur = depth - (depth != 0); /* as cidx_model_apply() */
 		} else if (op == CIDX_OP_CALL_LAST || op >= CIDX_OP_CALL_SLOT) {
 			uint64_t fid = last_call;
 			const uint32_t depth = cur + 1;
@@ -367,22 +367,28 @@ static uint32_t dec_run(struct cidx_model *m, const uint8_t **pp, const uint8_t 
 	return i;
 }
 
-int ada_cidx_dec_block(const struct ada_cidx_dec *d, size_t b, struct atf_index_event *out)
+int cidx_dec_block_model(const struct ada_cidx_dec *d, size_t b, struct atf_index_event *out,
+                         struct cidx_model *m)
 {
 	struct ada_cidx_block_header bh;
-	struct cidx_model m;
 	const uint8_t *base = d->base + d->blk[b].off, *p, *end;
 
 	memcpy(&bh, base, sizeof(bh)); /* checked on the walk */
 	if (!dec_block_crc_ok(base, &bh))
 		return -EBADMSG;
-	dec_model_init(&m, &bh, base + sizeof(bh));
+	dec_model_init(m, &bh, base + sizeof(bh));
 	p = base + sizeof(bh) + bh.nframes * sizeof(struct ada_cidx_frame);
 	end = base + bh.total_len;
-	if (dec_run(&m, &p, end, out, bh.nevents) != bh.nevents || p != end)
+	if (dec_run(m, &p, end, out, bh.nevents) != bh.nevents || p != end)
 		return -EBADMSG;
 	dec_apply_links(d, bh.first_seq, bh.nevents, out);
 	return 0;
+}
+
+int ada_cidx_dec_block(const struct ada_cidx_dec *d, size_t b, struct atf_index_event *out)
+{
+	struct cidx_model m;
+	return cidx_dec_block_model(d, b, out, &m);
 }
 
 /* ----------------------------------------------------------------- open */
@@ -587,6 +593,16 @@ void ada_cidx_dec_block_info(const struct ada_cidx_dec *d, size_t b, uint64_t *f
 	*first_seq = d->blk[b].first_seq;
 	*nevents = d->blk[b].nevents;
 	*first_ts = d->blk[b].first_ts;
+}
+
+void ada_cidx_dec_block_span(const struct ada_cidx_dec *d, size_t b, uint64_t *offset,
+                             uint32_t *len)
+{
+	struct ada_cidx_block_header bh;
+
+	memcpy(&bh, d->base + d->blk[b].off, sizeof(bh));
+	*offset = d->blk[b].off;
+	*len = bh.total_len;
 }
 
 size_t ada_cidx_dec_scratch_events(const struct ada_cidx_dec *d)

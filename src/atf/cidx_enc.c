@@ -300,7 +300,7 @@ static size_t enc_run(struct ada_cidx_enc *e, const struct atf_index_event *ev, 
 				p = enc_tag_fast(p, CIDX_OP_RET, dt);
 				top--;
 				nk--;
-				m->cur = (uint32_t)w3 - 1;
+				m->cur = (uint32_t)w3 - ((uint32_t)w3 != 0); /* 0 stays 0 */
 				m->ts = t;
 				continue;
 			}
@@ -605,4 +605,52 @@ int ada_cidx_write_mem(struct ada_cidx_enc *e, const struct ada_atf_file_info *i
 	*buf = o.p;
 	*len = o.len + tail;
 	return 0;
+}
+
+/* The block table and the model of the file's whole blocks. */
+static int enc_resume_blocks(struct ada_cidx_enc *e, const struct ada_cidx_dec *d, uint64_t *end)
+{
+	size_t nb = ada_cidx_dec_nblocks(d);
+	struct atf_index_event *scratch = malloc(ada_cidx_dec_scratch_events(d) * sizeof(*scratch));
+	int err = scratch ? 0 : -ENOMEM;
+
+	for (size_t b = 0; !err && b < nb; b++) {
+		uint64_t first, ts, off;
+		uint32_t k, len;
+		ada_cidx_dec_block_info(d, b, &first, &k, &ts);
+		ada_cidx_dec_block_span(d, b, &off, &len);
+		struct ada_cidx_btab_entry be = {off, first, ts};
+		err = enc_btab_push(e, &be);
+		if (!err && b + 1 == nb) {
+			err = cidx_dec_block_model(d, b, scratch, &e->m);
+			e->t_first = e->btab[0].first_ts;
+			e->t_last = e->m.ts;
+			*end = off + len;
+		}
+	}
+	free(scratch);
+	return err;
+}
+
+int ada_cidx_enc_resume(struct ada_cidx_enc *e, const void *buf, size_t len, uint64_t *end)
+{
+	struct ada_cidx_dec *d;
+	int err;
+
+	if (e->seq || e->open || e->nblocks)
+		return -EINVAL;
+	err = ada_cidx_dec_open(buf, len, ADA_ATF_OPEN_SALVAGE, &d);
+	if (err)
+		return err;
+	*end = ada_cidx_dec_header(d)->blocks_offset;
+	err = enc_resume_blocks(e, d, end);
+	if (!err) {
+		e->seq = ada_cidx_dec_count(d);
+		e->pos = *end;
+	} else {
+		memset(&e->m, 0, sizeof(e->m));
+		e->nblocks = 0;
+	}
+	ada_cidx_dec_free(d);
+	return err;
 }

@@ -135,4 +135,9 @@ static inline void cidx_model_explicit(struct cidx_model *m, uint64_t fid)
 	m->cache[cidx_slot(fid)] = fid;
 }
 
+/* Decodes block b of d into out and leaves in *m the state after its last
+ * event (cidx_dec.c; the encoder's resume). */
+int cidx_dec_block_model(const struct ada_cidx_dec *d, size_t b, struct atf_index_event *out,
+                         struct cidx_model *m);
+
 #endif

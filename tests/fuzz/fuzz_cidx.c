@@ -3,7 +3,8 @@
  * byte picks what the rest is:
  *   0  a compact file image, untrusted: opened strict and salvage, every
  *      block decoded, get(seq) and find(ts) at a few places, the links,
- *      and the ATF reader on the same bytes (truncated blocks, lying
+ *      the encoder's resume after the whole blocks (ada recover), and the
+ *      ATF reader on the same bytes (truncated blocks, lying
  *      lengths, varints that never end, a block table pointing anywhere);
  *   2  the same as 0 after the harness rewrote every CRC the bytes let it
  *      find (each block's along the walk, the footer's), so that mutated
@@ -46,6 +47,15 @@ static void fuzz_image(const uint8_t *p, size_t n)
 {
 	struct ada_cidx_dec *d;
 	struct ada_atf_index *ix;
+	struct ada_cidx_enc *e;
+	uint64_t end;
+
+	/* ada recover's resume after the whole blocks. */
+	if (!ada_cidx_enc_new(0, &e)) {
+		if (!ada_cidx_enc_resume(e, p, n, &end) && end > n)
+			abort();
+		ada_cidx_enc_free(e);
+	}
 
 	for (unsigned fl = 0; fl < 2; fl++) {
 		if (!ada_cidx_dec_open(p, n, fl, &d)) {

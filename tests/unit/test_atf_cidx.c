@@ -215,6 +215,17 @@ static void roundtrip_odd_values(void **state)
 	cs_emit(&g, 1, 5, 0, 0);
 	g.tid = 4242;
 	cs_emit(&g, 1, 5, 7, 3);
+	/* Frames at depth 0: a RETURN at 0 leaves cur at 0 (not -1) on
+	 * every path, the encoder's general one (a link sends it there) and
+	 * the decoder's fast one (found by fuzz_cidx). */
+	for (int i = 0; i < 3; i++) {
+		cs_emit(&g, 1, 9, ATF_EVENT_CALL, 0);
+		cs_emit(&g, 1, 9, ATF_EVENT_RETURN, 0);
+		g.ev[g.n - 1].detail_seq = (uint32_t)i;
+		cs_emit(&g, 1, 9, 77, 0);
+		cs_emit(&g, 1, 9, ATF_EVENT_CALL, 1);
+		cs_emit(&g, 1, 9, ATF_EVENT_RETURN, 1);
+	}
 	while (g.n < g.cap) {
 		uint64_t r = cs_rand(&g), r2 = cs_rand(&g);
 		g.tid = r & 0x100 ? (uint32_t)r2 : 4242;
@@ -349,6 +360,70 @@ static void salvage(void **state)
 	ada_cidx_dec_free(d);
 	free(bad);
 	free(im.p);
+	free(g.ev);
+}
+
+/* A recorder killed while writing (`ada recover`): the file holds a header
+ * placeholder, whole blocks, part of the next one and zeros. Resuming
+ * after the whole blocks, putting the events the ring still held, adding
+ * the links again from the detail file's index_seqs and finishing gives
+ * the file every event and link of the uninterrupted recording. */
+static void recover_after_kill(void **state)
+{
+	struct ada_atf_file_info info;
+	struct ada_cidx_file_header h;
+	struct ada_cidx_enc *e;
+	struct cs_gen g;
+	uint64_t end;
+	size_t tail;
+	int err;
+
+	(void)state;
+	cs_init(&g, 60000, 14);
+	cs_mixed_stream(&g);
+	for (size_t i = 0; i < g.n; i++)
+		if (i % 1000 == 7)
+			g.ev[i].detail_seq = (uint32_t)(i / 1000);
+	struct img full = encode(g.ev, g.n, ADA_CIDX_BLOCK_MIN, NULL, NULL, 0);
+	/* The crash: header placeholder, blocks up to the 5th, half of the
+	 * 6th, then the preallocated zeros. */
+	uint8_t *file = calloc(1, full.len + 65536);
+	size_t off = 64;
+	for (int b = 0; b < 5; b++) {
+		struct ada_cidx_block_header bh;
+		memcpy(&bh, full.p + off, sizeof(bh));
+		off += bh.total_len;
+	}
+	memcpy(file + 64, full.p + 64, off - 64 + 1000);
+	ada_atf_file_info_native(&info, 4242);
+	ada_cidx_file_header_fill(&h, &info, ADA_CIDX_BLOCK_MIN);
+	memcpy(file, &h, sizeof(h));
+	/* Recovery. */
+	assert_int_equal(ada_cidx_enc_new(ADA_CIDX_BLOCK_MIN, &e), 0);
+	assert_int_equal(ada_cidx_enc_resume(e, file, full.len, &end), 0);
+	assert_int_equal(end, off);
+	uint64_t have = ada_cidx_enc_count(e);
+	assert_true(have > 0 && have < g.n);
+	struct ada_cidx_out o = {file + end, 0, full.len + 65536 - end};
+	struct atf_index_event *rest = malloc((g.n - have) * sizeof(*rest));
+	memcpy(rest, g.ev + have, (g.n - have) * sizeof(*rest));
+	for (size_t i = 0; i < g.n - have; i++)
+		rest[i].detail_seq = ATF_NO_DETAIL; /* their links come from the log */
+	assert_int_equal(ada_cidx_enc_put(e, rest, g.n - have, &o, &err), g.n - have);
+	ada_cidx_enc_seal(e, &o);
+	for (size_t i = 0; i < g.n; i++) /* the detail file's index_seq of record k */
+		if (g.ev[i].detail_seq != ATF_NO_DETAIL)
+			assert_int_equal(ada_cidx_enc_link(e, i, g.ev[i].detail_seq), 0);
+	uint8_t *tailp = file + end + o.len;
+	assert_int_equal(ada_cidx_enc_finish(e, &info, tailp, ada_cidx_enc_tail_size(e), &tail, &h),
+	                 0);
+	memcpy(file, &h, sizeof(h));
+	struct img rec = {file, end + o.len + tail};
+	check_image(&rec, g.ev, g.n);
+	ada_cidx_enc_free(e);
+	free(rest);
+	free(file);
+	free(full.p);
 	free(g.ev);
 }
 
@@ -511,6 +586,7 @@ int main(void)
 	    cmocka_unit_test(roundtrip_links),
 	    cmocka_unit_test(enc_small_buffers),
 	    cmocka_unit_test(salvage),
+	    cmocka_unit_test(recover_after_kill),
 	    cmocka_unit_test(atf_reader_reads_compact),
 	    cmocka_unit_test(export_and_validate),
 	    cmocka_unit_test(empty_file),
