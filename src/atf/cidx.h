@@ -206,15 +206,17 @@ int ada_cidx_write_mem(struct ada_cidx_enc *e, const struct ada_atf_file_info *i
 
 struct ada_cidx_dec;
 
-/* Opens the compact image (buf, len), kept, not copied. Walks the blocks
- * from the header's blocks_offset (each header checked: magic, lengths
- * within block_size and the buffer, nframes, first_seq following on; CRC
- * when ADA_ATF_OPEN_SALVAGE is not given or the walk is past nothing
- * trusted) and reads the link table. Without ADA_ATF_OPEN_SALVAGE the
- * file must be finished and consistent: footer, its CRC, block table equal
- * to the walk, every block's CRC, the counts (-EBADMSG otherwise). With
- * it, every block up to the first bad one is kept, and the links when the
- * tail is intact. Allocations are bounded by len. -ENOMEM. */
+/* Opens the compact image (buf, len), kept, not copied. Walks the block
+ * headers from the header's blocks_offset (magic, lengths within
+ * block_size and the buffer, nframes, nevents within the block's bytes,
+ * first_seq following on): O(blocks), the events are not read. Without
+ * ADA_ATF_OPEN_SALVAGE the file must be finished and consistent: footer
+ * and its CRC, the walk ending at the link table, the block table equal
+ * to the walk, the counts, the link table (-EBADMSG otherwise); a block's
+ * CRC is checked when it is decoded. With it, the walk also checks each
+ * block's CRC and stops before the first block that is not whole (an
+ * unfinished file's zeros, a torn write, damage); the links are kept when
+ * the whole tail is intact. Allocations are bounded by len. -ENOMEM. */
 int ada_cidx_dec_open(const void *buf, size_t len, unsigned flags, struct ada_cidx_dec **out);
 void ada_cidx_dec_free(struct ada_cidx_dec *d); /* NULL is a no-op */
 
@@ -232,10 +234,10 @@ size_t ada_cidx_dec_block_of(const struct ada_cidx_dec *d, uint64_t seq);
 /* Decodes block b into out (room for its nevents), links applied.
  * -EBADMSG when its bytes do not decode to exactly nevents events. */
 int ada_cidx_dec_block(const struct ada_cidx_dec *d, size_t b, struct atf_index_event *out);
-/* The event at seq into *ev: one block decoded into scratch (room for
- * ADA_CIDX_DEC_SCRATCH events: the most a block of ADA_CIDX_BLOCK_MAX can
- * hold is more; it is sized from the file: ada_cidx_dec_scratch_events()).
- * -ERANGE when seq >= count. */
+/* The event at seq into *ev: one block decoded into scratch, which has
+ * room for ada_cidx_dec_scratch_events() events (the most one block of
+ * this file holds). -ERANGE when seq >= count, -EBADMSG when the block
+ * does not decode. */
 size_t ada_cidx_dec_scratch_events(const struct ada_cidx_dec *d);
 int ada_cidx_dec_get(const struct ada_cidx_dec *d, uint64_t seq, struct atf_index_event *scratch,
                      struct atf_index_event *ev);

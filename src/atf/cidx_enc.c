@@ -10,10 +10,12 @@
  * events (cidx_internal.h). enc->pos is the file offset of o->p[0] as the
  * caller promised by writing every byte in order from offset 64.
  *
- * The hot loop (enc_event()) takes the common shapes in a few compares:
- * the return of the innermost frame is one byte when the delta is under
- * 31 ns, a call of the last called function too; a call of a function
- * seen in this block two; anything else (out-of-order time, another
+ * The hot loop (enc_run()) takes the common shapes in a few compares of
+ * 64-bit words: the return of the innermost frame is one byte when the
+ * delta is under 31 ns (three up to 65 us), a call of the last called
+ * function too, a call of a function seen in this block one more; the
+ * general path (enc_event()) codes the rest, a link or an unknown function
+ * included, and anything the model cannot guess (time going back, another
  * thread id, an unknown kind, a depth that is not the next, a signal
  * marker) is a RAW event with only the fields the model cannot say.
  */
