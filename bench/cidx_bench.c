@@ -62,29 +62,29 @@ static double bench_encode(const struct atf_index_event *ev, size_t n, int reps)
 	return best;
 }
 
-/* The streaming path: block by block into one scratch array that stays
- * in L2 (what an iterator does), the events summed so nothing is elided.
- * Returns the best seconds of reps runs. */
+/* The streaming path (ada_cidx_iter): block by block into one buffer that
+ * stays in L2, the events summed so nothing is elided. Returns the best
+ * seconds of reps runs. */
 static double bench_stream_blocks(const struct ada_cidx_dec *d, int reps)
 {
-	struct atf_index_event *scratch = malloc(ada_cidx_dec_scratch_events(d) * sizeof(*scratch));
 	double best = 1e9;
 	uint64_t sum = 0;
 
 	for (int r = 0; r < reps; r++) {
+		struct ada_cidx_iter it;
+		const struct atf_index_event *ev;
+		long k;
 		double t0 = now_s();
-		for (size_t b = 0; b < ada_cidx_dec_nblocks(d); b++) {
-			uint64_t first, t;
-			uint32_t k;
-			ada_cidx_dec_block_info(d, b, &first, &k, &t);
-			if (ada_cidx_dec_block(d, b, scratch))
-				exit(1);
-			sum += scratch[k - 1].timestamp_ns;
-		}
+		if (ada_cidx_iter_init(&it, d, 0))
+			exit(1);
+		while ((k = ada_cidx_iter_next(&it, &ev)) > 0)
+			sum += ev[k - 1].timestamp_ns;
+		if (k < 0)
+			exit(1);
+		ada_cidx_iter_fini(&it);
 		double dt = now_s() - t0;
 		best = dt < best ? dt : best;
 	}
-	free(scratch);
 	return sum == 1 ? 0 : best;
 }
 

@@ -247,6 +247,24 @@ uint64_t ada_cidx_dec_find(const struct ada_cidx_dec *d, uint64_t ts,
                            struct atf_index_event *scratch);
 /* Decodes every event into out (count of them). The streaming path. */
 int ada_cidx_dec_all(const struct ada_cidx_dec *d, struct atf_index_event *out);
+/* A streaming iterator: block by block into its own buffer (one block's
+ * events, so it stays in cache however long the file), links applied.
+ * The reader's path for a whole file without holding it decoded. */
+struct ada_cidx_iter {
+	const struct ada_cidx_dec *d;
+	struct atf_index_event *buf;
+	size_t block;    /* the next block to decode */
+	uint32_t pos, n; /* the events of buf not handed out yet: [pos, n) */
+};
+/* Starts at seq (count: at the end). -ENOMEM, -EBADMSG when the first
+ * block does not decode. */
+int ada_cidx_iter_init(struct ada_cidx_iter *it, const struct ada_cidx_dec *d, uint64_t seq);
+/* *ev gets the next events, the rest of the current block; returns how
+ * many (0 at the end) or -EBADMSG when the next block does not decode.
+ * They stay valid until the next call. */
+long ada_cidx_iter_next(struct ada_cidx_iter *it, const struct atf_index_event **ev);
+void ada_cidx_iter_fini(struct ada_cidx_iter *it);
+
 /* The link table: detail_seq of index_seq (ATF_NO_DETAIL when none). */
 uint32_t ada_cidx_dec_link(const struct ada_cidx_dec *d, uint64_t index_seq);
 uint64_t ada_cidx_dec_nlinks(const struct ada_cidx_dec *d);

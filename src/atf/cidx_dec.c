@@ -694,3 +694,48 @@ uint64_t ada_cidx_dec_nlinks(const struct ada_cidx_dec *d)
 {
 	return d->nlinks;
 }
+
+/* ------------------------------------------------------------ iterator */
+
+int ada_cidx_iter_init(struct ada_cidx_iter *it, const struct ada_cidx_dec *d, uint64_t seq)
+{
+	memset(it, 0, sizeof(*it));
+	it->d = d;
+	it->buf = malloc(ada_cidx_dec_scratch_events(d) * sizeof(*it->buf));
+	if (!it->buf)
+		return -ENOMEM;
+	it->block = ada_cidx_dec_block_of(d, seq);
+	if (it->block == d->nblk)
+		return 0;
+	int err = ada_cidx_dec_block(d, it->block, it->buf);
+	if (err)
+		return err;
+	it->pos = (uint32_t)(seq - d->blk[it->block].first_seq);
+	it->n = d->blk[it->block].nevents;
+	it->block++;
+	return 0;
+}
+
+long ada_cidx_iter_next(struct ada_cidx_iter *it, const struct atf_index_event **ev)
+{
+	if (it->pos == it->n) {
+		if (it->block >= it->d->nblk)
+			return 0;
+		int err = ada_cidx_dec_block(it->d, it->block, it->buf);
+		if (err)
+			return err;
+		it->pos = 0;
+		it->n = it->d->blk[it->block].nevents;
+		it->block++;
+	}
+	*ev = it->buf + it->pos;
+	long k = (long)(it->n - it->pos);
+	it->pos = it->n;
+	return k;
+}
+
+void ada_cidx_iter_fini(struct ada_cidx_iter *it)
+{
+	free(it->buf);
+	it->buf = NULL;
+}

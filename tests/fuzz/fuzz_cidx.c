@@ -41,6 +41,13 @@ static void fuzz_decoder_queries(const struct ada_cidx_dec *d)
 	(void)ada_cidx_dec_find(d, UINT64_MAX, scratch);
 	(void)ada_cidx_dec_link(d, n / 2);
 	free(scratch);
+	struct ada_cidx_iter it;
+	const struct atf_index_event *span;
+	long k = 0;
+	if (ada_cidx_iter_init(&it, d, n / 3) == 0)
+		while ((k = ada_cidx_iter_next(&it, &span)) > 0)
+			(void)span[k - 1].timestamp_ns;
+	ada_cidx_iter_fini(&it);
 }
 
 static void fuzz_image(const uint8_t *p, size_t n)

@@ -84,6 +84,21 @@ static void check_image(const struct img *im, const struct atf_index_event *want
 		assert_events_equal(&ev, &want[s], 1);
 	}
 	assert_int_equal(ada_cidx_dec_get(d, n, scratch, &ev), -ERANGE);
+	/* The streaming iterator, from the start and from the middle. */
+	for (uint64_t from = 0; from <= n; from += n / 2 + 1) {
+		struct ada_cidx_iter it;
+		const struct atf_index_event *span;
+		uint64_t at = from;
+		long k;
+		assert_int_equal(ada_cidx_iter_init(&it, d, from), 0);
+		while ((k = ada_cidx_iter_next(&it, &span)) > 0) {
+			assert_events_equal(span, want + at, (size_t)k);
+			at += (uint64_t)k;
+		}
+		assert_int_equal(k, 0);
+		assert_int_equal(at, n);
+		ada_cidx_iter_fini(&it);
+	}
 	ada_cidx_dec_free(d);
 	free(scratch);
 	free(all);
