@@ -22,7 +22,7 @@
 
 struct cidx_blk {
 	uint64_t off, first_seq, first_ts;
-	uint32_t nevents;
+	uint32_t nevents, total_len;
 };
 
 struct cidx_lnk {
@@ -373,15 +373,20 @@ int cidx_dec_block_model(const struct ada_cidx_dec *d, size_t b, struct atf_inde
 	struct ada_cidx_block_header bh;
 	const uint8_t *base = d->base + d->blk[b].off, *p, *end;
 
-	memcpy(&bh, base, sizeof(bh)); /* checked on the walk */
-	if (!dec_block_crc_ok(base, &bh))
+	memcpy(&bh, base, sizeof(bh));
+	/* Checked on the walk; read again from a mapping another process may
+	 * write, so held to what the walk saw. */
+	if (bh.total_len != d->blk[b].total_len || bh.nevents != d->blk[b].nevents ||
+	    bh.nframes > ADA_CIDX_FRAMES_MAX ||
+	    bh.total_len < sizeof(bh) + bh.nframes * sizeof(struct ada_cidx_frame) ||
+	    !dec_block_crc_ok(base, &bh))
 		return -EBADMSG;
 	dec_model_init(m, &bh, base + sizeof(bh));
 	p = base + sizeof(bh) + bh.nframes * sizeof(struct ada_cidx_frame);
 	end = base + bh.total_len;
 	if (dec_run(m, &p, end, out, bh.nevents) != bh.nevents || p != end)
 		return -EBADMSG;
-	dec_apply_links(d, bh.first_seq, bh.nevents, out);
+	dec_apply_links(d, d->blk[b].first_seq, bh.nevents, out);
 	return 0;
 }
 
@@ -441,7 +446,8 @@ static int dec_blk_push(struct ada_cidx_dec *d, uint64_t pos,
 		d->blk = p;
 		d->cap_blk = ncap;
 	}
-	d->blk[d->nblk++] = (struct cidx_blk){pos, bh->first_seq, bh->first_ts, bh->nevents};
+	d->blk[d->nblk++] =
+	    (struct cidx_blk){pos, bh->first_seq, bh->first_ts, bh->nevents, bh->total_len};
 	d->count += bh->nevents;
 	d->max_events = bh->nevents > d->max_events ? bh->nevents : d->max_events;
 	return 0;
@@ -598,11 +604,8 @@ void ada_cidx_dec_block_info(const struct ada_cidx_dec *d, size_t b, uint64_t *f
 void ada_cidx_dec_block_span(const struct ada_cidx_dec *d, size_t b, uint64_t *offset,
                              uint32_t *len)
 {
-	struct ada_cidx_block_header bh;
-
-	memcpy(&bh, d->base + d->blk[b].off, sizeof(bh));
 	*offset = d->blk[b].off;
-	*len = bh.total_len;
+	*len = d->blk[b].total_len;
 }
 
 size_t ada_cidx_dec_scratch_events(const struct ada_cidx_dec *d)
