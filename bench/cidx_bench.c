@@ -6,6 +6,7 @@
  * export to ATF v2 (decode + CRC-32 of the 32-byte events) and bytes per
  * event. Single-threaded; by hand, not a test:
  *   build/bench/cidx_bench [events]
+ *   build/bench/cidx_bench FILE.atf...   (the same on recorded index files)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,11 +128,39 @@ static void bench_stream(const char *name, struct cs_gen *g)
 	free(out);
 }
 
+/* A recorded ATF v2 index file as the stream. */
+static int bench_file(const char *path)
+{
+	struct ada_atf_index *ix;
+	struct cs_gen g = {0};
+
+	if (ada_atf_index_open(path, 0, &ix)) {
+		fprintf(stderr, "%s: not a valid ATF v2 index file\n", path);
+		return 1;
+	}
+	g.n = ada_atf_index_count(ix);
+	g.ev = malloc((g.n ? g.n : 1) * sizeof(*g.ev));
+	if (!g.ev || !g.n)
+		return 1;
+	memcpy(g.ev, ada_atf_index_get(ix, 0), g.n * sizeof(*g.ev));
+	g.tid = g.ev[0].thread_id;
+	ada_atf_index_free(ix);
+	bench_stream(path, &g);
+	free(g.ev);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	size_t n = argc > 1 ? strtoull(argv[1], NULL, 0) : 4000000;
 	struct cs_gen g;
 
+	if (argc > 1 && (argv[1][0] < '0' || argv[1][0] > '9')) {
+		int err = 0;
+		for (int i = 1; i < argc; i++)
+			err |= bench_file(argv[i]);
+		return err;
+	}
+	size_t n = argc > 1 ? strtoull(argv[1], NULL, 0) : 4000000;
 	cs_init(&g, n, 1);
 	cs_fib_stream(&g);
 	bench_stream("fib", &g);
