@@ -291,12 +291,10 @@ static size_t enc_run(struct ada_cidx_enc *e, const struct atf_index_event *ev, 
 			memcpy(&w2, &x->thread_id, 8);  /* thread_id | event_kind << 32 */
 			memcpy(&w3, &x->call_depth, 8); /* call_depth | detail_seq << 32 */
 			const uint64_t t = x->timestamp_ns, fid = x->function_id, dt = t - m->ts;
-			const uint64_t tid = m->tid,
-			               ret_w2 = tid | (uint64_t)ATF_EVENT_RETURN << 32;
 			const uint32_t ti = (top - 1) & (CIDX_FRAME_RING - 1);
 			if (__builtin_expect(dt > CIDX_TAG_DT_MAX, 0)) /* or back in time */
 				goto slow;
-			if (w2 == ret_w2) {
+			if (w2 == m->ret_w2) {
 				if (!nk || m->fid[ti] != fid || m->dw[ti] != w3)
 					goto slow;
 				p = enc_tag_fast(p, CIDX_OP_RET, dt);
@@ -306,8 +304,8 @@ static size_t enc_run(struct ada_cidx_enc *e, const struct atf_index_event *ev, 
 				m->ts = t;
 				continue;
 			}
-			if (w2 != (tid | (uint64_t)ATF_EVENT_CALL << 32) ||
-			    w3 != cidx_dw(m->cur + 1) || (w3 & ADA_SIGNAL_MARKER_FLAG))
+			if (w2 != m->call_w2 || w3 != cidx_dw(m->cur + 1) ||
+			    (w3 & ADA_SIGNAL_MARKER_FLAG))
 				goto slow;
 			if (fid == m->last_call) {
 				p = enc_tag_fast(p, CIDX_OP_CALL_LAST, dt);
@@ -375,6 +373,8 @@ static void enc_open(struct ada_cidx_enc *e, struct ada_cidx_out *o,
 	memset(m->cache, 0, sizeof(m->cache));
 	m->ts = h.first_ts;
 	m->tid = h.thread_id;
+	m->ret_w2 = h.thread_id | (uint64_t)ATF_EVENT_RETURN << 32;
+	m->call_w2 = h.thread_id | (uint64_t)ATF_EVENT_CALL << 32;
 	e->bstart = o->len;
 	e->bseq = e->seq;
 	e->base_pos = e->pos;

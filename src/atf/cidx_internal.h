@@ -55,6 +55,9 @@ struct cidx_model {
 	uint32_t nk;  /* frames known (<= CIDX_FRAME_RING) */
 	uint32_t top; /* ring position one past the innermost frame */
 	uint32_t tid;
+	/* The encoder's: bytes 16-23 (thread_id | event_kind << 32) of a
+	 * RETURN and of a CALL of the block's thread, set at block open. */
+	uint64_t ret_w2, call_w2;
 	uint64_t fid[CIDX_FRAME_RING];
 	/* call_depth | ATF_NO_DETAIL << 32: the last 8 bytes of the frame's
 	 * RETURN event, so the hot loops compare words, not fields. */
