@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "atf_internal.h"
+#include "cidx.h"
 
 int atf_map_file(const char *path, struct atf_map *m)
 {
@@ -83,6 +84,7 @@ struct ada_atf_index {
 	struct atf_index_header hdr;
 	const uint8_t *events;
 	uint64_t count;
+	struct atf_index_event *decoded; /* a compact file's events (cidx.h), owned */
 };
 
 /* The count the footer vouches for, or -1 when header/footer/length disagree. */
@@ -123,10 +125,68 @@ static uint64_t index_salvage_count(const struct atf_map *m, const struct atf_in
 	return n;
 }
 
+/* The ATF v2 header a compact file stands for: its identity, the events
+ * decoded, the time range of those events. */
+static void index_compact_header(struct ada_atf_index *ix, const struct ada_cidx_file_header *c)
+{
+	struct ada_atf_file_info info = {
+	    .thread_id = c->thread_id,
+	    .arch = c->arch,
+	    .os = c->os,
+	    .clock_type = c->clock_type,
+	    .has_detail = c->flags & ATF_INDEX_FLAG_HAS_DETAIL,
+	};
+	uint64_t n = ix->count;
+
+	ada_atf_index_header_fill(&ix->hdr, &info, n, n ? ix->decoded[0].timestamp_ns : 0,
+	                          n ? ix->decoded[n - 1].timestamp_ns : 0);
+	ix->hdr.version = ATF_VERSION;
+}
+
+/* A compact index (cidx.h) is decoded whole on open, so every reader gets
+ * ATF v2 events by pointer as from a v2 file. The allocation is bounded by
+ * the file (a coded event takes a byte at least). With SALVAGE, the blocks
+ * before the first one that does not decode are kept. */
+static int index_init_compact(struct ada_atf_index *ix, unsigned flags)
+{
+	struct ada_cidx_file_header c;
+	struct ada_cidx_dec *d;
+	int err = ada_cidx_dec_open(ix->map.base, ix->map.len, flags, &d);
+	uint64_t n;
+
+	if (err)
+		return err;
+	c = *ada_cidx_dec_header(d);
+	n = ada_cidx_dec_count(d);
+	ix->decoded = malloc((n ? n : 1) * sizeof(*ix->decoded));
+	if (!ix->decoded) {
+		ada_cidx_dec_free(d);
+		return -ENOMEM;
+	}
+	ix->count = 0;
+	for (size_t b = 0; b < ada_cidx_dec_nblocks(d); b++) {
+		uint64_t first, t0;
+		uint32_t k;
+		ada_cidx_dec_block_info(d, b, &first, &k, &t0);
+		err = ada_cidx_dec_block(d, b, ix->decoded + first);
+		if (err)
+			break;
+		ix->count = first + k;
+	}
+	ada_cidx_dec_free(d);
+	if (err && !(flags & ADA_ATF_OPEN_SALVAGE))
+		return err;
+	ix->events = (const uint8_t *)ix->decoded;
+	index_compact_header(ix, &c);
+	return 0;
+}
+
 static int index_init(struct ada_atf_index *ix, unsigned flags)
 {
 	struct atf_index_header *h = &ix->hdr;
 
+	if (ada_cidx_is_compact(ix->map.base, ix->map.len))
+		return index_init_compact(ix, flags);
 	if (!ATF_READ(h, ix->map.base, ix->map.len, 0) || memcmp(h->magic, ATF_INDEX_MAGIC, 4) ||
 	    h->event_size != ATF_INDEX_EVENT_SIZE || h->events_offset < ATF_HEADER_SIZE ||
 	    h->events_offset > ix->map.len)
@@ -149,6 +209,7 @@ static int index_new(struct atf_map *m, unsigned flags, struct ada_atf_index **o
 	ix->map = *m;
 	err = index_init(ix, flags);
 	if (err) {
+		free(ix->decoded);
 		free(ix);
 		return err;
 	}
@@ -180,6 +241,7 @@ void ada_atf_index_free(struct ada_atf_index *ix)
 	if (!ix)
 		return;
 	atf_map_release(&ix->map);
+	free(ix->decoded);
 	free(ix);
 }
 
@@ -204,8 +266,8 @@ void ada_atf_index_done(const struct ada_atf_index *ix, uint64_t begin, uint64_t
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), lo, hi;
 
-	if (!ix->map.owned || begin >= end || end > ix->count)
-		return; /* a caller's buffer is not ours to drop */
+	if (!ix->map.owned || ix->decoded || begin >= end || end > ix->count)
+		return; /* a caller's buffer, or decoded events, are not ours to drop */
 	/* Whole pages strictly inside the range: a page shared with events
 	 * still to be read stays. */
 	lo = ((uintptr_t)(ix->events + begin * ATF_INDEX_EVENT_SIZE) + page - 1) & ~(page - 1);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "atf_internal.h"
+#include "cidx.h"
 
 /* Per-file problem accounting: at most cap lines, then one summary. */
 struct vctx {
@@ -240,6 +241,10 @@ void ada_atf_validate_index_buf(const char *path, const void *buf, size_t len,
 	struct vctx v;
 	uint64_t errs = r->errors;
 
+	if (ada_cidx_is_compact(buf, len)) {
+		ada_cidx_validate_buf(path, buf, len, r, info);
+		return;
+	}
 	memset(info, 0, sizeof(*info));
 	vctx_init(&v, r, path);
 	if (!index_check_header(&v, &s))

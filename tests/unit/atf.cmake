@@ -8,7 +8,7 @@ add_executable(atf_gen_golden ${ATF_TEST_DIR}/atf_gen_golden.c)
 target_link_libraries(atf_gen_golden PRIVATE atf_golden)
 
 if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
-  foreach(t format reader validate golden manifest)
+  foreach(t format reader validate golden manifest cidx)
     add_executable(test_atf_${t} ${ATF_TEST_DIR}/test_atf_${t}.c)
     target_include_directories(test_atf_${t} PRIVATE ${CMOCKA_INCLUDE_DIR} ${ATF_TEST_DIR})
     target_link_libraries(test_atf_${t} PRIVATE ada_atf atf_golden ada_dep_xxhash ${CMOCKA_LIBRARY})
@@ -24,3 +24,12 @@ add_test(NAME atf_cli
   COMMAND sh ${ATF_TEST_DIR}/test_atf_cli.sh $<TARGET_FILE:ada>
           ${CMAKE_SOURCE_DIR}/tests/data/golden ${CMAKE_CURRENT_BINARY_DIR}/atf_cli_work)
 set_tests_properties(atf_cli PROPERTIES SKIP_RETURN_CODE 77)
+
+# The compact index (src/atf/cidx.h) through the CLI: `ada validate`, `ada
+# dump`, `ada report` on the golden session rewritten as ATC1.
+add_executable(atf_to_cidx ${ATF_TEST_DIR}/atf_to_cidx.c)
+target_link_libraries(atf_to_cidx PRIVATE ada_atf)
+add_test(NAME atf_cidx_cli
+  COMMAND sh ${ATF_TEST_DIR}/test_atf_cidx_cli.sh $<TARGET_FILE:ada> $<TARGET_FILE:atf_to_cidx>
+          ${CMAKE_SOURCE_DIR}/tests/data/golden ${CMAKE_CURRENT_BINARY_DIR}/atf_cidx_cli_work)
+set_tests_properties(atf_cidx_cli PROPERTIES SKIP_RETURN_CODE 77)

@@ -1,0 +1,173 @@
+/*
+ * bench/cidx_bench: the compact index codec (src/atf/cidx.h) on synthetic
+ * streams (tests/unit/cidx_streams.h): encode ns/event as the drain would
+ * call it (chunks of 4096 events into 256 KiB buffers, sealed at each
+ * buffer), decode M events/s of the whole file (the readers' path), the
+ * export to ATF v2 (decode + CRC-32 of the 32-byte events) and bytes per
+ * event. Single-threaded; by hand, not a test:
+ *   build/bench/cidx_bench [events]
+ *   build/bench/cidx_bench FILE.atf...   (the same on recorded index files)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cidx.h"
+#include "cidx_streams.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* the machine is shared: CPU time */
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The drain's shape: chunks of 4096 events just written by the conversion
+ * (copied into a staging array first, untimed, so they are in L2 as in
+ * the drain), put into a 256 KiB buffer sealed when it cannot take more.
+ * Returns the best ns/event of reps runs, encode time only. */
+static double bench_encode(const struct atf_index_event *ev, size_t n, int reps)
+{
+	static uint8_t buf[256 << 10];
+	static struct atf_index_event stage[4096];
+	double best = 1e9;
+
+	for (int r = 0; r < reps; r++) {
+		struct ada_cidx_enc *e;
+		struct ada_cidx_out o = {buf, 0, sizeof(buf)};
+		size_t done = 0;
+		double t = 0;
+		int err;
+		if (ada_cidx_enc_new(0, &e))
+			exit(1);
+		while (done < n) {
+			size_t want = n - done < 4096 ? n - done : 4096, k = 0;
+			memcpy(stage, ev + done, want * sizeof(*ev));
+			double t0 = now_s();
+			while (k < want) {
+				size_t got = ada_cidx_enc_put(e, stage + k, want - k, &o, &err);
+				k += got;
+				if (k < want) {
+					ada_cidx_enc_seal(e, &o);
+					o.len = 0;
+				}
+			}
+			t += now_s() - t0;
+			done += want;
+		}
+		ada_cidx_enc_seal(e, &o);
+		best = t / (double)n * 1e9 < best ? t / (double)n * 1e9 : best;
+		ada_cidx_enc_free(e);
+	}
+	return best;
+}
+
+/* The streaming path (ada_cidx_iter): block by block into one buffer that
+ * stays in L2, the events summed so nothing is elided. Returns the best
+ * seconds of reps runs. */
+static double bench_stream_blocks(const struct ada_cidx_dec *d, int reps)
+{
+	double best = 1e9;
+	uint64_t sum = 0;
+
+	for (int r = 0; r < reps; r++) {
+		struct ada_cidx_iter it;
+		const struct atf_index_event *ev;
+		long k;
+		double t0 = now_s();
+		if (ada_cidx_iter_init(&it, d, 0))
+			exit(1);
+		while ((k = ada_cidx_iter_next(&it, &ev)) > 0)
+			sum += ev[k - 1].timestamp_ns;
+		if (k < 0)
+			exit(1);
+		ada_cidx_iter_fini(&it);
+		double dt = now_s() - t0;
+		best = dt < best ? dt : best;
+	}
+	return sum == 1 ? 0 : best;
+}
+
+static void bench_stream(const char *name, struct cs_gen *g)
+{
+	struct ada_atf_file_info info;
+	struct ada_cidx_enc *e;
+	struct ada_cidx_dec *d;
+	uint8_t *img;
+	size_t len;
+	struct atf_index_event *out = malloc(g->n * sizeof(*out));
+
+	ada_atf_file_info_native(&info, g->tid);
+	if (!out || ada_cidx_enc_new(0, &e) ||
+	    ada_cidx_write_mem(e, &info, g->ev, g->n, NULL, NULL, 0, &img, &len) ||
+	    ada_cidx_dec_open(img, len, 0, &d))
+		exit(1);
+	ada_cidx_enc_free(e);
+	double enc = bench_encode(g->ev, g->n, 5), dec = 1e9, exp = 1e9;
+	for (int r = 0; r < 5; r++) {
+		double t0 = now_s();
+		if (ada_cidx_dec_all(d, out))
+			exit(1);
+		double t1 = now_s();
+		uint32_t crc = ada_atf_crc32(0, out, g->n * sizeof(*out));
+		double t2 = now_s();
+		dec = t1 - t0 < dec ? t1 - t0 : dec;
+		exp = t2 - t0 < exp ? t2 - t0 : exp;
+		if (memcmp(out, g->ev, g->n * sizeof(*out)) || crc == 1)
+			exit(2);
+	}
+	double blk = bench_stream_blocks(d, 5);
+	printf("%-6s %9zu events  %.3f bytes/event  encode %.2f ns/event  decode: whole file %.0f, "
+	       "streaming by block %.0f M events/s  export to ATF v2 (decode + crc32) %.0f M "
+	       "events/s\n",
+	       name, g->n, (double)len / (double)g->n, enc, (double)g->n / dec * 1e-6,
+	       (double)g->n / blk * 1e-6, (double)g->n / exp * 1e-6);
+	ada_cidx_dec_free(d);
+	free(img);
+	free(out);
+}
+
+/* A recorded ATF v2 index file as the stream. */
+static int bench_file(const char *path)
+{
+	struct ada_atf_index *ix;
+	struct cs_gen g = {0};
+
+	if (ada_atf_index_open(path, 0, &ix)) {
+		fprintf(stderr, "%s: not a valid ATF v2 index file\n", path);
+		return 1;
+	}
+	g.n = ada_atf_index_count(ix);
+	g.ev = malloc((g.n ? g.n : 1) * sizeof(*g.ev));
+	if (!g.ev || !g.n)
+		return 1;
+	memcpy(g.ev, ada_atf_index_get(ix, 0), g.n * sizeof(*g.ev));
+	g.tid = g.ev[0].thread_id;
+	ada_atf_index_free(ix);
+	bench_stream(path, &g);
+	free(g.ev);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct cs_gen g;
+
+	if (argc > 1 && (argv[1][0] < '0' || argv[1][0] > '9')) {
+		int err = 0;
+		for (int i = 1; i < argc; i++)
+			err |= bench_file(argv[i]);
+		return err;
+	}
+	size_t n = argc > 1 ? strtoull(argv[1], NULL, 0) : 4000000;
+	cs_init(&g, n, 1);
+	cs_fib_stream(&g);
+	bench_stream("fib", &g);
+	free(g.ev);
+	cs_init(&g, n, 2);
+	cs_mixed_stream(&g);
+	bench_stream("mixed", &g);
+	free(g.ev);
+	return 0;
+}
