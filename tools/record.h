@@ -51,9 +51,13 @@ struct rec_args {
 };
 #define ADA_ATTACH_CALL_TIMEOUT_NS 10000000000ull
 
-/* Parses the options (ada record: then -- PROGRAM ARGS; ada attach: argv[0]
- * is the pid, options only). 0, 1 (--help printed: done) or -1 (said why). */
+/* Parses the options, from the one table of them (record_table.c; ada
+ * record: then -- PROGRAM ARGS; ada attach: argv[0] is the pid, options
+ * only). 0, 1 (--help printed: done) or -1 (said why). */
 int record_parse(struct rec_args *a, int argc, char **argv, bool attach);
+/* Appends key=value to the agent's options (hook_config); -1 (said) when
+ * v is not a ','-separated glob list or does not fit. */
+int record_hook_opt(struct rec_args *a, const char *key, const char *v);
 /* The machine's checks (src/diag): 0, or -1 after one sentence. */
 int record_check_host(const struct rec_args *a, const struct ada_arena_config *ring);
 /* The agent's detail options into hook_config; -1 (said) when too long. */
