@@ -60,8 +60,9 @@ int record_parse(struct rec_args *a, int argc, char **argv, bool attach);
 int record_hook_opt(struct rec_args *a, const char *key, const char *v);
 /* The machine's checks (src/diag): 0, or -1 after one sentence. */
 int record_check_host(const struct rec_args *a, const struct ada_arena_config *ring);
-/* The agent's detail options into hook_config; -1 (said) when too long. */
-int record_detail_hook_config(struct rec_args *a);
+/* The agent's options beyond the parsed ones (--no-follow, the detail
+ * lane, the key symbols) into hook_config; -1 (said) when too long. */
+int record_agent_config(struct rec_args *a);
 /* The ring config (*out and its text); -1 (said) when out of range. */
 int record_ring_config(const struct rec_args *a, bool tsc, struct ada_arena_config *out, char *buf,
                        size_t cap);
@@ -79,5 +80,11 @@ void record_print_summary(const struct ada_record_summary *s, const char *dir);
 void record_raise_nofile(struct rlimit *orig);
 /* The control socket of recording r; NULL (said) when it cannot listen. */
 struct ada_control *record_control(struct ada_recorder *r, const struct rec_args *a);
+/* Starts c's thread: c, or NULL (said, c freed) when it cannot; NULL: NULL. */
+struct ada_control *record_control_start(struct ada_control *c);
+/* The session of a (its key symbols consumed), for the program argv; 0,
+ * or -1 after one sentence. */
+int record_create(struct rec_args *a, const char *ring_cfg, bool tsc, char *const *argv,
+                  struct ada_recorder **r);
 
 #endif

@@ -148,7 +148,7 @@ static int record_keysym_agent(struct rec_args *a)
 
 /* The agent's side of the detail lane (ADA_HOOK_CONFIG); the
  * --detail-symbols globs were added while parsing. */
-int record_detail_hook_config(struct rec_args *a)
+static int record_detail_hook_config(struct rec_args *a)
 {
 	if (a->detail_mode == ADA_DETAIL_NEVER)
 		return 0;
@@ -163,6 +163,15 @@ int record_detail_hook_config(struct rec_args *a)
 		return -1;
 	}
 	return 0;
+}
+
+int record_agent_config(struct rec_args *a)
+{
+	size_t used = strlen(a->hook_config);
+	if (!a->follow)
+		snprintf(a->hook_config + used, sizeof(a->hook_config) - used, "%sfollow=0",
+		         used ? ";" : "");
+	return record_detail_hook_config(a);
 }
 
 int record_ring_config(const struct rec_args *a, bool tsc, struct ada_arena_config *out, char *buf,
@@ -515,6 +524,67 @@ struct ada_control *record_control(struct ada_recorder *r, const struct rec_args
 		return NULL;
 	}
 	return c;
+}
+
+struct ada_control *record_control_start(struct ada_control *c)
+{
+	if (c && ada_control_start(c) < 0) {
+		ada_log("the control socket could not start: `ada arm/disarm/trigger/status PID` "
+		        "cannot reach this recording; it records all the same");
+		ada_control_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* The recorder's options: what ada record and ada attach were given. */
+static void record_recorder_opts(const struct rec_args *a, const char *ring_cfg, bool tsc,
+                                 char *const *argv, struct ada_recorder_opts *o)
+{
+	*o = (struct ada_recorder_opts){
+	    .out_dir = a->out,
+	    .drain_cpu = a->drain_cpu,
+	    .segment_bytes = a->segment_mb << 20,
+	    .max_disk_bytes = a->max_disk_mb == UINT64_MAX ? 0 : a->max_disk_mb << 20,
+	    .max_disk_default = a->max_disk_mb == UINT64_MAX,
+	    .max_shm_bytes = a->max_shm_mb == UINT64_MAX ? 0 : a->max_shm_mb << 20,
+	    .max_shm_default = a->max_shm_mb == UINT64_MAX,
+	    .flush = a->flush,
+	    .follow = a->follow,
+	    .force_clock = !tsc,
+	    .ring_config = ring_cfg,
+	    .program_argv = (const char *const *)argv,
+	    .triggers = a->triggers,
+	    .ntriggers = a->ntriggers,
+	    .flight = a->flight,
+	    .detail_mode = a->detail_mode,
+	    .stack_bytes = (uint32_t)a->stack_bytes,
+	    .detail_symbols = a->detail_symbols[0] ? a->detail_symbols : NULL,
+	    .key_symbols = a->ks,
+	    .attached = a->attach,
+	    .notice = record_notice,
+	};
+}
+
+int record_create(struct rec_args *a, const char *ring_cfg, bool tsc, char *const *argv,
+                  struct ada_recorder **r)
+{
+	struct ada_recorder_opts o;
+	if (a->ks_given && a->detail_mode == ADA_DETAIL_NEVER) {
+		ada_log(
+		    "--key-symbols and --blob choose what enters the detail lane, which --detail "
+		    "never turns off: drop one of them");
+		return -1;
+	}
+	record_recorder_opts(a, ring_cfg, tsc, argv, &o);
+	int rc = ada_recorder_new(&o, r);
+	ada_keysym_spec_free(a->ks); /* the recorder keeps its own copy */
+	a->ks = NULL;
+	if (rc < 0) {
+		ada_log("cannot create the session under '%s': %s", a->out, strerror(-rc));
+		return -1;
+	}
+	return 0;
 }
 
 void record_raise_nofile(struct rlimit *orig)
