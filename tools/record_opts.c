@@ -423,7 +423,8 @@ static void record_print_always(const struct ada_record_summary *s)
 	        (unsigned long long)lost, (unsigned long long)(ADA_DETAIL_MAX_BYTES >> 20));
 }
 
-void record_print_summary(const struct ada_record_summary *s, const char *dir)
+/* The first line: events, rate, processes, drops, disk, the drain. */
+static void record_print_recorded(const struct ada_record_summary *s)
 {
 	double rate = s->seconds > 0 ? (double)s->events / s->seconds : 0;
 	char why[256];
@@ -450,10 +451,12 @@ void record_print_summary(const struct ada_record_summary *s, const char *dir)
 		    "a faster disk a higher sustained rate\n",
 		    (unsigned long long)s->ring_waits, s->ring_waits == 1 ? "" : "s",
 		    (double)s->ring_waited_ns / 1e9);
-	if (s->detail_mode == ADA_DETAIL_TRIGGERED)
-		record_print_flight(s);
-	else if (s->detail_mode == ADA_DETAIL_ALWAYS)
-		record_print_always(s);
+}
+
+/* Processes the recording left out: the shared-memory ceiling, pid reuse,
+ * arenas the recorder never read. */
+static void record_print_left_out(const struct ada_record_summary *s)
+{
 	if (s->untraced_procs)
 		fprintf(stderr,
 		        "ada: %llu process%s ran untraced: the shared-memory ceiling of %.1f MiB "
@@ -471,6 +474,11 @@ void record_print_summary(const struct ada_record_summary *s, const char *dir)
 		        "ada: removed %u entr%s of the arena directory that the recorder had not "
 		        "read (arenas it refused or that were never completed)\n",
 		        s->shm_leftover, s->shm_leftover == 1 ? "y" : "ies");
+}
+
+/* What the disk took away: the budget's retired generations, a full disk. */
+static void record_print_disk(const struct ada_record_summary *s)
+{
 	if (s->retired_gens)
 		fprintf(
 		    stderr,
@@ -485,6 +493,17 @@ void record_print_summary(const struct ada_record_summary *s, const char *dir)
 		        "ada: the disk filled up: recording stopped early, %llu events were "
 		        "not written; the files hold what was written and are valid\n",
 		        (unsigned long long)s->lost_enospc);
+}
+
+void record_print_summary(const struct ada_record_summary *s, const char *dir)
+{
+	record_print_recorded(s);
+	if (s->detail_mode == ADA_DETAIL_TRIGGERED)
+		record_print_flight(s);
+	else if (s->detail_mode == ADA_DETAIL_ALWAYS)
+		record_print_always(s);
+	record_print_left_out(s);
+	record_print_disk(s);
 	record_print_untraced(dir);
 	fprintf(stderr, "%s\n", dir); /* last: scripts take the session from it */
 }
