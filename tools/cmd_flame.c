@@ -452,7 +452,7 @@ static int fl_args(int argc, char **argv, struct fl_opts *o, const char **dir)
 		} else if (c == 'p') {
 			o->per_thread = true;
 		} else if (c == 't') {
-			if (!rd_parse_time(optarg, 0, &v) || v > UINT32_MAX) {
+			if (!rd_parse_u64(optarg, &v) || v > UINT32_MAX) {
 				ada_log("bad value '%s' for --thread", optarg);
 				return 2;
 			}

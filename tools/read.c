@@ -16,6 +16,7 @@
 #include "manifest.h"
 #include "read.h"
 #include "symbols.h"
+#include "trigger.h"
 
 static void rd_syms_warn(void *ctx, const char *path, uint64_t line, const char *msg)
 {
@@ -177,49 +178,27 @@ const char *rd_program(const struct rd_pid *rp, char *buf, size_t len)
 	return buf;
 }
 
-bool rd_parse_duration(const char *s, uint64_t *out)
+bool rd_parse_u64(const char *s, uint64_t *out)
 {
-	static const struct {
-		const char *unit;
-		double mult;
-	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"", 1}};
-	char *end;
-	double v;
-
-	if (!*s || *s == '-' || *s == '+')
-		return false;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v))
-		return false;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(end, units[i].unit))
-			continue;
-		v *= units[i].mult;
-		if (v < 0 || v >= 18446744073709551615.0)
-			return false;
-		*out = (uint64_t)(v + 0.5);
-		return true;
-	}
-	return false;
-}
-
-bool rd_parse_time(const char *s, uint64_t base, uint64_t *out)
-{
-	uint64_t d;
-
-	if (*s == '+') {
-		if (!rd_parse_duration(s + 1, &d) || d > UINT64_MAX - base)
-			return false;
-		*out = base + d;
-		return true;
-	}
 	char *end;
 	if (!*s || *s == '-')
 		return false;
 	errno = 0;
 	*out = strtoull(s, &end, 10);
 	return !errno && !*end;
+}
+
+int rd_parse_time(const char *s, uint64_t base, uint64_t *out)
+{
+	uint64_t d;
+	if (*s != '+')
+		return rd_parse_u64(s, out) ? 0 : -EINVAL;
+	int rc = ada_trigger_parse_duration(s + 1, &d);
+	if (rc == 0 && d > UINT64_MAX - base)
+		rc = -ERANGE;
+	if (rc == 0)
+		*out = base + d;
+	return rc;
 }
 
 const char *rd_fmt_ns(uint64_t ns, char *buf, size_t len)

@@ -51,10 +51,12 @@ uint32_t rd_thread_tid(const struct rd_pid *rp, const struct ada_atf_thread *t);
 const char *rd_program(const struct rd_pid *rp, char *buf, size_t len);
 
 /* A time: nanoseconds ("123456"), or an offset from base with a unit
- * ("+1.5s", "+200ms", "+30us", "+10ns"). false when malformed. */
-bool rd_parse_time(const char *s, uint64_t base, uint64_t *out);
-/* A duration with a unit ("1.5s", "200ms", "30us", "10ns", or plain ns). */
-bool rd_parse_duration(const char *s, uint64_t *out);
+ * ("+1.5s", "+200ms", "+30us", "+10ns": ada_trigger_parse_duration's
+ * grammar). 0, -EDOM for an offset without its unit ("+50"), -ERANGE, or
+ * -EINVAL. */
+int rd_parse_time(const char *s, uint64_t base, uint64_t *out);
+/* A plain decimal number ("123"); false when it is not one. */
+bool rd_parse_u64(const char *s, uint64_t *out);
 /* A duration for people: "812 ns", "12.4 us", "3.21 ms", "1.502 s". */
 const char *rd_fmt_ns(uint64_t ns, char *buf, size_t len);
 
