@@ -36,6 +36,7 @@
 #include "cmd.h"
 #include "control.h"
 #include "diag.h"
+#include "fs.h"
 #include "inject.h"
 #include "keysym.h"
 #include "record.h"
@@ -105,18 +106,6 @@ static char **attach_argv(pid_t pid, char *buf, size_t cap)
 	return argv;
 }
 
-/* The plan cache directory, as the agent would find it from ada's own
- * environment (plancache.c: XDG_CACHE_HOME, else HOME/.cache). */
-static void attach_cache_dir(char *buf, size_t cap)
-{
-	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-	buf[0] = '\0';
-	if (x && x[0] == '/')
-		snprintf(buf, cap, "%s/ada/plans", x);
-	else if (h && h[0] == '/')
-		snprintf(buf, cap, "%s/.cache/ada/plans", h);
-}
-
 /* The threads the agent may move: busy[k] of the text is thread
  * who[k]'s pc, and the agent answers in moved[k] (agent_attach.c). */
 struct attach_moves {
@@ -160,8 +149,11 @@ static int attach_lists(const struct ada_inject *in, char *t, size_t cap, size_t
 static int attach_text(const struct rec_args *a, struct ada_recorder *r, const char *ring_cfg,
                        const struct ada_inject *in, char *t, size_t cap, struct attach_moves *mv)
 {
+	/* The plan cache directory, as the agent would find it from ada's own
+	 * environment (src/hook/plancache.c); "": none. */
 	char cache[PATH_MAX];
-	attach_cache_dir(cache, sizeof(cache));
+	if (ada_fs_cache_dir("plans", cache, sizeof(cache)) < 0)
+		cache[0] = '\0';
 	int n = snprintf(t, cap, "session=%s\narena=%s\nring=%s\nhook=%s\ncache=%s\n",
 	                 ada_recorder_session_dir(r), ada_recorder_arena_dir(r), ring_cfg,
 	                 a->hook_config, cache);
