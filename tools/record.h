@@ -26,7 +26,7 @@ struct rec_args {
 	struct ada_flush_policy flush;
 	bool follow, agent;
 	/* Detail lane (--detail, --stack-bytes, --detail-mb, --detail-symbols). */
-	uint32_t detail_mode; /* enum ada_detail_mode */
+	int detail_mode; /* enum ada_detail_mode */
 	uint64_t stack_bytes, detail_mb;
 	int detail_overflow;       /* --detail-overflow: 1 wait, 0 overwrite, -1 not given */
 	char detail_symbols[1024]; /* every --detail-symbols, ','-joined (manifest) */

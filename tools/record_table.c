@@ -24,18 +24,24 @@
 #include "record.h"
 
 struct record_opt;
+/* One word an option takes and the int its field then gets. */
+struct record_choice {
+	const char *word;
+	int value;
+};
 typedef int (*record_parse_fn)(struct rec_args *a, const struct record_opt *o, const char *v);
 
 struct record_opt {
 	const char *name; /* the long option, without "--" */
 	const char *arg;  /* its argument in the usage; NULL: it takes none */
 	record_parse_fn parse;
-	size_t field;        /* offsetof(struct rec_args, ...): what a generic parser fills */
-	const char *help;    /* usage lines ('\n' between them); "%u" stands for dflt */
-	unsigned dflt;       /* the default the help shows */
-	const char *tests;   /* the CTest tests that show its effect (e2e.opt.coverage) */
-	const char *heading; /* a usage line before it */
-	unsigned col;        /* the help's column when not RECORD_USAGE_COL */
+	size_t field;      /* offsetof(struct rec_args, ...): what a generic parser fills */
+	const char *help;  /* usage lines ('\n' between them); "%u" stands for dflt */
+	unsigned dflt;     /* the default the help shows */
+	const char *tests; /* the CTest tests that show its effect (e2e.opt.coverage) */
+	const struct record_choice *choices; /* opt_choice's words, {NULL} last */
+	const char *heading;                 /* a usage line before it */
+	unsigned col;                        /* the help's column when not RECORD_USAGE_COL */
 	unsigned flags;
 };
 #define RECORD_OPT_ATTACH 1u /* ada attach only: in its usage, not record's */
@@ -114,18 +120,28 @@ static int opt_hook(struct rec_args *a, const struct record_opt *o, const char *
 	return record_hook_opt(a, o->name, v);
 }
 
-/* ---- the options with their own parsers ---- */
-
-static int opt_overflow(struct rec_args *a, const struct record_opt *o, const char *v)
+/* One of o->choices into an int field; else "--detail is triggered,
+ * always or never, not 'x'". */
+static int opt_choice(struct rec_args *a, const struct record_opt *o, const char *v)
 {
-	(void)o;
-	if (strcmp(v, "wait") && strcmp(v, "drop")) {
-		ada_log("--overflow is wait or drop, not '%s'", v);
-		return -1;
-	}
-	a->overflow = !strcmp(v, "drop") ? ADA_OVERFLOW_DROP : ADA_OVERFLOW_WAIT;
-	return 0;
+	char words[128] = "";
+	size_t n = 0;
+	for (const struct record_choice *c = o->choices; c->word; c++, n++)
+		if (!strcmp(v, c->word)) {
+			*(int *)opt_field(a, o) = c->value;
+			return 0;
+		}
+	for (size_t i = 0; i < n; i++)
+		snprintf(words + strlen(words), sizeof(words) - strlen(words), "%s%s",
+		         i == 0      ? ""
+		         : i + 1 < n ? ", "
+		                     : " or ",
+		         o->choices[i].word);
+	ada_log("--%s is %s, not '%s'", o->name, words, v);
+	return -1;
 }
+
+/* ---- the options with their own parsers ---- */
 
 static int opt_drain_cpu(struct rec_args *a, const struct record_opt *o, const char *v)
 {
@@ -173,36 +189,6 @@ static int opt_analysis_threads(struct rec_args *a, const struct record_opt *o, 
 		return -1;
 	}
 	return opt_hook(a, o, v);
-}
-
-static int opt_detail(struct rec_args *a, const struct record_opt *o, const char *v)
-{
-	(void)o;
-	if (!strcmp(v, "triggered"))
-		a->detail_mode = ADA_DETAIL_TRIGGERED;
-	else if (!strcmp(v, "always"))
-		a->detail_mode = ADA_DETAIL_ALWAYS;
-	else if (!strcmp(v, "never"))
-		a->detail_mode = ADA_DETAIL_NEVER;
-	else {
-		ada_log("--detail is triggered, always or never, not '%s'", v);
-		return -1;
-	}
-	return 0;
-}
-
-static int opt_detail_overflow(struct rec_args *a, const struct record_opt *o, const char *v)
-{
-	(void)o;
-	if (!strcmp(v, "wait"))
-		a->detail_overflow = 1;
-	else if (!strcmp(v, "overwrite"))
-		a->detail_overflow = 0;
-	else {
-		ada_log("--detail-overflow is wait or overwrite, not '%s'", v);
-		return -1;
-	}
-	return 0;
 }
 
 static int opt_stack_bytes(struct rec_args *a, const struct record_opt *o, const char *v)
@@ -378,10 +364,13 @@ static const struct record_opt record_table[] = {
      "for a slot while the others progress, then its\n"
      "events are dropped and counted (no_slot)",
      ADA_ARENA_DEFAULT_THREAD_LIMIT, .tests = "e2e.opt.thread_limit"},
-    {"overflow", "MODE", opt_overflow, 0,
+    {"overflow", "MODE", opt_choice, F(overflow),
      "wait (default: lossless, the thread waits for the drain)\n"
      "or drop (count and drop when a ring is full)",
-     .tests = "e2e.opt.overflow_drop e2e.opt.overflow_wait"},
+     .tests = "e2e.opt.overflow_drop e2e.opt.overflow_wait",
+     .choices = (const struct record_choice[]){{"wait", ADA_OVERFLOW_WAIT},
+                                               {"drop", ADA_OVERFLOW_DROP},
+                                               {NULL, 0}}},
     {"drain-cpu", "N", opt_drain_cpu, 0,
      "pin the drain thread to CPU N (default: not pinned: on a\n"
      "small machine the scheduler places it better than a\n"
@@ -432,7 +421,7 @@ static const struct record_opt record_table[] = {
      "second thread; glibc then counts the program as\n"
      "multi-threaded for good (stdio and malloc take locks)",
      .tests = "e2e.cold_start"},
-    {"detail", "MODE", opt_detail, 0,
+    {"detail", "MODE", opt_choice, F(detail_mode),
      "the detail lane (registers and a stack snapshot per call\n"
      "and return): triggered (default: kept in memory, only\n"
      "trigger windows are written; the ring overwriting what\n"
@@ -440,15 +429,20 @@ static const struct record_opt record_table[] = {
      "window's records already overwritten are window_lost\n"
      "drops), always (every record is written) or never\n"
      "(index lane only, the fastest)",
-     .tests = "e2e.detail_always.O2 e2e.detail_never.O2 e2e.detail_bad_options"},
-    {"detail-overflow", "MODE", opt_detail_overflow, 0,
+     .tests = "e2e.detail_always.O2 e2e.detail_never.O2 e2e.detail_bad_options",
+     .choices = (const struct record_choice[]){{"triggered", ADA_DETAIL_TRIGGERED},
+                                               {"always", ADA_DETAIL_ALWAYS},
+                                               {"never", ADA_DETAIL_NEVER},
+                                               {NULL, 0}}},
+    {"detail-overflow", "MODE", opt_choice, F(detail_overflow),
      "--detail always with a full detail ring: wait (the\n"
      "thread waits for the drain, as --overflow wait does;\n"
      "the default unless --overflow drop) or overwrite (the\n"
      "program never waits; a record overwritten first is a\n"
      "detail_overwritten drop)",
      .tests = "e2e.flight_always_wait e2e.flight_always_wait_stopped "
-              "e2e.flight_always_overwrite e2e.flight_bad_options"},
+              "e2e.flight_always_overwrite e2e.flight_bad_options",
+     .choices = (const struct record_choice[]){{"wait", 1}, {"overwrite", 0}, {NULL, 0}}},
     {"stack-bytes", "N", opt_stack_bytes, F(stack_bytes),
      "stack bytes captured per call, 0 to 512 (default 128)",
      .tests = "e2e.detail_stack32.O2 e2e.detail_always.O2 e2e.detail_bad_options"},
