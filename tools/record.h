@@ -1,4 +1,5 @@
-/* What ada record and ada attach share (tools/record_opts.c). */
+/* What ada record and ada attach share (tools/record_table.c: the options;
+ * tools/record_opts.c: the rest). */
 #ifndef ADA_TOOLS_RECORD_H
 #define ADA_TOOLS_RECORD_H
 

@@ -39,7 +39,7 @@ struct record_opt {
 	const char *help;  /* usage lines ('\n' between them); "%u" stands for dflt */
 	unsigned dflt;     /* the default the help shows */
 	const char *tests; /* the CTest tests that show its effect (e2e.opt.coverage) */
-	const struct record_choice *choices; /* opt_choice's words, {NULL} last */
+	const struct record_choice *choices; /* record_opt_choice's words, {NULL} last */
 	const char *heading;                 /* a usage line before it */
 	unsigned col;                        /* the help's column when not RECORD_USAGE_COL */
 	unsigned flags;
@@ -49,17 +49,17 @@ struct record_opt {
 #define RECORD_USAGE_COL 21
 #define RECORD_OPT_VAL 256 /* getopt's value of record_table[i]: RECORD_OPT_VAL + i */
 
-#define F(m) offsetof(struct rec_args, m)
+#define F(m) offsetof(struct rec_args, m) /* a record_opt's field */
 
 /* ---- generic parsers: o->field says where the value goes ---- */
 
-static void *opt_field(struct rec_args *a, const struct record_opt *o)
+static void *record_opt_field(struct rec_args *a, const struct record_opt *o)
 {
 	return (char *)a + o->field;
 }
 
 /* A non-negative decimal number; -1 (said) when it is not one. */
-static int opt_number(const struct record_opt *o, const char *v, uint64_t *out)
+static int record_opt_number(const struct record_opt *o, const char *v, uint64_t *out)
 {
 	char *end;
 	errno = 0;
@@ -72,39 +72,39 @@ static int opt_number(const struct record_opt *o, const char *v, uint64_t *out)
 	return 0;
 }
 
-static int opt_u64(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_u64(struct rec_args *a, const struct record_opt *o, const char *v)
 {
-	return opt_number(o, v, opt_field(a, o));
+	return record_opt_number(o, v, record_opt_field(a, o));
 }
 
 /* A number into a uint32_t field, larger ones clamped. */
-static int opt_u32(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_u32(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	uint64_t x;
-	if (opt_number(o, v, &x) < 0)
+	if (record_opt_number(o, v, &x) < 0)
 		return -1;
-	*(uint32_t *)opt_field(a, o) = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
+	*(uint32_t *)record_opt_field(a, o) = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
 	return 0;
 }
 
-static int opt_str(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_str(struct rec_args *a, const struct record_opt *o, const char *v)
 {
-	*(const char **)opt_field(a, o) = v;
+	*(const char **)record_opt_field(a, o) = v;
 	return 0;
 }
 
 /* --no-follow, --no-agent: a bool field set to false. */
-static int opt_off(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_off(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	(void)v;
-	*(bool *)opt_field(a, o) = false;
+	*(bool *)record_opt_field(a, o) = false;
 	return 0;
 }
 
 /* Seconds, 0 to 3600, fractions allowed, into a uint64_t field of ns. */
-static int opt_seconds(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_seconds(struct rec_args *a, const struct record_opt *o, const char *v)
 {
-	uint64_t *ns = opt_field(a, o);
+	uint64_t *ns = record_opt_field(a, o);
 	if (ada_trigger_parse_seconds(v, ns) < 0 || *ns > 3600ull * 1000000000ull) {
 		ada_log("--%s wants seconds between 0 and 3600 (fractions allowed, e.g. 0.5), not "
 		        "'%s'",
@@ -115,20 +115,20 @@ static int opt_seconds(struct rec_args *a, const struct record_opt *o, const cha
 }
 
 /* An agent option (ADA_HOOK_CONFIG key = the option's name). */
-static int opt_hook(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_hook(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	return record_hook_opt(a, o->name, v);
 }
 
 /* One of o->choices into an int field; else "--detail is triggered,
  * always or never, not 'x'". */
-static int opt_choice(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_choice(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	char words[128] = "";
 	size_t n = 0;
 	for (const struct record_choice *c = o->choices; c->word; c++, n++)
 		if (!strcmp(v, c->word)) {
-			*(int *)opt_field(a, o) = c->value;
+			*(int *)record_opt_field(a, o) = c->value;
 			return 0;
 		}
 	for (size_t i = 0; i < n; i++)
@@ -143,16 +143,16 @@ static int opt_choice(struct rec_args *a, const struct record_opt *o, const char
 
 /* ---- the options with their own parsers ---- */
 
-static int opt_drain_cpu(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_drain_cpu(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	uint64_t x;
-	if (opt_number(o, v, &x) < 0)
+	if (record_opt_number(o, v, &x) < 0)
 		return -1;
 	a->drain_cpu = (int)x;
 	return 0;
 }
 
-static int opt_flush(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_flush(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	(void)o;
 	if (ada_flush_parse(v, &a->flush) < 0) {
@@ -162,7 +162,7 @@ static int opt_flush(struct rec_args *a, const struct record_opt *o, const char 
 	return 0;
 }
 
-static int opt_safe(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_safe(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	(void)o, (void)v;
 	a->flush.safe = 1;
@@ -170,11 +170,11 @@ static int opt_safe(struct rec_args *a, const struct record_opt *o, const char *
 }
 
 /* --max-disk-mb, --max-shm-mb: MiB that still fit in bytes. */
-static int opt_budget_mb(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_budget_mb(struct rec_args *a, const struct record_opt *o, const char *v)
 {
-	if (opt_u64(a, o, v) < 0)
+	if (record_opt_u64(a, o, v) < 0)
 		return -1;
-	if (*(uint64_t *)opt_field(a, o) > (UINT64_MAX >> 21)) {
+	if (*(uint64_t *)record_opt_field(a, o) > (UINT64_MAX >> 21)) {
 		ada_log("--%s %s is more than any %s; use 0 for no limit", o->name, v,
 		        o->field == F(max_disk_mb) ? "disk holds" : "machine has");
 		return -1;
@@ -182,18 +182,19 @@ static int opt_budget_mb(struct rec_args *a, const struct record_opt *o, const c
 	return 0;
 }
 
-static int opt_analysis_threads(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_analysis_threads(struct rec_args *a, const struct record_opt *o,
+                                       const char *v)
 {
 	if (strcmp(v, "1") && strcmp(v, "2")) {
 		ada_log("--analysis-threads takes 1 or 2, not '%s' (e.g. --analysis-threads 2)", v);
 		return -1;
 	}
-	return opt_hook(a, o, v);
+	return record_opt_hook(a, o, v);
 }
 
-static int opt_stack_bytes(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_stack_bytes(struct rec_args *a, const struct record_opt *o, const char *v)
 {
-	if (opt_u64(a, o, v) < 0)
+	if (record_opt_u64(a, o, v) < 0)
 		return -1;
 	if (a->stack_bytes > ATF_DETAIL_STACK_MAX) {
 		ada_log("--stack-bytes takes 0 to %u bytes, not '%s'", ATF_DETAIL_STACK_MAX, v);
@@ -202,9 +203,9 @@ static int opt_stack_bytes(struct rec_args *a, const struct record_opt *o, const
 	return 0;
 }
 
-static int opt_detail_mb(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_detail_mb(struct rec_args *a, const struct record_opt *o, const char *v)
 {
-	if (opt_u64(a, o, v) < 0)
+	if (record_opt_u64(a, o, v) < 0)
 		return -1;
 	if (a->detail_mb < 1 || a->detail_mb > (ADA_DETAIL_MAX_BYTES >> 20)) {
 		ada_log("--detail-mb takes 1 to %llu MiB per thread, not '%s'",
@@ -234,7 +235,7 @@ static int record_keysym_globs(struct rec_args *a, const char *globs)
 	return 0;
 }
 
-static int opt_detail_symbols(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_detail_symbols(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	(void)o;
 	if (!*v || strchr(v, ';') || strchr(v, '=')) {
@@ -258,7 +259,7 @@ static int opt_detail_symbols(struct rec_args *a, const struct record_opt *o, co
 }
 
 /* --key-symbols FILE and --blob MODULE_ID=FILE (src/keysym: the spec). */
-static int opt_keysym(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_keysym(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	char why[320] = "";
 	if (!a->ks && ada_keysym_spec_new(&a->ks) < 0) {
@@ -275,7 +276,7 @@ static int opt_keysym(struct rec_args *a, const struct record_opt *o, const char
 }
 
 /* --trigger SPEC: checked here, before anything is created. */
-static int opt_trigger(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_trigger(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	char why[400];
 	(void)o;
@@ -291,9 +292,9 @@ static int opt_trigger(struct rec_args *a, const struct record_opt *o, const cha
 	return 0;
 }
 
-static int opt_max_windows(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_max_windows(struct rec_args *a, const struct record_opt *o, const char *v)
 {
-	if (opt_u32(a, o, v) < 0)
+	if (record_opt_u32(a, o, v) < 0)
 		return -1;
 	if (a->flight.max_windows == 0 || a->flight.max_windows > 100000) {
 		ada_log("--max-windows wants 1 to 100000 windows, not '%s'", v);
@@ -302,9 +303,9 @@ static int opt_max_windows(struct rec_args *a, const struct record_opt *o, const
 	return 0;
 }
 
-static int opt_holdoff(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_holdoff(struct rec_args *a, const struct record_opt *o, const char *v)
 {
-	if (opt_u64(a, o, v) < 0)
+	if (record_opt_u64(a, o, v) < 0)
 		return -1;
 	if (a->flight.holdoff_ns > 86400000) {
 		ada_log("--trigger-holdoff-ms wants at most 86400000 (a day), not '%s'", v);
@@ -314,22 +315,22 @@ static int opt_holdoff(struct rec_args *a, const struct record_opt *o, const cha
 	return 0;
 }
 
-static int opt_duration(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_duration(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	if (!a->attach) {
 		ada_log("--duration is an option of ada attach; ada record ends with its program");
 		return -1;
 	}
-	return opt_seconds(a, o, v);
+	return record_opt_seconds(a, o, v);
 }
 
-static int opt_call_timeout(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_call_timeout(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	if (!a->attach) {
 		ada_log("--call-timeout is an option of ada attach");
 		return -1;
 	}
-	if (opt_seconds(a, o, v) < 0)
+	if (record_opt_seconds(a, o, v) < 0)
 		return -1;
 	if (a->call_timeout_ns == 0) {
 		ada_log("--call-timeout wants more than 0 seconds");
@@ -338,25 +339,26 @@ static int opt_call_timeout(struct rec_args *a, const struct record_opt *o, cons
 	return 0;
 }
 
-static int opt_help(struct rec_args *a, const struct record_opt *o, const char *v);
-static int opt_option_tests(struct rec_args *a, const struct record_opt *o, const char *v);
+static int record_opt_help(struct rec_args *a, const struct record_opt *o, const char *v);
+static int record_opt_option_tests(struct rec_args *a, const struct record_opt *o, const char *v);
 
 /* ---- the table ---- */
 
 static const struct record_opt record_table[] = {
-    {"out", "DIR", opt_str, F(out), "where sessions go (default ./ada_traces)",
+    {"out", "DIR", record_opt_str, F(out), "where sessions go (default ./ada_traces)",
      .tests = "e2e.opt.out"},
-    {"ring-mb", "N", opt_u64, F(ring_mb),
+    {"ring-mb", "N", record_opt_u64, F(ring_mb),
      "index ring per thread, in MiB (rounded down to a power of two)", .tests = "e2e.opt.ring_mb"},
-    {"peak-rate", "R", opt_u64, F(peak_rate), "size rings for R events/s per thread ...",
+    {"peak-rate", "R", record_opt_u64, F(peak_rate), "size rings for R events/s per thread ...",
      .tests = "e2e.opt.peak_rate"},
-    {"burst-ms", "W", opt_u64, F(burst_ms),
+    {"burst-ms", "W", record_opt_u64, F(burst_ms),
      "... over a burst of W ms: capacity K = R x W / 1000 events,\n"
      "rounded up to a power of two (default W = 50)",
      .tests = "e2e.opt.burst_ms"},
-    {"max-threads", "N", opt_u32, F(max_threads), "full-size ring slots per process (default %u)",
-     ADA_ARENA_DEFAULT_MAX_THREADS, .tests = "e2e.opt.max_threads"},
-    {"thread-limit", "N", opt_u32, F(thread_limit),
+    {"max-threads", "N", record_opt_u32, F(max_threads),
+     "full-size ring slots per process (default %u)", ADA_ARENA_DEFAULT_MAX_THREADS,
+     .tests = "e2e.opt.max_threads"},
+    {"thread-limit", "N", record_opt_u32, F(thread_limit),
      "threads of a process recorded at once (default %u):\n"
      "those past --max-threads get 16 KiB index rings (and\n"
      "8 KiB detail rings), given memory as they start and\n"
@@ -364,64 +366,65 @@ static const struct record_opt record_table[] = {
      "for a slot while the others progress, then its\n"
      "events are dropped and counted (no_slot)",
      ADA_ARENA_DEFAULT_THREAD_LIMIT, .tests = "e2e.opt.thread_limit"},
-    {"overflow", "MODE", opt_choice, F(overflow),
+    {"overflow", "MODE", record_opt_choice, F(overflow),
      "wait (default: lossless, the thread waits for the drain)\n"
      "or drop (count and drop when a ring is full)",
      .tests = "e2e.opt.overflow_drop e2e.opt.overflow_wait",
      .choices = (const struct record_choice[]){{"wait", ADA_OVERFLOW_WAIT},
                                                {"drop", ADA_OVERFLOW_DROP},
                                                {NULL, 0}}},
-    {"drain-cpu", "N", opt_drain_cpu, 0,
+    {"drain-cpu", "N", record_opt_drain_cpu, 0,
      "pin the drain thread to CPU N (default: not pinned: on a\n"
      "small machine the scheduler places it better than a\n"
      "fixed CPU that the program's threads also want)",
      .tests = "e2e.opt.drain_cpu"},
-    {"segment-mb", "N", opt_u64, F(segment_mb), "preallocation step of index files (default 64)",
-     .tests = "e2e.opt.segment_mb"},
-    {"flush", "POLICY", opt_flush, 0,
+    {"segment-mb", "N", record_opt_u64, F(segment_mb),
+     "preallocation step of index files (default 64)", .tests = "e2e.opt.segment_mb"},
+    {"flush", "POLICY", record_opt_flush, 0,
      "off | interval:MS | bytes:N | rotate (default interval:1000)",
      .tests = "e2e.opt.flush_off e2e.opt.flush_interval e2e.opt.flush_bytes e2e.opt.flush_rotate"},
-    {"safe", NULL, opt_safe, 0, "fsync at every new segment and at close", .tests = "e2e.opt.safe"},
-    {"max-disk-mb", "N", opt_budget_mb, F(max_disk_mb),
+    {"safe", NULL, record_opt_safe, 0, "fsync at every new segment and at close",
+     .tests = "e2e.opt.safe"},
+    {"max-disk-mb", "N", record_opt_budget_mb, F(max_disk_mb),
      "keep the session within N MiB (every file it writes\n"
      "counts): the oldest index generations are deleted\n"
      "first, and stderr says so. 0: no limit. Default: 10%\n"
      "of the free space of DIR's file system at the start,\n"
      "at most 4 GiB (at least 1 MiB)",
      .tests = "e2e.opt.max_disk_mb pipeline_maxdisk bounded_budget"},
-    {"max-shm-mb", "N", opt_budget_mb, F(max_shm_mb),
+    {"max-shm-mb", "N", record_opt_budget_mb, F(max_shm_mb),
      "ceiling on the shared memory of the recording (the sum\n"
      "of its arenas' sizes): a process that would pass it\n"
      "runs untraced, counted and told. 0: no limit. Default:\n"
      "half of the free space of /dev/shm at the start",
      .tests = "bounded_shm_ceiling"},
-    {"no-follow", NULL, opt_off, F(follow), "do not record the children PROGRAM starts",
+    {"no-follow", NULL, record_opt_off, F(follow), "do not record the children PROGRAM starts",
      .tests = "e2e.fork_exec_nofollow.O2"},
-    {"no-agent", NULL, opt_off, F(agent),
+    {"no-agent", NULL, record_opt_off, F(agent),
      "do not preload libada_agent.so (PROGRAM links the\n"
      "producer API itself)",
      .tests = "pipeline_exact"},
-    {"exclude", "MOD[,MOD...]", opt_hook, 0,
+    {"exclude", "MOD[,MOD...]", record_opt_hook, 0,
      "do not hook these modules (path or file\n"
      "           name globs, e.g. 'libc.so*')",
      .tests = "e2e.exclude_module.O2", .col = 32},
-    {"include", "MOD[,MOD...]", opt_hook, 0, "hook only these modules",
+    {"include", "MOD[,MOD...]", record_opt_hook, 0, "hook only these modules",
      .tests = "e2e.include_module.O2", .col = 32},
-    {"exclude-symbol", "GLOB[,...]", opt_hook, 0, "do not hook these functions",
+    {"exclude-symbol", "GLOB[,...]", record_opt_hook, 0, "do not hook these functions",
      .tests = "e2e.exclude_symbol.O2", .col = 32},
-    {"include-symbol", "GLOB[,...]", opt_hook, 0,
+    {"include-symbol", "GLOB[,...]", record_opt_hook, 0,
      "hook only these functions\n"
      "(globs are fnmatch(3); options may repeat; a default\n"
      "list of functions that cannot be traced is always\n"
      "excluded: see docs/hooks.md)",
      .tests = "e2e.opt.include_symbol", .col = 32},
-    {"analysis-threads", "N", opt_analysis_threads, 0,
+    {"analysis-threads", "N", record_opt_analysis_threads, 0,
      "1 (default) or 2: on a cold start (no cached\n"
      "analysis of a module yet) share the analysis with a\n"
      "second thread; glibc then counts the program as\n"
      "multi-threaded for good (stdio and malloc take locks)",
      .tests = "e2e.cold_start"},
-    {"detail", "MODE", opt_choice, F(detail_mode),
+    {"detail", "MODE", record_opt_choice, F(detail_mode),
      "the detail lane (registers and a stack snapshot per call\n"
      "and return): triggered (default: kept in memory, only\n"
      "trigger windows are written; the ring overwriting what\n"
@@ -434,7 +437,7 @@ static const struct record_opt record_table[] = {
                                                {"always", ADA_DETAIL_ALWAYS},
                                                {"never", ADA_DETAIL_NEVER},
                                                {NULL, 0}}},
-    {"detail-overflow", "MODE", opt_choice, F(detail_overflow),
+    {"detail-overflow", "MODE", record_opt_choice, F(detail_overflow),
      "--detail always with a full detail ring: wait (the\n"
      "thread waits for the drain, as --overflow wait does;\n"
      "the default unless --overflow drop) or overwrite (the\n"
@@ -443,28 +446,28 @@ static const struct record_opt record_table[] = {
      .tests = "e2e.flight_always_wait e2e.flight_always_wait_stopped "
               "e2e.flight_always_overwrite e2e.flight_bad_options",
      .choices = (const struct record_choice[]){{"wait", 1}, {"overwrite", 0}, {NULL, 0}}},
-    {"stack-bytes", "N", opt_stack_bytes, F(stack_bytes),
+    {"stack-bytes", "N", record_opt_stack_bytes, F(stack_bytes),
      "stack bytes captured per call, 0 to 512 (default 128)",
      .tests = "e2e.detail_stack32.O2 e2e.detail_always.O2 e2e.detail_bad_options"},
-    {"detail-mb", "N", opt_detail_mb, F(detail_mb),
+    {"detail-mb", "N", record_opt_detail_mb, F(detail_mb),
      "detail ring per thread, in MiB (1 to 1024, rounded down\n"
      "to a power of two; default 1, or sized for the\n"
      "--pre-roll-sec when triggers are given: docs/benchmarks.md)",
      .tests = "e2e.detail_always.O2 e2e.detail_bad_options"},
-    {"detail-symbols", "GLOB[,...]", opt_detail_symbols, 0,
+    {"detail-symbols", "GLOB[,...]", record_opt_detail_symbols, 0,
      "only these functions enter the detail lane\n"
      "(default: every hooked function)",
      .tests = "e2e.detail_symbols.O2 e2e.detail_bad_options"},
-    {"key-symbols", "FILE", opt_keysym, 0,
+    {"key-symbols", "FILE", record_opt_keysym, 0,
      "the functions that enter the detail lane, one\n"
      "MODULE_GLOB:SYMBOL_GLOB a line (# comments); change\n"
      "them live with `ada keysym`",
      .tests = "e2e.keysym_key_file e2e.keysym_bad"},
-    {"blob", "MODULE_ID=FILE", opt_keysym, 0,
+    {"blob", "MODULE_ID=FILE", record_opt_keysym, 0,
      "key symbols of one module: a CRoaring portable\n"
      "bitmap of symbol indexes (repeatable)",
      .tests = "e2e.keysym_blob e2e.keysym_bad"},
-    {"trigger", "SPEC", opt_trigger, 0,
+    {"trigger", "SPEC", record_opt_trigger, 0,
      "persist a detail window when SPEC fires (repeatable):\n"
      "crash | symbol=GLOB | p99=function:GLOB>DURATION (also\n"
      "latency=; DURATION like 50ms, 200us, 1.5s) |\n"
@@ -473,28 +476,28 @@ static const struct record_opt record_table[] = {
      .tests = "e2e.flight_crash_segv e2e.flight_latency e2e.flight_symbol e2e.flight_manual "
               "e2e.flight_bad_options",
      .heading = "Flight recorder (detail windows around triggers):"},
-    {"pre-roll-sec", "S", opt_seconds, F(flight.pre_ns),
+    {"pre-roll-sec", "S", record_opt_seconds, F(flight.pre_ns),
      "detail kept before a fire (default 5; fractions allowed)",
      .tests = "e2e.flight_crash_segv e2e.flight_latency"},
-    {"post-roll-sec", "S", opt_seconds, F(flight.post_ns), "detail kept after a fire (default 1)",
-     .tests = "e2e.flight_latency"},
-    {"max-windows", "N", opt_max_windows, F(flight.max_windows),
+    {"post-roll-sec", "S", record_opt_seconds, F(flight.post_ns),
+     "detail kept after a fire (default 1)", .tests = "e2e.flight_latency"},
+    {"max-windows", "N", record_opt_max_windows, F(flight.max_windows),
      "at most N windows (default %u; overlapping fires merge)", ADA_TRIGGER_DEFAULT_MAX_WINDOWS,
      .tests = "e2e.flight_max_windows"},
-    {"trigger-holdoff-ms", "MS", opt_holdoff, F(flight.holdoff_ns),
+    {"trigger-holdoff-ms", "MS", record_opt_holdoff, F(flight.holdoff_ns),
      "a trigger that fired ignores its fires for MS\n"
      "(default 1000), but for a call slower than every one\n"
      "it fired on meanwhile (latency and p99 triggers)",
      .tests = "e2e.flight_holdoff"},
-    {"duration", "SEC", opt_duration, F(duration_ns),
+    {"duration", "SEC", record_opt_duration, F(duration_ns),
      "detach after SEC seconds (fractions allowed)", .flags = RECORD_OPT_ATTACH},
-    {"call-timeout", "SEC", opt_call_timeout, F(call_timeout_ns),
+    {"call-timeout", "SEC", record_opt_call_timeout, F(call_timeout_ns),
      "how long the agent's dlopen in the process may take\n"
      "(default 10): a thread stopped while holding a lock\n"
      "dlopen needs would make it wait for ever",
      .flags = RECORD_OPT_ATTACH},
-    {"help", NULL, opt_help, .flags = RECORD_OPT_HIDDEN},
-    {"option-tests", NULL, opt_option_tests, .flags = RECORD_OPT_HIDDEN},
+    {"help", NULL, record_opt_help, .flags = RECORD_OPT_HIDDEN},
+    {"option-tests", NULL, record_opt_option_tests, .flags = RECORD_OPT_HIDDEN},
 };
 #define RECORD_NOPTS (sizeof(record_table) / sizeof(record_table[0]))
 
@@ -575,7 +578,7 @@ static void record_usage_for(const struct rec_args *a, FILE *f)
 		record_usage(f);
 }
 
-static int opt_help(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_help(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	(void)o, (void)v;
 	record_usage_for(a, stdout);
@@ -584,7 +587,7 @@ static int opt_help(struct rec_args *a, const struct record_opt *o, const char *
 
 /* The hidden --option-tests: "--option test [test...]" a line, each option
  * of `ada record --help` with the tests that show its effect. */
-static int opt_option_tests(struct rec_args *a, const struct record_opt *o, const char *v)
+static int record_opt_option_tests(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	(void)a, (void)o, (void)v;
 	for (size_t i = 0; i < RECORD_NOPTS; i++)
@@ -627,7 +630,7 @@ static void record_defaults(struct rec_args *a, bool attach)
 static int record_opt(struct rec_args *a, int c, const char *v)
 {
 	if (c == 'h')
-		return opt_help(a, NULL, v);
+		return record_opt_help(a, NULL, v);
 	if (c < RECORD_OPT_VAL || c >= RECORD_OPT_VAL + (int)RECORD_NOPTS) {
 		record_usage_for(a, stderr);
 		return -1;
