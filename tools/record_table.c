@@ -490,12 +490,13 @@ static const struct record_opt record_table[] = {
      "it fired on meanwhile (latency and p99 triggers)",
      .tests = "e2e.flight_holdoff"},
     {"duration", "SEC", record_opt_duration, F(duration_ns),
-     "detach after SEC seconds (fractions allowed)", .flags = RECORD_OPT_ATTACH},
+     "detach after SEC seconds (fractions allowed)", .tests = "e2e.attach_duration",
+     .flags = RECORD_OPT_ATTACH},
     {"call-timeout", "SEC", record_opt_call_timeout, F(call_timeout_ns),
      "how long the agent's dlopen in the process may take\n"
      "(default 10): a thread stopped while holding a lock\n"
      "dlopen needs would make it wait for ever",
-     .flags = RECORD_OPT_ATTACH},
+     .tests = "e2e.attach_loader_lock", .flags = RECORD_OPT_ATTACH},
     {"help", NULL, record_opt_help, .flags = RECORD_OPT_HIDDEN},
     {"option-tests", NULL, record_opt_option_tests, .flags = RECORD_OPT_HIDDEN},
 };
@@ -586,7 +587,8 @@ static int record_opt_help(struct rec_args *a, const struct record_opt *o, const
 }
 
 /* The hidden --option-tests: "--option test [test...]" a line, each option
- * of `ada record --help` with the tests that show its effect. */
+ * of `ada record --help` and `ada attach --help` with the tests that show
+ * its effect. */
 static int record_opt_option_tests(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	(void)a, (void)o, (void)v;

@@ -1,8 +1,8 @@
 # End-to-end tests of every `ada record` option and of `ada status`
 # (tests/integration/record_options.py): one CTest test e2e.opt.<case> per
 # `def case_<case>` of the script, and e2e.opt.coverage, which fails for an
-# option of `ada record --help` that the option table (tools/record_table.c,
-# its tests column) does not map to a registered test. Plain builds only, like the other e2e tests (the agent is
+# option of `ada record --help` or `ada attach --help` that the option table
+# (tools/record_table.c, its tests column) does not map to a registered test. Plain builds only, like the other e2e tests (the agent is
 # preloaded into unsanitized programs).
 include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
 if(NOT Python3_EXECUTABLE OR ADA_SANITIZE MATCHES "^(address|thread)$")

@@ -7,8 +7,8 @@ syscalls, exact event counts) and that the session validates.
   record_options.py --ada ADA --targets DIR --work DIR CASE
   record_options.py --ada ADA --work DIR coverage --tests FILE
 
-`coverage` parses `ada record --help` and fails for any option that the
-option table (tools/record_table.c, printed by the hidden
+`coverage` parses `ada record --help` and `ada attach --help` and fails for
+any option that the option table (tools/record_table.c, printed by the hidden
 `ada record --option-tests`) gives no test, or gives a test CTest does not
 have (FILE: the registered test names, one a line). An option listed as
 `pending:OWNER` is printed as a PENDING line (tools/test.sh's summary lists
@@ -606,11 +606,11 @@ def case_status(ctx):
 
 # ---------------------------------------------------------------- coverage
 
-def help_options(ada):
-    rc, o, e = it.run([ada.path, "record", "--help"])
+def help_options(ada, cmd="record"):
+    rc, o, e = it.run([ada.path, cmd, "--help"])
     if rc != 0 or e.strip():
-        raise it.Fail("`ada record --help` exited %d with stderr %r (want 0 and usage on "
-                      "stdout)" % (rc, e[:300]))
+        raise it.Fail("`ada %s --help` exited %d with stderr %r (want 0 and usage on "
+                      "stdout)" % (cmd, rc, e[:300]))
     opts = set()
     for line in o.decode(errors="replace").splitlines():
         # An option line starts with it: "  --ring-mb N   ..." (the text may
@@ -642,14 +642,17 @@ def cmd_coverage(args, ada, rep):
     opts = help_options(ada)
     rep.check(len(opts) >= 10, "only %d options parsed from `ada record --help`: %r" % (
         len(opts), sorted(opts)))
+    # ada attach's own options (its usage lists only those; record's apply).
+    opts |= help_options(ada, "attach")
     table, where = read_table(ada), "the option table (tools/record_table.c)"
     with open(args.tests) as f:
         tests = {l.strip() for l in f if l.strip()}
     for o in sorted(opts - set(table)):
-        rep.fail("`ada record %s` has no end-to-end test: add one (tests/integration/) and "
-                 "name it in %s" % (o, where))
+        rep.fail("`ada record/attach %s` has no end-to-end test: add one (tests/integration/) "
+                 "and name it in %s" % (o, where))
     for o in sorted(set(table) - opts):
-        rep.fail("%s lists %s, which `ada record --help` does not show" % (where, o))
+        rep.fail("%s lists %s, which neither `ada record --help` nor `ada attach --help` shows"
+                 % (where, o))
     pending = []
     for o, names in table.items():
         for t in names:
@@ -663,7 +666,8 @@ def cmd_coverage(args, ada, rep):
     for o, owner in pending:
         print("PENDING: ada record %s has no end-to-end test yet (owner: %s)" % (o, owner))
     if not rep.failures:
-        rep.note("%d options of `ada record --help`, each with a test" % len(opts))
+        rep.note("%d options of `ada record --help` and `ada attach --help`, each with a test"
+                 % len(opts))
 
 
 def main():
