@@ -505,7 +505,7 @@ static const struct record_opt record_table[] = {
 /* ---- the usage text ---- */
 
 /* One help line; "%u" in it is o->dflt. */
-static void usage_line(FILE *f, const struct record_opt *o, const char *s, size_t len)
+static void record_usage_line(FILE *f, const struct record_opt *o, const char *s, size_t len)
 {
 	const char *u = memmem(s, len, "%u", 2);
 	if (!u) {
@@ -518,7 +518,7 @@ static void usage_line(FILE *f, const struct record_opt *o, const char *s, size_
 
 /* "  --name ARG" padded to the help's column (two spaces past it), then
  * the help, its further lines at RECORD_USAGE_COL. */
-static void usage_entry(FILE *f, const struct record_opt *o)
+static void record_usage_entry(FILE *f, const struct record_opt *o)
 {
 	char head[64];
 	int n = snprintf(head, sizeof(head), "  --%s%s%s", o->name, o->arg ? " " : "",
@@ -531,18 +531,18 @@ static void usage_entry(FILE *f, const struct record_opt *o)
 		nl = strchr(s, '\n');
 		if (s != o->help)
 			fprintf(f, "%*s", RECORD_USAGE_COL, "");
-		usage_line(f, o, s, nl ? (size_t)(nl - s) : strlen(s));
+		record_usage_line(f, o, s, nl ? (size_t)(nl - s) : strlen(s));
 		if (!nl)
 			break;
 	}
 }
 
 /* The options whose flags are exactly `flags`. */
-static void usage_entries(FILE *f, unsigned flags)
+static void record_usage_entries(FILE *f, unsigned flags)
 {
 	for (size_t i = 0; i < RECORD_NOPTS; i++)
 		if (record_table[i].flags == flags)
-			usage_entry(f, &record_table[i]);
+			record_usage_entry(f, &record_table[i]);
 }
 
 static void record_usage(FILE *f)
@@ -554,7 +554,7 @@ static void record_usage(FILE *f)
 	      "(a problem is said on stderr and in the manifest). What PROGRAM leaves running\n"
 	      "is waited for 2 s at most after it exits, then named and left running untraced.\n",
 	      f);
-	usage_entries(f, 0);
+	record_usage_entries(f, 0);
 }
 
 static void attach_usage(FILE *f)
@@ -567,11 +567,11 @@ static void attach_usage(FILE *f)
 	      "agent is loaded and its hooks are set (the pause, in the summary and the\n"
 	      "manifest). Checks first what `ada diagnose PID` checks.\n",
 	      f);
-	usage_entries(f, RECORD_OPT_ATTACH);
+	record_usage_entries(f, RECORD_OPT_ATTACH);
 	fputs("The options of ada record apply (but --no-agent): see ada record --help.\n", f);
 }
 
-static void record_usage_for(const struct rec_args *a, FILE *f)
+static void record_usage_to(const struct rec_args *a, FILE *f)
 {
 	if (a->attach)
 		attach_usage(f);
@@ -582,7 +582,7 @@ static void record_usage_for(const struct rec_args *a, FILE *f)
 static int record_opt_help(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	(void)o, (void)v;
-	record_usage_for(a, stdout);
+	record_usage_to(a, stdout);
 	return 1;
 }
 
@@ -634,7 +634,7 @@ static int record_opt(struct rec_args *a, int c, const char *v)
 	if (c == 'h')
 		return record_opt_help(a, NULL, v);
 	if (c < RECORD_OPT_VAL || c >= RECORD_OPT_VAL + (int)RECORD_NOPTS) {
-		record_usage_for(a, stderr);
+		record_usage_to(a, stderr);
 		return -1;
 	}
 	const struct record_opt *o = &record_table[c - RECORD_OPT_VAL];
