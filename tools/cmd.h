@@ -35,6 +35,15 @@ typedef struct json_t json_t;
 int cmd_ctl_open(const char *target, int *fd);
 /* One call (params consumed); *result a new reference. */
 int cmd_ctl_call(int fd, const char *method, json_t *params, json_t **result);
+/* Fills params from a command's options: 0, 1 (--help printed: done) or -1
+ * (said why); the target (PID|DIR) is then argv[optind]. */
+typedef int (*cmd_ctl_parse_fn)(int argc, char **argv, json_t *params);
+/* A live-control command: its options (parse), one call of method to the
+ * recording argv[optind]. Returns the exit status: 0 with *result (a new
+ * reference) when answered, 0 with *result NULL after --help, 2 for bad
+ * options, 1 when the recording could not be reached or refused (said). */
+int cmd_ctl_command(int argc, char **argv, const char *method, cmd_ctl_parse_fn parse,
+                    json_t **result);
 /* One line: a `status` answer, live or from cmd_ctl_status_from_manifests. */
 void cmd_ctl_print_status(FILE *f, const char *name, json_t *st);
 /* The `status` object of a finished session, from its manifests (NULL:

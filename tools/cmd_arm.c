@@ -86,21 +86,10 @@ static int arm_parse(int argc, char **argv, json_t *params)
 
 int cmd_arm(int argc, char **argv)
 {
-	json_t *params = json_object(), *res = NULL;
-	int rc = arm_parse(argc, argv, params);
-	if (rc) {
-		json_decref(params);
-		return rc > 0 ? 0 : 2;
-	}
-	int fd;
-	if (cmd_ctl_open(argv[optind], &fd) < 0) {
-		json_decref(params);
-		return 1;
-	}
-	rc = cmd_ctl_call(fd, "arm", params, &res);
-	close(fd);
-	if (rc < 0)
-		return 1;
+	json_t *res;
+	int rc = cmd_ctl_command(argc, argv, "arm", arm_parse, &res);
+	if (!res)
+		return rc;
 	printf("armed %s (id %lld): pre-roll %.3g s, post-roll %.3g s, live for events after "
 	       "%lld ns\n",
 	       json_string_value(json_object_get(res, "trigger")),

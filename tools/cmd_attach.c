@@ -36,6 +36,7 @@
 #include "cmd.h"
 #include "control.h"
 #include "diag.h"
+#include "fs.h"
 #include "inject.h"
 #include "keysym.h"
 #include "record.h"
@@ -105,18 +106,6 @@ static char **attach_argv(pid_t pid, char *buf, size_t cap)
 	return argv;
 }
 
-/* The plan cache directory, as the agent would find it from ada's own
- * environment (plancache.c: XDG_CACHE_HOME, else HOME/.cache). */
-static void attach_cache_dir(char *buf, size_t cap)
-{
-	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-	buf[0] = '\0';
-	if (x && x[0] == '/')
-		snprintf(buf, cap, "%s/ada/plans", x);
-	else if (h && h[0] == '/')
-		snprintf(buf, cap, "%s/.cache/ada/plans", h);
-}
-
 /* The threads the agent may move: busy[k] of the text is thread
  * who[k]'s pc, and the agent answers in moved[k] (agent_attach.c). */
 struct attach_moves {
@@ -160,8 +149,11 @@ static int attach_lists(const struct ada_inject *in, char *t, size_t cap, size_t
 static int attach_text(const struct rec_args *a, struct ada_recorder *r, const char *ring_cfg,
                        const struct ada_inject *in, char *t, size_t cap, struct attach_moves *mv)
 {
+	/* The plan cache directory, as the agent would find it from ada's own
+	 * environment (src/hook/plancache.c); "": none. */
 	char cache[PATH_MAX];
-	attach_cache_dir(cache, sizeof(cache));
+	if (ada_fs_cache_dir("plans", cache, sizeof(cache)) < 0)
+		cache[0] = '\0';
 	int n = snprintf(t, cap, "session=%s\narena=%s\nring=%s\nhook=%s\ncache=%s\n",
 	                 ada_recorder_session_dir(r), ada_recorder_arena_dir(r), ring_cfg,
 	                 a->hook_config, cache);
@@ -446,14 +438,10 @@ static int attach_prepare(int argc, char **argv, struct rec_args *a, pid_t *pid,
 		ada_log("libada_agent.so is not next to the ada command; rebuild ada");
 		return 2;
 	}
-	if (!a->follow)
-		snprintf(a->hook_config + strlen(a->hook_config),
-		         sizeof(a->hook_config) - strlen(a->hook_config), "%sfollow=0",
-		         a->hook_config[0] ? ";" : "");
 	if (cmd_root_check_record(a->out ? a->out : "ada_traces", true) < 0 ||
 	    record_ring_config(a, ada_tsc_invariant(), ring, ring_cfg, ADA_ARENA_CONFIG_TEXT_MAX) <
 	        0 ||
-	    record_detail_hook_config(a) < 0)
+	    record_agent_config(a) < 0)
 		return 2;
 	struct ada_diag_opts o = {.groups = ADA_DIAG_PROGRAM | ADA_DIAG_PROCESS | ADA_DIAG_HOST,
 	                          .pid = *pid,
@@ -478,73 +466,34 @@ static void attach_print(pid_t pid, double secs, uint64_t pause, uint64_t dpause
 	        (double)dpause / 1e6);
 }
 
-int cmd_attach(int argc, char **argv)
+/* When the agent was loaded (wall clock) and for how long every thread
+ * was stopped for it; when the drain started (boot clock). */
+struct attach_times {
+	uint64_t wall_ns, pause_ns, t0;
+};
+
+/* The process runs traced from here: every thread stopped while the
+ * agent loads and hooks, then the drain. 0, or the exit status after the
+ * session was discarded (said). */
+static int attach_begin(struct rec_args *a, struct ada_recorder *r, pid_t pid, const char *agent,
+                        const char *ring_cfg, struct attach_times *t)
 {
-	static struct rec_args a;
-	static char agent[PATH_MAX], ring_cfg[ADA_ARENA_CONFIG_TEXT_MAX], argbuf[8192];
-	struct ada_arena_config ring;
-	pid_t pid = 0;
-	int rc = attach_prepare(argc, argv, &a, &pid, agent, ring_cfg, &ring);
-	if (rc)
-		return rc == 1 ? 0 : rc;
-	bool tsc = ada_tsc_invariant();
-	struct ada_recorder_opts o = {
-	    .out_dir = a.out,
-	    .drain_cpu = a.drain_cpu,
-	    .segment_bytes = a.segment_mb << 20,
-	    .max_disk_bytes = a.max_disk_mb == UINT64_MAX ? 0 : a.max_disk_mb << 20,
-	    .max_disk_default = a.max_disk_mb == UINT64_MAX,
-	    .max_shm_bytes = a.max_shm_mb == UINT64_MAX ? 0 : a.max_shm_mb << 20,
-	    .max_shm_default = a.max_shm_mb == UINT64_MAX,
-	    .flush = a.flush,
-	    .follow = a.follow,
-	    .force_clock = !tsc,
-	    .ring_config = ring_cfg,
-	    .program_argv = (const char *const *)attach_argv(pid, argbuf, sizeof(argbuf)),
-	    .triggers = a.triggers,
-	    .ntriggers = a.ntriggers,
-	    .flight = a.flight,
-	    .detail_mode = a.detail_mode,
-	    .stack_bytes = (uint32_t)a.stack_bytes,
-	    .detail_symbols = a.detail_symbols[0] ? a.detail_symbols : NULL,
-	    .key_symbols = a.ks,
-	    .attached = true,
-	    .notice = record_notice,
-	};
-	struct ada_recorder *r;
-	if (a.ks_given && a.detail_mode == ADA_DETAIL_NEVER) {
-		ada_log(
-		    "--key-symbols and --blob choose what enters the detail lane, which --detail "
-		    "never turns off: drop one of them");
-		return 2;
-	}
-	struct rlimit nofile;
-	record_raise_nofile(&nofile); /* nothing to give back: the process runs already */
-	rc = ada_recorder_new(&o, &r);
-	ada_keysym_spec_free(a.ks); /* the recorder keeps its own copy */
-	a.ks = NULL;
-	if (rc < 0) {
-		ada_log("cannot create the session under '%s': %s", a.out, strerror(-rc));
-		return 2;
-	}
-	sigset_t during;
-	attach_signals(&during);
 	struct timespec wall;
 	clock_gettime(CLOCK_REALTIME, &wall);
-	uint64_t t_attach = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
-	uint64_t pause = attach_inject(&a, r, pid, agent, ring_cfg);
-	if (!pause) {
+	t->wall_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
+	t->pause_ns = attach_inject(a, r, pid, agent, ring_cfg);
+	if (!t->pause_ns) {
 		ada_recorder_discard(r);
 		ada_recorder_free(r);
 		return 2;
 	}
-	ada_recorder_set_attach(r, t_attach, pause, 0);
+	ada_recorder_set_attach(r, t->wall_ns, t->pause_ns, 0);
 	/* One line scripts can wait for: the process runs traced from here. */
 	fprintf(stderr,
 	        "ada: attached to pid %d (every thread stopped %.2f ms); recording into %s\n",
-	        (int)pid, (double)pause / 1e6, ada_recorder_session_dir(r));
-	uint64_t t0 = ada_boottime_ns();
-	rc = ada_recorder_start(r, pid);
+	        (int)pid, (double)t->pause_ns / 1e6, ada_recorder_session_dir(r));
+	t->t0 = ada_boottime_ns();
+	int rc = ada_recorder_start(r, pid);
 	if (rc < 0) {
 		ada_log("cannot start the drain: %s", strerror(-rc));
 		attach_detach(pid);
@@ -552,26 +501,50 @@ int cmd_attach(int argc, char **argv)
 		ada_recorder_free(r);
 		return 1;
 	}
-	struct ada_control *ctl = record_control(r, &a);
-	if (ctl && ada_control_start(ctl) < 0) {
-		ada_log("the control socket could not start: `ada arm/disarm/trigger/status PID` "
-		        "cannot reach this recording; it records all the same");
-		ada_control_free(ctl);
-		ctl = NULL;
-	}
+	return 0;
+}
+
+/* Until a signal, --duration or the process's exit; then detached, the
+ * drain finished, the summary. The exit status. */
+static int attach_until_end(struct rec_args *a, struct ada_recorder *r, pid_t pid,
+                            const struct attach_times *t, const sigset_t *during)
+{
+	struct ada_control *ctl = record_control_start(record_control(r, a));
 	attach_rec = r;
-	attach_wait(pid, a.duration_ns, &during);
+	attach_wait(pid, a->duration_ns, during);
 	uint64_t dpause = attach_detach(pid);
-	double secs = (double)(ada_boottime_ns() - t0) / 1e9;
-	ada_recorder_set_attach(r, t_attach, pause, dpause);
+	double secs = (double)(ada_boottime_ns() - t->t0) / 1e9;
+	ada_recorder_set_attach(r, t->wall_ns, t->pause_ns, dpause);
 	ada_recorder_stop(r);
 	struct ada_record_summary s = {0};
-	rc = ada_recorder_wait(r, &s);
+	int rc = ada_recorder_wait(r, &s);
 	attach_rec = NULL;
 	ada_control_free(ctl);
 	record_print_hooks(ada_recorder_session_dir(r), pid);
-	attach_print(pid, secs, pause, dpause);
+	attach_print(pid, secs, t->pause_ns, dpause);
 	record_print_summary(&s, ada_recorder_session_dir(r));
 	ada_recorder_free(r);
 	return s.disk_full || rc < 0 ? 1 : 0;
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	static struct rec_args a;
+	static char agent[PATH_MAX], ring_cfg[ADA_ARENA_CONFIG_TEXT_MAX], argbuf[8192];
+	struct ada_arena_config ring;
+	struct ada_recorder *r;
+	struct attach_times t;
+	struct rlimit nofile;
+	sigset_t during;
+	pid_t pid = 0;
+	int rc = attach_prepare(argc, argv, &a, &pid, agent, ring_cfg, &ring);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	record_raise_nofile(&nofile); /* nothing to give back: the process runs already */
+	if (record_create(&a, ring_cfg, ada_tsc_invariant(),
+	                  attach_argv(pid, argbuf, sizeof(argbuf)), &r) < 0)
+		return 2;
+	attach_signals(&during);
+	rc = attach_begin(&a, r, pid, agent, ring_cfg, &t);
+	return rc ? rc : attach_until_end(&a, r, pid, &t, &during);
 }

@@ -1,14 +1,16 @@
 /*
  * What the live-control commands share (ada arm, disarm, trigger, status
  * PID): reaching a recording's control socket (src/control: discovery from
- * a pid or a directory) with one plain sentence when that fails, one call,
- * and the one status formatter -- used for a live recording's `status`
+ * a pid or a directory) with one plain sentence when that fails, one call
+ * (cmd_ctl_command: a command's options, the call, its exit status), and
+ * the one status formatter -- used for a live recording's `status`
  * answer and for the same object built from a finished session's
  * manifests, so both read alike.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,6 +42,25 @@ int cmd_ctl_call(int fd, const char *method, json_t *params, json_t **result)
 		return -1;
 	}
 	return 0;
+}
+
+int cmd_ctl_command(int argc, char **argv, const char *method, cmd_ctl_parse_fn parse,
+                    json_t **result)
+{
+	json_t *params = json_object();
+	int fd, rc = parse(argc, argv, params);
+	*result = NULL;
+	if (rc) {
+		json_decref(params);
+		return rc > 0 ? 0 : 2;
+	}
+	if (cmd_ctl_open(argv[optind], &fd) < 0) {
+		json_decref(params);
+		return 1;
+	}
+	rc = cmd_ctl_call(fd, method, params, result);
+	close(fd);
+	return rc < 0 ? 1 : 0;
 }
 
 /* ---- the formatter ---- */

@@ -21,6 +21,9 @@ static void disarm_usage(FILE *f)
 	           "gave it), or every trigger, from the running recording of PID or DIR.\n");
 }
 
+/* The --trigger SPEC given (argv's), for the sentence when none matched. */
+static const char *disarm_spec;
+
 static int disarm_parse(int argc, char **argv, json_t *params)
 {
 	static const struct option opts[] = {{"trigger", required_argument, 0, 't'},
@@ -39,6 +42,7 @@ static int disarm_parse(int argc, char **argv, json_t *params)
 			return -1;
 		}
 		given++;
+		disarm_spec = c == 't' ? optarg : NULL;
 		json_object_set_new(params, c == 't' ? "trigger" : "all",
 		                    c == 't' ? json_string(optarg) : json_true());
 	}
@@ -51,32 +55,18 @@ static int disarm_parse(int argc, char **argv, json_t *params)
 
 int cmd_disarm(int argc, char **argv)
 {
-	json_t *params = json_object(), *res = NULL;
-	int rc = disarm_parse(argc, argv, params);
-	if (rc) {
-		json_decref(params);
-		return rc > 0 ? 0 : 2;
-	}
-	const char *spec = json_string_value(json_object_get(params, "trigger"));
-	char what[320];
-	snprintf(what, sizeof(what), "%s", spec ? spec : "");
-	int fd;
-	if (cmd_ctl_open(argv[optind], &fd) < 0) {
-		json_decref(params);
-		return 1;
-	}
-	rc = cmd_ctl_call(fd, "disarm", params, &res);
-	close(fd);
-	if (rc < 0)
-		return 1;
+	json_t *res;
+	int rc = cmd_ctl_command(argc, argv, "disarm", disarm_parse, &res);
+	if (!res)
+		return rc;
 	json_int_t n = json_integer_value(json_object_get(res, "removed"));
 	json_decref(res);
 	if (n == 0) {
-		if (what[0])
+		if (disarm_spec && disarm_spec[0])
 			ada_log(
 			    "no trigger '%s' is armed in this recording; `ada status` counts what "
 			    "is",
-			    what);
+			    disarm_spec);
 		else
 			ada_log("no trigger is armed in this recording");
 		return 1;

@@ -548,6 +548,20 @@ static int dump_window(const json_t *m, uint64_t id, uint64_t *from, uint64_t *t
 	return -ENOENT;
 }
 
+/* --from/--to T: 0, or -1 after one sentence. */
+static int dump_time(const char *opt, const char *v, uint64_t base, uint64_t *out)
+{
+	int rc = rd_parse_time(v, base, out);
+	if (rc == -EDOM)
+		ada_log("%s %s has no unit: an offset needs one (ns, us, ms or s), e.g. %sms", opt,
+		        v, v);
+	else if (rc < 0)
+		ada_log("bad value '%s' for %s: nanoseconds, or +1.5s, +200ms, +30us from the "
+		        "recording's start",
+		        v, opt);
+	return rc < 0 ? -1 : 0;
+}
+
 /* --from/--to/--window for this pid; -EINVAL after saying what is wrong. */
 static int dump_range(struct dump_pid *dp)
 {
@@ -556,16 +570,10 @@ static int dump_range(struct dump_pid *dp)
 
 	dp->from = 0;
 	dp->to = UINT64_MAX;
-	if (o->from_s && !rd_parse_time(o->from_s, dp->rp.t0, &dp->from))
-		return ada_log("bad value '%s' for --from: nanoseconds, or +1.5s, +200ms, +30us "
-		               "from the recording's start",
-		               o->from_s),
-		       -EINVAL;
-	if (o->to_s && !rd_parse_time(o->to_s, dp->rp.t0, &dp->to))
-		return ada_log("bad value '%s' for --to: nanoseconds, or +1.5s, +200ms, +30us "
-		               "from the recording's start",
-		               o->to_s),
-		       -EINVAL;
+	if (o->from_s && dump_time("--from", o->from_s, dp->rp.t0, &dp->from) < 0)
+		return -EINVAL;
+	if (o->to_s && dump_time("--to", o->to_s, dp->rp.t0, &dp->to) < 0)
+		return -EINVAL;
 	if (o->have_window) {
 		if (!dp->rp.manifest || dump_window(dp->rp.manifest, o->window, &wf, &wt))
 			return ada_log("%s: no window %" PRIu64 " in its manifest (ada report or "
@@ -617,17 +625,6 @@ static void dump_usage(FILE *f)
 	        "  --demangle M     C++ names: full (default), simple (no parameters), no\n");
 }
 
-static bool dump_parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-
-	if (!*s || *s == '-')
-		return false;
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	return !errno && !*end;
-}
-
 static int dump_opt(int c, struct dump_opts *o)
 {
 	uint64_t v;
@@ -639,7 +636,7 @@ static int dump_opt(int c, struct dump_opts *o)
 		o->jsonl = !strcmp(optarg, "jsonl");
 		return 0;
 	case 't':
-		if (!dump_parse_u64(optarg, &v) || v > UINT32_MAX)
+		if (!rd_parse_u64(optarg, &v) || v > UINT32_MAX)
 			break;
 		o->have_thread = true;
 		o->thread = (uint32_t)v;
@@ -654,7 +651,7 @@ static int dump_opt(int c, struct dump_opts *o)
 		o->to_s = optarg;
 		return 0;
 	case 'w':
-		if (!dump_parse_u64(optarg, &o->window))
+		if (!rd_parse_u64(optarg, &o->window))
 			break;
 		o->have_window = true;
 		return 0;
@@ -662,7 +659,7 @@ static int dump_opt(int c, struct dump_opts *o)
 		o->glob = optarg;
 		return 0;
 	case 'D':
-		if (!dump_parse_u64(optarg, &v) || !v || v > UINT32_MAX)
+		if (!rd_parse_u64(optarg, &v) || !v || v > UINT32_MAX)
 			break;
 		o->depth = (uint32_t)v;
 		return 0;
@@ -712,8 +709,9 @@ static int dump_args(int argc, char **argv, struct dump_opts *o, const char **di
 		ada_log("dump takes one directory; run `ada dump --help`");
 		return 2;
 	}
-	if (o->from_s && o->to_s && rd_parse_time(o->from_s, 0, &a) &&
-	    rd_parse_time(o->to_s, 0, &b) && (*o->from_s == '+') == (*o->to_s == '+') && a > b) {
+	if (o->from_s && o->to_s && rd_parse_time(o->from_s, 0, &a) == 0 &&
+	    rd_parse_time(o->to_s, 0, &b) == 0 && (*o->from_s == '+') == (*o->to_s == '+') &&
+	    a > b) {
 		ada_log("--from is after --to: nothing to show");
 		return 2;
 	}

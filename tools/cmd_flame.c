@@ -52,8 +52,7 @@ struct fl_node {
 struct fl_tree {
 	struct fl_node *n;
 	size_t len, cap;
-	uint32_t *slots; /* (parent, fid) -> node index + 1 */
-	size_t nslots;
+	struct rd_index index; /* (fid, parent) -> node */
 	uint64_t folded_paths; /* new paths refused at FLAME_MAX_NODES */
 	uint64_t events;
 	struct rd_pid *rp; /* names of the pid being walked */
@@ -63,29 +62,10 @@ struct fl_tree {
 
 /* ------------------------------------------------------------- tree */
 
-static size_t fl_hash(uint32_t parent, uint64_t fid, size_t mask)
+static struct rd_key fl_key(const void *nodes, uint32_t i)
 {
-	uint64_t h = (fid ^ ((uint64_t)parent << 29)) * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 24) & mask;
-}
-
-static int fl_rehash(struct fl_tree *t)
-{
-	size_t ns = t->nslots ? t->nslots * 2 : 1u << 14;
-	uint32_t *sl = calloc(ns, sizeof(*sl));
-
-	if (!sl)
-		return -ENOMEM;
-	for (size_t i = 1; i < t->len; i++) {
-		size_t k = fl_hash(t->n[i].parent, t->n[i].fid, ns - 1);
-		while (sl[k])
-			k = (k + 1) & (ns - 1);
-		sl[k] = (uint32_t)i + 1;
-	}
-	free(t->slots);
-	t->slots = sl;
-	t->nslots = ns;
-	return 0;
+	const struct fl_node *n = (const struct fl_node *)nodes + i;
+	return (struct rd_key){n->fid, n->parent};
 }
 
 static int fl_push(struct fl_tree *t, uint32_t parent, uint64_t fid, const char *name)
@@ -113,14 +93,11 @@ static int fl_push(struct fl_tree *t, uint32_t parent, uint64_t fid, const char 
  * is full (the path is folded into its caller, and counted). */
 static uint32_t fl_child(struct fl_tree *t, uint32_t parent, uint64_t fid, const char *label)
 {
-	if ((t->len + 1) * 2 > t->nslots && (t->err = fl_rehash(t)))
+	if ((t->err = rd_index_reserve(&t->index, fl_key, t->n)))
 		return parent;
-	size_t k = fl_hash(parent, fid, t->nslots - 1);
-	for (; t->slots[k]; k = (k + 1) & (t->nslots - 1)) {
-		const struct fl_node *n = &t->n[t->slots[k] - 1];
-		if (n->fid == fid && n->parent == parent)
-			return t->slots[k] - 1;
-	}
+	uint32_t *slot = rd_index_slot(&t->index, fl_key, t->n, (struct rd_key){fid, parent});
+	if (*slot)
+		return *slot - 1;
 	if (t->len >= FLAME_MAX_NODES) {
 		t->folded_paths++;
 		return parent;
@@ -128,7 +105,7 @@ static uint32_t fl_child(struct fl_tree *t, uint32_t parent, uint64_t fid, const
 	const char *name = label ? label : ada_names_get(t->rp->names, fid)->name;
 	if ((t->err = fl_push(t, parent, fid, name)))
 		return parent;
-	t->slots[k] = (uint32_t)t->len;
+	rd_index_put(&t->index, slot, (uint32_t)t->len - 1);
 	return (uint32_t)t->len - 1;
 }
 
@@ -412,7 +389,7 @@ static void fl_free(struct fl_tree *t)
 	for (size_t i = 0; i < t->len; i++)
 		free(t->n[i].name);
 	free(t->n);
-	free(t->slots);
+	rd_index_free(&t->index);
 }
 
 /* -------------------------------------------------------------- main */
@@ -452,7 +429,7 @@ static int fl_args(int argc, char **argv, struct fl_opts *o, const char **dir)
 		} else if (c == 'p') {
 			o->per_thread = true;
 		} else if (c == 't') {
-			if (!rd_parse_time(optarg, 0, &v) || v > UINT32_MAX) {
+			if (!rd_parse_u64(optarg, &v) || v > UINT32_MAX) {
 				ada_log("bad value '%s' for --thread", optarg);
 				return 2;
 			}

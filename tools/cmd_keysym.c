@@ -340,26 +340,15 @@ static void keysym_print(json_t *res)
 
 int cmd_keysym(int argc, char **argv)
 {
-	json_t *params = json_object(), *res = NULL;
-	int rc = keysym_parse(argc, argv, params);
-	if (rc) {
-		json_decref(params);
-		return rc > 0 ? 0 : 2;
-	}
-	int fd;
-	if (cmd_ctl_open(argv[optind], &fd) < 0) {
-		json_decref(params);
-		return 1;
-	}
-	rc = cmd_ctl_call(fd, "keysym", params, &res);
-	close(fd);
-	if (rc < 0)
-		return 1;
+	json_t *res;
+	int rc = cmd_ctl_command(argc, argv, "keysym", keysym_parse, &res);
+	if (!res)
+		return rc;
 	keysym_print(res);
 	size_t i;
 	json_t *p;
 	json_array_foreach(json_object_get(res, "processes"), i, p) if (json_object_get(p, "error"))
 	    rc = 1;
 	json_decref(res);
-	return rc < 0 ? 1 : rc;
+	return rc;
 }

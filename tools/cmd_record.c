@@ -242,91 +242,43 @@ static void record_without_drain(pid_t pid, int err, struct ada_record_summary *
 	s->abnormal = WIFSIGNALED(st);
 }
 
-int cmd_record(int argc, char **argv)
+/* Everything checked before the session is created: PROGRAM, the agent,
+ * root's places, the rings, the machine. 0, or -1 after one sentence. */
+static int record_prepare(struct rec_args *a, char *path, char *agent, char *ring_cfg, bool *tsc)
 {
-	struct rec_args a;
-	int rc = record_parse(&a, argc, argv, false);
-	if (rc)
-		return rc > 0 ? 0 : 2;
-	char path[PATH_MAX], agent[PATH_MAX], ring_cfg[ADA_ARENA_CONFIG_TEXT_MAX];
-	if (record_check_program(&a, path, sizeof(path)) < 0)
-		return 2;
-	if (a.agent && record_agent_path(agent, sizeof(agent)) < 0) {
+	if (record_check_program(a, path, PATH_MAX) < 0)
+		return -1;
+	if (a->agent && record_agent_path(agent, PATH_MAX) < 0) {
 		ada_log("libada_agent.so is not next to the ada command; rebuild ada, or use "
 		        "--no-agent");
-		return 2;
+		return -1;
 	}
-	if (!a.follow)
-		snprintf(a.hook_config + strlen(a.hook_config),
-		         sizeof(a.hook_config) - strlen(a.hook_config), "%sfollow=0",
-		         a.hook_config[0] ? ";" : "");
-	if (cmd_root_check_record(a.out ? a.out : "ada_traces", a.agent) < 0)
-		return 2;
-	bool tsc = ada_tsc_invariant();
+	if (cmd_root_check_record(a->out ? a->out : "ada_traces", a->agent) < 0)
+		return -1;
+	*tsc = ada_tsc_invariant();
 	struct ada_arena_config ring;
-	if (record_ring_config(&a, tsc, &ring, ring_cfg, sizeof(ring_cfg)) < 0 ||
-	    record_detail_hook_config(&a) < 0 || record_check_host(&a, &ring) < 0)
-		return 2;
-	struct ada_recorder_opts o = {
-	    .out_dir = a.out,
-	    .drain_cpu = a.drain_cpu,
-	    .segment_bytes = a.segment_mb << 20,
-	    .max_disk_bytes = a.max_disk_mb == UINT64_MAX ? 0 : a.max_disk_mb << 20,
-	    .max_disk_default = a.max_disk_mb == UINT64_MAX,
-	    .max_shm_bytes = a.max_shm_mb == UINT64_MAX ? 0 : a.max_shm_mb << 20,
-	    .max_shm_default = a.max_shm_mb == UINT64_MAX,
-	    .flush = a.flush,
-	    .follow = a.follow,
-	    .force_clock = !tsc,
-	    .ring_config = ring_cfg,
-	    .program_argv = (const char *const *)a.prog_argv,
-	    .triggers = a.triggers,
-	    .ntriggers = a.ntriggers,
-	    .flight = a.flight,
-	    .detail_mode = a.detail_mode,
-	    .stack_bytes = (uint32_t)a.stack_bytes,
-	    .detail_symbols = a.detail_symbols[0] ? a.detail_symbols : NULL,
-	    .key_symbols = a.ks,
-	    .notice = record_notice,
-	};
-	struct ada_recorder *r;
-	if (a.ks_given && a.detail_mode == ADA_DETAIL_NEVER) {
-		ada_log(
-		    "--key-symbols and --blob choose what enters the detail lane, which --detail "
-		    "never turns off: drop one of them");
-		return 2;
-	}
-	rc = ada_recorder_new(&o, &r);
-	ada_keysym_spec_free(a.ks); /* the recorder keeps its own copy */
-	a.ks = NULL;
-	if (rc < 0) {
-		ada_log("cannot create the session under '%s': %s", a.out, strerror(-rc));
-		return 2;
-	}
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	struct ada_control *ctl = record_control(r, &a);
-	record_rec = r;
-	record_save_signals();
-	record_raise_nofile(&record_orig_nofile);
-	record_signals();
-	pid_t pid = record_spawn(&a, r, path, ring_cfg, a.agent ? agent : NULL);
-	if (pid < 0) {
-		signal(SIGUSR2, SIG_IGN); /* nothing to fire any more */
-		record_rec = NULL;
-		ada_control_free(ctl);
-		ada_recorder_discard(r);
-		ada_recorder_free(r);
-		return 2;
-	}
-	record_child_pid = pid;
-	if (ctl && ada_control_start(ctl) < 0) {
-		ada_log("the control socket could not start: `ada arm/disarm/trigger/status PID` "
-		        "cannot reach this recording; it records all the same");
-		ada_control_free(ctl);
-		ctl = NULL;
-	}
+	if (record_ring_config(a, *tsc, &ring, ring_cfg, ADA_ARENA_CONFIG_TEXT_MAX) < 0 ||
+	    record_agent_config(a) < 0 || record_check_host(a, &ring) < 0)
+		return -1;
+	return 0;
+}
+
+/* PROGRAM could not start: nothing to record, the session is removed. */
+static void record_abandon(struct ada_recorder *r, struct ada_control *ctl)
+{
+	signal(SIGUSR2, SIG_IGN); /* nothing to fire any more */
+	record_rec = NULL;
+	ada_control_free(ctl);
+	ada_recorder_discard(r);
+	ada_recorder_free(r);
+}
+
+/* The drain records PROGRAM pid until it and what it left are gone; the
+ * summary; PROGRAM's status. */
+static int record_until_end(struct ada_recorder *r, struct ada_control *ctl, pid_t pid)
+{
 	struct ada_record_summary s = {.exit_status = 1};
-	rc = ada_recorder_start(r, pid);
+	int rc = ada_recorder_start(r, pid);
 	if (rc == 0)
 		rc = ada_recorder_wait(r, &s);
 	else
@@ -340,4 +292,31 @@ int cmd_record(int argc, char **argv)
 	/* The program's status, whatever happened to the recording: a
 	 * recording problem is on stderr (above) and in the manifests. */
 	return s.exit_status;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct rec_args a;
+	char path[PATH_MAX], agent[PATH_MAX], ring_cfg[ADA_ARENA_CONFIG_TEXT_MAX];
+	bool tsc;
+	struct ada_recorder *r;
+	int rc = record_parse(&a, argc, argv, false);
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	if (record_prepare(&a, path, agent, ring_cfg, &tsc) < 0 ||
+	    record_create(&a, ring_cfg, tsc, a.prog_argv, &r) < 0)
+		return 2;
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	struct ada_control *ctl = record_control(r, &a);
+	record_rec = r;
+	record_save_signals();
+	record_raise_nofile(&record_orig_nofile);
+	record_signals();
+	pid_t pid = record_spawn(&a, r, path, ring_cfg, a.agent ? agent : NULL);
+	if (pid < 0) {
+		record_abandon(r, ctl);
+		return 2;
+	}
+	record_child_pid = pid;
+	return record_until_end(r, record_control_start(ctl), pid);
 }

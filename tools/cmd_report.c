@@ -58,41 +58,21 @@ struct rp_fn {
 struct rp_state {
 	const struct rp_opts *o;
 	struct rp_fn *fns;
-	size_t n, cap;   /* entries */
-	uint32_t *slots; /* open addressing: entry index + 1, 0 = empty */
-	size_t nslots;
+	size_t n, cap;         /* entries */
+	struct rd_index index; /* (fid, thread) -> entry */
 	uint32_t thread, tid;  /* of the thread being walked */
-	uint32_t recent[1024]; /* direct-mapped: fid -> entry index + 1, in front of slots */
+	uint32_t recent[1024]; /* direct-mapped: fid -> entry index + 1, in front of index */
 	uint64_t roots_ns, under_open_ns;
 	int err;
 };
 
-static size_t rp_hash(uint64_t fid, uint32_t thread, size_t mask)
+static struct rd_key rp_key(const void *fns, uint32_t i)
 {
-	uint64_t h = (fid ^ ((uint64_t)thread << 40)) * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 20) & mask;
+	const struct rp_fn *f = (const struct rp_fn *)fns + i;
+	return (struct rd_key){f->fid, f->thread};
 }
 
-static int rp_rehash(struct rp_state *s)
-{
-	size_t ns = s->nslots ? s->nslots * 2 : 4096;
-	uint32_t *sl = calloc(ns, sizeof(*sl));
-
-	if (!sl)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->n; i++) {
-		size_t k = rp_hash(s->fns[i].fid, s->fns[i].thread, ns - 1);
-		while (sl[k])
-			k = (k + 1) & (ns - 1);
-		sl[k] = (uint32_t)i + 1;
-	}
-	free(s->slots);
-	s->slots = sl;
-	s->nslots = ns;
-	return 0;
-}
-
-static struct rp_fn *rp_new_fn(struct rp_state *s, uint64_t fid, size_t slot)
+static struct rp_fn *rp_new_fn(struct rp_state *s, uint64_t fid, uint32_t *slot)
 {
 	if (s->n == s->cap) {
 		size_t nc = s->cap ? s->cap * 2 : 1024;
@@ -108,21 +88,16 @@ static struct rp_fn *rp_new_fn(struct rp_state *s, uint64_t fid, size_t slot)
 	f->thread = s->o->threads ? s->thread : UINT32_MAX;
 	f->tid = s->tid;
 	ada_hist_init(&f->h);
-	s->slots[slot] = (uint32_t)++s->n;
+	rd_index_put(&s->index, slot, (uint32_t)s->n++);
 	return f;
 }
 
 static struct rp_fn *rp_fn_find(struct rp_state *s, uint64_t fid, uint32_t thread)
 {
-	if ((s->n + 1) * 2 > s->nslots && rp_rehash(s))
+	if (rd_index_reserve(&s->index, rp_key, s->fns))
 		return NULL;
-	size_t k = rp_hash(fid, thread, s->nslots - 1);
-	for (; s->slots[k]; k = (k + 1) & (s->nslots - 1)) {
-		struct rp_fn *f = &s->fns[s->slots[k] - 1];
-		if (f->fid == fid && f->thread == thread)
-			return f;
-	}
-	return rp_new_fn(s, fid, k);
+	uint32_t *slot = rd_index_slot(&s->index, rp_key, s->fns, (struct rd_key){fid, thread});
+	return *slot ? &s->fns[*slot - 1] : rp_new_fn(s, fid, slot);
 }
 
 static struct rp_fn *rp_fn_get(struct rp_state *s, uint64_t fid)
@@ -384,7 +359,7 @@ static int rp_pid(const struct rp_opts *o, const struct ada_atf_pid *p, json_t *
 		free((char *)s.fns[i].name);
 	}
 	free(s.fns);
-	free(s.slots);
+	rd_index_free(&s.index);
 	ada_frames_free(w);
 	rd_pid_close(&rp);
 	return err;

@@ -37,19 +37,6 @@ static int root_check(const char *what, const char *path, const char *fix)
 	return 0;
 }
 
-/* Where the agent keeps its plan cache (plancache.c: plan_cache_path). */
-static const char *root_cache_dir(char *buf, size_t cap)
-{
-	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-	if (x && x[0] == '/')
-		snprintf(buf, cap, "%s/ada/plans", x);
-	else if (h && h[0] == '/')
-		snprintf(buf, cap, "%s/.cache/ada/plans", h);
-	else
-		return NULL;
-	return buf;
-}
-
 int cmd_root_check_record(const char *out, bool agent)
 {
 	char cache[PATH_MAX];
@@ -58,7 +45,8 @@ int cmd_root_check_record(const char *out, bool agent)
 	if (root_check("the session under", out,
 	               "choose an --out directory only root can write, e.g. /root/ada_traces"))
 		return -1;
-	if (agent && root_cache_dir(cache, sizeof(cache)) &&
+	/* Where the agent keeps its plan cache (src/hook/plancache.c). */
+	if (agent && ada_fs_cache_dir("plans", cache, sizeof(cache)) == 0 &&
 	    root_check("the plan cache under", cache,
 	               "run sudo with -H (not -E), or set XDG_CACHE_HOME to a directory only "
 	               "root can write"))

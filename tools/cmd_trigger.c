@@ -25,47 +25,42 @@ static void trigger_usage(FILE *f)
 	        ADA_TRIGGER_NOTE_MAX - 1);
 }
 
-int cmd_trigger(int argc, char **argv)
+static int trigger_parse(int argc, char **argv, json_t *params)
 {
 	static const struct option opts[] = {
 	    {"note", required_argument, 0, 'n'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-	json_t *params = json_object(), *res = NULL;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'h' || c == '?') {
 			trigger_usage(c == 'h' ? stdout : stderr);
-			json_decref(params);
-			return c == 'h' ? 0 : 2;
+			return c == 'h' ? 1 : -1;
 		}
 		if (strlen(optarg) >= ADA_TRIGGER_NOTE_MAX) {
 			ada_log("--note takes at most %d bytes, not %zu", ADA_TRIGGER_NOTE_MAX - 1,
 			        strlen(optarg));
-			json_decref(params);
-			return 2;
+			return -1;
 		}
 		json_t *s = json_string(optarg);
 		if (!s) {
 			ada_log("--note must be UTF-8 text");
-			json_decref(params);
-			return 2;
+			return -1;
 		}
 		json_object_set_new(params, "note", s);
 	}
 	if (optind != argc - 1) {
 		ada_log("ada trigger needs one PID or DIR: ada trigger PID [--note TEXT]");
-		json_decref(params);
-		return 2;
+		return -1;
 	}
-	int fd;
-	if (cmd_ctl_open(argv[optind], &fd) < 0) {
-		json_decref(params);
-		return 1;
-	}
-	int rc = cmd_ctl_call(fd, "trigger", params, &res);
-	close(fd);
-	if (rc < 0)
-		return 1;
+	return 0;
+}
+
+int cmd_trigger(int argc, char **argv)
+{
+	json_t *res;
+	int rc = cmd_ctl_command(argc, argv, "trigger", trigger_parse, &res);
+	if (!res)
+		return rc;
 	printf("fired manual at %lld ns%s\n",
 	       (long long)json_integer_value(json_object_get(res, "fired_ns")),
 	       json_is_true(json_object_get(res, "armed_manual"))

@@ -16,6 +16,7 @@
 #include "manifest.h"
 #include "read.h"
 #include "symbols.h"
+#include "trigger.h"
 
 static void rd_syms_warn(void *ctx, const char *path, uint64_t line, const char *msg)
 {
@@ -177,49 +178,83 @@ const char *rd_program(const struct rd_pid *rp, char *buf, size_t len)
 	return buf;
 }
 
-bool rd_parse_duration(const char *s, uint64_t *out)
+bool rd_parse_u64(const char *s, uint64_t *out)
 {
-	static const struct {
-		const char *unit;
-		double mult;
-	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"", 1}};
-	char *end;
-	double v;
-
-	if (!*s || *s == '-' || *s == '+')
-		return false;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v))
-		return false;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(end, units[i].unit))
-			continue;
-		v *= units[i].mult;
-		if (v < 0 || v >= 18446744073709551615.0)
-			return false;
-		*out = (uint64_t)(v + 0.5);
-		return true;
-	}
-	return false;
-}
-
-bool rd_parse_time(const char *s, uint64_t base, uint64_t *out)
-{
-	uint64_t d;
-
-	if (*s == '+') {
-		if (!rd_parse_duration(s + 1, &d) || d > UINT64_MAX - base)
-			return false;
-		*out = base + d;
-		return true;
-	}
 	char *end;
 	if (!*s || *s == '-')
 		return false;
 	errno = 0;
 	*out = strtoull(s, &end, 10);
 	return !errno && !*end;
+}
+
+int rd_parse_time(const char *s, uint64_t base, uint64_t *out)
+{
+	uint64_t d;
+	if (*s != '+')
+		return rd_parse_u64(s, out) ? 0 : -EINVAL;
+	int rc = ada_trigger_parse_duration(s + 1, &d);
+	if (rc == 0 && d > UINT64_MAX - base)
+		rc = -ERANGE;
+	if (rc == 0)
+		*out = base + d;
+	return rc;
+}
+
+static size_t rd_index_hash(struct rd_key k, size_t mask)
+{
+	uint64_t h = (k.a ^ ((uint64_t)k.b << 40 | k.b)) * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 24) & mask;
+}
+
+/* The first empty slot from k's own. */
+static size_t rd_index_free_slot(const uint32_t *slots, size_t n, struct rd_key k)
+{
+	size_t i = rd_index_hash(k, n - 1);
+	while (slots[i])
+		i = (i + 1) & (n - 1);
+	return i;
+}
+
+int rd_index_reserve(struct rd_index *x, rd_key_fn key, const void *entries)
+{
+	if ((x->len + 1) * 2 <= x->nslots)
+		return 0;
+	size_t n = x->nslots ? x->nslots * 2 : 4096;
+	uint32_t *sl = calloc(n, sizeof(*sl));
+	if (!sl)
+		return -ENOMEM;
+	for (size_t i = 0; i < x->nslots; i++)
+		if (x->slots[i])
+			sl[rd_index_free_slot(sl, n, key(entries, x->slots[i] - 1))] = x->slots[i];
+	free(x->slots);
+	x->slots = sl;
+	x->nslots = n;
+	return 0;
+}
+
+uint32_t *rd_index_slot(const struct rd_index *x, rd_key_fn key, const void *entries,
+                        struct rd_key k)
+{
+	size_t i = rd_index_hash(k, x->nslots - 1);
+	for (; x->slots[i]; i = (i + 1) & (x->nslots - 1)) {
+		struct rd_key e = key(entries, x->slots[i] - 1);
+		if (e.a == k.a && e.b == k.b)
+			break;
+	}
+	return &x->slots[i];
+}
+
+void rd_index_put(struct rd_index *x, uint32_t *slot, uint32_t pos)
+{
+	*slot = pos + 1;
+	x->len++;
+}
+
+void rd_index_free(struct rd_index *x)
+{
+	free(x->slots);
+	*x = (struct rd_index){0};
 }
 
 const char *rd_fmt_ns(uint64_t ns, char *buf, size_t len)

@@ -51,10 +51,37 @@ uint32_t rd_thread_tid(const struct rd_pid *rp, const struct ada_atf_thread *t);
 const char *rd_program(const struct rd_pid *rp, char *buf, size_t len);
 
 /* A time: nanoseconds ("123456"), or an offset from base with a unit
- * ("+1.5s", "+200ms", "+30us", "+10ns"). false when malformed. */
-bool rd_parse_time(const char *s, uint64_t base, uint64_t *out);
-/* A duration with a unit ("1.5s", "200ms", "30us", "10ns", or plain ns). */
-bool rd_parse_duration(const char *s, uint64_t *out);
+ * ("+1.5s", "+200ms", "+30us", "+10ns": ada_trigger_parse_duration's
+ * grammar). 0, -EDOM for an offset without its unit ("+50"), -ERANGE, or
+ * -EINVAL. */
+int rd_parse_time(const char *s, uint64_t base, uint64_t *out);
+/* A plain decimal number ("123"); false when it is not one. */
+bool rd_parse_u64(const char *s, uint64_t *out);
+/* An index of a caller's array of entries by a key (a, b) (report: function
+ * and thread; flame: function and parent node): open addressing, linear
+ * probing, at most half full. The slots hold an entry's position + 1 (0:
+ * empty); the keys stay in the entries, read back through a key function.
+ * Zero-initialized it is empty; rd_index_free() frees it. */
+struct rd_key {
+	uint64_t a;
+	uint32_t b;
+};
+typedef struct rd_key (*rd_key_fn)(const void *entries, uint32_t pos);
+struct rd_index {
+	uint32_t *slots;
+	size_t nslots, len; /* len: entries indexed */
+};
+/* Room for one more entry (the slots doubled and refilled when it would be
+ * more than half full): 0 or -ENOMEM. */
+int rd_index_reserve(struct rd_index *x, rd_key_fn key, const void *entries);
+/* The slot of k after rd_index_reserve(): holding its entry's position + 1,
+ * or 0 where a new entry goes (rd_index_put). */
+uint32_t *rd_index_slot(const struct rd_index *x, rd_key_fn key, const void *entries,
+                        struct rd_key k);
+/* Entry pos goes in the empty slot rd_index_slot() gave. */
+void rd_index_put(struct rd_index *x, uint32_t *slot, uint32_t pos);
+void rd_index_free(struct rd_index *x);
+
 /* A duration for people: "812 ns", "12.4 us", "3.21 ms", "1.502 s". */
 const char *rd_fmt_ns(uint64_t ns, char *buf, size_t len);
 

@@ -1,4 +1,5 @@
-/* What ada record and ada attach share (tools/record_opts.c). */
+/* What ada record and ada attach share (tools/record_table.c: the options;
+ * tools/record_opts.c: the rest). */
 #ifndef ADA_TOOLS_RECORD_H
 #define ADA_TOOLS_RECORD_H
 
@@ -26,7 +27,7 @@ struct rec_args {
 	struct ada_flush_policy flush;
 	bool follow, agent;
 	/* Detail lane (--detail, --stack-bytes, --detail-mb, --detail-symbols). */
-	uint32_t detail_mode; /* enum ada_detail_mode */
+	int detail_mode; /* enum ada_detail_mode */
 	uint64_t stack_bytes, detail_mb;
 	int detail_overflow;       /* --detail-overflow: 1 wait, 0 overwrite, -1 not given */
 	char detail_symbols[1024]; /* every --detail-symbols, ','-joined (manifest) */
@@ -51,13 +52,18 @@ struct rec_args {
 };
 #define ADA_ATTACH_CALL_TIMEOUT_NS 10000000000ull
 
-/* Parses the options (ada record: then -- PROGRAM ARGS; ada attach: argv[0]
- * is the pid, options only). 0, 1 (--help printed: done) or -1 (said why). */
+/* Parses the options, from the one table of them (record_table.c; ada
+ * record: then -- PROGRAM ARGS; ada attach: argv[0] is the pid, options
+ * only). 0, 1 (--help printed: done) or -1 (said why). */
 int record_parse(struct rec_args *a, int argc, char **argv, bool attach);
+/* Appends key=value to the agent's options (hook_config); -1 (said) when
+ * v is not a ','-separated glob list or does not fit. */
+int record_hook_opt(struct rec_args *a, const char *key, const char *v);
 /* The machine's checks (src/diag): 0, or -1 after one sentence. */
 int record_check_host(const struct rec_args *a, const struct ada_arena_config *ring);
-/* The agent's detail options into hook_config; -1 (said) when too long. */
-int record_detail_hook_config(struct rec_args *a);
+/* The agent's options beyond the parsed ones (--no-follow, the detail
+ * lane, the key symbols) into hook_config; -1 (said) when too long. */
+int record_agent_config(struct rec_args *a);
 /* The ring config (*out and its text); -1 (said) when out of range. */
 int record_ring_config(const struct rec_args *a, bool tsc, struct ada_arena_config *out, char *buf,
                        size_t cap);
@@ -75,5 +81,11 @@ void record_print_summary(const struct ada_record_summary *s, const char *dir);
 void record_raise_nofile(struct rlimit *orig);
 /* The control socket of recording r; NULL (said) when it cannot listen. */
 struct ada_control *record_control(struct ada_recorder *r, const struct rec_args *a);
+/* Starts c's thread: c, or NULL (said, c freed) when it cannot; NULL: NULL. */
+struct ada_control *record_control_start(struct ada_control *c);
+/* The session of a (its key symbols consumed), for the program argv; 0,
+ * or -1 after one sentence. */
+int record_create(struct rec_args *a, const char *ring_cfg, bool tsc, char *const *argv,
+                  struct ada_recorder **r);
 
 #endif

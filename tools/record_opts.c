@@ -1,7 +1,8 @@
 /*
- * What ada record and ada attach share: their options (struct rec_args,
- * parsed by record_parse), the checks before anything is created, the
- * ring and agent configuration, the control socket and the summary.
+ * What ada record and ada attach share besides their options (struct
+ * rec_args, parsed by record_table.c): the checks before anything is
+ * created, the ring and agent configuration, the control socket and the
+ * summary.
  * cmd_record.c spawns a program, cmd_attach.c attaches to a running one.
  */
 #define _GNU_SOURCE
@@ -30,207 +31,8 @@
 
 #include "record.h"
 
-static void record_usage(FILE *f)
-{
-	fprintf(
-	    f,
-	    "usage: ada record [options] -- PROGRAM [ARGS...]\n"
-	    "\n"
-	    "Records every call and return of PROGRAM into DIR/session_YYYYMMDD_HHMMSS/.\n"
-	    "Exits with PROGRAM's status (128 + signal) whatever happened to the recording\n"
-	    "(a problem is said on stderr and in the manifest). What PROGRAM leaves running\n"
-	    "is waited for 2 s at most after it exits, then named and left running untraced.\n"
-	    "  --out DIR          where sessions go (default ./ada_traces)\n"
-	    "  --ring-mb N        index ring per thread, in MiB (rounded down to a power of two)\n"
-	    "  --peak-rate R      size rings for R events/s per thread ...\n"
-	    "  --burst-ms W       ... over a burst of W ms: capacity K = R x W / 1000 events,\n"
-	    "                     rounded up to a power of two (default W = 50)\n"
-	    "  --max-threads N    full-size ring slots per process (default %u)\n"
-	    "  --thread-limit N   threads of a process recorded at once (default %u):\n"
-	    "                     those past --max-threads get 16 KiB index rings (and\n"
-	    "                     8 KiB detail rings), given memory as they start and\n"
-	    "                     counted against --max-shm-mb; past N a thread waits\n"
-	    "                     for a slot while the others progress, then its\n"
-	    "                     events are dropped and counted (no_slot)\n"
-	    "  --overflow MODE    wait (default: lossless, the thread waits for the drain)\n"
-	    "                     or drop (count and drop when a ring is full)\n"
-	    "  --drain-cpu N      pin the drain thread to CPU N (default: not pinned: on a\n"
-	    "                     small machine the scheduler places it better than a\n"
-	    "                     fixed CPU that the program's threads also want)\n"
-	    "  --segment-mb N     preallocation step of index files (default 64)\n"
-	    "  --flush POLICY     off | interval:MS | bytes:N | rotate (default interval:1000)\n"
-	    "  --safe             fsync at every new segment and at close\n"
-	    "  --max-disk-mb N    keep the session within N MiB (every file it writes\n"
-	    "                     counts): the oldest index generations are deleted\n"
-	    "                     first, and stderr says so. 0: no limit. Default: 10%%\n"
-	    "                     of the free space of DIR's file system at the start,\n"
-	    "                     at most 4 GiB (at least 1 MiB)\n"
-	    "  --max-shm-mb N     ceiling on the shared memory of the recording (the sum\n"
-	    "                     of its arenas' sizes): a process that would pass it\n"
-	    "                     runs untraced, counted and told. 0: no limit. Default:\n"
-	    "                     half of the free space of /dev/shm at the start\n"
-	    "  --no-follow        do not record the children PROGRAM starts\n"
-	    "  --no-agent         do not preload libada_agent.so (PROGRAM links the\n"
-	    "                     producer API itself)\n"
-	    "  --exclude MOD[,MOD...]        do not hook these modules (path or file\n"
-	    "                                name globs, e.g. 'libc.so*')\n"
-	    "  --include MOD[,MOD...]        hook only these modules\n"
-	    "  --exclude-symbol GLOB[,...]   do not hook these functions\n"
-	    "  --include-symbol GLOB[,...]   hook only these functions\n"
-	    "                     (globs are fnmatch(3); options may repeat; a default\n"
-	    "                     list of functions that cannot be traced is always\n"
-	    "                     excluded: see docs/hooks.md)\n"
-	    "  --analysis-threads N  1 (default) or 2: on a cold start (no cached\n"
-	    "                     analysis of a module yet) share the analysis with a\n"
-	    "                     second thread; glibc then counts the program as\n"
-	    "                     multi-threaded for good (stdio and malloc take locks)\n"
-	    "  --detail MODE      the detail lane (registers and a stack snapshot per call\n"
-	    "                     and return): triggered (default: kept in memory, only\n"
-	    "                     trigger windows are written; the ring overwriting what\n"
-	    "                     no window wanted is counted apart, not as drops, and a\n"
-	    "                     window's records already overwritten are window_lost\n"
-	    "                     drops), always (every record is written) or never\n"
-	    "                     (index lane only, the fastest)\n"
-	    "  --detail-overflow MODE  --detail always with a full detail ring: wait (the\n"
-	    "                     thread waits for the drain, as --overflow wait does;\n"
-	    "                     the default unless --overflow drop) or overwrite (the\n"
-	    "                     program never waits; a record overwritten first is a\n"
-	    "                     detail_overwritten drop)\n"
-	    "  --stack-bytes N    stack bytes captured per call, 0 to 512 (default 128)\n"
-	    "  --detail-mb N      detail ring per thread, in MiB (1 to 1024, rounded down\n"
-	    "                     to a power of two; default 1, or sized for the\n"
-	    "                     --pre-roll-sec when triggers are given: docs/benchmarks.md)\n"
-	    "  --detail-symbols GLOB[,...]  only these functions enter the detail lane\n"
-	    "                     (default: every hooked function)\n"
-	    "  --key-symbols FILE the functions that enter the detail lane, one\n"
-	    "                     MODULE_GLOB:SYMBOL_GLOB a line (# comments); change\n"
-	    "                     them live with `ada keysym`\n"
-	    "  --blob MODULE_ID=FILE  key symbols of one module: a CRoaring portable\n"
-	    "                     bitmap of symbol indexes (repeatable)\n"
-	    "Flight recorder (detail windows around triggers):\n"
-	    "  --trigger SPEC     persist a detail window when SPEC fires (repeatable):\n"
-	    "                     crash | symbol=GLOB | p99=function:GLOB>DURATION (also\n"
-	    "                     latency=; DURATION like 50ms, 200us, 1.5s) |\n"
-	    "                     p99=function:GLOB (slower than its own running p99) |\n"
-	    "                     time=HH:MM-HH:MM (local) | manual (SIGUSR2 to ada)\n"
-	    "  --pre-roll-sec S   detail kept before a fire (default 5; fractions allowed)\n"
-	    "  --post-roll-sec S  detail kept after a fire (default 1)\n"
-	    "  --max-windows N    at most N windows (default %u; overlapping fires merge)\n"
-	    "  --trigger-holdoff-ms MS  a trigger that fired ignores its fires for MS\n"
-	    "                     (default 1000), but for a call slower than every one\n"
-	    "                     it fired on meanwhile (latency and p99 triggers)\n",
-	    ADA_ARENA_DEFAULT_MAX_THREADS, ADA_ARENA_DEFAULT_THREAD_LIMIT,
-	    ADA_TRIGGER_DEFAULT_MAX_WINDOWS);
-}
-
-static void attach_usage(FILE *f)
-{
-	fprintf(f, "usage: ada attach PID [options]\n"
-	           "\n"
-	           "Records the running process PID from now on, as ada record would have, then\n"
-	           "detaches and leaves it running untouched: on SIGINT or SIGTERM, after\n"
-	           "--duration, or when the process exits. Every thread is stopped while the\n"
-	           "agent is loaded and its hooks are set (the pause, in the summary and the\n"
-	           "manifest). Checks first what `ada diagnose PID` checks.\n"
-	           "  --duration SEC     detach after SEC seconds (fractions allowed)\n"
-	           "  --call-timeout SEC how long the agent's dlopen in the process may take\n"
-	           "                     (default 10): a thread stopped while holding a lock\n"
-	           "                     dlopen needs would make it wait for ever\n"
-	           "The options of ada record apply (but --no-agent): see ada record --help.\n");
-}
-
-static int record_u64(const char *opt, const char *v, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long x = strtoull(v, &end, 10);
-	if (errno || end == v || *end || v[0] == '-') {
-		ada_log("%s wants a non-negative number, not '%s'", opt, v);
-		return -1;
-	}
-	*out = x;
-	return 0;
-}
-
-enum {
-	OPT_OUT = 256,
-	OPT_RING_MB,
-	OPT_PEAK,
-	OPT_BURST,
-	OPT_THREADS,
-	OPT_THREAD_LIMIT,
-	OPT_OVERFLOW,
-	OPT_DRAIN_CPU,
-	OPT_SEGMENT,
-	OPT_FLUSH,
-	OPT_SAFE,
-	OPT_MAXDISK,
-	OPT_MAXSHM,
-	OPT_NOFOLLOW,
-	OPT_NOAGENT,
-	OPT_HELP,
-	OPT_EXCLUDE,
-	OPT_INCLUDE,
-	OPT_EXCLUDE_SYM,
-	OPT_INCLUDE_SYM,
-	OPT_ANALYSIS_THREADS,
-	OPT_TRIGGER,
-	OPT_PRE_ROLL,
-	OPT_POST_ROLL,
-	OPT_MAX_WINDOWS,
-	OPT_HOLDOFF,
-	OPT_DETAIL,
-	OPT_STACK_BYTES,
-	OPT_DETAIL_MB,
-	OPT_DETAIL_SYMS,
-	OPT_DETAIL_OVERFLOW,
-	OPT_KEY_SYMS,
-	OPT_BLOB,
-	OPT_DURATION,     /* ada attach only */
-	OPT_CALL_TIMEOUT, /* ada attach only */
-};
-
-static const struct option record_opts[] = {
-    {"out", required_argument, 0, OPT_OUT},
-    {"ring-mb", required_argument, 0, OPT_RING_MB},
-    {"peak-rate", required_argument, 0, OPT_PEAK},
-    {"burst-ms", required_argument, 0, OPT_BURST},
-    {"max-threads", required_argument, 0, OPT_THREADS},
-    {"thread-limit", required_argument, 0, OPT_THREAD_LIMIT},
-    {"overflow", required_argument, 0, OPT_OVERFLOW},
-    {"drain-cpu", required_argument, 0, OPT_DRAIN_CPU},
-    {"segment-mb", required_argument, 0, OPT_SEGMENT},
-    {"flush", required_argument, 0, OPT_FLUSH},
-    {"safe", no_argument, 0, OPT_SAFE},
-    {"max-disk-mb", required_argument, 0, OPT_MAXDISK},
-    {"max-shm-mb", required_argument, 0, OPT_MAXSHM},
-    {"no-follow", no_argument, 0, OPT_NOFOLLOW},
-    {"no-agent", no_argument, 0, OPT_NOAGENT},
-    {"help", no_argument, 0, OPT_HELP},
-    {"exclude", required_argument, 0, OPT_EXCLUDE},
-    {"include", required_argument, 0, OPT_INCLUDE},
-    {"exclude-symbol", required_argument, 0, OPT_EXCLUDE_SYM},
-    {"include-symbol", required_argument, 0, OPT_INCLUDE_SYM},
-    {"analysis-threads", required_argument, 0, OPT_ANALYSIS_THREADS},
-    {"trigger", required_argument, 0, OPT_TRIGGER},
-    {"pre-roll-sec", required_argument, 0, OPT_PRE_ROLL},
-    {"post-roll-sec", required_argument, 0, OPT_POST_ROLL},
-    {"max-windows", required_argument, 0, OPT_MAX_WINDOWS},
-    {"trigger-holdoff-ms", required_argument, 0, OPT_HOLDOFF},
-    {"detail", required_argument, 0, OPT_DETAIL},
-    {"stack-bytes", required_argument, 0, OPT_STACK_BYTES},
-    {"detail-mb", required_argument, 0, OPT_DETAIL_MB},
-    {"detail-symbols", required_argument, 0, OPT_DETAIL_SYMS},
-    {"detail-overflow", required_argument, 0, OPT_DETAIL_OVERFLOW},
-    {"key-symbols", required_argument, 0, OPT_KEY_SYMS},
-    {"blob", required_argument, 0, OPT_BLOB},
-    {"duration", required_argument, 0, OPT_DURATION},
-    {"call-timeout", required_argument, 0, OPT_CALL_TIMEOUT},
-    {0, 0, 0, 0},
-};
-
 /* Appends key=value to ADA_HOOK_CONFIG (agent options, src/hook/hook.h). */
-static int record_hook_opt(struct rec_args *a, const char *key, const char *v)
+int record_hook_opt(struct rec_args *a, const char *key, const char *v)
 {
 	size_t used = strlen(a->hook_config);
 	if (!*v || strchr(v, ';') || strchr(v, '=')) {
@@ -246,337 +48,6 @@ static int record_hook_opt(struct rec_args *a, const char *key, const char *v)
 	return 0;
 }
 
-/* --trigger SPEC: checked here, before anything is created. */
-static int record_trigger(struct rec_args *a, const char *v)
-{
-	char why[400];
-	if (a->ntriggers == ADA_TRIGGER_MAX) {
-		ada_log("too many --trigger options (at most %d)", ADA_TRIGGER_MAX);
-		return -1;
-	}
-	if (ada_trigger_parse(v, &a->triggers[a->ntriggers], why, sizeof(why)) < 0) {
-		ada_log("--trigger: %s", why);
-		return -1;
-	}
-	a->ntriggers++;
-	return 0;
-}
-
-static int record_seconds(const char *opt, const char *v, uint64_t *ns)
-{
-	if (ada_trigger_parse_seconds(v, ns) < 0 || *ns > 3600ull * 1000000000ull) {
-		ada_log("%s wants seconds between 0 and 3600 (fractions allowed, e.g. 0.5), not "
-		        "'%s'",
-		        opt, v);
-		return -1;
-	}
-	return 0;
-}
-
-/* The flight recorder's options; 0 or -1 (bad). */
-static int record_flight_opt(struct rec_args *a, int c, const char *v)
-{
-	uint64_t x = 0;
-	switch (c) {
-	case OPT_TRIGGER:
-		return record_trigger(a, v);
-	case OPT_PRE_ROLL:
-		return record_seconds("--pre-roll-sec", v, &a->flight.pre_ns);
-	case OPT_POST_ROLL:
-		return record_seconds("--post-roll-sec", v, &a->flight.post_ns);
-	case OPT_MAX_WINDOWS:
-		if (record_u64("--max-windows", v, &x) < 0)
-			return -1;
-		if (x == 0 || x > 100000) {
-			ada_log("--max-windows wants 1 to 100000 windows, not '%s'", v);
-			return -1;
-		}
-		a->flight.max_windows = (uint32_t)x;
-		return 0;
-	default: /* OPT_HOLDOFF */
-		if (record_u64("--trigger-holdoff-ms", v, &x) < 0)
-			return -1;
-		if (x > 86400000) {
-			ada_log("--trigger-holdoff-ms wants at most 86400000 (a day), not '%s'", v);
-			return -1;
-		}
-		a->flight.holdoff_ns = x * 1000000;
-		return 0;
-	}
-}
-
-/* The detail lane's options; -1 (reported) when bad. */
-/* Each --detail-symbols glob is the rule *:GLOB of the key-symbol spec. */
-static int record_keysym_globs(struct rec_args *a, const char *globs)
-{
-	char why[320];
-	if (!a->ks && ada_keysym_spec_new(&a->ks) < 0)
-		return -1;
-	for (const char *p = globs; *p;) {
-		size_t n = strcspn(p, ",");
-		char rule[1100];
-		snprintf(rule, sizeof(rule), "*:%.*s", (int)(n < 1024 ? n : 1024), p);
-		if (n &&
-		    ada_keysym_spec_add_rule(a->ks, rule, strlen(rule), why, sizeof(why)) < 0) {
-			ada_log("--detail-symbols: %s", why);
-			return -1;
-		}
-		p += n + (p[n] == ',');
-	}
-	return 0;
-}
-
-static int record_detail_opt(struct rec_args *a, int c, const char *v)
-{
-	switch (c) {
-	case OPT_DETAIL:
-		if (!strcmp(v, "triggered"))
-			a->detail_mode = ADA_DETAIL_TRIGGERED;
-		else if (!strcmp(v, "always"))
-			a->detail_mode = ADA_DETAIL_ALWAYS;
-		else if (!strcmp(v, "never"))
-			a->detail_mode = ADA_DETAIL_NEVER;
-		else {
-			ada_log("--detail is triggered, always or never, not '%s'", v);
-			return -1;
-		}
-		return 0;
-	case OPT_STACK_BYTES:
-		if (record_u64("--stack-bytes", v, &a->stack_bytes) < 0)
-			return -1;
-		if (a->stack_bytes > ATF_DETAIL_STACK_MAX) {
-			ada_log("--stack-bytes takes 0 to %u bytes, not '%s'", ATF_DETAIL_STACK_MAX,
-			        v);
-			return -1;
-		}
-		return 0;
-	case OPT_DETAIL_MB:
-		if (record_u64("--detail-mb", v, &a->detail_mb) < 0)
-			return -1;
-		if (a->detail_mb < 1 || a->detail_mb > (ADA_DETAIL_MAX_BYTES >> 20)) {
-			ada_log("--detail-mb takes 1 to %llu MiB per thread, not '%s'",
-			        (unsigned long long)(ADA_DETAIL_MAX_BYTES >> 20), v);
-			return -1;
-		}
-		return 0;
-	case OPT_DETAIL_OVERFLOW:
-		if (!strcmp(v, "wait"))
-			a->detail_overflow = 1;
-		else if (!strcmp(v, "overwrite"))
-			a->detail_overflow = 0;
-		else {
-			ada_log("--detail-overflow is wait or overwrite, not '%s'", v);
-			return -1;
-		}
-		return 0;
-	default: /* OPT_DETAIL_SYMS */
-		if (!*v || strchr(v, ';') || strchr(v, '=')) {
-			ada_log(
-			    "--detail-symbols takes globs separated by ',' (no ';' or '='), not "
-			    "'%s'",
-			    v);
-			return -1;
-		}
-		if (strlen(a->detail_symbols) + strlen(v) + 2 > sizeof(a->detail_symbols)) {
-			ada_log("--detail-symbols: too many globs (at most %zu characters in all)",
-			        sizeof(a->detail_symbols) - 1);
-			return -1;
-		}
-		if (a->detail_symbols[0])
-			strcat(a->detail_symbols, ",");
-		strcat(a->detail_symbols, v);
-		/* The recorder's sets take them as *:GLOB; the agent matches them
-		 * itself until the first set is published. */
-		if (record_keysym_globs(a, v) < 0)
-			return -1;
-		return record_hook_opt(a, "detail-symbol", v);
-	}
-}
-
-/* --key-symbols FILE and --blob MODULE_ID=FILE (src/keysym: the spec). */
-static int record_keysym_opt(struct rec_args *a, int c, const char *v)
-{
-	char why[320] = "";
-	if (!a->ks && ada_keysym_spec_new(&a->ks) < 0) {
-		ada_log("out of memory");
-		return -1;
-	}
-	a->ks_given = true;
-	if (c == OPT_KEY_SYMS) {
-		int err = cmd_keysym_read_rules(a->ks, v, why, sizeof(why));
-		if (err)
-			ada_log("--key-symbols %s: %s", v, why);
-		return err ? -1 : 0;
-	}
-	int err = cmd_keysym_read_blob(a->ks, v, why, sizeof(why));
-	if (err)
-		ada_log("--blob %s: %s", v, why);
-	return err ? -1 : 0;
-}
-
-/* One option; returns 0, 1 (--help: done) or -1 (bad). */
-static int record_opt(struct rec_args *a, int c, const char *v)
-{
-	uint64_t x = 0;
-	switch (c) {
-	case OPT_OUT:
-		a->out = v;
-		return 0;
-	case OPT_RING_MB:
-		return record_u64("--ring-mb", v, &a->ring_mb);
-	case OPT_PEAK:
-		return record_u64("--peak-rate", v, &a->peak_rate);
-	case OPT_BURST:
-		return record_u64("--burst-ms", v, &a->burst_ms);
-	case OPT_THREADS:
-		if (record_u64("--max-threads", v, &x) < 0)
-			return -1;
-		a->max_threads = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
-		return 0;
-	case OPT_THREAD_LIMIT:
-		if (record_u64("--thread-limit", v, &x) < 0)
-			return -1;
-		a->thread_limit = x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
-		return 0;
-	case OPT_OVERFLOW:
-		if (strcmp(v, "wait") && strcmp(v, "drop")) {
-			ada_log("--overflow is wait or drop, not '%s'", v);
-			return -1;
-		}
-		a->overflow = !strcmp(v, "drop") ? ADA_OVERFLOW_DROP : ADA_OVERFLOW_WAIT;
-		return 0;
-	case OPT_DRAIN_CPU:
-		if (record_u64("--drain-cpu", v, &x) < 0)
-			return -1;
-		a->drain_cpu = (int)x;
-		return 0;
-	case OPT_SEGMENT:
-		return record_u64("--segment-mb", v, &a->segment_mb);
-	case OPT_FLUSH:
-		if (ada_flush_parse(v, &a->flush) < 0) {
-			ada_log("--flush is off, interval:MS, bytes:N or rotate, not '%s'", v);
-			return -1;
-		}
-		return 0;
-	case OPT_SAFE:
-		a->flush.safe = 1;
-		return 0;
-	case OPT_MAXDISK:
-		if (record_u64("--max-disk-mb", v, &a->max_disk_mb) < 0)
-			return -1;
-		if (a->max_disk_mb > (UINT64_MAX >> 21)) {
-			ada_log("--max-disk-mb %s is more than any disk holds; use 0 for no limit",
-			        v);
-			return -1;
-		}
-		return 0;
-	case OPT_MAXSHM:
-		if (record_u64("--max-shm-mb", v, &a->max_shm_mb) < 0)
-			return -1;
-		if (a->max_shm_mb > (UINT64_MAX >> 21)) {
-			ada_log("--max-shm-mb %s is more than any machine has; use 0 for no limit",
-			        v);
-			return -1;
-		}
-		return 0;
-	case OPT_NOFOLLOW:
-		a->follow = false;
-		return 0;
-	case OPT_NOAGENT:
-		a->agent = false;
-		return 0;
-	case OPT_HELP:
-		if (a->attach)
-			attach_usage(stdout);
-		else
-			record_usage(stdout);
-		return 1;
-	case OPT_DURATION:
-		if (!a->attach) {
-			ada_log("--duration is an option of ada attach; ada record ends with its "
-			        "program");
-			return -1;
-		}
-		return record_seconds("--duration", v, &a->duration_ns);
-	case OPT_CALL_TIMEOUT:
-		if (!a->attach) {
-			ada_log("--call-timeout is an option of ada attach");
-			return -1;
-		}
-		if (record_seconds("--call-timeout", v, &a->call_timeout_ns) < 0)
-			return -1;
-		if (a->call_timeout_ns == 0) {
-			ada_log("--call-timeout wants more than 0 seconds");
-			return -1;
-		}
-		return 0;
-	case OPT_EXCLUDE:
-		return record_hook_opt(a, "exclude", v);
-	case OPT_INCLUDE:
-		return record_hook_opt(a, "include", v);
-	case OPT_EXCLUDE_SYM:
-		return record_hook_opt(a, "exclude-symbol", v);
-	case OPT_ANALYSIS_THREADS:
-		if (strcmp(v, "1") && strcmp(v, "2")) {
-			ada_log(
-			    "--analysis-threads takes 1 or 2, not '%s' (e.g. --analysis-threads 2)",
-			    v);
-			return -1;
-		}
-		return record_hook_opt(a, "analysis-threads", v);
-	case OPT_INCLUDE_SYM:
-		return record_hook_opt(a, "include-symbol", v);
-	case OPT_TRIGGER:
-	case OPT_PRE_ROLL:
-	case OPT_POST_ROLL:
-	case OPT_MAX_WINDOWS:
-	case OPT_HOLDOFF:
-		return record_flight_opt(a, c, v);
-	case OPT_DETAIL:
-	case OPT_STACK_BYTES:
-	case OPT_DETAIL_MB:
-	case OPT_DETAIL_SYMS:
-	case OPT_DETAIL_OVERFLOW:
-		return record_detail_opt(a, c, v);
-	case OPT_KEY_SYMS:
-	case OPT_BLOB:
-		return record_keysym_opt(a, c, v);
-	default:
-		if (a->attach)
-			attach_usage(stderr);
-		else
-			record_usage(stderr);
-		return -1;
-	}
-}
-
-/* ada attach PID [options]: nothing may follow the options, and the agent
- * is what attaching loads. */
-static int record_attach_rest(struct rec_args *a, int argc, char **argv)
-{
-	if (optind < argc) {
-		ada_log("ada attach takes the pid first and options after it, not '%s'",
-		        argv[optind]);
-		return -1;
-	}
-	if (!a->agent) {
-		ada_log("--no-agent cannot be used with ada attach: attaching loads the agent");
-		return -1;
-	}
-	return 0;
-}
-
-/* --detail-overflow only means something with --detail always: in
- * triggered mode the ring overwrites by design (only windows are kept). */
-static int record_check_detail_overflow(const struct rec_args *a)
-{
-	if (a->detail_overflow < 0 || a->detail_mode == ADA_DETAIL_ALWAYS)
-		return 0;
-	ada_log("--detail-overflow needs --detail always (the other modes persist no record "
-	        "outside trigger windows); e.g. --detail always --detail-overflow wait");
-	return -1;
-}
-
 /* --detail always: does a thread with a full detail ring wait for the
  * drain? --detail-overflow, else what --overflow says for the index lane. */
 static uint32_t record_detail_wait(const struct rec_args *a)
@@ -586,42 +57,6 @@ static uint32_t record_detail_wait(const struct rec_args *a)
 	if (a->detail_overflow >= 0)
 		return (uint32_t)a->detail_overflow;
 	return a->overflow == ADA_OVERFLOW_WAIT;
-}
-
-int record_parse(struct rec_args *a, int argc, char **argv, bool attach)
-{
-	memset(a, 0, sizeof(*a));
-	a->attach = attach;
-	a->out = "ada_traces";
-	a->drain_cpu = -1;
-	a->max_disk_mb = UINT64_MAX; /* not given: the default budget */
-	a->max_shm_mb = UINT64_MAX;  /* not given: the default ceiling */
-	a->follow = a->agent = true;
-	a->stack_bytes = 128;
-	a->detail_overflow = -1; /* not given: follows --overflow */
-	a->call_timeout_ns = ADA_ATTACH_CALL_TIMEOUT_NS;
-	a->flush = (struct ada_flush_policy){.mode = ADA_FLUSH_INTERVAL, .value = 1000};
-	a->flight = (struct ada_trigger_opts){.pre_ns = ADA_TRIGGER_DEFAULT_PRE_NS,
-	                                      .post_ns = ADA_TRIGGER_DEFAULT_POST_NS,
-	                                      .max_windows = ADA_TRIGGER_DEFAULT_MAX_WINDOWS,
-	                                      .holdoff_ns = ADA_TRIGGER_DEFAULT_HOLDOFF_NS};
-	optind = 1;
-	int c;
-	while ((c = getopt_long(argc, argv, "+h", record_opts, NULL)) != -1) {
-		int r = record_opt(a, c == 'h' ? OPT_HELP : c, optarg);
-		if (r)
-			return r;
-	}
-	if (attach) {
-		int r = record_attach_rest(a, argc, argv);
-		return r ? r : record_check_detail_overflow(a);
-	}
-	if (optind >= argc) {
-		ada_log("no program given: ada record [options] -- PROGRAM [ARGS...]");
-		return -1;
-	}
-	a->prog_argv = argv + optind;
-	return record_check_detail_overflow(a);
 }
 
 /* One sentence for the first failed check of rep; -1 when one failed. */
@@ -713,7 +148,7 @@ static int record_keysym_agent(struct rec_args *a)
 
 /* The agent's side of the detail lane (ADA_HOOK_CONFIG); the
  * --detail-symbols globs were added while parsing. */
-int record_detail_hook_config(struct rec_args *a)
+static int record_detail_hook_config(struct rec_args *a)
 {
 	if (a->detail_mode == ADA_DETAIL_NEVER)
 		return 0;
@@ -728,6 +163,15 @@ int record_detail_hook_config(struct rec_args *a)
 		return -1;
 	}
 	return 0;
+}
+
+int record_agent_config(struct rec_args *a)
+{
+	size_t used = strlen(a->hook_config);
+	if (!a->follow)
+		snprintf(a->hook_config + used, sizeof(a->hook_config) - used, "%sfollow=0",
+		         used ? ";" : "");
+	return record_detail_hook_config(a);
 }
 
 int record_ring_config(const struct rec_args *a, bool tsc, struct ada_arena_config *out, char *buf,
@@ -979,7 +423,8 @@ static void record_print_always(const struct ada_record_summary *s)
 	        (unsigned long long)lost, (unsigned long long)(ADA_DETAIL_MAX_BYTES >> 20));
 }
 
-void record_print_summary(const struct ada_record_summary *s, const char *dir)
+/* The first line: events, rate, processes, drops, disk, the drain. */
+static void record_print_recorded(const struct ada_record_summary *s)
 {
 	double rate = s->seconds > 0 ? (double)s->events / s->seconds : 0;
 	char why[256];
@@ -1006,10 +451,12 @@ void record_print_summary(const struct ada_record_summary *s, const char *dir)
 		    "a faster disk a higher sustained rate\n",
 		    (unsigned long long)s->ring_waits, s->ring_waits == 1 ? "" : "s",
 		    (double)s->ring_waited_ns / 1e9);
-	if (s->detail_mode == ADA_DETAIL_TRIGGERED)
-		record_print_flight(s);
-	else if (s->detail_mode == ADA_DETAIL_ALWAYS)
-		record_print_always(s);
+}
+
+/* Processes the recording left out: the shared-memory ceiling, pid reuse,
+ * arenas the recorder never read. */
+static void record_print_left_out(const struct ada_record_summary *s)
+{
 	if (s->untraced_procs)
 		fprintf(stderr,
 		        "ada: %llu process%s ran untraced: the shared-memory ceiling of %.1f MiB "
@@ -1027,6 +474,11 @@ void record_print_summary(const struct ada_record_summary *s, const char *dir)
 		        "ada: removed %u entr%s of the arena directory that the recorder had not "
 		        "read (arenas it refused or that were never completed)\n",
 		        s->shm_leftover, s->shm_leftover == 1 ? "y" : "ies");
+}
+
+/* What the disk took away: the budget's retired generations, a full disk. */
+static void record_print_disk(const struct ada_record_summary *s)
+{
 	if (s->retired_gens)
 		fprintf(
 		    stderr,
@@ -1041,6 +493,17 @@ void record_print_summary(const struct ada_record_summary *s, const char *dir)
 		        "ada: the disk filled up: recording stopped early, %llu events were "
 		        "not written; the files hold what was written and are valid\n",
 		        (unsigned long long)s->lost_enospc);
+}
+
+void record_print_summary(const struct ada_record_summary *s, const char *dir)
+{
+	record_print_recorded(s);
+	if (s->detail_mode == ADA_DETAIL_TRIGGERED)
+		record_print_flight(s);
+	else if (s->detail_mode == ADA_DETAIL_ALWAYS)
+		record_print_always(s);
+	record_print_left_out(s);
+	record_print_disk(s);
 	record_print_untraced(dir);
 	fprintf(stderr, "%s\n", dir); /* last: scripts take the session from it */
 }
@@ -1080,6 +543,67 @@ struct ada_control *record_control(struct ada_recorder *r, const struct rec_args
 		return NULL;
 	}
 	return c;
+}
+
+struct ada_control *record_control_start(struct ada_control *c)
+{
+	if (c && ada_control_start(c) < 0) {
+		ada_log("the control socket could not start: `ada arm/disarm/trigger/status PID` "
+		        "cannot reach this recording; it records all the same");
+		ada_control_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* The recorder's options: what ada record and ada attach were given. */
+static void record_recorder_opts(const struct rec_args *a, const char *ring_cfg, bool tsc,
+                                 char *const *argv, struct ada_recorder_opts *o)
+{
+	*o = (struct ada_recorder_opts){
+	    .out_dir = a->out,
+	    .drain_cpu = a->drain_cpu,
+	    .segment_bytes = a->segment_mb << 20,
+	    .max_disk_bytes = a->max_disk_mb == UINT64_MAX ? 0 : a->max_disk_mb << 20,
+	    .max_disk_default = a->max_disk_mb == UINT64_MAX,
+	    .max_shm_bytes = a->max_shm_mb == UINT64_MAX ? 0 : a->max_shm_mb << 20,
+	    .max_shm_default = a->max_shm_mb == UINT64_MAX,
+	    .flush = a->flush,
+	    .follow = a->follow,
+	    .force_clock = !tsc,
+	    .ring_config = ring_cfg,
+	    .program_argv = (const char *const *)argv,
+	    .triggers = a->triggers,
+	    .ntriggers = a->ntriggers,
+	    .flight = a->flight,
+	    .detail_mode = a->detail_mode,
+	    .stack_bytes = (uint32_t)a->stack_bytes,
+	    .detail_symbols = a->detail_symbols[0] ? a->detail_symbols : NULL,
+	    .key_symbols = a->ks,
+	    .attached = a->attach,
+	    .notice = record_notice,
+	};
+}
+
+int record_create(struct rec_args *a, const char *ring_cfg, bool tsc, char *const *argv,
+                  struct ada_recorder **r)
+{
+	struct ada_recorder_opts o;
+	if (a->ks_given && a->detail_mode == ADA_DETAIL_NEVER) {
+		ada_log(
+		    "--key-symbols and --blob choose what enters the detail lane, which --detail "
+		    "never turns off: drop one of them");
+		return -1;
+	}
+	record_recorder_opts(a, ring_cfg, tsc, argv, &o);
+	int rc = ada_recorder_new(&o, r);
+	ada_keysym_spec_free(a->ks); /* the recorder keeps its own copy */
+	a->ks = NULL;
+	if (rc < 0) {
+		ada_log("cannot create the session under '%s': %s", a->out, strerror(-rc));
+		return -1;
+	}
+	return 0;
 }
 
 void record_raise_nofile(struct rlimit *orig)

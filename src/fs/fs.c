@@ -355,3 +355,16 @@ int ada_fs_walk(const char *path, uid_t uid, unsigned flags, int *out, char *why
 		close(w.fd);
 	return err > 0 ? 0 : err;
 }
+
+int ada_fs_cache_dir(const char *sub, char *out, size_t cap)
+{
+	const char *root = secure_getenv("XDG_CACHE_HOME"), *mid = "/ada/";
+	if (!root || root[0] != '/') {
+		root = secure_getenv("HOME");
+		mid = "/.cache/ada/";
+	}
+	if (!root || root[0] != '/')
+		return -ENOENT;
+	int n = snprintf(out, cap, "%s%s%s", root, mid, sub);
+	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
+}

@@ -107,6 +107,14 @@ int ada_fs_dir_trusted(int fd, uid_t uid);
 
 #define ADA_FS_WALK_CREATE 1u /* ada_fs_walk: create what is missing (0700) */
 
+/* ada's per-user cache directory sub (plans: the agent's plan cache; tsc):
+ * $XDG_CACHE_HOME/ada/<sub>, else $HOME/.cache/ada/<sub>, absolute values
+ * only (relative ones are invalid, XDG spec), through secure_getenv (a
+ * set-uid program must not cache where its caller says). The agent and
+ * the ada command (which checks and passes the agent's directory) find it
+ * alike. 0, -ENOENT (neither is set) or -ENAMETOOLONG. */
+int ada_fs_cache_dir(const char *sub, char *out, size_t cap);
+
 /* Walks path from / (a relative path from the working directory) one
  * component at a time, trusting nothing it has not checked: every
  * directory on the way must pass ada_fs_dir_trusted(uid), and every

@@ -148,17 +148,7 @@ int plan_cache_encode(const struct plan_cache_key *key, const struct plan_cache_
 
 int plan_cache_dir(char *out, size_t cap)
 {
-	/* secure_getenv: a set-uid program must not cache where its caller
-	 * says. */
-	const char *root = secure_getenv("XDG_CACHE_HOME"), *sub = "/ada/plans";
-	if (!root || root[0] != '/') { /* relative values are invalid (XDG spec) */
-		root = secure_getenv("HOME");
-		sub = "/.cache/ada/plans";
-	}
-	if (!root || root[0] != '/')
-		return -ENOENT;
-	int n = snprintf(out, cap, "%s%s", root, sub);
-	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
+	return ada_fs_cache_dir("plans", out, cap);
 }
 
 int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out, size_t cap)

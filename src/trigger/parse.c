@@ -1,5 +1,6 @@
 /*
- * --trigger SPEC parsing, durations and fractional seconds.
+ * --trigger SPEC parsing, durations (the one grammar of them: the
+ * reading commands' offsets use it too) and fractional seconds.
  *
  * Threads: any; pure functions over their arguments. Each parser takes a
  * NUL-terminated string from the command line (or the control socket) and
@@ -31,33 +32,73 @@ static int parse_fail(char *why, size_t len, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* Decimal with an optional fraction, scaled by unit_ns; rejects overflow. */
-static int parse_scaled(const char *s, size_t len, uint64_t unit_ns, uint64_t *out)
+/* The parts of a decimal number at the start of s: digits with an
+ * optional fraction ("1.5", ".5", "2."), then, when exp_ok, an optional
+ * exponent ("1e3", "2.5E-1"). */
+struct parse_num {
+	const char *digits; /* the mantissa as written, '.' included */
+	size_t len, nint;   /* its length; digits before the '.' */
+	bool dot;
+	long exp;   /* clamped to +-PARSE_EXP_MAX */
+	size_t end; /* where the number ends in s */
+};
+#define PARSE_EXP_MAX 1000
+
+static bool parse_digit(char c)
 {
-	uint64_t whole = 0, frac = 0, scale = 1;
-	size_t i = 0;
-	bool digits = false, dot = false;
-	for (; i < len; i++) {
-		char c = s[i];
-		if (c == '.' && !dot) {
-			dot = true;
-			continue;
-		}
-		if (c < '0' || c > '9')
-			return -EINVAL;
-		digits = true;
-		if (!dot) {
-			if (whole > (UINT64_MAX - 9) / 10)
-				return -EINVAL;
-			whole = whole * 10 + (uint64_t)(c - '0');
-		} else if (scale < 1000000000ull) { /* finer than 1e-9 of a unit: ignored */
-			frac = frac * 10 + (uint64_t)(c - '0');
-			scale *= 10;
-		}
+	return c >= '0' && c <= '9';
+}
+
+/* An exponent at s ("e3", "E-2"): its length, 0 when there is none. */
+static size_t parse_exp(const char *s, long *exp)
+{
+	if (s[0] != 'e' && s[0] != 'E')
+		return 0;
+	bool neg = s[1] == '-';
+	size_t i = 1 + (s[1] == '-' || s[1] == '+');
+	if (!parse_digit(s[i]))
+		return 0;
+	for (*exp = 0; parse_digit(s[i]); i++)
+		if (*exp < PARSE_EXP_MAX)
+			*exp = *exp * 10 + (s[i] - '0');
+	*exp = neg ? -*exp : *exp;
+	return i;
+}
+
+/* -EINVAL when s does not start with a number. */
+static int parse_number(const char *s, bool exp_ok, struct parse_num *n)
+{
+	size_t i = 0, ndig = 0;
+	*n = (struct parse_num){.digits = s};
+	for (; parse_digit(s[i]) || (s[i] == '.' && !n->dot); i++) {
+		if (s[i] == '.')
+			n->dot = true;
+		else if (!n->dot)
+			n->nint++;
+		ndig += s[i] != '.';
 	}
-	if (!digits || whole > UINT64_MAX / unit_ns / 2)
+	if (!ndig)
 		return -EINVAL;
-	*out = whole * unit_ns + (uint64_t)((unsigned __int128)frac * unit_ns / scale);
+	n->len = i;
+	n->end = i + (exp_ok ? parse_exp(s + i, &n->exp) : 0);
+	return 0;
+}
+
+/* The number times 10^pow10, its fraction dropped: -ERANGE past
+ * UINT64_MAX. Exact: digit by digit, no floating point. */
+static int parse_scale(const struct parse_num *n, int pow10, uint64_t *out)
+{
+	long point = (long)n->nint + n->exp + pow10; /* digits left of the point */
+	size_t ndig = n->len - n->dot;
+	uint64_t v = 0;
+	for (long k = 0; k < point; k++) {
+		size_t at = (size_t)k + (n->dot && (size_t)k >= n->nint);
+		unsigned d = (size_t)k < ndig ? (unsigned)(n->digits[at] - '0') : 0;
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	*out = v;
 	return 0;
 }
 
@@ -65,25 +106,25 @@ int ada_trigger_parse_duration(const char *s, uint64_t *ns)
 {
 	static const struct {
 		const char *unit;
-		uint64_t ns;
-	} units[] = {{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000ull}};
-	size_t len = strlen(s);
-	for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
-		size_t ul = strlen(units[u].unit);
-		if (len <= ul || strcmp(s + len - ul, units[u].unit))
-			continue;
-		/* "50ms" also ends in "s": a digit must come right before the unit. */
-		char before = s[len - ul - 1];
-		if ((before < '0' || before > '9') && before != '.')
-			continue;
-		return parse_scaled(s, len - ul, units[u].ns, ns);
-	}
+		int pow10; /* of the unit in ns */
+	} units[] = {{"ns", 0}, {"us", 3}, {"ms", 6}, {"s", 9}};
+	struct parse_num n;
+	if (parse_number(s, true, &n) < 0)
+		return -EINVAL;
+	if (!s[n.end])
+		return -EDOM; /* a number without its unit */
+	for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++)
+		if (!strcmp(s + n.end, units[u].unit))
+			return parse_scale(&n, units[u].pow10, ns);
 	return -EINVAL;
 }
 
 int ada_trigger_parse_seconds(const char *s, uint64_t *ns)
 {
-	return parse_scaled(s, strlen(s), 1000000000ull, ns);
+	struct parse_num n;
+	if (parse_number(s, false, &n) < 0 || s[n.end])
+		return -EINVAL;
+	return parse_scale(&n, 9, ns);
 }
 
 /* "HH:MM" at s (exactly 5 characters). */

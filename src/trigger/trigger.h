@@ -74,9 +74,15 @@ struct ada_trigger_spec {
 /* Parses one --trigger SPEC. -EINVAL with one sentence in why (naming the
  * bad part and giving an example of a good spec); why may be NULL. */
 int ada_trigger_parse(const char *text, struct ada_trigger_spec *out, char *why, size_t why_len);
-/* "50ms", "200us", "1.5s", "750ns" (a unit is required). 0 or -EINVAL. */
+/* A duration, the one grammar of ada's options and the reading commands'
+ * offsets: a number (a fraction and an exponent allowed, no sign) and a
+ * unit, which is required: "50ms", "200us", "1.5s", "750ns", ".5ms",
+ * "1e3us". Exact (no floating point); what is finer than 1 ns is dropped.
+ * 0, -EDOM for a number without a unit ("50"), -ERANGE past UINT64_MAX ns,
+ * or -EINVAL. */
 int ada_trigger_parse_duration(const char *s, uint64_t *ns);
-/* Seconds with an optional fraction: "1", "0.25", "2.5". 0 or -EINVAL. */
+/* Seconds with an optional fraction: "1", "0.25", "2.5" (no unit, no
+ * exponent). 0, -ERANGE past UINT64_MAX ns, or -EINVAL. */
 int ada_trigger_parse_seconds(const char *s, uint64_t *ns);
 const char *ada_trigger_kind_name(enum ada_trigger_kind k);
 

@@ -43,6 +43,10 @@
              sentence and exits 2, no session, no tracer; the main thread
              the call was made on (in read()) runs on as it was: on "go" the
              program finishes loading, dlopens libm and exits 42.
+  duration   ada attach --duration 1.5 with no signal: it detaches on its
+             own after 1.5 s (the summary says so, the wall clock agrees),
+             exit 0, the session validates (attached, detached); the
+             program runs on and exits 42 on "go".
   nopid      a pid that does not exist: exit 2, one sentence, no session.
   traced     a process strace holds: exit 2 naming the tracer; it runs on.
   static     a static program (t_static --wait): exit 2 saying dlopen cannot
@@ -58,6 +62,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -459,6 +464,33 @@ def refused(a, work, pid, words, extra=()):
     check(not sessions(out), "a session was left behind: %r" % sessions(out))
 
 
+def case_duration(a, work):
+    out = os.path.join(work, "out")
+    t = Target(a.target)
+    try:
+        t0 = time.monotonic()
+        rc, _, err = run([a.ada, "attach", str(t.p.pid), "--out", out, "--duration", "1.5"])
+        took = time.monotonic() - t0
+        check(rc == 0, "attach --duration 1.5: exit %d\n%s" % (rc, err))
+        m = re.search(r"attached to pid %d for ([0-9.]+) s" % t.p.pid, err)
+        check(m and 1.5 <= float(m.group(1)) < GUARD / 2 and took >= 1.5,
+              "--duration 1.5: the summary says %r, it took %.2f s:\n%s" % (
+                  m and m.group(1), took, err))
+        new = sessions(out)
+        check(len(new) == 1, "sessions %r" % new)
+        rc, so, se = run([a.ada, "validate", new[0]])
+        check(rc == 0, "validate %s: exit %d\n%s%s" % (new[0], rc, so, se))
+        with open(os.path.join(new[0], "pid_%d" % t.p.pid, "manifest.json")) as f:
+            man = json.load(f)
+        check(man.get("attached") is True and man["exit"].get("detached") is True,
+              "manifest: attached %r, exit %r" % (man.get("attached"), man.get("exit")))
+        check(tracer_of(t.p.pid) == 0, "still traced after the detach")
+        rc, out_, err_ = t.finish()
+    finally:
+        t.kill()
+    check(rc == 42, "the target exited %d:\n%s%s" % (rc, out_, err_))
+
+
 def case_nopid(a, work):
     p = subprocess.Popen(["true"])
     p.wait()
@@ -531,7 +563,8 @@ def case_otheruser(a, work):
 CASES = {"threads": case_threads, "trigger": case_trigger, "move": case_move,
          "spawn": case_spawn, "loader_lock": case_loader_lock,
          "nopid": case_nopid,
-         "traced": case_traced, "static": case_static, "otheruser": case_otheruser}
+         "traced": case_traced, "static": case_static, "otheruser": case_otheruser,
+         "duration": case_duration}
 
 
 def main():

@@ -5,13 +5,14 @@ checks that the option's effect is visible (manifest, files, the recorder's
 syscalls, exact event counts) and that the session validates.
 
   record_options.py --ada ADA --targets DIR --work DIR CASE
-  record_options.py --ada ADA --work DIR coverage --table FILE --tests FILE
+  record_options.py --ada ADA --work DIR coverage --tests FILE
 
-`coverage` parses `ada record --help` and fails for any option that
-tests/integration/record_options.txt does not list, or that it lists with a
-test CTest does not have (FILE: the registered test names, one a line). An
-option listed as `pending:OWNER` is printed as a PENDING line (tools/test.sh's
-summary lists and counts them) until its test lands.
+`coverage` parses `ada record --help` and `ada attach --help` and fails for
+any option that the option table (tools/record_table.c, printed by the hidden
+`ada record --option-tests`) gives no test, or gives a test CTest does not
+have (FILE: the registered test names, one a line). An option listed as
+`pending:OWNER` is printed as a PENDING line (tools/test.sh's summary lists
+and counts them) until its test lands.
 Exit 0 = pass, 1 = fail, 77 = skip (ada says a command is not implemented).
 The harness of tests/integration/ada_itest.py does the exact per-function
 checks (check_pid) and the process handling.
@@ -605,11 +606,11 @@ def case_status(ctx):
 
 # ---------------------------------------------------------------- coverage
 
-def help_options(ada):
-    rc, o, e = it.run([ada.path, "record", "--help"])
+def help_options(ada, cmd="record"):
+    rc, o, e = it.run([ada.path, cmd, "--help"])
     if rc != 0 or e.strip():
-        raise it.Fail("`ada record --help` exited %d with stderr %r (want 0 and usage on "
-                      "stdout)" % (rc, e[:300]))
+        raise it.Fail("`ada %s --help` exited %d with stderr %r (want 0 and usage on "
+                      "stdout)" % (cmd, rc, e[:300]))
     opts = set()
     for line in o.decode(errors="replace").splitlines():
         # An option line starts with it: "  --ring-mb N   ..." (the text may
@@ -620,18 +621,20 @@ def help_options(ada):
     return opts
 
 
-def read_table(path):
+def read_table(ada):
+    """The option table's test rows: `ada record --option-tests` prints
+    "--option test [test...]" a line (tools/record_table.c)."""
+    rc, o, e = it.run([ada.path, "record", "--option-tests"])
+    if rc != 0 or e.strip():
+        raise it.Fail("`ada record --option-tests` exited %d with stderr %r (want 0 and the "
+                      "table on stdout)" % (rc, e[:300]))
     table = collections.OrderedDict()
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            line = line.split("#", 1)[0].strip()
-            if not line:
-                continue
-            parts = line.split()
-            if len(parts) < 2 or not parts[0].startswith("--"):
-                raise it.Fail("%s:%d: want '--option test [test...]' or '--option "
-                              "pending:OWNER': %r" % (path, n, line))
-            table[parts[0]] = parts[1:]
+    for n, line in enumerate(o.decode(errors="replace").splitlines(), 1):
+        parts = line.split()
+        if len(parts) < 2 or not parts[0].startswith("--"):
+            raise it.Fail("`ada record --option-tests` line %d: want '--option test "
+                          "[test...]' or '--option pending:OWNER': %r" % (n, line))
+        table[parts[0]] = parts[1:]
     return table
 
 
@@ -639,14 +642,17 @@ def cmd_coverage(args, ada, rep):
     opts = help_options(ada)
     rep.check(len(opts) >= 10, "only %d options parsed from `ada record --help`: %r" % (
         len(opts), sorted(opts)))
-    table = read_table(args.table)
+    # ada attach's own options (its usage lists only those; record's apply).
+    opts |= help_options(ada, "attach")
+    table, where = read_table(ada), "the option table (tools/record_table.c)"
     with open(args.tests) as f:
         tests = {l.strip() for l in f if l.strip()}
     for o in sorted(opts - set(table)):
-        rep.fail("`ada record %s` has no end-to-end test: add one (tests/integration/) and "
-                 "list it in %s" % (o, args.table))
+        rep.fail("`ada record/attach %s` has no end-to-end test: add one (tests/integration/) "
+                 "and name it in %s" % (o, where))
     for o in sorted(set(table) - opts):
-        rep.fail("%s lists %s, which `ada record --help` does not show" % (args.table, o))
+        rep.fail("%s lists %s, which neither `ada record --help` nor `ada attach --help` shows"
+                 % (where, o))
     pending = []
     for o, names in table.items():
         for t in names:
@@ -654,13 +660,14 @@ def cmd_coverage(args, ada, rep):
                 pending.append((o, t[len("pending:"):]))
                 continue
             rep.check(t in tests, "%s: the test %s for %s is not registered with CTest" % (
-                args.table, t, o))
+                where, t, o))
     # An option whose helper is still writing its test: told, counted (the
     # summary of tools/test.sh lists PENDING lines), not failed.
     for o, owner in pending:
         print("PENDING: ada record %s has no end-to-end test yet (owner: %s)" % (o, owner))
     if not rep.failures:
-        rep.note("%d options of `ada record --help`, each with a test" % len(opts))
+        rep.note("%d options of `ada record --help` and `ada attach --help`, each with a test"
+                 % len(opts))
 
 
 def main():
@@ -668,7 +675,6 @@ def main():
     ap.add_argument("--ada", required=True)
     ap.add_argument("--targets", help="directory of the tests/targets programs")
     ap.add_argument("--work", required=True)
-    ap.add_argument("--table")
     ap.add_argument("--tests")
     ap.add_argument("case", choices=list(CASES) + ["coverage"])
     args = ap.parse_args()

@@ -177,7 +177,30 @@ def test_ls():
     check(rc == 2 and "no such directory" in err, "ls of a missing directory")
 
 
-for t in [test_ls, test_report, test_damaged, test_dump, test_export_flame, test_damaged_export]:
+def test_dump_units():
+    """--from/--to offsets use the one duration grammar (src/trigger/parse.c):
+    a unit is required, every unit and spelling with one is read alike."""
+    rc, out, err = ada("dump", "--from", "+50", GOLDEN)
+    lines = [l for l in err.splitlines() if l.strip()]
+    check(rc == 2 and not out.strip() and len(lines) == 1 and "unit" in lines[0] and
+          "+50ms" in lines[0], f"dump --from +50 (no unit): exit {rc}, stderr {lines}")
+    rc, _, err = ada("dump", "--to", "+1.5", GOLDEN)
+    check(rc == 2 and "--to" in err and "unit" in err, f"dump --to +1.5 (no unit): {rc} {err}")
+    # The recording starts at 900 ns; its events run to 1500 ns.
+    for frm in ("+300ns", "+0.3us", "+.0003ms", "+0.0000003s", "+3e2ns", "+0.3E+3ns"):
+        rc, out, err = ada("dump", "--merge", "--from", frm, "--to", "+400ns", GOLDEN)
+        ts = [int(l.split()[0]) for l in event_lines(out)]
+        check(rc == 0 and ts == [1200, 1200, 1250, 1300], f"dump --from {frm}: {rc} {ts} {err}")
+    for bad in ("+-5ms", "+5 ms", "+5m", "+ms", "+99999999999999999999s", "+18446744073709551615ns"):
+        rc, _, err = ada("dump", "--from", bad, GOLDEN)
+        check(rc == 2 and "--from" in err, f"dump --from {bad}: {rc} {err}")
+    rc, out, _ = ada("dump", "--merge", "--from", "1200", "--to", "1250", GOLDEN)
+    ts = [int(l.split()[0]) for l in event_lines(out)]
+    check(ts == [1200, 1200, 1250], f"dump --from 1200 --to 1250 (absolute ns): {ts}")
+
+
+for t in [test_ls, test_report, test_damaged, test_dump, test_dump_units, test_export_flame,
+          test_damaged_export]:
     t()
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

@@ -2,6 +2,7 @@
  * --trigger SPEC parsing: every form, every bad form with its message,
  * durations and fractional seconds.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -144,6 +145,91 @@ static void test_seconds(void **state)
 			fail_msg("'%s' accepted", bad[i]);
 }
 
+/* Every unit, fractions and exponents: the one grammar of durations. */
+static void test_duration_units(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text;
+		uint64_t ns;
+	} good[] = {{"1ns", 1},
+	            {"1us", 1000},
+	            {"1ms", 1000000},
+	            {"1s", 1000000000ull},
+	            {"0ns", 0},
+	            {".5us", 500},
+	            {"5.ms", 5000000},
+	            {"1.5s", 1500000000ull},
+	            {"0.0000000015s", 1}, /* finer than 1 ns: dropped */
+	            {"2.7ns", 2},
+	            {"007ms", 7000000},
+	            {"1e3us", 1000000},
+	            {"1E3ns", 1000},
+	            {"2.5e-1s", 250000000ull},
+	            {"1e+2ms", 100000000ull},
+	            {"1e-12s", 0},
+	            {"0e999s", 0}};
+	uint64_t ns;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ns = 12345;
+		if (ada_trigger_parse_duration(good[i].text, &ns) != 0 || ns != good[i].ns)
+			fail_msg("'%s': %llu, want %llu", good[i].text, (unsigned long long)ns,
+			         (unsigned long long)good[i].ns);
+	}
+}
+
+/* A number without its unit is -EDOM, whatever its form. */
+static void test_duration_unit_required(void **state)
+{
+	(void)state;
+	const char *bare[] = {"50", "0", "1.5", ".5", "1e3", "18446744073709551616"};
+	uint64_t ns;
+	for (size_t i = 0; i < sizeof(bare) / sizeof(bare[0]); i++)
+		if (ada_trigger_parse_duration(bare[i], &ns) != -EDOM)
+			fail_msg("'%s' is not refused as a number without a unit", bare[i]);
+	struct ada_trigger_spec s;
+	char why[400];
+	assert_int_equal(ada_trigger_parse("p99=function:f>50", &s, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "unit"));
+	assert_int_equal(ada_trigger_parse("p99=function:f>50ms", &s, why, sizeof(why)), 0);
+	assert_int_equal(s.threshold_ns, 50000000ull);
+}
+
+/* UINT64_MAX ns is the largest duration; one more is -ERANGE. */
+static void test_duration_overflow(void **state)
+{
+	(void)state;
+	uint64_t ns;
+	assert_int_equal(ada_trigger_parse_duration("18446744073709551615ns", &ns), 0);
+	assert_true(ns == UINT64_MAX);
+	assert_int_equal(ada_trigger_parse_duration("18446744073.709551615s", &ns), 0);
+	assert_true(ns == UINT64_MAX);
+	const char *over[] = {"18446744073709551616ns",
+	                      "18446744073.709551616s",
+	                      "18446744074s",
+	                      "99999999999999999999s",
+	                      "1e20ns",
+	                      "1e1000000000s",
+	                      "18446744073709552us"};
+	for (size_t i = 0; i < sizeof(over) / sizeof(over[0]); i++)
+		if (ada_trigger_parse_duration(over[i], &ns) != -ERANGE)
+			fail_msg("'%s' is not refused as too long", over[i]);
+	assert_int_equal(ada_trigger_parse_seconds("18446744074", &ns), -ERANGE);
+}
+
+/* No sign: a negative duration (or a '+') is no duration. */
+static void test_duration_negative(void **state)
+{
+	(void)state;
+	const char *bad[] = {"-5ms", "-0ns", "+5ms", "-1e3us", "5e-ms", "5e",        "1es",
+	                     "e3ms", " 5ms", "5ms ", "0x10ms", "infs",  "5\xc2\xb5s"};
+	uint64_t ns;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (ada_trigger_parse_duration(bad[i], &ns) != -EINVAL)
+			fail_msg("'%s' is not refused", bad[i]);
+	assert_int_equal(ada_trigger_parse_seconds("-1", &ns), -EINVAL);
+}
+
 static void test_kind_names(void **state)
 {
 	(void)state;
@@ -155,8 +241,14 @@ static void test_kind_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_forms),      cmocka_unit_test(test_bad_forms),
-	    cmocka_unit_test(test_durations),  cmocka_unit_test(test_seconds),
+	    cmocka_unit_test(test_forms),
+	    cmocka_unit_test(test_bad_forms),
+	    cmocka_unit_test(test_durations),
+	    cmocka_unit_test(test_seconds),
+	    cmocka_unit_test(test_duration_units),
+	    cmocka_unit_test(test_duration_unit_required),
+	    cmocka_unit_test(test_duration_overflow),
+	    cmocka_unit_test(test_duration_negative),
 	    cmocka_unit_test(test_kind_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
