@@ -288,12 +288,12 @@ static void record_add_untraced(const char *path, json_int_t sum[6])
 		if (v > 0)
 			sum[k] += v;
 	}
-	/* Returns not traced: frames cut by a stack switch (greenlet). */
 	/* The drain stood still past the producers' timeout: the agent
 	 * stopped tracing (docs/hooks.md, untraced_calls.recorder_gone). */
 	json_int_t gone = json_integer_value(json_object_get(u, "recorder_gone"));
 	if (gone > 0)
 		sum[5] += gone;
+	/* Returns not traced: frames cut by a stack switch (greenlet). */
 	json_t *w = json_object_get(a, "stack_switches");
 	static const char *const wkeys[2] = {"switches", "frames_cut"};
 	for (int k = 0; k < 2; k++) {
