@@ -325,7 +325,17 @@ int ada_tsc_cache_path(char *out, size_t cap)
 	if (!root || root[0] != '/')
 		return -ENOENT;
 	int n = snprintf(out, cap, "%s%s", root, sub);
-	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
+	if (n <= 0 || (size_t)n >= cap)
+		return -ENAMETOOLONG;
+	/* $HOME/.cache only when it exists: ada makes none in a HOME that
+	 * has none (the program's HOME too; issue 34, as tools/cmd_root.c:
+	 * cmd_plan_cache_dir). */
+	struct stat st;
+	size_t top = strlen(out) - strlen("/ada/tsc");
+	out[top] = '\0';
+	bool ok = sub[1] != '.' || (stat(out, &st) == 0 && S_ISDIR(st.st_mode));
+	out[top] = '/';
+	return ok ? 0 : -ENOENT;
 }
 
 #define TSC_CACHE_MAX 128 /* the line is ~70 bytes: anything longer is not ours */

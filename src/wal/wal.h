@@ -111,10 +111,11 @@ bool ada_tsc_kernel_mult(uint64_t *mult);
 /* A plausible slope: 50 MHz .. 20 GHz. Anything else is refused. */
 bool ada_tsc_mult_sane(uint64_t mult);
 /* The per-user cache of the measured slope: $XDG_CACHE_HOME/ada/tsc or
- * ~/.cache/ada/tsc, one line "ada-tsc 1 <boot_id> <mult>\n", 0600, created
- * by a private temporary file + rename in a directory reached by a walk
- * that trusts only root's and our own directories and links (fs.h).
- * Valid only for the boot that wrote it (the TSC rate is fixed at boot). */
+ * ~/.cache/ada/tsc (-ENOENT when ~/.cache does not exist: ada makes none),
+ * one line "ada-tsc 1 <boot_id> <mult>\n", 0600, created by a private
+ * temporary file + rename in a directory reached by a walk that trusts
+ * only root's and our own directories and links (fs.h). Valid only for
+ * the boot that wrote it (the TSC rate is fixed at boot). */
 int ada_tsc_cache_path(char *out, size_t cap);
 /* Parses the cache text: 0 and *mult when it is exactly one well-formed
  * line for boot_id with a sane slope, -EBADMSG otherwise. */
