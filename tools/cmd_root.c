@@ -6,6 +6,8 @@
  * user); recover checks the session. Each refusal is one sentence saying
  * why and what to do. Not root: nothing is checked here (a user's own
  * files are theirs; the link-proof creation in src/fs still applies).
+ * Also where that plan cache lives (cmd_plan_cache_dir), which ada passes
+ * the agent.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -37,17 +40,17 @@ static int root_check(const char *what, const char *path, const char *fix)
 	return 0;
 }
 
-/* Where the agent keeps its plan cache (plancache.c: plan_cache_path). */
-static const char *root_cache_dir(char *buf, size_t cap)
+const char *cmd_plan_cache_dir(char *buf, size_t cap)
 {
 	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-	if (x && x[0] == '/')
-		snprintf(buf, cap, "%s/ada/plans", x);
-	else if (h && h[0] == '/')
-		snprintf(buf, cap, "%s/.cache/ada/plans", h);
-	else
-		return NULL;
-	return buf;
+	struct stat st;
+	int n = -1;
+	if (x && x[0] == '/') /* relative values are invalid (XDG spec) */
+		n = snprintf(buf, cap, "%s/ada/plans", x);
+	else if (h && h[0] == '/' && snprintf(buf, cap, "%s/.cache", h) < (int)cap &&
+	         stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
+		n = snprintf(buf, cap, "%s/.cache/ada/plans", h);
+	return n > 0 && (size_t)n < cap ? buf : NULL;
 }
 
 int cmd_root_check_record(const char *out, bool agent)
@@ -58,7 +61,7 @@ int cmd_root_check_record(const char *out, bool agent)
 	if (root_check("the session under", out,
 	               "choose an --out directory only root can write, e.g. /root/ada_traces"))
 		return -1;
-	if (agent && root_cache_dir(cache, sizeof(cache)) &&
+	if (agent && cmd_plan_cache_dir(cache, sizeof(cache)) &&
 	    root_check("the plan cache under", cache,
 	               "run sudo with -H (not -E), or set XDG_CACHE_HOME to a directory only "
 	               "root can write"))

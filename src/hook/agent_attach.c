@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "agent_internal.h"
+#include "plancache_internal.h"
 #include "ring.h"
 
 #define ATTACH_TEXT_MAX (1u << 20)
@@ -168,11 +169,11 @@ static int attach_key(const char *k, size_t kl, const char *v, size_t vl, struct
 	if (ATTACH_KEY("hook"))
 		return attach_str(v, vl, &e->hook_config);
 	if (ATTACH_KEY("cache")) {
-		if (vl >= sizeof(agent.cache_dir))
-			return -E2BIG;
-		memcpy(agent.cache_dir, v, vl);
-		agent.cache_dir[vl] = '\0';
-		return 0;
+		/* Also kept for the children it follows (agent_exec.c). */
+		int err = vl < sizeof(agent.cache_dir) ? attach_str(v, vl, &e->plan_cache) : -E2BIG;
+		if (!err && plan_cache_dir(e->plan_cache, agent.cache_dir, sizeof(agent.cache_dir)))
+			agent.cache_dir[0] = '\0'; /* none, or not absolute */
+		return err;
 	}
 	if (ATTACH_KEY("busy"))
 		return attach_list(v, vl, &agent.busy, &agent.n_busy);
