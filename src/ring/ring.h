@@ -513,8 +513,15 @@ struct ada_producer {
 	uint64_t room;           /* head may reach this without rereading tail */
 	struct ada_arena *arena; /* the arena the slot belongs to */
 	uint64_t lag_beat;       /* heartbeat seen when the drain was declared lagging */
-	uint32_t lagging;        /* 1: drop at once while the heartbeat stays lag_beat */
-	uint32_t retry;          /* no slot: drops left before the next claim attempt */
+	/* 1: the recorder is gone (or unknown): drop at once while the
+	 * heartbeat stays lag_beat, and the hook handlers stop tracing this
+	 * thread meanwhile (src/hook/handlers.c) */
+	uint32_t lagging;
+	uint32_t retry; /* no slot: drops left before the next claim attempt */
+	/* 1: the recorder is stopped by a signal: every event drops at once
+	 * (counted, drain_lag) while the heartbeat stays lag_beat; the thread
+	 * stays traced, so tracing goes on exactly when the drain does */
+	uint32_t stalled;
 	/* Detail ring of the owned slot (all 0 / NULL without one): set when
 	 * the slot is claimed; see ada_detail_reserve(). */
 	_Atomic uint64_t *dwords;  /* the ring's bytes as 8-byte words */
@@ -612,7 +619,9 @@ void ada_shm_budget_unreserve(const char *dir, uint64_t bytes);
 /* Producer: maps dir's budget file; -ENOENT when there is none. */
 int ada_shm_budget_open_dir(const char *dir, struct ada_shm_budget **out);
 /* How long a full ring waits for a drain whose heartbeat stands still
- * before it drops with ADA_DROP_DRAIN_LAG (default 2000 ms). */
+ * before it asks whether the recorder is there (default 2000 ms): when it
+ * runs (a slow drain) the wait goes on; when it is gone or stopped by a
+ * signal, or cannot be known, the event drops with ADA_DROP_DRAIN_LAG. */
 void ada_producer_set_drain_timeout_ms(uint32_t ms);
 /* Whether a thread of this process found the drain gone (its heartbeat
  * stood still for the timeout) and it has not beaten since; *dropped gets
