@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,6 +73,44 @@ static _Atomic uint64_t producer_dead_beat;
 /* The same for a recorder stopped by a signal (its events drop at once,
  * counted, and the threads stay traced: ada_producer.stalled). */
 static _Atomic uint64_t producer_stall_beat;
+
+/* Arenas this process stopped producing into (ada_producer_retire_arena),
+ * whose ranges hold private zero pages until ada_producer_reap_retired().
+ * Touched only with every other thread stopped (ada attach). */
+static struct ada_arena *producer_retired;
+
+int ada_producer_retire_arena(void)
+{
+	struct ada_arena *a = ada_producer_arena();
+	if (!a)
+		return 0;
+	ada_producer_set_arena(NULL);
+	/* MAP_FIXED replaces the shared mapping in one step: the recording's
+	 * pages are let go (RssShmem), and whatever still holds an address
+	 * in the range -- a thread stopped in the middle of an event, a
+	 * frame open at the detach whose return is still recorded, the
+	 * key-symbol area's readers -- finds private memory there, zero
+	 * until it writes, never a hole. */
+	void *p = mmap(a->base, a->map_size, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	int err = p == MAP_FAILED ? -errno : 0;
+	int e2 = ring_budget_retire(a->budget);
+	a->retired_next = producer_retired;
+	producer_retired = a;
+	return err ? err : e2;
+}
+
+size_t ada_producer_reap_retired(void)
+{
+	size_t n = 0;
+	while (producer_retired) {
+		struct ada_arena *a = producer_retired;
+		producer_retired = a->retired_next;
+		ada_arena_close(a); /* munmap of the range, the budget page; frees */
+		n++;
+	}
+	return n;
+}
 
 void ada_producer_set_arena(struct ada_arena *a)
 {

@@ -566,6 +566,22 @@ struct ada_arena *ada_producer_arena(void);
  * the calling thread (its slot's counter; before it holds one, the
  * arena's total, atomic add). Nothing when not recording. */
 void ada_producer_count_detail(struct ada_producer *p, enum ada_drop_reason why);
+/* Not hook context; every other thread of the process stopped (ada
+ * attach's detach): the process stops producing (ada_producer_arena() is
+ * NULL from here) and gives the recording's shared memory back at once:
+ * the arena's range and its budget page become private anonymous memory
+ * at the same addresses, holding no page until written. A thread stopped
+ * in the middle of an event, or a frame open at the detach whose return
+ * is still recorded, writes there harmlessly instead of into a hole. The
+ * handle is kept (threads may hold it) until ada_producer_reap_retired().
+ * 0 or -errno (the arena stays as it was mapped, and is retired all the
+ * same). */
+int ada_producer_retire_arena(void);
+/* Not hook context: unmaps and frees what ada_producer_retire_arena()
+ * kept; the count. Only when no thread can hold an address in those
+ * ranges: every other thread stopped, its producer state reset, and none
+ * inside a hook (ada attach's next attach checks it). */
+size_t ada_producer_reap_retired(void);
 /* After fork, in the child: forget the parent's slot in this thread. */
 void ada_producer_reset_thread(void);
 /* Sets up this process's arena from the environment: ADA_ARENA_DIR (required;

@@ -194,6 +194,9 @@ struct ada_arena {
 	 * still there when the drain's heartbeat stands still (producer.c). */
 	int32_t rec_pid;
 	uint64_t rec_start;
+	/* Producer side: the next arena this process retired (producer.c,
+	 * ada_producer_retire_arena), NULL at the end of the list. */
+	struct ada_arena *retired_next;
 };
 
 /* What a producer learns of its recorder (procstat.c). */
@@ -207,6 +210,10 @@ enum ring_recorder {
  * boot, field 22 of /proc/PID/stat; 0: not compared). Cold hook context:
  * raw system calls only, errno kept. */
 enum ring_recorder ring_recorder_state(int32_t pid, uint64_t start);
+/* shm_budget.c: the budget page b maps becomes a private zero page at the
+ * same address (the recording's shared page is let go; a late reader or
+ * writer touches its own page). b stays valid for ada_shm_budget_close(). */
+int ring_budget_retire(struct ada_shm_budget *b);
 /* shm_budget.c: the recorder named in dir's budget file (0 and 0: none). */
 void ring_budget_recorder(const char *dir, int32_t *pid, uint64_t *start);
 

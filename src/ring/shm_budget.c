@@ -271,3 +271,12 @@ void ring_budget_recorder(const char *dir, int32_t *pid, uint64_t *start)
 	*start = b->recorder_start;
 	ada_shm_budget_close(b);
 }
+
+int ring_budget_retire(struct ada_shm_budget *b)
+{
+	if (!b)
+		return 0;
+	void *p = mmap(b, SHM_BUDGET_SIZE, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? -errno : 0;
+}

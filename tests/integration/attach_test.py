@@ -10,7 +10,9 @@
              released, it prints its own checks and exits 42. Each session
              validates, says "attached": true with the pauses, has calls of
              the busy threads, and every return matches a call (frames still
-             open at the detach are the only unmatched ones).
+             open at the detach are the only unmatched ones). After each
+             detach RssShmem is what it was before the first attach (within
+             a page) and no arena is mapped.
   trigger    tests/targets/t_control.c (runs what its stdin says) attached
              to with --trigger symbol=rare_event: "busy", then "rare" after
              the attach; the window is persisted (`ada status`) before the
@@ -208,10 +210,26 @@ def check_session(ada, session, pid):
     return m
 
 
+def rss_shmem_kb(pid):
+    """RssShmem of pid (kB), from /proc/PID/status."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("RssShmem:"):
+                return int(line.split()[1])
+    raise Fail("no RssShmem in /proc/%d/status" % pid)
+
+
+def arena_maps(pid):
+    """The lines of /proc/PID/maps that map an arena (*.ring)."""
+    with open("/proc/%d/maps" % pid) as f:
+        return [l.strip() for l in f if ".ring" in l]
+
+
 def case_threads(a, work):
     out = os.path.join(work, "out")
     t = Target(a.target)
     try:
+        shm0 = rss_shmem_kb(t.p.pid)
         for round_ in (1, 2):
             rc, err, session = attach_until_events(a.ada, t.p.pid, out)
             check(rc == 0, "attach %d: exit %d\n%s" % (round_, rc, err))
@@ -219,6 +237,13 @@ def case_threads(a, work):
                   "no pause in the summary:\n%s" % err)
             check_session(a.ada, session, t.p.pid)
             check(tracer_of(t.p.pid) == 0, "still traced after the detach")
+            # The detach gave the recording's shared memory back (issue
+            # 34): RssShmem as before the first attach, within a page,
+            # and no arena mapped.
+            shm = rss_shmem_kb(t.p.pid)
+            check(abs(shm - shm0) <= 4 and not arena_maps(t.p.pid),
+                  "after detach %d: RssShmem %d kB, %d kB before the attach; arena mappings "
+                  "%r" % (round_, shm, shm0, arena_maps(t.p.pid)))
         rc, out_, err = t.finish()
     finally:
         t.kill()
