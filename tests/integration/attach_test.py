@@ -14,7 +14,8 @@
              detach RssShmem is what it was before the first attach (within
              a page) and no arena is mapped.
   trigger    tests/targets/t_control.c (runs what its stdin says) attached
-             to with --trigger symbol=rare_event: "busy", then "rare" after
+             to with --trigger symbol=rare_event (`ada status` reaches the
+             recording given ada attach's own pid): "busy", then "rare" after
              the attach; the window is persisted (`ada status`) before the
              detach and in the manifest after it with its detail records; the
              program answers on and exits 0 after the detach.
@@ -277,6 +278,17 @@ def case_trigger(a, work):
         check("attached to pid %d" % t.pid in line, "ada attach said %r (exit %r)" %
               (line, ada.poll()))
         session = line.rsplit(" ", 1)[-1].strip()
+
+        def by_attach_pid():
+            # `ada status` given ada attach's own pid (the registry entry
+            # its control thread makes within a second; issue 34).
+            rc, so, _ = run([a.ada, "status", str(ada.pid), "--json"])
+            try:
+                st = json.loads(so) if rc == 0 else {}
+            except ValueError:
+                return False
+            return [p.get("pid") for p in st.get("processes", [])] == [t.pid]
+        wait_state("ada status by ada attach's pid", by_attach_pid)
         do("busy")  # detail in the ring before the trigger
         do("rare")
 
