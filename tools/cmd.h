@@ -58,6 +58,12 @@ struct ada_atf_tree *cmd_open_tree(const char *dir);
 /* As root (cmd_root.c): 0, or -1 after one sentence saying which place
  * another user owns or can write and what to do. Not root: 0. */
 int cmd_root_check_record(const char *out, bool agent);
+/* Where the agent keeps its plan cache, which ada passes it (ADA_PLAN_CACHE,
+ * attach's cache=): $XDG_CACHE_HOME/ada/plans, else $HOME/.cache/ada/plans
+ * when $HOME/.cache is already a directory -- ada never makes a .cache in
+ * a HOME that has none (a HOME set to a git work tree would commit it) --
+ * else NULL (no cache). buf holds the answer. */
+const char *cmd_plan_cache_dir(char *buf, size_t cap);
 int cmd_root_check_recover(const char *dir);
 
 struct ada_diag_report;

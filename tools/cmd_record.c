@@ -114,6 +114,11 @@ static void record_child(const struct rec_args *a, struct ada_recorder *r, const
 	setenv("ADA_ARENA_DIR", ada_recorder_arena_dir(r), 1);
 	setenv("ADA_RING_CONFIG", ring_cfg, 1);
 	setenv("ADA_HOOK_CONFIG", a->hook_config, 1);
+	char cache[PATH_MAX]; /* the plan cache: ada's choice, never the program's HOME */
+	if (cmd_plan_cache_dir(cache, sizeof(cache)))
+		setenv("ADA_PLAN_CACHE", cache, 1);
+	else
+		unsetenv("ADA_PLAN_CACHE");
 	if (agent) {
 		const char *old = getenv("LD_PRELOAD");
 		char *pre = NULL;

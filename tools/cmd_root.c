@@ -6,6 +6,8 @@
  * user); recover checks the session. Each refusal is one sentence saying
  * why and what to do. Not root: nothing is checked here (a user's own
  * files are theirs; the link-proof creation in src/fs still applies).
+ * Also where that plan cache lives (cmd_plan_cache_dir), which ada passes
+ * the agent.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -37,6 +40,11 @@ static int root_check(const char *what, const char *path, const char *fix)
 	return 0;
 }
 
+const char *cmd_plan_cache_dir(char *buf, size_t cap)
+{
+	return ada_fs_cache_dir("plans", buf, cap) == 0 ? buf : NULL;
+}
+
 int cmd_root_check_record(const char *out, bool agent)
 {
 	char cache[PATH_MAX];
@@ -45,8 +53,7 @@ int cmd_root_check_record(const char *out, bool agent)
 	if (root_check("the session under", out,
 	               "choose an --out directory only root can write, e.g. /root/ada_traces"))
 		return -1;
-	/* Where the agent keeps its plan cache (src/hook/plancache.c). */
-	if (agent && ada_fs_cache_dir("plans", cache, sizeof(cache)) == 0 &&
+	if (agent && cmd_plan_cache_dir(cache, sizeof(cache)) &&
 	    root_check("the plan cache under", cache,
 	               "run sudo with -H (not -E), or set XDG_CACHE_HOME to a directory only "
 	               "root can write"))

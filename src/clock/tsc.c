@@ -314,17 +314,7 @@ int ada_tsc_boot_id(char out[37])
 
 int ada_tsc_cache_path(char *out, size_t cap)
 {
-	/* secure_getenv: a set-uid program must not cache where its caller
-	 * says (as the plan cache, src/hook/plancache.c). */
-	const char *root = secure_getenv("XDG_CACHE_HOME"), *sub = "/ada/tsc";
-	if (!root || root[0] != '/') { /* relative values are invalid (XDG spec) */
-		root = secure_getenv("HOME");
-		sub = "/.cache/ada/tsc";
-	}
-	if (!root || root[0] != '/')
-		return -ENOENT;
-	int n = snprintf(out, cap, "%s%s", root, sub);
-	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
+	return ada_fs_cache_dir("tsc", out, cap);
 }
 
 #define TSC_CACHE_MAX 128 /* the line is ~70 bytes: anything longer is not ours */

@@ -3,13 +3,21 @@
  * JSON-RPC call over its socket (the `ada arm/disarm/trigger/status`
  * thin clients; docs/control.md "Discovery").
  *
- * Discovery: every traced process was started with ADA_SESSION_DIR in its
- * environment (the agent needs it), and /proc/PID/environ shows the
- * environment it was started with. The kernel lets us read it only for a
- * process we may ptrace-read: our own (or any, as root) -- which is the
+ * Discovery of a pid's session, in this order:
+ *   1. the per-user registry (registry.c), which the recording keeps for
+ *      its own pid (`ada record`, `ada attach`) and every traced process;
+ *   2. the process's arena: its mapping of <pid>.ring in /proc/PID/maps,
+ *      matched by device and inode with a registered process that maps
+ *      the same file (ctl_registry_by_arena) -- a traced process not yet
+ *      registered; the program can rewrite its environment and title, not
+ *      its mappings;
+ *   3. ADA_SESSION_DIR in /proc/PID/environ, the environment it was
+ *      started with (a recording that has no registry);
+ *   4. the same for each child of the pid (a recorder with no registry).
+ * The kernel lets us read /proc/PID/maps and environ only for a process
+ * we may ptrace-read: our own (or any, as root) -- which is the
  * permission check we want: another user's pid gives EACCES, "permission
- * denied", and nothing else. For `ada record`'s own pid (whose environment
- * has no ADA_SESSION_DIR) its children are asked the same way.
+ * denied", and nothing else.
  *
  * Trust: the environment is the target's (it may rewrite it), so the
  * directory it names is checked as if a stranger had named it: the
@@ -40,6 +48,7 @@
 
 #define CLIENT_ENVIRON_MAX (1u << 20) /* /proc/PID/environ read at most */
 #define CLIENT_CHILDREN_MAX 64        /* children of `ada record` asked */
+#define CLIENT_ARENAS_MAX 8           /* arenas of one process (exec, fork) */
 #define CLIENT_ANSWER_MAX (16u << 20) /* one answer line, at most */
 #define CLIENT_TIMEOUT_MS 30000       /* run-away guard: the server answers in ms */
 
@@ -83,8 +92,95 @@ static int client_environ_dir(pid_t pid, char *dir, size_t cap)
 	return rc;
 }
 
-/* `ada record`'s pid: one of its children has the session in its env. */
-static int client_children_dir(pid_t pid, char *dir, size_t cap)
+/* The identity of one /proc/PID/maps line's file when it is an arena
+ * (its name ends in ".ring", deleted or not): false otherwise. */
+static bool client_maps_key(const char *line, struct ctl_arena_key *k)
+{
+	char dev[24], path[PATH_MAX];
+	unsigned long long ino;
+	int n = sscanf(line, "%*s %*s %*s %23s %llu %4095[^\n]", dev, &ino, path);
+	if (n != 3 || ino == 0)
+		return false;
+	size_t len = strlen(path);
+	static const char del[] = " (deleted)";
+	if (len >= sizeof(del) - 1 && !strcmp(path + len - (sizeof(del) - 1), del))
+		len -= sizeof(del) - 1;
+	if (len < 5 || strncmp(path + len - 5, ".ring", 5))
+		return false;
+	snprintf(k->id, sizeof(k->id), "%s %llu", dev, ino);
+	return true;
+}
+
+/* Calls fn on the arena keys of pid's maps until it returns true. */
+static int client_maps_each(pid_t pid, bool (*fn)(const struct ctl_arena_key *, void *), void *arg)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	char *line = NULL;
+	size_t cap = 0;
+	struct ctl_arena_key k;
+	int rc = 0;
+	while (!rc && getline(&line, &cap, f) > 0)
+		rc = client_maps_key(line, &k) && fn(&k, arg);
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+struct client_keys {
+	struct ctl_arena_key *keys;
+	int n, max;
+};
+
+static bool client_keys_add(const struct ctl_arena_key *k, void *arg)
+{
+	struct client_keys *c = arg;
+	for (int i = 0; i < c->n; i++)
+		if (!strcmp(c->keys[i].id, k->id))
+			return false;
+	c->keys[c->n++] = *k;
+	return c->n == c->max;
+}
+
+int ctl_proc_arenas(pid_t pid, struct ctl_arena_key *keys, int max)
+{
+	struct client_keys c = {keys, 0, max};
+	int rc = max > 0 ? client_maps_each(pid, client_keys_add, &c) : 0;
+	return rc < 0 ? rc : c.n;
+}
+
+static bool client_keys_has(const struct ctl_arena_key *k, void *arg)
+{
+	const struct client_keys *c = arg;
+	for (int i = 0; i < c->n; i++)
+		if (!strcmp(c->keys[i].id, k->id))
+			return true;
+	return false;
+}
+
+bool ctl_proc_maps_any(pid_t pid, const struct ctl_arena_key *keys, int n)
+{
+	struct client_keys c = {(struct ctl_arena_key *)keys, n, n};
+	return client_maps_each(pid, client_keys_has, &c) == 1;
+}
+
+/* Steps 1 to 3 of the discovery (top of file) for one pid of uid's. */
+static int client_lookup(pid_t pid, uid_t uid, char *dir, size_t cap)
+{
+	struct ctl_arena_key keys[CLIENT_ARENAS_MAX];
+	if (ctl_registry_lookup(NULL, uid, pid, dir, cap) == 0)
+		return 0;
+	int n = ctl_proc_arenas(pid, keys, CLIENT_ARENAS_MAX);
+	if (n > 0 && ctl_registry_by_arena(NULL, uid, keys, n, dir, cap) == 0)
+		return 0;
+	return client_environ_dir(pid, dir, cap);
+}
+
+/* A recorder without a registry: one of its children is asked. */
+static int client_children_dir(pid_t pid, uid_t uid, char *dir, size_t cap)
 {
 	char path[96], buf[4096];
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
@@ -98,7 +194,7 @@ static int client_children_dir(pid_t pid, char *dir, size_t cap)
 	int i = 0;
 	for (char *t = strtok_r(buf, " \n", &save); t && i < CLIENT_CHILDREN_MAX;
 	     t = strtok_r(NULL, " \n", &save), i++)
-		if (client_environ_dir((pid_t)atoi(t), dir, cap) == 0)
+		if (client_lookup((pid_t)atoi(t), uid, dir, cap) == 0)
 			return 0;
 	return -ENOENT;
 }
@@ -118,19 +214,17 @@ static int client_dir_of_pid(const char *target, char *dir, size_t cap, char *wh
 		                  pid);
 	if (geteuid() != 0 && st.st_uid != geteuid())
 		return client_why(why, wcap, -EACCES, "permission denied");
-	int rc = client_environ_dir((pid_t)pid, dir, cap);
+	int rc = client_lookup((pid_t)pid, st.st_uid, dir, cap);
 	if (rc == -ENOENT)
-		rc = client_children_dir((pid_t)pid, dir, cap);
-	if (rc == -ENOENT) /* its environment does not say: the owner's registry */
-		rc = ctl_registry_lookup(NULL, st.st_uid, (pid_t)pid, dir, cap) == 0 ? 0 : -ENOENT;
+		rc = client_children_dir((pid_t)pid, st.st_uid, dir, cap);
 	if (rc == -EACCES || rc == -EPERM)
 		return client_why(why, wcap, -EACCES, "permission denied");
 	if (rc == -ESRCH)
 		return client_why(why, wcap, rc, "there is no process %ld (has it ended?)", pid);
 	if (rc < 0)
 		return client_why(why, wcap, -ENOENT,
-		                  "process %ld is not recorded by ada (neither its environment nor "
-		                  "the registry names a session)",
+		                  "process %ld is not recorded by ada (neither the registry, its "
+		                  "arena nor its environment names a session)",
 		                  pid);
 	return 0;
 }

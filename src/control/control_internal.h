@@ -28,10 +28,12 @@ struct ada_control {
 	struct ctl_client *clients[ADA_CONTROL_CLIENTS_MAX];
 	size_t nclients;
 	uint64_t refused_peers, refused_busy, oversized; /* counted, for status */
-	/* registry.c: the pids this recording registered */
+	/* registry.c: the pids this recording registered (the traced
+	 * processes; reg_self: the recorder's own pid too) */
 	int reg_fd;
 	pid_t reg[ADA_LIVE_MAX_PROCS];
 	size_t nreg;
+	bool reg_self;
 	int reg_error; /* why there is no registry (0: there is one) */
 };
 
@@ -83,6 +85,21 @@ int ctl_registry_open(const char *base, uid_t uid, bool create, int *fd);
 int ctl_registry_add(int fd, pid_t pid, const char *session);
 void ctl_registry_remove(int fd, pid_t pid);
 int ctl_registry_lookup(const char *base, uid_t uid, pid_t pid, char *dir, size_t cap);
+
+/* An arena mapping's identity: "<dev> <inode>" as /proc/PID/maps spells
+ * them (fields 4 and 5), of a file whose name ends in ".ring". */
+struct ctl_arena_key {
+	char id[64];
+};
+/* client.c: the arenas pid maps, at most max keys; the count or -errno. */
+int ctl_proc_arenas(pid_t pid, struct ctl_arena_key *keys, int max);
+/* client.c: whether pid maps one of keys[0..n) (its whole maps read). */
+bool ctl_proc_maps_any(pid_t pid, const struct ctl_arena_key *keys, int n);
+/* The session of the registered process of uid (a recorder, or a traced
+ * process of its session) that maps one of keys[0..n): the process a
+ * key came from is then of that recording. 0 or -ENOENT. */
+int ctl_registry_by_arena(const char *base, uid_t uid, const struct ctl_arena_key *keys, int n,
+                          char *dir, size_t cap);
 void ctl_registry_sync(struct ada_control *c);
 void ctl_registry_clear(struct ada_control *c);
 

@@ -12,15 +12,26 @@
  * used. The place depends on the uid only, so root (or a client) finds
  * any user's registry from the pid's owner.
  *
- * Entries: one file per traced pid, named by the pid, written whole
- * (ada_fs_replace: temporary file + rename) by the recording's control
- * thread: "session=<absolute dir>\nstart=<ticks>\n". start is the process's
- * start time (/proc/PID/stat field 22): a reused pid does not match, so a
- * stale entry (a recorder that was killed) is ignored. Entries are removed
- * when the process ends and when the recording ends.
+ * Entries: one file per traced pid, and one for the recorder's own pid
+ * (`ada record`, `ada attach`: the pid a user knows), named by the pid,
+ * written whole (ada_fs_replace: temporary file + rename) by the
+ * recording's control thread: "session=<absolute dir>\nstart=<ticks>\n".
+ * start is the process's start time (/proc/PID/stat field 22): a reused
+ * pid does not match, so a stale entry (a recorder that was killed) is
+ * ignored. Entries are removed when the process ends and when the
+ * recording ends.
+ *
+ * A traced process the registry does not name (not yet synced, past
+ * ADA_LIVE_MAX_PROCS) is found by its arena: the mapping of its
+ * <pid>.ring that /proc/PID/maps shows (which the program cannot erase
+ * as it can its environment) is matched, by device and inode, against
+ * the mappings of the registered processes -- the recorder maps every
+ * arena it drains (ctl_registry_by_arena). Only the registry, private to
+ * the user, names the session; the arena's path is never trusted.
  * Threads: the control poll thread (writer) and clients (readers).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -131,6 +142,29 @@ int ctl_registry_lookup(const char *base, uid_t uid, pid_t pid, char *dir, size_
 	return registry_parse(buf, pid, dir, cap);
 }
 
+int ctl_registry_by_arena(const char *base, uid_t uid, const struct ctl_arena_key *keys, int n,
+                          char *dir, size_t cap)
+{
+	int fd;
+	if (n <= 0 || ctl_registry_open(base, uid, false, &fd) < 0)
+		return -ENOENT;
+	DIR *d = ada_fs_opendir(fd, ".");
+	close(fd);
+	if (!d)
+		return -ENOENT;
+	struct dirent *de;
+	int rc = -ENOENT;
+	for (unsigned i = 0; rc && i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (*end || pid <= 0 || pid > INT_MAX || !ctl_proc_maps_any((pid_t)pid, keys, n))
+			continue;
+		rc = ctl_registry_lookup(base, uid, (pid_t)pid, dir, cap) == 0 ? 0 : -ENOENT;
+	}
+	closedir(d);
+	return rc;
+}
+
 /* ---- the server's side: keep the entries in step with the live view ---- */
 
 /* Registers the live processes not registered yet, removes the finished
@@ -139,6 +173,11 @@ void ctl_registry_sync(struct ada_control *c)
 {
 	if (c->reg_fd < 0 || !c->h.session_dir)
 		return;
+	/* The recorder's own pid: `ada status PID` with the pid of `ada
+	 * record` or `ada attach`, whatever the program did to its
+	 * environment. */
+	if (!c->reg_self)
+		c->reg_self = ctl_registry_add(c->reg_fd, getpid(), c->h.session_dir) == 0;
 	for (uint32_t i = 0; i < c->live->nprocs; i++) {
 		const struct ada_live_proc *p = &c->live->procs[i];
 		size_t k = 0;
@@ -158,7 +197,10 @@ void ctl_registry_clear(struct ada_control *c)
 {
 	for (size_t k = 0; k < c->nreg && c->reg_fd >= 0; k++)
 		ctl_registry_remove(c->reg_fd, c->reg[k]);
+	if (c->reg_self && c->reg_fd >= 0)
+		ctl_registry_remove(c->reg_fd, getpid());
 	c->nreg = 0;
+	c->reg_self = false;
 	if (c->reg_fd >= 0)
 		close(c->reg_fd);
 	c->reg_fd = -1;

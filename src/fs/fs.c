@@ -358,13 +358,22 @@ int ada_fs_walk(const char *path, uid_t uid, unsigned flags, int *out, char *why
 
 int ada_fs_cache_dir(const char *sub, char *out, size_t cap)
 {
-	const char *root = secure_getenv("XDG_CACHE_HOME"), *mid = "/ada/";
-	if (!root || root[0] != '/') {
-		root = secure_getenv("HOME");
-		mid = "/.cache/ada/";
+	const char *xdg = secure_getenv("XDG_CACHE_HOME"), *home = secure_getenv("HOME");
+	int n;
+	if (xdg && xdg[0] == '/') {
+		n = snprintf(out, cap, "%s/ada/%s", xdg, sub);
+	} else {
+		if (!home || home[0] != '/')
+			return -ENOENT;
+		/* $HOME/.cache only when it exists: ada makes none in a HOME that
+		 * has none (the traced program's HOME is often the user's). */
+		struct stat st;
+		n = snprintf(out, cap, "%s/.cache", home);
+		if (n <= 0 || (size_t)n >= cap)
+			return -ENAMETOOLONG;
+		if (stat(out, &st) < 0 || !S_ISDIR(st.st_mode))
+			return -ENOENT;
+		n = snprintf(out, cap, "%s/.cache/ada/%s", home, sub);
 	}
-	if (!root || root[0] != '/')
-		return -ENOENT;
-	int n = snprintf(out, cap, "%s%s%s", root, mid, sub);
 	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
 }

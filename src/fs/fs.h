@@ -108,11 +108,13 @@ int ada_fs_dir_trusted(int fd, uid_t uid);
 #define ADA_FS_WALK_CREATE 1u /* ada_fs_walk: create what is missing (0700) */
 
 /* ada's per-user cache directory sub (plans: the agent's plan cache; tsc):
- * $XDG_CACHE_HOME/ada/<sub>, else $HOME/.cache/ada/<sub>, absolute values
+ * $XDG_CACHE_HOME/ada/<sub>, else $HOME/.cache/ada/<sub> when $HOME/.cache
+ * exists (ada creates no .cache in a HOME that has none), absolute values
  * only (relative ones are invalid, XDG spec), through secure_getenv (a
- * set-uid program must not cache where its caller says). The agent and
- * the ada command (which checks and passes the agent's directory) find it
- * alike. 0, -ENOENT (neither is set) or -ENAMETOOLONG. */
+ * set-uid program must not cache where its caller says). Only the ada
+ * command calls it: the agent is given its plan directory (ADA_PLAN_CACHE)
+ * and never reads the program's HOME. 0, -ENOENT (neither usable) or
+ * -ENAMETOOLONG. */
 int ada_fs_cache_dir(const char *sub, char *out, size_t cap);
 
 /* Walks path from / (a relative path from the working directory) one

@@ -377,7 +377,8 @@ static void agent_env_read(void)
 	e->session_dir = agent_env_copy("ADA_SESSION_DIR");
 	e->ring_config = agent_env_copy("ADA_RING_CONFIG");
 	e->hook_config = agent_env_copy("ADA_HOOK_CONFIG");
-	if (plan_cache_dir(agent.cache_dir, sizeof(agent.cache_dir)) != 0)
+	e->plan_cache = agent_env_copy("ADA_PLAN_CACHE");
+	if (plan_cache_dir(e->plan_cache, agent.cache_dir, sizeof(agent.cache_dir)) != 0)
 		agent.cache_dir[0] = '\0'; /* no cache */
 }
 

@@ -31,9 +31,12 @@
  *
  * Detach restores every patched entry and stops recording; trampolines,
  * the return trampoline and the shadow stacks stay, so a frame whose
- * return address was replaced still returns where it should. A later
- * attach applies the kept patches again (minus busy ones) into a new
- * arena.
+ * return address was replaced still returns where it should. The arena's
+ * shared memory is given back at the detach (ada_producer_retire_arena:
+ * private zero pages at its addresses, since a stopped thread may be in
+ * the middle of an event), the range itself unmapped by a later attach
+ * that finds no thread inside a hook. A later attach applies the kept
+ * patches again (minus busy ones) into a new arena.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,6 +44,7 @@
 #include <string.h>
 
 #include "agent_internal.h"
+#include "plancache_internal.h"
 #include "ring.h"
 
 #define ATTACH_TEXT_MAX (1u << 20)
@@ -168,11 +172,11 @@ static int attach_key(const char *k, size_t kl, const char *v, size_t vl, struct
 	if (ATTACH_KEY("hook"))
 		return attach_str(v, vl, &e->hook_config);
 	if (ATTACH_KEY("cache")) {
-		if (vl >= sizeof(agent.cache_dir))
-			return -E2BIG;
-		memcpy(agent.cache_dir, v, vl);
-		agent.cache_dir[vl] = '\0';
-		return 0;
+		/* Also kept for the children it follows (agent_exec.c). */
+		int err = vl < sizeof(agent.cache_dir) ? attach_str(v, vl, &e->plan_cache) : -E2BIG;
+		if (!err && plan_cache_dir(e->plan_cache, agent.cache_dir, sizeof(agent.cache_dir)))
+			agent.cache_dir[0] = '\0'; /* none, or not absolute */
+		return err;
 	}
 	if (ATTACH_KEY("busy"))
 		return attach_list(v, vl, &agent.busy, &agent.n_busy);
@@ -244,6 +248,20 @@ static void attach_reset_producers(const struct attach_cfg *c)
 		}
 }
 
+/* Whether a stopped thread is inside a hook handler (its in_hook, where
+ * the emitted code finds it: agent_fast_layout): it may hold an address
+ * in a retired arena, which then stays mapped until a later attach. The
+ * thread this runs on is among them (ada attach lists every thread). */
+static bool attach_any_in_hook(const struct attach_cfg *c)
+{
+	struct hook_arch_fast f;
+	agent_fast_layout(&f);
+	for (size_t i = 0; i < c->n_tls; i++)
+		if (c->tls[i] && *(const uint32_t *)(uintptr_t)((intptr_t)c->tls[i] + f.s_in_hook))
+			return true;
+	return false;
+}
+
 /* A second attach after a detach: a new arena, the kept patches again. */
 static int attach_again(const struct attach_cfg *c)
 {
@@ -256,14 +274,20 @@ static int attach_again(const struct attach_cfg *c)
 		return err;
 	ada_hook_config_fini(&agent.cfg);
 	agent.cfg = cfg;
-	/* The old arena stays mapped: a thread stopped inside an emit may
-	 * still write its last event there. */
+	/* The detach retired the old arena (private zero pages at its
+	 * addresses: ada_agent_detach). */
 	ada_producer_set_arena(NULL);
 	err = ada_producer_init(agent.env.arena_dir, agent.env.ring_config);
 	if (err)
 		return err;
 	attach_reset_producers(c);
 	ada_producer_reset_thread();
+	agent_keysym_attach(); /* the new arena's key-symbol area */
+	/* Every thread's producer state is reset: the retired ranges can be
+	 * unmapped unless a thread is stopped inside a hook (then at a later
+	 * attach). */
+	if (!attach_any_in_hook(c))
+		ada_producer_reap_retired();
 	err = agent_reinstall();
 	if (!err)
 		agent_write_files(true, 0);
@@ -328,6 +352,13 @@ ADA_AGENT_EXPORT int ada_agent_detach(void)
 	int err = agent_uninstall();
 	agent_hot.active = 0;
 	agent_write_files(false, agent.n_mods); /* agent.json, final */
+	/* The recording's shared memory goes back now (RssShmem as before
+	 * the attach; issue 34): its range becomes private zero pages, which
+	 * a thread stopped in the middle of an event, or a frame open now
+	 * that returns later, may still write harmlessly; a later attach
+	 * unmaps it once no thread can (attach_again). */
+	ada_producer_retire_arena();
+	agent_keysym_attach(); /* no arena: the agent's own key-symbol set */
 	pthread_mutex_unlock(&agent.lock);
 	agent_guard_leave();
 	return err;

@@ -11,7 +11,7 @@
  * gives the real function (dlsym(RTLD_NEXT), resolved at start-up) the
  * program's environment with our variables put back in -- as they were
  * when the agent started (struct agent_env) -- when following children,
- * and taken out (the agent's entry of LD_PRELOAD and the four ADA_*
+ * and taken out (the agent's entry of LD_PRELOAD and the five ADA_*
  * variables; the user's own preloads stay) with --no-follow. With
  * --no-follow the constructor also takes them out of the program's own
  * environment, so children started any other way (system, popen, a
@@ -44,12 +44,12 @@
 #include "agent_internal.h"
 
 #define EXEC_EXPORT __attribute__((visibility("default")))
-#define EXEC_NVARS 4
+#define EXEC_NVARS 5
 
 extern char **environ;
 
-static const char *const exec_names[EXEC_NVARS] = {"ADA_ARENA_DIR", "ADA_SESSION_DIR",
-                                                   "ADA_RING_CONFIG", "ADA_HOOK_CONFIG"};
+static const char *const exec_names[EXEC_NVARS] = {
+    "ADA_ARENA_DIR", "ADA_SESSION_DIR", "ADA_RING_CONFIG", "ADA_HOOK_CONFIG", "ADA_PLAN_CACHE"};
 
 static struct {
 	bool ready;             /* the agent runs: environments are rewritten */
@@ -195,7 +195,8 @@ void agent_exec_setup(void)
 	if (dladdr((void *)&agent_exec_setup, &di) && di.dli_fname)
 		exec_st.agent_path = strdup(di.dli_fname);
 	const char *vals[EXEC_NVARS] = {agent.env.arena_dir, agent.env.session_dir,
-	                                agent.env.ring_config, agent.env.hook_config};
+	                                agent.env.ring_config, agent.env.hook_config,
+	                                agent.env.plan_cache};
 	for (int i = 0; i < EXEC_NVARS; i++) {
 		if (vals[i] && asprintf(&exec_st.vars[i], "%s=%s", exec_names[i], vals[i]) < 0)
 			exec_st.vars[i] = NULL;

@@ -285,6 +285,10 @@ struct agent_ignored {
  * find the arena and put the agent into the children it follows. */
 struct agent_env {
 	char *ld_preload, *arena_dir, *session_dir, *ring_config, *hook_config;
+	/* ADA_PLAN_CACHE: the plan cache's directory, as the recorder chose it
+	 * (never derived from the program's HOME: the program's world stays
+	 * its own). NULL: no cache. */
+	char *plan_cache;
 	/* This image's argv as the loader gave it (the manifest's "program"
 	 * follows exec): copied, the program may rewrite its own. */
 	char **argv;

@@ -69,6 +69,7 @@ static void process_child_unfollow(void)
 	unsetenv("ADA_ARENA_DIR");
 	unsetenv("ADA_RING_CONFIG");
 	unsetenv("ADA_HOOK_CONFIG");
+	unsetenv("ADA_PLAN_CACHE");
 }
 
 static void process_child(void)

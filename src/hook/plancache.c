@@ -146,9 +146,14 @@ int plan_cache_encode(const struct plan_cache_key *key, const struct plan_cache_
 	return 0;
 }
 
-int plan_cache_dir(char *out, size_t cap)
+int plan_cache_dir(const char *given, char *out, size_t cap)
 {
-	return ada_fs_cache_dir("plans", out, cap);
+	/* Absolute only: a relative one would land in the program's working
+	 * directory. */
+	if (!given || given[0] != '/')
+		return -ENOENT;
+	int n = snprintf(out, cap, "%s", given);
+	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
 }
 
 int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out, size_t cap)
@@ -159,7 +164,7 @@ int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out
 	for (size_t i = 0; i < key->build_id_len; i++)
 		snprintf(hex + 2 * i, 3, "%02x", key->build_id[i]);
 	if (!dir) {
-		int err = plan_cache_dir(envdir, sizeof(envdir));
+		int err = plan_cache_dir(secure_getenv("ADA_PLAN_CACHE"), envdir, sizeof(envdir));
 		if (err)
 			return err;
 		dir = envdir;

@@ -3,8 +3,8 @@
  * src/hook. docs/hooks.md, "Plan cache".
  *
  * One file per (image build-id, agent build-id):
- *   $XDG_CACHE_HOME/ada/plans/<build-id>-<agent-hash>.plan
- * ($HOME/.cache/ada/plans when XDG_CACHE_HOME is unset). It stores, per
+ *   <dir>/<build-id>-<agent-hash>.plan
+ * where dir is the directory the recorder passes (ADA_PLAN_CACHE). It stores, per
  * function of the image's symbol table, the verdict of the full analysis
  * (hook_arch_prepare + the cross-function xref check) and the patch
  * length, so that a later run skips both body sweeps. A file is only used
@@ -55,13 +55,16 @@ int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key
 int plan_cache_encode(const struct plan_cache_key *key, const struct plan_cache_entry *e,
                       uint8_t **out, size_t *out_len);
 
-/* The cache directory from the environment: $XDG_CACHE_HOME/ada/plans,
- * else $HOME/.cache/ada/plans (absolute values only). The agent calls it
- * once at start-up and keeps the answer: the program may clear its
- * environment before a dlopen. 0, -ENOENT or -ENAMETOOLONG. */
-int plan_cache_dir(char *out, size_t cap);
+/* The cache directory: given, the directory the recorder chose and passed
+ * (ADA_PLAN_CACHE, or ada attach's cache=; the recorder picks
+ * $XDG_CACHE_HOME/ada/plans, or $HOME/.cache/ada/plans when that .cache
+ * exists: docs/hooks.md, "Plan cache"). Never derived from the program's
+ * own HOME: the agent creates nothing in the program's world but where
+ * the recorder said. The agent calls it once at start-up and keeps the
+ * answer. 0, -ENOENT (NULL or not absolute: no cache) or -ENAMETOOLONG. */
+int plan_cache_dir(const char *given, char *out, size_t cap);
 /* The cache file's path for key under dir (the .../ada/plans directory;
- * "" means none), or, with dir NULL, under plan_cache_dir(). 0, -ENOENT
+ * "" means none), or, with dir NULL, under $ADA_PLAN_CACHE. 0, -ENOENT
  * (no usable directory) or -ENAMETOOLONG. */
 int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out, size_t cap);
 

@@ -211,6 +211,7 @@ int ada_producer_init(const char *dir, const char *ring_config)
 	/* For the spill slots' reservations (none without a budget file). */
 	if (a->cfg.spill_threads && ada_shm_budget_open_dir(dir, &a->budget) != 0)
 		a->budget = NULL;
+	ring_budget_recorder(dir, &a->rec_pid, &a->rec_start);
 	ada_producer_set_arena(a);
 	return 0;
 }

@@ -4,13 +4,22 @@
  * later process given the same pid (the same pid, another start time):
  * the producer compares them before it adopts an arena of its pid
  * (env.c), the recorder before it waits on a pid (src/recorder/drain.c,
- * alive.c).
+ * alive.c), and a producer whose ring is full asks whether its recorder
+ * is still there (ring_recorder_state: producer.c).
  *
- * Threads: any; pure.
+ * Threads: any. ring_recorder_state() runs on a traced thread's slow path
+ * (hook context, cold): it makes raw system calls through syscall(3) only
+ * -- a leaf the hook handlers recognise as the agent's own call, where
+ * open(3) and read(3) may reach traced libc functions -- and keeps errno.
  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-#include "ring.h"
+#include "ring_internal.h"
 
 uint64_t ada_stat_start_ticks(const char *buf, size_t n)
 {
@@ -40,4 +49,57 @@ uint64_t ada_stat_start_ticks(const char *buf, size_t n)
 	if (!digits || i >= n || (buf[i] != ' ' && buf[i] != '\n'))
 		return 0;
 	return v;
+}
+
+/* /proc/PID/stat into buf (NUL-terminated): its length, or -errno. */
+static long procstat_read(int32_t pid, char *buf, size_t cap)
+{
+	char path[32] = "/proc/";
+	size_t n = 6;
+	char digits[12];
+	int k = 0;
+	for (uint32_t v = (uint32_t)pid; k == 0 || v; v /= 10)
+		digits[k++] = (char)('0' + v % 10);
+	while (k)
+		path[n++] = digits[--k];
+	for (const char *t = "/stat"; *t;)
+		path[n++] = *t++;
+	path[n] = '\0';
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	long r = syscall(SYS_read, fd, buf, cap - 1);
+	long e = r < 0 ? -errno : 0;
+	syscall(SYS_close, fd);
+	if (r < 0)
+		return e;
+	buf[r] = '\0';
+	return r;
+}
+
+enum ring_recorder ring_recorder_state(int32_t pid, uint64_t start)
+{
+	if (pid <= 0)
+		return RING_RECORDER_UNKNOWN;
+	int saved = errno;
+	char buf[1024];
+	enum ring_recorder st = RING_RECORDER_UNKNOWN;
+	long n = procstat_read(pid, buf, sizeof(buf));
+	if (n == -ENOENT)
+		st = syscall(SYS_kill, pid, 0) < 0 && errno == ESRCH ? RING_RECORDER_GONE
+		                                                     : RING_RECORDER_UNKNOWN;
+	else if (n > 0 && start && ada_stat_start_ticks(buf, (size_t)n) != start)
+		st = RING_RECORDER_GONE; /* its pid, another process */
+	else if (n > 0) {
+		long i = n;
+		while (i > 0 && buf[i - 1] != ')')
+			i--;
+		char c = i > 0 && i + 1 < n ? buf[i + 1] : 0;
+		st = c == 'Z' || c == 'X' ? RING_RECORDER_GONE
+		     : c == 'T'           ? RING_RECORDER_STOPPED
+		     : c                  ? RING_RECORDER_RUNNING
+		                          : RING_RECORDER_UNKNOWN;
+	}
+	errno = saved;
+	return st;
 }

@@ -9,6 +9,19 @@
  * the common path and never takes a lock); process setup (init_from_env,
  * set_arena) from the agent's init or a test's main.
  *
+ * Waiting for the drain is bounded by the recorder's life, not by its
+ * speed: when the drain's heartbeat has stood still for the drain timeout
+ * (2 s) the producer asks whether the recorder process is still there
+ * (producer_recorder_running: its pid and start time from the budget
+ * file, /proc/PID/stat). Running, sleeping or stopped by a tracer -- a
+ * drain starved on a loaded machine, a debugger -- it waits on; gone, or
+ * stopped by a signal, or unknown (no budget file: a test's arena, an
+ * older recorder), it drops (drain_lag). A recorder gone (or unknown)
+ * sets `lagging`, and the hook handlers stop tracing the thread until the
+ * heartbeat moves; one stopped by a signal sets `stalled`: every event
+ * drops here at once, counted, until the heartbeat moves, and the thread
+ * stays traced (no call goes uncounted while it waits to be continued).
+ *
  * Producer TLS states:
  *   UNCLAIMED --first event, arena set--> OWNING (events != NULL)
  *   UNCLAIMED --no free slot--> NOSLOT (drops counted; claim retried every
@@ -27,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,11 +70,53 @@ static pthread_once_t producer_key_once = PTHREAD_ONCE_INIT;
  * beat still reads so: a recorder that died costs the process one timeout,
  * not one per thread. Relaxed: a hint; the heartbeat itself decides. */
 static _Atomic uint64_t producer_dead_beat;
+/* The same for a recorder stopped by a signal (its events drop at once,
+ * counted, and the threads stay traced: ada_producer.stalled). */
+static _Atomic uint64_t producer_stall_beat;
+
+/* Arenas this process stopped producing into (ada_producer_retire_arena),
+ * whose ranges hold private zero pages until ada_producer_reap_retired().
+ * Touched only with every other thread stopped (ada attach). */
+static struct ada_arena *producer_retired;
+
+int ada_producer_retire_arena(void)
+{
+	struct ada_arena *a = ada_producer_arena();
+	if (!a)
+		return 0;
+	ada_producer_set_arena(NULL);
+	/* MAP_FIXED replaces the shared mapping in one step: the recording's
+	 * pages are let go (RssShmem), and whatever still holds an address
+	 * in the range -- a thread stopped in the middle of an event, a
+	 * frame open at the detach whose return is still recorded, the
+	 * key-symbol area's readers -- finds private memory there, zero
+	 * until it writes, never a hole. */
+	void *p = mmap(a->base, a->map_size, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	int err = p == MAP_FAILED ? -errno : 0;
+	int e2 = ring_budget_retire(a->budget);
+	a->retired_next = producer_retired;
+	producer_retired = a;
+	return err ? err : e2;
+}
+
+size_t ada_producer_reap_retired(void)
+{
+	size_t n = 0;
+	while (producer_retired) {
+		struct ada_arena *a = producer_retired;
+		producer_retired = a->retired_next;
+		ada_arena_close(a); /* munmap of the range, the budget page; frees */
+		n++;
+	}
+	return n;
+}
 
 void ada_producer_set_arena(struct ada_arena *a)
 {
 	/* Another arena (a fork child's): its drain's heartbeat is its own. */
 	atomic_store_explicit(&producer_dead_beat, 0, memory_order_relaxed);
+	atomic_store_explicit(&producer_stall_beat, 0, memory_order_relaxed);
 	/* Publishes the initialised handle; pairs with ada_producer_arena(). */
 	atomic_store_explicit(&producer_arena, a, memory_order_release);
 }
@@ -234,6 +290,14 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 	producer_refresh_limit(p);
 }
 
+/* Whether the drain that stood still for the timeout is only slow: its
+ * recorder process is there and not stopped by a signal. Cold: a few
+ * raw system calls (ring_recorder_state). */
+static bool producer_recorder_running(const struct ada_arena *a)
+{
+	return ring_recorder_state(a->rec_pid, a->rec_start) == RING_RECORDER_RUNNING;
+}
+
 /* WAIT policy with every slot taken: ask the drain to reclaim now and wait,
  * yielding. While some slot is EXITED (its thread gone, waiting for the
  * drain to finish its files), as long as the drain's heartbeat moves:
@@ -249,8 +313,9 @@ static int producer_wait_for_slot(struct ada_arena *a, uint32_t tid)
 	bool exited;
 	uint64_t beat = ada_arena_heartbeat(a), since = producer_mono_ns();
 	uint64_t prog = ring_slots_progress(a, &exited);
-	if (atomic_load_explicit(&producer_dead_beat, memory_order_relaxed) == beat + 1)
-		return -ENOSPC; /* another thread found the recorder gone */
+	if (atomic_load_explicit(&producer_dead_beat, memory_order_relaxed) == beat + 1 ||
+	    atomic_load_explicit(&producer_stall_beat, memory_order_relaxed) == beat + 1)
+		return -ENOSPC; /* another thread found the recorder gone or stopped */
 	for (uint32_t n = 1;; n++) {
 		atomic_store_explicit(&a->ctl->slot_wanted, 1, memory_order_relaxed);
 		sched_yield();
@@ -267,6 +332,10 @@ static int producer_wait_for_slot(struct ada_arena *a, uint32_t tid)
 			since = now;
 		} else if (now - since >=
 		           atomic_load_explicit(&producer_lag_ns, memory_order_relaxed)) {
+			if (exited && producer_recorder_running(a)) {
+				since = now; /* a slow drain, not a dead one */
+				continue;
+			}
 			if (exited) /* the drain did not free it: gone */
 				atomic_store_explicit(&producer_dead_beat, b + 1,
 				                      memory_order_relaxed);
@@ -309,17 +378,21 @@ static void producer_pause(void)
 #endif
 }
 
-/* Drops this event: the drain's heartbeat has stood still for the timeout.
- * Until it moves, further full-ring events drop at once. */
+/* Drops this event: the drain's heartbeat has stood still for the timeout
+ * and its recorder is gone (or unknown: lagging) or stopped by a signal
+ * (stalled). Until the heartbeat moves, further full-ring events drop at
+ * once. */
 static bool producer_drain_lagging(struct ada_producer *p, struct ada_arena *a, uint32_t slot,
-                                   uint64_t beat)
+                                   uint64_t beat, bool stalled)
 {
+	_Atomic uint64_t *hint = stalled ? &producer_stall_beat : &producer_dead_beat;
 	/* Stored only when it changes: every thread passes here for each
 	 * event while the recorder is gone, and a store each time would
 	 * bounce this line between their cores. */
-	if (atomic_load_explicit(&producer_dead_beat, memory_order_relaxed) != beat + 1)
-		atomic_store_explicit(&producer_dead_beat, beat + 1, memory_order_relaxed);
-	p->lagging = 1;
+	if (atomic_load_explicit(hint, memory_order_relaxed) != beat + 1)
+		atomic_store_explicit(hint, beat + 1, memory_order_relaxed);
+	p->lagging = !stalled;
+	p->stalled = stalled;
 	p->lag_beat = beat;
 	ring_slot_drop(a, slot, ADA_LANE_INDEX, ADA_DROP_DRAIN_LAG);
 	return false;
@@ -346,9 +419,11 @@ static bool producer_wait_counted(struct ada_producer *p, struct ada_arena *a, u
 }
 
 /* WAIT policy: spin, then yield, rereading tail, for as long as the drain
- * shows signs of life. Lossless while the recorder runs; a dead recorder
- * costs each thread one timeout, then drops without waiting. Every wait
- * is counted with its duration (producer_wait_counted). */
+ * shows signs of life or its recorder runs (a heartbeat standing still on
+ * a loaded machine is no death). Lossless while the recorder runs; a dead
+ * or signal-stopped recorder costs each thread one timeout, then drops
+ * without waiting. Every wait is counted with its duration
+ * (producer_wait_counted). */
 static bool producer_wait(struct ada_producer *p)
 {
 	struct ada_arena *a = p->arena;
@@ -356,8 +431,11 @@ static bool producer_wait(struct ada_producer *p)
 	uint64_t beat = ada_arena_heartbeat(a);
 	if ((p->lagging && beat == p->lag_beat) ||
 	    atomic_load_explicit(&producer_dead_beat, memory_order_relaxed) == beat + 1)
-		return producer_drain_lagging(p, a, slot, beat);
-	p->lagging = 0;
+		return producer_drain_lagging(p, a, slot, beat, false);
+	if ((p->stalled && beat == p->lag_beat) ||
+	    atomic_load_explicit(&producer_stall_beat, memory_order_relaxed) == beat + 1)
+		return producer_drain_lagging(p, a, slot, beat, true);
+	p->lagging = p->stalled = 0;
 	uint64_t t0 = producer_mono_ns();
 	for (uint32_t i = 0; i < PRODUCER_SPINS; i++) {
 		producer_pause();
@@ -381,8 +459,14 @@ static bool producer_wait(struct ada_producer *p)
 			since = now;
 		} else if (now - since >=
 		           atomic_load_explicit(&producer_lag_ns, memory_order_relaxed)) {
-			return producer_wait_counted(p, a, slot, t0,
-			                             producer_drain_lagging(p, a, slot, beat));
+			enum ring_recorder st = ring_recorder_state(a->rec_pid, a->rec_start);
+			if (st == RING_RECORDER_RUNNING) {
+				since = now; /* slow, not dead: wait on */
+				continue;
+			}
+			return producer_wait_counted(
+			    p, a, slot, t0,
+			    producer_drain_lagging(p, a, slot, beat, st == RING_RECORDER_STOPPED));
 		}
 	}
 }
@@ -470,8 +554,9 @@ bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
 	if (!a || !p->ddecided)
 		return true;
 	uint64_t beat = ada_arena_heartbeat(a);
-	/* A recorder another thread found dead: do not wait at all. */
-	if (atomic_load_explicit(&producer_dead_beat, memory_order_relaxed) == beat + 1)
+	/* A recorder another thread found dead or stopped: do not wait at all. */
+	if (atomic_load_explicit(&producer_dead_beat, memory_order_relaxed) == beat + 1 ||
+	    atomic_load_explicit(&producer_stall_beat, memory_order_relaxed) == beat + 1)
 		return detail_wait_stalled(
 		    p, atomic_load_explicit(p->ddecided, memory_order_relaxed), 0);
 	uint64_t t0 = producer_mono_ns();
@@ -483,7 +568,7 @@ bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
 			return detail_wait_done(p, t0, true);
 	}
 	uint64_t dec = atomic_load_explicit(p->ddecided, memory_order_relaxed);
-	uint64_t since = producer_mono_ns();
+	uint64_t since = producer_mono_ns(), hb = ada_arena_heartbeat(a);
 	for (uint32_t n = 1;; n++) {
 		sched_yield();
 		if (producer_was_reset(p, a))
@@ -501,8 +586,16 @@ bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
 		if (d != dec) {
 			dec = d;
 			since = now;
+			hb = ada_arena_heartbeat(a);
 		} else if (now - since >=
 		           atomic_load_explicit(&producer_lag_ns, memory_order_relaxed)) {
+			/* The whole drain stood still (no heartbeat either) with
+			 * its recorder running: starved, not stuck. */
+			uint64_t b = ada_arena_heartbeat(a);
+			if (b == hb && producer_recorder_running(a)) {
+				since = now;
+				continue;
+			}
 			return detail_wait_stalled(p, d, t0);
 		}
 	}

@@ -514,8 +514,15 @@ struct ada_producer {
 	uint64_t room;           /* head may reach this without rereading tail */
 	struct ada_arena *arena; /* the arena the slot belongs to */
 	uint64_t lag_beat;       /* heartbeat seen when the drain was declared lagging */
-	uint32_t lagging;        /* 1: drop at once while the heartbeat stays lag_beat */
-	uint32_t retry;          /* no slot: drops left before the next claim attempt */
+	/* 1: the recorder is gone (or unknown): drop at once while the
+	 * heartbeat stays lag_beat, and the hook handlers stop tracing this
+	 * thread meanwhile (src/hook/handlers.c) */
+	uint32_t lagging;
+	uint32_t retry; /* no slot: drops left before the next claim attempt */
+	/* 1: the recorder is stopped by a signal: every event drops at once
+	 * (counted, drain_lag) while the heartbeat stays lag_beat; the thread
+	 * stays traced, so tracing goes on exactly when the drain does */
+	uint32_t stalled;
 	/* Detail ring of the owned slot (all 0 / NULL without one): set when
 	 * the slot is claimed; see ada_detail_reserve(). */
 	_Atomic uint64_t *dwords;  /* the ring's bytes as 8-byte words */
@@ -560,6 +567,22 @@ struct ada_arena *ada_producer_arena(void);
  * the calling thread (its slot's counter; before it holds one, the
  * arena's total, atomic add). Nothing when not recording. */
 void ada_producer_count_detail(struct ada_producer *p, enum ada_drop_reason why);
+/* Not hook context; every other thread of the process stopped (ada
+ * attach's detach): the process stops producing (ada_producer_arena() is
+ * NULL from here) and gives the recording's shared memory back at once:
+ * the arena's range and its budget page become private anonymous memory
+ * at the same addresses, holding no page until written. A thread stopped
+ * in the middle of an event, or a frame open at the detach whose return
+ * is still recorded, writes there harmlessly instead of into a hole. The
+ * handle is kept (threads may hold it) until ada_producer_reap_retired().
+ * 0 or -errno (the arena stays as it was mapped, and is retired all the
+ * same). */
+int ada_producer_retire_arena(void);
+/* Not hook context: unmaps and frees what ada_producer_retire_arena()
+ * kept; the count. Only when no thread can hold an address in those
+ * ranges: every other thread stopped, its producer state reset, and none
+ * inside a hook (ada attach's next attach checks it). */
+size_t ada_producer_reap_retired(void);
 /* After fork, in the child: forget the parent's slot in this thread. */
 void ada_producer_reset_thread(void);
 /* Sets up this process's arena from the environment: ADA_ARENA_DIR (required;
@@ -613,7 +636,9 @@ void ada_shm_budget_unreserve(const char *dir, uint64_t bytes);
 /* Producer: maps dir's budget file; -ENOENT when there is none. */
 int ada_shm_budget_open_dir(const char *dir, struct ada_shm_budget **out);
 /* How long a full ring waits for a drain whose heartbeat stands still
- * before it drops with ADA_DROP_DRAIN_LAG (default 2000 ms). */
+ * before it asks whether the recorder is there (default 2000 ms): when it
+ * runs (a slow drain) the wait goes on; when it is gone or stopped by a
+ * signal, or cannot be known, the event drops with ADA_DROP_DRAIN_LAG. */
 void ada_producer_set_drain_timeout_ms(uint32_t ms);
 /* Whether a thread of this process found the drain gone (its heartbeat
  * stood still for the timeout) and it has not beaten since; *dropped gets

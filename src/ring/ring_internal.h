@@ -189,7 +189,33 @@ struct ada_arena {
 	/* Producer side: the recording's budget file (NULL: none), for the
 	 * spill slots' reservations. */
 	struct ada_shm_budget *budget;
+	/* Producer side: the recorder that drains this arena, as its budget
+	 * file names it (pid, start ticks; 0: unknown), asked whether it is
+	 * still there when the drain's heartbeat stands still (producer.c). */
+	int32_t rec_pid;
+	uint64_t rec_start;
+	/* Producer side: the next arena this process retired (producer.c,
+	 * ada_producer_retire_arena), NULL at the end of the list. */
+	struct ada_arena *retired_next;
 };
+
+/* What a producer learns of its recorder (procstat.c). */
+enum ring_recorder {
+	RING_RECORDER_UNKNOWN = 0, /* no pid known, or /proc does not say */
+	RING_RECORDER_RUNNING = 1, /* running or sleeping, or stopped by a tracer: a stall */
+	RING_RECORDER_STOPPED = 2, /* stopped by a signal (SIGSTOP, SIGTSTP) */
+	RING_RECORDER_GONE = 3,    /* no such process, a zombie, or its pid reused */
+};
+/* The state of the recorder pid that started at start (clock ticks since
+ * boot, field 22 of /proc/PID/stat; 0: not compared). Cold hook context:
+ * raw system calls only, errno kept. */
+enum ring_recorder ring_recorder_state(int32_t pid, uint64_t start);
+/* shm_budget.c: the budget page b maps becomes a private zero page at the
+ * same address (the recording's shared page is let go; a late reader or
+ * writer touches its own page). b stays valid for ada_shm_budget_close(). */
+int ring_budget_retire(struct ada_shm_budget *b);
+/* shm_budget.c: the recorder named in dir's budget file (0 and 0: none). */
+void ring_budget_recorder(const char *dir, int32_t *pid, uint64_t *start);
 
 /* 0 and fills g, or -EINVAL when cfg is not valid. */
 int ring_geometry(const struct ada_arena_config *cfg, struct ring_geometry *g);

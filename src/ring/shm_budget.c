@@ -44,6 +44,13 @@ struct ada_shm_budget {
 	_Atomic uint64_t refused_bytes;
 	_Atomic uint64_t arenas;       /* reserved and not yet released */
 	_Atomic uint64_t waited_procs; /* had to wait for room, then got it */
+	/* The recorder that made the file (its pid and start ticks), which
+	 * producers ask whether it is still there before they stop waiting
+	 * for a drain that stands still (producer.c). 0: unknown (an older
+	 * recorder). */
+	int32_t recorder_pid;
+	uint32_t reserved0;
+	uint64_t recorder_start;
 };
 
 _Static_assert(sizeof(struct ada_shm_budget) <= SHM_BUDGET_SIZE, "one page");
@@ -85,6 +92,13 @@ int ada_shm_budget_create(int dirfd, uint64_t ceiling, struct ada_shm_budget **o
 	}
 	struct ada_shm_budget *b = p;
 	b->ceiling = ceiling;
+	b->recorder_pid = (int32_t)getpid();
+	char st[1024];
+	int sfd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	ssize_t n = sfd >= 0 ? read(sfd, st, sizeof(st)) : -1;
+	if (sfd >= 0)
+		close(sfd);
+	b->recorder_start = n > 0 ? ada_stat_start_ticks(st, (size_t)n) : 0;
 	b->magic = SHM_BUDGET_MAGIC;
 	*out = b;
 	return 0;
@@ -244,4 +258,25 @@ void ada_shm_budget_unreserve(const char *dir, uint64_t bytes)
 		return;
 	ada_shm_budget_release(b, bytes);
 	ada_shm_budget_close(b);
+}
+
+void ring_budget_recorder(const char *dir, int32_t *pid, uint64_t *start)
+{
+	struct ada_shm_budget *b = NULL;
+	*pid = 0;
+	*start = 0;
+	if (ada_shm_budget_open_dir(dir, &b) != 0)
+		return;
+	*pid = b->recorder_pid;
+	*start = b->recorder_start;
+	ada_shm_budget_close(b);
+}
+
+int ring_budget_retire(struct ada_shm_budget *b)
+{
+	if (!b)
+		return 0;
+	void *p = mmap(b, SHM_BUDGET_SIZE, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? -errno : 0;
 }

@@ -10,9 +10,12 @@
              released, it prints its own checks and exits 42. Each session
              validates, says "attached": true with the pauses, has calls of
              the busy threads, and every return matches a call (frames still
-             open at the detach are the only unmatched ones).
+             open at the detach are the only unmatched ones). After each
+             detach RssShmem is what it was before the first attach (within
+             a page) and no arena is mapped.
   trigger    tests/targets/t_control.c (runs what its stdin says) attached
-             to with --trigger symbol=rare_event: "busy", then "rare" after
+             to with --trigger symbol=rare_event (`ada status` reaches the
+             recording given ada attach's own pid): "busy", then "rare" after
              the attach; the window is persisted (`ada status`) before the
              detach and in the manifest after it with its detail records; the
              program answers on and exits 0 after the detach.
@@ -213,10 +216,26 @@ def check_session(ada, session, pid):
     return m
 
 
+def rss_shmem_kb(pid):
+    """RssShmem of pid (kB), from /proc/PID/status."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("RssShmem:"):
+                return int(line.split()[1])
+    raise Fail("no RssShmem in /proc/%d/status" % pid)
+
+
+def arena_maps(pid):
+    """The lines of /proc/PID/maps that map an arena (*.ring)."""
+    with open("/proc/%d/maps" % pid) as f:
+        return [l.strip() for l in f if ".ring" in l]
+
+
 def case_threads(a, work):
     out = os.path.join(work, "out")
     t = Target(a.target)
     try:
+        shm0 = rss_shmem_kb(t.p.pid)
         for round_ in (1, 2):
             rc, err, session = attach_until_events(a.ada, t.p.pid, out)
             check(rc == 0, "attach %d: exit %d\n%s" % (round_, rc, err))
@@ -224,6 +243,13 @@ def case_threads(a, work):
                   "no pause in the summary:\n%s" % err)
             check_session(a.ada, session, t.p.pid)
             check(tracer_of(t.p.pid) == 0, "still traced after the detach")
+            # The detach gave the recording's shared memory back (issue
+            # 34): RssShmem as before the first attach, within a page,
+            # and no arena mapped.
+            shm = rss_shmem_kb(t.p.pid)
+            check(abs(shm - shm0) <= 4 and not arena_maps(t.p.pid),
+                  "after detach %d: RssShmem %d kB, %d kB before the attach; arena mappings "
+                  "%r" % (round_, shm, shm0, arena_maps(t.p.pid)))
         rc, out_, err = t.finish()
     finally:
         t.kill()
@@ -257,6 +283,17 @@ def case_trigger(a, work):
         check("attached to pid %d" % t.pid in line, "ada attach said %r (exit %r)" %
               (line, ada.poll()))
         session = line.rsplit(" ", 1)[-1].strip()
+
+        def by_attach_pid():
+            # `ada status` given ada attach's own pid (the registry entry
+            # its control thread makes within a second; issue 34).
+            rc, so, _ = run([a.ada, "status", str(ada.pid), "--json"])
+            try:
+                st = json.loads(so) if rc == 0 else {}
+            except ValueError:
+                return False
+            return [p.get("pid") for p in st.get("processes", [])] == [t.pid]
+        wait_state("ada status by ada attach's pid", by_attach_pid)
         do("busy")  # detail in the ring before the trigger
         do("rare")
 

@@ -26,6 +26,12 @@ never for time.
   registry   a process whose environment no longer names its session (it
              overwrote it) is still found from its pid, through the per-user
              registry; the registry entry is gone after the recording.
+  retitle    the program sets its title as redis and nginx do (environment
+             moved and cleared of ADA_*, argv/environ block overwritten,
+             PR_SET_NAME): `ada status`, `ada arm` and `ada trigger` given
+             the pid of `ada record` reach the recording, and so does
+             `ada status` given the program's pid with its registry entry
+             removed (found by its arena's mapping, issue 34)
   peer       (root only) a throwaway user gets "permission denied" from
              `ada status PID`, `ada arm PID` and `ada trigger DIR`, and nothing
              else. Not root: exit 77 after printing why.
@@ -431,6 +437,57 @@ def case_registry(ada, target, work):
           (r.pid, reg))
 
 
+def registry_dir():
+    uid = os.geteuid()
+    return "/run/user/%d/ada" % uid if os.path.isdir("/run/user/%d" % uid) else "/tmp/ada-%d" % uid
+
+
+def case_retitle(ada, target, work):
+    r = Rec(ada, target, work)
+    try:
+        r.do("retitle")
+        with open("/proc/%d/environ" % r.pid, "rb") as f:
+            check(b"ADA_" not in f.read(), "retitle left ADA_* in /proc/PID/environ")
+        with open("/proc/%d/comm" % r.pid) as f:
+            check(f.read().strip() == "retitled", "retitle did not set the thread name")
+        rec = str(r.p.pid)  # ada record's own pid
+        # The control thread registers the pids within a second of its
+        # start: a bounded poll on a condition.
+        for _ in range(1200):
+            rc, so, se = r.ada_cmd("status", rec, "--json", ok=False)
+            if rc == 0 and so.strip():
+                break
+            time.sleep(0.05)
+        check(rc == 0 and [p["pid"] for p in json.loads(so)["processes"]] == [r.pid],
+              "ada status %s (ada record's pid): exit %d, %r %r" % (rec, rc, so, se))
+        r.ada_cmd("arm", rec, "--trigger", "symbol=rare_event")
+        r.do("rare")
+        r.ada_cmd("trigger", rec, "--note", "by the recorder's pid")
+        # The program's own entry gone (once the control thread made it,
+        # a bounded poll): its arena's mapping still says.
+        entry = os.path.join(registry_dir(), str(r.pid))
+        for _ in range(1200):
+            if os.path.exists(entry):
+                break
+            time.sleep(0.05)
+        os.unlink(entry)
+        rc, so, se = r.ada_cmd("status", str(r.pid), "--json", ok=False)
+        check(rc == 0 and [p["pid"] for p in json.loads(so)["processes"]] == [r.pid],
+              "ada status %d without a registry entry: exit %d, %r %r" % (r.pid, rc, so, se))
+        man = r.finish()
+    finally:
+        r.kill()
+    # The arm fired on rare, then the manual trigger (its own window, or
+    # joined to the first one while that was still open).
+    w = windows(man)
+    check(w and w[0]["trigger"] == "symbol=rare_event" and
+          sum(x["fires"] for x in w) == 2 and
+          any(x.get("note") == "by the recorder's pid" for x in w), "windows: %r" % w)
+    check(not os.path.exists(os.path.join(registry_dir(), str(r.p.pid))),
+          "the recorder's registry entry was left behind")
+    print("retitle: found from ada record's pid %d and the program's arena" % r.p.pid)
+
+
 def case_peer(ada, target, work):
     if os.geteuid() != 0:
         print("SKIP: another user's refusal needs root to make one (running as uid %d)" %
@@ -465,7 +522,7 @@ def case_peer(ada, target, work):
     print("peer: another user got 'permission denied' for status, arm and trigger")
 
 
-CASES = {"arm": case_arm, "note": case_note, "status": case_status,
+CASES = {"retitle": case_retitle, "arm": case_arm, "note": case_note, "status": case_status,
          "malformed": case_malformed, "never": case_never, "peer": case_peer,
          "registry": case_registry, "always": case_always}
 

@@ -19,6 +19,9 @@ function(ada_transp case)
                        LABELS "e2e")
 endfunction()
 
+# ada creates nothing in the program's HOME or working directory (issue 34).
+ada_transp(home /bin/sh)
+
 # Code that is not C: left alone when it has no unwind information,
 # resynchronised (never an abort) when it was hooked anyway.
 ada_transp(nocfi ${ADA_TGT_DIR}/t_nonc_O2 nocfi)

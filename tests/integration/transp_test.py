@@ -36,6 +36,11 @@ line. Cases:
              the new image runs untraced and ada says so
   leftover   a background child left running: ada says so and finalizes
              (leftover_interrupt: after two SIGINTs to the group)
+  home       HOME and the working directory are a fresh directory each
+             (no .cache, as in a git work tree used as HOME): the program
+             lists them the same under ada, and both hold after the run
+             exactly what they held before (issue 34: the plan cache
+             stays where ada says, never in the program's HOME)
 A case whose Debian package is missing skips (exit 77) and says which.
 Each run is under a generous timeout (a run-away guard, never a
 synchronisation); the work directory is removed even on failure.
@@ -57,11 +62,11 @@ class Fail(Exception):
     pass
 
 
-def run(cmd, env=None):
+def run(cmd, env=None, cwd=None):
     """Runs cmd in a session of its own: a run-away is killed with every
     process it started (ada and its program), so nothing is left running."""
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                         start_new_session=True)
+                         cwd=cwd, start_new_session=True)
     try:
         out, err = p.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -841,7 +846,40 @@ def case_program_exec(args, work):
         raise Fail("the manifests' program: %r, want [['/bin/cat', %r]]" % (progs, data))
 
 
-CASES = {"sigdisp": case_sigdisp, "noshebang": case_noshebang,
+def listing(top):
+    """Every path under top (top itself excluded), sorted."""
+    out = []
+    for d, dirs, files in os.walk(top):
+        out += [os.path.relpath(os.path.join(d, n), top) for n in dirs + files]
+    return sorted(out)
+
+
+def case_home(args, work):
+    """Nothing appears in the program's HOME or working directory."""
+    home, cwd = os.path.join(work, "home"), os.path.join(work, "cwd")
+    for d in (home, cwd):
+        os.makedirs(d)
+        with open(os.path.join(d, "file"), "w") as f:
+            f.write("x\n")
+    env = dict(os.environ, HOME=home)
+    env.pop("XDG_CACHE_HOME", None)
+    before = (listing(home), listing(cwd))
+    argv = ["/bin/sh", "-c", 'ls -a "$HOME"; ls -a']
+    rc0, out0, err0 = run(argv, env=env, cwd=cwd)
+    out = os.path.join(work, "out")
+    rc1, out1, err1 = run([args.ada, "record", "--out", out, "--"] + argv, env=env, cwd=cwd)
+    if (rc1, out1) != (rc0, out0):
+        raise Fail("untraced: status %d, stdout %r; under ada: %d, %r; stderr:\n%s" % (
+            rc0, out0, rc1, out1, err1))
+    if not glob.glob(os.path.join(out, "session_*", "pid_*", "agent.json")):
+        raise Fail("nothing was recorded (no agent.json); stderr:\n%s" % err1)
+    after = (listing(home), listing(cwd))
+    if after != before:
+        raise Fail("HOME and the working directory held %r before ada record, %r after" % (
+            before, after))
+
+
+CASES = {"sigdisp": case_sigdisp, "home": case_home, "noshebang": case_noshebang,
          "program_exec": case_program_exec, "sigforward": case_sigforward, "nohup": case_nohup,
          "leftover": case_leftover,
          "leftover_interrupt": lambda args, work: case_leftover(args, work, True),

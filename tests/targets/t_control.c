@@ -8,11 +8,18 @@
  *   scrub     overwrites the name ADA_SESSION_DIR in its environment
  *             block (what /proc/PID/environ shows), as a program that
  *             reuses that memory would: discovery must use the registry
+ *   retitle   what redis and nginx's master do to set their title: the
+ *             environment moved (clearenv, then set again from copies),
+ *             the argv and environ block overwritten with the title and
+ *             zeros, and the thread name set (prctl PR_SET_NAME)
  *   quit      (or EOF) exit 0
  * It prints "ready" first. Every function is noinline (each one is hooked).
  */
+#define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #define NOINL __attribute__((noinline))
@@ -47,9 +54,40 @@ static void scrub(void)
 			memset(*e, 'X', 15);
 }
 
-int main(void)
+static char **main_argv;
+
+/* setproctitle() as redis and nginx do it: the strings the environment
+ * had are copied out and set again (the agent kept its own copies at
+ * start-up), then the whole block from argv[0] to the end of the last
+ * environment string is the title. */
+static void retitle(void)
+{
+	char *lo = main_argv[0], *hi = lo;
+	for (char **a = main_argv; *a; a++)
+		hi = *a + strlen(*a) + 1;
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **copy = calloc(n + 1, sizeof(*copy));
+	for (size_t i = 0; copy && i < n; i++) {
+		if (environ[i] + strlen(environ[i]) + 1 > hi)
+			hi = environ[i] + strlen(environ[i]) + 1;
+		copy[i] = strdup(environ[i]);
+	}
+	clearenv();
+	for (size_t i = 0; copy && i < n; i++)
+		if (copy[i] && strncmp(copy[i], "ADA_", 4))
+			putenv(copy[i]);
+	memset(lo, 0, (size_t)(hi - lo));
+	snprintf(lo, (size_t)(hi - lo), "t_control: retitled");
+	prctl(PR_SET_NAME, "retitled", 0, 0, 0);
+}
+
+int main(int argc, char **argv)
 {
 	char line[64];
+	(void)argc;
+	main_argv = argv;
 	busy(1000);
 	printf("ready\n");
 	fflush(stdout);
@@ -60,6 +98,8 @@ int main(void)
 			rare_event(arg_rare);
 		else if (!strcmp(line, "scrub\n"))
 			scrub();
+		else if (!strcmp(line, "retitle\n"))
+			retitle();
 		else if (!strcmp(line, "pid\n"))
 			printf("%d\n", (int)getpid());
 		else if (!strcmp(line, "quit\n"))

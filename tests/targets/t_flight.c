@@ -37,6 +37,10 @@
  *   stopfill  stoprec with busy(5000): 100 000 events, three times a
  *             1 MiB index ring, while the recorder is stopped: the program
  *             waits for ring space until the drain timeout, then drops.
+ *   stallfill stopfill with the recorder's drain thread alone stopped (a
+ *             ptrace stop, as a debugger's, or a drain starved of CPU:
+ *             the recorder is there, only slow) for 5 s, longer than the
+ *             drain timeout: the program waits, nothing drops.
  *   lapped    busy; under ada record waits until the drain has started this
  *             thread's detail.atf (records persisted: no timing), then busy
  *             again, which overwrites them in a small ring: exit 0.
@@ -47,11 +51,15 @@
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <pthread.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -272,6 +280,71 @@ NOINL static void stoprec_run(unsigned long n)
 	kill(rec, SIGCONT);
 }
 
+/* The tid of rec's thread named name, 0 when there is none. */
+NOINL static pid_t thread_named(pid_t rec, const char *name)
+{
+	char dir[64], path[400], comm[32];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)rec);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	pid_t tid = 0;
+	while (d && !tid && (de = readdir(d))) {
+		snprintf(path, sizeof(path), "%s/%s/comm", dir, de->d_name);
+		FILE *f = fopen(path, "r");
+		if (f && fgets(comm, sizeof(comm), f) && !strncmp(comm, name, strlen(name)))
+			tid = atoi(de->d_name);
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return tid;
+}
+
+/* stallfill's helper: stops the drain thread (ptrace: only that thread,
+ * the recorder process runs on), holds it 5 s, lets it go. The tracer is
+ * this thread, so it does all three. */
+static _Atomic int stall_state; /* 0 starting, 1 stopped, -1 could not */
+
+static void *stall_thread(void *arg)
+{
+	pid_t tid = *(pid_t *)arg;
+	int st;
+	if (!tid || ptrace(PTRACE_SEIZE, tid, 0, 0) != 0) {
+		stall_state = -1;
+		return NULL;
+	}
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 || waitpid(tid, &st, __WALL) != tid) {
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+		stall_state = -1;
+		return NULL;
+	}
+	stall_state = 1;
+	struct timespec ts = {5, 0}; /* the stall: longer than the 2 s drain timeout */
+	while (nanosleep(&ts, &ts) != 0)
+		;
+	ptrace(PTRACE_DETACH, tid, 0, 0);
+	return NULL;
+}
+
+NOINL static int stall_run(unsigned long n)
+{
+	if (!getenv("ADA_SESSION_DIR")) { /* untraced: the same work */
+		busy(n);
+		return 0;
+	}
+	pid_t tid = thread_named(getppid(), "ada-drain");
+	pthread_t th;
+	if (pthread_create(&th, NULL, stall_thread, &tid) != 0)
+		return -1;
+	while (stall_state == 0)
+		sched_yield();
+	if (stall_state > 0)
+		busy(n);
+	pthread_join(th, NULL);
+	return stall_state > 0 ? 0 : -1;
+}
+
 /* True once some thread_K/detail.atf of this process exists. */
 NOINL static int detail_started(const char *session)
 {
@@ -349,6 +422,12 @@ int main(int argc, char **argv)
 		stoprec_run(1000);
 	} else if (!strcmp(m, "stopfill")) {
 		stoprec_run(5000);
+	} else if (!strcmp(m, "stallfill")) {
+		if (stall_run(5000) != 0) {
+			fprintf(stderr,
+			        "t_flight: cannot stop the recorder's drain thread (ptrace)\n");
+			return 3;
+		}
 	} else if (!strcmp(m, "killrec")) {
 		killrec_run();
 	} else if (!strcmp(m, "lapped")) {

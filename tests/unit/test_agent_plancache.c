@@ -178,16 +178,24 @@ static void test_path(void **state)
 	make_key(&k);
 	assert_int_equal(plan_cache_path("/c", &k, p, sizeof(p)), 0);
 	assert_string_equal(p, "/c/a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3-1234567890abcdef.plan");
-	setenv("XDG_CACHE_HOME", "/x", 1);
-	assert_int_equal(plan_cache_path(NULL, &k, p, sizeof(p)), 0);
-	assert_true(!strncmp(p, "/x/ada/plans/a0a1", 17));
-	setenv("XDG_CACHE_HOME", "relative", 1); /* invalid: HOME is used */
+	/* The directory comes from the recorder (ADA_PLAN_CACHE), never from
+	 * the program's HOME or XDG_CACHE_HOME (issue 34). */
+	setenv("ADA_PLAN_CACHE", "/x/ada/plans", 1);
+	setenv("XDG_CACHE_HOME", "/y", 1);
 	setenv("HOME", "/h", 1);
 	assert_int_equal(plan_cache_path(NULL, &k, p, sizeof(p)), 0);
-	assert_true(!strncmp(p, "/h/.cache/ada/plans/a0a1", 24));
+	assert_true(!strncmp(p, "/x/ada/plans/a0a1", 17));
+	setenv("ADA_PLAN_CACHE", "relative", 1); /* invalid: no cache */
+	assert_int_equal(plan_cache_path(NULL, &k, p, sizeof(p)), -ENOENT);
+	unsetenv("ADA_PLAN_CACHE"); /* the program alone with the agent: none */
+	assert_int_equal(plan_cache_path(NULL, &k, p, sizeof(p)), -ENOENT);
 	unsetenv("XDG_CACHE_HOME");
 	unsetenv("HOME");
-	assert_int_equal(plan_cache_path(NULL, &k, p, sizeof(p)), -ENOENT);
+	char d[64];
+	assert_int_equal(plan_cache_dir("/p", d, sizeof(d)), 0);
+	assert_string_equal(d, "/p");
+	assert_int_equal(plan_cache_dir(NULL, d, sizeof(d)), -ENOENT);
+	assert_int_equal(plan_cache_dir("/long/path", d, 4), -ENAMETOOLONG);
 	assert_int_equal(plan_cache_path("/c", &k, p, 20), -ENAMETOOLONG);
 	k.build_id_len = 0;
 	assert_int_equal(plan_cache_path("/c", &k, p, sizeof(p)), -ENOENT);

@@ -4,8 +4,10 @@
  * old image's slots become EXITED and exec-orphaned), a forked child
  * leaving its parent's arena alone and making its own, a process that
  * finds an earlier process's <pid>.ring (another start time: a reused pid)
- * leaving it alone and making <pid>.<start ticks>.ring, and the
- * /proc/PID/stat start-time parser.
+ * leaving it alone and making <pid>.<start ticks>.ring, the
+ * /proc/PID/stat start-time parser, the recorder's liveness as a producer
+ * judges it (ring_recorder_state) and the retirement of an arena at ada
+ * attach's detach (ada_producer_retire_arena / _reap_retired).
  *
  * The exec test re-executes this binary (/proc/self/exe --after-exec) in a
  * forked child; that second image checks itself and reports by exit code.
@@ -16,6 +18,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -404,6 +407,82 @@ static void test_reused_pid_not_adopted(void **state)
 	ada_arena_close(mine);
 }
 
+/* Lines of /proc/self/maps that name test_dir. */
+static int maps_in_test_dir(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, test_dir) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Retired: no mapping of the file is left, the old range is private
+ * memory a late event still lands in (no fault), and the reap frees it. */
+static void test_retire_gives_back(void **state)
+{
+	(void)state;
+	assert_int_equal(ada_producer_init_from_env(), 0);
+	ada_emit(1, ATF_EVENT_CALL, 1); /* this thread owns a slot now */
+	struct ada_arena *a = ada_producer_arena();
+	struct atf_index_event *ev = ada_producer_tls.events;
+	assert_non_null(a);
+	assert_non_null(ev);
+	assert_true(maps_in_test_dir() > 0);
+	assert_int_equal(ada_producer_retire_arena(), 0);
+	assert_null(ada_producer_arena());
+	assert_int_equal(maps_in_test_dir(), 0);
+	/* The thread's state still points into the range, as a frame open
+	 * at the detach would: its event goes to private zero pages. */
+	assert_int_equal(ev[0].function_id, 0);
+	ada_emit(2, ATF_EVENT_RETURN, 1);
+	assert_int_equal(ev[1].function_id, 2);
+	ada_producer_reset_thread();
+	assert_int_equal(ada_producer_reap_retired(), 1);
+	assert_int_equal(ada_producer_reap_retired(), 0);
+}
+
+static uint64_t start_of(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+	if (fd >= 0)
+		close(fd);
+	return n > 0 ? ada_stat_start_ticks(buf, (size_t)n) : 0;
+}
+
+/* Running, stopped by a signal, gone, another process under the pid. */
+static void test_recorder_state(void **state)
+{
+	(void)state;
+	uint64_t me = start_of(getpid());
+	assert_true(me != 0);
+	assert_int_equal(ring_recorder_state(0, 0), RING_RECORDER_UNKNOWN);
+	errno = 1234;
+	assert_int_equal(ring_recorder_state(getpid(), me), RING_RECORDER_RUNNING);
+	assert_int_equal(errno, 1234); /* kept: the hook context's rule */
+	assert_int_equal(ring_recorder_state(getpid(), me + 1), RING_RECORDER_GONE);
+	pid_t kid = fork();
+	if (kid == 0) {
+		for (;;)
+			pause();
+	}
+	assert_true(kid > 0);
+	uint64_t ks = start_of(kid);
+	assert_int_equal(kill(kid, SIGSTOP), 0);
+	int st;
+	assert_int_equal(waitpid(kid, &st, WUNTRACED), kid);
+	assert_int_equal(ring_recorder_state(kid, ks), RING_RECORDER_STOPPED);
+	kill(kid, SIGKILL);
+	assert_int_equal(waitpid(kid, &st, 0), kid);
+	assert_int_equal(ring_recorder_state(kid, ks), RING_RECORDER_GONE);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "--after-exec") == 0)
@@ -415,6 +494,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_mlock_refusal_reported, fx_setup, fx_teardown),
 	    cmocka_unit_test(test_stat_start_ticks),
 	    cmocka_unit_test_setup_teardown(test_reused_pid_not_adopted, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_retire_gives_back, fx_setup, fx_teardown),
+	    cmocka_unit_test(test_recorder_state),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
