@@ -345,14 +345,21 @@ bool discover_fde_covers(const struct discover_fde_table *t, uint64_t addr)
 	return range == UINT64_MAX || addr - start < range;
 }
 
-bool discover_fde_entry(const struct discover_fde_table *t, size_t i, uint64_t *start,
-                        uint64_t *len)
+bool discover_fde_at(const struct discover_fde_table *t, size_t i, uint64_t *start, uint64_t *len,
+                     bool *entry)
 {
 	uint64_t fde;
-	bool entry = false;
+	*entry = false;
 	if (!t->hdr || i >= t->n)
 		return false;
 	eh_table_entry(t, i, start, &fde);
-	*len = eh_fde_read(t, fde, &entry);
-	return entry && *len != UINT64_MAX && *len > 0;
+	*len = eh_fde_read(t, fde, entry);
+	return *len != UINT64_MAX && *len > 0;
+}
+
+bool discover_fde_entry(const struct discover_fde_table *t, size_t i, uint64_t *start,
+                        uint64_t *len)
+{
+	bool entry;
+	return discover_fde_at(t, i, start, len, &entry) && entry;
 }

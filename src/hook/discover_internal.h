@@ -78,5 +78,9 @@ bool discover_fde_covers(const struct discover_fde_table *t, uint64_t addr);
  * blocks after a push, the PLT, _start), and when it cannot tell. */
 bool discover_fde_entry(const struct discover_fde_table *t, size_t i, uint64_t *start,
                         uint64_t *len);
+/* Entry i's start and length whenever its FDE can be read (false: it
+ * cannot), and in *entry what discover_fde_entry() would answer. */
+bool discover_fde_at(const struct discover_fde_table *t, size_t i, uint64_t *start, uint64_t *len,
+                     bool *entry);
 
 #endif

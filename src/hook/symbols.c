@@ -524,9 +524,36 @@ static bool symtab_in_ranges(const struct ada_hook_xrange *r, size_t n, uint64_t
 	return false;
 }
 
-/* Adds the table's function entries that .dynsym (st, sorted) does not
- * cover, outside the PLT, named "<base>+0x<offset>"; counted in
- * st->n_fde. */
+/* Whether the file's code at vaddr is a one-byte nop. gcc starts a
+ * function's .cold block with one when that block begins with a landing
+ * pad (an LSDA cannot point at a block's offset 0), and its FDE keeps
+ * the entry state for that byte alone: the unwinder lands right behind
+ * it, inside the bytes a patch would replace. No compiled function starts
+ * with it. */
+static bool symtab_starts_with_nop(Elf *elf, uint64_t vaddr)
+{
+	size_t n, size = 0;
+	const uint8_t *raw = (const uint8_t *)elf_rawfile(elf, &size);
+	if (!raw || elf_getphdrnum(elf, &n) != 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || vaddr < ph.p_vaddr ||
+		    vaddr - ph.p_vaddr >= ph.p_filesz || ph.p_offset > size ||
+		    vaddr - ph.p_vaddr >= size - ph.p_offset)
+			continue;
+		return raw[ph.p_offset + (vaddr - ph.p_vaddr)] == 0x90;
+	}
+	return false;
+}
+
+/* Adds the table's FDEs that .dynsym (st, sorted) does not cover,
+ * outside the PLT, named "<base>+0x<offset>" (counted in st->n_fde): the
+ * function entries to be judged like any function; the fragments (not
+ * entered in the entry state, or by a landing pad's nop: a gcc .cold
+ * block) as ADA_SKIP_EXCLUDED, as the default list excludes "*.cold*" by
+ * name, and listed so that the cross-function check sweeps their
+ * branches too (discover_xref.c). */
 static int symtab_add_fdes(Elf *elf, const char *base, struct ada_hook_symtab *st)
 {
 	struct discover_fde_table t;
@@ -537,8 +564,9 @@ static int symtab_add_fdes(Elf *elf, const char *base, struct ada_hook_symtab *s
 	size_t nplt = symtab_plt_ranges(elf, plt, sizeof(plt) / sizeof(*plt));
 	for (size_t i = 0; i < t.n; i++) {
 		uint64_t start, len;
+		bool entry;
 		char name[320];
-		if (!discover_fde_entry(&t, i, &start, &len) ||
+		if (!discover_fde_at(&t, i, &start, &len, &entry) ||
 		    symtab_in_ranges(plt, nplt, start) || symtab_covered(st, ndyn, start))
 			continue;
 		snprintf(name, sizeof(name), "%s+0x%" PRIx64, base, start);
@@ -548,6 +576,8 @@ static int symtab_add_fdes(Elf *elf, const char *base, struct ada_hook_symtab *s
 		int err = symtab_add(st, &fcap, &ncap, &s, name);
 		if (err)
 			return err;
+		if (!entry || symtab_starts_with_nop(elf, start))
+			st->fns[st->count - 1].status = ADA_SKIP_EXCLUDED;
 		st->n_fde++;
 	}
 	return 0;

@@ -84,17 +84,17 @@ ada_test_target(threads O2cet SOURCES ${ADA_TGT_SRC}/t_threads.c FLAGS -fcf-prot
 ada_test_target(threads O2nopie SOURCES ${ADA_TGT_SRC}/t_threads.c FLAGS -fno-pie LDFLAGS -no-pie)
 ada_test_target(cxx O2nopie SOURCES ${ADA_TGT_SRC}/t_cxx.cpp FLAGS -fno-pie LDFLAGS -no-pie)
 # Stripped copies (objcopy --strip-all: no .symtab, none of the program's
-# own functions in .dynsym): t_threads_<opt>_stripped, traced from .eh_frame
+# own functions in .dynsym): t_<name>_<opt>_stripped, traced from .eh_frame
 # by tests/integration/stripped.cmake.
 if(CMAKE_OBJCOPY)
-  foreach(opt O2 O2nopie)
-    set(_stripped ${ADA_TGT_DIR}/t_threads_${opt}_stripped)
+  foreach(t threads_O2 threads_O2nopie cxx_O2)
+    set(_stripped ${ADA_TGT_DIR}/t_${t}_stripped)
     add_custom_command(OUTPUT ${_stripped}
-      COMMAND ${CMAKE_OBJCOPY} --strip-all $<TARGET_FILE:adat_threads_${opt}> ${_stripped}
-      DEPENDS adat_threads_${opt}
-      COMMENT "strip: t_threads_${opt}"
+      COMMAND ${CMAKE_OBJCOPY} --strip-all $<TARGET_FILE:adat_${t}> ${_stripped}
+      DEPENDS adat_${t}
+      COMMENT "strip: t_${t}"
       VERBATIM)
-    add_custom_target(adat_threads_${opt}_stripped ALL DEPENDS ${_stripped})
+    add_custom_target(adat_${t}_stripped ALL DEPENDS ${_stripped})
   endforeach()
 endif()
 ada_test_target(dlopen O2 SOURCES ${ADA_TGT_SRC}/t_dlopen.c)

@@ -121,7 +121,15 @@ static void test_entries(void **state)
 	assert_int_equal(ehf_entry_at(&t, (uint64_t)(uintptr_t)&ehf_asm_sigframe), 0);
 	assert_int_equal(ehf_entry_at(&t, (uint64_t)(uintptr_t)&ehf_asm_nocfi), -1);
 	uint64_t start, len;
+	bool entry = true;
 	assert_false(discover_fde_entry(&t, t.n, &start, &len)); /* past the table */
+	for (size_t i = 0; i < t.n; i++) /* the fragment is read, not an entry */
+		if (discover_fde_at(&t, i, &start, &len, &entry) &&
+		    start == (uint64_t)(uintptr_t)&ehf_asm_frag)
+			break;
+	assert_int_equal(start, (uint64_t)(uintptr_t)&ehf_asm_frag);
+	assert_int_equal(len, 2);
+	assert_false(entry);
 }
 
 static void test_unknown_image(void **state)
