@@ -194,7 +194,8 @@ static bool eh_cie_entry(const struct discover_fde_table *t, uint64_t p, uint64_
 			cfa = p && a == 7 && b == 8;
 		} else if (op == (0x80u | 16u)) { /* offset r16, factored */
 			p = eh_leb(t, p, &a, false);
-			ra = p && a * data_align == -8;
+			ra = p && a > 0 && a <= 8 && data_align >= -8 && data_align < 0 &&
+			     a * data_align == -8; /* bounded: no overflow */
 		} else
 			return false;
 		if (!p || !(op == 0x0c ? cfa : ra))
