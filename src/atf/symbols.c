@@ -194,6 +194,7 @@ void ada_syms_module_free(struct ada_syms_module *m)
 		return;
 	free(m->funcs);
 	free(m->text_);
+	free(m->names_);
 	free(m);
 }
 

@@ -37,6 +37,7 @@ struct ada_syms_module {
 	size_t nfuncs;
 	struct ada_syms_func *funcs; /* sorted by symbol_index */
 	char *text_;                 /* private: the strings above point into it */
+	char *names_;                /* private: names given by ada_syms_name_from_debug() */
 };
 
 /* (ctx, file or label, line number (0: whole file), message) */
@@ -47,6 +48,15 @@ typedef void (*ada_syms_warn_fn)(void *ctx, const char *path, uint64_t line, con
  * is malformed or module_id is missing; -ENOMEM. */
 int ada_syms_parse(const char *buf, size_t len, struct ada_syms_module **out, uint64_t *bad_line);
 void ada_syms_module_free(struct ada_syms_module *m); /* NULL is a no-op */
+/* Names the functions the agent named "<file name>+0x<offset>" (found
+ * from .eh_frame in a stripped image, docs/hooks.md) from the image's
+ * debug file when one is found now: by m's build_id under debug_root
+ * (NULL: /usr/lib/debug, <root>/.build-id/xx/yyyy.debug), or by the
+ * .gnu_debuglink of the file at m's path (next to it, in its .debug/, in
+ * <root>/<its directory>). A file whose build-id is not m's is not used.
+ * Returns how many functions it named (0: no debug file, or none of its
+ * symbols is at their offsets), or -ENOMEM. */
+int ada_syms_name_from_debug(struct ada_syms_module *m, const char *debug_root);
 /* The function with this symbol index, or NULL. O(1) when the table is
  * dense (index i at position i), else O(log n). */
 const struct ada_syms_func *ada_syms_find(const struct ada_syms_module *m, uint32_t symbol_index);

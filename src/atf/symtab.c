@@ -2,7 +2,10 @@
  * The symbol table of one pid directory: every modules/module_<ID>.syms,
  * indexed by module id, resolving function_id = (module_id << 32) |
  * symbol_index to a name and the module's path. Modules the manifest lists
- * without a readable .syms file still resolve to their path.
+ * without a readable .syms file still resolve to their path. Functions of
+ * a stripped image the agent could only number ("<file>+0x<offset>") take
+ * their names from its debug file when one is found at load time
+ * (symbols_debug.c).
  * Threads: CLI only; immutable after load.
  */
 #include <dirent.h>
@@ -100,6 +103,13 @@ static int symtab_load_file(struct symtab_load *l, const char *path)
 		return 0;
 	}
 	symtab_check(l, path, m);
+	/* A stripped image's debug file may have appeared since the
+	 * recording; ADA_DEBUG_ROOT stands for /usr/lib/debug, as for the
+	 * agent (docs/hooks.md). */
+	if (ada_syms_name_from_debug(m, getenv("ADA_DEBUG_ROOT")) == -ENOMEM) {
+		ada_syms_module_free(m);
+		return -ENOMEM;
+	}
 	if (symtab_find(l->t, m->module_id)) {
 		snprintf(msg, sizeof(msg),
 		         "module_id %" PRIu32 " appears in another .syms file too", m->module_id);

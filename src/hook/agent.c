@@ -91,12 +91,14 @@ static int agent_write_file(int dirfd, const char *name, int (*fill)(FILE *, con
 
 static int agent_fill_syms(FILE *f, const void *arg)
 {
-	const struct agent_module *m = arg;
+	struct agent_module *m = (struct agent_module *)arg;
 	struct ada_hook_module_info mi = {m->id, m->path, m->base};
-	return ada_hook_syms_write(f, &mi, &m->st);
+	int err = ada_hook_syms_write(f, &mi, &m->st, &m->table_xxh64);
+	m->syms_written = !err;
+	return err;
 }
 
-static int agent_write_syms(int mod_fd, const struct agent_module *m)
+static int agent_write_syms(int mod_fd, struct agent_module *m)
 {
 	char name[64];
 	snprintf(name, sizeof(name), "module_%" PRIu32 ".syms", m->id);
@@ -166,12 +168,30 @@ static void agent_json_skips(FILE *f, const uint64_t *sk)
 	fputc('}', f);
 }
 
+/* "build_id" (hex, or null) and "table_xxh64" (as in the .syms header,
+ * or null before it is written): the manifest's modules[] copies them. */
+static void agent_json_ids(FILE *f, const struct agent_module *m)
+{
+	fputs("\"build_id\": ", f);
+	if (!m->st.build_id_len)
+		fputs("null", f);
+	for (size_t i = 0; i < m->st.build_id_len; i++)
+		fprintf(f, "%s%02x", i ? "" : "\"", m->st.build_id[i]);
+	fputs(m->st.build_id_len ? "\", \"table_xxh64\": " : ", \"table_xxh64\": ", f);
+	if (m->syms_written)
+		fprintf(f, "\"%016" PRIx64 "\", ", m->table_xxh64);
+	else
+		fputs("null, ", f);
+	fprintf(f, "\"fde_functions\": %zu, ", m->st.n_fde);
+}
+
 static void agent_json_module(FILE *f, const struct agent_module *m)
 {
 	fprintf(f, "    {\"module_id\": %" PRIu32 ", \"path\": ", m->id);
 	agent_json_string(f, m->path);
 	fprintf(f, ", \"load_base\": \"0x%" PRIx64 "\", \"symbol_source\": \"%s\", ", m->base,
 	        ada_symtab_source_name(m->st.source));
+	agent_json_ids(f, m);
 	fprintf(f,
 	        "\"unloaded\": %s, \"functions\": %zu, \"installed\": %" PRIu64 ", \"skipped\": ",
 	        m->gone ? "true" : "false", m->st.count, m->installed);
@@ -378,6 +398,7 @@ static void agent_env_read(void)
 	e->ring_config = agent_env_copy("ADA_RING_CONFIG");
 	e->hook_config = agent_env_copy("ADA_HOOK_CONFIG");
 	e->plan_cache = agent_env_copy("ADA_PLAN_CACHE");
+	e->debug_root = agent_env_copy("ADA_DEBUG_ROOT");
 	if (plan_cache_dir(e->plan_cache, agent.cache_dir, sizeof(agent.cache_dir)) != 0)
 		agent.cache_dir[0] = '\0'; /* no cache */
 }

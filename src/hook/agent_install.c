@@ -657,11 +657,20 @@ static void install_analyse_module(struct install_job *j)
 {
 	struct agent_module *m = &agent.mods[j->mod];
 	uint64_t t0 = agent_now_ns();
-	j->err = ada_hook_symtab_read(m->path, NULL, &m->st);
+	/* Libraries keep .dynsym when stripped: their unnamed internals may
+	 * switch stacks (greenlet's slp_switch) where no name tells. */
+	j->err = ada_hook_symtab_read_ex(m->path, agent.env.debug_root,
+	                                 m->is_main ? ADA_SYMTAB_FDE : 0, &m->st);
 	if (j->err) {
 		agent_log("cannot read the symbols of %s (%s); not traced", m->path,
 		          strerror(-j->err));
 		return;
+	}
+	if (m->st.n_fde && m->wanted) {
+		const char *base = strrchr(m->path, '/');
+		agent_log("%s has no symbol table: %zu of its functions, found from .eh_frame, are "
+		          "named %s+0xOFFSET (its debug file names them; docs/hooks.md)",
+		          m->path, m->st.n_fde, base ? base + 1 : m->path);
 	}
 	j->analysed = true;
 	uint64_t t1 = agent_now_ns();
@@ -770,6 +779,7 @@ static struct agent_module *install_add(const struct discover_image *im)
 	m->hi = im->hi;
 	m->present = true;
 	m->wanted = ada_hook_config_module_wanted(&agent.cfg, im->path);
+	m->is_main = im->is_main;
 	agent.n_mods++;
 	return m;
 }

@@ -256,6 +256,7 @@ struct agent_module {
 	uint64_t base, lo, hi;
 	struct ada_hook_symtab st;
 	bool wanted;  /* config: hook it (else only its special functions) */
+	bool is_main; /* the program's own image: stripped, it is traced from .eh_frame */
 	bool present; /* seen by the latest scan */
 	bool gone;    /* unmapped (dlclose): trampolines released */
 	uint64_t installed;
@@ -265,6 +266,10 @@ struct agent_module {
 	uint64_t ns_xref; /* part of ns_prepare: the cross-function branch sweep */
 	enum agent_cache_use cache;
 	bool par; /* analysed on two threads (agent_install.c) */
+	/* The table hash of its .syms file as last written (agent.json);
+	 * valid when syms_written. */
+	uint64_t table_xxh64;
+	bool syms_written;
 	/* The patches applied and the original bytes they replaced (same
 	 * order, n_patch each): ada attach's detach restores the originals,
 	 * a later attach applies the patches again (agent_attach.c). */
@@ -289,6 +294,9 @@ struct agent_env {
 	 * (never derived from the program's HOME: the program's world stays
 	 * its own). NULL: no cache. */
 	char *plan_cache;
+	/* ADA_DEBUG_ROOT: where debug files are looked for instead of
+	 * /usr/lib/debug (symbols.c); NULL: there. */
+	char *debug_root;
 	/* This image's argv as the loader gave it (the manifest's "program"
 	 * follows exec): copied, the program may rewrite its own. */
 	char **argv;

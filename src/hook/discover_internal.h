@@ -45,20 +45,42 @@ typedef void (*discover_runner)(discover_body body, void *arg, size_t n, size_t 
 int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
                         const struct hook_arch_plan *plans, discover_runner run);
 
-/* discover_ehframe.c: the image's .eh_frame_hdr search table, as the
- * loader mapped it. */
+/* discover_ehframe.c: an image's .eh_frame_hdr search table, as the
+ * loader mapped it or in a file's bytes. Addresses are the view's own
+ * (runtime addresses, or the file's virtual addresses); the bytes of
+ * address a are at a + bias. */
 struct discover_fde_table {
-	uint64_t hdr; /* runtime address of .eh_frame_hdr; 0: none */
+	uint64_t hdr; /* address of .eh_frame_hdr; 0: none */
 	size_t n;     /* entries in its table */
 	uint64_t lo, hi;
+	uint64_t bias;
 };
 /* Finds the table of the image loaded at base whose PT_LOAD segments span
  * [lo, hi). 0; -ENOENT (none: the image was built without unwind
  * tables) or -ENOTSUP (an encoding this reader does not know): then t
  * answers "cannot tell" for every address. */
 int discover_fde_table(uint64_t base, uint64_t lo, uint64_t hi, struct discover_fde_table *t);
+/* The table of a file's segment: seg holds the bytes of addresses [lo, hi)
+ * (the segment's file part), hdr is the address of its .eh_frame_hdr
+ * (PT_GNU_EH_FRAME). Errors as discover_fde_table(). */
+int discover_fde_table_mem(const uint8_t *seg, uint64_t lo, uint64_t hi, uint64_t hdr,
+                           struct discover_fde_table *t);
 /* Whether some FDE covers addr (runtime address); true when it cannot
  * tell. */
 bool discover_fde_covers(const struct discover_fde_table *t, uint64_t addr);
+/* Entry i (< t->n, in address order) when it is a function entry: its
+ * CIE's initial state is the x86-64 one at a call (CFA = rsp + 8, the
+ * return address at CFA - 8, no register saved; not a signal frame) and
+ * its own instructions change nothing before the first advance, so the
+ * code at *start runs with the return address on top of the stack, as
+ * after a call or a tail call. *start and *len (its FDE's range) are set
+ * then. False for a fragment entered in another state (gcc's .cold
+ * blocks after a push, the PLT, _start), and when it cannot tell. */
+bool discover_fde_entry(const struct discover_fde_table *t, size_t i, uint64_t *start,
+                        uint64_t *len);
+/* Entry i's start and length whenever its FDE can be read (false: it
+ * cannot), and in *entry what discover_fde_entry() would answer. */
+bool discover_fde_at(const struct discover_fde_table *t, size_t i, uint64_t *start, uint64_t *len,
+                     bool *entry);
 
 #endif

@@ -50,7 +50,8 @@ ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp);
 enum ada_symtab_source {
 	ADA_SYMSRC_SYMTAB = 0,    /* the file's own .symtab */
 	ADA_SYMSRC_DYNSYM = 1,    /* only .dynsym: stripped file */
-	ADA_SYMSRC_DEBUGLINK = 2, /* .symtab of /usr/lib/debug/.build-id/xx/yyyy.debug */
+	ADA_SYMSRC_DEBUGLINK = 2, /* .symtab of its debug file (build-id or .gnu_debuglink) */
+	ADA_SYMSRC_EHFRAME = 3,   /* stripped: .dynsym and .eh_frame's function entries */
 };
 const char *ada_symtab_source_name(enum ada_symtab_source s);
 
@@ -85,17 +86,28 @@ struct ada_hook_symtab {
 	uint64_t entry; /* e_entry as an offset (0 when none) */
 	struct ada_hook_xrange xr[ADA_HOOK_MAX_XRANGES];
 	size_t xr_count;
+	size_t n_fde; /* functions found from .eh_frame only, named "<file>+0x<offset>" */
 };
 
 /* Reads the functions of the ELF file at path: .symtab when present, else
- * the .symtab of the build-id debug file under debug_root (NULL:
- * /usr/lib/debug) when installed, else .dynsym. Executable ranges come
+ * the .symtab of its debug file when installed (by build-id under
+ * debug_root, NULL: /usr/lib/debug; or by .gnu_debuglink next to the
+ * file, in its .debug/ or under debug_root), else .dynsym (and with
+ * ADA_SYMTAB_FDE the .eh_frame function entries .dynsym does not cover,
+ * except in an image symbols.c finds carries the C runtime; see
+ * ada_hook_symtab_read_ex). Executable ranges come
  * from the file's PT_LOAD program headers. Functions get their first
  * verdict here: IFUNC, ENTRY_POINT, OUTSIDE_TEXT and ALIAS (same offset as
  * an earlier function: global names win, then the shorter, then by name);
  * the rest are ADA_HOOK_OK, to be decided by the patcher.
  * Returns 0, -ENOENT/-EACCES (open), -ENOEXEC (not a usable ELF), -ENOMEM. */
 int ada_hook_symtab_read(const char *path, const char *debug_root, struct ada_hook_symtab *out);
+/* flags of ada_hook_symtab_read_ex */
+#define ADA_SYMTAB_FDE 1u /* no symbol table: add .eh_frame's function entries */
+/* ada_hook_symtab_read() with flags: the agent asks for the .eh_frame
+ * functions of the main program only (docs/hooks.md, "Stripped images"). */
+int ada_hook_symtab_read_ex(const char *path, const char *debug_root, unsigned flags,
+                            struct ada_hook_symtab *out);
 void ada_hook_symtab_fini(struct ada_hook_symtab *st);
 static inline const char *ada_hook_fn_name(const struct ada_hook_symtab *st,
                                            const struct ada_hook_fn *f)
@@ -110,10 +122,11 @@ struct ada_hook_module_info {
 	uint64_t load_base;
 };
 
-/* Writes the symbols file text (docs/internals.md) to f.
- * Returns 0 or -EIO. */
+/* Writes the symbols file text (docs/internals.md) to f; *table_xxh64
+ * (when not NULL) gets the table hash its header carries.
+ * Returns 0, -ENOMEM or -EIO. */
 int ada_hook_syms_write(FILE *f, const struct ada_hook_module_info *mi,
-                        const struct ada_hook_symtab *st);
+                        const struct ada_hook_symtab *st, uint64_t *table_xxh64);
 /* XXH64 (seed 0) of the function-table lines exactly as written. */
 uint64_t ada_hook_syms_table_hash(const struct ada_hook_symtab *st);
 

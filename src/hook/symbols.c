@@ -8,12 +8,25 @@
  * allocations per image, grown geometrically); then one sort by offset
  * gives the dense symbol_index order and exposes aliases as neighbours.
  *
+ * Where the names come from, first found: the file's .symtab; the
+ * .symtab of its debug file, by build-id (<root>/.build-id/xx/yyyy.debug)
+ * or by .gnu_debuglink (next to the file, in its .debug/, in
+ * <root>/<its directory>); else .dynsym, and (when the caller asks: the
+ * agent does for the main program) the functions .dynsym does not cover
+ * from the .eh_frame_hdr table's function entries (discover_ehframe.c),
+ * named "<file name>+0x<offset>" -- except in an image that carries the C
+ * runtime (it defines one of the functions the default exclude list or
+ * the special list knows, or it is statically linked): its unnamed
+ * internals may be the ones those lists keep away.
+ *
  * Invariants of the result: fns sorted by (offset, preference), each
  * name_off < names_len, every offset/size is relative to the load base.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdint.h>
@@ -22,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "discover_internal.h"
 #include "hook.h"
 
 #define SYMTAB_DEBUG_ROOT "/usr/lib/debug"
@@ -40,6 +54,8 @@ const char *ada_symtab_source_name(enum ada_symtab_source s)
 		return "dynsym";
 	case ADA_SYMSRC_DEBUGLINK:
 		return "debuglink";
+	case ADA_SYMSRC_EHFRAME:
+		return "ehframe";
 	}
 	return "unknown";
 }
@@ -313,29 +329,288 @@ static void symtab_judge(struct ada_hook_symtab *st)
 	st->count = w;
 }
 
-static int symtab_from_debug_file(const char *root, struct ada_hook_symtab *st)
+/* The .symtab of the debug file at path, when it is one for this image:
+ * its build-id, when both have one, is the image's. */
+static int symtab_from_debug_path(const char *path, struct ada_hook_symtab *st)
+{
+	struct symtab_elf se;
+	int err = symtab_open(path, &se);
+	if (err)
+		return err;
+	struct ada_hook_symtab id = {0};
+	symtab_read_build_id(se.elf, &id);
+	Elf_Scn *scn = symtab_find_section(se.elf, SHT_SYMTAB);
+	if (st->build_id_len && id.build_id_len &&
+	    (id.build_id_len != st->build_id_len ||
+	     memcmp(id.build_id, st->build_id, st->build_id_len)))
+		scn = NULL; /* another build's */
+	st->count = st->names_len = 0;
+	err = scn ? symtab_collect(se.elf, scn, st) : -ENOENT;
+	symtab_close(&se);
+	if (!err && st->count == 0)
+		err = -ENOENT;
+	return err;
+}
+
+static int symtab_from_build_id(const char *root, struct ada_hook_symtab *st)
 {
 	char path[512];
-	int n = snprintf(path, sizeof(path), "%s/.build-id/%02x/", root ? root : SYMTAB_DEBUG_ROOT,
-	                 st->build_id[0]);
+	if (!st->build_id_len)
+		return -ENOENT;
+	int n = snprintf(path, sizeof(path), "%s/.build-id/%02x/", root, st->build_id[0]);
 	for (size_t i = 1; i < st->build_id_len && n > 0 && (size_t)n < sizeof(path) - 8; i++)
 		n += snprintf(path + n, sizeof(path) - (size_t)n, "%02x", st->build_id[i]);
 	if (n <= 0 || (size_t)n >= sizeof(path) - 8)
 		return -ENAMETOOLONG;
 	memcpy(path + n, ".debug", 7);
-	struct symtab_elf se;
-	int err = symtab_open(path, &se);
-	if (err)
+	return symtab_from_debug_path(path, st);
+}
+
+/* The file name .gnu_debuglink gives (a NUL-terminated name, then a CRC
+ * this reader leaves to the build-id check); false when none. */
+static bool symtab_debuglink_name(Elf *elf, char *name, size_t cap)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return false;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		const char *sn =
+		    gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+		if (!sn || strcmp(sn, ".gnu_debuglink") || sh.sh_type == SHT_NOBITS)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		size_t len = d && d->d_buf ? strnlen(d->d_buf, d->d_size) : 0;
+		if (len == 0 || len == d->d_size || len >= cap || memchr(d->d_buf, '/', len))
+			return false;
+		memcpy(name, d->d_buf, len + 1);
+		return true;
+	}
+	return false;
+}
+
+/* .gnu_debuglink's file next to the image, in its .debug/, or under root
+ * at the image's directory. */
+static int symtab_from_debuglink(Elf *elf, const char *path, const char *root,
+                                 struct ada_hook_symtab *st)
+{
+	char name[256], dir[PATH_MAX], cand[PATH_MAX + 512];
+	const char *slash = strrchr(path, '/');
+	if (!slash || (size_t)(slash - path) >= sizeof(dir) ||
+	    !symtab_debuglink_name(elf, name, sizeof(name)))
+		return -ENOENT;
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	const char *fmt[] = {"%s%s/%s", "%s%s/.debug/%s", "%s%s/%s"};
+	for (int i = 0; i < 3; i++) {
+		snprintf(cand, sizeof(cand), fmt[i], i == 2 ? root : "", dir, name);
+		if (strcmp(cand, path) && symtab_from_debug_path(cand, st) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* Names an image that carries the C runtime defines: its unnamed
+ * internals may be ones the default exclude list or the special
+ * functions keep away from a trampoline (docs/hooks.md). */
+static const char *const symtab_runtime_names[] = {
+    "setjmp",         "_setjmp",           "__sigsetjmp",    "sigsetjmp",
+    "getcontext",     "swapcontext",       "vfork",          "__vfork",
+    "clone",          "__clone",           "clone3",         "__libc_start_main",
+    "__tls_get_addr", "__cxa_begin_catch", "_Unwind_Resume", "_Unwind_RaiseException",
+    "pthread_exit",
+};
+
+static bool symtab_is_runtime(const struct ada_hook_symtab *st)
+{
+	for (size_t i = 0; i < st->count; i++) {
+		const char *n = ada_hook_fn_name(st, &st->fns[i]);
+		for (size_t k = 0; k < sizeof(symtab_runtime_names) / sizeof(*symtab_runtime_names);
+		     k++)
+			if (!strcmp(n, symtab_runtime_names[k]))
+				return true;
+	}
+	return false;
+}
+
+/* Whether the image names other images it needs (DT_NEEDED): one that
+ * needs none is statically linked, or is the C library itself. */
+static bool symtab_has_needed(Elf *elf)
+{
+	Elf_Scn *scn = symtab_find_section(elf, SHT_DYNAMIC);
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	GElf_Shdr sh;
+	if (!d || !gelf_getshdr(scn, &sh))
+		return false;
+	for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+		GElf_Dyn dyn;
+		if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+			break;
+		if (dyn.d_tag == DT_NEEDED)
+			return true;
+	}
+	return false;
+}
+
+/* The image's .eh_frame_hdr table in the file's bytes. */
+static int symtab_fde_table(Elf *elf, struct discover_fde_table *t)
+{
+	size_t n, size = 0;
+	const uint8_t *raw = (const uint8_t *)elf_rawfile(elf, &size);
+	uint64_t hdr = 0;
+	if (!raw || elf_getphdrnum(elf, &n) != 0)
+		return -ENOENT;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_GNU_EH_FRAME)
+			hdr = ph.p_vaddr;
+	}
+	for (size_t i = 0; hdr && i < n; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || hdr < ph.p_vaddr ||
+		    hdr - ph.p_vaddr >= ph.p_filesz || ph.p_offset > size ||
+		    ph.p_filesz > size - ph.p_offset)
+			continue;
+		return discover_fde_table_mem(raw + ph.p_offset, ph.p_vaddr,
+		                              ph.p_vaddr + ph.p_filesz, hdr, t);
+	}
+	return -ENOENT;
+}
+
+/* Whether one of the first n functions (sorted by offset) starts at off
+ * or covers it. */
+static bool symtab_covered(const struct ada_hook_symtab *st, size_t n, uint64_t off)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (st->fns[mid].offset <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0 && st->fns[i].offset == st->fns[lo - 1].offset;) {
+		const struct ada_hook_fn *f = &st->fns[i];
+		if (f->offset == off || off - f->offset < f->size)
+			return true;
+	}
+	return false;
+}
+
+/* The PLT sections (.plt, .plt.got, .plt.sec): the linker gives them
+ * FDEs, some in the entry state, but their stubs are no functions. */
+static size_t symtab_plt_ranges(Elf *elf, struct ada_hook_xrange *r, size_t cap)
+{
+	size_t shstrndx, n = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return 0;
+	while (n < cap && (scn = elf_nextscn(elf, scn)) != NULL) {
+		const char *sn =
+		    gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+		if (sn && (!strncmp(sn, ".plt", 4) || !strncmp(sn, ".iplt", 5)))
+			r[n++] = (struct ada_hook_xrange){sh.sh_addr, sh.sh_addr + sh.sh_size};
+	}
+	return n;
+}
+
+static bool symtab_in_ranges(const struct ada_hook_xrange *r, size_t n, uint64_t a)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a >= r[i].lo && a < r[i].hi)
+			return true;
+	return false;
+}
+
+/* Whether the file's code at vaddr is a one-byte nop. gcc starts a
+ * function's .cold block with one when that block begins with a landing
+ * pad (an LSDA cannot point at a block's offset 0), and its FDE keeps
+ * the entry state for that byte alone: the unwinder lands right behind
+ * it, inside the bytes a patch would replace. No compiled function starts
+ * with it. */
+static bool symtab_starts_with_nop(Elf *elf, uint64_t vaddr)
+{
+	size_t n, size = 0;
+	const uint8_t *raw = (const uint8_t *)elf_rawfile(elf, &size);
+	if (!raw || elf_getphdrnum(elf, &n) != 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || vaddr < ph.p_vaddr ||
+		    vaddr - ph.p_vaddr >= ph.p_filesz || ph.p_offset > size ||
+		    vaddr - ph.p_vaddr >= size - ph.p_offset)
+			continue;
+		return raw[ph.p_offset + (vaddr - ph.p_vaddr)] == 0x90;
+	}
+	return false;
+}
+
+/* Adds the table's FDEs that .dynsym (st, sorted) does not cover,
+ * outside the PLT, named "<base>+0x<offset>" (counted in st->n_fde): the
+ * function entries to be judged like any function; the fragments (not
+ * entered in the entry state, or by a landing pad's nop: a gcc .cold
+ * block) as ADA_SKIP_EXCLUDED, as the default list excludes "*.cold*" by
+ * name, and listed so that the cross-function check sweeps their
+ * branches too (discover_xref.c). */
+static int symtab_add_fdes(Elf *elf, const char *base, struct ada_hook_symtab *st)
+{
+	struct discover_fde_table t;
+	struct ada_hook_xrange plt[8];
+	size_t fcap = st->count, ncap = st->names_len, ndyn = st->count;
+	if (symtab_fde_table(elf, &t) != 0)
+		return 0; /* no table, or one this reader does not know: .dynsym only */
+	size_t nplt = symtab_plt_ranges(elf, plt, sizeof(plt) / sizeof(*plt));
+	for (size_t i = 0; i < t.n; i++) {
+		uint64_t start, len;
+		bool entry;
+		char name[320];
+		if (!discover_fde_at(&t, i, &start, &len, &entry) ||
+		    symtab_in_ranges(plt, nplt, start) || symtab_covered(st, ndyn, start))
+			continue;
+		snprintf(name, sizeof(name), "%s+0x%" PRIx64, base, start);
+		GElf_Sym s = {.st_value = start,
+		              .st_size = len,
+		              .st_info = GELF_ST_INFO(STB_LOCAL, STT_FUNC)};
+		int err = symtab_add(st, &fcap, &ncap, &s, name);
+		if (err)
+			return err;
+		if (!entry || symtab_starts_with_nop(elf, start))
+			st->fns[st->count - 1].status = ADA_SKIP_EXCLUDED;
+		st->n_fde++;
+	}
+	return 0;
+}
+
+/* .dynsym, and (fde) the functions .eh_frame adds where that is safe. */
+static int symtab_from_dynsym(Elf *elf, const char *path, bool fde, struct ada_hook_symtab *st)
+{
+	Elf_Scn *scn = symtab_find_section(elf, SHT_DYNSYM);
+	int err = scn ? symtab_collect(elf, scn, st) : 0;
+	st->source = ADA_SYMSRC_DYNSYM;
+	if (err || !fde || symtab_is_runtime(st) || !symtab_has_needed(elf))
 		return err;
-	Elf_Scn *scn = symtab_find_section(se.elf, SHT_SYMTAB);
-	err = scn ? symtab_collect(se.elf, scn, st) : -ENOENT;
-	symtab_close(&se);
+	symtab_sort_ctx = st;
+	if (st->count && symtab_sort(st))
+		qsort(st->fns, st->count, sizeof(*st->fns), symtab_cmp);
+	const char *base = strrchr(path, '/');
+	err = symtab_add_fdes(elf, base ? base + 1 : path, st);
+	if (st->n_fde)
+		st->source = ADA_SYMSRC_EHFRAME;
 	return err;
 }
 
 int ada_hook_symtab_read(const char *path, const char *debug_root, struct ada_hook_symtab *out)
 {
+	return ada_hook_symtab_read_ex(path, debug_root, 0, out);
+}
+
+int ada_hook_symtab_read_ex(const char *path, const char *debug_root, unsigned flags,
+                            struct ada_hook_symtab *out)
+{
 	struct symtab_elf se;
+	const char *root = debug_root ? debug_root : SYMTAB_DEBUG_ROOT;
 	memset(out, 0, sizeof(*out));
 	int err = symtab_open(path, &se);
 	if (err)
@@ -346,16 +621,15 @@ int ada_hook_symtab_read(const char *path, const char *debug_root, struct ada_ho
 	symtab_read_build_id(se.elf, out);
 	Elf_Scn *scn = symtab_find_section(se.elf, SHT_SYMTAB);
 	out->source = ADA_SYMSRC_SYMTAB;
-	if (!scn && out->build_id_len > 0 && symtab_from_debug_file(debug_root, out) == 0 &&
-	    out->count > 0) {
-		out->source = ADA_SYMSRC_DEBUGLINK;
-	} else if (!scn) {
-		out->count = out->names_len = 0;
-		scn = symtab_find_section(se.elf, SHT_DYNSYM);
-		out->source = ADA_SYMSRC_DYNSYM;
-	}
 	if (scn)
 		err = symtab_collect(se.elf, scn, out);
+	else if (symtab_from_build_id(root, out) == 0 ||
+	         symtab_from_debuglink(se.elf, path, root, out) == 0)
+		out->source = ADA_SYMSRC_DEBUGLINK;
+	else {
+		out->count = out->names_len = 0;
+		err = symtab_from_dynsym(se.elf, path, flags & ADA_SYMTAB_FDE, out);
+	}
 	if (!err)
 		symtab_judge(out);
 out:

@@ -124,13 +124,16 @@ static void syms_write_header(FILE *f, const struct ada_hook_module_info *mi,
 }
 
 int ada_hook_syms_write(FILE *f, const struct ada_hook_module_info *mi,
-                        const struct ada_hook_symtab *st)
+                        const struct ada_hook_symtab *st, uint64_t *table_xxh64)
 {
 	size_t len = 0;
 	char *t = syms_table(st, &len);
 	if (!t)
 		return -ENOMEM;
-	syms_write_header(f, mi, st, XXH64(t, len, 0));
+	uint64_t hash = XXH64(t, len, 0);
+	if (table_xxh64)
+		*table_xxh64 = hash;
+	syms_write_header(f, mi, st, hash);
 	size_t w = fwrite(t, 1, len, f);
 	free(t);
 	if (w != len || fflush(f) != 0 || ferror(f))

@@ -433,6 +433,7 @@ static json_t *man_module(json_t *m)
 	json_object_set_new(o, "id", json_integer(id));
 	json_object_set(o, "path", json_object_get(m, "path"));
 	json_object_set(o, "build_id", json_object_get(m, "build_id"));
+	json_object_set(o, "table_xxh64", json_object_get(m, "table_xxh64"));
 	json_object_set(o, "load_base", json_object_get(m, "load_base"));
 	json_object_set_new(o, "symbols", json_string(syms));
 	json_object_set(o, "functions", json_object_get(m, "functions"));

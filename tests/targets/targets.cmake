@@ -83,6 +83,20 @@ ada_test_target(threads O2cet SOURCES ${ADA_TGT_SRC}/t_threads.c FLAGS -fcf-prot
 # within +-2 GiB of a low address range.
 ada_test_target(threads O2nopie SOURCES ${ADA_TGT_SRC}/t_threads.c FLAGS -fno-pie LDFLAGS -no-pie)
 ada_test_target(cxx O2nopie SOURCES ${ADA_TGT_SRC}/t_cxx.cpp FLAGS -fno-pie LDFLAGS -no-pie)
+# Stripped copies (objcopy --strip-all: no .symtab, none of the program's
+# own functions in .dynsym): t_<name>_<opt>_stripped, traced from .eh_frame
+# by tests/integration/stripped.cmake.
+if(CMAKE_OBJCOPY)
+  foreach(t threads_O2 threads_O2nopie cxx_O2)
+    set(_stripped ${ADA_TGT_DIR}/t_${t}_stripped)
+    add_custom_command(OUTPUT ${_stripped}
+      COMMAND ${CMAKE_OBJCOPY} --strip-all $<TARGET_FILE:adat_${t}> ${_stripped}
+      DEPENDS adat_${t}
+      COMMENT "strip: t_${t}"
+      VERBATIM)
+    add_custom_target(adat_${t}_stripped ALL DEPENDS ${_stripped})
+  endforeach()
+endif()
 ada_test_target(dlopen O2 SOURCES ${ADA_TGT_SRC}/t_dlopen.c)
 ada_test_target(dlwin O2 SOURCES ${ADA_TGT_SRC}/t_dlwin.c)
 ada_test_target(fork O2 SOURCES ${ADA_TGT_SRC}/t_fork.c)

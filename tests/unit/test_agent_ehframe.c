@@ -2,7 +2,10 @@
  * discover_ehframe.c on this test's own image: a compiled C function is
  * covered by an FDE, at its entry and inside; an assembly function without
  * CFI directives is not; an address outside every FDE is not; an image
- * that cannot be found answers "cannot tell" (covered).
+ * that cannot be found answers "cannot tell" (covered). Function entries
+ * (discover_fde_entry): the C function is one; a fragment whose FDE
+ * starts after a push (as gcc's .cold blocks do) and a signal frame are
+ * not.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,6 +27,27 @@ __asm__(".text\n"
         "  nop\n  nop\n  nop\n  nop\n  nop\n  nop\n  nop\n"
         "  ret\n"
         ".size ehf_asm_nocfi, .-ehf_asm_nocfi\n");
+
+/* Never run: only their FDEs are read. */
+void ehf_asm_frag(void);
+void ehf_asm_sigframe(void);
+__asm__(".text\n"
+        ".globl ehf_asm_frag\n"
+        ".type ehf_asm_frag, @function\n"
+        "ehf_asm_frag:\n"
+        "  .cfi_startproc\n"
+        "  .cfi_def_cfa_offset 16\n"
+        "  pop %rax\n  ret\n"
+        "  .cfi_endproc\n"
+        ".size ehf_asm_frag, .-ehf_asm_frag\n"
+        ".globl ehf_asm_sigframe\n"
+        ".type ehf_asm_sigframe, @function\n"
+        "ehf_asm_sigframe:\n"
+        "  .cfi_startproc\n"
+        "  .cfi_signal_frame\n"
+        "  nop\n  ret\n"
+        "  .cfi_endproc\n"
+        ".size ehf_asm_sigframe, .-ehf_asm_sigframe\n");
 
 __attribute__((noinline)) int ehf_c_function(int x)
 {
@@ -70,6 +94,44 @@ static void test_own_image(void **state)
 	assert_int_equal(ehf_c_function(1), 8);
 }
 
+/* discover_fde_entry's answer for the table entry that starts at a;
+ * -1 when no entry starts there. */
+static int ehf_entry_at(const struct discover_fde_table *t, uint64_t a)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		uint64_t start = 0, len = 0;
+		bool entry = discover_fde_entry(t, i, &start, &len);
+		if (entry && start == a)
+			return 1;
+		if (!entry && start == a)
+			return 0;
+	}
+	return -1;
+}
+
+static void test_entries(void **state)
+{
+	(void)state;
+	struct ehf_self me;
+	struct discover_fde_table t;
+	dl_iterate_phdr(ehf_self_cb, &me);
+	assert_int_equal(discover_fde_table(me.base, me.lo, me.hi, &t), 0);
+	assert_int_equal(ehf_entry_at(&t, (uint64_t)(uintptr_t)&ehf_c_function), 1);
+	assert_int_equal(ehf_entry_at(&t, (uint64_t)(uintptr_t)&ehf_asm_frag), 0);
+	assert_int_equal(ehf_entry_at(&t, (uint64_t)(uintptr_t)&ehf_asm_sigframe), 0);
+	assert_int_equal(ehf_entry_at(&t, (uint64_t)(uintptr_t)&ehf_asm_nocfi), -1);
+	uint64_t start, len;
+	bool entry = true;
+	assert_false(discover_fde_entry(&t, t.n, &start, &len)); /* past the table */
+	for (size_t i = 0; i < t.n; i++) /* the fragment is read, not an entry */
+		if (discover_fde_at(&t, i, &start, &len, &entry) &&
+		    start == (uint64_t)(uintptr_t)&ehf_asm_frag)
+			break;
+	assert_int_equal(start, (uint64_t)(uintptr_t)&ehf_asm_frag);
+	assert_int_equal(len, 2);
+	assert_false(entry);
+}
+
 static void test_unknown_image(void **state)
 {
 	(void)state;
@@ -82,6 +144,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_own_image),
+	    cmocka_unit_test(test_entries),
 	    cmocka_unit_test(test_unknown_image),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

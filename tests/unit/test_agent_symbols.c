@@ -3,18 +3,25 @@
  * functions must come out with the offsets and sizes the loader knows
  * (dladdr1 on the -rdynamic export), sorted, with aliases, IFUNCs and the
  * entry point judged; the image list must classify the loader and vDSO;
- * the cross-function branch check must catch a jump into a patch.
+ * the cross-function branch check must catch a jump into a patch. A
+ * stripped copy of the binary gets its local functions from .eh_frame,
+ * named "<file>+0x<offset>", and its names back from a debug file found
+ * by .gnu_debuglink or by build-id (objcopy makes them; skipped without).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <link.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -33,6 +40,13 @@ __attribute__((noinline)) int agent_test_fn_b(int x)
 }
 
 int agent_test_alias(int x) __attribute__((alias("agent_test_fn_a")));
+
+/* Local: in .symtab, not in .dynsym (the test exports its globals). */
+__attribute__((noinline, used)) static int agent_test_local(int x)
+{
+	__asm__ volatile("" ::: "memory");
+	return agent_test_fn_b(x) + 11;
+}
 
 static int agent_test_impl(void)
 {
@@ -177,12 +191,112 @@ static void test_xref(void **state)
 	assert_int_equal(fns[2].status, ADA_HOOK_OK);
 }
 
+/* Runs a shell command; false when it fails (objcopy missing). */
+static bool sh(const char *fmt, const char *a, const char *b, const char *c)
+{
+	char cmd[3 * PATH_MAX];
+	snprintf(cmd, sizeof(cmd), fmt, a, b, c);
+	return system(cmd) == 0;
+}
+
+/* Every function found from .eh_frame in the stripped copy is one of the
+ * unstripped file's functions, at its offset, with its size; the local
+ * function is among them; no exported one is repeated. */
+static void check_fde_functions(const struct ada_hook_symtab *full,
+                                const struct ada_hook_symtab *st, uint64_t local_off)
+{
+	size_t n_fde = 0;
+	bool local = false;
+	char want[64];
+	snprintf(want, sizeof(want), "stripped+0x%" PRIx64, local_off);
+	for (size_t i = 0; i < st->count; i++) {
+		const struct ada_hook_fn *f = &st->fns[i];
+		const char *name = ada_hook_fn_name(st, f);
+		if (strncmp(name, "stripped+0x", 11))
+			continue;
+		n_fde++;
+		local |= !strcmp(name, want);
+		const struct ada_hook_fn *g = NULL;
+		for (size_t k = 0; k < full->count && !g; k++)
+			if (full->fns[k].offset == f->offset &&
+			    full->fns[k].status != ADA_SKIP_ALIAS)
+				g = &full->fns[k];
+		assert_non_null(g);
+		assert_int_equal(g->size, f->size);
+		assert_null(find(st, ada_hook_fn_name(full, g))); /* not also under its name */
+	}
+	assert_int_equal(n_fde, st->n_fde);
+	assert_true(local);
+}
+
+static void test_stripped(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/ada_test_strip_XXXXXX", path[600], dbg[600], root[600];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/stripped", dir);
+	snprintf(dbg, sizeof(dbg), "%s/stripped.debug", dir);
+	char self[PATH_MAX]; /* not /proc/self/exe: objcopy would copy itself */
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	assert_true(sl > 0);
+	self[sl] = '\0';
+	if (!sh("objcopy --strip-all %s %s", self, path, "") ||
+	    !sh("objcopy --only-keep-debug %s %s", self, dbg, "")) {
+		sh("rm -rf %s", dir, "", "");
+		skip();
+	}
+	struct ada_hook_symtab full, st;
+	assert_int_equal(ada_hook_symtab_read("/proc/self/exe", "/nonexistent", &full), 0);
+	uint64_t local_off = (uint64_t)(uintptr_t)agent_test_local - self_base();
+	assert_int_equal(agent_test_local(1), agent_test_fn_b(1) + 11);
+
+	assert_int_equal(ada_hook_symtab_read_ex(path, "/nonexistent", ADA_SYMTAB_FDE, &st), 0);
+	assert_int_equal(st.source, ADA_SYMSRC_EHFRAME);
+	fprintf(stderr, "DBG %zu %zu %s\n", st.count, st.n_fde, path);
+	for (size_t q = 0; q < 8 && q < st.count; q++)
+		fprintf(stderr, "DBG %s\n", ada_hook_fn_name(&st, &st.fns[q]));
+	assert_non_null(find(&st, "agent_test_fn_b")); /* from .dynsym */
+	check_fde_functions(&full, &st, local_off);
+	ada_hook_symtab_fini(&st);
+	assert_int_equal(ada_hook_symtab_read(path, "/nonexistent", &st), 0); /* not asked */
+	assert_int_equal(st.source, ADA_SYMSRC_DYNSYM);
+	assert_int_equal(st.n_fde, 0);
+	ada_hook_symtab_fini(&st);
+
+	/* By build-id under a debug root. */
+	snprintf(root, sizeof(root), "%s/root", dir);
+	assert_int_equal(ada_hook_symtab_read_ex(path, "/nonexistent", ADA_SYMTAB_FDE, &st), 0);
+	char idp[200];
+	int n = snprintf(idp, sizeof(idp), "%02x/", st.build_id[0]);
+	for (size_t i = 1; i < st.build_id_len; i++)
+		n += snprintf(idp + n, sizeof(idp) - (size_t)n, "%02x", st.build_id[i]);
+	ada_hook_symtab_fini(&st);
+	assert_true(sh("mkdir -p %s/.build-id/%.2s", root, idp, ""));
+	assert_true(sh("cp %s %s/.build-id/%s.debug", dbg, root, idp));
+	assert_int_equal(ada_hook_symtab_read_ex(path, root, ADA_SYMTAB_FDE, &st), 0);
+	assert_int_equal(st.source, ADA_SYMSRC_DEBUGLINK);
+	assert_int_equal(st.n_fde, 0);
+	assert_non_null(find(&st, "agent_test_local"));
+	ada_hook_symtab_fini(&st);
+
+	/* By .gnu_debuglink, next to the file. */
+	assert_true(
+	    sh("cd %s && objcopy --add-gnu-debuglink=stripped.debug stripped", dir, "", ""));
+	assert_int_equal(ada_hook_symtab_read_ex(path, "/nonexistent", ADA_SYMTAB_FDE, &st), 0);
+	assert_int_equal(st.source, ADA_SYMSRC_DEBUGLINK);
+	const struct ada_hook_fn *f = find(&st, "agent_test_local");
+	assert_non_null(f);
+	assert_int_equal(f->offset, local_off);
+	ada_hook_symtab_fini(&st);
+	ada_hook_symtab_fini(&full);
+	sh("rm -rf %s", dir, "", "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_own_functions),
-	    cmocka_unit_test(test_bad_files),
-	    cmocka_unit_test(test_images),
+	    cmocka_unit_test(test_own_functions), cmocka_unit_test(test_bad_files),
+	    cmocka_unit_test(test_stripped),      cmocka_unit_test(test_images),
 	    cmocka_unit_test(test_xref),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -51,7 +51,7 @@ static void test_round_trip(void **state)
 	FILE *f = open_memstream(&buf, &len);
 	assert_non_null(f);
 	struct ada_hook_module_info mi = {7, "/usr/lib/libx.so.1", 0x7f0012340000ull};
-	assert_int_equal(ada_hook_syms_write(f, &mi, &st), 0);
+	assert_int_equal(ada_hook_syms_write(f, &mi, &st, NULL), 0);
 	fclose(f);
 
 	struct ada_syms_module *m = NULL;
@@ -109,7 +109,7 @@ static void test_empty(void **state)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	struct ada_hook_module_info mi = {1, "/bin/x", 0};
-	assert_int_equal(ada_hook_syms_write(f, &mi, &st), 0);
+	assert_int_equal(ada_hook_syms_write(f, &mi, &st, NULL), 0);
 	fclose(f);
 	struct ada_syms_module *m = NULL;
 	assert_int_equal(ada_syms_parse(buf, len, &m, NULL), 0);

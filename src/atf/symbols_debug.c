@@ -1,0 +1,321 @@
+/*
+ * Names from a debug file found after the recording (symbols.h,
+ * ada_syms_name_from_debug). CLI only.
+ *
+ * The agent names a function of a stripped image that it found only from
+ * .eh_frame "<file name>+0x<offset>" (docs/hooks.md). When the image's
+ * debug file is there at reading time -- by the build-id the .syms file
+ * carries (<root>/.build-id/xx/yyyy.debug), or by the .gnu_debuglink of
+ * the image at its recorded path (next to it, in its .debug/, in
+ * <root>/<its directory>) -- its .symtab gives them their names. A debug
+ * file or image whose build-id differs from the recorded one is another
+ * build's and is not used. Only names change: ids, offsets, statuses
+ * and the table hash (computed over the file as read) stay.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbols.h"
+
+#define SYMDBG_ROOT "/usr/lib/debug"
+
+struct symdbg_elf {
+	int fd;
+	Elf *elf;
+};
+
+static int symdbg_open(const char *path, struct symdbg_elf *e)
+{
+	e->elf = NULL;
+	e->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (e->fd < 0)
+		return -errno;
+	if (elf_version(EV_CURRENT) != EV_NONE)
+		e->elf = elf_begin(e->fd, ELF_C_READ_MMAP, NULL);
+	if (!e->elf || elf_kind(e->elf) != ELF_K_ELF) {
+		if (e->elf)
+			elf_end(e->elf);
+		close(e->fd);
+		return -ENOEXEC;
+	}
+	return 0;
+}
+
+static void symdbg_close(struct symdbg_elf *e)
+{
+	elf_end(e->elf);
+	close(e->fd);
+}
+
+static Elf_Scn *symdbg_section(Elf *elf, const char *name, Elf64_Word type)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		const char *sn =
+		    gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+		if (sn && sh.sh_type == type && (!name || !strcmp(sn, name)))
+			return scn;
+	}
+	return NULL;
+}
+
+/* The file's GNU build-id as lowercase hex into hex (>= 129 bytes); ""
+ * when it has none. */
+static void symdbg_build_id(Elf *elf, char *hex)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	hex[0] = '\0';
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		size_t off = 0, name_off, desc_off;
+		GElf_Nhdr nh;
+		while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 || nh.n_descsz > 64 ||
+			    memcmp((char *)d->d_buf + name_off, "GNU", 4))
+				continue;
+			for (size_t i = 0; i < nh.n_descsz; i++)
+				sprintf(hex + 2 * i, "%02x",
+				        ((unsigned char *)d->d_buf)[desc_off + i]);
+			return;
+		}
+	}
+}
+
+/* Whether an ELF file's build-id agrees with the recorded one (either
+ * missing: nothing to disagree with). */
+static bool symdbg_same_build(Elf *elf, const char *want)
+{
+	char have[130];
+	symdbg_build_id(elf, have);
+	return !want || !have[0] || !strcmp(want, have);
+}
+
+/* One function symbol of the debug file. */
+struct symdbg_sym {
+	uint64_t off;
+	const char *name; /* into the debug file's string table */
+	bool global;
+};
+
+/* At one offset the name the agent would have preferred: global, then
+ * without a leading underscore, then shorter, then by bytes. */
+static bool symdbg_better(const struct symdbg_sym *a, const struct symdbg_sym *b)
+{
+	if (a->global != b->global)
+		return a->global;
+	if ((a->name[0] == '_') != (b->name[0] == '_'))
+		return b->name[0] == '_';
+	size_t la = strcspn(a->name, "@"), lb = strcspn(b->name, "@");
+	if (la != lb)
+		return la < lb;
+	return strncmp(a->name, b->name, la) < 0;
+}
+
+static int symdbg_cmp(const void *a, const void *b)
+{
+	const struct symdbg_sym *x = a, *y = b;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The debug file's defined function symbols, sorted by offset; *n gets
+ * their count. NULL with *n 0: none; NULL otherwise: -ENOMEM. */
+static struct symdbg_sym *symdbg_table(Elf *elf, Elf_Scn *scn, size_t *n)
+{
+	GElf_Shdr sh;
+	Elf_Data *d = elf_getdata(scn, NULL);
+	*n = 0;
+	if (!d || !gelf_getshdr(scn, &sh) || !sh.sh_entsize)
+		return NULL;
+	size_t cap = sh.sh_size / sh.sh_entsize;
+	struct symdbg_sym *v = malloc((cap ? cap : 1) * sizeof(*v));
+	for (size_t i = 1; v && i < cap; i++) {
+		GElf_Sym s;
+		const char *name;
+		if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF || s.st_value == 0 ||
+		    GELF_ST_TYPE(s.st_info) != STT_FUNC ||
+		    !(name = elf_strptr(elf, sh.sh_link, s.st_name)) || !name[0])
+			continue;
+		v[(*n)++] =
+		    (struct symdbg_sym){s.st_value, name, GELF_ST_BIND(s.st_info) != STB_LOCAL};
+	}
+	if (v && *n)
+		qsort(v, *n, sizeof(*v), symdbg_cmp);
+	return v;
+}
+
+/* The best name at off among the table's aliases; *len: its length
+ * without a symbol version (as the agent writes names). */
+static const char *symdbg_lookup(const struct symdbg_sym *v, size_t n, uint64_t off, size_t *len)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	const struct symdbg_sym *best = NULL;
+	for (; lo < n && v[lo].off == off; lo++)
+		if (!best || symdbg_better(&v[lo], best))
+			best = &v[lo];
+	if (best)
+		*len = strcspn(best->name, "@");
+	return best ? best->name : NULL;
+}
+
+/* Whether the agent named f from .eh_frame: "<base>+0x<its offset>". */
+static bool symdbg_unnamed(const struct ada_syms_func *f, const char *base)
+{
+	size_t n = strlen(base);
+	char *end;
+	if (strncmp(f->name, base, n) || strncmp(f->name + n, "+0x", 3))
+		return false;
+	errno = 0;
+	uint64_t v = strtoull(f->name + n + 3, &end, 16);
+	return !errno && !*end && v == f->offset;
+}
+
+/* Copies name (len bytes) into the pool; its offset there, or -1
+ * (-ENOMEM). */
+static ptrdiff_t symdbg_pool_add(char **pool, size_t *used, size_t *cap, const char *name,
+                                 size_t len)
+{
+	if (*used + len + 1 > *cap) {
+		size_t ncap = *cap ? 2 * *cap : 4096;
+		while (ncap < *used + len + 1)
+			ncap *= 2;
+		char *np = realloc(*pool, ncap);
+		if (!np)
+			return -1;
+		*pool = np;
+		*cap = ncap;
+	}
+	memcpy(*pool + *used, name, len);
+	(*pool)[*used + len] = '\0';
+	*used += len + 1;
+	return (ptrdiff_t)(*used - len - 1);
+}
+
+/* Gives the unnamed functions of m the names the debug file's .symtab
+ * has for their offsets; returns how many, or -ENOMEM. */
+static int symdbg_rename(struct ada_syms_module *m, const char *base, Elf *elf)
+{
+	Elf_Scn *scn = symdbg_section(elf, NULL, SHT_SYMTAB);
+	size_t nsym = 0, used = 0, cap = 0, named = 0;
+	struct symdbg_sym *v = scn ? symdbg_table(elf, scn, &nsym) : NULL;
+	ptrdiff_t *at = malloc((m->nfuncs ? m->nfuncs : 1) * sizeof(*at));
+	char *pool = NULL;
+	int err = at && (v || !nsym) ? 0 : -ENOMEM;
+	for (size_t i = 0; !err && i < m->nfuncs; i++) {
+		size_t len = 0;
+		const char *n = symdbg_unnamed(&m->funcs[i], base)
+		                    ? symdbg_lookup(v, nsym, m->funcs[i].offset, &len)
+		                    : NULL;
+		at[i] = n ? symdbg_pool_add(&pool, &used, &cap, n, len) : -1;
+		if (n && at[i] < 0)
+			err = -ENOMEM;
+		named += n != NULL;
+	}
+	for (size_t i = 0; !err && i < m->nfuncs; i++)
+		if (at[i] >= 0)
+			m->funcs[i].name = pool + at[i];
+	if (!err && named) {
+		free(m->names_);
+		m->names_ = pool;
+		pool = NULL;
+	}
+	free(pool);
+	free(v);
+	free(at);
+	return err ? err : (int)named;
+}
+
+/* Opens the debug file at path when it is this build's and has a
+ * .symtab. */
+static int symdbg_try(const char *path, const char *build_id, struct symdbg_elf *e)
+{
+	int err = symdbg_open(path, e);
+	if (err)
+		return err;
+	if (!symdbg_same_build(e->elf, build_id) || !symdbg_section(e->elf, NULL, SHT_SYMTAB)) {
+		symdbg_close(e);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int symdbg_by_build_id(const char *root, const char *build_id, struct symdbg_elf *e)
+{
+	char path[PATH_MAX];
+	size_t n = build_id ? strlen(build_id) : 0;
+	if (n < 4 || n > 128 || strspn(build_id, "0123456789abcdef") != n)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", root, build_id, build_id + 2);
+	return symdbg_try(path, build_id, e);
+}
+
+/* The .gnu_debuglink of the image at path, when the image is the
+ * recorded build: next to it, in its .debug/, under root. */
+static int symdbg_by_debuglink(const char *root, const char *path, const char *build_id,
+                               struct symdbg_elf *e)
+{
+	struct symdbg_elf img;
+	char name[256] = "", dir[PATH_MAX], cand[2 * PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (!slash || (size_t)(slash - path) >= sizeof(dir) || symdbg_open(path, &img))
+		return -ENOENT;
+	Elf_Scn *scn = symdbg_same_build(img.elf, build_id)
+	                   ? symdbg_section(img.elf, ".gnu_debuglink", SHT_PROGBITS)
+	                   : NULL;
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	size_t len = d && d->d_buf ? strnlen(d->d_buf, d->d_size) : 0;
+	if (len && len < d->d_size && len < sizeof(name) && !memchr(d->d_buf, '/', len))
+		memcpy(name, d->d_buf, len + 1);
+	symdbg_close(&img);
+	if (!name[0])
+		return -ENOENT;
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	const char *fmt[] = {"%s%s/%s", "%s%s/.debug/%s", "%s%s/%s"};
+	for (int i = 0; i < 3; i++) {
+		snprintf(cand, sizeof(cand), fmt[i], i == 2 ? root : "", dir, name);
+		if (strcmp(cand, path) && symdbg_try(cand, build_id, e) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+int ada_syms_name_from_debug(struct ada_syms_module *m, const char *debug_root)
+{
+	const char *root = debug_root ? debug_root : SYMDBG_ROOT;
+	const char *slash = m->path ? strrchr(m->path, '/') : NULL;
+	const char *base = slash ? slash + 1 : m->path;
+	struct symdbg_elf e;
+	bool any = false;
+	for (size_t i = 0; base && !any && i < m->nfuncs; i++)
+		any = symdbg_unnamed(&m->funcs[i], base);
+	if (!any || (symdbg_by_build_id(root, m->build_id, &e) != 0 &&
+	             symdbg_by_debuglink(root, m->path, m->build_id, &e) != 0))
+		return 0;
+	int n = symdbg_rename(m, base, e.elf);
+	symdbg_close(&e);
+	return n;
+}

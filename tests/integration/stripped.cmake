@@ -1,0 +1,35 @@
+# Stripped code is traced (issue 33 item 3): a stripped copy of
+# tests/targets/t_threads recorded with its functions found from .eh_frame
+# (named by offset, exact counts, the warning naming the module), named
+# from its debug file by .gnu_debuglink or by build-id, at recording time
+# and after it (ada dump, ada report). The checks are in stripped_test.py.
+include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
+if(NOT Python3_EXECUTABLE)
+  find_package(Python3 COMPONENTS Interpreter)
+endif()
+if(NOT Python3_EXECUTABLE OR NOT CMAKE_OBJCOPY)
+  message(STATUS "ada tests: no python3 or objcopy, so no stripped-image tests")
+  return()
+endif()
+if(ADA_SANITIZE MATCHES "^(address|thread)$")
+  return() # they record with the agent, which a sanitized build cannot preload
+endif()
+# ada_stripped_test(<test name> <t_NAME_OPT> <case> [--arg A]...)
+function(ada_stripped_test name prog case)
+  add_test(NAME e2e.stripped_${name}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/stripped_test.py
+                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/stripped-work/${name}
+                   --stripped ${ADA_TGT_DIR}/t_${prog}_stripped
+                   --unstripped ${ADA_TGT_DIR}/t_${prog} ${ARGN} ${case})
+  set_tests_properties(e2e.stripped_${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
+                       LABELS "e2e")
+endfunction()
+foreach(case offsets debuglink build_id after)
+  ada_stripped_test(${case}.O2 threads_O2 ${case})
+endforeach()
+ada_stripped_test(offsets.O2nopie threads_O2nopie offsets)
+# C++: exceptions through functions found from .eh_frame; gcc's .cold
+# blocks (landing pads behind a nop among them) must stay unhooked.
+foreach(mode throw rethrow dtor local threads libthrow)
+  ada_stripped_test(offsets_cxx_${mode}.O2 cxx_O2 offsets --arg ${mode})
+endforeach()
