@@ -192,7 +192,10 @@ def test_ls():
     check(rc == 2 and "no such directory" in err, "ls of a missing directory")
 
 
-for t in [test_ls, test_report, test_damaged, test_unreadable, test_dump, test_export_flame, test_damaged_export]:
+CASES = [test_ls, test_report, test_damaged, test_unreadable, test_dump, test_export_flame,
+         test_damaged_export]
+for t in CASES:
     t()
+print(f"CASES: {len(CASES)}")  # tools/test_summary.py counts them
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)
