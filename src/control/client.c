@@ -86,7 +86,7 @@ static size_t client_printable(char *s, size_t n)
 /* Every string and key in j (a reply: input) made printable, in place. */
 static void client_printable_json(json_t *j)
 {
-	size_t i;
+	size_t i, klen;
 	const char *k;
 	json_t *v, *tmp;
 	if (json_is_string(j) && client_has_control(json_string_value(j), json_string_length(j))) {
@@ -97,18 +97,20 @@ static void client_printable_json(json_t *j)
 		free(t);
 	}
 	json_array_foreach(j, i, v) client_printable_json(v);
-	json_object_foreach_safe(j, tmp, k, v)
+	/* Keys by length: a NUL ends none early (json_loads refuses one, but
+	 * the walk need not rely on that). */
+	json_object_keylen_foreach_safe(j, tmp, k, klen, v)
 	{
 		client_printable_json(v);
-		if (!client_has_control(k, strlen(k)))
+		if (!client_has_control(k, klen))
 			continue;
-		char *nk = strdup(k);
-		if (nk) { /* the new key has no control character: not seen again */
-			nk[client_printable(nk, strlen(nk))] = '\0';
-			json_object_set(j, nk, v);
+		char *nk = malloc(klen + 1);
+		if (nk) { /* the new key has no control character: not changed again */
+			memcpy(nk, k, klen);
+			json_object_setn(j, nk, client_printable(nk, klen), v);
 		}
 		free(nk);
-		json_object_del(j, k);
+		json_object_deln(j, k, klen);
 	}
 }
 
