@@ -18,6 +18,22 @@ include_guard(GLOBAL)
 option(ADA_CI "Fail the configure when a piece the tests need is missing (tools/test.sh sets it)" OFF)
 set(ADA_FUZZ_SECONDS 30 CACHE STRING "How long each fuzzer runs as a CTest test (label fuzz)")
 
+# ada_sanitize_tests(<stage>... TESTS <test>...): the sanitizer stages of
+# tools/test.sh (asan, ubsan, tsan) that run these tests, as CTest labels
+# set where the tests are registered. Each stage selects by its label
+# (`ctest -L '^asan$'`): a test runs under a sanitizer because its
+# registration says so, not because its name happens to match a pattern.
+# Call it after the tests' set_tests_properties(LABELS) (which replaces).
+function(ada_sanitize_tests)
+  cmake_parse_arguments(S "" "" "TESTS" ${ARGN})
+  foreach(l ${S_UNPARSED_ARGUMENTS})
+    if(NOT l MATCHES "^(asan|ubsan|tsan)$")
+      message(FATAL_ERROR "ada_sanitize_tests: '${l}' is not a sanitizer stage (asan, ubsan, tsan)")
+    endif()
+  endforeach()
+  set_property(TEST ${S_TESTS} APPEND PROPERTY LABELS ${S_UNPARSED_ARGUMENTS})
+endfunction()
+
 # ada_suite_require(<found> <what is missing> <what is lost> <Debian package>)
 function(ada_suite_require found what lost pkg)
   if(found)

@@ -206,7 +206,8 @@ static int rp_prepare(struct rp_state *s, struct rd_pid *rp)
 			return -ENOMEM;
 	}
 	rp_sort_col = s->o->sort;
-	qsort(s->fns, s->n, sizeof(*s->fns), rp_cmp);
+	if (s->n) /* none read (every index unreadable): fns is NULL, not an array */
+		qsort(s->fns, s->n, sizeof(*s->fns), rp_cmp);
 	return 0;
 }
 

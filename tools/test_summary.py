@@ -14,8 +14,12 @@ for this stage with a condition that holds on this machine: the suite must
 not shrink without anyone noticing. A stage that was switched off (--disabled)
 is a skip too, allowed only outside CI (ADA_CI unset). A passing test that
 prints "SKIP: ..." or "...: skipped" counts as a skip as well. A stage that
-ran fewer tests than tests/min_tests.txt says fails: a test was lost (a
-registration deleted, a renamed test no longer matched by a stage's regex). "PENDING: ..." lines
+ran fewer tests, or fewer test cases, than tests/min_tests.txt says fails:
+a test was lost (a registration deleted, a label dropped), or a case inside
+one (a cmocka case taken out of its array). The cases of a test are what it
+says it ran: cmocka's "[==========] N test(s) run." (every group), or a
+harness's "CASES: N" line; a test that says neither (a Python harness of one
+case, a test that did not run) is one case. "PENDING: ..." lines
 of passing tests (work announced but not done, e.g. an option whose test is
 still being written) are listed and counted, not failed.
 """
@@ -28,6 +32,8 @@ import xml.etree.ElementTree as ET
 
 CMOCKA_RUN = re.compile(r"^\[ RUN      \] (\S+)")
 CMOCKA_SKIPPED = re.compile(r"^\[  SKIPPED \] (\S+)$")
+# How many cases a test ran: cmocka's group summary, or a harness's line.
+CASES_RUN = re.compile(r"^(?:\[==========\] (\d+) test\(s\) run\.|CASES: (\d+))$")
 REASON_LINE = re.compile(r"\bskip(ped|s|ping)?\b", re.I)
 # A test that says it skipped but exits 0 would pass quietly: such a line in
 # a passing test's output makes it a skip too.
@@ -50,7 +56,7 @@ def load_allowed(path):
 
 
 def load_min(path):
-    """{stage: the fewest tests it may run}."""
+    """{stage: (the fewest tests, the fewest cases) it may run}."""
     floors = {}
     if not path:
         return floors
@@ -60,10 +66,20 @@ def load_min(path):
             if not line:
                 continue
             parts = line.split()
-            if len(parts) != 2 or not parts[1].isdigit():
-                sys.exit("%s:%d: want STAGE COUNT: %r" % (path, n, line))
-            floors[parts[0]] = int(parts[1])
+            if len(parts) != 3 or not all(p.isdigit() for p in parts[1:]):
+                sys.exit("%s:%d: want STAGE TESTS CASES: %r" % (path, n, line))
+            floors[parts[0]] = (int(parts[1]), int(parts[2]))
     return floors
+
+
+def cases_of(out):
+    """The cases a test's output says it ran (1 when it says nothing)."""
+    n = 0
+    for line in out.splitlines():
+        m = CASES_RUN.match(line.strip())
+        if m:
+            n += int(m.group(1) or m.group(2))
+    return n or 1
 
 
 def allowed(rules, stage, test, is_root):
@@ -106,7 +122,7 @@ def cmocka_skips(out):
 
 def read_stage(stage, path):
     """Counts and lists of one ctest run."""
-    res = {"passed": 0, "failed": [], "skips": [], "tests": 0, "pending": []}
+    res = {"passed": 0, "failed": [], "skips": [], "tests": 0, "cases": 0, "pending": []}
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError) as e:
@@ -117,6 +133,7 @@ def read_stage(stage, path):
         out = tc.findtext("system-out") or ""
         skipped = tc.find("skipped")
         res["tests"] += 1
+        res["cases"] += cases_of(out)
         if status == "fail" or (skipped is not None and
                                 "Unable to find executable" in (skipped.get("message") or "")):
             last = [l for l in out.splitlines() if l.strip()][-3:]
@@ -157,13 +174,19 @@ def main():
     for spec in args.stages:
         stage, secs, path = spec.split("=", 2)
         r = read_stage(stage, path)
-        print("%-7s %4d tests: %d passed, %d failed, %d skipped  (%s s with its build)" % (
-            stage, r["tests"], r["passed"], len(r["failed"]), len(r["skips"]), secs))
+        print("%-7s %4d tests (%d cases): %d passed, %d failed, %d skipped  (%s s with its "
+              "build)" % (stage, r["tests"], r["cases"], r["passed"], len(r["failed"]),
+                          len(r["skips"]), secs))
         failures += [(stage, n, w) for n, w in r["failed"]]
-        if r["tests"] < floors.get(stage, 0):
+        min_tests, min_cases = floors.get(stage, (0, 0))
+        if r["tests"] < min_tests:
             failures.append((stage, "(test count)", "ran %d tests, fewer than the %d of %s: a "
                              "test was lost; if on purpose, lower the floor in the same commit"
-                             % (r["tests"], floors[stage], args.min)))
+                             % (r["tests"], min_tests, args.min)))
+        if r["cases"] < min_cases:
+            failures.append((stage, "(case count)", "ran %d test cases, fewer than the %d of "
+                             "%s: a case was lost; if on purpose, lower the floor in the same "
+                             "commit" % (r["cases"], min_cases, args.min)))
         pending += [(stage, n, w) for n, w in r["pending"]]
         for test, reason in r["skips"]:
             ok, why = allowed(rules, stage, test, is_root)

@@ -27,6 +27,13 @@
  * server's SO_PEERCRED that owner again. The socket is reached through
  * /proc/self/fd/<ctl/> so nothing can be swapped between the checks and
  * the connect.
+ *
+ * Printing: root may ask another user's process, whose environment names
+ * the socket -- so whatever comes back, and every sentence in why, may be
+ * the work of a hostile server meant for root's terminal. Both are made
+ * printable where they enter (client_printable(): every control character,
+ * C0, DEL and C1, becomes '?'), and a session directory whose name has one
+ * is refused, so the commands may print what they get as it is.
  * Threads: reentrant; nothing printed.
  */
 #define _GNU_SOURCE
@@ -52,14 +59,80 @@
 #define CLIENT_ANSWER_MAX (16u << 20) /* one answer line, at most */
 #define CLIENT_TIMEOUT_MS 30000       /* run-away guard: the server answers in ms */
 
+/* The length of the control character at s (left bytes there): 1 for C0
+ * or DEL, 2 for C1 in UTF-8 (U+0080..U+009F: C2 80..C2 9F), 0 for none. */
+static size_t client_control_len(const char *s, size_t left)
+{
+	unsigned char b = (unsigned char)s[0];
+	if (b < 0x20 || b == 0x7f)
+		return 1;
+	if (b == 0xc2 && left > 1 && (unsigned char)s[1] >= 0x80 && (unsigned char)s[1] <= 0x9f)
+		return 2;
+	return 0;
+}
+
+static bool client_has_control(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (client_control_len(s + i, n - i))
+			return true;
+	return false;
+}
+
+/* s[0..n) made printable in place: each control character becomes one
+ * '?'. Returns the new length (a C1 character is two bytes, '?' one). */
+static size_t client_printable(char *s, size_t n)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; o++) {
+		size_t k = client_control_len(s + i, n - i);
+		s[o] = k ? '?' : s[i];
+		i += k ? k : 1;
+	}
+	return o;
+}
+
+/* Every string and key in j (a reply: input) made printable, in place. */
+static void client_printable_json(json_t *j)
+{
+	size_t i, klen;
+	const char *k;
+	json_t *v, *tmp;
+	if (json_is_string(j) && client_has_control(json_string_value(j), json_string_length(j))) {
+		char *t = strndup(json_string_value(j), json_string_length(j));
+		size_t n = t ? client_printable(t, json_string_length(j)) : 0;
+		if (!t || json_string_setn_nocheck(j, t, n) < 0)
+			json_string_set(j, "?");
+		free(t);
+	}
+	json_array_foreach(j, i, v) client_printable_json(v);
+	/* Keys by length: a NUL ends none early (json_loads refuses one, but
+	 * the walk need not rely on that). */
+	json_object_keylen_foreach_safe(j, tmp, k, klen, v)
+	{
+		client_printable_json(v);
+		if (!client_has_control(k, klen))
+			continue;
+		char *nk = malloc(klen + 1);
+		if (nk) { /* the new key has no control character: not changed again */
+			memcpy(nk, k, klen);
+			json_object_setn(j, nk, client_printable(nk, klen), v);
+		}
+		free(nk);
+		json_object_deln(j, k, klen);
+	}
+}
+
 static int client_why(char *why, size_t cap, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int client_why(char *why, size_t cap, int rc, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	if (why && cap)
+	if (why && cap) {
 		vsnprintf(why, cap, fmt, ap);
+		why[client_printable(why, strlen(why))] = '\0';
+	}
 	va_end(ap);
 	return rc;
 }
@@ -225,6 +298,11 @@ static int client_dir_of_pid(const char *target, char *dir, size_t cap, char *wh
 		return client_why(why, wcap, -ENOENT,
 		                  "process %ld is not recorded by ada (neither the registry, its "
 		                  "arena nor its environment names a session)",
+		                  pid);
+	if (client_has_control(dir, strlen(dir))) /* printed later: refused here */
+		return client_why(why, wcap, -EPERM,
+		                  "refusing the session process %ld names: its path has control "
+		                  "characters",
 		                  pid);
 	return 0;
 }
@@ -420,6 +498,7 @@ int ada_control_call(int fd, const char *method, json_t *params, json_t **result
 		return client_why(why, cap, rc, "the recording ended (its control socket closed)");
 	json_t *ans = json_loads(line, 0, NULL), *err = json_object_get(ans, "error");
 	free(line);
+	client_printable_json(ans);
 	rc = 0;
 	if (json_is_object(err)) {
 		rc = (int)json_integer_value(json_object_get(err, "code"));

@@ -17,7 +17,9 @@
  *   - the poll thread (started by ada_control_start) serves every client:
  *     it accepts, reads lines, runs ada_control_handle() and writes the
  *     answers; it never blocks on one client (non-blocking sockets, bounded
- *     buffers, at most ADA_CONTROL_CLIENTS_MAX at once).
+ *     buffers, at most ADA_CONTROL_CLIENTS_MAX at once, each closed after
+ *     ADA_CONTROL_IDLE_SEC without a complete request, the quietest closed
+ *     when one more connects: server.c).
  *   - ada_control_handle() is the whole request logic without sockets
  *     (unit tests call it directly); the methods reach the recording only
  *     through the host's any-thread functions (the trigger engine's
@@ -43,6 +45,7 @@
 #define ADA_CONTROL_LINE_MAX 65536u    /* one request, newline included */
 #define ADA_CONTROL_CLIENTS_MAX 32u    /* connections served at once */
 #define ADA_CONTROL_OUT_MAX (4u << 20) /* unread answers kept per client */
+#define ADA_CONTROL_IDLE_SEC 30u       /* without a complete request: closed */
 
 /* JSON-RPC 2.0 error codes (the spec's, then ours in -32000..-32099). */
 enum ada_rpc_error {
@@ -54,7 +57,7 @@ enum ada_rpc_error {
 	ADA_RPC_REFUSED = -32000,          /* valid, but the recording cannot do it */
 	ADA_RPC_PERMISSION = -32001,       /* the peer is neither the user nor root */
 	ADA_RPC_NOT_AVAILABLE = -32002,    /* method known but not available yet */
-	ADA_RPC_BUSY = -32003,             /* too many clients */
+	ADA_RPC_BUSY = -32003,             /* closed: too many clients, or idle */
 };
 
 /* What the recording offers the methods. All function pointers may be
@@ -105,6 +108,9 @@ bool ada_control_peer_allowed(uid_t peer, uid_t owner);
 /* The owner the peer check compares with (default geteuid()); tests
  * set another to exercise the refusal without a second user. */
 void ada_control_set_owner(struct ada_control *c, uid_t owner);
+/* How long a client may go without completing a request (default
+ * ADA_CONTROL_IDLE_SEC); tests set less. Before ada_control_start(). */
+void ada_control_set_idle_timeout(struct ada_control *c, uint64_t ns);
 
 /* One request line (len bytes, no newline needed) -> one response line
  * (malloc'd, NUL-terminated, no newline) into *resp, or *resp = NULL for

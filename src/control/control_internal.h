@@ -27,7 +27,9 @@ struct ada_control {
 	pthread_t thr;
 	struct ctl_client *clients[ADA_CONTROL_CLIENTS_MAX];
 	size_t nclients;
-	uint64_t refused_peers, refused_busy, oversized; /* counted, for status */
+	uint64_t idle_ns; /* a client without a complete request this long: closed */
+	/* counted, for status */
+	uint64_t refused_peers, refused_busy, oversized, evicted, timed_out;
 	/* registry.c: the pids this recording registered (the traced
 	 * processes; reg_self: the recorder's own pid too) */
 	int reg_fd;

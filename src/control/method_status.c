@@ -148,9 +148,10 @@ void ctl_method_status(struct ctl_call *k)
 		json_object_set_new(o, "target", ctl_proc_usage(c, true)); /* reads c->live again */
 		json_object_set_new(
 		    o, "control",
-		    json_pack("{s:i,s:I,s:I,s:I,s:i,s:s?}", "clients", (int)c->nclients,
+		    json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:i,s:s?}", "clients", (int)c->nclients,
 		              "refused_peers", (json_int_t)c->refused_peers, "refused_busy",
-		              (json_int_t)c->refused_busy, "oversized_lines",
+		              (json_int_t)c->refused_busy, "evicted_idle", (json_int_t)c->evicted,
+		              "timed_out", (json_int_t)c->timed_out, "oversized_lines",
 		              (json_int_t)c->oversized, "registered_pids", (int)c->nreg,
 		              "registry_error", c->reg_error ? strerror(c->reg_error) : NULL));
 	}

@@ -11,8 +11,17 @@
  * leaves mid-line leaves nothing behind: a partial line is never handled.
  * A client that does not read its answers stops being read (its answers
  * wait in a bounded buffer), and past ADA_CONTROL_OUT_MAX it is closed:
- * no client holds the others up. At most ADA_CONTROL_CLIENTS_MAX clients;
- * one more gets ADA_RPC_BUSY and is closed.
+ * no client holds the others up.
+ *
+ * No client holds the socket shut either (the traced program is the same
+ * user and knows the session, so it can connect as often as it likes): a
+ * connection that completes no request for ADA_CONTROL_IDLE_SEC -- idle,
+ * half a line written, or its answers unread -- is closed; bytes that do
+ * not end a line do not count as activity. With ADA_CONTROL_CLIENTS_MAX
+ * clients connected, one more is still served: the client that has been
+ * quiet longest gets one ADA_RPC_BUSY line and is closed to make room, so
+ * a new `ada status` (whose request is already waiting when it is
+ * accepted) is answered however many idle connections there are.
  *
  * Threads: ada_control_listen/start/free on the owner's thread; everything else
  * here on the poll thread, which owns the clients. The hand-over: the
@@ -42,7 +51,8 @@ struct ctl_client {
 	size_t in_len;
 	char *out;
 	size_t out_len, out_off, out_cap;
-	bool closing; /* close once out is written */
+	uint64_t last_ns; /* accepted, or last request completed / answer bytes sent */
+	bool closing;     /* close once out is written */
 };
 
 bool ada_control_peer_allowed(uid_t peer, uid_t owner)
@@ -55,6 +65,11 @@ void ada_control_set_owner(struct ada_control *c, uid_t owner)
 	c->owner = owner;
 }
 
+void ada_control_set_idle_timeout(struct ada_control *c, uint64_t ns)
+{
+	c->idle_ns = ns;
+}
+
 int ada_control_new(const struct ada_control_host *h, struct ada_control **out)
 {
 	struct ada_control *c = calloc(1, sizeof(*c));
@@ -64,6 +79,7 @@ int ada_control_new(const struct ada_control_host *h, struct ada_control **out)
 	}
 	c->h = *h;
 	c->owner = geteuid();
+	c->idle_ns = (uint64_t)ADA_CONTROL_IDLE_SEC * 1000000000ull;
 	c->listen_fd = c->wake_fd = c->ctl_fd = c->session_fd = c->reg_fd = -1;
 	*out = c;
 	return 0;
@@ -108,6 +124,7 @@ static bool ctl_flush(struct ctl_client *cl)
 		if (n < 0)
 			return errno == EAGAIN || errno == EWOULDBLOCK;
 		cl->out_off += (size_t)n;
+		cl->last_ns = ctl_now_ns(); /* it reads: a slow reader is not idle */
 	}
 	cl->out_off = cl->out_len = 0;
 	return !cl->closing;
@@ -123,8 +140,10 @@ static void ctl_lines(struct ada_control *c, struct ctl_client *cl)
 		char *resp = NULL;
 		if (len && cl->in[start + len - 1] == '\r')
 			len--; /* `nc -C`, telnet */
-		if (len)       /* an empty line is no request: ignored */
+		if (len) {     /* an empty line is no request: ignored, and not activity */
 			ada_control_handle(c, cl->in + start, len, &resp);
+			cl->last_ns = ctl_now_ns();
+		}
 		ctl_answer(cl, resp);
 		start = (size_t)(nl - cl->in) + 1;
 	}
@@ -171,8 +190,9 @@ static void ctl_client_free(struct ctl_client *cl)
 
 /* ---- accepting ---- */
 
-/* Writes one error line to a connection we will not serve, and closes it. */
-static void ctl_refuse(int fd, int code, const char *msg)
+/* Writes one error line, best effort (a client that does not read it
+ * loses it: nothing waits). */
+static void ctl_tell(int fd, int code, const char *msg)
 {
 	char line[256];
 	int n = snprintf(
@@ -180,9 +200,38 @@ static void ctl_refuse(int fd, int code, const char *msg)
 	    "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":%d,\"message\":\"%s\"}}\n", code,
 	    msg);
 	if (send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-		/* gone already: nothing to tell */
+		/* gone already, or its buffer is full: nothing to tell */
 	}
+}
+
+/* Tells a connection we will not serve why, and closes it. */
+static void ctl_refuse(int fd, int code, const char *msg)
+{
+	ctl_tell(fd, code, msg);
 	close(fd);
+}
+
+static void ctl_drop(struct ada_control *c, size_t i)
+{
+	ctl_client_free(c->clients[i]);
+	c->clients[i] = c->clients[--c->nclients];
+}
+
+/* Makes room for one more client: the one quiet longest is told and
+ * closed. Whatever it had asked and not read is lost with it; a client
+ * that is using its connection is quiet for less time than an idle one. */
+static void ctl_evict(struct ada_control *c)
+{
+	size_t oldest = 0;
+	for (size_t i = 1; i < c->nclients; i++)
+		if (c->clients[i]->last_ns < c->clients[oldest]->last_ns)
+			oldest = i;
+	if (!c->clients[oldest]->out_len) /* not inside an answer */
+		ctl_tell(c->clients[oldest]->fd, ADA_RPC_BUSY,
+		         "closed to make room for another client: this connection was "
+		         "the one idle longest of too many");
+	ctl_drop(c, oldest);
+	c->evicted++;
 }
 
 static void ctl_accept(struct ada_control *c)
@@ -198,26 +247,35 @@ static void ctl_accept(struct ada_control *c)
 		ctl_refuse(fd, ADA_RPC_PERMISSION, "permission denied");
 		return;
 	}
-	struct ctl_client *cl = NULL;
-	if (c->nclients == ADA_CONTROL_CLIENTS_MAX || !(cl = calloc(1, sizeof(*cl))) ||
-	    !(cl->in = malloc(ADA_CONTROL_LINE_MAX))) {
-		if (cl)
-			free(cl);
+	struct ctl_client *cl = calloc(1, sizeof(*cl));
+	if (!cl || !(cl->in = malloc(ADA_CONTROL_LINE_MAX))) {
+		free(cl);
 		c->refused_busy++;
-		ctl_refuse(fd, ADA_RPC_BUSY, "too many clients: try again later");
+		ctl_refuse(fd, ADA_RPC_BUSY, "out of memory for another client: try again later");
 		return;
 	}
+	if (c->nclients == ADA_CONTROL_CLIENTS_MAX)
+		ctl_evict(c);
 	cl->fd = fd;
+	cl->last_ns = ctl_now_ns();
 	c->clients[c->nclients++] = cl;
 }
 
-/* ---- the loop ---- */
-
-static void ctl_drop(struct ada_control *c, size_t i)
+/* Closes every client that completed no request within c->idle_ns. */
+static void ctl_expire(struct ada_control *c, uint64_t now)
 {
-	ctl_client_free(c->clients[i]);
-	c->clients[i] = c->clients[--c->nclients];
+	for (size_t i = c->nclients; i-- > 0;) {
+		if (c->clients[i]->last_ns + c->idle_ns > now)
+			continue; /* also one served after now was read */
+		if (!c->clients[i]->out_len)
+			ctl_tell(c->clients[i]->fd, ADA_RPC_BUSY,
+			         "closed: no complete request for too long");
+		ctl_drop(c, i);
+		c->timed_out++;
+	}
 }
+
+/* ---- the loop ---- */
 
 /* One client's events; false when it is to be closed. */
 static bool ctl_serve(struct ada_control *c, struct ctl_client *cl, short re)
@@ -252,16 +310,20 @@ static void *ctl_main(void *arg)
 			break;
 		if (pf[0].revents)
 			break;
-		if (ctl_now_ns() - c->cpu_last.at_ns >= CTL_SAMPLE_NS) {
+		uint64_t now = ctl_now_ns();
+		if (now - c->cpu_last.at_ns >= CTL_SAMPLE_NS) {
 			ctl_cpu_sample(c);    /* fresh c->live */
 			ctl_registry_sync(c); /* pid -> session for `ada arm PID` */
 		}
-		if (rc <= 0)
+		if (rc <= 0) {
+			ctl_expire(c, now);
 			continue;
+		}
 		/* Clients first, from the last (ctl_drop moves the last one in). */
 		for (size_t i = n; i-- > 0;)
 			if (pf[2 + i].revents && !ctl_serve(c, c->clients[i], pf[2 + i].revents))
 				ctl_drop(c, i);
+		ctl_expire(c, now); /* after serving: a request just read counts */
 		if (pf[1].revents & POLLIN)
 			ctl_accept(c);
 	}

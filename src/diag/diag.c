@@ -87,6 +87,18 @@ const char *diag_field(const char *text, const char *key)
 	return NULL;
 }
 
+/* Every warn and fail says what to do (diag.h): a check that forgot gets
+ * the pointer to the documentation rather than an empty list. Each check
+ * writes its own steps; this is the net under them. */
+static void diag_steps_guard(struct ada_diag_report *rep)
+{
+	for (size_t i = 0; i < rep->n; i++) {
+		struct ada_diag_check *c = &rep->checks[i];
+		if (c->status != ADA_DIAG_OK && !c->nsteps)
+			diag_step(c, "see the check \"%s\" in docs/diagnose.md", c->id);
+	}
+}
+
 int ada_diag_run(const struct ada_diag_opts *o, struct ada_diag_report *rep)
 {
 	memset(rep, 0, sizeof(*rep));
@@ -105,6 +117,7 @@ int ada_diag_run(const struct ada_diag_opts *o, struct ada_diag_report *rep)
 		diag_process_libc(o->pid, rep);
 	if (o->groups & ADA_DIAG_HOST)
 		diag_host(o, rep);
+	diag_steps_guard(rep);
 	return 0;
 }
 

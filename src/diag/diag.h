@@ -7,10 +7,11 @@
  * no process is stopped, no setting is touched. A check ends ok, warn (it
  * will work, with a cost the user should know) or fail (the operation is
  * doomed). A warn or fail carries one sentence saying what is wrong and,
- * in order, what to do; `fixable` tells apart what the user can fix
- * (permissions, limits, a flag) from what they cannot (a static or
- * protected binary, a kernel policy). The remedies never weaken the
- * system's security: they name the right user, a copy, a flag, a limit.
+ * in order, what to do (never nothing: ada_diag_run() sees to it);
+ * `fixable` tells apart what the user can fix (permissions, limits, a
+ * flag) from what they cannot (a static or protected binary, a kernel
+ * policy). The remedies never weaken the system's security: they name the
+ * right user, a copy, a flag, a limit.
  *
  * Users: `ada diagnose` prints every check; `ada record` and `ada attach`
  * run the checks that concern them before creating anything and stop with

@@ -275,6 +275,10 @@ static void diag_tsc(struct ada_diag_report *rep)
 		         "the CPU has no invariant TSC (constant_tsc and nonstop_tsc in "
 		         "/proc/cpuinfo): events are timed with clock_gettime, which costs more "
 		         "per event, and the manifest says so");
+	if (c->status == ADA_DIAG_WARN)
+		diag_step(c, "nothing is needed to record; for cheaper timing, record on a machine "
+		             "(or a virtual machine configured to expose it) whose CPU has an "
+		             "invariant TSC");
 }
 
 void diag_host(const struct ada_diag_opts *o, struct ada_diag_report *rep)

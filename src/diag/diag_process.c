@@ -81,6 +81,8 @@ static bool diag_alive(struct diag_proc *p, struct ada_diag_report *rep)
 		         "pid %d has exited (a zombie its parent has not "
 		         "reaped)",
 		         (int)p->pid);
+		diag_step(c, "start the program again and give the new pid, or record it from its "
+		             "start with ada record");
 		return false;
 	}
 	if (p->pid == getpid()) {
@@ -139,20 +141,28 @@ static void diag_owner(const struct diag_proc *p, struct ada_diag_report *rep)
 }
 
 /* "dumpable": a process that changed credentials (setuid, or prctl
- * PR_SET_DUMPABLE 0) has its /proc files owned by root, and only
- * CAP_SYS_PTRACE may trace it. */
+ * PR_SET_DUMPABLE 0) may be traced only with CAP_SYS_PTRACE. No /proc
+ * field says so, but the kernel shows it (task_dump_owner()): the files
+ * under /proc/PID of a process that is not dumpable belong to root (of its
+ * user namespace) instead of its effective user. Not the directory
+ * /proc/PID itself: that one always shows the effective user, so a file
+ * inside it is what is looked at. A process whose effective user is root
+ * shows nothing either way, and only root may trace it anyway. */
 static void diag_dumpable(const struct diag_proc *p, struct ada_diag_report *rep)
 {
 	char path[64];
 	struct stat st;
-	snprintf(path, sizeof(path), "/proc/%d", (int)p->pid);
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)p->pid);
 	if (!p->have_ids || stat(path, &st) < 0)
 		return;
 	struct ada_diag_check *c = diag_add(rep, "dumpable", "the process is dumpable");
 	if (!c)
 		return;
-	bool dumpable = st.st_uid == p->uid[1] || p->uid[1] == 0;
-	if (dumpable)
+	if (p->uid[1] == 0)
+		diag_set(c, ADA_DIAG_OK, false,
+		         "pid %d runs as root: dumpable or not, only root may trace it",
+		         (int)p->pid);
+	else if (st.st_uid == p->uid[1])
 		diag_set(c, ADA_DIAG_OK, false, "pid %d is dumpable", (int)p->pid);
 	else if (p->cap_ptrace)
 		diag_set(c, ADA_DIAG_OK, false,
@@ -162,10 +172,13 @@ static void diag_dumpable(const struct diag_proc *p, struct ada_diag_report *rep
 		diag_set(
 		    c, ADA_DIAG_FAIL, true,
 		    "pid %d is not dumpable (it changed credentials, as a setuid program does, "
-		    "or asked not to be with prctl(PR_SET_DUMPABLE, 0)): only a tracer with "
-		    "CAP_SYS_PTRACE may attach to it",
-		    (int)p->pid);
+		    "or asked not to be with prctl(PR_SET_DUMPABLE, 0); its /proc files belong "
+		    "to uid %u, not to its user %u): only a tracer with CAP_SYS_PTRACE may "
+		    "attach to it",
+		    (int)p->pid, (unsigned)st.st_uid, p->uid[1]);
 		diag_step(c, "run ada attach as root (sudo ada attach %d)", (int)p->pid);
+		diag_step(c, "or record the program from its start with ada record, which needs no "
+		             "ptrace");
 	}
 }
 
@@ -340,7 +353,9 @@ static void diag_ptrace(const struct diag_proc *p, const struct ada_diag_report 
 	         strerror(err),
 	         explained ? ": the failed checks above say why"
 	                   : ": a security module (SELinux, AppArmor) may forbid it");
-	if (!explained)
+	if (explained)
+		diag_step(c, "do what the failed checks above say; this one follows from them");
+	else
 		diag_step(c, "run ada attach as root, or ask the administrator which policy "
 		             "forbids tracing it");
 }

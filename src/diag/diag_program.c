@@ -241,6 +241,7 @@ static void diag_secure(const char *shown, const char *open_path, const struct s
 		         "'%s' is %s: unless the process dropped its privileges, only root may "
 		         "trace it (see the ptrace checks)",
 		         shown, what);
+		diag_step(c, "if the ptrace checks fail, run ada attach as root");
 	} else if (o->agent) {
 		diag_set(c, ADA_DIAG_FAIL, true,
 		         "'%s' is %s, and the loader ignores LD_PRELOAD for such programs, so the "

@@ -11,4 +11,5 @@ foreach(mode head_back decided head_far tail_fwd random garbage truncate fake ch
                    $<TARGET_FILE:ada> $<TARGET_FILE:t_scribble> ${mode})
   set_tests_properties(arena_trust_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
                        LABELS "wal;integration")
+  ada_sanitize_tests(asan ubsan TESTS arena_trust_${mode})
 endforeach()

@@ -32,6 +32,15 @@ never for time.
              the pid of `ada record` reach the recording, and so does
              `ada status` given the program's pid with its registry entry
              removed (found by its arena's mapping, issue 34)
+  held       40 idle connections to the socket (more than it serves at once:
+             what a same-user program could do to hold it shut), then
+             `ada status PID`: answered, and the status counts the idle
+             connections it closed to make room.
+  fakeserver a fake server behind a session directory (and behind a process
+             whose ADA_SESSION_DIR names it) answers with terminal escape
+             sequences (retitle, clear, red) in every string: `ada status`,
+             `arm`, `trigger`, `disarm` print none of them; a process whose
+             ADA_SESSION_DIR itself has one is refused.
   peer       (root only) a throwaway user gets "permission denied" from
              `ada status PID`, `ada arm PID` and `ada trigger DIR`, and nothing
              else. Not root: exit 77 after printing why.
@@ -50,6 +59,8 @@ import sys
 import tempfile
 import time
 import uuid
+
+from second_user import SecondUser
 
 SKIP = 77
 TIMEOUT = 60  # run-away guard only
@@ -314,10 +325,7 @@ def rpc(f, line):
 def case_malformed(ada, target, work):
     r = Rec(ada, target, work)
     try:
-        # through the directory's descriptor: the session path may be longer
-        # than a socket address takes
-        ctl = os.open(os.path.join(r.session, "ctl"), os.O_RDONLY | os.O_DIRECTORY)
-        path = "/proc/self/fd/%d/control.sock" % ctl
+        path, ctl = ctl_path(r.session)
         gone = socket.socket(socket.AF_UNIX)
         gone.connect(path)
         gone.sendall(b'{"jsonrpc":"2.0","id":1,"method":"arm","params":{"trigger":"sym')
@@ -493,22 +501,14 @@ def case_peer(ada, target, work):
         print("SKIP: another user's refusal needs root to make one (running as uid %d)" %
               os.geteuid())
         return SKIP
-    name = "adac" + uuid.uuid4().hex[:10]
-    rc, _, se = run(["useradd", "-M", "-N", "-s", "/usr/sbin/nologin", name])
-    check(rc == 0, "useradd %s failed: %s" % (name, se))
-    try:
-        rc, so, _ = run(["id", "-u", name])
-        uid = int(so.strip())
-        os.chmod(work, 0o755)
+    # The other user runs a copy of ada it can reach (second_user.py): the
+    # checkout's parent may be private to root.
+    with SecondUser("adac", [ada]) as u:
         r = Rec(ada, target, work)
         try:
-            def become():
-                os.setgroups([])
-                os.setgid(65534)
-                os.setuid(uid)
             for args in (["status", str(r.pid)], ["arm", str(r.pid), "--trigger", "crash"],
                          ["trigger", r.session], ["status", str(r.pid), "--json"]):
-                rc, so, se = run([ada] + args, preexec=become)
+                rc, so, se = run([u.path(ada)] + args, preexec=u.become)
                 check(rc != 0 and not so.strip() and se.strip() == "ada: permission denied",
                       "another user ran ada %s: exit %d, stdout %r, stderr %r (want only "
                       "'permission denied')" % (" ".join(args), rc, so, se))
@@ -517,12 +517,119 @@ def case_peer(ada, target, work):
             r.kill()
         check(not man["flight_recorder"]["triggers"] and not windows(man),
               "the other user changed the recording: %r" % man["flight_recorder"])
-    finally:
-        run(["userdel", name])
     print("peer: another user got 'permission denied' for status, arm and trigger")
 
 
-CASES = {"retitle": case_retitle, "arm": case_arm, "note": case_note, "status": case_status,
+def ctl_path(session):
+    """The socket through the directory's descriptor (the session path may
+    be longer than a socket address takes); (path, descriptor to close)."""
+    ctl = os.open(os.path.join(session, "ctl"), os.O_RDONLY | os.O_DIRECTORY)
+    return "/proc/self/fd/%d/control.sock" % ctl, ctl
+
+
+def case_held(ada, target, work):
+    r = Rec(ada, target, work)
+    held = []
+    try:
+        path, ctl = ctl_path(r.session)
+        for _ in range(40):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(path)
+            held.append(s)
+        os.close(ctl)
+        _, so, _ = r.ada_cmd("status", str(r.pid))  # answered: one line, exit 0
+        _, js, _ = r.ada_cmd("status", str(r.pid), "--json")
+        c = json.loads(js)["control"]
+        check(c["evicted_idle"] >= 40 - 32, "40 idle connections, %r evicted" % c)
+        for s in held:
+            s.close()
+        man = r.finish()
+    finally:
+        r.kill()
+    check(man["state"] == "complete", "manifest state %r" % man["state"])
+    print("held: with 40 idle connections `ada status` answered %r; control %r" %
+          (so.strip()[:80], c))
+
+
+ESC = "\x1b]0;pwned\x07\x1b[2J\x1b[41m\u009b31m\x7f"  # retitle, clear, red, C1 CSI, DEL
+FAKE_STATUS = {"recording": True, "uptime_sec": 1.0, "events": 7, "events_per_sec": 1,
+               "drops": {"ring_full" + ESC: 1}, "drops_per_sec": {},
+               "processes": [{"pid": 1, "finished": False}], "rings": [],
+               "hooks": {"installed": 1, "skipped": 0}, "windows": {"total": 0, "persisted": 0},
+               "triggers": {"armed": 0}, "detail_mode": ESC, "keysym_version": None,
+               "control": {"clients": 1, ESC: ESC}}
+FAKE = {"status": {"result": FAKE_STATUS},
+        "arm": {"result": {"id": 1, "trigger": ESC, "armed_ns": 1, "pre_roll_sec": 1.0,
+                           "post_roll_sec": 1.0}},
+        "disarm": {"result": {"removed": 1}},
+        "trigger": {"error": {"code": -32000, "message": "refused" + ESC}}}
+
+
+def fake_server(sock):
+    """Answers every request line with FAKE[method] until the socket closes."""
+    import threading
+
+    def serve(conn):
+        with conn, conn.makefile("rwb") as f:
+            for line in f:
+                req = json.loads(line)
+                ans = dict(FAKE.get(req.get("method"), {"error": {"code": -32601,
+                                                                  "message": ESC}}))
+                ans.update({"jsonrpc": "2.0", "id": req.get("id")})
+                f.write(json.dumps(ans, ensure_ascii=False).encode() + b"\n")
+                f.flush()
+
+    def accept():
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+    threading.Thread(target=accept, daemon=True).start()
+
+
+def no_control(what, text):
+    bad = [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f]
+    check(not bad, "%s put control characters on the terminal: %r" % (what, text))
+
+
+def case_fakeserver(ada, target, work):
+    d = os.path.join(work, "fake_session")
+    os.makedirs(os.path.join(d, "ctl"), mode=0o700)
+    os.chmod(d, 0o700)
+    path, ctl = ctl_path(d)
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(path)
+    sock.listen(8)
+    os.close(ctl)
+    fake_server(sock)
+    env = dict(os.environ, ADA_SESSION_DIR=d)
+    proc = subprocess.Popen(["sleep", "60"], env=env)
+    evil = subprocess.Popen(["sleep", "60"], env=dict(os.environ, ADA_SESSION_DIR=d + ESC))
+    try:
+        for who in (d, str(proc.pid)):
+            for args in (["status", who], ["status", who, "--json"],
+                         ["arm", who, "--trigger", "crash"], ["trigger", who],
+                         ["disarm", who, "--all"]):
+                rc, so, se = run([ada] + args)
+                no_control("ada %s" % " ".join(args), so + se)
+                check(so.strip() or se.strip(), "ada %s said nothing" % " ".join(args))
+            _, so, _ = run([ada, "arm", who, "--trigger", "crash"])
+            check("?]0;pwned" in so, "the fake trigger name is not shown made printable: %r" % so)
+        rc, so, se = run([ada, "status", str(evil.pid)])
+        no_control("ada status of a process naming an escape sequence", so + se)
+        check(rc != 0 and "control characters" in se, "ada status %d: %d %r %r" %
+              (evil.pid, rc, so, se))
+    finally:
+        for p in (proc, evil):
+            p.kill()
+            p.wait()
+        sock.close()
+    print("fakeserver: status, arm, trigger and disarm printed no control character")
+
+
+CASES = {"retitle": case_retitle, "arm": case_arm, "held": case_held, "fakeserver": case_fakeserver, "note": case_note, "status": case_status,
          "malformed": case_malformed, "never": case_never, "peer": case_peer,
          "registry": case_registry, "always": case_always}
 

@@ -12,7 +12,7 @@ set(ADA_DIAG_T ${CMAKE_BINARY_DIR}/tests/targets)
 if(ADA_LIBC_A)
   set(ADA_DIAG_STATIC --static ${ADA_DIAG_T}/t_static)
 endif()
-foreach(case static setuid missing deadpid traced otheruser live)
+foreach(case static setuid missing deadpid traced otheruser nondumpable live)
   add_test(NAME e2e.diagnose_${case}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/diagnose_test.py
                    --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/diagnose-work

@@ -14,12 +14,16 @@
   traced    a process already traced (strace): "tracer" fails naming strace.
   otheruser (root) a throwaway user diagnoses root's process: "owner" fails,
             fixable, saying to run as that user or root. Not root: skip.
+  nondumpable a process that called prctl(PR_SET_DUMPABLE, 0), diagnosed by
+            its own user (as root: both run as a throwaway user): "dumpable"
+            fails, and "ptrace" says the checks above explain it.
   live      a running process of ours and a dynamic program: exit 0, every
             check ok or warn, the text and JSON forms agree.
 
 Every case runs both forms: the text (exit status, one "FAIL  <id>" line
 carrying the same message as the JSON) and --json (parsed; ok, failed,
-the check's status, fixable and remediation steps).
+the check's status, fixable and remediation steps: never none for a warn
+or a fail).
 Exit 0 = pass, 1 = fail, 77 = skip.
 """
 import argparse
@@ -29,7 +33,8 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
+
+from second_user import SecondUser
 
 SKIP = 77
 TIMEOUT = 60
@@ -55,7 +60,7 @@ def run(cmd, timeout=TIMEOUT, preexec=None, cwd=None):
 
 def diagnose(ada, target, work, preexec=None):
     """Both forms; returns (rc, text, json report)."""
-    out = os.path.join(work, "out")
+    out = "out"  # in cwd (work): a second user may not reach work's absolute path
     rc_t, text, err_t = run([ada, "diagnose", str(target), "--out", out], preexec=preexec,
                             cwd=work)
     rc_j, js, err_j = run([ada, "diagnose", str(target), "--json", "--out", out],
@@ -80,6 +85,7 @@ def diagnose(ada, target, work, preexec=None):
         else:
             check(line in text.splitlines(), "text form lacks %r:\n%s" % (line, text))
         if c["status"] != "ok":
+            check(c["remediation"], "%s is %s with nothing to do: %r" % (c["id"], c["status"], c))
             for i, s in enumerate(c["remediation"]):
                 check("%d. %s" % (i + 1, s) in text, "text lacks step %r" % s)
     failed = [c for c in rep["checks"] if c["status"] == "fail"]
@@ -195,38 +201,63 @@ def case_traced(a, work):
                 pass
 
 
-def throwaway_user():
-    name = "adat" + uuid.uuid4().hex[:10]
-    rc, _, se = run(["useradd", "-M", "-N", "-s", "/usr/sbin/nologin", name])
-    check(rc == 0, "useradd %s failed: %s" % (name, se))
-    rc, so, _ = run(["id", "-u", name])
-    rc2, go, _ = run(["id", "-g", name])
-    return name, int(so.strip()), int(go.strip())
-
-
 def case_otheruser(a, work):
     if os.geteuid() != 0:
         print("SKIP: needs root to create a throwaway user (running as uid %d)" % os.geteuid())
         return SKIP
-    name, uid, gid = throwaway_user()
     p = subprocess.Popen(["sleep", "120"], stdout=subprocess.DEVNULL)
+    # The throwaway user runs a copy of ada it can reach (second_user.py).
     try:
-        os.chmod(work, 0o777)
-
-        def as_user():
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
-        rc, text, rep = diagnose(a.ada, p.pid, work, preexec=as_user)
-        check(rc == 1, "exit %d" % rc)
-        c = the_check(rep, "owner")
-        check(c["status"] == "fail" and c["fixable"], repr(c))
-        check(any("root" in s for s in c["remediation"]), "no run-as-root step: %r" % c)
-        check(the_check(rep, "ptrace")["status"] == "fail", "the kernel's answer is not fail")
+        with SecondUser("adat", [a.ada]) as u:
+            os.chmod(work, 0o777)
+            rc, text, rep = diagnose(u.path(a.ada), p.pid, work, preexec=u.become)
+            check(rc == 1, "exit %d" % rc)
+            c = the_check(rep, "owner")
+            check(c["status"] == "fail" and c["fixable"], repr(c))
+            check(any("root" in s for s in c["remediation"]), "no run-as-root step: %r" % c)
+            check(the_check(rep, "ptrace")["status"] == "fail",
+                  "the kernel's answer is not fail")
     finally:
         p.kill()
         p.wait()
-        run(["userdel", name])
+
+
+NONDUMPABLE = ("import ctypes, time; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); "  # PR_SET_DUMPABLE
+               "print('ready', flush=True); time.sleep(120)")
+
+
+def nondumpable_as(a, work, ada, preexec):
+    # the system's interpreter: sys.executable may sit in a home the second
+    # user cannot enter
+    py = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if
+               os.access(p, os.X_OK)), sys.executable)
+    p = subprocess.Popen([py, "-c", NONDUMPABLE], stdout=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, preexec_fn=preexec)
+    try:
+        check(p.stdout.readline().strip() == b"ready", "the non-dumpable program did not start")
+        rc, text, rep = diagnose(ada, p.pid, work, preexec=preexec)
+    finally:
+        p.kill()
+        p.wait()
+    check(rc == 1, "exit %d" % rc)
+    c = the_check(rep, "dumpable")
+    check(c["status"] == "fail" and c["fixable"] and "not dumpable" in c["message"], repr(c))
+    pt = the_check(rep, "ptrace")
+    check(pt["status"] == "fail" and "SELinux" not in pt["message"] and
+          "checks above" in pt["message"], "ptrace blames another cause: %r" % pt)
+
+
+def case_nondumpable(a, work):
+    """A process that made itself non-dumpable (prctl), diagnosed by its own
+    user without CAP_SYS_PTRACE: "dumpable" fails (it used to pass: /proc/PID
+    itself always shows the process's user), and "ptrace" points at it
+    instead of blaming a security module. Root runs both as a throwaway user."""
+    if os.geteuid() != 0:
+        nondumpable_as(a, work, a.ada, None)
+        return
+    with SecondUser("adad", [a.ada]) as u:
+        os.chmod(work, 0o777)
+        nondumpable_as(a, work, u.path(a.ada), u.become)
 
 
 def case_live(a, work):
@@ -245,7 +276,7 @@ def case_live(a, work):
 
 CASES = {"static": case_static, "setuid": case_setuid, "missing": case_missing,
          "deadpid": case_deadpid, "traced": case_traced, "otheruser": case_otheruser,
-         "live": case_live}
+         "nondumpable": case_nondumpable, "live": case_live}
 
 
 def main():

@@ -11,4 +11,5 @@ foreach(mode exact kill maxdisk recover rotate_kill enospc badinput)
                    $<TARGET_FILE:ada> $<TARGET_FILE:producer_kill>
                    $<TARGET_FILE:producer_check> ${mode})
   set_tests_properties(pipeline_${mode} PROPERTIES SKIP_RETURN_CODE 77 LABELS "wal;integration")
+  ada_sanitize_tests(asan ubsan tsan TESTS pipeline_${mode})
 endforeach()

@@ -7,7 +7,9 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
   target_include_directories(test_analyze_frames PRIVATE ${CMOCKA_INCLUDE_DIR})
   target_link_libraries(test_analyze_frames PRIVATE ada_analyze ${CMOCKA_LIBRARY})
   add_test(NAME analyze_frames COMMAND test_analyze_frames)
+  ada_sanitize_tests(asan ubsan TESTS analyze_frames)
 endif()
 add_test(NAME analyze_cli
   COMMAND ${Python3_EXECUTABLE} ${ANALYZE_TEST_DIR}/test_analyze_cli.py $<TARGET_FILE:ada>
           ${CMAKE_SOURCE_DIR}/tests/data/golden ${CMAKE_CURRENT_BINARY_DIR}/analyze_cli_work)
+ada_sanitize_tests(asan ubsan TESTS analyze_cli)

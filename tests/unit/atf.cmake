@@ -14,6 +14,7 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
     target_link_libraries(test_atf_${t} PRIVATE ada_atf atf_golden ada_dep_xxhash ${CMOCKA_LIBRARY})
     add_test(NAME atf_${t} COMMAND test_atf_${t})
     set_tests_properties(atf_${t} PROPERTIES SKIP_RETURN_CODE 77)
+    ada_sanitize_tests(asan ubsan TESTS atf_${t})
   endforeach()
   target_compile_definitions(test_atf_golden PRIVATE
     ADA_GOLDEN_DIR="${CMAKE_SOURCE_DIR}/tests/data/golden")
@@ -33,3 +34,4 @@ add_test(NAME atf_cidx_cli
   COMMAND sh ${ATF_TEST_DIR}/test_atf_cidx_cli.sh $<TARGET_FILE:ada> $<TARGET_FILE:atf_to_cidx>
           ${CMAKE_SOURCE_DIR}/tests/data/golden ${CMAKE_CURRENT_BINARY_DIR}/atf_cidx_cli_work)
 set_tests_properties(atf_cidx_cli PROPERTIES SKIP_RETURN_CODE 77)
+ada_sanitize_tests(asan ubsan TESTS atf_cli atf_cidx_cli)

@@ -9,6 +9,7 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
     target_link_libraries(test_agent_${t} PRIVATE ada_agent_core ${CMOCKA_LIBRARY} ${CMAKE_DL_LIBS})
     add_test(NAME agent_${t} COMMAND test_agent_${t})
     set_tests_properties(agent_${t} PROPERTIES SKIP_RETURN_CODE 77)
+    ada_sanitize_tests(asan ubsan TESTS agent_${t})
   endforeach()
   # dladdr1 must see the test's own functions: export them.
   set_target_properties(test_agent_symbols PROPERTIES ENABLE_EXPORTS ON)

@@ -6,11 +6,13 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
   target_include_directories(test_hook_reloc PRIVATE ${CMOCKA_INCLUDE_DIR} ${CAPSTONE_INCLUDE_DIR})
   target_link_libraries(test_hook_reloc PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
   add_test(NAME hook_arch_reloc COMMAND test_hook_reloc)
+  ada_sanitize_tests(asan ubsan TESTS hook_arch_reloc)
 
   add_executable(test_hook_mem ${_ha}/test_hook_mem.c)
   target_include_directories(test_hook_mem PRIVATE ${CMOCKA_INCLUDE_DIR})
   target_link_libraries(test_hook_mem PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
   add_test(NAME hook_arch_mem COMMAND test_hook_mem)
+  ada_sanitize_tests(asan ubsan TESTS hook_arch_mem)
 
   # The trampolines call the handlers without aligning the stack: nothing
   # reachable from them may call out of handlers.c before realigning
@@ -42,6 +44,7 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
     target_link_libraries(test_hook_clobber_${opt} PRIVATE ada_hook_arch ${CMOCKA_LIBRARY} ${CMAKE_DL_LIBS} Threads::Threads)
     set_target_properties(test_hook_clobber_${opt} PROPERTIES ENABLE_EXPORTS ON)
     add_test(NAME hook_arch_clobber_${opt} COMMAND test_hook_clobber_${opt})
+    ada_sanitize_tests(asan ubsan TESTS hook_arch_clobber_${opt})
   endforeach()
   # The index lane's fast form over a TLS block laid out as the agent's.
   add_executable(test_hook_fast ${_ha}/test_hook_fast.c ${_ha}/test_hook_targets.S)
@@ -53,6 +56,7 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
   # The fake C handlers run in hook context: no sanitizer runtime there.
   set_source_files_properties(${_ha}/test_hook_fast.c PROPERTIES COMPILE_OPTIONS "-fno-sanitize=all")
   add_test(NAME hook_arch_fast COMMAND test_hook_fast)
+  ada_sanitize_tests(asan ubsan TESTS hook_arch_fast)
 endif()
 
 # The fast length table against capstone over real libraries.
@@ -63,6 +67,7 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
   target_link_libraries(test_hook_len PRIVATE ada_hook_arch ada_dep_elf ${CMOCKA_LIBRARY})
   add_test(NAME hook_arch_len COMMAND test_hook_len)
   set_tests_properties(hook_arch_len PROPERTIES SKIP_RETURN_CODE 77)
+  ada_sanitize_tests(asan ubsan TESTS hook_arch_len)
 endif()
 
 # Same verdicts with and without the fast length table, over real libraries.
@@ -76,4 +81,6 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
   # The two-thread analysis alone (the thread-sanitizer stage runs this one).
   add_test(NAME hook_arch_verdicts_threads COMMAND test_hook_verdicts threads)
   set_tests_properties(hook_arch_verdicts hook_arch_verdicts_threads PROPERTIES SKIP_RETURN_CODE 77)
+  ada_sanitize_tests(asan ubsan TESTS hook_arch_verdicts)
+  ada_sanitize_tests(asan ubsan tsan TESTS hook_arch_verdicts_threads)
 endif()

@@ -18,4 +18,7 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
   add_test(NAME inject_threads COMMAND test_inject)
   set_tests_properties(inject_threads PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
                        LABELS "inject")
+  # The injector (maps, ELF symbols, registers) under ASan and UBSan; the
+  # target is an ordinary program either way.
+  ada_sanitize_tests(asan ubsan TESTS inject_threads)
 endif()

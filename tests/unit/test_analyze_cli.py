@@ -71,12 +71,13 @@ def test_report():
     check(rc == 2 and "sort" in err, f"bad --sort: exit {rc}")
 
 
-def damaged_copy(name):
+def damaged_copy(name, threads=(1,)):
     d = os.path.join(WORK, name)
     shutil.rmtree(d, ignore_errors=True)
     shutil.copytree(GOLDEN, d)
-    with open(os.path.join(d, "pid_4242", "thread_1", "index.atf"), "r+b") as f:
-        f.write(b"XXXX")  # the magic: not an index file any more
+    for t in threads:
+        with open(os.path.join(d, "pid_4242", "thread_%d" % t, "index.atf"), "r+b") as f:
+            f.write(b"XXXX")  # the magic: not an index file any more
     return d
 
 
@@ -87,6 +88,20 @@ def test_damaged():
     check("thread_1" in err, f"report does not name the damaged file: {err!r}")
     f = fns_by_name(json.loads(out))
     check("main" in f and "worker" not in f, "report of a damaged session: thread 0 missing")
+
+
+def test_unreadable():
+    """No index file of the process readable: no functions, each file named,
+    and nothing undefined on the way (UBSan: qsort of no array)."""
+    d = damaged_copy("unreadable_report", threads=(0, 1))
+    for args in (["report", "--json", d], ["report", d], ["report", "--threads", d]):
+        rc, out, err = ada(*args)
+        check(rc == 1 and "thread_0" in err and "thread_1" in err and
+              "runtime error" not in err, f"{' '.join(args[:-1])} of unreadable indexes: exit "
+              f"{rc}: {err!r}")
+        if "--json" in args and rc == 1:
+            procs = json.loads(out)["processes"]
+            check(all(not p["functions"] for p in procs), f"functions from nowhere: {procs}")
 
 
 def event_lines(text):
@@ -199,8 +214,10 @@ def test_dump_units():
     check(ts == [1200, 1200, 1250], f"dump --from 1200 --to 1250 (absolute ns): {ts}")
 
 
-for t in [test_ls, test_report, test_damaged, test_dump, test_dump_units, test_export_flame,
-          test_damaged_export]:
+CASES = [test_ls, test_report, test_damaged, test_unreadable, test_dump, test_dump_units,
+         test_export_flame, test_damaged_export]
+for t in CASES:
     t()
+print(f"CASES: {len(CASES)}")  # tools/test_summary.py counts them
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -398,9 +399,12 @@ struct srv {
 	char path[100]; /* fits sun_path */
 };
 
-static void srv_start(struct srv *s)
+/* idle_ns: the server's idle timeout (0: its default). */
+static void srv_start_idle(struct srv *s, uint64_t idle_ns)
 {
 	fake_init(&s->f, ADA_DETAIL_TRIGGERED);
+	if (idle_ns)
+		ada_control_set_idle_timeout(s->f.c, idle_ns);
 	snprintf(s->dir, sizeof(s->dir), "/tmp/ada-ctl-test-XXXXXX");
 	assert_non_null(mkdtemp(s->dir));
 	assert_int_equal(ada_fs_open_dir(AT_FDCWD, s->dir, &s->dfd), 0);
@@ -416,6 +420,11 @@ static void srv_start(struct srv *s)
 	snprintf(ctl, sizeof(ctl), "%s/ctl", s->dir);
 	assert_int_equal(stat(ctl, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0700);
+}
+
+static void srv_start(struct srv *s)
+{
+	srv_start_idle(s, 0);
 }
 
 static void srv_stop(struct srv *s)
@@ -538,7 +547,12 @@ static void test_socket_clients(void **state)
 	srv_stop(&s);
 }
 
-/* ADA_CONTROL_CLIENTS_MAX connections are served; one more is told. */
+#define STATUS_REQ "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"status\"}"
+
+/* The socket cannot be held shut: with ADA_CONTROL_CLIENTS_MAX clients
+ * connected, one more is served, and the one quiet longest is told and
+ * closed; 40 idle connections (more than the server keeps) and then a
+ * status request: answered. */
 static void test_socket_busy(void **state)
 {
 	(void)state;
@@ -552,13 +566,111 @@ static void test_socket_busy(void **state)
 		    fds[i], "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"list_triggers\"}"));
 	}
 	int extra = srv_connect(&s);
-	json_t *j = read_answer(extra);
+	json_t *j = sock_ask(extra, STATUS_REQ);
+	assert_int_equal(json_integer_value(json_object_get(result_of(j), "events")), 1234);
+	json_decref(j);
+	j = read_answer(fds[0]); /* the first: quiet longest */
 	assert_int_equal(err_code(j), ADA_RPC_BUSY);
 	json_decref(j);
+	assert_null(read_answer(fds[0]));
 	close(extra);
 	for (unsigned i = 0; i < ADA_CONTROL_CLIENTS_MAX; i++)
 		close(fds[i]);
+	int idle[40];
+	for (unsigned i = 0; i < 40; i++)
+		idle[i] = srv_connect(&s);
+	int mine = srv_connect(&s);
+	j = sock_ask(mine, STATUS_REQ);
+	json_t *ctl = json_object_get(result_of(j), "control");
+	assert_int_equal(json_integer_value(json_object_get(ctl, "clients")),
+	                 ADA_CONTROL_CLIENTS_MAX);
+	assert_true(json_integer_value(json_object_get(ctl, "evicted_idle")) >= 9);
+	json_decref(j);
+	close(mine);
+	for (unsigned i = 0; i < 40; i++)
+		close(idle[i]);
 	srv_stop(&s);
+}
+
+/* Idle and half-written connections are closed after the idle timeout (a
+ * byte that ends no line is not activity); a client that keeps asking is
+ * not. The wait is the timeout under test, bounded. */
+static void test_socket_idle(void **state)
+{
+	(void)state;
+	struct srv s;
+	srv_start_idle(&s, 1000000000ull); /* 1 s: the busy client asks every 0.1 s */
+	int idle = srv_connect(&s), half = srv_connect(&s), busy = srv_connect(&s);
+	struct timespec tick = {.tv_nsec = 100000000};
+	for (int i = 0; i < 35; i++) { /* 3.5 s: past the timeout and a poll period */
+		if (send(half, "{", 1, MSG_NOSIGNAL) < 0) {
+			/* closed already: what is tested below */
+		}
+		json_decref(sock_ask(busy, STATUS_REQ));
+		nanosleep(&tick, NULL);
+	}
+	json_t *j = read_answer(idle);
+	assert_int_equal(err_code(j), ADA_RPC_BUSY);
+	json_decref(j);
+	assert_null(read_answer(idle));
+	j = read_answer(half);
+	assert_int_equal(err_code(j), ADA_RPC_BUSY);
+	json_decref(j);
+	assert_null(read_answer(half));
+	j = sock_ask(busy, STATUS_REQ);
+	json_t *ctl = json_object_get(result_of(j), "control");
+	assert_int_equal(json_integer_value(json_object_get(ctl, "timed_out")), 2);
+	assert_int_equal(json_integer_value(json_object_get(ctl, "clients")), 1);
+	json_decref(j);
+	close(idle);
+	close(half);
+	close(busy);
+	srv_stop(&s);
+}
+
+/* Each control character (C0, DEL, C1 in UTF-8) in s. */
+static void assert_printable(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		assert_true(*p >= 0x20 && *p != 0x7f);
+		assert_false(*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f);
+	}
+}
+
+/* A server's answer is input: every string and key of a result, and an
+ * error's message, come out of ada_control_call() without a control
+ * character (a fake server that would retitle and clear the terminal). */
+static void test_client_printable(void **state)
+{
+	(void)state;
+	int sv[2];
+	json_t *res = NULL;
+	char why[256];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	const char ok[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"trigger\":"
+	                  "\"\\u001b]0;pwned\\u0007\\u001b[2J\",\"k\\u001b[31m\":"
+	                  "[\"\\u009b31m\\u007f\", 1, \"fine \\u00e9\"]}}\n";
+	send_all(sv[1], ok, sizeof(ok) - 1);
+	assert_int_equal(ada_control_call(sv[0], "arm", NULL, &res, why, sizeof(why)), 0);
+	assert_string_equal(json_string_value(json_object_get(res, "trigger")), "?]0;pwned??[2J");
+	json_t *a = json_object_get(res, "k?[31m");
+	assert_non_null(a);
+	assert_int_equal(json_object_size(res), 2);
+	assert_string_equal(json_string_value(json_array_get(a, 0)), "?31m?");
+	assert_string_equal(json_string_value(json_array_get(a, 2)), "fine \xc3\xa9");
+	char *dump = json_dumps(res, JSON_ENSURE_ASCII);
+	assert_null(strstr(dump, "\\u001b"));
+	free(dump);
+	json_decref(res);
+	const char err[] = "{\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{\"code\":-32000,"
+	                   "\"message\":\"no\\u001b]2;x\\u0007\\r\\n\"}}\n";
+	send_all(sv[1], err, sizeof(err) - 1);
+	assert_int_equal(ada_control_call(sv[0], "arm", NULL, &res, why, sizeof(why)),
+	                 ADA_RPC_REFUSED);
+	assert_printable(why);
+	assert_string_equal(why, "no?]2;x???");
+	close(sv[0]);
+	close(sv[1]);
 }
 
 /* A peer that is neither the owner nor root: refused with one error. Not
@@ -675,6 +787,7 @@ int main(void)
 	    cmocka_unit_test(test_trigger_note),   cmocka_unit_test(test_detail_never),
 	    cmocka_unit_test(test_status_windows), cmocka_unit_test(test_socket_clients),
 	    cmocka_unit_test(test_socket_busy),    cmocka_unit_test(test_socket_peer_refused),
+	    cmocka_unit_test(test_socket_idle),    cmocka_unit_test(test_client_printable),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

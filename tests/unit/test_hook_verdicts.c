@@ -529,10 +529,10 @@ static void test_switch_tables(void **state)
 	uint8_t *low = mmap((void *)0x30000000, 4096, PROT_READ | PROT_WRITE,
 	                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	if (low == MAP_FAILED || low != (uint8_t *)0x30000000) {
-		print_message("absolute switch skipped: 0x30000000 not available\n");
+		print_message("skip: absolute switch: 0x30000000 not available\n");
 		if (low != MAP_FAILED)
 			munmap(low, 4096);
-		return;
+		skip();
 	}
 	uint64_t base = (uint64_t)(uintptr_t)low, tab = base + 56;
 	uint32_t t32 = (uint32_t)tab;
