@@ -13,7 +13,8 @@
 
 #include "ring.h"
 #include "recorder.h"
-#include "wal_internal.h"
+#include "wal.h"
+#include "wal_crc.h"
 
 /* mkdir -p for one level below an existing directory; EEXIST is fine. */
 int wal_mkdir(const char *path);
@@ -529,11 +530,5 @@ static inline void wal_flight_feed(struct wal_thread *t, const struct atf_index_
 /* Atomically replaces manifest.json in the directory dirfd (a private
  * temporary file with an unpredictable name + renameat; fs.h). */
 int wal_json_write_atomic(int dirfd, json_t *root);
-
-#if defined(__x86_64__)
-#define WAL_ARCH ATF_ARCH_X86_64
-#else
-#define WAL_ARCH ATF_ARCH_ARM64
-#endif
 
 #endif

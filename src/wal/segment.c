@@ -1105,6 +1105,11 @@ uint64_t ada_wal_file_lost(const struct ada_wal_file *f)
 	return f->lost;
 }
 
+uint64_t ada_wal_file_patch_failed(const struct ada_wal_file *f)
+{
+	return f->patch_failed;
+}
+
 int ada_wal_file_error(const struct ada_wal_file *f)
 {
 	return f->error;
