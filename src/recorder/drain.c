@@ -857,7 +857,7 @@ static struct wal_proc *drain_find(struct ada_recorder *r, pid_t pid)
 }
 
 /* pid_N could not be made ours (a planted link, another user's directory,
- * a full disk): the process's events are counted lost; told on stderr and
+ * a full disk): the process's events are counted lost; told (o.notice) and
  * in the manifests' warnings, and the exit status is non-zero. */
 static void drain_no_pid_dir(struct ada_recorder *r, struct wal_proc *p, int rc)
 {
@@ -867,7 +867,7 @@ static void drain_no_pid_dir(struct ada_recorder *r, struct wal_proc *p, int rc)
 	         : rc == -EPERM ? "a directory of another user"
 	                        : strerror(-rc),
 	         (int)p->pid);
-	fprintf(stderr, "ada: %s\n", msg);
+	wal_notice(r, "%s", msg);
 	json_array_append_new(r->warnings, json_string(msg));
 	if (!r->error)
 		r->error = rc;

@@ -429,6 +429,9 @@ void wal_note_quarantine(struct ada_recorder *r, struct wal_proc *p, uint32_t sl
 void wal_exec_watch(struct ada_recorder *r, struct wal_proc *p, uint64_t now);
 void wal_note(struct ada_recorder *r, struct wal_proc *p, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* One sentence for stderr only, through o.notice (nothing when it is
+ * NULL): the recorder never prints itself. */
+void wal_notice(struct ada_recorder *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Takes one thread-directory token of p (false: over the rate; counted). */
 bool wal_thread_dir_allowed(struct wal_proc *p, uint64_t now_ns);
 /* SIGBUS safety: the target may truncate its arena file under our
