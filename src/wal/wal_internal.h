@@ -182,6 +182,30 @@ struct wal_patch {
 };
 
 void ada_wal_file_discard(struct ada_wal_file *f, size_t n);
+
+/* Shared by the writer's files (segment.c, grow.c, patch.c). */
+#define WAL_MIN_SEGMENT (64u * 1024u)
+/* The first segment of a file: small, so that 10 000 threads alive at once
+ * (most of them short of events) do not reserve 10 000 MiB of disk and of
+ * the --max-disk-mb budget between them; the steps double from there. */
+#define WAL_FIRST_SEGMENT (64u * 1024u)
+#define WAL_SECOND_END (1u << 20) /* the second segment fills up to 1 MiB */
+#define WAL_DSEQ_OFF offsetof(struct atf_index_event, detail_seq)
+#define WAL_BLOCK 4096u /* direct writes: offset and length in whole blocks of this */
+/* The next submission entry: waits for completions while qd are in
+ * flight, submits the queue when it has no free entry. */
+struct io_uring_sqe *wal_sqe(struct ada_wal_io *io);
+/* Queues a write-back request (sync_file_range) of what was submitted
+ * since the last one or, full, an fdatasync after the writes queued. */
+void wal_sync(struct ada_wal_file *f, bool full);
+/* Sets f's descriptor to direct or buffered accesses. 0 or -errno. */
+int wal_fd_mode(struct ada_wal_file *f, bool direct);
+/* grow.c: grows the allocation so that need bytes (and the footer) fit
+ * (0 or -errno); asks for the next segment ahead of time; the flush
+ * policy's and --safe's step at a new segment. */
+int wal_grow(struct ada_wal_file *f, uint64_t need);
+void wal_grow_ahead(struct ada_wal_file *f, uint64_t need);
+void wal_on_rotate(struct ada_wal_file *f);
 /* The disk window (dwin.c). Event reads and patches of a file's durable
  * prefix -- [64, 64 + durable * 32), below bad_from: every write there
  * completed and its queued patches were applied, so no write of the
