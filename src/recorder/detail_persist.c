@@ -1,7 +1,7 @@
 /*
  * Persisting the detail lane: from a thread's detail ring (in the arena)
  * to its thread_K/detail.atf, with the index events' detail_seq patched
- * to point at them (recorder_internal.h: wal_detail_persist).
+ * to point at them (detail_internal.h: wal_detail_persist).
  *
  * Threads: the drain thread only.
  *
@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "ring.h"
+#include "detail_internal.h"
 #include "recorder_internal.h"
 
 #define PD_LOOKS 4 /* snapshots a window's look may take for a steady counter */

@@ -37,6 +37,8 @@
 
 #include "fs.h"
 #include "ring.h"
+#include "arena_internal.h"
+#include "detail_internal.h"
 #include "drain_internal.h"
 
 #define DRAIN_SLOT_BUDGET (1u << 18) /* events per slot per pass: fairness */

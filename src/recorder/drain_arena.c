@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arena_internal.h"
 #include "drain_internal.h"
 #include "fs.h"
 #include "ring.h"

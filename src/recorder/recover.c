@@ -26,6 +26,8 @@
 #include "manifest.h"
 #include "ring.h"
 #include "fs.h"
+#include "arena_internal.h"
+#include "detail_internal.h"
 #include "recorder_internal.h"
 
 #define REC_BATCH 4096u /* events converted per append: bounds recover's memory */

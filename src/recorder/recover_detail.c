@@ -31,6 +31,7 @@
 
 #include "atf.h"
 #include "fs.h"
+#include "detail_internal.h"
 #include "recorder_internal.h"
 
 #define RD_MAX_EVENT                                                                               \
