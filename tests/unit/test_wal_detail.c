@@ -26,7 +26,9 @@
 
 #include "atf.h"
 #include "ring.h"
+#include "detail_internal.h"
 #include "recorder_internal.h"
+#include "wal_internal.h"
 
 static char tmpdir[256];
 static int tmpfd = -1;
@@ -1008,7 +1010,7 @@ static void pdrain_close(struct pdrain *d)
 	d->t.f = NULL;
 	wal_detail_free(&d->t);
 	ada_wal_io_free(d->io);
-	free(d->r.dsnap);
+	free(d->r.dsnap.buf);
 }
 
 /* validate: both files, and every link both ways */
