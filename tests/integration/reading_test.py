@@ -357,6 +357,54 @@ def check_dump_window(s, c):
             "dump --function top --depth 2: not two levels")
 
 
+def check_graph(s, c):
+    """ada graph FN: its calls, total and self time are ada report's, for
+    every function the program counted; the callers' calls add up to the
+    tree's root; the root's children are the direct callees the dump's
+    events give, with their call counts."""
+    rep = s.report()
+    by_name = collections.defaultdict(lambda: collections.Counter())
+    for f in rep["functions"]:
+        for k in ("calls", "total_ns", "self_ns", "exceptions", "open"):
+            by_name[f["function"]][k] += f[k]
+    frames = pair_frames(s.events())
+    for fn, n in own_totals(s.counts).items():
+        if not n:
+            continue
+        doc = json.loads(s.run("graph", "--json", s.pid_dir, fn))
+        if not c.check(len(doc["processes"]) == 1, f"graph {fn}: {len(doc['processes'])} graphs"):
+            continue
+        g = doc["processes"][0]
+        want = by_name[fn]
+        for k in ("calls", "total_ns", "self_ns", "exceptions", "open"):
+            c.check(g[k] == want[k], f"graph {fn}: {k} {g[k]}, report says {want[k]}")
+        root = g["callees"][0]
+        c.check(sum(x["calls"] for x in g["callers"]) == root["calls"],
+                f"graph {fn}: the callers' calls do not add up to the root's {root['calls']}")
+        # The outermost frames of fn and their direct callees, from the events.
+        inside = set()
+        outer = []
+        for i, f in enumerate(frames):
+            parent = f[5]
+            if parent is not None and (parent in inside or frames[parent][1] == fn):
+                inside.add(i)
+            if f[1] == fn and i not in inside:
+                outer.append(i)
+        c.check(root["calls"] == len(outer),
+                f"graph {fn}: root has {root['calls']} calls, the events {len(outer)} outermost")
+        outer_set = set(outer)
+        kids = collections.Counter(f[1] for f in frames if f[5] in outer_set)
+        got = collections.Counter()
+        for x in g["callees"]:
+            if x["depth"] == 1:
+                got[x["function"]] += x["calls"]
+        c.check(got == kids, f"graph {fn}: direct callees {dict(got)}, the events give "
+                f"{dict(kids)}")
+    text = s.run("graph", s.pid_dir, "main")
+    c.check(text.startswith("== ") and "callers (1 call path):" in text and
+            "callees (its outermost calls" in text, "graph main, text:\n" + text[:1500])
+
+
 def check_browser(s, c):
     """The Chrome export and the folded stacks in speedscope, ada's SVG with
     its zoom and search, in headless Chromium (tests/integration/browser_test.js)."""
@@ -385,7 +433,7 @@ def check_browser(s, c):
     c.check(rc == 0, f"browser: exit {rc} (screenshots in {os.path.abspath(shots)})")
 
 
-CHECKS = {"browser": check_browser, "dump_window": check_dump_window, "flame": check_flame, "chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
+CHECKS = {"browser": check_browser, "graph": check_graph, "dump_window": check_dump_window, "flame": check_flame, "chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
           "crash_args": check_crash_args}
 
 

@@ -177,7 +177,51 @@ def test_ls():
     check(rc == 2 and "no such directory" in err, "ls of a missing directory")
 
 
-for t in [test_ls, test_report, test_damaged, test_dump, test_export_flame, test_damaged_export]:
+def test_graph():
+    """ada graph: the function's own numbers are ada report's; callers by
+    call path, callees as a tree, aggregated over the calls."""
+    rep = fns_by_name(json.loads(ada("report", "--json", GOLDEN)[1]))
+    for name in ("main", "foo", "bar", "worker"):
+        rc, out, err = ada("graph", "--json", GOLDEN, name)
+        check(rc == 0, f"graph {name}: exit {rc}: {err}")
+        p = json.loads(out)["processes"][0]
+        r = rep[name]
+        check(all(p[k] == r[k] for k in ("calls", "returns", "exceptions", "open", "total_ns",
+                                           "self_ns")), f"graph {name}: {p} is not report's {r}")
+    rc, out, _ = ada("graph", "--json", GOLDEN, "foo")
+    p = json.loads(out)["processes"][0]
+    callers = sorted((c["path"], c["calls"], c["total_ns"], c["self_ns"]) for c in p["callers"])
+    check(callers == [(["main"], 1, 300, 200), (["worker"], 1, 50, 50)],
+          f"graph foo: callers {callers}")
+    tree = [(n["function"], n["depth"], n["parent"], n["calls"], n["total_ns"], n["self_ns"])
+            for n in p["callees"]]
+    check(tree == [("foo", 0, None, 2, 350, 250), ("bar", 1, 0, 1, 100, 100)],
+          f"graph foo: callees {tree}")
+    rc, out, _ = ada("graph", "--json", "--thread", "1", GOLDEN, "foo")
+    p = json.loads(out)["processes"][0]
+    check((p["calls"], p["total_ns"], p["exceptions"]) == (1, 50, 1), f"graph --thread 1: {p}")
+    rc, out, _ = ada("graph", GOLDEN, "main")
+    lines = out.splitlines()
+    want = ["         1     300 ns     200 ns  +- foo", "         1     100 ns     100 ns  |  +- bar",
+            "         1       0 ns       0 ns  +- 2:7"]
+    i = lines.index(want[0]) if want[0] in lines else -1
+    check(i > 0 and lines[i:i + 3] == want, "graph main, text tree:\n" + out)
+    check(any(l.endswith("  main  (at the bottom of a stack)") for l in lines),
+          "graph main: the caller line of a root call:\n" + out)
+    rc, out, _ = ada("graph", "--json", "--depth", "1", GOLDEN, "main")
+    check([n["function"] for n in json.loads(out)["processes"][0]["callees"]] ==
+          ["main", "foo", "2:7"], "graph --depth 1")
+    rc, out, _ = ada("graph", "--json", GOLDEN, "[fb]*")
+    p = json.loads(out)["processes"][0]
+    check(p["calls"] == 3 and p["total_ns"] == 450 and len(p["matched"]) == 2,
+          f"graph with a glob taking foo and bar: {p['calls']} calls, {p['total_ns']} ns")
+    rc, _, err = ada("graph", GOLDEN, "nosuch")
+    check(rc == 1 and "no call of 'nosuch'" in err, f"graph of a function never called: {rc} {err}")
+    rc, _, err = ada("graph", GOLDEN)
+    check(rc == 2, f"graph without a function: exit {rc}")
+
+
+for t in [test_ls, test_report, test_graph, test_damaged, test_dump, test_export_flame, test_damaged_export]:
     t()
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)
