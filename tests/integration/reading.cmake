@@ -32,6 +32,8 @@ ada_read_test(chrome_flight chrome_flight OPTS --record-opt=--trigger --record-o
 ada_read_test(flame_threads flame RUN ${T}/t_threads_O2)
 ada_read_test(graph_threads graph RUN ${T}/t_threads_O2)
 ada_read_test(graph_recursion graph RUN ${T}/t_recursion_O0)
+ada_read_test(windows_flight windows OPTS --record-opt=--trigger --record-opt=symbol=rare_event
+              RUN ${T}/t_flight_O2 symbol)
 ada_read_test(flame_recursion flame RUN ${T}/t_recursion_O2)
 ada_read_test(dump_window dump_window OPTS --record-opt=--trigger --record-opt=symbol=rare_event
               RUN ${T}/t_flight_O2 symbol)

@@ -405,6 +405,44 @@ def check_graph(s, c):
             "callees (its outermost calls" in text, "graph main, text:\n" + text[:1500])
 
 
+def check_windows(s, c):
+    """ada windows DIR: every window of the manifests, with their numbers
+    (one process: its records and losses; the reach the farthest of its
+    threads')."""
+    mans = []
+    for d in sorted(glob.glob(os.path.join(s.dir, "pid_*"))):
+        with open(os.path.join(d, "manifest.json")) as f:
+            mans.append(json.load(f))
+    want = {}
+    for m in mans:
+        for w in m["flight_recorder"]["windows"]:
+            e = want.setdefault(w["id"], dict(w, records=0, window_lost=0, pre=None, post=None))
+            e["records"] += w["records"]
+            e["window_lost"] += w["window_lost"]
+            for t in w["threads"]:
+                for k, tk in (("pre", "pre_achieved_ns"), ("post", "post_achieved_ns")):
+                    if t.get(tk) is not None:
+                        e[k] = max(e[k] or 0, t[tk])
+    doc = json.loads(s.run("windows", "--json", s.dir))
+    got = {w["id"]: w for w in doc["windows"]}
+    c.check(not doc["live"] and len(want) >= 1 and sorted(got) == sorted(want),
+            f"windows: ids {sorted(got)}, the manifests have {sorted(want)}")
+    for i, w in want.items():
+        g = got.get(i, {})
+        for k in ("trigger", "fire_ns", "from_ns", "to_ns", "pre_roll_ns", "post_roll_ns",
+                  "records", "window_lost", "fires"):
+            c.check(g.get(k) == w[k], f"windows: window {i} {k} {g.get(k)}, manifest {w[k]}")
+        c.check(g.get("note") == w.get("note") and g.get("closed") == w["closed"] and
+                g.get("pre_achieved_ns") == w["pre"] and g.get("post_achieved_ns") == w["post"],
+                f"windows: window {i}: {g}, manifest {w}")
+    text = s.run("windows", s.dir).splitlines()
+    c.check(len(text) == 2 + len(want) and text[0].endswith(f": {len(want)} window" +
+                                                          ("" if len(want) == 1 else "s")),
+            "windows text:\n" + "\n".join(text))
+    c.check(any(l.split()[0] == str(i) and w["trigger"] in l for l in text[2:] for i, w in
+                want.items()), "windows text: no row with the trigger:\n" + "\n".join(text))
+
+
 def check_browser(s, c):
     """The Chrome export and the folded stacks in speedscope, ada's SVG with
     its zoom and search, in headless Chromium (tests/integration/browser_test.js)."""
@@ -433,7 +471,7 @@ def check_browser(s, c):
     c.check(rc == 0, f"browser: exit {rc} (screenshots in {os.path.abspath(shots)})")
 
 
-CHECKS = {"browser": check_browser, "graph": check_graph, "dump_window": check_dump_window, "flame": check_flame, "chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
+CHECKS = {"browser": check_browser, "graph": check_graph, "windows": check_windows, "dump_window": check_dump_window, "flame": check_flame, "chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
           "crash_args": check_crash_args}
 
 

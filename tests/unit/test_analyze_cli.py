@@ -221,7 +221,73 @@ def test_graph():
     check(rc == 2, f"graph without a function: exit {rc}")
 
 
-for t in [test_ls, test_report, test_graph, test_damaged, test_dump, test_export_flame, test_damaged_export]:
+def windows_copy():
+    """The golden session as two processes, with two windows in their
+    manifests (docs/manifest.md: every manifest lists every window, with
+    that process's records, losses and per-thread reach)."""
+    d = os.path.join(WORK, "windows")
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(GOLDEN, d)
+    shutil.copytree(os.path.join(d, "pid_4242"), os.path.join(d, "pid_4243"))
+    th = lambda n, pre, post: {"thread": n, "tid": 4242 + n, "records": 1, "bytes": 64,
+                               "unlinked": 0, "window_lost": 0, "errors": 0, "copies": 1,
+                               "copies_skipped": 0, "pre_achieved_ns": pre,
+                               "post_achieved_ns": post}
+    w0 = {"id": 0, "trigger": "manual", "fire_ns": 1200, "from_ns": 1000, "to_ns": 1500,
+          "fires": 2, "note": "deploy 42", "pre_roll_ns": 200, "post_roll_ns": 300}
+    w1 = {"id": 1, "trigger": "symbol=bar", "fire_ns": 1300, "from_ns": 1250, "to_ns": 1350,
+          "fires": 1, "tid": 4242, "function_id": "0x100000002"}
+    parts = {4242: [dict(w0, records=5, window_lost=1, closed=True,
+                         threads=[th(0, 150, 300), th(1, 200, 100)]),
+                    dict(w1, records=3, window_lost=0, closed=True, threads=[th(0, 40, None)])],
+             4243: [dict(w0, records=7, window_lost=0, closed=True, threads=[th(0, 180, None)]),
+                    dict(w1, records=0, window_lost=2, closed=False, threads=[])]}
+    for pid, ws in parts.items():
+        path = os.path.join(d, f"pid_{pid}", "manifest.json")
+        with open(path) as f:
+            m = json.load(f)
+        m["pid"] = pid
+        m["flight_recorder"] = {"windows": ws, "triggers": ["manual", "symbol=bar"]}
+        with open(path, "w") as f:
+            json.dump(m, f)
+    return d
+
+
+def test_windows():
+    d = windows_copy()
+    rc, out, err = ada("windows", "--json", d)
+    check(rc == 0, f"windows --json: exit {rc}: {err}")
+    doc = json.loads(out)
+    ws = doc["windows"]
+    check(not doc["live"] and doc["total"] == 2 and [w["id"] for w in ws] == [0, 1],
+          f"windows: {out[:600]}")
+    if len(ws) != 2:
+        return
+    keys = ("trigger", "fire_ns", "pre_roll_ns", "pre_achieved_ns", "post_roll_ns",
+            "post_achieved_ns", "records", "window_lost", "fires", "note", "closed")
+    got = [tuple(w[k] for k in keys) for w in ws]
+    want = [("manual", 1200, 200, 200, 300, 300, 12, 1, 2, "deploy 42", True),
+            ("symbol=bar", 1300, 50, 40, 50, None, 3, 2, 1, None, False)]
+    check(got == want, f"windows: {got}, want {want}")
+    check([p["pid"] for p in ws[0]["processes"]] == [4242, 4243] and
+          ws[1]["tid"] == 4242 and ws[1]["function_id"] == "0x100000002",
+          f"windows: per process, tid, function {ws[1]}")
+    rc, out, _ = ada("windows", d)
+    lines = out.splitlines()
+    check(rc == 0 and lines[0] == f"{d}: 2 windows" and lines[1].split()[:3] == ["ID", "FIRED", "PRE"],
+          "windows text header:\n" + out)
+    check(len(lines) == 4 and lines[2].split()[:10] ==
+          ["0", "+300", "ns", "200", "ns", "200", "ns", "300", "ns", "300"] and
+          lines[2].endswith("manual (2 fires merged)  note: \"deploy 42\"") and
+          lines[3].split()[10:] == ["3", "2", "symbol=bar", "(cut", "short", "by", "the", "end",
+                                    "of", "the", "recording)"], "windows text rows:\n" + out)
+    rc, out, _ = ada("windows", GOLDEN)
+    check(rc == 0 and out == f"{GOLDEN}: 0 windows\n", f"windows of a session without: {out!r}")
+    rc, _, err = ada("windows", os.path.join(WORK, "nowhere"))
+    check(rc != 0 and "neither a pid nor a directory" in err, f"windows nowhere: {rc} {err}")
+
+
+for t in [test_ls, test_report, test_graph, test_windows, test_damaged, test_dump, test_export_flame, test_damaged_export]:
     t()
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)
