@@ -287,7 +287,46 @@ def test_windows():
     check(rc != 0 and "neither a pid nor a directory" in err, f"windows nowhere: {rc} {err}")
 
 
-for t in [test_ls, test_report, test_graph, test_windows, test_damaged, test_dump, test_export_flame, test_damaged_export]:
+def test_ls_finds():
+    """ada ls: sessions under any name, one level of --out directories
+    down, a long pid list cut short, and one sentence when there is
+    nothing to list."""
+    top = os.path.join(WORK, "ls_parent")
+    shutil.rmtree(top, ignore_errors=True)
+    for sub in ("run_a", "run_b", os.path.join("out1", "session_20260103_101010")):
+        shutil.copytree(GOLDEN, os.path.join(top, sub))
+    many = os.path.join(top, "many")
+    shutil.copytree(GOLDEN, many)
+    for k in range(1, 10):
+        shutil.copytree(os.path.join(GOLDEN, "pid_4242"), os.path.join(many, f"pid_{5000 + k}"))
+    rc, out, err = ada("ls", "--json", top)
+    rows = {r["session"]: r for r in map(json.loads, out.splitlines())}
+    check(rc == 0 and sorted(rows) == ["many", "out1/session_20260103_101010", "run_a", "run_b"],
+          f"ls PARENT: {sorted(rows)} (exit {rc}, {err})")
+    want_pids = "4242," + ",".join(str(5000 + k) for k in range(1, 10))
+    check(rows.get("many", {}).get("pid_list") == want_pids and rows["many"]["pids"] == 10,
+          f"ls --json: the whole pid list: {rows.get('many')}")
+    check(rows.get("out1/session_20260103_101010", {}).get("start") == "2026-01-03 10:10:10",
+          "ls: the start of a session one level down")
+    rc, out, _ = ada("ls", top)
+    lines = out.splitlines()
+    check(lines[0].split()[:3] == ["SESSION", "START", "PIDS"] and
+          lines[1].startswith("out1/session_20260103_101010 "), "ls text order:\n" + out)
+    row = [l for l in lines if l.startswith("many ")]
+    check(len(row) == 1 and row[0].split()[2:6] == ["4242,5001,5002", "+7", "more", "golden-demo"],
+          "ls: the PIDS column is not cut to the first pids and '+7 more':\n" + out)
+    empty = os.path.join(WORK, "ls_empty")
+    os.makedirs(empty, exist_ok=True)
+    rc, out, err = ada("ls", empty)
+    check(rc == 2 and out == "" and "no sessions here" in err and len(err.splitlines()) == 1,
+          f"ls of a directory without sessions: exit {rc}, {out!r}, {err!r}")
+    p = subprocess.run([ADA, "ls"], capture_output=True, text=True, cwd=empty, timeout=60)
+    check(p.returncode == 2 and p.stdout == "" and len(p.stderr.splitlines()) == 1 and
+          "no ./ada_traces here" in p.stderr and "ada ls DIR" in p.stderr,
+          f"ls without ./ada_traces: exit {p.returncode}, {p.stderr!r}")
+
+
+for t in [test_ls, test_ls_finds, test_report, test_graph, test_windows, test_damaged, test_dump, test_export_flame, test_damaged_export]:
     t()
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)
