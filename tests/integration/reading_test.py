@@ -26,7 +26,6 @@ from ada_itest import parse_counts  # noqa: E402  (the tcount table format)
 
 SKIP = 77
 TIMEOUT = 120
-SIGNAL_MARKER = 0x80000000
 
 
 class Fail(Exception):
@@ -108,7 +107,7 @@ def pair_frames(events):
                 frames.append([th, ev["function"], ev["ts"], None, None,
                                stack[-1][0] if stack else None, ev])
                 stack.append((len(frames) - 1, d))
-            elif ev["kind"] in ("return", "exception") and not d & SIGNAL_MARKER:
+            elif ev["kind"] in ("return", "exception"):
                 while stack and stack[-1][1] > d:
                     stack.pop()
                 if stack and stack[-1][1] == d:
@@ -213,6 +212,12 @@ def check_crash(s, c, args=False):
         c.check(sorted(lost) == sorted(want), f"crash: the program's lost frames {lost}")
     rows = [json.loads(l) for l in s.run("ls", "--json", os.path.dirname(s.dir)).splitlines()]
     c.check(len(rows) == 1 and rows[0]["end"] == "SIGSEGV" and rows[0]["abnormal"], f"ls: {rows}")
+    # The fatal-signal marker in jsonl: the signal, not the raw depth flag.
+    tid = faulting[0]["tid"]
+    marks = [e for e in s.events() if e["kind"] == "signal"]
+    c.check(len(marks) == 1 and marks[0]["tid"] == tid and marks[0]["depth"] is None and
+            marks[0]["signal"] == 11 and marks[0]["signal_name"] == "SIGSEGV" and
+            marks[0]["fault_addr"] == 0, f"dump jsonl: the signal marker {marks}")
     text = s.run("crash", s.dir)
     order = [text.find(f"#{i}   {fn} ") for i, fn in enumerate(want)]
     c.check(all(o >= 0 for o in order) and order == sorted(order),
