@@ -53,6 +53,7 @@ class Session:
 
     def __init__(self, ada, work, argv, record_opts=()):
         self.ada = ada
+        self.argv = argv
         rec = os.path.join(work, "rec")
         shutil.rmtree(rec, ignore_errors=True)
         os.makedirs(rec)
@@ -228,6 +229,46 @@ def check_crash(s, c, args=False):
                 f"crash: fault_here's arguments {a}")
         c.check("fault_here (rdi=0x1111, rsi=0x2222, rdx=0x3333" in text,
                 "crash text: no arguments for fault_here")
+
+
+def thread_tids(s):
+    with open(os.path.join(s.pid_dir, "manifest.json")) as f:
+        m = json.load(f)
+    return m["pid"], [t["tid"] for t in m["threads"]]
+
+
+def check_report_exec(s, c):
+    """A process that exec'd itself (t_exec_child chain N): one thread,
+    N + 1 program images, not N + 1 threads."""
+    pid, tids = thread_tids(s)
+    n = int(s.argv[-1]) + 1
+    c.check(tids == [pid] * n, f"the manifest's threads {tids}: want {n} of tid {pid}")
+    rep = s.report()
+    c.check((rep["threads"], rep["images"]) == (1, n),
+            f"report --json: threads {rep['threads']}, images {rep['images']}; want 1, {n}")
+    head = s.run("report", s.pid_dir).splitlines()[0]
+    c.check(f": 1 thread, {n} program images (exec), " in head, "report text: " + head)
+
+
+def check_crash_exec(s, c):
+    """A shell that exec'd the crashing program: the stacks are the last
+    image's; the shell's thread is named as an earlier image, not listed as
+    a thread at the moment of death."""
+    pid, tids = thread_tids(s)
+    c.check(tids == [pid, pid], f"the manifest's threads {tids}: want the shell's and t_crash's")
+    doc = json.loads(s.run("crash", "--json", s.dir))
+    p = doc["processes"][0] if doc["processes"] else {}
+    c.check(p.get("images") == 2 and p.get("earlier_image_threads") == [0] and
+            p.get("faulting_thread") == 1 and [t["thread"] for t in p.get("threads", [])] == [1],
+            f"crash --json: {json.dumps(p)[:800]}")
+    frames = [f["function"] for f in p["threads"][0]["frames"]] if p.get("threads") else []
+    c.check(frames[:3] == ["crash_inner", "crash_outer", "main"], f"crash: stack {frames}")
+    text = s.run("crash", s.dir)
+    c.check(f"faulting thread: 1 (tid {pid}), the main thread of the program it exec'd last"
+            in text and "thread 0 ran the earlier one" in text and "Thread 0 " not in text,
+            "crash text:\n" + text)
+    rep = s.report()
+    c.check((rep["threads"], rep["images"]) == (1, 2), f"report: {rep['threads']} threads")
 
 
 def check_crash_args(s, c):
@@ -476,7 +517,7 @@ def check_browser(s, c):
     c.check(rc == 0, f"browser: exit {rc} (screenshots in {os.path.abspath(shots)})")
 
 
-CHECKS = {"browser": check_browser, "graph": check_graph, "windows": check_windows, "dump_window": check_dump_window, "flame": check_flame, "chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
+CHECKS = {"browser": check_browser, "graph": check_graph, "report_exec": check_report_exec, "crash_exec": check_crash_exec, "windows": check_windows, "dump_window": check_dump_window, "flame": check_flame, "chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
           "crash_args": check_crash_args}
 
 
