@@ -186,6 +186,13 @@ def check_names(s, c):
     rep = s.report()
     names = {f["function"] for f in rep["functions"]}
     c.check("Guard::~Guard()" in names, "report: Guard::~Guard() missing")
+    dtor = sum(f["calls"] for f in rep["functions"] if f["function"] == "Guard::~Guard()")
+    for args in (("Guard::~Guard()",), ("--demangle", "simple", "Guard::~Guard"),
+                 ("--demangle", "no", "_ZN5GuardD*")):
+        g = json.loads(s.run("graph", "--json", *args[:-1], s.pid_dir, args[-1]))["processes"]
+        c.check(len(g) == 1 and g[0]["calls"] == dtor,
+                f"graph {' '.join(args)}: {g[0]['calls'] if g else 'no graph'} calls, "
+                f"report says {dtor}")
     for fn, calls in own_totals(s.counts).items():
         c.check(not calls or fn in names, f"report: {fn} missing")
 
