@@ -90,6 +90,7 @@ static json_t *wn_norm_new(const json_t *w)
 	wn_copy_str(o, w, "note");
 	wn_set_int(o, "tid", wn_int(w, "tid"));
 	wn_copy_str(o, w, "function_id");
+	json_object_set_new(o, "function", json_null()); /* named by wn_name_fn() */
 	wn_set_int(o, "duration_ns", wn_int(w, "duration_ns"));
 	wn_set_int(o, "threshold_ns", wn_int(w, "threshold_ns"));
 	return o;
@@ -142,9 +143,43 @@ static json_t *wn_find(json_t *list, json_int_t id)
 	return NULL;
 }
 
-/* One manifest's windows into d. */
-static void wn_manifest(struct wn_doc *d, const json_t *m)
+static bool wn_has_tid(const json_t *m, json_int_t tid)
 {
+	struct ada_manifest_thread th;
+
+	for (size_t i = 0; i < ada_manifest_thread_count(m); i++)
+		if (!ada_manifest_thread_get(m, i, &th) && th.tid == tid)
+			return true;
+	return false;
+}
+
+/* Names n's function (a latency or symbol fire's) when the thread that
+ * fired is this process's: function ids are a process's own. rp is
+ * opened on first use (its symbol files), *open says so. */
+static void wn_name_fn(json_t *n, const json_t *m, const struct ada_atf_pid *p, struct rd_pid *rp,
+                       bool *open)
+{
+	const char *id = json_string_value(json_object_get(n, "function_id"));
+	char *end;
+
+	if (!id || strncmp(id, "0x", 2) || !json_is_null(json_object_get(n, "function")) ||
+	    !wn_has_tid(m, wn_int(n, "tid")))
+		return;
+	uint64_t fid = strtoull(id + 2, &end, 16);
+	if (*end || (!*open && rd_pid_open(p, ADA_DEMANGLE_FULL, rp)))
+		return;
+	*open = true;
+	const struct ada_name *nm = ada_names_get(rp->names, fid);
+	if (nm->known)
+		json_object_set_new(n, "function", json_string(nm->name));
+}
+
+/* One manifest's windows into d. */
+static void wn_manifest(struct wn_doc *d, const json_t *m, const struct ada_atf_pid *p)
+{
+	struct rd_pid rp;
+	bool open = false;
+
 	const json_t *ws = json_object_get(json_object_get(m, "flight_recorder"), "windows"), *w;
 	json_int_t start = wn_int(m, "start_time_ns");
 	size_t i;
@@ -166,7 +201,10 @@ static void wn_manifest(struct wn_doc *d, const json_t *m)
 			json_array_append_new(d->windows, n);
 		}
 		wn_norm_proc(n, w, ada_manifest_pid(m));
+		wn_name_fn(n, m, p, &rp, &open);
 	}
+	if (open)
+		rd_pid_close(&rp);
 }
 
 static int wn_from_manifests(struct wn_doc *d, const char *dir)
@@ -183,7 +221,7 @@ static int wn_from_manifests(struct wn_doc *d, const char *dir)
 			d->damaged++;
 			continue;
 		}
-		wn_manifest(d, m);
+		wn_manifest(d, m, &tree->pids[i]);
 		json_decref(m);
 	}
 	ada_atf_tree_free(tree);
@@ -262,6 +300,11 @@ static void wn_row(const struct wn_doc *d, const json_t *w)
 	       wn_ns(w, "pre_achieved_ns", b[1], 32), wn_ns(w, "post_roll_ns", b[2], 32),
 	       wn_ns(w, "post_achieved_ns", b[3], 32), rec < 0 ? "-" : r, lost < 0 ? "-" : l,
 	       trig ? trig : "?");
+	if (json_is_string(json_object_get(w, "function")))
+		printf(" [%s]", json_string_value(json_object_get(w, "function")));
+	if (wn_int(w, "duration_ns") >= 0)
+		printf(" took %s, over %s", wn_ns(w, "duration_ns", b[0], 32),
+		       wn_ns(w, "threshold_ns", b[1], 32));
 	if (wn_int(w, "fires") > 1)
 		printf(" (%" PRId64 " fires merged)", (int64_t)wn_int(w, "fires"));
 	if (json_is_false(json_object_get(w, "closed")))

@@ -488,6 +488,10 @@ def check_windows(s, c):
         c.check(g.get("note") == w.get("note") and g.get("closed") == w["closed"] and
                 g.get("pre_achieved_ns") == w["pre"] and g.get("post_achieved_ns") == w["post"],
                 f"windows: window {i}: {g}, manifest {w}")
+    for i, w in want.items():
+        if w["trigger"].startswith("symbol="):
+            c.check(got.get(i, {}).get("function") == w["trigger"][7:],
+                    f"windows: window {i} names {got.get(i, {}).get('function')!r}")
     text = s.run("windows", s.dir).splitlines()
     c.check(len(text) == 2 + len(want) and text[0].endswith(f": {len(want)} window" +
                                                           ("" if len(want) == 1 else "s")),

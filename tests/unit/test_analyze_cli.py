@@ -235,8 +235,9 @@ def windows_copy():
                                "post_achieved_ns": post}
     w0 = {"id": 0, "trigger": "manual", "fire_ns": 1200, "from_ns": 1000, "to_ns": 1500,
           "fires": 2, "note": "deploy 42", "pre_roll_ns": 200, "post_roll_ns": 300}
-    w1 = {"id": 1, "trigger": "symbol=bar", "fire_ns": 1300, "from_ns": 1250, "to_ns": 1350,
-          "fires": 1, "tid": 4242, "function_id": "0x100000002"}
+    w1 = {"id": 1, "trigger": "latency=function:bar>50ns", "fire_ns": 1300, "from_ns": 1250,
+          "to_ns": 1350, "fires": 1, "tid": 4242, "function_id": "0x100000002",
+          "duration_ns": 80, "threshold_ns": 50}
     parts = {4242: [dict(w0, records=5, window_lost=1, closed=True,
                          threads=[th(0, 150, 300), th(1, 200, 100)]),
                     dict(w1, records=3, window_lost=0, closed=True, threads=[th(0, 40, None)])],
@@ -267,10 +268,12 @@ def test_windows():
             "post_achieved_ns", "records", "window_lost", "fires", "note", "closed")
     got = [tuple(w[k] for k in keys) for w in ws]
     want = [("manual", 1200, 200, 200, 300, 300, 12, 1, 2, "deploy 42", True),
-            ("symbol=bar", 1300, 50, 40, 50, None, 3, 2, 1, None, False)]
+            ("latency=function:bar>50ns", 1300, 50, 40, 50, None, 3, 2, 1, None, False)]
     check(got == want, f"windows: {got}, want {want}")
     check([p["pid"] for p in ws[0]["processes"]] == [4242, 4243] and
-          ws[1]["tid"] == 4242 and ws[1]["function_id"] == "0x100000002",
+          ws[1]["tid"] == 4242 and ws[1]["function_id"] == "0x100000002" and
+          ws[1]["function"] == "bar" and ws[0]["function"] is None and
+          (ws[1]["duration_ns"], ws[1]["threshold_ns"]) == (80, 50),
           f"windows: per process, tid, function {ws[1]}")
     rc, out, _ = ada("windows", d)
     lines = out.splitlines()
@@ -279,8 +282,10 @@ def test_windows():
     check(len(lines) == 4 and lines[2].split()[:10] ==
           ["0", "+300", "ns", "200", "ns", "200", "ns", "300", "ns", "300"] and
           lines[2].endswith("manual (2 fires merged)  note: \"deploy 42\"") and
-          lines[3].split()[10:] == ["3", "2", "symbol=bar", "(cut", "short", "by", "the", "end",
-                                    "of", "the", "recording)"], "windows text rows:\n" + out)
+          lines[3].split()[10:] ==
+          ["3", "2", "latency=function:bar>50ns", "[bar]", "took", "80", "ns,", "over", "50", "ns",
+           "(cut", "short", "by", "the", "end", "of", "the", "recording)"],
+          "windows text rows:\n" + out)
     rc, out, _ = ada("windows", GOLDEN)
     check(rc == 0 and out == f"{GOLDEN}: 0 windows\n", f"windows of a session without: {out!r}")
     rc, _, err = ada("windows", os.path.join(WORK, "nowhere"))
