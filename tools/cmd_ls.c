@@ -4,11 +4,14 @@
  * duration, events, detail windows, how the processes ended, size on disk.
  * Everything comes from the manifests and the directory sizes; nothing is
  * followed through a symbolic link, and listings are bounded
- * (ADA_FS_WALK_MAX_ENTRIES). DIR may also be one session, or a pid_N
- * directory's parent that is not named session_*.
+ * (ADA_FS_WALK_MAX_ENTRIES). A session is a directory named session_* or
+ * holding pid_N directories, whatever its name; DIR may be one, hold
+ * several, or hold directories that hold them (one level: several --out
+ * directories).
  *
  * Exit status: 0; 1 when a session could not be read (the others are
- * listed); 2 for bad usage or a DIR that is not a directory.
+ * listed); 2 for bad usage, a DIR that is not a directory, or no session
+ * (one sentence saying what to do).
  */
 #include <dirent.h>
 #include <errno.h>
