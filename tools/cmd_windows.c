@@ -177,11 +177,10 @@ static void wn_name_fn(json_t *n, const json_t *m, const struct ada_atf_pid *p, 
 /* One manifest's windows into d. */
 static void wn_manifest(struct wn_doc *d, const json_t *m, const struct ada_atf_pid *p)
 {
-	struct rd_pid rp;
-	bool open = false;
-
 	const json_t *ws = json_object_get(json_object_get(m, "flight_recorder"), "windows"), *w;
 	json_int_t start = wn_int(m, "start_time_ns");
+	struct rd_pid rp;
+	bool open = false;
 	size_t i;
 
 	if (start > 0 && (!d->start_ns || (uint64_t)start < d->start_ns))
