@@ -21,6 +21,8 @@ int cmd_report(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_flame(int argc, char **argv);
 int cmd_crash(int argc, char **argv);
+int cmd_graph(int argc, char **argv);
+int cmd_windows(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
 int cmd_attach(int argc, char **argv);

@@ -208,6 +208,17 @@ static const char *cr_signame(int sig, char *buf, size_t len)
 	return buf;
 }
 
+/* The first thread (index) of the image the process died in: the threads
+ * before it ran programs it replaced by exec (read.h), dead by then. */
+static size_t cr_first_of_last(const struct rd_pid *rp)
+{
+	size_t i = rp->p->nthreads;
+
+	while (i && rp->image[i - 1] == rp->nimages - 1)
+		i--;
+	return i;
+}
+
 static void cr_header_text(struct rd_pid *rp, const struct cr_death *d)
 {
 	char prog[256], sn[32];
@@ -219,11 +230,23 @@ static void cr_header_text(struct rd_pid *rp, const struct cr_death *d)
 		printf(", fault address 0x%" PRIx64, d->addr);
 	printf("\n");
 	if (d->faulting_thread >= 0)
-		printf("faulting thread: %" PRId64 " (tid %" PRIu32 ")\n", d->faulting_thread,
-		       d->faulting_tid);
+		printf("faulting thread: %" PRId64 " (tid %" PRIu32 ")%s\n", d->faulting_thread,
+		       d->faulting_tid,
+		       rp->nimages > 1 && d->faulting_tid == rp->p->pid
+		           ? ", the main thread of the program it exec'd last"
+		           : "");
 	else
 		printf("faulting thread: unknown%s%s\n", d->note ? ": " : "",
 		       d->note ? d->note : "");
+	size_t first = cr_first_of_last(rp);
+	if (first == 1)
+		printf("program images: %" PRIu32 " (exec); the stacks are the last one's, "
+		       "thread %" PRIu32 " ran the earlier one\n",
+		       rp->nimages, rp->p->thread_ids[0]);
+	else if (first > 1)
+		printf("program images: %" PRIu32 " (exec); the stacks are the last one's, "
+		       "threads %" PRIu32 "-%" PRIu32 " ran the earlier ones\n",
+		       rp->nimages, rp->p->thread_ids[0], rp->p->thread_ids[first - 1]);
 }
 
 static json_t *cr_header_json(struct rd_pid *rp, const struct cr_death *d)
@@ -243,18 +266,25 @@ static json_t *cr_header_json(struct rd_pid *rp, const struct cr_death *d)
 	json_object_set_new(o, "faulting_tid",
 	                    d->faulting_tid ? json_integer(d->faulting_tid) : json_null());
 	json_object_set_new(o, "caught", json_boolean(d->caught));
+	json_t *earlier = json_array();
+	for (size_t i = 0; i < cr_first_of_last(rp); i++)
+		json_array_append_new(earlier, json_integer(rp->p->thread_ids[i]));
+	json_object_set_new(o, "images", json_integer(rp->nimages));
+	json_object_set_new(o, "earlier_image_threads", earlier);
 	return o;
 }
 
-/* The faulting thread first (as gdb starts with it), then the others. */
+/* The faulting thread first (as gdb starts with it), then the others of
+ * the program image it died in. */
 static int cr_threads(struct rd_pid *rp, struct cr_death *d, json_t *threads, bool json)
 {
 	int err = 0;
+	size_t first = cr_first_of_last(rp);
 
-	for (size_t i = 0; i < rp->p->nthreads && !err; i++)
+	for (size_t i = first; i < rp->p->nthreads && !err; i++)
 		if ((int64_t)rp->p->thread_ids[i] == d->faulting_thread)
 			err = cr_thread(rp, i, d, threads, json);
-	for (size_t i = 0; i < rp->p->nthreads && !err; i++)
+	for (size_t i = first; i < rp->p->nthreads && !err; i++)
 		if ((int64_t)rp->p->thread_ids[i] != d->faulting_thread)
 			err = cr_thread(rp, i, d, threads, json);
 	return err;

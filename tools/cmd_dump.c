@@ -18,10 +18,12 @@
  * Speed: lines are formatted by hand into a buffer and written with one
  * fwrite into a 1 MiB stdio buffer; no JSON objects are built per event.
  */
+#define _GNU_SOURCE /* sigabbrev_np */
 #include <errno.h>
 #include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +229,11 @@ static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	const char *kind = ada_atf_kind_name(ev->event_kind);
 	const struct atf_detail_event_header *de = linked_detail(s->gen, ev);
 	const struct ada_name *nm = ada_names_get(dp->rp.names, ev->function_id);
+	/* The fatal-signal marker (docs/format.md) is no frame: its kind is
+	 * "signal" and its depth null, so a reader pairing calls by depth
+	 * skips it; the signal is in "signal" and "signal_name". */
+	bool marker =
+	    ev->event_kind == ATF_EVENT_EXCEPTION && (ev->call_depth & ADA_SIGNAL_MARKER_FLAG);
 
 	ln_str(l, "{");
 	if (dp->pid >= 0) {
@@ -242,11 +249,14 @@ static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	ln_u64(l, s->thread);
 	ln_str(l, ",\"kind\":");
 	if (kind)
-		ln_jstr(l, kind);
+		ln_jstr(l, marker ? "signal" : kind);
 	else
 		ln_u64(l, ev->event_kind);
 	ln_str(l, ",\"depth\":");
-	ln_u64(l, ev->call_depth);
+	if (marker)
+		ln_str(l, "null");
+	else
+		ln_u64(l, ev->call_depth);
 	ln_str(l, ",\"function_id\":");
 	ln_u64(l, ev->function_id);
 	ln_str(l, ",\"function\":");
@@ -270,9 +280,15 @@ static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 		ln_u64(l, ev->detail_seq);
 	if (de)
 		json_detail(l, s->gen->detail, de);
-	if (ev->event_kind == ATF_EVENT_EXCEPTION && (ev->call_depth & ADA_SIGNAL_MARKER_FLAG)) {
-		ln_str(l, ",\"signal\":"); /* the fatal-signal marker (docs/format.md) */
-		ln_u64(l, ev->call_depth & ~ADA_SIGNAL_MARKER_FLAG);
+	if (marker) {
+		uint32_t sig = ev->call_depth & ~ADA_SIGNAL_MARKER_FLAG;
+		const char *abbrev = sig && sig < 65 ? sigabbrev_np((int)sig) : NULL;
+		char name[32];
+		snprintf(name, sizeof(name), "SIG%s", abbrev ? abbrev : "?");
+		ln_str(l, ",\"signal\":");
+		ln_u64(l, sig);
+		ln_str(l, ",\"signal_name\":");
+		ln_jstr(l, name);
 		ln_str(l, ",\"fault_addr\":");
 		ln_u64(l, ev->function_id);
 	}

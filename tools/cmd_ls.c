@@ -4,11 +4,14 @@
  * duration, events, detail windows, how the processes ended, size on disk.
  * Everything comes from the manifests and the directory sizes; nothing is
  * followed through a symbolic link, and listings are bounded
- * (ADA_FS_WALK_MAX_ENTRIES). DIR may also be one session, or a pid_N
- * directory's parent that is not named session_*.
+ * (ADA_FS_WALK_MAX_ENTRIES). A session is a directory named session_* or
+ * holding pid_N directories, whatever its name; DIR may be one, hold
+ * several, or hold directories that hold them (one level: several --out
+ * directories).
  *
  * Exit status: 0; 1 when a session could not be read (the others are
- * listed); 2 for bad usage or a DIR that is not a directory.
+ * listed); 2 for bad usage, a DIR that is not a directory, or no session
+ * (one sentence saying what to do).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -30,10 +33,13 @@
 #define LS_MAX_SESSIONS 100000u
 #define LS_MAX_DEPTH 8
 
+#define LS_PIDS_WIDTH 22 /* the PIDS column: the first pids, then "+N more" */
+
 struct ls_row {
-	char *name;      /* session_YYYYMMDD_HHMMSS */
+	char *name;      /* session_YYYYMMDD_HHMMSS, or as DIR names it */
 	char start[32];  /* from the name: YYYY-MM-DD hh:mm:ss */
-	char pids[96];   /* "4242" or "4242 +2" */
+	char *pids;      /* every pid, "4242,4243" */
+	size_t pids_len; /* of pids */
 	char prog[128];  /* the first process's program */
 	char exit[64];   /* "exit 0", "SIGSEGV", "recording", "?" */
 	uint64_t t0, t1; /* CLOCK_BOOTTIME range of the processes */
@@ -97,15 +103,26 @@ static void ls_exit(const json_t *m, struct ls_row *r)
 	}
 }
 
+/* Appends ",pid" (or "pid") to r->pids. -ENOMEM. */
+static int ls_add_pid(struct ls_row *r, uint32_t pid)
+{
+	char *n = realloc(r->pids, r->pids_len + 13);
+
+	if (!n)
+		return -ENOMEM;
+	r->pids = n;
+	r->pids_len +=
+	    (size_t)snprintf(n + r->pids_len, 13, "%s%" PRIu32, r->pids_len ? "," : "", pid);
+	return 0;
+}
+
 static void ls_pid(const struct ada_atf_pid *p, struct ls_row *r, uint32_t *bad)
 {
 	json_t *m = NULL, *v;
-	size_t len = strlen(r->pids);
 
-	if (r->npids++ == 0)
-		snprintf(r->pids, sizeof(r->pids), "%" PRIu32, p->pid);
-	else if (len + 12 < sizeof(r->pids))
-		snprintf(r->pids + len, sizeof(r->pids) - len, ",%" PRIu32, p->pid);
+	r->npids++;
+	if (ls_add_pid(r, p->pid))
+		(*bad)++;
 	if (ada_manifest_read(p->dir, &m)) {
 		(*bad)++;
 		ada_log("%s: no readable manifest.json", p->dir);
@@ -146,29 +163,33 @@ static void ls_pid(const struct ada_atf_pid *p, struct ls_row *r, uint32_t *bad)
 	json_decref(m);
 }
 
-/* session_YYYYMMDD_HHMMSS -> "YYYY-MM-DD HH:MM:SS" (else "-"). */
+/* [DIR/]session_YYYYMMDD_HHMMSS -> "YYYY-MM-DD HH:MM:SS" (else "-"). */
 static void ls_start(const char *name, char *out, size_t len)
 {
+	const char *base = strrchr(name, '/');
 	unsigned y, mo, d, h, mi, s;
 
-	if (sscanf(name, "session_%4u%2u%2u_%2u%2u%2u", &y, &mo, &d, &h, &mi, &s) == 6)
+	if (sscanf(base ? base + 1 : name, "session_%4u%2u%2u_%2u%2u%2u", &y, &mo, &d, &h, &mi,
+	           &s) == 6)
 		snprintf(out, len, "%04u-%02u-%02u %02u:%02u:%02u", y, mo, d, h, mi, s);
 	else
 		snprintf(out, len, "-");
 }
 
-static int ls_session(int parent, const char *path, const char *name, struct ls_row *r,
-                      uint32_t *bad)
+/* The row of the session at path, entry name of the directory parent;
+ * shown as shown. */
+static int ls_session(int parent, const char *path, const char *name, const char *shown,
+                      struct ls_row *r, uint32_t *bad)
 {
 	struct ada_atf_tree *tree;
 	int fd, err = ada_atf_tree_scan(path, &tree);
 
 	memset(r, 0, sizeof(*r));
 	snprintf(r->exit, sizeof(r->exit), "?");
-	r->name = strdup(name);
+	r->name = strdup(shown);
 	if (!r->name)
 		return -ENOMEM;
-	ls_start(name, r->start, sizeof(r->start));
+	ls_start(shown, r->start, sizeof(r->start));
 	if (err)
 		return err;
 	for (size_t i = 0; i < tree->npids; i++)
@@ -181,17 +202,49 @@ static int ls_session(int parent, const char *path, const char *name, struct ls_
 	return 0;
 }
 
-static int ls_cmp(const void *a, const void *b)
+/* Newest first: by the start the name tells, then by name. */
+static int ls_cmp(const void *pa, const void *pb)
 {
-	return strcmp(((const struct ls_row *)b)->name, ((const struct ls_row *)a)->name);
+	const struct ls_row *a = pa, *b = pb;
+	int c = strcmp(b->start, a->start);
+
+	return c ? c : strcmp(b->name, a->name);
+}
+
+/* The PIDS column: as many pids as fit LS_PIDS_WIDTH with "+N more". */
+static const char *ls_pids_col(const struct ls_row *r, char *buf, size_t len)
+{
+	char more[32];
+	size_t keep = 0, shown = 0;
+
+	if (!r->pids || r->pids_len <= LS_PIDS_WIDTH)
+		return r->pids ? r->pids : "-";
+	for (size_t i = 0; i <= r->pids_len; i++) {
+		if (r->pids[i] != ',' && r->pids[i])
+			continue;
+		snprintf(more, sizeof(more), " +%" PRIu32 " more", r->npids - (uint32_t)shown - 1);
+		if (shown && i + strlen(more) > LS_PIDS_WIDTH)
+			break;
+		keep = i;
+		shown++;
+	}
+	snprintf(more, sizeof(more), " +%" PRIu32 " more", r->npids - (uint32_t)shown);
+	snprintf(buf, len, "%.*s%s", (int)keep, r->pids, more);
+	return buf;
 }
 
 static void ls_print(const struct ls_row *r, size_t n, bool json)
 {
-	char d[32], sz[32];
+	char d[32], sz[32], pids[64];
+	int w = 25; /* the SESSION column: as wide as the longest name */
 
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(r[i].name);
+		if (len > (size_t)w && len < 200)
+			w = (int)len;
+	}
 	if (!json)
-		printf("%-25s %-19s %-14s %-20s %10s %12s %7s %-10s %9s\n", "SESSION", "START",
+		printf("%-*s %-19s %-22s %-20s %10s %12s %7s %-10s %9s\n", w, "SESSION", "START",
 		       "PIDS", "COMMAND", "DURATION", "EVENTS", "WINDOWS", "END", "SIZE");
 	for (size_t i = 0; i < n; i++) {
 		if (r[i].bytes >= 1 << 20)
@@ -205,14 +258,14 @@ static void ls_print(const struct ls_row *r, size_t n, bool json)
 			    (json_int_t)(r[i].t1 > r[i].t0 ? r[i].t1 - r[i].t0 : 0), "events",
 			    (json_int_t)r[i].events, "windows", (json_int_t)r[i].windows, "end",
 			    r[i].exit, "abnormal", r[i].abnormal, "bytes", (json_int_t)r[i].bytes);
-			json_object_set_new(o, "pid_list", json_string(r[i].pids));
+			json_object_set_new(o, "pid_list", json_string(r[i].pids ? r[i].pids : ""));
 			json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
 			printf("\n");
 			json_decref(o);
 			continue;
 		}
-		printf("%-25s %-19s %-14s %-20s %10s %12" PRIu64 " %7" PRIu64 " %-10s %9s\n",
-		       r[i].name, r[i].start, r[i].pids, r[i].prog,
+		printf("%-*s %-19s %-22s %-20s %10s %12" PRIu64 " %7" PRIu64 " %-10s %9s\n", w,
+		       r[i].name, r[i].start, ls_pids_col(&r[i], pids, sizeof(pids)), r[i].prog,
 		       r[i].t1 > r[i].t0 ? rd_fmt_ns(r[i].t1 - r[i].t0, d, sizeof(d)) : "-",
 		       r[i].events, r[i].windows, r[i].exit, sz);
 	}
@@ -234,37 +287,92 @@ static bool ls_is_session(int fd)
 	return yes;
 }
 
-static int ls_collect(const char *dir, int fd, struct ls_row **rows, size_t *n, uint32_t *bad)
+struct ls_rows {
+	struct ls_row *v;
+	size_t n, cap;
+};
+
+/* Adds the row of the session name in fd (path dir), shown as shown. */
+static int ls_add(struct ls_rows *rs, int fd, const char *dir, const char *name, const char *shown,
+                  uint32_t *bad)
+{
+	char path[4096];
+
+	if (rs->n == rs->cap) {
+		size_t nc = rs->cap ? rs->cap * 2 : 64;
+		struct ls_row *nr = realloc(rs->v, nc * sizeof(*nr));
+		if (!nr)
+			return -ENOMEM;
+		rs->v = nr;
+		rs->cap = nc;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int e = ls_session(fd, path, name, shown, &rs->v[rs->n], bad);
+	if (e == -ENOMEM)
+		return e;
+	rs->n++;
+	return 0;
+}
+
+/* The sessions in fd (path dir): each directory named session_* or
+ * holding pid_N directories (whatever its name); at the top (prefix NULL)
+ * also those one level down, shown as SUB/NAME (a directory of --out
+ * directories). */
+static int ls_collect(const char *dir, int fd, const char *prefix, struct ls_rows *rs,
+                      uint32_t *bad)
 {
 	DIR *d = ada_fs_opendir(fd, ".");
 	struct dirent *de;
-	size_t cap = 0;
-	char path[4096];
-	int err = d ? 0 : -errno;
+	char shown[512], path[4096];
+	int sub, err = d ? 0 : -errno;
 
-	while (!err && (de = readdir(d)) && *n < LS_MAX_SESSIONS) {
-		if (strncmp(de->d_name, "session_", 8) ||
-		    ada_fs_entry_kind(dirfd(d), de) != ADA_FS_DIR)
+	while (!err && (de = readdir(d)) && rs->n < LS_MAX_SESSIONS) {
+		if (de->d_name[0] == '.' || ada_fs_entry_kind(dirfd(d), de) != ADA_FS_DIR ||
+		    ada_fs_open_dir(dirfd(d), de->d_name, &sub))
 			continue;
-		if (*n == cap) {
-			struct ls_row *nr =
-			    realloc(*rows, (cap = cap ? cap * 2 : 64) * sizeof(*nr));
-			if (!nr) {
-				err = -ENOMEM;
-				break;
-			}
-			*rows = nr;
+		snprintf(shown, sizeof(shown), "%s%s%s", prefix ? prefix : "", prefix ? "/" : "",
+		         de->d_name);
+		if (!strncmp(de->d_name, "session_", 8) || ls_is_session(sub)) {
+			err = ls_add(rs, dirfd(d), dir, de->d_name, shown, bad);
+		} else if (!prefix) {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			err = ls_collect(path, sub, de->d_name, rs, bad);
 		}
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		int e = ls_session(fd, path, de->d_name, &(*rows)[*n], bad);
-		if (e == -ENOMEM)
-			err = e;
-		else
-			(*n)++;
+		close(sub);
 	}
 	if (d)
 		closedir(d);
 	return err;
+}
+
+/* DIR missing, or holding no session: one sentence saying what to do. */
+static int ls_none(const char *dir, bool given, int err)
+{
+	if (!given && err == -ENOENT)
+		ada_log("no ./ada_traces here, where `ada record` puts its sessions: run ada ls "
+		        "where you recorded, or name the directory: ada ls DIR");
+	else if (err == -ENOENT)
+		ada_log("%s: no such directory; ada ls DIR takes the directory `ada record --out "
+		        "DIR` wrote to, or one session in it",
+		        dir);
+	else if (err)
+		ada_log("%s: %s", dir, strerror(-err));
+	else
+		ada_log("%s: no sessions here (a session is a directory of pid_N directories, as "
+		        "`ada record --out %s` makes)",
+		        dir, dir);
+	return 2;
+}
+
+static int ls_one(const char *dir, struct ls_rows *rs, uint32_t *bad)
+{
+	const char *b = strrchr(dir, '/');
+
+	rs->v = calloc(1, sizeof(*rs->v));
+	if (!rs->v)
+		return -ENOMEM;
+	rs->n = 1;
+	return ls_session(AT_FDCWD, dir, dir, b && b[1] ? b + 1 : dir, rs->v, bad);
 }
 
 int cmd_ls(int argc, char **argv)
@@ -272,8 +380,7 @@ int cmd_ls(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
 	const char *dir = "ada_traces";
-	struct ls_row *rows = NULL;
-	size_t n = 0;
+	struct ls_rows rs = {0};
 	uint32_t bad = 0;
 	bool json = false;
 	int c, fd, err;
@@ -296,33 +403,20 @@ int cmd_ls(int argc, char **argv)
 	if (optind == argc - 1)
 		dir = argv[optind];
 	err = ada_fs_open_dir(AT_FDCWD, dir, &fd);
-	if (err) {
-		ada_log("%s: %s", dir,
-		        err == -ENOENT ? "no such directory (no recording made here "
-		                         "yet? `ada record --out DIR` makes one)"
-		                       : strerror(-err));
-		return 2;
-	}
-	if (ls_is_session(fd)) {
-		rows = calloc(1, sizeof(*rows));
-		const char *b = strrchr(dir, '/');
-		err = rows ? ls_session(AT_FDCWD, dir, dir, rows, &bad) : -ENOMEM;
-		if (rows && b && b[1]) {
-			free(rows->name);
-			rows->name = strdup(b + 1);
-			ls_start(b + 1, rows->start, sizeof(rows->start));
-		}
-		n = rows && rows->name ? 1 : 0;
-	} else {
-		err = ls_collect(dir, fd, &rows, &n, &bad);
-	}
+	if (err)
+		return ls_none(dir, optind == argc - 1, err);
+	err = ls_is_session(fd) ? ls_one(dir, &rs, &bad) : ls_collect(dir, fd, NULL, &rs, &bad);
 	close(fd);
-	qsort(rows, n, sizeof(*rows), ls_cmp);
+	if (!err && !rs.n)
+		return ls_none(dir, true, 0);
+	qsort(rs.v, rs.n, sizeof(*rs.v), ls_cmp);
 	if (!err)
-		ls_print(rows, n, json);
-	for (size_t i = 0; i < n; i++)
-		free(rows[i].name);
-	free(rows);
+		ls_print(rs.v, rs.n, json);
+	for (size_t i = 0; i < rs.n; i++) {
+		free(rs.v[i].name);
+		free(rs.v[i].pids);
+	}
+	free(rs.v);
 	if (err) {
 		ada_log("%s: %s", dir, strerror(-err));
 		return 1;

@@ -229,9 +229,11 @@ static void rp_text(const struct rp_state *s, struct rd_pid *rp, const struct ad
 	char prog[256];
 	uint32_t cur = UINT32_MAX - 1;
 
-	printf("== %s (pid %" PRIu32 "): %" PRIu32 " thread%s, %" PRIu64 " events, %zu functions\n",
-	       rd_program(rp, prog, sizeof(prog)), rp->p->pid, nthreads, nthreads == 1 ? "" : "s",
-	       st->events, s->n);
+	printf("== %s (pid %" PRIu32 "): %" PRIu32 " thread%s, ",
+	       rd_program(rp, prog, sizeof(prog)), rp->p->pid, nthreads, nthreads == 1 ? "" : "s");
+	if (rp->nimages > 1)
+		printf("%" PRIu32 " program images (exec), ", rp->nimages);
+	printf("%" PRIu64 " events, %zu functions\n", st->events, s->n);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct rp_fn *f = &s->fns[i];
 		if (f->thread != cur) {
@@ -292,6 +294,7 @@ static json_t *rp_json(const struct rp_state *s, struct rd_pid *rp,
 	json_object_set_new(o, "pid", json_integer(rp->p->pid));
 	json_object_set_new(o, "program", json_string(rd_program(rp, prog, sizeof(prog))));
 	json_object_set_new(o, "threads", json_integer(nthreads));
+	json_object_set_new(o, "images", json_integer(rp->nimages));
 	json_object_set_new(tot, "events", json_integer((json_int_t)st->events));
 	json_object_set_new(tot, "calls", json_integer((json_int_t)st->calls));
 	json_object_set_new(tot, "returns", json_integer((json_int_t)st->returns));
@@ -327,7 +330,7 @@ static int rp_walk_pid(struct rp_state *s, struct rd_pid *rp, struct ada_frames 
 		s->thread = t->thread;
 		s->tid = rd_thread_tid(rp, t);
 		rd_thread_walk(t, w, 0, UINT64_MAX, true);
-		(*nthreads)++;
+		*nthreads += !rd_thread_new_image(rp, i); /* an exec's main thread: the same */
 		ada_atf_thread_free(t);
 	}
 	return s->err;

@@ -47,6 +47,33 @@ static uint64_t rd_first_event(const struct ada_atf_pid *p)
 	return t0 == UINT64_MAX ? 0 : t0;
 }
 
+/* image[] and nimages (read.h): thread_dirs are sorted by N, the order
+ * the recorder made them in. -ENOMEM. */
+static int rd_images(struct rd_pid *rp)
+{
+	bool main_seen = false;
+
+	rp->nimages = 1;
+	rp->image = calloc(rp->p->nthreads ? rp->p->nthreads : 1, sizeof(*rp->image));
+	if (!rp->image)
+		return -ENOMEM;
+	for (size_t i = 0; i < rp->p->nthreads; i++) {
+		uint32_t tid =
+		    rp->manifest ? ada_manifest_tid_of(rp->manifest, rp->p->thread_ids[i]) : 0;
+		if (tid && tid == rp->p->pid) {
+			rp->nimages += main_seen;
+			main_seen = true;
+		}
+		rp->image[i] = rp->nimages - 1;
+	}
+	return 0;
+}
+
+bool rd_thread_new_image(const struct rd_pid *rp, size_t i)
+{
+	return i && rp->image[i] != rp->image[i - 1];
+}
+
 int rd_pid_open(const struct ada_atf_pid *p, enum ada_demangle dm, struct rd_pid *out)
 {
 	json_t *v;
@@ -59,6 +86,8 @@ int rd_pid_open(const struct ada_atf_pid *p, enum ada_demangle dm, struct rd_pid
 	err = ada_symtab_load(p->dir, out->manifest, rd_syms_warn, NULL, &out->syms);
 	if (!err)
 		err = ada_names_new(out->syms, dm, &out->names);
+	if (!err)
+		err = rd_images(out);
 	if (err) {
 		rd_pid_close(out);
 		return err;
@@ -71,6 +100,7 @@ int rd_pid_open(const struct ada_atf_pid *p, enum ada_demangle dm, struct rd_pid
 
 void rd_pid_close(struct rd_pid *rp)
 {
+	free(rp->image);
 	ada_names_free(rp->names);
 	ada_symtab_free(rp->syms);
 	json_decref(rp->manifest);

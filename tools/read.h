@@ -25,12 +25,24 @@ struct rd_pid {
 	struct ada_names *names;
 	uint32_t damaged; /* files skipped or read partly: the command exits 1 */
 	uint64_t t0;      /* the time "+1.5s" counts from: the recording's start */
+	uint32_t *image;  /* per thread (as p->thread_dirs): its program image, 0 first */
+	uint32_t nimages; /* program images the pid ran: 1 + its execs seen */
 };
 
 /* Reads the manifest (a damaged one is said and ignored), the symbol files
  * and makes the name cache. -errno (said by the caller). */
 int rd_pid_open(const struct ada_atf_pid *p, enum ada_demangle dm, struct rd_pid *out);
 void rd_pid_close(struct rd_pid *rp);
+
+/* Program images (exec): a process that exec'd keeps its pid, and the new
+ * image's threads get new thread_N directories, its main thread too (tid
+ * = pid). So thread_N whose tid (the manifest's) is the pid and is not the
+ * first such begins a new image, and every later thread_N is of that
+ * image. rd_pid_open() fills image[] and nimages. rd_thread_new_image():
+ * thread i (index in thread_dirs) is the main thread of an image after
+ * the first, the thread of an earlier one: counting threads, it is not
+ * counted again. */
+bool rd_thread_new_image(const struct rd_pid *rp, size_t i);
 
 /* Opens thread i of the pid with every generation: strictly, then a
  * damaged file again for its whole events, saying so. A thread directory

@@ -55,14 +55,12 @@ IGNORED_OWN = {"_init", "_fini", "_start", "frame_dummy", "register_tm_clones",
 
 EXEC_NAMES = re.compile(r"^(__)?(f?exec[a-z]*|execveat)$")
 
-# An EXCEPTION whose depth has this bit is the fatal-signal marker the
-# drain appends for a crashed thread (docs/format.md), not a frame.
-SIGNAL_MARKER = 0x80000000
-
-
+# The fatal-signal marker the drain appends for a crashed thread
+# (docs/format.md: an EXCEPTION whose depth has bit 31), not a frame:
+# `ada dump --format jsonl` prints it as kind "signal" with a null depth
+# and the signal in "signal" (docs/dump.md).
 def is_signal_marker(ev):
-    d = ev.get("depth")
-    return ev.get("kind") == "exception" and isinstance(d, int) and d & SIGNAL_MARKER
+    return ev.get("kind") == "signal"
 
 
 class Fail(Exception):
@@ -1355,7 +1353,7 @@ def check_flight_crash(rep, ada, pid_dir, m, sig, top, below=()):
                   c.get("time_ns"), wins))
     events = [e for e in ada.dump(pid_dir) if e.get("tid") == tid]
     last = events[-1] if events else {}
-    rep.check(is_signal_marker(last) and last.get("depth") & 0x7fffffff == sig,
+    rep.check(is_signal_marker(last) and last.get("signal") == sig and last.get("depth") is None,
               "the faulting thread's last index event should be the signal %d marker: %r"
               % (sig, last))
     return stacks[0]

@@ -23,6 +23,9 @@ never for time.
              recording goes on to a complete manifest.
   never      a `--detail never` recording asked to arm says so and suggests
              `--detail triggered`.
+  windows    `ada windows PID` while recording lists the window fired by
+             `ada trigger --note` as the control socket knows it; `ada windows
+             SESSION` afterwards gives the manifest's records for it.
   registry   a process whose environment no longer names its session (it
              overwrote it) is still found from its pid, through the per-user
              registry; the registry entry is gone after the recording.
@@ -201,6 +204,50 @@ def case_note(ada, target, work):
           "want one manual window with the note; the manifest has %s" % json.dumps(w)[:800])
     check("manual" in man["flight_recorder"]["triggers"], "manual was not armed")
     print("note: the manual window has its note %r" % w[0]["note"])
+
+
+def case_windows(ada, target, work):
+    """`ada windows PID` while recording: the window the control socket
+    knows (no records yet); `ada windows SESSION` afterwards: the
+    manifest's, the same fire."""
+    r = Rec(ada, target, work)
+    try:
+        r.do("busy")
+        r.ada_cmd("trigger", str(r.pid), "--note", "windows test")
+        r.do("busy")
+        live = {"windows": []}
+        # The drain publishes the window within its 10 ms cadence: ask until
+        # it shows (a poll, not a timed wait).
+        for _ in range(1200):
+            rc, so, se = run([ada, "windows", "--json", str(r.pid)])
+            if rc == 0:
+                live = json.loads(so)
+                if live["windows"]:
+                    break
+            time.sleep(0.05)
+        check(live.get("live") is True and len(live["windows"]) == 1 and live["total"] == 1,
+              "ada windows PID --json while recording: %r (stderr %r)" % (live, se))
+        lw = live["windows"][0]
+        check(lw["trigger"] == "manual" and lw["note"] == "windows test" and
+              lw["records"] is None and lw["pre_roll_ns"] == lw["fire_ns"] - lw["from_ns"],
+              "the live window: %r" % lw)
+        rc, so, _ = run([ada, "windows", str(r.pid)])
+        check(rc == 0 and "1 window, recording" in so.splitlines()[0] and
+              ' manual ' in so and so.rstrip().endswith('note: "windows test"'),
+              "ada windows PID: %r" % so)
+        man = r.finish()
+    finally:
+        r.kill()
+    w = windows(man)
+    check(len(w) == 1 and (w[0]["fire_ns"], w[0]["from_ns"]) == (lw["fire_ns"], lw["from_ns"]),
+          "the manifest's window is not the live one: %s" % json.dumps(w)[:800])
+    rc, so, _ = run([ada, "windows", "--json", r.session])
+    fin = json.loads(so) if rc == 0 else {}
+    fw = (fin.get("windows") or [{}])[0]
+    check(fin.get("live") is False and fw.get("records") == w[0]["records"] and
+          fw.get("window_lost") == w[0]["window_lost"] and fw.get("note") == "windows test",
+          "ada windows SESSION --json after the end: %r" % fin)
+    print("windows: live and finished agree on the window fired at %d" % w[0]["fire_ns"])
 
 
 STATUS_KEYS = ("recording", "events", "events_per_sec", "drops", "drops_per_sec",
@@ -629,7 +676,7 @@ def case_fakeserver(ada, target, work):
     print("fakeserver: status, arm, trigger and disarm printed no control character")
 
 
-CASES = {"retitle": case_retitle, "arm": case_arm, "held": case_held, "fakeserver": case_fakeserver, "note": case_note, "status": case_status,
+CASES = {"retitle": case_retitle, "arm": case_arm, "held": case_held, "fakeserver": case_fakeserver, "windows": case_windows, "note": case_note, "status": case_status,
          "malformed": case_malformed, "never": case_never, "peer": case_peer,
          "registry": case_registry, "always": case_always}
 

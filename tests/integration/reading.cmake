@@ -23,6 +23,9 @@ ada_read_test(report_threads report RUN ${T}/t_threads_O2)
 ada_read_test(report_recursion report RUN ${T}/t_recursion_O0)
 ada_read_test(names_cxx names RUN ${T}/t_cxx_O0 dtor)
 ada_read_test(crash_segv crash RUN ${T}/t_crash_O2)
+# An exec chain in one pid: its images are not counted as threads.
+ada_read_test(report_exec report_exec RUN ${T}/t_exec_child_O2 chain 2)
+ada_read_test(crash_exec crash_exec RUN /bin/sh -c "exec ${T}/t_crash_O2")
 ada_read_test(crash_args crash_args OPTS --record-opt=--trigger --record-opt=crash
               RUN ${T}/t_flight_O2 segv)
 ada_read_test(chrome_threads chrome RUN ${T}/t_threads_O2)
@@ -30,6 +33,10 @@ ada_read_test(chrome_cxx chrome RUN ${T}/t_cxx_O2 throw)
 ada_read_test(chrome_flight chrome_flight OPTS --record-opt=--trigger --record-opt=symbol=rare_event
               RUN ${T}/t_flight_O2 symbol)
 ada_read_test(flame_threads flame RUN ${T}/t_threads_O2)
+ada_read_test(graph_threads graph RUN ${T}/t_threads_O2)
+ada_read_test(graph_recursion graph RUN ${T}/t_recursion_O0)
+ada_read_test(windows_flight windows OPTS --record-opt=--trigger --record-opt=symbol=rare_event
+              RUN ${T}/t_flight_O2 symbol)
 ada_read_test(flame_recursion flame RUN ${T}/t_recursion_O2)
 ada_read_test(dump_window dump_window OPTS --record-opt=--trigger --record-opt=symbol=rare_event
               RUN ${T}/t_flight_O2 symbol)

@@ -26,7 +26,6 @@ from ada_itest import parse_counts  # noqa: E402  (the tcount table format)
 
 SKIP = 77
 TIMEOUT = 120
-SIGNAL_MARKER = 0x80000000
 
 
 class Fail(Exception):
@@ -54,6 +53,7 @@ class Session:
 
     def __init__(self, ada, work, argv, record_opts=()):
         self.ada = ada
+        self.argv = argv
         rec = os.path.join(work, "rec")
         shutil.rmtree(rec, ignore_errors=True)
         os.makedirs(rec)
@@ -108,7 +108,7 @@ def pair_frames(events):
                 frames.append([th, ev["function"], ev["ts"], None, None,
                                stack[-1][0] if stack else None, ev])
                 stack.append((len(frames) - 1, d))
-            elif ev["kind"] in ("return", "exception") and not d & SIGNAL_MARKER:
+            elif ev["kind"] in ("return", "exception"):
                 while stack and stack[-1][1] > d:
                     stack.pop()
                 if stack and stack[-1][1] == d:
@@ -186,6 +186,13 @@ def check_names(s, c):
     rep = s.report()
     names = {f["function"] for f in rep["functions"]}
     c.check("Guard::~Guard()" in names, "report: Guard::~Guard() missing")
+    dtor = sum(f["calls"] for f in rep["functions"] if f["function"] == "Guard::~Guard()")
+    for args in (("Guard::~Guard()",), ("--demangle", "simple", "Guard::~Guard"),
+                 ("--demangle", "no", "_ZN5GuardD*")):
+        g = json.loads(s.run("graph", "--json", *args[:-1], s.pid_dir, args[-1]))["processes"]
+        c.check(len(g) == 1 and g[0]["calls"] == dtor,
+                f"graph {' '.join(args)}: {g[0]['calls'] if g else 'no graph'} calls, "
+                f"report says {dtor}")
     for fn, calls in own_totals(s.counts).items():
         c.check(not calls or fn in names, f"report: {fn} missing")
 
@@ -213,6 +220,12 @@ def check_crash(s, c, args=False):
         c.check(sorted(lost) == sorted(want), f"crash: the program's lost frames {lost}")
     rows = [json.loads(l) for l in s.run("ls", "--json", os.path.dirname(s.dir)).splitlines()]
     c.check(len(rows) == 1 and rows[0]["end"] == "SIGSEGV" and rows[0]["abnormal"], f"ls: {rows}")
+    # The fatal-signal marker in jsonl: the signal, not the raw depth flag.
+    tid = faulting[0]["tid"]
+    marks = [e for e in s.events() if e["kind"] == "signal"]
+    c.check(len(marks) == 1 and marks[0]["tid"] == tid and marks[0]["depth"] is None and
+            marks[0]["signal"] == 11 and marks[0]["signal_name"] == "SIGSEGV" and
+            marks[0]["fault_addr"] == 0, f"dump jsonl: the signal marker {marks}")
     text = s.run("crash", s.dir)
     order = [text.find(f"#{i}   {fn} ") for i, fn in enumerate(want)]
     c.check(all(o >= 0 for o in order) and order == sorted(order),
@@ -223,6 +236,46 @@ def check_crash(s, c, args=False):
                 f"crash: fault_here's arguments {a}")
         c.check("fault_here (rdi=0x1111, rsi=0x2222, rdx=0x3333" in text,
                 "crash text: no arguments for fault_here")
+
+
+def thread_tids(s):
+    with open(os.path.join(s.pid_dir, "manifest.json")) as f:
+        m = json.load(f)
+    return m["pid"], [t["tid"] for t in m["threads"]]
+
+
+def check_report_exec(s, c):
+    """A process that exec'd itself (t_exec_child chain N): one thread,
+    N + 1 program images, not N + 1 threads."""
+    pid, tids = thread_tids(s)
+    n = int(s.argv[-1]) + 1
+    c.check(tids == [pid] * n, f"the manifest's threads {tids}: want {n} of tid {pid}")
+    rep = s.report()
+    c.check((rep["threads"], rep["images"]) == (1, n),
+            f"report --json: threads {rep['threads']}, images {rep['images']}; want 1, {n}")
+    head = s.run("report", s.pid_dir).splitlines()[0]
+    c.check(f": 1 thread, {n} program images (exec), " in head, "report text: " + head)
+
+
+def check_crash_exec(s, c):
+    """A shell that exec'd the crashing program: the stacks are the last
+    image's; the shell's thread is named as an earlier image, not listed as
+    a thread at the moment of death."""
+    pid, tids = thread_tids(s)
+    c.check(tids == [pid, pid], f"the manifest's threads {tids}: want the shell's and t_crash's")
+    doc = json.loads(s.run("crash", "--json", s.dir))
+    p = doc["processes"][0] if doc["processes"] else {}
+    c.check(p.get("images") == 2 and p.get("earlier_image_threads") == [0] and
+            p.get("faulting_thread") == 1 and [t["thread"] for t in p.get("threads", [])] == [1],
+            f"crash --json: {json.dumps(p)[:800]}")
+    frames = [f["function"] for f in p["threads"][0]["frames"]] if p.get("threads") else []
+    c.check(frames[:3] == ["crash_inner", "crash_outer", "main"], f"crash: stack {frames}")
+    text = s.run("crash", s.dir)
+    c.check(f"faulting thread: 1 (tid {pid}), the main thread of the program it exec'd last"
+            in text and "thread 0 ran the earlier one" in text and "Thread 0 " not in text,
+            "crash text:\n" + text)
+    rep = s.report()
+    c.check((rep["threads"], rep["images"]) == (1, 2), f"report: {rep['threads']} threads")
 
 
 def check_crash_args(s, c):
@@ -357,6 +410,96 @@ def check_dump_window(s, c):
             "dump --function top --depth 2: not two levels")
 
 
+def check_graph(s, c):
+    """ada graph FN: its calls, total and self time are ada report's, for
+    every function the program counted; the callers' calls add up to the
+    tree's root; the root's children are the direct callees the dump's
+    events give, with their call counts."""
+    rep = s.report()
+    by_name = collections.defaultdict(lambda: collections.Counter())
+    for f in rep["functions"]:
+        for k in ("calls", "total_ns", "self_ns", "exceptions", "open"):
+            by_name[f["function"]][k] += f[k]
+    frames = pair_frames(s.events())
+    for fn, n in own_totals(s.counts).items():
+        if not n:
+            continue
+        doc = json.loads(s.run("graph", "--json", s.pid_dir, fn))
+        if not c.check(len(doc["processes"]) == 1, f"graph {fn}: {len(doc['processes'])} graphs"):
+            continue
+        g = doc["processes"][0]
+        want = by_name[fn]
+        for k in ("calls", "total_ns", "self_ns", "exceptions", "open"):
+            c.check(g[k] == want[k], f"graph {fn}: {k} {g[k]}, report says {want[k]}")
+        root = g["callees"][0]
+        c.check(sum(x["calls"] for x in g["callers"]) == root["calls"],
+                f"graph {fn}: the callers' calls do not add up to the root's {root['calls']}")
+        # The outermost frames of fn and their direct callees, from the events.
+        inside = set()
+        outer = []
+        for i, f in enumerate(frames):
+            parent = f[5]
+            if parent is not None and (parent in inside or frames[parent][1] == fn):
+                inside.add(i)
+            if f[1] == fn and i not in inside:
+                outer.append(i)
+        c.check(root["calls"] == len(outer),
+                f"graph {fn}: root has {root['calls']} calls, the events {len(outer)} outermost")
+        outer_set = set(outer)
+        kids = collections.Counter(f[1] for f in frames if f[5] in outer_set)
+        got = collections.Counter()
+        for x in g["callees"]:
+            if x["depth"] == 1:
+                got[x["function"]] += x["calls"]
+        c.check(got == kids, f"graph {fn}: direct callees {dict(got)}, the events give "
+                f"{dict(kids)}")
+    text = s.run("graph", s.pid_dir, "main")
+    c.check(text.startswith("== ") and "callers (1 call path):" in text and
+            "callees (its outermost calls" in text, "graph main, text:\n" + text[:1500])
+
+
+def check_windows(s, c):
+    """ada windows DIR: every window of the manifests, with their numbers
+    (one process: its records and losses; the reach the farthest of its
+    threads')."""
+    mans = []
+    for d in sorted(glob.glob(os.path.join(s.dir, "pid_*"))):
+        with open(os.path.join(d, "manifest.json")) as f:
+            mans.append(json.load(f))
+    want = {}
+    for m in mans:
+        for w in m["flight_recorder"]["windows"]:
+            e = want.setdefault(w["id"], dict(w, records=0, window_lost=0, pre=None, post=None))
+            e["records"] += w["records"]
+            e["window_lost"] += w["window_lost"]
+            for t in w["threads"]:
+                for k, tk in (("pre", "pre_achieved_ns"), ("post", "post_achieved_ns")):
+                    if t.get(tk) is not None:
+                        e[k] = max(e[k] or 0, t[tk])
+    doc = json.loads(s.run("windows", "--json", s.dir))
+    got = {w["id"]: w for w in doc["windows"]}
+    c.check(not doc["live"] and len(want) >= 1 and sorted(got) == sorted(want),
+            f"windows: ids {sorted(got)}, the manifests have {sorted(want)}")
+    for i, w in want.items():
+        g = got.get(i, {})
+        for k in ("trigger", "fire_ns", "from_ns", "to_ns", "pre_roll_ns", "post_roll_ns",
+                  "records", "window_lost", "fires"):
+            c.check(g.get(k) == w[k], f"windows: window {i} {k} {g.get(k)}, manifest {w[k]}")
+        c.check(g.get("note") == w.get("note") and g.get("closed") == w["closed"] and
+                g.get("pre_achieved_ns") == w["pre"] and g.get("post_achieved_ns") == w["post"],
+                f"windows: window {i}: {g}, manifest {w}")
+    for i, w in want.items():
+        if w["trigger"].startswith("symbol="):
+            c.check(got.get(i, {}).get("function") == w["trigger"][7:],
+                    f"windows: window {i} names {got.get(i, {}).get('function')!r}")
+    text = s.run("windows", s.dir).splitlines()
+    c.check(len(text) == 2 + len(want) and text[0].endswith(f": {len(want)} window" +
+                                                          ("" if len(want) == 1 else "s")),
+            "windows text:\n" + "\n".join(text))
+    c.check(any(l.split()[0] == str(i) and w["trigger"] in l for l in text[2:] for i, w in
+                want.items()), "windows text: no row with the trigger:\n" + "\n".join(text))
+
+
 def check_browser(s, c):
     """The Chrome export and the folded stacks in speedscope, ada's SVG with
     its zoom and search, in headless Chromium (tests/integration/browser_test.js)."""
@@ -385,7 +528,7 @@ def check_browser(s, c):
     c.check(rc == 0, f"browser: exit {rc} (screenshots in {os.path.abspath(shots)})")
 
 
-CHECKS = {"browser": check_browser, "dump_window": check_dump_window, "flame": check_flame, "chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
+CHECKS = {"browser": check_browser, "graph": check_graph, "report_exec": check_report_exec, "crash_exec": check_crash_exec, "windows": check_windows, "dump_window": check_dump_window, "flame": check_flame, "chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
           "crash_args": check_crash_args}
 
 

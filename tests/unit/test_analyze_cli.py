@@ -214,8 +214,162 @@ def test_dump_units():
     check(ts == [1200, 1200, 1250], f"dump --from 1200 --to 1250 (absolute ns): {ts}")
 
 
-CASES = [test_ls, test_report, test_damaged, test_unreadable, test_dump, test_dump_units,
-         test_export_flame, test_damaged_export]
+def test_graph():
+    """ada graph: the function's own numbers are ada report's; callers by
+    call path, callees as a tree, aggregated over the calls."""
+    rep = fns_by_name(json.loads(ada("report", "--json", GOLDEN)[1]))
+    for name in ("main", "foo", "bar", "worker"):
+        rc, out, err = ada("graph", "--json", GOLDEN, name)
+        check(rc == 0, f"graph {name}: exit {rc}: {err}")
+        p = json.loads(out)["processes"][0]
+        r = rep[name]
+        check(all(p[k] == r[k] for k in ("calls", "returns", "exceptions", "open", "total_ns",
+                                           "self_ns")), f"graph {name}: {p} is not report's {r}")
+    rc, out, _ = ada("graph", "--json", GOLDEN, "foo")
+    p = json.loads(out)["processes"][0]
+    callers = sorted((c["path"], c["calls"], c["total_ns"], c["self_ns"]) for c in p["callers"])
+    check(callers == [(["main"], 1, 300, 200), (["worker"], 1, 50, 50)],
+          f"graph foo: callers {callers}")
+    tree = [(n["function"], n["depth"], n["parent"], n["calls"], n["total_ns"], n["self_ns"])
+            for n in p["callees"]]
+    check(tree == [("foo", 0, None, 2, 350, 250), ("bar", 1, 0, 1, 100, 100)],
+          f"graph foo: callees {tree}")
+    rc, out, _ = ada("graph", "--json", "--thread", "1", GOLDEN, "foo")
+    p = json.loads(out)["processes"][0]
+    check((p["calls"], p["total_ns"], p["exceptions"]) == (1, 50, 1), f"graph --thread 1: {p}")
+    rc, out, _ = ada("graph", GOLDEN, "main")
+    lines = out.splitlines()
+    want = ["         1     300 ns     200 ns  +- foo", "         1     100 ns     100 ns  |  +- bar",
+            "         1       0 ns       0 ns  +- 2:7"]
+    i = lines.index(want[0]) if want[0] in lines else -1
+    check(i > 0 and lines[i:i + 3] == want, "graph main, text tree:\n" + out)
+    check(any(l.endswith("  main  (at the bottom of a stack)") for l in lines),
+          "graph main: the caller line of a root call:\n" + out)
+    rc, out, _ = ada("graph", "--json", "--depth", "1", GOLDEN, "main")
+    check([n["function"] for n in json.loads(out)["processes"][0]["callees"]] ==
+          ["main", "foo", "2:7"], "graph --depth 1")
+    rc, out, _ = ada("graph", "--json", GOLDEN, "[fb]*")
+    p = json.loads(out)["processes"][0]
+    check(p["calls"] == 3 and p["total_ns"] == 450 and len(p["matched"]) == 2,
+          f"graph with a glob taking foo and bar: {p['calls']} calls, {p['total_ns']} ns")
+    rc, _, err = ada("graph", GOLDEN, "nosuch")
+    check(rc == 1 and "no call of 'nosuch'" in err, f"graph of a function never called: {rc} {err}")
+    rc, _, err = ada("graph", GOLDEN)
+    check(rc == 2, f"graph without a function: exit {rc}")
+
+
+def windows_copy():
+    """The golden session as two processes, with two windows in their
+    manifests (docs/manifest.md: every manifest lists every window, with
+    that process's records, losses and per-thread reach)."""
+    d = os.path.join(WORK, "windows")
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(GOLDEN, d)
+    shutil.copytree(os.path.join(d, "pid_4242"), os.path.join(d, "pid_4243"))
+    th = lambda n, pre, post: {"thread": n, "tid": 4242 + n, "records": 1, "bytes": 64,
+                               "unlinked": 0, "window_lost": 0, "errors": 0, "copies": 1,
+                               "copies_skipped": 0, "pre_achieved_ns": pre,
+                               "post_achieved_ns": post}
+    w0 = {"id": 0, "trigger": "manual", "fire_ns": 1200, "from_ns": 1000, "to_ns": 1500,
+          "fires": 2, "note": "deploy 42", "pre_roll_ns": 200, "post_roll_ns": 300}
+    w1 = {"id": 1, "trigger": "latency=function:bar>50ns", "fire_ns": 1300, "from_ns": 1250,
+          "to_ns": 1350, "fires": 1, "tid": 4242, "function_id": "0x100000002",
+          "duration_ns": 80, "threshold_ns": 50}
+    parts = {4242: [dict(w0, records=5, window_lost=1, closed=True,
+                         threads=[th(0, 150, 300), th(1, 200, 100)]),
+                    dict(w1, records=3, window_lost=0, closed=True, threads=[th(0, 40, None)])],
+             4243: [dict(w0, records=7, window_lost=0, closed=True, threads=[th(0, 180, None)]),
+                    dict(w1, records=0, window_lost=2, closed=False, threads=[])]}
+    for pid, ws in parts.items():
+        path = os.path.join(d, f"pid_{pid}", "manifest.json")
+        with open(path) as f:
+            m = json.load(f)
+        m["pid"] = pid
+        m["flight_recorder"] = {"windows": ws, "triggers": ["manual", "symbol=bar"]}
+        with open(path, "w") as f:
+            json.dump(m, f)
+    return d
+
+
+def test_windows():
+    d = windows_copy()
+    rc, out, err = ada("windows", "--json", d)
+    check(rc == 0, f"windows --json: exit {rc}: {err}")
+    doc = json.loads(out)
+    ws = doc["windows"]
+    check(not doc["live"] and doc["total"] == 2 and [w["id"] for w in ws] == [0, 1],
+          f"windows: {out[:600]}")
+    if len(ws) != 2:
+        return
+    keys = ("trigger", "fire_ns", "pre_roll_ns", "pre_achieved_ns", "post_roll_ns",
+            "post_achieved_ns", "records", "window_lost", "fires", "note", "closed")
+    got = [tuple(w[k] for k in keys) for w in ws]
+    want = [("manual", 1200, 200, 200, 300, 300, 12, 1, 2, "deploy 42", True),
+            ("latency=function:bar>50ns", 1300, 50, 40, 50, None, 3, 2, 1, None, False)]
+    check(got == want, f"windows: {got}, want {want}")
+    check([p["pid"] for p in ws[0]["processes"]] == [4242, 4243] and
+          ws[1]["tid"] == 4242 and ws[1]["function_id"] == "0x100000002" and
+          ws[1]["function"] == "bar" and ws[0]["function"] is None and
+          (ws[1]["duration_ns"], ws[1]["threshold_ns"]) == (80, 50),
+          f"windows: per process, tid, function {ws[1]}")
+    rc, out, _ = ada("windows", d)
+    lines = out.splitlines()
+    check(rc == 0 and lines[0] == f"{d}: 2 windows" and lines[1].split()[:3] == ["ID", "FIRED", "PRE"],
+          "windows text header:\n" + out)
+    check(len(lines) == 4 and lines[2].split()[:10] ==
+          ["0", "+300", "ns", "200", "ns", "200", "ns", "300", "ns", "300"] and
+          lines[2].endswith("manual (2 fires merged)  note: \"deploy 42\"") and
+          lines[3].split()[10:] ==
+          ["3", "2", "latency=function:bar>50ns", "[bar]", "took", "80", "ns,", "over", "50", "ns",
+           "(cut", "short", "by", "the", "end", "of", "the", "recording)"],
+          "windows text rows:\n" + out)
+    rc, out, _ = ada("windows", GOLDEN)
+    check(rc == 0 and out == f"{GOLDEN}: 0 windows\n", f"windows of a session without: {out!r}")
+    rc, _, err = ada("windows", os.path.join(WORK, "nowhere"))
+    check(rc != 0 and "neither a pid nor a directory" in err, f"windows nowhere: {rc} {err}")
+
+
+def test_ls_finds():
+    """ada ls: sessions under any name, one level of --out directories
+    down, a long pid list cut short, and one sentence when there is
+    nothing to list."""
+    top = os.path.join(WORK, "ls_parent")
+    shutil.rmtree(top, ignore_errors=True)
+    for sub in ("run_a", "run_b", os.path.join("out1", "session_20260103_101010")):
+        shutil.copytree(GOLDEN, os.path.join(top, sub))
+    many = os.path.join(top, "many")
+    shutil.copytree(GOLDEN, many)
+    for k in range(1, 10):
+        shutil.copytree(os.path.join(GOLDEN, "pid_4242"), os.path.join(many, f"pid_{5000 + k}"))
+    rc, out, err = ada("ls", "--json", top)
+    rows = {r["session"]: r for r in map(json.loads, out.splitlines())}
+    check(rc == 0 and sorted(rows) == ["many", "out1/session_20260103_101010", "run_a", "run_b"],
+          f"ls PARENT: {sorted(rows)} (exit {rc}, {err})")
+    want_pids = "4242," + ",".join(str(5000 + k) for k in range(1, 10))
+    check(rows.get("many", {}).get("pid_list") == want_pids and rows["many"]["pids"] == 10,
+          f"ls --json: the whole pid list: {rows.get('many')}")
+    check(rows.get("out1/session_20260103_101010", {}).get("start") == "2026-01-03 10:10:10",
+          "ls: the start of a session one level down")
+    rc, out, _ = ada("ls", top)
+    lines = out.splitlines()
+    check(lines[0].split()[:3] == ["SESSION", "START", "PIDS"] and
+          lines[1].startswith("out1/session_20260103_101010 "), "ls text order:\n" + out)
+    row = [l for l in lines if l.startswith("many ")]
+    check(len(row) == 1 and row[0].split()[2:6] == ["4242,5001,5002", "+7", "more", "golden-demo"],
+          "ls: the PIDS column is not cut to the first pids and '+7 more':\n" + out)
+    empty = os.path.join(WORK, "ls_empty")
+    os.makedirs(empty, exist_ok=True)
+    rc, out, err = ada("ls", empty)
+    check(rc == 2 and out == "" and "no sessions here" in err and len(err.splitlines()) == 1,
+          f"ls of a directory without sessions: exit {rc}, {out!r}, {err!r}")
+    p = subprocess.run([ADA, "ls"], capture_output=True, text=True, cwd=empty, timeout=60)
+    check(p.returncode == 2 and p.stdout == "" and len(p.stderr.splitlines()) == 1 and
+          "no ./ada_traces here" in p.stderr and "ada ls DIR" in p.stderr,
+          f"ls without ./ada_traces: exit {p.returncode}, {p.stderr!r}")
+
+
+CASES = [test_ls, test_ls_finds, test_report, test_graph, test_windows, test_damaged,
+         test_unreadable, test_dump, test_dump_units, test_export_flame, test_damaged_export]
 for t in CASES:
     t()
 print(f"CASES: {len(CASES)}")  # tools/test_summary.py counts them

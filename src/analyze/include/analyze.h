@@ -17,6 +17,8 @@
  *   window), frames left behind by a depth jump (orphans), ends whose CALL
  *   is not in the files (an older generation was retired), frames past the
  *   depth limit.
+ * - Call graph: ada_callgraph, the callers and callees of one function
+ *   aggregated over its calls (uftrace's `graph`), fed by a frame walker.
  * - Histograms: a log-linear histogram of durations (32 sub-buckets per
  *   power of two: quantiles within 1/32 of the true value, exact below
  *   32 ns), memory by the range of values seen, not by their number.
@@ -144,6 +146,72 @@ void ada_frames_finish(struct ada_frames *w);
 size_t ada_frames_depth(const struct ada_frames *w);
 const struct ada_frame *ada_frames_at(const struct ada_frames *w, size_t i);
 const struct ada_frames_stats *ada_frames_stats(const struct ada_frames *w);
+
+/* ------------------------------------------------------------------ */
+/* Call graph                                                          */
+/* ------------------------------------------------------------------ */
+
+/* The call graph around one function, as uftrace's `graph`: its callers
+ * (the distinct call paths above its outermost calls) and a tree of its
+ * callees (the distinct paths below them), each with calls, total and
+ * self time counted as ada report counts them (frames that returned or
+ * were left by exception are timed; open and orphan frames are counted in
+ * calls, not timed). A call of the function inside another call of it is
+ * a node of the tree, not a root of its own; `fn` counts every frame of
+ * it, so its numbers are ada report's. "The function" is every
+ * function_id the match takes (a name can be several ids).
+ * Feed it with its walker (ada_callgraph_walker(), finished after each
+ * thread), then ada_callgraph_sort() before reading. ADA_CALLGRAPH_NONE:
+ * no node. */
+#define ADA_CALLGRAPH_NONE UINT32_MAX
+
+struct ada_callgraph_counts {
+	uint64_t calls, returns, exceptions, open;
+	uint64_t total_ns, self_ns;
+};
+
+struct ada_callgraph_node {
+	uint64_t function_id; /* 0 at the root: the function (root_function_id) */
+	struct ada_callgraph_counts c;
+	uint32_t parent;                    /* ADA_CALLGRAPH_NONE at the root, node 0 */
+	uint32_t depth;                     /* levels below the root */
+	uint32_t first_child, next_sibling; /* after sort: by total, largest first */
+};
+
+struct ada_callgraph_caller {
+	struct ada_callgraph_counts c; /* the outermost calls made on this path */
+	uint64_t hash;
+	size_t off;   /* ada_callgraph_path() */
+	uint32_t len; /* functions on the path; 0: called at the bottom of a stack */
+};
+
+struct ada_callgraph_stats {
+	struct ada_callgraph_counts fn;            /* every frame of the function */
+	struct ada_callgraph_counts other_callers; /* outermost calls on paths past the bound */
+	uint64_t folded_calls;     /* calls below it on paths past the bound, not in the tree */
+	uint64_t root_function_id; /* of its first outermost call */
+};
+
+/* match(ctx, function_id): whether it is the function; asked once per id
+ * (cached). -ENOMEM. */
+typedef bool (*ada_callgraph_match_fn)(void *ctx, uint64_t function_id);
+struct ada_callgraph;
+int ada_callgraph_new(ada_callgraph_match_fn match, void *ctx, struct ada_callgraph **out);
+void ada_callgraph_free(struct ada_callgraph *g); /* NULL is a no-op */
+/* The frame walker that feeds the graph (owned by it). */
+struct ada_frames *ada_callgraph_walker(struct ada_callgraph *g);
+/* Links the children in order of total time, largest first, and sorts the
+ * callers the same way. 0, or -ENOMEM (also when memory ran out while
+ * walking). */
+int ada_callgraph_sort(struct ada_callgraph *g);
+const struct ada_callgraph_stats *ada_callgraph_stats(const struct ada_callgraph *g);
+/* The tree: node 0 is the root (none when the function was not called). */
+size_t ada_callgraph_nodes(const struct ada_callgraph *g, const struct ada_callgraph_node **out);
+size_t ada_callgraph_callers(const struct ada_callgraph *g,
+                             const struct ada_callgraph_caller **out);
+/* c's path: c->len function ids, the outermost first, the caller last. */
+const uint64_t *ada_callgraph_path(const struct ada_callgraph *g,
+                                   const struct ada_callgraph_caller *c);
 
 /* ------------------------------------------------------------------ */
 /* Duration histograms                                                 */
