@@ -76,3 +76,15 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
   add_test(NAME hook_arch_verdicts_threads COMMAND test_hook_verdicts threads)
   set_tests_properties(hook_arch_verdicts hook_arch_verdicts_threads PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+
+# The emitter's bytes for every stub kind, against golden files
+# (tests/data/x86_emit_golden/; `test_hook_emit_golden --write DIR`
+# writes them).
+if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  add_executable(test_hook_emit_golden ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hook_emit_golden.c)
+  target_include_directories(test_hook_emit_golden PRIVATE ${CMOCKA_INCLUDE_DIR})
+  target_compile_definitions(test_hook_emit_golden PRIVATE
+    ADA_EMIT_GOLDEN_DIR="${CMAKE_SOURCE_DIR}/tests/data/x86_emit_golden")
+  target_link_libraries(test_hook_emit_golden PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
+  add_test(NAME hook_arch_emit_golden COMMAND test_hook_emit_golden)
+endif()
