@@ -88,3 +88,12 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
   target_link_libraries(test_hook_emit_golden PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
   add_test(NAME hook_arch_emit_golden COMMAND test_hook_emit_golden)
 endif()
+
+# The code writer's instructions against capstone's decoding.
+if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  add_executable(test_hook_x86_writer ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hook_x86_writer.c)
+  target_include_directories(test_hook_x86_writer PRIVATE ${CMOCKA_INCLUDE_DIR}
+    ${CAPSTONE_INCLUDE_DIR} ${CMAKE_SOURCE_DIR}/src/hook/x86_64)
+  target_link_libraries(test_hook_x86_writer PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
+  add_test(NAME hook_arch_x86_writer COMMAND test_hook_x86_writer)
+endif()
