@@ -834,6 +834,7 @@ void agent_fast_layout(struct hook_arch_fast *f)
  * of the fields they load and store. */
 _Static_assert(ADA_DREC_TS == 0 && ADA_DREC_LINK == 1 && ADA_DREC_FN == 2 && ADA_DREC_META == 3 &&
                    ADA_DREC_REGS == 4 && ADA_DREC_CALL_WORDS == 14 && ADA_DREC_RETURN_WORDS == 9 &&
+                   HOOK_DREC_CALL_NREGS == 10 && HOOK_DREC_RET_NREGS == 5 &&
                    ADA_DETAIL_HDR_BYTES == 8 && ADA_DETAIL_PREFETCH_AHEAD == 2048 &&
                    ADA_DETAIL_LINE_BYTES == 64 && ATF_DETAIL_FUNCTION_CALL == 3 &&
                    ATF_DETAIL_FUNCTION_RETURN == 4 && DETAIL_STACK_FIXED_WORDS == 16,
@@ -924,16 +925,7 @@ handlers_detail_put_call(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *re
 	ada_detail_put(w, ADA_DREC_LINK, link);
 	ada_detail_put(w, ADA_DREC_FN, fn_id);
 	ada_detail_put(w, ADA_DREC_META, meta);
-	ada_detail_put(w, ADA_DREC_REGS + 0, regs->rdi);
-	ada_detail_put(w, ADA_DREC_REGS + 1, regs->rsi);
-	ada_detail_put(w, ADA_DREC_REGS + 2, regs->rdx);
-	ada_detail_put(w, ADA_DREC_REGS + 3, regs->rcx);
-	ada_detail_put(w, ADA_DREC_REGS + 4, regs->r8);
-	ada_detail_put(w, ADA_DREC_REGS + 5, regs->r9);
-	ada_detail_put(w, ADA_DREC_REGS + 6, regs->rax);
-	ada_detail_put(w, ADA_DREC_REGS + 7, orig);
-	ada_detail_put(w, ADA_DREC_REGS + 8, regs->rbp);
-	ada_detail_put(w, ADA_DREC_REGS + 9, (uint64_t)(uintptr_t)ret_slot);
+	detail_put_call_regs(w, ret_slot, regs, orig);
 	/* Pointer-walked rounds of eight words, then single words; word 0
 	 * is then overwritten with the return address as the caller left it
 	 * (orig), not the trampoline's. */

@@ -229,6 +229,8 @@ uint64_t hook_arch_patch_target(const struct hook_arch_plan *plan, const uint8_t
 const enum x86_gpr x86_emit_ret_regs[9] = {X86_RAX, X86_RDX, X86_RCX, X86_RSI, X86_RDI,
                                            X86_R8,  X86_R9,  X86_R10, X86_R11};
 
+_Static_assert(HOOK_RET_SAVED_RBP == -(9 + 1), "rbp below the nine caller-saved registers");
+
 void x86_emit_ret_tail(struct x86_writer *w)
 {
 	x86_call_reg(w, X86_RAX);                          /* rax = the original return address */

@@ -18,6 +18,15 @@
  * The index lane's saves the five it uses. */
 const enum x86_gpr x86_emit_stub_regs8[8] = {X86_RBP, X86_RAX, X86_R9,  X86_R8,
                                              X86_RCX, X86_RDX, X86_RSI, X86_RDI};
+/* The detail record's first register words are the save area's order
+ * (emit_call_record copies them 16 bytes at a time), and the return
+ * trampoline's save area is HOOK_RET_SAVED_*'s. */
+_Static_assert(HOOK_DREC_CALL_RDI == 0 && HOOK_DREC_CALL_RSI == 1 && HOOK_DREC_CALL_RDX == 2 &&
+                   HOOK_DREC_CALL_RCX == 3 && HOOK_DREC_CALL_R8 == 4 && HOOK_DREC_CALL_R9 == 5 &&
+                   HOOK_DREC_CALL_RAX == 6 && HOOK_DREC_CALL_ORIG == 7,
+               "the CALL record's registers in struct ada_hook_regs' order");
+_Static_assert(HOOK_RET_SAVED_RAX == -1 && HOOK_RET_SAVED_RDX == -2,
+               "rax, rdx: the first two the return trampolines push");
 _Static_assert(offsetof(struct ada_hook_regs, rbp) == 56 &&
                    offsetof(struct ada_hook_regs, r10) == 64,
                "the detail stub's eight registers are struct ada_hook_regs' first eight");
@@ -163,9 +172,9 @@ void emit_detail_test_cold(struct x86_writer *w, struct emit_labels *l,
 #define EMIT_DREC_FN 2
 #define EMIT_DREC_META 3
 #define EMIT_DREC_REGS 4
-#define EMIT_DREC_CALL_WORDS 14
-#define EMIT_DREC_CALL_LEN ((14 + 16) * 8)        /* ADA_DREC_CALL_WORDS + the 16 stack words */
-#define EMIT_DREC_RETURN_LEN (9 * 8)              /* ADA_DREC_RETURN_WORDS */
+#define EMIT_DREC_CALL_WORDS (EMIT_DREC_REGS + HOOK_DREC_CALL_NREGS)
+#define EMIT_DREC_CALL_LEN ((EMIT_DREC_CALL_WORDS + 16) * 8) /* + the 16 stack words */
+#define EMIT_DREC_RETURN_LEN ((EMIT_DREC_REGS + HOOK_DREC_RET_NREGS) * 8)
 #define EMIT_DREC_META_CALL (3ull | 128ull << 32) /* ada_drec_meta(CALL, 0, 128) */
 #define EMIT_DREC_META_RETURN 4u                  /* ada_drec_meta(RETURN, 0, 0) */
 /* [rec + word i]: the record's words follow its 8-byte header. */
@@ -264,8 +273,9 @@ static void emit_call_record(struct x86_writer *w)
 {
 	x86_mov_mem_imm32(w, X86_QWORD, x86_mem(X86_R9, 0), EMIT_DREC_CALL_LEN);
 	x86_movups_mem_xmm(w, x86_mem(X86_RSP, -16), EMIT_XTMP); /* saved */
-	/* Words 4..11 from the save area: rdi rsi rdx rcx r8 r9 rax, then
-	 * rbp into word 11, which orig overwrites below. */
+	/* The register words from the save area, 16 bytes at a time: rdi
+	 * rsi rdx rcx r8 r9 rax, then rbp into orig's word, which orig
+	 * overwrites below. */
 	for (unsigned i = 0; i < 4; i++) {
 		x86_movups_xmm_mem(w, EMIT_XTMP, x86_mem_d8(X86_RSP, (int32_t)(16 * i)));
 		x86_movups_mem_xmm(w, emit_drec(X86_R9, EMIT_DREC_REGS + 2 * i), EMIT_XTMP);
@@ -275,9 +285,9 @@ static void emit_call_record(struct x86_writer *w)
 		x86_movups_mem_xmm(w, emit_drec(X86_R9, EMIT_DREC_CALL_WORDS + 2 * i), EMIT_XTMP);
 	}
 	x86_movups_xmm_mem(w, EMIT_XTMP, x86_mem(X86_RSP, -16)); /* restored */
-	x86_mov_mem_reg(w, emit_drec(X86_R9, EMIT_DREC_REGS + 7), X86_R8);
-	x86_mov_mem_reg(w, emit_drec(X86_R9, EMIT_DREC_REGS + 8), X86_RBP);
-	x86_mov_mem_reg(w, emit_drec(X86_R9, EMIT_DREC_REGS + 9), X86_RDI); /* rsp at entry */
+	x86_mov_mem_reg(w, emit_drec(X86_R9, EMIT_DREC_REGS + HOOK_DREC_CALL_ORIG), X86_R8);
+	x86_mov_mem_reg(w, emit_drec(X86_R9, EMIT_DREC_REGS + HOOK_DREC_CALL_RBP), X86_RBP);
+	x86_mov_mem_reg(w, emit_drec(X86_R9, EMIT_DREC_REGS + HOOK_DREC_CALL_SP), X86_RDI);
 	x86_mov_reg_imm64(w, X86_RDX, EMIT_DREC_META_CALL);
 	x86_mov_mem_reg(w, emit_drec(X86_R9, EMIT_DREC_META), X86_RDX);
 }
@@ -335,6 +345,13 @@ void emit_member_call(struct x86_writer *w, struct emit_labels *l, const struct 
 	x86_ret(w);                              /* ZF set */
 }
 
+/* [S + 8 * word] on the fast return trampoline's paths, which saved
+ * five registers below S (rsp = S - 40). */
+static struct x86_mem emit_ret_saved(int word)
+{
+	return x86_mem(X86_RSP, 40 + 8 * word);
+}
+
 /* The RETURN record at rdi but its link and ts (the header word a
  * release, as the CALL's); rsi = &base[top] of the popped frame, rcx =
  * the event: its fields and the record's from the frame. */
@@ -353,15 +370,16 @@ static void emit_return_record(struct x86_writer *w, const struct hook_arch_fast
 	x86_mov_reg_mem(w, X86_RDX, x86_fs(f->p_tid_return));
 	x86_mov_mem_reg(w, x86_mem(X86_RCX, FV_TID), X86_RDX);
 	x86_mov_mem_imm32(w, X86_QWORD, emit_drec(X86_RDI, EMIT_DREC_META), EMIT_DREC_META_RETURN);
-	x86_mov_reg_mem(w, X86_RDX, x86_mem(X86_RSP, 32)); /* rax (S-8) */
-	x86_mov_mem_reg(w, emit_drec(X86_RDI, EMIT_DREC_REGS + 0), X86_RDX);
-	x86_mov_reg_mem(w, X86_RDX, x86_mem(X86_RSP, 24)); /* rdx (S-16) */
-	x86_mov_mem_reg(w, emit_drec(X86_RDI, EMIT_DREC_REGS + 1), X86_RDX);
+	x86_mov_reg_mem(w, X86_RDX, emit_ret_saved(HOOK_RET_SAVED_RAX));
+	x86_mov_mem_reg(w, emit_drec(X86_RDI, EMIT_DREC_REGS + HOOK_DREC_RET_RAX), X86_RDX);
+	x86_mov_reg_mem(w, X86_RDX, emit_ret_saved(HOOK_RET_SAVED_RDX));
+	x86_mov_mem_reg(w, emit_drec(X86_RDI, EMIT_DREC_REGS + HOOK_DREC_RET_RDX), X86_RDX);
 	x86_mov_reg_mem(w, X86_RDX, x86_mem(X86_RSI, FE_TOP(FE_ORIG))); /* where it returns to */
-	x86_mov_mem_reg(w, emit_drec(X86_RDI, EMIT_DREC_REGS + 2), X86_RDX);
-	x86_mov_mem_reg(w, emit_drec(X86_RDI, EMIT_DREC_REGS + 3), X86_RBP); /* callee-saved */
-	x86_lea_reg_mem(w, X86_RDX, x86_mem(X86_RSP, 40));                   /* S */
-	x86_mov_mem_reg(w, emit_drec(X86_RDI, EMIT_DREC_REGS + 4), X86_RDX);
+	x86_mov_mem_reg(w, emit_drec(X86_RDI, EMIT_DREC_REGS + HOOK_DREC_RET_ORIG), X86_RDX);
+	/* rbp: callee-saved, as the function left it */
+	x86_mov_mem_reg(w, emit_drec(X86_RDI, EMIT_DREC_REGS + HOOK_DREC_RET_RBP), X86_RBP);
+	x86_lea_reg_mem(w, X86_RDX, emit_ret_saved(0)); /* S */
+	x86_mov_mem_reg(w, emit_drec(X86_RDI, EMIT_DREC_REGS + HOOK_DREC_RET_SP), X86_RDX);
 }
 
 /* The return trampoline's member path: the top frame, above the
@@ -386,7 +404,7 @@ void emit_member_return(struct x86_writer *w, struct emit_labels *l, const struc
 	x86_mov_mem_reg(w, emit_drec(X86_RDI, EMIT_DREC_LINK), X86_RAX); /* the event's head */
 	emit_ts_publish(w, f, X86_RDI, X86_RAX, X86_RDX);
 	emit_dcommit(w, f, X86_RCX, X86_RDX);
-	x86_mov_reg_mem(w, X86_RDI, emit_drec(X86_RDI, EMIT_DREC_REGS + 2)); /* orig, as stored */
+	x86_mov_reg_mem(w, X86_RDI, emit_drec(X86_RDI, EMIT_DREC_REGS + HOOK_DREC_RET_ORIG));
 	emit_clear(w, f);
 	emit_jcc(w, l, X86_CC_NE, FL_FLUSH);
 	emit_ret_done(w); /* FL_DONE's, inline */
