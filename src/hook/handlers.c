@@ -69,11 +69,7 @@ struct agent_hot agent_hot;
  * ordinary calls), so whatever it reaches (libc, the ring's slow path,
  * keysym lookups, the unwinder) sees the ABI's alignment. HANDLERS_COLD
  * is the usual form. */
-#if defined(__x86_64__)
-#define HANDLERS_REALIGN __attribute__((force_align_arg_pointer))
-#else
-#define HANDLERS_REALIGN
-#endif
+#define HANDLERS_REALIGN HOOK_ARCH_REALIGN
 #define HANDLERS_COLD __attribute__((cold, noinline)) HANDLERS_REALIGN
 /* A cold function that reaches nothing outside this file but through
  * realigning functions needs no realignment itself: this form keeps gcc's
@@ -110,30 +106,17 @@ extern __thread struct ada_producer ada_producer_tls
  * registers, which hold the traced function's float arguments (at entry)
  * or float results (at return) and which the trampolines do not save. So
  * every cold path runs between these two: the whole extended state goes
- * to the stack (xsave, sized by CPUID at init; fxsave without it). */
-#define HANDLERS_XSAVE_MAX 4096
-
-struct handlers_fpu {
-	uint8_t area[HANDLERS_XSAVE_MAX] __attribute__((aligned(64)));
-};
+ * to the stack (hook_arch_fpu_save, sized at init: agent_hot.xsave_size). */
+#define handlers_fpu hook_arch_fpu
 
 static inline void handlers_fpu_save(struct handlers_fpu *f)
 {
-	if (agent_hot.xsave_size) {
-		for (int i = 512; i < 576; i++) /* the xsave header must start zeroed */
-			f->area[i] = 0;
-		__asm__ volatile("xsave64 %0" : "=m"(f->area) : "a"(-1), "d"(-1) : "memory");
-	} else {
-		__asm__ volatile("fxsave64 %0" : "=m"(f->area) : : "memory");
-	}
+	hook_arch_fpu_save(f, agent_hot.xsave_size);
 }
 
 static inline void handlers_fpu_restore(const struct handlers_fpu *f)
 {
-	if (agent_hot.xsave_size)
-		__asm__ volatile("xrstor64 %0" : : "m"(f->area), "a"(-1), "d"(-1) : "memory");
-	else
-		__asm__ volatile("fxrstor64 %0" : : "m"(f->area) : "memory");
+	hook_arch_fpu_restore(f, agent_hot.xsave_size);
 }
 
 /* ---- the ring ----
@@ -173,19 +156,6 @@ static inline void handlers_emit(uint64_t fn_id, uint32_t kind, uint32_t depth)
 		ada_emit_to(&ada_producer_tls, fn_id, kind, depth);
 }
 
-static long handlers_syscall6(long nr, long a, long b, long c, long d, long e, long f)
-{
-	long ret;
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	__asm__ volatile("syscall"
-	                 : "=a"(ret)
-	                 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-	                 : "rcx", "r11", "memory");
-	return ret;
-}
-
 /* The stack is full: the next part of the reservation becomes usable
  * (the entries [0, cap + 1) are, the sentinel included). */
 static bool handlers_shadow_grow(struct ada_shadow *s)
@@ -196,9 +166,9 @@ static bool handlers_shadow_grow(struct ada_shadow *s)
 	if (want > HANDLERS_SHADOW_MAX)
 		want = HANDLERS_SHADOW_MAX;
 	struct shadow_entry *m = s->base - 1;
-	long r = handlers_syscall6(SYS_mprotect, (long)(m + have),
-	                           (long)((size_t)(want - have) * sizeof(*m)),
-	                           PROT_READ | PROT_WRITE, 0, 0, 0);
+	long r = hook_arch_syscall6(SYS_mprotect, (long)(m + have),
+	                            (long)((size_t)(want - have) * sizeof(*m)),
+	                            PROT_READ | PROT_WRITE, 0, 0, 0);
 	if (r != 0)
 		return false;
 	s->cap = want - 1;
@@ -211,9 +181,10 @@ static bool handlers_shadow_grow(struct ada_shadow *s)
  * longer knows (tgkill signal 0: ESRCH). Without this, every ended thread
  * kept two mappings: 30 000 short threads passed vm.max_map_count
  * (65 530) and the program's own mmap failed. */
-#define RETIRE_GONE(tid) (handlers_syscall6(SYS_tgkill, agent_hot.pid, (tid), 0, 0, 0, 0) == -ESRCH)
+#define RETIRE_GONE(tid)                                                                           \
+	(hook_arch_syscall6(SYS_tgkill, agent_hot.pid, (tid), 0, 0, 0, 0) == -ESRCH)
 #define RETIRE_UNMAP(a)                                                                            \
-	handlers_syscall6(SYS_munmap, (long)(a), (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0)
+	hook_arch_syscall6(SYS_munmap, (long)(a), (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0)
 #include "retire_internal.h"
 static struct retire_table handlers_retired;
 
@@ -224,7 +195,7 @@ static void handlers_reclaim(void)
 
 static bool handlers_retire(uintptr_t map)
 {
-	int32_t tid = (int32_t)handlers_syscall6(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	int32_t tid = (int32_t)hook_arch_syscall6(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	return retire_put(&handlers_retired, map, tid);
 }
 
@@ -246,15 +217,15 @@ HANDLERS_COLD static bool handlers_shadow_alloc_fpu(struct ada_shadow *s)
 		}
 	}
 	handlers_reclaim(); /* ended threads' stacks first: the mapping count stays flat */
-	long p = handlers_syscall6(SYS_mmap, 0, (long)HANDLERS_MAP_BYTES, PROT_NONE,
-	                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	long p = hook_arch_syscall6(SYS_mmap, 0, (long)HANDLERS_MAP_BYTES, PROT_NONE,
+	                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p < 0 && p > -4096)
 		return false;
 	size_t usable =
 	    HANDLERS_SIDE_BYTES + (size_t)HANDLERS_SHADOW_FIRST * sizeof(struct shadow_entry);
-	if (handlers_syscall6(SYS_mprotect, p, (long)usable, PROT_READ | PROT_WRITE, 0, 0, 0) !=
+	if (hook_arch_syscall6(SYS_mprotect, p, (long)usable, PROT_READ | PROT_WRITE, 0, 0, 0) !=
 	    0) {
-		handlers_syscall6(SYS_munmap, p, (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0);
+		hook_arch_syscall6(SYS_munmap, p, (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0);
 		return false;
 	}
 	struct shadow_entry *m = (struct shadow_entry *)(p + (long)HANDLERS_SIDE_BYTES);
@@ -298,7 +269,7 @@ HANDLERS_COLD __attribute__((noreturn)) static void handlers_lost_return(void)
 {
 	static const char msg[] = "ada-agent: a return through the trampoline on a thread with "
 	                          "no traced frame left; cannot continue\n";
-	handlers_syscall6(SYS_write, 2, (long)msg, sizeof(msg) - 1, 0, 0, 0);
+	hook_arch_syscall6(SYS_write, 2, (long)msg, sizeof(msg) - 1, 0, 0, 0);
 	__builtin_trap();
 }
 
@@ -343,7 +314,7 @@ static uint32_t handlers_special_act(struct ada_shadow *s, enum agent_special ki
 		return 0;
 	case AGENT_SP_EXIT:
 		/* A vfork/posix_spawn child shares our memory: not its exit. */
-		if (handlers_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0) != agent_hot.pid)
+		if (hook_arch_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0) != agent_hot.pid)
 			return HANDLERS_NO_PUSH;
 		if (ada_producer_arena())
 			ada_arena_set_exited(ada_producer_arena(), (int)regs->rdi);
@@ -354,7 +325,7 @@ static uint32_t handlers_special_act(struct ada_shadow *s, enum agent_special ki
 	case AGENT_SP_EXEC:
 		/* A vfork/posix_spawn child runs on our shadow stack: its exec
 		 * does not end our frames. */
-		if (handlers_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0) == agent_hot.pid)
+		if (hook_arch_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0) == agent_hot.pid)
 			shadow_close_all(s);
 		return HANDLERS_NO_PUSH;
 	case AGENT_SP_SWITCH:
@@ -387,23 +358,19 @@ static uint32_t handlers_special_act(struct ada_shadow *s, enum agent_special ki
  * access to in_hook on the hot path, so each load is store-forwarded. */
 #define HANDLERS_QUEUED 2u
 
-#if defined(__x86_64__)
-/* Sets bit 0; returns its old value (1: a handler is running). The memory
- * clobber keeps every shadow-stack and ring access after it. */
+#if HOOK_ARCH_IN_HOOK_RMW
+/* Sets bit 0; returns its old value (1: a handler is running). Every
+ * shadow-stack and ring access stays after it (its memory clobber). */
 static inline bool handlers_in_hook_set(struct ada_shadow *s)
 {
-	bool was;
-	__asm__ volatile("btsl $0, %0" : "+m"(s->in_hook), "=@ccc"(was) : : "memory");
-	return was;
+	return hook_arch_bit0_set(&s->in_hook);
 }
 
 /* Clears bit 0 (in_hook is 1, or 1 | QUEUED); true when events were
- * queued. The memory clobber keeps every access before it. */
+ * queued. Every access stays before it (its memory clobber). */
 static inline bool handlers_in_hook_clear(struct ada_shadow *s)
 {
-	bool queued;
-	__asm__ volatile("subl $1, %0" : "+m"(s->in_hook), "=@ccnz"(queued) : : "memory");
-	return queued;
+	return hook_arch_sub1_nz(&s->in_hook);
 }
 #else
 /* Portable: plain accesses between signal fences (the only other party
@@ -762,8 +729,7 @@ _Static_assert(ATF_NO_DETAIL == 0xffffffffu && SHADOW_SLOT_CALL == 0 && SHADOW_F
 
 void agent_fast_layout(struct hook_arch_fast *f)
 {
-	uintptr_t tp;
-	__asm__("mov %%fs:0, %0" : "=r"(tp)); /* the thread pointer (TCB self pointer) */
+	uintptr_t tp = hook_arch_thread_pointer();
 	/* Initial-exec TLS: the block lies at the same offset from every
 	 * thread's pointer, and a fork child keeps it. */
 	intptr_t t = (intptr_t)((uintptr_t)&handlers_tls - tp);
@@ -1431,8 +1397,8 @@ void agent_shadow_thread_exit(void)
 		return;
 	}
 	if (s->base)
-		handlers_syscall6(SYS_munmap, (long)s->side.ev, (long)HANDLERS_MAP_BYTES, 0, 0, 0,
-		                  0);
+		hook_arch_syscall6(SYS_munmap, (long)s->side.ev, (long)HANDLERS_MAP_BYTES, 0, 0, 0,
+		                   0);
 	s->base = NULL;
 	s->grave = NULL;
 	s->side.ev = NULL;

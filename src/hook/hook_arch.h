@@ -129,8 +129,11 @@
 #include <stdint.h>
 
 /* The architecture's half: struct ada_hook_regs, the detail record's
- * register words, HOOK_ARCH_SYSCALL_INSN_LEN and the return points, and
- * the byte scanners (hook_arch_branch_*16). One line per architecture. */
+ * register words, HOOK_ARCH_SYSCALL_INSN_LEN and the return points, the
+ * byte scanners (hook_arch_branch_*16) and the agent's machine
+ * primitives (hook_arch_thread_pointer, hook_arch_syscall6,
+ * hook_arch_fpu_save/restore, hook_arch_bit0_set/sub1_nz,
+ * hook_arch_uc_sp, hook_arch_call_on_stack). One line per architecture. */
 #if defined(__x86_64__)
 #include "x86_64/arch.h"
 #else

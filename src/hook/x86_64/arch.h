@@ -4,8 +4,9 @@
  * sources' line in src/hook/CMakeLists.txt): the registers the
  * trampolines save, the detail record's register words, the numbers
  * the arch-neutral code needs (instruction lengths, return points), and
- * through arch_scan.h / arch_ctx.h the byte scanners and the
- * hook-context machine primitives.
+ * through arch_scan.h / arch_ctx.h the byte scanners and the agent's
+ * machine primitives (thread pointer, raw system call, vector state,
+ * in_hook's read-modify-write, signal contexts).
  */
 #ifndef ADA_HOOK_X86_64_ARCH_H
 #define ADA_HOOK_X86_64_ARCH_H
@@ -67,6 +68,7 @@ enum hook_drec_return_reg {
 #define HOOK_RET_SAVED_RDX (-2)
 #define HOOK_RET_SAVED_RBP (-10)
 
+#include "arch_ctx.h"
 #include "arch_scan.h"
 
 #endif
