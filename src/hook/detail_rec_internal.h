@@ -4,7 +4,7 @@
  * register goes into which word: hook_arch.h's arch part, enum
  * hook_drec_call_reg / hook_drec_return_reg) -- and the
  * reference the fast form's member paths in machine code are tested
- * against (x86_emit.c emit_member_call / emit_member_return; the unit
+ * against (x86_emit_detail.c emit_member_call / emit_member_return; the unit
  * test test_hook_fast.c calls these on a buffer and compares every word).
  * Record layout: ring.h (ADA_DREC_*), docs/internals.md "Writing a record".
  *
