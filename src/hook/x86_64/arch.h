@@ -29,6 +29,11 @@ struct ada_hook_regs {
  * (hook_arch_emit_trampoline_fast) at HOOK_ARCH_FAST_RET_POINT_OFF. */
 #define HOOK_ARCH_RET_POINT_OFF 75
 #define HOOK_ARCH_FAST_RET_POINT_OFF 17
+/* How far a patch's jump reaches (rel32: +-2 GiB), and the top of user
+ * space (4-level paging): hook_mem places trampolines within the one
+ * below the other. */
+#define HOOK_ARCH_REACH (1ull << 31)
+#define HOOK_ARCH_VA_HIGH 0x7ffffffff000ull
 
 /* ---- The detail record's register words ----
  * The one definition of which register goes into which word of the

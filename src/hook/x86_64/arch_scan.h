@@ -8,6 +8,34 @@
 #define ADA_HOOK_X86_64_ARCH_SCAN_H
 
 #include <emmintrin.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The direct relative branch (jmp, jcc, call, loop, jrcxz; rel8 or
+ * rel32, no prefix) whose first byte is code[p], of the code at addr of
+ * size bytes: true and its target when those bytes are one (and whole
+ * inside size). A byte-level reading, for sweeps that treat every
+ * position as a possible start (discover_xref.c); the first bytes it
+ * accepts are those hook_arch_branch_xref16 flags. */
+static inline bool hook_arch_branch_at(const uint8_t *code, uint64_t addr, uint64_t size,
+                                       uint64_t p, uint64_t *target)
+{
+	uint8_t o = code[p];
+	int32_t d;
+	if ((o == 0xeb || (o >= 0x70 && o <= 0x7f) || (o >= 0xe0 && o <= 0xe3)) && p + 2 <= size) {
+		*target = addr + p + 2 + (uint64_t)(int64_t)(int8_t)code[p + 1];
+	} else if ((o == 0xe8 || o == 0xe9) && p + 5 <= size) {
+		memcpy(&d, code + p + 1, 4);
+		*target = addr + p + 5 + (uint64_t)(int64_t)d;
+	} else if (o == 0x0f && p + 6 <= size && (code[p + 1] & 0xf0) == 0x80) {
+		memcpy(&d, code + p + 2, 4);
+		*target = addr + p + 6 + (uint64_t)(int64_t)d;
+	} else {
+		return false;
+	}
+	return true;
+}
 
 /* Bit k set: p[k] (k < 16) may be the first byte of a direct branch:
  * 70-7F, E0-E3, EB (rel8), E8, E9 (rel32), 0F (jcc rel32 when 80-8F
