@@ -1,6 +1,8 @@
 /*
- * x86_64 trampolines and patch bytes (the hook_arch_emit_* half of
- * hook_arch.h). Pure code generation into caller-provided buffers.
+ * x86_64 trampolines, the return trampoline and the patch bytes (the
+ * hook_arch_emit_* half of hook_arch.h; the fast form's enter stub and
+ * return trampoline: x86_emit_fast.c). Pure code generation into
+ * caller-provided buffers, through the named writers of x86_writer.h.
  *
  * Threads: any; no shared state.
  *

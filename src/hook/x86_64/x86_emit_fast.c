@@ -38,9 +38,9 @@
  * one read-modify-write instruction (as in the C handlers), so a signal
  * lands before, after or between them, never inside a transition. */
 
-void emit_jcc(struct x86_writer *w, struct emit_labels *l, enum x86_cc cc, enum emit_label to)
+/* The rel32 just written goes to `to`, once emit_fix knows where. */
+static void emit_fixup(struct x86_writer *w, struct emit_labels *l, enum emit_label to)
 {
-	x86_jcc_rel32(w, cc, x86_pc(w) + 6); /* rel32 0 until emit_fix */
 	if (l->n < sizeof(l->fix) / sizeof(l->fix[0])) {
 		l->fix[l->n] = w->len - 4;
 		l->to[l->n++] = (uint8_t)to;
@@ -49,15 +49,16 @@ void emit_jcc(struct x86_writer *w, struct emit_labels *l, enum x86_cc cc, enum 
 	}
 }
 
+void emit_jcc(struct x86_writer *w, struct emit_labels *l, enum x86_cc cc, enum emit_label to)
+{
+	x86_jcc_rel32(w, cc, x86_pc(w) + 6); /* rel32 0 until emit_fix */
+	emit_fixup(w, l, to);
+}
+
 void emit_jmp(struct x86_writer *w, struct emit_labels *l, enum emit_label to)
 {
 	x86_jmp_rel32(w, x86_pc(w) + 5); /* rel32 0 until emit_fix */
-	if (l->n < sizeof(l->fix) / sizeof(l->fix[0])) {
-		l->fix[l->n] = w->len - 4;
-		l->to[l->n++] = (uint8_t)to;
-	} else {
-		w->ok = 0;
-	}
+	emit_fixup(w, l, to);
 }
 
 static void emit_fix(struct x86_writer *w, const struct emit_labels *l)
