@@ -322,7 +322,7 @@ static uint32_t handlers_special_act(struct ada_shadow *s, enum agent_special ki
 		if (hook_arch_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0) != agent_hot.pid)
 			return HANDLERS_NO_PUSH;
 		if (ada_producer_arena())
-			ada_arena_set_exited(ada_producer_arena(), (int)regs->rdi);
+			ada_arena_set_exited(ada_producer_arena(), (int)HOOK_ARCH_REGS_ARG0(regs));
 		shadow_pop_all(s, ret_slot, agent_hot.ret_tramp);
 		return HANDLERS_NO_PUSH;
 	case AGENT_SP_DL:

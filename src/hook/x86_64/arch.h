@@ -20,6 +20,10 @@ struct ada_hook_regs {
 	uint64_t rdi, rsi, rdx, rcx, r8, r9, rax, rbp, r10, r11;
 };
 
+/* The first integer argument of the hooked function, from its saved
+ * registers (a macro: the handlers' translation unit stays as it was). */
+#define HOOK_ARCH_REGS_ARG0(regs) ((regs)->rdi)
+
 /* Bytes of the system call instruction (x86_64 `syscall`; arm64's `svc`
  * is 4): a thread stopped inside a system call restarts that far before
  * its pc (ada attach never moves such a thread). */
