@@ -13,7 +13,6 @@
  * starting "ada-agent:" and the program runs on, traced or not.
  */
 #define _GNU_SOURCE
-#include <cpuid.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -417,18 +416,6 @@ static int agent_read_config(void)
 	return err;
 }
 
-/* Size of the xsave area the handlers' cold paths save vector state in
- * (handlers.c); 0 selects fxsave. */
-static uint32_t agent_xsave_size(void)
-{
-	unsigned a, b, c, d;
-	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
-		return 0;
-	if (!__get_cpuid_count(0xd, 0, &a, &b, &c, &d) || b == 0 || b > 4096)
-		return 0;
-	return b;
-}
-
 static int agent_start(void)
 {
 	int err = agent_read_config();
@@ -448,7 +435,7 @@ static int agent_start(void)
 		return err;
 	}
 	agent_hot.pid = getpid();
-	agent_hot.xsave_size = agent_xsave_size();
+	agent_hot.xsave_size = hook_arch_xsave_size(); /* handlers.c, handlers_fpu */
 	agent_hot.self_lo = (uint64_t)(uintptr_t)__ehdr_start;
 	agent_hot.self_len = (uint64_t)(uintptr_t)_end - agent_hot.self_lo;
 	/* The detail lane needs the config's consent and a detail ring. */

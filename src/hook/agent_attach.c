@@ -223,20 +223,12 @@ static void attach_report_moves(uint64_t *out, uint64_t n)
 		out[i] = agent.moved[i];
 }
 
-/* The thread pointer (fs base on x86_64: its first word points to itself). */
-static uintptr_t attach_thread_pointer(void)
-{
-	uintptr_t tp;
-	__asm__("mov %%fs:0, %0" : "=r"(tp));
-	return tp;
-}
-
 /* A second attach: every thread forgets the slot it held in the first
  * recording's arena (each thread's ada_producer_tls is at the same offset
  * from its thread pointer), so its next event claims one in the new arena. */
 static void attach_reset_producers(const struct attach_cfg *c)
 {
-	uintptr_t self = attach_thread_pointer();
+	uintptr_t self = hook_arch_thread_pointer();
 	intptr_t off = (intptr_t)(uintptr_t)&ada_producer_tls - (intptr_t)self;
 	for (size_t i = 0; i < c->n_tls; i++)
 		if (c->tls[i]) {

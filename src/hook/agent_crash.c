@@ -27,7 +27,7 @@
  *     of the same signal, with the same status and core dump.
  *   - A program handler installed without SA_ONSTACK runs where the kernel
  *     would have run it: on the interrupted stack, below its red zone
- *     (crash_call_on_stack), not on the alternate stack the agent's
+ *     (hook_arch_call_on_stack), not on the alternate stack the agent's
  *     handler runs on. When the fault looks like a stack overflow (a
  *     SIGSEGV/SIGBUS whose address lies within 64 KiB below the
  *     interrupted rsp, or just above it), the kernel could not have
@@ -59,7 +59,6 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "agent_internal.h"
@@ -90,35 +89,7 @@ static bool crash_is_handler(const struct sigaction *sa)
 
 typedef void (*crash_fn)(int, siginfo_t *, void *);
 
-/* Calls fn(sig, si, uc) with rsp = sp (16-byte aligned), then returns to
- * the caller's stack. rbp keeps the caller's frame, so unwinders (and a
- * backtrace from the handler) walk through it by the CFI below. */
-void crash_call_on_stack(int sig, siginfo_t *si, void *uc, crash_fn fn, uintptr_t sp);
-__asm__(".text\n"
-        ".type crash_call_on_stack, @function\n"
-        "crash_call_on_stack:\n"
-        "\t.cfi_startproc\n"
-        "\tpush %rbp\n"
-        "\t.cfi_def_cfa_offset 16\n"
-        "\t.cfi_offset %rbp, -16\n"
-        "\tmov %rsp, %rbp\n"
-        "\t.cfi_def_cfa_register %rbp\n"
-        "\tmov %r8, %rsp\n"
-        "\tcall *%rcx\n"
-        "\tmov %rbp, %rsp\n"
-        "\tpop %rbp\n"
-        "\t.cfi_def_cfa %rsp, 8\n"
-        "\tret\n"
-        "\t.cfi_endproc\n"
-        ".size crash_call_on_stack, .-crash_call_on_stack\n");
-
-#define CRASH_REDZONE 128u                 /* the x86_64 ABI's, below rsp */
 #define CRASH_OVERFLOW_REACH (64ull << 10) /* fault this far below rsp: overflow */
-
-static uintptr_t crash_interrupted_sp(const void *uc)
-{
-	return (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.gregs[REG_RSP];
-}
 
 /* The fault is the interrupted stack running out: a kernel fault whose
  * address lies just below (or at) the interrupted rsp. */
@@ -126,7 +97,7 @@ static bool crash_is_overflow(int sig, const siginfo_t *si, const void *uc)
 {
 	if ((sig != SIGSEGV && sig != SIGBUS) || si->si_code <= 0)
 		return false;
-	uintptr_t sp = crash_interrupted_sp(uc), addr = (uintptr_t)si->si_addr;
+	uintptr_t sp = hook_arch_uc_sp(uc), addr = (uintptr_t)si->si_addr;
 	return addr <= sp + 4096 && sp - addr < CRASH_OVERFLOW_REACH;
 }
 
@@ -138,10 +109,10 @@ static uintptr_t crash_handler_sp(const void *uc)
 	stack_t cur;
 	if (sigaltstack(NULL, &cur) < 0 || !(cur.ss_flags & SS_ONSTACK))
 		return 0;
-	uintptr_t sp = crash_interrupted_sp(uc), lo = (uintptr_t)cur.ss_sp;
+	uintptr_t sp = hook_arch_uc_sp(uc), lo = (uintptr_t)cur.ss_sp;
 	if (sp >= lo && sp - lo < cur.ss_size)
 		return 0;
-	return (sp - CRASH_REDZONE) & ~(uintptr_t)15;
+	return (sp - HOOK_ARCH_REDZONE) & ~(uintptr_t)15;
 }
 
 /* The program's handler, as the kernel would have run it. */
@@ -156,7 +127,8 @@ static void crash_chain(int sig, siginfo_t *si, void *uc, const struct sigaction
 	                                            : (crash_fn)(void (*)(void))prog->sa_handler;
 	uintptr_t sp = (prog->sa_flags & SA_ONSTACK) ? 0 : crash_handler_sp(uc);
 	if (sp)
-		crash_call_on_stack(sig, si, uc, fn, sp);
+		hook_arch_call_on_stack(sig, si, uc,
+		                        (void (*)(int, void *, void *))(void (*)(void))fn, sp);
 	else
 		fn(sig, si, uc);
 }

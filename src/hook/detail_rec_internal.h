@@ -1,8 +1,10 @@
 /*
  * The words of the detail lane's two fixed-shape records, as the C
- * handlers write them into reserved ring space (handlers.c) -- and the
+ * handlers write them into reserved ring space (handlers.c; which
+ * register goes into which word: hook_arch.h's arch part, enum
+ * hook_drec_call_reg / hook_drec_return_reg) -- and the
  * reference the fast form's member paths in machine code are tested
- * against (x86_emit.c emit_member_call / emit_member_return; the unit
+ * against (x86_emit_detail.c emit_member_call / emit_member_return; the unit
  * test test_hook_fast.c calls these on a buffer and compares every word).
  * Record layout: ring.h (ADA_DREC_*), docs/internals.md "Writing a record".
  *
@@ -22,6 +24,28 @@
  * stores with no length anywhere: word 0 is the caller's return address
  * (orig, what the slot held before the push), words 1..15 are copied. */
 #define DETAIL_STACK_FIXED_WORDS 16u
+/* The CALL record's register words (hook_arch.h's arch part:
+ * enum hook_drec_call_reg), after its header words. */
+__attribute__((always_inline)) static inline void
+detail_put_call_regs(_Atomic uint64_t *w, const uint64_t *ret_slot,
+                     const struct ada_hook_regs *regs, uint64_t orig)
+{
+	ada_detail_put(w, ADA_DREC_REGS + HOOK_DREC_CALL_RDI, regs->rdi);
+	ada_detail_put(w, ADA_DREC_REGS + HOOK_DREC_CALL_RSI, regs->rsi);
+	ada_detail_put(w, ADA_DREC_REGS + HOOK_DREC_CALL_RDX, regs->rdx);
+	ada_detail_put(w, ADA_DREC_REGS + HOOK_DREC_CALL_RCX, regs->rcx);
+	ada_detail_put(w, ADA_DREC_REGS + HOOK_DREC_CALL_R8, regs->r8);
+	ada_detail_put(w, ADA_DREC_REGS + HOOK_DREC_CALL_R9, regs->r9);
+	ada_detail_put(w, ADA_DREC_REGS + HOOK_DREC_CALL_RAX, regs->rax);
+	ada_detail_put(w, ADA_DREC_REGS + HOOK_DREC_CALL_ORIG, orig);
+	ada_detail_put(w, ADA_DREC_REGS + HOOK_DREC_CALL_RBP, regs->rbp);
+	ada_detail_put(w, ADA_DREC_REGS + HOOK_DREC_CALL_SP, (uint64_t)(uintptr_t)ret_slot);
+}
+_Static_assert(ADA_DREC_REGS + HOOK_DREC_CALL_NREGS == ADA_DREC_CALL_WORDS,
+               "the CALL record's words end with its registers");
+_Static_assert(ADA_DREC_REGS + HOOK_DREC_RET_NREGS == ADA_DREC_RETURN_WORDS,
+               "the RETURN record's words end with its registers");
+
 __attribute__((always_inline)) static inline void
 detail_put_call_fixed(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *ret_slot,
                       const struct ada_hook_regs *regs, uint64_t ts, uint64_t link, uint64_t orig)
@@ -31,16 +55,7 @@ detail_put_call_fixed(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *ret_s
 	ada_detail_put(w, ADA_DREC_FN, fn_id);
 	ada_detail_put(w, ADA_DREC_META,
 	               ada_drec_meta(ATF_DETAIL_FUNCTION_CALL, 0, DETAIL_STACK_FIXED_WORDS * 8));
-	ada_detail_put(w, ADA_DREC_REGS + 0, regs->rdi);
-	ada_detail_put(w, ADA_DREC_REGS + 1, regs->rsi);
-	ada_detail_put(w, ADA_DREC_REGS + 2, regs->rdx);
-	ada_detail_put(w, ADA_DREC_REGS + 3, regs->rcx);
-	ada_detail_put(w, ADA_DREC_REGS + 4, regs->r8);
-	ada_detail_put(w, ADA_DREC_REGS + 5, regs->r9);
-	ada_detail_put(w, ADA_DREC_REGS + 6, regs->rax);
-	ada_detail_put(w, ADA_DREC_REGS + 7, orig);
-	ada_detail_put(w, ADA_DREC_REGS + 8, regs->rbp);
-	ada_detail_put(w, ADA_DREC_REGS + 9, (uint64_t)(uintptr_t)ret_slot);
+	detail_put_call_regs(w, ret_slot, regs, orig);
 	_Atomic uint64_t *dst = w + ADA_DREC_CALL_WORDS;
 	ada_detail_put(dst, 0, orig);
 #pragma GCC unroll 16
@@ -49,8 +64,8 @@ detail_put_call_fixed(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *ret_s
 }
 
 /* The words of a RETURN record at w. sp: the stack pointer after the
- * function's ret; the return trampoline keeps rax at sp-8, rdx at sp-16
- * and rbp at sp-80 (hook_arch.h). */
+ * function's ret; the return trampoline keeps rax, rdx and rbp below it
+ * (HOOK_RET_SAVED_*, hook_arch.h's arch part). */
 __attribute__((always_inline)) static inline void detail_put_return(_Atomic uint64_t *w,
                                                                     uint64_t fn_id, uint64_t sp,
                                                                     uint64_t orig, uint64_t ts,
@@ -61,11 +76,11 @@ __attribute__((always_inline)) static inline void detail_put_return(_Atomic uint
 	ada_detail_put(w, ADA_DREC_LINK, link);
 	ada_detail_put(w, ADA_DREC_FN, fn_id);
 	ada_detail_put(w, ADA_DREC_META, ada_drec_meta(ATF_DETAIL_FUNCTION_RETURN, 0, 0));
-	ada_detail_put(w, ADA_DREC_REGS + 0, saved[-1]);  /* rax */
-	ada_detail_put(w, ADA_DREC_REGS + 1, saved[-2]);  /* rdx */
-	ada_detail_put(w, ADA_DREC_REGS + 2, orig);       /* where it returns to */
-	ada_detail_put(w, ADA_DREC_REGS + 3, saved[-10]); /* rbp */
-	ada_detail_put(w, ADA_DREC_REGS + 4, sp);
+	ada_detail_put(w, ADA_DREC_REGS + HOOK_DREC_RET_RAX, saved[HOOK_RET_SAVED_RAX]);
+	ada_detail_put(w, ADA_DREC_REGS + HOOK_DREC_RET_RDX, saved[HOOK_RET_SAVED_RDX]);
+	ada_detail_put(w, ADA_DREC_REGS + HOOK_DREC_RET_ORIG, orig);
+	ada_detail_put(w, ADA_DREC_REGS + HOOK_DREC_RET_RBP, saved[HOOK_RET_SAVED_RBP]);
+	ada_detail_put(w, ADA_DREC_REGS + HOOK_DREC_RET_SP, sp);
 }
 
 #endif

@@ -128,33 +128,17 @@ static int xref_map_build(uint64_t base, const struct ada_hook_symtab *st,
 }
 
 /* Could any byte of [code, code+size) (at address addr) start a direct
- * branch into a patch? Reads every position as if it began a rel8 or
- * rel32 jmp/jcc/call/loop: a superset of the real instructions (like the
- * arch layer's pre-check), so "no" is a proof and "yes" needs a decode. */
-static const uint8_t xref_first[256] = {
-    [0x70 ... 0x7f] = 1, [0xe0 ... 0xe3] = 1, [0xeb] = 1, [0xe8] = 1, [0xe9] = 1, [0x0f] = 1,
-};
-
-/* A direct branch whose first byte is code[p] leaves the function for
- * a patch of mp. */
+ * branch into a patch? Reads every position as if it began a direct
+ * relative branch (hook_arch_branch_at): a superset of the real
+ * instructions (like the arch layer's pre-check), so "no" is a proof and
+ * "yes" needs a decode. A branch whose first byte is code[p] leaves the
+ * function for a patch of mp: */
 static bool xref_hit_at(const uint8_t *code, uint64_t addr, uint64_t size, uint64_t p,
                         const struct xref_map *mp)
 {
-	uint8_t o = code[p];
 	uint64_t t;
-	int32_t d;
-	if ((o == 0xeb || (o >= 0x70 && o <= 0x7f) || (o >= 0xe0 && o <= 0xe3)) && p + 2 <= size) {
-		t = addr + p + 2 + (uint64_t)(int64_t)(int8_t)code[p + 1];
-	} else if ((o == 0xe8 || o == 0xe9) && p + 5 <= size) {
-		memcpy(&d, code + p + 1, 4);
-		t = addr + p + 5 + (uint64_t)(int64_t)d;
-	} else if (o == 0x0f && p + 6 <= size && (code[p + 1] & 0xf0) == 0x80) {
-		memcpy(&d, code + p + 2, 4);
-		t = addr + p + 6 + (uint64_t)(int64_t)d;
-	} else {
-		return false;
-	}
-	return (t < addr || t >= addr + size) && xref_map_hit(mp, t);
+	return hook_arch_branch_at(code, addr, size, p, &t) && (t < addr || t >= addr + size) &&
+	       xref_map_hit(mp, t);
 }
 
 static bool xref_suspect(const uint8_t *code, uint64_t addr, uint64_t size,
@@ -163,10 +147,10 @@ static bool xref_suspect(const uint8_t *code, uint64_t addr, uint64_t size,
 	uint64_t p = 0;
 	/* Most bytes start no branch: 16 positions at a time are rejected
 	 * together (hook_arch_branch_xref16 flags exactly the first bytes
-	 * xref_hit_at accepts, 0F only before 80-8F; it reads the byte
-	 * after the 16, hence size >= 17). A rel8 at position k lands in
-	 * [k - 126, k + 129]: inside the function when k >= 126 and
-	 * k + 130 <= size, so there hook_arch_branch_rel32_16 leaves it out. */
+	 * hook_arch_branch_at accepts; it reads the byte after the 16,
+	 * hence size >= 17). A rel8 at position k lands in [k - 126, k +
+	 * 129]: inside the function when k >= 126 and k + 130 <= size, so
+	 * there hook_arch_branch_rel32_16 leaves it out. */
 	for (; size >= 17 && p <= size - 17; p += 16)
 		for (unsigned m = p >= 126 && p + 145 <= size ? hook_arch_branch_rel32_16(code + p)
 		                                              : hook_arch_branch_xref16(code + p);
@@ -174,7 +158,7 @@ static bool xref_suspect(const uint8_t *code, uint64_t addr, uint64_t size,
 			if (xref_hit_at(code, addr, size, p + (unsigned)__builtin_ctz(m), mp))
 				return true;
 	for (; p < size; p++)
-		if (xref_first[code[p]] && xref_hit_at(code, addr, size, p, mp))
+		if (xref_hit_at(code, addr, size, p, mp))
 			return true;
 	return false;
 }

@@ -13,6 +13,11 @@
  * marks a running handler: a signal handler that interrupts it is traced
  * through the side path (shadow_internal.h) and replayed when the
  * interrupted handler is done.
+ *
+ * The detail lane's handlers are in handlers_detail.c, which this file
+ * includes (one translation unit: gcc's inlining and cloning of the hot
+ * handlers depend on the whole unit, and compiling the lanes apart
+ * changed ada_hook_on_enter_detail's fast path -- objdump).
  */
 #include <errno.h> /* ESRCH only: nothing here reads or writes errno */
 #include <stddef.h>
@@ -69,11 +74,7 @@ struct agent_hot agent_hot;
  * ordinary calls), so whatever it reaches (libc, the ring's slow path,
  * keysym lookups, the unwinder) sees the ABI's alignment. HANDLERS_COLD
  * is the usual form. */
-#if defined(__x86_64__)
-#define HANDLERS_REALIGN __attribute__((force_align_arg_pointer))
-#else
-#define HANDLERS_REALIGN
-#endif
+#define HANDLERS_REALIGN HOOK_ARCH_REALIGN
 #define HANDLERS_COLD __attribute__((cold, noinline)) HANDLERS_REALIGN
 /* A cold function that reaches nothing outside this file but through
  * realigning functions needs no realignment itself: this form keeps gcc's
@@ -110,30 +111,17 @@ extern __thread struct ada_producer ada_producer_tls
  * registers, which hold the traced function's float arguments (at entry)
  * or float results (at return) and which the trampolines do not save. So
  * every cold path runs between these two: the whole extended state goes
- * to the stack (xsave, sized by CPUID at init; fxsave without it). */
-#define HANDLERS_XSAVE_MAX 4096
-
-struct handlers_fpu {
-	uint8_t area[HANDLERS_XSAVE_MAX] __attribute__((aligned(64)));
-};
+ * to the stack (hook_arch_fpu_save, sized at init: agent_hot.xsave_size). */
+#define handlers_fpu hook_arch_fpu
 
 static inline void handlers_fpu_save(struct handlers_fpu *f)
 {
-	if (agent_hot.xsave_size) {
-		for (int i = 512; i < 576; i++) /* the xsave header must start zeroed */
-			f->area[i] = 0;
-		__asm__ volatile("xsave64 %0" : "=m"(f->area) : "a"(-1), "d"(-1) : "memory");
-	} else {
-		__asm__ volatile("fxsave64 %0" : "=m"(f->area) : : "memory");
-	}
+	hook_arch_fpu_save(f, agent_hot.xsave_size);
 }
 
 static inline void handlers_fpu_restore(const struct handlers_fpu *f)
 {
-	if (agent_hot.xsave_size)
-		__asm__ volatile("xrstor64 %0" : : "m"(f->area), "a"(-1), "d"(-1) : "memory");
-	else
-		__asm__ volatile("fxrstor64 %0" : : "m"(f->area) : "memory");
+	hook_arch_fpu_restore(f, agent_hot.xsave_size);
 }
 
 /* ---- the ring ----
@@ -173,19 +161,6 @@ static inline void handlers_emit(uint64_t fn_id, uint32_t kind, uint32_t depth)
 		ada_emit_to(&ada_producer_tls, fn_id, kind, depth);
 }
 
-static long handlers_syscall6(long nr, long a, long b, long c, long d, long e, long f)
-{
-	long ret;
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	__asm__ volatile("syscall"
-	                 : "=a"(ret)
-	                 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-	                 : "rcx", "r11", "memory");
-	return ret;
-}
-
 /* The stack is full: the next part of the reservation becomes usable
  * (the entries [0, cap + 1) are, the sentinel included). */
 static bool handlers_shadow_grow(struct ada_shadow *s)
@@ -196,9 +171,9 @@ static bool handlers_shadow_grow(struct ada_shadow *s)
 	if (want > HANDLERS_SHADOW_MAX)
 		want = HANDLERS_SHADOW_MAX;
 	struct shadow_entry *m = s->base - 1;
-	long r = handlers_syscall6(SYS_mprotect, (long)(m + have),
-	                           (long)((size_t)(want - have) * sizeof(*m)),
-	                           PROT_READ | PROT_WRITE, 0, 0, 0);
+	long r = hook_arch_syscall6(SYS_mprotect, (long)(m + have),
+	                            (long)((size_t)(want - have) * sizeof(*m)),
+	                            PROT_READ | PROT_WRITE, 0, 0, 0);
 	if (r != 0)
 		return false;
 	s->cap = want - 1;
@@ -211,9 +186,10 @@ static bool handlers_shadow_grow(struct ada_shadow *s)
  * longer knows (tgkill signal 0: ESRCH). Without this, every ended thread
  * kept two mappings: 30 000 short threads passed vm.max_map_count
  * (65 530) and the program's own mmap failed. */
-#define RETIRE_GONE(tid) (handlers_syscall6(SYS_tgkill, agent_hot.pid, (tid), 0, 0, 0, 0) == -ESRCH)
+#define RETIRE_GONE(tid)                                                                           \
+	(hook_arch_syscall6(SYS_tgkill, agent_hot.pid, (tid), 0, 0, 0, 0) == -ESRCH)
 #define RETIRE_UNMAP(a)                                                                            \
-	handlers_syscall6(SYS_munmap, (long)(a), (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0)
+	hook_arch_syscall6(SYS_munmap, (long)(a), (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0)
 #include "retire_internal.h"
 static struct retire_table handlers_retired;
 
@@ -224,7 +200,7 @@ static void handlers_reclaim(void)
 
 static bool handlers_retire(uintptr_t map)
 {
-	int32_t tid = (int32_t)handlers_syscall6(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	int32_t tid = (int32_t)hook_arch_syscall6(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	return retire_put(&handlers_retired, map, tid);
 }
 
@@ -246,15 +222,15 @@ HANDLERS_COLD static bool handlers_shadow_alloc_fpu(struct ada_shadow *s)
 		}
 	}
 	handlers_reclaim(); /* ended threads' stacks first: the mapping count stays flat */
-	long p = handlers_syscall6(SYS_mmap, 0, (long)HANDLERS_MAP_BYTES, PROT_NONE,
-	                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	long p = hook_arch_syscall6(SYS_mmap, 0, (long)HANDLERS_MAP_BYTES, PROT_NONE,
+	                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p < 0 && p > -4096)
 		return false;
 	size_t usable =
 	    HANDLERS_SIDE_BYTES + (size_t)HANDLERS_SHADOW_FIRST * sizeof(struct shadow_entry);
-	if (handlers_syscall6(SYS_mprotect, p, (long)usable, PROT_READ | PROT_WRITE, 0, 0, 0) !=
+	if (hook_arch_syscall6(SYS_mprotect, p, (long)usable, PROT_READ | PROT_WRITE, 0, 0, 0) !=
 	    0) {
-		handlers_syscall6(SYS_munmap, p, (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0);
+		hook_arch_syscall6(SYS_munmap, p, (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0);
 		return false;
 	}
 	struct shadow_entry *m = (struct shadow_entry *)(p + (long)HANDLERS_SIDE_BYTES);
@@ -298,7 +274,7 @@ HANDLERS_COLD __attribute__((noreturn)) static void handlers_lost_return(void)
 {
 	static const char msg[] = "ada-agent: a return through the trampoline on a thread with "
 	                          "no traced frame left; cannot continue\n";
-	handlers_syscall6(SYS_write, 2, (long)msg, sizeof(msg) - 1, 0, 0, 0);
+	hook_arch_syscall6(SYS_write, 2, (long)msg, sizeof(msg) - 1, 0, 0, 0);
 	__builtin_trap();
 }
 
@@ -343,10 +319,10 @@ static uint32_t handlers_special_act(struct ada_shadow *s, enum agent_special ki
 		return 0;
 	case AGENT_SP_EXIT:
 		/* A vfork/posix_spawn child shares our memory: not its exit. */
-		if (handlers_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0) != agent_hot.pid)
+		if (hook_arch_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0) != agent_hot.pid)
 			return HANDLERS_NO_PUSH;
 		if (ada_producer_arena())
-			ada_arena_set_exited(ada_producer_arena(), (int)regs->rdi);
+			ada_arena_set_exited(ada_producer_arena(), (int)HOOK_ARCH_REGS_ARG0(regs));
 		shadow_pop_all(s, ret_slot, agent_hot.ret_tramp);
 		return HANDLERS_NO_PUSH;
 	case AGENT_SP_DL:
@@ -354,7 +330,7 @@ static uint32_t handlers_special_act(struct ada_shadow *s, enum agent_special ki
 	case AGENT_SP_EXEC:
 		/* A vfork/posix_spawn child runs on our shadow stack: its exec
 		 * does not end our frames. */
-		if (handlers_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0) == agent_hot.pid)
+		if (hook_arch_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0) == agent_hot.pid)
 			shadow_close_all(s);
 		return HANDLERS_NO_PUSH;
 	case AGENT_SP_SWITCH:
@@ -387,23 +363,19 @@ static uint32_t handlers_special_act(struct ada_shadow *s, enum agent_special ki
  * access to in_hook on the hot path, so each load is store-forwarded. */
 #define HANDLERS_QUEUED 2u
 
-#if defined(__x86_64__)
-/* Sets bit 0; returns its old value (1: a handler is running). The memory
- * clobber keeps every shadow-stack and ring access after it. */
+#if HOOK_ARCH_IN_HOOK_RMW
+/* Sets bit 0; returns its old value (1: a handler is running). Every
+ * shadow-stack and ring access stays after it (its memory clobber). */
 static inline bool handlers_in_hook_set(struct ada_shadow *s)
 {
-	bool was;
-	__asm__ volatile("btsl $0, %0" : "+m"(s->in_hook), "=@ccc"(was) : : "memory");
-	return was;
+	return hook_arch_bit0_set(&s->in_hook);
 }
 
 /* Clears bit 0 (in_hook is 1, or 1 | QUEUED); true when events were
- * queued. The memory clobber keeps every access before it. */
+ * queued. Every access stays before it (its memory clobber). */
 static inline bool handlers_in_hook_clear(struct ada_shadow *s)
 {
-	bool queued;
-	__asm__ volatile("subl $1, %0" : "+m"(s->in_hook), "=@ccnz"(queued) : : "memory");
-	return queued;
+	return hook_arch_sub1_nz(&s->in_hook);
 }
 #else
 /* Portable: plain accesses between signal fences (the only other party
@@ -711,7 +683,7 @@ HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit(uint64_t sp)
 	return handlers_exit_index(s, &e);
 }
 
-/* ---- the fast form's C continuations (x86_emit.c, "Fast form") ----
+/* ---- the fast form's C continuations (x86_emit_fast.c, "Fast form") ----
  * The machine-code fast paths claim in_hook themselves (btsl, first) and
  * come here, in_hook still held, for every case they decline before any
  * store: exactly the rest of ada_hook_on_enter()/ada_hook_on_exit(). A
@@ -743,58 +715,29 @@ HANDLERS_COLD ADA_HOOKCTX void ada_hook_fast_flush(void)
 	handlers_flush(&ada_shadow_tls);
 }
 
-/* The layout x86_emit.c hard-codes (its FE_* and FV_* offsets). */
+/* The layout x86_emit_fast.c hard-codes (its FE_* and FV_* offsets). */
 _Static_assert(sizeof(struct shadow_entry) == 32 && offsetof(struct shadow_entry, orig) == 0 &&
                    offsetof(struct shadow_entry, slot) == 8 &&
                    offsetof(struct shadow_entry, fn_id) == 16 &&
                    offsetof(struct shadow_entry, depth) == 24 &&
                    offsetof(struct shadow_entry, flags) == 28,
-               "x86_emit.c FE_*");
+               "x86_emit_internal.h FE_*");
 _Static_assert(sizeof(struct atf_index_event) == 32 &&
                    offsetof(struct atf_index_event, timestamp_ns) == 0 &&
                    offsetof(struct atf_index_event, function_id) == 8 &&
                    offsetof(struct atf_index_event, thread_id) == 16 &&
                    offsetof(struct atf_index_event, call_depth) == 24 &&
                    offsetof(struct atf_index_event, detail_seq) == 28,
-               "x86_emit.c FV_*");
+               "x86_emit_internal.h FV_*");
 _Static_assert(ATF_NO_DETAIL == 0xffffffffu && SHADOW_SLOT_CALL == 0 && SHADOW_F_DETAIL == 0x4u,
-               "x86_emit.c constants");
+               "x86_emit_internal.h constants");
 
-void agent_fast_layout(struct hook_arch_fast *f)
+/* The detail lane's part of agent_fast_layout: the same choice as
+ * agent_install.c's install_enter_handler(), the membership test's data
+ * and the member paths' state (sh, pr: the shadow's and the producer's
+ * offsets from the thread pointer). */
+static void handlers_fast_layout_detail(struct hook_arch_fast *f, intptr_t sh, intptr_t pr)
 {
-	uintptr_t tp;
-	__asm__("mov %%fs:0, %0" : "=r"(tp)); /* the thread pointer (TCB self pointer) */
-	/* Initial-exec TLS: the block lies at the same offset from every
-	 * thread's pointer, and a fork child keeps it. */
-	intptr_t t = (intptr_t)((uintptr_t)&handlers_tls - tp);
-	intptr_t sh = t + (intptr_t)offsetof(struct handlers_tls, shadow);
-	intptr_t pr = t + (intptr_t)offsetof(struct handlers_tls, producer);
-	f->s_base = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, base));
-	f->s_top = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, top));
-	f->s_cap = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, cap));
-	f->s_guard = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, guard));
-	f->s_in_hook = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, in_hook));
-	f->s_inherited = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, inherited));
-	f->p_events = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, events));
-	f->p_mask = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, mask));
-	f->p_head = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, head));
-	f->p_limit = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, limit));
-	f->p_head_pub = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, head_pub));
-	f->p_tid_call = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, tid_call));
-	f->p_tid_return = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, tid_return));
-	f->ret_tramp = agent_hot.ret_tramp;
-	f->enter_full = (uint64_t)&ada_hook_on_enter;
-	f->enter_held = (uint64_t)&ada_hook_on_enter_held;
-	f->exit_full = (uint64_t)&ada_hook_on_exit;
-	f->exit_held = (uint64_t)&ada_hook_on_exit_held;
-	f->flush = (uint64_t)&ada_hook_fast_flush;
-	f->detail_hot = 0;
-	f->enter_member = f->exit_member = 0;
-	f->module = 0; /* the caller's, per block */
-	if (!agent_hot.detail_on)
-		return;
-	/* The detail lane: the same choice as agent_install.c's
-	 * install_enter_handler(), and the membership test's data. */
 	bool fixed = agent_hot.detail_stack == 128;
 	f->enter_full =
 	    fixed ? (uint64_t)&ada_hook_on_enter_detail128 : (uint64_t)&ada_hook_on_enter_detail;
@@ -827,27 +770,62 @@ void agent_fast_layout(struct hook_arch_fast *f)
 	f->s_dfast_span = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, dfast_span));
 }
 
-/* What the member paths in machine code hard-code (x86_emit.c,
+void agent_fast_layout(struct hook_arch_fast *f)
+{
+	uintptr_t tp = hook_arch_thread_pointer();
+	/* Initial-exec TLS: the block lies at the same offset from every
+	 * thread's pointer, and a fork child keeps it. */
+	intptr_t t = (intptr_t)((uintptr_t)&handlers_tls - tp);
+	intptr_t sh = t + (intptr_t)offsetof(struct handlers_tls, shadow);
+	intptr_t pr = t + (intptr_t)offsetof(struct handlers_tls, producer);
+	f->s_base = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, base));
+	f->s_top = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, top));
+	f->s_cap = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, cap));
+	f->s_guard = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, guard));
+	f->s_in_hook = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, in_hook));
+	f->s_inherited = (int32_t)(sh + (intptr_t)offsetof(struct ada_shadow, inherited));
+	f->p_events = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, events));
+	f->p_mask = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, mask));
+	f->p_head = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, head));
+	f->p_limit = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, limit));
+	f->p_head_pub = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, head_pub));
+	f->p_tid_call = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, tid_call));
+	f->p_tid_return = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, tid_return));
+	f->ret_tramp = agent_hot.ret_tramp;
+	f->enter_full = (uint64_t)&ada_hook_on_enter;
+	f->enter_held = (uint64_t)&ada_hook_on_enter_held;
+	f->exit_full = (uint64_t)&ada_hook_on_exit;
+	f->exit_held = (uint64_t)&ada_hook_on_exit_held;
+	f->flush = (uint64_t)&ada_hook_fast_flush;
+	f->detail_hot = 0;
+	f->enter_member = f->exit_member = 0;
+	f->module = 0; /* the caller's, per block */
+	if (agent_hot.detail_on)
+		handlers_fast_layout_detail(f, sh, pr);
+}
+
+/* What the member paths in machine code hard-code (x86_emit_detail.c,
  * emit_member_call / emit_member_return): the records of
  * detail_put_call_fixed() and detail_put_return(), the
  * reserve of ada_detail_reserve_fast() with its prefetch, and the sizes
  * of the fields they load and store. */
 _Static_assert(ADA_DREC_TS == 0 && ADA_DREC_LINK == 1 && ADA_DREC_FN == 2 && ADA_DREC_META == 3 &&
                    ADA_DREC_REGS == 4 && ADA_DREC_CALL_WORDS == 14 && ADA_DREC_RETURN_WORDS == 9 &&
+                   HOOK_DREC_CALL_NREGS == 10 && HOOK_DREC_RET_NREGS == 5 &&
                    ADA_DETAIL_HDR_BYTES == 8 && ADA_DETAIL_PREFETCH_AHEAD == 2048 &&
                    ADA_DETAIL_LINE_BYTES == 64 && ATF_DETAIL_FUNCTION_CALL == 3 &&
                    ATF_DETAIL_FUNCTION_RETURN == 4 && DETAIL_STACK_FIXED_WORDS == 16,
-               "x86_emit.c member records");
+               "x86_emit_detail.c member records");
 _Static_assert(sizeof(((struct ada_producer *)0)->dpos) == 8 &&
                    sizeof(((struct ada_producer *)0)->dstop) == 8 &&
                    sizeof(((struct ada_producer *)0)->dbytes) == 8 &&
                    sizeof(((struct ada_producer *)0)->dcount) == 4 &&
                    sizeof(((struct ada_shadow *)0)->dfast_lo) == 8 &&
                    sizeof(((struct ada_shadow *)0)->dfast_span) == 8,
-               "x86_emit.c member records: field sizes");
+               "x86_emit_detail.c member records: field sizes");
 
 /* What the detail lane's enter stub hard-codes of the key-symbol blob
- * (x86_emit.c, emit_detail_test; keysym.h, ada_keysym_test) and of the
+ * (x86_emit_detail.c, emit_detail_test; keysym.h, ada_keysym_test) and of the
  * agent's own set (agent_dset_has): field sizes as loaded there. */
 _Static_assert(offsetof(struct ada_keysym_header, flags) == 8 &&
                    offsetof(struct ada_keysym_header, n_mods) == 12 &&
@@ -855,519 +833,20 @@ _Static_assert(offsetof(struct ada_keysym_header, flags) == 8 &&
                    offsetof(struct ada_keysym_mod, kind) == 0 &&
                    offsetof(struct ada_keysym_mod, param) == 4 &&
                    offsetof(struct ada_keysym_mod, off) == 8,
-               "x86_emit.c emit_detail_test: blob layout");
+               "x86_emit_detail.c emit_detail_test: blob layout");
 _Static_assert(ADA_KEYSYM_F_ALL == 1 && ADA_KEYSYM_NONE == 0 && ADA_KEYSYM_BITSET == 1 &&
                    ADA_KEYSYM_FULL == 4 && ADA_KEYSYM_CUR_LOCAL == UINT64_MAX &&
                    ADA_KEYSYM_MAX_MODULES == 1u << 24,
-               "x86_emit.c emit_detail_test: constants");
+               "x86_emit_detail.c emit_detail_test: constants");
 _Static_assert(sizeof(((struct agent_dset *)0)->all) == 4 &&
                    sizeof(((struct agent_dset *)0)->nbits) == 4 &&
                    sizeof(((struct agent_dset *)0)->max_mod) == 8,
-               "x86_emit.c emit_detail_test: struct agent_dset");
+               "x86_emit_detail.c emit_detail_test: struct agent_dset");
 
-/* ---- the detail lane (docs/format.md, "Detail records") ----
- * The _detail handlers are the two above plus, for a function in the
- * detail set, one record written in place into the thread's detail ring
- * (ring.h: ada_detail_reserve/put/commit; no call, no vector register).
- * Trampolines get them only when the detail lane is on (agent_install.c),
- * so --detail never runs exactly the handlers above.
- *
- * Membership is decided once per call, at entry, before any detail work
- * (handlers_detail_member, one inline O(1) test), and kept in the frame's
- * shadow entry (SHADOW_F_DETAIL): a function outside the set runs the
- * index lane's fast path plus that test at entry and one flag test at its
- * return; a member's call and return both get a record even if the set
- * changes between them. A record is written while in_hook is still set:
- * a signal handler that interrupts it goes to the side path and never
- * writes the detail ring itself. Its link is the index ring position of
- * the event it belongs to, its timestamp that event's. */
-
-/* The one membership test of the hot path: the recorder's current
- * key-symbol set once it published one (src/keysym/keysym.h: masked
- * loads inside the arena's key-symbol area, no call), else the agent's
- * own (dset). 1 member, 0 not, ADA_KEYSYM_ASK: a hash or CRoaring
- * container, or a module the blob says nothing about (no entry, or an
- * uncovered one: then the own set answers), out of line
- * (handlers_enter_detail_ask). The
- * key-symbol swap's grace period counts on the event this handler
- * publishes after the test (docs/internals.md, "The key-symbol swap"). */
-static inline int handlers_detail_member(uint64_t fn_id)
-{
-	/* Acquire: pairs with the release store of keysym_cur in
-	 * ada_keysym_region_publish() (recorder): the blob is seen whole. */
-	uint64_t cur = atomic_load_explicit(agent_hot.ks_cur, memory_order_acquire);
-	if (cur != ADA_KEYSYM_CUR_LOCAL)
-		return ada_keysym_test(agent_hot.ks_area, agent_hot.ks_mask, cur, fn_id);
-	/* Acquire: pairs with the release store that publishes a set
-	 * (agent_detail_set_update()): its bitmaps are seen complete. */
-	const struct agent_dset *ds = atomic_load_explicit(&agent_hot.dset, memory_order_acquire);
-	return agent_dset_has(ds, fn_id);
-}
-
-/* The largest CALL record fits the smallest ring's largest record, so the
- * fast reserve needs no length test (ring.h, ada_detail_reserve). */
-_Static_assert(ADA_DREC_CALL_WORDS * 8 + ATF_DETAIL_STACK_MAX <= ADA_DETAIL_CHUNK_MIN - 8,
-               "a CALL record must fit any detail ring");
-
-/* The words of a CALL record at w (reserved). ts, link: its index
- * event's raw timestamp and ring position; orig: the caller's return
- * address (*ret_slot holds SHADOW_SLOT_CALL by now); sw: stack words
- * to copy (bounded by the caller). The stack is copied eight bytes at a
- * time through general registers (the vector registers hold the traced
- * function's float arguments: -mgeneral-regs-only), eight words a round. */
-__attribute__((always_inline)) static inline void
-handlers_detail_put_call(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *ret_slot,
-                         const struct ada_hook_regs *regs, uint64_t ts, uint64_t link,
-                         uint64_t orig, uint64_t meta, uint32_t sw)
-{
-	ada_detail_put(w, ADA_DREC_TS, ts);
-	ada_detail_put(w, ADA_DREC_LINK, link);
-	ada_detail_put(w, ADA_DREC_FN, fn_id);
-	ada_detail_put(w, ADA_DREC_META, meta);
-	ada_detail_put(w, ADA_DREC_REGS + 0, regs->rdi);
-	ada_detail_put(w, ADA_DREC_REGS + 1, regs->rsi);
-	ada_detail_put(w, ADA_DREC_REGS + 2, regs->rdx);
-	ada_detail_put(w, ADA_DREC_REGS + 3, regs->rcx);
-	ada_detail_put(w, ADA_DREC_REGS + 4, regs->r8);
-	ada_detail_put(w, ADA_DREC_REGS + 5, regs->r9);
-	ada_detail_put(w, ADA_DREC_REGS + 6, regs->rax);
-	ada_detail_put(w, ADA_DREC_REGS + 7, orig);
-	ada_detail_put(w, ADA_DREC_REGS + 8, regs->rbp);
-	ada_detail_put(w, ADA_DREC_REGS + 9, (uint64_t)(uintptr_t)ret_slot);
-	/* Pointer-walked rounds of eight words, then single words; word 0
-	 * is then overwritten with the return address as the caller left it
-	 * (orig), not the trampoline's. */
-	_Atomic uint64_t *dst = w + ADA_DREC_CALL_WORDS;
-	const uint64_t *src = ret_slot;
-	for (uint32_t r = sw / 8; r != 0; r--, src += 8, dst += 8) {
-		uint64_t a = src[0], b = src[1], c = src[2], d = src[3], e = src[4], f = src[5],
-		         g = src[6], h = src[7];
-		ada_detail_put(dst, 0, a);
-		ada_detail_put(dst, 1, b);
-		ada_detail_put(dst, 2, c);
-		ada_detail_put(dst, 3, d);
-		ada_detail_put(dst, 4, e);
-		ada_detail_put(dst, 5, f);
-		ada_detail_put(dst, 6, g);
-		ada_detail_put(dst, 7, h);
-	}
-	for (uint32_t r = sw % 8; r != 0; r--, src++, dst++)
-		ada_detail_put(dst, 0, *src);
-	if (sw)
-		ada_detail_put(w, ADA_DREC_CALL_WORDS, orig);
-}
-
-/* --detail always with --detail-overflow wait: the reserve would free a
- * chunk the drain has not decided; wait for it (ring.h, "Waiting for the
- * drain") with the program's vector state saved, as handlers_emit_slow()
- * waits for index ring space. Not guarded, for the same reason. */
-HANDLERS_COLD static void handlers_detail_wait(struct ada_producer *p, uint32_t len)
-{
-	struct handlers_fpu f;
-	handlers_fpu_save(&f);
-	ada_detail_wait_room(p, len);
-	handlers_fpu_restore(&f);
-}
-
-static inline _Atomic uint64_t *handlers_detail_reserve(struct ada_producer *p, uint32_t len,
-                                                        uint64_t *end)
-{
-	if (ada_unlikely(ada_detail_would_wait(p, len)))
-		handlers_detail_wait(p, len);
-	return ada_detail_reserve(p, len, end);
-}
-
-/* Any CALL record: the snapshot clipped near the stack's top (or none off
- * it), and the ring's slow reserve (a pad, old records to overwrite). */
-HANDLERS_COLD static void handlers_detail_call(const struct ada_shadow *s, uint64_t fn_id,
-                                               const uint64_t *ret_slot,
-                                               const struct ada_hook_regs *regs, uint64_t ts,
-                                               uint64_t link, uint64_t orig)
-{
-	struct ada_producer *p = &ada_producer_tls;
-	uint32_t flags;
-	uint32_t n = agent_stack_take(s->stack_lo, s->stack_hi, (uint64_t)(uintptr_t)ret_slot,
-	                              agent_hot.detail_stack, &flags);
-	uint32_t sw = (n + 7) / 8;
-	uint64_t end;
-	_Atomic uint64_t *w = handlers_detail_reserve(p, (ADA_DREC_CALL_WORDS + sw) * 8, &end);
-	if (w == NULL)
-		return; /* no detail ring in this arena */
-	handlers_detail_put_call(w, fn_id, ret_slot, regs, ts, link, orig,
-	                         ada_drec_meta(ATF_DETAIL_FUNCTION_CALL, flags, n), sw);
-	ada_detail_commit(p, end);
-}
-
-/* The common CALL record: the whole snapshot (one test of rsp against
- * bounds computed once per thread) into room the ring has without a pad
- * or an overwrite (one test), with the record's size and word 3 computed
- * once per process -- or, `fixed` (a constant: the 128-byte handlers),
- * known at compile time. False, having written nothing, otherwise. */
-__attribute__((always_inline)) static inline bool
-handlers_detail_call_fast(const struct ada_shadow *s, uint64_t fn_id, const uint64_t *ret_slot,
-                          const struct ada_hook_regs *regs, uint64_t ts, uint64_t link,
-                          uint64_t orig, bool fixed)
-{
-	struct ada_producer *p = &ada_producer_tls;
-	uint64_t end;
-	_Atomic uint64_t *w;
-	uint32_t len = fixed ? (ADA_DREC_CALL_WORDS + DETAIL_STACK_FIXED_WORDS) * 8
-	                     : agent_hot.detail_call_len;
-	if (ada_unlikely((uint64_t)(uintptr_t)ret_slot - s->dfast_lo > s->dfast_span) ||
-	    ada_unlikely(!(w = ada_detail_reserve_fast(p, len, &end))))
-		return false;
-	if (fixed)
-		detail_put_call_fixed(w, fn_id, ret_slot, regs, ts, link, orig);
-	else
-		handlers_detail_put_call(w, fn_id, ret_slot, regs, ts, link, orig,
-		                         agent_hot.detail_meta_call, agent_hot.detail_words);
-	ada_detail_commit(p, end);
-	return true;
-}
-
-/* Any RETURN record (the ring's slow reserve included). */
-HANDLERS_COLD static void handlers_detail_return(uint64_t fn_id, uint64_t sp, uint64_t orig,
-                                                 uint64_t ts, uint64_t link)
-{
-	struct ada_producer *p = &ada_producer_tls;
-	uint64_t end;
-	_Atomic uint64_t *w = handlers_detail_reserve(p, ADA_DREC_RETURN_WORDS * 8, &end);
-	if (w == NULL)
-		return;
-	detail_put_return(w, fn_id, sp, orig, ts, link);
-	ada_detail_commit(p, end);
-}
-
-/* After a cold path that may have emitted the event (or dropped it, or
- * emitted others after it): the record is written only when the last
- * event is this function's `kind` event and it is new since head h0. */
-static bool handlers_detail_emitted(uint64_t h0, uint64_t fn_id, uint32_t kind, uint64_t *link,
-                                    uint64_t *ts)
-{
-	const struct ada_producer *p = &ada_producer_tls;
-	if (!p->events || p->head == h0)
-		return false;
-	const struct atf_index_event *e = &p->events[(p->head - 1) & p->mask];
-	if (e->event_kind != kind || e->function_id != fn_id)
-		return false;
-	*link = p->head - 1;
-	*ts = e->timestamp_ns;
-	return true;
-}
-
-/* The return address the program gave a frame whose orig is lr and whose
- * slot is slot, entries base[0 .. i) below it: a tail-called frame's orig
- * is the return point of the frame its caller jumped from, which shares
- * the slot; the lowest entry of the slot holds the caller's real return
- * address. The records' lr is that one (docs/format.md), not a
- * trampoline's. */
-static inline uint64_t handlers_program_lr(const struct ada_shadow *s, uint32_t i,
-                                           const uint64_t *slot, uint64_t lr)
-{
-	while (i > 0 && s->base[i - 1].slot == slot)
-		lr = s->base[--i].orig;
-	return lr;
-}
-
-/* The original return address of the frame just pushed (*ret_slot holds
- * SHADOW_SLOT_CALL by now). */
-static inline uint64_t handlers_top_orig(const struct ada_shadow *s, const uint64_t *ret_slot)
-{
-	if (s->top == 0)
-		return *ret_slot;
-	return handlers_program_lr(s, s->top - 1, ret_slot, s->base[s->top - 1].orig);
-}
-
-/* A member's entry the fast path declined: the general push (flagged),
- * then the record if its CALL was emitted. */
-HANDLERS_COLD static void handlers_enter_slow_detail(struct ada_shadow *s, uint64_t fn_id,
-                                                     uint64_t *ret_slot,
-                                                     const struct ada_hook_regs *regs)
-{
-	uint64_t h0 = ada_producer_tls.head, link, ts;
-	if (agent_hot.active)
-		handlers_push_general(s, fn_id, ret_slot, SHADOW_F_DETAIL);
-	else
-		s->suppressed++;
-	if (handlers_detail_emitted(h0, fn_id, ATF_EVENT_CALL, &link, &ts))
-		handlers_detail_call(s, fn_id, ret_slot, regs, ts, link,
-		                     handlers_top_orig(s, ret_slot));
-	handlers_leave(s);
-}
-
-HANDLERS_COLD static void handlers_emit_slow_leave_detail(struct ada_shadow *s, uint64_t fn_id,
-                                                          uint32_t depth, uint64_t *ret_slot,
-                                                          const struct ada_hook_regs *regs)
-{
-	uint64_t h0 = ada_producer_tls.head, link, ts;
-	handlers_emit_slow(fn_id, ATF_EVENT_CALL, depth);
-	if (handlers_detail_emitted(h0, fn_id, ATF_EVENT_CALL, &link, &ts))
-		handlers_detail_call(s, fn_id, ret_slot, regs, ts, link,
-		                     handlers_top_orig(s, ret_slot));
-	handlers_leave(s);
-}
-
-/* The tails of the members' fast paths when the record needs the general
- * writer: out of line, so the fast paths make no call but tail calls
- * (they need no callee-saved register and no frame). */
-HANDLERS_COLD static void handlers_detail_call_leave(struct ada_shadow *s, uint64_t fn_id,
-                                                     const uint64_t *ret_slot,
-                                                     const struct ada_hook_regs *regs, uint64_t ts,
-                                                     uint64_t link, uint64_t orig)
-{
-	handlers_detail_call(s, fn_id, ret_slot, regs, ts, link, orig);
-	handlers_leave(s);
-}
-
-HANDLERS_COLD static uint64_t handlers_detail_return_leave(struct ada_shadow *s, uint64_t fn_id,
-                                                           uint64_t sp, uint64_t orig, uint64_t ts,
-                                                           uint64_t link)
-{
-	handlers_detail_return(fn_id, sp, orig, ts, link);
-	handlers_leave(s);
-	return orig;
-}
-
-/* Entry of a function in the detail set (in_hook set, guard clear);
- * `fixed`: the 128-byte snapshot of detail_put_call_fixed. */
-__attribute__((always_inline)) static inline void
-handlers_enter_member_body(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
-                           const struct ada_hook_regs *regs, bool fixed)
-{
-	uint32_t depth;
-	uint64_t orig = *ret_slot; /* the fast push below swaps it (same load) */
-	if (ada_unlikely(!shadow_enter_fast(s, fn_id, ret_slot, agent_hot.ret_tramp,
-	                                    SHADOW_F_DETAIL, &depth)))
-		return handlers_enter_slow_detail(s, fn_id, ret_slot, regs);
-	struct ada_producer *p = &ada_producer_tls;
-	if (ada_unlikely(p->head >= p->limit))
-		return handlers_emit_slow_leave_detail(s, fn_id, depth, ret_slot, regs);
-	uint64_t link = p->head;
-	uint64_t ts = ada_emit_fast_ts(p, fn_id, ATF_EVENT_CALL, depth);
-	if (ada_unlikely(
-	        !handlers_detail_call_fast(s, fn_id, ret_slot, regs, ts, link, orig, fixed)))
-		return handlers_detail_call_leave(s, fn_id, ret_slot, regs, ts, link, orig);
-	if (ada_unlikely(handlers_in_hook_clear(s)))
-		return handlers_flush(s);
-}
-
-HANDLERS_LEAF __attribute__((noinline)) static void
-handlers_enter_member(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
-                      const struct ada_hook_regs *regs)
-{
-	handlers_enter_member_body(s, fn_id, ret_slot, regs, false);
-}
-
-HANDLERS_LEAF __attribute__((noinline)) static void
-handlers_enter_member_fixed(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
-                            const struct ada_hook_regs *regs)
-{
-	handlers_enter_member_body(s, fn_id, ret_slot, regs, true);
-}
-
-/* A hash or CRoaring container decides (its lookup has loops: out of
- * line, so the handler above keeps no frame), or, for a module the blob
- * has no entry for, the agent's own set (agent_detail_ask). Same steps
- * after. */
-__attribute__((hot, noinline)) HANDLERS_REALIGN static void
-handlers_enter_detail_ask(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
-                          const struct ada_hook_regs *regs, bool fixed)
-{
-	uint64_t cur = atomic_load_explicit(agent_hot.ks_cur, memory_order_relaxed); /* as tested */
-	/* Acquire: pairs with the release store that publishes a set
-	 * (agent_detail_set_update()): its bitmaps are seen complete. */
-	const struct agent_dset *ds = atomic_load_explicit(&agent_hot.dset, memory_order_acquire);
-	int d = agent_detail_decide(agent_hot.ks_area, agent_hot.ks_mask, cur, ds, fn_id);
-	/* Decided by the start-time rules under a set from a live spec:
-	 * counted, one per call (before the call's event: a thread without
-	 * a slot yet counts into the arena's total). */
-	if (ada_unlikely(d & AGENT_DETAIL_START_RULES))
-		ada_producer_count_detail(&ada_producer_tls, ADA_DROP_KEYSYM_UNKNOWN);
-	if (!(d & 1))
-		return handlers_enter_index(s, fn_id, ret_slot);
-	if (fixed)
-		return handlers_enter_member_fixed(s, fn_id, ret_slot, regs);
-	handlers_enter_member(s, fn_id, ret_slot, regs);
-}
-
-/* After the claim of in_hook (by the handler below, or by the fast
- * form's enter stub: the _held entry points). */
-__attribute__((always_inline)) static inline void
-handlers_enter_detail_claimed(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
-                              const struct ada_hook_regs *regs, bool fixed)
-{
-	if (ada_unlikely(s->guard != 0))
-		return handlers_enter_guarded(s);
-	int member = handlers_detail_member(fn_id);
-	if (ada_unlikely(member == ADA_KEYSYM_ASK))
-		return handlers_enter_detail_ask(s, fn_id, ret_slot, regs, fixed);
-	if (!member)
-		return handlers_enter_index(s, fn_id, ret_slot);
-	if (fixed)
-		return handlers_enter_member_fixed(s, fn_id, ret_slot, regs);
-	handlers_enter_member(s, fn_id, ret_slot, regs);
-}
-
-__attribute__((always_inline)) static inline void
-handlers_enter_detail_body(uint64_t fn_id, uint64_t *ret_slot, const struct ada_hook_regs *regs,
-                           bool fixed)
-{
-	struct ada_shadow *s = &ada_shadow_tls;
-	if (ada_unlikely(handlers_in_hook_set(s)))
-		return handlers_nested_enter(s, fn_id, ret_slot);
-	handlers_enter_detail_claimed(s, fn_id, ret_slot, regs, fixed);
-}
-
-/* Any --stack-bytes; and the default 128, which the trampolines get
- * instead when it is the configured size (agent_install.c). */
-HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail(uint64_t fn_id, uint64_t *ret_slot,
-                                                        const struct ada_hook_regs *regs)
-{
-	handlers_enter_detail_body(fn_id, ret_slot, regs, false);
-}
-
-HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail128(uint64_t fn_id, uint64_t *ret_slot,
-                                                           const struct ada_hook_regs *regs)
-{
-	handlers_enter_detail_body(fn_id, ret_slot, regs, true);
-}
-
-/* handlers_exit_slow() with the record of the RETURN it emits (the frame
- * that returned; frames popped as EXCEPTION get none; each frame of a
- * tail-call chain returns on its own, with its own record) when that
- * frame's call was a member's. */
-HANDLERS_COLD static uint64_t handlers_exit_slow_detail(struct ada_shadow *s, uint64_t sp)
-{
-	const uint64_t *slot = (const uint64_t *)(uintptr_t)(sp - 8);
-	uint64_t h0 = ada_producer_tls.head, link, ts;
-	uint32_t flags;
-	uint64_t orig = shadow_return(s, slot, &flags);
-	if (flags & SHADOW_F_RESCAN) {
-		s->guard++;
-		agent_dl_changed();
-		s->guard--;
-	}
-	if (orig != 0 && ada_producer_tls.head != h0) {
-		/* The frame popped last, still in place above top (nothing
-		 * else writes there while in_hook is set: shadow_pop_top). */
-		const struct shadow_entry *last = &s->base[s->top];
-		if ((last->flags & SHADOW_F_DETAIL) &&
-		    handlers_detail_emitted(h0, last->fn_id, ATF_EVENT_RETURN, &link, &ts))
-			handlers_detail_return(
-			    last->fn_id, sp, handlers_program_lr(s, s->top, slot, orig), ts, link);
-	}
-	if (ada_unlikely(orig == 0))
-		orig = handlers_resync(s, slot);
-	handlers_leave(s);
-	return orig;
-}
-
-HANDLERS_COLD static uint64_t handlers_emit_slow_leave_ret_detail(struct ada_shadow *s,
-                                                                  uint64_t fn_id, uint32_t depth,
-                                                                  uint64_t sp, uint64_t orig)
-{
-	uint64_t h0 = ada_producer_tls.head, link, ts;
-	handlers_emit_slow(fn_id, ATF_EVENT_RETURN, depth);
-	if (handlers_detail_emitted(h0, fn_id, ATF_EVENT_RETURN, &link, &ts))
-		handlers_detail_return(fn_id, sp, orig, ts, link);
-	handlers_leave(s);
-	return orig;
-}
-
-/* Return of a call that got a CALL record (its frame is popped; not a
- * tail-called one: SHADOW_F_TAIL keeps those on the general path). */
-HANDLERS_LEAF __attribute__((noinline)) static uint64_t
-handlers_exit_member(struct ada_shadow *s, uint64_t fn_id, uint32_t depth, uint64_t sp,
-                     uint64_t orig)
-{
-	struct ada_producer *p = &ada_producer_tls;
-	if (ada_unlikely(p->head >= p->limit))
-		return handlers_emit_slow_leave_ret_detail(s, fn_id, depth, sp, orig);
-	uint64_t link = p->head;
-	uint64_t ts = ada_emit_fast_ts(p, fn_id, ATF_EVENT_RETURN, depth);
-	uint64_t end;
-	_Atomic uint64_t *w = ada_detail_reserve_fast(p, ADA_DREC_RETURN_WORDS * 8, &end);
-	if (ada_unlikely(w == NULL))
-		return handlers_detail_return_leave(s, fn_id, sp, orig, ts, link);
-	detail_put_return(w, fn_id, sp, orig, ts, link);
-	ada_detail_commit(p, end);
-	if (ada_unlikely(handlers_in_hook_clear(s)))
-		return handlers_flush_ret(s, orig);
-	return orig;
-}
-
-/* The fast form's C continuations for the detail lane (x86_emit.c,
- * "Fast form"; hook_arch_fast.detail_hot): its enter stub takes the index
- * lane's fast path itself for a function outside the detail set and
- * comes here, in_hook held, for a member and for every case it declines;
- * its return trampoline declines every flagged frame (SHADOW_F_DETAIL:
- * a member's call) to the exit. Exactly the handlers above after their
- * claim. */
-HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail_held(uint64_t fn_id, uint64_t *ret_slot,
-                                                             const struct ada_hook_regs *regs)
-{
-	handlers_enter_detail_claimed(&ada_shadow_tls, fn_id, ret_slot, regs, false);
-}
-
-HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail128_held(uint64_t fn_id, uint64_t *ret_slot,
-                                                                const struct ada_hook_regs *regs)
-{
-	handlers_enter_detail_claimed(&ada_shadow_tls, fn_id, ret_slot, regs, true);
-}
-
-/* The enter stub found fn_id in the detail set, the guard clear: the
- * member's path straight away (the set is decided once per call, by the
- * stub's test, as by handlers_detail_member's). */
-HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail_member(uint64_t fn_id, uint64_t *ret_slot,
-                                                               const struct ada_hook_regs *regs)
-{
-	handlers_enter_member(&ada_shadow_tls, fn_id, ret_slot, regs);
-}
-
-HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter_detail128_member(uint64_t fn_id,
-                                                                  uint64_t *ret_slot,
-                                                                  const struct ada_hook_regs *regs)
-{
-	handlers_enter_member_fixed(&ada_shadow_tls, fn_id, ret_slot, regs);
-}
-
-/* The return trampoline found the top frame (above the inherited ones)
- * owning the slot, flagged exactly SHADOW_F_DETAIL: shadow_return_fast's
- * pop without its tests, then the member's return. */
-HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit_detail_member(uint64_t sp)
-{
-	struct ada_shadow *s = &ada_shadow_tls;
-	uint32_t top = s->top - 1;
-	struct shadow_entry e = s->base[top]; /* copied before the pop: see shadow_pop_top */
-	s->top = top;
-	return handlers_exit_member(s, e.fn_id, e.depth, sp, e.orig);
-}
-
-__attribute__((always_inline)) static inline uint64_t
-handlers_exit_detail_claimed(struct ada_shadow *s, uint64_t sp)
-{
-	const uint64_t *slot = (const uint64_t *)(uintptr_t)(sp - 8);
-	struct shadow_entry e;
-	if (ada_unlikely(!shadow_return_fast(s, slot, SHADOW_F_DETAIL, &e)))
-		return handlers_exit_slow_detail(s, sp);
-	if (e.flags) /* SHADOW_F_DETAIL, the only flag the fast pop lets through */
-		return handlers_exit_member(s, e.fn_id, e.depth, sp, e.orig);
-	return handlers_exit_index(s, &e);
-}
-
-HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit_detail_held(uint64_t sp)
-{
-	return handlers_exit_detail_claimed(&ada_shadow_tls, sp);
-}
-
-HANDLERS_LEAF ADA_HOOKCTX uint64_t ada_hook_on_exit_detail(uint64_t sp)
-{
-	struct ada_shadow *s = &ada_shadow_tls;
-	const uint64_t *slot = (const uint64_t *)(uintptr_t)(sp - 8);
-	if (ada_unlikely(handlers_in_hook_set(s)))
-		return handlers_exit_nested(s, slot);
-	return handlers_exit_detail_claimed(s, sp);
-}
+/* The detail lane: handlers_detail.c, part of this translation unit. */
+#define ADA_HANDLERS_DETAIL_IN_HANDLERS_C
+#include "handlers_detail.c"
+#undef ADA_HANDLERS_DETAIL_IN_HANDLERS_C
 
 /* ---- called by the agent's own code (not hook context) ---- */
 
@@ -1439,8 +918,8 @@ void agent_shadow_thread_exit(void)
 		return;
 	}
 	if (s->base)
-		handlers_syscall6(SYS_munmap, (long)s->side.ev, (long)HANDLERS_MAP_BYTES, 0, 0, 0,
-		                  0);
+		hook_arch_syscall6(SYS_munmap, (long)s->side.ev, (long)HANDLERS_MAP_BYTES, 0, 0, 0,
+		                   0);
 	s->base = NULL;
 	s->grave = NULL;
 	s->side.ev = NULL;

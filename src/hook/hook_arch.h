@@ -125,9 +125,20 @@
 #ifndef ADA_HOOK_ARCH_H
 #define ADA_HOOK_ARCH_H
 
-#include <emmintrin.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* The architecture's half: struct ada_hook_regs, the detail record's
+ * register words, HOOK_ARCH_SYSCALL_INSN_LEN and the return points, the
+ * byte scanners (hook_arch_branch_*16) and the agent's machine
+ * primitives (hook_arch_thread_pointer, hook_arch_syscall6,
+ * hook_arch_fpu_save/restore, hook_arch_bit0_set/sub1_nz,
+ * hook_arch_uc_sp, hook_arch_call_on_stack). One line per architecture. */
+#if defined(__x86_64__)
+#include "x86_64/arch.h"
+#else
+#error "no hook architecture for this target (src/hook/<arch>/arch.h)"
+#endif
 
 /* Why a function was not hooked. Stable names (hook_skip_name) go into the
  * manifest; append new reasons at the end. */
@@ -153,26 +164,12 @@ enum ada_hook_skip {
 };
 const char *hook_skip_name(enum ada_hook_skip reason);
 
-/* Registers saved by the enter trampoline (order is the stack layout). */
-struct ada_hook_regs {
-	uint64_t rdi, rsi, rdx, rcx, r8, r9, rax, rbp, r10, r11;
-};
-
 #define HOOK_ARCH_MAX_PATCH 16       /* bytes displaced at most */
 #define HOOK_ARCH_MAX_TRAMPOLINE 256 /* bytes one trampoline takes at most */
 
 #define HOOK_ARCH_MAX_INSNS 5 /* 5 bytes are covered by at most 5 insns */
-/* Bytes of the system call instruction (x86_64 `syscall`; arm64's `svc`
- * is 4): a thread stopped inside a system call restarts that far before
- * its pc (ada attach never moves such a thread). */
-#define HOOK_ARCH_SYSCALL_INSN_LEN 2
 #define HOOK_ARCH_RETURN_TRAMPOLINE_MAX 1024
 #define HOOK_ARCH_ENTER_STUB_MAX 1536
-/* Where R_F, the trampoline's return point, lies in every enter
- * trampoline (bytes from its start); in the fast form
- * (hook_arch_emit_trampoline_fast) at HOOK_ARCH_FAST_RET_POINT_OFF. */
-#define HOOK_ARCH_RET_POINT_OFF 75
-#define HOOK_ARCH_FAST_RET_POINT_OFF 17
 
 /* The index lane's fast path in machine code (x86_64; see "Fast form" in
  * the contract above): where the hook handlers' per-thread state lies,
@@ -357,146 +354,5 @@ uint64_t hook_arch_moved_pc(const struct hook_arch_plan *plan, const uint8_t *tr
 /* The trampoline address the patch bytes (hook_arch_patch_bytes() for
  * plan) jump to, or 0 when they are not such a patch. */
 uint64_t hook_arch_patch_target(const struct hook_arch_plan *plan, const uint8_t *patch);
-
-/* Bit k set: p[k] (k < 16) may be the first byte of a direct branch:
- * 70-7F, E0-E3, EB (rel8), E8, E9 (rel32), 0F (jcc rel32 when 80-8F
- * follows), C7 (xbegin when F8 follows). The byte-level pre-scan of
- * prepare (every position of a function that could branch into its
- * patch) tests 16 positions at a time with it near the patch (SSE2,
- * a dozen instructions; SSE2 is part of x86_64's base ISA) and looks
- * only at the candidates. Reads 16 bytes. */
-static inline unsigned hook_arch_branch_first16(const uint8_t *p)
-{
-	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-	__m128i m =
-	    _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xf0)), _mm_set1_epi8(0x70));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfc)),
-	                                   _mm_set1_epi8((char)0xe0)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfe)),
-	                                   _mm_set1_epi8((char)0xe8)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xeb)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8(0x0f)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xc7)));
-	return (unsigned)_mm_movemask_epi8(m);
-}
-
-/* Bit k set: p[k] (k < 16) may start a direct jmp/jcc/call/loop/jrcxz:
- * 70-7F, E0-E3, EB, E8, E9, and 0F only when 80-8F follows (jcc
- * rel32); no C7 (xbegin). Exactly the first bytes discover_xref's
- * per-position check accepts (discover_xref.c xref_hit_at), so its
- * pre-scan looks at fewer candidates than with
- * hook_arch_branch_first16 (0F starts most two-byte opcodes);
- * test_hook_len's test_branch_xref16. Reads 17 bytes: p[0..16]. */
-static inline unsigned hook_arch_branch_xref16(const uint8_t *p)
-{
-	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-	__m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
-	__m128i m =
-	    _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xf0)), _mm_set1_epi8(0x70));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfc)),
-	                                   _mm_set1_epi8((char)0xe0)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfe)),
-	                                   _mm_set1_epi8((char)0xe8)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xeb)));
-	m = _mm_or_si128(m,
-	                 _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x0f)),
-	                               _mm_cmpeq_epi8(_mm_and_si128(v1, _mm_set1_epi8((char)0xf0)),
-	                                              _mm_set1_epi8((char)0x80))));
-	return (unsigned)_mm_movemask_epi8(m);
-}
-
-/* Bit k set: p[k] (k < 16) may start a rel32 direct branch whose
- * displacement is negative and above -2^16: E8/E9 with p[k+3] =
- * p[k+4] = FF, 0F 80-8F or C7 F8 with p[k+4] = p[k+5] = FF (the two
- * top bytes of the rel32). Far from the start of a function (position
- * >= the patch length + 126, function under 2^16 bytes) only those can
- * branch back into its patch: a rel8 reaches at most 128 bytes back,
- * and a rel32 into the patch is in [-(pos + 5), -1]. prepare's
- * pre-scan (x86_prepare.c plan_superset_last) uses it there instead of
- * hook_arch_branch_near16; test_hook_len's test_branch_far16 checks it
- * byte by byte. Reads 21 bytes: p[0..20]. */
-static inline unsigned hook_arch_branch_far16(const uint8_t *p)
-{
-	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-	__m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
-	__m128i v3 = _mm_loadu_si128((const __m128i *)(const void *)(p + 3));
-	__m128i v4 = _mm_loadu_si128((const __m128i *)(const void *)(p + 4));
-	__m128i v5 = _mm_loadu_si128((const __m128i *)(const void *)(p + 5));
-	__m128i ff = _mm_set1_epi8((char)0xff);
-	__m128i t34 = _mm_and_si128(_mm_cmpeq_epi8(v3, ff), _mm_cmpeq_epi8(v4, ff));
-	__m128i t45 = _mm_and_si128(_mm_cmpeq_epi8(v4, ff), _mm_cmpeq_epi8(v5, ff));
-	__m128i e8 = _mm_and_si128(
-	    _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfe)), _mm_set1_epi8((char)0xe8)),
-	    t34);
-	__m128i jcc = _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x0f)),
-	                            _mm_cmpeq_epi8(_mm_and_si128(v1, _mm_set1_epi8((char)0xf0)),
-	                                           _mm_set1_epi8((char)0x80)));
-	__m128i xb = _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xc7)),
-	                           _mm_cmpeq_epi8(v1, _mm_set1_epi8((char)0xf8)));
-	__m128i m = _mm_or_si128(e8, _mm_and_si128(_mm_or_si128(jcc, xb), t45));
-	return (unsigned)_mm_movemask_epi8(m);
-}
-
-/* Bit k set: p[k] (k < 16) starts the bytes of a direct branch: as
- * hook_arch_branch_first16, but 0F only before 80-8F (jcc rel32) and
- * C7 only before F8 (xbegin), which the per-position check turns away
- * otherwise. prepare's pre-scan near the patch; test_hook_len's
- * test_branch_near16. Reads 17 bytes: p[0..16]. */
-static inline unsigned hook_arch_branch_near16(const uint8_t *p)
-{
-	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-	__m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
-	__m128i m =
-	    _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xf0)), _mm_set1_epi8(0x70));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfc)),
-	                                   _mm_set1_epi8((char)0xe0)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfe)),
-	                                   _mm_set1_epi8((char)0xe8)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xeb)));
-	m = _mm_or_si128(m,
-	                 _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x0f)),
-	                               _mm_cmpeq_epi8(_mm_and_si128(v1, _mm_set1_epi8((char)0xf0)),
-	                                              _mm_set1_epi8((char)0x80))));
-	m = _mm_or_si128(m, _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xc7)),
-	                                  _mm_cmpeq_epi8(v1, _mm_set1_epi8((char)0xf8))));
-	return (unsigned)_mm_movemask_epi8(m);
-}
-
-/* Bit k set: p[k] (k < 16) starts a rel32 call/jmp (E8, E9) or jcc
- * (0F 80-8F). In the middle of a function (position >= 126 and at
- * least 130 bytes before its end) a rel8 branch stays inside it, so
- * discover_xref's pre-scan (branches that leave their function) uses
- * this there instead of hook_arch_branch_xref16; test_hook_len's
- * test_branch_rel32_16. Reads 17 bytes: p[0..16]. */
-static inline unsigned hook_arch_branch_rel32_16(const uint8_t *p)
-{
-	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-	__m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
-	__m128i m =
-	    _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfe)), _mm_set1_epi8((char)0xe8));
-	m = _mm_or_si128(m,
-	                 _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x0f)),
-	                               _mm_cmpeq_epi8(_mm_and_si128(v1, _mm_set1_epi8((char)0xf0)),
-	                                              _mm_set1_epi8((char)0x80))));
-	return (unsigned)_mm_movemask_epi8(m);
-}
-
-/* Bit k set: p[k] p[k+1] (k < 16) may be a jump-table-shaped indirect
- * jmp: FF then a ModRM E0-E7 (`jmp reg`) or 24/64/A4 (`jmp [SIB..]`),
- * prepare's other pre-scan (x86_prepare.c plan_superset_table_last,
- * whose per-position test it equals: test_hook_len's
- * test_table_jmp16). Reads 17 bytes: p[0..16]. */
-static inline unsigned hook_arch_table_jmp16(const uint8_t *p)
-{
-	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-	__m128i w = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
-	__m128i m =
-	    _mm_cmpeq_epi8(_mm_and_si128(w, _mm_set1_epi8((char)0xf8)), _mm_set1_epi8((char)0xe0));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(w, _mm_set1_epi8(0x24)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(w, _mm_set1_epi8(0x64)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(w, _mm_set1_epi8((char)0xa4)));
-	m = _mm_and_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xff)));
-	return (unsigned)_mm_movemask_epi8(m);
-}
 
 #endif

@@ -21,9 +21,9 @@
 #include "hook_mem.h"
 
 #define MEM_REGION_MIN (256u << 10)
-#define MEM_REACH ((1ull << 31) - (1ull << 20)) /* rel32 reach minus margin */
-#define MEM_VA_LOW 0x10000ull                   /* above vm.mmap_min_addr */
-#define MEM_VA_HIGH 0x7ffffffff000ull           /* x86_64 user space, 4 levels */
+#define MEM_REACH (HOOK_ARCH_REACH - (1ull << 20)) /* the patch's reach minus margin */
+#define MEM_VA_LOW 0x10000ull                      /* above vm.mmap_min_addr */
+#define MEM_VA_HIGH HOOK_ARCH_VA_HIGH
 
 struct mem_region {
 	uint64_t addr;

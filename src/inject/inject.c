@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
-#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,7 +32,7 @@ struct inject_thread {
 	pid_t tid;
 	int sig;   /* the signal it was stopped for (0: our interrupt) */
 	bool gone; /* exited while we held it */
-	struct user_regs_struct regs;
+	struct inject_regs regs;
 };
 
 struct ada_inject {
@@ -143,9 +142,7 @@ static int inject_take(struct ada_inject *in, pid_t tid)
 		t->gone = true;
 		return 1;
 	}
-	if (ptrace(PTRACE_GETREGS, tid, 0, &t->regs) < 0)
-		return -errno;
-	return 0;
+	return inject_arch_get_regs(tid, &t->regs);
 }
 
 /* One listing of /proc/PID/task: takes every thread not yet held.
@@ -240,7 +237,7 @@ pid_t inject_call_tid(const struct ada_inject *in)
 	return t ? t->tid : 0;
 }
 
-const struct user_regs_struct *inject_call_regs(const struct ada_inject *in)
+const struct inject_regs *inject_call_regs(const struct ada_inject *in)
 {
 	const struct inject_thread *t = inject_caller(in);
 	return t ? &t->regs : NULL;
@@ -253,7 +250,7 @@ pid_t ada_inject_thread_tid(const struct ada_inject *in, size_t i)
 
 uint64_t ada_inject_thread_tls(const struct ada_inject *in, size_t i)
 {
-	return i < in->n ? in->th[i].regs.fs_base : 0;
+	return i < in->n ? inject_arch_tls(&in->th[i].regs) : 0;
 }
 
 int ada_inject_use_thread(struct ada_inject *in, size_t i)
@@ -272,10 +269,10 @@ size_t ada_inject_threads(const struct ada_inject *in)
 
 uint64_t ada_inject_thread_pc(const struct ada_inject *in, size_t i, bool *in_syscall)
 {
-	const struct user_regs_struct *g = &in->th[i].regs;
+	const struct inject_regs *r = &in->th[i].regs;
 	if (in_syscall)
-		*in_syscall = (long long)g->orig_rax >= 0;
-	return g->rip;
+		*in_syscall = inject_arch_in_syscall(r);
+	return inject_arch_pc(r);
 }
 
 void inject_reap_exits(struct ada_inject *in, pid_t except)
@@ -307,13 +304,15 @@ int ada_inject_thread_set_pc(struct ada_inject *in, size_t i, uint64_t pc)
 {
 	if (i >= in->n || in->th[i].gone)
 		return -EINVAL;
-	struct user_regs_struct g;
-	if (ptrace(PTRACE_GETREGS, in->th[i].tid, 0, &g) < 0)
-		return -errno;
-	g.rip = pc;
-	if (ptrace(PTRACE_SETREGS, in->th[i].tid, 0, &g) < 0)
-		return -errno;
-	in->th[i].regs.rip = pc;
+	struct inject_regs r;
+	int rc = inject_arch_get_regs(in->th[i].tid, &r);
+	if (rc)
+		return rc;
+	inject_arch_set_pc(&r, pc);
+	rc = inject_arch_set_regs(in->th[i].tid, &r);
+	if (rc)
+		return rc;
+	inject_arch_set_pc(&in->th[i].regs, pc);
 	return 0;
 }
 

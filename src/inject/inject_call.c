@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
-#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,11 +25,7 @@
 #include "inject.h"
 #include "inject_internal.h"
 
-#define INJECT_RED_ZONE 128
-#define INJECT_XSTATE_MAX 16384
 #define INJECT_MAX_DETOURS 64
-#define INJECT_EFLAGS_TF 0x100ull
-#define INJECT_EFLAGS_DF 0x400ull
 
 static void call_why(char *why, size_t cap, const char *fmt, ...)
 {
@@ -128,8 +123,8 @@ int ada_inject_dlopen_addr(pid_t pid, uint64_t *addr, char *why, size_t cap)
 /* ---- the call ---- */
 
 struct call_saved {
-	struct user_regs_struct regs;
-	uint8_t xstate[INJECT_XSTATE_MAX];
+	struct inject_regs regs;
+	uint8_t xstate[INJECT_ARCH_XSTATE_MAX];
 	size_t xlen;
 	uint64_t mask;
 };
@@ -137,8 +132,10 @@ struct call_saved {
 static int call_save(pid_t tid, struct call_saved *s)
 {
 	struct iovec io = {s->xstate, sizeof(s->xstate)};
-	if (ptrace(PTRACE_GETREGS, tid, 0, &s->regs) < 0 ||
-	    ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &io) < 0 ||
+	int rc = inject_arch_get_regs(tid, &s->regs);
+	if (rc)
+		return rc;
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)INJECT_ARCH_XSTATE_NOTE, &io) < 0 ||
 	    ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(s->mask), &s->mask) < 0)
 		return -errno;
 	s->xlen = io.iov_len;
@@ -149,45 +146,34 @@ static int call_restore(pid_t tid, struct call_saved *s)
 {
 	struct iovec io = {s->xstate, s->xlen};
 	int rc = 0;
-	if (ptrace(PTRACE_SETREGSET, tid, (void *)NT_X86_XSTATE, &io) < 0)
+	if (ptrace(PTRACE_SETREGSET, tid, (void *)INJECT_ARCH_XSTATE_NOTE, &io) < 0)
 		rc = -errno;
 	if (ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(s->mask), &s->mask) < 0 && !rc)
 		rc = -errno;
-	if (ptrace(PTRACE_SETREGS, tid, 0, &s->regs) < 0 && !rc)
-		rc = -errno;
-	return rc;
+	int rr = inject_arch_set_regs(tid, &s->regs);
+	return rc ? rc : rr;
 }
 
 uint64_t ada_inject_scratch_addr(const struct ada_inject *in, size_t len)
 {
-	const struct user_regs_struct *g = inject_call_regs(in);
-	if (!g)
+	const struct inject_regs *r = inject_call_regs(in);
+	if (!r)
 		return 0;
-	return (g->rsp - INJECT_RED_ZONE - len) & ~15ull;
+	return (inject_arch_sp(r) - INJECT_ARCH_RED_ZONE - len) & ~15ull;
 }
 
 /* Sets up the call frame: data, then a return address of 0 with rsp
  * 16-aligned at the call (rsp + 8 aligned at the function's entry). */
-static int call_frame(struct ada_inject *in, struct user_regs_struct *g, uint64_t fn,
+static int call_frame(struct ada_inject *in, struct inject_regs *r, uint64_t fn,
                       const uint64_t *args, int nargs, const void *data, size_t len)
 {
-	static const size_t argreg[6] = {
-	    offsetof(struct user_regs_struct, rdi), offsetof(struct user_regs_struct, rsi),
-	    offsetof(struct user_regs_struct, rdx), offsetof(struct user_regs_struct, rcx),
-	    offsetof(struct user_regs_struct, r8),  offsetof(struct user_regs_struct, r9)};
-	uint64_t sp = (g->rsp - INJECT_RED_ZONE - len) & ~15ull, zero = 0;
+	uint64_t sp = (inject_arch_sp(r) - INJECT_ARCH_RED_ZONE - len) & ~15ull, zero = 0;
 	if (len && pwrite(inject_mem_fd(in), data, len, (off_t)sp) != (ssize_t)len)
 		return -EIO;
 	sp -= 8; /* the return address; sp + 8 is 16-aligned */
 	if (pwrite(inject_mem_fd(in), &zero, sizeof(zero), (off_t)sp) != sizeof(zero))
 		return -EIO;
-	for (int i = 0; i < nargs; i++)
-		memcpy((char *)g + argreg[i], &args[i], sizeof(uint64_t));
-	g->rsp = sp;
-	g->rip = fn;
-	g->rax = 0;
-	g->orig_rax = (unsigned long long)-1; /* no system call restart into fn */
-	g->eflags &= ~(INJECT_EFLAGS_TF | INJECT_EFLAGS_DF);
+	inject_arch_call_setup(r, fn, sp, args, nargs);
 	return 0;
 }
 
@@ -234,14 +220,16 @@ static int call_stopped(pid_t tid, int st, uint64_t *ret, char *why, size_t cap)
 	}
 	if (!WIFSTOPPED(st) || (st >> 16) != 0 || WSTOPSIG(st) != SIGSEGV)
 		return 1; /* an event or group stop: go on */
-	struct user_regs_struct g;
-	if (ptrace(PTRACE_GETREGS, tid, 0, &g) < 0)
-		return -errno;
-	if (g.rip == 0) {
-		*ret = g.rax;
+	struct inject_regs r;
+	int rc = inject_arch_get_regs(tid, &r);
+	if (rc)
+		return rc;
+	if (inject_arch_pc(&r) == 0) {
+		*ret = inject_arch_retval(&r);
 		return 0;
 	}
-	call_why(why, cap, "the injected call faulted at 0x%llx", (unsigned long long)g.rip);
+	call_why(why, cap, "the injected call faulted at 0x%llx",
+	         (unsigned long long)inject_arch_pc(&r));
 	return -EFAULT;
 }
 
@@ -310,7 +298,7 @@ int ada_inject_call(struct ada_inject *in, uint64_t fn, const uint64_t *args, in
                     const void *data, size_t len, uint64_t *ret, char *why, size_t cap)
 {
 	pid_t tid = inject_call_tid(in);
-	if (nargs < 0 || nargs > 6 || len > 65536)
+	if (nargs < 0 || nargs > INJECT_ARCH_MAX_ARGS || len > 65536)
 		return -EINVAL;
 	if (tid <= 0) {
 		call_why(why, cap, "no thread of the target is stopped where a call can be made");
@@ -326,13 +314,14 @@ int ada_inject_call(struct ada_inject *in, uint64_t fn, const uint64_t *args, in
 		free(s);
 		return rc;
 	}
-	struct user_regs_struct g = s->regs;
+	struct inject_regs g = s->regs;
 	/* Every signal blocked but SIGSEGV, which ends the call: a blocked
 	 * SIGSEGV would be forced through with its handler reset. */
 	uint64_t mask = ~0ull & ~(1ull << (SIGSEGV - 1));
 	rc = call_frame(in, &g, fn, args, nargs, data, len);
-	if (!rc && (ptrace(PTRACE_SETREGS, tid, 0, &g) < 0 ||
-	            ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(mask), &mask) < 0))
+	if (!rc)
+		rc = inject_arch_set_regs(tid, &g);
+	if (!rc && ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(mask), &mask) < 0)
 		rc = -errno;
 	if (!rc)
 		rc = call_run(in, tid, inject_call_timeout(in), ret, why, cap);

@@ -2,9 +2,16 @@
 #ifndef ADA_INJECT_INTERNAL_H
 #define ADA_INJECT_INTERNAL_H
 
-#include <sys/user.h>
-
 #include "inject.h"
+
+/* The architecture's half: struct inject_regs and its accessors, the
+ * call frame, the vector state's register set. One line per
+ * architecture. */
+#if defined(__x86_64__)
+#include "x86_64/inject_arch.h"
+#else
+#error "no inject architecture for this target (src/inject/<arch>/inject_arch.h)"
+#endif
 
 /* /proc/PID/mem, open read-write while the threads are held. */
 int inject_mem_fd(const struct ada_inject *in);
@@ -19,6 +26,6 @@ void inject_reap_exits(struct ada_inject *in, pid_t except);
 /* The time limit of a call in ns (0: none; ada_inject_set_call_timeout). */
 uint64_t inject_call_timeout(const struct ada_inject *in);
 /* Its registers as stopped (NULL when none). */
-const struct user_regs_struct *inject_call_regs(const struct ada_inject *in);
+const struct inject_regs *inject_call_regs(const struct ada_inject *in);
 
 #endif

@@ -83,3 +83,24 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
   ada_sanitize_tests(asan ubsan TESTS hook_arch_verdicts)
   ada_sanitize_tests(asan ubsan tsan TESTS hook_arch_verdicts_threads)
 endif()
+
+# The emitter's bytes for every stub kind, against golden files
+# (tests/data/x86_emit_golden/; `test_hook_emit_golden --write DIR`
+# writes them).
+if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  add_executable(test_hook_emit_golden ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hook_emit_golden.c)
+  target_include_directories(test_hook_emit_golden PRIVATE ${CMOCKA_INCLUDE_DIR})
+  target_compile_definitions(test_hook_emit_golden PRIVATE
+    ADA_EMIT_GOLDEN_DIR="${CMAKE_SOURCE_DIR}/tests/data/x86_emit_golden")
+  target_link_libraries(test_hook_emit_golden PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
+  add_test(NAME hook_arch_emit_golden COMMAND test_hook_emit_golden)
+endif()
+
+# The code writer's instructions against capstone's decoding.
+if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  add_executable(test_hook_x86_writer ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hook_x86_writer.c)
+  target_include_directories(test_hook_x86_writer PRIVATE ${CMOCKA_INCLUDE_DIR}
+    ${CAPSTONE_INCLUDE_DIR} ${CMAKE_SOURCE_DIR}/src/hook/x86_64)
+  target_link_libraries(test_hook_x86_writer PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
+  add_test(NAME hook_arch_x86_writer COMMAND test_hook_x86_writer)
+endif()

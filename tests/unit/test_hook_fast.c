@@ -1,5 +1,5 @@
 /*
- * The index lane's fast form (hook_arch.h "Fast form", x86_emit.c): a real
+ * The index lane's fast form (hook_arch.h "Fast form", x86_emit_fast.c): a real
  * function of this binary (t_regs_dump, test_hook_targets.S) is hooked in
  * place with a fast trampoline, the block's enter stub and its fast return
  * trampoline, over a TLS block of this test laid out as the agent's

@@ -1,6 +1,6 @@
 /*
  * Private to the x86_64 hook layer: the relocation cases prepare() assigns
- * to each displaced instruction and the small code writer emit uses.
+ * to each displaced instruction (the code writer: x86_writer.h).
  */
 #ifndef ADA_HOOK_X86_INTERNAL_H
 #define ADA_HOOK_X86_INTERNAL_H
@@ -11,6 +11,7 @@
 #include <capstone/capstone.h>
 
 #include "hook_arch.h"
+#include "x86_writer.h"
 
 /* hook_arch_insn.kind */
 enum x86_reloc_kind {
@@ -22,31 +23,6 @@ enum x86_reloc_kind {
 	X86_RELOC_CALL,      /* call rel32 */
 	X86_RELOC_CALL_RIP,  /* call [rip+disp32] */
 };
-
-/* A bounded output buffer; ok drops to 0 on overflow so callers check once. */
-struct x86_writer {
-	uint8_t *buf;
-	size_t len, cap;
-	uint64_t base; /* address buf[0] executes at */
-	int ok;
-};
-
-static inline uint64_t x86_pc(const struct x86_writer *w)
-{
-	return w->base + w->len;
-}
-
-static inline int x86_fits_rel32(int64_t d)
-{
-	return d >= INT32_MIN && d <= INT32_MAX;
-}
-
-void x86_put(struct x86_writer *w, const void *bytes, size_t n);
-void x86_put_u8(struct x86_writer *w, uint8_t b);
-void x86_put_u32(struct x86_writer *w, uint32_t v);
-void x86_put_u64(struct x86_writer *w, uint64_t v);
-/* jmp to an absolute target: rel32 when it reaches, else jmp [rip+0]; dq. */
-void x86_put_jmp(struct x86_writer *w, uint64_t target);
 
 /* One helper per relocation case (x86_reloc.c); each appends the
  * relocated form of insn (whose original bytes are `orig`) to w and

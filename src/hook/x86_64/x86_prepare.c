@@ -715,6 +715,30 @@ static size_t plan_fast_jmp_len(const uint8_t *p, size_t left)
 	return x86_fast_len(t, m, &li);
 }
 
+/* The body has indirect jumps (indirect_jmp 1: a `jmp reg` among them,
+ * 2: memory forms only) and more than one instruction is displaced. Two
+ * proofs, either of which hooks the function: the switch dispatches'
+ * tables (x86_switch.c, with mem), and for `jmp reg` only, no code
+ * address of the function computed anywhere (plan_scan_materialize).
+ * Each is a pure function of the bytes, so their order changes no
+ * verdict; the table reader goes first because it proves most functions
+ * that get here and costs less than the materialize scan's capstone
+ * decodes with detail. */
+static enum ada_hook_skip plan_scan_indirect(const uint8_t *code, uint64_t addr, uint64_t size,
+                                             struct plan_dec *d, const struct hook_arch_plan *plan,
+                                             const struct hook_arch_memview *mem, int indirect_jmp)
+{
+	enum ada_hook_skip r = ADA_SKIP_JUMP_TABLE;
+	if (mem) {
+		cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
+		r = x86_switch_check(d->cs, d->ci, code, addr, size, plan->patch_len, mem);
+		cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
+	}
+	if (r == ADA_SKIP_JUMP_TABLE && indirect_jmp == 1)
+		r = plan_scan_materialize(code, addr, size, d);
+	return r;
+}
+
 /* Linear sweep of the body for anything that may enter the patch; it
  * stops behind `limit`, the last superset candidate: no instruction
  * starting later can be one. */
@@ -766,22 +790,7 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 	}
 	if (indirect_jmp == 0 || plan->insn_count < 2)
 		return ADA_HOOK_OK;
-	/* Two proofs, either of which hooks the function: the switch
-	 * dispatches' tables (x86_switch.c, with mem), and for `jmp reg`
-	 * only, no code address of the function computed anywhere
-	 * (plan_scan_materialize). Each is a pure function of the bytes,
-	 * so their order changes no verdict; the table reader goes first
-	 * because it proves most functions that get here and costs less
-	 * than the materialize scan's capstone decodes with detail. */
-	enum ada_hook_skip r = ADA_SKIP_JUMP_TABLE;
-	if (mem) {
-		cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
-		r = x86_switch_check(d->cs, ci, code, addr, size, plan->patch_len, mem);
-		cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
-	}
-	if (r == ADA_SKIP_JUMP_TABLE && indirect_jmp == 1)
-		r = plan_scan_materialize(code, addr, size, d);
-	return r;
+	return plan_scan_indirect(code, addr, size, d, plan, mem, indirect_jmp);
 }
 
 /* What every entry point does first: an empty plan for addr, the cheap

@@ -14,45 +14,6 @@
 
 #include "x86_internal.h"
 
-void x86_put(struct x86_writer *w, const void *bytes, size_t n)
-{
-	if (!w->ok || n > w->cap - w->len) {
-		w->ok = 0;
-		return;
-	}
-	memcpy(w->buf + w->len, bytes, n);
-	w->len += n;
-}
-
-void x86_put_u8(struct x86_writer *w, uint8_t b)
-{
-	x86_put(w, &b, 1);
-}
-
-void x86_put_u32(struct x86_writer *w, uint32_t v)
-{
-	x86_put(w, &v, 4); /* x86 is little endian, as is the host */
-}
-
-void x86_put_u64(struct x86_writer *w, uint64_t v)
-{
-	x86_put(w, &v, 8);
-}
-
-void x86_put_jmp(struct x86_writer *w, uint64_t target)
-{
-	int64_t d = (int64_t)(target - (x86_pc(w) + 5));
-
-	if (x86_fits_rel32(d)) {
-		x86_put_u8(w, 0xe9); /* jmp rel32 */
-		x86_put_u32(w, (uint32_t)d);
-		return;
-	}
-	/* jmp qword [rip+0]; dq target */
-	x86_put(w, "\xff\x25\x00\x00\x00\x00", 6);
-	x86_put_u64(w, target);
-}
-
 int reloc_plain(struct x86_writer *w, const uint8_t *orig, const struct hook_arch_insn *in)
 {
 	x86_put(w, orig, in->len);
@@ -75,16 +36,14 @@ int reloc_rip_relative(struct x86_writer *w, const uint8_t *orig, const struct h
 	}
 	if (in->kind != X86_RELOC_RIP_LEA)
 		return -ERANGE;
-	x86_put_u8(w, (uint8_t)(0x48 | (in->reg >> 3))); /* REX.W (+B) */
-	x86_put_u8(w, (uint8_t)(0xb8 | (in->reg & 7)));  /* movabs r64, imm64 */
-	x86_put_u64(w, in->target);
+	x86_mov_reg_imm64(w, (enum x86_gpr)in->reg, in->target);
 	return 0;
 }
 
 int reloc_jmp(struct x86_writer *w, const uint8_t *orig, const struct hook_arch_insn *in)
 {
 	(void)orig;
-	x86_put_jmp(w, in->target);
+	x86_jmp_far(w, in->target);
 	return 0;
 }
 
@@ -92,18 +51,16 @@ int reloc_jmp(struct x86_writer *w, const uint8_t *orig, const struct hook_arch_
  * inverted jcc over an absolute jmp: j!cc +14; jmp [rip+0]; dq target. */
 int reloc_jcc(struct x86_writer *w, const uint8_t *orig, const struct hook_arch_insn *in)
 {
-	int64_t d = (int64_t)(in->target - (x86_pc(w) + 6));
+	enum x86_cc cc = (enum x86_cc)in->cc;
 
 	(void)orig;
-	if (x86_fits_rel32(d)) {
-		x86_put_u8(w, 0x0f);
-		x86_put_u8(w, (uint8_t)(0x80 | in->cc));
-		x86_put_u32(w, (uint32_t)d);
+	if (x86_fits_rel32((int64_t)(in->target - (x86_pc(w) + 6)))) {
+		x86_jcc_rel32(w, cc, in->target);
 		return 0;
 	}
-	x86_put_u8(w, (uint8_t)(0x70 | (in->cc ^ 1))); /* inverse condition */
-	x86_put_u8(w, 14);
-	x86_put(w, "\xff\x25\x00\x00\x00\x00", 6);
+	/* j!cc over the 6-byte jmp and its 8-byte target */
+	x86_jcc_rel8(w, (enum x86_cc)(cc ^ 1), x86_pc(w) + 2 + 14);
+	x86_jmp_rip_mem(w, 0);
 	x86_put_u64(w, in->target);
 	return 0;
 }
@@ -116,19 +73,16 @@ int reloc_call(struct x86_writer *w, const uint8_t *orig, const struct hook_arch
                uint64_t ret_addr)
 {
 	(void)orig;
-	x86_put_u8(w, 0x68); /* push imm32 */
-	x86_put_u32(w, (uint32_t)ret_addr);
-	x86_put(w, "\xc7\x44\x24\x04", 4); /* mov dword [rsp+4], imm32 */
-	x86_put_u32(w, (uint32_t)(ret_addr >> 32));
+	x86_push_imm32(w, (int32_t)(uint32_t)ret_addr);
+	x86_mov_mem_imm32(w, X86_DWORD, x86_mem(X86_RSP, 4), (int32_t)(uint32_t)(ret_addr >> 32));
 	if (in->kind == X86_RELOC_CALL) {
-		x86_put_jmp(w, in->target);
+		x86_jmp_far(w, in->target);
 		return 0;
 	}
 	/* call [rip+disp] -> jmp [rip+disp'] through the same pointer slot */
 	int64_t d = (int64_t)(in->target - (x86_pc(w) + 6));
 	if (!x86_fits_rel32(d))
 		return -ERANGE;
-	x86_put(w, "\xff\x25", 2);
-	x86_put_u32(w, (uint32_t)d);
+	x86_jmp_rip_mem(w, (int32_t)d);
 	return 0;
 }

@@ -367,15 +367,355 @@ static int sw_fast_0f(struct x86_sw_insn *in, const uint8_t *o, const struct sw_
 	}
 }
 
-/* The legacy prefixes the loop in sw_fast() looks at. */
+/* The legacy prefixes the loop in sw_prefixes() looks at. */
 static const uint8_t sw_is_pfx[256] = {
     [0x66] = 1, [0xf3] = 1, [0x64] = 1, [0x65] = 1, [0xf2] = 1, [0x2e] = 1, [0x3e] = 1};
 
-static size_t sw_fast(const uint8_t *b, size_t left, uint64_t pc, struct x86_sw_insn *in)
+/* The legacy prefixes and REX of the instruction at b into px; 0 when
+ * they fill the `left` bytes. */
+static int sw_prefixes(const uint8_t *b, size_t left, struct sw_pfx *px)
+{
+	/* Most instructions have no legacy prefix: one table load skips
+	 * the loop, which would stop at once on such a byte. */
+	for (; px->n < left && px->n < 4 && sw_is_pfx[b[0]]; px->n++) {
+		uint8_t c = b[px->n];
+		if (c == 0x66)
+			px->o16 = 1;
+		else if (c == 0xf3)
+			px->f3 = 1;
+		else if (c == 0x64 && px->seg == X86_REG_INVALID)
+			px->seg = X86_REG_FS;
+		else if (c == 0x65 && px->seg == X86_REG_INVALID)
+			px->seg = X86_REG_GS;
+		else if (c == 0xf2 || c == 0x2e || c == 0x3e)
+			px->other = 1;
+		else
+			break;
+	}
+	if (px->n >= left)
+		return 0;
+	if ((b[px->n] & 0xf0) == 0x40) {
+		uint8_t r = b[px->n++];
+		px->rex = 1;
+		px->w = (r >> 3) & 1;
+		px->r = (r >> 2) & 1;
+		px->x = (r >> 1) & 1;
+		px->b = r & 1;
+	}
+	return px->n < left;
+}
+
+/* One instruction being decoded: its bytes b (n long), the opcode o
+ * after the prefixes, its ModRM m (when it has one), the operand size. */
+struct sw_dec {
+	struct x86_sw_insn *in;
+	struct sw_pfx px;
+	const uint8_t *b, *o, *m, *imm_end;
+	size_t n;
+	unsigned osz;
+	uint64_t pc;
+};
+
+/* A named instruction with `count` operands (filled by the caller). */
+static void sw_named(struct x86_sw_insn *in, uint16_t id, uint8_t count)
+{
+	in->id = id;
+	in->op_count = count;
+	in->addr_size = 8;
+}
+
+/* A relative branch to pc + n + d (op[0], the target). */
+static void sw_rel(struct sw_dec *d, uint16_t id, uint8_t grp, int64_t rel)
+{
+	sw_named(d->in, id, 1);
+	d->in->grp = grp;
+	sw_imm_op(&d->in->op[0], (int64_t)(d->pc + d->n + (uint64_t)rel), 8);
+}
+
+/* 00-3D: add or adc sbb and sub xor cmp, in their six forms. */
+static int sw_op_alu(struct sw_dec *d, uint8_t op)
+{
+	struct x86_sw_insn *in = d->in;
+	unsigned alu = op >> 3, form = op & 7, sz = (form & 1) ? d->osz : 1;
+	int w = alu != 7;
+	if (alu == 0 || alu == 7)
+		sw_named(in, alu == 0 ? X86_INS_ADD : X86_INS_CMP, 2);
+	if (form <= 1) {
+		sw_rm_op(&in->op[0], d->m, &d->px, sz);
+		sw_reg_op(&in->op[1], sw_reg_field(d->m, &d->px, sz), sz);
+		if (w)
+			sw_write_rm(in, d->m, &d->px, sz);
+	} else if (form <= 3) {
+		sw_reg_op(&in->op[0], sw_reg_field(d->m, &d->px, sz), sz);
+		sw_rm_op(&in->op[1], d->m, &d->px, sz);
+		if (w)
+			sw_write(in, in->op[0].reg);
+	} else {
+		unsigned isz = sz == 8 ? 4 : sz;
+		sw_reg_op(&in->op[0], sw_gpr(0, sz, d->px.rex), sz);
+		sw_imm_op(&in->op[1], sw_imm(d->imm_end - isz, isz, sz), sz);
+		if (w)
+			sw_write(in, in->op[0].reg);
+	}
+	return 1;
+}
+
+/* 50-5F: push / pop r64. */
+static int sw_op_push_pop(struct sw_dec *d, uint8_t op)
+{
+	if (d->px.o16)
+		return 0;
+	if (op >= 0x58) {
+		sw_named(d->in, X86_INS_POP, 1);
+		sw_reg_op(&d->in->op[0], sw_fams[(op & 7) | d->px.b << 3][0], 8);
+	}
+	sw_write(d->in, X86_REG_RSP);
+	if (op >= 0x58)
+		sw_write(d->in, d->in->op[0].reg);
+	return 1;
+}
+
+/* B0-BF: mov r8, imm8 / mov r32, imm32 / movabs r64, imm64. */
+static int sw_op_mov_imm(struct sw_dec *d, uint8_t op)
+{
+	struct x86_sw_insn *in = d->in;
+	if (op < 0xb8) {
+		sw_named(in, X86_INS_MOV, 2);
+		sw_reg_op(&in->op[0], sw_gpr((op & 7) | d->px.b << 3, 1, d->px.rex), 1);
+		sw_imm_op(&in->op[1], sw_imm(d->b + d->n - 1, 1, 1), 1);
+		sw_write(in, in->op[0].reg);
+		return 1;
+	}
+	x86_reg r = sw_gpr((op & 7) | d->px.b << 3, d->osz, d->px.rex);
+	if (d->px.o16)
+		return 0;
+	if (!d->px.w) {
+		sw_named(in, X86_INS_MOV, 2);
+		sw_reg_op(&in->op[0], r, 4);
+		sw_imm_op(&in->op[1], sw_imm(d->b + d->n - 4, 4, 4), 4);
+	}
+	sw_write(in, r);
+	return 1;
+}
+
+/* 88-8B, C6, C7: mov r/m, r / mov r, r/m / mov r/m, imm (x86_fast_len:
+ * C6/C7 /0 only). */
+static int sw_op_mov(struct sw_dec *d, uint8_t op)
+{
+	struct x86_sw_insn *in = d->in;
+	sw_named(in, X86_INS_MOV, 2);
+	if (op >= 0xc6) {
+		unsigned sz = op == 0xc7 ? d->osz : 1, isz = sz == 8 ? 4 : sz;
+		sw_rm_op(&in->op[0], d->m, &d->px, sz);
+		sw_imm_op(&in->op[1], sw_imm(d->imm_end - isz, isz, sz), sz);
+		sw_write_rm(in, d->m, &d->px, sz);
+		return 1;
+	}
+	unsigned sz = (op & 1) ? d->osz : 1;
+	if (op < 0x8a) {
+		sw_rm_op(&in->op[0], d->m, &d->px, sz);
+		sw_reg_op(&in->op[1], sw_reg_field(d->m, &d->px, sz), sz);
+		sw_write_rm(in, d->m, &d->px, sz);
+	} else {
+		sw_reg_op(&in->op[0], sw_reg_field(d->m, &d->px, sz), sz);
+		sw_rm_op(&in->op[1], d->m, &d->px, sz);
+		sw_write(in, in->op[0].reg);
+	}
+	return 1;
+}
+
+/* 63 movsxd r64, r/m32 and 8D lea r, m: a register from r/m. */
+static int sw_op_load(struct sw_dec *d, uint8_t op)
+{
+	struct x86_sw_insn *in = d->in;
+	if (op == 0x63 ? !d->px.w : d->px.o16 != 0)
+		return 0;
+	unsigned sz = op == 0x63 ? 8 : d->osz;
+	sw_named(in, op == 0x63 ? X86_INS_MOVSXD : X86_INS_LEA, 2);
+	sw_reg_op(&in->op[0], sw_reg_field(d->m, &d->px, sz), sz);
+	sw_rm_op(&in->op[1], d->m, &d->px, op == 0x63 ? 4 : sz);
+	sw_write(in, in->op[0].reg);
+	return 1;
+}
+
+/* 80, 81, 83: group 1, op r/m, imm (add and cmp named). */
+static int sw_op_grp1(struct sw_dec *d, uint8_t op, unsigned sub)
+{
+	struct x86_sw_insn *in = d->in;
+	unsigned sz = op == 0x80 ? 1 : d->osz, isz = op == 0x81 ? (sz == 8 ? 4 : sz) : 1;
+	if (sub == 0 || sub == 7) {
+		sw_named(in, sub == 0 ? X86_INS_ADD : X86_INS_CMP, 2);
+		sw_rm_op(&in->op[0], d->m, &d->px, sz);
+		sw_imm_op(&in->op[1], sw_imm(d->imm_end - isz, isz, sz), sz);
+	}
+	if (sub != 7)
+		sw_write_rm(in, d->m, &d->px, sz);
+	return 1;
+}
+
+/* E8 call rel32, E9 / EB jmp rel32 / rel8, 70-7F jcc rel8. */
+static int sw_op_branch(struct sw_dec *d, uint8_t op)
+{
+	const uint8_t *b = d->b;
+	size_t n = d->n;
+	int32_t d32 = 0;
+	if (op >= 0x70 && op <= 0x7f) {
+		uint16_t id = op == 0x77 ? X86_INS_JA : op == 0x73 ? X86_INS_JAE : X86_INS_INVALID;
+		sw_rel(d, id, X86_SW_G_JUMP | X86_SW_G_REL, (int8_t)b[n - 1]);
+		return 1;
+	}
+	memcpy(&d32, b + n - 4, op == 0xeb ? 0 : 4);
+	if (op == 0xe8) {
+		sw_rel(d, X86_INS_INVALID, X86_SW_G_CALL | X86_SW_G_REL, d32);
+		sw_write(d->in, X86_REG_RSP);
+		return 1;
+	}
+	sw_rel(d, X86_INS_JMP, X86_SW_G_JUMP | X86_SW_G_REL, op == 0xeb ? (int8_t)b[n - 1] : d32);
+	return 1;
+}
+
+/* C3 ret, C9 leave. */
+static int sw_op_ret_leave(struct sw_dec *d, uint8_t op)
+{
+	if (d->px.rex || d->px.o16)
+		return 0;
+	if (op == 0xc3) {
+		sw_named(d->in, X86_INS_RET, 0);
+		d->in->grp = X86_SW_G_RET;
+	} else {
+		sw_write(d->in, X86_REG_RBP);
+	}
+	sw_write(d->in, X86_REG_RSP);
+	return 1;
+}
+
+/* F6, F7 (test / not / neg; mul, div: implicit rax:rdx, capstone), FE,
+ * FF (inc, dec, call r/m, jmp r/m, push r/m). */
+static int sw_op_unary(struct sw_dec *d, uint8_t op, unsigned sub)
+{
+	struct x86_sw_insn *in = d->in;
+	if (op <= 0xf7) {
+		if (sub == 1 || sub >= 4)
+			return 0;
+		if (sub >= 2)
+			sw_write_rm(in, d->m, &d->px, op == 0xf7 ? d->osz : 1);
+		return 1;
+	}
+	if (op == 0xfe || sub <= 1) {
+		sw_write_rm(in, d->m, &d->px, op == 0xfe ? 1 : d->osz);
+		return 1;
+	}
+	if ((sub != 2 && sub != 4 && sub != 6) || d->px.o16)
+		return 0;
+	if (sub == 6) {
+		sw_write(in, X86_REG_RSP);
+		return 1;
+	}
+	sw_named(in, sub == 4 ? X86_INS_JMP : X86_INS_INVALID, 1);
+	in->grp = sub == 4 ? X86_SW_G_JUMP : X86_SW_G_CALL;
+	if (sub == 4)
+		in->modrm = d->m[0];
+	sw_rm_op(&in->op[0], d->m, &d->px, 8);
+	if (sub == 2)
+		sw_write(in, X86_REG_RSP);
+	return 1;
+}
+
+/* The rest of the one-byte map the reader meets: what they write. */
+static int sw_op_other(struct sw_dec *d, uint8_t op)
+{
+	struct x86_sw_insn *in = d->in;
+	struct sw_pfx *px = &d->px;
+	switch (op) {
+	case 0x68: /* push imm */
+	case 0x6a:
+		if (!px->o16)
+			sw_write(in, X86_REG_RSP);
+		return !px->o16;
+	case 0x69: /* imul r, r/m, imm */
+	case 0x6b:
+		if (!px->o16)
+			sw_write(in, sw_reg_field(d->m, px, d->osz));
+		return !px->o16;
+	case 0x84: /* test r/m, r */
+	case 0x85:
+		return 1;
+	case 0xa8: /* test al/eax, imm: capstone 4 says al/eax is written */
+	case 0xa9:
+		sw_write(in, sw_gpr(0, op == 0xa8 ? 1 : d->osz, px->rex));
+		return 1;
+	case 0x90: /* nop (with REX.B: xchg, with 66 or f3 another name) */
+		return !px->rex && !px->o16;
+	case 0x98: /* cdqe / cwde */
+	case 0x99: /* cqo / cdq (capstone 4: writes rax / eax too) */
+		if (px->o16)
+			return 0;
+		if (op == 0x98)
+			sw_named(in, px->w ? X86_INS_CDQE : X86_INS_INVALID, 0);
+		sw_write(in, px->w ? X86_REG_RAX : X86_REG_EAX);
+		if (op == 0x99)
+			sw_write(in, px->w ? X86_REG_RDX : X86_REG_EDX);
+		return 1;
+	case 0xc0: /* shifts and rotates */
+	case 0xc1:
+	case 0xd0:
+	case 0xd1:
+	case 0xd2:
+	case 0xd3:
+		sw_write_rm(in, d->m, px, (op & 1) ? d->osz : 1);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The one-byte map by opcode group. */
+static int sw_op(struct sw_dec *d)
+{
+	uint8_t op = d->o[0];
+	/* ModRM.reg, for the forms that have a ModRM byte (then inside n). */
+	unsigned sub = d->n > d->px.n + 1 ? (d->m[0] >> 3) & 7 : 0;
+	if (op < 0x40 && (op & 7) <= 5)
+		return sw_op_alu(d, op);
+	if (op >= 0x50 && op <= 0x5f)
+		return sw_op_push_pop(d, op);
+	if ((op >= 0x70 && op <= 0x7f) || op == 0xe8 || op == 0xe9 || op == 0xeb)
+		return sw_op_branch(d, op);
+	if (op >= 0xb0 && op <= 0xbf)
+		return sw_op_mov_imm(d, op);
+	if ((op >= 0x88 && op <= 0x8b) || op == 0xc6 || op == 0xc7)
+		return sw_op_mov(d, op);
+	if (op == 0x63 || op == 0x8d)
+		return sw_op_load(d, op);
+	if (op == 0x80 || op == 0x81 || op == 0x83)
+		return sw_op_grp1(d, op, sub);
+	if (op == 0xc3 || op == 0xc9)
+		return sw_op_ret_leave(d, op);
+	if (op == 0xf6 || op == 0xf7 || op == 0xfe || op == 0xff)
+		return sw_op_unary(d, op, sub);
+	return sw_op_other(d, op);
+}
+
+/* The instruction's length from x86_fast_len; jmp r/m (FF /4), which it
+ * leaves to capstone, measured as FF /2 with the same ModRM operand. */
+static size_t sw_len(const uint8_t *b, size_t left, const struct sw_pfx *px)
 {
 	struct x86_len_info li;
-	struct sw_pfx px = {.seg = X86_REG_INVALID};
 	size_t n = x86_fast_len(b, left, &li);
+	const uint8_t *o = b + px->n;
+	if (!n && o[0] == 0xff && px->n + 1 < left && ((o[1] >> 3) & 7) == 4) {
+		uint8_t t[16];
+		size_t k = left < sizeof(t) ? left : sizeof(t);
+		memcpy(t, b, k);
+		t[px->n + 1] = (uint8_t)((t[px->n + 1] & 0xc7) | (2 << 3));
+		n = x86_fast_len(t, k, &li);
+	}
+	return n;
+}
+
+static size_t sw_fast(const uint8_t *b, size_t left, uint64_t pc, struct x86_sw_insn *in)
+{
+	struct sw_dec d = {.in = in, .px = {.seg = X86_REG_INVALID}, .b = b, .pc = pc};
 
 	/* Only the fields before the operands: every operand below op_count
 	 * is written whole by sw_reg_op/sw_imm_op/sw_rm_op before it is
@@ -383,327 +723,21 @@ static size_t sw_fast(const uint8_t *b, size_t left, uint64_t pc, struct x86_sw_
 	 * canonical as with the whole 136 bytes cleared. */
 	memset(in, 0, offsetof(struct x86_sw_insn, op));
 	in->address = pc;
-	/* Most instructions have no legacy prefix: one table load skips
-	 * the loop, which would stop at once on such a byte. */
-	for (; px.n < left && px.n < 4 && sw_is_pfx[b[0]]; px.n++) {
-		uint8_t c = b[px.n];
-		if (c == 0x66)
-			px.o16 = 1;
-		else if (c == 0xf3)
-			px.f3 = 1;
-		else if (c == 0x64 && px.seg == X86_REG_INVALID)
-			px.seg = X86_REG_FS;
-		else if (c == 0x65 && px.seg == X86_REG_INVALID)
-			px.seg = X86_REG_GS;
-		else if (c == 0xf2 || c == 0x2e || c == 0x3e)
-			px.other = 1;
-		else
-			break;
-	}
-	if (px.n >= left)
+	if (!sw_prefixes(b, left, &d.px) || !(d.n = sw_len(b, left, &d.px)))
 		return 0;
-	if ((b[px.n] & 0xf0) == 0x40) {
-		uint8_t r = b[px.n++];
-		px.rex = 1;
-		px.w = (r >> 3) & 1;
-		px.r = (r >> 2) & 1;
-		px.x = (r >> 1) & 1;
-		px.b = r & 1;
-		if (px.n >= left)
-			return 0;
-	}
-	const uint8_t *o = b + px.n, *m = o + 1;
-	/* jmp r/m (FF /4): x86_fast_len leaves indirect jmps to capstone;
-	 * the length is that of FF /2 with the same ModRM operand. */
-	if (!n && o[0] == 0xff && px.n + 1 < left && ((o[1] >> 3) & 7) == 4) {
-		uint8_t t[16];
-		size_t k = left < sizeof(t) ? left : sizeof(t);
-		memcpy(t, b, k);
-		t[px.n + 1] = (uint8_t)((t[px.n + 1] & 0xc7) | (2 << 3));
-		n = x86_fast_len(t, k, &li);
-	}
-	if (!n)
-		return 0;
-	in->size = (uint16_t)n;
-	unsigned osz = px.w ? 8 : px.o16 ? 2 : 4;
-	const uint8_t *imm_end = b + n;
+	in->size = (uint16_t)d.n;
+	d.o = b + d.px.n;
+	d.m = d.o + 1;
+	d.osz = d.px.w ? 8 : d.px.o16 ? 2 : 4;
+	d.imm_end = b + d.n;
 	/* A segment override is kept only on memory operands of named
 	 * instructions; elsewhere (and where capstone would print something
 	 * else) let capstone decide. */
-	if (o[0] == 0x0f)
-		return sw_fast_0f(in, o, &px, osz, n) ? n : 0;
-	if (px.f3 || px.other)
+	if (d.o[0] == 0x0f)
+		return sw_fast_0f(in, d.o, &d.px, d.osz, d.n) ? d.n : 0;
+	if (d.px.f3 || d.px.other)
 		return 0;
-	uint8_t op = o[0];
-	if (op < 0x40 && (op & 7) <= 5) { /* add or adc sbb and sub xor cmp */
-		unsigned alu = op >> 3, form = op & 7, sz = (form & 1) ? osz : 1;
-		int w = alu != 7;
-		if (alu == 0 || alu == 7) {
-			in->id = alu == 0 ? X86_INS_ADD : X86_INS_CMP;
-			in->op_count = 2;
-			in->addr_size = 8;
-		}
-		if (form <= 1) {
-			sw_rm_op(&in->op[0], m, &px, sz);
-			sw_reg_op(&in->op[1], sw_reg_field(m, &px, sz), sz);
-			if (w)
-				sw_write_rm(in, m, &px, sz);
-		} else if (form <= 3) {
-			sw_reg_op(&in->op[0], sw_reg_field(m, &px, sz), sz);
-			sw_rm_op(&in->op[1], m, &px, sz);
-			if (w)
-				sw_write(in, in->op[0].reg);
-		} else {
-			unsigned isz = sz == 8 ? 4 : sz;
-			sw_reg_op(&in->op[0], sw_gpr(0, sz, px.rex), sz);
-			sw_imm_op(&in->op[1], sw_imm(imm_end - isz, isz, sz), sz);
-			if (w)
-				sw_write(in, in->op[0].reg);
-		}
-		return n;
-	}
-	if (op >= 0x50 && op <= 0x57) { /* push r64 */
-		if (px.o16)
-			return 0;
-		sw_write(in, X86_REG_RSP);
-		return n;
-	}
-	if (op >= 0x58 && op <= 0x5f) { /* pop r64 */
-		if (px.o16)
-			return 0;
-		in->id = X86_INS_POP;
-		in->op_count = 1;
-		in->addr_size = 8;
-		sw_reg_op(&in->op[0], sw_fams[(op & 7) | px.b << 3][0], 8);
-		sw_write(in, X86_REG_RSP);
-		sw_write(in, in->op[0].reg);
-		return n;
-	}
-	if (op >= 0x70 && op <= 0x7f) { /* jcc rel8 */
-		in->id = op == 0x77 ? X86_INS_JA : op == 0x73 ? X86_INS_JAE : X86_INS_INVALID;
-		in->grp = X86_SW_G_JUMP | X86_SW_G_REL;
-		in->op_count = 1;
-		in->addr_size = 8;
-		sw_imm_op(&in->op[0], (int64_t)(pc + n + (uint64_t)(int64_t)(int8_t)b[n - 1]), 8);
-		return n;
-	}
-	if (op >= 0xb0 && op <= 0xb7) { /* mov r8, imm8 */
-		in->id = X86_INS_MOV;
-		in->op_count = 2;
-		in->addr_size = 8;
-		sw_reg_op(&in->op[0], sw_gpr((op & 7) | px.b << 3, 1, px.rex), 1);
-		sw_imm_op(&in->op[1], sw_imm(b + n - 1, 1, 1), 1);
-		sw_write(in, in->op[0].reg);
-		return n;
-	}
-	if (op >= 0xb8 && op <= 0xbf) { /* mov r32, imm32 / movabs r64, imm64 */
-		x86_reg r = sw_gpr((op & 7) | px.b << 3, osz, px.rex);
-		if (px.o16)
-			return 0;
-		if (!px.w) {
-			in->id = X86_INS_MOV;
-			in->op_count = 2;
-			in->addr_size = 8;
-			sw_reg_op(&in->op[0], r, 4);
-			sw_imm_op(&in->op[1], sw_imm(b + n - 4, 4, 4), 4);
-		}
-		sw_write(in, r);
-		return n;
-	}
-	/* ModRM.reg, for the forms that have a ModRM byte (then inside n). */
-	unsigned sub = n > px.n + 1 ? (m[0] >> 3) & 7 : 0;
-	switch (op) {
-	case 0x63: /* movsxd r64, r/m32 */
-		if (!px.w)
-			return 0;
-		in->id = X86_INS_MOVSXD;
-		in->op_count = 2;
-		in->addr_size = 8;
-		sw_reg_op(&in->op[0], sw_reg_field(m, &px, 8), 8);
-		sw_rm_op(&in->op[1], m, &px, 4);
-		sw_write(in, in->op[0].reg);
-		return n;
-	case 0x68: /* push imm */
-	case 0x6a:
-		if (px.o16)
-			return 0;
-		sw_write(in, X86_REG_RSP);
-		return n;
-	case 0x69: /* imul r, r/m, imm */
-	case 0x6b:
-		if (px.o16)
-			return 0;
-		sw_write(in, sw_reg_field(m, &px, osz));
-		return n;
-	case 0x80: /* group 1: op r/m, imm */
-	case 0x81:
-	case 0x83: {
-		unsigned sz = op == 0x80 ? 1 : osz, isz = op == 0x81 ? (sz == 8 ? 4 : sz) : 1;
-		if (sub == 0 || sub == 7) {
-			in->id = sub == 0 ? X86_INS_ADD : X86_INS_CMP;
-			in->op_count = 2;
-			in->addr_size = 8;
-			sw_rm_op(&in->op[0], m, &px, sz);
-			sw_imm_op(&in->op[1], sw_imm(imm_end - isz, isz, sz), sz);
-		}
-		if (sub != 7)
-			sw_write_rm(in, m, &px, sz);
-		return n;
-	}
-	case 0x84: /* test r/m, r */
-	case 0x85:
-		return n;
-	case 0xa8: /* test al/eax, imm: capstone 4 says al/eax is written */
-	case 0xa9:
-		sw_write(in, sw_gpr(0, op == 0xa8 ? 1 : osz, px.rex));
-		return n;
-	case 0x88: /* mov r/m, r */
-	case 0x89:
-	case 0x8a: /* mov r, r/m */
-	case 0x8b: {
-		unsigned sz = (op & 1) ? osz : 1;
-		in->id = X86_INS_MOV;
-		in->op_count = 2;
-		in->addr_size = 8;
-		if (op < 0x8a) {
-			sw_rm_op(&in->op[0], m, &px, sz);
-			sw_reg_op(&in->op[1], sw_reg_field(m, &px, sz), sz);
-			sw_write_rm(in, m, &px, sz);
-		} else {
-			sw_reg_op(&in->op[0], sw_reg_field(m, &px, sz), sz);
-			sw_rm_op(&in->op[1], m, &px, sz);
-			sw_write(in, in->op[0].reg);
-		}
-		return n;
-	}
-	case 0x8d: /* lea r, m */
-		if (px.o16)
-			return 0;
-		in->id = X86_INS_LEA;
-		in->op_count = 2;
-		in->addr_size = 8;
-		sw_reg_op(&in->op[0], sw_reg_field(m, &px, osz), osz);
-		sw_rm_op(&in->op[1], m, &px, osz);
-		sw_write(in, in->op[0].reg);
-		return n;
-	case 0x90: /* nop (with REX.B: xchg, with 66 or f3 another name) */
-		return px.rex || px.o16 ? 0 : n;
-	case 0x98: /* cdqe / cwde */
-		if (px.o16)
-			return 0;
-		in->id = px.w ? X86_INS_CDQE : X86_INS_INVALID;
-		in->addr_size = 8;
-		sw_write(in, px.w ? X86_REG_RAX : X86_REG_EAX);
-		return n;
-	case 0x99: /* cqo / cdq (capstone 4: writes rax / eax too) */
-		if (px.o16)
-			return 0;
-		sw_write(in, px.w ? X86_REG_RAX : X86_REG_EAX);
-		sw_write(in, px.w ? X86_REG_RDX : X86_REG_EDX);
-		return n;
-	case 0xc0: /* shifts and rotates */
-	case 0xc1:
-	case 0xd0:
-	case 0xd1:
-	case 0xd2:
-	case 0xd3:
-		sw_write_rm(in, m, &px, (op & 1) ? osz : 1);
-		return n;
-	case 0xc3: /* ret */
-		if (px.rex || px.o16)
-			return 0;
-		in->id = X86_INS_RET;
-		in->grp = X86_SW_G_RET;
-		in->addr_size = 8;
-		sw_write(in, X86_REG_RSP);
-		return n;
-	case 0xc6: /* mov r/m, imm (x86_fast_len: /0 only) */
-	case 0xc7: {
-		unsigned sz = op == 0xc7 ? osz : 1, isz = sz == 8 ? 4 : sz;
-		in->id = X86_INS_MOV;
-		in->op_count = 2;
-		in->addr_size = 8;
-		sw_rm_op(&in->op[0], m, &px, sz);
-		sw_imm_op(&in->op[1], sw_imm(imm_end - isz, isz, sz), sz);
-		sw_write_rm(in, m, &px, sz);
-		return n;
-	}
-	case 0xc9: /* leave */
-		if (px.o16 || px.rex)
-			return 0;
-		sw_write(in, X86_REG_RBP);
-		sw_write(in, X86_REG_RSP);
-		return n;
-	case 0xe8: { /* call rel32 */
-		int32_t d;
-		memcpy(&d, b + n - 4, 4);
-		in->grp = X86_SW_G_CALL | X86_SW_G_REL;
-		in->op_count = 1;
-		in->addr_size = 8;
-		sw_imm_op(&in->op[0], (int64_t)(pc + n + (uint64_t)(int64_t)d), 8);
-		sw_write(in, X86_REG_RSP);
-		return n;
-	}
-	case 0xe9: /* jmp rel32 / rel8 */
-	case 0xeb: {
-		int32_t d32 = 0;
-		memcpy(&d32, b + n - 4, op == 0xe9 ? 4 : 0);
-		int64_t d = op == 0xeb ? (int8_t)b[n - 1] : d32;
-		in->id = X86_INS_JMP;
-		in->grp = X86_SW_G_JUMP | X86_SW_G_REL;
-		in->op_count = 1;
-		in->addr_size = 8;
-		sw_imm_op(&in->op[0], (int64_t)(pc + n + (uint64_t)d), 8);
-		return n;
-	}
-	case 0xf6: /* test / not / neg (mul, div: implicit rax:rdx, capstone) */
-	case 0xf7: {
-		unsigned sz = op == 0xf7 ? osz : 1;
-		if (sub == 1 || sub >= 4)
-			return 0;
-		if (sub >= 2)
-			sw_write_rm(in, m, &px, sz);
-		return n;
-	}
-	case 0xfe: /* inc / dec r/m8 */
-		sw_write_rm(in, m, &px, 1);
-		return n;
-	case 0xff:
-		switch (sub) {
-		case 0: /* inc, dec */
-		case 1:
-			sw_write_rm(in, m, &px, osz);
-			return n;
-		case 2: /* call r/m */
-			if (px.o16)
-				return 0;
-			in->grp = X86_SW_G_CALL;
-			in->op_count = 1;
-			in->addr_size = 8;
-			sw_rm_op(&in->op[0], m, &px, 8);
-			sw_write(in, X86_REG_RSP);
-			return n;
-		case 4: /* jmp r/m */
-			if (px.o16)
-				return 0;
-			in->id = X86_INS_JMP;
-			in->grp = X86_SW_G_JUMP;
-			in->op_count = 1;
-			in->addr_size = 8;
-			in->modrm = m[0];
-			sw_rm_op(&in->op[0], m, &px, 8);
-			return n;
-		case 6: /* push r/m */
-			if (px.o16)
-				return 0;
-			sw_write(in, X86_REG_RSP);
-			return n;
-		default:
-			return 0;
-		}
-	default:
-		return 0;
-	}
+	return sw_op(&d) ? d.n : 0;
 }
 
 size_t x86_sw_fast(const uint8_t *b, size_t left, uint64_t pc, struct x86_sw_insn *in)

@@ -1,0 +1,51 @@
+/*
+ * x86_64 machine primitives of the agent that are not inline
+ * (arch_ctx.h): CPUID's xsave size, a signal context's stack pointer,
+ * and a call on another stack.
+ *
+ * Threads: any. Not hook context (the agent's init and its signal
+ * handlers).
+ */
+#define _GNU_SOURCE
+#include <cpuid.h>
+#include <signal.h>
+#include <stdint.h>
+#include <ucontext.h>
+
+#include "hook_arch.h"
+
+uint32_t hook_arch_xsave_size(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
+		return 0;
+	if (!__get_cpuid_count(0xd, 0, &a, &b, &c, &d) || b == 0 || b > HOOK_ARCH_FPU_MAX)
+		return 0;
+	return b;
+}
+
+uintptr_t hook_arch_uc_sp(const void *uc)
+{
+	return (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.gregs[REG_RSP];
+}
+
+/* rdi = sig, rsi = si, rdx = uc, rcx = fn, r8 = sp. */
+__asm__(".text\n"
+        ".globl hook_arch_call_on_stack\n"
+        ".hidden hook_arch_call_on_stack\n"
+        ".type hook_arch_call_on_stack, @function\n"
+        "hook_arch_call_on_stack:\n"
+        "\t.cfi_startproc\n"
+        "\tpush %rbp\n"
+        "\t.cfi_def_cfa_offset 16\n"
+        "\t.cfi_offset %rbp, -16\n"
+        "\tmov %rsp, %rbp\n"
+        "\t.cfi_def_cfa_register %rbp\n"
+        "\tmov %r8, %rsp\n"
+        "\tcall *%rcx\n"
+        "\tmov %rbp, %rsp\n"
+        "\tpop %rbp\n"
+        "\t.cfi_def_cfa %rsp, 8\n"
+        "\tret\n"
+        "\t.cfi_endproc\n"
+        ".size hook_arch_call_on_stack, .-hook_arch_call_on_stack\n");

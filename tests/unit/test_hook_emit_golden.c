@@ -1,0 +1,189 @@
+/*
+ * The x86_64 emitter's output pinned byte for byte: every stub kind the
+ * agent emits (the ordinary and the fast trampoline over prologues of
+ * each relocation case, the patch bytes, the ordinary and the fast
+ * return trampoline, the enter stub of the index lane, of the detail
+ * lane with and without the member paths in machine code), with fixed
+ * inputs and addresses, compared with the golden bytes in
+ * tests/data/x86_emit_golden/<name>.hex (two hex digits a byte, 32 a
+ * line). The golden files were written by this program (`--write DIR`)
+ * against the emitter of hex strings, before the named writers
+ * (x86_writer.h) replaced them: the rewrite changes no byte.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hook_arch.h"
+
+#define GOLD_FN 0x0000555555601000ull /* the hooked function */
+#define GOLD_TR 0x0000555555a00000ull /* its trampoline */
+#define GOLD_RT 0x0000555555900000ull /* the block's return trampoline */
+#define GOLD_ST 0x0000555555901000ull /* the block's enter stub */
+#define GOLD_FN_ID 0x0000000700000123ull
+#define GOLD_MAX 2048
+
+static const char *gold_dir;
+static int gold_write;
+
+/* Writes or compares buf[0..n) as <gold_dir>/<name>.hex. */
+static void gold_check(const char *name, const uint8_t *buf, size_t n)
+{
+	char path[512], line[80], want[2 * GOLD_MAX + 1] = "", got[2 * GOLD_MAX + 1];
+
+	assert_true(n > 0 && n <= GOLD_MAX);
+	for (size_t i = 0; i < n; i++)
+		snprintf(got + 2 * i, 3, "%02x", buf[i]);
+	snprintf(path, sizeof(path), "%s/%s.hex", gold_dir, name);
+	if (gold_write) {
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		for (size_t i = 0; i < 2 * n; i += 64)
+			fprintf(f, "%.64s\n", got + i);
+		assert_int_equal(fclose(f), 0);
+		return;
+	}
+	FILE *f = fopen(path, "r");
+	if (!f)
+		fail_msg("%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		strncat(want, line, strcspn(line, "\n"));
+	fclose(f);
+	if (strcmp(want, got) != 0) {
+		size_t i = 0;
+		while (want[i] == got[i])
+			i++;
+		fail_msg("%s: differs from byte %zu (want %.16s.., got %.16s..)", name, i / 2,
+		         want + (i & ~(size_t)1), got + (i & ~(size_t)1));
+	}
+}
+
+/* Prologues of each relocation case (x86_reloc.c), hooked at GOLD_FN. */
+static const struct gold_fn {
+	const char *name;
+	uint8_t code[16];
+	size_t len;
+} gold_fns[] = {
+    /* push rbp; mov rbp, rsp; sub rsp, 16; leave; ret */
+    {"plain", {0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10, 0xc9, 0xc3}, 10},
+    /* mov rax, [rip+0x1000]; ret */
+    {"rip", {0x48, 0x8b, 0x05, 0x00, 0x10, 0x00, 0x00, 0xc3}, 8},
+    /* lea r12, [rip+0x7ff00000]; ret: movabs (far) */
+    {"rip_lea", {0x4c, 0x8d, 0x25, 0x00, 0x00, 0xf0, 0x7f, 0xc3}, 8},
+    /* test edi, edi; je +0x10; nop*4 ..; ret */
+    {"jcc", {0x85, 0xff, 0x74, 0x10, 0x90, 0x90, 0x90, 0x90, 0xc3}, 9},
+    /* call rel32 +0xffb; ret */
+    {"call", {0xe8, 0xfb, 0x0f, 0x00, 0x00, 0xc3}, 6},
+    /* call [rip+0xff5]; ret */
+    {"call_rip", {0xff, 0x15, 0xf5, 0x0f, 0x00, 0x00, 0xc3}, 7},
+    /* endbr64; push rbp; mov rbp, rsp; pop rbp; ret */
+    {"endbr", {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3}, 10},
+};
+
+static void test_trampolines(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(gold_fns) / sizeof(gold_fns[0]); i++) {
+		const struct gold_fn *g = &gold_fns[i];
+		struct hook_arch_plan plan;
+		uint8_t buf[HOOK_ARCH_MAX_TRAMPOLINE], patch[HOOK_ARCH_MAX_PATCH];
+		char name[64];
+
+		assert_int_equal(hook_arch_prepare(g->code, GOLD_FN, g->len, &plan), ADA_HOOK_OK);
+		size_t n = hook_arch_emit_trampoline(&plan, buf, GOLD_TR, GOLD_FN_ID,
+		                                     0x7f0012345670, GOLD_RT);
+		snprintf(name, sizeof(name), "tramp_%s", g->name);
+		gold_check(name, buf, n);
+		n = hook_arch_emit_trampoline_fast(&plan, buf, GOLD_TR, GOLD_FN_ID, GOLD_ST,
+		                                   GOLD_RT);
+		snprintf(name, sizeof(name), "tramp_fast_%s", g->name);
+		gold_check(name, buf, n);
+		hook_arch_patch_bytes(&plan, GOLD_TR, patch);
+		snprintf(name, sizeof(name), "patch_%s", g->name);
+		gold_check(name, patch, plan.patch_len);
+	}
+}
+
+/* Offsets as the agent's would be: negative %fs offsets, distinct. */
+static struct hook_arch_fast gold_fast(int lane)
+{
+	struct hook_arch_fast f = {
+	    .s_base = -0x1000,
+	    .s_top = -0xff8,
+	    .s_cap = -0xff4,
+	    .s_guard = -0xff0,
+	    .s_in_hook = -0xfec,
+	    .s_inherited = -0xfe8,
+	    .p_events = -0x800,
+	    .p_mask = -0x7f8,
+	    .p_head = -0x7f0,
+	    .p_limit = -0x7e8,
+	    .p_head_pub = -0x7e0,
+	    .p_tid_call = -0x7d8,
+	    .p_tid_return = -0x7d0,
+	    .ret_tramp = GOLD_RT,
+	    .enter_full = 0x7f0000001110,
+	    .enter_held = 0x7f0000002220,
+	    .exit_full = 0x7f0000003330,
+	    .exit_held = 0x7f0000004440,
+	    .flush = 0x7f0000005550,
+	};
+	if (lane == 0)
+		return f;
+	f.detail_hot = 0x7f0000100000;
+	f.enter_member = 0x7f0000006660;
+	f.exit_member = 0x7f0000007770;
+	f.h_ks_cur = 0x10, f.h_ks_area = 0x18, f.h_ks_mask = 0x20, f.h_dset = 0x28;
+	f.d_all = 0x4, f.d_nbits = 0x8, f.d_max_mod = 0x10, f.d_bits = 0x18;
+	f.module = 7;
+	if (lane == 1)
+		return f;
+	f.detail_rec = 1;
+	f.p_dwords = -0x7c8, f.p_dhead = -0x7c0, f.p_dbytes = -0x7b8, f.p_dpos = -0x7b0;
+	f.p_dstop = -0x7a8, f.p_dcount = -0x7a0;
+	f.s_dfast_lo = -0xfe0, f.s_dfast_span = -0xfd8;
+	return f;
+}
+
+static void test_stubs(void **state)
+{
+	static const char *const lanes[] = {"index", "detail", "detail_rec"};
+	uint8_t buf[GOLD_MAX];
+	char name[64];
+
+	(void)state;
+	gold_check("return", buf, hook_arch_emit_return_trampoline(buf, GOLD_RT, 0x7f0000003330));
+	for (int lane = 0; lane < 3; lane++) {
+		struct hook_arch_fast f = gold_fast(lane);
+		snprintf(name, sizeof(name), "enter_stub_%s", lanes[lane]);
+		gold_check(name, buf, hook_arch_emit_enter_stub(buf, GOLD_ST, &f));
+		snprintf(name, sizeof(name), "return_fast_%s", lanes[lane]);
+		gold_check(name, buf, hook_arch_emit_return_trampoline_fast(buf, GOLD_RT, &f));
+	}
+	/* A module id past the detail test's 2^24 bound: no stub. */
+	struct hook_arch_fast f = gold_fast(1);
+	f.module = 1u << 24;
+	assert_int_equal(hook_arch_emit_enter_stub(buf, GOLD_ST, &f), 0);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_trampolines),
+	    cmocka_unit_test(test_stubs),
+	};
+
+	gold_dir = ADA_EMIT_GOLDEN_DIR;
+	if (argc == 3 && strcmp(argv[1], "--write") == 0) {
+		gold_dir = argv[2];
+		gold_write = 1;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
