@@ -27,7 +27,7 @@ disabled=() # name=why
 
 echo "=== format (.clang-format) ==="
 tools/check-format.sh
-tools/check-comments.py # comments: tools/check-comments.baseline lists known findings
+tools/check-comments.py # comments: no dates or figures, doc comments on their code
 
 # run_ctest <stage> <build dir> <ctest options>...: failures are summed up at
 # the end, not fatal here. The stage's time counts from its build (t0).

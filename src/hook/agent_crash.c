@@ -307,7 +307,9 @@ CRASH_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler)
 
 /* Each thread gets an alternate signal stack of its own, unless the
  * program gave it one: a stack overflow leaves no room on the thread's
- * stack for the handler. Called with the guard set; keeps errno. */
+ * stack for the handler. Called with the guard set; keeps errno. After
+ * fork the child's thread has the forking thread's alternate stack
+ * (a copied mapping): crash_alt stays set and it is kept. */
 void agent_crash_thread_start(void)
 {
 	int saved = errno;
@@ -347,9 +349,6 @@ void agent_crash_thread_exit(void)
 	}
 	crash_alt = NULL;
 }
-
-/* After fork: the child's thread has the forking thread's stack (copied
- * mapping): keep it. */
 
 uint64_t agent_crash_chained(void)
 {

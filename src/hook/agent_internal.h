@@ -67,6 +67,11 @@ static inline bool agent_dset_has(const struct agent_dset *ds, uint64_t fn_id)
 	return ds->all; /* "every function" sets have no bitmap (nbits 0) */
 }
 
+/* agent_detail_decide(): bit 0 the answer; AGENT_DETAIL_START_RULES:
+ * the own set gave it while the blob is ADA_KEYSYM_F_LIVE (a spec given
+ * live, whose rules the own set does not follow): counted by the caller
+ * (ADA_DROP_KEYSYM_UNKNOWN), since the set in force may say otherwise. */
+#define AGENT_DETAIL_START_RULES 0x2
 /* The out-of-line answer of the detail lane (handlers.c,
  * handlers_enter_detail_ask) for the current blob at cur: the blob's
  * container, or, for a module the blob says nothing about (no entry: built
@@ -76,11 +81,6 @@ static inline bool agent_dset_has(const struct agent_dset *ds, uint64_t fn_id)
  * without rules ("every function": `all`) says nothing about what the
  * recorder chose: not a member, as the blob would say. O(1), no lock,
  * no library. */
-/* agent_detail_decide(): bit 0 the answer; AGENT_DETAIL_START_RULES:
- * the own set gave it while the blob is ADA_KEYSYM_F_LIVE (a spec given
- * live, whose rules the own set does not follow): counted by the caller
- * (ADA_DROP_KEYSYM_UNKNOWN), since the set in force may say otherwise. */
-#define AGENT_DETAIL_START_RULES 0x2
 static inline int agent_detail_decide(const uint8_t *area, uint64_t mask, uint64_t cur,
                                       const struct agent_dset *ds, uint64_t fn_id)
 {

@@ -491,10 +491,6 @@ HANDLERS_COLD_LOCAL static void handlers_enter_slow(struct ada_shadow *s, uint64
 	handlers_leave(s);
 }
 
-/* The agent's own work on this thread, or a thread no longer traced
- * (handlers_resync): not traced (counted). */
-/* A call of a thread that found the recorder gone: counted; now and
- * then, whether the drain beats again (then tracing resumes). */
 /* ada attach, again (agent_attach.c, every other thread stopped; not
  * hook context): the thread whose thread pointer is tp (ours: self_tp)
  * forgets that it found the previous recorder gone. Its producer state
@@ -525,6 +521,8 @@ void agent_shadow_attach_reset(uintptr_t self_tp, uintptr_t tp)
 	}
 }
 
+/* A call of a thread that found the recorder gone: counted; now and
+ * then, whether the drain beats again (then tracing resumes). */
 static void handlers_gone_call(struct ada_shadow *s)
 {
 	if ((++s->gone_lost & 4095u) == 0 && ada_producer_drain_back()) {
@@ -533,6 +531,8 @@ static void handlers_gone_call(struct ada_shadow *s)
 	}
 }
 
+/* The agent's own work on this thread, or a thread no longer traced
+ * (handlers_resync): not traced (counted). */
 HANDLERS_COLD static void handlers_enter_guarded(struct ada_shadow *s)
 {
 	if (s->exited)
@@ -571,7 +571,7 @@ HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_s
 	/* in_hook is claimed first and the guard tested apart: an 8-byte
 	 * test of both would wait for the previous handler's 4-byte store
 	 * to in_hook to leave the store buffer (no store forwarding into a
-	 * wider load), which measured ~4 ns per event on fib. */
+	 * wider load): a store-forwarding stall on every event. */
 	if (ada_unlikely(handlers_in_hook_set(s)))
 		return handlers_nested_enter(s, fn_id, ret_slot);
 	if (ada_unlikely(s->guard != 0))

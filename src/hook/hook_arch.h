@@ -57,7 +57,7 @@
  *   - Neither trampoline aligns the stack: the enter handler is entered
  *     with rsp 8 bytes off the ABI's 16-byte alignment (the registers
  *     saved plus the call, after a conforming caller), the exit handler
- *     aligned (ten registers saved, rbp again since 2026-11-24 for the
+ *     aligned (ten registers saved, rbp among them for the
  *     RETURN record), or anything after a caller that breaks the ABI. The handlers must need no
  * alignment on their own and realign before calling anything that may (handlers.c,
  *     HANDLERS_REALIGN; checked on the built agent by the test

@@ -467,7 +467,7 @@ int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t 
 	if (!t->p->arena || t->done)
 		return 0;
 	/* Only the two ends: a full copy of the ring per thread per second
-	 * cost ~14 % of the drain with --detail always --detail-mb 64. */
+	 * cost a large share of the drain with --detail always and big rings. */
 	struct ada_detail_snapshot snap;
 	int e = pd_buffer(r, t);
 	if (e == -ENODATA)

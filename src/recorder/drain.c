@@ -48,7 +48,7 @@
 #define DRAIN_NAP_US 500u            /* drain_nap(): a busy pass that took little */
 #define DRAIN_NAP_MIN_US 50u         /* a shorter nap is not worth its wake-up */
 #define DRAIN_NAP_BELOW 8192u        /* events over the whole pass */
-#define DRAIN_NAP_EVENTS_PER_US 100u /* the fastest thread a nap allows for: 100 M/s */
+#define DRAIN_NAP_EVENTS_PER_US 100u /* the fastest thread a nap allows for, events per us */
 #define DRAIN_NAP_SPILL_FILL_PCT 12u /* a spill slot's ring: at most this full */
 #define DRAIN_TICK_NS 1000000000ull
 #define DRAIN_RECLAIM_NS 10000000ull
@@ -384,9 +384,9 @@ uint64_t wal_convert_batch(const struct ada_tsc_clock *clk, bool use_tsc,
 		 * for them ahead (cache-to-cache misses dominate this loop). The
 		 * staging buffer was last touched a pool cycle ago: ask for its
 		 * lines ahead too, for writing, or each store's read for
-		 * ownership stalls the loop. wal_bench, drain CPU per event
-		 * (docs/benchmarks.md): 8.0 -> 7.0-7.3 ns with both 2 KiB ahead;
-		 * the ring's distance alone changed nothing. Past the end of
+		 * ownership stalls the loop. Both 2 KiB ahead lowered the drain's
+		 * CPU per event; the ring's distance alone changed nothing
+		 * (docs/benchmarks.md, "The staging buffer asked for ahead"). Past the end of
 		 * the batch or buffer they ask for nothing useful, harmlessly. */
 		__builtin_prefetch(in + 64 * 32);
 		__builtin_prefetch(out + 64 * 32, 1);
@@ -730,8 +730,8 @@ static void drain_quarantine(struct ada_recorder *r, struct wal_proc *p, uint32_
  * more than half full). The events taken but not yet released count as
  * used: they stay in the ring until their write completes
  * (docs/format.md). A spill slot's ring (512 events: no nap could be
- * short enough for it) only stops the nap when more than a little full,
- * as before 2026-11-28. */
+ * short enough for it) only stops the nap when more than a little full
+ * (DRAIN_NAP_SPILL_FILL_PCT). */
 static void drain_note_room(struct ada_recorder *r, const struct wal_proc *p, uint32_t s,
                             const struct ada_slot_info *si)
 {
@@ -1003,24 +1003,21 @@ static bool drain_pass(struct ada_recorder *r)
  * with), wait a little before the next one so that batches grow. A
  * back-to-back pass finds a few hundred events written a moment ago on
  * the producer's core, and pays per event for pulling those lines across
- * and for the pass itself (its wake-up above all, in a VM): wal_bench at
- * 10 M events/s, drain thread CPU 14.3 ns/event without the nap, 9.6 /
- * 9.2 / 9.0 with 300 / 500 / 1000 us naps below 8192 events
- * (docs/benchmarks.md).
+ * and for the pass itself (its wake-up above all, in a VM); a nap of
+ * DRAIN_NAP_US below DRAIN_NAP_BELOW events lowers the drain's CPU per
+ * event markedly (docs/benchmarks.md, "Pacing and staging buffers").
  *
- * The nap lasts as long as every ring read has room for at 100 M
- * events/s from its thread (500 us at most: 50 K events; none below
- * 50 us), the events taken but not yet written counting as used; none
- * while a ring is more than half full (a drain or a disk that cannot
- * keep up: wal_bench flat out spent 2-3 ns/event more drain CPU napping
- * there, in this VM's wake-ups). Until 2026-11-28 the test was "every
- * ring at most 12 % full", which a default 2 MiB ring with a staging
- * buffer's worth of events waiting for its write never passed: `mixed`
- * at 9 M events/s ran 6 000-11 000 passes instead of ~800, at 35 ns of
- * drain CPU per event instead of 17 (docs/benchmarks.md, "Pacing and
- * staging buffers"). A sleep, not a wait for completions: the rings have
- * room, and a completion per staging buffer cut every nap short. Not
- * once the program is gone or a stop was asked: the end stays quick. */
+ * The nap lasts as long as every ring read has room for at
+ * DRAIN_NAP_EVENTS_PER_US from its thread (DRAIN_NAP_US at most, none
+ * below DRAIN_NAP_MIN_US), the events taken but not yet written counting
+ * as used; none while a ring is more than half full (a drain or a disk
+ * that cannot keep up: napping there costs drain CPU in wake-ups). A rule
+ * that wanted every ring nearly empty never passed with a default ring
+ * and a staging buffer waiting for its write, and the drain ran many
+ * times more passes than needed. A sleep, not a wait for completions: the
+ * rings have room, and a completion per staging buffer cut every nap
+ * short. Not once the program is gone or a stop was asked: the end stays
+ * quick. */
 static void drain_nap(struct ada_recorder *r)
 {
 	uint64_t us = r->pass_room_min / DRAIN_NAP_EVENTS_PER_US;

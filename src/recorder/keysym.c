@@ -50,7 +50,8 @@ struct wal_keysym {
 #define WAL_KS_SYMS_MAX (64u << 20)
 #define WAL_KS_MAX_MODULES 4096
 #define WAL_KS_WAIT_NS                                                                             \
-	20000000000ull /* run-away guard (the drain answers in ~10 ms; the client waits 30 s) */
+	20000000000ull /* run-away guard (the drain answers at its next tick; the client waits 30  \
+	                  s) */
 #define WAL_KS_VERSIONS_MAX 1000 /* manifest entries per process (then counted) */
 
 /* ---- reading a process's module tables ---- */
@@ -144,7 +145,6 @@ static int ks_mods_load(struct wal_proc *p, struct ks_mods *ms)
 	return ms->m ? 0 : -ENOMEM;
 }
 
-/* modules/ changed since the last build (or was never looked at). */
 /* Notes modules/'s mtime now; true when it moved since the last note. */
 static bool ks_mods_note(struct wal_proc *p, uint64_t now)
 {
@@ -159,6 +159,7 @@ static bool ks_mods_note(struct wal_proc *p, uint64_t now)
 	return true;
 }
 
+/* modules/ changed since the last build (or was never looked at). */
 static bool ks_mods_changed(struct wal_proc *p, uint64_t now)
 {
 	if (now - p->ks_mods_seen_ns < WAL_KS_MODULES_NS)

@@ -210,9 +210,6 @@ static json_t *man_detail(const struct ada_recorder *r, const struct wal_proc *p
 	return o;
 }
 
-/* Exit status, signal and the abnormal flag, from waitpid when we reaped
- * the process, else from its zombie or its reaper's agent (drain.c), else
- * from what its own agent wrote into the arena. */
 /* ada attach detached from a process that runs on (its pidfd has not
  * become readable): it has no exit yet. */
 static bool man_detached(const struct ada_recorder *r, const struct wal_proc *p)
@@ -221,6 +218,9 @@ static bool man_detached(const struct ada_recorder *r, const struct wal_proc *p)
 	return r->o.attached && !p->reaped && p->pidfd >= 0 && poll(&pfd, 1, 0) == 0;
 }
 
+/* Exit status, signal and the abnormal flag, from waitpid when we reaped
+ * the process, else from its zombie or its reaper's agent (drain.c), else
+ * from what its own agent wrote into the arena. */
 static void man_exit(json_t *root, const struct ada_recorder *r, struct wal_proc *p)
 {
 	json_t *e = json_object();

@@ -128,11 +128,11 @@ static int rec_arena_dir(struct ada_recorder *r)
 /* Staging buffers an eighth of a thread's index ring, 64 KiB to 1 MiB.
  * The ring space of a batch is released only when its write has
  * completed (docs/format.md), so the events in a staging buffer and in
- * its write still occupy the ring: with the default 2 MiB rings, 1 MiB
- * buffers kept half of a ring busy, and fib 32 waited for ring space
- * 315-350 times a run (24.5-25.0 M events/s end to end); 256 KiB buffers
- * 30.8-31.0 M, and no change from 8 MiB rings up, where 1 MiB is an
- * eighth already (docs/benchmarks.md, "Staging buffers and the ring").
+ * its write still occupy the ring: with the default rings, buffers of
+ * half a ring kept the program waiting for ring space hundreds of times
+ * a run, an eighth did not, and bigger rings changed nothing once the
+ * buffer was an eighth of them already (docs/benchmarks.md, "Pacing and
+ * staging buffers").
  * Sizes are whole 4 KiB blocks (O_DIRECT): rings are powers of two of at
  * least ADA_RING_MIN_EVENTS events. */
 static uint32_t rec_buffer_bytes(const char *ring_config)

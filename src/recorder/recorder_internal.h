@@ -310,7 +310,6 @@ int wal_live_init(struct ada_recorder *r);
 void wal_live_fini(struct ada_recorder *r);
 void wal_live_publish(struct ada_recorder *r, bool force, bool ended);
 
-/* flight.c: the flight recorder's side of the drain. */
 /* keysym.c: the recorder's key-symbol sets (drain tick, manifest). */
 struct ada_keysym_spec;
 int wal_keysym_init(struct ada_recorder *r, const struct ada_keysym_spec *initial);
@@ -320,6 +319,7 @@ const struct ada_keysym_spec *wal_keysym_spec(const struct ada_recorder *r);
 void wal_keysym_tick(struct ada_recorder *r);
 void wal_keysym_proc_free(struct wal_proc *p);
 json_t *wal_keysym_json(const struct ada_recorder *r, const struct wal_proc *p);
+/* flight.c: the flight recorder's side of the drain. */
 int wal_flight_init(struct ada_recorder *r);
 void wal_flight_fini(struct ada_recorder *r);
 void wal_flight_proc_start(struct ada_recorder *r, struct wal_proc *p);

@@ -237,10 +237,6 @@ static enum ada_fs_kind rec_kind(struct rec_ctx *c, DIR *d, const struct dirent 
 	return k;
 }
 
-/* Finalizes one index file; for the current one of a thread whose slot
- * is still in the arena, first appends what the ring still holds (the
- * part that was not yet durable when the recorder died; the part
- * already on disk is skipped). */
 /* The faulting thread's last index event, as the live drain writes it
  * (flight.c: flight_marker; docs/format.md, the fatal-signal marker). */
 static int rec_crash_marker(struct rec_ctx *c, struct ada_wal_disk_file *rf)
@@ -292,6 +288,10 @@ static int rec_give_header(struct rec_ctx *c, int fd, const char *path, uint32_t
 	return rc;
 }
 
+/* Finalizes one index file; for the current one of a thread whose slot
+ * is still in the arena, first appends what the ring still holds (the
+ * part that was not yet durable when the recorder died; the part
+ * already on disk is skipped). */
 static int rec_file_of(struct rec_ctx *c, const char *path, int slot,
                        const struct ada_slot_info *si, const struct rec_side *sd,
                        struct ada_wal_file_summary *s, uint64_t *n)

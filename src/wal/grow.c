@@ -81,8 +81,8 @@ int wal_grow(struct ada_wal_file *f, uint64_t need)
  * flight, the drain goes on draining. On ext4 fallocate holds the inode
  * lock while it waits, so the writes sent meanwhile wait in their
  * workers too (the disk's queue empties once per segment, as before);
- * the staging pool and the rings absorb that. Found with a 2 MB/s
- * blkio throttle: the drain sat in ext4_fallocate/inode_dio_wait for
+ * the staging pool and the rings absorb that. Found under a tight
+ * blkio write throttle: the drain sat in ext4_fallocate/inode_dio_wait for
  * seconds, its heartbeat still, and the program's threads judged the
  * recorder gone (docs/internals.md, "Growing a file ahead"). */
 void wal_grow_ahead(struct ada_wal_file *f, uint64_t need)

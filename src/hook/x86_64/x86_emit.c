@@ -62,7 +62,6 @@ void x86_emit_pop(struct x86_writer *w, const enum x86_gpr *regs, size_t n)
  * are leaves that only jump to those). That saves the mov/and/mov of a
  * frame pointer in both trampolines (5 instructions per traced call with
  * the return trampoline's push/pop of rbp). */
-
 static void emit_enter_frame(struct x86_writer *w, uint64_t fn_id, uint64_t handler,
                              uint64_t exit_path)
 {

@@ -4,8 +4,8 @@
  * Role: the body sweeps of hook_arch_prepare() and the cross-function
  * branch sweep only need each instruction's length and, for direct
  * branches, the target; the prologue also where a rip-relative disp32
- * sits (li->disp). Capstone costs 100-300 ns per instruction (it
- * always formats the text); this table walk costs a few ns. It is a
+ * sits (li->disp). Capstone costs far more per instruction (it
+ * always formats the text) than this table walk. It is a
  * WHITELIST: it answers only for encodings it knows exactly (legacy
  * one- and two-byte maps, 0F38/0F3A, VEX and EVEX with their ModRM/SIB/
  * displacement/immediate rules) and returns 0 for everything else

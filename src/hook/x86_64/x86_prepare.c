@@ -36,7 +36,7 @@
  *    rules say ADA_SKIP_JUMP_TABLE, hook_arch_prepare_mem() then reads
  *    the switch tables (x86_switch.c): hooked when every table-shaped
  *    jmp is a recognised dispatch whose entries all avoid the patch.
- *  - speed: capstone costs ~100 ns per instruction, far too much for whole
+ *  - speed: capstone costs far too much per instruction for whole
  *    libraries, so the body is first checked at byte level (a superset of
  *    every decoding: any byte position that could start a direct branch
  *    into the patch, or a table-shaped FF /4); only when that finds a
@@ -275,8 +275,8 @@ static int plan_is_alu_rr(uint8_t op)
 
 /* Length of a common, position-independent prologue instruction at b, or
  * 0 to let capstone decide. An exact whitelist (checked against capstone
- * in test_hook_reloc.c): capstone with detail costs ~300 ns per
- * instruction, this a few ns, and most prologues are only these:
+ * in test_hook_reloc.c): capstone with detail costs far more per
+ * instruction than this, and most prologues are only these:
  * endbr64; push r; mov/alu r,r; alu r,imm8/imm32; mov r32,imm32. */
 static size_t plan_fast_len(const uint8_t *b, size_t left)
 {
@@ -313,6 +313,14 @@ static uint64_t plan_rel_target(const uint8_t *p, size_t n, uint64_t pc, unsigne
 	return pc + n + (uint64_t)d;
 }
 
+/* An opcode byte of the one-byte map: not a legacy prefix, 0F, or VEX/EVEX. */
+static int plan_map1_plain(uint8_t op)
+{
+	return op != 0x0f && op != 0x66 && op != 0x67 && op != 0xf2 && op != 0xf3 && op != 0x26 &&
+	       op != 0x2e && op != 0x36 && op != 0x3e && op != 0x64 && op != 0x65 && op != 0xf0 &&
+	       op != 0xc4 && op != 0xc5 && op != 0x62;
+}
+
 /* The relocation case of a displaced instruction x86_fast_len() knew
  * (n bytes at p, at fn + offset, not an indirect call), from its bytes,
  * as plan_insn() gets it from capstone (test_hook_verdicts.c compares
@@ -322,14 +330,6 @@ static uint64_t plan_rel_target(const uint8_t *p, size_t n, uint64_t pc, unsigne
  * one-byte map to capstone: capstone 4 reports no disp offset for some
  * (movdqa xmm, [rip+x]; cmp word [rip+x], imm8), which plan_insn() calls
  * unrelocatable, and the verdicts stay capstone's. */
-/* An opcode byte of the one-byte map: not a legacy prefix, 0F, or VEX/EVEX. */
-static int plan_map1_plain(uint8_t op)
-{
-	return op != 0x0f && op != 0x66 && op != 0x67 && op != 0xf2 && op != 0xf3 && op != 0x26 &&
-	       op != 0x2e && op != 0x36 && op != 0x3e && op != 0x64 && op != 0x65 && op != 0xf0 &&
-	       op != 0xc4 && op != 0xc5 && op != 0x62;
-}
-
 static int plan_fast_insn(const uint8_t *p, size_t n, const struct x86_len_info *li, uint64_t fn,
                           uint8_t offset, struct hook_arch_insn *in)
 {
@@ -626,13 +626,6 @@ static int plan_insn_materializes(csh cs, const cs_insn *ci, uint64_t addr, uint
 	return 0;
 }
 
-/* A `jmp reg` can only reach an instruction boundary of its own function
- * if the function computes one of its own code addresses: in PIC code
- * through a rip-relative lea/load into a register (a label, or a table
- * of labels or of label offsets), in non-PIC code through an absolute
- * memory operand or an immediate inside the function (or `call next;
- * pop`). No such instruction in the whole body: the jmp is a tail call
- * through a pointer and cannot hit the patch. Undecodable bytes count. */
 /* No immediate of a length-table form without a wide one (an imm8
  * zero- or sign-extended to 16, 32 or 64 bits, or the 1 of D0-D3:
  * below 2^16, in [2^32-128, 2^32) or at or above 2^64-128) can lie in
@@ -664,6 +657,13 @@ static int plan_fast_materializes(const uint8_t *p, size_t n, const struct x86_l
 	return li->riprel || li->indirect_call || li->wide_imm || li->absmem ? -1 : 0;
 }
 
+/* A `jmp reg` can only reach an instruction boundary of its own function
+ * if the function computes one of its own code addresses: in PIC code
+ * through a rip-relative lea/load into a register (a label, or a table
+ * of labels or of label offsets), in non-PIC code through an absolute
+ * memory operand or an immediate inside the function (or `call next;
+ * pop`). No such instruction in the whole body: the jmp is a tail call
+ * through a pointer and cannot hit the patch. Undecodable bytes count. */
 static enum ada_hook_skip plan_scan_materialize(const uint8_t *code, uint64_t addr, uint64_t size,
                                                 struct plan_dec *d)
 {
@@ -824,8 +824,9 @@ enum ada_hook_skip hook_arch_prepare_mem(const uint8_t *code, uint64_t addr, uin
 	r = plan_prologue(code, addr, size, d, plan);
 	if (r != ADA_HOOK_OK)
 		goto unlock;
-	/* Capstone sweeps at ~100 ns per instruction; the byte-level superset
-	 * checks run at ~1 ns per byte and prove most functions safe alone. */
+	/* A capstone sweep is costly per instruction; the byte-level superset
+	 * checks cost a small fraction of that per byte and prove most
+	 * functions safe alone. */
 	int64_t last = plan_superset_last(code, addr, size, 0, size, plan->patch_len);
 	if (plan->insn_count > 1) {
 		int64_t t = plan_superset_table_last(code, size);

@@ -76,9 +76,9 @@ void ada_wal_io_wait(struct ada_wal_io *io, uint32_t usec);
 void ada_wal_io_submit_stale(struct ada_wal_io *io, bool force);
 /* Encode-to-disk latencies of the batches completed so far. */
 const struct ada_lat_hist *ada_wal_io_latency(const struct ada_wal_io *io);
-/* True once a write or an allocation failed with ENOSPC. */
 /* detail_seq links lost to failed writes (manifest wal.links_failed). */
 uint64_t ada_wal_io_links_failed(const struct ada_wal_io *io);
+/* True once a write or an allocation failed with ENOSPC. */
 bool ada_wal_io_disk_full(const struct ada_wal_io *io);
 /* Whether the writes are uncached (RWF_DONTCACHE) still; false once the
  * kernel refused it (then *refused writes were sent again without it). */

@@ -12,9 +12,9 @@
 /* CRC-32 as zlib's crc32() computes it (errata 3). ISA-L's
  * crc32_gzip_refl() and libdeflate's crc32 are the same function, carry-
  * less-multiply accelerated: over the drain's 8 KiB chunks (in L1) ISA-L
- * takes 0.46-0.58 ns per 32-byte event on this machine's AVX-512 cores,
- * libdeflate 1.14 1.6-2.2, zlib 1.2.13 ~25: at 60 M events/s zlib's
- * would need more than the drain's whole core. Whichever the build found
+ * is several times faster than libdeflate, and zlib's would need more
+ * than the drain's whole core at peak rates (docs/benchmarks.md, the
+ * CRC-32 figures). Whichever the build found
  * (src/wal/CMakeLists.txt); zlib is the fallback. ada_wal_crc32_impl()
  * names it (the manifest's wal.crc32). */
 #if defined(ADA_HAVE_ISAL)
@@ -25,11 +25,11 @@
  * dirty (XINUSE bit 6), across context switches too (XSAVE keeps them),
  * and every legacy-SSE instruction the drain runs afterwards (the x86-64
  * baseline code gcc emits: the convert loop, the trigger feed) is merged
- * with them. Measured 2026-11-24 (docs/benchmarks.md, "The detail lane
- * since 2026-11-23"): convert-like SSE loop + CRC 3.1-3.8 TSC ticks per
- * event dirty vs 2.1-2.8 cleared; `ada record --detail triggered` on fib
- * 32: wall 0.81 -> 0.68 s, user CPU 0.58 -> 0.43 s (the drain fell behind
- * and the program waited for ring space in sched_yield). VZEROUPPER here
+ * with them. Measured (docs/benchmarks.md, the detail lane's bisection):
+ * the convert-like loop and the CRC cost more ticks per event with the
+ * state dirty, and `ada record --detail triggered` on fib lost wall and
+ * user time (the drain fell behind and the program waited for ring
+ * space in sched_yield). VZEROUPPER here
  * ends that; it is only legal with AVX, and only AVX-512 paths leave the
  * state dirty, hence the check (one load of libgcc's cpu model); x86-64
  * only (ISA-L's arm64 code has no such state).
