@@ -550,8 +550,10 @@ static void record_usage(FILE *f)
 	fputs("usage: ada record [options] -- PROGRAM [ARGS...]\n"
 	      "\n"
 	      "Records every call and return of PROGRAM into DIR/session_YYYYMMDD_HHMMSS/.\n"
-	      "Exits with PROGRAM's status (128 + signal) whatever happened to the recording\n"
-	      "(a problem is said on stderr and in the manifest). What PROGRAM leaves running\n"
+	      "Ends as PROGRAM ended, whatever happened to the recording (a problem is said\n"
+	      "on stderr and in the manifest): with its exit status, or killed by its signal\n"
+	      "(no core of its own); like a shell, 127 when PROGRAM does not exist and 126\n"
+	      "when it cannot be executed. What PROGRAM leaves running\n"
 	      "is waited for 2 s at most after it exits, then named and left running untraced.\n",
 	      f);
 	record_usage_entries(f, 0);

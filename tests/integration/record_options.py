@@ -541,6 +541,54 @@ def case_include_symbol(ctx):
          "events of functions --include-symbol work_* left out: %r", names.most_common(6))
 
 
+def record_plain(ctx, argv, w):
+    """`ada record --out W/out -- ARGV` as a plain child of Python (no
+    process group of its own, no status folding): the CompletedProcess,
+    whose returncode is -N when a signal killed ada."""
+    os.makedirs(w, exist_ok=True)
+    cmd = [ctx.ada.path, "record", "--out", os.path.join(w, "out"), "--"] + argv
+    ctx.rep.note("repro (in %s): %s" % (w, " ".join(cmd)))
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=w,
+                          timeout=it.RUN_TIMEOUT * 2, preexec_fn=it.no_core)
+
+
+@case
+def case_exit_status(ctx):
+    """ada record ends as its program ended (issue 34): killed by the same
+    signal once the recording is finalized and summarized (its parent sees
+    WIFSIGNALED, Python -11), with the program's exit code, 127 for a
+    program that does not exist and 126 for one that cannot be executed,
+    as a shell."""
+    w = os.path.join(ctx.work, "exit_segv")
+    p = record_plain(ctx, [ctx.prog("t_crash_O2")], w)
+    err = p.stderr.decode(errors="replace")
+    want(ctx, p.returncode == -signal.SIGSEGV,
+         "ada record of a SIGSEGV program: returncode %r, expected -11; stderr:\n%s",
+         p.returncode, err[-600:])
+    session = it.find_session(os.path.join(w, "out"), p.stderr, ctx.rep)
+    ctx.ada.validate(session, ctx.rep)
+    want(ctx, not glob.glob(os.path.join(w, "core*")), "ada left a core in %s", w)
+    p = record_plain(ctx, ["sh", "-c", "exit 7"], os.path.join(ctx.work, "exit_7"))
+    want(ctx, p.returncode == 7, "exit 7 came back as %r", p.returncode)
+    w = os.path.join(ctx.work, "exit_missing")
+    p = record_plain(ctx, ["ada-no-such-program-34"], w)
+    err = p.stderr.decode(errors="replace")
+    want(ctx, p.returncode == 127 and "no such program" in err,
+         "a missing program: returncode %r (a shell's is 127), stderr %r", p.returncode, err)
+    want(ctx, not os.path.exists(os.path.join(w, "out")), "a missing program left a session")
+    w = os.path.join(ctx.work, "exit_noexec")
+    os.makedirs(w, exist_ok=True)
+    plain = os.path.join(w, "plain.txt")
+    with open(plain, "w") as f:
+        f.write("echo not executable\n")
+    os.chmod(plain, 0o644)
+    for argv in ([plain], [w]):
+        p = record_plain(ctx, argv, w)
+        err = p.stderr.decode(errors="replace")
+        want(ctx, p.returncode == 126, "%s (not executable): returncode %r (a shell's is "
+             "126), stderr %r", argv[0], p.returncode, err)
+
+
 @case
 def case_status(ctx):
     """`ada status`: live while the program runs (the arena's metrics),
@@ -578,8 +626,8 @@ def case_status(ctx):
         except ProcessLookupError:
             pass
         proc.wait()
-    want(ctx, proc.returncode == 137, "ada record exited %r after SIGKILL of the program, "
-         "expected 137", proc.returncode)
+    want(ctx, proc.returncode == -signal.SIGKILL, "ada record ended with %r after SIGKILL of "
+         "the program, expected to be killed by SIGKILL too (-9)", proc.returncode)
     it.check_arena_gone(ctx.rep, session)
     ctx.ada.validate(session, ctx.rep)
     man = it.check_manifest_parses(ctx.rep, pid_dirs[0]) or {}
