@@ -321,7 +321,8 @@ static void record_die_like(int sig)
 
 /* The drain records PROGRAM pid until it and what it left are gone; the
  * summary; PROGRAM's status. */
-static int record_until_end(struct ada_recorder *r, struct ada_control *ctl, pid_t pid)
+static int record_until_end(const struct rec_args *a, struct ada_recorder *r,
+                            struct ada_control *ctl, pid_t pid)
 {
 	struct ada_record_summary s = {.exit_status = 1};
 	int rc = ada_recorder_start(r, pid);
@@ -331,7 +332,7 @@ static int record_until_end(struct ada_recorder *r, struct ada_control *ctl, pid
 		record_without_drain(pid, rc, &s);
 	ada_control_free(ctl); /* its clients see the end (EOF) */
 	record_print_hooks(ada_recorder_session_dir(r), pid);
-	record_print_summary(&s, ada_recorder_session_dir(r));
+	record_print_summary(&s, a, ada_recorder_session_dir(r));
 	signal(SIGUSR2, SIG_IGN); /* nothing to fire any more */
 	record_rec = NULL;
 	ada_recorder_free(r);
@@ -369,5 +370,5 @@ int cmd_record(int argc, char **argv)
 		return exec_err == ENOENT ? 127 : exec_err ? 126 : 2; /* as a shell */
 	}
 	record_child_pid = pid;
-	return record_until_end(r, record_control_start(ctl), pid);
+	return record_until_end(&a, r, record_control_start(ctl), pid);
 }

@@ -457,7 +457,7 @@ static const struct record_opt record_table[] = {
     {"detail-symbols", "GLOB[,...]", record_opt_detail_symbols, 0,
      "only these functions enter the detail lane\n"
      "(default: every hooked function)",
-     .tests = "e2e.detail_symbols.O2 e2e.detail_bad_options"},
+     .tests = "e2e.detail_symbols.O2 e2e.detail_bad_options e2e.opt.unmatched_names"},
     {"key-symbols", "FILE", record_opt_keysym, 0,
      "the functions that enter the detail lane, one\n"
      "MODULE_GLOB:SYMBOL_GLOB a line (# comments); change\n"
@@ -474,7 +474,7 @@ static const struct record_opt record_table[] = {
      "p99=function:GLOB (slower than its own running p99) |\n"
      "time=HH:MM-HH:MM (local) | manual (SIGUSR2 to ada)",
      .tests = "e2e.flight_crash_segv e2e.flight_latency e2e.flight_symbol e2e.flight_manual "
-              "e2e.flight_bad_options",
+              "e2e.flight_bad_options e2e.opt.unmatched_names",
      .heading = "Flight recorder (detail windows around triggers):"},
     {"pre-roll-sec", "S", record_opt_seconds, F(flight.pre_ns),
      "detail kept before a fire (default 5; fractions allowed)",

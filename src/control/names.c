@@ -70,8 +70,8 @@ static unsigned names_distance(const char *a, const char *b, unsigned max)
 struct names_scan {
 	const char *glob;
 	char key[NAMES_KEY_MAX];
-	unsigned max;                        /* the farthest a near name may be */
-	unsigned dist[ADA_NAMES_NEAR_MAX];   /* of out->near[i] */
+	unsigned max;                      /* the farthest a near name may be */
+	unsigned dist[ADA_NAMES_NEAR_MAX]; /* of out->near[i] */
 	struct ada_names_match *out;
 };
 

@@ -541,14 +541,15 @@ def case_include_symbol(ctx):
          "events of functions --include-symbol work_* left out: %r", names.most_common(6))
 
 
-def record_plain(ctx, argv, w):
+def record_plain(ctx, argv, w, opts=()):
     """`ada record --out W/out -- ARGV` as a plain child of Python (no
     process group of its own, no status folding): the CompletedProcess,
     whose returncode is -N when a signal killed ada."""
     os.makedirs(w, exist_ok=True)
-    cmd = [ctx.ada.path, "record", "--out", os.path.join(w, "out"), "--"] + argv
+    cmd = [ctx.ada.path, "record", "--out", os.path.join(w, "out")] + list(opts) + ["--"] + argv
     ctx.rep.note("repro (in %s): %s" % (w, " ".join(cmd)))
-    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=w,
+    return subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, cwd=w,
                           timeout=it.RUN_TIMEOUT * 2, preexec_fn=it.no_core)
 
 
@@ -587,6 +588,26 @@ def case_exit_status(ctx):
         err = p.stderr.decode(errors="replace")
         want(ctx, p.returncode == 126, "%s (not executable): returncode %r (a shell's is "
              "126), stderr %r", argv[0], p.returncode, err)
+
+
+@case
+def case_unmatched_names(ctx):
+    """--trigger symbol=/p99= and --detail-symbols globs are checked at the
+    end of the recording (issue 34): one that matched no hooked function is
+    said in the summary with the closest names; one that matched is not."""
+    w = os.path.join(ctx.work, "unmatched")
+    opts = ["--trigger", "symbol=rare_evnt", "--trigger", "p99=function:busy>1s",
+            "--trigger", "symbol=rare_event", "--detail-symbols", "nosuch*,leaf"]
+    p = record_plain(ctx, [ctx.prog("t_control_O2")], w, opts)
+    err = p.stderr.decode(errors="replace")
+    want(ctx, p.returncode == 0, "ada record exited %r: %s", p.returncode, err[-600:])
+    it.find_session(os.path.join(w, "out"), p.stderr, ctx.rep)
+    want(ctx, "--trigger symbol=rare_evnt never fired: it matches no hooked function; "
+         "near: rare_event" in err, "no warning for symbol=rare_evnt: %s", err[-900:])
+    want(ctx, "--detail-symbols nosuch* put nothing in the detail lane: it matches no "
+         "hooked function" in err, "no warning for --detail-symbols nosuch*: %s", err[-900:])
+    for ok in ("symbol=rare_event never", "p99=function:busy>1s", "--detail-symbols leaf"):
+        want(ctx, ok not in err, "a warning for %s, which matched: %s", ok, err[-900:])
 
 
 @case
