@@ -84,12 +84,13 @@ struct ada_control_host {
 
 /* What a function glob matches among the functions of a recording's
  * module tables (every pid_N/modules/module_*.syms under session_dir), by
- * the rule of symbol triggers (ada_trigger_name_match). Any thread; reads
- * files the traced programs wrote (bounded). 0, or -errno of opening
- * session_dir. */
+ * the rule of symbol triggers (ada_trigger_name_match). The processes are
+ * read until one has a match (all of them when none has). Any thread;
+ * reads files the traced programs wrote (bounded). 0, or -errno of
+ * opening session_dir. */
 #define ADA_NAMES_NEAR_MAX 3
 struct ada_names_match {
-	uint64_t hooked;  /* hooked functions that match (one per process and module) */
+	uint64_t hooked;  /* hooked functions that match in the first process that has any */
 	uint64_t skipped; /* functions that match but are not hooked */
 	uint64_t scanned; /* hooked functions looked at (0: no module table yet) */
 	char skip_name[128], skip_why[64]; /* the first skipped one and why */

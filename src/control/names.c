@@ -182,7 +182,10 @@ int ada_control_names_match(const char *session_dir, const char *glob, struct ad
 		return err;
 	}
 	struct dirent *de;
-	for (unsigned k = 0; k < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); k++)
+	/* Up to the first process with a match: a session of a thousand
+	 * forks needs not be read whole to say yes (the control thread
+	 * serves every client). */
+	for (unsigned k = 0; k < ADA_FS_WALK_MAX_ENTRIES && !out->hooked && (de = readdir(d)); k++)
 		if (!strncmp(de->d_name, "pid_", 4))
 			names_pid(&s, dirfd(d), de->d_name);
 	closedir(d);
