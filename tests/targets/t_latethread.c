@@ -14,10 +14,22 @@
  * slot still CLAIMING: no event reached the ring and the drain skips the
  * slot. `--detail-mb 1` or `--detail never` record the thread;
  * `--detail-mb 16` without a trigger loses it too.
- *   t_latethread [DELAY_MS]   (default 20)
+ *
+ * `ended`: the thread calls ended_work() 1 000 times and ends, and main
+ * crashes DELAY_MS (default 500) later, well inside the 5 s pre-roll. Its
+ * index events are recorded, but it gets no detail, is not among the
+ * crash window's threads, and window_lost stays 0: the drain frees an
+ * EXITED slot whose thread is gone and whose index ring is empty within
+ * 10 ms (drain_reclaim), finalizing the thread whatever its detail ring
+ * still holds, so no window opened later reaches those records or counts
+ * them as lost.
+ *   t_latethread [DELAY_MS]         (default 20)
+ *   t_latethread ended [DELAY_MS]   (default 500)
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +52,19 @@ NOINL static void *late_main(void *arg)
 	return NULL;
 }
 
+NOINL static void ended_work(unsigned long x)
+{
+	sink += x;
+}
+
+NOINL static void *ended_main(void *arg)
+{
+	(void)arg;
+	for (unsigned long i = 0; i < 1000; i++)
+		ended_work(i);
+	return NULL;
+}
+
 NOINL static void early_work(unsigned long x)
 {
 	sink += x;
@@ -52,12 +77,15 @@ NOINL static void crash_now(void)
 
 int main(int argc, char **argv)
 {
-	long ms = argc > 1 ? atol(argv[1]) : 20;
+	bool ended = argc > 1 && !strcmp(argv[1], "ended");
+	long ms = argc > 1 + ended ? atol(argv[1 + ended]) : ended ? 500 : 20;
 	for (unsigned long i = 0; i < 1000; i++)
 		early_work(i);
 	pthread_t t;
-	if (pthread_create(&t, NULL, late_main, NULL) != 0)
+	if (pthread_create(&t, NULL, ended ? ended_main : late_main, NULL) != 0)
 		return 1;
+	if (ended)
+		pthread_join(t, NULL);
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
 	nanosleep(&ts, NULL);
 	crash_now();
