@@ -1,11 +1,13 @@
 /*
- * ada arm PID|DIR --trigger SPEC [--pre-roll-sec S] [--post-roll-sec S]
+ * ada arm PID|DIR --trigger SPEC [--pre-roll-sec S] [--post-roll-sec S] [--pending]
  *
  * Adds a trigger to a running recording through its control socket
  * (docs/control.md): the thin client of the `arm` method. The trigger
  * fires only on events after it was armed; its pre-roll reaches back into
  * what the detail rings hold. One line of result; one sentence and a
- * non-zero exit on failure.
+ * non-zero exit on failure, a function glob that matches no hooked
+ * function included (with the closest names) unless --pending says the
+ * function is in a module not loaded yet (then armed, and said).
  */
 #include <getopt.h>
 #include <jansson.h>
@@ -19,12 +21,16 @@
 static void arm_usage(FILE *f)
 {
 	fprintf(f, "usage: ada arm PID|DIR --trigger SPEC [--pre-roll-sec S] [--post-roll-sec S]\n"
+	           "               [--pending]\n"
 	           "\n"
 	           "Arms SPEC (any form of `ada record --trigger`) in the running recording of\n"
 	           "PID (any traced process of it, or `ada record` itself) or of the session\n"
 	           "directory DIR. It fires on events after this command returns.\n"
 	           "  --pre-roll-sec S   detail kept before a fire (default: the recording's)\n"
-	           "  --post-roll-sec S  detail kept after a fire (default: the recording's)\n");
+	           "  --post-roll-sec S  detail kept after a fire (default: the recording's)\n"
+	           "  --pending          arm a symbol, latency or p99 trigger whose functions\n"
+	           "                     are in a module not loaded yet (without it, a glob\n"
+	           "                     that matches no hooked function is refused)\n");
 }
 
 /* --pre-roll-sec / --post-roll-sec into params[key] (seconds). */
@@ -46,6 +52,7 @@ static int arm_parse(int argc, char **argv, json_t *params)
 	static const struct option opts[] = {{"trigger", required_argument, 0, 't'},
 	                                     {"pre-roll-sec", required_argument, 0, 'p'},
 	                                     {"post-roll-sec", required_argument, 0, 'q'},
+	                                     {"pending", no_argument, 0, 'w'},
 	                                     {"help", no_argument, 0, 'h'},
 	                                     {0, 0, 0, 0}};
 	int c;
@@ -61,6 +68,8 @@ static int arm_parse(int argc, char **argv, json_t *params)
 			ada_log("--trigger: %s", why);
 			return -1;
 		}
+		if (c == 'w')
+			json_object_set_new(params, "pending", json_true());
 		if (c == 't' && json_object_get(params, "trigger")) {
 			ada_log("one --trigger per `ada arm`: run it again for another");
 			return -1;
@@ -84,6 +93,24 @@ static int arm_parse(int argc, char **argv, json_t *params)
 	return 0;
 }
 
+/* --pending armed a glob that matches nothing yet: said, with the
+ * closest names. */
+static void arm_say_pending(json_t *res)
+{
+	json_t *m = json_object_get(res, "matched"), *near = json_object_get(res, "near");
+	if (!json_is_integer(m) || json_integer_value(m) != 0)
+		return;
+	char names[400] = "";
+	size_t i;
+	json_t *v;
+	json_array_foreach(near, i, v)
+	    snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+	             i ? ", " : "; near: ", json_string_value(v));
+	ada_log("%s matches no hooked function yet: it fires once a module that has one is "
+	        "loaded%s",
+	        json_string_value(json_object_get(res, "trigger")), names);
+}
+
 int cmd_arm(int argc, char **argv)
 {
 	json_t *res;
@@ -97,6 +124,7 @@ int cmd_arm(int argc, char **argv)
 	       json_number_value(json_object_get(res, "pre_roll_sec")),
 	       json_number_value(json_object_get(res, "post_roll_sec")),
 	       (long long)json_integer_value(json_object_get(res, "armed_ns")));
+	arm_say_pending(res);
 	json_decref(res);
 	return 0;
 }

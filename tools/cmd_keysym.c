@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "control.h"
 #include "keysym.h"
 #include "recorder.h"
 
@@ -166,6 +167,28 @@ static int keysym_params_blobs(struct ada_keysym_spec *s, json_t *arr, char *why
 	return 0;
 }
 
+/* The "symbols" globs that match no hooked function of the recording's
+ * module tables, into res's "unmatched": [{"glob", "near": [...]}] (none
+ * when no table was written yet: nothing can be told). */
+static void keysym_unmatched(void *ctx, json_t *params, json_t *res)
+{
+	json_t *un = json_array(), *g;
+	size_t i;
+	json_array_foreach(json_object_get(params, "symbols"), i, g)
+	{
+		struct ada_names_match m;
+		if (ada_control_names_match(ada_recorder_session_dir(ctx), json_string_value(g),
+		                            &m) < 0 ||
+		    m.scanned == 0 || m.hooked)
+			continue;
+		json_t *near = json_array();
+		for (size_t k = 0; k < m.nnear; k++)
+			json_array_append_new(near, json_string(m.near[k]));
+		json_array_append_new(un, json_pack("{s:O,s:o}", "glob", g, "near", near));
+	}
+	json_object_set_new(res, "unmatched", un);
+}
+
 int cmd_keysym_host(void *ctx, json_t *params, json_t **result, char *why, size_t cap)
 {
 	struct ada_keysym_spec *s;
@@ -184,7 +207,10 @@ int cmd_keysym_host(void *ctx, json_t *params, json_t **result, char *why, size_
 		ada_keysym_spec_free(s);
 		return err == -ENOMEM ? err : -EINVAL;
 	}
-	return ada_recorder_keysym_set(ctx, s, result, why, cap); /* consumes s */
+	err = ada_recorder_keysym_set(ctx, s, result, why, cap); /* consumes s */
+	if (err == 0 && json_is_object(*result))
+		keysym_unmatched(ctx, params, *result);
+	return err;
 }
 
 uint64_t cmd_keysym_version(void *ctx)
@@ -338,6 +364,23 @@ static void keysym_print(json_t *res)
 	printf("\n");
 }
 
+/* "--symbols GLOB matches no hooked function; near: a, b", a line each. */
+static void keysym_say_unmatched(json_t *res)
+{
+	size_t i, j;
+	json_t *u, *n;
+	json_array_foreach(json_object_get(res, "unmatched"), i, u)
+	{
+		char names[400] = "";
+		json_array_foreach(json_object_get(u, "near"), j, n)
+		    snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+		             j ? ", " : "; near: ", json_string_value(n));
+		ada_log("--symbols %s matches no hooked function: no function enters the detail "
+		        "lane through it%s",
+		        json_string_value(json_object_get(u, "glob")), names);
+	}
+}
+
 int cmd_keysym(int argc, char **argv)
 {
 	json_t *res;
@@ -345,6 +388,7 @@ int cmd_keysym(int argc, char **argv)
 	if (!res)
 		return rc;
 	keysym_print(res);
+	keysym_say_unmatched(res);
 	size_t i;
 	json_t *p;
 	json_array_foreach(json_object_get(res, "processes"), i, p) if (json_object_get(p, "error"))

@@ -7,9 +7,11 @@
  * environment, becomes the child subreaper so every descendant is ours to
  * reap, lets the drain run until the program is gone and so is what it
  * left running (2 s at most: docs/internals.md), prints a one-line
- * summary and, as the last line on stderr, the session directory. Exits
- * with PROGRAM's status (128 + signal when a signal killed it) whatever
- * happened to the recording (that is said on stderr and in the manifest).
+ * summary and, as the last line on stderr, the session directory. Ends as
+ * PROGRAM ended whatever happened to the recording (that is said on stderr
+ * and in the manifest): with its exit status, or killed by the signal that
+ * killed it (no core of ada's own). Like a shell, 127 when PROGRAM does
+ * not exist and 126 when it cannot be executed; 2 for ada's own refusals.
  * A text file without #! runs with /bin/sh, as a shell would run it.
  *
  * Threads: the main thread parses, spawns and waits for the drain thread;
@@ -65,23 +67,39 @@ static int record_which(const char *name, char *out, size_t cap)
 	return -ENOENT;
 }
 
+/* A shell's status for a program that cannot run: 127 when there is no
+ * such file, 126 when there is one that cannot be executed (a directory,
+ * no execute permission, not a program for this machine, a #! naming no
+ * runnable interpreter); 2 when PROGRAM would run but ada cannot record it
+ * (static, setuid: ada's refusal, not the program's end). */
+static int record_unrunnable_status(const struct ada_diag_report *rep)
+{
+	const struct ada_diag_check *c = ada_diag_first_fail(rep);
+	if (c && (!strcmp(c->id, "path") || !strcmp(c->id, "elf")))
+		return 126;
+	return 2;
+}
+
 /* PROGRAM is found on PATH here; what it is (an executable ELF for this
  * machine, dynamic, not setuid...) is src/diag's to say, the same words
- * as `ada diagnose`. */
+ * as `ada diagnose`. 0, or ada's exit status after one sentence. */
 static int record_check_program(const struct rec_args *a, char *path, size_t cap)
 {
 	const char *name = a->prog_argv[0];
 	if (record_which(name, path, cap) < 0) {
 		ada_log("cannot run '%s': no such program", name);
-		return -1;
+		return 127;
 	}
 	struct ada_diag_opts o = {.groups = ADA_DIAG_PROGRAM, .path = path, .agent = a->agent};
 	struct ada_diag_report *rep = malloc(sizeof(*rep));
-	int rc = rep && ada_diag_run(&o, rep) == 0 ? cmd_diag_refuse("record", rep) : -1;
-	if (!rep)
+	if (!rep) {
 		ada_log("cannot check '%s': %s", name, strerror(ENOMEM));
+		return 2;
+	}
+	int rc = ada_diag_run(&o, rep) == 0 ? cmd_diag_refuse("record", rep) : -1;
+	int status = rc < 0 ? record_unrunnable_status(rep) : 0;
 	free(rep);
-	return rc;
+	return status;
 }
 
 /* The dispositions and mask ada was started with: PROGRAM gets them, as
@@ -206,10 +224,12 @@ static void record_signals(void)
 		sigaction(SIGQUIT, &sa, NULL);
 }
 
-/* Forks PROGRAM; returns its pid, or -1 when exec failed (reported). */
+/* Forks PROGRAM; returns its pid, or -1 when exec failed (reported;
+ * *exec_err: exec's errno, 0 when fork failed). */
 static pid_t record_spawn(const struct rec_args *a, struct ada_recorder *r, const char *path,
-                          const char *ring_cfg, const char *agent)
+                          const char *ring_cfg, const char *agent, int *exec_err)
 {
+	*exec_err = 0;
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return -1;
@@ -228,6 +248,7 @@ static pid_t record_spawn(const struct rec_args *a, struct ada_recorder *r, cons
 	close(pfd[0]);
 	if (n == (ssize_t)sizeof(e)) {
 		waitpid(pid, NULL, 0);
+		*exec_err = e;
 		ada_log("cannot start '%s': %s", a->prog_argv[0], strerror(e));
 		return -1;
 	}
@@ -248,23 +269,25 @@ static void record_without_drain(pid_t pid, int err, struct ada_record_summary *
 }
 
 /* Everything checked before the session is created: PROGRAM, the agent,
- * root's places, the rings, the machine. 0, or -1 after one sentence. */
+ * root's places, the rings, the machine. 0, or ada's exit status after
+ * one sentence (record_check_program's 127 and 126, else 2). */
 static int record_prepare(struct rec_args *a, char *path, char *agent, char *ring_cfg, bool *tsc)
 {
-	if (record_check_program(a, path, PATH_MAX) < 0)
-		return -1;
+	int status = record_check_program(a, path, PATH_MAX);
+	if (status)
+		return status;
 	if (a->agent && record_agent_path(agent, PATH_MAX) < 0) {
 		ada_log("libada_agent.so is not next to the ada command; rebuild ada, or use "
 		        "--no-agent");
-		return -1;
+		return 2;
 	}
 	if (cmd_root_check_record(a->out ? a->out : "ada_traces", a->agent) < 0)
-		return -1;
+		return 2;
 	*tsc = ada_tsc_invariant();
 	struct ada_arena_config ring;
 	if (record_ring_config(a, *tsc, &ring, ring_cfg, ADA_ARENA_CONFIG_TEXT_MAX) < 0 ||
 	    record_agent_config(a) < 0 || record_check_host(a, &ring) < 0)
-		return -1;
+		return 2;
 	return 0;
 }
 
@@ -278,9 +301,28 @@ static void record_abandon(struct ada_recorder *r, struct ada_control *ctl)
 	ada_recorder_free(r);
 }
 
+/* Ends ada as PROGRAM ended, killed by sig, so that its parent sees
+ * WIFSIGNALED (a shell says "Segmentation fault", subprocess -11), once
+ * the recording is finalized and the summary printed. Without a core of
+ * ada's own: the program's core, if any, is the one that tells. Returns
+ * only when sig does not end a process (then the caller exits 128 + sig). */
+static void record_die_like(int sig)
+{
+	struct rlimit no_core = {0, 0};
+	sigset_t set;
+	fflush(NULL);
+	setrlimit(RLIMIT_CORE, &no_core);
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+}
+
 /* The drain records PROGRAM pid until it and what it left are gone; the
  * summary; PROGRAM's status. */
-static int record_until_end(struct ada_recorder *r, struct ada_control *ctl, pid_t pid)
+static int record_until_end(const struct rec_args *a, struct ada_recorder *r,
+                            struct ada_control *ctl, pid_t pid)
 {
 	struct ada_record_summary s = {.exit_status = 1};
 	int rc = ada_recorder_start(r, pid);
@@ -290,12 +332,14 @@ static int record_until_end(struct ada_recorder *r, struct ada_control *ctl, pid
 		record_without_drain(pid, rc, &s);
 	ada_control_free(ctl); /* its clients see the end (EOF) */
 	record_print_hooks(ada_recorder_session_dir(r), pid);
-	record_print_summary(&s, ada_recorder_session_dir(r));
+	record_print_summary(&s, a, ada_recorder_session_dir(r));
 	signal(SIGUSR2, SIG_IGN); /* nothing to fire any more */
 	record_rec = NULL;
 	ada_recorder_free(r);
-	/* The program's status, whatever happened to the recording: a
+	/* The program's end, whatever happened to the recording: a
 	 * recording problem is on stderr (above) and in the manifests. */
+	if (s.abnormal && s.exit_status > 128)
+		record_die_like(s.exit_status - 128);
 	return s.exit_status;
 }
 
@@ -308,8 +352,10 @@ int cmd_record(int argc, char **argv)
 	int rc = record_parse(&a, argc, argv, false);
 	if (rc)
 		return rc > 0 ? 0 : 2;
-	if (record_prepare(&a, path, agent, ring_cfg, &tsc) < 0 ||
-	    record_create(&a, ring_cfg, tsc, a.prog_argv, &r) < 0)
+	rc = record_prepare(&a, path, agent, ring_cfg, &tsc);
+	if (rc)
+		return rc;
+	if (record_create(&a, ring_cfg, tsc, a.prog_argv, &r) < 0)
 		return 2;
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	struct ada_control *ctl = record_control(r, &a);
@@ -317,11 +363,12 @@ int cmd_record(int argc, char **argv)
 	record_save_signals();
 	record_raise_nofile(&record_orig_nofile);
 	record_signals();
-	pid_t pid = record_spawn(&a, r, path, ring_cfg, a.agent ? agent : NULL);
+	int exec_err;
+	pid_t pid = record_spawn(&a, r, path, ring_cfg, a.agent ? agent : NULL, &exec_err);
 	if (pid < 0) {
 		record_abandon(r, ctl);
-		return 2;
+		return exec_err == ENOENT ? 127 : exec_err ? 126 : 2; /* as a shell */
 	}
 	record_child_pid = pid;
-	return record_until_end(r, record_control_start(ctl), pid);
+	return record_until_end(&a, r, record_control_start(ctl), pid);
 }

@@ -96,7 +96,7 @@ echo "      and stack stay in memory for 5 s and are written if it crashes"
 rc=0
 show record.txt ada record --pre-roll-sec 5 --trigger crash -- ./ada-demo || rc=$?
 [ "$rc" = "$bare" ] || fail "ada record exited $rc; ada-demo alone exited $bare"
-echo "-> exit status $rc: ada-demo was killed by $(signal_of $rc) as without ada (ada exits with its status)"
+echo "-> exit status $rc: ada-demo was killed by $(signal_of $rc) as without ada, and so was ada (after writing the recording)"
 sessions=(ada_traces/session_*)
 session=${sessions[-1]}
 [ -d "$session" ] || fail "no session directory under $work/ada_traces"

@@ -71,9 +71,11 @@ int record_ring_config(const struct rec_args *a, bool tsc, struct ada_arena_conf
 int record_agent_path(char *buf, size_t cap);
 /* The drain's notices, on stderr. */
 void record_notice(void *arg, const char *sentence);
-/* The hook counts of pid's agent.json, and the summary lines. */
+/* The hook counts of pid's agent.json, and the summary lines (with a
+ * warning for each function glob of a that matched no hooked function). */
 void record_print_hooks(const char *dir, pid_t pid);
-void record_print_summary(const struct ada_record_summary *s, const char *dir);
+void record_print_summary(const struct ada_record_summary *s, const struct rec_args *a,
+                          const char *dir);
 /* Raises ada's own RLIMIT_NOFILE soft limit to the hard one (the drain
  * holds one index file per live thread: 10 000 threads alive at once need
  * more than the usual 1 024) and keeps the old limit in *orig, which the

@@ -495,7 +495,50 @@ static void record_print_disk(const struct ada_record_summary *s)
 		        (unsigned long long)s->lost_enospc);
 }
 
-void record_print_summary(const struct ada_record_summary *s, const char *dir)
+/* One warning for a glob of the command line ("WHAT matches no hooked
+ * function; near: ...") that matched no hooked function of the whole
+ * recording; nothing when the recording wrote no module table
+ * (--no-agent) or the tables cannot be read. */
+static void record_warn_unmatched(const char *dir, const char *what, const char *glob)
+{
+	struct ada_names_match m;
+	char line[800];
+	if (ada_control_names_match(dir, glob, &m) < 0 || m.scanned == 0 || m.hooked)
+		return;
+	ada_names_match_sentence(what, &m, line, sizeof(line));
+	ada_log("%s", line);
+}
+
+/* The symbol, latency and p99 triggers and the --detail-symbols globs
+ * given at the start, checked now that every module the program loaded
+ * has its table: a name that matched nothing is said, not silently kept
+ * (it could not be checked at the start, before the program ran). */
+static void record_print_unmatched(const struct rec_args *a, const char *dir)
+{
+	char what[ADA_TRIGGER_TEXT_MAX + 64];
+	for (size_t i = 0; i < a->ntriggers; i++) {
+		const struct ada_trigger_spec *t = &a->triggers[i];
+		if (t->kind != ADA_TRIGGER_SYMBOL && t->kind != ADA_TRIGGER_LATENCY &&
+		    t->kind != ADA_TRIGGER_P99)
+			continue;
+		snprintf(what, sizeof(what), "--trigger %s never fired: it", t->text);
+		record_warn_unmatched(dir, what, t->glob);
+	}
+	for (const char *p = a->detail_symbols; *p;) {
+		size_t n = strcspn(p, ",");
+		char glob[ADA_TRIGGER_GLOB_MAX];
+		snprintf(glob, sizeof(glob), "%.*s", (int)(n < sizeof(glob) ? n : sizeof(glob) - 1),
+		         p);
+		snprintf(what, sizeof(what),
+		         "--detail-symbols %s put nothing in the detail lane: it", glob);
+		if (n)
+			record_warn_unmatched(dir, what, glob);
+		p += n + (p[n] == ',');
+	}
+}
+
+void record_print_summary(const struct ada_record_summary *s, const struct rec_args *a,
+                          const char *dir)
 {
 	record_print_recorded(s);
 	if (s->detail_mode == ADA_DETAIL_TRIGGERED)
@@ -505,6 +548,7 @@ void record_print_summary(const struct ada_record_summary *s, const char *dir)
 	record_print_left_out(s);
 	record_print_disk(s);
 	record_print_untraced(dir);
+	record_print_unmatched(a, dir);
 	fprintf(stderr, "%s\n", dir); /* last: scripts take the session from it */
 }
 

@@ -457,7 +457,7 @@ static const struct record_opt record_table[] = {
     {"detail-symbols", "GLOB[,...]", record_opt_detail_symbols, 0,
      "only these functions enter the detail lane\n"
      "(default: every hooked function)",
-     .tests = "e2e.detail_symbols.O2 e2e.detail_bad_options"},
+     .tests = "e2e.detail_symbols.O2 e2e.detail_bad_options e2e.opt.unmatched_names"},
     {"key-symbols", "FILE", record_opt_keysym, 0,
      "the functions that enter the detail lane, one\n"
      "MODULE_GLOB:SYMBOL_GLOB a line (# comments); change\n"
@@ -474,7 +474,7 @@ static const struct record_opt record_table[] = {
      "p99=function:GLOB (slower than its own running p99) |\n"
      "time=HH:MM-HH:MM (local) | manual (SIGUSR2 to ada)",
      .tests = "e2e.flight_crash_segv e2e.flight_latency e2e.flight_symbol e2e.flight_manual "
-              "e2e.flight_bad_options",
+              "e2e.flight_bad_options e2e.opt.unmatched_names",
      .heading = "Flight recorder (detail windows around triggers):"},
     {"pre-roll-sec", "S", record_opt_seconds, F(flight.pre_ns),
      "detail kept before a fire (default 5; fractions allowed)",
@@ -550,8 +550,10 @@ static void record_usage(FILE *f)
 	fputs("usage: ada record [options] -- PROGRAM [ARGS...]\n"
 	      "\n"
 	      "Records every call and return of PROGRAM into DIR/session_YYYYMMDD_HHMMSS/.\n"
-	      "Exits with PROGRAM's status (128 + signal) whatever happened to the recording\n"
-	      "(a problem is said on stderr and in the manifest). What PROGRAM leaves running\n"
+	      "Ends as PROGRAM ended, whatever happened to the recording (a problem is said\n"
+	      "on stderr and in the manifest): with its exit status, or killed by its signal\n"
+	      "(no core of its own); like a shell, 127 when PROGRAM does not exist and 126\n"
+	      "when it cannot be executed. What PROGRAM leaves running\n"
 	      "is waited for 2 s at most after it exits, then named and left running untraced.\n",
 	      f);
 	record_usage_entries(f, 0);

@@ -124,10 +124,7 @@ static void *eval_slot(void **tab, size_t *cap, size_t *n, size_t elem, uint64_t
 	}
 }
 
-/* A glob matches a name, or the name without a compiler clone suffix
- * (gcc's "f.constprop.0", "f.isra.0", "f.part.0", "f.cold": the user
- * names f). */
-static bool eval_match(const char *glob, const char *name)
+bool ada_trigger_name_match(const char *glob, const char *name)
 {
 	if (fnmatch(glob, name, 0) == 0)
 		return true;
@@ -158,7 +155,7 @@ static uint64_t eval_verdict(struct ada_trigger_proc *p, uint64_t fn_id)
 	}
 	uint64_t mask = 0;
 	for (int i = 0; i < ADA_TRIGGER_MAX; i++)
-		if ((e->want_names >> i & 1) && eval_match(e->live[i].spec.glob, name))
+		if ((e->want_names >> i & 1) && ada_trigger_name_match(e->live[i].spec.glob, name))
 			mask |= 1ull << i;
 	if (v) {
 		v->mask = mask;

@@ -161,6 +161,17 @@ def case_arm(ada, target, work):
     try:
         r.do("busy")  # detail in the ring before the arm
         r.do("rare")  # before the arm: must not open a window
+        # A glob that matches no hooked function: refused with the near
+        # name, unless --pending (then armed, and said; it never fires).
+        rc, so, se = r.ada_cmd("arm", str(r.pid), "--trigger", "symbol=rare_evnt", ok=False)
+        check(rc == 1 and not so and "symbol=rare_evnt matches no hooked function" in se
+              and "near: rare_event" in se and "--pending" in se,
+              "ada arm of a glob matching nothing: exit %d, %r %r" % (rc, so, se))
+        rc, so, se = run([r.ada, "arm", str(r.pid), "--trigger", "symbol=rare_evnt",
+                          "--pending"])
+        check(rc == 0 and "armed symbol=rare_evnt" in so and "matches no hooked function yet"
+              in se and "near: rare_event" in se,
+              "ada arm --pending: exit %d, %r %r" % (rc, so, se))
         _, so, _ = r.ada_cmd("arm", str(r.pid), "--trigger", "symbol=rare_event",
                              "--pre-roll-sec", "30", "--post-roll-sec", "0.5")
         check("armed symbol=rare_event" in so, "ada arm said %r" % so)

@@ -541,6 +541,75 @@ def case_include_symbol(ctx):
          "events of functions --include-symbol work_* left out: %r", names.most_common(6))
 
 
+def record_plain(ctx, argv, w, opts=()):
+    """`ada record --out W/out -- ARGV` as a plain child of Python (no
+    process group of its own, no status folding): the CompletedProcess,
+    whose returncode is -N when a signal killed ada."""
+    os.makedirs(w, exist_ok=True)
+    cmd = [ctx.ada.path, "record", "--out", os.path.join(w, "out")] + list(opts) + ["--"] + argv
+    ctx.rep.note("repro (in %s): %s" % (w, " ".join(cmd)))
+    return subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, cwd=w,
+                          timeout=it.RUN_TIMEOUT * 2, preexec_fn=it.no_core)
+
+
+@case
+def case_exit_status(ctx):
+    """ada record ends as its program ended (issue 34): killed by the same
+    signal once the recording is finalized and summarized (its parent sees
+    WIFSIGNALED, Python -11), with the program's exit code, 127 for a
+    program that does not exist and 126 for one that cannot be executed,
+    as a shell."""
+    w = os.path.join(ctx.work, "exit_segv")
+    p = record_plain(ctx, [ctx.prog("t_crash_O2")], w)
+    err = p.stderr.decode(errors="replace")
+    want(ctx, p.returncode == -signal.SIGSEGV,
+         "ada record of a SIGSEGV program: returncode %r, expected -11; stderr:\n%s",
+         p.returncode, err[-600:])
+    session = it.find_session(os.path.join(w, "out"), p.stderr, ctx.rep)
+    ctx.ada.validate(session, ctx.rep)
+    want(ctx, not glob.glob(os.path.join(w, "core*")), "ada left a core in %s", w)
+    p = record_plain(ctx, ["sh", "-c", "exit 7"], os.path.join(ctx.work, "exit_7"))
+    want(ctx, p.returncode == 7, "exit 7 came back as %r", p.returncode)
+    w = os.path.join(ctx.work, "exit_missing")
+    p = record_plain(ctx, ["ada-no-such-program-34"], w)
+    err = p.stderr.decode(errors="replace")
+    want(ctx, p.returncode == 127 and "no such program" in err,
+         "a missing program: returncode %r (a shell's is 127), stderr %r", p.returncode, err)
+    want(ctx, not os.path.exists(os.path.join(w, "out")), "a missing program left a session")
+    w = os.path.join(ctx.work, "exit_noexec")
+    os.makedirs(w, exist_ok=True)
+    plain = os.path.join(w, "plain.txt")
+    with open(plain, "w") as f:
+        f.write("echo not executable\n")
+    os.chmod(plain, 0o644)
+    for argv in ([plain], [w]):
+        p = record_plain(ctx, argv, w)
+        err = p.stderr.decode(errors="replace")
+        want(ctx, p.returncode == 126, "%s (not executable): returncode %r (a shell's is "
+             "126), stderr %r", argv[0], p.returncode, err)
+
+
+@case
+def case_unmatched_names(ctx):
+    """--trigger symbol=/p99= and --detail-symbols globs are checked at the
+    end of the recording (issue 34): one that matched no hooked function is
+    said in the summary with the closest names; one that matched is not."""
+    w = os.path.join(ctx.work, "unmatched")
+    opts = ["--trigger", "symbol=rare_evnt", "--trigger", "p99=function:busy>1s",
+            "--trigger", "symbol=rare_event", "--detail-symbols", "nosuch*,leaf"]
+    p = record_plain(ctx, [ctx.prog("t_control_O2")], w, opts)
+    err = p.stderr.decode(errors="replace")
+    want(ctx, p.returncode == 0, "ada record exited %r: %s", p.returncode, err[-600:])
+    it.find_session(os.path.join(w, "out"), p.stderr, ctx.rep)
+    want(ctx, "--trigger symbol=rare_evnt never fired: it matches no hooked function; "
+         "near: rare_event" in err, "no warning for symbol=rare_evnt: %s", err[-900:])
+    want(ctx, "--detail-symbols nosuch* put nothing in the detail lane: it matches no "
+         "hooked function" in err, "no warning for --detail-symbols nosuch*: %s", err[-900:])
+    for ok in ("symbol=rare_event never", "p99=function:busy>1s", "--detail-symbols leaf"):
+        want(ctx, ok not in err, "a warning for %s, which matched: %s", ok, err[-900:])
+
+
 @case
 def case_status(ctx):
     """`ada status`: live while the program runs (the arena's metrics),
@@ -578,8 +647,8 @@ def case_status(ctx):
         except ProcessLookupError:
             pass
         proc.wait()
-    want(ctx, proc.returncode == 137, "ada record exited %r after SIGKILL of the program, "
-         "expected 137", proc.returncode)
+    want(ctx, proc.returncode == -signal.SIGKILL, "ada record ended with %r after SIGKILL of "
+         "the program, expected to be killed by SIGKILL too (-9)", proc.returncode)
     it.check_arena_gone(ctx.rep, session)
     ctx.ada.validate(session, ctx.rep)
     man = it.check_manifest_parses(ctx.rep, pid_dirs[0]) or {}

@@ -1,6 +1,6 @@
 # src/control unit tests (cmocka): the JSON-RPC handler and the server.
 if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
-  foreach(t test_control_rpc)
+  foreach(t test_control_rpc test_control_names)
     add_executable(${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.c)
     target_include_directories(${t} PRIVATE ${CMOCKA_INCLUDE_DIR})
     target_link_libraries(${t} PRIVATE ada_control ada_control_internal ada_fs ${CMOCKA_LIBRARY} Threads::Threads)

@@ -85,6 +85,29 @@ struct ada_control_host {
 	void *ctx;
 };
 
+/* What a function glob matches among the functions of a recording's
+ * module tables (every pid_N/modules/module_*.syms under session_dir), by
+ * the rule of symbol triggers (ada_trigger_name_match). The processes are
+ * read until one has a match (all of them when none has). Any thread;
+ * reads files the traced programs wrote (bounded). 0, or -errno of
+ * opening session_dir. */
+#define ADA_NAMES_NEAR_MAX 3
+struct ada_names_match {
+	uint64_t hooked;  /* hooked functions that match in the first process that has any */
+	uint64_t skipped; /* functions that match but are not hooked */
+	uint64_t scanned; /* hooked functions looked at (0: no module table yet) */
+	char skip_name[128], skip_why[64]; /* the first skipped one and why */
+	/* When none matched: the closest hooked names, closest first (the
+	 * glob's text contained in them, case ignored, or a small edit
+	 * distance). */
+	size_t nnear;
+	char near[ADA_NAMES_NEAR_MAX][128];
+};
+int ada_control_names_match(const char *session_dir, const char *glob, struct ada_names_match *out);
+/* "WHAT matches no hooked function (f is not hooked: why); near: a, b". */
+void ada_names_match_sentence(const char *what, const struct ada_names_match *m, char *buf,
+                              size_t cap);
+
 struct ada_control;
 
 /* Copies *h. -ENOMEM. */

@@ -85,6 +85,10 @@ int ada_trigger_parse_duration(const char *s, uint64_t *ns);
  * exponent). 0, -ERANGE past UINT64_MAX ns, or -EINVAL. */
 int ada_trigger_parse_seconds(const char *s, uint64_t *ns);
 const char *ada_trigger_kind_name(enum ada_trigger_kind k);
+/* The rule of symbol, latency and p99 triggers: glob (fnmatch(3)) matches
+ * name, or name without a compiler clone suffix (gcc's "f.constprop.0",
+ * "f.isra.0", "f.part.0", "f.cold": the user names f). Pure. */
+bool ada_trigger_name_match(const char *glob, const char *name);
 
 struct ada_trigger_opts {
 	uint64_t pre_ns, post_ns;
