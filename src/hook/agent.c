@@ -38,19 +38,23 @@ struct agent_state agent = {.lock = PTHREAD_MUTEX_INITIALIZER, .next_id = 1};
 
 void agent_log(const char *fmt, ...)
 {
+	static const char prefix[] = "ada-agent: ";
 	char line[512];
+	size_t k = sizeof(prefix) - 1;
+	memcpy(line, prefix, k);
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	int n = vsnprintf(line + k, sizeof(line) - k - 1, fmt, ap);
 	va_end(ap);
 	if (n < 0)
 		return;
-	if ((size_t)n > sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
-	line[n++] = '\n';
-	/* One write: lines of concurrent processes do not interleave. */
-	ssize_t w = write(2, "ada-agent: ", 11);
-	w = write(2, line, (size_t)n);
+	if ((size_t)n > sizeof(line) - k - 2)
+		n = (int)(sizeof(line) - k - 2);
+	k += (size_t)n;
+	line[k++] = '\n';
+	/* One write, the prefix included: lines of concurrent processes (a
+	 * shell's pipeline) do not interleave. */
+	ssize_t w = write(2, line, k);
 	(void)w;
 }
 
