@@ -28,6 +28,8 @@ disabled=() # name=why
 echo "=== format (.clang-format) ==="
 tools/check-format.sh
 tools/check-comments.py # comments: no dates or figures, doc comments on their code
+echo "=== code size (tools/code_stats.py --check) ==="
+python3 tools/code_stats.py --check --top 0 # function and file lengths (issue 30 targets)
 
 # run_ctest <stage> <build dir> <ctest options>...: failures are summed up at
 # the end, not fatal here. The stage's time counts from its build (t0).
