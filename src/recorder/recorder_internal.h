@@ -141,7 +141,7 @@ struct wal_proc {
 	dev_t exe_dev;
 	ino_t exe_ino;
 	uint64_t exe_changed_ns;
-	/* key-symbol sets (keysym.c) */
+	/* key-symbol sets (keysym_sets.c) */
 	struct ada_keysym_region *ks_region; /* NULL until the first publish */
 	uint64_t ks_gen;                     /* the spec generation its set was built from */
 	uint64_t ks_mods_seen_ns, ks_mods_mtime;
@@ -258,7 +258,7 @@ struct ada_recorder {
 	struct wal_shm shm;         /* the shared-memory ceiling (shm.c) */
 	struct wal_reserve reserve; /* the final manifests' room (reserve.c) */
 	struct wal_live *live;      /* the live view (live.c) */
-	struct wal_keysym *ks;      /* key-symbol sets (keysym.c) */
+	struct wal_keysym *ks;      /* key-symbol sets (keysym_sets.c) */
 };
 
 uint64_t wal_proc_drops(const struct wal_proc *p);
@@ -310,7 +310,7 @@ int wal_live_init(struct ada_recorder *r);
 void wal_live_fini(struct ada_recorder *r);
 void wal_live_publish(struct ada_recorder *r, bool force, bool ended);
 
-/* keysym.c: the recorder's key-symbol sets (drain tick, manifest). */
+/* keysym_sets.c: the recorder's key-symbol sets (drain tick, manifest). */
 struct ada_keysym_spec;
 int wal_keysym_init(struct ada_recorder *r, const struct ada_keysym_spec *initial);
 void wal_keysym_fini(struct ada_recorder *r);
