@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fs.h"
 #include "symbols.h"
 
 #define SYMDBG_ROOT "/usr/lib/debug"
@@ -265,11 +266,8 @@ static int symdbg_try(const char *path, const char *build_id, struct symdbg_elf 
 static int symdbg_by_build_id(const char *root, const char *build_id, struct symdbg_elf *e)
 {
 	char path[PATH_MAX];
-	size_t n = build_id ? strlen(build_id) : 0;
-	if (n < 4 || n > 128 || strspn(build_id, "0123456789abcdef") != n)
-		return -ENOENT;
-	snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", root, build_id, build_id + 2);
-	return symdbg_try(path, build_id, e);
+	int err = ada_fs_debug_build_id_path(root, build_id, path, sizeof(path));
+	return err ? err : symdbg_try(path, build_id, e);
 }
 
 /* The .gnu_debuglink of the image at path, when the image is the
@@ -278,28 +276,21 @@ static int symdbg_by_debuglink(const char *root, const char *path, const char *b
                                struct symdbg_elf *e)
 {
 	struct symdbg_elf img;
-	char name[256] = "", dir[PATH_MAX], cand[2 * PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	if (!slash || (size_t)(slash - path) >= sizeof(dir) || symdbg_open(path, &img))
+	char name[256] = "", cand[PATH_MAX];
+	if (symdbg_open(path, &img))
 		return -ENOENT;
 	Elf_Scn *scn = symdbg_same_build(img.elf, build_id)
 	                   ? symdbg_section(img.elf, ".gnu_debuglink", SHT_PROGBITS)
 	                   : NULL;
 	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
-	size_t len = d && d->d_buf ? strnlen(d->d_buf, d->d_size) : 0;
-	if (len && len < d->d_size && len < sizeof(name) && !memchr(d->d_buf, '/', len))
-		memcpy(name, d->d_buf, len + 1);
+	bool named = d && ada_fs_debuglink_name(d->d_buf, d->d_size, name, sizeof(name));
 	symdbg_close(&img);
-	if (!name[0])
+	if (!named)
 		return -ENOENT;
-	memcpy(dir, path, (size_t)(slash - path));
-	dir[slash - path] = '\0';
-	const char *fmt[] = {"%s%s/%s", "%s%s/.debug/%s", "%s%s/%s"};
-	for (int i = 0; i < 3; i++) {
-		snprintf(cand, sizeof(cand), fmt[i], i == 2 ? root : "", dir, name);
-		if (strcmp(cand, path) && symdbg_try(cand, build_id, e) == 0)
+	for (unsigned i = 0; i < ADA_FS_DEBUGLINK_PLACES; i++)
+		if (ada_fs_debuglink_path(root, path, name, i, cand, sizeof(cand)) == 0 &&
+		    symdbg_try(cand, build_id, e) == 0)
 			return 0;
-	}
 	return -ENOENT;
 }
 

@@ -136,4 +136,29 @@ static inline int ada_fs_place_trusted(const char *path, uid_t uid, char *why, s
 	return ada_fs_walk(path, uid, 0, NULL, why, cap);
 }
 
+/* ---- debug files: where a stripped image's symbols may be ---- */
+
+/* Longest GNU build-id ada looks up, in bytes (SHA-1 gives 20). */
+#define ADA_FS_BUILD_ID_MAX 64
+/* Places a .gnu_debuglink name is looked for (ada_fs_debuglink_path). */
+#define ADA_FS_DEBUGLINK_PLACES 3
+
+/* The debug file of the build-id hex (lowercase hex, 2 to
+ * ADA_FS_BUILD_ID_MAX bytes) under root: <root>/.build-id/xx/yyyy.debug.
+ * 0, -ENOENT (hex is no build-id) or -ENAMETOOLONG. */
+int ada_fs_debug_build_id_path(const char *root, const char *hex, char *out, size_t cap);
+
+/* The file name in the size bytes of a .gnu_debuglink section (the name,
+ * NUL, padding, a CRC the callers leave to the build-id check) into name;
+ * false when there is none, it is unterminated or longer than cap - 1, or
+ * it holds a '/' (a name, never a path). */
+bool ada_fs_debuglink_name(const void *buf, size_t size, char *name, size_t cap);
+
+/* Place i (0 .. ADA_FS_DEBUGLINK_PLACES - 1) of the debuglink name of
+ * the image at path image: next to it, in its .debug/, in <root>/<its
+ * directory>. 0; -ENOENT when image has no '/', i is past the last place
+ * or the place is the image itself; -ENAMETOOLONG. */
+int ada_fs_debuglink_path(const char *root, const char *image, const char *name, unsigned i,
+                          char *out, size_t cap);
+
 #endif
