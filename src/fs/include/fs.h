@@ -29,6 +29,7 @@
 #include <fcntl.h> /* AT_FDCWD, O_* for callers */
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #define ADA_FS_DIR_MODE 0700
@@ -128,6 +129,21 @@ int ada_fs_cache_dir(const char *sub, char *out, size_t cap);
  * -EPERM with the offending directory or link in why (cap bytes), -ELOOP
  * after 40 links, other -errno. out and why may be NULL. */
 int ada_fs_walk(const char *path, uid_t uid, unsigned flags, int *out, char *why, size_t cap);
+
+/* The directory of path (a file's path; "/" for a file at the root)
+ * through ada_fs_walk(geteuid(), flags) into *dfd, opened, and *base to
+ * the file's name inside path. -EINVAL (no '/' or too long), -EPERM (a
+ * place another user could change), -ENOENT (missing and not created),
+ * other -errno; *dfd is -1 on error. */
+int ada_fs_walk_parent(const char *path, unsigned flags, int *dfd, const char **base);
+
+/* Opens the private cache file at path for reading into *out: its
+ * directory through ada_fs_walk_parent, the file never through a link,
+ * and only when it is the effective user's and not writable by group or
+ * others (-EPERM otherwise: whatever it holds is not ours to trust).
+ * *st (may be NULL) gets its fstat. -errno as ada_fs_walk_parent and
+ * ada_fs_open_file; *out is -1 on error. */
+int ada_fs_open_private(const char *path, int *out, struct stat *st);
 
 /* ada_fs_walk() without creating or opening: 0 when a root process may
  * write under path. */
