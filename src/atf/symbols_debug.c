@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elfread.h"
 #include "fs.h"
 #include "symbols.h"
 
@@ -58,45 +59,15 @@ static void symdbg_close(struct symdbg_elf *e)
 	close(e->fd);
 }
 
-static Elf_Scn *symdbg_section(Elf *elf, const char *name, Elf64_Word type)
-{
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		const char *sn =
-		    gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
-		if (sn && sh.sh_type == type && (!name || !strcmp(sn, name)))
-			return scn;
-	}
-	return NULL;
-}
-
 /* The file's GNU build-id as lowercase hex into hex (>= 129 bytes); ""
  * when it has none. */
 static void symdbg_build_id(Elf *elf, char *hex)
 {
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
+	uint8_t id[ADA_FS_BUILD_ID_MAX];
+	size_t n = ada_elfread_build_id(elf, id, sizeof(id));
 	hex[0] = '\0';
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		size_t off = 0, name_off, desc_off;
-		GElf_Nhdr nh;
-		while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 || nh.n_descsz > 64 ||
-			    memcmp((char *)d->d_buf + name_off, "GNU", 4))
-				continue;
-			for (size_t i = 0; i < nh.n_descsz; i++)
-				sprintf(hex + 2 * i, "%02x",
-				        ((unsigned char *)d->d_buf)[desc_off + i]);
-			return;
-		}
-	}
+	for (size_t i = 0; i < n; i++)
+		sprintf(hex + 2 * i, "%02x", id[i]);
 }
 
 /* Whether an ELF file's build-id agrees with the recorded one (either
@@ -219,7 +190,7 @@ static ptrdiff_t symdbg_pool_add(char **pool, size_t *used, size_t *cap, const c
  * has for their offsets; returns how many, or -ENOMEM. */
 static int symdbg_rename(struct ada_syms_module *m, const char *base, Elf *elf)
 {
-	Elf_Scn *scn = symdbg_section(elf, NULL, SHT_SYMTAB);
+	Elf_Scn *scn = ada_elfread_section(elf, NULL, SHT_SYMTAB);
 	size_t nsym = 0, used = 0, cap = 0, named = 0;
 	struct symdbg_sym *v = scn ? symdbg_table(elf, scn, &nsym) : NULL;
 	ptrdiff_t *at = malloc((m->nfuncs ? m->nfuncs : 1) * sizeof(*at));
@@ -256,7 +227,8 @@ static int symdbg_try(const char *path, const char *build_id, struct symdbg_elf 
 	int err = symdbg_open(path, e);
 	if (err)
 		return err;
-	if (!symdbg_same_build(e->elf, build_id) || !symdbg_section(e->elf, NULL, SHT_SYMTAB)) {
+	if (!symdbg_same_build(e->elf, build_id) ||
+	    !ada_elfread_section(e->elf, NULL, SHT_SYMTAB)) {
 		symdbg_close(e);
 		return -ENOENT;
 	}
@@ -280,7 +252,7 @@ static int symdbg_by_debuglink(const char *root, const char *path, const char *b
 	if (symdbg_open(path, &img))
 		return -ENOENT;
 	Elf_Scn *scn = symdbg_same_build(img.elf, build_id)
-	                   ? symdbg_section(img.elf, ".gnu_debuglink", SHT_PROGBITS)
+	                   ? ada_elfread_section(img.elf, ".gnu_debuglink", SHT_PROGBITS)
 	                   : NULL;
 	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
 	bool named = d && ada_fs_debuglink_name(d->d_buf, d->d_size, name, sizeof(name));

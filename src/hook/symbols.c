@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "discover_internal.h"
+#include "elfread.h"
 #include "fs.h"
 #include "hook.h"
 
@@ -125,24 +126,7 @@ static int symtab_read_phdrs(Elf *elf, struct ada_hook_symtab *st)
 /* The GNU build-id note, from any SHT_NOTE section. */
 static void symtab_read_build_id(Elf *elf, struct ada_hook_symtab *st)
 {
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		size_t off = 0, name_off, desc_off;
-		GElf_Nhdr nh;
-		while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    memcmp((char *)d->d_buf + name_off, "GNU", 4) == 0 &&
-			    nh.n_descsz <= ADA_HOOK_BUILD_ID_MAX) {
-				memcpy(st->build_id, (char *)d->d_buf + desc_off, nh.n_descsz);
-				st->build_id_len = nh.n_descsz;
-				return;
-			}
-		}
-	}
+	st->build_id_len = ada_elfread_build_id(elf, st->build_id, ADA_HOOK_BUILD_ID_MAX);
 }
 
 static int symtab_grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -369,20 +353,9 @@ static int symtab_from_build_id(const char *root, struct ada_hook_symtab *st)
  * none. */
 static bool symtab_debuglink_name(Elf *elf, char *name, size_t cap)
 {
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return false;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		const char *sn =
-		    gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
-		if (!sn || strcmp(sn, ".gnu_debuglink") || sh.sh_type == SHT_NOBITS)
-			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		return d && ada_fs_debuglink_name(d->d_buf, d->d_size, name, cap);
-	}
-	return false;
+	Elf_Scn *scn = ada_elfread_section(elf, ".gnu_debuglink", SHT_PROGBITS);
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	return d && ada_fs_debuglink_name(d->d_buf, d->d_size, name, cap);
 }
 
 /* .gnu_debuglink's file next to the image, in its .debug/, or under root
