@@ -25,6 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elfread.h"
+#include "fs.h"
 #include "symbols.h"
 
 #define SYMDBG_ROOT "/usr/lib/debug"
@@ -57,45 +59,15 @@ static void symdbg_close(struct symdbg_elf *e)
 	close(e->fd);
 }
 
-static Elf_Scn *symdbg_section(Elf *elf, const char *name, Elf64_Word type)
-{
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		const char *sn =
-		    gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
-		if (sn && sh.sh_type == type && (!name || !strcmp(sn, name)))
-			return scn;
-	}
-	return NULL;
-}
-
 /* The file's GNU build-id as lowercase hex into hex (>= 129 bytes); ""
  * when it has none. */
 static void symdbg_build_id(Elf *elf, char *hex)
 {
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
+	uint8_t id[ADA_FS_BUILD_ID_MAX];
+	size_t n = ada_elfread_build_id(elf, id, sizeof(id));
 	hex[0] = '\0';
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		size_t off = 0, name_off, desc_off;
-		GElf_Nhdr nh;
-		while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 || nh.n_descsz > 64 ||
-			    memcmp((char *)d->d_buf + name_off, "GNU", 4))
-				continue;
-			for (size_t i = 0; i < nh.n_descsz; i++)
-				sprintf(hex + 2 * i, "%02x",
-				        ((unsigned char *)d->d_buf)[desc_off + i]);
-			return;
-		}
-	}
+	for (size_t i = 0; i < n; i++)
+		sprintf(hex + 2 * i, "%02x", id[i]);
 }
 
 /* Whether an ELF file's build-id agrees with the recorded one (either
@@ -218,7 +190,7 @@ static ptrdiff_t symdbg_pool_add(char **pool, size_t *used, size_t *cap, const c
  * has for their offsets; returns how many, or -ENOMEM. */
 static int symdbg_rename(struct ada_syms_module *m, const char *base, Elf *elf)
 {
-	Elf_Scn *scn = symdbg_section(elf, NULL, SHT_SYMTAB);
+	Elf_Scn *scn = ada_elfread_section(elf, NULL, SHT_SYMTAB);
 	size_t nsym = 0, used = 0, cap = 0, named = 0;
 	struct symdbg_sym *v = scn ? symdbg_table(elf, scn, &nsym) : NULL;
 	ptrdiff_t *at = malloc((m->nfuncs ? m->nfuncs : 1) * sizeof(*at));
@@ -255,7 +227,8 @@ static int symdbg_try(const char *path, const char *build_id, struct symdbg_elf 
 	int err = symdbg_open(path, e);
 	if (err)
 		return err;
-	if (!symdbg_same_build(e->elf, build_id) || !symdbg_section(e->elf, NULL, SHT_SYMTAB)) {
+	if (!symdbg_same_build(e->elf, build_id) ||
+	    !ada_elfread_section(e->elf, NULL, SHT_SYMTAB)) {
 		symdbg_close(e);
 		return -ENOENT;
 	}
@@ -265,11 +238,8 @@ static int symdbg_try(const char *path, const char *build_id, struct symdbg_elf 
 static int symdbg_by_build_id(const char *root, const char *build_id, struct symdbg_elf *e)
 {
 	char path[PATH_MAX];
-	size_t n = build_id ? strlen(build_id) : 0;
-	if (n < 4 || n > 128 || strspn(build_id, "0123456789abcdef") != n)
-		return -ENOENT;
-	snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", root, build_id, build_id + 2);
-	return symdbg_try(path, build_id, e);
+	int err = ada_fs_debug_build_id_path(root, build_id, path, sizeof(path));
+	return err ? err : symdbg_try(path, build_id, e);
 }
 
 /* The .gnu_debuglink of the image at path, when the image is the
@@ -278,28 +248,21 @@ static int symdbg_by_debuglink(const char *root, const char *path, const char *b
                                struct symdbg_elf *e)
 {
 	struct symdbg_elf img;
-	char name[256] = "", dir[PATH_MAX], cand[2 * PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	if (!slash || (size_t)(slash - path) >= sizeof(dir) || symdbg_open(path, &img))
+	char name[256] = "", cand[PATH_MAX];
+	if (symdbg_open(path, &img))
 		return -ENOENT;
 	Elf_Scn *scn = symdbg_same_build(img.elf, build_id)
-	                   ? symdbg_section(img.elf, ".gnu_debuglink", SHT_PROGBITS)
+	                   ? ada_elfread_section(img.elf, ".gnu_debuglink", SHT_PROGBITS)
 	                   : NULL;
 	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
-	size_t len = d && d->d_buf ? strnlen(d->d_buf, d->d_size) : 0;
-	if (len && len < d->d_size && len < sizeof(name) && !memchr(d->d_buf, '/', len))
-		memcpy(name, d->d_buf, len + 1);
+	bool named = d && ada_fs_debuglink_name(d->d_buf, d->d_size, name, sizeof(name));
 	symdbg_close(&img);
-	if (!name[0])
+	if (!named)
 		return -ENOENT;
-	memcpy(dir, path, (size_t)(slash - path));
-	dir[slash - path] = '\0';
-	const char *fmt[] = {"%s%s/%s", "%s%s/.debug/%s", "%s%s/%s"};
-	for (int i = 0; i < 3; i++) {
-		snprintf(cand, sizeof(cand), fmt[i], i == 2 ? root : "", dir, name);
-		if (strcmp(cand, path) && symdbg_try(cand, build_id, e) == 0)
+	for (unsigned i = 0; i < ADA_FS_DEBUGLINK_PLACES; i++)
+		if (ada_fs_debuglink_path(root, path, name, i, cand, sizeof(cand)) == 0 &&
+		    symdbg_try(cand, build_id, e) == 0)
 			return 0;
-	}
 	return -ENOENT;
 }
 

@@ -341,21 +341,6 @@ int ada_tsc_cache_parse(const char *buf, size_t len, const char *boot_id, uint64
 	return 0;
 }
 
-/* The directory of path through a trusting walk (fs.h), *base into path. */
-static int tsc_cache_dir(const char *path, bool create, int *dfd, const char **base)
-{
-	char d[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	if (!slash || (size_t)(slash - path) >= sizeof(d))
-		return -EINVAL;
-	memcpy(d, path, (size_t)(slash - path));
-	d[slash - path] = '\0';
-	*base = slash + 1;
-	int err =
-	    ada_fs_walk(d[0] ? d : "/", geteuid(), create ? ADA_FS_WALK_CREATE : 0, dfd, NULL, 0);
-	return err ? err : *dfd < 0 ? -ENOENT : 0;
-}
-
 int ada_tsc_cache_load(const char *path, uint64_t *mult)
 {
 	char def[PATH_MAX], id[37], buf[TSC_CACHE_MAX + 1];
@@ -366,23 +351,12 @@ int ada_tsc_cache_load(const char *path, uint64_t *mult)
 		path = def;
 	if ((err = ada_tsc_boot_id(id)))
 		return err;
-	const char *base;
-	int dfd = -1, fd = -1;
-	err = tsc_cache_dir(path, false, &dfd, &base);
-	if (!err)
-		err = ada_fs_open_file(dfd, base, O_RDONLY, &fd); /* never a link */
-	if (dfd >= 0)
-		close(dfd);
-	if (err)
+	int fd;
+	if ((err = ada_fs_open_private(path, &fd, NULL)))
 		return err;
-	struct stat sb;
-	err = fstat(fd, &sb) ? -errno : 0;
-	if (!err && (sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH))))
-		err = -EPERM; /* someone else's or changeable by others */
-	ssize_t n = err ? 0 : read(fd, buf, sizeof(buf)); /* at most one byte too many */
+	ssize_t n = read(fd, buf, sizeof(buf)); /* at most one byte too many */
+	err = n < 0 ? -errno : 0;
 	close(fd);
-	if (!err && n < 0)
-		err = -errno;
 	if (!err)
 		err = ada_tsc_cache_parse(buf, (size_t)n, id, mult);
 	return err;
@@ -405,7 +379,7 @@ int ada_tsc_cache_store(const char *path, uint64_t mult)
 		return -ENAMETOOLONG;
 	const char *base;
 	int dfd = -1;
-	err = tsc_cache_dir(path, true, &dfd, &base);
+	err = ada_fs_walk_parent(path, ADA_FS_WALK_CREATE, &dfd, &base);
 	/* Private temporary file (0600), renameat: a planted link is
 	 * replaced, never followed; a reader sees a whole file. */
 	if (!err)

@@ -356,6 +356,43 @@ int ada_fs_walk(const char *path, uid_t uid, unsigned flags, int *out, char *why
 	return err > 0 ? 0 : err;
 }
 
+int ada_fs_walk_parent(const char *path, unsigned flags, int *dfd, const char **base)
+{
+	char d[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	*dfd = -1;
+	if (!slash || (size_t)(slash - path) >= sizeof(d))
+		return -EINVAL;
+	memcpy(d, path, (size_t)(slash - path));
+	d[slash - path] = '\0';
+	*base = slash + 1;
+	int err = ada_fs_walk(d[0] ? d : "/", geteuid(), flags, dfd, NULL, 0);
+	return err ? err : *dfd < 0 ? -ENOENT : 0;
+}
+
+int ada_fs_open_private(const char *path, int *out, struct stat *st)
+{
+	const char *base;
+	struct stat sb;
+	int dfd, fd = -1, err = ada_fs_walk_parent(path, 0, &dfd, &base);
+	if (!err)
+		err = ada_fs_open_file(dfd, base, O_RDONLY, &fd); /* never a link */
+	if (dfd >= 0)
+		close(dfd);
+	if (!err && fstat(fd, &sb))
+		err = -errno;
+	/* A file someone else made or may change is not ours to trust,
+	 * whatever its contents say. */
+	if (!err && (sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH))))
+		err = -EPERM;
+	if (err && fd >= 0)
+		close(fd);
+	*out = err ? -1 : fd;
+	if (!err && st)
+		*st = sb;
+	return err;
+}
+
 int ada_fs_cache_dir(const char *sub, char *out, size_t cap)
 {
 	const char *xdg = secure_getenv("XDG_CACHE_HOME"), *home = secure_getenv("HOME");

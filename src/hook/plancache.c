@@ -176,42 +176,16 @@ int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out
 	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
 }
 
-/* The directory of path, reached by a walk that trusts only directories
- * and links of root's and ours (fs.h: ada_fs_walk), so a cache under a
- * HOME another user owns or can write -- as `sudo -E` passes it -- is
- * never read or written. *base points into path. -EPERM (such a place),
- * -ENOENT (missing and not created), other -errno. */
-static int pc_open_dir(const char *path, bool create, int *dfd, const char **base)
-{
-	char d[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	if (!slash || (size_t)(slash - path) >= sizeof(d))
-		return -EINVAL;
-	memcpy(d, path, (size_t)(slash - path));
-	d[slash - path] = '\0';
-	*base = slash + 1;
-	int err =
-	    ada_fs_walk(d[0] ? d : "/", geteuid(), create ? ADA_FS_WALK_CREATE : 0, dfd, NULL, 0);
-	return err ? err : *dfd < 0 ? -ENOENT : 0;
-}
-
 int plan_cache_load(const char *path, const struct plan_cache_key *key,
                     struct plan_cache_entry *out)
 {
-	const char *base;
-	int dfd = -1, fd = -1, err = pc_open_dir(path, false, &dfd, &base);
-	if (!err)
-		err = ada_fs_open_file(dfd, base, O_RDONLY, &fd);
-	if (dfd >= 0)
-		close(dfd);
+	/* Through a walk that trusts only directories and links of root's
+	 * and ours (fs.h): a cache under a HOME another user owns or can
+	 * write -- as `sudo -E` passes it -- is never read. */
+	struct stat sb;
+	int fd, err = ada_fs_open_private(path, &fd, &sb);
 	if (err)
 		return err;
-	struct stat sb;
-	err = fstat(fd, &sb) ? -errno : 0;
-	/* A file someone else made or may change is not ours to trust,
-	 * whatever its checksum says. */
-	if (!err && (sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH))))
-		err = -EPERM;
 	size_t want = PC_HDR + key->fn_count * sizeof(*out);
 	/* Only a file of exactly the expected size can match: read no more. */
 	if (!err && (uint64_t)sb.st_size != want)
@@ -266,7 +240,7 @@ int plan_cache_store(const char *path, const struct plan_cache_key *key,
 	const char *base;
 	int dfd = -1, err = plan_cache_encode(key, e, &b, &n);
 	if (!err)
-		err = pc_open_dir(path, true, &dfd, &base);
+		err = ada_fs_walk_parent(path, ADA_FS_WALK_CREATE, &dfd, &base);
 	/* Private temporary file, renameat: a reader sees the old file or the
 	 * whole new one, and a planted link is replaced, never followed. */
 	if (!err)

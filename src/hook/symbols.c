@@ -36,6 +36,8 @@
 #include <unistd.h>
 
 #include "discover_internal.h"
+#include "elfread.h"
+#include "fs.h"
 #include "hook.h"
 
 #define SYMTAB_DEBUG_ROOT "/usr/lib/debug"
@@ -124,24 +126,7 @@ static int symtab_read_phdrs(Elf *elf, struct ada_hook_symtab *st)
 /* The GNU build-id note, from any SHT_NOTE section. */
 static void symtab_read_build_id(Elf *elf, struct ada_hook_symtab *st)
 {
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		size_t off = 0, name_off, desc_off;
-		GElf_Nhdr nh;
-		while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    memcmp((char *)d->d_buf + name_off, "GNU", 4) == 0 &&
-			    nh.n_descsz <= ADA_HOOK_BUILD_ID_MAX) {
-				memcpy(st->build_id, (char *)d->d_buf + desc_off, nh.n_descsz);
-				st->build_id_len = nh.n_descsz;
-				return;
-			}
-		}
-	}
+	st->build_id_len = ada_elfread_build_id(elf, st->build_id, ADA_HOOK_BUILD_ID_MAX);
 }
 
 static int symtab_grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -352,42 +337,25 @@ static int symtab_from_debug_path(const char *path, struct ada_hook_symtab *st)
 	return err;
 }
 
+_Static_assert(ADA_HOOK_BUILD_ID_MAX <= ADA_FS_BUILD_ID_MAX, "a build-id the agent reads fits");
+
 static int symtab_from_build_id(const char *root, struct ada_hook_symtab *st)
 {
-	char path[512];
-	if (!st->build_id_len)
-		return -ENOENT;
-	int n = snprintf(path, sizeof(path), "%s/.build-id/%02x/", root, st->build_id[0]);
-	for (size_t i = 1; i < st->build_id_len && n > 0 && (size_t)n < sizeof(path) - 8; i++)
-		n += snprintf(path + n, sizeof(path) - (size_t)n, "%02x", st->build_id[i]);
-	if (n <= 0 || (size_t)n >= sizeof(path) - 8)
-		return -ENAMETOOLONG;
-	memcpy(path + n, ".debug", 7);
-	return symtab_from_debug_path(path, st);
+	char hex[2 * ADA_HOOK_BUILD_ID_MAX + 1], path[PATH_MAX];
+	for (size_t i = 0; i < st->build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", st->build_id[i]);
+	hex[2 * st->build_id_len] = '\0';
+	int err = ada_fs_debug_build_id_path(root, hex, path, sizeof(path));
+	return err ? err : symtab_from_debug_path(path, st);
 }
 
-/* The file name .gnu_debuglink gives (a NUL-terminated name, then a CRC
- * this reader leaves to the build-id check); false when none. */
+/* The file name .gnu_debuglink gives (ada_fs_debuglink_name); false when
+ * none. */
 static bool symtab_debuglink_name(Elf *elf, char *name, size_t cap)
 {
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return false;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		const char *sn =
-		    gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
-		if (!sn || strcmp(sn, ".gnu_debuglink") || sh.sh_type == SHT_NOBITS)
-			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		size_t len = d && d->d_buf ? strnlen(d->d_buf, d->d_size) : 0;
-		if (len == 0 || len == d->d_size || len >= cap || memchr(d->d_buf, '/', len))
-			return false;
-		memcpy(name, d->d_buf, len + 1);
-		return true;
-	}
-	return false;
+	Elf_Scn *scn = ada_elfread_section(elf, ".gnu_debuglink", SHT_PROGBITS);
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	return d && ada_fs_debuglink_name(d->d_buf, d->d_size, name, cap);
 }
 
 /* .gnu_debuglink's file next to the image, in its .debug/, or under root
@@ -395,19 +363,13 @@ static bool symtab_debuglink_name(Elf *elf, char *name, size_t cap)
 static int symtab_from_debuglink(Elf *elf, const char *path, const char *root,
                                  struct ada_hook_symtab *st)
 {
-	char name[256], dir[PATH_MAX], cand[PATH_MAX + 512];
-	const char *slash = strrchr(path, '/');
-	if (!slash || (size_t)(slash - path) >= sizeof(dir) ||
-	    !symtab_debuglink_name(elf, name, sizeof(name)))
+	char name[256], cand[PATH_MAX];
+	if (!symtab_debuglink_name(elf, name, sizeof(name)))
 		return -ENOENT;
-	memcpy(dir, path, (size_t)(slash - path));
-	dir[slash - path] = '\0';
-	const char *fmt[] = {"%s%s/%s", "%s%s/.debug/%s", "%s%s/%s"};
-	for (int i = 0; i < 3; i++) {
-		snprintf(cand, sizeof(cand), fmt[i], i == 2 ? root : "", dir, name);
-		if (strcmp(cand, path) && symtab_from_debug_path(cand, st) == 0)
+	for (unsigned i = 0; i < ADA_FS_DEBUGLINK_PLACES; i++)
+		if (ada_fs_debuglink_path(root, path, name, i, cand, sizeof(cand)) == 0 &&
+		    symtab_from_debug_path(cand, st) == 0)
 			return 0;
-	}
 	return -ENOENT;
 }
 

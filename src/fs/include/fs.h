@@ -29,6 +29,7 @@
 #include <fcntl.h> /* AT_FDCWD, O_* for callers */
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #define ADA_FS_DIR_MODE 0700
@@ -129,11 +130,51 @@ int ada_fs_cache_dir(const char *sub, char *out, size_t cap);
  * after 40 links, other -errno. out and why may be NULL. */
 int ada_fs_walk(const char *path, uid_t uid, unsigned flags, int *out, char *why, size_t cap);
 
+/* The directory of path (a file's path; "/" for a file at the root)
+ * through ada_fs_walk(geteuid(), flags) into *dfd, opened, and *base to
+ * the file's name inside path. -EINVAL (no '/' or too long), -EPERM (a
+ * place another user could change), -ENOENT (missing and not created),
+ * other -errno; *dfd is -1 on error. */
+int ada_fs_walk_parent(const char *path, unsigned flags, int *dfd, const char **base);
+
+/* Opens the private cache file at path for reading into *out: its
+ * directory through ada_fs_walk_parent, the file never through a link,
+ * and only when it is the effective user's and not writable by group or
+ * others (-EPERM otherwise: whatever it holds is not ours to trust).
+ * *st (may be NULL) gets its fstat. -errno as ada_fs_walk_parent and
+ * ada_fs_open_file; *out is -1 on error. */
+int ada_fs_open_private(const char *path, int *out, struct stat *st);
+
 /* ada_fs_walk() without creating or opening: 0 when a root process may
  * write under path. */
 static inline int ada_fs_place_trusted(const char *path, uid_t uid, char *why, size_t cap)
 {
 	return ada_fs_walk(path, uid, 0, NULL, why, cap);
 }
+
+/* ---- debug files: where a stripped image's symbols may be ---- */
+
+/* Longest GNU build-id ada looks up, in bytes (SHA-1 gives 20). */
+#define ADA_FS_BUILD_ID_MAX 64
+/* Places a .gnu_debuglink name is looked for (ada_fs_debuglink_path). */
+#define ADA_FS_DEBUGLINK_PLACES 3
+
+/* The debug file of the build-id hex (lowercase hex, 2 to
+ * ADA_FS_BUILD_ID_MAX bytes) under root: <root>/.build-id/xx/yyyy.debug.
+ * 0, -ENOENT (hex is no build-id) or -ENAMETOOLONG. */
+int ada_fs_debug_build_id_path(const char *root, const char *hex, char *out, size_t cap);
+
+/* The file name in the size bytes of a .gnu_debuglink section (the name,
+ * NUL, padding, a CRC the callers leave to the build-id check) into name;
+ * false when there is none, it is unterminated or longer than cap - 1, or
+ * it holds a '/' (a name, never a path). */
+bool ada_fs_debuglink_name(const void *buf, size_t size, char *name, size_t cap);
+
+/* Place i (0 .. ADA_FS_DEBUGLINK_PLACES - 1) of the debuglink name of
+ * the image at path image: next to it, in its .debug/, in <root>/<its
+ * directory>. 0; -ENOENT when image has no '/', i is past the last place
+ * or the place is the image itself; -ENAMETOOLONG. */
+int ada_fs_debuglink_path(const char *root, const char *image, const char *name, unsigned i,
+                          char *out, size_t cap);
 
 #endif

@@ -37,6 +37,45 @@ static inline bool hook_arch_branch_at(const uint8_t *code, uint64_t addr, uint6
 	return true;
 }
 
+/* Lanes of v whose byte b has (b & mask) == val: all-ones where true.
+ * The one byte test every scanner below is built from. */
+static inline __m128i arch_scan_eq_masked(__m128i v, uint8_t mask, uint8_t val)
+{
+	return _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)mask)),
+	                      _mm_set1_epi8((char)val));
+}
+
+/* Lanes of v holding a one-byte-opcode branch: 70-7F (jcc rel8), E0-E3
+ * (loop, jrcxz), E8, E9 (call, jmp rel32), EB (jmp rel8). */
+static inline __m128i arch_scan_branch1(__m128i v)
+{
+	__m128i m = arch_scan_eq_masked(v, 0xf0, 0x70);
+	m = _mm_or_si128(m, arch_scan_eq_masked(v, 0xfc, 0xe0));
+	m = _mm_or_si128(m, arch_scan_eq_masked(v, 0xfe, 0xe8));
+	return _mm_or_si128(m, arch_scan_eq_masked(v, 0xff, 0xeb));
+}
+
+/* Lanes k of v holding 0F with 80-8F in v1 (v shifted by one byte):
+ * jcc rel32. */
+static inline __m128i arch_scan_jcc32(__m128i v, __m128i v1)
+{
+	return _mm_and_si128(arch_scan_eq_masked(v, 0xff, 0x0f),
+	                     arch_scan_eq_masked(v1, 0xf0, 0x80));
+}
+
+/* Lanes k of v holding C7 with F8 in v1 (v shifted by one byte): xbegin. */
+static inline __m128i arch_scan_xbegin(__m128i v, __m128i v1)
+{
+	return _mm_and_si128(arch_scan_eq_masked(v, 0xff, 0xc7),
+	                     arch_scan_eq_masked(v1, 0xff, 0xf8));
+}
+
+/* 16 bytes from p, unaligned. */
+static inline __m128i arch_scan_load(const uint8_t *p)
+{
+	return _mm_loadu_si128((const __m128i *)(const void *)p);
+}
+
 /* Bit k set: p[k] (k < 16) may be the first byte of a direct branch:
  * 70-7F, E0-E3, EB (rel8), E8, E9 (rel32), 0F (jcc rel32 when 80-8F
  * follows), C7 (xbegin when F8 follows). The byte-level pre-scan of
@@ -46,16 +85,10 @@ static inline bool hook_arch_branch_at(const uint8_t *code, uint64_t addr, uint6
  * only at the candidates. Reads 16 bytes. */
 static inline unsigned hook_arch_branch_first16(const uint8_t *p)
 {
-	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-	__m128i m =
-	    _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xf0)), _mm_set1_epi8(0x70));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfc)),
-	                                   _mm_set1_epi8((char)0xe0)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfe)),
-	                                   _mm_set1_epi8((char)0xe8)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xeb)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8(0x0f)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xc7)));
+	__m128i v = arch_scan_load(p);
+	__m128i m = arch_scan_branch1(v);
+	m = _mm_or_si128(m, arch_scan_eq_masked(v, 0xff, 0x0f));
+	m = _mm_or_si128(m, arch_scan_eq_masked(v, 0xff, 0xc7));
 	return (unsigned)_mm_movemask_epi8(m);
 }
 
@@ -68,19 +101,8 @@ static inline unsigned hook_arch_branch_first16(const uint8_t *p)
  * test_hook_len's test_branch_xref16. Reads 17 bytes: p[0..16]. */
 static inline unsigned hook_arch_branch_xref16(const uint8_t *p)
 {
-	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-	__m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
-	__m128i m =
-	    _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xf0)), _mm_set1_epi8(0x70));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfc)),
-	                                   _mm_set1_epi8((char)0xe0)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfe)),
-	                                   _mm_set1_epi8((char)0xe8)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xeb)));
-	m = _mm_or_si128(m,
-	                 _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x0f)),
-	                               _mm_cmpeq_epi8(_mm_and_si128(v1, _mm_set1_epi8((char)0xf0)),
-	                                              _mm_set1_epi8((char)0x80))));
+	__m128i v = arch_scan_load(p);
+	__m128i m = _mm_or_si128(arch_scan_branch1(v), arch_scan_jcc32(v, arch_scan_load(p + 1)));
 	return (unsigned)_mm_movemask_epi8(m);
 }
 
@@ -96,23 +118,15 @@ static inline unsigned hook_arch_branch_xref16(const uint8_t *p)
  * byte by byte. Reads 21 bytes: p[0..20]. */
 static inline unsigned hook_arch_branch_far16(const uint8_t *p)
 {
-	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-	__m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
-	__m128i v3 = _mm_loadu_si128((const __m128i *)(const void *)(p + 3));
-	__m128i v4 = _mm_loadu_si128((const __m128i *)(const void *)(p + 4));
-	__m128i v5 = _mm_loadu_si128((const __m128i *)(const void *)(p + 5));
-	__m128i ff = _mm_set1_epi8((char)0xff);
-	__m128i t34 = _mm_and_si128(_mm_cmpeq_epi8(v3, ff), _mm_cmpeq_epi8(v4, ff));
-	__m128i t45 = _mm_and_si128(_mm_cmpeq_epi8(v4, ff), _mm_cmpeq_epi8(v5, ff));
-	__m128i e8 = _mm_and_si128(
-	    _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfe)), _mm_set1_epi8((char)0xe8)),
-	    t34);
-	__m128i jcc = _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x0f)),
-	                            _mm_cmpeq_epi8(_mm_and_si128(v1, _mm_set1_epi8((char)0xf0)),
-	                                           _mm_set1_epi8((char)0x80)));
-	__m128i xb = _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xc7)),
-	                           _mm_cmpeq_epi8(v1, _mm_set1_epi8((char)0xf8)));
-	__m128i m = _mm_or_si128(e8, _mm_and_si128(_mm_or_si128(jcc, xb), t45));
+	__m128i v = arch_scan_load(p);
+	__m128i v1 = arch_scan_load(p + 1);
+	__m128i v4 = arch_scan_load(p + 4);
+	__m128i ff4 = arch_scan_eq_masked(v4, 0xff, 0xff);
+	__m128i t34 = _mm_and_si128(arch_scan_eq_masked(arch_scan_load(p + 3), 0xff, 0xff), ff4);
+	__m128i t45 = _mm_and_si128(ff4, arch_scan_eq_masked(arch_scan_load(p + 5), 0xff, 0xff));
+	__m128i e8 = _mm_and_si128(arch_scan_eq_masked(v, 0xfe, 0xe8), t34);
+	__m128i two = _mm_or_si128(arch_scan_jcc32(v, v1), arch_scan_xbegin(v, v1));
+	__m128i m = _mm_or_si128(e8, _mm_and_si128(two, t45));
 	return (unsigned)_mm_movemask_epi8(m);
 }
 
@@ -123,21 +137,10 @@ static inline unsigned hook_arch_branch_far16(const uint8_t *p)
  * test_branch_near16. Reads 17 bytes: p[0..16]. */
 static inline unsigned hook_arch_branch_near16(const uint8_t *p)
 {
-	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-	__m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
-	__m128i m =
-	    _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xf0)), _mm_set1_epi8(0x70));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfc)),
-	                                   _mm_set1_epi8((char)0xe0)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfe)),
-	                                   _mm_set1_epi8((char)0xe8)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xeb)));
-	m = _mm_or_si128(m,
-	                 _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x0f)),
-	                               _mm_cmpeq_epi8(_mm_and_si128(v1, _mm_set1_epi8((char)0xf0)),
-	                                              _mm_set1_epi8((char)0x80))));
-	m = _mm_or_si128(m, _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xc7)),
-	                                  _mm_cmpeq_epi8(v1, _mm_set1_epi8((char)0xf8))));
+	__m128i v = arch_scan_load(p);
+	__m128i v1 = arch_scan_load(p + 1);
+	__m128i m = _mm_or_si128(arch_scan_branch1(v), arch_scan_jcc32(v, v1));
+	m = _mm_or_si128(m, arch_scan_xbegin(v, v1));
 	return (unsigned)_mm_movemask_epi8(m);
 }
 
@@ -149,14 +152,9 @@ static inline unsigned hook_arch_branch_near16(const uint8_t *p)
  * test_branch_rel32_16. Reads 17 bytes: p[0..16]. */
 static inline unsigned hook_arch_branch_rel32_16(const uint8_t *p)
 {
-	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-	__m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
-	__m128i m =
-	    _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8((char)0xfe)), _mm_set1_epi8((char)0xe8));
-	m = _mm_or_si128(m,
-	                 _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x0f)),
-	                               _mm_cmpeq_epi8(_mm_and_si128(v1, _mm_set1_epi8((char)0xf0)),
-	                                              _mm_set1_epi8((char)0x80))));
+	__m128i v = arch_scan_load(p);
+	__m128i m = _mm_or_si128(arch_scan_eq_masked(v, 0xfe, 0xe8),
+	                         arch_scan_jcc32(v, arch_scan_load(p + 1)));
 	return (unsigned)_mm_movemask_epi8(m);
 }
 
@@ -167,14 +165,12 @@ static inline unsigned hook_arch_branch_rel32_16(const uint8_t *p)
  * test_table_jmp16). Reads 17 bytes: p[0..16]. */
 static inline unsigned hook_arch_table_jmp16(const uint8_t *p)
 {
-	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-	__m128i w = _mm_loadu_si128((const __m128i *)(const void *)(p + 1));
-	__m128i m =
-	    _mm_cmpeq_epi8(_mm_and_si128(w, _mm_set1_epi8((char)0xf8)), _mm_set1_epi8((char)0xe0));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(w, _mm_set1_epi8(0x24)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(w, _mm_set1_epi8(0x64)));
-	m = _mm_or_si128(m, _mm_cmpeq_epi8(w, _mm_set1_epi8((char)0xa4)));
-	m = _mm_and_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xff)));
+	__m128i w = arch_scan_load(p + 1);
+	__m128i m = arch_scan_eq_masked(w, 0xf8, 0xe0);
+	m = _mm_or_si128(m, arch_scan_eq_masked(w, 0xff, 0x24));
+	m = _mm_or_si128(m, arch_scan_eq_masked(w, 0xff, 0x64));
+	m = _mm_or_si128(m, arch_scan_eq_masked(w, 0xff, 0xa4));
+	m = _mm_and_si128(m, arch_scan_eq_masked(arch_scan_load(p), 0xff, 0xff));
 	return (unsigned)_mm_movemask_epi8(m);
 }
 
