@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,18 @@ static void note_emit(struct ada_recorder *r, const char *sentence)
 {
 	if (r->o.notice)
 		r->o.notice(r->o.notice_arg, sentence);
+}
+
+void wal_notice(struct ada_recorder *r, const char *fmt, ...)
+{
+	if (!r->o.notice)
+		return;
+	char buf[PATH_MAX + 512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	note_emit(r, buf);
 }
 
 void wal_note(struct ada_recorder *r, struct wal_proc *p, const char *fmt, ...)

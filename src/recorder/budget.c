@@ -142,7 +142,7 @@ void wal_budget_scan(struct ada_recorder *r)
 
 /* Called for every index generation the budget deletes (or could not
  * keep): the counts go in the summary and the manifests, and the first
- * one is told on stderr at once -- deleting recorded data is never silent. */
+ * one is told at once (o.notice: stderr) -- deleting recorded data is never silent. */
 void wal_budget_retired(struct ada_recorder *r, uint64_t events, uint64_t bytes)
 {
 	r->retired_gens++;
@@ -151,17 +151,17 @@ void wal_budget_retired(struct ada_recorder *r, uint64_t events, uint64_t bytes)
 	if (r->retire_told)
 		return;
 	r->retire_told = true;
-	fprintf(stderr,
-	        "ada: the session reached its disk budget of %.1f MiB%s: the oldest recorded "
-	        "data is being deleted to make room (--max-disk-mb N to change it, 0 for no "
-	        "limit)\n",
-	        (double)r->o.max_disk_bytes / 1048576.0,
-	        r->budget_is_default ? " (the default)" : "");
+	wal_notice(r,
+	           "the session reached its disk budget of %.1f MiB%s: the oldest recorded "
+	           "data is being deleted to make room (--max-disk-mb N to change it, 0 for no "
+	           "limit)",
+	           (double)r->o.max_disk_bytes / 1048576.0,
+	           r->budget_is_default ? " (the default)" : "");
 }
 
 /* Nothing left to delete and still over: the files being written (and
  * the ones never deleted, symbol files, manifests) are more than the
- * budget. Told once, on stderr and in the manifests. */
+ * budget. Told once, through o.notice (stderr) and in the manifests. */
 void wal_budget_overrun(struct ada_recorder *r)
 {
 	if (r->budget_warned)
@@ -169,9 +169,9 @@ void wal_budget_overrun(struct ada_recorder *r)
 	r->budget_warned = true;
 	json_array_append_new(r->warnings,
 	                      json_string("disk budget exceeded by the files being written"));
-	fprintf(stderr,
-	        "ada: the session is over its disk budget of %.1f MiB with nothing old left to "
-	        "delete (the files being written, symbol files and manifests are kept); raise "
-	        "--max-disk-mb or record fewer threads\n",
-	        (double)r->o.max_disk_bytes / 1048576.0);
+	wal_notice(r,
+	           "the session is over its disk budget of %.1f MiB with nothing old left to "
+	           "delete (the files being written, symbol files and manifests are kept); raise "
+	           "--max-disk-mb or record fewer threads",
+	           (double)r->o.max_disk_bytes / 1048576.0);
 }

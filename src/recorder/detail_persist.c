@@ -402,7 +402,7 @@ int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t fr
 	if (!look)
 		over = pd_counter(t); /* the ring lapping: no record lost */
 	st->overwritten = pd_overwritten(dt, over);
-	uint64_t failed = t->f ? t->f->patch_failed : 0;
+	uint64_t failed = t->f ? ada_wal_file_patch_failed(t->f) : 0;
 	if (pd_walk(r, t, dt, snap.bytes, from_ns, to_ns, st, &in_ring))
 		dt->from = snap.end;
 	/* --detail always: a thread waiting for room (detail_overflow=wait)
@@ -422,8 +422,8 @@ int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t fr
 	 * been: unlinked, and the thread's detail error. */
 	if (t->f) {
 		e = wal_dwin_flush(t->f);
-		st->unlinked += t->f->patch_failed - failed;
-		if (t->f->patch_failed != failed && !dt->error)
+		st->unlinked += ada_wal_file_patch_failed(t->f) - failed;
+		if (ada_wal_file_patch_failed(t->f) != failed && !dt->error)
 			dt->error = e < 0 ? e : -EIO;
 	}
 	if (look)

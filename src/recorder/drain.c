@@ -14,16 +14,17 @@
  * ours); a process that is gone is drained one last time and finalized.
  * Slow cadence (10 ms): free EXITED slots whose thread is gone; 1 s:
  * metrics, TSC re-anchor.
+ * This file is the loop and the rings (take, convert, rotate, the budget);
+ * new arenas are admitted in drain_arena.c, processes and the recording
+ * end in drain_end.c (drain_internal.h).
  * Invariants: a slot's events are consumed in ring order and appended in
  * that order; a thread's output timestamps never decrease (clamped); a ring
  * position is released only after its events are in a staging buffer.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,13 +32,12 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "fs.h"
 #include "ring.h"
-#include "recorder_internal.h"
+#include "drain_internal.h"
 
 #define DRAIN_SLOT_BUDGET (1u << 18) /* events per slot per pass: fairness */
 #define DRAIN_CHUNK 256u             /* events converted, fed and CRCed together: 8 KiB */
@@ -50,21 +50,8 @@
 #define DRAIN_NAP_SPILL_FILL_PCT 12u /* a spill slot's ring: at most this full */
 #define DRAIN_TICK_NS 1000000000ull
 #define DRAIN_RECLAIM_NS 10000000ull
-#define DRAIN_STOP_GRACE_NS 500000000ull  /* the program may exit by itself */
-#define DRAIN_STOP_DRAIN_NS 1300000000ull /* then drain until here, finalize */
-/* After the main process exits, its descendants get this long to end by
- * themselves; those still running then (daemons, background jobs) go on
- * untraced. */
-#define DRAIN_LEFTOVER_GRACE_NS 2000000000ull
 
-static uint64_t drain_mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void *drain_grow(void *arr, size_t *cap, size_t need, size_t elem)
+void *drain_grow(void *arr, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)
 		return arr;
@@ -156,7 +143,7 @@ static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_pr
 		goto err;
 	}
 	p->threads[p->nthreads++] = t;
-	if (!wal_thread_dir_allowed(p, drain_mono_ns())) {
+	if (!wal_thread_dir_allowed(p, wal_now_ns())) {
 		t->refused = t->done = true; /* drain_discard() counts its events */
 		if (p->dirs_refused == 1)
 			wal_note(r, p,
@@ -237,7 +224,7 @@ void wal_proc_ring_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *ns
 	}
 }
 
-static void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
+void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 {
 	drain_sync_waits(t);
 	if (t->f) {
@@ -753,7 +740,7 @@ static void drain_note_room(struct ada_recorder *r, const struct wal_proc *p, ui
 	r->pass_room_min = room < r->pass_room_min ? room : r->pass_room_min;
 }
 
-static size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t budget)
+size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t budget)
 {
 	struct ada_slot_info si;
 	if (ada_slot_read_checked(p->arena, s, &si) != 0) {
@@ -843,570 +830,6 @@ static void drain_reclaim(struct ada_recorder *r, struct wal_proc *p)
 		}
 		ada_arena_slot_free(p->arena, s);
 		ada_arena_drain_heartbeat(p->arena); /* alive: as in drain_slot() */
-	}
-}
-
-/* ---- processes ---- */
-
-static struct wal_proc *drain_find(struct ada_recorder *r, pid_t pid)
-{
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i]->pid == pid)
-			return r->procs[i];
-	return NULL;
-}
-
-/* pid_N could not be made ours (a planted link, another user's directory,
- * a full disk): the process's events are counted lost; told on stderr and
- * in the manifests' warnings, and the exit status is non-zero. */
-static void drain_no_pid_dir(struct ada_recorder *r, struct wal_proc *p, int rc)
-{
-	char msg[PATH_MAX + 160];
-	snprintf(msg, sizeof(msg), "%s: %s; the events of process %d are not written", p->dir,
-	         rc == -ELOOP   ? "a symbolic link, not a directory of ada's"
-	         : rc == -EPERM ? "a directory of another user"
-	                        : strerror(-rc),
-	         (int)p->pid);
-	fprintf(stderr, "ada: %s\n", msg);
-	json_array_append_new(r->warnings, json_string(msg));
-	if (!r->error)
-		r->error = rc;
-}
-
-/* Who made the arena file: the recorder's own user, a regular file, and
- * a process the recorder may wait for (wal_pid_check()). The descriptor
- * stays open to check the file's size later. Returns the descriptor, or
- * -1 (reported when it is a stranger's). */
-static int drain_arena_admit(struct ada_recorder *r, const char *path, pid_t pid, int *alive,
-                             ino_t *ino)
-{
-	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
-		return -1;
-	struct stat st;
-	char why[256];
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
-		wal_note(r, NULL,
-		         "ignored arena %s: it is not a regular file owned by the recording's user",
-		         path);
-		close(fd);
-		return -1;
-	}
-	*ino = st.st_ino;
-	*alive = wal_pid_check(r, pid, why, sizeof(why));
-	if (*alive < 0) {
-		wal_note(r, NULL, "%s", why);
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static void drain_free_proc(struct wal_proc *p)
-{
-	if (p->arena_fd >= 0)
-		close(p->arena_fd);
-	ada_arena_close(p->arena);
-	json_decref(p->quarantine);
-	json_decref(p->warnings);
-	free(p->slot_noted);
-	free(p->by_slot);
-	free(p->arena_path);
-	free(p->dir);
-	free(p);
-}
-
-/* The pidfd was opened after the arena's maker ended and the kernel gave
- * its pid to a later process (the maker's start time, kept in the arena,
- * is not that process's): the maker is gone. Read after the pidfd, so the
- * start time is of the pidfd's process or of a still later one (gone
- * then, too). Unknown either side (0): the pid must do. */
-static bool drain_creator_gone(const struct wal_proc *p)
-{
-	uint32_t made = ada_arena_start_time(p->arena);
-	uint64_t now = made ? ada_proc_start_ticks(p->pid) : 0;
-	return now && (uint32_t)now != made;
-}
-
-/* Opens and checks the arena; 0, or -1 when it is not one we record. */
-static int drain_proc_arena(struct ada_recorder *r, struct wal_proc *p)
-{
-	int alive = 0;
-	p->arena_fd = drain_arena_admit(r, p->arena_path, p->pid, &alive, &p->arena_ino);
-	if (p->arena_fd < 0 || ada_arena_open_fd(p->arena_fd, &p->arena) < 0)
-		return -1;
-	if (ada_arena_pid(p->arena) != p->pid) {
-		wal_note(r, NULL, "ignored arena %s: it says it belongs to process %d",
-		         p->arena_path, (int)ada_arena_pid(p->arena));
-		return -1;
-	}
-	/* Not our child (yet): a pidfd tells when it is gone, without the
-	 * pid-reuse race of kill(pid, 0). Gone already: never wait for it. */
-	p->our_child = !r->o.attached && p->pid == r->main_pid;
-	p->pidfd = p->our_child ? -1 : (int)syscall(SYS_pidfd_open, p->pid, 0);
-	p->vanished = alive == 0 || (!p->our_child && p->pidfd < 0);
-	if (!p->vanished && !p->our_child && drain_creator_gone(p)) {
-		close(p->pidfd); /* another process's: it would wait for that one */
-		p->pidfd = -1;
-		p->vanished = p->pid_taken = true;
-	}
-	return 0;
-}
-
-/* Arenas we refused, so each file is reported once: the same pid with
- * another inode is a later process's arena, looked at anew. */
-static bool drain_ignored(const struct ada_recorder *r, pid_t pid, ino_t ino)
-{
-	for (size_t i = 0; i < r->nignored; i++)
-		if (r->ignored[i].pid == pid && r->ignored[i].ino == ino)
-			return true;
-	return false;
-}
-
-static void drain_ignore(struct ada_recorder *r, pid_t pid, ino_t ino)
-{
-	void *a = drain_grow(r->ignored, &r->capignored, r->nignored + 1, sizeof(*r->ignored));
-	if (a) {
-		r->ignored = a;
-		r->ignored[r->nignored].pid = pid;
-		r->ignored[r->nignored++].ino = ino;
-	}
-}
-
-/* <pid>.ring of a pid whose process this recording has finished (and
- * whose arena it removed): the kernel gave the pid to a later process.
- * Its directory pid_N/ holds the earlier process's files, so the later
- * one is not recorded: told once per file, and counted (summary line,
- * manifests' shm.pid_reused_arenas, ada status). */
-static void drain_pid_reused(struct ada_recorder *r, pid_t pid, ino_t ino)
-{
-	drain_ignore(r, pid, ino);
-	r->pid_reused++;
-	wal_note(r, NULL,
-	         "ignored the arena of process %d: that pid was reused by a later process after "
-	         "the recorded process %d ended; the later process's events are not written "
-	         "(a larger kernel.pid_max makes the reuse rarer)",
-	         (int)pid, (int)pid);
-}
-
-/* <pid>.<start ticks>.ring: a later process given the pid of a process
- * whose <pid>.ring was still there (the recorder had not finished it)
- * made it instead of touching that one (src/ring/env.c). pid_N/ is the
- * earlier process's, so the later one is not recorded: told once per
- * file, and counted with drain_pid_reused()'s. */
-static void drain_reused_while_read(struct ada_recorder *r, pid_t pid, ino_t ino)
-{
-	drain_ignore(r, pid, ino);
-	r->pid_reused++;
-	wal_note(r, NULL,
-	         "ignored the arena of process %d: that pid was reused by a later process while "
-	         "the recorder was still reading the earlier process %d; the later process's "
-	         "events are not written (a larger kernel.pid_max makes the reuse rarer)",
-	         (int)pid, (int)pid);
-}
-
-/* The pid of an arena file name: <pid>.ring (*taken false) or
- * <pid>.<digits>.ring (*taken true); 0 for any other name (a .tmp. file
- * being made, a stranger's). */
-static pid_t drain_arena_name(const char *name, bool *taken)
-{
-	char *end;
-	if (*name < '1' || *name > '9')
-		return 0;
-	long pid = strtol(name, &end, 10);
-	if (pid <= 0 || pid > INT32_MAX)
-		return 0;
-	*taken = false;
-	if (!strcmp(end, ".ring"))
-		return (pid_t)pid;
-	if (end[0] != '.' || end[1] < '0' || end[1] > '9')
-		return 0;
-	const char *q = end + 1;
-	while (*q >= '0' && *q <= '9')
-		q++;
-	*taken = true;
-	return strcmp(q, ".ring") ? 0 : (pid_t)pid;
-}
-
-static void drain_open_arena(struct ada_recorder *r, const char *name)
-{
-	bool taken = false;
-	long pid = drain_arena_name(name, &taken);
-	if (!pid)
-		return;
-	struct wal_proc *old = drain_find(r, (pid_t)pid);
-	if (old && !old->finished && !taken)
-		return; /* the file we are reading */
-	if (r->o.follow == false && r->main_pid && pid != r->main_pid)
-		return;
-	/* Which file: its inode, never following a link planted under the
-	 * name. Gone already (0): nothing to read or to tell. */
-	char path[PATH_MAX];
-	struct stat st;
-	ino_t ino = 0;
-	if (snprintf(path, sizeof(path), "%s/%s", r->arena_dir, name) < (int)sizeof(path) &&
-	    fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		ino = st.st_ino;
-	if (drain_ignored(r, (pid_t)pid, ino))
-		return;
-	if (taken) {
-		if (ino)
-			drain_reused_while_read(r, (pid_t)pid, ino);
-		return;
-	}
-	if (old) {
-		/* The finished process's own file (its unlink failed) is not news. */
-		if (ino && ino != old->arena_ino)
-			drain_pid_reused(r, (pid_t)pid, ino);
-		return;
-	}
-	struct wal_proc *p = calloc(1, sizeof(*p));
-	void *arr = drain_grow(r->procs, &r->capprocs, r->nprocs + 1, sizeof(*r->procs));
-	if (!p || !arr) {
-		free(p);
-		return;
-	}
-	r->procs = arr;
-	p->pid = (pid_t)pid;
-	p->pidfd = -1;
-	p->dir_fd = -1;
-	p->arena_fd = -1;
-	p->opened_ns = drain_mono_ns();
-	if (asprintf(&p->arena_path, "%s/%s", r->arena_dir, name) < 0 ||
-	    asprintf(&p->dir, "%s/pid_%ld", r->session_dir, pid) < 0 ||
-	    drain_proc_arena(r, p) < 0) {
-		drain_ignore(r, p->pid, ino);
-		drain_free_proc(p);
-		return;
-	}
-	p->max_threads = ada_arena_max_threads(p->arena);
-	p->ring_events = ada_arena_config_of(p->arena)->index_events;
-	p->by_slot = calloc(p->max_threads, sizeof(*p->by_slot));
-	p->slot_noted = calloc(p->max_threads, 1);
-	p->quarantine = json_array();
-	p->warnings = json_array();
-	if (!p->by_slot || !p->slot_noted || !p->quarantine || !p->warnings) {
-		drain_free_proc(p);
-		return;
-	}
-	/* The agent may have made it first (agent.json): ours either way. */
-	int rc = ada_fs_mkdir(r->session_fd, strrchr(p->dir, '/') + 1, 0, &p->dir_fd);
-	if (rc < 0)
-		drain_no_pid_dir(r, p, rc);
-	for (size_t i = 0; i < r->nearly; i++)
-		if (r->early_pid[i] == p->pid) {
-			p->reaped = p->our_child = true;
-			p->wstatus = r->early_status[i];
-		}
-	r->procs[r->nprocs++] = p;
-	wal_flight_proc_start(r, p);
-	wal_manifest_write(r, p, "recording");
-}
-
-static void drain_scan_dir(struct ada_recorder *r)
-{
-	DIR *d = opendir(r->arena_dir);
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		drain_open_arena(r, de->d_name);
-	closedir(d);
-}
-
-static void drain_inotify(struct ada_recorder *r)
-{
-	char buf[4096] __attribute__((aligned(8)));
-	for (;;) {
-		ssize_t n = read(r->inotify_fd, buf, sizeof(buf));
-		if (n <= 0)
-			return;
-		for (char *q = buf; q < buf + n;) {
-			struct inotify_event *ev = (struct inotify_event *)q;
-			if (ev->len)
-				drain_open_arena(r, ev->name);
-			if (ev->mask & IN_Q_OVERFLOW)
-				drain_scan_dir(r);
-			q += sizeof(*ev) + ev->len;
-		}
-	}
-}
-
-static void drain_note_reaped(struct ada_recorder *r, pid_t pid, int st)
-{
-	if (pid == r->main_pid) {
-		r->main_reaped = true;
-		r->main_status = st;
-		r->main_exit_ns = drain_mono_ns();
-	}
-	struct wal_proc *p = drain_find(r, pid);
-	if (p) {
-		p->reaped = p->our_child = true;
-		p->wstatus = st;
-		return;
-	}
-	void *a = drain_grow(r->early_pid, &r->capearly, r->nearly + 1, sizeof(pid_t));
-	if (!a)
-		return;
-	r->early_pid = a;
-	size_t cap = r->capearly;
-	int *b = realloc(r->early_status, cap * sizeof(int));
-	if (!b)
-		return;
-	r->early_status = b;
-	r->early_pid[r->nearly] = pid;
-	r->early_status[r->nearly++] = st;
-}
-
-static bool drain_waitpids(struct ada_recorder *r)
-{
-	bool any = false;
-	for (;;) {
-		int st;
-		pid_t pid = waitpid(-1, &st, WNOHANG);
-		if (pid < 0 && errno == EINTR)
-			continue;
-		if (pid < 0) {
-			r->no_children = true;
-			return any;
-		}
-		if (pid == 0)
-			return any;
-		drain_note_reaped(r, pid, st);
-		any = true;
-	}
-}
-
-/* True once a forced stop's time is up (SIGTERM, a second SIGINT). */
-static bool drain_out_of_time(const struct ada_recorder *r)
-{
-	return r->stop_deadline_ns && drain_mono_ns() >= r->stop_deadline_ns;
-}
-
-/* Takes every event left in a dead process's rings: at a wrap point the
- * taken events must be durable and released before the rest is visible.
- * Bounded: a dead process's ring holds at most one ring's worth, so more
- * than two of them means it still publishes (a forced stop) or lies. */
-static void drain_empty_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s)
-{
-	uint64_t taken = 0;
-	while (!drain_out_of_time(r)) {
-		size_t n = drain_slot(r, p, s, SIZE_MAX);
-		taken += n;
-		struct wal_thread *t = p->by_slot[s];
-		if (!t || ada_slot_fault(p->arena, s, NULL) ||
-		    ada_slot_unconsumed(p->arena, s) == t->pending || taken > 2 * p->ring_events)
-			break;
-		if (t->f)
-			ada_wal_file_submit(t->f);
-		int got = ada_wal_io_reap(r->io, true);
-		if (got < 0 || (got == 0 && n == 0))
-			break; /* nothing in flight and nothing new: no progress possible */
-	}
-}
-
-static void drain_empty_proc(struct ada_recorder *r, struct wal_proc *p)
-{
-	uint32_t used = ada_arena_slots_used(p->arena);
-	for (uint32_t s = 0; s < used; s++)
-		drain_empty_slot(r, p, s);
-}
-
-/* The arena's pages are gone or about to be (its file shrank): count
- * what its rings still held (from our private positions, no shared
- * read), say so, drop the mapping, finalize what was written. */
-static void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p);
-static void drain_arena_lost(struct ada_recorder *r, struct wal_proc *p, uint64_t size)
-{
-	const void *base;
-	uint64_t need, left = 0;
-	struct stat st;
-	ada_arena_mapping(p->arena, &base, &need);
-	if (size == 0 && p->arena_fd >= 0 && fstat(p->arena_fd, &st) == 0)
-		size = (uint64_t)st.st_size;            /* found by a SIGBUS: ask the file */
-	for (uint32_t s = 0; s < p->max_threads; s++) { /* private state only */
-		struct wal_thread *t = p->by_slot[s];
-		uint64_t u = ada_slot_unconsumed(p->arena, s), pend = t ? t->pending : 0;
-		left += u > pend ? u - pend : 0;
-	}
-	p->rec_drops[ADA_LANE_INDEX][ADA_DROP_CORRUPT] += left;
-	p->arena_bad = true;
-	ada_arena_close(p->arena);
-	p->arena = NULL;
-	wal_note(r, p,
-	         "pid %d truncated its arena file to %llu bytes (it needs %llu): the recorder "
-	         "stopped reading it; what was written stays, %llu events left in its rings "
-	         "are counted as corrupt drops",
-	         (int)p->pid, (unsigned long long)size, (unsigned long long)need,
-	         (unsigned long long)left);
-	drain_finish_proc(r, p);
-}
-
-/* fstat of the arena descriptor: catches a shrunk file without touching
- * its pages (the SIGBUS guard catches the race with a read). */
-static bool drain_arena_shrunk(struct wal_proc *p, uint64_t *size)
-{
-	struct stat st;
-	const void *base;
-	uint64_t need;
-	if (p->arena_fd < 0 || !p->arena || fstat(p->arena_fd, &st) != 0)
-		return false;
-	ada_arena_mapping(p->arena, &base, &need);
-	*size = (uint64_t)st.st_size;
-	return (uint64_t)st.st_size < need;
-}
-
-/* Removes the finished process's arena file, and only that file: a
- * <pid>.ring of another inode under the name is a later process's, never
- * removed under it. Its creation was passed over while p was being read
- * (drain_open_arena): looked at now, as a finished process's pid. */
-static void drain_unlink_arena(struct ada_recorder *r, const struct wal_proc *p)
-{
-	struct stat st;
-	if (fstatat(AT_FDCWD, p->arena_path, &st, AT_SYMLINK_NOFOLLOW) != 0)
-		return;
-	if (st.st_ino == p->arena_ino)
-		unlink(p->arena_path);
-	else
-		drain_open_arena(r, strrchr(p->arena_path, '/') + 1);
-}
-
-static void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
-{
-	uint64_t size = 0;
-	if (p->arena && drain_arena_shrunk(p, &size)) {
-		drain_arena_lost(r, p, size);
-		return;
-	}
-	if (p->arena)
-		WAL_GUARDED(p->arena, drain_empty_proc(r, p), drain_arena_lost(r, p, 0); return );
-	if (p->arena)
-		WAL_GUARDED(p->arena, wal_flight_proc_end(r, p), drain_arena_lost(r, p, 0);
-		            return );
-	else
-		wal_flight_proc_end(r, p); /* before the files are final: crash marker */
-	for (size_t j = 0; j < p->nthreads; j++)
-		drain_thread_finalize(r, p->threads[j]);
-	for (uint32_t s = 0; s < p->max_threads; s++)
-		p->by_slot[s] = NULL;
-	p->finished = true;
-	if (p->arena)
-		WAL_GUARDED(p->arena, wal_manifest_write(r, p, "complete"), {
-			p->arena_bad = true;
-			ada_arena_close(p->arena);
-			p->arena = NULL;
-			wal_manifest_write(r, p, "complete");
-		});
-	else
-		wal_manifest_write(r, p, "complete");
-	wal_budget_scan_proc(p); /* its files are final now */
-	wal_shm_release(r, p);
-	ada_arena_close(p->arena);
-	p->arena = NULL;
-	drain_unlink_arena(r, p);
-	if (p->arena_fd >= 0)
-		close(p->arena_fd);
-	p->arena_fd = -1;
-	if (p->pidfd >= 0)
-		close(p->pidfd);
-	p->pidfd = -1;
-}
-
-static bool drain_vanished(struct wal_proc *p)
-{
-	if (p->pidfd >= 0) {
-		struct pollfd pfd = {.fd = p->pidfd, .events = POLLIN};
-		return poll(&pfd, 1, 0) == 1; /* readable: the process exited */
-	}
-	return kill(p->pid, 0) < 0 && errno == ESRCH;
-}
-
-/* The wait status of a zombie (field 52 of /proc/PID/stat, exit_code,
- * state Z): a process that exited and that its parent has not reaped yet.
- * -1 otherwise. */
-static int drain_zombie_status(pid_t pid)
-{
-	char path[64], st[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, st, sizeof(st) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return -1;
-	st[n] = '\0';
-	char *p = strrchr(st, ')');
-	if (!p || p[1] != ' ' || p[2] != 'Z')
-		return -1;
-	p++;                                          /* the space before field 3 */
-	for (int field = 3; field < 52 && p; field++) /* then before field + 1 */
-		p = strchr(p + 1, ' ');
-	if (!p)
-		return -1;
-	char *end;
-	long v = strtol(p + 1, &end, 10);
-	return end != p + 1 && v >= 0 && v <= 0xffff ? (int)v : -1;
-}
-
-/* What the agent of the process that reaped p wrote (agent_wait.c): a
- * decimal wait status. -1 when absent or not one. */
-static int drain_reaper_status(const struct wal_proc *p)
-{
-	int fd = -1;
-	char buf[32];
-	if (p->dir_fd < 0 || ada_fs_open_file(p->dir_fd, "reaped_status", O_RDONLY, &fd) < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	char *end;
-	long v = strtol(buf, &end, 10);
-	return end != buf && (*end == '\n' || *end == '\0') && v >= 0 && v <= 0xffff ? (int)v : -1;
-}
-
-/* How long a process gone with no known status is waited for: its reaper's
- * agent writes the status just after its wait returns. */
-#define DRAIN_STATUS_WAIT_NS 1000000000ull
-
-/* A process we did not reap is gone: its status, from its zombie while its
- * parent has not reaped it, else from its reaper's agent, else from its
- * own agent (the arena: exit() or a fatal signal it caught). False while
- * none knows it yet and the wait for the reaper's word is not over. */
-static bool drain_other_status(struct wal_proc *p, bool last)
-{
-	if (p->reaped || p->other_known)
-		return true;
-	/* A zombie under its pid now is another process. */
-	int st = p->pid_taken ? -1 : drain_zombie_status(p->pid);
-	if (st < 0)
-		st = drain_reaper_status(p);
-	if (st >= 0) {
-		p->other_known = true;
-		p->other_status = st;
-		return true;
-	}
-	int v;
-	if (last || (p->arena && ada_arena_process_state(p->arena, &v) != ADA_PROC_RUNNING))
-		return true;
-	uint64_t now = drain_mono_ns();
-	if (!p->gone_ns)
-		p->gone_ns = now;
-	return now - p->gone_ns >= DRAIN_STATUS_WAIT_NS;
-}
-
-/* A process is gone when we reaped it, or (not our child) when it no
- * longer exists. Everything it published is in the rings by then. */
-static void drain_check_gone(struct ada_recorder *r, bool all)
-{
-	for (size_t i = 0; i < r->nprocs; i++) {
-		struct wal_proc *p = r->procs[i];
-		if (p->finished)
-			continue;
-		bool gone = all || p->reaped || p->vanished || (!p->our_child && drain_vanished(p));
-		if (gone && drain_other_status(p, all))
-			drain_finish_proc(r, p);
 	}
 }
 
@@ -1505,7 +928,7 @@ static void drain_setup(struct ada_recorder *r)
 		if (r->tsc_calib == ADA_TSC_MEASURED)
 			(void)ada_tsc_cache_store(NULL, r->clk.maps[0].mult);
 	}
-	uint64_t now = drain_mono_ns();
+	uint64_t now = wal_now_ns();
 	r->last_tick_ns = r->last_anchor_ns = r->last_reclaim_ns = now;
 }
 
@@ -1528,7 +951,7 @@ static bool drain_pass(struct ada_recorder *r)
 {
 	drain_inotify(r);
 	size_t busy = 0;
-	uint64_t now = drain_mono_ns(), size;
+	uint64_t now = wal_now_ns(), size;
 	r->pass_room_min = UINT64_MAX;
 	drain_ahead_room(r); /* side files' sizes move between passes */
 	bool reclaim_all = now - r->last_reclaim_ns >= DRAIN_RECLAIM_NS;
@@ -1601,155 +1024,6 @@ static void drain_nap(struct ada_recorder *r)
 	nanosleep(&ts, NULL);
 }
 
-/* The parent pid and the command name of pid (from /proc/PID/stat, which
- * the process may name as it likes: cut at 15 characters, anything but
- * printable ASCII replaced); -1 when it is gone. */
-static pid_t drain_proc_stat(pid_t pid, char comm[16])
-{
-	char path[64], st[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t len = fd >= 0 ? read(fd, st, sizeof(st) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (len <= 0)
-		return -1;
-	st[len] = '\0';
-	char *o = strchr(st, '('), *c = strrchr(st, ')');
-	int ppid;
-	if (!o || !c || c < o || sscanf(c + 1, " %*c %d", &ppid) != 1)
-		return -1;
-	size_t n = (size_t)(c - o - 1) < 15 ? (size_t)(c - o - 1) : 15;
-	for (size_t i = 0; i < n; i++)
-		comm[i] = o[1 + i] > ' ' && o[1 + i] < 127 ? o[1 + i] : '?';
-	comm[n] = '\0';
-	return ppid;
-}
-
-struct drain_left {
-	char text[512]; /* " 123 (sleep), 456 (python3)" */
-	size_t used;
-	int n;
-};
-
-static void drain_left_add(struct drain_left *l, pid_t pid, const char *comm)
-{
-	if (l->n++ >= 8 || l->used >= sizeof(l->text))
-		return;
-	int w = snprintf(l->text + l->used, sizeof(l->text) - l->used, "%s %d (%s)",
-	                 l->n > 1 ? "," : "", (int)pid, comm);
-	l->used += w > 0 ? (size_t)w : 0;
-}
-
-static bool drain_is_recorded_running(const struct ada_recorder *r, pid_t pid)
-{
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i]->pid == pid && !r->procs[i]->finished && !r->procs[i]->reaped)
-			return true;
-	return false;
-}
-
-/* Every process still running that the recording started: the recorded
- * ones, and the recorder's children (every orphaned descendant is
- * re-parented to it: we are the child subreaper). Bounded walk of /proc. */
-static void drain_list_left(struct ada_recorder *r, struct drain_left *l)
-{
-	char comm[16];
-	for (size_t i = 0; i < r->nprocs; i++) {
-		struct wal_proc *p = r->procs[i];
-		if (!p->finished && !p->reaped && drain_proc_stat(p->pid, comm) >= 0)
-			drain_left_add(l, p->pid, comm);
-	}
-	DIR *d = opendir("/proc");
-	if (!d)
-		return;
-	struct dirent *de;
-	pid_t self = getpid();
-	for (unsigned k = 0; k < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); k++) {
-		pid_t pid = (pid_t)atoi(de->d_name);
-		if (pid > 0 && !drain_is_recorded_running(r, pid) &&
-		    drain_proc_stat(pid, comm) == self)
-			drain_left_add(l, pid, comm);
-	}
-	closedir(d);
-}
-
-/* The recorder will not wait for what is still running (the program
- * exited and the grace period is over, or a forced stop): said once on
- * stderr and in the manifests; the recorded ones are finalized with what
- * they emitted so far and go on untraced. */
-static void drain_leave_running(struct ada_recorder *r, const char *when)
-{
-	if (r->left_running)
-		return;
-	r->left_running = true;
-	struct drain_left l = {.used = 0, .n = 0};
-	drain_list_left(r, &l);
-	if (l.n == 0)
-		return;
-	char more[32] = "";
-	if (l.n > 8)
-		snprintf(more, sizeof(more), " and %d more", l.n - 8);
-	wal_note(r, NULL, "%d process%s still running %s:%s%s; %s go%s on untraced, not waited for",
-	         l.n, l.n == 1 ? " was" : "es were", when, l.text, more, l.n == 1 ? "it" : "they",
-	         l.n == 1 ? "es" : "");
-	for (size_t i = 0; i < r->nprocs; i++) {
-		struct wal_proc *p = r->procs[i];
-		if (!p->finished && !p->reaped && p->warnings)
-			json_array_append_new(
-			    p->warnings,
-			    json_string("still running when the recording ended: what it did "
-			                "afterwards is not recorded"));
-	}
-}
-
-/* The main process is reaped; the others are waited for while they run,
- * for DRAIN_LEFTOVER_GRACE_NS at most (with --no-follow they are not
- * recorded: not at all). */
-static bool drain_done(struct ada_recorder *r)
-{
-	if (r->o.attached) { /* until the detach, or every process is gone */
-		for (size_t i = 0; i < r->nprocs; i++)
-			if (!r->procs[i]->finished)
-				return false;
-		return r->nprocs > 0;
-	}
-	if (!r->main_reaped)
-		return false;
-	bool running = r->o.follow && !r->no_children;
-	for (size_t i = 0; i < r->nprocs && !running; i++)
-		running = !r->procs[i]->finished;
-	if (!running)
-		return true;
-	uint64_t now = drain_mono_ns();
-	if (now - r->main_exit_ns < DRAIN_LEFTOVER_GRACE_NS)
-		return false;
-	drain_leave_running(r, "2 s after the program exited");
-	/* Their rings are drained for a bounded time, as on a forced stop. */
-	r->stop_deadline_ns = now + (DRAIN_STOP_DRAIN_NS - DRAIN_STOP_GRACE_NS);
-	return true;
-}
-
-/* A forced stop (ada_recorder_stop(): SIGTERM, a second SIGINT): the
- * program gets DRAIN_STOP_GRACE_NS to exit on its own (its status is
- * then known), then whatever is in the rings is drained until
- * DRAIN_STOP_DRAIN_NS after the request, and everything is finalized:
- * the recorder is gone well within 2 s. */
-static bool drain_stop_now(struct ada_recorder *r)
-{
-	if (!atomic_load_explicit(&r->stop_req, memory_order_relaxed))
-		return false;
-	uint64_t now = drain_mono_ns();
-	if (!r->stop_at_ns)
-		r->stop_at_ns = now;
-	if (!r->o.attached && !r->main_reaped && now - r->stop_at_ns < DRAIN_STOP_GRACE_NS)
-		return false;
-	r->stop_deadline_ns = r->stop_at_ns + DRAIN_STOP_DRAIN_NS;
-	if (!r->o.attached)
-		drain_leave_running(r, "when the recording was stopped by a signal");
-	return true;
-}
-
 /* A sentence of the whole recording (an arena refused, a reused pid)
  * told after a process's final manifest was written: that manifest is
  * written again, so its warnings and counts (shm.pid_reused_arenas) hold
@@ -1796,9 +1070,9 @@ void *wal_drain_main(void *arg)
 	drain_restate(r);
 	while (ada_wal_io_reap(r->io, true) > 0)
 		;
-	drain_tick(r, drain_mono_ns());
+	drain_tick(r, wal_now_ns());
 	wal_live_publish(r, true, true);
-	r->end_ns = drain_mono_ns();
+	r->end_ns = wal_now_ns();
 	struct timespec cpu; /* for benchmarks: the drain's share of the recorder */
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
 		r->drain_cpu_ns = (uint64_t)cpu.tv_sec * 1000000000ull + (uint64_t)cpu.tv_nsec;

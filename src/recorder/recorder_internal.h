@@ -13,7 +13,8 @@
 
 #include "ring.h"
 #include "recorder.h"
-#include "wal_internal.h"
+#include "wal.h"
+#include "wal_crc.h"
 
 /* mkdir -p for one level below an existing directory; EEXIST is fine. */
 int wal_mkdir(const char *path);
@@ -428,6 +429,9 @@ void wal_note_quarantine(struct ada_recorder *r, struct wal_proc *p, uint32_t sl
 void wal_exec_watch(struct ada_recorder *r, struct wal_proc *p, uint64_t now);
 void wal_note(struct ada_recorder *r, struct wal_proc *p, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* One sentence for stderr only, through o.notice (nothing when it is
+ * NULL): the recorder never prints itself. */
+void wal_notice(struct ada_recorder *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Takes one thread-directory token of p (false: over the rate; counted). */
 bool wal_thread_dir_allowed(struct wal_proc *p, uint64_t now_ns);
 /* SIGBUS safety: the target may truncate its arena file under our
@@ -529,11 +533,5 @@ static inline void wal_flight_feed(struct wal_thread *t, const struct atf_index_
 /* Atomically replaces manifest.json in the directory dirfd (a private
  * temporary file with an unpredictable name + renameat; fs.h). */
 int wal_json_write_atomic(int dirfd, json_t *root);
-
-#if defined(__x86_64__)
-#define WAL_ARCH ATF_ARCH_X86_64
-#else
-#define WAL_ARCH ATF_ARCH_ARM64
-#endif
 
 #endif

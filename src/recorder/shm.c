@@ -67,7 +67,7 @@ void wal_shm_read(const struct ada_recorder *r, struct ada_shm_budget_view *v)
 		*v = r->shm_last;
 }
 
-/* The first process refused by the ceiling is told at once on stderr. */
+/* The first process refused by the ceiling is told at once (o.notice). */
 void wal_shm_tick(struct ada_recorder *r)
 {
 	struct ada_shm_budget_view v;
@@ -77,11 +77,11 @@ void wal_shm_tick(struct ada_recorder *r)
 	r->shm_told = true;
 	json_array_append_new(r->warnings,
 	                      json_string("shared-memory ceiling reached: processes ran untraced"));
-	fprintf(stderr,
-	        "ada: the recording reached its shared-memory ceiling of %.1f MiB: new "
-	        "processes run untraced until others end (--max-shm-mb N to change it, 0 for "
-	        "no limit)\n",
-	        (double)v.ceiling / 1048576.0);
+	wal_notice(r,
+	           "the recording reached its shared-memory ceiling of %.1f MiB: new "
+	           "processes run untraced until others end (--max-shm-mb N to change it, 0 for "
+	           "no limit)",
+	           (double)v.ceiling / 1048576.0);
 }
 
 /* After the drain: every process is gone and its arena removed, so

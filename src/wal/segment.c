@@ -43,14 +43,6 @@
 #include "fs.h"
 #include "wal_internal.h"
 
-#define WAL_MIN_SEGMENT (64u * 1024u)
-/* The first segment of a file: small, so that 10 000 threads alive at once
- * (most of them short of events) do not reserve 10 000 MiB of disk and of
- * the --max-disk-mb budget between them; the steps double from there. */
-#define WAL_FIRST_SEGMENT (64u * 1024u)
-#define WAL_SECOND_END (1u << 20) /* the second segment fills up to 1 MiB */
-#define WAL_DSEQ_OFF offsetof(struct atf_index_event, detail_seq)
-#define WAL_BLOCK 4096u /* direct writes: offset and length in whole blocks of this */
 #ifndef TMPFS_MAGIC
 #define TMPFS_MAGIC 0x01021994
 #endif
@@ -125,7 +117,7 @@ void ada_wal_io_free(struct ada_wal_io *io)
 	free(io);
 }
 
-static struct io_uring_sqe *wal_sqe(struct ada_wal_io *io)
+struct io_uring_sqe *wal_sqe(struct ada_wal_io *io)
 {
 	while (io->inflight >= io->qd)
 		if (ada_wal_io_reap(io, true) < 0)
@@ -143,7 +135,7 @@ static struct io_uring_sqe *wal_sqe(struct ada_wal_io *io)
  * when none of its writes is in flight (a write takes the flags when the
  * kernel issues it). One descriptor a file: 10 000 threads alive at once
  * have 10 000 files open. */
-static int wal_fd_mode(struct ada_wal_file *f, bool direct)
+int wal_fd_mode(struct ada_wal_file *f, bool direct)
 {
 	if (f->fd_direct == direct)
 		return 0;
@@ -191,7 +183,7 @@ static void wal_buf_write(struct ada_wal_io *io, struct wal_buf *b)
 }
 
 /* Sync ops carry the file pointer with the low bit set. */
-static void wal_sync(struct ada_wal_file *f, bool full)
+void wal_sync(struct ada_wal_file *f, bool full)
 {
 	struct ada_wal_io *io = f->io;
 	struct io_uring_sqe *sqe = wal_sqe(io);
@@ -793,109 +785,6 @@ int wal_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-/* The next segment's size: 64 KiB, then up to 1 MiB, then doubling up
- * to --segment-mb: the many short-lived threads of a program do not each
- * reserve 64 MiB, nor 10 000 threads alive at once 1 MiB each; a file
- * past 64 KiB grows as it always did. */
-static uint64_t wal_next_step(const struct ada_wal_file *f)
-{
-	uint64_t step = f->alloc < WAL_FIRST_SEGMENT ? WAL_FIRST_SEGMENT
-	                : f->alloc < WAL_SECOND_END  ? WAL_SECOND_END - f->alloc
-	                                             : f->alloc;
-	return step > f->opts.segment_bytes ? f->opts.segment_bytes : step;
-}
-
-/* Waits for f's allocation ahead, if one is in flight. */
-static void wal_grow_wait(struct ada_wal_file *f)
-{
-	while (f->grow_inflight)
-		if (ada_wal_io_reap(f->io, true) < 0)
-			break;
-}
-
-/* Grows the allocation so that need bytes (plus the footer) fit; tries a
- * whole segment, then smaller steps when the disk is nearly full. Here
- * the drain itself waits: for the allocation ahead if one is in flight
- * (usually done long before), else for fallocate, which on ext4 waits
- * for every direct write in flight on the file. */
-static int wal_grow(struct ada_wal_file *f, uint64_t need)
-{
-	if (f->alloc < need + ATF_FOOTER_SIZE)
-		wal_grow_wait(f);
-	while (f->alloc < need + ATF_FOOTER_SIZE) {
-		uint64_t step = wal_next_step(f);
-		if (fallocate(f->fd, 0, (off_t)f->alloc, (off_t)step) == 0) {
-			f->alloc += step;
-			f->io->alloc_open += step;
-			f->segments++;
-			continue;
-		}
-		int err = -errno;
-		if (err != -ENOSPC)
-			return err;
-		/* Nearly full: take what fits, in ever smaller steps. */
-		for (step /= 2; step >= WAL_MIN_SEGMENT; step /= 2)
-			if (fallocate(f->fd, 0, (off_t)f->alloc, (off_t)step) == 0)
-				break;
-		if (step < WAL_MIN_SEGMENT)
-			return err;
-		f->alloc += step;
-		f->io->alloc_open += step;
-		f->segments++;
-	}
-	return 0;
-}
-
-/* Asks io_uring for the next segment while a quarter of this one is
- * still free (files past their first 1 MiB, which have segments worth
- * it). Under a disk budget the segment ahead counts against it: never
- * past the rotation size (ahead_limit) nor beyond what the budget has
- * left (ahead_room), so that it never makes the drain retire a
- * generation the events themselves would not have (pipeline_maxdisk,
- * four threads in step under ThreadSanitizer, kept none): a
- * kernel worker waits in fallocate for the file's direct writes in
- * flight, the drain goes on draining. On ext4 fallocate holds the inode
- * lock while it waits, so the writes sent meanwhile wait in their
- * workers too (the disk's queue empties once per segment, as before);
- * the staging pool and the rings absorb that. Found with a 2 MB/s
- * blkio throttle: the drain sat in ext4_fallocate/inode_dio_wait for
- * seconds, its heartbeat still, and the program's threads judged the
- * recorder gone (docs/internals.md, "Growing a file ahead"). */
-static void wal_grow_ahead(struct ada_wal_file *f, uint64_t need)
-{
-	if (f->grow_inflight || f->ahead_start || f->grow_err || f->full || f->error ||
-	    f->alloc < WAL_SECOND_END)
-		return; /* one segment ahead at most */
-	uint64_t step = wal_next_step(f);
-	uint64_t used = need + ATF_FOOTER_SIZE;
-	if (used < f->alloc && f->alloc - used > step / 4)
-		return;
-	if ((f->opts.ahead_limit && f->alloc + step > f->opts.ahead_limit) ||
-	    step > f->io->ahead_room)
-		return; /* wal_grow() grows it when needed, as before */
-	if (f->io->ahead_room != UINT64_MAX)
-		f->io->ahead_room -= step;
-	struct io_uring_sqe *sqe = wal_sqe(f->io);
-	io_uring_prep_fallocate(sqe, f->fd, 0, (off_t)f->alloc, (off_t)step);
-	/* file pointers are 8-aligned: tag 2 (sync ops carry 1) */
-	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)f | 2u));
-	f->grow_off = f->alloc;
-	f->grow_len = step;
-	f->grow_inflight = true;
-	f->io->inflight++;
-	io_uring_submit(&f->io->ring);
-}
-
-/* A new segment began: the rotate flush policy and --safe act here. */
-static void wal_on_rotate(struct ada_wal_file *f)
-{
-	const struct ada_flush_policy *p = &f->opts.flush;
-	if (p->safe)
-		wal_sync(f, true);
-	else if (p->mode == ADA_FLUSH_ROTATE && f->submitted_end > f->flushed_end)
-		wal_sync(f, false);
-}
-
 /* Turns O_DIRECT on for f's events' writes, where it is worth it and the
  * file system takes it; off again (wal_fd_mode) for the buffered accesses
  * (header, patches, reads, footer), which come only when none of the
@@ -1105,6 +994,11 @@ uint64_t ada_wal_file_lost(const struct ada_wal_file *f)
 	return f->lost;
 }
 
+uint64_t ada_wal_file_patch_failed(const struct ada_wal_file *f)
+{
+	return f->patch_failed;
+}
+
 int ada_wal_file_error(const struct ada_wal_file *f)
 {
 	return f->error;
@@ -1205,303 +1099,4 @@ int ada_wal_file_finalize(struct ada_wal_file *f, struct ada_wal_file_summary *s
 	free(f->path);
 	free(f);
 	return s.error;
-}
-
-/* ---- detail_seq patches (wal_internal.h) ---- */
-
-static bool wal_in(uint64_t off, uint32_t len, uint64_t at, uint32_t n)
-{
-	return off >= at && off + len <= at + n;
-}
-
-/* Where the len bytes at file offset off are in memory: the staging
- * buffer, the carry or a held buffer (not yet written: *sent NULL), or a
- * buffer handed to the kernel (*sent, in flight or complete); NULL when
- * only the file has them. The ranges do not overlap: a buffer that left
- * staging answers for its whole blocks only (wal_direct_cut). */
-static uint8_t *wal_locate(struct ada_wal_file *f, uint64_t off, uint32_t len,
-                           struct wal_buf **sent)
-{
-	*sent = NULL;
-	struct wal_buf *c = f->cur;
-	if (c && wal_in(off, len, c->off, c->len))
-		return c->data + (off - c->off);
-	if (f->carry_len && wal_in(off, len, f->carry_off, f->carry_len))
-		return f->carry + (off - f->carry_off);
-	for (struct wal_buf *b = f->held_head; b; b = b->next)
-		if (wal_in(off, len, b->off, b->len))
-			return b->data + (off - b->off);
-	for (struct wal_buf *b = f->fifo_head; b; b = b->fifo_next)
-		if (wal_in(off, len, b->off, b->len)) {
-			*sent = b;
-			return b->data + (off - b->off);
-		}
-	return NULL;
-}
-
-/* Sets the 4 bytes at file offset off to v: in memory when they are not
- * written yet (the write carries them), queued behind their write in
- * flight, else pwrite -- never a buffered write of a block with a direct
- * write in flight or still to come. */
-static int wal_patch4(struct ada_wal_file *f, uint64_t off, uint32_t v, enum wal_patch_way *way)
-{
-	struct wal_buf *b;
-	uint8_t *p = wal_locate(f, off, 4, &b), *w;
-	if (p && !b) { /* staging, carry or held: the write will carry it */
-		memcpy(p, &v, 4);
-		if (f->carry && p >= f->carry && p < f->carry + WAL_BLOCK)
-			f->carry_dirty = true; /* its padded write is formed already */
-		*way = WAL_PATCH_MEM;
-	} else if (!p && off >= ATF_HEADER_SIZE &&
-	           (w = wal_dwin_event(f, off - WAL_DSEQ_OFF)) != NULL) {
-		/* durable: in the disk window, written back later (dwin.c) */
-		memcpy(w + WAL_DSEQ_OFF, &v, 4);
-		wal_dwin_mark(f->io, off - WAL_DSEQ_OFF);
-		*way = WAL_PATCH_WINDOW;
-	} else if ((p && !b->complete) || (f->direct_used && f->inflight > 0)) {
-		/* behind its write in flight, or (written) behind the file's
-		 * direct writes in flight: wal_patches_apply */
-		if (f->npatch == f->cappatch) {
-			size_t nc = f->cappatch ? f->cappatch * 2 : 64;
-			struct wal_patch *np = realloc(f->patches, nc * sizeof(*np));
-			if (!np)
-				return -ENOMEM;
-			f->patches = np;
-			f->cappatch = nc;
-		}
-		bool written = !p || b->complete;
-		f->patches[f->npatch++] = (struct wal_patch){off, v, written};
-		if (written && p)
-			memcpy(p, &v, 4); /* still listed: read there */
-		*way = written ? WAL_PATCH_DISK : WAL_PATCH_QUEUED;
-	} else {
-		int r = wal_fd_mode(f, false);
-		if (r == 0)
-			r = wal_pwrite_all(f->fd, &v, 4, off);
-		if (r < 0)
-			return r;
-		if (p) /* written, still listed (one before it is in flight): read there */
-			memcpy(p, &v, 4);
-		*way = WAL_PATCH_DISK;
-	}
-	return 0;
-}
-
-int wal_file_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_event *out)
-{
-	if (i >= f->events)
-		return -ENOENT;
-	uint64_t off = ATF_HEADER_SIZE + i * ATF_INDEX_EVENT_SIZE;
-	if (off >= f->bad_from)
-		return -EIO;
-	struct wal_buf *b;
-	const uint8_t *p = wal_locate(f, off, sizeof(*out), &b);
-	if (p) { /* an event lies wholly inside one buffer (buffers hold whole events) */
-		memcpy(out, p, sizeof(*out));
-		return 0;
-	}
-	const uint8_t *w = wal_dwin_event(f, off);
-	if (w) { /* durable: the window holds it as the file does, links included */
-		memcpy(out, w, sizeof(*out));
-		return 0;
-	}
-	wal_file_quiesce(f); /* and its ready patches written */
-	ssize_t n = pread(f->fd, out, sizeof(*out), (off_t)off);
-	return n == (ssize_t)sizeof(*out) ? 0 : (n < 0 ? -errno : -EIO);
-}
-
-uint32_t ada_wal_crc32(uint32_t crc, const void *p, size_t n)
-{
-	return wal_crc32(crc, p, n);
-}
-
-const char *ada_wal_crc32_impl(void)
-{
-	return WAL_CRC32_IMPL;
-}
-
-uint32_t wal_crc32_patch_delta(uint32_t d, uint64_t k, uint64_t len)
-{
-	static const uint8_t zero[4];
-	uint8_t db[4];
-	memcpy(db, &d, 4);
-	/* The linear part of crc32 over d alone, then carried over the
-	 * len - k - 4 bytes that follow it (leading bytes add nothing). */
-	uint32_t lin = (uint32_t)crc32(0, db, 4) ^ (uint32_t)crc32(0, zero, 4);
-	return (uint32_t)crc32_combine(lin, 0, (z_off_t)(len - k - 4));
-}
-
-int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v)
-{
-	if (i >= f->events)
-		return -ENOENT;
-	uint64_t off = ATF_HEADER_SIZE + i * ATF_INDEX_EVENT_SIZE +
-	               offsetof(struct atf_index_event, detail_seq);
-	if (off >= f->bad_from)
-		return -EIO;
-	uint32_t d = v ^ ATF_NO_DETAIL;
-	enum wal_patch_way way;
-	int r = wal_patch4(f, off, v, &way);
-	if (r < 0)
-		return r;
-	f->patch_by[way]++;
-	wal_crcbat_add(f, off - ATF_HEADER_SIZE, d);
-	return 0;
-}
-
-void wal_crcbat_fold(struct ada_wal_io *io)
-{
-	struct ada_wal_file *f = io->crcbat_file;
-	if (!f)
-		return;
-	uint8_t *p = io->crcbat + (io->crcbat_lo - io->crcbat_base);
-	size_t span = (size_t)(io->crcbat_hi - io->crcbat_lo);
-	/* zlib's crc32(c, x) = ~R(~c, x) with R the bare register update,
-	 * linear in (state, data): an initial value of ~0 leaves R(0, x), the
-	 * linear part of x alone (what wal_crc32_patch_delta builds from
-	 * crc(d) ^ crc(zeros)). Then carried over the bytes after the span. */
-	uint32_t lin = ~wal_crc32(0xffffffffu, p, span);
-	uint64_t after = f->end - ATF_HEADER_SIZE - io->crcbat_hi;
-	f->crc ^= after ? (uint32_t)crc32_combine(lin, 0, (z_off_t)after) : lin;
-	memset(p, 0, span);
-	io->crcbat_file = NULL;
-	io->crcbat_n = 0;
-}
-
-void wal_crcbat_add(struct ada_wal_file *f, uint64_t k, uint32_t d)
-{
-	struct ada_wal_io *io = f->io;
-	if (!io->crcbat && !(io->crcbat = calloc(1, WAL_CRCBAT_CAP))) {
-		/* no scratch: one combine per patch, as exact */
-		f->crc ^= wal_crc32_patch_delta(d, k, f->end - ATF_HEADER_SIZE);
-		return;
-	}
-	if (io->crcbat_file == f) {
-		uint64_t lo = k < io->crcbat_lo ? k : io->crcbat_lo;
-		uint64_t hi = k + 4 > io->crcbat_hi ? k + 4 : io->crcbat_hi;
-		if (k < io->crcbat_base || k + 4 > io->crcbat_base + WAL_CRCBAT_CAP ||
-		    hi - lo > (uint64_t)(io->crcbat_n + 1) * WAL_CRCBAT_PER)
-			wal_crcbat_fold(io);
-		else {
-			io->crcbat_lo = lo;
-			io->crcbat_hi = hi;
-		}
-	} else {
-		wal_crcbat_fold(io);
-	}
-	if (!io->crcbat_file) {
-		/* room both ways: the drain patches in rough event order, not
-		 * strictly increasing */
-		io->crcbat_file = f;
-		io->crcbat_base = k > WAL_CRCBAT_CAP / 2 ? k - WAL_CRCBAT_CAP / 2 : 0;
-		io->crcbat_lo = k;
-		io->crcbat_hi = k + 4;
-	}
-	uint8_t *p = io->crcbat + (k - io->crcbat_base);
-	uint32_t x;
-	memcpy(&x, p, 4);
-	x ^= d;
-	memcpy(p, &x, 4);
-	io->crcbat_n++;
-}
-
-void wal_file_set_has_detail(struct ada_wal_file *f)
-{
-	if (f->has_detail)
-		return;
-	f->has_detail = true;
-	enum wal_patch_way way;
-	/* block 0 may be a direct file's staging buffer or carry */
-	(void)wal_patch4(f, offsetof(struct atf_index_header, flags), ATF_INDEX_FLAG_HAS_DETAIL,
-	                 &way);
-}
-
-/* ---- flush policy text ---- */
-
-static int flush_number(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || s[0] == '-')
-		return -EINVAL;
-	uint64_t mul = 1;
-	if (*end == 'k' || *end == 'K')
-		mul = 1ull << 10;
-	else if (*end == 'm' || *end == 'M')
-		mul = 1ull << 20;
-	else if (*end == 'g' || *end == 'G')
-		mul = 1ull << 30;
-	if (mul != 1)
-		end++;
-	if (*end || v == 0)
-		return -EINVAL;
-	*out = v * mul;
-	return 0;
-}
-
-int ada_flush_parse(const char *s, struct ada_flush_policy *out)
-{
-	uint32_t safe = out->safe;
-	memset(out, 0, sizeof(*out));
-	out->safe = safe;
-	if (!strcmp(s, "off")) {
-		out->mode = ADA_FLUSH_OFF;
-		return 0;
-	}
-	if (!strcmp(s, "rotate")) {
-		out->mode = ADA_FLUSH_ROTATE;
-		return 0;
-	}
-	if (!strncmp(s, "interval:", 9)) {
-		out->mode = ADA_FLUSH_INTERVAL;
-		return flush_number(s + 9, &out->value);
-	}
-	if (!strncmp(s, "bytes:", 6)) {
-		out->mode = ADA_FLUSH_BYTES;
-		return flush_number(s + 6, &out->value);
-	}
-	return -EINVAL;
-}
-
-/* ---- latency histogram: 8 linear sub-buckets per power of two ---- */
-
-static uint32_t lat_bucket(uint64_t ns)
-{
-	if (ns < 8)
-		return (uint32_t)ns;
-	uint32_t lg = 63u - (uint32_t)__builtin_clzll(ns);
-	uint32_t sub = (uint32_t)(ns >> (lg - 3)) & 7u;
-	uint32_t b = (lg - 2) * 8 + sub;
-	return b < ADA_LAT_BUCKETS ? b : ADA_LAT_BUCKETS - 1;
-}
-
-static uint64_t lat_bucket_top(uint32_t b)
-{
-	if (b < 8)
-		return b;
-	uint32_t lg = b / 8 + 2, sub = b % 8;
-	return ((8ull + sub + 1) << (lg - 3)) - 1;
-}
-
-void ada_lat_hist_add(struct ada_lat_hist *h, uint64_t ns)
-{
-	h->buckets[lat_bucket(ns)]++;
-	h->count++;
-}
-
-uint64_t ada_lat_hist_quantile(const struct ada_lat_hist *h, double q)
-{
-	if (h->count == 0)
-		return 0;
-	uint64_t want = (uint64_t)(q * (double)h->count);
-	if (want >= h->count)
-		want = h->count - 1;
-	uint64_t seen = 0;
-	for (uint32_t b = 0; b < ADA_LAT_BUCKETS; b++) {
-		seen += h->buckets[b];
-		if (seen > want)
-			return lat_bucket_top(b);
-	}
-	return lat_bucket_top(ADA_LAT_BUCKETS - 1);
 }

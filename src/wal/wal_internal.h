@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "wal.h"
+#include "wal_crc.h"
 
 struct ada_wal_file;
 
@@ -181,22 +182,30 @@ struct wal_patch {
 };
 
 void ada_wal_file_discard(struct ada_wal_file *f, size_t n);
-/* Index event i of the file (0-based, committed): from the staging
- * buffer, a held one, a buffer in flight, the disk window (wal_dwin_event:
- * durable events, with the links not written back yet) or the disk. 0,
- * -ENOENT (not committed), -EIO (its write failed), -errno. */
-int wal_file_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_event *out);
-/* Sets event i's detail_seq from ATF_NO_DETAIL to v and folds the change
- * into the file's running CRC-32 (zlib's crc32 is affine: a 4-byte change
- * d at offset k of L bytes changes the CRC by crc32_combine(lin(d), 0,
- * L - k - 4)). Where the event is: staging buffer or a held one
- * (wal_file_hold) -> patched in memory; write in flight -> queued,
- * written when the write completes (before finalize writes the footer);
- * durable (wal_dwin_event) -> patched in the disk window, written back
- * with its neighbours' (wal_dwin_flush); any other completed write (one
- * that completed before an earlier one, or the window could not be read)
- * -> pwrite now. 0 or -errno. */
-int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v);
+
+/* Shared by the writer's files (segment.c, grow.c, patch.c). */
+#define WAL_MIN_SEGMENT (64u * 1024u)
+/* The first segment of a file: small, so that 10 000 threads alive at once
+ * (most of them short of events) do not reserve 10 000 MiB of disk and of
+ * the --max-disk-mb budget between them; the steps double from there. */
+#define WAL_FIRST_SEGMENT (64u * 1024u)
+#define WAL_SECOND_END (1u << 20) /* the second segment fills up to 1 MiB */
+#define WAL_DSEQ_OFF offsetof(struct atf_index_event, detail_seq)
+#define WAL_BLOCK 4096u /* direct writes: offset and length in whole blocks of this */
+/* The next submission entry: waits for completions while qd are in
+ * flight, submits the queue when it has no free entry. */
+struct io_uring_sqe *wal_sqe(struct ada_wal_io *io);
+/* Queues a write-back request (sync_file_range) of what was submitted
+ * since the last one or, full, an fdatasync after the writes queued. */
+void wal_sync(struct ada_wal_file *f, bool full);
+/* Sets f's descriptor to direct or buffered accesses. 0 or -errno. */
+int wal_fd_mode(struct ada_wal_file *f, bool direct);
+/* grow.c: grows the allocation so that need bytes (and the footer) fit
+ * (0 or -errno); asks for the next segment ahead of time; the flush
+ * policy's and --safe's step at a new segment. */
+int wal_grow(struct ada_wal_file *f, uint64_t need);
+void wal_grow_ahead(struct ada_wal_file *f, uint64_t need);
+void wal_on_rotate(struct ada_wal_file *f);
 /* The disk window (dwin.c). Event reads and patches of a file's durable
  * prefix -- [64, 64 + durable * 32), below bad_from: every write there
  * completed and its queued patches were applied, so no write of the
@@ -214,37 +223,13 @@ int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v);
 uint8_t *wal_dwin_event(struct ada_wal_file *f, uint64_t off);
 /* Marks the event at off (in the window: wal_dwin_event) as patched. */
 void wal_dwin_mark(struct ada_wal_io *io, uint64_t off);
-/* Writes f's patches in the window back (one pwrite) and keeps the span
- * cached, clean. A write-back that fails is retried one patch at a time;
- * each that fails again is lost: counted in patch_failed, its CRC change
- * taken back (the file keeps "no detail" there, and its CRC says so),
- * and the window dropped. 0, or the first -errno of a lost patch. Called
- * at the end of each wal_detail_persist (which counts the lost ones as
- * unlinked) and by finalize; a recorder killed before it leaves those
- * links unset, which ada recover restores (links_restored). */
-int wal_dwin_flush(struct ada_wal_file *f);
 /* wal_dwin_flush, then f no longer owns the window (finalize: before the
  * CRC is read and the file cut). */
 int wal_dwin_release(struct ada_wal_file *f);
-/* While on, the buffers that fill up (and ada_wal_file_submit's) are
- * held back from the kernel, in order, instead of written at once;
- * turning it off writes them. --detail always holds a thread's file from
- * its take to the detail records' persist in the same pass, so the
- * detail_seq of the events just taken are patched in memory, not by one
- * pwrite each once their write completed. At most half the io's buffers
- * are held (past it the oldest goes), and a buffer shortage writes them
- * (wal_buf_get), so holding never starves the pool. Finalize ends it. */
-void wal_file_hold(struct ada_wal_file *f, bool on);
 /* Waits until none of f's direct writes is in flight (the last completion
  * writes its ready patches): before any buffered read or write of a file
  * that had direct writes (segment.c, "Direct writes"). */
 void wal_file_quiesce(struct ada_wal_file *f);
-/* The file's final header will say has_detail_file; the placeholder on
- * disk says so at once (recovery keeps it). */
-void wal_file_set_has_detail(struct ada_wal_file *f);
-/* The CRC change of a 4-byte XOR difference d at events-section offset k
- * when the CRC covers len bytes (exported for the unit test). */
-uint32_t wal_crc32_patch_delta(uint32_t d, uint64_t k, uint64_t len);
 /* Batched form of the above: queues the XOR difference d at events-section
  * offset k for f's CRC; wal_crcbat_fold folds every queued one at once
  * (one CRC over their span + one crc32_combine for the bytes after it,
@@ -260,81 +245,5 @@ void wal_crcbat_fold(struct ada_wal_io *io);
  * CRC bytes than the combines it saves). */
 #define WAL_CRCBAT_CAP (1u << 20)
 #define WAL_CRCBAT_PER 512u
-void wal_fill_header(struct atf_index_header *h, uint32_t tid, uint8_t arch, uint8_t clock);
-
-void wal_fill_final(struct atf_index_header *h, struct atf_index_footer *ft,
-                    const struct ada_wal_file_summary *s);
-int wal_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
-
-/* CRC-32 as zlib's crc32() computes it (errata 3). ISA-L's
- * crc32_gzip_refl() and libdeflate's crc32 are the same function, carry-
- * less-multiply accelerated: over the drain's 8 KiB chunks (in L1) ISA-L
- * takes 0.46-0.58 ns per 32-byte event on this machine's AVX-512 cores,
- * libdeflate 1.14 1.6-2.2, zlib 1.2.13 ~25: at 60 M events/s zlib's
- * would need more than the drain's whole core. Whichever the build found
- * (src/wal/CMakeLists.txt); zlib is the fallback. ada_wal_crc32_impl()
- * names it (the manifest's wal.crc32). */
-#if defined(ADA_HAVE_ISAL)
-#include <isa-l/crc.h>
-#define WAL_CRC32_IMPL "isa-l"
-/* On AVX-512 + VPCLMULQDQ CPUs ISA-L (2.30) runs crc32_gzip_refl_by16_10,
- * which returns without VZEROUPPER: the upper halves of zmm0-15 stay
- * dirty (XINUSE bit 6), across context switches too (XSAVE keeps them),
- * and every legacy-SSE instruction the drain runs afterwards (the x86-64
- * baseline code gcc emits: the convert loop, the trigger feed) is merged
- * with them. Measured 2026-11-24 (docs/benchmarks.md, "The detail lane
- * since 2026-11-23"): convert-like SSE loop + CRC 3.1-3.8 TSC ticks per
- * event dirty vs 2.1-2.8 cleared; `ada record --detail triggered` on fib
- * 32: wall 0.81 -> 0.68 s, user CPU 0.58 -> 0.43 s (the drain fell behind
- * and the program waited for ring space in sched_yield). VZEROUPPER here
- * ends that; it is only legal with AVX, and only AVX-512 paths leave the
- * state dirty, hence the check (one load of libgcc's cpu model); x86-64
- * only (ISA-L's arm64 code has no such state).
- * test_wal_segment/crc32_matches_zlib checks the values and, where XGETBV
- * 1 exists, that the state is clean after the call. */
-static inline uint32_t wal_crc32(uint32_t crc, const void *p, size_t n)
-{
-	if (n == 0)
-		return crc;
-	crc = crc32_gzip_refl(crc, p, n);
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("avx512f"))
-		/* The clobbers keep the compiler from holding a vector value in
-		 * a ymm/zmm register across it (only in -mavx builds). */
-		__asm__ volatile("vzeroupper" ::
-		                     : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
-		                       "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
-		                       "xmm14", "xmm15");
-#endif
-	return crc;
-}
-#elif defined(ADA_HAVE_LIBDEFLATE)
-#include <libdeflate.h>
-#define WAL_CRC32_IMPL "libdeflate"
-static inline uint32_t wal_crc32(uint32_t crc, const void *p, size_t n)
-{
-	return libdeflate_crc32(crc, p, n);
-}
-#else
-#include <zlib.h>
-#define WAL_CRC32_IMPL "zlib"
-static inline uint32_t wal_crc32(uint32_t crc, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	while (n) {
-		uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
-		crc = (uint32_t)crc32(crc, b, k);
-		b += k;
-		n -= k;
-	}
-	return crc;
-}
-#endif
-
-#if defined(__x86_64__)
-#define WAL_ARCH ATF_ARCH_X86_64
-#else
-#define WAL_ARCH ATF_ARCH_ARM64
-#endif
 
 #endif

@@ -3,6 +3,5 @@
 # tests/fuzz/corpus/recover/ (tests/suite.cmake).
 ada_fuzz_target(recover "ada_recorder;ada_wal" ${CMAKE_CURRENT_LIST_DIR}/fuzz_recover.c)
 if(TARGET fuzz_recover)
-  target_include_directories(fuzz_recover PRIVATE ${CMAKE_SOURCE_DIR}/src/ring
-                                                  ${CMAKE_SOURCE_DIR}/src/atf)
+  target_link_libraries(fuzz_recover PRIVATE ada_ring_internal)
 endif()

@@ -2,9 +2,7 @@
 # arena one way per mode; the recorder must stay bounded, exit, flag it
 # and leave a valid session (tests/integration/arena_trust_test.sh).
 add_executable(t_scribble ${CMAKE_SOURCE_DIR}/tests/targets/t_scribble.c)
-target_link_libraries(t_scribble PRIVATE ada_producer)
-target_include_directories(t_scribble PRIVATE ${CMAKE_SOURCE_DIR}/src/ring
-                                           ${CMAKE_SOURCE_DIR}/src/clock)
+target_link_libraries(t_scribble PRIVATE ada_producer ada_ring_internal)
 foreach(mode head_back decided head_far tail_fwd random garbage truncate fake churn recover lag stop)
   add_test(NAME arena_trust_${mode}
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/arena_trust_test.sh

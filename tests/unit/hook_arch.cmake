@@ -47,9 +47,8 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
   add_executable(test_hook_fast ${_ha}/test_hook_fast.c ${_ha}/test_hook_targets.S)
   # detail_rec_internal.h: the C handlers' record writers, the reference.
   target_include_directories(test_hook_fast PRIVATE ${CMOCKA_INCLUDE_DIR} ${_ha}
-    ${PROJECT_SOURCE_DIR}/src/hook ${PROJECT_SOURCE_DIR}/src/ring ${PROJECT_SOURCE_DIR}/src/clock
-    ${PROJECT_SOURCE_DIR}/src/atf)
-  target_link_libraries(test_hook_fast PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
+    ${PROJECT_SOURCE_DIR}/src/hook)
+  target_link_libraries(test_hook_fast PRIVATE ada_hook_arch ada_ring_internal ${CMOCKA_LIBRARY})
   # The fake C handlers run in hook context: no sanitizer runtime there.
   set_source_files_properties(${_ha}/test_hook_fast.c PROPERTIES COMPILE_OPTIONS "-fno-sanitize=all")
   add_test(NAME hook_arch_fast COMMAND test_hook_fast)

@@ -27,6 +27,7 @@
 #include "atf.h"
 #include "ring.h"
 #include "recorder_internal.h"
+#include "wal_internal.h"
 
 static char tmpdir[256];
 static int tmpfd = -1;

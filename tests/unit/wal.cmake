@@ -4,7 +4,7 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
             test_wal_loss)
     add_executable(${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.c)
     target_include_directories(${t} PRIVATE ${CMOCKA_INCLUDE_DIR})
-    target_link_libraries(${t} PRIVATE ada_recorder ada_producer ${CMOCKA_LIBRARY} ada_dep_z
+    target_link_libraries(${t} PRIVATE ada_recorder ada_recorder_internal ada_wal_internal ada_producer ${CMOCKA_LIBRARY} ada_dep_z
                           ada_dep_uring)
     add_test(NAME ${t} COMMAND ${t})
     set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77 LABELS wal)

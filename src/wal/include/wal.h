@@ -211,4 +211,66 @@ int ada_wal_disk_append(struct ada_wal_disk_file *df, const struct atf_index_eve
 int ada_wal_disk_finish(struct ada_wal_disk_file *df, bool appended,
                         struct ada_wal_file_summary *sum);
 
+/* ---- what the recorder's detail lane and recovery use ------------------- */
+
+/* Index event i of the file (0-based, committed): from the staging
+ * buffer, a held one, a buffer in flight, the disk window (wal_dwin_event:
+ * durable events, with the links not written back yet) or the disk. 0,
+ * -ENOENT (not committed), -EIO (its write failed), -errno. */
+int wal_file_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_event *out);
+/* Sets event i's detail_seq from ATF_NO_DETAIL to v and folds the change
+ * into the file's running CRC-32 (zlib's crc32 is affine: a 4-byte change
+ * d at offset k of L bytes changes the CRC by crc32_combine(lin(d), 0,
+ * L - k - 4)). Where the event is: staging buffer or a held one
+ * (wal_file_hold) -> patched in memory; write in flight -> queued,
+ * written when the write completes (before finalize writes the footer);
+ * durable (wal_dwin_event) -> patched in the disk window, written back
+ * with its neighbours' (wal_dwin_flush); any other completed write (one
+ * that completed before an earlier one, or the window could not be read)
+ * -> pwrite now. 0 or -errno. */
+int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v);
+
+/* Writes f's patches in the window back (one pwrite) and keeps the span
+ * cached, clean. A write-back that fails is retried one patch at a time;
+ * each that fails again is lost: counted in patch_failed, its CRC change
+ * taken back (the file keeps "no detail" there, and its CRC says so),
+ * and the window dropped. 0, or the first -errno of a lost patch. Called
+ * at the end of each wal_detail_persist (which counts the lost ones as
+ * unlinked) and by finalize; a recorder killed before it leaves those
+ * links unset, which ada recover restores (links_restored). */
+int wal_dwin_flush(struct ada_wal_file *f);
+
+/* While on, the buffers that fill up (and ada_wal_file_submit's) are
+ * held back from the kernel, in order, instead of written at once;
+ * turning it off writes them. --detail always holds a thread's file from
+ * its take to the detail records' persist in the same pass, so the
+ * detail_seq of the events just taken are patched in memory, not by one
+ * pwrite each once their write completed. At most half the io's buffers
+ * are held (past it the oldest goes), and a buffer shortage writes them
+ * (wal_buf_get), so holding never starves the pool. Finalize ends it. */
+void wal_file_hold(struct ada_wal_file *f, bool on);
+
+/* The file's final header will say has_detail_file; the placeholder on
+ * disk says so at once (recovery keeps it). */
+void wal_file_set_has_detail(struct ada_wal_file *f);
+/* The CRC change of a 4-byte XOR difference d at events-section offset k
+ * when the CRC covers len bytes (exported for the unit test). */
+uint32_t wal_crc32_patch_delta(uint32_t d, uint64_t k, uint64_t len);
+/* detail_seq links of f lost to failed writes so far (the persist counts
+ * its share as unlinked). */
+uint64_t ada_wal_file_patch_failed(const struct ada_wal_file *f);
+/* The index file's header placeholder and its final header and footer. */
+void wal_fill_header(struct atf_index_header *h, uint32_t tid, uint8_t arch, uint8_t clock);
+
+void wal_fill_final(struct atf_index_header *h, struct atf_index_footer *ft,
+                    const struct ada_wal_file_summary *s);
+int wal_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+
+/* The architecture index files are written for (ATF_ARCH_*). */
+#if defined(__x86_64__)
+#define WAL_ARCH ATF_ARCH_X86_64
+#else
+#define WAL_ARCH ATF_ARCH_ARM64
+#endif
+
 #endif

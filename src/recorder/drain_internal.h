@@ -1,0 +1,47 @@
+/* The drain's steps shared by its files. Threads: the drain thread only.
+ *   drain.c       the loop: passes over the rings, convert, rotate, budget;
+ *   drain_arena.c new arenas and processes (admission, pid_N);
+ *   drain_end.c   the end of a process (reaped, gone, lost) and of the
+ *                 recording (descendants left running, a stop request). */
+#ifndef ADA_DRAIN_INTERNAL_H
+#define ADA_DRAIN_INTERNAL_H
+
+#include "recorder_internal.h"
+
+/* drain.c */
+/* Grows arr (elements of elem bytes, *cap of them) to hold need; NULL
+ * when out of memory (arr is kept). */
+void *drain_grow(void *arr, size_t *cap, size_t need, size_t elem);
+/* Drains up to budget events of slot s of p; returns how many it took. */
+size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t budget);
+/* t's last events are in: finalizes its index (and detail) file. */
+void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t);
+
+/* drain_arena.c */
+struct wal_proc *drain_find(struct ada_recorder *r, pid_t pid);
+/* An arena file appeared under the arena directory as name: admits it
+ * and starts recording its process (or ignores it, said once). */
+void drain_open_arena(struct ada_recorder *r, const char *name);
+void drain_scan_dir(struct ada_recorder *r);
+/* Reads the arena directory's inotify events (non-blocking). */
+void drain_inotify(struct ada_recorder *r);
+void drain_free_proc(struct wal_proc *p);
+
+/* drain_end.c */
+/* The recording is over: every process finished (or, attached, the
+ * detach came), or the descendants left running had their grace. */
+bool drain_done(struct ada_recorder *r);
+/* ada_recorder_stop() was asked and its grace ran out: finalize now. */
+bool drain_stop_now(struct ada_recorder *r);
+void drain_arena_lost(struct ada_recorder *r, struct wal_proc *p, uint64_t size);
+/* The arena file shrank under its mapping (*size: its size now). */
+bool drain_arena_shrunk(struct wal_proc *p, uint64_t *size);
+/* Reaps every child that ended; true when one was. */
+bool drain_waitpids(struct ada_recorder *r);
+/* Processes gone (all: every one, at the end) get their last drain and
+ * are finished. */
+void drain_check_gone(struct ada_recorder *r, bool all);
+/* Finalizes every file and the manifest of p, which is gone. */
+void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p);
+
+#endif

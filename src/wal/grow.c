@@ -1,0 +1,121 @@
+/*
+ * A file's allocation: segments of growing size (wal_next_step), the next
+ * one allocated ahead through io_uring (IORING_OP_FALLOCATE) once part of
+ * the current one is used, within what the disk budget has left
+ * (ahead_room) and the rotation size (ahead_limit); a synchronous
+ * fallocate when the events reach the end first.
+ *
+ * Threads: the drain thread only, like the rest of the segment writer.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "wal_internal.h"
+
+/* The next segment's size: 64 KiB, then up to 1 MiB, then doubling up
+ * to --segment-mb: the many short-lived threads of a program do not each
+ * reserve 64 MiB, nor 10 000 threads alive at once 1 MiB each; a file
+ * past 64 KiB grows as it always did. */
+static uint64_t wal_next_step(const struct ada_wal_file *f)
+{
+	uint64_t step = f->alloc < WAL_FIRST_SEGMENT ? WAL_FIRST_SEGMENT
+	                : f->alloc < WAL_SECOND_END  ? WAL_SECOND_END - f->alloc
+	                                             : f->alloc;
+	return step > f->opts.segment_bytes ? f->opts.segment_bytes : step;
+}
+
+/* Waits for f's allocation ahead, if one is in flight. */
+static void wal_grow_wait(struct ada_wal_file *f)
+{
+	while (f->grow_inflight)
+		if (ada_wal_io_reap(f->io, true) < 0)
+			break;
+}
+
+/* Grows the allocation so that need bytes (plus the footer) fit; tries a
+ * whole segment, then smaller steps when the disk is nearly full. Here
+ * the drain itself waits: for the allocation ahead if one is in flight
+ * (usually done long before), else for fallocate, which on ext4 waits
+ * for every direct write in flight on the file. */
+int wal_grow(struct ada_wal_file *f, uint64_t need)
+{
+	if (f->alloc < need + ATF_FOOTER_SIZE)
+		wal_grow_wait(f);
+	while (f->alloc < need + ATF_FOOTER_SIZE) {
+		uint64_t step = wal_next_step(f);
+		if (fallocate(f->fd, 0, (off_t)f->alloc, (off_t)step) == 0) {
+			f->alloc += step;
+			f->io->alloc_open += step;
+			f->segments++;
+			continue;
+		}
+		int err = -errno;
+		if (err != -ENOSPC)
+			return err;
+		/* Nearly full: take what fits, in ever smaller steps. */
+		for (step /= 2; step >= WAL_MIN_SEGMENT; step /= 2)
+			if (fallocate(f->fd, 0, (off_t)f->alloc, (off_t)step) == 0)
+				break;
+		if (step < WAL_MIN_SEGMENT)
+			return err;
+		f->alloc += step;
+		f->io->alloc_open += step;
+		f->segments++;
+	}
+	return 0;
+}
+
+/* Asks io_uring for the next segment while a quarter of this one is
+ * still free (files past their first 1 MiB, which have segments worth
+ * it). Under a disk budget the segment ahead counts against it: never
+ * past the rotation size (ahead_limit) nor beyond what the budget has
+ * left (ahead_room), so that it never makes the drain retire a
+ * generation the events themselves would not have (pipeline_maxdisk,
+ * four threads in step under ThreadSanitizer, kept none): a
+ * kernel worker waits in fallocate for the file's direct writes in
+ * flight, the drain goes on draining. On ext4 fallocate holds the inode
+ * lock while it waits, so the writes sent meanwhile wait in their
+ * workers too (the disk's queue empties once per segment, as before);
+ * the staging pool and the rings absorb that. Found with a 2 MB/s
+ * blkio throttle: the drain sat in ext4_fallocate/inode_dio_wait for
+ * seconds, its heartbeat still, and the program's threads judged the
+ * recorder gone (docs/internals.md, "Growing a file ahead"). */
+void wal_grow_ahead(struct ada_wal_file *f, uint64_t need)
+{
+	if (f->grow_inflight || f->ahead_start || f->grow_err || f->full || f->error ||
+	    f->alloc < WAL_SECOND_END)
+		return; /* one segment ahead at most */
+	uint64_t step = wal_next_step(f);
+	uint64_t used = need + ATF_FOOTER_SIZE;
+	if (used < f->alloc && f->alloc - used > step / 4)
+		return;
+	if ((f->opts.ahead_limit && f->alloc + step > f->opts.ahead_limit) ||
+	    step > f->io->ahead_room)
+		return; /* wal_grow() grows it when needed, as before */
+	if (f->io->ahead_room != UINT64_MAX)
+		f->io->ahead_room -= step;
+	struct io_uring_sqe *sqe = wal_sqe(f->io);
+	io_uring_prep_fallocate(sqe, f->fd, 0, (off_t)f->alloc, (off_t)step);
+	/* file pointers are 8-aligned: tag 2 (sync ops carry 1) */
+	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)f | 2u));
+	f->grow_off = f->alloc;
+	f->grow_len = step;
+	f->grow_inflight = true;
+	f->io->inflight++;
+	io_uring_submit(&f->io->ring);
+}
+
+/* A new segment began: the rotate flush policy and --safe act here. */
+void wal_on_rotate(struct ada_wal_file *f)
+{
+	const struct ada_flush_policy *p = &f->opts.flush;
+	if (p->safe)
+		wal_sync(f, true);
+	else if (p->mode == ADA_FLUSH_ROTATE && f->submitted_end > f->flushed_end)
+		wal_sync(f, false);
+}
