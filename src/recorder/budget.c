@@ -137,7 +137,7 @@ void wal_budget_scan(struct ada_recorder *r)
 		wal_budget_scan_proc(r->procs[i]);
 		total += r->procs[i]->side_bytes;
 	}
-	r->side_bytes = total;
+	r->budget.side_bytes = total;
 }
 
 /* Called for every index generation the budget deletes (or could not
@@ -145,18 +145,18 @@ void wal_budget_scan(struct ada_recorder *r)
  * one is told at once (o.notice: stderr) -- deleting recorded data is never silent. */
 void wal_budget_retired(struct ada_recorder *r, uint64_t events, uint64_t bytes)
 {
-	r->retired_gens++;
-	r->retired_events += events;
-	r->retired_bytes += bytes;
-	if (r->retire_told)
+	r->budget.retired_gens++;
+	r->budget.retired_events += events;
+	r->budget.retired_bytes += bytes;
+	if (r->budget.retire_told)
 		return;
-	r->retire_told = true;
+	r->budget.retire_told = true;
 	wal_notice(r,
 	           "the session reached its disk budget of %.1f MiB%s: the oldest recorded "
 	           "data is being deleted to make room (--max-disk-mb N to change it, 0 for no "
 	           "limit)",
 	           (double)r->o.max_disk_bytes / 1048576.0,
-	           r->budget_is_default ? " (the default)" : "");
+	           r->budget.is_default ? " (the default)" : "");
 }
 
 /* Nothing left to delete and still over: the files being written (and
@@ -164,9 +164,9 @@ void wal_budget_retired(struct ada_recorder *r, uint64_t events, uint64_t bytes)
  * budget. Told once, through o.notice (stderr) and in the manifests. */
 void wal_budget_overrun(struct ada_recorder *r)
 {
-	if (r->budget_warned)
+	if (r->budget.warned)
 		return;
-	r->budget_warned = true;
+	r->budget.warned = true;
 	json_array_append_new(r->warnings,
 	                      json_string("disk budget exceeded by the files being written"));
 	wal_notice(r,

@@ -83,13 +83,13 @@ static int pd_buffer(struct ada_recorder *r, struct wal_thread *t)
 	uint64_t d = ada_arena_config_of(t->p->arena)->detail_bytes;
 	if (d == 0)
 		return -ENODATA;
-	if (r->dsnap_cap < d) {
+	if (r->dsnap.cap < d) {
 		void *b = NULL;
 		if (posix_memalign(&b, 64, d) != 0)
 			return -ENOMEM;
-		free(r->dsnap);
-		r->dsnap = b;
-		r->dsnap_cap = d;
+		free(r->dsnap.buf);
+		r->dsnap.buf = b;
+		r->dsnap.cap = d;
 	}
 	return 0;
 }
@@ -101,7 +101,8 @@ static int pd_snapshot(struct ada_recorder *r, struct wal_thread *t, uint64_t fr
 	int e = pd_buffer(r, t);
 	if (e < 0)
 		return e;
-	return ada_detail_ring_snapshot(t->p->arena, t->slot, from, r->dsnap, r->dsnap_cap, snap);
+	return ada_detail_ring_snapshot(t->p->arena, t->slot, from, r->dsnap.buf, r->dsnap.cap,
+	                                snap);
 }
 
 /* One ring record, checked and unpacked. */
@@ -279,7 +280,7 @@ static bool pd_walk(struct ada_recorder *r, struct wal_thread *t, struct wal_tde
 	uint32_t rl;
 	const void *p;
 	bool all = true;
-	while ((p = ada_detail_rec_next(r->dsnap, len, &off, &rl))) {
+	while ((p = ada_detail_rec_next(r->dsnap.buf, len, &off, &rl))) {
 		struct pd_rec rc = {0};
 		if (!pd_parse(p, rl, &rc)) {
 			st->unlinked++; /* malformed (the target wrote it): counted, skipped */
@@ -455,14 +456,14 @@ int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t 
 	if (e < 0)
 		return e;
 	struct ada_detail_ends ends;
-	e = ada_detail_ring_ends(t->p->arena, t->slot, r->dsnap, r->dsnap_cap, &ends);
+	e = ada_detail_ring_ends(t->p->arena, t->slot, r->dsnap.buf, r->dsnap.cap, &ends);
 	if (e == 0 && !ends.found)
 		return 0;
 	if (e == 0) {
 		struct pd_rec a, b;
 		size_t oa = 0, ob = 0;
 		uint32_t la, lb;
-		const uint8_t *base = r->dsnap;
+		const uint8_t *base = r->dsnap.buf;
 		const void *pa =
 		    ada_detail_rec_next(base + ends.first_off, ends.first_len, &oa, &la);
 		const void *pb = ada_detail_rec_next(base + ends.last_off, ends.last_len, &ob, &lb);
@@ -485,7 +486,7 @@ int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t 
 	size_t off = 0;
 	uint32_t rl;
 	const void *p;
-	while ((p = ada_detail_rec_next(r->dsnap, snap.bytes, &off, &rl))) {
+	while ((p = ada_detail_rec_next(r->dsnap.buf, snap.bytes, &off, &rl))) {
 		struct pd_rec rc;
 		if (!pd_parse(p, rl, &rc))
 			continue;

@@ -115,7 +115,7 @@ static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 	    .clock_type = ATF_CLOCK_BOOTTIME,
 	    .arch = WAL_ARCH,
 	    .segment_bytes = r->o.segment_bytes,
-	    .ahead_limit = r->gen_bytes, /* 0 without a budget */
+	    .ahead_limit = r->budget.gen_bytes, /* 0 without a budget */
 	    .flush = r->o.flush,
 	};
 	return ada_wal_file_openat(r->io, wal_thread_dir(t), "index.atf", path, &fo, &t->f);
@@ -241,7 +241,7 @@ void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 		drain_count_file(t, &t->last);
 		t->lost += t->last.lost;
 		r->lost_total += t->last.lost;
-		r->disk_closed += wal_round_block(t->last.bytes);
+		r->budget.disk_closed += wal_round_block(t->last.bytes);
 		drain_sidecar(t, false);
 	}
 	t->done = true;
@@ -479,7 +479,7 @@ static size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
 
 static uint64_t drain_disk_bytes(struct ada_recorder *r)
 {
-	return r->disk_closed + r->side_bytes + ada_wal_io_open_bytes(r->io);
+	return r->budget.disk_closed + r->budget.side_bytes + ada_wal_io_open_bytes(r->io);
 }
 
 /* Test hook for `ada recover`: ADA_TEST_KILL_AT=NAME makes the recorder
@@ -532,7 +532,7 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 		    .t1 = s.time_end_ns,
 		};
 		t->next_gen++;
-		r->disk_closed += wal_round_block(s.bytes);
+		r->budget.disk_closed += wal_round_block(s.bytes);
 	} else {
 		unlinkat(dfd, "index.atf", 0); /* cannot keep it as a generation: retire it now */
 		snprintf(to, sizeof(to), "detail.g%u.atf", t->next_gen);
@@ -579,7 +579,7 @@ static bool drain_retire_oldest(struct ada_recorder *r)
 	bt->retired_events += g.events;
 	bt->retired_bytes += g.bytes;
 	bt->retired_gens++;
-	r->disk_closed -= wal_round_block(g.bytes);
+	r->budget.disk_closed -= wal_round_block(g.bytes);
 	wal_budget_retired(r, g.events, g.bytes);
 	return true;
 }
@@ -598,7 +598,7 @@ static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
 {
 	if (!r->o.max_disk_bytes)
 		return;
-	if (t->f && ada_wal_file_disk_bytes(t->f) >= r->gen_bytes)
+	if (t->f && ada_wal_file_disk_bytes(t->f) >= r->budget.gen_bytes)
 		drain_rotate(r, t);
 	while (drain_disk_bytes(r) > r->o.max_disk_bytes)
 		if (!drain_retire_oldest(r)) {

@@ -56,28 +56,28 @@ int wal_flight_init(struct ada_recorder *r)
 	struct ada_trigger_opts o = r->o.flight;
 	if (!o.max_windows)
 		o.max_windows = ADA_TRIGGER_DEFAULT_MAX_WINDOWS;
-	int rc = ada_trigger_engine_new(&o, &r->trig);
+	int rc = ada_trigger_engine_new(&o, &r->flight.trig);
 	for (size_t i = 0; rc == 0 && i < r->o.ntriggers; i++)
-		rc =
-		    ada_trigger_add(r->trig, &r->o.triggers[i], 0, NULL); /* armed from the start */
+		rc = ada_trigger_add(r->flight.trig, &r->o.triggers[i], 0,
+		                     NULL); /* armed from the start */
 	return rc;
 }
 
 void wal_flight_fini(struct ada_recorder *r)
 {
-	ada_trigger_engine_free(r->trig);
-	r->trig = NULL;
+	ada_trigger_engine_free(r->flight.trig);
+	r->flight.trig = NULL;
 }
 
 struct ada_trigger_engine *ada_recorder_triggers(struct ada_recorder *r)
 {
-	return r->trig;
+	return r->flight.trig;
 }
 
 void ada_recorder_request_manual(struct ada_recorder *r)
 {
 	/* Read by flight_manual() with acquire; nothing else is published. */
-	atomic_fetch_add_explicit(&r->manual_requests, 1, memory_order_release);
+	atomic_fetch_add_explicit(&r->flight.manual_requests, 1, memory_order_release);
 }
 
 /* Name of fn_id in process p (the engine's resolver). A module not known
@@ -105,7 +105,7 @@ static const char *flight_name(void *ctx, uint64_t fn_id)
 
 void wal_flight_proc_start(struct ada_recorder *r, struct wal_proc *p)
 {
-	if (ada_trigger_proc_new(r->trig, flight_name, p, &p->trig) < 0)
+	if (ada_trigger_proc_new(r->flight.trig, flight_name, p, &p->trig) < 0)
 		p->trig = NULL; /* no evaluation for this process: said in the manifest */
 }
 
@@ -154,8 +154,8 @@ static struct wal_flight_tw *flight_tw(struct wal_thread *t, size_t wi)
 static void flight_gap(struct ada_recorder *r, struct wal_thread *t, const struct wal_gap *g)
 {
 	uint64_t left = g->records;
-	for (size_t wi = 0; left && wi < ada_trigger_window_count(r->trig); wi++) {
-		const struct ada_trigger_window *w = ada_trigger_window_at(r->trig, wi);
+	for (size_t wi = 0; left && wi < ada_trigger_window_count(r->flight.trig); wi++) {
+		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
 		bool est = false;
 		uint64_t n = wal_gap_share(g, w->from_ns, w->to_ns, &est);
 		struct wal_flight_tw *fw;
@@ -243,8 +243,8 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 
 static void flight_persist_proc(struct ada_recorder *r, struct wal_proc *p, bool all)
 {
-	for (size_t wi = 0; wi < ada_trigger_window_count(r->trig); wi++) {
-		const struct ada_trigger_window *w = ada_trigger_window_at(r->trig, wi);
+	for (size_t wi = 0; wi < ada_trigger_window_count(r->flight.trig); wi++) {
+		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
 		if (w->closed && !all)
 			continue;
 		for (size_t j = 0; j < p->nthreads; j++)
@@ -255,8 +255,8 @@ static void flight_persist_proc(struct ada_recorder *r, struct wal_proc *p, bool
 /* The open windows' records in t's ring. */
 static void flight_thread_windows(struct ada_recorder *r, struct wal_thread *t)
 {
-	for (size_t wi = 0; wi < ada_trigger_window_count(r->trig); wi++) {
-		const struct ada_trigger_window *w = ada_trigger_window_at(r->trig, wi);
+	for (size_t wi = 0; wi < ada_trigger_window_count(r->flight.trig); wi++) {
+		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
 		if (!w->closed)
 			flight_persist_thread(r, t, wi, w);
 	}
@@ -281,19 +281,19 @@ static void flight_persist(struct ada_recorder *r, uint64_t now)
 		if (!p->finished && p->arena)
 			flight_persist_guarded(r, p);
 	}
-	for (size_t wi = 0; wi < ada_trigger_window_count(r->trig); wi++) {
-		const struct ada_trigger_window *w = ada_trigger_window_at(r->trig, wi);
+	for (size_t wi = 0; wi < ada_trigger_window_count(r->flight.trig); wi++) {
+		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
 		if (!w->closed && now >= w->to_ns + FLIGHT_CLOSE_SLACK_NS)
-			ada_trigger_window_close(r->trig, wi);
+			ada_trigger_window_close(r->flight.trig, wi);
 	}
-	r->win_gen_seen = ada_trigger_window_gen(r->trig);
+	r->flight.win_gen_seen = ada_trigger_window_gen(r->flight.trig);
 }
 
 void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t)
 {
 	if (!t->p->arena)
 		return;
-	if (r->o.detail_mode == ADA_DETAIL_TRIGGERED && r->trig)
+	if (r->o.detail_mode == ADA_DETAIL_TRIGGERED && r->flight.trig)
 		WAL_GUARDED(t->p->arena, flight_thread_windows(r, t), (void)0);
 	/* Its ring's overwrites since the last look: the thread's count whole. */
 	WAL_GUARDED(t->p->arena, wal_detail_sync_overwritten(t), (void)0);
@@ -301,7 +301,7 @@ void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t)
 
 void wal_flight_after_pass(struct ada_recorder *r)
 {
-	if (ada_trigger_window_gen(r->trig) != r->win_gen_seen)
+	if (ada_trigger_window_gen(r->flight.trig) != r->flight.win_gen_seen)
 		flight_persist(r, ada_boottime_ns());
 }
 
@@ -310,10 +310,10 @@ void wal_flight_after_pass(struct ada_recorder *r)
 static void flight_manual(struct ada_recorder *r, uint64_t now)
 {
 	/* Pairs with the release add in ada_recorder_request_manual(). */
-	uint64_t n = atomic_load_explicit(&r->manual_requests, memory_order_acquire);
-	for (; r->manual_seen < n; r->manual_seen++)
-		if (ada_trigger_fire_manual(r->trig, now) < 0)
-			r->manual_dropped++;
+	uint64_t n = atomic_load_explicit(&r->flight.manual_requests, memory_order_acquire);
+	for (; r->flight.manual_seen < n; r->flight.manual_seen++)
+		if (ada_trigger_fire_manual(r->flight.trig, now) < 0)
+			r->flight.manual_dropped++;
 }
 
 /* Seconds since local midnight (time= ranges are local wall-clock times). */
@@ -329,7 +329,7 @@ void wal_flight_tick(struct ada_recorder *r)
 {
 	uint64_t now = ada_boottime_ns();
 	flight_manual(r, now);
-	ada_trigger_tick(r->trig, now, flight_local_sec());
+	ada_trigger_tick(r->flight.trig, now, flight_local_sec());
 	flight_persist(r, now); /* the post-roll, as it happens */
 }
 
@@ -482,7 +482,7 @@ void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p)
 	bool have_ci = flight_crash_read(r, p, &ci, &ns);
 	int sig = flight_death_signal(p, have_ci, &ci);
 	flight_manual(r, ada_boottime_ns()); /* a SIGUSR2 it sent just before it ended */
-	ada_trigger_tick(r->trig, ada_boottime_ns(), flight_local_sec());
+	ada_trigger_tick(r->flight.trig, ada_boottime_ns(), flight_local_sec());
 	if (have_ci && sig && sig == ci.signo)
 		ns = flight_marker(flight_thread_of(p, ci.tid), &ci, ns);
 	else
@@ -491,7 +491,7 @@ void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p)
 		if (!ns)
 			ns = flight_last_ts(p);
 		flight_name(p, 0); /* reread the .syms files: every module, for the names */
-		ada_trigger_fire_crash(r->trig, ns, have_ci ? ci.tid : 0);
+		ada_trigger_fire_crash(r->flight.trig, ns, have_ci ? ci.tid : 0);
 		p->crash = flight_crash_json(p, sig, have_ci, &ci, ns);
 	}
 	/* Its rings go with it: whatever an open window still wants from them,
@@ -592,7 +592,7 @@ static json_t *flight_window(const struct ada_trigger_window *w, const struct wa
 static json_t *flight_stats(struct ada_recorder *r)
 {
 	struct ada_trigger_stats s;
-	ada_trigger_get_stats(r->trig, &s);
+	ada_trigger_get_stats(r->flight.trig, &s);
 	json_t *o = json_object();
 	json_object_set_new(o, "fires", json_integer((json_int_t)s.fires));
 	json_object_set_new(o, "held_off", json_integer((json_int_t)s.held_off));
@@ -600,7 +600,8 @@ static json_t *flight_stats(struct ada_recorder *r)
 	json_object_set_new(o, "over_max_windows", json_integer((json_int_t)s.over_max));
 	json_object_set_new(o, "merged", json_integer((json_int_t)s.merged));
 	json_object_set_new(o, "manual_ignored", json_integer((json_int_t)s.manual_ignored));
-	json_object_set_new(o, "manual_dropped", json_integer((json_int_t)r->manual_dropped));
+	json_object_set_new(o, "manual_dropped",
+	                    json_integer((json_int_t)r->flight.manual_dropped));
 	json_object_set_new(o, "unresolved_names", json_integer((json_int_t)s.unresolved));
 	json_object_set_new(o, "p99_untracked", json_integer((json_int_t)s.p99_untracked));
 	json_object_set_new(o, "stack_frames_dropped", json_integer((json_int_t)s.stack_dropped));
@@ -611,19 +612,20 @@ static json_t *flight_stats(struct ada_recorder *r)
 /* "flight_recorder": configuration, armed triggers, windows, counts. */
 static json_t *flight_json(struct ada_recorder *r, const struct wal_proc *p)
 {
-	const struct ada_trigger_opts *o = ada_trigger_engine_opts(r->trig);
+	const struct ada_trigger_opts *o = ada_trigger_engine_opts(r->flight.trig);
 	json_t *f = json_object(), *trig = json_array(), *wins = json_array();
 	json_object_set_new(f, "pre_roll_ns", json_integer((json_int_t)o->pre_ns));
 	json_object_set_new(f, "post_roll_ns", json_integer((json_int_t)o->post_ns));
 	json_object_set_new(f, "max_windows", json_integer(o->max_windows));
 	json_object_set_new(f, "holdoff_ns", json_integer((json_int_t)o->holdoff_ns));
 	struct ada_trigger_spec s[ADA_TRIGGER_MAX];
-	size_t n = ada_trigger_list(r->trig, s, ADA_TRIGGER_MAX);
+	size_t n = ada_trigger_list(r->flight.trig, s, ADA_TRIGGER_MAX);
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(trig, json_string(s[i].text));
 	json_object_set_new(f, "triggers", trig);
-	for (size_t i = 0; i < ada_trigger_window_count(r->trig); i++)
-		json_array_append_new(wins, flight_window(ada_trigger_window_at(r->trig, i), p, i));
+	for (size_t i = 0; i < ada_trigger_window_count(r->flight.trig); i++)
+		json_array_append_new(
+		    wins, flight_window(ada_trigger_window_at(r->flight.trig, i), p, i));
 	json_object_set_new(f, "windows", wins);
 	json_object_set_new(f, "counts", flight_stats(r));
 	return f;

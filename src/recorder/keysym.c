@@ -5,11 +5,11 @@
  * key-symbol area (ada_keysym_region: the RCU swap).
  *
  * Threads: ada_recorder_keysym_set() runs on any thread (the control
- * socket's); it stages the spec under ks_mu, bumps ks_staged_gen and waits
- * on ks_cv. Everything else runs on the drain thread (wal_keysym_tick, at
+ * socket's); it stages the spec under ks->mu, bumps ks->staged_gen and waits
+ * on ks->cv. Everything else runs on the drain thread (wal_keysym_tick, at
  * the drain's 10 ms cadence): it takes the staged spec, builds and
  * publishes for every live process, reclaims old sets, then stores
- * ks_applied_gen and the result under ks_mu and broadcasts.
+ * ks->applied_gen and the result under ks->mu and broadcasts.
  *
  * A process's set is rebuilt when the spec changes and when its modules/
  * directory changes (a dlopen wrote a new module_<ID>.syms): its mtime is
@@ -31,6 +31,19 @@
 #include "keysym.h"
 #include "symbols.h"
 #include "recorder_internal.h"
+
+/* The recording's key-symbol state, owned by this file (r->ks): staged
+ * by any thread under mu, applied by the drain. */
+struct wal_keysym {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct ada_keysym_spec *staged;                    /* under mu */
+	uint64_t staged_gen, applied_gen, applied_version; /* under mu */
+	json_t *result;                                    /* under mu: the last answer */
+	json_t *applied_cover;                    /* under mu: what applied_version covers */
+	struct ada_keysym_spec *spec;             /* drain: in force; NULL: --detail never */
+	uint64_t gen, answered_gen, next_version; /* drain */
+};
 
 #define WAL_KS_MODULES_NS 50000000ull /* look at modules/ at most this often */
 #define WAL_KS_SYMS_MAX (64u << 20)
@@ -253,11 +266,11 @@ static int ks_build(struct ada_recorder *r, struct wal_proc *p, uint64_t version
 	/* A spec `ada keysym` gave: the agent's own set (start-time rules)
 	 * may disagree with it on a module this set says nothing about, so
 	 * the agent counts what it decides there (ADA_KEYSYM_F_LIVE). */
-	if (!err && r->ks_gen != 0)
+	if (!err && r->ks->gen != 0)
 		ada_keysym_builder_set_live(b);
 	if (!err)
-		err = ada_keysym_spec_build(r->ks_spec, (const struct ada_syms_module *const *)ms.m,
-		                            ms.n, b, why, cap);
+		err = ada_keysym_spec_build(
+		    r->ks->spec, (const struct ada_syms_module *const *)ms.m, ms.n, b, why, cap);
 	ks_mods_free(&ms);
 	*blob = NULL;
 	if (!err && (*len = ada_keysym_builder_size(b)) == 0)
@@ -312,7 +325,7 @@ static int ks_publish(struct ada_recorder *r, struct wal_proc *p, char *why, siz
 	void *blob;
 	size_t len;
 	struct ada_keysym_info info = {0};
-	uint64_t version = ++r->ks_next_version;
+	uint64_t version = ++r->ks->next_version;
 	int err = ks_build(r, p, version, &blob, &len, &info, why, cap);
 	if (err)
 		return err;
@@ -326,11 +339,11 @@ static int ks_publish(struct ada_recorder *r, struct wal_proc *p, char *why, siz
 		              (int)p->pid, "entries", json_object_get(v, "entries"), "unknown",
 		              json_object_get(v, "unknown"), "unknown_ids",
 		              json_object_get(v, "unknown_ids"));
-		pthread_mutex_lock(&r->ks_mu); /* `ada status` reads them */
-		r->ks_applied_version = version;
-		json_decref(r->ks_applied_cover);
-		r->ks_applied_cover = cover;
-		pthread_mutex_unlock(&r->ks_mu);
+		pthread_mutex_lock(&r->ks->mu); /* `ada status` reads them */
+		r->ks->applied_version = version;
+		json_decref(r->ks->applied_cover);
+		r->ks->applied_cover = cover;
+		pthread_mutex_unlock(&r->ks->mu);
 		if (!p->ks_versions)
 			p->ks_versions = json_array();
 		if (json_array_size(p->ks_versions) < WAL_KS_VERSIONS_MAX)
@@ -354,20 +367,20 @@ static bool ks_live(const struct wal_proc *p)
 
 static void ks_take_staged(struct ada_recorder *r)
 {
-	pthread_mutex_lock(&r->ks_mu);
-	if (r->ks_staged) {
-		ada_keysym_spec_free(r->ks_spec);
-		r->ks_spec = r->ks_staged;
-		r->ks_staged = NULL;
-		r->ks_gen = r->ks_staged_gen;
+	pthread_mutex_lock(&r->ks->mu);
+	if (r->ks->staged) {
+		ada_keysym_spec_free(r->ks->spec);
+		r->ks->spec = r->ks->staged;
+		r->ks->staged = NULL;
+		r->ks->gen = r->ks->staged_gen;
 	}
-	pthread_mutex_unlock(&r->ks_mu);
+	pthread_mutex_unlock(&r->ks->mu);
 }
 
 static void ks_proc_tick(struct ada_recorder *r, struct wal_proc *p, uint64_t now, json_t *res)
 {
 	bool changed = ks_mods_changed(p, now);
-	if (p->ks_gen == r->ks_gen && !changed) {
+	if (p->ks_gen == r->ks->gen && !changed) {
 		if (p->ks_region) {
 			struct ada_keysym_target t = ks_target(p);
 			WAL_GUARDED(p->arena, ada_keysym_region_reclaim(p->ks_region, &t, NULL),
@@ -377,8 +390,8 @@ static void ks_proc_tick(struct ada_recorder *r, struct wal_proc *p, uint64_t no
 	}
 	/* The default (every function) is the agent's own set until a spec
 	 * with rules or blobs comes: nothing to publish for it at the start. */
-	if (p->ks_gen == 0 && r->ks_gen == 0 && ada_keysym_spec_is_all(r->ks_spec)) {
-		p->ks_gen = r->ks_gen;
+	if (p->ks_gen == 0 && r->ks->gen == 0 && ada_keysym_spec_is_all(r->ks->spec)) {
+		p->ks_gen = r->ks->gen;
 		return;
 	}
 	/* The publish reads modules/ as it is now: note its mtime first, so
@@ -398,7 +411,7 @@ static void ks_proc_tick(struct ada_recorder *r, struct wal_proc *p, uint64_t no
 			    res, json_pack("{s:i,s:s}", "pid", (int)p->pid, "error", why));
 		return;
 	}
-	p->ks_gen = r->ks_gen;
+	p->ks_gen = r->ks->gen;
 	if (err) {
 		p->ks_failed++;
 		json_object_set_new(o, "error", json_string(why));
@@ -413,25 +426,25 @@ static void ks_proc_tick(struct ada_recorder *r, struct wal_proc *p, uint64_t no
 
 void wal_keysym_tick(struct ada_recorder *r)
 {
-	if (!r->ks_spec)
+	if (!r->ks->spec)
 		return; /* --detail never: no key-symbol areas */
 	ks_take_staged(r);
-	uint64_t gen = r->ks_gen, now = ada_boottime_ns();
-	bool answering = gen != r->ks_answered_gen;
+	uint64_t gen = r->ks->gen, now = ada_boottime_ns();
+	bool answering = gen != r->ks->answered_gen;
 	json_t *res = answering ? json_array() : NULL;
 	for (size_t i = 0; i < r->nprocs; i++)
 		if (ks_live(r->procs[i]))
 			ks_proc_tick(r, r->procs[i], now, res);
 	if (!answering)
 		return;
-	r->ks_answered_gen = gen;
-	pthread_mutex_lock(&r->ks_mu);
-	json_decref(r->ks_result);
-	r->ks_result =
-	    json_pack("{s:I,s:o}", "version", (json_int_t)r->ks_next_version, "processes", res);
-	r->ks_applied_gen = gen;
-	pthread_cond_broadcast(&r->ks_cv);
-	pthread_mutex_unlock(&r->ks_mu);
+	r->ks->answered_gen = gen;
+	pthread_mutex_lock(&r->ks->mu);
+	json_decref(r->ks->result);
+	r->ks->result =
+	    json_pack("{s:I,s:o}", "version", (json_int_t)r->ks->next_version, "processes", res);
+	r->ks->applied_gen = gen;
+	pthread_cond_broadcast(&r->ks->cv);
+	pthread_mutex_unlock(&r->ks->mu);
 }
 
 /* ---- any thread ---- */
@@ -440,7 +453,7 @@ int ada_recorder_keysym_set(struct ada_recorder *r, struct ada_keysym_spec *spec
                             char *why, size_t cap)
 {
 	*result = NULL;
-	if (!r->ks_spec) {
+	if (!r->ks->spec) {
 		ada_keysym_spec_free(spec);
 		snprintf(why, cap,
 		         "this recording has no detail lane (--detail never): restart it with "
@@ -450,16 +463,16 @@ int ada_recorder_keysym_set(struct ada_recorder *r, struct ada_keysym_spec *spec
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += (time_t)(WAL_KS_WAIT_NS / 1000000000ull);
-	pthread_mutex_lock(&r->ks_mu);
-	ada_keysym_spec_free(r->ks_staged);
-	r->ks_staged = spec;
-	uint64_t gen = ++r->ks_staged_gen;
+	pthread_mutex_lock(&r->ks->mu);
+	ada_keysym_spec_free(r->ks->staged);
+	r->ks->staged = spec;
+	uint64_t gen = ++r->ks->staged_gen;
 	int err = 0;
-	while (r->ks_applied_gen < gen && err == 0)
-		err = pthread_cond_timedwait(&r->ks_cv, &r->ks_mu, &until);
-	if (r->ks_applied_gen >= gen)
-		*result = json_deep_copy(r->ks_result);
-	pthread_mutex_unlock(&r->ks_mu);
+	while (r->ks->applied_gen < gen && err == 0)
+		err = pthread_cond_timedwait(&r->ks->cv, &r->ks->mu, &until);
+	if (r->ks->applied_gen >= gen)
+		*result = json_deep_copy(r->ks->result);
+	pthread_mutex_unlock(&r->ks->mu);
 	if (!*result) {
 		snprintf(why, cap, "the recorder did not apply the key-symbol set within %llu s",
 		         (unsigned long long)(WAL_KS_WAIT_NS / 1000000000ull));
@@ -470,17 +483,17 @@ int ada_recorder_keysym_set(struct ada_recorder *r, struct ada_keysym_spec *spec
 
 uint64_t ada_recorder_keysym_version(struct ada_recorder *r)
 {
-	pthread_mutex_lock(&r->ks_mu);
-	uint64_t v = r->ks_applied_version;
-	pthread_mutex_unlock(&r->ks_mu);
+	pthread_mutex_lock(&r->ks->mu);
+	uint64_t v = r->ks->applied_version;
+	pthread_mutex_unlock(&r->ks->mu);
 	return v;
 }
 
 json_t *ada_recorder_keysym_cover(struct ada_recorder *r)
 {
-	pthread_mutex_lock(&r->ks_mu);
-	json_t *c = r->ks_applied_cover ? json_deep_copy(r->ks_applied_cover) : NULL;
-	pthread_mutex_unlock(&r->ks_mu);
+	pthread_mutex_lock(&r->ks->mu);
+	json_t *c = r->ks->applied_cover ? json_deep_copy(r->ks->applied_cover) : NULL;
+	pthread_mutex_unlock(&r->ks->mu);
 	return c;
 }
 
@@ -488,25 +501,35 @@ json_t *ada_recorder_keysym_cover(struct ada_recorder *r)
 
 int wal_keysym_init(struct ada_recorder *r, const struct ada_keysym_spec *initial)
 {
-	pthread_mutex_init(&r->ks_mu, NULL);
-	pthread_cond_init(&r->ks_cv, NULL);
+	r->ks = calloc(1, sizeof(*r->ks));
+	if (!r->ks)
+		return -ENOMEM;
+	pthread_mutex_init(&r->ks->mu, NULL);
+	pthread_cond_init(&r->ks->cv, NULL);
 	const char *hide = getenv("ADA_TEST_KS_HIDE");
 	snprintf(ks_hidden, sizeof(ks_hidden), "%s", hide ? hide : "");
 	if (r->o.detail_mode == ADA_DETAIL_NEVER)
 		return 0;
-	return ada_keysym_spec_copy(initial, &r->ks_spec);
+	return ada_keysym_spec_copy(initial, &r->ks->spec);
 }
 
 void wal_keysym_fini(struct ada_recorder *r)
 {
-	ada_keysym_spec_free(r->ks_spec);
-	ada_keysym_spec_free(r->ks_staged);
-	json_decref(r->ks_result);
-	json_decref(r->ks_applied_cover);
-	r->ks_spec = r->ks_staged = NULL;
-	r->ks_result = r->ks_applied_cover = NULL;
-	pthread_cond_destroy(&r->ks_cv);
-	pthread_mutex_destroy(&r->ks_mu);
+	if (!r->ks)
+		return;
+	ada_keysym_spec_free(r->ks->spec);
+	ada_keysym_spec_free(r->ks->staged);
+	json_decref(r->ks->result);
+	json_decref(r->ks->applied_cover);
+	pthread_cond_destroy(&r->ks->cv);
+	pthread_mutex_destroy(&r->ks->mu);
+	free(r->ks);
+	r->ks = NULL;
+}
+
+const struct ada_keysym_spec *wal_keysym_spec(const struct ada_recorder *r)
+{
+	return r->ks ? r->ks->spec : NULL;
 }
 
 void wal_keysym_proc_free(struct wal_proc *p)
@@ -521,7 +544,7 @@ void wal_keysym_proc_free(struct wal_proc *p)
 /* The manifest's "keysym" (docs/manifest.md). */
 json_t *wal_keysym_json(const struct ada_recorder *r, const struct wal_proc *p)
 {
-	if (!r->ks_spec)
+	if (!r->ks->spec)
 		return NULL;
 	json_t *o = json_object();
 	struct ada_keysym_region_stats st = {0};

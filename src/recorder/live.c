@@ -2,13 +2,13 @@
  * The live view of a recording (wal.h: struct ada_recorder_live): what the
  * control socket's `status` and `windows` answer while the drain runs.
  *
- * Threads: the drain builds the view in r->live_build (drain-owned) from
- * its own state, then publishes it into r->live_pub under r->live_mu with
+ * Threads: the drain builds the view in r->live->build (drain-owned) from
+ * its own state, then publishes it into r->live->pub under r->live->mu with
  * pthread_mutex_trylock: when a reader holds the lock the publish is left
  * pending for the next pass, so the drain never waits for a client. The
  * last view (the drain has finished) takes the lock instead: there is no
  * next pass, and a reader holds it for one memcpy.
- * ada_recorder_live() (any thread) copies r->live_pub out under the lock.
+ * ada_recorder_live() (any thread) copies r->live->pub out under the lock.
  * The mutex orders both copies; there is no other shared state.
  */
 #define _GNU_SOURCE
@@ -18,23 +18,42 @@
 
 #include "recorder_internal.h"
 
+/* The live view's state, owned by this file (r->live). */
+struct wal_live {
+	pthread_mutex_t mu;
+	struct ada_recorder_live *pub;   /* under mu */
+	struct ada_recorder_live *build; /* drain-owned */
+	uint64_t events_prev, drops_prev[ADA_DROP_REASON_COUNT], prev_ns;
+	uint64_t win_gen;     /* window gen of the last build */
+	size_t nprocs;        /* processes in the last build */
+	uint64_t events_seen; /* events taken at the last publish check */
+	bool pending;         /* a build waits for the lock */
+	bool rated;           /* the build has its own rates (a tick's) */
+};
+
 int wal_live_init(struct ada_recorder *r)
 {
-	r->live_pub = calloc(1, sizeof(*r->live_pub));
-	r->live_build = calloc(1, sizeof(*r->live_build));
-	if (!r->live_pub || !r->live_build)
+	r->live = calloc(1, sizeof(*r->live));
+	if (!r->live)
 		return -ENOMEM;
-	int rc = pthread_mutex_init(&r->live_mu, NULL);
+	r->live->pub = calloc(1, sizeof(*r->live->pub));
+	r->live->build = calloc(1, sizeof(*r->live->build));
+	if (!r->live->pub || !r->live->build)
+		return -ENOMEM;
+	int rc = pthread_mutex_init(&r->live->mu, NULL);
 	return -rc;
 }
 
 void wal_live_fini(struct ada_recorder *r)
 {
-	if (r->live_pub)
-		pthread_mutex_destroy(&r->live_mu);
-	free(r->live_pub);
-	free(r->live_build);
-	r->live_pub = r->live_build = NULL;
+	if (!r->live)
+		return;
+	if (r->live->pub)
+		pthread_mutex_destroy(&r->live->mu);
+	free(r->live->pub);
+	free(r->live->build);
+	free(r->live);
+	r->live = NULL;
 }
 
 /* One process: its counts, and one entry per live thread's ring. */
@@ -96,39 +115,39 @@ static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, boo
 	if (!rates)
 		return; /* between ticks: the published rates stay (wal_live_publish) */
 	double dt =
-	    r->live_prev_ns && now > r->live_prev_ns ? (double)(now - r->live_prev_ns) / 1e9 : 0;
+	    r->live->prev_ns && now > r->live->prev_ns ? (double)(now - r->live->prev_ns) / 1e9 : 0;
 	if (dt > 0) {
-		v->events_per_sec = (uint64_t)((double)(v->events - r->live_events_prev) / dt);
+		v->events_per_sec = (uint64_t)((double)(v->events - r->live->events_prev) / dt);
 		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
 			v->drops_per_sec[k] =
-			    (uint64_t)((double)(v->drops[k] - r->live_drops_prev[k]) / dt);
+			    (uint64_t)((double)(v->drops[k] - r->live->drops_prev[k]) / dt);
 	}
-	r->live_events_prev = v->events;
-	memcpy(r->live_drops_prev, v->drops, sizeof(v->drops));
-	r->live_prev_ns = now;
+	r->live->events_prev = v->events;
+	memcpy(r->live->drops_prev, v->drops, sizeof(v->drops));
+	r->live->prev_ns = now;
 }
 
 /* The window list: the most recent ADA_LIVE_MAX_WINDOWS, and counts. */
 static void live_windows(struct ada_recorder *r, struct ada_recorder_live *v)
 {
-	size_t n = ada_trigger_window_count(r->trig);
+	size_t n = ada_trigger_window_count(r->flight.trig);
 	size_t first = n > ADA_LIVE_MAX_WINDOWS ? n - ADA_LIVE_MAX_WINDOWS : 0;
 	v->windows_total = n;
 	for (size_t i = 0; i < n; i++) {
-		const struct ada_trigger_window *w = ada_trigger_window_at(r->trig, i);
+		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, i);
 		v->windows_closed += w->closed;
 		if (i >= first)
 			v->windows[v->nwindows++] = *w;
 	}
-	ada_trigger_get_stats(r->trig, &v->trig);
-	v->manual_dropped = r->manual_dropped;
-	r->live_win_gen = ada_trigger_window_gen(r->trig);
-	r->live_nprocs = r->nprocs;
+	ada_trigger_get_stats(r->flight.trig, &v->trig);
+	v->manual_dropped = r->flight.manual_dropped;
+	r->live->win_gen = ada_trigger_window_gen(r->flight.trig);
+	r->live->nprocs = r->nprocs;
 }
 
 static void live_build(struct ada_recorder *r, bool ended, bool rates)
 {
-	struct ada_recorder_live *v = r->live_build;
+	struct ada_recorder_live *v = r->live->build;
 	uint64_t seq = v->seq;
 	memset(v, 0, sizeof(*v));
 	v->seq = seq + 1;
@@ -138,49 +157,49 @@ static void live_build(struct ada_recorder *r, bool ended, bool rates)
 	v->ended = ended;
 	live_totals(r, v, rates);
 	live_windows(r, v);
-	r->live_rated = rates;
+	r->live->rated = rates;
 }
 
 void wal_live_publish(struct ada_recorder *r, bool force, bool ended)
 {
-	if (!r->live_pub)
+	if (!r->live || !r->live->pub)
 		return;
 	/* New events, a new window or a new process: a fresh view now (at the
 	 * drain's 10 ms cadence), so `status` lags the rings by that at most. */
 	uint64_t ev = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
 		ev += r->procs[i]->events;
-	bool changed = ada_trigger_window_gen(r->trig) != r->live_win_gen ||
-	               r->nprocs != r->live_nprocs || ev != r->live_events_seen;
-	r->live_events_seen = ev;
-	if (!force && !changed && !r->live_pending)
+	bool changed = ada_trigger_window_gen(r->flight.trig) != r->live->win_gen ||
+	               r->nprocs != r->live->nprocs || ev != r->live->events_seen;
+	r->live->events_seen = ev;
+	if (!force && !changed && !r->live->pending)
 		return;
 	if (force || changed)
 		live_build(r, ended, force);
 	/* The final view cannot wait for a later pass (there is none): it
 	 * takes the lock, which a reader holds for one memcpy at most. */
 	if (ended)
-		pthread_mutex_lock(&r->live_mu);
-	else if (pthread_mutex_trylock(&r->live_mu) != 0) {
-		r->live_pending = true; /* a reader copies: publish on a later pass */
+		pthread_mutex_lock(&r->live->mu);
+	else if (pthread_mutex_trylock(&r->live->mu) != 0) {
+		r->live->pending = true; /* a reader copies: publish on a later pass */
 		return;
 	}
-	if (!r->live_rated) { /* a between-ticks build: keep the published rates */
-		r->live_build->events_per_sec = r->live_pub->events_per_sec;
-		memcpy(r->live_build->drops_per_sec, r->live_pub->drops_per_sec,
-		       sizeof(r->live_build->drops_per_sec));
+	if (!r->live->rated) { /* a between-ticks build: keep the published rates */
+		r->live->build->events_per_sec = r->live->pub->events_per_sec;
+		memcpy(r->live->build->drops_per_sec, r->live->pub->drops_per_sec,
+		       sizeof(r->live->build->drops_per_sec));
 	}
-	memcpy(r->live_pub, r->live_build, sizeof(*r->live_pub));
-	pthread_mutex_unlock(&r->live_mu);
-	r->live_pending = false;
+	memcpy(r->live->pub, r->live->build, sizeof(*r->live->pub));
+	pthread_mutex_unlock(&r->live->mu);
+	r->live->pending = false;
 }
 
 int ada_recorder_live(struct ada_recorder *r, struct ada_recorder_live *out)
 {
-	if (!r->live_pub)
+	if (!r->live || !r->live->pub)
 		return -EAGAIN;
-	pthread_mutex_lock(&r->live_mu);
-	memcpy(out, r->live_pub, sizeof(*out));
-	pthread_mutex_unlock(&r->live_mu);
+	pthread_mutex_lock(&r->live->mu);
+	memcpy(out, r->live->pub, sizeof(*out));
+	pthread_mutex_unlock(&r->live->mu);
 	return out->seq ? 0 : -EAGAIN;
 }

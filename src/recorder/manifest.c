@@ -191,7 +191,7 @@ static json_t *man_detail(const struct ada_recorder *r, const struct wal_proc *p
 	} else if (r->o.detail_symbols && *r->o.detail_symbols) {
 		json_object_set_new(set, "kind", json_string("symbols"));
 		json_object_set_new(set, "globs", json_string(r->o.detail_symbols));
-	} else if (r->ks_spec && !ada_keysym_spec_is_all(r->ks_spec)) {
+	} else if (wal_keysym_spec(r) && !ada_keysym_spec_is_all(wal_keysym_spec(r))) {
 		/* --key-symbols / --blob, or `ada keysym` since: detail.keysym */
 		json_object_set_new(set, "kind", json_string("key_symbols"));
 	} else {
@@ -297,7 +297,7 @@ static json_t *man_retention(const struct ada_recorder *r, const struct wal_proc
 	}
 	json_t *o = json_object();
 	const char *src = !r->o.max_disk_bytes   ? "unbounded"
-	                  : r->budget_is_default ? "default"
+	                  : r->budget.is_default ? "default"
 	                                         : "--max-disk-mb";
 	json_object_set_new(o, "budget", json_string(src));
 	json_object_set_new(o, "budget_bytes", json_integer((json_int_t)r->o.max_disk_bytes));
@@ -474,11 +474,11 @@ static void man_attach(json_t *root, struct ada_recorder *r)
 {
 	json_object_set_new(root, "attached", json_boolean(r->o.attached));
 	/* Pairs with the release in ada_recorder_set_attach(). */
-	if (!r->o.attached || !atomic_load_explicit(&r->attach_set, memory_order_acquire))
+	if (!r->o.attached || !atomic_load_explicit(&r->attach.set, memory_order_acquire))
 		return;
-	uint64_t t = atomic_load_explicit(&r->attach_time_ns, memory_order_relaxed);
-	uint64_t pa = atomic_load_explicit(&r->attach_pause_ns, memory_order_relaxed);
-	uint64_t pd = atomic_load_explicit(&r->detach_pause_ns, memory_order_relaxed);
+	uint64_t t = atomic_load_explicit(&r->attach.time_ns, memory_order_relaxed);
+	uint64_t pa = atomic_load_explicit(&r->attach.pause_ns, memory_order_relaxed);
+	uint64_t pd = atomic_load_explicit(&r->attach.detach_pause_ns, memory_order_relaxed);
 	json_object_set_new(root, "attach",
 	                    json_pack("{s:I, s:I, s:o}", "time_realtime_ns", (json_int_t)t,
 	                              "pause_ns", (json_int_t)pa, "detach_pause_ns",
@@ -540,7 +540,7 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 		man_exit(root, r, p);
 		man_agent(root, p);
 	}
-	if (r->trig)
+	if (r->flight.trig)
 		wal_flight_manifest(root, r, p);
 	json_object_set_new(root, "metrics", man_metrics(r, p));
 	int rc = wal_manifest_commit(r, p->dir_fd, root);

@@ -183,13 +183,13 @@ static void rec_budget(struct ada_recorder *r)
 {
 	if (r->o.max_disk_default) {
 		r->o.max_disk_bytes = wal_budget_default(r->session_dir);
-		r->budget_is_default = true;
+		r->budget.is_default = true;
 	}
 	if (!r->o.max_disk_bytes)
 		return;
 	/* Several generations must fit in the budget, so segments and the
 	 * rotation size are fractions of it. */
-	r->gen_bytes = r->o.max_disk_bytes / 4;
+	r->budget.gen_bytes = r->o.max_disk_bytes / 4;
 	uint64_t seg = r->o.max_disk_bytes / 16;
 	if (seg < 65536)
 		seg = 65536;
@@ -204,7 +204,7 @@ int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **ou
 		return -ENOMEM;
 	r->inotify_fd = -1;
 	r->session_fd = -1;
-	r->reserve_fd = -1;
+	r->reserve.fd = -1;
 	r->self_start_ticks = ada_proc_start_ticks(getpid());
 	r->warnings = json_array();
 	int rc = r->warnings ? rec_copy_opts(r, o) : -ENOMEM;
@@ -285,12 +285,12 @@ int ada_recorder_start(struct ada_recorder *r, pid_t main_pid)
 void ada_recorder_set_attach(struct ada_recorder *r, uint64_t realtime_ns, uint64_t pause_ns,
                              uint64_t detach_pause_ns)
 {
-	atomic_store_explicit(&r->attach_time_ns, realtime_ns, memory_order_relaxed);
-	atomic_store_explicit(&r->attach_pause_ns, pause_ns, memory_order_relaxed);
-	atomic_store_explicit(&r->detach_pause_ns, detach_pause_ns, memory_order_relaxed);
+	atomic_store_explicit(&r->attach.time_ns, realtime_ns, memory_order_relaxed);
+	atomic_store_explicit(&r->attach.pause_ns, pause_ns, memory_order_relaxed);
+	atomic_store_explicit(&r->attach.detach_pause_ns, detach_pause_ns, memory_order_relaxed);
 	/* Release: the three values above with it; pairs with the acquire in
 	 * man_attach() (manifest.c). */
-	atomic_store_explicit(&r->attach_set, 1, memory_order_release);
+	atomic_store_explicit(&r->attach.set, 1, memory_order_release);
 }
 
 void ada_recorder_stop(struct ada_recorder *r)
@@ -305,19 +305,19 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->events = r->events_total - r->lost_total;
 	s->lost_enospc = r->lost_total;
 	wal_budget_scan(r); /* every process is finished: final sizes */
-	s->disk_bytes = r->disk_closed + r->side_bytes;
+	s->disk_bytes = r->budget.disk_closed + r->budget.side_bytes;
 	s->budget_bytes = r->o.max_disk_bytes;
-	s->budget_default = r->budget_is_default;
-	s->retired_gens = r->retired_gens;
-	s->retired_events = r->retired_events;
-	s->retired_bytes = r->retired_bytes;
+	s->budget_default = r->budget.is_default;
+	s->retired_gens = r->budget.retired_gens;
+	s->retired_events = r->budget.retired_events;
+	s->retired_bytes = r->budget.retired_bytes;
 	s->drain_cpu_ns = r->drain_cpu_ns;
 	struct ada_shm_budget_view v;
 	wal_shm_read(r, &v);
 	s->shm_ceiling = v.ceiling;
 	s->shm_peak = v.peak;
 	s->untraced_procs = v.refused_procs;
-	s->shm_leftover = r->shm_leftover;
+	s->shm_leftover = r->shm.leftover;
 	s->pid_reused = r->pid_reused;
 	s->seconds = (double)(ada_boottime_ns() - r->start_ns) / 1e9;
 	const struct ada_lat_hist *h = ada_wal_io_latency(r->io);
@@ -326,7 +326,7 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->disk_full = ada_wal_io_disk_full(r->io);
 	s->processes = (uint32_t)r->nprocs;
 	s->detail_mode = r->o.detail_mode;
-	s->windows = r->trig ? ada_trigger_window_count(r->trig) : 0;
+	s->windows = r->flight.trig ? ada_trigger_window_count(r->flight.trig) : 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		s->detail_records += wal_detail_proc_records(r->procs[i]);
 		s->detail_overwritten += r->procs[i]->detail_overwritten;
@@ -446,9 +446,9 @@ void ada_recorder_free(struct ada_recorder *r)
 	for (size_t i = 0; i < r->nprocs; i++)
 		rec_free_proc(r->procs[i]);
 	free(r->procs);
-	ada_shm_budget_close(r->shm);
-	if (r->reserve_fd >= 0)
-		close(r->reserve_fd);
+	ada_shm_budget_close(r->shm.budget);
+	if (r->reserve.fd >= 0)
+		close(r->reserve.fd);
 	ada_wal_io_free(r->io);
 	if (r->inotify_fd >= 0)
 		close(r->inotify_fd);
@@ -466,7 +466,7 @@ void ada_recorder_free(struct ada_recorder *r)
 	free(r->early_status);
 	free(r->out_dir);
 	free(r->ring_config);
-	free(r->dsnap);
+	free(r->dsnap.buf);
 	free(r->session_dir);
 	free(r->arena_dir);
 	free(r);

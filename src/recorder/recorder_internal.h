@@ -174,6 +174,58 @@ struct wal_ignored {
 	ino_t ino;
 };
 
+/* The disk budget (budget.c) and retention (drain.c: rotation, retiring
+ * the oldest generation). */
+struct wal_budget {
+	uint64_t gen_bytes;   /* rotate a thread's file past this */
+	uint64_t disk_closed; /* bytes of finalized files still on disk */
+	bool warned;          /* over it with nothing left to delete: told */
+	bool is_default;      /* max_disk_bytes is the default, not --max-disk-mb */
+	bool retire_told;     /* said that the budget deletes data */
+	uint64_t side_bytes;  /* every file but the index files, last scan */
+	uint64_t retired_gens, retired_events, retired_bytes;
+};
+
+/* ada attach (ada_recorder_set_attach, recorder.c): set by the main
+ * thread, read by the drain's manifests (manifest.c); set is published
+ * last (release). */
+struct wal_attach {
+	_Atomic uint64_t time_ns, pause_ns, detach_pause_ns;
+	_Atomic int set;
+};
+
+/* The flight recorder (flight.c). */
+struct wal_flight {
+	struct ada_trigger_engine *trig;
+	_Atomic uint64_t manual_requests; /* SIGUSR2: any thread / signal handler */
+	uint64_t manual_seen, manual_dropped;
+	uint64_t win_gen_seen; /* windows persisted up to this engine version */
+};
+
+/* The detail ring snapshot buffer (detail_persist.c). */
+struct wal_dsnap {
+	void *buf;
+	size_t cap;
+};
+
+/* Shared memory (shm.c). */
+struct wal_shm {
+	struct ada_shm_budget *budget;   /* the ceiling's page; NULL after the end */
+	struct ada_shm_budget_view last; /* its last values, once closed */
+	bool told;                       /* said that a process ran untraced */
+	uint32_t leftover;               /* entries the end found in the arena dir */
+};
+
+/* Room for the final manifests on a full disk (reserve.c). */
+struct wal_reserve {
+	int fd; /* <session>/.reserve, -1: none */
+	uint64_t bytes;
+	bool used; /* a manifest needed it: the disk was full */
+};
+
+struct wal_live;
+struct wal_keysym;
+
 struct ada_recorder {
 	struct ada_recorder_opts o;
 	char *out_dir, *session_dir, *arena_dir, *ring_config;
@@ -199,9 +251,6 @@ struct ada_recorder {
 	int main_status;
 	uint64_t main_exit_ns; /* drain: when the main process was reaped */
 	bool left_running;     /* drain: gave up on descendants still running */
-	uint64_t gen_bytes;    /* rotate a thread's file past this (budget) */
-	uint64_t disk_closed;  /* bytes of finalized files still on disk */
-	bool budget_warned;
 	uint64_t start_ns, end_ns;
 	uint64_t drain_cpu_ns; /* the drain thread's own CPU time, taken at its end */
 	uint64_t last_tick_ns, last_anchor_ns, last_reclaim_ns;
@@ -209,58 +258,23 @@ struct ada_recorder {
 	 * (events) a ring it read had left (0: a small ring was filling). */
 	uint64_t pass_events, pass_room_min;
 	uint64_t events_total, lost_total;
-	_Atomic int stop_req; /* ada_recorder_stop(): async-signal-safe */
-	/* ada attach (ada_recorder_set_attach): set by the main thread, read
-	 * by the drain's manifests; attach_set published last (release). */
-	_Atomic uint64_t attach_time_ns, attach_pause_ns, detach_pause_ns;
-	_Atomic int attach_set;
+	_Atomic int stop_req;      /* ada_recorder_stop(): async-signal-safe */
 	uint64_t stop_at_ns;       /* drain: when it saw the request */
 	uint64_t stop_deadline_ns; /* drain: rings are drained until here */
 	int error;
 	json_t *warnings;
-	/* the disk budget (budget.c) */
-	bool budget_is_default; /* max_disk_bytes is the default, not --max-disk-mb */
-	bool retire_told;       /* stderr said that the budget deletes data */
-	uint64_t side_bytes;    /* every file but the index files, last scan */
-	uint64_t retired_gens, retired_events, retired_bytes;
-	/* the flight recorder (flight.c) */
-	struct ada_trigger_engine *trig;
-	_Atomic uint64_t manual_requests; /* SIGUSR2: any thread / signal handler */
-	uint64_t manual_seen, manual_dropped;
-	uint64_t win_gen_seen; /* windows persisted up to this engine version */
-	void *dsnap;           /* detail ring snapshot buffer (detail_persist.c) */
-	size_t dsnap_cap;
-	/* shared memory (shm.c) */
-	struct ada_shm_budget *shm;          /* the ceiling's page; NULL after the end */
-	struct ada_shm_budget_view shm_last; /* its last values, once closed */
-	bool shm_told;                       /* stderr said a process ran untraced */
-	uint32_t shm_leftover;               /* entries the end found in the arena dir */
-	/* room for the final manifests on a full disk (reserve.c) */
-	int reserve_fd; /* <session>/.reserve, -1: none */
-	uint64_t reserve_bytes;
-	bool reserve_used;         /* a manifest needed it: the disk was full */
 	int manifest_error;        /* the first manifest that could not be written */
 	uint64_t self_start_ticks; /* ours, for `ada status` (alive.c) */
-	/* the live view (live.c): built by the drain, published under live_mu */
-	pthread_mutex_t live_mu;
-	struct ada_recorder_live *live_pub;   /* under live_mu */
-	struct ada_recorder_live *live_build; /* drain-owned */
-	uint64_t live_events_prev, live_drops_prev[ADA_DROP_REASON_COUNT], live_prev_ns;
-	uint64_t live_win_gen;     /* window gen of the last build */
-	size_t live_nprocs;        /* processes in the last build */
-	uint64_t live_events_seen; /* events taken at the last publish check */
-	bool live_pending;         /* a build waits for the lock */
-	bool live_rated;           /* the build has its own rates (a tick's) */
-	/* key-symbol sets (keysym.c): staged by any thread under ks_mu,
-	 * applied by the drain */
-	pthread_mutex_t ks_mu;
-	pthread_cond_t ks_cv;
-	struct ada_keysym_spec *ks_staged;                          /* under ks_mu */
-	uint64_t ks_staged_gen, ks_applied_gen, ks_applied_version; /* under ks_mu */
-	json_t *ks_result;               /* under ks_mu: the last answer */
-	json_t *ks_applied_cover;        /* under ks_mu: what ks_applied_version covers */
-	struct ada_keysym_spec *ks_spec; /* drain: in force; NULL: --detail never */
-	uint64_t ks_gen, ks_answered_gen, ks_next_version; /* drain */
+	/* The state of each concern, owned by the file named (its _setup or
+	 * _init fills it, its _fini or _end undoes it). */
+	struct wal_budget budget;   /* the disk budget and retention (budget.c, drain.c) */
+	struct wal_attach attach;   /* ada attach's times (recorder.c, manifest.c) */
+	struct wal_flight flight;   /* the trigger engine, manual fires (flight.c) */
+	struct wal_dsnap dsnap;     /* the detail ring snapshot (detail_persist.c) */
+	struct wal_shm shm;         /* the shared-memory ceiling (shm.c) */
+	struct wal_reserve reserve; /* the final manifests' room (reserve.c) */
+	struct wal_live *live;      /* the live view (live.c) */
+	struct wal_keysym *ks;      /* key-symbol sets (keysym.c) */
 };
 
 uint64_t wal_proc_drops(const struct wal_proc *p);
@@ -501,6 +515,8 @@ void wal_live_publish(struct ada_recorder *r, bool force, bool ended);
 struct ada_keysym_spec;
 int wal_keysym_init(struct ada_recorder *r, const struct ada_keysym_spec *initial);
 void wal_keysym_fini(struct ada_recorder *r);
+/* The spec in force (NULL: --detail never, or every function). */
+const struct ada_keysym_spec *wal_keysym_spec(const struct ada_recorder *r);
 void wal_keysym_tick(struct ada_recorder *r);
 void wal_keysym_proc_free(struct wal_proc *p);
 json_t *wal_keysym_json(const struct ada_recorder *r, const struct wal_proc *p);

@@ -27,7 +27,7 @@
  * the manifests are then written as space allows. */
 void wal_reserve_setup(struct ada_recorder *r)
 {
-	r->reserve_fd = -1;
+	r->reserve.fd = -1;
 	int fd;
 	if (ada_fs_create(r->session_fd, RESERVE_NAME, O_RDWR, &fd) != 0)
 		return;
@@ -37,20 +37,20 @@ void wal_reserve_setup(struct ada_recorder *r)
 		want = r->o.max_disk_bytes / 8 / RESERVE_STEP * RESERVE_STEP;
 	while (want && fallocate(fd, 0, 0, (off_t)want) != 0)
 		want = want > RESERVE_STEP ? want - RESERVE_STEP : 0;
-	r->reserve_fd = fd;
-	r->reserve_bytes = want;
+	r->reserve.fd = fd;
+	r->reserve.bytes = want;
 }
 
 /* Gives back up to RESERVE_STEP bytes; false when nothing is left. */
 static bool reserve_release(struct ada_recorder *r)
 {
-	if (r->reserve_fd < 0 || !r->reserve_bytes)
+	if (r->reserve.fd < 0 || !r->reserve.bytes)
 		return false;
-	uint64_t keep = r->reserve_bytes > RESERVE_STEP ? r->reserve_bytes - RESERVE_STEP : 0;
-	if (ftruncate(r->reserve_fd, (off_t)keep) != 0)
+	uint64_t keep = r->reserve.bytes > RESERVE_STEP ? r->reserve.bytes - RESERVE_STEP : 0;
+	if (ftruncate(r->reserve.fd, (off_t)keep) != 0)
 		return false;
-	r->reserve_bytes = keep;
-	r->reserve_used = true;
+	r->reserve.bytes = keep;
+	r->reserve.used = true;
 	return true;
 }
 
@@ -73,10 +73,10 @@ int wal_manifest_commit(struct ada_recorder *r, int dirfd, json_t *root)
 
 void wal_reserve_end(struct ada_recorder *r)
 {
-	if (r->reserve_fd < 0)
+	if (r->reserve.fd < 0)
 		return;
-	close(r->reserve_fd);
-	r->reserve_fd = -1;
-	r->reserve_bytes = 0;
+	close(r->reserve.fd);
+	r->reserve.fd = -1;
+	r->reserve.bytes = 0;
 	unlinkat(r->session_fd, RESERVE_NAME, 0);
 }

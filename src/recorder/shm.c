@@ -45,7 +45,7 @@ int wal_shm_setup(struct ada_recorder *r)
 	int fd = open(r->arena_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	int rc = ada_shm_budget_create(fd, r->o.max_shm_bytes, &r->shm);
+	int rc = ada_shm_budget_create(fd, r->o.max_shm_bytes, &r->shm.budget);
 	close(fd);
 	return rc;
 }
@@ -53,18 +53,18 @@ int wal_shm_setup(struct ada_recorder *r)
 /* p's arena is about to be removed: its size is free again. */
 void wal_shm_release(struct ada_recorder *r, struct wal_proc *p)
 {
-	if (r->shm && p->arena)
-		ada_shm_budget_release(r->shm,
+	if (r->shm.budget && p->arena)
+		ada_shm_budget_release(r->shm.budget,
 		                       ada_arena_budget_size_for(ada_arena_config_of(p->arena)) +
 		                           ada_arena_spill_bytes_taken(p->arena));
 }
 
 void wal_shm_read(const struct ada_recorder *r, struct ada_shm_budget_view *v)
 {
-	if (r->shm)
-		ada_shm_budget_read(r->shm, v);
+	if (r->shm.budget)
+		ada_shm_budget_read(r->shm.budget, v);
 	else
-		*v = r->shm_last;
+		*v = r->shm.last;
 }
 
 /* The first process refused by the ceiling is told at once (o.notice). */
@@ -72,9 +72,9 @@ void wal_shm_tick(struct ada_recorder *r)
 {
 	struct ada_shm_budget_view v;
 	wal_shm_read(r, &v);
-	if (!v.refused_procs || r->shm_told)
+	if (!v.refused_procs || r->shm.told)
 		return;
-	r->shm_told = true;
+	r->shm.told = true;
 	json_array_append_new(r->warnings,
 	                      json_string("shared-memory ceiling reached: processes ran untraced"));
 	wal_notice(r,
@@ -90,10 +90,10 @@ void wal_shm_tick(struct ada_recorder *r)
 void wal_shm_finish(struct ada_recorder *r)
 {
 	wal_shm_tick(r);
-	if (r->shm) {
-		ada_shm_budget_read(r->shm, &r->shm_last);
-		ada_shm_budget_close(r->shm);
-		r->shm = NULL;
+	if (r->shm.budget) {
+		ada_shm_budget_read(r->shm.budget, &r->shm.last);
+		ada_shm_budget_close(r->shm.budget);
+		r->shm.budget = NULL;
 	}
 	int fd = open(r->arena_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
@@ -107,12 +107,12 @@ void wal_shm_finish(struct ada_recorder *r)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (strcmp(de->d_name, ADA_SHM_BUDGET_NAME))
-			r->shm_leftover++;
+			r->shm.leftover++;
 		unlinkat(fd, de->d_name, 0);
 	}
 	closedir(d);
 	if (rmdir(r->arena_dir) != 0)
-		r->shm_leftover++;
+		r->shm.leftover++;
 }
 
 void wal_shm_remove_dir(const char *dir)

@@ -1009,7 +1009,7 @@ static void pdrain_close(struct pdrain *d)
 	d->t.f = NULL;
 	wal_detail_free(&d->t);
 	ada_wal_io_free(d->io);
-	free(d->r.dsnap);
+	free(d->r.dsnap.buf);
 }
 
 /* validate: both files, and every link both ways */
