@@ -276,6 +276,8 @@ int cmd_record(int argc, char **argv)
 	    .max_shm_bytes = a.max_shm_mb == UINT64_MAX ? 0 : a.max_shm_mb << 20,
 	    .max_shm_default = a.max_shm_mb == UINT64_MAX,
 	    .flush = a.flush,
+	    .index_format = a.index_format,
+	    .cidx_block = a.index_block,
 	    .follow = a.follow,
 	    .force_clock = !tsc,
 	    .ring_config = ring_cfg,

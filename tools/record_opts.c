@@ -60,6 +60,10 @@ static void record_usage(FILE *f)
 	    "  --segment-mb N     preallocation step of index files (default 64)\n"
 	    "  --flush POLICY     off | interval:MS | bytes:N | rotate (default interval:1000)\n"
 	    "  --safe             fsync at every new segment and at close\n"
+	    "  --index-format F   atf (default: ATF v2, 32 bytes per event) or compact\n"
+	    "                     (the compact index, ATC1: a few bytes per event; `ada\n"
+	    "                     export --format atf` gives ATF v2 files of it)\n"
+	    "  --index-block-kb N compact index blocks of N KiB (4..1024, default 64)\n"
 	    "  --max-disk-mb N    keep the session within N MiB (every file it writes\n"
 	    "                     counts): the oldest index generations are deleted\n"
 	    "                     first, and stderr says so. 0: no limit. Default: 10%%\n"
@@ -162,6 +166,8 @@ enum {
 	OPT_OVERFLOW,
 	OPT_DRAIN_CPU,
 	OPT_SEGMENT,
+	OPT_INDEX_FORMAT,
+	OPT_INDEX_BLOCK,
 	OPT_FLUSH,
 	OPT_SAFE,
 	OPT_MAXDISK,
@@ -200,6 +206,8 @@ static const struct option record_opts[] = {
     {"overflow", required_argument, 0, OPT_OVERFLOW},
     {"drain-cpu", required_argument, 0, OPT_DRAIN_CPU},
     {"segment-mb", required_argument, 0, OPT_SEGMENT},
+    {"index-format", required_argument, 0, OPT_INDEX_FORMAT},
+    {"index-block-kb", required_argument, 0, OPT_INDEX_BLOCK},
     {"flush", required_argument, 0, OPT_FLUSH},
     {"safe", no_argument, 0, OPT_SAFE},
     {"max-disk-mb", required_argument, 0, OPT_MAXDISK},
@@ -452,6 +460,22 @@ static int record_opt(struct rec_args *a, int c, const char *v)
 		return 0;
 	case OPT_SEGMENT:
 		return record_u64("--segment-mb", v, &a->segment_mb);
+	case OPT_INDEX_FORMAT:
+		if (strcmp(v, "atf") && strcmp(v, "compact")) {
+			ada_log("--index-format is atf or compact, not '%s'", v);
+			return -1;
+		}
+		a->index_format = !strcmp(v, "compact") ? ADA_INDEX_COMPACT : ADA_INDEX_ATF;
+		return 0;
+	case OPT_INDEX_BLOCK:
+		if (record_u64("--index-block-kb", v, &x) < 0)
+			return -1;
+		if (x < 4 || x > 1024) {
+			ada_log("--index-block-kb is 4 to 1024, not '%s'", v);
+			return -1;
+		}
+		a->index_block = (uint32_t)(x << 10);
+		return 0;
 	case OPT_FLUSH:
 		if (ada_flush_parse(v, &a->flush) < 0) {
 			ada_log("--flush is off, interval:MS, bytes:N or rotate, not '%s'", v);

@@ -117,6 +117,9 @@ static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 	    .segment_bytes = r->o.segment_bytes,
 	    .ahead_limit = r->budget.gen_bytes, /* 0 without a budget */
 	    .flush = r->o.flush,
+	    .index_format = r->o.index_format,
+	    .cidx_recent = r->o.detail_mode != ADA_DETAIL_NEVER,
+	    .cidx_block = r->o.cidx_block,
 	};
 	return ada_wal_file_openat(r->io, wal_thread_dir(t), "index.atf", path, &fo, &t->f);
 }
@@ -530,6 +533,7 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 		    .first_seq = t->base_seq,
 		    .t0 = s.time_start_ns,
 		    .t1 = s.time_end_ns,
+		    .encoding = s.encoding,
 		};
 		t->next_gen++;
 		r->budget.disk_closed += wal_round_block(s.bytes);

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "atf.h"
+#include "cidx.h"
 #include "fs.h"
 #include "recorder_internal.h"
 
@@ -44,6 +45,9 @@ struct rd_index {
 	struct atf_index_footer ft;
 	uint64_t n; /* events */
 	bool patched;
+	/* A compact index (ATC1): read block by block, its links given
+	 * again from the records kept (recover_detail_cidx.c) */
+	struct rd_cidx *cx;
 };
 
 static bool rd_detail_final(int fd, const struct atf_detail_header *h, uint64_t size)
@@ -79,6 +83,13 @@ static int rd_index_open(const char *path, struct rd_index *ix)
 	int rc = ada_fs_open_file(AT_FDCWD, path, O_RDWR, &ix->fd);
 	if (rc < 0)
 		return rc;
+	if (pread(ix->fd, &ix->h, sizeof(ix->h), 0) == sizeof(ix->h) &&
+	    ada_cidx_is_compact(&ix->h, sizeof(ix->h))) {
+		rc = rd_cidx_open(ix->fd, &ix->cx, &ix->n);
+		if (rc < 0)
+			close(ix->fd);
+		return rc;
+	}
 	if (fstat(ix->fd, &st) < 0 || pread(ix->fd, &ix->h, sizeof(ix->h), 0) != sizeof(ix->h) ||
 	    memcmp(ix->h.magic, ATF_INDEX_MAGIC, 4) ||
 	    ix->h.footer_offset + ATF_FOOTER_SIZE != (uint64_t)st.st_size ||
@@ -95,6 +106,8 @@ static int rd_index_open(const char *path, struct rd_index *ix)
 /* Sets index event i's detail_seq to v, keeping the footer's CRC true. */
 static int rd_patch(struct rd_index *ix, uint64_t i, uint32_t old, uint32_t v)
 {
+	if (ix->cx)
+		return rd_cidx_link(ix->cx, i, v);
 	uint64_t off = ATF_HEADER_SIZE + i * ATF_INDEX_EVENT_SIZE + 28;
 	int r = wal_pwrite_all(ix->fd, &v, sizeof(v), off);
 	if (r < 0)
@@ -127,18 +140,19 @@ static int rd_one(int dfd, uint64_t size, uint64_t off, uint64_t k, int64_t prev
 	    (int64_t)eh.index_seq <= prev_seq || eh.index_seq >= ix->n || k >= ATF_NO_DETAIL)
 		return 0;
 	uint64_t ioff = ATF_HEADER_SIZE + (uint64_t)eh.index_seq * ATF_INDEX_EVENT_SIZE;
-	if (pread(ix->fd, &ev, sizeof(ev), (off_t)ioff) != sizeof(ev))
+	if (ix->cx ? rd_cidx_event(ix->cx, eh.index_seq, &ev) < 0
+	           : pread(ix->fd, &ev, sizeof(ev), (off_t)ioff) != sizeof(ev))
 		return 0;
 	uint32_t kind =
 	    eh.event_type == ATF_DETAIL_FUNCTION_CALL ? ATF_EVENT_CALL : ATF_EVENT_RETURN;
 	if (ev.timestamp_ns != eh.timestamp || ev.function_id != p.function_id ||
 	    ev.event_kind != kind || (ev.detail_seq != k && ev.detail_seq != ATF_NO_DETAIL))
 		return 0;
-	if (ev.detail_seq == ATF_NO_DETAIL) {
+	if (ev.detail_seq == ATF_NO_DETAIL || ix->cx) {
 		int r = rd_patch(ix, eh.index_seq, ATF_NO_DETAIL, (uint32_t)k);
 		if (r < 0)
 			return r;
-		st->links_restored++;
+		st->links_restored += ev.detail_seq == ATF_NO_DETAIL;
 	}
 	return 1;
 }
@@ -173,6 +187,11 @@ static int rd_clear_links(struct rd_index *ix, const uint32_t *seq_of, uint64_t 
 
 static int rd_index_close(struct rd_index *ix)
 {
+	if (ix->cx) {
+		int r = rd_cidx_close(ix->cx);
+		close(ix->fd);
+		return r;
+	}
 	int r = 0;
 	if (ix->patched)
 		r = wal_pwrite_all(ix->fd, &ix->ft, sizeof(ix->ft), ix->h.footer_offset);
@@ -211,18 +230,24 @@ int wal_recover_detail_file(const char *ipath, const char *dpath, struct wal_rec
 		headerless = true;
 		memset(&h, 0, sizeof(h));
 	}
-	if (!headerless && rd_detail_final(dfd, &h, size)) {
-		close(dfd);
-		return 0; /* finished by the drain */
-	}
+	/* Finished by the drain: but a compact index keeps its links in
+	 * memory until its own finish, so its links are given again from
+	 * the records (the detail file is the link log), the file kept. */
+	bool dfinal = !headerless && rd_detail_final(dfd, &h, size);
 	struct rd_index ix;
+	if (dfinal && !rd_index_is_compact(ipath)) {
+		close(dfd);
+		return 0;
+	}
 	if ((rc = rd_index_open(ipath, &ix)) < 0) {
 		close(dfd);
 		return rc;
 	}
+	if (dfinal)
+		size -= ATF_FOOTER_SIZE;
 	if (headerless)
 		h.thread_id = ix.h.thread_id;
-	st->unfinished = true;
+	st->unfinished = !dfinal;
 	uint8_t *buf = malloc(RD_MAX_EVENT);
 	uint32_t *seq_of = NULL;
 	uint64_t cap = 0, k = 0, off = ATF_HEADER_SIZE, bytes = 0;
@@ -261,12 +286,12 @@ int wal_recover_detail_file(const char *ipath, const char *dpath, struct wal_rec
 	}
 	st->records = k;
 	st->bytes_dropped = size > off ? size - off : 0;
-	if (rc == 0)
+	if (rc == 0 && !ix.cx) /* a compact index has only the links given */
 		rc = rd_clear_links(&ix, seq_of, k, st);
 	int rc2 = rd_index_close(&ix);
 	if (rc == 0)
 		rc = rc2;
-	if (rc == 0) {
+	if (rc == 0 && !dfinal) {
 		struct atf_detail_footer f;
 		struct ada_atf_file_info info = {.thread_id = h.thread_id,
 		                                 .arch = h.arch ? h.arch : WAL_ARCH,

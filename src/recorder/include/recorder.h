@@ -47,6 +47,8 @@ struct ada_recorder_opts {
 	uint64_t max_shm_bytes;  /* ceiling on the arenas' sizes; 0 = none */
 	bool max_shm_default;    /* ignore max_shm_bytes: the default ceiling */
 	struct ada_flush_policy flush;
+	uint8_t index_format;            /* enum ada_index_format (wal.h): --index-format */
+	uint32_t cidx_block;             /* compact blocks' size; 0: the default (tests) */
 	bool follow;                     /* record children that create arenas */
 	bool force_clock;                /* ts=clock even with an invariant TSC */
 	const char *ring_config;         /* ADA_RING_CONFIG text to pass on */
