@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arena_internal.h"
+#include "detail_internal.h"
 #include "recorder_internal.h"
 
 size_t wal_events_first_bad(const struct atf_index_event *ev, size_t n, uint32_t tid,

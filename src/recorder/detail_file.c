@@ -20,6 +20,7 @@
 
 #include "atf.h"
 #include "fs.h"
+#include "detail_internal.h"
 #include "recorder_internal.h"
 
 #define DFILE_BUF (256u * 1024u)

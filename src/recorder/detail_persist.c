@@ -1,7 +1,7 @@
 /*
  * Persisting the detail lane: from a thread's detail ring (in the arena)
  * to its thread_K/detail.atf, with the index events' detail_seq patched
- * to point at them (recorder_internal.h: wal_detail_persist).
+ * to point at them (detail_internal.h: wal_detail_persist).
  *
  * Threads: the drain thread only.
  *
@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "ring.h"
+#include "detail_internal.h"
 #include "recorder_internal.h"
 
 #define PD_LOOKS 4 /* snapshots a window's look may take for a steady counter */
@@ -359,6 +360,50 @@ static void pd_gap(const struct wal_thread *t, struct wal_tdetail *dt, uint64_t 
 	st->gap = g;
 }
 
+/* --detail always: a thread waiting for room (detail_overflow=wait) may
+ * now reuse what links below the high-water mark; its waits are read. */
+static void pd_release_decided(struct wal_thread *t, struct wal_tdetail *dt)
+{
+	ada_detail_ring_set_decided(t->p->arena, t->slot, dt->hwm);
+	uint64_t w, ns;
+	ada_detail_ring_waits(t->p->arena, t->slot, &w, &ns);
+	/* Only forward: the slot's counters (the target's memory) are
+	 * shown, and a thread's totals never go back. */
+	dt->waits = w > dt->waits ? w : dt->waits;
+	dt->wait_ns = ns > dt->wait_ns ? ns : dt->wait_ns;
+}
+
+/* The links that went into the disk window (segment.c) reach the file
+ * now, one pwrite. One that cannot (its record is written, its index
+ * event keeps "no detail") is counted as a failed patch would have been:
+ * unlinked, and the thread's detail error. failed: the file's failed
+ * patches before this call. */
+static void pd_flush_links(struct wal_thread *t, struct wal_tdetail *dt, uint64_t failed,
+                           struct wal_detail_stats *st)
+{
+	if (!t->f)
+		return;
+	int e = wal_dwin_flush(t->f);
+	st->unlinked += ada_wal_file_patch_failed(t->f) - failed;
+	if (ada_wal_file_patch_failed(t->f) != failed && !dt->error)
+		dt->error = e < 0 ? e : -EIO;
+}
+
+/* Adds what one call did to the thread's totals; with --detail always a
+ * gap has no window to share it: each record a detail_overwritten drop. */
+static void pd_account(struct wal_thread *t, struct wal_tdetail *dt, bool all_time,
+                       const struct wal_detail_stats *st)
+{
+	if (all_time && st->gap.records) {
+		dt->lost += st->gap.records;
+		t->p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN] += st->gap.records;
+	}
+	dt->records += st->records;
+	dt->bytes += st->bytes;
+	dt->overwritten += st->overwritten;
+	dt->unlinked += st->unlinked;
+}
+
 int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,
                        uint64_t to_ns, struct wal_detail_stats *st)
 {
@@ -406,38 +451,12 @@ int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t fr
 	uint64_t failed = t->f ? ada_wal_file_patch_failed(t->f) : 0;
 	if (pd_walk(r, t, dt, snap.bytes, from_ns, to_ns, st, &in_ring))
 		dt->from = snap.end;
-	/* --detail always: a thread waiting for room (detail_overflow=wait)
-	 * may now reuse what links below the high-water mark. */
-	if (all_time) {
-		ada_detail_ring_set_decided(t->p->arena, t->slot, dt->hwm);
-		uint64_t w, ns;
-		ada_detail_ring_waits(t->p->arena, t->slot, &w, &ns);
-		/* Only forward: the slot's counters (the target's memory) are
-		 * shown, and a thread's totals never go back. */
-		dt->waits = w > dt->waits ? w : dt->waits;
-		dt->wait_ns = ns > dt->wait_ns ? ns : dt->wait_ns;
-	}
-	/* The links that went into the disk window (segment.c) reach the file
-	 * now, one pwrite. One that cannot (its record is written, its index
-	 * event keeps "no detail") is counted as a failed patch would have
-	 * been: unlinked, and the thread's detail error. */
-	if (t->f) {
-		e = wal_dwin_flush(t->f);
-		st->unlinked += ada_wal_file_patch_failed(t->f) - failed;
-		if (ada_wal_file_patch_failed(t->f) != failed && !dt->error)
-			dt->error = e < 0 ? e : -EIO;
-	}
+	if (all_time)
+		pd_release_decided(t, dt);
+	pd_flush_links(t, dt, failed, st);
 	if (look)
 		pd_gap(t, dt, over, in_ring, decided, lo_ns, steady, st);
-	if (all_time && st->gap.records) {
-		/* No window to share it: each one a detail_overwritten drop. */
-		dt->lost += st->gap.records;
-		t->p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN] += st->gap.records;
-	}
-	dt->records += st->records;
-	dt->bytes += st->bytes;
-	dt->overwritten += st->overwritten;
-	dt->unlinked += st->unlinked;
+	pd_account(t, dt, all_time, st);
 	return dt->error;
 }
 

@@ -37,6 +37,8 @@
 
 #include "fs.h"
 #include "ring.h"
+#include "arena_internal.h"
+#include "detail_internal.h"
 #include "drain_internal.h"
 
 #define DRAIN_SLOT_BUDGET (1u << 18) /* events per slot per pass: fairness */
@@ -124,6 +126,33 @@ static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 	return ada_wal_file_openat(r->io, wal_thread_dir(t), "index.atf", path, &fo, &t->f);
 }
 
+/* t got no index file (rc): said (a planted link or file, another
+ * user's directory, any other error once), the recording's error set
+ * (not for a full disk), no empty thread directory left behind; its
+ * events are counted lost. */
+static void drain_thread_no_file(struct ada_recorder *r, struct wal_thread *t, const char *name,
+                                 int rc)
+{
+	struct wal_proc *p = t->p;
+	if (rc == -ELOOP || rc == -EPERM || rc == -EEXIST)
+		wal_note(r, p, "%s: %s; the events of this thread are counted lost", t->dir,
+		         rc == -ELOOP   ? "a symbolic link, not a directory of ada's"
+		         : rc == -EPERM ? "a directory of another user"
+		                        : "index.atf is already there (a planted file or link)");
+	if (!r->error && rc != -ENOSPC && rc != -ELOOP && rc != -EPERM && rc != -EEXIST)
+		wal_note(r, p,
+		         "%s: cannot make its index file (%s); its events, and those of "
+		         "every later thread that meets an error, are counted lost",
+		         t->dir, strerror(-rc));
+	if (!r->error && rc != -ENOSPC)
+		r->error = rc;
+	drain_sidecar(t, false);
+	if (t->has_dir)
+		unlinkat(p->dir_fd, name, AT_REMOVEDIR);
+	t->has_dir = false;
+	t->done = true;
+}
+
 static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_proc *p,
                                            uint32_t slot, const struct ada_slot_info *si)
 {
@@ -165,27 +194,8 @@ static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_pr
 		t->has_dir = true;
 		rc = drain_thread_file(r, t);
 	}
-	if (rc == -ELOOP || rc == -EPERM || rc == -EEXIST)
-		wal_note(r, p, "%s: %s; the events of this thread are counted lost", t->dir,
-		         rc == -ELOOP   ? "a symbolic link, not a directory of ada's"
-		         : rc == -EPERM ? "a directory of another user"
-		                        : "index.atf is already there (a planted file or link)");
-	if (rc < 0) {
-		if (!r->error && rc != -ENOSPC && rc != -ELOOP && rc != -EPERM && rc != -EEXIST)
-			wal_note(r, p,
-			         "%s: cannot make its index file (%s); its events, and those of "
-			         "every later thread that meets an error, are counted lost",
-			         t->dir, strerror(-rc));
-		if (!r->error && rc != -ENOSPC)
-			r->error = rc;
-		/* No file (disk full): leave no empty thread directory behind;
-		 * the thread's events are counted lost. */
-		drain_sidecar(t, false);
-		if (t->has_dir)
-			unlinkat(p->dir_fd, name, AT_REMOVEDIR);
-		t->has_dir = false;
-		t->done = true;
-	}
+	if (rc < 0)
+		drain_thread_no_file(r, t, name, rc);
 	wal_flight_thread_start(t);
 	wal_thread_dir_close(t);
 	return t;

@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arena_internal.h"
 #include "drain_internal.h"
 #include "fs.h"
 #include "ring.h"
@@ -203,6 +204,45 @@ static pid_t drain_arena_name(const char *name, bool *taken)
 	return strcmp(q, ".ring") ? 0 : (pid_t)pid;
 }
 
+/* A wal_proc for the arena file name of pid (inode ino), its arena
+ * opened and checked and its per-slot tables made; room for it in
+ * r->procs. NULL when it is not one we record (ignored from now on) or
+ * out of memory. */
+static struct wal_proc *drain_proc_new(struct ada_recorder *r, const char *name, long pid,
+                                       ino_t ino)
+{
+	struct wal_proc *p = calloc(1, sizeof(*p));
+	void *arr = drain_grow(r->procs, &r->capprocs, r->nprocs + 1, sizeof(*r->procs));
+	if (!p || !arr) {
+		free(p);
+		return NULL;
+	}
+	r->procs = arr;
+	p->pid = (pid_t)pid;
+	p->pidfd = -1;
+	p->dir_fd = -1;
+	p->arena_fd = -1;
+	p->opened_ns = wal_now_ns();
+	if (asprintf(&p->arena_path, "%s/%s", r->arena_dir, name) < 0 ||
+	    asprintf(&p->dir, "%s/pid_%ld", r->session_dir, pid) < 0 ||
+	    drain_proc_arena(r, p) < 0) {
+		drain_ignore(r, p->pid, ino);
+		drain_free_proc(p);
+		return NULL;
+	}
+	p->max_threads = ada_arena_max_threads(p->arena);
+	p->ring_events = ada_arena_config_of(p->arena)->index_events;
+	p->by_slot = calloc(p->max_threads, sizeof(*p->by_slot));
+	p->slot_noted = calloc(p->max_threads, 1);
+	p->quarantine = json_array();
+	p->warnings = json_array();
+	if (!p->by_slot || !p->slot_noted || !p->quarantine || !p->warnings) {
+		drain_free_proc(p);
+		return NULL;
+	}
+	return p;
+}
+
 void drain_open_arena(struct ada_recorder *r, const char *name)
 {
 	bool taken = false;
@@ -235,35 +275,9 @@ void drain_open_arena(struct ada_recorder *r, const char *name)
 			drain_pid_reused(r, (pid_t)pid, ino);
 		return;
 	}
-	struct wal_proc *p = calloc(1, sizeof(*p));
-	void *arr = drain_grow(r->procs, &r->capprocs, r->nprocs + 1, sizeof(*r->procs));
-	if (!p || !arr) {
-		free(p);
+	struct wal_proc *p = drain_proc_new(r, name, pid, ino);
+	if (!p)
 		return;
-	}
-	r->procs = arr;
-	p->pid = (pid_t)pid;
-	p->pidfd = -1;
-	p->dir_fd = -1;
-	p->arena_fd = -1;
-	p->opened_ns = wal_now_ns();
-	if (asprintf(&p->arena_path, "%s/%s", r->arena_dir, name) < 0 ||
-	    asprintf(&p->dir, "%s/pid_%ld", r->session_dir, pid) < 0 ||
-	    drain_proc_arena(r, p) < 0) {
-		drain_ignore(r, p->pid, ino);
-		drain_free_proc(p);
-		return;
-	}
-	p->max_threads = ada_arena_max_threads(p->arena);
-	p->ring_events = ada_arena_config_of(p->arena)->index_events;
-	p->by_slot = calloc(p->max_threads, sizeof(*p->by_slot));
-	p->slot_noted = calloc(p->max_threads, 1);
-	p->quarantine = json_array();
-	p->warnings = json_array();
-	if (!p->by_slot || !p->slot_noted || !p->quarantine || !p->warnings) {
-		drain_free_proc(p);
-		return;
-	}
 	/* The agent may have made it first (agent.json): ours either way. */
 	int rc = ada_fs_mkdir(r->session_fd, strrchr(p->dir, '/') + 1, 0, &p->dir_fd);
 	if (rc < 0)

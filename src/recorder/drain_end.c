@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "arena_internal.h"
 #include "drain_internal.h"
 #include "fs.h"
 #include "ring.h"

@@ -23,6 +23,8 @@
 
 #include "ring.h"
 #include "symbols.h"
+#include "arena_internal.h"
+#include "detail_internal.h"
 #include "recorder_internal.h"
 
 #define FLIGHT_SYMS_RELOAD_NS 50000000ull /* unknown module: reread .syms at most this often */

@@ -30,6 +30,7 @@
 #include "fs.h"
 #include "keysym.h"
 #include "symbols.h"
+#include "arena_internal.h"
 #include "recorder_internal.h"
 
 /* The recording's key-symbol state, owned by this file (r->ks): staged

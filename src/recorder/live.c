@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "detail_internal.h"
 #include "recorder_internal.h"
 
 /* The live view's state, owned by this file (r->live). */

@@ -18,6 +18,7 @@
  * Pure functions of their arguments (unit-tested in test_wal_loss.c);
  * the drain thread calls them.
  */
+#include "detail_internal.h"
 #include "recorder_internal.h"
 
 void wal_drops_account(const uint64_t arena[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT],

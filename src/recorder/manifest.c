@@ -25,6 +25,8 @@
 #include "manifest.h"
 #include "ring.h"
 #include "keysym.h"
+#include "arena_internal.h"
+#include "detail_internal.h"
 #include "recorder_internal.h"
 
 static const char *const man_lane[ADA_LANE_COUNT] = {"index", "detail"};

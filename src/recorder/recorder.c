@@ -23,6 +23,7 @@
 
 #include "fs.h"
 #include "ring.h"
+#include "detail_internal.h"
 #include "recorder_internal.h"
 
 void *wal_drain_main(void *arg);

@@ -26,6 +26,8 @@
 #include "manifest.h"
 #include "ring.h"
 #include "fs.h"
+#include "arena_internal.h"
+#include "detail_internal.h"
 #include "recorder_internal.h"
 
 #define REC_BATCH 4096u /* events converted per append: bounds recover's memory */
@@ -486,94 +488,83 @@ static bool rec_current_missing(struct rec_ctx *c, const char *dir, char **names
 	return rc == 0;
 }
 
-/* Finalizes the generations and the current file of one thread dir. */
-static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
+/* A growable list of file names. */
+struct rec_names {
+	char **v;
+	size_t n, cap;
+};
+
+/* Appends a copy of name; false when out of memory (nothing appended). */
+static bool rec_names_add(struct rec_names *l, const char *name, size_t step)
 {
-	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
-	if (!d)
-		return;
-	char **names = NULL, **dnames = NULL;
-	size_t nn = 0, cap = 0, nd = 0, dcap = 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : step;
+		char **nb = realloc(l->v, cap * sizeof(*l->v));
+		if (!nb)
+			return false;
+		l->v = nb;
+		l->cap = cap;
+	}
+	if (!(l->v[l->n] = strdup(name)))
+		return false;
+	l->n++;
+	return true;
+}
+
+/* The thread directory's index files (names, in generation order) and
+ * detail files (dnames). */
+static void rec_thread_list(struct rec_ctx *c, DIR *d, struct rec_names *names,
+                            struct rec_names *dnames)
+{
 	struct dirent *de;
 	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
 		if (rec_kind(c, d, de) != ADA_FS_REG || !strstr(de->d_name, ".atf"))
 			continue;
 		if (!strncmp(de->d_name, "detail", 6)) {
-			if (nd == dcap) {
-				dcap = dcap ? dcap * 2 : 4;
-				char **nb = realloc(dnames, dcap * sizeof(*dnames));
-				if (!nb)
-					continue;
-				dnames = nb;
-			}
-			if ((dnames[nd] = strdup(de->d_name)))
-				nd++;
+			rec_names_add(dnames, de->d_name, 4);
 			continue;
 		}
 		if (strncmp(de->d_name, "index", 5))
 			continue;
-		if (nn == cap) {
-			cap = cap ? cap * 2 : 16;
-			char **nb = realloc(names, cap * sizeof(*names));
-			if (!nb)
-				break;
-			names = nb;
-		}
-		if (!(names[nn] = strdup(de->d_name)))
+		if (!rec_names_add(names, de->d_name, 16))
 			break;
-		nn++;
 	}
-	closedir(d);
-	qsort(names, nn, sizeof(names[0]), rec_gen_cmp);
-	json_t *t = json_object(), *files = json_array();
-	struct ada_slot_info si = {0};
-	struct rec_side sd;
-	rec_sidecar(dir, &sd);
-	int slot = -1;
-	if (c->arena && !c->arena_bad)
-		WAL_GUARDED(c->arena, slot = rec_slot_of(c, seq, &sd, &si), c->arena_bad = true);
-	if (c->arena_bad)
-		slot = -1;
-	if (slot >= 0 && rec_current_missing(c, dir, names, nn, si.tid)) {
-		char **nb = realloc(names, (nn + 1) * sizeof(*names));
-		if (nb && (nb[nn] = strdup("index.atf")))
-			nn++;
-		if (nb)
-			names = nb;
-	}
-	for (size_t i = 0; i < nn; i++) {
+	qsort(names->v, names->n, sizeof(names->v[0]), rec_gen_cmp);
+}
+
+/* Finalizes each index file of dir (the current one with what slot's ring
+ * still holds) and notes it in files; frees the names. */
+static void rec_index_files(struct rec_ctx *c, const char *dir, struct rec_names *names, int slot,
+                            const struct ada_slot_info *si, const struct rec_side *sd,
+                            json_t *files)
+{
+	for (size_t i = 0; i < names->n; i++) {
 		char path[PATH_MAX];
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		snprintf(path, sizeof(path), "%s/%s", dir, names->v[i]);
 		struct ada_wal_file_summary s = {0};
 		uint64_t n = 0;
-		int rc = rec_file_of(c, path, !strcmp(names[i], "index.atf") ? slot : -1, &si, &sd,
+		int rc = rec_file_of(c, path, !strcmp(names->v[i], "index.atf") ? slot : -1, si, sd,
 		                     &s, &n);
 		if (rc == 0) {
 			c->rep->events_from_arena += n;
-			rec_note_file(c, files, names[i], &s);
+			rec_note_file(c, files, names->v[i], &s);
 		} else {
 			c->rep->errors++;
 		}
-		free(names[i]);
+		free(names->v[i]);
 	}
-	free(names);
-	rec_detail_files(c, dir, seq, dnames, nd, t); /* the index files are final now */
-	for (size_t i = 0; i < nd; i++)
-		free(dnames[i]);
-	free(dnames);
-	if (c->crash) {
-		char ipath[PATH_MAX + 16];
-		snprintf(ipath, sizeof(ipath), "%s/index.atf", dir);
-		rec_open_frames(c, ipath, seq, slot >= 0 ? si.tid : 0);
-	}
-	char side[PATH_MAX + 16];
-	snprintf(side, sizeof(side), "%s/.ring_base", dir);
-	unlink(side);
+	free(names->v);
+}
+
+/* The thread's entry of the manifest, with its waits for ring space,
+ * from a slot that passed the checks (shown, never trusted to size
+ * anything). */
+static void rec_thread_note(struct rec_ctx *c, json_t *t, uint32_t seq, int slot,
+                            const struct ada_slot_info *si, json_t *files)
+{
 	json_object_set_new(t, "thread", json_integer(seq));
-	json_object_set_new(t, "tid", json_integer(slot >= 0 ? si.tid : 0));
+	json_object_set_new(t, "tid", json_integer(slot >= 0 ? si->tid : 0));
 	json_object_set_new(t, "files", files);
-	/* Its waits for ring space, from a slot that passed the checks
-	 * (shown, never trusted to size anything). */
 	uint64_t waits = 0, wns = 0;
 	if (slot >= 0 && !c->arena_bad)
 		WAL_GUARDED(c->arena, ada_index_ring_waits(c->arena, (uint32_t)slot, &waits, &wns),
@@ -583,6 +574,43 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 	c->ring_waits += waits;
 	c->ring_waited_ns += wns;
 	json_array_append_new(c->threads, t);
+}
+
+/* Finalizes the generations and the current file of one thread dir. */
+static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
+{
+	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
+	if (!d)
+		return;
+	struct rec_names names = {0}, dnames = {0};
+	rec_thread_list(c, d, &names, &dnames);
+	closedir(d);
+	json_t *t = json_object(), *files = json_array();
+	struct ada_slot_info si = {0};
+	struct rec_side sd;
+	rec_sidecar(dir, &sd);
+	int slot = -1;
+	if (c->arena && !c->arena_bad)
+		WAL_GUARDED(c->arena, slot = rec_slot_of(c, seq, &sd, &si), c->arena_bad = true);
+	if (c->arena_bad)
+		slot = -1;
+	if (slot >= 0 && rec_current_missing(c, dir, names.v, names.n, si.tid))
+		rec_names_add(&names, "index.atf", 16);
+	rec_index_files(c, dir, &names, slot, &si, &sd, files);
+	/* the index files are final now */
+	rec_detail_files(c, dir, seq, dnames.v, dnames.n, t);
+	for (size_t i = 0; i < dnames.n; i++)
+		free(dnames.v[i]);
+	free(dnames.v);
+	if (c->crash) {
+		char ipath[PATH_MAX + 16];
+		snprintf(ipath, sizeof(ipath), "%s/index.atf", dir);
+		rec_open_frames(c, ipath, seq, slot >= 0 ? si.tid : 0);
+	}
+	char side[PATH_MAX + 16];
+	snprintf(side, sizeof(side), "%s/.ring_base", dir);
+	unlink(side);
+	rec_thread_note(c, t, seq, slot, &si, files);
 }
 
 /* Slots with events whose thread never got a file: make one. At most
@@ -792,7 +820,8 @@ static int rec_thread_dirs(struct rec_ctx *c, const char *pid_dir)
 	return 0;
 }
 
-static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
+/* pid_dir's manifest, or a new one when it is lost or damaged. */
+static json_t *rec_manifest_load(const char *pid_dir)
 {
 	json_t *man = NULL;
 	if (ada_manifest_read(pid_dir, &man) < 0 || !man) {
@@ -801,14 +830,101 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 		sscanf(b ? b + 1 : pid_dir, "pid_%u", &pid);
 		man = ada_manifest_new((int32_t)pid); /* lost or damaged: start anew */
 	}
+	return man;
+}
+
+/* Its recorder still runs (pid and start time: a reused pid is not it):
+ * two drains of one ring would corrupt both the ring and the files. */
+static bool rec_recorder_running(json_t *man)
+{
 	const char *st0 = ada_manifest_state(man);
 	json_int_t rpid = json_integer_value(json_object_get(man, "recorder_pid"));
 	json_int_t rticks = json_integer_value(json_object_get(man, "recorder_start_ticks"));
-	if (st0 && !strcmp(st0, "recording") && rpid > 0 && rpid != getpid() &&
-	    ada_recorder_alive((pid_t)rpid, rticks > 0 ? (uint64_t)rticks : 0)) {
-		/* Its recorder still runs (pid and start time: a reused pid is
-		 * not it): two drains of one ring would corrupt both the ring
-		 * and the files. */
+	return st0 && !strcmp(st0, "recording") && rpid > 0 && rpid != getpid() &&
+	       ada_recorder_alive((pid_t)rpid, rticks > 0 ? (uint64_t)rticks : 0);
+}
+
+/* Opens the arena the manifest names into c->arena (left NULL when it is
+ * gone, unreadable or another process's: said in the warnings). */
+static void rec_arena_open(struct rec_ctx *c, const char *arena)
+{
+	int arc = c->buf && arena ? ada_arena_open(arena, &c->arena) : -ENOENT;
+	if (c->buf && arena && arc < 0) {
+		char msg[PATH_MAX + 160];
+		if (arc == -ENOENT)
+			snprintf(
+			    msg, sizeof(msg),
+			    "the arena %s is gone: whatever its rings still held is not recovered",
+			    arena);
+		else
+			snprintf(msg, sizeof(msg),
+			         "the arena %s could not be read (%s): events its rings still held "
+			         "are lost",
+			         arena, strerror(-arc));
+		rec_say(c, msg);
+	}
+	if (arc == 0) {
+		c->rep->arenas_found++;
+		if (ada_arena_pid(c->arena) != c->pid) {
+			char msg[PATH_MAX + 128];
+			snprintf(msg, sizeof(msg),
+			         "ignored arena %s: it says it belongs to process %d, not %d",
+			         arena, (int)ada_arena_pid(c->arena), (int)c->pid);
+			rec_say(c, msg);
+			ada_arena_close(c->arena);
+			c->arena = NULL;
+		}
+	}
+}
+
+/* The manifest of a process whose recording did not end: state
+ * "recovered", its threads, metrics, the arena's counts and warnings;
+ * written in pid_dir. Consumes c->threads. */
+static void rec_manifest_recovered(struct rec_ctx *c, json_t *man, const char *pid_dir,
+                                   uint64_t events_before)
+{
+	struct ada_recover_report *rep = c->rep;
+	json_object_set_new(man, "state", json_string("recovered"));
+	json_object_set_new(man, "threads", c->threads);
+	json_object_set_new(man, "abnormal", json_true());
+	json_object_set_new(man, "recovered_events_from_arena",
+	                    json_integer((json_int_t)rep->events_from_arena));
+	json_t *m = json_object();
+	json_object_set_new(m, "events_written",
+	                    json_integer((json_int_t)(rep->events_on_disk - events_before)));
+	json_object_set_new(m, "ring_waits", json_integer((json_int_t)c->ring_waits));
+	json_object_set_new(m, "ring_waited_ns", json_integer((json_int_t)c->ring_waited_ns));
+	json_object_set_new(man, "metrics", m);
+	rec_fold_arena(c, man);
+	json_t *w = json_object_get(man, "warnings");
+	if (!json_is_array(w))
+		json_object_set_new(man, "warnings", w = json_array());
+	json_array_extend(w, c->warnings);
+	json_object_set(man, "quarantined", c->quarantine);
+	int dfd = -1;
+	if (ada_fs_open_dir(AT_FDCWD, pid_dir, &dfd) == 0) {
+		wal_json_write_atomic(dfd, man);
+		close(dfd);
+	}
+}
+
+/* Closes the arena; once its process is gone, removes the arena file and
+ * (when only its budget page is left) the arena directory. */
+static void rec_arena_release(struct rec_ctx *c, json_t *man, const char *arena)
+{
+	ada_arena_close(c->arena);
+	if (c->pid > 0 && kill(c->pid, 0) < 0 && errno == ESRCH) {
+		unlink(arena);
+		const char *adir = json_string_value(json_object_get(man, "arena_dir"));
+		if (adir)
+			wal_shm_remove_dir(adir);
+	}
+}
+
+static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
+{
+	json_t *man = rec_manifest_load(pid_dir);
+	if (rec_recorder_running(man)) {
 		json_decref(man);
 		return -EBUSY;
 	}
@@ -825,33 +941,7 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	rec_clock_from(&c, man);
 	wal_guard_install();
 	const char *arena = json_string_value(json_object_get(man, "arena"));
-	int arc = c.buf && arena ? ada_arena_open(arena, &c.arena) : -ENOENT;
-	if (c.buf && arena && arc < 0) {
-		char msg[PATH_MAX + 160];
-		if (arc == -ENOENT)
-			snprintf(
-			    msg, sizeof(msg),
-			    "the arena %s is gone: whatever its rings still held is not recovered",
-			    arena);
-		else
-			snprintf(msg, sizeof(msg),
-			         "the arena %s could not be read (%s): events its rings still held "
-			         "are lost",
-			         arena, strerror(-arc));
-		rec_say(&c, msg);
-	}
-	if (arc == 0) {
-		rep->arenas_found++;
-		if (ada_arena_pid(c.arena) != c.pid) {
-			char msg[PATH_MAX + 128];
-			snprintf(msg, sizeof(msg),
-			         "ignored arena %s: it says it belongs to process %d, not %d",
-			         arena, (int)ada_arena_pid(c.arena), (int)c.pid);
-			rec_say(&c, msg);
-			ada_arena_close(c.arena);
-			c.arena = NULL;
-		}
-	}
+	rec_arena_open(&c, arena);
 	if (c.arena)
 		WAL_GUARDED(c.arena, rec_crash_read(&c), c.arena_bad = true);
 	rec_thread_dirs(&c, pid_dir);
@@ -861,44 +951,12 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 		        "the arena file shrank while recover read it: what was read is written, "
 		        "the rest of it is lost");
 	const char *state = json_string_value(json_object_get(man, "state"));
-	bool was_final = state && !strcmp(state, "complete");
-	if (!was_final) {
-		json_object_set_new(man, "state", json_string("recovered"));
-		json_object_set_new(man, "threads", c.threads);
-		json_object_set_new(man, "abnormal", json_true());
-		json_object_set_new(man, "recovered_events_from_arena",
-		                    json_integer((json_int_t)rep->events_from_arena));
-		json_t *m = json_object();
-		json_object_set_new(
-		    m, "events_written",
-		    json_integer((json_int_t)(rep->events_on_disk - events_before)));
-		json_object_set_new(m, "ring_waits", json_integer((json_int_t)c.ring_waits));
-		json_object_set_new(m, "ring_waited_ns",
-		                    json_integer((json_int_t)c.ring_waited_ns));
-		json_object_set_new(man, "metrics", m);
-		rec_fold_arena(&c, man);
-		json_t *w = json_object_get(man, "warnings");
-		if (!json_is_array(w))
-			json_object_set_new(man, "warnings", w = json_array());
-		json_array_extend(w, c.warnings);
-		json_object_set(man, "quarantined", c.quarantine);
-		int dfd = -1;
-		if (ada_fs_open_dir(AT_FDCWD, pid_dir, &dfd) == 0) {
-			wal_json_write_atomic(dfd, man);
-			close(dfd);
-		}
-	} else {
+	if (!(state && !strcmp(state, "complete")))
+		rec_manifest_recovered(&c, man, pid_dir, events_before);
+	else
 		json_decref(c.threads);
-	}
-	if (c.arena) {
-		ada_arena_close(c.arena);
-		if (c.pid > 0 && kill(c.pid, 0) < 0 && errno == ESRCH) {
-			unlink(arena);
-			const char *adir = json_string_value(json_object_get(man, "arena_dir"));
-			if (adir)
-				wal_shm_remove_dir(adir);
-		}
-	}
+	if (c.arena)
+		rec_arena_release(&c, man, arena);
 	json_decref(c.quarantine);
 	json_decref(c.warnings);
 	json_decref(c.stacks);

@@ -32,6 +32,7 @@
 #include "atf.h"
 #include "cidx.h"
 #include "fs.h"
+#include "detail_internal.h"
 #include "recorder_internal.h"
 
 #define RD_MAX_EVENT                                                                               \
@@ -205,6 +206,108 @@ static int rd_index_close(struct rd_index *ix)
 	return r;
 }
 
+/* What the scan of a detail file's records kept. */
+struct rd_scan {
+	uint32_t *seq_of; /* index_seq of each kept record */
+	uint64_t cap, k, off, bytes;
+	uint64_t t0, t1, s0, s1;
+	uint32_t crc;
+	int64_t prev;
+};
+
+/* The header of the detail file on dfd into *h: 0 (unfinished), 1 (final
+ * already), -EPROTO (not a detail file). Killed between creating the file
+ * and writing its placeholder header: nothing was written, it is finished
+ * as an empty file (*headerless). */
+static int rd_head(int dfd, uint64_t size, struct atf_detail_header *h, bool *headerless)
+{
+	*headerless = false;
+	if (pread(dfd, h, sizeof(*h), 0) != sizeof(*h) || memcmp(h->magic, ATF_DETAIL_MAGIC, 4)) {
+		if (!rd_all_zero(dfd, size))
+			return -EPROTO;
+		*headerless = true;
+		memset(h, 0, sizeof(*h));
+	}
+	if (!*headerless && rd_detail_final(dfd, h, size))
+		return 1; /* finished by the drain */
+	return 0;
+}
+
+/* Keeps one more record (buf): its sequence, times, CRC and length. */
+static int rd_keep(struct rd_scan *sc, const uint8_t *buf)
+{
+	const struct atf_detail_event_header *eh = (const void *)buf;
+	if (sc->k == sc->cap) {
+		uint64_t cap = sc->cap ? sc->cap * 2 : 1024;
+		uint32_t *n = realloc(sc->seq_of, cap * sizeof(*sc->seq_of));
+		if (!n)
+			return -ENOMEM;
+		sc->seq_of = n;
+		sc->cap = cap;
+	}
+	sc->seq_of[sc->k] = eh->index_seq;
+	if (sc->k == 0) {
+		sc->t0 = eh->timestamp;
+		sc->s0 = eh->index_seq;
+	}
+	sc->t1 = eh->timestamp;
+	sc->s1 = eh->index_seq;
+	sc->prev = eh->index_seq;
+	sc->crc = wal_crc32(sc->crc, buf, eh->total_length);
+	sc->off += eh->total_length;
+	sc->bytes += eh->total_length;
+	sc->k++;
+	return 0;
+}
+
+/* Writes the footer and the final header after the kept records and cuts
+ * the rest. */
+static int rd_write_final(int dfd, struct atf_detail_header *h, const struct rd_scan *sc)
+{
+	struct atf_detail_footer f;
+	struct ada_atf_file_info info = {
+	    .thread_id = h->thread_id, .arch = h->arch ? h->arch : WAL_ARCH, .os = ATF_OS_LINUX};
+	ada_atf_detail_header_fill(h, &info, sc->k, sc->bytes, sc->s0, sc->s1);
+	ada_atf_detail_footer_fill(&f, sc->crc, sc->k, sc->bytes, sc->t0, sc->t1);
+	int rc = wal_pwrite_all(dfd, &f, sizeof(f), ATF_HEADER_SIZE + sc->bytes);
+	if (rc == 0)
+		rc = wal_pwrite_all(dfd, h, sizeof(*h), 0);
+	if (rc == 0 && ftruncate(dfd, (off_t)(ATF_HEADER_SIZE + sc->bytes + ATF_FOOTER_SIZE)) < 0)
+		rc = -errno;
+	return rc;
+}
+
+/* Scans the records after the header, keeping the whole, linked prefix;
+ * then clears the index links that name no kept record (a compact index
+ * has only the links given) and finishes the file (unless final). */
+static int rd_finish(int dfd, uint64_t size, struct atf_detail_header *h, struct rd_index *ix,
+                     bool final, struct wal_recover_detail *st)
+{
+	uint8_t *buf = malloc(RD_MAX_EVENT);
+	struct rd_scan sc = {.off = ATF_HEADER_SIZE, .prev = -1};
+	int rc = buf ? 0 : -ENOMEM;
+	while (rc == 0) {
+		int one = rd_one(dfd, size, sc.off, sc.k, sc.prev, ix, buf, st);
+		if (one <= 0) {
+			rc = one;
+			break;
+		}
+		rc = rd_keep(&sc, buf);
+	}
+	st->records = sc.k;
+	st->bytes_dropped = size > sc.off ? size - sc.off : 0;
+	if (rc == 0 && !ix->cx)
+		rc = rd_clear_links(ix, sc.seq_of, sc.k, st);
+	int rc2 = rd_index_close(ix);
+	if (rc == 0)
+		rc = rc2;
+	if (rc == 0 && !final)
+		rc = rd_write_final(dfd, h, &sc);
+	free(sc.seq_of);
+	free(buf);
+	return rc;
+}
+
 int wal_recover_detail_file(const char *ipath, const char *dpath, struct wal_recover_detail *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -213,32 +316,23 @@ int wal_recover_detail_file(const char *ipath, const char *dpath, struct wal_rec
 		return rc;
 	struct stat sb;
 	struct atf_detail_header h;
+	bool headerless;
 	if (fstat(dfd, &sb) < 0) {
 		rc = -errno;
 		close(dfd);
 		return rc;
 	}
 	uint64_t size = (uint64_t)sb.st_size;
-	/* Killed between creating the file and writing its placeholder
-	 * header: nothing was written, it is finished as an empty file. */
-	bool headerless = false;
-	if (pread(dfd, &h, sizeof(h), 0) != sizeof(h) || memcmp(h.magic, ATF_DETAIL_MAGIC, 4)) {
-		if (!rd_all_zero(dfd, size)) {
-			close(dfd);
-			return -EPROTO;
-		}
-		headerless = true;
-		memset(&h, 0, sizeof(h));
-	}
-	/* Finished by the drain: but a compact index keeps its links in
-	 * memory until its own finish, so its links are given again from
-	 * the records (the detail file is the link log), the file kept. */
-	bool dfinal = !headerless && rd_detail_final(dfd, &h, size);
-	struct rd_index ix;
-	if (dfinal && !rd_index_is_compact(ipath)) {
+	/* Finished by the drain (rd_head 1): but a compact index keeps its
+	 * links in memory until its own finish, so they are given again
+	 * from the records (the detail file is the link log), the file kept. */
+	rc = rd_head(dfd, size, &h, &headerless);
+	bool dfinal = rc == 1;
+	if (rc < 0 || (dfinal && !rd_index_is_compact(ipath))) {
 		close(dfd);
-		return 0;
+		return rc < 0 ? rc : 0;
 	}
+	struct rd_index ix;
 	if ((rc = rd_index_open(ipath, &ix)) < 0) {
 		close(dfd);
 		return rc;
@@ -248,65 +342,7 @@ int wal_recover_detail_file(const char *ipath, const char *dpath, struct wal_rec
 	if (headerless)
 		h.thread_id = ix.h.thread_id;
 	st->unfinished = !dfinal;
-	uint8_t *buf = malloc(RD_MAX_EVENT);
-	uint32_t *seq_of = NULL;
-	uint64_t cap = 0, k = 0, off = ATF_HEADER_SIZE, bytes = 0;
-	uint64_t t0 = 0, t1 = 0, s0 = 0, s1 = 0;
-	uint32_t crc = 0;
-	int64_t prev = -1;
-	rc = buf ? 0 : -ENOMEM;
-	while (rc == 0) {
-		int one = rd_one(dfd, size, off, k, prev, &ix, buf, st);
-		if (one <= 0) {
-			rc = one;
-			break;
-		}
-		const struct atf_detail_event_header *eh = (const void *)buf;
-		if (k == cap) {
-			cap = cap ? cap * 2 : 1024;
-			uint32_t *n = realloc(seq_of, cap * sizeof(*seq_of));
-			if (!n) {
-				rc = -ENOMEM;
-				break;
-			}
-			seq_of = n;
-		}
-		seq_of[k] = eh->index_seq;
-		if (k == 0) {
-			t0 = eh->timestamp;
-			s0 = eh->index_seq;
-		}
-		t1 = eh->timestamp;
-		s1 = eh->index_seq;
-		prev = eh->index_seq;
-		crc = wal_crc32(crc, buf, eh->total_length);
-		off += eh->total_length;
-		bytes += eh->total_length;
-		k++;
-	}
-	st->records = k;
-	st->bytes_dropped = size > off ? size - off : 0;
-	if (rc == 0 && !ix.cx) /* a compact index has only the links given */
-		rc = rd_clear_links(&ix, seq_of, k, st);
-	int rc2 = rd_index_close(&ix);
-	if (rc == 0)
-		rc = rc2;
-	if (rc == 0 && !dfinal) {
-		struct atf_detail_footer f;
-		struct ada_atf_file_info info = {.thread_id = h.thread_id,
-		                                 .arch = h.arch ? h.arch : WAL_ARCH,
-		                                 .os = ATF_OS_LINUX};
-		ada_atf_detail_header_fill(&h, &info, k, bytes, s0, s1);
-		ada_atf_detail_footer_fill(&f, crc, k, bytes, t0, t1);
-		rc = wal_pwrite_all(dfd, &f, sizeof(f), ATF_HEADER_SIZE + bytes);
-		if (rc == 0)
-			rc = wal_pwrite_all(dfd, &h, sizeof(h), 0);
-		if (rc == 0 &&
-		    ftruncate(dfd, (off_t)(ATF_HEADER_SIZE + bytes + ATF_FOOTER_SIZE)) < 0)
-			rc = -errno;
-	}
-	free(seq_of);
-	free(buf);
+	rc = rd_finish(dfd, size, &h, &ix, dfinal, st);
 	close(dfd);
 	return rc;
 }

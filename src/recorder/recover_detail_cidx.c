@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cidx.h"
+#include "detail_internal.h"
 #include "fs.h"
 #include "recorder_internal.h"
 

@@ -26,6 +26,7 @@
 
 #include "atf.h"
 #include "ring.h"
+#include "detail_internal.h"
 #include "recorder_internal.h"
 #include "wal_internal.h"
 

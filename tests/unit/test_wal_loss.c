@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "ring.h"
+#include "detail_internal.h"
 #include "recorder_internal.h"
 
 typedef uint64_t drops_t[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];

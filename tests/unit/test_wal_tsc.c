@@ -23,6 +23,7 @@
 #include <errno.h>
 
 #include "clock.h"
+#include "arena_internal.h"
 #include "recorder_internal.h"
 
 /* A 3 GHz TSC: ns = tsc / 3, starting at an arbitrary boot offset. */

@@ -1,0 +1,86 @@
+/* The arena as untrusted input (arena_check.c): the checks of what the
+ * drain and `ada recover` read from a target's shared memory. */
+#ifndef ADA_ARENA_INTERNAL_H
+#define ADA_ARENA_INTERNAL_H
+
+#include <setjmp.h>
+
+#include "recorder_internal.h"
+
+/* ---- the arena as untrusted input (arena_check.c) ---- */
+
+/* Plausibility bounds of the event fields the drain checks. */
+#define WAL_MAX_DEPTH (1u << 24)   /* deeper than any stack can be */
+#define WAL_TSC_SLACK (1ull << 30) /* cross-CPU skew we tolerate, ticks */
+#define WAL_THREAD_DIR_BURST 256.0 /* thread_K/ directories at once */
+#define WAL_THREAD_DIR_RATE 64.0   /* ... and per second after that */
+
+/* Nonzero (an ADA_EVENT_BAD_* code) when e is not an event the producer
+ * can have written for thread tid before time ts_max. Branch-free, so the
+ * drain's copy loop ORs it over a batch and looks closer only when the
+ * batch has a bad one. */
+static inline uint32_t wal_event_bad(const struct atf_index_event *e, uint32_t tid, uint64_t ts_max)
+{
+	uint32_t bad = (e->event_kind - 1u > 2u) | (e->thread_id != tid) << 1 |
+	               (e->detail_seq != ATF_NO_DETAIL) << 2 |
+	               (e->call_depth > WAL_MAX_DEPTH) << 3 | (e->timestamp_ns > ts_max) << 4;
+	return bad;
+}
+/* The drain's convert loop (drain.c): copies k ring events src to dst,
+ * raw TSC -> ns through clk when use_tsc (else the value is kept), each
+ * timestamp clamped to stay >= the one before (last: the thread's newest
+ * so far). Returns the new last. *bad is 0 when wal_event_bad(tid, ts_max)
+ * accepts every event; non-zero when one may not (then dst is to be
+ * converted again event by event; it may be a false alarm). */
+uint64_t wal_convert_batch(const struct ada_tsc_clock *clk, bool use_tsc,
+                           const struct atf_index_event *src, struct atf_index_event *dst, size_t k,
+                           uint64_t last, uint32_t tid, uint64_t ts_max, uint32_t *bad);
+/* First event of ev[0..n) that wal_event_bad() rejects (n when none), with
+ * the ADA_EVENT_BAD_* reason and the offending value. */
+size_t wal_events_first_bad(const struct atf_index_event *ev, size_t n, uint32_t tid,
+                            uint64_t ts_max, uint32_t *why, uint64_t *value);
+/* Reports slot's quarantine once: a sentence naming pid, thread and what
+ * was wrong in the manifest's "quarantined" and "warnings" and through
+ * the notice callback; counts the events left in the ring as corrupt. */
+void wal_note_quarantine(struct ada_recorder *r, struct wal_proc *p, uint32_t slot,
+                         const struct wal_thread *t, uint64_t pending);
+/* SIGBUS safety: the target may truncate its arena file under our
+ * mapping (docs/internals.md). Reads of an arena run inside
+ * WAL_GUARDED(); a SIGBUS at an address of that arena's mapping jumps to
+ * on_fault instead of killing the recorder. Guards nest; only the
+ * innermost is live. wal_guard_install() sets the process-wide handler
+ * once (a SIGBUS elsewhere keeps its default action). */
+struct wal_guard {
+	sigjmp_buf env;
+	const uint8_t *lo, *hi;
+	struct wal_guard *prev;
+};
+int wal_guard_install(void);
+void wal_guard_push(struct wal_guard *g, const struct ada_arena *a);
+void wal_guard_pop(struct wal_guard *g);
+#define WAL_GUARDED(arena, body, on_fault)                                                         \
+	do {                                                                                       \
+		struct wal_guard wal_g_;                                                           \
+		wal_guard_push(&wal_g_, (arena));                                                  \
+		if (sigsetjmp(wal_g_.env, 0) == 0) {                                               \
+			body;                                                                      \
+			wal_guard_pop(&wal_g_);                                                    \
+		} else {                                                                           \
+			wal_guard_pop(&wal_g_);                                                    \
+			on_fault;                                                                  \
+		}                                                                                  \
+	} while (0)
+
+/* Reads the arena's drop totals into p->drops when they are plausible
+ * (monotonic, no faster than the slots could drop); else freezes them and
+ * says so. */
+void wal_drops_read(struct ada_recorder *r, struct wal_proc *p);
+/* p->drops as reported: the arena's with the recorder-counted reasons,
+ * detail_overwritten per the detail mode (wal_drops_account). */
+void wal_drops_fold(const struct ada_recorder *r, struct wal_proc *p);
+/* Whether the arena of pid may be recorded: 1 alive and a descendant of
+ * this process (or reaped by us), 0 gone already (drain once, never wait
+ * for it), -1 alive and not ours (ignore it; a sentence in why). */
+int wal_pid_check(struct ada_recorder *r, pid_t pid, char *why, size_t cap);
+
+#endif

@@ -1,0 +1,143 @@
+/* The recorder's detail lane (detail_file.c, detail_persist.c, loss.c,
+ * recover_detail.c): private declarations of its files and of those that
+ * drive it (the drain, the flight recorder, manifests, recovery). */
+#ifndef ADA_DETAIL_INTERNAL_H
+#define ADA_DETAIL_INTERNAL_H
+
+#include "recorder_internal.h"
+
+/* ---- the detail lane on the drain side (detail_file.c, detail_persist.c) ----
+ * Threads: the drain thread only, like everything of a wal_thread. */
+
+/* ---- what the detail lane counts as lost (loss.c) ---- */
+
+/* The drops as reported: the arena's counters (arena) with the
+ * recorder's own reasons (corrupt, thread_limit, window_lost) from rec.
+ * With --detail triggered, detail_overwritten is not a drop (a flight
+ * recorder overwrites what no window wanted): out carries 0 for it and
+ * *overwritten the records overwritten that no window wanted (the
+ * arena's count less rec's window_lost). With --detail always the drop
+ * is rec's detail_overwritten (records overwritten before the drain
+ * persisted them: the gaps its looks found) and *overwritten the rest of
+ * the arena's count (persisted, then overwritten: the ring lapping).
+ * A caller that cannot know the loss (ada recover) passes the arena's
+ * count in rec: an upper bound. */
+void wal_drops_account(const uint64_t arena[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT],
+                       const uint64_t rec[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT],
+                       uint32_t detail_mode, uint64_t out[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT],
+                       uint64_t *overwritten);
+/* Detail records a thread's ring overwrote before the drain decided them
+ * (persisted or passed over) that no look counted yet, from one look at
+ * the ring: the ring's overwritten counter (the records before its
+ * oldest), decided_in_ring (records the look found that were decided
+ * before), decided (records decided, ever) and counted (the records
+ * earlier looks counted so). Exact when the counter is; one read low
+ * makes this one low and the next look's high by as much. */
+uint64_t wal_gap_count(uint64_t decided_in_ring, uint64_t overwritten, uint64_t decided,
+                       uint64_t counted);
+/* One such gap: how many records, and the times they lie between. */
+struct wal_gap {
+	uint64_t records;
+	uint64_t lo_ns; /* newer than this: the last record decided, or the thread's first event */
+	uint64_t hi_ns; /* older than this: the oldest record left in the ring (or now) */
+	bool exact;     /* records is exact (the ring's counter stood still around the look) */
+};
+/* How many of g's records window [from_ns, to_ns] wanted: all of them when
+ * the gap lies inside it, none when outside; across an edge, a share in
+ * proportion to the time inside (then *estimated is set, as when g is not
+ * exact). */
+uint64_t wal_gap_share(const struct wal_gap *g, uint64_t from_ns, uint64_t to_ns, bool *estimated);
+
+/* What one wal_detail_persist() call did (and saw). */
+struct wal_detail_stats {
+	uint64_t records;     /* detail events appended to detail.atf by this call */
+	uint64_t bytes;       /* bytes they took in detail.atf */
+	uint64_t oldest_ns;   /* timestamp of the oldest record the ring still held (0: empty) */
+	uint64_t newest_ns;   /* ... and of the newest */
+	uint64_t overwritten; /* records the ring overwrote since the previous call on this
+	                         thread (persisted before or not: gap says which were not) */
+	uint64_t unlinked;    /* records in the window NOT persisted because their index event
+	                         could not be patched (in a retired generation, lost to a full
+	                         disk, or not matching the record): counted, never silent */
+	uint64_t deferred;    /* records in the window whose index event the drain has not
+	                         taken yet: left for a later call */
+	struct wal_gap gap;   /* records overwritten before any call decided them, found by
+	                         this call (a window's wal_gap_share of it is window_lost) */
+};
+
+/* Persists, from thread t's detail ring, every record with
+ * from_ns <= timestamp <= to_ns (CLOCK_BOOTTIME ns, the index lane's clock)
+ * that no earlier call persisted, in order, to t's thread_K/detail.atf
+ * (created on the first record; the index file's has_detail_file flag is
+ * set then), and back-patches each linked index event's detail_seq, in the
+ * staging buffer or on disk (wal_file_patch_detail_seq). Records are
+ * decided once: a later call never persists a record older than one an
+ * earlier call persisted (per-thread high-water mark of ring positions).
+ * Best called right after the thread's index events were taken in a
+ * drain pass (records whose index event is not taken yet are deferred).
+ * st may be NULL; its counts are also added to the thread's totals (the
+ * manifest's per-thread "detail"). 0, or -errno (the file could not be
+ * created or written; the index file stays valid). */
+int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,
+                       uint64_t to_ns, struct wal_detail_stats *st);
+/* How much detail t's ring holds right now: timestamps of its oldest and
+ * newest records (0, 0 when empty or there is no detail ring). 0 or -errno. */
+int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t *oldest_ns,
+                         uint64_t *newest_ns);
+/* t's index file is about to be finalized (gen == UINT32_MAX) or rotated
+ * to generation gen: finishes detail.atf (renamed detail.g<gen>.atf with
+ * the index file). Records of the ring not persisted by then stay out. */
+void wal_detail_close(struct ada_recorder *r, struct wal_thread *t, uint32_t gen);
+/* The next wal_detail_persist() of t is its last before its file ends
+ * (--detail always): it looks at the whole ring once more, so a loss a
+ * look counted low from a lagging counter is counted in full. */
+void wal_detail_settle(struct wal_thread *t);
+/* Frees t's detail state (after wal_detail_close). */
+void wal_detail_free(struct wal_thread *t);
+/* Adds what t's ring overwrote since the last call to its count (the
+ * manifest's threads[].detail.overwritten), before its file ends. */
+void wal_detail_sync_overwritten(struct wal_thread *t);
+/* Detail records persisted, every thread of p. */
+uint64_t wal_detail_proc_records(const struct wal_proc *p);
+/* The times p's threads waited for index ring space, and the ns (drain.c). */
+void wal_proc_ring_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *ns);
+/* --detail always: the times p's threads waited for detail room, and the ns. */
+void wal_detail_proc_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *ns);
+/* Per-thread totals for the manifest (NULL when the thread never used it). */
+json_t *wal_detail_thread_json(const struct wal_thread *t);
+
+/* detail.atf itself (detail_file.c). */
+struct wal_dfile;
+/* Creates name in dirfd (O_EXCL, no link followed, private: fs.h). */
+int wal_dfile_open(int dirfd, const char *name, uint32_t tid, struct wal_dfile **out);
+/* Appends one event; h->total_length must be 24 + 100 + p->stack_size. */
+int wal_dfile_append(struct wal_dfile *d, const struct atf_detail_event_header *h,
+                     const struct atf_detail_function_payload *p, const void *stack);
+uint64_t wal_dfile_count(const struct wal_dfile *d);
+/* Writes footer and final header, truncates, closes, frees. 0 or -errno. */
+int wal_dfile_finish(struct wal_dfile *d, uint64_t *file_bytes);
+
+/* ada recover (recover_detail.c): finalizes the detail file dpath that a
+ * killed recorder left unfinished, against its index file ipath (final
+ * already): keeps the whole, linked prefix of its events, restores index
+ * links whose patch was lost, clears those naming no kept record. 0
+ * (also when dpath was final: st->unfinished false), -EPROTO (not a
+ * detail file, or the index file is not final), -errno. */
+struct wal_recover_detail {
+	bool unfinished;
+	uint64_t records;        /* kept */
+	uint64_t bytes_dropped;  /* the file's tail after them (a torn or unlinked record) */
+	uint64_t links_restored; /* index events whose detail_seq was set again */
+	uint64_t links_cleared;  /* index links that named no kept record */
+};
+int wal_recover_detail_file(const char *ipath, const char *dpath, struct wal_recover_detail *st);
+/* recover_detail_cidx.c: a compact index in that pass (finished by
+ * recover.c): events read block by block, links given again. */
+struct rd_cidx;
+bool rd_index_is_compact(const char *path);
+int rd_cidx_open(int fd, struct rd_cidx **out, uint64_t *n);
+int rd_cidx_event(struct rd_cidx *c, uint64_t i, struct atf_index_event *ev);
+int rd_cidx_link(struct rd_cidx *c, uint64_t i, uint32_t v);
+int rd_cidx_close(struct rd_cidx *c); /* writes the tail again, frees c */
+
+#endif
