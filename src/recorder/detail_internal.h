@@ -139,5 +139,8 @@ int rd_cidx_open(int fd, struct rd_cidx **out, uint64_t *n);
 int rd_cidx_event(struct rd_cidx *c, uint64_t i, struct atf_index_event *ev);
 int rd_cidx_link(struct rd_cidx *c, uint64_t i, uint32_t v);
 int rd_cidx_close(struct rd_cidx *c); /* writes the tail again, frees c */
+/* The recovered manifest's entries (files) of compact files under dir:
+ * their bytes as they are now, after that pass. */
+void rd_cidx_note_sizes(const char *dir, struct json_t *files);
 
 #endif

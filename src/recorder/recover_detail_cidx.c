@@ -17,9 +17,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cidx.h"
@@ -121,4 +125,22 @@ int rd_cidx_close(struct rd_cidx *c)
 	int r = ada_wal_disk_finish(&c->df, false, NULL);
 	free(c);
 	return r;
+}
+
+void rd_cidx_note_sizes(const char *dir, json_t *files)
+{
+	size_t i;
+	json_t *o;
+	json_array_foreach(files, i, o)
+	{
+		const char *enc = json_string_value(json_object_get(o, "encoding"));
+		const char *name = json_string_value(json_object_get(o, "file"));
+		char p[PATH_MAX];
+		struct stat st;
+		if (!enc || strcmp(enc, "compact") || !name)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, name);
+		if (stat(p, &st) == 0)
+			json_object_set_new(o, "bytes", json_integer((json_int_t)st.st_size));
+	}
 }

@@ -169,8 +169,10 @@ int wal_cidx_disk_finish(struct ada_wal_disk_file *df, bool appended,
                          struct ada_wal_file_summary *sum)
 {
 	struct wal_cidx_disk *c = df->cx;
-	struct ada_wal_file_summary v = {
-	    .events = df->s.events, .time_start_ns = df->s.t0, .time_end_ns = df->s.t1};
+	struct ada_wal_file_summary v = {.events = df->s.events,
+	                                 .time_start_ns = df->s.t0,
+	                                 .time_end_ns = df->s.t1,
+	                                 .encoding = ADA_INDEX_COMPACT};
 	int r = 0;
 	if (df->final && !appended && !c->linked) {
 		v.crc = df->s.crc;
