@@ -172,7 +172,7 @@ static int xa_dir(const char *from, const char *to, unsigned *bad)
 		struct stat st;
 		if (lstat(f, &st) < 0)
 			continue;
-		int r = S_ISDIR(st.st_mode) ? xa_dir(f, t, bad)
+		int r = S_ISDIR(st.st_mode)   ? xa_dir(f, t, bad)
 		        : S_ISREG(st.st_mode) ? xa_file(f, t)
 		                              : 0;
 		if (r < 0) {
