@@ -16,8 +16,9 @@
  *
  * Links (detail_seq) live in the encoder until finish (memory only); the
  * persist's check of a record against its index event reads the recent
- * window (the last WAL_CIDX_RECENT events, kept when the file's detail
- * lane is on): an older event answers -ENOENT, its record is unlinked.
+ * window (the last opts.cidx_recent events, kept when the file's detail
+ * lane is on: the drain asks for twice its ring, what one pass can take):
+ * an older event answers -ENOENT, its record is unlinked.
  *
  * Finalize writes the link table, block table and footer
  * (ada_cidx_enc_finish) at the encoder's offset, then the header, and
@@ -41,9 +42,11 @@ struct wal_cidx {
 	struct ada_cidx_enc *enc;
 	uint32_t block_size;
 	struct atf_index_event chunk[WAL_CIDX_CHUNK];
-	/* The recent window: event i at recent[i % WAL_CIDX_RECENT] while
-	 * i + WAL_CIDX_RECENT >= the file's events; NULL without detail. */
+	/* The recent window: event i at recent[i & (nrecent - 1)] while
+	 * i + nrecent >= the file's events; NULL without detail. Allocated
+	 * whole, its pages touched only as events come. */
 	struct atf_index_event *recent;
+	uint64_t nrecent;
 	uint64_t enc_err; /* links the encoder could not keep (-ENOMEM) */
 };
 
@@ -59,8 +62,10 @@ int wal_cidx_new(struct ada_wal_file *f)
 		return -ENOMEM;
 	c->block_size = f->opts.cidx_block ? f->opts.cidx_block : ADA_CIDX_BLOCK_DEFAULT;
 	int r = ada_cidx_enc_new(c->block_size, &c->enc);
-	if (r == 0 && f->opts.cidx_recent &&
-	    !(c->recent = calloc(WAL_CIDX_RECENT, sizeof(*c->recent))))
+	c->nrecent = f->opts.cidx_recent;
+	if (c->nrecent & (c->nrecent - 1)) /* a power of two */
+		c->nrecent = 1ull << (64 - __builtin_clzll(c->nrecent));
+	if (r == 0 && c->nrecent && !(c->recent = calloc(c->nrecent, sizeof(*c->recent))))
 		r = -ENOMEM;
 	if (r < 0) {
 		ada_cidx_enc_free(c->enc);
@@ -133,7 +138,7 @@ static void wal_cidx_keep(struct wal_cidx *c, uint64_t first, const struct atf_i
                           size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		c->recent[(first + i) % WAL_CIDX_RECENT] = ev[i];
+		c->recent[(first + i) & (c->nrecent - 1)] = ev[i];
 }
 
 /* Codes ev[0..n) into the staging buffer from where the last put left
@@ -190,9 +195,9 @@ bool wal_cidx_commit(struct ada_wal_file *f, size_t n, uint64_t staged_at)
 int wal_cidx_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_event *out)
 {
 	struct wal_cidx *c = f->cx;
-	if (i >= f->events || !c->recent || f->events - i > WAL_CIDX_RECENT)
+	if (i >= f->events || !c->recent || f->events - i > c->nrecent)
 		return -ENOENT;
-	*out = c->recent[i % WAL_CIDX_RECENT];
+	*out = c->recent[i & (c->nrecent - 1)];
 	return 0;
 }
 
@@ -202,8 +207,8 @@ int wal_cidx_link(struct ada_wal_file *f, uint64_t i, uint32_t v)
 	int r = ada_cidx_enc_link(c->enc, i, v);
 	if (r < 0)
 		return r;
-	if (c->recent && i < f->events && f->events - i <= WAL_CIDX_RECENT)
-		c->recent[i % WAL_CIDX_RECENT].detail_seq = v;
+	if (c->recent && i < f->events && f->events - i <= c->nrecent)
+		c->recent[i & (c->nrecent - 1)].detail_seq = v;
 	return 0;
 }
 

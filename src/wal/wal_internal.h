@@ -255,9 +255,8 @@ void wal_submit_cur_how(struct ada_wal_file *f, bool blocks_only);
 
 /* The compact index lane (segment_cidx.c). A compact file's reserve hands
  * out its chunk of WAL_CIDX_CHUNK events; the recent window keeps the
- * last WAL_CIDX_RECENT events for the detail persist's reads. */
+ * last opts.cidx_recent events for the detail persist's reads. */
 #define WAL_CIDX_CHUNK 256u
-#define WAL_CIDX_RECENT 8192u
 /* f->cx from f->opts: 0, -ENOMEM, -EINVAL (block size). */
 int wal_cidx_new(struct ada_wal_file *f);
 void wal_cidx_free(struct ada_wal_file *f);

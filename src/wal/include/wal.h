@@ -111,9 +111,11 @@ struct ada_wal_file_opts {
 	/* The index encoding: ATF v2 (32-byte events) or the compact index
 	 * (ATC1, cidx.h) with blocks of cidx_block bytes (0: the default).
 	 * cidx_recent: the detail lane reads the file's recent events
-	 * (wal_file_event_read), so a compact file keeps them in memory. */
+	 * (wal_file_event_read), so a compact file keeps the last
+	 * cidx_recent of them in memory (rounded up to a power of two; 0:
+	 * none, its reads answer -ENOENT). */
 	uint8_t index_format; /* enum ada_index_format */
-	bool cidx_recent;
+	uint32_t cidx_recent;
 	uint32_t cidx_block;
 };
 
