@@ -734,6 +734,12 @@ uint64_t ada_wal_io_bytes_written(const struct ada_wal_io *io)
 	return io->bytes_written;
 }
 
+void ada_wal_io_final(const struct ada_wal_io *io, uint64_t *bytes, uint64_t *events)
+{
+	*bytes = io->final_bytes;
+	*events = io->final_events;
+}
+
 uint32_t ada_wal_io_buffer_bytes(const struct ada_wal_io *io)
 {
 	return io->buffer_bytes;
@@ -1094,6 +1100,8 @@ int ada_wal_file_finalize(struct ada_wal_file *f, struct ada_wal_file_summary *s
 	s.error = f->error ? f->error : r;
 	s.segments = f->segments;
 	s.encoding = f->cx ? ADA_INDEX_COMPACT : ADA_INDEX_ATF;
+	f->io->final_bytes += s.bytes;
+	f->io->final_events += s.events;
 	s.flushes = f->flushes;
 	s.syncs = f->syncs;
 	if (f->fd >= 0)

@@ -100,6 +100,7 @@ struct ada_record_summary {
 	uint64_t events;
 	uint64_t drops;
 	uint64_t disk_bytes;
+	uint64_t index_bytes, index_events; /* of the index files: bytes per event */
 	uint64_t lost_enospc;
 	double seconds;
 	uint64_t latency_p50_ns, latency_p99_ns;

@@ -90,6 +90,9 @@ bool ada_wal_io_disk_full(const struct ada_wal_io *io);
  * kernel refused it (then *refused writes were sent again without it). */
 bool ada_wal_io_uncached(const struct ada_wal_io *io, uint32_t *refused);
 uint64_t ada_wal_io_bytes_written(const struct ada_wal_io *io);
+/* Bytes and events of the index files finalized so far (the summary's
+ * bytes per event: what the index encoding costs on disk). */
+void ada_wal_io_final(const struct ada_wal_io *io, uint64_t *bytes, uint64_t *events);
 /* The staging buffers' size in bytes (manifest wal.staging_buffer_bytes). */
 uint32_t ada_wal_io_buffer_bytes(const struct ada_wal_io *io);
 /* Whether index files are opened with O_DIRECT (when their file system
