@@ -63,7 +63,7 @@ struct ada_wal_io {
 	struct ada_lat_hist lat;
 	uint64_t bytes_written;
 	uint64_t final_bytes, final_events; /* of the files finalized (ada_wal_io_final) */
-	uint32_t nheld; /* buffers held back over every file (wal_file_hold) */
+	uint32_t nheld;                     /* buffers held back over every file (wal_file_hold) */
 	/* O_DIRECT index files (segment.c, "Direct writes"): wanted (not
 	 * ADA_WAL_DIRECT=0), files opened so, files that fell back to
 	 * buffered writes (at open or at a refused write) and the first
