@@ -1775,8 +1775,11 @@ def flight_checker_catches(ada, work, rep, prog):
     clean, then copies with one fault each (the footer CRC recomputed, so
     only the fault itself can give it away) must each be reported."""
     out_dir = os.path.join(work, "out")
+    # ATF v2 files whatever ADA_TEST_INDEX_FORMAT says: the faults are
+    # planted in their bytes (the last --index-format given wins).
     cmd, rc, out, err = ada.record(out_dir, [prog, "symbol"], dict(os.environ),
-                                   ["--detail", "always", "--detail-mb", "8"])
+                                   ["--detail", "always", "--detail-mb", "8",
+                                    "--index-format", "atf"])
     session = find_session(out_dir, err, rep)
     ada.validate(session, rep)
     tdirs = [t for t in atf_check.thread_dirs(session)
