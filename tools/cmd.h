@@ -19,6 +19,9 @@ int cmd_recover(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+/* ada export --format atf (cmd_export_atf.c): the tree under src as ATF v2
+ * files under out; 0, or 1 when a file was not exported. */
+int cmd_export_atf(const char *src, const char *out);
 int cmd_flame(int argc, char **argv);
 int cmd_crash(int argc, char **argv);
 int cmd_graph(int argc, char **argv);

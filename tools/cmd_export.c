@@ -35,6 +35,7 @@
 
 struct ex_opts {
 	const char *out;
+	bool atf; /* --format atf: cmd_export_atf.c */
 	enum ada_demangle dm;
 };
 
@@ -346,10 +347,13 @@ static int ex_tree(const struct ex_opts *o, const struct ada_atf_tree *tree, FIL
 static void ex_usage(FILE *f)
 {
 	fprintf(f, "usage: ada export --format chrome -o FILE [--demangle full|simple|no] DIR\n"
+	           "       ada export --format atf -o OUTDIR DIR\n"
 	           "  Writes every pid_N under DIR as Chrome trace-event JSON (Perfetto UI,\n"
 	           "  chrome://tracing, speedscope): one track per thread, one complete event\n"
 	           "  per call, instants for triggers, windows, crashes and exception exits.\n"
-	           "  -o FILE   the output file (replaced whole at the end), or - for stdout\n");
+	           "  -o FILE   the output file (replaced whole at the end), or - for stdout\n"
+	           "  --format atf copies DIR under OUTDIR as strict ATF v2 files: compact\n"
+	           "  index files (--index-format compact) become 32-byte-event index.atf.\n");
 }
 
 static int ex_args_parse(int argc, char **argv, struct ex_opts *o, const char **dir)
@@ -368,9 +372,11 @@ static int ex_args_parse(int argc, char **argv, struct ex_opts *o, const char **
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		if (c == 'f' && !strcmp(optarg, "chrome")) {
 			chrome = true;
+		} else if (c == 'f' && !strcmp(optarg, "atf")) {
+			chrome = o->atf = true;
 		} else if (c == 'f') {
 			ada_log("--format %s: ada exports chrome (trace-event JSON, which the "
-			        "Perfetto UI opens too)",
+			        "Perfetto UI opens too) or atf (ATF v2 files)",
 			        optarg);
 			return 2;
 		} else if (c == 'o') {
@@ -406,6 +412,8 @@ int cmd_export(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
+	if (o.atf)
+		return cmd_export_atf(dir, o.out);
 	struct ada_atf_tree *tree = cmd_open_tree(dir);
 	if (!tree)
 		return 2;

@@ -25,6 +25,8 @@ struct rec_args {
 	int drain_cpu;
 	uint64_t segment_mb, max_disk_mb, max_shm_mb;
 	struct ada_flush_policy flush;
+	int index_format;     /* --index-format (enum ada_index_format) */
+	uint32_t index_block; /* --index-block-kb, in bytes; 0: the default */
 	bool follow, agent;
 	/* Detail lane (--detail, --stack-bytes, --detail-mb, --detail-symbols). */
 	int detail_mode; /* enum ada_detail_mode */

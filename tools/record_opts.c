@@ -433,13 +433,15 @@ static void record_print_recorded(const struct ada_record_summary *s)
 	/* The drain thread's CPU per event: what recording costs the machine
 	 * besides the program's own hooks (the kernel's write-back apart). */
 	double drain_ns = s->events ? (double)s->drain_cpu_ns / (double)s->events : 0;
+	/* The index encoding's cost on disk (--index-format). */
+	double bpe = s->index_events ? (double)s->index_bytes / (double)s->index_events : 0;
 	fprintf(stderr,
 	        "ada: recorded %llu events (%.2f M/s) from %u process%s in %.2f s, drops "
-	        "%llu%s, disk %llu bytes, drain latency p50 %.2f ms p99 %.2f ms, drain CPU "
-	        "%.3f s (%.1f ns/event)%s\n",
+	        "%llu%s, disk %llu bytes (index %.2f bytes/event), drain latency p50 %.2f ms "
+	        "p99 %.2f ms, drain CPU %.3f s (%.1f ns/event)%s\n",
 	        (unsigned long long)s->events, rate / 1e6, s->processes,
 	        s->processes == 1 ? "" : "es", s->seconds, (unsigned long long)s->drops, why,
-	        (unsigned long long)s->disk_bytes, (double)s->latency_p50_ns / 1e6,
+	        (unsigned long long)s->disk_bytes, bpe, (double)s->latency_p50_ns / 1e6,
 	        (double)s->latency_p99_ns / 1e6, (double)s->drain_cpu_ns / 1e9, drain_ns,
 	        s->abnormal ? ", program ended abnormally" : "");
 	/* Lossless, but not free: what the drain running behind cost. */
@@ -613,6 +615,8 @@ static void record_recorder_opts(const struct rec_args *a, const char *ring_cfg,
 	    .max_shm_bytes = a->max_shm_mb == UINT64_MAX ? 0 : a->max_shm_mb << 20,
 	    .max_shm_default = a->max_shm_mb == UINT64_MAX,
 	    .flush = a->flush,
+	    .index_format = (uint8_t)a->index_format,
+	    .cidx_block = a->index_block,
 	    .follow = a->follow,
 	    .force_clock = !tsc,
 	    .ring_config = ring_cfg,

@@ -152,6 +152,20 @@ static int record_opt_drain_cpu(struct rec_args *a, const struct record_opt *o, 
 	return 0;
 }
 
+/* --index-block-kb: whole KiB, 4 to 1024 (docs/format.md, compact blocks). */
+static int record_opt_index_block(struct rec_args *a, const struct record_opt *o, const char *v)
+{
+	uint64_t kb;
+	if (record_opt_number(o, v, &kb) < 0)
+		return -1;
+	if (kb < 4 || kb > 1024) {
+		ada_log("--index-block-kb is 4 to 1024, not '%s'", v);
+		return -1;
+	}
+	a->index_block = (uint32_t)(kb << 10);
+	return 0;
+}
+
 static int record_opt_flush(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	(void)o;
@@ -380,6 +394,16 @@ static const struct record_opt record_table[] = {
      .tests = "e2e.opt.drain_cpu"},
     {"segment-mb", "N", record_opt_u64, F(segment_mb),
      "preallocation step of index files (default 64)", .tests = "e2e.opt.segment_mb"},
+    {"index-format", "F", record_opt_choice, F(index_format),
+     "atf (default: ATF v2, 32 bytes per event) or compact\n"
+     "(the compact index, ATC1: a few bytes per event; `ada\n"
+     "export --format atf` gives ATF v2 files of it)",
+     .tests = "e2e.compact_roundtrip pipeline_compact_exact e2e.compact_flight_always_wait",
+     .choices = (const struct record_choice[]){{"atf", ADA_INDEX_ATF},
+                                               {"compact", ADA_INDEX_COMPACT},
+                                               {NULL, 0}}},
+    {"index-block-kb", "N", record_opt_index_block, 0,
+     "compact index blocks of N KiB (4..1024, default 64)", .tests = "e2e.compact_roundtrip"},
     {"flush", "POLICY", record_opt_flush, 0,
      "off | interval:MS | bytes:N | rotate (default interval:1000)",
      .tests = "e2e.opt.flush_off e2e.opt.flush_interval e2e.opt.flush_bytes e2e.opt.flush_rotate"},

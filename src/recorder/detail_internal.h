@@ -131,5 +131,16 @@ struct wal_recover_detail {
 	uint64_t links_cleared;  /* index links that named no kept record */
 };
 int wal_recover_detail_file(const char *ipath, const char *dpath, struct wal_recover_detail *st);
+/* recover_detail_cidx.c: a compact index in that pass (finished by
+ * recover.c): events read block by block, links given again. */
+struct rd_cidx;
+bool rd_index_is_compact(const char *path);
+int rd_cidx_open(int fd, struct rd_cidx **out, uint64_t *n);
+int rd_cidx_event(struct rd_cidx *c, uint64_t i, struct atf_index_event *ev);
+int rd_cidx_link(struct rd_cidx *c, uint64_t i, uint32_t v);
+int rd_cidx_close(struct rd_cidx *c); /* writes the tail again, frees c */
+/* The recovered manifest's entries (files) of compact files under dir:
+ * their bytes as they are now, after that pass. */
+void rd_cidx_note_sizes(const char *dir, struct json_t *files);
 
 #endif

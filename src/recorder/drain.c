@@ -105,6 +105,16 @@ void wal_thread_dir_close(struct wal_thread *t)
 	t->dir_fd = -1;
 }
 
+/* A compact file's recent window (segment_cidx.c): twice the thread's
+ * ring, what a drain pass may take before its persist reads them back. */
+static uint32_t drain_cidx_recent(const struct ada_recorder *r, const struct wal_thread *t)
+{
+	if (r->o.detail_mode == ADA_DETAIL_NEVER || r->o.index_format != ADA_INDEX_COMPACT)
+		return 0;
+	uint64_t n = t->p->arena ? 2 * ada_arena_slot_events(t->p->arena, t->slot) : 0;
+	return n < 8192 ? 8192 : n > (1u << 21) ? 1u << 21 : (uint32_t)n;
+}
+
 static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 {
 	char path[PATH_MAX];
@@ -119,6 +129,9 @@ static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 	    .segment_bytes = r->o.segment_bytes,
 	    .ahead_limit = r->budget.gen_bytes, /* 0 without a budget */
 	    .flush = r->o.flush,
+	    .index_format = r->o.index_format,
+	    .cidx_recent = drain_cidx_recent(r, t),
+	    .cidx_block = r->o.cidx_block,
 	};
 	return ada_wal_file_openat(r->io, wal_thread_dir(t), "index.atf", path, &fo, &t->f);
 }
@@ -540,6 +553,7 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 		    .first_seq = t->base_seq,
 		    .t0 = s.time_start_ns,
 		    .t1 = s.time_end_ns,
+		    .encoding = s.encoding,
 		};
 		t->next_gen++;
 		r->budget.disk_closed += wal_round_block(s.bytes);

@@ -100,6 +100,7 @@ static json_t *man_gen(const struct wal_gen *g)
 	json_object_set_new(o, "bytes", json_integer((json_int_t)g->bytes));
 	json_object_set_new(o, "time_start_ns", json_integer((json_int_t)g->t0));
 	json_object_set_new(o, "time_end_ns", json_integer((json_int_t)g->t1));
+	json_object_set_new(o, "encoding", json_string(ada_index_format_name(g->encoding)));
 	return o;
 }
 
@@ -137,6 +138,8 @@ static json_t *man_thread(const struct wal_thread *t)
 		json_object_set_new(c, "time_end_ns",
 		                    json_integer((json_int_t)t->last.time_end_ns));
 		json_object_set_new(c, "crc32", json_integer(t->last.crc));
+		json_object_set_new(c, "encoding",
+		                    json_string(ada_index_format_name(t->last.encoding)));
 		json_array_append_new(files, c);
 	}
 	json_object_set_new(o, "files", files);
@@ -282,6 +285,8 @@ static json_t *man_wal(const struct ada_recorder *r)
 	                    json_integer(r->io ? (json_int_t)ada_wal_io_links_failed(r->io) : 0));
 	json_object_set_new(w, "max_disk_bytes", json_integer((json_int_t)r->o.max_disk_bytes));
 	json_object_set_new(w, "crc32", json_string(ada_wal_crc32_impl()));
+	json_object_set_new(w, "index_format",
+	                    json_string(ada_index_format_name(r->o.index_format)));
 	json_object_set_new(w, "drain_cpu",
 	                    r->o.drain_cpu >= 0 ? json_integer(r->o.drain_cpu) : json_null());
 	return w;

@@ -313,6 +313,7 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->retired_events = r->budget.retired_events;
 	s->retired_bytes = r->budget.retired_bytes;
 	s->drain_cpu_ns = r->drain_cpu_ns;
+	ada_wal_io_final(r->io, &s->index_bytes, &s->index_events);
 	struct ada_shm_budget_view v;
 	wal_shm_read(r, &v);
 	s->shm_ceiling = v.ceiling;

@@ -27,6 +27,7 @@ struct wal_gen {
 	struct wal_thread *t;
 	uint32_t g;
 	uint64_t bytes, events, first_seq, t0, t1;
+	uint8_t encoding; /* enum ada_index_format */
 };
 
 /* One thread_K of one process. */

@@ -27,6 +27,7 @@
 #include "ring.h"
 #include "fs.h"
 #include "arena_internal.h"
+#include "atf.h"
 #include "detail_internal.h"
 #include "recorder_internal.h"
 
@@ -214,6 +215,7 @@ static void rec_note_file(struct rec_ctx *c, json_t *files, const char *name,
 	json_object_set_new(o, "bytes", json_integer((json_int_t)s->bytes));
 	json_object_set_new(o, "time_start_ns", json_integer((json_int_t)s->time_start_ns));
 	json_object_set_new(o, "time_end_ns", json_integer((json_int_t)s->time_end_ns));
+	json_object_set_new(o, "encoding", json_string(ada_index_format_name(s->encoding)));
 	json_array_append_new(files, o);
 	c->rep->files++;
 	c->rep->events_on_disk += s->events;
@@ -393,40 +395,29 @@ static void rec_detail_files(struct rec_ctx *c, const char *dir, uint32_t seq, c
  * (the index lane's view of its stack at death). */
 static void rec_open_frames(struct rec_ctx *c, const char *path, uint32_t seq, uint32_t tid)
 {
-	int fd = -1;
-	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) < 0)
-		return;
-	struct atf_index_header h;
+	/* Through the reader: an ATF v2 or a compact (ATC1) file alike. */
+	struct ada_atf_index *ix = NULL;
 	uint64_t *fn = calloc(REC_STACK_DEPTH + 1, sizeof(*fn));
-	if (!fn || pread(fd, &h, sizeof(h), 0) != sizeof(h) ||
-	    memcmp(h.magic, ATF_INDEX_MAGIC, 4) || h.footer_offset < ATF_HEADER_SIZE) {
+	if (!fn || ada_atf_index_open(path, 0, &ix) < 0) {
 		free(fn);
-		close(fd);
 		return;
 	}
-	uint64_t n = (h.footer_offset - ATF_HEADER_SIZE) / ATF_INDEX_EVENT_SIZE;
+	uint64_t n = ada_atf_index_count(ix);
 	uint32_t top = 0;
-	for (uint64_t i = 0; i < n; i += REC_BATCH) {
-		size_t k = n - i < REC_BATCH ? (size_t)(n - i) : REC_BATCH;
-		ssize_t got = pread(fd, c->buf, k * sizeof(*c->buf),
-		                    (off_t)(ATF_HEADER_SIZE + i * ATF_INDEX_EVENT_SIZE));
-		if (got != (ssize_t)(k * sizeof(*c->buf)))
-			break;
-		for (size_t j = 0; j < k; j++) {
-			const struct atf_index_event *e = &c->buf[j];
-			uint32_t d = e->call_depth;
-			if (d & ADA_SIGNAL_MARKER_FLAG)
-				continue;
-			if (e->event_kind == ATF_EVENT_CALL) {
-				top = d;
-				if (d <= REC_STACK_DEPTH)
-					fn[d] = e->function_id;
-			} else if (d > 0) {
-				top = d - 1;
-			}
+	for (uint64_t i = 0; i < n; i++) {
+		const struct atf_index_event *e = ada_atf_index_get(ix, i);
+		uint32_t d = e->call_depth;
+		if (d & ADA_SIGNAL_MARKER_FLAG)
+			continue;
+		if (e->event_kind == ATF_EVENT_CALL) {
+			top = d;
+			if (d <= REC_STACK_DEPTH)
+				fn[d] = e->function_id;
+		} else if (d > 0) {
+			top = d - 1;
 		}
 	}
-	close(fd);
+	ada_atf_index_free(ix);
 	json_t *o = json_object(), *frames = json_array();
 	uint32_t shown = 0;
 	for (uint32_t d = top; d > 0 && shown < REC_STACK_SHOWN; d--) {
@@ -599,6 +590,7 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 	rec_index_files(c, dir, &names, slot, &si, &sd, files);
 	/* the index files are final now */
 	rec_detail_files(c, dir, seq, dnames.v, dnames.n, t);
+	rd_cidx_note_sizes(dir, files); /* their links' tails were written again */
 	for (size_t i = 0; i < dnames.n; i++)
 		free(dnames.v[i]);
 	free(dnames.v);

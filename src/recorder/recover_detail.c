@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "atf.h"
+#include "cidx.h"
 #include "fs.h"
 #include "detail_internal.h"
 #include "recorder_internal.h"
@@ -45,6 +46,9 @@ struct rd_index {
 	struct atf_index_footer ft;
 	uint64_t n; /* events */
 	bool patched;
+	/* A compact index (ATC1): read block by block, its links given
+	 * again from the records kept (recover_detail_cidx.c) */
+	struct rd_cidx *cx;
 };
 
 static bool rd_detail_final(int fd, const struct atf_detail_header *h, uint64_t size)
@@ -80,6 +84,13 @@ static int rd_index_open(const char *path, struct rd_index *ix)
 	int rc = ada_fs_open_file(AT_FDCWD, path, O_RDWR, &ix->fd);
 	if (rc < 0)
 		return rc;
+	if (pread(ix->fd, &ix->h, sizeof(ix->h), 0) == sizeof(ix->h) &&
+	    ada_cidx_is_compact(&ix->h, sizeof(ix->h))) {
+		rc = rd_cidx_open(ix->fd, &ix->cx, &ix->n);
+		if (rc < 0)
+			close(ix->fd);
+		return rc;
+	}
 	if (fstat(ix->fd, &st) < 0 || pread(ix->fd, &ix->h, sizeof(ix->h), 0) != sizeof(ix->h) ||
 	    memcmp(ix->h.magic, ATF_INDEX_MAGIC, 4) ||
 	    ix->h.footer_offset + ATF_FOOTER_SIZE != (uint64_t)st.st_size ||
@@ -96,6 +107,8 @@ static int rd_index_open(const char *path, struct rd_index *ix)
 /* Sets index event i's detail_seq to v, keeping the footer's CRC true. */
 static int rd_patch(struct rd_index *ix, uint64_t i, uint32_t old, uint32_t v)
 {
+	if (ix->cx)
+		return rd_cidx_link(ix->cx, i, v);
 	uint64_t off = ATF_HEADER_SIZE + i * ATF_INDEX_EVENT_SIZE + 28;
 	int r = wal_pwrite_all(ix->fd, &v, sizeof(v), off);
 	if (r < 0)
@@ -128,18 +141,19 @@ static int rd_one(int dfd, uint64_t size, uint64_t off, uint64_t k, int64_t prev
 	    (int64_t)eh.index_seq <= prev_seq || eh.index_seq >= ix->n || k >= ATF_NO_DETAIL)
 		return 0;
 	uint64_t ioff = ATF_HEADER_SIZE + (uint64_t)eh.index_seq * ATF_INDEX_EVENT_SIZE;
-	if (pread(ix->fd, &ev, sizeof(ev), (off_t)ioff) != sizeof(ev))
+	if (ix->cx ? rd_cidx_event(ix->cx, eh.index_seq, &ev) < 0
+	           : pread(ix->fd, &ev, sizeof(ev), (off_t)ioff) != sizeof(ev))
 		return 0;
 	uint32_t kind =
 	    eh.event_type == ATF_DETAIL_FUNCTION_CALL ? ATF_EVENT_CALL : ATF_EVENT_RETURN;
 	if (ev.timestamp_ns != eh.timestamp || ev.function_id != p.function_id ||
 	    ev.event_kind != kind || (ev.detail_seq != k && ev.detail_seq != ATF_NO_DETAIL))
 		return 0;
-	if (ev.detail_seq == ATF_NO_DETAIL) {
+	if (ev.detail_seq == ATF_NO_DETAIL || ix->cx) {
 		int r = rd_patch(ix, eh.index_seq, ATF_NO_DETAIL, (uint32_t)k);
 		if (r < 0)
 			return r;
-		st->links_restored++;
+		st->links_restored += ev.detail_seq == ATF_NO_DETAIL;
 	}
 	return 1;
 }
@@ -174,6 +188,11 @@ static int rd_clear_links(struct rd_index *ix, const uint32_t *seq_of, uint64_t 
 
 static int rd_index_close(struct rd_index *ix)
 {
+	if (ix->cx) {
+		int r = rd_cidx_close(ix->cx);
+		close(ix->fd);
+		return r;
+	}
 	int r = 0;
 	if (ix->patched)
 		r = wal_pwrite_all(ix->fd, &ix->ft, sizeof(ix->ft), ix->h.footer_offset);
@@ -259,10 +278,10 @@ static int rd_write_final(int dfd, struct atf_detail_header *h, const struct rd_
 }
 
 /* Scans the records after the header, keeping the whole, linked prefix;
- * then clears the index links that name no kept record and finishes the
- * file. */
+ * then clears the index links that name no kept record (a compact index
+ * has only the links given) and finishes the file (unless final). */
 static int rd_finish(int dfd, uint64_t size, struct atf_detail_header *h, struct rd_index *ix,
-                     struct wal_recover_detail *st)
+                     bool final, struct wal_recover_detail *st)
 {
 	uint8_t *buf = malloc(RD_MAX_EVENT);
 	struct rd_scan sc = {.off = ATF_HEADER_SIZE, .prev = -1};
@@ -277,12 +296,12 @@ static int rd_finish(int dfd, uint64_t size, struct atf_detail_header *h, struct
 	}
 	st->records = sc.k;
 	st->bytes_dropped = size > sc.off ? size - sc.off : 0;
-	if (rc == 0)
+	if (rc == 0 && !ix->cx)
 		rc = rd_clear_links(ix, sc.seq_of, sc.k, st);
 	int rc2 = rd_index_close(ix);
 	if (rc == 0)
 		rc = rc2;
-	if (rc == 0)
+	if (rc == 0 && !final)
 		rc = rd_write_final(dfd, h, &sc);
 	free(sc.seq_of);
 	free(buf);
@@ -304,8 +323,12 @@ int wal_recover_detail_file(const char *ipath, const char *dpath, struct wal_rec
 		return rc;
 	}
 	uint64_t size = (uint64_t)sb.st_size;
+	/* Finished by the drain (rd_head 1): but a compact index keeps its
+	 * links in memory until its own finish, so they are given again
+	 * from the records (the detail file is the link log), the file kept. */
 	rc = rd_head(dfd, size, &h, &headerless);
-	if (rc != 0) {
+	bool dfinal = rc == 1;
+	if (rc < 0 || (dfinal && !rd_index_is_compact(ipath))) {
 		close(dfd);
 		return rc < 0 ? rc : 0;
 	}
@@ -314,10 +337,12 @@ int wal_recover_detail_file(const char *ipath, const char *dpath, struct wal_rec
 		close(dfd);
 		return rc;
 	}
+	if (dfinal)
+		size -= ATF_FOOTER_SIZE;
 	if (headerless)
 		h.thread_id = ix.h.thread_id;
-	st->unfinished = true;
-	rc = rd_finish(dfd, size, &h, &ix, st);
+	st->unfinished = !dfinal;
+	rc = rd_finish(dfd, size, &h, &ix, dfinal, st);
 	close(dfd);
 	return rc;
 }

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cidx.h"
 #include "fs.h"
 #include "wal_internal.h"
 
@@ -140,10 +141,17 @@ int ada_wal_disk_scan(int fd, struct ada_wal_disk_file *rf)
 	struct stat st;
 	struct atf_index_footer ft;
 	if (fstat(rf->fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    pread(rf->fd, &rf->h, sizeof(rf->h), 0) != (ssize_t)sizeof(rf->h) ||
-	    memcmp(rf->h.magic, ATF_INDEX_MAGIC, 4) || rf->h.event_size != ATF_INDEX_EVENT_SIZE)
+	    pread(rf->fd, &rf->h, sizeof(rf->h), 0) != (ssize_t)sizeof(rf->h))
 		return -EPROTO;
 	rf->size = (uint64_t)st.st_size;
+	if (ada_cidx_is_compact(&rf->h, sizeof(rf->h))) {
+		int r = wal_cidx_disk_scan(rf);
+		if (r < 0)
+			wal_cidx_disk_free(rf);
+		return r;
+	}
+	if (memcmp(rf->h.magic, ATF_INDEX_MAGIC, 4) || rf->h.event_size != ATF_INDEX_EVENT_SIZE)
+		return -EPROTO;
 	if (fin_is_final(rf->fd, &rf->h, rf->size, &ft)) {
 		rf->final = true;
 		rf->s = (struct ada_wal_scan){ft.event_count, ft.time_start_ns, ft.time_end_ns,
@@ -156,6 +164,8 @@ int ada_wal_disk_scan(int fd, struct ada_wal_disk_file *rf)
 int ada_wal_disk_finish(struct ada_wal_disk_file *rf, bool appended,
                         struct ada_wal_file_summary *sum)
 {
+	if (rf->cx)
+		return wal_cidx_disk_finish(rf, appended, sum);
 	if (rf->final && !appended) {
 		if (sum)
 			*sum = (struct ada_wal_file_summary){.events = rf->s.events,
@@ -186,12 +196,25 @@ int ada_wal_finalize_fd(int fd, const struct atf_index_event *extra, size_t n_ex
 	int r = ada_wal_disk_scan(fd, &rf);
 	if (r < 0)
 		return r;
-	r = fin_append(fd, &rf.s, extra, n_extra);
+	r = ada_wal_disk_append(&rf, extra, n_extra);
 	int c = ada_wal_disk_finish(&rf, n_extra > 0, r == 0 ? sum : NULL);
 	return r ? r : c;
 }
 
 int ada_wal_disk_append(struct ada_wal_disk_file *df, const struct atf_index_event *ev, size_t n)
 {
+	if (df->cx)
+		return wal_cidx_disk_append(df, ev, n);
 	return fin_append(df->fd, &df->s, ev, n);
+}
+
+void ada_wal_disk_relink(struct ada_wal_disk_file *df)
+{
+	if (df->cx)
+		wal_cidx_disk_relink(df);
+}
+
+int ada_wal_disk_link(struct ada_wal_disk_file *df, uint64_t index_seq, uint32_t detail_seq)
+{
+	return df->cx ? wal_cidx_disk_link(df, index_seq, detail_seq) : -EPROTO;
 }

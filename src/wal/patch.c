@@ -99,6 +99,8 @@ int wal_file_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_eve
 {
 	if (i >= f->events)
 		return -ENOENT;
+	if (f->cx)
+		return wal_cidx_event_read(f, i, out);
 	uint64_t off = ATF_HEADER_SIZE + i * ATF_INDEX_EVENT_SIZE;
 	if (off >= f->bad_from)
 		return -EIO;
@@ -143,6 +145,8 @@ int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v)
 {
 	if (i >= f->events)
 		return -ENOENT;
+	if (f->cx) /* the encoder's link table (memory until finish) */
+		return wal_cidx_link(f, i, v);
 	uint64_t off = ATF_HEADER_SIZE + i * ATF_INDEX_EVENT_SIZE +
 	               offsetof(struct atf_index_event, detail_seq);
 	if (off >= f->bad_from)

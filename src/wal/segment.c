@@ -338,12 +338,10 @@ static void wal_direct_cut(struct ada_wal_file *f, struct wal_buf *b, bool pad)
 	b->pad = true;
 }
 
-static struct wal_buf *wal_buf_get(struct ada_wal_io *io);
-
 /* Makes b f's staging buffer: after the carry (the last partial block,
  * written again with what follows), or on a direct file's first block
  * after the header placeholder, else at the committed end. */
-static void wal_stage(struct ada_wal_file *f, struct wal_buf *b, uint64_t staged_at)
+void wal_stage(struct ada_wal_file *f, struct wal_buf *b, uint64_t staged_at)
 {
 	f->cur = b;
 	b->f = f;
@@ -357,15 +355,8 @@ static void wal_stage(struct ada_wal_file *f, struct wal_buf *b, uint64_t staged
 		f->carry_dirty = false;
 	} else if (f->direct && f->end == ATF_HEADER_SIZE) {
 		/* the same bytes as on disk (open, wal_file_set_has_detail) */
-		struct atf_index_header h;
-		wal_fill_header(&h, f->opts.thread_id, f->opts.arch, f->opts.clock_type);
-		if (f->has_detail) {
-			uint32_t flags = ATF_INDEX_FLAG_HAS_DETAIL;
-			memcpy((uint8_t *)&h + offsetof(struct atf_index_header, flags), &flags,
-			       sizeof(flags));
-		}
 		b->off = 0;
-		memcpy(b->data, &h, sizeof(h));
+		wal_header_placeholder(f, b->data);
 		b->len = ATF_HEADER_SIZE;
 	}
 	b->first_ts = 0;
@@ -384,13 +375,17 @@ static void wal_stage(struct ada_wal_file *f, struct wal_buf *b, uint64_t staged
  * while f is held (wal_file_hold). A direct file's partial last block is
  * written padded (and again with what follows), or, with blocks_only,
  * left to the next buffer (then a buffer of less than a block stays). */
-static void wal_submit_cur_how(struct ada_wal_file *f, bool blocks_only)
+void wal_submit_cur_how(struct ada_wal_file *f, bool blocks_only)
 {
 	struct wal_buf *b = f->cur, *tail_buf = NULL;
 	if (!b)
 		return;
+	if (f->cx) /* only whole blocks leave staging, each one whole */
+		wal_cidx_seal(f);
 	uint64_t end = b->off + b->len, staged_at = b->staged_at;
-	blocks_only = blocks_only && f->direct && end % WAL_BLOCK;
+	/* A compact file's partial 4 KiB page is written padded: its events
+	 * are not at a fixed offset to stay staged by. */
+	blocks_only = blocks_only && f->direct && end % WAL_BLOCK && !f->cx;
 	if (blocks_only) {
 		if ((end & ~(uint64_t)(WAL_BLOCK - 1)) <= b->off)
 			return; /* less than a block: it stays */
@@ -671,7 +666,7 @@ void ada_wal_io_wait(struct ada_wal_io *io, uint32_t usec)
 		ada_wal_io_reap(io, false);
 }
 
-static struct wal_buf *wal_buf_get(struct ada_wal_io *io)
+struct wal_buf *wal_buf_get(struct ada_wal_io *io)
 {
 	for (;;) {
 		struct wal_buf *b = io->free;
@@ -737,6 +732,12 @@ bool ada_wal_io_disk_full(const struct ada_wal_io *io)
 uint64_t ada_wal_io_bytes_written(const struct ada_wal_io *io)
 {
 	return io->bytes_written;
+}
+
+void ada_wal_io_final(const struct ada_wal_io *io, uint64_t *bytes, uint64_t *events)
+{
+	*bytes = io->final_bytes;
+	*events = io->final_events;
 }
 
 uint32_t ada_wal_io_buffer_bytes(const struct ada_wal_io *io)
@@ -844,11 +845,13 @@ int ada_wal_file_openat(struct ada_wal_io *io, int dirfd, const char *name, cons
 	r = ada_fs_create(dirfd, name, O_RDWR, &f->fd);
 	if (r < 0)
 		goto err_free;
-	struct atf_index_header h;
-	wal_fill_header(&h, o->thread_id, o->arch, o->clock_type);
+	if (o->index_format == ADA_INDEX_COMPACT && (r = wal_cidx_new(f)) < 0)
+		goto err_unlink;
+	uint8_t h[ATF_HEADER_SIZE];
+	wal_header_placeholder(f, h);
 	r = wal_grow(f, ATF_HEADER_SIZE);
 	if (r == 0)
-		r = wal_pwrite_all(f->fd, &h, sizeof(h), 0);
+		r = wal_pwrite_all(f->fd, h, sizeof(h), 0);
 	if (r < 0)
 		goto err_unlink;
 	if (io->direct)
@@ -866,6 +869,7 @@ err_unlink:
 	unlinkat(dirfd, name, 0);
 	close(f->fd);
 err_free:
+	wal_cidx_free(f);
 	free(f->path);
 	free(f);
 	return r;
@@ -881,9 +885,11 @@ size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index
 			return 0;
 		wal_stage(f, b, wal_mono_ns());
 	}
-	size_t room = (f->io->buffer_bytes - f->cur->len) / ATF_INDEX_EVENT_SIZE;
+	/* A compact file's room is its chunk; its bytes at their longest. */
+	size_t room =
+	    f->cx ? WAL_CIDX_CHUNK : (f->io->buffer_bytes - f->cur->len) / ATF_INDEX_EVENT_SIZE;
 	size_t n = max < room ? max : room;
-	uint64_t need = f->end + n * ATF_INDEX_EVENT_SIZE;
+	uint64_t need = f->end + (f->cx ? wal_cidx_bound(n) : n * ATF_INDEX_EVENT_SIZE);
 	uint32_t seg = f->segments;
 	int r = need + ATF_FOOTER_SIZE > f->alloc ? wal_grow(f, need) : 0;
 	if (f->ahead_start && need + ATF_FOOTER_SIZE > f->ahead_start) {
@@ -902,9 +908,9 @@ size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index
 		f->full = true;
 		f->error = r;
 		uint64_t fit = f->alloc - ATF_FOOTER_SIZE - f->end;
-		n = fit / ATF_INDEX_EVENT_SIZE;
+		n = f->cx ? wal_cidx_fit(fit) : fit / ATF_INDEX_EVENT_SIZE;
 	}
-	*dst = (struct atf_index_event *)(f->cur->data + f->cur->len);
+	*dst = f->cx ? wal_cidx_chunk(f) : (struct atf_index_event *)(f->cur->data + f->cur->len);
 	return n;
 }
 
@@ -913,6 +919,10 @@ void ada_wal_file_commit(struct ada_wal_file *f, size_t n)
 	if (n == 0)
 		return;
 	struct wal_buf *b = f->cur;
+	if (f->cx) {
+		(void)wal_cidx_commit(f, n, b->staged_at);
+		return;
+	}
 	const struct atf_index_event *ev = (const void *)(b->data + b->len);
 	uint32_t bytes = (uint32_t)(n * ATF_INDEX_EVENT_SIZE);
 	f->crc = wal_crc32(f->crc, ev, bytes);
@@ -1077,23 +1087,28 @@ int ada_wal_file_finalize(struct ada_wal_file *f, struct ada_wal_file_summary *s
 			/* the scan below stops at the hole's zeros anyway */
 		}
 		r = ada_wal_finalize_fd(f->fd, NULL, 0, &s);
-		s.lost = f->lost + (f->end - keep) / ATF_INDEX_EVENT_SIZE;
+		s.lost = f->lost + (f->cx ? f->events - (r == 0 ? s.events : 0)
+		                          : (f->end - keep) / ATF_INDEX_EVENT_SIZE);
 	} else {
 		s.events = f->events;
 		s.crc = f->crc;
 		s.time_start_ns = f->t_start;
 		s.time_end_ns = f->t_end;
 		s.lost = f->lost;
-		r = wal_write_final(f, &s);
+		r = f->cx ? wal_cidx_write_final(f, &s) : wal_write_final(f, &s);
 	}
 	s.error = f->error ? f->error : r;
 	s.segments = f->segments;
+	s.encoding = f->cx ? ADA_INDEX_COMPACT : ADA_INDEX_ATF;
+	f->io->final_bytes += s.bytes;
+	f->io->final_events += s.events;
 	s.flushes = f->flushes;
 	s.syncs = f->syncs;
 	if (f->fd >= 0)
 		close(f->fd);
 	if (sum)
 		*sum = s;
+	wal_cidx_free(f);
 	free(f->carry);
 	free(f->patches);
 	free(f->path);

@@ -62,7 +62,8 @@ struct ada_wal_io {
 	uint64_t ahead_room; /* budget bytes segments allocated ahead may take (wal_grow_ahead) */
 	struct ada_lat_hist lat;
 	uint64_t bytes_written;
-	uint32_t nheld; /* buffers held back over every file (wal_file_hold) */
+	uint64_t final_bytes, final_events; /* of the files finalized (ada_wal_io_final) */
+	uint32_t nheld;                     /* buffers held back over every file (wal_file_hold) */
 	/* O_DIRECT index files (segment.c, "Direct writes"): wanted (not
 	 * ADA_WAL_DIRECT=0), files opened so, files that fell back to
 	 * buffered writes (at open or at a refused write) and the first
@@ -162,6 +163,7 @@ struct ada_wal_file {
 	uint64_t patch_by[WAL_PATCH_WAYS]; /* patches by where they went (enum wal_patch_way) */
 	struct ada_wal_file *stage_prev, *stage_next;
 	struct ada_wal_file *file_prev, *file_next;
+	struct wal_cidx *cx; /* the compact encoder (segment_cidx.c), NULL: ATF v2 */
 };
 
 /* A detail_seq link that will never reach the file: the file's count
@@ -245,5 +247,42 @@ void wal_crcbat_fold(struct ada_wal_io *io);
  * CRC bytes than the combines it saves). */
 #define WAL_CRCBAT_CAP (1u << 20)
 #define WAL_CRCBAT_PER 512u
+
+/* segment.c, shared with segment_cidx.c: a buffer of the pool (NULL when
+ * none can be had), making it f's staging buffer, ending its staging. */
+struct wal_buf *wal_buf_get(struct ada_wal_io *io);
+void wal_stage(struct ada_wal_file *f, struct wal_buf *b, uint64_t staged_at);
+void wal_submit_cur_how(struct ada_wal_file *f, bool blocks_only);
+
+/* The compact index lane (segment_cidx.c). A compact file's reserve hands
+ * out its chunk of WAL_CIDX_CHUNK events; the recent window keeps the
+ * last opts.cidx_recent events for the detail persist's reads. */
+#define WAL_CIDX_CHUNK 256u
+/* f->cx from f->opts: 0, -ENOMEM, -EINVAL (block size). */
+int wal_cidx_new(struct ada_wal_file *f);
+void wal_cidx_free(struct ada_wal_file *f);
+/* The 64-byte header written first: ATF v2's or the compact one. */
+void wal_header_placeholder(const struct ada_wal_file *f, uint8_t out[ATF_HEADER_SIZE]);
+/* Most file bytes n events may take coded; the events bytes surely hold. */
+uint64_t wal_cidx_bound(size_t n);
+size_t wal_cidx_fit(uint64_t bytes);
+struct atf_index_event *wal_cidx_chunk(struct ada_wal_file *f);
+/* Codes the chunk's first n events into the staging buffers; false when
+ * some were lost (no buffer: counted in f->lost, the file is full). */
+bool wal_cidx_commit(struct ada_wal_file *f, size_t n, uint64_t staged_at);
+/* Seals the block open in f->cur (before the buffer leaves staging). */
+void wal_cidx_seal(struct ada_wal_file *f);
+int wal_cidx_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_event *out);
+int wal_cidx_link(struct ada_wal_file *f, uint64_t i, uint32_t v);
+/* Finish (tail at the encoder's offset), header, cut, --safe's sync. */
+int wal_cidx_write_final(struct ada_wal_file *f, struct ada_wal_file_summary *s);
+/* finalize_cidx.c: the ada_wal_disk_* steps of a compact file. */
+int wal_cidx_disk_scan(struct ada_wal_disk_file *df);
+void wal_cidx_disk_free(struct ada_wal_disk_file *df);
+int wal_cidx_disk_append(struct ada_wal_disk_file *df, const struct atf_index_event *ev, size_t n);
+int wal_cidx_disk_link(struct ada_wal_disk_file *df, uint64_t index_seq, uint32_t detail_seq);
+void wal_cidx_disk_relink(struct ada_wal_disk_file *df);
+int wal_cidx_disk_finish(struct ada_wal_disk_file *df, bool appended,
+                         struct ada_wal_file_summary *sum);
 
 #endif

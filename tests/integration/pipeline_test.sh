@@ -11,6 +11,24 @@ fail() { echo "pipeline_test($MODE): $*" >&2; cat "$WORK/err" >&2 2>/dev/null; e
 
 session_of() { tail -n 1 "$WORK/err"; }
 
+# ADA_TEST_INDEX_FORMAT=compact (pipeline_compact_*): the recordings are
+# compact; producer_check, an ATF v2 reader, reads their `ada export
+# --format atf` copy.
+IDX=${ADA_TEST_INDEX_FORMAT:-}
+IDXOPT=${IDX:+--index-format $IDX}
+check() {
+	if [ "$IDX" = compact ]; then
+		C=$1
+		shift
+		rm -rf "$WORK/atf"
+		"$ADA" export --format atf -o "$WORK/atf" "$C" || fail "ada export --format atf failed"
+		grep -q '"encoding": "compact"' "$C"/pid_*/manifest.json || fail "manifest names no compact file"
+		"$CHECK" "$WORK/atf" "$@"
+	else
+		"$CHECK" "$@"
+	fi
+}
+
 validate() {
 	"$ADA" validate "$1" >"$WORK/validate" 2>&1 || { cat "$WORK/validate" >&2; fail "ada validate failed"; }
 }
@@ -29,12 +47,12 @@ child_of() { cat /proc/"$1"/task/*/children 2>/dev/null | awk '{print $1}'; }
 
 case $MODE in
 exact)
-	"$ADA" record --no-agent --out "$WORK/out" -- "$PROD" exact 250000 2>"$WORK/err"
+	"$ADA" record --no-agent $IDXOPT --out "$WORK/out" -- "$PROD" exact 250000 2>"$WORK/err"
 	rc=$?
 	[ $rc -eq 0 ] || fail "exit status $rc, expected 0"
 	S=$(session_of)
 	[ -d "$S" ] || fail "last stderr line is not the session directory: $S"
-	"$CHECK" "$S" exact 250000 || fail "check failed"
+	check "$S" exact 250000 || fail "check failed"
 	grep -q '"state": "complete"' "$S"/pid_*/manifest.json || fail "manifest not complete"
 	grep -q '"abnormal": false' "$S"/pid_*/manifest.json || fail "manifest says abnormal"
 	A=$(sed -n 's/.*"arena_dir": "\(.*\)".*/\1/p' "$S"/pid_*/manifest.json | head -n 1)
@@ -43,7 +61,7 @@ exact)
 	validate "$S"
 	;;
 kill)
-	"$ADA" record --no-agent --out "$WORK/out" -- "$PROD" kill "$WORK/counts" 2>"$WORK/err" &
+	"$ADA" record --no-agent $IDXOPT --out "$WORK/out" -- "$PROD" kill "$WORK/counts" 2>"$WORK/err" &
 	APID=$!
 	wait_for "$WORK/counts.ready"
 	P=$(child_of $APID)
@@ -53,17 +71,17 @@ kill)
 	rc=$?
 	[ $rc -eq 137 ] || fail "exit status $rc, expected 137 (128 + SIGKILL)"
 	S=$(session_of)
-	"$CHECK" "$S" counts "$WORK/counts" || fail "check failed"
+	check "$S" counts "$WORK/counts" || fail "check failed"
 	grep -q '"abnormal": true' "$S"/pid_*/manifest.json || fail "manifest not abnormal"
 	grep -q '"signal": 9' "$S"/pid_*/manifest.json || fail "manifest lacks signal 9"
 	validate "$S"
 	;;
 maxdisk)
-	"$ADA" record --no-agent --max-disk-mb 16 --out "$WORK/out" -- "$PROD" exact 1500000 2>"$WORK/err"
+	"$ADA" record --no-agent $IDXOPT --max-disk-mb 16 --out "$WORK/out" -- "$PROD" exact 1500000 2>"$WORK/err"
 	rc=$?
 	[ $rc -eq 0 ] || fail "exit status $rc"
 	S=$(session_of)
-	"$CHECK" "$S" tail 1500000 || fail "check failed"
+	check "$S" tail 1500000 || fail "check failed"
 	bytes=$(find "$S" -name '*.atf' -printf '%s\n' | awk '{s+=$1} END {print s+0}')
 	[ "$bytes" -le $((16 * 1048576)) ] || fail "$bytes bytes of index files, budget 16 MiB"
 	ls "$S"/pid_*/thread_*/index.g*.atf >/dev/null 2>&1 || fail "no generations kept"
@@ -73,7 +91,7 @@ maxdisk)
 recover)
 	# The recorder itself dies: SIGKILL ada while the producer runs, then
 	# kill the producer, and `ada recover` the session.
-	"$ADA" record --no-agent --out "$WORK/out" -- "$PROD" kill "$WORK/counts" 2>"$WORK/err" &
+	"$ADA" record --no-agent $IDXOPT --out "$WORK/out" -- "$PROD" kill "$WORK/counts" 2>"$WORK/err" &
 	APID=$!
 	wait_for "$WORK/counts.ready"
 	P=$(child_of $APID)
@@ -87,7 +105,7 @@ recover)
 	kill -KILL "$P" 2>/dev/null
 	while kill -0 "$P" 2>/dev/null; do sleep 0.05; done
 	"$ADA" recover "$S" 2>"$WORK/rec" || { cat "$WORK/rec" >&2; fail "ada recover failed"; }
-	"$CHECK" "$S" counts "$WORK/counts" >"$WORK/chk" 2>&1
+	check "$S" counts "$WORK/counts" >"$WORK/chk" 2>&1
 	# Events staged but not written when the recorder died are lost (at
 	# most the writes in flight): every file must be valid, each thread's
 	# events in order; a gap is only allowed at the very end, so check
@@ -97,7 +115,7 @@ recover)
 	A=$(sed -n 's/.*"arena_dir": "\(.*\)".*/\1/p' "$S"/pid_*/manifest.json | head -n 1)
 	[ -e "$A" ] && fail "arena directory $A left behind after recover"
 	# Nothing is lost: the ring kept what was not durable yet.
-	"$CHECK" "$S" counts "$WORK/counts" || {
+	check "$S" counts "$WORK/counts" || {
 		cat "$WORK/rec" "$S"/pid_*/manifest.json >&2
 		ls -la "$S"/pid_*/thread_* >&2
 		fail "recovered session incomplete"
@@ -109,7 +127,7 @@ rotate_kill)
 	# is renamed to a generation and the new one not made yet, while the
 	# ring holds what came after. `ada recover` must keep those events.
 	# A 8 MiB budget rotates every 2 MiB (65 536 events of a thread).
-	ADA_TEST_KILL_AT=rotate_renamed "$ADA" record --no-agent --max-disk-mb 8 \
+	ADA_TEST_KILL_AT=rotate_renamed "$ADA" record --no-agent $IDXOPT --max-disk-mb 8 \
 		--out "$WORK/out" -- "$PROD" kill "$WORK/counts" 2>"$WORK/err" &
 	APID=$!
 	wait $APID 2>/dev/null
@@ -122,7 +140,7 @@ rotate_kill)
 	ls "$S"/pid_*/thread_*/index.g0.atf >/dev/null 2>&1 || fail "no generation was rotated"
 	"$ADA" recover "$S" 2>"$WORK/rec" || { cat "$WORK/rec" >&2; fail "ada recover failed"; }
 	grep -q "had no current index.atf" "$WORK/rec" || { cat "$WORK/rec" >&2; fail "recover did not say it made the missing index.atf"; }
-	"$CHECK" "$S" counts "$WORK/counts" || { cat "$WORK/rec" >&2; fail "recovered session incomplete"; }
+	check "$S" counts "$WORK/counts" || { cat "$WORK/rec" >&2; fail "recovered session incomplete"; }
 	validate "$S"
 	;;
 enospc)
@@ -132,12 +150,12 @@ enospc)
 	mount -t tmpfs -o size=6m tmpfs "$WORK/small" 2>/dev/null || { echo "pipeline_test(enospc): cannot mount a tmpfs: skipped"; exit 77; }
 	trap 'umount "$WORK/small" 2>/dev/null; rm -rf "$WORK"' EXIT
 	# No budget (the default one, 10 % of the 6 MiB, would keep the disk from filling).
-	"$ADA" record --no-agent --max-disk-mb 0 --out "$WORK/small/out" -- "$PROD" exact 1000000 2>"$WORK/err"
+	"$ADA" record --no-agent $IDXOPT --max-disk-mb 0 --out "$WORK/small/out" -- "$PROD" exact 1000000 2>"$WORK/err"
 	rc=$?
 	[ $rc -eq 0 ] || fail "exit status $rc: the program exited 0, and its status is ada's whatever happened to the recording"
 	grep -q "disk filled up" "$WORK/err" || fail "no disk-full message on stderr"
 	S=$(session_of)
-	"$CHECK" "$S" prefix 1000000 || fail "check failed"
+	check "$S" prefix 1000000 || fail "check failed"
 	grep -q '"disk_full": true' "$S"/pid_*/manifest.json || fail "manifest lacks disk_full"
 	validate "$S"
 	;;
@@ -162,10 +180,10 @@ badinput)
 	"$ADA" record --flush sometimes --out "$O" -- true 2>"$WORK/err" && fail "bad --flush accepted"
 	[ -e "$O" ] && fail "bad option left a session directory"
 	# exit status passes through: plain, and 128 + signal
-	"$ADA" record --no-agent --out "$O" -- sh -c 'exit 7' 2>"$WORK/err"
+	"$ADA" record --no-agent $IDXOPT --out "$O" -- sh -c 'exit 7' 2>"$WORK/err"
 	[ $? -eq 7 ] || fail "exit status 7 not passed through"
 	[ -d "$(session_of)" ] || fail "last stderr line is not the session directory"
-	"$ADA" record --no-agent --out "$O" -- sh -c 'kill -TERM $$' 2>"$WORK/err"
+	"$ADA" record --no-agent $IDXOPT --out "$O" -- sh -c 'kill -TERM $$' 2>"$WORK/err"
 	[ $? -eq 143 ] || fail "128 + SIGTERM not passed through"
 	;;
 *)

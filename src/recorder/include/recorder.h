@@ -47,6 +47,8 @@ struct ada_recorder_opts {
 	uint64_t max_shm_bytes;  /* ceiling on the arenas' sizes; 0 = none */
 	bool max_shm_default;    /* ignore max_shm_bytes: the default ceiling */
 	struct ada_flush_policy flush;
+	uint8_t index_format;            /* enum ada_index_format (wal.h): --index-format */
+	uint32_t cidx_block;             /* compact blocks' size; 0: the default (tests) */
 	bool follow;                     /* record children that create arenas */
 	bool force_clock;                /* ts=clock even with an invariant TSC */
 	const char *ring_config;         /* ADA_RING_CONFIG text to pass on */
@@ -98,6 +100,7 @@ struct ada_record_summary {
 	uint64_t events;
 	uint64_t drops;
 	uint64_t disk_bytes;
+	uint64_t index_bytes, index_events; /* of the index files: bytes per event */
 	uint64_t lost_enospc;
 	double seconds;
 	uint64_t latency_p50_ns, latency_p99_ns;

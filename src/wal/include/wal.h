@@ -41,6 +41,12 @@ struct ada_flush_policy {
 /* Parses "off", "interval:MS", "bytes:N[k|m|g]", "rotate". 0 or -EINVAL. */
 int ada_flush_parse(const char *s, struct ada_flush_policy *out);
 
+/* How an index file's events are written (--index-format). */
+enum ada_index_format {
+	ADA_INDEX_ATF = 0,     /* ATF v2: 32 bytes per event */
+	ADA_INDEX_COMPACT = 1, /* the compact index, ATC1 (cidx.h) */
+};
+
 struct ada_wal_io;   /* one io_uring + the staging-buffer pool */
 struct ada_wal_file; /* one index.atf being written */
 
@@ -84,6 +90,9 @@ bool ada_wal_io_disk_full(const struct ada_wal_io *io);
  * kernel refused it (then *refused writes were sent again without it). */
 bool ada_wal_io_uncached(const struct ada_wal_io *io, uint32_t *refused);
 uint64_t ada_wal_io_bytes_written(const struct ada_wal_io *io);
+/* Bytes and events of the index files finalized so far (the summary's
+ * bytes per event: what the index encoding costs on disk). */
+void ada_wal_io_final(const struct ada_wal_io *io, uint64_t *bytes, uint64_t *events);
 /* The staging buffers' size in bytes (manifest wal.staging_buffer_bytes). */
 uint32_t ada_wal_io_buffer_bytes(const struct ada_wal_io *io);
 /* Whether index files are opened with O_DIRECT (when their file system
@@ -102,6 +111,15 @@ struct ada_wal_file_opts {
 	 * before); 0 = no limit. */
 	uint64_t ahead_limit;
 	struct ada_flush_policy flush;
+	/* The index encoding: ATF v2 (32-byte events) or the compact index
+	 * (ATC1, cidx.h) with blocks of cidx_block bytes (0: the default).
+	 * cidx_recent: the detail lane reads the file's recent events
+	 * (wal_file_event_read), so a compact file keeps the last
+	 * cidx_recent of them in memory (rounded up to a power of two; 0:
+	 * none, its reads answer -ENOENT). */
+	uint8_t index_format; /* enum ada_index_format */
+	uint32_t cidx_recent;
+	uint32_t cidx_block;
 };
 
 /* Creates path (O_EXCL), writes the header placeholder, preallocates the
@@ -158,7 +176,10 @@ struct ada_wal_file_summary {
 	 * (sync_file_range), fdatasyncs (--safe); the manifest shows them. */
 	uint32_t segments, flushes, syncs;
 	int error;
+	uint8_t encoding; /* enum ada_index_format: how its events are written */
 };
+/* "atf" or "compact" (the manifests' name of an encoding). */
+const char *ada_index_format_name(uint8_t format);
 /* Waits for its writes, writes footer and final header, truncates the
  * preallocated tail, fsyncs with --safe, closes and frees. Consumes f.
  * Returns 0 or the first -errno the file saw (the file is still valid). */
@@ -193,13 +214,17 @@ struct ada_wal_scan {
 	uint32_t crc;
 };
 /* An index file opened for finalizing: its header and what its events
- * section holds (scanned, or from the footer when already final). */
+ * section holds (scanned, or from the footer when already final). A
+ * compact file (ATC1) is resumed after its whole blocks instead; finish
+ * frees what scan took for it (and a failed scan frees it itself). */
+struct wal_cidx_disk;
 struct ada_wal_disk_file {
 	int fd;
 	struct atf_index_header h;
 	struct ada_wal_scan s;
 	uint64_t size;
 	bool final;
+	struct wal_cidx_disk *cx; /* a compact file's encoder (finalize_cidx.c) */
 };
 /* Scans the index file on fd (not consumed). 0, -EPROTO (not an index
  * file), -errno. */
@@ -210,6 +235,15 @@ int ada_wal_disk_append(struct ada_wal_disk_file *df, const struct atf_index_eve
  * appended; leaves the descriptor open. */
 int ada_wal_disk_finish(struct ada_wal_disk_file *df, bool appended,
                         struct ada_wal_file_summary *sum);
+/* A compact file only: index event index_seq links detail event
+ * detail_seq in the tail finish writes (recovery re-adds the links of
+ * the detail file; an unfinished compact file has none on disk).
+ * 0, -ERANGE, -ENOMEM, -EPROTO (an ATF v2 file: patch it in place). */
+int ada_wal_disk_link(struct ada_wal_disk_file *df, uint64_t index_seq, uint32_t detail_seq);
+/* A compact file only: the caller gives every link again (from the
+ * detail file, the link log) -- those in a finished file's table are
+ * dropped -- and the final header says has_detail_file. */
+void ada_wal_disk_relink(struct ada_wal_disk_file *df);
 
 /* ---- what the recorder's detail lane and recovery use ------------------- */
 

@@ -1,0 +1,249 @@
+/*
+ * ada wal: the compact index lane (ATC1, src/atf/cidx.h) of the segment
+ * writer. The drain thread only, as every ada_wal_file function.
+ *
+ * A compact file keeps the writer's plumbing of an ATF v2 one (staging
+ * buffers, segments allocated ahead, direct writes and their carry,
+ * in-order durability): only the bytes differ. ada_wal_file_reserve()
+ * hands out the file's chunk (WAL_CIDX_CHUNK events, small enough to stay
+ * in L1 between the conversion, the trigger pass and the encoder) instead
+ * of the staging buffer's free bytes; ada_wal_file_commit() codes the chunk
+ * into the staging buffer (wal_cidx_commit), sealing and sending a buffer
+ * the encoder found full. Every buffer is sealed before it leaves staging
+ * (wal_cidx_seal, from wal_submit_cur_how), so only whole blocks reach the
+ * file, and a buffer's ev_end (the drain's ring release) counts whole
+ * blocks' events as for ATF v2.
+ *
+ * Links (detail_seq) live in the encoder until finish (memory only); the
+ * persist's check of a record against its index event reads the recent
+ * window (the last opts.cidx_recent events, kept when the file's detail
+ * lane is on: the drain asks for twice its ring, what one pass can take):
+ * an older event answers -ENOENT, its record is unlinked.
+ *
+ * Finalize writes the link table, block table and footer
+ * (ada_cidx_enc_finish) at the encoder's offset, then the header, and
+ * cuts the preallocated tail.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "atf.h"
+#include "cidx.h"
+#include "wal_internal.h"
+
+/* Most bytes n events take in the file: each coded at its longest, plus
+ * two block openings (a commit can spill into a fresh staging buffer). */
+#define WAL_CIDX_OPEN_MAX                                                                          \
+	(sizeof(struct ada_cidx_block_header) + ADA_CIDX_FRAMES_MAX * sizeof(struct ada_cidx_frame))
+
+struct wal_cidx {
+	struct ada_cidx_enc *enc;
+	uint32_t block_size;
+	struct atf_index_event chunk[WAL_CIDX_CHUNK];
+	/* The recent window: event i at recent[i & (nrecent - 1)] while
+	 * i + nrecent >= the file's events; NULL without detail. Allocated
+	 * whole, its pages touched only as events come. */
+	struct atf_index_event *recent;
+	uint64_t nrecent;
+	uint64_t enc_err; /* links the encoder could not keep (-ENOMEM) */
+};
+
+const char *ada_index_format_name(uint8_t format)
+{
+	return format == ADA_INDEX_COMPACT ? "compact" : "atf";
+}
+
+int wal_cidx_new(struct ada_wal_file *f)
+{
+	struct wal_cidx *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->block_size = f->opts.cidx_block ? f->opts.cidx_block : ADA_CIDX_BLOCK_DEFAULT;
+	int r = ada_cidx_enc_new(c->block_size, &c->enc);
+	c->nrecent = f->opts.cidx_recent;
+	if (c->nrecent & (c->nrecent - 1)) /* a power of two */
+		c->nrecent = 1ull << (64 - __builtin_clzll(c->nrecent));
+	if (r == 0 && c->nrecent && !(c->recent = calloc(c->nrecent, sizeof(*c->recent))))
+		r = -ENOMEM;
+	if (r < 0) {
+		ada_cidx_enc_free(c->enc);
+		free(c);
+		return r;
+	}
+	f->cx = c;
+	return 0;
+}
+
+void wal_cidx_free(struct ada_wal_file *f)
+{
+	if (!f->cx)
+		return;
+	ada_cidx_enc_free(f->cx->enc);
+	free(f->cx->recent);
+	free(f->cx);
+	f->cx = NULL;
+}
+
+static void wal_cidx_info(const struct ada_wal_file *f, struct ada_atf_file_info *info)
+{
+	ada_atf_file_info_native(info, f->opts.thread_id);
+	info->arch = f->opts.arch;
+	info->clock_type = f->opts.clock_type;
+	info->has_detail = f->has_detail;
+}
+
+void wal_header_placeholder(const struct ada_wal_file *f, uint8_t out[ATF_HEADER_SIZE])
+{
+	if (f->cx) {
+		struct ada_atf_file_info info;
+		struct ada_cidx_file_header h;
+		wal_cidx_info(f, &info);
+		ada_cidx_file_header_fill(&h, &info, f->cx->block_size);
+		memcpy(out, &h, sizeof(h));
+		return;
+	}
+	struct atf_index_header h;
+	wal_fill_header(&h, f->opts.thread_id, f->opts.arch, f->opts.clock_type);
+	if (f->has_detail)
+		h.flags |= ATF_INDEX_FLAG_HAS_DETAIL;
+	memcpy(out, &h, sizeof(h));
+}
+
+uint64_t wal_cidx_bound(size_t n)
+{
+	return (uint64_t)n * ADA_CIDX_EVENT_MAX + 2 * WAL_CIDX_OPEN_MAX;
+}
+
+size_t wal_cidx_fit(uint64_t bytes)
+{
+	return bytes > 2 * WAL_CIDX_OPEN_MAX ? (bytes - 2 * WAL_CIDX_OPEN_MAX) / ADA_CIDX_EVENT_MAX
+	                                     : 0;
+}
+
+struct atf_index_event *wal_cidx_chunk(struct ada_wal_file *f)
+{
+	return f->cx->chunk;
+}
+
+void wal_cidx_seal(struct ada_wal_file *f)
+{
+	struct wal_buf *b = f->cur;
+	struct ada_cidx_out o = {b->data, b->len, f->io->buffer_bytes};
+	ada_cidx_enc_seal(f->cx->enc, &o);
+}
+
+static void wal_cidx_keep(struct wal_cidx *c, uint64_t first, const struct atf_index_event *ev,
+                          size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		c->recent[(first + i) & (c->nrecent - 1)] = ev[i];
+}
+
+/* Codes ev[0..n) into the staging buffer from where the last put left
+ * it; 0 or the events taken. */
+static size_t wal_cidx_put(struct ada_wal_file *f, const struct atf_index_event *ev, size_t n)
+{
+	struct wal_buf *b = f->cur;
+	struct ada_cidx_out o = {b->data, b->len, f->io->buffer_bytes};
+	int err = 0;
+	size_t k = ada_cidx_enc_put(f->cx->enc, ev, n, &o, &err);
+	if (err)
+		f->cx->enc_err++;
+	if (k && b->first_ts == 0)
+		b->first_ts = ev[0].timestamp_ns;
+	f->end += o.len - b->len;
+	b->len = (uint32_t)o.len;
+	return k;
+}
+
+bool wal_cidx_commit(struct ada_wal_file *f, size_t n, uint64_t staged_at)
+{
+	const struct atf_index_event *ev = f->cx->chunk;
+	if (f->cx->recent)
+		wal_cidx_keep(f->cx, f->events, ev, n);
+	if (f->events == 0)
+		f->t_start = ev[0].timestamp_ns;
+	size_t done = 0;
+	while (done < n) {
+		if (!f->cur) {
+			struct wal_buf *b = wal_buf_get(f->io);
+			if (!b)
+				break;
+			wal_stage(f, b, staged_at);
+		}
+		size_t k = wal_cidx_put(f, ev + done, n - done);
+		done += k;
+		f->events += k;
+		if (done < n) /* the buffer is full: sealed and sent */
+			wal_submit_cur_how(f, false);
+		if (k == 0 && done < n && f->cur)
+			break; /* a fresh buffer took nothing: cannot happen */
+	}
+	if (done)
+		f->t_end = ev[done - 1].timestamp_ns;
+	if (done < n) {
+		f->lost += n - done;
+		f->full = true;
+		if (!f->error)
+			f->error = -ENOMEM;
+	}
+	return done == n;
+}
+
+int wal_cidx_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_event *out)
+{
+	struct wal_cidx *c = f->cx;
+	if (i >= f->events || !c->recent || f->events - i > c->nrecent)
+		return -ENOENT;
+	*out = c->recent[i & (c->nrecent - 1)];
+	return 0;
+}
+
+int wal_cidx_link(struct ada_wal_file *f, uint64_t i, uint32_t v)
+{
+	struct wal_cidx *c = f->cx;
+	int r = ada_cidx_enc_link(c->enc, i, v);
+	if (r < 0)
+		return r;
+	if (c->recent && i < f->events && f->events - i <= c->nrecent)
+		c->recent[i & (c->nrecent - 1)].detail_seq = v;
+	return 0;
+}
+
+int wal_cidx_write_final(struct ada_wal_file *f, struct ada_wal_file_summary *s)
+{
+	struct ada_atf_file_info info;
+	struct ada_cidx_file_header h;
+	wal_cidx_info(f, &info);
+	uint64_t off = ada_cidx_enc_offset(f->cx->enc);
+	size_t cap = ada_cidx_enc_tail_size(f->cx->enc), len = 0;
+	uint8_t *tail = malloc(cap);
+	s->bytes = 0;
+	if (!tail)
+		return -ENOMEM;
+	int r = ada_cidx_enc_finish(f->cx->enc, &info, tail, cap, &len, &h);
+	if (r == 0 && off != f->end)
+		r = -EIO; /* the encoder's bytes and the file's disagree: a bug */
+	if (r == 0)
+		r = wal_pwrite_all(f->fd, tail, len, off);
+	if (r == 0)
+		r = wal_pwrite_all(f->fd, &h, sizeof(h), 0);
+	if (r == 0 && ftruncate(f->fd, (off_t)(off + len)) < 0)
+		r = -errno;
+	if (r == 0 && f->opts.flush.safe) {
+		if (fdatasync(f->fd) < 0)
+			r = -errno;
+		else
+			f->syncs++;
+	}
+	if (r == 0 && len >= sizeof(struct ada_cidx_footer)) {
+		struct ada_cidx_footer ft;
+		memcpy(&ft, tail + len - sizeof(ft), sizeof(ft));
+		s->crc = ft.crc;
+		s->bytes = off + len;
+	}
+	free(tail);
+	return r;
+}

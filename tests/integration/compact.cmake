@@ -1,0 +1,27 @@
+# The compact index (--index-format compact, issue 31) end to end: round
+# trips through `ada export --format atf` checked by atf_check.py, against
+# ATF v2 recordings of the same programs (compact_test.py); and flight
+# recorder scenarios (detail links, crashes, a killed recorder's
+# recovery) recorded compact (ada_itest.py reads ADA_TEST_INDEX_FORMAT).
+include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
+if(NOT Python3_EXECUTABLE)
+  find_package(Python3 COMPONENTS Interpreter)
+endif()
+if(NOT Python3_EXECUTABLE OR ADA_SANITIZE MATCHES "^(address|thread)$")
+  return() # hooks.cmake says why
+endif()
+add_test(NAME e2e.compact_roundtrip
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/compact_test.py
+                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
+                 ${ADA_TGT_DIR}/t_recursion_O2 ${ADA_TGT_DIR}/t_funcptr_O2)
+set_tests_properties(e2e.compact_roundtrip PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                     LABELS "e2e")
+foreach(s crash_segv recover_killed always_wait always_lapped preroll_disk symbol
+          crash_recovered)
+  add_test(NAME e2e.compact_flight_${s}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ada_itest.py
+                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
+                   --name compact_flight_${s} flight ${s} ${ADA_TGT_DIR}/t_flight_O2)
+  set_tests_properties(e2e.compact_flight_${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
+                       ENVIRONMENT "ADA_TEST_INDEX_FORMAT=compact" LABELS "e2e")
+endforeach()

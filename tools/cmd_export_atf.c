@@ -1,0 +1,204 @@
+/*
+ * ada export --format atf -o DIR SRC: a strict ATF v2 copy of a recording,
+ * for tools that read ATF v2 files themselves. The directory tree under
+ * SRC (a session, a pid_N or a thread_K) is copied under DIR; each compact
+ * index file (ATC1, cidx.h) becomes its ATF v2 form (ada_cidx_to_atf:
+ * the same events, links included, 32 bytes each, the footer's CRC-32);
+ * every other file is copied as it is. A pid_N's manifest.json is written
+ * last, with each converted file's entry saying "encoding": "atf" and its
+ * new bytes and crc32.
+ *
+ * Threads: the CLI's one thread. Each file is read whole into memory.
+ * Exit status: 0; 1 when a file could not be read, converted or written
+ * (the rest is exported).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atf.h"
+#include "atf_format.h"
+#include "cidx.h"
+#include "cmd.h"
+
+static int xa_read(const char *path, uint8_t **buf, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return -errno;
+	int r = fstat(fd, &st) < 0 ? -errno : 0;
+	size_t n = r == 0 ? (size_t)st.st_size : 0, got = 0;
+	*buf = r == 0 ? malloc(n ? n : 1) : NULL;
+	if (r == 0 && !*buf)
+		r = -ENOMEM;
+	while (r == 0 && got < n) {
+		ssize_t k = read(fd, *buf + got, n - got);
+		if (k <= 0)
+			r = k < 0 ? -errno : -EIO;
+		else
+			got += (size_t)k;
+	}
+	close(fd);
+	*len = got;
+	if (r < 0) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return r;
+}
+
+static int xa_write(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int r = 0;
+	for (size_t done = 0; done < len && r == 0;) {
+		ssize_t k = write(fd, (const uint8_t *)buf + done, len - done);
+		if (k <= 0)
+			r = k < 0 ? -errno : -EIO;
+		else
+			done += (size_t)k;
+	}
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+/* One file: converted when it is a compact index, else copied. */
+static int xa_file(const char *from, const char *to)
+{
+	uint8_t *buf = NULL, *atf;
+	size_t len = 0, alen;
+	int r = xa_read(from, &buf, &len);
+	if (r < 0)
+		return r;
+	if (ada_cidx_is_compact(buf, len)) {
+		r = ada_cidx_to_atf(buf, len, 0, &atf, &alen);
+		if (r == 0) {
+			r = xa_write(to, atf, alen);
+			free(atf);
+		}
+	} else {
+		r = xa_write(to, buf, len);
+	}
+	free(buf);
+	return r;
+}
+
+/* A file entry of the manifest that names a converted file: its new
+ * encoding, size and CRC (from the written file's footer). */
+static void xa_manifest_entry(json_t *o, const char *outdir)
+{
+	const char *enc = json_string_value(json_object_get(o, "encoding"));
+	const char *rel = json_string_value(json_object_get(o, "path"));
+	char p[PATH_MAX];
+	struct stat st;
+	struct atf_index_footer ft;
+	if (!enc || strcmp(enc, "compact") || !rel)
+		return;
+	snprintf(p, sizeof(p), "%s/%s", outdir, rel);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && st.st_size >= (off_t)(2 * ATF_HEADER_SIZE) &&
+	    pread(fd, &ft, sizeof(ft), st.st_size - (off_t)sizeof(ft)) == (ssize_t)sizeof(ft)) {
+		json_object_set_new(o, "encoding", json_string("atf"));
+		json_object_set_new(o, "bytes", json_integer((json_int_t)st.st_size));
+		json_object_set_new(o, "crc32", json_integer(ft.checksum));
+	}
+	close(fd);
+}
+
+static void xa_manifest_walk(json_t *j, const char *outdir)
+{
+	const char *k;
+	json_t *v;
+	size_t i;
+	if (json_is_object(j)) {
+		xa_manifest_entry(j, outdir);
+		const char *f = json_string_value(json_object_get(j, "index_format"));
+		if (f && !strcmp(f, "compact"))
+			json_object_set_new(j, "index_format", json_string("atf"));
+		json_object_foreach(j, k, v) xa_manifest_walk(v, outdir);
+	} else if (json_is_array(j)) {
+		json_array_foreach(j, i, v) xa_manifest_walk(v, outdir);
+	}
+}
+
+static int xa_manifest(const char *from, const char *to, const char *outdir)
+{
+	json_error_t e;
+	json_t *m = json_load_file(from, 0, &e);
+	if (!m)
+		return xa_file(from, to); /* not JSON we know: as it is */
+	xa_manifest_walk(m, outdir);
+	int r = json_dump_file(m, to, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0 ? 0 : -EIO;
+	json_decref(m);
+	return r;
+}
+
+static int xa_dir(const char *from, const char *to, unsigned *bad)
+{
+	DIR *d = opendir(from);
+	if (!d)
+		return -errno;
+	if (mkdir(to, 0700) < 0 && errno != EEXIST) {
+		int r = -errno;
+		closedir(d);
+		return r;
+	}
+	bool manifest = false;
+	struct dirent *de;
+	char f[PATH_MAX], t[PATH_MAX];
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (!strcmp(de->d_name, "manifest.json")) {
+			manifest = true; /* after the files it describes */
+			continue;
+		}
+		snprintf(f, sizeof(f), "%s/%s", from, de->d_name);
+		snprintf(t, sizeof(t), "%s/%s", to, de->d_name);
+		struct stat st;
+		if (lstat(f, &st) < 0)
+			continue;
+		int r = S_ISDIR(st.st_mode)   ? xa_dir(f, t, bad)
+		        : S_ISREG(st.st_mode) ? xa_file(f, t)
+		                              : 0;
+		if (r < 0) {
+			ada_log("%s: not exported: %s", f, strerror(-r));
+			(*bad)++;
+		}
+	}
+	closedir(d);
+	if (manifest) {
+		snprintf(f, sizeof(f), "%s/manifest.json", from);
+		snprintf(t, sizeof(t), "%s/manifest.json", to);
+		if (xa_manifest(f, t, to) < 0) {
+			ada_log("%s: not exported", f);
+			(*bad)++;
+		}
+	}
+	return 0;
+}
+
+int cmd_export_atf(const char *src, const char *out)
+{
+	unsigned bad = 0;
+	int r = xa_dir(src, out, &bad);
+	if (r < 0) {
+		ada_log("%s -> %s: %s", src, out, strerror(-r));
+		return 1;
+	}
+	return bad ? 1 : 0;
+}
