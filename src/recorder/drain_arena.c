@@ -363,6 +363,13 @@ static void drain_open_arena_ino(struct ada_recorder *r, const char *name, ino_t
 			drain_pid_reused(r, (pid_t)pid, ino);
 		return;
 	}
+	/* An arena is sized before its rename publishes it (src/ring/env.c):
+	 * an empty file of ours under the name is no arena, refused quietly as
+	 * ada_arena_open_fd() would, without the open and the ppid walk. */
+	if (ino && S_ISREG(st.st_mode) && st.st_size == 0 && st.st_uid == geteuid()) {
+		drain_ignore(r, (pid_t)pid, ino);
+		return;
+	}
 	struct wal_proc *p = drain_proc_new(r, name, pid, ino);
 	if (!p)
 		return;
