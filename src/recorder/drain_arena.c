@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,11 @@
 #include "drain_internal.h"
 #include "fs.h"
 #include "ring.h"
+
+/* At most this many refused arenas remembered (16 bytes each). */
+#define WAL_IGNORED_MAX (1u << 20)
+/* A scan under a forced stop gives up after this long. */
+#define WAL_SCAN_STOP_NS 200000000ull
 
 struct wal_proc *drain_find(struct ada_recorder *r, pid_t pid)
 {
@@ -49,6 +55,39 @@ static void drain_no_pid_dir(struct ada_recorder *r, struct wal_proc *p, int rc)
 		r->error = rc;
 }
 
+/* The arena refused for reason k: the first of a reason is told (o.notice)
+ * and put in the manifests' warnings as it was; each later one only
+ * counts, and that warning is rewritten with the count. A directory of
+ * fake arena names costs one sentence and one manifest entry per reason,
+ * not one per name. The finished processes' manifests are marked stale
+ * so that the end writes them again (drain_restate()). */
+static void drain_refuse(struct ada_recorder *r, enum wal_refusal k, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void drain_refuse(struct ada_recorder *r, enum wal_refusal k, const char *fmt, ...)
+{
+	struct wal_admit *a = &r->admit;
+	if (a->refused[k]++ == 0) {
+		char buf[PATH_MAX + 256];
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(buf, sizeof(buf), fmt, ap);
+		va_end(ap);
+		a->first[k] = strdup(buf);
+		a->warn_at[k] = json_array_size(r->warnings);
+		wal_note(r, NULL, "%s", buf);
+		return;
+	}
+	char buf[PATH_MAX + 384];
+	snprintf(buf, sizeof(buf), "%s (and %llu more arenas ignored for the same reason)",
+	         a->first[k] ? a->first[k] : "ignored an arena",
+	         (unsigned long long)(a->refused[k] - 1));
+	if (a->warn_at[k] < json_array_size(r->warnings))
+		json_array_set_new(r->warnings, a->warn_at[k], json_string(buf));
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i]->finished && r->procs[i]->man_warnings > a->warn_at[k])
+			r->procs[i]->man_warnings = a->warn_at[k];
+}
+
 /* Who made the arena file: the recorder's own user, a regular file, and
  * a process the recorder may wait for (wal_pid_check()). The descriptor
  * stays open to check the file's size later. Returns the descriptor, or
@@ -62,16 +101,17 @@ static int drain_arena_admit(struct ada_recorder *r, const char *path, pid_t pid
 	struct stat st;
 	char why[256];
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
-		wal_note(r, NULL,
-		         "ignored arena %s: it is not a regular file owned by the recording's user",
-		         path);
+		drain_refuse(
+		    r, WAL_REFUSE_NOT_OURS,
+		    "ignored arena %s: it is not a regular file owned by the recording's user",
+		    path);
 		close(fd);
 		return -1;
 	}
 	*ino = st.st_ino;
 	*alive = wal_pid_check(r, pid, why, sizeof(why));
 	if (*alive < 0) {
-		wal_note(r, NULL, "%s", why);
+		drain_refuse(r, WAL_REFUSE_STRANGER, "%s", why);
 		close(fd);
 		return -1;
 	}
@@ -112,8 +152,9 @@ static int drain_proc_arena(struct ada_recorder *r, struct wal_proc *p)
 	if (p->arena_fd < 0 || ada_arena_open_fd(p->arena_fd, &p->arena) < 0)
 		return -1;
 	if (ada_arena_pid(p->arena) != p->pid) {
-		wal_note(r, NULL, "ignored arena %s: it says it belongs to process %d",
-		         p->arena_path, (int)ada_arena_pid(p->arena));
+		drain_refuse(r, WAL_REFUSE_OTHER_PID,
+		             "ignored arena %s: it says it belongs to process %d", p->arena_path,
+		             (int)ada_arena_pid(p->arena));
 		return -1;
 	}
 	/* Not our child (yet): a pidfd tells when it is gone, without the
@@ -129,23 +170,61 @@ static int drain_proc_arena(struct ada_recorder *r, struct wal_proc *p)
 	return 0;
 }
 
+/* The set's slot for (pid, ino): one hash, linear probing. */
+static size_t drain_ignored_slot(const struct wal_admit *a, pid_t pid, ino_t ino)
+{
+	uint64_t h = ((uint64_t)ino * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)(uint32_t)pid << 17);
+	h ^= h >> 29;
+	size_t i = (size_t)h & (a->cap - 1);
+	while (a->set[i].pid && (a->set[i].pid != pid || a->set[i].ino != ino))
+		i = (i + 1) & (a->cap - 1);
+	return i;
+}
+
 /* Arenas we refused, so each file is reported once: the same pid with
  * another inode is a later process's arena, looked at anew. */
 static bool drain_ignored(const struct ada_recorder *r, pid_t pid, ino_t ino)
 {
-	for (size_t i = 0; i < r->nignored; i++)
-		if (r->ignored[i].pid == pid && r->ignored[i].ino == ino)
-			return true;
-	return false;
+	const struct wal_admit *a = &r->admit;
+	return a->cap && a->set[drain_ignored_slot(a, pid, ino)].pid == pid;
 }
 
+/* Doubles the set (kept at most half full); false when out of memory. */
+static bool drain_ignored_grow(struct wal_admit *a)
+{
+	size_t cap = a->cap ? a->cap * 2 : 1024;
+	struct wal_admit b = {.set = calloc(cap, sizeof(*b.set)), .cap = cap};
+	if (!b.set)
+		return false;
+	for (size_t i = 0; i < a->cap; i++)
+		if (a->set[i].pid)
+			b.set[drain_ignored_slot(&b, a->set[i].pid, a->set[i].ino)] = a->set[i];
+	free(a->set);
+	a->set = b.set;
+	a->cap = cap;
+	return true;
+}
+
+/* Past WAL_IGNORED_MAX refusals (or out of memory) a refused file is not
+ * remembered: a rescan looks at it, and counts it, again. Told once. */
 static void drain_ignore(struct ada_recorder *r, pid_t pid, ino_t ino)
 {
-	void *a = drain_grow(r->ignored, &r->capignored, r->nignored + 1, sizeof(*r->ignored));
-	if (a) {
-		r->ignored = a;
-		r->ignored[r->nignored].pid = pid;
-		r->ignored[r->nignored++].ino = ino;
+	struct wal_admit *a = &r->admit;
+	if (a->n >= WAL_IGNORED_MAX || ((a->n + 1) * 2 > a->cap && !drain_ignored_grow(a))) {
+		if (!a->full_told)
+			wal_note(
+			    r, NULL,
+			    "more than %zu arenas were refused: later ones are not remembered, "
+			    "and each rescan of the arena directory counts them again",
+			    a->n);
+		a->full_told = true;
+		return;
+	}
+	size_t i = drain_ignored_slot(a, pid, ino);
+	if (!a->set[i].pid) {
+		a->set[i].pid = pid;
+		a->set[i].ino = ino;
+		a->n++;
 	}
 }
 
@@ -158,11 +237,12 @@ static void drain_pid_reused(struct ada_recorder *r, pid_t pid, ino_t ino)
 {
 	drain_ignore(r, pid, ino);
 	r->pid_reused++;
-	wal_note(r, NULL,
-	         "ignored the arena of process %d: that pid was reused by a later process after "
-	         "the recorded process %d ended; the later process's events are not written "
-	         "(a larger kernel.pid_max makes the reuse rarer)",
-	         (int)pid, (int)pid);
+	drain_refuse(
+	    r, WAL_REFUSE_REUSED_AFTER,
+	    "ignored the arena of process %d: that pid was reused by a later process after "
+	    "the recorded process %d ended; the later process's events are not written "
+	    "(a larger kernel.pid_max makes the reuse rarer)",
+	    (int)pid, (int)pid);
 }
 
 /* <pid>.<start ticks>.ring: a later process given the pid of a process
@@ -174,11 +254,12 @@ static void drain_reused_while_read(struct ada_recorder *r, pid_t pid, ino_t ino
 {
 	drain_ignore(r, pid, ino);
 	r->pid_reused++;
-	wal_note(r, NULL,
-	         "ignored the arena of process %d: that pid was reused by a later process while "
-	         "the recorder was still reading the earlier process %d; the later process's "
-	         "events are not written (a larger kernel.pid_max makes the reuse rarer)",
-	         (int)pid, (int)pid);
+	drain_refuse(
+	    r, WAL_REFUSE_REUSED_WHILE,
+	    "ignored the arena of process %d: that pid was reused by a later process while "
+	    "the recorder was still reading the earlier process %d; the later process's "
+	    "events are not written (a larger kernel.pid_max makes the reuse rarer)",
+	    (int)pid, (int)pid);
 }
 
 /* The pid of an arena file name: <pid>.ring (*taken false) or
@@ -243,7 +324,10 @@ static struct wal_proc *drain_proc_new(struct ada_recorder *r, const char *name,
 	return p;
 }
 
-void drain_open_arena(struct ada_recorder *r, const char *name)
+/* drain_open_arena() with the name's inode when the caller knows it
+ * (readdir's d_ino: a rescan of many names costs no stat each), 0 when
+ * not. */
+static void drain_open_arena_ino(struct ada_recorder *r, const char *name, ino_t known)
 {
 	bool taken = false;
 	long pid = drain_arena_name(name, &taken);
@@ -259,6 +343,10 @@ void drain_open_arena(struct ada_recorder *r, const char *name)
 	char path[PATH_MAX];
 	struct stat st;
 	ino_t ino = 0;
+	/* d_ino is st_ino on the file systems arenas live on; where it is not
+	 * (overlayfs), the set misses and the stat below decides. */
+	if (known && drain_ignored(r, (pid_t)pid, known))
+		return;
 	if (snprintf(path, sizeof(path), "%s/%s", r->arena_dir, name) < (int)sizeof(path) &&
 	    fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		ino = st.st_ino;
@@ -273,6 +361,13 @@ void drain_open_arena(struct ada_recorder *r, const char *name)
 		/* The finished process's own file (its unlink failed) is not news. */
 		if (ino && ino != old->arena_ino)
 			drain_pid_reused(r, (pid_t)pid, ino);
+		return;
+	}
+	/* An arena is sized before its rename publishes it (src/ring/env.c):
+	 * an empty file of ours under the name is no arena, refused quietly as
+	 * ada_arena_open_fd() would, without the open and the ppid walk. */
+	if (ino && S_ISREG(st.st_mode) && st.st_size == 0 && st.st_uid == geteuid()) {
+		drain_ignore(r, (pid_t)pid, ino);
 		return;
 	}
 	struct wal_proc *p = drain_proc_new(r, name, pid, ino);
@@ -292,14 +387,27 @@ void drain_open_arena(struct ada_recorder *r, const char *name)
 	wal_manifest_write(r, p, "recording");
 }
 
+void drain_open_arena(struct ada_recorder *r, const char *name)
+{
+	drain_open_arena_ino(r, name, 0);
+}
+
+/* A forced stop (SIGTERM, a second SIGINT) cuts a long scan short after
+ * WAL_SCAN_STOP_NS: a directory full of names must not hold the end. */
 void drain_scan_dir(struct ada_recorder *r)
 {
 	DIR *d = opendir(r->arena_dir);
 	if (!d)
 		return;
 	struct dirent *de;
-	while ((de = readdir(d)))
-		drain_open_arena(r, de->d_name);
+	uint64_t t0 = wal_now_ns();
+	for (unsigned n = 1; (de = readdir(d)); n++) {
+		drain_open_arena_ino(r, de->d_name, de->d_type == DT_LNK ? 0 : de->d_ino);
+		/* relaxed: a hint, as in drain_nap() */
+		if (n % 256 == 0 && atomic_load_explicit(&r->stop_req, memory_order_relaxed) &&
+		    wal_now_ns() - t0 > WAL_SCAN_STOP_NS)
+			break;
+	}
 	closedir(d);
 }
 

@@ -464,7 +464,9 @@ void ada_recorder_free(struct ada_recorder *r)
 	wal_keysym_fini(r);
 	wal_live_fini(r);
 	free(r->early_pid);
-	free(r->ignored);
+	free(r->admit.set);
+	for (int k = 0; k < WAL_REFUSE_COUNT; k++)
+		free(r->admit.first[k]);
 	free(r->early_status);
 	free(r->out_dir);
 	free(r->ring_config);

@@ -153,10 +153,35 @@ struct wal_proc {
 };
 
 /* An arena refused (not ours, or a reused pid's), keyed on its inode: a
- * later file under the same name is another process's, looked at anew. */
+ * later file under the same name is another process's, looked at anew.
+ * pid 0 marks a free entry of the set. */
 struct wal_ignored {
 	pid_t pid;
 	ino_t ino;
+};
+
+/* Why an arena was refused (drain_arena.c): each reason is told once,
+ * and its manifest warning then counts the arenas refused for it. */
+enum wal_refusal {
+	WAL_REFUSE_NOT_OURS,     /* not a regular file of the recording's user */
+	WAL_REFUSE_OTHER_PID,    /* says it belongs to another process */
+	WAL_REFUSE_STRANGER,     /* not a descendant of the recorded program */
+	WAL_REFUSE_REUSED_AFTER, /* a reused pid, after its process ended */
+	WAL_REFUSE_REUSED_WHILE, /* a reused pid, while its process was read */
+	WAL_REFUSE_COUNT
+};
+
+/* Arena admission (drain_arena.c): the arenas refused, an open-addressing
+ * hash set of at most WAL_IGNORED_MAX entries (a directory of fake names
+ * costs one look-up per name and bounded memory), and per reason how
+ * many were refused and where its warning is in r->warnings. */
+struct wal_admit {
+	struct wal_ignored *set;
+	size_t n, cap;  /* entries used; slots (a power of two, or 0) */
+	bool full_told; /* said that refusals are no longer remembered */
+	uint64_t refused[WAL_REFUSE_COUNT];
+	size_t warn_at[WAL_REFUSE_COUNT];
+	char *first[WAL_REFUSE_COUNT]; /* the first refusal's sentence */
 };
 
 /* The disk budget (budget.c) and retention (drain.c: rotation, retiring
@@ -229,9 +254,8 @@ struct ada_recorder {
 	pid_t *early_pid;
 	int *early_status;
 	size_t nearly, capearly;
-	struct wal_ignored *ignored; /* arenas refused: each file reported once */
-	size_t nignored, capignored;
-	uint32_t pid_reused; /* arenas of a later process given a recorded pid: not read */
+	struct wal_admit admit; /* arenas refused: each file looked at once */
+	uint32_t pid_reused;    /* arenas of a later process given a recorded pid: not read */
 	bool main_reaped, no_children;
 	int main_status;
 	uint64_t main_exit_ns; /* drain: when the main process was reaped */
