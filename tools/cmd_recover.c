@@ -26,13 +26,22 @@ static void recover_notice(void *arg, const char *sentence)
 int cmd_recover(int argc, char **argv)
 {
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("usage: ada recover DIR\n\n"
+		printf("usage: ada recover DIR\n       ada recover --all\n\n"
 		       "Finalizes the index files of a session (or pid_N directory) whose\n"
-		       "recorder died, with what is on disk and in leftover shared memory.\n");
+		       "recorder died, with what is on disk and in leftover shared memory.\n"
+		       "--all: every session of yours whose recorder died and left shared\n"
+		       "memory in /dev/shm (what record, attach, ls and status do as they\n"
+		       "start, here also for recordings made with ADA_NO_RECOVER_ORPHANS).\n");
 		return 0;
 	}
+	if (argc == 2 && !strcmp(argv[1], "--all")) {
+		int n = cmd_orphans_recover(true);
+		if (n == 0)
+			ada_log("nothing recovered");
+		return n < 0 ? 1 : 0;
+	}
 	if (argc != 2) {
-		ada_log("usage: ada recover DIR");
+		ada_log("usage: ada recover DIR | --all");
 		return 2;
 	}
 	struct stat st;
