@@ -276,7 +276,7 @@ static void orphan_take(const struct ada_orphan_opts *op, int shm, const char *s
 	rc = ada_wal_recover(o.session, &rep);
 	r.rep = &rep;
 	if (rc < 0 && rc != -ENOENT) {
-		r.outcome = rc == -EBUSY ? ADA_ORPHAN_IN_USE : ADA_ORPHAN_FAILED;
+		r.outcome = ADA_ORPHAN_FAILED; /* -EBUSY: a manifest names a live recorder */
 		r.error = -rc;
 		op->found(op->arg, &r);
 		return;
