@@ -22,6 +22,7 @@ fuzz_secs=${ADA_FUZZ_SECONDS:-30}
 ci_opts=(-DADA_WERROR=ON -DADA_CI=ON)
 stages=()   # name=seconds=junit, for the summary
 disabled=() # name=why
+shm_left=() # stages that left arena directories in /dev/shm (shm_leftovers.sh)
 
 echo "=== format (.clang-format) ==="
 tools/check-format.sh
@@ -33,8 +34,11 @@ t0=$SECONDS
 run_ctest() {
 	local stage=$1 dir=$2
 	shift 2
+	local shm_before
+	shm_before=$(tools/shm_leftovers.sh list)
 	ctest --test-dir "$dir" --output-on-failure -j"$jobs" --no-tests=error \
 		--output-junit "$PWD/$dir/junit.xml" "$@" || true
+	tools/shm_leftovers.sh check "$stage" "$shm_before" || shm_left+=("$stage")
 	stages+=("$stage=$((SECONDS - t0))=$PWD/$dir/junit.xml")
 	t0=$SECONDS
 }
@@ -75,4 +79,5 @@ fi
 args=(--allowed tests/allowed_skips.txt --min tests/min_tests.txt)
 for d in ${disabled[@]+"${disabled[@]}"}; do args+=(--disabled "$d"); done
 echo "(total $SECONDS s)"
-python3 tools/test_summary.py "${args[@]}" "${stages[@]}"
+python3 tools/test_summary.py "${args[@]}" "${stages[@]}" && [ ${#shm_left[@]} -eq 0 ] ||
+	{ echo "FAILED${shm_left[*]:+ (arena directories left in /dev/shm by: ${shm_left[*]})}" >&2; exit 1; }
