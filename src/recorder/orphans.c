@@ -237,53 +237,67 @@ static void orphan_remove(int shm, const char *name, int dfd, uint32_t *unread)
 	unlinkat(shm, name, AT_REMOVEDIR);
 }
 
+/* A locked directory whose record o was read: -1 to leave it without a
+ * word (its recorder runs, or it is manual and this is no `all` scan),
+ * else the outcome before recovery (ADA_ORPHAN_RECOVERED: go ahead). */
+static int orphan_decide(const struct ada_orphan_opts *op, const char *path,
+                         const struct orphan_owner *o, struct ada_orphan *r)
+{
+	if (ada_recorder_alive(o->pid, (uint64_t)o->ticks) || (o->manual && !op->all))
+		return -1;
+	if ((r->holder = orphan_holder(path)))
+		return ADA_ORPHAN_IN_USE;
+	int rc = orphan_session_ok(o);
+	if (rc == 0 && op->check && op->check(op->arg, o->session) < 0)
+		rc = -EPERM;
+	r->error = -rc;
+	return rc < 0 ? ADA_ORPHAN_NO_SESSION : ADA_ORPHAN_RECOVERED;
+}
+
+/* A directory without a usable record (rc): a recorder between mkdtemp
+ * and its record, or one from before records. Only an old one that no
+ * process holds is told. */
+static void orphan_unmarked(const struct ada_orphan_opts *op, struct ada_orphan *r,
+                            const struct stat *st, int rc)
+{
+	if (time(NULL) - st->st_mtime < ORPHAN_YOUNG_S || orphan_holder(r->arena_dir))
+		return;
+	r->outcome = ADA_ORPHAN_UNKNOWN;
+	r->error = -rc;
+	op->found(op->arg, r);
+}
+
 /* One candidate directory, locked: decided and, when an orphan, taken. */
 static void orphan_take(const struct ada_orphan_opts *op, int shm, const char *shm_dir,
                         const char *name, int dfd, const struct stat *st, unsigned *taken)
 {
-	struct ada_orphan r = {.arena_dir = NULL};
 	char path[PATH_MAX];
-	struct orphan_owner o;
 	snprintf(path, sizeof(path), "%s/%s", shm_dir, name);
-	r.arena_dir = path;
+	struct ada_orphan r = {.arena_dir = path};
+	struct orphan_owner o;
 	int rc = orphan_read_owner(dfd, name, &o);
 	if (rc < 0) {
-		/* No record: a recorder between mkdtemp and its record, or
-		 * one from before records. Only an old, unheld one is told. */
-		if (time(NULL) - st->st_mtime < ORPHAN_YOUNG_S || orphan_holder(path))
-			return;
-		r.outcome = ADA_ORPHAN_UNKNOWN;
-		r.error = -rc;
-		op->found(op->arg, &r);
+		orphan_unmarked(op, &r, st, rc);
 		return;
 	}
 	r.session_dir = o.session;
 	r.started = o.started;
-	if (ada_recorder_alive(o.pid, o.ticks) || (o.manual && !op->all))
+	int out = orphan_decide(op, path, &o, &r);
+	if (out < 0)
 		return;
-	if ((r.holder = orphan_holder(path))) {
-		r.outcome = ADA_ORPHAN_IN_USE;
-		op->found(op->arg, &r);
-		return;
-	}
-	if ((rc = orphan_session_ok(&o)) < 0 || (op->check && op->check(op->arg, o.session) < 0)) {
-		r.outcome = ADA_ORPHAN_NO_SESSION;
-		r.error = rc < 0 ? -rc : EPERM;
-		op->found(op->arg, &r);
-		return;
-	}
 	struct ada_recover_report rep = {.notice = op->notice, .notice_arg = op->arg};
-	rc = ada_wal_recover(o.session, &rep);
-	r.rep = &rep;
-	if (rc < 0 && rc != -ENOENT) {
-		r.outcome = ADA_ORPHAN_FAILED; /* -EBUSY: a manifest names a live recorder */
-		r.error = -rc;
-		op->found(op->arg, &r);
-		return;
+	if (out == ADA_ORPHAN_RECOVERED) {
+		rc = ada_wal_recover(o.session, &rep);
+		r.rep = &rep;
+		if (rc < 0 && rc != -ENOENT) { /* -EBUSY: a manifest names a live recorder */
+			out = ADA_ORPHAN_FAILED;
+			r.error = -rc;
+		} else {
+			orphan_remove(shm, name, dfd, &r.unread);
+			(*taken)++;
+		}
 	}
-	orphan_remove(shm, name, dfd, &r.unread);
-	r.outcome = ADA_ORPHAN_RECOVERED;
-	(*taken)++;
+	r.outcome = (uint32_t)out;
 	op->found(op->arg, &r);
 }
 
