@@ -825,6 +825,13 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	rec_clock_from(&c, man);
 	wal_guard_install();
 	const char *arena = json_string_value(json_object_get(man, "arena"));
+	/* Recovered before (by hand, or by the scan of orphans.c) and its
+	 * arena gone since: final; a second pass would only lose what the
+	 * first one read from the arena (tids, waits, drops, exit). */
+	bool again = st0 && !strcmp(st0, "recovered") && arena && access(arena, F_OK) != 0 &&
+	             errno == ENOENT;
+	if (again)
+		arena = NULL;
 	int arc = c.buf && arena ? ada_arena_open(arena, &c.arena) : -ENOENT;
 	if (c.buf && arena && arc < 0) {
 		char msg[PATH_MAX + 160];
@@ -861,7 +868,7 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 		        "the arena file shrank while recover read it: what was read is written, "
 		        "the rest of it is lost");
 	const char *state = json_string_value(json_object_get(man, "state"));
-	bool was_final = state && !strcmp(state, "complete");
+	bool was_final = (state && !strcmp(state, "complete")) || again;
 	if (!was_final) {
 		json_object_set_new(man, "state", json_string("recovered"));
 		json_object_set_new(man, "threads", c.threads);

@@ -5,7 +5,8 @@
 #   ls          SIGKILL the recorder under a running producer_kill: `ada ls`
 #               leaves the arena while the producer still maps it (and says
 #               so), then, once it is killed too, recovers every event its
-#               arena held (producer_check counts) and removes the directory
+#               arena held (producer_check counts) and removes the directory;
+#               `ada recover` by hand afterwards changes nothing
 #   optout      ADA_NO_RECOVER_ORPHANS=1 and `ada --no-recover-orphans` leave
 #               it; a recording made under the variable is left by a plain
 #               `ada status` too, and `ada recover --all` takes it
@@ -77,6 +78,11 @@ ls)
 	grep -q "recovered the recording of [0-9:]* whose recorder was killed: $S, 1 process, [0-9]* events" "$WORK/ls" ||
 		fail "ada ls did not say it recovered $S"
 	recovered_all
+	# `ada recover` by hand afterwards finds it final: the manifest keeps
+	# what the first recovery read from the arena.
+	cp "$S"/pid_*/manifest.json "$WORK/manifest.1"
+	"$ADA" recover "$S" 2>>"$WORK/ls" || fail "ada recover of a recovered session failed"
+	cmp -s "$WORK/manifest.1" "$S"/pid_*/manifest.json || fail "ada recover rewrote a recovered manifest whose arena is gone"
 	# Nothing more to do: the next one is silent about it.
 	"$ADA" ls "$WORK/out" >/dev/null 2>"$WORK/ls" || fail "ada ls failed"
 	grep -q "$S" "$WORK/ls" && fail "a second ada ls spoke of $S again"
