@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "recorder.h"
@@ -55,7 +56,11 @@ int cmd_recover(int argc, char **argv)
 	 * below it recover follows none. */
 	char *real = realpath(argv[1], NULL);
 	struct ada_recover_report rep = {.notice = recover_notice};
-	int rc = ada_wal_recover(real ? real : argv[1], &rep);
+	int lock = -1, rc = ada_recover_lock(real ? real : argv[1], &lock);
+	if (rc == 0) /* the scan of ada ls & co. may be recovering it too */
+		rc = ada_wal_recover(real ? real : argv[1], &rep);
+	if (lock >= 0)
+		close(lock);
 	free(real);
 	if (rc == -ENOENT) {
 		ada_log("'%s' holds no pid_N directories: nothing to recover", argv[1]);

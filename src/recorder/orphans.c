@@ -237,6 +237,34 @@ static void orphan_remove(int shm, const char *name, int dfd, uint32_t *unread)
 	unlinkat(shm, name, AT_REMOVEDIR);
 }
 
+int ada_recover_lock(const char *dir, int *out)
+{
+	const char *slash = strrchr(dir, '/');
+	unsigned pid;
+	char tail, path[PATH_MAX];
+	int n;
+	if (sscanf(slash ? slash + 1 : dir, "pid_%u%c", &pid, &tail) != 1)
+		n = snprintf(path, sizeof(path), "%s", dir);
+	else if (!slash) /* a pid directory: its session is the one above */
+		n = snprintf(path, sizeof(path), ".");
+	else
+		n = snprintf(path, sizeof(path), "%.*s", slash == dir ? 1 : (int)(slash - dir),
+		             dir);
+	if (n < 0 || n >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (flock(fd, LOCK_EX) != 0)
+		if (errno != EINTR) {
+			int rc = -errno;
+			close(fd);
+			return rc;
+		}
+	*out = fd;
+	return 0;
+}
+
 /* A locked directory whose record o was read: -1 to leave it without a
  * word (its recorder runs, or it is manual and this is no `all` scan),
  * else the outcome before recovery (ADA_ORPHAN_RECOVERED: go ahead). */
@@ -286,8 +314,14 @@ static void orphan_take(const struct ada_orphan_opts *op, int shm, const char *s
 	if (out < 0)
 		return;
 	struct ada_recover_report rep = {.notice = op->notice, .notice_arg = op->arg};
+	int lock = -1;
+	if (out == ADA_ORPHAN_RECOVERED && (rc = ada_recover_lock(o.session, &lock)) < 0) {
+		out = ADA_ORPHAN_FAILED;
+		r.error = -rc;
+	}
 	if (out == ADA_ORPHAN_RECOVERED) {
 		rc = ada_wal_recover(o.session, &rep);
+		close(lock);
 		r.rep = &rep;
 		if (rc < 0 && rc != -ENOENT) { /* -EBUSY: a manifest names a live recorder */
 			out = ADA_ORPHAN_FAILED;

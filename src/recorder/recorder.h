@@ -316,6 +316,12 @@ struct ada_orphan_opts {
 	void *arg;
 };
 
+/* Locks the session of dir (a session, or the session above a pid_N)
+ * against another recovery: flock LOCK_EX on the directory, waiting for
+ * one under way (ada recover and the scan below both take it). *out: the
+ * descriptor to close when done. 0, -errno. */
+int ada_recover_lock(const char *dir, int *out);
+
 /* Finds the effective user's arena directories under shm_dir whose
  * recorder is gone, recovers each into its session (ada_wal_recover) and
  * removes it; *taken counts those. 0, or -errno when shm_dir cannot be

@@ -5,7 +5,8 @@
  * named counted); one whose recorder runs, one marked manual (unless
  * `all`), one with another mode, and one whose record names another
  * session are left alone; one a live process holds a file of is left and
- * told (its holder named), then taken once that process is gone.
+ * told (its holder named), then taken once that process is gone; and the
+ * lock ada recover and the scan share.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -188,6 +190,24 @@ static void test_held_then_taken(void **state)
 	assert_false(exists(f->arena));
 }
 
+/* ada recover and the scan exclude each other on the session, also when
+ * recover is named a pid directory of it. */
+static void test_recover_lock(void **state)
+{
+	struct fixture *f = *state;
+	char pid_dir[256];
+	snprintf(pid_dir, sizeof(pid_dir), "%s/pid_7", f->session);
+	int lock = -1;
+	assert_int_equal(ada_recover_lock(pid_dir, &lock), 0);
+	int fd = open(f->session, O_RDONLY | O_DIRECTORY); /* another open file: another lock */
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), -1);
+	assert_int_equal(errno, EWOULDBLOCK);
+	close(lock);
+	assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+	close(fd);
+}
+
 int main(void)
 {
 	unsetenv("ADA_NO_RECOVER_ORPHANS"); /* the suite sets it; the record must not say manual */
@@ -198,6 +218,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_not_private_left, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_other_session_left, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_held_then_taken, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_recover_lock, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
