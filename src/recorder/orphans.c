@@ -212,9 +212,21 @@ static int orphan_session_ok(const struct orphan_owner *o)
 	return st.st_uid == geteuid() ? 0 : -EPERM;
 }
 
+/* Whether the arena file fname (<pid>.ring) has no pid_<pid>/manifest.json
+ * in session: recover never read it. */
+static bool orphan_unread(const char *session, const char *fname)
+{
+	unsigned pid;
+	char tail[8], path[PATH_MAX];
+	if (sscanf(fname, "%u%7s", &pid, tail) != 2 || strcmp(tail, ".ring"))
+		return false;
+	snprintf(path, sizeof(path), "%s/pid_%u/manifest.json", session, pid);
+	return access(path, F_OK) != 0;
+}
+
 /* Empties and removes the arena directory dfd (name under shm); counts
- * the arena files no manifest named (never read). */
-static void orphan_remove(int shm, const char *name, int dfd, uint32_t *unread)
+ * the arena files of session no manifest named (never read). */
+static void orphan_remove(int shm, const char *name, int dfd, const char *session, uint32_t *unread)
 {
 	int fd2 = dup(dfd);
 	DIR *d = fd2 < 0 ? NULL : fdopendir(fd2);
@@ -228,9 +240,7 @@ static void orphan_remove(int shm, const char *name, int dfd, uint32_t *unread)
 		enum ada_fs_kind k = ada_fs_entry_kind(dirfd(d), de);
 		if (k != ADA_FS_REG && k != ADA_FS_LINK)
 			continue;
-		size_t n = strlen(de->d_name);
-		if (n > 5 && !strcmp(de->d_name + n - 5, ".ring"))
-			(*unread)++;
+		*unread += orphan_unread(session, de->d_name);
 		unlinkat(dirfd(d), de->d_name, 0);
 	}
 	closedir(d);
@@ -327,7 +337,7 @@ static void orphan_take(const struct ada_orphan_opts *op, int shm, const char *s
 			out = ADA_ORPHAN_FAILED;
 			r.error = -rc;
 		} else {
-			orphan_remove(shm, name, dfd, &r.unread);
+			orphan_remove(shm, name, dfd, o.session, &r.unread);
 			(*taken)++;
 		}
 	}
