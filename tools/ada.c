@@ -4,6 +4,7 @@
  * stderr, printed through ada_log().
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
@@ -12,7 +13,7 @@ static const struct ada_command commands[] = {
     {"record", "record a program: ada record [options] -- PROGRAM [ARGS...]", cmd_record},
     {"validate", "check ATF files: ada validate DIR", cmd_validate},
     {"dump", "print events: ada dump DIR [--format text|jsonl] [--thread N] [--merge]", cmd_dump},
-    {"recover", "finalize a session whose recorder died: ada recover DIR", cmd_recover},
+    {"recover", "finalize a session whose recorder died: ada recover DIR | --all", cmd_recover},
     {"status",
      "live metrics of a recording (or the summary of a finished one): ada status PID|DIR "
      "[--json] [--watch]",
@@ -38,12 +39,24 @@ static const struct ada_command commands[] = {
      cmd_keysym},
 };
 
+/* The commands that first recover the arenas of recordings whose recorder
+ * was killed (cmd_orphans.c): those a user runs when something is amiss
+ * or before recording again. */
+static bool ada_recovers_orphans(const char *name)
+{
+	return !strcmp(name, "record") || !strcmp(name, "attach") || !strcmp(name, "ls") ||
+	       !strcmp(name, "status");
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ada <command> [options]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
-	fprintf(f, "\n`ada <command> --help` tells more.\n");
+	fprintf(f, "\n`ada <command> --help` tells more.\n\n"
+	           "record, attach, ls and status first recover the shared memory of recordings\n"
+	           "whose recorder was killed, into their sessions; `ada --no-recover-orphans\n"
+	           "<command>` or ADA_NO_RECOVER_ORPHANS=1 turns that off.\n");
 }
 
 int main(int argc, char **argv)
@@ -56,9 +69,20 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "--no-recover-orphans") && argc > 2) {
+		/* The environment carries it to the recorder's owner record. */
+		setenv("ADA_NO_RECOVER_ORPHANS", "1", 1);
+		argc--;
+		argv++;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(argv[1], commands[i].name))
+			continue;
+		bool help = argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"));
+		if (ada_recovers_orphans(argv[1]) && !help)
+			cmd_orphans_on_start();
+		return commands[i].run(argc - 1, argv + 1);
+	}
 	ada_log("unknown command '%s'; run `ada --help` for the list", argv[1]);
 	return 2;
 }

@@ -34,6 +34,13 @@ int cmd_disarm(int argc, char **argv);
 int cmd_trigger(int argc, char **argv);
 int cmd_keysym(int argc, char **argv);
 
+/* cmd_orphans.c: recovers the user's arena directories whose recorder
+ * died, one line each; all: manual ones too (ada recover --all). The
+ * number recovered, or -errno. */
+int cmd_orphans_recover(bool all);
+/* The same, unless ADA_NO_RECOVER_ORPHANS says not to. */
+void cmd_orphans_on_start(void);
+
 /* cmd_ctl.c: the live-control commands' shared part. 0, or -1 after one
  * sentence on stderr. */
 typedef struct json_t json_t;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "recorder.h"
@@ -26,13 +27,22 @@ static void recover_notice(void *arg, const char *sentence)
 int cmd_recover(int argc, char **argv)
 {
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("usage: ada recover DIR\n\n"
+		printf("usage: ada recover DIR\n       ada recover --all\n\n"
 		       "Finalizes the index files of a session (or pid_N directory) whose\n"
-		       "recorder died, with what is on disk and in leftover shared memory.\n");
+		       "recorder died, with what is on disk and in leftover shared memory.\n"
+		       "--all: every session of yours whose recorder died and left shared\n"
+		       "memory in /dev/shm (what record, attach, ls and status do as they\n"
+		       "start, here also for recordings made with ADA_NO_RECOVER_ORPHANS).\n");
 		return 0;
 	}
+	if (argc == 2 && !strcmp(argv[1], "--all")) {
+		int n = cmd_orphans_recover(true);
+		if (n == 0)
+			ada_log("nothing recovered");
+		return n < 0 ? 1 : 0;
+	}
 	if (argc != 2) {
-		ada_log("usage: ada recover DIR");
+		ada_log("usage: ada recover DIR | --all");
 		return 2;
 	}
 	struct stat st;
@@ -46,7 +56,11 @@ int cmd_recover(int argc, char **argv)
 	 * below it recover follows none. */
 	char *real = realpath(argv[1], NULL);
 	struct ada_recover_report rep = {.notice = recover_notice};
-	int rc = ada_wal_recover(real ? real : argv[1], &rep);
+	int lock = -1, rc = ada_recover_lock(real ? real : argv[1], &lock);
+	if (rc == 0) /* the scan of ada ls & co. may be recovering it too */
+		rc = ada_wal_recover(real ? real : argv[1], &rep);
+	if (lock >= 0)
+		close(lock);
 	free(real);
 	if (rc == -ENOENT) {
 		ada_log("'%s' holds no pid_N directories: nothing to recover", argv[1]);

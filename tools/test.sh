@@ -24,6 +24,7 @@ fuzz_secs=${ADA_FUZZ_SECONDS:-30}
 ci_opts=(-DADA_WERROR=ON -DADA_CI=ON)
 stages=()   # name=seconds=junit, for the summary
 disabled=() # name=why
+shm_left=() # stages that left arena directories in /dev/shm (shm_leftovers.sh)
 
 echo "=== format (.clang-format) ==="
 tools/check-format.sh
@@ -37,11 +38,14 @@ t0=$SECONDS
 run_ctest() {
 	local stage=$1 dir=$2
 	shift 2
+	local shm_before
+	shm_before=$(tools/shm_leftovers.sh list)
 	# whole outputs in the junit file (ctest keeps 1 KiB of a passing
 	# test's by default): the summary reads skips and case counts there
 	ctest --test-dir "$dir" --output-on-failure -j"$jobs" --no-tests=error \
 		--test-output-size-passed 4194304 --test-output-size-failed 4194304 \
 		--output-junit "$PWD/$dir/junit.xml" "$@" || true
+	tools/shm_leftovers.sh check "$stage" "$shm_before" || shm_left+=("$stage")
 	stages+=("$stage=$((SECONDS - t0))=$PWD/$dir/junit.xml")
 	t0=$SECONDS
 }
@@ -84,4 +88,5 @@ fi
 args=(--allowed tests/allowed_skips.txt --min tests/min_tests.txt)
 for d in ${disabled[@]+"${disabled[@]}"}; do args+=(--disabled "$d"); done
 echo "(total $SECONDS s)"
-python3 tools/test_summary.py "${args[@]}" "${stages[@]}"
+python3 tools/test_summary.py "${args[@]}" "${stages[@]}" && [ ${#shm_left[@]} -eq 0 ] ||
+	{ echo "FAILED${shm_left[*]:+ (arena directories left in /dev/shm by: ${shm_left[*]})}" >&2; exit 1; }

@@ -230,6 +230,8 @@ int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **ou
 		rc = rec_arena_dir(r);
 	if (rc == 0)
 		rc = wal_shm_setup(r);
+	if (rc == 0) /* whose arenas these are, for the scan that finds them orphaned */
+		rc = ada_orphan_mark(r->arena_dir, r->session_dir);
 	if (rc < 0) {
 		ada_recorder_discard(r);
 		ada_recorder_free(r);

@@ -933,6 +933,14 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	rec_clock_from(&c, man);
 	wal_guard_install();
 	const char *arena = json_string_value(json_object_get(man, "arena"));
+	/* Recovered before (by hand, or by the scan of orphans.c) and its
+	 * arena gone since: final; a second pass would only lose what the
+	 * first one read from the arena (tids, waits, drops, exit). */
+	const char *st0 = ada_manifest_state(man);
+	bool again = st0 && !strcmp(st0, "recovered") && arena && access(arena, F_OK) != 0 &&
+	             errno == ENOENT;
+	if (again)
+		arena = NULL;
 	rec_arena_open(&c, arena);
 	if (c.arena)
 		WAL_GUARDED(c.arena, rec_crash_read(&c), c.arena_bad = true);
@@ -943,7 +951,7 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 		        "the arena file shrank while recover read it: what was read is written, "
 		        "the rest of it is lost");
 	const char *state = json_string_value(json_object_get(man, "state"));
-	if (!(state && !strcmp(state, "complete")))
+	if (!((state && !strcmp(state, "complete")) || again))
 		rec_manifest_recovered(&c, man, pid_dir, events_before);
 	else
 		json_decref(c.threads);

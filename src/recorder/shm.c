@@ -106,7 +106,8 @@ void wal_shm_finish(struct ada_recorder *r)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (strcmp(de->d_name, ADA_SHM_BUDGET_NAME))
+		if (strcmp(de->d_name, ADA_SHM_BUDGET_NAME) &&
+		    strcmp(de->d_name, ADA_ORPHAN_OWNER_NAME))
 			r->shm.leftover++;
 		unlinkat(fd, de->d_name, 0);
 	}
@@ -130,9 +131,12 @@ void wal_shm_remove_dir(const char *dir)
 	struct dirent *de;
 	while ((de = readdir(d)))
 		other |= strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-		         strcmp(de->d_name, ADA_SHM_BUDGET_NAME);
-	if (!other)
+		         strcmp(de->d_name, ADA_SHM_BUDGET_NAME) &&
+		         strcmp(de->d_name, ADA_ORPHAN_OWNER_NAME);
+	if (!other) {
 		unlinkat(fd, ADA_SHM_BUDGET_NAME, 0);
+		unlinkat(fd, ADA_ORPHAN_OWNER_NAME, 0);
+	}
 	closedir(d);
 	if (!other)
 		rmdir(dir);

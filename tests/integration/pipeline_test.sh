@@ -6,8 +6,26 @@
 set -u
 ADA=$1 PROD=$2 CHECK=$3 MODE=$4
 WORK=$(mktemp -d /tmp/ada_pipeline.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "pipeline_test($MODE): $*" >&2; cat "$WORK/err" >&2 2>/dev/null; exit 1; }
+APID= P=
+# Whatever happens to the test, no arena directory of its sessions stays
+# in /dev/shm (only those its manifests name: tests running at the same
+# time have directories of the same name pattern); a failure first kills
+# the recorder and the producer it left running.
+cleanup() {
+	for m in "$WORK"/out/session_*/pid_*/manifest.json; do
+		[ -f "$m" ] || continue
+		a=$(sed -n 's/.*"arena_dir": "\(\/dev\/shm\/ada-[^"/]*\)".*/\1/p' "$m" | head -n 1)
+		[ -n "$a" ] && rm -rf "$a"
+	done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() {
+	echo "pipeline_test($MODE): $*" >&2
+	cat "$WORK/err" >&2 2>/dev/null
+	for p in $APID $P; do kill -KILL "$p" 2>/dev/null; done
+	exit 1
+}
 
 session_of() { tail -n 1 "$WORK/err"; }
 

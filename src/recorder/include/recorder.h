@@ -275,4 +275,60 @@ struct ada_recover_report {
  * -EBUSY (the recorder of a process is still running: left alone), -errno. */
 int ada_wal_recover(const char *dir, struct ada_recover_report *rep);
 
+/* ---- arenas whose recorder died (orphans.c) ----------------------------- */
+
+/* The owner record in every arena directory (orphans.c tells its format). */
+#define ADA_ORPHAN_OWNER_NAME "recorder"
+
+/* True when ADA_NO_RECOVER_ORPHANS is set (not empty, not "0"): no scan
+ * on the command's start, and a recording made so is marked manual (only
+ * `ada recover --all` or `ada recover DIR` take it). */
+bool ada_orphans_disabled(void);
+/* Writes the owner record of arena_dir: this process as the recorder of
+ * session_dir (absolute). 0, -ENAMETOOLONG, -errno. */
+int ada_orphan_mark(const char *arena_dir, const char *session_dir);
+
+enum ada_orphan_outcome {
+	ADA_ORPHAN_RECOVERED,  /* recovered into its session, the directory removed */
+	ADA_ORPHAN_IN_USE,     /* a process still maps or holds it (holder): left */
+	ADA_ORPHAN_NO_SESSION, /* its session is missing or not the user's: left */
+	ADA_ORPHAN_FAILED,     /* recover failed (error): left */
+	ADA_ORPHAN_UNKNOWN,    /* no owner record, old and unheld: left, told */
+};
+
+struct ada_orphan {
+	const char *arena_dir;   /* shm_dir/ada-<name>-XXXXXX */
+	const char *session_dir; /* from its owner record; NULL: unknown */
+	int64_t started;         /* CLOCK_REALTIME s when the recording started */
+	uint32_t outcome;        /* enum ada_orphan_outcome */
+	int error;               /* errno for NO_SESSION, FAILED, UNKNOWN */
+	pid_t holder;            /* IN_USE: a process that maps or holds it */
+	uint32_t unread;         /* RECOVERED: arena files no manifest named, removed */
+	const struct ada_recover_report *rep; /* RECOVERED: what recover did */
+};
+
+struct ada_orphan_opts {
+	const char *shm_dir; /* NULL: /dev/shm */
+	bool all;            /* also recordings marked manual (ada recover --all) */
+	/* One call per arena directory decided (not for a live recorder's). */
+	void (*found)(void *arg, const struct ada_orphan *o);
+	/* Optional: -1 refuses a session (as root: cmd_root_check_recover). */
+	int (*check)(void *arg, const char *session_dir);
+	/* Recover's sentences (ada_recover_report.notice). */
+	void (*notice)(void *arg, const char *sentence);
+	void *arg;
+};
+
+/* Locks the session of dir (a session, or the session above a pid_N)
+ * against another recovery: flock LOCK_EX on the directory, waiting for
+ * one under way (ada recover and the scan below both take it). *out: the
+ * descriptor to close when done. 0, -errno. */
+int ada_recover_lock(const char *dir, int *out);
+
+/* Finds the effective user's arena directories under shm_dir whose
+ * recorder is gone, recovers each into its session (ada_wal_recover) and
+ * removes it; *taken counts those. 0, or -errno when shm_dir cannot be
+ * listed. */
+int ada_orphans_recover(const struct ada_orphan_opts *o, unsigned *taken);
+
 #endif

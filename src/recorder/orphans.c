@@ -1,0 +1,388 @@
+/*
+ * Arenas whose recorder died (issue 38): the owner record a recorder
+ * leaves in its arena directory, and the scan that finds directories
+ * whose recorder is gone, recovers each into its session and removes it.
+ *
+ * Threads: the caller's (the `ada` command, before its own work; the
+ * recorder writes the owner record once, before its drain starts).
+ *
+ * The owner record, ADA_ORPHAN_OWNER_NAME in the arena directory (0600,
+ * written by ada_fs_replace: never through a link), is text:
+ *
+ *   ada-arena-owner 1
+ *   recorder_pid N            the recorder process
+ *   recorder_start_ticks T    its start time (alive.c: a reused pid is not it)
+ *   started S                 CLOCK_REALTIME seconds (the line the user reads)
+ *   manual 0|1                made under ADA_NO_RECOVER_ORPHANS: only
+ *                             `ada recover --all` or `ada recover DIR` take it
+ *   session /abs/path         the session directory, last (it may hold spaces)
+ *
+ * Orphan: a directory of /dev/shm named ada-<name>-XXXXXX, a real
+ * directory owned by the effective user with mode 0700 (anything else is
+ * another user's or not ours: left alone), whose record names a session
+ * whose base name is <name>, whose recorder is not alive (pid and start
+ * time), and that no process of the user maps or holds a file of. A
+ * process that still maps one of its arenas (the traced program outlived
+ * its recorder) keeps the whole directory as it is: recovering under it
+ * would read a ring still being written, and removing the file would lose
+ * what it writes next; the scan says so and takes it once the process is
+ * gone. Two scans never take the same directory: each holds flock
+ * (LOCK_EX|LOCK_NB) on it while it works.
+ *
+ * Everything read here (the record, the directory listing) is input from
+ * a place the user owns; it is checked once, in orphan_read_owner().
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "recorder.h"
+
+#define ORPHAN_OWNER_MAX 8192   /* the record's size limit (a path and five numbers) */
+#define ORPHAN_PROC_MAX 100000u /* /proc entries looked at, at most */
+#define ORPHAN_FD_MAX 65536u    /* descriptors of one process looked at, at most */
+#define ORPHAN_YOUNG_S 60       /* a directory without a record this young is starting */
+
+bool ada_orphans_disabled(void)
+{
+	const char *v = getenv("ADA_NO_RECOVER_ORPHANS");
+	return v && *v && strcmp(v, "0");
+}
+
+int ada_orphan_mark(const char *arena_dir, const char *session_dir)
+{
+	char buf[ORPHAN_OWNER_MAX];
+	int n = snprintf(buf, sizeof(buf),
+	                 "ada-arena-owner 1\nrecorder_pid %d\nrecorder_start_ticks %llu\n"
+	                 "started %lld\nmanual %d\nsession %s\n",
+	                 (int)getpid(), (unsigned long long)ada_proc_start_ticks(getpid()),
+	                 (long long)time(NULL), ada_orphans_disabled() ? 1 : 0, session_dir);
+	if (n < 0 || n >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	int fd = -1, rc = ada_fs_open_dir(AT_FDCWD, arena_dir, &fd);
+	if (rc < 0)
+		return rc;
+	rc = ada_fs_replace(fd, ADA_ORPHAN_OWNER_NAME, buf, (size_t)n, false);
+	close(fd);
+	return rc;
+}
+
+struct orphan_owner {
+	pid_t pid;
+	unsigned long long ticks;
+	long long started;
+	int manual;
+	char session[PATH_MAX];
+};
+
+/* The directory name's <name> (ada-<name>-XXXXXX): the session's base
+ * name as the recorder made it. False for any other name. */
+static bool orphan_name_session(const char *dname, char *out, size_t cap)
+{
+	size_t len = strlen(dname);
+	if (strncmp(dname, "ada-", 4) || len < 4 + 1 + 7 || dname[len - 7] != '-')
+		return false;
+	size_t n = len - 4 - 7;
+	if (n >= cap)
+		return false;
+	memcpy(out, dname + 4, n);
+	out[n] = '\0';
+	return true;
+}
+
+/* The owner record of the directory dfd, checked: numbers in range, an
+ * absolute session path whose base name is the one in the directory's
+ * own name. -ENOENT (no record), -EPROTO (not one ada wrote), -errno. */
+static int orphan_read_owner(int dfd, const char *dname, struct orphan_owner *o)
+{
+	char buf[ORPHAN_OWNER_MAX + 1], want[NAME_MAX + 1];
+	int fd = -1, rc = ada_fs_open_file(dfd, ADA_ORPHAN_OWNER_NAME, O_RDONLY, &fd);
+	if (rc < 0)
+		return rc;
+	ssize_t n = read(fd, buf, ORPHAN_OWNER_MAX);
+	close(fd);
+	if (n <= 0 || n >= ORPHAN_OWNER_MAX)
+		return -EPROTO;
+	buf[n] = '\0';
+	int pid, used = 0;
+	if (sscanf(buf,
+	           "ada-arena-owner 1\nrecorder_pid %d\nrecorder_start_ticks %llu\nstarted "
+	           "%lld\nmanual %d\nsession %n",
+	           &pid, &o->ticks, &o->started, &o->manual, &used) != 4 ||
+	    !used || pid <= 0)
+		return -EPROTO;
+	o->pid = pid;
+	char *s = buf + used, *nl = strchr(s, '\n');
+	if (!nl || nl[1] || (size_t)(nl - s) >= sizeof(o->session) || s[0] != '/')
+		return -EPROTO;
+	*nl = '\0';
+	strcpy(o->session, s);
+	const char *base = strrchr(o->session, '/') + 1;
+	if (!orphan_name_session(dname, want, sizeof(want)) || strcmp(base, want) ||
+	    strstr(o->session, "/../") || strstr(o->session, "/./"))
+		return -EPROTO;
+	return 0;
+}
+
+/* True when /proc/PID/maps names a file under dir ("dir/" prefix). */
+static bool orphan_maps_hold(const char *pid, const char *dir, size_t dlen)
+{
+	char path[64], line[PATH_MAX + 256];
+	snprintf(path, sizeof(path), "/proc/%s/maps", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	bool hit = false;
+	while (!hit && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+		hit = p && !strncmp(p, dir, dlen) && p[dlen] == '/';
+	}
+	fclose(f);
+	return hit;
+}
+
+/* True when a descriptor of PID is open on a file under dir. */
+static bool orphan_fds_hold(const char *pid, const char *dir, size_t dlen)
+{
+	char path[64], link[PATH_MAX];
+	snprintf(path, sizeof(path), "/proc/%s/fd", pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return false;
+	bool hit = false;
+	struct dirent *de;
+	for (unsigned i = 0; !hit && i < ORPHAN_FD_MAX && (de = readdir(d)); i++) {
+		ssize_t n = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		hit = !strncmp(link, dir, dlen) && (link[dlen] == '/' || !link[dlen]);
+	}
+	closedir(d);
+	return hit;
+}
+
+/* A process of the effective user (root: any) other than this one that
+ * maps or holds a file under dir; 0 when none. */
+static pid_t orphan_holder(const char *dir)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	size_t dlen = strlen(dir);
+	uid_t me = geteuid();
+	pid_t found = 0, self = getpid();
+	struct dirent *de;
+	for (unsigned i = 0; !found && i < ORPHAN_PROC_MAX && (de = readdir(d)); i++) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		struct stat st;
+		if (*end || pid <= 0 || pid == self || fstatat(dirfd(d), de->d_name, &st, 0) != 0 ||
+		    (me != 0 && st.st_uid != me))
+			continue;
+		if (orphan_maps_hold(de->d_name, dir, dlen) ||
+		    orphan_fds_hold(de->d_name, dir, dlen))
+			found = (pid_t)pid;
+	}
+	closedir(d);
+	return found;
+}
+
+/* The session directory of o: a real directory (not a link) owned by the
+ * effective user. -ENOENT, -ELOOP, -EPERM. */
+static int orphan_session_ok(const struct orphan_owner *o)
+{
+	struct stat st;
+	if (lstat(o->session, &st) != 0)
+		return -errno;
+	if (S_ISLNK(st.st_mode))
+		return -ELOOP;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	return st.st_uid == geteuid() ? 0 : -EPERM;
+}
+
+/* Whether the arena file fname (<pid>.ring) has no pid_<pid>/manifest.json
+ * in session: recover never read it. */
+static bool orphan_unread(const char *session, const char *fname)
+{
+	unsigned pid;
+	char tail[8], path[PATH_MAX];
+	if (sscanf(fname, "%u%7s", &pid, tail) != 2 || strcmp(tail, ".ring"))
+		return false;
+	snprintf(path, sizeof(path), "%s/pid_%u/manifest.json", session, pid);
+	return access(path, F_OK) != 0;
+}
+
+/* Empties and removes the arena directory dfd (name under shm); counts
+ * the arena files of session no manifest named (never read). */
+static void orphan_remove(int shm, const char *name, int dfd, const char *session, uint32_t *unread)
+{
+	int fd2 = dup(dfd);
+	DIR *d = fd2 < 0 ? NULL : fdopendir(fd2);
+	if (!d) {
+		if (fd2 >= 0)
+			close(fd2);
+		return;
+	}
+	struct dirent *de;
+	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
+		enum ada_fs_kind k = ada_fs_entry_kind(dirfd(d), de);
+		if (k != ADA_FS_REG && k != ADA_FS_LINK)
+			continue;
+		*unread += orphan_unread(session, de->d_name);
+		unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+	unlinkat(shm, name, AT_REMOVEDIR);
+}
+
+int ada_recover_lock(const char *dir, int *out)
+{
+	const char *slash = strrchr(dir, '/');
+	unsigned pid;
+	char tail, path[PATH_MAX];
+	int n;
+	if (sscanf(slash ? slash + 1 : dir, "pid_%u%c", &pid, &tail) != 1)
+		n = snprintf(path, sizeof(path), "%s", dir);
+	else if (!slash) /* a pid directory: its session is the one above */
+		n = snprintf(path, sizeof(path), ".");
+	else
+		n = snprintf(path, sizeof(path), "%.*s", slash == dir ? 1 : (int)(slash - dir),
+		             dir);
+	if (n < 0 || n >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (flock(fd, LOCK_EX) != 0)
+		if (errno != EINTR) {
+			int rc = -errno;
+			close(fd);
+			return rc;
+		}
+	*out = fd;
+	return 0;
+}
+
+/* A locked directory whose record o was read: -1 to leave it without a
+ * word (its recorder runs, or it is manual and this is no `all` scan),
+ * else the outcome before recovery (ADA_ORPHAN_RECOVERED: go ahead). */
+static int orphan_decide(const struct ada_orphan_opts *op, const char *path,
+                         const struct orphan_owner *o, struct ada_orphan *r)
+{
+	if (ada_recorder_alive(o->pid, (uint64_t)o->ticks) || (o->manual && !op->all))
+		return -1;
+	if ((r->holder = orphan_holder(path)))
+		return ADA_ORPHAN_IN_USE;
+	int rc = orphan_session_ok(o);
+	if (rc == 0 && op->check && op->check(op->arg, o->session) < 0)
+		rc = -EPERM;
+	r->error = -rc;
+	return rc < 0 ? ADA_ORPHAN_NO_SESSION : ADA_ORPHAN_RECOVERED;
+}
+
+/* A directory without a usable record (rc): a recorder between mkdtemp
+ * and its record, or one from before records. Only an old one that no
+ * process holds is told. */
+static void orphan_unmarked(const struct ada_orphan_opts *op, struct ada_orphan *r,
+                            const struct stat *st, int rc)
+{
+	if (time(NULL) - st->st_mtime < ORPHAN_YOUNG_S || orphan_holder(r->arena_dir))
+		return;
+	r->outcome = ADA_ORPHAN_UNKNOWN;
+	r->error = -rc;
+	op->found(op->arg, r);
+}
+
+/* One candidate directory, locked: decided and, when an orphan, taken. */
+static void orphan_take(const struct ada_orphan_opts *op, int shm, const char *shm_dir,
+                        const char *name, int dfd, const struct stat *st, unsigned *taken)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", shm_dir, name);
+	struct ada_orphan r = {.arena_dir = path};
+	struct orphan_owner o;
+	int rc = orphan_read_owner(dfd, name, &o);
+	if (rc < 0) {
+		orphan_unmarked(op, &r, st, rc);
+		return;
+	}
+	r.session_dir = o.session;
+	r.started = o.started;
+	int out = orphan_decide(op, path, &o, &r);
+	if (out < 0)
+		return;
+	struct ada_recover_report rep = {.notice = op->notice, .notice_arg = op->arg};
+	int lock = -1;
+	if (out == ADA_ORPHAN_RECOVERED && (rc = ada_recover_lock(o.session, &lock)) < 0) {
+		out = ADA_ORPHAN_FAILED;
+		r.error = -rc;
+	}
+	if (out == ADA_ORPHAN_RECOVERED) {
+		rc = ada_wal_recover(o.session, &rep);
+		close(lock);
+		r.rep = &rep;
+		if (rc < 0 && rc != -ENOENT) { /* -EBUSY: a manifest names a live recorder */
+			out = ADA_ORPHAN_FAILED;
+			r.error = -rc;
+		} else {
+			orphan_remove(shm, name, dfd, o.session, &r.unread);
+			(*taken)++;
+		}
+	}
+	r.outcome = (uint32_t)out;
+	op->found(op->arg, &r);
+}
+
+/* Opens name under shm if it is an arena directory of the effective user
+ * (a real directory, owned, 0700) and locks it; -1 otherwise. */
+static int orphan_open(int shm, const char *name, struct stat *st)
+{
+	char sess[NAME_MAX + 1];
+	if (!orphan_name_session(name, sess, sizeof(sess)))
+		return -1;
+	int fd = -1;
+	if (ada_fs_open_dir(shm, name, &fd) < 0)
+		return -1;
+	if (fstat(fd, st) != 0 || st->st_uid != geteuid() || (st->st_mode & 07777) != 0700 ||
+	    flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int ada_orphans_recover(const struct ada_orphan_opts *op, unsigned *taken)
+{
+	const char *shm_dir = op->shm_dir ? op->shm_dir : "/dev/shm";
+	*taken = 0;
+	int shm = -1;
+	DIR *d = ada_fs_opendir(AT_FDCWD, shm_dir);
+	if (!d)
+		return -errno;
+	shm = dirfd(d);
+	struct dirent *de;
+	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
+		struct stat st;
+		if (strncmp(de->d_name, "ada-", 4) || ada_fs_entry_kind(shm, de) != ADA_FS_DIR)
+			continue;
+		int fd = orphan_open(shm, de->d_name, &st);
+		if (fd < 0)
+			continue;
+		orphan_take(op, shm, shm_dir, de->d_name, fd, &st, taken);
+		close(fd); /* drops the lock */
+	}
+	closedir(d);
+	return 0;
+}

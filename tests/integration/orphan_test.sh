@@ -1,0 +1,131 @@
+#!/bin/sh
+# Arenas whose recorder was killed (issue 38): the next ada command that
+# starts recovers them into their session and removes them.
+#   orphan_test.sh ADA PRODUCER CHECK MODE
+#   ls          SIGKILL the recorder under a running producer_kill: `ada ls`
+#               leaves the arena while the producer still maps it (and says
+#               so), then, once it is killed too, recovers every event its
+#               arena held (producer_check counts) and removes the directory;
+#               `ada recover` by hand afterwards changes nothing
+#   optout      ADA_NO_RECOVER_ORPHANS=1 and `ada --no-recover-orphans` leave
+#               it; a recording made under the variable is left by a plain
+#               `ada status` too, and `ada recover --all` takes it
+#   other_user  (root) an arena directory another user owns is left alone
+# The suite runs every other test with ADA_NO_RECOVER_ORPHANS=1 (their
+# killed recordings are theirs to recover); these run one at a time
+# (RESOURCE_LOCK), so each scan finds only its own recording.
+set -u
+ADA=$1 PROD=$2 CHECK=$3 MODE=$4
+unset ADA_NO_RECOVER_ORPHANS
+WORK=$(mktemp -d /tmp/ada_orphan.XXXXXX)
+A=
+P=
+cleanup() {
+	[ -n "$P" ] && kill -KILL "$P" 2>/dev/null
+	[ -n "$A" ] && rm -rf "$A"
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() { echo "orphan_test($MODE): $*" >&2; cat "$WORK/err" "$WORK/ls" >&2 2>/dev/null; exit 1; }
+
+wait_for() {
+	i=0
+	while [ ! -e "$1" ]; do
+		i=$((i + 1))
+		[ $i -gt 1200 ] && fail "timed out waiting for $1"
+		sleep 0.1
+	done
+}
+
+# Records producer_kill in kill mode and SIGKILLs the recorder once every
+# thread is running; sets S (session), A (its arena directory), P (the
+# producer, still running). Extra environment for `ada record`: "$@".
+record_and_kill() {
+	env "$@" "$ADA" record --no-agent --out "$WORK/out" -- "$PROD" kill "$WORK/counts" 2>"$WORK/err" &
+	APID=$!
+	wait_for "$WORK/counts.ready"
+	P=$(cat /proc/$APID/task/*/children 2>/dev/null | awk '{print $1}')
+	[ -n "$P" ] || fail "no producer process under ada"
+	S=$(ls -d "$WORK"/out/session_* | head -n 1)
+	A=$(sed -n 's/.*"arena_dir": "\(\/dev\/shm\/ada-[^"/]*\)".*/\1/p' "$S"/pid_*/manifest.json | head -n 1)
+	[ -d "$A" ] || fail "no arena directory named by the manifest: '$A'"
+	kill -KILL $APID
+	wait $APID 2>/dev/null
+}
+
+end_producer() {
+	kill -KILL "$P"
+	while kill -0 "$P" 2>/dev/null; do sleep 0.05; done
+	P=
+}
+
+recovered_all() {
+	grep -q '"state": "recovered"' "$S"/pid_*/manifest.json || fail "manifest not recovered"
+	"$CHECK" "$S" counts "$WORK/counts" || fail "the recovered session lacks events"
+	[ -e "$A" ] && fail "arena directory $A left in /dev/shm"
+	"$ADA" validate "$S" >"$WORK/validate" 2>&1 || { cat "$WORK/validate" >&2; fail "ada validate failed"; }
+}
+
+case $MODE in
+ls)
+	record_and_kill
+	"$ADA" ls "$WORK/out" >/dev/null 2>"$WORK/ls" || fail "ada ls failed"
+	grep -q "still maps its shared memory $A: left as it is" "$WORK/ls" || fail "ada ls did not say the running program keeps its arena"
+	[ -d "$A" ] || fail "the arena of a running program was removed"
+	grep -q '"state": "recording"' "$S"/pid_*/manifest.json || fail "recovered under a running program"
+	end_producer
+	"$ADA" ls "$WORK/out" >/dev/null 2>"$WORK/ls" || fail "ada ls failed"
+	grep -q "recovered the recording of [0-9:]* whose recorder was killed: $S, 1 process, [0-9]* events" "$WORK/ls" ||
+		fail "ada ls did not say it recovered $S"
+	recovered_all
+	# `ada recover` by hand afterwards finds it final: the manifest keeps
+	# what the first recovery read from the arena.
+	cp "$S"/pid_*/manifest.json "$WORK/manifest.1"
+	"$ADA" recover "$S" 2>>"$WORK/ls" || fail "ada recover of a recovered session failed"
+	cmp -s "$WORK/manifest.1" "$S"/pid_*/manifest.json || fail "ada recover rewrote a recovered manifest whose arena is gone"
+	# Nothing more to do: the next one is silent about it.
+	"$ADA" ls "$WORK/out" >/dev/null 2>"$WORK/ls" || fail "ada ls failed"
+	grep -q "$S" "$WORK/ls" && fail "a second ada ls spoke of $S again"
+	;;
+optout)
+	record_and_kill
+	end_producer
+	ADA_NO_RECOVER_ORPHANS=1 "$ADA" ls "$WORK/out" >/dev/null 2>"$WORK/ls" || fail "ada ls failed"
+	"$ADA" --no-recover-orphans status "$S" >/dev/null 2>>"$WORK/ls"
+	grep -q "recovered the recording" "$WORK/ls" && fail "recovered although told not to"
+	[ -d "$A" ] || fail "the arena directory was removed although told not to"
+	"$ADA" status "$S" >/dev/null 2>"$WORK/ls"
+	grep -q "recovered the recording of [0-9:]* whose recorder was killed: $S" "$WORK/ls" || fail "ada status did not recover it"
+	recovered_all
+	# Made under the variable: manual, for `ada recover` only.
+	rm -rf "$WORK/out" "$WORK/counts" "$WORK/counts.ready"
+	record_and_kill ADA_NO_RECOVER_ORPHANS=1
+	end_producer
+	"$ADA" status "$S" >/dev/null 2>"$WORK/ls"
+	grep -q "recovered the recording" "$WORK/ls" && fail "a recording made with ADA_NO_RECOVER_ORPHANS=1 was recovered by ada status"
+	[ -d "$A" ] || fail "the arena directory of a manual recording was removed"
+	"$ADA" recover --all 2>"$WORK/ls" || fail "ada recover --all failed"
+	grep -q "recovered the recording of [0-9:]* whose recorder was killed: $S" "$WORK/ls" || fail "ada recover --all did not recover it"
+	recovered_all
+	;;
+other_user)
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "orphan_test($MODE): needs root to give an arena to another user: skipped"
+		exit 77
+	fi
+	U=adat$(od -An -N5 -tx1 /dev/urandom | tr -d ' \n')
+	useradd -M -N -s /usr/sbin/nologin "$U" || fail "useradd $U failed"
+	trap 'userdel "$U" 2>/dev/null; cleanup' EXIT
+	record_and_kill
+	end_producer
+	chown -R "$U" "$A" "$S"
+	"$ADA" ls "$WORK/out" >/dev/null 2>"$WORK/ls" || fail "ada ls failed"
+	grep -q "$A" "$WORK/ls" && fail "ada ls spoke of another user's arena directory"
+	[ -e "$A/recorder" ] && [ -e "$A/shm.budget" ] || fail "another user's arena directory was touched"
+	grep -q '"state": "recording"' "$S"/pid_*/manifest.json || fail "another user's session was recovered"
+	;;
+*)
+	fail "unknown mode"
+	;;
+esac
+exit 0

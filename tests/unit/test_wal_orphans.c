@@ -1,0 +1,224 @@
+/*
+ * Arena directories whose recorder died (src/recorder/orphans.c), in a
+ * private directory standing for /dev/shm: one whose recorder is gone is
+ * recovered into its session and removed (the arena files no manifest
+ * named counted); one whose recorder runs, one marked manual (unless
+ * `all`), one with another mode, and one whose record names another
+ * session are left alone; one a live process holds a file of is left and
+ * told (its holder named), then taken once that process is gone; and the
+ * lock ada recover and the scan share.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "recorder.h"
+
+#define SESSION_NAME "session_20260101_000000"
+
+struct fixture {
+	char shm[64], out[64], session[128], arena[192];
+	unsigned calls;
+	struct ada_orphan last;
+};
+
+static void found(void *arg, const struct ada_orphan *o)
+{
+	struct fixture *f = arg;
+	f->calls++;
+	f->last = *o;
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	strcpy(f->shm, "/tmp/ada_orph_shm.XXXXXX");
+	strcpy(f->out, "/tmp/ada_orph_out.XXXXXX");
+	if (!mkdtemp(f->shm) || !mkdtemp(f->out))
+		return -1;
+	snprintf(f->session, sizeof(f->session), "%s/%s", f->out, SESSION_NAME);
+	snprintf(f->arena, sizeof(f->arena), "%s/ada-%s-AbC123", f->shm, SESSION_NAME);
+	if (mkdir(f->session, 0700) || mkdir(f->arena, 0700))
+		return -1;
+	int fd = open(f->arena, O_RDONLY | O_DIRECTORY);
+	int a = openat(fd, "4242.ring", O_CREAT | O_WRONLY, 0600);
+	int b = openat(fd, "shm.budget", O_CREAT | O_WRONLY, 0600);
+	close(a);
+	close(b);
+	close(fd);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s %s", f->shm, f->out);
+	if (system(cmd) != 0)
+		return -1;
+	free(f);
+	return 0;
+}
+
+/* The record as a recorder that has exited wrote it (manual: under
+ * ADA_NO_RECOVER_ORPHANS). */
+static void mark_dead(struct fixture *f, bool manual, const char *session)
+{
+	pid_t c = fork();
+	if (c == 0) {
+		if (manual)
+			setenv("ADA_NO_RECOVER_ORPHANS", "1", 1);
+		_exit(ada_orphan_mark(f->arena, session) == 0 ? 0 : 1);
+	}
+	int st;
+	assert_int_equal(waitpid(c, &st, 0), c);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static unsigned scan(struct fixture *f, bool all)
+{
+	struct ada_orphan_opts o = {.shm_dir = f->shm, .all = all, .found = found, .arg = f};
+	unsigned taken = 99;
+	assert_int_equal(ada_orphans_recover(&o, &taken), 0);
+	return taken;
+}
+
+static bool exists(const char *p)
+{
+	struct stat st;
+	return lstat(p, &st) == 0;
+}
+
+static void test_recovered_and_removed(void **state)
+{
+	struct fixture *f = *state;
+	mark_dead(f, false, f->session);
+	assert_int_equal(scan(f, false), 1);
+	assert_int_equal(f->calls, 1);
+	assert_int_equal(f->last.outcome, ADA_ORPHAN_RECOVERED);
+	assert_int_equal(f->last.unread, 1); /* 4242.ring: no pid_4242 manifest named it */
+	assert_false(exists(f->arena));
+	assert_int_equal(scan(f, false), 0); /* nothing left to take */
+}
+
+static void test_live_recorder_left(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(ada_orphan_mark(f->arena, f->session), 0); /* this process: alive */
+	assert_int_equal(scan(f, true), 0);
+	assert_int_equal(f->calls, 0);
+	assert_true(exists(f->arena));
+}
+
+static void test_manual_only_by_hand(void **state)
+{
+	struct fixture *f = *state;
+	mark_dead(f, true, f->session);
+	assert_int_equal(scan(f, false), 0);
+	assert_int_equal(f->calls, 0);
+	assert_true(exists(f->arena));
+	assert_int_equal(scan(f, true), 1);
+	assert_false(exists(f->arena));
+}
+
+static void test_not_private_left(void **state)
+{
+	struct fixture *f = *state;
+	mark_dead(f, false, f->session);
+	assert_int_equal(chmod(f->arena, 0750), 0);
+	assert_int_equal(scan(f, true), 0);
+	assert_int_equal(f->calls, 0);
+	assert_true(exists(f->arena));
+}
+
+static void test_other_session_left(void **state)
+{
+	struct fixture *f = *state;
+	char other[192];
+	snprintf(other, sizeof(other), "%s/session_20250101_000000", f->out);
+	mark_dead(f, false, other); /* not the session the directory's name says */
+	assert_int_equal(scan(f, true), 0);
+	assert_int_equal(f->calls, 0); /* young: a recorder may still be writing it */
+	assert_true(exists(f->arena));
+}
+
+static void test_held_then_taken(void **state)
+{
+	struct fixture *f = *state;
+	mark_dead(f, false, f->session);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t h = fork();
+	if (h == 0) {
+		char path[256];
+		snprintf(path, sizeof(path), "%s/4242.ring", f->arena);
+		int fd = open(path, O_RDONLY);
+		(void)!write(p[1], "x", 1);
+		pause();
+		close(fd);
+		_exit(0);
+	}
+	char c;
+	assert_int_equal(read(p[0], &c, 1), 1);
+	assert_int_equal(scan(f, false), 0);
+	assert_int_equal(f->calls, 1);
+	assert_int_equal(f->last.outcome, ADA_ORPHAN_IN_USE);
+	assert_int_equal(f->last.holder, h);
+	assert_true(exists(f->arena));
+	kill(h, SIGKILL);
+	waitpid(h, NULL, 0);
+	close(p[0]);
+	close(p[1]);
+	assert_int_equal(scan(f, false), 1);
+	assert_int_equal(f->last.outcome, ADA_ORPHAN_RECOVERED);
+	assert_false(exists(f->arena));
+}
+
+/* ada recover and the scan exclude each other on the session, also when
+ * recover is named a pid directory of it. */
+static void test_recover_lock(void **state)
+{
+	struct fixture *f = *state;
+	char pid_dir[256];
+	snprintf(pid_dir, sizeof(pid_dir), "%s/pid_7", f->session);
+	int lock = -1;
+	assert_int_equal(ada_recover_lock(pid_dir, &lock), 0);
+	int fd = open(f->session, O_RDONLY | O_DIRECTORY); /* another open file: another lock */
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), -1);
+	assert_int_equal(errno, EWOULDBLOCK);
+	close(lock);
+	assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+	close(fd);
+}
+
+int main(void)
+{
+	unsetenv("ADA_NO_RECOVER_ORPHANS"); /* the suite sets it; the record must not say manual */
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_recovered_and_removed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_live_recorder_left, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_manual_only_by_hand, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_not_private_left, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_other_session_left, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_held_then_taken, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_recover_lock, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
