@@ -518,7 +518,7 @@ static void export_and_validate(void **state)
 static void empty_file(void **state)
 {
 	struct ada_cidx_dec *d;
-	struct atf_index_event ev;
+	struct atf_index_event ev = {0};
 
 	(void)state;
 	struct img im = encode(&ev, 0, 0, NULL, NULL, 0);
