@@ -377,7 +377,8 @@ int ada_callgraph_sort(struct ada_callgraph *g)
 			idx[m++] = (uint32_t)i;
 	}
 	cg_sorting = g;
-	qsort(idx, m, sizeof(*idx), cg_cmp_node);
+	if (m) /* qsort's array may not be NULL, even empty */
+		qsort(idx, m, sizeof(*idx), cg_cmp_node);
 	for (size_t i = m; i-- > 0;) { /* prepending, last first: lists in order */
 		struct ada_callgraph_node *n = &g->n[idx[i]];
 		n->next_sibling = g->n[n->parent].first_child;

@@ -533,7 +533,8 @@ int ada_cidx_enc_finish(struct ada_cidx_enc *e, const struct ada_atf_file_info *
 	p += enc_link_table(e, p, &nlinks);
 	f.nlinks = nlinks;
 	f.btab_offset = e->pos + (uint64_t)(p - (uint8_t *)buf);
-	memcpy(p, e->btab, e->nblocks * sizeof(*e->btab));
+	if (e->nblocks) /* no block table yet: btab may be NULL */
+		memcpy(p, e->btab, e->nblocks * sizeof(*e->btab));
 	p += e->nblocks * sizeof(*e->btab);
 	f.crc = ada_atf_crc32(0, buf, (size_t)(p - (uint8_t *)buf));
 	memcpy(p, &f, sizeof(f));
