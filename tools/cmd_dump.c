@@ -41,6 +41,7 @@ struct dump_opts {
 	uint64_t window;
 	const char *from_s, *to_s; /* resolved per pid: "+1.5s" counts from its start */
 	const char *glob;          /* --function */
+	enum rd_time_form time;    /* --time */
 };
 
 /* Per-thread state: the frame walker and the --function filter. */
@@ -243,6 +244,10 @@ static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	}
 	ln_str(l, "\"ts\":");
 	ln_u64(l, ev->timestamp_ns);
+	if (dp->rp.wall.realtime_ns) {
+		ln_str(l, ",\"wall_ns\":");
+		ln_u64(l, ada_wall_from_boottime(&dp->rp.wall, ev->timestamp_ns));
+	}
 	ln_str(l, ",\"tid\":");
 	ln_u64(l, ev->thread_id);
 	ln_str(l, ",\"thread\":");
@@ -337,11 +342,17 @@ static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	const struct atf_detail_event_header *de = linked_detail(s->gen, ev);
 	const struct ada_name *nm = ada_names_get(dp->rp.names, ev->function_id);
 	const char *mod = nm->module;
-	char t[160];
+	char t[160], w[48];
 
 	depth = depth > 64 ? 64 : depth; /* a signal marker, or very deep: 64 */
-	snprintf(t, sizeof(t), "%20" PRIu64 " T%-3u %-7u #%-6" PRIu64 " ", ev->timestamp_ns,
-	         s->thread, ev->thread_id, seq);
+	if (dp->o->time == RD_TIME_WALL)
+		snprintf(t, sizeof(t), "%s T%-3u %-7u #%-6" PRIu64 " ",
+		         rd_fmt_wall(ada_wall_from_boottime(&dp->rp.wall, ev->timestamp_ns), w,
+		                     sizeof(w)),
+		         s->thread, ev->thread_id, seq);
+	else
+		snprintf(t, sizeof(t), "%20" PRIu64 " T%-3u %-7u #%-6" PRIu64 " ", ev->timestamp_ns,
+		         s->thread, ev->thread_id, seq);
 	ln_str(l, t);
 	for (uint32_t i = 1; i < depth; i++)
 		ln_str(l, "  ");
@@ -611,6 +622,12 @@ static int dump_one_pid(const struct dump_opts *o, const struct ada_atf_pid *p, 
 	if (err)
 		return err;
 	err = dump_range(&dp);
+	if (!err && o->time == RD_TIME_WALL && !dp.rp.wall.realtime_ns) {
+		ada_log("%s: its manifest has no wall-clock anchor (recorded by an older ada); use "
+		        "--time boot",
+		        p->dir);
+		err = -EINVAL;
+	}
 	if (err) {
 		rd_pid_close(&dp.rp);
 		return err;
@@ -626,19 +643,21 @@ static int dump_one_pid(const struct dump_opts *o, const struct ada_atf_pid *p, 
 
 static void dump_usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: ada dump [--format text|jsonl] [--thread N] [--merge] [--from T] [--to T]\n"
-	        "                [--window N] [--function GLOB] [--depth N] [--demangle M] DIR\n"
-	        "  Prints the events under DIR (a pid_N directory or any directory above).\n"
-	        "  --format jsonl   one JSON object per event (keys: docs/dump.md)\n"
-	        "  --thread N       only thread_N\n"
-	        "  --merge          all threads of a process in timestamp order\n"
-	        "  --from/--to T    only events with from <= ts <= to: nanoseconds, or an\n"
-	        "                   offset from the recording's start (+1.5s, +200ms, +30us)\n"
-	        "  --window N       only the time range of detail window N\n"
-	        "  --function GLOB  only calls of matching functions and what they call\n"
-	        "  --depth N        only N levels (below the matched call with --function)\n"
-	        "  --demangle M     C++ names: full (default), simple (no parameters), no\n");
+	fprintf(
+	    f, "usage: ada dump [--format text|jsonl] [--thread N] [--merge] [--from T] [--to T]\n"
+	       "                [--window N] [--function GLOB] [--depth N] [--demangle M]\n"
+	       "                [--time boot|wall] DIR\n"
+	       "  Prints the events under DIR (a pid_N directory or any directory above).\n"
+	       "  --format jsonl   one JSON object per event (keys: docs/dump.md)\n"
+	       "  --thread N       only thread_N\n"
+	       "  --merge          all threads of a process in timestamp order\n"
+	       "  --from/--to T    only events with from <= ts <= to: nanoseconds, or an\n"
+	       "                   offset from the recording's start (+1.5s, +200ms, +30us)\n"
+	       "  --window N       only the time range of detail window N\n"
+	       "  --function GLOB  only calls of matching functions and what they call\n"
+	       "  --depth N        only N levels (below the matched call with --function)\n"
+	       "  --demangle M     C++ names: full (default), simple (no parameters), no\n"
+	       "  --time FORM      boot: CLOCK_BOOTTIME ns (default); wall: local date and time\n");
 }
 
 static int dump_opt(int c, struct dump_opts *o)
@@ -683,6 +702,10 @@ static int dump_opt(int c, struct dump_opts *o)
 		if (ada_demangle_parse(optarg, &o->dm))
 			break;
 		return 0;
+	case 'W':
+		if (rd_parse_time_form(optarg, &o->time))
+			break;
+		return 0;
 	case 'h':
 		dump_usage(stdout);
 		return 1;
@@ -695,6 +718,7 @@ static int dump_opt(int c, struct dump_opts *o)
 	        : c == 'd' ? "demangle (full, simple or no)"
 	        : c == 'w' ? "window (a window id)"
 	        : c == 'D' ? "depth (1 or more)"
+	        : c == 'W' ? "time (boot or wall)"
 	                   : "thread");
 	return 2;
 }
@@ -702,17 +726,12 @@ static int dump_opt(int c, struct dump_opts *o)
 static int dump_args(int argc, char **argv, struct dump_opts *o, const char **dir)
 {
 	static const struct option opts[] = {
-	    {"format", required_argument, NULL, 'f'},
-	    {"thread", required_argument, NULL, 't'},
-	    {"merge", no_argument, NULL, 'm'},
-	    {"from", required_argument, NULL, 'F'},
-	    {"to", required_argument, NULL, 'T'},
-	    {"window", required_argument, NULL, 'w'},
-	    {"function", required_argument, NULL, 'g'},
-	    {"depth", required_argument, NULL, 'D'},
-	    {"demangle", required_argument, NULL, 'd'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
+	    {"format", required_argument, NULL, 'f'},   {"thread", required_argument, NULL, 't'},
+	    {"merge", no_argument, NULL, 'm'},          {"from", required_argument, NULL, 'F'},
+	    {"to", required_argument, NULL, 'T'},       {"window", required_argument, NULL, 'w'},
+	    {"function", required_argument, NULL, 'g'}, {"depth", required_argument, NULL, 'D'},
+	    {"demangle", required_argument, NULL, 'd'}, {"time", required_argument, NULL, 'W'},
+	    {"help", no_argument, NULL, 'h'},           {0},
 	};
 	int c, rc;
 	uint64_t a, b;

@@ -39,6 +39,8 @@ struct wn_doc {
 	json_int_t total;  /* live: windows so far (the list holds the latest) */
 	uint64_t start_ns; /* the session's start (0: unknown) */
 	uint32_t damaged;
+	struct ada_wall_anchor wall; /* the first manifest's (realtime_ns 0: none) */
+	bool wall_time;              /* --time wall */
 };
 
 /* ------------------------------------------------- reading the input */
@@ -93,6 +95,7 @@ static json_t *wn_norm_new(const json_t *w)
 	json_object_set_new(o, "function", json_null()); /* named by wn_name_fn() */
 	wn_set_int(o, "duration_ns", wn_int(w, "duration_ns"));
 	wn_set_int(o, "threshold_ns", wn_int(w, "threshold_ns"));
+	wn_set_int(o, "keysym_version", wn_int(w, "keysym_version"));
 	return o;
 }
 
@@ -185,6 +188,8 @@ static void wn_manifest(struct wn_doc *d, const json_t *m, const struct ada_atf_
 
 	if (start > 0 && (!d->start_ns || (uint64_t)start < d->start_ns))
 		d->start_ns = (uint64_t)start;
+	if (!d->wall.realtime_ns && !rd_wall_anchor(m, &d->wall))
+		d->wall = (struct ada_wall_anchor){0};
 	json_array_foreach(ws, i, w)
 	{
 		json_int_t id = wn_int(w, "id");
@@ -256,6 +261,8 @@ static int wn_from_socket(struct wn_doc *d, int fd, const char *session)
 			json_int_t s = wn_int(m, "start_time_ns");
 			if (s > 0 && (!d->start_ns || (uint64_t)s < d->start_ns))
 				d->start_ns = (uint64_t)s;
+			if (!d->wall.realtime_ns && !rd_wall_anchor(m, &d->wall))
+				d->wall = (struct ada_wall_anchor){0};
 		}
 		json_decref(m);
 	}
@@ -278,6 +285,8 @@ static const char *wn_fired(const struct wn_doc *d, const json_t *w, char *buf, 
 
 	if (f < 0)
 		return "-";
+	if (d->wall_time && d->wall.realtime_ns)
+		return rd_fmt_wall(ada_wall_from_boottime(&d->wall, (uint64_t)f), buf, len);
 	if (d->start_ns && (uint64_t)f >= d->start_ns)
 		snprintf(buf, len, "+%s", rd_fmt_ns((uint64_t)f - d->start_ns, b, sizeof(b)));
 	else
@@ -288,13 +297,14 @@ static const char *wn_fired(const struct wn_doc *d, const json_t *w, char *buf, 
 static void wn_row(const struct wn_doc *d, const json_t *w)
 {
 	char f[48], b[4][32], r[24], l[24];
+	int fw = d->wall_time ? 34 : 12;
 	json_int_t rec = wn_int(w, "records"), lost = wn_int(w, "window_lost");
 	const char *note = json_string_value(json_object_get(w, "note"));
 	const char *trig = json_string_value(json_object_get(w, "trigger"));
 
 	snprintf(r, sizeof(r), "%" PRId64, (int64_t)rec);
 	snprintf(l, sizeof(l), "%" PRId64, (int64_t)lost);
-	printf("%4" PRId64 " %12s %10s %10s %10s %10s %8s %6s  %s", (int64_t)wn_int(w, "id"),
+	printf("%4" PRId64 " %*s %10s %10s %10s %10s %8s %6s  %s", (int64_t)wn_int(w, "id"), fw,
 	       wn_fired(d, w, f, sizeof(f)), wn_ns(w, "pre_roll_ns", b[0], 32),
 	       wn_ns(w, "pre_achieved_ns", b[1], 32), wn_ns(w, "post_roll_ns", b[2], 32),
 	       wn_ns(w, "post_achieved_ns", b[3], 32), rec < 0 ? "-" : r, lost < 0 ? "-" : l,
@@ -306,6 +316,8 @@ static void wn_row(const struct wn_doc *d, const json_t *w)
 		       wn_ns(w, "threshold_ns", b[1], 32));
 	if (wn_int(w, "fires") > 1)
 		printf(" (%" PRId64 " fires merged)", (int64_t)wn_int(w, "fires"));
+	if (wn_int(w, "keysym_version") > 0)
+		printf(" (key symbols v%" PRId64 ")", (int64_t)wn_int(w, "keysym_version"));
 	if (json_is_false(json_object_get(w, "closed")))
 		printf(d->live ? " (not persisted yet)"
 		               : " (cut short by the end of the recording)");
@@ -327,8 +339,8 @@ static void wn_text(const struct wn_doc *d, const char *target)
 	printf("%s\n", d->live ? ", recording: records and reach are known once it ends" : "");
 	if (!n)
 		return;
-	printf("%4s %12s %10s %10s %10s %10s %8s %6s  %s\n", "ID", "FIRED", "PRE", "REACHED",
-	       "POST", "REACHED", "RECORDS", "LOST", "TRIGGER");
+	printf("%4s %*s %10s %10s %10s %10s %8s %6s  %s\n", "ID", d->wall_time ? 34 : 12, "FIRED",
+	       "PRE", "REACHED", "POST", "REACHED", "RECORDS", "LOST", "TRIGGER");
 	json_array_foreach(d->windows, i, w) wn_row(d, w);
 }
 
@@ -338,6 +350,18 @@ static void wn_json(const struct wn_doc *d)
 
 	json_object_set_new(o, "live", json_boolean(d->live));
 	wn_set_int(o, "start_time_ns", d->start_ns ? (json_int_t)d->start_ns : -1);
+	if (d->wall.realtime_ns) {
+		const json_t *w;
+		size_t i;
+		json_array_foreach(d->windows, i, w)
+		{
+			json_int_t f = wn_int(w, "fire_ns");
+			if (f >= 0)
+				wn_set_int(
+				    (json_t *)w, "fire_wall_ns",
+				    (json_int_t)ada_wall_from_boottime(&d->wall, (uint64_t)f));
+		}
+	}
 	wn_set_int(o, "total", d->live ? d->total : (json_int_t)json_array_size(d->windows));
 	json_object_set(o, "windows", d->windows);
 	json_dumpf(o, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
@@ -349,12 +373,13 @@ static void wn_json(const struct wn_doc *d)
 
 static void wn_usage(FILE *f)
 {
-	fprintf(f, "usage: ada windows [--json] DIR|PID\n"
+	fprintf(f, "usage: ada windows [--json] [--time boot|wall] DIR|PID\n"
 	           "  Every trigger window of a recording: trigger, fire time (from the start),\n"
 	           "  pre- and post-roll asked and reached, detail records, records lost, note.\n"
 	           "  A finished session from its manifests; a running recording (its pid, or\n"
 	           "  its directory) through its control socket.\n"
-	           "  --json   one JSON document (keys: docs/reading.md)\n");
+	           "  --json       one JSON document (keys: docs/reading.md)\n"
+	           "  --time wall  fire times as local date and time (default: from the start)\n");
 }
 
 /* The windows of target into d: live when its socket answers, else from
@@ -381,26 +406,37 @@ static int wn_collect(struct wn_doc *d, const char *target)
 
 int cmd_windows(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+	                                     {"time", required_argument, NULL, 'W'},
+	                                     {"help", no_argument, NULL, 'h'},
+	                                     {0}};
+	enum rd_time_form form = RD_TIME_BOOT;
 	struct wn_doc d = {0};
 	bool json = false;
 	int c, rc;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c != 'j') {
+		if (c == 'W' && rd_parse_time_form(optarg, &form)) {
+			ada_log("bad value '%s' for --time: boot or wall", optarg);
+			return 2;
+		} else if (c != 'j' && c != 'W') {
 			wn_usage(c == 'h' ? stdout : stderr);
 			return c == 'h' ? 0 : 2;
 		}
-		json = true;
+		json |= c == 'j';
 	}
+	d.wall_time = form == RD_TIME_WALL;
 	if (optind != argc - 1) {
 		ada_log("windows takes one directory or pid; run `ada windows --help`");
 		return 2;
 	}
 	d.windows = json_array();
 	rc = wn_collect(&d, argv[optind]);
+	if (rc < 0 && d.wall_time && !d.wall.realtime_ns)
+		ada_log("%s: no wall-clock anchor in its manifests (an older ada's recording); "
+		        "fire times are from the start",
+		        argv[optind]);
 	if (rc < 0 && json)
 		wn_json(&d);
 	else if (rc < 0)

@@ -95,6 +95,8 @@ int rd_pid_open(const struct ada_atf_pid *p, enum ada_demangle dm, struct rd_pid
 	v = out->manifest ? json_object_get(out->manifest, "start_time_ns") : NULL;
 	out->t0 = json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v)
 	                                                          : rd_first_event(p);
+	if (!out->manifest || !rd_wall_anchor(out->manifest, &out->wall))
+		out->wall = (struct ada_wall_anchor){0};
 	return 0;
 }
 
@@ -298,6 +300,43 @@ const char *rd_fmt_ns(uint64_t ns, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%.3f s", (double)ns / 1e9);
 	return buf;
+}
+
+bool rd_wall_anchor(const json_t *manifest, struct ada_wall_anchor *out)
+{
+	const json_t *a = json_object_get(json_object_get(manifest, "clock"), "wall_anchor");
+	json_int_t b = json_integer_value(json_object_get(a, "boottime_ns"));
+	json_int_t w = json_integer_value(json_object_get(a, "realtime_ns"));
+	json_int_t u = json_integer_value(json_object_get(a, "uncertainty_ns"));
+	if (b <= 0 || w <= 0 || u < 0)
+		return false;
+	*out = (struct ada_wall_anchor){(uint64_t)b, (uint64_t)w, (uint64_t)u};
+	return true;
+}
+
+const char *rd_fmt_wall(uint64_t wall_ns, char *buf, size_t len)
+{
+	time_t secs = (time_t)(wall_ns / 1000000000ull);
+	struct tm tm;
+	char date[40], zone[8];
+	if (!localtime_r(&secs, &tm) || !strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm) ||
+	    !strftime(zone, sizeof(zone), "%z", &tm)) {
+		snprintf(buf, len, "%" PRIu64, wall_ns);
+		return buf;
+	}
+	snprintf(buf, len, "%s.%09" PRIu64 "%s", date, (uint64_t)(wall_ns % 1000000000u), zone);
+	return buf;
+}
+
+int rd_parse_time_form(const char *s, enum rd_time_form *out)
+{
+	if (!strcmp(s, "boot"))
+		*out = RD_TIME_BOOT;
+	else if (!strcmp(s, "wall"))
+		*out = RD_TIME_WALL;
+	else
+		return -EINVAL;
+	return 0;
 }
 
 static double rd_now(void)

@@ -17,6 +17,7 @@
 
 #include "analyze.h"
 #include "atf.h"
+#include "clock.h"
 
 struct rd_pid {
 	const struct ada_atf_pid *p;
@@ -27,6 +28,7 @@ struct rd_pid {
 	uint64_t t0;      /* the time "+1.5s" counts from: the recording's start */
 	uint32_t *image;  /* per thread (as p->thread_dirs): its program image, 0 first */
 	uint32_t nimages; /* program images the pid ran: 1 + its execs seen */
+	struct ada_wall_anchor wall; /* realtime_ns 0: the manifest has none */
 };
 
 /* Reads the manifest (a damaged one is said and ignored), the symbol files
@@ -96,6 +98,17 @@ void rd_index_free(struct rd_index *x);
 
 /* A duration for people: "812 ns", "12.4 us", "3.21 ms", "1.502 s". */
 const char *rd_fmt_ns(uint64_t ns, char *buf, size_t len);
+
+/* The manifest's wall-clock anchor (clock.wall_anchor); false when it has
+ * none (a recording made before manifests carried one) or a malformed one. */
+bool rd_wall_anchor(const json_t *manifest, struct ada_wall_anchor *out);
+/* A wall time as local ISO 8601 with nanoseconds and the zone's offset
+ * ("2026-11-29T03:12:45.123456789+0100"), the form logs are lined up by. */
+const char *rd_fmt_wall(uint64_t wall_ns, char *buf, size_t len);
+/* --time: how the reading commands print an event's time. */
+enum rd_time_form { RD_TIME_BOOT, RD_TIME_WALL };
+/* "boot" or "wall"; -EINVAL for anything else (said by the caller). */
+int rd_parse_time_form(const char *s, enum rd_time_form *out);
 
 /* An output file written whole or not at all: a temporary file beside
  * path (created with O_EXCL|O_NOFOLLOW, mode 0600, src/fs) renamed over

@@ -220,6 +220,40 @@ uint64_t ada_boottime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Preemption between the reads only widens a bracket; the narrowest of
+ * a few is kept, so one unlucky try costs nothing. */
+void ada_wall_anchor_read(struct ada_wall_anchor *out)
+{
+	uint64_t best = UINT64_MAX;
+	for (int i = 0; i < 8; i++) {
+		uint64_t b0 = clock_ns(CLOCK_BOOTTIME), w = clock_ns(CLOCK_REALTIME),
+		         b1 = clock_ns(CLOCK_BOOTTIME);
+		if (b1 - b0 < best) {
+			best = b1 - b0;
+			out->boottime_ns = b0 + (b1 - b0) / 2;
+			out->realtime_ns = w;
+			out->uncertainty_ns = (b1 - b0 + 1) / 2;
+		}
+	}
+}
+
+uint64_t ada_wall_from_boottime(const struct ada_wall_anchor *a, uint64_t t)
+{
+	if (!a->realtime_ns)
+		return 0;
+	if (t >= a->boottime_ns)
+		return a->realtime_ns + (t - a->boottime_ns);
+	uint64_t back = a->boottime_ns - t;
+	return back < a->realtime_ns ? a->realtime_ns - back : 0;
+}
+
 /* ---- the frequency without a calibration wait ---- */
 
 #define TSC_MULT_MIN ((1ull << TSC_SHIFT) / 20) /* 20 GHz: 0.05 ns per tick */

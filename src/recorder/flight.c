@@ -557,6 +557,25 @@ static json_t *flight_window_threads(const struct wal_proc *p, size_t wi,
 	return a;
 }
 
+/* The key-symbol set in force when w fired: the last version published
+ * to p at or before the fire (0: the agent's own start-time set), or null
+ * when versions published later than the ones kept may have covered it. */
+static json_t *flight_window_keysym(const struct ada_trigger_window *w, const struct wal_proc *p)
+{
+	const json_t *v;
+	json_int_t found = 0;
+	size_t i;
+	json_array_foreach(p->ks_versions, i, v)
+	{
+		json_int_t t = json_integer_value(json_object_get(v, "time_ns"));
+		if (t > 0 && (uint64_t)t <= w->fire_ns)
+			found = json_integer_value(json_object_get(v, "version"));
+		else if (t > 0)
+			return json_integer(found);
+	}
+	return p->ks_versions_dropped ? json_null() : json_integer(found);
+}
+
 static json_t *flight_window(const struct ada_trigger_window *w, const struct wal_proc *p,
                              size_t wi)
 {
@@ -567,6 +586,7 @@ static json_t *flight_window(const struct ada_trigger_window *w, const struct wa
 	json_object_set_new(o, "from_ns", json_integer((json_int_t)w->from_ns));
 	json_object_set_new(o, "to_ns", json_integer((json_int_t)w->to_ns));
 	json_object_set_new(o, "fires", json_integer(w->fires));
+	json_object_set_new(o, "keysym_version", flight_window_keysym(w, p));
 	if (w->note[0])
 		json_object_set_new(o, "note", json_string(w->note));
 	if (w->fn_id) {

@@ -67,6 +67,11 @@ static json_t *man_clock(const struct ada_recorder *r)
 	json_object_set_new(c, "clock_type", json_integer(ATF_CLOCK_BOOTTIME));
 	json_object_set_new(c, "domain", json_string("CLOCK_BOOTTIME"));
 	json_object_set_new(c, "source", json_string(r->use_tsc ? "tsc" : "clock_gettime"));
+	json_object_set_new(c, "wall_anchor",
+	                    json_pack("{s:I, s:I, s:I}", "boottime_ns",
+	                              (json_int_t)r->wall.boottime_ns, "realtime_ns",
+	                              (json_int_t)r->wall.realtime_ns, "uncertainty_ns",
+	                              (json_int_t)r->wall.uncertainty_ns));
 	if (r->use_tsc && r->clk.n) {
 		const struct ada_tsc_map *m = &r->clk.maps[r->clk.n - 1];
 		json_t *a = json_object();

@@ -277,6 +277,7 @@ int ada_recorder_start(struct ada_recorder *r, pid_t main_pid)
 {
 	r->main_pid = main_pid;
 	r->start_ns = ada_boottime_ns();
+	ada_wall_anchor_read(&r->wall);
 	int rc = pthread_create(&r->thr, NULL, wal_drain_main, r);
 	if (rc)
 		return -rc;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "clock.h"
 #include "ring.h"
 #include "recorder.h"
 #include "wal.h"
@@ -261,7 +262,8 @@ struct ada_recorder {
 	uint64_t main_exit_ns; /* drain: when the main process was reaped */
 	bool left_running;     /* drain: gave up on descendants still running */
 	uint64_t start_ns, end_ns;
-	uint64_t drain_cpu_ns; /* the drain thread's own CPU time, taken at its end */
+	struct ada_wall_anchor wall; /* the manifests' wall-clock anchor, read at start */
+	uint64_t drain_cpu_ns;       /* the drain thread's own CPU time, taken at its end */
 	uint64_t last_tick_ns, last_anchor_ns, last_reclaim_ns;
 	/* The last drain pass (drain_nap()): events taken, and the least room
 	 * (events) a ring it read had left (0: a small ring was filling). */

@@ -16,6 +16,7 @@ import argparse
 import collections
 import glob
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -498,6 +499,39 @@ def check_windows(s, c):
             "windows text:\n" + "\n".join(text))
     c.check(any(l.split()[0] == str(i) and w["trigger"] in l for l in text[2:] for i, w in
                 want.items()), "windows text: no row with the trigger:\n" + "\n".join(text))
+    check_wall_time(s, c, mans[0], want, got)
+
+
+def check_wall_time(s, c, man, want, got):
+    """The manifest's wall-clock anchor, and the times the readers derive
+    from it: fire_wall_ns, `--time wall`, jsonl's wall_ns; the key-symbol
+    version each window names (0: the agent's own start-time set)."""
+    a = man["clock"].get("wall_anchor") or {}
+    ok = (a.get("realtime_ns", 0) > 10**18 and 0 < a.get("boottime_ns", 0) <= man["start_time_ns"]
+          + 10**9 and 0 <= a.get("uncertainty_ns", -1) < 10**8)
+    c.check(ok, f"manifest clock.wall_anchor {a}")
+    if not ok:
+        return
+    wall = lambda t: a["realtime_ns"] + t - a["boottime_ns"]
+    for i, w in want.items():
+        c.check(got[i].get("fire_wall_ns") == wall(w["fire_ns"]),
+                f"windows: window {i} fire_wall_ns {got[i].get('fire_wall_ns')}, "
+                f"anchor says {wall(w['fire_ns'])}")
+        c.check(w.get("keysym_version") == 0 and got[i].get("keysym_version") == 0,
+                f"window {i}: keysym_version {w.get('keysym_version')} / "
+                f"{got[i].get('keysym_version')}, want 0 (the agent's own set)")
+    stamp = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}[+-]\d{4} ")
+    rows = s.run("windows", "--time", "wall", s.dir).splitlines()[2:]
+    c.check(rows and all(re.match(r"^\s*\d+ \d{4}-\d\d-\d\dT", r) for r in rows),
+            "windows --time wall:\n" + "\n".join(rows))
+    lines = s.run("dump", "--time", "wall", s.dir).splitlines()[:50]
+    c.check(lines and all(stamp.match(l) for l in lines if not l.startswith("==")),
+            "dump --time wall:\n" + "\n".join(lines[:5]))
+    for l in s.run("dump", "--format", "jsonl", s.dir).splitlines()[:50]:
+        e = json.loads(l)
+        if e.get("wall_ns") != wall(e["ts"]):
+            c.check(False, f"dump jsonl: wall_ns {e.get('wall_ns')} for ts {e['ts']}")
+            break
 
 
 def check_browser(s, c):

@@ -162,4 +162,18 @@ uint64_t ada_boottime_ns(void);
 /* One (tsc, CLOCK_BOOTTIME ns) pair, bracketed against preemption. */
 void ada_tsc_sample_pair(uint64_t *tsc, uint64_t *ns);
 
+/* The wall clock beside the recording's own: CLOCK_REALTIME read between
+ * two CLOCK_BOOTTIME reads, the tightest of a few tries. A boottime t is
+ * the wall time realtime_ns + (t - boottime_ns), give or take
+ * uncertainty_ns (the bracket's half width); a later step of the wall
+ * clock (NTP, the user) is not followed. */
+struct ada_wall_anchor {
+	uint64_t boottime_ns;
+	uint64_t realtime_ns;
+	uint64_t uncertainty_ns;
+};
+void ada_wall_anchor_read(struct ada_wall_anchor *out);
+/* The wall time of boottime t by the anchor (0 when a is unset). */
+uint64_t ada_wall_from_boottime(const struct ada_wall_anchor *a, uint64_t t);
+
 #endif
