@@ -16,7 +16,9 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "discover_internal.h"
@@ -119,11 +121,36 @@ static void discover_mark(struct discover_image *v, size_t n, struct discover_im
 		discover_mark(v, n, discover_by_soname(v, n, root->needed[i]), bit);
 }
 
+/* The main program by the name it was started as (AT_EXECFN: redis-server,
+ * not the redis-check-rdb its link leads to, which the kernel's
+ * /proc/self/exe names), as long as that name still leads to the same
+ * file; else the kernel's path. A relative name is taken from the working
+ * directory, which the inode check guards (the program may have moved). */
+static void discover_main_path(char *out, size_t cap)
+{
+	ssize_t k = readlink("/proc/self/exe", out, cap - 1);
+	out[k > 0 ? k : 0] = '\0';
+	const char *fn = (const char *)getauxval(AT_EXECFN);
+	char name[sizeof(((struct discover_image *)0)->path)], cwd[sizeof(name)];
+	struct stat a, b;
+	if (!fn || !fn[0])
+		return;
+	while (fn[0] == '.' && fn[1] == '/')
+		fn += 2;
+	if (fn[0] == '/')
+		snprintf(name, sizeof(name), "%s", fn);
+	else if (!getcwd(cwd, sizeof(cwd)) ||
+	         snprintf(name, sizeof(name), "%s/%s", cwd, fn) >= (int)sizeof(name))
+		return;
+	if (strlen(name) < cap && !stat(name, &a) && !stat("/proc/self/exe", &b) &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		memcpy(out, name, strlen(name) + 1);
+}
+
 static void discover_fill_path(struct discover_image *im)
 {
 	if (im->is_main || !im->name[0]) {
-		ssize_t k = readlink("/proc/self/exe", im->path, sizeof(im->path) - 1);
-		im->path[k > 0 ? k : 0] = '\0';
+		discover_main_path(im->path, sizeof(im->path));
 	} else {
 		strncpy(im->path, im->name, sizeof(im->path) - 1);
 	}

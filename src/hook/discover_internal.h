@@ -12,7 +12,7 @@
 #include "hook.h"
 
 struct discover_image {
-	char path[PATH_MAX]; /* absolute path (main program: /proc/self/exe) */
+	char path[PATH_MAX]; /* absolute path (main program: the name it was started as) */
 	const char *name;    /* dlpi_name as the loader has it */
 	uint64_t base;       /* dlpi_addr: runtime address = base + offset */
 	uint64_t lo, hi;     /* mapped range of its PT_LOAD segments */

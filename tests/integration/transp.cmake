@@ -21,6 +21,8 @@ endfunction()
 
 # ada creates nothing in the program's HOME or working directory (issue 34).
 ada_transp(home /bin/sh)
+# A program started through a link is named by the link (issue 36).
+ada_transp(linkname ${ADA_TGT_DIR}/t_threads_O2)
 
 # Code that is not C: left alone when it has no unwind information,
 # resynchronised (never an abort) when it was hooked anyway.

@@ -132,6 +132,27 @@ def syms_status(session, name):
     raise Fail("%s is in no modules/*.syms of %s" % (name, session))
 
 
+def case_linkname(args, work):
+    """A program started through a symbolic link (Debian's redis-server is a
+    link to redis-check-rdb) is named by the link it was started as, in the
+    manifest's modules and agent.json, not by the file the link leads to;
+    started by its own name, by its own."""
+    link = os.path.join(work, "by-another-name")
+    os.symlink(os.path.abspath(args.argv[0]), link)
+    for argv0, want in ((link, link), (args.argv[0], os.path.realpath(args.argv[0]))):
+        session, _ = same_behaviour(args.ada, os.path.join(work, str(len(want))),
+                                    [argv0] + args.argv[1:])
+        with open(glob.glob(os.path.join(session, "pid_*", "manifest.json"))[0]) as f:
+            mods = json.load(f).get("modules") or [{}]
+        if mods[0].get("path") != want:
+            raise Fail("started as %s: the manifest names the program %r, want %r" %
+                       (argv0, mods[0].get("path"), want))
+        agent = agent_json(session)
+        paths = [m.get("path") for m in agent.get("modules", [])]
+        if want not in paths:
+            raise Fail("started as %s: agent.json's modules %r lack %r" % (argv0, paths, want))
+
+
 def case_nocfi(args, work):
     session, _ = same_behaviour(args.ada, work, args.argv)
     st = syms_status(session, "nonc_shift_nocfi")
@@ -879,7 +900,7 @@ def case_home(args, work):
             before, after))
 
 
-CASES = {"sigdisp": case_sigdisp, "home": case_home, "noshebang": case_noshebang,
+CASES = {"sigdisp": case_sigdisp, "linkname": case_linkname, "home": case_home, "noshebang": case_noshebang,
          "program_exec": case_program_exec, "sigforward": case_sigforward, "nohup": case_nohup,
          "leftover": case_leftover,
          "leftover_interrupt": lambda args, work: case_leftover(args, work, True),
