@@ -20,7 +20,6 @@
  */
 #define _GNU_SOURCE /* sigabbrev_np */
 #include <errno.h>
-#include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -32,26 +31,23 @@
 #include "atf.h"
 #include "cmd.h"
 #include "manifest.h"
+#include "filter.h"
 #include "read.h"
 
 struct dump_opts {
-	bool jsonl, merge, have_thread, have_window;
+	bool jsonl, merge;
 	enum ada_demangle dm;
-	uint32_t thread, depth; /* depth 0: no limit */
-	uint64_t window;
-	const char *from_s, *to_s; /* resolved per pid: "+1.5s" counts from its start */
-	const char *glob;          /* --function */
-	enum rd_time_form time;    /* --time */
+	struct rd_filter f;
+	enum rd_time_form time; /* --time */
 };
 
 /* Per-thread state: the frame walker and the --function filter. */
 struct dump_thr {
 	struct ada_frames *w;
-	bool inside;      /* within a call of a --function match */
-	uint32_t base;    /* the depth of that call */
-	bool have_dur;    /* the event just pushed ended a frame: */
-	uint64_t dur;     /* its duration */
-	uint64_t end_seq; /* and where it was */
+	struct rd_filter_calls calls; /* --function */
+	bool have_dur;                /* the event just pushed ended a frame: */
+	uint64_t dur;                 /* its duration */
+	uint64_t end_seq;             /* and where it was */
 	uint32_t end_src;
 };
 
@@ -385,42 +381,6 @@ static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 
 /* ----------------------------------------------------------- filters */
 
-static bool dump_match(struct dump_pid *dp, uint64_t fid)
-{
-	const struct ada_name *nm = ada_names_get(dp->rp.names, fid);
-
-	return !fnmatch(dp->o->glob, nm->name, 0) ||
-	       (nm->mangled && !fnmatch(dp->o->glob, nm->mangled, 0));
-}
-
-/* Whether ev is shown (the --function and --depth filters), and the depth
- * to indent it by. Updates the --function state. */
-static bool dump_filter(struct dump_pid *dp, struct dump_thr *st, const struct atf_index_event *ev,
-                        uint32_t *depth)
-{
-	bool marker =
-	    ev->event_kind == ATF_EVENT_EXCEPTION && (ev->call_depth & ADA_SIGNAL_MARKER_FLAG);
-	uint32_t d = marker ? 1 : ev->call_depth;
-
-	*depth = marker ? 64 : d;
-	if (dp->o->glob) {
-		if (!st->inside && ev->event_kind == ATF_EVENT_CALL &&
-		    dump_match(dp, ev->function_id)) {
-			st->inside = true;
-			st->base = d;
-		}
-		if (!st->inside || (!marker && d < st->base)) {
-			st->inside = false;
-			return false;
-		}
-		if (!marker && d == st->base && ev->event_kind != ATF_EVENT_CALL)
-			st->inside = false; /* the matched call ends here; this line is its last */
-		d = marker ? 1 : d - st->base + 1;
-		*depth = marker ? 64 : d;
-	}
-	return marker || !dp->o->depth || d <= dp->o->depth;
-}
-
 static void dump_leave(void *ctx, const struct ada_frame *f, enum ada_frame_end how,
                        struct ada_frame *parent)
 {
@@ -445,7 +405,7 @@ static void dump_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	ada_frames_push(s->st->w, ev, s->gen_index, seq);
 	if (s->st->have_dur && (s->st->end_seq != seq || s->st->end_src != s->gen_index))
 		s->st->have_dur = false;
-	if (!dump_filter(dp, s->st, ev, &depth))
+	if (!rd_filter_event(&dp->o->f, dp->rp.names, &s->st->calls, ev, &depth))
 		return;
 	l.n = 0;
 	if (dp->o->jsonl)
@@ -538,7 +498,7 @@ static int dump_pid(struct dump_pid *dp, const struct ada_atf_pid *p)
 	int err = ts && st ? 0 : -ENOMEM;
 
 	for (size_t i = 0; !err && i < p->nthreads; i++) {
-		if (dp->o->have_thread && p->thread_ids[i] != dp->o->thread)
+		if (!rd_filter_wants_thread(&dp->o->f, p->thread_ids[i]))
 			continue;
 		dp->thread_seen++;
 		err = rd_thread_open(&dp->rp, i, &ts[n]);
@@ -555,64 +515,6 @@ static int dump_pid(struct dump_pid *dp, const struct ada_atf_pid *p)
 
 /* -------------------------------------------------------------- main */
 
-/* The time range of window id in the manifest. */
-static int dump_window(const json_t *m, uint64_t id, uint64_t *from, uint64_t *to)
-{
-	const json_t *ws = json_object_get(json_object_get(m, "flight_recorder"), "windows"), *w;
-	size_t i;
-
-	json_array_foreach(ws, i, w)
-	{
-		const json_t *wid = json_object_get(w, "id"), *f = json_object_get(w, "from_ns"),
-		             *t = json_object_get(w, "to_ns");
-		if (!json_is_integer(wid) || (uint64_t)json_integer_value(wid) != id ||
-		    !json_is_integer(f) || !json_is_integer(t))
-			continue;
-		*from = (uint64_t)json_integer_value(f);
-		*to = (uint64_t)json_integer_value(t);
-		return 0;
-	}
-	return -ENOENT;
-}
-
-/* --from/--to T: 0, or -1 after one sentence. */
-static int dump_time(const char *opt, const char *v, uint64_t base, uint64_t *out)
-{
-	int rc = rd_parse_time(v, base, out);
-	if (rc == -EDOM)
-		ada_log("%s %s has no unit: an offset needs one (ns, us, ms or s), e.g. %sms", opt,
-		        v, v);
-	else if (rc < 0)
-		ada_log("bad value '%s' for %s: nanoseconds, or +1.5s, +200ms, +30us from the "
-		        "recording's start",
-		        v, opt);
-	return rc < 0 ? -1 : 0;
-}
-
-/* --from/--to/--window for this pid; -EINVAL after saying what is wrong. */
-static int dump_range(struct dump_pid *dp)
-{
-	const struct dump_opts *o = dp->o;
-	uint64_t wf, wt;
-
-	dp->from = 0;
-	dp->to = UINT64_MAX;
-	if (o->from_s && dump_time("--from", o->from_s, dp->rp.t0, &dp->from) < 0)
-		return -EINVAL;
-	if (o->to_s && dump_time("--to", o->to_s, dp->rp.t0, &dp->to) < 0)
-		return -EINVAL;
-	if (o->have_window) {
-		if (!dp->rp.manifest || dump_window(dp->rp.manifest, o->window, &wf, &wt))
-			return ada_log("%s: no window %" PRIu64 " in its manifest (ada report or "
-			               "the manifest's flight_recorder.windows lists them)",
-			               dp->rp.p->dir, o->window),
-			       -EINVAL;
-		dp->from = wf > dp->from ? wf : dp->from;
-		dp->to = wt < dp->to ? wt : dp->to;
-	}
-	return 0;
-}
-
 static int dump_one_pid(const struct dump_opts *o, const struct ada_atf_pid *p, bool several,
                         uint32_t *threads_seen, uint32_t *damaged)
 {
@@ -621,7 +523,7 @@ static int dump_one_pid(const struct dump_opts *o, const struct ada_atf_pid *p, 
 
 	if (err)
 		return err;
-	err = dump_range(&dp);
+	err = rd_filter_range(&o->f, &dp.rp, &dp.from, &dp.to);
 	if (!err && o->time == RD_TIME_WALL && !dp.rp.wall.realtime_ns) {
 		ada_log("%s: its manifest has no wall-clock anchor (recorded by an older ada); use "
 		        "--time boot",
@@ -644,59 +546,32 @@ static int dump_one_pid(const struct dump_opts *o, const struct ada_atf_pid *p, 
 static void dump_usage(FILE *f)
 {
 	fprintf(
-	    f, "usage: ada dump [--format text|jsonl] [--thread N] [--merge] [--from T] [--to T]\n"
-	       "                [--window N] [--function GLOB] [--depth N] [--demangle M]\n"
-	       "                [--time boot|wall] DIR\n"
+	    f, "usage: ada dump [--format text|jsonl] [--merge] [--pid P] [--thread N] [--from T]\n"
+	       "                [--to T] [--window N] [--function GLOB] [--depth N]\n"
+	       "                [--demangle M] [--time boot|wall] DIR\n"
 	       "  Prints the events under DIR (a pid_N directory or any directory above).\n"
 	       "  --format jsonl   one JSON object per event (keys: docs/dump.md)\n"
-	       "  --thread N       only thread_N\n"
-	       "  --merge          all threads of a process in timestamp order\n"
-	       "  --from/--to T    only events with from <= ts <= to: nanoseconds, or an\n"
-	       "                   offset from the recording's start (+1.5s, +200ms, +30us)\n"
-	       "  --window N       only the time range of detail window N\n"
-	       "  --function GLOB  only calls of matching functions and what they call\n"
-	       "  --depth N        only N levels (below the matched call with --function)\n"
-	       "  --demangle M     C++ names: full (default), simple (no parameters), no\n"
+	       "  --merge          all threads of a process in timestamp order\n");
+	rd_filter_usage(f, true);
+	fprintf(
+	    f, "  --demangle M     C++ names: full (default), simple (no parameters), no\n"
 	       "  --time FORM      boot: CLOCK_BOOTTIME ns (default); wall: local date and time\n");
 }
 
 static int dump_opt(int c, struct dump_opts *o)
 {
-	uint64_t v;
+	int rc = rd_filter_opt(&o->f, c, optarg);
 
+	if (rc != 1)
+		return rc;
 	switch (c) {
 	case 'f':
 		if (strcmp(optarg, "text") && strcmp(optarg, "jsonl"))
 			break;
 		o->jsonl = !strcmp(optarg, "jsonl");
 		return 0;
-	case 't':
-		if (!rd_parse_u64(optarg, &v) || v > UINT32_MAX)
-			break;
-		o->have_thread = true;
-		o->thread = (uint32_t)v;
-		return 0;
 	case 'm':
 		o->merge = true;
-		return 0;
-	case 'F':
-		o->from_s = optarg;
-		return 0;
-	case 'T':
-		o->to_s = optarg;
-		return 0;
-	case 'w':
-		if (!rd_parse_u64(optarg, &o->window))
-			break;
-		o->have_window = true;
-		return 0;
-	case 'g':
-		o->glob = optarg;
-		return 0;
-	case 'D':
-		if (!rd_parse_u64(optarg, &v) || !v || v > UINT32_MAX)
-			break;
-		o->depth = (uint32_t)v;
 		return 0;
 	case 'd':
 		if (ada_demangle_parse(optarg, &o->dm))
@@ -716,25 +591,23 @@ static int dump_opt(int c, struct dump_opts *o)
 	ada_log("bad value '%s' for --%s", optarg,
 	        c == 'f'   ? "format"
 	        : c == 'd' ? "demangle (full, simple or no)"
-	        : c == 'w' ? "window (a window id)"
-	        : c == 'D' ? "depth (1 or more)"
-	        : c == 'W' ? "time (boot or wall)"
-	                   : "thread");
+	                   : "time (boot or wall)");
 	return 2;
 }
 
 static int dump_args(int argc, char **argv, struct dump_opts *o, const char **dir)
 {
 	static const struct option opts[] = {
-	    {"format", required_argument, NULL, 'f'},   {"thread", required_argument, NULL, 't'},
-	    {"merge", no_argument, NULL, 'm'},          {"from", required_argument, NULL, 'F'},
-	    {"to", required_argument, NULL, 'T'},       {"window", required_argument, NULL, 'w'},
-	    {"function", required_argument, NULL, 'g'}, {"depth", required_argument, NULL, 'D'},
-	    {"demangle", required_argument, NULL, 'd'}, {"time", required_argument, NULL, 'W'},
-	    {"help", no_argument, NULL, 'h'},           {0},
+	    {"format", required_argument, NULL, 'f'},
+	    {"merge", no_argument, NULL, 'm'},
+	    RD_FILTER_OPT_SELECT,
+	    RD_FILTER_OPT_CALLS,
+	    {"demangle", required_argument, NULL, 'd'},
+	    {"time", required_argument, NULL, 'W'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	int c, rc;
-	uint64_t a, b;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
@@ -744,12 +617,8 @@ static int dump_args(int argc, char **argv, struct dump_opts *o, const char **di
 		ada_log("dump takes one directory; run `ada dump --help`");
 		return 2;
 	}
-	if (o->from_s && o->to_s && rd_parse_time(o->from_s, 0, &a) == 0 &&
-	    rd_parse_time(o->to_s, 0, &b) == 0 && (*o->from_s == '+') == (*o->to_s == '+') &&
-	    a > b) {
-		ada_log("--from is after --to: nothing to show");
+	if (rd_filter_check(&o->f))
 		return 2;
-	}
 	*dir = argv[optind];
 	return -1;
 }
@@ -768,9 +637,15 @@ int cmd_dump(int argc, char **argv)
 	tree = cmd_open_tree(dir);
 	if (!tree)
 		return 2;
+	if (rd_filter_check_pid(&o.f, tree, dir)) {
+		ada_atf_tree_free(tree);
+		return 1;
+	}
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	for (size_t i = 0; i < tree->npids && !err; i++)
-		err = dump_one_pid(&o, &tree->pids[i], tree->npids > 1, &threads_seen, &damaged);
+		if (rd_filter_wants_pid(&o.f, tree->pids[i].pid))
+			err = dump_one_pid(&o, &tree->pids[i], tree->npids > 1, &threads_seen,
+			                   &damaged);
 	ada_atf_tree_free(tree);
 	if (fflush(stdout) != 0 && !err)
 		err = -errno;
@@ -780,8 +655,8 @@ int cmd_dump(int argc, char **argv)
 		ada_log("%s: %s", dir, strerror(-err));
 		return 1;
 	}
-	if (o.have_thread && !threads_seen) {
-		ada_log("%s: no thread_%" PRIu32 " directory", dir, o.thread);
+	if (o.f.have_thread && !threads_seen) {
+		ada_log("%s: no thread_%" PRIu32 " directory", dir, o.f.thread);
 		return 1;
 	}
 	return damaged ? 1 : 0; /* what could be read was printed; the rest is reported */

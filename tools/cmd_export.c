@@ -31,19 +31,24 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "filter.h"
 #include "read.h"
 
 struct ex_opts {
 	const char *out;
 	bool atf; /* --format atf: cmd_export_atf.c */
 	enum ada_demangle dm;
+	struct rd_filter f;
 };
 
 struct ex_state {
 	FILE *f;
+	const struct ex_opts *o;
 	struct rd_pid *rp;
 	const struct ada_atf_thread *t;
 	uint32_t pid, tid;
+	uint64_t from, to; /* the pid's time range (the filters') */
+	bool any;          /* a process was written: the next one's line starts with a comma */
 	struct rd_progress pg;
 };
 
@@ -175,10 +180,19 @@ static void ex_marker(void *ctx, uint64_t ts, uint32_t sig, uint64_t addr)
  * progress bar moves inside a long thread too. */
 static void ex_walk(struct ex_state *s, struct ada_frames *w)
 {
+	if (s->o->f.glob || s->o->f.depth) { /* event by event: filter.c */
+		rd_filter_walk(&s->o->f, s->rp->names, s->t, w, s->from, s->to, true);
+		for (size_t g = 0; g < s->t->ngen; g++)
+			if (s->t->gen[g].index)
+				rd_progress_add(&s->pg, ada_atf_index_count(s->t->gen[g].index));
+		return;
+	}
 	for (size_t g = 0; g < s->t->ngen; g++) {
 		const struct ada_atf_index *ix = s->t->gen[g].index;
-		uint64_t n = ix ? ada_atf_index_count(ix) : 0;
-		for (uint64_t k = 0; k < n; k += 1u << 20) {
+		uint64_t b = 0, n = 0;
+		if (ix)
+			ada_atf_index_range(ix, s->from, s->to, &b, &n);
+		for (uint64_t k = b; k < n; k += 1u << 20) {
 			uint64_t e = n - k < (1u << 20) ? n : k + (1u << 20);
 			ada_frames_push_many(w, ada_atf_index_get(ix, k), e - k, (uint32_t)g, k);
 			ada_atf_index_done(ix, k, e); /* RSS stays a chunk, not the file */
@@ -205,8 +219,11 @@ static int ex_thread(struct ex_state *s, size_t i)
 	struct ada_atf_thread *t;
 	struct ada_frames *w;
 	char name[64];
-	int err = rd_thread_open(s->rp, i, &t);
+	int err;
 
+	if (!rd_filter_wants_thread(&s->o->f, s->rp->p->thread_ids[i]))
+		return 0;
+	err = rd_thread_open(s->rp, i, &t);
 	if (err || !t)
 		return err;
 	s->t = t;
@@ -240,6 +257,8 @@ static uint64_t ex_jnum(const json_t *o, const char *k)
 static void ex_instant_p(struct ex_state *s, const char *cat, const char *name, uint64_t ts,
                          const json_t *args)
 {
+	if (ts < s->from || ts > s->to)
+		return;
 	fprintf(s->f, ",\n{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"%s\",\"name\":", cat);
 	rd_json_str(s->f, name);
 	s->tid = s->pid;
@@ -301,7 +320,7 @@ static uint64_t ex_count(const struct ada_atf_pid *p)
 }
 
 static int ex_pid(const struct ex_opts *o, struct ex_state *s, const struct ada_atf_pid *p,
-                  bool first, uint32_t *damaged)
+                  uint32_t *damaged)
 {
 	struct rd_pid rp;
 	char prog[256], name[300];
@@ -309,10 +328,16 @@ static int ex_pid(const struct ex_opts *o, struct ex_state *s, const struct ada_
 
 	if (err)
 		return err;
+	err = rd_filter_range(&o->f, &rp, &s->from, &s->to);
+	if (err) {
+		rd_pid_close(&rp);
+		return err;
+	}
 	s->rp = &rp;
 	s->pid = p->pid;
 	snprintf(name, sizeof(name), "%s", rd_program(&rp, prog, sizeof(prog)));
-	ex_meta(s->f, "process_name", p->pid, 0, name, first); /* viewers add the pid */
+	ex_meta(s->f, "process_name", p->pid, 0, name, !s->any); /* viewers add the pid */
+	s->any = true;
 	for (size_t i = 0; i < p->nthreads && !err; i++)
 		err = ex_thread(s, i);
 	if (!err && rp.manifest)
@@ -325,18 +350,20 @@ static int ex_pid(const struct ex_opts *o, struct ex_state *s, const struct ada_
 static int ex_tree(const struct ex_opts *o, const struct ada_atf_tree *tree, FILE *f,
                    uint32_t *damaged)
 {
-	struct ex_state s = {.f = f};
+	struct ex_state s = {.f = f, .o = o};
 	uint64_t total = 0;
 	int err = 0;
 
 	for (size_t i = 0; i < tree->npids; i++)
-		total += ex_count(&tree->pids[i]);
+		if (rd_filter_wants_pid(&o->f, tree->pids[i].pid))
+			total += ex_count(&tree->pids[i]);
 	rd_progress_init(&s.pg, "export", total);
 	fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"ada export\"},"
 	      "\"traceEvents\":[\n",
 	      f);
 	for (size_t i = 0; i < tree->npids && !err; i++)
-		err = ex_pid(o, &s, &tree->pids[i], i == 0, damaged);
+		if (rd_filter_wants_pid(&o->f, tree->pids[i].pid))
+			err = ex_pid(o, &s, &tree->pids[i], damaged);
 	fputs("\n]}\n", f);
 	rd_progress_end(&s.pg);
 	return err;
@@ -346,13 +373,18 @@ static int ex_tree(const struct ex_opts *o, const struct ada_atf_tree *tree, FIL
 
 static void ex_usage(FILE *f)
 {
-	fprintf(f, "usage: ada export --format chrome -o FILE [--demangle full|simple|no] DIR\n"
-	           "       ada export --format atf -o OUTDIR DIR\n"
-	           "  Writes every pid_N under DIR as Chrome trace-event JSON (Perfetto UI,\n"
-	           "  chrome://tracing, speedscope): one track per thread, one complete event\n"
-	           "  per call, instants for triggers, windows, crashes and exception exits.\n"
-	           "  -o FILE   the output file (replaced whole at the end), or - for stdout\n"
-	           "  --format atf copies DIR under OUTDIR as strict ATF v2 files: compact\n"
+	fprintf(
+	    f, "usage: ada export --format chrome -o FILE [--demangle full|simple|no]\n"
+	       "                  [--pid P] [--thread N] [--from T] [--to T] [--window N]\n"
+	       "                  [--function GLOB] [--depth N] DIR\n"
+	       "       ada export --format atf -o OUTDIR DIR\n"
+	       "  Writes every pid_N under DIR as Chrome trace-event JSON (Perfetto UI,\n"
+	       "  chrome://tracing, speedscope): one track per thread, one complete event\n"
+	       "  per call, instants for triggers, windows, crashes and exception exits.\n"
+	       "  A long recording is best cut to a window or a time range for the viewers.\n"
+	       "  -o FILE          the output file (replaced whole at the end), or - for stdout\n");
+	rd_filter_usage(f, true);
+	fprintf(f, "  --format atf copies DIR under OUTDIR as strict ATF v2 files: compact\n"
 	           "  index files (--index-format compact) become 32-byte-event index.atf.\n");
 }
 
@@ -362,15 +394,21 @@ static int ex_args_parse(int argc, char **argv, struct ex_opts *o, const char **
 	    {"format", required_argument, NULL, 'f'},
 	    {"output", required_argument, NULL, 'o'},
 	    {"demangle", required_argument, NULL, 'd'},
+	    RD_FILTER_OPT_SELECT,
+	    RD_FILTER_OPT_CALLS,
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	bool chrome = false;
-	int c;
+	bool chrome = false, filtered = false;
+	int c, rc;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		if (c == 'f' && !strcmp(optarg, "chrome")) {
+		if ((rc = rd_filter_opt(&o->f, c, optarg)) != 1) {
+			if (rc)
+				return rc;
+			filtered = true;
+		} else if (c == 'f' && !strcmp(optarg, "chrome")) {
 			chrome = true;
 		} else if (c == 'f' && !strcmp(optarg, "atf")) {
 			chrome = o->atf = true;
@@ -397,6 +435,13 @@ static int ex_args_parse(int argc, char **argv, struct ex_opts *o, const char **
 		        "--help`");
 		return 2;
 	}
+	if (filtered && o->atf) {
+		ada_log("--format atf copies the whole recording: the filters are for --format "
+		        "chrome");
+		return 2;
+	}
+	if (rd_filter_check(&o->f))
+		return 2;
 	*dir = argv[optind];
 	return -1;
 }
@@ -417,6 +462,10 @@ int cmd_export(int argc, char **argv)
 	struct ada_atf_tree *tree = cmd_open_tree(dir);
 	if (!tree)
 		return 2;
+	if (rd_filter_check_pid(&o.f, tree, dir)) {
+		ada_atf_tree_free(tree);
+		return 1;
+	}
 	err = rd_out_open(&out, o.out);
 	if (err) {
 		ada_log("%s: cannot create it: %s", o.out, strerror(-err));
@@ -428,6 +477,8 @@ int cmd_export(int argc, char **argv)
 	ada_atf_tree_free(tree);
 	if (err) {
 		rd_out_abort(&out);
+		if (err == -EINVAL)
+			return 2; /* a filter said what is wrong */
 		ada_log("%s: %s; nothing written", dir, strerror(-err));
 		return 1;
 	}

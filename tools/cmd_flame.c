@@ -29,14 +29,15 @@
 
 #include "cmd.h"
 #include "flame_svg.h"
+#include "filter.h"
 #include "read.h"
 
 #define FLAME_MAX_NODES (4u << 20)
 #define FLAME_LABEL (1ull << 63) /* function_id of a process or thread frame */
 
 struct fl_opts {
-	bool folded, per_thread, have_thread;
-	uint32_t thread;
+	bool folded, per_thread;
+	struct rd_filter f;
 	const char *out;
 	enum ada_demangle dm;
 };
@@ -148,7 +149,7 @@ static void fl_sum_labels(struct fl_tree *t)
 /* ------------------------------------------------------------- walk */
 
 static int fl_thread(const struct fl_opts *o, struct fl_tree *t, struct rd_pid *rp, size_t i,
-                     uint32_t pid_node)
+                     uint32_t pid_node, const uint64_t range[2])
 {
 	static const struct ada_frames_ops ops = {.enter = fl_enter, .leave = fl_leave};
 	struct ada_atf_thread *th;
@@ -156,7 +157,7 @@ static int fl_thread(const struct fl_opts *o, struct fl_tree *t, struct rd_pid *
 	char label[64];
 	int err;
 
-	if (o->have_thread && rp->p->thread_ids[i] != o->thread)
+	if (!rd_filter_wants_thread(&o->f, rp->p->thread_ids[i]))
 		return 0;
 	err = rd_thread_open(rp, i, &th);
 	if (err || !th)
@@ -169,7 +170,7 @@ static int fl_thread(const struct fl_opts *o, struct fl_tree *t, struct rd_pid *
 	}
 	err = ada_frames_new(&ops, t, &w);
 	if (!err) {
-		t->events += rd_thread_walk(th, w, 0, UINT64_MAX, true);
+		t->events += rd_filter_walk(&o->f, rp->names, th, w, range[0], range[1], true);
 		err = t->err;
 	}
 	ada_frames_free(w);
@@ -184,9 +185,15 @@ static int fl_pid(const struct fl_opts *o, struct fl_tree *t, const struct ada_a
 	char prog[256], label[300];
 	int err = rd_pid_open(p, o->dm, &rp);
 	uint32_t pid_node = 0;
+	uint64_t range[2];
 
 	if (err)
 		return err;
+	err = rd_filter_range(&o->f, &rp, &range[0], &range[1]);
+	if (err) {
+		rd_pid_close(&rp);
+		return err;
+	}
 	t->rp = &rp;
 	if (several) {
 		snprintf(label, sizeof(label), "%s (pid %" PRIu32 ")",
@@ -194,7 +201,7 @@ static int fl_pid(const struct fl_opts *o, struct fl_tree *t, const struct ada_a
 		pid_node = fl_child(t, 0, FLAME_LABEL | (1ull << 62) | p->pid, label);
 	}
 	for (size_t i = 0; i < p->nthreads && !err; i++)
-		err = fl_thread(o, t, &rp, i, pid_node);
+		err = fl_thread(o, t, &rp, i, pid_node, range);
 	*damaged += rp.damaged;
 	t->rp = NULL;
 	rd_pid_close(&rp);
@@ -397,13 +404,15 @@ static void fl_free(struct fl_tree *t)
 static void fl_usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: ada flame [-o FILE.svg | --folded] [--per-thread] [--thread N]\n"
-	        "                 [--demangle full|simple|no] DIR\n"
+	        "usage: ada flame [-o FILE.svg | --folded] [--per-thread] [--demangle M]\n"
+	        "                 [--pid P] [--thread N] [--from T] [--to T] [--window N]\n"
+	        "                 [--function GLOB] [--depth N] DIR\n"
 	        "  A flame graph of every pid_N under DIR by inclusive time: an interactive SVG\n"
 	        "  (click to zoom, Search) with -o, or with --folded the folded stacks that\n"
 	        "  flamegraph.pl, inferno and speedscope read (to stdout, or -o FILE).\n"
-	        "  --per-thread  each thread under its own frame (default: threads merged)\n"
-	        "  --thread N    only thread_N\n");
+	        "  --per-thread     each thread under its own frame (default: threads merged)\n"
+	        "  --demangle M     C++ names: full (default), simple (no parameters), no\n");
+	rd_filter_usage(f, true);
 }
 
 static int fl_args(int argc, char **argv, struct fl_opts *o, const char **dir)
@@ -412,29 +421,25 @@ static int fl_args(int argc, char **argv, struct fl_opts *o, const char **dir)
 	    {"output", required_argument, NULL, 'o'},
 	    {"folded", no_argument, NULL, 'F'},
 	    {"per-thread", no_argument, NULL, 'p'},
-	    {"thread", required_argument, NULL, 't'},
 	    {"demangle", required_argument, NULL, 'd'},
+	    RD_FILTER_OPT_SELECT,
+	    RD_FILTER_OPT_CALLS,
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	int c;
-	uint64_t v;
+	int c, rc;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		if (c == 'o') {
+		if ((rc = rd_filter_opt(&o->f, c, optarg)) != 1) {
+			if (rc)
+				return rc;
+		} else if (c == 'o') {
 			o->out = optarg;
 		} else if (c == 'F') {
 			o->folded = true;
 		} else if (c == 'p') {
 			o->per_thread = true;
-		} else if (c == 't') {
-			if (!rd_parse_u64(optarg, &v) || v > UINT32_MAX) {
-				ada_log("bad value '%s' for --thread", optarg);
-				return 2;
-			}
-			o->have_thread = true;
-			o->thread = (uint32_t)v;
 		} else if (c == 'd') {
 			if (ada_demangle_parse(optarg, &o->dm)) {
 				ada_log("bad value '%s' for --demangle: full, simple or no",
@@ -454,6 +459,8 @@ static int fl_args(int argc, char **argv, struct fl_opts *o, const char **dir)
 		        "--help`");
 		return 2;
 	}
+	if (rd_filter_check(&o->f))
+		return 2;
 	*dir = argv[optind];
 	return -1;
 }
@@ -464,7 +471,8 @@ static int fl_build(const struct fl_opts *o, struct fl_tree *t, const struct ada
 	int err = fl_push(t, 0, FLAME_LABEL, "all");
 
 	for (size_t i = 0; i < tree->npids && !err; i++)
-		err = fl_pid(o, t, &tree->pids[i], tree->npids > 1, damaged);
+		if (rd_filter_wants_pid(&o->f, tree->pids[i].pid))
+			err = fl_pid(o, t, &tree->pids[i], tree->npids > 1, damaged);
 	if (!err) {
 		fl_sum_labels(t);
 		err = fl_link(t);
@@ -487,14 +495,19 @@ int cmd_flame(int argc, char **argv)
 	struct ada_atf_tree *tree = cmd_open_tree(dir);
 	if (!tree)
 		return 2;
+	if (rd_filter_check_pid(&o.f, tree, dir)) {
+		ada_atf_tree_free(tree);
+		return 1;
+	}
 	err = fl_build(&o, &t, tree, &damaged);
 	ada_atf_tree_free(tree);
 	if (!err)
 		err = rd_out_open(&out, o.out ? o.out : "-");
 	if (err) {
-		ada_log("%s: %s", o.out && err != -ENOMEM ? o.out : dir, strerror(-err));
+		if (err != -EINVAL) /* -EINVAL: a filter said what is wrong */
+			ada_log("%s: %s", o.out && err != -ENOMEM ? o.out : dir, strerror(-err));
 		fl_free(&t);
-		return 1;
+		return err == -EINVAL ? 2 : 1;
 	}
 	setvbuf(out.f, buf, _IOFBF, sizeof(buf));
 	if (o.folded)

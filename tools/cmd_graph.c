@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "filter.h"
 #include "read.h"
 
 #define GRAPH_MATCHED_MAX 64   /* functions named in the output; the rest counted */
@@ -30,8 +31,9 @@
 #define GRAPH_INDENT_LEVELS 64 /* deeper tree lines say their level instead */
 
 struct gr_opts {
-	bool json, have_thread;
-	uint32_t thread, depth; /* depth 0: no limit */
+	bool json;
+	struct rd_filter f; /* --pid, --thread, --from, --to, --window */
+	uint32_t depth;     /* levels of the tree below the function; 0: no limit */
 	enum ada_demangle dm;
 	const char *fn;
 };
@@ -283,16 +285,17 @@ static json_t *gr_json(const struct gr_match *m, const struct ada_callgraph *g, 
 
 static int gr_walk(const struct gr_opts *o, struct rd_pid *rp, struct ada_callgraph *g)
 {
-	int err = 0;
+	uint64_t from, to;
+	int err = rd_filter_range(&o->f, rp, &from, &to);
 
 	for (size_t i = 0; i < rp->p->nthreads && !err; i++) {
 		struct ada_atf_thread *t;
-		if (o->have_thread && rp->p->thread_ids[i] != o->thread)
+		if (!rd_filter_wants_thread(&o->f, rp->p->thread_ids[i]))
 			continue;
 		err = rd_thread_open(rp, i, &t);
 		if (err || !t)
 			continue;
-		rd_thread_walk(t, ada_callgraph_walker(g), 0, UINT64_MAX, true);
+		rd_thread_walk(t, ada_callgraph_walker(g), from, to, true);
 		ada_atf_thread_free(t);
 	}
 	return err ? err : ada_callgraph_sort(g);
@@ -329,18 +332,16 @@ static int gr_pid(const struct gr_opts *o, const struct ada_atf_pid *p, json_t *
 
 static void gr_usage(FILE *f)
 {
-	fprintf(
-	    f,
-	    "usage: ada graph [--json] [--thread N] [--depth N] [--demangle full|simple|no]\n"
-	    "                 DIR FUNCTION\n"
-	    "  The call graph around FUNCTION (a name, a mangled symbol, or a glob), for\n"
-	    "  every pid_N under DIR that called it: its calls, total and self time (as\n"
-	    "  ada report), the call paths that lead to it, and the tree of what it\n"
-	    "  calls, aggregated over its calls.\n"
-	    "  --thread N   only thread_N\n"
-	    "  --depth N    only N levels of the tree below FUNCTION\n"
-	    "  --json       one JSON document (keys: docs/reading.md)\n"
-	    "  --demangle   C++ names: full (default), simple (no parameters), no (as in ELF)\n");
+	fprintf(f, "usage: ada graph [--json] [--depth N] [--demangle full|simple|no] [--pid P]\n"
+	           "                 [--thread N] [--from T] [--to T] [--window N] DIR FUNCTION\n"
+	           "  The call graph around FUNCTION (a name, a mangled symbol, or a glob), for\n"
+	           "  every pid_N under DIR that called it: its calls, total and self time (as\n"
+	           "  ada report), the call paths that lead to it, and the tree of what it\n"
+	           "  calls, aggregated over its calls.\n"
+	           "  --depth N        only N levels of the tree below FUNCTION\n"
+	           "  --json           one JSON document (keys: docs/reading.md)\n"
+	           "  --demangle M     C++ names: full (default), simple (no parameters), no\n");
+	rd_filter_usage(f, false);
 }
 
 static int gr_number(const char *s, const char *what, uint32_t min, uint32_t *out)
@@ -358,13 +359,14 @@ static int gr_number(const char *s, const char *what, uint32_t min, uint32_t *ou
 
 static int gr_opt(int c, struct gr_opts *o)
 {
+	int rc = rd_filter_opt(&o->f, c, optarg);
+
+	if (rc != 1)
+		return rc ? rc : -1;
 	switch (c) {
 	case 'j':
 		o->json = true;
 		return -1;
-	case 't':
-		o->have_thread = true;
-		return gr_number(optarg, "--thread", 0, &o->thread);
 	case 'D':
 		return gr_number(optarg, "--depth", 1, &o->depth);
 	case 'd':
@@ -384,9 +386,9 @@ static int gr_opt(int c, struct gr_opts *o)
 static int gr_args(int argc, char **argv, struct gr_opts *o, const char **dir)
 {
 	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},        {"thread", required_argument, NULL, 't'},
-	    {"depth", required_argument, NULL, 'D'}, {"demangle", required_argument, NULL, 'd'},
-	    {"help", no_argument, NULL, 'h'},        {0},
+	    {"json", no_argument, NULL, 'j'},           {"depth", required_argument, NULL, 'D'},
+	    {"demangle", required_argument, NULL, 'd'}, RD_FILTER_OPT_SELECT,
+	    {"help", no_argument, NULL, 'h'},           {0},
 	};
 	int c, rc;
 
@@ -398,6 +400,8 @@ static int gr_args(int argc, char **argv, struct gr_opts *o, const char **dir)
 		ada_log("graph takes a directory and a function; run `ada graph --help`");
 		return 2;
 	}
+	if (rd_filter_check(&o->f))
+		return 2;
 	*dir = argv[optind];
 	o->fn = argv[optind + 1];
 	return -1;
@@ -415,9 +419,14 @@ int cmd_graph(int argc, char **argv)
 	struct ada_atf_tree *tree = cmd_open_tree(dir);
 	if (!tree)
 		return 2;
+	if (rd_filter_check_pid(&o.f, tree, dir)) {
+		ada_atf_tree_free(tree);
+		return 1;
+	}
 	json_t *procs = json_array();
 	for (size_t i = 0; i < tree->npids && !err; i++)
-		err = gr_pid(&o, &tree->pids[i], procs, &damaged, &found);
+		if (rd_filter_wants_pid(&o.f, tree->pids[i].pid))
+			err = gr_pid(&o, &tree->pids[i], procs, &damaged, &found);
 	if (!err && o.json) {
 		json_t *doc = json_pack("{sssO}", "function", o.fn, "processes", procs);
 		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
@@ -426,13 +435,15 @@ int cmd_graph(int argc, char **argv)
 	}
 	json_decref(procs);
 	ada_atf_tree_free(tree);
+	if (err == -EINVAL)
+		return 2; /* a filter said what is wrong */
 	if (err) {
 		ada_log("%s: %s", dir, strerror(-err));
 		return 1;
 	}
 	if (!found) {
 		ada_log("%s: no call of '%s'%s (`ada report %s` lists the functions called)", dir,
-		        o.fn, o.have_thread ? " in that thread" : "", dir);
+		        o.fn, o.f.have_thread ? " in that thread" : "", dir);
 		return 1;
 	}
 	return damaged ? 1 : 0;

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "filter.h"
 #include "read.h"
 
 enum rp_col {
@@ -42,6 +43,7 @@ struct rp_opts {
 	bool json, threads;
 	enum rp_col sort;
 	enum ada_demangle dm;
+	struct rd_filter f;
 };
 
 struct rp_fn {
@@ -320,20 +322,25 @@ static json_t *rp_json(const struct rp_state *s, struct rd_pid *rp,
 static int rp_walk_pid(struct rp_state *s, struct rd_pid *rp, struct ada_frames *w,
                        uint32_t *nthreads)
 {
-	for (size_t i = 0; i < rp->p->nthreads && !s->err; i++) {
+	uint64_t from, to;
+	int err = rd_filter_range(&s->o->f, rp, &from, &to);
+
+	for (size_t i = 0; i < rp->p->nthreads && !s->err && !err; i++) {
 		struct ada_atf_thread *t;
-		int err = rd_thread_open(rp, i, &t);
+		if (!rd_filter_wants_thread(&s->o->f, rp->p->thread_ids[i]))
+			continue;
+		err = rd_thread_open(rp, i, &t);
 		if (err)
 			return err;
 		if (!t)
 			continue;
 		s->thread = t->thread;
 		s->tid = rd_thread_tid(rp, t);
-		rd_thread_walk(t, w, 0, UINT64_MAX, true);
+		rd_filter_walk(&s->o->f, rp->names, t, w, from, to, true);
 		*nthreads += !rd_thread_new_image(rp, i); /* an exec's main thread: the same */
 		ada_atf_thread_free(t);
 	}
-	return s->err;
+	return err ? err : s->err;
 }
 
 static int rp_pid(const struct rp_opts *o, const struct ada_atf_pid *p, json_t *procs,
@@ -375,27 +382,39 @@ static void rp_usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "usage: ada report [--sort COL] [--threads] [--json] [--demangle full|simple|no] DIR\n"
+	    "usage: ada report [--sort COL] [--threads] [--json] [--demangle full|simple|no]\n"
+	    "                  [--pid P] [--thread N] [--from T] [--to T] [--window N]\n"
+	    "                  [--function GLOB] [--depth N] DIR\n"
 	    "  Per function: calls, total and self time, min/p50/p99/max duration, exception\n"
 	    "  exits (exc) and frames still open at the end (open), for every pid_N under DIR.\n"
-	    "  --sort COL   calls, total (default), self, min, p50, p99, max, exc, open, name\n"
-	    "  --threads    one table per thread\n"
-	    "  --json       one JSON document (keys: docs/reading.md)\n"
-	    "  --demangle   C++ names: full (default), simple (no parameters), no (as in ELF)\n");
+	    "  --sort COL       calls, total (default), self, min, p50, p99, max, exc, open, name\n"
+	    "  --threads        one table per thread\n"
+	    "  --json           one JSON document (keys: docs/reading.md)\n"
+	    "  --demangle M     C++ names: full (default), simple (no parameters), no (as in "
+	    "ELF)\n");
+	rd_filter_usage(f, true);
 }
 
 static int rp_args(int argc, char **argv, struct rp_opts *o, const char **dir)
 {
 	static const struct option opts[] = {
-	    {"sort", required_argument, NULL, 's'}, {"threads", no_argument, NULL, 't'},
-	    {"json", no_argument, NULL, 'j'},       {"demangle", required_argument, NULL, 'd'},
-	    {"help", no_argument, NULL, 'h'},       {0},
+	    {"sort", required_argument, NULL, 's'},
+	    {"threads", no_argument, NULL, 't'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"demangle", required_argument, NULL, 'd'},
+	    RD_FILTER_OPT_SELECT,
+	    RD_FILTER_OPT_CALLS,
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
-	int c;
+	int c, rc;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == 's') {
+		if ((rc = rd_filter_opt(&o->f, c, optarg)) != 1) {
+			if (rc)
+				return rc;
+		} else if (c == 's') {
 			for (o->sort = 0; o->sort < COL_N; o->sort++)
 				if (!strcmp(optarg, rp_col_names[o->sort]))
 					break;
@@ -426,6 +445,8 @@ static int rp_args(int argc, char **argv, struct rp_opts *o, const char **dir)
 		ada_log("report takes one directory; run `ada report --help`");
 		return 2;
 	}
+	if (rd_filter_check(&o->f))
+		return 2;
 	*dir = argv[optind];
 	return -1;
 }
@@ -442,9 +463,14 @@ int cmd_report(int argc, char **argv)
 	struct ada_atf_tree *tree = cmd_open_tree(dir);
 	if (!tree)
 		return 2;
+	if (rd_filter_check_pid(&o.f, tree, dir)) {
+		ada_atf_tree_free(tree);
+		return 1;
+	}
 	json_t *doc = json_object(), *procs = json_array();
 	for (size_t i = 0; i < tree->npids && !err; i++)
-		err = rp_pid(&o, &tree->pids[i], procs, &damaged);
+		if (rd_filter_wants_pid(&o.f, tree->pids[i].pid))
+			err = rp_pid(&o, &tree->pids[i], procs, &damaged);
 	json_object_set_new(doc, "processes", procs);
 	if (!err && o.json) {
 		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
@@ -454,6 +480,8 @@ int cmd_report(int argc, char **argv)
 	ada_atf_tree_free(tree);
 	if (fflush(stdout) != 0 && !err)
 		err = -errno;
+	if (err == -EINVAL)
+		return 2; /* said */
 	if (err) {
 		ada_log("%s: %s", dir, strerror(-err));
 		return 1;

@@ -33,6 +33,7 @@ ada_read_test(chrome_cxx chrome RUN ${T}/t_cxx_O2 throw)
 ada_read_test(chrome_flight chrome_flight OPTS --record-opt=--trigger --record-opt=symbol=rare_event
               RUN ${T}/t_flight_O2 symbol)
 ada_read_test(flame_threads flame RUN ${T}/t_threads_O2)
+ada_read_test(filters_threads filters RUN ${T}/t_threads_O2)
 ada_read_test(graph_threads graph RUN ${T}/t_threads_O2)
 ada_read_test(graph_recursion graph RUN ${T}/t_recursion_O0)
 ada_read_test(windows_flight windows OPTS --record-opt=--trigger --record-opt=symbol=rare_event

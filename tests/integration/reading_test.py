@@ -562,7 +562,41 @@ def check_browser(s, c):
     c.check(rc == 0, f"browser: exit {rc} (screenshots in {os.path.abspath(shots)})")
 
 
-CHECKS = {"browser": check_browser, "graph": check_graph, "report_exec": check_report_exec, "crash_exec": check_crash_exec, "windows": check_windows, "dump_window": check_dump_window, "flame": check_flame, "chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
+def check_filters(s, c):
+    """One filter grammar (tools/filter.c): report, flame, export chrome and
+    graph keep what dump keeps under the same --thread, --from/--to,
+    --function and --depth; --pid and --window say when nothing matches."""
+    evs = s.events()
+    calls = lambda es: collections.Counter(e["function"] for e in es if e["kind"] == "call")
+    mid = sorted(e["ts"] for e in evs)[len(evs) // 2]
+    pid = int(os.path.basename(s.pid_dir)[4:])
+    cases = (("--thread", "1"), ("--from", str(mid)), ("--to", str(mid)),
+             ("--function", "work_a"), ("--function", "worker", "--depth", "2"),
+             ("--thread", "2", "--function", "work_b"), ("--pid", str(pid)))
+    for f in cases:
+        want = calls(s.events(*f))
+        c.check(want or f[0] == "--to", f"dump {f}: no calls kept")
+        got = {r["function"]: r["calls"] for r in s.report(*f)["functions"]}
+        c.check(got == dict(want), f"report {f}: {got}, dump keeps {dict(want)}")
+        doc = json.loads(s.run("export", "--format", "chrome", "-o", "-", *f, s.pid_dir))
+        xs = collections.Counter(e["name"] for e in doc["traceEvents"] if e["ph"] == "X")
+        c.check(xs == want, f"export chrome {f}: {dict(xs)}, dump keeps {dict(want)}")
+    folded = s.run("flame", "--folded", "--function", "work_a", s.pid_dir).splitlines()
+    c.check(folded and all(l.split(";")[0].split(" ")[0] == "work_a" for l in folded),
+            "flame --function work_a: stacks not rooted at work_a:\n" + "\n".join(folded[:5]))
+    g = json.loads(s.run("graph", "--json", "--thread", "1", s.pid_dir, "work_a"))
+    n = sum(p["calls"] for p in g["processes"])
+    c.check(n == calls(s.events("--thread", "1"))["work_a"],
+            f"graph --thread 1: {n} calls of work_a")
+    rc, _, err = s.run("report", "--window", "99", s.pid_dir, want_rc=None, checks=True)
+    c.check(rc == 2 and "no window 99" in err, f"report --window 99: rc {rc}, {err!r}")
+    for cmd in (("dump",), ("report",), ("flame", "--folded"), ("export", "--format", "chrome",
+                                                               "-o", "-")):
+        rc, _, err = s.run(*cmd, "--pid", str(pid + 1), s.pid_dir, want_rc=None, checks=True)
+        c.check(rc == 1 and "no pid_" in err, f"{cmd[0]} --pid {pid + 1}: rc {rc}, {err!r}")
+
+
+CHECKS = {"browser": check_browser, "filters": check_filters, "graph": check_graph, "report_exec": check_report_exec, "crash_exec": check_crash_exec, "windows": check_windows, "dump_window": check_dump_window, "flame": check_flame, "chrome": check_chrome, "chrome_flight": check_chrome_flight, "report": check_report, "names": check_names, "crash": check_crash,
           "crash_args": check_crash_args}
 
 
