@@ -28,6 +28,7 @@ static const struct ada_command commands[] = {
     {"crash", "the stacks of a process that died of a signal: ada crash DIR [--json]", cmd_crash},
     {"graph", "callers and callees of a function: ada graph DIR FUNCTION [--json]", cmd_graph},
     {"windows", "the trigger windows of a recording: ada windows DIR|PID [--json]", cmd_windows},
+    {"serve", "a control daemon (JSON-RPC: spawn, attach, diagnose …): ada serve", cmd_serve},
     {"attach", "record a running process, then detach: ada attach PID [options]", cmd_attach},
     {"diagnose", "can ada record PATH or attach to PID here? ada diagnose PATH|PID [--json]",
      cmd_diagnose},

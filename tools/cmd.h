@@ -26,6 +26,7 @@ int cmd_flame(int argc, char **argv);
 int cmd_crash(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 int cmd_windows(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
 int cmd_attach(int argc, char **argv);

@@ -105,6 +105,30 @@ static int rpc_check_request(json_t *req, const char **why)
 	return 0;
 }
 
+/* A method of the host's (ada_control_host.methods). */
+static void rpc_host_method(struct ctl_call *k, const struct ada_control_method *m)
+{
+	char why[400] = "the method failed";
+	json_t *res = NULL;
+	int rc = m->fn(k->c->h.ctx, k->params, &res, why, sizeof(why));
+	if (rc < 0) {
+		json_decref(res);
+		ctl_fail(k,
+		         rc == -EINVAL || rc == -ENOENT ? ADA_RPC_INVALID_PARAMS : ADA_RPC_REFUSED,
+		         "%s", why);
+		return;
+	}
+	k->result = res ? res : json_object();
+}
+
+static const struct ada_control_method *rpc_host_find(const struct ada_control *c, const char *name)
+{
+	for (size_t i = 0; i < c->h.nmethods; i++)
+		if (!strcmp(c->h.methods[i].name, name))
+			return &c->h.methods[i];
+	return NULL;
+}
+
 static char *rpc_call(struct ada_control *c, json_t *req)
 {
 	json_t *id = json_object_get(req, "id");
@@ -114,14 +138,18 @@ static char *rpc_call(struct ada_control *c, json_t *req)
 	if (code) /* an id of the wrong type is not echoed */
 		return rpc_error(json_is_string(id) || json_is_integer(id) ? id : NULL, code, why);
 	const char *name = json_string_value(json_object_get(req, "method"));
-	const struct ctl_method *m = ctl_method_find(name);
-	if (!m)
+	const struct ada_control_method *hm = rpc_host_find(c, name);
+	const struct ctl_method *m = hm || c->h.methods_only ? NULL : ctl_method_find(name);
+	if (!m && !hm)
 		return notify ? NULL : rpc_error(id, ADA_RPC_METHOD_NOT_FOUND, "no such method");
 	json_t *params = json_object_get(req, "params");
 	struct ctl_call k = {.c = c, .params = params ? json_incref(params) : json_object()};
 	if (!k.params)
 		return strdup(rpc_oom);
-	m->fn(&k);
+	if (hm)
+		rpc_host_method(&k, hm);
+	else
+		m->fn(&k);
 	json_decref(k.params);
 	if (notify) {
 		json_decref(k.result);

@@ -21,3 +21,12 @@ foreach(case arm note status malformed never peer registry always retitle held f
   set_tests_properties(control_${case} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
                        LABELS "integration")
 endforeach()
+
+# ada serve: the per-user control daemon (issue 36 item 4).
+if(Python3_EXECUTABLE AND NOT ADA_SANITIZE MATCHES "^(address|thread)$")
+  add_test(NAME e2e.serve
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/serve_test.py
+                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
+                   --target ${ADA_TGT_DIR}/t_recursion_O0)
+  set_tests_properties(e2e.serve PROPERTIES TIMEOUT 300 LABELS "e2e")
+endif()

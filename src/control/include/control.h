@@ -60,6 +60,16 @@ enum ada_rpc_error {
 	ADA_RPC_BUSY = -32003,             /* closed: too many clients, or idle */
 };
 
+/* A method the host answers itself (`ada serve`'s spawn, attach …):
+ * params is the request's params object (borrowed); on success *result is
+ * a new reference; on failure one sentence in why, and -EINVAL answers
+ * ADA_RPC_INVALID_PARAMS, -ENOENT ADA_RPC_INVALID_PARAMS too (no such
+ * recording), anything else ADA_RPC_REFUSED. Runs on the poll thread. */
+struct ada_control_method {
+	const char *name;
+	int (*fn)(void *ctx, json_t *params, json_t **result, char *why, size_t cap);
+};
+
 /* What the recording offers the methods. All function pointers may be
  * called on the poll thread at any time between ada_control_listen() and
  * ada_control_free(); ctx is passed back. */
@@ -77,6 +87,12 @@ struct ada_control_host {
 	 * failure one sentence in why; -EINVAL answers ADA_RPC_INVALID_PARAMS,
 	 * anything else ADA_RPC_REFUSED. */
 	int (*keysym)(void *ctx, json_t *params, json_t **result, char *why, size_t cap);
+	/* Methods of the host's own, looked up before the recording's; with
+	 * methods_only the recording's are not offered at all (a daemon that
+	 * is no recording). */
+	const struct ada_control_method *methods;
+	size_t nmethods;
+	bool methods_only;
 	/* The key-symbol set version in force, for `status` (NULL: none). */
 	uint64_t (*keysym_version)(void *ctx);
 	/* What that version covers, for `status` (NULL, or it returns NULL:
