@@ -125,9 +125,29 @@ static void fmt_usage(FILE *f, const char *who, json_t *u)
 	fprintf(f, "%.1f MiB", (double)fmt_int(u, "rss_bytes") / 1048576.0);
 }
 
+/* The hooks, how long hooking and an attach's pause took, and the
+ * drain's write-batch latency: what the recorder itself costs and how
+ * fast its disk answers. */
+static void fmt_hooks(FILE *f, json_t *st)
+{
+	json_t *h = json_object_get(st, "hooks"), *b = json_object_get(st, "batch_latency_ms");
+	fprintf(f, ", hooks %lld installed %lld skipped", (long long)fmt_int(h, "installed"),
+	        (long long)fmt_int(h, "skipped"));
+	if (json_number_value(json_object_get(h, "hook_time_ms_max")) > 0)
+		fprintf(f, " in %.1f ms",
+		        json_number_value(json_object_get(h, "hook_time_ms_max")));
+	if (json_is_number(json_object_get(st, "attach_pause_ms")))
+		fprintf(f, ", attach paused the program %.1f ms",
+		        json_number_value(json_object_get(st, "attach_pause_ms")));
+	if (json_is_object(b))
+		fprintf(f, ", write batches p50 %.2f ms p99 %.2f ms",
+		        json_number_value(json_object_get(b, "p50")),
+		        json_number_value(json_object_get(b, "p99")));
+}
+
 void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 {
-	json_t *procs = json_object_get(st, "processes"), *h = json_object_get(st, "hooks");
+	json_t *procs = json_object_get(st, "processes");
 	json_t *w = json_object_get(st, "windows"), *ks = json_object_get(st, "keysym_version");
 	bool live = json_is_true(json_object_get(st, "recording"));
 	size_t np = json_array_size(procs);
@@ -150,8 +170,7 @@ void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 	if (live)
 		fprintf(f, ", ring fill max %lld%%", (long long)fmt_int(st, "ring_fill_pct_max"));
 	fmt_rings(f, st);
-	fprintf(f, ", hooks %lld installed %lld skipped", (long long)fmt_int(h, "installed"),
-	        (long long)fmt_int(h, "skipped"));
+	fmt_hooks(f, st);
 	/* "persisted" counts windows written to their end: a window the
 	 * recording ended inside has its records on disk too, so the line
 	 * says closed, and for a finished session how many the end cut. */
@@ -225,6 +244,9 @@ static void man_add(json_t *st, json_t *man)
 	json_object_set_new(h, "installed",
 	                    json_integer(fmt_int(h, "installed") + fmt_int(hook, "installed")));
 	json_object_set_new(h, "skipped", json_integer(fmt_int(h, "skipped") + sk));
+	double ms = (double)fmt_int(json_object_get(hook, "hook_time_us"), "total") / 1e3;
+	if (ms > json_number_value(json_object_get(h, "hook_time_ms_max")))
+		json_object_set_new(h, "hook_time_ms_max", json_real(ms));
 	/* Windows are the recording's: every manifest lists all of them. */
 	json_t *w = json_object_get(st, "windows"), *wins = json_object_get(fr, "windows");
 	if ((json_int_t)json_array_size(wins) > fmt_int(w, "total")) {
@@ -269,11 +291,12 @@ static void man_add(json_t *st, json_t *man)
 json_t *cmd_ctl_status_from_manifests(const char *session)
 {
 	json_t *st = json_pack(
-	    "{s:b,s:I,s:{},s:[],s:[],s:{s:I,s:I},s:{s:I,s:I},s:{s:I},s:n,s:n,s:n,s:n,s:n}",
+	    "{s:b,s:I,s:{},s:[],s:[],s:{s:I,s:I,s:f},s:{s:I,s:I},s:{s:I},s:n,s:n,s:n,s:n,s:n}",
 	    "recording", 0, "events", (json_int_t)0, "drops", "processes", "rings", "hooks",
-	    "installed", (json_int_t)0, "skipped", (json_int_t)0, "windows", "total", (json_int_t)0,
-	    "persisted", (json_int_t)0, "triggers", "armed", (json_int_t)0, "keysym_version",
-	    "keysym_unknown", "keysym_cover", "recorder", "target");
+	    "installed", (json_int_t)0, "skipped", (json_int_t)0, "hook_time_ms_max", 0.0,
+	    "windows", "total", (json_int_t)0, "persisted", (json_int_t)0, "triggers", "armed",
+	    (json_int_t)0, "keysym_version", "keysym_unknown", "keysym_cover", "recorder",
+	    "target");
 	DIR *d = st ? ada_fs_opendir(AT_FDCWD, session) : NULL;
 	if (!d) {
 		json_decref(st);

@@ -23,9 +23,16 @@ static const char *status_detail_name(uint32_t m)
 	return m == ADA_DETAIL_ALWAYS ? "always" : m == ADA_DETAIL_NEVER ? "never" : "triggered";
 }
 
+/* What the agents said about their hooks, summed over the processes. */
+struct status_hook_sum {
+	json_int_t installed, skipped;
+	json_int_t time_us_max; /* the slowest process's hook_time_us.total */
+};
+
 /* pid_N/agent.json (written by the agent inside the target: input, read
- * bounded and checked) adds its installed and skipped hook counts. */
-static void status_hooks_of(int session_fd, pid_t pid, json_int_t *installed, json_int_t *skipped)
+ * bounded and checked) adds its installed and skipped hook counts and the
+ * time its hooking took. */
+static void status_hooks_of(int session_fd, pid_t pid, struct status_hook_sum *sum)
 {
 	char name[64];
 	int fd = -1;
@@ -39,21 +46,25 @@ static void status_hooks_of(int session_fd, pid_t pid, json_int_t *installed, js
 	free(buf);
 	json_t *in = json_object_get(a, "installed");
 	if (json_is_integer(in) && json_integer_value(in) > 0)
-		*installed += json_integer_value(in);
+		sum->installed += json_integer_value(in);
+	json_t *t = json_object_get(json_object_get(a, "hook_time_us"), "total");
+	if (json_is_integer(t) && json_integer_value(t) > sum->time_us_max)
+		sum->time_us_max = json_integer_value(t);
 	const char *k;
 	json_t *v;
 	json_object_foreach(json_object_get(a, "skipped"), k,
-	                    v) if (json_is_integer(v) && json_integer_value(v) > 0) *skipped +=
+	                    v) if (json_is_integer(v) && json_integer_value(v) > 0) sum->skipped +=
 	    json_integer_value(v);
 	json_decref(a);
 }
 
 static json_t *status_hooks(struct ada_control *c)
 {
-	json_int_t in = 0, sk = 0;
+	struct status_hook_sum sum = {0};
 	for (uint32_t i = 0; i < c->live->nprocs; i++)
-		status_hooks_of(c->h.session_fd, c->live->procs[i].pid, &in, &sk);
-	return json_pack("{s:I,s:I}", "installed", in, "skipped", sk);
+		status_hooks_of(c->h.session_fd, c->live->procs[i].pid, &sum);
+	return json_pack("{s:I,s:I,s:f}", "installed", sum.installed, "skipped", sum.skipped,
+	                 "hook_time_ms_max", (double)sum.time_us_max / 1e3);
 }
 
 static json_t *status_drops(const uint64_t *d)
@@ -132,6 +143,13 @@ void ctl_method_status(struct ctl_call *k)
 		json_object_set_new(o, "ring_waits", json_integer((json_int_t)v->ring_waits));
 		json_object_set_new(o, "ring_waited_sec",
 		                    json_real((double)v->ring_waited_ns / 1e9));
+		json_object_set_new(o, "batch_latency_ms",
+		                    json_pack("{s:f,s:f}", "p50",
+		                              (double)v->batch_latency_p50_ns / 1e6, "p99",
+		                              (double)v->batch_latency_p99_ns / 1e6));
+		if (v->attach_pause_ns)
+			json_object_set_new(o, "attach_pause_ms",
+			                    json_real((double)v->attach_pause_ns / 1e6));
 		if (v->detail_mode == ADA_DETAIL_ALWAYS) { /* what keeping them all costs */
 			json_object_set_new(o, "detail_waits",
 			                    json_integer((json_int_t)v->detail_waits));

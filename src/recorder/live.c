@@ -156,6 +156,13 @@ static void live_build(struct ada_recorder *r, bool ended, bool rates)
 	v->start_ns = r->start_ns;
 	v->detail_mode = r->o.detail_mode;
 	v->ended = ended;
+	const struct ada_lat_hist *h = ada_wal_io_latency(r->io);
+	v->batch_latency_p50_ns = ada_lat_hist_quantile(h, 0.5);
+	v->batch_latency_p99_ns = ada_lat_hist_quantile(h, 0.99);
+	/* Pairs with the release in ada_recorder_set_attach(). */
+	if (r->o.attached && atomic_load_explicit(&r->attach.set, memory_order_acquire))
+		v->attach_pause_ns =
+		    atomic_load_explicit(&r->attach.pause_ns, memory_order_relaxed);
 	live_totals(r, v, rates);
 	live_windows(r, v);
 	r->live->rated = rates;

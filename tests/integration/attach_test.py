@@ -292,8 +292,9 @@ def case_trigger(a, work):
                 st = json.loads(so) if rc == 0 else {}
             except ValueError:
                 return False
-            return [p.get("pid") for p in st.get("processes", [])] == [t.pid]
-        wait_state("ada status by ada attach's pid", by_attach_pid)
+            return ([p.get("pid") for p in st.get("processes", [])] == [t.pid] and
+                    st.get("attach_pause_ms", 0) > 0)
+        wait_state("ada status by ada attach's pid, with the attach's pause", by_attach_pid)
         do("busy")  # detail in the ring before the trigger
         do("rare")
 

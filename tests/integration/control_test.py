@@ -337,8 +337,12 @@ def case_status(ada, target, work):
         r.kill()
     hook = man["hook"]
     check(st["hooks"]["installed"] == hook["installed"] and
-          st["hooks"]["skipped"] == sum(hook["skipped"].values()),
+          st["hooks"]["skipped"] == sum(hook["skipped"].values()) and
+          st["hooks"]["hook_time_ms_max"] == hook["hook_time_us"]["total"] / 1e3,
           "hooks live %r, manifest %r" % (st["hooks"], hook))
+    lat = st.get("batch_latency_ms", {})
+    check(0 <= lat.get("p50", -1) <= lat.get("p99", -1),
+          "live batch_latency_ms %r: p50 and p99 of the drain's write batches" % lat)
     final = man["metrics"]["events_written"]
     check(0 < st["events"] <= final, "live events %d, final %d" % (st["events"], final))
     for reason, n in st["drops"].items():

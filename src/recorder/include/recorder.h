@@ -225,6 +225,11 @@ struct ada_recorder_live {
 	 * drain ran behind), and the ns */
 	uint64_t ring_waits, ring_waited_ns;
 	uint32_t ring_fill_pct_max;
+	/* the drain's write batches: submit to completion, p50 and p99 */
+	uint64_t batch_latency_p50_ns, batch_latency_p99_ns;
+	/* ada attach: how long the target was stopped to attach (0: not
+	 * attached, or not yet) */
+	uint64_t attach_pause_ns;
 	uint32_t nprocs, procs_omitted; /* procs[] holds the first ADA_LIVE_MAX_PROCS */
 	struct ada_live_proc procs[ADA_LIVE_MAX_PROCS];
 	uint32_t nrings, rings_omitted;
