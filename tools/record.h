@@ -28,6 +28,8 @@ struct rec_args {
 	int index_format;     /* --index-format (enum ada_index_format) */
 	uint32_t index_block; /* --index-block-kb, in bytes; 0: the default */
 	bool follow, agent;
+	bool verbose;         /* -v, --verbose: the recorder's log to stderr */
+	const char *log_path; /* --log FILE: the same log to FILE */
 	/* Detail lane (--detail, --stack-bytes, --detail-mb, --detail-symbols). */
 	int detail_mode; /* enum ada_detail_mode */
 	uint64_t stack_bytes, detail_mb;

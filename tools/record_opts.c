@@ -630,7 +630,22 @@ static void record_recorder_opts(const struct rec_args *a, const char *ring_cfg,
 	    .key_symbols = a->ks,
 	    .attached = a->attach,
 	    .notice = record_notice,
+	    .vlog = a->verbose || a->log_path,
+	    .vlog_fd = STDERR_FILENO,
 	};
+}
+
+/* --log FILE: the verbose log's descriptor (stderr for -v alone); -1
+ * after saying why. A link is not followed: FILE is the user's to name,
+ * not a place someone else may point elsewhere. */
+static int record_log_fd(const struct rec_args *a)
+{
+	if (!a->log_path)
+		return STDERR_FILENO;
+	int fd = open(a->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		ada_log("--log %s: %s", a->log_path, strerror(errno));
+	return fd;
 }
 
 int record_create(struct rec_args *a, const char *ring_cfg, bool tsc, char *const *argv,
@@ -644,6 +659,8 @@ int record_create(struct rec_args *a, const char *ring_cfg, bool tsc, char *cons
 		return -1;
 	}
 	record_recorder_opts(a, ring_cfg, tsc, argv, &o);
+	if (o.vlog && (o.vlog_fd = record_log_fd(a)) < 0)
+		return -1;
 	int rc = ada_recorder_new(&o, r);
 	ada_keysym_spec_free(a->ks); /* the recorder keeps its own copy */
 	a->ks = NULL;

@@ -93,6 +93,14 @@ static int record_opt_str(struct rec_args *a, const struct record_opt *o, const 
 	return 0;
 }
 
+/* --verbose: a bool field set to true. */
+static int record_opt_on(struct rec_args *a, const struct record_opt *o, const char *v)
+{
+	(void)v;
+	*(bool *)record_opt_field(a, o) = true;
+	return 0;
+}
+
 /* --no-follow, --no-agent: a bool field set to false. */
 static int record_opt_off(struct rec_args *a, const struct record_opt *o, const char *v)
 {
@@ -422,6 +430,14 @@ static const struct record_opt record_table[] = {
      "runs untraced, counted and told. 0: no limit. Default:\n"
      "half of the free space of /dev/shm at the start",
      .tests = "bounded_shm_ceiling"},
+    {"verbose", NULL, record_opt_on, F(verbose),
+     "(-v) say on stderr what happens as it happens: processes\n"
+     "recorded and ended, each module hooked (functions hooked and\n"
+     "skipped, by reason), modules dlopen'ed, windows opening\n"
+     "and closing",
+     .tests = "e2e.opt.verbose"},
+    {"log", "FILE", record_opt_str, F(log_path),
+     "the same log into FILE (created or truncated, 0600)", .tests = "e2e.opt.verbose"},
     {"no-follow", NULL, record_opt_off, F(follow), "do not record the children PROGRAM starts",
      .tests = "e2e.fork_exec_nofollow.O2"},
     {"no-agent", NULL, record_opt_off, F(agent),
@@ -701,8 +717,9 @@ int record_parse(struct rec_args *a, int argc, char **argv, bool attach)
 	record_longopts(longopts);
 	optind = 1;
 	int c;
-	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-		int r = record_opt(a, c, optarg);
+	while ((c = getopt_long(argc, argv, "+hv", longopts, NULL)) != -1) {
+		a->verbose |= c == 'v';
+		int r = c == 'v' ? 0 : record_opt(a, c, optarg);
 		if (r)
 			return r;
 	}

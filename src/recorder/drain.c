@@ -1001,6 +1001,7 @@ static bool drain_pass(struct ada_recorder *r)
 		r->last_reclaim_ns = now;
 		wal_flight_tick(r);                /* manual fires, time ranges */
 		wal_keysym_tick(r);                /* key-symbol sets: new spec, new modules */
+		wal_vlog_tick(r);                  /* -v: modules, windows, processes */
 		wal_live_publish(r, false, false); /* new windows: `ada status` sees them */
 	}
 	if (now - r->last_tick_ns >= DRAIN_TICK_NS) {
@@ -1093,6 +1094,7 @@ void *wal_drain_main(void *arg)
 		;
 	drain_tick(r, wal_now_ns());
 	wal_live_publish(r, true, true);
+	wal_vlog_tick(r); /* the last modules, ends and windows */
 	r->end_ns = wal_now_ns();
 	struct timespec cpu; /* for benchmarks: the drain's share of the recorder */
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)

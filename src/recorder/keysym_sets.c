@@ -56,7 +56,7 @@ struct wal_keysym {
 
 /* ---- reading a process's module tables ---- */
 
-static int ks_read_file(int dirfd, const char *name, char **buf, size_t *len)
+int wal_syms_read(int dirfd, const char *name, char **buf, size_t *len)
 {
 	int fd;
 	int err = ada_fs_open_file(dirfd, name, O_RDONLY | O_NONBLOCK, &fd);
@@ -78,7 +78,7 @@ static int ks_read_file(int dirfd, const char *name, char **buf, size_t *len)
 	return 0;
 }
 
-static bool ks_is_syms_name(const char *n)
+bool wal_is_syms_name(const char *n)
 {
 	size_t l = strlen(n);
 	return strncmp(n, "module_", 7) == 0 && l > 12 && strcmp(n + l - 5, ".syms") == 0;
@@ -131,7 +131,7 @@ static int ks_mods_load(struct wal_proc *p, struct ks_mods *ms)
 	while (ms->m && ms->n < WAL_KS_MAX_MODULES && (e = readdir(d))) {
 		char *buf;
 		size_t len;
-		if (!ks_is_syms_name(e->d_name) || ks_read_file(dirfd(d), e->d_name, &buf, &len))
+		if (!wal_is_syms_name(e->d_name) || wal_syms_read(dirfd(d), e->d_name, &buf, &len))
 			continue;
 		if (ada_syms_parse(buf, len, &ms->m[ms->n], NULL) == 0) {
 			if (ks_is_hidden(ms->m[ms->n]))

@@ -217,6 +217,8 @@ int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **ou
 	if (rc == 0)
 		rc = wal_keysym_init(r, o->key_symbols);
 	if (rc == 0)
+		rc = wal_vlog_init(r);
+	if (rc == 0)
 		rc = wal_live_init(r);
 	r->o.triggers = NULL; /* copied into the engine: the caller's array may go */
 	r->o.ntriggers = 0;
@@ -465,6 +467,7 @@ void ada_recorder_free(struct ada_recorder *r)
 	json_decref(r->warnings);
 	wal_flight_fini(r);
 	wal_keysym_fini(r);
+	wal_vlog_fini(r);
 	wal_live_fini(r);
 	free(r->early_pid);
 	free(r->admit.set);

@@ -286,6 +286,7 @@ struct ada_recorder {
 	struct wal_reserve reserve; /* the final manifests' room (reserve.c) */
 	struct wal_live *live;      /* the live view (live.c) */
 	struct wal_keysym *ks;      /* key-symbol sets (keysym_sets.c) */
+	struct wal_vlog *vlog;      /* -v / --log (vlog.c); NULL: no log */
 };
 
 uint64_t wal_proc_drops(const struct wal_proc *p);
@@ -346,6 +347,16 @@ const struct ada_keysym_spec *wal_keysym_spec(const struct ada_recorder *r);
 void wal_keysym_tick(struct ada_recorder *r);
 void wal_keysym_proc_free(struct wal_proc *p);
 json_t *wal_keysym_json(const struct ada_recorder *r, const struct wal_proc *p);
+/* A process's module_<ID>.syms (the target's file: bounded, no links) into
+ * a new buffer; wal_is_syms_name() says which names are ones. */
+int wal_syms_read(int dirfd, const char *name, char **buf, size_t *len);
+bool wal_is_syms_name(const char *name);
+
+/* vlog.c: the verbose log (`-v`, `--log`), on the drain thread. */
+int wal_vlog_init(struct ada_recorder *r);
+void wal_vlog_fini(struct ada_recorder *r);
+void wal_vlog_tick(struct ada_recorder *r);
+void wal_vlog(struct ada_recorder *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* flight.c: the flight recorder's side of the drain. */
 int wal_flight_init(struct ada_recorder *r);
 void wal_flight_fini(struct ada_recorder *r);

@@ -203,6 +203,49 @@ def case_out(ctx):
     exact(ctx, r, p)
 
 
+@case
+def case_verbose(ctx):
+    """-v: the recorder says what happens as it happens, on stderr: the
+    process recorded, each module hooked with its counts (the .syms files'
+    own), a library dlopen'ed, the process's end with the events written;
+    --log FILE: the same lines into FILE; a FILE that is a link is refused."""
+    p, lib = ctx.prog("t_dlopen_O2"), ctx.prog("libt_dlib.so")
+    r = record(ctx, [p, lib], ["-v"])
+    err = r.err.decode(errors="replace") if isinstance(r.err, bytes) else r.err
+    log = [l for l in err.splitlines() if l.startswith("ada: +")]
+    pid_dir = os.path.join(r.session, "pid_%d" % r.root)
+    want(ctx, any(l.endswith("pid %d: recording (%s)" % (r.root, pid_dir)) for l in log),
+         "-v: no line saying pid %d is recorded:\n%s", r.root, "\n".join(log))
+    for syms in glob.glob(os.path.join(pid_dir, "modules", "module_*.syms")):
+        with open(syms) as f:
+            rows = [l.split() for l in f]
+        path = next(w[1] for w in rows if w[:1] == ["path"])
+        hooked = sum(1 for w in rows if w[:1] == ["F"] and w[4] == "hooked")
+        line = "pid %d: module %s %s: %d functions hooked" % (
+            r.root, os.path.basename(syms)[7:-5], path, hooked)
+        want(ctx, any(line in l for l in log), "-v: no line %r:\n%s", line, "\n".join(log))
+    want(ctx, any(os.path.basename(lib) in l and "functions hooked" in l for l in log),
+         "-v: the dlopen'ed %s is not said:\n%s", lib, "\n".join(log))
+    events = get(r.manifest, "metrics", "events_written")
+    want(ctx, any(l.endswith("pid %d: ended, %s events" % (r.root, events)) for l in log),
+         "-v: no end line with the manifest's %s events:\n%s", events, "\n".join(log))
+    exact(ctx, r, p)
+    path = os.path.join(ctx.work, "verbose.log")
+    r = record(ctx, [p, lib], ["--log", path])
+    with open(path) as f:
+        got = f.read().splitlines()
+    err = r.err.decode(errors="replace") if isinstance(r.err, bytes) else r.err
+    want(ctx, got and all(l.startswith("ada: +") for l in got) and
+         not any(l.startswith("ada: +") for l in err.splitlines()),
+         "--log: %d lines in the file, stderr %r", len(got), err[-300:])
+    link = os.path.join(ctx.work, "link.log")
+    os.symlink(path, link)
+    rc, _, err = it.run([ctx.ada.path, "record", "--out", os.path.join(ctx.work, "x"), "--log",
+                         link, "--", p, lib], timeout=it.RUN_TIMEOUT)
+    err = err.decode(errors="replace") if isinstance(err, bytes) else err
+    want(ctx, rc != 0 and "--log" in err, "--log to a link: exit %d, %r", rc, err[-300:])
+
+
 def ring_case(ctx, opts, events, argv_tail=()):
     p = ctx.prog("t_threads_O2")
     r = record(ctx, [p] + list(argv_tail), opts)

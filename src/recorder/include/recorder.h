@@ -38,7 +38,9 @@ enum ada_detail_mode {
 };
 
 struct ada_recorder_opts {
-	const char *out_dir;     /* parent of session_YYYYMMDD_HHMMSS */
+	const char *out_dir; /* parent of session_YYYYMMDD_HHMMSS */
+	bool vlog;           /* a verbose log (-v, --log) to vlog_fd */
+	int vlog_fd;
 	const char *shm_dir;     /* parent of ada-<tag>/ (default /dev/shm) */
 	int drain_cpu;           /* -1: not pinned */
 	uint64_t segment_bytes;  /* 0 = 64 MiB */
