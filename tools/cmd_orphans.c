@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cmd.h"
+#include "control.h"
 #include "recorder.h"
 
 /* "22:39", or "Nov 28 22:39" when not today. */
@@ -88,6 +89,8 @@ int cmd_orphans_recover(bool all)
 	    .all = all, .found = orphans_found, .check = orphans_check, .notice = orphans_notice};
 	unsigned taken = 0;
 	int rc = ada_orphans_recover(&o, &taken);
+	if (taken)
+		ada_control_registry_prune(); /* the killed recorders' entries */
 	if (rc < 0 && all)
 		ada_log("cannot list /dev/shm: %s", strerror(-rc));
 	return rc < 0 ? rc : (int)taken;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "control.h"
 #include "recorder.h"
 
 /* Recover's notices: a quarantined thread, an arena it could not read. */
@@ -62,6 +63,7 @@ int cmd_recover(int argc, char **argv)
 	if (lock >= 0)
 		close(lock);
 	free(real);
+	ada_control_registry_prune(); /* the killed recorder's entries */
 	if (rc == -ENOENT) {
 		ada_log("'%s' holds no pid_N directories: nothing to recover", argv[1]);
 		return 1;

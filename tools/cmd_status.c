@@ -191,7 +191,10 @@ static void status_exit_text(json_t *man, char *buf, size_t cap)
 {
 	json_t *ex = json_object_get(man, "exit");
 	json_t *sig = json_object_get(ex, "signal"), *st = json_object_get(ex, "status");
-	const char *ab = json_is_true(json_object_get(man, "abnormal")) ? " (abnormal)" : "";
+	const char *state = json_string_value(json_object_get(man, "state"));
+	const char *ab = json_is_true(json_object_get(man, "abnormal")) ? " (abnormal)"
+	                 : state && !strcmp(state, "recovered") ? " (recovered by ada recover)"
+	                                                        : "";
 	if (json_is_integer(sig))
 		snprintf(buf, cap, "exit signal %lld%s", (long long)json_integer_value(sig), ab);
 	else if (json_is_integer(st))

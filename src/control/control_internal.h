@@ -86,6 +86,10 @@ int ctl_registry_path(uid_t uid, char *path, size_t cap);
 int ctl_registry_open(const char *base, uid_t uid, bool create, int *fd);
 int ctl_registry_add(int fd, pid_t pid, const char *session);
 void ctl_registry_remove(int fd, pid_t pid);
+/* Removes the entries of processes gone (or whose pid was reused) and
+ * anything that is not an entry: what recorders that were killed left.
+ * Bounded by ADA_FS_WALK_MAX_ENTRIES. Returns how many it removed. */
+int ctl_registry_prune(int fd);
 int ctl_registry_lookup(const char *base, uid_t uid, pid_t pid, char *dir, size_t cap);
 
 /* An arena mapping's identity: "<dev> <inode>" as /proc/PID/maps spells

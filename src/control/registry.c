@@ -122,6 +122,45 @@ static int registry_parse(const char *buf, pid_t pid, char *dir, size_t cap)
 	return 0;
 }
 
+/* Whether entry name (a pid) of the registry fd still names a live
+ * process: its file parses and its start time is the process's. */
+static bool registry_entry_live(int fd, const char *name)
+{
+	char buf[REG_ENTRY_MAX + 1], dir[PATH_MAX], *end;
+	long pid = strtol(name, &end, 10);
+	int efd = -1;
+	if (*end || pid <= 0 || pid > INT_MAX || ada_fs_open_file(fd, name, O_RDONLY, &efd) < 0)
+		return false;
+	ssize_t n = read(efd, buf, REG_ENTRY_MAX);
+	close(efd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n > 0 && registry_parse(buf, (pid_t)pid, dir, sizeof(dir)) == 0;
+}
+
+int ctl_registry_prune(int fd)
+{
+	DIR *d = ada_fs_opendir(fd, ".");
+	struct dirent *de;
+	int removed = 0;
+	if (!d)
+		return 0;
+	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++)
+		if (de->d_name[0] != '.' && !registry_entry_live(fd, de->d_name))
+			removed += unlinkat(fd, de->d_name, 0) == 0;
+	closedir(d);
+	return removed;
+}
+
+int ada_control_registry_prune(void)
+{
+	int fd;
+	if (ctl_registry_open(NULL, geteuid(), false, &fd) < 0)
+		return 0;
+	int n = ctl_registry_prune(fd);
+	close(fd);
+	return n;
+}
+
 int ctl_registry_lookup(const char *base, uid_t uid, pid_t pid, char *dir, size_t cap)
 {
 	int fd, efd = -1;

@@ -360,6 +360,8 @@ int ada_control_listen(struct ada_control *c, int session_fd)
 	c->reg_error = c->h.session_dir
 	                   ? -ctl_registry_open(c->h.registry_dir, geteuid(), true, &c->reg_fd)
 	                   : 0;
+	if (c->reg_fd >= 0) /* what killed recorders left, before adding ours */
+		ctl_registry_prune(c->reg_fd);
 	return ctl_bind(c);
 }
 

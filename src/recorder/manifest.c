@@ -455,12 +455,12 @@ static json_t *man_module(json_t *m)
 	return o;
 }
 
-static void man_agent(json_t *root, const struct wal_proc *p)
+void wal_manifest_agent(json_t *root, int pid_dir_fd)
 {
 	/* Written by the agent into our pid_N: read without following a link. */
 	int fd = -1;
 	json_t *a = NULL;
-	if (p->dir_fd >= 0 && ada_fs_open_file(p->dir_fd, "agent.json", O_RDONLY, &fd) == 0) {
+	if (pid_dir_fd >= 0 && ada_fs_open_file(pid_dir_fd, "agent.json", O_RDONLY, &fd) == 0) {
 		a = json_loadfd(fd, 0, NULL);
 		close(fd);
 	}
@@ -551,7 +551,7 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "lost_events", json_integer((json_int_t)wal_proc_lost(p)));
 	if (strcmp(state, "recording")) {
 		man_exit(root, r, p);
-		man_agent(root, p);
+		wal_manifest_agent(root, p->dir_fd);
 	}
 	if (r->flight.trig)
 		wal_flight_manifest(root, r, p);

@@ -352,6 +352,11 @@ json_t *wal_keysym_json(const struct ada_recorder *r, const struct wal_proc *p);
 int wal_syms_read(int dirfd, const char *name, char **buf, size_t *len);
 bool wal_is_syms_name(const char *name);
 
+/* manifest.c: the agent's pid_N/agent.json (hook counts, timings, the
+ * calls left untraced, modules) into the manifest as "hook", "modules"
+ * and "program" (the image that ran last); nothing when it is missing. */
+void wal_manifest_agent(json_t *root, int pid_dir_fd);
+
 /* vlog.c: the verbose log (`-v`, `--log`), on the drain thread. */
 int wal_vlog_init(struct ada_recorder *r);
 void wal_vlog_fini(struct ada_recorder *r);

@@ -878,7 +878,6 @@ static void rec_manifest_recovered(struct rec_ctx *c, json_t *man, const char *p
 	struct ada_recover_report *rep = c->rep;
 	json_object_set_new(man, "state", json_string("recovered"));
 	json_object_set_new(man, "threads", c->threads);
-	json_object_set_new(man, "abnormal", json_true());
 	json_object_set_new(man, "recovered_events_from_arena",
 	                    json_integer((json_int_t)rep->events_from_arena));
 	json_t *m = json_object();
@@ -888,13 +887,20 @@ static void rec_manifest_recovered(struct rec_ctx *c, json_t *man, const char *p
 	json_object_set_new(m, "ring_waited_ns", json_integer((json_int_t)c->ring_waited_ns));
 	json_object_set_new(man, "metrics", m);
 	rec_fold_arena(c, man);
+	/* The program's end, as its agent recorded it: a recording whose
+	 * recorder was killed says so by its state, not by calling a clean
+	 * exit abnormal. */
+	const json_t *ab = json_object_get(json_object_get(man, "exit"), "abnormal");
+	json_object_set_new(man, "abnormal", json_boolean(!json_is_false(ab)));
+	int dfd = -1;
+	if (ada_fs_open_dir(AT_FDCWD, pid_dir, &dfd) == 0 && !json_object_get(man, "hook"))
+		wal_manifest_agent(man, dfd); /* the hooks and the calls left untraced */
 	json_t *w = json_object_get(man, "warnings");
 	if (!json_is_array(w))
 		json_object_set_new(man, "warnings", w = json_array());
 	json_array_extend(w, c->warnings);
 	json_object_set(man, "quarantined", c->quarantine);
-	int dfd = -1;
-	if (ada_fs_open_dir(AT_FDCWD, pid_dir, &dfd) == 0) {
+	if (dfd >= 0) {
 		wal_json_write_atomic(dfd, man);
 		close(dfd);
 	}

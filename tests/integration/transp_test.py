@@ -730,8 +730,40 @@ def case_recorder_killed(args, work):
     # rings (32 768 calls) could take.
     if u.get("recorder_gone", 0) <= 0:
         raise Fail("no call counted as untraced for the recorder's death: %r" % u)
+    check_recovered(args, sessions[0], u["recorder_gone"])
     print("transp_test: the program ran on without its recorder: %r, untraced calls %d"
           % (g, u["recorder_gone"]))
+
+
+def check_recovered(args, session, untraced):
+    """ada recover keeps what the agent said (the hooks, the calls left
+    untraced after the recorder died) and the program's clean exit; its
+    status line says the session was recovered, not that the program ended
+    abnormally; the registry keeps no entry for the dead recorder."""
+    rc, _, err = run([args.ada, "recover", session])
+    if rc != 0:
+        raise Fail("ada recover %s: exit %d:\n%s" % (session, rc, err))
+    with open(glob.glob(os.path.join(session, "pid_*", "manifest.json"))[0]) as f:
+        man = json.load(f)
+    hook = man.get("hook") or {}
+    if man.get("state") != "recovered" or hook.get("installed", 0) <= 0 or \
+            hook.get("untraced_calls", {}).get("recorder_gone") != untraced:
+        raise Fail("recovered manifest: state %r, hook %r (the agent counted %d untraced)" %
+                   (man.get("state"), {k: hook.get(k) for k in ("installed", "untraced_calls")},
+                    untraced))
+    if man.get("exit", {}).get("status") != 0 or man.get("abnormal") is not False:
+        raise Fail("recovered manifest: exit %r, abnormal %r for a program that exited 0" %
+                   (man.get("exit"), man.get("abnormal")))
+    rc, out, err = run([args.ada, "status", session])
+    line = out.decode(errors="replace")
+    if rc != 0 or "hooks 0 installed" in line or "exit status 0 (recovered" not in line:
+        raise Fail("ada status of the recovered session: %r %r" % (line, err))
+    reg = "/run/user/%d/ada" % os.geteuid()
+    reg = reg if os.path.isdir(reg) else "/tmp/ada-%d" % os.geteuid()
+    for e in glob.glob(os.path.join(reg, "*")):
+        with open(e, errors="replace") as f:
+            if session in f.read():
+                raise Fail("the registry keeps %s for the recovered session" % e)
 
 
 RAW_EXEC = r"""

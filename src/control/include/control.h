@@ -175,6 +175,9 @@ int ada_control_open(const char *target, int *fd, char *why, size_t cap);
 /* The session directory ada_control_open() found for target (also when
  * the recording has ended: -ECONNREFUSED). 0 or -errno as above. */
 int ada_control_session_of(const char *target, char *dir, size_t dir_cap, char *why, size_t cap);
+/* The per-user registry's stale entries removed (ctl_registry_prune):
+ * `ada recover` after a recorder was killed. Returns how many. */
+int ada_control_registry_prune(void);
 /* Sends {"jsonrpc":"2.0","id":N,"method":method,"params":params} (params
  * consumed, may be NULL) and reads its answer. 0 with *result (new
  * reference); a JSON-RPC error code (<= -32000) with its message in why;
