@@ -355,21 +355,21 @@ int ada_tsc_cache_path(char *out, size_t cap)
 
 int ada_tsc_cache_parse(const char *buf, size_t len, const char *boot_id, uint64_t *mult)
 {
-	char line[TSC_CACHE_MAX + 1], id[40];
-	if (len == 0 || len > TSC_CACHE_MAX || buf[len - 1] != '\n' || memchr(buf, '\0', len))
+	/* "ada-tsc 1 <boot id> <mult>\n", byte for byte: no sscanf, whose
+	 * spaces match any run of white space (or none) and whose %llu takes
+	 * a sign. */
+	static const char magic[] = "ada-tsc 1 ";
+	size_t id_len = strlen(boot_id), at = sizeof(magic) - 1;
+	if (len == 0 || len > TSC_CACHE_MAX || buf[len - 1] != '\n' || len < at + id_len + 3 ||
+	    memcmp(buf, magic, at) || memcmp(buf + at, boot_id, id_len) || buf[at + id_len] != ' ')
 		return -EBADMSG;
-	memcpy(line, buf, len);
-	line[len] = '\0';
-	unsigned long long m;
-	int used = -1;
-	if (sscanf(line, "ada-tsc 1 %39s %llu\n%n", id, &m, &used) != 2 || used != (int)len)
-		return -EBADMSG;
-	/* sscanf's %llu takes a sign and spaces: only digits are ours. */
-	const char *num = strrchr(line, ' ');
-	for (const char *q = num + 1; *q != '\n'; q++)
-		if (*q < '0' || *q > '9')
+	uint64_t m = 0;
+	for (size_t i = at + id_len + 1; i < len - 1; i++) {
+		if (buf[i] < '0' || buf[i] > '9' || m > (UINT64_MAX - 9) / 10)
 			return -EBADMSG;
-	if (strcmp(id, boot_id) || !ada_tsc_mult_sane(m))
+		m = m * 10 + (uint64_t)(buf[i] - '0');
+	}
+	if (!ada_tsc_mult_sane(m))
 		return -EBADMSG;
 	*mult = m;
 	return 0;

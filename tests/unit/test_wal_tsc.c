@@ -201,6 +201,10 @@ static void test_cache_parse(void **state)
 	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac 12\n",            /* 350 GHz */
 	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac 999999999999\n",  /* 4 MHz */
 	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac\n",               /* no slope */
+	    "ada-tsc1 06d6fa58-f731-403b-b865-174659edddac 1654372101\n",     /* the fuzzer's: */
+	    "ada-tsc 1\t06d6fa58-f731-403b-b865-174659edddac\t1654372101\n",  /* no space */
+	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac  1654372101\n",   /* two */
+	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac 99999999999999999999999\n",
 	    "",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)

@@ -1,0 +1,96 @@
+/*
+ * libFuzzer target for the small formats ada reads from places a user or
+ * another process can write (issue 35): the first byte chooses the parser,
+ * the rest is its input.
+ *   0  ADA_HOOK_CONFIG, the agent's options from the environment
+ *      (ada_hook_config_parse), then its verdicts on a few names
+ *   1  a plan cache file (plan_cache_parse) against a key taken from the
+ *      input's own head, so the fuzzer can reach the entries
+ *   2  the TSC slope cache line (ada_tsc_cache_parse)
+ *   3  a key-symbol rules file (--key-symbols; ada_keysym_spec_parse_file)
+ * Seeds: tests/fuzz/corpus/inputs/ (one valid input of each, in this form).
+ *   ./fuzz_inputs -max_total_time=60 CORPUS_DIR
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "hook.h"
+#include "keysym.h"
+#include "plancache_internal.h"
+
+#define FUZZ_PLAN_FNS_MAX 4096u /* functions of a fuzzed key: small, not the input's word */
+
+static void fuzz_hook_config(const uint8_t *p, size_t n)
+{
+	static const char *const names[] = {"/usr/lib/libc.so.6", "main", "malloc", "", "*"};
+	struct ada_hook_config cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	if (ada_hook_config_parse((const char *)p, n, &cfg) == 0)
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			(void)ada_hook_config_module_wanted(&cfg, names[i]);
+			(void)ada_hook_config_symbol_verdict(&cfg, names[i]);
+		}
+	ada_hook_config_fini(&cfg);
+}
+
+/* The key: build-id length (1 byte, at most the maximum) and bytes, the
+ * function count (2 bytes), then the file. */
+static void fuzz_plan_cache(const uint8_t *p, size_t n)
+{
+	struct plan_cache_key key;
+	memset(&key, 0, sizeof(key));
+	if (n < 3)
+		return;
+	key.build_id_len = p[0] % (ADA_HOOK_BUILD_ID_MAX + 1);
+	if (n < 3 + key.build_id_len)
+		return;
+	memcpy(key.build_id, p + 1, key.build_id_len);
+	p += 1 + key.build_id_len, n -= 1 + key.build_id_len;
+	key.fn_count = (uint64_t)(p[0] | p[1] << 8) % (FUZZ_PLAN_FNS_MAX + 1);
+	struct plan_cache_entry *out = calloc(key.fn_count + 1, sizeof(*out));
+	if (out)
+		(void)plan_cache_parse(p + 2, n - 2, &key, out);
+	free(out);
+}
+
+static void fuzz_tsc_cache(const uint8_t *p, size_t n)
+{
+	uint64_t mult;
+	(void)ada_tsc_cache_parse((const char *)p, n, "0b6e3cfa-1b4c-4c55-9a8f-2f6f8d6b7a10",
+	                          &mult);
+}
+
+static void fuzz_keysym_rules(const uint8_t *p, size_t n)
+{
+	struct ada_keysym_spec *s;
+	char why[256];
+	if (ada_keysym_spec_new(&s))
+		return;
+	(void)ada_keysym_spec_parse_file(s, (const char *)p, n, why, sizeof(why));
+	ada_keysym_spec_free(s);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	switch (data[0] & 3) {
+	case 0:
+		fuzz_hook_config(data + 1, size - 1);
+		break;
+	case 1:
+		fuzz_plan_cache(data + 1, size - 1);
+		break;
+	case 2:
+		fuzz_tsc_cache(data + 1, size - 1);
+		break;
+	default:
+		fuzz_keysym_rules(data + 1, size - 1);
+	}
+	return 0;
+}
