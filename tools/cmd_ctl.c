@@ -159,6 +159,9 @@ void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 	if (json_is_integer(json_object_get(st, "events_per_sec")))
 		fprintf(f, " (%lld/s)", (long long)fmt_int(st, "events_per_sec"));
 	fmt_drops(f, st);
+	if (json_is_true(json_object_get(st, "disk_full")))
+		fprintf(f, ", DISK FULL: writing stopped, %lld events not written",
+		        (long long)fmt_int(st, "events_not_written"));
 	if (fmt_int(st, "ring_waits") > 0)
 		fprintf(f, ", waited %lld time%s (%.3f s) for ring space",
 		        (long long)fmt_int(st, "ring_waits"),

@@ -143,6 +143,9 @@ void ctl_method_status(struct ctl_call *k)
 		json_object_set_new(o, "ring_waits", json_integer((json_int_t)v->ring_waits));
 		json_object_set_new(o, "ring_waited_sec",
 		                    json_real((double)v->ring_waited_ns / 1e9));
+		json_object_set_new(o, "disk_full", json_boolean(v->disk_full));
+		json_object_set_new(o, "events_not_written",
+		                    json_integer((json_int_t)v->events_not_written));
 		json_object_set_new(o, "batch_latency_ms",
 		                    json_pack("{s:f,s:f}", "p50",
 		                              (double)v->batch_latency_p50_ns / 1e6, "p99",

@@ -93,6 +93,7 @@ static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, boo
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct wal_proc *p = r->procs[i];
 		v->events += p->events - wal_proc_lost(p);
+		v->events_not_written += wal_proc_lost(p);
 		for (int l = 0; l < ADA_LANE_COUNT; l++)
 			for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
 				v->drops[k] += p->drops[l][k];
@@ -159,6 +160,7 @@ static void live_build(struct ada_recorder *r, bool ended, bool rates)
 	const struct ada_lat_hist *h = ada_wal_io_latency(r->io);
 	v->batch_latency_p50_ns = ada_lat_hist_quantile(h, 0.5);
 	v->batch_latency_p99_ns = ada_lat_hist_quantile(h, 0.99);
+	v->disk_full = ada_wal_io_disk_full(r->io);
 	/* Pairs with the release in ada_recorder_set_attach(). */
 	if (r->o.attached && atomic_load_explicit(&r->attach.set, memory_order_acquire))
 		v->attach_pause_ns =

@@ -375,6 +375,20 @@ static void test_status_windows(void **state)
 	/* the fake "target" is this process too */
 	assert_int_equal(json_integer_value(json_object_get(tgt, "processes")), 1);
 	assert_true(json_integer_value(json_object_get(tgt, "rss_bytes")) > 0);
+	assert_true(json_is_false(json_object_get(r, "disk_full")));
+	json_decref(j);
+	/* a full disk is said while it happens, with what was not written */
+	f.live.disk_full = true;
+	f.live.events_not_written = 777;
+	f.live.batch_latency_p50_ns = 1000000;
+	f.live.batch_latency_p99_ns = 3000000;
+	j = ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"status\"}");
+	r = result_of(j);
+	assert_true(json_is_true(json_object_get(r, "disk_full")));
+	assert_int_equal(json_integer_value(json_object_get(r, "events_not_written")), 777);
+	json_t *lat = json_object_get(r, "batch_latency_ms");
+	assert_true(json_real_value(json_object_get(lat, "p50")) == 1.0);
+	assert_true(json_real_value(json_object_get(lat, "p99")) == 3.0);
 	json_decref(j);
 	j = ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"windows\"}");
 	r = result_of(j);

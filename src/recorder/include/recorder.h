@@ -232,6 +232,9 @@ struct ada_recorder_live {
 	/* ada attach: how long the target was stopped to attach (0: not
 	 * attached, or not yet) */
 	uint64_t attach_pause_ns;
+	/* the disk filled: writing stopped, these events were not written */
+	bool disk_full;
+	uint64_t events_not_written;
 	uint32_t nprocs, procs_omitted; /* procs[] holds the first ADA_LIVE_MAX_PROCS */
 	struct ada_live_proc procs[ADA_LIVE_MAX_PROCS];
 	uint32_t nrings, rings_omitted;
