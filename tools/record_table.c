@@ -442,6 +442,12 @@ static const struct record_opt record_table[] = {
      "list of functions that cannot be traced is always\n"
      "excluded: see docs/hooks.md)",
      .tests = "e2e.opt.include_symbol", .col = 32},
+    {"count-only", "GLOB[,...]", record_opt_hook, 0,
+     "keep an exact call count of these functions and\n"
+     "write no events for them (a few ns a call; report,\n"
+     "flame and the manifest show the counts; their returns\n"
+     "are not traced: docs/hooks.md, Count-only functions)",
+     .tests = "e2e.count_only", .col = 32},
     {"analysis-threads", "N", record_opt_analysis_threads, 0,
      "1 (default) or 2: on a cold start (no cached\n"
      "analysis of a module yet) share the analysis with a\n"

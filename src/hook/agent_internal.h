@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hook.h"
 #include "hook_mem.h"
@@ -241,6 +242,44 @@ void agent_untraced_counts(uint64_t out[AGENT_UNTRACED_COUNT]);
  * destructor (agent_process.c). Called once per thread from the
  * handlers' cold path, with the guard set. */
 void agent_thread_started(void);
+/* ---- agent_count.c: count-only functions (docs/hooks.md) ---- */
+#define AGENT_COUNT_SLOTS 512u    /* count-only functions per process */
+#define AGENT_COUNT_THREADS 4096u /* threads counting at once (a power of 2) */
+/* A thread's counters. gate is 1 exactly while the thread counts: +1 once
+ * registered, +2 for each level of the agent's own work (agent_guard_*);
+ * the count blocks test it. reg: 1 + its entry in the registry, 0: none. */
+struct agent_count_tls {
+	uint32_t gate;
+	uint32_t reg;
+	uint64_t n[AGENT_COUNT_SLOTS];
+};
+extern __thread struct agent_count_tls agent_count_tls __attribute__((tls_model("initial-exec")));
+/* One count-only function: moved_ns 0 when chosen at start-up, else the
+ * time since the agent started when the budget moved it, with the rate
+ * and mean duration that made it move. */
+struct agent_count_fn {
+	uint64_t fn_id, moved_ns, calls_per_s, mean_ns;
+};
+/* The calling thread starts / stops counting (from agent_thread_started
+ * and the thread-exit destructor). */
+void agent_count_thread_start(void);
+void agent_count_thread_exit(void);
+/* Fork child: forget the parent's counts and threads. */
+void agent_count_after_fork(void);
+/* A counter slot for fn_id (under agent.lock), or -1 when all are taken
+ * (counted as over_capacity). */
+int agent_count_assign(uint64_t fn_id, uint64_t moved_ns, uint64_t calls_per_s, uint64_t mean_ns);
+/* The TLS offsets a count block uses for slot c. */
+void agent_count_offsets(uint32_t c, int32_t *gate, int32_t *counter);
+/* s as a JSON string (agent.c). */
+void agent_json_string(FILE *f, const char *s);
+/* The process exits: the next agent.json carries the final sum. */
+void agent_count_exiting(void);
+/* Whether agent.json gets a count_only section; the section itself
+ * (the final sum once exiting, else the ended threads' counts). */
+bool agent_count_any(void);
+void agent_count_json(FILE *f);
+
 /* dlopen/dlclose returned (called from the exit handler, guard set):
  * hook new images, forget unmapped ones (agent_process.c). Runs ordinary code:
  * the return trampoline has saved every caller-saved general register. */

@@ -474,6 +474,12 @@ static void man_agent(json_t *root, const struct wal_proc *p)
 	if (json_is_array(argv) && json_array_size(argv) > 0)
 		json_object_set(root, "program", argv);
 	json_object_del(a, "argv");
+	/* Count-only functions' calls: a top-level section, as the events'. */
+	json_t *co = json_object_get(a, "count_only");
+	if (json_is_object(co)) {
+		json_object_set(root, "count_only", co);
+		json_object_del(a, "count_only");
+	}
 	json_object_set_new(root, "hook", a);
 }
 

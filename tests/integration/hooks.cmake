@@ -66,6 +66,12 @@ ada_itest(threads_tinyring.O2 target --record-opt=--peak-rate --record-opt=10000
 # everything else is still exact.
 ada_itest(exclude_symbol.O2 target --record-opt=--exclude-symbol --record-opt=work_*
           --absent work_* -- ${T}/t_threads_O2)
+# --count-only (docs/hooks.md, "Count-only functions"): the hottest leaves
+# write no events; their CALLs in the trace plus the manifest's counts are
+# exactly the program's calls, with many threads and with the index lane.
+ada_itest(count_only target --count-only leaf --count-only work_a -- ${T}/t_threads_O2 heavy)
+ada_itest(count_only_index target --count-only leaf --count-only work_* --record-opt=--detail
+          --record-opt=never -- ${T}/t_threads_O2 many)
 ada_itest(include_module.O2 target --record-opt=--include --record-opt=t_threads_O2
           --absent-module libc.so* -- ${T}/t_threads_O2)
 ada_itest(exclude_module.O2 target --record-opt=--exclude --record-opt=libc.so*
