@@ -170,8 +170,8 @@ static void count_sum_final(uint64_t *out, uint32_t used)
 		 * instructions on this machine's coherent memory; the CAS only
 		 * decides who reads it. */
 		if (!atomic_compare_exchange_strong_explicit(&count_reg[i], &v, COUNT_READING,
-		                                            memory_order_acquire,
-		                                            memory_order_relaxed))
+		                                             memory_order_acquire,
+		                                             memory_order_relaxed))
 			continue; /* it flushed meanwhile: count_dead has it */
 		const volatile uint64_t *n = ((struct agent_count_tls *)v)->n;
 		for (uint32_t c = 0; c < used; c++)
@@ -223,7 +223,8 @@ void agent_count_json(FILE *f)
 	}
 	fprintf(f,
 	        ",\n  \"count_only\": {\"final\": %s, \"capacity\": %u, \"over_capacity\": %" PRIu64
-	        ", \"threads_uncounted\": %" PRIu64 ", \"overhead_budget_pct\": %u, \"functions\": [",
+	        ", \"threads_uncounted\": %" PRIu64
+	        ", \"overhead_budget_pct\": %u, \"functions\": [",
 	        count_final_done ? "true" : "false", AGENT_COUNT_SLOTS, count_over,
 	        atomic_load_explicit(&count_unregistered, memory_order_relaxed),
 	        agent.cfg.overhead_budget);
