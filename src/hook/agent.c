@@ -486,6 +486,8 @@ int agent_boot(void)
 	}
 	pthread_mutex_unlock(&agent.lock);
 	agent_guard_leave();
+	if (!err)
+		agent_budget_start();
 	return err;
 }
 

@@ -224,10 +224,11 @@ void agent_count_json(FILE *f)
 	fprintf(f,
 	        ",\n  \"count_only\": {\"final\": %s, \"capacity\": %u, \"over_capacity\": %" PRIu64
 	        ", \"threads_uncounted\": %" PRIu64
-	        ", \"overhead_budget_pct\": %u, \"functions\": [",
+	        ", \"overhead_budget_pct\": %u, \"not_movable\": %" PRIu64
+	        ", \"event_cost_ps\": %" PRIu64 ", \"functions\": [",
 	        count_final_done ? "true" : "false", AGENT_COUNT_SLOTS, count_over,
 	        atomic_load_explicit(&count_unregistered, memory_order_relaxed),
-	        agent.cfg.overhead_budget);
+	        agent.cfg.overhead_budget, agent_budget_not_movable(), agent_budget_event_ps());
 	for (uint32_t c = 0; c < used; c++) {
 		const struct agent_count_fn *e = &count_fns[c];
 		fprintf(f, "%s\n    {\"id\": %" PRIu64 ", \"name\": ", c ? "," : "", e->fn_id);

@@ -271,6 +271,13 @@ void agent_count_after_fork(void);
 int agent_count_assign(uint64_t fn_id, uint64_t moved_ns, uint64_t calls_per_s, uint64_t mean_ns);
 /* The TLS offsets a count block uses for slot c. */
 void agent_count_offsets(uint32_t c, int32_t *gate, int32_t *counter);
+/* agent_budget.c (--overhead-budget): starts the agent's budget thread
+ * when the option asks for one (after the start-up scan); functions it
+ * could not move (their patch's rel32 straddles two aligned words); the
+ * per-event cost it calibrated, in picoseconds (0 before). */
+void agent_budget_start(void);
+uint64_t agent_budget_not_movable(void);
+uint64_t agent_budget_event_ps(void);
 /* s as a JSON string (agent.c). */
 void agent_json_string(FILE *f, const char *s);
 /* The process exits: the next agent.json carries the final sum. */

@@ -561,7 +561,8 @@ def subtract_counted(rep, ctx, files, counts, globs):
     """Count-only functions: the program's calls minus the agent's counts are
     the CALL events the trace must hold (a thread's calls before it counts);
     how they split over threads is not known, so only totals are held."""
-    fns = {fn for cf in files for fn in cf.totals if any(fnmatch.fnmatch(fn, g) for g in globs)}
+    fns = {fn for cf in files for fn in cf.totals
+           if fn in counts or any(fnmatch.fnmatch(fn, g) for g in globs)}
     for fn in sorted(fns):
         want = sum(cf.totals[fn][0] for cf in files if fn in cf.totals)
         rep.check(counts.get(fn, 0) > 0 or want == 0, "%s: %s ran %d times, --count-only counted "
@@ -946,6 +947,7 @@ def cmd_target(args, ada, work, rep):
             args.record_opt += ["--detail-mb", "64"]
     for g in args.count_only:
         args.record_opt = (args.record_opt or []) + ["--count-only", g]
+    counted = args.count_only + args.moved
     session, plain, traced, rc0 = run_target_twice(args, ada, work, rep)
     by_pid, root = first_process(traced)
     pid_dirs = sorted(os.path.basename(d) for d in glob.glob(os.path.join(session, "pid_*")))
@@ -970,7 +972,14 @@ def cmd_target(args, ada, work, rep):
         check_pid(ada, rep, session, pid, files, own, allow_inherited=(pid != root),
                   absent=args.absent, absent_mod=args.absent_module,
                   calls_only=args.calls_only, detail_set=args.detail_set,
-                  detail_exact=not args.detail_loose, count_only=args.count_only)
+                  detail_exact=not args.detail_loose, count_only=counted)
+    for g in args.moved:
+        m = check_manifest_parses(rep, os.path.join(session, "pid_%d" % root)) or {}
+        fns = (m.get("count_only") or {}).get("functions", [])
+        rep.check(any(fnmatch.fnmatch(e.get("name", ""), g) and e.get("moved") == "budget"
+                      for e in fns),
+                  "pid_%d: --overhead-budget moved no function matching %s to count-only: %r"
+                  % (root, g, fns))
     for spec in args.child_exit or []:
         name, what = spec.split("=", 1)
         kind, num = what.split(":")
@@ -2325,6 +2334,9 @@ def main():
     t.add_argument("--count-only", action="append", default=[], metavar="GLOB",
                    help="ada record --count-only GLOB: the trace's CALLs plus the manifest's "
                    "counts must be the program's calls")
+    t.add_argument("--moved", action="append", default=[], metavar="GLOB",
+                   help="functions --overhead-budget must have moved to count-only (the "
+                   "manifest says so); their CALLs plus counts are checked as --count-only's")
     t.add_argument("--calls-only", action="store_true",
                    help="assert CALL counts only, not nesting (coroutines switch stacks)")
     t.add_argument("--nondeterministic", action="store_true",

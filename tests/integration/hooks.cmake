@@ -72,6 +72,13 @@ ada_itest(exclude_symbol.O2 target --record-opt=--exclude-symbol --record-opt=wo
 ada_itest(count_only target --count-only leaf --count-only work_a -- ${T}/t_threads_O2 heavy)
 ada_itest(count_only_index target --count-only leaf --count-only work_* --record-opt=--detail
           --record-opt=never -- ${T}/t_threads_O2 many)
+# --overhead-budget 10: leaf and work_a (the hottest, shortest) are moved
+# to count-only while the four threads call them (each thread runs until
+# it sees leaf's patch lead to a count block, then as long again): events
+# before the move plus counts after it are the program's calls. The disk
+# budget is off so that no old generation is deleted before the check.
+ada_itest(overhead_budget target --nondeterministic --moved leaf --record-opt=--overhead-budget
+          --record-opt=10 --record-opt=--max-disk-mb --record-opt=0 -- ${T}/t_threads_O2 budget)
 ada_itest(include_module.O2 target --record-opt=--include --record-opt=t_threads_O2
           --absent-module libc.so* -- ${T}/t_threads_O2)
 ada_itest(exclude_module.O2 target --record-opt=--exclude --record-opt=libc.so*
