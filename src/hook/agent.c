@@ -260,6 +260,8 @@ static void agent_json_body(FILE *f)
 	fprintf(f, ",\n  \"recorder_gone\": {\"noticed\": %s, \"drain_lag_drops\": %" PRIu64 "}",
 	        gone ? "true" : "false", gone_drops);
 	agent_count_json(f);
+	if (agent_count_is_exiting())
+		agent_budget_hot_json(f);
 	if (agent.attached) /* threads ada attach moved into a trampoline */
 		fprintf(f, ",\n  \"moved_at_attach\": %" PRIu64, agent.moved_at_attach);
 	fprintf(f, ",\n  \"trampoline_bytes\": %zu,\n  \"modules\": [\n",

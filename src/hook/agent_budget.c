@@ -390,3 +390,48 @@ uint64_t agent_budget_event_ps(void)
 {
 	return budget.event_ps;
 }
+
+void agent_budget_hot_json(FILE *f)
+{
+	struct ada_arena *a = ada_producer_arena();
+	if (!a)
+		return;
+	uint32_t used = ada_arena_slots_used(a);
+	static struct budget_fn tally[BUDGET_FNS];
+	uint64_t total = 0;
+	memset(tally, 0, sizeof(tally));
+	for (uint32_t i = 0, taken = 0; i < used && taken < 64; i++) {
+		struct ada_slot_info si;
+		ada_arena_slot_info(a, i, &si);
+		if (si.state == ADA_SLOT_FREE || si.head == 0)
+			continue;
+		taken++;
+		size_t n = ada_index_ring_recent(a, i, si.head, budget.sample, 4096);
+		budget_tally(n);
+		for (uint32_t k = 0; k < BUDGET_FNS; k++) {
+			const struct budget_fn *b = &budget.fns[k];
+			if (!b->calls)
+				continue;
+			uint32_t h =
+			    (uint32_t)((b->fn_id * 0x9e3779b97f4a7c15ull) >> 54) & (BUDGET_FNS - 1);
+			for (uint32_t j = 0; j < BUDGET_FNS; j++) {
+				struct budget_fn *t = &tally[(h + j) & (BUDGET_FNS - 1)];
+				if (t->calls == 0 || t->fn_id == b->fn_id) {
+					t->fn_id = b->fn_id;
+					t->calls += b->calls;
+					break;
+				}
+			}
+			total += b->calls;
+		}
+	}
+	qsort(tally, BUDGET_FNS, sizeof(tally[0]), budget_fn_cmp);
+	fputs(",\n  \"hot_functions\": [", f);
+	for (uint32_t k = 0; k < 5 && total && tally[k].calls * 100 / total >= 1; k++) {
+		fputs(k ? ", {\"name\": " : "{\"name\": ", f);
+		agent_json_string(f, agent_count_fn_name(tally[k].fn_id));
+		fprintf(f, ", \"id\": %" PRIu64 ", \"share_pct\": %" PRIu64 "}", tally[k].fn_id,
+		        tally[k].calls * 100 / total);
+	}
+	fputc(']', f);
+}

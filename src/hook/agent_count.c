@@ -184,7 +184,7 @@ static void count_sum_final(uint64_t *out, uint32_t used)
 }
 
 /* The function's name from its module's symbol table ("" if gone). */
-static const char *count_name(uint64_t fn_id)
+const char *agent_count_fn_name(uint64_t fn_id)
 {
 	for (size_t i = 0; i < agent.n_mods; i++) {
 		const struct agent_module *m = &agent.mods[i];
@@ -204,6 +204,11 @@ bool agent_count_any(void)
 void agent_count_exiting(void)
 {
 	count_exiting = true;
+}
+
+bool agent_count_is_exiting(void)
+{
+	return count_exiting;
 }
 
 void agent_count_json(FILE *f)
@@ -232,7 +237,7 @@ void agent_count_json(FILE *f)
 	for (uint32_t c = 0; c < used; c++) {
 		const struct agent_count_fn *e = &count_fns[c];
 		fprintf(f, "%s\n    {\"id\": %" PRIu64 ", \"name\": ", c ? "," : "", e->fn_id);
-		agent_json_string(f, count_name(e->fn_id));
+		agent_json_string(f, agent_count_fn_name(e->fn_id));
 		fprintf(f, ", \"calls\": %" PRIu64 ", \"moved\": \"%s\"", sums[c],
 		        e->moved_ns ? "budget" : "start");
 		if (e->moved_ns)

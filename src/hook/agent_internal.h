@@ -282,6 +282,14 @@ uint64_t agent_budget_event_ps(void);
 void agent_json_string(FILE *f, const char *s);
 /* The process exits: the next agent.json carries the final sum. */
 void agent_count_exiting(void);
+bool agent_count_is_exiting(void);
+/* A function's name from its module's symbol table ("" when unknown). */
+const char *agent_count_fn_name(uint64_t fn_id);
+/* At exit (under agent.lock): ",\n  \"hot_functions\": [...]", the
+ * functions that wrote most of the events the rings still hold (the last
+ * 4096 of up to 64 threads), with their share in %: the summary's top
+ * offenders (agent_budget.c). */
+void agent_budget_hot_json(FILE *f);
 /* Whether agent.json gets a count_only section; the section itself
  * (the final sum once exiting, else the ended threads' counts). */
 bool agent_count_any(void);
