@@ -370,6 +370,11 @@ void agent_budget_start(void)
 {
 	if (!agent.cfg.overhead_budget)
 		return;
+	if (agent.attached) { /* a detach would leave it re-patching an untraced process */
+		agent_log("--overhead-budget is not kept under ada attach (count-only functions "
+		          "are: --count-only)");
+		return;
+	}
 	budget.start_ns = agent_now_ns();
 	budget.debug = secure_getenv("ADA_BUDGET_DEBUG") != NULL;
 	sigset_t all, old;
