@@ -346,10 +346,11 @@ static void record_print_untraced(const char *dir)
 }
 
 /* Count-only functions and hot spots of one pid_N/agent.json (docs/hooks.md,
- * "Count-only functions", "Overhead budget"): appends the budget's moves
- * to moved, adds the counted calls and functions to sum[0..1] and keeps
- * the first hot_functions list seen in hot. */
-static void record_add_count_only(const char *path, json_int_t sum[2], char *moved, size_t mcap,
+ * "Count-only functions", "Overhead budget"): appends the budget's first
+ * six moves to moved, adds the counted calls and functions to sum[0..1]
+ * and the moves to sum[2], and keeps the first hot_functions list seen in
+ * hot. */
+static void record_add_count_only(const char *path, json_int_t sum[3], char *moved, size_t mcap,
                                   char *hot, size_t hcap)
 {
 	int fd = -1;
@@ -367,6 +368,8 @@ static void record_add_count_only(const char *path, json_int_t sum[2], char *mov
 		if (!json_is_string(json_object_get(e, "moved")) ||
 		    strcmp(json_string_value(json_object_get(e, "moved")), "budget"))
 			continue;
+		if (sum[2]++ >= 6)
+			continue; /* the rest: a count, ada status lists them all */
 		size_t u = strlen(moved);
 		snprintf(moved + u, mcap - u, "%s%s (%lld calls/s, mean %lld ns, after %lld ms)",
 		         u ? ", " : "", name ? name : "?",
@@ -391,7 +394,7 @@ static void record_add_count_only(const char *path, json_int_t sum[2], char *mov
 static void record_print_count_only(const struct ada_record_summary *s, const struct rec_args *a,
                                     const char *dir)
 {
-	json_int_t sum[2] = {0, 0};
+	json_int_t sum[3] = {0, 0, 0};
 	char moved[1024] = "", hot[512] = "", path[PATH_MAX];
 	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
 	if (!d)
@@ -409,9 +412,9 @@ static void record_print_count_only(const struct ada_record_summary *s, const st
 	if (moved[0])
 		fprintf(
 		    stderr,
-		    "ada: --overhead-budget moved to count-only: %s; their calls before the move "
-		    "are events, after it exact counts (ada report)\n",
-		    moved);
+		    "ada: --overhead-budget moved %lld functions to count-only: %s%s; their calls "
+		    "before the move are events, after it exact counts (ada report, ada status)\n",
+		    (long long)sum[2], moved, sum[2] > 6 ? ", ..." : "");
 	if (sum[1])
 		fprintf(stderr,
 		        "ada: %lld calls of %lld count-only functions counted exactly, without "
