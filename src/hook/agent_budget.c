@@ -239,8 +239,9 @@ static bool budget_move(uint64_t fn_id, uint64_t calls_per_s, uint64_t mean_ns)
 	if (c < 0)
 		return false;
 	int32_t gate, counter;
-	agent_count_offsets((uint32_t)c, &gate, &counter);
-	if (hook_arch_emit_count_block(blk, (uint64_t)(uintptr_t)blk, gate, counter, tramp) == 0 ||
+	agent_count_offsets(&gate, &counter);
+	if (hook_arch_emit_count_block(blk, (uint64_t)(uintptr_t)blk, gate, counter, (uint32_t)c,
+	                               tramp) == 0 ||
 	    hook_mem_seal(agent.mem))
 		return false;
 	struct hook_patch np = *p;

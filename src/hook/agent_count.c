@@ -2,8 +2,9 @@
  * Count-only functions (docs/hooks.md, "Count-only functions"): a
  * function whose patch jumps to a count block (x86_64/x86_emit_count.c)
  * adds 1 to a counter of the calling thread's own and runs, writing no
- * event. The counters are initial-exec TLS (struct agent_count_tls), so
- * counting takes no lock, no atomic and no shared cache line.
+ * event. The counters are a page of the thread's own, reached through
+ * initial-exec TLS (struct agent_count_tls), so counting takes no lock, no
+ * atomic and no shared cache line.
  *
  * A thread counts once it is registered (its first traced call,
  * agent_thread_started) and while the agent does no work of its own on it
@@ -32,6 +33,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 
 #include "agent_internal.h"
 
@@ -52,11 +55,27 @@ static struct agent_count_fn count_fns[AGENT_COUNT_SLOTS];
 static uint64_t count_over; /* wanted count-only, no slot left */
 static bool count_final_done, count_exiting;
 
+/* Whether any function may be count-only (threads need counters). */
+static bool count_wanted(void)
+{
+	return agent.cfg.n_count_only || agent.cfg.overhead_budget;
+}
+
 void agent_count_thread_start(void)
 {
 	struct agent_count_tls *t = &agent_count_tls;
-	if (t->reg)
+	if (t->reg || !count_wanted())
 		return;
+	if (!t->n) { /* a raw system call: the handlers' cold path calls no libc here */
+		long p =
+		    hook_arch_syscall6(SYS_mmap, 0, AGENT_COUNT_SLOTS * 8, PROT_READ | PROT_WRITE,
+		                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p < 0 && p > -4096) {
+			atomic_fetch_add_explicit(&count_unregistered, 1, memory_order_relaxed);
+			return;
+		}
+		t->n = (uint64_t *)p;
+	}
 	uint32_t h = atomic_load_explicit(&count_hint, memory_order_relaxed);
 	for (uint32_t k = 0; k < AGENT_COUNT_THREADS; k++) {
 		uint32_t i = (h + k) & (AGENT_COUNT_THREADS - 1);
@@ -64,7 +83,7 @@ void agent_count_thread_start(void)
 		/* Relaxed: the block is this thread's; nobody reads it until the
 		 * final sum, which runs after this thread's counts (agent.lock
 		 * and the exit's own ordering). */
-		if (atomic_compare_exchange_strong_explicit(&count_reg[i], &z, (uintptr_t)t,
+		if (atomic_compare_exchange_strong_explicit(&count_reg[i], &z, (uintptr_t)t->n,
 		                                            memory_order_relaxed,
 		                                            memory_order_relaxed)) {
 			t->reg = i + 1;
@@ -77,14 +96,23 @@ void agent_count_thread_start(void)
 	atomic_fetch_add_explicit(&count_unregistered, 1, memory_order_relaxed);
 }
 
-static void count_flush(struct agent_count_tls *t)
+static void count_flush(uint64_t *n)
 {
 	uint32_t used = atomic_load_explicit(&count_used, memory_order_acquire);
 	for (uint32_t c = 0; c < used && c < AGENT_COUNT_SLOTS; c++) {
-		if (t->n[c])
-			atomic_fetch_add_explicit(&count_dead[c], t->n[c], memory_order_relaxed);
-		t->n[c] = 0;
+		if (n[c])
+			atomic_fetch_add_explicit(&count_dead[c], n[c], memory_order_relaxed);
+		n[c] = 0;
 	}
+}
+
+/* The thread's page goes once nobody reads it (its gate is down: no count
+ * block touches it either). */
+static void count_unmap(struct agent_count_tls *t)
+{
+	uint64_t *n = t->n;
+	t->n = NULL;
+	hook_arch_syscall6(SYS_munmap, (long)(uintptr_t)n, AGENT_COUNT_SLOTS * 8, 0, 0, 0, 0);
 }
 
 void agent_count_thread_exit(void)
@@ -95,14 +123,15 @@ void agent_count_thread_exit(void)
 	uint32_t i = t->reg - 1;
 	t->reg = 0;
 	t->gate -= 1; /* later calls (glibc's teardown) take the full path */
-	uintptr_t me = (uintptr_t)t;
+	uintptr_t me = (uintptr_t)t->n;
 	/* Acquire (on failure): pairs with the final sum's release of DONE. */
 	if (atomic_compare_exchange_strong_explicit(&count_reg[i], &me, COUNT_EXITING,
 	                                            memory_order_acquire, memory_order_acquire)) {
-		count_flush(t);
+		count_flush(t->n);
 		/* Release: pairs with the final sum's acquire load, which then
 		 * reads count_dead with this thread's counts in. */
 		atomic_store_explicit(&count_reg[i], 0, memory_order_release);
+		count_unmap(t);
 		return;
 	}
 	/* The final sum took the block: wait until it is read (a few hundred
@@ -113,6 +142,7 @@ void agent_count_thread_exit(void)
 			break;
 		__builtin_ia32_pause();
 	}
+	count_unmap(t);
 }
 
 void agent_count_after_fork(void)
@@ -124,10 +154,11 @@ void agent_count_after_fork(void)
 		atomic_store_explicit(&count_dead[c], 0, memory_order_relaxed);
 	atomic_store_explicit(&count_unregistered, 0, memory_order_relaxed);
 	struct agent_count_tls *t = &agent_count_tls;
-	memset(t->n, 0, sizeof(t->n));
+	if (t->n)
+		memset(t->n, 0, AGENT_COUNT_SLOTS * 8);
 	if (t->reg) {
 		t->reg = 1;
-		atomic_store_explicit(&count_reg[0], (uintptr_t)t, memory_order_relaxed);
+		atomic_store_explicit(&count_reg[0], (uintptr_t)t->n, memory_order_relaxed);
 	}
 	count_final_done = count_exiting = false;
 }
@@ -146,12 +177,12 @@ int agent_count_assign(uint64_t fn_id, uint64_t moved_ns, uint64_t calls_per_s, 
 	return (int)c;
 }
 
-void agent_count_offsets(uint32_t c, int32_t *gate, int32_t *counter)
+void agent_count_offsets(int32_t *gate, int32_t *counters)
 {
 	uintptr_t tp = hook_arch_thread_pointer();
 	/* Initial-exec TLS: the same offsets from every thread's pointer. */
 	*gate = (int32_t)((intptr_t)(uintptr_t)&agent_count_tls.gate - (intptr_t)tp);
-	*counter = (int32_t)((intptr_t)(uintptr_t)&agent_count_tls.n[c] - (intptr_t)tp);
+	*counters = (int32_t)((intptr_t)(uintptr_t)&agent_count_tls.n - (intptr_t)tp);
 }
 
 /* The final sum: every live block taken and read, then count_dead. */
@@ -173,7 +204,7 @@ static void count_sum_final(uint64_t *out, uint32_t used)
 		                                             memory_order_acquire,
 		                                             memory_order_relaxed))
 			continue; /* it flushed meanwhile: count_dead has it */
-		const volatile uint64_t *n = ((struct agent_count_tls *)v)->n;
+		const volatile uint64_t *n = (const uint64_t *)v;
 		for (uint32_t c = 0; c < used; c++)
 			out[c] += n[c];
 		/* Release: pairs with the exiting thread's acquire wait. */

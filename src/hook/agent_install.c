@@ -378,8 +378,8 @@ static uint64_t install_count_block(struct agent_module *m, size_t i, uint8_t *a
 	if (c < 0)
 		return tramp;
 	int32_t gate, counter;
-	agent_count_offsets((uint32_t)c, &gate, &counter);
-	if (hook_arch_emit_count_block(at, (uint64_t)at, gate, counter, tramp) == 0)
+	agent_count_offsets(&gate, &counter);
+	if (hook_arch_emit_count_block(at, (uint64_t)at, gate, counter, (uint32_t)c, tramp) == 0)
 		return tramp; /* cannot happen within one block; the slot stays unused */
 	return (uint64_t)at;
 }

@@ -245,13 +245,16 @@ void agent_thread_started(void);
 /* ---- agent_count.c: count-only functions (docs/hooks.md) ---- */
 #define AGENT_COUNT_SLOTS 512u    /* count-only functions per process */
 #define AGENT_COUNT_THREADS 4096u /* threads counting at once (a power of 2) */
-/* A thread's counters. gate is 1 exactly while the thread counts: +1 once
- * registered, +2 for each level of the agent's own work (agent_guard_*);
- * the count blocks test it. reg: 1 + its entry in the registry, 0: none. */
+/* A thread's counting state (16 bytes of static TLS: ada attach dlopens
+ * the agent, and the static TLS a dlopen may take is small). gate is 1
+ * exactly while the thread counts: +1 once registered, +2 for each level
+ * of the agent's own work (agent_guard_*); the count blocks test it. n:
+ * its counters, one page of its own (mapped when it registers, only when
+ * count-only functions may exist). reg: 1 + its entry in the registry. */
 struct agent_count_tls {
 	uint32_t gate;
 	uint32_t reg;
-	uint64_t n[AGENT_COUNT_SLOTS];
+	uint64_t *n;
 };
 extern __thread struct agent_count_tls agent_count_tls __attribute__((tls_model("initial-exec")));
 /* One count-only function: moved_ns 0 when chosen at start-up, else the
@@ -269,8 +272,9 @@ void agent_count_after_fork(void);
 /* A counter slot for fn_id (under agent.lock), or -1 when all are taken
  * (counted as over_capacity). */
 int agent_count_assign(uint64_t fn_id, uint64_t moved_ns, uint64_t calls_per_s, uint64_t mean_ns);
-/* The TLS offsets a count block uses for slot c. */
-void agent_count_offsets(uint32_t c, int32_t *gate, int32_t *counter);
+/* The TLS offsets a count block uses: gate, and the pointer to the
+ * thread's counters. */
+void agent_count_offsets(int32_t *gate, int32_t *counters);
 /* agent_budget.c (--overhead-budget): starts the agent's budget thread
  * when the option asks for one (after the start-up scan); functions it
  * could not move (their patch's rel32 straddles two aligned words); the
