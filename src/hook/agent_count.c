@@ -71,11 +71,13 @@ void agent_count_thread_start(void)
 		    hook_arch_syscall6(SYS_mmap, 0, AGENT_COUNT_SLOTS * 8, PROT_READ | PROT_WRITE,
 		                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p < 0 && p > -4096) {
+			/* Relaxed: a counter to show, ordered with nothing. */
 			atomic_fetch_add_explicit(&count_unregistered, 1, memory_order_relaxed);
 			return;
 		}
 		t->n = (uint64_t *)p;
 	}
+	/* Relaxed: a hint where to start looking; any value works. */
 	uint32_t h = atomic_load_explicit(&count_hint, memory_order_relaxed);
 	for (uint32_t k = 0; k < AGENT_COUNT_THREADS; k++) {
 		uint32_t i = (h + k) & (AGENT_COUNT_THREADS - 1);
@@ -100,6 +102,8 @@ static void count_flush(uint64_t *n)
 {
 	uint32_t used = atomic_load_explicit(&count_used, memory_order_acquire);
 	for (uint32_t c = 0; c < used && c < AGENT_COUNT_SLOTS; c++) {
+		/* Relaxed: published by the release store that frees the
+		 * thread's registry entry (its partner: count_sum_final's acquire). */
 		if (n[c])
 			atomic_fetch_add_explicit(&count_dead[c], n[c], memory_order_relaxed);
 		n[c] = 0;
@@ -147,7 +151,8 @@ void agent_count_thread_exit(void)
 
 void agent_count_after_fork(void)
 {
-	/* The child's one thread: the parent's counts are the parent's. */
+	/* The child's one thread: the parent's counts are the parent's
+	 * (relaxed: no other thread exists to order with). */
 	for (uint32_t i = 0; i < AGENT_COUNT_THREADS; i++)
 		atomic_store_explicit(&count_reg[i], 0, memory_order_relaxed);
 	for (uint32_t c = 0; c < AGENT_COUNT_SLOTS; c++)
@@ -165,6 +170,7 @@ void agent_count_after_fork(void)
 
 int agent_count_assign(uint64_t fn_id, uint64_t moved_ns, uint64_t calls_per_s, uint64_t mean_ns)
 {
+	/* Relaxed: only writers (under agent.lock) read it here. */
 	uint32_t c = atomic_load_explicit(&count_used, memory_order_relaxed);
 	if (c >= AGENT_COUNT_SLOTS) {
 		count_over++;
@@ -210,6 +216,8 @@ static void count_sum_final(uint64_t *out, uint32_t used)
 		/* Release: pairs with the exiting thread's acquire wait. */
 		atomic_store_explicit(&count_reg[i], COUNT_DONE, memory_order_release);
 	}
+	/* Relaxed: every flush was published by its entry's release of 0,
+	 * which the acquire loads above saw. */
 	for (uint32_t c = 0; c < used; c++)
 		out[c] += atomic_load_explicit(&count_dead[c], memory_order_relaxed);
 }
@@ -228,6 +236,7 @@ const char *agent_count_fn_name(uint64_t fn_id)
 
 bool agent_count_any(void)
 {
+	/* Relaxed: read under agent.lock, as it is written. */
 	return atomic_load_explicit(&count_used, memory_order_relaxed) || count_over ||
 	       agent.cfg.overhead_budget;
 }
@@ -254,6 +263,7 @@ void agent_count_json(FILE *f)
 		count_sum_final(sums, used);
 		count_final_done = true;
 	} else if (!count_final_done) {
+		/* Relaxed: a snapshot of the ended threads' counts to show. */
 		for (uint32_t c = 0; c < used; c++)
 			sums[c] = atomic_load_explicit(&count_dead[c], memory_order_relaxed);
 	}
