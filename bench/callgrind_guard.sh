@@ -33,6 +33,12 @@
 #                  = instructions ada adds per recorded event; hooking,
 #                  finalize and the program's own work cancel. It also
 #                  checks that the trace holds every bw_fib call.
+#   mode count  -- as hooked, with bw_fib count-only (the baseline's
+#                  record_arg lines: --count-only bw_fib): "Ir/call", the
+#                  instructions ada adds per bw_fib call (no events), and
+#                  the check that the trace's bw_fib CALLs plus the
+#                  manifest's count are every call
+#                  (callgrind_baseline_count_only.txt).
 # It fails (exit 1) when Ir/event is more than margin_pct (10 %) above the
 # value in the baseline file, which also names the mode. --update rewrites
 # the baseline (commit it with a message saying why). Exit 77 (skip) when
@@ -200,10 +206,20 @@ measure_hooked() {
 	fi
 	wait $rec ||
 		{ echo "callgrind_guard: ada record of valgrind failed" >&2; tail -5 "$work/t.log" >&2; exit 1; }
-	local c1 c2 rec t1 t2 u1 u2
+	local c1 c2 rec t1 t2 u1 u2 per=2
 	c1=$(sed -n 's/^calls1=\([0-9]*\) .*/\1/p' "$work/t.stdout")
 	c2=$(sed -n 's/.*calls2=\([0-9]*\)$/\1/p' "$work/t.stdout")
 	rec=$(bw_fib_calls "$work/out")
+	if [ "$mode" = count ]; then # events + the agent's count; Ir per call
+		per=1
+		rec=$((${rec:-0} + $(python3 -c '
+import glob, json, sys
+n = 0
+for p in glob.glob(sys.argv[1] + "/session_*/pid_*/manifest.json"):
+    for e in (json.load(open(p)).get("count_only") or {}).get("functions", []):
+        n += e["calls"] if e.get("name") == "bw_fib" else 0
+print(n)' "$work/out")))
+	fi
 	if [ "${rec:-0}" != $((c1 + c2)) ]; then
 		echo "callgrind_guard: the trace has ${rec:-0} calls of bw_fib, the program made $((c1 + c2))" >&2
 		exit 1
@@ -211,13 +227,13 @@ measure_hooked() {
 	t1=$(phase_ir "$work/t.1"); t2=$(phase_ir "$work/t.2")
 	u1=$(phase_ir "$work/u.1"); u2=$(phase_ir "$work/u.2")
 	echo "callgrind_guard: hooked: phase Ir traced $t1 / $t2, untraced $u1 / $u2, bw_fib calls $c1 / $c2" >&2
-	awk -v t1="$t1" -v t2="$t2" -v u1="$u1" -v u2="$u2" -v x="$((2 * c1))" -v y="$((2 * c2))" \
+	awk -v t1="$t1" -v t2="$t2" -v u1="$u1" -v u2="$u2" -v x="$((per * c1))" -v y="$((per * c2))" \
 		'BEGIN {printf "%.3f\n", ((t2 - t1) - (u2 - u1)) / (y - x)}'
 }
 
 case $mode in
 emit) value=$(measure_emit) ;;
-hooked) value=$(measure_hooked) ;;
+hooked | count) value=$(measure_hooked) ;;
 *) echo "callgrind_guard: unknown mode $mode" >&2; exit 2 ;;
 esac
 echo "callgrind_guard: mode $mode: $value instructions per recorded event"

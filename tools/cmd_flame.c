@@ -56,6 +56,8 @@ struct fl_tree {
 	struct rd_index index; /* (fid, parent) -> node */
 	uint64_t folded_paths; /* new paths refused at FLAME_MAX_NODES */
 	uint64_t events;
+	/* Count-only functions (manifests): exact calls, no frames to draw. */
+	uint64_t count_fns, count_calls;
 	struct rd_pid *rp; /* names of the pid being walked */
 	uint32_t base;     /* the node the walked thread's roots hang under */
 	int err;
@@ -202,6 +204,14 @@ static int fl_pid(const struct fl_opts *o, struct fl_tree *t, const struct ada_a
 	}
 	for (size_t i = 0; i < p->nthreads && !err; i++)
 		err = fl_thread(o, t, &rp, i, pid_node, range);
+	json_t *co = rd_count_only_json(&rp), *e;
+	size_t k;
+	json_array_foreach(co, k, e)
+	{
+		t->count_fns++;
+		t->count_calls += (uint64_t)json_integer_value(json_object_get(e, "calls"));
+	}
+	json_decref(co);
 	*damaged += rp.damaged;
 	t->rp = NULL;
 	rd_pid_close(&rp);
@@ -369,18 +379,24 @@ static int fl_write_svg(const struct fl_opts *o, struct fl_tree *t, FILE *f, con
                         uint64_t events)
 {
 	struct fl_svg_ctx c = {.svg = {.f = f}};
-	char title[512], sub[512], b[32];
+	char title[512], sub[768], b[32];
 	int err = fl_walk_tree(t, fl_depth, &c);
 
 	if (err)
 		return err;
 	snprintf(title, sizeof(title), "ada flame: %s", dir);
+	char co[160] = "";
+	if (t->count_fns)
+		snprintf(co, sizeof(co),
+		         "; %" PRIu64 " count-only functions (%" PRIu64
+		         " calls, untimed, not drawn: ada report lists them)",
+		         t->count_fns, t->count_calls);
 	snprintf(sub, sizeof(sub),
-	         "%s of calls, %" PRIu64 " events, %s%s. Click a frame to zoom, Search (Ctrl-F) "
+	         "%s of calls, %" PRIu64 " events, %s%s%s. Click a frame to zoom, Search (Ctrl-F) "
 	         "highlights by regular expression.",
 	         rd_fmt_ns(t->n[0].total, b, sizeof(b)), events,
 	         o->per_thread ? "per thread" : "threads merged",
-	         t->folded_paths ? "; some paths folded into their caller (too many)" : "");
+	         t->folded_paths ? "; some paths folded into their caller (too many)" : "", co);
 	c.svg.title = title;
 	c.svg.subtitle = sub;
 	c.svg.total = t->n[0].total;
@@ -514,6 +530,11 @@ int cmd_flame(int argc, char **argv)
 		err = fl_walk_tree(&t, fl_folded_line, out.f);
 	else
 		err = fl_write_svg(&o, &t, out.f, dir, t.events);
+	if (t.count_fns && o.folded)
+		ada_log("%" PRIu64 " count-only functions (%" PRIu64
+		        " calls) have no frames and are "
+		        "not in the graph; ada report lists their counts",
+		        t.count_fns, t.count_calls);
 	if (t.folded_paths)
 		ada_log("%" PRIu64 " calls on paths past %u distinct ones were folded into their "
 		        "caller",

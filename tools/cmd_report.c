@@ -255,6 +255,8 @@ static void rp_text(const struct rp_state *s, struct rd_pid *rp, const struct ad
 		       " ends without a call, %" PRIu64 " too deep, %" PRIu64 " unknown kinds",
 		       st->orphans, st->unmatched, st->too_deep, st->bad_kind);
 	printf("\n");
+	fflush(stdout);
+	rd_count_only_text(rp, stdout, "");
 }
 
 static void rp_json_fn(json_t *arr, const struct rp_fn *f, struct rd_pid *rp)
@@ -313,6 +315,7 @@ static json_t *rp_json(const struct rp_state *s, struct rd_pid *rp,
 	for (size_t i = 0; i < s->n; i++)
 		rp_json_fn(fns, &s->fns[i], rp);
 	json_object_set_new(o, "functions", fns);
+	json_object_set_new(o, "count_only", rd_count_only_json(rp));
 	json_object_set_new(o, "damaged_files", json_integer(rp->damaged));
 	return o;
 }

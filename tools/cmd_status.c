@@ -28,6 +28,7 @@
 #include <signal.h>
 #include <unistd.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -270,6 +271,46 @@ static void status_recording(const char *dir, json_t *man, struct status_tot *t)
 	status_shm_live(t, json_string_value(json_object_get(man, "arena_dir")));
 }
 
+/* The count-only functions and --overhead-budget's moves (docs/hooks.md):
+ * the manifest's count_only, or while recording the agent's agent.json
+ * (rewritten after each move; its counts are then the ended threads'). */
+static void status_count_only(const char *dir, json_t *man)
+{
+	json_t *co = json_incref(json_object_get(man, "count_only")), *e;
+	char path[PATH_MAX];
+	int fd = -1;
+	size_t i;
+	if (!co && (size_t)snprintf(path, sizeof(path), "%s/agent.json", dir) < sizeof(path) &&
+	    ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
+		json_t *a = json_loadfd(fd, 0, NULL);
+		close(fd);
+		co = json_incref(json_object_get(a, "count_only"));
+		json_decref(a);
+	}
+	json_t *fns = json_object_get(co, "functions");
+	if (json_array_size(fns) == 0) {
+		json_decref(co);
+		return;
+	}
+	long long calls = 0;
+	json_array_foreach(fns, i, e) calls += json_integer_value(json_object_get(e, "calls"));
+	printf("  count-only: %zu functions, %lld calls counted%s\n", json_array_size(fns), calls,
+	       json_is_true(json_object_get(co, "final")) ? "" : " so far (threads that ended)");
+	json_array_foreach(fns, i, e)
+	{
+		const char *moved = json_string_value(json_object_get(e, "moved"));
+		if (!moved || strcmp(moved, "budget"))
+			continue;
+		printf("  moved by --overhead-budget: %s (%lld calls/s, mean %lld ns, after %lld "
+		       "ms)\n",
+		       json_string_value(json_object_get(e, "name")),
+		       (long long)json_integer_value(json_object_get(e, "calls_per_s")),
+		       (long long)json_integer_value(json_object_get(e, "mean_ns")),
+		       (long long)json_integer_value(json_object_get(e, "moved_after_ms")));
+	}
+	json_decref(co);
+}
+
 static int status_pid(const char *dir, struct status_tot *t)
 {
 	json_t *man;
@@ -283,6 +324,7 @@ static int status_pid(const char *dir, struct status_tot *t)
 		status_recording(dir, man, t);
 	else
 		status_done(dir, man, t);
+	status_count_only(dir, man);
 	json_decref(man);
 	return 0;
 }

@@ -469,3 +469,39 @@ void rd_json_str(FILE *f, const char *s)
 	}
 	putc('"', f);
 }
+
+json_t *rd_count_only_json(const struct rd_pid *rp)
+{
+	json_t *co = rp->manifest ? json_object_get(rp->manifest, "count_only") : NULL;
+	json_t *fns = json_object_get(co, "functions");
+	return json_is_array(fns) ? json_deep_copy(fns) : json_array();
+}
+
+void rd_count_only_text(const struct rd_pid *rp, FILE *f, const char *indent)
+{
+	json_t *co = rp->manifest ? json_object_get(rp->manifest, "count_only") : NULL;
+	json_t *fns = json_object_get(co, "functions"), *e;
+	size_t i;
+	if (!json_is_array(fns) || json_array_size(fns) == 0)
+		return;
+	bool final = json_is_true(json_object_get(co, "final"));
+	fprintf(f, "%scount-only functions (exact calls, no events, not timed%s):\n", indent,
+	        final ? ""
+	              : "; the process did not exit normally: threads still running "
+	                "at its end are not in these counts");
+	json_array_foreach(fns, i, e)
+	{
+		const char *name = json_string_value(json_object_get(e, "name"));
+		json_int_t calls = json_integer_value(json_object_get(e, "calls"));
+		const char *moved = json_string_value(json_object_get(e, "moved"));
+		fprintf(f, "%s%10lld  %s", indent, (long long)calls, name ? name : "?");
+		if (moved && !strcmp(moved, "budget"))
+			fprintf(f,
+			        "  (moved by --overhead-budget after %lld ms: %lld calls/s, mean "
+			        "%lld ns)",
+			        (long long)json_integer_value(json_object_get(e, "moved_after_ms")),
+			        (long long)json_integer_value(json_object_get(e, "calls_per_s")),
+			        (long long)json_integer_value(json_object_get(e, "mean_ns")));
+		fputc('\n', f);
+	}
+}

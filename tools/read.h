@@ -61,6 +61,13 @@ uint64_t rd_thread_walk(const struct ada_atf_thread *t, struct ada_frames *w, ui
 /* The tid the files of thread t carry (the manifest's, else the first
  * event's), 0 when unknown. */
 uint32_t rd_thread_tid(const struct rd_pid *rp, const struct ada_atf_thread *t);
+/* The manifest's count-only functions (docs/hooks.md, "Count-only
+ * functions"): their exact calls, which have no events. rd_count_only_text
+ * prints one line each ("count-only (exact calls, no events): ..."),
+ * nothing when there are none; rd_count_only_json gives the manifest's
+ * array (a new reference; an empty array when none). */
+void rd_count_only_text(const struct rd_pid *rp, FILE *f, const char *indent);
+json_t *rd_count_only_json(const struct rd_pid *rp);
 /* The program's name: basename of argv[0] in the manifest, or "pid N". */
 const char *rd_program(const struct rd_pid *rp, char *buf, size_t len);
 

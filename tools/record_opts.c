@@ -345,6 +345,90 @@ static void record_print_untraced(const char *dir)
 	        (long long)sum[2]);
 }
 
+/* Count-only functions and hot spots of one pid_N/agent.json (docs/hooks.md,
+ * "Count-only functions", "Overhead budget"): appends the budget's first
+ * six moves to moved, adds the counted calls and functions to sum[0..1]
+ * and the moves to sum[2], and keeps the first hot_functions list seen in
+ * hot. */
+static void record_add_count_only(const char *path, json_int_t sum[3], char *moved, size_t mcap,
+                                  char *hot, size_t hcap)
+{
+	int fd = -1;
+	json_t *a = NULL, *e;
+	size_t i;
+	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
+		a = json_loadfd(fd, 0, NULL);
+		close(fd);
+	}
+	json_array_foreach(json_object_get(json_object_get(a, "count_only"), "functions"), i, e)
+	{
+		const char *name = json_string_value(json_object_get(e, "name"));
+		sum[0] += json_integer_value(json_object_get(e, "calls"));
+		sum[1]++;
+		if (!json_is_string(json_object_get(e, "moved")) ||
+		    strcmp(json_string_value(json_object_get(e, "moved")), "budget"))
+			continue;
+		if (sum[2]++ >= 6)
+			continue; /* the rest: a count, ada status lists them all */
+		size_t u = strlen(moved);
+		snprintf(moved + u, mcap - u, "%s%s (%lld calls/s, mean %lld ns, after %lld ms)",
+		         u ? ", " : "", name ? name : "?",
+		         (long long)json_integer_value(json_object_get(e, "calls_per_s")),
+		         (long long)json_integer_value(json_object_get(e, "mean_ns")),
+		         (long long)json_integer_value(json_object_get(e, "moved_after_ms")));
+	}
+	json_array_foreach(json_object_get(a, "hot_functions"), i, e)
+	{
+		size_t u = strlen(hot);
+		if (i == 0 && u)
+			break; /* one process's list is enough */
+		const char *name = json_string_value(json_object_get(e, "name"));
+		snprintf(hot + u, hcap - u, "%s%s %lld %%", i ? ", " : "", name ? name : "?",
+		         (long long)json_integer_value(json_object_get(e, "share_pct")));
+	}
+	json_decref(a);
+}
+
+/* The count-only functions and the budget's moves; when the program waited
+ * for ring space, where to look (the budget, the hottest functions). */
+static void record_print_count_only(const struct ada_record_summary *s, const struct rec_args *a,
+                                    const char *dir)
+{
+	json_int_t sum[3] = {0, 0, 0};
+	char moved[1024] = "", hot[512] = "", path[PATH_MAX];
+	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	for (unsigned n = 0; n < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)) != NULL; n++) {
+		int pid;
+		char tail;
+		if (sscanf(de->d_name, "pid_%d%c", &pid, &tail) == 1 &&
+		    (size_t)snprintf(path, sizeof(path), "%s/%s/agent.json", dir, de->d_name) <
+		        sizeof(path))
+			record_add_count_only(path, sum, moved, sizeof(moved), hot, sizeof(hot));
+	}
+	closedir(d);
+	if (moved[0])
+		fprintf(
+		    stderr,
+		    "ada: --overhead-budget moved %lld functions to count-only: %s%s; their calls "
+		    "before the move are events, after it exact counts (ada report, ada status)\n",
+		    (long long)sum[2], moved, sum[2] > 6 ? ", ..." : "");
+	if (sum[1])
+		fprintf(stderr,
+		        "ada: %lld calls of %lld count-only functions counted exactly, without "
+		        "events (ada report lists them)\n",
+		        (long long)sum[0], (long long)sum[1]);
+	if (s->ring_waits && !strstr(a->hook_config, "overhead-budget="))
+		fprintf(
+		    stderr,
+		    "ada: tracing slowed the program (it waited for ring space): "
+		    "--overhead-budget 10 moves the hottest short functions to count-only%s%s%s; "
+		    "docs/hooks.md, Pathological symbols\n",
+		    hot[0] ? " (the last events came from: " : "", hot, hot[0] ? ")" : "");
+}
+
 /* " (ring_full N, ...)": the drop reasons that counted, both lanes summed
  * (`ada status` prints them the same way). */
 static void record_drop_reasons(const struct ada_record_summary *s, char *buf, size_t cap)
@@ -550,6 +634,7 @@ void record_print_summary(const struct ada_record_summary *s, const struct rec_a
 	record_print_left_out(s);
 	record_print_disk(s);
 	record_print_untraced(dir);
+	record_print_count_only(s, a, dir);
 	record_print_unmatched(a, dir);
 	fprintf(stderr, "%s\n", dir); /* last: scripts take the session from it */
 }

@@ -214,6 +214,21 @@ static int record_opt_analysis_threads(struct rec_args *a, const struct record_o
 	return record_opt_hook(a, o, v);
 }
 
+/* --overhead-budget: a whole percentage, 1..100. */
+static int record_opt_overhead_budget(struct rec_args *a, const struct record_opt *o, const char *v)
+{
+	char *end = NULL;
+	errno = 0;
+	unsigned long n = strtoul(v, &end, 10);
+	if (errno || end == v || *end || n < 1 || n > 100 || v[0] == '-' || v[0] == '+') {
+		ada_log("--overhead-budget takes a whole percentage from 1 to 100, not '%s' (e.g. "
+		        "--overhead-budget 10)",
+		        v);
+		return -1;
+	}
+	return record_opt_hook(a, o, v);
+}
+
 static int record_opt_stack_bytes(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	if (record_opt_u64(a, o, v) < 0)
@@ -458,6 +473,18 @@ static const struct record_opt record_table[] = {
      "list of functions that cannot be traced is always\n"
      "excluded: see docs/hooks.md)",
      .tests = "e2e.opt.include_symbol", .col = 32},
+    {"count-only", "GLOB[,...]", record_opt_hook, 0,
+     "keep an exact call count of these functions and\n"
+     "write no events for them (a few ns a call; report,\n"
+     "flame and the manifest show the counts; their returns\n"
+     "are not traced: docs/hooks.md, Count-only functions)",
+     .tests = "e2e.count_only", .col = 32},
+    {"overhead-budget", "PCT", record_opt_overhead_budget, 0,
+     "1..100: while tracing costs a thread more than PCT %\n"
+     "of its CPU time, move its hottest short functions to\n"
+     "count-only (listed in the manifest, the summary and\n"
+     "ada status; docs/hooks.md, Overhead budget)",
+     .tests = "e2e.overhead_budget", .col = 32},
     {"analysis-threads", "N", record_opt_analysis_threads, 0,
      "1 (default) or 2: on a cold start (no cached\n"
      "analysis of a module yet) share the analysis with a\n"

@@ -108,7 +108,7 @@ static int agent_write_syms(int mod_fd, struct agent_module *m)
 	return agent_write_file(mod_fd, name, agent_fill_syms, m);
 }
 
-static void agent_json_string(FILE *f, const char *s)
+void agent_json_string(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (; *s; s++) {
@@ -259,6 +259,9 @@ static void agent_json_body(FILE *f)
 	bool gone = ada_producer_drain_gone(&gone_drops);
 	fprintf(f, ",\n  \"recorder_gone\": {\"noticed\": %s, \"drain_lag_drops\": %" PRIu64 "}",
 	        gone ? "true" : "false", gone_drops);
+	agent_count_json(f);
+	if (agent_count_is_exiting())
+		agent_budget_hot_json(f);
 	if (agent.attached) /* threads ada attach moved into a trampoline */
 		fprintf(f, ",\n  \"moved_at_attach\": %" PRIu64, agent.moved_at_attach);
 	fprintf(f, ",\n  \"trampoline_bytes\": %zu,\n  \"modules\": [\n",
@@ -485,6 +488,8 @@ int agent_boot(void)
 	}
 	pthread_mutex_unlock(&agent.lock);
 	agent_guard_leave();
+	if (!err)
+		agent_budget_start();
 	return err;
 }
 

@@ -343,6 +343,7 @@ ADA_AGENT_EXPORT int ada_agent_detach(void)
 	}
 	int err = agent_uninstall();
 	agent_hot.active = 0;
+	agent_count_exiting();                  /* the count-only functions' final sum */
 	agent_write_files(false, agent.n_mods); /* agent.json, final */
 	/* The recording's shared memory goes back now (RssShmem as before
 	 * the attach; issue 34): its range becomes private zero pages, which

@@ -69,6 +69,7 @@ void ada_hook_config_fini(struct ada_hook_config *cfg)
 	config_free_list(cfg->sym_include, &cfg->n_sym_include);
 	config_free_list(cfg->detail_sym, &cfg->n_detail_sym);
 	config_free_list(cfg->key_sym, &cfg->n_key_sym);
+	config_free_list(cfg->count_only, &cfg->n_count_only);
 }
 
 /* Appends each ','-separated glob of (v, len) to list. */
@@ -118,6 +119,23 @@ static int config_stack_bytes(const char *v, size_t len, uint32_t *out)
 	return 0;
 }
 
+/* 1..100, decimal. */
+static int config_pct(const char *v, size_t len, uint32_t *out)
+{
+	uint32_t n = 0;
+	if (len == 0 || len > 3)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return -EINVAL;
+		n = n * 10 + (uint32_t)(v[i] - '0');
+	}
+	if (n < 1 || n > 100)
+		return -EINVAL;
+	*out = n;
+	return 0;
+}
+
 /* "1" or "2". */
 static int config_threads(const char *v, size_t len, uint32_t *out)
 {
@@ -159,6 +177,10 @@ static int config_apply(struct ada_hook_config *cfg, const char *k, size_t klen,
 		return config_add_globs(v, vlen, cfg->key_sym, &cfg->n_key_sym);
 	if (config_key_is(k, klen, "stack-bytes"))
 		return config_stack_bytes(v, vlen, &cfg->stack_bytes);
+	if (config_key_is(k, klen, "count-only"))
+		return config_add_globs(v, vlen, cfg->count_only, &cfg->n_count_only);
+	if (config_key_is(k, klen, "overhead-budget"))
+		return config_pct(v, vlen, &cfg->overhead_budget);
 	if (config_key_is(k, klen, "analysis-threads"))
 		return config_threads(v, vlen, &cfg->analysis_threads);
 	return -EINVAL;
@@ -252,4 +274,9 @@ enum ada_hook_skip ada_hook_config_symbol_verdict(const struct ada_hook_config *
 	if (cfg->n_sym_include && !config_match_any(cfg->sym_include, cfg->n_sym_include, name))
 		return ADA_SKIP_EXCLUDED;
 	return ADA_HOOK_OK;
+}
+
+bool ada_hook_config_count_only(const struct ada_hook_config *cfg, const char *name)
+{
+	return config_match_any(cfg->count_only, cfg->n_count_only, name);
 }

@@ -353,6 +353,37 @@ static void install_register_specials(struct agent_module *m)
 		m->st.fns[i].reserved = 0;
 }
 
+/* Whether function i (or one of its aliases, listed right after it) is
+ * one the options count only. */
+static bool install_count_only(const struct agent_module *m, size_t i)
+{
+	if (agent.cfg.n_count_only == 0)
+		return false;
+	for (size_t j = i; j < m->st.count; j++) {
+		const struct ada_hook_fn *f = &m->st.fns[j];
+		if (j > i && (f->status != ADA_SKIP_ALIAS || f->offset != m->st.fns[i].offset))
+			break;
+		if (ada_hook_config_count_only(&agent.cfg, m->st.names + f->name_off))
+			return true;
+	}
+	return false;
+}
+
+/* A count block for function i right after its fast trampoline at tramp
+ * (docs/hooks.md, "Count-only functions"); returns where the patch should
+ * jump: the block, or tramp when no counter is left (traced in full). */
+static uint64_t install_count_block(struct agent_module *m, size_t i, uint8_t *at, uint64_t tramp)
+{
+	int c = agent_count_assign(install_fn_id(m, i), 0, 0, 0);
+	if (c < 0)
+		return tramp;
+	int32_t gate, counter;
+	agent_count_offsets(&gate, &counter);
+	if (hook_arch_emit_count_block(at, (uint64_t)at, gate, counter, (uint32_t)c, tramp) == 0)
+		return tramp; /* cannot happen within one block; the slot stays unused */
+	return (uint64_t)at;
+}
+
 /* Emits the trampolines into one block and fills patches and, in the
  * same order, undo (the original bytes). Returns the patch count. The
  * block starts with its own return trampoline, the exit path of its
@@ -374,7 +405,9 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 	agent_fast_layout(&fl);
 	fl.module = (uint32_t)m->id; /* every fn_id of the block: install_fn_id */
 	used += (HOOK_ARCH_ENTER_STUB_MAX + 15) & ~(size_t)15;
-	size_t cap = used + n_cand * HOOK_ARCH_MAX_TRAMPOLINE;
+	size_t per =
+	    HOOK_ARCH_MAX_TRAMPOLINE + (agent.cfg.n_count_only ? HOOK_ARCH_COUNT_BLOCK_MAX : 0);
+	size_t cap = used + n_cand * per;
 	int err = hook_mem_alloc(agent.mem, m->id, m->lo, m->hi, cap, &blk);
 	if (!err && hook_arch_emit_return_trampoline_fast(blk, (uint64_t)blk, &fl) == 0)
 		err = -EINVAL;
@@ -407,12 +440,17 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 			f->status = ADA_SKIP_BUSY_AT_ATTACH;
 			continue;
 		}
+		uint64_t target = (uint64_t)(blk + used);
+		used += (len + 15) & ~(size_t)15;
+		if (!f->reserved && install_count_only(m, i)) {
+			target = install_count_block(m, i, blk + used, target);
+			used += (HOOK_ARCH_COUNT_BLOCK_MAX + 15) & ~(size_t)15;
+		}
 		struct hook_patch *p = &patches[np], *u = &undo[np++];
 		p->addr = u->addr = plans[i].fn_addr;
 		p->len = u->len = plans[i].patch_len;
-		hook_arch_patch_bytes(&plans[i], (uint64_t)(blk + used), p->bytes);
+		hook_arch_patch_bytes(&plans[i], target, p->bytes);
 		memcpy(u->bytes, plans[i].original, plans[i].patch_len);
-		used += (len + 15) & ~(size_t)15;
 	}
 	return np;
 }

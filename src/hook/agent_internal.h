@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hook.h"
 #include "hook_mem.h"
@@ -241,6 +242,63 @@ void agent_untraced_counts(uint64_t out[AGENT_UNTRACED_COUNT]);
  * destructor (agent_process.c). Called once per thread from the
  * handlers' cold path, with the guard set. */
 void agent_thread_started(void);
+/* ---- agent_count.c: count-only functions (docs/hooks.md) ---- */
+#define AGENT_COUNT_SLOTS 512u    /* count-only functions per process */
+#define AGENT_COUNT_THREADS 4096u /* threads counting at once (a power of 2) */
+/* A thread's counting state (16 bytes of static TLS: ada attach dlopens
+ * the agent, and the static TLS a dlopen may take is small). gate is 1
+ * exactly while the thread counts: +1 once registered, +2 for each level
+ * of the agent's own work (agent_guard_*); the count blocks test it. n:
+ * its counters, one page of its own (mapped when it registers, only when
+ * count-only functions may exist). reg: 1 + its entry in the registry. */
+struct agent_count_tls {
+	uint32_t gate;
+	uint32_t reg;
+	uint64_t *n;
+};
+extern __thread struct agent_count_tls agent_count_tls __attribute__((tls_model("initial-exec")));
+/* One count-only function: moved_ns 0 when chosen at start-up, else the
+ * time since the agent started when the budget moved it, with the rate
+ * and mean duration that made it move. */
+struct agent_count_fn {
+	uint64_t fn_id, moved_ns, calls_per_s, mean_ns;
+};
+/* The calling thread starts / stops counting (from agent_thread_started
+ * and the thread-exit destructor). */
+void agent_count_thread_start(void);
+void agent_count_thread_exit(void);
+/* Fork child: forget the parent's counts and threads. */
+void agent_count_after_fork(void);
+/* A counter slot for fn_id (under agent.lock), or -1 when all are taken
+ * (counted as over_capacity). */
+int agent_count_assign(uint64_t fn_id, uint64_t moved_ns, uint64_t calls_per_s, uint64_t mean_ns);
+/* The TLS offsets a count block uses: gate, and the pointer to the
+ * thread's counters. */
+void agent_count_offsets(int32_t *gate, int32_t *counters);
+/* agent_budget.c (--overhead-budget): starts the agent's budget thread
+ * when the option asks for one (after the start-up scan); functions it
+ * could not move (their patch's rel32 straddles two aligned words); the
+ * per-event cost it calibrated, in picoseconds (0 before). */
+void agent_budget_start(void);
+uint64_t agent_budget_not_movable(void);
+uint64_t agent_budget_event_ps(void);
+/* s as a JSON string (agent.c). */
+void agent_json_string(FILE *f, const char *s);
+/* The process exits: the next agent.json carries the final sum. */
+void agent_count_exiting(void);
+bool agent_count_is_exiting(void);
+/* A function's name from its module's symbol table ("" when unknown). */
+const char *agent_count_fn_name(uint64_t fn_id);
+/* At exit (under agent.lock): ",\n  \"hot_functions\": [...]", the
+ * functions that wrote most of the events the rings still hold (the last
+ * 4096 of up to 64 threads), with their share in %: the summary's top
+ * offenders (agent_budget.c). */
+void agent_budget_hot_json(FILE *f);
+/* Whether agent.json gets a count_only section; the section itself
+ * (the final sum once exiting, else the ended threads' counts). */
+bool agent_count_any(void);
+void agent_count_json(FILE *f);
+
 /* dlopen/dlclose returned (called from the exit handler, guard set):
  * hook new images, forget unmapped ones (agent_process.c). Runs ordinary code:
  * the return trampoline has saved every caller-saved general register. */

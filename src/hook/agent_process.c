@@ -32,6 +32,7 @@ static bool process_key_ok;
 static void process_thread_exit(void *arg)
 {
 	(void)arg;
+	agent_count_thread_exit();
 	agent_shadow_thread_exit();
 	agent_crash_thread_exit();
 }
@@ -41,6 +42,7 @@ void agent_thread_started(void)
 	if (process_key_ok)
 		pthread_setspecific(process_key, (void *)1);
 	agent_crash_thread_start();
+	agent_count_thread_start();
 }
 
 /* ---- fork ---- */
@@ -79,6 +81,7 @@ static void process_child(void)
 	if (!agent.cfg.follow) {
 		process_child_unfollow();
 	} else {
+		agent_count_after_fork();
 		ada_producer_reset_thread();
 		/* What the constructor read: the environment may be gone. */
 		int err = ada_producer_init(agent.env.arena_dir, agent.env.ring_config);
@@ -107,6 +110,7 @@ static void process_at_exit(void)
 		return;
 	agent_guard_enter();
 	pthread_mutex_lock(&agent.lock);
+	agent_count_exiting();
 	agent_write_files(false, agent.n_mods);
 	pthread_mutex_unlock(&agent.lock);
 	agent_guard_leave();

@@ -479,6 +479,12 @@ void wal_manifest_agent(json_t *root, int pid_dir_fd)
 	if (json_is_array(argv) && json_array_size(argv) > 0)
 		json_object_set(root, "program", argv);
 	json_object_del(a, "argv");
+	/* Count-only functions' calls: a top-level section, as the events'. */
+	json_t *co = json_object_get(a, "count_only");
+	if (json_is_object(co)) {
+		json_object_set(root, "count_only", co);
+		json_object_del(a, "count_only");
+	}
 	json_object_set_new(root, "hook", a);
 }
 

@@ -165,6 +165,22 @@ size_t ada_index_ring_peek(struct ada_arena *a, uint32_t slot,
 	return (size_t)n;
 }
 
+size_t ada_index_ring_recent(const struct ada_arena *a, uint32_t slot, uint64_t head,
+                             struct atf_index_event *out, size_t n)
+{
+	if (slot >= a->nslots)
+		return 0;
+	uint64_t cap = ring_slot_events(a, slot);
+	if (n > cap / 2)
+		n = (size_t)(cap / 2);
+	if (n > head)
+		n = (size_t)head;
+	const struct atf_index_event *ev = ring_index_events(a, slot);
+	for (size_t i = 0; i < n; i++)
+		out[i] = ev[(head - n + i) & (cap - 1)];
+	return n;
+}
+
 void ada_index_ring_release(struct ada_arena *a, uint32_t slot, size_t n)
 {
 	if (slot >= a->nslots || n == 0 || ada_slot_fault(a, slot, NULL))

@@ -540,6 +540,49 @@ def zero_excluded(files, absent):
                        threads={k: fix(fns) for k, fns in f.threads.items()}) for f in files]
 
 
+def count_only_calls(rep, ctx, pid_dir):
+    """The count-only functions' calls the agent counted: {name: calls}."""
+    try:
+        with open(os.path.join(pid_dir, "manifest.json")) as f:
+            co = json.load(f).get("count_only")
+    except (OSError, ValueError) as ex:
+        rep.fail("%s: cannot read manifest.json for its count_only (%s)" % (ctx, ex))
+        return {}
+    if not rep.check(isinstance(co, dict) and co.get("final") is True,
+                     "%s: manifest.json has no final count_only section: %r" % (ctx, co)):
+        return {}
+    out = collections.Counter()
+    for e in co.get("functions", []):
+        out[e.get("name")] += e.get("calls", 0)
+    return out
+
+
+def subtract_counted(rep, ctx, files, counts, globs):
+    """Count-only functions: the program's calls minus the agent's counts are
+    the CALL events the trace must hold (a thread's calls before it counts);
+    how they split over threads is not known, so only totals are held."""
+    fns = {fn for cf in files for fn in cf.totals
+           if fn in counts or any(fnmatch.fnmatch(fn, g) for g in globs)}
+    for fn in sorted(fns):
+        want = sum(cf.totals[fn][0] for cf in files if fn in cf.totals)
+        rep.check(counts.get(fn, 0) > 0 or want == 0, "%s: %s ran %d times, --count-only counted "
+                  "none of them (counts: %r)" % (ctx, fn, want, dict(counts)))
+        rep.check(counts.get(fn, 0) <= want, "%s: %s ran %d times, the agent counted %d" % (
+            ctx, fn, want, counts.get(fn, 0)))
+    left = dict((fn, counts.get(fn, 0)) for fn in fns)
+
+    def fix(fns_row):
+        out = {}
+        for fn, v in fns_row.items():
+            if fn in left:
+                take = min(left[fn], v[0])
+                left[fn] -= take
+                v = [v[0] - take] + list(v[1:])
+            out[fn] = v
+        return out
+    return [f._replace(totals=fix(f.totals)) for f in files], fns
+
+
 def walk_all(rep, ctx, events, allow_inherited, calls_only):
     """Walks every trace thread; returns ({thread key: stats}, {tid: [keys]})."""
     per_thread, tids = {}, {}
@@ -581,7 +624,7 @@ def check_totals(rep, ctx, pid_dir, files, per_thread, absent):
     return {fn for fn, want in want_total.items() if total[fn].call != want[0]}
 
 
-def check_threads(rep, ctx, files, per_thread, tids, table, total_bad, calls_only):
+def check_threads(rep, ctx, files, per_thread, tids, table, total_bad, calls_only, skip=()):
     """Program threads and trace threads meet by OS thread id; each pair is
     held to the program's per-thread counts."""
     want_by_tid = collections.defaultdict(list)
@@ -607,6 +650,8 @@ def check_threads(rep, ctx, files, per_thread, tids, table, total_bad, calls_onl
         for fn, want in sum_rows(rows).items():
             if fn in total_bad and got[fn].call != want[0]:
                 continue  # already reported for the whole process
+            if fn in skip:
+                continue  # count-only: the totals hold it
             check_fn_row(rep, "%s tid %d" % (ctx, tid), fn, want, got[fn], calls_only)
     if missing:
         rep.fail("%s: %d of the program's %d threads have no events in the trace (%d trace "
@@ -622,7 +667,7 @@ def check_threads(rep, ctx, files, per_thread, tids, table, total_bad, calls_onl
 
 
 def check_pid(ada, rep, session, pid, files, own, allow_inherited, absent=(), absent_mod=(),
-              calls_only=False, detail_set=None, detail_exact=True):
+              calls_only=False, detail_set=None, detail_exact=True, count_only=()):
     """Everything about one process: its directory, events, names, depths,
     and the counts of each of its program tables."""
     pid_dir = os.path.join(session, "pid_%d" % pid)
@@ -650,9 +695,13 @@ def check_pid(ada, rep, session, pid, files, own, allow_inherited, absent=(), ab
             ctx, ",".join(absent_mod), dict(bad)))
     if absent:
         files = zero_excluded(files, absent)
+    counted = set()
+    if count_only:
+        files, counted = subtract_counted(rep, ctx, files, count_only_calls(rep, ctx, pid_dir),
+                                          count_only)
     per_thread, tids = walk_all(rep, ctx, events, allow_inherited, calls_only)
     total_bad = check_totals(rep, ctx, pid_dir, files, per_thread, absent)
-    check_threads(rep, ctx, files, per_thread, tids, table, total_bad, calls_only)
+    check_threads(rep, ctx, files, per_thread, tids, table, total_bad, calls_only, counted)
     if detail_set:
         check_detail_set(rep, ctx, pid_dir, events, detail_set, detail_exact)
 
@@ -896,6 +945,9 @@ def cmd_target(args, ada, work, rep):
             args.record_opt or [])
         if not any(o == "--detail-mb" for o in args.record_opt):
             args.record_opt += ["--detail-mb", "64"]
+    for g in args.count_only:
+        args.record_opt = (args.record_opt or []) + ["--count-only", g]
+    counted = args.count_only + args.moved
     session, plain, traced, rc0 = run_target_twice(args, ada, work, rep)
     by_pid, root = first_process(traced)
     pid_dirs = sorted(os.path.basename(d) for d in glob.glob(os.path.join(session, "pid_*")))
@@ -920,7 +972,14 @@ def cmd_target(args, ada, work, rep):
         check_pid(ada, rep, session, pid, files, own, allow_inherited=(pid != root),
                   absent=args.absent, absent_mod=args.absent_module,
                   calls_only=args.calls_only, detail_set=args.detail_set,
-                  detail_exact=not args.detail_loose)
+                  detail_exact=not args.detail_loose, count_only=counted)
+    for g in args.moved:
+        m = check_manifest_parses(rep, os.path.join(session, "pid_%d" % root)) or {}
+        fns = (m.get("count_only") or {}).get("functions", [])
+        rep.check(any(fnmatch.fnmatch(e.get("name", ""), g) and e.get("moved") == "budget"
+                      for e in fns),
+                  "pid_%d: --overhead-budget moved no function matching %s to count-only: %r"
+                  % (root, g, fns))
     for spec in args.child_exit or []:
         name, what = spec.split("=", 1)
         kind, num = what.split(":")
@@ -2272,6 +2331,12 @@ def main():
     t.add_argument("--interrupt", type=int, metavar="SIG",
                    help="when the program prints 'ready', send SIG to the whole process "
                         "group (ada and the program), as a Ctrl-C does")
+    t.add_argument("--count-only", action="append", default=[], metavar="GLOB",
+                   help="ada record --count-only GLOB: the trace's CALLs plus the manifest's "
+                   "counts must be the program's calls")
+    t.add_argument("--moved", action="append", default=[], metavar="GLOB",
+                   help="functions --overhead-budget must have moved to count-only (the "
+                   "manifest says so); their CALLs plus counts are checked as --count-only's")
     t.add_argument("--calls-only", action="store_true",
                    help="assert CALL counts only, not nesting (coroutines switch stacks)")
     t.add_argument("--nondeterministic", action="store_true",

@@ -66,6 +66,22 @@ ada_itest(threads_tinyring.O2 target --record-opt=--peak-rate --record-opt=10000
 # everything else is still exact.
 ada_itest(exclude_symbol.O2 target --record-opt=--exclude-symbol --record-opt=work_*
           --absent work_* -- ${T}/t_threads_O2)
+# --count-only (docs/hooks.md, "Count-only functions"): the hottest leaves
+# write no events; their CALLs in the trace plus the manifest's counts are
+# exactly the program's calls, with many threads and with the index lane.
+ada_itest(count_only target --count-only leaf --count-only work_a -- ${T}/t_threads_O2 heavy)
+ada_itest(count_only_index target --count-only leaf --count-only work_* --record-opt=--detail
+          --record-opt=never -- ${T}/t_threads_O2 many)
+# --overhead-budget 10: leaf and work_a (the hottest, shortest) are moved
+# to count-only while the four threads call them (each thread runs until
+# it sees leaf's patch lead to a count block, then as long again): events
+# before the move plus counts after it are the program's calls. The disk
+# budget is off so that no old generation is deleted before the check.
+ada_itest(overhead_budget target --nondeterministic --moved leaf --record-opt=--overhead-budget
+          --record-opt=10 --record-opt=--max-disk-mb --record-opt=0 -- ${T}/t_threads_O2 budget)
+# ~1 M events before the move, read back by the harness: 30 s idle, 80 s
+# on a loaded machine.
+set_tests_properties(e2e.overhead_budget PROPERTIES TIMEOUT 300)
 ada_itest(include_module.O2 target --record-opt=--include --record-opt=t_threads_O2
           --absent-module libc.so* -- ${T}/t_threads_O2)
 ada_itest(exclude_module.O2 target --record-opt=--exclude --record-opt=libc.so*

@@ -10,8 +10,10 @@ set_tests_properties(perf_callgrind_guard PROPERTIES LABELS perf SKIP_RETURN_COD
 
 # The same guard for the detail lane (issue 8): capture of every call with
 # 128-byte stacks, and a detail set that excludes the measured function
-# (which must stay within a few instructions of the index lane).
-foreach(cfg detail_all detail_excluded)
+# (which must stay within a few instructions of the index lane); and a
+# count-only function (mode count: instructions per call, and events +
+# counts = every call).
+foreach(cfg detail_all detail_excluded count_only)
   add_test(NAME perf_callgrind_guard_${cfg}
     COMMAND ${CMAKE_SOURCE_DIR}/bench/callgrind_guard.sh ${CMAKE_BINARY_DIR}
             --baseline ${CMAKE_SOURCE_DIR}/bench/callgrind_baseline_${cfg}.txt

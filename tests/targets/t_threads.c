@@ -6,6 +6,9 @@
  * threads than the arena has slots, so slots must be recycled. With "heavy":
  * the four threads call 25x more (600 000 events in all, as fast as they
  * can), so the index rings fill and the default lossless mode must wait.
+ * With "budget": each thread then calls work_a until it sees leaf moved to
+ * count-only by ada's --overhead-budget (its own code's patch leads to a
+ * count block; at most 16 M rounds), and as many rounds again.
  * Single role: a target for tests/integration/ada_itest.py; no shared state
  * besides the results array, written once per thread before join.
  */
@@ -26,6 +29,20 @@ static volatile unsigned long sink;
 static unsigned long results[NTHREADS];
 static const char *const labels[NTHREADS] = {"t0", "t1", "t2", "t3"};
 static long heavy = 1;
+static int budget_mode;
+
+/* "budget": whether ada's --overhead-budget moved fn to count-only: its
+ * patch (a jmp rel32) leads to a count block, which starts with an %fs
+ * prefix, instead of a trampoline (a call). Only reads its own code. */
+static int moved_to_count(const void *fn)
+{
+	const unsigned char *p = fn;
+	if (p[0] != 0xe9)
+		return 0;
+	int rel;
+	memcpy(&rel, p + 1, 4);
+	return p[5 + rel] == 0x64;
+}
 
 TC_FN static unsigned long leaf(unsigned long x)
 {
@@ -54,6 +71,16 @@ TC_FN static void *worker(void *arg)
 	tc_thread_begin(labels[i]);
 	for (long k = 0; k < (i + 1) * 300 * heavy; k++)
 		acc += work_a((unsigned long)k);
+	/* Until the budget moved leaf (bounded: 16 M rounds), then as many
+	 * more: calls on both sides of the move. */
+	int seen = 0;
+	for (long k = 0, end = budget_mode ? 1L << 24 : 0; k < end; k++) {
+		acc += work_a((unsigned long)k);
+		if (!seen && (k & 65535) == 0 && moved_to_count((const void *)leaf)) {
+			seen = 1;
+			end = 2 * k + 65536;
+		}
+	}
 	for (long k = 0; k < (NTHREADS - i) * 500 + i; k++)
 		acc += work_b((unsigned long)k);
 	results[i] = acc;
@@ -118,11 +145,14 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && !strcmp(argv[1], "heavy"))
 		heavy = 25;
+	if (argc > 1 && !strcmp(argv[1], "budget"))
+		budget_mode = 1;
 	spawn_all(t);
 	join_all(t);
 	for (int i = 0; i < NTHREADS; i++)
 		sum += results[i];
 	sum += work_a(99);
-	printf("threads checksum %lu\n", sum);
+	if (!budget_mode) /* budget: the rounds depend on when the move came */
+		printf("threads checksum %lu\n", sum);
 	return 0;
 }

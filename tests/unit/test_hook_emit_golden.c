@@ -3,7 +3,8 @@
  * agent emits (the ordinary and the fast trampoline over prologues of
  * each relocation case, the patch bytes, the ordinary and the fast
  * return trampoline, the enter stub of the index lane, of the detail
- * lane with and without the member paths in machine code), with fixed
+ * lane with and without the member paths in machine code, the count-only
+ * block), with fixed
  * inputs and addresses, compared with the golden bytes in
  * tests/data/x86_emit_golden/<name>.hex (two hex digits a byte, 32 a
  * line). The golden files were written by this program (`--write DIR`)
@@ -173,11 +174,29 @@ static void test_stubs(void **state)
 	assert_int_equal(hook_arch_emit_enter_stub(buf, GOLD_ST, &f), 0);
 }
 
+/* The count-only block (x86_64/x86_emit_count.c) of the fast trampoline
+ * at GOLD_TR, written after it: cmp fs:gate; jne GOLD_TR; push r11; mov
+ * r11, fs:counters; add [r11+8*slot], 1; pop r11; jmp GOLD_TR+30 (the
+ * relocated prologue, checked by disassembly when the file was written). */
+static void test_count_block(void **state)
+{
+	uint8_t buf[HOOK_ARCH_COUNT_BLOCK_MAX];
+
+	(void)state;
+	size_t n = hook_arch_emit_count_block(buf, GOLD_TR + 0x100, -0x40, -0x38, 5, GOLD_TR);
+	assert_int_equal(n, 41);
+	gold_check("count_block", buf, n);
+	/* A slot whose offset would not fit the disp32: no block. */
+	assert_int_equal(
+	    hook_arch_emit_count_block(buf, GOLD_TR + 0x100, -0x40, -0x38, 1u << 28, GOLD_TR), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_trampolines),
 	    cmocka_unit_test(test_stubs),
+	    cmocka_unit_test(test_count_block),
 	};
 
 	gold_dir = ADA_EMIT_GOLDEN_DIR;

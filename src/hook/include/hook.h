@@ -176,12 +176,22 @@ struct ada_hook_config {
 	 * agent's own set until the recorder publishes one (src/keysym). */
 	char *key_sym[ADA_HOOK_MAX_GLOBS];
 	size_t n_key_sym;
+	/* count-only=GLOB (ada record --count-only): functions that keep an
+	 * exact call count and write no events (docs/hooks.md, "Count-only
+	 * functions"). */
+	char *count_only[ADA_HOOK_MAX_GLOBS];
+	size_t n_count_only;
+	/* overhead-budget=PCT (1..100; 0: off): the agent moves the hottest
+	 * short functions to count-only while tracing costs a thread more. */
+	uint32_t overhead_budget;
 };
 /* Parses (buf, len) -- not NUL-terminated. -EINVAL on an unknown key or a
  * bad value, -E2BIG on too many globs, -ENOMEM. cfg is valid (possibly
  * partly filled) either way; free with ada_hook_config_fini(). */
 int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *cfg);
 void ada_hook_config_fini(struct ada_hook_config *cfg);
+/* Whether name matches one of the count-only globs. */
+bool ada_hook_config_count_only(const struct ada_hook_config *cfg, const char *name);
 /* Verdict for one module path: true when it is to be hooked. */
 bool ada_hook_config_module_wanted(const struct ada_hook_config *cfg, const char *path);
 /* Verdict for one function name: ADA_HOOK_OK or ADA_SKIP_EXCLUDED. The

@@ -342,6 +342,13 @@ void ada_arena_slot_info(const struct ada_arena *a, uint32_t slot, struct ada_sl
  * before); *events points into the ring. */
 size_t ada_index_ring_peek(struct ada_arena *a, uint32_t slot,
                            const struct atf_index_event **events);
+/* Copies the (at most n, at most half the ring's) events published last
+ * before head into out, oldest first; returns how many. For estimates
+ * only (the agent's --overhead-budget sampler): the producer may be
+ * writing past head meanwhile, so a copy may hold a newer event in place
+ * of an old one. */
+size_t ada_index_ring_recent(const struct ada_arena *a, uint32_t slot, uint64_t head,
+                             struct atf_index_event *out, size_t n);
 /* Consumes n events peeked above (release store of tail); n is clamped to
  * what was published. No-op on a quarantined slot. */
 void ada_index_ring_release(struct ada_arena *a, uint32_t slot, size_t n);

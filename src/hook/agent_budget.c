@@ -1,0 +1,443 @@
+/*
+ * --overhead-budget PCT (docs/hooks.md, "Overhead budget"): a thread of
+ * the agent's own that measures what tracing costs each traced thread and
+ * moves the hottest short functions to count-only while it costs more
+ * than PCT % of the thread's CPU time.
+ *
+ * Each tick (100 ms) it reads, per ring slot, the events the thread wrote
+ * (the ring's head), the time it waited for ring space (the slot's wait
+ * counters) and the thread's CPU time (/proc/self/task/TID/schedstat).
+ * The cost is events x a per-event cost, calibrated at start (a loop of
+ * the index lane's emit into a private ring: what a CALL or RETURN costs
+ * the thread on this machine), plus the waits; the thread's time is its
+ * CPU time plus those waits (it would have run meanwhile). A thread over budget has
+ * its last 8192 events sampled (ada_index_ring_recent): calls per
+ * function and, from the CALL/RETURN pairs in the sample, mean durations.
+ * Functions shorter than 2 us on average are moved, the most called first,
+ * until the share of the sample they wrote covers the excess.
+ *
+ * A move is a count block (x86_64/x86_emit_count.c) emitted into new
+ * trampoline memory near the function's module and the function's patch
+ * re-aimed at it: only the jmp's rel32 changes, one atomic 8-byte store
+ * when those four bytes share an aligned word (function entries at an
+ * address whose low three bits are 0..3: every 16-byte aligned one);
+ * others are not moved (`not_movable`). A call runs either the old jmp
+ * (an event, through the trampoline) or the new one (counted): each call
+ * is in exactly one of the two, so events before + counts after are
+ * exact. The trampoline stays, so frames open at the move return through
+ * it as before. Publishing is the patch store itself; the counter slot is
+ * published (agent_count_assign's release) before the patch.
+ *
+ * Threads: its own; moves under agent.lock (as dlopen rescans).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent_internal.h"
+#include "clock.h"
+#include "ring.h"
+
+#define BUDGET_TICK_NS 100000000ull
+#define BUDGET_SAMPLE 8192u
+#define BUDGET_SHORT_NS 2000u         /* "short": a mean duration below this */
+#define BUDGET_MOVES_TICK 16u         /* moves per thread and tick, at most */
+#define BUDGET_MIN_CPU_NS 10000000ull /* a thread that ran less is not judged */
+#define BUDGET_FNS 1024u              /* distinct functions tallied per sample */
+
+struct budget_slot {
+	uint32_t generation, tid;
+	uint64_t head, waited_ns, cpu_ns;
+	bool seen;
+};
+
+struct budget_fn {
+	uint64_t fn_id, calls, dur_sum, dur_n;
+};
+
+static struct {
+	pthread_t thread;
+	uint64_t start_ns, event_ps; /* per-event cost, picoseconds */
+	uint64_t raw_per_ns_milli;   /* ring timestamp units per ns, x1000 */
+	uint64_t not_movable, moves;
+	bool debug; /* ADA_BUDGET_DEBUG: one line per judged thread on stderr */
+	struct budget_slot *slots;
+	uint32_t nslots;
+	struct atf_index_event sample[BUDGET_SAMPLE];
+	struct budget_fn fns[BUDGET_FNS];
+	uint32_t depth_fn[256];
+	uint64_t depth_ts[256];
+} budget;
+
+uint64_t agent_budget_not_movable(void)
+{
+	return budget.not_movable;
+}
+
+/* ns the thread ran, from /proc/self/task/TID/schedstat; 0 if unknown. */
+static uint64_t budget_cpu_ns(uint32_t tid)
+{
+	char path[64], buf[96];
+	snprintf(path, sizeof(path), "/proc/self/task/%u/schedstat", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strtoull(buf, NULL, 10);
+}
+
+/* What one event costs the thread that writes it: the index lane's emit
+ * into a private ring, timed over a loop (the handler's own instructions
+ * around it are a few more; ring waits are measured apart). */
+static uint64_t budget_thread_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void budget_calibrate(void)
+{
+	enum { N = 4096, ROUNDS = 8 };
+	static struct atf_index_event ring[1024];
+	uint64_t best = UINT64_MAX;
+	/* The least CPU time of a few short rounds: a round the scheduler
+	 * or the hypervisor interrupted is not the cost. */
+	for (int r = 0; r < ROUNDS; r++) {
+		uint64_t t0 = budget_thread_ns();
+		for (uint32_t i = 0; i < N; i++) {
+			struct atf_index_event *e = &ring[i & 1023];
+			ada_event_put_tsc(e);
+			e->function_id = i;
+			e->thread_id = 1;
+			e->event_kind = ATF_EVENT_CALL;
+			e->call_depth = i & 7;
+			e->detail_seq = ATF_NO_DETAIL;
+			__asm__ volatile("" ::: "memory");
+		}
+		uint64_t dt = budget_thread_ns() - t0;
+		if (dt < best)
+			best = dt;
+	}
+	/* The trampoline and the shadow stack besides the store: the guard's
+	 * 58.5 instructions an event against the emit's ~20. */
+	budget.event_ps = best * 1000 / N * 3;
+	if (budget.event_ps < 3000)
+		budget.event_ps = 3000;
+}
+
+static struct budget_fn *budget_fn_get(uint64_t fn_id)
+{
+	uint32_t h = (uint32_t)((fn_id * 0x9e3779b97f4a7c15ull) >> 54) & (BUDGET_FNS - 1);
+	for (uint32_t k = 0; k < BUDGET_FNS; k++) {
+		struct budget_fn *f = &budget.fns[(h + k) & (BUDGET_FNS - 1)];
+		if (f->calls == 0 && f->fn_id == 0)
+			f->fn_id = fn_id;
+		if (f->fn_id == fn_id)
+			return f;
+	}
+	return NULL;
+}
+
+/* Calls and durations per function in the sample. */
+static void budget_tally(size_t n)
+{
+	memset(budget.fns, 0, sizeof(budget.fns));
+	for (size_t i = 0; i < n; i++) {
+		const struct atf_index_event *e = &budget.sample[i];
+		uint32_t d = e->call_depth;
+		if (d & ADA_SIGNAL_MARKER_FLAG)
+			continue;
+		if (e->event_kind == ATF_EVENT_CALL) {
+			struct budget_fn *f = budget_fn_get(e->function_id);
+			if (f)
+				f->calls++;
+			budget.depth_fn[d & 255] = (uint32_t)i + 1;
+			budget.depth_ts[d & 255] = e->timestamp_ns;
+		} else if (e->event_kind == ATF_EVENT_RETURN) {
+			uint32_t c = budget.depth_fn[d & 255];
+			if (c && budget.sample[c - 1].function_id == e->function_id &&
+			    e->timestamp_ns >= budget.depth_ts[d & 255]) {
+				struct budget_fn *f = budget_fn_get(e->function_id);
+				if (f) {
+					f->dur_sum += e->timestamp_ns - budget.depth_ts[d & 255];
+					f->dur_n++;
+				}
+			}
+			budget.depth_fn[d & 255] = 0;
+		}
+	}
+	memset(budget.depth_fn, 0, sizeof(budget.depth_fn));
+}
+
+static int budget_fn_cmp(const void *a, const void *b)
+{
+	const struct budget_fn *x = a, *y = b;
+	return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
+}
+
+/* The patch of fn_id and its module, or NULL. Under agent.lock. */
+static struct hook_patch *budget_patch_of(uint64_t fn_id, struct agent_module **mod)
+{
+	for (size_t i = 0; i < agent.n_mods; i++) {
+		struct agent_module *m = &agent.mods[i];
+		uint64_t idx = fn_id & 0xffffffffu;
+		if (m->id != (uint32_t)(fn_id >> 32) || m->gone || idx >= m->st.count)
+			continue;
+		const struct ada_hook_fn *f = &m->st.fns[idx];
+		if (f->status != ADA_HOOK_OK || f->reserved)
+			return NULL;
+		uint64_t addr = m->base + f->offset;
+		size_t lo = 0, hi = m->n_patch;
+		while (lo < hi) { /* m->patch is sorted by address */
+			size_t mid = (lo + hi) / 2;
+			if (m->patch[mid].addr < addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < m->n_patch && m->patch[lo].addr == addr) {
+			*mod = m;
+			return &m->patch[lo];
+		}
+		return NULL;
+	}
+	return NULL;
+}
+
+/* Moves fn_id to count-only (under agent.lock); true when moved. */
+static bool budget_move(uint64_t fn_id, uint64_t calls_per_s, uint64_t mean_ns)
+{
+	struct agent_module *m = NULL;
+	struct hook_patch *p = budget_patch_of(fn_id, &m);
+	if (!p || p->bytes[0] != 0xe9)
+		return false;
+	int32_t rel;
+	memcpy(&rel, p->bytes + 1, 4);
+	uint64_t tramp = p->addr + 5 + (uint64_t)(int64_t)rel;
+	if (!hook_mem_is_tramp(tramp) || *(const uint8_t *)(uintptr_t)tramp != 0xe8)
+		return false; /* already count-only (a count block starts 0x64), or not fast */
+	if ((p->addr & 7) > 3) {
+		budget.not_movable++; /* its rel32 straddles two words: no atomic store */
+		return false;
+	}
+	uint8_t *blk = NULL;
+	if (hook_mem_alloc(agent.mem, m->id, m->lo, m->hi, HOOK_ARCH_COUNT_BLOCK_MAX, &blk))
+		return false;
+	int c = agent_count_assign(fn_id, agent_now_ns() - budget.start_ns, calls_per_s, mean_ns);
+	if (c < 0)
+		return false;
+	int32_t gate, counter;
+	agent_count_offsets(&gate, &counter);
+	if (hook_arch_emit_count_block(blk, (uint64_t)(uintptr_t)blk, gate, counter, (uint32_t)c,
+	                               tramp) == 0 ||
+	    hook_mem_seal(agent.mem))
+		return false;
+	struct hook_patch np = *p;
+	int64_t d = (int64_t)((uint64_t)(uintptr_t)blk - (p->addr + 5));
+	if (d != (int32_t)d)
+		return false;
+	rel = (int32_t)d;
+	memcpy(np.bytes + 1, &rel, 4);
+	if (hook_patch_apply(&np, 1))
+		return false;
+	*p = np; /* ada attach's reapply keeps the count block */
+	budget.moves++;
+	return true;
+}
+
+/* One thread over budget: move its hottest short functions until the
+ * share of events they wrote covers excess (of cost). */
+static uint32_t budget_shed(uint32_t slot, uint64_t head, uint64_t events_per_s, uint64_t cost,
+                            uint64_t excess)
+{
+	struct ada_arena *a = ada_producer_arena();
+	size_t n = ada_index_ring_recent(a, slot, head, budget.sample, BUDGET_SAMPLE);
+	if (n < 64)
+		return 0;
+	budget_tally(n);
+	qsort(budget.fns, BUDGET_FNS, sizeof(budget.fns[0]), budget_fn_cmp);
+	uint64_t saved = 0;
+	uint32_t moved = 0;
+	for (uint32_t i = 0; i < BUDGET_FNS && moved < BUDGET_MOVES_TICK && saved < excess; i++) {
+		const struct budget_fn *f = &budget.fns[i];
+		if (f->calls == 0)
+			break;
+		uint64_t mean =
+		    f->dur_n ? f->dur_sum * 1000 / f->dur_n / budget.raw_per_ns_milli : 0;
+		if (!f->dur_n || mean >= BUDGET_SHORT_NS)
+			continue;
+		uint64_t share = 2 * f->calls * cost / n; /* its CALLs and RETURNs */
+		uint64_t rate = f->calls * events_per_s / n;
+		if (budget_move(f->fn_id, rate, mean)) {
+			saved += share;
+			moved++;
+		}
+	}
+	return moved;
+}
+
+static void budget_tick(uint64_t dt_ns)
+{
+	struct ada_arena *a = ada_producer_arena();
+	if (!a)
+		return;
+	uint32_t used = ada_arena_slots_used(a);
+	if (used > budget.nslots) {
+		struct budget_slot *s = realloc(budget.slots, used * sizeof(*s));
+		if (!s)
+			return;
+		memset(s + budget.nslots, 0, (used - budget.nslots) * sizeof(*s));
+		budget.slots = s;
+		budget.nslots = used;
+	}
+	bool any = false;
+	for (uint32_t i = 0; i < used; i++) {
+		struct ada_slot_info si;
+		struct budget_slot *b = &budget.slots[i];
+		ada_arena_slot_info(a, i, &si);
+		uint64_t waits, wns;
+		ada_index_ring_waits(a, i, &waits, &wns);
+		if (si.state != ADA_SLOT_ACTIVE || !si.tid) {
+			b->seen = false;
+			continue;
+		}
+		uint64_t cpu = budget_cpu_ns(si.tid);
+		bool same = b->seen && b->generation == si.generation && b->tid == si.tid;
+		struct budget_slot prev = *b;
+		*b = (struct budget_slot){si.generation, si.tid, si.head, wns, cpu, true};
+		if (!same || cpu < prev.cpu_ns || si.head < prev.head)
+			continue;
+		/* A wait for ring space is time the thread would have run: its
+		 * time is its CPU time and its waits. */
+		uint64_t dwait = wns >= prev.waited_ns ? wns - prev.waited_ns : 0;
+		uint64_t dcpu = cpu - prev.cpu_ns + dwait, dev = si.head - prev.head;
+		if (dcpu < BUDGET_MIN_CPU_NS)
+			continue;
+		uint64_t cost = dev * budget.event_ps / 1000 + dwait;
+		uint64_t allowed = dcpu * agent.cfg.overhead_budget / 100;
+		if (budget.debug)
+			agent_log("budget: slot %u tid %u cpu %" PRIu64 " ms events %" PRIu64
+			          " waited %" PRIu64 " ms cost %" PRIu64 " ms",
+			          i, si.tid, dcpu / 1000000, dev, dwait / 1000000, cost / 1000000);
+		if (cost <= allowed)
+			continue;
+		pthread_mutex_lock(&agent.lock);
+		any |=
+		    budget_shed(i, si.head, dev * 1000000000ull / dt_ns, cost, cost - allowed) > 0;
+		pthread_mutex_unlock(&agent.lock);
+	}
+	if (any) { /* ada status and the summary read agent.json */
+		pthread_mutex_lock(&agent.lock);
+		agent_write_files(false, agent.n_mods);
+		pthread_mutex_unlock(&agent.lock);
+	}
+}
+
+static void *budget_main(void *arg)
+{
+	(void)arg;
+	agent_guard_enter(); /* for good: its own calls are neither traced nor counted */
+	budget_calibrate();
+	uint64_t t = agent_now_ns(), raw = ada_tsc();
+	for (;;) {
+		struct timespec ts = {0, (long)BUDGET_TICK_NS};
+		nanosleep(&ts, NULL);
+		uint64_t t2 = agent_now_ns(), raw2 = ada_tsc();
+		const struct ada_arena *a = ada_producer_arena();
+		bool clock_ts = a && ada_arena_config_of(a)->timestamp_source == ADA_TS_CLOCK;
+		budget.raw_per_ns_milli = clock_ts ? 1000 : (raw2 - raw) * 1000 / (t2 - t + 1);
+		if (budget.raw_per_ns_milli == 0)
+			budget.raw_per_ns_milli = 1;
+		budget_tick(t2 - t);
+		t = t2;
+		raw = raw2;
+	}
+	return NULL;
+}
+
+void agent_budget_start(void)
+{
+	if (!agent.cfg.overhead_budget)
+		return;
+	if (agent.attached) { /* a detach would leave it re-patching an untraced process */
+		agent_log("--overhead-budget is not kept under ada attach (count-only functions "
+		          "are: --count-only)");
+		return;
+	}
+	budget.start_ns = agent_now_ns();
+	budget.debug = secure_getenv("ADA_BUDGET_DEBUG") != NULL;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* the program's signals are not ours */
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	int err = pthread_create(&budget.thread, &at, budget_main, NULL);
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		agent_log("--overhead-budget: cannot start its thread (%s); the budget is not kept",
+		          strerror(err));
+}
+
+uint64_t agent_budget_event_ps(void)
+{
+	return budget.event_ps;
+}
+
+void agent_budget_hot_json(FILE *f)
+{
+	struct ada_arena *a = ada_producer_arena();
+	if (!a)
+		return;
+	uint32_t used = ada_arena_slots_used(a);
+	static struct budget_fn tally[BUDGET_FNS];
+	uint64_t total = 0;
+	memset(tally, 0, sizeof(tally));
+	for (uint32_t i = 0, taken = 0; i < used && taken < 64; i++) {
+		struct ada_slot_info si;
+		ada_arena_slot_info(a, i, &si);
+		if (si.state == ADA_SLOT_FREE || si.head == 0)
+			continue;
+		taken++;
+		size_t n = ada_index_ring_recent(a, i, si.head, budget.sample, 4096);
+		budget_tally(n);
+		for (uint32_t k = 0; k < BUDGET_FNS; k++) {
+			const struct budget_fn *b = &budget.fns[k];
+			if (!b->calls)
+				continue;
+			uint32_t h =
+			    (uint32_t)((b->fn_id * 0x9e3779b97f4a7c15ull) >> 54) & (BUDGET_FNS - 1);
+			for (uint32_t j = 0; j < BUDGET_FNS; j++) {
+				struct budget_fn *t = &tally[(h + j) & (BUDGET_FNS - 1)];
+				if (t->calls == 0 || t->fn_id == b->fn_id) {
+					t->fn_id = b->fn_id;
+					t->calls += b->calls;
+					break;
+				}
+			}
+			total += b->calls;
+		}
+	}
+	qsort(tally, BUDGET_FNS, sizeof(tally[0]), budget_fn_cmp);
+	fputs(",\n  \"hot_functions\": [", f);
+	for (uint32_t k = 0; k < 5 && total && tally[k].calls * 100 / total >= 1; k++) {
+		fputs(k ? ", {\"name\": " : "{\"name\": ", f);
+		agent_json_string(f, agent_count_fn_name(tally[k].fn_id));
+		fprintf(f, ", \"id\": %" PRIu64 ", \"share_pct\": %" PRIu64 "}", tally[k].fn_id,
+		        tally[k].calls * 100 / total);
+	}
+	fputc(']', f);
+}

@@ -1,0 +1,292 @@
+/*
+ * Count-only functions (docs/hooks.md, "Count-only functions"): a
+ * function whose patch jumps to a count block (x86_64/x86_emit_count.c)
+ * adds 1 to a counter of the calling thread's own and runs, writing no
+ * event. The counters are a page of the thread's own, reached through
+ * initial-exec TLS (struct agent_count_tls), so counting takes no lock, no
+ * atomic and no shared cache line.
+ *
+ * A thread counts once it is registered (its first traced call,
+ * agent_thread_started) and while the agent does no work of its own on it
+ * (agent_guard_enter/leave): `gate` is then exactly 1. Before, a call goes
+ * through the function's full trampoline and is recorded as an event (or
+ * counted as untraced, as any call during the agent's work): events plus
+ * counts are every call.
+ *
+ * Reading the counts: every registered thread has an entry in count_reg
+ * (its block's address). A thread that ends adds its counts into
+ * count_dead and frees its entry; the final sum (at exit) takes each
+ * live entry, reads that block and marks it done, then adds count_dead.
+ * The two meet by a compare-and-swap on the entry, so a thread ending
+ * while the process exits is counted once: by whichever took its entry
+ * first. Until the final sum, agent.json carries the ended threads'
+ * counts only (the live blocks are read only when their threads cannot
+ * free them).
+ *
+ * Threads: agent_count_thread_start/exit in the thread itself (the
+ * handlers' cold path; the thread-exit destructor); the rest under
+ * agent.lock.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "agent_internal.h"
+
+__thread struct agent_count_tls agent_count_tls __attribute__((tls_model("initial-exec")));
+
+/* count_reg values besides a block's address (blocks are 8-aligned). */
+#define COUNT_EXITING ((uintptr_t)1) /* its thread is adding it to count_dead */
+#define COUNT_READING ((uintptr_t)2) /* the final sum is reading it */
+#define COUNT_DONE ((uintptr_t)3)    /* the final sum has read it */
+
+static _Atomic uintptr_t count_reg[AGENT_COUNT_THREADS];
+static _Atomic uint64_t count_dead[AGENT_COUNT_SLOTS];
+static _Atomic uint32_t count_hint;
+static _Atomic uint64_t count_unregistered;
+/* Slots handed out (under agent.lock; read by exiting threads). */
+static _Atomic uint32_t count_used;
+static struct agent_count_fn count_fns[AGENT_COUNT_SLOTS];
+static uint64_t count_over; /* wanted count-only, no slot left */
+static bool count_final_done, count_exiting;
+
+/* Whether any function may be count-only (threads need counters). */
+static bool count_wanted(void)
+{
+	return agent.cfg.n_count_only || agent.cfg.overhead_budget;
+}
+
+void agent_count_thread_start(void)
+{
+	struct agent_count_tls *t = &agent_count_tls;
+	if (t->reg || !count_wanted())
+		return;
+	if (!t->n) { /* a raw system call: the handlers' cold path calls no libc here */
+		long p =
+		    hook_arch_syscall6(SYS_mmap, 0, AGENT_COUNT_SLOTS * 8, PROT_READ | PROT_WRITE,
+		                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p < 0 && p > -4096) {
+			/* Relaxed: a counter to show, ordered with nothing. */
+			atomic_fetch_add_explicit(&count_unregistered, 1, memory_order_relaxed);
+			return;
+		}
+		t->n = (uint64_t *)p;
+	}
+	/* Relaxed: a hint where to start looking; any value works. */
+	uint32_t h = atomic_load_explicit(&count_hint, memory_order_relaxed);
+	for (uint32_t k = 0; k < AGENT_COUNT_THREADS; k++) {
+		uint32_t i = (h + k) & (AGENT_COUNT_THREADS - 1);
+		uintptr_t z = 0;
+		/* Relaxed: the block is this thread's; nobody reads it until the
+		 * final sum, which runs after this thread's counts (agent.lock
+		 * and the exit's own ordering). */
+		if (atomic_compare_exchange_strong_explicit(&count_reg[i], &z, (uintptr_t)t->n,
+		                                            memory_order_relaxed,
+		                                            memory_order_relaxed)) {
+			t->reg = i + 1;
+			atomic_store_explicit(&count_hint, i + 1, memory_order_relaxed);
+			t->gate += 1;
+			return;
+		}
+	}
+	/* The table is full: this thread's count-only calls stay events. */
+	atomic_fetch_add_explicit(&count_unregistered, 1, memory_order_relaxed);
+}
+
+static void count_flush(uint64_t *n)
+{
+	uint32_t used = atomic_load_explicit(&count_used, memory_order_acquire);
+	for (uint32_t c = 0; c < used && c < AGENT_COUNT_SLOTS; c++) {
+		/* Relaxed: published by the release store that frees the
+		 * thread's registry entry (its partner: count_sum_final's acquire). */
+		if (n[c])
+			atomic_fetch_add_explicit(&count_dead[c], n[c], memory_order_relaxed);
+		n[c] = 0;
+	}
+}
+
+/* The thread's page goes once nobody reads it (its gate is down: no count
+ * block touches it either). */
+static void count_unmap(struct agent_count_tls *t)
+{
+	uint64_t *n = t->n;
+	t->n = NULL;
+	hook_arch_syscall6(SYS_munmap, (long)(uintptr_t)n, AGENT_COUNT_SLOTS * 8, 0, 0, 0, 0);
+}
+
+void agent_count_thread_exit(void)
+{
+	struct agent_count_tls *t = &agent_count_tls;
+	if (!t->reg)
+		return;
+	uint32_t i = t->reg - 1;
+	t->reg = 0;
+	t->gate -= 1; /* later calls (glibc's teardown) take the full path */
+	uintptr_t me = (uintptr_t)t->n;
+	/* Acquire (on failure): pairs with the final sum's release of DONE. */
+	if (atomic_compare_exchange_strong_explicit(&count_reg[i], &me, COUNT_EXITING,
+	                                            memory_order_acquire, memory_order_acquire)) {
+		count_flush(t->n);
+		/* Release: pairs with the final sum's acquire load, which then
+		 * reads count_dead with this thread's counts in. */
+		atomic_store_explicit(&count_reg[i], 0, memory_order_release);
+		count_unmap(t);
+		return;
+	}
+	/* The final sum took the block: wait until it is read (a few hundred
+	 * loads) before the thread may free it. Acquire: pairs with its
+	 * release of DONE. */
+	for (uint32_t spin = 0; spin < (1u << 26); spin++) {
+		if (atomic_load_explicit(&count_reg[i], memory_order_acquire) != COUNT_READING)
+			break;
+		__builtin_ia32_pause();
+	}
+	count_unmap(t);
+}
+
+void agent_count_after_fork(void)
+{
+	/* The child's one thread: the parent's counts are the parent's
+	 * (relaxed: no other thread exists to order with). */
+	for (uint32_t i = 0; i < AGENT_COUNT_THREADS; i++)
+		atomic_store_explicit(&count_reg[i], 0, memory_order_relaxed);
+	for (uint32_t c = 0; c < AGENT_COUNT_SLOTS; c++)
+		atomic_store_explicit(&count_dead[c], 0, memory_order_relaxed);
+	atomic_store_explicit(&count_unregistered, 0, memory_order_relaxed);
+	struct agent_count_tls *t = &agent_count_tls;
+	if (t->n)
+		memset(t->n, 0, AGENT_COUNT_SLOTS * 8);
+	if (t->reg) {
+		t->reg = 1;
+		atomic_store_explicit(&count_reg[0], (uintptr_t)t->n, memory_order_relaxed);
+	}
+	count_final_done = count_exiting = false;
+}
+
+int agent_count_assign(uint64_t fn_id, uint64_t moved_ns, uint64_t calls_per_s, uint64_t mean_ns)
+{
+	/* Relaxed: only writers (under agent.lock) read it here. */
+	uint32_t c = atomic_load_explicit(&count_used, memory_order_relaxed);
+	if (c >= AGENT_COUNT_SLOTS) {
+		count_over++;
+		return -1;
+	}
+	count_fns[c] = (struct agent_count_fn){fn_id, moved_ns, calls_per_s, mean_ns};
+	/* Release: pairs with count_flush's acquire (the slot's entry is
+	 * written before a thread may flush a counter for it). */
+	atomic_store_explicit(&count_used, c + 1, memory_order_release);
+	return (int)c;
+}
+
+void agent_count_offsets(int32_t *gate, int32_t *counters)
+{
+	uintptr_t tp = hook_arch_thread_pointer();
+	/* Initial-exec TLS: the same offsets from every thread's pointer. */
+	*gate = (int32_t)((intptr_t)(uintptr_t)&agent_count_tls.gate - (intptr_t)tp);
+	*counters = (int32_t)((intptr_t)(uintptr_t)&agent_count_tls.n - (intptr_t)tp);
+}
+
+/* The final sum: every live block taken and read, then count_dead. */
+static void count_sum_final(uint64_t *out, uint32_t used)
+{
+	for (uint32_t i = 0; i < AGENT_COUNT_THREADS; i++) {
+		uintptr_t v = atomic_load_explicit(&count_reg[i], memory_order_acquire);
+		for (uint32_t spin = 0; v == COUNT_EXITING && spin < (1u << 26); spin++) {
+			__builtin_ia32_pause();
+			/* Acquire: pairs with the exiting thread's release of 0. */
+			v = atomic_load_explicit(&count_reg[i], memory_order_acquire);
+		}
+		if (v <= COUNT_DONE)
+			continue;
+		/* Relaxed: the block's owner stores its counts with plain
+		 * instructions on this machine's coherent memory; the CAS only
+		 * decides who reads it. */
+		if (!atomic_compare_exchange_strong_explicit(&count_reg[i], &v, COUNT_READING,
+		                                             memory_order_acquire,
+		                                             memory_order_relaxed))
+			continue; /* it flushed meanwhile: count_dead has it */
+		const volatile uint64_t *n = (const uint64_t *)v;
+		for (uint32_t c = 0; c < used; c++)
+			out[c] += n[c];
+		/* Release: pairs with the exiting thread's acquire wait. */
+		atomic_store_explicit(&count_reg[i], COUNT_DONE, memory_order_release);
+	}
+	/* Relaxed: every flush was published by its entry's release of 0,
+	 * which the acquire loads above saw. */
+	for (uint32_t c = 0; c < used; c++)
+		out[c] += atomic_load_explicit(&count_dead[c], memory_order_relaxed);
+}
+
+/* The function's name from its module's symbol table ("" if gone). */
+const char *agent_count_fn_name(uint64_t fn_id)
+{
+	for (size_t i = 0; i < agent.n_mods; i++) {
+		const struct agent_module *m = &agent.mods[i];
+		if (m->id == (uint32_t)(fn_id >> 32) && (fn_id & 0xffffffffu) < m->st.count &&
+		    m->st.names)
+			return m->st.names + m->st.fns[fn_id & 0xffffffffu].name_off;
+	}
+	return "";
+}
+
+bool agent_count_any(void)
+{
+	/* Relaxed: read under agent.lock, as it is written. */
+	return atomic_load_explicit(&count_used, memory_order_relaxed) || count_over ||
+	       agent.cfg.overhead_budget;
+}
+
+void agent_count_exiting(void)
+{
+	count_exiting = true;
+}
+
+bool agent_count_is_exiting(void)
+{
+	return count_exiting;
+}
+
+void agent_count_json(FILE *f)
+{
+	bool final = count_exiting;
+	if (!agent_count_any())
+		return;
+	static uint64_t sums[AGENT_COUNT_SLOTS];
+	uint32_t used = atomic_load_explicit(&count_used, memory_order_acquire);
+	if (final && !count_final_done) {
+		memset(sums, 0, sizeof(sums));
+		count_sum_final(sums, used);
+		count_final_done = true;
+	} else if (!count_final_done) {
+		/* Relaxed: a snapshot of the ended threads' counts to show. */
+		for (uint32_t c = 0; c < used; c++)
+			sums[c] = atomic_load_explicit(&count_dead[c], memory_order_relaxed);
+	}
+	fprintf(f,
+	        ",\n  \"count_only\": {\"final\": %s, \"capacity\": %u, \"over_capacity\": %" PRIu64
+	        ", \"threads_uncounted\": %" PRIu64
+	        ", \"overhead_budget_pct\": %u, \"not_movable\": %" PRIu64
+	        ", \"event_cost_ps\": %" PRIu64 ", \"functions\": [",
+	        count_final_done ? "true" : "false", AGENT_COUNT_SLOTS, count_over,
+	        atomic_load_explicit(&count_unregistered, memory_order_relaxed),
+	        agent.cfg.overhead_budget, agent_budget_not_movable(), agent_budget_event_ps());
+	for (uint32_t c = 0; c < used; c++) {
+		const struct agent_count_fn *e = &count_fns[c];
+		fprintf(f, "%s\n    {\"id\": %" PRIu64 ", \"name\": ", c ? "," : "", e->fn_id);
+		agent_json_string(f, agent_count_fn_name(e->fn_id));
+		fprintf(f, ", \"calls\": %" PRIu64 ", \"moved\": \"%s\"", sums[c],
+		        e->moved_ns ? "budget" : "start");
+		if (e->moved_ns)
+			fprintf(f,
+			        ", \"moved_after_ms\": %" PRIu64 ", \"calls_per_s\": %" PRIu64
+			        ", \"mean_ns\": %" PRIu64,
+			        e->moved_ns / 1000000, e->calls_per_s, e->mean_ns);
+		fputc('}', f);
+	}
+	fputs("]}", f);
+}

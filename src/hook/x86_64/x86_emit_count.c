@@ -1,0 +1,45 @@
+/*
+ * x86_64 count-only blocks (hook_arch_emit_count_block in hook_arch.h):
+ * the code a count-only function's patch jumps to instead of its
+ * trampoline. Pure code generation into a caller-provided buffer.
+ *
+ * Threads: any; no shared state.
+ *
+ * Layout (seven instructions, 41 bytes):
+ *     cmp  dword fs:gate, 1        ; this thread counts (agent_count.c)
+ *     jne  tramp                   ; no: the function's full trampoline
+ *     push r11
+ *     mov  r11, fs:counters        ; the thread's own page of counters
+ *     add  qword [r11 + 8*slot], 1 ; no lock: nobody else writes it
+ *     pop  r11
+ *     jmp  body                    ; the trampoline's relocated prologue
+ * The count is one read-modify-write of the thread's own page, so a signal
+ * lands before or after it and a handler's own calls count too. r11 is
+ * kept: gcc's -fipa-ra may keep a value in it across a call to a local
+ * function that does not write it; the push goes below rsp at the
+ * function's entry, which is the callee's. Flags are the only state it
+ * changes, which no caller keeps across a call. (The counters themselves
+ * are not TLS: ada attach dlopens the agent, and a dlopen gets little
+ * static TLS.) The trampoline itself is left whole: a thread that does
+ * not count yet (its first call, the agent's own work, after its exit
+ * destructor) records the call as an event, and frames that entered
+ * before a runtime move still return through R_F.
+ */
+#include "x86_emit_internal.h"
+
+size_t hook_arch_emit_count_block(uint8_t *buf, uint64_t buf_addr, int32_t gate, int32_t counters,
+                                  uint32_t slot, uint64_t tramp)
+{
+	struct x86_writer w = {buf, 0, HOOK_ARCH_COUNT_BLOCK_MAX, buf_addr, 1};
+
+	if (slot >= (1u << 28))
+		return 0;
+	x86_cmp_mem_imm8(&w, X86_DWORD, x86_fs(gate), 1);
+	x86_jcc_rel32(&w, X86_CC_NE, tramp);
+	x86_push_reg(&w, X86_R11);
+	x86_mov_reg_mem(&w, X86_R11, x86_fs(counters));
+	x86_add_mem_imm8(&w, X86_QWORD, x86_mem_d32(X86_R11, (int32_t)(slot * 8)), 1);
+	x86_pop_reg(&w, X86_R11);
+	x86_jmp_rel32(&w, tramp + EMIT_FAST_FN_ID_OFF + 8); /* body: emit_fast_frame */
+	return w.ok ? w.len : 0;
+}
