@@ -170,6 +170,7 @@ static const char *detail_type_name(uint16_t t)
 {
 	return t == ATF_DETAIL_FUNCTION_CALL     ? "call"
 	       : t == ATF_DETAIL_FUNCTION_RETURN ? "return"
+	       : t == ATF_DETAIL_SIGNAL_CONTEXT  ? "signal_context"
 	                                         : NULL;
 }
 
@@ -188,6 +189,27 @@ static void json_detail(struct line *l, const struct ada_atf_detail *d,
 		ln_u64(l, e->event_type);
 	ln_str(l, ",\"flags\":");
 	ln_u64(l, e->flags);
+	const struct atf_detail_signal_payload *sp = ada_atf_detail_signal(e);
+	if (sp) {
+		ln_str(l, ",\"signal\":");
+		ln_u64(l, (uint64_t)(uint32_t)sp->signo);
+		ln_str(l, ",\"si_code\":");
+		ln_str(l, sp->si_code < 0 ? "-" : "");
+		ln_u64(l,
+		       sp->si_code < 0 ? (uint64_t) - (int64_t)sp->si_code : (uint64_t)sp->si_code);
+		ln_str(l, ",\"fault_addr\":");
+		ln_hex(l, sp->fault_addr);
+		ln_str(l, ",\"pc\":");
+		ln_hex(l, sp->regs[ATF_SIGNAL_REG_PC]);
+		ln_str(l, ",\"regs\":{");
+		for (uint32_t i = 0; i < ATF_SIGNAL_NREGS; i++) {
+			ln_str(l, i ? ",\"" : "\"");
+			ln_str(l, ada_atf_signal_reg_name(i));
+			ln_str(l, "\":");
+			ln_hex(l, sp->regs[i]);
+		}
+		ln_str(l, "}");
+	}
 	if (p) {
 		ln_str(l, ",\"regs\":{");
 		for (int i = rv.first; i < rv.first + rv.count; i++) {
@@ -299,6 +321,28 @@ static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	ln_str(l, "}\n");
 }
 
+/* A signal context record (docs/format.md): the pc, then every register,
+ * six a line, under the marker's columns (the marker has no depth). */
+static void text_signal(struct line *l, const struct atf_detail_event_header *e)
+{
+	const struct atf_detail_signal_payload *sp = ada_atf_detail_signal(e);
+	char t[96];
+
+	if (!sp)
+		return;
+	snprintf(t, sizeof(t), "\n%43s| signal context: pc=0x%" PRIx64, "",
+	         sp->regs[ATF_SIGNAL_REG_PC]);
+	ln_str(l, t);
+	for (uint32_t i = 0; i < ATF_SIGNAL_NREGS; i++) {
+		if (i % 6 == 0) {
+			snprintf(t, sizeof(t), "\n%43s|", "");
+			ln_str(l, t);
+		}
+		snprintf(t, sizeof(t), " %s=0x%" PRIx64, ada_atf_signal_reg_name(i), sp->regs[i]);
+		ln_str(l, t);
+	}
+}
+
 /* The detail record under its event, indented to it: registers by name,
  * then the stack snapshot 16 bytes a line, offsets from sp. */
 static void text_detail(struct line *l, const struct ada_atf_detail *d,
@@ -309,8 +353,10 @@ static void text_detail(struct line *l, const struct ada_atf_detail *d,
 	struct reg_view rv = detail_regs(d, e);
 	char t[96];
 
-	if (!p)
+	if (!p) {
+		text_signal(l, e);
 		return;
+	}
 	snprintf(t, sizeof(t), "\n%*s| ", 43 + 2 * indent, ""); /* under the name */
 	ln_str(l, t);
 	for (int i = rv.first; i < rv.first + rv.count; i++) {

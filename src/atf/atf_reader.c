@@ -478,6 +478,25 @@ ada_atf_detail_function(const struct atf_detail_event_header *ev, const uint8_t 
 	return p;
 }
 
+const struct atf_detail_signal_payload *
+ada_atf_detail_signal(const struct atf_detail_event_header *ev)
+{
+	if (ev->event_type != ATF_DETAIL_SIGNAL_CONTEXT ||
+	    ev->total_length !=
+	        ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(struct atf_detail_signal_payload))
+		return NULL;
+	return (const void *)((const uint8_t *)ev + ATF_DETAIL_EVENT_HEADER_SIZE);
+}
+
+const char *ada_atf_signal_reg_name(uint32_t i)
+{
+	static const char *const names[ATF_SIGNAL_NREGS] = {
+	    "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
+	    "r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip", "rflags",
+	};
+	return i < ATF_SIGNAL_NREGS ? names[i] : "?";
+}
+
 const char *ada_atf_kind_name(uint32_t kind)
 {
 	switch (kind) {

@@ -359,6 +359,12 @@ static void detail_check_event(struct vctx *v, struct dscan *s, uint64_t pos,
 			     "detail event %" PRIu64 ": total_length %" PRIu32 " cannot hold the "
 			     "function payload and its stack snapshot",
 			     i, e->total_length);
+	} else if (e->event_type == ATF_DETAIL_SIGNAL_CONTEXT) {
+		if (!ada_atf_detail_signal((const void *)(s->buf + pos)))
+			VERR(v, pos,
+			     "detail event %" PRIu64 ": total_length %" PRIu32
+			     " is not the 184 bytes of a signal context record",
+			     i, e->total_length);
 	} else {
 		vreport(v, ADA_ATF_WARNING, pos + 4,
 		        "detail event %" PRIu64 ": unknown event_type %u", i, e->event_type);

@@ -216,6 +216,13 @@ void agent_special_run(enum agent_special kind, uint64_t *ret_slot);
 /* Suppress/allow events on the calling thread (the agent's own work). */
 void agent_guard_enter(void);
 void agent_guard_leave(void);
+/* A fatal signal is about to kill the process (agent_crash.c): every
+ * return address the calling thread's frames replaced on the stack near
+ * sp (the interrupted stack pointer) gets the program's back, innermost
+ * first (a tail chain's slot ends with its lowest entry's), so a core
+ * shows the program's own stack. The frames stay on the shadow stack
+ * (nothing returns any more). Returns the number of slots put back. */
+uint32_t agent_shadow_restore_for_crash(const uint64_t *sp);
 /* After fork, in the child's only thread: the frames on the shadow stack
  * were the parent's; they stay (the child returns through them) but emit
  * nothing. */

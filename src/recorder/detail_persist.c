@@ -517,6 +517,47 @@ int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t 
 	return 0;
 }
 
+int wal_detail_append_signal(struct wal_thread *t, uint64_t seq, uint64_t ns,
+                             const struct ada_crash_info *ci)
+{
+	struct wal_tdetail *dt = pd_state(t);
+	if (!dt)
+		return -ENOMEM;
+	if (!t->f || seq >= ATF_NO_DETAIL)
+		return -EINVAL;
+	if (!dt->df) {
+		int e = pd_open_file(t, dt);
+		if (e < 0)
+			return e;
+	}
+	uint64_t dseq = wal_dfile_count(dt->df);
+	if (dseq >= ATF_NO_DETAIL)
+		return -EFBIG;
+	struct atf_detail_signal_payload p = {
+	    .signo = ci->signo,
+	    .si_code = ci->code,
+	    .fault_addr = ci->addr,
+	};
+	memcpy(p.regs, ci->regs, sizeof(p.regs));
+	struct atf_detail_event_header h = {
+	    .total_length = (uint32_t)(ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(p)),
+	    .event_type = ATF_DETAIL_SIGNAL_CONTEXT,
+	    .index_seq = (uint32_t)seq,
+	    .thread_id = t->tid,
+	    .timestamp = ns,
+	};
+	/* The index event first, as pd_write: no record points at an
+	 * unlinked event. */
+	int e = wal_file_patch_detail_seq(t->f, seq, (uint32_t)dseq);
+	if (e == 0)
+		e = wal_dfile_append_raw(dt->df, &h, &p, sizeof(p));
+	if (e < 0)
+		return e;
+	dt->records++;
+	dt->bytes += h.total_length;
+	return 0;
+}
+
 void wal_detail_close(struct ada_recorder *r, struct wal_thread *t, uint32_t gen)
 {
 	(void)r;

@@ -94,6 +94,12 @@ const struct atf_detail_event_header *ada_atf_detail_get(const struct ada_atf_de
  * payload and the stack_size it declares. */
 const struct atf_detail_function_payload *
 ada_atf_detail_function(const struct atf_detail_event_header *ev, const uint8_t **stack);
+/* The payload of a SIGNAL_CONTEXT event, or NULL when the event is another
+ * type or its total_length is not exactly 24 + the payload. */
+const struct atf_detail_signal_payload *
+ada_atf_detail_signal(const struct atf_detail_event_header *ev);
+/* The name of x86_64 signal-context register i (ATF_SIGNAL_NREGS). */
+const char *ada_atf_signal_reg_name(uint32_t i);
 
 /* ------------------------------------------------------------------ */
 /* Thread directories and retention generations                        */
