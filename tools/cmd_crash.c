@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,28 +202,47 @@ static void cr_top_json(json_t *o, const struct cr_death *d, const struct cr_top
 
 /* The argument registers of a frame's CALL, when a detail window kept it. */
 static const struct atf_detail_function_payload *cr_args(const struct ada_atf_thread *t,
-                                                         const struct ada_frame *f)
+                                                         const struct ada_frame *f,
+                                                         uint64_t xmm[ATF_DETAIL_XMM_WORDS],
+                                                         bool *have_xmm)
 {
 	const struct atf_detail_event_header *de;
 	const uint8_t *stack;
 
+	*have_xmm = false;
 	if (f->call_detail == ATF_NO_DETAIL || f->call_src >= t->ngen ||
 	    !t->gen[f->call_src].detail)
 		return NULL;
 	de = ada_atf_detail_get(t->gen[f->call_src].detail, f->call_detail);
-	if (!de || de->event_type != ATF_DETAIL_FUNCTION_CALL)
+	if (!de || !ada_atf_detail_is_call(de->event_type))
 		return NULL;
 	const struct atf_detail_function_payload *p = ada_atf_detail_function(de, &stack);
-	return p && p->function_id == f->function_id ? p : NULL;
+	if (!p || p->function_id != f->function_id)
+		return NULL;
+	const uint64_t *x = ada_atf_detail_xmm(de); /* --detail-fp */
+	if (x) {
+		memcpy(xmm, x, ATF_DETAIL_XMM_WORDS * 8); /* unaligned in the file */
+		*have_xmm = true;
+	}
+	return p;
+}
+
+static double cr_double(uint64_t raw)
+{
+	double d;
+	memcpy(&d, &raw, sizeof(d));
+	return d;
 }
 
 static json_t *cr_frame_json(struct rd_pid *rp, const struct ada_atf_thread *t,
                              const struct ada_frame *f)
 {
 	const struct ada_name *nm = ada_names_get(rp->names, f->function_id);
-	const struct atf_detail_function_payload *p = cr_args(t, f);
+	uint64_t xmm[ATF_DETAIL_XMM_WORDS];
+	bool have_xmm;
+	const struct atf_detail_function_payload *p = cr_args(t, f, xmm, &have_xmm);
 	json_t *o = json_object(), *args = json_null();
-	char hex[24];
+	char hex[24], name[8];
 
 	json_object_set_new(o, "function", json_string(nm->name));
 	json_object_set_new(o, "mangled", nm->mangled ? json_string(nm->mangled) : json_null());
@@ -236,6 +256,15 @@ static json_t *cr_frame_json(struct rd_pid *rp, const struct ada_atf_thread *t,
 			snprintf(hex, sizeof(hex), "0x%" PRIx64, p->x_regs[i]);
 			json_object_set_new(args, cr_regs[i], json_string(hex));
 		}
+		/* xmm0..7 as raw bits and as doubles (null when not finite). */
+		for (uint32_t i = 0; have_xmm && i < ATF_DETAIL_XMM_WORDS; i++) {
+			double d = cr_double(xmm[i]);
+			snprintf(hex, sizeof(hex), "0x%" PRIx64, xmm[i]);
+			snprintf(name, sizeof(name), "xmm%u", i);
+			json_object_set_new(args, name,
+			                    json_pack("{s:s,s:o}", "raw", hex, "double",
+			                              isfinite(d) ? json_real(d) : json_null()));
+		}
 	}
 	json_object_set_new(o, "args", args);
 	return o;
@@ -245,7 +274,9 @@ static void cr_frame_text(struct rd_pid *rp, const struct ada_atf_thread *t,
                           const struct ada_frame *f, size_t n, uint64_t death)
 {
 	const struct ada_name *nm = ada_names_get(rp->names, f->function_id);
-	const struct atf_detail_function_payload *p = cr_args(t, f);
+	uint64_t xmm[ATF_DETAIL_XMM_WORDS];
+	bool have_xmm;
+	const struct atf_detail_function_payload *p = cr_args(t, f, xmm, &have_xmm);
 	const char *mod = nm->module ? strrchr(nm->module, '/') : NULL;
 	char b[32];
 
@@ -254,6 +285,8 @@ static void cr_frame_text(struct rd_pid *rp, const struct ada_atf_thread *t,
 		printf(" (");
 		for (int i = 0; i < 6; i++)
 			printf("%s%s=0x%" PRIx64, i ? ", " : "", cr_regs[i], p->x_regs[i]);
+		for (uint32_t i = 0; have_xmm && i < ATF_DETAIL_XMM_WORDS; i++)
+			printf(", xmm%u=%.17g (0x%" PRIx64 ")", i, cr_double(xmm[i]), xmm[i]);
 		printf(")");
 	}
 	printf("  [%s]", mod ? mod + 1 : nm->module ? nm->module : "?");

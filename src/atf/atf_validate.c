@@ -353,7 +353,7 @@ static void detail_check_event(struct vctx *v, struct dscan *s, uint64_t pos,
 		     " does not increase (previous %" PRIu64 ")",
 		     i, e->index_seq, s->last_seq);
 	if (e->event_type == ATF_DETAIL_FUNCTION_CALL ||
-	    e->event_type == ATF_DETAIL_FUNCTION_RETURN) {
+	    e->event_type == ATF_DETAIL_FUNCTION_RETURN || ada_atf_detail_is_fp(e->event_type)) {
 		if (!ada_atf_detail_function((const void *)(s->buf + pos), NULL))
 			VERR(v, pos,
 			     "detail event %" PRIu64 ": total_length %" PRIu32 " cannot hold the "

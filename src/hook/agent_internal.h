@@ -117,11 +117,14 @@ static inline uint32_t agent_stack_take(uint64_t lo, uint64_t hi, uint64_t rsp, 
 }
 
 struct agent_hot {
-	uint64_t ret_tramp;         /* address of the shared return trampoline */
-	uint32_t active;            /* 0: trampolines run but record nothing */
-	int32_t pid;                /* the process the arena belongs to */
-	uint32_t xsave_size;        /* CPUID 0xD size of the xsave area; 0: use fxsave */
-	uint32_t detail_stack;      /* stack bytes per CALL detail record (0..512) */
+	uint64_t ret_tramp;    /* address of the shared return trampoline */
+	uint32_t active;       /* 0: trampolines run but record nothing */
+	int32_t pid;           /* the process the arena belongs to */
+	uint32_t xsave_size;   /* CPUID 0xD size of the xsave area; 0: use fxsave */
+	uint32_t detail_stack; /* stack bytes per CALL detail record (0..512) */
+	/* --detail-fp: the records are the _FP types, with xmm0..7 (CALL) and
+	 * xmm0..1 (RETURN); the member paths in machine code are not used. */
+	uint32_t detail_fp;
 	uint64_t self_lo, self_len; /* the agent's own mapping: its calls are not traced */
 	/* Detail lane on (config detail=1 and the arena has a detail ring):
 	 * the trampolines call the _detail handlers. Decided before the first

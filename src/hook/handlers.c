@@ -759,7 +759,7 @@ static void handlers_fast_layout_detail(struct hook_arch_fast *f, intptr_t sh, i
 	f->d_bits = (int32_t)offsetof(struct agent_dset, bits);
 	/* The member paths in machine code: the 128-byte snapshot only
 	 * (other sizes keep handlers_detail_put_call's length). */
-	f->detail_rec = fixed;
+	f->detail_rec = fixed && !agent_hot.detail_fp; /* --detail-fp: C writes the _FP records */
 	f->p_dwords = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, dwords));
 	f->p_dhead = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, dhead));
 	f->p_dbytes = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, dbytes));

@@ -132,6 +132,28 @@ int wal_dfile_append(struct wal_dfile *d, const struct atf_detail_event_header *
 	return 0;
 }
 
+int wal_dfile_append_fp(struct wal_dfile *d, const struct atf_detail_event_header *h,
+                        const struct atf_detail_function_payload *p, const uint64_t *xmm,
+                        const void *stack)
+{
+	if (d->error)
+		return d->error;
+	if (h->total_length !=
+	    ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(*p) + ATF_DETAIL_XMM_WORDS * 8 + p->stack_size)
+		return -EINVAL;
+	int r = dfile_put(d, h, sizeof(*h));
+	if (r == 0)
+		r = dfile_put(d, p, sizeof(*p));
+	if (r == 0)
+		r = dfile_put(d, xmm, ATF_DETAIL_XMM_WORDS * 8);
+	if (r == 0 && p->stack_size)
+		r = dfile_put(d, stack, p->stack_size);
+	if (r < 0)
+		return r;
+	dfile_count(d, h);
+	return 0;
+}
+
 int wal_dfile_append_raw(struct wal_dfile *d, const struct atf_detail_event_header *h,
                          const void *payload, size_t len)
 {

@@ -118,6 +118,11 @@ int wal_dfile_open(int dirfd, const char *name, uint32_t tid, struct wal_dfile *
 /* Appends one event; h->total_length must be 24 + 100 + p->stack_size. */
 int wal_dfile_append(struct wal_dfile *d, const struct atf_detail_event_header *h,
                      const struct atf_detail_function_payload *p, const void *stack);
+/* Appends a type 6/7 event: the payload, xmm (ATF_DETAIL_XMM_WORDS words),
+ * the stack; h->total_length must be 24 + 100 + 64 + p->stack_size. */
+int wal_dfile_append_fp(struct wal_dfile *d, const struct atf_detail_event_header *h,
+                        const struct atf_detail_function_payload *p, const uint64_t *xmm,
+                        const void *stack);
 /* Appends one event of another type: h->total_length must be 24 + len. */
 int wal_dfile_append_raw(struct wal_dfile *d, const struct atf_detail_event_header *h,
                          const void *payload, size_t len);

@@ -28,7 +28,8 @@ then index.atf with detail.atf):
                (errata 6), total_length = 24 + payload (100) + stack_size,
                and ada's type 5 (a signal context: total_length 24 + 160,
                linked to a fatal-signal marker, an EXCEPTION whose depth has
-               bit 31),
+               bit 31) and types 6 and 7 (a call or return with xmm0..7:
+               24 + 100 + 64 + stack_size),
                index_seq strictly increasing within [index_seq_start,
                index_seq_end];
   both ways    every detail event's index_seq names an index event whose
@@ -56,6 +57,8 @@ DPAYLOAD = 100   # DetailFunctionPayload: 8 + 8*8 + 3*8 + 2 + 2
 STACK_MAX = 512  # the tracer spec's cap (0-512 bytes)
 FUNCTION_CALL, FUNCTION_RETURN = 3, 4
 SIGNAL_CONTEXT = 5  # ada's (docs/format.md, "Signal context records")
+CALL_FP, RETURN_FP = 6, 7  # ada's: the function payload, xmm0..7, the stack
+XMM = 64
 SIGPAYLOAD = 160    # signo, si_code, fault_addr, 18 registers
 CALL, RETURN, EXCEPTION = 1, 2, 3
 
@@ -205,6 +208,12 @@ def check_detail(path, ix, out):
                 out.add(path, "%s: total_length %d of a signal context, want %d" % (
                     where, tlen, DHDR + SIGPAYLOAD))
                 return None
+        elif etype in (CALL_FP, RETURN_FP):
+            (stack,) = struct.unpack_from("<H", section, off + DHDR + DPAYLOAD - 4)
+            if tlen != DHDR + DPAYLOAD + XMM + stack or off + tlen > blen:
+                out.add(path, "%s: total_length %d, header + payload + xmm + stack_size %d "
+                        "is %d" % (where, tlen, stack, DHDR + DPAYLOAD + XMM + stack))
+                return None
         elif tlen != DHDR + DPAYLOAD + stack or off + tlen > blen:
             out.add(path, "%s: total_length %d, header + payload + stack_size %d is %d" % (
                 where, tlen, stack, DHDR + DPAYLOAD + stack))
@@ -212,10 +221,10 @@ def check_detail(path, ix, out):
         if stack > STACK_MAX or stack % 8:
             out.add(path, "%s: stack_size %d (whole words, at most %d)" % (
                 where, stack, STACK_MAX))
-        if etype not in (FUNCTION_CALL, FUNCTION_RETURN, SIGNAL_CONTEXT):
-            out.add(path, "%s: event_type %d (3, 4 and 5 are the types defined)" % (
+        if etype not in (FUNCTION_CALL, FUNCTION_RETURN, SIGNAL_CONTEXT, CALL_FP, RETURN_FP):
+            out.add(path, "%s: event_type %d (3 to 7 are the types defined)" % (
                 where, etype))
-        if etype == FUNCTION_RETURN and stack:
+        if etype in (FUNCTION_RETURN, RETURN_FP) and stack:
             out.add(path, "%s: a RETURN with %d stack bytes" % (where, stack))
         if etid != tid:
             out.add(path, "%s: thread_id %d, the header %d" % (where, etid, tid))
@@ -230,7 +239,7 @@ def check_detail(path, ix, out):
             w = ix.words[iseq * 8:iseq * 8 + 8]
             its = ix.ts[iseq * 4]
             ifn = w[2] | w[3] << 32
-            want = (CALL,) if etype == FUNCTION_CALL else (RETURN, EXCEPTION)
+            want = (CALL,) if etype in (FUNCTION_CALL, CALL_FP) else (RETURN, EXCEPTION)
             if etype == SIGNAL_CONTEXT:  # the marker: an EXCEPTION, depth bit 31
                 want, fn = ((EXCEPTION,) if w[6] & 0x80000000 else ()), ifn
             if w[7] != pos:

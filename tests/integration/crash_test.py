@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""The moment of a crash (issue 33 items 1 and 4), end to end.
+"""The moment of a crash (issue 33 items 1 and 4) and float registers
+(item 5), end to end.
 
   crash_test.py --ada ADA --work DIR frame0 -- PROG ARGS...
   crash_test.py --ada ADA --work DIR gdb -- PROG ARGS...
+  crash_test.py --ada ADA --work DIR fp -- PROG ARGS...
 
 frame0: PROG (tests/targets/t_crash0) faults in a 3- or 4-byte function
 that is too short to hook; `ada crash` must name it as frame #0 from the
@@ -20,6 +22,12 @@ crash, puts the return addresses back and lets the fault happen again, and
 at that second stop `bt` must name the same frames as untraced. This is
 what a core dumped at that moment holds, without depending on the machine's
 core_pattern.
+
+fp: PROG (tests/targets/t_fparg) passes doubles and a float and returns
+them; recorded with --detail always --detail-fp, the CALL and RETURN
+records in `ada dump` (jsonl and text) hold them in xmm0..7 as doubles and
+raw bits, `ada validate` and atf_check.py accept the files; without
+--detail-fp the records carry no xmm.
 
 Exit 0 = pass, 1 = fail (every failed check printed), 77 = skip (gdb
 missing, or the kernel refuses it ptrace: the reason is printed)."""
@@ -138,6 +146,57 @@ def check_frame0(a, argv, c):
     c.check(rc == 0, f"ada validate: exit {rc}: {out[-1500:]}{err[-500:]}")
 
 
+def check_fp(a, argv, c):
+    rc, _, err, sdir, _ = record(a.ada, a.work, argv, "--detail", "always", "--detail-fp")
+    c.check(rc == 0, f"ada record --detail-fp exited {rc}: {err[-800:]}")
+    out = subprocess.run([a.ada, "dump", "--format", "jsonl", sdir], capture_output=True,
+                         text=True, timeout=TIMEOUT).stdout
+    evs = [json.loads(l) for l in out.splitlines() if l.strip()]
+
+    def xmm(fn, kind):
+        got = [e for e in evs if e["function"] == fn and e["kind"] == kind]
+        if not c.check(len(got) == 1 and got[0].get("detail"),
+                       f"{fn} {kind}: {len(got)} events, want 1 with a detail record"):
+            return {}
+        return got[0]["detail"].get("xmm") or {}
+
+    def dbl(x, i):
+        return (x.get(f"xmm{i}") or {}).get("double")
+
+    x = xmm("fp_scale", "call")
+    c.check((dbl(x, 0), dbl(x, 1)) == (1.5, -2.25) and
+            x.get("xmm0", {}).get("raw") == "0x3ff8000000000000",
+            f"fp_scale's call: xmm {x}")
+    x = xmm("fp_scale", "return")
+    c.check(dbl(x, 0) == -13.5 and len(x) == 2, f"fp_scale's return: xmm {x}")
+    x = xmm("fp_eight", "call")
+    c.check([dbl(x, i) for i in range(8)] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
+            f"fp_eight's call: xmm {x}")
+    c.check(dbl(xmm("fp_eight", "return"), 0) == 36.0, "fp_eight's return: not 36")
+    # A float is xmm0's low 32 bits: 3.0f = 0x40400000, 1.5f = 0x3fc00000.
+    raw = int(xmm("fp_half", "call").get("xmm0", {}).get("raw", "0x0"), 16)
+    c.check(raw & 0xffffffff == 0x40400000, f"fp_half's call: xmm0 0x{raw:x}")
+    raw = int(xmm("fp_half", "return").get("xmm0", {}).get("raw", "0x0"), 16)
+    c.check(raw & 0xffffffff == 0x3fc00000, f"fp_half's return: xmm0 0x{raw:x}")
+    text = subprocess.run([a.ada, "dump", "--function", "fp_eight", sdir], capture_output=True,
+                          text=True, timeout=TIMEOUT).stdout
+    c.check("| xmm0=1 (0x3ff0000000000000) xmm1=2 (0x4000000000000000)" in text and
+            "xmm7=8 (0x4020000000000000)" in text and "| xmm0=36 (0x4042000000000000)" in text,
+            "dump text: fp_eight's xmm registers:\n" + text[:2000])
+    rc, out, err = run([a.ada, "validate", sdir])
+    c.check(rc == 0, f"ada validate: exit {rc}: {out[-1500:]}{err[-500:]}")
+    rc, out, err = run([sys.executable, os.path.join(os.path.dirname(__file__), "atf_check.py"),
+                        sdir])
+    c.check(rc == 0, f"atf_check.py: exit {rc}: {out[-1500:]}{err[-500:]}")
+    # Without --detail-fp: the same records, no vector registers.
+    _, _, _, sdir, _ = record(a.ada, a.work, argv, "--detail", "always")
+    out = subprocess.run([a.ada, "dump", "--format", "jsonl", sdir], capture_output=True,
+                         text=True, timeout=TIMEOUT).stdout
+    evs = [json.loads(l) for l in out.splitlines() if l.strip()]
+    det = [e["detail"] for e in evs if e.get("detail")]
+    c.check(det and not any("xmm" in d for d in det), "without --detail-fp: xmm in a record")
+
+
 BT_LINE = re.compile(r"^#(\d+)\s+(?:0x[0-9a-f]+ in )?(\S+) \(")
 
 
@@ -186,14 +245,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ada", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("check", choices=["frame0", "gdb"])
+    ap.add_argument("check", choices=["frame0", "gdb", "fp"])
     ap.add_argument("argv", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     argv = a.argv[1:] if a.argv[:1] == ["--"] else a.argv
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
     c = Checks()
-    rc = (check_frame0 if a.check == "frame0" else check_gdb)(a, argv, c)
+    rc = {"frame0": check_frame0, "gdb": check_gdb, "fp": check_fp}[a.check](a, argv, c)
     if rc == SKIP:
         shutil.rmtree(a.work, ignore_errors=True)
         return SKIP

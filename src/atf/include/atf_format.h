@@ -58,7 +58,17 @@ enum atf_detail_type {
 	/* ada's: the faulting thread's registers at a fatal signal
 	 * (docs/format.md, "Signal context records"; proposed erratum 9). */
 	ATF_DETAIL_SIGNAL_CONTEXT = 5,
+	/* ada's: FUNCTION_CALL / FUNCTION_RETURN with the vector argument and
+	 * return registers (--detail-fp; docs/format.md, "Float registers";
+	 * proposed erratum 10): the function payload, then
+	 * ATF_DETAIL_XMM_WORDS words, then the stack snapshot. */
+	ATF_DETAIL_FUNCTION_CALL_FP = 6,
+	ATF_DETAIL_FUNCTION_RETURN_FP = 7,
 };
+/* xmm0..xmm7, the low 64 bits of each (a double, or a float in the low 32
+ * bits); a RETURN_FP has xmm0 and xmm1 (the return registers), the other
+ * six 0. */
+#define ATF_DETAIL_XMM_WORDS 8u
 
 #define ATF_NO_DETAIL UINT32_MAX
 /* ada's convention (docs/format.md): an EXCEPTION whose call_depth has this

@@ -907,6 +907,11 @@ enum {
 	ADA_DREC_REGS = 4,
 	ADA_DREC_CALL_WORDS = 14,  /* words before the stack snapshot */
 	ADA_DREC_RETURN_WORDS = 9, /* a return record, whole */
+	/* --detail-fp: type ATF_DETAIL_FUNCTION_CALL_FP / RETURN_FP, the same
+	 * words and then xmm0..xmm7 ([14..21], before the stack snapshot) /
+	 * xmm0, xmm1 ([9..10]), the low 64 bits of each. */
+	ADA_DREC_CALL_FP_WORDS = 22,
+	ADA_DREC_RETURN_FP_WORDS = 11,
 };
 #define ADA_DREC_F_STACK_CLIPPED 0x1u /* the stack ended before the bytes asked */
 #define ADA_DREC_F_OFF_STACK 0x2u     /* rsp outside the thread's known stack: none taken */
