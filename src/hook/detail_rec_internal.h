@@ -110,6 +110,27 @@ __attribute__((always_inline)) static inline void detail_put_xmm(_Atomic uint64_
 		ada_detail_put(w, at + i, x[i]);
 }
 
+/* detail_put_call_fixed's record with xmm0..7 (--detail-fp): type
+ * CALL_FP, the registers, the vector registers, then the 128 bytes. */
+__attribute__((always_inline)) static inline void
+detail_put_call_fixed_fp(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *ret_slot,
+                         const struct ada_hook_regs *regs, uint64_t ts, uint64_t link,
+                         uint64_t orig)
+{
+	detail_put_xmm(w, ADA_DREC_CALL_WORDS, ATF_DETAIL_XMM_WORDS);
+	ada_detail_put(w, ADA_DREC_TS, ts);
+	ada_detail_put(w, ADA_DREC_LINK, link);
+	ada_detail_put(w, ADA_DREC_FN, fn_id);
+	ada_detail_put(w, ADA_DREC_META,
+	               ada_drec_meta(ATF_DETAIL_FUNCTION_CALL_FP, 0, DETAIL_STACK_FIXED_WORDS * 8));
+	detail_put_call_regs(w, ret_slot, regs, orig);
+	_Atomic uint64_t *dst = w + ADA_DREC_CALL_FP_WORDS;
+	ada_detail_put(dst, 0, orig);
+#pragma GCC unroll 16
+	for (uint32_t i = 1; i < DETAIL_STACK_FIXED_WORDS; i++)
+		ada_detail_put(dst, i, ret_slot[i]);
+}
+
 /* A RETURN record with xmm0 and xmm1 (--detail-fp): detail_put_return's
  * words, its type RETURN_FP, then the two registers. */
 __attribute__((always_inline)) static inline void detail_put_return_fp(_Atomic uint64_t *w,

@@ -163,14 +163,20 @@ handlers_detail_call_fast(const struct ada_shadow *s, uint64_t fn_id, const uint
 	struct ada_producer *p = &ada_producer_tls;
 	uint64_t end;
 	_Atomic uint64_t *w;
-	if (fixed && ada_unlikely(agent_hot.detail_fp))
-		fixed = false; /* the _FP record: detail_call_len and detail_meta_call say it */
-	uint32_t len = fixed ? (ADA_DREC_CALL_WORDS + DETAIL_STACK_FIXED_WORDS) * 8
-	                     : agent_hot.detail_call_len;
+	/* --detail-fp: detail_call_len and detail_meta_call say the _FP
+	 * record; the fixed one has its own writer. */
+	bool fp = fixed && ada_unlikely(agent_hot.detail_fp);
+	uint32_t len =
+	    fixed
+	        ? ((fp ? ADA_DREC_CALL_FP_WORDS : ADA_DREC_CALL_WORDS) + DETAIL_STACK_FIXED_WORDS) *
+	              8
+	        : agent_hot.detail_call_len;
 	if (ada_unlikely((uint64_t)(uintptr_t)ret_slot - s->dfast_lo > s->dfast_span) ||
 	    ada_unlikely(!(w = ada_detail_reserve_fast(p, len, &end))))
 		return false;
-	if (fixed)
+	if (fp)
+		detail_put_call_fixed_fp(w, fn_id, ret_slot, regs, ts, link, orig);
+	else if (fixed)
 		detail_put_call_fixed(w, fn_id, ret_slot, regs, ts, link, orig);
 	else
 		handlers_detail_put_call(w, fn_id, ret_slot, regs, ts, link, orig,
@@ -433,6 +439,26 @@ HANDLERS_COLD static uint64_t handlers_emit_slow_leave_ret_detail(struct ada_sha
 	return orig;
 }
 
+/* handlers_exit_member's record with --detail-fp: the RETURN_FP record
+ * into the ring's common room, else the general writer. Out of line, so
+ * the path without it keeps its code. */
+static __attribute__((noinline)) uint64_t handlers_exit_member_fp(struct ada_shadow *s,
+                                                                  uint64_t fn_id, uint64_t sp,
+                                                                  uint64_t orig, uint64_t ts,
+                                                                  uint64_t link)
+{
+	struct ada_producer *p = &ada_producer_tls;
+	uint64_t end;
+	_Atomic uint64_t *w = ada_detail_reserve_fast(p, ADA_DREC_RETURN_FP_WORDS * 8, &end);
+	if (ada_unlikely(w == NULL))
+		return handlers_detail_return_leave(s, fn_id, sp, orig, ts, link);
+	detail_put_return_fp(w, fn_id, sp, orig, ts, link);
+	ada_detail_commit(p, end);
+	if (ada_unlikely(handlers_in_hook_clear(s)))
+		return handlers_flush_ret(s, orig);
+	return orig;
+}
+
 /* Return of a call that got a CALL record (its frame is popped; not a
  * tail-called one: SHADOW_F_TAIL keeps those on the general path). */
 HANDLERS_LEAF __attribute__((noinline)) static uint64_t
@@ -445,8 +471,8 @@ handlers_exit_member(struct ada_shadow *s, uint64_t fn_id, uint32_t depth, uint6
 	uint64_t link = p->head;
 	uint64_t ts = ada_emit_fast_ts(p, fn_id, ATF_EVENT_RETURN, depth);
 	uint64_t end;
-	if (ada_unlikely(agent_hot.detail_fp)) /* the _FP record: the general writer */
-		return handlers_detail_return_leave(s, fn_id, sp, orig, ts, link);
+	if (ada_unlikely(agent_hot.detail_fp))
+		return handlers_exit_member_fp(s, fn_id, sp, orig, ts, link);
 	_Atomic uint64_t *w = ada_detail_reserve_fast(p, ADA_DREC_RETURN_WORDS * 8, &end);
 	if (ada_unlikely(w == NULL))
 		return handlers_detail_return_leave(s, fn_id, sp, orig, ts, link);
