@@ -449,8 +449,7 @@ static int flight_death_signal(const struct wal_proc *p, bool have_ci,
 	return have_ci ? ci->signo : 0;
 }
 
-/* The faulting thread's registers at the signal (x86_64 names). */
-static json_t *flight_context_json(const struct ada_crash_info *ci)
+json_t *wal_crash_context_json(const struct ada_crash_info *ci)
 {
 	json_t *o = json_object(), *regs = json_object();
 	char hex[24];
@@ -482,7 +481,7 @@ static json_t *flight_crash_json(struct wal_proc *p, int sig, bool have_ci,
 		json_object_set_new(c, "faulting_thread", t ? json_integer(t->seq) : json_null());
 		json_object_set_new(c, "address", json_string(addr));
 		json_object_set_new(c, "si_code", json_integer(ci->code));
-		json_object_set_new(c, "context", flight_context_json(ci));
+		json_object_set_new(c, "context", wal_crash_context_json(ci));
 	} else {
 		json_object_set_new(c, "faulting_tid", json_null());
 		json_object_set_new(c, "address", json_null());

@@ -368,6 +368,9 @@ void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p);
  * marker, the signal context record linked to it, the last of its detail
  * file (after every window's records). */
 void wal_flight_context(struct ada_recorder *r, struct wal_thread *t);
+/* The manifest's crash.context of a crash record: the faulting thread's
+ * registers at the signal, by their x86_64 names (flight.c; recover.c). */
+json_t *wal_crash_context_json(const struct ada_crash_info *ci);
 void wal_flight_manifest(json_t *root, struct ada_recorder *r, struct wal_proc *p);
 /* Records of t the windows wanted and its ring had overwritten (window_lost). */
 uint64_t wal_flight_thread_lost(const struct wal_thread *t);
