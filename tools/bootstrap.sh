@@ -50,6 +50,9 @@ if [ "$mode" != --build ]; then
     # tests/integration/transp_test.py's nginx, greenlet, gevent and node
     # cases.
     nginx python3-greenlet python3-gevent
+    # gdb's backtrace at a fault under ada against untraced (issue 33,
+    # tests/integration/crash_test.py).
+    gdb
   )
 fi
 if [ "$mode" = --bench ]; then

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +22,11 @@
 
 #include "cmd.h"
 #include "read.h"
+#include "symbols.h"
 
 #define CRASH_MAX_FRAMES 256 /* shown per thread; the rest is counted */
+
+static const char *const cr_regs[6] = {"rdi", "rsi", "rdx", "rcx", "r8", "r9"};
 
 struct cr_opts {
 	bool json;
@@ -38,6 +42,10 @@ struct cr_death {
 	uint32_t faulting_tid;
 	uint64_t time_ns;
 	const char *note;
+	/* The faulting thread's registers from the signal context (manifest
+	 * crash.context), atf_detail_signal_payload's order. */
+	bool have_ctx;
+	uint64_t regs[ATF_SIGNAL_NREGS];
 };
 
 static void cr_marker(void *ctx, uint64_t ts, uint32_t sig, uint64_t addr)
@@ -85,34 +93,156 @@ static void cr_from_manifest(const json_t *m, struct cr_death *d)
 	if (json_is_integer(json_object_get(c, "time_ns")))
 		d->time_ns = (uint64_t)json_integer_value(json_object_get(c, "time_ns"));
 	d->note = json_string_value(json_object_get(c, "note"));
+	const json_t *regs = json_object_get(json_object_get(c, "context"), "registers");
+	for (uint32_t i = 0; json_is_object(regs) && i < ATF_SIGNAL_NREGS; i++) {
+		const char *v =
+		    json_string_value(json_object_get(regs, ada_atf_signal_reg_name(i)));
+		if (!v || strncmp(v, "0x", 2))
+			return; /* incomplete: no frame #0 from it */
+		d->regs[i] = strtoull(v + 2, NULL, 16);
+	}
+	d->have_ctx = json_is_object(regs);
+}
+
+/* Frame #0 of the faulting thread: the function holding the pc, named
+ * from the symbol tables (module+offset when no function holds it). */
+struct cr_top {
+	struct ada_symtab_addr at;
+	bool found;
+	const struct ada_name *nm; /* when at.function_id */
+};
+
+static void cr_top_find(struct rd_pid *rp, const struct cr_death *d, struct cr_top *top)
+{
+	top->found = rp->syms && ada_symtab_by_addr(rp->syms, d->regs[ATF_SIGNAL_REG_PC], &top->at);
+	top->nm = top->found && top->at.function_id ? ada_names_get(rp->names, top->at.function_id)
+	                                            : NULL;
+}
+
+/* The x86_64 argument registers, by their index in the context. */
+static const uint32_t cr_arg_regs[6] = {5, 4, 1, 2, 8, 9}; /* rdi rsi rdx rcx r8 r9 */
+
+static const char *cr_base(const char *path)
+{
+	const char *b = path ? strrchr(path, '/') : NULL;
+	return b ? b + 1 : path ? path : "?";
+}
+
+/* Frame #0 of its own (on_record false), or the pc and registers under
+ * the innermost open frame, which holds the pc (on_record). */
+static void cr_top_text(const struct cr_death *d, const struct cr_top *top, bool on_record)
+{
+	uint64_t pc = d->regs[ATF_SIGNAL_REG_PC];
+
+	if (!on_record) {
+		if (top->nm)
+			printf("  #0   %s+0x%" PRIx64, top->nm->name, top->at.offset);
+		else if (top->found)
+			printf("  #0   %s+0x%" PRIx64, cr_base(top->at.module), top->at.offset);
+		else
+			printf("  #0   0x%" PRIx64, pc);
+		printf(" (");
+		for (int i = 0; i < 6; i++)
+			printf("%s%s=0x%" PRIx64, i ? ", " : "", cr_regs[i],
+			       d->regs[cr_arg_regs[i]]);
+		printf(")  [%s]  %s\n", top->found ? cr_base(top->at.module) : "?",
+		       top->nm ? "no frame on record (not hooked, or its call not recorded)"
+		               : "in no known function");
+	}
+	printf("       pc 0x%" PRIx64, pc);
+	if (top->nm)
+		printf(" (%s+0x%" PRIx64 ")", top->nm->name, top->at.offset);
+	printf(", registers at the signal:");
+	for (uint32_t i = 0; i < ATF_SIGNAL_NREGS; i++)
+		printf("%s %s=0x%" PRIx64, i % 6 == 0 ? "\n        " : "",
+		       ada_atf_signal_reg_name(i), d->regs[i]);
+	printf("\n");
+}
+
+/* The pc and registers (into o, a frame); with on_record false, o is
+ * frame #0 of its own: function, module, offset, args at the signal. */
+static void cr_top_json(json_t *o, const struct cr_death *d, const struct cr_top *top,
+                        bool on_record)
+{
+	json_t *regs = json_object();
+	char hex[24];
+
+	if (!on_record) {
+		json_t *args = json_object();
+		json_object_set_new(o, "function",
+		                    top->nm ? json_string(top->nm->name) : json_null());
+		json_object_set_new(o, "mangled",
+		                    top->nm && top->nm->mangled ? json_string(top->nm->mangled)
+		                                                : json_null());
+		json_object_set_new(o, "module",
+		                    top->found && top->at.module ? json_string(top->at.module)
+		                                                 : json_null());
+		json_object_set_new(o, "function_id",
+		                    top->nm ? json_integer((json_int_t)top->at.function_id)
+		                            : json_null());
+		json_object_set_new(o, "depth", json_null());
+		json_object_set_new(o, "call_ns", json_null());
+		for (int i = 0; i < 6; i++) {
+			snprintf(hex, sizeof(hex), "0x%" PRIx64, d->regs[cr_arg_regs[i]]);
+			json_object_set_new(args, cr_regs[i], json_string(hex));
+		}
+		json_object_set_new(o, "args", args);
+	}
+	json_object_set_new(o, "on_record", json_boolean(on_record));
+	snprintf(hex, sizeof(hex), "0x%" PRIx64, d->regs[ATF_SIGNAL_REG_PC]);
+	json_object_set_new(o, "pc", json_string(hex));
+	json_object_set_new(o, "offset",
+	                    top->found ? json_integer((json_int_t)top->at.offset) : json_null());
+	for (uint32_t i = 0; i < ATF_SIGNAL_NREGS; i++) {
+		snprintf(hex, sizeof(hex), "0x%" PRIx64, d->regs[i]);
+		json_object_set_new(regs, ada_atf_signal_reg_name(i), json_string(hex));
+	}
+	json_object_set_new(o, "registers", regs);
 }
 
 /* The argument registers of a frame's CALL, when a detail window kept it. */
 static const struct atf_detail_function_payload *cr_args(const struct ada_atf_thread *t,
-                                                         const struct ada_frame *f)
+                                                         const struct ada_frame *f,
+                                                         uint64_t xmm[ATF_DETAIL_XMM_WORDS],
+                                                         bool *have_xmm)
 {
 	const struct atf_detail_event_header *de;
 	const uint8_t *stack;
 
+	*have_xmm = false;
 	if (f->call_detail == ATF_NO_DETAIL || f->call_src >= t->ngen ||
 	    !t->gen[f->call_src].detail)
 		return NULL;
 	de = ada_atf_detail_get(t->gen[f->call_src].detail, f->call_detail);
-	if (!de || de->event_type != ATF_DETAIL_FUNCTION_CALL)
+	if (!de || !ada_atf_detail_is_call(de->event_type))
 		return NULL;
 	const struct atf_detail_function_payload *p = ada_atf_detail_function(de, &stack);
-	return p && p->function_id == f->function_id ? p : NULL;
+	if (!p || p->function_id != f->function_id)
+		return NULL;
+	const uint64_t *x = ada_atf_detail_xmm(de); /* --detail-fp */
+	if (x) {
+		memcpy(xmm, x, ATF_DETAIL_XMM_WORDS * 8); /* unaligned in the file */
+		*have_xmm = true;
+	}
+	return p;
 }
 
-static const char *const cr_regs[6] = {"rdi", "rsi", "rdx", "rcx", "r8", "r9"};
+static double cr_double(uint64_t raw)
+{
+	double d;
+	memcpy(&d, &raw, sizeof(d));
+	return d;
+}
 
 static json_t *cr_frame_json(struct rd_pid *rp, const struct ada_atf_thread *t,
                              const struct ada_frame *f)
 {
 	const struct ada_name *nm = ada_names_get(rp->names, f->function_id);
-	const struct atf_detail_function_payload *p = cr_args(t, f);
+	uint64_t xmm[ATF_DETAIL_XMM_WORDS];
+	bool have_xmm;
+	const struct atf_detail_function_payload *p = cr_args(t, f, xmm, &have_xmm);
 	json_t *o = json_object(), *args = json_null();
-	char hex[24];
+	char hex[24], name[8];
 
 	json_object_set_new(o, "function", json_string(nm->name));
 	json_object_set_new(o, "mangled", nm->mangled ? json_string(nm->mangled) : json_null());
@@ -126,6 +256,15 @@ static json_t *cr_frame_json(struct rd_pid *rp, const struct ada_atf_thread *t,
 			snprintf(hex, sizeof(hex), "0x%" PRIx64, p->x_regs[i]);
 			json_object_set_new(args, cr_regs[i], json_string(hex));
 		}
+		/* xmm0..7 as raw bits and as doubles (null when not finite). */
+		for (uint32_t i = 0; have_xmm && i < ATF_DETAIL_XMM_WORDS; i++) {
+			double d = cr_double(xmm[i]);
+			snprintf(hex, sizeof(hex), "0x%" PRIx64, xmm[i]);
+			snprintf(name, sizeof(name), "xmm%u", i);
+			json_object_set_new(args, name,
+			                    json_pack("{s:s,s:o}", "raw", hex, "double",
+			                              isfinite(d) ? json_real(d) : json_null()));
+		}
 	}
 	json_object_set_new(o, "args", args);
 	return o;
@@ -135,7 +274,9 @@ static void cr_frame_text(struct rd_pid *rp, const struct ada_atf_thread *t,
                           const struct ada_frame *f, size_t n, uint64_t death)
 {
 	const struct ada_name *nm = ada_names_get(rp->names, f->function_id);
-	const struct atf_detail_function_payload *p = cr_args(t, f);
+	uint64_t xmm[ATF_DETAIL_XMM_WORDS];
+	bool have_xmm;
+	const struct atf_detail_function_payload *p = cr_args(t, f, xmm, &have_xmm);
 	const char *mod = nm->module ? strrchr(nm->module, '/') : NULL;
 	char b[32];
 
@@ -144,6 +285,8 @@ static void cr_frame_text(struct rd_pid *rp, const struct ada_atf_thread *t,
 		printf(" (");
 		for (int i = 0; i < 6; i++)
 			printf("%s%s=0x%" PRIx64, i ? ", " : "", cr_regs[i], p->x_regs[i]);
+		for (uint32_t i = 0; have_xmm && i < ATF_DETAIL_XMM_WORDS; i++)
+			printf(", xmm%u=%.17g (0x%" PRIx64 ")", i, cr_double(xmm[i]), xmm[i]);
 		printf(")");
 	}
 	printf("  [%s]", mod ? mod + 1 : nm->module ? nm->module : "?");
@@ -176,22 +319,47 @@ static int cr_thread(struct rd_pid *rp, size_t i, struct cr_death *d, json_t *th
 	size_t depth = ada_frames_depth(w),
 	       shown = depth < CRASH_MAX_FRAMES ? depth : CRASH_MAX_FRAMES;
 	uint64_t death = d->time_ns ? d->time_ns : ada_frames_stats(w)->last_ns;
+	/* The faulting thread's frame #0 is the function holding the pc: the
+	 * innermost open frame when that is it, else one of its own above the
+	 * open frames (a function not hooked, or a call not recorded). */
+	struct cr_top top = {0};
+	bool with_top = faulting && d->have_ctx, on_record = false;
+	if (with_top) {
+		cr_top_find(rp, d, &top);
+		on_record = depth && top.nm &&
+		            ada_frames_at(w, depth - 1)->function_id == top.at.function_id;
+	}
+	size_t first = with_top && !on_record ? 1 : 0; /* the open frames' first number */
 	if (json) {
 		json_t *o = json_object(), *frames = json_array();
 		json_object_set_new(o, "thread", json_integer(t->thread));
 		json_object_set_new(o, "tid", json_integer(tid));
 		json_object_set_new(o, "faulting", json_boolean(faulting));
-		for (size_t k = 0; k < shown; k++)
-			json_array_append_new(
-			    frames, cr_frame_json(rp, t, ada_frames_at(w, depth - 1 - k)));
+		if (with_top && !on_record) {
+			json_t *f0 = json_object();
+			cr_top_json(f0, d, &top, false);
+			json_array_append_new(frames, f0);
+		}
+		for (size_t k = 0; k < shown; k++) {
+			json_t *f = cr_frame_json(rp, t, ada_frames_at(w, depth - 1 - k));
+			if (k == 0 && on_record)
+				cr_top_json(f, d, &top, true);
+			json_array_append_new(frames, f);
+		}
 		json_object_set_new(o, "frames", frames);
 		json_object_set_new(o, "frames_omitted", json_integer((json_int_t)(depth - shown)));
 		json_array_append_new(threads, o);
 	} else {
 		printf("Thread %" PRIu32 " (tid %" PRIu32 ")%s:%s\n", t->thread, tid,
-		       faulting ? ", the faulting thread" : "", depth ? "" : " no open frames");
-		for (size_t k = 0; k < shown; k++)
-			cr_frame_text(rp, t, ada_frames_at(w, depth - 1 - k), k, death);
+		       faulting ? ", the faulting thread" : "",
+		       depth || with_top ? "" : " no open frames");
+		if (with_top && !on_record)
+			cr_top_text(d, &top, false);
+		for (size_t k = 0; k < shown; k++) {
+			cr_frame_text(rp, t, ada_frames_at(w, depth - 1 - k), k + first, death);
+			if (k == 0 && on_record)
+				cr_top_text(d, &top, true);
+		}
 		if (depth > shown)
 			printf("  ... %zu outer frames not shown\n", depth - shown);
 	}

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,18 +157,83 @@ static struct reg_view detail_regs(const struct ada_atf_detail *d,
 	static const char *const x86_ret[8] = {"", "", "", "", "", "", "rax", "rdx"};
 	if (ada_atf_detail_header(d)->arch == ATF_ARCH_ARM64)
 		return (struct reg_view){0, 8, arm_regs};
-	if (e->event_type == ATF_DETAIL_FUNCTION_CALL)
+	if (ada_atf_detail_is_call(e->event_type))
 		return (struct reg_view){0, 7, x86_regs};
-	if (e->event_type == ATF_DETAIL_FUNCTION_RETURN)
+	if (e->event_type == ATF_DETAIL_FUNCTION_RETURN ||
+	    e->event_type == ATF_DETAIL_FUNCTION_RETURN_FP)
 		return (struct reg_view){6, 2, x86_ret};
 	return (struct reg_view){0, 8, x86_regs};
 }
 
 static const char *detail_type_name(uint16_t t)
 {
-	return t == ATF_DETAIL_FUNCTION_CALL     ? "call"
-	       : t == ATF_DETAIL_FUNCTION_RETURN ? "return"
-	                                         : NULL;
+	return ada_atf_detail_is_call(t)                                               ? "call"
+	       : t == ATF_DETAIL_FUNCTION_RETURN || t == ATF_DETAIL_FUNCTION_RETURN_FP ? "return"
+	       : t == ATF_DETAIL_SIGNAL_CONTEXT ? "signal_context"
+	                                        : NULL;
+}
+
+/* The vector registers of a _FP record (docs/format.md): a call has
+ * xmm0..7, a return xmm0 and xmm1. *n is how many; NULL when none. */
+static const uint64_t *detail_xmm(const struct atf_detail_event_header *e, uint64_t out[8],
+                                  uint32_t *n)
+{
+	const uint64_t *x = ada_atf_detail_xmm(e);
+	if (!x)
+		return NULL;
+	memcpy(out, x, ATF_DETAIL_XMM_WORDS * 8); /* unaligned in the file */
+	*n = e->event_type == ATF_DETAIL_FUNCTION_CALL_FP ? ATF_DETAIL_XMM_WORDS : 2;
+	return out;
+}
+
+static double detail_double(uint64_t raw)
+{
+	double d;
+	memcpy(&d, &raw, sizeof(d));
+	return d;
+}
+
+/* jsonl: "xmm": {"xmm0": {"raw": "0x…", "double": D}, …}; a double that
+ * JSON cannot spell (NaN, infinities) is null, the raw bits say it. */
+static void json_xmm(struct line *l, const struct atf_detail_event_header *e)
+{
+	uint64_t x[8];
+	uint32_t n;
+	char t[64];
+
+	if (!detail_xmm(e, x, &n))
+		return;
+	ln_str(l, ",\"xmm\":{");
+	for (uint32_t i = 0; i < n; i++) {
+		double d = detail_double(x[i]);
+		snprintf(t, sizeof(t), "%s\"xmm%u\":{\"raw\":", i ? "," : "", i);
+		ln_str(l, t);
+		ln_hex(l, x[i]);
+		if (isfinite(d))
+			snprintf(t, sizeof(t), ",\"double\":%.17g}", d);
+		else
+			snprintf(t, sizeof(t), ",\"double\":null}");
+		ln_str(l, t);
+	}
+	ln_str(l, "}");
+}
+
+/* text: "| xmm0=1.5 (0x3ff8000000000000) …", one line under the registers. */
+static void text_xmm(struct line *l, const struct atf_detail_event_header *e, uint32_t indent)
+{
+	uint64_t x[8];
+	uint32_t n;
+	char t[96];
+
+	if (!detail_xmm(e, x, &n))
+		return;
+	snprintf(t, sizeof(t), "\n%*s|", 43 + 2 * indent, "");
+	ln_str(l, t);
+	for (uint32_t i = 0; i < n; i++) {
+		snprintf(t, sizeof(t), " xmm%u=%.17g (0x%" PRIx64 ")", i, detail_double(x[i]),
+		         x[i]);
+		ln_str(l, t);
+	}
 }
 
 static void json_detail(struct line *l, const struct ada_atf_detail *d,
@@ -185,6 +251,27 @@ static void json_detail(struct line *l, const struct ada_atf_detail *d,
 		ln_u64(l, e->event_type);
 	ln_str(l, ",\"flags\":");
 	ln_u64(l, e->flags);
+	const struct atf_detail_signal_payload *sp = ada_atf_detail_signal(e);
+	if (sp) {
+		ln_str(l, ",\"signal\":");
+		ln_u64(l, (uint64_t)(uint32_t)sp->signo);
+		ln_str(l, ",\"si_code\":");
+		ln_str(l, sp->si_code < 0 ? "-" : "");
+		ln_u64(l,
+		       sp->si_code < 0 ? (uint64_t) - (int64_t)sp->si_code : (uint64_t)sp->si_code);
+		ln_str(l, ",\"fault_addr\":");
+		ln_hex(l, sp->fault_addr);
+		ln_str(l, ",\"pc\":");
+		ln_hex(l, sp->regs[ATF_SIGNAL_REG_PC]);
+		ln_str(l, ",\"regs\":{");
+		for (uint32_t i = 0; i < ATF_SIGNAL_NREGS; i++) {
+			ln_str(l, i ? ",\"" : "\"");
+			ln_str(l, ada_atf_signal_reg_name(i));
+			ln_str(l, "\":");
+			ln_hex(l, sp->regs[i]);
+		}
+		ln_str(l, "}");
+	}
 	if (p) {
 		ln_str(l, ",\"regs\":{");
 		for (int i = rv.first; i < rv.first + rv.count; i++) {
@@ -193,7 +280,9 @@ static void json_detail(struct line *l, const struct ada_atf_detail *d,
 			ln_str(l, "\":");
 			ln_hex(l, p->x_regs[i]);
 		}
-		ln_str(l, "},\"lr\":");
+		ln_str(l, "}");
+		json_xmm(l, e);
+		ln_str(l, ",\"lr\":");
 		ln_hex(l, p->lr);
 		ln_str(l, ",\"fp\":");
 		ln_hex(l, p->fp);
@@ -300,6 +389,28 @@ static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	ln_str(l, "}\n");
 }
 
+/* A signal context record (docs/format.md): the pc, then every register,
+ * six a line, under the marker's columns (the marker has no depth). */
+static void text_signal(struct line *l, const struct atf_detail_event_header *e)
+{
+	const struct atf_detail_signal_payload *sp = ada_atf_detail_signal(e);
+	char t[96];
+
+	if (!sp)
+		return;
+	snprintf(t, sizeof(t), "\n%43s| signal context: pc=0x%" PRIx64, "",
+	         sp->regs[ATF_SIGNAL_REG_PC]);
+	ln_str(l, t);
+	for (uint32_t i = 0; i < ATF_SIGNAL_NREGS; i++) {
+		if (i % 6 == 0) {
+			snprintf(t, sizeof(t), "\n%43s|", "");
+			ln_str(l, t);
+		}
+		snprintf(t, sizeof(t), " %s=0x%" PRIx64, ada_atf_signal_reg_name(i), sp->regs[i]);
+		ln_str(l, t);
+	}
+}
+
 /* The detail record under its event, indented to it: registers by name,
  * then the stack snapshot 16 bytes a line, offsets from sp. */
 static void text_detail(struct line *l, const struct ada_atf_detail *d,
@@ -310,8 +421,10 @@ static void text_detail(struct line *l, const struct ada_atf_detail *d,
 	struct reg_view rv = detail_regs(d, e);
 	char t[96];
 
-	if (!p)
+	if (!p) {
+		text_signal(l, e);
 		return;
+	}
 	snprintf(t, sizeof(t), "\n%*s| ", 43 + 2 * indent, ""); /* under the name */
 	ln_str(l, t);
 	for (int i = rv.first; i < rv.first + rv.count; i++) {
@@ -321,6 +434,7 @@ static void text_detail(struct line *l, const struct ada_atf_detail *d,
 	snprintf(t, sizeof(t), "lr=0x%" PRIx64 " fp=0x%" PRIx64 " sp=0x%" PRIx64, p->lr, p->fp,
 	         p->sp);
 	ln_str(l, t);
+	text_xmm(l, e, indent);
 	for (uint32_t o = 0; o < p->stack_size && l->n + LN_RESERVE < sizeof(l->b); o += 16) {
 		snprintf(t, sizeof(t), "\n%*s| sp+0x%03x:", 43 + 2 * indent, "", o);
 		ln_str(l, t);

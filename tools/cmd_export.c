@@ -101,7 +101,9 @@ ex_detail(const struct ada_atf_thread *t, uint32_t src, uint32_t seq, uint64_t f
 	if (seq == ATF_NO_DETAIL || src >= t->ngen || !t->gen[src].detail)
 		return NULL;
 	de = ada_atf_detail_get(t->gen[src].detail, seq);
-	if (!de || de->event_type != type)
+	/* The _FP form (6, 7) of the type (3, 4) is the same record with the
+	 * vector registers. */
+	if (!de || (de->event_type != type && de->event_type != type + 3))
 		return NULL;
 	const struct atf_detail_function_payload *p = ada_atf_detail_function(de, &stack);
 	return p && p->function_id == fid ? p : NULL;

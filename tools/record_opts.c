@@ -105,8 +105,10 @@ static uint64_t record_detail_bytes(const struct rec_args *a)
 		want = a->detail_mb << 20;
 	} else if (a->ntriggers) {
 		/* ring bytes per call: header words + CALL record + stack, RETURN record */
-		uint64_t per_call = 8 + ADA_DREC_CALL_WORDS * 8 + ((a->stack_bytes + 7) & ~7ull) +
-		                    8 + ADA_DREC_RETURN_WORDS * 8;
+		uint64_t per_call =
+		    8 + (a->detail_fp ? ADA_DREC_CALL_FP_WORDS : ADA_DREC_CALL_WORDS) * 8 +
+		    ((a->stack_bytes + 7) & ~7ull) + 8 +
+		    (a->detail_fp ? ADA_DREC_RETURN_FP_WORDS : ADA_DREC_RETURN_WORDS) * 8;
 		uint64_t ms = a->flight.pre_ns / 1000000;
 		uint64_t need = ADA_DETAIL_ASSUMED_CALLS * per_call / 1000 * (ms ? ms : 1);
 		uint64_t cap = (uint64_t)ADA_DETAIL_DERIVED_MAX_MB << 20;
@@ -156,8 +158,8 @@ static int record_detail_hook_config(struct rec_args *a)
 		return -1;
 	size_t used = strlen(a->hook_config);
 	int n = snprintf(a->hook_config + used, sizeof(a->hook_config) - used,
-	                 "%sdetail=1;stack-bytes=%llu", used ? ";" : "",
-	                 (unsigned long long)a->stack_bytes);
+	                 "%sdetail=1;stack-bytes=%llu%s", used ? ";" : "",
+	                 (unsigned long long)a->stack_bytes, a->detail_fp ? ";detail-fp=1" : "");
 	if (n < 0 || (size_t)n >= sizeof(a->hook_config) - used) {
 		ada_log("too many --exclude/--include/--detail-symbols options");
 		return -1;

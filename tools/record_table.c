@@ -184,6 +184,13 @@ static int record_opt_flush(struct rec_args *a, const struct record_opt *o, cons
 	return 0;
 }
 
+static int record_opt_on(struct rec_args *a, const struct record_opt *o, const char *v)
+{
+	(void)v;
+	*(bool *)record_opt_field(a, o) = true;
+	return 0;
+}
+
 static int record_opt_safe(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	(void)o, (void)v;
@@ -516,6 +523,12 @@ static const struct record_opt record_table[] = {
     {"stack-bytes", "N", record_opt_stack_bytes, F(stack_bytes),
      "stack bytes captured per call, 0 to 512 (default 128)",
      .tests = "e2e.detail_stack32.O2 e2e.detail_always.O2 e2e.detail_bad_options"},
+    {"detail-fp", NULL, record_opt_on, F(detail_fp),
+     "detail records also carry the float/double argument\n"
+     "registers xmm0-7 (calls) and return registers xmm0-1\n"
+     "(returns); the member records are then written in C,\n"
+     "not in the trampolines' machine code",
+     .tests = "e2e.detail_fp.O2"},
     {"detail-mb", "N", record_opt_detail_mb, F(detail_mb),
      "detail ring per thread, in MiB (1 to 1024, rounded down\n"
      "to a power of two; default 1, or sized for the\n"

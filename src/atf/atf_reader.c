@@ -462,20 +462,58 @@ const struct atf_detail_event_header *ada_atf_detail_get(const struct ada_atf_de
 const struct atf_detail_function_payload *
 ada_atf_detail_function(const struct atf_detail_event_header *ev, const uint8_t **stack)
 {
+	const uint32_t xmm = ada_atf_detail_is_fp(ev->event_type) ? ATF_DETAIL_XMM_WORDS * 8 : 0;
 	const uint32_t fixed =
-	    ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(struct atf_detail_function_payload);
+	    ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(struct atf_detail_function_payload) + xmm;
 	const struct atf_detail_function_payload *p;
 
 	if ((ev->event_type != ATF_DETAIL_FUNCTION_CALL &&
-	     ev->event_type != ATF_DETAIL_FUNCTION_RETURN) ||
+	     ev->event_type != ATF_DETAIL_FUNCTION_RETURN && !xmm) ||
 	    ev->total_length < fixed)
 		return NULL;
 	p = (const void *)((const uint8_t *)ev + ATF_DETAIL_EVENT_HEADER_SIZE);
 	if (p->stack_size > ev->total_length - fixed)
 		return NULL;
 	if (stack)
-		*stack = (const uint8_t *)p + sizeof(*p);
+		*stack = (const uint8_t *)p + sizeof(*p) + xmm;
 	return p;
+}
+
+bool ada_atf_detail_is_fp(uint32_t type)
+{
+	return type == ATF_DETAIL_FUNCTION_CALL_FP || type == ATF_DETAIL_FUNCTION_RETURN_FP;
+}
+
+bool ada_atf_detail_is_call(uint32_t type)
+{
+	return type == ATF_DETAIL_FUNCTION_CALL || type == ATF_DETAIL_FUNCTION_CALL_FP;
+}
+
+const uint64_t *ada_atf_detail_xmm(const struct atf_detail_event_header *ev)
+{
+	const struct atf_detail_function_payload *p = ada_atf_detail_function(ev, NULL);
+	if (!p || !ada_atf_detail_is_fp(ev->event_type))
+		return NULL;
+	return (const uint64_t *)(const void *)((const uint8_t *)p + sizeof(*p));
+}
+
+const struct atf_detail_signal_payload *
+ada_atf_detail_signal(const struct atf_detail_event_header *ev)
+{
+	if (ev->event_type != ATF_DETAIL_SIGNAL_CONTEXT ||
+	    ev->total_length !=
+	        ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(struct atf_detail_signal_payload))
+		return NULL;
+	return (const void *)((const uint8_t *)ev + ATF_DETAIL_EVENT_HEADER_SIZE);
+}
+
+const char *ada_atf_signal_reg_name(uint32_t i)
+{
+	static const char *const names[ATF_SIGNAL_NREGS] = {
+	    "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
+	    "r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip", "rflags",
+	};
+	return i < ATF_SIGNAL_NREGS ? names[i] : "?";
 }
 
 const char *ada_atf_kind_name(uint32_t kind)

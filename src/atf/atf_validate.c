@@ -353,11 +353,17 @@ static void detail_check_event(struct vctx *v, struct dscan *s, uint64_t pos,
 		     " does not increase (previous %" PRIu64 ")",
 		     i, e->index_seq, s->last_seq);
 	if (e->event_type == ATF_DETAIL_FUNCTION_CALL ||
-	    e->event_type == ATF_DETAIL_FUNCTION_RETURN) {
+	    e->event_type == ATF_DETAIL_FUNCTION_RETURN || ada_atf_detail_is_fp(e->event_type)) {
 		if (!ada_atf_detail_function((const void *)(s->buf + pos), NULL))
 			VERR(v, pos,
 			     "detail event %" PRIu64 ": total_length %" PRIu32 " cannot hold the "
 			     "function payload and its stack snapshot",
+			     i, e->total_length);
+	} else if (e->event_type == ATF_DETAIL_SIGNAL_CONTEXT) {
+		if (!ada_atf_detail_signal((const void *)(s->buf + pos)))
+			VERR(v, pos,
+			     "detail event %" PRIu64 ": total_length %" PRIu32
+			     " is not the 184 bytes of a signal context record",
 			     i, e->total_length);
 	} else {
 		vreport(v, ADA_ATF_WARNING, pos + 4,

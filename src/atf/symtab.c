@@ -240,3 +240,50 @@ bool ada_symtab_resolve(const struct ada_symtab *t, uint64_t function_id, const 
 	*name = f ? f->name : NULL;
 	return f != NULL;
 }
+
+/* The function of m holding addr (m's functions are sorted by index, not
+ * offset: a linear walk, once per question). */
+static const struct ada_syms_func *symtab_func_at(const struct ada_syms_module *m, uint64_t addr,
+                                                  uint64_t *end)
+{
+	const struct ada_syms_func *hit = NULL;
+	uint64_t off = addr - m->load_base;
+
+	*end = 0;
+	for (size_t i = 0; i < m->nfuncs; i++) {
+		const struct ada_syms_func *f = &m->funcs[i];
+		if (f->offset + f->size > *end)
+			*end = f->offset + f->size;
+		if (!hit && off >= f->offset && off - f->offset < f->size)
+			hit = f;
+	}
+	return hit;
+}
+
+bool ada_symtab_by_addr(const struct ada_symtab *t, uint64_t addr, struct ada_symtab_addr *out)
+{
+	const struct ada_syms_module *near = NULL;
+
+	*out = (struct ada_symtab_addr){0};
+	for (size_t i = 0; i < t->n; i++) {
+		const struct ada_syms_module *m = t->ents[i].m;
+		uint64_t end;
+		if (!m || addr < m->load_base)
+			continue;
+		const struct ada_syms_func *f = symtab_func_at(m, addr, &end);
+		if (f) {
+			out->function_id = ((uint64_t)t->ents[i].id << 32) | f->symbol_index;
+			out->name = f->name;
+			out->module = m->path;
+			out->offset = addr - m->load_base - f->offset;
+			return true;
+		}
+		if (addr - m->load_base < end && (!near || m->load_base > near->load_base))
+			near = m;
+	}
+	if (!near)
+		return false;
+	out->module = near->path;
+	out->offset = addr - near->load_base;
+	return true;
+}

@@ -450,10 +450,15 @@ static int agent_start(void)
 	agent_hot.detail_on =
 	    agent.cfg.detail && arena && ada_arena_config_of(arena)->detail_bytes != 0;
 	agent_hot.detail_stack = agent.cfg.stack_bytes;
-	agent_hot.detail_meta_call =
-	    ada_drec_meta(ATF_DETAIL_FUNCTION_CALL, 0, agent_hot.detail_stack);
+	agent_hot.detail_fp = agent.cfg.detail_fp;
+	agent_hot.detail_meta_call = ada_drec_meta(agent.cfg.detail_fp ? ATF_DETAIL_FUNCTION_CALL_FP
+	                                                               : ATF_DETAIL_FUNCTION_CALL,
+	                                           0, agent_hot.detail_stack);
 	agent_hot.detail_words = (agent_hot.detail_stack + 7) / 8;
-	agent_hot.detail_call_len = (ADA_DREC_CALL_WORDS + agent_hot.detail_words) * 8;
+	agent_hot.detail_call_len =
+	    ((agent.cfg.detail_fp ? ADA_DREC_CALL_FP_WORDS : ADA_DREC_CALL_WORDS) +
+	     agent_hot.detail_words) *
+	    8;
 	if (agent_hot.detail_on)
 		agent_detail_set_init();
 	agent_keysym_attach();

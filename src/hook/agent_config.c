@@ -175,6 +175,8 @@ static int config_apply(struct ada_hook_config *cfg, const char *k, size_t klen,
 		return config_add_globs(v, vlen, cfg->detail_sym, &cfg->n_detail_sym);
 	if (config_key_is(k, klen, "key-symbol"))
 		return config_add_globs(v, vlen, cfg->key_sym, &cfg->n_key_sym);
+	if (config_key_is(k, klen, "detail-fp"))
+		return config_bool(v, vlen, &cfg->detail_fp);
 	if (config_key_is(k, klen, "stack-bytes"))
 		return config_stack_bytes(v, vlen, &cfg->stack_bytes);
 	if (config_key_is(k, klen, "count-only"))

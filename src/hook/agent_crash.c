@@ -146,8 +146,11 @@ static bool crash_refaults(int sig, const siginfo_t *si)
 	       (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE);
 }
 
-/* The crash record of this signal, in the must-not-drop lane. */
-static void crash_record(int sig, const siginfo_t *si)
+_Static_assert(HOOK_ARCH_UC_NREGS == ADA_CRASH_NREGS, "the crash record holds every register");
+
+/* The crash record of this signal, in the must-not-drop lane, with the
+ * interrupted registers (uc: NULL when there is no context). */
+static void crash_record(int sig, const siginfo_t *si, const void *uc)
 {
 	struct ada_arena *a = ada_producer_arena();
 	if (a && agent_hot.pid == getpid()) {
@@ -158,6 +161,8 @@ static void crash_record(int sig, const siginfo_t *si)
 		    .addr = si->si_code > 0 ? (uint64_t)(uintptr_t)si->si_addr : 0,
 		    .ts_raw = crash_timestamp(a),
 		};
+		if (uc)
+			hook_arch_uc_regs(uc, ci.regs);
 		ada_arena_record_crash(a, &ci);
 	}
 }
@@ -179,7 +184,7 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
 	bool unrunnable = !(prog.sa_flags & SA_ONSTACK) && crash_is_overflow(sig, si, uc);
 	if (crash_is_handler(&prog) && !unrunnable) {
 		if (crash_self_abort(sig, si))
-			crash_record(sig, si); /* abort() re-raises behind our back */
+			crash_record(sig, si, uc); /* abort() re-raises behind our back */
 		errno = saved;
 		agent_guard_leave(); /* the program's handler is traced */
 		crash_chain(sig, si, uc, &prog);
@@ -192,7 +197,12 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
 		agent_guard_leave();
 		return;
 	}
-	crash_record(sig, si);
+	crash_record(sig, si, uc);
+	/* The program's return addresses back on this thread's stack, so a
+	 * core dump (and a debugger) sees the stack as untraced. Only this
+	 * thread's: the others run on, and their shadow stacks may be
+	 * mid-update (docs/hooks.md, "Fatal signals"). */
+	agent_shadow_restore_for_crash((const uint64_t *)hook_arch_uc_sp(uc));
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;

@@ -118,11 +118,14 @@ static inline uint32_t agent_stack_take(uint64_t lo, uint64_t hi, uint64_t rsp, 
 }
 
 struct agent_hot {
-	uint64_t ret_tramp;         /* address of the shared return trampoline */
-	uint32_t active;            /* 0: trampolines run but record nothing */
-	int32_t pid;                /* the process the arena belongs to */
-	uint32_t xsave_size;        /* CPUID 0xD size of the xsave area; 0: use fxsave */
-	uint32_t detail_stack;      /* stack bytes per CALL detail record (0..512) */
+	uint64_t ret_tramp;    /* address of the shared return trampoline */
+	uint32_t active;       /* 0: trampolines run but record nothing */
+	int32_t pid;           /* the process the arena belongs to */
+	uint32_t xsave_size;   /* CPUID 0xD size of the xsave area; 0: use fxsave */
+	uint32_t detail_stack; /* stack bytes per CALL detail record (0..512) */
+	/* --detail-fp: the records are the _FP types, with xmm0..7 (CALL) and
+	 * xmm0..1 (RETURN); the member paths in machine code are not used. */
+	uint32_t detail_fp;
 	uint64_t self_lo, self_len; /* the agent's own mapping: its calls are not traced */
 	/* Detail lane on (config detail=1 and the arena has a detail ring):
 	 * the trampolines call the _detail handlers. Decided before the first
@@ -217,6 +220,13 @@ void agent_special_run(enum agent_special kind, uint64_t *ret_slot);
 /* Suppress/allow events on the calling thread (the agent's own work). */
 void agent_guard_enter(void);
 void agent_guard_leave(void);
+/* A fatal signal is about to kill the process (agent_crash.c): every
+ * return address the calling thread's frames replaced on the stack near
+ * sp (the interrupted stack pointer) gets the program's back, innermost
+ * first (a tail chain's slot ends with its lowest entry's), so a core
+ * shows the program's own stack. The frames stay on the shadow stack
+ * (nothing returns any more). Returns the number of slots put back. */
+uint32_t agent_shadow_restore_for_crash(const uint64_t *sp);
 /* After fork, in the child's only thread: the frames on the shadow stack
  * were the parent's; they stay (the child returns through them) but emit
  * nothing. */

@@ -83,4 +83,67 @@ __attribute__((always_inline)) static inline void detail_put_return(_Atomic uint
 	ada_detail_put(w, ADA_DREC_REGS + HOOK_DREC_RET_SP, sp);
 }
 
+/* --detail-fp: xmm0..xmm(n-1), the low 64 bits of each, into words
+ * w[at..]. Read here, where they still hold the traced function's
+ * arguments (at entry) or return values (at return): nothing before in
+ * hook context uses a vector register (-mgeneral-regs-only), and the
+ * cold paths that call out of it save and restore them
+ * (handlers_fpu_save). The asm only names the registers: no vector
+ * register is allocated. */
+__attribute__((always_inline)) static inline void detail_put_xmm(_Atomic uint64_t *w, uint32_t at,
+                                                                 uint32_t n)
+{
+	uint64_t x[8];
+	__asm__ volatile("movq %%xmm0, %0\n\tmovq %%xmm1, %1"
+	                 : "=r"(x[0]), "=r"(x[1])
+	                 :
+	                 : "memory");
+	if (n > 2)
+		__asm__ volatile("movq %%xmm2, %0\n\tmovq %%xmm3, %1\n\t"
+		                 "movq %%xmm4, %2\n\tmovq %%xmm5, %3\n\t"
+		                 "movq %%xmm6, %4\n\tmovq %%xmm7, %5"
+		                 : "=r"(x[2]), "=r"(x[3]), "=r"(x[4]), "=r"(x[5]), "=r"(x[6]),
+		                   "=r"(x[7])
+		                 :
+		                 : "memory");
+	for (uint32_t i = 0; i < n && i < 8; i++)
+		ada_detail_put(w, at + i, x[i]);
+}
+
+/* detail_put_call_fixed's record with xmm0..7 (--detail-fp): type
+ * CALL_FP, the registers, the vector registers, then the 128 bytes. */
+__attribute__((always_inline)) static inline void
+detail_put_call_fixed_fp(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *ret_slot,
+                         const struct ada_hook_regs *regs, uint64_t ts, uint64_t link,
+                         uint64_t orig)
+{
+	detail_put_xmm(w, ADA_DREC_CALL_WORDS, ATF_DETAIL_XMM_WORDS);
+	ada_detail_put(w, ADA_DREC_TS, ts);
+	ada_detail_put(w, ADA_DREC_LINK, link);
+	ada_detail_put(w, ADA_DREC_FN, fn_id);
+	ada_detail_put(w, ADA_DREC_META,
+	               ada_drec_meta(ATF_DETAIL_FUNCTION_CALL_FP, 0, DETAIL_STACK_FIXED_WORDS * 8));
+	detail_put_call_regs(w, ret_slot, regs, orig);
+	_Atomic uint64_t *dst = w + ADA_DREC_CALL_FP_WORDS;
+	ada_detail_put(dst, 0, orig);
+#pragma GCC unroll 16
+	for (uint32_t i = 1; i < DETAIL_STACK_FIXED_WORDS; i++)
+		ada_detail_put(dst, i, ret_slot[i]);
+}
+
+/* A RETURN record with xmm0 and xmm1 (--detail-fp): detail_put_return's
+ * words, its type RETURN_FP, then the two registers. */
+__attribute__((always_inline)) static inline void detail_put_return_fp(_Atomic uint64_t *w,
+                                                                       uint64_t fn_id, uint64_t sp,
+                                                                       uint64_t orig, uint64_t ts,
+                                                                       uint64_t link)
+{
+	detail_put_xmm(w, ADA_DREC_RETURN_WORDS, 2);
+	detail_put_return(w, fn_id, sp, orig, ts, link);
+	ada_detail_put(w, ADA_DREC_META, ada_drec_meta(ATF_DETAIL_FUNCTION_RETURN_FP, 0, 0));
+}
+_Static_assert(ADA_DREC_RETURN_WORDS + 2 == ADA_DREC_RETURN_FP_WORDS &&
+                   ADA_DREC_CALL_WORDS + ATF_DETAIL_XMM_WORDS == ADA_DREC_CALL_FP_WORDS,
+               "the _FP records: the vector registers after the general ones");
+
 #endif

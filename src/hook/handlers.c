@@ -759,7 +759,7 @@ static void handlers_fast_layout_detail(struct hook_arch_fast *f, intptr_t sh, i
 	f->d_bits = (int32_t)offsetof(struct agent_dset, bits);
 	/* The member paths in machine code: the 128-byte snapshot only
 	 * (other sizes keep handlers_detail_put_call's length). */
-	f->detail_rec = fixed;
+	f->detail_rec = fixed && !agent_hot.detail_fp; /* --detail-fp: C writes the _FP records */
 	f->p_dwords = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, dwords));
 	f->p_dhead = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, dhead));
 	f->p_dbytes = (int32_t)(pr + (intptr_t)offsetof(struct ada_producer, dbytes));
@@ -890,6 +890,30 @@ void agent_guard_leave(void)
 {
 	ada_shadow_tls.guard--;
 	agent_count_tls.gate -= 2;
+}
+
+uint32_t agent_shadow_restore_for_crash(const uint64_t *sp)
+{
+	struct ada_shadow *s = &ada_shadow_tls;
+	uint32_t n = 0;
+	/* Innermost first: a handler's frames on the side stack (a signal
+	 * inside the hooks) hold the return trampoline in their slots too. */
+	for (uint32_t i = s->side.ev_cap ? s->side.top : 0; i > 0 && i <= SHADOW_SIDE_FRAMES; i--) {
+		struct shadow_entry *e = &s->side.fr[i - 1];
+		if (shadow_near(sp, e->slot) && SHADOW_IS_RET(*e->slot)) {
+			*e->slot = e->orig;
+			n++;
+		}
+	}
+	for (uint32_t i = s->top; s->base && i > 0; i--) {
+		struct shadow_entry *e = &s->base[i - 1];
+		if (shadow_near(sp, e->slot) && SHADOW_IS_RET(*e->slot)) {
+			*e->slot = e->orig;
+			n++;
+		}
+	}
+	s->restored = 1;
+	return n;
 }
 
 void agent_shadow_after_fork(void)

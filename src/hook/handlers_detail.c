@@ -57,8 +57,8 @@ static inline int handlers_detail_member(uint64_t fn_id)
 
 /* The largest CALL record fits the smallest ring's largest record, so the
  * fast reserve needs no length test (ring.h, ada_detail_reserve). */
-_Static_assert(ADA_DREC_CALL_WORDS * 8 + ATF_DETAIL_STACK_MAX <= ADA_DETAIL_CHUNK_MIN - 8,
-               "a CALL record must fit any detail ring");
+_Static_assert(ADA_DREC_CALL_FP_WORDS * 8 + ATF_DETAIL_STACK_MAX <= ADA_DETAIL_CHUNK_MIN - 8,
+               "a CALL record (the _FP form too) must fit any detail ring");
 
 /* The words of a CALL record at w (reserved). ts, link: its index
  * event's raw timestamp and ring position; orig: the caller's return
@@ -76,10 +76,16 @@ handlers_detail_put_call(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *re
 	ada_detail_put(w, ADA_DREC_FN, fn_id);
 	ada_detail_put(w, ADA_DREC_META, meta);
 	detail_put_call_regs(w, ret_slot, regs, orig);
+	/* --detail-fp: the vector registers, then the stack. */
+	uint32_t words = ADA_DREC_CALL_WORDS;
+	if (ada_unlikely((meta & 0xffff) == ATF_DETAIL_FUNCTION_CALL_FP)) {
+		detail_put_xmm(w, ADA_DREC_CALL_WORDS, ATF_DETAIL_XMM_WORDS);
+		words = ADA_DREC_CALL_FP_WORDS;
+	}
 	/* Pointer-walked rounds of eight words, then single words; word 0
 	 * is then overwritten with the return address as the caller left it
 	 * (orig), not the trampoline's. */
-	_Atomic uint64_t *dst = w + ADA_DREC_CALL_WORDS;
+	_Atomic uint64_t *dst = w + words;
 	const uint64_t *src = ret_slot;
 	for (uint32_t r = sw / 8; r != 0; r--, src += 8, dst += 8) {
 		uint64_t a = src[0], b = src[1], c = src[2], d = src[3], e = src[4], f = src[5],
@@ -96,7 +102,7 @@ handlers_detail_put_call(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *re
 	for (uint32_t r = sw % 8; r != 0; r--, src++, dst++)
 		ada_detail_put(dst, 0, *src);
 	if (sw)
-		ada_detail_put(w, ADA_DREC_CALL_WORDS, orig);
+		ada_detail_put(w, words, orig);
 }
 
 /* --detail always with --detail-overflow wait: the reserve would free a
@@ -132,11 +138,15 @@ HANDLERS_COLD static void handlers_detail_call(const struct ada_shadow *s, uint6
 	                              agent_hot.detail_stack, &flags);
 	uint32_t sw = (n + 7) / 8;
 	uint64_t end;
-	_Atomic uint64_t *w = handlers_detail_reserve(p, (ADA_DREC_CALL_WORDS + sw) * 8, &end);
+	bool fp = agent_hot.detail_fp;
+	_Atomic uint64_t *w = handlers_detail_reserve(
+	    p, ((fp ? ADA_DREC_CALL_FP_WORDS : ADA_DREC_CALL_WORDS) + sw) * 8, &end);
 	if (w == NULL)
 		return; /* no detail ring in this arena */
-	handlers_detail_put_call(w, fn_id, ret_slot, regs, ts, link, orig,
-	                         ada_drec_meta(ATF_DETAIL_FUNCTION_CALL, flags, n), sw);
+	handlers_detail_put_call(
+	    w, fn_id, ret_slot, regs, ts, link, orig,
+	    ada_drec_meta(fp ? ATF_DETAIL_FUNCTION_CALL_FP : ATF_DETAIL_FUNCTION_CALL, flags, n),
+	    sw);
 	ada_detail_commit(p, end);
 }
 
@@ -153,12 +163,20 @@ handlers_detail_call_fast(const struct ada_shadow *s, uint64_t fn_id, const uint
 	struct ada_producer *p = &ada_producer_tls;
 	uint64_t end;
 	_Atomic uint64_t *w;
-	uint32_t len = fixed ? (ADA_DREC_CALL_WORDS + DETAIL_STACK_FIXED_WORDS) * 8
-	                     : agent_hot.detail_call_len;
+	/* --detail-fp: detail_call_len and detail_meta_call say the _FP
+	 * record; the fixed one has its own writer. */
+	bool fp = fixed && ada_unlikely(agent_hot.detail_fp);
+	uint32_t len =
+	    fixed
+	        ? ((fp ? ADA_DREC_CALL_FP_WORDS : ADA_DREC_CALL_WORDS) + DETAIL_STACK_FIXED_WORDS) *
+	              8
+	        : agent_hot.detail_call_len;
 	if (ada_unlikely((uint64_t)(uintptr_t)ret_slot - s->dfast_lo > s->dfast_span) ||
 	    ada_unlikely(!(w = ada_detail_reserve_fast(p, len, &end))))
 		return false;
-	if (fixed)
+	if (fp)
+		detail_put_call_fixed_fp(w, fn_id, ret_slot, regs, ts, link, orig);
+	else if (fixed)
 		detail_put_call_fixed(w, fn_id, ret_slot, regs, ts, link, orig);
 	else
 		handlers_detail_put_call(w, fn_id, ret_slot, regs, ts, link, orig,
@@ -173,10 +191,15 @@ HANDLERS_COLD static void handlers_detail_return(uint64_t fn_id, uint64_t sp, ui
 {
 	struct ada_producer *p = &ada_producer_tls;
 	uint64_t end;
-	_Atomic uint64_t *w = handlers_detail_reserve(p, ADA_DREC_RETURN_WORDS * 8, &end);
+	bool fp = agent_hot.detail_fp;
+	_Atomic uint64_t *w = handlers_detail_reserve(
+	    p, (fp ? ADA_DREC_RETURN_FP_WORDS : ADA_DREC_RETURN_WORDS) * 8, &end);
 	if (w == NULL)
 		return;
-	detail_put_return(w, fn_id, sp, orig, ts, link);
+	if (fp)
+		detail_put_return_fp(w, fn_id, sp, orig, ts, link);
+	else
+		detail_put_return(w, fn_id, sp, orig, ts, link);
 	ada_detail_commit(p, end);
 }
 
@@ -416,6 +439,26 @@ HANDLERS_COLD static uint64_t handlers_emit_slow_leave_ret_detail(struct ada_sha
 	return orig;
 }
 
+/* handlers_exit_member's record with --detail-fp: the RETURN_FP record
+ * into the ring's common room, else the general writer. Out of line, so
+ * the path without it keeps its code. */
+static __attribute__((noinline)) uint64_t handlers_exit_member_fp(struct ada_shadow *s,
+                                                                  uint64_t fn_id, uint64_t sp,
+                                                                  uint64_t orig, uint64_t ts,
+                                                                  uint64_t link)
+{
+	struct ada_producer *p = &ada_producer_tls;
+	uint64_t end;
+	_Atomic uint64_t *w = ada_detail_reserve_fast(p, ADA_DREC_RETURN_FP_WORDS * 8, &end);
+	if (ada_unlikely(w == NULL))
+		return handlers_detail_return_leave(s, fn_id, sp, orig, ts, link);
+	detail_put_return_fp(w, fn_id, sp, orig, ts, link);
+	ada_detail_commit(p, end);
+	if (ada_unlikely(handlers_in_hook_clear(s)))
+		return handlers_flush_ret(s, orig);
+	return orig;
+}
+
 /* Return of a call that got a CALL record (its frame is popped; not a
  * tail-called one: SHADOW_F_TAIL keeps those on the general path). */
 HANDLERS_LEAF __attribute__((noinline)) static uint64_t
@@ -428,6 +471,8 @@ handlers_exit_member(struct ada_shadow *s, uint64_t fn_id, uint32_t depth, uint6
 	uint64_t link = p->head;
 	uint64_t ts = ada_emit_fast_ts(p, fn_id, ATF_EVENT_RETURN, depth);
 	uint64_t end;
+	if (ada_unlikely(agent_hot.detail_fp))
+		return handlers_exit_member_fp(s, fn_id, sp, orig, ts, link);
 	_Atomic uint64_t *w = ada_detail_reserve_fast(p, ADA_DREC_RETURN_WORDS * 8, &end);
 	if (ada_unlikely(w == NULL))
 		return handlers_detail_return_leave(s, fn_id, sp, orig, ts, link);

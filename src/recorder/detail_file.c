@@ -103,6 +103,17 @@ uint64_t wal_dfile_count(const struct wal_dfile *d)
 	return d->events;
 }
 
+static void dfile_count(struct wal_dfile *d, const struct atf_detail_event_header *h)
+{
+	if (d->events == 0) {
+		d->t_start = h->timestamp;
+		d->seq_start = h->index_seq;
+	}
+	d->t_end = h->timestamp;
+	d->seq_end = h->index_seq;
+	d->events++;
+}
+
 int wal_dfile_append(struct wal_dfile *d, const struct atf_detail_event_header *h,
                      const struct atf_detail_function_payload *p, const void *stack)
 {
@@ -117,13 +128,45 @@ int wal_dfile_append(struct wal_dfile *d, const struct atf_detail_event_header *
 		r = dfile_put(d, stack, p->stack_size);
 	if (r < 0)
 		return r;
-	if (d->events == 0) {
-		d->t_start = h->timestamp;
-		d->seq_start = h->index_seq;
-	}
-	d->t_end = h->timestamp;
-	d->seq_end = h->index_seq;
-	d->events++;
+	dfile_count(d, h);
+	return 0;
+}
+
+int wal_dfile_append_fp(struct wal_dfile *d, const struct atf_detail_event_header *h,
+                        const struct atf_detail_function_payload *p, const uint64_t *xmm,
+                        const void *stack)
+{
+	if (d->error)
+		return d->error;
+	if (h->total_length !=
+	    ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(*p) + ATF_DETAIL_XMM_WORDS * 8 + p->stack_size)
+		return -EINVAL;
+	int r = dfile_put(d, h, sizeof(*h));
+	if (r == 0)
+		r = dfile_put(d, p, sizeof(*p));
+	if (r == 0)
+		r = dfile_put(d, xmm, ATF_DETAIL_XMM_WORDS * 8);
+	if (r == 0 && p->stack_size)
+		r = dfile_put(d, stack, p->stack_size);
+	if (r < 0)
+		return r;
+	dfile_count(d, h);
+	return 0;
+}
+
+int wal_dfile_append_raw(struct wal_dfile *d, const struct atf_detail_event_header *h,
+                         const void *payload, size_t len)
+{
+	if (d->error)
+		return d->error;
+	if (h->total_length != ATF_DETAIL_EVENT_HEADER_SIZE + len)
+		return -EINVAL;
+	int r = dfile_put(d, h, sizeof(*h));
+	if (r == 0)
+		r = dfile_put(d, payload, len);
+	if (r < 0)
+		return r;
+	dfile_count(d, h);
 	return 0;
 }
 

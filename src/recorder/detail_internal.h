@@ -103,6 +103,11 @@ uint64_t wal_detail_proc_records(const struct wal_proc *p);
 void wal_proc_ring_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *ns);
 /* --detail always: the times p's threads waited for detail room, and the ns. */
 void wal_detail_proc_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *ns);
+/* Appends the signal context record of ci (docs/format.md, "Signal
+ * context records") linked to t's index event seq (the fatal-signal
+ * marker, time ns), after every record persisted so far. 0 or -errno. */
+int wal_detail_append_signal(struct wal_thread *t, uint64_t seq, uint64_t ns,
+                             const struct ada_crash_info *ci);
 /* Per-thread totals for the manifest (NULL when the thread never used it). */
 json_t *wal_detail_thread_json(const struct wal_thread *t);
 
@@ -113,6 +118,14 @@ int wal_dfile_open(int dirfd, const char *name, uint32_t tid, struct wal_dfile *
 /* Appends one event; h->total_length must be 24 + 100 + p->stack_size. */
 int wal_dfile_append(struct wal_dfile *d, const struct atf_detail_event_header *h,
                      const struct atf_detail_function_payload *p, const void *stack);
+/* Appends a type 6/7 event: the payload, xmm (ATF_DETAIL_XMM_WORDS words),
+ * the stack; h->total_length must be 24 + 100 + 64 + p->stack_size. */
+int wal_dfile_append_fp(struct wal_dfile *d, const struct atf_detail_event_header *h,
+                        const struct atf_detail_function_payload *p, const uint64_t *xmm,
+                        const void *stack);
+/* Appends one event of another type: h->total_length must be 24 + len. */
+int wal_dfile_append_raw(struct wal_dfile *d, const struct atf_detail_event_header *h,
+                         const void *payload, size_t len);
 uint64_t wal_dfile_count(const struct wal_dfile *d);
 /* Writes footer and final header, truncates, closes, frees. 0 or -errno. */
 int wal_dfile_finish(struct wal_dfile *d, uint64_t *file_bytes);

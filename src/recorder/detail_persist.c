@@ -39,6 +39,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atf.h"
 #include "ring.h"
 #include "detail_internal.h"
 #include "recorder_internal.h"
@@ -128,21 +129,34 @@ static bool pd_parse(const void *p, uint32_t len, struct pd_rec *out)
 	out->w = w;
 	if (meta >> 48)
 		return false;
-	if (out->type == ATF_DETAIL_FUNCTION_CALL)
+	if (out->type == ATF_DETAIL_FUNCTION_CALL || out->type == ATF_DETAIL_FUNCTION_CALL_FP)
 		return out->stack <= ATF_DETAIL_STACK_MAX &&
-		       len >= ADA_DREC_CALL_WORDS * 8 + ((out->stack + 7) & ~7u);
+		       len >= (out->type == ATF_DETAIL_FUNCTION_CALL ? ADA_DREC_CALL_WORDS
+		                                                     : ADA_DREC_CALL_FP_WORDS) *
+		                      8 +
+		                  ((out->stack + 7) & ~7u);
+	if (out->type == ATF_DETAIL_FUNCTION_RETURN_FP)
+		return out->stack == 0 && len >= ADA_DREC_RETURN_FP_WORDS * 8;
 	return out->type == ATF_DETAIL_FUNCTION_RETURN && out->stack == 0;
 }
 
-/* The ATF detail event of a ring record (errata 5, docs/format.md). */
+/* The ATF detail event of a ring record (errata 5, docs/format.md); xmm
+ * gets the vector registers of a _FP record (8 words, zeros where the
+ * record has none). */
 static void pd_build(const struct wal_thread *t, const struct pd_rec *rc, uint32_t index_seq,
                      uint64_t ts, struct atf_detail_event_header *h,
-                     struct atf_detail_function_payload *p)
+                     struct atf_detail_function_payload *p, uint64_t *xmm)
 {
 	const uint64_t *g = rc->w + ADA_DREC_REGS;
+	bool fp = ada_atf_detail_is_fp(rc->type);
 	memset(p, 0, sizeof(*p));
+	memset(xmm, 0, ATF_DETAIL_XMM_WORDS * 8);
 	p->function_id = rc->fn;
-	if (rc->type == ATF_DETAIL_FUNCTION_CALL) {
+	if (rc->type == ATF_DETAIL_FUNCTION_CALL_FP)
+		memcpy(xmm, rc->w + ADA_DREC_CALL_WORDS, ATF_DETAIL_XMM_WORDS * 8);
+	else if (fp)
+		memcpy(xmm, rc->w + ADA_DREC_RETURN_WORDS, 2 * 8);
+	if (ada_atf_detail_is_call(rc->type)) {
 		for (int i = 0; i < 7; i++) /* rdi rsi rdx rcx r8 r9 rax */
 			p->x_regs[i] = g[i];
 		p->lr = g[7];
@@ -157,7 +171,8 @@ static void pd_build(const struct wal_thread *t, const struct pd_rec *rc, uint32
 		p->sp = g[4];
 	}
 	*h = (struct atf_detail_event_header){
-	    .total_length = (uint32_t)(ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(*p) + p->stack_size),
+	    .total_length = (uint32_t)(ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(*p) +
+	                               (fp ? ATF_DETAIL_XMM_WORDS * 8 : 0) + p->stack_size),
 	    .event_type = (uint16_t)rc->type,
 	    .flags = (uint16_t)rc->flags,
 	    .index_seq = index_seq,
@@ -199,7 +214,7 @@ static enum pd_verdict pd_locate(struct wal_thread *t, const struct pd_rec *rc, 
 	*seq = rc->link - t->file_ring_base;
 	if (*seq >= ATF_NO_DETAIL || wal_file_event_read(t->f, *seq, ev) < 0)
 		return pd_unlinked(ns, from_ns, to_ns);
-	uint32_t kind = rc->type == ATF_DETAIL_FUNCTION_CALL ? ATF_EVENT_CALL : ATF_EVENT_RETURN;
+	uint32_t kind = ada_atf_detail_is_call(rc->type) ? ATF_EVENT_CALL : ATF_EVENT_RETURN;
 	if (ev->timestamp_ns < from_ns)
 		return PD_SKIP;
 	if (ev->timestamp_ns > to_ns)
@@ -223,13 +238,18 @@ static int pd_write(struct wal_thread *t, struct wal_tdetail *dt, const struct p
 		return -EFBIG;
 	struct atf_detail_event_header h;
 	struct atf_detail_function_payload p;
-	pd_build(t, rc, (uint32_t)seq, ts, &h, &p);
+	uint64_t xmm[ATF_DETAIL_XMM_WORDS];
+	pd_build(t, rc, (uint32_t)seq, ts, &h, &p, xmm);
 	/* The index event first: if it cannot be patched, nothing is written
 	 * and the file keeps no record that points at an unlinked event. */
 	int e = wal_file_patch_detail_seq(t->f, seq, (uint32_t)dseq);
 	if (e < 0)
 		return e;
-	e = wal_dfile_append(dt->df, &h, &p, rc->w + ADA_DREC_CALL_WORDS);
+	const uint64_t *stack =
+	    rc->w + (rc->type == ATF_DETAIL_FUNCTION_CALL_FP ? ADA_DREC_CALL_FP_WORDS
+	                                                     : ADA_DREC_CALL_WORDS);
+	e = ada_atf_detail_is_fp(rc->type) ? wal_dfile_append_fp(dt->df, &h, &p, xmm, stack)
+	                                   : wal_dfile_append(dt->df, &h, &p, stack);
 	if (e < 0)
 		return e;
 	st->records++;
@@ -514,6 +534,47 @@ int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t 
 			*oldest_ns = ns;
 		*newest_ns = ns;
 	}
+	return 0;
+}
+
+int wal_detail_append_signal(struct wal_thread *t, uint64_t seq, uint64_t ns,
+                             const struct ada_crash_info *ci)
+{
+	struct wal_tdetail *dt = pd_state(t);
+	if (!dt)
+		return -ENOMEM;
+	if (!t->f || seq >= ATF_NO_DETAIL)
+		return -EINVAL;
+	if (!dt->df) {
+		int e = pd_open_file(t, dt);
+		if (e < 0)
+			return e;
+	}
+	uint64_t dseq = wal_dfile_count(dt->df);
+	if (dseq >= ATF_NO_DETAIL)
+		return -EFBIG;
+	struct atf_detail_signal_payload p = {
+	    .signo = ci->signo,
+	    .si_code = ci->code,
+	    .fault_addr = ci->addr,
+	};
+	memcpy(p.regs, ci->regs, sizeof(p.regs));
+	struct atf_detail_event_header h = {
+	    .total_length = (uint32_t)(ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(p)),
+	    .event_type = ATF_DETAIL_SIGNAL_CONTEXT,
+	    .index_seq = (uint32_t)seq,
+	    .thread_id = t->tid,
+	    .timestamp = ns,
+	};
+	/* The index event first, as pd_write: no record points at an
+	 * unlinked event. */
+	int e = wal_file_patch_detail_seq(t->f, seq, (uint32_t)dseq);
+	if (e == 0)
+		e = wal_dfile_append_raw(dt->df, &h, &p, sizeof(p));
+	if (e < 0)
+		return e;
+	dt->records++;
+	dt->bytes += h.total_length;
 	return 0;
 }
 

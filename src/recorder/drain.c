@@ -258,6 +258,7 @@ void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 			wal_detail_persist(r, t, 0, UINT64_MAX, NULL);
 		}
 		wal_flight_thread_end(r, t); /* open windows: their part of its ring */
+		wal_flight_context(r, t);    /* the fatal signal's registers, last */
 		wal_detail_close(r, t, UINT32_MAX);
 		ada_wal_file_finalize(t->f, &t->last);
 		t->f = NULL;

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "atf.h"
 #include "ring.h"
 #include "symbols.h"
 #include "arena_internal.h"
@@ -371,9 +373,16 @@ static uint64_t flight_marker(struct wal_thread *t, const struct ada_crash_info 
 	    .call_depth = ADA_SIGNAL_MARKER_FLAG | (uint32_t)ci->signo,
 	    .detail_seq = ATF_NO_DETAIL,
 	};
+	uint64_t seq = t->f ? ada_wal_file_events(t->f) : 0;
 	if (t->f && ada_wal_file_append(t->f, &e, 1) == 1) {
 		t->last_ts = e.timestamp_ns;
 		t->p->events++;
+		/* Its signal context record waits for the thread's finalize:
+		 * the windows' records go first in the detail file. */
+		t->p->crash_thread = t;
+		t->p->crash_seq = seq;
+		t->p->crash_ns = e.timestamp_ns;
+		t->p->crash_ci = *ci;
 	}
 	if (t->trig)
 		ada_trigger_feed(t->trig, &e, 1);
@@ -440,6 +449,20 @@ static int flight_death_signal(const struct wal_proc *p, bool have_ci,
 	return have_ci ? ci->signo : 0;
 }
 
+json_t *wal_crash_context_json(const struct ada_crash_info *ci)
+{
+	json_t *o = json_object(), *regs = json_object();
+	char hex[24];
+	snprintf(hex, sizeof(hex), "0x%" PRIx64, ci->regs[ATF_SIGNAL_REG_PC]);
+	json_object_set_new(o, "pc", json_string(hex));
+	for (uint32_t i = 0; i < ADA_CRASH_NREGS; i++) {
+		snprintf(hex, sizeof(hex), "0x%" PRIx64, ci->regs[i]);
+		json_object_set_new(regs, ada_atf_signal_reg_name(i), json_string(hex));
+	}
+	json_object_set_new(o, "registers", regs);
+	return o;
+}
+
 static json_t *flight_crash_json(struct wal_proc *p, int sig, bool have_ci,
                                  const struct ada_crash_info *ci, uint64_t ns)
 {
@@ -458,6 +481,7 @@ static json_t *flight_crash_json(struct wal_proc *p, int sig, bool have_ci,
 		json_object_set_new(c, "faulting_thread", t ? json_integer(t->seq) : json_null());
 		json_object_set_new(c, "address", json_string(addr));
 		json_object_set_new(c, "si_code", json_integer(ci->code));
+		json_object_set_new(c, "context", wal_crash_context_json(ci));
 	} else {
 		json_object_set_new(c, "faulting_tid", json_null());
 		json_object_set_new(c, "address", json_null());
@@ -473,6 +497,47 @@ static json_t *flight_crash_json(struct wal_proc *p, int sig, bool have_ci,
 	}
 	json_object_set_new(c, "stacks", flight_stacks(p));
 	return c;
+}
+
+/* The window whose time range holds ns (windows do not overlap), or -1. */
+static ptrdiff_t flight_window_of(struct ada_recorder *r, uint64_t ns)
+{
+	for (size_t wi = 0; wi < ada_trigger_window_count(r->flight.trig); wi++) {
+		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
+		if (w->from_ns <= ns && ns <= w->to_ns)
+			return (ptrdiff_t)wi;
+	}
+	return -1;
+}
+
+void wal_flight_context(struct ada_recorder *r, struct wal_thread *t)
+{
+	struct wal_proc *p = t->p;
+	if (p->crash_thread != t)
+		return;
+	p->crash_thread = NULL;
+	/* As any record: with --detail triggered only inside a window (the
+	 * crash trigger's), counted in it; never without a detail lane. The
+	 * manifest's crash.context has the registers in every case. */
+	ptrdiff_t wi = -1;
+	if (r->o.detail_mode == ADA_DETAIL_NEVER || !t->f)
+		return;
+	if (r->o.detail_mode == ADA_DETAIL_TRIGGERED &&
+	    (!r->flight.trig || (wi = flight_window_of(r, p->crash_ns)) < 0))
+		return;
+	int e = wal_detail_append_signal(t, p->crash_seq, p->crash_ns, &p->crash_ci);
+	if (e < 0) {
+		wal_note(r, p,
+		         "thread %" PRIu32 ": the signal context record could not be written: %s",
+		         t->seq, strerror(-e));
+		return;
+	}
+	struct wal_flight_tw *fw = wi >= 0 ? flight_tw(t, (size_t)wi) : NULL;
+	if (fw) {
+		fw->records++;
+		fw->bytes +=
+		    ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(struct atf_detail_signal_payload);
+	}
 }
 
 /* p is gone and its rings are empty: marker, crash fire, stacks. Called

@@ -115,6 +115,12 @@ struct wal_proc {
 	struct ada_symtab *syms; /* names for the triggers and the stacks at death */
 	uint64_t syms_at;        /* last (re)load, boottime ns */
 	json_t *crash;           /* manifest "crash" once it died of a signal */
+	/* The faulting thread whose fatal-signal marker still waits for its
+	 * signal context record (written at its finalize: wal_flight_context),
+	 * the marker's position in its index file and time, and the record. */
+	struct wal_thread *crash_thread;
+	uint64_t crash_seq, crash_ns;
+	struct ada_crash_info crash_ci;
 	/* The recorder's own counts (corrupt, thread_limit, window_lost): never from the
 	 * arena, whose counters the target could write. */
 	uint64_t rec_drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
@@ -376,6 +382,13 @@ void wal_flight_after_pass(struct ada_recorder *r);
  * take what they want of its ring first. */
 void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t);
 void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p);
+/* t is about to be finalized: when it holds its process's fatal-signal
+ * marker, the signal context record linked to it, the last of its detail
+ * file (after every window's records). */
+void wal_flight_context(struct ada_recorder *r, struct wal_thread *t);
+/* The manifest's crash.context of a crash record: the faulting thread's
+ * registers at the signal, by their x86_64 names (flight.c; recover.c). */
+json_t *wal_crash_context_json(const struct ada_crash_info *ci);
 void wal_flight_manifest(json_t *root, struct ada_recorder *r, struct wal_proc *p);
 /* Records of t the windows wanted and its ring had overwritten (window_lost). */
 uint64_t wal_flight_thread_lost(const struct wal_thread *t);

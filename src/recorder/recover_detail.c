@@ -37,7 +37,7 @@
 
 #define RD_MAX_EVENT                                                                               \
 	(ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(struct atf_detail_function_payload) +               \
-	 ATF_DETAIL_STACK_MAX)
+	 ATF_DETAIL_XMM_WORDS * 8 + ATF_DETAIL_STACK_MAX)
 #define RD_CHUNK 4096u /* index events per read in the link pass */
 
 struct rd_index {
@@ -132,20 +132,20 @@ static int rd_one(int dfd, uint64_t size, uint64_t off, uint64_t k, int64_t prev
 	if (eh.total_length < sizeof(eh) + sizeof(p) || eh.total_length > RD_MAX_EVENT ||
 	    off + eh.total_length > size ||
 	    (eh.event_type != ATF_DETAIL_FUNCTION_CALL &&
-	     eh.event_type != ATF_DETAIL_FUNCTION_RETURN))
+	     eh.event_type != ATF_DETAIL_FUNCTION_RETURN && !ada_atf_detail_is_fp(eh.event_type)))
 		return 0;
 	if (pread(dfd, buf, eh.total_length, (off_t)off) != (ssize_t)eh.total_length)
 		return 0;
 	memcpy(&p, buf + sizeof(eh), sizeof(p));
-	if (sizeof(eh) + sizeof(p) + p.stack_size != eh.total_length ||
+	uint32_t xmm = ada_atf_detail_is_fp(eh.event_type) ? ATF_DETAIL_XMM_WORDS * 8 : 0;
+	if (sizeof(eh) + sizeof(p) + xmm + p.stack_size != eh.total_length ||
 	    (int64_t)eh.index_seq <= prev_seq || eh.index_seq >= ix->n || k >= ATF_NO_DETAIL)
 		return 0;
 	uint64_t ioff = ATF_HEADER_SIZE + (uint64_t)eh.index_seq * ATF_INDEX_EVENT_SIZE;
 	if (ix->cx ? rd_cidx_event(ix->cx, eh.index_seq, &ev) < 0
 	           : pread(ix->fd, &ev, sizeof(ev), (off_t)ioff) != sizeof(ev))
 		return 0;
-	uint32_t kind =
-	    eh.event_type == ATF_DETAIL_FUNCTION_CALL ? ATF_EVENT_CALL : ATF_EVENT_RETURN;
+	uint32_t kind = ada_atf_detail_is_call(eh.event_type) ? ATF_EVENT_CALL : ATF_EVENT_RETURN;
 	if (ev.timestamp_ns != eh.timestamp || ev.function_id != p.function_id ||
 	    ev.event_kind != kind || (ev.detail_seq != k && ev.detail_seq != ATF_NO_DETAIL))
 		return 0;

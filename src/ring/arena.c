@@ -386,6 +386,8 @@ bool ada_arena_record_crash(struct ada_arena *a, const struct ada_crash_info *ci
 	atomic_store_explicit(&c->crash_code, ci->code, memory_order_relaxed);
 	atomic_store_explicit(&c->crash_addr, ci->addr, memory_order_relaxed);
 	atomic_store_explicit(&c->crash_ts, ci->ts_raw, memory_order_relaxed);
+	for (uint32_t i = 0; i < ADA_CRASH_NREGS; i++)
+		atomic_store_explicit(&c->crash_regs[i], ci->regs[i], memory_order_relaxed);
 	/* Publishes the fields above; pairs with the acquire load in
 	 * ada_arena_crash_info(). */
 	atomic_store_explicit(&c->crash_ready, 1, memory_order_release);
@@ -406,6 +408,8 @@ bool ada_arena_crash_info(const struct ada_arena *a, struct ada_crash_info *out)
 	    .addr = atomic_load_explicit(&c->crash_addr, memory_order_relaxed),
 	    .ts_raw = atomic_load_explicit(&c->crash_ts, memory_order_relaxed),
 	};
+	for (uint32_t i = 0; i < ADA_CRASH_NREGS; i++)
+		out->regs[i] = atomic_load_explicit(&c->crash_regs[i], memory_order_relaxed);
 	return true;
 }
 

@@ -67,6 +67,7 @@ struct ada_arena_control {
 	_Atomic int32_t crash_code;
 	_Atomic uint64_t crash_addr;
 	_Atomic uint64_t crash_ts;
+	_Atomic uint64_t crash_regs[ADA_CRASH_NREGS];
 
 	alignas(ADA_CACHELINE) _Atomic uint64_t heartbeat;       /* drain only */
 	alignas(ADA_CACHELINE) _Atomic uint32_t next_thread_seq; /* every producer */

@@ -1794,6 +1794,11 @@ def flight_recover_killed(ada, work, rep, prog):
     rep.check(c.get("signal") == 11 and c.get("address") == "0x0" and c.get("caught") is True
               and c.get("faulting_thread") is not None,
               "crash section: %r" % {k: v for k, v in c.items() if k != "stacks"})
+    # The registers at the signal, from the crash record the agent left.
+    ctx = c.get("context") or {}
+    rep.check(ctx.get("pc", "0x0") != "0x0" and
+              (ctx.get("registers") or {}).get("rip") == ctx.get("pc"),
+              "recovered crash.context: %r" % ctx)
     events = ada.dump(pid_dir)
     rep.check(any(is_signal_marker(e) and e.get("tid") == c.get("faulting_tid") for e in events),
               "no signal marker for the faulting thread in the recovered index")

@@ -24,8 +24,12 @@ then index.atf with detail.atf):
                60: errata 2; thread, arch and os those of its index file),
                footer (magic 2DTA, count, bytes, CRC-32, time range), events
                back to back with no hole (the total_length walk ends exactly
-               at bytes_length after event_count events), types 3 and 4 only
+               at bytes_length after event_count events), types 3 and 4
                (errata 6), total_length = 24 + payload (100) + stack_size,
+               and ada's type 5 (a signal context: total_length 24 + 160,
+               linked to a fatal-signal marker, an EXCEPTION whose depth has
+               bit 31) and types 6 and 7 (a call or return with xmm0..7:
+               24 + 100 + 64 + stack_size),
                index_seq strictly increasing within [index_seq_start,
                index_seq_end];
   both ways    every detail event's index_seq names an index event whose
@@ -52,6 +56,10 @@ DHDR = 24        # DetailEventHeader
 DPAYLOAD = 100   # DetailFunctionPayload: 8 + 8*8 + 3*8 + 2 + 2
 STACK_MAX = 512  # the tracer spec's cap (0-512 bytes)
 FUNCTION_CALL, FUNCTION_RETURN = 3, 4
+SIGNAL_CONTEXT = 5  # ada's (docs/format.md, "Signal context records")
+CALL_FP, RETURN_FP = 6, 7  # ada's: the function payload, xmm0..7, the stack
+XMM = 64
+SIGPAYLOAD = 160    # signo, si_code, fault_addr, 18 registers
 CALL, RETURN, EXCEPTION = 1, 2, 3
 
 
@@ -194,16 +202,29 @@ def check_detail(path, ix, out):
         (fn,) = struct.unpack_from("<Q", section, off + DHDR)
         (stack,) = struct.unpack_from("<H", section, off + DHDR + DPAYLOAD - 4)
         where = "detail event %d (byte %d)" % (pos, off + eoff)
-        if tlen != DHDR + DPAYLOAD + stack or off + tlen > blen:
+        if etype == SIGNAL_CONTEXT:
+            stack, fn = 0, None
+            if tlen != DHDR + SIGPAYLOAD or off + tlen > blen:
+                out.add(path, "%s: total_length %d of a signal context, want %d" % (
+                    where, tlen, DHDR + SIGPAYLOAD))
+                return None
+        elif etype in (CALL_FP, RETURN_FP):
+            (stack,) = struct.unpack_from("<H", section, off + DHDR + DPAYLOAD - 4)
+            if tlen != DHDR + DPAYLOAD + XMM + stack or off + tlen > blen:
+                out.add(path, "%s: total_length %d, header + payload + xmm + stack_size %d "
+                        "is %d" % (where, tlen, stack, DHDR + DPAYLOAD + XMM + stack))
+                return None
+        elif tlen != DHDR + DPAYLOAD + stack or off + tlen > blen:
             out.add(path, "%s: total_length %d, header + payload + stack_size %d is %d" % (
                 where, tlen, stack, DHDR + DPAYLOAD + stack))
             return None
         if stack > STACK_MAX or stack % 8:
             out.add(path, "%s: stack_size %d (whole words, at most %d)" % (
                 where, stack, STACK_MAX))
-        if etype not in (FUNCTION_CALL, FUNCTION_RETURN):
-            out.add(path, "%s: event_type %d (3 and 4 are the types defined)" % (where, etype))
-        if etype == FUNCTION_RETURN and stack:
+        if etype not in (FUNCTION_CALL, FUNCTION_RETURN, SIGNAL_CONTEXT, CALL_FP, RETURN_FP):
+            out.add(path, "%s: event_type %d (3 to 7 are the types defined)" % (
+                where, etype))
+        if etype in (FUNCTION_RETURN, RETURN_FP) and stack:
             out.add(path, "%s: a RETURN with %d stack bytes" % (where, stack))
         if etid != tid:
             out.add(path, "%s: thread_id %d, the header %d" % (where, etid, tid))
@@ -218,7 +239,9 @@ def check_detail(path, ix, out):
             w = ix.words[iseq * 8:iseq * 8 + 8]
             its = ix.ts[iseq * 4]
             ifn = w[2] | w[3] << 32
-            want = (CALL,) if etype == FUNCTION_CALL else (RETURN, EXCEPTION)
+            want = (CALL,) if etype in (FUNCTION_CALL, CALL_FP) else (RETURN, EXCEPTION)
+            if etype == SIGNAL_CONTEXT:  # the marker: an EXCEPTION, depth bit 31
+                want, fn = ((EXCEPTION,) if w[6] & 0x80000000 else ()), ifn
             if w[7] != pos:
                 out.add(path, "%s: links to index event %d, whose detail_seq is %s" % (
                     where, iseq, "none" if w[7] == NONE32 else w[7]))

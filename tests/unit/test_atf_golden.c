@@ -142,12 +142,52 @@ static void names_and_links_resolve(void **state)
 	ada_atf_tree_free(tree);
 }
 
+/* A pc at a fatal signal (ada crash's frame #0): the function whose extent
+ * holds it, hooked or not; else module+offset inside the module's
+ * functions' span; else nothing. golden-demo is loaded at 0x555555554000:
+ * main [0x1139, +42), foo, bar, worker [0x11a0, +64), tiny [0x11f0, +3). */
+static void addresses_resolve(void **state)
+{
+	const uint64_t base = 0x555555554000ull;
+	char pid_dir[512];
+	json_t *doc;
+	struct ada_symtab *st;
+	struct ada_symtab_addr at;
+
+	(void)state;
+	snprintf(pid_dir, sizeof(pid_dir), "%s/%s", ADA_GOLDEN_DIR, GOLDEN_PID_DIR);
+	assert_int_equal(ada_manifest_read(pid_dir, &doc), 0);
+	assert_int_equal(ada_symtab_load(pid_dir, doc, NULL, NULL, &st), 0);
+	assert_true(ada_symtab_by_addr(st, base + 0x11f2, &at)); /* too_short: still named */
+	assert_int_equal(at.function_id, atf_function_id(1, 4));
+	assert_string_equal(at.name, "tiny");
+	assert_string_equal(at.module, "/usr/bin/golden-demo");
+	assert_int_equal(at.offset, 2);
+	assert_true(ada_symtab_by_addr(st, base + 0x1139, &at));
+	assert_string_equal(at.name, "main");
+	assert_int_equal(at.offset, 0);
+	assert_true(ada_symtab_by_addr(st, base + 0x11df, &at)); /* worker's last byte */
+	assert_string_equal(at.name, "worker");
+	assert_int_equal(at.offset, 63);
+	assert_true(ada_symtab_by_addr(st, base + 0x1165, &at)); /* between main and foo */
+	assert_int_equal(at.function_id, 0);
+	assert_null(at.name);
+	assert_string_equal(at.module, "/usr/bin/golden-demo");
+	assert_int_equal(at.offset, 0x1165);
+	assert_false(ada_symtab_by_addr(st, base + 0x11f3, &at)); /* past every function */
+	assert_null(at.module);
+	assert_false(ada_symtab_by_addr(st, base - 1, &at));
+	ada_symtab_free(st);
+	json_decref(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(bytes_equal_checked_in),
 	    cmocka_unit_test(validates_clean),
 	    cmocka_unit_test(names_and_links_resolve),
+	    cmocka_unit_test(addresses_resolve),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -89,11 +89,26 @@ uint64_t ada_atf_detail_count(const struct ada_atf_detail *d);
  * or NULL when seq >= count. O(1). */
 const struct atf_detail_event_header *ada_atf_detail_get(const struct ada_atf_detail *d,
                                                          uint64_t seq);
-/* The function payload of a FUNCTION_CALL/RETURN event and its stack
- * snapshot, or NULL when the event is another type or too short for the
- * payload and the stack_size it declares. */
+/* The function payload of a FUNCTION_CALL/RETURN event (or its _FP form)
+ * and its stack snapshot, or NULL when the event is another type or too
+ * short for the payload and the stack_size it declares. */
 const struct atf_detail_function_payload *
 ada_atf_detail_function(const struct atf_detail_event_header *ev, const uint8_t **stack);
+/* Types 6 and 7 (FUNCTION_CALL_FP, FUNCTION_RETURN_FP): a function
+ * payload with the vector registers (ada_atf_detail_function reads them
+ * too; its stack pointer skips the registers). */
+bool ada_atf_detail_is_fp(uint32_t type);
+/* FUNCTION_CALL or FUNCTION_CALL_FP. */
+bool ada_atf_detail_is_call(uint32_t type);
+/* xmm0..xmm7 of a type 6/7 event (ATF_DETAIL_XMM_WORDS words, unaligned
+ * in the file: read with memcpy), or NULL. */
+const uint64_t *ada_atf_detail_xmm(const struct atf_detail_event_header *ev);
+/* The payload of a SIGNAL_CONTEXT event, or NULL when the event is another
+ * type or its total_length is not exactly 24 + the payload. */
+const struct atf_detail_signal_payload *
+ada_atf_detail_signal(const struct atf_detail_event_header *ev);
+/* The name of x86_64 signal-context register i (ATF_SIGNAL_NREGS). */
+const char *ada_atf_signal_reg_name(uint32_t i);
 
 /* ------------------------------------------------------------------ */
 /* Thread directories and retention generations                        */

@@ -55,7 +55,20 @@ enum atf_event_kind {
 enum atf_detail_type {
 	ATF_DETAIL_FUNCTION_CALL = 3,
 	ATF_DETAIL_FUNCTION_RETURN = 4,
+	/* ada's: the faulting thread's registers at a fatal signal
+	 * (docs/format.md, "Signal context records"; proposed erratum 9). */
+	ATF_DETAIL_SIGNAL_CONTEXT = 5,
+	/* ada's: FUNCTION_CALL / FUNCTION_RETURN with the vector argument and
+	 * return registers (--detail-fp; docs/format.md, "Float registers";
+	 * proposed erratum 10): the function payload, then
+	 * ATF_DETAIL_XMM_WORDS words, then the stack snapshot. */
+	ATF_DETAIL_FUNCTION_CALL_FP = 6,
+	ATF_DETAIL_FUNCTION_RETURN_FP = 7,
 };
+/* xmm0..xmm7, the low 64 bits of each (a double, or a float in the low 32
+ * bits); a RETURN_FP has xmm0 and xmm1 (the return registers), the other
+ * six 0. */
+#define ATF_DETAIL_XMM_WORDS 8u
 
 #define ATF_NO_DETAIL UINT32_MAX
 /* ada's convention (docs/format.md): an EXCEPTION whose call_depth has this
@@ -147,6 +160,22 @@ struct __attribute__((packed)) atf_detail_function_payload {
 	/* uint8_t stack_snapshot[stack_size] follows */
 };
 
+/* Registers of a signal context record: on x86_64 regs[0..15] are the
+ * DWARF registers 0-15 (rax rdx rcx rbx rsi rdi rbp rsp r8..r15),
+ * regs[16] the pc (rip, DWARF 16) and regs[17] rflags. */
+#define ATF_SIGNAL_NREGS 18u
+#define ATF_SIGNAL_REG_SP 7u
+#define ATF_SIGNAL_REG_PC 16u
+
+/* DetailEventHeader.event_type 5 (ATF_DETAIL_SIGNAL_CONTEXT): total_length
+ * is 24 + sizeof(this), nothing follows. */
+struct __attribute__((packed)) atf_detail_signal_payload {
+	int32_t signo;
+	int32_t si_code;
+	uint64_t fault_addr; /* si_addr for a kernel fault (si_code > 0), else 0 */
+	uint64_t regs[ATF_SIGNAL_NREGS];
+};
+
 struct __attribute__((packed)) atf_detail_footer {
 	uint8_t magic[4];
 	uint32_t checksum;
@@ -167,6 +196,8 @@ _Static_assert(offsetof(struct atf_index_header, time_start_ns) == 48, "time_sta
 _Static_assert(sizeof(struct atf_index_event) == 32, "index event is 32 bytes");
 _Static_assert(offsetof(struct atf_index_event, thread_id) == 16, "thread_id at 16");
 _Static_assert(offsetof(struct atf_index_event, detail_seq) == 28, "detail_seq at 28");
+_Static_assert(sizeof(struct atf_detail_signal_payload) == 160,
+               "signal context payload is 160 bytes");
 _Static_assert(sizeof(struct atf_index_footer) == 64, "index footer is 64 bytes (errata 1)");
 _Static_assert(offsetof(struct atf_index_footer, bytes_written) == 32, "bytes_written at 32");
 _Static_assert(sizeof(struct atf_detail_header) == 64, "detail header is 64 bytes (errata 2)");

@@ -76,4 +76,17 @@ bool ada_symtab_resolve(const struct ada_symtab *t, uint64_t function_id, const 
                         const char **module);
 size_t ada_symtab_module_count(const struct ada_symtab *t);
 
+/* What holds a code address (a pc at a fatal signal). */
+struct ada_symtab_addr {
+	uint64_t function_id; /* the function whose [start, start + size) holds it; 0: none */
+	const char *name;     /* its name, NULL when none */
+	const char *module;   /* the module's path, NULL when no module holds it */
+	uint64_t offset;      /* from the function's start, else from the module's load base */
+};
+/* The function holding addr, by the functions' offsets and sizes from
+ * their module's load base; else the module with the highest load base at
+ * or below addr whose functions extend beyond addr (module+offset); else
+ * nothing (false, *out zeroed). */
+bool ada_symtab_by_addr(const struct ada_symtab *t, uint64_t addr, struct ada_symtab_addr *out);
+
 #endif

@@ -169,6 +169,7 @@ struct ada_hook_config {
 	/* Detail lane (issue 8): on/off, stack bytes per CALL record, and the
 	 * functions whose calls enter it (none given: every hooked one). */
 	bool detail;
+	bool detail_fp; /* detail-fp=1: the records carry xmm0..7 (--detail-fp) */
 	uint32_t stack_bytes;
 	char *detail_sym[ADA_HOOK_MAX_GLOBS];
 	size_t n_detail_sym;

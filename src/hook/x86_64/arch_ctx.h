@@ -106,6 +106,12 @@ static inline bool hook_arch_sub1_nz(uint32_t *w)
 /* The interrupted stack pointer in a signal handler's ucontext_t. */
 uintptr_t hook_arch_uc_sp(const void *uc);
 
+/* The interrupted registers of a signal handler's ucontext_t, in the
+ * order of atf_detail_signal_payload.regs (atf_format.h): the DWARF
+ * registers 0-15, rip, rflags (HOOK_ARCH_UC_NREGS words). */
+#define HOOK_ARCH_UC_NREGS 18u
+void hook_arch_uc_regs(const void *uc, uint64_t out[HOOK_ARCH_UC_NREGS]);
+
 /* Calls fn(sig, si, uc) with the stack pointer at sp (16-byte aligned),
  * then returns to the caller's stack. The frame pointer keeps the
  * caller's frame, so unwinders (and a backtrace from the handler) walk

@@ -1,7 +1,7 @@
 /*
  * x86_64 machine primitives of the agent that are not inline
- * (arch_ctx.h): CPUID's xsave size, a signal context's stack pointer,
- * and a call on another stack.
+ * (arch_ctx.h): CPUID's xsave size, a signal context's stack pointer and
+ * registers, and a call on another stack.
  *
  * Threads: any. Not hook context (the agent's init and its signal
  * handlers).
@@ -27,6 +27,18 @@ uint32_t hook_arch_xsave_size(void)
 uintptr_t hook_arch_uc_sp(const void *uc)
 {
 	return (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.gregs[REG_RSP];
+}
+
+void hook_arch_uc_regs(const void *uc, uint64_t out[HOOK_ARCH_UC_NREGS])
+{
+	/* DWARF order (atf_format.h, atf_detail_signal_payload). */
+	static const int from[HOOK_ARCH_UC_NREGS] = {
+	    REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI, REG_RBP, REG_RSP, REG_R8,
+	    REG_R9,  REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP, REG_EFL,
+	};
+	const greg_t *g = ((const ucontext_t *)uc)->uc_mcontext.gregs;
+	for (uint32_t i = 0; i < HOOK_ARCH_UC_NREGS; i++)
+		out[i] = (uint64_t)g[from[i]];
 }
 
 /* rdi = sig, rsi = si, rdx = uc, rcx = fn, r8 = sp. */

@@ -48,9 +48,9 @@
 #define ADA_CACHELINE 64
 #define ADA_ARENA_MAGIC 0x414e455241414441ULL /* "ADAARENA" */
 #define ADA_ARENA_VERSION                                                                          \
-	9 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;             \
-	     6: window_lost; 7: keysym_unknown; 8: detail_wait, the detail ring's decided;         \
-	     9: the index ring's wait_stat */
+	10 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;            \
+	      6: window_lost; 7: keysym_unknown; 8: detail_wait, the detail ring's decided;        \
+	      9: the index ring's wait_stat; 10: the crash record's registers */
 
 #define ada_likely(x) __builtin_expect(!!(x), 1)
 #define ada_unlikely(x) __builtin_expect(!!(x), 0)
@@ -279,6 +279,7 @@ void ada_arena_set_crashed(struct ada_arena *a, int signo);
  * lives in the control block, so a dying thread never waits for ring space
  * and nothing can drop it; the drain turns it into the crashing thread's
  * last index event (an EXCEPTION marker, docs/format.md). */
+#define ADA_CRASH_NREGS ATF_SIGNAL_NREGS
 struct ada_crash_info {
 	int32_t signo;
 	int32_t code; /* si_code */
@@ -286,6 +287,10 @@ struct ada_crash_info {
 	uint32_t reserved;
 	uint64_t addr;   /* si_addr for a fault (si_code > 0), else 0 */
 	uint64_t ts_raw; /* the arena's raw timestamp (TSC, or ns with ts=clock) */
+	/* The faulting thread's registers from the signal context, in the
+	 * order of atf_detail_signal_payload.regs (atf_format.h); all 0 when
+	 * the handler had no context. */
+	uint64_t regs[ADA_CRASH_NREGS];
 };
 /* Crash handler (async-signal-safe: atomics only). The first thread to
  * call it wins; returns false when a crash was already recorded. Also sets
@@ -909,6 +914,11 @@ enum {
 	ADA_DREC_REGS = 4,
 	ADA_DREC_CALL_WORDS = 14,  /* words before the stack snapshot */
 	ADA_DREC_RETURN_WORDS = 9, /* a return record, whole */
+	/* --detail-fp: type ATF_DETAIL_FUNCTION_CALL_FP / RETURN_FP, the same
+	 * words and then xmm0..xmm7 ([14..21], before the stack snapshot) /
+	 * xmm0, xmm1 ([9..10]), the low 64 bits of each. */
+	ADA_DREC_CALL_FP_WORDS = 22,
+	ADA_DREC_RETURN_FP_WORDS = 11,
 };
 #define ADA_DREC_F_STACK_CLIPPED 0x1u /* the stack ended before the bytes asked */
 #define ADA_DREC_F_OFF_STACK 0x2u     /* rsp outside the thread's known stack: none taken */

@@ -1,0 +1,32 @@
+# The moment of a crash (issue 33 items 1 and 4): frame #0 from the signal
+# context for a function too short to hook (3 and 4 bytes), and gdb's
+# backtrace at the re-raised fault under ada equal to untraced (the
+# hijacked return addresses put back); and item 5, float and double
+# arguments and returns in the detail lane. Checks: crash_test.py.
+include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
+if(NOT Python3_EXECUTABLE)
+  find_package(Python3 COMPONENTS Interpreter)
+endif()
+if(NOT Python3_EXECUTABLE OR ADA_SANITIZE MATCHES "^(address|thread)$")
+  return() # they record with the agent, which a sanitized build cannot preload
+endif()
+set(T ${ADA_TGT_DIR})
+# ada_crash_test(<name> <check> <program and arguments>...)
+function(ada_crash_test name check)
+  add_test(NAME e2e.crash_${name}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/crash_test.py
+                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/crash-work/${name}
+                   ${check} -- ${ARGN})
+  set_tests_properties(e2e.crash_${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                       LABELS "e2e")
+endfunction()
+ada_crash_test(frame0_store3.O2 frame0 ${T}/t_crash0_O2 3)
+ada_crash_test(frame0_store4.O2 frame0 ${T}/t_crash0_O2 4)
+ada_crash_test(gdb_store4.O2 gdb ${T}/t_crash0_O2 4)
+ada_crash_test(gdb_inner.O2 gdb ${T}/t_crash_O2 segv)
+# Float and double arguments and returns in the detail lane (--detail-fp).
+add_test(NAME e2e.detail_fp.O2
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/crash_test.py
+                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/crash-work/detail_fp
+                 fp -- ${T}/t_fparg_O2)
+set_tests_properties(e2e.detail_fp.O2 PROPERTIES TIMEOUT 300 LABELS "e2e")

@@ -1,0 +1,77 @@
+/*
+ * Test target: a function too short to hook faults, so its frame is on no
+ * record of the index lane; only the signal context names it (issue 33).
+ *   3   main -> crash_outer -> crash_mid -> store3 (`mov %esi,(%rdi); ret`,
+ *       3 bytes) with rdi = 0: SIGSEGV at store3's first byte;
+ *   4   the same through store4 (`mov %rsi,(%rdi); ret`, 4 bytes).
+ * The other argument registers hold known values at the fault: rsi
+ * 0x2a2a, rdx 0x3b3b, rcx 0x4c4c. The table is written just before the
+ * fault (tc_report); the frames open then are declared lost (TC_LOST).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tcount.h"
+
+#define FUNCS(X) X(main) X(crash_outer) X(crash_mid)
+enum { FUNCS(TC_ENUM) FN_COUNT };
+static const char *const fn_names[] = {FUNCS(TC_NAME)};
+
+/* Hand-written, with CFI, so a debugger unwinds through them as through
+ * any compiled leaf; sized, so the symbol tables hold their extent. */
+__asm__(".text\n"
+        ".globl store3\n"
+        ".type store3, @function\n"
+        "store3:\n"
+        "\t.cfi_startproc\n"
+        "\tmovl %esi, (%rdi)\n"
+        "\tret\n"
+        "\t.cfi_endproc\n"
+        ".size store3, .-store3\n"
+        ".globl store4\n"
+        ".type store4, @function\n"
+        "store4:\n"
+        "\t.cfi_startproc\n"
+        "\tmovq %rsi, (%rdi)\n"
+        "\tret\n"
+        "\t.cfi_endproc\n"
+        ".size store4, .-store4\n");
+
+void store3(int *p, long v, long c, long d);
+void store4(long *p, long v, long c, long d);
+
+static volatile unsigned long sink;
+static void *volatile null_ptr;
+
+TC_FN static void crash_mid(int how)
+{
+	TC_ENTER(FN_crash_mid);
+	TC_LOST(FN_crash_mid, 1);
+	tc_report();
+	if (how == '3')
+		store3(null_ptr, 0x2a2a, 0x3b3b, 0x4c4c);
+	else
+		store4(null_ptr, 0x2a2a, 0x3b3b, 0x4c4c);
+	sink = (unsigned long)how; /* not a tail call: crash_mid stays on the stack */
+}
+
+TC_FN static void crash_outer(int how)
+{
+	TC_ENTER(FN_crash_outer);
+	TC_LOST(FN_crash_outer, 1);
+	TC_LOST(FN_main, 1);
+	crash_mid(how);
+	sink = 0;
+}
+
+int main(int argc, char **argv)
+{
+	TC_ENTER(FN_main);
+	const char *mode = argc > 1 && !tc_is_counts_arg(argv[1]) ? argv[1] : "4";
+
+	tc_init(argc, argv, "crash0", fn_names, FN_COUNT);
+	printf("about to fault in store%c\n", mode[0]);
+	fflush(stdout);
+	crash_outer(mode[0]);
+	return 0;
+}
