@@ -93,7 +93,7 @@ static int record_opt_str(struct rec_args *a, const struct record_opt *o, const 
 	return 0;
 }
 
-/* --verbose: a bool field set to true. */
+/* --verbose, --detail-fp: a bool field set to true. */
 static int record_opt_on(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	(void)v;
@@ -181,13 +181,6 @@ static int record_opt_flush(struct rec_args *a, const struct record_opt *o, cons
 		ada_log("--flush is off, interval:MS, bytes:N or rotate, not '%s'", v);
 		return -1;
 	}
-	return 0;
-}
-
-static int record_opt_on(struct rec_args *a, const struct record_opt *o, const char *v)
-{
-	(void)v;
-	*(bool *)record_opt_field(a, o) = true;
 	return 0;
 }
 
