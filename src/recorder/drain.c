@@ -843,17 +843,17 @@ static size_t drain_proc(struct ada_recorder *r, struct wal_proc *p, size_t budg
 static void drain_reclaim(struct ada_recorder *r, struct wal_proc *p)
 {
 	uint32_t used = ada_arena_slots_used(p->arena);
-	int64_t free_full = -1;
+	struct drain_keep keep = {.free_full = -1};
 	for (uint32_t s = 0; s < used; s++) {
 		struct ada_slot_info si;
 		if (ada_slot_read_checked(p->arena, s, &si) != 0 || si.state != ADA_SLOT_EXITED ||
 		    !ada_arena_slot_reclaimable(p->arena, s))
 			continue;
 		struct wal_thread *t = p->by_slot[s];
-		if (t && t->seq == si.thread_seq && drain_keep_ended(r, p, t, &free_full))
+		if (t && t->seq == si.thread_seq && drain_keep_ended(r, p, t, &keep))
 			continue; /* its detail may still be wanted: freed later */
-		if (free_full >= 0 && s < ada_arena_config_of(p->arena)->max_threads)
-			free_full++; /* freed below */
+		if (keep.free_full >= 0 && s < ada_arena_config_of(p->arena)->max_threads)
+			keep.free_full++; /* freed below */
 		if (t && t->seq == si.thread_seq) {
 			drain_thread_finalize(r, t);
 			p->by_slot[s] = NULL;

@@ -35,12 +35,17 @@ void drain_free_proc(struct wal_proc *p);
  * reclaim cadence): also claimed slots to lock, and a spare whose pages
  * could not be had is tried again. */
 void drain_prepare_slots(struct wal_proc *p, bool scan);
+/* One reclaim round's view for drain_keep_ended: p's free full slots,
+ * counted on first need (-1: not yet), and the slots kept so far. */
+struct drain_keep {
+	int64_t free_full;
+	uint32_t kept;
+};
 /* Whether the slot of t, a thread that ended, is kept a while rather
  * than freed: its detail may still be wanted by a window (drain_prep.c,
- * "Kept"). *free_full: p's free full slots, counted on first need (-1:
- * not yet). */
+ * "Kept"). */
 bool drain_keep_ended(struct ada_recorder *r, struct wal_proc *p, struct wal_thread *t,
-                      int64_t *free_full);
+                      struct drain_keep *k);
 
 /* drain_end.c */
 /* The recording is over: every process finished (or, attached, the

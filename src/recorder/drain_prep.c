@@ -22,8 +22,9 @@
  * keeps its slot (its thread not finalized, its detail ring in memory)
  * while its newest detail record is younger than the longest pre-roll,
  * so a window that opens later -- a crash a moment after -- still takes
- * its records (drain_keep_ended); never while fewer than ADA_SLOT_SPARES
- * full slots are free.
+ * its records (drain_keep_ended); DRAIN_KEEP_MAX of them at most (the
+ * first the drain's reclaim meets, lowest slot first), and never while
+ * fewer than ADA_SLOT_SPARES full slots are free.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -34,6 +35,9 @@
 
 /* Bytes populated or locked per pass and process. */
 #define DRAIN_PREP_BYTES (1u << 20)
+/* Ended threads' slots kept at most per process (each holds a whole
+ * slot's memory: a thread per request must not keep them all). */
+#define DRAIN_KEEP_MAX 4u
 /* A single-threaded process gets its first spare at this age. */
 #define DRAIN_PREP_AGE_NS 50000000ull
 /* Threads seen (ended ones too) from which all ADA_SLOT_SPARES are kept. */
@@ -196,8 +200,10 @@ static uint32_t prep_free_full(struct wal_proc *p)
 }
 
 bool drain_keep_ended(struct ada_recorder *r, struct wal_proc *p, struct wal_thread *t,
-                      int64_t *free_full)
+                      struct drain_keep *k)
 {
+	if (k->kept >= DRAIN_KEEP_MAX)
+		return false;
 	if (!t || t->done || !t->f || r->o.detail_mode != ADA_DETAIL_TRIGGERED ||
 	    !ada_arena_config_of(p->arena)->detail_bytes)
 		return false;
@@ -207,9 +213,10 @@ bool drain_keep_ended(struct ada_recorder *r, struct wal_proc *p, struct wal_thr
 	uint64_t now = ada_boottime_ns();
 	if (now > newest && now - newest >= pre)
 		return false; /* all of it older than any window could reach */
-	if (*free_full < 0)
-		*free_full = prep_free_full(p);
-	if (*free_full < ADA_SLOT_SPARES)
+	if (k->free_full < 0)
+		k->free_full = prep_free_full(p);
+	if (k->free_full < ADA_SLOT_SPARES)
 		return false; /* threads need the slot more */
+	k->kept++;
 	return true;
 }

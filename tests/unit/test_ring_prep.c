@@ -133,8 +133,8 @@ static void test_prepare_lock(void **state)
 {
 	struct fx *f = *state;
 	uint64_t done = 0;
-	int rc = ada_arena_slot_prepare(f->rec, 2, ADA_PREP_POPULATE | ADA_PREP_LOCK, &done,
-	                                UINT64_MAX);
+	int rc =
+	    ada_arena_slot_prepare(f->rec, 2, ADA_PREP_POPULATE | ADA_PREP_LOCK, &done, UINT64_MAX);
 	/* Locked, or refused (no CAP_IPC_LOCK, a small RLIMIT_MEMLOCK, a
 	 * sanitizer's mlock) and said in the arena for the manifest. */
 	if (rc == -EPERM)
@@ -142,7 +142,8 @@ static void test_prepare_lock(void **state)
 	else
 		assert_int_equal(rc, 1);
 	/* Bad arguments. */
-	assert_int_equal(ada_arena_slot_prepare(f->rec, 8, ADA_PREP_POPULATE, &done, 4096), -EINVAL);
+	assert_int_equal(ada_arena_slot_prepare(f->rec, 8, ADA_PREP_POPULATE, &done, 4096),
+	                 -EINVAL);
 	assert_int_equal(ada_arena_slot_prepare(f->rec, 2, ADA_PREP_POPULATE, NULL, 4096), -EINVAL);
 	assert_int_equal(ada_arena_slot_prepare(f->rec, 2, ADA_PREP_POPULATE, &done, 0), -EINVAL);
 }
@@ -150,7 +151,8 @@ static void test_prepare_lock(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_prepared_slot_claimed_first, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_prepared_slot_claimed_first, fx_setup,
+	                                    fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_claim_with_recorder_leaves_detail, fx_setup,
 	                                    fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_prepare_lock, fx_setup, fx_teardown),
