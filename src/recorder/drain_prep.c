@@ -160,6 +160,12 @@ void drain_prepare_slots(struct wal_proc *p, bool scan)
 	 * one soon (a few slot lines read when the spares are there). */
 	if (scan)
 		p->prep_backoff = false;
+	/* None of it for a young single-threaded process (a fork child, a
+	 * short command): its detail ring's pages come as its records do,
+	 * and a recorder of a thousand short processes does not populate and
+	 * lock for each. */
+	if (prep_spares_wanted(p) == 0)
+		return;
 	/* A claimed slot first: its thread may be faulting in its detail
 	 * ring's pages meanwhile. */
 	if ((scan || p->lock_slot != UINT32_MAX) && prep_finish_claimed(p))
