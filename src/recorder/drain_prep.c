@@ -38,8 +38,10 @@
 /* Ended threads' slots kept at most per process (each holds a whole
  * slot's memory: a thread per request must not keep them all). */
 #define DRAIN_KEEP_MAX 4u
-/* A single-threaded process gets its first spare at this age. */
-#define DRAIN_PREP_AGE_NS 50000000ull
+/* A single-threaded process gets its first spare at this age: past the
+ * life of a fork child or a short command, which would cost the drain a
+ * slot's pages each while a recorder of thousands of them falls behind. */
+#define DRAIN_PREP_AGE_NS 1000000000ull
 /* Threads seen (ended ones too) from which all ADA_SLOT_SPARES are kept. */
 #define DRAIN_PREP_CHURN 8u
 
