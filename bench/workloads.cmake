@@ -47,6 +47,8 @@ ada_bench_workload(fib SOURCES ${BW_DIR}/fib.c FLAGS -fno-optimize-sibling-calls
 ada_bench_workload(fibthreads SOURCES ${BW_DIR}/fibthreads.c FLAGS -fno-optimize-sibling-calls
                    LIBS Threads::Threads)
 ada_bench_workload(latency SOURCES ${BW_DIR}/latency.c)
+# Thread start and a thread-per-request loop (bench/thread_start.py).
+ada_bench_workload(thread_start SOURCES ${BW_DIR}/thread_start.c LIBS Threads::Threads)
 
 if(Python3_Interpreter_FOUND)
   foreach(kind mixed startup attach scale10 scale200 scale5000)

@@ -839,16 +839,22 @@ static size_t drain_proc(struct ada_recorder *r, struct wal_proc *p, size_t budg
 	return n;
 }
 
-/* EXITED slots whose thread is gone and ring is empty: finalize, free. */
+/* EXITED slots whose thread is gone and ring is empty: finalize, free
+ * (unless kept for the pre-roll: drain_keep_ended). */
 static void drain_reclaim(struct ada_recorder *r, struct wal_proc *p)
 {
 	uint32_t used = ada_arena_slots_used(p->arena);
+	struct drain_keep keep = {.free_full = -1};
 	for (uint32_t s = 0; s < used; s++) {
 		struct ada_slot_info si;
 		if (ada_slot_read_checked(p->arena, s, &si) != 0 || si.state != ADA_SLOT_EXITED ||
 		    !ada_arena_slot_reclaimable(p->arena, s))
 			continue;
 		struct wal_thread *t = p->by_slot[s];
+		if (t && t->seq == si.thread_seq && drain_keep_ended(r, p, t, &keep))
+			continue; /* its detail may still be wanted: freed later */
+		if (keep.free_full >= 0 && s < ada_arena_config_of(p->arena)->max_threads)
+			keep.free_full++; /* freed below */
 		if (t && t->seq == si.thread_seq) {
 			drain_thread_finalize(r, t);
 			p->by_slot[s] = NULL;
@@ -965,8 +971,10 @@ static size_t drain_proc_guarded(struct ada_recorder *r, struct wal_proc *p, boo
 	    p->arena,
 	    {
 		    n = drain_proc(r, p, DRAIN_SLOT_BUDGET);
-		    if (ada_arena_take_slot_wanted(p->arena) || reclaim)
+		    bool wanted = ada_arena_take_slot_wanted(p->arena) || reclaim;
+		    if (wanted)
 			    drain_reclaim(r, p);
+		    drain_prepare_slots(p, wanted);
 	    },
 	    drain_arena_lost(r, p, 0));
 	return n;

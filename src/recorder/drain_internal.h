@@ -1,6 +1,8 @@
 /* The drain's steps shared by its files. Threads: the drain thread only.
  *   drain.c       the loop: passes over the rings, convert, rotate, budget;
  *   drain_arena.c new arenas and processes (admission, pid_N);
+ *   drain_prep.c  slots prepared ahead of the threads that claim them,
+ *                 and ended threads' slots kept for the pre-roll;
  *   drain_end.c   the end of a process (reaped, gone, lost) and of the
  *                 recording (descendants left running, a stop request). */
 #ifndef ADA_DRAIN_INTERNAL_H
@@ -26,6 +28,24 @@ void drain_scan_dir(struct ada_recorder *r);
 /* Reads the arena directory's inotify events (non-blocking). */
 void drain_inotify(struct ada_recorder *r);
 void drain_free_proc(struct wal_proc *p);
+
+/* drain_prep.c */
+/* Prepares p's spare slots and locks its claimed ones, a bounded share
+ * per call. Spares are looked for at every call; scan (the drain's
+ * reclaim cadence): also claimed slots to lock, and a spare whose pages
+ * could not be had is tried again. */
+void drain_prepare_slots(struct wal_proc *p, bool scan);
+/* One reclaim round's view for drain_keep_ended: p's free full slots,
+ * counted on first need (-1: not yet), and the slots kept so far. */
+struct drain_keep {
+	int64_t free_full;
+	uint32_t kept;
+};
+/* Whether the slot of t, a thread that ended, is kept a while rather
+ * than freed: its detail may still be wanted by a window (drain_prep.c,
+ * "Kept"). */
+bool drain_keep_ended(struct ada_recorder *r, struct wal_proc *p, struct wal_thread *t,
+                      struct drain_keep *k);
 
 /* drain_end.c */
 /* The recording is over: every process finished (or, attached, the

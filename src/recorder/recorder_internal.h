@@ -132,6 +132,18 @@ struct wal_proc {
 	 * summary's, after the threads are gone) */
 	uint64_t detail_ring_suggest;
 	uint8_t *slot_noted; /* max_threads: 1 once its quarantine was reported */
+	/* drain_prep.c: max_threads, 1 once the slot's pages are locked in
+	 * our mapping (or that failed); the spare being prepared (-1: none)
+	 * and the claimed slot being locked (UINT32_MAX: none), with the
+	 * bytes of each done; whether mlock was refused; whether a spare's
+	 * pages could not be had (not tried again before the next scan);
+	 * whether it lived long enough for a spare. */
+	uint8_t *slot_locked;
+	int64_t prep_slot;
+	uint64_t prep_done;
+	uint32_t lock_slot;
+	uint64_t lock_done;
+	bool lock_refused, prep_backoff, prep_aged;
 	json_t *quarantine;  /* [{thread, tid, slot, reason, ...}] for the manifest */
 	json_t *warnings;    /* this process's sentences (with r->warnings) */
 	size_t man_warnings; /* r->warnings' size when its manifest was written */

@@ -170,36 +170,126 @@ static int arena_spill_reserve(struct ada_arena *a, uint32_t slot)
 	return 0;
 }
 
+/* Populates [start, end) of the mapping; 0, or -errno (ENOMEM: /dev/shm
+ * full). EINVAL means a kernel without MADV_POPULATE_WRITE: the pages then
+ * come with the first touch. */
+static int arena_populate_range(struct ada_arena *a, uint64_t start, uint64_t end)
+{
+#ifdef MADV_POPULATE_WRITE
+	if (madvise(a->base + start, end - start, MADV_POPULATE_WRITE) != 0 && errno != EINVAL)
+		return -errno;
+#else
+	(void)a;
+	(void)start;
+	(void)end;
+#endif
+	return 0;
+}
+
+/* The page-aligned byte range of slot's region in the mapping. */
+static void arena_slot_range(const struct ada_arena *a, uint32_t slot, uint64_t *start,
+                             uint64_t *end)
+{
+	uint64_t base = (uint64_t)((uint8_t *)ring_index_hdr(a, slot) - a->base);
+	*start = arena_page_down(base);
+	*end = base + ring_slot_stride(a, slot);
+	if (*end > a->map_size)
+		*end = a->map_size;
+}
+
+/* Where a full slot's pages stop being needed at once: its detail ring
+ * (after the detail header) is written only as records come, so a thread
+ * that claims a slot nobody prepared populates the index part alone and
+ * the recorder populates the rest (ada_arena_slot_prepare); until it has,
+ * a record's first touch of a page allocates it. */
+static uint64_t arena_slot_eager_end(const struct ada_arena *a, uint32_t slot, uint64_t start,
+                                     uint64_t end)
+{
+	if (ring_slot_is_spill(a, slot) || ring_slot_detail_bytes(a, slot) == 0 || a->rec_pid == 0)
+		return end; /* small; or no recorder to finish it */
+	uint64_t words = (uint64_t)((uint8_t *)ring_detail_words(a, slot) - a->base);
+	uint64_t e = (words + 4095) & ~(uint64_t)4095;
+	return e > start && e < end ? e : end;
+}
+
 int ring_slot_populate(struct ada_arena *a, uint32_t slot)
 {
 	struct ada_slot_desc *d = &a->desc[slot];
-	/* Ours: only the thread holding the slot (CLAIMING) writes it. */
-	bool first = atomic_load_explicit(&d->populated, memory_order_relaxed) == 0;
-	if (first) {
+	/* Acquire: pairs with the release store in ada_arena_slot_prepare()
+	 * (the recorder populated it ahead) or our own earlier store (a
+	 * reused slot): its pages exist, nothing is left to do here. */
+	uint32_t pop = atomic_load_explicit(&d->populated, memory_order_acquire);
+	uint64_t start, end;
+	arena_slot_range(a, slot, &start, &end);
+	uint64_t eager = arena_slot_eager_end(a, slot, start, end);
+	if ((pop & RING_POP_PAGES) || ((pop & RING_POP_INDEX) && eager < end))
+		return 0;
+	if (!(pop & RING_POP_RESERVED)) {
 		int rc = arena_spill_reserve(a, slot);
 		if (rc)
 			return rc;
 	}
-	uint64_t base = (uint64_t)((uint8_t *)ring_index_hdr(a, slot) - a->base);
-	uint64_t start = arena_page_down(base);
-	uint64_t end = base + ring_slot_stride(a, slot);
-	if (end > a->map_size)
-		end = a->map_size;
-#ifdef MADV_POPULATE_WRITE
 	/* Fails with ENOMEM when /dev/shm is full: better a counted drop now
 	 * than a SIGBUS in a hooked function later. The reservation stays
 	 * (the pages the call did get stay too); a later claim retries. */
-	if (madvise(a->base + start, end - start, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
-		int err = -errno;
-		if (first && ring_slot_is_spill(a, slot) && a->budget)
-			atomic_store_explicit(&d->populated, 1, memory_order_relaxed);
-		return err;
+	int rc = arena_populate_range(a, start, eager);
+	if (rc != 0) {
+		atomic_store_explicit(&d->populated, RING_POP_RESERVED, memory_order_relaxed);
+		return rc;
 	}
-#endif
-	atomic_store_explicit(&d->populated, 1, memory_order_relaxed);
-	if (!arena_lock_range(a, start, end - start))
+	/* Ours while CLAIMING; release as in ada_arena_slot_prepare(). PAGES
+	 * only when the whole region is there. */
+	atomic_store_explicit(
+	    &d->populated, RING_POP_RESERVED | RING_POP_INDEX | (eager == end ? RING_POP_PAGES : 0),
+	    memory_order_release);
+	/* With a recorder, it locks the slot in its own mapping (a page locked
+	 * in one mapping stays resident: ada_arena_slot_prepare), so the
+	 * thread does not wait for mlock; alone (a test's arena), lock here. */
+	if (a->rec_pid == 0 && !arena_lock_range(a, start, end - start))
 		a->mlocked = false;
 	return 0;
+}
+
+int ada_arena_slot_prepare(struct ada_arena *a, uint32_t slot, unsigned what, uint64_t *done,
+                           uint64_t max_bytes)
+{
+	if (slot >= a->nslots || !done || max_bytes == 0)
+		return -EINVAL;
+	uint64_t start, end;
+	arena_slot_range(a, slot, &start, &end);
+	uint64_t from = start + *done;
+	if (from >= end)
+		return 1;
+	uint64_t to = end - from > max_bytes ? arena_page_down(from + max_bytes) : end;
+	if (to <= from)
+		to = end;
+	if (what & ADA_PREP_POPULATE) {
+		int rc = arena_populate_range(a, from, to);
+		if (rc)
+			return rc;
+	}
+	if ((what & ADA_PREP_LOCK) && !arena_lock_range(a, from, to - from))
+		return -EPERM;
+	*done = to - start;
+	if (to < end)
+		return 0;
+	/* Publishes the pages populated above: a claimer that reads 1 skips
+	 * its own populate; pairs with the acquire load in
+	 * ring_slot_populate(). Only for a full slot (a spill slot's first
+	 * populate reserves it against the ceiling, the producer's part). */
+	if ((what & ADA_PREP_POPULATE) && !ring_slot_is_spill(a, slot))
+		atomic_fetch_or_explicit(&a->desc[slot].populated, RING_POP_INDEX | RING_POP_PAGES,
+		                         memory_order_release);
+	return 1;
+}
+
+bool ada_arena_slot_populated(const struct ada_arena *a, uint32_t slot)
+{
+	/* Relaxed: a hint for the recorder (which slots to prepare), written
+	 * by the target, trusted for nothing else. */
+	return slot < a->nslots &&
+	       (atomic_load_explicit(&a->desc[slot].populated, memory_order_relaxed) &
+	        RING_POP_PAGES) != 0;
 }
 
 int ada_arena_create(const char *path, const struct ada_arena_config *cfg, struct ada_arena **out,

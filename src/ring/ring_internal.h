@@ -35,6 +35,11 @@
  * FREE so the drain never sees a half-initialised slot. */
 #define RING_SLOT_CLAIMING 3u
 
+/* ada_slot_desc.populated bits. */
+#define RING_POP_RESERVED 1u /* counted against the ceiling (spill slots) */
+#define RING_POP_PAGES 2u    /* every page of the slot's region exists */
+#define RING_POP_INDEX 4u    /* the index part's pages exist (arena.c) */
+
 struct ada_arena_control {
 	/* Written once by the creator before the file is renamed into place. */
 	uint64_t magic; /* ADA_ARENA_MAGIC, stored last at creation */
@@ -95,9 +100,12 @@ struct ada_slot_desc {
 	_Atomic uint32_t thread_seq;
 	_Atomic uint32_t generation;
 	_Atomic uint32_t exec_orphaned;
-	/* Producer only (the recorder never reads it): 1 once the slot's
-	 * pages were populated and, for a spill slot, reserved against the
-	 * ceiling; stays 1 when the slot is freed and reused. */
+	/* RING_POP_* bits, kept when the slot is freed and reused. The
+	 * producer that claims the slot sets RESERVED, INDEX and, when it
+	 * populated the whole region, PAGES (RESERVED alone: a spill slot
+	 * reserved against the ceiling whose populate failed); the recorder
+	 * sets INDEX and PAGES on a full slot it populated
+	 * (ada_arena_slot_prepare). */
 	_Atomic uint32_t populated;
 	/* Drain writes once a second, `ada status` reads: how many ns of
 	 * records the slot's detail ring holds (newest - oldest timestamp). */

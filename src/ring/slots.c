@@ -73,11 +73,49 @@ static bool slot_try_claim(struct ada_arena *a, uint32_t s, uint32_t tid, int *e
 	return true;
 }
 
-/* A full slot from hint on (threads spread over them by tid), else the
- * lowest free spill slot (the drain's loops stop at the highest one ever
- * claimed, so keeping them low keeps those loops short). */
+/* A free full slot whose pages are there already -- one the recorder
+ * prepared ahead (ada_arena_slot_prepare) or a freed one (whose detail
+ * ring's pages the recorder may still be populating: ring_slot_populate)
+ * -- so that the thread's start waits for no page allocation. The lowest
+ * first: threads that come and go (a thread per request) then cycle
+ * through a few slots and touch no more pages than they need; the
+ * recorder prepares the lowest free slots too, so the search stops a few
+ * past the highest slot ever claimed. -1: none (or taken meanwhile). */
+static int slot_claim_ready(struct ada_arena *a, uint32_t tid)
+{
+	uint32_t n = a->cfg.max_threads;
+	/* Relaxed: a loop bound; the claim's CAS carries the ordering. */
+	uint32_t hw = atomic_load_explicit(&a->ctl->slots_hw, memory_order_relaxed);
+	uint32_t span = hw + ADA_SLOT_SPARES < n ? hw + ADA_SLOT_SPARES : n;
+	int err = 0;
+	for (uint32_t s = 0; s < span; s++) {
+		struct ada_slot_desc *d = &a->desc[s];
+		/* Relaxed: hints; slot_try_claim() re-reads both in order. */
+		if (atomic_load_explicit(&d->state, memory_order_relaxed) != ADA_SLOT_FREE ||
+		    !(atomic_load_explicit(&d->populated, memory_order_relaxed) &
+		      (RING_POP_PAGES | RING_POP_INDEX)))
+			continue;
+		if (slot_try_claim(a, s, tid, &err))
+			return (int)s;
+	}
+	return -1;
+}
+
+/* A ready full slot (slot_claim_ready), else a full slot from hint on
+ * (threads spread over them by tid), else the lowest free spill slot (the
+ * drain's loops stop at the highest one ever claimed, so keeping them low
+ * keeps those loops short). */
 int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint)
 {
+	int ready = slot_claim_ready(a, tid);
+	if (ready >= 0)
+		return ready;
+	/* None ready: ask the drain to free ended threads' slots and prepare
+	 * spares at its next pass rather than at its next reclaim round, so
+	 * the next thread finds one (relaxed: a hint, as in
+	 * producer_wait_for_slot). */
+	if (!atomic_load_explicit(&a->ctl->slot_wanted, memory_order_relaxed))
+		atomic_store_explicit(&a->ctl->slot_wanted, 1, memory_order_relaxed);
 	uint32_t n = a->cfg.max_threads;
 	int err = 0;
 	for (uint32_t i = 0; i < n; i++) {

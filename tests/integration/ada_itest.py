@@ -1937,6 +1937,60 @@ def flight_checker_catches(ada, work, rep, prog):
     fault("detail_crc", detail_edit=lambda db: put(db, 64 + 24 + 8, 8, 1), keep_crc=False)
 
 
+def flight_threads(ada, work, rep, prog, scenario):
+    """Threads around a crash (issue 34, tests/targets/t_latethread.c).
+    late_thread: a thread started just before the crash, which the
+    program crashes right after the thread did its 1 000 late_work calls:
+    it is in `ada crash` and in the manifest's stacks, all 1 000 calls are
+    in its index and in the crash window's detail. ended_thread: a thread
+    that ended 500 ms before the crash, inside the pre-roll (30 s, a
+    1 MiB ring that holds all it made): its 1 000 ended_work calls are in
+    the crash window's detail, not only in its index."""
+    late = scenario == "late_thread"
+    argv = [prog, "sync"] if late else [prog, "ended", "500"]
+    opts = ["--pre-roll-sec", "1" if late else "30", "--detail-mb", "1", "--trigger", "crash"]
+    untraced = run(argv)
+    if untraced[0] != 139:
+        raise Fail("the untraced program exited %d, the test expects 139" % untraced[0])
+    out_dir = os.path.join(work, "out")
+    cmd, rc, out, err = ada.record(out_dir, argv, dict(os.environ), opts)
+    rep.note("repro: %s" % " ".join(cmd))
+    session = find_session(out_dir, err, rep)
+    check_arena_gone(rep, session)
+    ada.validate(session, rep)
+    pid_dir, m = flight_manifest(rep, session)
+    c = m.get("crash")
+    if not rep.check(isinstance(c, dict) and c.get("signal") == 11,
+                     "no SIGSEGV crash section in %s/manifest.json: %r" % (pid_dir, c)):
+        return
+    fn = "late_work" if late else "ended_work"
+    events = ada.dump(pid_dir)
+    tids = sorted({e.get("tid") for e in events if e.get("kind") == "call"
+                   and base_name(e.get("function")) == fn})
+    if not rep.check(len(tids) == 1 and tids[0] != c.get("faulting_tid"),
+                     "%s should be called by one thread, not the faulting one: %r" % (fn, tids)):
+        return
+    tid = tids[0]
+    calls = [e for e in events if e.get("tid") == tid and e.get("kind") == "call"
+             and base_name(e.get("function")) == fn]
+    rep.check(len(calls) == 1000, "%d calls of %s in the index, not 1000" % (len(calls), fn))
+    det = check_window_detail(rep, pid_dir, events, m, want_min=1)
+    dcalls = [e for e in det if e.get("tid") == tid and e.get("kind") == "call"
+              and base_name(e.get("function")) == fn]
+    rep.check(len(dcalls) == 1000, "the crash window holds %d detail records of %s's calls, "
+              "not 1000" % (len(dcalls), fn))
+    if late:
+        stacks = [st for st in c.get("stacks", []) if st.get("tid") == tid]
+        names = [base_name(f.get("function")) for st in stacks for f in st.get("frames", [])]
+        rep.check("late_main" in names, "the late thread's stack at death should hold "
+                  "late_main: %r" % names[:8])
+        rc2, o, e = run([ada.path, "crash", session])
+        text = o.decode(errors="replace")
+        rep.check(rc2 == 0 and "(tid %d)" % tid in text and "late_main" in text,
+                  "`ada crash` should show the late thread (tid %d) in late_main (exit %d):\n%s"
+                  % (tid, rc2, shown(o, 1500)))
+
+
 def cmd_flight(args, ada, work, rep):
     prog = args.program
     if args.scenario.startswith("time_"):
@@ -1947,6 +2001,8 @@ def cmd_flight(args, ada, work, rep):
         return flight_recover_killed(ada, work, rep, prog)
     if args.scenario == "checker_catches":
         return flight_checker_catches(ada, work, rep, prog)
+    if args.scenario in ("late_thread", "ended_thread"):
+        return flight_threads(ada, work, rep, prog, args.scenario)
     mode, opts, status = FLIGHT[args.scenario]
     untraced = run([prog, mode])
     if untraced[0] != status:
@@ -2364,6 +2420,7 @@ def main():
     fl = sub.add_parser("flight", help="flight recorder scenarios on tests/targets/t_flight")
     fl.add_argument("scenario", choices=sorted(FLIGHT) + ["bad_options", "recover_killed",
                                                           "checker_catches",
+                                                          "late_thread", "ended_thread",
                                                           "time_whole", "time_wrap",
                                                           "time_never"])
     fl.add_argument("program")

@@ -338,6 +338,29 @@ uint32_t ada_arena_max_threads(const struct ada_arena *a);
  * costs the drain only the ones threads used. The first call that sees
  * new slots sets their consumer state up (the consumer's thread only). */
 uint32_t ada_arena_slots_used(struct ada_arena *a);
+/* Preparing slots ahead of the threads that will claim them, so that a
+ * thread's start waits for neither page allocation nor mlock (the
+ * recorder's drain thread; ring_slot_populate skips whatever is done).
+ * ADA_PREP_POPULATE allocates the pages of the slot's region (a FREE
+ * full slot: the claimer then finds them there); ADA_PREP_LOCK mlocks
+ * them in the caller's mapping -- a page locked in any mapping of the file
+ * stays resident, so the recorder's lock holds for the target. Works
+ * from byte *done of the region, at most max_bytes per call (bounding the
+ * drain's pause); returns 1 once the whole region is done, 0 when more is
+ * left (*done advanced), or -errno: -EPERM mlock refused
+ * (ADA_ARENA_F_MLOCK_FAILED set in the arena, for the manifest), else
+ * the populate's (-ENOMEM: no memory for the pages). */
+#define ADA_PREP_POPULATE 1u
+/* Free full slots the recorder keeps prepared at most (fewer for a
+ * process that starts few threads: drain_prep.c); a claim looks for them
+ * up to this many past the highest slot ever claimed. */
+#define ADA_SLOT_SPARES 4u
+#define ADA_PREP_LOCK 2u
+int ada_arena_slot_prepare(struct ada_arena *a, uint32_t slot, unsigned what, uint64_t *done,
+                           uint64_t max_bytes);
+/* Whether slot's pages are all there (the target's word: a hint for
+ * choosing which slots to prepare, never trusted for more). */
+bool ada_arena_slot_populated(const struct ada_arena *a, uint32_t slot);
 /* Index ring capacity of one slot (a full or a spill slot); 0 bad slot. */
 uint64_t ada_arena_slot_events(const struct ada_arena *a, uint32_t slot);
 void ada_arena_slot_info(const struct ada_arena *a, uint32_t slot, struct ada_slot_info *out);

@@ -1,0 +1,230 @@
+/*
+ * The drain prepares ring slots ahead of the threads that will claim them,
+ * so that a thread's start waits for neither page allocation nor mlock.
+ *
+ * Threads: the drain thread only, inside its guarded section for p's
+ * arena (a truncated file's fault ends the pass, not the recorder).
+ *
+ * Spares: the lowest free full slots (prep_spares_wanted: none for a
+ * young single-threaded process) get their pages populated and locked in the
+ * recorder's mapping (ada_arena_slot_prepare), which marks them populated;
+ * a claim prefers such a slot and then only flips its state
+ * (ring_slot_claim). A slot a thread claimed without a spare is finished
+ * here: its detail ring's pages populated (the thread populated only the
+ * index part) and the whole region locked, so no thread waits for the
+ * detail ring's pages or for mlock. Each pass does at
+ * most DRAIN_PREP_BYTES of this, bounding the drain's pause; a slot that
+ * a thread claims halfway through is left to it (its claim populates).
+ * An mlock refused (RLIMIT_MEMLOCK) is flagged in the arena for the
+ * manifest, as the target's own refusal was, and not retried.
+ *
+ * Kept: with triggers armed and --detail triggered, a thread that ended
+ * keeps its slot (its thread not finalized, its detail ring in memory)
+ * while its newest detail record is younger than the longest pre-roll,
+ * so a window that opens later -- a crash a moment after -- still takes
+ * its records (drain_keep_ended); DRAIN_KEEP_MAX of them at most (the
+ * first the drain's reclaim meets, lowest slot first), and never while
+ * fewer than ADA_SLOT_SPARES full slots are free.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "clock.h"
+#include "detail_internal.h"
+#include "drain_internal.h"
+
+/* Bytes populated or locked per pass and process. */
+#define DRAIN_PREP_BYTES (1u << 20)
+/* Ended threads' slots kept at most per process (each holds a whole
+ * slot's memory: a thread per request must not keep them all). */
+#define DRAIN_KEEP_MAX 4u
+/* A single-threaded process gets its first spare at this age: past the
+ * life of a fork child or a short command, which would cost the drain a
+ * slot's pages each while a recorder of thousands of them falls behind. */
+#define DRAIN_PREP_AGE_NS 1000000000ull
+/* Threads seen (ended ones too) from which all ADA_SLOT_SPARES are kept. */
+#define DRAIN_PREP_CHURN 8u
+
+/* Finishes one claimed slot, a chunk per call: the pages of a detail
+ * ring its thread did not populate (ring_slot_populate leaves them to us)
+ * and the lock. True when the pass's share went to it. */
+static bool prep_finish_claimed(struct wal_proc *p)
+{
+	struct ada_arena *a = p->arena;
+	uint32_t used = ada_arena_slots_used(a);
+	for (uint32_t s = 0; s < used && s < p->max_threads; s++) {
+		if (p->slot_locked[s])
+			continue;
+		struct ada_slot_info si;
+		ada_arena_slot_info(a, s, &si);
+		/* Only a slot a claim made ACTIVE (FREE ones are the spares'
+		 * business: populating them is not free). */
+		if (si.state != ADA_SLOT_ACTIVE && si.state != ADA_SLOT_EXITED)
+			continue;
+		unsigned what = (ada_arena_slot_populated(a, s) ? 0 : ADA_PREP_POPULATE) |
+		                (p->lock_refused ? 0 : ADA_PREP_LOCK);
+		if (what == 0) {
+			p->slot_locked[s] = 1;
+			continue;
+		}
+		if (p->lock_slot != s) {
+			p->lock_slot = s;
+			p->lock_done = 0;
+		}
+		int rc = ada_arena_slot_prepare(a, s, what, &p->lock_done, DRAIN_PREP_BYTES);
+		if (rc == -EPERM) {
+			p->lock_refused = true; /* populate alone from the next call on */
+			return true;
+		}
+		if (rc != 0) { /* done, or no memory (its thread's records fault them in) */
+			p->slot_locked[s] = 1;
+			p->lock_slot = UINT32_MAX;
+		}
+		return true;
+	}
+	return false;
+}
+
+/* Spares wanted: none while the process is young and has one thread (a
+ * fork child or a short command that never starts a thread would cost a
+ * slot's pages and the drain's time for nothing), one once it has lived
+ * DRAIN_PREP_AGE_NS, half of ADA_SLOT_SPARES once it started a second
+ * thread, all of them once it started DRAIN_PREP_CHURN (threads that
+ * come and go faster than a drain starved of CPU frees their slots). */
+static uint32_t prep_spares_wanted(struct wal_proc *p)
+{
+	if (p->nthreads >= DRAIN_PREP_CHURN)
+		return ADA_SLOT_SPARES;
+	if (p->nthreads > 1)
+		return ADA_SLOT_SPARES / 2;
+	if (!p->prep_aged)
+		p->prep_aged = wal_now_ns() - p->opened_ns >= DRAIN_PREP_AGE_NS;
+	return p->prep_aged ? 1 : 0;
+}
+
+/* The next free full slot to prepare, or -1 when the spares are there. */
+static int64_t prep_pick_spare(struct wal_proc *p)
+{
+	struct ada_arena *a = p->arena;
+	uint32_t want = prep_spares_wanted(p), ready = 0;
+	uint32_t n = ada_arena_config_of(a)->max_threads;
+	for (uint32_t s = 0; s < n && s < p->max_threads && ready < want; s++) {
+		struct ada_slot_info si;
+		ada_arena_slot_info(a, s, &si);
+		if (si.state != ADA_SLOT_FREE)
+			continue;
+		if (!ada_arena_slot_populated(a, s))
+			return s;
+		ready++;
+	}
+	return -1;
+}
+
+/* Populates (and locks) the spare being prepared, a chunk per call. */
+static void prep_spare_step(struct wal_proc *p)
+{
+	struct ada_arena *a = p->arena;
+	uint32_t s = (uint32_t)p->prep_slot;
+	struct ada_slot_info si;
+	ada_arena_slot_info(a, s, &si);
+	if (si.state != ADA_SLOT_FREE) {
+		p->prep_slot = -1; /* claimed meanwhile: its claim populates */
+		return;
+	}
+	unsigned what = ADA_PREP_POPULATE | (p->lock_refused ? 0 : ADA_PREP_LOCK);
+	int rc = ada_arena_slot_prepare(a, s, what, &p->prep_done, DRAIN_PREP_BYTES);
+	if (rc == -EPERM) {
+		p->lock_refused = true; /* populate alone from the next pass on */
+		return;
+	}
+	if (rc == 0)
+		return;
+	if (rc == 1 && !p->lock_refused)
+		p->slot_locked[s] = 1;
+	/* Done; or no memory for the pages: tried again at the next scan. */
+	p->prep_backoff = rc < 0;
+	p->prep_slot = -1;
+}
+
+void drain_prepare_slots(struct wal_proc *p, bool scan)
+{
+	if (p->gone || p->reaped || p->arena_bad || !p->arena)
+		return;
+	if (!p->slot_locked) {
+		p->slot_locked = calloc(p->max_threads, 1);
+		if (!p->slot_locked)
+			return; /* out of memory: the threads populate themselves */
+		p->prep_slot = -1;
+		p->lock_slot = UINT32_MAX;
+		scan = true;
+	}
+	/* Every pass: a thread that took the last spare must find the next
+	 * one soon (a few slot lines read when the spares are there). */
+	if (scan)
+		p->prep_backoff = false;
+	/* None of it for a young single-threaded process (a fork child, a
+	 * short command): its detail ring's pages come as its records do,
+	 * and a recorder of a thousand short processes does not populate and
+	 * lock for each. */
+	if (prep_spares_wanted(p) == 0)
+		return;
+	/* A claimed slot first: its thread may be faulting in its detail
+	 * ring's pages meanwhile. */
+	if ((scan || p->lock_slot != UINT32_MAX) && prep_finish_claimed(p))
+		return;
+	if (p->prep_slot < 0 && !p->prep_backoff) {
+		p->prep_slot = prep_pick_spare(p);
+		p->prep_done = 0;
+	}
+	if (p->prep_slot >= 0)
+		prep_spare_step(p);
+}
+
+/* The longest pre-roll an armed trigger would take (0: none armed). */
+static uint64_t prep_pre_roll(struct ada_recorder *r)
+{
+	static struct ada_trigger_spec specs[ADA_TRIGGER_MAX]; /* the drain's only */
+	if (!r->flight.trig)
+		return 0;
+	size_t n = ada_trigger_list(r->flight.trig, specs, ADA_TRIGGER_MAX);
+	uint64_t pre = 0, dflt = ada_trigger_engine_opts(r->flight.trig)->pre_ns;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = specs[i].own_roll ? specs[i].pre_ns : dflt;
+		pre = v > pre ? v : pre;
+	}
+	return pre;
+}
+
+/* Free full slots of p now (a few lines read per slot). */
+static uint32_t prep_free_full(struct wal_proc *p)
+{
+	uint32_t n = ada_arena_config_of(p->arena)->max_threads, free_n = 0;
+	for (uint32_t s = 0; s < n && s < p->max_threads; s++) {
+		struct ada_slot_info si;
+		ada_arena_slot_info(p->arena, s, &si);
+		free_n += si.state == ADA_SLOT_FREE;
+	}
+	return free_n;
+}
+
+bool drain_keep_ended(struct ada_recorder *r, struct wal_proc *p, struct wal_thread *t,
+                      struct drain_keep *k)
+{
+	if (k->kept >= DRAIN_KEEP_MAX)
+		return false;
+	if (!t || t->done || !t->f || r->o.detail_mode != ADA_DETAIL_TRIGGERED ||
+	    !ada_arena_config_of(p->arena)->detail_bytes)
+		return false;
+	uint64_t pre = prep_pre_roll(r), oldest, newest;
+	if (pre == 0 || wal_detail_ring_span(r, t, &oldest, &newest) != 0 || newest == 0)
+		return false;
+	uint64_t now = ada_boottime_ns();
+	if (now > newest && now - newest >= pre)
+		return false; /* all of it older than any window could reach */
+	if (k->free_full < 0)
+		k->free_full = prep_free_full(p);
+	if (k->free_full < ADA_SLOT_SPARES)
+		return false; /* threads need the slot more */
+	k->kept++;
+	return true;
+}
