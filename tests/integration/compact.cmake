@@ -26,3 +26,11 @@ foreach(s crash_segv recover_killed always_wait always_lapped preroll_disk symbo
   set_tests_properties(e2e.atf_flight_${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
                        ENVIRONMENT "ADA_TEST_INDEX_FORMAT=atf" LABELS "e2e")
 endforeach()
+# Retention: at one --max-disk-mb the compact index keeps at least 6 times
+# the events of history ATF v2 keeps (counted from the files, issue 31).
+add_test(NAME e2e.compact_retention
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/retention_test.py
+                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
+                 --budget-mb 4 --min-ratio 6 $<TARGET_FILE:bw_fib_plain> 30)
+set_tests_properties(e2e.compact_retention PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                     LABELS "e2e")
