@@ -8,7 +8,9 @@
  *   F <function_id hex> <calls> <returns> <exceptions>
  * then `T <files> <events> <bytes of the index files>`.
  * Event count per file is taken from the footer (authoritative, errata 1)
- * when the footer magic is there, else from the file length. Single-
+ * when the footer magic is there, else from the file length. A compact
+ * index file (ATC1, ada's default --index-format) is read through the atf
+ * library, which decodes it; its bytes are its size on disk. Single-
  * threaded CLI helper; not part of ada. Bounds-checks every read.
  */
 #define _GNU_SOURCE
@@ -22,7 +24,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atf.h"
 #include "atf_format.h"
+#include "cidx.h"
 
 struct cnt_entry {
 	uint64_t fid;
@@ -89,6 +93,30 @@ static uint64_t cnt_events_in(const uint8_t *p, size_t len, uint64_t *off)
 	return fit;
 }
 
+static void cnt_event(const struct atf_index_event *e)
+{
+	uint32_t k = e->event_kind;
+	if (k >= 1 && k <= 3)
+		cnt_find(e->function_id)->n[k - 1]++;
+	else
+		cnt_other++;
+}
+
+/* A compact file: its events as the library decodes them. */
+static void cnt_compact(const char *path, size_t len)
+{
+	struct ada_atf_index *ix;
+	if (ada_atf_index_open(path, ADA_ATF_OPEN_SALVAGE, &ix) < 0)
+		return;
+	uint64_t n = ada_atf_index_count(ix);
+	for (uint64_t i = 0; i < n; i++)
+		cnt_event(ada_atf_index_get(ix, i));
+	ada_atf_index_free(ix);
+	cnt_files++;
+	cnt_events += n;
+	cnt_bytes += len;
+}
+
 static void cnt_file(const char *path, size_t len)
 {
 	if (len < ATF_HEADER_SIZE)
@@ -103,16 +131,15 @@ static void cnt_file(const char *path, size_t len)
 	if (memcmp(p, ATF_INDEX_MAGIC, 4) == 0) {
 		uint64_t off, n = cnt_events_in(p, len, &off);
 		const struct atf_index_event *ev = (const void *)(p + off);
-		for (uint64_t i = 0; i < n; i++) {
-			uint32_t k = ev[i].event_kind;
-			if (k >= 1 && k <= 3)
-				cnt_find(ev[i].function_id)->n[k - 1]++;
-			else
-				cnt_other++;
-		}
+		for (uint64_t i = 0; i < n; i++)
+			cnt_event(&ev[i]);
 		cnt_files++;
 		cnt_events += n;
 		cnt_bytes += len;
+	} else if (memcmp(p, ADA_CIDX_MAGIC, 4) == 0) {
+		munmap(p, len);
+		cnt_compact(path, len);
+		return;
 	}
 	munmap(p, len);
 }

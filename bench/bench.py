@@ -55,8 +55,12 @@ DETAIL_TRACERS = ['ada-detail-exe', 'ada-detail-always', 'ada-detail-none',
 # README's tables come from one run: issue 13 item 5). ada-detail-always is left out: it writes every record of every
 # repetition to disk (~2 GB per run of fib 32), a test of --detail always,
 # not a figure the README cites.
+# ada-atf (fib and mixed): ada writing ATF v2 directly (--index-format
+# atf, 32 bytes an event) beside its default compact index (the `ada`
+# rows): the encodings' cost and bytes per event side by side.
+INDEX_TRACERS = ['ada-atf']
 DEFAULT_TRACERS = ALL_TRACERS + ['ada-detail-exe', 'ada-detail-none', 'ada-detail-preroll',
-                                 'uftrace-args', 'ada-cold-2t']
+                                 'uftrace-args', 'ada-cold-2t'] + INDEX_TRACERS
 # ada-cold: ada with an empty hook-plan cache on every run (its first run on
 # a machine); only where start-up matters. ada-cold-2t (startup only): the
 # same with --analysis-threads 2 (the analysis shared with a
@@ -64,10 +68,10 @@ DEFAULT_TRACERS = ALL_TRACERS + ['ada-detail-exe', 'ada-detail-none', 'ada-detai
 COLD_ONLY = ('fib', 'startup')
 COLD_TRACERS = ('ada-cold', 'ada-cold-2t')
 WORKLOADS = {
-    'fib': ('fib', ['32'], ['28'], ALL_TRACERS[:-1] + DETAIL_TRACERS, ['1']),
+    'fib': ('fib', ['32'], ['28'], ALL_TRACERS[:-1] + DETAIL_TRACERS + INDEX_TRACERS, ['1']),
     'fib-small': ('fib', ['18'], ['18'], ALL_TRACERS, ['1']),
     'fib-threads': ('fibthreads', ['2', '31'], ['2', '27'], ALL_TRACERS[:-1], ['2', '1']),
-    'mixed': ('mixed', ['10000'], ['2000'], ALL_TRACERS[:-1], ['0']),
+    'mixed': ('mixed', ['10000'], ['2000'], ALL_TRACERS[:-1] + INDEX_TRACERS, ['0']),
     'threads': ('threads', ['2', '10000'], ['2', '2000'], ALL_TRACERS[:-1], ['2', '0']),
     'startup': ('startup', [], [], ALL_TRACERS + ['ada-cold-2t'], None),
     'latency': ('latency', ['30', '10000000'], ['5', '10000000'],
@@ -131,6 +135,9 @@ class Runner:
         never = (['--detail', 'never'] if self.detail_args else []) + ['--max-disk-mb', '0']
         if tracer in ('ada', 'ada-cold'):
             return [self.ada, 'record', '--out', outdir] + never + ['--'] + plain
+        if tracer == 'ada-atf':
+            return [self.ada, 'record', '--out', outdir, '--index-format', 'atf'] + never + \
+                ['--'] + plain
         if tracer == 'ada-cold-2t':
             return [self.ada, 'record', '--out', outdir] + never + \
                 ['--analysis-threads', '2', '--'] + plain

@@ -8,7 +8,10 @@
 # builds ada, the workloads and the micro-benchmarks in Release in its own
 # build directory ($ADA_BENCH_BUILD, default build-bench/), then runs:
 #   1. bench/bench.py (all options pass through; --help lists them): ada
-#      beside uftrace and ltrace, one table, JSON under bench/results/;
+#      beside uftrace and ltrace, one table, JSON under bench/results/; ada
+#      records its default compact index (the `ada` rows) and, on fib and
+#      mixed, ATF v2 directly (`ada-atf`); "B/event on disk" is each
+#      session's bytes over its events;
 #   2. bench/micro.py: ring_bench, wal_bench, disk_bench, keysym_bench (results/*-micro.json);
 #      bench/hot_ab.py: the hooks' own cost per detail mode, pinned, 21
 #      interleaved runs (results/*-hotab.json);

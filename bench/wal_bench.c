@@ -4,7 +4,9 @@
  * encode-to-disk latency at a paced rate. Not a test; run it by hand:
  *
  *   build/bench/wal_bench [--out DIR] [--events N] [--secs S] [--only 1|2|3]
- *   (WAL_BENCH_FLUSH=off|interval:MS|... sets the flush policy)
+ *   (WAL_BENCH_FLUSH=off|interval:MS|... sets the flush policy;
+ *   WAL_BENCH_INDEX=atf|compact the index encoding, compact by default as
+ *   for `ada record`)
  *
  * It records itself: the parent is the recorder (src/recorder's ada_recorder,
  * exactly what `ada record --no-agent` runs), the child is this program
@@ -35,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cidx.h"
 #include "ring.h"
 #include "recorder.h"
 
@@ -121,10 +124,15 @@ static uint64_t first_event_ns(const char *dir, int depth)
 			uint64_t v = first_event_ns(p, depth + 1);
 			best = v < best ? v : best;
 		} else if (!strncmp(de->d_name, "index", 5)) {
+			/* ATF v2 or compact: both headers have time_start_ns at 48. */
 			struct atf_index_header h;
+			struct ada_cidx_file_header c;
 			int fd = open(p, O_RDONLY);
-			if (fd >= 0 && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
-			    h.event_count && h.time_start_ns < best)
+			bool ok = fd >= 0 && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h);
+			memcpy(&c, &h, sizeof(c));
+			uint64_t n = ok && !memcmp(h.magic, ADA_CIDX_MAGIC, 4) ? c.event_count
+			                                                       : h.event_count;
+			if (ok && n && h.time_start_ns < best)
 				best = h.time_start_ns;
 			if (fd >= 0)
 				close(fd);
@@ -155,6 +163,8 @@ static int run(const char *self, const char *out, const char *name, unsigned thr
 	    .program_argv = argv,
 	    .flush = {.mode = ADA_FLUSH_INTERVAL, .value = 1000},
 	};
+	const char *ix = getenv("WAL_BENCH_INDEX"); /* compact (default) or atf */
+	o.index_format = ix && !strcmp(ix, "atf") ? ADA_INDEX_ATF : ADA_INDEX_COMPACT;
 	const char *fl = getenv("WAL_BENCH_FLUSH"); /* e.g. off, interval:1000 */
 	if (fl && ada_flush_parse(fl, &o.flush) < 0)
 		return 1;

@@ -14,7 +14,7 @@ add_custom_target(bench_workloads)
 
 # Counts index events per function in a session (bench/bench.py uses it).
 add_executable(atf_count ${CMAKE_CURRENT_SOURCE_DIR}/atf_count.c)
-target_link_libraries(atf_count PRIVATE ada_atf_format)
+target_link_libraries(atf_count PRIVATE ada_atf ada_atf_format)
 set_target_properties(atf_count PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bench)
 add_dependencies(bench_workloads atf_count)
 

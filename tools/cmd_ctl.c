@@ -158,6 +158,9 @@ void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 	fprintf(f, ", %lld events", (long long)fmt_int(st, "events"));
 	if (json_is_integer(json_object_get(st, "events_per_sec")))
 		fprintf(f, " (%lld/s)", (long long)fmt_int(st, "events_per_sec"));
+	if (fmt_int(st, "index_events") > 0)
+		fprintf(f, ", index %.2f bytes/event",
+		        (double)fmt_int(st, "index_bytes") / (double)fmt_int(st, "index_events"));
 	fmt_drops(f, st);
 	if (json_is_true(json_object_get(st, "disk_full")))
 		fprintf(f, ", DISK FULL: writing stopped, %lld events not written",
@@ -230,6 +233,11 @@ static void man_add(json_t *st, json_t *man)
 	json_t *fr = json_object_get(man, "flight_recorder"), *h = json_object_get(st, "hooks");
 	json_int_t ev = fmt_int(m, "events_written");
 	json_object_set_new(st, "events", json_integer(fmt_int(st, "events") + (ev > 0 ? ev : 0)));
+	json_int_t ib = fmt_int(m, "index_bytes"), ie = fmt_int(m, "index_events");
+	json_object_set_new(st, "index_bytes",
+	                    json_integer(fmt_int(st, "index_bytes") + (ib > 0 ? ib : 0)));
+	json_object_set_new(st, "index_events",
+	                    json_integer(fmt_int(st, "index_events") + (ie > 0 ? ie : 0)));
 	json_int_t rw = fmt_int(m, "ring_waits"), rns = fmt_int(m, "ring_waited_ns");
 	json_object_set_new(st, "ring_waits",
 	                    json_integer(fmt_int(st, "ring_waits") + (rw > 0 ? rw : 0)));

@@ -196,7 +196,8 @@ static void ex_walk(struct ex_state *s, struct ada_frames *w)
 			ada_atf_index_range(ix, s->from, s->to, &b, &n);
 		for (uint64_t k = b; k < n; k += 1u << 20) {
 			uint64_t e = n - k < (1u << 20) ? n : k + (1u << 20);
-			ada_frames_push_many(w, ada_atf_index_get(ix, k), e - k, (uint32_t)g, k);
+			ada_frames_push_many(w, ada_atf_index_span(ix, k, e - k), e - k,
+			                     (uint32_t)g, k);
 			ada_atf_index_done(ix, k, e); /* RSS stays a chunk, not the file */
 			rd_progress_add(&s->pg, e - k);
 		}

@@ -2,13 +2,14 @@
  * ada export --format atf -o DIR SRC: a strict ATF v2 copy of a recording,
  * for tools that read ATF v2 files themselves. The directory tree under
  * SRC (a session, a pid_N or a thread_K) is copied under DIR; each compact
- * index file (ATC1, cidx.h) becomes its ATF v2 form (ada_cidx_to_atf:
+ * index file (ATC1, cidx.h) becomes its ATF v2 form (ada_cidx_to_atf_fd:
  * the same events, links included, 32 bytes each, the footer's CRC-32);
  * every other file is copied as it is. A pid_N's manifest.json is written
  * last, with each converted file's entry saying "encoding": "atf" and its
  * new bytes and crc32.
  *
- * Threads: the CLI's one thread. Each file is read whole into memory.
+ * Threads: the CLI's one thread. Each file is read whole into memory; a
+ * compact one is written out a block at a time.
  * Exit status: 0; 1 when a file could not be read, converted or written
  * (the rest is exported).
  */
@@ -77,17 +78,16 @@ static int xa_write(const char *path, const void *buf, size_t len)
 /* One file: converted when it is a compact index, else copied. */
 static int xa_file(const char *from, const char *to)
 {
-	uint8_t *buf = NULL, *atf;
-	size_t len = 0, alen;
+	uint8_t *buf = NULL;
+	size_t len = 0;
 	int r = xa_read(from, &buf, &len);
 	if (r < 0)
 		return r;
-	if (ada_cidx_is_compact(buf, len)) {
-		r = ada_cidx_to_atf(buf, len, 0, &atf, &alen);
-		if (r == 0) {
-			r = xa_write(to, atf, alen);
-			free(atf);
-		}
+	if (ada_cidx_is_compact(buf, len)) { /* written a block at a time */
+		int fd = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		r = fd < 0 ? -errno : ada_cidx_to_atf_fd(buf, len, 0, fd);
+		if (fd >= 0 && close(fd) < 0 && r == 0)
+			r = -errno;
 	} else {
 		r = xa_write(to, buf, len);
 	}

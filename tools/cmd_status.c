@@ -46,6 +46,10 @@
 struct status_tot {
 	uint32_t procs, dead;
 	uint64_t written, lost, retired;
+	/* The index files' bytes and their events (bytes per event); a live
+	 * process adds its published ratio times its events. */
+	double index_bytes;
+	uint64_t index_events;
 	uint64_t drops[ADA_DROP_REASON_COUNT];
 	uint64_t untraced, shm_ceiling, shm_peak;
 	uint64_t pid_reused; /* arenas of a reused pid: not read (manifests' shm) */
@@ -151,11 +155,16 @@ static void status_live(const char *dir, json_t *man, struct ada_arena *a, struc
 	char drops[256];
 	status_drops_text(by, drops, sizeof(drops));
 	uint64_t written = status_u64(&m->events_written[0]);
+	double bpe =
+	    atomic_load_explicit(&m->index_centibytes_per_event, memory_order_relaxed) / 100.0;
 	t->written += written;
-	printf("%s: recording, pid %d, %llu events written, %s, %llu events/s, ring fill max "
-	       "%u%%, latency p50 %.2f ms p99 %.2f ms, drain heartbeat %llu\n",
+	t->index_bytes += bpe * (double)written;
+	t->index_events += written;
+	printf("%s: recording, pid %d, %llu events written, %s, %llu events/s, index %.2f "
+	       "bytes/event, ring fill max %u%%, latency p50 %.2f ms p99 %.2f ms, drain heartbeat "
+	       "%llu\n",
 	       dir, (int)ada_arena_pid(a), (unsigned long long)written, drops,
-	       (unsigned long long)status_u64(&m->events_per_sec[0]),
+	       (unsigned long long)status_u64(&m->events_per_sec[0]), bpe,
 	       atomic_load_explicit(&m->ring_fill_pct_max, memory_order_relaxed),
 	       (double)status_u64(&m->batch_latency_ns_p50) / 1e6,
 	       (double)status_u64(&m->batch_latency_ns_p99) / 1e6,
@@ -216,12 +225,15 @@ static void status_done(const char *dir, json_t *man, struct status_tot *t)
 	uint64_t lost = status_int(man, "lost_events");
 	uint64_t retired = status_int(json_object_get(man, "retention"), "retired_events");
 	bool full = json_is_true(json_object_get(man, "disk_full"));
+	uint64_t ib = status_int(mt, "index_bytes"), ie = status_int(mt, "index_events");
 	printf(
 	    "%s: %s, %llu events written, %llu not written (disk full), %llu deleted by the disk "
-	    "budget, %s, %.2f M events/s, latency p50 %.2f ms p99 %.2f ms, %s%s\n",
+	    "budget, %s, %.2f M events/s, index %.2f bytes/event, latency p50 %.2f ms p99 %.2f "
+	    "ms, %s%s\n",
 	    dir, ada_manifest_state(man), (unsigned long long)written, (unsigned long long)lost,
 	    (unsigned long long)retired, drops,
 	    json_number_value(json_object_get(mt, "events_per_sec")) / 1e6,
+	    ie ? (double)ib / (double)ie : 0.0,
 	    (double)status_int(mt, "batch_latency_ns_p50") / 1e6,
 	    (double)status_int(mt, "batch_latency_ns_p99") / 1e6, ex,
 	    full ? ", the disk filled up" : "");
@@ -230,6 +242,8 @@ static void status_done(const char *dir, json_t *man, struct status_tot *t)
 		printf("  quarantined: %s\n",
 		       json_string_value(json_object_get(json_array_get(q, i), "reason")));
 	t->written += written;
+	t->index_bytes += (double)ib;
+	t->index_events += ie;
 	t->lost += lost;
 	t->retired += retired;
 	t->disk_full |= full;
@@ -334,10 +348,11 @@ static void status_session(const char *dir, const struct status_tot *t)
 	char drops[256];
 	status_drops_text(t->drops, drops, sizeof(drops));
 	printf("%s: %u process%s, %llu events written, %llu not written (disk full), %llu deleted "
-	       "by the disk budget, %s, %llu processes untraced (shared-memory ceiling %.1f MiB, "
-	       "peak %.1f MiB)%s",
+	       "by the disk budget, %s, index %.2f bytes/event, %llu processes untraced "
+	       "(shared-memory ceiling %.1f MiB, peak %.1f MiB)%s",
 	       dir, t->procs, t->procs == 1 ? "" : "es", (unsigned long long)t->written,
 	       (unsigned long long)t->lost, (unsigned long long)t->retired, drops,
+	       t->index_events ? t->index_bytes / (double)t->index_events : 0.0,
 	       (unsigned long long)t->untraced, (double)t->shm_ceiling / 1048576.0,
 	       (double)t->shm_peak / 1048576.0, t->disk_full ? ", the disk filled up" : "");
 	if (t->pid_reused)

@@ -176,7 +176,7 @@ uint64_t rd_thread_walk(const struct ada_atf_thread *t, struct ada_frames *w, ui
 		ada_atf_index_range(ix, from, to, &b, &e);
 		for (uint64_t k = b; k < e; k += RD_CHUNK) { /* contiguous in the mapping */
 			uint64_t m = e - k < RD_CHUNK ? e - k : RD_CHUNK;
-			ada_frames_push_many(w, ada_atf_index_get(ix, k), m, (uint32_t)g, k);
+			ada_frames_push_many(w, ada_atf_index_span(ix, k, m), m, (uint32_t)g, k);
 			ada_atf_index_done(ix, k, k + m); /* RSS stays a chunk, not the file */
 		}
 		n += e - b;

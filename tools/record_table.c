@@ -418,10 +418,11 @@ static const struct record_opt record_table[] = {
     {"segment-mb", "N", record_opt_u64, F(segment_mb),
      "preallocation step of index files (default 64)", .tests = "e2e.opt.segment_mb"},
     {"index-format", "F", record_opt_choice, F(index_format),
-     "atf (default: ATF v2, 32 bytes per event) or compact\n"
-     "(the compact index, ATC1: a few bytes per event; `ada\n"
-     "export --format atf` gives ATF v2 files of it)",
-     .tests = "e2e.compact_roundtrip pipeline_compact_exact e2e.compact_flight_always_wait",
+     "compact (default: the compact index, ATC1, a few bytes\n"
+     "per event; `ada export --format atf` gives ATF v2 files\n"
+     "of it) or atf (ATF v2 written directly, 32 bytes per\n"
+     "event, for tools that read the files while recording)",
+     .tests = "e2e.compact_roundtrip pipeline_atf_exact e2e.atf_flight_always_wait",
      .choices = (const struct record_choice[]){{"atf", ADA_INDEX_ATF},
                                                {"compact", ADA_INDEX_COMPACT},
                                                {NULL, 0}}},
@@ -694,6 +695,7 @@ static void record_defaults(struct rec_args *a, bool attach)
 	a->max_shm_mb = UINT64_MAX;  /* not given: the default ceiling */
 	a->follow = a->agent = true;
 	a->stack_bytes = 128;
+	a->index_format = ADA_INDEX_COMPACT;
 	a->detail_overflow = -1; /* not given: follows --overflow */
 	a->call_timeout_ns = ADA_ATTACH_CALL_TIMEOUT_NS;
 	a->flush = (struct ada_flush_policy){.mode = ADA_FLUSH_INTERVAL, .value = 1000};

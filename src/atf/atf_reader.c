@@ -84,8 +84,61 @@ struct ada_atf_index {
 	struct atf_index_header hdr;
 	const uint8_t *events;
 	uint64_t count;
-	struct atf_index_event *decoded; /* a compact file's events (cidx.h), owned */
+	/* A compact file (cidx.h): its events decoded block by block as they
+	 * are asked for (index_ensure) into decoded, an address range for all
+	 * of them whose pages are touched only then; ready[b]: block b is
+	 * there. The chunked readers' ada_atf_index_done() gives the pages
+	 * back and clears their blocks, so memory stays a chunk, as the
+	 * mapping of an ATF v2 file does. */
+	struct atf_index_event *decoded;
+	size_t decoded_len;
+	struct ada_cidx_dec *dec;
+	uint8_t *ready;
+	size_t nready;   /* blocks kept (those before a bad one with SALVAGE) */
+	size_t last_blk; /* the block the last lookup found */
 };
+
+static void index_decoded_free(struct ada_atf_index *ix)
+{
+	if (ix->decoded)
+		munmap(ix->decoded, ix->decoded_len);
+	ada_cidx_dec_free(ix->dec);
+	free(ix->ready);
+	ix->decoded = NULL;
+	ix->dec = NULL;
+	ix->ready = NULL;
+}
+
+/* The block holding seq (< count): the last one found, else a search. */
+static size_t index_block_of(struct ada_atf_index *ix, uint64_t seq)
+{
+	uint64_t first, t0;
+	uint32_t k;
+	ada_cidx_dec_block_info(ix->dec, ix->last_blk, &first, &k, &t0);
+	if (seq - first < k) /* wraps when seq < first */
+		return ix->last_blk;
+	ix->last_blk = ada_cidx_dec_block_of(ix->dec, seq);
+	return ix->last_blk;
+}
+
+/* Blocks of events [seq, seq + n) decoded in place (n >= 1, inside count).
+ * They decoded when the file was opened: one that does not now (the
+ * mapping's bytes changed under it) reads as zeros, never past its room. */
+static void index_ensure(const struct ada_atf_index *cix, uint64_t seq, uint64_t n)
+{
+	struct ada_atf_index *ix = (struct ada_atf_index *)cix; /* allocated non-const */
+	size_t b = index_block_of(ix, seq), last = index_block_of(ix, seq + n - 1);
+	for (; b <= last && b < ix->nready; b++) {
+		if (ix->ready[b])
+			continue;
+		uint64_t first, t0;
+		uint32_t k;
+		ada_cidx_dec_block_info(ix->dec, b, &first, &k, &t0);
+		if (ada_cidx_dec_block(ix->dec, b, ix->decoded + first))
+			memset(ix->decoded + first, 0, (size_t)k * sizeof(*ix->decoded));
+		ix->ready[b] = 1;
+	}
+}
 
 /* The count the footer vouches for, or -1 when header/footer/length disagree. */
 static int64_t index_strict_count(const struct atf_map *m, const struct atf_index_header *h)
@@ -127,7 +180,8 @@ static uint64_t index_salvage_count(const struct atf_map *m, const struct atf_in
 
 /* The ATF v2 header a compact file stands for: its identity, the events
  * decoded, the time range of those events. */
-static void index_compact_header(struct ada_atf_index *ix, const struct ada_cidx_file_header *c)
+static void index_compact_header(struct ada_atf_index *ix, const struct ada_cidx_file_header *c,
+                                 uint64_t t0, uint64_t t1)
 {
 	struct ada_atf_file_info info = {
 	    .thread_id = c->thread_id,
@@ -138,46 +192,68 @@ static void index_compact_header(struct ada_atf_index *ix, const struct ada_cidx
 	};
 	uint64_t n = ix->count;
 
-	ada_atf_index_header_fill(&ix->hdr, &info, n, n ? ix->decoded[0].timestamp_ns : 0,
-	                          n ? ix->decoded[n - 1].timestamp_ns : 0);
+	ada_atf_index_header_fill(&ix->hdr, &info, n, n ? t0 : 0, n ? t1 : 0);
 	ix->hdr.version = ATF_VERSION;
 }
 
-/* A compact index (cidx.h) is decoded whole on open, so every reader gets
- * ATF v2 events by pointer as from a v2 file. The allocation is bounded by
- * the file (a coded event takes a byte at least). With SALVAGE, the blocks
- * before the first one that does not decode are kept. */
+/* Every block decoded once into scratch: the count (with SALVAGE, the
+ * blocks before the first one that does not decode) and the time range. */
+static int index_compact_scan(struct ada_atf_index *ix, uint64_t *t0, uint64_t *t1)
+{
+	struct ada_cidx_dec *d = ix->dec;
+	struct atf_index_event *scratch =
+	    malloc((ada_cidx_dec_scratch_events(d) + 1) * sizeof(*scratch));
+	int err = 0;
+
+	if (!scratch)
+		return -ENOMEM;
+	ix->count = 0;
+	for (size_t b = 0; b < ada_cidx_dec_nblocks(d); b++) {
+		uint64_t first, ts;
+		uint32_t k;
+		ada_cidx_dec_block_info(d, b, &first, &k, &ts);
+		err = ada_cidx_dec_block(d, b, scratch);
+		if (err)
+			break;
+		if (k && !ix->count)
+			*t0 = scratch[0].timestamp_ns;
+		if (k)
+			*t1 = scratch[k - 1].timestamp_ns;
+		ix->count = first + k;
+		ix->nready = b + 1;
+	}
+	free(scratch);
+	return err;
+}
+
+/* A compact index (cidx.h): checked whole on open (every block decodes),
+ * then read as ATF v2 events by pointer, as from a v2 file, each block
+ * decoded when first asked for. The address range is bounded by the file
+ * (a coded event takes a byte at least). */
 static int index_init_compact(struct ada_atf_index *ix, unsigned flags)
 {
 	struct ada_cidx_file_header c;
-	struct ada_cidx_dec *d;
-	int err = ada_cidx_dec_open(ix->map.base, ix->map.len, flags, &d);
-	uint64_t n;
+	uint64_t t0 = 0, t1 = 0;
+	int err = ada_cidx_dec_open(ix->map.base, ix->map.len, flags, &ix->dec);
 
 	if (err)
 		return err;
-	c = *ada_cidx_dec_header(d);
-	n = ada_cidx_dec_count(d);
-	ix->decoded = malloc((n ? n : 1) * sizeof(*ix->decoded));
-	if (!ix->decoded) {
-		ada_cidx_dec_free(d);
+	c = *ada_cidx_dec_header(ix->dec);
+	err = index_compact_scan(ix, &t0, &t1);
+	if (err == -ENOMEM || (err && !(flags & ADA_ATF_OPEN_SALVAGE)))
+		return err;
+	ix->decoded_len = (size_t)(ix->count ? ix->count : 1) * sizeof(*ix->decoded);
+	void *p = mmap(NULL, ix->decoded_len, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	ix->ready = calloc(ix->nready + 1, 1);
+	if (p == MAP_FAILED || !ix->ready) {
+		if (p != MAP_FAILED)
+			munmap(p, ix->decoded_len);
 		return -ENOMEM;
 	}
-	ix->count = 0;
-	for (size_t b = 0; b < ada_cidx_dec_nblocks(d); b++) {
-		uint64_t first, t0;
-		uint32_t k;
-		ada_cidx_dec_block_info(d, b, &first, &k, &t0);
-		err = ada_cidx_dec_block(d, b, ix->decoded + first);
-		if (err)
-			break;
-		ix->count = first + k;
-	}
-	ada_cidx_dec_free(d);
-	if (err && !(flags & ADA_ATF_OPEN_SALVAGE))
-		return err;
+	ix->decoded = p;
 	ix->events = (const uint8_t *)ix->decoded;
-	index_compact_header(ix, &c);
+	index_compact_header(ix, &c, t0, t1);
 	return 0;
 }
 
@@ -209,7 +285,7 @@ static int index_new(struct atf_map *m, unsigned flags, struct ada_atf_index **o
 	ix->map = *m;
 	err = index_init(ix, flags);
 	if (err) {
-		free(ix->decoded);
+		index_decoded_free(ix);
 		free(ix);
 		return err;
 	}
@@ -241,7 +317,7 @@ void ada_atf_index_free(struct ada_atf_index *ix)
 	if (!ix)
 		return;
 	atf_map_release(&ix->map);
-	free(ix->decoded);
+	index_decoded_free(ix);
 	free(ix);
 }
 
@@ -259,20 +335,51 @@ const struct atf_index_event *ada_atf_index_get(const struct ada_atf_index *ix, 
 {
 	if (seq >= ix->count)
 		return NULL;
+	if (ix->decoded)
+		index_ensure(ix, seq, 1);
 	return (const struct atf_index_event *)(ix->events + seq * ATF_INDEX_EVENT_SIZE);
+}
+
+const struct atf_index_event *ada_atf_index_span(const struct ada_atf_index *ix, uint64_t seq,
+                                                 uint64_t n)
+{
+	if (seq >= ix->count || n == 0 || n > ix->count - seq)
+		return NULL;
+	if (ix->decoded)
+		index_ensure(ix, seq, n);
+	return (const struct atf_index_event *)(ix->events + seq * ATF_INDEX_EVENT_SIZE);
+}
+
+/* Decoded events [lo, hi) (byte offsets, whole pages) given back: the
+ * blocks they touch are decoded again when next asked for. */
+static void index_decoded_drop(const struct ada_atf_index *cix, uintptr_t lo, uintptr_t hi)
+{
+	struct ada_atf_index *ix = (struct ada_atf_index *)cix; /* allocated non-const */
+	uintptr_t base = (uintptr_t)ix->decoded;
+	uint64_t first = (lo - base) / ATF_INDEX_EVENT_SIZE;
+	uint64_t end = (hi - base + ATF_INDEX_EVENT_SIZE - 1) / ATF_INDEX_EVENT_SIZE;
+	end = end < ix->count ? end : ix->count;
+	if (first >= end)
+		return;
+	size_t b = index_block_of(ix, first), last = index_block_of(ix, end - 1);
+	madvise((void *)lo, hi - lo, MADV_DONTNEED); /* zero-fill pages from here on */
+	for (; b <= last && b < ix->nready; b++)
+		ix->ready[b] = 0;
 }
 
 void ada_atf_index_done(const struct ada_atf_index *ix, uint64_t begin, uint64_t end)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), lo, hi;
 
-	if (!ix->map.owned || ix->decoded || begin >= end || end > ix->count)
-		return; /* a caller's buffer, or decoded events, are not ours to drop */
+	if ((!ix->map.owned && !ix->decoded) || begin >= end || end > ix->count)
+		return; /* a caller's buffer is not ours to drop */
 	/* Whole pages strictly inside the range: a page shared with events
 	 * still to be read stays. */
 	lo = ((uintptr_t)(ix->events + begin * ATF_INDEX_EVENT_SIZE) + page - 1) & ~(page - 1);
 	hi = (uintptr_t)(ix->events + end * ATF_INDEX_EVENT_SIZE) & ~(page - 1);
-	if (hi > lo)
+	if (hi > lo && ix->decoded)
+		index_decoded_drop(ix, lo, hi);
+	else if (hi > lo)
 		madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advice: an error changes nothing */
 }
 

@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <zlib.h>
+#ifdef ADA_ATF_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
 
 #include "atf_internal.h"
 #include "fs.h"
@@ -21,6 +24,9 @@
 
 uint32_t ada_atf_crc32(uint32_t crc, const void *buf, size_t len)
 {
+#ifdef ADA_ATF_HAVE_LIBDEFLATE
+	return libdeflate_crc32(crc, buf, len); /* zlib's values, several times faster */
+#else
 	const uint8_t *p = buf;
 
 	/* zlib takes uInt lengths: feed huge buffers in pieces. */
@@ -31,6 +37,7 @@ uint32_t ada_atf_crc32(uint32_t crc, const void *buf, size_t len)
 		len -= n;
 	}
 	return crc;
+#endif
 }
 
 void ada_atf_file_info_native(struct ada_atf_file_info *info, uint32_t thread_id)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "atf_internal.h"
 #include "cidx.h"
@@ -70,6 +71,93 @@ int ada_cidx_to_atf(const void *buf, size_t len, unsigned flags, uint8_t **out, 
 	*out = p;
 	*out_len = 2 * ATF_HEADER_SIZE + n * ATF_INDEX_EVENT_SIZE;
 	return 0;
+}
+
+static int export_write(int fd, const void *buf, size_t len, uint64_t off)
+{
+	for (size_t done = 0; done < len;) {
+		ssize_t k =
+		    pwrite(fd, (const uint8_t *)buf + done, len - done, (off_t)(off + done));
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		done += (size_t)k;
+	}
+	return 0;
+}
+
+/* The most events one block holds (the decode buffer's size). */
+static uint32_t export_max_block(const struct ada_cidx_dec *d)
+{
+	uint32_t most = 0;
+	for (size_t b = 0; b < ada_cidx_dec_nblocks(d); b++) {
+		uint64_t first, t0;
+		uint32_t k;
+		ada_cidx_dec_block_info(d, b, &first, &k, &t0);
+		most = k > most ? k : most;
+	}
+	return most;
+}
+
+/* Decodes and writes the blocks from offset ATF_HEADER_SIZE, the CRC-32
+ * and time range kept as they go; stops at the first bad block. */
+static int export_stream(const struct ada_cidx_dec *d, struct atf_index_event *ev, int fd,
+                         uint64_t *n, uint32_t *crc, uint64_t *t0, uint64_t *t1, bool *bad)
+{
+	*n = *t0 = *t1 = 0;
+	*crc = 0;
+	*bad = false;
+	for (size_t b = 0; b < ada_cidx_dec_nblocks(d); b++) {
+		uint64_t first, ts;
+		uint32_t k;
+		ada_cidx_dec_block_info(d, b, &first, &k, &ts);
+		if (ada_cidx_dec_block(d, b, ev)) {
+			*bad = true;
+			return 0;
+		}
+		if (!k)
+			continue;
+		*t0 = *n ? *t0 : ev[0].timestamp_ns;
+		*t1 = ev[k - 1].timestamp_ns;
+		*crc = ada_atf_crc32(*crc, ev, (size_t)k * ATF_INDEX_EVENT_SIZE);
+		int err = export_write(fd, ev, (size_t)k * ATF_INDEX_EVENT_SIZE,
+		                       ATF_HEADER_SIZE + *n * ATF_INDEX_EVENT_SIZE);
+		if (err)
+			return err;
+		*n += k;
+	}
+	return 0;
+}
+
+int ada_cidx_to_atf_fd(const void *buf, size_t len, unsigned flags, int fd)
+{
+	struct ada_cidx_dec *d;
+	struct atf_index_header h;
+	struct atf_index_footer f;
+	int err = ada_cidx_dec_open(buf, len, flags, &d);
+	if (err)
+		return err;
+	const struct ada_cidx_file_header *c = ada_cidx_dec_header(d);
+	struct ada_atf_file_info info = {c->thread_id, c->arch, c->os, c->clock_type,
+	                                 c->flags & ATF_INDEX_FLAG_HAS_DETAIL};
+	struct atf_index_event *ev = malloc(((size_t)export_max_block(d) + 1) * sizeof(*ev));
+	uint64_t n = 0, t0 = 0, t1 = 0;
+	uint32_t crc = 0;
+	bool bad = false;
+	err = ev ? 0 : -ENOMEM;
+	if (!err) /* the placeholder: a reader of an incomplete file sees no header */
+		err = export_write(fd, memset(&h, 0, sizeof(h)), sizeof(h), 0);
+	if (!err)
+		err = export_stream(d, ev, fd, &n, &crc, &t0, &t1, &bad);
+	free(ev);
+	ada_cidx_dec_free(d);
+	if (!err && bad && !(flags & ADA_ATF_OPEN_SALVAGE))
+		err = -EBADMSG;
+	if (err)
+		return err;
+	ada_atf_index_header_fill(&h, &info, n, t0, t1);
+	ada_atf_index_footer_fill(&f, crc, n, t0, t1);
+	err = export_write(fd, &f, sizeof(f), ATF_HEADER_SIZE + n * ATF_INDEX_EVENT_SIZE);
+	return err ? err : export_write(fd, &h, sizeof(h), 0);
 }
 
 static void cv_report(struct ada_atf_report *r, const char *path, uint64_t off, const char *msg)

@@ -139,6 +139,9 @@ void ctl_method_status(struct ctl_call *k)
 		if (v->detail_mode == ADA_DETAIL_TRIGGERED) /* information, not a drop */
 			json_object_set_new(o, "detail_overwritten",
 			                    json_integer((json_int_t)v->detail_overwritten));
+		/* what the index encoding costs on disk */
+		json_object_set_new(o, "index_bytes", json_integer((json_int_t)v->index_bytes));
+		json_object_set_new(o, "index_events", json_integer((json_int_t)v->index_events));
 		/* what the drain running behind cost the program */
 		json_object_set_new(o, "ring_waits", json_integer((json_int_t)v->ring_waits));
 		json_object_set_new(o, "ring_waited_sec",

@@ -903,6 +903,11 @@ static void drain_tick_proc(struct ada_recorder *r, struct wal_proc *p, double d
 	atomic_store_explicit(&m->batch_latency_ns_p99, p99, memory_order_relaxed);
 	atomic_store_explicit(&m->events_written[ADA_LANE_INDEX], p->events - wal_proc_lost(p),
 	                      memory_order_relaxed);
+	uint64_t ib, ie;
+	wal_proc_index_bytes(p, &ib, &ie);
+	double cb = ie ? 100.0 * (double)ib / (double)ie + 0.5 : 0;
+	atomic_store_explicit(&m->index_centibytes_per_event, cb < 4e9 ? (uint32_t)cb : UINT32_MAX,
+	                      memory_order_relaxed);
 	p->events_at_tick = p->events;
 	p->fill_last = p->fill_max;
 	p->fill_max = 0;

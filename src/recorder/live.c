@@ -94,6 +94,10 @@ static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, boo
 		const struct wal_proc *p = r->procs[i];
 		v->events += p->events - wal_proc_lost(p);
 		v->events_not_written += wal_proc_lost(p);
+		uint64_t ib, ie;
+		wal_proc_index_bytes(p, &ib, &ie);
+		v->index_bytes += ib;
+		v->index_events += ie;
 		for (int l = 0; l < ADA_LANE_COUNT; l++)
 			for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
 				v->drops[k] += p->drops[l][k];

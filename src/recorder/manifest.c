@@ -109,6 +109,22 @@ static json_t *man_gen(const struct wal_gen *g)
 	return o;
 }
 
+void wal_proc_index_bytes(const struct wal_proc *p, uint64_t *bytes, uint64_t *events)
+{
+	*bytes = *events = 0;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		const struct wal_thread *t = p->threads[i];
+		*bytes += t->retired_bytes;
+		*events += t->retired_events;
+		for (size_t g = 0; g < t->ngens; g++) {
+			*bytes += t->gens[g].bytes;
+			*events += t->gens[g].events;
+		}
+		*bytes += t->f ? ada_wal_file_bytes(t->f) : t->last.bytes;
+		*events += t->f ? ada_wal_file_events(t->f) : t->last.events;
+	}
+}
+
 /* "files": the kept generations, oldest first, then the current file
  * (generation null) once it is final. */
 static bool man_exists(int dirfd, const char *name);
@@ -358,6 +374,14 @@ static json_t *man_metrics(const struct ada_recorder *r, const struct wal_proc *
 	wal_proc_ring_waits(p, &waits, &ns);
 	json_object_set_new(m, "ring_waits", json_integer((json_int_t)waits));
 	json_object_set_new(m, "ring_waited_ns", json_integer((json_int_t)ns));
+	/* What the index encoding costs on disk: every index file's bytes
+	 * (those the budget deleted since included) over their events. */
+	uint64_t ib, ie;
+	wal_proc_index_bytes(p, &ib, &ie);
+	json_object_set_new(m, "index_bytes", json_integer((json_int_t)ib));
+	json_object_set_new(m, "index_events", json_integer((json_int_t)ie));
+	json_object_set_new(m, "index_bytes_per_event",
+	                    json_real(ie ? (double)ib / (double)ie : 0));
 	return m;
 }
 

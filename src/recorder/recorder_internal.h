@@ -309,6 +309,9 @@ struct ada_recorder {
 
 uint64_t wal_proc_drops(const struct wal_proc *p);
 uint64_t wal_proc_lost(const struct wal_proc *p); /* events not written (disk full) */
+/* The bytes of its index files (kept, retired and current, headers
+ * included) and the events in them: the encoding's bytes per event. */
+void wal_proc_index_bytes(const struct wal_proc *p, uint64_t *bytes, uint64_t *events);
 
 /* budget.c: the default budget for a session under dir (10 % of the free
  * space, at most 4 GiB, at least 1 MiB); bytes rounded up to whole blocks;

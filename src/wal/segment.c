@@ -729,6 +729,11 @@ bool ada_wal_io_disk_full(const struct ada_wal_io *io)
 	return io->disk_full;
 }
 
+uint64_t ada_wal_file_bytes(const struct ada_wal_file *f)
+{
+	return f->end;
+}
+
 uint64_t ada_wal_io_bytes_written(const struct ada_wal_io *io)
 {
 	return io->bytes_written;

@@ -13,7 +13,11 @@
  *      decoded, and compared byte for byte - the encoder must be exact for
  *      any values, not only the ones the hooks write.
  * Seeds: tests/fuzz/corpus/cidx/, written by tests/unit/test_atf_cidx with
- * ADA_CIDX_SEEDS=DIR. Built only with clang (see cidx.cmake).
+ * ADA_CIDX_SEEDS=DIR, and real_*: files of real recordings (fib, 4 KiB
+ * blocks, with and without links) and their damaged forms - a write torn
+ * inside a block, lying lengths and counts, varints that never end, a
+ * block table pointing anywhere - written by cidx_real_seeds.py. Built
+ * only with clang (see cidx.cmake).
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -173,9 +173,10 @@ def first_diff(a, b):
 
 # ---------------------------------------------------------------- ada
 
-# ADA_TEST_INDEX_FORMAT=compact: every recording is made with
-# --index-format compact, and the independent checker reads its `ada
-# export --format atf` copy (check_independent).
+# ADA_TEST_INDEX_FORMAT=atf|compact: every recording is made with that
+# --index-format (unset: ada's default, compact). The independent checker
+# reads ATF v2 files as they are and a compact session's `ada export
+# --format atf` copy (check_independent).
 INDEX_FORMAT = os.environ.get("ADA_TEST_INDEX_FORMAT", "")
 ADA_PATH = [None]
 
@@ -1156,11 +1157,25 @@ def cmd_bad(args, ada, work, rep):
     rep.note("stderr: %r" % lines)
 
 
+def has_compact_index(d):
+    """Whether an index file under d is compact (ATC1, the default
+    --index-format): the checker reads ATF v2 only."""
+    for root, _, names in os.walk(d):
+        for n in names:
+            if n.startswith("index") and n.endswith(".atf"):
+                with open(os.path.join(root, n), "rb") as f:
+                    if f.read(4) == b"ATC1":
+                        return True
+    return False
+
+
 def check_independent(rep, d):
     """The ATF checker written from the schema and errata alone
     (atf_check.py, no code shared with ada validate): every index and
     detail file, their links both ways."""
-    if INDEX_FORMAT == "compact" and ADA_PATH[0]:
+    if has_compact_index(d):
+        if not ADA_PATH[0]:
+            raise Fail("%s holds compact index files and no ada to export them" % d)
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "atf")
             rc, o, e = run([ADA_PATH[0], "export", "--format", "atf", "-o", out, d])

@@ -46,7 +46,22 @@ record() {
 	P=$(ls -d "$S"/pid_* | head -n 1)
 }
 
-events_written() { find "$1" -name 'index*.atf' -printf '%s\n' | awk '{n += ($1 - 128) / 32} END {print n + 0}'; }
+# Events in the index files: an ATF v2 file's from its size (a 64-byte
+# header and footer around 32-byte events), a compact one's (ATC1, the
+# default --index-format) from its finished header's event_count.
+events_written() {
+	python3 - "$1" <<'PY'
+import glob, os, sys
+n = 0
+for p in glob.glob(os.path.join(sys.argv[1], "**", "index*.atf"), recursive=True):
+    h = open(p, "rb").read(32)
+    if h[:4] == b"ATC1":
+        n += int.from_bytes(h[24:32], "little")
+    else:
+        n += (os.path.getsize(p) - 128) // 32
+print(n)
+PY
+}
 drop_of() { python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(m['drops']['index'][sys.argv[2]])" "$P/manifest.json" "$1"; }
 quarantined() { python3 -c "import json,sys; print(len(json.load(open(sys.argv[1])).get('quarantined', [])))" "$P/manifest.json"; }
 

@@ -17,6 +17,8 @@
 # and clean up (unmount, remove) even when they fail.
 set -u
 ADA=$1 PROD=$2 CHECK=$3 FORK=$4 MODE=$5
+# producer_check reads ATF v2: a compact session through its export.
+. "$(dirname "$0")/atf_view.sh"
 WORK=$(mktemp -d /tmp/ada_bounded.XXXXXX)
 SMALL=
 # Whatever happens to the test, no arena directory of its sessions stays
@@ -252,7 +254,7 @@ budget)
 	[ "$me" -eq "$evs" ] || fail "manifest retired_events $me, stderr $evs"
 	[ "$evs" -gt 40000000 ] || fail "only $evs events retired of 50 M in a 6.4 MiB budget"
 	# What is kept is each thread's most recent events, in order.
-	"$CHECK" "$S" tail 12500000 || fail "check failed"
+	check_atf "$ADA" "$CHECK" "$S" "$WORK/atf" tail 12500000 || fail "check failed"
 	validate "$S"
 	;;
 *)

@@ -2,7 +2,8 @@
 # trips through `ada export --format atf` checked by atf_check.py, against
 # ATF v2 recordings of the same programs (compact_test.py); and flight
 # recorder scenarios (detail links, crashes, a killed recorder's
-# recovery) recorded compact (ada_itest.py reads ADA_TEST_INDEX_FORMAT).
+# recovery) recorded with ATF v2 written directly, --index-format atf, the
+# default being compact (ada_itest.py reads ADA_TEST_INDEX_FORMAT).
 include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
 if(NOT Python3_EXECUTABLE)
   find_package(Python3 COMPONENTS Interpreter)
@@ -18,10 +19,18 @@ set_tests_properties(e2e.compact_roundtrip PROPERTIES SKIP_RETURN_CODE 77 TIMEOU
                      LABELS "e2e")
 foreach(s crash_segv recover_killed always_wait always_lapped preroll_disk symbol
           crash_recovered)
-  add_test(NAME e2e.compact_flight_${s}
+  add_test(NAME e2e.atf_flight_${s}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ada_itest.py
                    --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
-                   --name compact_flight_${s} flight ${s} ${ADA_TGT_DIR}/t_flight_O2)
-  set_tests_properties(e2e.compact_flight_${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
-                       ENVIRONMENT "ADA_TEST_INDEX_FORMAT=compact" LABELS "e2e")
+                   --name atf_flight_${s} flight ${s} ${ADA_TGT_DIR}/t_flight_O2)
+  set_tests_properties(e2e.atf_flight_${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
+                       ENVIRONMENT "ADA_TEST_INDEX_FORMAT=atf" LABELS "e2e")
 endforeach()
+# Retention: at one --max-disk-mb the compact index keeps at least 6 times
+# the events of history ATF v2 keeps (counted from the files, issue 31).
+add_test(NAME e2e.compact_retention
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/retention_test.py
+                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
+                 --budget-mb 4 --min-ratio 6 $<TARGET_FILE:bw_fib_plain> 30)
+set_tests_properties(e2e.compact_retention PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                     LABELS "e2e")

@@ -16,6 +16,8 @@
 # (RESOURCE_LOCK), so each scan finds only its own recording.
 set -u
 ADA=$1 PROD=$2 CHECK=$3 MODE=$4
+# producer_check reads ATF v2: a compact session through its export.
+. "$(dirname "$0")/atf_view.sh"
 unset ADA_NO_RECOVER_ORPHANS
 WORK=$(mktemp -d /tmp/ada_orphan.XXXXXX)
 A=
@@ -61,7 +63,7 @@ end_producer() {
 
 recovered_all() {
 	grep -q '"state": "recovered"' "$S"/pid_*/manifest.json || fail "manifest not recovered"
-	"$CHECK" "$S" counts "$WORK/counts" || fail "the recovered session lacks events"
+	check_atf "$ADA" "$CHECK" "$S" "$WORK/atf" counts "$WORK/counts" || fail "the recovered session lacks events"
 	[ -e "$A" ] && fail "arena directory $A left in /dev/shm"
 	"$ADA" validate "$S" >"$WORK/validate" 2>&1 || { cat "$WORK/validate" >&2; fail "ada validate failed"; }
 }

@@ -16,6 +16,8 @@
 # usage: pidreuse_test.sh ADA PRODUCER_PIDREUSE PRODUCER_CHECK
 set -u
 ADA=$1 PROD=$2 CHECK=$3
+# producer_check reads ATF v2: a compact session through its export.
+. "$(dirname "$0")/atf_view.sh"
 WORK=$(mktemp -d /tmp/ada_pidreuse.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 fail() { echo "pidreuse_test ($MODE): $*" >&2; cat "$WORK/err" >&2 2>/dev/null; exit 1; }
@@ -48,7 +50,7 @@ for MODE in after during early; do
 	[ "$dirs" = "pid_$A " ] || fail "process directories '$dirs', expected pid_$A only"
 	# prefix: each producer thread's events in order from seq 0; the total
 	# is A's 10 only (B's 7, thread 2, would make it 17).
-	"$CHECK" "$S/pid_$A" prefix 10 >"$WORK/check" 2>&1 && grep -q "^producer_check: 10 events checked, 0 problem" "$WORK/check" ||
+	check_atf "$ADA" "$CHECK" "$S/pid_$A" "$WORK/atf" prefix 10 >"$WORK/check" 2>&1 && grep -q "^producer_check: 10 events checked, 0 problem" "$WORK/check" ||
 		{ cat "$WORK/check" >&2; fail "pid_$A does not hold exactly A's 10 events"; }
 	"$ADA" validate "$S" >"$WORK/validate" 2>&1 || { cat "$WORK/validate" >&2; fail "ada validate failed"; }
 

@@ -13,13 +13,14 @@ foreach(mode exact kill maxdisk recover rotate_kill enospc badinput)
   set_tests_properties(pipeline_${mode} PROPERTIES SKIP_RETURN_CODE 77 LABELS "wal;integration")
   ada_sanitize_tests(asan ubsan tsan TESTS pipeline_${mode})
 endforeach()
-# The same with the compact index (--index-format compact): producer_check
-# reads the `ada export --format atf` copy (pipeline_test.sh check()).
+# The same with ATF v2 written directly (--index-format atf; the plain
+# pipeline_* record ada's default, the compact index, which producer_check
+# reads through its `ada export --format atf` copy: atf_view.sh).
 foreach(mode exact kill maxdisk recover rotate_kill enospc)
-  add_test(NAME pipeline_compact_${mode}
+  add_test(NAME pipeline_atf_${mode}
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/pipeline_test.sh
                    $<TARGET_FILE:ada> $<TARGET_FILE:producer_kill>
                    $<TARGET_FILE:producer_check> ${mode})
-  set_tests_properties(pipeline_compact_${mode} PROPERTIES SKIP_RETURN_CODE 77
-                       ENVIRONMENT "ADA_TEST_INDEX_FORMAT=compact" LABELS "wal;integration")
+  set_tests_properties(pipeline_atf_${mode} PROPERTIES SKIP_RETURN_CODE 77
+                       ENVIRONMENT "ADA_TEST_INDEX_FORMAT=atf" LABELS "wal;integration")
 endforeach()

@@ -29,22 +29,22 @@ fail() {
 
 session_of() { tail -n 1 "$WORK/err"; }
 
-# ADA_TEST_INDEX_FORMAT=compact (pipeline_compact_*): the recordings are
-# compact; producer_check, an ATF v2 reader, reads their `ada export
-# --format atf` copy.
+# ADA_TEST_INDEX_FORMAT=atf (pipeline_atf_*): the recordings are ATF v2,
+# written directly; unset: ada's default, the compact index, which
+# producer_check, an ATF v2 reader, reads through its `ada export --format
+# atf` copy (atf_view.sh).
 IDX=${ADA_TEST_INDEX_FORMAT:-}
 IDXOPT=${IDX:+--index-format $IDX}
+. "$(dirname "$0")/atf_view.sh"
 check() {
-	if [ "$IDX" = compact ]; then
-		C=$1
-		shift
-		rm -rf "$WORK/atf"
-		"$ADA" export --format atf -o "$WORK/atf" "$C" || fail "ada export --format atf failed"
-		grep -q '"encoding": "compact"' "$C"/pid_*/manifest.json || fail "manifest names no compact file"
-		"$CHECK" "$WORK/atf" "$@"
+	if [ "$IDX" = atf ]; then
+		has_compact_index "$1" && fail "--index-format atf wrote a compact index file"
 	else
-		"$CHECK" "$@"
+		grep -q '"encoding": "compact"' "$1"/pid_*/manifest.json || fail "manifest names no compact file"
 	fi
+	C=$1
+	shift
+	check_atf "$ADA" "$CHECK" "$C" "$WORK/atf" "$@"
 }
 
 validate() {

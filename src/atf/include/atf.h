@@ -51,13 +51,20 @@ void ada_atf_index_free(struct ada_atf_index *ix); /* NULL is a no-op */
 
 const struct atf_index_header *ada_atf_index_header(const struct ada_atf_index *ix);
 uint64_t ada_atf_index_count(const struct ada_atf_index *ix);
-/* Event at index_seq, or NULL when seq >= count. O(1). */
+/* Event at index_seq, or NULL when seq >= count. O(1) (a compact file's
+ * block is decoded when first asked for). The pointer stays valid until
+ * ada_atf_index_done() or free covers it. */
 const struct atf_index_event *ada_atf_index_get(const struct ada_atf_index *ix, uint64_t seq);
+/* Events [seq, seq + n) as one array (n >= 1), or NULL when they are not
+ * all there: what a chunked reader walks without a call per event. */
+const struct atf_index_event *ada_atf_index_span(const struct ada_atf_index *ix, uint64_t seq,
+                                                 uint64_t n);
 /* The caller has read events [begin, end) and will not come back to them
  * soon: their pages leave the process's resident set (the page cache keeps
  * them; a later get() reads them again). Streaming readers call it per
- * chunk so their RSS does not grow with the file. A no-op for a buffer
- * opened with _open_mem(). */
+ * chunk so their RSS does not grow with the file. A compact file's
+ * decoded events are given back the same way (their blocks decoded again
+ * when asked for); an ATF v2 buffer opened with _open_mem() is kept. */
 void ada_atf_index_done(const struct ada_atf_index *ix, uint64_t begin, uint64_t end);
 /* First seq whose timestamp_ns >= ts (count when none). O(log n). */
 uint64_t ada_atf_index_lower_bound(const struct ada_atf_index *ix, uint64_t ts);

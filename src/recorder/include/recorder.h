@@ -214,6 +214,9 @@ struct ada_recorder_live {
 	bool ended;              /* the drain finished: the final view */
 	uint64_t events;         /* written, every process */
 	uint64_t events_per_sec; /* over the last second */
+	/* the index files' bytes (headers included, deleted ones too) and
+	 * the events in them: the encoding's bytes per event */
+	uint64_t index_bytes, index_events;
 	uint64_t drops[ADA_DROP_REASON_COUNT];
 	uint64_t drops_per_sec[ADA_DROP_REASON_COUNT];
 	/* --detail triggered: records the rings overwrote that no window

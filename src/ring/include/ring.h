@@ -185,7 +185,9 @@ struct ada_metrics {
 	_Atomic uint64_t events_per_sec[ADA_LANE_COUNT];
 	_Atomic uint64_t drops_per_sec[ADA_DROP_REASON_COUNT];
 	_Atomic uint32_t ring_fill_pct_max; /* fullest ring at the last sample */
-	_Atomic uint32_t reserved;
+	/* The index files' bytes per event so far, in hundredths (drain
+	 * writes, `ada status` shows; the one-time 0 before a tick: none). */
+	_Atomic uint32_t index_centibytes_per_event;
 	_Atomic uint64_t batch_latency_ns_p50; /* encode-to-disk */
 	_Atomic uint64_t batch_latency_ns_p99;
 	_Atomic uint64_t events_written[ADA_LANE_COUNT];

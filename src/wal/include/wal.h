@@ -151,6 +151,9 @@ void ada_wal_file_submit_blocks(struct ada_wal_file *f);
 /* Last timestamp appended (0 when none): callers keep time non-decreasing. */
 uint64_t ada_wal_file_last_ts(const struct ada_wal_file *f);
 uint64_t ada_wal_file_events(const struct ada_wal_file *f);
+/* Bytes of the file written so far (header and events, staged ones
+ * included; not the preallocated tail): what its events cost on disk. */
+uint64_t ada_wal_file_bytes(const struct ada_wal_file *f);
 /* Bytes the file occupies now (allocation, header included). */
 uint64_t ada_wal_file_disk_bytes(const struct ada_wal_file *f);
 /* ada_wal_file_disk_bytes() summed over io's open files, kept as they grow
