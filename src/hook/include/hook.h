@@ -146,6 +146,10 @@ uint64_t ada_hook_syms_table_hash(const struct ada_hook_symtab *st);
  *   fde=0|1                         leave functions without an .eh_frame FDE
  *                                   unhooked in images that have FDEs (default 1;
  *                                   docs/hooks.md, no_unwind_info)
+ *   pad=0|1                         hook functions too short for the patch, or
+ *                                   with a branch into it, in the padding form
+ *                                   (default 1; 0, for experiments, also turns
+ *                                   the plan cache off; docs/hooks.md)
  *   detail=0|1                      capture the detail lane (default 0)
  *   stack-bytes=N                   stack bytes per CALL detail record, 0..512
  *                                   (default 128)
@@ -161,6 +165,7 @@ struct ada_hook_config {
 	bool defaults;
 	bool cache;
 	bool need_fde;
+	bool pad;
 	/* Threads for the start-up analysis (1 or 2): a second thread
 	 * makes glibc treat the program as multi-threaded for good, a
 	 * visible change, so it is the user's choice (ada record

@@ -364,16 +364,17 @@ static int plan_fast_insn(const uint8_t *p, size_t n, const struct x86_len_info 
 	return 0;
 }
 
-/* Decodes whole instructions until >= PATCH_MIN bytes are covered. */
+/* Decodes whole instructions until >= min bytes are covered (PATCH_MIN;
+ * HOOK_ARCH_PAD_ENTRY for the padding form). */
 static enum ada_hook_skip plan_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
-                                        struct plan_dec *d, struct hook_arch_plan *plan)
+                                        size_t min, struct plan_dec *d, struct hook_arch_plan *plan)
 {
 	cs_insn *ci = d->ci;
 	const uint8_t *p = code;
 	size_t left = size;
 	uint64_t pc = addr;
 
-	while (plan->patch_len < PATCH_MIN) {
+	while (plan->patch_len < min) {
 		if (plan->insn_count == HOOK_ARCH_MAX_INSNS)
 			return ADA_SKIP_UNRELOCATABLE;
 		struct hook_arch_insn *in = &plan->insns[plan->insn_count];
@@ -415,7 +416,7 @@ static enum ada_hook_skip plan_prologue(const uint8_t *code, uint64_t addr, uint
 		plan->insn_count++;
 		if ((plan->insns[plan->insn_count - 1].kind == X86_RELOC_CALL ||
 		     plan->insns[plan->insn_count - 1].kind == X86_RELOC_CALL_RIP) &&
-		    plan->patch_len < PATCH_MIN)
+		    plan->patch_len < min)
 			return ADA_SKIP_UNRELOCATABLE;
 	}
 	memcpy(plan->original, code, plan->patch_len);
@@ -793,15 +794,61 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 	return plan_scan_indirect(code, addr, size, d, plan, mem, indirect_jmp);
 }
 
+/* Does the instruction of n bytes at p end the flow (ret, jmp, ud2,
+ * hlt, int3)? Legacy (rep, bnd, notrack) and REX prefixes first. */
+static int plan_is_stop(const uint8_t *p, size_t n)
+{
+	size_t k = 0;
+	while (k < n && (p[k] == 0xf2 || p[k] == 0xf3 || p[k] == 0x3e || p[k] == 0x2e ||
+	                 (p[k] & 0xf0) == 0x40))
+		k++;
+	if (k >= n)
+		return 0;
+	uint8_t o = p[k], b1 = k + 1 < n ? p[k + 1] : 0;
+	if (o == 0xc3 || o == 0xc2 || o == 0xeb || o == 0xe9 || o == 0xf4 || o == 0xcc)
+		return 1;
+	if (o == 0xff && k + 1 < n)
+		return ((b1 >> 3) & 7) == 4 || ((b1 >> 3) & 7) == 5; /* jmp r/m, jmp far */
+	return o == 0x0f && b1 == 0x0b;                              /* ud2 */
+}
+
+/* A linear decode of the whole body ends exactly at its end, on an
+ * instruction after which execution never goes on: the bytes after the
+ * function are not reached by running off its end (the padding form
+ * writes there). Undecodable bytes: no. */
+static int plan_ends_closed(const uint8_t *code, uint64_t addr, uint64_t size, struct plan_dec *d)
+{
+	uint64_t off = 0, last = 0;
+	size_t lastn = 0;
+	while (off < size) {
+		const uint8_t *p = code + off;
+		size_t left = size - off;
+		uint64_t pc = addr + off;
+		struct x86_len_info li;
+		size_t n = x86_use_fast_len ? x86_fast_len(p, left, &li) : 0;
+		if (!n)
+			n = plan_fast_jmp_len(p, left);
+		if (!n) {
+			if (!cs_disasm_iter(d->cs, &p, &left, &pc, d->ci))
+				return 0;
+			n = d->ci->size;
+		}
+		last = off;
+		lastn = n;
+		off += n;
+	}
+	return off == size && lastn && plan_is_stop(code + last, lastn);
+}
+
 /* What every entry point does first: an empty plan for addr, the cheap
  * refusals, and a decoder (locked; *d NULL on a refusal). */
-static enum ada_hook_skip plan_start(uint64_t addr, uint64_t size, struct hook_arch_plan *plan,
-                                     struct plan_dec **d)
+static enum ada_hook_skip plan_start(uint64_t addr, uint64_t size, size_t min,
+                                     struct hook_arch_plan *plan, struct plan_dec **d)
 {
 	memset(plan, 0, sizeof(*plan));
 	plan->fn_addr = addr;
 	*d = NULL;
-	if (size < PATCH_MIN)
+	if (size < min)
 		return ADA_SKIP_TOO_SHORT;
 	*d = plan_acquire();
 	return *d ? ADA_HOOK_OK : ADA_SKIP_UNDECODABLE;
@@ -813,15 +860,20 @@ enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_
 	return hook_arch_prepare_mem(code, addr, size, NULL, plan);
 }
 
-enum ada_hook_skip hook_arch_prepare_mem(const uint8_t *code, uint64_t addr, uint64_t size,
-                                         const struct hook_arch_memview *mem,
-                                         struct hook_arch_plan *plan)
+/* The whole analysis with a patch of at least min bytes; with `closed`,
+ * the function must also end in an instruction after which execution
+ * never goes on (plan_ends_closed). */
+static enum ada_hook_skip plan_full(const uint8_t *code, uint64_t addr, uint64_t size,
+                                    const struct hook_arch_memview *mem, size_t min, bool closed,
+                                    struct hook_arch_plan *plan)
 {
 	struct plan_dec *d;
-	enum ada_hook_skip r = plan_start(addr, size, plan, &d);
+	enum ada_hook_skip r = plan_start(addr, size, min, plan, &d);
 	if (r != ADA_HOOK_OK)
 		return r;
-	r = plan_prologue(code, addr, size, d, plan);
+	r = plan_prologue(code, addr, size, min, d, plan);
+	if (r == ADA_HOOK_OK && closed && !plan_ends_closed(code, addr, size, d))
+		r = ADA_SKIP_UNDECODABLE;
 	if (r != ADA_HOOK_OK)
 		goto unlock;
 	/* A capstone sweep is costly per instruction; the byte-level superset
@@ -845,18 +897,117 @@ unlock:
 	return r;
 }
 
-enum ada_hook_skip hook_arch_prepare_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
-                                              struct hook_arch_plan *plan)
+enum ada_hook_skip hook_arch_prepare_mem(const uint8_t *code, uint64_t addr, uint64_t size,
+                                         const struct hook_arch_memview *mem,
+                                         struct hook_arch_plan *plan)
+{
+	return plan_full(code, addr, size, mem, PATCH_MIN, false, plan);
+}
+
+/* A 1-byte function that ends the flow (ret, int3, hlt): the entry jump
+ * covers it and the first byte after it, which the caller proves padding
+ * and copies into original[1]. The ret is the displaced instruction; the
+ * trampoline's jump back behind the patch is never reached. */
+static enum ada_hook_skip plan_one_byte(const uint8_t *code, uint64_t addr,
+                                        struct hook_arch_plan *plan)
+{
+	memset(plan, 0, sizeof(*plan));
+	plan->fn_addr = addr;
+	if (code[0] != 0xc3 && code[0] != 0xcc && code[0] != 0xf4)
+		return ADA_SKIP_TOO_SHORT;
+	plan->insns[0] = (struct hook_arch_insn){.offset = 0, .len = 1, .kind = X86_RELOC_PLAIN};
+	plan->insn_count = 1;
+	plan->patch_len = HOOK_ARCH_PAD_ENTRY;
+	plan->original[0] = code[0];
+	return ADA_HOOK_OK;
+}
+
+enum ada_hook_skip hook_arch_prepare_short(const uint8_t *code, uint64_t addr, uint64_t size,
+                                           const struct hook_arch_memview *mem,
+                                           struct hook_arch_plan *plan)
+{
+	if (size == 1)
+		return plan_one_byte(code, addr, plan);
+	return plan_full(code, addr, size, mem, HOOK_ARCH_PAD_ENTRY, true, plan);
+}
+
+static enum ada_hook_skip plan_prologue_only(const uint8_t *code, uint64_t addr, uint64_t size,
+                                             size_t min, bool closed, struct hook_arch_plan *plan)
 {
 	struct plan_dec *d;
-	enum ada_hook_skip r = plan_start(addr, size, plan, &d);
+	enum ada_hook_skip r = plan_start(addr, size, min, plan, &d);
 	if (r != ADA_HOOK_OK)
 		return r;
-	r = plan_prologue(code, addr, size, d, plan);
+	r = plan_prologue(code, addr, size, min, d, plan);
+	if (r == ADA_HOOK_OK && closed && !plan_ends_closed(code, addr, size, d))
+		r = ADA_SKIP_UNDECODABLE;
 	plan_release(d);
 	if (r != ADA_HOOK_OK)
 		plan->patch_len = plan->insn_count = 0;
 	return r;
+}
+
+enum ada_hook_skip hook_arch_prepare_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
+                                              struct hook_arch_plan *plan)
+{
+	return plan_prologue_only(code, addr, size, PATCH_MIN, false, plan);
+}
+
+enum ada_hook_skip hook_arch_prepare_prologue_short(const uint8_t *code, uint64_t addr,
+                                                    uint64_t size, struct hook_arch_plan *plan)
+{
+	if (size == 1)
+		return plan_one_byte(code, addr, plan);
+	return plan_prologue_only(code, addr, size, HOOK_ARCH_PAD_ENTRY, true, plan);
+}
+
+bool hook_arch_ends_closed(const uint8_t *code, uint64_t addr, uint64_t size)
+{
+	struct plan_dec *d = plan_acquire();
+	if (!d)
+		return false;
+	int closed = size > 0 && plan_ends_closed(code, addr, size, d);
+	plan_release(d);
+	return closed != 0;
+}
+
+/* Length of a fill instruction at p (at most left bytes), or 0: 0xCC,
+ * 66* 90, [66|2E]* 0F 1F /0 with a memory operand (the forms gas and
+ * the linkers pad x86 code with). */
+static size_t plan_fill_insn(const uint8_t *p, size_t left)
+{
+	if (left >= 1 && (p[0] == 0xcc || p[0] == 0x90))
+		return 1;
+	size_t k = 0;
+	while (k < left && k < 14 && (p[k] == 0x66 || p[k] == 0x2e))
+		k++;
+	if (k < left && p[k] == 0x90 && p[0] == 0x66 && memchr(p, 0x2e, k) == NULL)
+		return k + 1;
+	if (k + 3 > left || p[k] != 0x0f || p[k + 1] != 0x1f)
+		return 0;
+	uint8_t modrm = p[k + 2], mod = modrm >> 6, rm = modrm & 7;
+	if (mod == 3 || ((modrm >> 3) & 7) != 0)
+		return 0;
+	size_t n = k + 3;
+	if (rm == 4) {
+		if (n >= left)
+			return 0;
+		if (mod == 0 && (p[n] & 7) == 5)
+			n += 4; /* SIB without base: disp32 */
+		n++;
+	} else if (mod == 0 && rm == 5) {
+		n += 4; /* rip + disp32 */
+	}
+	n += mod == 1 ? 1 : mod == 2 ? 4 : 0;
+	return n <= left ? n : 0;
+}
+
+size_t hook_arch_fill_len(const uint8_t *code, size_t len)
+{
+	size_t i = 0, n;
+	while (i < len && (n = plan_fill_insn(code + i, len - i)) != 0)
+		i += n;
+	return i;
 }
 
 /* The target of a direct relative branch decoded by capstone, from its
