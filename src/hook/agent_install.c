@@ -329,41 +329,15 @@ static bool install_padctx_get(struct agent_module *m, struct install_padctx *c)
 	return c->ok;
 }
 
-/* The padding form for the functions prepare found too short or with a
- * branch into the 5-byte patch: a short plan and a padding slot, or the
- * first verdict stays. prior[i] keeps that verdict and gaps[2i..2i+1]
- * the slot's gap, for the cross-function check. Only in an image with
- * an FDE table (padding is told from code by it). Returns how many
- * became candidates. */
+/* The padding form (discover_pad_module) in an image with an FDE table
+ * (padding is told from code by it). prior and gaps as there. Returns
+ * how many functions became candidates. */
 static size_t install_pad(struct agent_module *m, struct hook_arch_plan *plans, uint64_t *gaps,
                           uint8_t *prior)
 {
-	struct install_padctx c = {0};
-	size_t n = 0;
-	for (size_t i = 0; i < m->st.count; i++)
-		prior[i] = m->st.fns[i].status;
-	if (!install_padctx_get(m, &c)) {
-		free(c.pm);
-		return 0;
-	}
-	struct discover_pad_view v = {install_fde_covered, &c.fdes};
-	for (size_t i = 0; i < m->st.count; i++) {
-		struct ada_hook_fn *f = &m->st.fns[i];
-		if (f->status != ADA_SKIP_TOO_SHORT && f->status != ADA_SKIP_BRANCH_INTO_PATCH)
-			continue;
-		uint64_t addr = m->base + f->offset;
-		struct hook_arch_plan plan;
-		if (hook_arch_prepare_short((const uint8_t *)addr, addr, f->size, NULL, &plan) !=
-		        ADA_HOOK_OK ||
-		    !discover_pad_slot(m->base, &m->st, c.pm, i, &v, &plan, &gaps[2 * i],
-		                       &gaps[2 * i + 1]))
-			continue;
-		plans[i] = plan;
-		f->status = ADA_HOOK_OK;
-		n++;
-	}
-	free(c.pm);
-	return n;
+	struct discover_fde_table fdes;
+	bool have = discover_fde_table(m->base, m->lo, m->hi, &fdes) == 0;
+	return discover_pad_module(m->base, &m->st, have ? &fdes : NULL, plans, gaps, prior);
 }
 
 /* A cached padding-form verdict: the same short plan and a slot found

@@ -182,3 +182,36 @@ bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const ui
 	}
 	return false;
 }
+
+static bool pad_fde_covered(void *arg, uint64_t addr)
+{
+	return discover_fde_covers(arg, addr);
+}
+
+size_t discover_pad_module(uint64_t base, struct ada_hook_symtab *st,
+                           const struct discover_fde_table *fdes, struct hook_arch_plan *plans,
+                           uint64_t *gaps, uint8_t *prior)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < st->count; i++)
+		prior[i] = st->fns[i].status;
+	uint64_t *pm = fdes ? discover_pad_ends(st) : NULL;
+	/* discover_fde_covers() only reads the table */
+	struct discover_pad_view v = {pad_fde_covered, (void *)(uintptr_t)fdes};
+	for (size_t i = 0; pm && i < st->count; i++) {
+		struct ada_hook_fn *f = &st->fns[i];
+		if (f->status != ADA_SKIP_TOO_SHORT && f->status != ADA_SKIP_BRANCH_INTO_PATCH)
+			continue;
+		uint64_t addr = base + f->offset;
+		struct hook_arch_plan plan;
+		if (hook_arch_prepare_short((const uint8_t *)(uintptr_t)addr, addr, f->size, NULL,
+		                            &plan) != ADA_HOOK_OK ||
+		    !discover_pad_slot(base, st, pm, i, &v, &plan, &gaps[2 * i], &gaps[2 * i + 1]))
+			continue;
+		plans[i] = plan;
+		f->status = ADA_HOOK_OK;
+		n++;
+	}
+	free(pm);
+	return n;
+}

@@ -51,42 +51,52 @@ unsigned long jumper(unsigned long x);
 #define FN_BEGIN(name) ".globl " #name "\n.type " #name ",@function\n" #name ":\n.cfi_startproc\n"
 #define FN_END(name) ".cfi_endproc\n.size " #name ", .-" #name "\n"
 
+// clang-format off
 __asm__(".text\n"
-        ".p2align 5\n" FN_BEGIN(pad_short3) "	mov %esi, (%rdi)\n	ret\n" FN_END(pad_short3)
-
-            ".p2align 4\n" FN_BEGIN(pad_short4) "	mov %rsi, (%rdi)\n	ret\n" FN_END(pad_short4)
-
-                ".p2align 4\n" FN_BEGIN(pad_one) "	ret\n" FN_END(pad_one)
-
+        ".p2align 5\n"
+        FN_BEGIN(pad_short3) "	mov %esi, (%rdi)\n	ret\n" FN_END(pad_short3)
+        ".p2align 4\n"
+        FN_BEGIN(pad_short4) "	mov %rsi, (%rdi)\n	ret\n" FN_END(pad_short4)
+        ".p2align 4\n"
+        FN_BEGIN(pad_one) "	ret\n" FN_END(pad_one)
         /* 12 bytes; 20 bytes of padding after it */
-        ".p2align 5\n" FN_BEGIN(pad_loop) "	xor %eax, %eax\n"
+        ".p2align 5\n"
+        FN_BEGIN(pad_loop)
+        "	xor %eax, %eax\n"
         "1:	add $3, %rax\n"
         "	dec %rdi\n"
         "	jnz 1b\n"
-        "	ret\n" FN_END(pad_loop)
-
+        "	ret\n"
+        FN_END(pad_loop)
         /* about 180 bytes: the padding after it is out of a rel8's reach,
          * the 20 bytes before it (after pad_loop) are not */
-        ".p2align 5\n" FN_BEGIN(pad_longloop) "	xor %eax, %eax\n"
+        ".p2align 5\n"
+        FN_BEGIN(pad_longloop)
+        "	xor %eax, %eax\n"
         "1:	add $3, %rax\n"
         "	.fill 160, 1, 0x90\n"
         "	dec %rdi\n"
         "	jnz 1b\n"
-        "	ret\n" FN_END(pad_longloop)
-
+        "	ret\n"
+        FN_END(pad_longloop)
         /* three functions back to back: no padding around nopad3 */
-        ".p2align 4\n" FN_BEGIN(nopad_prev) "	lea 1(%rdi), %rax\n	ret\n" FN_END(nopad_prev)
-            FN_BEGIN(nopad3) "	mov %esi, (%rdi)\n	ret\n" FN_END(nopad3)
-                FN_BEGIN(nopad_next) "	lea 2(%rdi), %rax\n	ret\n" FN_END(nopad_next)
-
+        ".p2align 4\n"
+        FN_BEGIN(nopad_prev) "	lea 1(%rdi), %rax\n	ret\n" FN_END(nopad_prev)
+        FN_BEGIN(nopad3) "	mov %esi, (%rdi)\n	ret\n" FN_END(nopad3)
+        FN_BEGIN(nopad_next) "	lea 2(%rdi), %rax\n	ret\n" FN_END(nopad_next)
         /* hostile3's "padding" is code: jumper jumps into it */
-        ".p2align 4\n" FN_BEGIN(hostile3) "	mov %esi, (%rdi)\n	ret\n" FN_END(hostile3)
+        ".p2align 4\n"
+        FN_BEGIN(hostile3) "	mov %esi, (%rdi)\n	ret\n" FN_END(hostile3)
         ".Lpad_hid:\n"
         "	nop; nop; nop; nop; nop; nop; nop; nop; nop; nop; nop; nop; nop\n"
-        ".p2align 4\n" FN_BEGIN(hid_next) "	lea 5(%rdi), %rax\n	ret\n" FN_END(hid_next)
-
-        ".p2align 4\n" FN_BEGIN(jumper) "	add $0, %rdi\n"
-        "	jmp .Lpad_hid\n" FN_END(jumper));
+        ".p2align 4\n"
+        FN_BEGIN(hid_next) "	lea 5(%rdi), %rax\n	ret\n" FN_END(hid_next)
+        ".p2align 4\n"
+        FN_BEGIN(jumper)
+        "	add $0, %rdi\n"
+        "	jmp .Lpad_hid\n"
+        FN_END(jumper));
+// clang-format on
 
 TC_FN static unsigned long drive(unsigned long rounds)
 {

@@ -330,12 +330,11 @@ static void test_patch_bytes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_after_nops),  cmocka_unit_test(test_after_multibyte_and_int3),
-	    cmocka_unit_test(test_fill_len),    cmocka_unit_test(test_gap_is_code),
+	    cmocka_unit_test(test_after_nops),    cmocka_unit_test(test_after_multibyte_and_int3),
+	    cmocka_unit_test(test_fill_len),      cmocka_unit_test(test_gap_is_code),
 	    cmocka_unit_test(test_symbol_in_gap), cmocka_unit_test(test_fde_in_gap),
-	    cmocka_unit_test(test_open_end),    cmocka_unit_test(test_one_byte),
-	    cmocka_unit_test(test_before),
-	    cmocka_unit_test(test_patch_bytes),
+	    cmocka_unit_test(test_open_end),      cmocka_unit_test(test_one_byte),
+	    cmocka_unit_test(test_before),        cmocka_unit_test(test_patch_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

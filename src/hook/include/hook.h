@@ -186,6 +186,16 @@ struct ada_hook_config {
  * bad value, -E2BIG on too many globs, -ENOMEM. cfg is valid (possibly
  * partly filled) either way; free with ada_hook_config_fini(). */
 int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *cfg);
+
+/* The verdicts a recording's agent would give the functions of the ELF
+ * file at path (x86_64), without loading or running it: its segments
+ * mapped read-only, then symbols (is_main: as the program's own image),
+ * cfg's verdicts, prepare, the padding form and the cross-function check
+ * (analyse_file.c). st is filled, each function's status set. 0,
+ * -ENOEXEC (not a usable ELF), -EEXIST (a position-dependent executable
+ * whose addresses are taken here), -ENOMEM, or -errno of open/mmap. */
+int ada_hook_analyse_file(const char *path, const char *debug_root, bool is_main,
+                          const struct ada_hook_config *cfg, struct ada_hook_symtab *st);
 void ada_hook_config_fini(struct ada_hook_config *cfg);
 /* Verdict for one module path: true when it is to be hooked. */
 bool ada_hook_config_module_wanted(const struct ada_hook_config *cfg, const char *path);
