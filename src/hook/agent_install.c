@@ -329,17 +329,6 @@ static bool install_padctx_get(struct agent_module *m, struct install_padctx *c)
 	return c->ok;
 }
 
-/* The padding form (discover_pad_module) in an image with an FDE table
- * (padding is told from code by it). prior and gaps as there. Returns
- * how many functions became candidates. */
-static size_t install_pad(struct agent_module *m, struct hook_arch_plan *plans, uint64_t *gaps,
-                          uint8_t *prior)
-{
-	struct discover_fde_table fdes;
-	bool have = discover_fde_table(m->base, m->lo, m->hi, &fdes) == 0;
-	return discover_pad_module(m->base, &m->st, have ? &fdes : NULL, plans, gaps, prior);
-}
-
 /* A cached padding-form verdict: the same short plan and a slot found
  * again by the same rules (they depend on the image only). */
 static bool install_pad_again(struct agent_module *m, struct install_padctx *c, size_t i,
@@ -605,17 +594,14 @@ static size_t install_analyse(struct agent_module *m, struct hook_arch_plan *pla
 	if (n == SIZE_MAX) {
 		install_par_used = install_par_failed = false;
 		n = install_prepare(m, plans, NULL);
-		size_t cnt = m->st.count ? m->st.count : 1;
-		uint64_t *gaps = calloc(2 * cnt, sizeof(*gaps));
-		uint8_t *prior = malloc(cnt);
-		if (gaps && prior && agent.cfg.pad) /* without memory: no padding form */
-			n += install_pad(m, plans, gaps, prior);
 		uint64_t tx = agent_now_ns();
-		*err = n ? discover_xref_check_pad(m->base, &m->st, plans,
-		                                   gaps && prior ? gaps : NULL, prior, install_run)
-		         : 0;
-		free(gaps);
-		free(prior);
+		/* The padding form needs the image's FDE table (padding is told
+		 * from code by it). */
+		struct discover_fde_table fdes;
+		bool pad = agent.cfg.pad && discover_fde_table(m->base, m->lo, m->hi, &fdes) == 0;
+		*err = discover_pad_and_xref(m->base, &m->st, pad ? &fdes : NULL, plans, install_run);
+		for (size_t i = n = 0; i < m->st.count; i++)
+			n += m->st.fns[i].status == ADA_HOOK_OK;
 		m->ns_xref = agent_now_ns() - tx;
 		m->par = install_par_used;
 		agent.par_fallback += install_par_failed;

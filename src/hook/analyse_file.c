@@ -184,9 +184,7 @@ static int af_analyse(const struct af_image *im, struct ada_hook_symtab *st,
 {
 	size_t n = st->count ? st->count : 1;
 	struct hook_arch_plan *plans = calloc(n, sizeof(*plans));
-	uint64_t *gaps = calloc(2 * n, sizeof(*gaps));
-	uint8_t *prior = malloc(n);
-	int err = plans && gaps && prior ? 0 : -ENOMEM;
+	int err = plans ? 0 : -ENOMEM;
 	struct hook_arch_memview mv = {im->rd, im->nrd};
 	for (size_t i = 0; !err && i < st->count; i++) {
 		struct ada_hook_fn *f = &st->fns[i];
@@ -195,13 +193,9 @@ static int af_analyse(const struct af_image *im, struct ada_hook_symtab *st,
 			f->status = (uint8_t)hook_arch_prepare_mem((const uint8_t *)(uintptr_t)a, a,
 			                                           f->size, &mv, &plans[i]);
 	}
-	if (!err && cfg->pad)
-		discover_pad_module(im->base, st, fdes, plans, gaps, prior);
 	if (!err)
-		err = discover_xref_check_pad(im->base, st, plans, gaps, prior, NULL);
+		err = discover_pad_and_xref(im->base, st, cfg->pad ? fdes : NULL, plans, NULL);
 	free(plans);
-	free(gaps);
-	free(prior);
 	return err;
 }
 

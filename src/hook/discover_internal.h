@@ -118,5 +118,14 @@ bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const ui
 size_t discover_pad_module(uint64_t base, struct ada_hook_symtab *st,
                            const struct discover_fde_table *fdes, struct hook_arch_plan *plans,
                            uint64_t *gaps, uint8_t *prior);
+/* After prepare: the padding form (discover_pad_module) and the
+ * cross-function check (discover_xref_check_pad); then the functions
+ * the check marked ADA_SKIP_BRANCH_INTO_PATCH (another function branches
+ * into their 5-byte patch) get the padding form too where its shorter
+ * patch avoids the branch, and the check runs again. fdes NULL: no
+ * padding form (the check alone). 0 or -ENOMEM. */
+int discover_pad_and_xref(uint64_t base, struct ada_hook_symtab *st,
+                          const struct discover_fde_table *fdes, struct hook_arch_plan *plans,
+                          discover_runner run);
 
 #endif

@@ -31,6 +31,7 @@
  *
  * Threads: the init thread or a dlopen rescan, under agent.lock.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "discover_internal.h"
@@ -188,19 +189,23 @@ static bool pad_fde_covered(void *arg, uint64_t addr)
 	return discover_fde_covers(arg, addr);
 }
 
-size_t discover_pad_module(uint64_t base, struct ada_hook_symtab *st,
-                           const struct discover_fde_table *fdes, struct hook_arch_plan *plans,
-                           uint64_t *gaps, uint8_t *prior)
+/* discover_pad_module() over the functions only[i] != 0 selects (NULL:
+ * every one); prior[] is written for those. */
+static size_t pad_module_some(uint64_t base, struct ada_hook_symtab *st,
+                              const struct discover_fde_table *fdes, struct hook_arch_plan *plans,
+                              uint64_t *gaps, uint8_t *prior, const uint8_t *only)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < st->count; i++)
-		prior[i] = st->fns[i].status;
+		if (!only || only[i])
+			prior[i] = st->fns[i].status;
 	uint64_t *pm = fdes ? discover_pad_ends(st) : NULL;
 	/* discover_fde_covers() only reads the table */
 	struct discover_pad_view v = {pad_fde_covered, (void *)(uintptr_t)fdes};
 	for (size_t i = 0; pm && i < st->count; i++) {
 		struct ada_hook_fn *f = &st->fns[i];
-		if (f->status != ADA_SKIP_TOO_SHORT && f->status != ADA_SKIP_BRANCH_INTO_PATCH)
+		if ((only && !only[i]) ||
+		    (f->status != ADA_SKIP_TOO_SHORT && f->status != ADA_SKIP_BRANCH_INTO_PATCH))
 			continue;
 		uint64_t addr = base + f->offset;
 		struct hook_arch_plan plan;
@@ -214,4 +219,44 @@ size_t discover_pad_module(uint64_t base, struct ada_hook_symtab *st,
 	}
 	free(pm);
 	return n;
+}
+
+size_t discover_pad_module(uint64_t base, struct ada_hook_symtab *st,
+                           const struct discover_fde_table *fdes, struct hook_arch_plan *plans,
+                           uint64_t *gaps, uint8_t *prior)
+{
+	return pad_module_some(base, st, fdes, plans, gaps, prior, NULL);
+}
+
+int discover_pad_and_xref(uint64_t base, struct ada_hook_symtab *st,
+                          const struct discover_fde_table *fdes, struct hook_arch_plan *plans,
+                          discover_runner run)
+{
+	size_t n = st->count ? st->count : 1;
+	uint64_t *gaps = calloc(2 * n, sizeof(*gaps));
+	uint8_t *prior = malloc(n), *retry = calloc(n, 1);
+	int err = gaps && prior && retry ? 0 : -ENOMEM;
+	if (!err)
+		pad_module_some(base, st, fdes, plans, gaps, prior, NULL);
+	/* What the check finds: a function it marks branch_into_patch had
+	 * an ordinary plan (OK, no slot) before it. */
+	for (size_t i = 0; !err && i < st->count; i++)
+		retry[i] = st->fns[i].status == ADA_HOOK_OK && !plans[i].pad_addr;
+	if (!err)
+		err = discover_xref_check_pad(base, st, plans, gaps, prior, run);
+	size_t again = 0;
+	for (size_t i = 0; !err && i < st->count; i++)
+		retry[i] = retry[i] && st->fns[i].status == ADA_SKIP_BRANCH_INTO_PATCH;
+	/* Another function branches into its 5-byte patch (glibc's
+	 * __mempcpy_* into __memmove_*+3): a shorter patch may end where
+	 * the branch lands. The check runs again with the new patches and
+	 * gaps; what it found before it finds again (the same targets). */
+	if (!err && fdes)
+		again = pad_module_some(base, st, fdes, plans, gaps, prior, retry);
+	if (!err && again)
+		err = discover_xref_check_pad(base, st, plans, gaps, prior, run);
+	free(gaps);
+	free(prior);
+	free(retry);
+	return err;
 }
