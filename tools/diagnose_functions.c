@@ -62,8 +62,7 @@ static bool fns_is_main(const char *path)
 	return main || strstr(path, ".so") == NULL;
 }
 
-static json_t *fns_json(const char *path, const struct ada_hook_symtab *st,
-                        const uint64_t *counts)
+static json_t *fns_json(const char *path, const struct ada_hook_symtab *st, const uint64_t *counts)
 {
 	json_t *o = json_object(), *sk = json_object(), *list = json_array();
 	json_object_set_new(o, "path", json_string(path));
@@ -98,7 +97,8 @@ static void fns_print(const char *path, const struct ada_hook_symtab *st, const 
 	for (int r = 1; r < ADA_SKIP_REASON_COUNT; r++)
 		if (counts[r] && r != ADA_SKIP_ALIAS)
 			printf("  %6" PRIu64 "  %-20s %s\n", counts[r],
-			       hook_skip_name((enum ada_hook_skip)r), fns_why((enum ada_hook_skip)r));
+			       hook_skip_name((enum ada_hook_skip)r),
+			       fns_why((enum ada_hook_skip)r));
 	if (counts[ADA_SKIP_ALIAS])
 		printf("  %6" PRIu64 "  %-20s %s (not listed below)\n", counts[ADA_SKIP_ALIAS],
 		       "alias", fns_why(ADA_SKIP_ALIAS));

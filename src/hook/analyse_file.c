@@ -101,8 +101,8 @@ static int af_map_segments(int fd, struct af_image *im, uint64_t vlo)
 			return -errno;
 		if ((p->p_flags & PF_R) && im->nrd < sizeof(im->rd) / sizeof(im->rd[0]))
 			im->rd[im->nrd++] = (struct hook_arch_region){
-			    im->base + p->p_vaddr, p->p_filesz, (const uint8_t *)(uintptr_t)(im->base +
-			                                                                 p->p_vaddr)};
+			    im->base + p->p_vaddr, p->p_filesz,
+			    (const uint8_t *)(uintptr_t)(im->base + p->p_vaddr)};
 	}
 	return 0;
 }
@@ -124,8 +124,8 @@ static int af_map(const char *path, struct af_image *im)
 	if (!err) {
 		/* A position-dependent executable at its own addresses. */
 		void *want = eh.e_type == ET_EXEC ? (void *)(uintptr_t)vlo : NULL;
-		int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
-		         (want ? MAP_FIXED_NOREPLACE : 0);
+		int fl =
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (want ? MAP_FIXED_NOREPLACE : 0);
 		im->map = mmap(want, vhi - vlo, PROT_NONE, fl, -1, 0);
 		if (im->map == MAP_FAILED || (want && im->map != want)) {
 			err = im->map == MAP_FAILED ? -errno : -EEXIST;
@@ -153,11 +153,13 @@ static bool af_fde_table(const struct af_image *im, struct discover_fde_table *t
 		uint64_t hdr = im->ph[i].p_vaddr;
 		for (size_t k = 0; k < im->nph; k++) {
 			const Elf64_Phdr *p = &im->ph[k];
-			if (p->p_type == PT_LOAD && hdr >= p->p_vaddr && hdr - p->p_vaddr < p->p_filesz)
+			if (p->p_type == PT_LOAD && hdr >= p->p_vaddr &&
+			    hdr - p->p_vaddr < p->p_filesz)
 				return discover_fde_table_mem(
 				           (const uint8_t *)(uintptr_t)(im->base + p->p_vaddr),
-				           im->base + p->p_vaddr, im->base + p->p_vaddr + p->p_filesz,
-				           im->base + hdr, t) == 0;
+				           im->base + p->p_vaddr,
+				           im->base + p->p_vaddr + p->p_filesz, im->base + hdr,
+				           t) == 0;
 		}
 	}
 	return false;
