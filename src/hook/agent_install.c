@@ -599,7 +599,8 @@ static size_t install_analyse(struct agent_module *m, struct hook_arch_plan *pla
 		 * from code by it). */
 		struct discover_fde_table fdes;
 		bool pad = agent.cfg.pad && discover_fde_table(m->base, m->lo, m->hi, &fdes) == 0;
-		*err = discover_pad_and_xref(m->base, &m->st, pad ? &fdes : NULL, plans, install_run);
+		*err =
+		    discover_pad_and_xref(m->base, &m->st, pad ? &fdes : NULL, plans, install_run);
 		for (size_t i = n = 0; i < m->st.count; i++)
 			n += m->st.fns[i].status == ADA_HOOK_OK;
 		m->ns_xref = agent_now_ns() - tx;
