@@ -25,8 +25,11 @@
  *    ADA_SKIP_JUMP_TABLE; `jmp reg` (gcc/clang PIC switch dispatch, but
  *    also tail calls through pointers) => skip only if the function
  *    computes an address of its own code somewhere (plan_scan_materialize:
- *    a rip-relative lea/load into a general register or the stack, an
- *    absolute memory operand, an immediate inside the function, a call
+ *    a rip-relative lea into a general register or the stack, a
+ *    rip-relative load whose value in memory, read through the image's
+ *    memory view, is an address strictly inside the function (or that
+ *    the view does not hold), an absolute memory operand, an immediate
+ *    inside the function other than a direct jmp/jcc's target, a call
  *    into its own body); in well-formed C/C++ a label's address is only
  *    usable inside its function, so without that the jmp cannot reach our
  *    patch. `jmp [rip+disp]` / `jmp [reg+disp]` (one pointer slot: GOT,
@@ -598,7 +601,44 @@ static int plan_is_gpr(csh cs, x86_reg r)
 
 /* Does this instruction leave a code address of the function in a
  * general register or on the stack? (See the jump-table rule above.) */
-static int plan_insn_materializes(csh cs, const cs_insn *ci, uint64_t addr, uint64_t size)
+/* The bytes of [at, at+len) when one region of mem holds them all. */
+static const uint8_t *plan_mem_bytes(const struct hook_arch_memview *mem, uint64_t at, uint64_t len)
+{
+	for (size_t i = 0; mem && i < mem->n; i++) {
+		const struct hook_arch_region *r = &mem->v[i];
+		if (at >= r->addr && len <= r->len && at - r->addr <= r->len - len)
+			return r->bytes + (at - r->addr);
+	}
+	return NULL;
+}
+
+/* A [rip+disp] memory operand that is read (not lea's address): does the
+ * value in memory, zero- or sign-extended from the operand's size, lie
+ * outside (addr, addr+size)? Then what the instruction loads is no label
+ * of the function: a label's address reaches memory only as the
+ * initialised data of a static table (read here, relocated: the loader
+ * relocates an image before the agent analyses it) or through a store by
+ * the function itself, which has to compute the address first (a lea,
+ * an immediate, a call into itself: caught as before). The function's
+ * own entry (a pointer to itself, a GOT slot) is not inside the patch.
+ * Unreadable (no mem, outside it): 0, as before. */
+static int plan_rip_value_outside(const struct hook_arch_memview *mem, const cs_insn *ci,
+                                  const cs_x86_op *op, uint64_t addr, uint64_t size)
+{
+	unsigned n = op->size;
+	if (ci->id == X86_INS_LEA || n == 0 || n > 8)
+		return 0;
+	const uint8_t *b = plan_mem_bytes(mem, ci->address + ci->size + (uint64_t)op->mem.disp, n);
+	if (!b)
+		return 0;
+	uint64_t z = 0;
+	memcpy(&z, b, n);
+	uint64_t s = n < 8 && ((z >> (8 * n - 1)) & 1) ? z | (~0ull << (8 * n)) : z;
+	return !(z > addr && z - addr < size) && !(s > addr && s - addr < size);
+}
+
+static int plan_insn_materializes(csh cs, const cs_insn *ci, uint64_t addr, uint64_t size,
+                                  const struct hook_arch_memview *mem)
 {
 	const cs_x86 *x = &ci->detail->x86;
 	cs_regs rd, wr;
@@ -607,13 +647,17 @@ static int plan_insn_materializes(csh cs, const cs_insn *ci, uint64_t addr, uint
 
 	for (unsigned i = 0; i < x->op_count; i++) {
 		const cs_x86_op *op = &x->operands[i];
+		/* A direct jmp/jcc's target is no value anywhere: only a
+		 * call pushes one (its return address, `call 1f; 1: pop`). */
 		if (op->type == X86_OP_IMM && (uint64_t)op->imm >= addr &&
 		    (uint64_t)op->imm < addr + size)
-			return ci->id != X86_INS_CALL || (uint64_t)op->imm != addr;
+			return ci->id == X86_INS_CALL   ? (uint64_t)op->imm != addr
+			       : plan_is_branch_id(ci->id) ? 0
+			                                  : 1;
 		if (op->type != X86_OP_MEM)
 			continue;
 		if (op->mem.base == X86_REG_RIP)
-			rip = 1;
+			rip = rip || !plan_rip_value_outside(mem, ci, op, addr, size);
 		else if (op->mem.base == X86_REG_INVALID && op->mem.segment == X86_REG_INVALID)
 			return 1; /* absolute address: a non-PIC table or label */
 	}
@@ -651,9 +695,9 @@ static int plan_fast_materializes(const uint8_t *p, size_t n, const struct x86_l
 {
 	if (!x86_len_cs_same(p))
 		return -1; /* capstone may reject it: its failure decides */
-	if (li->rel) {
+	if (li->rel) { /* as plan_insn_materializes: a call only */
 		uint64_t t = plan_rel_target(p, n, pc, li->rel);
-		return t >= addr && t - addr < size && !(p[0] == 0xe8 && t == addr);
+		return p[0] == 0xe8 && t > addr && t - addr < size;
 	}
 	return li->riprel || li->indirect_call || li->wide_imm || li->absmem ? -1 : 0;
 }
@@ -666,6 +710,7 @@ static int plan_fast_materializes(const uint8_t *p, size_t n, const struct x86_l
  * pop`). No such instruction in the whole body: the jmp is a tail call
  * through a pointer and cannot hit the patch. Undecodable bytes count. */
 static enum ada_hook_skip plan_scan_materialize(const uint8_t *code, uint64_t addr, uint64_t size,
+                                                const struct hook_arch_memview *mem,
                                                 struct plan_dec *d)
 {
 	cs_insn *ci = d->ci;
@@ -688,7 +733,7 @@ static enum ada_hook_skip plan_scan_materialize(const uint8_t *code, uint64_t ad
 			continue;
 		}
 		if (!cs_disasm_iter(d->cs, &p, &left, &pc, ci) ||
-		    plan_insn_materializes(d->cs, ci, addr, size))
+		    plan_insn_materializes(d->cs, ci, addr, size, mem))
 			r = ADA_SKIP_JUMP_TABLE;
 	}
 	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
@@ -736,7 +781,7 @@ static enum ada_hook_skip plan_scan_indirect(const uint8_t *code, uint64_t addr,
 		cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
 	}
 	if (r == ADA_SKIP_JUMP_TABLE && indirect_jmp == 1)
-		r = plan_scan_materialize(code, addr, size, d);
+		r = plan_scan_materialize(code, addr, size, mem, d);
 	return r;
 }
 
