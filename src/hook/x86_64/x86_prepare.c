@@ -599,8 +599,6 @@ static int plan_is_gpr(csh cs, x86_reg r)
 	return 1;
 }
 
-/* Does this instruction leave a code address of the function in a
- * general register or on the stack? (See the jump-table rule above.) */
 /* The bytes of [at, at+len) when one region of mem holds them all. */
 static const uint8_t *plan_mem_bytes(const struct hook_arch_memview *mem, uint64_t at, uint64_t len)
 {
@@ -637,6 +635,8 @@ static int plan_rip_value_outside(const struct hook_arch_memview *mem, const cs_
 	return !(z > addr && z - addr < size) && !(s > addr && s - addr < size);
 }
 
+/* Does this instruction leave a code address of the function in a
+ * general register or on the stack? (See the jump-table rule above.) */
 static int plan_insn_materializes(csh cs, const cs_insn *ci, uint64_t addr, uint64_t size,
                                   const struct hook_arch_memview *mem)
 {
@@ -651,9 +651,9 @@ static int plan_insn_materializes(csh cs, const cs_insn *ci, uint64_t addr, uint
 		 * call pushes one (its return address, `call 1f; 1: pop`). */
 		if (op->type == X86_OP_IMM && (uint64_t)op->imm >= addr &&
 		    (uint64_t)op->imm < addr + size)
-			return ci->id == X86_INS_CALL   ? (uint64_t)op->imm != addr
+			return ci->id == X86_INS_CALL      ? (uint64_t)op->imm != addr
 			       : plan_is_branch_id(ci->id) ? 0
-			                                  : 1;
+			                                   : 1;
 		if (op->type != X86_OP_MEM)
 			continue;
 		if (op->mem.base == X86_REG_RIP)
@@ -695,7 +695,7 @@ static int plan_fast_materializes(const uint8_t *p, size_t n, const struct x86_l
 {
 	if (!x86_len_cs_same(p))
 		return -1; /* capstone may reject it: its failure decides */
-	if (li->rel) { /* as plan_insn_materializes: a call only */
+	if (li->rel) {     /* as plan_insn_materializes: a call only */
 		uint64_t t = plan_rel_target(p, n, pc, li->rel);
 		return p[0] == 0xe8 && t > addr && t - addr < size;
 	}
