@@ -229,9 +229,11 @@ static void test_same_verdicts(void **state)
 
 /* Hand-assembled prologues the prologue classifies from the length table
  * (direct branches, [rip + disp32] operands, lea r64) or leaves to
- * capstone (prefixed or 0F-map rip operands, whose disp offset capstone 4
- * does not report: unrelocatable): the same verdict and plan either way,
- * and the expected relocation kind of the first instruction. */
+ * capstone (prefixed or 0F-map rip operands, whose disp32 capstone 4
+ * misreports: found after the ModRM byte and checked against the
+ * decoded displacement): the same verdict and plan either way, and the
+ * expected relocation kind of the first instruction (for a rip operand
+ * also where its disp32 sits and where it points). */
 static void test_prologue_kinds(void **state)
 {
 	(void)state;
@@ -247,8 +249,10 @@ static void test_prologue_kinds(void **state)
 	    {{0x4c, 0x8d, 0x3d, 0x10, 0, 0, 0}, ADA_HOOK_OK, X86_RELOC_RIP_LEA}, /* lea r15,[rip] */
 	    {{0x8d, 0x05, 0x10, 0, 0, 0}, ADA_HOOK_OK, X86_RELOC_RIP},           /* lea eax,[rip] */
 	    {{0x83, 0x3d, 0x10, 0, 0, 0, 0x01}, ADA_HOOK_OK, X86_RELOC_RIP},     /* cmp [rip],1 */
-	    {{0x66, 0x83, 0x3d, 0x10, 0, 0, 0, 0x00}, ADA_SKIP_UNRELOCATABLE, -1}, /* capstone 4 */
-	    {{0x66, 0x0f, 0x6f, 0x05, 0x10, 0, 0, 0}, ADA_SKIP_UNRELOCATABLE, -1}, /* movdqa */
+	    {{0x66, 0x83, 0x3d, 0x10, 0, 0, 0, 0x00}, ADA_HOOK_OK, X86_RELOC_RIP}, /* cmp word */
+	    {{0x66, 0x0f, 0x6f, 0x05, 0x10, 0, 0, 0}, ADA_HOOK_OK, X86_RELOC_RIP}, /* movdqa */
+	    {{0x66, 0x0f, 0x54, 0x0d, 0x10, 0, 0, 0}, ADA_HOOK_OK, X86_RELOC_RIP}, /* andpd */
+	    {{0x66, 0x0f, 0x2f, 0x05, 0x10, 0, 0, 0}, ADA_HOOK_OK, X86_RELOC_RIP}, /* comisd */
 	    {{0xff, 0x15, 0x10, 0, 0, 0, 0x90}, ADA_HOOK_OK, X86_RELOC_CALL_RIP},  /* capstone */
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -268,6 +272,14 @@ static void test_prologue_kinds(void **state)
 		assert_true(same_insns(&fast, &slow));
 		if (cases[i].kind >= 0)
 			assert_int_equal(fast.insns[0].kind, cases[i].kind);
+		if (cases[i].kind == X86_RELOC_RIP) { /* disp32 0x10 after the ModRM byte */
+			const struct hook_arch_insn *in = &fast.insns[0];
+			size_t m = cases[i].code[0] == 0x66   ? (cases[i].code[1] == 0x0f ? 3 : 2)
+			           : cases[i].code[0] == 0x48 ? 2
+			                                      : 1;
+			assert_int_equal(in->disp_off, m + 1);
+			assert_int_equal(in->target, a + in->len + 0x10);
+		}
 	}
 }
 

@@ -222,6 +222,25 @@ static enum ada_hook_skip plan_branch(const cs_insn *ci, const cs_x86 *x, struct
 	return ADA_HOOK_OK;
 }
 
+/* Where the disp32 of a [rip+disp] operand sits in the instruction, or
+ * 0. Capstone 4 misreports some SSE forms with a 66 prefix (movdqa xmm,
+ * [rip+x]; andpd; comisd): the right offset with a displacement size of
+ * 2, and no offset at all for others. A rip-relative ModRM (mod 00, r/m
+ * 101) has no SIB and always a disp32, right after the ModRM byte; the
+ * offset is taken when those 4 bytes are the displacement capstone
+ * decoded and end inside the instruction (an immediate may follow). */
+static uint8_t plan_rip_disp_offset(const cs_insn *ci, const cs_x86 *x, const cs_x86_op *rip)
+{
+	uint8_t off = x->encoding.disp_offset, m = x->encoding.modrm_offset;
+	if (off == 0 && m != 0 && m < ci->size && (ci->bytes[m] & 0xc7) == 0x05)
+		off = (uint8_t)(m + 1);
+	int32_t d;
+	if (off == 0 || off + 4u > ci->size)
+		return 0;
+	memcpy(&d, ci->bytes + off, 4);
+	return d == rip->mem.disp ? off : 0;
+}
+
 /* Classifies one displaced instruction into its relocation case. */
 static enum ada_hook_skip plan_insn(const cs_insn *ci, uint64_t fn, struct hook_arch_insn *in)
 {
@@ -235,9 +254,10 @@ static enum ada_hook_skip plan_insn(const cs_insn *ci, uint64_t fn, struct hook_
 	if (plan_is_short_only(ci->id))
 		return ADA_SKIP_UNRELOCATABLE;
 	if (rip) {
-		if (x->encoding.disp_size != 4 || x->encoding.disp_offset == 0)
+		uint8_t doff = plan_rip_disp_offset(ci, x, rip);
+		if (doff == 0)
 			return ADA_SKIP_UNRELOCATABLE;
-		in->disp_off = x->encoding.disp_offset;
+		in->disp_off = doff;
 		in->target = ci->address + ci->size + (int64_t)rip->mem.disp;
 		in->kind = ci->id == X86_INS_CALL ? X86_RELOC_CALL_RIP : X86_RELOC_RIP;
 		if (ci->id == X86_INS_LEA && (x->rex & 0x08)) {
@@ -330,9 +350,9 @@ static int plan_map1_plain(uint8_t op)
  * whole plans): a direct branch (never prefixed: the table declines
  * those), a [rip + disp32] operand, or plain (copied as is). Returns 1
  * to leave a rip-relative operand with a legacy prefix or outside the
- * one-byte map to capstone: capstone 4 reports no disp offset for some
- * (movdqa xmm, [rip+x]; cmp word [rip+x], imm8), which plan_insn() calls
- * unrelocatable, and the verdicts stay capstone's. */
+ * one-byte map to capstone: capstone 4 misreports the disp of some
+ * (movdqa xmm, [rip+x]; cmp word [rip+x], imm8), which plan_insn()
+ * finds again (plan_rip_disp_offset), and the verdicts stay capstone's. */
 static int plan_fast_insn(const uint8_t *p, size_t n, const struct x86_len_info *li, uint64_t fn,
                           uint8_t offset, struct hook_arch_insn *in)
 {
