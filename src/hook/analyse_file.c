@@ -86,22 +86,46 @@ static int af_span(const struct af_image *im, uint64_t fsize, uint64_t *lo, uint
 	return *hi > *lo && *hi - *lo <= AF_MAX_SPAN ? 0 : -ENOEXEC;
 }
 
-/* Maps every PT_LOAD's file part read-only into the reservation. */
+/* The zero-filled part of a segment (.bss) as the loader makes it: the
+ * rest of the last file page cleared, whole pages after it anonymous.
+ * The analysis reads globals there (a rip-relative load's value). */
+static int af_map_zero(struct af_image *im, const Elf64_Phdr *p)
+{
+	uint64_t fend = im->base + p->p_vaddr + p->p_filesz;
+	uint64_t pend = (fend + AF_PAGE - 1) & ~(AF_PAGE - 1);
+	uint64_t mend = (im->base + p->p_vaddr + p->p_memsz + AF_PAGE - 1) & ~(AF_PAGE - 1);
+	if (pend > fend && p->p_filesz) {
+		void *pg = (void *)(uintptr_t)(pend - AF_PAGE);
+		if (mprotect(pg, AF_PAGE, PROT_READ | PROT_WRITE))
+			return -errno;
+		memset((void *)(uintptr_t)fend, 0, pend - fend);
+		if (mprotect(pg, AF_PAGE, PROT_READ))
+			return -errno;
+	}
+	if (mend > pend && mmap((void *)(uintptr_t)pend, mend - pend, PROT_READ,
+	                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		return -errno;
+	return 0;
+}
+
+/* Maps every PT_LOAD read-only into the reservation. */
 static int af_map_segments(int fd, struct af_image *im, uint64_t vlo)
 {
 	for (size_t i = 0; i < im->nph; i++) {
 		const Elf64_Phdr *p = &im->ph[i];
-		if (p->p_type != PT_LOAD || p->p_filesz == 0)
+		if (p->p_type != PT_LOAD || p->p_memsz == 0)
 			continue;
 		uint64_t pad = p->p_vaddr & (AF_PAGE - 1);
 		void *at = (uint8_t *)im->map + (p->p_vaddr - pad - vlo);
-		void *r = mmap(at, p->p_filesz + pad, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd,
-		               (off_t)(p->p_offset - pad));
-		if (r == MAP_FAILED)
+		if (p->p_filesz && mmap(at, p->p_filesz + pad, PROT_READ, MAP_PRIVATE | MAP_FIXED,
+		                        fd, (off_t)(p->p_offset - pad)) == MAP_FAILED)
 			return -errno;
+		int err = p->p_memsz > p->p_filesz ? af_map_zero(im, p) : 0;
+		if (err)
+			return err;
 		if ((p->p_flags & PF_R) && im->nrd < sizeof(im->rd) / sizeof(im->rd[0]))
 			im->rd[im->nrd++] = (struct hook_arch_region){
-			    im->base + p->p_vaddr, p->p_filesz,
+			    im->base + p->p_vaddr, p->p_memsz,
 			    (const uint8_t *)(uintptr_t)(im->base + p->p_vaddr)};
 	}
 	return 0;

@@ -117,6 +117,21 @@ static bool pad_gap_after(const struct ada_hook_symtab *st, const uint64_t *pm, 
 	return true;
 }
 
+/* A gap after a function that runs up to code without a symbol (a
+ * stripped library's static functions): it ends where its fill does
+ * when an FDE starts exactly there (unwind information marks code as
+ * well as a symbol does; the fill before it is covered by none). */
+static uint64_t pad_gap_to_fde(uint64_t base, const struct discover_pad_view *v, uint64_t lo,
+                               uint64_t hi)
+{
+	uint64_t n = hi - lo < PAD_GAP_MAX ? hi - lo : PAD_GAP_MAX;
+	uint64_t fill = hook_arch_fill_len((const uint8_t *)(uintptr_t)(base + lo), n);
+	if (fill == 0 || fill >= hi - lo)
+		return hi;
+	uint64_t at = base + lo + fill;
+	return v->covered(v->arg, at) && !v->covered(v->arg, at - 1) ? lo + fill : hi;
+}
+
 /* The gap before function i: [highest end before it, its start). */
 static bool pad_gap_before(const struct ada_hook_symtab *st, const uint64_t *pm, size_t i,
                            uint64_t *lo, uint64_t *hi, size_t *prev)
@@ -155,7 +170,8 @@ bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const ui
 	/* A 1-byte function's entry jump takes the gap's first byte too:
 	 * its slot follows that byte, and there is no other choice. */
 	uint64_t skip = f->size < HOOK_ARCH_PAD_ENTRY ? HOOK_ARCH_PAD_ENTRY - f->size : 0;
-	if (pad_gap_after(st, pm, i, &lo, &hi) && hi - lo >= skip + HOOK_ARCH_PAD_SLOT &&
+	if (pad_gap_after(st, pm, i, &lo, &hi) && (hi = pad_gap_to_fde(base, v, lo, hi)) != 0 &&
+	    hi - lo >= skip + HOOK_ARCH_PAD_SLOT &&
 	    lo + skip - entry_end <= HOOK_ARCH_PAD_REACH_FWD && pad_gap_ok(base, st, v, lo, hi)) {
 		pad_take(base, plan, lo + skip);
 		for (uint64_t k = f->size; k < HOOK_ARCH_PAD_ENTRY; k++)

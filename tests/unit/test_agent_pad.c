@@ -186,6 +186,28 @@ static void test_symbol_in_gap(void **state)
 	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
 }
 
+/* Code without a symbol after the gap (a stripped library's static
+ * function): the gap ends where an FDE starts, and not elsewhere. */
+static void test_gap_to_fde(void **state)
+{
+	(void)state;
+	struct img im;
+	img_init(&im, 0x90);
+	img_fn(&im, 0, st3, sizeof(st3));
+	static const uint8_t code[] = {0x41, 0x56, 0x48, 0x89, 0xf8, 0xc3}; /* push r14.. */
+	memcpy(im.b + 16, code, sizeof(code));
+	img_fn(&im, 48, lea5, sizeof(lea5));
+	assert_int_equal(img_slot(&im, 0, NULL, NULL), 0); /* no boundary known */
+	im.fde[im.n_fde][0] = 16;
+	im.fde[im.n_fde++][1] = 22;
+	uint64_t lo, hi;
+	assert_int_equal(img_slot(&im, 0, &lo, &hi), 3 + 1);
+	assert_int_equal(hi, 16);
+	/* an FDE that does not start where the fill ends proves nothing */
+	im.fde[im.n_fde - 1][0] = 14;
+	assert_int_equal(img_slot(&im, 0, NULL, NULL), 0);
+}
+
 /* An FDE over the gap: unwind information describes code. */
 static void test_fde_in_gap(void **state)
 {
@@ -333,8 +355,9 @@ int main(void)
 	    cmocka_unit_test(test_after_nops),    cmocka_unit_test(test_after_multibyte_and_int3),
 	    cmocka_unit_test(test_fill_len),      cmocka_unit_test(test_gap_is_code),
 	    cmocka_unit_test(test_symbol_in_gap), cmocka_unit_test(test_fde_in_gap),
-	    cmocka_unit_test(test_open_end),      cmocka_unit_test(test_one_byte),
-	    cmocka_unit_test(test_before),        cmocka_unit_test(test_patch_bytes),
+	    cmocka_unit_test(test_gap_to_fde),    cmocka_unit_test(test_open_end),
+	    cmocka_unit_test(test_one_byte),      cmocka_unit_test(test_before),
+	    cmocka_unit_test(test_patch_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
