@@ -29,6 +29,9 @@ int cmd_windows(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
+/* ada diagnose PATH --functions (diagnose_functions.c): 0, 1 when PATH
+ * cannot be analysed, 2 when the report cannot be written. */
+int diagnose_functions(const char *path, bool json);
 int cmd_attach(int argc, char **argv);
 int cmd_arm(int argc, char **argv);
 int cmd_disarm(int argc, char **argv);

@@ -1,5 +1,6 @@
 /*
  * ada diagnose PATH|PID [--json] [--out DIR]
+ * ada diagnose PATH --functions [--json]
  *
  * Can ada record this program, or attach to this process, here? Runs the
  * checks of src/diag (the program file, the process and its ptrace
@@ -8,6 +9,8 @@
  * `ada record`; a number that is not an existing file is a pid to
  * `ada attach`. Exit status: 0 when nothing failed, 1 when a check
  * failed, 2 for bad usage. Nothing is changed, nothing is created.
+ * With --functions: which functions of the file PATH a recording would
+ * leave unhooked, and why (diagnose_functions.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,12 +27,15 @@
 static void diagnose_usage(FILE *f)
 {
 	fprintf(f, "usage: ada diagnose PATH|PID [--json] [--out DIR]\n"
+	           "       ada diagnose PATH --functions [--json]\n"
 	           "\n"
 	           "Checks whether ada can record the program PATH (ada record) or attach to the\n"
 	           "process PID (ada attach) on this machine, and says what to do when not.\n"
 	           "  --json      the same report as one JSON object on stdout\n"
 	           "  --out DIR   the --out directory whose free space is checked\n"
 	           "              (default ./ada_traces)\n"
+	           "  --functions every function of the program or library PATH that a\n"
+	           "              recording would leave unhooked, and why (nothing is run)\n"
 	           "Exit status: 0 when no check failed, 1 when one did.\n");
 }
 
@@ -76,9 +82,10 @@ int cmd_diagnose(int argc, char **argv)
 {
 	static const struct option opts[] = {{"json", no_argument, 0, 'j'},
 	                                     {"out", required_argument, 0, 'o'},
+	                                     {"functions", no_argument, 0, 'f'},
 	                                     {"help", no_argument, 0, 'h'},
 	                                     {0, 0, 0, 0}};
-	bool json = false;
+	bool json = false, functions = false;
 	const char *out = NULL;
 	int c;
 	optind = 1;
@@ -87,6 +94,8 @@ int cmd_diagnose(int argc, char **argv)
 			json = true;
 		else if (c == 'o')
 			out = optarg;
+		else if (c == 'f')
+			functions = true;
 		else {
 			diagnose_usage(c == 'h' ? stdout : stderr);
 			return c == 'h' ? 0 : 2;
@@ -97,6 +106,8 @@ int cmd_diagnose(int argc, char **argv)
 		return 2;
 	}
 	const char *arg = argv[optind];
+	if (functions)
+		return diagnose_functions(arg, json);
 	pid_t pid = diagnose_pid_of(arg);
 	struct ada_diag_opts o = {
 	    .groups = ADA_DIAG_PROGRAM | ADA_DIAG_HOST | (pid ? ADA_DIAG_PROCESS : 0),

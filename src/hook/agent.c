@@ -186,6 +186,8 @@ static void agent_json_ids(FILE *f, const struct agent_module *m)
 	else
 		fputs("null, ", f);
 	fprintf(f, "\"fde_functions\": %zu, ", m->st.n_fde);
+	/* of "installed": hooked in the padding form (docs/hooks.md) */
+	fprintf(f, "\"padding_form\": %zu, ", m->n_pad);
 }
 
 static void agent_json_module(FILE *f, const struct agent_module *m)

@@ -169,6 +169,8 @@ static int config_apply(struct ada_hook_config *cfg, const char *k, size_t klen,
 		return config_bool(v, vlen, &cfg->cache);
 	if (config_key_is(k, klen, "fde"))
 		return config_bool(v, vlen, &cfg->need_fde);
+	if (config_key_is(k, klen, "pad"))
+		return config_bool(v, vlen, &cfg->pad);
 	if (config_key_is(k, klen, "detail"))
 		return config_bool(v, vlen, &cfg->detail);
 	if (config_key_is(k, klen, "detail-symbol"))
@@ -195,6 +197,7 @@ int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *c
 	cfg->defaults = true;
 	cfg->cache = true;
 	cfg->need_fde = true;
+	cfg->pad = true;
 	cfg->stack_bytes = 128;
 	cfg->analysis_threads = 1;
 	size_t i = 0;

@@ -305,6 +305,46 @@ static void install_prepare_range(void *arg, size_t lo, size_t hi)
 	}
 }
 
+/* The FDE view of discover_pad_slot(): covered, or cannot tell. */
+static bool install_fde_covered(void *arg, uint64_t addr)
+{
+	const struct discover_fde_table *t = arg;
+	return !t || discover_fde_covers(t, addr);
+}
+
+/* What the slot search of one module needs, made at its first use. */
+struct install_padctx {
+	bool made, ok;
+	struct discover_fde_table fdes;
+	uint64_t *pm;
+};
+
+static bool install_padctx_get(struct agent_module *m, struct install_padctx *c)
+{
+	if (!c->made) {
+		c->made = true;
+		c->ok = discover_fde_table(m->base, m->lo, m->hi, &c->fdes) == 0 &&
+		        (c->pm = discover_pad_ends(&m->st)) != NULL;
+	}
+	return c->ok;
+}
+
+/* A cached padding-form verdict: the same short plan and a slot found
+ * again by the same rules (they depend on the image only). */
+static bool install_pad_again(struct agent_module *m, struct install_padctx *c, size_t i,
+                              struct hook_arch_plan *plan, size_t patch_len)
+{
+	struct ada_hook_fn *f = &m->st.fns[i];
+	uint64_t addr = m->base + f->offset, lo, hi;
+	if (!install_padctx_get(m, c) ||
+	    hook_arch_prepare_prologue_short((const uint8_t *)addr, addr, f->size, plan) !=
+	        ADA_HOOK_OK ||
+	    plan->patch_len != patch_len)
+		return false;
+	struct discover_pad_view v = {install_fde_covered, &c->fdes};
+	return discover_pad_slot(m->base, &m->st, c->pm, i, &v, plan, &lo, &hi);
+}
+
 /* Functions per range of the full analysis: small enough to balance two
  * threads (the cost per function varies a thousandfold), large enough to
  * keep the hand-out rare. */
@@ -320,6 +360,7 @@ static size_t install_prepare(struct agent_module *m, struct hook_arch_plan *pla
 {
 	size_t n = 0;
 	struct install_rd rd = {.m = m};
+	struct install_padctx pc = {0};
 	if (!ce) {
 		dl_iterate_phdr(install_rd_cb, &rd);
 		struct hook_arch_memview mv = {rd.v, rd.n};
@@ -334,6 +375,12 @@ static size_t install_prepare(struct agent_module *m, struct hook_arch_plan *pla
 		const uint8_t *code = (const uint8_t *)addr;
 		if (ce && ce[i].status != ADA_HOOK_OK) {
 			f->status = ce[i].status;
+		} else if (ce && (ce[i].patch_len & PLAN_CACHE_PAD)) {
+			if (!install_pad_again(m, &pc, i, &plans[i],
+			                       ce[i].patch_len & ~PLAN_CACHE_PAD)) {
+				free(pc.pm);
+				return SIZE_MAX;
+			}
 		} else if (ce && (hook_arch_prepare_prologue(code, addr, f->size, &plans[i]) !=
 		                      ADA_HOOK_OK ||
 		                  plans[i].patch_len != ce[i].patch_len)) {
@@ -341,6 +388,7 @@ static size_t install_prepare(struct agent_module *m, struct hook_arch_plan *pla
 		}
 		n += f->status == ADA_HOOK_OK;
 	}
+	free(pc.pm);
 	return n;
 }
 
@@ -390,7 +438,8 @@ static uint64_t install_count_block(struct agent_module *m, size_t i, uint8_t *a
  * trampolines' return points (a jmp rel32 reaches it wherever the
  * module is). */
 static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans, size_t n_cand,
-                           struct hook_patch *patches, struct hook_patch *undo)
+                           struct hook_patch *patches, struct hook_patch *undo,
+                           struct hook_patch *pads, size_t *n_pad)
 {
 	uint8_t *blk = NULL;
 	size_t np = 0, used = (HOOK_ARCH_RETURN_TRAMPOLINE_MAX + 15) & ~(size_t)15;
@@ -451,6 +500,12 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 		p->len = u->len = plans[i].patch_len;
 		hook_arch_patch_bytes(&plans[i], target, p->bytes);
 		memcpy(u->bytes, plans[i].original, plans[i].patch_len);
+		if (plans[i].pad_addr) { /* the padding form: its slot jumps where the patch would */
+			struct hook_patch *q = &pads[(*n_pad)++];
+			q->addr = plans[i].pad_addr;
+			q->len = HOOK_ARCH_PAD_SLOT;
+			hook_arch_pad_bytes(&plans[i], target, q->bytes);
+		}
 	}
 	return np;
 }
@@ -490,8 +545,9 @@ struct install_cache {
 static void install_cache_open(struct agent_module *m, struct install_cache *c)
 {
 	memset(c, 0, sizeof(*c));
-	if (!agent.cfg.cache || agent.cache_agent_hash == 0 || m->st.build_id_len == 0 ||
-	    m->st.build_id_len > sizeof(c->key.build_id))
+	/* pad=0 changes verdicts: such a run neither reads nor writes. */
+	if (!agent.cfg.cache || !agent.cfg.pad || agent.cache_agent_hash == 0 ||
+	    m->st.build_id_len == 0 || m->st.build_id_len > sizeof(c->key.build_id))
 		return;
 	memcpy(c->key.build_id, m->st.build_id, m->st.build_id_len);
 	c->key.build_id_len = (uint32_t)m->st.build_id_len;
@@ -543,7 +599,10 @@ static void install_cache_store(struct agent_module *m, struct install_cache *c,
 			continue;
 		uint8_t s = m->st.fns[i].status;
 		c->e[i].status = s;
-		c->e[i].patch_len = s == ADA_HOOK_OK ? (uint8_t)plans[i].patch_len : 0;
+		c->e[i].patch_len =
+		    s != ADA_HOOK_OK
+		        ? 0
+		        : (uint8_t)(plans[i].patch_len | (plans[i].pad_addr ? PLAN_CACHE_PAD : 0));
 	}
 	plan_cache_store(c->path, &c->key, c->e); /* best effort: a cache */
 }
@@ -574,7 +633,14 @@ static size_t install_analyse(struct agent_module *m, struct hook_arch_plan *pla
 		install_par_used = install_par_failed = false;
 		n = install_prepare(m, plans, NULL);
 		uint64_t tx = agent_now_ns();
-		*err = n ? discover_xref_check(m->base, &m->st, plans, install_run) : 0;
+		/* The padding form needs the image's FDE table (padding is told
+		 * from code by it). */
+		struct discover_fde_table fdes;
+		bool pad = agent.cfg.pad && discover_fde_table(m->base, m->lo, m->hi, &fdes) == 0;
+		*err =
+		    discover_pad_and_xref(m->base, &m->st, pad ? &fdes : NULL, plans, install_run);
+		for (size_t i = n = 0; i < m->st.count; i++)
+			n += m->st.fns[i].status == ADA_HOOK_OK;
 		m->ns_xref = agent_now_ns() - tx;
 		m->par = install_par_used;
 		agent.par_fallback += install_par_failed;
@@ -596,11 +662,17 @@ static int install_patch_cmp(const void *a, const void *b)
 }
 
 static int install_apply(struct agent_module *m, struct hook_patch *patches,
-                         struct hook_patch *undo, size_t np)
+                         struct hook_patch *undo, size_t np, struct hook_patch *pads, size_t n_pad)
 {
-	int err = hook_patch_apply(patches, np);
+	/* The padding's jumps first: no entry jumps to one before it is
+	 * there (a dlopen rescan while other threads run the image). */
+	int err = n_pad ? hook_patch_apply(pads, n_pad) : 0;
+	if (!err)
+		err = hook_patch_apply(patches, np);
 	if (err)
 		return err;
+	m->pad = pads;
+	m->n_pad = n_pad;
 	/* patches is sorted by address now; undo the same way, so the two
 	 * stay index for index (install_drop_busy()). */
 	qsort(undo, np, sizeof(*undo), install_patch_cmp);
@@ -670,7 +742,11 @@ int agent_reinstall(void)
 		if (m->gone || !m->n_patch)
 			continue;
 		m->n_patch = install_drop_busy(m);
-		int e = m->n_patch ? hook_patch_apply(m->patch, m->n_patch) : 0;
+		/* The padding's jumps are still there unless the image was
+		 * written meanwhile: applied first again, as at the install. */
+		int e = m->n_pad ? hook_patch_apply(m->pad, m->n_pad) : 0;
+		if (!e && m->n_patch)
+			e = hook_patch_apply(m->patch, m->n_patch);
 		if (e)
 			agent_attach_unplace(m->lo, m->hi);
 		if (e && !err)
@@ -684,7 +760,7 @@ int agent_reinstall(void)
 struct install_job {
 	size_t mod; /* index in agent.mods (which may move while others are added) */
 	struct hook_arch_plan *plans;
-	struct hook_patch *patches, *undo;
+	struct hook_patch *patches, *undo, *pads;
 	size_t n_cand;
 	int err;
 	bool analysed; /* symbols read: install_finish() has work */
@@ -735,7 +811,8 @@ static int install_finish(struct install_job *j)
 	if (!err) {
 		j->patches = calloc(m->st.count ? m->st.count : 1, sizeof(*j->patches));
 		j->undo = calloc(m->st.count ? m->st.count : 1, sizeof(*j->undo));
-		if (!j->patches || !j->undo) {
+		j->pads = calloc(m->st.count ? m->st.count : 1, sizeof(*j->pads));
+		if (!j->patches || !j->undo || !j->pads) {
 			err = -ENOMEM;
 			install_patch_failed(m, err); /* as when the analysis had no memory */
 		}
@@ -743,24 +820,28 @@ static int install_finish(struct install_job *j)
 	if (err)
 		goto out;
 	uint64_t t2 = agent_now_ns();
-	size_t np = j->n_cand ? install_emit(m, j->plans, j->n_cand, j->patches, j->undo) : 0;
+	size_t n_pad = 0;
+	size_t np = j->n_cand
+	                ? install_emit(m, j->plans, j->n_cand, j->patches, j->undo, j->pads, &n_pad)
+	                : 0;
 	install_register_specials(m);
 	err = hook_mem_seal(agent.mem);
 	uint64_t t3 = agent_now_ns();
 	if (!err && np)
-		err = install_apply(m, j->patches, j->undo, np);
+		err = install_apply(m, j->patches, j->undo, np, j->pads, n_pad);
 	m->ns_emit = t3 - t2;
 	m->ns_apply = agent_now_ns() - t3;
 	if (err) {
 		agent_attach_unplace(m->lo, m->hi); /* its trampolines stay unused */
 		install_patch_failed(m, err);
 	} else
-		j->patches = j->undo = NULL; /* kept by m */
+		j->patches = j->undo = j->pads = NULL; /* kept by m */
 out:
 	install_count(m);
 	free(j->plans);
 	free(j->patches);
 	free(j->undo);
+	free(j->pads);
 	m->ns_patching = m->ns_prepare + m->ns_emit + m->ns_apply;
 	return err;
 }

@@ -343,6 +343,12 @@ struct agent_module {
 	 * a later attach applies the patches again (agent_attach.c). */
 	struct hook_patch *patch, *undo;
 	size_t n_patch;
+	/* The padding form's second patches (the jumps written into padding,
+	 * docs/hooks.md): applied before the entries, never taken back (a
+	 * thread stopped between the two jumps at a detach goes on into the
+	 * trampoline; nothing else reaches the padding). */
+	struct hook_patch *pad;
+	size_t n_pad;
 };
 
 /* An image that is not hooked at all, for agent.json. */

@@ -44,6 +44,13 @@ typedef void (*discover_runner)(discover_body body, void *arg, size_t n, size_t 
  * functions (the result does not depend on it). 0 or -ENOMEM. */
 int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
                         const struct hook_arch_plan *plans, discover_runner run);
+/* discover_xref_check() with the padding form's gaps: for function i,
+ * gaps[2i .. 2i+1] is the gap holding its padding slot ([lo, hi), runtime
+ * addresses; 0, 0: none). A function one of whose gap bytes some branch
+ * of the image targets gets prior[i] back (its verdict before the padding
+ * form) and its plan's pad_addr 0. gaps and prior may be NULL. */
+int discover_xref_check_pad(uint64_t base, struct ada_hook_symtab *st, struct hook_arch_plan *plans,
+                            const uint64_t *gaps, const uint8_t *prior, discover_runner run);
 
 /* discover_ehframe.c: an image's .eh_frame_hdr search table, as the
  * loader mapped it or in a file's bytes. Addresses are the view's own
@@ -82,5 +89,43 @@ bool discover_fde_entry(const struct discover_fde_table *t, size_t i, uint64_t *
  * cannot), and in *entry what discover_fde_entry() would answer. */
 bool discover_fde_at(const struct discover_fde_table *t, size_t i, uint64_t *start, uint64_t *len,
                      bool *entry);
+
+/* discover_pad.c: padding slots for the padding form of a hook. */
+struct discover_pad_view {
+	/* true when an FDE covers the address, or when it cannot tell */
+	bool (*covered)(void *arg, uint64_t addr);
+	void *arg;
+};
+/* pm[k]: the highest end (offset + size, at least offset + 1) of
+ * st->fns[0 .. k]; malloc'ed, NULL without memory. */
+uint64_t *discover_pad_ends(const struct ada_hook_symtab *st);
+/* For function i of st (loaded at base; its bytes and its neighbours'
+ * readable there), whose plan hook_arch_prepare_short() made: finds the
+ * padding slot its entry jump reaches (discover_pad.c's rules), sets
+ * plan->pad_addr and pad_original and the gap holding the slot
+ * ([*gap_lo, *gap_hi), runtime addresses), which no branch may target
+ * (discover_xref_check_pad). False: none (pad_addr 0). */
+bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                       size_t i, const struct discover_pad_view *v, struct hook_arch_plan *plan,
+                       uint64_t *gap_lo, uint64_t *gap_hi);
+/* The padding form over a whole image after prepare: every function
+ * prepare found ADA_SKIP_TOO_SHORT or ADA_SKIP_BRANCH_INTO_PATCH gets a
+ * short plan (hook_arch_prepare_short) and a slot, and becomes
+ * ADA_HOOK_OK, or keeps its verdict. prior[i] gets every function's
+ * verdict before (all of them), gaps[2i..2i+1] the slot's gap (zeroed
+ * by the caller), for discover_xref_check_pad(). fdes: the image's FDE
+ * table (NULL: none, and then no slot). Returns how many became OK. */
+size_t discover_pad_module(uint64_t base, struct ada_hook_symtab *st,
+                           const struct discover_fde_table *fdes, struct hook_arch_plan *plans,
+                           uint64_t *gaps, uint8_t *prior);
+/* After prepare: the padding form (discover_pad_module) and the
+ * cross-function check (discover_xref_check_pad); then the functions
+ * the check marked ADA_SKIP_BRANCH_INTO_PATCH (another function branches
+ * into their 5-byte patch) get the padding form too where its shorter
+ * patch avoids the branch, and the check runs again. fdes NULL: no
+ * padding form (the check alone). 0 or -ENOMEM. */
+int discover_pad_and_xref(uint64_t base, struct ada_hook_symtab *st,
+                          const struct discover_fde_table *fdes, struct hook_arch_plan *plans,
+                          discover_runner run);
 
 #endif

@@ -100,8 +100,17 @@ static bool xref_map_hit(const struct xref_map *mp, uint64_t t)
 	return (mp->bits[i >> 3] >> (i & 7)) & 1;
 }
 
+/* Marks [lo, hi) in the map (inside [mp->lo, mp->hi)). */
+static void xref_map_set(struct xref_map *mp, uint64_t lo, uint64_t hi)
+{
+	for (uint64_t k = lo - mp->lo; k < hi - mp->lo; k++)
+		mp->bits[k >> 3] |= (uint8_t)(1u << (k & 7));
+}
+
+/* Also every byte of the padding form's gaps (gaps[2i], gaps[2i+1]). */
 static int xref_map_build(uint64_t base, const struct ada_hook_symtab *st,
-                          const struct hook_arch_plan *plans, struct xref_map *mp)
+                          const struct hook_arch_plan *plans, const uint64_t *gaps,
+                          struct xref_map *mp)
 {
 	mp->lo = UINT64_MAX;
 	mp->hi = 0;
@@ -111,6 +120,10 @@ static int xref_map_build(uint64_t base, const struct ada_hook_symtab *st,
 		uint64_t a = base + st->fns[i].offset;
 		mp->lo = a < mp->lo ? a : mp->lo;
 		mp->hi = a + plans[i].patch_len > mp->hi ? a + plans[i].patch_len : mp->hi;
+		if (gaps && gaps[2 * i + 1] > gaps[2 * i]) {
+			mp->lo = gaps[2 * i] < mp->lo ? gaps[2 * i] : mp->lo;
+			mp->hi = gaps[2 * i + 1] > mp->hi ? gaps[2 * i + 1] : mp->hi;
+		}
 	}
 	if (mp->hi <= mp->lo)
 		return 1; /* no candidate: nothing to check */
@@ -120,9 +133,10 @@ static int xref_map_build(uint64_t base, const struct ada_hook_symtab *st,
 	for (size_t i = 0; i < st->count; i++) {
 		if (st->fns[i].status != ADA_HOOK_OK)
 			continue;
-		uint64_t a = base + st->fns[i].offset - mp->lo;
-		for (uint64_t k = a + 1; k < a + plans[i].patch_len; k++)
-			mp->bits[k >> 3] |= (uint8_t)(1u << (k & 7));
+		uint64_t a = base + st->fns[i].offset;
+		xref_map_set(mp, a + 1, a + plans[i].patch_len);
+		if (gaps && gaps[2 * i + 1] > gaps[2 * i])
+			xref_map_set(mp, gaps[2 * i], gaps[2 * i + 1]);
 	}
 	return 0;
 }
@@ -226,9 +240,17 @@ static int xref_decode_suspects(uint64_t base, const struct ada_hook_symtab *st,
 int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
                         const struct hook_arch_plan *plans, discover_runner run)
 {
+	/* Without gaps no plan is changed. */
+	return discover_xref_check_pad(base, st, (struct hook_arch_plan *)(uintptr_t)plans, NULL,
+	                               NULL, run);
+}
+
+int discover_xref_check_pad(uint64_t base, struct ada_hook_symtab *st, struct hook_arch_plan *plans,
+                            const uint64_t *gaps, const uint8_t *prior, discover_runner run)
+{
 	struct xref_map mp = {0};
 	struct xref_targets t = {0};
-	int err = xref_map_build(base, st, plans, &mp);
+	int err = xref_map_build(base, st, plans, gaps, &mp);
 	if (err)
 		return err > 0 ? 0 : err;
 	err = xref_decode_suspects(base, st, &mp, &t, run);
@@ -237,9 +259,16 @@ int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
 			qsort(t.v, t.n, sizeof(*t.v), xref_cmp);
 		for (size_t i = 0; i < st->count; i++) {
 			uint64_t a = base + st->fns[i].offset;
-			if (st->fns[i].status == ADA_HOOK_OK &&
-			    xref_hits(&t, a, a + plans[i].patch_len))
+			if (st->fns[i].status != ADA_HOOK_OK)
+				continue;
+			if (xref_hits(&t, a, a + plans[i].patch_len)) {
 				st->fns[i].status = ADA_SKIP_BRANCH_INTO_PATCH;
+			} else if (gaps && gaps[2 * i + 1] > gaps[2 * i] &&
+			           xref_hits(&t, gaps[2 * i] - 1, gaps[2 * i + 1])) {
+				/* a branch into the padding: it is no padding */
+				st->fns[i].status = prior[i];
+				plans[i].pad_addr = 0;
+			}
 		}
 	}
 	free(mp.bits);

@@ -125,6 +125,7 @@
 #ifndef ADA_HOOK_ARCH_H
 #define ADA_HOOK_ARCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -245,11 +246,26 @@ struct hook_arch_insn {
 
 struct hook_arch_plan {
 	uint64_t fn_addr;
-	size_t patch_len;  /* bytes displaced from the function (>= 5) */
+	size_t patch_len;  /* bytes displaced from the function (>= 5; >= 2 with pad_addr) */
 	size_t insn_count; /* instructions displaced */
 	uint8_t original[HOOK_ARCH_MAX_PATCH];
 	struct hook_arch_insn insns[HOOK_ARCH_MAX_INSNS];
+	/* 0: the patch is a jump to the trampoline at fn_addr. Otherwise the
+	 * padding form (hook_arch_prepare_short): a HOOK_ARCH_PAD_ENTRY-byte
+	 * jump at fn_addr to pad_addr, in the padding next to the function,
+	 * where a HOOK_ARCH_PAD_SLOT-byte jump to the trampoline is written
+	 * (hook_arch_pad_bytes); pad_original keeps the padding's bytes. */
+	uint64_t pad_addr;
+	uint8_t pad_original[8];
 };
+
+/* The padding form (x86_64): `jmp rel8` at the entry, `jmp rel32` in the
+ * padding; the padding slot must lie within HOOK_ARCH_PAD_REACH_* of the
+ * entry jump's end. */
+#define HOOK_ARCH_PAD_ENTRY 2
+#define HOOK_ARCH_PAD_SLOT 5
+#define HOOK_ARCH_PAD_REACH_FWD 127
+#define HOOK_ARCH_PAD_REACH_BACK 128
 
 /* Decides whether the function [addr, addr+size) whose bytes are `code`
  * can be patched, scanning the whole body for branches back into the
@@ -286,6 +302,41 @@ enum ada_hook_skip hook_arch_prepare_mem(const uint8_t *code, uint64_t addr, uin
  * agent's plan cache, which also checks that patch_len is the same). */
 enum ada_hook_skip hook_arch_prepare_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
                                               struct hook_arch_plan *plan);
+
+/* The padding form, for a function hook_arch_prepare_mem() refused as
+ * ADA_SKIP_TOO_SHORT or ADA_SKIP_BRANCH_INTO_PATCH: plans a patch that
+ * displaces only the instructions covering the first HOOK_ARCH_PAD_ENTRY
+ * bytes (all inside the function), with the same body sweep for branches
+ * into them, and requires that execution never runs off the function's
+ * end (its last instruction, in a linear decode of the whole body, is an
+ * unconditional jump, a return or a trap), so the bytes after it are
+ * reached only by a branch (which the caller rules out). A 1-byte
+ * function that is such an instruction (`ret`) gets a plan whose patch
+ * covers it and the byte after it (patch_len HOOK_ARCH_PAD_ENTRY, one
+ * displaced instruction): the caller proves that byte padding and puts
+ * it in original[1]. Leaves pad_addr 0: the caller picks the padding
+ * slot. Returns ADA_HOOK_OK or the reason it cannot (the caller keeps
+ * the first verdict then). */
+enum ada_hook_skip hook_arch_prepare_short(const uint8_t *code, uint64_t addr, uint64_t size,
+                                           const struct hook_arch_memview *mem,
+                                           struct hook_arch_plan *plan);
+/* hook_arch_prepare_prologue() for the padding form (a cached verdict of
+ * hook_arch_prepare_short()): the prologue and the end check, no sweep. */
+enum ada_hook_skip hook_arch_prepare_prologue_short(const uint8_t *code, uint64_t addr,
+                                                    uint64_t size, struct hook_arch_plan *plan);
+
+/* Does a linear decode of the function [addr, addr+size) (its bytes at
+ * code) end exactly at its end, on an instruction after which execution
+ * never goes on (x86: ret, jmp, ud2, hlt, int3)? Then nothing runs off
+ * its end into the bytes after it. False when undecodable. */
+bool hook_arch_ends_closed(const uint8_t *code, uint64_t addr, uint64_t size);
+
+/* How many of the len bytes at code are alignment padding, read as whole
+ * fill instructions from code[0]: the breakpoint byte (x86: 0xCC), the
+ * one-byte nop and the multi-byte nops assemblers pad code with (x86:
+ * 66* 90, [66|2E]* 0F 1F /0). Stops at the first other instruction (or
+ * one that runs past len). */
+size_t hook_arch_fill_len(const uint8_t *code, size_t len);
 
 /* Length of the instruction at code (pc: its address), at most `left`
  * bytes, or 0 when it cannot be decoded. For a direct relative jmp, jcc,
@@ -346,12 +397,18 @@ size_t hook_arch_emit_return_trampoline_fast(uint8_t *buf, uint64_t buf_addr,
 size_t hook_arch_emit_return_trampoline(uint8_t *buf, uint64_t buf_addr, uint64_t exit_handler);
 
 /* The bytes that replace the function's first plan->patch_len bytes:
- * `jmp rel32` to tramp_addr, then the original bytes unchanged (nothing
+ * `jmp rel32` to tramp_addr (the padding form: `jmp rel8` to
+ * plan->pad_addr), then the original bytes unchanged (nothing
  * branches into them, and leaving them lets hook_patch_apply() change only
  * 5 bytes, atomically when they sit in one aligned 8-byte word).
  * tramp_addr must be one hook_arch_emit_trampoline() accepted. */
 void hook_arch_patch_bytes(const struct hook_arch_plan *plan, uint64_t tramp_addr,
                            uint8_t out[HOOK_ARCH_MAX_PATCH]);
+
+/* The padding form's second patch: the HOOK_ARCH_PAD_SLOT bytes written
+ * at plan->pad_addr (a jump to tramp_addr). */
+void hook_arch_pad_bytes(const struct hook_arch_plan *plan, uint64_t tramp_addr,
+                         uint8_t out[HOOK_ARCH_PAD_SLOT]);
 
 /* ada attach: where a thread stopped at pc, strictly inside the bytes
  * plan displaces, resumes instead: the relocated copy of the displaced

@@ -15,7 +15,7 @@
  *
  * File layout (little-endian, x86_64 only, as the agent):
  *     0  magic "ADAPLAN\0"         8
- *     8  version (2)               u32
+ *     8  version (3)               u32
  *    12  build_id_len              u32 (<= 64)
  *    16  build_id                  64 bytes, zero-padded
  *    80  agent_hash                u64
@@ -25,6 +25,8 @@
  *   112  checksum                  u64: XXH64(body, seed XXH64(bytes 0..112))
  *   120  reserved (0)              u64
  *   128  fn_count x {status u8, patch_len u8}
+ * patch_len with PLAN_CACHE_PAD (0x80) set: the padding form, its entry
+ * displacing the low 7 bits' bytes (at least HOOK_ARCH_PAD_ENTRY).
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -46,7 +48,9 @@
 #include "plancache_internal.h"
 
 #define PC_MAGIC "ADAPLAN"
-#define PC_VERSION 2u /* 2: switch tables read (jump_table verdicts changed) */
+/* 2: switch tables read (jump_table verdicts changed); 3: the padding
+ * form (PLAN_CACHE_PAD) */
+#define PC_VERSION 3u
 #define PC_HDR 128
 #define PC_SUM_OFF 112
 #define PC_MAX_FNS (1u << 24) /* far above any real symbol table */
@@ -94,6 +98,9 @@ static int pc_entry_valid(const struct plan_cache_entry *e)
 		return 1;
 	if (e->status >= ADA_SKIP_REASON_COUNT)
 		return 0;
+	if (e->status == ADA_HOOK_OK && (e->patch_len & PLAN_CACHE_PAD))
+		return (e->patch_len & ~PLAN_CACHE_PAD) >= HOOK_ARCH_PAD_ENTRY &&
+		       (e->patch_len & ~PLAN_CACHE_PAD) <= HOOK_ARCH_MAX_PATCH;
 	if (e->status == ADA_HOOK_OK)
 		return e->patch_len >= 5 && e->patch_len <= HOOK_ARCH_MAX_PATCH;
 	return e->patch_len == 0;

@@ -23,6 +23,9 @@
 /* status of a function the run that wrote the file did not analyse
  * (excluded by the options then, or skipped before prepare). */
 #define PLAN_CACHE_UNKNOWN 0xff
+/* In patch_len: the padding form (hook_arch_prepare_short), found again
+ * on a hit by the same slot rules. */
+#define PLAN_CACHE_PAD 0x80
 
 /* What a cache file must match to be used. */
 struct plan_cache_key {

@@ -974,6 +974,13 @@ def cmd_target(args, ada, work, rep):
                   absent=args.absent, absent_mod=args.absent_module,
                   calls_only=args.calls_only, detail_set=args.detail_set,
                   detail_exact=not args.detail_loose, count_only=counted)
+    if args.syms_status:
+        status = read_syms(os.path.join(session, "pid_%d" % root))
+        for spec in args.syms_status:
+            name, want = spec.split("=", 1)
+            got = status.get(name, ("not listed", ""))[0]
+            rep.check(got == want, "--syms-status %s: modules/*.syms give %s the status %s"
+                      % (spec, name, got))
     for g in args.moved:
         m = check_manifest_parses(rep, os.path.join(session, "pid_%d" % root)) or {}
         fns = (m.get("count_only") or {}).get("functions", [])
@@ -2402,6 +2409,8 @@ def main():
     t.add_argument("--absent", action="append", default=[], metavar="GLOB",
                    help="the program's functions matching GLOB must have no events "
                         "(excluded from recording)")
+    t.add_argument("--syms-status", action="append", default=[], metavar="NAME=STATUS",
+                   help="the program's modules/*.syms give function NAME this status")
     t.add_argument("--absent-module", action="append", default=[], metavar="GLOB",
                    help="no events from modules whose file name matches GLOB")
     t.add_argument("--interrupt", type=int, metavar="SIG",

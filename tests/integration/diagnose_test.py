@@ -274,7 +274,38 @@ def case_live(a, work):
     check(rc == 0 and rep["pid"] is None, "a dynamic program cannot be recorded?\n%s" % text)
 
 
-CASES = {"static": case_static, "setuid": case_setuid, "missing": case_missing,
+def case_functions(a, work):
+    """--functions over t_pad: the functions hooked in the padding form
+    are not listed, the ones without usable padding are, with their reason;
+    the text form says the same; a file that is no ELF is one sentence and
+    exit 1."""
+    if not a.pad:
+        print("SKIP: no t_pad target given")
+        return SKIP
+    rc, so, se = run([a.ada, "diagnose", a.pad, "--functions", "--json"], cwd=work)
+    check(rc == 0, "--functions --json exited %d: %s" % (rc, se))
+    rep = json.loads(so)
+    why = {e["name"]: e["reason"] for e in rep["not_hooked"]}
+    for fn in ("pad_short3", "pad_short4", "pad_one", "pad_loop", "pad_longloop", "jumper",
+               "hid_next", "main"):
+        check(fn not in why, "%s is listed as not hooked (%s)" % (fn, why.get(fn)))
+    for fn in ("nopad3", "hostile3"):
+        check(why.get(fn) == "too_short", "%s: %r, expected too_short" % (fn, why.get(fn)))
+    check(rep["hooked"] + sum(rep["skipped"].values()) == rep["functions"],
+          "hooked + skipped != functions: %r" % {k: rep[k] for k in ("hooked", "skipped",
+                                                                     "functions")})
+    rc, so, se = run([a.ada, "diagnose", a.pad, "--functions"], cwd=work)
+    check(rc == 0 and any(l.split()[-1:] == ["nopad3"] and "too_short" in l
+                          for l in so.splitlines()), "text form: %d %r" % (rc, so))
+    junk = os.path.join(work, "not-elf")
+    with open(junk, "w") as f:
+        f.write("#!/bin/sh\necho hi\n")
+    rc, so, se = run([a.ada, "diagnose", junk, "--functions"], cwd=work)
+    lines = [l for l in se.splitlines() if l.strip()]
+    check(rc == 1 and len(lines) == 1 and "ELF" in lines[0], "not-elf: %d %r" % (rc, lines))
+
+
+CASES = {"functions": case_functions, "static": case_static, "setuid": case_setuid, "missing": case_missing,
          "deadpid": case_deadpid, "traced": case_traced, "otheruser": case_otheruser,
          "nondumpable": case_nondumpable, "live": case_live}
 
@@ -285,6 +316,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--static")
     ap.add_argument("--dynamic", required=True)
+    ap.add_argument("--pad", help="the t_pad target (the functions case)")
     ap.add_argument("case", choices=sorted(CASES))
     a = ap.parse_args()
     work = os.path.join(os.path.abspath(a.work), a.case)

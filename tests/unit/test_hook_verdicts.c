@@ -229,9 +229,11 @@ static void test_same_verdicts(void **state)
 
 /* Hand-assembled prologues the prologue classifies from the length table
  * (direct branches, [rip + disp32] operands, lea r64) or leaves to
- * capstone (prefixed or 0F-map rip operands, whose disp offset capstone 4
- * does not report: unrelocatable): the same verdict and plan either way,
- * and the expected relocation kind of the first instruction. */
+ * capstone (prefixed or 0F-map rip operands, whose disp32 capstone 4
+ * misreports: found after the ModRM byte and checked against the
+ * decoded displacement): the same verdict and plan either way, and the
+ * expected relocation kind of the first instruction (for a rip operand
+ * also where its disp32 sits and where it points). */
 static void test_prologue_kinds(void **state)
 {
 	(void)state;
@@ -247,8 +249,10 @@ static void test_prologue_kinds(void **state)
 	    {{0x4c, 0x8d, 0x3d, 0x10, 0, 0, 0}, ADA_HOOK_OK, X86_RELOC_RIP_LEA}, /* lea r15,[rip] */
 	    {{0x8d, 0x05, 0x10, 0, 0, 0}, ADA_HOOK_OK, X86_RELOC_RIP},           /* lea eax,[rip] */
 	    {{0x83, 0x3d, 0x10, 0, 0, 0, 0x01}, ADA_HOOK_OK, X86_RELOC_RIP},     /* cmp [rip],1 */
-	    {{0x66, 0x83, 0x3d, 0x10, 0, 0, 0, 0x00}, ADA_SKIP_UNRELOCATABLE, -1}, /* capstone 4 */
-	    {{0x66, 0x0f, 0x6f, 0x05, 0x10, 0, 0, 0}, ADA_SKIP_UNRELOCATABLE, -1}, /* movdqa */
+	    {{0x66, 0x83, 0x3d, 0x10, 0, 0, 0, 0x00}, ADA_HOOK_OK, X86_RELOC_RIP}, /* cmp word */
+	    {{0x66, 0x0f, 0x6f, 0x05, 0x10, 0, 0, 0}, ADA_HOOK_OK, X86_RELOC_RIP}, /* movdqa */
+	    {{0x66, 0x0f, 0x54, 0x0d, 0x10, 0, 0, 0}, ADA_HOOK_OK, X86_RELOC_RIP}, /* andpd */
+	    {{0x66, 0x0f, 0x2f, 0x05, 0x10, 0, 0, 0}, ADA_HOOK_OK, X86_RELOC_RIP}, /* comisd */
 	    {{0xff, 0x15, 0x10, 0, 0, 0, 0x90}, ADA_HOOK_OK, X86_RELOC_CALL_RIP},  /* capstone */
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -268,6 +272,14 @@ static void test_prologue_kinds(void **state)
 		assert_true(same_insns(&fast, &slow));
 		if (cases[i].kind >= 0)
 			assert_int_equal(fast.insns[0].kind, cases[i].kind);
+		if (cases[i].kind == X86_RELOC_RIP) { /* disp32 0x10 after the ModRM byte */
+			const struct hook_arch_insn *in = &fast.insns[0];
+			size_t m = cases[i].code[0] == 0x66   ? (cases[i].code[1] == 0x0f ? 3 : 2)
+			           : cases[i].code[0] == 0x48 ? 2
+			                                      : 1;
+			assert_int_equal(in->disp_off, m + 1);
+			assert_int_equal(in->target, a + in->len + 0x10);
+		}
 	}
 }
 
@@ -350,6 +362,35 @@ static void test_indirect_jmps(void **state)
 	}
 }
 
+/* A [rip+disp] load is judged by the value in memory (with the image's
+ * memory view): a pointer elsewhere cannot be a label of the function,
+ * one strictly inside it can; without the view, as before. */
+static void test_materialize_rip_value(void **state)
+{
+	(void)state;
+	/* push rbx; mov rax,[rip+disp]; pop rbx; jmp rax: two displaced
+	 * instructions, so the `jmp rax` matters */
+	uint8_t code[32] = {0x53, 0x48, 0x8b, 0x05, 0, 0, 0, 0, 0x5b, 0xff, 0xe0};
+	uint64_t slot[2];
+	uint64_t a = (uint64_t)(uintptr_t)code;
+	int64_t d = (int64_t)(uintptr_t)&slot[0] - (int64_t)(a + 8);
+	int32_t disp = (int32_t)d;
+	if (d != disp)
+		skip(); /* both on this stack frame: always this close */
+	memcpy(code + 4, &disp, 4);
+	struct hook_arch_region r = {(uint64_t)(uintptr_t)slot, sizeof(slot),
+	                             (const uint8_t *)slot};
+	struct hook_arch_memview mv = {&r, 1};
+	struct hook_arch_plan plan;
+	slot[0] = 0x1234; /* no code of this function */
+	assert_int_equal(hook_arch_prepare_mem(code, a, 11, &mv, &plan), ADA_HOOK_OK);
+	assert_int_equal(hook_arch_prepare_mem(code, a, 11, NULL, &plan), ADA_SKIP_JUMP_TABLE);
+	slot[0] = a + 8; /* a label inside it */
+	assert_int_equal(hook_arch_prepare_mem(code, a, 11, &mv, &plan), ADA_SKIP_JUMP_TABLE);
+	slot[0] = a; /* its own entry: a tail call to itself */
+	assert_int_equal(hook_arch_prepare_mem(code, a, 11, &mv, &plan), ADA_HOOK_OK);
+}
+
 /* The materialize scan (a `jmp reg` body computing its own code
  * address?) answers from the length table where it can: after the
  * prologue and `jmp rax`, one instruction that decides (or not), then
@@ -362,8 +403,9 @@ static void test_materialize(void **state)
 		size_t n;
 		int want;
 	} cases[] = {
-	    {{0x74, 0x00}, 2, ADA_SKIP_JUMP_TABLE},                   /* je next: inside */
-	    {{0x0f, 0x84, 0, 0, 0, 0}, 6, ADA_SKIP_JUMP_TABLE},       /* je rel32 next */
+	    /* a direct jump inside leaves no address anywhere */
+	    {{0x74, 0x00}, 2, ADA_HOOK_OK},                           /* je next: inside */
+	    {{0x0f, 0x84, 0, 0, 0, 0}, 6, ADA_HOOK_OK},               /* je rel32 next */
 	    {{0xe8, 0xf4, 0xff, 0xff, 0xff}, 5, ADA_HOOK_OK},         /* call self */
 	    {{0xe8, 0xfc, 0xff, 0xff, 0xff}, 5, ADA_SKIP_JUMP_TABLE}, /* call self+8 */
 	    {{0xe9, 0x00, 0x10, 0, 0}, 5, ADA_HOOK_OK},               /* jmp far outside */
@@ -653,9 +695,9 @@ int main(int argc, char **argv)
 	elf_version(EV_CURRENT);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_prologue_kinds), cmocka_unit_test(test_indirect_jmps),
-	    cmocka_unit_test(test_materialize),    cmocka_unit_test(test_switch_lenient),
-	    cmocka_unit_test(test_switch_tables),  cmocka_unit_test(test_same_verdicts),
-	    cmocka_unit_test(test_two_threads)};
+	    cmocka_unit_test(test_materialize),    cmocka_unit_test(test_materialize_rip_value),
+	    cmocka_unit_test(test_switch_lenient), cmocka_unit_test(test_switch_tables),
+	    cmocka_unit_test(test_same_verdicts),  cmocka_unit_test(test_two_threads)};
 	const struct CMUnitTest threads[] = {cmocka_unit_test(test_two_threads)};
 	if (argc > 1 && !strcmp(argv[1], "threads"))
 		return cmocka_run_group_tests(threads, NULL, NULL);

@@ -146,6 +146,10 @@ uint64_t ada_hook_syms_table_hash(const struct ada_hook_symtab *st);
  *   fde=0|1                         leave functions without an .eh_frame FDE
  *                                   unhooked in images that have FDEs (default 1;
  *                                   docs/hooks.md, no_unwind_info)
+ *   pad=0|1                         hook functions too short for the patch, or
+ *                                   with a branch into it, in the padding form
+ *                                   (default 1; 0, for experiments, also turns
+ *                                   the plan cache off; docs/hooks.md)
  *   detail=0|1                      capture the detail lane (default 0)
  *   stack-bytes=N                   stack bytes per CALL detail record, 0..512
  *                                   (default 128)
@@ -161,6 +165,7 @@ struct ada_hook_config {
 	bool defaults;
 	bool cache;
 	bool need_fde;
+	bool pad;
 	/* Threads for the start-up analysis (1 or 2): a second thread
 	 * makes glibc treat the program as multi-threaded for good, a
 	 * visible change, so it is the user's choice (ada record
@@ -190,6 +195,16 @@ struct ada_hook_config {
  * bad value, -E2BIG on too many globs, -ENOMEM. cfg is valid (possibly
  * partly filled) either way; free with ada_hook_config_fini(). */
 int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *cfg);
+
+/* The verdicts a recording's agent would give the functions of the ELF
+ * file at path (x86_64), without loading or running it: its segments
+ * mapped read-only, then symbols (is_main: as the program's own image),
+ * cfg's verdicts, prepare, the padding form and the cross-function check
+ * (analyse_file.c). st is filled, each function's status set. 0,
+ * -ENOEXEC (not a usable ELF), -EEXIST (a position-dependent executable
+ * whose addresses are taken here), -ENOMEM, or -errno of open/mmap. */
+int ada_hook_analyse_file(const char *path, const char *debug_root, bool is_main,
+                          const struct ada_hook_config *cfg, struct ada_hook_symtab *st);
 void ada_hook_config_fini(struct ada_hook_config *cfg);
 /* Whether name matches one of the count-only globs. */
 bool ada_hook_config_count_only(const struct ada_hook_config *cfg, const char *name);

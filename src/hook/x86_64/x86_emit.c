@@ -140,9 +140,12 @@ static size_t emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, u
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_MAX_TRAMPOLINE, buf_addr, 1};
 
-	if (plan->patch_len < 5 || plan->insn_count == 0 ||
+	/* The jmp rel32 to here: at the entry, or in the padding form at the
+	 * padding slot. */
+	uint64_t from = plan->pad_addr ? plan->pad_addr : plan->fn_addr;
+	if (plan->patch_len < (plan->pad_addr ? HOOK_ARCH_PAD_ENTRY : 5) || plan->insn_count == 0 ||
 	    plan->insn_count > HOOK_ARCH_MAX_INSNS ||
-	    !x86_fits_rel32((int64_t)(buf_addr - (plan->fn_addr + 5))))
+	    !x86_fits_rel32((int64_t)(buf_addr - (from + 5))))
 		return 0;
 	if (fast) {
 		emit_fast_frame(&w, fn_id, enter_handler, exit_path);
@@ -214,8 +217,8 @@ uint64_t hook_arch_patch_target(const struct hook_arch_plan *plan, const uint8_t
 {
 	int32_t d;
 
-	if (plan->patch_len < 5 || patch[0] != 0xe9)
-		return 0;
+	if (plan->pad_addr || plan->patch_len < 5 || patch[0] != 0xe9)
+		return 0; /* the padding form's target is in its second patch */
 	memcpy(&d, patch + 1, 4);
 	return plan->fn_addr + 5 + (uint64_t)(int64_t)d;
 }
@@ -266,8 +269,21 @@ size_t hook_arch_emit_return_trampoline(uint8_t *buf, uint64_t buf_addr, uint64_
 void hook_arch_patch_bytes(const struct hook_arch_plan *plan, uint64_t tramp_addr,
                            uint8_t out[HOOK_ARCH_MAX_PATCH])
 {
-	struct x86_writer w = {out, 0, 5, plan->fn_addr, 1};
-
 	memcpy(out, plan->original, plan->patch_len); /* the tail keeps the original bytes */
+	if (plan->pad_addr) {
+		/* jmp rel8 to the padding slot (the caller chose it in reach) */
+		int64_t rel = (int64_t)(plan->pad_addr - (plan->fn_addr + HOOK_ARCH_PAD_ENTRY));
+		out[0] = 0xeb;
+		out[1] = (uint8_t)(int8_t)rel;
+		return;
+	}
+	struct x86_writer w = {out, 0, 5, plan->fn_addr, 1};
+	x86_jmp_rel32(&w, tramp_addr);
+}
+
+void hook_arch_pad_bytes(const struct hook_arch_plan *plan, uint64_t tramp_addr,
+                         uint8_t out[HOOK_ARCH_PAD_SLOT])
+{
+	struct x86_writer w = {out, 0, HOOK_ARCH_PAD_SLOT, plan->pad_addr, 1};
 	x86_jmp_rel32(&w, tramp_addr);
 }

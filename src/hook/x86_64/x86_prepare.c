@@ -25,8 +25,11 @@
  *    ADA_SKIP_JUMP_TABLE; `jmp reg` (gcc/clang PIC switch dispatch, but
  *    also tail calls through pointers) => skip only if the function
  *    computes an address of its own code somewhere (plan_scan_materialize:
- *    a rip-relative lea/load into a general register or the stack, an
- *    absolute memory operand, an immediate inside the function, a call
+ *    a rip-relative lea into a general register or the stack, a
+ *    rip-relative load whose value in memory, read through the image's
+ *    memory view, is an address strictly inside the function (or that
+ *    the view does not hold), an absolute memory operand, an immediate
+ *    inside the function other than a direct jmp/jcc's target, a call
  *    into its own body); in well-formed C/C++ a label's address is only
  *    usable inside its function, so without that the jmp cannot reach our
  *    patch. `jmp [rip+disp]` / `jmp [reg+disp]` (one pointer slot: GOT,
@@ -219,6 +222,25 @@ static enum ada_hook_skip plan_branch(const cs_insn *ci, const cs_x86 *x, struct
 	return ADA_HOOK_OK;
 }
 
+/* Where the disp32 of a [rip+disp] operand sits in the instruction, or
+ * 0. Capstone 4 misreports some SSE forms with a 66 prefix (movdqa xmm,
+ * [rip+x]; andpd; comisd): the right offset with a displacement size of
+ * 2, and no offset at all for others. A rip-relative ModRM (mod 00, r/m
+ * 101) has no SIB and always a disp32, right after the ModRM byte; the
+ * offset is taken when those 4 bytes are the displacement capstone
+ * decoded and end inside the instruction (an immediate may follow). */
+static uint8_t plan_rip_disp_offset(const cs_insn *ci, const cs_x86 *x, const cs_x86_op *rip)
+{
+	uint8_t off = x->encoding.disp_offset, m = x->encoding.modrm_offset;
+	if (off == 0 && m != 0 && m < ci->size && (ci->bytes[m] & 0xc7) == 0x05)
+		off = (uint8_t)(m + 1);
+	int32_t d;
+	if (off == 0 || off + 4u > ci->size)
+		return 0;
+	memcpy(&d, ci->bytes + off, 4);
+	return d == rip->mem.disp ? off : 0;
+}
+
 /* Classifies one displaced instruction into its relocation case. */
 static enum ada_hook_skip plan_insn(const cs_insn *ci, uint64_t fn, struct hook_arch_insn *in)
 {
@@ -232,9 +254,10 @@ static enum ada_hook_skip plan_insn(const cs_insn *ci, uint64_t fn, struct hook_
 	if (plan_is_short_only(ci->id))
 		return ADA_SKIP_UNRELOCATABLE;
 	if (rip) {
-		if (x->encoding.disp_size != 4 || x->encoding.disp_offset == 0)
+		uint8_t doff = plan_rip_disp_offset(ci, x, rip);
+		if (doff == 0)
 			return ADA_SKIP_UNRELOCATABLE;
-		in->disp_off = x->encoding.disp_offset;
+		in->disp_off = doff;
 		in->target = ci->address + ci->size + (int64_t)rip->mem.disp;
 		in->kind = ci->id == X86_INS_CALL ? X86_RELOC_CALL_RIP : X86_RELOC_RIP;
 		if (ci->id == X86_INS_LEA && (x->rex & 0x08)) {
@@ -327,9 +350,9 @@ static int plan_map1_plain(uint8_t op)
  * whole plans): a direct branch (never prefixed: the table declines
  * those), a [rip + disp32] operand, or plain (copied as is). Returns 1
  * to leave a rip-relative operand with a legacy prefix or outside the
- * one-byte map to capstone: capstone 4 reports no disp offset for some
- * (movdqa xmm, [rip+x]; cmp word [rip+x], imm8), which plan_insn() calls
- * unrelocatable, and the verdicts stay capstone's. */
+ * one-byte map to capstone: capstone 4 misreports the disp of some
+ * (movdqa xmm, [rip+x]; cmp word [rip+x], imm8), which plan_insn()
+ * finds again (plan_rip_disp_offset), and the verdicts stay capstone's. */
 static int plan_fast_insn(const uint8_t *p, size_t n, const struct x86_len_info *li, uint64_t fn,
                           uint8_t offset, struct hook_arch_insn *in)
 {
@@ -364,16 +387,17 @@ static int plan_fast_insn(const uint8_t *p, size_t n, const struct x86_len_info 
 	return 0;
 }
 
-/* Decodes whole instructions until >= PATCH_MIN bytes are covered. */
+/* Decodes whole instructions until >= min bytes are covered (PATCH_MIN;
+ * HOOK_ARCH_PAD_ENTRY for the padding form). */
 static enum ada_hook_skip plan_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
-                                        struct plan_dec *d, struct hook_arch_plan *plan)
+                                        size_t min, struct plan_dec *d, struct hook_arch_plan *plan)
 {
 	cs_insn *ci = d->ci;
 	const uint8_t *p = code;
 	size_t left = size;
 	uint64_t pc = addr;
 
-	while (plan->patch_len < PATCH_MIN) {
+	while (plan->patch_len < min) {
 		if (plan->insn_count == HOOK_ARCH_MAX_INSNS)
 			return ADA_SKIP_UNRELOCATABLE;
 		struct hook_arch_insn *in = &plan->insns[plan->insn_count];
@@ -415,7 +439,7 @@ static enum ada_hook_skip plan_prologue(const uint8_t *code, uint64_t addr, uint
 		plan->insn_count++;
 		if ((plan->insns[plan->insn_count - 1].kind == X86_RELOC_CALL ||
 		     plan->insns[plan->insn_count - 1].kind == X86_RELOC_CALL_RIP) &&
-		    plan->patch_len < PATCH_MIN)
+		    plan->patch_len < min)
 			return ADA_SKIP_UNRELOCATABLE;
 	}
 	memcpy(plan->original, code, plan->patch_len);
@@ -595,9 +619,46 @@ static int plan_is_gpr(csh cs, x86_reg r)
 	return 1;
 }
 
+/* The bytes of [at, at+len) when one region of mem holds them all. */
+static const uint8_t *plan_mem_bytes(const struct hook_arch_memview *mem, uint64_t at, uint64_t len)
+{
+	for (size_t i = 0; mem && i < mem->n; i++) {
+		const struct hook_arch_region *r = &mem->v[i];
+		if (at >= r->addr && len <= r->len && at - r->addr <= r->len - len)
+			return r->bytes + (at - r->addr);
+	}
+	return NULL;
+}
+
+/* A [rip+disp] memory operand that is read (not lea's address): does the
+ * value in memory, zero- or sign-extended from the operand's size, lie
+ * outside (addr, addr+size)? Then what the instruction loads is no label
+ * of the function: a label's address reaches memory only as the
+ * initialised data of a static table (read here, relocated: the loader
+ * relocates an image before the agent analyses it) or through a store by
+ * the function itself, which has to compute the address first (a lea,
+ * an immediate, a call into itself: caught as before). The function's
+ * own entry (a pointer to itself, a GOT slot) is not inside the patch.
+ * Unreadable (no mem, outside it): 0, as before. */
+static int plan_rip_value_outside(const struct hook_arch_memview *mem, const cs_insn *ci,
+                                  const cs_x86_op *op, uint64_t addr, uint64_t size)
+{
+	unsigned n = op->size;
+	if (ci->id == X86_INS_LEA || n == 0 || n > 8)
+		return 0;
+	const uint8_t *b = plan_mem_bytes(mem, ci->address + ci->size + (uint64_t)op->mem.disp, n);
+	if (!b)
+		return 0;
+	uint64_t z = 0;
+	memcpy(&z, b, n);
+	uint64_t s = n < 8 && ((z >> (8 * n - 1)) & 1) ? z | (~0ull << (8 * n)) : z;
+	return !(z > addr && z - addr < size) && !(s > addr && s - addr < size);
+}
+
 /* Does this instruction leave a code address of the function in a
  * general register or on the stack? (See the jump-table rule above.) */
-static int plan_insn_materializes(csh cs, const cs_insn *ci, uint64_t addr, uint64_t size)
+static int plan_insn_materializes(csh cs, const cs_insn *ci, uint64_t addr, uint64_t size,
+                                  const struct hook_arch_memview *mem)
 {
 	const cs_x86 *x = &ci->detail->x86;
 	cs_regs rd, wr;
@@ -606,13 +667,17 @@ static int plan_insn_materializes(csh cs, const cs_insn *ci, uint64_t addr, uint
 
 	for (unsigned i = 0; i < x->op_count; i++) {
 		const cs_x86_op *op = &x->operands[i];
+		/* A direct jmp/jcc's target is no value anywhere: only a
+		 * call pushes one (its return address, `call 1f; 1: pop`). */
 		if (op->type == X86_OP_IMM && (uint64_t)op->imm >= addr &&
 		    (uint64_t)op->imm < addr + size)
-			return ci->id != X86_INS_CALL || (uint64_t)op->imm != addr;
+			return ci->id == X86_INS_CALL      ? (uint64_t)op->imm != addr
+			       : plan_is_branch_id(ci->id) ? 0
+			                                   : 1;
 		if (op->type != X86_OP_MEM)
 			continue;
 		if (op->mem.base == X86_REG_RIP)
-			rip = 1;
+			rip = rip || !plan_rip_value_outside(mem, ci, op, addr, size);
 		else if (op->mem.base == X86_REG_INVALID && op->mem.segment == X86_REG_INVALID)
 			return 1; /* absolute address: a non-PIC table or label */
 	}
@@ -650,9 +715,9 @@ static int plan_fast_materializes(const uint8_t *p, size_t n, const struct x86_l
 {
 	if (!x86_len_cs_same(p))
 		return -1; /* capstone may reject it: its failure decides */
-	if (li->rel) {
+	if (li->rel) {     /* as plan_insn_materializes: a call only */
 		uint64_t t = plan_rel_target(p, n, pc, li->rel);
-		return t >= addr && t - addr < size && !(p[0] == 0xe8 && t == addr);
+		return p[0] == 0xe8 && t > addr && t - addr < size;
 	}
 	return li->riprel || li->indirect_call || li->wide_imm || li->absmem ? -1 : 0;
 }
@@ -665,6 +730,7 @@ static int plan_fast_materializes(const uint8_t *p, size_t n, const struct x86_l
  * pop`). No such instruction in the whole body: the jmp is a tail call
  * through a pointer and cannot hit the patch. Undecodable bytes count. */
 static enum ada_hook_skip plan_scan_materialize(const uint8_t *code, uint64_t addr, uint64_t size,
+                                                const struct hook_arch_memview *mem,
                                                 struct plan_dec *d)
 {
 	cs_insn *ci = d->ci;
@@ -687,7 +753,7 @@ static enum ada_hook_skip plan_scan_materialize(const uint8_t *code, uint64_t ad
 			continue;
 		}
 		if (!cs_disasm_iter(d->cs, &p, &left, &pc, ci) ||
-		    plan_insn_materializes(d->cs, ci, addr, size))
+		    plan_insn_materializes(d->cs, ci, addr, size, mem))
 			r = ADA_SKIP_JUMP_TABLE;
 	}
 	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
@@ -735,7 +801,7 @@ static enum ada_hook_skip plan_scan_indirect(const uint8_t *code, uint64_t addr,
 		cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
 	}
 	if (r == ADA_SKIP_JUMP_TABLE && indirect_jmp == 1)
-		r = plan_scan_materialize(code, addr, size, d);
+		r = plan_scan_materialize(code, addr, size, mem, d);
 	return r;
 }
 
@@ -793,15 +859,61 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 	return plan_scan_indirect(code, addr, size, d, plan, mem, indirect_jmp);
 }
 
+/* Does the instruction of n bytes at p end the flow (ret, jmp, ud2,
+ * hlt, int3)? Legacy (rep, bnd, notrack) and REX prefixes first. */
+static int plan_is_stop(const uint8_t *p, size_t n)
+{
+	size_t k = 0;
+	while (k < n && (p[k] == 0xf2 || p[k] == 0xf3 || p[k] == 0x3e || p[k] == 0x2e ||
+	                 (p[k] & 0xf0) == 0x40))
+		k++;
+	if (k >= n)
+		return 0;
+	uint8_t o = p[k], b1 = k + 1 < n ? p[k + 1] : 0;
+	if (o == 0xc3 || o == 0xc2 || o == 0xeb || o == 0xe9 || o == 0xf4 || o == 0xcc)
+		return 1;
+	if (o == 0xff && k + 1 < n)
+		return ((b1 >> 3) & 7) == 4 || ((b1 >> 3) & 7) == 5; /* jmp r/m, jmp far */
+	return o == 0x0f && b1 == 0x0b;                              /* ud2 */
+}
+
+/* A linear decode of the whole body ends exactly at its end, on an
+ * instruction after which execution never goes on: the bytes after the
+ * function are not reached by running off its end (the padding form
+ * writes there). Undecodable bytes: no. */
+static int plan_ends_closed(const uint8_t *code, uint64_t addr, uint64_t size, struct plan_dec *d)
+{
+	uint64_t off = 0, last = 0;
+	size_t lastn = 0;
+	while (off < size) {
+		const uint8_t *p = code + off;
+		size_t left = size - off;
+		uint64_t pc = addr + off;
+		struct x86_len_info li;
+		size_t n = x86_use_fast_len ? x86_fast_len(p, left, &li) : 0;
+		if (!n)
+			n = plan_fast_jmp_len(p, left);
+		if (!n) {
+			if (!cs_disasm_iter(d->cs, &p, &left, &pc, d->ci))
+				return 0;
+			n = d->ci->size;
+		}
+		last = off;
+		lastn = n;
+		off += n;
+	}
+	return off == size && lastn && plan_is_stop(code + last, lastn);
+}
+
 /* What every entry point does first: an empty plan for addr, the cheap
  * refusals, and a decoder (locked; *d NULL on a refusal). */
-static enum ada_hook_skip plan_start(uint64_t addr, uint64_t size, struct hook_arch_plan *plan,
-                                     struct plan_dec **d)
+static enum ada_hook_skip plan_start(uint64_t addr, uint64_t size, size_t min,
+                                     struct hook_arch_plan *plan, struct plan_dec **d)
 {
 	memset(plan, 0, sizeof(*plan));
 	plan->fn_addr = addr;
 	*d = NULL;
-	if (size < PATCH_MIN)
+	if (size < min)
 		return ADA_SKIP_TOO_SHORT;
 	*d = plan_acquire();
 	return *d ? ADA_HOOK_OK : ADA_SKIP_UNDECODABLE;
@@ -813,15 +925,20 @@ enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_
 	return hook_arch_prepare_mem(code, addr, size, NULL, plan);
 }
 
-enum ada_hook_skip hook_arch_prepare_mem(const uint8_t *code, uint64_t addr, uint64_t size,
-                                         const struct hook_arch_memview *mem,
-                                         struct hook_arch_plan *plan)
+/* The whole analysis with a patch of at least min bytes; with `closed`,
+ * the function must also end in an instruction after which execution
+ * never goes on (plan_ends_closed). */
+static enum ada_hook_skip plan_full(const uint8_t *code, uint64_t addr, uint64_t size,
+                                    const struct hook_arch_memview *mem, size_t min, bool closed,
+                                    struct hook_arch_plan *plan)
 {
 	struct plan_dec *d;
-	enum ada_hook_skip r = plan_start(addr, size, plan, &d);
+	enum ada_hook_skip r = plan_start(addr, size, min, plan, &d);
 	if (r != ADA_HOOK_OK)
 		return r;
-	r = plan_prologue(code, addr, size, d, plan);
+	r = plan_prologue(code, addr, size, min, d, plan);
+	if (r == ADA_HOOK_OK && closed && !plan_ends_closed(code, addr, size, d))
+		r = ADA_SKIP_UNDECODABLE;
 	if (r != ADA_HOOK_OK)
 		goto unlock;
 	/* A capstone sweep is costly per instruction; the byte-level superset
@@ -845,18 +962,117 @@ unlock:
 	return r;
 }
 
-enum ada_hook_skip hook_arch_prepare_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
-                                              struct hook_arch_plan *plan)
+enum ada_hook_skip hook_arch_prepare_mem(const uint8_t *code, uint64_t addr, uint64_t size,
+                                         const struct hook_arch_memview *mem,
+                                         struct hook_arch_plan *plan)
+{
+	return plan_full(code, addr, size, mem, PATCH_MIN, false, plan);
+}
+
+/* A 1-byte function that ends the flow (ret, int3, hlt): the entry jump
+ * covers it and the first byte after it, which the caller proves padding
+ * and copies into original[1]. The ret is the displaced instruction; the
+ * trampoline's jump back behind the patch is never reached. */
+static enum ada_hook_skip plan_one_byte(const uint8_t *code, uint64_t addr,
+                                        struct hook_arch_plan *plan)
+{
+	memset(plan, 0, sizeof(*plan));
+	plan->fn_addr = addr;
+	if (code[0] != 0xc3 && code[0] != 0xcc && code[0] != 0xf4)
+		return ADA_SKIP_TOO_SHORT;
+	plan->insns[0] = (struct hook_arch_insn){.offset = 0, .len = 1, .kind = X86_RELOC_PLAIN};
+	plan->insn_count = 1;
+	plan->patch_len = HOOK_ARCH_PAD_ENTRY;
+	plan->original[0] = code[0];
+	return ADA_HOOK_OK;
+}
+
+enum ada_hook_skip hook_arch_prepare_short(const uint8_t *code, uint64_t addr, uint64_t size,
+                                           const struct hook_arch_memview *mem,
+                                           struct hook_arch_plan *plan)
+{
+	if (size == 1)
+		return plan_one_byte(code, addr, plan);
+	return plan_full(code, addr, size, mem, HOOK_ARCH_PAD_ENTRY, true, plan);
+}
+
+static enum ada_hook_skip plan_prologue_only(const uint8_t *code, uint64_t addr, uint64_t size,
+                                             size_t min, bool closed, struct hook_arch_plan *plan)
 {
 	struct plan_dec *d;
-	enum ada_hook_skip r = plan_start(addr, size, plan, &d);
+	enum ada_hook_skip r = plan_start(addr, size, min, plan, &d);
 	if (r != ADA_HOOK_OK)
 		return r;
-	r = plan_prologue(code, addr, size, d, plan);
+	r = plan_prologue(code, addr, size, min, d, plan);
+	if (r == ADA_HOOK_OK && closed && !plan_ends_closed(code, addr, size, d))
+		r = ADA_SKIP_UNDECODABLE;
 	plan_release(d);
 	if (r != ADA_HOOK_OK)
 		plan->patch_len = plan->insn_count = 0;
 	return r;
+}
+
+enum ada_hook_skip hook_arch_prepare_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
+                                              struct hook_arch_plan *plan)
+{
+	return plan_prologue_only(code, addr, size, PATCH_MIN, false, plan);
+}
+
+enum ada_hook_skip hook_arch_prepare_prologue_short(const uint8_t *code, uint64_t addr,
+                                                    uint64_t size, struct hook_arch_plan *plan)
+{
+	if (size == 1)
+		return plan_one_byte(code, addr, plan);
+	return plan_prologue_only(code, addr, size, HOOK_ARCH_PAD_ENTRY, true, plan);
+}
+
+bool hook_arch_ends_closed(const uint8_t *code, uint64_t addr, uint64_t size)
+{
+	struct plan_dec *d = plan_acquire();
+	if (!d)
+		return false;
+	int closed = size > 0 && plan_ends_closed(code, addr, size, d);
+	plan_release(d);
+	return closed != 0;
+}
+
+/* Length of a fill instruction at p (at most left bytes), or 0: 0xCC,
+ * 66* 90, [66|2E]* 0F 1F /0 with a memory operand (the forms gas and
+ * the linkers pad x86 code with). */
+static size_t plan_fill_insn(const uint8_t *p, size_t left)
+{
+	if (left >= 1 && (p[0] == 0xcc || p[0] == 0x90))
+		return 1;
+	size_t k = 0;
+	while (k < left && k < 14 && (p[k] == 0x66 || p[k] == 0x2e))
+		k++;
+	if (k < left && p[k] == 0x90 && p[0] == 0x66 && memchr(p, 0x2e, k) == NULL)
+		return k + 1;
+	if (k + 3 > left || p[k] != 0x0f || p[k + 1] != 0x1f)
+		return 0;
+	uint8_t modrm = p[k + 2], mod = modrm >> 6, rm = modrm & 7;
+	if (mod == 3 || ((modrm >> 3) & 7) != 0)
+		return 0;
+	size_t n = k + 3;
+	if (rm == 4) {
+		if (n >= left)
+			return 0;
+		if (mod == 0 && (p[n] & 7) == 5)
+			n += 4; /* SIB without base: disp32 */
+		n++;
+	} else if (mod == 0 && rm == 5) {
+		n += 4; /* rip + disp32 */
+	}
+	n += mod == 1 ? 1 : mod == 2 ? 4 : 0;
+	return n <= left ? n : 0;
+}
+
+size_t hook_arch_fill_len(const uint8_t *code, size_t len)
+{
+	size_t i = 0, n;
+	while (i < len && (n = plan_fill_insn(code + i, len - i)) != 0)
+		i += n;
+	return i;
 }
 
 /* The target of a direct relative branch decoded by capstone, from its

@@ -1,0 +1,278 @@
+/*
+ * Padding slots for the padding form of a hook (not hook context).
+ *
+ * A function too short for the 5-byte patch, or with a branch into its
+ * first 5 bytes, can still be hooked with a 2-byte jump at its entry to a
+ * 5-byte jump to its trampoline written into the alignment padding next
+ * to it (hook_arch_prepare_short() plans the entry; docs/hooks.md,
+ * "The padding form"). This file proves a slot is padding nothing runs:
+ *   - the gap holding it lies between two symbols, covered by none (the
+ *     highest end of every symbol before it, to the next symbol's start),
+ *     and every byte of the gap is a fill instruction (hook_arch_fill_len)
+ *     decoded from its first byte to its last: no code hides there;
+ *   - no FDE covers any byte of the gap (unwind information describes
+ *     code; "cannot tell" counts as covered: an image without a table
+ *     gets no slot);
+ *   - nothing runs into the gap by falling off the function before it:
+ *     that function ends in a jump, return or trap (hook_arch_ends_closed;
+ *     hook_arch_prepare_short() checks the hooked function itself);
+ *   - no direct branch of the image lands anywhere in the gap: the
+ *     cross-function check (discover_xref.c) gets the gap and takes the
+ *     slot back when one does.
+ * Which slot a function gets depends only on the image (its bytes,
+ * symbols and FDEs), never on which other functions are hooked, so a
+ * cached verdict finds the same slot again: a function takes the first 5
+ * bytes of the gap after it when its entry jump reaches them (it is the
+ * only function ending there), else the last 5 bytes of the gap before it
+ * when that gap has room for the slot of the function before it too (11
+ * bytes: that one may be a 1-byte function's, one byte in). A
+ * 1-byte function (`ret`) takes the 5 bytes after the gap's first byte,
+ * which its entry jump covers.
+ *
+ * Threads: the init thread or a dlopen rescan, under agent.lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "discover_internal.h"
+#include "hook_arch.h"
+
+/* Longest gap read: alignment padding is at most 63 bytes (.p2align 6);
+ * a longer stretch of fill is not taken for padding. */
+#define PAD_GAP_MAX 256
+
+static uint64_t pad_end(const struct ada_hook_fn *f)
+{
+	return f->offset + (f->size ? f->size : 1);
+}
+
+uint64_t *discover_pad_ends(const struct ada_hook_symtab *st)
+{
+	uint64_t *pm = malloc((st->count ? st->count : 1) * sizeof(*pm));
+	for (size_t i = 0; pm && i < st->count; i++) {
+		uint64_t e = pad_end(&st->fns[i]);
+		pm[i] = i && pm[i - 1] > e ? pm[i - 1] : e;
+	}
+	return pm;
+}
+
+/* How many functions start before off (sorted by offset). */
+static size_t pad_before(const struct ada_hook_symtab *st, uint64_t off)
+{
+	size_t a = 0, b = st->count;
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+		if (st->fns[mid].offset < off)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	return a;
+}
+
+/* The executable range holding [lo, hi) (offsets), or NULL. */
+static const struct ada_hook_xrange *pad_xrange(const struct ada_hook_symtab *st, uint64_t lo,
+                                                uint64_t hi)
+{
+	for (size_t k = 0; k < st->xr_count; k++)
+		if (lo >= st->xr[k].lo && hi <= st->xr[k].hi)
+			return &st->xr[k];
+	return NULL;
+}
+
+/* Is the gap [lo, hi) (offsets) padding: in an executable range, at most
+ * PAD_GAP_MAX bytes, all fill, no FDE on any byte? */
+static bool pad_gap_ok(uint64_t base, const struct ada_hook_symtab *st,
+                       const struct discover_pad_view *v, uint64_t lo, uint64_t hi)
+{
+	if (hi <= lo || hi - lo > PAD_GAP_MAX || !pad_xrange(st, lo, hi))
+		return false;
+	const uint8_t *b = (const uint8_t *)(uintptr_t)(base + lo);
+	if (hook_arch_fill_len(b, hi - lo) != hi - lo)
+		return false;
+	for (uint64_t a = lo; a < hi; a++)
+		if (v->covered(v->arg, base + a))
+			return false;
+	return true;
+}
+
+/* The gap after function i, when i is the only function ending at its
+ * end: [end, next symbol's start). */
+static bool pad_gap_after(const struct ada_hook_symtab *st, const uint64_t *pm, size_t i,
+                          uint64_t *lo, uint64_t *hi)
+{
+	const struct ada_hook_fn *f = &st->fns[i];
+	uint64_t end = f->offset + f->size;
+	size_t first = pad_before(st, f->offset); /* f's own group starts here */
+	if (first > 0 && pm[first - 1] >= end)
+		return false; /* an earlier function ends here too, or covers it */
+	size_t k = pad_before(st, end);
+	if (pm[k - 1] > end)
+		return false; /* a function inside f runs past its end */
+	const struct ada_hook_xrange *x = pad_xrange(st, end, end);
+	if (!x)
+		return false;
+	*lo = end;
+	*hi = k < st->count ? st->fns[k].offset : x->hi;
+	return true;
+}
+
+/* A gap after a function that runs up to code without a symbol (a
+ * stripped library's static functions): it ends where its fill does
+ * when an FDE starts exactly there (unwind information marks code as
+ * well as a symbol does; the fill before it is covered by none). */
+static uint64_t pad_gap_to_fde(uint64_t base, const struct discover_pad_view *v, uint64_t lo,
+                               uint64_t hi)
+{
+	uint64_t n = hi - lo < PAD_GAP_MAX ? hi - lo : PAD_GAP_MAX;
+	uint64_t fill = hook_arch_fill_len((const uint8_t *)(uintptr_t)(base + lo), n);
+	if (fill == 0 || fill >= hi - lo)
+		return hi;
+	uint64_t at = base + lo + fill;
+	return v->covered(v->arg, at) && !v->covered(v->arg, at - 1) ? lo + fill : hi;
+}
+
+/* The gap before function i: [highest end before it, its start). */
+static bool pad_gap_before(const struct ada_hook_symtab *st, const uint64_t *pm, size_t i,
+                           uint64_t *lo, uint64_t *hi, size_t *prev)
+{
+	size_t first = pad_before(st, st->fns[i].offset);
+	if (first == 0)
+		return false;
+	*lo = pm[first - 1];
+	*hi = st->fns[i].offset;
+	/* The function ending there that starts first (the outermost). */
+	for (size_t j = 0; j < first; j++)
+		if (pad_end(&st->fns[j]) == *lo) {
+			*prev = j;
+			return *lo < *hi;
+		}
+	return false;
+}
+
+static void pad_take(uint64_t base, struct hook_arch_plan *plan, uint64_t slot)
+{
+	plan->pad_addr = base + slot;
+	const uint8_t *b = (const uint8_t *)(uintptr_t)plan->pad_addr;
+	for (size_t k = 0; k < HOOK_ARCH_PAD_SLOT; k++)
+		plan->pad_original[k] = b[k];
+}
+
+bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                       size_t i, const struct discover_pad_view *v, struct hook_arch_plan *plan,
+                       uint64_t *gap_lo, uint64_t *gap_hi)
+{
+	const struct ada_hook_fn *f = &st->fns[i];
+	uint64_t entry_end = f->offset + HOOK_ARCH_PAD_ENTRY, lo, hi;
+	plan->pad_addr = 0;
+	if (f->size == 0)
+		return false;
+	/* A 1-byte function's entry jump takes the gap's first byte too:
+	 * its slot follows that byte, and there is no other choice. */
+	uint64_t skip = f->size < HOOK_ARCH_PAD_ENTRY ? HOOK_ARCH_PAD_ENTRY - f->size : 0;
+	if (pad_gap_after(st, pm, i, &lo, &hi) && (hi = pad_gap_to_fde(base, v, lo, hi)) != 0 &&
+	    hi - lo >= skip + HOOK_ARCH_PAD_SLOT &&
+	    lo + skip - entry_end <= HOOK_ARCH_PAD_REACH_FWD && pad_gap_ok(base, st, v, lo, hi)) {
+		pad_take(base, plan, lo + skip);
+		for (uint64_t k = f->size; k < HOOK_ARCH_PAD_ENTRY; k++)
+			plan->original[k] = *(const uint8_t *)(uintptr_t)(base + f->offset + k);
+		*gap_lo = base + lo;
+		*gap_hi = base + hi;
+		return true;
+	}
+	if (skip)
+		return false;
+	size_t prev = 0;
+	/* room for the slot of the function before too, shifted by one when
+	 * that is a 1-byte function */
+	if (pad_gap_before(st, pm, i, &lo, &hi, &prev) && hi - lo >= 2 * HOOK_ARCH_PAD_SLOT + 1 &&
+	    entry_end - (hi - HOOK_ARCH_PAD_SLOT) <= HOOK_ARCH_PAD_REACH_BACK &&
+	    pad_gap_ok(base, st, v, lo, hi)) {
+		const struct ada_hook_fn *p = &st->fns[prev];
+		const uint8_t *code = (const uint8_t *)(uintptr_t)(base + p->offset);
+		if (!p->size || !hook_arch_ends_closed(code, base + p->offset, p->size))
+			return false; /* it may run on into the gap */
+		pad_take(base, plan, hi - HOOK_ARCH_PAD_SLOT);
+		*gap_lo = base + lo;
+		*gap_hi = base + hi;
+		return true;
+	}
+	return false;
+}
+
+static bool pad_fde_covered(void *arg, uint64_t addr)
+{
+	return discover_fde_covers(arg, addr);
+}
+
+/* discover_pad_module() over the functions only[i] != 0 selects (NULL:
+ * every one); prior[] is written for those. */
+static size_t pad_module_some(uint64_t base, struct ada_hook_symtab *st,
+                              const struct discover_fde_table *fdes, struct hook_arch_plan *plans,
+                              uint64_t *gaps, uint8_t *prior, const uint8_t *only)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < st->count; i++)
+		if (!only || only[i])
+			prior[i] = st->fns[i].status;
+	uint64_t *pm = fdes ? discover_pad_ends(st) : NULL;
+	/* discover_fde_covers() only reads the table */
+	struct discover_pad_view v = {pad_fde_covered, (void *)(uintptr_t)fdes};
+	for (size_t i = 0; pm && i < st->count; i++) {
+		struct ada_hook_fn *f = &st->fns[i];
+		if ((only && !only[i]) ||
+		    (f->status != ADA_SKIP_TOO_SHORT && f->status != ADA_SKIP_BRANCH_INTO_PATCH))
+			continue;
+		uint64_t addr = base + f->offset;
+		struct hook_arch_plan plan;
+		if (hook_arch_prepare_short((const uint8_t *)(uintptr_t)addr, addr, f->size, NULL,
+		                            &plan) != ADA_HOOK_OK ||
+		    !discover_pad_slot(base, st, pm, i, &v, &plan, &gaps[2 * i], &gaps[2 * i + 1]))
+			continue;
+		plans[i] = plan;
+		f->status = ADA_HOOK_OK;
+		n++;
+	}
+	free(pm);
+	return n;
+}
+
+size_t discover_pad_module(uint64_t base, struct ada_hook_symtab *st,
+                           const struct discover_fde_table *fdes, struct hook_arch_plan *plans,
+                           uint64_t *gaps, uint8_t *prior)
+{
+	return pad_module_some(base, st, fdes, plans, gaps, prior, NULL);
+}
+
+int discover_pad_and_xref(uint64_t base, struct ada_hook_symtab *st,
+                          const struct discover_fde_table *fdes, struct hook_arch_plan *plans,
+                          discover_runner run)
+{
+	size_t n = st->count ? st->count : 1;
+	uint64_t *gaps = calloc(2 * n, sizeof(*gaps));
+	uint8_t *prior = malloc(n), *retry = calloc(n, 1);
+	int err = gaps && prior && retry ? 0 : -ENOMEM;
+	if (!err)
+		pad_module_some(base, st, fdes, plans, gaps, prior, NULL);
+	/* What the check finds: a function it marks branch_into_patch had
+	 * an ordinary plan (OK, no slot) before it. */
+	for (size_t i = 0; !err && i < st->count; i++)
+		retry[i] = st->fns[i].status == ADA_HOOK_OK && !plans[i].pad_addr;
+	if (!err)
+		err = discover_xref_check_pad(base, st, plans, gaps, prior, run);
+	size_t again = 0;
+	for (size_t i = 0; !err && i < st->count; i++)
+		retry[i] = retry[i] && st->fns[i].status == ADA_SKIP_BRANCH_INTO_PATCH;
+	/* Another function branches into its 5-byte patch (glibc's
+	 * __mempcpy_* into __memmove_*+3): a shorter patch may end where
+	 * the branch lands. The check runs again with the new patches and
+	 * gaps; what it found before it finds again (the same targets). */
+	if (!err && fdes)
+		again = pad_module_some(base, st, fdes, plans, gaps, prior, retry);
+	if (!err && again)
+		err = discover_xref_check_pad(base, st, plans, gaps, prior, run);
+	free(gaps);
+	free(prior);
+	free(retry);
+	return err;
+}
