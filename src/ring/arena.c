@@ -317,7 +317,7 @@ void ada_arena_close(struct ada_arena *a)
 		return;
 	munmap(a->base, a->map_size);
 	ada_shm_budget_close(a->budget);
-	free(a->cons);
+	ring_consumers_free(a);
 	free(a);
 }
 

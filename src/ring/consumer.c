@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "ring_internal.h"
 
@@ -49,15 +50,30 @@ static void cons_seed(struct ada_arena *a, uint32_t n)
 	}
 }
 
+/* Mapped, not calloc'ed: the entries are zero pages until a slot is
+ * seeded, so a forked child's new arena (which only produces) pays no
+ * memset of an entry per slot -- a MiB at the default sizes, which
+ * malloc hands out from the heap (and clears) once it saw a free of that
+ * size, as the child's own close of its parent's arena is. */
 int ring_consumers_init(struct ada_arena *a)
 {
-	a->cons = calloc(a->nslots, sizeof(*a->cons));
-	if (!a->cons)
+	size_t bytes = (size_t)a->nslots * sizeof(*a->cons);
+	void *m = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+	               -1, 0);
+	if (m == MAP_FAILED)
 		return -ENOMEM;
+	a->cons = m;
 	a->cons_ready = 0;
 	a->hw_seen = 0;
 	cons_seed(a, ada_arena_slots_used(a));
 	return 0;
+}
+
+void ring_consumers_free(struct ada_arena *a)
+{
+	if (a->cons)
+		munmap(a->cons, a->nslots ? (size_t)a->nslots * sizeof(*a->cons) : 1);
+	a->cons = NULL;
 }
 
 uint32_t ada_arena_slots_used(struct ada_arena *a)

@@ -889,6 +889,42 @@ def first_process(traced):
     return by_pid, roots[0]
 
 
+def check_shared_modules(rep, session, pids, root):
+    """Forked children that load nothing write no symbol file: each one's
+    modules/ links its parent's (docs/internals.md), so the session holds
+    exactly one file per module, linked from every process, and each
+    agent.json counts what it wrote and what it shared."""
+    def syms(pid):
+        d = os.path.join(session, "pid_%d" % pid, "modules")
+        return sorted(n for n in os.listdir(d) if n.endswith(".syms")) if os.path.isdir(d) else []
+
+    want = syms(root)
+    rep.check(len(want) > 0, "pid_%d/modules holds no .syms file" % root)
+    inodes = collections.defaultdict(set)
+    for pid in pids:
+        names = syms(pid)
+        rep.check(names == want, "pid_%d/modules holds %r, its parent's %r" % (pid, names, want))
+        for n in names:
+            st = os.lstat(os.path.join(session, "pid_%d" % pid, "modules", n))
+            rep.check(stat.S_ISREG(st.st_mode), "pid_%d/modules/%s is not a regular file" % (
+                pid, n))
+            inodes[n].add((st.st_dev, st.st_ino))
+            rep.check(st.st_nlink == len(pids), "pid_%d/modules/%s has %d links, %d processes "
+                      "ran" % (pid, n, st.st_nlink, len(pids)))
+        try:
+            with open(os.path.join(session, "pid_%d" % pid, "agent.json")) as f:
+                got = json.load(f).get("symbol_files")
+        except (OSError, ValueError) as e:
+            got = "unreadable (%s)" % e
+        n = len(want)
+        exp = ({"written": n, "shared": 0, "share_failed": 0} if pid == root else
+               {"written": 0, "shared": n, "share_failed": 0})
+        rep.check(got == exp, "pid_%d/agent.json symbol_files: %r, expected %r" % (pid, got, exp))
+    for n, s in sorted(inodes.items()):
+        rep.check(len(s) == 1, "%s: %d different files across the processes, expected one"
+                  % (n, len(s)))
+
+
 def cmd_target(args, ada, work, rep):
     own = set(args.own_module or []) | {os.path.basename(args.argv[0])}
     if args.detail_set:
@@ -935,6 +971,8 @@ def cmd_target(args, ada, work, rep):
             got = {"status": e.get("status"), "signal": e.get("signal")}
             rep.check(got == want, "pid_%d (%s, reaped by its traced parent): the manifest "
                       "says exit %r, the process ended with %r" % (pid, name, got, want))
+    if args.shared_modules:
+        check_shared_modules(rep, session, list(by_pid), root)
     root_dir = os.path.join(session, "pid_%d" % root)
     if args.expect_signal:
         check_crash_manifest(rep, root_dir, args.expect_signal)
@@ -2272,6 +2310,8 @@ def main():
     t.add_argument("--interrupt", type=int, metavar="SIG",
                    help="when the program prints 'ready', send SIG to the whole process "
                         "group (ada and the program), as a Ctrl-C does")
+    t.add_argument("--shared-modules", action="store_true",
+                   help="forked children link their parent's .syms files, write none")
     t.add_argument("--calls-only", action="store_true",
                    help="assert CALL counts only, not nesting (coroutines switch stacks)")
     t.add_argument("--nondeterministic", action="store_true",
