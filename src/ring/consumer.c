@@ -43,9 +43,9 @@ static void cons_seed_from(struct ada_arena *a, uint32_t n, bool fresh)
 {
 	for (uint32_t s = a->cons_ready; s < n && s < a->nslots; s++) {
 		struct ring_consumer *c = &a->cons[s];
-		c->tail = fresh ? 0
-		                : atomic_load_explicit(&ring_index_hdr(a, s)->tail,
-		                                       memory_order_relaxed);
+		c->tail =
+		    fresh ? 0
+		          : atomic_load_explicit(&ring_index_hdr(a, s)->tail, memory_order_relaxed);
 		c->head = c->tail;
 		c->state = CONS_UNSEEN;
 		a->cons_ready = s + 1;

@@ -152,9 +152,9 @@ static uint64_t producer_drain_lag_drops(struct ada_arena *a)
 	for (uint32_t s = 0; s < used; s++) {
 		if (!atomic_load_explicit(&a->desc[s].populated, memory_order_relaxed))
 			continue;
-		n += atomic_load_explicit(&ring_index_hdr(a, s)->drops[ADA_LANE_INDEX]
-		                                                      [ADA_DROP_DRAIN_LAG],
-		                          memory_order_relaxed);
+		n += atomic_load_explicit(
+		    &ring_index_hdr(a, s)->drops[ADA_LANE_INDEX][ADA_DROP_DRAIN_LAG],
+		    memory_order_relaxed);
 	}
 	return n;
 }
