@@ -43,9 +43,15 @@ static void cons_seed_from(struct ada_arena *a, uint32_t n, bool fresh)
 {
 	for (uint32_t s = a->cons_ready; s < n && s < a->nslots; s++) {
 		struct ring_consumer *c = &a->cons[s];
-		c->tail =
-		    fresh ? 0
-		          : atomic_load_explicit(&ring_index_hdr(a, s)->tail, memory_order_relaxed);
+		/* A slot never claimed has tail 0, and reading it would fault
+		 * in (allocate) a page of its ring: every traced process's
+		 * arena has max_threads of them. A target that claims otherwise
+		 * is caught by the head check (the shared tail must be ours). */
+		bool unclaimed =
+		    fresh || !atomic_load_explicit(&a->desc[s].populated, memory_order_relaxed);
+		c->tail = unclaimed ? 0
+		                    : atomic_load_explicit(&ring_index_hdr(a, s)->tail,
+		                                           memory_order_relaxed);
 		c->head = c->tail;
 		c->state = CONS_UNSEEN;
 		a->cons_ready = s + 1;
