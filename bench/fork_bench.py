@@ -5,7 +5,10 @@ small make build, untraced vs `ada record` vs `uftrace record -P .` (when
 uftrace is installed; else the table says so), interleaved run by run.
 
   bench/fork_bench.py [--ada build/ada] [--reps 5] [--workload fork,exec,bash,make]
-                      [--n-fork 50] [--n-exec 20] [--no-uftrace]
+                      [--n-fork 50] [--n-exec 20] [--no-uftrace] [--ada-before PATH]
+
+--ada-before PATH adds a column for another build of ada (say, before a
+change), in the same rotation.
 
 Per workload and variant: the median over the runs of the wall time and
 of the CPU time of the whole process tree (the recorder's included:
@@ -99,6 +102,11 @@ def variants(args, work):
         out = os.path.join(work, 'ada-' + tag)
         return [args.ada, 'record', '--out', out, '--'] + argv, out
     v['ada'] = ada
+    if args.ada_before:
+        def before(argv, tag):
+            out = os.path.join(work, 'before-' + tag)
+            return [args.ada_before, 'record', '--out', out, '--'] + argv, out
+        v['ada-before'] = before
     if args.uftrace:
         def uft(argv, tag):
             out = os.path.join(work, 'uftrace-' + tag)
@@ -115,6 +123,7 @@ def main():
     ap.add_argument('--n-fork', type=int, default=50)
     ap.add_argument('--n-exec', type=int, default=20)
     ap.add_argument('--no-uftrace', action='store_true')
+    ap.add_argument('--ada-before', help='another ada build, as a column of its own')
     args = ap.parse_args()
     args.uftrace = None if args.no_uftrace else shutil.which('uftrace')
     wanted = args.workload.split(',')
@@ -182,7 +191,7 @@ def report(args, res, loads):
                 extra = '  per child: wall median %.3f ms (min %.3f), child CPU %.3f ms' % (
                     row['child_wall_median_ms'], row['child_wall_min_ms'],
                     row['child_cpu_median_ms'])
-            print('%-5s %-9s wall %8.3f s (%5.2fx)  cpu %7.3f s (%5.2fx)%s' % (
+            print('%-5s %-10s wall %8.3f s (%5.2fx)  cpu %7.3f s (%5.2fx)%s' % (
                 w, v, wall, row['wall_x'] or 0, cpu, row['cpu_x'] or 0, extra))
     os.makedirs(os.path.join(REPO, 'bench', 'results'), exist_ok=True)
     name = datetime.datetime.now().strftime('%Y-%m-%dT%H%M%S') + '-fork.json'
