@@ -97,15 +97,25 @@ static int agent_fill_syms(FILE *f, const void *arg)
 	struct agent_module *m = (struct agent_module *)arg;
 	struct ada_hook_module_info mi = {m->id, m->path, m->base};
 	int err = ada_hook_syms_write(f, &mi, &m->st, &m->table_xxh64);
+	struct stat st;
+	m->syms_ino = !err && fstat(fileno(f), &st) == 0 ? st.st_ino : 0;
 	m->syms_written = !err;
 	return err;
+}
+
+static void agent_syms_name(const struct agent_module *m, char *name, size_t cap)
+{
+	snprintf(name, cap, "module_%" PRIu32 ".syms", m->id);
 }
 
 static int agent_write_syms(int mod_fd, struct agent_module *m)
 {
 	char name[64];
-	snprintf(name, sizeof(name), "module_%" PRIu32 ".syms", m->id);
-	return agent_write_file(mod_fd, name, agent_fill_syms, m);
+	agent_syms_name(m, name, sizeof(name));
+	int err = agent_write_file(mod_fd, name, agent_fill_syms, m);
+	if (!err)
+		agent.syms_written++;
+	return err;
 }
 
 void agent_json_string(FILE *f, const char *s)
@@ -242,6 +252,10 @@ static void agent_json_body(FILE *f)
 	        ",\n  \"analysis_threads\": {\"two_threads\": %" PRIu64
 	        ", \"helper_failed\": %" PRIu64 "}",
 	        par, agent.par_fallback);
+	fprintf(f,
+	        ",\n  \"symbol_files\": {\"written\": %" PRIu64 ", \"shared\": %" PRIu64
+	        ", \"share_failed\": %" PRIu64 "}",
+	        agent.syms_written, agent.syms_shared, agent.syms_share_failed);
 	uint64_t un[AGENT_UNTRACED_COUNT];
 	agent_untraced_counts(un);
 	fprintf(f,
@@ -321,17 +335,10 @@ static bool agent_pid_dir_ours(void)
 	return agent.session_dir[0] && !ada_arena_pid_reused(ada_producer_arena());
 }
 
-int agent_write_files(bool all_modules, size_t first_new)
+/* agent.json, then the one warning a process gives about its files, and
+ * the directories closed. */
+static int agent_files_done(int err, int pid_fd, int mod_fd)
 {
-	if (!agent_pid_dir_ours())
-		return 0;
-	uint64_t t0 = agent_now_ns();
-	int pid_fd, mod_fd, err = agent_open_dirs(&pid_fd, &mod_fd);
-	for (size_t i = all_modules ? 0 : first_new; !err && i < agent.n_mods; i++) {
-		if (!agent.mods[i].gone)
-			err = agent_write_syms(mod_fd, &agent.mods[i]);
-	}
-	agent.ns_files += agent_now_ns() - t0;
 	if (!err)
 		err = agent_write_file(pid_fd, "agent.json", agent_fill_json, NULL);
 	/* Once per process: the files are rewritten on every dlopen. */
@@ -346,6 +353,86 @@ int agent_write_files(bool all_modules, size_t first_new)
 	if (mod_fd >= 0)
 		close(mod_fd);
 	return err;
+}
+
+int agent_write_files(bool all_modules, size_t first_new)
+{
+	if (!agent_pid_dir_ours())
+		return 0;
+	uint64_t t0 = agent_now_ns();
+	int pid_fd, mod_fd, err = agent_open_dirs(&pid_fd, &mod_fd);
+	for (size_t i = all_modules ? 0 : first_new; !err && i < agent.n_mods; i++) {
+		if (!agent.mods[i].gone)
+			err = agent_write_syms(mod_fd, &agent.mods[i]);
+	}
+	if (!err)
+		agent.files_pid = getpid();
+	agent.ns_files += agent_now_ns() - t0;
+	return agent_files_done(err, pid_fd, mod_fd);
+}
+
+/* Links module m's .syms from the modules/ of the process that wrote it
+ * (src_fd) into ours (mod_fd), and checks that what got linked is that
+ * very file (its inode): the name could have been replaced meanwhile (a
+ * dlopen rewrote it, or the parent is gone and its pid was reused). */
+static bool agent_link_syms(int src_fd, int mod_fd, const struct agent_module *m)
+{
+	char name[64];
+	agent_syms_name(m, name, sizeof(name));
+	if (!m->syms_written || !m->syms_ino || linkat(src_fd, name, mod_fd, name, 0) != 0)
+		return false;
+	struct stat st;
+	if (fstatat(mod_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_ino == m->syms_ino)
+		return true;
+	unlinkat(mod_fd, name, 0);
+	return false;
+}
+
+/* The parent's modules/ (pid_<files_pid>/modules under the session),
+ * opened without following a link; -1 when there is none. */
+static int agent_open_parent_modules(void)
+{
+	char name[32];
+	int sfd = -1, pfd = -1, fd = -1;
+	if (agent.files_pid <= 0 || agent.files_pid == getpid() ||
+	    ada_fs_open_dir(AT_FDCWD, agent.session_dir, &sfd) != 0)
+		return -1;
+	snprintf(name, sizeof(name), "pid_%d", (int)agent.files_pid);
+	if (ada_fs_open_dir(sfd, name, &pfd) == 0 && ada_fs_open_dir(pfd, "modules", &fd) != 0)
+		fd = -1;
+	if (pfd >= 0)
+		close(pfd);
+	close(sfd);
+	return fd;
+}
+
+int agent_write_files_forked(void)
+{
+	if (!agent_pid_dir_ours())
+		return 0;
+	uint64_t t0 = agent_now_ns();
+	/* This process's counts start now: what the parent wrote is its own. */
+	agent.syms_written = agent.syms_shared = agent.syms_share_failed = 0;
+	int src_fd = agent_open_parent_modules();
+	int pid_fd, mod_fd, err = agent_open_dirs(&pid_fd, &mod_fd);
+	for (size_t i = 0; !err && i < agent.n_mods; i++) {
+		struct agent_module *m = &agent.mods[i];
+		if (m->gone)
+			continue;
+		if (src_fd >= 0 && agent_link_syms(src_fd, mod_fd, m)) {
+			agent.syms_shared++;
+			continue;
+		}
+		agent.syms_share_failed += m->syms_written;
+		err = agent_write_syms(mod_fd, m);
+	}
+	if (src_fd >= 0)
+		close(src_fd);
+	if (!err)
+		agent.files_pid = getpid();
+	agent.ns_files += agent_now_ns() - t0;
+	return agent_files_done(err, pid_fd, mod_fd);
 }
 
 /* After exec the new image writes into the same pid_<pid>/ as the old one,

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "hook.h"
 #include "hook_mem.h"
@@ -338,6 +339,9 @@ struct agent_module {
 	 * valid when syms_written. */
 	uint64_t table_xxh64;
 	bool syms_written;
+	/* The inode of that file: a forked child links it into its own
+	 * modules/ and checks the link is this very file (agent.c). */
+	ino_t syms_ino;
 	/* The patches applied and the original bytes they replaced (same
 	 * order, n_patch each): ada attach's detach restores the originals,
 	 * a later attach applies the patches again (agent_attach.c). */
@@ -395,6 +399,13 @@ struct agent_state {
 	bool par_analysis;
 	uint64_t par_fallback;
 	uint64_t ns_arena, ns_discovery, ns_symbols, ns_patching, ns_files, ns_total;
+	/* The process whose pid_N/modules/ holds the .syms files as last
+	 * written (0: none yet); inherited by a forked child, which links
+	 * them instead of writing them again. syms_shared: this process's
+	 * files linked so; syms_share_failed: those it had to write because
+	 * the link could not be made or was not the parent's file. */
+	pid_t files_pid;
+	uint64_t syms_written, syms_shared, syms_share_failed;
 	char session_dir[PATH_MAX]; /* "" when ADA_SESSION_DIR is unset */
 	char cache_dir[PATH_MAX];   /* the plan cache's directory; "": none */
 	/* ada attach (agent_attach.c): loaded by dlopen into a running
@@ -440,6 +451,9 @@ uint64_t agent_now_ns(void);
 /* Writes modules/module_<id>.syms for each module with written == false
  * (all when all) and agent.json, under pid_<getpid()>. 0 or -errno. */
 int agent_write_files(bool all_modules, size_t first_new);
+/* A forked child's files: its parent's .syms linked (the address space,
+ * so the tables, are the parent's), agent.json written. 0 or -errno. */
+int agent_write_files_forked(void);
 
 /* agent_install.c: lists the images (discover.c), hooks those it does not
  * know yet, forgets those gone. Returns the index of the first new module

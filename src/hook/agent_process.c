@@ -96,7 +96,7 @@ static void process_child(void)
 		/* The parent's arena is gone from this process: its area too. */
 		agent_keysym_attach();
 		if (!err)
-			agent_write_files(true, 0);
+			agent_write_files_forked();
 	}
 	agent_guard_leave();
 }

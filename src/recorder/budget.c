@@ -76,7 +76,11 @@ static uint64_t budget_walk(int dirfd, int depth)
 		struct stat st;
 		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
-		total += (uint64_t)st.st_blocks * 512u;
+		/* A forked child's modules/ links its parent's .syms files
+		 * (docs/internals.md): each link counts its share, so the
+		 * session counts such a file about once, not once per child. */
+		uint64_t links = S_ISREG(st.st_mode) && st.st_nlink > 1 ? st.st_nlink : 1;
+		total += (uint64_t)st.st_blocks * 512u / links;
 		if (S_ISDIR(st.st_mode) && depth > 0) {
 			int sub = openat(dirfd, de->d_name,
 			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -326,7 +326,7 @@ int ring_arena_create(const char *path, const struct ada_arena_config *cfg, uint
 	a->pid = a->ctl->pid;
 	a->start_time = start_time;
 	close(fd);
-	err = ring_consumers_init(a);
+	err = ring_consumers_init(a, true);
 	if (err) {
 		ada_arena_close(a);
 		unlink(path);
@@ -380,7 +380,7 @@ int ada_arena_open_fd(int fd, struct ada_arena **out)
 		return err;
 	err = arena_validate(a, (uint64_t)st.st_size);
 	if (err == 0)
-		err = ring_consumers_init(a);
+		err = ring_consumers_init(a, false);
 	if (err) {
 		ada_arena_close(a);
 		return err;
@@ -407,7 +407,7 @@ void ada_arena_close(struct ada_arena *a)
 		return;
 	munmap(a->base, a->map_size);
 	ada_shm_budget_close(a->budget);
-	free(a->cons);
+	ring_consumers_free(a);
 	free(a);
 }
 

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "ring_internal.h"
 
@@ -38,26 +39,59 @@
  * that died) left it. Slots past the arena's used count are seeded when
  * they first come into use, so the drain never touches the pages of
  * spill slots no thread claimed. */
-static void cons_seed(struct ada_arena *a, uint32_t n)
+static void cons_seed_from(struct ada_arena *a, uint32_t n, bool fresh)
 {
 	for (uint32_t s = a->cons_ready; s < n && s < a->nslots; s++) {
 		struct ring_consumer *c = &a->cons[s];
-		c->tail = atomic_load_explicit(&ring_index_hdr(a, s)->tail, memory_order_relaxed);
+		/* A slot never claimed has tail 0, and reading it would fault
+		 * in (allocate) a page of its ring: every traced process's
+		 * arena has max_threads of them. A target that claims otherwise
+		 * is caught by the head check (the shared tail must be ours). */
+		bool unclaimed =
+		    fresh || !atomic_load_explicit(&a->desc[s].populated, memory_order_relaxed);
+		c->tail = unclaimed ? 0
+		                    : atomic_load_explicit(&ring_index_hdr(a, s)->tail,
+		                                           memory_order_relaxed);
 		c->head = c->tail;
 		c->state = CONS_UNSEEN;
 		a->cons_ready = s + 1;
 	}
 }
 
-int ring_consumers_init(struct ada_arena *a)
+static void cons_seed(struct ada_arena *a, uint32_t n)
 {
-	a->cons = calloc(a->nslots, sizeof(*a->cons));
-	if (!a->cons)
+	cons_seed_from(a, n, false);
+}
+
+/* fresh: the arena was just made here, so every shared tail is 0 and
+ * seeding need not read one (each read would fault in, and allocate, a
+ * page of a slot no thread may ever claim).
+ * Mapped, not calloc'ed: the entries are zero pages until a slot is
+ * seeded, so a forked child's new arena (which only produces) pays no
+ * memset of an entry per slot -- a MiB at the default sizes, which
+ * malloc hands out from the heap (and clears) once it saw a free of that
+ * size, as the child's own close of its parent's arena is. */
+int ring_consumers_init(struct ada_arena *a, bool fresh)
+{
+	size_t bytes = (size_t)a->nslots * sizeof(*a->cons);
+	void *m = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+	               -1, 0);
+	if (m == MAP_FAILED)
 		return -ENOMEM;
+	a->cons = m;
 	a->cons_ready = 0;
 	a->hw_seen = 0;
-	cons_seed(a, ada_arena_slots_used(a));
+	uint32_t used = ring_slots_used(a);
+	a->hw_seen = used;
+	cons_seed_from(a, used, fresh);
 	return 0;
+}
+
+void ring_consumers_free(struct ada_arena *a)
+{
+	if (a->cons)
+		munmap(a->cons, a->nslots ? (size_t)a->nslots * sizeof(*a->cons) : 1);
+	a->cons = NULL;
 }
 
 uint32_t ada_arena_slots_used(struct ada_arena *a)

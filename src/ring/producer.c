@@ -140,15 +140,32 @@ void ada_producer_count_detail(struct ada_producer *p, enum ada_drop_reason why)
 		ring_arena_drop(a, ADA_LANE_DETAIL, why);
 }
 
+/* This process's drain_lag drops: those of its slots that were ever
+ * claimed (ada_arena_drop_totals would read every slot's counters, and
+ * so fault in a page of each ring no thread claimed -- in every forked
+ * child that writes its agent.json). */
+static uint64_t producer_drain_lag_drops(struct ada_arena *a)
+{
+	uint64_t n = atomic_load_explicit(&a->ctl->drops[ADA_LANE_INDEX][ADA_DROP_DRAIN_LAG],
+	                                  memory_order_relaxed);
+	uint32_t used = ring_slots_used(a);
+	for (uint32_t s = 0; s < used; s++) {
+		if (!atomic_load_explicit(&a->desc[s].populated, memory_order_relaxed))
+			continue;
+		n += atomic_load_explicit(
+		    &ring_index_hdr(a, s)->drops[ADA_LANE_INDEX][ADA_DROP_DRAIN_LAG],
+		    memory_order_relaxed);
+	}
+	return n;
+}
+
 bool ada_producer_drain_gone(uint64_t *dropped)
 {
 	struct ada_arena *a = ada_producer_arena();
-	uint64_t d[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
 	*dropped = 0;
 	if (!a)
 		return false;
-	ada_arena_drop_totals(a, d);
-	*dropped = d[ADA_LANE_INDEX][ADA_DROP_DRAIN_LAG];
+	*dropped = producer_drain_lag_drops(a);
 	uint64_t dead = atomic_load_explicit(&producer_dead_beat, memory_order_relaxed);
 	return dead != 0 && dead == ada_arena_heartbeat(a) + 1;
 }

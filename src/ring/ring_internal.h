@@ -292,8 +292,11 @@ static inline _Atomic uint64_t *ring_detail_words(const struct ada_arena *a, uin
 	return (_Atomic uint64_t *)(ring_detail_hdr(a, slot) + 1);
 }
 
-/* Allocates and seeds a->cons; 0 or -ENOMEM. */
-int ring_consumers_init(struct ada_arena *a);
+/* Allocates and seeds a->cons (fresh: the arena was just created, its
+ * shared tails are all 0); 0 or -ENOMEM. */
+int ring_consumers_init(struct ada_arena *a, bool fresh);
+/* Gives a->cons back (ada_arena_close). */
+void ring_consumers_free(struct ada_arena *a);
 /* 0 and the checked head, or -EPROTO (the slot is quarantined now). */
 int ring_cons_head(struct ada_arena *a, uint32_t slot, uint64_t *head);
 /* The consumer freed the slot: the next owner must be a new generation. */

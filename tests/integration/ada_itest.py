@@ -939,6 +939,51 @@ def first_process(traced):
     return by_pid, roots[0]
 
 
+def check_shared_modules(rep, session, by_pid, root, replaced):
+    """Forked children that load nothing write no symbol file: each one's
+    modules/ links its parent's (docs/internals.md), so the session holds
+    exactly one file per module, linked from every process, and each
+    agent.json counts what it wrote and what it shared. replaced: names of
+    files the first process replaced with a copy before forking (not the
+    file its agent wrote): each of its children writes its own, which that
+    child's own children link."""
+    pids = list(by_pid)
+    parent = {p: by_pid[p][0].ppid for p in pids}
+
+    def syms(pid):
+        d = os.path.join(session, "pid_%d" % pid, "modules")
+        return sorted(n for n in os.listdir(d) if n.endswith(".syms")) if os.path.isdir(d) else []
+
+    want = syms(root)
+    rep.check(len(want) > 0, "pid_%d/modules holds no .syms file" % root)
+    inodes = collections.defaultdict(set)
+    for pid in pids:
+        names = syms(pid)
+        rep.check(names == want, "pid_%d/modules holds %r, its parent's %r" % (pid, names, want))
+        for n in names:
+            st = os.lstat(os.path.join(session, "pid_%d" % pid, "modules", n))
+            rep.check(stat.S_ISREG(st.st_mode), "pid_%d/modules/%s is not a regular file" % (
+                pid, n))
+            inodes[n].add((st.st_dev, st.st_ino))
+            if n not in replaced:
+                rep.check(st.st_nlink == len(pids), "pid_%d/modules/%s has %d links, %d "
+                          "processes ran" % (pid, n, st.st_nlink, len(pids)))
+        try:
+            with open(os.path.join(session, "pid_%d" % pid, "agent.json")) as f:
+                got = json.load(f).get("symbol_files")
+        except (OSError, ValueError) as e:
+            got = "unreadable (%s)" % e
+        n, r = len(want), len(replaced) if parent[pid] == root else 0
+        exp = ({"written": n, "shared": 0, "share_failed": 0} if pid == root else
+               {"written": r, "shared": n - r, "share_failed": r})
+        rep.check(got == exp, "pid_%d/agent.json symbol_files: %r, expected %r" % (pid, got, exp))
+    children = sum(1 for p in pids if parent[p] == root)
+    for n, s in sorted(inodes.items()):
+        exp = 1 + children if n in replaced else 1
+        rep.check(len(s) == exp, "%s: %d different files across the processes, expected %d"
+                  % (n, len(s), exp))
+
+
 def cmd_target(args, ada, work, rep):
     own = set(args.own_module or []) | {os.path.basename(args.argv[0])}
     if args.detail_set:
@@ -1002,6 +1047,8 @@ def cmd_target(args, ada, work, rep):
             got = {"status": e.get("status"), "signal": e.get("signal")}
             rep.check(got == want, "pid_%d (%s, reaped by its traced parent): the manifest "
                       "says exit %r, the process ended with %r" % (pid, name, got, want))
+    if args.shared_modules:
+        check_shared_modules(rep, session, by_pid, root, set(args.replaced_module))
     root_dir = os.path.join(session, "pid_%d" % root)
     if args.expect_signal:
         check_crash_manifest(rep, root_dir, args.expect_signal)
@@ -2422,6 +2469,11 @@ def main():
     t.add_argument("--moved", action="append", default=[], metavar="GLOB",
                    help="functions --overhead-budget must have moved to count-only (the "
                    "manifest says so); their CALLs plus counts are checked as --count-only's")
+    t.add_argument("--shared-modules", action="store_true",
+                   help="forked children link their parent's .syms files, write none")
+    t.add_argument("--replaced-module", action="append", default=[], metavar="NAME",
+                   help="with --shared-modules: a .syms file the program replaced with a "
+                   "copy before forking (its children write their own)")
     t.add_argument("--calls-only", action="store_true",
                    help="assert CALL counts only, not nesting (coroutines switch stacks)")
     t.add_argument("--nondeterministic", action="store_true",

@@ -250,6 +250,16 @@ ada_itest(fork_exec_nofollow.O2 target --expect-pids 1 --record-opt=--no-follow
 ada_itest(fork.O2 target --expect-pids 2 -- ${T}/t_fork_O2 fork)
 ada_itest(exec_chain.O2 target --expect-pids 1 -- ${T}/t_exec_child_O2 chain 3)
 ada_itest(fork_threads.O2 target --expect-pids 2 -- ${T}/t_fork_O2 threads)
+# Fork children write no module files: a tree of 7 processes, each with
+# exact counts, shares one .syms file per module (hard links) and each
+# child's agent.json says it wrote none (issue 32).
+ada_itest(fork_shared_syms.O2 target --expect-pids 7 --shared-modules
+          -- ${T}/t_fork_O2 tree)
+# The parent's module_1.syms replaced by a copy before it forks (another
+# file under the same name): its children do not link it, they write their
+# own (counted share_failed), which their children link.
+ada_itest(fork_shared_syms_replaced.O2 target --expect-pids 7 --shared-modules
+          --replaced-module module_1.syms -- ${T}/t_fork_O2 tree replace)
 ada_itest(posix_spawn.O2 target --expect-pids 3 --own-module t_exec_child_O2
           -- ${T}/t_spawn_O2 ${T}/t_exec_child_O2)
 ada_itest(vfork_exec.O2 target --expect-pids 3 --own-module t_exec_child_O2

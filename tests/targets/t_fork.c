@@ -9,6 +9,14 @@
  *   threads    as fork, while two other threads keep calling traced code:
  *              the child has only the forking thread; the others' counts
  *              stay in the parent.
+ *   tree       a tree of forked processes (two children, each with two
+ *              children of its own), one after the other, each calling
+ *              child_work: none of them loads anything, so each one's
+ *              modules/ holds exactly its parent's symbol files.
+ *   tree replace
+ *              as tree, after replacing its own (traced) module_1.syms
+ *              with a copy, as a hostile or rewriting parent would: its
+ *              children must not link the copy, they write their own.
  * The child forgets what was counted before the fork (tc_reset_after_fork),
  * so each process's table holds exactly what ran in that process.
  */
@@ -26,7 +34,7 @@
 #define FUNCS(X)                                                                                   \
 	X(main)                                                                                    \
 	X(run_fork) X(child_prepare) X(child_exec) X(child_work) X(parent_work) X(spinner)         \
-	    X(spin_step) X(run_fork_threads)
+	    X(spin_step) X(run_fork_threads) X(run_tree) X(replace_own_syms)
 // clang-format on
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
@@ -134,6 +142,56 @@ TC_FN static int run_fork_threads(void)
 	return r;
 }
 
+/* Replaces pid_<self>/modules/module_1.syms under $ADA_SESSION_DIR with a
+ * copy of itself (another inode, same bytes); nothing when untraced. */
+TC_FN static void replace_own_syms(void)
+{
+	TC_ENTER(FN_replace_own_syms);
+	const char *sess = getenv("ADA_SESSION_DIR");
+	if (!sess)
+		return;
+	char path[4096], tmp[4200];
+	snprintf(path, sizeof(path), "%s/pid_%d/modules/module_1.syms", sess, (int)getpid());
+	snprintf(tmp, sizeof(tmp), "%s.copy", path);
+	FILE *in = fopen(path, "rb"), *out = in ? fopen(tmp, "wb") : NULL;
+	char buf[65536];
+	size_t n;
+	while (in && out && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+		fwrite(buf, 1, n, out);
+	if (in)
+		fclose(in);
+	if (out && fclose(out) == 0 && rename(tmp, path) != 0)
+		perror("rename");
+}
+
+/* Forks two children in turn, waiting for each; a child calls
+ * child_work, forks its own children while depth > 1, then returns 0 (it
+ * ends through the frames it inherited). The parent returns the number of
+ * children that failed. */
+TC_FN static int run_tree(int depth)
+{
+	TC_ENTER(FN_run_tree);
+	int failed = 0;
+	for (unsigned long i = 0; i < 2; i++) {
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid < 0)
+			return 1;
+		if (pid == 0) {
+			tc_reset_after_fork();
+			for (unsigned long k = 0; k < 10 + i; k++)
+				child_work(k);
+			int r = depth > 1 ? run_tree(depth - 1) : 0;
+			sink = (unsigned long)r; /* after the call: no tail call */
+			return r;
+		}
+		int status = 0;
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+			failed++;
+	}
+	return failed;
+}
+
 int main(int argc, char **argv)
 {
 	TC_ENTER(FN_main);
@@ -144,6 +202,15 @@ int main(int argc, char **argv)
 		return run_fork(NULL) != 0;
 	if (argc > 1 && !strcmp(argv[1], "threads"))
 		return run_fork_threads() != 0;
-	fprintf(stderr, "usage: t_fork exec PATH | fork | threads\n");
+	if (argc > 1 && !strcmp(argv[1], "tree")) {
+		pid_t self = getpid();
+		if (argc > 2 && !strcmp(argv[2], "replace"))
+			replace_own_syms();
+		int failed = run_tree(2);
+		if (getpid() == self)
+			printf("tree: %d children failed\n", failed);
+		return failed != 0;
+	}
+	fprintf(stderr, "usage: t_fork exec PATH | fork | threads | tree [replace]\n");
 	return 2;
 }

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""What process creation costs under ada (issue 32, item 2): fork + _exit,
+fork + exec /bin/true, a bash script of 300 `$(f $i)` subshells and a
+small make build, untraced vs `ada record` vs `uftrace record -P .` (when
+uftrace is installed; else the table says so), interleaved run by run.
+
+  bench/fork_bench.py [--ada build/ada] [--reps 5] [--workload fork,exec,bash,make]
+                      [--n-fork 50] [--n-exec 20] [--no-uftrace] [--ada-before PATH]
+
+--ada-before PATH adds a column for another build of ada (say, before a
+change), in the same rotation.
+
+Per workload and variant: the median over the runs of the wall time and
+of the CPU time of the whole process tree (the recorder's included:
+RUSAGE_CHILDREN), and for fork/exec the program's own medians per child
+(from fork to the end of wait4; the child's own CPU time from wait4's
+rusage). Ratios are to the untraced median of the same run. The load
+average before and after is printed and stored: on a shared machine the
+wall times mean little without it, the CPU times more.
+
+Run it under `flock /work/bench.lock` (no two measurements at once) and
+keep each run under two minutes: one workload at a time when the machine
+is busy. Writes bench/results/<date>-fork.json (with bench/provenance.py's
+record) and prints a table. Only the standard library (and cc, bash,
+make)."""
+import argparse
+import datetime
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import REPO, provenance  # noqa: E402
+
+BASH_SCRIPT = """f() { echo $(( $1 * 2 )); }
+for i in $(seq 300); do x=$(f $i); done
+echo "$x"
+"""
+
+MAKE_SOURCES = 6  # a.c ... f.c, one object each, linked into one program
+
+
+def write_make_tree(d):
+    os.makedirs(d)
+    names = [chr(ord('a') + i) for i in range(MAKE_SOURCES)]
+    for i, n in enumerate(names):
+        with open(os.path.join(d, n + '.c'), 'w') as f:
+            f.write('int f_%s(int x) { return x * %d + 1; }\n' % (n, i + 2))
+    with open(os.path.join(d, 'main.c'), 'w') as f:
+        f.write(''.join('int f_%s(int);\n' % n for n in names))
+        f.write('int main(void) { int s = 0;\n')
+        f.write(''.join('s += f_%s(s);\n' % n for n in names))
+        f.write('return s == 0; }\n')
+    objs = ' '.join(n + '.o' for n in names + ['main'])
+    with open(os.path.join(d, 'Makefile'), 'w') as f:
+        f.write('prog: %s\n\tcc -o prog %s\n' % (objs, objs))
+        f.write('%.o: %.c\n\tcc -O0 -c $< -o $@\n')
+
+
+def clean_make_tree(d):
+    for n in os.listdir(d):
+        if n.endswith('.o') or n == 'prog':
+            os.unlink(os.path.join(d, n))
+
+
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_timed(argv, cwd, out_dir):
+    """(wall s, tree CPU s, stdout) of one run; raises on failure."""
+    c0, t0 = children_cpu(), time.monotonic()
+    p = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=300)
+    wall, cpu = time.monotonic() - t0, children_cpu() - c0
+    if p.returncode != 0:
+        raise RuntimeError('%s exited %d: %s' % (' '.join(argv), p.returncode,
+                                                 p.stderr.decode(errors='replace')[-400:]))
+    if out_dir:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    return wall, cpu, p.stdout.decode(errors='replace')
+
+
+def per_child(text):
+    m = re.search(r'wall_median_us=([\d.]+) wall_min_us=([\d.]+) child_cpu_median_us=([\d.]+)',
+                  text)
+    return tuple(float(x) for x in m.groups()) if m else None
+
+
+def variants(args, work):
+    v = {'untraced': lambda argv, tag: (argv, None)}
+
+    def ada(argv, tag):
+        out = os.path.join(work, 'ada-' + tag)
+        return [args.ada, 'record', '--out', out, '--'] + argv, out
+    v['ada'] = ada
+    if args.ada_before:
+        def before(argv, tag):
+            out = os.path.join(work, 'before-' + tag)
+            return [args.ada_before, 'record', '--out', out, '--'] + argv, out
+        v['ada-before'] = before
+    if args.uftrace:
+        def uft(argv, tag):
+            out = os.path.join(work, 'uftrace-' + tag)
+            return [args.uftrace, 'record', '-P', '.', '-d', out, '--'] + argv, out
+        v['uftrace'] = uft
+    return v
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--ada', default=os.path.join(REPO, 'build', 'ada'))
+    ap.add_argument('--reps', type=int, default=5)
+    ap.add_argument('--workload', default='fork,exec,bash,make')
+    ap.add_argument('--n-fork', type=int, default=50)
+    ap.add_argument('--n-exec', type=int, default=20)
+    ap.add_argument('--no-uftrace', action='store_true')
+    ap.add_argument('--ada-before', help='another ada build, as a column of its own')
+    args = ap.parse_args()
+    args.uftrace = None if args.no_uftrace else shutil.which('uftrace')
+    wanted = args.workload.split(',')
+    for w in wanted:
+        if w not in ('fork', 'exec', 'bash', 'make'):
+            sys.exit('fork_bench: unknown workload %r: fork, exec, bash or make' % w)
+    if not os.access(args.ada, os.X_OK):
+        sys.exit('fork_bench: %s is not an executable ada; build it or pass --ada' % args.ada)
+    work = tempfile.mkdtemp(prefix='ada-forkbench-', dir=os.environ.get('TMPDIR'))
+    try:
+        prog = os.path.join(work, 'forkexec')
+        subprocess.run(['cc', '-O2', '-o', prog,
+                        os.path.join(REPO, 'bench', 'workloads', 'forkexec.c')], check=True)
+        script = os.path.join(work, 'sub.sh')
+        with open(script, 'w') as f:
+            f.write(BASH_SCRIPT)
+        mk = os.path.join(work, 'mk')
+        write_make_tree(mk)
+        loads = {'before': os.getloadavg()}
+        argvs = {'fork': [prog, 'fork', str(args.n_fork)],
+                 'exec': [prog, 'exec', str(args.n_exec)],
+                 'bash': ['bash', script], 'make': ['make', '-s', '-j1']}
+        vs = variants(args, work)
+        res = {w: {v: [] for v in vs} for w in wanted}
+        for rep in range(args.reps):
+            for w in wanted:
+                for v, wrap in vs.items():
+                    if w == 'make':
+                        clean_make_tree(mk)
+                    argv, out = wrap(argvs[w], '%s-%d' % (w, rep))
+                    wall, cpu, text = run_timed(argv, mk if w == 'make' else work, out)
+                    res[w][v].append({'wall_s': wall, 'cpu_s': cpu, 'per_child': per_child(text)})
+        loads['after'] = os.getloadavg()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report(args, res, loads)
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def report(args, res, loads):
+    print('load average before %.2f %.2f %.2f, after %.2f %.2f %.2f' %
+          (tuple(loads['before']) + tuple(loads['after'])))
+    if not args.uftrace:
+        print('uftrace: not installed (or --no-uftrace): no uftrace column')
+    table = {}
+    for w, byv in res.items():
+        base = byv['untraced']
+        bw, bc = med([r['wall_s'] for r in base]), med([r['cpu_s'] for r in base])
+        for v, runs in byv.items():
+            wall, cpu = med([r['wall_s'] for r in runs]), med([r['cpu_s'] for r in runs])
+            row = {'wall_s': wall, 'cpu_s': cpu, 'wall_x': wall / bw if bw else None,
+                   'cpu_x': cpu / bc if bc else None, 'runs': runs}
+            pcs = [r['per_child'] for r in runs if r['per_child']]
+            if pcs:
+                row['child_wall_median_ms'] = med([p[0] for p in pcs]) / 1000
+                row['child_wall_min_ms'] = min(p[1] for p in pcs) / 1000
+                row['child_cpu_median_ms'] = med([p[2] for p in pcs]) / 1000
+            table.setdefault(w, {})[v] = row
+            extra = ''
+            if pcs:
+                extra = '  per child: wall median %.3f ms (min %.3f), child CPU %.3f ms' % (
+                    row['child_wall_median_ms'], row['child_wall_min_ms'],
+                    row['child_cpu_median_ms'])
+            print('%-5s %-10s wall %8.3f s (%5.2fx)  cpu %7.3f s (%5.2fx)%s' % (
+                w, v, wall, row['wall_x'] or 0, cpu, row['cpu_x'] or 0, extra))
+    os.makedirs(os.path.join(REPO, 'bench', 'results'), exist_ok=True)
+    name = datetime.datetime.now().strftime('%Y-%m-%dT%H%M%S') + '-fork.json'
+    path = os.path.join(REPO, 'bench', 'results', name)
+    with open(path, 'w') as f:
+        prov = provenance(os.path.dirname(os.path.abspath(args.ada)))
+        json.dump({'provenance': prov, 'load_average': loads, 'reps': args.reps,
+                   'n_fork': args.n_fork, 'n_exec': args.n_exec, 'table': table}, f, indent=1)
+    print('wrote %s' % path)
+
+
+if __name__ == '__main__':
+    main()
