@@ -500,7 +500,8 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 		p->len = u->len = plans[i].patch_len;
 		hook_arch_patch_bytes(&plans[i], target, p->bytes);
 		memcpy(u->bytes, plans[i].original, plans[i].patch_len);
-		if (plans[i].pad_addr) { /* the padding form: its slot jumps where the patch would */
+		/* The padding form: its slot jumps where a 5-byte patch would. */
+		if (plans[i].pad_addr) {
 			struct hook_patch *q = &pads[(*n_pad)++];
 			q->addr = plans[i].pad_addr;
 			q->len = HOOK_ARCH_PAD_SLOT;
