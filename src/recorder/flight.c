@@ -208,6 +208,33 @@ uint64_t wal_flight_ring_suggest(const struct wal_proc *p)
 	return best;
 }
 
+/* The pre-roll window w achieved on a thread whose ring held records
+ * back to oldest_ns (the first copy's oldest record). */
+static uint64_t flight_pre_achieved(const struct ada_trigger_window *w, uint64_t oldest_ns)
+{
+	uint64_t from = oldest_ns > w->from_ns ? oldest_ns : w->from_ns;
+	return from < w->fire_ns ? w->fire_ns - from : 0;
+}
+
+void wal_flight_preroll_short(struct ada_recorder *r, struct wal_proc *p)
+{
+	for (size_t j = 0; r->flight.trig && j < p->nthreads; j++) {
+		const struct wal_thread *t = p->threads[j];
+		for (size_t wi = 0; wi < t->nfw; wi++) {
+			const struct wal_flight_tw *fw = &t->fw[wi];
+			const struct ada_trigger_window *w =
+			    ada_trigger_window_at(r->flight.trig, wi);
+			if (!fw->lost || !fw->oldest_ns || !w || w->fire_ns <= w->from_ns)
+				continue;
+			uint64_t got = flight_pre_achieved(w, fw->oldest_ns);
+			if (!p->pre_asked_ns || got < p->pre_got_ns) {
+				p->pre_asked_ns = w->fire_ns - w->from_ns;
+				p->pre_got_ns = got;
+			}
+		}
+	}
+}
+
 uint64_t wal_flight_thread_lost(const struct wal_thread *t)
 {
 	uint64_t n = 0;
@@ -577,10 +604,9 @@ static json_t *flight_window_thread(const struct wal_thread *t, const struct wal
 	json_object_set_new(o, "copies", json_integer(fw->calls));
 	json_object_set_new(o, "copies_skipped", json_integer((json_int_t)fw->skipped));
 	if (fw->oldest_ns) {
-		uint64_t from = fw->oldest_ns > w->from_ns ? fw->oldest_ns : w->from_ns;
 		json_object_set_new(
 		    o, "pre_achieved_ns",
-		    json_integer(from < w->fire_ns ? (json_int_t)(w->fire_ns - from) : 0));
+		    json_integer((json_int_t)flight_pre_achieved(w, fw->oldest_ns)));
 	} else {
 		json_object_set_new(o, "pre_achieved_ns", json_null()); /* its ring was empty */
 	}

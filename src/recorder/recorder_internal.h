@@ -127,6 +127,9 @@ struct wal_proc {
 	/* wal_flight_ring_suggest() when its manifest was last written (the
 	 * summary's, after the threads are gone) */
 	uint64_t detail_ring_suggest;
+	/* The shortest pre-roll a window achieved on one of its threads, and
+	 * what it asked (wal_flight_preroll_short; 0, 0: none short) */
+	uint64_t pre_asked_ns, pre_got_ns;
 	uint8_t *slot_noted; /* max_threads: 1 once its quarantine was reported */
 	json_t *quarantine;  /* [{thread, tid, slot, reason, ...}] for the manifest */
 	json_t *warnings;    /* this process's sentences (with r->warnings) */
@@ -387,6 +390,11 @@ uint64_t wal_flight_thread_lost(const struct wal_thread *t);
  * its threads and windows of ring bytes x (persisted + window_lost) /
  * persisted; 0 when no window lost a record (or none was persisted). */
 uint64_t wal_flight_ring_suggest(const struct wal_proc *p);
+/* Keeps in p->pre_asked_ns / pre_got_ns the shortest pre-roll a window of
+ * p achieved on a thread that lost records of it (window_lost), when it
+ * is shorter than the one kept (the summary reads it after the threads
+ * are gone). */
+void wal_flight_preroll_short(struct ada_recorder *r, struct wal_proc *p);
 static inline void wal_flight_feed(struct wal_thread *t, const struct atf_index_event *ev, size_t n)
 {
 	if (t->trig)
