@@ -148,6 +148,9 @@ static void status_live(const char *dir, json_t *man, struct ada_arena *a, struc
 		over = d[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
 		d[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN] = 0;
 	}
+	/* A window's shortfall is the recorder's count and no drop (the
+	 * manifest's detail.window_lost); the arena's slot is the target's. */
+	d[ADA_LANE_INDEX][ADA_DROP_WINDOW_LOST] = d[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST] = 0;
 	for (int k = 0; k < ADA_DROP_REASON_COUNT; k++) {
 		by[k] = d[0][k] + d[1][k];
 		t->drops[k] += by[k];

@@ -451,13 +451,26 @@ static void record_drop_reasons(const struct ada_record_summary *s, char *buf, s
 		memcpy(buf + used, ")", 2);
 }
 
+/* A duration for a person: "23 ms", "5 s", "1.5 s", "800 us". */
+static void record_span(char *buf, size_t cap, uint64_t ns)
+{
+	if (ns >= 1000000000ull)
+		snprintf(buf, cap, "%.3g s", (double)ns / 1e9);
+	else if (ns >= 1000000ull)
+		snprintf(buf, cap, "%.3g ms", (double)ns / 1e6);
+	else
+		snprintf(buf, cap, "%.3g us", (double)ns / 1e3);
+}
+
 /* --detail triggered: what the flight recorder kept. Its rings overwriting
- * what no window wanted is how it works, not a loss (the drops above
- * count window_lost, what a window wanted and did not get). */
+ * what no window wanted is how it works, not a loss; what a window wanted
+ * and its ring no longer held (window_lost) is the window's shortfall,
+ * told as what it achieved, with the reason and the change that holds
+ * it: not a drop either (the index lane has every call). */
 static void record_print_flight(const struct ada_record_summary *s)
 {
-	uint64_t lost = s->drops_by[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST];
-	char why[256] = "", hint[160] = "";
+	uint64_t lost = s->window_lost;
+	char why[384] = "", hint[160] = "", got[32] = "", asked[32] = "";
 	uint64_t mib = 1;
 	while (mib << 20 < s->detail_ring_suggest && mib < (ADA_DETAIL_MAX_BYTES >> 20) * 2)
 		mib *= 2;
@@ -472,10 +485,18 @@ static void record_print_flight(const struct ada_record_summary *s)
 		         "; at this run's rate even --detail-mb %llu would not hold them: narrow "
 		         "--detail-symbols",
 		         (unsigned long long)(ADA_DETAIL_MAX_BYTES >> 20));
-	if (lost)
+	record_span(got, sizeof(got), s->pre_got_ns);
+	record_span(asked, sizeof(asked), s->pre_asked_ns);
+	if (lost && s->pre_asked_ns)
 		snprintf(why, sizeof(why),
-		         ", %llu records windows wanted were already overwritten "
-		         "(window_lost drops)%s",
+		         "; windows got less than they asked: pre-roll achieved %s of %s, %llu "
+		         "records windows wanted were already overwritten (window_lost: the detail "
+		         "ring filled faster than the windows reached back, not drops)%s",
+		         got, asked, (unsigned long long)lost, hint);
+	else if (lost)
+		snprintf(why, sizeof(why),
+		         "; %llu records windows wanted were already overwritten (window_lost: the "
+		         "detail ring turned over before the drain persisted them, not drops)%s",
 		         (unsigned long long)lost, hint);
 	fprintf(stderr,
 	        "ada: flight recorder: %llu window%s persisted, %llu detail records persisted, "

@@ -63,6 +63,7 @@ struct wal_detail_stats {
 	                         taken yet: left for a later call */
 	struct wal_gap gap;   /* records overwritten before any call decided them, found by
 	                         this call (a window's wal_gap_share of it is window_lost) */
+	bool budget_spent;    /* the call stopped at its byte budget: records are left */
 };
 
 /* Persists, from thread t's detail ring, every record with
@@ -80,6 +81,19 @@ struct wal_detail_stats {
  * created or written; the index file stays valid). */
 int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,
                        uint64_t to_ns, struct wal_detail_stats *st);
+/* wal_detail_persist() for a trigger window while the program runs
+ * (flight.c), in bounded steps. first: the window's first call on t,
+ * which looks at the whole ring (the pre-roll it achieved, the records
+ * overwritten before anyone decided them); a later call copies the ring
+ * only from the first record an earlier call left undecided, and looks
+ * at the whole ring again only when the program overwrote that record
+ * meanwhile. budget (NULL: none): detail bytes the call may persist and
+ * its deadline; it stops at the record that would go past either
+ * (st->budget_spent) and takes off what it wrote. 0 or -errno, as
+ * wal_detail_persist(). */
+int wal_detail_persist_window(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,
+                              uint64_t to_ns, bool first, struct wal_detail_budget *budget,
+                              struct wal_detail_stats *st);
 /* How much detail t's ring holds right now: timestamps of its oldest and
  * newest records (0, 0 when empty or there is no detail ring). 0 or -errno. */
 int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t *oldest_ns,

@@ -45,6 +45,9 @@
 #include "recorder_internal.h"
 
 #define PD_LOOKS 4 /* snapshots a window's look may take for a steady counter */
+/* Ring bytes a window's later call copies at most: the post-roll copies
+ * what is new, a little at a time, not the whole ring each time. */
+#define PD_PART_BYTES (1ull << 20)
 
 struct wal_tdetail {
 	struct wal_dfile *df; /* detail.atf, NULL until the first record */
@@ -64,7 +67,21 @@ struct wal_tdetail {
 	uint64_t lost;           /* --detail always: overwritten before persisted (drops) */
 	uint64_t waits, wait_ns; /* --detail always: the thread's waits for room (the slot's) */
 	bool settle;             /* the next call is the thread's (or file's) last: look whole */
+	/* Windows: the ring position of the first record the last call left
+	 * undecided, where the next call's copy may start (wfrom_ok). */
+	uint64_t wfrom;
+	bool wfrom_ok;
 	int error;
+};
+
+/* What one call walks with: the window, the byte budget (NULL: none),
+ * and where the first record it leaves undecided sits in the ring. */
+struct pd_walk_ctl {
+	uint64_t from_ns, to_ns;
+	struct wal_detail_budget *budget;
+	const struct ada_detail_snapshot *snap;
+	uint64_t resume; /* ring position of the first undecided record */
+	bool all;        /* every record of the snapshot was decided */
 };
 
 static struct wal_tdetail *pd_state(struct wal_thread *t)
@@ -96,15 +113,22 @@ static int pd_buffer(struct ada_recorder *r, struct wal_thread *t)
 	return 0;
 }
 
-/* A snapshot of the slot's ring from `from` into the recorder's buffer. */
-static int pd_snapshot(struct ada_recorder *r, struct wal_thread *t, uint64_t from,
-                       struct ada_detail_snapshot *snap)
+/* A snapshot of the slot's ring from `from` into the recorder's buffer,
+ * of at most `limit` ring bytes. */
+static int pd_snapshot_part(struct ada_recorder *r, struct wal_thread *t, uint64_t from,
+                            uint64_t limit, struct ada_detail_snapshot *snap)
 {
 	int e = pd_buffer(r, t);
 	if (e < 0)
 		return e;
-	return ada_detail_ring_snapshot(t->p->arena, t->slot, from, r->dsnap.buf, r->dsnap.cap,
-	                                snap);
+	return ada_detail_ring_snapshot_part(t->p->arena, t->slot, from, limit, r->dsnap.buf,
+	                                     r->dsnap.cap, snap);
+}
+
+static int pd_snapshot(struct ada_recorder *r, struct wal_thread *t, uint64_t from,
+                       struct ada_detail_snapshot *snap)
+{
+	return pd_snapshot_part(r, t, from, UINT64_MAX, snap);
 }
 
 /* One ring record, checked and unpacked. */
@@ -277,13 +301,13 @@ static uint64_t pd_overwritten(struct wal_tdetail *dt, uint64_t now)
 /* A snapshot from `from` and the counter that goes with it (*over: read
  * before it; *steady: the same after it, so no record was overwritten
  * during the look and *over counts exactly the records before it). */
-static int pd_look(struct ada_recorder *r, struct wal_thread *t, uint64_t from,
+static int pd_look(struct ada_recorder *r, struct wal_thread *t, uint64_t from, uint64_t limit,
                    struct ada_detail_snapshot *snap, uint64_t *over, bool *steady)
 {
 	int e = 0;
 	for (int i = 0; i < PD_LOOKS; i++) {
 		*over = pd_counter(t);
-		e = pd_snapshot(r, t, from, snap);
+		e = pd_snapshot_part(r, t, from, limit, snap);
 		*steady = pd_counter(t) == *over;
 		if (e < 0 || *steady)
 			break;
@@ -291,17 +315,83 @@ static int pd_look(struct ada_recorder *r, struct wal_thread *t, uint64_t from,
 	return e;
 }
 
-/* Walks the snapshot; returns true when every record in it was decided.
- * *in_ring: records in it that earlier calls decided. */
-static bool pd_walk(struct ada_recorder *r, struct wal_thread *t, struct wal_tdetail *dt,
-                    size_t len, uint64_t from_ns, uint64_t to_ns, struct wal_detail_stats *st,
-                    uint64_t *in_ring)
+/* The first record a walk leaves undecided: where the next copy starts. */
+static void pd_leave(struct pd_walk_ctl *c, struct wal_tdetail *dt, const void *rec, uint64_t ns)
+{
+	if (c->all)
+		c->resume = ada_detail_rec_ring_pos(c->snap, rec);
+	c->all = false;
+	dt->stop_ns = ns;
+}
+
+/* Whether the budget lets a record of len bytes be persisted: bytes
+ * left, and the deadline not passed (the clock read every 16 records). */
+static bool pd_affordable(const struct pd_walk_ctl *c, uint32_t len)
+{
+	struct wal_detail_budget *b = c->budget;
+	if (!b)
+		return true;
+	if (b->bytes < len)
+		return false;
+	if (b->until_clock-- > 0)
+		return true;
+	b->until_clock = 16;
+	if (wal_now_ns() < b->deadline_ns)
+		return true;
+	b->bytes = 0; /* spent for the rest of the pass */
+	return false;
+}
+
+/* Decides one record that may be persisted: written, skipped (outside
+ * the window), unlinked, or left for a later call (returns false). */
+static bool pd_decide(struct wal_thread *t, struct wal_tdetail *dt, struct pd_walk_ctl *c,
+                      const struct pd_rec *rc, const void *p, uint32_t rl, uint64_t ns,
+                      struct wal_detail_stats *st)
+{
+	uint64_t seq;
+	struct atf_index_event ev;
+	switch (pd_locate(t, rc, ns, c->from_ns, c->to_ns, &seq, &ev)) {
+	case PD_LATER:
+		st->deferred++;
+		pd_leave(c, dt, p, ns);
+		return false;
+	case PD_STOP:
+		pd_leave(c, dt, p, ns);
+		return false;
+	case PD_UNLINKED:
+		st->unlinked++;
+		break;
+	case PD_SKIP:
+		break;
+	case PD_WRITE:
+		if (!pd_affordable(c, rl)) {
+			st->budget_spent = true;
+			pd_leave(c, dt, p, ns);
+			return false;
+		}
+		if (pd_write(t, dt, rc, seq, ev.timestamp_ns, st) < 0) {
+			st->unlinked++;
+			dt->error = dt->error ? dt->error : -EIO;
+		} else if (c->budget) {
+			c->budget->bytes -= rl;
+		}
+		break;
+	}
+	return true;
+}
+
+/* Walks the snapshot; c->all: every record in it was decided, else
+ * c->resume is the first one left. *in_ring: records in it that earlier
+ * calls decided. */
+static void pd_walk(struct ada_recorder *r, struct wal_thread *t, struct wal_tdetail *dt,
+                    struct pd_walk_ctl *c, struct wal_detail_stats *st, uint64_t *in_ring)
 {
 	size_t off = 0;
 	uint32_t rl;
 	const void *p;
-	bool all = true;
-	while ((p = ada_detail_rec_next(r->dsnap.buf, len, &off, &rl))) {
+	c->all = true;
+	c->resume = c->snap->end;
+	while ((p = ada_detail_rec_next(r->dsnap.buf, c->snap->bytes, &off, &rl))) {
 		struct pd_rec rc = {0};
 		if (!pd_parse(p, rl, &rc)) {
 			st->unlinked++; /* malformed (the target wrote it): counted, skipped */
@@ -315,39 +405,16 @@ static bool pd_walk(struct ada_recorder *r, struct wal_thread *t, struct wal_tde
 		if (!st->oldest_ns)
 			st->oldest_ns = ns;
 		st->newest_ns = ns;
-		if (!all) { /* only the span (and what waits) past the first undecided */
+		if (!c->all) { /* only the span (and what waits) past the first undecided */
 			st->deferred += rc.link >= t->ring_next;
 			continue;
 		}
-		uint64_t seq;
-		struct atf_index_event ev;
-		switch (pd_locate(t, &rc, ns, from_ns, to_ns, &seq, &ev)) {
-		case PD_LATER:
-			st->deferred++;
-			all = false;
-			dt->stop_ns = ns;
+		if (!pd_decide(t, dt, c, &rc, p, rl, ns, st))
 			continue;
-		case PD_STOP:
-			all = false;
-			dt->stop_ns = ns;
-			continue;
-		case PD_UNLINKED:
-			st->unlinked++;
-			break;
-		case PD_SKIP:
-			break;
-		case PD_WRITE:
-			if (pd_write(t, dt, &rc, seq, ev.timestamp_ns, st) < 0) {
-				st->unlinked++;
-				dt->error = dt->error ? dt->error : -EIO;
-			}
-			break;
-		}
 		dt->hwm = rc.link + 1;
 		dt->decided++;
 		dt->last_ns = ns;
 	}
-	return all;
 }
 
 /* What this window's look found overwritten before anyone decided it
@@ -424,13 +491,30 @@ static void pd_account(struct wal_thread *t, struct wal_tdetail *dt, bool all_ti
 	dt->unlinked += st->unlinked;
 }
 
-int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,
-                       uint64_t to_ns, struct wal_detail_stats *st)
+/* A window's copy from where the last call stopped (dt->wfrom), of at
+ * most PD_PART_BYTES, with the overwritten counter read around it as in
+ * pd_look. Every record before wfrom was decided and none after it, so
+ * when the program overwrote past wfrom (lost_bytes) no decided record
+ * is left in the ring and this copy counts the gap as a whole look would
+ * (pd_gap, in_ring 0). false: no such place (the first call, or a gap
+ * counted from a moving counter): look at the whole ring. */
+static bool pd_resume(struct ada_recorder *r, struct wal_thread *t, struct pd_walk_ctl *c,
+                      struct ada_detail_snapshot *snap, uint64_t *over, bool *steady, int *e)
 {
-	struct wal_detail_stats local;
+	struct wal_tdetail *dt = t->dt;
+	if (!dt->wfrom_ok || dt->gap_short)
+		return false;
+	/* Without a budget (a thread's or process's end): all that is left. */
+	*e = pd_look(r, t, dt->wfrom, c->budget ? PD_PART_BYTES : UINT64_MAX, snap, over, steady);
+	return true;
+}
+
+/* One call: all_time (--detail always), a window's whole look, or a
+ * window's copy from where the last one stopped (resume). */
+static int pd_persist(struct ada_recorder *r, struct wal_thread *t, struct pd_walk_ctl *c,
+                      bool resume, struct wal_detail_stats *st)
+{
 	struct wal_tdetail *dt = pd_state(t);
-	if (!st)
-		st = &local;
 	memset(st, 0, sizeof(*st));
 	if (!dt)
 		return -ENOMEM;
@@ -439,13 +523,17 @@ int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t fr
 	/* Everything at once (--detail always) goes on from where the last
 	 * call stopped; a window looks at the whole ring, so that oldest_ns
 	 * is the oldest record the ring holds (the pre-roll achieved). */
-	bool all_time = from_ns == 0 && to_ns == UINT64_MAX;
+	bool all_time = c->from_ns == 0 && c->to_ns == UINT64_MAX && !c->budget;
 	struct ada_detail_snapshot snap;
 	uint64_t over = 0, in_ring = 0, decided = dt->decided;
 	/* The oldest a record no call decided can be: the gap's lower bound. */
 	uint64_t lo_ns = dt->stop_ns > dt->last_ns ? dt->stop_ns : dt->last_ns;
-	bool steady = true, look = !all_time;
+	bool steady = true, look = !all_time, resumed = false;
 	int e = all_time ? pd_snapshot(r, t, dt->from, &snap) : 0;
+	if (!all_time && resume && pd_resume(r, t, c, &snap, &over, &steady, &e)) {
+		look = false;
+		resumed = true;
+	}
 	/* --detail always: every record before `from` was decided, so a copy
 	 * that still starts at `from` lost nothing. One the producer overtook
 	 * (lost_bytes), or after a gap counted from a moving counter, looks
@@ -460,24 +548,47 @@ int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t fr
 		look = true;
 	dt->settle = false;
 	if (look)
-		e = pd_look(r, t, 0, &snap, &over, &steady);
+		e = pd_look(r, t, 0, UINT64_MAX, &snap, &over, &steady);
 	if (e == -ENODATA)
 		return 0; /* no detail ring in this arena (--detail never) */
 	if (e < 0)
 		return e;
-	if (!look)
+	if (!look && !resumed)
 		over = pd_counter(t); /* the ring lapping: no record lost */
+	bool gap_look = look || (resumed && snap.lost_bytes > 0);
 	st->overwritten = pd_overwritten(dt, over);
 	uint64_t failed = t->f ? ada_wal_file_patch_failed(t->f) : 0;
-	if (pd_walk(r, t, dt, snap.bytes, from_ns, to_ns, st, &in_ring))
+	c->snap = &snap;
+	pd_walk(r, t, dt, c, st, &in_ring);
+	if (resumed && snap.cut && c->all)
+		st->budget_spent = true; /* the copy stopped short: more to take */
+	if (c->all)
 		dt->from = snap.end;
+	dt->wfrom = c->resume;
+	dt->wfrom_ok = !all_time;
 	if (all_time)
 		pd_release_decided(t, dt);
 	pd_flush_links(t, dt, failed, st);
-	if (look)
+	if (gap_look)
 		pd_gap(t, dt, over, in_ring, decided, lo_ns, steady, st);
 	pd_account(t, dt, all_time, st);
 	return dt->error;
+}
+
+int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,
+                       uint64_t to_ns, struct wal_detail_stats *st)
+{
+	struct wal_detail_stats local;
+	struct pd_walk_ctl c = {.from_ns = from_ns, .to_ns = to_ns};
+	return pd_persist(r, t, &c, false, st ? st : &local);
+}
+
+int wal_detail_persist_window(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,
+                              uint64_t to_ns, bool first, struct wal_detail_budget *budget,
+                              struct wal_detail_stats *st)
+{
+	struct pd_walk_ctl c = {.from_ns = from_ns, .to_ns = to_ns, .budget = budget};
+	return pd_persist(r, t, &c, !first, st);
 }
 
 int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t *oldest_ns,

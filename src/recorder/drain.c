@@ -765,6 +765,24 @@ static void drain_note_room(struct ada_recorder *r, const struct wal_proc *p, ui
 	r->pass_room_min = room < r->pass_room_min ? room : r->pass_room_min;
 }
 
+/* For the windows' detail budget (flight.c): how long t's ring would
+ * take to fill at the rate its thread wrote since the previous pass; the
+ * least over the pass is r->pass_fill_ns. */
+static void drain_note_fill(struct ada_recorder *r, const struct wal_proc *p, uint32_t s,
+                            struct wal_thread *t, const struct ada_slot_info *si)
+{
+	uint64_t now = wal_now_ns(), cap = ada_arena_slot_events(p->arena, s);
+	uint64_t used = si->head - si->tail, wrote = si->head - t->fill_head;
+	uint64_t dt = now - t->fill_ns;
+	if (t->fill_ns && wrote > 0 && wrote <= cap && used <= cap) {
+		double fill = (double)(cap - used) * (double)dt / (double)wrote;
+		uint64_t ns = fill < 1e18 ? (uint64_t)fill : UINT64_MAX;
+		r->pass_fill_ns = ns < r->pass_fill_ns ? ns : r->pass_fill_ns;
+	}
+	t->fill_head = si->head;
+	t->fill_ns = now;
+}
+
 size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t budget)
 {
 	struct ada_slot_info si;
@@ -801,6 +819,7 @@ size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t
 			return 0;
 		p->by_slot[s] = t;
 	}
+	drain_note_fill(r, p, s, t, &si);
 	drain_release(p, t);
 	/* --detail always: the buffers this take fills wait for the persist
 	 * below, which links their events' records while they are still in
@@ -991,6 +1010,7 @@ static bool drain_pass(struct ada_recorder *r)
 	size_t busy = 0;
 	uint64_t now = wal_now_ns(), size;
 	r->pass_room_min = UINT64_MAX;
+	r->pass_fill_ns = UINT64_MAX;
 	drain_ahead_room(r); /* side files' sizes move between passes */
 	bool reclaim_all = now - r->last_reclaim_ns >= DRAIN_RECLAIM_NS;
 	for (size_t i = 0; i < r->nprocs; i++) {

@@ -34,6 +34,17 @@
 /* A window is closed once the clock is this far past its end: the events
  * (and detail records) of its last moments have reached the drain by then. */
 #define FLIGHT_CLOSE_SLACK_NS 100000000ull
+/* What the drain persists for the open windows per pass while the
+ * program runs: at most this many detail bytes, in at most half the time
+ * the fastest-filling index ring would take to fill (pass_fill_ns,
+ * drain.c), at most FLIGHT_PASS_MAX_NS; none when that is below
+ * FLIGHT_PASS_MIN_NS. Between two such steps the drain drains the index
+ * rings, so a window being written does not make the program wait for
+ * index ring space; what the detail lane cannot keep up with, its ring
+ * overwrites (window_lost, counted). */
+#define FLIGHT_PASS_BYTES (4ull << 20)
+#define FLIGHT_PASS_MAX_NS 20000000ull
+#define FLIGHT_PASS_MIN_NS 100000ull
 
 /* One window as one thread saw it. */
 struct wal_flight_tw {
@@ -51,6 +62,7 @@ struct wal_flight_tw {
 	 * 10 ms ticks skip it (counted in `skipped`). */
 	uint64_t seen_head, seen_next, seen_base, seen_hole, seen_from, seen_to;
 	uint64_t skipped;
+	bool spent; /* the last copy stopped at the pass's budget: records are left */
 };
 
 /* ---- set-up ---- */
@@ -198,6 +210,33 @@ uint64_t wal_flight_ring_suggest(const struct wal_proc *p)
 	return best;
 }
 
+/* The pre-roll window w achieved on a thread whose ring held records
+ * back to oldest_ns (the first copy's oldest record). */
+static uint64_t flight_pre_achieved(const struct ada_trigger_window *w, uint64_t oldest_ns)
+{
+	uint64_t from = oldest_ns > w->from_ns ? oldest_ns : w->from_ns;
+	return from < w->fire_ns ? w->fire_ns - from : 0;
+}
+
+void wal_flight_preroll_short(struct ada_recorder *r, struct wal_proc *p)
+{
+	for (size_t j = 0; r->flight.trig && j < p->nthreads; j++) {
+		const struct wal_thread *t = p->threads[j];
+		for (size_t wi = 0; wi < t->nfw; wi++) {
+			const struct wal_flight_tw *fw = &t->fw[wi];
+			const struct ada_trigger_window *w =
+			    ada_trigger_window_at(r->flight.trig, wi);
+			if (!fw->lost || !fw->oldest_ns || !w || w->fire_ns <= w->from_ns)
+				continue;
+			uint64_t got = flight_pre_achieved(w, fw->oldest_ns);
+			if (!p->pre_asked_ns || got < p->pre_got_ns) {
+				p->pre_asked_ns = w->fire_ns - w->from_ns;
+				p->pre_got_ns = got;
+			}
+		}
+	}
+}
+
 uint64_t wal_flight_thread_lost(const struct wal_thread *t)
 {
 	uint64_t n = 0;
@@ -206,19 +245,34 @@ uint64_t wal_flight_thread_lost(const struct wal_thread *t)
 	return n;
 }
 
-/* Window wi's records still in t's ring. Threads whose file is final have
- * closed their detail file: whatever their ring still held stays out. */
+/* Whether another copy of window wi's records on t would decide nothing
+ * new: nothing it depends on moved since the last, which did all it could. */
+static bool flight_copy_same(const struct wal_thread *t, const struct wal_flight_tw *fw,
+                             const struct ada_trigger_window *w, uint64_t head)
+{
+	return fw->calls && !fw->spent && head == fw->seen_head && t->ring_next == fw->seen_next &&
+	       t->file_ring_base == fw->seen_base && t->file_ring_hole == fw->seen_hole &&
+	       w->from_ns == fw->seen_from && w->to_ns == fw->seen_to;
+}
+
+/* Window wi's records still in t's ring; budget: the pass's bytes (NULL:
+ * all of them, at a thread's or a process's end). Threads whose file is
+ * final have closed their detail file: whatever their ring still held
+ * stays out. */
 static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, size_t wi,
-                                  const struct ada_trigger_window *w)
+                                  const struct ada_trigger_window *w,
+                                  struct wal_detail_budget *budget)
 {
 	struct wal_flight_tw *fw;
 	if (!t->f || t->done || !t->p->arena || !(fw = flight_tw(t, wi)))
 		return;
+	if (budget && budget->bytes == 0) {
+		r->flight.backlog = true; /* the next pass goes on */
+		return;
+	}
 	struct wal_detail_stats st = {0};
 	uint64_t head = ada_detail_ring_head(t->p->arena, t->slot);
-	if (fw->calls && head == fw->seen_head && t->ring_next == fw->seen_next &&
-	    t->file_ring_base == fw->seen_base && t->file_ring_hole == fw->seen_hole &&
-	    w->from_ns == fw->seen_from && w->to_ns == fw->seen_to) {
+	if (flight_copy_same(t, fw, w, head)) {
 		fw->skipped++;
 		return;
 	}
@@ -229,7 +283,10 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 	fw->seen_from = w->from_ns;
 	fw->seen_to = w->to_ns;
 	fw->calls++;
-	if (wal_detail_persist(r, t, w->from_ns, w->to_ns, &st) < 0) {
+	int e = wal_detail_persist_window(r, t, w->from_ns, w->to_ns, fw->calls == 1, budget, &st);
+	fw->spent = st.budget_spent;
+	r->flight.backlog |= st.budget_spent;
+	if (e < 0) {
 		fw->errors++;
 		return;
 	}
@@ -245,14 +302,18 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 		flight_gap(r, t, &st.gap);
 }
 
-static void flight_persist_proc(struct ada_recorder *r, struct wal_proc *p, bool all)
+static void flight_persist_proc(struct ada_recorder *r, struct wal_proc *p,
+                                struct wal_detail_budget *budget)
 {
 	for (size_t wi = 0; wi < ada_trigger_window_count(r->flight.trig); wi++) {
 		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
-		if (w->closed && !all)
+		if (w->closed)
 			continue;
-		for (size_t j = 0; j < p->nthreads; j++)
-			flight_persist_thread(r, p->threads[j], wi, w);
+		/* From a thread further on each pass: a budget that runs out
+		 * leaves every thread its turn, not always the last ones. */
+		size_t n = p->nthreads, first = n ? (size_t)(r->flight.passes % n) : 0;
+		for (size_t j = 0; j < n; j++)
+			flight_persist_thread(r, p->threads[(first + j) % n], wi, w, budget);
 	}
 }
 
@@ -262,7 +323,7 @@ static void flight_thread_windows(struct ada_recorder *r, struct wal_thread *t)
 	for (size_t wi = 0; wi < ada_trigger_window_count(r->flight.trig); wi++) {
 		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
 		if (!w->closed)
-			flight_persist_thread(r, t, wi, w);
+			flight_persist_thread(r, t, wi, w, NULL);
 	}
 }
 
@@ -270,27 +331,47 @@ static void flight_thread_windows(struct ada_recorder *r, struct wal_thread *t)
  * skips it (the drain's next pass finds the arena shrunk and says so). */
 static void flight_persist_guarded(struct ada_recorder *r, struct wal_proc *p)
 {
-	WAL_GUARDED(p->arena, flight_persist_proc(r, p, false), (void)0);
+	WAL_GUARDED(p->arena, flight_persist_proc(r, p, &r->flight.budget), (void)0);
 }
 
-/* Every open window, every live thread; closes the windows whose end is
- * past (with slack). Only in --detail triggered: `always` persists
- * everything by itself, `never` has no detail ring. */
+/* The pass's budget (FLIGHT_PASS_*): the index lane comes first. */
+static void flight_budget(struct ada_recorder *r)
+{
+	uint64_t ns = r->pass_fill_ns / 2;
+	ns = ns > FLIGHT_PASS_MAX_NS ? FLIGHT_PASS_MAX_NS : ns;
+	bool room = r->pass_room_min > 0 && ns >= FLIGHT_PASS_MIN_NS;
+	r->flight.budget = (struct wal_detail_budget){
+	    .bytes = room ? FLIGHT_PASS_BYTES : 0,
+	    .deadline_ns = wal_now_ns() + ns,
+	};
+}
+
+/* Every open window, every live thread, within the pass's budget
+ * (flight_budget: none while a ring this pass read is more than half full
+ * or would fill soon); closes the windows whose end is past (with slack),
+ * once no copy was left unfinished by the budget. Only in --detail
+ * triggered: `always` persists everything by itself, `never` has no
+ * detail ring. */
 static void flight_persist(struct ada_recorder *r, uint64_t now)
 {
 	if (r->o.detail_mode != ADA_DETAIL_TRIGGERED)
 		return;
+	flight_budget(r);
+	r->flight.passes++;
+	r->flight.backlog = false;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct wal_proc *p = r->procs[i];
 		if (!p->finished && p->arena)
 			flight_persist_guarded(r, p);
 	}
+	r->flight.win_gen_seen = ada_trigger_window_gen(r->flight.trig);
+	if (r->flight.backlog)
+		return; /* a window's end may still have records to copy */
 	for (size_t wi = 0; wi < ada_trigger_window_count(r->flight.trig); wi++) {
 		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
 		if (!w->closed && now >= w->to_ns + FLIGHT_CLOSE_SLACK_NS)
 			ada_trigger_window_close(r->flight.trig, wi);
 	}
-	r->flight.win_gen_seen = ada_trigger_window_gen(r->flight.trig);
 }
 
 void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t)
@@ -305,7 +386,7 @@ void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t)
 
 void wal_flight_after_pass(struct ada_recorder *r)
 {
-	if (ada_trigger_window_gen(r->flight.trig) != r->flight.win_gen_seen)
+	if (ada_trigger_window_gen(r->flight.trig) != r->flight.win_gen_seen || r->flight.backlog)
 		flight_persist(r, ada_boottime_ns());
 }
 
@@ -564,7 +645,7 @@ void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p)
 	/* Its rings go with it: whatever an open window still wants from them,
 	 * now (the post-roll of a dead process ends with it). */
 	if (r->o.detail_mode == ADA_DETAIL_TRIGGERED)
-		flight_persist_proc(r, p, false);
+		flight_persist_proc(r, p, NULL);
 }
 
 /* ---- manifest ---- */
@@ -588,10 +669,9 @@ static json_t *flight_window_thread(const struct wal_thread *t, const struct wal
 	json_object_set_new(o, "copies", json_integer(fw->calls));
 	json_object_set_new(o, "copies_skipped", json_integer((json_int_t)fw->skipped));
 	if (fw->oldest_ns) {
-		uint64_t from = fw->oldest_ns > w->from_ns ? fw->oldest_ns : w->from_ns;
 		json_object_set_new(
 		    o, "pre_achieved_ns",
-		    json_integer(from < w->fire_ns ? (json_int_t)(w->fire_ns - from) : 0));
+		    json_integer((json_int_t)flight_pre_achieved(w, fw->oldest_ns)));
 	} else {
 		json_object_set_new(o, "pre_achieved_ns", json_null()); /* its ring was empty */
 	}

@@ -8,7 +8,8 @@
  * not a loss. So the arena's detail_overwritten counter (counted by the
  * producer in every mode: the hot path does not know the mode) is shown
  * as information there, and the records a window did want but no longer
- * found in the ring are the loss, counted by the recorder as window_lost.
+ * found in the ring are the window's shortfall, counted by the recorder as
+ * window_lost and told as what the window achieved, not as a drop.
  * With --detail always every record was wanted: the records the drain
  * found overwritten before it persisted them (the gap of each look,
  * wal_gap_count) are the detail_overwritten drops, counted by the
@@ -32,10 +33,14 @@ void wal_drops_account(const uint64_t arena[ADA_LANE_COUNT][ADA_DROP_REASON_COUN
 	uint64_t gone = rec[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
 	for (int l = 0; l < ADA_LANE_COUNT; l++)
 		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++) {
-			bool ours = k == ADA_DROP_CORRUPT || k == ADA_DROP_THREAD_LIMIT ||
-			            k == ADA_DROP_WINDOW_LOST;
+			bool ours = k == ADA_DROP_CORRUPT || k == ADA_DROP_THREAD_LIMIT;
 			out[l][k] = ours ? rec[l][k] : arena[l][k];
 		}
+	/* What a window wanted and its ring no longer held is the window's
+	 * shortfall, told as what it achieved (the manifest's windows and
+	 * detail.window_lost, the summary), not a drop: nothing the program
+	 * did went unrecorded in the index lane. */
+	out[ADA_LANE_INDEX][ADA_DROP_WINDOW_LOST] = out[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST] = 0;
 	if (detail_mode == ADA_DETAIL_ALWAYS) {
 		/* The records lost are among the overwritten ones: what is
 		 * left was persisted before its slot was reused. */

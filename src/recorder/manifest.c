@@ -53,8 +53,9 @@ static json_t *man_drops(struct ada_recorder *r, struct wal_proc *p)
 	for (int l = 0; l < ADA_LANE_COUNT; l++) {
 		json_t *lane = json_object();
 		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
-			json_object_set_new(lane, ada_drop_reason_name((unsigned)k),
-			                    json_integer((json_int_t)p->drops[l][k]));
+			if (k != ADA_DROP_WINDOW_LOST) /* a shortfall: detail.window_lost */
+				json_object_set_new(lane, ada_drop_reason_name((unsigned)k),
+				                    json_integer((json_int_t)p->drops[l][k]));
 		json_object_set_new(o, man_lane[l], lane);
 	}
 	return o;
@@ -182,7 +183,8 @@ static json_t *man_thread(const struct wal_thread *t)
  * persisted; overwritten, records the rings overwrote that no window
  * wanted (--detail triggered: information, not drops; always: the
  * detail_overwritten drops); window_lost, records windows wanted that
- * the rings had overwritten (drops). Called after wal_drops_fold(). */
+ * the rings had overwritten (the windows' shortfall, not drops), and the
+ * shortest pre-roll a window achieved. Called after wal_drops_fold(). */
 static void man_detail_counts(json_t *o, const struct wal_proc *p)
 {
 	json_object_set_new(o, "records", json_integer((json_int_t)wal_detail_proc_records(p)));
@@ -193,7 +195,13 @@ static void man_detail_counts(json_t *o, const struct wal_proc *p)
 	json_object_set_new(o, "waited_ns", json_integer((json_int_t)ns));
 	json_object_set_new(
 	    o, "window_lost",
-	    json_integer((json_int_t)p->drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST]));
+	    json_integer((json_int_t)p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST]));
+	if (p->pre_asked_ns) {
+		json_object_set_new(o, "pre_roll_asked_ns",
+		                    json_integer((json_int_t)p->pre_asked_ns));
+		json_object_set_new(o, "pre_roll_achieved_ns",
+		                    json_integer((json_int_t)p->pre_got_ns));
+	}
 }
 
 /* The flight recorder's detail lane as configured (docs/manifest.md). */
@@ -544,6 +552,7 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	uint64_t suggest = wal_flight_ring_suggest(p); /* kept: the summary's, threads gone */
 	p->detail_ring_suggest =
 	    suggest > p->detail_ring_suggest ? suggest : p->detail_ring_suggest;
+	wal_flight_preroll_short(r, p); /* kept too: the summary's */
 	json_object_set_new(root, "detail", man_detail(r, p));
 	json_object_set_new(root, "arena", json_string(p->arena_path));
 	json_object_set_new(root, "arena_dir", json_string(r->arena_dir));

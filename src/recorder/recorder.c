@@ -344,6 +344,12 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 		wal_proc_ring_waits(r->procs[i], &waits, &ns);
 		s->ring_waits += waits;
 		s->ring_waited_ns += ns;
+		const struct wal_proc *p = r->procs[i];
+		s->window_lost += p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST];
+		if (p->pre_asked_ns && (!s->pre_asked_ns || p->pre_got_ns < s->pre_got_ns)) {
+			s->pre_asked_ns = p->pre_asked_ns;
+			s->pre_got_ns = p->pre_got_ns;
+		}
 		uint64_t want = r->procs[i]->detail_ring_suggest;
 		s->detail_ring_suggest =
 		    want > s->detail_ring_suggest ? want : s->detail_ring_suggest;

@@ -69,6 +69,9 @@ struct wal_thread {
 	/* The times it waited for index ring space and the ns (the slot's
 	 * wait_stat, read forward-only: drain.c drain_sync_waits) */
 	uint64_t ring_waits, ring_wait_ns;
+	/* Its ring's head and the time at the previous pass: how fast the
+	 * thread fills it (drain.c drain_note_fill, for the windows' budget) */
+	uint64_t fill_head, fill_ns;
 };
 
 /* thread_K/'s descriptor (fs.h, opened relative to pid_N), opened on
@@ -131,6 +134,9 @@ struct wal_proc {
 	/* wal_flight_ring_suggest() when its manifest was last written (the
 	 * summary's, after the threads are gone) */
 	uint64_t detail_ring_suggest;
+	/* The shortest pre-roll a window achieved on one of its threads, and
+	 * what it asked (wal_flight_preroll_short; 0, 0: none short) */
+	uint64_t pre_asked_ns, pre_got_ns;
 	uint8_t *slot_noted; /* max_threads: 1 once its quarantine was reported */
 	/* drain_prep.c: max_threads, 1 once the slot's pages are locked in
 	 * our mapping (or that failed); the spare being prepared (-1: none)
@@ -223,12 +229,26 @@ struct wal_attach {
 	_Atomic int set;
 };
 
+/* What the live persist of the windows may still do in a pass: detail
+ * bytes, and a deadline (CLOCK_MONOTONIC ns) read every few records
+ * (detail_persist.c, flight.c). */
+struct wal_detail_budget {
+	uint64_t bytes;
+	uint64_t deadline_ns;
+	uint32_t until_clock; /* records before the next clock read */
+};
+
 /* The flight recorder (flight.c). */
 struct wal_flight {
 	struct ada_trigger_engine *trig;
 	_Atomic uint64_t manual_requests; /* SIGUSR2: any thread / signal handler */
 	uint64_t manual_seen, manual_dropped;
 	uint64_t win_gen_seen; /* windows persisted up to this engine version */
+	/* Detail bytes the live persist may still write in this pass; a call
+	 * stopped by it leaves a backlog, taken up by the next passes. */
+	struct wal_detail_budget budget; /* the pass's (flight_persist) */
+	uint64_t passes;
+	bool backlog;
 };
 
 /* The detail ring snapshot buffer (detail_persist.c). */
@@ -286,6 +306,10 @@ struct ada_recorder {
 	/* The last drain pass (drain_nap()): events taken, and the least room
 	 * (events) a ring it read had left (0: a small ring was filling). */
 	uint64_t pass_events, pass_room_min;
+	/* The least time any ring read this pass would take to fill at the
+	 * rate its thread wrote since the previous pass (UINT64_MAX: none
+	 * moved): what the windows' detail may take of the pass (flight.c). */
+	uint64_t pass_fill_ns;
 	uint64_t events_total, lost_total;
 	_Atomic int stop_req;      /* ada_recorder_stop(): async-signal-safe */
 	uint64_t stop_at_ns;       /* drain: when it saw the request */
@@ -412,6 +436,11 @@ uint64_t wal_flight_thread_lost(const struct wal_thread *t);
  * its threads and windows of ring bytes x (persisted + window_lost) /
  * persisted; 0 when no window lost a record (or none was persisted). */
 uint64_t wal_flight_ring_suggest(const struct wal_proc *p);
+/* Keeps in p->pre_asked_ns / pre_got_ns the shortest pre-roll a window of
+ * p achieved on a thread that lost records of it (window_lost), when it
+ * is shorter than the one kept (the summary reads it after the threads
+ * are gone). */
+void wal_flight_preroll_short(struct ada_recorder *r, struct wal_proc *p);
 static inline void wal_flight_feed(struct wal_thread *t, const struct atf_index_event *ev, size_t n)
 {
 	if (t->trig)

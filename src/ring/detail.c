@@ -36,6 +36,7 @@
  * producer present).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "ring_internal.h"
@@ -112,9 +113,11 @@ static uint64_t detail_copy(struct ada_arena *a, uint32_t slot, uint64_t begin, 
 }
 
 /* Walks the copied bytes from offset `from` (a record boundary), moving the
- * records down to the front of buf without pads. Returns bytes kept. */
+ * records down to the front of buf without pads, each header's `pos8`
+ * set to its offset from `from` in words (the snapshot's begin: what
+ * ada_detail_rec_ring_pos() reads). Returns bytes kept. */
 static uint64_t detail_compact(uint8_t *buf, uint64_t from, uint64_t len, uint64_t d,
-                               uint64_t *records)
+                               uint64_t *records, uint64_t *consumed)
 {
 	uint64_t in = from, out = 0;
 	*records = 0;
@@ -126,16 +129,21 @@ static uint64_t detail_compact(uint8_t *buf, uint64_t from, uint64_t len, uint64
 			break; /* cannot happen for intact bytes; stop safely */
 		if (!(w & RING_DETAIL_PAD)) {
 			memmove(buf + out, buf + in, step);
+			/* d <= ADA_DETAIL_MAX_BYTES: a word offset fits 32 bits */
+			uint32_t pos8 = (uint32_t)((in - from) / 8);
+			memcpy(buf + out + offsetof(struct ada_detail_rec, pos8), &pos8,
+			       sizeof(pos8));
 			out += step;
 			(*records)++;
 		}
 		in += step;
 	}
+	*consumed = in - from;
 	return out;
 }
 
-int ada_detail_ring_snapshot(struct ada_arena *a, uint32_t slot, uint64_t from, void *buf,
-                             size_t cap, struct ada_detail_snapshot *snap)
+int ada_detail_ring_snapshot_part(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t limit,
+                                  void *buf, size_t cap, struct ada_detail_snapshot *snap)
 {
 	if (slot >= a->nslots)
 		return -EINVAL;
@@ -149,16 +157,27 @@ int ada_detail_ring_snapshot(struct ada_arena *a, uint32_t slot, uint64_t from, 
 	uint64_t begin = from > oldest ? from : oldest;
 	if (begin > head || head - begin > d || (begin & 7))
 		begin = head; /* overtaken meanwhile, or a bogus `from`: nothing safe to copy */
-	uint64_t intact = detail_copy(a, slot, begin, head, buf);
+	uint64_t end = head - begin > limit ? begin + (limit & ~7ull) : head;
+	uint64_t intact = detail_copy(a, slot, begin, end, buf);
 	uint64_t start = intact > begin ? intact : begin;
-	if (start > head)
-		start = head;
-	uint64_t recs;
-	*snap = (struct ada_detail_snapshot){.begin = start, .end = head};
-	snap->bytes = detail_compact(buf, start - begin, head - begin, d, &recs);
+	if (start > end)
+		start = end;
+	uint64_t recs, used;
+	*snap = (struct ada_detail_snapshot){.begin = start};
+	snap->bytes = detail_compact(buf, start - begin, end - begin, d, &recs, &used);
+	/* Cut short, the copy ends after its last whole record, where the
+	 * next one goes on; else at head. */
+	snap->end = end == head ? head : start + used;
+	snap->cut = end != head;
 	snap->records = recs;
 	snap->lost_bytes = start > from ? start - from : 0;
 	return 0;
+}
+
+int ada_detail_ring_snapshot(struct ada_arena *a, uint32_t slot, uint64_t from, void *buf,
+                             size_t cap, struct ada_detail_snapshot *snap)
+{
+	return ada_detail_ring_snapshot_part(a, slot, from, UINT64_MAX, buf, cap, snap);
 }
 
 /* Reads the header word at ring position p (acquire: as detail_copy). */
@@ -263,10 +282,17 @@ const void *ada_detail_rec_next(const void *buf, size_t len, size_t *off, uint32
 		return NULL;
 	memcpy(&r, b + *off, sizeof(r));
 	uint64_t step = sizeof(r) + detail_round8(r.len);
-	if (r.reserved != 0 || step > len - *off)
+	if (step > len - *off)
 		return NULL;
 	*rec_len = r.len;
 	const void *rec = b + *off + sizeof(r);
 	*off += step;
 	return rec;
+}
+
+uint64_t ada_detail_rec_ring_pos(const struct ada_detail_snapshot *snap, const void *rec)
+{
+	struct ada_detail_rec r;
+	memcpy(&r, (const uint8_t *)rec - sizeof(r), sizeof(r));
+	return snap->begin + (uint64_t)r.pos8 * 8;
 }

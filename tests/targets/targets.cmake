@@ -161,5 +161,7 @@ else()
 endif()
 # The flight recorder's programs (tests/integration/flight.cmake).
 ada_test_target(flight O2 SOURCES ${ADA_TGT_SRC}/t_flight.c)
+# What a firing trigger costs the program (bench/trigger_cost.sh, issue 32).
+ada_test_target(trigrate O2 SOURCES ${ADA_TGT_SRC}/t_trigrate.c)
 # The live-control target (tests/integration/control.cmake).
 ada_test_target(control O2 SOURCES ${ADA_TGT_SRC}/t_control.c)

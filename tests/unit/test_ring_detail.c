@@ -173,6 +173,53 @@ static void test_push_and_snapshot(void **state)
 	assert_int_equal(si.head, 1); /* one index event, from fx_setup() */
 }
 
+/* A snapshot cut at a limit ends after its last whole record and says so
+ * (cut); the next one from its end goes on with the next record, none
+ * twice, none left out, across chunk pads; each record's ring position
+ * (ada_detail_rec_ring_pos) is a place a snapshot can start from and
+ * whose first record is that one. */
+static void test_snapshot_part_and_positions(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t rec[256];
+	for (uint32_t i = 0; i < 14; i++) /* under 3 KiB: no lap of the 4 KiB ring */
+		assert_true(ada_detail_push(rec, rec_make(rec, i)));
+	uint64_t from = 0, pos[14];
+	uint32_t next = 0, parts = 0;
+	for (;;) {
+		struct ada_detail_snapshot s;
+		assert_int_equal(
+		    ada_detail_ring_snapshot_part(f->a, f->slot, from, 300, f->buf, DETAIL, &s), 0);
+		assert_true(s.end - s.begin <= 300);
+		assert_int_equal(s.lost_bytes, 0);
+		size_t off = 0;
+		uint32_t len;
+		const uint8_t *r;
+		while ((r = ada_detail_rec_next(f->buf, s.bytes, &off, &len))) {
+			assert_int_equal(rec_check(r, len), next);
+			pos[next++] = ada_detail_rec_ring_pos(&s, r);
+		}
+		parts++;
+		from = s.end;
+		if (!s.cut)
+			break;
+	}
+	assert_int_equal(next, 14);
+	assert_true(parts > 3);
+	for (uint32_t i = 0; i < 14; i++) {
+		struct ada_detail_snapshot s;
+		assert_int_equal(
+		    ada_detail_ring_snapshot(f->a, f->slot, pos[i], f->buf, DETAIL, &s), 0);
+		assert_int_equal(s.begin, pos[i]);
+		assert_int_equal(s.records, 14 - i);
+		size_t off = 0;
+		uint32_t len;
+		const uint8_t *r = ada_detail_rec_next(f->buf, s.bytes, &off, &len);
+		assert_non_null(r);
+		assert_int_equal(rec_check(r, len), i);
+	}
+}
+
 static void test_overwrite_oldest_counts(void **state)
 {
 	struct fixture *f = *state;
@@ -1021,6 +1068,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_push_and_snapshot, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_snapshot_part_and_positions, fx_setup,
+	                                    fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_overwrite_oldest_counts, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_snapshot_after_lag, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_limits, fx_setup, fx_teardown),

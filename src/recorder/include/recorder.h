@@ -127,9 +127,13 @@ struct ada_record_summary {
 	/* The detail lane (docs/internals.md, "What the detail lane counts"):
 	 * the mode, the trigger windows, detail records persisted, and the
 	 * records the rings overwrote that no window wanted (--detail
-	 * triggered: not drops; window_lost in drops_by are the wanted ones). */
+	 * triggered: not drops), and the windows' shortfall: records they
+	 * wanted that the rings had overwritten (window_lost, not drops
+	 * either), the shortest pre-roll a window achieved and what it asked
+	 * (0, 0: none fell short). */
 	uint32_t detail_mode; /* enum ada_detail_mode */
 	uint64_t windows, detail_records, detail_overwritten;
+	uint64_t window_lost, pre_asked_ns, pre_got_ns;
 	/* Bytes per thread a detail ring would have needed to hold what the
 	 * windows lost at this run's rate (wal_flight_ring_suggest; 0: none). */
 	uint64_t detail_ring_suggest;

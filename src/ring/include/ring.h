@@ -469,11 +469,11 @@ bool ada_arena_below_low_watermark(const struct ada_arena *a, uint32_t slot);
 /* ---- detail ring (drain side) ----
  * Records are opaque bytes (DetailEventHeader + payload, by convention).
  * The snapshot writes them into buf as a sequence of
- * struct ada_detail_rec { len; reserved } + len bytes, padded to 8 bytes;
+ * struct ada_detail_rec { len; pos8 } + len bytes, padded to 8 bytes;
  * iterate with ada_detail_rec_next(). */
 struct ada_detail_rec {
-	uint32_t len;      /* record bytes after this header */
-	uint32_t reserved; /* 0 */
+	uint32_t len;  /* record bytes after this header */
+	uint32_t pos8; /* its ring position less the snapshot's begin, in 8-byte words */
 };
 #define ADA_DETAIL_REC_ALIGN 8u
 /* The slot's detail ring head now (0 without a ring or a bad slot): for a
@@ -502,6 +502,8 @@ struct ada_detail_snapshot {
 	uint64_t bytes;      /* bytes written into buf */
 	uint64_t lost_bytes; /* ring bytes in [from, begin) overwritten before
 	                        they could be copied (their records are gone) */
+	bool cut;            /* ada_detail_ring_snapshot_part stopped at its limit
+	                        before head: records follow end */
 };
 /* Copies the records in [max(from, oldest), head) of the slot's detail ring
  * into buf. A record overwritten during the copy is detected (seqlock
@@ -512,6 +514,12 @@ struct ada_detail_snapshot {
  * Returns 0, -EINVAL (bad slot, no detail ring, cap too small, buf misaligned). */
 int ada_detail_ring_snapshot(struct ada_arena *a, uint32_t slot, uint64_t from, void *buf,
                              size_t cap, struct ada_detail_snapshot *snap);
+/* The same, copying at most `limit` bytes of the ring from where it
+ * starts: snap->end is then the position after the last whole record
+ * copied (the next call's `from`). A drain that persists a little at a
+ * time copies a little at a time. */
+int ada_detail_ring_snapshot_part(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t limit,
+                                  void *buf, size_t cap, struct ada_detail_snapshot *snap);
 /* The slot's oldest and newest records, read without copying the ring:
  * the oldest record's bytes and, after a walk of the header words of the
  * chunk holding the newest (in place, bounded), the newest record's bytes
@@ -531,6 +539,10 @@ int ada_detail_ring_ends(struct ada_arena *a, uint32_t slot, void *buf, size_t c
 /* Iterates a snapshot buffer: returns the next record (and its length) at
  * *off, advancing *off, or NULL at the end / on a malformed buffer. */
 const void *ada_detail_rec_next(const void *buf, size_t len, size_t *off, uint32_t *rec_len);
+/* The ring position of a record ada_detail_rec_next() returned from snap's
+ * buffer: a later snapshot from it starts at that record (a drain that
+ * persists part of a snapshot goes on from there). */
+uint64_t ada_detail_rec_ring_pos(const struct ada_detail_snapshot *snap, const void *rec);
 
 /* ---- producer side (the agent, tests, bench) ---- */
 
