@@ -334,8 +334,8 @@ static void record_print_untraced(const char *dir)
 	if (sum[5] > 0)
 		fprintf(stderr,
 		        "ada: %lld calls were not traced after the program's threads judged the "
-		        "recorder gone (its drain stood still past their timeout); see "
-		        "pid_*/agent.json\n",
+		        "recorder gone (its drain stood still past their timeout): their events "
+		        "are in drops as recorder_gone; see pid_*/agent.json\n",
 		        (long long)sum[5]);
 	if (sum[0] + sum[1] + sum[2] == 0)
 		return;
@@ -535,7 +535,6 @@ static void record_print_recorded(const struct ada_record_summary *s)
 {
 	double rate = s->seconds > 0 ? (double)s->events / s->seconds : 0;
 	char why[256];
-	_Static_assert(ADA_LANE_COUNT <= 2 && ADA_DROP_REASON_COUNT <= 8, "drops_by size");
 	record_drop_reasons(s, why, sizeof(why));
 	/* The drain thread's CPU per event: what recording costs the machine
 	 * besides the program's own hooks (the kernel's write-back apart). */

@@ -521,10 +521,14 @@ void agent_shadow_attach_reset(uintptr_t self_tp, uintptr_t tp)
 	}
 }
 
-/* A call of a thread that found the recorder gone: counted; now and
- * then, whether the drain beats again (then tracing resumes). */
+/* A call of a thread that found the recorder gone: counted, in
+ * agent.json's untraced_calls and, its two events, in the arena's drops
+ * (recorder_gone: the manifest, `ada status` and the summary say it with
+ * every other loss; `ada recover` reads it when the recorder died); now
+ * and then, whether the drain beats again (then tracing resumes). */
 static void handlers_gone_call(struct ada_shadow *s)
 {
+	ada_producer_count_gone(&ada_producer_tls);
 	if ((++s->gone_lost & 4095u) == 0 && ada_producer_drain_back()) {
 		s->gone = 0;
 		s->guard--;

@@ -159,6 +159,21 @@ static uint64_t producer_drain_lag_drops(struct ada_arena *a)
 	return n;
 }
 
+void ada_producer_count_gone(struct ada_producer *p)
+{
+	struct ada_arena *a = ada_producer_arena();
+	if (!a)
+		return; /* detached, or a child that records nothing */
+	/* Two events: the call's CALL and the RETURN it will not get. */
+	if (p->state == PRODUCER_OWNING && p->arena == a) {
+		ring_slot_drop(a, p->slot, ADA_LANE_INDEX, ADA_DROP_RECORDER_GONE);
+		ring_slot_drop(a, p->slot, ADA_LANE_INDEX, ADA_DROP_RECORDER_GONE);
+	} else {
+		ring_arena_drop(a, ADA_LANE_INDEX, ADA_DROP_RECORDER_GONE);
+		ring_arena_drop(a, ADA_LANE_INDEX, ADA_DROP_RECORDER_GONE);
+	}
+}
+
 bool ada_producer_drain_gone(uint64_t *dropped)
 {
 	struct ada_arena *a = ada_producer_arena();

@@ -532,6 +532,18 @@ def case_retitle(ada, target, work):
               "ada status %s (ada record's pid): exit %d, %r %r" % (rec, rc, so, se))
         r.ada_cmd("arm", rec, "--trigger", "symbol=rare_event")
         r.do("rare")
+        # The drain sees rare_event's call when it reads the ring, at any
+        # time after the program answered: the manual trigger waits until
+        # the symbol's window is open (a bounded poll), or it could come
+        # first and take the symbol's fire into its own window.
+        for _ in range(1200):
+            rc, so, _ = r.ada_cmd("status", rec, "--json", ok=False)
+            if rc == 0 and so.strip() and \
+                    (json.loads(so).get("windows") or {}).get("total", 0) >= 1:
+                break
+            time.sleep(0.05)
+        else:
+            raise Fail("the symbol=rare_event window never opened (ada status %r)" % so)
         r.ada_cmd("trigger", rec, "--note", "by the recorder's pid")
         # The program's own entry gone (once the control thread made it,
         # a bounded poll): its arena's mapping still says.
@@ -547,8 +559,9 @@ def case_retitle(ada, target, work):
         man = r.finish()
     finally:
         r.kill()
-    # The arm fired on rare, then the manual trigger (its own window, or
-    # joined to the first one while that was still open).
+    # The arm fired on rare, then, once its window was open, the manual
+    # trigger (its own window, or joined to the first one while that was
+    # still open).
     w = windows(man)
     check(w and w[0]["trigger"] == "symbol=rare_event" and
           sum(x["fires"] for x in w) == 2 and

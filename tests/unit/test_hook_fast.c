@@ -17,10 +17,15 @@
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -1228,6 +1233,121 @@ static void test_m_guard(void **state)
 	expect_dring_poison(0, DRING_BYTES);
 }
 
+/* ---- a detach in the middle of a stub ----
+ * The rings are the arena's shared memory, which a detach replaces by
+ * zero pages (ada_producer_retire_arena) while a thread may be stopped
+ * at any instruction of a stub: nothing the stubs do may depend on
+ * reading back what they wrote there (a member return that took its
+ * return address back from its RETURN record returned to 0). A child
+ * makes the call single-stepped by this process, which zeroes both
+ * rings and their published heads before every instruction -- a retire
+ * at every point at once -- and the call must come back as it went. */
+
+#define RETIRED_MAX_STEPS 1000000ul
+
+/* The child: the call of call_checked(), its registers compared
+ * without cmocka; exit 0, or which check failed (77: no ptrace). */
+static void retired_child(void)
+{
+	uint64_t in[15], out[15];
+	if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0)
+		_exit(77);
+	/* A fault ends the child (cmocka's handlers would run on in it). */
+	static const int faults[4] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+	for (int i = 0; i < 4; i++)
+		signal(faults[i], SIG_DFL);
+	for (int i = 0; i < 15; i++)
+		in[i] = 0x1111111111111111ull * (uint64_t)(i + 1) ^ 0x8000000000000000ull;
+	for (int i = 0; i < 16; i++)
+		stk_words[i] = 0x5151000000000000ull | (uint64_t)(i + 1) << 8 | (uint64_t)(i + 1);
+	want_rbp = in[1];
+	int c_before = n_c_calls();
+	uint64_t head = ft.head;
+	raise(SIGSTOP);
+	call_with_stack((void *)t_regs_dump, in, out, stk_words);
+	static const int live[7] = {6, 7, 9, 10, 11, 13, 14}; /* as call_checked() */
+	for (int i = 0; i < 6; i++)
+		if (out[i] != in[i])
+			_exit(1);
+	for (int i = 0; i < 7; i++)
+		if (out[8 + i] != in[live[i]])
+			_exit(1);
+	if (out[6] != 0x1234 || out[7] != 0x5678)
+		_exit(2);
+	/* Both events went through the machine code, none through C. */
+	_exit(n_c_calls() != c_before ? 3 : ft.head != head + 2 ? 4 : 0);
+}
+
+/* The rings of the child, zeroed: what a retired arena reads. */
+static void retired_zero(pid_t pid)
+{
+	static uint64_t zero[DRING_BYTES / 8];
+	struct iovec local[4] = {{zero, sizeof(ring)},
+	                         {zero, sizeof(head_pub)},
+	                         {zero, sizeof(dring)},
+	                         {zero, sizeof(dhead_pub)}};
+	struct iovec remote[4] = {{ring, sizeof(ring)},
+	                          {&head_pub, sizeof(head_pub)},
+	                          {dring, sizeof(dring)},
+	                          {&dhead_pub, sizeof(dhead_pub)}};
+	ssize_t want =
+	    (ssize_t)(sizeof(ring) + sizeof(head_pub) + sizeof(dring) + sizeof(dhead_pub));
+	assert_int_equal(process_vm_writev(pid, local, 4, remote, 4, 0), want);
+}
+
+static void run_retired_every_step(void)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		retired_child();
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+		skip(); /* ptrace refused here (Yama, seccomp) */
+	assert_true(WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP);
+	unsigned long steps = 0;
+	for (; steps < RETIRED_MAX_STEPS; steps++) {
+		retired_zero(pid);
+		assert_int_equal(ptrace(PTRACE_SINGLESTEP, pid, 0, 0), 0);
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		if (!WIFSTOPPED(st))
+			break;
+		if (WSTOPSIG(st) != SIGTRAP) { /* a fault: let it end the child */
+			ptrace(PTRACE_CONT, pid, 0, (void *)(long)WSTOPSIG(st));
+			assert_int_equal(waitpid(pid, &st, 0), pid);
+			break;
+		}
+	}
+	if (steps == RETIRED_MAX_STEPS) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		fail_msg("the child did not end within %lu instructions", RETIRED_MAX_STEPS);
+	}
+	if (WIFSIGNALED(st))
+		fail_msg("the call died by signal %d with its arena retired under it",
+		         WTERMSIG(st));
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* The index lane's stubs (test_fast's call). */
+static void test_retired_index(void **state)
+{
+	(void)state;
+	reset_state();
+	ft.inherited = 0;
+	run_retired_every_step();
+}
+
+/* The member paths in machine code (test_m_call_return's call). */
+static void test_m_retired(void **state)
+{
+	(void)state;
+	reset_mc();
+	run_retired_every_step();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1247,7 +1367,8 @@ int main(void)
 	    cmocka_unit_test(test_m_call_return), cmocka_unit_test(test_m_stack_bound),
 	    cmocka_unit_test(test_m_no_room),     cmocka_unit_test(test_m_declines),
 	    cmocka_unit_test(test_m_outside),     cmocka_unit_test(test_m_flush),
-	    cmocka_unit_test(test_m_guard),
+	    cmocka_unit_test(test_m_guard),       cmocka_unit_test(test_retired_index),
+	    cmocka_unit_test(test_m_retired),
 	};
 	return cmocka_run_group_tests(tests, hook_fast, unhook_fast);
 }

@@ -897,6 +897,33 @@ static void test_count_detail(void **state)
 	assert_string_equal(ada_drop_reason_name(ADA_DROP_KEYSYM_UNKNOWN), "keysym_unknown");
 }
 
+/* ada_producer_count_gone (a call the agent leaves untraced after it
+ * judged the recorder gone): two index-lane recorder_gone drops a call,
+ * where ada_producer_count_detail counts -- the slot once the thread
+ * holds one, the arena's total before, nowhere without an arena. */
+static void test_count_gone(void **state)
+{
+	struct fixture *f = *state;
+	for (int i = 0; i < 3; i++)
+		ada_producer_count_gone(&ada_producer_tls);
+	struct ada_slot_info si;
+	ada_arena_slot_info(f->a, f->slot, &si);
+	assert_int_equal(si.drops[ADA_LANE_INDEX][ADA_DROP_RECORDER_GONE], 6);
+	assert_int_equal(si.drops[ADA_LANE_DETAIL][ADA_DROP_RECORDER_GONE], 0);
+	struct ada_producer saved = ada_producer_tls;
+	ada_producer_reset_thread(); /* no slot yet */
+	ada_producer_count_gone(&ada_producer_tls);
+	ada_producer_set_arena(NULL);
+	ada_producer_count_gone(&ada_producer_tls); /* nowhere */
+	ada_producer_set_arena(f->a);
+	uint64_t tot[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+	ada_arena_drop_totals(f->a, tot);
+	assert_int_equal(tot[ADA_LANE_INDEX][ADA_DROP_RECORDER_GONE], 8);
+	assert_int_equal(tot[ADA_LANE_INDEX][ADA_DROP_DRAIN_LAG], 0);
+	ada_producer_tls = saved;
+	assert_string_equal(ada_drop_reason_name(ADA_DROP_RECORDER_GONE), "recorder_gone");
+}
+
 /* ---- detail_wait: a full ring waits for the drain's decided ---- */
 
 /* One index event (so the producer's head, the records' link space, moves
@@ -1085,6 +1112,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_ends_untrusted_and_overtaken, fx_setup,
 	                                    fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_count_detail, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_count_gone, fx_setup, fx_teardown),
 	    cmocka_unit_test(test_ring_at_mapping_end),
 	    cmocka_unit_test_setup_teardown(test_wait_decided_exact, fx_setup_wait, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_wait_concurrent_lossless, fx_setup_wait,

@@ -352,6 +352,19 @@ static struct x86_mem emit_ret_saved(int word)
 	return x86_mem(X86_RSP, 40 + 8 * word);
 }
 
+/* Where the member return path keeps orig until its ret: the red zone
+ * below the five saved registers (nothing lives below rsp here; the
+ * kernel puts a signal frame 128 bytes further down), never the record
+ * it also wrote it to. The record is shared memory that is not ours to
+ * read back: a detach that stops this thread between the store and the
+ * load replaces the arena by zero pages (ada_producer_retire_arena), and
+ * the program can write its arena too; a ret to what was read there
+ * jumped to 0. */
+static struct x86_mem emit_ret_orig(void)
+{
+	return x86_mem(X86_RSP, -8);
+}
+
 /* The RETURN record at rdi but its link and ts (the header word a
  * release, as the CALL's); rsi = &base[top] of the popped frame, rcx =
  * the event: its fields and the record's from the frame. */
@@ -376,6 +389,7 @@ static void emit_return_record(struct x86_writer *w, const struct hook_arch_fast
 	x86_mov_mem_reg(w, emit_drec(X86_RDI, EMIT_DREC_REGS + HOOK_DREC_RET_RDX), X86_RDX);
 	x86_mov_reg_mem(w, X86_RDX, x86_mem(X86_RSI, FE_TOP(FE_ORIG))); /* where it returns to */
 	x86_mov_mem_reg(w, emit_drec(X86_RDI, EMIT_DREC_REGS + HOOK_DREC_RET_ORIG), X86_RDX);
+	x86_mov_mem_reg(w, emit_ret_orig(), X86_RDX); /* kept for the ret: emit_ret_orig() */
 	/* rbp: callee-saved, as the function left it */
 	x86_mov_mem_reg(w, emit_drec(X86_RDI, EMIT_DREC_REGS + HOOK_DREC_RET_RBP), X86_RBP);
 	x86_lea_reg_mem(w, X86_RDX, emit_ret_saved(0)); /* S */
@@ -404,7 +418,7 @@ void emit_member_return(struct x86_writer *w, struct emit_labels *l, const struc
 	x86_mov_mem_reg(w, emit_drec(X86_RDI, EMIT_DREC_LINK), X86_RAX); /* the event's head */
 	emit_ts_publish(w, f, X86_RDI, X86_RAX, X86_RDX);
 	emit_dcommit(w, f, X86_RCX, X86_RDX);
-	x86_mov_reg_mem(w, X86_RDI, emit_drec(X86_RDI, EMIT_DREC_REGS + HOOK_DREC_RET_ORIG));
+	x86_mov_reg_mem(w, X86_RDI, emit_ret_orig());
 	emit_clear(w, f);
 	emit_jcc(w, l, X86_CC_NE, FL_FLUSH);
 	emit_ret_done(w); /* FL_DONE's, inline */

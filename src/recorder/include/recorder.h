@@ -123,7 +123,7 @@ struct ada_record_summary {
 	 * recording (finished, or still being read): told, not read (drain.c
 	 * drain_pid_reused, drain_reused_while_read) */
 	uint32_t pid_reused;
-	uint64_t drops_by[2][8]; /* [lane][enum ada_drop_reason], summed */
+	uint64_t drops_by[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT]; /* summed */
 	/* The detail lane (docs/internals.md, "What the detail lane counts"):
 	 * the mode, the trigger windows, detail records persisted, and the
 	 * records the rings overwrote that no window wanted (--detail

@@ -83,7 +83,13 @@ enum ada_drop_reason {
 	 * know"): its detail record may be missing, or there when the set
 	 * would not have it. */
 	ADA_DROP_KEYSYM_UNKNOWN = 7,
-	ADA_DROP_REASON_COUNT = 8,
+	/* Counted by the agent (index lane, two per call: its CALL and its
+	 * RETURN): a call a thread made after it judged the recorder gone
+	 * (its drain stood still past the timeout and its process is gone or
+	 * cannot be known), which the thread no longer traces
+	 * (untraced_calls.recorder_gone in agent.json counts the calls). */
+	ADA_DROP_RECORDER_GONE = 8,
+	ADA_DROP_REASON_COUNT = 9,
 };
 /* "ring_full", "drain_lag", "detail_overwritten", "no_slot", "corrupt",
  * "thread_limit", "window_lost", "keysym_unknown" (manifest keys); "?"
@@ -616,6 +622,11 @@ struct ada_arena *ada_producer_arena(void);
  * the calling thread (its slot's counter; before it holds one, the
  * arena's total, atomic add). Nothing when not recording. */
 void ada_producer_count_detail(struct ada_producer *p, enum ada_drop_reason why);
+/* Hook context, cold: a call the calling thread leaves untraced because
+ * it judged the recorder gone: its CALL and RETURN counted as index-lane
+ * drops, ADA_DROP_RECORDER_GONE (where ada_producer_count_detail counts).
+ * Nothing when not recording. */
+void ada_producer_count_gone(struct ada_producer *p);
 /* Not hook context; every other thread of the process stopped (ada
  * attach's detach): the process stops producing (ada_producer_arena() is
  * NULL from here) and gives the recording's shared memory back at once:
