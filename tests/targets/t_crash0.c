@@ -1,6 +1,8 @@
 /*
  * Test target: a function too short to hook faults, so its frame is on no
  * record of the index lane; only the signal context names it (issue 33).
+ * Both sit back to back with no padding around them, so the padding form
+ * cannot hook them either.
  *   3   main -> crash_outer -> crash_mid -> store3 (`mov %esi,(%rdi); ret`,
  *       3 bytes) with rdi = 0: SIGSEGV at store3's first byte;
  *   4   the same through store4 (`mov %rsi,(%rdi); ret`, 4 bytes).
@@ -35,7 +37,17 @@ __asm__(".text\n"
         "\tmovq %rsi, (%rdi)\n"
         "\tret\n"
         "\t.cfi_endproc\n"
-        ".size store4, .-store4\n");
+        ".size store4, .-store4\n"
+        /* Right behind store4: no padding after it, so the agent cannot
+         * hook it through padding either (docs/hooks.md) and it stays
+         * unhooked, the case this target is about. */
+        ".globl store_guard\n"
+        ".type store_guard, @function\n"
+        "store_guard:\n"
+        "\t.cfi_startproc\n"
+        "\tret\n"
+        "\t.cfi_endproc\n"
+        ".size store_guard, .-store_guard\n");
 
 void store3(int *p, long v, long c, long d);
 void store4(long *p, long v, long c, long d);
