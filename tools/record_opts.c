@@ -470,7 +470,7 @@ static void record_span(char *buf, size_t cap, uint64_t ns)
 static void record_print_flight(const struct ada_record_summary *s)
 {
 	uint64_t lost = s->window_lost;
-	char why[384] = "", hint[160] = "", got[32] = "", asked[32] = "";
+	char why[512] = "", hint[160] = "", got[32] = "", asked[32] = "";
 	uint64_t mib = 1;
 	while (mib << 20 < s->detail_ring_suggest && mib < (ADA_DETAIL_MAX_BYTES >> 20) * 2)
 		mib *= 2;

@@ -740,9 +740,10 @@ static void drain_quarantine(struct ada_recorder *r, struct wal_proc *p, uint32_
 	ada_detail_ring_set_decided(p->arena, s, UINT64_MAX);
 }
 
-/* For drain_nap(): the least room any ring read this pass had left
- * (events the producer may still write before it waits; 0 for a ring
- * more than half full). The events taken but not yet released count as
+/* For drain_nap() and the flight recorder's detail budget: the least room
+ * any ring read this pass had left (events the producer may still write
+ * before it waits; 0 for a ring filled to its high watermark, the arena
+ * configuration's hw, default half). The events taken but not yet released count as
  * used: they stay in the ring until their write completes
  * (docs/format.md). A spill slot's ring (512 events: no nap could be
  * short enough for it) only stops the nap when more than a little full
@@ -758,9 +759,10 @@ static void drain_note_room(struct ada_recorder *r, const struct wal_proc *p, ui
 		return;
 	}
 	uint64_t room = used < cap ? cap - used : 0;
-	/* More than half full: the drain is behind, or the disk is (the
-	 * producer refills what each write completion frees); no nap. */
-	if (room < cap / 2)
+	/* At the high watermark: the drain is behind, or the disk is (the
+	 * producer refills what each write completion frees); no nap, and no
+	 * window's detail written in this pass. */
+	if (si->fill_pct >= p->high_watermark_pct)
 		room = 0;
 	r->pass_room_min = room < r->pass_room_min ? room : r->pass_room_min;
 }
@@ -1059,7 +1061,7 @@ static bool drain_pass(struct ada_recorder *r)
  * The nap lasts as long as every ring read has room for at
  * DRAIN_NAP_EVENTS_PER_US from its thread (DRAIN_NAP_US at most, none
  * below DRAIN_NAP_MIN_US), the events taken but not yet written counting
- * as used; none while a ring is more than half full (a drain or a disk
+ * as used; none while a ring is filled to its high watermark (a drain or a disk
  * that cannot keep up: napping there costs drain CPU in wake-ups). A rule
  * that wanted every ring nearly empty never passed with a default ring
  * and a staging buffer waiting for its write, and the drain ran many

@@ -314,6 +314,7 @@ static struct wal_proc *drain_proc_new(struct ada_recorder *r, const char *name,
 	}
 	p->max_threads = ada_arena_max_threads(p->arena);
 	p->ring_events = ada_arena_config_of(p->arena)->index_events;
+	p->high_watermark_pct = ada_arena_config_of(p->arena)->high_watermark_pct;
 	p->by_slot = calloc(p->max_threads, sizeof(*p->by_slot));
 	p->slot_noted = calloc(p->max_threads, 1);
 	p->quarantine = json_array();

@@ -347,7 +347,7 @@ static void flight_budget(struct ada_recorder *r)
 }
 
 /* Every open window, every live thread, within the pass's budget
- * (flight_budget: none while a ring this pass read is more than half full
+ * (flight_budget: none while a ring this pass read is at its high watermark
  * or would fill soon); closes the windows whose end is past (with slack),
  * once no copy was left unfinished by the budget. Only in --detail
  * triggered: `always` persists everything by itself, `never` has no

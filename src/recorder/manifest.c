@@ -458,7 +458,6 @@ static json_t *man_ring(const struct wal_proc *p)
 	json_object_set_new(o, "timestamps",
 	                    json_string(c->timestamp_source == ADA_TS_CLOCK ? "clock" : "tsc"));
 	json_object_set_new(o, "high_watermark_pct", json_integer(c->high_watermark_pct));
-	json_object_set_new(o, "low_watermark_pct", json_integer(c->low_watermark_pct));
 	uint32_t fl = ada_arena_flags(p->arena);
 	json_object_set_new(o, "mlocked", json_boolean(!(fl & ADA_ARENA_F_MLOCK_FAILED)));
 	json_object_set_new(o, "huge_pages",

@@ -90,7 +90,8 @@ struct wal_proc {
 	char *arena_path;
 	struct ada_arena *arena;
 	uint32_t max_threads;
-	uint64_t ring_events; /* index ring capacity per thread */
+	uint64_t ring_events;        /* index ring capacity per thread */
+	uint32_t high_watermark_pct; /* its arena's hw: drain_note_room() */
 	struct wal_thread **by_slot;
 	struct wal_thread **threads;
 	size_t nthreads, capthreads;

@@ -27,7 +27,6 @@ void ada_arena_config_default(struct ada_arena_config *cfg)
 	cfg->detail_bytes = ADA_ARENA_DEFAULT_DETAIL_BYTES;
 	cfg->timestamp_source = ADA_TS_TSC;
 	cfg->high_watermark_pct = ADA_ARENA_DEFAULT_HW_PCT;
-	cfg->low_watermark_pct = ADA_ARENA_DEFAULT_LW_PCT;
 }
 
 /* No spill slots (both 0), or spill_events a power of two no bigger than
@@ -64,8 +63,7 @@ int ada_arena_config_valid(const struct ada_arena_config *cfg)
 		return -EINVAL;
 	if (config_spill_valid(cfg) != 0)
 		return -EINVAL;
-	if (cfg->low_watermark_pct == 0 || cfg->low_watermark_pct >= cfg->high_watermark_pct ||
-	    cfg->high_watermark_pct > 100)
+	if (cfg->high_watermark_pct == 0 || cfg->high_watermark_pct > 100)
 		return -EINVAL;
 	return 0;
 }
@@ -156,12 +154,12 @@ int ada_arena_config_format(const struct ada_arena_config *cfg, char *buf, size_
 		snprintf(dw, sizeof(dw), ",detail_overflow=wait");
 	int n = snprintf(buf, cap,
 	                 "max_threads=%u,index_events=%llu,detail_bytes=%llu,overflow=%s,"
-	                 "ts=%s,hw=%u,lw=%u%s%s%s",
+	                 "ts=%s,hw=%u%s%s%s",
 	                 cfg->max_threads, (unsigned long long)cfg->index_events,
 	                 (unsigned long long)cfg->detail_bytes,
 	                 cfg->overflow == ADA_OVERFLOW_DROP ? "drop" : "wait",
 	                 cfg->timestamp_source == ADA_TS_CLOCK ? "clock" : "tsc",
-	                 cfg->high_watermark_pct, cfg->low_watermark_pct, ks, sp, dw);
+	                 cfg->high_watermark_pct, ks, sp, dw);
 	if (n < 0 || (size_t)n >= cap)
 		return -ENOSPC;
 	return n;
@@ -232,8 +230,6 @@ static int config_pair(struct ada_arena_config *c, const char *k, size_t kn, con
 		return config_enum(v, vn, "tsc", "clock", &c->timestamp_source);
 	if (config_is(k, kn, "hw"))
 		return config_u32(v, vn, &c->high_watermark_pct);
-	if (config_is(k, kn, "lw"))
-		return config_u32(v, vn, &c->low_watermark_pct);
 	if (config_is(k, kn, "keysym_bytes"))
 		return config_log2(v, vn, &c->keysym_log2);
 	if (config_is(k, kn, "spill_threads"))

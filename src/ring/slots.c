@@ -305,11 +305,6 @@ bool ada_arena_above_high_watermark(const struct ada_arena *a, uint32_t slot)
 	return ada_arena_slot_fill_pct(a, slot) >= a->cfg.high_watermark_pct;
 }
 
-bool ada_arena_below_low_watermark(const struct ada_arena *a, uint32_t slot)
-{
-	return ada_arena_slot_fill_pct(a, slot) <= a->cfg.low_watermark_pct;
-}
-
 bool ada_arena_take_slot_wanted(struct ada_arena *a)
 {
 	if (!atomic_load_explicit(&a->ctl->slot_wanted, memory_order_relaxed))

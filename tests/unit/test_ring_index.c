@@ -172,18 +172,14 @@ static void test_watermarks(void **state)
 	assert_int_equal(ada_ring_fill_pct(10, 10, 64), 0);
 	assert_int_equal(ada_ring_fill_pct(74, 10, 64), 100);
 	assert_int_equal(ada_ring_fill_pct(42, 10, 64), 50);
-	for (int i = 0; i < 47; i++) /* 47/64 = 73 % */
+	for (int i = 0; i < 31; i++) /* 31/64 = 48 % */
 		ada_emit((uint64_t)i, ATF_EVENT_CALL, 1);
-	assert_int_equal(ada_arena_slot_fill_pct(a, 0), 73);
+	assert_int_equal(ada_arena_slot_fill_pct(a, 0), 48);
 	assert_false(ada_arena_above_high_watermark(a, 0));
-	assert_false(ada_arena_below_low_watermark(a, 0));
-	ada_emit(47, ATF_EVENT_CALL, 1); /* 48/64 = 75 % = hw */
+	ada_emit(31, ATF_EVENT_CALL, 1); /* 32/64 = 50 % = hw, the default */
 	assert_true(ada_arena_above_high_watermark(a, 0));
 	uint64_t next = 0;
-	drain_slot(a, 0, &next, 31); /* 17 left = 26 % */
-	assert_false(ada_arena_below_low_watermark(a, 0));
-	drain_slot(a, 0, &next, 1); /* 16 = 25 % = lw */
-	assert_true(ada_arena_below_low_watermark(a, 0));
+	drain_slot(a, 0, &next, 1); /* 31 left = 48 % */
 	assert_false(ada_arena_above_high_watermark(a, 0));
 }
 
@@ -500,12 +496,11 @@ static void test_config_round_trip(void **state)
 	c.overflow = ADA_OVERFLOW_DROP;
 	c.timestamp_source = ADA_TS_CLOCK;
 	c.high_watermark_pct = 90;
-	c.low_watermark_pct = 10;
 	char buf[ADA_ARENA_CONFIG_TEXT_MAX];
 	int n = ada_arena_config_format(&c, buf, sizeof(buf));
 	assert_true(n > 0);
 	assert_string_equal(buf, "max_threads=300,index_events=1048576,detail_bytes=65536,"
-	                         "overflow=drop,ts=clock,hw=90,lw=10");
+	                         "overflow=drop,ts=clock,hw=90");
 	assert_int_equal(ada_arena_config_parse(buf, (size_t)n, &d), 0);
 	assert_memory_equal(&c, &d, sizeof(c));
 	assert_int_equal(ada_arena_config_format(&c, buf, 10), -ENOSPC);
@@ -537,9 +532,9 @@ static void test_config_rejects(void **state)
 	    "detail_bytes=1024",
 	    "overflow=maybe",
 	    "ts=hpet",
-	    "hw=20,lw=30",
+	    "hw=0",
 	    "hw=101",
-	    "lw=0",
+	    "lw=10", /* the low watermark is no more: an unknown key */
 	    "nokey=1",
 	    "max_threads",
 	    "max_threads=-1",

@@ -48,9 +48,10 @@
 #define ADA_CACHELINE 64
 #define ADA_ARENA_MAGIC 0x414e455241414441ULL /* "ADAARENA" */
 #define ADA_ARENA_VERSION                                                                          \
-	10 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;            \
+	11 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;            \
 	      6: window_lost; 7: keysym_unknown; 8: detail_wait, the detail ring's decided;        \
-	      9: the index ring's wait_stat; 10: the crash record's registers */
+	      9: the index ring's wait_stat; 10: the crash record's registers; 11: no low          \
+	      watermark */
 
 #define ada_likely(x) __builtin_expect(!!(x), 1)
 #define ada_unlikely(x) __builtin_expect(!!(x), 0)
@@ -119,12 +120,14 @@ enum ada_process_state {
 
 struct ada_arena_config {
 	uint32_t max_threads;
-	uint32_t overflow;           /* enum ada_overflow */
-	uint64_t index_events;       /* per-thread index ring capacity, power of two */
-	uint64_t detail_bytes;       /* per-thread detail ring bytes, power of two; 0 = none */
-	uint32_t timestamp_source;   /* enum ada_ts_source */
-	uint32_t high_watermark_pct; /* fill % at which the drain hurries */
-	uint32_t low_watermark_pct;  /* fill % the drain drains down to */
+	uint32_t overflow;         /* enum ada_overflow */
+	uint64_t index_events;     /* per-thread index ring capacity, power of two */
+	uint64_t detail_bytes;     /* per-thread detail ring bytes, power of two; 0 = none */
+	uint32_t timestamp_source; /* enum ada_ts_source */
+	/* Fill % from which the drain hurries: no nap between passes, no
+	 * trigger window's detail written in the pass (src/recorder/drain.c,
+	 * drain_note_room). */
+	uint32_t high_watermark_pct;
 	/* log2 of the key-symbol area's bytes (ADA_KEYSYM_AREA_MIN_LOG2 ..
 	 * _MAX_LOG2), 0: no area (ada_arena_keysym_area()). */
 	uint32_t keysym_log2;
@@ -153,8 +156,7 @@ struct ada_arena_config {
 #define ADA_ARENA_DEFAULT_MAX_THREADS 64u
 #define ADA_ARENA_DEFAULT_INDEX_EVENTS (1u << 16) /* 2 MiB per thread */
 #define ADA_ARENA_DEFAULT_DETAIL_BYTES 0u
-#define ADA_ARENA_DEFAULT_HW_PCT 75u
-#define ADA_ARENA_DEFAULT_LW_PCT 25u
+#define ADA_ARENA_DEFAULT_HW_PCT 50u
 /* What `ada record` adds by default: slots for 16 384 threads at once in
  * all, those past max_threads with 16 KiB index rings (512 events) and
  * 8 KiB detail rings (docs/internals.md "Threads and slots"). */
@@ -467,10 +469,8 @@ static inline uint32_t ada_ring_fill_pct(uint64_t head, uint64_t tail, uint64_t 
 	return used >= capacity ? 100u : (uint32_t)(used * 100u / capacity);
 }
 uint32_t ada_arena_slot_fill_pct(const struct ada_arena *a, uint32_t slot);
-/* fill >= high_watermark_pct: the drain should hurry (drain this ring now,
- * shorter sleeps) until ada_arena_below_low_watermark() says it may relax. */
+/* fill >= high_watermark_pct: the drain should hurry. */
 bool ada_arena_above_high_watermark(const struct ada_arena *a, uint32_t slot);
-bool ada_arena_below_low_watermark(const struct ada_arena *a, uint32_t slot);
 
 /* ---- detail ring (drain side) ----
  * Records are opaque bytes (DetailEventHeader + payload, by convention).
