@@ -49,7 +49,7 @@ int ada_arena_config_valid(const struct ada_arena_config *cfg)
 	if (!cfg || cfg->max_threads == 0 || cfg->max_threads > ADA_ARENA_MAX_THREADS_LIMIT)
 		return -EINVAL;
 	if (cfg->overflow > ADA_OVERFLOW_DROP || cfg->timestamp_source > ADA_TS_CLOCK ||
-	    cfg->detail_wait > 1 || cfg->reserved0 != 0)
+	    cfg->detail_wait > 1)
 		return -EINVAL;
 	if (!config_pow2(cfg->index_events) || cfg->index_events < ADA_RING_MIN_EVENTS ||
 	    cfg->index_events > ADA_RING_MAX_EVENTS)

@@ -147,9 +147,9 @@ struct ada_arena_config {
 	 * --detail-overflow wait; "Waiting for the drain" below), bounded by
 	 * the drain's progress; 0: it overwrites them (counted). */
 	uint32_t detail_wait;
-	/* 0. No padding: the control block's copy of this struct is checked
-	 * byte for byte when an arena is opened (ada_arena_config_valid). */
-	uint32_t reserved0;
+	/* No padding: the control block's copy of this struct is checked byte
+	 * for byte when an arena is opened (ada_arena_config_valid); a field
+	 * added or removed keeps the 32-bit fields even in number. */
 };
 
 /* Defaults used by ada_arena_config_parse() for keys not given. */
