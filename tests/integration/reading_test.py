@@ -20,6 +20,7 @@ import re
 import os
 import shutil
 import subprocess
+import time
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -49,6 +50,20 @@ def run(cmd, env=None, timeout=TIMEOUT, text=True):
     return p.returncode, p.stdout, p.stderr
 
 
+def wall_offset():
+    """(realtime - boottime in ns, its uncertainty): the narrowest of a few
+    brackets, as the recorder takes its anchor (time.time_ns plays `date
+    +%s%N`)."""
+    best = None
+    for _ in range(8):
+        b0 = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+        w = time.time_ns()
+        b1 = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+        if best is None or b1 - b0 < best[1] * 2:
+            best = (w - (b0 + b1) // 2, (b1 - b0 + 1) // 2)
+    return best
+
+
 class Session:
     """One recording of PROG under ADA's record, in WORK/rec."""
 
@@ -60,7 +75,11 @@ class Session:
         os.makedirs(rec)
         env = dict(os.environ, ADA_TEST_COUNTS=os.path.join(rec, "%p.counts"))
         cmd = [ada, "record", "--out", rec, *record_opts, "--", *argv]
+        # CLOCK_REALTIME - CLOCK_BOOTTIME as this process sees it, beside
+        # the recording: what the manifest's wall anchor must agree with
+        self.wall_offsets = [wall_offset()]
         self.rc, self.out, self.err = run(cmd, env=env)
+        self.wall_offsets.append(wall_offset())
         sessions = glob.glob(os.path.join(rec, "session_*"))
         if len(sessions) != 1:
             raise Fail("`%s` left %r (exit %d): %s" % (" ".join(cmd), sessions, self.rc,
@@ -512,6 +531,12 @@ def check_wall_time(s, c, man, want, got):
     c.check(ok, f"manifest clock.wall_anchor {a}")
     if not ok:
         return
+    # The anchor's offset agrees with the one measured beside the recording,
+    # within both brackets (and what NTP may slew in a few seconds: 1 ms).
+    off = a["realtime_ns"] - a["boottime_ns"]
+    for mine, unc in s.wall_offsets:
+        c.check(abs(off - mine) <= a["uncertainty_ns"] + unc + 1000000,
+                f"wall anchor offset {off} ns, measured beside it {mine} ± {unc} ns")
     wall = lambda t: a["realtime_ns"] + t - a["boottime_ns"]
     for i, w in want.items():
         c.check(got[i].get("fire_wall_ns") == wall(w["fire_ns"]),
@@ -581,6 +606,14 @@ def check_filters(s, c):
         doc = json.loads(s.run("export", "--format", "chrome", "-o", "-", *f, s.pid_dir))
         xs = collections.Counter(e["name"] for e in doc["traceEvents"] if e["ph"] == "X")
         c.check(xs == want, f"export chrome {f}: {dict(xs)}, dump keeps {dict(want)}")
+    # --thread against the program's own counts of that thread
+    tids = {e["thread"]: e["tid"] for e in evs}
+    own = {tid: fns for (_, tid), fns in s.counts[0].threads.items()}
+    for th in sorted(tids)[:3]:
+        got = {r["function"]: r["calls"] for r in s.report("--thread", str(th))["functions"]}
+        want = {fn: v[0] for fn, v in own.get(tids[th], {}).items() if v[0]}
+        c.check(all(got.get(fn) == n for fn, n in want.items()) and want,
+                f"report --thread {th}: {got}, the program counted {want}")
     folded = s.run("flame", "--folded", "--function", "work_a", s.pid_dir).splitlines()
     c.check(folded and all(l.split(";")[0].split(" ")[0] == "work_a" for l in folded),
             "flame --function work_a: stacks not rooted at work_a:\n" + "\n".join(folded[:5]))

@@ -103,6 +103,11 @@ def check_spawn(ada, d, target):
     done = ended(d, r["id"])
     if done.get("exit_status") != 0:
         raise Fail("spawn: the recording ended %r; log:\n%s" % (done, open(done["log"]).read()))
+    v = subprocess.run([ada, "validate", r["session"]], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    if v.returncode != 0:
+        raise Fail("spawn: ada validate %s: exit %d\n%s" % (r["session"], v.returncode,
+                                                          v.stdout[-2000:] + v.stderr[-500:]))
     with open(done["log"]) as f:  # the program's output goes to the log too
         own = {w[1]: int(w[2]) for w in (l.split() for l in f) if len(w) == 6 and w[0] == "total"}
     for fn in ("recurse", "fib", "is_odd"):
@@ -133,6 +138,59 @@ def check_live(d):
     done = ended(d, r["id"])
     if not glob.glob(os.path.join(r["session"], "pid_*", "manifest.json")):
         raise Fail("stop: no manifest in %s (%r)" % (r["session"], done))
+
+
+def check_attach(d):
+    """attach to a running process, then stop: ada attach detaches and the
+    process runs on; its manifest says detached."""
+    p = subprocess.Popen(["/bin/sleep", "1000"])
+    try:
+        r = d.ok("attach", {"pid": p.pid})
+        if r["kind"] != "attach" or r["target"] != p.pid or not r["session"]:
+            raise Fail("attach: %r" % r)
+        man = os.path.join(r["session"], "pid_%d" % p.pid, "manifest.json")
+        poll("the attached process's manifest", lambda: os.path.exists(man))
+        poll("ada attach to have hooked", lambda: d.ok("status", {"id": r["id"]})
+             .get("status", {}).get("hooks", {}).get("installed", 0) > 0)
+        d.ok("stop", {"id": r["id"]})
+        done = ended(d, r["id"])
+        with open(man) as f:
+            ex = json.load(f).get("exit", {})
+        if done.get("exit_status") != 0 or not ex.get("detached") or p.poll() is not None:
+            raise Fail("detach: ada attach ended %r, manifest exit %r, the process %s" %
+                       (done, ex, "runs on" if p.poll() is None else "died"))
+    finally:
+        p.kill()
+        p.wait()
+
+
+def check_other_user(ada, d):
+    """Another user cannot use the daemon: its directory is private, and the
+    server would refuse the peer too (SO_PEERCRED)."""
+    if os.geteuid() != 0:
+        return  # no second user can be made
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from second_user import SecondUser  # noqa: E402
+    probe = ("import json,socket,sys\n"
+             "s=socket.socket(socket.AF_UNIX)\n"
+             "try:\n"
+             "    s.connect(sys.argv[1])\n"
+             "    s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"spawn\",'\n"
+             "              b'\"params\":{\"program\":[\"/bin/true\"]}}\\n')\n"
+             "    print(s.makefile().readline())\n"
+             "except OSError as e:\n"
+             "    print('refused', e)\n")
+    before = len(d.ok("list")["recordings"])
+    with SecondUser("adas", [ada]) as u:
+        # the system's python: another user may not reach this one's
+        py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        p = subprocess.run([py, "-c", probe, d.sock], capture_output=True,
+                           text=True, timeout=TIMEOUT, preexec_fn=u.become)
+    out = p.stdout.strip()
+    if not (out.startswith("refused") or "permission denied" in out) or '"result"' in out:
+        raise Fail("another user reached the daemon: %r %r" % (out, p.stderr[-300:]))
+    if len(d.ok("list")["recordings"]) != before:
+        raise Fail("another user's request started a recording")
 
 
 def check_diagnose(ada, d, target):
@@ -191,6 +249,8 @@ def main():
         d = Daemon(a.ada, os.path.join(work, "d"), os.path.join(work, "out"))
         check_spawn(a.ada, d, a.target)
         check_live(d)
+        check_attach(d)
+        check_other_user(a.ada, d)
         check_diagnose(a.ada, d, a.target)
         check_errors(d)
         check_second(a.ada, d)
