@@ -518,11 +518,9 @@ static int cr_args_parse(int argc, char **argv, struct cr_opts *o, const char **
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'j') {
 			o->json = true;
-		} else if (c == 'd' && !ada_demangle_parse(optarg, &o->dm)) {
-			continue;
 		} else if (c == 'd') {
-			ada_log("bad value '%s' for --demangle: full, simple or no", optarg);
-			return 2;
+			if (rd_demangle_opt(optarg, &o->dm))
+				return 2;
 		} else if (c == 'h') {
 			cr_usage(stdout);
 			return 0;

@@ -65,6 +65,22 @@ int cmd_ctl_command(int argc, char **argv, const char *method, cmd_ctl_parse_fn 
 
 /* ---- the formatter ---- */
 
+const char *cmd_ctl_near_names(const json_t *near, char *buf, size_t len)
+{
+	size_t i, used = 0;
+	json_t *v;
+	buf[0] = '\0';
+	json_array_foreach(near, i, v)
+	{
+		int n = snprintf(buf + used, len - used, "%s%s",
+		                 i ? ", " : "; near: ", json_string_value(v));
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += (size_t)n;
+	}
+	return buf;
+}
+
 static json_int_t fmt_int(json_t *o, const char *k)
 {
 	return json_integer_value(json_object_get(o, k));

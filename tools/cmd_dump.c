@@ -748,13 +748,9 @@ int cmd_dump(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
-	tree = cmd_open_tree(dir);
+	tree = rd_filter_open_tree(&o.f, dir, &rc);
 	if (!tree)
-		return 2;
-	if (rd_filter_check_pid(&o.f, tree, dir)) {
-		ada_atf_tree_free(tree);
-		return 1;
-	}
+		return rc;
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	for (size_t i = 0; i < tree->npids && !err; i++)
 		if (rd_filter_wants_pid(&o.f, tree->pids[i].pid))

@@ -422,8 +422,7 @@ static int ex_args_parse(int argc, char **argv, struct ex_opts *o, const char **
 			return 2;
 		} else if (c == 'o') {
 			o->out = optarg;
-		} else if (c == 'd' && ada_demangle_parse(optarg, &o->dm)) {
-			ada_log("bad value '%s' for --demangle: full, simple or no", optarg);
+		} else if (c == 'd' && rd_demangle_opt(optarg, &o->dm)) {
 			return 2;
 		} else if (c == 'h') {
 			ex_usage(stdout);
@@ -462,13 +461,9 @@ int cmd_export(int argc, char **argv)
 		return rc;
 	if (o.atf)
 		return cmd_export_atf(dir, o.out);
-	struct ada_atf_tree *tree = cmd_open_tree(dir);
+	struct ada_atf_tree *tree = rd_filter_open_tree(&o.f, dir, &rc);
 	if (!tree)
-		return 2;
-	if (rd_filter_check_pid(&o.f, tree, dir)) {
-		ada_atf_tree_free(tree);
-		return 1;
-	}
+		return rc;
 	err = rd_out_open(&out, o.out);
 	if (err) {
 		ada_log("%s: cannot create it: %s", o.out, strerror(-err));

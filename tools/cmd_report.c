@@ -431,11 +431,8 @@ static int rp_args(int argc, char **argv, struct rp_opts *o, const char **dir)
 		} else if (c == 'j') {
 			o->json = true;
 		} else if (c == 'd') {
-			if (ada_demangle_parse(optarg, &o->dm)) {
-				ada_log("bad value '%s' for --demangle: full, simple or no",
-				        optarg);
+			if (rd_demangle_opt(optarg, &o->dm))
 				return 2;
-			}
 		} else if (c == 'h') {
 			rp_usage(stdout);
 			return 0;
@@ -463,13 +460,9 @@ int cmd_report(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
-	struct ada_atf_tree *tree = cmd_open_tree(dir);
+	struct ada_atf_tree *tree = rd_filter_open_tree(&o.f, dir, &rc);
 	if (!tree)
-		return 2;
-	if (rd_filter_check_pid(&o.f, tree, dir)) {
-		ada_atf_tree_free(tree);
-		return 1;
-	}
+		return rc;
 	json_t *doc = json_object(), *procs = json_array();
 	for (size_t i = 0; i < tree->npids && !err; i++)
 		if (rd_filter_wants_pid(&o.f, tree->pids[i].pid))
