@@ -291,6 +291,12 @@ void agent_count_offsets(int32_t *gate, int32_t *counters);
  * could not move (their patch's rel32 straddles two aligned words); the
  * per-event cost it calibrated, in picoseconds (0 before). */
 void agent_budget_start(void);
+/* Ends the budget thread (ada_agent_detach, under agent.lock): no move
+ * after it. */
+void agent_budget_stop(void);
+/* In a forked child (agent_process.c): a budget thread of its own when
+ * the parent ran one. */
+void agent_budget_after_fork(void);
 uint64_t agent_budget_not_movable(void);
 uint64_t agent_budget_event_ps(void);
 /* s as a JSON string (agent.c). */

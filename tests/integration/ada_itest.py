@@ -1027,12 +1027,16 @@ def cmd_target(args, ada, work, rep):
             rep.check(got == want, "--syms-status %s: modules/*.syms give %s the status %s"
                       % (spec, name, got))
     for g in args.moved:
-        m = check_manifest_parses(rep, os.path.join(session, "pid_%d" % root)) or {}
-        fns = (m.get("count_only") or {}).get("functions", [])
+        # the process that ran the workload: the root, or (budget_fork)
+        # its forked child
+        fns = []
+        for d in pid_dirs:
+            m = check_manifest_parses(rep, os.path.join(session, d)) or {}
+            fns += (m.get("count_only") or {}).get("functions", [])
         rep.check(any(fnmatch.fnmatch(e.get("name", ""), g) and e.get("moved") == "budget"
                       for e in fns),
-                  "pid_%d: --overhead-budget moved no function matching %s to count-only: %r"
-                  % (root, g, fns))
+                  "%s: --overhead-budget moved no function matching %s to count-only: %r"
+                  % (pid_dirs, g, fns))
     for spec in args.child_exit or []:
         name, what = spec.split("=", 1)
         kind, num = what.split(":")
