@@ -60,9 +60,8 @@ int hook_mem_release_module(struct hook_mem *m, uint32_t module_id);
  * only, so a return address inside it is a return point (hook_arch.h:
  * the only addresses of trampoline memory that ever sit in a return slot
  * are the return trampoline and the trampolines' R_F). */
-/* GiBs of user space; a leaf: 2^18 pages a GiB, 64 a word */
-#define HOOK_MEM_DIR_TOP ((uint32_t)(HOOK_ARCH_VA_HIGH >> 30) + 1)
-#define HOOK_MEM_DIR_LEAF_WORDS (1u << 12)
+#define HOOK_MEM_DIR_TOP ((uint32_t)(HOOK_ARCH_VA_HIGH >> 30) + 1) /* GiBs */
+#define HOOK_MEM_DIR_LEAF_WORDS (1u << 12)                         /* 2^18 pages a GiB, 64 a word */
 extern _Atomic(_Atomic uint64_t *) hook_mem_dir[HOOK_MEM_DIR_TOP];
 
 static inline bool hook_mem_is_tramp(uint64_t addr)
