@@ -4,7 +4,8 @@
  * instructions into a trampoline, and write the patch. Everything here is
  * pure code generation over byte buffers (no mprotect, no allocation of
  * executable memory), so it is unit-tested byte for byte.
- * x86_64 lives in src/hook/x86_64/; arm64 slots in beside it.
+ * x86_64 lives in src/hook/x86_64/, arm64 in src/hook/arm64/ (the
+ * C-handler form only; its layout: arm64/arch.h and a64_emit.c).
  *
  * Runtime contract of the code this layer emits (x86_64):
  *   - Function entry is replaced by `jmp rel32` to the function's
@@ -137,6 +138,8 @@
  * hook_arch_uc_sp, hook_arch_call_on_stack). One line per architecture. */
 #if defined(__x86_64__)
 #include "x86_64/arch.h"
+#elif defined(__aarch64__)
+#include "arm64/arch.h"
 #else
 #error "no hook architecture for this target (src/hook/<arch>/arch.h)"
 #endif
