@@ -123,7 +123,7 @@ static void fl_leave(void *ctx, const struct ada_frame *f, enum ada_frame_end ho
 {
 	struct fl_tree *t = ctx;
 	struct fl_node *n = &t->n[f->user];
-	uint64_t d = f->end_ns - f->call_ns;
+	uint64_t d = ada_frame_ns(f); /* the program's time: without ada's waits */
 
 	if (how == ADA_END_ORPHAN)
 		return;

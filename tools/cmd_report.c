@@ -132,7 +132,7 @@ static void rp_leave(void *ctx, const struct ada_frame *fr, enum ada_frame_end h
 		s->under_open_ns += fr->child_ns; /* timed children of an untimed frame */
 		return;
 	}
-	uint64_t d = fr->end_ns - fr->call_ns;
+	uint64_t d = ada_frame_ns(fr); /* the program's time: without ada's waits */
 	f->returns += how == ADA_END_RETURN;
 	f->exceptions += how == ADA_END_EXCEPTION;
 	f->total += d;
@@ -255,6 +255,12 @@ static void rp_text(const struct rp_state *s, struct rd_pid *rp, const struct ad
 		       " ends without a call, %" PRIu64 " too deep, %" PRIu64 " unknown kinds",
 		       st->orphans, st->unmatched, st->too_deep, st->bad_kind);
 	printf("\n");
+	if (st->waits) {
+		char b[32];
+		printf("ada waited for ring space %" PRIu64 " times, %s in all: left out of the "
+		       "times above (docs/reading.md)\n",
+		       st->waits, rd_fmt_ns(st->wait_ns, b, sizeof(b)));
+	}
 	fflush(stdout);
 	rd_count_only_text(rp, stdout, "");
 }
@@ -309,6 +315,8 @@ static json_t *rp_json(const struct rp_state *s, struct rd_pid *rp,
 	json_object_set_new(tot, "too_deep", json_integer((json_int_t)st->too_deep));
 	json_object_set_new(tot, "unknown_kinds", json_integer((json_int_t)st->bad_kind));
 	json_object_set_new(tot, "signal_markers", json_integer((json_int_t)st->markers));
+	json_object_set_new(tot, "ada_waits", json_integer((json_int_t)st->waits));
+	json_object_set_new(tot, "ada_wait_ns", json_integer((json_int_t)st->wait_ns));
 	json_object_set_new(tot, "roots_total_ns", json_integer((json_int_t)s->roots_ns));
 	json_object_set_new(tot, "under_open_ns", json_integer((json_int_t)s->under_open_ns));
 	json_object_set_new(o, "totals", tot);
