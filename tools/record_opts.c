@@ -275,14 +275,8 @@ void record_print_hooks(const char *dir, pid_t pid)
  * unmatched_return, nested_signal (the agent's own work is not the
  * program's calls); its stack_switches to sum[3..4]: switches, frames_cut;
  * its calls after it judged the recorder gone to sum[5]. */
-static void record_add_untraced(const char *path, json_int_t sum[6])
+static void record_add_untraced(json_t *a, json_int_t sum[6])
 {
-	int fd = -1;
-	json_t *a = NULL;
-	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
-		a = json_loadfd(fd, 0, NULL);
-		close(fd);
-	}
 	json_t *u = json_object_get(a, "untraced_calls");
 	static const char *const keys[3] = {"shadow_full", "unmatched_return", "nested_signal"};
 	for (int k = 0; k < 3; k++) {
@@ -303,14 +297,44 @@ static void record_add_untraced(const char *path, json_int_t sum[6])
 		if (v > 0)
 			sum[3 + k] += v;
 	}
-	json_decref(a);
+}
+
+#define RECORD_STRIPPED_MAX 16 /* stripped images told of, at most */
+
+/* The images of one agent.json whose functions came from .eh_frame (no
+ * symbol table): one sentence each on ada's stderr -- not the program's,
+ * where the agent runs -- once per path over the session's processes. */
+static void record_tell_stripped(json_t *a, char seen[][PATH_MAX], size_t *nseen)
+{
+	size_t i, k;
+	json_t *m;
+	json_array_foreach(json_object_get(a, "modules"), i, m)
+	{
+		const char *path = json_string_value(json_object_get(m, "path"));
+		json_int_t n = json_integer_value(json_object_get(m, "fde_functions"));
+		if (!path || n <= 0 || strlen(path) >= PATH_MAX)
+			continue;
+		for (k = 0; k < *nseen && strcmp(seen[k], path); k++)
+			;
+		if (k < *nseen || *nseen == RECORD_STRIPPED_MAX)
+			continue;
+		strcpy(seen[(*nseen)++], path);
+		const char *base = strrchr(path, '/');
+		fprintf(stderr,
+		        "ada: %s has no symbol table: %lld of its functions, found from .eh_frame, "
+		        "are named %s+0xOFFSET (its debug file names them; docs/hooks.md)\n",
+		        path, (long long)n, base ? base + 1 : path);
+	}
 }
 
 /* Calls the agents did not trace, over every process (issue 14: whatever
- * is untraced is on the summary; docs/hooks.md, untraced_calls). */
+ * is untraced is on the summary; docs/hooks.md, untraced_calls), and the
+ * images traced by offsets for want of symbols. */
 static void record_print_untraced(const char *dir)
 {
 	json_int_t sum[6] = {0, 0, 0, 0, 0, 0};
+	static char stripped[RECORD_STRIPPED_MAX][PATH_MAX];
+	size_t nstripped = 0;
 	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
 	if (!d)
 		return;
@@ -323,7 +347,15 @@ static void record_print_untraced(const char *dir)
 		    (size_t)snprintf(path, sizeof(path), "%s/%s/agent.json", dir, de->d_name) >=
 		        sizeof(path))
 			continue;
-		record_add_untraced(path, sum);
+		int fd = -1;
+		json_t *a = NULL;
+		if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
+			a = json_loadfd(fd, 0, NULL);
+			close(fd);
+		}
+		record_add_untraced(a, sum);
+		record_tell_stripped(a, stripped, &nstripped);
+		json_decref(a);
 	}
 	closedir(d);
 	if (sum[4] > 0)
