@@ -234,12 +234,57 @@ static void test_regs(void **state)
 	assert_int_equal(fake.bad_slot, 0);
 }
 
+/* arch_scan.h's word scanners and hook_arch_insn_len (aarch64 builds
+ * only: the host's hook_arch.h holds x86_64's). */
+static void test_scan(void **state)
+{
+	static const uint32_t w[8] = {
+	    0x14000400, /* b .+0x1000 */
+	    0xd503201f, /* nop */
+	    0x97fff800, /* bl .-0x2000 */
+	    0x54000201, /* b.ne .+0x40 */
+	    0x10000800, /* adr x0, .+0x100: not a branch */
+	    0x34000100, /* cbz w0, .+0x20 */
+	    0xb747f804, /* tbnz x4, #40, .-0x100 */
+	    0xd61f0020, /* br x1: not direct */
+	};
+	const uint64_t at = 0x10000;
+	uint8_t code[40] = {0};
+	uint64_t t = 0;
+	int has = 0;
+
+	(void)state;
+	memcpy(code, w, sizeof(w));
+	assert_int_equal(hook_arch_branch_xref16(code), 0x1u | 0x100u | 0x1000u);
+	assert_int_equal(hook_arch_branch_xref16(code + 16), 0x10u | 0x100u);
+	assert_int_equal(hook_arch_branch_rel32_16(code + 16), 0x10u | 0x100u);
+	assert_true(hook_arch_branch_at(code, at, 32, 0, &t) && t == at + 0x1000);
+	assert_true(hook_arch_branch_at(code, at, 32, 8, &t) && t == at + 8 - 0x2000);
+	assert_true(hook_arch_branch_at(code, at, 32, 12, &t) && t == at + 12 + 0x40);
+	assert_true(hook_arch_branch_at(code, at, 32, 20, &t) && t == at + 20 + 0x20);
+	assert_true(hook_arch_branch_at(code, at, 32, 24, &t) && t == at + 24 - 0x100);
+	assert_false(hook_arch_branch_at(code, at, 32, 16, &t)); /* adr */
+	assert_false(hook_arch_branch_at(code, at, 32, 28, &t)); /* br */
+	assert_false(hook_arch_branch_at(code, at, 32, 2, &t));  /* misaligned */
+	assert_false(hook_arch_branch_at(code, at, 26, 24, &t)); /* past the end */
+	assert_int_equal(hook_arch_insn_len(code + 12, 4, at + 12, &t, &has), 4);
+	assert_true(has && t == at + 12 + 0x40);
+	assert_int_equal(hook_arch_insn_len(code + 4, 4, at + 4, &t, &has), 4);
+	assert_false(has);
+	assert_int_equal(hook_arch_insn_len(code, 3, at, &t, &has), 0);
+	assert_true(hook_arch_ends_closed(code, at, 32)); /* br */
+	assert_false(hook_arch_ends_closed(code, at, 28));
+	assert_int_equal(hook_arch_fill_len(code + 4, 4), 4);
+	assert_int_equal(hook_arch_fill_len(code + 32, 8), 8); /* zero words */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_classes, setup),
 	    cmocka_unit_test_setup(test_c_targets, setup),
 	    cmocka_unit_test_setup(test_regs, setup),
+	    cmocka_unit_test(test_scan),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
