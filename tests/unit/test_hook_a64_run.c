@@ -62,6 +62,16 @@ __attribute__((noinline)) uint64_t a64c_fib(uint64_t n)
 	return r;
 }
 
+/* Return-address signing (paciasp first, autiasp before its ret): it
+ * signs the x30 the trampoline gave it (R_F or the return trampoline)
+ * against sp = S and authenticates that same value at its return. */
+__attribute__((noinline, target("branch-protection=pac-ret+leaf"))) uint64_t a64c_pac(uint64_t n)
+{
+	uint64_t r = a64c_fib(n);
+	__asm__ volatile("" : "+r"(r));
+	return r + 1;
+}
+
 enum fake_mode {
 	FAKE_FRAME, /* slot 0: the trampoline calls the body, R_F returns through the exit */
 	FAKE_SWAP,  /* slot = the return trampoline: the body returns there */
@@ -116,6 +126,13 @@ __attribute__((target("general-regs-only"))) static uint64_t fake_exit(uint64_t 
 }
 
 static struct hook_mem *mem;
+
+static uint32_t a64_first_word(const void *fn)
+{
+	uint32_t w;
+	memcpy(&w, fn, 4);
+	return w;
+}
 
 /* Hooks fn as fn_id with the given mode: its trampoline after the
  * block's return trampoline, in memory within reach of fn. */
@@ -209,6 +226,8 @@ static void test_c_targets(void **state)
 	hook(a64c_sum10, 14, FAKE_FRAME);
 	hook(a64c_fma, 15, FAKE_SWAP);
 	hook(a64c_fib, 16, FAKE_FRAME);
+	assert_int_equal(a64_first_word(a64c_pac), 0xd503233f); /* paciasp */
+	hook(a64c_pac, 18, FAKE_FRAME);
 	assert_int_equal(CALL(a64c_sum10)(1, 1, 1, 1, 1, 1, 1, 1, 1, 1), 55);
 	assert_int_equal(CALL(a64c_sum10)(0, 0, 0, 0, 0, 0, 0, 0, 1, 2), 29); /* stack args */
 	assert_true(CALL(a64c_fma)(1.5, 2.0, 0.25) == 3.25);
@@ -217,6 +236,12 @@ static void test_c_targets(void **state)
 	assert_int_equal(fake.depth, 0);
 	assert_int_equal(fake.bad_slot, 0);
 	assert_int_equal(fake.exits, 2 + 1 + 1973);
+	assert_int_equal(CALL(a64c_pac)(10), 56);
+	fake.mode[18] = FAKE_SWAP;
+	assert_int_equal(CALL(a64c_pac)(10), 56);
+	assert_int_equal(fake.enters[18], 2);
+	assert_int_equal(fake.depth, 0);
+	assert_int_equal(fake.bad_slot, 0);
 }
 
 /* The handler's change to an argument register reaches the body; the
