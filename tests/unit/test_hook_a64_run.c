@@ -303,6 +303,33 @@ static void test_scan(void **state)
 	assert_int_equal(hook_arch_fill_len(code + 32, 8), 8); /* zero words */
 }
 
+/* hook_arch.h's other entry points on aarch64: the same plan from
+ * prepare, prepare_mem and prepare_prologue; no padding form; no fast
+ * form (0: not available); the skip names. */
+static void test_interface(void **state)
+{
+	static const uint32_t w[2] = {0xa9bf7bfd, 0xd65f03c0}; /* stp x29, x30; ret */
+	struct hook_arch_plan a, b, c;
+	uint8_t code[8], buf[HOOK_ARCH_RETURN_TRAMPOLINE_MAX];
+	struct hook_arch_fast f;
+
+	(void)state;
+	memcpy(code, w, 8);
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(hook_arch_prepare(code, 0x10000, 8, &a), ADA_HOOK_OK);
+	assert_int_equal(hook_arch_prepare_mem(code, 0x10000, 8, NULL, &b), ADA_HOOK_OK);
+	assert_int_equal(hook_arch_prepare_prologue(code, 0x10000, 8, &c), ADA_HOOK_OK);
+	assert_memory_equal(&a, &b, sizeof(a));
+	assert_memory_equal(&a, &c, sizeof(a));
+	assert_int_equal(hook_arch_prepare_short(code, 0x10000, 8, NULL, &b), ADA_SKIP_TOO_SHORT);
+	assert_int_equal(hook_arch_emit_trampoline_fast(&a, buf, 0x20000, 1, 0x20000, 0x20000), 0);
+	assert_int_equal(hook_arch_emit_enter_stub(buf, 0x20000, &f), 0);
+	assert_int_equal(hook_arch_emit_return_trampoline_fast(buf, 0x20000, &f), 0);
+	assert_int_equal(hook_arch_emit_count_block(buf, 0x20000, 0, 0, 0, 0x20000), 0);
+	assert_string_equal(hook_skip_name(ADA_SKIP_UNRELOCATABLE), "unrelocatable");
+	assert_string_equal(HOOK_ARCH_NAME, "aarch64");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -310,6 +337,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_c_targets, setup),
 	    cmocka_unit_test_setup(test_regs, setup),
 	    cmocka_unit_test(test_scan),
+	    cmocka_unit_test(test_interface),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,16 @@
  */
 #include "a64_internal.h"
 
+_Static_assert(HOOK_ARCH_RET_POINT_OFF == A64_RET_POINT_OFF, "R_F where a64_emit.c puts it");
+_Static_assert(sizeof(struct ada_hook_regs) == A64_FRAME &&
+                   offsetof(struct ada_hook_regs, lr) == A64_FRAME_LR &&
+                   offsetof(struct ada_hook_regs, fp) == A64_FRAME_FP,
+               "struct ada_hook_regs is the enter trampoline's frame");
+_Static_assert(HOOK_RET_SAVED_X0 == -(int)(A64_FRAME / 8) &&
+                   HOOK_RET_SAVED_X1 == HOOK_RET_SAVED_X0 + 1 &&
+                   HOOK_RET_SAVED_FP == -(int)((A64_FRAME - A64_FRAME_FP) / 8),
+               "the return trampoline's frame below S");
+
 enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_t size,
                                      struct hook_arch_plan *plan)
 {
