@@ -432,25 +432,6 @@ static uint64_t install_count_block(struct agent_module *m, size_t i, uint8_t *a
 	return (uint64_t)at;
 }
 
-/* A return trampoline at buf (its length, or 0): the fast form, or
- * without one (arm64) the ordinary one to the lane's C exit handler. */
-static size_t install_ret_tramp(uint8_t *buf, const struct hook_arch_fast *fl)
-{
-	return HOOK_ARCH_FAST_FORM
-	           ? hook_arch_emit_return_trampoline_fast(buf, (uint64_t)buf, fl)
-	           : hook_arch_emit_return_trampoline(buf, (uint64_t)buf, fl->exit_full);
-}
-
-/* An ordinary function's trampoline at `at` (its length, or 0): the
- * fast form calling the block's stub, or the lane's C enter handler. */
-static size_t install_tramp(const struct hook_arch_plan *plan, uint8_t *at, uint64_t id,
-                            uint8_t *blk, size_t stub_at, const struct hook_arch_fast *fl)
-{
-	uint64_t a = (uint64_t)at, b = (uint64_t)blk;
-	return HOOK_ARCH_FAST_FORM ? hook_arch_emit_trampoline_fast(plan, at, a, id, b + stub_at, b)
-	                           : hook_arch_emit_trampoline(plan, at, a, id, fl->enter_full, b);
-}
-
 /* Emits the trampolines into one block and fills patches and, in the
  * same order, undo (the original bytes). Returns the patch count. The
  * block starts with its own return trampoline, the exit path of its
@@ -477,9 +458,9 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 	    HOOK_ARCH_MAX_TRAMPOLINE + (agent.cfg.n_count_only ? HOOK_ARCH_COUNT_BLOCK_MAX : 0);
 	size_t cap = used + n_cand * per;
 	int err = hook_mem_alloc(agent.mem, m->id, m->lo, m->hi, cap, &blk);
-	if (!err && (install_ret_tramp(blk, &fl) == 0 ||
-	             (HOOK_ARCH_FAST_FORM &&
-	              !hook_arch_emit_enter_stub(blk + stub_at, (uint64_t)(blk + stub_at), &fl))))
+	if (!err && hook_arch_emit_return_trampoline_fast(blk, (uint64_t)blk, &fl) == 0)
+		err = -EINVAL;
+	if (!err && hook_arch_emit_enter_stub(blk + stub_at, (uint64_t)(blk + stub_at), &fl) == 0)
 		err = -EINVAL;
 	for (size_t i = 0; i < m->st.count; i++) {
 		struct ada_hook_fn *f = &m->st.fns[i];
@@ -489,7 +470,9 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 		uint64_t id = install_fn_id(m, i);
 		size_t len = 0;
 		if (!err && !f->reserved)
-			len = install_tramp(&plans[i], blk + used, id, blk, stub_at, &fl);
+			len = hook_arch_emit_trampoline_fast(
+			    &plans[i], blk + used, (uint64_t)(blk + used), id,
+			    (uint64_t)(blk + stub_at), (uint64_t)blk);
 		else if (!err)
 			len = hook_arch_emit_trampoline(
 			    &plans[i], blk + used, (uint64_t)(blk + used),
@@ -1193,7 +1176,7 @@ int agent_make_return_trampoline(void)
 	 * catch return here), with the lane's handlers behind it. */
 	struct hook_arch_fast fl;
 	agent_fast_layout(&fl);
-	if (install_ret_tramp(buf, &fl) == 0)
+	if (hook_arch_emit_return_trampoline_fast(buf, (uint64_t)buf, &fl) == 0)
 		return -EINVAL;
 	agent_hot.ret_tramp = (uint64_t)buf;
 	return hook_mem_seal(agent.mem);

@@ -304,14 +304,17 @@ static void test_scan(void **state)
 }
 
 /* hook_arch.h's other entry points on aarch64: the same plan from
- * prepare, prepare_mem and prepare_prologue; no padding form; no fast
- * form (0: not available); the skip names. */
+ * prepare, prepare_mem and prepare_prologue; no padding form; the fast
+ * form's entry points emit the ordinary form (the stub forwards to
+ * enter_full); the relocation map; the skip names. */
 static void test_interface(void **state)
 {
 	static const uint32_t w[2] = {0xa9bf7bfd, 0xd65f03c0}; /* stp x29, x30; ret */
 	struct hook_arch_plan a, b, c;
-	uint8_t code[8], buf[HOOK_ARCH_RETURN_TRAMPOLINE_MAX];
+	uint8_t code[8], buf[HOOK_ARCH_RETURN_TRAMPOLINE_MAX],
+	    buf2[HOOK_ARCH_RETURN_TRAMPOLINE_MAX];
 	struct hook_arch_fast f;
+	struct hook_arch_reloc_map map;
 
 	(void)state;
 	memcpy(code, w, 8);
@@ -322,9 +325,26 @@ static void test_interface(void **state)
 	assert_memory_equal(&a, &b, sizeof(a));
 	assert_memory_equal(&a, &c, sizeof(a));
 	assert_int_equal(hook_arch_prepare_short(code, 0x10000, 8, NULL, &b), ADA_SKIP_TOO_SHORT);
-	assert_int_equal(hook_arch_emit_trampoline_fast(&a, buf, 0x20000, 1, 0x20000, 0x20000), 0);
-	assert_int_equal(hook_arch_emit_enter_stub(buf, 0x20000, &f), 0);
-	assert_int_equal(hook_arch_emit_return_trampoline_fast(buf, 0x20000, &f), 0);
+	size_t n = hook_arch_emit_trampoline_fast(&a, buf, 0x20000, 7, 0x21000, 0x20000);
+	assert_true(n > 0);
+	assert_int_equal(hook_arch_emit_trampoline(&a, buf2, 0x20000, 7, 0x21000, 0x20000), n);
+	assert_memory_equal(buf, buf2, n);
+	assert_true(hook_arch_reloc_map(&a, 0x20000, true, &map));
+	assert_int_equal(map.n, 1);
+	assert_int_equal(map.off[0], 0);
+	assert_int_equal(map.at[0], 144);
+	assert_int_equal(hook_arch_emit_enter_stub(buf, 0x21000, &f), 0); /* no handler */
+	f.enter_full = 0x123456789abcull;
+	f.exit_full = 0x23456789abcdull;
+	assert_int_equal(hook_arch_emit_enter_stub(buf, 0x21000, &f), 16);
+	assert_int_equal(a64_first_word(buf), 0x58000050);     /* ldr x16, .+8 */
+	assert_int_equal(a64_first_word(buf + 4), 0xd61f0200); /* br x16 */
+	uint64_t lit;
+	memcpy(&lit, buf + 8, 8);
+	assert_int_equal(lit, f.enter_full);
+	n = hook_arch_emit_return_trampoline_fast(buf, 0x20000, &f);
+	assert_int_equal(hook_arch_emit_return_trampoline(buf2, 0x20000, f.exit_full), n);
+	assert_memory_equal(buf, buf2, n);
 	assert_int_equal(hook_arch_emit_count_block(buf, 0x20000, 0, 0, 0, 0x20000), 0);
 	assert_string_equal(hook_skip_name(ADA_SKIP_UNRELOCATABLE), "unrelocatable");
 	assert_string_equal(HOOK_ARCH_NAME, "aarch64");

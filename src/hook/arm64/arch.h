@@ -18,8 +18,6 @@
 #include <stdint.h>
 
 #define HOOK_ARCH_NAME "aarch64"
-/* No fast form: every function's trampoline calls the C handlers. */
-#define HOOK_ARCH_FAST_FORM 0
 
 /* Registers saved by the enter trampoline (the stack layout, from sp):
  * x0..x18 (x16/x17 are dead at a function's entry: saved for the

@@ -14,8 +14,6 @@
 #include <stdint.h>
 
 #define HOOK_ARCH_NAME "x86_64"
-/* The fast form (hook_arch.h): the agent's ordinary functions take it. */
-#define HOOK_ARCH_FAST_FORM 1
 
 /* Registers saved by the enter trampoline (order is the stack layout). */
 struct ada_hook_regs {
