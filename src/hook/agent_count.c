@@ -144,7 +144,7 @@ void agent_count_thread_exit(void)
 	for (uint32_t spin = 0; spin < (1u << 26); spin++) {
 		if (atomic_load_explicit(&count_reg[i], memory_order_acquire) != COUNT_READING)
 			break;
-		__builtin_ia32_pause();
+		hook_arch_cpu_relax();
 	}
 	count_unmap(t);
 }
@@ -197,7 +197,7 @@ static void count_sum_final(uint64_t *out, uint32_t used)
 	for (uint32_t i = 0; i < AGENT_COUNT_THREADS; i++) {
 		uintptr_t v = atomic_load_explicit(&count_reg[i], memory_order_acquire);
 		for (uint32_t spin = 0; v == COUNT_EXITING && spin < (1u << 26); spin++) {
-			__builtin_ia32_pause();
+			hook_arch_cpu_relax();
 			/* Acquire: pairs with the exiting thread's release of 0. */
 			v = atomic_load_explicit(&count_reg[i], memory_order_acquire);
 		}

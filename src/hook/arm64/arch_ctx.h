@@ -92,6 +92,13 @@ static inline uint32_t hook_arch_xsave_size(void)
  * between signal fences, handlers.c). */
 #define HOOK_ARCH_IN_HOOK_RMW 0
 
+/* A spin-wait's pause between two loads (cold waits outside hook
+ * context). */
+static inline void hook_arch_cpu_relax(void)
+{
+	__asm__ volatile("yield");
+}
+
 /* The trampolines keep sp 16-byte aligned (a64_emit.c; the hardware's
  * sp alignment check makes every caller do so): nothing to realign. */
 #define HOOK_ARCH_REALIGN
@@ -103,6 +110,19 @@ static inline uint32_t hook_arch_xsave_size(void)
 
 /* The interrupted stack pointer in a signal handler's ucontext_t. */
 uintptr_t hook_arch_uc_sp(const void *uc);
+
+/* The interrupted registers of a signal handler's ucontext_t, in the
+ * order of atf_detail_signal_payload.regs on arm64 (atf_format.h): x0-x6,
+ * sp, x7, x8, x16, x17, x18, x19, x29, x30, pc, pstate (sp at 7 and the
+ * pc at 16, as on x86_64). */
+#define HOOK_ARCH_UC_NREGS 18u
+void hook_arch_uc_regs(const void *uc, uint64_t out[HOOK_ARCH_UC_NREGS]);
+
+/* The interrupted pc of a signal handler's ucontext_t, and setting it:
+ * the crash handler moves a pc inside a trampoline's relocated prologue
+ * back to the function's own copy of that instruction (agent_crash.c). */
+uintptr_t hook_arch_uc_pc(const void *uc);
+void hook_arch_uc_set_pc(void *uc, uintptr_t pc);
 
 /* Calls fn(sig, si, uc) with the stack pointer at sp (16-byte aligned),
  * then returns to the caller's stack; x29 keeps the caller's frame, so
