@@ -60,6 +60,9 @@ typedef int (*cmd_ctl_parse_fn)(int argc, char **argv, json_t *params);
  * options, 1 when the recording could not be reached or refused (said). */
 int cmd_ctl_command(int argc, char **argv, const char *method, cmd_ctl_parse_fn parse,
                     json_t **result);
+/* "; near: a, b" from a reply's array of close names into buf ("" when
+ * none), for the sentence that says a glob matched nothing. */
+const char *cmd_ctl_near_names(const json_t *near, char *buf, size_t len);
 /* One line: a `status` answer, live or from cmd_ctl_status_from_manifests. */
 void cmd_ctl_print_status(FILE *f, const char *name, json_t *st);
 /* The `status` object of a finished session, from its manifests (NULL:

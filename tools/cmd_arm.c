@@ -100,15 +100,11 @@ static void arm_say_pending(json_t *res)
 	json_t *m = json_object_get(res, "matched"), *near = json_object_get(res, "near");
 	if (!json_is_integer(m) || json_integer_value(m) != 0)
 		return;
-	char names[400] = "";
-	size_t i;
-	json_t *v;
-	json_array_foreach(near, i, v)
-	    snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
-	             i ? ", " : "; near: ", json_string_value(v));
+	char names[400];
 	ada_log("%s matches no hooked function yet: it fires once a module that has one is "
 	        "loaded%s",
-	        json_string_value(json_object_get(res, "trigger")), names);
+	        json_string_value(json_object_get(res, "trigger")),
+	        cmd_ctl_near_names(near, names, sizeof(names)));
 }
 
 int cmd_arm(int argc, char **argv)

@@ -238,8 +238,16 @@ static double cr_double(uint64_t raw)
 	return d;
 }
 
+/* ada's waits for ring space inside an open frame so far (its wait_ns
+ * holds the walker's total at its call until it ends). */
+static uint64_t cr_waited(const struct ada_frames *w, const struct ada_frame *f)
+{
+	uint64_t now = ada_frames_stats(w)->wait_ns;
+	return now > f->wait_ns ? now - f->wait_ns : 0;
+}
+
 static json_t *cr_frame_json(struct rd_pid *rp, const struct ada_atf_thread *t,
-                             const struct ada_frame *f)
+                             const struct ada_frame *f, uint64_t waited)
 {
 	const struct ada_name *nm = ada_names_get(rp->names, f->function_id);
 	uint64_t xmm[ATF_DETAIL_XMM_WORDS];
@@ -254,6 +262,7 @@ static json_t *cr_frame_json(struct rd_pid *rp, const struct ada_atf_thread *t,
 	json_object_set_new(o, "function_id", json_integer((json_int_t)f->function_id));
 	json_object_set_new(o, "depth", json_integer(f->depth));
 	json_object_set_new(o, "call_ns", json_integer((json_int_t)f->call_ns));
+	json_object_set_new(o, "ada_wait_ns", json_integer((json_int_t)waited));
 	if (p) {
 		args = json_object();
 		for (int i = 0; i < 6; i++) {
@@ -274,8 +283,10 @@ static json_t *cr_frame_json(struct rd_pid *rp, const struct ada_atf_thread *t,
 	return o;
 }
 
+/* "called X before" is the program's time since the call: without ada's
+ * waits (waited) in between. */
 static void cr_frame_text(struct rd_pid *rp, const struct ada_atf_thread *t,
-                          const struct ada_frame *f, size_t n, uint64_t death)
+                          const struct ada_frame *f, size_t n, uint64_t death, uint64_t waited)
 {
 	const struct ada_name *nm = ada_names_get(rp->names, f->function_id);
 	uint64_t xmm[ATF_DETAIL_XMM_WORDS];
@@ -294,10 +305,13 @@ static void cr_frame_text(struct rd_pid *rp, const struct ada_atf_thread *t,
 		printf(")");
 	}
 	printf("  [%s]", mod ? mod + 1 : nm->module ? nm->module : "?");
-	if (death >= f->call_ns)
-		printf("  called %s before\n", rd_fmt_ns(death - f->call_ns, b, sizeof(b)));
-	else
-		printf("\n");
+	if (death >= f->call_ns) {
+		uint64_t d = death - f->call_ns;
+		printf("  called %s before", rd_fmt_ns(d > waited ? d - waited : 0, b, sizeof(b)));
+		if (waited)
+			printf(" (and ada waited %s)", rd_fmt_ns(waited, b, sizeof(b)));
+	}
+	printf("\n");
 }
 
 /* One thread: walk it to the end without finishing, then read the stack. */
@@ -345,7 +359,8 @@ static int cr_thread(struct rd_pid *rp, size_t i, struct cr_death *d, json_t *th
 			json_array_append_new(frames, f0);
 		}
 		for (size_t k = 0; k < shown; k++) {
-			json_t *f = cr_frame_json(rp, t, ada_frames_at(w, depth - 1 - k));
+			const struct ada_frame *fr = ada_frames_at(w, depth - 1 - k);
+			json_t *f = cr_frame_json(rp, t, fr, cr_waited(w, fr));
 			if (k == 0 && on_record)
 				cr_top_json(f, d, &top, true);
 			json_array_append_new(frames, f);
@@ -360,7 +375,8 @@ static int cr_thread(struct rd_pid *rp, size_t i, struct cr_death *d, json_t *th
 		if (with_top && !on_record)
 			cr_top_text(d, &top, false);
 		for (size_t k = 0; k < shown; k++) {
-			cr_frame_text(rp, t, ada_frames_at(w, depth - 1 - k), k + first, death);
+			const struct ada_frame *fr = ada_frames_at(w, depth - 1 - k);
+			cr_frame_text(rp, t, fr, k + first, death, cr_waited(w, fr));
 			if (k == 0 && on_record)
 				cr_top_text(d, &top, true);
 		}
@@ -522,11 +538,9 @@ static int cr_args_parse(int argc, char **argv, struct cr_opts *o, const char **
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'j') {
 			o->json = true;
-		} else if (c == 'd' && !ada_demangle_parse(optarg, &o->dm)) {
-			continue;
 		} else if (c == 'd') {
-			ada_log("bad value '%s' for --demangle: full, simple or no", optarg);
-			return 2;
+			if (rd_demangle_opt(optarg, &o->dm))
+				return 2;
 		} else if (c == 'h') {
 			cr_usage(stdout);
 			return 0;

@@ -65,6 +65,22 @@ int cmd_ctl_command(int argc, char **argv, const char *method, cmd_ctl_parse_fn 
 
 /* ---- the formatter ---- */
 
+const char *cmd_ctl_near_names(const json_t *near, char *buf, size_t len)
+{
+	size_t i, used = 0;
+	json_t *v;
+	buf[0] = '\0';
+	json_array_foreach(near, i, v)
+	{
+		int n = snprintf(buf + used, len - used, "%s%s",
+		                 i ? ", " : "; near: ", json_string_value(v));
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += (size_t)n;
+	}
+	return buf;
+}
+
 static json_int_t fmt_int(json_t *o, const char *k)
 {
 	return json_integer_value(json_object_get(o, k));
@@ -136,6 +152,11 @@ static void fmt_hooks(FILE *f, json_t *st)
 	if (json_number_value(json_object_get(h, "hook_time_ms_max")) > 0)
 		fprintf(f, " in %.1f ms",
 		        json_number_value(json_object_get(h, "hook_time_ms_max")));
+	json_t *co = json_object_get(h, "count_only");
+	if (fmt_int(co, "functions") > 0)
+		fprintf(f, ", %lld count-only (%zu moved by the budget)",
+		        (long long)fmt_int(co, "functions"),
+		        json_array_size(json_object_get(co, "moved_by_budget")));
 	if (json_is_number(json_object_get(st, "attach_pause_ms")))
 		fprintf(f, ", attach paused the program %.1f ms",
 		        json_number_value(json_object_get(st, "attach_pause_ms")));
@@ -227,6 +248,33 @@ static void man_add_drops(json_t *st, json_t *man)
 	}
 }
 
+/* The manifest's final count_only into hooks.count_only, as the live
+ * status sums the agents' (src/control/method_status.c). */
+static void man_add_count_only(json_t *h, json_t *man)
+{
+	json_t *co = json_object_get(h, "count_only"),
+	       *moved = json_object_get(co, "moved_by_budget");
+	json_int_t fns = fmt_int(co, "functions"), calls = fmt_int(co, "calls");
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(json_object_get(man, "count_only"), "functions"), i, e)
+	{
+		json_int_t n = fmt_int(e, "calls");
+		fns++;
+		calls += n > 0 ? n : 0;
+		const char *why = json_string_value(json_object_get(e, "moved"));
+		if (why && !strcmp(why, "budget") && json_array_size(moved) < 64)
+			json_array_append_new(
+			    moved,
+			    json_pack("{s:I,s:O?,s:I,s:I,s:I}", "pid", fmt_int(man, "pid"), "name",
+			              json_object_get(e, "name"), "calls_per_s",
+			              fmt_int(e, "calls_per_s"), "mean_ns", fmt_int(e, "mean_ns"),
+			              "moved_after_ms", fmt_int(e, "moved_after_ms")));
+	}
+	json_object_set_new(co, "functions", json_integer(fns));
+	json_object_set_new(co, "calls", json_integer(calls));
+}
+
 static void man_add(json_t *st, json_t *man)
 {
 	json_t *m = json_object_get(man, "metrics"), *hook = json_object_get(man, "hook");
@@ -258,6 +306,7 @@ static void man_add(json_t *st, json_t *man)
 	double ms = (double)fmt_int(json_object_get(hook, "hook_time_us"), "total") / 1e3;
 	if (ms > json_number_value(json_object_get(h, "hook_time_ms_max")))
 		json_object_set_new(h, "hook_time_ms_max", json_real(ms));
+	man_add_count_only(h, man);
 	/* Windows are the recording's: every manifest lists all of them. */
 	json_t *w = json_object_get(st, "windows"), *wins = json_object_get(fr, "windows");
 	if ((json_int_t)json_array_size(wins) > fmt_int(w, "total")) {
@@ -302,9 +351,11 @@ static void man_add(json_t *st, json_t *man)
 json_t *cmd_ctl_status_from_manifests(const char *session)
 {
 	json_t *st = json_pack(
-	    "{s:b,s:I,s:{},s:[],s:[],s:{s:I,s:I,s:f},s:{s:I,s:I},s:{s:I},s:n,s:n,s:n,s:n,s:n}",
+	    "{s:b,s:I,s:{},s:[],s:[],s:{s:I,s:I,s:f,s:{s:I,s:I,s:[]}},s:{s:I,s:I},s:{s:I},s:n,s:n,"
+	    "s:n,s:n,s:n}",
 	    "recording", 0, "events", (json_int_t)0, "drops", "processes", "rings", "hooks",
 	    "installed", (json_int_t)0, "skipped", (json_int_t)0, "hook_time_ms_max", 0.0,
+	    "count_only", "functions", (json_int_t)0, "calls", (json_int_t)0, "moved_by_budget",
 	    "windows", "total", (json_int_t)0, "persisted", (json_int_t)0, "triggers", "armed",
 	    (json_int_t)0, "keysym_version", "keysym_unknown", "keysym_cover", "recorder",
 	    "target");

@@ -47,7 +47,10 @@ struct dump_thr {
 	struct ada_frames *w;
 	struct rd_filter_calls calls; /* --function */
 	bool have_dur;                /* the event just pushed ended a frame: */
-	uint64_t dur;                 /* its duration */
+	uint64_t dur;                 /* its duration (without ada's waits) */
+	uint64_t dur_wait;            /* ada's waits inside it */
+	bool have_wait;               /* the event just pushed ended an ada wait: */
+	uint64_t wait_len;            /* its length */
 	uint64_t end_seq;             /* and where it was */
 	uint32_t end_src;
 };
@@ -308,6 +311,40 @@ static const struct atf_detail_event_header *linked_detail(const struct ada_atf_
 	return ada_atf_detail_get(g->detail, ev->detail_seq);
 }
 
+/* The fatal-signal marker's keys. */
+static void json_signal(struct line *l, const struct atf_index_event *ev)
+{
+	uint32_t sig = ev->call_depth & ~ADA_SIGNAL_MARKER_FLAG;
+	const char *abbrev = sig && sig < 65 ? sigabbrev_np((int)sig) : NULL;
+	char name[32];
+
+	snprintf(name, sizeof(name), "SIG%s", abbrev ? abbrev : "?");
+	ln_str(l, ",\"signal\":");
+	ln_u64(l, sig);
+	ln_str(l, ",\"signal_name\":");
+	ln_jstr(l, name);
+	ln_str(l, ",\"fault_addr\":");
+	ln_u64(l, ev->function_id);
+}
+
+/* The lengths the event ended: an ada wait's, a frame's and ada's waits
+ * inside it. */
+static void json_times(struct line *l, const struct dump_thr *st)
+{
+	if (st->have_wait) {
+		ln_str(l, ",\"wait_ns\":");
+		ln_u64(l, st->wait_len);
+	}
+	if (st->have_dur && st->dur_wait) {
+		ln_str(l, ",\"ada_wait_ns\":");
+		ln_u64(l, st->dur_wait);
+	}
+	if (st->have_dur) { /* last: older readers match the keys before it */
+		ln_str(l, ",\"duration_ns\":");
+		ln_u64(l, st->dur);
+	}
+}
+
 /* jsonl: one object per event, keys in docs/dump.md's order. */
 static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t seq,
                        const struct atf_index_event *ev, struct line *l)
@@ -318,8 +355,9 @@ static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	/* The fatal-signal marker (docs/format.md) is no frame: its kind is
 	 * "signal" and its depth null, so a reader pairing calls by depth
 	 * skips it; the signal is in "signal" and "signal_name". */
-	bool marker =
-	    ev->event_kind == ATF_EVENT_EXCEPTION && (ev->call_depth & ADA_SIGNAL_MARKER_FLAG);
+	bool wait = ada_wait_marker(ev->event_kind, ev->call_depth);
+	bool marker = !wait && ev->event_kind == ATF_EVENT_EXCEPTION &&
+	              (ev->call_depth & ADA_SIGNAL_MARKER_FLAG);
 
 	ln_str(l, "{");
 	if (dp->pid >= 0) {
@@ -338,12 +376,15 @@ static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	ln_str(l, ",\"thread\":");
 	ln_u64(l, s->thread);
 	ln_str(l, ",\"kind\":");
-	if (kind)
+	if (wait)
+		ln_jstr(l, ev->call_depth == ADA_WAIT_MARKER_BEGIN ? "ada_wait_begin"
+		                                                   : "ada_wait_end");
+	else if (kind)
 		ln_jstr(l, marker ? "signal" : kind);
 	else
 		ln_u64(l, ev->event_kind);
 	ln_str(l, ",\"depth\":");
-	if (marker)
+	if (marker || wait)
 		ln_str(l, "null");
 	else
 		ln_u64(l, ev->call_depth);
@@ -370,22 +411,9 @@ static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 		ln_u64(l, ev->detail_seq);
 	if (de)
 		json_detail(l, s->gen->detail, de);
-	if (marker) {
-		uint32_t sig = ev->call_depth & ~ADA_SIGNAL_MARKER_FLAG;
-		const char *abbrev = sig && sig < 65 ? sigabbrev_np((int)sig) : NULL;
-		char name[32];
-		snprintf(name, sizeof(name), "SIG%s", abbrev ? abbrev : "?");
-		ln_str(l, ",\"signal\":");
-		ln_u64(l, sig);
-		ln_str(l, ",\"signal_name\":");
-		ln_jstr(l, name);
-		ln_str(l, ",\"fault_addr\":");
-		ln_u64(l, ev->function_id);
-	}
-	if (s->st->have_dur) { /* last: older readers match the keys before it */
-		ln_str(l, ",\"duration_ns\":");
-		ln_u64(l, s->st->dur);
-	}
+	if (marker)
+		json_signal(l, ev);
+	json_times(l, s->st);
 	ln_str(l, "}\n");
 }
 
@@ -471,7 +499,16 @@ static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	                  : ev->event_kind == ATF_EVENT_RETURN ? "<- "
 	                                                       : "!! ")
 	               : "?? ");
-	if (ev->event_kind == ATF_EVENT_EXCEPTION && (ev->call_depth & ADA_SIGNAL_MARKER_FLAG)) {
+	if (ada_wait_marker(ev->event_kind, ev->call_depth)) {
+		ln_str(l, ev->call_depth == ADA_WAIT_MARKER_BEGIN ? "ada waits for ring space"
+		                                                  : "ada's wait ended");
+		if (s->st->have_wait) {
+			ln_str(l, "  ");
+			ln_str(l, rd_fmt_ns(s->st->wait_len, t, sizeof(t)));
+		}
+		mod = NULL;
+	} else if (ev->event_kind == ATF_EVENT_EXCEPTION &&
+	           (ev->call_depth & ADA_SIGNAL_MARKER_FLAG)) {
 		snprintf(t, sizeof(t), "signal %u, fault address 0x%" PRIx64,
 		         ev->call_depth & ~ADA_SIGNAL_MARKER_FLAG, ev->function_id);
 		ln_str(l, t);
@@ -488,6 +525,11 @@ static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	if (s->st->have_dur) {
 		ln_str(l, "  ");
 		ln_str(l, rd_fmt_ns(s->st->dur, t, sizeof(t)));
+		if (s->st->dur_wait) {
+			ln_str(l, " (and ada waited ");
+			ln_str(l, rd_fmt_ns(s->st->dur_wait, t, sizeof(t)));
+			ln_str(l, ")");
+		}
 	}
 	if (de)
 		text_detail(l, s->gen->detail, de, depth);
@@ -505,9 +547,33 @@ static void dump_leave(void *ctx, const struct ada_frame *f, enum ada_frame_end 
 	if (how != ADA_END_RETURN && how != ADA_END_EXCEPTION)
 		return;
 	st->have_dur = true;
-	st->dur = f->end_ns - f->call_ns;
+	st->dur = ada_frame_ns(f);
+	st->dur_wait = f->wait_ns;
 	st->end_seq = f->end_seq;
 	st->end_src = f->end_src;
+}
+
+/* ada's wait for ring space ended (its END marker is the event just
+ * pushed): the line shows its length. */
+static void dump_wait(void *ctx, uint64_t begin_ns, uint64_t end_ns)
+{
+	struct dump_thr *st = ctx;
+
+	st->have_wait = true;
+	st->wait_len = end_ns > begin_ns ? end_ns - begin_ns : 0;
+}
+
+/* A wait marker is shown one level inside the innermost open frame (the
+ * frame its time is taken out of), as the filter counts depths. */
+static uint32_t dump_wait_depth(const struct dump_pid *dp, const struct dump_thr *st)
+{
+	size_t n = ada_frames_depth(st->w);
+	const struct ada_frame *top = n ? ada_frames_at(st->w, n - 1) : NULL;
+	uint32_t d = top ? top->depth + 1 : 1;
+
+	if (dp->o->f.glob)
+		d = st->calls.inside && d > st->calls.base ? d - st->calls.base + 1 : 1;
+	return d;
 }
 
 static void dump_event(struct dump_pid *dp, const struct dump_src *s, uint64_t seq,
@@ -516,12 +582,14 @@ static void dump_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	static struct line l; /* 64 KiB: not on the stack; the CLI is single-threaded */
 	uint32_t depth;
 
-	s->st->have_dur = false;
+	s->st->have_dur = s->st->have_wait = false;
 	ada_frames_push(s->st->w, ev, s->gen_index, seq);
 	if (s->st->have_dur && (s->st->end_seq != seq || s->st->end_src != s->gen_index))
 		s->st->have_dur = false;
 	if (!rd_filter_event(&dp->o->f, dp->rp.names, &s->st->calls, ev, &depth))
 		return;
+	if (ada_wait_marker(ev->event_kind, ev->call_depth))
+		depth = dump_wait_depth(dp, s->st);
 	l.n = 0;
 	if (dp->o->jsonl)
 		json_event(dp, s, seq, ev, &l);
@@ -591,7 +659,7 @@ static int dump_pid_merged(struct dump_pid *dp, struct ada_atf_thread **ts, stru
 static int dump_threads(struct dump_pid *dp, struct ada_atf_thread **ts, struct dump_thr *st,
                         size_t n)
 {
-	static const struct ada_frames_ops ops = {.leave = dump_leave};
+	static const struct ada_frames_ops ops = {.leave = dump_leave, .wait = dump_wait};
 	int err = 0;
 
 	for (size_t i = 0; i < n && !err; i++)
@@ -749,13 +817,9 @@ int cmd_dump(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
-	tree = cmd_open_tree(dir);
+	tree = rd_filter_open_tree(&o.f, dir, &rc);
 	if (!tree)
-		return 2;
-	if (rd_filter_check_pid(&o.f, tree, dir)) {
-		ada_atf_tree_free(tree);
-		return 1;
-	}
+		return rc;
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	for (size_t i = 0; i < tree->npids && !err; i++)
 		if (rd_filter_wants_pid(&o.f, tree->pids[i].pid))

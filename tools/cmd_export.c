@@ -123,7 +123,7 @@ static void ex_args(struct ex_state *s, const struct ada_frame *fr, enum ada_fra
 	                          : NULL;
 	bool first = true;
 
-	if (how == ADA_END_RETURN && !c && !r)
+	if (how == ADA_END_RETURN && !c && !r && !fr->wait_ns)
 		return;
 	fputs(",\"args\":{", s->f);
 	if (how != ADA_END_RETURN) {
@@ -135,6 +135,10 @@ static void ex_args(struct ex_state *s, const struct ada_frame *fr, enum ada_fra
 	if (r) {
 		ex_hexarg(s->f, "return_rax", r->x_regs[6], &first);
 		ex_hexarg(s->f, "return_rdx", r->x_regs[7], &first);
+	}
+	if (fr->wait_ns) { /* the slice is the wall time; this much of it was ada's */
+		fputs(first ? "\"ada_wait_us\":" : ",\"ada_wait_us\":", s->f);
+		ex_us(s->f, fr->wait_ns);
 	}
 	fputs("}", s->f);
 }
@@ -178,6 +182,19 @@ static void ex_marker(void *ctx, uint64_t ts, uint32_t sig, uint64_t addr)
 	fprintf(s->f, ",\"args\":{\"fault_address\":\"0x%" PRIx64 "\"}}", addr);
 }
 
+/* ada's wait for ring space: a slice of its own, inside the frames it
+ * was taken out of. */
+static void ex_wait(void *ctx, uint64_t begin_ns, uint64_t end_ns)
+{
+	struct ex_state *s = ctx;
+
+	fputs(",\n{\"ph\":\"X\",\"cat\":\"ada\",\"name\":\"ada: waiting for ring space\"", s->f);
+	ex_where(s, begin_ns);
+	fputs(",\"dur\":", s->f);
+	ex_us(s->f, end_ns > begin_ns ? end_ns - begin_ns : 0);
+	fputs("}", s->f);
+}
+
 /* One thread, generation by generation, 1 Mi events at a time so the
  * progress bar moves inside a long thread too. */
 static void ex_walk(struct ex_state *s, struct ada_frames *w)
@@ -218,7 +235,8 @@ static void ex_meta(FILE *f, const char *what, uint32_t pid, uint32_t tid, const
 
 static int ex_thread(struct ex_state *s, size_t i)
 {
-	static const struct ada_frames_ops ops = {.leave = ex_leave, .marker = ex_marker};
+	static const struct ada_frames_ops ops = {
+	    .leave = ex_leave, .marker = ex_marker, .wait = ex_wait};
 	struct ada_atf_thread *t;
 	struct ada_frames *w;
 	char name[64];
@@ -422,8 +440,7 @@ static int ex_args_parse(int argc, char **argv, struct ex_opts *o, const char **
 			return 2;
 		} else if (c == 'o') {
 			o->out = optarg;
-		} else if (c == 'd' && ada_demangle_parse(optarg, &o->dm)) {
-			ada_log("bad value '%s' for --demangle: full, simple or no", optarg);
+		} else if (c == 'd' && rd_demangle_opt(optarg, &o->dm)) {
 			return 2;
 		} else if (c == 'h') {
 			ex_usage(stdout);
@@ -462,13 +479,9 @@ int cmd_export(int argc, char **argv)
 		return rc;
 	if (o.atf)
 		return cmd_export_atf(dir, o.out);
-	struct ada_atf_tree *tree = cmd_open_tree(dir);
+	struct ada_atf_tree *tree = rd_filter_open_tree(&o.f, dir, &rc);
 	if (!tree)
-		return 2;
-	if (rd_filter_check_pid(&o.f, tree, dir)) {
-		ada_atf_tree_free(tree);
-		return 1;
-	}
+		return rc;
 	err = rd_out_open(&out, o.out);
 	if (err) {
 		ada_log("%s: cannot create it: %s", o.out, strerror(-err));

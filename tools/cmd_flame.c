@@ -123,7 +123,7 @@ static void fl_leave(void *ctx, const struct ada_frame *f, enum ada_frame_end ho
 {
 	struct fl_tree *t = ctx;
 	struct fl_node *n = &t->n[f->user];
-	uint64_t d = f->end_ns - f->call_ns;
+	uint64_t d = ada_frame_ns(f); /* the program's time: without ada's waits */
 
 	if (how == ADA_END_ORPHAN)
 		return;
@@ -457,11 +457,8 @@ static int fl_args(int argc, char **argv, struct fl_opts *o, const char **dir)
 		} else if (c == 'p') {
 			o->per_thread = true;
 		} else if (c == 'd') {
-			if (ada_demangle_parse(optarg, &o->dm)) {
-				ada_log("bad value '%s' for --demangle: full, simple or no",
-				        optarg);
+			if (rd_demangle_opt(optarg, &o->dm))
 				return 2;
-			}
 		} else if (c == 'h') {
 			fl_usage(stdout);
 			return 0;
@@ -508,13 +505,9 @@ int cmd_flame(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
-	struct ada_atf_tree *tree = cmd_open_tree(dir);
+	struct ada_atf_tree *tree = rd_filter_open_tree(&o.f, dir, &rc);
 	if (!tree)
-		return 2;
-	if (rd_filter_check_pid(&o.f, tree, dir)) {
-		ada_atf_tree_free(tree);
-		return 1;
-	}
+		return rc;
 	err = fl_build(&o, &t, tree, &damaged);
 	ada_atf_tree_free(tree);
 	if (!err)

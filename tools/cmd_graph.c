@@ -370,10 +370,7 @@ static int gr_opt(int c, struct gr_opts *o)
 	case 'D':
 		return gr_number(optarg, "--depth", 1, &o->depth);
 	case 'd':
-		if (!ada_demangle_parse(optarg, &o->dm))
-			return -1;
-		ada_log("bad value '%s' for --demangle: full, simple or no", optarg);
-		return 2;
+		return rd_demangle_opt(optarg, &o->dm) ? 2 : -1;
 	case 'h':
 		gr_usage(stdout);
 		return 0;
@@ -416,13 +413,9 @@ int cmd_graph(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
-	struct ada_atf_tree *tree = cmd_open_tree(dir);
+	struct ada_atf_tree *tree = rd_filter_open_tree(&o.f, dir, &rc);
 	if (!tree)
-		return 2;
-	if (rd_filter_check_pid(&o.f, tree, dir)) {
-		ada_atf_tree_free(tree);
-		return 1;
-	}
+		return rc;
 	json_t *procs = json_array();
 	for (size_t i = 0; i < tree->npids && !err; i++)
 		if (rd_filter_wants_pid(&o.f, tree->pids[i].pid))

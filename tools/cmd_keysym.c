@@ -367,17 +367,15 @@ static void keysym_print(json_t *res)
 /* "--symbols GLOB matches no hooked function; near: a, b", a line each. */
 static void keysym_say_unmatched(json_t *res)
 {
-	size_t i, j;
-	json_t *u, *n;
+	size_t i;
+	json_t *u;
 	json_array_foreach(json_object_get(res, "unmatched"), i, u)
 	{
-		char names[400] = "";
-		json_array_foreach(json_object_get(u, "near"), j, n)
-		    snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
-		             j ? ", " : "; near: ", json_string_value(n));
+		char names[400];
 		ada_log("--symbols %s matches no hooked function: no function enters the detail "
 		        "lane through it%s",
-		        json_string_value(json_object_get(u, "glob")), names);
+		        json_string_value(json_object_get(u, "glob")),
+		        cmd_ctl_near_names(json_object_get(u, "near"), names, sizeof(names)));
 	}
 }
 

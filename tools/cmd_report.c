@@ -132,7 +132,7 @@ static void rp_leave(void *ctx, const struct ada_frame *fr, enum ada_frame_end h
 		s->under_open_ns += fr->child_ns; /* timed children of an untimed frame */
 		return;
 	}
-	uint64_t d = fr->end_ns - fr->call_ns;
+	uint64_t d = ada_frame_ns(fr); /* the program's time: without ada's waits */
 	f->returns += how == ADA_END_RETURN;
 	f->exceptions += how == ADA_END_EXCEPTION;
 	f->total += d;
@@ -255,6 +255,12 @@ static void rp_text(const struct rp_state *s, struct rd_pid *rp, const struct ad
 		       " ends without a call, %" PRIu64 " too deep, %" PRIu64 " unknown kinds",
 		       st->orphans, st->unmatched, st->too_deep, st->bad_kind);
 	printf("\n");
+	if (st->waits) {
+		char b[32];
+		printf("ada waited for ring space %" PRIu64 " times, %s in all: left out of the "
+		       "times above (docs/reading.md)\n",
+		       st->waits, rd_fmt_ns(st->wait_ns, b, sizeof(b)));
+	}
 	fflush(stdout);
 	rd_count_only_text(rp, stdout, "");
 }
@@ -309,6 +315,8 @@ static json_t *rp_json(const struct rp_state *s, struct rd_pid *rp,
 	json_object_set_new(tot, "too_deep", json_integer((json_int_t)st->too_deep));
 	json_object_set_new(tot, "unknown_kinds", json_integer((json_int_t)st->bad_kind));
 	json_object_set_new(tot, "signal_markers", json_integer((json_int_t)st->markers));
+	json_object_set_new(tot, "ada_waits", json_integer((json_int_t)st->waits));
+	json_object_set_new(tot, "ada_wait_ns", json_integer((json_int_t)st->wait_ns));
 	json_object_set_new(tot, "roots_total_ns", json_integer((json_int_t)s->roots_ns));
 	json_object_set_new(tot, "under_open_ns", json_integer((json_int_t)s->under_open_ns));
 	json_object_set_new(o, "totals", tot);
@@ -431,11 +439,8 @@ static int rp_args(int argc, char **argv, struct rp_opts *o, const char **dir)
 		} else if (c == 'j') {
 			o->json = true;
 		} else if (c == 'd') {
-			if (ada_demangle_parse(optarg, &o->dm)) {
-				ada_log("bad value '%s' for --demangle: full, simple or no",
-				        optarg);
+			if (rd_demangle_opt(optarg, &o->dm))
 				return 2;
-			}
 		} else if (c == 'h') {
 			rp_usage(stdout);
 			return 0;
@@ -463,13 +468,9 @@ int cmd_report(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
-	struct ada_atf_tree *tree = cmd_open_tree(dir);
+	struct ada_atf_tree *tree = rd_filter_open_tree(&o.f, dir, &rc);
 	if (!tree)
-		return 2;
-	if (rd_filter_check_pid(&o.f, tree, dir)) {
-		ada_atf_tree_free(tree);
-		return 1;
-	}
+		return rc;
 	json_t *doc = json_object(), *procs = json_array();
 	for (size_t i = 0; i < tree->npids && !err; i++)
 		if (rd_filter_wants_pid(&o.f, tree->pids[i].pid))

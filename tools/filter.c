@@ -97,6 +97,21 @@ int rd_filter_check_pid(const struct rd_filter *f, const struct ada_atf_tree *tr
 	return 1;
 }
 
+struct ada_atf_tree *rd_filter_open_tree(const struct rd_filter *f, const char *dir, int *rc)
+{
+	struct ada_atf_tree *tree = cmd_open_tree(dir);
+	if (!tree) {
+		*rc = 2;
+		return NULL;
+	}
+	if (rd_filter_check_pid(f, tree, dir)) {
+		ada_atf_tree_free(tree);
+		*rc = 1;
+		return NULL;
+	}
+	return tree;
+}
+
 bool rd_filter_wants_thread(const struct rd_filter *f, uint32_t thread)
 {
 	return !f->have_thread || f->thread == thread;

@@ -73,6 +73,9 @@ bool rd_filter_wants_pid(const struct rd_filter *f, uint32_t pid);
  * the tree under dir. */
 int rd_filter_check_pid(const struct rd_filter *f, const struct ada_atf_tree *tree,
                         const char *dir);
+/* The tree under dir, checked against --pid: NULL after one sentence with
+ * *rc set to the exit status (2 unreadable, 1 no such pid). */
+struct ada_atf_tree *rd_filter_open_tree(const struct rd_filter *f, const char *dir, int *rc);
 /* thread: N of thread_N. */
 bool rd_filter_wants_thread(const struct rd_filter *f, uint32_t thread);
 

@@ -339,6 +339,14 @@ int rd_parse_time_form(const char *s, enum rd_time_form *out)
 	return 0;
 }
 
+int rd_demangle_opt(const char *arg, enum ada_demangle *out)
+{
+	if (!ada_demangle_parse(arg, out))
+		return 0;
+	ada_log("bad value '%s' for --demangle: full, simple or no", arg);
+	return 2;
+}
+
 static double rd_now(void)
 {
 	struct timespec ts;

@@ -116,6 +116,8 @@ const char *rd_fmt_wall(uint64_t wall_ns, char *buf, size_t len);
 enum rd_time_form { RD_TIME_BOOT, RD_TIME_WALL };
 /* "boot" or "wall"; -EINVAL for anything else (said by the caller). */
 int rd_parse_time_form(const char *s, enum rd_time_form *out);
+/* --demangle's value: 0, or 2 after one sentence naming the choices. */
+int rd_demangle_opt(const char *arg, enum ada_demangle *out);
 
 /* An output file written whole or not at all: a temporary file beside
  * path (created with O_EXCL|O_NOFOLLOW, mode 0600, src/fs) renamed over

@@ -243,7 +243,7 @@ static void cg_leave(void *ctx, const struct ada_frame *f, enum ada_frame_end ho
                      struct ada_frame *parent)
 {
 	struct ada_callgraph *g = ctx;
-	uint64_t d = f->end_ns - f->call_ns;
+	uint64_t d = ada_frame_ns(f); /* the program's time: without ada's waits */
 	(void)parent;
 
 	if (cg_match(g, f->function_id))

@@ -11,6 +11,9 @@
  *                          retired generation, or before the file) it is
  *                          counted as unmatched.
  *   EXCEPTION, bit 31      the fatal-signal marker: closes nothing.
+ *   wait markers           ada's wait for ring space (docs/format.md):
+ *                          closes nothing; its length is the open
+ *                          frames' wait_ns, left out of their durations.
  * An end is charged to the parent's child time only for RETURN and
  * EXCEPTION, so self times add up to the roots' totals.
  * Memory: the stack, grown by doubling up to ADA_FRAMES_MAX_DEPTH frames.
@@ -28,6 +31,8 @@ struct ada_frames {
 	struct ada_frame *stack;
 	size_t n, cap;
 	struct ada_frames_stats st;
+	uint64_t wait_from; /* where the wait in progress began */
+	bool waiting;       /* between a wait's BEGIN and its END */
 };
 
 int ada_frames_new(const struct ada_frames_ops *ops, void *ctx, struct ada_frames **out)
@@ -75,9 +80,10 @@ static void frames_pop(struct ada_frames *w, enum ada_frame_end how, uint64_t ts
 		ts = f->call_ns;
 	}
 	f->end_ns = ts;
+	f->wait_ns = w->st.wait_ns - f->wait_ns; /* the total at its call before */
 	if (how == ADA_END_RETURN || how == ADA_END_EXCEPTION) {
 		if (parent)
-			parent->child_ns += ts - f->call_ns;
+			parent->child_ns += ada_frame_ns(f);
 	} else if (how == ADA_END_ORPHAN) {
 		w->st.orphans++;
 	} else {
@@ -129,6 +135,7 @@ static inline void frames_call(struct ada_frames *w, const struct atf_index_even
 	    .call_src = src,
 	    .call_detail = ev->detail_seq,
 	    .end_detail = ATF_NO_DETAIL,
+	    .wait_ns = w->st.wait_ns, /* the waits so far, until it ends */
 	};
 	if (w->ops.enter)
 		w->ops.enter(w->ctx, f, w->n > 1 ? &w->stack[w->n - 2] : NULL);
@@ -155,6 +162,27 @@ static inline void frames_end(struct ada_frames *w, const struct atf_index_event
 	           ev->timestamp_ns);
 }
 
+/* A wait marker: a BEGIN opens a wait; the END after it adds its length
+ * to the total every open frame started from (an END without its BEGIN
+ * adds nothing). */
+static __attribute__((noinline)) void frames_wait(struct ada_frames *w,
+                                                  const struct atf_index_event *ev)
+{
+	if (ev->call_depth == ADA_WAIT_MARKER_BEGIN) {
+		w->wait_from = ev->timestamp_ns;
+		w->waiting = true;
+		return;
+	}
+	if (!w->waiting)
+		return;
+	w->waiting = false;
+	w->st.waits++;
+	if (ev->timestamp_ns > w->wait_from)
+		w->st.wait_ns += ev->timestamp_ns - w->wait_from;
+	if (w->ops.wait)
+		w->ops.wait(w->ctx, w->wait_from, ev->timestamp_ns);
+}
+
 static inline void frames_push(struct ada_frames *w, const struct atf_index_event *ev, uint32_t src,
                                uint64_t seq)
 {
@@ -172,6 +200,10 @@ static inline void frames_push(struct ada_frames *w, const struct atf_index_even
 		w->st.returns++;
 		break;
 	case ATF_EVENT_EXCEPTION:
+		if (ada_wait_marker(ev->event_kind, ev->call_depth)) {
+			frames_wait(w, ev);
+			return;
+		}
 		if (ev->call_depth & ADA_SIGNAL_MARKER_FLAG) {
 			w->st.markers++;
 			if (w->ops.marker)
@@ -210,6 +242,7 @@ void ada_frames_finish(struct ada_frames *w)
 {
 	uint64_t end = w->st.last_ns;
 
+	w->waiting = false; /* a wait is one thread's: the next may be another's */
 	while (w->n)
 		frames_pop(w, ADA_END_OPEN, end);
 }

@@ -26,8 +26,37 @@ static const char *status_detail_name(uint32_t m)
 /* What the agents said about their hooks, summed over the processes. */
 struct status_hook_sum {
 	json_int_t installed, skipped;
-	json_int_t time_us_max; /* the slowest process's hook_time_us.total */
+	json_int_t time_us_max;                      /* the slowest process's hook_time_us.total */
+	json_int_t count_only_fns, count_only_calls; /* --count-only, budget moves */
+	json_t *moved; /* --overhead-budget's moves: pid, name, when, why */
 };
+
+#define STATUS_MOVED_MAX 64 /* moves listed; the count says the rest */
+
+/* agent.json's count_only (docs/hooks.md): its functions and calls summed,
+ * the budget's moves listed with their pid. */
+static void status_count_only_of(json_t *a, pid_t pid, struct status_hook_sum *sum)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(json_object_get(a, "count_only"), "functions"), i, e)
+	{
+		json_t *calls = json_object_get(e, "calls"), *name = json_object_get(e, "name");
+		sum->count_only_fns++;
+		if (json_is_integer(calls) && json_integer_value(calls) > 0)
+			sum->count_only_calls += json_integer_value(calls);
+		const char *moved = json_string_value(json_object_get(e, "moved"));
+		if (!moved || strcmp(moved, "budget") || !json_is_string(name) ||
+		    json_array_size(sum->moved) >= STATUS_MOVED_MAX)
+			continue;
+		json_array_append_new(
+		    sum->moved,
+		    json_pack("{s:i,s:O,s:I,s:I,s:I}", "pid", (int)pid, "name", name, "calls_per_s",
+		              json_integer_value(json_object_get(e, "calls_per_s")), "mean_ns",
+		              json_integer_value(json_object_get(e, "mean_ns")), "moved_after_ms",
+		              json_integer_value(json_object_get(e, "moved_after_ms"))));
+	}
+}
 
 /* pid_N/agent.json (written by the agent inside the target: input, read
  * bounded and checked) adds its installed and skipped hook counts and the
@@ -55,16 +84,19 @@ static void status_hooks_of(int session_fd, pid_t pid, struct status_hook_sum *s
 	json_object_foreach(json_object_get(a, "skipped"), k,
 	                    v) if (json_is_integer(v) && json_integer_value(v) > 0) sum->skipped +=
 	    json_integer_value(v);
+	status_count_only_of(a, pid, sum);
 	json_decref(a);
 }
 
 static json_t *status_hooks(struct ada_control *c)
 {
-	struct status_hook_sum sum = {0};
+	struct status_hook_sum sum = {.moved = json_array()};
 	for (uint32_t i = 0; i < c->live->nprocs; i++)
 		status_hooks_of(c->h.session_fd, c->live->procs[i].pid, &sum);
-	return json_pack("{s:I,s:I,s:f}", "installed", sum.installed, "skipped", sum.skipped,
-	                 "hook_time_ms_max", (double)sum.time_us_max / 1e3);
+	return json_pack("{s:I,s:I,s:f,s:{s:I,s:I,s:o}}", "installed", sum.installed, "skipped",
+	                 sum.skipped, "hook_time_ms_max", (double)sum.time_us_max / 1e3,
+	                 "count_only", "functions", sum.count_only_fns, "calls",
+	                 sum.count_only_calls, "moved_by_budget", sum.moved);
 }
 
 static json_t *status_drops(const uint64_t *d)

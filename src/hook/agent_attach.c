@@ -319,6 +319,8 @@ ADA_AGENT_EXPORT int ada_agent_attach(const char *text, uint64_t len, uint64_t *
 	}
 	pthread_mutex_unlock(&agent.lock);
 	agent_guard_leave();
+	if (!err && again)
+		agent_budget_start();
 	if (!err && !again)
 		err = agent_boot();
 	pthread_mutex_lock(&agent.lock);
@@ -341,6 +343,7 @@ ADA_AGENT_EXPORT int ada_agent_detach(void)
 		agent_guard_leave();
 		return -EBUSY;
 	}
+	agent_budget_stop(); /* before the patches go: no move after */
 	int err = agent_uninstall();
 	agent_hot.active = 0;
 	agent_count_exiting();                  /* the count-only functions' final sum */

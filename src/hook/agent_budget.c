@@ -28,6 +28,12 @@
  * it as before. Publishing is the patch store itself; the counter slot is
  * published (agent_count_assign's release) before the patch.
  *
+ * A forked child gets a budget thread of its own (the parent's is not
+ * copied by fork), calibrated by the parent. Under ada attach the thread
+ * lives from the attach to the detach: ada_agent_detach() bumps the
+ * generation under agent.lock, so no move happens once the patches are
+ * gone, and the thread ends at its next tick.
+ *
  * Threads: its own; moves under agent.lock (as dlopen rescans).
  */
 #define _GNU_SOURCE
@@ -36,6 +42,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -67,7 +74,9 @@ static struct {
 	uint64_t start_ns, event_ps; /* per-event cost, picoseconds */
 	uint64_t raw_per_ns_milli;   /* ring timestamp units per ns, x1000 */
 	uint64_t not_movable, moves;
-	bool debug; /* ADA_BUDGET_DEBUG: one line per judged thread on stderr */
+	bool debug;           /* ADA_BUDGET_DEBUG: one line per judged thread on stderr */
+	bool running;         /* a budget thread was started in this process */
+	_Atomic uint32_t gen; /* the running thread's; a stop or a fork bumps it */
 	struct budget_slot *slots;
 	uint32_t nslots;
 	struct atf_index_event sample[BUDGET_SAMPLE];
@@ -288,7 +297,7 @@ static uint32_t budget_shed(uint32_t slot, uint64_t head, uint64_t events_per_s,
 	return moved;
 }
 
-static void budget_tick(uint64_t dt_ns)
+static void budget_tick(uint64_t dt_ns, uint32_t gen)
 {
 	struct ada_arena *a = ada_producer_arena();
 	if (!a)
@@ -334,8 +343,11 @@ static void budget_tick(uint64_t dt_ns)
 		if (cost <= allowed)
 			continue;
 		pthread_mutex_lock(&agent.lock);
-		any |=
-		    budget_shed(i, si.head, dev * 1000000000ull / dt_ns, cost, cost - allowed) > 0;
+		/* Relaxed: the lock orders it against agent_budget_stop's bump. */
+		if (agent_hot.active &&
+		    atomic_load_explicit(&budget.gen, memory_order_relaxed) == gen)
+			any |= budget_shed(i, si.head, dev * 1000000000ull / dt_ns, cost,
+			                   cost - allowed) > 0;
 		pthread_mutex_unlock(&agent.lock);
 	}
 	if (any) { /* ada status and the summary read agent.json */
@@ -347,49 +359,74 @@ static void budget_tick(uint64_t dt_ns)
 
 static void *budget_main(void *arg)
 {
-	(void)arg;
-	agent_guard_enter(); /* for good: its own calls are neither traced nor counted */
-	budget_calibrate();
+	uint32_t gen = (uint32_t)(uintptr_t)arg;
+	agent_guard_enter();  /* for good: its own calls are neither traced nor counted */
+	if (!budget.event_ps) /* a forked child's parent calibrated */
+		budget_calibrate();
 	uint64_t t = agent_now_ns(), raw = ada_tsc();
 	for (;;) {
 		struct timespec ts = {0, (long)BUDGET_TICK_NS};
 		nanosleep(&ts, NULL);
+		/* Relaxed: a stale read costs one more tick, whose moves the
+		 * lock and the same test in budget_tick keep out. */
+		if (atomic_load_explicit(&budget.gen, memory_order_relaxed) != gen)
+			return NULL;
 		uint64_t t2 = agent_now_ns(), raw2 = ada_tsc();
 		const struct ada_arena *a = ada_producer_arena();
 		bool clock_ts = a && ada_arena_config_of(a)->timestamp_source == ADA_TS_CLOCK;
 		budget.raw_per_ns_milli = clock_ts ? 1000 : (raw2 - raw) * 1000 / (t2 - t + 1);
 		if (budget.raw_per_ns_milli == 0)
 			budget.raw_per_ns_milli = 1;
-		budget_tick(t2 - t);
+		budget_tick(t2 - t, gen);
 		t = t2;
 		raw = raw2;
 	}
 	return NULL;
 }
 
-void agent_budget_start(void)
+static void budget_spawn(void)
 {
-	if (!agent.cfg.overhead_budget)
-		return;
-	if (agent.attached) { /* a detach would leave it re-patching an untraced process */
-		agent_log("--overhead-budget is not kept under ada attach (count-only functions "
-		          "are: --count-only)");
-		return;
-	}
-	budget.start_ns = agent_now_ns();
-	budget.debug = secure_getenv("ADA_BUDGET_DEBUG") != NULL;
+	/* Relaxed: the new thread receives its generation as its argument. */
+	uint32_t gen = atomic_fetch_add_explicit(&budget.gen, 1, memory_order_relaxed) + 1;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* the program's signals are not ours */
 	pthread_attr_t at;
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	int err = pthread_create(&budget.thread, &at, budget_main, NULL);
+	int err = pthread_create(&budget.thread, &at, budget_main, (void *)(uintptr_t)gen);
 	pthread_attr_destroy(&at);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	budget.running = err == 0;
 	if (err)
 		agent_log("--overhead-budget: cannot start its thread (%s); the budget is not kept",
 		          strerror(err));
+}
+
+void agent_budget_start(void)
+{
+	if (!agent.cfg.overhead_budget || budget.running)
+		return;
+	budget.start_ns = agent_now_ns();
+	budget.debug = secure_getenv("ADA_BUDGET_DEBUG") != NULL;
+	budget_spawn();
+}
+
+void agent_budget_stop(void)
+{
+	/* Relaxed: called under agent.lock, which budget_tick's moves take. */
+	atomic_fetch_add_explicit(&budget.gen, 1, memory_order_relaxed);
+	budget.running = false;
+}
+
+void agent_budget_after_fork(void)
+{
+	if (!budget.running)
+		return;
+	/* The parent's threads are not this process's: judged afresh. */
+	if (budget.slots)
+		memset(budget.slots, 0, budget.nslots * sizeof(*budget.slots));
+	budget_spawn();
 }
 
 uint64_t agent_budget_event_ps(void)

@@ -59,6 +59,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "agent_internal.h"
@@ -167,6 +169,20 @@ static void crash_record(int sig, const siginfo_t *si, const void *uc)
 	}
 }
 
+/* The thread dies at the function's own pc (hook_arch_uc_set_pc) without
+ * running anything there: the bytes at that pc are the patch, not the
+ * instruction that faulted. The same signal with the same siginfo (a
+ * thread may queue any si_code to itself) is queued to this thread and
+ * unblocked in the context the handler returns to, so the kernel delivers
+ * it, with its default action, before that pc runs: the core and the exit
+ * status are those of the original fault. */
+static void crash_requeue(int sig, siginfo_t *si, void *uc)
+{
+	sigdelset(&((ucontext_t *)uc)->uc_sigmask, sig);
+	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), sig, si) != 0)
+		raise(sig); /* refused: the same signal, as SI_TKILL */
+}
+
 /* A SIGABRT this process sent itself (abort(), raise()). */
 static bool crash_self_abort(int sig, const siginfo_t *si)
 {
@@ -197,6 +213,11 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
 		agent_guard_leave();
 		return;
 	}
+	/* A fault in a trampoline's copy of the function's first
+	 * instructions: the pc the function's own copy would have had. */
+	uint64_t moved = uc ? agent_tmap_pc(hook_arch_uc_pc(uc)) : 0;
+	if (moved)
+		hook_arch_uc_set_pc(uc, moved);
 	crash_record(sig, si, uc);
 	/* The program's return addresses back on this thread's stack, so a
 	 * core dump (and a debugger) sees the stack as untraced. Only this
@@ -207,7 +228,9 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	__sigaction(sig, &dfl, NULL);
-	if (!crash_refaults(sig, si))
+	if (moved)
+		crash_requeue(sig, si, uc);
+	else if (!crash_refaults(sig, si))
 		raise(sig); /* blocked while we run: delivered as we return */
 	errno = saved;
 	/* The guard stays set: this thread is about to die. */

@@ -458,6 +458,8 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 	    HOOK_ARCH_MAX_TRAMPOLINE + (agent.cfg.n_count_only ? HOOK_ARCH_COUNT_BLOCK_MAX : 0);
 	size_t cap = used + n_cand * per;
 	int err = hook_mem_alloc(agent.mem, m->id, m->lo, m->hi, cap, &blk);
+	struct agent_tmap *tmap =
+	    err ? NULL : agent_tmap_new(m->id, (uint64_t)blk, (uint64_t)blk + cap, m->lo, n_cand);
 	if (!err && hook_arch_emit_return_trampoline_fast(blk, (uint64_t)blk, &fl) == 0)
 		err = -EINVAL;
 	if (!err && hook_arch_emit_enter_stub(blk + stub_at, (uint64_t)(blk + stub_at), &fl) == 0)
@@ -490,6 +492,7 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 			continue;
 		}
 		uint64_t target = (uint64_t)(blk + used);
+		agent_tmap_add(tmap, &plans[i], target, !f->reserved);
 		used += (len + 15) & ~(size_t)15;
 		if (!f->reserved && install_count_only(m, i)) {
 			target = install_count_block(m, i, blk + used, target);
@@ -508,6 +511,7 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 			hook_arch_pad_bytes(&plans[i], target, q->bytes);
 		}
 	}
+	agent_tmap_publish(tmap);
 	return np;
 }
 
@@ -913,6 +917,7 @@ static void install_forget_gone(void)
 		struct agent_module *m = &agent.mods[i];
 		if (m->present || m->gone)
 			continue;
+		agent_tmap_retire(m->id);
 		hook_mem_release_module(agent.mem, m->id);
 		m->gone = true;
 	}

@@ -291,6 +291,12 @@ void agent_count_offsets(int32_t *gate, int32_t *counters);
  * could not move (their patch's rel32 straddles two aligned words); the
  * per-event cost it calibrated, in picoseconds (0 before). */
 void agent_budget_start(void);
+/* Ends the budget thread (ada_agent_detach, under agent.lock): no move
+ * after it. */
+void agent_budget_stop(void);
+/* In a forked child (agent_process.c): a budget thread of its own when
+ * the parent ran one. */
+void agent_budget_after_fork(void);
 uint64_t agent_budget_not_movable(void);
 uint64_t agent_budget_event_ps(void);
 /* s as a JSON string (agent.c). */
@@ -479,6 +485,23 @@ void agent_wait_setup(void);
 
 /* agent_process.c */
 int agent_process_setup(void);
+
+/* agent_trampmap.c: a pc inside a trampoline back to its function, for
+ * the crash handler. At install (under agent.lock): a table for one
+ * module's trampoline block [lo, hi) with room for cap trampolines (NULL
+ * without memory: nothing is mapped), each trampoline added in address
+ * order, then published; retired with its module (dlclose). */
+struct agent_tmap;
+struct agent_tmap *agent_tmap_new(uint32_t module_id, uint64_t lo, uint64_t hi, uint64_t fn_base,
+                                  size_t cap);
+void agent_tmap_add(struct agent_tmap *t, const struct hook_arch_plan *plan, uint64_t tramp,
+                    bool fast);
+void agent_tmap_publish(struct agent_tmap *t);
+void agent_tmap_retire(uint32_t module_id);
+/* Any thread, async-signal-safe, no lock: the function address whose
+ * instruction a pc inside a trampoline stands for (the start of a
+ * relocated copy, or the trampoline's first byte: its entry), else 0. */
+uint64_t agent_tmap_pc(uint64_t pc);
 
 /* agent_crash.c: fatal-signal handlers (docs/hooks.md, "Crash signals"). */
 int agent_crash_setup(void);

@@ -95,8 +95,10 @@ static void process_child(void)
 		}
 		/* The parent's arena is gone from this process: its area too. */
 		agent_keysym_attach();
-		if (!err)
+		if (!err) {
 			agent_write_files_forked();
+			agent_budget_after_fork();
+		}
 	}
 	agent_guard_leave();
 }

@@ -46,21 +46,32 @@ _Static_assert(ADA_DREC_REGS + HOOK_DREC_CALL_NREGS == ADA_DREC_CALL_WORDS,
 _Static_assert(ADA_DREC_REGS + HOOK_DREC_RET_NREGS == ADA_DREC_RETURN_WORDS,
                "the RETURN record's words end with its registers");
 
+/* A CALL record of type `type` whose 128 bytes of stack start at word
+ * stack_at: header, registers, the snapshot (the plain record and
+ * --detail-fp's, which has the vector registers between). */
 __attribute__((always_inline)) static inline void
-detail_put_call_fixed(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *ret_slot,
-                      const struct ada_hook_regs *regs, uint64_t ts, uint64_t link, uint64_t orig)
+detail_put_call_body(_Atomic uint64_t *w, uint32_t type, uint32_t stack_at, uint64_t fn_id,
+                     const uint64_t *ret_slot, const struct ada_hook_regs *regs, uint64_t ts,
+                     uint64_t link, uint64_t orig)
 {
 	ada_detail_put(w, ADA_DREC_TS, ts);
 	ada_detail_put(w, ADA_DREC_LINK, link);
 	ada_detail_put(w, ADA_DREC_FN, fn_id);
-	ada_detail_put(w, ADA_DREC_META,
-	               ada_drec_meta(ATF_DETAIL_FUNCTION_CALL, 0, DETAIL_STACK_FIXED_WORDS * 8));
+	ada_detail_put(w, ADA_DREC_META, ada_drec_meta(type, 0, DETAIL_STACK_FIXED_WORDS * 8));
 	detail_put_call_regs(w, ret_slot, regs, orig);
-	_Atomic uint64_t *dst = w + ADA_DREC_CALL_WORDS;
+	_Atomic uint64_t *dst = w + stack_at;
 	ada_detail_put(dst, 0, orig);
 #pragma GCC unroll 16
 	for (uint32_t i = 1; i < DETAIL_STACK_FIXED_WORDS; i++)
 		ada_detail_put(dst, i, ret_slot[i]);
+}
+
+__attribute__((always_inline)) static inline void
+detail_put_call_fixed(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *ret_slot,
+                      const struct ada_hook_regs *regs, uint64_t ts, uint64_t link, uint64_t orig)
+{
+	detail_put_call_body(w, ATF_DETAIL_FUNCTION_CALL, ADA_DREC_CALL_WORDS, fn_id, ret_slot,
+	                     regs, ts, link, orig);
 }
 
 /* The words of a RETURN record at w. sp: the stack pointer after the
@@ -118,17 +129,8 @@ detail_put_call_fixed_fp(_Atomic uint64_t *w, uint64_t fn_id, const uint64_t *re
                          uint64_t orig)
 {
 	detail_put_xmm(w, ADA_DREC_CALL_WORDS, ATF_DETAIL_XMM_WORDS);
-	ada_detail_put(w, ADA_DREC_TS, ts);
-	ada_detail_put(w, ADA_DREC_LINK, link);
-	ada_detail_put(w, ADA_DREC_FN, fn_id);
-	ada_detail_put(w, ADA_DREC_META,
-	               ada_drec_meta(ATF_DETAIL_FUNCTION_CALL_FP, 0, DETAIL_STACK_FIXED_WORDS * 8));
-	detail_put_call_regs(w, ret_slot, regs, orig);
-	_Atomic uint64_t *dst = w + ADA_DREC_CALL_FP_WORDS;
-	ada_detail_put(dst, 0, orig);
-#pragma GCC unroll 16
-	for (uint32_t i = 1; i < DETAIL_STACK_FIXED_WORDS; i++)
-		ada_detail_put(dst, i, ret_slot[i]);
+	detail_put_call_body(w, ATF_DETAIL_FUNCTION_CALL_FP, ADA_DREC_CALL_FP_WORDS, fn_id,
+	                     ret_slot, regs, ts, link, orig);
 }
 
 /* A RETURN record with xmm0 and xmm1 (--detail-fp): detail_put_return's

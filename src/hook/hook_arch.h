@@ -4,7 +4,8 @@
  * instructions into a trampoline, and write the patch. Everything here is
  * pure code generation over byte buffers (no mprotect, no allocation of
  * executable memory), so it is unit-tested byte for byte.
- * x86_64 lives in src/hook/x86_64/; arm64 slots in beside it.
+ * x86_64 lives in src/hook/x86_64/, arm64 in src/hook/arm64/ (the
+ * C-handler form only; its layout: arm64/arch.h and a64_emit.c).
  *
  * Runtime contract of the code this layer emits (x86_64):
  *   - Function entry is replaced by `jmp rel32` to the function's
@@ -137,6 +138,8 @@
  * hook_arch_uc_sp, hook_arch_call_on_stack). One line per architecture. */
 #if defined(__x86_64__)
 #include "x86_64/arch.h"
+#elif defined(__aarch64__)
+#include "arm64/arch.h"
 #else
 #error "no hook architecture for this target (src/hook/<arch>/arch.h)"
 #endif
@@ -419,6 +422,25 @@ void hook_arch_pad_bytes(const struct hook_arch_plan *plan, uint64_t tramp_addr,
  * relocated part is not what plan emits at tramp_addr. */
 uint64_t hook_arch_moved_pc(const struct hook_arch_plan *plan, const uint8_t *tramp,
                             uint64_t tramp_addr, uint64_t pc);
+
+/* Where a trampoline holds the relocated copy of each displaced
+ * instruction: instruction i, at plan->fn_addr + off[i], starts at
+ * tramp_addr + at[i] (n instructions, in order). The crash handler maps
+ * a faulting pc there back to the function (agent_crash.c). */
+struct hook_arch_reloc_map {
+	uint8_t n;
+	uint8_t off[HOOK_ARCH_MAX_INSNS];
+	uint8_t at[HOOK_ARCH_MAX_INSNS];
+};
+_Static_assert(HOOK_ARCH_MAX_TRAMPOLINE <= 256 && HOOK_ARCH_MAX_PATCH <= 256,
+               "a map's offsets fit in a byte");
+
+/* The map of the trampoline emitted for plan at tramp_addr (fast: by
+ * hook_arch_emit_trampoline_fast, else by hook_arch_emit_trampoline).
+ * Emits it again into a scratch buffer (cold: once per hooked function at
+ * install). False when plan emits no trampoline there. */
+bool hook_arch_reloc_map(const struct hook_arch_plan *plan, uint64_t tramp_addr, bool fast,
+                         struct hook_arch_reloc_map *out);
 
 /* The trampoline address the patch bytes (hook_arch_patch_bytes() for
  * plan) jump to, or 0 when they are not such a patch. */

@@ -51,7 +51,8 @@ int hook_mem_seal(struct hook_mem *m);
 int hook_mem_release_module(struct hook_mem *m, uint32_t module_id);
 
 /* Which pages hold trampoline memory, for hook context (any thread, no
- * lock, O(1)): a two-level directory over the 47-bit user address space,
+ * lock, O(1)): a two-level directory over the user address space (47 bits
+ * on x86_64, 48 on arm64: up to HOOK_ARCH_VA_HIGH),
  * one bit per 4 KiB page, one 32 KiB leaf per GiB that holds a region
  * (leaves are never freed: a handler may be reading one). Every region
  * any struct hook_mem maps is marked from its mmap until just before its
@@ -59,8 +60,8 @@ int hook_mem_release_module(struct hook_mem *m, uint32_t module_id);
  * only, so a return address inside it is a return point (hook_arch.h:
  * the only addresses of trampoline memory that ever sit in a return slot
  * are the return trampoline and the trampolines' R_F). */
-#define HOOK_MEM_DIR_TOP (1u << 17)        /* GiBs of 2^47 bytes */
-#define HOOK_MEM_DIR_LEAF_WORDS (1u << 12) /* 2^18 pages a GiB, 64 a word */
+#define HOOK_MEM_DIR_TOP ((uint32_t)(HOOK_ARCH_VA_HIGH >> 30) + 1) /* GiBs */
+#define HOOK_MEM_DIR_LEAF_WORDS (1u << 12)                         /* 2^18 pages a GiB, 64 a word */
 extern _Atomic(_Atomic uint64_t *) hook_mem_dir[HOOK_MEM_DIR_TOP];
 
 static inline bool hook_mem_is_tramp(uint64_t addr)

@@ -175,8 +175,7 @@ void wal_drops_read(struct ada_recorder *r, struct wal_proc *p)
 	ada_arena_drop_totals(p->arena, d);
 	for (int l = 0; l < ADA_LANE_COUNT; l++)
 		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++) {
-			if (k == ADA_DROP_CORRUPT || k == ADA_DROP_THREAD_LIMIT ||
-			    k == ADA_DROP_WINDOW_LOST)
+			if (wal_drop_is_recorders(k) || k == ADA_DROP_WINDOW_LOST)
 				continue; /* ours, not the arena's */
 			uint64_t was = p->arena_drops[l][k];
 			if (d[l][k] < was || d[l][k] - was > jump) {

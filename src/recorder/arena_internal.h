@@ -16,14 +16,19 @@
 #define WAL_THREAD_DIR_RATE 64.0   /* ... and per second after that */
 
 /* Nonzero (an ADA_EVENT_BAD_* code) when e is not an event the producer
- * can have written for thread tid before time ts_max. Branch-free, so the
- * drain's copy loop ORs it over a batch and looks closer only when the
- * batch has a bad one. */
+ * can have written for thread tid before time ts_max: a frame event, or
+ * one of the wait markers a producer writes after waiting for ring space
+ * (ADA_WAIT_MARKER_BEGIN/END; a signal marker never comes through the
+ * ring). Branch-free, so the drain's copy loop ORs it over a batch and
+ * looks closer only when the batch has a bad one (a batch with a wait
+ * marker is looked at again: rare, once per wait). */
 static inline uint32_t wal_event_bad(const struct atf_index_event *e, uint32_t tid, uint64_t ts_max)
 {
+	uint32_t wait = (uint32_t)ada_wait_marker(e->event_kind, e->call_depth);
 	uint32_t bad = (e->event_kind - 1u > 2u) | (e->thread_id != tid) << 1 |
 	               (e->detail_seq != ATF_NO_DETAIL) << 2 |
-	               (e->call_depth > WAL_MAX_DEPTH) << 3 | (e->timestamp_ns > ts_max) << 4;
+	               ((e->call_depth > WAL_MAX_DEPTH) & !wait) << 3 |
+	               (e->timestamp_ns > ts_max) << 4;
 	return bad;
 }
 /* The drain's convert loop (drain.c): copies k ring events src to dst,

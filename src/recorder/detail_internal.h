@@ -12,7 +12,7 @@
 /* ---- what the detail lane counts as lost (loss.c) ---- */
 
 /* The drops as reported: the arena's counters (arena) with the
- * recorder's own reasons (corrupt, thread_limit, window_lost) from rec.
+ * recorder's own reasons (wal_drop_is_recorders(), window_lost) from rec.
  * With --detail triggered, detail_overwritten is not a drop (a flight
  * recorder overwrites what no window wanted): out carries 0 for it and
  * *overwritten the records overwritten that no window wanted (the
@@ -26,6 +26,12 @@ void wal_drops_account(const uint64_t arena[ADA_LANE_COUNT][ADA_DROP_REASON_COUN
                        const uint64_t rec[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT],
                        uint32_t detail_mode, uint64_t out[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT],
                        uint64_t *overwritten);
+/* The drop reasons the recorder counts (its rec_drops), never the
+ * producer: the arena's counters of these are not read. */
+static inline bool wal_drop_is_recorders(int k)
+{
+	return k == ADA_DROP_CORRUPT || k == ADA_DROP_THREAD_LIMIT || k == ADA_DROP_FD_LIMIT;
+}
 /* Detail records a thread's ring overwrote before the drain decided them
  * (persisted or passed over) that no look counted yet, from one look at
  * the ring: the ring's overwritten counter (the records before its

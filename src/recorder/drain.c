@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -136,6 +137,32 @@ static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 	return ada_wal_file_openat(r->io, wal_thread_dir(t), "index.atf", path, &fo, &t->f);
 }
 
+/* rc is the recorder at its limit of open files (EMFILE: its own,
+ * `ulimit -n`; ENFILE: the system's): t's events from here on are
+ * fd_limit drops (drain_discard()), not lost to a full disk. Told once
+ * per recording; true when so. */
+static bool drain_fd_limit(struct ada_recorder *r, struct wal_thread *t, int rc)
+{
+	if (rc != -EMFILE && rc != -ENFILE)
+		return false;
+	t->refused = true;
+	t->refuse_why = ADA_DROP_FD_LIMIT;
+	if (r->fd_limit_told++ == 0) {
+		struct rlimit rl;
+		char lim[48] = "";
+		if (rc == -EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		    rl.rlim_cur != RLIM_INFINITY)
+			snprintf(lim, sizeof(lim), " (%llu, ulimit -n)",
+			         (unsigned long long)rl.rlim_cur);
+		wal_note(r, t->p,
+		         "%s: no index file: the recorder has as many files open as %s%s; the "
+		         "events of this thread and of every later one that meets the limit are "
+		         "counted as fd_limit drops (raise the limit: ulimit -n)",
+		         t->dir, rc == -EMFILE ? "its limit allows" : "the system allows", lim);
+	}
+	return true;
+}
+
 /* t got no index file (rc): said (a planted link or file, another
  * user's directory, any other error once), the recording's error set
  * (not for a full disk), no empty thread directory left behind; its
@@ -144,6 +171,14 @@ static void drain_thread_no_file(struct ada_recorder *r, struct wal_thread *t, c
                                  int rc)
 {
 	struct wal_proc *p = t->p;
+	if (drain_fd_limit(r, t, rc)) {
+		drain_sidecar(t, false);
+		if (t->has_dir)
+			unlinkat(p->dir_fd, name, AT_REMOVEDIR);
+		t->has_dir = false;
+		t->done = true;
+		return;
+	}
 	if (rc == -ELOOP || rc == -EPERM || rc == -EEXIST)
 		wal_note(r, p, "%s: %s; the events of this thread are counted lost", t->dir,
 		         rc == -ELOOP   ? "a symbolic link, not a directory of ada's"
@@ -187,6 +222,7 @@ static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_pr
 	p->threads[p->nthreads++] = t;
 	if (!wal_thread_dir_allowed(p, wal_now_ns())) {
 		t->refused = t->done = true; /* drain_discard() counts its events */
+		t->refuse_why = ADA_DROP_THREAD_LIMIT;
 		if (p->dirs_refused == 1)
 			wal_note(r, p,
 			         "pid %d starts threads faster than %.0f a second: threads beyond "
@@ -475,6 +511,10 @@ static size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
 		if (k == 0) { /* disk full or the file failed: count, keep going */
 			if (t->file_ring_hole == UINT64_MAX) /* detail links stop here */
 				t->file_ring_hole = t->ring_next + done;
+			if (t->refused) { /* no file since a rotation: drain_fd_limit() */
+				t->p->rec_drops[ADA_LANE_INDEX][t->refuse_why] += n - done;
+				return n;
+			}
 			t->lost += n - done;
 			t->lost_pending += n - done;
 			r->lost_total += n - done;
@@ -576,7 +616,7 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 	int rc = drain_thread_file(r, t);
 	if (rc < 0) {
 		drain_sidecar(t, false);
-		if (!r->error && rc != -ENOSPC)
+		if (!drain_fd_limit(r, t, rc) && !r->error && rc != -ENOSPC)
 			r->error = rc;
 	}
 }
@@ -670,7 +710,7 @@ static size_t drain_discard(struct wal_proc *p, struct wal_thread *t)
 	size_t k;
 	while ((k = ada_index_ring_peek(p->arena, t->slot, &ev)) > 0) {
 		ada_index_ring_release(p->arena, t->slot, k);
-		p->rec_drops[ADA_LANE_INDEX][ADA_DROP_THREAD_LIMIT] += k;
+		p->rec_drops[ADA_LANE_INDEX][t->refuse_why] += k;
 		total += k;
 		if (total >= p->ring_events)
 			break; /* one ring's worth per pass, like everyone */

@@ -33,8 +33,7 @@ void wal_drops_account(const uint64_t arena[ADA_LANE_COUNT][ADA_DROP_REASON_COUN
 	uint64_t gone = rec[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
 	for (int l = 0; l < ADA_LANE_COUNT; l++)
 		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++) {
-			bool ours = k == ADA_DROP_CORRUPT || k == ADA_DROP_THREAD_LIMIT;
-			out[l][k] = ours ? rec[l][k] : arena[l][k];
+			out[l][k] = wal_drop_is_recorders(k) ? rec[l][k] : arena[l][k];
 		}
 	/* What a window wanted and its ring no longer held is the window's
 	 * shortfall, told as what it achieved (the manifest's windows and

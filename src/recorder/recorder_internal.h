@@ -63,8 +63,12 @@ struct wal_thread {
 	 * position file_ring_base + i, for positions below file_ring_hole
 	 * (the first event the file lost, e.g. disk full; MAX: none). */
 	uint64_t file_ring_base, file_ring_hole;
-	struct wal_tdetail *dt;  /* detail lane state (detail_persist.c); NULL until used */
-	bool refused;            /* no thread_K/: over the thread-directory rate (arena_check.c) */
+	struct wal_tdetail *dt; /* detail lane state (detail_persist.c); NULL until used */
+	/* No index file for it (drain_discard() counts its events as
+	 * refuse_why): over the thread-directory rate (arena_check.c), or the
+	 * recorder at its limit of open files. */
+	bool refused;
+	enum ada_drop_reason refuse_why;
 	uint64_t detail_span_ns; /* what its detail ring held at the last tick (live view) */
 	/* The times it waited for index ring space and the ns (the slot's
 	 * wait_stat, read forward-only: drain.c drain_sync_waits) */
@@ -304,6 +308,7 @@ struct ada_recorder {
 	size_t nearly, capearly;
 	struct wal_admit admit; /* arenas refused: each file looked at once */
 	uint32_t pid_reused;    /* arenas of a later process given a recorded pid: not read */
+	uint32_t fd_limit_told; /* threads that got no file at the limit of open files */
 	bool main_reaped, no_children;
 	int main_status;
 	uint64_t main_exit_ns; /* drain: when the main process was reaped */

@@ -574,7 +574,7 @@ const char *ada_drop_reason_name(unsigned reason)
 {
 	static const char *const names[ADA_DROP_REASON_COUNT] = {
 	    "ring_full",    "drain_lag",   "detail_overwritten", "no_slot",       "corrupt",
-	    "thread_limit", "window_lost", "keysym_unknown",     "recorder_gone",
+	    "thread_limit", "window_lost", "keysym_unknown",     "recorder_gone", "fd_limit",
 	};
 	return reason < ADA_DROP_REASON_COUNT ? names[reason] : "?";
 }

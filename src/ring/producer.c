@@ -50,6 +50,9 @@ enum { PRODUCER_UNCLAIMED = 0, PRODUCER_OWNING = 1, PRODUCER_NOSLOT = 2 };
 #define PRODUCER_RETRY 1024u
 #define PRODUCER_SPINS 256u
 #define PRODUCER_YIELDS_PER_CLOCK 16u
+/* A wait for ring space ends when the ring has room for its two markers
+ * (ADA_WAIT_MARKER_BEGIN/END) and the event that waited. */
+#define PRODUCER_WAIT_ROOM 3u
 
 /* Weak: the agent defines it as the first member of its own TLS block
  * (src/hook/handlers.c, handlers_tls), so that its handlers reach the
@@ -250,8 +253,9 @@ static bool producer_was_reset(const struct ada_producer *p, const struct ada_ar
 }
 
 /* Rereads tail of slot in a (the caller's copies, not p's fields: see
- * producer_was_reset). */
-static bool producer_refresh_limit_at(struct ada_producer *p, struct ada_arena *a, uint32_t slot)
+ * producer_was_reset); true when there is room for `need` more events. */
+static bool producer_room_at(struct ada_producer *p, struct ada_arena *a, uint32_t slot,
+                             uint32_t need)
 {
 	struct ada_index_hdr *h = ring_index_hdr(a, slot);
 	/* Pairs with the release store of tail in ada_index_ring_release():
@@ -259,7 +263,12 @@ static bool producer_refresh_limit_at(struct ada_producer *p, struct ada_arena *
 	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_acquire);
 	p->room = tail + p->mask + 1;
 	p->limit = p->ts_clock ? 0 : p->room;
-	return p->head < p->room;
+	return p->head + need <= p->room;
+}
+
+static bool producer_refresh_limit_at(struct ada_producer *p, struct ada_arena *a, uint32_t slot)
+{
+	return producer_room_at(p, a, slot, 1);
 }
 
 /* Rereads tail; true when there is room for one more event. */
@@ -450,12 +459,45 @@ static bool producer_wait_counted(struct ada_producer *p, struct ada_arena *a, u
 	return r;
 }
 
+/* Writes one wait marker at head (the caller made room for it). */
+static void producer_put_marker(struct ada_producer *p, uint64_t ts, uint32_t which)
+{
+	struct atf_index_event *e = &p->events[p->head & p->mask];
+	e->timestamp_ns = ts;
+	e->function_id = 0;
+	e->thread_id = p->tid;
+	e->event_kind = ATF_EVENT_EXCEPTION;
+	e->call_depth = which;
+	e->detail_seq = ATF_NO_DETAIL;
+	p->head++;
+}
+
+/* The wait that began at raw time t0 ended with room for its markers and
+ * the event that waited: the markers go in first, so the wait lies in the
+ * trace between the event before it and the one that waited (whose time
+ * is taken after the wait), inside the frames open around it; readers
+ * take its length out of their durations (docs/format.md, "Wait
+ * markers"). Not after a reset: the slot is not ours any more. */
+static bool producer_wait_marked(struct ada_producer *p, struct ada_arena *a, uint32_t slot,
+                                 uint64_t t0, uint64_t raw0)
+{
+	if (producer_was_reset(p, a))
+		return false;
+	producer_put_marker(p, raw0, ADA_WAIT_MARKER_BEGIN);
+	producer_put_marker(p, ada_timestamp_raw(p), ADA_WAIT_MARKER_END);
+	/* Orders the marker stores before the new head; pairs with the
+	 * acquire load of head in ada_index_ring_peek(). */
+	atomic_store_explicit(p->head_pub, p->head, memory_order_release);
+	return producer_wait_counted(p, a, slot, t0, true);
+}
+
 /* WAIT policy: spin, then yield, rereading tail, for as long as the drain
  * shows signs of life or its recorder runs (a heartbeat standing still on
  * a loaded machine is no death). Lossless while the recorder runs; a dead
  * or signal-stopped recorder costs each thread one timeout, then drops
  * without waiting. Every wait is counted with its duration
- * (producer_wait_counted). */
+ * (producer_wait_counted) and, when it ends with room, marked in the
+ * ring (producer_wait_marked). */
 static bool producer_wait(struct ada_producer *p)
 {
 	struct ada_arena *a = p->arena;
@@ -468,21 +510,21 @@ static bool producer_wait(struct ada_producer *p)
 	    atomic_load_explicit(&producer_stall_beat, memory_order_relaxed) == beat + 1)
 		return producer_drain_lagging(p, a, slot, beat, true);
 	p->lagging = p->stalled = 0;
-	uint64_t t0 = producer_mono_ns();
+	uint64_t t0 = producer_mono_ns(), raw0 = ada_timestamp_raw(p);
 	for (uint32_t i = 0; i < PRODUCER_SPINS; i++) {
 		producer_pause();
 		if (producer_was_reset(p, a))
 			return false;
-		if (producer_refresh_limit_at(p, a, slot))
-			return producer_wait_counted(p, a, slot, t0, !producer_was_reset(p, a));
+		if (producer_room_at(p, a, slot, PRODUCER_WAIT_ROOM))
+			return producer_wait_marked(p, a, slot, t0, raw0);
 	}
 	uint64_t since = producer_mono_ns();
 	for (uint32_t n = 1;; n++) {
 		sched_yield();
 		if (producer_was_reset(p, a))
 			return false;
-		if (producer_refresh_limit_at(p, a, slot))
-			return producer_wait_counted(p, a, slot, t0, !producer_was_reset(p, a));
+		if (producer_room_at(p, a, slot, PRODUCER_WAIT_ROOM))
+			return producer_wait_marked(p, a, slot, t0, raw0);
 		if (n % PRODUCER_YIELDS_PER_CLOCK)
 			continue;
 		uint64_t now = producer_mono_ns(), b = ada_arena_heartbeat(a);

@@ -7,7 +7,10 @@
  * called frame, its RETURN the same depth; an EXCEPTION with a depth closes
  * a frame left without a return (longjmp, C++ unwinding, thread exit); an
  * EXCEPTION whose depth has ADA_TRIGGER_CRASH_DEPTH_FLAG is a fatal-signal
- * marker and closes nothing (docs/internals.md, docs/format.md).
+ * marker and closes nothing (docs/internals.md, docs/format.md), unless it
+ * is a wait marker: ada's own wait for ring space, whose time is taken
+ * out of the durations of the frames open around it, so a wait never
+ * makes a call slow (latency, p99) and never fires anything itself.
  * Bounds: ADA_TRIGGER_STACK_FRAMES frames per thread (the innermost are
  * kept; outer ones pushed out are counted), verdict and estimator tables
  * of at most TRIG_TABLE_MAX entries per process (beyond: counted, no match).
@@ -202,8 +205,10 @@ static void eval_call(struct ada_trigger_thread *t, const struct atf_index_event
 	struct ada_trigger_engine *e = t->p->e;
 	if (ev->call_depth)
 		eval_unwind_to(t, ev->call_depth - 1);
-	struct trig_frame f = {
-	    .fn_id = ev->function_id, .call_ns = ev->timestamp_ns, .depth = ev->call_depth};
+	struct trig_frame f = {.fn_id = ev->function_id,
+	                       .call_ns = ev->timestamp_ns,
+	                       .wait0 = t->wait_ns,
+	                       .depth = ev->call_depth};
 	if (e->want_names) {
 		uint64_t m = eval_verdict(t->p, ev->function_id);
 		for (int i = 0; m >> i; i++) {
@@ -257,7 +262,9 @@ static void eval_return(struct ada_trigger_thread *t, const struct trig_frame *f
 		m = e->want_names ? eval_verdict(t->p, f->fn_id) : 0;
 	if (!m)
 		return;
-	uint64_t dur = ret_ns - f->call_ns;
+	/* The program's time: without ada's waits inside the frame. */
+	uint64_t waited = t->wait_ns - f->wait0, dur = ret_ns - f->call_ns;
+	dur = dur > waited ? dur - waited : 0;
 	struct ada_trigger_p2 *est = NULL;
 	double p99 = 0;
 	bool p99_ok = false;
@@ -279,8 +286,26 @@ static void eval_return(struct ada_trigger_thread *t, const struct trig_frame *f
 		ada_trigger_p2_add(est, (double)dur);
 }
 
+/* A wait marker: a BEGIN opens a wait, the END after it adds its length
+ * to the thread's total (an END without its BEGIN adds nothing). */
+static void eval_wait(struct ada_trigger_thread *t, const struct atf_index_event *ev)
+{
+	if (ev->call_depth == ADA_WAIT_MARKER_BEGIN) {
+		t->wait_from = ev->timestamp_ns;
+		t->waiting = true;
+	} else if (t->waiting) {
+		if (ev->timestamp_ns > t->wait_from)
+			t->wait_ns += ev->timestamp_ns - t->wait_from;
+		t->waiting = false;
+	}
+}
+
 static void eval_close(struct ada_trigger_thread *t, const struct atf_index_event *ev, bool ret)
 {
+	if (ada_wait_marker(ev->event_kind, ev->call_depth)) {
+		eval_wait(t, ev);
+		return;
+	}
 	if (ev->call_depth & ADA_TRIGGER_CRASH_DEPTH_FLAG) { /* fatal-signal marker */
 		t->crash_sig = (int)(ev->call_depth & ~ADA_TRIGGER_CRASH_DEPTH_FLAG);
 		t->crash_addr = ev->function_id;
@@ -363,8 +388,10 @@ static size_t eval_plain(struct ada_trigger_thread *t, struct eval_regs *s,
 				e += 2;
 				continue;
 			}
-			t->fr[head] = (struct trig_frame){
-			    .call_ns = e->timestamp_ns, .fn_id = e->function_id, .depth = depth};
+			t->fr[head] = (struct trig_frame){.call_ns = e->timestamp_ns,
+			                                  .fn_id = e->function_id,
+			                                  .wait0 = t->wait_ns,
+			                                  .depth = depth};
 			head = (head + 1) & TRIG_FRAME_MASK;
 			cnt++;
 			top_fn = e->function_id;

@@ -79,9 +79,10 @@ struct ada_trigger_proc {
 struct trig_frame {
 	uint64_t call_ns;
 	uint64_t fn_id;
-	uint32_t depth;
-	uint64_t mask; /* latency/p99 slots that match fn_id */
+	uint64_t wait0; /* the thread's wait_ns at the call */
+	uint64_t mask;  /* latency/p99 slots that match fn_id */
 	uint64_t gen;
+	uint32_t depth;
 };
 
 struct ada_trigger_thread {
@@ -91,6 +92,12 @@ struct ada_trigger_thread {
 	uint32_t head; /* next push position in fr[] (circular) */
 	int crash_sig;
 	uint64_t crash_addr;
+	/* ada's own waits for ring space on this thread (wait markers):
+	 * their total so far, and where the one in progress began (waiting
+	 * set between a BEGIN and its END). A frame's duration is its time
+	 * less the waits inside it (wait_ns now less its wait0). */
+	uint64_t wait_ns, wait_from;
+	bool waiting;
 	struct trig_frame fr[ADA_TRIGGER_STACK_FRAMES];
 };
 

@@ -63,6 +63,13 @@ def is_signal_marker(ev):
     return ev.get("kind") == "signal"
 
 
+# ada's wait for ring space (docs/format.md, "Wait markers"): two
+# EXCEPTION events that are not frames, kinds "ada_wait_begin" and
+# "ada_wait_end" in `ada dump --format jsonl` (docs/dump.md).
+def is_wait_marker(ev):
+    return ev.get("kind") in ("ada_wait_begin", "ada_wait_end")
+
+
 class Fail(Exception):
     pass
 
@@ -383,9 +390,17 @@ def walk_thread(events, allow_inherited):
     errors = []
     stack = []  # (function_id, name, depth)
     cur = None  # depth of the innermost frame; None until the first event
+    waiting = False  # between a wait's BEGIN and its END
     for ev in events:
         if is_signal_marker(ev):
             continue  # not a frame: checked by check_crash_manifest
+        if is_wait_marker(ev):  # not a frame: a BEGIN, then its END
+            begin = ev.get("kind") == "ada_wait_begin"
+            if begin == waiting or ev.get("depth") is not None:
+                errors.append("index_seq %s: %s out of place" % (ev.get("index_seq"),
+                                                                 ev.get("kind")))
+            waiting = begin
+            continue
         kind, depth, fid, name = ev.get("kind"), ev.get("depth"), ev.get("function_id"), fn_name(ev)
         where = "index_seq %s" % ev.get("index_seq")
         if kind == "call":
@@ -1027,12 +1042,16 @@ def cmd_target(args, ada, work, rep):
             rep.check(got == want, "--syms-status %s: modules/*.syms give %s the status %s"
                       % (spec, name, got))
     for g in args.moved:
-        m = check_manifest_parses(rep, os.path.join(session, "pid_%d" % root)) or {}
-        fns = (m.get("count_only") or {}).get("functions", [])
+        # the process that ran the workload: the root, or (budget_fork)
+        # its forked child
+        fns = []
+        for d in pid_dirs:
+            m = check_manifest_parses(rep, os.path.join(session, d)) or {}
+            fns += (m.get("count_only") or {}).get("functions", [])
         rep.check(any(fnmatch.fnmatch(e.get("name", ""), g) and e.get("moved") == "budget"
                       for e in fns),
-                  "pid_%d: --overhead-budget moved no function matching %s to count-only: %r"
-                  % (root, g, fns))
+                  "%s: --overhead-budget moved no function matching %s to count-only: %r"
+                  % (pid_dirs, g, fns))
     for spec in args.child_exit or []:
         name, what = spec.split("=", 1)
         kind, num = what.split(":")

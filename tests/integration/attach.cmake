@@ -30,7 +30,8 @@ set(ADA_ATTACH_STATIC "")
 if(ADA_LIBC_A)
   set(ADA_ATTACH_STATIC --static ${ADA_ATTACH_T}/t_static)
 endif()
-foreach(case threads trigger move spawn loader_lock nopid traced static otheruser duration)
+foreach(case threads trigger move spawn loader_lock nopid traced static otheruser duration
+             budget)
   add_test(NAME e2e.attach_${case}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/attach_test.py
                    --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/attach-work

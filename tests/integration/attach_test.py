@@ -502,6 +502,59 @@ def refused(a, work, pid, words, extra=()):
     check(not sessions(out), "a session was left behind: %r" % sessions(out))
 
 
+def thread_count(pid):
+    return len(os.listdir("/proc/%d/task" % pid))
+
+
+def case_budget(a, work):
+    """--overhead-budget under attach: the busy threads' short functions
+    are moved to count-only while attached; the detach ends the budget's
+    thread (the target is left with its own threads only) and the
+    target runs on to its normal exit."""
+    out = os.path.join(work, "out")
+    t = Target(a.target)
+    try:
+        threads0 = thread_count(t.p.pid)
+        p = subprocess.Popen([a.ada, "attach", str(t.p.pid), "--out", out,
+                              "--overhead-budget", "1"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            line = p.stderr.readline().decode()
+            check("attached to pid %d" % t.p.pid in line, "ada attach said %r" % line)
+            session = line.rsplit(" ", 1)[-1].strip()
+            moved = []
+
+            def some_moved():
+                rc, so, _ = run([a.ada, "status", str(t.p.pid), "--json"])
+                try:
+                    st = json.loads(so) if rc == 0 else {}
+                except ValueError:
+                    return False
+                moved[:] = st.get("hooks", {}).get("count_only", {}).get(
+                    "moved_by_budget", [])
+                return bool(moved)
+            wait_state("a function moved to count-only by the budget", some_moved)
+            p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=GUARD)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        check(p.returncode == 0, "attach: exit %d\n%s" % (p.returncode, err.decode()))
+        check(tracer_of(t.p.pid) == 0, "still traced after the detach")
+        wait_state("the budget thread gone after the detach",
+                   lambda: thread_count(t.p.pid) == threads0)
+        with open(os.path.join(session, "pid_%d" % t.p.pid, "manifest.json")) as f:
+            man = json.load(f)
+        fns = (man.get("count_only") or {}).get("functions", [])
+        check(any(e.get("moved") == "budget" and e.get("calls", 0) > 0 for e in fns),
+              "manifest count_only after the detach: %r (live: %r)" % (fns, moved))
+        rc, out_, err_ = t.finish()
+    finally:
+        t.kill()
+    check(rc == 42, "the target exited %d:\n%s%s" % (rc, out_, err_))
+
+
 def case_duration(a, work):
     out = os.path.join(work, "out")
     t = Target(a.target)
@@ -602,7 +655,7 @@ CASES = {"threads": case_threads, "trigger": case_trigger, "move": case_move,
          "spawn": case_spawn, "loader_lock": case_loader_lock,
          "nopid": case_nopid,
          "traced": case_traced, "static": case_static, "otheruser": case_otheruser,
-         "duration": case_duration}
+         "duration": case_duration, "budget": case_budget}
 
 
 def main():

@@ -267,7 +267,7 @@ STATUS_KEYS = ("recording", "events", "events_per_sec", "drops", "drops_per_sec"
 
 
 def case_status(ada, target, work):
-    r = Rec(ada, target, work, ["--trigger", "symbol=rare_event"])
+    r = Rec(ada, target, work, ["--trigger", "symbol=rare_event", "--count-only", "leaf"])
     try:
         r.do("busy")
         r.do("rare")
@@ -296,6 +296,10 @@ def case_status(ada, target, work):
             check(st[who]["rss_bytes"] > 0, "%s rss %r" % (who, st[who]))
         _, line, _ = r.ada_cmd("status", str(r.pid))
         check(line.startswith("%d: recording, 1 process" % r.pid), "ada status: %r" % line)
+        co = st["hooks"].get("count_only", {})
+        check(co.get("functions") == 1 and co.get("moved_by_budget") == [] and
+              ", 1 count-only (0 moved by the budget)" in line,
+              "--count-only leaf: live hooks.count_only %r, line %r" % (co, line))
         # `ada record`'s own pid finds the same recording (through its child)
         _, line, _ = r.ada_cmd("status", str(r.p.pid))
         check(line.startswith("%d: recording, 1 process" % r.p.pid), "ada status: %r" % line)
@@ -340,6 +344,9 @@ def case_status(ada, target, work):
           st["hooks"]["skipped"] == sum(hook["skipped"].values()) and
           st["hooks"]["hook_time_ms_max"] == hook["hook_time_us"]["total"] / 1e3,
           "hooks live %r, manifest %r" % (st["hooks"], hook))
+    # leaf: twice per mid, mid 1000 times at start and 2000 on "busy"
+    counted = {e["name"]: e["calls"] for e in man.get("count_only", {}).get("functions", [])}
+    check(counted == {"leaf": 6000}, "--count-only leaf counted %r" % counted)
     lat = st.get("batch_latency_ms", {})
     check(0 <= lat.get("p50", -1) <= lat.get("p99", -1),
           "live batch_latency_ms %r: p50 and p99 of the drain's write batches" % lat)
@@ -369,6 +376,10 @@ def case_status(ada, target, work):
     want = "windows 1 (%d closed%s), %d detail records persisted" % (
         nclosed, "" if nclosed else ", 1 cut short by the end of the recording", recs)
     check(want in line, "finished status line %r lacks %r" % (line, want))
+    # count-only calls: live the ended threads' (none yet), finished all
+    check(done["hooks"]["count_only"]["calls"] == 6000, "finished hooks.count_only %r" %
+          done["hooks"]["count_only"])
+    done["hooks"]["count_only"]["calls"] = st["hooks"]["count_only"]["calls"]
     check(done["recording"] is False and done["events"] == final and
           done["hooks"] == st["hooks"] and done["windows"]["total"] == 1,
           "status of the finished session %r; manifest events %d" % (done, final))

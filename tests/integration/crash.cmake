@@ -23,6 +23,12 @@ endfunction()
 ada_crash_test(frame0_store3.O2 frame0 ${T}/t_crash0_O2 3)
 ada_crash_test(frame0_store4.O2 frame0 ${T}/t_crash0_O2 4)
 ada_crash_test(gdb_store4.O2 gdb ${T}/t_crash0_O2 4)
+# A fault in a hooked function's first instructions (its trampoline's
+# relocated copies): frame #0 and gdb's frame 0 are the function itself.
+ada_crash_test(frame0_load0.O2 frame0 ${T}/t_crash0_O2 l)
+ada_crash_test(frame0_load3.O2 frame0 ${T}/t_crash0_O2 m)
+ada_crash_test(gdb_load0.O2 gdb ${T}/t_crash0_O2 l)
+ada_crash_test(gdb_load3.O2 gdb ${T}/t_crash0_O2 m)
 ada_crash_test(gdb_inner.O2 gdb ${T}/t_crash_O2 segv)
 # Float and double arguments and returns in the detail lane (--detail-fp).
 add_test(NAME e2e.detail_fp.O2

@@ -7,9 +7,12 @@
   crash_test.py --ada ADA --work DIR fp -- PROG ARGS...
 
 frame0: PROG (tests/targets/t_crash0) faults in a 3- or 4-byte function
-that is too short to hook; `ada crash` must name it as frame #0 from the
-signal context, with its registers (rdi 0, rsi 0x2a2a, rdx 0x3b3b, rcx
-0x4c4c), above the frames on record; the manifest's crash.context, the
+that is too short to hook, or (modes l, m) in a hooked function's first
+or second instruction, which runs as a relocated copy in its trampoline;
+`ada crash` must name it as frame #0 from the signal context (at the
+function's own pc, not the trampoline's), with its registers (rdi 0, rsi
+0x2a2a, rdx 0x3b3b, rcx 0x4c4c), above the frames on record (or as the
+innermost of them, when hooked); the manifest's crash.context, the
 signal context record under the fatal-signal marker in `ada dump --window`
 and `ada validate` must agree.
 
@@ -75,8 +78,15 @@ def record(ada, work, argv, *opts):
     return rc, out, err, sessions[0], rec
 
 
+# t_crash0's modes: the function that faults, the offset of the faulting
+# instruction in it, and whether the agent hooks it (then the fault is in
+# its trampoline's relocated copy, and the call is on record).
+LEAVES = {"3": ("store3", 0, False), "4": ("store4", 0, False),
+          "l": ("load0", 0, True), "m": ("load3", 3, True)}
+
+
 def check_frame0(a, argv, c):
-    leaf = "store" + (argv[1] if len(argv) > 1 else "4")
+    leaf, off, hooked = LEAVES[argv[1] if len(argv) > 1 else "4"]
     rc, _, err, sdir, rec = record(a.ada, a.work, argv, "--trigger", "crash")
     c.check(rc in (139, -11), f"ada record exited {rc}, want SIGSEGV passed through: {err[-800:]}")
     pid_dir = sorted(glob.glob(os.path.join(sdir, "pid_*")))[0]
@@ -95,8 +105,13 @@ def check_frame0(a, argv, c):
         return
     frames = th[0]["frames"]
     f0 = frames[0] if frames else {}
-    c.check(f0.get("function") == leaf and f0.get("offset") == 0 and f0.get("pc") == ctx.get("pc"),
-            f"crash --json: frame #0 is {f0}, want {leaf}+0 at the pc")
+    c.check(f0.get("function") == leaf and f0.get("offset") == off and
+            f0.get("pc") == ctx.get("pc"),
+            f"crash --json: frame #0 is {f0}, want {leaf}+{off} at the pc")
+    # A hooked leaf must really have been entered through its trampoline
+    # (else the fault was never inside one and the test proves nothing).
+    c.check(bool(f0.get("on_record")) == hooked,
+            f"crash --json: {leaf} on record {f0.get('on_record')}, want {hooked}")
     args = f0.get("args") or {}
     c.check((args.get("rdi"), args.get("rsi"), args.get("rdx"), args.get("rcx")) ==
             ("0x0", "0x2a2a", "0x3b3b", "0x4c4c"), f"crash --json: {leaf}'s registers {args}")
@@ -117,10 +132,10 @@ def check_frame0(a, argv, c):
 
     text = subprocess.run([a.ada, "crash", sdir], capture_output=True, text=True,
                           timeout=TIMEOUT).stdout
-    head = f"  #0   {leaf}+0x0 (rdi=0x0, rsi=0x2a2a, rdx=0x3b3b, rcx=0x4c4c, "
+    head = f"  #0   {leaf}+0x{off:x} (rdi=0x0, rsi=0x2a2a, rdx=0x3b3b, rcx=0x4c4c, "
     c.check(head in text or (f0.get("on_record") and f"  #0   {leaf} " in text),
             "crash text: frame #0 is not %s with its registers:\n%s" % (leaf, text[:2000]))
-    c.check(f"pc {ctx.get('pc')} ({leaf}+0x0), registers at the signal:" in text,
+    c.check(f"pc {ctx.get('pc')} ({leaf}+0x{off:x}), registers at the signal:" in text,
             "crash text: no pc and registers under frame #0:\n" + text[:2000])
     c.check(f"  #1   crash_mid " in text or f0.get("on_record"),
             "crash text: crash_mid is not #1:\n" + text[:2000])

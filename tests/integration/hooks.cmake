@@ -75,10 +75,14 @@ ada_itest(count_only_index target --count-only leaf --count-only work_* --record
 # --overhead-budget 10: leaf and work_a (the hottest, shortest) are moved
 # to count-only while the four threads call them (each thread runs until
 # it sees leaf's patch lead to a count block, then as long again): events
-# before the move plus counts after it are the program's calls. The disk
+# before the move plus counts after it are the program's calls. The four
+# threads run in a forked child (budget_fork), whose budget thread is its
+# own (fork copies only the forking thread), so the test proves the
+# budget in the parent that started it and in the child. The disk
 # budget is off so that no old generation is deleted before the check.
 ada_itest(overhead_budget target --nondeterministic --moved leaf --record-opt=--overhead-budget
-          --record-opt=10 --record-opt=--max-disk-mb --record-opt=0 -- ${T}/t_threads_O2 budget)
+          --record-opt=10 --record-opt=--max-disk-mb --record-opt=0 -- ${T}/t_threads_O2
+          budget_fork)
 # ~1 M events before the move, read back by the harness: 30 s idle, 80 s
 # on a loaded machine.
 set_tests_properties(e2e.overhead_budget PROPERTIES TIMEOUT 300)

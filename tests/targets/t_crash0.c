@@ -5,7 +5,13 @@
  * cannot hook them either.
  *   3   main -> crash_outer -> crash_mid -> store3 (`mov %esi,(%rdi); ret`,
  *       3 bytes) with rdi = 0: SIGSEGV at store3's first byte;
- *   4   the same through store4 (`mov %rsi,(%rdi); ret`, 4 bytes).
+ *   4   the same through store4 (`mov %rsi,(%rdi); ret`, 4 bytes);
+ *   l   the same through load0, long enough to be hooked by the ordinary
+ *       form, whose first instruction loads through rdi: the fault is in
+ *       the trampoline's relocated copy of that instruction, which the
+ *       agent maps back to load0+0;
+ *   m   load3, the same with the faulting load its second instruction
+ *       (load3+3, the second relocated copy).
  * The other argument registers hold known values at the fault: rsi
  * 0x2a2a, rdx 0x3b3b, rcx 0x4c4c. The table is written just before the
  * fault (tc_report); the frames open then are declared lost (TC_LOST).
@@ -47,10 +53,35 @@ __asm__(".text\n"
         "\t.cfi_startproc\n"
         "\tret\n"
         "\t.cfi_endproc\n"
-        ".size store_guard, .-store_guard\n");
+        ".size store_guard, .-store_guard\n"
+        /* Hooked by the ordinary form (7 and 10 bytes, whole instructions
+         * over the 5-byte patch, no branch). */
+        ".p2align 4\n"
+        ".globl load0\n"
+        ".type load0, @function\n"
+        "load0:\n"
+        "\t.cfi_startproc\n"
+        "\tmovq (%rdi), %rax\n"
+        "\taddq %rsi, %rax\n"
+        "\tret\n"
+        "\t.cfi_endproc\n"
+        ".size load0, .-load0\n"
+        ".p2align 4\n"
+        ".globl load3\n"
+        ".type load3, @function\n"
+        "load3:\n"
+        "\t.cfi_startproc\n"
+        "\tmovq %rsi, %rax\n"
+        "\tmovq (%rdi), %rdx\n"
+        "\taddq %rdx, %rax\n"
+        "\tret\n"
+        "\t.cfi_endproc\n"
+        ".size load3, .-load3\n");
 
 void store3(int *p, long v, long c, long d);
 void store4(long *p, long v, long c, long d);
+long load0(long *p, long v, long c, long d);
+long load3(long *p, long v, long c, long d);
 
 static volatile unsigned long sink;
 static void *volatile null_ptr;
@@ -62,6 +93,10 @@ TC_FN static void crash_mid(int how)
 	tc_report();
 	if (how == '3')
 		store3(null_ptr, 0x2a2a, 0x3b3b, 0x4c4c);
+	else if (how == 'l')
+		sink = (unsigned long)load0(null_ptr, 0x2a2a, 0x3b3b, 0x4c4c);
+	else if (how == 'm')
+		sink = (unsigned long)load3(null_ptr, 0x2a2a, 0x3b3b, 0x4c4c);
 	else
 		store4(null_ptr, 0x2a2a, 0x3b3b, 0x4c4c);
 	sink = (unsigned long)how; /* not a tail call: crash_mid stays on the stack */
@@ -82,7 +117,7 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 && !tc_is_counts_arg(argv[1]) ? argv[1] : "4";
 
 	tc_init(argc, argv, "crash0", fn_names, FN_COUNT);
-	printf("about to fault in store%c\n", mode[0]);
+	printf("about to fault (mode %c)\n", mode[0]);
 	fflush(stdout);
 	crash_outer(mode[0]);
 	return 0;

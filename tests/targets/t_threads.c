@@ -8,13 +8,17 @@
  * can), so the index rings fill and the default lossless mode must wait.
  * With "budget": each thread then calls work_a until it sees leaf moved to
  * count-only by ada's --overhead-budget (its own code's patch leads to a
- * count block; at most 16 M rounds), and as many rounds again.
+ * count block; at most 16 M rounds), and as many rounds again. With
+ * "budget_fork": the same in a forked child, the parent only waiting (the
+ * child's budget thread must do the moving).
  * Single role: a target for tests/integration/ada_itest.py; no shared state
  * besides the results array, written once per thread before join.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tcount.h"
 
@@ -147,6 +151,18 @@ int main(int argc, char **argv)
 		heavy = 25;
 	if (argc > 1 && !strcmp(argv[1], "budget"))
 		budget_mode = 1;
+	if (argc > 1 && !strcmp(argv[1], "budget_fork")) {
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid > 0) {
+			int st = 0;
+			return waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+		}
+		if (pid < 0)
+			return 1;
+		tc_reset_after_fork();
+		budget_mode = 1;
+	}
 	spawn_all(t);
 	join_all(t);
 	for (int i = 0; i < NTHREADS; i++)

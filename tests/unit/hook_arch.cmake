@@ -104,3 +104,29 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
   target_link_libraries(test_hook_x86_writer PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
   add_test(NAME hook_arch_x86_writer COMMAND test_hook_x86_writer)
 endif()
+
+# The arm64 hook layer's portable core (src/hook/arm64/), byte for byte:
+# relocation of every PC-relative class, trampolines, patches, verdicts.
+# Plain C over 32-bit words, so it runs on any host (well under a second).
+if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
+  add_executable(test_hook_a64 ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hook_a64.c)
+  target_include_directories(test_hook_a64 PRIVATE ${CMOCKA_INCLUDE_DIR})
+  target_link_libraries(test_hook_a64 PRIVATE ada_hook_a64 ${CMOCKA_LIBRARY})
+  add_test(NAME hook_arch_a64_reloc COMMAND test_hook_a64)
+  ada_sanitize_tests(asan ubsan TESTS hook_arch_a64_reloc)
+endif()
+
+# The arm64 layer end to end on aarch64 (natively, or in a cross build
+# under the toolchain's CMAKE_CROSSCOMPILING_EMULATOR, qemu-aarch64):
+# functions of every relocation class hooked in place and called, with
+# fake handlers taking each contract path.
+if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64")
+  add_executable(test_hook_a64_run ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hook_a64_run.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hook_a64_targets.S)
+  target_include_directories(test_hook_a64_run PRIVATE ${CMOCKA_INCLUDE_DIR})
+  target_link_libraries(test_hook_a64_run PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
+  # The fake handlers run inside hooked functions: no sanitizer runtime there.
+  set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hook_a64_run.c
+    PROPERTIES COMPILE_OPTIONS "-fno-sanitize=all")
+  add_test(NAME hook_arch_a64_run COMMAND test_hook_a64_run)
+endif()

@@ -645,6 +645,43 @@ static void test_moved_pc(void **state)
 	assert_int_equal(hook_arch_moved_pc(&plan, buf, TR, FN + 3), 0);
 }
 
+/* The crash handler's map: each displaced instruction's offset in the
+ * function and where its copy starts in the trampoline, the same places
+ * hook_arch_moved_pc() finds (and the grown jcc shifts what follows). */
+static void test_reloc_map(void **state)
+{
+	static const uint8_t code[] = {0x55, 0x0f, 0xb6, 0x07, 0x48, 0x89, 0xe5, 0x5d, 0xc3};
+	uint8_t jcc[0x40];
+	struct hook_arch_plan plan;
+	struct hook_arch_reloc_map m;
+
+	(void)state;
+	assert_int_equal(prep(code, sizeof(code), FN, &plan), ADA_HOOK_OK);
+	assert_true(hook_arch_reloc_map(&plan, TR, false, &m));
+	assert_int_equal(m.n, 3);
+	assert_int_equal(m.off[0], 0);
+	assert_int_equal(m.at[0], FRAME);
+	assert_int_equal(m.off[1], 1);
+	assert_int_equal(m.at[1], FRAME + 1);
+	assert_int_equal(m.off[2], 4);
+	assert_int_equal(m.at[2], FRAME + 4);
+	/* The fast form's frame is shorter: the same copies, earlier. */
+	assert_true(hook_arch_reloc_map(&plan, TR, true, &m));
+	assert_int_equal(m.at[0], HOOK_ARCH_FAST_RET_POINT_OFF + 5 + 8);
+	assert_int_equal(m.at[2] - m.at[0], 4);
+
+	memset(jcc, 0x90, sizeof(jcc));
+	memcpy(jcc, "\x85\xff\x74\x20\x53", 5);
+	jcc[sizeof(jcc) - 1] = 0xc3;
+	assert_int_equal(prep(jcc, sizeof(jcc), FN, &plan), ADA_HOOK_OK);
+	assert_true(hook_arch_reloc_map(&plan, TR, false, &m));
+	assert_int_equal(m.n, 3);
+	assert_int_equal(m.off[2], 4);
+	assert_int_equal(m.at[2], FRAME + 8); /* je rel8 became je rel32 */
+	plan.insn_count = 0;                  /* emits no trampoline: no map */
+	assert_false(hook_arch_reloc_map(&plan, TR, false, &m));
+}
+
 static void test_skip_names(void **state)
 {
 	(void)state;
@@ -681,6 +718,7 @@ int main(void)
 	    cmocka_unit_test(test_undecodable),
 	    cmocka_unit_test(test_skip_names),
 	    cmocka_unit_test(test_moved_pc),
+	    cmocka_unit_test(test_reloc_map),
 	    cmocka_unit_test(test_fast_prologue),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

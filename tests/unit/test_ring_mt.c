@@ -28,6 +28,8 @@ struct shared {
 	uint64_t per_thread;
 	_Atomic int producers_done;
 	uint64_t got[PRODUCERS]; /* next expected sequence number, per producer */
+	uint64_t waits;          /* wait marker pairs seen (the producers waited) */
+	bool in_wait[SLOTS];     /* a slot's BEGIN seen, its END not yet */
 	char error[160];         /* the consumer's first complaint; checked in main */
 };
 
@@ -67,16 +69,34 @@ static bool check_event(struct shared *s, const struct atf_index_event *e)
 	return true;
 }
 
-/* Checks and consumes what one slot holds. Returns events consumed. */
+/* A wait marker (the producer waited for room): a BEGIN, then its END. */
+static bool check_wait(struct shared *s, uint32_t slot, const struct atf_index_event *e)
+{
+	bool begin = e->call_depth == ADA_WAIT_MARKER_BEGIN;
+	if (begin == s->in_wait[slot] || e->function_id != 0 || e->detail_seq != ATF_NO_DETAIL) {
+		snprintf(s->error, sizeof(s->error), "slot %u: wait marker %#x out of place", slot,
+		         e->call_depth);
+		return false;
+	}
+	s->in_wait[slot] = begin;
+	s->waits += !begin;
+	return true;
+}
+
+/* Checks and consumes what one slot holds. Returns the producers' own
+ * events consumed (wait markers are not theirs). */
 static uint64_t consume_slot(struct shared *s, uint32_t slot)
 {
 	const struct atf_index_event *e;
-	size_t n = ada_index_ring_peek(s->a, slot, &e);
-	for (size_t i = 0; i < n; i++)
-		if (!check_event(s, &e[i]))
+	size_t n = ada_index_ring_peek(s->a, slot, &e), own = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool wait = ada_wait_marker(e[i].event_kind, e[i].call_depth);
+		if (wait ? !check_wait(s, slot, &e[i]) : !check_event(s, &e[i]))
 			break;
+		own += !wait;
+	}
 	ada_index_ring_release(s->a, slot, n);
-	return n;
+	return own;
 }
 
 static void *consumer_main(void *arg)

@@ -396,6 +396,92 @@ static void test_stack_and_crash_marker(void **state)
 	rig_fini(&r);
 }
 
+/* ada's wait for ring space between the CALL and the RETURN of fn. */
+static void wait_marks(struct rig *r, uint64_t from, uint64_t to)
+{
+	struct atf_index_event m[2] = {
+	    {.timestamp_ns = from,
+	     .thread_id = 77,
+	     .event_kind = ATF_EVENT_EXCEPTION,
+	     .call_depth = ADA_WAIT_MARKER_BEGIN,
+	     .detail_seq = ATF_NO_DETAIL},
+	    {.timestamp_ns = to,
+	     .thread_id = 77,
+	     .event_kind = ATF_EVENT_EXCEPTION,
+	     .call_depth = ADA_WAIT_MARKER_END,
+	     .detail_seq = ATF_NO_DETAIL},
+	};
+	ada_trigger_feed(r->t, m, 2);
+}
+
+/* ada's waits are not the program's time: a call that only waited longer
+ * than the threshold does not fire (nor do the markers themselves); a
+ * call slow without its waits fires with the wait-free duration, its
+ * caller's waits counted once (nested), and p99 learns wait-free
+ * durations. The markers close no frame and are no crash. */
+static void test_waits_never_fire(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, SEC, SEC, 0, 0);
+	arm(&r, "latency=function:*>1ms", 0);
+	ev(&r, ATF_EVENT_CALL, FN(1), T0);
+	ev(&r, ATF_EVENT_CALL, FN(2), T0 + 100);
+	wait_marks(&r, T0 + 200, T0 + 200 + 40 * MS); /* inside parse and handle_request */
+	ev(&r, ATF_EVENT_RETURN, FN(2), T0 + 300 + 40 * MS);
+	wait_marks(&r, T0 + 400 + 40 * MS, T0 + 400 + 90 * MS); /* inside handle_request */
+	ev(&r, ATF_EVENT_RETURN, FN(1), T0 + 500 + 90 * MS);
+	assert_int_equal(ada_trigger_window_count(r.e), 0);
+	assert_int_equal(ada_trigger_thread_crash(r.t, NULL), 0);
+	uint32_t depth = 9;
+	assert_int_equal(ada_trigger_thread_stack(r.t, NULL, 0, &depth), 0);
+	assert_int_equal(depth, 0);
+	/* Slow without its wait: fires with 2 ms, not 2 ms + 30 ms. */
+	ev(&r, ATF_EVENT_CALL, FN(1), T0 + SEC);
+	wait_marks(&r, T0 + SEC + MS, T0 + SEC + 31 * MS);
+	ev(&r, ATF_EVENT_RETURN, FN(1), T0 + SEC + 32 * MS);
+	size_t n = ada_trigger_window_count(r.e);
+	assert_int_equal(n, 1);
+	const struct ada_trigger_window *w = win(&r, n - 1);
+	assert_int_equal(w->fn_id, FN(1));
+	assert_int_equal(w->duration_ns, 2 * MS);
+	assert_int_equal(w->threshold_ns, MS);
+	/* An END without its BEGIN (cut off) takes nothing out. */
+	struct atf_index_event end = {.timestamp_ns = T0 + 10 * SEC + 1,
+	                              .thread_id = 77,
+	                              .event_kind = ATF_EVENT_EXCEPTION,
+	                              .call_depth = ADA_WAIT_MARKER_END,
+	                              .detail_seq = ATF_NO_DETAIL};
+	ev(&r, ATF_EVENT_CALL, FN(1), T0 + 10 * SEC);
+	ada_trigger_feed(r.t, &end, 1);
+	ev(&r, ATF_EVENT_RETURN, FN(1), T0 + 10 * SEC + 5 * MS);
+	assert_int_equal(ada_trigger_window_count(r.e), n + 1);
+	assert_int_equal(win(&r, n)->duration_ns, 5 * MS);
+	rig_fini(&r);
+}
+
+/* p99 learns the program's durations: a run of calls that each waited
+ * 20x their own time does not raise the estimate, so the outlier fires. */
+static void test_waits_p99(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_init(&r, SEC, SEC, 0, 0);
+	arm(&r, "p99=function:handle_request", 0);
+	for (int i = 0; i < 3000; i++) {
+		uint64_t t = T0 + (uint64_t)i * MS;
+		ev(&r, ATF_EVENT_CALL, FN(1), t);
+		if (i % 2)
+			wait_marks(&r, t + 10, t + 10 + 20000);
+		ev(&r, ATF_EVENT_RETURN, FN(1), t + 1000 + (i % 2 ? 20000 : 0));
+	}
+	assert_int_equal(ada_trigger_window_count(r.e), 0);
+	call(&r, FN(1), T0 + 100 * SEC, 5000);
+	assert_int_equal(ada_trigger_window_count(r.e), 1);
+	assert_int_equal(win(&r, 0)->duration_ns, 5000);
+	rig_fini(&r);
+}
+
 /* Deep recursion keeps the innermost frames and counts the others. */
 static void test_stack_bounded(void **state)
 {
@@ -815,6 +901,8 @@ int main(void)
 	    cmocka_unit_test(test_stack_matches_model),
 	    cmocka_unit_test(test_latency_armed_while_open),
 	    cmocka_unit_test(test_latency_disarmed_while_open),
+	    cmocka_unit_test(test_waits_never_fire),
+	    cmocka_unit_test(test_waits_p99),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -91,7 +91,19 @@ struct ada_frame {
 	uint32_t end_detail;  /* detail_seq of the RETURN, or ATF_NO_DETAIL */
 	uint32_t pad_;
 	uint64_t user; /* the caller's, set in enter() */
+	/* ada's own waits for ring space inside the frame (its children's
+	 * included: docs/format.md, "Wait markers"), set when it ends;
+	 * child_ns and ada_frame_ns() leave them out. */
+	uint64_t wait_ns;
 };
+
+/* How long an ended frame took the program: its time less ada's waits
+ * inside it. */
+static inline uint64_t ada_frame_ns(const struct ada_frame *f)
+{
+	uint64_t d = f->end_ns - f->call_ns;
+	return d > f->wait_ns ? d - f->wait_ns : 0;
+}
 
 enum ada_frame_end {
 	ADA_END_RETURN = 0, /* its RETURN */
@@ -110,6 +122,9 @@ struct ada_frames_ops {
 	              struct ada_frame *parent);
 	/* The fatal-signal marker (docs/format.md): closes nothing. */
 	void (*marker)(void *ctx, uint64_t ts, uint32_t signal, uint64_t fault_addr);
+	/* ada's wait for ring space from begin_ns to end_ns (a wait marker
+	 * pair): the open frames' wait_ns include it. */
+	void (*wait)(void *ctx, uint64_t begin_ns, uint64_t end_ns);
 	/* A RETURN/EXCEPTION whose CALL is not in the files. */
 	void (*unmatched)(void *ctx, const struct atf_index_event *ev, uint32_t src, uint64_t seq);
 };
@@ -124,6 +139,8 @@ struct ada_frames_stats {
 	uint64_t bad_kind;  /* unknown event_kind */
 	uint64_t backwards; /* an end before its call (treated as 0 ns) */
 	uint64_t markers;   /* fatal-signal markers */
+	uint64_t waits;     /* ada's waits for ring space (wait marker pairs) */
+	uint64_t wait_ns;   /* their total length */
 	uint64_t first_ns, last_ns;
 };
 

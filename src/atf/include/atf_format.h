@@ -75,6 +75,20 @@ enum atf_detail_type {
  * bit is a fatal-signal marker, not a frame: call_depth & 0x7fffffff is
  * the signal, function_id the fault address (0 when not a fault). */
 #define ADA_SIGNAL_MARKER_FLAG 0x80000000u
+/* ada's convention (docs/format.md, "Wait markers"; proposed erratum 11):
+ * an EXCEPTION whose call_depth is one of these two values marks where a
+ * wait of ada's own began and where it ended -- the thread's producer
+ * waited for ring space -- not a frame and not a signal. The time between
+ * a BEGIN and the END after it is ada's, not the program's: readers
+ * subtract it from the frames open around it. function_id is 0. */
+#define ADA_WAIT_MARKER_BEGIN (ADA_SIGNAL_MARKER_FLAG | 0x40000000u)
+#define ADA_WAIT_MARKER_END (ADA_SIGNAL_MARKER_FLAG | 0x40000001u)
+
+/* The event is a wait marker (either one). */
+static inline int ada_wait_marker(uint32_t event_kind, uint32_t call_depth)
+{
+	return event_kind == ATF_EVENT_EXCEPTION && (call_depth | 1u) == ADA_WAIT_MARKER_END;
+}
 #define ATF_HEADER_SIZE 64u
 #define ATF_FOOTER_SIZE 64u
 #define ATF_INDEX_EVENT_SIZE 32u

@@ -112,6 +112,12 @@ uintptr_t hook_arch_uc_sp(const void *uc);
 #define HOOK_ARCH_UC_NREGS 18u
 void hook_arch_uc_regs(const void *uc, uint64_t out[HOOK_ARCH_UC_NREGS]);
 
+/* The interrupted pc of a signal handler's ucontext_t, and setting it:
+ * the crash handler moves a pc inside a trampoline's relocated prologue
+ * back to the function's own copy of that instruction (agent_crash.c). */
+uintptr_t hook_arch_uc_pc(const void *uc);
+void hook_arch_uc_set_pc(void *uc, uintptr_t pc);
+
 /* Calls fn(sig, si, uc) with the stack pointer at sp (16-byte aligned),
  * then returns to the caller's stack. The frame pointer keeps the
  * caller's frame, so unwinders (and a backtrace from the handler) walk

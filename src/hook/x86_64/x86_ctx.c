@@ -29,6 +29,16 @@ uintptr_t hook_arch_uc_sp(const void *uc)
 	return (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.gregs[REG_RSP];
 }
 
+uintptr_t hook_arch_uc_pc(const void *uc)
+{
+	return (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+}
+
+void hook_arch_uc_set_pc(void *uc, uintptr_t pc)
+{
+	((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
+}
+
 void hook_arch_uc_regs(const void *uc, uint64_t out[HOOK_ARCH_UC_NREGS])
 {
 	/* DWARF order (atf_format.h, atf_detail_signal_payload). */

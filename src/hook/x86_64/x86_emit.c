@@ -213,6 +213,22 @@ uint64_t hook_arch_moved_pc(const struct hook_arch_plan *plan, const uint8_t *tr
 	return 0;
 }
 
+bool hook_arch_reloc_map(const struct hook_arch_plan *plan, uint64_t tramp_addr, bool fast,
+                         struct hook_arch_reloc_map *out)
+{
+	uint8_t buf[HOOK_ARCH_MAX_TRAMPOLINE];
+	size_t starts[HOOK_ARCH_MAX_INSNS];
+
+	if (emit_trampoline(plan, buf, tramp_addr, 0, tramp_addr, tramp_addr, fast, starts) == 0)
+		return false;
+	out->n = (uint8_t)plan->insn_count; /* emit_trampoline checked it */
+	for (size_t i = 0; i < plan->insn_count; i++) {
+		out->off[i] = (uint8_t)plan->insns[i].offset;
+		out->at[i] = (uint8_t)starts[i];
+	}
+	return true;
+}
+
 uint64_t hook_arch_patch_target(const struct hook_arch_plan *plan, const uint8_t *patch)
 {
 	int32_t d;

@@ -90,10 +90,15 @@ enum ada_drop_reason {
 	 * cannot be known), which the thread no longer traces
 	 * (untraced_calls.recorder_gone in agent.json counts the calls). */
 	ADA_DROP_RECORDER_GONE = 8,
-	ADA_DROP_REASON_COUNT = 9,
+	/* Counted by the recorder: events of a thread that got no index file
+	 * because the recorder had as many files open as its limit allows
+	 * (EMFILE, `ulimit -n`; ENFILE, the system's), not a full disk. */
+	ADA_DROP_FD_LIMIT = 9,
+	ADA_DROP_REASON_COUNT = 10,
 };
 /* "ring_full", "drain_lag", "detail_overwritten", "no_slot", "corrupt",
- * "thread_limit", "window_lost", "keysym_unknown" (manifest keys); "?"
+ * "thread_limit", "window_lost", "keysym_unknown", "recorder_gone",
+ * "fd_limit" (manifest keys); "?"
  * out of range. */
 const char *ada_drop_reason_name(unsigned reason);
 enum ada_slot_state {

@@ -1,0 +1,150 @@
+/*
+ * From a pc inside a trampoline back to the function it stands for: the
+ * crash handler's map (agent_crash.c, docs/hooks.md "Fatal signals").
+ *
+ * A hooked function's first instructions run as relocated copies in its
+ * trampoline; a fault there (a load through a bad argument in the first
+ * bytes, a stack overflow at the trampoline's first push) leaves the pc in
+ * trampoline memory, which no symbol table names. Each module's trampoline
+ * block gets, at install, a table of its trampolines (address order, as
+ * install_emit() lays them out) with each displaced instruction's place in
+ * the trampoline and in the function (hook_arch_reloc_map). A pc at the
+ * start of a relocated copy is that instruction in the function, with the
+ * same registers and memory (the copies are exact equivalents and nothing
+ * after the frame ran before them); a pc at the trampoline's first byte is
+ * the function's entry (nothing of the trampoline ran). Any other pc
+ * (inside the frame, the shared enter stub, the middle of a multi-
+ * instruction copy) maps to nothing: its state is not the function's.
+ *
+ * Threads: tables are added and retired by the install paths (under
+ * agent.lock); the crash handler of any thread reads them without a lock.
+ * A table is immutable once published; the list only grows (a retired
+ * table stays, marked, since a handler may be reading it).
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "agent_internal.h"
+
+/* One trampoline: where it is in its block, where its function is in its
+ * module (both fit in 32 bits: a block and a module are far below 4 GiB). */
+struct tmap_fn {
+	uint32_t tramp_off; /* from the table's lo */
+	uint32_t fn_off;    /* from the table's fn_base */
+	struct hook_arch_reloc_map map;
+};
+
+struct agent_tmap {
+	uint64_t lo, hi;    /* the trampoline block */
+	uint64_t fn_base;   /* the module's lowest address */
+	uint32_t module_id; /* retired with it */
+	_Atomic uint32_t gone;
+	size_t n, cap;
+	struct tmap_fn *fns;
+	struct agent_tmap *next; /* older tables */
+};
+
+/* The newest table first: a block that reuses a retired one's addresses is
+ * found before it. */
+static struct agent_tmap *_Atomic tmap_head;
+
+struct agent_tmap *agent_tmap_new(uint32_t module_id, uint64_t lo, uint64_t hi, uint64_t fn_base,
+                                  size_t cap)
+{
+	struct agent_tmap *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->fns = malloc((cap ? cap : 1) * sizeof(*t->fns));
+	if (!t->fns) {
+		free(t);
+		return NULL;
+	}
+	t->lo = lo;
+	t->hi = hi;
+	t->fn_base = fn_base;
+	t->module_id = module_id;
+	t->cap = cap;
+	return t;
+}
+
+void agent_tmap_add(struct agent_tmap *t, const struct hook_arch_plan *plan, uint64_t tramp,
+                    bool fast)
+{
+	if (!t || t->n == t->cap || tramp < t->lo || tramp >= t->hi || plan->fn_addr < t->fn_base ||
+	    plan->fn_addr - t->fn_base > UINT32_MAX)
+		return;
+	struct tmap_fn *f = &t->fns[t->n];
+	if (!hook_arch_reloc_map(plan, tramp, fast, &f->map))
+		return;
+	f->tramp_off = (uint32_t)(tramp - t->lo);
+	f->fn_off = (uint32_t)(plan->fn_addr - t->fn_base);
+	/* install_emit() lays trampolines out in address order: the table
+	 * stays sorted for agent_tmap_pc()'s search. */
+	if (t->n && f->tramp_off <= t->fns[t->n - 1].tramp_off)
+		return;
+	t->n++;
+}
+
+void agent_tmap_publish(struct agent_tmap *t)
+{
+	if (!t)
+		return;
+	if (t->n == 0) {
+		free(t->fns);
+		free(t);
+		return;
+	}
+	t->next = atomic_load_explicit(&tmap_head, memory_order_relaxed);
+	/* Release: the table's contents before the pointer; pairs with the
+	 * acquire in agent_tmap_pc(). */
+	atomic_store_explicit(&tmap_head, t, memory_order_release);
+}
+
+void agent_tmap_retire(uint32_t module_id)
+{
+	for (struct agent_tmap *t = atomic_load_explicit(&tmap_head, memory_order_relaxed); t;
+	     t = t->next)
+		if (t->module_id == module_id)
+			/* Relaxed: the block is unmapped after this, and a pc
+			 * inside unmapped memory cannot be the crash's. */
+			atomic_store_explicit(&t->gone, 1, memory_order_relaxed);
+}
+
+/* The entry whose trampoline starts at or below off, or NULL. */
+static const struct tmap_fn *tmap_find(const struct agent_tmap *t, uint32_t off)
+{
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->fns[mid].tramp_off <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? &t->fns[lo - 1] : NULL;
+}
+
+uint64_t agent_tmap_pc(uint64_t pc)
+{
+	if (!hook_mem_is_tramp(pc))
+		return 0;
+	/* Acquire: pairs with the release in agent_tmap_publish(). */
+	const struct agent_tmap *t = atomic_load_explicit(&tmap_head, memory_order_acquire);
+	/* Bounded: the list only ever gets a new head, so it ends. */
+	for (; t; t = t->next) {
+		if (pc < t->lo || pc >= t->hi || atomic_load_explicit(&t->gone, memory_order_relaxed))
+			continue;
+		const struct tmap_fn *f = tmap_find(t, (uint32_t)(pc - t->lo));
+		if (!f)
+			return 0;
+		uint32_t d = (uint32_t)(pc - t->lo) - f->tramp_off;
+		uint64_t fn = t->fn_base + f->fn_off;
+		if (d == 0)
+			return fn; /* the trampoline's first instruction: nothing ran */
+		for (uint32_t i = 0; i < f->map.n && i < HOOK_ARCH_MAX_INSNS; i++)
+			if (d == f->map.at[i])
+				return fn + f->map.off[i];
+		return 0;
+	}
+	return 0;
+}

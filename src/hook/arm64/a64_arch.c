@@ -1,0 +1,136 @@
+/*
+ * hook_arch.h on aarch64: the portable core (a64_*.c) under the
+ * interface's names. The C-handler form only: the fast form's emitters
+ * (enter stub, fast trampolines and return trampoline, count-only
+ * blocks) return 0, "not available", and the agent takes the ordinary
+ * trampolines. No padding form: a 4-byte patch fits every function.
+ *
+ * Threads: any; no shared state.
+ */
+#include "a64_internal.h"
+
+enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_t size,
+                                     struct hook_arch_plan *plan)
+{
+	return a64_prepare(code, addr, size, plan);
+}
+
+/* No switch tables to read: a 4-byte patch has nothing inside it for
+ * an indirect jump to land on. */
+enum ada_hook_skip hook_arch_prepare_mem(const uint8_t *code, uint64_t addr, uint64_t size,
+                                         const struct hook_arch_memview *mem,
+                                         struct hook_arch_plan *plan)
+{
+	(void)mem;
+	return a64_prepare(code, addr, size, plan);
+}
+
+enum ada_hook_skip hook_arch_prepare_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
+                                              struct hook_arch_plan *plan)
+{
+	return a64_prepare(code, addr, size, plan);
+}
+
+/* The padding form exists for x86_64's functions shorter than its
+ * 5-byte jump; every A64 function holds a 4-byte `b`. */
+enum ada_hook_skip hook_arch_prepare_short(const uint8_t *code, uint64_t addr, uint64_t size,
+                                           const struct hook_arch_memview *mem,
+                                           struct hook_arch_plan *plan)
+{
+	(void)code, (void)addr, (void)size, (void)mem, (void)plan;
+	return ADA_SKIP_TOO_SHORT;
+}
+
+enum ada_hook_skip hook_arch_prepare_prologue_short(const uint8_t *code, uint64_t addr,
+                                                    uint64_t size, struct hook_arch_plan *plan)
+{
+	return hook_arch_prepare_short(code, addr, size, NULL, plan);
+}
+
+bool hook_arch_ends_closed(const uint8_t *code, uint64_t addr, uint64_t size)
+{
+	return a64_ends_closed(code, addr, size);
+}
+
+size_t hook_arch_fill_len(const uint8_t *code, size_t len)
+{
+	return a64_fill_len(code, len);
+}
+
+size_t hook_arch_insn_len(const uint8_t *code, size_t left, uint64_t pc, uint64_t *target,
+                          int *has_target)
+{
+	*has_target = 0;
+	if (left < 4 || (pc & 3))
+		return 0;
+	*has_target = a64_direct_branch(a64_word(code), pc, target);
+	return 4;
+}
+
+size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, uint64_t buf_addr,
+                                 uint64_t fn_id, uint64_t enter_handler, uint64_t exit_path)
+{
+	return a64_emit_trampoline(plan, buf, buf_addr, fn_id, enter_handler, exit_path, NULL);
+}
+
+size_t hook_arch_emit_return_trampoline(uint8_t *buf, uint64_t buf_addr, uint64_t exit_handler)
+{
+	return a64_emit_return_trampoline(buf, buf_addr, exit_handler);
+}
+
+/* ---- The fast form: not on arm64 (0: not available) ---- */
+
+size_t hook_arch_emit_trampoline_fast(const struct hook_arch_plan *plan, uint8_t *buf,
+                                      uint64_t buf_addr, uint64_t fn_id, uint64_t stub,
+                                      uint64_t exit_path)
+{
+	(void)plan, (void)buf, (void)buf_addr, (void)fn_id, (void)stub, (void)exit_path;
+	return 0;
+}
+
+size_t hook_arch_emit_count_block(uint8_t *buf, uint64_t buf_addr, int32_t gate, int32_t counters,
+                                  uint32_t slot, uint64_t tramp)
+{
+	(void)buf, (void)buf_addr, (void)gate, (void)counters, (void)slot, (void)tramp;
+	return 0;
+}
+
+size_t hook_arch_emit_enter_stub(uint8_t *buf, uint64_t buf_addr, const struct hook_arch_fast *f)
+{
+	(void)buf, (void)buf_addr, (void)f;
+	return 0;
+}
+
+size_t hook_arch_emit_return_trampoline_fast(uint8_t *buf, uint64_t buf_addr,
+                                             const struct hook_arch_fast *f)
+{
+	(void)buf, (void)buf_addr, (void)f;
+	return 0;
+}
+
+/* ---- The patch ---- */
+
+void hook_arch_patch_bytes(const struct hook_arch_plan *plan, uint64_t tramp_addr,
+                           uint8_t out[HOOK_ARCH_MAX_PATCH])
+{
+	/* tramp_addr is one hook_arch_emit_trampoline() accepted, which
+	 * checked the same reach. */
+	(void)a64_patch_bytes(plan, tramp_addr, out);
+}
+
+void hook_arch_pad_bytes(const struct hook_arch_plan *plan, uint64_t tramp_addr,
+                         uint8_t out[HOOK_ARCH_PAD_SLOT])
+{
+	(void)plan, (void)tramp_addr, (void)out; /* no padding form (prepare_short refuses) */
+}
+
+uint64_t hook_arch_moved_pc(const struct hook_arch_plan *plan, const uint8_t *tramp,
+                            uint64_t tramp_addr, uint64_t pc)
+{
+	return a64_moved_pc(plan, tramp, tramp_addr, pc);
+}
+
+uint64_t hook_arch_patch_target(const struct hook_arch_plan *plan, const uint8_t *patch)
+{
+	return a64_patch_target(plan, patch);
+}
