@@ -18,8 +18,17 @@ set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 set(CMAKE_ASM_COMPILER aarch64-linux-gnu-gcc)
 set(CMAKE_OBJCOPY aarch64-linux-gnu-objcopy CACHE FILEPATH "")
 
-set(ADA_AARCH64_SYSROOT /usr/aarch64-linux-gnu CACHE PATH
-    "The aarch64 C library's root (qemu-aarch64 -L)")
+# The root qemu runs the programs with: the multiarch arm64 C library
+# (libc6:arm64, which the :arm64 libraries bring) when it is there, not
+# the cross one beside it: qemu takes from the host's paths what its -L
+# root lacks, and the cross loader with the multiarch libc.so.6 (another
+# release) hangs in the first pthread_create (tools/record_emul.c).
+if(EXISTS /lib/ld-linux-aarch64.so.1)
+  set(_ada_root /)
+else()
+  set(_ada_root /usr/aarch64-linux-gnu)
+endif()
+set(ADA_AARCH64_SYSROOT ${_ada_root} CACHE PATH "The aarch64 C library's root (qemu-aarch64 -L)")
 find_program(ADA_QEMU_AARCH64 qemu-aarch64)
 if(ADA_QEMU_AARCH64)
   set(CMAKE_CROSSCOMPILING_EMULATOR ${ADA_QEMU_AARCH64};-L;${ADA_AARCH64_SYSROOT})

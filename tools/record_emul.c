@@ -13,8 +13,14 @@
  *   - the aarch64 agent: $ADA_AGENT_ARM64, else the cross build's
  *     libada_agent.so this ada was configured with (-DADA_ARM64_AGENT);
  *   - qemu: $ADA_QEMU_AARCH64, else qemu-aarch64 on PATH;
- *   - the aarch64 C library's root: $ADA_QEMU_SYSROOT, else
- *     /usr/aarch64-linux-gnu (Debian's libc6-arm64-cross).
+ *   - the aarch64 C library's root: $ADA_QEMU_SYSROOT, else / when the
+ *     arm64 C library is installed there (libc6:arm64, which the :arm64
+ *     libraries the agent links bring on a multiarch system), else
+ *     /usr/aarch64-linux-gnu (libc6-arm64-cross). Not the cross one when
+ *     both are there: qemu falls back from the -L root to the host's paths
+ *     for what the root lacks, so the cross root's loader would load
+ *     /lib/aarch64-linux-gnu's libc.so.6, of another release, and the two
+ *     disagree (a dynamic program's first pthread_create never returns).
  * binfmt_misc is not needed (qemu is started by name), and the program's
  * own execve of another aarch64 program fails without it, as it would
  * under qemu-user without ada.
@@ -41,6 +47,7 @@
 #define ADA_ARM64_AGENT ""
 #endif
 #define RECORD_EMUL_SYSROOT "/usr/aarch64-linux-gnu"
+#define RECORD_EMUL_MULTIARCH_LD "/lib/ld-linux-aarch64.so.1"
 
 /* The ELF machine of the file (host byte order: both are little-endian),
  * 0 when it is not a 64-bit ELF file that can be read. */
@@ -110,9 +117,10 @@ int record_emul_prepare(struct rec_args *a)
 	if (a->agent) {
 		int rc = emul_find_agent(a->emul_agent, sizeof(a->emul_agent));
 		if (rc == -ENOEXEC) {
-			ada_log("'%s' is not the aarch64 build of libada_agent.so; set ADA_AGENT_ARM64 "
-			        "to the one a cross build made (cmake/aarch64-linux-gnu.cmake)",
-			        a->emul_agent);
+			ada_log(
+			    "'%s' is not the aarch64 build of libada_agent.so; set ADA_AGENT_ARM64 "
+			    "to the one a cross build made (cmake/aarch64-linux-gnu.cmake)",
+			    a->emul_agent);
 			return -1;
 		}
 		if (rc < 0) {
@@ -132,14 +140,13 @@ int record_emul_prepare(struct rec_args *a)
 	}
 	const char *root = getenv("ADA_QEMU_SYSROOT");
 	if (!root || !*root)
-		root = RECORD_EMUL_SYSROOT;
+		root = access(RECORD_EMUL_MULTIARCH_LD, R_OK) == 0 ? "/" : RECORD_EMUL_SYSROOT;
 	struct stat st;
 	if ((size_t)snprintf(a->emul_sysroot, sizeof(a->emul_sysroot), "%s", root) >=
 	        sizeof(a->emul_sysroot) ||
 	    stat(a->emul_sysroot, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		ada_log("'%s' is an aarch64 program and its C library's root %s is not there: "
-		        "install libc6-arm64-cross (tools/bootstrap.sh does), or set "
-		        "ADA_QEMU_SYSROOT",
+		        "install libc6:arm64 (tools/bootstrap.sh does), or set ADA_QEMU_SYSROOT",
 		        a->prog_argv[0], root);
 		return -1;
 	}
