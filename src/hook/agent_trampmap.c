@@ -132,7 +132,8 @@ uint64_t agent_tmap_pc(uint64_t pc)
 	const struct agent_tmap *t = atomic_load_explicit(&tmap_head, memory_order_acquire);
 	/* Bounded: the list only ever gets a new head, so it ends. */
 	for (; t; t = t->next) {
-		if (pc < t->lo || pc >= t->hi || atomic_load_explicit(&t->gone, memory_order_relaxed))
+		if (pc < t->lo || pc >= t->hi ||
+		    atomic_load_explicit(&t->gone, memory_order_relaxed))
 			continue;
 		const struct tmap_fn *f = tmap_find(t, (uint32_t)(pc - t->lo));
 		if (!f)
