@@ -119,6 +119,16 @@ static void count_unmap(struct agent_count_tls *t)
 	hook_arch_syscall6(SYS_munmap, (long)(uintptr_t)n, AGENT_COUNT_SLOTS * 8, 0, 0, 0, 0);
 }
 
+/* A spin-wait's pause (the spinning thread yields the core's pipeline). */
+static inline void count_pause(void)
+{
+#if defined(__x86_64__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
 void agent_count_thread_exit(void)
 {
 	struct agent_count_tls *t = &agent_count_tls;
@@ -144,7 +154,7 @@ void agent_count_thread_exit(void)
 	for (uint32_t spin = 0; spin < (1u << 26); spin++) {
 		if (atomic_load_explicit(&count_reg[i], memory_order_acquire) != COUNT_READING)
 			break;
-		__builtin_ia32_pause();
+		count_pause();
 	}
 	count_unmap(t);
 }
@@ -197,7 +207,7 @@ static void count_sum_final(uint64_t *out, uint32_t used)
 	for (uint32_t i = 0; i < AGENT_COUNT_THREADS; i++) {
 		uintptr_t v = atomic_load_explicit(&count_reg[i], memory_order_acquire);
 		for (uint32_t spin = 0; v == COUNT_EXITING && spin < (1u << 26); spin++) {
-			__builtin_ia32_pause();
+			count_pause();
 			/* Acquire: pairs with the exiting thread's release of 0. */
 			v = atomic_load_explicit(&count_reg[i], memory_order_acquire);
 		}
