@@ -46,6 +46,7 @@ struct cr_death {
 	 * crash.context), atf_detail_signal_payload's order. */
 	bool have_ctx;
 	uint64_t regs[ATF_SIGNAL_NREGS];
+	uint8_t arch; /* the manifest's (ATF_ARCH_*): the registers' names */
 };
 
 static void cr_marker(void *ctx, uint64_t ts, uint32_t sig, uint64_t addr)
@@ -71,6 +72,8 @@ static void cr_from_manifest(const json_t *m, struct cr_death *d)
 	const char *a;
 
 	d->faulting_thread = -1;
+	a = json_string_value(json_object_get(m, "arch"));
+	d->arch = a && !strcmp(a, "arm64") ? ATF_ARCH_ARM64 : ATF_ARCH_X86_64;
 	if (json_is_true(json_object_get(e, "abnormal")))
 		d->abnormal = true;
 	if (json_is_integer(json_object_get(e, "signal")))
@@ -95,8 +98,8 @@ static void cr_from_manifest(const json_t *m, struct cr_death *d)
 	d->note = json_string_value(json_object_get(c, "note"));
 	const json_t *regs = json_object_get(json_object_get(c, "context"), "registers");
 	for (uint32_t i = 0; json_is_object(regs) && i < ATF_SIGNAL_NREGS; i++) {
-		const char *v =
-		    json_string_value(json_object_get(regs, ada_atf_signal_reg_name(i)));
+		const char *v = json_string_value(
+		    json_object_get(regs, ada_atf_signal_reg_name_for(d->arch, i)));
 		if (!v || strncmp(v, "0x", 2))
 			return; /* incomplete: no frame #0 from it */
 		d->regs[i] = strtoull(v + 2, NULL, 16);
@@ -155,7 +158,7 @@ static void cr_top_text(const struct cr_death *d, const struct cr_top *top, bool
 	printf(", registers at the signal:");
 	for (uint32_t i = 0; i < ATF_SIGNAL_NREGS; i++)
 		printf("%s %s=0x%" PRIx64, i % 6 == 0 ? "\n        " : "",
-		       ada_atf_signal_reg_name(i), d->regs[i]);
+		       ada_atf_signal_reg_name_for(d->arch, i), d->regs[i]);
 	printf("\n");
 }
 
@@ -195,7 +198,8 @@ static void cr_top_json(json_t *o, const struct cr_death *d, const struct cr_top
 	                    top->found ? json_integer((json_int_t)top->at.offset) : json_null());
 	for (uint32_t i = 0; i < ATF_SIGNAL_NREGS; i++) {
 		snprintf(hex, sizeof(hex), "0x%" PRIx64, d->regs[i]);
-		json_object_set_new(regs, ada_atf_signal_reg_name(i), json_string(hex));
+		json_object_set_new(regs, ada_atf_signal_reg_name_for(d->arch, i),
+		                    json_string(hex));
 	}
 	json_object_set_new(o, "registers", regs);
 }

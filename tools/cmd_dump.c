@@ -269,7 +269,7 @@ static void json_detail(struct line *l, const struct ada_atf_detail *d,
 		ln_str(l, ",\"regs\":{");
 		for (uint32_t i = 0; i < ATF_SIGNAL_NREGS; i++) {
 			ln_str(l, i ? ",\"" : "\"");
-			ln_str(l, ada_atf_signal_reg_name(i));
+			ln_str(l, ada_atf_signal_reg_name_for(ada_atf_detail_header(d)->arch, i));
 			ln_str(l, "\":");
 			ln_hex(l, sp->regs[i]);
 		}
@@ -419,7 +419,7 @@ static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 
 /* A signal context record (docs/format.md): the pc, then every register,
  * six a line, under the marker's columns (the marker has no depth). */
-static void text_signal(struct line *l, const struct atf_detail_event_header *e)
+static void text_signal(struct line *l, const struct atf_detail_event_header *e, uint8_t arch)
 {
 	const struct atf_detail_signal_payload *sp = ada_atf_detail_signal(e);
 	char t[96];
@@ -434,7 +434,8 @@ static void text_signal(struct line *l, const struct atf_detail_event_header *e)
 			snprintf(t, sizeof(t), "\n%43s|", "");
 			ln_str(l, t);
 		}
-		snprintf(t, sizeof(t), " %s=0x%" PRIx64, ada_atf_signal_reg_name(i), sp->regs[i]);
+		snprintf(t, sizeof(t), " %s=0x%" PRIx64, ada_atf_signal_reg_name_for(arch, i),
+		         sp->regs[i]);
 		ln_str(l, t);
 	}
 }
@@ -450,7 +451,7 @@ static void text_detail(struct line *l, const struct ada_atf_detail *d,
 	char t[96];
 
 	if (!p) {
-		text_signal(l, e);
+		text_signal(l, e, ada_atf_detail_header(d)->arch);
 		return;
 	}
 	snprintf(t, sizeof(t), "\n%*s| ", 43 + 2 * indent, ""); /* under the name */

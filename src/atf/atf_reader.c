@@ -623,6 +623,17 @@ const char *ada_atf_signal_reg_name(uint32_t i)
 	return i < ATF_SIGNAL_NREGS ? names[i] : "?";
 }
 
+const char *ada_atf_signal_reg_name_for(uint8_t arch, uint32_t i)
+{
+	static const char *const arm64[ATF_SIGNAL_NREGS] = {
+	    "x0", "x1",  "x2",  "x3",  "x4",  "x5",  "x6",  "sp", "x7",
+	    "x8", "x16", "x17", "x18", "x19", "x29", "x30", "pc", "pstate",
+	};
+	if (arch != ATF_ARCH_ARM64)
+		return ada_atf_signal_reg_name(i);
+	return i < ATF_SIGNAL_NREGS ? arm64[i] : "?";
+}
+
 const char *ada_atf_kind_name(uint32_t kind)
 {
 	switch (kind) {

@@ -134,7 +134,7 @@ json_t *wal_detail_thread_json(const struct wal_thread *t);
 /* detail.atf itself (detail_file.c). */
 struct wal_dfile;
 /* Creates name in dirfd (O_EXCL, no link followed, private: fs.h). */
-int wal_dfile_open(int dirfd, const char *name, uint32_t tid, struct wal_dfile **out);
+int wal_dfile_open(int dirfd, const char *name, uint32_t tid, uint8_t arch, struct wal_dfile **out);
 /* Appends one event; h->total_length must be 24 + 100 + p->stack_size. */
 int wal_dfile_append(struct wal_dfile *d, const struct atf_detail_event_header *h,
                      const struct atf_detail_function_payload *p, const void *stack);

@@ -207,7 +207,7 @@ static void pd_build(const struct wal_thread *t, const struct pd_rec *rc, uint32
 
 static int pd_open_file(struct wal_thread *t, struct wal_tdetail *dt)
 {
-	int rc = wal_dfile_open(wal_thread_dir(t), "detail.atf", t->tid, &dt->df);
+	int rc = wal_dfile_open(wal_thread_dir(t), "detail.atf", t->tid, t->p->arch, &dt->df);
 	if (rc < 0)
 		return rc;
 	dt->files++;

@@ -126,7 +126,7 @@ static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 	struct ada_wal_file_opts fo = {
 	    .thread_id = t->tid,
 	    .clock_type = ATF_CLOCK_BOOTTIME,
-	    .arch = WAL_ARCH,
+	    .arch = t->p->arch,
 	    .segment_bytes = r->o.segment_bytes,
 	    .ahead_limit = r->budget.gen_bytes, /* 0 without a budget */
 	    .flush = r->o.flush,
@@ -483,10 +483,15 @@ static size_t drain_convert_bad(const struct ada_recorder *r, struct wal_thread 
 }
 
 /* Raw timestamps of events published before now are at most now; ns
- * (ts=clock arenas) are checked by the clamp only. */
+ * (ts=clock arenas) are checked by the clamp only. A counter ada cannot
+ * read (another architecture's) stands now where its clock puts it. */
 static uint64_t drain_ts_max(const struct ada_recorder *r)
 {
-	return r->use_tsc ? ada_tsc_read() + WAL_TSC_SLACK : UINT64_MAX;
+	if (!r->use_tsc)
+		return UINT64_MAX;
+	uint64_t now = r->foreign_counter ? ada_tsc_clock_counter_at(&r->clk, ada_boottime_ns())
+	                                  : ada_tsc_read();
+	return now > UINT64_MAX - WAL_TSC_SLACK ? UINT64_MAX : now + WAL_TSC_SLACK;
 }
 
 /* Converts n ring events into t's file; returns the events consumed
@@ -991,9 +996,19 @@ static void drain_tick(struct ada_recorder *r, uint64_t now)
 	wal_live_publish(r, true, false);
 }
 
+void drain_clock_anchor(struct ada_recorder *r, uint64_t counter, uint64_t ns, uint64_t mult)
+{
+	if (ada_tsc_clock_ready(&r->clk)) {
+		(void)ada_tsc_clock_sample(&r->clk, counter, ns); /* an older one adds nothing */
+		return;
+	}
+	struct ada_tsc_map m = {.tsc0 = counter, .ns0 = ns, .mult = mult, .shift = 32};
+	ada_tsc_clock_set(&r->clk, &m);
+}
+
 static void drain_clock(struct ada_recorder *r)
 {
-	if (!r->use_tsc)
+	if (!r->use_tsc || r->foreign_counter)
 		return;
 	uint64_t tsc, ns;
 	ada_tsc_sample_pair(&tsc, &ns);
@@ -1013,7 +1028,7 @@ static void drain_setup(struct ada_recorder *r)
 			    r->warnings,
 			    json_string("--drain-cpu: could not pin the drain thread"));
 	}
-	if (r->use_tsc) {
+	if (r->use_tsc && !r->foreign_counter) {
 		/* Calibrate before the first conversion; the rings hold what the
 		 * program emits meanwhile. */
 		while (!ada_tsc_clock_ready(&r->clk)) {

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -145,6 +146,40 @@ static bool drain_creator_gone(const struct wal_proc *p)
 	return now && (uint32_t)now != made;
 }
 
+/* The arena's code must be the recording's architecture (an aarch64
+ * program's processes under qemu-user are all aarch64: an x86_64 program
+ * it ran natively, with the aarch64 agent in LD_PRELOAD, has no agent).
+ * When ada cannot read that architecture's counter, the arena's stated
+ * frequency and anchor give the clock (drain_clock_anchor). 0, or -1
+ * when refused (said once). */
+static int drain_arena_origin(struct ada_recorder *r, struct wal_proc *p)
+{
+	struct ada_arena_origin o;
+	ada_arena_origin(p->arena, &o);
+	uint8_t arch = o.machine == EM_AARCH64 ? ATF_ARCH_ARM64 : ATF_ARCH_X86_64;
+	if (arch != r->arch) {
+		drain_refuse(r, WAL_REFUSE_OTHER_ARCH,
+		             "ignored arena %s: its process runs %s code, the recording is of %s",
+		             p->arena_path, arch == ATF_ARCH_ARM64 ? "arm64" : "x86_64",
+		             r->arch == ATF_ARCH_ARM64 ? "arm64" : "x86_64");
+		return -1;
+	}
+	p->arch = arch;
+	if (!r->foreign_counter || !r->use_tsc)
+		return 0;
+	uint64_t mult;
+	if (ada_arena_config_of(p->arena)->timestamp_source != ADA_TS_TSC ||
+	    !ada_tsc_mult_from_hz(o.counter_hz, &mult)) {
+		drain_refuse(r, WAL_REFUSE_OTHER_ARCH,
+		             "ignored arena %s: it states no counter frequency ada can convert "
+		             "(%llu Hz)",
+		             p->arena_path, (unsigned long long)o.counter_hz);
+		return -1;
+	}
+	drain_clock_anchor(r, o.anchor_counter, o.anchor_ns, mult);
+	return 0;
+}
+
 /* Opens and checks the arena; 0, or -1 when it is not one we record. */
 static int drain_proc_arena(struct ada_recorder *r, struct wal_proc *p)
 {
@@ -158,6 +193,8 @@ static int drain_proc_arena(struct ada_recorder *r, struct wal_proc *p)
 		             (int)ada_arena_pid(p->arena));
 		return -1;
 	}
+	if (drain_arena_origin(r, p) < 0)
+		return -1;
 	/* Not our child (yet): a pidfd tells when it is gone, without the
 	 * pid-reuse race of kill(pid, 0). Gone already: never wait for it. */
 	p->our_child = !r->o.attached && p->pid == r->main_pid;
@@ -304,6 +341,7 @@ static struct wal_proc *drain_proc_new(struct ada_recorder *r, const char *name,
 	p->pidfd = -1;
 	p->dir_fd = -1;
 	p->arena_fd = -1;
+	p->arch = r->arch; /* drain_arena_origin() checks its arena says so */
 	p->opened_ns = wal_now_ns();
 	if (asprintf(&p->arena_path, "%s/%s", r->arena_dir, name) < 0 ||
 	    asprintf(&p->dir, "%s/pid_%ld", r->session_dir, pid) < 0 ||

@@ -530,7 +530,7 @@ static int flight_death_signal(const struct wal_proc *p, bool have_ci,
 	return have_ci ? ci->signo : 0;
 }
 
-json_t *wal_crash_context_json(const struct ada_crash_info *ci)
+json_t *wal_crash_context_json(const struct ada_crash_info *ci, uint8_t arch)
 {
 	json_t *o = json_object(), *regs = json_object();
 	char hex[24];
@@ -538,7 +538,7 @@ json_t *wal_crash_context_json(const struct ada_crash_info *ci)
 	json_object_set_new(o, "pc", json_string(hex));
 	for (uint32_t i = 0; i < ADA_CRASH_NREGS; i++) {
 		snprintf(hex, sizeof(hex), "0x%" PRIx64, ci->regs[i]);
-		json_object_set_new(regs, ada_atf_signal_reg_name(i), json_string(hex));
+		json_object_set_new(regs, ada_atf_signal_reg_name_for(arch, i), json_string(hex));
 	}
 	json_object_set_new(o, "registers", regs);
 	return o;
@@ -562,7 +562,7 @@ static json_t *flight_crash_json(struct wal_proc *p, int sig, bool have_ci,
 		json_object_set_new(c, "faulting_thread", t ? json_integer(t->seq) : json_null());
 		json_object_set_new(c, "address", json_string(addr));
 		json_object_set_new(c, "si_code", json_integer(ci->code));
-		json_object_set_new(c, "context", wal_crash_context_json(ci));
+		json_object_set_new(c, "context", wal_crash_context_json(ci, p->arch));
 	} else {
 		json_object_set_new(c, "faulting_tid", json_null());
 		json_object_set_new(c, "address", json_null());

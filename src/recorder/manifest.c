@@ -85,7 +85,7 @@ static json_t *man_clock(const struct ada_recorder *r)
 		double hz = 1e9 * (double)(1ull << m->shift) / (double)m->mult;
 		json_object_set_new(c, "tsc_hz", json_integer((json_int_t)hz));
 		json_object_set_new(c, "anchors", json_integer(r->clk.n));
-		static const char *const calib[] = {"measured", "kernel", "cached"};
+		static const char *const calib[] = {"measured", "kernel", "cached", "target"};
 		json_object_set_new(c, "calibration", json_string(calib[r->tsc_calib]));
 	}
 	return c;
@@ -565,7 +565,7 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	man_attach(root, r);
 	json_object_set_new(root, "os", json_string("linux"));
 	json_object_set_new(root, "arch",
-	                    json_string(WAL_ARCH == ATF_ARCH_X86_64 ? "x86_64" : "arm64"));
+	                    json_string(p->arch == ATF_ARCH_ARM64 ? "arm64" : "x86_64"));
 	json_object_set_new(root, "clock", man_clock(r));
 	json_object_set_new(root, "ring_config", json_string(r->o.ring_config));
 	json_object_set_new(root, "wal", man_wal(r));

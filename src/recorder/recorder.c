@@ -239,8 +239,14 @@ int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **ou
 		ada_recorder_free(r);
 		return rc;
 	}
-	r->use_tsc = !o->force_clock && ada_tsc_invariant();
-	if (r->use_tsc) {
+	r->arch = o->target_arch ? o->target_arch : WAL_ARCH;
+	r->foreign_counter = r->arch != WAL_ARCH;
+	r->use_tsc = !o->force_clock && (r->foreign_counter || ada_tsc_invariant());
+	if (r->use_tsc && r->foreign_counter) {
+		/* Not ready until the first arena states its counter
+		 * (wal_clock_anchor): no event comes before its arena. */
+		r->tsc_calib = ADA_TSC_TARGET;
+	} else if (r->use_tsc) {
 		uint64_t tsc, ns;
 		ada_tsc_sample_pair(&tsc, &ns);
 		ada_tsc_clock_init(&r->clk, tsc, ns);

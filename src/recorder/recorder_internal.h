@@ -96,6 +96,7 @@ struct wal_proc {
 	uint32_t max_threads;
 	uint64_t ring_events;        /* index ring capacity per thread */
 	uint32_t high_watermark_pct; /* its arena's hw: drain_note_room() */
+	uint8_t arch;                /* ATF_ARCH_* of its code (its files say it) */
 	struct wal_thread **by_slot;
 	struct wal_thread **threads;
 	size_t nthreads, capthreads;
@@ -198,6 +199,7 @@ enum wal_refusal {
 	WAL_REFUSE_STRANGER,     /* not a descendant of the recorded program */
 	WAL_REFUSE_REUSED_AFTER, /* a reused pid, after its process ended */
 	WAL_REFUSE_REUSED_WHILE, /* a reused pid, while its process was read */
+	WAL_REFUSE_OTHER_ARCH,   /* another machine's code, or a counter it cannot convert */
 	WAL_REFUSE_COUNT
 };
 
@@ -289,6 +291,12 @@ struct ada_recorder {
 	struct ada_tsc_clock clk;
 	enum ada_tsc_calib tsc_calib; /* where the first piece's slope came from */
 	bool use_tsc, started, discarded;
+	/* The program's architecture (ATF_ARCH_*: the files and manifests
+	 * say it) and whether its counter is one ada cannot read (another
+	 * architecture: the clock comes from the arenas' anchors,
+	 * wal_clock_anchor()). */
+	uint8_t arch;
+	bool foreign_counter;
 	pthread_t thr;
 	pid_t main_pid;
 	int inotify_fd;
@@ -432,8 +440,9 @@ void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p);
  * file (after every window's records). */
 void wal_flight_context(struct ada_recorder *r, struct wal_thread *t);
 /* The manifest's crash.context of a crash record: the faulting thread's
- * registers at the signal, by their x86_64 names (flight.c; recover.c). */
-json_t *wal_crash_context_json(const struct ada_crash_info *ci);
+ * registers at the signal, by the names of arch (ATF_ARCH_*: flight.c;
+ * recover.c). */
+json_t *wal_crash_context_json(const struct ada_crash_info *ci, uint8_t arch);
 void wal_flight_manifest(json_t *root, struct ada_recorder *r, struct wal_proc *p);
 /* Records of t the windows wanted and its ring had overwritten (window_lost). */
 uint64_t wal_flight_thread_lost(const struct wal_thread *t);

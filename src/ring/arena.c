@@ -11,6 +11,7 @@
  * its own from a validated config and checks the file agrees (a corrupt or
  * truncated arena gives -EPROTO, never a read outside the mapping).
  */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -19,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ring_internal.h"
@@ -106,6 +108,36 @@ static int arena_map(int fd, uint64_t size, bool populate, struct ada_arena **ou
 	return 0;
 }
 
+uint32_t ada_arena_native_machine(void)
+{
+#if defined(__aarch64__)
+	return EM_AARCH64;
+#else
+	return EM_X86_64;
+#endif
+}
+
+/* The counter and CLOCK_BOOTTIME read side by side: the tightest of a few
+ * brackets (the counter read on both sides of the clock), as the drain's
+ * own samples (ada_tsc_sample_pair). */
+static void arena_init_origin(struct ada_arena_control *c)
+{
+	c->machine = ada_arena_native_machine();
+	c->counter_hz = ada_counter_hz();
+	uint64_t best = UINT64_MAX;
+	for (int i = 0; i < 5; i++) {
+		struct timespec ts;
+		uint64_t t0 = ada_tsc();
+		clock_gettime(CLOCK_BOOTTIME, &ts);
+		uint64_t t1 = ada_tsc();
+		if (t1 - t0 < best) {
+			best = t1 - t0;
+			c->anchor_counter = t0 + (t1 - t0) / 2;
+			c->anchor_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		}
+	}
+}
+
 static void arena_init_control(struct ada_arena *a, const struct ada_arena_config *cfg,
                                uint32_t start_time)
 {
@@ -122,6 +154,7 @@ static void arena_init_control(struct ada_arena *a, const struct ada_arena_confi
 	c->config = *cfg;
 	c->pid = (int32_t)getpid();
 	c->start_time = start_time;
+	arena_init_origin(c);
 	a->cfg = *cfg;
 	a->desc = (struct ada_slot_desc *)(a->base + a->geo.desc_offset);
 	/* The rename of <pid>.ring.tmp.<random> publishes the file to the drain; the magic
@@ -350,7 +383,7 @@ static int arena_validate(struct ada_arena *a, uint64_t file_size)
 	    atomic_load_explicit((_Atomic uint64_t *)&c->magic,
 	                         memory_order_acquire); /* Pairs with arena_init_control(). */
 	if (magic != ADA_ARENA_MAGIC || c->version != ADA_ARENA_VERSION ||
-	    c->control_size != sizeof(*c))
+	    c->control_size != sizeof(*c) || (c->machine != EM_X86_64 && c->machine != EM_AARCH64))
 		return -EPROTO;
 	a->cfg = c->config;
 	if (ring_geometry(&a->cfg, &a->geo) != 0)
@@ -430,6 +463,15 @@ int32_t ada_arena_pid(const struct ada_arena *a)
 uint32_t ada_arena_start_time(const struct ada_arena *a)
 {
 	return a->start_time; /* read once at open */
+}
+
+void ada_arena_origin(const struct ada_arena *a, struct ada_arena_origin *out)
+{
+	const struct ada_arena_control *c = a->ctl;
+	out->machine = c->machine; /* checked at open, never written again */
+	out->counter_hz = c->counter_hz;
+	out->anchor_counter = c->anchor_counter;
+	out->anchor_ns = c->anchor_ns;
 }
 
 bool ada_arena_pid_reused(const struct ada_arena *a)

@@ -92,6 +92,11 @@ struct ada_arena_control {
 	 * handlers load it with acquire. ADA_KEYSYM_CUR_LOCAL until then. */
 	alignas(ADA_CACHELINE) _Atomic uint64_t keysym_cur;
 	uint64_t keysym_offset; /* of the area in the arena (geometry) */
+	/* Written once by the creator, before the magic (ada_arena_origin). */
+	uint32_t machine;
+	uint32_t origin_reserved;
+	uint64_t counter_hz;
+	uint64_t anchor_counter, anchor_ns;
 };
 
 struct ada_slot_desc {

@@ -50,7 +50,11 @@ MAX_REPORTED = 25
 # asserted: C runtime start-up, the tcount helpers, C++ library code.
 IGNORED_OWN = {"_init", "_fini", "_start", "frame_dummy", "register_tm_clones",
                "deregister_tm_clones", "__do_global_dtors_aux", "atexit",
-               "_dl_relocate_static_pie", "__libc_csu_init", "__libc_csu_fini"}
+               "_dl_relocate_static_pie", "__libc_csu_init", "__libc_csu_fini",
+               # aarch64: gcc's outline atomics (libgcc, linked into the
+               # program: every atomic is a call to __aarch64_<op><size>_<order>)
+               "init_have_lse_atomics"}
+OUTLINE_ATOMICS = re.compile(r"^__aarch64_(cas|swp|ldadd|ldclr|ldeor|ldset)\d+_(relax|acq|rel|acq_rel)$")
 
 
 EXEC_NAMES = re.compile(r"^(__)?(f?exec[a-z]*|execveat)$")
@@ -530,7 +534,8 @@ def check_unexpected(rep, ctx, events, table, own):
         elif not name:
             seen["<no name, function_id %s>" % ev.get("function_id")] += 1
         elif not (name in IGNORED_OWN or name.startswith("tc_") or name.startswith("_Z")
-                  or "::" in name or "(" in name):  # C++, demangled or not
+                  or "::" in name or "(" in name  # C++, demangled or not
+                  or OUTLINE_ATOMICS.match(name)):
             seen[name] += 1
     for name, n in seen.most_common(MAX_REPORTED):
         rep.fail("%s: %d events for %s, which is in the program's own image but not in "
@@ -860,6 +865,43 @@ def check_crash_manifest(rep, pid_dir, sig):
               % (pid_dir, sig, name, sigs))
 
 
+# ATF's arch byte (atf_format.h, at offset 6 of every file's header) and
+# the signal context's register names (atf_reader.c), by architecture.
+ATF_ARCH = {"x86_64": 1, "arm64": 2}
+SIGNAL_REGS = {"x86_64": {"rax", "rsp", "rip", "rflags"},
+               "arm64": {"x0", "sp", "x29", "x30", "pc", "pstate"}}
+
+
+def check_arch(rep, pid_dir, arch):
+    """The recording is of the program's architecture, not the recorder's:
+    the manifest's arch, every index and detail file's header, the crash
+    context's register names; another architecture's clock came from the
+    program's counter (docs/arm64.md, clock.calibration "target")."""
+    m = check_manifest_parses(rep, pid_dir) or {}
+    rep.check(m.get("arch") == arch, "%s/manifest.json: arch %r, expected %r" % (
+        pid_dir, m.get("arch"), arch))
+    clock = m.get("clock") or {}
+    if arch != {"x86_64": "x86_64", "aarch64": "arm64"}.get(os.uname().machine):
+        rep.check(clock.get("calibration") == "target" and clock.get("tsc_hz", 0) > 0,
+                  "%s/manifest.json: clock %r, expected the program's counter "
+                  "(calibration \"target\", its tsc_hz)" % (pid_dir, clock))
+    files = glob.glob(os.path.join(pid_dir, "thread_*", "*.atf"))
+    rep.check(len(files) > 0, "%s: no .atf file" % pid_dir)
+    for f in files:
+        with open(f, "rb") as fh:
+            head = fh.read(8)
+        rep.check(len(head) == 8 and head[6] == ATF_ARCH[arch],
+                  "%s: header arch byte %r, expected %d (%s)" % (
+                      f, head[6:7], ATF_ARCH[arch], arch))
+    regs = ((m.get("crash") or {}).get("context") or {}).get("registers")
+    if regs is not None:
+        rep.check(SIGNAL_REGS[arch] <= set(regs),
+                  "%s/manifest.json: crash registers %r, expected %s's" % (
+                      pid_dir, sorted(regs), arch))
+        rep.check(int(regs.get("pc", regs.get("rip", "0x0")), 16) != 0,
+                  "%s/manifest.json: the crash context's pc is 0" % pid_dir)
+
+
 def target_env(counts_dir):
     env = dict(os.environ)
     env["ADA_TEST_COUNTS"] = os.path.join(counts_dir, "%n.%p.counts")
@@ -915,7 +957,8 @@ def run_target_twice(args, ada, work, rep):
     plain_counts = os.path.join(work, "counts-untraced")
     os.mkdir(plain_counts)
     interrupt = (b"ready", args.interrupt) if args.interrupt else None
-    untraced = run(argv, env=target_env(plain_counts), interrupt=interrupt)
+    emul = args.emulator.split() if args.emulator else []
+    untraced = run(emul + argv, env=target_env(plain_counts), interrupt=interrupt)
     if args.expect_status is not None and untraced[0] != args.expect_status:
         raise Fail("the untraced program exited %d, the test expects %d: %s" % (
             untraced[0], args.expect_status, shown(untraced[2])))
@@ -1069,6 +1112,9 @@ def cmd_target(args, ada, work, rep):
     if args.shared_modules:
         check_shared_modules(rep, session, by_pid, root, set(args.replaced_module))
     root_dir = os.path.join(session, "pid_%d" % root)
+    if args.expect_arch:
+        for pid in by_pid:
+            check_arch(rep, os.path.join(session, "pid_%d" % pid), args.expect_arch)
     if args.expect_signal:
         check_crash_manifest(rep, root_dir, args.expect_signal)
     else:
@@ -2466,6 +2512,9 @@ def main():
     ap.add_argument("--ada", required=True)
     ap.add_argument("--work", required=True, help="parent of the per-test work directory")
     ap.add_argument("--name", default="itest", help="test name (work directory name)")
+    ap.add_argument("--emulator", help="what the untraced run of a program of another "
+                    "architecture starts it with (tests/integration/arm64.cmake: "
+                    "'qemu-aarch64 -L ROOT'); ada record runs it under qemu itself")
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("target")
     t.add_argument("--own-module", action="append",
@@ -2478,6 +2527,8 @@ def main():
                    "whose table names PROGRAM says so")
     t.add_argument("--expect-status", type=int)
     t.add_argument("--expect-signal", type=int)
+    t.add_argument("--expect-arch", choices=sorted(ATF_ARCH),
+                   help="the recording's architecture (check_arch)")
     t.add_argument("--absent", action="append", default=[], metavar="GLOB",
                    help="the program's functions matching GLOB must have no events "
                         "(excluded from recording)")

@@ -116,6 +116,9 @@ const struct atf_detail_signal_payload *
 ada_atf_detail_signal(const struct atf_detail_event_header *ev);
 /* The name of x86_64 signal-context register i (ATF_SIGNAL_NREGS). */
 const char *ada_atf_signal_reg_name(uint32_t i);
+/* The same for a file or recording of arch (ATF_ARCH_*: arm64's x0 ..
+ * pstate, atf_format.h; any other value: x86_64's). */
+const char *ada_atf_signal_reg_name_for(uint8_t arch, uint32_t i);
 
 /* ------------------------------------------------------------------ */
 /* Thread directories and retention generations                        */

@@ -92,13 +92,6 @@ static inline uint32_t hook_arch_xsave_size(void)
  * between signal fences, handlers.c). */
 #define HOOK_ARCH_IN_HOOK_RMW 0
 
-/* A spin-wait's pause between two loads (cold waits outside hook
- * context). */
-static inline void hook_arch_cpu_relax(void)
-{
-	__asm__ volatile("yield");
-}
-
 /* The trampolines keep sp 16-byte aligned (a64_emit.c; the hardware's
  * sp alignment check makes every caller do so): nothing to realign. */
 #define HOOK_ARCH_REALIGN
@@ -112,15 +105,14 @@ static inline void hook_arch_cpu_relax(void)
 uintptr_t hook_arch_uc_sp(const void *uc);
 
 /* The interrupted registers of a signal handler's ucontext_t, in the
- * order of atf_detail_signal_payload.regs on arm64 (atf_format.h): x0-x6,
- * sp, x7, x8, x16, x17, x18, x19, x29, x30, pc, pstate (sp at 7 and the
- * pc at 16, as on x86_64). */
+ * order of atf_detail_signal_payload.regs for arm64 (atf_format.h): x0-x6,
+ * sp, x7, x8, x16, x17, x18, x19, x29, x30, pc, pstate -- sp and pc at the
+ * words x86_64 has them (HOOK_ARCH_UC_NREGS words). */
 #define HOOK_ARCH_UC_NREGS 18u
 void hook_arch_uc_regs(const void *uc, uint64_t out[HOOK_ARCH_UC_NREGS]);
 
-/* The interrupted pc of a signal handler's ucontext_t, and setting it:
- * the crash handler moves a pc inside a trampoline's relocated prologue
- * back to the function's own copy of that instruction (agent_crash.c). */
+/* The interrupted pc of a signal handler's ucontext_t, and setting it
+ * (the crash handler's move out of a trampoline, agent_crash.c). */
 uintptr_t hook_arch_uc_pc(const void *uc);
 void hook_arch_uc_set_pc(void *uc, uintptr_t pc);
 

@@ -48,10 +48,10 @@
 #define ADA_CACHELINE 64
 #define ADA_ARENA_MAGIC 0x414e455241414441ULL /* "ADAARENA" */
 #define ADA_ARENA_VERSION                                                                          \
-	11 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;            \
+	12 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;            \
 	      6: window_lost; 7: keysym_unknown; 8: detail_wait, the detail ring's decided;        \
 	      9: the index ring's wait_stat; 10: the crash record's registers; 11: no low          \
-	      watermark */
+	      watermark; 12: the creator's machine and counter (ada_arena_origin) */
 
 #define ada_likely(x) __builtin_expect(!!(x), 1)
 #define ada_unlikely(x) __builtin_expect(!!(x), 0)
@@ -277,6 +277,22 @@ int32_t ada_arena_pid(const struct ada_arena *a);
  * so (pid, start time) tells an exec from a reused pid (env.c, the
  * drain). Untrusted on the recorder's side: only ever compared. */
 uint32_t ada_arena_start_time(const struct ada_arena *a);
+/* What made the arena's timestamps, as its creator wrote it once at
+ * creation: the ELF machine of the code that stamps the events (EM_X86_64
+ * or EM_AARCH64: open refuses any other), the counter's frequency where
+ * the architecture states it (arm64's CNTFRQ_EL0; 0 on x86_64) and one
+ * (counter, CLOCK_BOOTTIME ns) pair read side by side at creation. A
+ * recorder that cannot read that counter itself (an aarch64 program run
+ * by qemu-user, recorded by an x86_64 ada) converts the events with
+ * these. Untrusted on the recorder's side: the caller checks them. */
+struct ada_arena_origin {
+	uint32_t machine;
+	uint64_t counter_hz;
+	uint64_t anchor_counter, anchor_ns;
+};
+void ada_arena_origin(const struct ada_arena *a, struct ada_arena_origin *out);
+/* This build's ELF machine (the value a producer of this build writes). */
+uint32_t ada_arena_native_machine(void);
 /* Producer: this process's arena is <pid>.<start ticks>.ring -- it found
  * an earlier process's <pid>.ring (its pid reused before the recorder
  * had finished that process), which the recorder tells and does not read;
