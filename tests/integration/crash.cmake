@@ -30,6 +30,8 @@ ada_crash_test(frame0_load3.O2 frame0 ${T}/t_crash0_O2 m)
 ada_crash_test(gdb_load0.O2 gdb ${T}/t_crash0_O2 l)
 ada_crash_test(gdb_load3.O2 gdb ${T}/t_crash0_O2 m)
 ada_crash_test(gdb_inner.O2 gdb ${T}/t_crash_O2 segv)
+# The other threads at the crash: where each was (its pc from /proc).
+ada_crash_test(threads.O2 threads ${T}/t_crashmt_O2)
 # Float and double arguments and returns in the detail lane (--detail-fp).
 add_test(NAME e2e.detail_fp.O2
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/crash_test.py

@@ -665,6 +665,8 @@ static void test_reloc_map(void **state)
 	assert_int_equal(m.at[1], FRAME + 1);
 	assert_int_equal(m.off[2], 4);
 	assert_int_equal(m.at[2], FRAME + 4);
+	assert_int_equal(m.end_off, 7); /* the jump back: behind the 3-byte mov */
+	assert_int_equal(m.end_at, FRAME + 7);
 	/* The fast form's frame is shorter: the same copies, earlier. */
 	assert_true(hook_arch_reloc_map(&plan, TR, true, &m));
 	assert_int_equal(m.at[0], HOOK_ARCH_FAST_RET_POINT_OFF + 5 + 8);

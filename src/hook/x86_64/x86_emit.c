@@ -132,11 +132,12 @@ _Static_assert(HOOK_ARCH_FAST_RET_POINT_OFF == 5 + 2 + 5 + 5, "R_F follows the c
 _Static_assert(EMIT_FAST_FN_ID_OFF == HOOK_ARCH_FAST_RET_POINT_OFF + 5, "fn_id follows R_F");
 
 /* The trampoline, and where each displaced instruction's relocated form
- * starts in it (starts[i], bytes from buf; may be NULL). fast: the fast
+ * starts in it (starts[i], bytes from buf; starts[insn_count]: the jump
+ * back; may be NULL). fast: the fast
  * form, enter_handler is then the block's enter stub. */
 static size_t emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, uint64_t buf_addr,
                               uint64_t fn_id, uint64_t enter_handler, uint64_t exit_path, bool fast,
-                              size_t starts[HOOK_ARCH_MAX_INSNS])
+                              size_t starts[HOOK_ARCH_MAX_INSNS + 1])
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_MAX_TRAMPOLINE, buf_addr, 1};
 
@@ -162,6 +163,8 @@ static size_t emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, u
 		if (emit_reloc_one(&w, plan, &plan->insns[i]))
 			return 0;
 	}
+	if (starts)
+		starts[plan->insn_count] = w.len; /* the jump back */
 	x86_jmp_far(&w, plan->fn_addr + plan->patch_len);
 	return w.ok ? w.len : 0;
 }
@@ -192,7 +195,7 @@ uint64_t hook_arch_moved_pc(const struct hook_arch_plan *plan, const uint8_t *tr
                             uint64_t tramp_addr, uint64_t pc)
 {
 	uint8_t buf[HOOK_ARCH_MAX_TRAMPOLINE];
-	size_t starts[HOOK_ARCH_MAX_INSNS], i = 1;
+	size_t starts[HOOK_ARCH_MAX_INSNS + 1], i = 1;
 
 	if (pc <= plan->fn_addr || pc >= plan->fn_addr + plan->patch_len)
 		return 0;
@@ -217,7 +220,7 @@ bool hook_arch_reloc_map(const struct hook_arch_plan *plan, uint64_t tramp_addr,
                          struct hook_arch_reloc_map *out)
 {
 	uint8_t buf[HOOK_ARCH_MAX_TRAMPOLINE];
-	size_t starts[HOOK_ARCH_MAX_INSNS];
+	size_t starts[HOOK_ARCH_MAX_INSNS + 1];
 
 	if (emit_trampoline(plan, buf, tramp_addr, 0, tramp_addr, tramp_addr, fast, starts) == 0)
 		return false;
@@ -226,6 +229,8 @@ bool hook_arch_reloc_map(const struct hook_arch_plan *plan, uint64_t tramp_addr,
 		out->off[i] = (uint8_t)plan->insns[i].offset;
 		out->at[i] = (uint8_t)starts[i];
 	}
+	out->end_off = (uint8_t)plan->patch_len;
+	out->end_at = (uint8_t)starts[plan->insn_count];
 	return true;
 }
 
