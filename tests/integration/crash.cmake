@@ -1,5 +1,7 @@
 # The moment of a crash (issue 33 items 1 and 4): frame #0 from the signal
-# context for a function too short to hook (3 and 4 bytes), and gdb's
+# context for a function no mechanism hooks (store3: 3 bytes, no padding)
+# and for one the padding form hooks (store4: 4 bytes, faulting in its
+# trampoline's copy), and gdb's
 # backtrace at the re-raised fault under ada equal to untraced (the
 # hijacked return addresses put back); and item 5, float and double
 # arguments and returns in the detail lane. Checks: crash_test.py.

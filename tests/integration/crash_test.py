@@ -7,9 +7,10 @@
   crash_test.py --ada ADA --work DIR fp -- PROG ARGS...
   crash_test.py --ada ADA --work DIR threads -- PROG
 
-frame0: PROG (tests/targets/t_crash0) faults in a 3- or 4-byte function
-that is too short to hook, or (modes l, m) in a hooked function's first
-or second instruction, which runs as a relocated copy in its trampoline;
+frame0: PROG (tests/targets/t_crash0) faults in a 3-byte function that
+nothing hooks (too short, no padding), or in a hooked function's first
+or second instruction, which runs as a relocated copy in its trampoline
+(4: a 4-byte function hooked by the padding form; l, m: the ordinary form);
 `ada crash` must name it as frame #0 from the signal context (at the
 function's own pc, not the trampoline's), with its registers (rdi 0, rsi
 0x2a2a, rdx 0x3b3b, rcx 0x4c4c), above the frames on record (or as the
@@ -89,7 +90,7 @@ def record(ada, work, argv, *opts):
 # t_crash0's modes: the function that faults, the offset of the faulting
 # instruction in it, and whether the agent hooks it (then the fault is in
 # its trampoline's relocated copy, and the call is on record).
-LEAVES = {"3": ("store3", 0, False), "4": ("store4", 0, False),
+LEAVES = {"3": ("store3", 0, False), "4": ("store4", 0, True),
           "l": ("load0", 0, True), "m": ("load3", 3, True)}
 
 
