@@ -438,8 +438,8 @@ _Static_assert(HOOK_ARCH_MAX_TRAMPOLINE <= 256 && HOOK_ARCH_MAX_PATCH <= 256,
 
 /* The map of the trampoline emitted for plan at tramp_addr (fast: by
  * hook_arch_emit_trampoline_fast, else by hook_arch_emit_trampoline).
- * Emits it again into a scratch buffer (cold: once per hooked function at
- * install). False when plan emits no trampoline there. */
+ * Emits its relocated part again into a scratch buffer (cold: once per
+ * hooked function at install). False when plan emits no trampoline there. */
 bool hook_arch_reloc_map(const struct hook_arch_plan *plan, uint64_t tramp_addr, bool fast,
                          struct hook_arch_reloc_map *out);
 
