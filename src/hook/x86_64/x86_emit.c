@@ -102,6 +102,8 @@ static int emit_reloc_one(struct x86_writer *w, const struct hook_arch_plan *pla
 	case X86_RELOC_CALL:
 	case X86_RELOC_CALL_RIP:
 		return reloc_call(w, orig, in, plan->fn_addr + in->offset + in->len);
+	case X86_RELOC_CALL_IND:
+		return reloc_call_indirect(w, orig, in, plan->fn_addr + in->offset + in->len);
 	default:
 		return -1;
 	}
