@@ -29,7 +29,7 @@ ada_crash_test(gdb_store4.O2 gdb ${T}/t_crash0_O2 4)
 # relocated copies): frame #0 and gdb's frame 0 are the function itself.
 ada_crash_test(frame0_load0.O2 frame0 ${T}/t_crash0_O2 l)
 ada_crash_test(frame0_load3.O2 frame0 ${T}/t_crash0_O2 m)
-ada_crash_test(gdb_load0.O2 gdb ${T}/t_crash0_O2 l)
+# (gdb at offset 0 of a copy: gdb_store4; here a later copy.)
 ada_crash_test(gdb_load3.O2 gdb ${T}/t_crash0_O2 m)
 ada_crash_test(gdb_inner.O2 gdb ${T}/t_crash_O2 segv)
 # The other threads at the crash: where each was (its pc from /proc).
