@@ -31,7 +31,7 @@ core_pattern.
 threads: PROG (tests/targets/t_crashmt) parks three threads in known
 system calls (two in its own functions, one of them inside the
 trampoline's copy of its first instructions; one in libc's read) and
-faults in the main thread: the manifest's crash.other_threads and `ada
+one in a running loop, and faults in the main thread: the manifest's crash.other_threads and `ada
 crash` (text and --json) must give each parked thread's function and
 offset at the crash and its system call.
 
@@ -234,14 +234,20 @@ def check_threads(a, argv, c):
     with open(os.path.join(pid_dir, "manifest.json")) as f:
         man = json.load(f)
     others = man.get("crash", {}).get("other_threads") or {}
-    c.check(others.get("read") == "proc" and len(others.get("threads", [])) == 3 and
+    c.check(others.get("read") == "proc" and len(others.get("threads", [])) == 4 and
             others.get("omitted") == 0, f"manifest crash.other_threads: {others}")
     doc = json.loads(subprocess.run([a.ada, "crash", "--json", sdir], capture_output=True,
                                     text=True, timeout=TIMEOUT).stdout)
-    at = {}
+    at, running = {}, []
     for t in doc["processes"][0]["threads"]:
         if t["faulting"]:
             c.check(t["frames"][0]["function"] == "crash_here", f"faulting thread: {t}")
+        elif (t.get("at_crash") or {}).get("state") == "running":
+            # No pc: its innermost open frame is what is known.
+            c.check(t["at_crash"].get("pc") is None and
+                    [f["function"] for f in t["frames"]][:2] == ["park_spin", "parker"],
+                    f"crash --json: the running thread: {t}")
+            running.append(t)
         elif t.get("at_crash"):
             names = [f["function"] for f in t["frames"]]
             at[t["at_crash"].get("function") if t["at_crash"].get("syscall") else None] = \
@@ -258,8 +264,11 @@ def check_threads(a, argv, c):
     rd = [v for v in at.values() if v[0].get("syscall") == 0]
     c.check(len(rd) == 1 and "park_read" in rd[0][1][:2] and rd[0][0].get("on_record"),
             f"crash --json: the thread in read(2): {rd}")
+    c.check(len(running) == 1, f"crash --json: {len(running)} threads running at the crash")
     text = subprocess.run([a.ada, "crash", sdir], capture_output=True, text=True,
                           timeout=TIMEOUT).stdout
+    c.check("running at the crash (its pc was not read)" in text,
+            "crash text: the running thread is not said to be running:\n" + text[:3000])
     for fn, off in (("park_pause", 7), ("park_pause2", 6)):
         c.check(re.search(r"pc 0x[0-9a-f]+ \(%s\+0x%x\), sp 0x[0-9a-f]+, blocked in system "
                           r"call 34" % (fn, off), text) is not None,
@@ -268,9 +277,10 @@ def check_threads(a, argv, c):
     out = subprocess.run([a.ada, "dump", "--format", "jsonl", pid_dir], capture_output=True,
                          text=True, timeout=TIMEOUT).stdout
     marks = [json.loads(l) for l in out.splitlines() if '"kind":"signal"' in l]
-    got = sorted((o.get("function"), o.get("offset"), o.get("syscall"))
+    got = sorted((o.get("function") or "", o.get("offset") or 0,
+                  -1 if o.get("syscall") is None else o["syscall"])
                  for o in (marks[0].get("other_threads") or [] if len(marks) == 1 else []))
-    c.check(("park_pause", 7, 34) in got and ("park_pause2", 6, 34) in got and len(got) == 3,
+    c.check(("park_pause", 7, 34) in got and ("park_pause2", 6, 34) in got and len(got) == 4,
             f"dump jsonl: the marker's other_threads {got}")
     txt = subprocess.run([a.ada, "dump", pid_dir], capture_output=True, text=True,
                          timeout=TIMEOUT).stdout

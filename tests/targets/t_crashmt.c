@@ -8,10 +8,12 @@
  *                blocks in the trampoline's copy of it; the agent maps
  *                that pc back to park_pause2+6;
  *   park_read    blocked in read(2) on a pipe nobody writes: its pc is in
- *                libc's read, park_read is an open frame.
- * The main thread waits until each of them is in its system call (its
- * /proc/self/task/TID/syscall names it: no timing), then writes through
- * NULL in crash_here.
+ *                libc's read, park_read is an open frame;
+ *   park_spin    running (a loop without system calls): no pc to read,
+ *                park_spin is its innermost open frame.
+ * The main thread waits until each of them is in its system call, or
+ * running, (its /proc/self/task/TID/syscall says so: no timing), then
+ * writes through NULL in crash_here.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -42,13 +44,28 @@ __asm__(".text\n"
         "\tsyscall\n"
         "\tret\n"
         "\t.cfi_endproc\n"
-        ".size park_pause2, .-park_pause2\n");
+        ".size park_pause2, .-park_pause2\n"
+        /* A loop in asm: gcc may compile an endless C loop into a jump
+         * back to the function's entry, which the patch turns into a new
+         * traced call each time round. */
+        ".p2align 4\n"
+        ".globl park_spin\n"
+        ".type park_spin, @function\n"
+        "park_spin:\n"
+        "\t.cfi_startproc\n"
+        "\txorl %eax, %eax\n"
+        "\tmovl $1, %ecx\n"
+        "1:\taddq %rcx, %rax\n"
+        "\tjmp 1b\n"
+        "\t.cfi_endproc\n"
+        ".size park_spin, .-park_spin\n");
 
 void park_pause(void);
 void park_pause2(void);
+void park_spin(void);
 
 static int pipefd[2];
-static volatile pid_t tids[3];
+static volatile pid_t tids[4];
 static void *volatile null_ptr;
 
 __attribute__((noinline, used)) static void park_read(void)
@@ -66,12 +83,14 @@ static void *parker(void *arg)
 		park_pause();
 	else if (which == 1)
 		park_pause2();
-	else
+	else if (which == 2)
 		park_read();
+	else
+		park_spin();
 	return NULL;
 }
 
-/* Whether thread tid is blocked in system call nr now. */
+/* Whether thread tid is blocked in system call nr now (nr -2: running). */
 static int in_syscall(pid_t tid, long nr)
 {
 	char path[64], buf[256];
@@ -84,7 +103,9 @@ static int in_syscall(pid_t tid, long nr)
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	return strncmp(buf, "running", 7) != 0 && strtol(buf, NULL, 10) == nr;
+	if (strncmp(buf, "running", 7) == 0)
+		return nr == -2;
+	return strtol(buf, NULL, 10) == nr;
 }
 
 __attribute__((noinline, used)) static void crash_here(long v)
@@ -94,17 +115,17 @@ __attribute__((noinline, used)) static void crash_here(long v)
 
 int main(void)
 {
-	static const long nr[3] = {34, 34, 0};
-	pthread_t th[3];
+	static const long nr[4] = {34, 34, 0, -2};
+	pthread_t th[4];
 	if (pipe(pipefd) != 0)
 		return 1;
-	for (long i = 0; i < 3; i++)
+	for (long i = 0; i < 4; i++)
 		if (pthread_create(&th[i], NULL, parker, (void *)i) != 0)
 			return 1;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		while (!tids[i] || !in_syscall(tids[i], nr[i]))
 			usleep(1000);
-	printf("parked: %d %d %d\n", (int)tids[0], (int)tids[1], (int)tids[2]);
+	printf("parked: %d %d %d %d\n", (int)tids[0], (int)tids[1], (int)tids[2], (int)tids[3]);
 	fflush(stdout);
 	crash_here(42);
 	return 0;
