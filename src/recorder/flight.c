@@ -544,6 +544,39 @@ json_t *wal_crash_context_json(const struct ada_crash_info *ci, uint8_t arch)
 	return o;
 }
 
+static const char *const flight_others_how[] = {"none", "proc", "seccomp", "no_proc"};
+
+json_t *wal_crash_others_json(const struct ada_arena *a)
+{
+	struct ada_crash_thread t[ADA_CRASH_OTHERS];
+	uint32_t n, seen;
+	uint32_t how = a ? ada_arena_crash_others(a, t, &n, &seen) : ADA_OTHERS_NONE;
+	if (how == ADA_OTHERS_NONE || how >= sizeof(flight_others_how) / sizeof(*flight_others_how))
+		return NULL;
+	json_t *o = json_object(), *arr = json_array();
+	char hex[24];
+	json_object_set_new(o, "read", json_string(flight_others_how[how]));
+	for (uint32_t i = 0; i < n; i++) {
+		json_t *e = json_object();
+		bool running = t[i].nr == ADA_CRASH_RUNNING;
+		json_object_set_new(e, "tid", json_integer(t[i].tid));
+		json_object_set_new(e, "state",
+		                    json_string(running       ? "running"
+		                                : t[i].nr < 0 ? "blocked"
+		                                              : "syscall"));
+		json_object_set_new(e, "syscall",
+		                    !running && t[i].nr >= 0 ? json_integer(t[i].nr) : json_null());
+		snprintf(hex, sizeof(hex), "0x%" PRIx64, t[i].pc);
+		json_object_set_new(e, "pc", running ? json_null() : json_string(hex));
+		snprintf(hex, sizeof(hex), "0x%" PRIx64, t[i].sp);
+		json_object_set_new(e, "sp", running ? json_null() : json_string(hex));
+		json_array_append_new(arr, e);
+	}
+	json_object_set_new(o, "threads", arr);
+	json_object_set_new(o, "omitted", json_integer(seen > n ? seen - n : 0));
+	return o;
+}
+
 static json_t *flight_crash_json(struct wal_proc *p, int sig, bool have_ci,
                                  const struct ada_crash_info *ci, uint64_t ns)
 {
@@ -563,6 +596,9 @@ static json_t *flight_crash_json(struct wal_proc *p, int sig, bool have_ci,
 		json_object_set_new(c, "address", json_string(addr));
 		json_object_set_new(c, "si_code", json_integer(ci->code));
 		json_object_set_new(c, "context", wal_crash_context_json(ci, p->arch));
+		json_t *others = wal_crash_others_json(p->arena);
+		if (others)
+			json_object_set_new(c, "other_threads", others);
 	} else {
 		json_object_set_new(c, "faulting_tid", json_null());
 		json_object_set_new(c, "address", json_null());

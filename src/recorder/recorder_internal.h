@@ -443,6 +443,9 @@ void wal_flight_context(struct ada_recorder *r, struct wal_thread *t);
  * registers at the signal, by the names of arch (ATF_ARCH_*: flight.c;
  * recover.c). */
 json_t *wal_crash_context_json(const struct ada_crash_info *ci, uint8_t arch);
+/* The manifest's crash.other_threads from the arena's record of them
+ * (docs/manifest.md); NULL when there is none. */
+json_t *wal_crash_others_json(const struct ada_arena *a);
 void wal_flight_manifest(json_t *root, struct ada_recorder *r, struct wal_proc *p);
 /* Records of t the windows wanted and its ring had overwritten (window_lost). */
 uint64_t wal_flight_thread_lost(const struct wal_thread *t);

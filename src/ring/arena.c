@@ -545,6 +545,48 @@ bool ada_arena_crash_info(const struct ada_arena *a, struct ada_crash_info *out)
 	return true;
 }
 
+void ada_arena_record_crash_others(struct ada_arena *a, uint32_t how,
+                                   const struct ada_crash_thread *t, uint32_t n, uint32_t seen)
+{
+	struct ada_arena_control *c = a->ctl;
+	if (n > ADA_CRASH_OTHERS)
+		n = ADA_CRASH_OTHERS;
+	for (uint32_t i = 0; i < n; i++) {
+		atomic_store_explicit(&c->others[i].tid, t[i].tid, memory_order_relaxed);
+		atomic_store_explicit(&c->others[i].nr, t[i].nr, memory_order_relaxed);
+		atomic_store_explicit(&c->others[i].sp, t[i].sp, memory_order_relaxed);
+		atomic_store_explicit(&c->others[i].pc, t[i].pc, memory_order_relaxed);
+	}
+	atomic_store_explicit(&c->others_n, n, memory_order_relaxed);
+	atomic_store_explicit(&c->others_seen, seen, memory_order_relaxed);
+	/* Publishes the fields above; pairs with the acquire load in
+	 * ada_arena_crash_others(). */
+	atomic_store_explicit(&c->others_how, how, memory_order_release);
+}
+
+uint32_t ada_arena_crash_others(const struct ada_arena *a,
+                                struct ada_crash_thread out[ADA_CRASH_OTHERS], uint32_t *n,
+                                uint32_t *seen)
+{
+	const struct ada_arena_control *c = a->ctl;
+	/* Pairs with the release store in ada_arena_record_crash_others(). */
+	uint32_t how = atomic_load_explicit(&c->others_how, memory_order_acquire);
+	*n = *seen = 0;
+	if (how == ADA_OTHERS_NONE)
+		return how;
+	uint32_t k = atomic_load_explicit(&c->others_n, memory_order_relaxed);
+	*n = k < ADA_CRASH_OTHERS ? k : ADA_CRASH_OTHERS;
+	*seen = atomic_load_explicit(&c->others_seen, memory_order_relaxed);
+	for (uint32_t i = 0; i < *n; i++)
+		out[i] = (struct ada_crash_thread){
+		    .tid = atomic_load_explicit(&c->others[i].tid, memory_order_relaxed),
+		    .nr = atomic_load_explicit(&c->others[i].nr, memory_order_relaxed),
+		    .sp = atomic_load_explicit(&c->others[i].sp, memory_order_relaxed),
+		    .pc = atomic_load_explicit(&c->others[i].pc, memory_order_relaxed),
+		};
+	return how;
+}
+
 uint32_t ada_arena_process_state(const struct ada_arena *a, int *status_or_signal)
 {
 	/* Pairs with the release store in arena_set_state(). */

@@ -73,6 +73,15 @@ struct ada_arena_control {
 	_Atomic uint64_t crash_addr;
 	_Atomic uint64_t crash_ts;
 	_Atomic uint64_t crash_regs[ADA_CRASH_NREGS];
+	/* The other threads (ada_arena_record_crash_others): the fields
+	 * first, then others_how with release; the drain's acquire reads it
+	 * first. */
+	_Atomic uint32_t others_how, others_n, others_seen;
+	struct {
+		_Atomic uint32_t tid;
+		_Atomic int32_t nr;
+		_Atomic uint64_t sp, pc;
+	} others[ADA_CRASH_OTHERS];
 
 	alignas(ADA_CACHELINE) _Atomic uint64_t heartbeat;       /* drain only */
 	alignas(ADA_CACHELINE) _Atomic uint32_t next_thread_seq; /* every producer */

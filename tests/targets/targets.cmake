@@ -114,6 +114,7 @@ ada_test_target(env O2 SOURCES ${ADA_TGT_SRC}/t_env.c)
 # non-C code, a crash at a function's first instruction).
 if(ADA_ARCH STREQUAL "x86_64")
   ada_test_target(crash0 O2 SOURCES ${ADA_TGT_SRC}/t_crash0.c)
+  ada_test_target(crashmt O2 SOURCES ${ADA_TGT_SRC}/t_crashmt.c)
   ada_test_target(prologue O2 SOURCES ${ADA_TGT_SRC}/t_prologue.c)
   ada_test_target(pad O2 SOURCES ${ADA_TGT_SRC}/t_pad.c)
   ada_test_target(nonc O2 SOURCES ${ADA_TGT_SRC}/t_nonc.c)
