@@ -225,6 +225,8 @@ struct wal_budget {
 	bool is_default;      /* max_disk_bytes is the default, not --max-disk-mb */
 	bool retire_told;     /* said that the budget deletes data */
 	uint64_t side_bytes;  /* every file but the index files, last scan */
+	uint64_t scan_ns;     /* when side_bytes was last scanned (CLOCK_MONOTONIC) */
+	uint64_t scan_every;  /* the next scan's delay: doubles up to a second */
 	uint64_t retired_gens, retired_events, retired_bytes;
 };
 

@@ -323,6 +323,62 @@ static void enc_small_buffers(void **state)
 	free(g.ev);
 }
 
+/* Finishes e into a buffer of exactly ada_cidx_enc_tail_size(e) bytes
+ * (a writer counts the tail against its disk budget from that size ahead):
+ * returns the bytes finish wrote, checked to fit. */
+static size_t tail_finish(struct ada_cidx_enc *e)
+{
+	struct ada_atf_file_info info;
+	struct ada_cidx_file_header h;
+	size_t cap = ada_cidx_enc_tail_size(e), len = 0;
+	uint8_t *buf = malloc(cap);
+
+	ada_atf_file_info_native(&info, 4242);
+	assert_int_equal(ada_cidx_enc_finish(e, &info, buf, cap, &len, &h), 0);
+	assert_true(len <= cap);
+	free(buf);
+	return len;
+}
+
+/* The tail's size: exact while links come in seq order (events that carry
+ * one, back-patches past the last), a bound when they do not (a window's
+ * links before the last linked event, a link replaced), whatever the
+ * gaps of seq and detail. */
+static void tail_size_bound(void **state)
+{
+	static const uint32_t details[] = {0, 1, 2, 1000000, 5, 4000000000u, 3, 0, 77};
+	struct cs_gen g;
+	struct ada_cidx_enc *e;
+	uint8_t *buf = malloc(8 << 20);
+	int err;
+
+	(void)state;
+	cs_init(&g, 50000, 9);
+	cs_mixed_stream(&g);
+	for (size_t i = 0; i < g.n; i++) /* in order, with every size of gap */
+		if (i % 3001 == 2 || i == 100 || i == 101)
+			g.ev[i].detail_seq = details[i % 9];
+	for (int pass = 0; pass < 2; pass++) {
+		struct ada_cidx_out o = {buf, 64, 8 << 20};
+		assert_int_equal(ada_cidx_enc_new(ADA_CIDX_BLOCK_MIN, &e), 0);
+		assert_int_equal(ada_cidx_enc_put(e, g.ev, g.n, &o, &err), g.n);
+		ada_cidx_enc_seal(e, &o);
+		assert_int_equal(ada_cidx_enc_link(e, g.n - 1, 4000000000u), 0); /* past the last */
+		if (pass == 0) { /* in order: exact */
+			size_t want = ada_cidx_enc_tail_size(e);
+			assert_int_equal(tail_finish(e), want);
+		} else { /* a back-patch before the last, one replaced: bounded */
+			assert_int_equal(ada_cidx_enc_link(e, 7, 1), 0);
+			assert_int_equal(ada_cidx_enc_link(e, 100, 3999999999u), 0);
+			assert_int_equal(ada_cidx_enc_link(e, g.n - 1, 0), 0);
+			(void)tail_finish(e);
+		}
+		ada_cidx_enc_free(e);
+	}
+	free(buf);
+	free(g.ev);
+}
+
 /* An unfinished file (no tail, zeros after the last block), a file cut
  * anywhere, a byte changed in a block: strict open refuses, salvage gives
  * the whole blocks before the damage, exactly. */
@@ -600,6 +656,7 @@ int main(void)
 	    cmocka_unit_test(roundtrip_odd_values),
 	    cmocka_unit_test(roundtrip_links),
 	    cmocka_unit_test(enc_small_buffers),
+	    cmocka_unit_test(tail_size_bound),
 	    cmocka_unit_test(salvage),
 	    cmocka_unit_test(recover_after_kill),
 	    cmocka_unit_test(atf_reader_reads_compact),

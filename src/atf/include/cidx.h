@@ -179,7 +179,9 @@ int ada_cidx_enc_resume(struct ada_cidx_enc *e, const void *buf, size_t len, uin
 /* Events coded so far, and the file offset the next block starts at. */
 uint64_t ada_cidx_enc_count(const struct ada_cidx_enc *e);
 uint64_t ada_cidx_enc_offset(const struct ada_cidx_enc *e);
-/* Bytes ada_cidx_enc_finish() needs (link table, block table, footer). */
+/* Bytes ada_cidx_enc_finish() needs (link table, block table, footer), at
+ * most: links added in seq order are counted exactly, others at their
+ * longest, so a writer can count the tail against a disk budget ahead. */
 size_t ada_cidx_enc_tail_size(const struct ada_cidx_enc *e);
 /* Seals nothing (seal first): writes the link table, the block table and
  * the footer into buf (they go at ada_cidx_enc_offset() of the file) and
