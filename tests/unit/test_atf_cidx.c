@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "cidx.h"
@@ -563,6 +564,23 @@ static void atf_reader_walks_compact(void **state)
 	assert_events_equal(ada_atf_index_get(ix, first3 + k3), &g.ev[first3 + k3], 1);
 	assert_int_equal(ada_atf_index_undecoded(ix), 1);
 	ada_atf_index_free(ix);
+	/* Its ATF v2 form: refused strict; with SALVAGE the blocks before it,
+	 * the pieces of it written cut off, a strict v2 file. */
+	FILE *tf = tmpfile();
+	assert_non_null(tf);
+	assert_int_equal(ada_cidx_to_atf_fd(im.p, im.len, 0, fileno(tf)), -EBADMSG);
+	assert_int_equal(ftruncate(fileno(tf), 0), 0);
+	assert_int_equal(ada_cidx_to_atf_fd(im.p, im.len, ADA_ATF_OPEN_SALVAGE, fileno(tf)), 0);
+	size_t v2len = (size_t)lseek(fileno(tf), 0, SEEK_END);
+	assert_int_equal(v2len, 128 + first3 * 32);
+	uint8_t *v2 = malloc(v2len);
+	assert_int_equal(pread(fileno(tf), v2, v2len, 0), (ssize_t)v2len);
+	assert_int_equal(ada_atf_index_open_mem(v2, v2len, 0, &ix), 0);
+	assert_int_equal(ada_atf_index_count(ix), first3);
+	assert_events_equal(ada_atf_index_span(ix, 0, first3), g.ev, first3);
+	ada_atf_index_free(ix);
+	free(v2);
+	fclose(tf);
 	free(w.ev);
 	free(im.p);
 	free(g.ev);

@@ -293,8 +293,9 @@ uint64_t ada_cidx_dec_nlinks(const struct ada_cidx_dec *d);
  * one. -EBADMSG, -ENOMEM. */
 int ada_cidx_to_atf(const void *buf, size_t len, unsigned flags, uint8_t **out, size_t *out_len);
 /* The same file written to fd (a regular file, empty, at offset 0) a
- * block at a time, so memory stays one block's events whatever the file's
- * size: header placeholder, events, footer, then the final header at 0.
+ * piece of the iterator at a time (ada_cidx_iter), so memory stays 128
+ * KiB of events whatever the file's size: header placeholder, events,
+ * footer, then the final header at 0.
  * -EBADMSG, -ENOMEM, -errno of a write (the file is then incomplete). */
 int ada_cidx_to_atf_fd(const void *buf, size_t len, unsigned flags, int fd);
 /* The validator for a compact index file: its structure (finished, block
