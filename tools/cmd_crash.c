@@ -553,7 +553,7 @@ static int cr_thread(struct rd_pid *rp, size_t i, struct cr_death *d, json_t *th
 	}
 	ada_frames_free(w);
 out_thread:
-	ada_atf_thread_free(t);
+	rd_thread_close(rp, t);
 	return err;
 }
 

@@ -768,7 +768,7 @@ static int dump_pid(struct dump_pid *dp, const struct ada_atf_pid *p)
 	if (!err)
 		err = dump_threads(dp, ts, st, n);
 	for (size_t i = 0; i < n; i++)
-		ada_atf_thread_free(ts[i]);
+		rd_thread_close(&dp->rp, ts[i]);
 	free(ts);
 	free(st);
 	return err;

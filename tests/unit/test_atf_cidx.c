@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "cidx.h"
@@ -534,6 +535,113 @@ static void atf_reader_reads_compact(void **state)
 	free(g.ev);
 }
 
+struct walk_got {
+	struct atf_index_event *ev;
+	uint64_t first, next, runs;
+};
+
+/* ada_atf_index_walk()'s callback: runs follow on, each copied. */
+static int walk_collect(void *ctx, const struct atf_index_event *ev, uint64_t seq, uint64_t n)
+{
+	struct walk_got *w = ctx;
+	assert_int_equal(seq, w->next);
+	assert_true(n >= 1);
+	memcpy(w->ev + (seq - w->first), ev, n * sizeof(*ev));
+	w->next = seq + n;
+	w->runs++;
+	return 0;
+}
+
+static int walk_once(struct ada_atf_index *ix, uint64_t b, uint64_t e, struct walk_got *w)
+{
+	w->first = w->next = b;
+	w->runs = 0;
+	return ada_atf_index_walk(ix, b, e, walk_collect, w);
+}
+
+/* The sequential walk of a compact file of many blocks: every event once,
+ * in order, links applied, from any start; the bounds found by block;
+ * a block whose CRC holds but whose events do not decode ends the walk,
+ * reads as zeros through get() and is counted once. */
+static void atf_reader_walks_compact(void **state)
+{
+	struct cs_gen g;
+	struct ada_atf_index *ix;
+	struct ada_cidx_dec *d;
+	uint64_t b, e;
+
+	(void)state;
+	cs_init(&g, 100000, 11);
+	cs_fib_stream(&g);
+	g.ev[4097].detail_seq = 5;
+	g.ev[60001].detail_seq = 6;
+	struct img im = encode(g.ev, g.n, ADA_CIDX_BLOCK_MIN, NULL, NULL, 0);
+	struct walk_got w = {.ev = calloc(g.n, sizeof(*w.ev))};
+	assert_int_equal(ada_atf_index_open_mem(im.p, im.len, 0, &ix), 0);
+	assert_int_equal(walk_once(ix, 0, UINT64_MAX, &w), 0);
+	assert_int_equal(w.next, g.n);
+	assert_events_equal(w.ev, g.ev, g.n);
+	assert_int_equal(walk_once(ix, 1234, 56789, &w), 0);
+	assert_int_equal(w.next, 56789);
+	assert_events_equal(w.ev, g.ev + 1234, 56789 - 1234);
+	ada_atf_index_range(ix, 0, UINT64_MAX, &b, &e);
+	assert_true(b == 0 && e == g.n);
+	for (size_t i = 0; i < g.n; i += 7919) { /* the bounds against brute force */
+		uint64_t t = g.ev[i].timestamp_ns, lo = 0, up = 0;
+		while (lo < g.n && g.ev[lo].timestamp_ns < t)
+			lo++;
+		while (up < g.n && g.ev[up].timestamp_ns <= t)
+			up++;
+		assert_int_equal(ada_atf_index_lower_bound(ix, t), lo);
+		assert_int_equal(ada_atf_index_upper_bound(ix, t), up);
+	}
+	assert_int_equal(ada_atf_index_undecoded(ix), 0);
+	ada_atf_index_free(ix);
+
+	/* Block 3's first coded byte made an invalid sub-op, its CRC made good. */
+	uint64_t off, first3, t3;
+	uint32_t len, k3, nframes;
+	assert_int_equal(ada_cidx_dec_open(im.p, im.len, 0, &d), 0);
+	assert_true(ada_cidx_dec_nblocks(d) > 5);
+	ada_cidx_dec_block_span(d, 3, &off, &len);
+	ada_cidx_dec_block_info(d, 3, &first3, &k3, &t3);
+	ada_cidx_dec_free(d);
+	memcpy(&nframes, im.p + off + 40, 4);
+	im.p[off + 64 + nframes * 12] = 0x1f;
+	uint32_t crc = ada_atf_crc32(0, im.p + off + 8, len - 8);
+	memcpy(im.p + off + 4, &crc, 4);
+	assert_int_equal(ada_atf_index_open_mem(im.p, im.len, 0, &ix), 0);
+	assert_int_equal(walk_once(ix, 0, g.n, &w), -EBADMSG);
+	assert_int_equal(w.next, first3);
+	assert_events_equal(w.ev, g.ev, first3);
+	assert_int_equal(ada_atf_index_undecoded(ix), 1);
+	const struct atf_index_event *z = ada_atf_index_get(ix, first3 + 1);
+	assert_true(z->timestamp_ns == 0 && z->event_kind == 0);
+	assert_events_equal(ada_atf_index_get(ix, first3 + k3), &g.ev[first3 + k3], 1);
+	assert_int_equal(ada_atf_index_undecoded(ix), 1);
+	ada_atf_index_free(ix);
+	/* Its ATF v2 form: refused strict; with SALVAGE the blocks before it,
+	 * the pieces of it written cut off, a strict v2 file. */
+	FILE *tf = tmpfile();
+	assert_non_null(tf);
+	assert_int_equal(ada_cidx_to_atf_fd(im.p, im.len, 0, fileno(tf)), -EBADMSG);
+	assert_int_equal(ftruncate(fileno(tf), 0), 0);
+	assert_int_equal(ada_cidx_to_atf_fd(im.p, im.len, ADA_ATF_OPEN_SALVAGE, fileno(tf)), 0);
+	size_t v2len = (size_t)lseek(fileno(tf), 0, SEEK_END);
+	assert_int_equal(v2len, 128 + first3 * 32);
+	uint8_t *v2 = malloc(v2len);
+	assert_int_equal(pread(fileno(tf), v2, v2len, 0), (ssize_t)v2len);
+	assert_int_equal(ada_atf_index_open_mem(v2, v2len, 0, &ix), 0);
+	assert_int_equal(ada_atf_index_count(ix), first3);
+	assert_events_equal(ada_atf_index_span(ix, 0, first3), g.ev, first3);
+	ada_atf_index_free(ix);
+	free(v2);
+	fclose(tf);
+	free(w.ev);
+	free(im.p);
+	free(g.ev);
+}
+
 /* Export to strict ATF v2: the v2 reader (strict) and the validator take
  * it; the validator takes the compact file itself too. */
 static void export_and_validate(void **state)
@@ -660,6 +768,7 @@ int main(void)
 	    cmocka_unit_test(salvage),
 	    cmocka_unit_test(recover_after_kill),
 	    cmocka_unit_test(atf_reader_reads_compact),
+	    cmocka_unit_test(atf_reader_walks_compact),
 	    cmocka_unit_test(export_and_validate),
 	    cmocka_unit_test(empty_file),
 	};
