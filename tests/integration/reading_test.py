@@ -113,20 +113,29 @@ def own_totals(counts):
 
 def pair_frames(events):
     """Independent of src/analyze: per thread, a stack by depth; yields
-    (thread, function, call_ts, end_ts, kind, parent_index or None)."""
+    (thread, function, call_ts, end_ts, kind, parent_index or None, the
+    CALL event, ada's waits inside the frame in ns: the wait marker pairs
+    while it was open, docs/format.md)."""
     frames = []
     by_thread = collections.defaultdict(list)
     for ev in events:
         by_thread[ev["thread"]].append(ev)
     for th, evs in by_thread.items():
         stack = []
+        begin = None
         for ev in evs:
             d = ev["depth"]
-            if ev["kind"] == "call":
+            if ev["kind"] == "ada_wait_begin":
+                begin = ev["ts"]
+            elif ev["kind"] == "ada_wait_end" and begin is not None:
+                for i, _ in stack:
+                    frames[i][7] += ev["ts"] - begin
+                begin = None
+            elif ev["kind"] == "call":
                 while stack and stack[-1][1] >= d:
                     stack.pop()
                 frames.append([th, ev["function"], ev["ts"], None, None,
-                               stack[-1][0] if stack else None, ev])
+                               stack[-1][0] if stack else None, ev, 0])
                 stack.append((len(frames) - 1, d))
             elif ev["kind"] in ("return", "exception"):
                 while stack and stack[-1][1] > d:
@@ -154,7 +163,7 @@ def check_report(s, c):
             f"report: self times sum to {self_sum}, roots {tot['roots_total_ns']} + "
             f"under open frames {tot['under_open_ns']}")
     frames = pair_frames(s.events())
-    roots = sum(f[3] - f[2] for f in frames if f[3] is not None and f[5] is None)
+    roots = sum(f[3] - f[2] - f[7] for f in frames if f[3] is not None and f[5] is None)
     c.check(roots == tot["roots_total_ns"],
             f"report: roots total {tot['roots_total_ns']}, the dump's events give {roots}")
     c.check(tot["calls"] == len(frames), f"report: {tot['calls']} calls, dump {len(frames)}")
