@@ -521,13 +521,19 @@ def check_windows(s, c):
         if w["trigger"].startswith("symbol="):
             c.check(got.get(i, {}).get("function") == w["trigger"][7:],
                     f"windows: window {i} names {got.get(i, {}).get('function')!r}")
-    text = s.run("windows", s.dir).splitlines()
+    text = [l for l in s.run("windows", s.dir).splitlines() if not fill_line(l)]
     c.check(len(text) == 2 + len(want) and text[0].endswith(f": {len(want)} window" +
                                                           ("" if len(want) == 1 else "s")),
             "windows text:\n" + "\n".join(text))
     c.check(any(l.split()[0] == str(i) and w["trigger"] in l for l in text[2:] for i, w in
                 want.items()), "windows text: no row with the trigger:\n" + "\n".join(text))
     check_wall_time(s, c, mans[0], want, got)
+
+
+def fill_line(line):
+    """ada windows' second line under a window that lost records (what
+    filled the rings), not a window's row."""
+    return line.startswith("      the detail rings filled with ")
 
 
 def check_wall_time(s, c, man, want, got):
@@ -555,7 +561,8 @@ def check_wall_time(s, c, man, want, got):
                 f"window {i}: keysym_version {w.get('keysym_version')} / "
                 f"{got[i].get('keysym_version')}, want 0 (the agent's own set)")
     stamp = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}[+-]\d{4} ")
-    rows = s.run("windows", "--time", "wall", s.dir).splitlines()[2:]
+    rows = [l for l in s.run("windows", "--time", "wall", s.dir).splitlines()[2:]
+            if not fill_line(l)]
     c.check(rows and all(re.match(r"^\s*\d+ \d{4}-\d\d-\d\dT", r) for r in rows),
             "windows --time wall:\n" + "\n".join(rows))
     lines = s.run("dump", "--time", "wall", s.dir).splitlines()[:50]
