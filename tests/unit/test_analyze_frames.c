@@ -276,12 +276,9 @@ static void demangling(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(pairs_and_self_time),
-	    cmocka_unit_test(open_frames_and_marker),
-	    cmocka_unit_test(waits_left_out),
-	    cmocka_unit_test(unpaired_events_are_counted),
-	    cmocka_unit_test(deep_stack_and_reuse),
-	    cmocka_unit_test(hist_quantiles),
+	    cmocka_unit_test(pairs_and_self_time),  cmocka_unit_test(open_frames_and_marker),
+	    cmocka_unit_test(waits_left_out),       cmocka_unit_test(unpaired_events_are_counted),
+	    cmocka_unit_test(deep_stack_and_reuse), cmocka_unit_test(hist_quantiles),
 	    cmocka_unit_test(demangling),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
