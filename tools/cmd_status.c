@@ -279,11 +279,15 @@ static void status_windows(json_t *man)
 			got = g > got ? g : got;
 		}
 		char a[32], b[32];
-		printf("  window %llu (%s): pre-roll achieved %s of %s, %llu detail records",
-		       (unsigned long long)status_int((json_t *)w, "id"),
-		       json_string_value(json_object_get(w, "trigger")), status_span(got, a, 32),
-		       status_span(status_int((json_t *)w, "pre_roll_ns"), b, 32),
-		       (unsigned long long)status_int((json_t *)w, "records"));
+		/* Without losses the rings held all of it the threads had: reached
+		 * back to their first records (or to the window's start). */
+		printf(
+		    "  window %llu (%s): pre-roll %s %s of %s, %llu detail records",
+		    (unsigned long long)status_int((json_t *)w, "id"),
+		    json_string_value(json_object_get(w, "trigger")),
+		    lost ? "achieved" : "whole, back to the first record:", status_span(got, a, 32),
+		    status_span(status_int((json_t *)w, "pre_roll_ns"), b, 32),
+		    (unsigned long long)status_int((json_t *)w, "records"));
 		if (lost) {
 			printf(", %llu wanted records already overwritten (not drops)",
 			       (unsigned long long)lost);

@@ -50,11 +50,12 @@ uint64_t wal_gap_share(const struct wal_gap *g, uint64_t from_ns, uint64_t to_ns
 
 /* The functions whose records filled a detail ring, by bytes: a small
  * space-saving list (Metwally et al.): a function not listed takes the
- * smallest entry's place and count, so a count is an upper bound of its
- * bytes and the heaviest functions stay listed. */
+ * smallest entry's place and count, which it keeps as its error, so
+ * bytes - err is a lower bound of its bytes and bytes an upper one, and
+ * the heaviest functions stay listed. */
 #define WAL_FILL_TOP 8u
 struct wal_fill {
-	uint64_t fn[WAL_FILL_TOP], bytes[WAL_FILL_TOP];
+	uint64_t fn[WAL_FILL_TOP], bytes[WAL_FILL_TOP], err[WAL_FILL_TOP];
 	uint64_t total; /* every record's bytes */
 };
 /* Counts a record of fn of len bytes (flight.c). */

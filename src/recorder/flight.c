@@ -200,6 +200,7 @@ void wal_fill_add(struct wal_fill *f, uint64_t fn, uint64_t len)
 			low = i;
 	}
 	f->fn[low] = fn; /* an empty entry (0 bytes), or the smallest's place */
+	f->err[low] = f->bytes[low];
 	f->bytes[low] += len;
 }
 
@@ -741,9 +742,10 @@ static json_t *flight_window_keysym(const struct ada_trigger_window *w, const st
 #define FLIGHT_FILLERS_SHOWN 5u
 
 /* Window wi's fillers over p's threads, merged by function (the first
- * 32 functions the threads' lists name), heaviest first, into out (at
- * most WAL_FILL_TOP); returns how many, and *total the bytes of every
- * record the copies found. */
+ * 32 functions the threads' lists name), heaviest first by the bytes
+ * they surely had (bytes - err), into out (at most WAL_FILL_TOP, bytes
+ * being those sure bytes, err 0); returns how many, and *total the bytes
+ * of every record the copies found. */
 static size_t flight_fillers(const struct wal_proc *p, size_t wi, struct wal_fill *out,
                              uint64_t *total)
 {
@@ -770,7 +772,7 @@ static size_t flight_fillers(const struct wal_proc *p, size_t wi, struct wal_fil
 				all[k].bytes = 0;
 				n++;
 			}
-			all[k].bytes += f->bytes[i];
+			all[k].bytes += f->bytes[i] - f->err[i]; /* what it surely had */
 		}
 	}
 	size_t m = 0;
@@ -780,6 +782,8 @@ static size_t flight_fillers(const struct wal_proc *p, size_t wi, struct wal_fil
 			if (all[k].bytes > all[best].bytes)
 				best = k;
 		uint64_t fn = all[best].fn, b = all[best].bytes;
+		if (!b)
+			break; /* none of the rest surely filled anything */
 		all[best] = all[m];
 		out->fn[m] = fn;
 		out->bytes[m] = b;
