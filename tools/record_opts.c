@@ -470,16 +470,27 @@ static void record_span(char *buf, size_t cap, uint64_t ns)
 static void record_print_flight(const struct ada_record_summary *s)
 {
 	uint64_t lost = s->window_lost;
-	char why[512] = "", hint[160] = "", got[32] = "", asked[32] = "";
+	char why[768] = "", hint[400] = "", got[32] = "", asked[32] = "";
 	uint64_t mib = 1;
 	while (mib << 20 < s->detail_ring_suggest && mib < (ADA_DETAIL_MAX_BYTES >> 20) * 2)
 		mib *= 2;
 	/* What this run's rate says the ring should be: sizing from a
 	 * measured rate, for the next run. */
-	if (s->detail_ring_suggest && mib <= (ADA_DETAIL_MAX_BYTES >> 20))
+	if (s->detail_ring_suggest && mib <= (ADA_DETAIL_MAX_BYTES >> 20) && s->fill_hint[0])
+		snprintf(hint, sizeof(hint),
+		         "; at this run's rate --detail-mb %llu would have held them, or the same "
+		         "ring without %s in the detail set (--detail-symbols, ada keysym: they "
+		         "filled it; `ada windows DIR` says it for each window)",
+		         (unsigned long long)mib, s->fill_hint);
+	else if (s->detail_ring_suggest && mib <= (ADA_DETAIL_MAX_BYTES >> 20))
 		snprintf(hint, sizeof(hint),
 		         "; at this run's rate --detail-mb %llu would have held them",
 		         (unsigned long long)mib);
+	else if (s->detail_ring_suggest && s->fill_hint[0])
+		snprintf(hint, sizeof(hint),
+		         "; at this run's rate even --detail-mb %llu would not hold them: the ring "
+		         "without %s in the detail set would (--detail-symbols, ada keysym)",
+		         (unsigned long long)(ADA_DETAIL_MAX_BYTES >> 20), s->fill_hint);
 	else if (s->detail_ring_suggest)
 		snprintf(hint, sizeof(hint),
 		         "; at this run's rate even --detail-mb %llu would not hold them: narrow "

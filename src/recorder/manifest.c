@@ -552,6 +552,11 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	p->detail_ring_suggest =
 	    suggest > p->detail_ring_suggest ? suggest : p->detail_ring_suggest;
 	wal_flight_preroll_short(r, p); /* kept too: the summary's */
+	uint64_t lost = p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST];
+	if (lost > p->fill_hint_lost) { /* kept too; the threads' fills grow with the losses */
+		wal_flight_fill_hint(r, p, p->fill_hint, sizeof(p->fill_hint));
+		p->fill_hint_lost = lost;
+	}
 	json_object_set_new(root, "detail", man_detail(r, p));
 	json_object_set_new(root, "arena", json_string(p->arena_path));
 	json_object_set_new(root, "arena_dir", json_string(r->arena_dir));

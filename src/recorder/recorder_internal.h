@@ -143,6 +143,10 @@ struct wal_proc {
 	/* The shortest pre-roll a window achieved on one of its threads, and
 	 * what it asked (wal_flight_preroll_short; 0, 0: none short) */
 	uint64_t pre_asked_ns, pre_got_ns;
+	/* wal_flight_fill_hint() of the window that lost the most records, and
+	 * that count, when its manifest was last written (the summary's) */
+	char fill_hint[160];
+	uint64_t fill_hint_lost;
 	uint8_t *slot_noted; /* max_threads: 1 once its quarantine was reported */
 	/* drain_prep.c: max_threads, 1 once the slot's pages are locked in
 	 * our mapping (or that failed); the spare being prepared (-1: none)
@@ -456,6 +460,12 @@ uint64_t wal_flight_thread_lost(const struct wal_thread *t);
  * its threads and windows of ring bytes x (persisted + window_lost) /
  * persisted; 0 when no window lost a record (or none was persisted). */
 uint64_t wal_flight_ring_suggest(const struct wal_proc *p);
+/* The functions whose leaving the detail set would have held p's window
+ * that lost the most records (the manifest's hold_without of that
+ * window), as "a, b" in buf; "" when none lost any, when the listed
+ * fillers are not enough, or when the names do not fit in len. */
+void wal_flight_fill_hint(const struct ada_recorder *r, const struct wal_proc *p, char *buf,
+                          size_t len);
 /* Keeps in p->pre_asked_ns / pre_got_ns the shortest pre-roll a window of
  * p achieved on a thread that lost records of it (window_lost), when it
  * is shorter than the one kept (the summary reads it after the threads

@@ -607,11 +607,31 @@ static void detail_wait_count(struct ada_producer *p, uint64_t t0)
 	                      memory_order_relaxed);
 }
 
-/* The wait that began at t0 (0: none began) ends, with or without room. */
-static bool detail_wait_done(struct ada_producer *p, uint64_t t0, bool room)
+/* A wait for detail room that began at raw time raw0 ended with room:
+ * its markers go into the index ring after the event whose record waited
+ * (producer_wait_marked), when the index ring has room for both (it is
+ * not waited for here: a wait inside a wait; the wait is still counted in
+ * the slot's wait_stat). */
+static void detail_wait_marked(struct ada_producer *p, uint64_t raw0)
+{
+	struct ada_arena *a = p->arena;
+	if (producer_was_reset(p, a) || !p->events || !producer_room_at(p, a, p->slot, 2))
+		return;
+	producer_put_marker(p, raw0, ADA_WAIT_MARKER_BEGIN);
+	producer_put_marker(p, ada_timestamp_raw(p), ADA_WAIT_MARKER_END);
+	/* Orders the marker stores before the new head; pairs with the
+	 * acquire load of head in ada_index_ring_peek(). */
+	atomic_store_explicit(p->head_pub, p->head, memory_order_release);
+}
+
+/* The wait that began at t0 (0: none began; raw0 its raw time) ends, with
+ * or without room. */
+static bool detail_wait_done(struct ada_producer *p, uint64_t t0, uint64_t raw0, bool room)
 {
 	if (t0)
 		detail_wait_count(p, t0);
+	if (t0 && room)
+		detail_wait_marked(p, raw0);
 	return room;
 }
 
@@ -619,7 +639,7 @@ static bool detail_wait_done(struct ada_producer *p, uint64_t t0, bool room)
 static bool detail_wait_stalled(struct ada_producer *p, uint64_t dec, uint64_t t0)
 {
 	p->dstall = dec;
-	return detail_wait_done(p, t0, false);
+	return detail_wait_done(p, t0, 0, false);
 }
 
 bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
@@ -633,13 +653,13 @@ bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
 	    atomic_load_explicit(&producer_stall_beat, memory_order_relaxed) == beat + 1)
 		return detail_wait_stalled(
 		    p, atomic_load_explicit(p->ddecided, memory_order_relaxed), 0);
-	uint64_t t0 = producer_mono_ns();
+	uint64_t t0 = producer_mono_ns(), raw0 = ada_timestamp_raw(p);
 	for (uint32_t i = 0; i < PRODUCER_SPINS; i++) {
 		producer_pause();
 		if (producer_was_reset(p, a))
 			return false; /* the slot is not ours any more: count nothing */
 		if (!ada_detail_would_wait(p, len))
-			return detail_wait_done(p, t0, true);
+			return detail_wait_done(p, t0, raw0, true);
 	}
 	uint64_t dec = atomic_load_explicit(p->ddecided, memory_order_relaxed);
 	uint64_t since = producer_mono_ns(), hb = ada_arena_heartbeat(a);
@@ -648,7 +668,7 @@ bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
 		if (producer_was_reset(p, a))
 			return false;
 		if (!ada_detail_would_wait(p, len))
-			return detail_wait_done(p, t0, true);
+			return detail_wait_done(p, t0, raw0, true);
 		if (n % PRODUCER_YIELDS_PER_CLOCK)
 			continue;
 		/* Bounded by the drain's progress on this ring, not by its

@@ -1793,6 +1793,22 @@ def flight_window_lost(rep, m, events, err):
     rep.check(any("at this run's rate --detail-mb %d would have held them" % mib in l
                   for l in summary), "the summary should suggest --detail-mb %d: %r" % (
                       mib, summary))
+    # What filled the ring, ranked (docs/manifest.md): the functions of
+    # the records kept, heaviest first, and the fewest of them a detail
+    # set could leave out to hold the window, which the summary names.
+    fill, hold = w.get("fillers") or [], w.get("hold_without")
+    names = {e.get("function") for e in events if isinstance(e.get("detail"), dict)}
+    rep.check(fill and all(0 < f.get("share", 0) <= 1 for f in fill)
+              and sum(f["share"] for f in fill) <= 1.001
+              and [f["bytes"] for f in fill] == sorted((f["bytes"] for f in fill), reverse=True)
+              and all(f.get("function") in names for f in fill if f.get("function")),
+              "window fillers should rank functions whose records the ring held: %r" % fill)
+    if hold:
+        named = [f.get("function") or f.get("function_id") for f in fill]
+        rep.check(hold[:len(named)] == named[:len(hold)] and
+                  any("without %s in the detail set" % ", ".join(hold) in l for l in summary),
+                  "hold_without %r should be the heaviest fillers %r, named in the summary %r"
+                  % (hold, named, summary))
     # Every record the program made: one per call and return of a
     # function in the detail set (all of them here), so this run's own
     # index lane counts them. Not a second run: the program's calls are

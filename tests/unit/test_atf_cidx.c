@@ -185,7 +185,8 @@ static void roundtrip_deep(void **state)
 }
 
 /* Frames leaving by EXCEPTION (an unwind of several), a longjmp (a RETURN
- * that skips frames), a fatal-signal marker, a depth restart at 1. */
+ * that skips frames), wait markers, a fatal-signal marker, a depth restart
+ * at 1. */
 static void roundtrip_exceptions_and_signals(void **state)
 {
 	struct cs_gen g;
@@ -204,6 +205,9 @@ static void roundtrip_exceptions_and_signals(void **state)
 		cs_ret(&g, 0, ATF_EVENT_RETURN);
 	}
 	cs_call(&g, 5, atf_function_id(3, 1));
+	/* ada's wait markers (docs/format.md) inside an open frame */
+	cs_emit(&g, 3, 0, ATF_EVENT_EXCEPTION, ADA_WAIT_MARKER_BEGIN);
+	cs_emit(&g, 70000, 0, ATF_EVENT_EXCEPTION, ADA_WAIT_MARKER_END);
 	cs_emit(&g, 5, 0xdeadbeefull, ATF_EVENT_EXCEPTION, ADA_SIGNAL_MARKER_FLAG | 11);
 	cs_emit(&g, 5, 0, ATF_EVENT_EXCEPTION, ADA_SIGNAL_MARKER_FLAG | 6);
 	struct img im = encode(g.ev, g.n, ADA_CIDX_BLOCK_MIN, NULL, NULL, 0);
