@@ -309,8 +309,14 @@ void ring_arena_lock(struct ada_arena *a, bool *mlock_failed);
  * ada_arena_create() stores). */
 int ring_arena_create(const char *path, const struct ada_arena_config *cfg, uint32_t start_time,
                       struct ada_arena **out, bool *mlock_failed);
-/* Populates (and mlocks) one slot's rings; 0 or -errno (-ENOMEM: no room). */
+/* Populates (and, without a recorder, mlocks) one slot's rings at its
+ * claim: with a recorder, a full slot's headers only (the producer
+ * populates its index ring as it goes: ring_populate_events); 0 or
+ * -errno (-ENOMEM: no room). */
 int ring_slot_populate(struct ada_arena *a, uint32_t slot);
+/* Populates the pages of the index ring events [from, from + n) of slot
+ * (positions, taken modulo the ring); 0 or -errno (-ENOMEM: no room). */
+int ring_populate_events(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t n);
 /* Producer side of claiming: FREE -> ACTIVE with tid and a new thread_seq.
  * Returns the slot, or -ENOSPC when none is free. */
 int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint);
