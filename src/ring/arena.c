@@ -26,7 +26,7 @@
 /* Whether tmpfs gives huge pages to a region advised MADV_HUGEPAGE: the
  * bracketed word of shmem_enabled is always, within_size, advise or force
  * (not never or deny). Parses (buf, len) as read. */
-static bool arena_shmem_thp(void)
+static bool arena_shmem_thp_read(void)
 {
 	char buf[128];
 	int fd = open("/sys/kernel/mm/transparent_hugepage/shmem_enabled", O_RDONLY | O_CLOEXEC);
@@ -39,6 +39,19 @@ static bool arena_shmem_thp(void)
 	buf[n] = '\0';
 	const char *open_br = strchr(buf, '[');
 	return open_br && strncmp(open_br, "[never]", 7) != 0 && strncmp(open_br, "[deny]", 6) != 0;
+}
+
+/* arena_shmem_thp_read(), once per process and its forked children
+ * (relaxed: any thread may read the file again, with the same answer). */
+static bool arena_shmem_thp(void)
+{
+	static _Atomic int known; /* 0: not read yet; 1: no; 2: yes */
+	int k = atomic_load_explicit(&known, memory_order_relaxed);
+	if (!k) {
+		k = arena_shmem_thp_read() ? 2 : 1;
+		atomic_store_explicit(&known, k, memory_order_relaxed);
+	}
+	return k == 2;
 }
 
 /* Huge pages, when the file system and the kernel's settings give them;
@@ -595,6 +608,14 @@ void ada_arena_drop_totals(const struct ada_arena *a,
 	for (uint32_t s = 0; s < used; s++) {
 		if (ada_slot_fault(a, s, NULL))
 			continue; /* quarantined: its counters are as untrusted as its ring */
+		/* Free and never claimed (no RING_POP_* bit: every claim sets
+		 * one): its counters are zero, and reading them would allocate a
+		 * page of its ring -- max_threads of them per process, each
+		 * manifest. Relaxed: hints; a slot claimed meanwhile is read
+		 * next time. */
+		if (!atomic_load_explicit(&a->desc[s].populated, memory_order_relaxed) &&
+		    atomic_load_explicit(&a->desc[s].state, memory_order_relaxed) == ADA_SLOT_FREE)
+			continue;
 		struct ada_index_hdr *h = ring_index_hdr(a, s);
 		for (int l = 0; l < ADA_LANE_COUNT; l++)
 			for (int r = 0; r < ADA_DROP_REASON_COUNT; r++)

@@ -223,6 +223,9 @@ enum ring_recorder ring_recorder_state(int32_t pid, uint64_t start);
  * same address (the recording's shared page is let go; a late reader or
  * writer touches its own page). b stays valid for ada_shm_budget_close(). */
 int ring_budget_retire(struct ada_shm_budget *b);
+/* shm_budget.c: ada_shm_budget_reserve() with the budget file mapped
+ * already (a forked child keeps its parent's mapping); NULL: no ceiling. */
+int ring_budget_reserve_in(struct ada_shm_budget *b, uint64_t bytes);
 /* shm_budget.c: the recorder named in dir's budget file (0 and 0: none). */
 void ring_budget_recorder(const char *dir, int32_t *pid, uint64_t *start);
 
