@@ -386,7 +386,7 @@ static void status_count_only(const char *dir, json_t *man)
 	size_t i;
 	if (!co && (size_t)snprintf(path, sizeof(path), "%s/agent.json", dir) < sizeof(path) &&
 	    ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
-		json_t *a = json_loadfd(fd, 0, NULL);
+		json_t *a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
 		close(fd);
 		co = json_incref(json_object_get(a, "count_only"));
 		json_decref(a);

@@ -26,6 +26,7 @@
 #include "control.h"
 #include "fs.h"
 #include "keysym.h"
+#include "manifest.h"
 #include "ring.h"
 #include "wal.h"
 
@@ -251,7 +252,7 @@ void record_print_hooks(const char *dir, pid_t pid)
 	int fd = -1;
 	json_t *a = NULL;
 	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
-		a = json_loadfd(fd, 0, NULL);
+		a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
 		close(fd);
 	}
 	if (!json_is_object(a)) {
@@ -280,7 +281,7 @@ static void record_add_untraced(const char *path, json_int_t sum[6])
 	int fd = -1;
 	json_t *a = NULL;
 	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
-		a = json_loadfd(fd, 0, NULL);
+		a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
 		close(fd);
 	}
 	json_t *u = json_object_get(a, "untraced_calls");
@@ -359,7 +360,7 @@ static void record_add_count_only(const char *path, json_int_t sum[3], char *mov
 	json_t *a = NULL, *e;
 	size_t i;
 	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
-		a = json_loadfd(fd, 0, NULL);
+		a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
 		close(fd);
 	}
 	json_array_foreach(json_object_get(json_object_get(a, "count_only"), "functions"), i, e)

@@ -492,7 +492,7 @@ void wal_manifest_agent(json_t *root, int pid_dir_fd)
 	int fd = -1;
 	json_t *a = NULL;
 	if (pid_dir_fd >= 0 && ada_fs_open_file(pid_dir_fd, "agent.json", O_RDONLY, &fd) == 0) {
-		a = json_loadfd(fd, 0, NULL);
+		a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
 		close(fd);
 	}
 	if (!json_is_object(a)) {

@@ -53,6 +53,10 @@ enum { PRODUCER_UNCLAIMED = 0, PRODUCER_OWNING = 1, PRODUCER_NOSLOT = 2 };
 /* A wait for ring space ends when the ring has room for its two markers
  * (ADA_WAIT_MARKER_BEGIN/END) and the event that waited. */
 #define PRODUCER_WAIT_ROOM 3u
+/* Index ring events populated at a lazy slot's first chunk and at most
+ * per chunk (64 KiB and 512 KiB of 32-byte events). */
+#define PRODUCER_POP_FIRST 2048u
+#define PRODUCER_POP_MAX 16384u
 
 /* Weak: the agent defines it as the first member of its own TLS block
  * (src/hook/handlers.c, handlers_tls), so that its handlers reach the
@@ -262,7 +266,8 @@ static bool producer_room_at(struct ada_producer *p, struct ada_arena *a, uint32
 	 * the drain has finished reading the events we may now overwrite. */
 	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_acquire);
 	p->room = tail + p->mask + 1;
-	p->limit = p->ts_clock ? 0 : p->room;
+	/* The fast path stops where the populated pages do, too. */
+	p->limit = p->ts_clock ? 0 : p->room < p->pop_end ? p->room : p->pop_end;
 	return p->head + need <= p->room;
 }
 
@@ -327,8 +332,62 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 		p->dstall = UINT64_MAX; /* no wait has given up */
 		producer_detail_restart(p, dh);
 	}
+	/* Acquire: pairs with the release stores of the RING_POP_* bits (the
+	 * recorder's or an earlier owner's): their pages are there. */
+	uint32_t pop = atomic_load_explicit(&a->desc[slot].populated, memory_order_acquire);
+	p->pop_left = pop & (RING_POP_INDEX | RING_POP_PAGES) ? 0 : ring_slot_events(a, slot);
+	p->pop_end = p->pop_left ? p->head : UINT64_MAX;
+	p->retry = 0;
 	p->state = PRODUCER_OWNING;
 	producer_refresh_limit(p);
+}
+
+/* The next chunk of a lazily claimed slot's index ring (ring_slot_populate
+ * left it to us): PRODUCER_POP_FIRST events first, then as many as are
+ * done so far (a short-lived thread populates little, a busy one makes
+ * few calls), at most PRODUCER_POP_MAX at once. Once every page of the
+ * ring is there -- ours, or the recorder's (drain_prep.c) -- the slot is
+ * marked so for the next owner. False when the pages cannot be had
+ * (/dev/shm full): the event is dropped and counted (no_slot, as a claim
+ * without memory is), and the next PRODUCER_RETRY events are too before
+ * the next try. Cold: one madvise per chunk. */
+static bool producer_populate(struct ada_producer *p)
+{
+	struct ada_arena *a = p->arena;
+	struct ada_slot_desc *d = &a->desc[p->slot];
+	if (p->retry > 0) {
+		p->retry--;
+		ring_slot_drop(a, p->slot, ADA_LANE_INDEX, ADA_DROP_NO_SLOT);
+		return false;
+	}
+	/* Acquire: pairs with the release in ada_arena_slot_prepare(). */
+	if (!(atomic_load_explicit(&d->populated, memory_order_acquire) &
+	      (RING_POP_INDEX | RING_POP_PAGES))) {
+		uint64_t done = ring_slot_events(a, p->slot) - p->pop_left;
+		uint64_t n = done < PRODUCER_POP_FIRST ? PRODUCER_POP_FIRST
+		             : done > PRODUCER_POP_MAX ? PRODUCER_POP_MAX
+		                                       : done;
+		n = n < p->pop_left ? n : p->pop_left;
+		int saved = errno; /* the program's: madvise's failure is ours */
+		int rc = ring_populate_events(a, p->slot, p->pop_end, n);
+		errno = saved;
+		if (rc != 0) {
+			p->retry = PRODUCER_RETRY;
+			ring_slot_drop(a, p->slot, ADA_LANE_INDEX, ADA_DROP_NO_SLOT);
+			return false;
+		}
+		p->pop_end += n;
+		p->pop_left -= n;
+		if (p->pop_left)
+			return true;
+		/* Release: the pages above exist for the slot's next owner; pairs
+		 * with the acquire loads in producer_adopt() and
+		 * ring_slot_populate(). */
+		atomic_fetch_or_explicit(&d->populated, RING_POP_INDEX, memory_order_release);
+	}
+	p->pop_left = 0;
+	p->pop_end = UINT64_MAX;
+	return true;
 }
 
 /* Whether the drain that stood still for the timeout is only slow: its
@@ -548,6 +607,8 @@ static bool producer_wait(struct ada_producer *p)
 bool ada_producer_slow(struct ada_producer *p)
 {
 	if (p->state != PRODUCER_OWNING && !producer_claim(p))
+		return false;
+	if (p->head >= p->pop_end && !producer_populate(p))
 		return false;
 	if (producer_refresh_limit(p))
 		return true;

@@ -615,14 +615,18 @@ struct ada_producer {
 	uint32_t ts_clock; /* 1 when the arena's timestamps come from clock_gettime */
 	uint32_t state;    /* producer-private: unclaimed / owning / disabled */
 	/* Cold fields: only the slow path and the detail lane touch these. */
-	uint64_t room;           /* head may reach this without rereading tail */
+	uint64_t room; /* head may reach this without rereading tail */
+	/* The index ring's pages exist up to event pop_end (UINT64_MAX: all
+	 * of them); pop_left events are still to populate, a chunk at a time
+	 * as head reaches pop_end (ada_producer_slow). */
+	uint64_t pop_end, pop_left;
 	struct ada_arena *arena; /* the arena the slot belongs to */
 	uint64_t lag_beat;       /* heartbeat seen when the drain was declared lagging */
 	/* 1: the recorder is gone (or unknown): drop at once while the
 	 * heartbeat stays lag_beat, and the hook handlers stop tracing this
 	 * thread meanwhile (src/hook/handlers.c) */
 	uint32_t lagging;
-	uint32_t retry; /* no slot: drops left before the next claim attempt */
+	uint32_t retry; /* drops left before the next claim (no slot) or populate (no memory) */
 	/* 1: the recorder is stopped by a signal: every event drops at once
 	 * (counted, drain_lag) while the heartbeat stays lag_beat; the thread
 	 * stays traced, so tracing goes on exactly when the drain does */
