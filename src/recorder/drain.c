@@ -1102,7 +1102,7 @@ static size_t drain_proc_guarded(struct ada_recorder *r, struct wal_proc *p, boo
 
 static bool drain_pass(struct ada_recorder *r)
 {
-	drain_inotify(r);
+	bool names = drain_inotify(r); /* more names waiting: no idle wait */
 	size_t busy = 0;
 	uint64_t now = wal_now_ns(), size;
 	r->pass_room_min = UINT64_MAX;
@@ -1141,7 +1141,7 @@ static bool drain_pass(struct ada_recorder *r)
 		drain_clock(r);
 	}
 	r->pass_events = busy;
-	return busy > 0;
+	return busy > 0 || names;
 }
 
 /* After a busy pass that took few events (a producer the drain keeps up
