@@ -53,6 +53,16 @@ if [ "$mode" != --build ]; then
     # gdb's backtrace at a fault under ada against untraced (issue 33,
     # tests/integration/crash_test.py).
     gdb
+    # The arm64 stage (issue 37, docs/arm64.md): the aarch64 cross build
+    # (cmake/aarch64-linux-gnu.cmake) and qemu-user to run its programs;
+    # the arm64 builds of the libraries ada links, from the same archive
+    # once arm64 is a foreign architecture of dpkg (added below), and
+    # the arm64 C library the programs run with under qemu (qemu-aarch64
+    # -L /: tools/record_emul.c says why not the cross one).
+    qemu-user gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
+    liburing-dev:arm64 libroaring-dev:arm64 libcapstone-dev:arm64 libelf-dev:arm64
+    libxxhash-dev:arm64 zlib1g-dev:arm64 libjansson-dev:arm64 libisal-dev:arm64
+    libiberty-dev:arm64 libcmocka-dev:arm64 libdeflate-dev:arm64 libc6:arm64
   )
 fi
 if [ "$mode" = --bench ]; then
@@ -66,6 +76,12 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "bootstrap: installing ${missing[*]}" >&2
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  # The :arm64 packages need arm64 among dpkg's architectures before the
+  # update that lists them.
+  if printf '%s\n' "${missing[@]}" | grep -q ':arm64$' &&
+    ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    $SUDO dpkg --add-architecture arm64
+  fi
   $SUDO apt-get update -qq
   # The build's packages need none of their Recommends (libc6-dev's
   # libc-devtools alone brings libgd and X11 libraries).

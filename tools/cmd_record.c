@@ -83,14 +83,18 @@ static int record_unrunnable_status(const struct ada_diag_report *rep)
 /* PROGRAM is found on PATH here; what it is (an executable ELF for this
  * machine, dynamic, not setuid...) is src/diag's to say, the same words
  * as `ada diagnose`. 0, or ada's exit status after one sentence. */
-static int record_check_program(const struct rec_args *a, char *path, size_t cap)
+static int record_check_program(struct rec_args *a, char *path, size_t cap)
 {
 	const char *name = a->prog_argv[0];
 	if (record_which(name, path, cap) < 0) {
 		ada_log("cannot run '%s': no such program", name);
 		return 127;
 	}
-	struct ada_diag_opts o = {.groups = ADA_DIAG_PROGRAM, .path = path, .agent = a->agent};
+	a->target_arch = record_emul_arch(path);
+	struct ada_diag_opts o = {.groups = ADA_DIAG_PROGRAM,
+	                          .path = path,
+	                          .agent = a->agent,
+	                          .emulated = a->target_arch != 0};
 	struct ada_diag_report *rep = malloc(sizeof(*rep));
 	if (!rep) {
 		ada_log("cannot check '%s': %s", name, strerror(ENOMEM));
@@ -137,6 +141,14 @@ static void record_child(const struct rec_args *a, struct ada_recorder *r, const
 		setenv("ADA_PLAN_CACHE", cache, 1);
 	else
 		unsetenv("ADA_PLAN_CACHE");
+	if (a->target_arch) {
+		record_emul_exec(a, path); /* the agent into the guest only */
+		int e = errno;
+		if (write(errfd, &e, sizeof(e)) < 0) {
+			/* the parent sees EOF and a 127 exit instead */
+		}
+		_exit(127);
+	}
 	if (agent) {
 		const char *old = getenv("LD_PRELOAD");
 		char *pre = NULL;
@@ -276,14 +288,17 @@ static int record_prepare(struct rec_args *a, char *path, char *agent, char *rin
 	int status = record_check_program(a, path, PATH_MAX);
 	if (status)
 		return status;
-	if (a->agent && record_agent_path(agent, PATH_MAX) < 0) {
+	if (a->target_arch && record_emul_prepare(a) < 0)
+		return 2;
+	if (a->agent && !a->target_arch && record_agent_path(agent, PATH_MAX) < 0) {
 		ada_log("libada_agent.so is not next to the ada command; rebuild ada, or use "
 		        "--no-agent");
 		return 2;
 	}
 	if (cmd_root_check_record(a->out ? a->out : "ada_traces", a->agent) < 0)
 		return 2;
-	*tsc = ada_tsc_invariant();
+	/* The program's own counter (arm64's states its rate) when emulated. */
+	*tsc = a->target_arch || ada_tsc_invariant();
 	struct ada_arena_config ring;
 	if (record_ring_config(a, *tsc, &ring, ring_cfg, ADA_ARENA_CONFIG_TEXT_MAX) < 0 ||
 	    record_agent_config(a) < 0 || record_check_host(a, &ring) < 0)

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
@@ -54,6 +55,11 @@ struct rec_args {
 	uint64_t duration_ns;
 	/* --call-timeout SEC: the bound of the injected dlopen (cmd_attach.c). */
 	uint64_t call_timeout_ns;
+	/* An aarch64 PROGRAM on x86_64 (record_emul.c): ATF_ARCH_ARM64, and
+	 * what runs it: qemu-aarch64, the aarch64 C library's root and the
+	 * aarch64 agent. 0: a program of this machine. */
+	uint8_t target_arch;
+	char emul_qemu[PATH_MAX], emul_sysroot[PATH_MAX], emul_agent[PATH_MAX];
 };
 #define ADA_ATTACH_CALL_TIMEOUT_NS 10000000000ull
 
@@ -74,6 +80,21 @@ int record_ring_config(const struct rec_args *a, bool tsc, struct ada_arena_conf
                        size_t cap);
 /* libada_agent.so next to the ada command; -1 when it is not there. */
 int record_agent_path(char *buf, size_t cap);
+/* record_emul.c: ATF_ARCH_ARM64 when path is an aarch64 ELF file and this
+ * ada is x86_64 (it runs the program under qemu-user), 0 otherwise. */
+uint8_t record_emul_arch(const char *path);
+/* Finds qemu-aarch64, the aarch64 sysroot and (unless --no-agent) the
+ * aarch64 agent into a's emul_* fields; -1 after one sentence. */
+int record_emul_prepare(struct rec_args *a);
+/* The command that runs path under qemu (argv, at most cap entries with
+ * the NULL; nargs + 8 suffice): qemu -L SYSROOT [-E preload] -0 ARGV0
+ * path ARGS. Returns the entries before the NULL, 0 when cap is short. */
+size_t record_emul_argv(const struct rec_args *a, const char *path, const char *preload,
+                        char **argv, size_t cap);
+/* In the child: execs qemu running path, the agent in the guest's
+ * LD_PRELOAD (ADA_* come from the environment, which qemu passes on).
+ * Returns only when the exec failed (errno). */
+void record_emul_exec(const struct rec_args *a, const char *path);
 /* The drain's notices, on stderr. */
 void record_notice(void *arg, const char *sentence);
 /* The hook counts of pid's agent.json, and the summary lines (with a

@@ -26,6 +26,7 @@
 #include "control.h"
 #include "fs.h"
 #include "keysym.h"
+#include "manifest.h"
 #include "ring.h"
 #include "wal.h"
 
@@ -251,7 +252,7 @@ void record_print_hooks(const char *dir, pid_t pid)
 	int fd = -1;
 	json_t *a = NULL;
 	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
-		a = json_loadfd(fd, 0, NULL);
+		a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
 		close(fd);
 	}
 	if (!json_is_object(a)) {
@@ -350,7 +351,7 @@ static void record_print_untraced(const char *dir)
 		int fd = -1;
 		json_t *a = NULL;
 		if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
-			a = json_loadfd(fd, 0, NULL);
+			a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
 			close(fd);
 		}
 		record_add_untraced(a, sum);
@@ -391,7 +392,7 @@ static void record_add_count_only(const char *path, json_int_t sum[3], char *mov
 	json_t *a = NULL, *e;
 	size_t i;
 	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
-		a = json_loadfd(fd, 0, NULL);
+		a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
 		close(fd);
 	}
 	json_array_foreach(json_object_get(json_object_get(a, "count_only"), "functions"), i, e)
@@ -502,16 +503,27 @@ static void record_span(char *buf, size_t cap, uint64_t ns)
 static void record_print_flight(const struct ada_record_summary *s)
 {
 	uint64_t lost = s->window_lost;
-	char why[512] = "", hint[160] = "", got[32] = "", asked[32] = "";
+	char why[768] = "", hint[400] = "", got[32] = "", asked[32] = "";
 	uint64_t mib = 1;
 	while (mib << 20 < s->detail_ring_suggest && mib < (ADA_DETAIL_MAX_BYTES >> 20) * 2)
 		mib *= 2;
 	/* What this run's rate says the ring should be: sizing from a
 	 * measured rate, for the next run. */
-	if (s->detail_ring_suggest && mib <= (ADA_DETAIL_MAX_BYTES >> 20))
+	if (s->detail_ring_suggest && mib <= (ADA_DETAIL_MAX_BYTES >> 20) && s->fill_hint[0])
+		snprintf(hint, sizeof(hint),
+		         "; at this run's rate --detail-mb %llu would have held them, or the same "
+		         "ring without %s in the detail set (--detail-symbols, ada keysym: they "
+		         "filled it; `ada windows DIR` says it for each window)",
+		         (unsigned long long)mib, s->fill_hint);
+	else if (s->detail_ring_suggest && mib <= (ADA_DETAIL_MAX_BYTES >> 20))
 		snprintf(hint, sizeof(hint),
 		         "; at this run's rate --detail-mb %llu would have held them",
 		         (unsigned long long)mib);
+	else if (s->detail_ring_suggest && s->fill_hint[0])
+		snprintf(hint, sizeof(hint),
+		         "; at this run's rate even --detail-mb %llu would not hold them: the ring "
+		         "without %s in the detail set would (--detail-symbols, ada keysym)",
+		         (unsigned long long)(ADA_DETAIL_MAX_BYTES >> 20), s->fill_hint);
 	else if (s->detail_ring_suggest)
 		snprintf(hint, sizeof(hint),
 		         "; at this run's rate even --detail-mb %llu would not hold them: narrow "
@@ -758,6 +770,7 @@ static void record_recorder_opts(const struct rec_args *a, const char *ring_cfg,
 	    .cidx_block = a->index_block,
 	    .follow = a->follow,
 	    .force_clock = !tsc,
+	    .target_arch = a->target_arch,
 	    .ring_config = ring_cfg,
 	    .program_argv = (const char *const *)argv,
 	    .triggers = a->triggers,

@@ -6,7 +6,8 @@
 # the format library and its CLI, rings, drain and recorder pipeline, the
 # hook arch layer, the injector and the agent's unit tests; thread: the
 # rings, drain and pipeline), then every fuzzer in a clang build for
-# ADA_FUZZ_SECONDS (30) each from its committed corpus. The e2e tests preload
+# ADA_FUZZ_SECONDS (15) each from its committed corpus (grown in the
+# repository: docs/testing.md, "Fuzzers"). The e2e tests preload
 # the agent into other programs, which the sanitizer runtimes do not allow,
 # so they run in the Release build only.
 #
@@ -14,13 +15,15 @@
 # configure instead of dropping tests. Failing tests do not stop the later
 # stages; the summary at the end (tools/test_summary.py) lists failures and
 # every skip with its reason, and fails on a skip that tests/allowed_skips.txt
-# does not allow here. ADA_TEST_SANITIZERS=0 / ADA_TEST_FUZZ=0 switch stages
-# off for a quick local run (listed as skips; refused under CI, ADA_CI=1).
+# does not allow here. ADA_TEST_SANITIZERS=0 / ADA_TEST_FUZZ=0 /
+# ADA_TEST_ARM64=0 switch stages off for a quick local run (listed as
+# skips; refused under CI, ADA_CI=1). The arm64 stage builds the aarch64
+# cross build's agent and targets and records them under qemu-user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/bootstrap.sh
 jobs=$(nproc)
-fuzz_secs=${ADA_FUZZ_SECONDS:-30}
+fuzz_secs=${ADA_FUZZ_SECONDS:-15}
 ci_opts=(-DADA_WERROR=ON -DADA_CI=ON)
 stages=()   # name=seconds=junit, for the summary
 disabled=() # name=why
@@ -61,9 +64,27 @@ run_suite() {
 }
 
 echo "=== build build (Release, all tests) ==="
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${ci_opts[@]}" >/dev/null
+# ADA_ARM64_BUILD empty: the arm64 tests are the arm64 stage's, not release's.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${ci_opts[@]}" -DADA_ARM64_BUILD= >/dev/null
 cmake --build build -j"$jobs" >/dev/null
 run_ctest release build -LE 'bench|fuzz'
+
+if [ "${ADA_TEST_ARM64:-1}" = 1 ]; then
+	# The aarch64 cross build's agent and end-to-end targets, recorded by
+	# the native ada under qemu-user (tests/integration/arm64.cmake,
+	# docs/arm64.md): exact counts, emulated, not timed. The stage's time
+	# includes the cross build.
+	echo "=== build build-arm64 (aarch64 cross build, tests under qemu-user) ==="
+	cmake -S . -B build-arm64 --toolchain cmake/aarch64-linux-gnu.cmake \
+		-DCMAKE_BUILD_TYPE=Release -DADA_WERROR=ON >/dev/null
+	cmake --build build-arm64 -j"$jobs" --target ada_agent adat_threads_O2 adat_fork_O2 \
+		adat_dlopen_O2 adat_dlib adat_setjmp_O2 adat_signal_O2 adat_crash_O2 >/dev/null
+	cmake -S . -B build -DADA_ARM64_BUILD="$PWD/build-arm64" >/dev/null
+	run_ctest arm64 build -L '^arm64$'
+	cmake -S . -B build -DADA_ARM64_BUILD= >/dev/null
+else
+	disabled+=("arm64=ADA_TEST_ARM64=0")
+fi
 
 if [ "${ADA_TEST_SANITIZERS:-1}" = 1 ]; then
 	run_suite asan build-asan address

@@ -187,8 +187,11 @@ bool ada_tsc_invariant(void)
 	int r = buf ? ada_tsc_invariant_from_cpuinfo(buf, len) : -ENOMEM;
 	free(buf);
 	return r == 1;
+#elif defined(__aarch64__)
+	uint64_t mult;
+	return ada_tsc_mult_from_hz(ada_counter_hz(), &mult);
 #else
-	return false; /* arm64: the generic timer would do; not wired up yet */
+	return false;
 #endif
 }
 
@@ -257,11 +260,36 @@ uint64_t ada_wall_from_boottime(const struct ada_wall_anchor *a, uint64_t t)
 /* ---- the frequency without a calibration wait ---- */
 
 #define TSC_MULT_MIN ((1ull << TSC_SHIFT) / 20) /* 20 GHz: 0.05 ns per tick */
-#define TSC_MULT_MAX ((1ull << TSC_SHIFT) * 20) /* 50 MHz: 20 ns per tick */
+/* 1 MHz: 1000 ns per tick. x86_64's TSC runs at GHz; arm64's generic timer
+ * at 19.2 MHz (Qualcomm), 24 MHz (Apple, Broadcom), 25 MHz (Ampere) up to
+ * 1 GHz. */
+#define TSC_MULT_MAX ((1ull << TSC_SHIFT) * 1000)
 
 bool ada_tsc_mult_sane(uint64_t mult)
 {
 	return mult >= TSC_MULT_MIN && mult <= TSC_MULT_MAX;
+}
+
+uint64_t ada_tsc_clock_counter_at(const struct ada_tsc_clock *c, uint64_t ns)
+{
+	if (c->n == 0)
+		return UINT64_MAX;
+	const struct ada_tsc_map *m = &c->maps[c->n - 1];
+	if (ns <= m->ns0)
+		return m->tsc0;
+	unsigned __int128 d = ((unsigned __int128)(ns - m->ns0) << m->shift) / m->mult;
+	return d > UINT64_MAX - m->tsc0 ? UINT64_MAX : m->tsc0 + (uint64_t)d;
+}
+
+bool ada_tsc_mult_from_hz(uint64_t hz, uint64_t *mult)
+{
+	if (hz == 0)
+		return false;
+	uint64_t m = tsc_slope(1000000000ull, hz);
+	if (!ada_tsc_mult_sane(m))
+		return false;
+	*mult = m;
+	return true;
 }
 
 void ada_tsc_clock_seed(struct ada_tsc_clock *c, uint64_t mult)
@@ -319,6 +347,8 @@ bool ada_tsc_kernel_mult(uint64_t *mult)
 	if (ok)
 		*mult = k;
 	return ok;
+#elif defined(__aarch64__)
+	return ada_tsc_mult_from_hz(ada_counter_hz(), mult);
 #else
 	(void)mult;
 	return false;

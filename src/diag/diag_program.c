@@ -156,7 +156,7 @@ static void diag_interpreter(struct ada_diag_check *c, const char *shown, const 
 }
 
 /* ELF for this machine; false when not (nothing more to check). */
-static bool diag_elf_kind(const char *shown, const struct diag_elf *d, bool attach,
+static bool diag_elf_kind(const char *shown, const struct diag_elf *d, bool attach, bool emulated,
                           struct ada_diag_report *rep)
 {
 	struct ada_diag_check *c = diag_add(rep, "elf", "an ELF program for this machine");
@@ -179,6 +179,13 @@ static bool diag_elf_kind(const char *shown, const struct diag_elf *d, bool atta
 		         shown);
 		diag_step(c, "give the path of the compiled program");
 		return false;
+	}
+	if (!d->ours && emulated && d->machine == EM_AARCH64 && d->cls == ELFCLASS64) {
+		diag_set(c, ADA_DIAG_OK, false,
+		         "'%s' is a 64-bit ELF program for aarch64: ada runs it under qemu-aarch64 "
+		         "(emulated)",
+		         shown);
+		return true;
 	}
 	if (!d->ours) {
 		diag_set(c, ADA_DIAG_FAIL, false,
@@ -274,7 +281,7 @@ void diag_program(const struct ada_diag_opts *o, const char *path, struct ada_di
 		diag_elf_read(fd, &d);
 		close(fd);
 	}
-	if (!diag_elf_kind(path, &d, o->attach, rep))
+	if (!diag_elf_kind(path, &d, o->attach, o->emulated, rep))
 		return;
 	diag_static(path, &d, o, rep);
 	diag_secure(path, open_path, &st, o, rep);

@@ -162,17 +162,21 @@ uint64_t ada_inject_scratch_addr(const struct ada_inject *in, size_t len)
 	return (inject_arch_sp(r) - INJECT_ARCH_RED_ZONE - len) & ~15ull;
 }
 
-/* Sets up the call frame: data, then a return address of 0 with rsp
- * 16-aligned at the call (rsp + 8 aligned at the function's entry). */
+/* Sets up the call frame: data, then (x86_64) a return address of 0
+ * with rsp 16-aligned at the call (rsp + 8 aligned at the function's
+ * entry); on arm64 the return address 0 is in the link register and sp
+ * stays 16-aligned. */
 static int call_frame(struct ada_inject *in, struct inject_regs *r, uint64_t fn,
                       const uint64_t *args, int nargs, const void *data, size_t len)
 {
 	uint64_t sp = (inject_arch_sp(r) - INJECT_ARCH_RED_ZONE - len) & ~15ull, zero = 0;
 	if (len && pwrite(inject_mem_fd(in), data, len, (off_t)sp) != (ssize_t)len)
 		return -EIO;
-	sp -= 8; /* the return address; sp + 8 is 16-aligned */
-	if (pwrite(inject_mem_fd(in), &zero, sizeof(zero), (off_t)sp) != sizeof(zero))
-		return -EIO;
+	if (INJECT_ARCH_RET_ON_STACK) {
+		sp -= 8; /* the return address; sp + 8 is 16-aligned */
+		if (pwrite(inject_mem_fd(in), &zero, sizeof(zero), (off_t)sp) != sizeof(zero))
+			return -EIO;
+	}
 	inject_arch_call_setup(r, fn, sp, args, nargs);
 	return 0;
 }

@@ -9,6 +9,8 @@
  * architecture. */
 #if defined(__x86_64__)
 #include "x86_64/inject_arch.h"
+#elif defined(__aarch64__)
+#include "arm64/inject_arch.h"
 #else
 #error "no inject architecture for this target (src/inject/<arch>/inject_arch.h)"
 #endif

@@ -29,6 +29,7 @@ struct wal_dfile {
 	int fd;
 	int error;
 	uint32_t tid;
+	uint8_t arch; /* ATF_ARCH_* of the traced code */
 	uint32_t crc;
 	uint64_t events, bytes; /* appended so far (bytes of the events section) */
 	uint64_t t_start, t_end, seq_start, seq_end;
@@ -36,7 +37,7 @@ struct wal_dfile {
 	size_t len; /* buffered, not yet written: bytes [bytes - len, bytes) */
 };
 
-int wal_dfile_open(int dirfd, const char *name, uint32_t tid, struct wal_dfile **out)
+int wal_dfile_open(int dirfd, const char *name, uint32_t tid, uint8_t arch, struct wal_dfile **out)
 {
 	struct wal_dfile *d = calloc(1, sizeof(*d));
 	if (!d)
@@ -47,6 +48,7 @@ int wal_dfile_open(int dirfd, const char *name, uint32_t tid, struct wal_dfile *
 		return -ENOMEM;
 	}
 	d->tid = tid;
+	d->arch = arch;
 	int e = ada_fs_create(dirfd, name, O_RDWR, &d->fd); /* O_EXCL|O_NOFOLLOW, private */
 	if (e < 0) {
 		free(d->buf);
@@ -56,7 +58,7 @@ int wal_dfile_open(int dirfd, const char *name, uint32_t tid, struct wal_dfile *
 	/* Placeholder: identity, zero counts (a reader of an unfinished file
 	 * sees no footer at events_offset + bytes_length). */
 	struct atf_detail_header h;
-	struct ada_atf_file_info info = {.thread_id = tid, .arch = WAL_ARCH, .os = ATF_OS_LINUX};
+	struct ada_atf_file_info info = {.thread_id = tid, .arch = arch, .os = ATF_OS_LINUX};
 	ada_atf_detail_header_fill(&h, &info, 0, 0, 0, 0);
 	int r = wal_pwrite_all(d->fd, &h, sizeof(h), 0);
 	if (r < 0) {
@@ -175,7 +177,7 @@ int wal_dfile_finish(struct wal_dfile *d, uint64_t *file_bytes)
 	int r = dfile_flush(d);
 	struct atf_detail_header h;
 	struct atf_detail_footer f;
-	struct ada_atf_file_info info = {.thread_id = d->tid, .arch = WAL_ARCH, .os = ATF_OS_LINUX};
+	struct ada_atf_file_info info = {.thread_id = d->tid, .arch = d->arch, .os = ATF_OS_LINUX};
 	ada_atf_detail_header_fill(&h, &info, d->events, d->bytes, d->seq_start, d->seq_end);
 	ada_atf_detail_footer_fill(&f, d->crc, d->events, d->bytes, d->t_start, d->t_end);
 	if (r == 0)

@@ -126,7 +126,7 @@ static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 	struct ada_wal_file_opts fo = {
 	    .thread_id = t->tid,
 	    .clock_type = ATF_CLOCK_BOOTTIME,
-	    .arch = WAL_ARCH,
+	    .arch = t->p->arch,
 	    .segment_bytes = r->o.segment_bytes,
 	    .ahead_limit = r->budget.gen_bytes, /* 0 without a budget */
 	    .flush = r->o.flush,
@@ -483,10 +483,15 @@ static size_t drain_convert_bad(const struct ada_recorder *r, struct wal_thread 
 }
 
 /* Raw timestamps of events published before now are at most now; ns
- * (ts=clock arenas) are checked by the clamp only. */
+ * (ts=clock arenas) are checked by the clamp only. A counter ada cannot
+ * read (another architecture's) stands now where its clock puts it. */
 static uint64_t drain_ts_max(const struct ada_recorder *r)
 {
-	return r->use_tsc ? ada_tsc_read() + WAL_TSC_SLACK : UINT64_MAX;
+	if (!r->use_tsc)
+		return UINT64_MAX;
+	uint64_t now = r->foreign_counter ? ada_tsc_clock_counter_at(&r->clk, ada_boottime_ns())
+	                                  : ada_tsc_read();
+	return now > UINT64_MAX - WAL_TSC_SLACK ? UINT64_MAX : now + WAL_TSC_SLACK;
 }
 
 /* Converts n ring events into t's file; returns the events consumed
@@ -671,6 +676,43 @@ static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
 			break;
 		}
 	drain_ahead_room(r);
+}
+
+/* The end, every file final and every process's directory scanned once
+ * more when it finished: what a side file written after the last scan of
+ * the run (a program shorter than the scans' spacing) or a last file's
+ * tail put past the budget is taken back as during the run, oldest
+ * generation first, and the manifests say so. Without it a finished
+ * session could end over its budget by what the last scans missed. */
+static void drain_budget_final(struct ada_recorder *r)
+{
+	if (!r->o.max_disk_bytes)
+		return;
+	wal_budget_scan(r);
+	bool retired = false;
+	while (drain_disk_bytes(r) > r->o.max_disk_bytes) {
+		if (!drain_retire_oldest(r)) {
+			wal_budget_overrun(r);
+			break;
+		}
+		retired = true;
+	}
+	for (size_t i = 0; retired && i < r->nprocs; i++)
+		if (r->procs[i]->finished) /* its retention counts changed */
+			wal_manifest_write(r, r->procs[i], "complete");
+}
+
+/* The side files' scan: soon after the start (a short program's symbol
+ * files count before its index fills the budget), then less often, once
+ * a second at most. */
+static void drain_budget_scan_due(struct ada_recorder *r, uint64_t now)
+{
+	if (now - r->budget.scan_ns < r->budget.scan_every)
+		return;
+	wal_budget_scan(r);
+	r->budget.scan_ns = now;
+	r->budget.scan_every =
+	    r->budget.scan_every * 2 < DRAIN_TICK_NS ? r->budget.scan_every * 2 : DRAIN_TICK_NS;
 }
 
 /* ---- slots ---- */
@@ -991,9 +1033,19 @@ static void drain_tick(struct ada_recorder *r, uint64_t now)
 	wal_live_publish(r, true, false);
 }
 
+void drain_clock_anchor(struct ada_recorder *r, uint64_t counter, uint64_t ns, uint64_t mult)
+{
+	if (ada_tsc_clock_ready(&r->clk)) {
+		(void)ada_tsc_clock_sample(&r->clk, counter, ns); /* an older one adds nothing */
+		return;
+	}
+	struct ada_tsc_map m = {.tsc0 = counter, .ns0 = ns, .mult = mult, .shift = 32};
+	ada_tsc_clock_set(&r->clk, &m);
+}
+
 static void drain_clock(struct ada_recorder *r)
 {
-	if (!r->use_tsc)
+	if (!r->use_tsc || r->foreign_counter)
 		return;
 	uint64_t tsc, ns;
 	ada_tsc_sample_pair(&tsc, &ns);
@@ -1013,7 +1065,7 @@ static void drain_setup(struct ada_recorder *r)
 			    r->warnings,
 			    json_string("--drain-cpu: could not pin the drain thread"));
 	}
-	if (r->use_tsc) {
+	if (r->use_tsc && !r->foreign_counter) {
 		/* Calibrate before the first conversion; the rings hold what the
 		 * program emits meanwhile. */
 		while (!ada_tsc_clock_ready(&r->clk)) {
@@ -1027,6 +1079,8 @@ static void drain_setup(struct ada_recorder *r)
 	}
 	uint64_t now = wal_now_ns();
 	r->last_tick_ns = r->last_anchor_ns = r->last_reclaim_ns = now;
+	r->budget.scan_ns = now;
+	r->budget.scan_every = DRAIN_RECLAIM_NS;
 }
 
 /* One process's share of a pass, with its arena's reads guarded. */
@@ -1048,7 +1102,7 @@ static size_t drain_proc_guarded(struct ada_recorder *r, struct wal_proc *p, boo
 
 static bool drain_pass(struct ada_recorder *r)
 {
-	drain_inotify(r);
+	bool names = drain_inotify(r); /* more names waiting: no idle wait */
 	size_t busy = 0;
 	uint64_t now = wal_now_ns(), size;
 	r->pass_room_min = UINT64_MAX;
@@ -1080,14 +1134,14 @@ static bool drain_pass(struct ada_recorder *r)
 		wal_vlog_tick(r);                  /* -v: modules, windows, processes */
 		wal_live_publish(r, false, false); /* new windows: `ada status` sees them */
 	}
+	drain_budget_scan_due(r, now);
 	if (now - r->last_tick_ns >= DRAIN_TICK_NS) {
-		wal_budget_scan(r);
 		wal_shm_tick(r);
 		drain_tick(r, now);
 		drain_clock(r);
 	}
 	r->pass_events = busy;
-	return busy > 0;
+	return busy > 0 || names;
 }
 
 /* After a busy pass that took few events (a producer the drain keeps up
@@ -1165,6 +1219,7 @@ void *wal_drain_main(void *arg)
 	drain_scan_dir(r);
 	drain_check_gone(r, true);
 	ada_wal_io_submit_stale(r->io, true);
+	drain_budget_final(r);
 	drain_restate(r);
 	while (ada_wal_io_reap(r->io, true) > 0)
 		;

@@ -18,6 +18,10 @@ void *drain_grow(void *arr, size_t *cap, size_t need, size_t elem);
 size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t budget);
 /* t's last events are in: finalizes its index (and detail) file. */
 void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t);
+/* A counter ada cannot read (r->foreign_counter): an arena's (counter, ns)
+ * pair and the slope of its stated frequency make the clock's first
+ * piece, or re-anchor it (ada_tsc_clock_sample) once it has one. */
+void drain_clock_anchor(struct ada_recorder *r, uint64_t counter, uint64_t ns, uint64_t mult);
 
 /* drain_arena.c */
 struct wal_proc *drain_find(struct ada_recorder *r, pid_t pid);
@@ -25,8 +29,9 @@ struct wal_proc *drain_find(struct ada_recorder *r, pid_t pid);
  * and starts recording its process (or ignores it, said once). */
 void drain_open_arena(struct ada_recorder *r, const char *name);
 void drain_scan_dir(struct ada_recorder *r);
-/* Reads the arena directory's inotify events (non-blocking). */
-void drain_inotify(struct ada_recorder *r);
+/* Reads the arena directory's inotify events (non-blocking), a bounded
+ * number a call; true when more may be waiting. */
+bool drain_inotify(struct ada_recorder *r);
 void drain_free_proc(struct wal_proc *p);
 
 /* drain_prep.c */

@@ -239,8 +239,14 @@ int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **ou
 		ada_recorder_free(r);
 		return rc;
 	}
-	r->use_tsc = !o->force_clock && ada_tsc_invariant();
-	if (r->use_tsc) {
+	r->arch = o->target_arch ? o->target_arch : WAL_ARCH;
+	r->foreign_counter = r->arch != WAL_ARCH;
+	r->use_tsc = !o->force_clock && (r->foreign_counter || ada_tsc_invariant());
+	if (r->use_tsc && r->foreign_counter) {
+		/* Not ready until the first arena states its counter
+		 * (wal_clock_anchor): no event comes before its arena. */
+		r->tsc_calib = ADA_TSC_TARGET;
+	} else if (r->use_tsc) {
 		uint64_t tsc, ns;
 		ada_tsc_sample_pair(&tsc, &ns);
 		ada_tsc_clock_init(&r->clk, tsc, ns);
@@ -334,6 +340,7 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->processes = (uint32_t)r->nprocs;
 	s->detail_mode = r->o.detail_mode;
 	s->windows = r->flight.trig ? ada_trigger_window_count(r->flight.trig) : 0;
+	uint64_t hint_lost = 0; /* the fill hint of the process whose window lost most */
 	for (size_t i = 0; i < r->nprocs; i++) {
 		s->detail_records += wal_detail_proc_records(r->procs[i]);
 		s->detail_overwritten += r->procs[i]->detail_overwritten;
@@ -349,6 +356,10 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 		if (p->pre_asked_ns && (!s->pre_asked_ns || p->pre_got_ns < s->pre_got_ns)) {
 			s->pre_asked_ns = p->pre_asked_ns;
 			s->pre_got_ns = p->pre_got_ns;
+		}
+		if (p->fill_hint[0] && p->fill_hint_lost > hint_lost) {
+			hint_lost = p->fill_hint_lost;
+			snprintf(s->fill_hint, sizeof(s->fill_hint), "%s", p->fill_hint);
 		}
 		uint64_t want = r->procs[i]->detail_ring_suggest;
 		s->detail_ring_suggest =

@@ -38,6 +38,11 @@ struct rec_ctx {
 	struct ada_arena *arena;
 	struct ada_tsc_clock clk;
 	bool use_tsc;
+	/* The manifest's arch (ATF_ARCH_*) and whether its counter is one this
+	 * machine cannot read (the clock then comes from the manifest's
+	 * anchor or the arena's: rec_clock_foreign()). */
+	uint8_t arch;
+	bool foreign;
 	bool arena_bad; /* its mapping faulted: no more reads */
 	int32_t pid;    /* from the pid_N directory, not from the arena */
 	json_t *threads;
@@ -124,7 +129,12 @@ static uint64_t rec_drain_slot(struct rec_ctx *c, uint32_t slot, uint32_t tid, u
                                struct ada_wal_disk_file *rf)
 {
 	uint64_t added = 0, budget = ada_arena_config_of(c->arena)->index_events;
-	uint64_t ts_max = c->use_tsc ? ada_tsc_read() + WAL_TSC_SLACK : UINT64_MAX;
+	if (c->use_tsc && !ada_tsc_clock_ready(&c->clk))
+		return 0; /* another machine's counter and nothing to convert it with */
+	uint64_t now = !c->use_tsc  ? UINT64_MAX - WAL_TSC_SLACK
+	               : c->foreign ? ada_tsc_clock_counter_at(&c->clk, ada_boottime_ns())
+	                            : ada_tsc_read();
+	uint64_t ts_max = now > UINT64_MAX - WAL_TSC_SLACK ? UINT64_MAX : now + WAL_TSC_SLACK;
 	while (budget) {
 		const struct atf_index_event *ev;
 		size_t k = ada_index_ring_peek(c->arena, slot, &ev);
@@ -278,7 +288,7 @@ static bool rec_never_written(int fd, size_t len)
 static int rec_give_header(struct rec_ctx *c, int fd, const char *path, uint32_t tid)
 {
 	struct atf_index_header h;
-	wal_fill_header(&h, tid, WAL_ARCH, ATF_CLOCK_BOOTTIME);
+	wal_fill_header(&h, tid, c->arch, ATF_CLOCK_BOOTTIME);
 	int rc = wal_pwrite_all(fd, &h, sizeof(h), 0);
 	char msg[PATH_MAX + 160];
 	snprintf(msg, sizeof(msg),
@@ -442,13 +452,13 @@ static void rec_open_frames(struct rec_ctx *c, const char *path, uint32_t seq, u
 
 /* A new index.atf in the thread directory tfd with the header the drain
  * writes: 0 or -errno. */
-static int rec_new_index(int tfd, uint32_t tid)
+static int rec_new_index(int tfd, uint32_t tid, uint8_t arch)
 {
 	int fd = -1, rc = ada_fs_create(tfd, "index.atf", O_RDWR, &fd);
 	if (rc < 0)
 		return rc;
 	struct atf_index_header h;
-	wal_fill_header(&h, tid, WAL_ARCH, ATF_CLOCK_BOOTTIME);
+	wal_fill_header(&h, tid, arch, ATF_CLOCK_BOOTTIME);
 	rc = wal_pwrite_all(fd, &h, sizeof(h), 0);
 	close(fd);
 	return rc;
@@ -467,7 +477,7 @@ static bool rec_current_missing(struct rec_ctx *c, const char *dir, char **names
 	int tfd = -1;
 	if (ada_fs_open_dir(AT_FDCWD, dir, &tfd) < 0)
 		return false;
-	int rc = rec_new_index(tfd, tid);
+	int rc = rec_new_index(tfd, tid, c->arch);
 	close(tfd);
 	char msg[PATH_MAX + 160];
 	snprintf(msg, sizeof(msg),
@@ -616,7 +626,7 @@ static void rec_orphan_slot(struct rec_ctx *c, const char *pid_dir, const struct
 	/* Made like the drain makes them: 0700/0600, no link followed. */
 	int made = -1;
 	if (ada_fs_open_dir(AT_FDCWD, pid_dir, &pfd) == 0 && ada_fs_mkdir(pfd, name, 0, &tfd) == 0)
-		made = rec_new_index(tfd, si->tid);
+		made = rec_new_index(tfd, si->tid, c->arch);
 	if (pfd >= 0)
 		close(pfd);
 	if (tfd >= 0)
@@ -689,7 +699,10 @@ static json_t *rec_crash_json(struct rec_ctx *c)
 	                    c->crash_thread >= 0 ? json_integer(c->crash_thread) : json_null());
 	json_object_set_new(o, "address", json_string(addr));
 	json_object_set_new(o, "si_code", json_integer(c->ci.code));
-	json_object_set_new(o, "context", wal_crash_context_json(&c->ci));
+	json_object_set_new(o, "context", wal_crash_context_json(&c->ci, c->arch));
+	json_t *others = wal_crash_others_json(c->arena);
+	if (others)
+		json_object_set_new(o, "other_threads", others);
 	json_object_set_new(o, "recovered", json_true());
 	json_object_set_new(o, "note",
 	                    json_string("written by ada recover from the crash record "
@@ -763,7 +776,9 @@ static void rec_crash_read(struct rec_ctx *c)
 		return;
 	c->ci = ci;
 	c->crash = true;
-	c->crash_ns = c->use_tsc ? ada_tsc_clock_to_ns(&c->clk, ci.ts_raw) : ci.ts_raw;
+	c->crash_ns = !c->use_tsc                    ? ci.ts_raw
+	              : ada_tsc_clock_ready(&c->clk) ? ada_tsc_clock_to_ns(&c->clk, ci.ts_raw)
+	                                             : 0;
 }
 
 static void rec_clock_from(struct rec_ctx *c, json_t *man)
@@ -771,6 +786,9 @@ static void rec_clock_from(struct rec_ctx *c, json_t *man)
 	json_t *clk = json_object_get(man, "clock");
 	const char *src = json_string_value(json_object_get(clk, "source"));
 	json_t *a = json_object_get(clk, "anchor");
+	const char *arch = json_string_value(json_object_get(man, "arch"));
+	c->arch = arch && !strcmp(arch, "arm64") ? ATF_ARCH_ARM64 : ATF_ARCH_X86_64;
+	c->foreign = c->arch != WAL_ARCH;
 	c->use_tsc = src && !strcmp(src, "tsc");
 	if (c->use_tsc && json_is_object(a)) {
 		struct ada_tsc_map m = {
@@ -780,7 +798,7 @@ static void rec_clock_from(struct rec_ctx *c, json_t *man)
 		    .shift = (uint32_t)json_integer_value(json_object_get(a, "shift")),
 		};
 		ada_tsc_clock_set(&c->clk, &m);
-	} else if (c->use_tsc) {
+	} else if (c->use_tsc && !c->foreign) {
 		/* No anchor saved: calibrate now (same TSC, same boot). */
 		ada_tsc_clock_init(&c->clk, ada_tsc_read(), ada_boottime_ns());
 		uint64_t mult;
@@ -835,6 +853,23 @@ static bool rec_recorder_running(json_t *man)
 	json_int_t rticks = json_integer_value(json_object_get(man, "recorder_start_ticks"));
 	return st0 && !strcmp(st0, "recording") && rpid > 0 && rpid != getpid() &&
 	       ada_recorder_alive((pid_t)rpid, rticks > 0 ? (uint64_t)rticks : 0);
+}
+
+/* Another machine's counter and no anchor in the manifest (the recorder
+ * died before it wrote one): the arena's own, when it states a usable
+ * frequency (ada_arena_origin). */
+static void rec_clock_foreign(struct rec_ctx *c)
+{
+	struct ada_arena_origin o;
+	uint64_t mult;
+	if (!c->use_tsc || !c->foreign || ada_tsc_clock_ready(&c->clk) || !c->arena)
+		return;
+	ada_arena_origin(c->arena, &o);
+	if (!ada_tsc_mult_from_hz(o.counter_hz, &mult))
+		return;
+	struct ada_tsc_map m = {
+	    .tsc0 = o.anchor_counter, .ns0 = o.anchor_ns, .mult = mult, .shift = 32};
+	ada_tsc_clock_set(&c->clk, &m);
 }
 
 /* Opens the arena the manifest names into c->arena (left NULL when it is
@@ -950,7 +985,7 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 		arena = NULL;
 	rec_arena_open(&c, arena);
 	if (c.arena)
-		WAL_GUARDED(c.arena, rec_crash_read(&c), c.arena_bad = true);
+		WAL_GUARDED(c.arena, rec_clock_foreign(&c); rec_crash_read(&c), c.arena_bad = true);
 	rec_thread_dirs(&c, pid_dir);
 	rec_orphan_slots(&c, pid_dir);
 	if (c.arena_bad)

@@ -50,7 +50,11 @@ MAX_REPORTED = 25
 # asserted: C runtime start-up, the tcount helpers, C++ library code.
 IGNORED_OWN = {"_init", "_fini", "_start", "frame_dummy", "register_tm_clones",
                "deregister_tm_clones", "__do_global_dtors_aux", "atexit",
-               "_dl_relocate_static_pie", "__libc_csu_init", "__libc_csu_fini"}
+               "_dl_relocate_static_pie", "__libc_csu_init", "__libc_csu_fini",
+               # aarch64: gcc's outline atomics (libgcc, linked into the
+               # program: every atomic is a call to __aarch64_<op><size>_<order>)
+               "init_have_lse_atomics"}
+OUTLINE_ATOMICS = re.compile(r"^__aarch64_(cas|swp|ldadd|ldclr|ldeor|ldset)\d+_(relax|acq|rel|acq_rel)$")
 
 
 EXEC_NAMES = re.compile(r"^(__)?(f?exec[a-z]*|execveat)$")
@@ -188,9 +192,23 @@ INDEX_FORMAT = os.environ.get("ADA_TEST_INDEX_FORMAT", "")
 ADA_PATH = [None]
 
 
+def tree_state(d):
+    """(path, size, mtime) of every file under d: what a dump of d reads."""
+    out = []
+    for root, _, files in os.walk(d):
+        for f in files:
+            try:
+                st = os.stat(os.path.join(root, f))
+            except OSError:
+                continue
+            out.append((os.path.join(root, f), st.st_size, st.st_mtime_ns))
+    return tuple(sorted(out))
+
+
 class Ada:
     def __init__(self, path):
         self.path = path
+        self.last_dump = None  # (directory, tree_state, events)
         ADA_PATH[0] = path
 
     def record(self, out, argv, env, opts=(), stdin_path=None, interrupt=None):
@@ -215,6 +233,17 @@ class Ada:
             check_independent(rep, d)
 
     def dump(self, d):
+        """The events of `ada dump d --format jsonl`, parsed. One dump per
+        session state: a test that asks again for the same directory, its
+        files unchanged, gets the same list, parsed the first time (the
+        flight checks ask several times for one recording). Shared: read
+        it, do not change it (OffsetAda, which renames, copies)."""
+        state = (os.path.abspath(d), tree_state(d))
+        if not self.last_dump or self.last_dump[:2] != state:
+            self.last_dump = state + (self.dump_now(d),)
+        return self.last_dump[2]
+
+    def dump_now(self, d):
         cmd = [self.path, "dump", d, "--format", "jsonl"]
         rc, o, e = run(cmd, timeout=RUN_TIMEOUT * 2)
         skip_if_unimplemented("ada dump", rc, e)
@@ -530,7 +559,8 @@ def check_unexpected(rep, ctx, events, table, own):
         elif not name:
             seen["<no name, function_id %s>" % ev.get("function_id")] += 1
         elif not (name in IGNORED_OWN or name.startswith("tc_") or name.startswith("_Z")
-                  or "::" in name or "(" in name):  # C++, demangled or not
+                  or "::" in name or "(" in name  # C++, demangled or not
+                  or OUTLINE_ATOMICS.match(name)):
             seen[name] += 1
     for name, n in seen.most_common(MAX_REPORTED):
         rep.fail("%s: %d events for %s, which is in the program's own image but not in "
@@ -860,6 +890,43 @@ def check_crash_manifest(rep, pid_dir, sig):
               % (pid_dir, sig, name, sigs))
 
 
+# ATF's arch byte (atf_format.h, at offset 6 of every file's header) and
+# the signal context's register names (atf_reader.c), by architecture.
+ATF_ARCH = {"x86_64": 1, "arm64": 2}
+SIGNAL_REGS = {"x86_64": {"rax", "rsp", "rip", "rflags"},
+               "arm64": {"x0", "sp", "x29", "x30", "pc", "pstate"}}
+
+
+def check_arch(rep, pid_dir, arch):
+    """The recording is of the program's architecture, not the recorder's:
+    the manifest's arch, every index and detail file's header, the crash
+    context's register names; another architecture's clock came from the
+    program's counter (docs/arm64.md, clock.calibration "target")."""
+    m = check_manifest_parses(rep, pid_dir) or {}
+    rep.check(m.get("arch") == arch, "%s/manifest.json: arch %r, expected %r" % (
+        pid_dir, m.get("arch"), arch))
+    clock = m.get("clock") or {}
+    if arch != {"x86_64": "x86_64", "aarch64": "arm64"}.get(os.uname().machine):
+        rep.check(clock.get("calibration") == "target" and clock.get("tsc_hz", 0) > 0,
+                  "%s/manifest.json: clock %r, expected the program's counter "
+                  "(calibration \"target\", its tsc_hz)" % (pid_dir, clock))
+    files = glob.glob(os.path.join(pid_dir, "thread_*", "*.atf"))
+    rep.check(len(files) > 0, "%s: no .atf file" % pid_dir)
+    for f in files:
+        with open(f, "rb") as fh:
+            head = fh.read(8)
+        rep.check(len(head) == 8 and head[6] == ATF_ARCH[arch],
+                  "%s: header arch byte %r, expected %d (%s)" % (
+                      f, head[6:7], ATF_ARCH[arch], arch))
+    regs = ((m.get("crash") or {}).get("context") or {}).get("registers")
+    if regs is not None:
+        rep.check(SIGNAL_REGS[arch] <= set(regs),
+                  "%s/manifest.json: crash registers %r, expected %s's" % (
+                      pid_dir, sorted(regs), arch))
+        rep.check(int(regs.get("pc", regs.get("rip", "0x0")), 16) != 0,
+                  "%s/manifest.json: the crash context's pc is 0" % pid_dir)
+
+
 def target_env(counts_dir):
     env = dict(os.environ)
     env["ADA_TEST_COUNTS"] = os.path.join(counts_dir, "%n.%p.counts")
@@ -915,7 +982,8 @@ def run_target_twice(args, ada, work, rep):
     plain_counts = os.path.join(work, "counts-untraced")
     os.mkdir(plain_counts)
     interrupt = (b"ready", args.interrupt) if args.interrupt else None
-    untraced = run(argv, env=target_env(plain_counts), interrupt=interrupt)
+    emul = args.emulator.split() if args.emulator else []
+    untraced = run(emul + argv, env=target_env(plain_counts), interrupt=interrupt)
     if args.expect_status is not None and untraced[0] != args.expect_status:
         raise Fail("the untraced program exited %d, the test expects %d: %s" % (
             untraced[0], args.expect_status, shown(untraced[2])))
@@ -1069,6 +1137,9 @@ def cmd_target(args, ada, work, rep):
     if args.shared_modules:
         check_shared_modules(rep, session, by_pid, root, set(args.replaced_module))
     root_dir = os.path.join(session, "pid_%d" % root)
+    if args.expect_arch:
+        for pid in by_pid:
+            check_arch(rep, os.path.join(session, "pid_%d" % pid), args.expect_arch)
     if args.expect_signal:
         check_crash_manifest(rep, root_dir, args.expect_signal)
     else:
@@ -1747,6 +1818,22 @@ def flight_window_lost(rep, m, events, err):
     rep.check(any("at this run's rate --detail-mb %d would have held them" % mib in l
                   for l in summary), "the summary should suggest --detail-mb %d: %r" % (
                       mib, summary))
+    # What filled the ring, ranked (docs/manifest.md): the functions of
+    # the records kept, heaviest first, and the fewest of them a detail
+    # set could leave out to hold the window, which the summary names.
+    fill, hold = w.get("fillers") or [], w.get("hold_without")
+    names = {e.get("function") for e in events if isinstance(e.get("detail"), dict)}
+    rep.check(fill and all(0 < f.get("share", 0) <= 1 for f in fill)
+              and sum(f["share"] for f in fill) <= 1.001
+              and [f["bytes"] for f in fill] == sorted((f["bytes"] for f in fill), reverse=True)
+              and all(f.get("function") in names for f in fill if f.get("function")),
+              "window fillers should rank functions whose records the ring held: %r" % fill)
+    if hold:
+        named = [f.get("function") or f.get("function_id") for f in fill]
+        rep.check(hold[:len(named)] == named[:len(hold)] and
+                  any("without %s in the detail set" % ", ".join(hold) in l for l in summary),
+                  "hold_without %r should be the heaviest fillers %r, named in the summary %r"
+                  % (hold, named, summary))
     # Every record the program made: one per call and return of a
     # function in the detail set (all of them here), so this run's own
     # index lane counts them. Not a second run: the program's calls are
@@ -2466,6 +2553,9 @@ def main():
     ap.add_argument("--ada", required=True)
     ap.add_argument("--work", required=True, help="parent of the per-test work directory")
     ap.add_argument("--name", default="itest", help="test name (work directory name)")
+    ap.add_argument("--emulator", help="what the untraced run of a program of another "
+                    "architecture starts it with (tests/integration/arm64.cmake: "
+                    "'qemu-aarch64 -L ROOT'); ada record runs it under qemu itself")
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("target")
     t.add_argument("--own-module", action="append",
@@ -2478,6 +2568,8 @@ def main():
                    "whose table names PROGRAM says so")
     t.add_argument("--expect-status", type=int)
     t.add_argument("--expect-signal", type=int)
+    t.add_argument("--expect-arch", choices=sorted(ATF_ARCH),
+                   help="the recording's architecture (check_arch)")
     t.add_argument("--absent", action="append", default=[], metavar="GLOB",
                    help="the program's functions matching GLOB must have no events "
                         "(excluded from recording)")

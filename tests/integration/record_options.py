@@ -115,8 +115,14 @@ def threads(rec):
 
 
 def written(rec):
-    return sum(f.get("events", 0) for t in rec.manifest.get("threads") or []
-               for f in t.get("files") or [])
+    """The program's events written: the files' events less ada's wait
+    markers (two a wait for ring space that ended with room: every wait of
+    a run that dropped nothing; docs/format.md, "Wait markers")."""
+    ev = sum(f.get("events", 0) for t in rec.manifest.get("threads") or []
+             for f in t.get("files") or [])
+    if not sum((get(rec.manifest, "drops", "index") or {}).values()):
+        ev -= 2 * (get(rec.manifest, "metrics", "ring_waits") or 0)
+    return ev
 
 
 def own_events(rec):

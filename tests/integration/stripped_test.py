@@ -77,7 +77,7 @@ class OffsetAda(it.Ada):
         self.offset_named = 0
 
     def dump(self, d):
-        events = super().dump(d)
+        events = [dict(e) for e in super().dump(d)]  # the parent's list is shared
         for ev in events:
             m = self.pat.match(ev.get("function") or "")
             if m:

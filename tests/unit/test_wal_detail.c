@@ -220,7 +220,7 @@ static void test_dfile_golden(void **state)
 {
 	(void)state;
 	struct wal_dfile *d;
-	assert_int_equal(wal_dfile_open(tmpfd, "detail.atf", 77, &d), 0);
+	assert_int_equal(wal_dfile_open(tmpfd, "detail.atf", 77, WAL_ARCH, &d), 0);
 	char path[512];
 	snprintf(path, sizeof(path), "%s/golden.atf", tmpdir);
 	struct ada_atf_file_info info = {
@@ -988,6 +988,7 @@ static void pdrain_open(struct pdrain *d, struct pfx *x, const char *index_name,
 {
 	memset(d, 0, sizeof(*d));
 	d->r.use_tsc = false;
+	d->r.arch = d->p.arch = WAL_ARCH;
 	d->p.arena = x->a;
 	d->t.p = &d->p;
 	d->t.slot = ada_producer_tls.slot;

@@ -199,7 +199,7 @@ static void test_cache_parse(void **state)
 	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac 1654372101\nx\n", /* junk */
 	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac +1654372101\n",   /* sign */
 	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac 12\n",            /* 350 GHz */
-	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac 999999999999\n",  /* 4 MHz */
+	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac 9999999999999\n", /* 430 kHz */
 	    "ada-tsc 1 06d6fa58-f731-403b-b865-174659edddac\n",               /* no slope */
 	    "ada-tsc1 06d6fa58-f731-403b-b865-174659edddac 1654372101\n",     /* the fuzzer's: */
 	    "ada-tsc 1\t06d6fa58-f731-403b-b865-174659edddac\t1654372101\n",  /* no space */
@@ -213,6 +213,32 @@ static void test_cache_parse(void **state)
 	memcpy(nul, ok, sizeof(ok));
 	nul[12] = '\0';
 	assert_int_equal(ada_tsc_cache_parse(nul, strlen(ok), id, &m), -EBADMSG);
+}
+
+/* arm64's generic timer states its rate (CNTFRQ_EL0): the slope comes
+ * from it, for the rates real machines and qemu use, and nothing
+ * implausible is taken. */
+static void test_mult_from_hz(void **state)
+{
+	(void)state;
+	uint64_t m = 0;
+	assert_true(ada_tsc_mult_from_hz(62500000, &m)); /* qemu: 16 ns per tick */
+	assert_int_equal(m, 16ull << 32);
+	assert_true(ada_tsc_mult_from_hz(1000000000, &m)); /* 1 GHz: 1 ns */
+	assert_int_equal(m, 1ull << 32);
+	assert_true(ada_tsc_mult_from_hz(19200000, &m)); /* 52.083 ns */
+	assert_int_equal(m, ((1000000000ull << 32) / 19200000));
+	assert_true(ada_tsc_mult_from_hz(24000000, &m));
+	m = 7;
+	assert_false(ada_tsc_mult_from_hz(0, &m));
+	assert_false(ada_tsc_mult_from_hz(100000, &m));          /* 100 kHz */
+	assert_false(ada_tsc_mult_from_hz(100000000000ull, &m)); /* 100 GHz */
+	assert_int_equal(m, 7);
+#if defined(__aarch64__)
+	/* The machine's own counter (qemu's, under qemu-user). */
+	assert_true(ada_tsc_kernel_mult(&m));
+	assert_true(ada_tsc_invariant());
+#endif
 }
 
 static void test_cache_store_load(void **state)
@@ -496,6 +522,7 @@ int main(void)
 	    cmocka_unit_test(test_cpuinfo),
 	    cmocka_unit_test(test_seed),
 	    cmocka_unit_test(test_cache_parse),
+	    cmocka_unit_test(test_mult_from_hz),
 	    cmocka_unit_test(test_cache_store_load),
 	    cmocka_unit_test(test_real_clock_consistent),
 	    cmocka_unit_test(test_convert_batch_matches_reference),

@@ -176,7 +176,12 @@ struct __attribute__((packed)) atf_detail_function_payload {
 
 /* Registers of a signal context record: on x86_64 regs[0..15] are the
  * DWARF registers 0-15 (rax rdx rcx rbx rsi rdi rbp rsp r8..r15),
- * regs[16] the pc (rip, DWARF 16) and regs[17] rflags. */
+ * regs[16] the pc (rip, DWARF 16) and regs[17] rflags. On arm64 (the
+ * file's arch says which) the 18 words keep sp at 7 and the pc at 16, as
+ * on x86_64, and hold the argument and result registers, the veneer and
+ * platform registers, the frame and link registers: x0-x6, sp, x7, x8,
+ * x16, x17, x18, x19, x29 (fp), x30 (lr), pc, pstate (x9-x15 and
+ * x20-x28 are not kept: the format's 160 bytes). */
 #define ATF_SIGNAL_NREGS 18u
 #define ATF_SIGNAL_REG_SP 7u
 #define ATF_SIGNAL_REG_PC 16u

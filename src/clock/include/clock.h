@@ -40,6 +40,21 @@ static inline uint64_t ada_tsc(void)
 #endif
 }
 
+/* The counter's frequency in Hz where the architecture states it: arm64's
+ * CNTFRQ_EL0 (the generic timer runs at a fixed rate, set by firmware; the
+ * kernel requires it to be right). 0 on x86_64, whose TSC rate is
+ * measured or taken from the kernel (ada_tsc_known_mult). */
+static inline uint64_t ada_counter_hz(void)
+{
+#if defined(__aarch64__)
+	uint64_t hz;
+	__asm__ volatile("mrs %0, cntfrq_el0" : "=r"(hz));
+	return hz & 0xffffffffu; /* the upper half is RES0 */
+#else
+	return 0;
+#endif
+}
+
 #if defined(__x86_64__)
 /* Stores the cycle counter at dst (8 bytes, any alignment) as two 32-bit
  * stores of edx:eax, which saves the shift-and-or of ada_tsc(). */
@@ -88,7 +103,9 @@ struct ada_tsc_clock {
 /* 1 when /proc/cpuinfo text (buf,len) has both constant_tsc and
  * nonstop_tsc in a flags line, 0 when not, -EINVAL when no flags line. */
 int ada_tsc_invariant_from_cpuinfo(const char *buf, size_t len);
-/* Reads /proc/cpuinfo: true when the TSC can be used as the clock. */
+/* Reads /proc/cpuinfo: true when the TSC can be used as the clock. arm64:
+ * true when the generic timer states its frequency (its virtual counter
+ * is constant-rate and never stops, by the architecture). */
 bool ada_tsc_invariant(void);
 
 void ada_tsc_clock_init(struct ada_tsc_clock *c, uint64_t tsc, uint64_t ns);
@@ -112,6 +129,11 @@ static inline uint64_t ada_tsc_map_apply(const struct ada_tsc_map *m, uint64_t t
 	return back > m->ns0 ? 0 : m->ns0 - back;
 }
 
+/* The counter value the clock's newest piece puts at ns (its inverse):
+ * where a counter the recorder cannot read stands at ns. UINT64_MAX when
+ * it does not fit or the clock has no piece yet. */
+uint64_t ada_tsc_clock_counter_at(const struct ada_tsc_clock *c, uint64_t ns);
+
 /* Converts one raw TSC value; the clock must be ready. */
 static inline uint64_t ada_tsc_clock_to_ns(const struct ada_tsc_clock *c, uint64_t tsc)
 {
@@ -123,16 +145,25 @@ static inline uint64_t ada_tsc_clock_to_ns(const struct ada_tsc_clock *c, uint64
 
 /* ---- the frequency without a calibration wait (issue 13, start-up) ---- */
 
-/* Where the first piece's slope came from (manifest clock.calibration). */
-enum ada_tsc_calib { ADA_TSC_MEASURED, ADA_TSC_KERNEL, ADA_TSC_CACHED };
+/* Where the first piece's slope came from (manifest clock.calibration):
+ * ADA_TSC_TARGET: from the counter frequency and anchor the traced
+ * program's arenas state (a counter the recorder cannot read itself:
+ * ada_arena_origin, src/ring/ring.h). */
+enum ada_tsc_calib { ADA_TSC_MEASURED, ADA_TSC_KERNEL, ADA_TSC_CACHED, ADA_TSC_TARGET };
 
 /* The slope (ns per tick << 32) the kernel itself uses for the TSC: the
  * perf_event mmap page's time_mult/time_shift (cap_user_time), from the
  * boot-time tsc_khz. false when the kernel does not offer it (a guest
- * whose sched_clock is kvm-clock, perf_event_open refused). */
+ * whose sched_clock is kvm-clock, perf_event_open refused). arm64: the
+ * slope of CNTFRQ_EL0 (ada_counter_hz), which the kernel's own clock
+ * source uses. */
 bool ada_tsc_kernel_mult(uint64_t *mult);
-/* A plausible slope: 50 MHz .. 20 GHz. Anything else is refused. */
+/* A plausible slope: 1 MHz (arm64's generic timer runs at tens of MHz)
+ * .. 20 GHz. Anything else is refused. */
 bool ada_tsc_mult_sane(uint64_t mult);
+/* The slope of a counter of hz ticks a second (ns per tick << 32); false
+ * when hz gives no sane slope (ada_tsc_mult_sane). */
+bool ada_tsc_mult_from_hz(uint64_t hz, uint64_t *mult);
 /* The per-user cache of the measured slope: $XDG_CACHE_HOME/ada/tsc or
  * ~/.cache/ada/tsc, one line "ada-tsc 1 <boot_id> <mult>\n", 0600, created
  * by a private temporary file + rename in a directory reached by a walk

@@ -73,6 +73,9 @@ struct ada_diag_opts {
 	const struct ada_arena_config *ring;
 	bool agent;  /* the agent is to be loaded (not --no-agent) */
 	bool attach; /* the agent is to be injected into a running pid */
+	/* PROGRAM: an aarch64 program is fine on this x86_64 machine: ada
+	 * record runs it under qemu-user (tools/record_emul.c). */
+	bool emulated;
 };
 
 /* Runs the checks of o->groups into rep (every field set). 0, or

@@ -1,7 +1,7 @@
 /*
  * arm64 machine primitives of the agent that are not inline
- * (arch_ctx.h): a signal context's stack pointer and a call on another
- * stack.
+ * (arch_ctx.h): a signal context's stack pointer and registers, and a
+ * call on another stack.
  *
  * Threads: any. Not hook context (the agent's signal handlers).
  */
@@ -15,6 +15,35 @@
 uintptr_t hook_arch_uc_sp(const void *uc)
 {
 	return (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.sp;
+}
+
+uintptr_t hook_arch_uc_pc(const void *uc)
+{
+	return (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.pc;
+}
+
+void hook_arch_uc_set_pc(void *uc, uintptr_t pc)
+{
+	((ucontext_t *)uc)->uc_mcontext.pc = pc;
+}
+
+/* Where each word of the signal context record comes from: an x register
+ * (0-30), or one of these. */
+#define A64_UC_SP 100
+#define A64_UC_PC 101
+#define A64_UC_PSTATE 102
+
+void hook_arch_uc_regs(const void *uc, uint64_t out[HOOK_ARCH_UC_NREGS])
+{
+	static const uint8_t from[HOOK_ARCH_UC_NREGS] = {
+	    0, 1, 2, 3, 4, 5, 6, A64_UC_SP, 7, 8, 16, 17, 18, 19, 29, 30, A64_UC_PC, A64_UC_PSTATE,
+	};
+	const mcontext_t *m = &((const ucontext_t *)uc)->uc_mcontext;
+	for (uint32_t i = 0; i < HOOK_ARCH_UC_NREGS; i++)
+		out[i] = from[i] == A64_UC_SP       ? m->sp
+		         : from[i] == A64_UC_PC     ? m->pc
+		         : from[i] == A64_UC_PSTATE ? m->pstate
+		                                    : m->regs[from[i]];
 }
 
 /* x0 = sig, x1 = si, x2 = uc, x3 = fn, x4 = sp. x29 keeps the frame

@@ -104,6 +104,18 @@ static inline uint32_t hook_arch_xsave_size(void)
 /* The interrupted stack pointer in a signal handler's ucontext_t. */
 uintptr_t hook_arch_uc_sp(const void *uc);
 
+/* The interrupted registers of a signal handler's ucontext_t, in the
+ * order of atf_detail_signal_payload.regs for arm64 (atf_format.h): x0-x6,
+ * sp, x7, x8, x16, x17, x18, x19, x29, x30, pc, pstate -- sp and pc at the
+ * words x86_64 has them (HOOK_ARCH_UC_NREGS words). */
+#define HOOK_ARCH_UC_NREGS 18u
+void hook_arch_uc_regs(const void *uc, uint64_t out[HOOK_ARCH_UC_NREGS]);
+
+/* The interrupted pc of a signal handler's ucontext_t, and setting it
+ * (the crash handler's move out of a trampoline, agent_crash.c). */
+uintptr_t hook_arch_uc_pc(const void *uc);
+void hook_arch_uc_set_pc(void *uc, uintptr_t pc);
+
 /* Calls fn(sig, si, uc) with the stack pointer at sp (16-byte aligned),
  * then returns to the caller's stack; x29 keeps the caller's frame, so
  * unwinders walk through it by its CFI. */

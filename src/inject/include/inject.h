@@ -46,11 +46,13 @@ struct ada_inject;
  * it was. */
 int ada_inject_stop(pid_t pid, struct ada_inject **out, char *why, size_t cap);
 /* Threads stopped, and the instruction pointer of thread i as it was
- * when stopped (for a thread inside a system call, the address after the
- * syscall instruction; *in_syscall tells). */
+ * when stopped (x86_64: for a thread inside a system call, the address
+ * after the syscall instruction, which the kernel rewinds to it when the
+ * thread resumes; *in_syscall tells. arm64: the kernel has made that
+ * rewind before the stop, so *in_syscall is always false). */
 size_t ada_inject_threads(const struct ada_inject *in);
 uint64_t ada_inject_thread_pc(const struct ada_inject *in, size_t i, bool *in_syscall);
-/* Thread i's id, and its thread pointer (x86_64: fs_base). */
+/* Thread i's id, and its thread pointer (x86_64: fs_base; arm64: tpidr_el0). */
 pid_t ada_inject_thread_tid(const struct ada_inject *in, size_t i);
 uint64_t ada_inject_thread_tls(const struct ada_inject *in, size_t i);
 /* Makes the calls on thread i instead of the first thread stopped by the

@@ -31,6 +31,8 @@ struct inject_regs {
  * the most it takes. */
 #define INJECT_ARCH_XSTATE_NOTE 0x202 /* NT_X86_XSTATE */
 #define INJECT_ARCH_XSTATE_MAX 16384
+/* The call pushes its return address: the frame holds it (0). */
+#define INJECT_ARCH_RET_ON_STACK 1
 
 /* 0 or -errno. */
 int inject_arch_get_regs(pid_t tid, struct inject_regs *r);

@@ -49,10 +49,16 @@ struct ada_recorder_opts {
 	uint64_t max_shm_bytes;  /* ceiling on the arenas' sizes; 0 = none */
 	bool max_shm_default;    /* ignore max_shm_bytes: the default ceiling */
 	struct ada_flush_policy flush;
-	uint8_t index_format;            /* enum ada_index_format (wal.h): --index-format */
-	uint32_t cidx_block;             /* compact blocks' size; 0: the default (tests) */
-	bool follow;                     /* record children that create arenas */
-	bool force_clock;                /* ts=clock even with an invariant TSC */
+	uint8_t index_format; /* enum ada_index_format (wal.h): --index-format */
+	uint32_t cidx_block;  /* compact blocks' size; 0: the default (tests) */
+	bool follow;          /* record children that create arenas */
+	bool force_clock;     /* ts=clock even with an invariant TSC */
+	/* The program's architecture (ATF_ARCH_*; 0: this machine's). Another
+	 * one (an aarch64 program run by qemu-user): the recording says it,
+	 * only arenas of that machine are read, and their counter, which ada
+	 * cannot read itself, is converted from what they state
+	 * (ada_arena_origin). */
+	uint8_t target_arch;
 	const char *ring_config;         /* ADA_RING_CONFIG text to pass on */
 	const char *const *program_argv; /* recorded in the manifest */
 	/* The flight recorder: armed from the start (more may be added while
@@ -137,6 +143,10 @@ struct ada_record_summary {
 	/* Bytes per thread a detail ring would have needed to hold what the
 	 * windows lost at this run's rate (wal_flight_ring_suggest; 0: none). */
 	uint64_t detail_ring_suggest;
+	/* The functions whose records filled the rings of the window that lost
+	 * the most, fewest first, that a detail set without them would have
+	 * held ("" when none would: wal_flight_fill_hint) */
+	char fill_hint[160];
 	/* --detail always: times a thread waited for detail room, and the ns */
 	uint64_t detail_waits, detail_waited_ns;
 	/* --overflow wait: times a thread waited for index ring space (the
