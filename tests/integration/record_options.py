@@ -127,12 +127,8 @@ def written(rec):
 
 def own_events(rec):
     """Events the program's own functions produce when only its image is
-    hooked: a CALL and an end (RETURN or EXCEPTION) per counted call, plus
-    ada's two wait markers per wait for ring space that ended with room
-    (docs/format.md, "Wait markers"; nothing was dropped where this is
-    asked, so every wait did)."""
-    return 2 * sum(v[0] for cf in rec.traced for v in cf.totals.values()) + \
-        2 * (get(rec.manifest, "metrics", "ring_waits") or 0)
+    hooked: a CALL and an end (RETURN or EXCEPTION) per counted call."""
+    return 2 * sum(v[0] for cf in rec.traced for v in cf.totals.values())
 
 
 def drops(rec, lane="index"):
