@@ -35,6 +35,14 @@ static inline long hook_arch_syscall6(long nr, long a, long b, long c, long d, l
 	return x0;
 }
 
+/* A spin-wait's pause between two loads (agent_count.c's cold waits,
+ * outside hook context): the hint that lets a sibling hardware thread
+ * run, as x86_64's pause. */
+static inline void hook_arch_cpu_relax(void)
+{
+	__asm__ volatile("yield");
+}
+
 /* ---- Vector state ----
  * q0..q31, fpsr and fpcr: everything a cold path calling libc may
  * change (the handlers are built with -mgeneral-regs-only; SVE state
