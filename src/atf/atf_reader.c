@@ -253,6 +253,25 @@ static int index_compact_scan(struct ada_atf_index *ix, uint64_t *t0, uint64_t *
 	return err;
 }
 
+#define INDEX_DROP_BYTES (8u << 20) /* a compact file's bytes given back at a time */
+
+/* The walk has read a compact file's bytes [*from, to): every 8 MiB they
+ * leave the resident set (the page cache keeps them), so that a walk's
+ * RSS stays a few MiB of the file however long it is, as an ATF v2 walk's
+ * does. A caller's buffer (_open_mem()) is not ours to drop. */
+static void index_compact_drop(const struct ada_atf_index *ix, uint64_t *from, uint64_t to)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	if (!ix->map.owned || to < *from || to - *from < INDEX_DROP_BYTES)
+		return;
+	uintptr_t lo = ((uintptr_t)ix->map.base + *from + page - 1) & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)ix->map.base + to) & ~(page - 1);
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advice: an error changes nothing */
+	*from = to;
+}
+
 /* The timestamp of event seq, decoded through an iterator (a piece of
  * its block). -EBADMSG, -ENOMEM. */
 static int index_compact_ts(const struct ada_cidx_dec *d, uint64_t seq, uint64_t *ts)
@@ -275,11 +294,22 @@ static int index_compact_ts(const struct ada_cidx_dec *d, uint64_t seq, uint64_t
  * walk and get() count one that does not: ada_atf_index_undecoded()). */
 static int index_compact_ends(struct ada_atf_index *ix, unsigned flags, uint64_t *t0, uint64_t *t1)
 {
+	uint64_t dropped = 0, off;
+	uint32_t len;
+
+	/* The walk of the block headers mapped most of the file (the kernel
+	 * maps the pages around each fault): give it back before the CRC
+	 * pass, which then holds 8 MiB of it at a time. */
+	index_compact_drop(ix, &dropped, ix->map.len);
+	dropped = 0;
 	ix->count = ada_cidx_dec_count(ix->dec);
 	ix->nready = ada_cidx_dec_nblocks(ix->dec);
-	for (size_t b = 0; !(flags & ADA_ATF_OPEN_SALVAGE) && b < ix->nready; b++)
+	for (size_t b = 0; !(flags & ADA_ATF_OPEN_SALVAGE) && b < ix->nready; b++) {
 		if (!ada_cidx_dec_block_whole(ix->dec, b))
 			return -EBADMSG;
+		ada_cidx_dec_block_span(ix->dec, b, &off, &len);
+		index_compact_drop(ix, &dropped, off + len);
+	}
 	if (!ix->count)
 		return 0;
 	int err = index_compact_ts(ix->dec, 0, t0);
@@ -477,11 +507,18 @@ int ada_atf_index_walk(const struct ada_atf_index *cix, uint64_t begin, uint64_t
 		return 0;
 	if (!ix->dec)
 		return index_walk_v2(ix, begin, end, fn, ctx);
+	uint64_t dropped, off;
+	uint32_t len;
+	ada_cidx_dec_block_span(ix->dec, ada_cidx_dec_block_of(ix->dec, begin), &dropped, &len);
 	int r = ada_cidx_iter_init(&it, ix->dec, begin);
 	for (uint64_t seq = begin; !r && seq < end && (k = ada_cidx_iter_next(&it, &ev)) > 0;) {
 		uint64_t n = (uint64_t)k < end - seq ? (uint64_t)k : end - seq;
 		r = fn(ctx, ev, seq, n);
 		seq += n;
+		if (!it.left) { /* a block read whole: its bytes are done with */
+			ada_cidx_dec_block_span(ix->dec, it.block - 1, &off, &len);
+			index_compact_drop(ix, &dropped, off + len);
+		}
 	}
 	/* it.seq: the first event of the piece that did not decode. */
 	uint64_t bad_seq = it.seq;

@@ -3,8 +3,9 @@
  * byte picks what the rest is:
  *   0  a compact file image, untrusted: opened strict and salvage, every
  *      block decoded, get(seq) and find(ts) at a few places, the links,
- *      the encoder's resume after the whole blocks (ada recover), and the
- *      ATF reader on the same bytes (truncated blocks, lying
+ *      the encoder's resume after the whole blocks (ada recover), the
+ *      export to ATF v2, and the ATF reader on the same bytes (get() of
+ *      every event, the sequential walk; truncated blocks, lying
  *      lengths, varints that never end, a block table pointing anywhere);
  *   2  the same as 0 after the harness rewrote every CRC the bytes let it
  *      find (each block's along the walk, the footer's), so that mutated
@@ -19,10 +20,13 @@
  * block table pointing anywhere - written by cidx_real_seeds.py. Built
  * only with clang (see cidx.cmake).
  */
+#define _GNU_SOURCE /* memfd_create */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "atf.h"
 #include "cidx.h"
@@ -54,6 +58,38 @@ static void fuzz_decoder_queries(const struct ada_cidx_dec *d)
 	ada_cidx_iter_fini(&it);
 }
 
+static int fuzz_walk_run(void *ctx, const struct atf_index_event *ev, uint64_t seq, uint64_t n)
+{
+	uint64_t *next = ctx;
+	if (seq != *next || n == 0)
+		abort(); /* runs follow on */
+	*next = seq + n;
+	(void)ev[n - 1].timestamp_ns;
+	return 0;
+}
+
+/* The reader's sequential walk, whole and from the middle. */
+static void fuzz_walk(const struct ada_atf_index *ix)
+{
+	uint64_t c = ada_atf_index_count(ix), next = 0;
+	int r = ada_atf_index_walk(ix, 0, UINT64_MAX, fuzz_walk_run, &next);
+	if ((r == 0 && next != c) || next > c)
+		abort();
+	next = c / 2;
+	(void)ada_atf_index_walk(ix, c / 2, c, fuzz_walk_run, &next);
+}
+
+/* The export to ATF v2, into one memory file reused for every input. */
+static void fuzz_export(const uint8_t *p, size_t n, unsigned flags)
+{
+	static int fd = -1;
+	if (fd < 0)
+		fd = memfd_create("fuzz_cidx", 0);
+	if (fd < 0 || ftruncate(fd, 0) < 0)
+		return;
+	(void)ada_cidx_to_atf_fd(p, n, flags, fd);
+}
+
 static void fuzz_image(const uint8_t *p, size_t n)
 {
 	struct ada_cidx_dec *d;
@@ -73,8 +109,10 @@ static void fuzz_image(const uint8_t *p, size_t n)
 			fuzz_decoder_queries(d);
 			ada_cidx_dec_free(d);
 		}
+		fuzz_export(p, n, fl);
 		if (!ada_atf_index_open_mem(p, n, fl, &ix)) {
 			uint64_t c = ada_atf_index_count(ix);
+			fuzz_walk(ix);
 			for (uint64_t i = 0; i < c; i++)
 				(void)ada_atf_index_get(ix, i)->timestamp_ns;
 			(void)ada_atf_index_lower_bound(ix, 12345);
