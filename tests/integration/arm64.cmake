@@ -52,3 +52,9 @@ ada_arm64_test(setjmp.O2 target ${_arch} -- ${_a64}/t_setjmp_O2)
 ada_arm64_test(signal.O2 target ${_arch} -- ${_a64}/t_signal_O2 sync)
 ada_arm64_test(crash_segv.O2 target ${_arch} --expect-status 139 --expect-signal 11
                -- ${_a64}/t_crash_O2)
+# What runs it is missing or wrong: one sentence, exit 2, no session.
+add_test(NAME arm64.bad_agent
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/arm64_bad.sh $<TARGET_FILE:ada>
+                 $<TARGET_FILE:ada_agent> ${_a64}/t_setjmp_O2 ${CMAKE_BINARY_DIR}/arm64-work/bad)
+set_tests_properties(arm64.bad_agent PROPERTIES TIMEOUT 60 LABELS arm64
+  ENVIRONMENT "ADA_AGENT_ARM64=${ADA_ARM64_BUILD}/libada_agent.so;ADA_QEMU_SYSROOT=${_a64_root}")
