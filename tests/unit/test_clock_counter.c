@@ -56,7 +56,8 @@ static void test_counter_at(void **state)
 	struct ada_tsc_clock c;
 	ada_tsc_clock_init(&c, 1000, 5000000000ull);
 	assert_int_equal(ada_tsc_clock_counter_at(&c, 6000000000ull), UINT64_MAX); /* no piece */
-	struct ada_tsc_map m = {.tsc0 = 1000, .ns0 = 5000000000ull, .mult = 16ull << 32, .shift = 32};
+	struct ada_tsc_map m = {
+	    .tsc0 = 1000, .ns0 = 5000000000ull, .mult = 16ull << 32, .shift = 32};
 	ada_tsc_clock_set(&c, &m);
 	assert_int_equal(ada_tsc_clock_counter_at(&c, 5000000000ull + 16000), 2000);
 	assert_int_equal(ada_tsc_clock_counter_at(&c, 1), 1000); /* before the anchor */
