@@ -25,6 +25,7 @@
 #include "symbols.h"
 
 #define CRASH_MAX_FRAMES 256 /* shown per thread; the rest is counted */
+#define CRASH_MAX_OTHERS 64  /* other threads' pcs read from the manifest */
 
 static const char *const cr_regs[6] = {"rdi", "rsi", "rdx", "rcx", "r8", "r9"};
 
@@ -47,6 +48,18 @@ struct cr_death {
 	bool have_ctx;
 	uint64_t regs[ATF_SIGNAL_NREGS];
 	uint8_t arch; /* the manifest's (ATF_ARCH_*): the registers' names */
+	/* The other threads where the crash handler found them (manifest
+	 * crash.other_threads): others_read is how ("proc", "seccomp", ...),
+	 * NULL when the manifest has none. */
+	const char *others_read;
+	size_t n_others;
+	uint64_t others_omitted;
+	struct cr_other {
+		uint32_t tid;
+		bool running, shown;
+		int64_t nr; /* -1: blocked outside a system call */
+		uint64_t pc, sp;
+	} others[CRASH_MAX_OTHERS];
 };
 
 static void cr_marker(void *ctx, uint64_t ts, uint32_t sig, uint64_t addr)
@@ -64,6 +77,40 @@ static void cr_marker(void *ctx, uint64_t ts, uint32_t sig, uint64_t addr)
 	if (!d->time_ns)
 		d->time_ns = ts;
 	d->caught = true;
+}
+
+static uint64_t cr_hex(const json_t *v)
+{
+	const char *s = json_string_value(v);
+	return s && !strncmp(s, "0x", 2) ? strtoull(s + 2, NULL, 16) : 0;
+}
+
+/* crash.other_threads: each entry checked (a tid, a state), the rest
+ * skipped. */
+static void cr_others_from_manifest(const json_t *c, struct cr_death *d)
+{
+	const json_t *o = json_object_get(c, "other_threads"), *e;
+	size_t i;
+
+	d->others_read = json_string_value(json_object_get(o, "read"));
+	if (json_is_integer(json_object_get(o, "omitted")))
+		d->others_omitted = (uint64_t)json_integer_value(json_object_get(o, "omitted"));
+	json_array_foreach(json_object_get(o, "threads"), i, e)
+	{
+		const char *st = json_string_value(json_object_get(e, "state"));
+		json_int_t tid = json_integer_value(json_object_get(e, "tid"));
+		if (!st || tid <= 0 || tid > UINT32_MAX || d->n_others == CRASH_MAX_OTHERS)
+			continue;
+		struct cr_other *x = &d->others[d->n_others++];
+		x->tid = (uint32_t)tid;
+		x->running = !strcmp(st, "running");
+		x->nr = json_is_integer(json_object_get(e, "syscall"))
+		            ? json_integer_value(json_object_get(e, "syscall"))
+		            : -1;
+		x->pc = cr_hex(json_object_get(e, "pc"));
+		x->sp = cr_hex(json_object_get(e, "sp"));
+		x->running = x->running || !x->pc;
+	}
 }
 
 static void cr_from_manifest(const json_t *m, struct cr_death *d)
@@ -96,6 +143,7 @@ static void cr_from_manifest(const json_t *m, struct cr_death *d)
 	if (json_is_integer(json_object_get(c, "time_ns")))
 		d->time_ns = (uint64_t)json_integer_value(json_object_get(c, "time_ns"));
 	d->note = json_string_value(json_object_get(c, "note"));
+	cr_others_from_manifest(c, d);
 	const json_t *regs = json_object_get(json_object_get(c, "context"), "registers");
 	for (uint32_t i = 0; json_is_object(regs) && i < ATF_SIGNAL_NREGS; i++) {
 		const char *v = json_string_value(
@@ -115,11 +163,16 @@ struct cr_top {
 	const struct ada_name *nm; /* when at.function_id */
 };
 
-static void cr_top_find(struct rd_pid *rp, const struct cr_death *d, struct cr_top *top)
+static void cr_pc_find(struct rd_pid *rp, uint64_t pc, struct cr_top *top)
 {
-	top->found = rp->syms && ada_symtab_by_addr(rp->syms, d->regs[ATF_SIGNAL_REG_PC], &top->at);
+	top->found = rp->syms && ada_symtab_by_addr(rp->syms, pc, &top->at);
 	top->nm = top->found && top->at.function_id ? ada_names_get(rp->names, top->at.function_id)
 	                                            : NULL;
+}
+
+static void cr_top_find(struct rd_pid *rp, const struct cr_death *d, struct cr_top *top)
+{
+	cr_pc_find(rp, d->regs[ATF_SIGNAL_REG_PC], top);
 }
 
 /* The x86_64 argument registers, by their index in the context. */
@@ -314,13 +367,158 @@ static void cr_frame_text(struct rd_pid *rp, const struct ada_atf_thread *t,
 	printf("\n");
 }
 
+static struct cr_other *cr_other_of(struct cr_death *d, uint32_t tid)
+{
+	for (size_t i = 0; i < d->n_others; i++)
+		if (d->others[i].tid == tid)
+			return &d->others[i];
+	return NULL;
+}
+
+static const char *cr_other_state(const struct cr_other *x, char *buf, size_t len)
+{
+	if (x->running)
+		snprintf(buf, len, "running at the crash (its pc was not read)");
+	else if (x->nr >= 0)
+		snprintf(buf, len, "blocked in system call %" PRId64, x->nr);
+	else
+		snprintf(buf, len, "blocked (not in a system call)");
+	return buf;
+}
+
+/* Another thread's frame #0 (on_record false: a function of its own
+ * above the open frames) or its pc under the innermost open frame. */
+static void cr_other_text(const struct cr_other *x, const struct cr_top *top, bool on_record)
+{
+	char st[64];
+
+	if (x->running) {
+		printf("       %s\n", cr_other_state(x, st, sizeof(st)));
+		return;
+	}
+	if (!on_record) {
+		if (top->nm)
+			printf("  #0   %s+0x%" PRIx64, top->nm->name, top->at.offset);
+		else if (top->found)
+			printf("  #0   %s+0x%" PRIx64, cr_base(top->at.module), top->at.offset);
+		else
+			printf("  #0   0x%" PRIx64, x->pc);
+		printf("  [%s]  no frame on record\n", top->found ? cr_base(top->at.module) : "?");
+	}
+	printf("       pc 0x%" PRIx64, x->pc);
+	if (top->nm)
+		printf(" (%s+0x%" PRIx64 ")", top->nm->name, top->at.offset);
+	printf(", sp 0x%" PRIx64 ", %s\n", x->sp, cr_other_state(x, st, sizeof(st)));
+}
+
+static void cr_other_json(json_t *o, const struct cr_other *x, const struct cr_top *top,
+                          bool on_record)
+{
+	json_t *a = json_object();
+	char hex[24];
+
+	json_object_set_new(a, "state",
+	                    json_string(x->running  ? "running"
+	                                : x->nr < 0 ? "blocked"
+	                                            : "syscall"));
+	json_object_set_new(a, "syscall",
+	                    x->nr >= 0 && !x->running ? json_integer(x->nr) : json_null());
+	snprintf(hex, sizeof(hex), "0x%" PRIx64, x->pc);
+	json_object_set_new(a, "pc", x->running ? json_null() : json_string(hex));
+	snprintf(hex, sizeof(hex), "0x%" PRIx64, x->sp);
+	json_object_set_new(a, "sp", x->running ? json_null() : json_string(hex));
+	json_object_set_new(a, "function", top->nm ? json_string(top->nm->name) : json_null());
+	json_object_set_new(
+	    a, "module", top->found && top->at.module ? json_string(top->at.module) : json_null());
+	json_object_set_new(a, "offset",
+	                    top->found ? json_integer((json_int_t)top->at.offset) : json_null());
+	json_object_set_new(a, "on_record", json_boolean(on_record));
+	json_object_set_new(o, "at_crash", a);
+}
+
+/* Where a thread was at the crash: the faulting thread's pc from the
+ * signal context, another's from crash.other_threads (*ox). Returns
+ * whether there is a pc; *on_record: the innermost open frame holds it. */
+static bool cr_thread_top(struct rd_pid *rp, struct cr_death *d, struct ada_frames *w,
+                          bool faulting, uint32_t tid, struct cr_top *top, struct cr_other **ox,
+                          bool *on_record)
+{
+	size_t depth = ada_frames_depth(w);
+
+	*ox = faulting ? NULL : cr_other_of(d, tid);
+	*on_record = false;
+	if (*ox)
+		(*ox)->shown = true;
+	if (faulting && d->have_ctx)
+		cr_top_find(rp, d, top);
+	else if (*ox && !(*ox)->running)
+		cr_pc_find(rp, (*ox)->pc, top);
+	else
+		return false;
+	*on_record =
+	    depth && top->nm && ada_frames_at(w, depth - 1)->function_id == top->at.function_id;
+	return true;
+}
+
+/* The thread's stack as JSON: frame #0 of its own first when the pc is
+ * in no open frame. */
+static void cr_thread_json(struct rd_pid *rp, const struct ada_atf_thread *t,
+                           const struct cr_death *d, struct ada_frames *w, json_t *o,
+                           const struct cr_top *top, const struct cr_other *ox, bool with_top,
+                           bool on_record)
+{
+	json_t *frames = json_array();
+	size_t depth = ada_frames_depth(w),
+	       shown = depth < CRASH_MAX_FRAMES ? depth : CRASH_MAX_FRAMES;
+
+	if (ox)
+		cr_other_json(o, ox, top, on_record);
+	if (with_top && !on_record && !ox) {
+		json_t *f0 = json_object();
+		cr_top_json(f0, d, top, false);
+		json_array_append_new(frames, f0);
+	}
+	for (size_t k = 0; k < shown; k++) {
+		const struct ada_frame *fr = ada_frames_at(w, depth - 1 - k);
+		json_t *f = cr_frame_json(rp, t, fr, cr_waited(w, fr));
+		if (k == 0 && on_record && !ox)
+			cr_top_json(f, d, top, true);
+		json_array_append_new(frames, f);
+	}
+	json_object_set_new(o, "frames", frames);
+	json_object_set_new(o, "frames_omitted", json_integer((json_int_t)(depth - shown)));
+}
+
+static void cr_thread_text(struct rd_pid *rp, const struct ada_atf_thread *t,
+                           const struct cr_death *d, struct ada_frames *w, const struct cr_top *top,
+                           const struct cr_other *ox, bool with_top, bool on_record, uint64_t death)
+{
+	size_t depth = ada_frames_depth(w),
+	       shown = depth < CRASH_MAX_FRAMES ? depth : CRASH_MAX_FRAMES;
+	size_t first = with_top && !on_record ? 1 : 0; /* the open frames' first number */
+
+	if (ox && (!with_top || !on_record))
+		cr_other_text(ox, top, false);
+	else if (with_top && !on_record)
+		cr_top_text(d, top, false);
+	for (size_t k = 0; k < shown; k++) {
+		const struct ada_frame *fr = ada_frames_at(w, depth - 1 - k);
+		cr_frame_text(rp, t, fr, k + first, death, cr_waited(w, fr));
+		if (k == 0 && on_record && ox)
+			cr_other_text(ox, top, true);
+		else if (k == 0 && on_record)
+			cr_top_text(d, top, true);
+	}
+	if (depth > shown)
+		printf("  ... %zu outer frames not shown\n", depth - shown);
+}
+
 /* One thread: walk it to the end without finishing, then read the stack. */
 static int cr_thread(struct rd_pid *rp, size_t i, struct cr_death *d, json_t *threads, bool json)
 {
 	static const struct ada_frames_ops ops = {.marker = cr_marker};
 	struct ada_atf_thread *t;
 	struct ada_frames *w;
-	uint64_t markers;
 	int err = rd_thread_open(rp, i, &t);
 
 	if (err || !t)
@@ -329,64 +527,64 @@ static int cr_thread(struct rd_pid *rp, size_t i, struct cr_death *d, json_t *th
 	if (err)
 		goto out_thread;
 	rd_thread_walk(t, w, 0, UINT64_MAX, false);
-	markers = ada_frames_stats(w)->markers;
-	if (markers && d->faulting_thread < 0)
+	if (ada_frames_stats(w)->markers && d->faulting_thread < 0)
 		d->faulting_thread = t->thread;
 	uint32_t tid = rd_thread_tid(rp, t);
 	bool faulting = d->faulting_thread == (int64_t)t->thread;
-	size_t depth = ada_frames_depth(w),
-	       shown = depth < CRASH_MAX_FRAMES ? depth : CRASH_MAX_FRAMES;
 	uint64_t death = d->time_ns ? d->time_ns : ada_frames_stats(w)->last_ns;
-	/* The faulting thread's frame #0 is the function holding the pc: the
-	 * innermost open frame when that is it, else one of its own above the
-	 * open frames (a function not hooked, or a call not recorded). */
+	/* Frame #0 is the function holding the pc: the innermost open frame
+	 * when that is it, else one of its own above the open frames (a
+	 * function not hooked, or a call not recorded). */
 	struct cr_top top = {0};
-	bool with_top = faulting && d->have_ctx, on_record = false;
-	if (with_top) {
-		cr_top_find(rp, d, &top);
-		on_record = depth && top.nm &&
-		            ada_frames_at(w, depth - 1)->function_id == top.at.function_id;
-	}
-	size_t first = with_top && !on_record ? 1 : 0; /* the open frames' first number */
+	struct cr_other *ox;
+	bool on_record, with_top = cr_thread_top(rp, d, w, faulting, tid, &top, &ox, &on_record);
 	if (json) {
-		json_t *o = json_object(), *frames = json_array();
+		json_t *o = json_object();
 		json_object_set_new(o, "thread", json_integer(t->thread));
 		json_object_set_new(o, "tid", json_integer(tid));
 		json_object_set_new(o, "faulting", json_boolean(faulting));
-		if (with_top && !on_record) {
-			json_t *f0 = json_object();
-			cr_top_json(f0, d, &top, false);
-			json_array_append_new(frames, f0);
-		}
-		for (size_t k = 0; k < shown; k++) {
-			const struct ada_frame *fr = ada_frames_at(w, depth - 1 - k);
-			json_t *f = cr_frame_json(rp, t, fr, cr_waited(w, fr));
-			if (k == 0 && on_record)
-				cr_top_json(f, d, &top, true);
-			json_array_append_new(frames, f);
-		}
-		json_object_set_new(o, "frames", frames);
-		json_object_set_new(o, "frames_omitted", json_integer((json_int_t)(depth - shown)));
+		cr_thread_json(rp, t, d, w, o, &top, ox, with_top, on_record);
 		json_array_append_new(threads, o);
 	} else {
 		printf("Thread %" PRIu32 " (tid %" PRIu32 ")%s:%s\n", t->thread, tid,
 		       faulting ? ", the faulting thread" : "",
-		       depth || with_top ? "" : " no open frames");
-		if (with_top && !on_record)
-			cr_top_text(d, &top, false);
-		for (size_t k = 0; k < shown; k++) {
-			const struct ada_frame *fr = ada_frames_at(w, depth - 1 - k);
-			cr_frame_text(rp, t, fr, k + first, death, cr_waited(w, fr));
-			if (k == 0 && on_record)
-				cr_top_text(d, &top, true);
-		}
-		if (depth > shown)
-			printf("  ... %zu outer frames not shown\n", depth - shown);
+		       ada_frames_depth(w) || with_top || ox ? "" : " no open frames");
+		cr_thread_text(rp, t, d, w, &top, ox, with_top, on_record, death);
 	}
 	ada_frames_free(w);
 out_thread:
-	ada_atf_thread_free(t);
+	rd_thread_close(rp, t);
 	return err;
+}
+
+/* The threads the crash handler found that no thread file holds (never
+ * traced: no call of theirs was recorded, or the agent's own). */
+static void cr_untraced(struct rd_pid *rp, struct cr_death *d, json_t *threads, bool json)
+{
+	for (size_t i = 0; i < d->n_others; i++) {
+		struct cr_other *x = &d->others[i];
+		struct cr_top top = {0};
+		if (x->shown)
+			continue;
+		if (!x->running)
+			cr_pc_find(rp, x->pc, &top);
+		if (json) {
+			json_t *o = json_object();
+			json_object_set_new(o, "thread", json_null());
+			json_object_set_new(o, "tid", json_integer(x->tid));
+			json_object_set_new(o, "faulting", json_false());
+			cr_other_json(o, x, &top, false);
+			json_object_set_new(o, "frames", json_array());
+			json_object_set_new(o, "frames_omitted", json_integer(0));
+			json_array_append_new(threads, o);
+		} else {
+			printf("Thread - (tid %" PRIu32 "): not traced\n", x->tid);
+			cr_other_text(x, &top, false);
+		}
+	}
+	if (d->others_omitted && !json)
+		printf("(%" PRIu64 " more threads: the crash handler reads at most %d)\n",
+		       d->others_omitted, CRASH_MAX_OTHERS);
 }
 
 static const char *cr_signame(int sig, char *buf, size_t len)
@@ -475,6 +673,8 @@ static int cr_threads(struct rd_pid *rp, struct cr_death *d, json_t *threads, bo
 	for (size_t i = first; i < rp->p->nthreads && !err; i++)
 		if ((int64_t)rp->p->thread_ids[i] != d->faulting_thread)
 			err = cr_thread(rp, i, d, threads, json);
+	if (!err)
+		cr_untraced(rp, d, threads, json);
 	return err;
 }
 

@@ -34,6 +34,7 @@
 #include "manifest.h"
 #include "filter.h"
 #include "read.h"
+#include "symbols.h"
 
 struct dump_opts {
 	bool jsonl, merge;
@@ -345,6 +346,79 @@ static void json_times(struct line *l, const struct dump_thr *st)
 	}
 }
 
+/* The other threads at the crash (the manifest's crash.other_threads),
+ * under the fatal-signal marker: each one's tid, state and the function
+ * holding its pc (docs/reading.md). */
+static void others_one(struct dump_pid *dp, const json_t *e, struct line *l, bool json)
+{
+	const char *st = json_string_value(json_object_get(e, "state"));
+	const char *pc = json_string_value(json_object_get(e, "pc"));
+	const json_t *nr = json_object_get(e, "syscall");
+	struct ada_symtab_addr at;
+	const char *fn = NULL;
+	char t[160];
+
+	if (pc && !strncmp(pc, "0x", 2) && dp->rp.syms &&
+	    ada_symtab_by_addr(dp->rp.syms, strtoull(pc + 2, NULL, 16), &at))
+		fn = at.function_id ? ada_names_get(dp->rp.names, at.function_id)->name : NULL;
+	if (json) {
+		snprintf(t, sizeof(t), "{\"tid\":%" JSON_INTEGER_FORMAT ",\"state\":",
+		         json_integer_value(json_object_get(e, "tid")));
+		ln_str(l, t);
+		ln_jstr(l, st);
+		ln_str(l, ",\"syscall\":");
+		ln_str(l, json_is_integer(nr) ? "" : "null");
+		if (json_is_integer(nr))
+			ln_u64(l, (uint64_t)json_integer_value(nr));
+		ln_str(l, ",\"pc\":");
+		ln_jstr(l, pc);
+		ln_str(l, ",\"function\":");
+		ln_jstr(l, fn);
+		ln_str(l, ",\"offset\":");
+		ln_str(l, fn ? "" : "null");
+		if (fn)
+			ln_u64(l, at.offset);
+		ln_str(l, "}");
+		return;
+	}
+	snprintf(t, sizeof(t), "\n%43s| thread tid %" JSON_INTEGER_FORMAT " at the crash: %s", "",
+	         json_integer_value(json_object_get(e, "tid")), st ? st : "?");
+	ln_str(l, t);
+	if (json_is_integer(nr)) {
+		snprintf(t, sizeof(t), " %" JSON_INTEGER_FORMAT, json_integer_value(nr));
+		ln_str(l, t);
+	}
+	if (pc) {
+		ln_str(l, ", pc ");
+		ln_str(l, pc);
+	}
+	if (fn) {
+		snprintf(t, sizeof(t), " (%.100s+0x%" PRIx64 ")", fn, at.offset);
+		ln_str(l, t);
+	}
+}
+
+static void others_emit(struct dump_pid *dp, struct line *l, bool json)
+{
+	const json_t *o =
+	    json_object_get(json_object_get(dp->rp.manifest, "crash"), "other_threads");
+	const json_t *a = json_object_get(o, "threads"), *e;
+	size_t i;
+
+	if (!json_is_array(a))
+		return;
+	if (json)
+		ln_str(l, ",\"other_threads\":[");
+	json_array_foreach(a, i, e)
+	{
+		if (json && i)
+			ln_str(l, ",");
+		others_one(dp, e, l, json);
+	}
+	if (json)
+		ln_str(l, "]");
+}
+
 /* jsonl: one object per event, keys in docs/dump.md's order. */
 static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t seq,
                        const struct atf_index_event *ev, struct line *l)
@@ -411,8 +485,10 @@ static void json_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 		ln_u64(l, ev->detail_seq);
 	if (de)
 		json_detail(l, s->gen->detail, de);
-	if (marker)
+	if (marker) {
 		json_signal(l, ev);
+		others_emit(dp, l, true);
+	}
 	json_times(l, s->st);
 	ln_str(l, "}\n");
 }
@@ -533,6 +609,8 @@ static void text_event(struct dump_pid *dp, const struct dump_src *s, uint64_t s
 	}
 	if (de)
 		text_detail(l, s->gen->detail, de, depth);
+	if (ev->event_kind == ATF_EVENT_EXCEPTION && (ev->call_depth & ADA_SIGNAL_MARKER_FLAG))
+		others_emit(dp, l, false);
 	ln_str(l, "\n");
 }
 
@@ -690,7 +768,7 @@ static int dump_pid(struct dump_pid *dp, const struct ada_atf_pid *p)
 	if (!err)
 		err = dump_threads(dp, ts, st, n);
 	for (size_t i = 0; i < n; i++)
-		ada_atf_thread_free(ts[i]);
+		rd_thread_close(&dp->rp, ts[i]);
 	free(ts);
 	free(st);
 	return err;

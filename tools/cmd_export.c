@@ -195,8 +195,22 @@ static void ex_wait(void *ctx, uint64_t begin_ns, uint64_t end_ns)
 	fputs("}", s->f);
 }
 
-/* One thread, generation by generation, 1 Mi events at a time so the
- * progress bar moves inside a long thread too. */
+struct ex_run {
+	struct ex_state *s;
+	struct ada_frames *w;
+	uint32_t gen;
+};
+
+static int ex_run(void *ctx, const struct atf_index_event *ev, uint64_t seq, uint64_t n)
+{
+	struct ex_run *r = ctx;
+	ada_frames_push_many(r->w, ev, n, r->gen, seq);
+	rd_progress_add(&r->s->pg, n);
+	return 0;
+}
+
+/* One thread, generation by generation, a run of the sequential walk at
+ * a time so the progress bar moves inside a long thread too. */
 static void ex_walk(struct ex_state *s, struct ada_frames *w)
 {
 	if (s->o->f.glob || s->o->f.depth) { /* event by event: filter.c */
@@ -208,16 +222,13 @@ static void ex_walk(struct ex_state *s, struct ada_frames *w)
 	}
 	for (size_t g = 0; g < s->t->ngen; g++) {
 		const struct ada_atf_index *ix = s->t->gen[g].index;
+		struct ex_run r = {s, w, (uint32_t)g};
 		uint64_t b = 0, n = 0;
 		if (ix)
 			ada_atf_index_range(ix, s->from, s->to, &b, &n);
-		for (uint64_t k = b; k < n; k += 1u << 20) {
-			uint64_t e = n - k < (1u << 20) ? n : k + (1u << 20);
-			ada_frames_push_many(w, ada_atf_index_span(ix, k, e - k), e - k,
-			                     (uint32_t)g, k);
-			ada_atf_index_done(ix, k, e); /* RSS stays a chunk, not the file */
-			rd_progress_add(&s->pg, e - k);
-		}
+		/* A block that does not decode: said by rd_thread_close(). */
+		if (ix)
+			(void)ada_atf_index_walk(ix, b, n, ex_run, &r);
 	}
 	ada_frames_finish(w);
 }
@@ -262,7 +273,7 @@ static int ex_thread(struct ex_state *s, size_t i)
 	if (!err)
 		ex_walk(s, w);
 	ada_frames_free(w);
-	ada_atf_thread_free(t);
+	rd_thread_close(s->rp, t);
 	return err;
 }
 

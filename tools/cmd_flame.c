@@ -176,7 +176,7 @@ static int fl_thread(const struct fl_opts *o, struct fl_tree *t, struct rd_pid *
 		err = t->err;
 	}
 	ada_frames_free(w);
-	ada_atf_thread_free(th);
+	rd_thread_close(rp, th);
 	return err;
 }
 

@@ -296,7 +296,7 @@ static int gr_walk(const struct gr_opts *o, struct rd_pid *rp, struct ada_callgr
 		if (err || !t)
 			continue;
 		rd_thread_walk(t, ada_callgraph_walker(g), from, to, true);
-		ada_atf_thread_free(t);
+		rd_thread_close(rp, t);
 	}
 	return err ? err : ada_callgraph_sort(g);
 }

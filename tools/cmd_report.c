@@ -349,7 +349,7 @@ static int rp_walk_pid(struct rp_state *s, struct rd_pid *rp, struct ada_frames 
 		s->tid = rd_thread_tid(rp, t);
 		rd_filter_walk(&s->o->f, rp->names, t, w, from, to, true);
 		*nthreads += !rd_thread_new_image(rp, i); /* an exec's main thread: the same */
-		ada_atf_thread_free(t);
+		rd_thread_close(rp, t);
 	}
 	return err ? err : s->err;
 }

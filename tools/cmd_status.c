@@ -216,6 +216,92 @@ static void status_exit_text(json_t *man, char *buf, size_t cap)
 		snprintf(buf, cap, "exit unknown%s", ab);
 }
 
+#define STATUS_WINDOWS_SHOWN 16u
+
+/* ns as "1.23 ms"-like text. */
+static const char *status_span(uint64_t ns, char *buf, size_t cap)
+{
+	if (ns >= 1000000000ull)
+		snprintf(buf, cap, "%.3g s", (double)ns / 1e9);
+	else if (ns >= 1000000ull)
+		snprintf(buf, cap, "%.3g ms", (double)ns / 1e6);
+	else
+		snprintf(buf, cap, "%.3g us", (double)ns / 1e3);
+	return buf;
+}
+
+/* Under a window that lost records: what filled the rings, and the fewest
+ * of them a detail set could leave out to hold it (docs/manifest.md). */
+static void status_window_fill(const json_t *w)
+{
+	const json_t *fs = json_object_get(w, "fillers"),
+	             *hold = json_object_get(w, "hold_without");
+	const json_t *f;
+	size_t i;
+	if (!json_array_size(fs))
+		return;
+	printf("; the rings filled with");
+	json_array_foreach(fs, i, f)
+	{
+		const char *name = json_string_value(json_object_get(f, "function"));
+		printf("%s %s %.0f %%", i ? "," : "",
+		       name ? name : json_string_value(json_object_get(f, "function_id")),
+		       100.0 * json_number_value(json_object_get(f, "share")));
+	}
+	if (!json_array_size(hold))
+		return;
+	printf("; without ");
+	json_array_foreach(hold, i, f) printf("%s%s", i ? ", " : "", json_string_value(f));
+	printf(" in the detail set it would have held");
+}
+
+/* One line per window of this process (the first STATUS_WINDOWS_SHOWN):
+ * the pre-roll it achieved (the farthest a thread's ring reached) of what
+ * it asked, its records, and when the rings had overwritten some, that
+ * shortfall (not drops) with what filled them. */
+static void status_windows(json_t *man)
+{
+	const json_t *ws = json_object_get(json_object_get(man, "flight_recorder"), "windows");
+	uint64_t ring = status_int(json_object_get(man, "detail"), "ring_bytes");
+	const json_t *w, *th;
+	size_t i, j;
+	json_array_foreach(ws, i, w)
+	{
+		if (i == STATUS_WINDOWS_SHOWN) {
+			printf("  ... %zu more windows (ada windows DIR)\n",
+			       json_array_size(ws) - i);
+			break;
+		}
+		uint64_t got = 0, lost = status_int((json_t *)w, "window_lost");
+		json_array_foreach(json_object_get(w, "threads"), j, th)
+		{
+			uint64_t g = status_int((json_t *)th, "pre_achieved_ns");
+			got = g > got ? g : got;
+		}
+		char a[32], b[32];
+		/* Without losses the rings held all of it the threads had: reached
+		 * back to their first records (or to the window's start). */
+		printf(
+		    "  window %llu (%s): pre-roll %s %s of %s, %llu detail records",
+		    (unsigned long long)status_int((json_t *)w, "id"),
+		    json_string_value(json_object_get(w, "trigger")),
+		    lost ? "achieved" : "whole, back to the first record:", status_span(got, a, 32),
+		    status_span(status_int((json_t *)w, "pre_roll_ns"), b, 32),
+		    (unsigned long long)status_int((json_t *)w, "records"));
+		if (lost) {
+			printf(", %llu wanted records already overwritten (not drops)",
+			       (unsigned long long)lost);
+			if (ring && got) /* the reason: the rate the ring filled at */
+				printf(
+				    ": a %.3g MiB ring per thread held %s of detail (%.3g MiB/s)",
+				    (double)ring / (1 << 20), status_span(got, a, 32),
+				    (double)ring / (1 << 20) / ((double)got / 1e9));
+			status_window_fill(w);
+		}
+		printf("\n");
+	}
+}
+
 static void status_done(const char *dir, json_t *man, struct status_tot *t)
 {
 	json_t *mt = json_object_get(man, "metrics");
@@ -244,6 +330,7 @@ static void status_done(const char *dir, json_t *man, struct status_tot *t)
 	for (size_t i = 0; i < json_array_size(q); i++)
 		printf("  quarantined: %s\n",
 		       json_string_value(json_object_get(json_array_get(q, i), "reason")));
+	status_windows(man);
 	t->written += written;
 	t->index_bytes += (double)ib;
 	t->index_events += ie;
@@ -299,7 +386,7 @@ static void status_count_only(const char *dir, json_t *man)
 	size_t i;
 	if (!co && (size_t)snprintf(path, sizeof(path), "%s/agent.json", dir) < sizeof(path) &&
 	    ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
-		json_t *a = json_loadfd(fd, 0, NULL);
+		json_t *a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
 		close(fd);
 		co = json_incref(json_object_get(a, "count_only"));
 		json_decref(a);

@@ -132,6 +132,17 @@ static void wn_norm_proc(json_t *n, const json_t *w, int64_t pid)
 	wn_set_int(p, "pid", pid);
 	wn_set_int(p, "records", wn_int(w, "records"));
 	wn_set_int(p, "window_lost", wn_int(w, "window_lost"));
+	/* What filled the rings of a window that lost records (docs/manifest.md):
+	 * per process, and the first process's on the window. */
+	for (const char *const *k = (const char *const[]){"fillers", "hold_without", NULL}; *k;
+	     k++) {
+		json_t *v = json_object_get(w, *k);
+		if (!v)
+			continue;
+		json_object_set_new(p, *k, json_deep_copy(v));
+		if (!json_object_get(n, *k))
+			json_object_set_new(n, *k, json_deep_copy(v));
+	}
 	json_object_set_new(p, "closed", json_boolean(!json_is_false(closed)));
 	json_object_set_new(p, "threads", json_is_array(ths) ? json_deep_copy(ths) : json_array());
 	json_array_append_new(procs, p);
@@ -294,6 +305,33 @@ static const char *wn_fired(const struct wn_doc *d, const json_t *w, char *buf, 
 	return buf;
 }
 
+/* Under a window that lost records: what filled the rings and the fewest
+ * of those functions whose leaving the detail set would have held it. */
+static void wn_fillers(const json_t *w)
+{
+	const json_t *fs = json_object_get(w, "fillers"),
+	             *hold = json_object_get(w, "hold_without");
+	const json_t *f;
+	size_t i;
+
+	if (!json_array_size(fs))
+		return;
+	printf("      the detail rings filled with");
+	json_array_foreach(fs, i, f)
+	{
+		const char *name = json_string_value(json_object_get(f, "function"));
+		printf("%s %s %.0f %%", i ? "," : "",
+		       name ? name : json_string_value(json_object_get(f, "function_id")),
+		       100.0 * json_number_value(json_object_get(f, "share")));
+	}
+	if (json_array_size(hold)) {
+		printf("; without ");
+		json_array_foreach(hold, i, f) printf("%s%s", i ? ", " : "", json_string_value(f));
+		printf(" in the detail set (--detail-symbols, ada keysym) it would have held");
+	}
+	printf("\n");
+}
+
 static void wn_row(const struct wn_doc *d, const json_t *w)
 {
 	char f[48], b[4][32], r[24], l[24];
@@ -326,6 +364,8 @@ static void wn_row(const struct wn_doc *d, const json_t *w)
 		rd_json_str(stdout, note);
 	}
 	printf("\n");
+	if (lost > 0)
+		wn_fillers(w);
 }
 
 static void wn_text(const struct wn_doc *d, const char *target)

@@ -10,8 +10,6 @@
 #include "cmd.h"
 #include "filter.h"
 
-#define RD_FILTER_CHUNK (1u << 20) /* events: as rd_thread_walk */
-
 int rd_filter_opt(struct rd_filter *f, int c, const char *arg)
 {
 	uint64_t v;
@@ -208,13 +206,33 @@ bool rd_filter_event(const struct rd_filter *f, struct ada_names *names, struct 
 	return marker || !f->depth || d <= f->depth;
 }
 
+struct rd_filter_run {
+	const struct rd_filter *f;
+	struct ada_names *names;
+	struct ada_frames *w;
+	struct rd_filter_calls st;
+	uint32_t gen;
+	uint64_t n;
+};
+
+static int rd_filter_run(void *ctx, const struct atf_index_event *ev, uint64_t seq, uint64_t n)
+{
+	struct rd_filter_run *r = ctx;
+	uint32_t depth;
+
+	for (uint64_t i = 0; i < n; i++)
+		if (rd_filter_event(r->f, r->names, &r->st, &ev[i], &depth)) {
+			ada_frames_push(r->w, &ev[i], r->gen, seq + i);
+			r->n++;
+		}
+	return 0;
+}
+
 uint64_t rd_filter_walk(const struct rd_filter *f, struct ada_names *names,
                         const struct ada_atf_thread *t, struct ada_frames *w, uint64_t from,
                         uint64_t to, bool finish)
 {
-	struct rd_filter_calls st = {0};
-	uint64_t n = 0;
-	uint32_t depth;
+	struct rd_filter_run r = {.f = f, .names = names, .w = w};
 
 	if (!f->glob && !f->depth)
 		return rd_thread_walk(t, w, from, to, finish);
@@ -224,17 +242,11 @@ uint64_t rd_filter_walk(const struct rd_filter *f, struct ada_names *names,
 		if (!ix)
 			continue;
 		ada_atf_index_range(ix, from, to, &b, &e);
-		for (uint64_t k = b; k < e; k++) {
-			const struct atf_index_event *ev = ada_atf_index_get(ix, k);
-			if (rd_filter_event(f, names, &st, ev, &depth)) {
-				ada_frames_push(w, ev, (uint32_t)g, k);
-				n++;
-			}
-			if (((k + 1 - b) & (RD_FILTER_CHUNK - 1)) == 0)
-				ada_atf_index_done(ix, k + 1 - RD_FILTER_CHUNK, k + 1);
-		}
+		r.gen = (uint32_t)g;
+		/* A block that does not decode: said by rd_thread_close(). */
+		(void)ada_atf_index_walk(ix, b, e, rd_filter_run, &r);
 	}
 	if (finish)
 		ada_frames_finish(w);
-	return n;
+	return r.n;
 }

@@ -161,7 +161,33 @@ int rd_thread_open(struct rd_pid *rp, size_t i, struct ada_atf_thread **out)
 	return 0;
 }
 
-#define RD_CHUNK (1u << 20) /* events: 32 MiB of the mapping */
+void rd_thread_close(struct rd_pid *rp, struct ada_atf_thread *t)
+{
+	for (size_t g = 0; t && g < t->ngen; g++) {
+		uint64_t bad = t->gen[g].index ? ada_atf_index_undecoded(t->gen[g].index) : 0;
+		if (!bad)
+			continue;
+		rp->damaged++;
+		ada_log("%s: damaged: %" PRIu64 " compact block%s did not decode; the events "
+		        "from the first are not shown (run `ada validate`)",
+		        t->gen[g].index_path, bad, bad == 1 ? "" : "s");
+	}
+	ada_atf_thread_free(t);
+}
+
+struct rd_walk {
+	struct ada_frames *w;
+	uint32_t gen;
+	uint64_t fed;
+};
+
+static int rd_walk_run(void *ctx, const struct atf_index_event *ev, uint64_t seq, uint64_t n)
+{
+	struct rd_walk *rw = ctx;
+	ada_frames_push_many(rw->w, ev, n, rw->gen, seq);
+	rw->fed += n;
+	return 0;
+}
 
 uint64_t rd_thread_walk(const struct ada_atf_thread *t, struct ada_frames *w, uint64_t from,
                         uint64_t to, bool finish)
@@ -170,16 +196,15 @@ uint64_t rd_thread_walk(const struct ada_atf_thread *t, struct ada_frames *w, ui
 
 	for (size_t g = 0; g < t->ngen; g++) {
 		const struct ada_atf_index *ix = t->gen[g].index;
+		struct rd_walk rw = {w, (uint32_t)g, 0};
 		uint64_t b, e;
 		if (!ix)
 			continue;
 		ada_atf_index_range(ix, from, to, &b, &e);
-		for (uint64_t k = b; k < e; k += RD_CHUNK) { /* contiguous in the mapping */
-			uint64_t m = e - k < RD_CHUNK ? e - k : RD_CHUNK;
-			ada_frames_push_many(w, ada_atf_index_span(ix, k, m), m, (uint32_t)g, k);
-			ada_atf_index_done(ix, k, k + m); /* RSS stays a chunk, not the file */
-		}
-		n += e - b;
+		/* A block that does not decode ends the file's events: counted by
+		 * the index, said by rd_thread_close(). */
+		(void)ada_atf_index_walk(ix, b, e, rd_walk_run, &rw);
+		n += rw.fed;
 	}
 	if (finish)
 		ada_frames_finish(w);

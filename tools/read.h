@@ -52,9 +52,16 @@ bool rd_thread_new_image(const struct rd_pid *rp, size_t i);
  * -errno for anything else. */
 int rd_thread_open(struct rd_pid *rp, size_t i, struct ada_atf_thread **out);
 
+/* Frees t (NULL is a no-op), first saying each of its compact index
+ * files with blocks found not to decode while it was read (their events
+ * are not shown) and counting it in rp->damaged. */
+void rd_thread_close(struct rd_pid *rp, struct ada_atf_thread *t);
+
 /* Feeds the events of t with from <= ts <= to to w, generation by
  * generation (src = the generation's position in t->gen), then finishes w
- * when finish is true. Returns the number of events fed. */
+ * when finish is true: the atf library's sequential walk (a compact
+ * file's blocks decoded once each into a buffer that stays in cache).
+ * Returns the number of events fed. */
 uint64_t rd_thread_walk(const struct ada_atf_thread *t, struct ada_frames *w, uint64_t from,
                         uint64_t to, bool finish);
 

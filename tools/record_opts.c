@@ -26,6 +26,7 @@
 #include "control.h"
 #include "fs.h"
 #include "keysym.h"
+#include "manifest.h"
 #include "ring.h"
 #include "wal.h"
 
@@ -251,7 +252,7 @@ void record_print_hooks(const char *dir, pid_t pid)
 	int fd = -1;
 	json_t *a = NULL;
 	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
-		a = json_loadfd(fd, 0, NULL);
+		a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
 		close(fd);
 	}
 	if (!json_is_object(a)) {
@@ -275,14 +276,8 @@ void record_print_hooks(const char *dir, pid_t pid)
  * unmatched_return, nested_signal (the agent's own work is not the
  * program's calls); its stack_switches to sum[3..4]: switches, frames_cut;
  * its calls after it judged the recorder gone to sum[5]. */
-static void record_add_untraced(const char *path, json_int_t sum[6])
+static void record_add_untraced(json_t *a, json_int_t sum[6])
 {
-	int fd = -1;
-	json_t *a = NULL;
-	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
-		a = json_loadfd(fd, 0, NULL);
-		close(fd);
-	}
 	json_t *u = json_object_get(a, "untraced_calls");
 	static const char *const keys[3] = {"shadow_full", "unmatched_return", "nested_signal"};
 	for (int k = 0; k < 3; k++) {
@@ -303,14 +298,44 @@ static void record_add_untraced(const char *path, json_int_t sum[6])
 		if (v > 0)
 			sum[3 + k] += v;
 	}
-	json_decref(a);
+}
+
+#define RECORD_STRIPPED_MAX 16 /* stripped images told of, at most */
+
+/* The images of one agent.json whose functions came from .eh_frame (no
+ * symbol table): one sentence each on ada's stderr -- not the program's,
+ * where the agent runs -- once per path over the session's processes. */
+static void record_tell_stripped(json_t *a, char seen[][PATH_MAX], size_t *nseen)
+{
+	size_t i, k;
+	json_t *m;
+	json_array_foreach(json_object_get(a, "modules"), i, m)
+	{
+		const char *path = json_string_value(json_object_get(m, "path"));
+		json_int_t n = json_integer_value(json_object_get(m, "fde_functions"));
+		if (!path || n <= 0 || strlen(path) >= PATH_MAX)
+			continue;
+		for (k = 0; k < *nseen && strcmp(seen[k], path); k++)
+			;
+		if (k < *nseen || *nseen == RECORD_STRIPPED_MAX)
+			continue;
+		strcpy(seen[(*nseen)++], path);
+		const char *base = strrchr(path, '/');
+		fprintf(stderr,
+		        "ada: %s has no symbol table: %lld of its functions, found from .eh_frame, "
+		        "are named %s+0xOFFSET (its debug file names them; docs/hooks.md)\n",
+		        path, (long long)n, base ? base + 1 : path);
+	}
 }
 
 /* Calls the agents did not trace, over every process (issue 14: whatever
- * is untraced is on the summary; docs/hooks.md, untraced_calls). */
+ * is untraced is on the summary; docs/hooks.md, untraced_calls), and the
+ * images traced by offsets for want of symbols. */
 static void record_print_untraced(const char *dir)
 {
 	json_int_t sum[6] = {0, 0, 0, 0, 0, 0};
+	static char stripped[RECORD_STRIPPED_MAX][PATH_MAX];
+	size_t nstripped = 0;
 	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
 	if (!d)
 		return;
@@ -323,7 +348,15 @@ static void record_print_untraced(const char *dir)
 		    (size_t)snprintf(path, sizeof(path), "%s/%s/agent.json", dir, de->d_name) >=
 		        sizeof(path))
 			continue;
-		record_add_untraced(path, sum);
+		int fd = -1;
+		json_t *a = NULL;
+		if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
+			a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
+			close(fd);
+		}
+		record_add_untraced(a, sum);
+		record_tell_stripped(a, stripped, &nstripped);
+		json_decref(a);
 	}
 	closedir(d);
 	if (sum[4] > 0)
@@ -359,7 +392,7 @@ static void record_add_count_only(const char *path, json_int_t sum[3], char *mov
 	json_t *a = NULL, *e;
 	size_t i;
 	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
-		a = json_loadfd(fd, 0, NULL);
+		a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
 		close(fd);
 	}
 	json_array_foreach(json_object_get(json_object_get(a, "count_only"), "functions"), i, e)
@@ -470,16 +503,27 @@ static void record_span(char *buf, size_t cap, uint64_t ns)
 static void record_print_flight(const struct ada_record_summary *s)
 {
 	uint64_t lost = s->window_lost;
-	char why[512] = "", hint[160] = "", got[32] = "", asked[32] = "";
+	char why[768] = "", hint[400] = "", got[32] = "", asked[32] = "";
 	uint64_t mib = 1;
 	while (mib << 20 < s->detail_ring_suggest && mib < (ADA_DETAIL_MAX_BYTES >> 20) * 2)
 		mib *= 2;
 	/* What this run's rate says the ring should be: sizing from a
 	 * measured rate, for the next run. */
-	if (s->detail_ring_suggest && mib <= (ADA_DETAIL_MAX_BYTES >> 20))
+	if (s->detail_ring_suggest && mib <= (ADA_DETAIL_MAX_BYTES >> 20) && s->fill_hint[0])
+		snprintf(hint, sizeof(hint),
+		         "; at this run's rate --detail-mb %llu would have held them, or the same "
+		         "ring without %s in the detail set (--detail-symbols, ada keysym: they "
+		         "filled it; `ada windows DIR` says it for each window)",
+		         (unsigned long long)mib, s->fill_hint);
+	else if (s->detail_ring_suggest && mib <= (ADA_DETAIL_MAX_BYTES >> 20))
 		snprintf(hint, sizeof(hint),
 		         "; at this run's rate --detail-mb %llu would have held them",
 		         (unsigned long long)mib);
+	else if (s->detail_ring_suggest && s->fill_hint[0])
+		snprintf(hint, sizeof(hint),
+		         "; at this run's rate even --detail-mb %llu would not hold them: the ring "
+		         "without %s in the detail set would (--detail-symbols, ada keysym)",
+		         (unsigned long long)(ADA_DETAIL_MAX_BYTES >> 20), s->fill_hint);
 	else if (s->detail_ring_suggest)
 		snprintf(hint, sizeof(hint),
 		         "; at this run's rate even --detail-mb %llu would not hold them: narrow "

@@ -93,10 +93,15 @@ struct ada_atf_index {
 	struct atf_index_event *decoded;
 	size_t decoded_len;
 	struct ada_cidx_dec *dec;
-	uint8_t *ready;
-	size_t nready;   /* blocks kept (those before a bad one with SALVAGE) */
-	size_t last_blk; /* the block the last lookup found */
+	uint8_t *ready;     /* per block: BLK_READY, BLK_BAD or 0 */
+	size_t nready;      /* blocks kept (those before a bad one with SALVAGE) */
+	size_t last_blk;    /* the block the last lookup found */
+	uint64_t undecoded; /* blocks found not to decode since open */
 };
+
+/* ready[] of a compact file's block: decoded in place, or found not to
+ * decode (its events read as zeros; counted once in undecoded). */
+enum { BLK_READY = 1, BLK_BAD = 2 };
 
 static void index_decoded_free(struct ada_atf_index *ix)
 {
@@ -121,9 +126,27 @@ static size_t index_block_of(struct ada_atf_index *ix, uint64_t seq)
 	return ix->last_blk;
 }
 
+/* Block b, found not to decode: its events read as zeros (never past
+ * their room), and it is counted once for ada_atf_index_undecoded().
+ * Cold, and kept out of line: inlined into the walk, GCC's dangling-pointer
+ * check follows the out-parameters below into the walk's callback. */
+__attribute__((cold, noinline)) static void index_block_bad(struct ada_atf_index *ix, size_t b)
+{
+	uint64_t first, t0;
+	uint32_t k;
+
+	if (b >= ix->nready || ix->ready[b] == BLK_BAD)
+		return;
+	ada_cidx_dec_block_info(ix->dec, b, &first, &k, &t0);
+	if (ix->ready[b] == BLK_READY)
+		memset(ix->decoded + first, 0, (size_t)k * sizeof(*ix->decoded));
+	ix->ready[b] = BLK_BAD;
+	ix->undecoded++;
+}
+
 /* Blocks of events [seq, seq + n) decoded in place (n >= 1, inside count).
- * They decoded when the file was opened: one that does not now (the
- * mapping's bytes changed under it) reads as zeros, never past its room. */
+ * Open checked every block's CRC, not its coded events: one that does not
+ * decode (or whose bytes changed under the mapping) reads as zeros. */
 static void index_ensure(const struct ada_atf_index *cix, uint64_t seq, uint64_t n)
 {
 	struct ada_atf_index *ix = (struct ada_atf_index *)cix; /* allocated non-const */
@@ -134,9 +157,12 @@ static void index_ensure(const struct ada_atf_index *cix, uint64_t seq, uint64_t
 		uint64_t first, t0;
 		uint32_t k;
 		ada_cidx_dec_block_info(ix->dec, b, &first, &k, &t0);
-		if (ada_cidx_dec_block(ix->dec, b, ix->decoded + first))
-			memset(ix->decoded + first, 0, (size_t)k * sizeof(*ix->decoded));
-		ix->ready[b] = 1;
+		if (ada_cidx_dec_block(ix->dec, b, ix->decoded + first)) {
+			ix->ready[b] = BLK_READY; /* so that the zeros cover what it wrote */
+			index_block_bad(ix, b);
+			continue;
+		}
+		ix->ready[b] = BLK_READY;
 	}
 }
 
@@ -196,8 +222,9 @@ static void index_compact_header(struct ada_atf_index *ix, const struct ada_cidx
 	ix->hdr.version = ATF_VERSION;
 }
 
-/* Every block decoded once into scratch: the count (with SALVAGE, the
- * blocks before the first one that does not decode) and the time range. */
+/* Every block decoded once into scratch: the count (the blocks before the
+ * first one that does not decode) and the time range. The SALVAGE open of
+ * a file whose first or last block does not decode. */
 static int index_compact_scan(struct ada_atf_index *ix, uint64_t *t0, uint64_t *t1)
 {
 	struct ada_cidx_dec *d = ix->dec;
@@ -226,10 +253,44 @@ static int index_compact_scan(struct ada_atf_index *ix, uint64_t *t0, uint64_t *
 	return err;
 }
 
-/* A compact index (cidx.h): checked whole on open (every block decodes),
- * then read as ATF v2 events by pointer, as from a v2 file, each block
- * decoded when first asked for. The address range is bounded by the file
- * (a coded event takes a byte at least). */
+/* The timestamp of event seq, decoded through an iterator (a piece of
+ * its block). -EBADMSG, -ENOMEM. */
+static int index_compact_ts(const struct ada_cidx_dec *d, uint64_t seq, uint64_t *ts)
+{
+	struct ada_cidx_iter it;
+	const struct atf_index_event *ev;
+	int err = ada_cidx_iter_init(&it, d, seq);
+	long k = err ? err : ada_cidx_iter_next(&it, &ev);
+
+	if (k > 0)
+		*ts = ev->timestamp_ns;
+	ada_cidx_iter_fini(&it); /* ev was its buffer */
+	return k > 0 ? 0 : k < 0 ? (int)k : -EBADMSG;
+}
+
+/* The count and time range of a compact file: every block's CRC checked
+ * (the salvage walk of ada_cidx_dec_open() did it already; one pass over
+ * the bytes, cheap beside decoding them), its first and last blocks
+ * decoded; the blocks between decode when first read (the sequential
+ * walk and get() count one that does not: ada_atf_index_undecoded()). */
+static int index_compact_ends(struct ada_atf_index *ix, unsigned flags, uint64_t *t0, uint64_t *t1)
+{
+	ix->count = ada_cidx_dec_count(ix->dec);
+	ix->nready = ada_cidx_dec_nblocks(ix->dec);
+	for (size_t b = 0; !(flags & ADA_ATF_OPEN_SALVAGE) && b < ix->nready; b++)
+		if (!ada_cidx_dec_block_whole(ix->dec, b))
+			return -EBADMSG;
+	if (!ix->count)
+		return 0;
+	int err = index_compact_ts(ix->dec, 0, t0);
+	return err ? err : index_compact_ts(ix->dec, ix->count - 1, t1);
+}
+
+/* A compact index (cidx.h), read as ATF v2 events: by pointer, as from a
+ * v2 file, each block decoded when first asked for; or walked in order
+ * (ada_atf_index_walk()), each block decoded once into a small buffer.
+ * The address range is bounded by the file (a coded event takes a byte
+ * at least) and only what get() and span() touch is backed. */
 static int index_init_compact(struct ada_atf_index *ix, unsigned flags)
 {
 	struct ada_cidx_file_header c;
@@ -239,7 +300,9 @@ static int index_init_compact(struct ada_atf_index *ix, unsigned flags)
 	if (err)
 		return err;
 	c = *ada_cidx_dec_header(ix->dec);
-	err = index_compact_scan(ix, &t0, &t1);
+	err = index_compact_ends(ix, flags, &t0, &t1);
+	if (err == -EBADMSG && (flags & ADA_ATF_OPEN_SALVAGE))
+		err = index_compact_scan(ix, &t0, &t1);
 	if (err == -ENOMEM || (err && !(flags & ADA_ATF_OPEN_SALVAGE)))
 		return err;
 	ix->decoded_len = (size_t)(ix->count ? ix->count : 1) * sizeof(*ix->decoded);
@@ -364,7 +427,7 @@ static void index_decoded_drop(const struct ada_atf_index *cix, uintptr_t lo, ui
 	size_t b = index_block_of(ix, first), last = index_block_of(ix, end - 1);
 	madvise((void *)lo, hi - lo, MADV_DONTNEED); /* zero-fill pages from here on */
 	for (; b <= last && b < ix->nready; b++)
-		ix->ready[b] = 0;
+		ix->ready[b] = ix->ready[b] == BLK_BAD ? BLK_BAD : 0;
 }
 
 void ada_atf_index_done(const struct ada_atf_index *ix, uint64_t begin, uint64_t end)
@@ -383,17 +446,103 @@ void ada_atf_index_done(const struct ada_atf_index *ix, uint64_t begin, uint64_t
 		madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advice: an error changes nothing */
 }
 
+#define INDEX_WALK_CHUNK (1u << 20) /* ATF v2 events a run: 32 MiB of the mapping */
+
+/* The walk of an ATF v2 file: runs of its mapping, each given back. */
+static int index_walk_v2(const struct ada_atf_index *ix, uint64_t begin, uint64_t end,
+                         ada_atf_index_walk_fn fn, void *ctx)
+{
+	for (uint64_t k = begin; k < end; k += INDEX_WALK_CHUNK) {
+		uint64_t n = end - k < INDEX_WALK_CHUNK ? end - k : INDEX_WALK_CHUNK;
+		int r =
+		    fn(ctx, (const struct atf_index_event *)(ix->events + k * ATF_INDEX_EVENT_SIZE),
+		       k, n);
+		ada_atf_index_done(ix, k, k + n); /* RSS stays a run, not the file */
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int ada_atf_index_walk(const struct ada_atf_index *cix, uint64_t begin, uint64_t end,
+                       ada_atf_index_walk_fn fn, void *ctx)
+{
+	struct ada_atf_index *ix = (struct ada_atf_index *)cix; /* allocated non-const */
+	const struct atf_index_event *ev;
+	struct ada_cidx_iter it;
+	long k = 0;
+
+	end = end < ix->count ? end : ix->count;
+	if (begin >= end)
+		return 0;
+	if (!ix->dec)
+		return index_walk_v2(ix, begin, end, fn, ctx);
+	int r = ada_cidx_iter_init(&it, ix->dec, begin);
+	for (uint64_t seq = begin; !r && seq < end && (k = ada_cidx_iter_next(&it, &ev)) > 0;) {
+		uint64_t n = (uint64_t)k < end - seq ? (uint64_t)k : end - seq;
+		r = fn(ctx, ev, seq, n);
+		seq += n;
+	}
+	/* it.seq: the first event of the piece that did not decode. */
+	uint64_t bad_seq = it.seq;
+	ada_cidx_iter_fini(&it);
+	if (!r && k < 0) {
+		index_block_bad(ix, ada_cidx_dec_block_of(ix->dec, bad_seq));
+		r = (int)k;
+	}
+	return r;
+}
+
+uint64_t ada_atf_index_undecoded(const struct ada_atf_index *ix)
+{
+	return ix->undecoded;
+}
+
 static uint64_t index_ts(const struct ada_atf_index *ix, uint64_t seq)
 {
 	return ada_atf_index_get(ix, seq)->timestamp_ns;
+}
+
+/* The seqs a bound lies in: [0, count), narrowed for a compact file to
+ * one block by the blocks' first times (sorted in a valid file; on any
+ * other the search still ends inside [0, count]), so that the search
+ * decodes one block, not one per step. */
+static void index_bound_blocks(const struct ada_atf_index *ix, uint64_t t, bool strict,
+                               uint64_t *lo, uint64_t *hi)
+{
+	size_t a = 0, z = ix->nready;
+	uint64_t first, ts;
+	uint32_t k;
+
+	*lo = 0;
+	*hi = ix->count;
+	if (!ix->dec || !z)
+		return;
+	/* a: the blocks whose first event is before the bound. */
+	while (a < z) {
+		size_t mid = a + (z - a) / 2;
+		ada_cidx_dec_block_info(ix->dec, mid, &first, &k, &ts);
+		if (strict ? ts <= t : ts < t)
+			a = mid + 1;
+		else
+			z = mid;
+	}
+	if (a == 0) {
+		*hi = 0;
+		return;
+	}
+	ada_cidx_dec_block_info(ix->dec, a - 1, &first, &k, &ts);
+	*lo = first;
+	*hi = first + k < ix->count ? first + k : ix->count;
 }
 
 /* Binary search for the first seq with ts > t (strict) or ts >= t. On a
  * file that is not sorted (invalid) it still terminates inside [0, count]. */
 static uint64_t index_bound(const struct ada_atf_index *ix, uint64_t t, bool strict)
 {
-	uint64_t lo = 0, hi = ix->count;
+	uint64_t lo, hi;
 
+	index_bound_blocks(ix, t, strict, &lo, &hi);
 	while (lo < hi) {
 		uint64_t mid = lo + (hi - lo) / 2;
 		uint64_t ts = index_ts(ix, mid);
@@ -425,10 +574,15 @@ void ada_atf_index_range(const struct ada_atf_index *ix, uint64_t from, uint64_t
 		return;
 	/* The header's range lets a file outside [from, to] be skipped without
 	 * touching its events; only trust it when it is ordered. */
-	if (h->time_start_ns <= h->time_end_ns &&
-	    (h->time_end_ns < from || h->time_start_ns > to) &&
-	    h->time_start_ns == index_ts(ix, 0) && h->time_end_ns == index_ts(ix, ix->count - 1))
+	bool ordered = h->time_start_ns <= h->time_end_ns && h->time_start_ns == index_ts(ix, 0) &&
+	               h->time_end_ns == index_ts(ix, ix->count - 1);
+	if (ordered && (h->time_end_ns < from || h->time_start_ns > to))
 		return;
+	/* The whole file: no search (a search of a compact file decodes). */
+	if (ordered && from <= h->time_start_ns && to >= h->time_end_ns) {
+		*end = ix->count;
+		return;
+	}
 	*begin = index_bound(ix, from, false);
 	*end = index_bound(ix, to, true);
 	if (*end < *begin)

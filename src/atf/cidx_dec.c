@@ -367,11 +367,13 @@ static uint32_t dec_run(struct cidx_model *m, const uint8_t **pp, const uint8_t 
 	return i;
 }
 
-int cidx_dec_block_model(const struct ada_cidx_dec *d, size_t b, struct atf_index_event *out,
-                         struct cidx_model *m)
+/* Block b's header held to what the walk saw and its CRC checked; *m set
+ * to the block's starting state and [*p, *end) its coded events. */
+static int dec_block_start(const struct ada_cidx_dec *d, size_t b, struct cidx_model *m,
+                           const uint8_t **p, const uint8_t **end)
 {
 	struct ada_cidx_block_header bh;
-	const uint8_t *base = d->base + d->blk[b].off, *p, *end;
+	const uint8_t *base = d->base + d->blk[b].off;
 
 	memcpy(&bh, base, sizeof(bh));
 	/* Checked on the walk; read again from a mapping another process may
@@ -382,12 +384,33 @@ int cidx_dec_block_model(const struct ada_cidx_dec *d, size_t b, struct atf_inde
 	    !dec_block_crc_ok(base, &bh))
 		return -EBADMSG;
 	dec_model_init(m, &bh, base + sizeof(bh));
-	p = base + sizeof(bh) + bh.nframes * sizeof(struct ada_cidx_frame);
-	end = base + bh.total_len;
-	if (dec_run(m, &p, end, out, bh.nevents) != bh.nevents || p != end)
-		return -EBADMSG;
-	dec_apply_links(d, d->blk[b].first_seq, bh.nevents, out);
+	*p = base + sizeof(bh) + bh.nframes * sizeof(struct ada_cidx_frame);
+	*end = base + bh.total_len;
 	return 0;
+}
+
+int cidx_dec_block_model(const struct ada_cidx_dec *d, size_t b, struct atf_index_event *out,
+                         struct cidx_model *m)
+{
+	const uint8_t *p, *end;
+	const uint32_t n = d->blk[b].nevents;
+	int err = dec_block_start(d, b, m, &p, &end);
+
+	if (err)
+		return err;
+	if (dec_run(m, &p, end, out, n) != n || p != end)
+		return -EBADMSG;
+	dec_apply_links(d, d->blk[b].first_seq, n, out);
+	return 0;
+}
+
+bool ada_cidx_dec_block_whole(const struct ada_cidx_dec *d, size_t b)
+{
+	struct ada_cidx_block_header bh;
+
+	memcpy(&bh, d->base + d->blk[b].off, sizeof(bh));
+	bh.total_len = d->blk[b].total_len; /* the walk's, inside the buffer */
+	return dec_block_crc_ok(d->base + d->blk[b].off, &bh);
 }
 
 int ada_cidx_dec_block(const struct ada_cidx_dec *d, size_t b, struct atf_index_event *out)
@@ -704,41 +727,57 @@ int ada_cidx_iter_init(struct ada_cidx_iter *it, const struct ada_cidx_dec *d, u
 {
 	memset(it, 0, sizeof(*it));
 	it->d = d;
-	it->buf = malloc(ada_cidx_dec_scratch_events(d) * sizeof(*it->buf));
-	if (!it->buf)
+	it->buf = malloc(ADA_CIDX_ITER_EVENTS * sizeof(*it->buf));
+	it->m = malloc(sizeof(*it->m));
+	if (!it->buf || !it->m)
 		return -ENOMEM;
 	it->block = ada_cidx_dec_block_of(d, seq);
-	if (it->block == d->nblk)
-		return 0;
-	int err = ada_cidx_dec_block(d, it->block, it->buf);
-	if (err)
-		return err;
-	it->pos = (uint32_t)(seq - d->blk[it->block].first_seq);
-	it->n = d->blk[it->block].nevents;
-	it->block++;
+	it->seq = it->block < d->nblk ? d->blk[it->block].first_seq : d->count;
+	it->skip = it->block < d->nblk ? seq - it->seq : 0;
 	return 0;
 }
 
 long ada_cidx_iter_next(struct ada_cidx_iter *it, const struct atf_index_event **ev)
 {
-	if (it->pos == it->n) {
-		if (it->block >= it->d->nblk)
-			return 0;
-		int err = ada_cidx_dec_block(it->d, it->block, it->buf);
-		if (err)
-			return err;
-		it->pos = 0;
-		it->n = it->d->blk[it->block].nevents;
-		it->block++;
+	const struct ada_cidx_dec *d = it->d;
+
+	for (;;) {
+		if (!it->left) {
+			if (it->block >= d->nblk)
+				return 0;
+			int err = dec_block_start(d, it->block, it->m, &it->p, &it->end);
+			if (err)
+				goto bad;
+			it->left = d->blk[it->block++].nevents;
+		}
+		const uint32_t k =
+		    it->left < ADA_CIDX_ITER_EVENTS ? it->left : ADA_CIDX_ITER_EVENTS;
+		/* The block's last piece must end exactly at its last byte. */
+		if (dec_run(it->m, &it->p, it->end, it->buf, k) != k ||
+		    (k == it->left && it->p != it->end))
+			goto bad;
+		it->left -= k;
+		dec_apply_links(d, it->seq, k, it->buf);
+		it->seq += k;
+		if (it->skip >= k) { /* before the seq the walk started at */
+			it->skip -= k;
+			continue;
+		}
+		const uint32_t off = (uint32_t)it->skip;
+		it->skip = 0;
+		*ev = it->buf + off;
+		return (long)(k - off);
 	}
-	*ev = it->buf + it->pos;
-	long k = (long)(it->n - it->pos);
-	it->pos = it->n;
-	return k;
+bad:
+	it->left = 0;
+	it->block = d->nblk; /* nothing more from this walk */
+	return -EBADMSG;
 }
 
 void ada_cidx_iter_fini(struct ada_cidx_iter *it)
 {
 	free(it->buf);
+	free(it->m);
 	it->buf = NULL;
+	it->m = NULL;
 }

@@ -44,6 +44,11 @@ struct ada_cidx_enc {
 	uint64_t t_first, t_last;
 	struct cidx_link *links;
 	size_t nlinks, cap_links;
+	/* What the link table will take at most (ada_cidx_enc_tail_size()):
+	 * exact for links that come in seq order, a bound for the others;
+	 * link_last/link_last_detail: the highest seq linked so far. */
+	uint64_t link_bytes, link_last;
+	uint32_t link_last_detail;
 	struct ada_cidx_btab_entry *btab;
 	size_t nblocks, cap_btab;
 };
@@ -111,6 +116,39 @@ static inline uint8_t *enc_tag(uint8_t *p, unsigned op, uint64_t dt)
 	return p;
 }
 
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* A link's bytes in the link table, counted as it comes: a link past the
+ * highest seq so far is coded against that one (enc_link_table()), so its
+ * bytes are known exactly; any other lands between two links, or replaces
+ * one, and is bounded: its own bytes (a seq varint of 10, a detail one of
+ * 5: |detail - prev - 1| < 2^33 zigzagged) and what the next link's detail
+ * varint can grow by (4; its seq delta only shrinks). */
+#define CIDX_LINK_UNORDERED_MAX 20u
+static void enc_link_count(struct ada_cidx_enc *e, uint64_t seq, uint32_t detail)
+{
+	if (e->nlinks && seq <= e->link_last) {
+		e->link_bytes += CIDX_LINK_UNORDERED_MAX;
+		if (seq == e->link_last) /* the next one is coded against this */
+			e->link_last_detail = detail;
+		return;
+	}
+	uint64_t next = e->nlinks ? e->link_last + 1 : 0;
+	int64_t prev = e->nlinks ? (int64_t)e->link_last_detail : -1;
+	e->link_bytes += varint_len(seq - next) +
+	                 varint_len(cidx_zigzag((uint64_t)((int64_t)detail - prev - 1)));
+	e->link_last = seq;
+	e->link_last_detail = detail;
+}
+
 static int enc_link_push(struct ada_cidx_enc *e, uint64_t seq, uint32_t detail)
 {
 	if (e->nlinks == e->cap_links) {
@@ -121,6 +159,7 @@ static int enc_link_push(struct ada_cidx_enc *e, uint64_t seq, uint32_t detail)
 		e->links = p;
 		e->cap_links = ncap;
 	}
+	enc_link_count(e, seq, detail);
 	e->links[e->nlinks] = (struct cidx_link){seq, e->nlinks, detail};
 	e->nlinks++;
 	return 0;
@@ -479,7 +518,8 @@ void ada_cidx_file_header_fill(struct ada_cidx_file_header *h, const struct ada_
 
 size_t ada_cidx_enc_tail_size(const struct ada_cidx_enc *e)
 {
-	return e->nlinks * 15 + e->nblocks * sizeof(struct ada_cidx_btab_entry) +
+	size_t nblocks = e->nblocks == SIZE_MAX ? 0 : e->nblocks; /* finish() says -ENOMEM */
+	return (size_t)e->link_bytes + nblocks * sizeof(struct ada_cidx_btab_entry) +
 	       sizeof(struct ada_cidx_footer);
 }
 

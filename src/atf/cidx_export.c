@@ -85,47 +85,40 @@ static int export_write(int fd, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-/* The most events one block holds (the decode buffer's size). */
-static uint32_t export_max_block(const struct ada_cidx_dec *d)
-{
-	uint32_t most = 0;
-	for (size_t b = 0; b < ada_cidx_dec_nblocks(d); b++) {
-		uint64_t first, t0;
-		uint32_t k;
-		ada_cidx_dec_block_info(d, b, &first, &k, &t0);
-		most = k > most ? k : most;
-	}
-	return most;
-}
+/* What the ATF v2 file holds so far: events, their CRC-32, time range. */
+struct export_sum {
+	uint64_t n, t0, t1;
+	uint32_t crc;
+};
 
-/* Decodes and writes the blocks from offset ATF_HEADER_SIZE, the CRC-32
- * and time range kept as they go; stops at the first bad block. */
-static int export_stream(const struct ada_cidx_dec *d, struct atf_index_event *ev, int fd,
-                         uint64_t *n, uint32_t *crc, uint64_t *t0, uint64_t *t1, bool *bad)
+/* Decodes and writes the events from offset ATF_HEADER_SIZE a piece at a
+ * time (the iterator's buffer, still in cache when the kernel copies it),
+ * the CRC-32 and time range kept as they go. At the first block that does
+ * not decode (*bad) the sum goes back to the whole blocks before it, as
+ * SALVAGE reads (the pieces of it written are overwritten by the footer
+ * or cut off by the caller). */
+static int export_stream(const struct ada_cidx_dec *d, int fd, struct export_sum *sum, bool *bad)
 {
-	*n = *t0 = *t1 = 0;
-	*crc = 0;
-	*bad = false;
-	for (size_t b = 0; b < ada_cidx_dec_nblocks(d); b++) {
-		uint64_t first, ts;
-		uint32_t k;
-		ada_cidx_dec_block_info(d, b, &first, &k, &ts);
-		if (ada_cidx_dec_block(d, b, ev)) {
-			*bad = true;
-			return 0;
-		}
-		if (!k)
-			continue;
-		*t0 = *n ? *t0 : ev[0].timestamp_ns;
-		*t1 = ev[k - 1].timestamp_ns;
-		*crc = ada_atf_crc32(*crc, ev, (size_t)k * ATF_INDEX_EVENT_SIZE);
-		int err = export_write(fd, ev, (size_t)k * ATF_INDEX_EVENT_SIZE,
-		                       ATF_HEADER_SIZE + *n * ATF_INDEX_EVENT_SIZE);
-		if (err)
-			return err;
-		*n += k;
+	struct ada_cidx_iter it;
+	const struct atf_index_event *ev;
+	struct export_sum s = {0}, whole = {0};
+	long k = 0;
+	int err = ada_cidx_iter_init(&it, d, 0);
+
+	while (!err && (k = ada_cidx_iter_next(&it, &ev)) > 0) {
+		s.t0 = s.n ? s.t0 : ev[0].timestamp_ns;
+		s.t1 = ev[k - 1].timestamp_ns;
+		s.crc = ada_atf_crc32(s.crc, ev, (size_t)k * ATF_INDEX_EVENT_SIZE);
+		err = export_write(fd, ev, (size_t)k * ATF_INDEX_EVENT_SIZE,
+		                   ATF_HEADER_SIZE + s.n * ATF_INDEX_EVENT_SIZE);
+		s.n += (uint64_t)k;
+		if (!it.left) /* a block's last piece: it decoded whole */
+			whole = s;
 	}
-	return 0;
+	ada_cidx_iter_fini(&it);
+	*bad = !err && k < 0;
+	*sum = *bad ? whole : s;
+	return err;
 }
 
 int ada_cidx_to_atf_fd(const void *buf, size_t len, unsigned flags, int fd)
@@ -139,24 +132,23 @@ int ada_cidx_to_atf_fd(const void *buf, size_t len, unsigned flags, int fd)
 	const struct ada_cidx_file_header *c = ada_cidx_dec_header(d);
 	struct ada_atf_file_info info = {c->thread_id, c->arch, c->os, c->clock_type,
 	                                 c->flags & ATF_INDEX_FLAG_HAS_DETAIL};
-	struct atf_index_event *ev = malloc(((size_t)export_max_block(d) + 1) * sizeof(*ev));
-	uint64_t n = 0, t0 = 0, t1 = 0;
-	uint32_t crc = 0;
+	struct export_sum sum = {0};
 	bool bad = false;
-	err = ev ? 0 : -ENOMEM;
-	if (!err) /* the placeholder: a reader of an incomplete file sees no header */
-		err = export_write(fd, memset(&h, 0, sizeof(h)), sizeof(h), 0);
+	/* The placeholder: a reader of an incomplete file sees no header. */
+	err = export_write(fd, memset(&h, 0, sizeof(h)), sizeof(h), 0);
 	if (!err)
-		err = export_stream(d, ev, fd, &n, &crc, &t0, &t1, &bad);
-	free(ev);
+		err = export_stream(d, fd, &sum, &bad);
 	ada_cidx_dec_free(d);
 	if (!err && bad && !(flags & ADA_ATF_OPEN_SALVAGE))
 		err = -EBADMSG;
 	if (err)
 		return err;
-	ada_atf_index_header_fill(&h, &info, n, t0, t1);
-	ada_atf_index_footer_fill(&f, crc, n, t0, t1);
-	err = export_write(fd, &f, sizeof(f), ATF_HEADER_SIZE + n * ATF_INDEX_EVENT_SIZE);
+	uint64_t end = ATF_HEADER_SIZE + sum.n * ATF_INDEX_EVENT_SIZE;
+	ada_atf_index_header_fill(&h, &info, sum.n, sum.t0, sum.t1);
+	ada_atf_index_footer_fill(&f, sum.crc, sum.n, sum.t0, sum.t1);
+	err = export_write(fd, &f, sizeof(f), end);
+	if (!err && bad && ftruncate(fd, (off_t)(end + sizeof(f))) < 0)
+		err = -errno; /* a bad block's pieces written past the footer */
 	return err ? err : export_write(fd, &h, sizeof(h), 0);
 }
 

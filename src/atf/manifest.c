@@ -80,6 +80,33 @@ int ada_manifest_parse(const char *buf, size_t len, json_t **out)
 	return manifest_check(doc, out);
 }
 
+json_t *ada_json_loadfd(int fd, size_t max)
+{
+	size_t cap = 8192, len = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (len == cap) {
+			char *nb =
+			    cap < max ? realloc(buf, cap * 2 > max ? max + 1 : cap * 2) : NULL;
+			if (!nb) {
+				free(buf);
+				return NULL; /* past max, or no memory */
+			}
+			buf = nb;
+			cap = cap * 2 > max ? max + 1 : cap * 2;
+		}
+	}
+	json_t *doc = buf && len <= max ? json_loadb(buf, len, 0, NULL) : NULL;
+	free(buf);
+	return doc;
+}
+
 int ada_manifest_read(const char *pid_dir, json_t **out)
 {
 	struct atf_map m;

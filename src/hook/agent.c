@@ -195,7 +195,8 @@ static void agent_json_ids(FILE *f, const struct agent_module *m)
 		fprintf(f, "\"%016" PRIx64 "\", ", m->table_xxh64);
 	else
 		fputs("null, ", f);
-	fprintf(f, "\"fde_functions\": %zu, ", m->st.n_fde);
+	/* a module the program does not trace (--include) tells nothing */
+	fprintf(f, "\"fde_functions\": %zu, ", m->wanted ? m->st.n_fde : 0);
 	/* of "installed": hooked in the padding form (docs/hooks.md) */
 	fprintf(f, "\"padding_form\": %zu, ", m->n_pad);
 }

@@ -316,12 +316,12 @@ static void budget_tick(uint64_t dt_ns, uint32_t gen)
 		struct ada_slot_info si;
 		struct budget_slot *b = &budget.slots[i];
 		ada_arena_slot_info(a, i, &si);
-		uint64_t waits, wns;
-		ada_index_ring_waits(a, i, &waits, &wns);
 		if (si.state != ADA_SLOT_ACTIVE || !si.tid) {
 			b->seen = false;
 			continue;
 		}
+		uint64_t waits, wns; /* an active slot's header only: no page of a free one */
+		ada_index_ring_waits(a, i, &waits, &wns);
 		uint64_t cpu = budget_cpu_ns(si.tid);
 		bool same = b->seen && b->generation == si.generation && b->tid == si.tid;
 		struct budget_slot prev = *b;

@@ -119,16 +119,6 @@ static void count_unmap(struct agent_count_tls *t)
 	hook_arch_syscall6(SYS_munmap, (long)(uintptr_t)n, AGENT_COUNT_SLOTS * 8, 0, 0, 0, 0);
 }
 
-/* A spin-wait's pause (the spinning thread yields the core's pipeline). */
-static inline void count_pause(void)
-{
-#if defined(__x86_64__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield");
-#endif
-}
-
 void agent_count_thread_exit(void)
 {
 	struct agent_count_tls *t = &agent_count_tls;
@@ -154,7 +144,7 @@ void agent_count_thread_exit(void)
 	for (uint32_t spin = 0; spin < (1u << 26); spin++) {
 		if (atomic_load_explicit(&count_reg[i], memory_order_acquire) != COUNT_READING)
 			break;
-		count_pause();
+		hook_arch_cpu_relax();
 	}
 	count_unmap(t);
 }
@@ -162,11 +152,15 @@ void agent_count_thread_exit(void)
 void agent_count_after_fork(void)
 {
 	/* The child's one thread: the parent's counts are the parent's
-	 * (relaxed: no other thread exists to order with). */
+	 * (relaxed: no other thread exists to order with). Only what is set
+	 * is cleared: a store to each entry would copy (or allocate) the
+	 * tables' pages in every forked child. */
 	for (uint32_t i = 0; i < AGENT_COUNT_THREADS; i++)
-		atomic_store_explicit(&count_reg[i], 0, memory_order_relaxed);
+		if (atomic_load_explicit(&count_reg[i], memory_order_relaxed))
+			atomic_store_explicit(&count_reg[i], 0, memory_order_relaxed);
 	for (uint32_t c = 0; c < AGENT_COUNT_SLOTS; c++)
-		atomic_store_explicit(&count_dead[c], 0, memory_order_relaxed);
+		if (atomic_load_explicit(&count_dead[c], memory_order_relaxed))
+			atomic_store_explicit(&count_dead[c], 0, memory_order_relaxed);
 	atomic_store_explicit(&count_unregistered, 0, memory_order_relaxed);
 	struct agent_count_tls *t = &agent_count_tls;
 	if (t->n)
@@ -207,7 +201,7 @@ static void count_sum_final(uint64_t *out, uint32_t used)
 	for (uint32_t i = 0; i < AGENT_COUNT_THREADS; i++) {
 		uintptr_t v = atomic_load_explicit(&count_reg[i], memory_order_acquire);
 		for (uint32_t spin = 0; v == COUNT_EXITING && spin < (1u << 26); spin++) {
-			count_pause();
+			hook_arch_cpu_relax();
 			/* Acquire: pairs with the exiting thread's release of 0. */
 			v = atomic_load_explicit(&count_reg[i], memory_order_acquire);
 		}

@@ -54,11 +54,13 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -150,8 +152,149 @@ static bool crash_refaults(int sig, const siginfo_t *si)
 
 _Static_assert(HOOK_ARCH_UC_NREGS == ADA_CRASH_NREGS, "the crash record holds every register");
 
+/* ---- the other threads (docs/hooks.md, "Crash signals") ---- */
+
+/* Decimal digits of s[0..n) as a number; 0 when there are none or any
+ * other character. */
+static uint32_t crash_dec(const char *s, size_t n)
+{
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9' || v > UINT32_MAX / 10)
+			return 0;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	return v <= UINT32_MAX ? (uint32_t)v : 0;
+}
+
+/* One thread's /proc/self/task/TID/syscall text, t->tid set: "running",
+ * or "NR [6 args] SP PC" (NR -1, without the arguments, when it is blocked
+ * outside a system call), the numbers after NR in hex. */
+static bool crash_parse_syscall(const char *b, size_t n, struct ada_crash_thread *t)
+{
+	uint64_t v[8];
+	size_t k = 0, i = 0;
+	if (n >= 7 && !memcmp(b, "running", 7)) {
+		t->nr = ADA_CRASH_RUNNING;
+		t->sp = t->pc = 0;
+		return true;
+	}
+	bool neg = n > 0 && b[0] == '-';
+	size_t j = neg;
+	while (j < n && b[j] >= '0' && b[j] <= '9')
+		j++;
+	if (j == (size_t)neg || j - neg > 6)
+		return false;
+	t->nr = (int32_t)crash_dec(b + neg, j - neg) * (neg ? -1 : 1);
+	for (i = j; i + 3 < n && k < 8 && b[i] == ' ' && b[i + 1] == '0' && b[i + 2] == 'x';) {
+		uint64_t x = 0;
+		size_t d = 0;
+		for (i += 3; i < n && d < 16; i++, d++) {
+			char c = b[i];
+			int h = c >= '0' && c <= '9'   ? c - '0'
+			        : c >= 'a' && c <= 'f' ? c - 'a' + 10
+			                               : -1;
+			if (h < 0)
+				break;
+			x = x << 4 | (uint64_t)h;
+		}
+		v[k++] = x;
+	}
+	if (k < 2 || k != (t->nr < 0 ? 2u : 8u))
+		return false;
+	t->sp = v[k - 2];
+	t->pc = v[k - 1];
+	return true;
+}
+
+/* "/proc/self/task/TID/syscall" into p (64 bytes). */
+static void crash_task_path(char *p, uint32_t tid)
+{
+	static const char head[] = "/proc/self/task/", tail[] = "/syscall";
+	char d[10];
+	size_t n = 0, k = sizeof(head) - 1;
+	do
+		d[n++] = (char)('0' + tid % 10);
+	while ((tid /= 10) && n < sizeof(d));
+	memcpy(p, head, k);
+	while (n)
+		p[k++] = d[--n];
+	memcpy(p + k, tail, sizeof(tail));
+}
+
+static bool crash_read_thread(struct ada_crash_thread *t)
+{
+	char path[64], b[256];
+	crash_task_path(path, t->tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false; /* it ended meanwhile */
+	ssize_t n = read(fd, b, sizeof(b));
+	close(fd);
+	if (n <= 0 || !crash_parse_syscall(b, (size_t)n, t))
+		return false;
+	/* Stopped in a trampoline's copy of a function's first instructions
+	 * (a system call among them): the function's own pc. */
+	uint64_t moved = t->pc ? agent_tmap_pc(t->pc) : 0;
+	if (moved)
+		t->pc = moved;
+	return true;
+}
+
+struct crash_dirent {
+	uint64_t ino;
+	int64_t off;
+	uint16_t reclen;
+	uint8_t type;
+	char name[];
+};
+
+/* Every other thread of the process, where it is now: a thread blocked in
+ * a system call (most threads that are not running: a lock, a sleep, a
+ * read) has its user pc and sp there; a running one says so. Nothing is
+ * sent to them (no signal: they may block it, own it, or see EINTR), and
+ * /proc reads do not stop them. Not under a seccomp filter: it may refuse
+ * or kill on open(). Bounded: ADA_CRASH_OTHERS threads read, the rest
+ * counted; each is open/read/close (async-signal-safe system calls). */
+static void crash_others(struct ada_arena *a, uint32_t self)
+{
+	struct ada_crash_thread t[ADA_CRASH_OTHERS];
+	uint32_t n = 0, seen = 0;
+	/* A process without a filter (0) can make any system call. */
+	if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0) {
+		ada_arena_record_crash_others(a, ADA_OTHERS_SECCOMP, t, 0, 0);
+		return;
+	}
+	int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0) {
+		ada_arena_record_crash_others(a, ADA_OTHERS_NO_PROC, t, 0, 0);
+		return;
+	}
+	char buf[4096] __attribute__((aligned(8)));
+	long got;
+	while ((got = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
+		for (long o = 0; o < got;) {
+			const struct crash_dirent *e = (const void *)(buf + o);
+			if (e->reclen == 0 || o + e->reclen > got)
+				break;
+			o += e->reclen;
+			uint32_t tid = crash_dec(e->name, strnlen(e->name, 16));
+			if (tid == 0 || tid == self)
+				continue;
+			seen++;
+			if (n < ADA_CRASH_OTHERS) {
+				t[n].tid = tid;
+				n += crash_read_thread(&t[n]);
+			}
+		}
+	}
+	close(dir);
+	ada_arena_record_crash_others(a, ADA_OTHERS_READ, t, n, seen);
+}
+
 /* The crash record of this signal, in the must-not-drop lane, with the
- * interrupted registers (uc: NULL when there is no context). */
+ * interrupted registers (uc: NULL when there is no context), then where
+ * the other threads are. */
 static void crash_record(int sig, const siginfo_t *si, const void *uc)
 {
 	struct ada_arena *a = ada_producer_arena();
@@ -165,7 +308,8 @@ static void crash_record(int sig, const siginfo_t *si, const void *uc)
 		};
 		if (uc)
 			hook_arch_uc_regs(uc, ci.regs);
-		ada_arena_record_crash(a, &ci);
+		if (ada_arena_record_crash(a, &ci))
+			crash_others(a, ci.tid);
 	}
 }
 

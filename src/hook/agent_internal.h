@@ -500,7 +500,8 @@ void agent_tmap_publish(struct agent_tmap *t);
 void agent_tmap_retire(uint32_t module_id);
 /* Any thread, async-signal-safe, no lock: the function address whose
  * instruction a pc inside a trampoline stands for (the start of a
- * relocated copy, or the trampoline's first byte: its entry), else 0. */
+ * relocated copy, the trampoline's first byte: its entry, or the jump
+ * back: the end of the patched bytes), else 0. */
 uint64_t agent_tmap_pc(uint64_t pc);
 
 /* agent_crash.c: fatal-signal handlers (docs/hooks.md, "Crash signals"). */

@@ -12,7 +12,10 @@
  * start of a relocated copy is that instruction in the function, with the
  * same registers and memory (the copies are exact equivalents and nothing
  * after the frame ran before them); a pc at the trampoline's first byte is
- * the function's entry (nothing of the trampoline ran). Any other pc
+ * the function's entry (nothing of the trampoline ran); a pc at the jump
+ * back behind the patch has run every copy (a thread stopped after a
+ * system call that was the last of them): the end of the patched bytes.
+ * Any other pc
  * (inside the frame, the shared enter stub, the middle of a multi-
  * instruction copy) maps to nothing: its state is not the function's.
  *
@@ -145,7 +148,7 @@ uint64_t agent_tmap_pc(uint64_t pc)
 		for (uint32_t i = 0; i < f->map.n && i < HOOK_ARCH_MAX_INSNS; i++)
 			if (d == f->map.at[i])
 				return fn + f->map.off[i];
-		return 0;
+		return d == f->map.end_at ? fn + f->map.end_off : 0;
 	}
 	return 0;
 }

@@ -425,20 +425,24 @@ uint64_t hook_arch_moved_pc(const struct hook_arch_plan *plan, const uint8_t *tr
 
 /* Where a trampoline holds the relocated copy of each displaced
  * instruction: instruction i, at plan->fn_addr + off[i], starts at
- * tramp_addr + at[i] (n instructions, in order). The crash handler maps
- * a faulting pc there back to the function (agent_crash.c). */
+ * tramp_addr + at[i] (n instructions, in order); the jump back behind the
+ * patch, at end_at, stands for plan->fn_addr + end_off (a pc there has run
+ * every copy: a thread stopped after a system call that was the last
+ * displaced instruction). The crash handler maps a pc there back to the
+ * function (agent_crash.c). */
 struct hook_arch_reloc_map {
 	uint8_t n;
 	uint8_t off[HOOK_ARCH_MAX_INSNS];
 	uint8_t at[HOOK_ARCH_MAX_INSNS];
+	uint8_t end_off, end_at;
 };
 _Static_assert(HOOK_ARCH_MAX_TRAMPOLINE <= 256 && HOOK_ARCH_MAX_PATCH <= 256,
                "a map's offsets fit in a byte");
 
 /* The map of the trampoline emitted for plan at tramp_addr (fast: by
  * hook_arch_emit_trampoline_fast, else by hook_arch_emit_trampoline).
- * Emits it again into a scratch buffer (cold: once per hooked function at
- * install). False when plan emits no trampoline there. */
+ * Emits its relocated part again into a scratch buffer (cold: once per
+ * hooked function at install). False when plan emits no trampoline there. */
 bool hook_arch_reloc_map(const struct hook_arch_plan *plan, uint64_t tramp_addr, bool fast,
                          struct hook_arch_reloc_map *out);
 

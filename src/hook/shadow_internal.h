@@ -37,7 +37,9 @@
  *     then every slot present when the walk began holds the orig of its
  *     lowest entry (the caller's real return address), and except between
  *     the enter handler's return and the trampoline's `call` (the slot is
- *     then below rsp, about to be overwritten with R_F).
+ *     then below rsp, about to be overwritten with R_F). On arm64 "the
+ *     slot" there means the word the body saved x30 in
+ *     (shadow_ret_home, SHADOW_RET_IN_FRAME).
  *   - entries below `inherited` were pushed by the parent before fork
  *     (or before a re-attach, in the earlier session): they are popped
  *     like others but emit nothing.
@@ -375,6 +377,47 @@ static inline bool shadow_near(const uint64_t *ref, const uint64_t *slot)
 	return (a > b ? a - b : b - a) < SHADOW_SAME_STACK_SPAN;
 }
 
+/* SHADOW_RET_IN_FRAME 1 (arm64): the slot is the link register's word
+ * in the enter trampoline's frame, just below the frame's stack pointer
+ * at entry; the body saves the return point it was given in its own
+ * frame, wherever its prologue puts x30. 0 (x86_64): the slot is the
+ * return address itself. */
+#ifndef SHADOW_RET_IN_FRAME
+#if defined(__aarch64__)
+#define SHADOW_RET_IN_FRAME 1
+#else
+#define SHADOW_RET_IN_FRAME 0
+#endif
+#endif
+
+/* Where entry i's return address lies while its body runs: its slot,
+ * or with SHADOW_RET_IN_FRAME the first word from the slot down to (not
+ * including) the next inner frame's slot (ref for the innermost) that is a return
+ * point (any_ret) or equals want; NULL when none is. Words between two
+ * traced frames belong to the outer one's frame and to untraced frames
+ * below it, whose saved link registers are real return addresses. The
+ * caller checked shadow_near(ref, slot): the span is one stack's. */
+static inline uint64_t *shadow_ret_home(const struct ada_shadow *s, uint32_t i, const uint64_t *ref,
+                                        bool any_ret, uint64_t want)
+{
+	uint64_t *slot = s->base[i].slot;
+#if SHADOW_RET_IN_FRAME
+	const uint64_t *lo = ref;
+	for (uint32_t j = i + 1; j < s->top; j++)
+		if (s->base[j].slot != slot) {
+			lo = s->base[j].slot;
+			break;
+		}
+	for (uint64_t *p = slot; p == slot || p > lo; p--) /* the slot itself always */
+		if (any_ret ? SHADOW_IS_RET(*p) : *p == want)
+			return p;
+	return NULL;
+#else
+	(void)s, (void)i, (void)ref, (void)any_ret, (void)want;
+	return slot;
+#endif
+}
+
 /* Before an unwinder walks the stack (from ref upwards): every slot gets
  * its original return address back, so the unwinder finds real callers.
  * Innermost first: a tail chain's slot gets each entry's orig in turn,
@@ -385,8 +428,10 @@ static inline void shadow_restore_all(struct ada_shadow *s, const uint64_t *ref,
 	(void)ret_tramp;
 	for (uint32_t i = s->top; i > 0; i--) {
 		struct shadow_entry *e = &s->base[i - 1];
-		if (shadow_near(ref, e->slot) && SHADOW_IS_RET(*e->slot))
-			*e->slot = e->orig;
+		uint64_t *home =
+		    shadow_near(ref, e->slot) ? shadow_ret_home(s, i - 1, ref, true, 0) : NULL;
+		if (home && SHADOW_IS_RET(*home))
+			*home = e->orig;
 	}
 	s->restored = 1;
 }
@@ -400,8 +445,10 @@ static inline void shadow_rearm_all(struct ada_shadow *s, const uint64_t *ref, u
 {
 	for (uint32_t i = 0; i < s->top; i++) {
 		struct shadow_entry *e = &s->base[i];
-		if (shadow_near(ref, e->slot) && *e->slot == e->orig)
-			*e->slot = ret_tramp;
+		uint64_t *home =
+		    shadow_near(ref, e->slot) ? shadow_ret_home(s, i, ref, false, e->orig) : NULL;
+		if (home && *home == e->orig)
+			*home = ret_tramp;
 	}
 	s->restored = 0;
 }

@@ -10,8 +10,9 @@
  * The index files are counted by the drain from its own bookkeeping (their
  * allocation while open, their size in whole blocks once final); every
  * other file is counted by its allocated blocks, read by a walk of the
- * process directory: once a second while the process runs, once more when
- * it is finished (then its files no longer change). The walk never follows
+ * process directory: 10 ms after the start, then at doubling intervals up
+ * to once a second while the process runs (drain.c drain_budget_scan_due),
+ * once more when it is finished (then its files no longer change). The walk never follows
  * a link and goes two levels deep at most (pid_N/, pid_N/modules|thread_K/).
  */
 #define _GNU_SOURCE

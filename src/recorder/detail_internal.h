@@ -54,22 +54,37 @@ struct wal_gap {
  * exact). */
 uint64_t wal_gap_share(const struct wal_gap *g, uint64_t from_ns, uint64_t to_ns, bool *estimated);
 
+/* The functions whose records filled a detail ring, by bytes: a small
+ * space-saving list (Metwally et al.): a function not listed takes the
+ * smallest entry's place and count, which it keeps as its error, so
+ * bytes - err is a lower bound of its bytes and bytes an upper one, and
+ * the heaviest functions stay listed. */
+#define WAL_FILL_TOP 8u
+struct wal_fill {
+	uint64_t fn[WAL_FILL_TOP], bytes[WAL_FILL_TOP], err[WAL_FILL_TOP];
+	uint64_t total; /* every record's bytes */
+};
+/* Counts a record of fn of len bytes (flight.c). */
+void wal_fill_add(struct wal_fill *f, uint64_t fn, uint64_t len);
+
 /* What one wal_detail_persist() call did (and saw). */
 struct wal_detail_stats {
-	uint64_t records;     /* detail events appended to detail.atf by this call */
-	uint64_t bytes;       /* bytes they took in detail.atf */
-	uint64_t oldest_ns;   /* timestamp of the oldest record the ring still held (0: empty) */
-	uint64_t newest_ns;   /* ... and of the newest */
-	uint64_t overwritten; /* records the ring overwrote since the previous call on this
-	                         thread (persisted before or not: gap says which were not) */
-	uint64_t unlinked;    /* records in the window NOT persisted because their index event
-	                         could not be patched (in a retired generation, lost to a full
-	                         disk, or not matching the record): counted, never silent */
-	uint64_t deferred;    /* records in the window whose index event the drain has not
-	                         taken yet: left for a later call */
-	struct wal_gap gap;   /* records overwritten before any call decided them, found by
-	                         this call (a window's wal_gap_share of it is window_lost) */
-	bool budget_spent;    /* the call stopped at its byte budget: records are left */
+	uint64_t records;      /* detail events appended to detail.atf by this call */
+	uint64_t bytes;        /* bytes they took in detail.atf */
+	uint64_t oldest_ns;    /* timestamp of the oldest record the ring still held (0: empty) */
+	uint64_t newest_ns;    /* ... and of the newest */
+	uint64_t overwritten;  /* records the ring overwrote since the previous call on this
+	                          thread (persisted before or not: gap says which were not) */
+	uint64_t unlinked;     /* records in the window NOT persisted because their index event
+	                          could not be patched (in a retired generation, lost to a full
+	                          disk, or not matching the record): counted, never silent */
+	uint64_t deferred;     /* records in the window whose index event the drain has not
+	                          taken yet: left for a later call */
+	struct wal_gap gap;    /* records overwritten before any call decided them, found by
+	                          this call (a window's wal_gap_share of it is window_lost) */
+	bool budget_spent;     /* the call stopped at its byte budget: records are left */
+	struct wal_fill *fill; /* the caller's (wal_detail_persist_window), or NULL: every
+	                          record the call decided is counted in it */
 };
 
 /* Persists, from thread t's detail ring, every record with
@@ -95,8 +110,9 @@ int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t fr
  * at the whole ring again only when the program overwrote that record
  * meanwhile. budget (NULL: none): detail bytes the call may persist and
  * its deadline; it stops at the record that would go past either
- * (st->budget_spent) and takes off what it wrote. 0 or -errno, as
- * wal_detail_persist(). */
+ * (st->budget_spent) and takes off what it wrote. st->fill, set by the
+ * caller (NULL: not counted), counts every record the call decided. 0 or
+ * -errno, as wal_detail_persist(). */
 int wal_detail_persist_window(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,
                               uint64_t to_ns, bool first, struct wal_detail_budget *budget,
                               struct wal_detail_stats *st);

@@ -411,6 +411,8 @@ static void pd_walk(struct ada_recorder *r, struct wal_thread *t, struct wal_tde
 		}
 		if (!pd_decide(t, dt, c, &rc, p, rl, ns, st))
 			continue;
+		if (st->fill) /* what filled the ring: in the window or not */
+			wal_fill_add(st->fill, rc.fn, rl);
 		dt->hwm = rc.link + 1;
 		dt->decided++;
 		dt->last_ns = ns;
@@ -515,7 +517,9 @@ static int pd_persist(struct ada_recorder *r, struct wal_thread *t, struct pd_wa
                       bool resume, struct wal_detail_stats *st)
 {
 	struct wal_tdetail *dt = pd_state(t);
+	struct wal_fill *fill = st->fill; /* the caller's, kept */
 	memset(st, 0, sizeof(*st));
+	st->fill = fill;
 	if (!dt)
 		return -ENOMEM;
 	if (!t->p->arena || t->done)
@@ -578,9 +582,10 @@ static int pd_persist(struct ada_recorder *r, struct wal_thread *t, struct pd_wa
 int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,
                        uint64_t to_ns, struct wal_detail_stats *st)
 {
-	struct wal_detail_stats local;
+	struct wal_detail_stats local, *s = st ? st : &local;
 	struct pd_walk_ctl c = {.from_ns = from_ns, .to_ns = to_ns};
-	return pd_persist(r, t, &c, false, st ? st : &local);
+	s->fill = NULL; /* only a window's copies count what filled the ring */
+	return pd_persist(r, t, &c, false, s);
 }
 
 int wal_detail_persist_window(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,

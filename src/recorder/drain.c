@@ -678,6 +678,43 @@ static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
 	drain_ahead_room(r);
 }
 
+/* The end, every file final and every process's directory scanned once
+ * more when it finished: what a side file written after the last scan of
+ * the run (a program shorter than the scans' spacing) or a last file's
+ * tail put past the budget is taken back as during the run, oldest
+ * generation first, and the manifests say so. Without it a finished
+ * session could end over its budget by what the last scans missed. */
+static void drain_budget_final(struct ada_recorder *r)
+{
+	if (!r->o.max_disk_bytes)
+		return;
+	wal_budget_scan(r);
+	bool retired = false;
+	while (drain_disk_bytes(r) > r->o.max_disk_bytes) {
+		if (!drain_retire_oldest(r)) {
+			wal_budget_overrun(r);
+			break;
+		}
+		retired = true;
+	}
+	for (size_t i = 0; retired && i < r->nprocs; i++)
+		if (r->procs[i]->finished) /* its retention counts changed */
+			wal_manifest_write(r, r->procs[i], "complete");
+}
+
+/* The side files' scan: soon after the start (a short program's symbol
+ * files count before its index fills the budget), then less often, once
+ * a second at most. */
+static void drain_budget_scan_due(struct ada_recorder *r, uint64_t now)
+{
+	if (now - r->budget.scan_ns < r->budget.scan_every)
+		return;
+	wal_budget_scan(r);
+	r->budget.scan_ns = now;
+	r->budget.scan_every =
+	    r->budget.scan_every * 2 < DRAIN_TICK_NS ? r->budget.scan_every * 2 : DRAIN_TICK_NS;
+}
+
 /* ---- slots ---- */
 
 /* Releases the ring events whose writes completed (in order), and the
@@ -1042,6 +1079,8 @@ static void drain_setup(struct ada_recorder *r)
 	}
 	uint64_t now = wal_now_ns();
 	r->last_tick_ns = r->last_anchor_ns = r->last_reclaim_ns = now;
+	r->budget.scan_ns = now;
+	r->budget.scan_every = DRAIN_RECLAIM_NS;
 }
 
 /* One process's share of a pass, with its arena's reads guarded. */
@@ -1063,7 +1102,7 @@ static size_t drain_proc_guarded(struct ada_recorder *r, struct wal_proc *p, boo
 
 static bool drain_pass(struct ada_recorder *r)
 {
-	drain_inotify(r);
+	bool names = drain_inotify(r); /* more names waiting: no idle wait */
 	size_t busy = 0;
 	uint64_t now = wal_now_ns(), size;
 	r->pass_room_min = UINT64_MAX;
@@ -1095,14 +1134,14 @@ static bool drain_pass(struct ada_recorder *r)
 		wal_vlog_tick(r);                  /* -v: modules, windows, processes */
 		wal_live_publish(r, false, false); /* new windows: `ada status` sees them */
 	}
+	drain_budget_scan_due(r, now);
 	if (now - r->last_tick_ns >= DRAIN_TICK_NS) {
-		wal_budget_scan(r);
 		wal_shm_tick(r);
 		drain_tick(r, now);
 		drain_clock(r);
 	}
 	r->pass_events = busy;
-	return busy > 0;
+	return busy > 0 || names;
 }
 
 /* After a busy pass that took few events (a producer the drain keeps up
@@ -1180,6 +1219,7 @@ void *wal_drain_main(void *arg)
 	drain_scan_dir(r);
 	drain_check_gone(r, true);
 	ada_wal_io_submit_stale(r->io, true);
+	drain_budget_final(r);
 	drain_restate(r);
 	while (ada_wal_io_reap(r->io, true) > 0)
 		;

@@ -28,6 +28,8 @@
 
 /* At most this many refused arenas remembered (16 bytes each). */
 #define WAL_IGNORED_MAX (1u << 20)
+/* Above any pid_max Linux allows (PID_MAX_LIMIT on 64-bit): no process. */
+#define WAL_PID_LIMIT (1l << 22)
 /* A scan under a forced stop gives up after this long. */
 #define WAL_SCAN_STOP_NS 200000000ull
 
@@ -287,10 +289,10 @@ static void drain_pid_reused(struct ada_recorder *r, pid_t pid, ino_t ino)
  * whose <pid>.ring was still there (the recorder had not finished it)
  * made it instead of touching that one (src/ring/env.c). pid_N/ is the
  * earlier process's, so the later one is not recorded: told once per
- * file, and counted with drain_pid_reused()'s. */
-static void drain_reused_while_read(struct ada_recorder *r, pid_t pid, ino_t ino)
+ * file, and counted with drain_pid_reused()'s. The caller removes the
+ * name (drain_remove_named()) or remembers its inode. */
+static void drain_reused_while_read(struct ada_recorder *r, pid_t pid)
 {
-	drain_ignore(r, pid, ino);
 	r->pid_reused++;
 	drain_refuse(
 	    r, WAL_REFUSE_REUSED_WHILE,
@@ -364,6 +366,53 @@ static struct wal_proc *drain_proc_new(struct ada_recorder *r, const char *name,
 	return p;
 }
 
+/* A name refused for good (drain_open_arena_ino()) is removed at once,
+ * while the program runs, and counted with what the end removes
+ * (wal_shm_finish()): a directory flooded with fake names would
+ * otherwise cost one unlink per name after the program exited. Only
+ * names the recorder never reads, whatever file comes to hold them: a
+ * pid-reuse name, an empty file where an arena would be complete, a
+ * stranger's. Removing a name its maker still maps takes nothing from
+ * it (the end would remove it anyway); one that a same-user process
+ * renamed there meanwhile is lost as if that process had removed it
+ * itself, which it may as well. */
+static void drain_remove_refused(struct ada_recorder *r, const char *name)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/%s", r->arena_dir, name) < (int)sizeof(path) &&
+	    unlink(path) == 0)
+		r->shm.leftover++;
+}
+
+/* Arenas refused so far, every reason (drain_refuse()). */
+static uint64_t drain_refusals(const struct ada_recorder *r)
+{
+	uint64_t n = 0;
+	for (int k = 0; k < WAL_REFUSE_COUNT; k++)
+		n += r->admit.refused[k];
+	return n;
+}
+
+/* A name refused by its form alone, whatever file it holds: a pid-reuse
+ * name (<pid>.<digits>.ring, refused and counted as such) or a pid no
+ * Linux process can have (quietly). Removed without a look at the file:
+ * one system call a name, where a flood would otherwise cost a stat, an
+ * unlink and a place in the set of refused inodes. True when handled
+ * (removed, or gone already); false when it cannot be removed so (a
+ * directory), for the look that refuses and remembers it. */
+static bool drain_remove_named(struct ada_recorder *r, const char *name, pid_t pid, bool taken)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/%s", r->arena_dir, name) >= (int)sizeof(path))
+		return false;
+	if (unlink(path) != 0)
+		return errno == ENOENT;
+	r->shm.leftover++;
+	if (taken)
+		drain_reused_while_read(r, pid);
+	return true;
+}
+
 /* drain_open_arena() with the name's inode when the caller knows it
  * (readdir's d_ino: a rescan of many names costs no stat each), 0 when
  * not. */
@@ -377,6 +426,8 @@ static void drain_open_arena_ino(struct ada_recorder *r, const char *name, ino_t
 	if (old && !old->finished && !taken)
 		return; /* the file we are reading */
 	if (r->o.follow == false && r->main_pid && pid != r->main_pid)
+		return;
+	if ((taken || pid > WAL_PID_LIMIT) && drain_remove_named(r, name, (pid_t)pid, taken))
 		return;
 	/* Which file: its inode, never following a link planted under the
 	 * name. Gone already (0): nothing to read or to tell. */
@@ -393,14 +444,19 @@ static void drain_open_arena_ino(struct ada_recorder *r, const char *name, ino_t
 	if (drain_ignored(r, (pid_t)pid, ino))
 		return;
 	if (taken) {
-		if (ino)
-			drain_reused_while_read(r, (pid_t)pid, ino);
+		if (ino) {
+			drain_ignore(r, (pid_t)pid, ino);
+			drain_reused_while_read(r, (pid_t)pid);
+			drain_remove_refused(r, name);
+		}
 		return;
 	}
 	if (old) {
 		/* The finished process's own file (its unlink failed) is not news. */
-		if (ino && ino != old->arena_ino)
+		if (ino && ino != old->arena_ino) {
 			drain_pid_reused(r, (pid_t)pid, ino);
+			drain_remove_refused(r, name);
+		}
 		return;
 	}
 	/* An arena is sized before its rename publishes it (src/ring/env.c):
@@ -408,11 +464,16 @@ static void drain_open_arena_ino(struct ada_recorder *r, const char *name, ino_t
 	 * ada_arena_open_fd() would, without the open and the ppid walk. */
 	if (ino && S_ISREG(st.st_mode) && st.st_size == 0 && st.st_uid == geteuid()) {
 		drain_ignore(r, (pid_t)pid, ino);
+		drain_remove_refused(r, name);
 		return;
 	}
+	uint64_t refused = drain_refusals(r);
 	struct wal_proc *p = drain_proc_new(r, name, pid, ino);
-	if (!p)
+	if (!p) {
+		if (drain_refusals(r) != refused) /* refused, not failed */
+			drain_remove_refused(r, name);
 		return;
+	}
 	/* The agent may have made it first (agent.json): ours either way. */
 	int rc = ada_fs_mkdir(r->session_fd, strrchr(p->dir, '/') + 1, 0, &p->dir_fd);
 	if (rc < 0)
@@ -451,13 +512,18 @@ void drain_scan_dir(struct ada_recorder *r)
 	closedir(d);
 }
 
-void drain_inotify(struct ada_recorder *r)
+/* A directory flooded with names costs a pass at most this many reads
+ * of its events (a few thousand names): the rings of the processes being
+ * recorded are drained, and a stop is seen, between them. */
+#define WAL_INOTIFY_READS 16
+
+bool drain_inotify(struct ada_recorder *r)
 {
 	char buf[4096] __attribute__((aligned(8)));
-	for (;;) {
+	for (int reads = 0; reads < WAL_INOTIFY_READS; reads++) {
 		ssize_t n = read(r->inotify_fd, buf, sizeof(buf));
 		if (n <= 0)
-			return;
+			return false;
 		for (char *q = buf; q < buf + n;) {
 			struct inotify_event *ev = (struct inotify_event *)q;
 			if (ev->len)
@@ -467,4 +533,5 @@ void drain_inotify(struct ada_recorder *r)
 			q += sizeof(*ev) + ev->len;
 		}
 	}
+	return true;
 }

@@ -29,8 +29,9 @@ struct wal_proc *drain_find(struct ada_recorder *r, pid_t pid);
  * and starts recording its process (or ignores it, said once). */
 void drain_open_arena(struct ada_recorder *r, const char *name);
 void drain_scan_dir(struct ada_recorder *r);
-/* Reads the arena directory's inotify events (non-blocking). */
-void drain_inotify(struct ada_recorder *r);
+/* Reads the arena directory's inotify events (non-blocking), a bounded
+ * number a call; true when more may be waiting. */
+bool drain_inotify(struct ada_recorder *r);
 void drain_free_proc(struct wal_proc *p);
 
 /* drain_prep.c */

@@ -62,7 +62,8 @@ struct wal_flight_tw {
 	 * 10 ms ticks skip it (counted in `skipped`). */
 	uint64_t seen_head, seen_next, seen_base, seen_hole, seen_from, seen_to;
 	uint64_t skipped;
-	bool spent; /* the last copy stopped at the pass's budget: records are left */
+	bool spent;           /* the last copy stopped at the pass's budget: records are left */
+	struct wal_fill fill; /* the functions whose records the copies found */
 };
 
 /* ---- set-up ---- */
@@ -186,6 +187,23 @@ static void flight_gap(struct ada_recorder *r, struct wal_thread *t, const struc
 	}
 }
 
+void wal_fill_add(struct wal_fill *f, uint64_t fn, uint64_t len)
+{
+	uint32_t low = 0;
+	f->total += len;
+	for (uint32_t i = 0; i < WAL_FILL_TOP; i++) {
+		if (f->fn[i] == fn && f->bytes[i]) {
+			f->bytes[i] += len;
+			return;
+		}
+		if (f->bytes[i] < f->bytes[low])
+			low = i;
+	}
+	f->fn[low] = fn; /* an empty entry (0 bytes), or the smallest's place */
+	f->err[low] = f->bytes[low];
+	f->bytes[low] += len;
+}
+
 uint64_t wal_flight_ring_suggest(const struct wal_proc *p)
 {
 	const struct ada_arena_config *c = p->arena ? ada_arena_config_of(p->arena) : NULL;
@@ -270,7 +288,7 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 		r->flight.backlog = true; /* the next pass goes on */
 		return;
 	}
-	struct wal_detail_stats st = {0};
+	struct wal_detail_stats st = {.fill = &fw->fill};
 	uint64_t head = ada_detail_ring_head(t->p->arena, t->slot);
 	if (flight_copy_same(t, fw, w, head)) {
 		fw->skipped++;
@@ -544,6 +562,39 @@ json_t *wal_crash_context_json(const struct ada_crash_info *ci, uint8_t arch)
 	return o;
 }
 
+static const char *const flight_others_how[] = {"none", "proc", "seccomp", "no_proc"};
+
+json_t *wal_crash_others_json(const struct ada_arena *a)
+{
+	struct ada_crash_thread t[ADA_CRASH_OTHERS];
+	uint32_t n, seen;
+	uint32_t how = a ? ada_arena_crash_others(a, t, &n, &seen) : ADA_OTHERS_NONE;
+	if (how == ADA_OTHERS_NONE || how >= sizeof(flight_others_how) / sizeof(*flight_others_how))
+		return NULL;
+	json_t *o = json_object(), *arr = json_array();
+	char hex[24];
+	json_object_set_new(o, "read", json_string(flight_others_how[how]));
+	for (uint32_t i = 0; i < n; i++) {
+		json_t *e = json_object();
+		bool running = t[i].nr == ADA_CRASH_RUNNING;
+		json_object_set_new(e, "tid", json_integer(t[i].tid));
+		json_object_set_new(e, "state",
+		                    json_string(running       ? "running"
+		                                : t[i].nr < 0 ? "blocked"
+		                                              : "syscall"));
+		json_object_set_new(e, "syscall",
+		                    !running && t[i].nr >= 0 ? json_integer(t[i].nr) : json_null());
+		snprintf(hex, sizeof(hex), "0x%" PRIx64, t[i].pc);
+		json_object_set_new(e, "pc", running ? json_null() : json_string(hex));
+		snprintf(hex, sizeof(hex), "0x%" PRIx64, t[i].sp);
+		json_object_set_new(e, "sp", running ? json_null() : json_string(hex));
+		json_array_append_new(arr, e);
+	}
+	json_object_set_new(o, "threads", arr);
+	json_object_set_new(o, "omitted", json_integer(seen > n ? seen - n : 0));
+	return o;
+}
+
 static json_t *flight_crash_json(struct wal_proc *p, int sig, bool have_ci,
                                  const struct ada_crash_info *ci, uint64_t ns)
 {
@@ -563,6 +614,9 @@ static json_t *flight_crash_json(struct wal_proc *p, int sig, bool have_ci,
 		json_object_set_new(c, "address", json_string(addr));
 		json_object_set_new(c, "si_code", json_integer(ci->code));
 		json_object_set_new(c, "context", wal_crash_context_json(ci, p->arch));
+		json_t *others = wal_crash_others_json(p->arena);
+		if (others)
+			json_object_set_new(c, "other_threads", others);
 	} else {
 		json_object_set_new(c, "faulting_tid", json_null());
 		json_object_set_new(c, "address", json_null());
@@ -721,6 +775,155 @@ static json_t *flight_window_keysym(const struct ada_trigger_window *w, const st
 	return p->ks_versions_dropped ? json_null() : json_integer(found);
 }
 
+#define FLIGHT_FILLERS_SHOWN 5u
+
+/* Window wi's fillers over p's threads, merged by function (the first
+ * 32 functions the threads' lists name), heaviest first by the bytes
+ * they surely had (bytes - err), into out (at most WAL_FILL_TOP, bytes
+ * being those sure bytes, err 0); returns how many, and *total the bytes
+ * of every record the copies found. */
+static size_t flight_fillers(const struct wal_proc *p, size_t wi, struct wal_fill *out,
+                             uint64_t *total)
+{
+	size_t n = 0;
+	*total = 0;
+	memset(out, 0, sizeof(*out));
+	struct {
+		uint64_t fn, bytes;
+	} all[WAL_FILL_TOP * 4];
+	for (size_t j = 0; j < p->nthreads; j++) {
+		const struct wal_thread *t = p->threads[j];
+		if (wi >= t->nfw)
+			continue;
+		*total += t->fw[wi].fill.total;
+		for (uint32_t i = 0; i < WAL_FILL_TOP; i++) {
+			const struct wal_fill *f = &t->fw[wi].fill;
+			size_t k = 0;
+			while (k < n && all[k].fn != f->fn[i])
+				k++;
+			if (!f->bytes[i] || (k == n && n == sizeof(all) / sizeof(all[0])))
+				continue; /* past the merge's room: the lighter ones */
+			if (k == n) {
+				all[k].fn = f->fn[i];
+				all[k].bytes = 0;
+				n++;
+			}
+			all[k].bytes += f->bytes[i] - f->err[i]; /* what it surely had */
+		}
+	}
+	size_t m = 0;
+	for (; m < WAL_FILL_TOP && m < n; m++) { /* selection: a few entries */
+		size_t best = m;
+		for (size_t k = m + 1; k < n; k++)
+			if (all[k].bytes > all[best].bytes)
+				best = k;
+		uint64_t fn = all[best].fn, b = all[best].bytes;
+		if (!b)
+			break; /* none of the rest surely filled anything */
+		all[best] = all[m];
+		out->fn[m] = fn;
+		out->bytes[m] = b;
+	}
+	return m;
+}
+
+/* How many of the n fillers f (heaviest first), left out of the detail
+ * set, would have freed the share of the ring the lost records needed at
+ * the same ring size: the fewest whose bytes are at least
+ * lost / (records + lost) of all (0: the listed ones are not enough). An
+ * estimate: the lost records are taken to be like the ones kept. */
+static size_t flight_hold_count(const struct wal_fill *f, size_t n, uint64_t total,
+                                uint64_t records, uint64_t lost)
+{
+	uint64_t cum = 0;
+	for (size_t i = 0; i < n && total; i++) {
+		cum += f->bytes[i];
+		if ((unsigned __int128)cum * (records + lost) >= (unsigned __int128)lost * total)
+			return i + 1;
+	}
+	return 0;
+}
+
+/* fn's name in p's symbol files, or its id written into buf. */
+static const char *flight_fill_name(const struct wal_proc *p, uint64_t fn, char *buf, size_t len)
+{
+	const char *name = NULL, *mod = NULL;
+	if (p->syms && ada_symtab_resolve(p->syms, fn, &name, &mod) && name)
+		return name;
+	snprintf(buf, len, "0x%" PRIx64, fn);
+	return buf;
+}
+
+/* A window that lost records: the functions whose records filled the
+ * rings ("fillers": bytes and share, heaviest first) and the fewest of
+ * them whose records, left out of the detail set, would have held it
+ * ("hold_without", flight_hold_count; null when not enough). */
+static void flight_window_fillers(json_t *o, const struct wal_proc *p, size_t wi, uint64_t records,
+                                  uint64_t lost)
+{
+	struct wal_fill f;
+	uint64_t total;
+	size_t n = flight_fillers(p, wi, &f, &total);
+	size_t hold = flight_hold_count(&f, n, total, records, lost);
+	json_t *a = json_array(), *h = hold ? json_array() : json_null();
+	for (size_t i = 0; i < n && total; i++) {
+		const char *name = NULL, *mod = NULL;
+		char id[32];
+		snprintf(id, sizeof(id), "0x%" PRIx64, f.fn[i]);
+		if (!p->syms || !ada_symtab_resolve(p->syms, f.fn[i], &name, &mod))
+			name = NULL;
+		if (i < FLIGHT_FILLERS_SHOWN)
+			json_array_append_new(a, json_pack("{s:o,s:s,s:I,s:f}", "function",
+			                                   name ? json_string(name) : json_null(),
+			                                   "function_id", id, "bytes",
+			                                   (json_int_t)f.bytes[i], "share",
+			                                   (double)f.bytes[i] / (double)total));
+		if (i < hold)
+			json_array_append_new(h, json_string(name ? name : id));
+	}
+	json_object_set_new(o, "fillers", a);
+	json_object_set_new(o, "hold_without", h);
+}
+
+void wal_flight_fill_hint(const struct ada_recorder *r, const struct wal_proc *p, char *buf,
+                          size_t len)
+{
+	size_t worst = SIZE_MAX;
+	uint64_t worst_lost = 0, worst_records = 0;
+	buf[0] = '\0';
+	for (size_t wi = 0; r->flight.trig && wi < ada_trigger_window_count(r->flight.trig); wi++) {
+		uint64_t records = 0, lost = 0;
+		for (size_t j = 0; j < p->nthreads; j++) {
+			if (wi < p->threads[j]->nfw) {
+				records += p->threads[j]->fw[wi].records;
+				lost += p->threads[j]->fw[wi].lost;
+			}
+		}
+		if (lost > worst_lost) {
+			worst = wi;
+			worst_lost = lost;
+			worst_records = records;
+		}
+	}
+	if (worst == SIZE_MAX)
+		return;
+	struct wal_fill f;
+	uint64_t total;
+	size_t n = flight_fillers(p, worst, &f, &total);
+	size_t hold = flight_hold_count(&f, n, total, worst_records, worst_lost);
+	size_t at = 0;
+	for (size_t i = 0; i < hold && at < len; i++) {
+		char id[32];
+		int k = snprintf(buf + at, len - at, "%s%s", i ? ", " : "",
+		                 flight_fill_name(p, f.fn[i], id, sizeof(id)));
+		if (k < 0 || (size_t)k >= len - at) {
+			buf[0] = '\0'; /* too long to say on one line: ada windows says it */
+			return;
+		}
+		at += (size_t)k;
+	}
+}
+
 static json_t *flight_window(const struct ada_trigger_window *w, const struct wal_proc *p,
                              size_t wi)
 {
@@ -752,6 +955,8 @@ static json_t *flight_window(const struct ada_trigger_window *w, const struct wa
 	json_object_set_new(o, "threads", threads);
 	json_object_set_new(o, "records", json_integer((json_int_t)records));
 	json_object_set_new(o, "window_lost", json_integer((json_int_t)lost));
+	if (lost)
+		flight_window_fillers(o, p, wi, records, lost);
 	json_object_set_new(o, "closed", json_boolean(w->closed));
 	return o;
 }

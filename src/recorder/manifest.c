@@ -492,7 +492,7 @@ void wal_manifest_agent(json_t *root, int pid_dir_fd)
 	int fd = -1;
 	json_t *a = NULL;
 	if (pid_dir_fd >= 0 && ada_fs_open_file(pid_dir_fd, "agent.json", O_RDONLY, &fd) == 0) {
-		a = json_loadfd(fd, 0, NULL);
+		a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
 		close(fd);
 	}
 	if (!json_is_object(a)) {
@@ -552,6 +552,11 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	p->detail_ring_suggest =
 	    suggest > p->detail_ring_suggest ? suggest : p->detail_ring_suggest;
 	wal_flight_preroll_short(r, p); /* kept too: the summary's */
+	uint64_t lost = p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST];
+	if (lost > p->fill_hint_lost) { /* kept too; the threads' fills grow with the losses */
+		wal_flight_fill_hint(r, p, p->fill_hint, sizeof(p->fill_hint));
+		p->fill_hint_lost = lost;
+	}
 	json_object_set_new(root, "detail", man_detail(r, p));
 	json_object_set_new(root, "arena", json_string(p->arena_path));
 	json_object_set_new(root, "arena_dir", json_string(r->arena_dir));

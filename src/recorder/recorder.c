@@ -340,6 +340,7 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->processes = (uint32_t)r->nprocs;
 	s->detail_mode = r->o.detail_mode;
 	s->windows = r->flight.trig ? ada_trigger_window_count(r->flight.trig) : 0;
+	uint64_t hint_lost = 0; /* the fill hint of the process whose window lost most */
 	for (size_t i = 0; i < r->nprocs; i++) {
 		s->detail_records += wal_detail_proc_records(r->procs[i]);
 		s->detail_overwritten += r->procs[i]->detail_overwritten;
@@ -355,6 +356,10 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 		if (p->pre_asked_ns && (!s->pre_asked_ns || p->pre_got_ns < s->pre_got_ns)) {
 			s->pre_asked_ns = p->pre_asked_ns;
 			s->pre_got_ns = p->pre_got_ns;
+		}
+		if (p->fill_hint[0] && p->fill_hint_lost > hint_lost) {
+			hint_lost = p->fill_hint_lost;
+			snprintf(s->fill_hint, sizeof(s->fill_hint), "%s", p->fill_hint);
 		}
 		uint64_t want = r->procs[i]->detail_ring_suggest;
 		s->detail_ring_suggest =

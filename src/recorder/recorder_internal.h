@@ -143,6 +143,10 @@ struct wal_proc {
 	/* The shortest pre-roll a window achieved on one of its threads, and
 	 * what it asked (wal_flight_preroll_short; 0, 0: none short) */
 	uint64_t pre_asked_ns, pre_got_ns;
+	/* wal_flight_fill_hint() of the window that lost the most records, and
+	 * that count, when its manifest was last written (the summary's) */
+	char fill_hint[160];
+	uint64_t fill_hint_lost;
 	uint8_t *slot_noted; /* max_threads: 1 once its quarantine was reported */
 	/* drain_prep.c: max_threads, 1 once the slot's pages are locked in
 	 * our mapping (or that failed); the spare being prepared (-1: none)
@@ -225,6 +229,8 @@ struct wal_budget {
 	bool is_default;      /* max_disk_bytes is the default, not --max-disk-mb */
 	bool retire_told;     /* said that the budget deletes data */
 	uint64_t side_bytes;  /* every file but the index files, last scan */
+	uint64_t scan_ns;     /* when side_bytes was last scanned (CLOCK_MONOTONIC) */
+	uint64_t scan_every;  /* the next scan's delay: doubles up to a second */
 	uint64_t retired_gens, retired_events, retired_bytes;
 };
 
@@ -443,6 +449,9 @@ void wal_flight_context(struct ada_recorder *r, struct wal_thread *t);
  * registers at the signal, by the names of arch (ATF_ARCH_*: flight.c;
  * recover.c). */
 json_t *wal_crash_context_json(const struct ada_crash_info *ci, uint8_t arch);
+/* The manifest's crash.other_threads from the arena's record of them
+ * (docs/manifest.md); NULL when there is none. */
+json_t *wal_crash_others_json(const struct ada_arena *a);
 void wal_flight_manifest(json_t *root, struct ada_recorder *r, struct wal_proc *p);
 /* Records of t the windows wanted and its ring had overwritten (window_lost). */
 uint64_t wal_flight_thread_lost(const struct wal_thread *t);
@@ -451,6 +460,12 @@ uint64_t wal_flight_thread_lost(const struct wal_thread *t);
  * its threads and windows of ring bytes x (persisted + window_lost) /
  * persisted; 0 when no window lost a record (or none was persisted). */
 uint64_t wal_flight_ring_suggest(const struct wal_proc *p);
+/* The functions whose leaving the detail set would have held p's window
+ * that lost the most records (the manifest's hold_without of that
+ * window), as "a, b" in buf; "" when none lost any, when the listed
+ * fillers are not enough, or when the names do not fit in len. */
+void wal_flight_fill_hint(const struct ada_recorder *r, const struct wal_proc *p, char *buf,
+                          size_t len);
 /* Keeps in p->pre_asked_ns / pre_got_ns the shortest pre-roll a window of
  * p achieved on a thread that lost records of it (window_lost), when it
  * is shorter than the one kept (the summary reads it after the threads

@@ -700,6 +700,9 @@ static json_t *rec_crash_json(struct rec_ctx *c)
 	json_object_set_new(o, "address", json_string(addr));
 	json_object_set_new(o, "si_code", json_integer(c->ci.code));
 	json_object_set_new(o, "context", wal_crash_context_json(&c->ci, c->arch));
+	json_t *others = wal_crash_others_json(c->arena);
+	if (others)
+		json_object_set_new(o, "other_threads", others);
 	json_object_set_new(o, "recovered", json_true());
 	json_object_set_new(o, "note",
 	                    json_string("written by ada recover from the crash record "

@@ -28,7 +28,7 @@
 /* Whether tmpfs gives huge pages to a region advised MADV_HUGEPAGE: the
  * bracketed word of shmem_enabled is always, within_size, advise or force
  * (not never or deny). Parses (buf, len) as read. */
-static bool arena_shmem_thp(void)
+static bool arena_shmem_thp_read(void)
 {
 	char buf[128];
 	int fd = open("/sys/kernel/mm/transparent_hugepage/shmem_enabled", O_RDONLY | O_CLOEXEC);
@@ -41,6 +41,19 @@ static bool arena_shmem_thp(void)
 	buf[n] = '\0';
 	const char *open_br = strchr(buf, '[');
 	return open_br && strncmp(open_br, "[never]", 7) != 0 && strncmp(open_br, "[deny]", 6) != 0;
+}
+
+/* arena_shmem_thp_read(), once per process and its forked children
+ * (relaxed: any thread may read the file again, with the same answer). */
+static bool arena_shmem_thp(void)
+{
+	static _Atomic int known; /* 0: not read yet; 1: no; 2: yes */
+	int k = atomic_load_explicit(&known, memory_order_relaxed);
+	if (!k) {
+		k = arena_shmem_thp_read() ? 2 : 1;
+		atomic_store_explicit(&known, k, memory_order_relaxed);
+	}
+	return k == 2;
 }
 
 /* Huge pages, when the file system and the kernel's settings give them;
@@ -230,19 +243,49 @@ static void arena_slot_range(const struct ada_arena *a, uint32_t slot, uint64_t 
 		*end = a->map_size;
 }
 
-/* Where a full slot's pages stop being needed at once: its detail ring
- * (after the detail header) is written only as records come, so a thread
- * that claims a slot nobody prepared populates the index part alone and
- * the recorder populates the rest (ada_arena_slot_prepare); until it has,
- * a record's first touch of a page allocates it. */
-static uint64_t arena_slot_eager_end(const struct ada_arena *a, uint32_t slot, uint64_t start,
-                                     uint64_t end)
+/* Whether a claim of slot leaves its index ring's pages to the producer
+ * (ring_populate_events, a chunk at a time as its head reaches them) and
+ * its detail ring's to the recorder (ada_arena_slot_prepare) or to the
+ * records' first touch: a full slot with a recorder to finish it. A
+ * thread -- a forked child's first, most of all -- then starts without
+ * allocating 2 MiB it may never write. */
+static bool arena_slot_lazy(const struct ada_arena *a, uint32_t slot)
 {
-	if (ring_slot_is_spill(a, slot) || ring_slot_detail_bytes(a, slot) == 0 || a->rec_pid == 0)
-		return end; /* small; or no recorder to finish it */
-	uint64_t words = (uint64_t)((uint8_t *)ring_detail_words(a, slot) - a->base);
-	uint64_t e = (words + 4095) & ~(uint64_t)4095;
-	return e > start && e < end ? e : end;
+	return !ring_slot_is_spill(a, slot) && a->rec_pid != 0;
+}
+
+/* The pages a lazy claim populates at once: the index header's and the
+ * detail header's (what the claim itself and the drain read first). */
+static int arena_populate_headers(struct ada_arena *a, uint32_t slot)
+{
+	uint64_t hdr = (uint64_t)((uint8_t *)ring_index_hdr(a, slot) - a->base);
+	uint64_t ev = (uint64_t)((uint8_t *)ring_index_events(a, slot) - a->base);
+	int rc = arena_populate_range(a, arena_page_down(hdr), (ev + 4095) & ~(uint64_t)4095);
+	if (rc || ring_slot_detail_bytes(a, slot) == 0)
+		return rc;
+	uint64_t dh = (uint64_t)((uint8_t *)ring_detail_hdr(a, slot) - a->base);
+	uint64_t dw = (uint64_t)((uint8_t *)ring_detail_words(a, slot) - a->base);
+	return arena_populate_range(a, arena_page_down(dh), (dw + 4095) & ~(uint64_t)4095);
+}
+
+int ring_populate_events(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t n)
+{
+	uint64_t cap = ring_slot_events(a, slot);
+	uint64_t ev = (uint64_t)((uint8_t *)ring_index_events(a, slot) - a->base);
+	if (n > cap)
+		n = cap;
+	while (n) { /* at most two pieces: up to the ring's end, then from its start */
+		uint64_t off = from & (cap - 1), k = cap - off < n ? cap - off : n;
+		uint64_t lo = ev + off * sizeof(struct atf_index_event);
+		uint64_t hi = lo + k * sizeof(struct atf_index_event);
+		int rc =
+		    arena_populate_range(a, arena_page_down(lo), (hi + 4095) & ~(uint64_t)4095);
+		if (rc)
+			return rc;
+		from += k;
+		n -= k;
+	}
+	return 0;
 }
 
 int ring_slot_populate(struct ada_arena *a, uint32_t slot)
@@ -252,29 +295,30 @@ int ring_slot_populate(struct ada_arena *a, uint32_t slot)
 	 * (the recorder populated it ahead) or our own earlier store (a
 	 * reused slot): its pages exist, nothing is left to do here. */
 	uint32_t pop = atomic_load_explicit(&d->populated, memory_order_acquire);
-	uint64_t start, end;
-	arena_slot_range(a, slot, &start, &end);
-	uint64_t eager = arena_slot_eager_end(a, slot, start, end);
-	if ((pop & RING_POP_PAGES) || ((pop & RING_POP_INDEX) && eager < end))
+	bool lazy = arena_slot_lazy(a, slot);
+	if ((pop & RING_POP_PAGES) || ((pop & RING_POP_INDEX) && lazy))
 		return 0;
 	if (!(pop & RING_POP_RESERVED)) {
 		int rc = arena_spill_reserve(a, slot);
 		if (rc)
 			return rc;
 	}
+	uint64_t start, end;
+	arena_slot_range(a, slot, &start, &end);
 	/* Fails with ENOMEM when /dev/shm is full: better a counted drop now
 	 * than a SIGBUS in a hooked function later. The reservation stays
 	 * (the pages the call did get stay too); a later claim retries. */
-	int rc = arena_populate_range(a, start, eager);
+	int rc = lazy ? arena_populate_headers(a, slot) : arena_populate_range(a, start, end);
 	if (rc != 0) {
 		atomic_store_explicit(&d->populated, RING_POP_RESERVED, memory_order_relaxed);
 		return rc;
 	}
-	/* Ours while CLAIMING; release as in ada_arena_slot_prepare(). PAGES
-	 * only when the whole region is there. */
-	atomic_store_explicit(
-	    &d->populated, RING_POP_RESERVED | RING_POP_INDEX | (eager == end ? RING_POP_PAGES : 0),
-	    memory_order_release);
+	/* Ours while CLAIMING; release as in ada_arena_slot_prepare(). A
+	 * lazy slot gets INDEX from its producer once it populated the whole
+	 * index ring (ada_producer_slow). */
+	atomic_store_explicit(&d->populated,
+	                      RING_POP_RESERVED | (lazy ? 0 : RING_POP_INDEX | RING_POP_PAGES),
+	                      memory_order_release);
 	/* With a recorder, it locks the slot in its own mapping (a page locked
 	 * in one mapping stays resident: ada_arena_slot_prepare), so the
 	 * thread does not wait for mlock; alone (a test's arena), lock here. */
@@ -545,6 +589,48 @@ bool ada_arena_crash_info(const struct ada_arena *a, struct ada_crash_info *out)
 	return true;
 }
 
+void ada_arena_record_crash_others(struct ada_arena *a, uint32_t how,
+                                   const struct ada_crash_thread *t, uint32_t n, uint32_t seen)
+{
+	struct ada_arena_control *c = a->ctl;
+	if (n > ADA_CRASH_OTHERS)
+		n = ADA_CRASH_OTHERS;
+	for (uint32_t i = 0; i < n; i++) {
+		atomic_store_explicit(&c->others[i].tid, t[i].tid, memory_order_relaxed);
+		atomic_store_explicit(&c->others[i].nr, t[i].nr, memory_order_relaxed);
+		atomic_store_explicit(&c->others[i].sp, t[i].sp, memory_order_relaxed);
+		atomic_store_explicit(&c->others[i].pc, t[i].pc, memory_order_relaxed);
+	}
+	atomic_store_explicit(&c->others_n, n, memory_order_relaxed);
+	atomic_store_explicit(&c->others_seen, seen, memory_order_relaxed);
+	/* Publishes the fields above; pairs with the acquire load in
+	 * ada_arena_crash_others(). */
+	atomic_store_explicit(&c->others_how, how, memory_order_release);
+}
+
+uint32_t ada_arena_crash_others(const struct ada_arena *a,
+                                struct ada_crash_thread out[ADA_CRASH_OTHERS], uint32_t *n,
+                                uint32_t *seen)
+{
+	const struct ada_arena_control *c = a->ctl;
+	/* Pairs with the release store in ada_arena_record_crash_others(). */
+	uint32_t how = atomic_load_explicit(&c->others_how, memory_order_acquire);
+	*n = *seen = 0;
+	if (how == ADA_OTHERS_NONE)
+		return how;
+	uint32_t k = atomic_load_explicit(&c->others_n, memory_order_relaxed);
+	*n = k < ADA_CRASH_OTHERS ? k : ADA_CRASH_OTHERS;
+	*seen = atomic_load_explicit(&c->others_seen, memory_order_relaxed);
+	for (uint32_t i = 0; i < *n; i++)
+		out[i] = (struct ada_crash_thread){
+		    .tid = atomic_load_explicit(&c->others[i].tid, memory_order_relaxed),
+		    .nr = atomic_load_explicit(&c->others[i].nr, memory_order_relaxed),
+		    .sp = atomic_load_explicit(&c->others[i].sp, memory_order_relaxed),
+		    .pc = atomic_load_explicit(&c->others[i].pc, memory_order_relaxed),
+		};
+	return how;
+}
+
 uint32_t ada_arena_process_state(const struct ada_arena *a, int *status_or_signal)
 {
 	/* Pairs with the release store in arena_set_state(). */
@@ -606,6 +692,14 @@ void ada_arena_drop_totals(const struct ada_arena *a,
 	for (uint32_t s = 0; s < used; s++) {
 		if (ada_slot_fault(a, s, NULL))
 			continue; /* quarantined: its counters are as untrusted as its ring */
+		/* Free and never claimed (no RING_POP_* bit: every claim sets
+		 * one): its counters are zero, and reading them would allocate a
+		 * page of its ring -- max_threads of them per process, each
+		 * manifest. Relaxed: hints; a slot claimed meanwhile is read
+		 * next time. */
+		if (!atomic_load_explicit(&a->desc[s].populated, memory_order_relaxed) &&
+		    atomic_load_explicit(&a->desc[s].state, memory_order_relaxed) == ADA_SLOT_FREE)
+			continue;
 		struct ada_index_hdr *h = ring_index_hdr(a, s);
 		for (int l = 0; l < ADA_LANE_COUNT; l++)
 			for (int r = 0; r < ADA_DROP_REASON_COUNT; r++)

@@ -25,6 +25,14 @@
  * a reused pid (src/recorder/drain.c); an exec of ours finds it by that name
  * first. Start times come from /proc/self/stat, read here only (never on
  * the hot path); without /proc (0) the pid alone decides.
+ *
+ * A forked child (the inherited handle is its parent's) looks for no
+ * arena of its own: it has not called exec, so a <pid>.ring there can
+ * only be an earlier process's. It publishes its new arena with
+ * RENAME_NOREPLACE, under <pid>.<start ticks>.ring when that fails with
+ * EEXIST, and keeps its parent's mapping of the budget file and the
+ * recorder's identity (issue 32: a fork's start opens nothing it does
+ * not need).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -111,44 +119,81 @@ static int env_adopt_exec(struct ada_arena *a)
 	return 0;
 }
 
-static int env_create(const char *tmp, const char *ring, const struct ada_arena_config *cfg,
-                      uint32_t start, struct ada_arena **out)
+/* What a forked child takes over from its parent's handle of the same
+ * arena directory (the same recording): the budget file's mapping and
+ * the recorder's identity, so that it opens neither file again. */
+struct env_inherit {
+	bool forked;
+	struct ada_shm_budget *budget;
+	int32_t rec_pid;
+	uint64_t rec_start;
+};
+
+/* Publishes the arena at tmp under ring; a forked child (inh->forked)
+ * never replaces a file there (RENAME_NOREPLACE): it cannot be its own
+ * (it has not called exec), only an earlier process's of the same pid
+ * that the recorder has not finished, so it takes the reused-pid name
+ * mine instead (*reused). -EINVAL: the file system cannot say. */
+static int env_publish(const char *tmp, const char *ring, const char *mine, bool forked,
+                       bool *reused)
+{
+	if (!forked)
+		return rename(tmp, ring) == 0 ? 0 : -errno;
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, ring, RENAME_NOREPLACE) == 0)
+		return 0;
+	int err = errno;
+	if (err == EINVAL || err == ENOSYS) /* no RENAME_NOREPLACE here: look first */
+		err = faccessat(AT_FDCWD, ring, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ? EEXIST
+		      : rename(tmp, ring) == 0                                  ? 0
+		                                                                : errno;
+	if (err != EEXIST || !mine)
+		return -err;
+	*reused = true;
+	return rename(tmp, mine) == 0 ? 0 : -errno;
+}
+
+static int env_create(const char *tmp, const char *ring, const char *mine,
+                      const struct ada_arena_config *cfg, uint32_t start, bool forked, bool *reused,
+                      struct ada_arena **out)
 {
 	int err = ring_arena_create(tmp, cfg, start, out, NULL); /* O_EXCL */
 	if (err)
 		return err;
-	if (rename(tmp, ring) != 0) {
-		err = -errno;
+	err = env_publish(tmp, ring, mine, forked, reused);
+	if (err) {
 		ada_arena_close(*out);
 		*out = NULL;
 		unlink(tmp);
-		return err;
 	}
-	return 0;
+	return err;
 }
 
 /* A new arena counts against the recording's shared-memory ceiling
  * (shm_budget.c): over it, -EDQUOT and the process runs untraced. Its
  * spill slots count one by one as threads first claim them. */
-static int env_create_reserved(const char *dir, const char *ring,
+static int env_create_reserved(const char *dir, const char *ring, const char *mine,
                                const struct ada_arena_config *cfg, uint32_t start,
-                               struct ada_arena **out)
+                               const struct env_inherit *inh, bool *reused, struct ada_arena **out)
 {
 	char tmp[PATH_MAX];
 	if (ada_fs_tmp_name(ring, tmp, sizeof(tmp)))
 		return -ENAMETOOLONG;
 	uint64_t size = ada_arena_budget_size_for(cfg);
-	int err = ada_shm_budget_reserve(dir, size);
+	int err = inh->budget ? ring_budget_reserve_in(inh->budget, size)
+	                      : ada_shm_budget_reserve(dir, size);
 	if (err)
 		return err;
-	err = env_create(tmp, ring, cfg, start, out);
-	if (err)
+	err = env_create(tmp, ring, mine, cfg, start, inh->forked, reused, out);
+	if (err && inh->budget)
+		ada_shm_budget_release(inh->budget, size);
+	else if (err)
 		ada_shm_budget_unreserve(dir, size);
 	return err;
 }
 
-/* In a forked child the inherited arena is the parent's: never write it. */
-static bool env_forget_parent(void)
+/* In a forked child the inherited arena is the parent's: never write it
+ * (its budget mapping and recorder identity are kept in *inh). */
+static bool env_forget_parent(struct env_inherit *inh)
 {
 	struct ada_arena *old = ada_producer_arena();
 	if (!old)
@@ -157,8 +202,50 @@ static bool env_forget_parent(void)
 		return true; /* already set up in this process */
 	ada_producer_reset_thread();
 	ada_producer_set_arena(NULL);
+	inh->forked = true;
+	inh->budget = old->budget;
+	inh->rec_pid = old->rec_pid;
+	inh->rec_start = old->rec_start;
+	old->budget = NULL; /* ours now */
 	ada_arena_close(old);
 	return false;
+}
+
+/* A forked child's arena: always a new one (see env_publish). */
+static int env_open_forked(const char *dir, const char *ring, const char *mine,
+                           const struct ada_arena_config *cfg, uint32_t start,
+                           const struct env_inherit *inh, bool *reused, struct ada_arena **out)
+{
+	int err = env_create_reserved(dir, ring, start ? mine : NULL, cfg, start, inh, reused, out);
+	if (err == -EEXIST)
+		err = -EPROTO; /* no start time to tell ours from a stale file by */
+	return err;
+}
+
+/* Any other start (the first, or after exec): ours to adopt when the
+ * file is this process's (we called exec), else a new one. */
+static int env_open_started(const char *dir, const char *ring, const char *mine,
+                            const struct ada_arena_config *cfg, uint32_t start,
+                            const struct env_inherit *inh, bool *reused, struct ada_arena **out)
+{
+	/* Ours under the reused-pid name (an exec after we made it) first. */
+	int err = start ? env_open_ours(mine, start, out) : -ENOENT;
+	*reused = err == 0;
+	if (err == -ENOENT) {
+		err = env_open_ours(ring, start, out);
+		if (err == -ENOENT)
+			err = env_create_reserved(dir, ring, NULL, cfg, start, inh, reused, out);
+		else if (err == -ESTALE && start) { /* an earlier process's: not ours to touch */
+			err = env_create_reserved(dir, mine, NULL, cfg, start, inh, reused, out);
+			*reused = true;
+		} else if (err == 0)
+			err = env_adopt_exec(*out);
+	} else if (err == 0) {
+		err = env_adopt_exec(*out);
+	}
+	if (err == -ESTALE)
+		err = -EPROTO; /* no start time to tell ours from a stale file by */
+	return err;
 }
 
 int ada_producer_init_from_env(void)
@@ -175,43 +262,40 @@ int ada_producer_init(const char *dir, const char *ring_config)
 	struct ada_arena_config cfg;
 	if (env_config(ring_config, &cfg) != 0)
 		return -EINVAL;
-	if (env_forget_parent())
+	struct env_inherit inh = {0};
+	if (env_forget_parent(&inh))
 		return 0;
 	char ring[PATH_MAX], mine[PATH_MAX];
 	int pid = (int)getpid();
 	uint64_t ticks = env_start_ticks();
 	uint32_t start = (uint32_t)ticks;
+	int err = 0;
 	if (snprintf(ring, sizeof(ring), "%s/%d.ring", dir, pid) >= (int)sizeof(ring) ||
 	    snprintf(mine, sizeof(mine), "%s/%d.%llu.ring", dir, pid, (unsigned long long)ticks) >=
 	        (int)sizeof(mine))
-		return -ENAMETOOLONG;
+		err = -ENAMETOOLONG;
 	struct ada_arena *a = NULL;
-	/* Ours under the reused-pid name (an exec after we made it) first. */
-	int err = start ? env_open_ours(mine, start, &a) : -ENOENT;
-	bool reused = err == 0;
-	if (err == -ENOENT) {
-		err = env_open_ours(ring, start, &a);
-		if (err == -ENOENT)
-			err = env_create_reserved(dir, ring, &cfg, start, &a);
-		else if (err == -ESTALE && start) { /* an earlier process's: not ours to touch */
-			err = env_create_reserved(dir, mine, &cfg, start, &a);
-			reused = true;
-		} else if (err == 0)
-			err = env_adopt_exec(a);
-	} else if (err == 0) {
-		err = env_adopt_exec(a);
-	}
-	if (err == -ESTALE)
-		err = -EPROTO; /* no start time to tell ours from a stale file by */
+	bool reused = false;
+	if (!err && inh.forked)
+		err = env_open_forked(dir, ring, mine, &cfg, start, &inh, &reused, &a);
+	if (!err && !inh.forked)
+		err = env_open_started(dir, ring, mine, &cfg, start, &inh, &reused, &a);
 	if (err) {
 		ada_arena_close(a);
+		ada_shm_budget_close(inh.budget);
 		return err;
 	}
 	a->pid_reused = reused;
-	/* For the spill slots' reservations (none without a budget file). */
-	if (a->cfg.spill_threads && ada_shm_budget_open_dir(dir, &a->budget) != 0)
-		a->budget = NULL;
-	ring_budget_recorder(dir, &a->rec_pid, &a->rec_start);
+	if (inh.forked) {
+		a->budget = inh.budget; /* the same file: no need to open it again */
+		a->rec_pid = inh.rec_pid;
+		a->rec_start = inh.rec_start;
+	} else {
+		/* For the spill slots' reservations (none without a budget file). */
+		if (a->cfg.spill_threads && ada_shm_budget_open_dir(dir, &a->budget) != 0)
+			a->budget = NULL;
+		ring_budget_recorder(dir, &a->rec_pid, &a->rec_start);
+	}
 	ada_producer_set_arena(a);
 	return 0;
 }

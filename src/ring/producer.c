@@ -53,6 +53,10 @@ enum { PRODUCER_UNCLAIMED = 0, PRODUCER_OWNING = 1, PRODUCER_NOSLOT = 2 };
 /* A wait for ring space ends when the ring has room for its two markers
  * (ADA_WAIT_MARKER_BEGIN/END) and the event that waited. */
 #define PRODUCER_WAIT_ROOM 3u
+/* Index ring events populated at a lazy slot's first chunk and at most
+ * per chunk (64 KiB and 512 KiB of 32-byte events). */
+#define PRODUCER_POP_FIRST 2048u
+#define PRODUCER_POP_MAX 16384u
 
 /* Weak: the agent defines it as the first member of its own TLS block
  * (src/hook/handlers.c, handlers_tls), so that its handlers reach the
@@ -262,7 +266,8 @@ static bool producer_room_at(struct ada_producer *p, struct ada_arena *a, uint32
 	 * the drain has finished reading the events we may now overwrite. */
 	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_acquire);
 	p->room = tail + p->mask + 1;
-	p->limit = p->ts_clock ? 0 : p->room;
+	/* The fast path stops where the populated pages do, too. */
+	p->limit = p->ts_clock ? 0 : p->room < p->pop_end ? p->room : p->pop_end;
 	return p->head + need <= p->room;
 }
 
@@ -327,8 +332,62 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 		p->dstall = UINT64_MAX; /* no wait has given up */
 		producer_detail_restart(p, dh);
 	}
+	/* Acquire: pairs with the release stores of the RING_POP_* bits (the
+	 * recorder's or an earlier owner's): their pages are there. */
+	uint32_t pop = atomic_load_explicit(&a->desc[slot].populated, memory_order_acquire);
+	p->pop_left = pop & (RING_POP_INDEX | RING_POP_PAGES) ? 0 : ring_slot_events(a, slot);
+	p->pop_end = p->pop_left ? p->head : UINT64_MAX;
+	p->retry = 0;
 	p->state = PRODUCER_OWNING;
 	producer_refresh_limit(p);
+}
+
+/* The next chunk of a lazily claimed slot's index ring (ring_slot_populate
+ * left it to us): PRODUCER_POP_FIRST events first, then as many as are
+ * done so far (a short-lived thread populates little, a busy one makes
+ * few calls), at most PRODUCER_POP_MAX at once. Once every page of the
+ * ring is there -- ours, or the recorder's (drain_prep.c) -- the slot is
+ * marked so for the next owner. False when the pages cannot be had
+ * (/dev/shm full): the event is dropped and counted (no_slot, as a claim
+ * without memory is), and the next PRODUCER_RETRY events are too before
+ * the next try. Cold: one madvise per chunk. */
+static bool producer_populate(struct ada_producer *p)
+{
+	struct ada_arena *a = p->arena;
+	struct ada_slot_desc *d = &a->desc[p->slot];
+	if (p->retry > 0) {
+		p->retry--;
+		ring_slot_drop(a, p->slot, ADA_LANE_INDEX, ADA_DROP_NO_SLOT);
+		return false;
+	}
+	/* Acquire: pairs with the release in ada_arena_slot_prepare(). */
+	if (!(atomic_load_explicit(&d->populated, memory_order_acquire) &
+	      (RING_POP_INDEX | RING_POP_PAGES))) {
+		uint64_t done = ring_slot_events(a, p->slot) - p->pop_left;
+		uint64_t n = done < PRODUCER_POP_FIRST ? PRODUCER_POP_FIRST
+		             : done > PRODUCER_POP_MAX ? PRODUCER_POP_MAX
+		                                       : done;
+		n = n < p->pop_left ? n : p->pop_left;
+		int saved = errno; /* the program's: madvise's failure is ours */
+		int rc = ring_populate_events(a, p->slot, p->pop_end, n);
+		errno = saved;
+		if (rc != 0) {
+			p->retry = PRODUCER_RETRY;
+			ring_slot_drop(a, p->slot, ADA_LANE_INDEX, ADA_DROP_NO_SLOT);
+			return false;
+		}
+		p->pop_end += n;
+		p->pop_left -= n;
+		if (p->pop_left)
+			return true;
+		/* Release: the pages above exist for the slot's next owner; pairs
+		 * with the acquire loads in producer_adopt() and
+		 * ring_slot_populate(). */
+		atomic_fetch_or_explicit(&d->populated, RING_POP_INDEX, memory_order_release);
+	}
+	p->pop_left = 0;
+	p->pop_end = UINT64_MAX;
+	return true;
 }
 
 /* Whether the drain that stood still for the timeout is only slow: its
@@ -549,6 +608,8 @@ bool ada_producer_slow(struct ada_producer *p)
 {
 	if (p->state != PRODUCER_OWNING && !producer_claim(p))
 		return false;
+	if (p->head >= p->pop_end && !producer_populate(p))
+		return false;
 	if (producer_refresh_limit(p))
 		return true;
 	if (p->arena->cfg.overflow == ADA_OVERFLOW_DROP) {
@@ -607,11 +668,31 @@ static void detail_wait_count(struct ada_producer *p, uint64_t t0)
 	                      memory_order_relaxed);
 }
 
-/* The wait that began at t0 (0: none began) ends, with or without room. */
-static bool detail_wait_done(struct ada_producer *p, uint64_t t0, bool room)
+/* A wait for detail room that began at raw time raw0 ended with room:
+ * its markers go into the index ring after the event whose record waited
+ * (producer_wait_marked), when the index ring has room for both (it is
+ * not waited for here: a wait inside a wait; the wait is still counted in
+ * the slot's wait_stat). */
+static void detail_wait_marked(struct ada_producer *p, uint64_t raw0)
+{
+	struct ada_arena *a = p->arena;
+	if (producer_was_reset(p, a) || !p->events || !producer_room_at(p, a, p->slot, 2))
+		return;
+	producer_put_marker(p, raw0, ADA_WAIT_MARKER_BEGIN);
+	producer_put_marker(p, ada_timestamp_raw(p), ADA_WAIT_MARKER_END);
+	/* Orders the marker stores before the new head; pairs with the
+	 * acquire load of head in ada_index_ring_peek(). */
+	atomic_store_explicit(p->head_pub, p->head, memory_order_release);
+}
+
+/* The wait that began at t0 (0: none began; raw0 its raw time) ends, with
+ * or without room. */
+static bool detail_wait_done(struct ada_producer *p, uint64_t t0, uint64_t raw0, bool room)
 {
 	if (t0)
 		detail_wait_count(p, t0);
+	if (t0 && room)
+		detail_wait_marked(p, raw0);
 	return room;
 }
 
@@ -619,7 +700,7 @@ static bool detail_wait_done(struct ada_producer *p, uint64_t t0, bool room)
 static bool detail_wait_stalled(struct ada_producer *p, uint64_t dec, uint64_t t0)
 {
 	p->dstall = dec;
-	return detail_wait_done(p, t0, false);
+	return detail_wait_done(p, t0, 0, false);
 }
 
 bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
@@ -633,13 +714,13 @@ bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
 	    atomic_load_explicit(&producer_stall_beat, memory_order_relaxed) == beat + 1)
 		return detail_wait_stalled(
 		    p, atomic_load_explicit(p->ddecided, memory_order_relaxed), 0);
-	uint64_t t0 = producer_mono_ns();
+	uint64_t t0 = producer_mono_ns(), raw0 = ada_timestamp_raw(p);
 	for (uint32_t i = 0; i < PRODUCER_SPINS; i++) {
 		producer_pause();
 		if (producer_was_reset(p, a))
 			return false; /* the slot is not ours any more: count nothing */
 		if (!ada_detail_would_wait(p, len))
-			return detail_wait_done(p, t0, true);
+			return detail_wait_done(p, t0, raw0, true);
 	}
 	uint64_t dec = atomic_load_explicit(p->ddecided, memory_order_relaxed);
 	uint64_t since = producer_mono_ns(), hb = ada_arena_heartbeat(a);
@@ -648,7 +729,7 @@ bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
 		if (producer_was_reset(p, a))
 			return false;
 		if (!ada_detail_would_wait(p, len))
-			return detail_wait_done(p, t0, true);
+			return detail_wait_done(p, t0, raw0, true);
 		if (n % PRODUCER_YIELDS_PER_CLOCK)
 			continue;
 		/* Bounded by the drain's progress on this ring, not by its

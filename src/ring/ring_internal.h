@@ -73,6 +73,15 @@ struct ada_arena_control {
 	_Atomic uint64_t crash_addr;
 	_Atomic uint64_t crash_ts;
 	_Atomic uint64_t crash_regs[ADA_CRASH_NREGS];
+	/* The other threads (ada_arena_record_crash_others): the fields
+	 * first, then others_how with release; the drain's acquire reads it
+	 * first. */
+	_Atomic uint32_t others_how, others_n, others_seen;
+	struct {
+		_Atomic uint32_t tid;
+		_Atomic int32_t nr;
+		_Atomic uint64_t sp, pc;
+	} others[ADA_CRASH_OTHERS];
 
 	alignas(ADA_CACHELINE) _Atomic uint64_t heartbeat;       /* drain only */
 	alignas(ADA_CACHELINE) _Atomic uint32_t next_thread_seq; /* every producer */
@@ -228,6 +237,9 @@ enum ring_recorder ring_recorder_state(int32_t pid, uint64_t start);
  * same address (the recording's shared page is let go; a late reader or
  * writer touches its own page). b stays valid for ada_shm_budget_close(). */
 int ring_budget_retire(struct ada_shm_budget *b);
+/* shm_budget.c: ada_shm_budget_reserve() with the budget file mapped
+ * already (a forked child keeps its parent's mapping); NULL: no ceiling. */
+int ring_budget_reserve_in(struct ada_shm_budget *b, uint64_t bytes);
 /* shm_budget.c: the recorder named in dir's budget file (0 and 0: none). */
 void ring_budget_recorder(const char *dir, int32_t *pid, uint64_t *start);
 
@@ -314,8 +326,14 @@ void ring_arena_lock(struct ada_arena *a, bool *mlock_failed);
  * ada_arena_create() stores). */
 int ring_arena_create(const char *path, const struct ada_arena_config *cfg, uint32_t start_time,
                       struct ada_arena **out, bool *mlock_failed);
-/* Populates (and mlocks) one slot's rings; 0 or -errno (-ENOMEM: no room). */
+/* Populates (and, without a recorder, mlocks) one slot's rings at its
+ * claim: with a recorder, a full slot's headers only (the producer
+ * populates its index ring as it goes: ring_populate_events); 0 or
+ * -errno (-ENOMEM: no room). */
 int ring_slot_populate(struct ada_arena *a, uint32_t slot);
+/* Populates the pages of the index ring events [from, from + n) of slot
+ * (positions, taken modulo the ring); 0 or -errno (-ENOMEM: no room). */
+int ring_populate_events(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t n);
 /* Producer side of claiming: FREE -> ACTIVE with tid and a new thread_seq.
  * Returns the slot, or -ENOSPC when none is free. */
 int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint);

@@ -247,6 +247,11 @@ int ada_shm_budget_reserve(const char *dir, uint64_t bytes)
 	return err;
 }
 
+int ring_budget_reserve_in(struct ada_shm_budget *b, uint64_t bytes)
+{
+	return b ? shm_budget_take_waiting(b, bytes) : 0;
+}
+
 /* Producer side: the arena could not be created after all. */
 void ada_shm_budget_unreserve(const char *dir, uint64_t bytes)
 {

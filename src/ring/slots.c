@@ -173,6 +173,13 @@ void ada_arena_slot_info(const struct ada_arena *a, uint32_t slot, struct ada_sl
 	out->generation = atomic_load_explicit(&d->generation, memory_order_relaxed);
 	out->exec_orphaned = atomic_load_explicit(&d->exec_orphaned, memory_order_relaxed);
 	out->detail_span_ns = atomic_load_explicit(&d->detail_span_ns, memory_order_relaxed);
+	/* Free and never claimed (no RING_POP_* bit: every claim sets one):
+	 * its header says 0 everywhere, and reading it would allocate a page
+	 * of its ring (relaxed: a hint; one claimed meanwhile shows next
+	 * time). */
+	if (out->state == ADA_SLOT_FREE &&
+	    !atomic_load_explicit(&d->populated, memory_order_relaxed))
+		return;
 	struct ada_index_hdr *h = ring_index_hdr(a, slot);
 	/* Pairs with the release store of head in ada_emit(). */
 	out->head = atomic_load_explicit(&h->head, memory_order_acquire);

@@ -894,7 +894,8 @@ size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index
 	size_t room =
 	    f->cx ? WAL_CIDX_CHUNK : (f->io->buffer_bytes - f->cur->len) / ATF_INDEX_EVENT_SIZE;
 	size_t n = max < room ? max : room;
-	uint64_t need = f->end + (f->cx ? wal_cidx_bound(n) : n * ATF_INDEX_EVENT_SIZE);
+	uint64_t need =
+	    f->end + (f->cx ? wal_cidx_bound(n) + wal_cidx_tail(f) : n * ATF_INDEX_EVENT_SIZE);
 	uint32_t seg = f->segments;
 	int r = need + ATF_FOOTER_SIZE > f->alloc ? wal_grow(f, need) : 0;
 	if (f->ahead_start && need + ATF_FOOTER_SIZE > f->ahead_start) {
@@ -913,6 +914,8 @@ size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index
 		f->full = true;
 		f->error = r;
 		uint64_t fit = f->alloc - ATF_FOOTER_SIZE - f->end;
+		if (f->cx) /* the tail's room is not the events' */
+			fit = fit > wal_cidx_tail(f) ? fit - wal_cidx_tail(f) : 0;
 		n = f->cx ? wal_cidx_fit(fit) : fit / ATF_INDEX_EVENT_SIZE;
 	}
 	*dst = f->cx ? wal_cidx_chunk(f) : (struct atf_index_event *)(f->cur->data + f->cur->len);

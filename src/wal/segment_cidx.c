@@ -118,15 +118,27 @@ void wal_header_placeholder(const struct ada_wal_file *f, uint8_t out[ATF_HEADER
 	memcpy(out, &h, sizeof(h));
 }
 
+/* Most bytes one event adds at finish: its link, coded in seq order (a
+ * seq varint of 10, a detail one of 5; cidx_enc.c enc_link_count()). */
+#define WAL_CIDX_LINK_MAX 15u
+/* Most bytes a block opened adds at finish: its block table entry. */
+#define WAL_CIDX_BTAB_ENTRY sizeof(struct ada_cidx_btab_entry)
+
 uint64_t wal_cidx_bound(size_t n)
 {
-	return (uint64_t)n * ADA_CIDX_EVENT_MAX + 2 * WAL_CIDX_OPEN_MAX;
+	return (uint64_t)n * (ADA_CIDX_EVENT_MAX + WAL_CIDX_LINK_MAX) +
+	       2 * (WAL_CIDX_OPEN_MAX + WAL_CIDX_BTAB_ENTRY);
 }
 
 size_t wal_cidx_fit(uint64_t bytes)
 {
-	return bytes > 2 * WAL_CIDX_OPEN_MAX ? (bytes - 2 * WAL_CIDX_OPEN_MAX) / ADA_CIDX_EVENT_MAX
-	                                     : 0;
+	const uint64_t open = 2 * (WAL_CIDX_OPEN_MAX + WAL_CIDX_BTAB_ENTRY);
+	return bytes > open ? (bytes - open) / (ADA_CIDX_EVENT_MAX + WAL_CIDX_LINK_MAX) : 0;
+}
+
+uint64_t wal_cidx_tail(const struct ada_wal_file *f)
+{
+	return ada_cidx_enc_tail_size(f->cx->enc);
 }
 
 struct atf_index_event *wal_cidx_chunk(struct ada_wal_file *f)
@@ -231,6 +243,12 @@ int wal_cidx_link(struct ada_wal_file *f, uint64_t i, uint32_t v)
 	int r = ada_cidx_enc_link(c->enc, i, v);
 	if (r < 0)
 		return r;
+	/* The tail grew after the fact: the allocation (what the disk budget
+	 * counts) keeps room for it, so finalize writes nothing past it.
+	 * Failing that, finalize still writes it, and the budget counts the
+	 * file's final size. */
+	if (f->end + wal_cidx_tail(f) + ATF_FOOTER_SIZE > f->alloc && !f->error)
+		(void)wal_grow(f, f->end + wal_cidx_tail(f));
 	if (c->recent && i < f->events && f->events - i <= c->nrecent)
 		c->recent[i & (c->nrecent - 1)].detail_seq = v;
 	return 0;

@@ -263,9 +263,14 @@ int wal_cidx_new(struct ada_wal_file *f);
 void wal_cidx_free(struct ada_wal_file *f);
 /* The 64-byte header written first: ATF v2's or the compact one. */
 void wal_header_placeholder(const struct ada_wal_file *f, uint8_t out[ATF_HEADER_SIZE]);
-/* Most file bytes n events may take coded; the events bytes surely hold. */
+/* Most file bytes n events may take coded, their links and block table
+ * entries at finish included; the events bytes surely hold. */
 uint64_t wal_cidx_bound(size_t n);
 size_t wal_cidx_fit(uint64_t bytes);
+/* Most bytes finalize writes past the coded events so far (the link
+ * table, block table and footer): kept allocated ahead with the events,
+ * so that a finished file is never larger than what the budget counted. */
+uint64_t wal_cidx_tail(const struct ada_wal_file *f);
 struct atf_index_event *wal_cidx_chunk(struct ada_wal_file *f);
 /* Codes the chunk's first n events into the staging buffers; false when
  * some were lost (no buffer: counted in f->lost, the file is full). */

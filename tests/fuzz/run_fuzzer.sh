@@ -20,6 +20,7 @@ mkdir -p "$work/corpus" "$work/artifacts" || exit 1
 rc=$?
 crashes=$(ls "$work/artifacts" 2>/dev/null)
 if [ $rc -ne 0 ] || [ -n "$crashes" ]; then
+	grep -m 1 '^INFO: Seed: ' "$work/log"
 	tail -n 60 "$work/log"
 	echo "FUZZ FAILURE: $name exited $rc after at most $secs s; full log: $work/log"
 	for f in $crashes; do
@@ -28,8 +29,9 @@ if [ $rc -ne 0 ] || [ -n "$crashes" ]; then
 	[ -n "$crashes" ] || echo "  no reproducer written: see the log"
 	exit 1
 fi
-# The stats say how much was tried; a fuzzer that ran nothing is a failure.
-grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::new_units_added|Done [0-9]+ runs)' \
+# The seed libFuzzer chose (rerun with -seed=N to repeat the run) and the
+# stats: how much was tried; a fuzzer that ran nothing is a failure.
+grep -E '^(INFO: Seed: |#[0-9]+.*DONE|stat::number_of_executed_units|stat::new_units_added|Done [0-9]+ runs)' \
 	"$work/log"
 runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log")
 if [ -z "$runs" ] || [ "$runs" -lt 1 ]; then

@@ -4,7 +4,9 @@
 # exit (a `timeout` guard, not a timing assertion), keep every manifest
 # under 100 kB, tell a refusal once with the count of its kind (taken),
 # tell nothing for pids that cannot exist (absent), end on a SIGTERM sent
-# while the names are being looked at (hold), and leave a session
+# while the names are being looked at (hold), end on a SIGTERM that the
+# program ignores while it goes on making names (endless: the recording
+# is finalized, the program is told as left running), and leave a session
 # `ada validate` accepts.
 #   arena_flood_test.sh ADA T_FLOOD MODE
 set -u
@@ -14,6 +16,7 @@ WORK=$(mktemp -d /tmp/ada_flood.XXXXXX)
 OUT="$WORK/out"
 cleanup() {
 	[ -n "${APID:-}" ] && kill -KILL "$APID" 2>/dev/null
+	[ -n "${PPID_FLOOD:-}" ] && kill -KILL "$PPID_FLOOD" 2>/dev/null
 	for m in "$OUT"/session_*/pid_*/manifest.json; do
 		[ -f "$m" ] || continue
 		A=$(sed -n 's/.*"arena_dir": "\(.*\)".*/\1/p' "$m" | head -n 1)
@@ -29,7 +32,7 @@ run() {
 	RC=$?
 }
 
-if [ "$MODE" = hold ]; then
+if [ "$MODE" = hold ] || [ "$MODE" = endless ]; then
 	# timeout passes the SIGTERM it gets on to ada.
 	timeout -s KILL 240 "$ADA" record --no-agent --out "$OUT" -- "$PROG" "$MODE" $N >"$WORK/stdout" 2>"$WORK/err" &
 	APID=$!
@@ -39,10 +42,15 @@ if [ "$MODE" = hold ]; then
 		[ $i -lt 1200 ] || fail "the target never said READY"
 		sleep 0.1
 	done
+	PPID_FLOOD=$(sed -n 's/^READY \([0-9][0-9]*\)$/\1/p' "$WORK/stdout")
 	kill -TERM $APID
 	wait $APID
 	RC=$?
 	APID=""
+	if [ -n "$PPID_FLOOD" ]; then # endless: it ignored the SIGTERM
+		kill -KILL "$PPID_FLOOD" 2>/dev/null
+		while kill -0 "$PPID_FLOOD" 2>/dev/null; do sleep 0.05; done
+	fi
 else
 	run
 fi
@@ -61,6 +69,23 @@ taken)
 	[ "$n" -eq 1 ] || fail "$n lines tell an ignored arena, expected 1"
 	grep -q "(and $((N - 1)) more arenas ignored for the same reason)" "$S"/pid_*/manifest.json ||
 		fail "the manifest does not count the $((N - 1)) further refusals"
+	;;
+endless)
+	n=$(grep -c "ignored the arena of process" "$WORK/err")
+	[ "$n" -eq 1 ] || fail "$n lines tell an ignored arena, expected 1"
+	n=$(grep -c "still running when the recording was stopped by a signal: $PPID_FLOOD (t_flood)" "$WORK/err")
+	[ "$n" -eq 1 ] || fail "$n lines tell the program left running, expected 1"
+	for m in "$S"/pid_*/manifest.json; do
+		python3 - "$m" <<'PY' || fail "$m is not the finalized manifest of a stopped recording"
+import json, sys
+m = json.load(open(sys.argv[1]))
+w = m["warnings"]
+assert m["state"] == "complete", m["state"]
+assert len(w) == 3, w
+assert "more arenas ignored for the same reason" in w[0], w[0]
+assert "stopped by a signal" in w[1] and "still running when the recording ended" in w[2], w
+PY
+	done
 	;;
 absent)
 	[ "$RC" -eq 0 ] || fail "exit status $RC"

@@ -547,7 +547,8 @@ def case_budget(a, work):
         with open(os.path.join(session, "pid_%d" % t.p.pid, "manifest.json")) as f:
             man = json.load(f)
         fns = (man.get("count_only") or {}).get("functions", [])
-        check(any(e.get("moved") == "budget" and e.get("calls", 0) > 0 for e in fns),
+        # (its counts after the move may be 0: the detach can come first)
+        check(any(e.get("moved") == "budget" for e in fns),
               "manifest count_only after the detach: %r (live: %r)" % (fns, moved))
         rc, out_, err_ = t.finish()
     finally:

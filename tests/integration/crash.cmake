@@ -1,5 +1,7 @@
 # The moment of a crash (issue 33 items 1 and 4): frame #0 from the signal
-# context for a function too short to hook (3 and 4 bytes), and gdb's
+# context for a function no mechanism hooks (store3: 3 bytes, no padding)
+# and for one the padding form hooks (store4: 4 bytes, faulting in its
+# trampoline's copy), and gdb's
 # backtrace at the re-raised fault under ada equal to untraced (the
 # hijacked return addresses put back); and item 5, float and double
 # arguments and returns in the detail lane. Checks: crash_test.py.
@@ -27,9 +29,11 @@ ada_crash_test(gdb_store4.O2 gdb ${T}/t_crash0_O2 4)
 # relocated copies): frame #0 and gdb's frame 0 are the function itself.
 ada_crash_test(frame0_load0.O2 frame0 ${T}/t_crash0_O2 l)
 ada_crash_test(frame0_load3.O2 frame0 ${T}/t_crash0_O2 m)
-ada_crash_test(gdb_load0.O2 gdb ${T}/t_crash0_O2 l)
+# (gdb at offset 0 of a copy: gdb_store4; here a later copy.)
 ada_crash_test(gdb_load3.O2 gdb ${T}/t_crash0_O2 m)
 ada_crash_test(gdb_inner.O2 gdb ${T}/t_crash_O2 segv)
+# The other threads at the crash: where each was (its pc from /proc).
+ada_crash_test(threads.O2 threads ${T}/t_crashmt_O2)
 # Float and double arguments and returns in the detail lane (--detail-fp).
 add_test(NAME e2e.detail_fp.O2
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/crash_test.py

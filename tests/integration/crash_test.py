@@ -5,10 +5,12 @@
   crash_test.py --ada ADA --work DIR frame0 -- PROG ARGS...
   crash_test.py --ada ADA --work DIR gdb -- PROG ARGS...
   crash_test.py --ada ADA --work DIR fp -- PROG ARGS...
+  crash_test.py --ada ADA --work DIR threads -- PROG
 
-frame0: PROG (tests/targets/t_crash0) faults in a 3- or 4-byte function
-that is too short to hook, or (modes l, m) in a hooked function's first
-or second instruction, which runs as a relocated copy in its trampoline;
+frame0: PROG (tests/targets/t_crash0) faults in a 3-byte function that
+nothing hooks (too short, no padding), or in a hooked function's first
+or second instruction, which runs as a relocated copy in its trampoline
+(4: a 4-byte function hooked by the padding form; l, m: the ordinary form);
 `ada crash` must name it as frame #0 from the signal context (at the
 function's own pc, not the trampoline's), with its registers (rdi 0, rsi
 0x2a2a, rdx 0x3b3b, rcx 0x4c4c), above the frames on record (or as the
@@ -25,6 +27,13 @@ crash, puts the return addresses back and lets the fault happen again, and
 at that second stop `bt` must name the same frames as untraced. This is
 what a core dumped at that moment holds, without depending on the machine's
 core_pattern.
+
+threads: PROG (tests/targets/t_crashmt) parks three threads in known
+system calls (two in its own functions, one of them inside the
+trampoline's copy of its first instructions; one in libc's read) and
+one in a running loop, and faults in the main thread: the manifest's crash.other_threads and `ada
+crash` (text and --json) must give each parked thread's function and
+offset at the crash and its system call.
 
 fp: PROG (tests/targets/t_fparg) passes doubles and a float and returns
 them; recorded with --detail always --detail-fp, the CALL and RETURN
@@ -81,7 +90,7 @@ def record(ada, work, argv, *opts):
 # t_crash0's modes: the function that faults, the offset of the faulting
 # instruction in it, and whether the agent hooks it (then the fault is in
 # its trampoline's relocated copy, and the call is on record).
-LEAVES = {"3": ("store3", 0, False), "4": ("store4", 0, False),
+LEAVES = {"3": ("store3", 0, False), "4": ("store4", 0, True),
           "l": ("load0", 0, True), "m": ("load3", 3, True)}
 
 
@@ -218,6 +227,70 @@ def check_fp(a, argv, c):
     c.check(det and not any("xmm" in d for d in det), "without --detail-fp: xmm in a record")
 
 
+def check_threads(a, argv, c):
+    rc, _, err, sdir, _ = record(a.ada, a.work, argv, "--trigger", "crash")
+    c.check(rc in (139, -11), f"ada record exited {rc}, want SIGSEGV passed through: {err[-800:]}")
+    pid_dir = sorted(glob.glob(os.path.join(sdir, "pid_*")))[0]
+    with open(os.path.join(pid_dir, "manifest.json")) as f:
+        man = json.load(f)
+    others = man.get("crash", {}).get("other_threads") or {}
+    c.check(others.get("read") == "proc" and len(others.get("threads", [])) == 4 and
+            others.get("omitted") == 0, f"manifest crash.other_threads: {others}")
+    doc = json.loads(subprocess.run([a.ada, "crash", "--json", sdir], capture_output=True,
+                                    text=True, timeout=TIMEOUT).stdout)
+    at, running = {}, []
+    for t in doc["processes"][0]["threads"]:
+        if t["faulting"]:
+            c.check(t["frames"][0]["function"] == "crash_here", f"faulting thread: {t}")
+        elif (t.get("at_crash") or {}).get("state") == "running":
+            # No pc: its innermost open frame is what is known.
+            c.check(t["at_crash"].get("pc") is None and
+                    [f["function"] for f in t["frames"]][:2] == ["park_spin", "parker"],
+                    f"crash --json: the running thread: {t}")
+            running.append(t)
+        elif t.get("at_crash"):
+            names = [f["function"] for f in t["frames"]]
+            at[t["at_crash"].get("function") if t["at_crash"].get("syscall") else None] = \
+                (t["at_crash"], names)
+    # park_pause blocks at its own +7 (behind the patch), park_pause2 in
+    # its trampoline's copy of the syscall, mapped to +6; both hooked, so
+    # the innermost open frame holds the pc. park_read blocks in libc's
+    # read, under park_read.
+    for fn, off in (("park_pause", 7), ("park_pause2", 6)):
+        x, names = at.get(fn, ({}, []))
+        c.check(x.get("offset") == off and x.get("syscall") == 34 and x.get("state") == "syscall"
+                and x.get("on_record") is True and names[:2] == [fn, "parker"],
+                f"crash --json: {fn} at the crash: {x} {names}")
+    rd = [v for v in at.values() if v[0].get("syscall") == 0]
+    c.check(len(rd) == 1 and "park_read" in rd[0][1][:2] and rd[0][0].get("on_record"),
+            f"crash --json: the thread in read(2): {rd}")
+    c.check(len(running) == 1, f"crash --json: {len(running)} threads running at the crash")
+    text = subprocess.run([a.ada, "crash", sdir], capture_output=True, text=True,
+                          timeout=TIMEOUT).stdout
+    c.check("running at the crash (its pc was not read)" in text,
+            "crash text: the running thread is not said to be running:\n" + text[:3000])
+    for fn, off in (("park_pause", 7), ("park_pause2", 6)):
+        c.check(re.search(r"pc 0x[0-9a-f]+ \(%s\+0x%x\), sp 0x[0-9a-f]+, blocked in system "
+                          r"call 34" % (fn, off), text) is not None,
+                f"crash text: no pc line for {fn}:\n{text[:3000]}")
+    # ada dump: the same threads under the fatal-signal marker.
+    out = subprocess.run([a.ada, "dump", "--format", "jsonl", pid_dir], capture_output=True,
+                         text=True, timeout=TIMEOUT).stdout
+    marks = [json.loads(l) for l in out.splitlines() if '"kind":"signal"' in l]
+    got = sorted((o.get("function") or "", o.get("offset") or 0,
+                  -1 if o.get("syscall") is None else o["syscall"])
+                 for o in (marks[0].get("other_threads") or [] if len(marks) == 1 else []))
+    c.check(("park_pause", 7, 34) in got and ("park_pause2", 6, 34) in got and len(got) == 4,
+            f"dump jsonl: the marker's other_threads {got}")
+    txt = subprocess.run([a.ada, "dump", pid_dir], capture_output=True, text=True,
+                         timeout=TIMEOUT).stdout
+    c.check(re.search(r"\| thread tid \d+ at the crash: syscall 34, pc 0x[0-9a-f]+ "
+                      r"\(park_pause2\+0x6\)", txt) is not None,
+            "dump text: no other thread under the marker")
+    rc, out, err = run([a.ada, "validate", sdir])
+    c.check(rc == 0, f"ada validate: exit {rc}: {out[-1500:]}{err[-500:]}")
+
+
 BT_LINE = re.compile(r"^#(\d+)\s+(?:0x[0-9a-f]+ in )?(\S+) \(")
 
 
@@ -266,14 +339,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ada", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("check", choices=["frame0", "gdb", "fp"])
+    ap.add_argument("check", choices=["frame0", "gdb", "fp", "threads"])
     ap.add_argument("argv", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     argv = a.argv[1:] if a.argv[:1] == ["--"] else a.argv
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
     c = Checks()
-    rc = {"frame0": check_frame0, "gdb": check_gdb, "fp": check_fp}[a.check](a, argv, c)
+    rc = {"frame0": check_frame0, "gdb": check_gdb, "fp": check_fp,
+          "threads": check_threads}[a.check](a, argv, c)
     if rc == SKIP:
         shutil.rmtree(a.work, ignore_errors=True)
         return SKIP

@@ -113,20 +113,29 @@ def own_totals(counts):
 
 def pair_frames(events):
     """Independent of src/analyze: per thread, a stack by depth; yields
-    (thread, function, call_ts, end_ts, kind, parent_index or None)."""
+    (thread, function, call_ts, end_ts, kind, parent_index or None, the
+    CALL event, ada's waits inside the frame in ns: the wait marker pairs
+    while it was open, docs/format.md)."""
     frames = []
     by_thread = collections.defaultdict(list)
     for ev in events:
         by_thread[ev["thread"]].append(ev)
     for th, evs in by_thread.items():
         stack = []
+        begin = None
         for ev in evs:
             d = ev["depth"]
-            if ev["kind"] == "call":
+            if ev["kind"] == "ada_wait_begin":
+                begin = ev["ts"]
+            elif ev["kind"] == "ada_wait_end" and begin is not None:
+                for i, _ in stack:
+                    frames[i][7] += ev["ts"] - begin
+                begin = None
+            elif ev["kind"] == "call":
                 while stack and stack[-1][1] >= d:
                     stack.pop()
                 frames.append([th, ev["function"], ev["ts"], None, None,
-                               stack[-1][0] if stack else None, ev])
+                               stack[-1][0] if stack else None, ev, 0])
                 stack.append((len(frames) - 1, d))
             elif ev["kind"] in ("return", "exception"):
                 while stack and stack[-1][1] > d:
@@ -154,7 +163,7 @@ def check_report(s, c):
             f"report: self times sum to {self_sum}, roots {tot['roots_total_ns']} + "
             f"under open frames {tot['under_open_ns']}")
     frames = pair_frames(s.events())
-    roots = sum(f[3] - f[2] for f in frames if f[3] is not None and f[5] is None)
+    roots = sum(f[3] - f[2] - f[7] for f in frames if f[3] is not None and f[5] is None)
     c.check(roots == tot["roots_total_ns"],
             f"report: roots total {tot['roots_total_ns']}, the dump's events give {roots}")
     c.check(tot["calls"] == len(frames), f"report: {tot['calls']} calls, dump {len(frames)}")
@@ -372,11 +381,16 @@ def check_flame(s, c):
     rep = s.report()
     roots = rep["totals"]["roots_total_ns"] + rep["totals"]["under_open_ns"]
     folded = s.run("flame", "--folded", s.pid_dir)
-    c.check(folded_total(folded) == roots,
-            f"flame --folded: total {folded_total(folded)}, the roots' time is {roots}")
-    per = s.run("flame", "--folded", "--per-thread", s.pid_dir)
-    c.check(folded_total(per) == roots and all(l.startswith("thread ") for l in per.splitlines()),
-            "flame --folded --per-thread: not the same total, or a line not under a thread")
+    total = folded_total(folded)
+    c.check(total == roots, f"flame --folded: total {total}, the roots' time is {roots}")
+    # --per-thread where there are threads to split (flame_threads): one
+    # thread's stacks under its name are the same total over the same
+    # stacks, which a deep recursion makes hundreds of MB of text.
+    if rep["threads"] > 1:
+        per = s.run("flame", "--folded", "--per-thread", s.pid_dir)
+        c.check(folded_total(per) == roots and
+                all(l.startswith("thread ") for l in per.splitlines()),
+                "flame --folded --per-thread: not the same total, or a line not under a thread")
     leaf_paths = {l.rpartition(" ")[0] for l in folded.splitlines()}
     for fn, n in own_totals(s.counts).items():
         if n:
@@ -512,13 +526,19 @@ def check_windows(s, c):
         if w["trigger"].startswith("symbol="):
             c.check(got.get(i, {}).get("function") == w["trigger"][7:],
                     f"windows: window {i} names {got.get(i, {}).get('function')!r}")
-    text = s.run("windows", s.dir).splitlines()
+    text = [l for l in s.run("windows", s.dir).splitlines() if not fill_line(l)]
     c.check(len(text) == 2 + len(want) and text[0].endswith(f": {len(want)} window" +
                                                           ("" if len(want) == 1 else "s")),
             "windows text:\n" + "\n".join(text))
     c.check(any(l.split()[0] == str(i) and w["trigger"] in l for l in text[2:] for i, w in
                 want.items()), "windows text: no row with the trigger:\n" + "\n".join(text))
     check_wall_time(s, c, mans[0], want, got)
+
+
+def fill_line(line):
+    """ada windows' second line under a window that lost records (what
+    filled the rings), not a window's row."""
+    return line.startswith("      the detail rings filled with ")
 
 
 def check_wall_time(s, c, man, want, got):
@@ -546,7 +566,8 @@ def check_wall_time(s, c, man, want, got):
                 f"window {i}: keysym_version {w.get('keysym_version')} / "
                 f"{got[i].get('keysym_version')}, want 0 (the agent's own set)")
     stamp = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}[+-]\d{4} ")
-    rows = s.run("windows", "--time", "wall", s.dir).splitlines()[2:]
+    rows = [l for l in s.run("windows", "--time", "wall", s.dir).splitlines()[2:]
+            if not fill_line(l)]
     c.check(rows and all(re.match(r"^\s*\d+ \d{4}-\d\d-\d\dT", r) for r in rows),
             "windows --time wall:\n" + "\n".join(rows))
     lines = s.run("dump", "--time", "wall", s.dir).splitlines()[:50]

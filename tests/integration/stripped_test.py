@@ -35,7 +35,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ada_itest as it  # noqa: E402
 
-WARN = re.compile(r"^ada-agent: (\S+) has no symbol table: (\d+) of its functions, found "
+WARN = re.compile(r"^ada: (\S+) has no symbol table: (\d+) of its functions, found "
                   r"from \.eh_frame, are named (\S+)\+0xOFFSET")
 
 
@@ -77,7 +77,7 @@ class OffsetAda(it.Ada):
         self.offset_named = 0
 
     def dump(self, d):
-        events = super().dump(d)
+        events = [dict(e) for e in super().dump(d)]  # the parent's list is shared
         for ev in events:
             m = self.pat.match(ev.get("function") or "")
             if m:
@@ -155,7 +155,7 @@ def case_offsets(args, ada, work, rep):
     session, files, pid, err = record(ada, work, rep, prog, os.path.join(work, "none"), "o")
     ws = [m for m in warnings_for(err) if m.group(1) == os.path.realpath(prog)]
     rep.check(len(ws) == 1 and ws[0].group(3) == base,
-              "ada record should print one line 'ada-agent: %s has no symbol table: ...', "
+              "ada record should print one line 'ada: %s has no symbol table: ...', "
               "naming the module; stderr was:\n%s" % (os.path.realpath(prog), err))
     head, fns = own_syms(session, pid, prog)
     rep.check(head.get("symbol_source") == "ehframe", "symbol_source %r" % head.get(

@@ -1,11 +1,14 @@
 /*
  * Test target: a function too short to hook faults, so its frame is on no
  * record of the index lane; only the signal context names it (issue 33).
- * Both sit back to back with no padding around them, so the padding form
- * cannot hook them either.
  *   3   main -> crash_outer -> crash_mid -> store3 (`mov %esi,(%rdi); ret`,
- *       3 bytes) with rdi = 0: SIGSEGV at store3's first byte;
- *   4   the same through store4 (`mov %rsi,(%rdi); ret`, 4 bytes);
+ *       3 bytes) with rdi = 0: SIGSEGV at store3's first byte. store4
+ *       follows it with no byte between, so the padding form cannot hook
+ *       it either: the case of a function no mechanism hooks;
+ *   4   the same through store4 (`mov %rsi,(%rdi); ret`, 4 bytes), which
+ *       has padding behind it: hooked by the padding form, its store runs
+ *       as the trampoline's relocated copy and faults there; the agent
+ *       maps the pc back to store4+0;
  *   l   the same through load0, long enough to be hooked by the ordinary
  *       form, whose first instruction loads through rdi: the fault is in
  *       the trampoline's relocated copy of that instruction, which the
@@ -44,19 +47,12 @@ __asm__(".text\n"
         "\tret\n"
         "\t.cfi_endproc\n"
         ".size store4, .-store4\n"
-        /* Right behind store4: no padding after it, so the agent cannot
-         * hook it through padding either (docs/hooks.md) and it stays
-         * unhooked, the case this target is about. */
-        ".globl store_guard\n"
-        ".type store_guard, @function\n"
-        "store_guard:\n"
-        "\t.cfi_startproc\n"
-        "\tret\n"
-        "\t.cfi_endproc\n"
-        ".size store_guard, .-store_guard\n"
+        /* Padding right behind store4 (int3 fill, no symbol, no FDE):
+         * room for the padding form's slot. */
+        ".fill 11, 1, 0xcc\n"
         /* Hooked by the ordinary form (7 and 10 bytes, whole instructions
          * over the 5-byte patch, no branch). */
-        ".p2align 4\n"
+        ".p2align 4, 0xcc\n"
         ".globl load0\n"
         ".type load0, @function\n"
         "load0:\n"

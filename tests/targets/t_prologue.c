@@ -13,7 +13,15 @@
  *   pro_switch      a PIC switch dispatch (cmp; ja | lea table; movslq;
  *                   add; jmp reg) whose table avoids the patch: hooked
  *                   by reading the table (issue 4 item 8);
- *   c_switch        the same from gcc (a dense switch at -O2), in C.
+ *   c_switch        the same from gcc (a dense switch at -O2), in C;
+ *   pro_callind     an indirect call through memory (`call *8(%rdi)`) as
+ *                   the last displaced instruction (python3.11's type slot
+ *                   calls): relocated as push of the target, the original
+ *                   return address in its place, ret (x86_reloc.c); its
+ *                   callee pro_ind_callee must get the right argument and
+ *                   return address (the result is checked, and its
+ *                   return, when traced, must match).
+
  * Each declares CFI (.cfi_startproc/.cfi_endproc) as compiled C and
  * glibc's assembly do: without it the agent leaves a function alone
  * (no_unwind_info, docs/hooks.md).
@@ -21,6 +29,7 @@
  * function, knows how many times it called each one. Single-threaded.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "tcount.h"
 
@@ -28,7 +37,7 @@
 #define FUNCS(X)                                                                                   \
 	X(main)                                                                                    \
 	X(drive_asm) X(pro_riprel_add) X(pro_riprel_lea) X(pro_jcc) X(pro_jmp8) X(pro_jmp_first)   \
-	    X(pro_target) X(pro_loop) X(pro_switch) X(c_switch)
+	    X(pro_target) X(pro_loop) X(pro_switch) X(c_switch) X(pro_callind) X(pro_ind_callee)
 // clang-format on
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
@@ -43,6 +52,12 @@ unsigned long pro_jmp_first(unsigned long x);
 unsigned long pro_target(unsigned long x);
 unsigned long pro_loop(unsigned long n);
 unsigned long pro_switch(unsigned long x, unsigned long y);
+struct pro_ind {
+	unsigned long v;
+	unsigned long (*fn)(const struct pro_ind *);
+};
+unsigned long pro_callind(const struct pro_ind *s);
+unsigned long pro_ind_callee(const struct pro_ind *s);
 
 __asm__(".text\n"
         ".p2align 4\n"
@@ -118,7 +133,32 @@ __asm__(".text\n"
         "	jnz 1b\n"
         "	ret\n"
         "  .cfi_endproc\n"
-        ".size pro_loop, .-pro_loop\n");
+        ".size pro_loop, .-pro_loop\n"
+
+        ".p2align 4\n"
+        ".globl pro_callind\n.type pro_callind,@function\n"
+        "pro_callind:\n"
+        "  .cfi_startproc\n"
+        "	push %rbx\n"
+        "  .cfi_adjust_cfa_offset 8\n"
+        "  .cfi_offset %rbx, -16\n"
+        "	xor %esi, %esi\n"
+        "	call *8(%rdi)\n"
+        "	pop %rbx\n"
+        "  .cfi_adjust_cfa_offset -8\n"
+        "	ret\n"
+        "  .cfi_endproc\n"
+        ".size pro_callind, .-pro_callind\n"
+
+        ".p2align 4\n"
+        ".globl pro_ind_callee\n.type pro_ind_callee,@function\n"
+        "pro_ind_callee:\n"
+        "  .cfi_startproc\n"
+        "	mov (%rdi), %rax\n"
+        "	add $5, %rax\n"
+        "	ret\n"
+        "  .cfi_endproc\n"
+        ".size pro_ind_callee, .-pro_ind_callee\n");
 
 /* Cases return y+10..y+40, the default y. The table is gcc's shape:
  * int32 offsets from the table's own address, in .rodata. */
@@ -188,6 +228,9 @@ TC_FN static unsigned long drive_asm(unsigned long rounds)
 		acc += pro_loop(i + 1);
 		acc += pro_switch(i % 6, i);
 		acc += (unsigned long)c_switch((int)(i % 9) - 1, (int)i);
+		struct pro_ind ind = {i, pro_ind_callee};
+		if (pro_callind(&ind) != i + 5)
+			abort(); /* the relocated indirect call went wrong */
 	}
 	TC_ADD(FN_pro_riprel_add, rounds);
 	TC_ADD(FN_pro_riprel_lea, rounds);
@@ -198,6 +241,8 @@ TC_FN static unsigned long drive_asm(unsigned long rounds)
 	TC_ADD(FN_pro_target, 2 * rounds);
 	TC_ADD(FN_pro_switch, rounds);
 	TC_ADD(FN_c_switch, rounds);
+	TC_ADD(FN_pro_callind, rounds);
+	TC_ADD(FN_pro_ind_callee, rounds);
 	/* pro_loop: not counted, it must not be hooked (see above). */
 	return acc;
 }

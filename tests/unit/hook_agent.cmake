@@ -15,6 +15,15 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
     set_tests_properties(agent_${t} PROPERTIES SKIP_RETURN_CODE 77)
     ada_sanitize_tests(asan ubsan TESTS agent_${t})
   endforeach()
+  # The shadow stack as on arm64 (the return point kept in the body's
+  # frame, below its slot: SHADOW_RET_IN_FRAME), on any host.
+  add_executable(test_agent_shadow_inframe ${_ag}/test_agent_shadow.c)
+  target_compile_definitions(test_agent_shadow_inframe PRIVATE SHADOW_RET_IN_FRAME=1)
+  target_include_directories(test_agent_shadow_inframe PRIVATE ${CMOCKA_INCLUDE_DIR})
+  target_link_libraries(test_agent_shadow_inframe PRIVATE ada_agent_core ada_hook_internal
+    ${CMOCKA_LIBRARY})
+  add_test(NAME agent_shadow_inframe COMMAND test_agent_shadow_inframe)
+  ada_sanitize_tests(asan ubsan TESTS agent_shadow_inframe)
   # dladdr1 must see the test's own functions: export them.
   set_target_properties(test_agent_symbols PROPERTIES ENABLE_EXPORTS ON)
   target_link_libraries(test_agent_syms PRIVATE ada_atf)

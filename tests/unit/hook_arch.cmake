@@ -114,6 +114,13 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
   target_link_libraries(test_hook_a64 PRIVATE ada_hook_a64 ${CMOCKA_LIBRARY})
   add_test(NAME hook_arch_a64_reloc COMMAND test_hook_a64)
   ada_sanitize_tests(asan ubsan TESTS hook_arch_a64_reloc)
+  # Random words of every PC-relative class against capstone's AArch64
+  # decoding (32 000 cases, well under a second).
+  add_executable(test_hook_a64_cs ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hook_a64_cs.c)
+  target_include_directories(test_hook_a64_cs PRIVATE ${CMOCKA_INCLUDE_DIR})
+  target_link_libraries(test_hook_a64_cs PRIVATE ada_hook_a64 ada_dep_capstone ${CMOCKA_LIBRARY})
+  add_test(NAME hook_arch_a64_capstone COMMAND test_hook_a64_cs)
+  ada_sanitize_tests(asan ubsan TESTS hook_arch_a64_capstone)
 endif()
 
 # The arm64 layer end to end on aarch64 (natively, or in a cross build

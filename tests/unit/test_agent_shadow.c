@@ -295,6 +295,69 @@ static void test_unwind_chain(void **state)
 	expect(5, 10, ATF_EVENT_RETURN, 1);
 }
 
+#if SHADOW_RET_IN_FRAME
+/* arm64 (test_agent_shadow_inframe): a call whose body saves the return
+ * point it was given two words below its slot (x30 at S-24 in a 32-byte
+ * frame) and overwrites the slot (S-8) with a local. */
+static void call_inframe(int d, uint64_t fn, uint64_t ret)
+{
+	uint64_t *s = slot_at(d);
+	*s = ret;
+	shadow_pop_dead(&sh, s, *s, TRAMP);
+	assert_true(shadow_push(&sh, fn, s, TRAMP, 0));
+	assert_int_equal(*s, SHADOW_SLOT_CALL);
+	s[-2] = RP(fn);
+	s[0] = 0x5555;
+}
+
+/* An exception through arm64 frames: restore finds each saved return
+ * point in its frame (not at the slot, which holds a local; past an
+ * untraced frame's real return address), the catch re-arms there. */
+static void test_unwind_inframe(void **state)
+{
+	(void)state;
+	for (int d = 1; d <= 3; d++)
+		call_inframe(d, (uint64_t)d, 0x1000u + (uint64_t)d);
+	slot_at(2)[-6] = 0x4242; /* an untraced frame inside frame 2's span */
+	shadow_restore_all(&sh, slot_at(4), TRAMP);
+	for (int d = 1; d <= 3; d++) {
+		assert_int_equal(slot_at(d)[-2], 0x1000u + (uint64_t)d);
+		assert_int_equal(*slot_at(d), 0x5555);
+	}
+	assert_int_equal(slot_at(2)[-6], 0x4242);
+	shadow_pop_below(&sh, slot_at(2));
+	assert_int_equal(sh.top, 1);
+	shadow_rearm_all(&sh, slot_at(2), TRAMP);
+	assert_int_equal(slot_at(1)[-2], TRAMP);
+	assert_int_equal(*slot_at(1), 0x5555);
+	uint32_t flags;
+	assert_int_equal(shadow_return(&sh, slot_at(1), &flags), 0x1001);
+	expect(5, 1, ATF_EVENT_RETURN, 1);
+}
+
+/* A tail chain in arm64 frames: 10 tail-calls 11 (the same slot; 11's
+ * body saves 10's return point in its frame), then 11 calls 20. */
+static void test_unwind_chain_inframe(void **state)
+{
+	(void)state;
+	call_inframe(1, 10, 0x1001);
+	uint64_t *s1 = slot_at(1);
+	uint64_t rp10 = s1[-2];
+	*s1 = rp10; /* x30 at 11's entry: 10's return point */
+	shadow_pop_dead(&sh, s1, *s1, TRAMP);
+	assert_true(shadow_push(&sh, 11, s1, TRAMP, 0));
+	s1[-2] = RP(11);
+	s1[0] = 0x5555;
+	call_inframe(2, 20, 0x2002);
+	shadow_restore_all(&sh, slot_at(3), TRAMP);
+	assert_int_equal(s1[-2], 0x1001); /* the chain's real caller */
+	assert_int_equal(slot_at(2)[-2], 0x2002);
+	shadow_pop_below(&sh, slot_at(2));
+	shadow_rearm_all(&sh, slot_at(2), TRAMP);
+	assert_int_equal(s1[-2], TRAMP);
+}
+#endif
+
 static void test_pop_all_and_exec(void **state)
 {
 	(void)state;
@@ -627,25 +690,29 @@ static void test_switch_all(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup(test_nested, setup),
-	    cmocka_unit_test_setup(test_tail_call, setup),
-	    cmocka_unit_test_setup(test_unwind_chain, setup),
-	    cmocka_unit_test_setup(test_longjmp_then_call, setup),
-	    cmocka_unit_test_setup(test_longjmp_then_return, setup),
-	    cmocka_unit_test_setup(test_altstack_not_dead, setup),
-	    cmocka_unit_test_setup(test_unwind_and_catch, setup),
-	    cmocka_unit_test_setup(test_pop_all_and_exec, setup),
-	    cmocka_unit_test_setup(test_fork_inherited, setup),
-	    cmocka_unit_test_setup(test_grave, setup),
-	    cmocka_unit_test_setup(test_grave_exceptions_only, setup),
-	    cmocka_unit_test_setup(test_fast_nested, setup),
-	    cmocka_unit_test_setup(test_fast_enter_declines, setup),
-	    cmocka_unit_test_setup(test_fast_return_declines, setup),
-	    cmocka_unit_test_setup(test_fast_detail_flag, setup),
-	    cmocka_unit_test_setup(test_side_path, setup),
-	    cmocka_unit_test_setup(test_side_full, setup),
-	    cmocka_unit_test_setup(test_resync, setup),
-	    cmocka_unit_test_setup(test_switch_all, setup),
+		cmocka_unit_test_setup(test_nested, setup),
+		cmocka_unit_test_setup(test_tail_call, setup),
+		cmocka_unit_test_setup(test_unwind_chain, setup),
+		cmocka_unit_test_setup(test_longjmp_then_call, setup),
+		cmocka_unit_test_setup(test_longjmp_then_return, setup),
+		cmocka_unit_test_setup(test_altstack_not_dead, setup),
+		cmocka_unit_test_setup(test_unwind_and_catch, setup),
+		cmocka_unit_test_setup(test_pop_all_and_exec, setup),
+		cmocka_unit_test_setup(test_fork_inherited, setup),
+		cmocka_unit_test_setup(test_grave, setup),
+		cmocka_unit_test_setup(test_grave_exceptions_only, setup),
+		cmocka_unit_test_setup(test_fast_nested, setup),
+		cmocka_unit_test_setup(test_fast_enter_declines, setup),
+		cmocka_unit_test_setup(test_fast_return_declines, setup),
+		cmocka_unit_test_setup(test_fast_detail_flag, setup),
+		cmocka_unit_test_setup(test_side_path, setup),
+		cmocka_unit_test_setup(test_side_full, setup),
+		cmocka_unit_test_setup(test_resync, setup),
+		cmocka_unit_test_setup(test_switch_all, setup),
+#if SHADOW_RET_IN_FRAME
+		cmocka_unit_test_setup(test_unwind_inframe, setup),
+		cmocka_unit_test_setup(test_unwind_chain_inframe, setup),
+#endif
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

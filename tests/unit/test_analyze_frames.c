@@ -134,6 +134,42 @@ static void open_frames_and_marker(void **state)
 	ada_frames_free(w);
 }
 
+/* ada's waits for ring space (wait markers) are not the program's time:
+ * main(100..1000) { a(200..600) { wait 300..500 } wait 700..800 }, and a
+ * cut-off END (no BEGIN) takes nothing out. Durations, child and self
+ * times leave them out, so self times still add up; a marker is no signal
+ * and closes nothing. */
+static void waits_left_out(void **state)
+{
+	struct seen s;
+	struct ada_frames *w = walker(&s);
+
+	(void)state;
+	push(w, 100, C, 1, 1);
+	push(w, 150, X, 0, ADA_WAIT_MARKER_END); /* its BEGIN was cut off */
+	push(w, 200, C, 2, 2);
+	push(w, 300, X, 0, ADA_WAIT_MARKER_BEGIN);
+	push(w, 500, X, 0, ADA_WAIT_MARKER_END);
+	assert_int_equal(ada_frames_depth(w), 2);
+	push(w, 600, R, 2, 2);
+	push(w, 700, X, 0, ADA_WAIT_MARKER_BEGIN);
+	push(w, 800, X, 0, ADA_WAIT_MARKER_END);
+	push(w, 1000, R, 1, 1);
+	ada_frames_finish(w);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.f[0].wait_ns, 200);
+	assert_int_equal(ada_frame_ns(&s.f[0]), 200);
+	assert_int_equal(s.f[1].wait_ns, 300);
+	assert_int_equal(ada_frame_ns(&s.f[1]), 600);
+	assert_int_equal(s.f[1].child_ns, 200); /* a without its wait */
+	const struct ada_frames_stats *st = ada_frames_stats(w);
+	assert_int_equal(st->waits, 2);
+	assert_int_equal(st->wait_ns, 300);
+	assert_int_equal(st->markers + st->exceptions + st->unmatched + st->bad_kind, 0);
+	assert_int_equal(s.sig, 0);
+	ada_frames_free(w);
+}
+
 /* Ends whose CALL is not there (a retired generation), a depth jump that
  * leaves frames behind, a return of another function, an unknown kind. */
 static void unpaired_events_are_counted(void **state)
@@ -240,11 +276,9 @@ static void demangling(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(pairs_and_self_time),
-	    cmocka_unit_test(open_frames_and_marker),
-	    cmocka_unit_test(unpaired_events_are_counted),
-	    cmocka_unit_test(deep_stack_and_reuse),
-	    cmocka_unit_test(hist_quantiles),
+	    cmocka_unit_test(pairs_and_self_time),  cmocka_unit_test(open_frames_and_marker),
+	    cmocka_unit_test(waits_left_out),       cmocka_unit_test(unpaired_events_are_counted),
+	    cmocka_unit_test(deep_stack_and_reuse), cmocka_unit_test(hist_quantiles),
 	    cmocka_unit_test(demangling),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "cidx.h"
@@ -184,7 +185,8 @@ static void roundtrip_deep(void **state)
 }
 
 /* Frames leaving by EXCEPTION (an unwind of several), a longjmp (a RETURN
- * that skips frames), a fatal-signal marker, a depth restart at 1. */
+ * that skips frames), wait markers, a fatal-signal marker, a depth restart
+ * at 1. */
 static void roundtrip_exceptions_and_signals(void **state)
 {
 	struct cs_gen g;
@@ -203,6 +205,9 @@ static void roundtrip_exceptions_and_signals(void **state)
 		cs_ret(&g, 0, ATF_EVENT_RETURN);
 	}
 	cs_call(&g, 5, atf_function_id(3, 1));
+	/* ada's wait markers (docs/format.md) inside an open frame */
+	cs_emit(&g, 3, 0, ATF_EVENT_EXCEPTION, ADA_WAIT_MARKER_BEGIN);
+	cs_emit(&g, 70000, 0, ATF_EVENT_EXCEPTION, ADA_WAIT_MARKER_END);
 	cs_emit(&g, 5, 0xdeadbeefull, ATF_EVENT_EXCEPTION, ADA_SIGNAL_MARKER_FLAG | 11);
 	cs_emit(&g, 5, 0, ATF_EVENT_EXCEPTION, ADA_SIGNAL_MARKER_FLAG | 6);
 	struct img im = encode(g.ev, g.n, ADA_CIDX_BLOCK_MIN, NULL, NULL, 0);
@@ -320,6 +325,62 @@ static void enc_small_buffers(void **state)
 	check_image(&im, g.ev, g.n);
 	ada_cidx_enc_free(e);
 	free(file);
+	free(g.ev);
+}
+
+/* Finishes e into a buffer of exactly ada_cidx_enc_tail_size(e) bytes
+ * (a writer counts the tail against its disk budget from that size ahead):
+ * returns the bytes finish wrote, checked to fit. */
+static size_t tail_finish(struct ada_cidx_enc *e)
+{
+	struct ada_atf_file_info info;
+	struct ada_cidx_file_header h;
+	size_t cap = ada_cidx_enc_tail_size(e), len = 0;
+	uint8_t *buf = malloc(cap);
+
+	ada_atf_file_info_native(&info, 4242);
+	assert_int_equal(ada_cidx_enc_finish(e, &info, buf, cap, &len, &h), 0);
+	assert_true(len <= cap);
+	free(buf);
+	return len;
+}
+
+/* The tail's size: exact while links come in seq order (events that carry
+ * one, back-patches past the last), a bound when they do not (a window's
+ * links before the last linked event, a link replaced), whatever the
+ * gaps of seq and detail. */
+static void tail_size_bound(void **state)
+{
+	static const uint32_t details[] = {0, 1, 2, 1000000, 5, 4000000000u, 3, 0, 77};
+	struct cs_gen g;
+	struct ada_cidx_enc *e;
+	uint8_t *buf = malloc(8 << 20);
+	int err;
+
+	(void)state;
+	cs_init(&g, 50000, 9);
+	cs_mixed_stream(&g);
+	for (size_t i = 0; i < g.n; i++) /* in order, with every size of gap */
+		if (i % 3001 == 2 || i == 100 || i == 101)
+			g.ev[i].detail_seq = details[i % 9];
+	for (int pass = 0; pass < 2; pass++) {
+		struct ada_cidx_out o = {buf, 64, 8 << 20};
+		assert_int_equal(ada_cidx_enc_new(ADA_CIDX_BLOCK_MIN, &e), 0);
+		assert_int_equal(ada_cidx_enc_put(e, g.ev, g.n, &o, &err), g.n);
+		ada_cidx_enc_seal(e, &o);
+		assert_int_equal(ada_cidx_enc_link(e, g.n - 1, 4000000000u), 0); /* past the last */
+		if (pass == 0) { /* in order: exact */
+			size_t want = ada_cidx_enc_tail_size(e);
+			assert_int_equal(tail_finish(e), want);
+		} else { /* a back-patch before the last, one replaced: bounded */
+			assert_int_equal(ada_cidx_enc_link(e, 7, 1), 0);
+			assert_int_equal(ada_cidx_enc_link(e, 100, 3999999999u), 0);
+			assert_int_equal(ada_cidx_enc_link(e, g.n - 1, 0), 0);
+			(void)tail_finish(e);
+		}
+		ada_cidx_enc_free(e);
+	}
+	free(buf);
 	free(g.ev);
 }
 
@@ -478,6 +539,113 @@ static void atf_reader_reads_compact(void **state)
 	free(g.ev);
 }
 
+struct walk_got {
+	struct atf_index_event *ev;
+	uint64_t first, next, runs;
+};
+
+/* ada_atf_index_walk()'s callback: runs follow on, each copied. */
+static int walk_collect(void *ctx, const struct atf_index_event *ev, uint64_t seq, uint64_t n)
+{
+	struct walk_got *w = ctx;
+	assert_int_equal(seq, w->next);
+	assert_true(n >= 1);
+	memcpy(w->ev + (seq - w->first), ev, n * sizeof(*ev));
+	w->next = seq + n;
+	w->runs++;
+	return 0;
+}
+
+static int walk_once(struct ada_atf_index *ix, uint64_t b, uint64_t e, struct walk_got *w)
+{
+	w->first = w->next = b;
+	w->runs = 0;
+	return ada_atf_index_walk(ix, b, e, walk_collect, w);
+}
+
+/* The sequential walk of a compact file of many blocks: every event once,
+ * in order, links applied, from any start; the bounds found by block;
+ * a block whose CRC holds but whose events do not decode ends the walk,
+ * reads as zeros through get() and is counted once. */
+static void atf_reader_walks_compact(void **state)
+{
+	struct cs_gen g;
+	struct ada_atf_index *ix;
+	struct ada_cidx_dec *d;
+	uint64_t b, e;
+
+	(void)state;
+	cs_init(&g, 100000, 11);
+	cs_fib_stream(&g);
+	g.ev[4097].detail_seq = 5;
+	g.ev[60001].detail_seq = 6;
+	struct img im = encode(g.ev, g.n, ADA_CIDX_BLOCK_MIN, NULL, NULL, 0);
+	struct walk_got w = {.ev = calloc(g.n, sizeof(*w.ev))};
+	assert_int_equal(ada_atf_index_open_mem(im.p, im.len, 0, &ix), 0);
+	assert_int_equal(walk_once(ix, 0, UINT64_MAX, &w), 0);
+	assert_int_equal(w.next, g.n);
+	assert_events_equal(w.ev, g.ev, g.n);
+	assert_int_equal(walk_once(ix, 1234, 56789, &w), 0);
+	assert_int_equal(w.next, 56789);
+	assert_events_equal(w.ev, g.ev + 1234, 56789 - 1234);
+	ada_atf_index_range(ix, 0, UINT64_MAX, &b, &e);
+	assert_true(b == 0 && e == g.n);
+	for (size_t i = 0; i < g.n; i += 7919) { /* the bounds against brute force */
+		uint64_t t = g.ev[i].timestamp_ns, lo = 0, up = 0;
+		while (lo < g.n && g.ev[lo].timestamp_ns < t)
+			lo++;
+		while (up < g.n && g.ev[up].timestamp_ns <= t)
+			up++;
+		assert_int_equal(ada_atf_index_lower_bound(ix, t), lo);
+		assert_int_equal(ada_atf_index_upper_bound(ix, t), up);
+	}
+	assert_int_equal(ada_atf_index_undecoded(ix), 0);
+	ada_atf_index_free(ix);
+
+	/* Block 3's first coded byte made an invalid sub-op, its CRC made good. */
+	uint64_t off, first3, t3;
+	uint32_t len, k3, nframes;
+	assert_int_equal(ada_cidx_dec_open(im.p, im.len, 0, &d), 0);
+	assert_true(ada_cidx_dec_nblocks(d) > 5);
+	ada_cidx_dec_block_span(d, 3, &off, &len);
+	ada_cidx_dec_block_info(d, 3, &first3, &k3, &t3);
+	ada_cidx_dec_free(d);
+	memcpy(&nframes, im.p + off + 40, 4);
+	im.p[off + 64 + nframes * 12] = 0x1f;
+	uint32_t crc = ada_atf_crc32(0, im.p + off + 8, len - 8);
+	memcpy(im.p + off + 4, &crc, 4);
+	assert_int_equal(ada_atf_index_open_mem(im.p, im.len, 0, &ix), 0);
+	assert_int_equal(walk_once(ix, 0, g.n, &w), -EBADMSG);
+	assert_int_equal(w.next, first3);
+	assert_events_equal(w.ev, g.ev, first3);
+	assert_int_equal(ada_atf_index_undecoded(ix), 1);
+	const struct atf_index_event *z = ada_atf_index_get(ix, first3 + 1);
+	assert_true(z->timestamp_ns == 0 && z->event_kind == 0);
+	assert_events_equal(ada_atf_index_get(ix, first3 + k3), &g.ev[first3 + k3], 1);
+	assert_int_equal(ada_atf_index_undecoded(ix), 1);
+	ada_atf_index_free(ix);
+	/* Its ATF v2 form: refused strict; with SALVAGE the blocks before it,
+	 * the pieces of it written cut off, a strict v2 file. */
+	FILE *tf = tmpfile();
+	assert_non_null(tf);
+	assert_int_equal(ada_cidx_to_atf_fd(im.p, im.len, 0, fileno(tf)), -EBADMSG);
+	assert_int_equal(ftruncate(fileno(tf), 0), 0);
+	assert_int_equal(ada_cidx_to_atf_fd(im.p, im.len, ADA_ATF_OPEN_SALVAGE, fileno(tf)), 0);
+	size_t v2len = (size_t)lseek(fileno(tf), 0, SEEK_END);
+	assert_int_equal(v2len, 128 + first3 * 32);
+	uint8_t *v2 = malloc(v2len);
+	assert_int_equal(pread(fileno(tf), v2, v2len, 0), (ssize_t)v2len);
+	assert_int_equal(ada_atf_index_open_mem(v2, v2len, 0, &ix), 0);
+	assert_int_equal(ada_atf_index_count(ix), first3);
+	assert_events_equal(ada_atf_index_span(ix, 0, first3), g.ev, first3);
+	ada_atf_index_free(ix);
+	free(v2);
+	fclose(tf);
+	free(w.ev);
+	free(im.p);
+	free(g.ev);
+}
+
 /* Export to strict ATF v2: the v2 reader (strict) and the validator take
  * it; the validator takes the compact file itself too. */
 static void export_and_validate(void **state)
@@ -600,9 +768,11 @@ int main(void)
 	    cmocka_unit_test(roundtrip_odd_values),
 	    cmocka_unit_test(roundtrip_links),
 	    cmocka_unit_test(enc_small_buffers),
+	    cmocka_unit_test(tail_size_bound),
 	    cmocka_unit_test(salvage),
 	    cmocka_unit_test(recover_after_kill),
 	    cmocka_unit_test(atf_reader_reads_compact),
+	    cmocka_unit_test(atf_reader_walks_compact),
 	    cmocka_unit_test(export_and_validate),
 	    cmocka_unit_test(empty_file),
 	};

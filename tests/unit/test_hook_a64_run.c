@@ -62,6 +62,16 @@ __attribute__((noinline)) uint64_t a64c_fib(uint64_t n)
 	return r;
 }
 
+/* Return-address signing (paciasp first, autiasp before its ret): it
+ * signs the x30 the trampoline gave it (R_F or the return trampoline)
+ * against sp = S and authenticates that same value at its return. */
+__attribute__((noinline, target("branch-protection=pac-ret+leaf"))) uint64_t a64c_pac(uint64_t n)
+{
+	uint64_t r = a64c_fib(n);
+	__asm__ volatile("" : "+r"(r));
+	return r + 1;
+}
+
 enum fake_mode {
 	FAKE_FRAME, /* slot 0: the trampoline calls the body, R_F returns through the exit */
 	FAKE_SWAP,  /* slot = the return trampoline: the body returns there */
@@ -116,6 +126,13 @@ __attribute__((target("general-regs-only"))) static uint64_t fake_exit(uint64_t 
 }
 
 static struct hook_mem *mem;
+
+static uint32_t a64_first_word(const void *fn)
+{
+	uint32_t w;
+	memcpy(&w, fn, 4);
+	return w;
+}
 
 /* Hooks fn as fn_id with the given mode: its trampoline after the
  * block's return trampoline, in memory within reach of fn. */
@@ -209,6 +226,8 @@ static void test_c_targets(void **state)
 	hook(a64c_sum10, 14, FAKE_FRAME);
 	hook(a64c_fma, 15, FAKE_SWAP);
 	hook(a64c_fib, 16, FAKE_FRAME);
+	assert_int_equal(a64_first_word(a64c_pac), 0xd503233f); /* paciasp */
+	hook(a64c_pac, 18, FAKE_FRAME);
 	assert_int_equal(CALL(a64c_sum10)(1, 1, 1, 1, 1, 1, 1, 1, 1, 1), 55);
 	assert_int_equal(CALL(a64c_sum10)(0, 0, 0, 0, 0, 0, 0, 0, 1, 2), 29); /* stack args */
 	assert_true(CALL(a64c_fma)(1.5, 2.0, 0.25) == 3.25);
@@ -217,6 +236,12 @@ static void test_c_targets(void **state)
 	assert_int_equal(fake.depth, 0);
 	assert_int_equal(fake.bad_slot, 0);
 	assert_int_equal(fake.exits, 2 + 1 + 1973);
+	assert_int_equal(CALL(a64c_pac)(10), 56);
+	fake.mode[18] = FAKE_SWAP;
+	assert_int_equal(CALL(a64c_pac)(10), 56);
+	assert_int_equal(fake.enters[18], 2);
+	assert_int_equal(fake.depth, 0);
+	assert_int_equal(fake.bad_slot, 0);
 }
 
 /* The handler's change to an argument register reaches the body; the
@@ -234,12 +259,105 @@ static void test_regs(void **state)
 	assert_int_equal(fake.bad_slot, 0);
 }
 
+/* arch_scan.h's word scanners and hook_arch_insn_len (aarch64 builds
+ * only: the host's hook_arch.h holds x86_64's). */
+static void test_scan(void **state)
+{
+	static const uint32_t w[8] = {
+	    0x14000400, /* b .+0x1000 */
+	    0xd503201f, /* nop */
+	    0x97fff800, /* bl .-0x2000 */
+	    0x54000201, /* b.ne .+0x40 */
+	    0x10000800, /* adr x0, .+0x100: not a branch */
+	    0x34000100, /* cbz w0, .+0x20 */
+	    0xb747f804, /* tbnz x4, #40, .-0x100 */
+	    0xd61f0020, /* br x1: not direct */
+	};
+	const uint64_t at = 0x10000;
+	uint8_t code[40] = {0};
+	uint64_t t = 0;
+	int has = 0;
+
+	(void)state;
+	memcpy(code, w, sizeof(w));
+	assert_int_equal(hook_arch_branch_xref16(code), 0x1u | 0x100u | 0x1000u);
+	assert_int_equal(hook_arch_branch_xref16(code + 16), 0x10u | 0x100u);
+	assert_int_equal(hook_arch_branch_rel32_16(code + 16), 0x10u | 0x100u);
+	assert_true(hook_arch_branch_at(code, at, 32, 0, &t) && t == at + 0x1000);
+	assert_true(hook_arch_branch_at(code, at, 32, 8, &t) && t == at + 8 - 0x2000);
+	assert_true(hook_arch_branch_at(code, at, 32, 12, &t) && t == at + 12 + 0x40);
+	assert_true(hook_arch_branch_at(code, at, 32, 20, &t) && t == at + 20 + 0x20);
+	assert_true(hook_arch_branch_at(code, at, 32, 24, &t) && t == at + 24 - 0x100);
+	assert_false(hook_arch_branch_at(code, at, 32, 16, &t)); /* adr */
+	assert_false(hook_arch_branch_at(code, at, 32, 28, &t)); /* br */
+	assert_false(hook_arch_branch_at(code, at, 32, 2, &t));  /* misaligned */
+	assert_false(hook_arch_branch_at(code, at, 26, 24, &t)); /* past the end */
+	assert_int_equal(hook_arch_insn_len(code + 12, 4, at + 12, &t, &has), 4);
+	assert_true(has && t == at + 12 + 0x40);
+	assert_int_equal(hook_arch_insn_len(code + 4, 4, at + 4, &t, &has), 4);
+	assert_false(has);
+	assert_int_equal(hook_arch_insn_len(code, 3, at, &t, &has), 0);
+	assert_true(hook_arch_ends_closed(code, at, 32)); /* br */
+	assert_false(hook_arch_ends_closed(code, at, 28));
+	assert_int_equal(hook_arch_fill_len(code + 4, 4), 4);
+	assert_int_equal(hook_arch_fill_len(code + 32, 8), 8); /* zero words */
+}
+
+/* hook_arch.h's other entry points on aarch64: the same plan from
+ * prepare, prepare_mem and prepare_prologue; no padding form; the fast
+ * form's entry points emit the ordinary form (the stub forwards to
+ * enter_full); the relocation map; the skip names. */
+static void test_interface(void **state)
+{
+	static const uint32_t w[2] = {0xa9bf7bfd, 0xd65f03c0}; /* stp x29, x30; ret */
+	struct hook_arch_plan a, b, c;
+	uint8_t code[8], buf[HOOK_ARCH_RETURN_TRAMPOLINE_MAX],
+	    buf2[HOOK_ARCH_RETURN_TRAMPOLINE_MAX];
+	struct hook_arch_fast f;
+	struct hook_arch_reloc_map map;
+
+	(void)state;
+	memcpy(code, w, 8);
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(hook_arch_prepare(code, 0x10000, 8, &a), ADA_HOOK_OK);
+	assert_int_equal(hook_arch_prepare_mem(code, 0x10000, 8, NULL, &b), ADA_HOOK_OK);
+	assert_int_equal(hook_arch_prepare_prologue(code, 0x10000, 8, &c), ADA_HOOK_OK);
+	assert_memory_equal(&a, &b, sizeof(a));
+	assert_memory_equal(&a, &c, sizeof(a));
+	assert_int_equal(hook_arch_prepare_short(code, 0x10000, 8, NULL, &b), ADA_SKIP_TOO_SHORT);
+	size_t n = hook_arch_emit_trampoline_fast(&a, buf, 0x20000, 7, 0x21000, 0x20000);
+	assert_true(n > 0);
+	assert_int_equal(hook_arch_emit_trampoline(&a, buf2, 0x20000, 7, 0x21000, 0x20000), n);
+	assert_memory_equal(buf, buf2, n);
+	assert_true(hook_arch_reloc_map(&a, 0x20000, true, &map));
+	assert_int_equal(map.n, 1);
+	assert_int_equal(map.off[0], 0);
+	assert_int_equal(map.at[0], 144);
+	assert_int_equal(hook_arch_emit_enter_stub(buf, 0x21000, &f), 0); /* no handler */
+	f.enter_full = 0x123456789abcull;
+	f.exit_full = 0x23456789abcdull;
+	assert_int_equal(hook_arch_emit_enter_stub(buf, 0x21000, &f), 16);
+	assert_int_equal(a64_first_word(buf), 0x58000050);     /* ldr x16, .+8 */
+	assert_int_equal(a64_first_word(buf + 4), 0xd61f0200); /* br x16 */
+	uint64_t lit;
+	memcpy(&lit, buf + 8, 8);
+	assert_int_equal(lit, f.enter_full);
+	n = hook_arch_emit_return_trampoline_fast(buf, 0x20000, &f);
+	assert_int_equal(hook_arch_emit_return_trampoline(buf2, 0x20000, f.exit_full), n);
+	assert_memory_equal(buf, buf2, n);
+	assert_int_equal(hook_arch_emit_count_block(buf, 0x20000, 0, 0, 0, 0x20000), 0);
+	assert_string_equal(hook_skip_name(ADA_SKIP_UNRELOCATABLE), "unrelocatable");
+	assert_string_equal(HOOK_ARCH_NAME, "aarch64");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_classes, setup),
 	    cmocka_unit_test_setup(test_c_targets, setup),
 	    cmocka_unit_test_setup(test_regs, setup),
+	    cmocka_unit_test(test_scan),
+	    cmocka_unit_test(test_interface),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

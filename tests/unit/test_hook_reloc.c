@@ -201,10 +201,35 @@ static void test_call(void **state)
 	static const uint8_t want_rip[] = {0x68, 0x06, 0x00, 0x50, 0x34, 0xc7, 0x44, 0x24,
 	                                   0x04, 0x12, 0x7f, 0x00, 0x00, 0xff, 0x25, 0xa5,
 	                                   0x0f, 0xf0, 0xff, 0xe9, 0xab, 0xff, 0xef, 0xff};
+	/* push rbx; xor esi,esi; call [rdi+0x130] | test rax,rax; ret
+	 * (python3.11's type slot calls) */
+	static const uint8_t code_ind[] = {0x53, 0x31, 0xf6, 0xff, 0x97, 0x30, 0x01,
+	                                   0x00, 0x00, 0x48, 0x85, 0xc0, 0xc3};
+	/* push rbx; xor esi,esi; push [rdi+0x130]; push [rsp];
+	 * mov dword [rsp+8], 0x34500009; mov dword [rsp+12], 0x7f12; ret;
+	 * jmp 0x7f1234500009 */
+	static const uint8_t want_ind[] = {0x53, 0x31, 0xf6, 0xff, 0xb7, 0x30, 0x01, 0x00, 0x00,
+	                                   0xff, 0x34, 0x24, 0xc7, 0x44, 0x24, 0x08, 0x09, 0x00,
+	                                   0x50, 0x34, 0xc7, 0x44, 0x24, 0x0c, 0x12, 0x7f, 0x00,
+	                                   0x00, 0xc3, 0xe9, 0xa4, 0xff, 0xef, 0xff};
+	/* call rax | ret: push rax; ... */
+	static const uint8_t code_reg[] = {0x53, 0x31, 0xf6, 0xff, 0xd0, 0xc3};
+	static const uint8_t want_reg[] = {0x53, 0x31, 0xf6, 0xff, 0xf0, 0xff, 0x34, 0x24,
+	                                   0xc7, 0x44, 0x24, 0x08, 0x05, 0x00, 0x50, 0x34,
+	                                   0xc7, 0x44, 0x24, 0x0c, 0x12, 0x7f, 0x00, 0x00,
+	                                   0xc3, 0xe9, 0xa4, 0xff, 0xef, 0xff};
+	/* bnd call [rdi]: a prefix the push form would not keep: refused */
+	static const uint8_t code_bnd[] = {0x53, 0x31, 0xf6, 0xf2, 0xff, 0x17, 0xc3};
+	struct hook_arch_plan plan;
 	(void)state;
 	expect_reloc(code, sizeof(code), 0x7f1234500000, 0x7f1234600000, want, sizeof(want));
 	expect_reloc(code_rip, sizeof(code_rip), 0x7f1234500000, 0x7f1234600000, want_rip,
 	             sizeof(want_rip));
+	expect_reloc(code_ind, sizeof(code_ind), 0x7f1234500000, 0x7f1234600000, want_ind,
+	             sizeof(want_ind));
+	expect_reloc(code_reg, sizeof(code_reg), 0x7f1234500000, 0x7f1234600000, want_reg,
+	             sizeof(want_reg));
+	assert_int_equal(prep(code_bnd, sizeof(code_bnd), FN, &plan), ADA_SKIP_UNRELOCATABLE);
 }
 
 static void test_endbr(void **state)
@@ -665,6 +690,8 @@ static void test_reloc_map(void **state)
 	assert_int_equal(m.at[1], FRAME + 1);
 	assert_int_equal(m.off[2], 4);
 	assert_int_equal(m.at[2], FRAME + 4);
+	assert_int_equal(m.end_off, 7); /* the jump back: behind the 3-byte mov */
+	assert_int_equal(m.end_at, FRAME + 7);
 	/* The fast form's frame is shorter: the same copies, earlier. */
 	assert_true(hook_arch_reloc_map(&plan, TR, true, &m));
 	assert_int_equal(m.at[0], HOOK_ARCH_FAST_RET_POINT_OFF + 5 + 8);

@@ -108,6 +108,10 @@ static uint64_t consume_slot(struct shared *s, uint32_t slot)
 	size_t n = ada_index_ring_peek(s->a, slot, &e);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t who = e[i].function_id >> 40, seq = e[i].function_id & ((1ull << 40) - 1);
+		/* a producer's wait for room, marked (docs/format.md) */
+		if (e[i].call_depth == ADA_WAIT_MARKER_BEGIN ||
+		    e[i].call_depth == ADA_WAIT_MARKER_END)
+			continue;
 		if (who > READERS || seq != s->got[who]) {
 			complain(s, "an event lost or twice (thread, seq)", who, seq);
 			break;

@@ -926,11 +926,20 @@ static void test_count_gone(void **state)
 
 /* ---- detail_wait: a full ring waits for the drain's decided ---- */
 
+/* The index position each record's event took (wait_push): a wait for
+ * detail room puts its two markers in the index ring after that event
+ * (docs/format.md, "Wait markers"), so record i no longer links at
+ * base + i once the producer waited; the drain decides by these. */
+static _Atomic uint64_t wait_links[4096];
+
 /* One index event (so the producer's head, the records' link space, moves
  * on) and record `seq`; the index ring is released at once (64 events). */
 static void wait_push(struct fixture *f, uint8_t *rec, uint32_t seq)
 {
 	ada_emit(seq, ATF_EVENT_CALL, 1);
+	if (seq < 4096) /* read by the drain after the record: the ring's release orders it */
+		atomic_store_explicit(&wait_links[seq], ada_producer_tls.head - 1,
+		                      memory_order_relaxed);
 	const struct atf_index_event *e;
 	ada_index_ring_release(f->a, f->slot, ada_index_ring_peek(f->a, f->slot, &e));
 	assert_true(ada_detail_push(rec, rec_make(rec, seq)));
@@ -976,7 +985,6 @@ static void test_wait_decided_exact(void **state)
 
 struct wait_drain {
 	struct fixture *f;
-	uint64_t base;
 	uint32_t total;
 	uint32_t seen; /* records copied, in order */
 	bool gap;      /* a snapshot reported lost bytes */
@@ -1005,8 +1013,11 @@ static void *wait_drain_main(void *arg)
 			w->seen = seq + 1;
 		}
 		from = s.end;
-		if (w->seen)
-			ada_detail_ring_set_decided(w->f->a, w->f->slot, w->base + w->seen);
+		if (w->seen) /* past the link of the last record copied */
+			ada_detail_ring_set_decided(
+			    w->f->a, w->f->slot,
+			    atomic_load_explicit(&wait_links[w->seen - 1], memory_order_relaxed) +
+			        1);
 		sched_yield();
 	}
 	free(buf);
@@ -1019,7 +1030,7 @@ static void *wait_drain_main(void *arg)
 static void test_wait_concurrent_lossless(void **state)
 {
 	struct fixture *f = *state;
-	struct wait_drain w = {.f = f, .base = ada_producer_tls.head, .total = 2000};
+	struct wait_drain w = {.f = f, .total = 2000};
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, wait_drain_main, &w), 0);
 	uint8_t rec[256];

@@ -197,6 +197,52 @@ static void test_fork_child_makes_its_own(void **state)
 	ada_arena_close(mine);
 }
 
+/* A forked child whose pid names a file already there (an earlier
+ * process's arena the recorder has not removed) leaves it untouched and
+ * publishes its own under <pid>.<start ticks>.ring, as reused. Exit code:
+ * 0 when so. */
+static int forked_over_stale(void)
+{
+	char path[128], data[16] = "not yours";
+	ring_path(path, sizeof(path), (int)getpid(), "ring");
+	FILE *f = fopen(path, "w");
+	if (!f || fwrite(data, 1, sizeof(data), f) != sizeof(data) || fclose(f) != 0)
+		return 10;
+	if (ada_producer_init_from_env() != 0)
+		return 11;
+	struct ada_arena *a = ada_producer_arena();
+	if (!a || ada_arena_pid(a) != getpid() || !ada_arena_pid_reused(a))
+		return 12;
+	char got[16] = {0};
+	f = fopen(path, "r");
+	if (!f || fread(got, 1, sizeof(got), f) != sizeof(got) || memcmp(got, data, sizeof(got)))
+		return 13;
+	fclose(f);
+	char mine[160];
+	snprintf(mine, sizeof(mine), "%s/%d.%u.ring", test_dir, (int)getpid(),
+	         ada_arena_start_time(a));
+	struct stat st;
+	return stat(mine, &st) == 0 ? 0 : 14;
+}
+
+static void test_fork_child_never_replaces(void **state)
+{
+	(void)state;
+	assert_int_equal(ada_producer_init_from_env(), 0);
+	struct ada_arena *mine = ada_producer_arena();
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(forked_over_stale());
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(mine);
+}
+
 /* Makes mlock fail in this (child) process: no locked memory allowed, and
  * no CAP_IPC_LOCK to override that when we run as root. */
 static int refuse_mlock(void)
@@ -491,6 +537,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_env_errors, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_create_then_exec_reopen, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_child_makes_its_own, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_fork_child_never_replaces, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_mlock_refusal_reported, fx_setup, fx_teardown),
 	    cmocka_unit_test(test_stat_start_ticks),
 	    cmocka_unit_test_setup_teardown(test_reused_pid_not_adopted, fx_setup, fx_teardown),

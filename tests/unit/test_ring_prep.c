@@ -4,8 +4,11 @@
  * it; a claim then takes that slot before the one its tid hints at, and
  * populates nothing; a claim that finds none ready asks the drain to
  * reclaim (slot_wanted). With a recorder, a claim of an unprepared slot
- * populates the index part only and leaves the detail ring to the
- * recorder, which marks the slot whole once it has populated it.
+ * populates its headers only: the producer populates the index ring a
+ * chunk at a time as its head reaches it (a fork child that writes ten
+ * events allocates a few pages, not the ring) and marks the index part
+ * whole after its first pass; the detail ring is the recorder's, which
+ * marks the slot whole once it has populated it.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -14,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -113,10 +117,8 @@ static void test_claim_with_recorder_leaves_detail(void **state)
 	f->prod->rec_pid = getpid(); /* as if a recorder drained this arena */
 	assert_int_equal(ring_slot_claim(f->prod, 1003, 3), 3);
 	uint32_t b = pop_bits(f->prod, 3);
-	assert_true(b & RING_POP_INDEX);
-	assert_false(b & RING_POP_PAGES); /* the detail ring is the recorder's to populate */
+	assert_int_equal(b, RING_POP_RESERVED); /* the headers only: the rest comes as used */
 	assert_false(ada_arena_slot_populated(f->rec, 3));
-	/* The index part is there: the ring is usable at once. */
 	struct ada_index_hdr *h = ring_index_hdr(f->prod, 3);
 	assert_int_equal(atomic_load(&h->head), 0);
 	prepare_all(f->rec, 3, ADA_PREP_POPULATE, 1u << 20);
@@ -127,6 +129,73 @@ static void test_claim_with_recorder_leaves_detail(void **state)
 	 * thread: the claim takes it before its hint. */
 	atomic_store(&f->prod->desc[4].populated, RING_POP_RESERVED | RING_POP_INDEX);
 	assert_int_equal(ring_slot_claim(f->prod, 1007, 7), 4);
+}
+
+/* Pages of [p, p + len) in memory (mincore; the mapping is shared). */
+static size_t resident_pages(const void *p, size_t len)
+{
+	uintptr_t lo = (uintptr_t)p & ~(uintptr_t)4095;
+	size_t n = ((uintptr_t)p + len - lo + 4095) / 4096, k = 0;
+	unsigned char *v = calloc(n, 1);
+	assert_non_null(v);
+	assert_int_equal(mincore((void *)lo, n * 4096, v), 0);
+	for (size_t i = 0; i < n; i++)
+		k += v[i] & 1;
+	free(v);
+	return k;
+}
+
+/* With a recorder the producer populates its index ring as it goes:
+ * 2048 events first, then as many as it wrote (at most 16384 at once:
+ * 2048, 2048, 4096, 8192 here);
+ * the pages past pop_end are not there, every event lands, and the slot
+ * is marked once the whole ring is (the next owner populates nothing). */
+static void test_producer_populates_as_it_goes(void **state)
+{
+	(void)state;
+	char dir[] = "/dev/shm/ada-test-lazy-XXXXXX", path[64];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/arena", dir);
+	static const char cfgtxt[] = "max_threads=2,index_events=16384,detail_bytes=0";
+	struct ada_arena_config c;
+	struct ada_arena *a = NULL;
+	assert_int_equal(ada_arena_config_parse(cfgtxt, strlen(cfgtxt), &c), 0);
+	assert_int_equal(ada_arena_create(path, &c, &a, NULL), 0);
+	a->rec_pid = getpid(); /* as if a recorder drained this arena */
+	ada_producer_set_arena(a);
+	ada_emit(7, ATF_EVENT_CALL, 0);
+	struct ada_producer *p = &ada_producer_tls;
+	uint32_t s = p->slot;
+	const struct atf_index_event *ev = ring_index_events(a, s);
+	size_t ring = 16384 * sizeof(*ev);
+	assert_int_equal(pop_bits(a, s), RING_POP_RESERVED);
+	assert_int_equal(p->pop_end, 2048);
+	/* The first 64 KiB (and a page of the header's), not the 512 KiB. */
+	assert_true(resident_pages(ev, ring) <= 17);
+	uint64_t ends[] = {2048, 4096, 8192, 16384};
+	for (int k = 0; k < 4; k++) {
+		while (p->head < ends[k])
+			ada_emit(7 + p->head, ATF_EVENT_CALL, 0);
+		assert_int_equal(p->head, ends[k]);
+		if (k < 3) { /* the next chunk comes with the next event */
+			assert_int_equal(p->pop_end, ends[k]);
+			assert_false(pop_bits(a, s) & RING_POP_INDEX);
+		}
+	}
+	assert_int_equal(p->pop_end, UINT64_MAX);
+	assert_true(pop_bits(a, s) & RING_POP_INDEX);
+	uintptr_t lo = (uintptr_t)ev & ~(uintptr_t)4095;
+	assert_int_equal(resident_pages(ev, ring), ((uintptr_t)ev + ring - lo + 4095) / 4096);
+	for (uint64_t i = 1; i < 16384; i++) /* nothing lost or misplaced */
+		assert_int_equal(ev[i].function_id, 7 + i);
+	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+	ada_arena_drop_totals(a, drops);
+	assert_int_equal(drops[ADA_LANE_INDEX][ADA_DROP_NO_SLOT], 0);
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(a);
+	unlink(path);
+	rmdir(dir);
 }
 
 static void test_prepare_lock(void **state)
@@ -156,6 +225,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_claim_with_recorder_leaves_detail, fx_setup,
 	                                    fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_prepare_lock, fx_setup, fx_teardown),
+	    cmocka_unit_test(test_producer_populates_as_it_goes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -66,6 +66,23 @@ const struct atf_index_event *ada_atf_index_span(const struct ada_atf_index *ix,
  * decoded events are given back the same way (their blocks decoded again
  * when asked for); an ATF v2 buffer opened with _open_mem() is kept. */
 void ada_atf_index_done(const struct ada_atf_index *ix, uint64_t begin, uint64_t end);
+/* The sequential path: events [begin, end) (clipped to count) handed to
+ * fn in order, in runs: fn(ctx, ev, seq, n) gets events seq..seq+n-1;
+ * a non-zero return stops the walk and is returned. A compact file's
+ * blocks are each decoded once, in pieces into one small buffer that
+ * stays in cache (nothing of get()'s address range is touched); an ATF
+ * v2 file's runs are its mapping, each given back (done()) once fn has
+ * it. -EBADMSG when a compact block does not decode (the walk ends there;
+ * ada_atf_index_undecoded() counts it), -ENOMEM. */
+typedef int (*ada_atf_index_walk_fn)(void *ctx, const struct atf_index_event *ev, uint64_t seq,
+                                     uint64_t n);
+int ada_atf_index_walk(const struct ada_atf_index *ix, uint64_t begin, uint64_t end,
+                       ada_atf_index_walk_fn fn, void *ctx);
+/* Blocks of a compact file found not to decode since open (their CRC
+ * holds, their coded events do not: a file damaged before it was sealed,
+ * or hostile). get() reads their events as zeros, the walk stops at the
+ * first; a reader says so. 0 for ATF v2 files. */
+uint64_t ada_atf_index_undecoded(const struct ada_atf_index *ix);
 /* First seq whose timestamp_ns >= ts (count when none). O(log n). */
 uint64_t ada_atf_index_lower_bound(const struct ada_atf_index *ix, uint64_t ts);
 /* First seq whose timestamp_ns > ts (count when none). O(log n). */

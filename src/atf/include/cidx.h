@@ -179,7 +179,9 @@ int ada_cidx_enc_resume(struct ada_cidx_enc *e, const void *buf, size_t len, uin
 /* Events coded so far, and the file offset the next block starts at. */
 uint64_t ada_cidx_enc_count(const struct ada_cidx_enc *e);
 uint64_t ada_cidx_enc_offset(const struct ada_cidx_enc *e);
-/* Bytes ada_cidx_enc_finish() needs (link table, block table, footer). */
+/* Bytes ada_cidx_enc_finish() needs (link table, block table, footer), at
+ * most: links added in seq order are counted exactly, others at their
+ * longest, so a writer can count the tail against a disk budget ahead. */
 size_t ada_cidx_enc_tail_size(const struct ada_cidx_enc *e);
 /* Seals nothing (seal first): writes the link table, the block table and
  * the footer into buf (they go at ada_cidx_enc_offset() of the file) and
@@ -213,10 +215,11 @@ struct ada_cidx_dec;
  * ADA_ATF_OPEN_SALVAGE the file must be finished and consistent: footer
  * and its CRC, the walk ending at the link table, the block table equal
  * to the walk, the counts, the link table (-EBADMSG otherwise); a block's
- * CRC is checked when it is decoded. With it, the walk also checks each
- * block's CRC and stops before the first block that is not whole (an
- * unfinished file's zeros, a torn write, damage); the links are kept when
- * the whole tail is intact. Allocations are bounded by len. -ENOMEM. */
+ * CRC is checked when it is decoded (or by ada_cidx_dec_block_whole()).
+ * With it, the walk also checks each block's CRC and stops before the
+ * first block that is not whole (an unfinished file's zeros, a torn
+ * write, damage); the links are kept when the whole tail is intact.
+ * Allocations are bounded by len. -ENOMEM. */
 int ada_cidx_dec_open(const void *buf, size_t len, unsigned flags, struct ada_cidx_dec **out);
 void ada_cidx_dec_free(struct ada_cidx_dec *d); /* NULL is a no-op */
 
@@ -231,6 +234,9 @@ void ada_cidx_dec_block_span(const struct ada_cidx_dec *d, size_t b, uint64_t *o
                              uint32_t *len);
 /* The block holding seq (O(log blocks)), or nblocks when seq >= count. */
 size_t ada_cidx_dec_block_of(const struct ada_cidx_dec *d, uint64_t seq);
+/* Block b's CRC holds (its bytes are the ones sealed; whether they
+ * decode is only known by decoding them). */
+bool ada_cidx_dec_block_whole(const struct ada_cidx_dec *d, size_t b);
 /* Decodes block b into out (room for its nevents), links applied.
  * -EBADMSG when its bytes do not decode to exactly nevents events. */
 int ada_cidx_dec_block(const struct ada_cidx_dec *d, size_t b, struct atf_index_event *out);
@@ -247,21 +253,31 @@ uint64_t ada_cidx_dec_find(const struct ada_cidx_dec *d, uint64_t ts,
                            struct atf_index_event *scratch);
 /* Decodes every event into out (count of them). The streaming path. */
 int ada_cidx_dec_all(const struct ada_cidx_dec *d, struct atf_index_event *out);
-/* A streaming iterator: block by block into its own buffer (one block's
- * events, so it stays in cache however long the file), links applied.
- * The reader's path for a whole file without holding it decoded. */
+/* A streaming iterator: block by block, each block decoded once and in
+ * pieces of at most ADA_CIDX_ITER_EVENTS events into the iterator's own
+ * buffer (128 KiB: it stays in cache however long the file and however
+ * many events a block holds), links applied. The reader's path for a
+ * whole file without holding it decoded. A block's CRC is checked before
+ * its first piece; a block whose bytes turn out not to decode to exactly
+ * its nevents events ends the walk with -EBADMSG (pieces of it already
+ * handed out came from bytes its CRC vouches for). */
+#define ADA_CIDX_ITER_EVENTS 4096u
+struct cidx_model;
 struct ada_cidx_iter {
 	const struct ada_cidx_dec *d;
-	struct atf_index_event *buf;
-	size_t block;    /* the next block to decode */
-	uint32_t pos, n; /* the events of buf not handed out yet: [pos, n) */
+	struct atf_index_event *buf; /* ADA_CIDX_ITER_EVENTS events */
+	struct cidx_model *m;        /* the block's state between pieces */
+	const uint8_t *p, *end;      /* the block's coded bytes still to decode */
+	size_t block;                /* the next block to start */
+	uint64_t seq;                /* index_seq of the next event decoded */
+	uint64_t skip;               /* events still to pass over before seq of init */
+	uint32_t left;               /* events of the current block still to decode */
 };
-/* Starts at seq (count: at the end). -ENOMEM, -EBADMSG when the first
- * block does not decode. */
+/* Starts at seq (count: at the end). -ENOMEM. */
 int ada_cidx_iter_init(struct ada_cidx_iter *it, const struct ada_cidx_dec *d, uint64_t seq);
-/* *ev gets the next events, the rest of the current block; returns how
- * many (0 at the end) or -EBADMSG when the next block does not decode.
- * They stay valid until the next call. */
+/* *ev gets the next events (at most ADA_CIDX_ITER_EVENTS); returns how
+ * many (0 at the end) or -EBADMSG when the block they are in does not
+ * decode. They stay valid until the next call. */
 long ada_cidx_iter_next(struct ada_cidx_iter *it, const struct atf_index_event **ev);
 void ada_cidx_iter_fini(struct ada_cidx_iter *it);
 
@@ -279,8 +295,9 @@ uint64_t ada_cidx_dec_nlinks(const struct ada_cidx_dec *d);
  * one. -EBADMSG, -ENOMEM. */
 int ada_cidx_to_atf(const void *buf, size_t len, unsigned flags, uint8_t **out, size_t *out_len);
 /* The same file written to fd (a regular file, empty, at offset 0) a
- * block at a time, so memory stays one block's events whatever the file's
- * size: header placeholder, events, footer, then the final header at 0.
+ * piece of the iterator at a time (ada_cidx_iter), so memory stays 128
+ * KiB of events whatever the file's size: header placeholder, events,
+ * footer, then the final header at 0.
  * -EBADMSG, -ENOMEM, -errno of a write (the file is then incomplete). */
 int ada_cidx_to_atf_fd(const void *buf, size_t len, unsigned flags, int fd);
 /* The validator for a compact index file: its structure (finished, block

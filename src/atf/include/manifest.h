@@ -35,6 +35,15 @@ int ada_manifest_writeat(int dirfd, const json_t *doc);
  * per process costs a fork-heavy program's recording tens of ms each). */
 int ada_manifest_writeat_sync(int dirfd, const json_t *doc, bool sync);
 
+/* The JSON document in the file fd, read in one go (jansson's
+ * json_loadfd reads a byte per system call: 2 400 of them for a forked
+ * child's agent.json); NULL when it is not JSON or longer than max bytes.
+ * The caller json_decref()s it and closes fd. */
+json_t *ada_json_loadfd(int fd, size_t max);
+/* What readers of an agent.json accept at most (a program with thousands
+ * of modules writes a few MiB). */
+#define ADA_AGENT_JSON_MAX (64u << 20)
+
 /* Reads pid_dir/manifest.json into *out (caller json_decref()s it).
  * Errors: -ENOENT (missing), -EBADMSG (not JSON, not an object, or its
  * "format" is not "ada-manifest"), -ENOMEM. *out is NULL on error. */

@@ -1,13 +1,22 @@
 /*
  * hook_arch.h on aarch64: the portable core (a64_*.c) under the
- * interface's names. The C-handler form only: the fast form's emitters
- * (enter stub, fast trampolines and return trampoline, count-only
- * blocks) return 0, "not available", and the agent takes the ordinary
- * trampolines. No padding form: a 4-byte patch fits every function.
+ * interface's names. The C-handler form only: the fast form's entry
+ * points emit it too (below), count-only blocks are not available. No
+ * padding form: a 4-byte patch fits every function.
  *
  * Threads: any; no shared state.
  */
 #include "a64_internal.h"
+
+_Static_assert(HOOK_ARCH_RET_POINT_OFF == A64_RET_POINT_OFF, "R_F where a64_emit.c puts it");
+_Static_assert(sizeof(struct ada_hook_regs) == A64_FRAME &&
+                   offsetof(struct ada_hook_regs, lr) == A64_FRAME_LR &&
+                   offsetof(struct ada_hook_regs, fp) == A64_FRAME_FP,
+               "struct ada_hook_regs is the enter trampoline's frame");
+_Static_assert(HOOK_RET_SAVED_X0 == -(int)(A64_FRAME / 8) &&
+                   HOOK_RET_SAVED_X1 == HOOK_RET_SAVED_X0 + 1 &&
+                   HOOK_RET_SAVED_FP == -(int)((A64_FRAME - A64_FRAME_FP) / 8),
+               "the return trampoline's frame below S");
 
 enum ada_hook_skip hook_arch_prepare(const uint8_t *code, uint64_t addr, uint64_t size,
                                      struct hook_arch_plan *plan)
@@ -78,14 +87,39 @@ size_t hook_arch_emit_return_trampoline(uint8_t *buf, uint64_t buf_addr, uint64_
 	return a64_emit_return_trampoline(buf, buf_addr, exit_handler);
 }
 
-/* ---- The fast form: not on arm64 (0: not available) ---- */
+/* ---- The fast form's entry points: the C-handler form on arm64 ----
+ * The agent gives every ordinary function the fast form's trampoline
+ * and every block a fast return trampoline and an enter stub. arm64 has
+ * no machine-code fast path: the "fast" trampoline is the ordinary one
+ * whose handler is the block's enter stub, and the stub only forwards
+ * (x0-x2 and x30 untouched) to the lane's C enter handler,
+ * f->enter_full; the fast return trampoline is the ordinary one to
+ * f->exit_full. Count-only blocks: none (0), the function is traced. */
 
 size_t hook_arch_emit_trampoline_fast(const struct hook_arch_plan *plan, uint8_t *buf,
                                       uint64_t buf_addr, uint64_t fn_id, uint64_t stub,
                                       uint64_t exit_path)
 {
-	(void)plan, (void)buf, (void)buf_addr, (void)fn_id, (void)stub, (void)exit_path;
-	return 0;
+	return a64_emit_trampoline(plan, buf, buf_addr, fn_id, stub, exit_path, NULL);
+}
+
+/* ldr x16, handler; br x16; dq handler */
+size_t hook_arch_emit_enter_stub(uint8_t *buf, uint64_t buf_addr, const struct hook_arch_fast *f)
+{
+	struct a64_writer w = {buf, 0, HOOK_ARCH_ENTER_STUB_MAX, buf_addr, 1};
+
+	if ((buf_addr & 7) || f->enter_full == 0)
+		return 0;
+	a64_ldr_lit(&w, A64_X16, buf_addr + 8);
+	a64_br(&w, A64_X16);
+	a64_put_u64(&w, f->enter_full);
+	return w.ok ? w.len : 0;
+}
+
+size_t hook_arch_emit_return_trampoline_fast(uint8_t *buf, uint64_t buf_addr,
+                                             const struct hook_arch_fast *f)
+{
+	return f->exit_full ? a64_emit_return_trampoline(buf, buf_addr, f->exit_full) : 0;
 }
 
 size_t hook_arch_emit_count_block(uint8_t *buf, uint64_t buf_addr, int32_t gate, int32_t counters,
@@ -95,17 +129,22 @@ size_t hook_arch_emit_count_block(uint8_t *buf, uint64_t buf_addr, int32_t gate,
 	return 0;
 }
 
-size_t hook_arch_emit_enter_stub(uint8_t *buf, uint64_t buf_addr, const struct hook_arch_fast *f)
+/* Both forms put the relocated copies at the same offsets. */
+bool hook_arch_reloc_map(const struct hook_arch_plan *plan, uint64_t tramp_addr, bool fast,
+                         struct hook_arch_reloc_map *out)
 {
-	(void)buf, (void)buf_addr, (void)f;
-	return 0;
-}
+	uint8_t buf[HOOK_ARCH_MAX_TRAMPOLINE];
+	size_t starts[HOOK_ARCH_MAX_INSNS];
 
-size_t hook_arch_emit_return_trampoline_fast(uint8_t *buf, uint64_t buf_addr,
-                                             const struct hook_arch_fast *f)
-{
-	(void)buf, (void)buf_addr, (void)f;
-	return 0;
+	(void)fast;
+	if (a64_emit_trampoline(plan, buf, tramp_addr, 0, 0, tramp_addr, starts) == 0)
+		return false;
+	out->n = (uint8_t)plan->insn_count;
+	for (size_t i = 0; i < plan->insn_count; i++) {
+		out->off[i] = plan->insns[i].offset;
+		out->at[i] = (uint8_t)starts[i];
+	}
+	return true;
 }
 
 /* ---- The patch ---- */

@@ -28,10 +28,9 @@
 #define A64_ZR 31u /* xzr, or sp where an instruction's base register is 31 */
 
 /* ---- Reach ---- */
-#define A64_B_REACH (1ll << 27)      /* b/bl imm26: +-128 MiB */
-#define A64_ADRP_REACH (1ll << 32)   /* adrp imm21 pages: +-4 GiB */
-#define A64_FAR_PATCH_LEN 12         /* adrp x16; add x16, x16, lo12; br x16 */
-#define A64_MAX_RELOC_BYTES (6 * 4u) /* the longest relocated form (bl far: x30, x16, br) */
+#define A64_B_REACH (1ll << 27)    /* b/bl imm26: +-128 MiB */
+#define A64_ADRP_REACH (1ll << 32) /* adrp imm21 pages: +-4 GiB */
+#define A64_FAR_PATCH_LEN 12       /* adrp x16; add x16, x16, lo12; br x16 */
 
 /* ---- The trampolines' frame (a64_emit.c) ----
  * The enter trampoline saves x0..x18 at sp+8*i, x29 and x30 at

@@ -93,6 +93,13 @@ static inline bool hook_arch_sub1_nz(uint32_t *w)
 	return nz;
 }
 
+/* A spin-wait's pause between two loads (cold waits outside hook
+ * context). */
+static inline void hook_arch_cpu_relax(void)
+{
+	__builtin_ia32_pause();
+}
+
 /* A function entered with the stack off the ABI's alignment realigns it
  * in its prologue (the trampolines call the handlers without aligning). */
 #define HOOK_ARCH_REALIGN __attribute__((force_align_arg_pointer))

@@ -102,6 +102,8 @@ static int emit_reloc_one(struct x86_writer *w, const struct hook_arch_plan *pla
 	case X86_RELOC_CALL:
 	case X86_RELOC_CALL_RIP:
 		return reloc_call(w, orig, in, plan->fn_addr + in->offset + in->len);
+	case X86_RELOC_CALL_IND:
+		return reloc_call_indirect(w, orig, in, plan->fn_addr + in->offset + in->len);
 	default:
 		return -1;
 	}
@@ -131,39 +133,58 @@ static void emit_fast_frame(struct x86_writer *w, uint64_t fn_id, uint64_t stub,
 _Static_assert(HOOK_ARCH_FAST_RET_POINT_OFF == 5 + 2 + 5 + 5, "R_F follows the call");
 _Static_assert(EMIT_FAST_FN_ID_OFF == HOOK_ARCH_FAST_RET_POINT_OFF + 5, "fn_id follows R_F");
 
+/* Whether plan can have a trampoline at buf_addr: a patch long enough for
+ * its form, 1..HOOK_ARCH_MAX_INSNS instructions, and the jmp rel32 to it
+ * (at the entry, or in the padding form at the padding slot) in reach. */
+static bool emit_plan_ok(const struct hook_arch_plan *plan, uint64_t buf_addr)
+{
+	uint64_t from = plan->pad_addr ? plan->pad_addr : plan->fn_addr;
+	return plan->patch_len >= (plan->pad_addr ? HOOK_ARCH_PAD_ENTRY : 5u) &&
+	       plan->insn_count != 0 && plan->insn_count <= HOOK_ARCH_MAX_INSNS &&
+	       x86_fits_rel32((int64_t)(buf_addr - (from + 5)));
+}
+
+/* The body after the frame: each displaced instruction's relocated form
+ * (starts[i]: where it starts, bytes from the writer's buffer;
+ * starts[insn_count]: the jump back; starts may be NULL), then the jump
+ * back behind the patch. */
+static size_t emit_body(struct x86_writer *w, const struct hook_arch_plan *plan,
+                        size_t starts[HOOK_ARCH_MAX_INSNS + 1])
+{
+	for (size_t i = 0; i < plan->insn_count; i++) {
+		if (starts)
+			starts[i] = w->len;
+		if (emit_reloc_one(w, plan, &plan->insns[i]))
+			return 0;
+	}
+	if (starts)
+		starts[plan->insn_count] = w->len;
+	x86_jmp_far(w, plan->fn_addr + plan->patch_len);
+	return w->ok ? w->len : 0;
+}
+
+/* The frame's length in each form: where the body starts. */
+#define EMIT_BODY_FAST (EMIT_FAST_FN_ID_OFF + 8)
+#define EMIT_BODY_FULL (HOOK_ARCH_RET_POINT_OFF + 5)
+
 /* The trampoline, and where each displaced instruction's relocated form
- * starts in it (starts[i], bytes from buf; may be NULL). fast: the fast
- * form, enter_handler is then the block's enter stub. */
+ * starts in it (emit_body's starts). fast: the fast form, enter_handler
+ * is then the block's enter stub. */
 static size_t emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, uint64_t buf_addr,
                               uint64_t fn_id, uint64_t enter_handler, uint64_t exit_path, bool fast,
-                              size_t starts[HOOK_ARCH_MAX_INSNS])
+                              size_t starts[HOOK_ARCH_MAX_INSNS + 1])
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_MAX_TRAMPOLINE, buf_addr, 1};
 
-	/* The jmp rel32 to here: at the entry, or in the padding form at the
-	 * padding slot. */
-	uint64_t from = plan->pad_addr ? plan->pad_addr : plan->fn_addr;
-	if (plan->patch_len < (plan->pad_addr ? HOOK_ARCH_PAD_ENTRY : 5) || plan->insn_count == 0 ||
-	    plan->insn_count > HOOK_ARCH_MAX_INSNS ||
-	    !x86_fits_rel32((int64_t)(buf_addr - (from + 5))))
+	if (!emit_plan_ok(plan, buf_addr))
 		return 0;
-	if (fast) {
+	if (fast)
 		emit_fast_frame(&w, fn_id, enter_handler, exit_path);
-		if (w.len != EMIT_FAST_FN_ID_OFF + 8)
-			return 0;
-	} else {
+	else
 		emit_enter_frame(&w, fn_id, enter_handler, exit_path);
-		if (w.len != HOOK_ARCH_RET_POINT_OFF + 5)
-			return 0;
-	}
-	for (size_t i = 0; i < plan->insn_count; i++) {
-		if (starts)
-			starts[i] = w.len;
-		if (emit_reloc_one(&w, plan, &plan->insns[i]))
-			return 0;
-	}
-	x86_jmp_far(&w, plan->fn_addr + plan->patch_len);
-	return w.ok ? w.len : 0;
+	if (w.len != (fast ? EMIT_BODY_FAST : EMIT_BODY_FULL))
+		return 0;
+	return emit_body(&w, plan, starts);
 }
 
 size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, uint64_t buf_addr,
@@ -192,7 +213,7 @@ uint64_t hook_arch_moved_pc(const struct hook_arch_plan *plan, const uint8_t *tr
                             uint64_t tramp_addr, uint64_t pc)
 {
 	uint8_t buf[HOOK_ARCH_MAX_TRAMPOLINE];
-	size_t starts[HOOK_ARCH_MAX_INSNS], i = 1;
+	size_t starts[HOOK_ARCH_MAX_INSNS + 1], i = 1;
 
 	if (pc <= plan->fn_addr || pc >= plan->fn_addr + plan->patch_len)
 		return 0;
@@ -217,15 +238,22 @@ bool hook_arch_reloc_map(const struct hook_arch_plan *plan, uint64_t tramp_addr,
                          struct hook_arch_reloc_map *out)
 {
 	uint8_t buf[HOOK_ARCH_MAX_TRAMPOLINE];
-	size_t starts[HOOK_ARCH_MAX_INSNS];
+	size_t starts[HOOK_ARCH_MAX_INSNS + 1];
+	/* Only the body is emitted again, where the frame puts it: the same
+	 * writer addresses, so the same relocated forms (the frame's bytes
+	 * depend on nothing the body does). */
+	struct x86_writer w = {buf, fast ? EMIT_BODY_FAST : EMIT_BODY_FULL,
+	                       HOOK_ARCH_MAX_TRAMPOLINE, tramp_addr, 1};
 
-	if (emit_trampoline(plan, buf, tramp_addr, 0, tramp_addr, tramp_addr, fast, starts) == 0)
+	if (!emit_plan_ok(plan, tramp_addr) || emit_body(&w, plan, starts) == 0)
 		return false;
 	out->n = (uint8_t)plan->insn_count; /* emit_trampoline checked it */
 	for (size_t i = 0; i < plan->insn_count; i++) {
 		out->off[i] = (uint8_t)plan->insns[i].offset;
 		out->at[i] = (uint8_t)starts[i];
 	}
+	out->end_off = (uint8_t)plan->patch_len;
+	out->end_at = (uint8_t)starts[plan->insn_count];
 	return true;
 }
 

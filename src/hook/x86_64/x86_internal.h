@@ -22,6 +22,7 @@ enum x86_reloc_kind {
 	X86_RELOC_JCC,       /* jcc rel8/rel32 */
 	X86_RELOC_CALL,      /* call rel32 */
 	X86_RELOC_CALL_RIP,  /* call [rip+disp32] */
+	X86_RELOC_CALL_IND,  /* call r/m64 not rip-relative; reg: the ModRM's offset */
 };
 
 /* One helper per relocation case (x86_reloc.c); each appends the
@@ -33,6 +34,8 @@ int reloc_jmp(struct x86_writer *w, const uint8_t *orig, const struct hook_arch_
 int reloc_jcc(struct x86_writer *w, const uint8_t *orig, const struct hook_arch_insn *in);
 int reloc_call(struct x86_writer *w, const uint8_t *orig, const struct hook_arch_insn *in,
                uint64_t ret_addr);
+int reloc_call_indirect(struct x86_writer *w, const uint8_t *orig, const struct hook_arch_insn *in,
+                        uint64_t ret_addr);
 
 /* x86_len.c: length of the instruction at b (at most `left` bytes), or 0
  * when the fast table does not know the encoding (ask capstone). li->rel

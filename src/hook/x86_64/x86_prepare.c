@@ -174,9 +174,17 @@ static enum ada_hook_skip plan_branch(const cs_insn *ci, const cs_x86 *x, struct
 	const cs_x86_op *op = x->op_count == 1 ? &x->operands[0] : NULL;
 
 	if (!op || op->type != X86_OP_IMM) {
-		/* Indirect. jmp reg / jmp [non-rip] is position independent. */
-		if (ci->id == X86_INS_CALL)
-			return plan_rip_operand(x) ? ADA_HOOK_OK : ADA_SKIP_UNRELOCATABLE;
+		/* Indirect. jmp reg / jmp [non-rip] is position independent;
+		 * call reg / call [non-rip] pushes the original return address
+		 * (reloc_call_indirect): a plain FF /2 with a 64-bit operand. */
+		if (ci->id != X86_INS_CALL)
+			return ADA_HOOK_OK;
+		uint8_t m = x->encoding.modrm_offset;
+		if (plan_rip_operand(x) || m == 0 || m >= ci->size || ci->bytes[m - 1] != 0xff ||
+		    ((ci->bytes[m] >> 3) & 7) != 2 || x->prefix[0] != 0 || x->prefix[2] != 0)
+			return ADA_SKIP_UNRELOCATABLE;
+		in->kind = X86_RELOC_CALL_IND;
+		in->reg = m;
 		return ADA_HOOK_OK;
 	}
 	if (x->prefix[2] == 0x66) /* 16-bit branch truncates rip: never in real code */
@@ -412,7 +420,8 @@ static enum ada_hook_skip plan_prologue(const uint8_t *code, uint64_t addr, uint
 		plan->patch_len += fast;
 		plan->insn_count++;
 		if ((plan->insns[plan->insn_count - 1].kind == X86_RELOC_CALL ||
-		     plan->insns[plan->insn_count - 1].kind == X86_RELOC_CALL_RIP) &&
+		     plan->insns[plan->insn_count - 1].kind == X86_RELOC_CALL_RIP ||
+		     plan->insns[plan->insn_count - 1].kind == X86_RELOC_CALL_IND) &&
 		    plan->patch_len < min)
 			return ADA_SKIP_UNRELOCATABLE;
 	}

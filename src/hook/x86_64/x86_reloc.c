@@ -86,3 +86,33 @@ int reloc_call(struct x86_writer *w, const uint8_t *orig, const struct hook_arch
 	x86_jmp_rip_mem(w, (int32_t)d);
 	return 0;
 }
+
+/* call r/m64 (FF /2, register or memory not rip-relative) -> the target
+ * read first, exactly where the call reads it, then the ORIGINAL return
+ * address in its place:
+ *     push r/m64            ; FF /6, the call's own operand bytes: T
+ *     push qword [rsp]      ; T again, one slot lower
+ *     mov dword [rsp+8], lo ; the slot the call would have pushed
+ *     mov dword [rsp+12], hi
+ *     ret                   ; to T, rsp as after the call
+ * An operand based on rsp reads it before the first push changes it, as
+ * the call does; no flag changes. The ret is mispredicted (a relocated
+ * prologue's, once per call of such a function). */
+int reloc_call_indirect(struct x86_writer *w, const uint8_t *orig, const struct hook_arch_insn *in,
+                        uint64_t ret_addr)
+{
+	static const uint8_t push_top[] = {0xff, 0x34, 0x24};
+	uint8_t tmp[16];
+
+	if (in->reg == 0 || in->reg >= in->len || in->len > sizeof(tmp) ||
+	    orig[in->reg - 1] != 0xff || ((orig[in->reg] >> 3) & 7) != 2)
+		return -ERANGE;
+	memcpy(tmp, orig, in->len);
+	tmp[in->reg] = (uint8_t)((orig[in->reg] & 0xc7) | (6 << 3));
+	x86_put(w, tmp, in->len);
+	x86_put(w, push_top, sizeof(push_top));
+	x86_mov_mem_imm32(w, X86_DWORD, x86_mem(X86_RSP, 8), (int32_t)(uint32_t)ret_addr);
+	x86_mov_mem_imm32(w, X86_DWORD, x86_mem(X86_RSP, 12), (int32_t)(uint32_t)(ret_addr >> 32));
+	x86_ret(w);
+	return 0;
+}

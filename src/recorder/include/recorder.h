@@ -143,6 +143,10 @@ struct ada_record_summary {
 	/* Bytes per thread a detail ring would have needed to hold what the
 	 * windows lost at this run's rate (wal_flight_ring_suggest; 0: none). */
 	uint64_t detail_ring_suggest;
+	/* The functions whose records filled the rings of the window that lost
+	 * the most, fewest first, that a detail set without them would have
+	 * held ("" when none would: wal_flight_fill_hint) */
+	char fill_hint[160];
 	/* --detail always: times a thread waited for detail room, and the ns */
 	uint64_t detail_waits, detail_waited_ns;
 	/* --overflow wait: times a thread waited for index ring space (the

@@ -48,10 +48,11 @@
 #define ADA_CACHELINE 64
 #define ADA_ARENA_MAGIC 0x414e455241414441ULL /* "ADAARENA" */
 #define ADA_ARENA_VERSION                                                                          \
-	12 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;            \
+	13 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;            \
 	      6: window_lost; 7: keysym_unknown; 8: detail_wait, the detail ring's decided;        \
 	      9: the index ring's wait_stat; 10: the crash record's registers; 11: no low          \
-	      watermark; 12: the creator's machine and counter (ada_arena_origin) */
+	      watermark; 12: the creator's machine and counter (ada_arena_origin); 13: the         \
+	      other threads at a crash */
 
 #define ada_likely(x) __builtin_expect(!!(x), 1)
 #define ada_unlikely(x) __builtin_expect(!!(x), 0)
@@ -330,6 +331,33 @@ bool ada_arena_record_crash(struct ada_arena *a, const struct ada_crash_info *ci
 /* Drain / recover: true and *out once a crash record is complete. The
  * values come from the traced process: the caller checks them. */
 bool ada_arena_crash_info(const struct ada_arena *a, struct ada_crash_info *out);
+/* The other threads at a crash: where each was when the crash handler
+ * looked (/proc/self/task/TID/syscall, after the crash record). how says
+ * whether they were read (ADA_OTHERS_*); seen counts the other threads
+ * found, of which the first ADA_CRASH_OTHERS are kept. */
+#define ADA_CRASH_OTHERS 64
+enum ada_crash_others_how {
+	ADA_OTHERS_NONE = 0,    /* not recorded (no crash, or an older agent) */
+	ADA_OTHERS_READ = 1,    /* read from /proc */
+	ADA_OTHERS_SECCOMP = 2, /* not read: a seccomp filter may refuse or kill */
+	ADA_OTHERS_NO_PROC = 3, /* not read: /proc/self/task cannot be opened */
+};
+#define ADA_CRASH_RUNNING INT32_MIN /* nr of a thread that was running: no pc */
+struct ada_crash_thread {
+	uint32_t tid;
+	int32_t nr;      /* the system call it was blocked in; -1: blocked outside one */
+	uint64_t sp, pc; /* its user stack pointer and pc; 0 when running */
+};
+/* Crash handler (async-signal-safe: atomics only), by the thread whose
+ * ada_arena_record_crash() won. */
+void ada_arena_record_crash_others(struct ada_arena *a, uint32_t how,
+                                   const struct ada_crash_thread *t, uint32_t n, uint32_t seen);
+/* Drain / recover: how (ADA_OTHERS_NONE until recorded), the threads into
+ * out (*n of them, at most ADA_CRASH_OTHERS) and how many were seen. The
+ * values come from the traced process: the caller checks them. */
+uint32_t ada_arena_crash_others(const struct ada_arena *a,
+                                struct ada_crash_thread out[ADA_CRASH_OTHERS], uint32_t *n,
+                                uint32_t *seen);
 uint32_t ada_arena_process_state(const struct ada_arena *a, int *status_or_signal);
 /* ADA_ARENA_F_* (mlock refused, huge pages used, exec reopen). */
 uint32_t ada_arena_flags(const struct ada_arena *a);
@@ -587,14 +615,18 @@ struct ada_producer {
 	uint32_t ts_clock; /* 1 when the arena's timestamps come from clock_gettime */
 	uint32_t state;    /* producer-private: unclaimed / owning / disabled */
 	/* Cold fields: only the slow path and the detail lane touch these. */
-	uint64_t room;           /* head may reach this without rereading tail */
+	uint64_t room; /* head may reach this without rereading tail */
+	/* The index ring's pages exist up to event pop_end (UINT64_MAX: all
+	 * of them); pop_left events are still to populate, a chunk at a time
+	 * as head reaches pop_end (ada_producer_slow). */
+	uint64_t pop_end, pop_left;
 	struct ada_arena *arena; /* the arena the slot belongs to */
 	uint64_t lag_beat;       /* heartbeat seen when the drain was declared lagging */
 	/* 1: the recorder is gone (or unknown): drop at once while the
 	 * heartbeat stays lag_beat, and the hook handlers stop tracing this
 	 * thread meanwhile (src/hook/handlers.c) */
 	uint32_t lagging;
-	uint32_t retry; /* no slot: drops left before the next claim attempt */
+	uint32_t retry; /* drops left before the next claim (no slot) or populate (no memory) */
 	/* 1: the recorder is stopped by a signal: every event drops at once
 	 * (counted, drain_lag) while the heartbeat stays lag_beat; the thread
 	 * stays traced, so tracing goes on exactly when the drain does */

@@ -1,0 +1,206 @@
+#!/bin/bash
+# The long run (TP-003, issue 35 item 6): one `ada record` session of a
+# mixed workload for --minutes (30 by default), the recorder sampled every
+# 10 s; fails on growth or loss. Not in CI.
+#   bench/soak.sh [--minutes N] [--build DIR] [--out DIR] [--port P]
+# The recorded program is a bash loop that keeps a redis-server running
+# (the server, loaded from outside by redis-benchmark, untraced) and, each
+# round, runs t_threads_O2 (four threads), t_fork_O2 tree (a tree of seven
+# forked processes), t_fork_O2 exec (fork + exec) and t_trigrate_O2 (calls
+# mark_point every 100 ms: the symbol trigger fires windows all along).
+# The disk budget is 64 MiB (--max-disk-mb: retention deletes the oldest
+# generations). From outside, every 30 s: a trigger armed and disarmed
+# live (ada arm / ada disarm), the key-symbol set replaced (ada keysym,
+# alternately two forms), a manual fire (ada trigger).
+# Every 10 s it writes a line to OUT/soak.csv: seconds, the recorder's
+# RSS (MiB) and CPU (% of one core since the last sample), the arena
+# directory in /dev/shm (MiB), the session on disk (MiB), events, drops
+# (every reason but keysym_unknown), keysym_unknown, events not written,
+# the seconds `ada status` took.
+# Fails (exit 1) when: any drop (keysym_unknown is told, not failed on:
+# see below) or event not written; the recorder's RSS
+# or /dev/shm at the end above 1.25x (+ 8 MiB) their median over the
+# first half after the first minute (growth); the disk above the budget
+# plus the one index block and table per open file that a compact
+# session may overshoot (docs/format.md, "Bounded disk"); the recording
+# not ending cleanly, or `ada validate` refusing the session.
+set -u
+MINUTES=30
+B=$(cd "$(dirname "$0")/.." && pwd)/build
+OUT=
+PORT=7393
+while [ $# -gt 0 ]; do
+	case $1 in
+	--minutes) MINUTES=$2; shift 2 ;;
+	--build) B=$(cd "$2" && pwd); shift 2 ;;
+	--out) OUT=$2; shift 2 ;;
+	--port) PORT=$2; shift 2 ;;
+	*) echo "usage: bench/soak.sh [--minutes N] [--build DIR] [--out DIR] [--port P]" >&2; exit 2 ;;
+	esac
+done
+case $MINUTES in '' | *[!0-9]*) echo "soak: --minutes takes a whole number, not '$MINUTES'" >&2; exit 2 ;; esac
+for t in redis-server redis-benchmark redis-cli python3; do
+	command -v $t >/dev/null || { echo "soak: needs $t (tools/bootstrap.sh installs it)" >&2; exit 2; }
+done
+ADA=$B/ada T=$B/tests/targets
+for f in "$ADA" "$T/t_threads_O2" "$T/t_fork_O2" "$T/t_trigrate_O2" "$T/t_exec_child_O2"; do
+	[ -x "$f" ] || { echo "soak: $f is missing: build $B first" >&2; exit 2; }
+done
+OUT=${OUT:-$(mktemp -d /tmp/ada_soak.XXXXXX)}
+mkdir -p "$OUT"
+STOP=$OUT/stop BUDGET_MB=64
+rm -f "$STOP" "$OUT/soak.csv"
+fail=0
+say() { echo "soak: $*" | tee -a "$OUT/result"; }
+
+# The recorded program: everything in it is traced (the agent follows
+# forks and execs).
+cat >"$OUT/driver.sh" <<EOF
+redis-server --port $PORT --save '' --appendonly no >/dev/null &
+while [ ! -e "$STOP" ]; do
+	"$T/t_threads_O2" >/dev/null
+	"$T/t_fork_O2" tree >/dev/null
+	"$T/t_fork_O2" exec "$T/t_exec_child_O2" >/dev/null
+	"$T/t_trigrate_O2" 1 100 >/dev/null
+	sleep 1
+done
+redis-cli -p $PORT shutdown nosave >/dev/null 2>&1
+wait
+EOF
+"$ADA" record --out "$OUT/rec" --max-disk-mb $BUDGET_MB --trigger symbol=mark_point \
+	-- bash "$OUT/driver.sh" 2>"$OUT/ada.err" &
+APID=$!
+for _ in $(seq 200); do
+	redis-cli -p "$PORT" ping >/dev/null 2>&1 && break
+	sleep 0.1
+done
+S=$(ls -d "$OUT"/rec/session_* 2>/dev/null | head -n 1)
+[ -n "$S" ] || { say "no session directory"; kill -TERM $APID; exit 1; }
+
+# The load on the server, untraced.
+(while [ ! -e "$STOP" ]; do
+	redis-benchmark -p "$PORT" -t set,get,lpush -n 20000 -q >/dev/null 2>&1
+	sleep 0.5
+done) &
+LOAD=$!
+
+# Live control, every 30 s.
+(i=0
+while [ ! -e "$STOP" ]; do
+	sleep 30
+	[ -e "$STOP" ] && break
+	i=$((i + 1))
+	"$ADA" arm $APID --trigger symbol=leaf_a >>"$OUT/control.log" 2>&1
+	"$ADA" trigger $APID --note "soak $i" >>"$OUT/control.log" 2>&1
+	if [ $((i % 2)) -eq 0 ]; then
+		"$ADA" keysym $APID --symbols 'leaf_*,mark_point' >>"$OUT/control.log" 2>&1
+	else
+		"$ADA" keysym $APID --symbols '*' >>"$OUT/control.log" 2>&1
+	fi
+	"$ADA" disarm $APID --trigger symbol=leaf_a >>"$OUT/control.log" 2>&1
+done) &
+CTL=$!
+
+# A sample every 10 s: the recorder's RSS and CPU from /proc (whatever the
+# recorder is doing), the arena directory and the session from du, the
+# counts from `ada status --json` (15 s at most: a status that does not
+# answer is counted and the last counts kept).
+arena_dir() { sed -n 's/.*"arena_dir": "\(\/dev\/shm\/ada-[^"]*\)".*/\1/p' "$S"/pid_*/manifest.json 2>/dev/null | head -n 1; }
+cpu_ticks() { awk '{print $14 + $15}' /proc/$APID/stat 2>/dev/null || echo 0; }
+HZ=$(getconf CLK_TCK)
+echo "sec,rss_mib,cpu_pct,shm_mib,disk_mib,events,drops,keysym_unknown,not_written,status_s" >"$OUT/soak.csv"
+t0=$(date +%s) prev_cpu=$(cpu_ticks) prev_t=$t0 counts="0,0,0,0" unanswered=0
+end=$((t0 + MINUTES * 60)) next=$((t0 + 10))
+while [ "$(date +%s)" -lt $end ] && kill -0 $APID 2>/dev/null; do
+	now=$(date +%s)
+	[ $now -lt $next ] && sleep $((next - now))
+	next=$((next + 10))
+	now=$(date +%s)
+	rss=$(awk '/^VmRSS:/ {print $2}' /proc/$APID/status 2>/dev/null)
+	cpu=$(cpu_ticks)
+	A=$(arena_dir)
+	shm=$(du -sk "$A" 2>/dev/null | cut -f1)
+	disk=$(du -sk "$S" 2>/dev/null | cut -f1)
+	s0=$(date +%s.%N)
+	if timeout 15 "$ADA" status $APID --json >"$OUT/status.json" 2>/dev/null; then
+		counts=$(python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+d = s.get("drops", {})
+print("%d,%d,%d,%d" % (s.get("events", 0), sum(d.values()) - d.get("keysym_unknown", 0),
+                       d.get("keysym_unknown", 0), s.get("events_not_written", 0)))' "$OUT/status.json")
+	else
+		unanswered=$((unanswered + 1))
+	fi
+	st=$(echo "$(date +%s.%N) - $s0" | bc)
+	echo "$((now - t0)),$(echo "scale=1; ${rss:-0} / 1024" | bc),$(echo "scale=1; 100 * ($cpu - $prev_cpu) / $HZ / ($now - $prev_t + (($now == $prev_t)))" | bc),$(echo "scale=1; ${shm:-0} / 1024" | bc),$(echo "scale=1; ${disk:-0} / 1024" | bc),$counts,$st" | tee -a "$OUT/soak.csv"
+	prev_cpu=$cpu prev_t=$now
+done
+[ $unanswered -eq 0 ] || say "ada status did not answer within 15 s $unanswered times"
+
+touch "$STOP"
+kill $LOAD $CTL 2>/dev/null
+wait $LOAD $CTL 2>/dev/null
+# The driver ends its round and the server; the recorder finalizes.
+for _ in $(seq 600); do kill -0 $APID 2>/dev/null || break; sleep 0.1; done
+if kill -0 $APID 2>/dev/null; then
+	say "the recording did not end within 60 s of the stop: SIGTERM"
+	kill -TERM $APID
+	fail=1
+fi
+wait $APID
+rc=$?
+[ $rc -eq 0 ] || { say "ada record exited $rc"; fail=1; }
+tail -n 8 "$OUT/ada.err" >>"$OUT/result"
+"$ADA" validate "$S" >"$OUT/validate" 2>&1 || { say "ada validate refused the session"; fail=1; }
+[ -z "$(arena_dir)" ] || [ ! -e "$(arena_dir)" ] || { say "the arena directory $(arena_dir) is still in /dev/shm"; fail=1; }
+
+python3 - "$OUT/soak.csv" "$BUDGET_MB" "$S" >>"$OUT/result" <<'PY' || fail=1
+import csv, glob, json, statistics, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1]))]
+budget = float(sys.argv[2])
+bad = []
+if len(rows) < 8:
+    print("soak: only %d samples" % len(rows)); sys.exit(1)
+warm = [r for r in rows if float(r["sec"]) > 60][: max(1, len(rows) // 2)]
+last = rows[-3:]
+for key in ("rss_mib", "shm_mib"):
+    base = statistics.median(float(r[key]) for r in warm)
+    peak = max(float(r[key]) for r in last)
+    print("soak: %s median %.1f after the first minute, %.1f at the end" % (key, base, peak))
+    if peak > 1.25 * base + 8:
+        bad.append("%s grew from %.1f to %.1f" % (key, base, peak))
+drops = max(int(r["drops"]) for r in rows)
+notw = max(int(r["not_written"]) for r in rows)
+if drops or notw:
+    bad.append("%d drops, %d events not written" % (drops, notw))
+# keysym_unknown is told, not failed on: calls into a module the live
+# key-symbol set did not know yet (each round starts new processes); their
+# detail records may be missing or extra, no index event is lost
+# (docs/internals.md, "A module the set does not know").
+print("soak: keysym_unknown %d (told, not a failure)" % max(int(r["keysym_unknown"]) for r in rows))
+# The finished manifests: every process's drops and losses.
+lost = 0
+files = 0
+for m in glob.glob(sys.argv[3] + "/pid_*/manifest.json"):
+    j = json.load(open(m))
+    lost += j.get("lost_events", 0) + sum(v for l in j.get("drops", {}).values()
+                                          for k, v in l.items() if k != "keysym_unknown")
+    files += sum(len(t.get("files", [])) for t in j.get("threads", []))
+if lost:
+    bad.append("the manifests count %d events dropped or lost" % lost)
+disk = max(float(r["disk_mib"]) for r in rows)
+# A compact session may overshoot by one 64 KiB block and an 8 KiB table
+# per open index file (docs/format.md, "Bounded disk"); du adds metadata.
+slack = 72 / 1024 * max(1, files) + 4
+cpu = [float(r["cpu_pct"]) for r in rows]
+print("soak: %d samples; disk peak %.1f MiB (budget %.0f); recorder CPU mean %.1f%% max %.1f%%; "
+      "events %s" % (len(rows), disk, budget, statistics.mean(cpu), max(cpu), rows[-1]["events"]))
+if disk > budget + slack:
+    bad.append("disk %.1f MiB above the budget of %.0f MiB" % (disk, budget))
+for b in bad:
+    print("soak: FAIL: " + b)
+sys.exit(1 if bad else 0)
+PY
+[ $? -eq 0 ] && [ $fail -eq 0 ] && say "PASS ($MINUTES min; samples in $OUT/soak.csv)" || { say "FAIL (see $OUT/result)"; fail=1; }
+exit $fail
