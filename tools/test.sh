@@ -78,12 +78,16 @@ if [ "${ADA_TEST_ARM64:-1}" = 1 ]; then
 	cmake -S . -B build-arm64 --toolchain cmake/aarch64-linux-gnu.cmake \
 		-DCMAKE_BUILD_TYPE=Release -DADA_WERROR=ON >/dev/null
 	cmake --build build-arm64 -j"$jobs" --target ada_agent adat_threads_O2 adat_fork_O2 \
-		adat_dlopen_O2 adat_dlib adat_setjmp_O2 adat_signal_O2 adat_crash_O2 >/dev/null
+		adat_dlopen_O2 adat_dlib adat_setjmp_O2 adat_signal_O2 adat_crash_O2 adat_cxx_O2 adat_flight_O2 \
+		test_clock_counter test_inject_arch >/dev/null
 	cmake -S . -B build -DADA_ARM64_BUILD="$PWD/build-arm64" >/dev/null
 	run_ctest arm64 build -L '^arm64$'
 	cmake -S . -B build -DADA_ARM64_BUILD= >/dev/null
+	# The unit tests labelled qemu, run emulated by the cross build's
+	# CTest (CMAKE_CROSSCOMPILING_EMULATOR): the counter, attach's frame.
+	run_ctest arm64_unit build-arm64 -L '^qemu$'
 else
-	disabled+=("arm64=ADA_TEST_ARM64=0")
+	disabled+=("arm64,arm64_unit=ADA_TEST_ARM64=0")
 fi
 
 if [ "${ADA_TEST_SANITIZERS:-1}" = 1 ]; then

@@ -13,7 +13,8 @@
  * Threads: the agent's init thread or a dlopen rescan (agent.lock held),
  * and the unit tests. No shared state.
  *
- * File layout (little-endian, x86_64 only, as the agent):
+ * File layout (little-endian; agent_hash covers the agent's build and its
+ * architecture, HOOK_ARCH_NAME, so each architecture has its own files):
  *     0  magic "ADAPLAN\0"         8
  *     8  version (3)               u32
  *    12  build_id_len              u32 (<= 64)
@@ -45,6 +46,7 @@
 #include <xxhash.h>
 
 #include "fs.h"
+#include "hook_arch.h"
 #include "plancache_internal.h"
 
 #define PC_MAGIC "ADAPLAN"
@@ -309,5 +311,9 @@ uint64_t plan_cache_self_hash(uint64_t self_addr)
 {
 	struct pc_self s = {self_addr, 0};
 	dl_iterate_phdr(pc_self_cb, &s);
-	return s.hash;
+	/* The architecture too, said outright: an arm64 agent's plans are
+	 * never an x86_64 agent's (their build-ids differ already; a cache
+	 * directory shared by both, as ada record's default is for a
+	 * program run under qemu-user, must not rely on that alone). */
+	return s.hash ? s.hash ^ XXH64(HOOK_ARCH_NAME, sizeof(HOOK_ARCH_NAME) - 1, 0) : 0;
 }

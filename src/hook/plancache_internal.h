@@ -82,9 +82,9 @@ int plan_cache_load(const char *path, const struct plan_cache_key *key,
 int plan_cache_store(const char *path, const struct plan_cache_key *key,
                      const struct plan_cache_entry *e);
 
-/* XXH64 of the build-id of the image containing self_addr (the agent):
- * the agent_hash of the key. 0 when the image has no build-id (then the
- * cache is not used). */
+/* XXH64 of the build-id of the image containing self_addr (the agent),
+ * mixed with the architecture's name (HOOK_ARCH_NAME): the agent_hash of
+ * the key. 0 when the image has no build-id (then the cache is not used). */
 uint64_t plan_cache_self_hash(uint64_t self_addr);
 
 #endif

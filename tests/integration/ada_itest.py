@@ -2185,7 +2185,7 @@ def cmd_flight(args, ada, work, rep):
     if args.scenario in ("late_thread", "ended_thread"):
         return flight_threads(ada, work, rep, prog, args.scenario)
     mode, opts, status = FLIGHT[args.scenario]
-    untraced = run([prog, mode])
+    untraced = run((args.emulator.split() if args.emulator else []) + [prog, mode])
     if untraced[0] != status:
         raise Fail("the untraced program exited %d, the test expects %d" % (untraced[0], status))
     out_dir = os.path.join(work, "out")
@@ -2204,7 +2204,8 @@ def cmd_flight(args, ada, work, rep):
         rep.check(m["crash"].get("address") == "0x0", "fault address %r, not 0x0 (NULL)" % (
             m["crash"].get("address")))
         det = check_window_detail(rep, pid_dir, events, m, want_min=100)
-        check_args(rep, det, "fault_here", {"rdi": "0x1111", "rsi": "0x2222", "rdx": "0x3333"})
+        names = ("x0", "x1", "x2") if m.get("arch") == "arm64" else ("rdi", "rsi", "rdx")
+        check_args(rep, det, "fault_here", dict(zip(names, ("0x1111", "0x2222", "0x3333"))))
         rep.check(detail_call(det, "top") is not None, "the calls leading up to the crash "
                   "(top) have no detail record")
     elif args.scenario == "crash_abort":

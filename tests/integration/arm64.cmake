@@ -39,10 +39,7 @@ endfunction()
 
 # What they need of the cross build (tools/test.sh builds these targets
 # there: ada_agent adat_threads_O2 adat_fork_O2 adat_dlopen_O2 adat_dlib
-# adat_setjmp_O2 adat_signal_O2 adat_crash_O2). C++ exceptions are not
-# among them yet: an exception thrown through a hooked arm64 frame ends in
-# std::terminate (the unwinder does not find its way through the return
-# capture), so t_cxx is left out until the arm64 hooks handle it.
+# adat_setjmp_O2 adat_signal_O2 adat_crash_O2 adat_cxx_O2 adat_flight_O2).
 set(_arch --expect-arch arm64)
 ada_arm64_test(threads.O2 target ${_arch} -- ${_a64}/t_threads_O2)
 ada_arm64_test(fork.O2 target ${_arch} --expect-pids 2 -- ${_a64}/t_fork_O2 fork)
@@ -50,5 +47,16 @@ ada_arm64_test(dlopen.O2 target ${_arch} --own-module libt_dlib.so
                -- ${_a64}/t_dlopen_O2 ${_a64}/libt_dlib.so)
 ada_arm64_test(setjmp.O2 target ${_arch} -- ${_a64}/t_setjmp_O2)
 ada_arm64_test(signal.O2 target ${_arch} -- ${_a64}/t_signal_O2 sync)
+ada_arm64_test(cxx_throw.O2 target ${_arch} -- ${_a64}/t_cxx_O2 throw)
+ada_arm64_test(cxx_threads.O2 target ${_arch} -- ${_a64}/t_cxx_O2 threads)
 ada_arm64_test(crash_segv.O2 target ${_arch} --expect-status 139 --expect-signal 11
                -- ${_a64}/t_crash_O2)
+# The flight recorder's crash window (--trigger crash): the detail window
+# before the fault, the signal context record with the registers.
+ada_arm64_test(flight_crash_segv flight crash_segv ${_a64}/t_flight_O2)
+# What runs it is missing or wrong: one sentence, exit 2, no session.
+add_test(NAME arm64.bad_agent
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/arm64_bad.sh $<TARGET_FILE:ada>
+                 $<TARGET_FILE:ada_agent> ${_a64}/t_setjmp_O2 ${CMAKE_BINARY_DIR}/arm64-work/bad)
+set_tests_properties(arm64.bad_agent PROPERTIES TIMEOUT 60 LABELS arm64
+  ENVIRONMENT "ADA_AGENT_ARM64=${ADA_ARM64_BUILD}/libada_agent.so;ADA_QEMU_SYSROOT=${_a64_root}")

@@ -63,6 +63,19 @@ function(ada_test_target_clang name opt)
   add_custom_target(adat_${name}_clang${opt} ALL DEPENDS ${out})
 endfunction()
 
+# A cross build's C++ programs find the cross toolchain's libstdc++ through
+# an rpath to a directory holding only it: under qemu-user
+# (tests/integration/arm64.cmake) the arm64 C library is the multiarch one,
+# and the multiarch libstdc++6:arm64 need not be installed.
+set(ADA_TGT_CXX_LDFLAGS)
+if(CMAKE_CROSSCOMPILING)
+  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libstdc++.so.6
+                  OUTPUT_VARIABLE _ada_stdcxx OUTPUT_STRIP_TRAILING_WHITESPACE)
+  file(MAKE_DIRECTORY ${ADA_TGT_DIR}/cxxrt)
+  file(CREATE_LINK ${_ada_stdcxx} ${ADA_TGT_DIR}/cxxrt/libstdc++.so.6 SYMBOLIC)
+  set(ADA_TGT_CXX_LDFLAGS -Wl,-rpath,${ADA_TGT_DIR}/cxxrt)
+endif()
+
 # Programs built at several levels (STYLE.md rule 14).
 set(ADA_TGT_LEVELS O0 O2 O3)
 foreach(opt ${ADA_TGT_LEVELS})
@@ -70,7 +83,7 @@ foreach(opt ${ADA_TGT_LEVELS})
   ada_test_target(recursion ${opt} SOURCES ${ADA_TGT_SRC}/t_recursion.c)
   ada_test_target(funcptr ${opt} SOURCES ${ADA_TGT_SRC}/t_funcptr.c)
   ada_test_target(setjmp ${opt} SOURCES ${ADA_TGT_SRC}/t_setjmp.c)
-  ada_test_target(cxx ${opt} SOURCES ${ADA_TGT_SRC}/t_cxx.cpp)
+  ada_test_target(cxx ${opt} SOURCES ${ADA_TGT_SRC}/t_cxx.cpp LDFLAGS ${ADA_TGT_CXX_LDFLAGS})
   ada_test_target(signal ${opt} SOURCES ${ADA_TGT_SRC}/t_signal.c)
 endforeach()
 # Tail calls only exist with optimisation.

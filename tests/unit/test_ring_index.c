@@ -113,6 +113,31 @@ static size_t drain_slot(struct ada_arena *a, uint32_t slot, uint64_t *next, siz
 	return total;
 }
 
+/* The creator states its machine, its counter's rate and one (counter,
+ * boottime) pair read side by side (ada_arena_origin: how a recorder of
+ * another architecture converts the events); a reader's open sees them. */
+static void test_origin(void **state)
+{
+	struct fixture *f = *state;
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	uint64_t before = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	uint64_t c0 = ada_tsc();
+	struct ada_arena *a = fx_arena(f, 1, 64, ADA_OVERFLOW_DROP), *r = NULL;
+	uint64_t c1 = ada_tsc();
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	uint64_t after = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	assert_int_equal(ada_arena_open(f->path, &r), 0);
+	struct ada_arena_origin o;
+	ada_arena_origin(r, &o);
+	assert_int_equal(o.machine, ada_arena_native_machine());
+	assert_int_equal(o.counter_hz, ada_counter_hz());
+	assert_true(o.anchor_counter >= c0 && o.anchor_counter <= c1);
+	assert_true(o.anchor_ns >= before && o.anchor_ns <= after);
+	ada_arena_close(r);
+	(void)a;
+}
+
 static void test_empty_then_wraparound(void **state)
 {
 	struct ada_arena *a = fx_arena(*state, 2, 64, ADA_OVERFLOW_DROP);
@@ -631,6 +656,7 @@ static void test_open_rejects_damaged_arena(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_origin, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_empty_then_wraparound, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_peek_stops_at_wrap_point, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_full_drop_policy_counts, fx_setup, fx_teardown),
