@@ -14,6 +14,10 @@
 /* Grows arr (elements of elem bytes, *cap of them) to hold need; NULL
  * when out of memory (arr is kept). */
 void *drain_grow(void *arr, size_t *cap, size_t need, size_t elem);
+/* drain_convert.c: converts n ring events of t into its file; returns
+ * the events consumed (fewer when the slot was quarantined at a bad one). */
+size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
+                     const struct atf_index_event *src, size_t n);
 /* Drains up to budget events of slot s of p; returns how many it took. */
 size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t budget);
 /* t's last events are in: finalizes its index (and detail) file. */
