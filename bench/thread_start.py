@@ -15,6 +15,10 @@ recorder had a slot prepared. Timed: run it under `flock /work/bench.lock`
 on a machine as quiet as you can get, and quote the load average it prints.
 
   bench/thread_start.py [--build build] [--rounds 3] [--threads 100]
+                        [--ada-before PATH]
+
+--ada-before PATH adds a variant `ada-before`: another build of ada (say,
+before a change) recording the same program, in the same rotation.
 """
 import argparse
 import os
@@ -25,7 +29,7 @@ import sys
 import tempfile
 
 
-def run_variant(variant, prog, mode, n, ada, work):
+def run_variant(variant, prog, mode, n, ada, work, ada_before=None):
     """One run; returns the per-thread ns the workload printed."""
     argv = [prog, mode, str(n)]
     out_dir = tempfile.mkdtemp(dir=work)
@@ -34,6 +38,8 @@ def run_variant(variant, prog, mode, n, ada, work):
             cmd = argv
         elif variant == "ada":
             cmd = [ada, "record", "--out", out_dir, "--"] + argv
+        elif variant == "ada-before":
+            cmd = [ada_before, "record", "--out", out_dir, "--"] + argv
         elif variant == "ada --trigger crash":
             cmd = [ada, "record", "--out", out_dir, "--trigger", "crash", "--"] + argv
         else:  # uftrace
@@ -56,6 +62,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=100)
     ap.add_argument("--work", default=os.environ.get("TMPDIR", "/tmp"))
+    ap.add_argument("--ada-before", help="another ada build, as a variant of its own")
     a = ap.parse_args()
     ada = os.path.join(a.build, "ada")
     plain = os.path.join(a.build, "bench", "plain", "thread_start")
@@ -65,6 +72,8 @@ def main():
             sys.exit("%s is missing: cmake --build %s --target ada bw_thread_start_plain "
                      "bw_thread_start_pfe" % (f, a.build))
     variants = ["untraced", "ada", "ada --trigger crash"]
+    if a.ada_before:
+        variants.insert(2, "ada-before")
     if shutil.which("uftrace") and os.access(pfe, os.X_OK):
         variants.append("uftrace")
     else:
@@ -75,7 +84,7 @@ def main():
         for mode in ("start", "serve"):
             for v in variants:
                 prog = pfe if v == "uftrace" else plain
-                s = run_variant(v, prog, mode, a.threads, ada, a.work)
+                s = run_variant(v, prog, mode, a.threads, ada, a.work, a.ada_before)
                 firsts[(v, mode)].append(s[0])
                 samples[(v, mode)].extend(s[1:])
     with open("/proc/loadavg") as f:

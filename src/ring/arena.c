@@ -296,7 +296,7 @@ int ring_slot_populate(struct ada_arena *a, uint32_t slot)
 	 * reused slot): its pages exist, nothing is left to do here. */
 	uint32_t pop = atomic_load_explicit(&d->populated, memory_order_acquire);
 	bool lazy = arena_slot_lazy(a, slot);
-	if ((pop & RING_POP_PAGES) || ((pop & RING_POP_INDEX) && lazy))
+	if ((pop & RING_POP_PAGES) || ((pop & (RING_POP_INDEX | RING_POP_HEADERS)) && lazy))
 		return 0;
 	if (!(pop & RING_POP_RESERVED)) {
 		int rc = arena_spill_reserve(a, slot);
@@ -317,7 +317,8 @@ int ring_slot_populate(struct ada_arena *a, uint32_t slot)
 	 * lazy slot gets INDEX from its producer once it populated the whole
 	 * index ring (ada_producer_slow). */
 	atomic_store_explicit(&d->populated,
-	                      RING_POP_RESERVED | (lazy ? 0 : RING_POP_INDEX | RING_POP_PAGES),
+	                      RING_POP_RESERVED |
+	                          (lazy ? RING_POP_HEADERS : RING_POP_INDEX | RING_POP_PAGES),
 	                      memory_order_release);
 	/* With a recorder, it locks the slot in its own mapping (a page locked
 	 * in one mapping stays resident: ada_arena_slot_prepare), so the

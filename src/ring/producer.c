@@ -337,6 +337,14 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 	uint32_t pop = atomic_load_explicit(&a->desc[slot].populated, memory_order_acquire);
 	p->pop_left = pop & (RING_POP_INDEX | RING_POP_PAGES) ? 0 : ring_slot_events(a, slot);
 	p->pop_end = p->pop_left ? p->head : UINT64_MAX;
+	if (p->pop_left) { /* where an earlier owner left its pages, when it makes sense */
+		uint64_t end = atomic_load_explicit(&h->pop_end, memory_order_relaxed);
+		uint64_t left = atomic_load_explicit(&h->pop_left, memory_order_relaxed);
+		if (left && left <= p->pop_left && end >= p->head && end - p->head <= p->mask) {
+			p->pop_end = end;
+			p->pop_left = left;
+		}
+	}
 	p->retry = 0;
 	p->state = PRODUCER_OWNING;
 	producer_refresh_limit(p);
@@ -378,6 +386,9 @@ static bool producer_populate(struct ada_producer *p)
 		}
 		p->pop_end += n;
 		p->pop_left -= n;
+		struct ada_index_hdr *h = ring_index_hdr(a, p->slot);
+		atomic_store_explicit(&h->pop_end, p->pop_end, memory_order_relaxed);
+		atomic_store_explicit(&h->pop_left, p->pop_left, memory_order_relaxed);
 		if (p->pop_left)
 			return true;
 		/* Release: the pages above exist for the slot's next owner; pairs

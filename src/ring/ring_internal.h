@@ -39,6 +39,7 @@
 #define RING_POP_RESERVED 1u /* counted against the ceiling (spill slots) */
 #define RING_POP_PAGES 2u    /* every page of the slot's region exists */
 #define RING_POP_INDEX 4u    /* the index part's pages exist (arena.c) */
+#define RING_POP_HEADERS 8u  /* the headers' pages exist (a lazy claim's: arena.c) */
 
 struct ada_arena_control {
 	/* Written once by the creator before the file is renamed into place. */
@@ -117,7 +118,9 @@ struct ada_slot_desc {
 	/* RING_POP_* bits, kept when the slot is freed and reused. The
 	 * producer that claims the slot sets RESERVED, INDEX and, when it
 	 * populated the whole region, PAGES (RESERVED alone: a spill slot
-	 * reserved against the ceiling whose populate failed); the recorder
+	 * reserved against the ceiling whose populate failed; RESERVED and
+	 * HEADERS: a lazy claim, whose producer adds INDEX after its ring's
+	 * first lap: ring_populate_events); the recorder
 	 * sets INDEX and PAGES on a full slot it populated
 	 * (ada_arena_slot_prepare). */
 	_Atomic uint32_t populated;
@@ -133,6 +136,11 @@ struct ada_index_hdr {
 	 * the ns they took. In head's line: written only when the ring is
 	 * full, read by a drain that reads head anyway. */
 	_Atomic uint64_t wait_stat[2];
+	/* Producer only (relaxed), in a slot claimed lazily (RING_POP_HEADERS
+	 * without INDEX): its index ring's pages exist up to event pop_end,
+	 * pop_left events short of a whole lap -- what the slot's next owner,
+	 * which continues from the same head, starts from (producer.c). */
+	_Atomic uint64_t pop_end, pop_left;
 	alignas(ADA_CACHELINE) _Atomic uint64_t tail; /* drain writes */
 	/* Producer adds (it is the only one while the slot is owned); the
 	 * drain reads, and zeroes them in ada_arena_slot_free() once the

@@ -75,8 +75,10 @@ static bool slot_try_claim(struct ada_arena *a, uint32_t s, uint32_t tid, int *e
 
 /* A free full slot whose pages are there already -- one the recorder
  * prepared ahead (ada_arena_slot_prepare) or a freed one (whose detail
- * ring's pages the recorder may still be populating: ring_slot_populate)
- * -- so that the thread's start waits for no page allocation. The lowest
+ * ring's pages the recorder may still be populating, and whose index
+ * ring's its earlier owner may have populated only in part:
+ * ring_slot_populate) -- so that the thread's start waits for no page
+ * allocation. The lowest
  * first: threads that come and go (a thread per request) then cycle
  * through a few slots and touch no more pages than they need; the
  * recorder prepares the lowest free slots too, so the search stops a few
@@ -93,7 +95,7 @@ static int slot_claim_ready(struct ada_arena *a, uint32_t tid)
 		/* Relaxed: hints; slot_try_claim() re-reads both in order. */
 		if (atomic_load_explicit(&d->state, memory_order_relaxed) != ADA_SLOT_FREE ||
 		    !(atomic_load_explicit(&d->populated, memory_order_relaxed) &
-		      (RING_POP_PAGES | RING_POP_INDEX)))
+		      (RING_POP_PAGES | RING_POP_INDEX | RING_POP_HEADERS)))
 			continue;
 		if (slot_try_claim(a, s, tid, &err))
 			return (int)s;

@@ -117,7 +117,7 @@ static void test_claim_with_recorder_leaves_detail(void **state)
 	f->prod->rec_pid = getpid(); /* as if a recorder drained this arena */
 	assert_int_equal(ring_slot_claim(f->prod, 1003, 3), 3);
 	uint32_t b = pop_bits(f->prod, 3);
-	assert_int_equal(b, RING_POP_RESERVED); /* the headers only: the rest comes as used */
+	assert_int_equal(b, RING_POP_RESERVED | RING_POP_HEADERS); /* the rest comes as used */
 	assert_false(ada_arena_slot_populated(f->rec, 3));
 	struct ada_index_hdr *h = ring_index_hdr(f->prod, 3);
 	assert_int_equal(atomic_load(&h->head), 0);
@@ -129,6 +129,11 @@ static void test_claim_with_recorder_leaves_detail(void **state)
 	 * thread: the claim takes it before its hint. */
 	atomic_store(&f->prod->desc[4].populated, RING_POP_RESERVED | RING_POP_INDEX);
 	assert_int_equal(ring_slot_claim(f->prod, 1007, 7), 4);
+	/* So is one a lazy claim used (its headers there, its index ring in
+	 * part): taken first, nothing populated again at the claim. */
+	atomic_store(&f->prod->desc[5].populated, RING_POP_RESERVED | RING_POP_HEADERS);
+	assert_int_equal(ring_slot_claim(f->prod, 1008, 7), 5);
+	assert_int_equal(pop_bits(f->prod, 5), RING_POP_RESERVED | RING_POP_HEADERS);
 }
 
 /* Pages of [p, p + len) in memory (mincore; the mapping is shared). */
@@ -168,7 +173,7 @@ static void test_producer_populates_as_it_goes(void **state)
 	uint32_t s = p->slot;
 	const struct atf_index_event *ev = ring_index_events(a, s);
 	size_t ring = 16384 * sizeof(*ev);
-	assert_int_equal(pop_bits(a, s), RING_POP_RESERVED);
+	assert_int_equal(pop_bits(a, s), RING_POP_RESERVED | RING_POP_HEADERS);
 	assert_int_equal(p->pop_end, 2048);
 	/* The first 64 KiB (and a page of the header's), not the 512 KiB. */
 	assert_true(resident_pages(ev, ring) <= 17);
@@ -191,6 +196,48 @@ static void test_producer_populates_as_it_goes(void **state)
 	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
 	ada_arena_drop_totals(a, drops);
 	assert_int_equal(drops[ADA_LANE_INDEX][ADA_DROP_NO_SLOT], 0);
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(a);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* A thread that takes a slot an earlier lazy owner used continues where
+ * that one's pages end: nothing populated again at its first event. */
+static void test_next_owner_continues(void **state)
+{
+	(void)state;
+	char dir[] = "/dev/shm/ada-test-lazy2-XXXXXX", path[64];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/arena", dir);
+	static const char cfgtxt[] = "max_threads=2,index_events=16384,detail_bytes=0";
+	struct ada_arena_config c;
+	struct ada_arena *a = NULL;
+	assert_int_equal(ada_arena_config_parse(cfgtxt, strlen(cfgtxt), &c), 0);
+	assert_int_equal(ada_arena_create(path, &c, &a, NULL), 0);
+	a->rec_pid = getpid();
+	ada_producer_set_arena(a);
+	struct ada_producer *p = &ada_producer_tls;
+	for (int i = 0; i < 100; i++)
+		ada_emit(1, ATF_EVENT_CALL, 0);
+	uint32_t s = p->slot;
+	assert_int_equal(p->pop_end, 2048);
+	/* The thread ends; the drain reads its 100 events and frees the slot. */
+	ada_producer_reset_thread();
+	atomic_store(&a->desc[s].state, ADA_SLOT_EXITED);
+	struct ada_slot_info si;
+	const struct atf_index_event *e;
+	assert_int_equal(ada_slot_read_checked(a, s, &si), 0);
+	ada_index_ring_release(a, s, ada_index_ring_peek(a, s, &e));
+	assert_int_equal(ada_slot_read_checked(a, s, &si), 0);
+	assert_int_equal(ada_arena_slot_free(a, s), 0);
+	/* The next thread: the same slot (ready), its pages known. */
+	ada_emit(2, ATF_EVENT_CALL, 0);
+	assert_int_equal(p->slot, s);
+	assert_int_equal(p->head, 101);
+	assert_int_equal(p->pop_end, 2048);
+	assert_int_equal(p->pop_left, 16384 - 2048);
 	ada_producer_reset_thread();
 	ada_producer_set_arena(NULL);
 	ada_arena_close(a);
@@ -226,6 +273,7 @@ int main(void)
 	                                    fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_prepare_lock, fx_setup, fx_teardown),
 	    cmocka_unit_test(test_producer_populates_as_it_goes),
+	    cmocka_unit_test(test_next_owner_continues),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
