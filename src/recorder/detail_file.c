@@ -105,6 +105,11 @@ uint64_t wal_dfile_count(const struct wal_dfile *d)
 	return d->events;
 }
 
+uint64_t wal_dfile_bytes(const struct wal_dfile *d)
+{
+	return ATF_HEADER_SIZE + d->bytes;
+}
+
 static void dfile_count(struct wal_dfile *d, const struct atf_detail_event_header *h)
 {
 	if (d->events == 0) {

@@ -130,6 +130,9 @@ void wal_detail_close(struct ada_recorder *r, struct wal_thread *t, uint32_t gen
 void wal_detail_settle(struct wal_thread *t);
 /* Frees t's detail state (after wal_detail_close). */
 void wal_detail_free(struct wal_thread *t);
+/* Bytes of t's current detail.atf so far (0 without one): the disk
+ * budget rotates a generation on its index and detail files together. */
+uint64_t wal_detail_file_bytes(const struct wal_thread *t);
 /* Adds what t's ring overwrote since the last call to its count (the
  * manifest's threads[].detail.overwritten), before its file ends. */
 void wal_detail_sync_overwritten(struct wal_thread *t);
@@ -163,6 +166,8 @@ int wal_dfile_append_fp(struct wal_dfile *d, const struct atf_detail_event_heade
 int wal_dfile_append_raw(struct wal_dfile *d, const struct atf_detail_event_header *h,
                          const void *payload, size_t len);
 uint64_t wal_dfile_count(const struct wal_dfile *d);
+/* The file's bytes so far: header and events appended (buffered too). */
+uint64_t wal_dfile_bytes(const struct wal_dfile *d);
 /* Writes footer and final header, truncates, closes, frees. 0 or -errno. */
 int wal_dfile_finish(struct wal_dfile *d, uint64_t *file_bytes);
 

@@ -721,6 +721,11 @@ void wal_detail_free(struct wal_thread *t)
 	t->dt = NULL;
 }
 
+uint64_t wal_detail_file_bytes(const struct wal_thread *t)
+{
+	return t->dt && t->dt->df ? wal_dfile_bytes(t->dt->df) : 0;
+}
+
 void wal_detail_settle(struct wal_thread *t)
 {
 	struct wal_tdetail *dt = pd_state(t);

@@ -384,6 +384,23 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 	}
 }
 
+/* A side file about to be deleted leaves the side bytes now, not at the
+ * next scan: the loop that deletes generations until the session is
+ * within its budget would otherwise go on deleting for bytes already
+ * gone (a generation's detail file, counted by the scans). One written
+ * since the last scan is taken off too; the next scan sets it right. */
+static void drain_side_forget(struct ada_recorder *r, struct wal_proc *p, int dfd, const char *name)
+{
+	struct stat st;
+	if (dfd < 0 || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+		return;
+	uint64_t b = (uint64_t)st.st_blocks * 512u;
+	b = b < p->side_bytes ? b : p->side_bytes;
+	b = b < r->budget.side_bytes ? b : r->budget.side_bytes;
+	p->side_bytes -= b;
+	r->budget.side_bytes -= b;
+}
+
 /* Deletes the oldest generation of the session (by end time). */
 static bool drain_retire_oldest(struct ada_recorder *r)
 {
@@ -404,6 +421,7 @@ static bool drain_retire_oldest(struct ada_recorder *r)
 	int dfd = wal_thread_dir(bt);
 	unlinkat(dfd, name, 0);
 	snprintf(name, sizeof(name), "detail.g%u.atf", g.g);
+	drain_side_forget(r, bt->p, dfd, name);
 	unlinkat(dfd, name, 0); /* its detail file goes with it, when there is one */
 	if (bt->f == NULL)
 		wal_thread_dir_close(bt); /* a live thread's is closed after its drain_slot() */
@@ -431,7 +449,9 @@ static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
 {
 	if (!r->o.max_disk_bytes)
 		return;
-	if (t->f && ada_wal_file_disk_bytes(t->f) >= r->budget.gen_bytes)
+	/* A generation is its index and detail files: under --detail always
+	 * the detail file can be many times the index file. */
+	if (t->f && ada_wal_file_disk_bytes(t->f) + wal_detail_file_bytes(t) >= r->budget.gen_bytes)
 		drain_rotate(r, t);
 	while (drain_disk_bytes(r) > r->o.max_disk_bytes)
 		if (!drain_retire_oldest(r)) {

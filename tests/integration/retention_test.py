@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Retention at one disk budget: the compact index against ATF v2.
 
-    retention_test.py --ada ADA --work DIR --budget-mb N --min-ratio R -- PROG ARGS...
+    retention_test.py --ada ADA --work DIR --budget-mb N --min-ratio R
+                      [--record-args "OPTIONS"] -- PROG ARGS...
 
 Records the deterministic PROG twice with `--max-disk-mb N`, once with the
 compact index (the default) and once with `--index-format atf`, and counts
@@ -97,6 +98,8 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--budget-mb", type=int, required=True)
     ap.add_argument("--min-ratio", type=float, required=True)
+    ap.add_argument("--record-args", default="",
+                    help="more `ada record` options for both recordings (one string)")
     ap.add_argument("argv", nargs="+")
     a = ap.parse_args()
     if not os.path.exists(a.argv[0]):
@@ -109,7 +112,8 @@ def main():
     try:
         for enc in ("compact", "atf"):
             rc, _, e = run([a.ada, "record", "--index-format", enc, "--max-disk-mb",
-                            str(a.budget_mb), "--out", os.path.join(w, enc), "--"] + a.argv)
+                            str(a.budget_mb), "--out", os.path.join(w, enc)] +
+                           a.record_args.split() + ["--"] + a.argv)
             session = e.strip().splitlines()[-1] if e.strip() else ""
             if rc != 0 or not os.path.isdir(session):
                 print("retention_test: %s: ada record exited %d: %s" % (enc, rc, e[-2000:]))
