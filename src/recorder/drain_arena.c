@@ -19,6 +19,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arena_internal.h"
@@ -91,12 +92,39 @@ static void drain_refuse(struct ada_recorder *r, enum wal_refusal k, const char 
 			r->procs[i]->man_warnings = a->warn_at[k];
 }
 
+static int64_t drain_ts_ns(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000000000ll + ts->tv_nsec;
+}
+
+/* The pid's holder started after the arena file got its name (its ctime,
+ * which only the kernel sets: a rename sets it too), so the holder did
+ * not put it there: whoever did, under that pid's name, is gone and the
+ * kernel gave its pid to the holder before the drain looked (a
+ * descendant that ended at once, its pid taken by a stranger). Within a
+ * clock tick of each other (the start time's resolution) it is not known:
+ * false, and the holder is judged as the maker. */
+static bool drain_named_before_holder(pid_t pid, const struct stat *st)
+{
+	uint64_t ticks = ada_proc_start_ticks(pid);
+	long hz = sysconf(_SC_CLK_TCK);
+	struct timespec rt, bt;
+	if (!ticks || hz <= 0 || clock_gettime(CLOCK_REALTIME, &rt) != 0 ||
+	    clock_gettime(CLOCK_BOOTTIME, &bt) != 0)
+		return false;
+	int64_t tick = 1000000000ll / hz;
+	/* The ctime on CLOCK_BOOTTIME, where the start time is counted. */
+	int64_t named = drain_ts_ns(&st->st_ctim) - (drain_ts_ns(&rt) - drain_ts_ns(&bt));
+	return named + tick < (int64_t)ticks * tick;
+}
+
 /* Who made the arena file: the recorder's own user, a regular file, and
- * a process the recorder may wait for (wal_pid_check()). The descriptor
- * stays open to check the file's size later. Returns the descriptor, or
- * -1 (reported when it is a stranger's). */
+ * a process the recorder may wait for (wal_pid_check()), or one gone
+ * whose pid a stranger holds now (drain_named_before_holder(): *alive 0,
+ * *taken). The descriptor stays open to check the file's size later.
+ * Returns the descriptor, or -1 (reported when it is a stranger's). */
 static int drain_arena_admit(struct ada_recorder *r, const char *path, pid_t pid, int *alive,
-                             ino_t *ino)
+                             ino_t *ino, bool *taken)
 {
 	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
@@ -113,6 +141,10 @@ static int drain_arena_admit(struct ada_recorder *r, const char *path, pid_t pid
 	}
 	*ino = st.st_ino;
 	*alive = wal_pid_check(r, pid, why, sizeof(why));
+	if (*alive < 0 && drain_named_before_holder(pid, &st)) {
+		*alive = 0; /* read what it left, as of any process gone */
+		*taken = true;
+	}
 	if (*alive < 0) {
 		drain_refuse(r, WAL_REFUSE_STRANGER, "%s", why);
 		close(fd);
@@ -186,7 +218,8 @@ static int drain_arena_origin(struct ada_recorder *r, struct wal_proc *p)
 static int drain_proc_arena(struct ada_recorder *r, struct wal_proc *p)
 {
 	int alive = 0;
-	p->arena_fd = drain_arena_admit(r, p->arena_path, p->pid, &alive, &p->arena_ino);
+	p->arena_fd =
+	    drain_arena_admit(r, p->arena_path, p->pid, &alive, &p->arena_ino, &p->pid_taken);
 	if (p->arena_fd < 0 || ada_arena_open_fd(p->arena_fd, &p->arena) < 0)
 		return -1;
 	if (ada_arena_pid(p->arena) != p->pid) {

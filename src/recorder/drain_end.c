@@ -220,6 +220,15 @@ void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	p->pidfd = -1;
+	/* Its per-slot tables (max_threads entries each, the whole thread
+	 * limit) are the passes' and it is in none now: a recording of many
+	 * short processes would otherwise keep them all to its end. */
+	free(p->by_slot);
+	free(p->slot_noted);
+	free(p->slot_locked);
+	p->by_slot = NULL;
+	p->slot_noted = p->slot_locked = NULL;
+	wal_flight_proc_finished(p);
 }
 
 static bool drain_vanished(struct wal_proc *p)

@@ -702,6 +702,12 @@ void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p)
 		flight_persist_proc(r, p, NULL);
 }
 
+void wal_flight_proc_finished(struct wal_proc *p)
+{
+	ada_symtab_free(p->syms);
+	p->syms = NULL;
+}
+
 /* ---- manifest ---- */
 
 /* What thread t holds of window wi: records, and the pre/post-roll

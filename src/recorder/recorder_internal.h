@@ -441,6 +441,10 @@ void wal_flight_after_pass(struct ada_recorder *r);
  * take what they want of its ring first. */
 void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t);
 void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p);
+/* The process is finished: its symbol table goes (flight_name() reloads
+ * it should a later rewrite of its manifest ask for a name), so that a
+ * recording of many short processes does not keep every one's. */
+void wal_flight_proc_finished(struct wal_proc *p);
 /* t is about to be finalized: when it holds its process's fatal-signal
  * marker, the signal context record linked to it, the last of its detail
  * file (after every window's records). */

@@ -24,3 +24,13 @@ add_test(NAME bounded_pidreuse
                  $<TARGET_FILE:ada> $<TARGET_FILE:producer_pidreuse> $<TARGET_FILE:producer_check>)
 set_tests_properties(bounded_pidreuse PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
                      RUN_SERIAL TRUE LABELS "wal;integration")
+
+# Race B (issue 35): a child's pid given to a stranger before the recorder
+# looked at the child's arena; forced in a pid namespace of its own (root).
+add_executable(producer_raceb ${CMAKE_SOURCE_DIR}/tests/targets/producer_raceb.c)
+target_link_libraries(producer_raceb PRIVATE ada_producer)
+add_test(NAME bounded_raceb
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/raceb_test.sh $<TARGET_FILE:ada>
+                 $<TARGET_FILE:producer_raceb>)
+set_tests_properties(bounded_raceb PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
+                     LABELS "wal;integration")
