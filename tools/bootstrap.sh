@@ -58,10 +58,13 @@ if [ "$mode" != --build ]; then
     # the arm64 builds of the libraries ada links, from the same archive
     # once arm64 is a foreign architecture of dpkg (added below), and
     # the arm64 C library the programs run with under qemu (qemu-aarch64
-    # -L /: tools/record_emul.c says why not the cross one).
+    # -L /: tools/record_emul.c says why not the cross one). Not
+    # libisal-dev:arm64: it is not Multi-Arch, so installing it removes
+    # the x86_64 one the recorder's CRC uses (the cross build takes
+    # libdeflate's CRC instead, src/wal/CMakeLists.txt).
     qemu-user gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
     liburing-dev:arm64 libroaring-dev:arm64 libcapstone-dev:arm64 libelf-dev:arm64
-    libxxhash-dev:arm64 zlib1g-dev:arm64 libjansson-dev:arm64 libisal-dev:arm64
+    libxxhash-dev:arm64 zlib1g-dev:arm64 libjansson-dev:arm64
     libiberty-dev:arm64 libcmocka-dev:arm64 libdeflate-dev:arm64 libc6:arm64
   )
 fi
