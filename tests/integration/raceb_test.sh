@@ -20,7 +20,12 @@ if [ "${RACEB_INNER:-}" != 1 ]; then
 		{ echo "raceb_test: cannot make a pid namespace (unshare): skipped"; exit 77; }
 	RACEB_INNER=1 exec timeout -s KILL 120 unshare --pid --fork --mount-proc bash "$0" "$@"
 fi
-mount -t tmpfs -o size=64m tmpfs /tmp || { echo "raceb_test: no private /tmp: skipped"; exit 77; }
+# The private /tmp hides whatever is under the machine's (a checkout in
+# a mktemp -d, as CI makes): the two programs are run from a copy.
+BIN=$(mktemp -d /dev/shm/raceb-bin.XXXXXX) || { echo "raceb_test: no room in /dev/shm"; exit 1; }
+cp "$ADA" "$BIN/ada" && cp "$PROD" "$BIN/producer_raceb" || { rm -rf "$BIN"; exit 1; }
+ADA=$BIN/ada PROD=$BIN/producer_raceb
+mount -t tmpfs -o size=64m tmpfs /tmp || { rm -rf "$BIN"; echo "raceb_test: no private /tmp: skipped"; exit 77; }
 export ADA_NO_RECOVER_ORPHANS=1
 W=/tmp/raceb
 mkdir -p $W
@@ -32,6 +37,7 @@ cleanup() {
 	for s in "$W"/out/session_*; do
 		[ -d "$s" ] && rm -rf /dev/shm/ada-"$(basename "$s")"-*
 	done
+	rm -rf "$BIN"
 }
 trap cleanup EXIT
 fail() { echo "raceb_test: $*" >&2; cat "$W/err" >&2 2>/dev/null; exit 1; }
