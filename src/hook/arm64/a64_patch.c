@@ -53,8 +53,10 @@ uint64_t a64_patch_target(const struct hook_arch_plan *plan, const uint8_t *patc
 		a64_direct_branch(w0, plan->fn_addr, &in.target);
 		return in.target;
 	}
+	if (plan->patch_len != A64_FAR_PATCH_LEN) /* patch holds patch_len bytes */
+		return 0;
 	uint32_t w1 = a64_word(patch + 4), w2 = a64_word(patch + 8);
-	if (plan->patch_len != A64_FAR_PATCH_LEN || (w0 & 0x9f00001fu) != 0x90000000u + A64_X16 ||
+	if ((w0 & 0x9f00001fu) != 0x90000000u + A64_X16 ||
 	    (w1 & 0xffc003ffu) != (0x91000000u | A64_X16 << 5 | A64_X16) ||
 	    w2 != (0xd61f0000u | A64_X16 << 5))
 		return 0;
