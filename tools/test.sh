@@ -47,9 +47,10 @@ run_ctest() {
 	# test's by default): the summary reads skips and case counts there
 	ctest --test-dir "$dir" --output-on-failure -j"$jobs" --no-tests=error \
 		--test-output-size-passed 4194304 --test-output-size-failed 4194304 \
-		--output-junit "$PWD/$dir/junit.xml" "$@" || true
+		--output-junit "$PWD/$dir/junit_$stage.xml" "$@" || true
 	tools/shm_leftovers.sh check "$stage" "$shm_before" || shm_left+=("$stage")
-	stages+=("$stage=$((SECONDS - t0))=$PWD/$dir/junit.xml")
+	# one junit file a stage: the arm64 stage runs in build/ too
+	stages+=("$stage=$((SECONDS - t0))=$PWD/$dir/junit_$stage.xml")
 	t0=$SECONDS
 }
 

@@ -32,10 +32,15 @@ mkdir -p $W
 cleanup() {
 	[ -n "${APID:-}" ] && kill -CONT "$APID" 2>/dev/null && kill -KILL "$APID" 2>/dev/null
 	[ -n "${X:-}" ] && kill -KILL "$X" 2>/dev/null
-	# The arena directory is named after the session (the program itself
-	# is not recorded: there may be no manifest naming it).
+	# The arena directory whose owner record names this session (the
+	# program itself is not recorded: there may be no manifest naming
+	# it). Not by the session's name alone: a test beside this one may
+	# have started a session of the same name in the same second.
 	for s in "$W"/out/session_*; do
-		[ -d "$s" ] && rm -rf /dev/shm/ada-"$(basename "$s")"-*
+		[ -d "$s" ] || continue
+		for d in /dev/shm/ada-"$(basename "$s")"-*; do
+			grep -qxF "session $s" "$d/recorder" 2>/dev/null && rm -rf "$d"
+		done
 	done
 	rm -rf "$BIN"
 }
