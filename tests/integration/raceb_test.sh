@@ -26,6 +26,7 @@ BIN=$(mktemp -d /dev/shm/raceb-bin.XXXXXX) || { echo "raceb_test: no room in /de
 cp "$ADA" "$BIN/ada" && cp "$PROD" "$BIN/producer_raceb" || { rm -rf "$BIN"; exit 1; }
 ADA=$BIN/ada PROD=$BIN/producer_raceb
 mount -t tmpfs -o size=64m tmpfs /tmp || { rm -rf "$BIN"; echo "raceb_test: no private /tmp: skipped"; exit 77; }
+cd / # the working directory may be under the /tmp just hidden (python's shim needs one)
 export ADA_NO_RECOVER_ORPHANS=1
 W=/tmp/raceb
 mkdir -p $W
