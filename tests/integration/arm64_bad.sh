@@ -1,16 +1,19 @@
 #!/bin/sh
 # ada record of an aarch64 program without what runs it (docs/arm64.md):
-# no aarch64 agent, or an agent of another machine, or no qemu: exit 2,
-# one sentence on stderr naming what to set, and no session left behind.
+# no aarch64 agent, or an agent of another machine, or no qemu -- or with
+# an option arm64 cannot honour yet (--count-only, --overhead-budget):
+# exit 2, one sentence on stderr naming what to set, no session left.
 #   arm64_bad.sh ADA NATIVE_AGENT AARCH64_PROGRAM WORK_DIR
 set -u
 ada=$1 native_agent=$2 prog=$3 work=$4
 rm -rf "$work" && mkdir -p "$work" || exit 1
 fail=0
+opts= # more ada record options for the next check
 check() { # check <what> <want in stderr> <env...>
 	what=$1 want=$2
 	shift 2
-	env "$@" "$ada" record --out "$work/out" -- "$prog" >"$work/out.txt" 2>"$work/err.txt"
+	# shellcheck disable=SC2086 # opts: words on purpose
+	env "$@" "$ada" record $opts --out "$work/out" -- "$prog" >"$work/out.txt" 2>"$work/err.txt"
 	rc=$?
 	lines=$(wc -l <"$work/err.txt")
 	if [ "$rc" != 2 ] || [ "$lines" != 1 ] || ! grep -q -- "$want" "$work/err.txt" ||
@@ -25,5 +28,9 @@ check() { # check <what> <want in stderr> <env...>
 check "no aarch64 agent" ADA_AGENT_ARM64 ADA_AGENT_ARM64=/nonexistent/libada_agent.so
 check "an x86_64 agent" "not the aarch64 build" ADA_AGENT_ARM64="$native_agent"
 check "no qemu" qemu-user ADA_QEMU_AARCH64=/nonexistent/qemu-aarch64
+opts="--count-only main"
+check "--count-only" "not available for aarch64" X=1
+opts="--overhead-budget 10"
+check "--overhead-budget" "not available for aarch64" X=1
 [ $fail = 0 ] && rm -rf "$work"
 exit $fail
