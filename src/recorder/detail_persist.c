@@ -188,8 +188,11 @@ static void pd_build(const struct wal_thread *t, const struct pd_rec *rc, uint32
 		p->sp = g[9];
 		p->stack_size = (uint16_t)rc->stack;
 	} else {
-		p->x_regs[6] = g[0]; /* rax */
-		p->x_regs[7] = g[1]; /* rdx at return */
+		/* The return value: rax:rdx in x86_64's x_regs[6..7], arm64's
+		 * x0:x1 in x_regs[0..1] (docs/format.md, the arm64 table). */
+		int at = t->p->arch == ATF_ARCH_ARM64 ? 0 : 6;
+		p->x_regs[at] = g[0];
+		p->x_regs[at + 1] = g[1];
 		p->lr = g[2];
 		p->fp = g[3];
 		p->sp = g[4];

@@ -1086,6 +1086,47 @@ static void test_persist_all(void **state)
 	pfx_close(&x);
 }
 
+/* A recording of an aarch64 program: a RETURN record's two value words
+ * are x0:x1, so they land in x_regs[0..1], not x86_64's rax:rdx slots
+ * (docs/format.md, the arm64 table); a CALL's are as on x86_64. */
+static void test_persist_arm64_return(void **state)
+{
+	(void)state;
+	struct pfx x;
+	pfx_open(&x);
+	emit_one(&x, FN(1), true);
+	emit_one(&x, FN(1), false);
+	struct pdrain d;
+	pdrain_open(&d, &x, "index.atf", 0);
+	d.r.arch = d.p.arch = ATF_ARCH_ARM64;
+	take(&x, &d.t, 0, 2);
+	struct wal_detail_stats st;
+	assert_int_equal(wal_detail_persist(&d.r, &d.t, 0, UINT64_MAX, &st), 0);
+	assert_int_equal(st.records, 2);
+	pdrain_close(&d);
+	size_t dl;
+	uint8_t *db = slurp("detail.atf", &dl);
+	struct ada_atf_detail *dd;
+	assert_int_equal(ada_atf_detail_open_mem(db, dl, 0, &dd), 0);
+	assert_int_equal(ada_atf_detail_count(dd), 2);
+	for (uint64_t j = 0; j < 2; j++) {
+		const struct atf_detail_event_header *e = ada_atf_detail_get(dd, j);
+		const struct atf_detail_function_payload *p = ada_atf_detail_function(e, NULL);
+		assert_non_null(p);
+		uint64_t w0 = e->index_seq * 1000 + ADA_DREC_REGS; /* emit_one's words */
+		assert_int_equal(p->x_regs[0], w0);
+		if (e->event_type == ATF_DETAIL_FUNCTION_RETURN) {
+			assert_int_equal(p->x_regs[1], w0 + 1);
+			assert_int_equal(p->x_regs[6], 0);
+			assert_int_equal(p->x_regs[7], 0);
+			assert_int_equal(p->lr, w0 + 2);
+		}
+	}
+	ada_atf_detail_free(dd);
+	free(db);
+	pfx_close(&x);
+}
+
 /* Windows: only records in [from, to], each once; the first 6 events were
  * in an earlier generation (file_ring_base 6): their records are counted
  * as unlinked, never written. */
@@ -1150,6 +1191,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_direct_identical, setup_direct, teardown_direct),
 	    cmocka_unit_test_setup_teardown(test_direct_fallback, setup_none, teardown_direct),
 	    cmocka_unit_test_setup_teardown(test_persist_all, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_persist_arm64_return, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_windows, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
