@@ -30,6 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from provenance import provenance  # noqa: E402
+from reading_bench import ada_events, median, record_ada  # noqa: E402
 
 
 def timed(cmd):
@@ -43,28 +44,6 @@ def timed(cmd):
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"`{' '.join(cmd)}` failed: {err[-2000:]}")
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0
-
-
-def median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2]
-
-
-def record(ada, prog, n, work, fmt):
-    out = os.path.join(work, f"rec_{fmt}")
-    shutil.rmtree(out, ignore_errors=True)
-    cmd = [ada, "record", "--out", out, "--detail", "never", "--max-disk-mb", "0"]
-    if fmt == "atf":
-        cmd += ["--index-format", "atf"]
-    subprocess.run(cmd + ["--", prog, str(n)], check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    (session,) = [os.path.join(out, d) for d in os.listdir(out) if d.startswith("session_")]
-    return session
-
-
-def events_of(ada, session):
-    r = subprocess.run([ada, "report", "--json", session], check=True, capture_output=True)
-    return sum(p["totals"]["events"] for p in json.loads(r.stdout)["processes"])
 
 
 def main():
@@ -84,9 +63,11 @@ def main():
     os.makedirs(work, exist_ok=True)
     runs = {}
     try:
-        sessions = {fmt: record(builder, plain, a.fib, work, fmt) for fmt in ("compact", "atf")}
-        events = events_of(builder, sessions["compact"])
-        if events_of(builder, sessions["atf"]) != events:
+        sessions = {fmt: record_ada(builder, plain, a.fib, work,
+                                    ["--index-format", "atf"] if fmt == "atf" else [], "_" + fmt)
+                    for fmt in ("compact", "atf")}
+        events = ada_events(builder, sessions["compact"])
+        if ada_events(builder, sessions["atf"]) != events:
             sys.exit("the two recordings of the same program differ in events")
         xdir = os.path.join(work, "export")
         for _ in range(a.reps):
@@ -103,7 +84,7 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
         else:
             for fmt in ("compact", "atf"):
-                shutil.rmtree(os.path.join(work, f"rec_{fmt}"), ignore_errors=True)
+                shutil.rmtree(os.path.join(work, f"ada_fib{a.fib}_{fmt}"), ignore_errors=True)
     rows = []
     print(f"fib({a.fib}): {events} events; load {os.getloadavg()[0]:.2f}")
     print(f"{'binary':<28} {'command':<11} {'session':<8} {'wall s':>7} {'M ev/s':>7} "

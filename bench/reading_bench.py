@@ -47,18 +47,25 @@ def median(xs):
     return xs[len(xs) // 2]
 
 
-def record_ada(ada, prog, n, work):
-    out = os.path.join(work, f"ada_fib{n}")
-    subprocess.run([ada, "record", "--out", out, "--detail", "never", "--max-disk-mb", "0",
-                    "--", prog, str(n)], check=True, stdout=subprocess.DEVNULL,
+def record_ada(ada, prog, n, work, opts=(), tag=""):
+    """`ada record --detail never --max-disk-mb 0` of prog n (more record
+    options: opts) into a directory of its own; the session's path."""
+    out = os.path.join(work, f"ada_fib{n}{tag}")
+    shutil.rmtree(out, ignore_errors=True)
+    subprocess.run([ada, "record", "--out", out, "--detail", "never", "--max-disk-mb", "0"] +
+                   list(opts) + ["--", prog, str(n)], check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     (session,) = [os.path.join(out, d) for d in os.listdir(out) if d.startswith("session_")]
     return session
 
 
 def ada_events(ada, session):
+    """The program's events in session: ada's two markers per wait for ring
+    space left out (docs/format.md, "Wait markers"), which two recordings of
+    the same program differ in."""
     r = subprocess.run([ada, "report", "--json", session], check=True, capture_output=True)
-    return sum(p["totals"]["events"] for p in json.loads(r.stdout)["processes"])
+    return sum(p["totals"]["events"] - 2 * p["totals"].get("ada_waits", 0)
+               for p in json.loads(r.stdout)["processes"])
 
 
 def bench_ada(ada, session, reps, work):
