@@ -475,6 +475,8 @@ void wal_flight_fill_hint(const struct ada_recorder *r, const struct wal_proc *p
  * is shorter than the one kept (the summary reads it after the threads
  * are gone). */
 void wal_flight_preroll_short(struct ada_recorder *r, struct wal_proc *p);
+/* What window wi got so far over every process and thread (live view). */
+void wal_flight_window_got(const struct ada_recorder *r, size_t wi, struct ada_live_window_got *g);
 static inline void wal_flight_feed(struct wal_thread *t, const struct atf_index_event *ev, size_t n)
 {
 	if (t->trig)
