@@ -664,6 +664,12 @@ struct ada_producer {
 	 * progress for the drain timeout): no new wait until it moves, so a
 	 * stuck drain costs a thread one timeout, not one per chunk. */
 	uint64_t dstall;
+	/* A wait the ring had no room to mark when it ended (it ended in a
+	 * drop, or a detail wait found the index ring full): its raw begin
+	 * and end, written before the next event that finds room (end 0:
+	 * none). While one is pending, limit stays 0 so that event takes the
+	 * slow path. Later such waits before then extend it. */
+	uint64_t wpend_begin, wpend_end;
 };
 
 extern __thread struct ada_producer ada_producer_tls __attribute__((tls_model("initial-exec")));
