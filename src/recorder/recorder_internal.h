@@ -315,6 +315,7 @@ struct ada_recorder {
 	struct wal_admit admit; /* arenas refused: each file looked at once */
 	uint32_t pid_reused;    /* arenas of a later process given a recorded pid: not read */
 	uint32_t fd_limit_told; /* threads that got no file at the limit of open files */
+	uint32_t unread_told;   /* processes with events unread at the end (drain_end.c) */
 	bool main_reaped, no_children;
 	int main_status;
 	uint64_t main_exit_ns; /* drain: when the main process was reaped */
