@@ -334,6 +334,20 @@ enum ada_hook_skip hook_arch_prepare_prologue_short(const uint8_t *code, uint64_
  * its end into the bytes after it. False when undecodable. */
 bool hook_arch_ends_closed(const uint8_t *code, uint64_t addr, uint64_t size);
 
+/* Padding inside a function, for the padding form when none lies next
+ * to it: the first stretch [*lo, *hi) (offsets from addr) of at least
+ * min fill bytes (hook_arch_fill_len's) that starts at an offset in
+ * [from, to] and that nothing in the function runs into. Proved by a
+ * linear decode of the whole body [addr, addr+size) that ends exactly at
+ * its end: the stretch follows an instruction after which execution never
+ * goes on (x86: ret, jmp, ud2, hlt, int3), no direct branch of the
+ * function lands in it, and the function has no indirect jump (whose
+ * targets are not known). Branches from other functions are the caller's
+ * to rule out. False when there is none (always on arm64, which has no
+ * padding form). */
+bool hook_arch_inner_fill(const uint8_t *code, uint64_t addr, uint64_t size, uint64_t from,
+                          uint64_t to, size_t min, uint64_t *lo, uint64_t *hi);
+
 /* How many of the len bytes at code are alignment padding, read as whole
  * fill instructions from code[0]: the breakpoint byte (x86: 0xCC), the
  * one-byte nop and the multi-byte nops assemblers pad code with (x86:

@@ -56,6 +56,14 @@ enum ada_hook_skip hook_arch_prepare_prologue_short(const uint8_t *code, uint64_
 	return hook_arch_prepare_short(code, addr, size, NULL, plan);
 }
 
+/* No padding form on A64 (hook_arch_prepare_short above). */
+bool hook_arch_inner_fill(const uint8_t *code, uint64_t addr, uint64_t size, uint64_t from,
+                          uint64_t to, size_t min, uint64_t *lo, uint64_t *hi)
+{
+	(void)code, (void)addr, (void)size, (void)from, (void)to, (void)min, (void)lo, (void)hi;
+	return false;
+}
+
 bool hook_arch_ends_closed(const uint8_t *code, uint64_t addr, uint64_t size)
 {
 	return a64_ends_closed(code, addr, size);
