@@ -386,14 +386,17 @@ size_t hook_arch_emit_trampoline_fast(const struct hook_arch_plan *plan, uint8_t
                                       uint64_t exit_path);
 
 /* A count-only block (at most HOOK_ARCH_COUNT_BLOCK_MAX bytes) for the
- * function whose fast trampoline is at tramp (hook_arch_emit_trampoline_fast,
- * within +-2 GiB): when the 32-bit TLS word at the thread-pointer offset
- * gate is 1, it adds 1 to counter slot of the array the TLS pointer at
- * counters points to and jumps to the trampoline's relocated prologue
- * (every register but the flags as they were); otherwise it jumps to the
- * trampoline. The function's patch then targets the block (docs/hooks.md,
- * "Count-only functions"). Returns its length or 0. */
+ * function whose fast trampoline is at tramp (hook_arch_emit_trampoline_fast;
+ * x86_64: within +-2 GiB): when the 32-bit TLS word at the thread-pointer
+ * offset gate is 1, it adds 1 to counter slot of the array the TLS
+ * pointer at counters points to and jumps to the trampoline's relocated
+ * prologue (every register but the flags as they were; arm64: and its
+ * call scratch x16/x17); otherwise it jumps to the trampoline. The
+ * function's patch then targets the block (docs/hooks.md, "Count-only
+ * functions"). Returns its length or 0. arm64 states its own maximum. */
+#ifndef HOOK_ARCH_COUNT_BLOCK_MAX
 #define HOOK_ARCH_COUNT_BLOCK_MAX 48
+#endif
 size_t hook_arch_emit_count_block(uint8_t *buf, uint64_t buf_addr, int32_t gate, int32_t counters,
                                   uint32_t slot, uint64_t tramp);
 
