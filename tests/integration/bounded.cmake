@@ -46,3 +46,11 @@ add_test(NAME bounded_endlag
                  $<TARGET_FILE:producer_endlag>)
 set_tests_properties(bounded_endlag PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
                      LABELS "wal;integration")
+# A program that outlives the recording leaves nothing in /dev/shm: a
+# process it starts as the recorder clears the arena directory (a test
+# hook, ADA_TEST_SHM_PAUSE, holds it there) or after makes no arena.
+add_test(NAME bounded_outlive
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/endlag_test.sh $<TARGET_FILE:ada>
+                 $<TARGET_FILE:producer_endlag> outlive)
+set_tests_properties(bounded_outlive PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
+                     LABELS "wal;integration")
