@@ -54,3 +54,12 @@ add_test(NAME bounded_outlive
                  $<TARGET_FILE:producer_endlag> outlive)
 set_tests_properties(bounded_outlive PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
                      LABELS "wal;integration")
+
+# A pid given to a stranger while the recorder has not yet finished the
+# ended child that had it is never named as a descendant still running
+# (issue 35); forced in a pid namespace of its own (root), as raceb.
+add_test(NAME bounded_reusedleft
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/reusedleft_test.sh $<TARGET_FILE:ada>
+                 $<TARGET_FILE:producer_endlag>)
+set_tests_properties(bounded_reusedleft PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
+                     LABELS "wal;integration")
