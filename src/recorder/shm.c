@@ -88,6 +88,12 @@ void wal_shm_tick(struct ada_recorder *r)
 	           (double)v.ceiling / 1048576.0);
 }
 
+void wal_shm_end(struct ada_recorder *r)
+{
+	if (r->shm.budget)
+		ada_shm_budget_end(r->shm.budget);
+}
+
 /* Test hook (bounded_outlive): ADA_TEST_SHM_PAUSE=FILE makes the end,
  * once it removed the arena directory's names but before the budget file
  * and the directory, create FILE and wait until FILE is gone (60 s at
@@ -124,11 +130,12 @@ static void shm_clear(struct ada_recorder *r, DIR *d)
 /* After the drain: every process is gone and its arena removed, so
  * whatever is left in the arena directory was never read (an arena the
  * drain refused, a half-made one): removed, and counted. The budget file
- * says first that the recording ended: a process of the program that
- * outlives it makes no arena from then on, and one that made its name
- * just before removes it again (src/ring/env.c); a name that lands
- * between the last look and the rmdir makes the rmdir fail, and the
- * directory is cleared again (SHM_CLEAR_ROUNDS at most). */
+ * says that the recording ended (wal_shm_end(), again here when the
+ * drain never ran): a process of the program that outlives it makes no
+ * arena, and one that made its name just before removes it again
+ * (src/ring/env.c); a name that lands between the last look and the
+ * rmdir makes the rmdir fail, and the directory is cleared again
+ * (SHM_CLEAR_ROUNDS at most). */
 void wal_shm_finish(struct ada_recorder *r)
 {
 	wal_shm_tick(r);
