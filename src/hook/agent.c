@@ -525,8 +525,9 @@ static int agent_start(void)
 	agent.ns_arena = agent_now_ns() - t0;
 	if (err) {
 		/* -EDQUOT: the recording's shared-memory ceiling; the recorder
-		 * counts and tells it, once for all such processes. */
-		if (err != -EDQUOT)
+		 * counts and tells it, once for all such processes. -ESRCH: the
+		 * recording ended (a program that outlives it runs untraced). */
+		if (err != -EDQUOT && err != -ESRCH)
 			agent_log("cannot open the arena in %s (%s); nothing is traced",
 			          agent.env.arena_dir, strerror(-err));
 		return err;

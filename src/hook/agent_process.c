@@ -89,7 +89,9 @@ static void process_child(void)
 		if (err) {
 			agent_hot.active = 0;
 			agent_guard_enter(); /* for good, as in process_child_unfollow() */
-			if (err != -EDQUOT)  /* the shm ceiling: the recorder tells */
+			/* The shm ceiling (the recorder tells), or the recording
+			 * ended (the program outlives it): untraced, quietly. */
+			if (err != -EDQUOT && err != -ESRCH)
 				agent_log("child %d: cannot open its arena (%s); not traced",
 				          (int)getpid(), strerror(-err));
 		}

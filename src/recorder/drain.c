@@ -1000,6 +1000,7 @@ void *wal_drain_main(void *arg)
 			drain_nap(r);
 	}
 	drain_end_pause();
+	wal_shm_end(r); /* no arena from now on: the scan below sees them all */
 	drain_scan_dir(r);
 	drain_check_gone(r, true);
 	ada_wal_io_submit_stale(r->io, true);

@@ -387,6 +387,10 @@ int wal_shm_setup(struct ada_recorder *r);
 void wal_shm_release(struct ada_recorder *r, struct wal_proc *p);
 void wal_shm_read(const struct ada_recorder *r, struct ada_shm_budget_view *v);
 void wal_shm_tick(struct ada_recorder *r);
+/* The drain decided the recording ends, before its last scan of the arena
+ * directory: no process makes an arena from then on (shm.budget says so),
+ * so every arena published is either that scan's or removed by its maker. */
+void wal_shm_end(struct ada_recorder *r);
 void wal_shm_finish(struct ada_recorder *r);
 /* `ada recover`: removes an arena directory once only shm.budget is left. */
 void wal_shm_remove_dir(const char *dir);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -22,6 +23,9 @@
 
 #define SHM_DEFAULT_SHARE 50u        /* percent of the free space of the arena fs */
 #define SHM_DEFAULT_MIN (1ull << 30) /* 8 arenas of the default size */
+/* Clearings of the arena directory at the end, each ended by an rmdir
+ * that a name made meanwhile makes fail. */
+#define SHM_CLEAR_ROUNDS 64
 
 /* The default ceiling: half of what the arena directory's file system
  * (/dev/shm: memory) has free at the start, so a recording cannot take all
@@ -84,13 +88,59 @@ void wal_shm_tick(struct ada_recorder *r)
 	           (double)v.ceiling / 1048576.0);
 }
 
+void wal_shm_end(struct ada_recorder *r)
+{
+	if (r->shm.budget)
+		ada_shm_budget_end(r->shm.budget);
+}
+
+/* Test hook (bounded_outlive): ADA_TEST_SHM_PAUSE=FILE makes the end,
+ * once it removed the arena directory's names but before the budget file
+ * and the directory, create FILE and wait until FILE is gone (60 s at
+ * most): a process of the program that outlives the recording starts
+ * there, in a window too short to hit from outside. */
+static void shm_test_pause(void)
+{
+	const char *f = getenv("ADA_TEST_SHM_PAUSE");
+	int fd = f && *f ? open(f, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
+	if (fd < 0)
+		return;
+	close(fd);
+	for (int i = 0; i < 6000 && access(f, F_OK) == 0; i++)
+		usleep(10000);
+}
+
+/* Removes every name in the arena directory but the budget file (the
+ * recording's end is told there until the last moment), counting those
+ * no process of the recording's made for itself. */
+static void shm_clear(struct ada_recorder *r, DIR *d)
+{
+	struct dirent *de;
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, ADA_SHM_BUDGET_NAME))
+			continue;
+		bool counted = strcmp(de->d_name, ADA_ORPHAN_OWNER_NAME) != 0;
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0 && counted)
+			r->shm.leftover++;
+	}
+}
+
 /* After the drain: every process is gone and its arena removed, so
  * whatever is left in the arena directory was never read (an arena the
- * drain refused, a half-made one): removed, and counted. */
+ * drain refused, a half-made one): removed, and counted. The budget file
+ * says that the recording ended (wal_shm_end(), again here when the
+ * drain never ran): a process of the program that outlives it makes no
+ * arena, and one that made its name just before removes it again
+ * (src/ring/env.c); a name that lands between the last look and the
+ * rmdir makes the rmdir fail, and the directory is cleared again
+ * (SHM_CLEAR_ROUNDS at most). */
 void wal_shm_finish(struct ada_recorder *r)
 {
 	wal_shm_tick(r);
 	if (r->shm.budget) {
+		ada_shm_budget_end(r->shm.budget);
 		ada_shm_budget_read(r->shm.budget, &r->shm.last);
 		ada_shm_budget_close(r->shm.budget);
 		r->shm.budget = NULL;
@@ -102,17 +152,16 @@ void wal_shm_finish(struct ada_recorder *r)
 			close(fd);
 		return;
 	}
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (strcmp(de->d_name, ADA_SHM_BUDGET_NAME) &&
-		    strcmp(de->d_name, ADA_ORPHAN_OWNER_NAME))
-			r->shm.leftover++;
-		unlinkat(fd, de->d_name, 0);
+	bool gone = false;
+	for (int round = 0; round < SHM_CLEAR_ROUNDS && !gone; round++) {
+		shm_clear(r, d);
+		if (round == 0)
+			shm_test_pause();
+		unlinkat(fd, ADA_SHM_BUDGET_NAME, 0);
+		gone = rmdir(r->arena_dir) == 0 || errno != ENOTEMPTY;
 	}
 	closedir(d);
-	if (rmdir(r->arena_dir) != 0)
+	if (access(r->arena_dir, F_OK) == 0)
 		r->shm.leftover++;
 }
 

@@ -152,14 +152,22 @@ static int env_publish(const char *tmp, const char *ring, const char *mine, bool
 	return rename(tmp, mine) == 0 ? 0 : -errno;
 }
 
+/* Creates and publishes the arena; budget (NULL: none) is asked again
+ * once the name is published: a recording that ended meanwhile
+ * (ada_shm_budget_end) may have cleared the directory already, so the
+ * name is removed again (-ESRCH) rather than left for no one to remove. */
 static int env_create(const char *tmp, const char *ring, const char *mine,
-                      const struct ada_arena_config *cfg, uint32_t start, bool forked, bool *reused,
-                      struct ada_arena **out)
+                      const struct ada_arena_config *cfg, uint32_t start, bool forked,
+                      const struct ada_shm_budget *budget, bool *reused, struct ada_arena **out)
 {
 	int err = ring_arena_create(tmp, cfg, start, out, NULL); /* O_EXCL */
 	if (err)
 		return err;
 	err = env_publish(tmp, ring, mine, forked, reused);
+	if (!err && ring_budget_ended(budget)) {
+		unlink(*reused && mine ? mine : ring);
+		err = -ESRCH;
+	}
 	if (err) {
 		ada_arena_close(*out);
 		*out = NULL;
@@ -170,7 +178,8 @@ static int env_create(const char *tmp, const char *ring, const char *mine,
 
 /* A new arena counts against the recording's shared-memory ceiling
  * (shm_budget.c): over it, -EDQUOT and the process runs untraced. Its
- * spill slots count one by one as threads first claim them. */
+ * spill slots count one by one as threads first claim them. -ESRCH: the
+ * recording ended, untraced too. */
 static int env_create_reserved(const char *dir, const char *ring, const char *mine,
                                const struct ada_arena_config *cfg, uint32_t start,
                                const struct env_inherit *inh, bool *reused, struct ada_arena **out)
@@ -179,15 +188,19 @@ static int env_create_reserved(const char *dir, const char *ring, const char *mi
 	if (ada_fs_tmp_name(ring, tmp, sizeof(tmp)))
 		return -ENAMETOOLONG;
 	uint64_t size = ada_arena_budget_size_for(cfg);
-	int err = inh->budget ? ring_budget_reserve_in(inh->budget, size)
-	                      : ada_shm_budget_reserve(dir, size);
-	if (err)
-		return err;
-	err = env_create(tmp, ring, mine, cfg, start, inh->forked, reused, out);
-	if (err && inh->budget)
-		ada_shm_budget_release(inh->budget, size);
-	else if (err)
-		ada_shm_budget_unreserve(dir, size);
+	/* No budget file (a recorder without one, a program run by hand): no
+	 * ceiling. */
+	struct ada_shm_budget *b = inh->budget;
+	if (!b && ada_shm_budget_open_dir(dir, &b) != 0)
+		b = NULL;
+	int err = ring_budget_reserve_in(b, size);
+	if (!err) {
+		err = env_create(tmp, ring, mine, cfg, start, inh->forked, b, reused, out);
+		if (err && b)
+			ada_shm_budget_release(b, size);
+	}
+	if (b != inh->budget)
+		ada_shm_budget_close(b);
 	return err;
 }
 

@@ -245,9 +245,14 @@ enum ring_recorder ring_recorder_state(int32_t pid, uint64_t start);
  * same address (the recording's shared page is let go; a late reader or
  * writer touches its own page). b stays valid for ada_shm_budget_close(). */
 int ring_budget_retire(struct ada_shm_budget *b);
-/* shm_budget.c: ada_shm_budget_reserve() with the budget file mapped
- * already (a forked child keeps its parent's mapping); NULL: no ceiling. */
+/* shm_budget.c: a process about to create its arena reserves its size in
+ * the recording's budget file b (a forked child keeps its parent's
+ * mapping); NULL: no ceiling. Over the ceiling, waits up to 1 s for room
+ * before -EDQUOT; -ESRCH once the recording ended (ada_shm_budget_end). */
 int ring_budget_reserve_in(struct ada_shm_budget *b, uint64_t bytes);
+/* The recording of b ended (ada_shm_budget_end): no arena is to be made
+ * for it. False for NULL (no budget file). */
+bool ring_budget_ended(const struct ada_shm_budget *b);
 /* shm_budget.c: the recorder named in dir's budget file (0 and 0: none). */
 void ring_budget_recorder(const char *dir, int32_t *pid, uint64_t *start);
 

@@ -49,7 +49,9 @@ struct ada_shm_budget {
 	 * for a drain that stands still (producer.c). 0: unknown (an older
 	 * recorder). */
 	int32_t recorder_pid;
-	uint32_t reserved0;
+	/* The recorder set it as its recording ended (ada_shm_budget_end):
+	 * no process creates an arena in the directory from then on. */
+	_Atomic uint32_t ended;
 	uint64_t recorder_start;
 };
 
@@ -203,6 +205,8 @@ void ada_shm_budget_read(const struct ada_shm_budget *b, struct ada_shm_budget_v
  * not recorded. Both are counted. */
 static int shm_budget_take_waiting(struct ada_shm_budget *b, uint64_t bytes)
 {
+	if (ring_budget_ended(b))
+		return -ESRCH;
 	for (unsigned ms = 0;; ms++) {
 		if (shm_budget_try(b, bytes) == 0) {
 			if (ms)
@@ -232,37 +236,26 @@ int ada_shm_budget_open_dir(const char *dir, struct ada_shm_budget **out)
 	return ada_shm_budget_open(path, out);
 }
 
-/* Producer side: a process about to create its arena in dir. No budget
- * file (a recorder without one, or a program run by hand): no ceiling. */
-int ada_shm_budget_reserve(const char *dir, uint64_t bytes)
-{
-	char path[PATH_MAX];
-	if (snprintf(path, sizeof(path), "%s/%s", dir, ADA_SHM_BUDGET_NAME) >= (int)sizeof(path))
-		return 0;
-	struct ada_shm_budget *b;
-	if (ada_shm_budget_open(path, &b) != 0)
-		return 0;
-	int err = shm_budget_take_waiting(b, bytes);
-	ada_shm_budget_close(b);
-	return err;
-}
-
 int ring_budget_reserve_in(struct ada_shm_budget *b, uint64_t bytes)
 {
 	return b ? shm_budget_take_waiting(b, bytes) : 0;
 }
 
-/* Producer side: the arena could not be created after all. */
-void ada_shm_budget_unreserve(const char *dir, uint64_t bytes)
+void ada_shm_budget_end(struct ada_shm_budget *b)
 {
-	char path[PATH_MAX];
-	if (snprintf(path, sizeof(path), "%s/%s", dir, ADA_SHM_BUDGET_NAME) >= (int)sizeof(path))
-		return;
-	struct ada_shm_budget *b;
-	if (ada_shm_budget_open(path, &b) != 0)
-		return;
-	ada_shm_budget_release(b, bytes);
-	ada_shm_budget_close(b);
+	/* seq_cst, then the fence: the store is visible before the recorder
+	 * lists the directory to clear it; pairs with the fence and the load
+	 * in ring_budget_ended() after a producer published its arena name. */
+	atomic_store_explicit(&b->ended, 1, memory_order_seq_cst);
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+bool ring_budget_ended(const struct ada_shm_budget *b)
+{
+	/* Pairs with ada_shm_budget_end(): a name published before this load
+	 * is seen by the recorder's clearing, or this load sees the end. */
+	atomic_thread_fence(memory_order_seq_cst);
+	return b && atomic_load_explicit(&b->ended, memory_order_seq_cst) != 0;
 }
 
 void ring_budget_recorder(const char *dir, int32_t *pid, uint64_t *start)

@@ -46,3 +46,20 @@ add_test(NAME bounded_endlag
                  $<TARGET_FILE:producer_endlag>)
 set_tests_properties(bounded_endlag PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
                      LABELS "wal;integration")
+# A program that outlives the recording leaves nothing in /dev/shm: a
+# process it starts as the recorder clears the arena directory (a test
+# hook, ADA_TEST_SHM_PAUSE, holds it there) or after makes no arena.
+add_test(NAME bounded_outlive
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/endlag_test.sh $<TARGET_FILE:ada>
+                 $<TARGET_FILE:producer_endlag> outlive)
+set_tests_properties(bounded_outlive PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
+                     LABELS "wal;integration")
+
+# A pid given to a stranger while the recorder has not yet finished the
+# ended child that had it is never named as a descendant still running
+# (issue 35); forced in a pid namespace of its own (root), as raceb.
+add_test(NAME bounded_reusedleft
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/reusedleft_test.sh $<TARGET_FILE:ada>
+                 $<TARGET_FILE:producer_endlag>)
+set_tests_properties(bounded_reusedleft PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
+                     LABELS "wal;integration")

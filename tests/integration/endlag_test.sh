@@ -10,9 +10,16 @@
 # rings are read whole, however late), the daemon's last K counted as
 # unread_at_end drops (summary line, manifest, `ada status`); written plus
 # dropped is everything emitted. Only the daemon is named as running.
-#   endlag_test.sh ADA PRODUCER_ENDLAG
+#
+# With MODE outlive: a program that outlives the recording (issue 35)
+# must leave nothing in /dev/shm. The test hook ADA_TEST_SHM_PAUSE holds
+# the recorder after it cleared the arena directory and before it removes
+# it; a child of the daemon asks for an arena then, and 20 more once the
+# recorder is gone. None may make one (the recording ended: they run
+# untraced), and the arena directory must be gone once the daemon exited.
+#   endlag_test.sh ADA PRODUCER_ENDLAG [outlive]
 set -u
-ADA=$1 PROD=$2
+ADA=$1 PROD=$2 MODE=${3:-endlag}
 K=10
 WORK=$(mktemp -d /tmp/ada_endlag.XXXXXX)
 cleanup() {
@@ -26,6 +33,29 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "endlag_test: $*" >&2; cat "$WORK/err" >&2 2>/dev/null; exit 1; }
+
+if [ "$MODE" = outlive ]; then
+	ADA_TEST_SHM_PAUSE=$WORK/gate timeout -s KILL 100 "$ADA" record --no-agent --detail never \
+		--out "$WORK/out" -- "$PROD" --outlive "$WORK/gate" 20 >"$WORK/stdout" 2>"$WORK/err"
+	rc=$?
+	D=$(sed -n 's/^daemon \([0-9]*\)$/\1/p' "$WORK/stdout")
+	[ $rc -eq 0 ] || fail "exit status $rc, expected 0"
+	[ -n "$D" ] || fail "the target did not say its daemon's pid"
+	for _ in $(seq 600); do kill -0 "$D" 2>/dev/null || break; sleep 0.1; done
+	kill -0 "$D" 2>/dev/null && fail "the daemon $D is still running"
+	D=
+	S=$(tail -n 1 "$WORK/err")
+	[ -d "$S" ] || fail "last stderr line is not the session directory: $S"
+	A=$(sed -n 's/.*"arena_dir": "\(.*\)".*/\1/p' "$S"/pid_*/manifest.json | head -n 1)
+	[ -n "$A" ] || fail "no arena directory in the manifest"
+	during=$(sed -n 's/^during \(.*\)$/\1/p' "$WORK/stdout")
+	after=$(sed -n 's/^after \(.*\)$/\1/p' "$WORK/stdout")
+	[ -e "$A" ] && fail "the arena directory $A is left: $(ls "$A" | head -n 5)"
+	[ "$during" = 3 ] || fail "a process started as the recorder cleared its directory got $during, expected 3 (ESRCH: the recording ended)"
+	[ "$after" = 0 ] || fail "$after of 20 processes started after the recording made an arena"
+	echo "outlive: nothing left in /dev/shm; a process started at the end got ESRCH"
+	exit 0
+fi
 
 ADA_TEST_END_PAUSE=$WORK/gate timeout -s KILL 100 "$ADA" record --no-agent --detail never \
 	--out "$WORK/out" -- "$PROD" "$WORK/gate" $K >"$WORK/stdout" 2>"$WORK/err"

@@ -752,10 +752,12 @@ void ada_shm_budget_release(struct ada_shm_budget *b, uint64_t bytes);
  * the thread's events are counted as no_slot drops). No wait. */
 int ada_shm_budget_grow(struct ada_shm_budget *b, uint64_t bytes);
 void ada_shm_budget_read(const struct ada_shm_budget *b, struct ada_shm_budget_view *v);
-/* Producer side, by directory: 0 also when dir has no budget file; over
- * the ceiling, waits up to 1 s for room before -EDQUOT. */
-int ada_shm_budget_reserve(const char *dir, uint64_t bytes);
-void ada_shm_budget_unreserve(const char *dir, uint64_t bytes);
+/* Recorder, as its recording ends (before it clears the arena
+ * directory): from then on a process reserving an arena gets -ESRCH and
+ * runs untraced, and one that published its arena just before removes it
+ * again (env.c), so that a program outliving the recording leaves no name
+ * in the directory. */
+void ada_shm_budget_end(struct ada_shm_budget *b);
 /* Producer: maps dir's budget file; -ENOENT when there is none. */
 int ada_shm_budget_open_dir(const char *dir, struct ada_shm_budget **out);
 /* How long a full ring waits for a drain whose heartbeat stands still
