@@ -401,20 +401,77 @@ static void drain_side_forget(struct ada_recorder *r, struct wal_proc *p, int df
 	r->budget.side_bytes -= b;
 }
 
-/* Deletes the oldest generation of the session (by end time). */
+/* The end time of t's oldest file the budget may delete, false when it
+ * has none: its oldest kept generation, else, once the thread is finished,
+ * its final index.atf (a finished process's files are the session's
+ * oldest data as much as a live thread's generations are). */
+static bool drain_oldest_of(const struct wal_thread *t, uint64_t *t1)
+{
+	if (t->ngens) {
+		*t1 = t->gens[0].t1;
+		return true;
+	}
+	if (!t->done || t->f || !t->has_dir || t->final_retired)
+		return false;
+	*t1 = t->last.time_end_ns;
+	return true;
+}
+
+/* Deletes a finished thread's final files and thread_K/ itself: the
+ * readers list a process's threads by their directories, and a thread with
+ * no file left is the manifest's to tell (files [], retired_events). */
+static void drain_retire_final(struct ada_recorder *r, struct wal_thread *t)
+{
+	int dfd = wal_thread_dir(t);
+	if (dfd >= 0) {
+		unlinkat(dfd, "index.atf", 0);
+		drain_side_forget(r, t->p, dfd, "detail.atf");
+		unlinkat(dfd, "detail.atf", 0);
+	}
+	wal_thread_dir_close(t);
+	char name[32];
+	snprintf(name, sizeof(name), "thread_%u", t->seq);
+	if (t->p->dir_fd >= 0 && unlinkat(t->p->dir_fd, name, AT_REMOVEDIR) == 0)
+		t->has_dir = false;
+	t->final_retired = true;
+	t->retired_events += t->last.events;
+	t->retired_bytes += t->last.bytes;
+	t->retired_gens++;
+	if (t->last.time_end_ns > t->retired_until_ns)
+		t->retired_until_ns = t->last.time_end_ns;
+	r->budget.disk_closed -= wal_round_block(t->last.bytes);
+	r->budget.retired_threads++;
+	wal_budget_retired(r, t->last.events, t->last.bytes);
+}
+
+/* Deletes the oldest file of the session (by end time, any thread of any
+ * process, finished or not); its process's manifest is rewritten when it
+ * was already final (drain_manifests_restale). */
 static bool drain_retire_oldest(struct ada_recorder *r)
 {
 	struct wal_thread *bt = NULL;
+	uint64_t best = 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct wal_proc *p = r->procs[i];
 		for (size_t j = 0; j < p->nthreads; j++) {
 			struct wal_thread *t = p->threads[j];
-			if (t->ngens && (!bt || t->gens[0].t1 < bt->gens[0].t1))
+			uint64_t t1;
+			if (drain_oldest_of(t, &t1) && (!bt || t1 < best)) {
 				bt = t;
+				best = t1;
+			}
 		}
 	}
 	if (!bt)
 		return false;
+	if (bt->p->finished && !bt->p->retention_stale) {
+		bt->p->retention_stale = true;
+		r->budget.stale_procs++;
+	}
+	if (!bt->ngens) {
+		drain_retire_final(r, bt);
+		return true;
+	}
 	struct wal_gen g = bt->gens[0];
 	char name[64];
 	snprintf(name, sizeof(name), "index.g%u.atf", g.g);
@@ -430,9 +487,27 @@ static bool drain_retire_oldest(struct ada_recorder *r)
 	bt->retired_events += g.events;
 	bt->retired_bytes += g.bytes;
 	bt->retired_gens++;
+	if (g.t1 > bt->retired_until_ns)
+		bt->retired_until_ns = g.t1;
 	r->budget.disk_closed -= wal_round_block(g.bytes);
 	wal_budget_retired(r, g.events, g.bytes);
 	return true;
+}
+
+/* The manifests of finished processes the budget deleted files of since
+ * they were written: they must not list files that are gone, and they
+ * count what went. */
+static void drain_manifests_restale(struct ada_recorder *r)
+{
+	for (size_t i = 0; r->budget.stale_procs && i < r->nprocs; i++) {
+		struct wal_proc *p = r->procs[i];
+		if (!p->retention_stale)
+			continue;
+		p->retention_stale = false;
+		r->budget.stale_procs--;
+		wal_manifest_write(r, p, "complete");
+		p->side_final = false; /* the next scan counts the new manifest */
+	}
 }
 
 /* What the budget has left for segments allocated ahead (segment.c
@@ -445,6 +520,18 @@ static void drain_ahead_room(struct ada_recorder *r)
 		    r->io, used < r->o.max_disk_bytes ? r->o.max_disk_bytes - used : 0);
 }
 
+/* Deletes the session's oldest files until it is within its budget. */
+static void drain_budget_hold(struct ada_recorder *r)
+{
+	while (drain_disk_bytes(r) > r->o.max_disk_bytes)
+		if (!drain_retire_oldest(r)) {
+			wal_budget_overrun(r);
+			break;
+		}
+	drain_manifests_restale(r);
+	drain_ahead_room(r);
+}
+
 static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
 {
 	if (!r->o.max_disk_bytes)
@@ -453,12 +540,7 @@ static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
 	 * the detail file can be many times the index file. */
 	if (t->f && ada_wal_file_disk_bytes(t->f) + wal_detail_file_bytes(t) >= r->budget.gen_bytes)
 		drain_rotate(r, t);
-	while (drain_disk_bytes(r) > r->o.max_disk_bytes)
-		if (!drain_retire_oldest(r)) {
-			wal_budget_overrun(r);
-			break;
-		}
-	drain_ahead_room(r);
+	drain_budget_hold(r);
 }
 
 /* The end, every file final and every process's directory scanned once
@@ -472,17 +554,12 @@ static void drain_budget_final(struct ada_recorder *r)
 	if (!r->o.max_disk_bytes)
 		return;
 	wal_budget_scan(r);
-	bool retired = false;
-	while (drain_disk_bytes(r) > r->o.max_disk_bytes) {
+	while (drain_disk_bytes(r) > r->o.max_disk_bytes)
 		if (!drain_retire_oldest(r)) {
 			wal_budget_overrun(r);
 			break;
 		}
-		retired = true;
-	}
-	for (size_t i = 0; retired && i < r->nprocs; i++)
-		if (r->procs[i]->finished) /* its retention counts changed */
-			wal_manifest_write(r, r->procs[i], "complete");
+	drain_manifests_restale(r); /* their retention counts changed */
 }
 
 /* The side files' scan: soon after the start (a short program's symbol
@@ -493,6 +570,10 @@ static void drain_budget_scan_due(struct ada_recorder *r, uint64_t now)
 	if (now - r->budget.scan_ns < r->budget.scan_every)
 		return;
 	wal_budget_scan(r);
+	/* A finished process's files count from this scan on, whether or
+	 * not a live thread writes (which applies the budget too). */
+	if (r->o.max_disk_bytes)
+		drain_budget_hold(r);
 	r->budget.scan_ns = now;
 	r->budget.scan_every =
 	    r->budget.scan_every * 2 < DRAIN_TICK_NS ? r->budget.scan_every * 2 : DRAIN_TICK_NS;
