@@ -384,132 +384,6 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 	}
 }
 
-/* A side file about to be deleted leaves the side bytes now, not at the
- * next scan: the loop that deletes generations until the session is
- * within its budget would otherwise go on deleting for bytes already
- * gone (a generation's detail file, counted by the scans). One written
- * since the last scan is taken off too; the next scan sets it right. */
-static void drain_side_forget(struct ada_recorder *r, struct wal_proc *p, int dfd, const char *name)
-{
-	struct stat st;
-	if (dfd < 0 || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
-		return;
-	uint64_t b = (uint64_t)st.st_blocks * 512u;
-	b = b < p->side_bytes ? b : p->side_bytes;
-	b = b < r->budget.side_bytes ? b : r->budget.side_bytes;
-	p->side_bytes -= b;
-	r->budget.side_bytes -= b;
-}
-
-/* The end time of t's oldest file the budget may delete, false when it
- * has none: its oldest kept generation, else, once the thread is finished,
- * its final index.atf (a finished process's files are the session's
- * oldest data as much as a live thread's generations are). */
-static bool drain_oldest_of(const struct wal_thread *t, uint64_t *t1)
-{
-	if (t->ngens) {
-		*t1 = t->gens[0].t1;
-		return true;
-	}
-	if (!t->done || t->f || !t->has_dir || t->final_retired)
-		return false;
-	*t1 = t->last.time_end_ns;
-	return true;
-}
-
-/* Deletes a finished thread's final files and thread_K/ itself: the
- * readers list a process's threads by their directories, and a thread with
- * no file left is the manifest's to tell (files [], retired_events). */
-static void drain_retire_final(struct ada_recorder *r, struct wal_thread *t)
-{
-	int dfd = wal_thread_dir(t);
-	if (dfd >= 0) {
-		unlinkat(dfd, "index.atf", 0);
-		drain_side_forget(r, t->p, dfd, "detail.atf");
-		unlinkat(dfd, "detail.atf", 0);
-	}
-	wal_thread_dir_close(t);
-	char name[32];
-	snprintf(name, sizeof(name), "thread_%u", t->seq);
-	if (t->p->dir_fd >= 0 && unlinkat(t->p->dir_fd, name, AT_REMOVEDIR) == 0)
-		t->has_dir = false;
-	t->final_retired = true;
-	t->retired_events += t->last.events;
-	t->retired_bytes += t->last.bytes;
-	t->retired_gens++;
-	if (t->last.time_end_ns > t->retired_until_ns)
-		t->retired_until_ns = t->last.time_end_ns;
-	r->budget.disk_closed -= wal_round_block(t->last.bytes);
-	r->budget.retired_threads++;
-	wal_budget_retired(r, t->last.events, t->last.bytes);
-}
-
-/* Deletes the oldest file of the session (by end time, any thread of any
- * process, finished or not); its process's manifest is rewritten when it
- * was already final (drain_manifests_restale). */
-static bool drain_retire_oldest(struct ada_recorder *r)
-{
-	struct wal_thread *bt = NULL;
-	uint64_t best = 0;
-	for (size_t i = 0; i < r->nprocs; i++) {
-		struct wal_proc *p = r->procs[i];
-		for (size_t j = 0; j < p->nthreads; j++) {
-			struct wal_thread *t = p->threads[j];
-			uint64_t t1;
-			if (drain_oldest_of(t, &t1) && (!bt || t1 < best)) {
-				bt = t;
-				best = t1;
-			}
-		}
-	}
-	if (!bt)
-		return false;
-	if (bt->p->finished && !bt->p->retention_stale) {
-		bt->p->retention_stale = true;
-		r->budget.stale_procs++;
-	}
-	if (!bt->ngens) {
-		drain_retire_final(r, bt);
-		return true;
-	}
-	struct wal_gen g = bt->gens[0];
-	char name[64];
-	snprintf(name, sizeof(name), "index.g%u.atf", g.g);
-	int dfd = wal_thread_dir(bt);
-	unlinkat(dfd, name, 0);
-	snprintf(name, sizeof(name), "detail.g%u.atf", g.g);
-	drain_side_forget(r, bt->p, dfd, name);
-	unlinkat(dfd, name, 0); /* its detail file goes with it, when there is one */
-	if (bt->f == NULL)
-		wal_thread_dir_close(bt); /* a live thread's is closed after its drain_slot() */
-	memmove(&bt->gens[0], &bt->gens[1], sizeof(g) * (bt->ngens - 1));
-	bt->ngens--;
-	bt->retired_events += g.events;
-	bt->retired_bytes += g.bytes;
-	bt->retired_gens++;
-	if (g.t1 > bt->retired_until_ns)
-		bt->retired_until_ns = g.t1;
-	r->budget.disk_closed -= wal_round_block(g.bytes);
-	wal_budget_retired(r, g.events, g.bytes);
-	return true;
-}
-
-/* The manifests of finished processes the budget deleted files of since
- * they were written: they must not list files that are gone, and they
- * count what went. */
-static void drain_manifests_restale(struct ada_recorder *r)
-{
-	for (size_t i = 0; r->budget.stale_procs && i < r->nprocs; i++) {
-		struct wal_proc *p = r->procs[i];
-		if (!p->retention_stale)
-			continue;
-		p->retention_stale = false;
-		r->budget.stale_procs--;
-		wal_manifest_write(r, p, "complete");
-		p->side_final = false; /* the next scan counts the new manifest */
-	}
-}
-
 /* What the budget has left for segments allocated ahead (segment.c
  * wal_grow_ahead): only room no event needs yet. */
 static void drain_ahead_room(struct ada_recorder *r)
@@ -524,11 +398,11 @@ static void drain_ahead_room(struct ada_recorder *r)
 static void drain_budget_hold(struct ada_recorder *r)
 {
 	while (drain_disk_bytes(r) > r->o.max_disk_bytes)
-		if (!drain_retire_oldest(r)) {
+		if (!wal_retire_oldest(r)) {
 			wal_budget_overrun(r);
 			break;
 		}
-	drain_manifests_restale(r);
+	wal_manifests_restale(r);
 	drain_ahead_room(r);
 }
 
@@ -553,13 +427,24 @@ static void drain_budget_final(struct ada_recorder *r)
 {
 	if (!r->o.max_disk_bytes)
 		return;
-	wal_budget_scan(r);
-	while (drain_disk_bytes(r) > r->o.max_disk_bytes)
-		if (!drain_retire_oldest(r)) {
-			wal_budget_overrun(r);
+	/* Symbol files deleted change the link counts, so the shares, of the
+	 * links other finished processes hold: every directory again, and
+	 * again after a pass that deleted some (a few passes at most: each
+	 * one deletes only while over the budget). */
+	for (int pass = 0; pass < 8; pass++) {
+		uint64_t syms = r->budget.retired_syms;
+		for (size_t i = 0; syms && i < r->nprocs; i++)
+			r->procs[i]->side_final = false;
+		wal_budget_scan(r);
+		while (drain_disk_bytes(r) > r->o.max_disk_bytes)
+			if (!wal_retire_oldest(r)) {
+				wal_budget_overrun(r);
+				break;
+			}
+		if (r->budget.retired_syms == syms)
 			break;
-		}
-	drain_manifests_restale(r); /* their retention counts changed */
+	}
+	wal_manifests_restale(r); /* their retention counts changed */
 }
 
 /* The side files' scan: soon after the start (a short program's symbol

@@ -349,6 +349,7 @@ static json_t *man_retention(const struct ada_recorder *r, const struct wal_proc
 	json_object_set_new(o, "retired_bytes", json_integer((json_int_t)bytes));
 	json_object_set_new(o, "retired_threads", json_integer((json_int_t)whole));
 	json_object_set_new(o, "retired_until_ns", json_integer((json_int_t)until));
+	json_object_set_new(o, "symbols_deleted", json_boolean(p->syms_retired));
 	return o;
 }
 

@@ -128,6 +128,9 @@ struct wal_proc {
 	/* Finished, and the budget deleted some of its files since its
 	 * manifest was written: the manifest is written again. */
 	bool retention_stale;
+	/* The budget deleted its modules/module_<ID>.syms: every thread's files were
+	 * gone and no reader needs its names any more (drain.c). */
+	bool syms_retired;
 	/* flight.c */
 	struct ada_trigger_proc *trig;
 	struct ada_symtab *syms; /* names for the triggers and the stacks at death */
@@ -243,6 +246,7 @@ struct wal_budget {
 	uint64_t retired_gens, retired_events, retired_bytes;
 	uint64_t retired_threads; /* whole threads deleted (their last generation too) */
 	size_t stale_procs;       /* finished processes with retention_stale set */
+	uint64_t retired_syms;    /* processes whose symbol files went (syms_retired) */
 };
 
 /* ada attach (ada_recorder_set_attach, recorder.c): set by the main
@@ -382,6 +386,14 @@ void wal_budget_scan_proc(struct wal_proc *p);
 void wal_budget_scan(struct ada_recorder *r);
 void wal_budget_retired(struct ada_recorder *r, uint64_t events, uint64_t bytes);
 void wal_budget_overrun(struct ada_recorder *r);
+/* Deletes the session's oldest file the budget may delete (budget.c): a
+ * thread's oldest generation, a finished thread's final files, else the
+ * symbol files of a finished process left with no thread file. false:
+ * nothing left to delete. */
+bool wal_retire_oldest(struct ada_recorder *r);
+/* Writes again the manifests of finished processes the budget deleted
+ * files of since they were written. */
+void wal_manifests_restale(struct ada_recorder *r);
 /* Once a second per process: an exec that left the agent behind is said
  * (exec_watch.c). now: CLOCK_MONOTONIC ns. */
 void wal_exec_watch(struct ada_recorder *r, struct wal_proc *p, uint64_t now);

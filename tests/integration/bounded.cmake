@@ -11,14 +11,17 @@ foreach(mode budget forks forks_agent forks_budget shm_ceiling diskfull agree de
   set_tests_properties(bounded_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
                        LABELS "wal;integration")
 endforeach()
-# A full disk while detail.atf is written (a program under the agent).
-add_test(NAME bounded_diskfull_detail
-         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bounded_test.sh
-                 $<TARGET_FILE:ada> $<TARGET_FILE:producer_kill>
-                 $<TARGET_FILE:producer_check> $<TARGET_FILE:producer_fork> diskfull_detail
-                 $<TARGET_FILE:bw_fib_plain>)
-set_tests_properties(bounded_diskfull_detail PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
-                     LABELS "wal;integration")
+# A full disk while detail.atf is written, and the budget over many
+# processes' symbol files (programs under the agent).
+foreach(mode diskfull_detail forks_budget_agent)
+  add_test(NAME bounded_${mode}
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bounded_test.sh
+                   $<TARGET_FILE:ada> $<TARGET_FILE:producer_kill>
+                   $<TARGET_FILE:producer_check> $<TARGET_FILE:producer_fork> ${mode}
+                   $<TARGET_FILE:bw_fib_plain>)
+  set_tests_properties(bounded_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                       LABELS "wal;integration")
+endforeach()
 
 # A pid reused within one recording (root: forced through ns_last_pid).
 # RUN_SERIAL: writing ns_last_pid moves the pid counter of the whole

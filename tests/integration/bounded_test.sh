@@ -6,6 +6,9 @@
 #   forks        1 500 short processes (producer_fork): every one recorded,
 #                nothing left in /dev/shm
 #   forks_agent  a shell loop of 100 subshells under the agent: the same
+#   forks_budget_agent  a shell loop of 20 programs (FIB) under the agent and
+#                --max-disk-mb 2: their symbol files alone are more than the
+#                budget; those of processes left with no thread file go too
 #   forks_budget 40 processes of 200 000 events under --max-disk-mb 4: the
 #                finished ones' files are deleted oldest first, the session
 #                stays within its budget, the manifests count what went,
@@ -304,6 +307,28 @@ PY
 	"$ADA" dump "$S" >/dev/null 2>"$WORK/derr" || { cat "$WORK/derr" >&2; fail "ada dump failed"; }
 	grep -q "the disk budget deleted the oldest" "$WORK/derr" || fail "ada dump does not say what the budget deleted"
 	validate "$S"
+	check_shm_clean "$S"
+	;;
+forks_budget_agent)
+	small_fs 256m
+	timeout 120 "$ADA" record --max-disk-mb 2 --out "$SMALL/out" -- \
+		bash -c "for i in \$(seq 20); do '$FIB' 22 >/dev/null; done" 2>"$WORK/err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "exit status $rc, expected 0"
+	S=$(session_of)
+	du=$(du -s -B1 "$S" | cut -f1)
+	[ "$du" -le $((2 << 20)) ] || fail "the session takes $du bytes, over its budget of 2 MiB"
+	n=$(python3 -c "import glob,json,sys; print(sum(json.load(open(f))['retention']['symbols_deleted'] for f in glob.glob(sys.argv[1] + '/pid_*/manifest.json')))" "$S")
+	[ "$n" -gt 0 ] || fail "no process's symbol files were deleted"
+	for d in "$S"/pid_*; do
+		if ls -d "$d"/thread_* >/dev/null 2>&1; then
+			ls "$d"/modules/module_*.syms >/dev/null 2>&1 || fail "$d has thread files but no symbol files"
+		fi
+	done
+	validate "$S"
+	grep -q ": 0 errors, 0 warnings: valid" "$WORK/validate" || { cat "$WORK/validate" >&2; fail "ada validate is not clean"; }
+	"$ADA" report "$S" >"$WORK/report" 2>"$WORK/rerr" || { cat "$WORK/rerr" >&2; fail "ada report failed"; }
+	grep -q "bw_fib" "$WORK/report" || fail "ada report names no function of what is left"
 	check_shm_clean "$S"
 	;;
 forks_agent)
