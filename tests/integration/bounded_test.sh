@@ -9,7 +9,7 @@
 #   forks_budget_agent  a shell loop of 20 programs (FIB) under the agent and
 #                --max-disk-mb 2: their symbol files alone are more than the
 #                budget; those of processes left with no thread file go too
-#   forks_budget 40 processes of 200 000 events under --max-disk-mb 4: the
+#   forks_budget 24 processes of 100 000 events under --max-disk-mb 2: the
 #                finished ones' files are deleted oldest first, the session
 #                stays within its budget, the manifests count what went,
 #                report and dump still read it and say what is missing
@@ -262,18 +262,18 @@ forks)
 	check_shm_clean "$S"
 	;;
 forks_budget)
-	# Every child's index file is final when it exits and larger than a
-	# tenth of the budget: only deleting finished processes' files keeps
-	# the session within it (the recorder of before deleted only rotated
-	# generations of live threads and ended at ten times the budget).
+	# Every child's index file is final when it exits and about a seventh
+	# of the budget: only deleting finished processes' files keeps the
+	# session within it (the recorder of before deleted only rotated
+	# generations of live threads and ended at several times the budget).
 	small_fs 256m
 	timeout 120 "$ADA" record --no-agent --detail never --max-threads 1 --ring-mb 1 \
-		--max-disk-mb 4 --out "$SMALL/out" -- "$FORK" 40 200000 2>"$WORK/err"
+		--max-disk-mb 2 --out "$SMALL/out" -- "$FORK" 24 100000 2>"$WORK/err"
 	rc=$?
 	[ $rc -eq 0 ] || fail "exit status $rc, expected 0"
 	S=$(session_of)
 	du=$(du -s -B1 "$S" | cut -f1)
-	[ "$du" -le $((4 << 20)) ] || fail "the session takes $du bytes, over its budget of 4 MiB"
+	[ "$du" -le $((2 << 20)) ] || fail "the session takes $du bytes, over its budget of 2 MiB"
 	grep -q "deleted the [0-9]* oldest index generations ([0-9]* events, [0-9]* bytes), [1-9][0-9]* of them the last file of a finished thread" "$WORK/err" || fail "the summary does not say finished threads' files were deleted"
 	python3 - "$S" <<'PY' || fail "the manifests do not account for every event, or list deleted files"
 import glob, json, os, sys
@@ -285,7 +285,7 @@ for f in glob.glob(sys.argv[1] + "/pid_*/manifest.json"):
     kept = sum(x["events"] for t in m["threads"] for x in t["files"])
     gone = sum(t["retired_events"] for t in m["threads"])
     # the child's events and ada's two markers per wait for ring space
-    if m["metrics"]["events_written"] != 200000 + 2 * m["metrics"]["ring_waits"]:
+    if m["metrics"]["events_written"] != 100000 + 2 * m["metrics"]["ring_waits"]:
         ok = False
     if kept + gone != m["metrics"]["events_written"] or gone != m["retention"]["retired_events"]:
         print(f, "kept", kept, "retired", gone, "written", m["metrics"]["events_written"])
