@@ -99,6 +99,14 @@ static uint64_t validate_events_on_disk(const char *dir)
 	return n;
 }
 
+/* The disk budget deleted every file of the manifest's thread i, and its
+ * directory (docs/format.md, "Bounded disk"): no directory is expected. */
+static bool validate_retired_whole(const json_t *doc, size_t i)
+{
+	json_t *t = json_array_get(json_object_get(doc, "threads"), i);
+	return json_is_true(json_object_get(t, "retired_whole"));
+}
+
 /* A finalized manifest must describe the thread directories there are:
  * each listed thread exists and its event count matches the files. */
 static void validate_manifest_threads(struct validate_ctx *v, const struct ada_atf_pid *p,
@@ -112,7 +120,7 @@ static void validate_manifest_threads(struct validate_ctx *v, const struct ada_a
 		return; /* counts are not final yet */
 	snprintf(path, sizeof(path), "%s/%s", p->dir, ADA_MANIFEST_NAME);
 	for (size_t i = 0; i < ada_manifest_thread_count(doc); i++) {
-		if (ada_manifest_thread_get(doc, i, &mt))
+		if (ada_manifest_thread_get(doc, i, &mt) || validate_retired_whole(doc, i))
 			continue;
 		size_t k = 0;
 		while (k < p->nthreads && p->thread_ids[k] != mt.thread)
@@ -143,10 +151,14 @@ static int validate_pid(struct validate_ctx *v, const struct ada_atf_pid *p)
 	ada_symtab_free(st);
 	if (!err && doc)
 		validate_manifest_threads(v, p, doc);
+	json_t *ret =
+	    doc ? json_object_get(json_object_get(doc, "retention"), "retired_threads") : NULL;
+	bool retired = json_is_integer(ret) && json_integer_value(ret) > 0;
 	json_decref(doc);
 	if (err)
 		return err;
-	if (p->nthreads == 0)
+	if (p->nthreads == 0 &&
+	    !retired) /* else the budget deleted them, and the manifest says so */
 		validate_warn(v, p->dir, "%s",
 		              "no thread_N directories: the process recorded no events");
 	for (size_t i = 0; i < p->nthreads; i++) {

@@ -74,6 +74,30 @@ bool rd_thread_new_image(const struct rd_pid *rp, size_t i)
 	return i && rp->image[i] != rp->image[i - 1];
 }
 
+/* What the disk budget deleted of this process, from its manifest's
+ * retention: the reading shows the rest, and says which part is missing. */
+static void rd_say_retired(const struct rd_pid *rp)
+{
+	json_t *ret = rp->manifest ? json_object_get(rp->manifest, "retention") : NULL;
+	json_t *ev = json_object_get(ret, "retired_events");
+	json_t *until = json_object_get(ret, "retired_until_ns");
+	json_t *whole = json_object_get(ret, "retired_threads");
+	if (!json_is_integer(ev) || json_integer_value(ev) <= 0)
+		return;
+	uint64_t u = json_is_integer(until) && json_integer_value(until) > 0
+	                 ? (uint64_t)json_integer_value(until)
+	                 : 0;
+	char when[64] = "";
+	if (u > rp->t0)
+		snprintf(when, sizeof(when), ", recorded before +%.6f s",
+		         (double)(u - rp->t0) / 1e9);
+	ada_log("%s: the disk budget deleted the oldest %" PRId64 " events of this process%s "
+	        "(%" PRId64 " of its threads entirely); what is shown is the rest (its manifest's "
+	        "retention and threads[].retired_* say what went)",
+	        rp->p->dir, (int64_t)json_integer_value(ev), when,
+	        json_is_integer(whole) ? (int64_t)json_integer_value(whole) : 0);
+}
+
 int rd_pid_open(const struct ada_atf_pid *p, enum ada_demangle dm, struct rd_pid *out)
 {
 	json_t *v;
@@ -97,6 +121,7 @@ int rd_pid_open(const struct ada_atf_pid *p, enum ada_demangle dm, struct rd_pid
 	                                                          : rd_first_event(p);
 	if (!out->manifest || !rd_wall_anchor(out->manifest, &out->wall))
 		out->wall = (struct ada_wall_anchor){0};
+	rd_say_retired(out);
 	return 0;
 }
 

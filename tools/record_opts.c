@@ -635,16 +635,33 @@ static void record_print_disk(const struct ada_record_summary *s)
 		fprintf(
 		    stderr,
 		    "ada: the disk budget of %.1f MiB%s deleted the %llu oldest index "
-		    "generation%s (%llu events, %llu bytes); the session keeps the most recent "
-		    "data\n",
+		    "generation%s (%llu events, %llu bytes), %llu of them the last file of a "
+		    "finished thread (its directory with it); the session keeps the most recent "
+		    "data, and each manifest's retention says what went\n",
 		    (double)s->budget_bytes / 1048576.0, s->budget_default ? " (the default)" : "",
 		    (unsigned long long)s->retired_gens, s->retired_gens == 1 ? "" : "s",
-		    (unsigned long long)s->retired_events, (unsigned long long)s->retired_bytes);
+		    (unsigned long long)s->retired_events, (unsigned long long)s->retired_bytes,
+		    (unsigned long long)s->retired_threads);
 	if (s->disk_full)
 		fprintf(stderr,
 		        "ada: the disk filled up: recording stopped early, %llu events were "
-		        "not written; the files hold what was written and are valid\n",
-		        (unsigned long long)s->lost_enospc);
+		        "not written; the files hold what was written and are valid%s\n",
+		        (unsigned long long)s->lost_enospc,
+		        s->detail_cut ? " (the detail files cut back to their last whole record)"
+		                      : "");
+	if (s->detail_cut)
+		fprintf(stderr,
+		        "ada: %llu detail record%s could not be written and %s cut from the detail "
+		        "files, their index events unlinked (each thread's manifest: detail.cut)\n",
+		        (unsigned long long)s->detail_cut, s->detail_cut == 1 ? "" : "s",
+		        s->detail_cut == 1 ? "was" : "were");
+	if (s->detail_removed)
+		fprintf(
+		    stderr,
+		    "ada: %llu detail file%s could not be sealed, not even empty, and %s removed "
+		    "(each thread's manifest: detail.files_removed)\n",
+		    (unsigned long long)s->detail_removed, s->detail_removed == 1 ? "" : "s",
+		    s->detail_removed == 1 ? "was" : "were");
 }
 
 /* One warning for a glob of the command line ("WHAT matches no hooked

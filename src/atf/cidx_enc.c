@@ -172,6 +172,19 @@ int ada_cidx_enc_link(struct ada_cidx_enc *e, uint64_t index_seq, uint32_t detai
 	return enc_link_push(e, index_seq, detail_seq);
 }
 
+uint64_t ada_cidx_enc_unlink_from(struct ada_cidx_enc *e, uint32_t detail_seq)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < e->nlinks; i++)
+		if (e->links[i].detail >= detail_seq && e->links[i].detail != ATF_NO_DETAIL) {
+			/* Left out of the table (enc_link_table); its bytes stay
+			 * counted, and bound what the next link's deltas grow by. */
+			e->links[i].detail = ATF_NO_DETAIL;
+			n++;
+		}
+	return n;
+}
+
 /* The fid field of a RAW event: the cheapest of the model's guesses. */
 static uint8_t *enc_raw_fid(struct cidx_model *m, uint64_t fid, uint8_t *mask, uint8_t *p)
 {
@@ -543,7 +556,8 @@ static size_t enc_link_table(struct ada_cidx_enc *e, uint8_t *buf, uint64_t *nli
 		qsort(e->links, e->nlinks, sizeof(*e->links), link_cmp);
 	for (size_t i = 0; i < e->nlinks; i++) {
 		const struct cidx_link *l = &e->links[i];
-		if (i + 1 < e->nlinks && e->links[i + 1].seq == l->seq)
+		if ((i + 1 < e->nlinks && e->links[i + 1].seq == l->seq) ||
+		    l->detail == ATF_NO_DETAIL) /* dropped (ada_cidx_enc_unlink_from) */
 			continue;
 		p = enc_varint(p, l->seq - next);
 		p = enc_varint(p, cidx_zigzag((uint64_t)((int64_t)l->detail - prev - 1)));

@@ -25,6 +25,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "fs.h"
 #include "recorder_internal.h"
 
 #define BUDGET_DEFAULT_CAP (4ull << 30) /* 4 GiB */
@@ -179,4 +180,207 @@ void wal_budget_overrun(struct ada_recorder *r)
 	           "delete (the files being written, symbol files and manifests are kept); raise "
 	           "--max-disk-mb or record fewer threads",
 	           (double)r->o.max_disk_bytes / 1048576.0);
+}
+
+/* ---- retention: what the budget deletes, oldest first ---- */
+
+/* A side file about to be deleted leaves the side bytes now, not at the
+ * next scan: the loop that deletes generations until the session is
+ * within its budget would otherwise go on deleting for bytes already
+ * gone (a generation's detail file, counted by the scans). One written
+ * since the last scan is taken off too; the next scan sets it right. */
+static void budget_side_forget(struct ada_recorder *r, struct wal_proc *p, int dfd,
+                               const char *name)
+{
+	struct stat st;
+	if (dfd < 0 || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+		return;
+	uint64_t b = (uint64_t)st.st_blocks * 512u;
+	b = b < p->side_bytes ? b : p->side_bytes;
+	b = b < r->budget.side_bytes ? b : r->budget.side_bytes;
+	p->side_bytes -= b;
+	r->budget.side_bytes -= b;
+}
+
+/* The end time of t's oldest file the budget may delete, false when it
+ * has none: its oldest kept generation, else, once the thread is finished,
+ * its final index.atf (a finished process's files are the session's
+ * oldest data as much as a live thread's generations are). */
+static bool budget_oldest_of(const struct wal_thread *t, uint64_t *t1)
+{
+	if (t->ngens) {
+		*t1 = t->gens[0].t1;
+		return true;
+	}
+	if (!t->done || t->f || !t->has_dir || t->final_retired)
+		return false;
+	*t1 = t->last.time_end_ns;
+	return true;
+}
+
+/* Deletes a finished thread's final files and thread_K/ itself: the
+ * readers list a process's threads by their directories, and a thread with
+ * no file left is the manifest's to tell (files [], retired_events). */
+static void budget_retire_final(struct ada_recorder *r, struct wal_thread *t)
+{
+	int dfd = wal_thread_dir(t);
+	if (dfd >= 0) {
+		unlinkat(dfd, "index.atf", 0);
+		budget_side_forget(r, t->p, dfd, "detail.atf");
+		unlinkat(dfd, "detail.atf", 0);
+	}
+	wal_thread_dir_close(t);
+	char name[32];
+	snprintf(name, sizeof(name), "thread_%u", t->seq);
+	if (t->p->dir_fd >= 0 && unlinkat(t->p->dir_fd, name, AT_REMOVEDIR) == 0)
+		t->has_dir = false;
+	t->final_retired = true;
+	t->retired_events += t->last.events;
+	t->retired_bytes += t->last.bytes;
+	t->retired_gens++;
+	if (t->last.time_end_ns > t->retired_until_ns)
+		t->retired_until_ns = t->last.time_end_ns;
+	r->budget.disk_closed -= wal_round_block(t->last.bytes);
+	r->budget.retired_threads++;
+	wal_budget_retired(r, t->last.events, t->last.bytes);
+}
+
+/* A finished process the budget left no thread file of, whose symbol
+ * files are still there: no reader has a function id of it to name. */
+static bool budget_proc_emptied(const struct wal_proc *p)
+{
+	bool any = false;
+	if (!p->finished || p->syms_retired)
+		return false;
+	for (size_t j = 0; j < p->nthreads; j++) {
+		const struct wal_thread *t = p->threads[j];
+		if (t->has_dir && !t->final_retired)
+			return false;
+		any |= t->final_retired;
+	}
+	return any;
+}
+
+/* Deletes p's modules/module_<ID>.syms and modules/ (the links a forked child
+ * shares with its parent free their blocks with the last of them). */
+static void budget_retire_syms(struct ada_recorder *r, struct wal_proc *p)
+{
+	p->syms_retired = true;
+	int mfd = -1;
+	if (p->dir_fd < 0 || ada_fs_open_dir(p->dir_fd, "modules", &mfd) < 0)
+		return;
+	DIR *d = fdopendir(mfd);
+	if (!d) {
+		close(mfd);
+		return;
+	}
+	struct dirent *de;
+	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
+		size_t n = strlen(de->d_name);
+		if (strncmp(de->d_name, "module_", 7) || n < 5 ||
+		    strcmp(de->d_name + n - 5, ".syms"))
+			continue;
+		budget_side_forget(r, p, mfd, de->d_name);
+		unlinkat(mfd, de->d_name, 0);
+	}
+	closedir(d);
+	unlinkat(p->dir_fd, "modules", AT_REMOVEDIR);
+	p->side_final = false; /* the next scan counts what is left exactly */
+	r->budget.retired_syms++;
+	if (!p->retention_stale) {
+		p->retention_stale = true;
+		r->budget.stale_procs++;
+	}
+}
+
+/* The oldest emptied process (by the end of its newest file deleted). */
+static bool budget_retire_oldest_syms(struct ada_recorder *r)
+{
+	struct wal_proc *bp = NULL;
+	uint64_t best = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct wal_proc *p = r->procs[i];
+		uint64_t until = 0;
+		if (!budget_proc_emptied(p))
+			continue;
+		for (size_t j = 0; j < p->nthreads; j++)
+			until = p->threads[j]->retired_until_ns > until
+			            ? p->threads[j]->retired_until_ns
+			            : until;
+		if (!bp || until < best) {
+			bp = p;
+			best = until;
+		}
+	}
+	if (bp)
+		budget_retire_syms(r, bp);
+	return bp != NULL;
+}
+
+/* Deletes the oldest file of the session (by end time, any thread of any
+ * process, finished or not); its process's manifest is rewritten when it
+ * was already final (wal_manifests_restale). */
+bool wal_retire_oldest(struct ada_recorder *r)
+{
+	struct wal_thread *bt = NULL;
+	uint64_t best = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct wal_proc *p = r->procs[i];
+		for (size_t j = 0; j < p->nthreads; j++) {
+			struct wal_thread *t = p->threads[j];
+			uint64_t t1;
+			if (budget_oldest_of(t, &t1) && (!bt || t1 < best)) {
+				bt = t;
+				best = t1;
+			}
+		}
+	}
+	if (!bt) /* no index file left to delete: the symbols no reader needs */
+		return budget_retire_oldest_syms(r);
+	if (bt->p->finished && !bt->p->retention_stale) {
+		bt->p->retention_stale = true;
+		r->budget.stale_procs++;
+	}
+	if (!bt->ngens) {
+		budget_retire_final(r, bt);
+		if (budget_proc_emptied(bt->p))
+			budget_retire_syms(r, bt->p);
+		return true;
+	}
+	struct wal_gen g = bt->gens[0];
+	char name[64];
+	snprintf(name, sizeof(name), "index.g%u.atf", g.g);
+	int dfd = wal_thread_dir(bt);
+	unlinkat(dfd, name, 0);
+	snprintf(name, sizeof(name), "detail.g%u.atf", g.g);
+	budget_side_forget(r, bt->p, dfd, name);
+	unlinkat(dfd, name, 0); /* its detail file goes with it, when there is one */
+	if (bt->f == NULL)
+		wal_thread_dir_close(bt); /* a live thread's is closed after its drain_slot() */
+	memmove(&bt->gens[0], &bt->gens[1], sizeof(g) * (bt->ngens - 1));
+	bt->ngens--;
+	bt->retired_events += g.events;
+	bt->retired_bytes += g.bytes;
+	bt->retired_gens++;
+	if (g.t1 > bt->retired_until_ns)
+		bt->retired_until_ns = g.t1;
+	r->budget.disk_closed -= wal_round_block(g.bytes);
+	wal_budget_retired(r, g.events, g.bytes);
+	return true;
+}
+
+/* The manifests of finished processes the budget deleted files of since
+ * they were written: they must not list files that are gone, and they
+ * count what went. */
+void wal_manifests_restale(struct ada_recorder *r)
+{
+	for (size_t i = 0; r->budget.stale_procs && i < r->nprocs; i++) {
+		struct wal_proc *p = r->procs[i];
+		if (!p->retention_stale)
+			continue;
+		p->retention_stale = false;
+		r->budget.stale_procs--;
+		wal_manifest_write(r, p, "complete");
+		p->side_final = false; /* the next scan counts the new manifest */
+	}
 }

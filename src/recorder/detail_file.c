@@ -24,6 +24,17 @@
 #include "recorder_internal.h"
 
 #define DFILE_BUF (256u * 1024u)
+/* Records appended since the last write that completed: a buffer's worth
+ * of the smallest records (header and payload, 124 bytes and more), and
+ * the one a write may split. More and the buffer is written early. */
+#define DFILE_UNSURE (DFILE_BUF / 100u + 2u)
+
+/* What a footer and header say of the events up to a record's end. */
+struct dfile_mark {
+	uint32_t crc;
+	uint64_t events, bytes;
+	uint64_t t_start, t_end, seq_start, seq_end;
+};
 
 struct wal_dfile {
 	int fd;
@@ -33,6 +44,15 @@ struct wal_dfile {
 	uint32_t crc;
 	uint64_t events, bytes; /* appended so far (bytes of the events section) */
 	uint64_t t_start, t_end, seq_start, seq_end;
+	/* At the end of the last whole record appended, and of the last one
+	 * whose bytes all reached the file: a write that fails (a full disk)
+	 * leaves a file that is cut back to durable, never one whose footer
+	 * counts records it does not hold. */
+	struct dfile_mark whole, durable;
+	/* The records appended after durable (their index links), oldest
+	 * first: the links a cut file no longer backs. */
+	struct wal_dfile_link unsure[DFILE_UNSURE + 1];
+	size_t nunsure;
 	uint8_t *buf;
 	size_t len; /* buffered, not yet written: bytes [bytes - len, bytes) */
 };
@@ -72,6 +92,18 @@ int wal_dfile_open(int dirfd, const char *name, uint32_t tid, uint8_t arch, stru
 	return 0;
 }
 
+/* Every byte appended is in the file now: the records whole are sure;
+ * a record a write split stays unsure until its end is written. */
+static void dfile_made_durable(struct wal_dfile *d)
+{
+	d->durable = d->whole;
+	size_t k = 0;
+	while (k < d->nunsure && d->unsure[k].detail_seq < d->whole.events)
+		k++;
+	memmove(d->unsure, d->unsure + k, (d->nunsure - k) * sizeof(d->unsure[0]));
+	d->nunsure -= k;
+}
+
 static int dfile_flush(struct wal_dfile *d)
 {
 	if (d->len == 0 || d->error)
@@ -79,6 +111,8 @@ static int dfile_flush(struct wal_dfile *d)
 	int r = wal_pwrite_all(d->fd, d->buf, d->len, ATF_HEADER_SIZE + d->bytes - d->len);
 	if (r < 0)
 		d->error = r;
+	else
+		dfile_made_durable(d);
 	d->len = 0;
 	return r;
 }
@@ -100,6 +134,11 @@ static int dfile_put(struct wal_dfile *d, const void *p, size_t n)
 	return 0;
 }
 
+int wal_dfile_error(const struct wal_dfile *d)
+{
+	return d->error;
+}
+
 uint64_t wal_dfile_count(const struct wal_dfile *d)
 {
 	return d->events;
@@ -119,6 +158,19 @@ static void dfile_count(struct wal_dfile *d, const struct atf_detail_event_heade
 	d->t_end = h->timestamp;
 	d->seq_end = h->index_seq;
 	d->events++;
+	d->whole = (struct dfile_mark){d->crc,   d->events,    d->bytes,  d->t_start,
+	                               d->t_end, d->seq_start, d->seq_end};
+}
+
+/* Notes the record about to be appended as unsure (its link too). */
+static int dfile_unsure(struct wal_dfile *d, const struct atf_detail_event_header *h)
+{
+	/* Listed even when the early write fails: the caller linked it. */
+	int r = d->nunsure >= DFILE_UNSURE ? dfile_flush(d) : 0;
+	if (d->nunsure > DFILE_UNSURE)
+		return -EOVERFLOW; /* cannot be: one failed write, and every append fails */
+	d->unsure[d->nunsure++] = (struct wal_dfile_link){h->index_seq, d->events};
+	return r;
 }
 
 int wal_dfile_append(struct wal_dfile *d, const struct atf_detail_event_header *h,
@@ -128,7 +180,9 @@ int wal_dfile_append(struct wal_dfile *d, const struct atf_detail_event_header *
 		return d->error;
 	if (h->total_length != ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(*p) + p->stack_size)
 		return -EINVAL;
-	int r = dfile_put(d, h, sizeof(*h));
+	int r = dfile_unsure(d, h);
+	if (r == 0)
+		r = dfile_put(d, h, sizeof(*h));
 	if (r == 0)
 		r = dfile_put(d, p, sizeof(*p));
 	if (r == 0 && p->stack_size)
@@ -148,7 +202,9 @@ int wal_dfile_append_fp(struct wal_dfile *d, const struct atf_detail_event_heade
 	if (h->total_length !=
 	    ATF_DETAIL_EVENT_HEADER_SIZE + sizeof(*p) + ATF_DETAIL_XMM_WORDS * 8 + p->stack_size)
 		return -EINVAL;
-	int r = dfile_put(d, h, sizeof(*h));
+	int r = dfile_unsure(d, h);
+	if (r == 0)
+		r = dfile_put(d, h, sizeof(*h));
 	if (r == 0)
 		r = dfile_put(d, p, sizeof(*p));
 	if (r == 0)
@@ -168,7 +224,9 @@ int wal_dfile_append_raw(struct wal_dfile *d, const struct atf_detail_event_head
 		return d->error;
 	if (h->total_length != ATF_DETAIL_EVENT_HEADER_SIZE + len)
 		return -EINVAL;
-	int r = dfile_put(d, h, sizeof(*h));
+	int r = dfile_unsure(d, h);
+	if (r == 0)
+		r = dfile_put(d, h, sizeof(*h));
 	if (r == 0)
 		r = dfile_put(d, payload, len);
 	if (r < 0)
@@ -177,22 +235,53 @@ int wal_dfile_append_raw(struct wal_dfile *d, const struct atf_detail_event_head
 	return 0;
 }
 
-int wal_dfile_finish(struct wal_dfile *d, uint64_t *file_bytes)
+/* Footer and final header for the events up to m, the file cut behind
+ * them. 0 or -errno. */
+static int dfile_seal(struct wal_dfile *d, const struct dfile_mark *m)
 {
-	int r = dfile_flush(d);
 	struct atf_detail_header h;
 	struct atf_detail_footer f;
 	struct ada_atf_file_info info = {.thread_id = d->tid, .arch = d->arch, .os = ATF_OS_LINUX};
-	ada_atf_detail_header_fill(&h, &info, d->events, d->bytes, d->seq_start, d->seq_end);
-	ada_atf_detail_footer_fill(&f, d->crc, d->events, d->bytes, d->t_start, d->t_end);
+	ada_atf_detail_header_fill(&h, &info, m->events, m->bytes, m->seq_start, m->seq_end);
+	ada_atf_detail_footer_fill(&f, m->crc, m->events, m->bytes, m->t_start, m->t_end);
+	/* Cut first: on a full disk what the failed writes took is freed
+	 * before the footer needs room. */
+	int r = 0;
+	if (ftruncate(d->fd, (off_t)(ATF_HEADER_SIZE + m->bytes)) < 0)
+		r = -errno;
 	if (r == 0)
-		r = wal_pwrite_all(d->fd, &f, sizeof(f), ATF_HEADER_SIZE + d->bytes);
+		r = wal_pwrite_all(d->fd, &f, sizeof(f), ATF_HEADER_SIZE + m->bytes);
 	if (r == 0)
 		r = wal_pwrite_all(d->fd, &h, sizeof(h), 0);
-	if (r == 0 && ftruncate(d->fd, (off_t)(ATF_HEADER_SIZE + d->bytes + ATF_FOOTER_SIZE)) < 0)
+	if (r == 0 && ftruncate(d->fd, (off_t)(ATF_HEADER_SIZE + m->bytes + ATF_FOOTER_SIZE)) < 0)
 		r = -errno;
-	if (file_bytes)
-		*file_bytes = ATF_HEADER_SIZE + d->bytes + ATF_FOOTER_SIZE;
+	return r;
+}
+
+int wal_dfile_finish(struct wal_dfile *d, struct wal_dfile_end *end)
+{
+	int r = dfile_flush(d);
+	struct dfile_mark all = d->whole, none = {0};
+	*end = (struct wal_dfile_end){.appended = d->events, .kept = d->events};
+	if (r == 0)
+		r = dfile_seal(d, &all);
+	if (r < 0) {
+		/* What a failed write left: the records all of whose bytes
+		 * reached the file, sealed again as a whole file; failing that,
+		 * none (the header's block is allocated already: no room is
+		 * needed); failing that too, the caller removes the file. */
+		const struct dfile_mark *m = &d->durable;
+		end->error = r;
+		if (dfile_seal(d, m) < 0 && dfile_seal(d, m = &none) < 0)
+			end->invalid = true;
+		end->kept = end->invalid ? 0 : m->events;
+		end->unsure = malloc(d->nunsure * sizeof(d->unsure[0]) + 1);
+		end->nunsure = end->unsure ? d->nunsure : 0;
+		if (end->unsure)
+			memcpy(end->unsure, d->unsure, d->nunsure * sizeof(d->unsure[0]));
+		all = *m;
+	}
+	end->file_bytes = ATF_HEADER_SIZE + all.bytes + ATF_FOOTER_SIZE;
 	close(d->fd);
 	free(d->buf);
 	free(d);

@@ -167,10 +167,34 @@ int wal_dfile_append_fp(struct wal_dfile *d, const struct atf_detail_event_heade
 int wal_dfile_append_raw(struct wal_dfile *d, const struct atf_detail_event_header *h,
                          const void *payload, size_t len);
 uint64_t wal_dfile_count(const struct wal_dfile *d);
+/* The first write that failed (-errno; every append after it fails too),
+ * 0: none. */
+int wal_dfile_error(const struct wal_dfile *d);
 /* The file's bytes so far: header and events appended (buffered too). */
 uint64_t wal_dfile_bytes(const struct wal_dfile *d);
-/* Writes footer and final header, truncates, closes, frees. 0 or -errno. */
-int wal_dfile_finish(struct wal_dfile *d, uint64_t *file_bytes);
+/* An index event linked to a detail record (index_seq, detail_seq). */
+struct wal_dfile_link {
+	uint64_t index_seq, detail_seq;
+};
+/* What wal_dfile_finish() left. */
+struct wal_dfile_end {
+	uint64_t appended;   /* records appended */
+	uint64_t kept;       /* of those, in the finished file: fewer when a write failed */
+	uint64_t file_bytes; /* the finished file's size */
+	int error;           /* the write that failed (-errno), 0: none */
+	bool invalid;        /* not even the cut file could be sealed: remove it */
+	/* When a write failed: the links of the records appended after the
+	 * last write that completed (kept or not: those at or past kept are
+	 * the caller's to unlink; with invalid, the earlier ones were never
+	 * listed and the index file keeps them, see wal_detail_close). */
+	size_t nunsure;
+	struct wal_dfile_link *unsure;
+};
+/* Writes footer and final header, truncates, closes, frees. When a write
+ * failed (ENOSPC: a full disk), the file is cut back to its last record
+ * whose bytes all reached it and sealed so, a valid file of end->kept
+ * records; end->invalid when even that failed. 0 or -errno. */
+int wal_dfile_finish(struct wal_dfile *d, struct wal_dfile_end *end);
 
 /* ada recover (recover_detail.c): finalizes the detail file dpath that a
  * killed recorder left unfinished, against its index file ipath (final

@@ -66,7 +66,11 @@ struct wal_tdetail {
 	uint64_t records, bytes, overwritten, unlinked, files;
 	uint64_t lost;           /* --detail always: overwritten before persisted (drops) */
 	uint64_t waits, wait_ns; /* --detail always: the thread's waits for room (the slot's) */
-	bool settle;             /* the next call is the thread's (or file's) last: look whole */
+	/* Records a failed write (a full disk) cut from its detail files when
+	 * they were finished, their index events unlinked; files removed
+	 * because not even the cut file could be sealed (wal_detail_close). */
+	uint64_t cut, removed;
+	bool settle; /* the next call is the thread's (or file's) last: look whole */
 	/* Windows: the ring position of the first record the last call left
 	 * undecided, where the next call's copy may start (wfrom_ok). */
 	uint64_t wfrom;
@@ -260,6 +264,8 @@ static int pd_write(struct wal_thread *t, struct wal_tdetail *dt, const struct p
 		if (e < 0)
 			return e;
 	}
+	if (wal_dfile_error(dt->df))
+		return wal_dfile_error(dt->df); /* no link to a record that cannot be written */
 	uint64_t dseq = wal_dfile_count(dt->df);
 	if (dseq >= ATF_NO_DETAIL)
 		return -EFBIG;
@@ -669,6 +675,8 @@ int wal_detail_append_signal(struct wal_thread *t, uint64_t seq, uint64_t ns,
 		if (e < 0)
 			return e;
 	}
+	if (wal_dfile_error(dt->df))
+		return wal_dfile_error(dt->df);
 	uint64_t dseq = wal_dfile_count(dt->df);
 	if (dseq >= ATF_NO_DETAIL)
 		return -EFBIG;
@@ -697,29 +705,76 @@ int wal_detail_append_signal(struct wal_thread *t, uint64_t seq, uint64_t ns,
 	return 0;
 }
 
+/* A detail file that a failed write cut short (wal_dfile_finish): the
+ * index events still linked to records it no longer holds are unlinked
+ * while the index file is open, so the pair stays valid; one that could
+ * not be sealed at all is removed. Counted, and told once. */
+static void pd_after_cut(struct ada_recorder *r, struct wal_thread *t, struct wal_tdetail *dt,
+                         int dfd, const struct wal_dfile_end *end)
+{
+	if (!end->error)
+		return;
+	uint64_t cut = end->appended - end->kept;
+	if (end->invalid) {
+		if (dfd >= 0)
+			unlinkat(dfd, "detail.atf", 0);
+		dt->removed++;
+	}
+	/* A compact file's links are in memory: dropped at once. An ATF v2
+	 * file's were patched into it: the records the file lost are listed
+	 * (appended after its last completed write), unless it kept fewer
+	 * than those (sealed empty, or removed): then read back. */
+	size_t listed = 0;
+	for (size_t k = 0; k < end->nunsure; k++)
+		listed += end->unsure[k].detail_seq >= end->kept;
+	if (t->f && (ada_wal_file_is_compact(t->f) || listed < cut))
+		(void)ada_wal_file_unlink_detail_from(t->f, (uint32_t)end->kept);
+	else
+		for (size_t k = 0; t->f && k < end->nunsure; k++)
+			if (end->unsure[k].detail_seq >= end->kept)
+				(void)wal_file_unlink_detail(t->f, end->unsure[k].index_seq,
+				                             (uint32_t)end->unsure[k].detail_seq);
+	free(end->unsure);
+	dt->cut += cut;
+	r->detail_cut += cut;
+	r->detail_removed += end->invalid;
+	if (r->detail_cut_told)
+		return;
+	r->detail_cut_told = true;
+	wal_note(r, t->p,
+	         "%s: its detail file could not be written whole (%s): %s; its index events "
+	         "no longer link to the records not kept",
+	         t->dir, strerror(-end->error),
+	         end->invalid ? "removed, it could not be sealed"
+	                      : "cut back to its last whole record and sealed");
+}
+
 void wal_detail_close(struct ada_recorder *r, struct wal_thread *t, uint32_t gen)
 {
-	(void)r;
 	struct wal_tdetail *dt = t->dt;
 	if (!dt || !dt->df)
 		return;
-	int e = wal_dfile_finish(dt->df, NULL);
+	struct wal_dfile_end end;
+	int e = wal_dfile_finish(dt->df, &end);
 	dt->df = NULL;
 	if (e < 0 && !dt->error)
 		dt->error = e;
-	if (gen == UINT32_MAX)
+	int dfd = wal_thread_dir(t);
+	pd_after_cut(r, t, dt, dfd, &end);
+	if (gen == UINT32_MAX || end.invalid)
 		return;
 	char to[64];
 	snprintf(to, sizeof(to), "detail.g%u.atf", gen);
-	int dfd = wal_thread_dir(t);
 	if (renameat(dfd, "detail.atf", dfd, to) < 0)
 		unlinkat(dfd, "detail.atf", 0);
 }
 
 void wal_detail_free(struct wal_thread *t)
 {
+	struct wal_dfile_end end = {0};
 	if (t->dt && t->dt->df)
-		wal_dfile_finish(t->dt->df, NULL);
+		wal_dfile_finish(t->dt->df, &end);
+	free(end.unsure);
 	free(t->dt);
 	t->dt = NULL;
 }
@@ -778,5 +833,9 @@ json_t *wal_detail_thread_json(const struct wal_thread *t)
 	json_object_set_new(o, "files", json_integer((json_int_t)dt->files));
 	if (dt->error)
 		json_object_set_new(o, "error", json_string(strerror(-dt->error)));
+	if (dt->cut || dt->removed) {
+		json_object_set_new(o, "cut", json_integer((json_int_t)dt->cut));
+		json_object_set_new(o, "files_removed", json_integer((json_int_t)dt->removed));
+	}
 	return o;
 }

@@ -384,57 +384,6 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 	}
 }
 
-/* A side file about to be deleted leaves the side bytes now, not at the
- * next scan: the loop that deletes generations until the session is
- * within its budget would otherwise go on deleting for bytes already
- * gone (a generation's detail file, counted by the scans). One written
- * since the last scan is taken off too; the next scan sets it right. */
-static void drain_side_forget(struct ada_recorder *r, struct wal_proc *p, int dfd, const char *name)
-{
-	struct stat st;
-	if (dfd < 0 || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
-		return;
-	uint64_t b = (uint64_t)st.st_blocks * 512u;
-	b = b < p->side_bytes ? b : p->side_bytes;
-	b = b < r->budget.side_bytes ? b : r->budget.side_bytes;
-	p->side_bytes -= b;
-	r->budget.side_bytes -= b;
-}
-
-/* Deletes the oldest generation of the session (by end time). */
-static bool drain_retire_oldest(struct ada_recorder *r)
-{
-	struct wal_thread *bt = NULL;
-	for (size_t i = 0; i < r->nprocs; i++) {
-		struct wal_proc *p = r->procs[i];
-		for (size_t j = 0; j < p->nthreads; j++) {
-			struct wal_thread *t = p->threads[j];
-			if (t->ngens && (!bt || t->gens[0].t1 < bt->gens[0].t1))
-				bt = t;
-		}
-	}
-	if (!bt)
-		return false;
-	struct wal_gen g = bt->gens[0];
-	char name[64];
-	snprintf(name, sizeof(name), "index.g%u.atf", g.g);
-	int dfd = wal_thread_dir(bt);
-	unlinkat(dfd, name, 0);
-	snprintf(name, sizeof(name), "detail.g%u.atf", g.g);
-	drain_side_forget(r, bt->p, dfd, name);
-	unlinkat(dfd, name, 0); /* its detail file goes with it, when there is one */
-	if (bt->f == NULL)
-		wal_thread_dir_close(bt); /* a live thread's is closed after its drain_slot() */
-	memmove(&bt->gens[0], &bt->gens[1], sizeof(g) * (bt->ngens - 1));
-	bt->ngens--;
-	bt->retired_events += g.events;
-	bt->retired_bytes += g.bytes;
-	bt->retired_gens++;
-	r->budget.disk_closed -= wal_round_block(g.bytes);
-	wal_budget_retired(r, g.events, g.bytes);
-	return true;
-}
-
 /* What the budget has left for segments allocated ahead (segment.c
  * wal_grow_ahead): only room no event needs yet. */
 static void drain_ahead_room(struct ada_recorder *r)
@@ -445,6 +394,18 @@ static void drain_ahead_room(struct ada_recorder *r)
 		    r->io, used < r->o.max_disk_bytes ? r->o.max_disk_bytes - used : 0);
 }
 
+/* Deletes the session's oldest files until it is within its budget. */
+static void drain_budget_hold(struct ada_recorder *r)
+{
+	while (drain_disk_bytes(r) > r->o.max_disk_bytes)
+		if (!wal_retire_oldest(r)) {
+			wal_budget_overrun(r);
+			break;
+		}
+	wal_manifests_restale(r);
+	drain_ahead_room(r);
+}
+
 static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
 {
 	if (!r->o.max_disk_bytes)
@@ -453,12 +414,7 @@ static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
 	 * the detail file can be many times the index file. */
 	if (t->f && ada_wal_file_disk_bytes(t->f) + wal_detail_file_bytes(t) >= r->budget.gen_bytes)
 		drain_rotate(r, t);
-	while (drain_disk_bytes(r) > r->o.max_disk_bytes)
-		if (!drain_retire_oldest(r)) {
-			wal_budget_overrun(r);
-			break;
-		}
-	drain_ahead_room(r);
+	drain_budget_hold(r);
 }
 
 /* The end, every file final and every process's directory scanned once
@@ -471,18 +427,24 @@ static void drain_budget_final(struct ada_recorder *r)
 {
 	if (!r->o.max_disk_bytes)
 		return;
-	wal_budget_scan(r);
-	bool retired = false;
-	while (drain_disk_bytes(r) > r->o.max_disk_bytes) {
-		if (!drain_retire_oldest(r)) {
-			wal_budget_overrun(r);
+	/* Symbol files deleted change the link counts, so the shares, of the
+	 * links other finished processes hold: every directory again, and
+	 * again after a pass that deleted some (a few passes at most: each
+	 * one deletes only while over the budget). */
+	for (int pass = 0; pass < 8; pass++) {
+		uint64_t syms = r->budget.retired_syms;
+		for (size_t i = 0; syms && i < r->nprocs; i++)
+			r->procs[i]->side_final = false;
+		wal_budget_scan(r);
+		while (drain_disk_bytes(r) > r->o.max_disk_bytes)
+			if (!wal_retire_oldest(r)) {
+				wal_budget_overrun(r);
+				break;
+			}
+		if (r->budget.retired_syms == syms)
 			break;
-		}
-		retired = true;
 	}
-	for (size_t i = 0; retired && i < r->nprocs; i++)
-		if (r->procs[i]->finished) /* its retention counts changed */
-			wal_manifest_write(r, r->procs[i], "complete");
+	wal_manifests_restale(r); /* their retention counts changed */
 }
 
 /* The side files' scan: soon after the start (a short program's symbol
@@ -493,6 +455,10 @@ static void drain_budget_scan_due(struct ada_recorder *r, uint64_t now)
 	if (now - r->budget.scan_ns < r->budget.scan_every)
 		return;
 	wal_budget_scan(r);
+	/* A finished process's files count from this scan on, whether or
+	 * not a live thread writes (which applies the budget too). */
+	if (r->o.max_disk_bytes)
+		drain_budget_hold(r);
 	r->budget.scan_ns = now;
 	r->budget.scan_every =
 	    r->budget.scan_every * 2 < DRAIN_TICK_NS ? r->budget.scan_every * 2 : DRAIN_TICK_NS;

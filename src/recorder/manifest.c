@@ -121,6 +121,8 @@ void wal_proc_index_bytes(const struct wal_proc *p, uint64_t *bytes, uint64_t *e
 			*bytes += t->gens[g].bytes;
 			*events += t->gens[g].events;
 		}
+		if (t->final_retired)
+			continue; /* in retired_bytes already */
 		*bytes += t->f ? ada_wal_file_bytes(t->f) : t->last.bytes;
 		*events += t->f ? ada_wal_file_events(t->f) : t->last.events;
 	}
@@ -167,6 +169,8 @@ static json_t *man_thread(const struct wal_thread *t)
 	json_object_set_new(o, "files", files);
 	json_object_set_new(o, "retired_events", json_integer((json_int_t)t->retired_events));
 	json_object_set_new(o, "retired_bytes", json_integer((json_int_t)t->retired_bytes));
+	json_object_set_new(o, "retired_until_ns", json_integer((json_int_t)t->retired_until_ns));
+	json_object_set_new(o, "retired_whole", json_boolean(t->final_retired));
 	json_object_set_new(o, "lost_events", json_integer((json_int_t)t->lost));
 	json_object_set_new(o, "segments", json_integer((json_int_t)t->segments));
 	json_object_set_new(o, "flushes", json_integer((json_int_t)t->flushes));
@@ -325,11 +329,14 @@ static json_t *man_wal(const struct ada_recorder *r)
  * threads (docs/format.md, "Bounded disk"). */
 static json_t *man_retention(const struct ada_recorder *r, const struct wal_proc *p)
 {
-	uint64_t gens = 0, events = 0, bytes = 0;
+	uint64_t gens = 0, events = 0, bytes = 0, whole = 0, until = 0;
 	for (size_t i = 0; i < p->nthreads; i++) {
-		gens += p->threads[i]->retired_gens;
-		events += p->threads[i]->retired_events;
-		bytes += p->threads[i]->retired_bytes;
+		const struct wal_thread *t = p->threads[i];
+		gens += t->retired_gens;
+		events += t->retired_events;
+		bytes += t->retired_bytes;
+		whole += t->final_retired;
+		until = t->retired_until_ns > until ? t->retired_until_ns : until;
 	}
 	json_t *o = json_object();
 	const char *src = !r->o.max_disk_bytes   ? "unbounded"
@@ -340,6 +347,9 @@ static json_t *man_retention(const struct ada_recorder *r, const struct wal_proc
 	json_object_set_new(o, "retired_generations", json_integer((json_int_t)gens));
 	json_object_set_new(o, "retired_events", json_integer((json_int_t)events));
 	json_object_set_new(o, "retired_bytes", json_integer((json_int_t)bytes));
+	json_object_set_new(o, "retired_threads", json_integer((json_int_t)whole));
+	json_object_set_new(o, "retired_until_ns", json_integer((json_int_t)until));
+	json_object_set_new(o, "symbols_deleted", json_boolean(p->syms_retired));
 	return o;
 }
 
@@ -419,7 +429,9 @@ static json_t *man_threads(const struct wal_proc *p, json_t *warn)
 		snprintf(name, sizeof(name), "thread_%u", p->threads[i]->seq);
 		if (p->threads[i]->refused) /* never got a thread_K/: thread_limit drops */
 			continue;
-		if (man_exists(p->dir_fd, name))
+		/* A thread the budget deleted whole stays listed: its
+		 * retired_* say what went (docs/format.md, "Bounded disk"). */
+		if (p->threads[i]->final_retired || man_exists(p->dir_fd, name))
 			json_array_append_new(a, man_thread(p->threads[i]));
 		else
 			missing++;

@@ -323,6 +323,9 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->retired_gens = r->budget.retired_gens;
 	s->retired_events = r->budget.retired_events;
 	s->retired_bytes = r->budget.retired_bytes;
+	s->retired_threads = r->budget.retired_threads;
+	s->detail_cut = r->detail_cut;
+	s->detail_removed = r->detail_removed;
 	s->drain_cpu_ns = r->drain_cpu_ns;
 	ada_wal_io_final(r->io, &s->index_bytes, &s->index_events);
 	struct ada_shm_budget_view v;

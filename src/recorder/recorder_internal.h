@@ -52,6 +52,12 @@ struct wal_thread {
 	size_t ngens, capgens;
 	uint64_t retired_events, retired_bytes;
 	uint32_t retired_gens;
+	/* The newest time the budget deleted events up to (0: none): the
+	 * thread's events before it are gone (manifest, docs/format.md). */
+	uint64_t retired_until_ns;
+	/* Its final index.atf and detail.atf were deleted by the budget too
+	 * (a finished thread's last generation), and thread_K/ with them. */
+	bool final_retired;
 	struct ada_wal_file_summary last; /* of the current file once final */
 	uint64_t lost;
 	uint64_t segments, flushes, syncs; /* over all its files (manifest) */
@@ -119,6 +125,12 @@ struct wal_proc {
 	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT]; /* as reported (wal_drops_fold) */
 	uint64_t side_bytes; /* files the drain does not write (budget.c) */
 	bool side_final;     /* finished and scanned: side_bytes is final */
+	/* Finished, and the budget deleted some of its files since its
+	 * manifest was written: the manifest is written again. */
+	bool retention_stale;
+	/* The budget deleted its modules/module_<ID>.syms: every thread's files were
+	 * gone and no reader needs its names any more (drain.c). */
+	bool syms_retired;
 	/* flight.c */
 	struct ada_trigger_proc *trig;
 	struct ada_symtab *syms; /* names for the triggers and the stacks at death */
@@ -232,6 +244,9 @@ struct wal_budget {
 	uint64_t scan_ns;     /* when side_bytes was last scanned (CLOCK_MONOTONIC) */
 	uint64_t scan_every;  /* the next scan's delay: doubles up to a second */
 	uint64_t retired_gens, retired_events, retired_bytes;
+	uint64_t retired_threads; /* whole threads deleted (their last generation too) */
+	size_t stale_procs;       /* finished processes with retention_stale set */
+	uint64_t retired_syms;    /* processes whose symbol files went (syms_retired) */
 };
 
 /* ada attach (ada_recorder_set_attach, recorder.c): set by the main
@@ -332,6 +347,11 @@ struct ada_recorder {
 	 * moved): what the windows' detail may take of the pass (flight.c). */
 	uint64_t pass_fill_ns;
 	uint64_t events_total, lost_total;
+	/* Detail records cut from detail files a failed write left short,
+	 * and detail files removed because they could not be sealed
+	 * (detail_persist.c pd_after_cut; the summary says them). */
+	uint64_t detail_cut, detail_removed;
+	bool detail_cut_told;
 	_Atomic int stop_req;      /* ada_recorder_stop(): async-signal-safe */
 	uint64_t stop_at_ns;       /* drain: when it saw the request */
 	uint64_t stop_deadline_ns; /* drain: rings are drained until here */
@@ -367,6 +387,14 @@ void wal_budget_scan_proc(struct wal_proc *p);
 void wal_budget_scan(struct ada_recorder *r);
 void wal_budget_retired(struct ada_recorder *r, uint64_t events, uint64_t bytes);
 void wal_budget_overrun(struct ada_recorder *r);
+/* Deletes the session's oldest file the budget may delete (budget.c): a
+ * thread's oldest generation, a finished thread's final files, else the
+ * symbol files of a finished process left with no thread file. false:
+ * nothing left to delete. */
+bool wal_retire_oldest(struct ada_recorder *r);
+/* Writes again the manifests of finished processes the budget deleted
+ * files of since they were written. */
+void wal_manifests_restale(struct ada_recorder *r);
 /* Once a second per process: an exec that left the agent behind is said
  * (exec_watch.c). now: CLOCK_MONOTONIC ns. */
 void wal_exec_watch(struct ada_recorder *r, struct wal_proc *p, uint64_t now);

@@ -161,6 +161,50 @@ int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v)
 	return 0;
 }
 
+int wal_file_unlink_detail(struct ada_wal_file *f, uint64_t i, uint32_t v)
+{
+	if (i >= f->events || v == ATF_NO_DETAIL)
+		return i >= f->events ? -ENOENT : 0;
+	if (f->cx)
+		return ada_wal_file_unlink_detail_from(f, v) < 0 ? -ENOMEM : 0;
+	uint64_t off = ATF_HEADER_SIZE + i * ATF_INDEX_EVENT_SIZE +
+	               offsetof(struct atf_index_event, detail_seq);
+	if (off >= f->bad_from)
+		return -EIO;
+	enum wal_patch_way way;
+	int r = wal_patch4(f, off, ATF_NO_DETAIL, &way);
+	if (r < 0)
+		return r;
+	f->patch_by[way]++;
+	/* The same XOR difference as the link's: applied twice, none. */
+	wal_crcbat_add(f, off - ATF_HEADER_SIZE, v ^ ATF_NO_DETAIL);
+	return 0;
+}
+
+bool ada_wal_file_is_compact(const struct ada_wal_file *f)
+{
+	return f->cx != NULL;
+}
+
+int64_t ada_wal_file_unlink_detail_from(struct ada_wal_file *f, uint32_t detail_seq)
+{
+	if (f->cx)
+		return (int64_t)wal_cidx_unlink_from(f, detail_seq);
+	int64_t n = 0;
+	for (uint64_t i = 0; i < f->events; i++) {
+		struct atf_index_event ev;
+		if (wal_file_event_read(f, i, &ev) < 0)
+			break; /* events past a failed write are not in the file */
+		if (ev.detail_seq == ATF_NO_DETAIL || ev.detail_seq < detail_seq)
+			continue;
+		int r = wal_file_unlink_detail(f, i, ev.detail_seq);
+		if (r < 0)
+			return r;
+		n++;
+	}
+	return n;
+}
+
 void wal_crcbat_fold(struct ada_wal_io *io)
 {
 	struct ada_wal_file *f = io->crcbat_file;

@@ -254,6 +254,19 @@ int wal_cidx_link(struct ada_wal_file *f, uint64_t i, uint32_t v)
 	return 0;
 }
 
+uint64_t wal_cidx_unlink_from(struct ada_wal_file *f, uint32_t detail_seq)
+{
+	struct wal_cidx *c = f->cx;
+	/* Only the events the window holds: its other pages are untouched. */
+	uint64_t from = c->recent && f->events > c->nrecent ? f->events - c->nrecent : 0;
+	for (uint64_t i = from; c->recent && i < f->events; i++) {
+		struct atf_index_event *ev = &c->recent[i & (c->nrecent - 1)];
+		if (ev->detail_seq != ATF_NO_DETAIL && ev->detail_seq >= detail_seq)
+			ev->detail_seq = ATF_NO_DETAIL;
+	}
+	return ada_cidx_enc_unlink_from(c->enc, detail_seq);
+}
+
 int wal_cidx_write_final(struct ada_wal_file *f, struct ada_wal_file_summary *s)
 {
 	struct ada_atf_file_info info;

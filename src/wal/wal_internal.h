@@ -279,6 +279,8 @@ bool wal_cidx_commit(struct ada_wal_file *f, size_t n, uint64_t staged_at);
 void wal_cidx_seal(struct ada_wal_file *f);
 int wal_cidx_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_event *out);
 int wal_cidx_link(struct ada_wal_file *f, uint64_t i, uint32_t v);
+/* ada_wal_file_unlink_detail_from() of a compact file: the links dropped. */
+uint64_t wal_cidx_unlink_from(struct ada_wal_file *f, uint32_t detail_seq);
 /* Finish (tail at the encoder's offset), header, cut, --safe's sync. */
 int wal_cidx_write_final(struct ada_wal_file *f, struct ada_wal_file_summary *s);
 /* finalize_cidx.c: the ada_wal_disk_* steps of a compact file. */

@@ -3,12 +3,23 @@
 # thousand processes): Release build only, each under a timeout.
 add_executable(producer_fork ${CMAKE_SOURCE_DIR}/tests/targets/producer_fork.c)
 target_link_libraries(producer_fork PRIVATE ada_producer)
-foreach(mode budget forks forks_agent shm_ceiling diskfull agree dead)
+foreach(mode budget forks forks_agent forks_budget shm_ceiling diskfull agree dead)
   add_test(NAME bounded_${mode}
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bounded_test.sh
                    $<TARGET_FILE:ada> $<TARGET_FILE:producer_kill>
                    $<TARGET_FILE:producer_check> $<TARGET_FILE:producer_fork> ${mode})
   set_tests_properties(bounded_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+                       LABELS "wal;integration")
+endforeach()
+# A full disk while detail.atf is written, and the budget over many
+# processes' symbol files (programs under the agent).
+foreach(mode diskfull_detail forks_budget_agent)
+  add_test(NAME bounded_${mode}
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bounded_test.sh
+                   $<TARGET_FILE:ada> $<TARGET_FILE:producer_kill>
+                   $<TARGET_FILE:producer_check> $<TARGET_FILE:producer_fork> ${mode}
+                   $<TARGET_FILE:bw_fib_plain>)
+  set_tests_properties(bounded_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        LABELS "wal;integration")
 endforeach()
 

@@ -6,17 +6,28 @@
 #   forks        1 500 short processes (producer_fork): every one recorded,
 #                nothing left in /dev/shm
 #   forks_agent  a shell loop of 100 subshells under the agent: the same
+#   forks_budget_agent  a shell loop of 20 programs (FIB) under the agent and
+#                --max-disk-mb 2: their symbol files alone are more than the
+#                budget; those of processes left with no thread file go too
+#   forks_budget 24 processes of 100 000 events under --max-disk-mb 2: the
+#                finished ones' files are deleted oldest first, the session
+#                stays within its budget, the manifests count what went,
+#                report and dump still read it and say what is missing
 #   shm_ceiling  --max-shm-mb admits one arena: the other processes run
 #                untraced, counted on stderr, in the manifest and by status
 #   diskfull     a 4 MiB tmpfs fills: the manifest is final, says so, lists
 #                only files that exist; summary, manifest, status agree
+#   diskfull_detail  a 3 MiB tmpfs fills while --detail always writes
+#                detail.atf (FIB: a program under the agent): every file is
+#                valid, the detail records cut are counted in the manifest
+#                and on the summary line
 #   agree        summary line, `ada status` and the manifests agree on
 #                written, not written, drops by reason, untraced
 #   dead         `ada status` tells a live recorder from a killed one
 # Runaway-capable modes run on a small tmpfs, each command under a timeout,
 # and clean up (unmount, remove) even when they fail.
 set -u
-ADA=$1 PROD=$2 CHECK=$3 FORK=$4 MODE=$5
+ADA=$1 PROD=$2 CHECK=$3 FORK=$4 MODE=$5 FIB=${6:-}
 # producer_check reads ATF v2: a compact session through its export.
 . "$(dirname "$0")/atf_view.sh"
 WORK=$(mktemp -d /tmp/ada_bounded.XXXXXX)
@@ -158,6 +169,26 @@ PY
 	grep -q ": complete, [0-9]* events written, [1-9][0-9]* not written (disk full)" "$WORK/status" || { cat "$WORK/status" >&2; fail "ada status does not say complete with what was not written"; }
 	validate "$S"
 	;;
+diskfull_detail)
+	# The detail file is being written when the disk fills: its last
+	# buffer's write fails. It must end whole (cut back to its last
+	# record, sealed) with no index event linking past it; the recorder
+	# of before left it with a placeholder header and a torn tail that
+	# ada validate refused, while the summary said the files were valid.
+	small_fs 3m
+	timeout 120 "$ADA" record --max-disk-mb 0 --detail always --out "$SMALL/out" -- "$FIB" 26 >/dev/null 2>"$WORK/err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "exit status $rc: the program exited 0"
+	grep -q "disk filled up" "$WORK/err" || fail "the disk did not fill: no disk-full message"
+	S=$(session_of)
+	ls "$S"/pid_*/thread_*/detail*.atf >/dev/null 2>&1 || fail "no detail file at all"
+	validate "$S"
+	grep -q ": 0 errors, 0 warnings: valid" "$WORK/validate" || { cat "$WORK/validate" >&2; fail "ada validate is not clean"; }
+	cut=$(python3 -c "import glob,json,sys; print(sum((t.get('detail') or {}).get('cut', 0) for f in glob.glob(sys.argv[1] + '/pid_*/manifest.json') for t in json.load(open(f))['threads']))" "$S")
+	[ "$cut" -gt 0 ] || fail "the manifests count no detail record cut at the full disk"
+	grep -q "ada: $cut detail records could not be written and were cut" "$WORK/err" || fail "the summary does not say the $cut detail records cut"
+	"$ADA" dump "$S" >/dev/null 2>"$WORK/derr" || { cat "$WORK/derr" >&2; fail "ada dump failed"; }
+	;;
 agree)
 	# Drops (a small ring, --overflow drop) and a full disk in one
 	# recording; whatever the counts, the three reports must agree.
@@ -228,6 +259,76 @@ forks)
 	if [ "$ignored" -gt 0 ]; then
 		grep -q "removed $ignored entr.* of the arena directory" "$WORK/err" || fail "$ignored refused arenas, not removed at the end"
 	fi
+	check_shm_clean "$S"
+	;;
+forks_budget)
+	# Every child's index file is final when it exits and about a seventh
+	# of the budget: only deleting finished processes' files keeps the
+	# session within it (the recorder of before deleted only rotated
+	# generations of live threads and ended at several times the budget).
+	small_fs 256m
+	timeout 120 "$ADA" record --no-agent --detail never --max-threads 1 --ring-mb 1 \
+		--max-disk-mb 2 --out "$SMALL/out" -- "$FORK" 24 100000 2>"$WORK/err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "exit status $rc, expected 0"
+	S=$(session_of)
+	du=$(du -s -B1 "$S" | cut -f1)
+	[ "$du" -le $((2 << 20)) ] || fail "the session takes $du bytes, over its budget of 2 MiB"
+	grep -q "deleted the [0-9]* oldest index generations ([0-9]* events, [0-9]* bytes), [1-9][0-9]* of them the last file of a finished thread" "$WORK/err" || fail "the summary does not say finished threads' files were deleted"
+	python3 - "$S" <<'PY' || fail "the manifests do not account for every event, or list deleted files"
+import glob, json, os, sys
+whole = kept_total = 0
+ok = True
+for f in glob.glob(sys.argv[1] + "/pid_*/manifest.json"):
+    d = os.path.dirname(f)
+    m = json.load(open(f))
+    kept = sum(x["events"] for t in m["threads"] for x in t["files"])
+    gone = sum(t["retired_events"] for t in m["threads"])
+    # the child's events and ada's two markers per wait for ring space
+    if m["metrics"]["events_written"] != 100000 + 2 * m["metrics"]["ring_waits"]:
+        ok = False
+    if kept + gone != m["metrics"]["events_written"] or gone != m["retention"]["retired_events"]:
+        print(f, "kept", kept, "retired", gone, "written", m["metrics"]["events_written"])
+        ok = False
+    for t in m["threads"]:
+        on_disk = os.path.isdir("%s/thread_%d" % (d, t["thread"]))
+        if t["retired_whole"] == on_disk or any(not os.path.exists(d + "/" + x["path"]) for x in t["files"]):
+            print(f, "thread", t["thread"], "retired_whole", t["retired_whole"], "dir", on_disk)
+            ok = False
+        if t["retired_events"] and not t["retired_until_ns"]:
+            ok = False
+    whole += m["retention"]["retired_threads"]
+    kept_total += kept
+print("threads deleted whole", whole, "events kept", kept_total)
+sys.exit(0 if ok and whole > 0 and kept_total > 0 else 1)
+PY
+	"$ADA" report "$S" >"$WORK/report" 2>"$WORK/rerr" || { cat "$WORK/rerr" >&2; fail "ada report failed"; }
+	grep -q "the disk budget deleted the oldest" "$WORK/rerr" || fail "ada report does not say what the budget deleted"
+	"$ADA" dump "$S" >/dev/null 2>"$WORK/derr" || { cat "$WORK/derr" >&2; fail "ada dump failed"; }
+	grep -q "the disk budget deleted the oldest" "$WORK/derr" || fail "ada dump does not say what the budget deleted"
+	validate "$S"
+	check_shm_clean "$S"
+	;;
+forks_budget_agent)
+	small_fs 256m
+	timeout 120 "$ADA" record --max-disk-mb 2 --out "$SMALL/out" -- \
+		bash -c "for i in \$(seq 20); do '$FIB' 22 >/dev/null; done" 2>"$WORK/err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "exit status $rc, expected 0"
+	S=$(session_of)
+	du=$(du -s -B1 "$S" | cut -f1)
+	[ "$du" -le $((2 << 20)) ] || fail "the session takes $du bytes, over its budget of 2 MiB"
+	n=$(python3 -c "import glob,json,sys; print(sum(json.load(open(f))['retention']['symbols_deleted'] for f in glob.glob(sys.argv[1] + '/pid_*/manifest.json')))" "$S")
+	[ "$n" -gt 0 ] || fail "no process's symbol files were deleted"
+	for d in "$S"/pid_*; do
+		if ls -d "$d"/thread_* >/dev/null 2>&1; then
+			ls "$d"/modules/module_*.syms >/dev/null 2>&1 || fail "$d has thread files but no symbol files"
+		fi
+	done
+	validate "$S"
+	grep -q ": 0 errors, 0 warnings: valid" "$WORK/validate" || { cat "$WORK/validate" >&2; fail "ada validate is not clean"; }
+	"$ADA" report "$S" >"$WORK/report" 2>"$WORK/rerr" || { cat "$WORK/rerr" >&2; fail "ada report failed"; }
+	grep -q "bw_fib" "$WORK/report" || fail "ada report names no function of what is left"
 	check_shm_clean "$S"
 	;;
 forks_agent)

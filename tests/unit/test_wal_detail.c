@@ -241,8 +241,11 @@ static void test_dfile_golden(void **state)
 	rec_fill(&bad, 9, ATF_DETAIL_FUNCTION_CALL, 8);
 	bad.h.total_length++;
 	assert_int_equal(wal_dfile_append(d, &bad.h, &bad.p, bad.stack), -EINVAL);
-	uint64_t bytes;
-	assert_int_equal(wal_dfile_finish(d, &bytes), 0);
+	struct wal_dfile_end end;
+	assert_int_equal(wal_dfile_finish(d, &end), 0);
+	assert_int_equal(end.kept, 5);
+	assert_false(end.invalid);
+	uint64_t bytes = end.file_bytes;
 	assert_int_equal(ada_atf_writer_finish(w), 0);
 	size_t la, lb;
 	uint8_t *a = slurp("detail.atf", &la), *b = slurp("golden.atf", &lb);

@@ -166,6 +166,10 @@ void ada_cidx_enc_seal(struct ada_cidx_enc *e, struct ada_cidx_out *o);
  * same index_seq replaces an earlier one. -ENOMEM, -ERANGE when index_seq
  * is not an event coded yet. */
 int ada_cidx_enc_link(struct ada_cidx_enc *e, uint64_t index_seq, uint32_t detail_seq);
+/* Drops every link to a detail event at or past detail_seq (a detail file
+ * cut short by a failed write): those events say "no detail" again.
+ * Returns how many links it dropped. */
+uint64_t ada_cidx_enc_unlink_from(struct ada_cidx_enc *e, uint32_t detail_seq);
 /* Resumes e (fresh from ada_cidx_enc_new()) after the whole blocks of an
  * unfinished compact file (buf, len) - a recorder that died, `ada
  * recover`: the next event is index_seq ada_cidx_dec_count() of that

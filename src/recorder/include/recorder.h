@@ -120,6 +120,11 @@ struct ada_record_summary {
 	uint64_t budget_bytes;
 	bool budget_default;
 	uint64_t retired_gens, retired_events, retired_bytes;
+	uint64_t retired_threads; /* of retired_gens: a finished thread's last file */
+	/* detail records a failed write cut from their files (the files
+	 * sealed valid without them), and detail files removed because not
+	 * even that could be done */
+	uint64_t detail_cut, detail_removed;
 	/* shared memory: the ceiling (0: none), the most used at once, the
 	 * processes that ran untraced because of it, and what the end found
 	 * left in the arena directory (removed) */

@@ -266,6 +266,18 @@ int wal_file_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_eve
  * that completed before an earlier one, or the window could not be read)
  * -> pwrite now. 0 or -errno. */
 int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v);
+/* Takes a link back: event i's detail_seq from v (its link) to
+ * ATF_NO_DETAIL, where the event is, as wal_file_patch_detail_seq sets it.
+ * For a detail file cut short by a failed write. 0 or -errno. */
+int wal_file_unlink_detail(struct ada_wal_file *f, uint64_t i, uint32_t v);
+/* Every link of f to a detail event at or past detail_seq, taken back: a
+ * compact file drops them from its link table (memory until finalize);
+ * an ATF v2 file is read event by event from the start (a rare path: a
+ * detail file that could keep none of its records), and each found
+ * unlinked. Returns the links taken back, or -errno. */
+int64_t ada_wal_file_unlink_detail_from(struct ada_wal_file *f, uint32_t detail_seq);
+/* The file is compact (the encoder keeps its links until finalize). */
+bool ada_wal_file_is_compact(const struct ada_wal_file *f);
 
 /* Writes f's patches in the window back (one pwrite) and keeps the span
  * cached, clean. A write-back that fails is retried one patch at a time;
