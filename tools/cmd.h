@@ -63,7 +63,10 @@ int cmd_ctl_command(int argc, char **argv, const char *method, cmd_ctl_parse_fn 
 /* "; near: a, b" from a reply's array of close names into buf ("" when
  * none), for the sentence that says a glob matched nothing. */
 const char *cmd_ctl_near_names(const json_t *near, char *buf, size_t len);
-/* One line: a `status` answer, live or from cmd_ctl_status_from_manifests. */
+/* ns as "1.23 s", "4.5 ms" or "67 us" in buf. */
+const char *cmd_ctl_span(uint64_t ns, char *buf, size_t cap);
+/* One line: a `status` answer, live or from cmd_ctl_status_from_manifests;
+ * then a line per recent window when the answer lists them (live). */
 void cmd_ctl_print_status(FILE *f, const char *name, json_t *st);
 /* The `status` object of a finished session, from its manifests (NULL:
  * not a readable directory). */

@@ -166,6 +166,43 @@ static void fmt_hooks(FILE *f, json_t *st)
 		        json_number_value(json_object_get(b, "p99")));
 }
 
+const char *cmd_ctl_span(uint64_t ns, char *buf, size_t cap)
+{
+	if (ns >= 1000000000ull)
+		snprintf(buf, cap, "%.3g s", (double)ns / 1e9);
+	else if (ns >= 1000000ull)
+		snprintf(buf, cap, "%.3g ms", (double)ns / 1e6);
+	else
+		snprintf(buf, cap, "%.3g us", (double)ns / 1e3);
+	return buf;
+}
+
+/* A line per recent window of a live recording: the pre-roll its rings
+ * reached so far of what it asked and its records; a shortfall is what
+ * the rings overwrote first, never drops (the manifest says why). */
+static void fmt_recent_windows(FILE *f, json_t *w)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(w, "recent"), i, e)
+	{
+		char a[32], b[32];
+		json_int_t lost = fmt_int(e, "window_lost");
+		fprintf(f, "  window %lld (%s%s): pre-roll %s %s of %s, %lld detail records",
+		        (long long)fmt_int(e, "id"),
+		        json_string_value(json_object_get(e, "trigger")),
+		        json_is_true(json_object_get(e, "persisted")) ? "" : ", being written",
+		        lost ? "achieved" : "so far",
+		        cmd_ctl_span((uint64_t)fmt_int(e, "pre_achieved_ns"), a, 32),
+		        cmd_ctl_span((uint64_t)fmt_int(e, "pre_roll_ns"), b, 32),
+		        (long long)fmt_int(e, "records"));
+		if (lost)
+			fprintf(f, ", %lld wanted records already overwritten (not drops)",
+			        (long long)lost);
+		fputc('\n', f);
+	}
+}
+
 void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 {
 	json_t *procs = json_object_get(st, "processes");
@@ -229,6 +266,7 @@ void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 	fmt_usage(f, "recorder", json_object_get(st, "recorder"));
 	fmt_usage(f, "target", json_object_get(st, "target"));
 	fputc('\n', f);
+	fmt_recent_windows(f, w);
 }
 
 /* ---- the same object from a finished session's manifests ---- */

@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -61,17 +60,13 @@ static int xa_copy(int in, const char *path)
 	return r;
 }
 
-/* A compact index file, mapped, into its ATF v2 form at path. */
+/* A compact index file into its ATF v2 form at path. */
 static int xa_convert(int in, size_t len, const char *path)
 {
-	void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, in, 0);
-	if (map == MAP_FAILED)
-		return -errno;
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	int r = fd < 0 ? -errno : ada_cidx_to_atf_fd(map, len, 0, fd);
+	int r = fd < 0 ? -errno : ada_cidx_file_to_atf_fd(in, len, 0, fd);
 	if (fd >= 0 && close(fd) < 0 && r == 0)
 		r = -errno;
-	munmap(map, len);
 	return r;
 }
 

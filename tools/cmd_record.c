@@ -106,24 +106,6 @@ static int record_check_program(struct rec_args *a, char *path, size_t cap)
 	return status;
 }
 
-/* arm64 has no count block yet (docs/arm64.md): --count-only and
- * --overhead-budget would trace the functions in full, not count them.
- * 0, or -1 after one sentence. */
-static int record_check_counts(const struct rec_args *a)
-{
-#if defined(__aarch64__)
-	bool arm64 = true;
-#else
-	bool arm64 = a->target_arch == ATF_ARCH_ARM64;
-#endif
-	if (!arm64 ||
-	    (!strstr(a->hook_config, "count-only=") && !strstr(a->hook_config, "overhead-budget=")))
-		return 0;
-	ada_log("--count-only and --overhead-budget are not available for aarch64 programs yet "
-	        "(arm64 has no count block: docs/arm64.md); record without them");
-	return -1;
-}
-
 /* The dispositions and mask ada was started with: PROGRAM gets them, as
  * it would from `env` or `time` (nohup's ignored SIGHUP, a background
  * job's ignored SIGINT/SIGQUIT), and ada keeps an ignored one ignored. */
@@ -306,7 +288,7 @@ static int record_prepare(struct rec_args *a, char *path, char *agent, char *rin
 	int status = record_check_program(a, path, PATH_MAX);
 	if (status)
 		return status;
-	if (record_check_counts(a) < 0 || (a->target_arch && record_emul_prepare(a) < 0))
+	if (a->target_arch && record_emul_prepare(a) < 0)
 		return 2;
 	if (a->agent && !a->target_arch && record_agent_path(agent, PATH_MAX) < 0) {
 		ada_log("libada_agent.so is not next to the ada command; rebuild ada, or use "

@@ -218,18 +218,6 @@ static void status_exit_text(json_t *man, char *buf, size_t cap)
 
 #define STATUS_WINDOWS_SHOWN 16u
 
-/* ns as "1.23 ms"-like text. */
-static const char *status_span(uint64_t ns, char *buf, size_t cap)
-{
-	if (ns >= 1000000000ull)
-		snprintf(buf, cap, "%.3g s", (double)ns / 1e9);
-	else if (ns >= 1000000ull)
-		snprintf(buf, cap, "%.3g ms", (double)ns / 1e6);
-	else
-		snprintf(buf, cap, "%.3g us", (double)ns / 1e3);
-	return buf;
-}
-
 /* Under a window that lost records: what filled the rings, and the fewest
  * of them a detail set could leave out to hold it (docs/manifest.md). */
 static void status_window_fill(const json_t *w)
@@ -281,20 +269,20 @@ static void status_windows(json_t *man)
 		char a[32], b[32];
 		/* Without losses the rings held all of it the threads had: reached
 		 * back to their first records (or to the window's start). */
-		printf(
-		    "  window %llu (%s): pre-roll %s %s of %s, %llu detail records",
-		    (unsigned long long)status_int((json_t *)w, "id"),
-		    json_string_value(json_object_get(w, "trigger")),
-		    lost ? "achieved" : "whole, back to the first record:", status_span(got, a, 32),
-		    status_span(status_int((json_t *)w, "pre_roll_ns"), b, 32),
-		    (unsigned long long)status_int((json_t *)w, "records"));
+		printf("  window %llu (%s): pre-roll %s %s of %s, %llu detail records",
+		       (unsigned long long)status_int((json_t *)w, "id"),
+		       json_string_value(json_object_get(w, "trigger")),
+		       lost ? "achieved" : "whole, back to the first record:",
+		       cmd_ctl_span(got, a, 32),
+		       cmd_ctl_span(status_int((json_t *)w, "pre_roll_ns"), b, 32),
+		       (unsigned long long)status_int((json_t *)w, "records"));
 		if (lost) {
 			printf(", %llu wanted records already overwritten (not drops)",
 			       (unsigned long long)lost);
 			if (ring && got) /* the reason: the rate the ring filled at */
 				printf(
 				    ": a %.3g MiB ring per thread held %s of detail (%.3g MiB/s)",
-				    (double)ring / (1 << 20), status_span(got, a, 32),
+				    (double)ring / (1 << 20), cmd_ctl_span(got, a, 32),
 				    (double)ring / (1 << 20) / ((double)got / 1e9));
 			status_window_fill(w);
 		}

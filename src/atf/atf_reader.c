@@ -24,12 +24,16 @@
 #include "atf_internal.h"
 #include "cidx.h"
 
-int atf_map_file(const char *path, struct atf_map *m)
+/* atf_map_file(); with keep, the file stays open and *keep is its
+ * descriptor (-1 when none is left open: an error, an empty file). */
+static int atf_map_file_keep(const char *path, struct atf_map *m, int *keep)
 {
 	struct stat st;
 	int fd, err = 0;
 
 	memset(m, 0, sizeof(*m));
+	if (keep)
+		*keep = -1;
 	/* Never through a link; never blocked by a FIFO planted in a session. */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
@@ -53,9 +57,18 @@ int atf_map_file(const char *path, struct atf_map *m)
 		goto close_fd;
 	}
 	m->base = p;
+	if (keep) {
+		*keep = fd;
+		return 0;
+	}
 close_fd:
 	close(fd);
 	return err;
+}
+
+int atf_map_file(const char *path, struct atf_map *m)
+{
+	return atf_map_file_keep(path, m, NULL);
 }
 
 void atf_map_release(struct atf_map *m)
@@ -97,6 +110,7 @@ struct ada_atf_index {
 	size_t nready;      /* blocks kept (those before a bad one with SALVAGE) */
 	size_t last_blk;    /* the block the last lookup found */
 	uint64_t undecoded; /* blocks found not to decode since open */
+	int open_fd;        /* the mapped file while opening (-1: none) */
 };
 
 /* ready[] of a compact file's block: decoded in place, or found not to
@@ -222,6 +236,25 @@ static void index_compact_header(struct ada_atf_index *ix, const struct ada_cidx
 	ix->hdr.version = ATF_VERSION;
 }
 
+#define INDEX_DROP_BYTES (8u << 20) /* a compact file's bytes given back at a time */
+
+/* The walk has read a compact file's bytes [*from, to): every 8 MiB they
+ * leave the resident set (the page cache keeps them), so that a walk's
+ * RSS stays a few MiB of the file however long it is, as an ATF v2 walk's
+ * does. A caller's buffer (_open_mem()) is not ours to drop. */
+static void index_compact_drop(const struct ada_atf_index *ix, uint64_t *from, uint64_t to)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	if (!ix->map.owned || to < *from || to - *from < INDEX_DROP_BYTES)
+		return;
+	uintptr_t lo = ((uintptr_t)ix->map.base + *from + page - 1) & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)ix->map.base + to) & ~(page - 1);
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advice: an error changes nothing */
+	*from = to;
+}
+
 /* Every block decoded once into scratch: the count (the blocks before the
  * first one that does not decode) and the time range. The SALVAGE open of
  * a file whose first or last block does not decode. */
@@ -230,6 +263,8 @@ static int index_compact_scan(struct ada_atf_index *ix, uint64_t *t0, uint64_t *
 	struct ada_cidx_dec *d = ix->dec;
 	struct atf_index_event *scratch =
 	    malloc((ada_cidx_dec_scratch_events(d) + 1) * sizeof(*scratch));
+	uint64_t dropped = 0, off;
+	uint32_t len;
 	int err = 0;
 
 	if (!scratch)
@@ -248,28 +283,11 @@ static int index_compact_scan(struct ada_atf_index *ix, uint64_t *t0, uint64_t *
 			*t1 = scratch[k - 1].timestamp_ns;
 		ix->count = first + k;
 		ix->nready = b + 1;
+		ada_cidx_dec_block_span(d, b, &off, &len);
+		index_compact_drop(ix, &dropped, off + len);
 	}
 	free(scratch);
 	return err;
-}
-
-#define INDEX_DROP_BYTES (8u << 20) /* a compact file's bytes given back at a time */
-
-/* The walk has read a compact file's bytes [*from, to): every 8 MiB they
- * leave the resident set (the page cache keeps them), so that a walk's
- * RSS stays a few MiB of the file however long it is, as an ATF v2 walk's
- * does. A caller's buffer (_open_mem()) is not ours to drop. */
-static void index_compact_drop(const struct ada_atf_index *ix, uint64_t *from, uint64_t to)
-{
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-
-	if (!ix->map.owned || to < *from || to - *from < INDEX_DROP_BYTES)
-		return;
-	uintptr_t lo = ((uintptr_t)ix->map.base + *from + page - 1) & ~(page - 1);
-	uintptr_t hi = ((uintptr_t)ix->map.base + to) & ~(page - 1);
-	if (hi > lo)
-		madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advice: an error changes nothing */
-	*from = to;
 }
 
 /* The timestamp of event seq, decoded through an iterator (a piece of
@@ -297,11 +315,9 @@ static int index_compact_ends(struct ada_atf_index *ix, unsigned flags, uint64_t
 	uint64_t dropped = 0, off;
 	uint32_t len;
 
-	/* The walk of the block headers mapped most of the file (the kernel
-	 * maps the pages around each fault): give it back before the CRC
-	 * pass, which then holds 8 MiB of it at a time. */
-	index_compact_drop(ix, &dropped, ix->map.len);
-	dropped = 0;
+	/* The open read a file's block headers with pread
+	 * (ada_cidx_dec_open_fd()): of the mapping, only the header's and
+	 * the tail's pages are in; the CRC pass below holds 8 MiB at a time. */
 	ix->count = ada_cidx_dec_count(ix->dec);
 	ix->nready = ada_cidx_dec_nblocks(ix->dec);
 	for (size_t b = 0; !(flags & ADA_ATF_OPEN_SALVAGE) && b < ix->nready; b++) {
@@ -325,7 +341,7 @@ static int index_init_compact(struct ada_atf_index *ix, unsigned flags)
 {
 	struct ada_cidx_file_header c;
 	uint64_t t0 = 0, t1 = 0;
-	int err = ada_cidx_dec_open(ix->map.base, ix->map.len, flags, &ix->dec);
+	int err = ada_cidx_dec_open_fd(ix->map.base, ix->map.len, ix->open_fd, flags, &ix->dec);
 
 	if (err)
 		return err;
@@ -368,7 +384,9 @@ static int index_init(struct ada_atf_index *ix, unsigned flags)
 	return 0;
 }
 
-static int index_new(struct atf_map *m, unsigned flags, struct ada_atf_index **out)
+/* fd: the file m maps, for the compact open's reads of its block headers
+ * (ada_cidx_dec_open_fd()); -1 for an image in memory. */
+static int index_new(struct atf_map *m, int fd, unsigned flags, struct ada_atf_index **out)
 {
 	struct ada_atf_index *ix = calloc(1, sizeof(*ix));
 	int err;
@@ -376,7 +394,9 @@ static int index_new(struct atf_map *m, unsigned flags, struct ada_atf_index **o
 	if (!ix)
 		return -ENOMEM;
 	ix->map = *m;
+	ix->open_fd = fd;
 	err = index_init(ix, flags);
+	ix->open_fd = -1;
 	if (err) {
 		index_decoded_free(ix);
 		free(ix);
@@ -389,11 +409,14 @@ static int index_new(struct atf_map *m, unsigned flags, struct ada_atf_index **o
 int ada_atf_index_open(const char *path, unsigned flags, struct ada_atf_index **out)
 {
 	struct atf_map m;
-	int err = atf_map_file(path, &m);
+	int fd;
+	int err = atf_map_file_keep(path, &m, &fd);
 
 	if (err)
 		return err;
-	err = index_new(&m, flags, out);
+	err = index_new(&m, fd, flags, out);
+	if (fd >= 0)
+		close(fd);
 	if (err)
 		atf_map_release(&m);
 	return err;
@@ -402,7 +425,7 @@ int ada_atf_index_open(const char *path, unsigned flags, struct ada_atf_index **
 int ada_atf_index_open_mem(const void *buf, size_t len, unsigned flags, struct ada_atf_index **out)
 {
 	struct atf_map m = {.base = buf, .len = len, .owned = false};
-	return index_new(&m, flags, out);
+	return index_new(&m, -1, flags, out);
 }
 
 void ada_atf_index_free(struct ada_atf_index *ix)

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "atf_internal.h"
 #include "cidx_internal.h"
@@ -476,20 +477,55 @@ static int dec_blk_push(struct ada_cidx_dec *d, uint64_t pos,
 	return 0;
 }
 
+/* Where the walk reads the file: the image itself, or (fd >= 0) a
+ * window of it read with pread(2), so that the walk maps none of the
+ * file: walking the headers through a mapping faults in the pages around
+ * each one (the kernel's fault-around), which for 64 KiB blocks is the
+ * whole file. */
+struct dec_src {
+	int fd;
+	uint8_t *buf;    /* the window: file bytes [off, off + len) */
+	size_t cap, len; /* one block and the next header (SALVAGE: CRCs) */
+	uint64_t off;
+};
+
+#define DEC_SRC_HEADERS 4096u /* the window without SALVAGE: headers only */
+
+/* The file's bytes [pos, pos + n), pos + n <= end <= the image's length:
+ * a pointer into the image, or into the window, read again when it does
+ * not hold them (n <= cap). NULL when the read comes short (the file
+ * shrank under us, or an I/O error): the walk stops there. */
+static const uint8_t *dec_src_at(const struct ada_cidx_dec *d, struct dec_src *s, uint64_t pos,
+                                 size_t n, uint64_t end)
+{
+	if (s->fd < 0)
+		return d->base + pos;
+	if (pos >= s->off && pos - s->off <= s->len && n <= s->len - (pos - s->off))
+		return s->buf + (pos - s->off);
+	size_t want = end - pos < s->cap ? (size_t)(end - pos) : s->cap;
+	ssize_t got = pread(s->fd, s->buf, want, (off_t)pos);
+	s->off = pos;
+	s->len = got > 0 ? (size_t)got : 0;
+	return n <= s->len ? s->buf : NULL;
+}
+
 /* Walks block headers from blocks_offset up to end; *stop is where it
  * stopped (the first byte that is not a good block). A salvage walk
  * checks each block's CRC too, so that it stops before a torn one. */
-static int dec_walk(struct ada_cidx_dec *d, uint64_t end, bool salvage, uint64_t *stop)
+static int dec_walk(struct ada_cidx_dec *d, struct dec_src *s, uint64_t end, bool salvage,
+                    uint64_t *stop)
 {
 	uint64_t pos = d->h.blocks_offset;
 	struct ada_cidx_block_header bh;
+	const uint8_t *p;
 
-	while (end - pos >= sizeof(bh)) {
-		memcpy(&bh, d->base + pos, sizeof(bh));
+	while (end - pos >= sizeof(bh) && (p = dec_src_at(d, s, pos, sizeof(bh), end))) {
+		memcpy(&bh, p, sizeof(bh));
 		if (memcmp(bh.magic, ADA_CIDX_BLOCK_MAGIC, 4) ||
 		    !dec_block_header_ok(d, &bh, pos, end))
 			break;
-		if (salvage && !dec_block_crc_ok(d->base + pos, &bh))
+		if (salvage &&
+		    (!(p = dec_src_at(d, s, pos, bh.total_len, end)) || !dec_block_crc_ok(p, &bh)))
 			break;
 		int err = dec_blk_push(d, pos, &bh);
 		if (err)
@@ -545,9 +581,10 @@ static bool dec_links_read(struct ada_cidx_dec *d)
 	return p == end;
 }
 
-static int dec_init(struct ada_cidx_dec *d, unsigned flags)
+static int dec_init(struct ada_cidx_dec *d, int fd, unsigned flags)
 {
 	bool salvage = flags & ADA_ATF_OPEN_SALVAGE;
+	struct dec_src src = {.fd = fd};
 	uint64_t end, stop;
 	int err;
 
@@ -557,7 +594,13 @@ static int dec_init(struct ada_cidx_dec *d, unsigned flags)
 	if (!d->finished && !salvage)
 		return -EBADMSG;
 	end = d->finished ? d->f.link_offset : d->len;
-	err = dec_walk(d, end, salvage, &stop);
+	/* block_size is at most ADA_CIDX_BLOCK_MAX (dec_header_read()). */
+	src.cap =
+	    salvage ? d->h.block_size + sizeof(struct ada_cidx_block_header) : DEC_SRC_HEADERS;
+	if (fd >= 0 && !(src.buf = malloc(src.cap)))
+		return -ENOMEM;
+	err = dec_walk(d, &src, end, salvage, &stop);
+	free(src.buf);
 	if (err)
 		return err;
 	if (salvage) {
@@ -572,7 +615,8 @@ static int dec_init(struct ada_cidx_dec *d, unsigned flags)
 	return 0;
 }
 
-int ada_cidx_dec_open(const void *buf, size_t len, unsigned flags, struct ada_cidx_dec **out)
+int ada_cidx_dec_open_fd(const void *buf, size_t len, int fd, unsigned flags,
+                         struct ada_cidx_dec **out)
 {
 	struct ada_cidx_dec *d = calloc(1, sizeof(*d));
 	int err;
@@ -581,13 +625,18 @@ int ada_cidx_dec_open(const void *buf, size_t len, unsigned flags, struct ada_ci
 		return -ENOMEM;
 	d->base = buf;
 	d->len = len;
-	err = dec_init(d, flags);
+	err = dec_init(d, fd, flags);
 	if (err) {
 		ada_cidx_dec_free(d);
 		return err;
 	}
 	*out = d;
 	return 0;
+}
+
+int ada_cidx_dec_open(const void *buf, size_t len, unsigned flags, struct ada_cidx_dec **out)
+{
+	return ada_cidx_dec_open_fd(buf, len, -1, flags, out);
 }
 
 void ada_cidx_dec_free(struct ada_cidx_dec *d)

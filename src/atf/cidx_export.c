@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "atf_internal.h"
@@ -85,6 +86,25 @@ static int export_write(int fd, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+#define EXPORT_DROP_BYTES (8u << 20) /* a mapped input's bytes given back at a time */
+
+/* The stream has read the mapped input's bytes [*from, to): every 8 MiB
+ * they leave the resident set (the page cache keeps them), so that an
+ * export's memory stays a few MiB whatever the file's size. map NULL:
+ * the caller's buffer, not ours to drop. */
+static void export_drop(const uint8_t *map, uint64_t *from, uint64_t to)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	if (!map || to < *from || to - *from < EXPORT_DROP_BYTES)
+		return;
+	uintptr_t lo = ((uintptr_t)map + *from + page - 1) & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)map + to) & ~(page - 1);
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advice: an error changes nothing */
+	*from = to;
+}
+
 /* What the ATF v2 file holds so far: events, their CRC-32, time range. */
 struct export_sum {
 	uint64_t n, t0, t1;
@@ -97,11 +117,14 @@ struct export_sum {
  * not decode (*bad) the sum goes back to the whole blocks before it, as
  * SALVAGE reads (the pieces of it written are overwritten by the footer
  * or cut off by the caller). */
-static int export_stream(const struct ada_cidx_dec *d, int fd, struct export_sum *sum, bool *bad)
+static int export_stream(const struct ada_cidx_dec *d, const uint8_t *map, int fd,
+                         struct export_sum *sum, bool *bad)
 {
 	struct ada_cidx_iter it;
 	const struct atf_index_event *ev;
 	struct export_sum s = {0}, whole = {0};
+	uint64_t dropped = 0, off;
+	uint32_t len;
 	long k = 0;
 	int err = ada_cidx_iter_init(&it, d, 0);
 
@@ -112,8 +135,11 @@ static int export_stream(const struct ada_cidx_dec *d, int fd, struct export_sum
 		err = export_write(fd, ev, (size_t)k * ATF_INDEX_EVENT_SIZE,
 		                   ATF_HEADER_SIZE + s.n * ATF_INDEX_EVENT_SIZE);
 		s.n += (uint64_t)k;
-		if (!it.left) /* a block's last piece: it decoded whole */
+		if (!it.left) { /* a block's last piece: it decoded whole */
 			whole = s;
+			ada_cidx_dec_block_span(d, it.block - 1, &off, &len);
+			export_drop(map, &dropped, off + len);
+		}
 	}
 	ada_cidx_iter_fini(&it);
 	*bad = !err && k < 0;
@@ -121,12 +147,14 @@ static int export_stream(const struct ada_cidx_dec *d, int fd, struct export_sum
 	return err;
 }
 
-int ada_cidx_to_atf_fd(const void *buf, size_t len, unsigned flags, int fd)
+/* ada_cidx_to_atf_fd(); in >= 0: buf maps the file in, read at open
+ * with pread and given back as the stream goes (export_drop()). */
+static int export_fd(const void *buf, size_t len, int in, unsigned flags, int fd)
 {
 	struct ada_cidx_dec *d;
 	struct atf_index_header h;
 	struct atf_index_footer f;
-	int err = ada_cidx_dec_open(buf, len, flags, &d);
+	int err = ada_cidx_dec_open_fd(buf, len, in, flags, &d);
 	if (err)
 		return err;
 	const struct ada_cidx_file_header *c = ada_cidx_dec_header(d);
@@ -137,7 +165,7 @@ int ada_cidx_to_atf_fd(const void *buf, size_t len, unsigned flags, int fd)
 	/* The placeholder: a reader of an incomplete file sees no header. */
 	err = export_write(fd, memset(&h, 0, sizeof(h)), sizeof(h), 0);
 	if (!err)
-		err = export_stream(d, fd, &sum, &bad);
+		err = export_stream(d, in >= 0 ? buf : NULL, fd, &sum, &bad);
 	ada_cidx_dec_free(d);
 	if (!err && bad && !(flags & ADA_ATF_OPEN_SALVAGE))
 		err = -EBADMSG;
@@ -150,6 +178,23 @@ int ada_cidx_to_atf_fd(const void *buf, size_t len, unsigned flags, int fd)
 	if (!err && bad && ftruncate(fd, (off_t)(end + sizeof(f))) < 0)
 		err = -errno; /* a bad block's pieces written past the footer */
 	return err ? err : export_write(fd, &h, sizeof(h), 0);
+}
+
+int ada_cidx_to_atf_fd(const void *buf, size_t len, unsigned flags, int fd)
+{
+	return export_fd(buf, len, -1, flags, fd);
+}
+
+int ada_cidx_file_to_atf_fd(int in, size_t len, unsigned flags, int fd)
+{
+	if (len == 0)
+		return -EBADMSG;
+	void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, in, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	int err = export_fd(map, len, in, flags, fd);
+	munmap(map, len);
+	return err;
 }
 
 static void cv_report(struct ada_atf_report *r, const char *path, uint64_t off, const char *msg)

@@ -94,7 +94,7 @@ int ctl_param_seconds(struct ctl_call *k, const char *key, uint64_t *ns);
 /* The live view into c->live; false after ctl_fail() when there is none. */
 bool ctl_live(struct ctl_call *k);
 /* One window as JSON (status, windows). */
-json_t *ctl_window_json(const struct ada_trigger_window *w);
+json_t *ctl_window_json(const struct ada_trigger_window *w, const struct ada_live_window_got *g);
 /* A "--detail never" recording refuses triggers: true after ctl_fail(). */
 bool ctl_refuse_no_detail(struct ctl_call *k);
 

@@ -133,6 +133,20 @@ static json_t *status_rings(const struct ada_recorder_live *v)
 	return a;
 }
 
+/* The last STATUS_RECENT_WINDOWS windows with what each got so far: the
+ * per-window lines of `ada status PID`. */
+#define STATUS_RECENT_WINDOWS 5
+
+static json_t *status_recent_windows(const struct ada_recorder_live *v)
+{
+	json_t *a = json_array();
+	uint32_t first =
+	    v->nwindows > STATUS_RECENT_WINDOWS ? v->nwindows - STATUS_RECENT_WINDOWS : 0;
+	for (uint32_t i = first; a && i < v->nwindows; i++)
+		json_array_append_new(a, ctl_window_json(&v->windows[i], &v->windows_got[i]));
+	return a;
+}
+
 static json_t *status_triggers(struct ada_control *c)
 {
 	const struct ada_trigger_stats *s = &c->live->trig;
@@ -155,7 +169,7 @@ void ctl_method_status(struct ctl_call *k)
 	json_t *ks = c->h.keysym_version ? json_integer((json_int_t)c->h.keysym_version(c->h.ctx))
 	                                 : json_null();
 	json_t *o = json_pack(
-	    "{s:b,s:f,s:s,s:I,s:I,s:o,s:o,s:i,s:o,s:i,s:o,s:i,s:o,s:{s:I,s:I},s:o,s:o}",
+	    "{s:b,s:f,s:s,s:I,s:I,s:o,s:o,s:i,s:o,s:i,s:o,s:i,s:o,s:{s:I,s:I,s:o},s:o,s:o}",
 	    "recording", !v->ended, "uptime_sec", (double)(v->at_ns - v->start_ns) / 1e9,
 	    "detail_mode", status_detail_name(v->detail_mode), "events", (json_int_t)v->events,
 	    "events_per_sec", (json_int_t)v->events_per_sec, "drops", status_drops(v->drops),
@@ -163,7 +177,8 @@ void ctl_method_status(struct ctl_call *k)
 	    (int)v->ring_fill_pct_max, "processes", status_procs(v), "processes_omitted",
 	    (int)v->procs_omitted, "rings", status_rings(v), "rings_omitted", (int)v->rings_omitted,
 	    "hooks", status_hooks(c), "windows", "total", (json_int_t)v->windows_total, "persisted",
-	    (json_int_t)v->windows_closed, "triggers", status_triggers(c), "keysym_version", ks);
+	    (json_int_t)v->windows_closed, "recent", status_recent_windows(v), "triggers",
+	    status_triggers(c), "keysym_version", ks);
 	if (o) {
 		if (v->detail_mode != ADA_DETAIL_NEVER)
 			json_object_set_new(o, "detail_records",

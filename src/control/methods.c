@@ -66,7 +66,7 @@ bool ctl_refuse_no_detail(struct ctl_call *k)
 	return true;
 }
 
-json_t *ctl_window_json(const struct ada_trigger_window *w)
+json_t *ctl_window_json(const struct ada_trigger_window *w, const struct ada_live_window_got *g)
 {
 	json_t *o = json_pack("{s:i,s:s,s:I,s:I,s:I,s:i,s:b}", "id", (json_int_t)w->id, "trigger",
 	                      w->trigger, "fire_ns", (json_int_t)w->fire_ns, "from_ns",
@@ -87,5 +87,12 @@ json_t *ctl_window_json(const struct ada_trigger_window *w)
 		json_object_set_new(o, "duration_ns", json_integer((json_int_t)w->duration_ns));
 		json_object_set_new(o, "threshold_ns", json_integer((json_int_t)w->threshold_ns));
 	}
+	/* What it got so far: the line `ada status DIR` prints once it ends. */
+	json_object_set_new(
+	    o, "pre_roll_ns",
+	    json_integer((json_int_t)(w->fire_ns > w->from_ns ? w->fire_ns - w->from_ns : 0)));
+	json_object_set_new(o, "pre_achieved_ns", json_integer((json_int_t)g->pre_achieved_ns));
+	json_object_set_new(o, "records", json_integer((json_int_t)g->records));
+	json_object_set_new(o, "window_lost", json_integer((json_int_t)g->lost));
 	return o;
 }

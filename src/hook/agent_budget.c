@@ -16,12 +16,13 @@
  * Functions shorter than 2 us on average are moved, the most called first,
  * until the share of the sample they wrote covers the excess.
  *
- * A move is a count block (x86_64/x86_emit_count.c) emitted into new
- * trampoline memory near the function's module and the function's patch
- * re-aimed at it: only the jmp's rel32 changes, one atomic 8-byte store
- * when those four bytes share an aligned word (function entries at an
- * address whose low three bits are 0..3: every 16-byte aligned one);
- * others are not moved (`not_movable`). A call runs either the old jmp
+ * A move is a count block (x86_64/x86_emit_count.c, arm64/a64_count.c)
+ * emitted into new trampoline memory near the function's module and the
+ * function's patch re-aimed at it (hook_arch_patch_bytes): only the
+ * branch's displacement changes, one atomic store when it lies in one
+ * aligned word (HOOK_ARCH_PATCH_REAIM_ATOMIC: x86_64's rel32 at an entry
+ * whose low three bits are 0..3, every 16-byte aligned one; arm64's `b`
+ * always, its far form never); others are not moved (`not_movable`). A call runs either the old jmp
  * (an event, through the trampoline) or the new one (counted): each call
  * is in exactly one of the two, so events before + counts after are
  * exact. The trampoline stays, so frames open at the move return through
@@ -230,20 +231,25 @@ static bool budget_move(uint64_t fn_id, uint64_t calls_per_s, uint64_t mean_ns)
 {
 	struct agent_module *m = NULL;
 	struct hook_patch *p = budget_patch_of(fn_id, &m);
-	if (!p || p->bytes[0] != 0xe9)
-		return false;
-	int32_t rel;
-	memcpy(&rel, p->bytes + 1, 4);
-	uint64_t tramp = p->addr + 5 + (uint64_t)(int64_t)rel;
-	if (!hook_mem_is_tramp(tramp) || *(const uint8_t *)(uintptr_t)tramp != 0xe8)
-		return false; /* already count-only (a count block starts 0x64), or not fast */
-	if ((p->addr & 7) > 3) {
-		budget.not_movable++; /* its rel32 straddles two words: no atomic store */
+	if (!p || agent_count_has(fn_id))
+		return false; /* not patched, special, or already count-only */
+	/* The patch as a plan: re-aimed by the arch layer, its tail kept. */
+	struct hook_arch_plan pl = {.fn_addr = p->addr, .patch_len = p->len};
+	memcpy(pl.original, p->bytes, p->len);
+	uint64_t tramp = hook_arch_patch_target(&pl, p->bytes);
+	if (!tramp || !hook_mem_is_tramp(tramp))
+		return false; /* the padding form (x86_64): its target is in the padding */
+	if (!HOOK_ARCH_PATCH_REAIM_ATOMIC(p->addr, p->len)) {
+		budget.not_movable++; /* more than one word changes: no atomic store */
 		return false;
 	}
 	uint8_t *blk = NULL;
 	if (hook_mem_alloc(agent.mem, m->id, m->lo, m->hi, HOOK_ARCH_COUNT_BLOCK_MAX, &blk))
 		return false;
+	struct hook_patch np = *p;
+	hook_arch_patch_bytes(&pl, (uint64_t)(uintptr_t)blk, np.bytes);
+	if (hook_arch_patch_target(&pl, np.bytes) != (uint64_t)(uintptr_t)blk)
+		return false; /* out of the patch's reach (hook_mem_alloc places it within) */
 	int c = agent_count_assign(fn_id, agent_now_ns() - budget.start_ns, calls_per_s, mean_ns);
 	if (c < 0)
 		return false;
@@ -253,12 +259,6 @@ static bool budget_move(uint64_t fn_id, uint64_t calls_per_s, uint64_t mean_ns)
 	                               tramp) == 0 ||
 	    hook_mem_seal(agent.mem))
 		return false;
-	struct hook_patch np = *p;
-	int64_t d = (int64_t)((uint64_t)(uintptr_t)blk - (p->addr + 5));
-	if (d != (int32_t)d)
-		return false;
-	rel = (int32_t)d;
-	memcpy(np.bytes + 1, &rel, 4);
 	if (hook_patch_apply(&np, 1))
 		return false;
 	*p = np; /* ada attach's reapply keeps the count block */

@@ -187,6 +187,16 @@ int agent_count_assign(uint64_t fn_id, uint64_t moved_ns, uint64_t calls_per_s, 
 	return (int)c;
 }
 
+bool agent_count_has(uint64_t fn_id)
+{
+	/* Relaxed: only writers (under agent.lock) read it here. */
+	uint32_t used = atomic_load_explicit(&count_used, memory_order_relaxed);
+	for (uint32_t c = 0; c < used && c < AGENT_COUNT_SLOTS; c++)
+		if (count_fns[c].fn_id == fn_id)
+			return true;
+	return false;
+}
+
 void agent_count_offsets(int32_t *gate, int32_t *counters)
 {
 	uintptr_t tp = hook_arch_thread_pointer();

@@ -283,6 +283,8 @@ void agent_count_after_fork(void);
 /* A counter slot for fn_id (under agent.lock), or -1 when all are taken
  * (counted as over_capacity). */
 int agent_count_assign(uint64_t fn_id, uint64_t moved_ns, uint64_t calls_per_s, uint64_t mean_ns);
+/* Whether fn_id has a counter slot already (under agent.lock). */
+bool agent_count_has(uint64_t fn_id);
 /* The TLS offsets a count block uses: gate, and the pointer to the
  * thread's counters. */
 void agent_count_offsets(int32_t *gate, int32_t *counters);

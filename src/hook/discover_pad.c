@@ -158,6 +158,46 @@ static void pad_take(uint64_t base, struct hook_arch_plan *plan, uint64_t slot)
 		plan->pad_original[k] = b[k];
 }
 
+/* The bytes at the front of the gap [lo, ...) after function p that p's
+ * own slot may take (the first 5, or the 5 after the first when p is a
+ * 1-byte function): none when p's entry jump cannot reach them (p is
+ * longer than the jump's reach). Whether p needs the slot is not asked:
+ * the answer would depend on p's own verdict, and a slot must depend on
+ * the image alone. */
+static uint64_t pad_front_claim(const struct ada_hook_fn *p, uint64_t lo)
+{
+	uint64_t skip = p->size < HOOK_ARCH_PAD_ENTRY ? HOOK_ARCH_PAD_ENTRY - p->size : 0;
+	if (lo + skip - (p->offset + HOOK_ARCH_PAD_ENTRY) > HOOK_ARCH_PAD_REACH_FWD)
+		return 0;
+	return skip + HOOK_ARCH_PAD_SLOT;
+}
+
+/* The slot inside function i itself (hook_arch_inner_fill: fill after an
+ * instruction that does not go on, no branch of the function into it),
+ * when no other function's bytes share its range: i starts inside no
+ * other function and none but its aliases starts inside i. Only i may
+ * take it. */
+static bool pad_inner(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm, size_t i,
+                      struct hook_arch_plan *plan, uint64_t *gap_lo, uint64_t *gap_hi)
+{
+	const struct ada_hook_fn *f = &st->fns[i];
+	size_t first = pad_before(st, f->offset), last = pad_before(st, f->offset + f->size);
+	if (first > 0 && pm[first - 1] > f->offset)
+		return false;
+	for (size_t k = first; k < last; k++)
+		if (st->fns[k].offset != f->offset)
+			return false;
+	uint64_t addr = base + f->offset, lo, hi;
+	if (!hook_arch_inner_fill((const uint8_t *)(uintptr_t)addr, addr, f->size, plan->patch_len,
+	                          HOOK_ARCH_PAD_ENTRY + HOOK_ARCH_PAD_REACH_FWD, HOOK_ARCH_PAD_SLOT,
+	                          &lo, &hi))
+		return false;
+	pad_take(base, plan, f->offset + lo);
+	*gap_lo = addr + lo;
+	*gap_hi = addr + hi;
+	return true;
+}
+
 bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
                        size_t i, const struct discover_pad_view *v, struct hook_arch_plan *plan,
                        uint64_t *gap_lo, uint64_t *gap_hi)
@@ -183,21 +223,22 @@ bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const ui
 	if (skip)
 		return false;
 	size_t prev = 0;
-	/* room for the slot of the function before too, shifted by one when
-	 * that is a 1-byte function */
-	if (pad_gap_before(st, pm, i, &lo, &hi, &prev) && hi - lo >= 2 * HOOK_ARCH_PAD_SLOT + 1 &&
+	if (pad_gap_before(st, pm, i, &lo, &hi, &prev) &&
+	    hi - lo >= pad_front_claim(&st->fns[prev], lo) + HOOK_ARCH_PAD_SLOT &&
 	    entry_end - (hi - HOOK_ARCH_PAD_SLOT) <= HOOK_ARCH_PAD_REACH_BACK &&
 	    pad_gap_ok(base, st, v, lo, hi)) {
 		const struct ada_hook_fn *p = &st->fns[prev];
 		const uint8_t *code = (const uint8_t *)(uintptr_t)(base + p->offset);
-		if (!p->size || !hook_arch_ends_closed(code, base + p->offset, p->size))
-			return false; /* it may run on into the gap */
-		pad_take(base, plan, hi - HOOK_ARCH_PAD_SLOT);
-		*gap_lo = base + lo;
-		*gap_hi = base + hi;
-		return true;
+		/* else it may run on into the gap (__memmove_chk_* falls
+		 * through its padding into __memmove_*) */
+		if (p->size && hook_arch_ends_closed(code, base + p->offset, p->size)) {
+			pad_take(base, plan, hi - HOOK_ARCH_PAD_SLOT);
+			*gap_lo = base + lo;
+			*gap_hi = base + hi;
+			return true;
+		}
 	}
-	return false;
+	return pad_inner(base, st, pm, i, plan, gap_lo, gap_hi);
 }
 
 static bool pad_fde_covered(void *arg, uint64_t addr)

@@ -334,6 +334,20 @@ enum ada_hook_skip hook_arch_prepare_prologue_short(const uint8_t *code, uint64_
  * its end into the bytes after it. False when undecodable. */
 bool hook_arch_ends_closed(const uint8_t *code, uint64_t addr, uint64_t size);
 
+/* Padding inside a function, for the padding form when none lies next
+ * to it: the first stretch [*lo, *hi) (offsets from addr) of at least
+ * min fill bytes (hook_arch_fill_len's) that starts at an offset in
+ * [from, to] and that nothing in the function runs into. Proved by a
+ * linear decode of the whole body [addr, addr+size) that ends exactly at
+ * its end: the stretch follows an instruction after which execution never
+ * goes on (x86: ret, jmp, ud2, hlt, int3), no direct branch of the
+ * function lands in it, and the function has no indirect jump (whose
+ * targets are not known). Branches from other functions are the caller's
+ * to rule out. False when there is none (always on arm64, which has no
+ * padding form). */
+bool hook_arch_inner_fill(const uint8_t *code, uint64_t addr, uint64_t size, uint64_t from,
+                          uint64_t to, size_t min, uint64_t *lo, uint64_t *hi);
+
 /* How many of the len bytes at code are alignment padding, read as whole
  * fill instructions from code[0]: the breakpoint byte (x86: 0xCC), the
  * one-byte nop and the multi-byte nops assemblers pad code with (x86:
@@ -372,14 +386,17 @@ size_t hook_arch_emit_trampoline_fast(const struct hook_arch_plan *plan, uint8_t
                                       uint64_t exit_path);
 
 /* A count-only block (at most HOOK_ARCH_COUNT_BLOCK_MAX bytes) for the
- * function whose fast trampoline is at tramp (hook_arch_emit_trampoline_fast,
- * within +-2 GiB): when the 32-bit TLS word at the thread-pointer offset
- * gate is 1, it adds 1 to counter slot of the array the TLS pointer at
- * counters points to and jumps to the trampoline's relocated prologue
- * (every register but the flags as they were); otherwise it jumps to the
- * trampoline. The function's patch then targets the block (docs/hooks.md,
- * "Count-only functions"). Returns its length or 0. */
+ * function whose fast trampoline is at tramp (hook_arch_emit_trampoline_fast;
+ * x86_64: within +-2 GiB): when the 32-bit TLS word at the thread-pointer
+ * offset gate is 1, it adds 1 to counter slot of the array the TLS
+ * pointer at counters points to and jumps to the trampoline's relocated
+ * prologue (every register but the flags as they were; arm64: and its
+ * call scratch x16/x17); otherwise it jumps to the trampoline. The
+ * function's patch then targets the block (docs/hooks.md, "Count-only
+ * functions"). Returns its length or 0. arm64 states its own maximum. */
+#ifndef HOOK_ARCH_COUNT_BLOCK_MAX
 #define HOOK_ARCH_COUNT_BLOCK_MAX 48
+#endif
 size_t hook_arch_emit_count_block(uint8_t *buf, uint64_t buf_addr, int32_t gate, int32_t counters,
                                   uint32_t slot, uint64_t tramp);
 

@@ -30,7 +30,8 @@ void wal_drops_account(const uint64_t arena[ADA_LANE_COUNT][ADA_DROP_REASON_COUN
  * producer: the arena's counters of these are not read. */
 static inline bool wal_drop_is_recorders(int k)
 {
-	return k == ADA_DROP_CORRUPT || k == ADA_DROP_THREAD_LIMIT || k == ADA_DROP_FD_LIMIT;
+	return k == ADA_DROP_CORRUPT || k == ADA_DROP_THREAD_LIMIT || k == ADA_DROP_FD_LIMIT ||
+	       k == ADA_DROP_UNREAD_AT_END;
 }
 /* Detail records a thread's ring overwrote before the drain decided them
  * (persisted or passed over) that no look counted yet, from one look at

@@ -1001,6 +1001,7 @@ void *wal_drain_main(void *arg)
 		else
 			drain_nap(r);
 	}
+	drain_end_pause();
 	drain_scan_dir(r);
 	drain_check_gone(r, true);
 	ada_wal_io_submit_stale(r->io, true);

@@ -173,7 +173,7 @@ void drain_free_proc(struct wal_proc *p)
  * is not that process's): the maker is gone. Read after the pidfd, so the
  * start time is of the pidfd's process or of a still later one (gone
  * then, too). Unknown either side (0): the pid must do. */
-static bool drain_creator_gone(const struct wal_proc *p)
+bool drain_creator_gone(const struct wal_proc *p)
 {
 	uint32_t made = ada_arena_start_time(p->arena);
 	uint64_t now = made ? ada_proc_start_ticks(p->pid) : 0;

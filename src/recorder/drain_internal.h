@@ -37,6 +37,9 @@ void drain_scan_dir(struct ada_recorder *r);
  * number a call; true when more may be waiting. */
 bool drain_inotify(struct ada_recorder *r);
 void drain_free_proc(struct wal_proc *p);
+/* The arena's maker is gone and its pid another process's (the start
+ * time the arena keeps is not that process's); false when unknown. */
+bool drain_creator_gone(const struct wal_proc *p);
 
 /* drain_prep.c */
 /* Prepares p's spare slots and locks its claimed ones, a bounded share
@@ -62,6 +65,8 @@ bool drain_keep_ended(struct ada_recorder *r, struct wal_proc *p, struct wal_thr
 bool drain_done(struct ada_recorder *r);
 /* ada_recorder_stop() was asked and its grace ran out: finalize now. */
 bool drain_stop_now(struct ada_recorder *r);
+/* Test hook: ADA_TEST_END_PAUSE=FILE holds the end (drain_end.c). */
+void drain_end_pause(void);
 void drain_arena_lost(struct ada_recorder *r, struct wal_proc *p, uint64_t size);
 /* The arena file shrank under its mapping (*size: its size now). */
 bool drain_arena_shrunk(struct wal_proc *p, uint64_t *size);

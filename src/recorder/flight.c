@@ -255,6 +255,25 @@ void wal_flight_preroll_short(struct ada_recorder *r, struct wal_proc *p)
 	}
 }
 
+void wal_flight_window_got(const struct ada_recorder *r, size_t wi, struct ada_live_window_got *g)
+{
+	*g = (struct ada_live_window_got){0};
+	const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
+	for (size_t i = 0; w && i < r->nprocs; i++) {
+		const struct wal_proc *p = r->procs[i];
+		for (size_t j = 0; j < p->nthreads; j++) {
+			const struct wal_thread *t = p->threads[j];
+			if (wi >= t->nfw)
+				continue;
+			const struct wal_flight_tw *fw = &t->fw[wi];
+			g->records += fw->records;
+			g->lost += fw->lost;
+			uint64_t got = fw->oldest_ns ? flight_pre_achieved(w, fw->oldest_ns) : 0;
+			g->pre_achieved_ns = got > g->pre_achieved_ns ? got : g->pre_achieved_ns;
+		}
+	}
+}
+
 uint64_t wal_flight_thread_lost(const struct wal_thread *t)
 {
 	uint64_t n = 0;

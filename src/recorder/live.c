@@ -159,8 +159,10 @@ static void live_windows(struct ada_recorder *r, struct ada_recorder_live *v)
 	for (size_t i = 0; i < n; i++) {
 		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, i);
 		v->windows_closed += w->closed;
-		if (i >= first)
+		if (i >= first) {
+			wal_flight_window_got(r, i, &v->windows_got[v->nwindows]);
 			v->windows[v->nwindows++] = *w;
+		}
 	}
 	ada_trigger_get_stats(r->flight.trig, &v->trig);
 	v->manual_dropped = r->flight.manual_dropped;

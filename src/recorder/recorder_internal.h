@@ -315,6 +315,7 @@ struct ada_recorder {
 	struct wal_admit admit; /* arenas refused: each file looked at once */
 	uint32_t pid_reused;    /* arenas of a later process given a recorded pid: not read */
 	uint32_t fd_limit_told; /* threads that got no file at the limit of open files */
+	uint32_t unread_told;   /* processes with events unread at the end (drain_end.c) */
 	bool main_reaped, no_children;
 	int main_status;
 	uint64_t main_exit_ns; /* drain: when the main process was reaped */
@@ -486,6 +487,8 @@ void wal_flight_fill_hint(const struct ada_recorder *r, const struct wal_proc *p
  * is shorter than the one kept (the summary reads it after the threads
  * are gone). */
 void wal_flight_preroll_short(struct ada_recorder *r, struct wal_proc *p);
+/* What window wi got so far over every process and thread (live view). */
+void wal_flight_window_got(const struct ada_recorder *r, size_t wi, struct ada_live_window_got *g);
 static inline void wal_flight_feed(struct wal_thread *t, const struct atf_index_event *ev, size_t n)
 {
 	if (t->trig)

@@ -660,8 +660,9 @@ uint64_t ada_arena_heartbeat(const struct ada_arena *a)
 const char *ada_drop_reason_name(unsigned reason)
 {
 	static const char *const names[ADA_DROP_REASON_COUNT] = {
-	    "ring_full",    "drain_lag",   "detail_overwritten", "no_slot",       "corrupt",
-	    "thread_limit", "window_lost", "keysym_unknown",     "recorder_gone", "fd_limit",
+	    "ring_full",     "drain_lag",    "detail_overwritten", "no_slot",
+	    "corrupt",       "thread_limit", "window_lost",        "keysym_unknown",
+	    "recorder_gone", "fd_limit",     "unread_at_end",
 	};
 	return reason < ADA_DROP_REASON_COUNT ? names[reason] : "?";
 }

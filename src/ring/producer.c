@@ -53,6 +53,13 @@ enum { PRODUCER_UNCLAIMED = 0, PRODUCER_OWNING = 1, PRODUCER_NOSLOT = 2 };
 /* A wait for ring space ends when the ring has room for its two markers
  * (ADA_WAIT_MARKER_BEGIN/END) and the event that waited. */
 #define PRODUCER_WAIT_ROOM 3u
+
+/* The room a wait ends with: its markers, the event and a pending wait's
+ * markers (producer_pend_wait), which go first. */
+static inline uint32_t producer_wait_room(const struct ada_producer *p)
+{
+	return PRODUCER_WAIT_ROOM + (p->wpend_end ? 2u : 0u);
+}
 /* Index ring events populated at a lazy slot's first chunk and at most
  * per chunk (64 KiB and 512 KiB of 32-byte events). */
 #define PRODUCER_POP_FIRST 2048u
@@ -267,7 +274,7 @@ static bool producer_room_at(struct ada_producer *p, struct ada_arena *a, uint32
 	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_acquire);
 	p->room = tail + p->mask + 1;
 	/* The fast path stops where the populated pages do, too. */
-	p->limit = p->ts_clock ? 0 : p->room < p->pop_end ? p->room : p->pop_end;
+	p->limit = p->ts_clock || p->wpend_end ? 0 : p->room < p->pop_end ? p->room : p->pop_end;
 	return p->head + need <= p->room;
 }
 
@@ -310,6 +317,7 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 	p->tid_return = tid | (uint64_t)ATF_EVENT_RETURN << 32;
 	p->events = ring_index_events(a, slot);
 	p->mask = ring_slot_events(a, slot) - 1; /* a spill slot's ring is smaller */
+	p->wpend_begin = p->wpend_end = 0;       /* a wait belongs to the ring it happened on */
 	p->head_pub = &h->head;
 	/* Our own slot now: nobody else writes head. */
 	p->head = atomic_load_explicit(&h->head, memory_order_relaxed);
@@ -542,6 +550,36 @@ static void producer_put_marker(struct ada_producer *p, uint64_t ts, uint32_t wh
 	p->head++;
 }
 
+/* A wait from raw0 to now that the ring has no room to mark: kept to be
+ * marked before the next event that finds room (producer_pending_put).
+ * A second one before then extends the first (the events between were
+ * dropped, or there were none). */
+static void producer_pend_wait(struct ada_producer *p, uint64_t raw0)
+{
+	if (!p->wpend_end)
+		p->wpend_begin = raw0;
+	p->wpend_end = ada_timestamp_raw(p);
+	p->limit = 0; /* the next event comes to the slow path to write it */
+}
+
+/* Writes the pending wait's markers when the ring has room for them and
+ * one event; true when none is left pending. */
+static bool producer_pending_put(struct ada_producer *p, struct ada_arena *a, uint32_t slot)
+{
+	if (!p->wpend_end)
+		return true;
+	if (producer_was_reset(p, a) || !p->events || !producer_room_at(p, a, slot, 3))
+		return false;
+	producer_put_marker(p, p->wpend_begin, ADA_WAIT_MARKER_BEGIN);
+	producer_put_marker(p, p->wpend_end, ADA_WAIT_MARKER_END);
+	p->wpend_begin = p->wpend_end = 0;
+	/* Orders the marker stores before the new head; pairs with the
+	 * acquire load of head in ada_index_ring_peek(). */
+	atomic_store_explicit(p->head_pub, p->head, memory_order_release);
+	producer_room_at(p, a, slot, 1); /* the fast path's limit again */
+	return true;
+}
+
 /* The wait that began at raw time t0 ended with room for its markers and
  * the event that waited: the markers go in first, so the wait lies in the
  * trace between the event before it and the one that waited (whose time
@@ -553,6 +591,7 @@ static bool producer_wait_marked(struct ada_producer *p, struct ada_arena *a, ui
 {
 	if (producer_was_reset(p, a))
 		return false;
+	producer_pending_put(p, a, slot); /* room for it was waited for too */
 	producer_put_marker(p, raw0, ADA_WAIT_MARKER_BEGIN);
 	producer_put_marker(p, ada_timestamp_raw(p), ADA_WAIT_MARKER_END);
 	/* Orders the marker stores before the new head; pairs with the
@@ -585,7 +624,7 @@ static bool producer_wait(struct ada_producer *p)
 		producer_pause();
 		if (producer_was_reset(p, a))
 			return false;
-		if (producer_room_at(p, a, slot, PRODUCER_WAIT_ROOM))
+		if (producer_room_at(p, a, slot, producer_wait_room(p)))
 			return producer_wait_marked(p, a, slot, t0, raw0);
 	}
 	uint64_t since = producer_mono_ns();
@@ -593,7 +632,7 @@ static bool producer_wait(struct ada_producer *p)
 		sched_yield();
 		if (producer_was_reset(p, a))
 			return false;
-		if (producer_room_at(p, a, slot, PRODUCER_WAIT_ROOM))
+		if (producer_room_at(p, a, slot, producer_wait_room(p)))
 			return producer_wait_marked(p, a, slot, t0, raw0);
 		if (n % PRODUCER_YIELDS_PER_CLOCK)
 			continue;
@@ -608,6 +647,7 @@ static bool producer_wait(struct ada_producer *p)
 				since = now; /* slow, not dead: wait on */
 				continue;
 			}
+			producer_pend_wait(p, raw0); /* marked once the ring has room */
 			return producer_wait_counted(
 			    p, a, slot, t0,
 			    producer_drain_lagging(p, a, slot, beat, st == RING_RECORDER_STOPPED));
@@ -621,7 +661,7 @@ bool ada_producer_slow(struct ada_producer *p)
 		return false;
 	if (p->head >= p->pop_end && !producer_populate(p))
 		return false;
-	if (producer_refresh_limit(p))
+	if (producer_refresh_limit(p) && producer_pending_put(p, p->arena, p->slot))
 		return true;
 	if (p->arena->cfg.overflow == ADA_OVERFLOW_DROP) {
 		ring_slot_drop(p->arena, p->slot, ADA_LANE_INDEX, ADA_DROP_RING_FULL);
@@ -679,16 +719,20 @@ static void detail_wait_count(struct ada_producer *p, uint64_t t0)
 	                      memory_order_relaxed);
 }
 
-/* A wait for detail room that began at raw time raw0 ended with room:
- * its markers go into the index ring after the event whose record waited
- * (producer_wait_marked), when the index ring has room for both (it is
- * not waited for here: a wait inside a wait; the wait is still counted in
- * the slot's wait_stat). */
+/* A wait for detail room that began at raw time raw0 ended (with room or
+ * giving up): its markers go into the index ring after the event whose
+ * record waited (producer_wait_marked); when the index ring has no room
+ * for both (not waited for here: a wait inside a wait), before the next
+ * event that finds room (producer_pend_wait). */
 static void detail_wait_marked(struct ada_producer *p, uint64_t raw0)
 {
 	struct ada_arena *a = p->arena;
-	if (producer_was_reset(p, a) || !p->events || !producer_room_at(p, a, p->slot, 2))
+	if (producer_was_reset(p, a) || !p->events)
 		return;
+	if (p->wpend_end || !producer_room_at(p, a, p->slot, 2)) {
+		producer_pend_wait(p, raw0); /* after the pending one, in order */
+		return;
+	}
 	producer_put_marker(p, raw0, ADA_WAIT_MARKER_BEGIN);
 	producer_put_marker(p, ada_timestamp_raw(p), ADA_WAIT_MARKER_END);
 	/* Orders the marker stores before the new head; pairs with the
@@ -697,21 +741,21 @@ static void detail_wait_marked(struct ada_producer *p, uint64_t raw0)
 }
 
 /* The wait that began at t0 (0: none began; raw0 its raw time) ends, with
- * or without room. */
+ * or without room: counted and marked either way. */
 static bool detail_wait_done(struct ada_producer *p, uint64_t t0, uint64_t raw0, bool room)
 {
 	if (t0)
 		detail_wait_count(p, t0);
-	if (t0 && room)
+	if (t0)
 		detail_wait_marked(p, raw0);
 	return room;
 }
 
 /* Gives up on the drain: its decided stood still for the timeout. */
-static bool detail_wait_stalled(struct ada_producer *p, uint64_t dec, uint64_t t0)
+static bool detail_wait_stalled(struct ada_producer *p, uint64_t dec, uint64_t t0, uint64_t raw0)
 {
 	p->dstall = dec;
-	return detail_wait_done(p, t0, 0, false);
+	return detail_wait_done(p, t0, raw0, false);
 }
 
 bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
@@ -724,7 +768,7 @@ bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
 	if (atomic_load_explicit(&producer_dead_beat, memory_order_relaxed) == beat + 1 ||
 	    atomic_load_explicit(&producer_stall_beat, memory_order_relaxed) == beat + 1)
 		return detail_wait_stalled(
-		    p, atomic_load_explicit(p->ddecided, memory_order_relaxed), 0);
+		    p, atomic_load_explicit(p->ddecided, memory_order_relaxed), 0, 0);
 	uint64_t t0 = producer_mono_ns(), raw0 = ada_timestamp_raw(p);
 	for (uint32_t i = 0; i < PRODUCER_SPINS; i++) {
 		producer_pause();
@@ -762,7 +806,7 @@ bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
 				since = now;
 				continue;
 			}
-			return detail_wait_stalled(p, d, t0);
+			return detail_wait_stalled(p, d, t0, raw0);
 		}
 	}
 }

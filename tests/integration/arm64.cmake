@@ -51,6 +51,18 @@ ada_arm64_test(cxx_throw.O2 target ${_arch} -- ${_a64}/t_cxx_O2 throw)
 ada_arm64_test(cxx_threads.O2 target ${_arch} -- ${_a64}/t_cxx_O2 threads)
 ada_arm64_test(crash_segv.O2 target ${_arch} --expect-status 139 --expect-signal 11
                -- ${_a64}/t_crash_O2)
+# --count-only on arm64 (a64_count.c): leaf and work_a write no events;
+# their CALLs plus the manifest's counts are the program's own counts.
+ada_arm64_test(count_only target ${_arch} --count-only leaf --count-only work_a
+               -- ${_a64}/t_threads_O2 heavy)
+# --overhead-budget on arm64: leaf moved to count-only while the threads
+# call it (its `b` re-aimed at a count block); events before the move
+# plus counts after it are the program's calls. At most 2^20 rounds
+# before a move (the untraced run under qemu never sees one: 16 M would
+# take it 12 s); the move comes after a few hundred ms of tracing.
+ada_arm64_test(overhead_budget target ${_arch} --nondeterministic --moved leaf
+               --record-opt=--overhead-budget --record-opt=10 --record-opt=--max-disk-mb
+               --record-opt=0 -- ${_a64}/t_threads_O2 budget 20)
 # The flight recorder's crash window (--trigger crash): the detail window
 # before the fault, the signal context record with the registers.
 ada_arm64_test(flight_crash_segv flight crash_segv ${_a64}/t_flight_O2)

@@ -1,7 +1,6 @@
 #!/bin/sh
 # ada record of an aarch64 program without what runs it (docs/arm64.md):
-# no aarch64 agent, or an agent of another machine, or no qemu -- or with
-# an option arm64 cannot honour yet (--count-only, --overhead-budget):
+# no aarch64 agent, or an agent of another machine, or no qemu:
 # exit 2, one sentence on stderr naming what to set, no session left.
 #   arm64_bad.sh ADA NATIVE_AGENT AARCH64_PROGRAM WORK_DIR
 set -u
@@ -28,9 +27,5 @@ check() { # check <what> <want in stderr> <env...>
 check "no aarch64 agent" ADA_AGENT_ARM64 ADA_AGENT_ARM64=/nonexistent/libada_agent.so
 check "an x86_64 agent" "not the aarch64 build" ADA_AGENT_ARM64="$native_agent"
 check "no qemu" qemu-user ADA_QEMU_AARCH64=/nonexistent/qemu-aarch64
-opts="--count-only main"
-check "--count-only" "not available for aarch64" X=1
-opts="--overhead-budget 10"
-check "--overhead-budget" "not available for aarch64" X=1
 [ $fail = 0 ] && rm -rf "$work"
 exit $fail

@@ -152,9 +152,10 @@ def sessions(out):
 ATTACH_OPTS = []  # --attach-opt
 
 
-def attach_until_events(ada, pid, out, extra=()):
-    """ada attach in the background until both busy threads' events are in
-    its recording (ada status), then SIGINT; returns (rc, stderr, session)."""
+def attach_until(ada, pid, out, what, until, extra=()):
+    """ada attach in the background until until(status) holds for its
+    recording's `ada status --json` (a poll, no timed wait), then SIGINT;
+    returns (rc, stderr, session)."""
     before = set(sessions(out))
     a = subprocess.Popen([ada, "attach", str(pid), "--out", out] + ATTACH_OPTS + list(extra),
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -165,18 +166,13 @@ def attach_until_events(ada, pid, out, extra=()):
               (line, a.poll()))
         session = line.rsplit(" ", 1)[-1].strip()
 
-        def flowing():
-            # Both busy threads have a ring (they emitted), and events
-            # flow. Not any two threads: under load the main thread's
-            # last returns may come before one busy thread ran at all.
+        def holds():
             rc, so, _ = run([ada, "status", session, "--json"])
             try:
-                st = json.loads(so) if rc == 0 else {}
+                return until(json.loads(so) if rc == 0 else {})
             except ValueError:
                 return False
-            tids = {r.get("tid") for r in st.get("rings", []) if r.get("pid") == pid}
-            return st.get("events", 0) > 1000 and len(tids - {pid}) >= 2
-        wait_state("events of both busy threads in the attached recording", flowing)
+        wait_state(what, holds)
         a.send_signal(signal.SIGINT)
         _, err = a.communicate(timeout=GUARD)
     finally:
@@ -188,6 +184,18 @@ def attach_until_events(ada, pid, out, extra=()):
     check(len(new) == 1 and new[0] == session, "sessions %r, said %r" % (new, session))
     print(err)
     return a.returncode, err, session
+
+
+def attach_until_events(ada, pid, out, extra=()):
+    """attach_until both busy threads' events are in its recording: both
+    have a ring (they emitted) and events flow. Not any two threads: under
+    load the main thread's last returns may come before one busy thread
+    ran at all."""
+    def flowing(st):
+        tids = {r.get("tid") for r in st.get("rings", []) if r.get("pid") == pid}
+        return st.get("events", 0) > 1000 and len(tids - {pid}) >= 2
+    return attach_until(ada, pid, out, "events of both busy threads in the attached recording",
+                        flowing, extra)
 
 
 def check_session(ada, session, pid):
@@ -515,32 +523,15 @@ def case_budget(a, work):
     t = Target(a.target)
     try:
         threads0 = thread_count(t.p.pid)
-        p = subprocess.Popen([a.ada, "attach", str(t.p.pid), "--out", out,
-                              "--overhead-budget", "1"], stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            line = p.stderr.readline().decode()
-            check("attached to pid %d" % t.p.pid in line, "ada attach said %r" % line)
-            session = line.rsplit(" ", 1)[-1].strip()
-            moved = []
+        moved = []
 
-            def some_moved():
-                rc, so, _ = run([a.ada, "status", str(t.p.pid), "--json"])
-                try:
-                    st = json.loads(so) if rc == 0 else {}
-                except ValueError:
-                    return False
-                moved[:] = st.get("hooks", {}).get("count_only", {}).get(
-                    "moved_by_budget", [])
-                return bool(moved)
-            wait_state("a function moved to count-only by the budget", some_moved)
-            p.send_signal(signal.SIGINT)
-            _, err = p.communicate(timeout=GUARD)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        check(p.returncode == 0, "attach: exit %d\n%s" % (p.returncode, err.decode()))
+        def some_moved(st):
+            moved[:] = st.get("hooks", {}).get("count_only", {}).get("moved_by_budget", [])
+            return bool(moved)
+        rc, err, session = attach_until(a.ada, t.p.pid, out,
+                                        "a function moved to count-only by the budget",
+                                        some_moved, ("--overhead-budget", "1"))
+        check(rc == 0, "attach: exit %d\n%s" % (rc, err))
         check(tracer_of(t.p.pid) == 0, "still traced after the detach")
         wait_state("the budget thread gone after the detach",
                    lambda: thread_count(t.p.pid) == threads0)

@@ -294,14 +294,24 @@ def case_status(ada, target, work):
         check([p["pid"] for p in st["processes"]] == [r.pid], "processes %r" % st["processes"])
         for who in ("recorder", "target"):
             check(st[who]["rss_bytes"] > 0, "%s rss %r" % (who, st[who]))
-        _, line, _ = r.ada_cmd("status", str(r.pid))
-        check(line.startswith("%d: recording, 1 process" % r.pid), "ada status: %r" % line)
+        rc, line, se = r.ada_cmd("status", str(r.pid), ok=False)
+        check(rc == 0 and not se.strip() and line.startswith("%d: recording, 1 process" % r.pid),
+              "ada status: exit %d, %r, stderr %r" % (rc, line, se))
+        # the window so far: a line of its own under the status line
+        rec = st["windows"].get("recent", [])
+        check(len(rec) == 1 and rec[0]["trigger"] == "symbol=rare_event" and
+              rec[0]["pre_roll_ns"] > 0 and 0 <= rec[0]["pre_achieved_ns"] <= rec[0]["pre_roll_ns"]
+              and rec[0]["window_lost"] >= 0, "live windows.recent %r" % rec)
+        wl = line.splitlines()[1:]
+        check(len(wl) == 1 and wl[0].startswith("  window 0 (symbol=rare_event") and
+              " of 5 s, " in wl[0] and "detail records" in wl[0],
+              "ada status PID: the window's line %r" % wl)
         co = st["hooks"].get("count_only", {})
         check(co.get("functions") == 1 and co.get("moved_by_budget") == [] and
               ", 1 count-only (0 moved by the budget)" in line,
               "--count-only leaf: live hooks.count_only %r, line %r" % (co, line))
         # `ada record`'s own pid finds the same recording (through its child)
-        _, line, _ = r.ada_cmd("status", str(r.p.pid))
+        _, line, _ = r.ada_cmd("status", str(r.p.pid), ok=False)
         check(line.startswith("%d: recording, 1 process" % r.p.pid), "ada status: %r" % line)
         # disarm what arm added, and only that
         r.ada_cmd("arm", r.session, "--trigger", "p99=function:mid>10s")

@@ -8,14 +8,17 @@
  * can), so the index rings fill and the default lossless mode must wait.
  * With "budget": each thread then calls work_a until it sees leaf moved to
  * count-only by ada's --overhead-budget (its own code's patch leads to a
- * count block; at most 16 M rounds), and as many rounds again. With
+ * count block; at most 16 M rounds, or 2^N with "budget N": the untraced
+ * run under qemu-user never sees a move), and as many rounds again. With
  * "budget_fork": the same in a forked child, the parent only waiting (the
  * child's budget thread must do the moving).
  * Single role: a target for tests/integration/ada_itest.py; no shared state
  * besides the results array, written once per thread before join.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,18 +37,30 @@ static unsigned long results[NTHREADS];
 static const char *const labels[NTHREADS] = {"t0", "t1", "t2", "t3"};
 static long heavy = 1;
 static int budget_mode;
+static int budget_log2 = 24; /* at most 2^budget_log2 rounds before a move */
 
 /* "budget": whether ada's --overhead-budget moved fn to count-only: its
- * patch (a jmp rel32) leads to a count block, which starts with an %fs
- * prefix, instead of a trampoline (a call). Only reads its own code. */
+ * patch (x86_64: a jmp rel32; aarch64: a b) leads to a count block,
+ * which starts with an %fs prefix (aarch64: mrs x16, tpidr_el0) instead
+ * of a trampoline (a call; sub sp). Only reads its own code. */
 static int moved_to_count(const void *fn)
 {
 	const unsigned char *p = fn;
+#if defined(__aarch64__)
+	uint32_t w, t;
+	memcpy(&w, p, 4);
+	if ((w & 0xfc000000u) != 0x14000000u)
+		return 0;
+	int32_t imm = (int32_t)(w << 6) >> 6; /* imm26, in words */
+	memcpy(&t, p + 4 * (intptr_t)imm, 4);
+	return t == 0xd53bd050u;
+#else
 	if (p[0] != 0xe9)
 		return 0;
 	int rel;
 	memcpy(&rel, p + 1, 4);
 	return p[5 + rel] == 0x64;
+#endif
 }
 
 TC_FN static unsigned long leaf(unsigned long x)
@@ -78,7 +93,7 @@ TC_FN static void *worker(void *arg)
 	/* Until the budget moved leaf (bounded: 16 M rounds), then as many
 	 * more: calls on both sides of the move. */
 	int seen = 0;
-	for (long k = 0, end = budget_mode ? 1L << 24 : 0; k < end; k++) {
+	for (long k = 0, end = budget_mode ? 1L << budget_log2 : 0; k < end; k++) {
 		acc += work_a((unsigned long)k);
 		if (!seen && (k & 65535) == 0 && moved_to_count((const void *)leaf)) {
 			seen = 1;
@@ -151,6 +166,8 @@ int main(int argc, char **argv)
 		heavy = 25;
 	if (argc > 1 && !strcmp(argv[1], "budget"))
 		budget_mode = 1;
+	if (budget_mode && argc > 2 && atoi(argv[2]) >= 16 && atoi(argv[2]) <= 24)
+		budget_log2 = atoi(argv[2]);
 	if (argc > 1 && !strcmp(argv[1], "budget_fork")) {
 		fflush(stdout);
 		pid_t pid = fork();

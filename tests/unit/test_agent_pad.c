@@ -319,6 +319,122 @@ static void test_before(void **state)
 	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
 }
 
+/* The gap before a function that the function before it cannot claim:
+ * that one is longer than its own entry jump's reach, so the whole gap
+ * may hold the slot (7 bytes here); a function before it within reach
+ * keeps the first 5 bytes (6 when it is 1 byte long). */
+static void test_before_claim(void **state)
+{
+	(void)state;
+	struct img im;
+	uint8_t lp[40], longf[160];
+	memset(lp, 0x90, sizeof(lp));
+	lp[0] = 0x31, lp[1] = 0xc0;                          /* xor %eax,%eax */
+	lp[2] = 0x48, lp[3] = 0x83, lp[4] = 0xc0, lp[5] = 3; /* 2: add $3,%rax */
+	lp[6] = 0x75, lp[7] = (uint8_t)(2 - 8);              /* jne 2 */
+	lp[8] = 0xc3;
+	memset(longf, 0x90, sizeof(longf));
+	longf[sizeof(longf) - 1] = 0xc3;
+	img_init(&im, 0xcc);
+	img_fn(&im, 0, longf, sizeof(longf));
+	img_fn(&im, 167, lp, 9);
+	img_fn(&im, 176, lea5, sizeof(lea5)); /* no padding after lp */
+	uint64_t lo, hi;
+	assert_int_equal(img_slot(&im, 1, &lo, &hi), 162 + 1);
+	assert_int_equal(lo, 160);
+	assert_int_equal(hi, 167);
+	/* 10 bytes after a 5-byte function: 5 for each */
+	img_init(&im, 0xcc);
+	img_fn(&im, 0, lea5, sizeof(lea5));
+	img_fn(&im, 15, lp, 9);
+	img_fn(&im, 24, lea5, sizeof(lea5));
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 10 + 1);
+	assert_int_equal(img_slot(&im, 0, NULL, NULL), 5 + 1); /* were it needed: no overlap */
+	/* 10 bytes after a 1-byte `ret`, whose slot is bytes 2..6: too few */
+	static const uint8_t ret1[] = {0xc3};
+	img_init(&im, 0xcc);
+	img_fn(&im, 0, ret1, 1);
+	img_fn(&im, 11, lp, 9);
+	img_fn(&im, 20, lea5, sizeof(lea5));
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
+	assert_int_equal(img_slot(&im, 0, NULL, NULL), 2 + 1);
+}
+
+/* A loop back to offset 2, packed between two functions, with padding
+ * of its own after a `ret` (gcc aligns a block there):
+ *    0 xor %eax,%eax; 2: add $3,%rax; dec %rdi; jne 2; ret
+ *   12 nopw 0(%rax,%rax,1) (6 bytes)
+ *   18 inc %rax; ret */
+static const uint8_t inner[] = {0x31, 0xc0, 0x48, 0x83, 0xc0, 0x03, 0x48, 0xff, 0xcf, 0x75, 0xf7,
+                                0xc3, 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00, 0x48, 0xff, 0xc0, 0xc3};
+
+static void img_inner(struct img *im, const uint8_t *code, size_t len)
+{
+	img_init(im, 0xcc);
+	img_fn(im, 0, lea5, sizeof(lea5));
+	img_fn(im, 5, code, len);
+	img_fn(im, 5 + len, lea5, sizeof(lea5));
+}
+
+static void test_inner(void **state)
+{
+	(void)state;
+	struct img im;
+	uint8_t c[sizeof(inner) + 2];
+	uint64_t lo, hi;
+	img_inner(&im, inner, sizeof(inner));
+	assert_int_equal(img_slot(&im, 1, &lo, &hi), 5 + 12 + 1);
+	assert_int_equal(lo, 17);
+	assert_int_equal(hi, 23);
+	/* the function's own branch into the padding */
+	memcpy(c, inner, sizeof(inner));
+	c[10] = (uint8_t)(14 - 11); /* jne 14 */
+	img_inner(&im, c, sizeof(inner));
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
+	/* run into: no ret before the nops */
+	memcpy(c, inner, sizeof(inner));
+	c[11] = 0x90;
+	img_inner(&im, c, sizeof(inner));
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
+	/* an indirect jump anywhere: its targets are not known */
+	memcpy(c, inner, sizeof(inner));
+	c[21] = 0xff, c[22] = 0xe0, c[23] = 0xc3; /* inc %rax; jmp *%rax; ret */
+	img_inner(&im, c, sizeof(inner) + 2);
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
+	/* 4 bytes of padding are too few */
+	memcpy(c, inner, sizeof(inner));
+	c[12] = 0x0f, c[13] = 0x1f, c[14] = 0x40, c[15] = 0x00; /* nopl 0(%rax) */
+	c[16] = 0x48, c[17] = 0x90;                             /* xchg %rax,%rax: no fill */
+	img_inner(&im, c, sizeof(inner));
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
+	/* another function starts inside it */
+	img_inner(&im, inner, sizeof(inner));
+	im.fns[3] = im.fns[2];
+	im.fns[2] = (struct ada_hook_fn){.offset = 5 + 18, .size = 4};
+	im.n = im.st.count = 4;
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
+	/* the patch: jmp rel8 to the padding, jmp rel32 there */
+	img_inner(&im, inner, sizeof(inner));
+	uint64_t base = (uint64_t)(uintptr_t)im.b;
+	struct hook_arch_plan plan;
+	assert_int_equal(hook_arch_prepare_short(im.b + 5, base + 5, sizeof(inner), NULL, &plan),
+	                 ADA_HOOK_OK);
+	uint64_t *pm = discover_pad_ends(&im.st);
+	struct discover_pad_view v = {img_covered, &im};
+	assert_true(discover_pad_slot(base, &im.st, pm, 1, &v, &plan, &lo, &hi));
+	free(pm);
+	uint8_t out[HOOK_ARCH_MAX_PATCH], pad[HOOK_ARCH_PAD_SLOT];
+	hook_arch_patch_bytes(&plan, base + 0x1000, out);
+	assert_int_equal(out[0], 0xeb);
+	assert_int_equal(out[1], 12 - 2);
+	hook_arch_pad_bytes(&plan, base + 0x1000, pad);
+	assert_int_equal(pad[0], 0xe9);
+	int32_t d;
+	memcpy(&d, pad + 1, 4);
+	assert_int_equal(d, 0x1000 - (17 + 5));
+	assert_memory_equal(plan.pad_original, im.b + 17, HOOK_ARCH_PAD_SLOT);
+}
+
 /* The patch bytes: jmp rel8 at the entry, jmp rel32 in the padding. */
 static void test_patch_bytes(void **state)
 {
@@ -357,7 +473,8 @@ int main(void)
 	    cmocka_unit_test(test_symbol_in_gap), cmocka_unit_test(test_fde_in_gap),
 	    cmocka_unit_test(test_gap_to_fde),    cmocka_unit_test(test_open_end),
 	    cmocka_unit_test(test_one_byte),      cmocka_unit_test(test_before),
-	    cmocka_unit_test(test_patch_bytes),
+	    cmocka_unit_test(test_patch_bytes),   cmocka_unit_test(test_before_claim),
+	    cmocka_unit_test(test_inner),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -439,6 +439,102 @@ static void salvage(void **state)
 	free(g.ev);
 }
 
+/* Two decoders of one image agree: the same result, blocks and events. */
+static void assert_same_open(const struct img *im, size_t len, int fd, unsigned flags)
+{
+	struct ada_cidx_dec *a = NULL, *b = NULL;
+	int ea = ada_cidx_dec_open(im->p, len, flags, &a);
+	int eb = ada_cidx_dec_open_fd(im->p, len, fd, flags, &b);
+	assert_int_equal(eb, ea);
+	if (ea) {
+		return;
+	}
+	assert_int_equal(ada_cidx_dec_count(b), ada_cidx_dec_count(a));
+	assert_int_equal(ada_cidx_dec_nblocks(b), ada_cidx_dec_nblocks(a));
+	assert_int_equal(ada_cidx_dec_nlinks(b), ada_cidx_dec_nlinks(a));
+	for (size_t k = 0; k < ada_cidx_dec_nblocks(a); k++) {
+		uint64_t oa, ob;
+		uint32_t la, lb;
+		ada_cidx_dec_block_span(a, k, &oa, &la);
+		ada_cidx_dec_block_span(b, k, &ob, &lb);
+		assert_true(oa == ob && la == lb);
+	}
+	ada_cidx_dec_free(a);
+	ada_cidx_dec_free(b);
+}
+
+/* The open that reads block headers with pread (ada_cidx_dec_open_fd(),
+ * the readers' and the export's) finds what the walk through memory
+ * finds: whole files, cut ones, a damaged block (SALVAGE stops before
+ * it), blocks smaller and larger than its 4 KiB window; a file shorter
+ * than the image (a short read) ends the walk there. The export from the
+ * file writes the bytes the export from memory writes. */
+static void open_fd_reads_headers(void **state)
+{
+	struct cs_gen g;
+	static const uint32_t sizes[] = {ADA_CIDX_BLOCK_MIN, 65536};
+
+	(void)state;
+	cs_init(&g, 60000, 8);
+	cs_mixed_stream(&g);
+	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		struct img im = encode(g.ev, g.n, sizes[z], NULL, NULL, 0);
+		FILE *tf = tmpfile();
+		assert_non_null(tf);
+		int fd = fileno(tf);
+		assert_int_equal(pwrite(fd, im.p, im.len, 0), (ssize_t)im.len);
+		for (size_t cut = 64; cut <= im.len; cut += cut + 4999 < im.len ? 4999 : 1) {
+			assert_same_open(&im, cut, fd, 0);
+			assert_same_open(&im, cut, fd, ADA_ATF_OPEN_SALVAGE);
+			if (cut == im.len)
+				break;
+		}
+		/* The file shorter than the image: the walk ends at its end. */
+		struct ada_cidx_dec *d;
+		assert_int_equal(ftruncate(fd, (off_t)(im.len / 2)), 0);
+		assert_int_equal(ada_cidx_dec_open_fd(im.p, im.len, fd, 0, &d), -EBADMSG);
+		assert_int_equal(ada_cidx_dec_open_fd(im.p, im.len, fd, ADA_ATF_OPEN_SALVAGE, &d),
+		                 0);
+		assert_true(ada_cidx_dec_count(d) > 0 && ada_cidx_dec_count(d) < g.n);
+		uint64_t off;
+		uint32_t len;
+		ada_cidx_dec_block_span(d, ada_cidx_dec_nblocks(d) - 1, &off, &len);
+		assert_true(off + len <= im.len / 2);
+		ada_cidx_dec_free(d);
+		/* A damaged block: SALVAGE stops before it either way. */
+		assert_int_equal(ada_cidx_dec_open(im.p, im.len, 0, &d), 0);
+		ada_cidx_dec_block_span(d, 2, &off, &len);
+		ada_cidx_dec_free(d);
+		im.p[off + len - 3] ^= 0x40;
+		assert_int_equal(pwrite(fd, im.p, im.len, 0), (ssize_t)im.len);
+		assert_same_open(&im, im.len, fd, ADA_ATF_OPEN_SALVAGE);
+		assert_int_equal(ada_cidx_dec_open_fd(im.p, im.len, fd, ADA_ATF_OPEN_SALVAGE, &d),
+		                 0);
+		assert_int_equal(ada_cidx_dec_nblocks(d), 2);
+		ada_cidx_dec_free(d);
+		im.p[off + len - 3] ^= 0x40;
+		assert_int_equal(pwrite(fd, im.p, im.len, 0), (ssize_t)im.len);
+		/* The export from the file and from memory: the same bytes. */
+		FILE *ta = tmpfile(), *tb = tmpfile();
+		assert_true(ta && tb);
+		assert_int_equal(ada_cidx_to_atf_fd(im.p, im.len, 0, fileno(ta)), 0);
+		assert_int_equal(ada_cidx_file_to_atf_fd(fd, im.len, 0, fileno(tb)), 0);
+		off_t na = lseek(fileno(ta), 0, SEEK_END), nb = lseek(fileno(tb), 0, SEEK_END);
+		assert_true(na == nb && na == (off_t)(128 + g.n * 32));
+		uint8_t *va = malloc((size_t)na), *vb = malloc((size_t)nb);
+		assert_int_equal(pread(fileno(ta), va, (size_t)na, 0), na);
+		assert_int_equal(pread(fileno(tb), vb, (size_t)nb, 0), nb);
+		assert_memory_equal(va, vb, (size_t)na);
+		free(va);
+		free(vb);
+		fclose(ta);
+		fclose(tb);
+		fclose(tf);
+		free(im.p);
+	}
+	free(g.ev);
+}
+
 /* A recorder killed while writing (`ada recover`): the file holds a header
  * placeholder, whole blocks, part of the next one and zeros. Resuming
  * after the whole blocks, putting the events the ring still held, adding
@@ -770,6 +866,7 @@ int main(void)
 	    cmocka_unit_test(enc_small_buffers),
 	    cmocka_unit_test(tail_size_bound),
 	    cmocka_unit_test(salvage),
+	    cmocka_unit_test(open_fd_reads_headers),
 	    cmocka_unit_test(recover_after_kill),
 	    cmocka_unit_test(atf_reader_reads_compact),
 	    cmocka_unit_test(atf_reader_walks_compact),

@@ -500,6 +500,66 @@ static void test_far_verdicts(void **state)
 	assert_int_equal(verdict_far(bl2, 3), ADA_HOOK_OK);            /* returns to fn+12 */
 }
 
+/* The count-only block (a64_count.c) right after its trampoline: short
+ * TLS offsets, slot 5; then the long forms (offsets beyond the loads'
+ * immediates, slot 600, the trampoline 256 MiB away). */
+static void test_count_block(void **state)
+{
+	static const uint32_t near[] = {
+	    0xd53bd050, /* mrs x16, tpidr_el0 */
+	    0xb9401211, /* ldr w17, [x16, #16] */
+	    0x7100063f, /* cmp w17, #0x1 */
+	    0x54000141, /* b.ne 0x500134 (full) */
+	    0xf9400e10, /* ldr x16, [x16, #24] */
+	    0x9100a210, /* add x16, x16, #0x28 */
+	    0xf81f0fef, /* str x15, [sp, #-16]! */
+	    0xc85f7e11, /* ldxr x17, [x16] */
+	    0x91000631, /* add x17, x17, #0x1 */
+	    0xc80f7e11, /* stxr w15, x17, [x16] */
+	    0x35ffffaf, /* cbnz w15, 0x50011c */
+	    0xf84107ef, /* ldr x15, [sp], #16 */
+	    0x17ffffd8, /* b 0x500090 (the trampoline's body) */
+	    0x17ffffb3, /* full: b 0x500000 (the trampoline) */
+	};
+	static const uint32_t far[] = {
+	    0xd53bd050, /* mrs x16, tpidr_el0 */
+	    0xd2880091, /* mov x17, #0x4004 */
+	    0xb8716a11, /* ldr w17, [x16, x17] */
+	    0x7100063f, /* cmp w17, #0x1 */
+	    0x540001c1, /* b.ne 0x248 */
+	    0xd2900111, /* mov x17, #0x8008 */
+	    0xf8716a10, /* ldr x16, [x16, x17] */
+	    0xd2825811, /* mov x17, #0x12c0 */
+	    0x8b110210, /* add x16, x16, x17 */
+	    0xf81f0fef, /* str x15, [sp, #-16]! */
+	    0xc85f7e11, /* ldxr x17, [x16] */
+	    0x91000631, /* add x17, x17, #0x1 */
+	    0xc80f7e11, /* stxr w15, x17, [x16] */
+	    0x35ffffaf, /* cbnz w15, 0x228 */
+	    0xf84107ef, /* ldr x15, [sp], #16 */
+	    0xd2801210, /* mov x16, #0x90 */
+	    0xf2a20a10, /* movk x16, #0x1050, lsl #16 */
+	    0xd61f0200, /* br x16 (body) */
+	    0xd2800010, /* mov x16, #0x0 */
+	    0xf2a20a10, /* movk x16, #0x1050, lsl #16 */
+	    0xd61f0200, /* br x16 (the trampoline) */
+	};
+	uint8_t buf[A64_COUNT_BLOCK_MAX];
+
+	(void)state;
+	assert_int_equal(a64_emit_count_block(buf, TR + 0x100, 16, 24, 5, TR), sizeof(near));
+	expect_words(buf, near, sizeof(near) / 4);
+	assert_int_equal(a64_emit_count_block(buf, 0x200, 0x4004, 0x8008, 600, 0x10500000),
+	                 sizeof(far));
+	expect_words(buf, far, sizeof(far) / 4);
+	/* every long form at once fits the bound */
+	assert_int_not_equal(
+	    a64_emit_count_block(buf, 0x200, -0x7ffffff8, -0x7ffffff8, (1u << 28) - 1, 1ull << 47),
+	    0);
+	assert_int_equal(a64_emit_count_block(buf, 0x200, 16, 24, 1u << 28, TR), 0);
+	assert_int_equal(a64_emit_count_block(buf, 0x202, 16, 24, 5, TR), 0);
+}
+
 static void test_ends_fill(void **state)
 {
 	static const uint32_t ret_w[] = {0xa9bf7bfd, 0xd65f03c0};
@@ -536,6 +596,7 @@ int main(void)
 	    cmocka_unit_test(test_far),
 	    cmocka_unit_test(test_far_cond),
 	    cmocka_unit_test(test_far_verdicts),
+	    cmocka_unit_test(test_count_block),
 	    cmocka_unit_test(test_ends_fill),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -68,8 +69,59 @@ static void test_dead_drain_once(void **state)
 	ada_arena_close(a);
 }
 
+/* A wait that ends in a drop (the drain stood still for the timeout) is
+ * still marked: the ring had no room then, so its markers go in before
+ * the first event that finds room once the drain is back. */
+static void test_drop_wait_marked(void **state)
+{
+	(void)state;
+	char path[] = "/dev/shm/ada-test-deadbeat-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	unlink(path);
+	struct ada_arena_config cfg;
+	ada_arena_config_default(&cfg);
+	cfg.max_threads = 2;
+	cfg.index_events = 64;
+	cfg.overflow = ADA_OVERFLOW_WAIT;
+	struct ada_arena *a = NULL;
+	assert_int_equal(ada_arena_create(path, &cfg, &a, NULL), 0);
+	unlink(path);
+	ada_producer_reset_thread();
+	ada_producer_set_arena(a);
+	ada_producer_set_drain_timeout_ms(20);
+	for (uint64_t k = 1; k <= 65; k++) /* the 65th waits, then drops */
+		ada_emit(k, ATF_EVENT_CALL, 1);
+	struct ada_producer *p = &ada_producer_tls;
+	assert_true(p->wpend_end != 0);
+	const struct atf_index_event *e;
+	uint32_t slot = p->slot;
+	size_t n = ada_index_ring_peek(a, slot, &e);
+	assert_int_equal(n, 64);
+	ada_index_ring_release(a, slot, n);
+	ada_arena_drain_heartbeat(a); /* the drain is back */
+	ada_emit(66, ATF_EVENT_CALL, 1);
+	n = ada_index_ring_peek(a, slot, &e);
+	assert_int_equal(n, 3);
+	assert_true(ada_wait_marker(e[0].event_kind, e[0].call_depth) &&
+	            e[0].call_depth == ADA_WAIT_MARKER_BEGIN);
+	assert_true(ada_wait_marker(e[1].event_kind, e[1].call_depth) &&
+	            e[1].call_depth == ADA_WAIT_MARKER_END);
+	assert_true(e[0].timestamp_ns < e[1].timestamp_ns &&
+	            e[1].timestamp_ns <= e[2].timestamp_ns);
+	assert_int_equal(e[2].function_id, 66);
+	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+	ada_arena_drop_totals(a, drops);
+	assert_int_equal(drops[ADA_LANE_INDEX][ADA_DROP_DRAIN_LAG], 1); /* event 65, counted */
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(a);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_dead_drain_once)};
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_drop_wait_marked),
+	                                   cmocka_unit_test(test_dead_drain_once)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1080,6 +1080,55 @@ static void test_wait_stalled_drain(void **state)
 	ada_producer_set_drain_timeout_ms(2000);
 }
 
+/* The markers of the n events at the ring's tail: BEGIN, END, then the
+ * CALL of function fn, in time order. */
+static void expect_marked_wait(struct fixture *f, uint64_t fn)
+{
+	const struct atf_index_event *e;
+	size_t n = ada_index_ring_peek(f->a, f->slot, &e);
+	assert_int_equal(n, 3); /* 64 events went before: the same place in the ring */
+	assert_true(ada_wait_marker(e[0].event_kind, e[0].call_depth) &&
+	            e[0].call_depth == ADA_WAIT_MARKER_BEGIN);
+	assert_true(ada_wait_marker(e[1].event_kind, e[1].call_depth) &&
+	            e[1].call_depth == ADA_WAIT_MARKER_END);
+	assert_int_equal(e[2].function_id, fn);
+	assert_true(e[0].timestamp_ns < e[1].timestamp_ns);
+	assert_true(e[1].timestamp_ns <= e[2].timestamp_ns);
+	ada_index_ring_release(f->a, f->slot, n);
+}
+
+/* A detail wait that gives up while the index ring is full has nowhere
+ * to put its markers: they go in before the next event that finds room,
+ * not lost (the wait is in the trace, its length out of durations). */
+static void test_wait_marked_when_index_full(void **state)
+{
+	struct fixture *f = *state;
+	struct ada_producer *p = &ada_producer_tls;
+	uint8_t rec[256];
+	uint32_t i = 0;
+	ada_producer_set_drain_timeout_ms(20);
+	while (!ada_detail_would_wait(p, rec_make(rec, i))) {
+		assert_true(i < 1000);
+		wait_push(f, rec, i++);
+	}
+	for (uint64_t k = 0; k < 64; k++) /* the index ring full, nothing released */
+		ada_emit(10000 + k, ATF_EVENT_CALL, 1);
+	assert_false(ada_detail_wait_room(p, rec_make(rec, i))); /* gave up */
+	assert_true(p->wpend_end != 0 && p->limit == 0);
+	const struct atf_index_event *e;
+	uint64_t next = 10000; /* in two pieces where the ring wraps */
+	for (size_t n; (n = ada_index_ring_peek(f->a, f->slot, &e)) > 0;) {
+		for (size_t k = 0; k < n; k++)
+			assert_int_equal(e[k].function_id, next++);
+		ada_index_ring_release(f->a, f->slot, n);
+	}
+	assert_int_equal(next, 10064);
+	ada_emit(20000, ATF_EVENT_CALL, 1);
+	expect_marked_wait(f, 20000);
+	assert_int_equal(p->wpend_end, 0);
+	ada_producer_set_drain_timeout_ms(2000);
+}
+
 /* The config text carries detail_overflow=wait both ways, and only then. */
 static void test_wait_config_text(void **state)
 {
@@ -1129,6 +1178,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_wait_concurrent_lossless, fx_setup_wait,
 	                                    fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_wait_stalled_drain, fx_setup_wait, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_wait_marked_when_index_full, fx_setup_wait,
+	                                    fx_teardown),
 	    cmocka_unit_test(test_wait_config_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

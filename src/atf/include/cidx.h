@@ -221,6 +221,15 @@ struct ada_cidx_dec;
  * write, damage); the links are kept when the whole tail is intact.
  * Allocations are bounded by len. -ENOMEM. */
 int ada_cidx_dec_open(const void *buf, size_t len, unsigned flags, struct ada_cidx_dec **out);
+/* The same, buf being a mapping of the whole file fd (same length): the
+ * walk reads the block headers (and, with SALVAGE, the blocks it checks)
+ * with pread(2) into a buffer of one block (4 KiB without SALVAGE), so
+ * that opening touches no page of the mapping but the header's, the
+ * footer's and the tail's: a walk through the mapping faults in the pages
+ * around each header, the whole file for 64 KiB blocks. fd is used only
+ * during the call; a read that comes short ends the walk there. */
+int ada_cidx_dec_open_fd(const void *buf, size_t len, int fd, unsigned flags,
+                         struct ada_cidx_dec **out);
 void ada_cidx_dec_free(struct ada_cidx_dec *d); /* NULL is a no-op */
 
 const struct ada_cidx_file_header *ada_cidx_dec_header(const struct ada_cidx_dec *d);
@@ -300,6 +309,12 @@ int ada_cidx_to_atf(const void *buf, size_t len, unsigned flags, uint8_t **out, 
  * footer, then the final header at 0.
  * -EBADMSG, -ENOMEM, -errno of a write (the file is then incomplete). */
 int ada_cidx_to_atf_fd(const void *buf, size_t len, unsigned flags, int fd);
+/* The same from the compact file in (len bytes, its size), mapped here:
+ * the block headers read with pread at open (ada_cidx_dec_open_fd()) and
+ * the mapping's pages given back every 8 MiB as the stream decodes them,
+ * so that memory stays a few MiB whatever the file's size. -errno of the
+ * mapping too. */
+int ada_cidx_file_to_atf_fd(int in, size_t len, unsigned flags, int fd);
 /* The validator for a compact index file: its structure (finished, block
  * table, every block's CRC and events), then every ATF v2 rule on its
  * ATF v2 form (reported with the path "PATH (as ATF v2)" and offsets of

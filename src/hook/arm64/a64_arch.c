@@ -1,7 +1,7 @@
 /*
  * hook_arch.h on aarch64: the portable core (a64_*.c) under the
  * interface's names. The C-handler form only: the fast form's entry
- * points emit it too (below), count-only blocks are not available. No
+ * points emit it too (below). No
  * padding form: a 4-byte patch fits every function.
  *
  * Threads: any; no shared state.
@@ -56,6 +56,14 @@ enum ada_hook_skip hook_arch_prepare_prologue_short(const uint8_t *code, uint64_
 	return hook_arch_prepare_short(code, addr, size, NULL, plan);
 }
 
+/* No padding form on A64 (hook_arch_prepare_short above). */
+bool hook_arch_inner_fill(const uint8_t *code, uint64_t addr, uint64_t size, uint64_t from,
+                          uint64_t to, size_t min, uint64_t *lo, uint64_t *hi)
+{
+	(void)code, (void)addr, (void)size, (void)from, (void)to, (void)min, (void)lo, (void)hi;
+	return false;
+}
+
 bool hook_arch_ends_closed(const uint8_t *code, uint64_t addr, uint64_t size)
 {
 	return a64_ends_closed(code, addr, size);
@@ -94,7 +102,7 @@ size_t hook_arch_emit_return_trampoline(uint8_t *buf, uint64_t buf_addr, uint64_
  * whose handler is the block's enter stub, and the stub only forwards
  * (x0-x2 and x30 untouched) to the lane's C enter handler,
  * f->enter_full; the fast return trampoline is the ordinary one to
- * f->exit_full. Count-only blocks: none (0), the function is traced. */
+ * f->exit_full. Count-only blocks: a64_count.c. */
 
 size_t hook_arch_emit_trampoline_fast(const struct hook_arch_plan *plan, uint8_t *buf,
                                       uint64_t buf_addr, uint64_t fn_id, uint64_t stub,
@@ -122,11 +130,13 @@ size_t hook_arch_emit_return_trampoline_fast(uint8_t *buf, uint64_t buf_addr,
 	return f->exit_full ? a64_emit_return_trampoline(buf, buf_addr, f->exit_full) : 0;
 }
 
+_Static_assert(HOOK_ARCH_COUNT_BLOCK_MAX == A64_COUNT_BLOCK_MAX, "a64_count.c's bound");
+
+/* The "fast" trampoline is the ordinary one: its body at A64_BODY_OFF. */
 size_t hook_arch_emit_count_block(uint8_t *buf, uint64_t buf_addr, int32_t gate, int32_t counters,
                                   uint32_t slot, uint64_t tramp)
 {
-	(void)buf, (void)buf_addr, (void)gate, (void)counters, (void)slot, (void)tramp;
-	return 0;
+	return a64_emit_count_block(buf, buf_addr, gate, counters, slot, tramp);
 }
 
 /* Both forms put the relocated copies at the same offsets. */

@@ -190,6 +190,12 @@ int a64_patch_bytes(const struct hook_arch_plan *plan, uint64_t tramp_addr,
 uint64_t a64_patch_target(const struct hook_arch_plan *plan, const uint8_t *patch);
 uint64_t a64_moved_pc(const struct hook_arch_plan *plan, const uint8_t *tramp, uint64_t tramp_addr,
                       uint64_t pc);
+/* A count-only block (a64_count.c) of at most A64_COUNT_BLOCK_MAX bytes:
+ * hook_arch_emit_count_block's contract, its body at tramp +
+ * A64_BODY_OFF. Returns its length or 0. */
+#define A64_COUNT_BLOCK_MAX 128u
+size_t a64_emit_count_block(uint8_t *buf, uint64_t buf_addr, int32_t gate, int32_t counters,
+                            uint32_t slot, uint64_t tramp);
 bool a64_ends_closed(const uint8_t *code, uint64_t addr, uint64_t size);
 size_t a64_fill_len(const uint8_t *code, size_t len);
 

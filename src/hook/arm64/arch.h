@@ -42,6 +42,17 @@ _Static_assert(sizeof(struct ada_hook_regs) == 176, "a64_emit.c's A64_FRAME");
 #define HOOK_ARCH_REACH (1ull << 27)
 #define HOOK_ARCH_VA_HIGH 0xfffffffff000ull
 
+/* A count-only block (a64_count.c): up to 32 words when its TLS
+ * offsets, slot or branches need the long forms. */
+#define HOOK_ARCH_COUNT_BLOCK_MAX 128
+
+/* Whether re-aiming the patch of a function at addr (len bytes) at
+ * another target changes one aligned word, so hook_patch_apply() writes
+ * it with one atomic store while other threads run it (the budget's
+ * move, agent_budget.c): the 4-byte `b` always; the far form's
+ * adrp/add pair never. */
+#define HOOK_ARCH_PATCH_REAIM_ATOMIC(addr, len) ((len) == 4 && ((addr)&3) == 0)
+
 /* ---- The detail record's register words ----
  * The ring record's 10 register words (ADA_DREC_REGS + i, ring.h) in the
  * positions x86_64 gives its own, so the drain's conversion puts them in

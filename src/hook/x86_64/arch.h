@@ -38,6 +38,11 @@ struct ada_hook_regs {
  * below the other. */
 #define HOOK_ARCH_REACH (1ull << 31)
 #define HOOK_ARCH_VA_HIGH 0x7ffffffff000ull
+/* Whether re-aiming the 5-byte jmp of a function at addr at another
+ * target changes one aligned 8-byte word (its rel32), so
+ * hook_patch_apply() writes it with one atomic store while other
+ * threads run it (the budget's move, agent_budget.c). */
+#define HOOK_ARCH_PATCH_REAIM_ATOMIC(addr, len) ((len) >= 5 && ((addr)&7) <= 3)
 
 /* ---- The detail record's register words ----
  * The one definition of which register goes into which word of the

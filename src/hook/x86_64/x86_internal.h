@@ -65,6 +65,15 @@ size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li);
  * forms found to agree exhaustively, or `nop m` (0F 1F, memory operand);
  * test_hook_len checks it against capstone. */
 int x86_len_cs_same(const uint8_t *p);
+/* x86_prepare.c: does the instruction of n bytes at p end the flow (ret,
+ * jmp, ud2, hlt, int3)? Legacy (rep, bnd, notrack) and REX prefixes
+ * first. */
+int x86_is_stop(const uint8_t *p, size_t n);
+/* Length of a fill instruction at p (at most left bytes), or 0: 0xCC,
+ * 66* 90, [66|2E]* 0F 1F /0 with a memory operand (the forms gas and
+ * the linkers pad x86 code with). */
+size_t x86_fill_insn(const uint8_t *p, size_t left);
+
 /* 1 (default): the sweeps use x86_fast_len before capstone; tests set 0
  * to compare against the capstone-only analysis. Not thread-safe to
  * change while another thread prepares. */

@@ -842,9 +842,7 @@ static enum ada_hook_skip plan_scan_body(const uint8_t *code, uint64_t addr, uin
 	return plan_scan_indirect(code, addr, size, d, plan, mem, indirect_jmp);
 }
 
-/* Does the instruction of n bytes at p end the flow (ret, jmp, ud2,
- * hlt, int3)? Legacy (rep, bnd, notrack) and REX prefixes first. */
-static int plan_is_stop(const uint8_t *p, size_t n)
+int x86_is_stop(const uint8_t *p, size_t n)
 {
 	size_t k = 0;
 	while (k < n && (p[k] == 0xf2 || p[k] == 0xf3 || p[k] == 0x3e || p[k] == 0x2e ||
@@ -885,7 +883,7 @@ static int plan_ends_closed(const uint8_t *code, uint64_t addr, uint64_t size, s
 		lastn = n;
 		off += n;
 	}
-	return off == size && lastn && plan_is_stop(code + last, lastn);
+	return off == size && lastn && x86_is_stop(code + last, lastn);
 }
 
 /* What every entry point does first: an empty plan for addr, the cheap
@@ -1019,10 +1017,7 @@ bool hook_arch_ends_closed(const uint8_t *code, uint64_t addr, uint64_t size)
 	return closed != 0;
 }
 
-/* Length of a fill instruction at p (at most left bytes), or 0: 0xCC,
- * 66* 90, [66|2E]* 0F 1F /0 with a memory operand (the forms gas and
- * the linkers pad x86 code with). */
-static size_t plan_fill_insn(const uint8_t *p, size_t left)
+size_t x86_fill_insn(const uint8_t *p, size_t left)
 {
 	if (left >= 1 && (p[0] == 0xcc || p[0] == 0x90))
 		return 1;
@@ -1053,7 +1048,7 @@ static size_t plan_fill_insn(const uint8_t *p, size_t left)
 size_t hook_arch_fill_len(const uint8_t *code, size_t len)
 {
 	size_t i = 0, n;
-	while (i < len && (n = plan_fill_insn(code + i, len - i)) != 0)
+	while (i < len && (n = x86_fill_insn(code + i, len - i)) != 0)
 		i += n;
 	return i;
 }

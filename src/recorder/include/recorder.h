@@ -207,6 +207,13 @@ void ada_recorder_request_manual(struct ada_recorder *r);
 #define ADA_LIVE_MAX_RINGS 256
 #define ADA_LIVE_MAX_WINDOWS 64
 
+/* What window i has persisted so far over every thread (flight.c): its
+ * records, those its rings overwrote first (not drops), and the pre-roll
+ * achieved (the farthest back a thread's ring reached; 0: none yet). */
+struct ada_live_window_got {
+	uint64_t records, lost, pre_achieved_ns;
+};
+
 struct ada_live_proc {
 	pid_t pid;
 	bool finished;
@@ -262,6 +269,7 @@ struct ada_recorder_live {
 	uint64_t windows_total, windows_closed; /* closed = persisted to their end */
 	uint32_t nwindows;                      /* windows[]: the most recent ones */
 	struct ada_trigger_window windows[ADA_LIVE_MAX_WINDOWS];
+	struct ada_live_window_got windows_got[ADA_LIVE_MAX_WINDOWS];
 	struct ada_trigger_stats trig;
 	uint64_t manual_dropped;
 };

@@ -48,11 +48,11 @@
 #define ADA_CACHELINE 64
 #define ADA_ARENA_MAGIC 0x414e455241414441ULL /* "ADAARENA" */
 #define ADA_ARENA_VERSION                                                                          \
-	13 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;            \
+	14 /* 2: six drop reasons; 3: crash record; 4: key-symbol area; 5: spill slots;            \
 	      6: window_lost; 7: keysym_unknown; 8: detail_wait, the detail ring's decided;        \
 	      9: the index ring's wait_stat; 10: the crash record's registers; 11: no low          \
 	      watermark; 12: the creator's machine and counter (ada_arena_origin); 13: the         \
-	      other threads at a crash */
+	      other threads at a crash; 14: drop reasons fd_limit and unread_at_end */
 
 #define ada_likely(x) __builtin_expect(!!(x), 1)
 #define ada_unlikely(x) __builtin_expect(!!(x), 0)
@@ -95,12 +95,16 @@ enum ada_drop_reason {
 	 * because the recorder had as many files open as its limit allows
 	 * (EMFILE, `ulimit -n`; ENFILE, the system's), not a full disk. */
 	ADA_DROP_FD_LIMIT = 9,
-	ADA_DROP_REASON_COUNT = 10,
+	/* Counted by the recorder: events a process had published in its
+	 * rings that the recording did not read before it ended (a forced
+	 * stop's time ran out, or the process was still running when the
+	 * recording ended, or the drain could make no progress at the end). */
+	ADA_DROP_UNREAD_AT_END = 10,
+	ADA_DROP_REASON_COUNT = 11,
 };
 /* "ring_full", "drain_lag", "detail_overwritten", "no_slot", "corrupt",
  * "thread_limit", "window_lost", "keysym_unknown", "recorder_gone",
- * "fd_limit" (manifest keys); "?"
- * out of range. */
+ * "fd_limit", "unread_at_end" (manifest keys); "?" out of range. */
 const char *ada_drop_reason_name(unsigned reason);
 enum ada_slot_state {
 	ADA_SLOT_FREE = 0,
@@ -664,6 +668,12 @@ struct ada_producer {
 	 * progress for the drain timeout): no new wait until it moves, so a
 	 * stuck drain costs a thread one timeout, not one per chunk. */
 	uint64_t dstall;
+	/* A wait the ring had no room to mark when it ended (it ended in a
+	 * drop, or a detail wait found the index ring full): its raw begin
+	 * and end, written before the next event that finds room (end 0:
+	 * none). While one is pending, limit stays 0 so that event takes the
+	 * slow path. Later such waits before then extend it. */
+	uint64_t wpend_begin, wpend_end;
 };
 
 extern __thread struct ada_producer ada_producer_tls __attribute__((tls_model("initial-exec")));
