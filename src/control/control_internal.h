@@ -14,6 +14,22 @@ struct ctl_cpu_sample {
 	uint64_t target_ticks; /* the same summed over the live traced pids */
 };
 
+/* slow.c: the worker that answers the methods that may take long (keysym,
+ * arm) so that the poll thread never waits behind them. */
+struct ctl_slow {
+	pthread_t thr;
+	bool started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char *line; /* under mu: the request handed over (NULL: none) */
+	size_t len;
+	char *resp; /* under mu: its answer, when done */
+	bool done, stop;
+	int done_fd;        /* eventfd: an answer is ready (the poll thread polls it) */
+	uint64_t client_id; /* poll thread: whose request is in the lane (0: none) */
+	uint64_t handed;    /* poll thread: requests answered there (status) */
+};
+
 struct ada_control {
 	struct ada_control_host h;
 	uid_t owner;
@@ -27,6 +43,8 @@ struct ada_control {
 	pthread_t thr;
 	struct ctl_client *clients[ADA_CONTROL_CLIENTS_MAX];
 	size_t nclients;
+	uint64_t next_client_id;
+	struct ctl_slow slow;
 	uint64_t idle_ns; /* a client without a complete request this long: closed */
 	/* counted, for status */
 	uint64_t refused_peers, refused_busy, oversized, evicted, timed_out;
@@ -108,6 +126,20 @@ int ctl_registry_by_arena(const char *base, uid_t uid, const struct ctl_arena_ke
                           char *dir, size_t cap);
 void ctl_registry_sync(struct ada_control *c);
 void ctl_registry_clear(struct ada_control *c);
+
+/* slow.c. Whether a request line asks for a method of the slow lane. */
+bool ctl_slow_method(const char *line, size_t len);
+/* Starts the worker (0, or -errno: the poll thread then answers every
+ * method itself, as it can). */
+int ctl_slow_start(struct ada_control *c);
+/* Hands a copy of one request line to the worker: false when a request is
+ * in the lane already (or no memory: the poll thread answers it). */
+bool ctl_slow_hand(struct ada_control *c, uint64_t client_id, const char *line, size_t len);
+/* The lane's answer once it is ready (done_fd readable): true with the
+ * client's id and the response line (NULL: a notification). */
+bool ctl_slow_take(struct ada_control *c, uint64_t *client_id, char **resp);
+/* Stops and joins the worker (after the request in it, if any). */
+void ctl_slow_stop(struct ada_control *c);
 
 /* procstat.c */
 void ctl_cpu_sample(struct ada_control *c);

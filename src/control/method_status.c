@@ -194,6 +194,8 @@ void ctl_method_status(struct ctl_call *k)
 		json_object_set_new(o, "ring_waited_sec",
 		                    json_real((double)v->ring_waited_ns / 1e9));
 		json_object_set_new(o, "disk_full", json_boolean(v->disk_full));
+		json_object_set_new(o, "processes_finished",
+		                    json_integer((json_int_t)v->procs_finished));
 		json_object_set_new(o, "events_not_written",
 		                    json_integer((json_int_t)v->events_not_written));
 		json_object_set_new(o, "batch_latency_ms",
@@ -219,12 +221,14 @@ void ctl_method_status(struct ctl_call *k)
 		json_object_set_new(o, "target", ctl_proc_usage(c, true)); /* reads c->live again */
 		json_object_set_new(
 		    o, "control",
-		    json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:i,s:s?}", "clients", (int)c->nclients,
-		              "refused_peers", (json_int_t)c->refused_peers, "refused_busy",
-		              (json_int_t)c->refused_busy, "evicted_idle", (json_int_t)c->evicted,
-		              "timed_out", (json_int_t)c->timed_out, "oversized_lines",
-		              (json_int_t)c->oversized, "registered_pids", (int)c->nreg,
-		              "registry_error", c->reg_error ? strerror(c->reg_error) : NULL));
+		    json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:i,s:s?}", "clients",
+		              (int)c->nclients, "refused_peers", (json_int_t)c->refused_peers,
+		              "refused_busy", (json_int_t)c->refused_busy, "evicted_idle",
+		              (json_int_t)c->evicted, "timed_out", (json_int_t)c->timed_out,
+		              "oversized_lines", (json_int_t)c->oversized, "slow_lane_requests",
+		              (json_int_t)c->slow.handed, "slow_lane_busy", c->slow.client_id != 0,
+		              "registered_pids", (int)c->nreg, "registry_error",
+		              c->reg_error ? strerror(c->reg_error) : NULL));
 	}
 	k->result = o;
 }

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +96,14 @@ json_t *ctl_proc_usage(struct ada_control *c, bool target)
 	                      "rss_bytes", (json_int_t)rss);
 	if (o && target)
 		json_object_set_new(o, "processes", json_integer(n));
-	else if (o)
+	else if (o) {
 		json_object_set_new(o, "pid", json_integer(getpid()));
+		/* The recorder's heap (glibc's count over every arena): what it
+		 * holds live, and what it freed but keeps. */
+		struct mallinfo2 mi = mallinfo2();
+		json_object_set_new(o, "heap_in_use_bytes",
+		                    json_integer((json_int_t)(mi.uordblks + mi.hblkhd)));
+		json_object_set_new(o, "heap_free_bytes", json_integer((json_int_t)mi.fordblks));
+	}
 	return o;
 }

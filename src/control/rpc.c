@@ -6,7 +6,9 @@
  * -> -32600; no such method -> -32601; then the method checks its params
  * (-32602) before it changes anything.
  *
- * Threads: the poll thread (or a test); one call at a time per server.
+ * Threads: the poll thread (or a test), and the slow lane's worker
+ * (slow.c) for `keysym` and `arm`, which touch only the host's state
+ * (safe from any thread), never the server's.
  */
 #define _GNU_SOURCE
 #include <errno.h>

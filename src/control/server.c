@@ -1,5 +1,8 @@
 /*
- * The control socket's server: one poll thread serving every client.
+ * The control socket's server: one poll thread serving every client,
+ * and the slow lane (slow.c) answering `keysym` and `arm` beside it, so
+ * that nothing the poll thread does waits for the drain or scans files
+ * per process: `status` is answered at once however busy the drain is.
  *
  * Protocol of a connection: the peer's credentials are checked at accept
  * (SO_PEERCRED: the recording's user or root; anyone else gets one
@@ -24,7 +27,8 @@
  * accepted) is answered however many idle connections there are.
  *
  * Threads: ada_control_listen/start/free on the owner's thread; everything else
- * here on the poll thread, which owns the clients. The hand-over: the
+ * here on the poll thread, which owns the clients (the slow lane sees only
+ * a copy of a request line). The hand-over: the
  * thread is created after the state is set, and free wakes it (eventfd)
  * and joins it before touching anything.
  */
@@ -53,6 +57,10 @@ struct ctl_client {
 	size_t out_len, out_off, out_cap;
 	uint64_t last_ns; /* accepted, or last request completed / answer bytes sent */
 	bool closing;     /* close once out is written */
+	uint64_t id;      /* unique in this server: the slow lane's answers find it */
+	/* Its next request waits for the slow lane (in it, or for it to be
+	 * free): its later lines wait too, in order, and it is not idle. */
+	bool held;
 };
 
 bool ada_control_peer_allowed(uid_t peer, uid_t owner)
@@ -135,12 +143,20 @@ static void ctl_lines(struct ada_control *c, struct ctl_client *cl)
 {
 	size_t start = 0;
 	char *nl;
-	while (!cl->closing && (nl = memchr(cl->in + start, '\n', cl->in_len - start))) {
+	while (!cl->closing && !cl->held &&
+	       (nl = memchr(cl->in + start, '\n', cl->in_len - start))) {
 		size_t len = (size_t)(nl - (cl->in + start));
 		char *resp = NULL;
 		if (len && cl->in[start + len - 1] == '\r')
 			len--; /* `nc -C`, telnet */
-		if (len) {     /* an empty line is no request: ignored, and not activity */
+		if (len && c->slow.started && ctl_slow_method(cl->in + start, len)) {
+			cl->held = true; /* answered by the lane (ctl_slow_answered) */
+			cl->last_ns = ctl_now_ns();
+			if (ctl_slow_hand(c, cl->id, cl->in + start, len))
+				start = (size_t)(nl - cl->in) + 1;
+			break; /* not handed: the line stays for when the lane is free */
+		}
+		if (len) { /* an empty line is no request: ignored, and not activity */
 			ada_control_handle(c, cl->in + start, len, &resp);
 			cl->last_ns = ctl_now_ns();
 		}
@@ -149,7 +165,7 @@ static void ctl_lines(struct ada_control *c, struct ctl_client *cl)
 	}
 	memmove(cl->in, cl->in + start, cl->in_len - start);
 	cl->in_len -= start;
-	if (cl->in_len == ADA_CONTROL_LINE_MAX) {
+	if (!cl->held && cl->in_len == ADA_CONTROL_LINE_MAX) {
 		char msg[160];
 		snprintf(msg, sizeof(msg),
 		         "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":%d,\"message\":\"a "
@@ -166,7 +182,7 @@ static void ctl_lines(struct ada_control *c, struct ctl_client *cl)
 static bool ctl_read(struct ada_control *c, struct ctl_client *cl)
 {
 	for (;;) {
-		if (cl->closing || cl->out_len) /* answers first: back-pressure */
+		if (cl->closing || cl->out_len || cl->held) /* answers first: back-pressure */
 			return true;
 		ssize_t n = recv(cl->fd, cl->in + cl->in_len, ADA_CONTROL_LINE_MAX - cl->in_len, 0);
 		if (n < 0 && errno == EINTR)
@@ -257,6 +273,7 @@ static void ctl_accept(struct ada_control *c)
 	if (c->nclients == ADA_CONTROL_CLIENTS_MAX)
 		ctl_evict(c);
 	cl->fd = fd;
+	cl->id = ++c->next_client_id;
 	cl->last_ns = ctl_now_ns();
 	c->clients[c->nclients++] = cl;
 }
@@ -265,8 +282,8 @@ static void ctl_accept(struct ada_control *c)
 static void ctl_expire(struct ada_control *c, uint64_t now)
 {
 	for (size_t i = c->nclients; i-- > 0;) {
-		if (c->clients[i]->last_ns + c->idle_ns > now)
-			continue; /* also one served after now was read */
+		if (c->clients[i]->last_ns + c->idle_ns > now || c->clients[i]->held)
+			continue; /* also one served after now was read; held: we owe it */
 		if (!c->clients[i]->out_len)
 			ctl_tell(c->clients[i]->fd, ADA_RPC_BUSY,
 			         "closed: no complete request for too long");
@@ -276,6 +293,35 @@ static void ctl_expire(struct ada_control *c, uint64_t now)
 }
 
 /* ---- the loop ---- */
+
+/* The slow lane's answer to its client (unless it left), then the lines
+ * that waited: that client's, and the slow requests of others that
+ * waited for the lane (the first of them takes it). */
+static void ctl_slow_answered(struct ada_control *c)
+{
+	uint64_t id;
+	char *resp;
+	if (!ctl_slow_take(c, &id, &resp))
+		return;
+	for (size_t i = 0; i < c->nclients; i++) {
+		struct ctl_client *cl = c->clients[i];
+		if (cl->id != id)
+			continue;
+		ctl_answer(cl, resp);
+		resp = NULL;
+		cl->held = false;
+		cl->last_ns = ctl_now_ns();
+		ctl_lines(c, cl);
+	}
+	free(resp); /* its client left */
+	for (size_t i = 0; i < c->nclients; i++) {
+		struct ctl_client *cl = c->clients[i];
+		if (cl->held && cl->id != c->slow.client_id) {
+			cl->held = false;
+			ctl_lines(c, cl);
+		}
+	}
+}
 
 /* One client's events; false when it is to be closed. */
 static bool ctl_serve(struct ada_control *c, struct ctl_client *cl, short re)
@@ -294,18 +340,22 @@ static bool ctl_serve(struct ada_control *c, struct ctl_client *cl, short re)
 static void *ctl_main(void *arg)
 {
 	struct ada_control *c = arg;
-	struct pollfd pf[2 + ADA_CONTROL_CLIENTS_MAX];
+	struct pollfd pf[3 + ADA_CONTROL_CLIENTS_MAX];
 	ctl_cpu_sample(c);
 	ctl_registry_sync(c);
 	for (;;) {
 		size_t n = c->nclients;
 		pf[0] = (struct pollfd){.fd = c->wake_fd, .events = POLLIN};
 		pf[1] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
-		for (size_t i = 0; i < n; i++)
-			pf[2 + i] = (struct pollfd){
-			    .fd = c->clients[i]->fd,
-			    .events = (short)(c->clients[i]->out_len ? POLLOUT : POLLIN)};
-		int rc = poll(pf, 2 + n, (int)(CTL_SAMPLE_NS / 1000000));
+		pf[2] =
+		    (struct pollfd){.fd = c->slow.started ? c->slow.done_fd : -1, .events = POLLIN};
+		for (size_t i = 0; i < n; i++) /* held: nothing read until the lane answers */
+			pf[3 + i] =
+			    (struct pollfd){.fd = c->clients[i]->fd,
+			                    .events = (short)(c->clients[i]->out_len ? POLLOUT
+			                                      : c->clients[i]->held  ? 0
+			                                                             : POLLIN)};
+		int rc = poll(pf, 3 + n, (int)(CTL_SAMPLE_NS / 1000000));
 		if (rc < 0 && errno != EINTR)
 			break;
 		if (pf[0].revents)
@@ -321,8 +371,10 @@ static void *ctl_main(void *arg)
 		}
 		/* Clients first, from the last (ctl_drop moves the last one in). */
 		for (size_t i = n; i-- > 0;)
-			if (pf[2 + i].revents && !ctl_serve(c, c->clients[i], pf[2 + i].revents))
+			if (pf[3 + i].revents && !ctl_serve(c, c->clients[i], pf[3 + i].revents))
 				ctl_drop(c, i);
+		if (pf[2].revents & POLLIN)
+			ctl_slow_answered(c);
 		ctl_expire(c, now); /* after serving: a request just read counts */
 		if (pf[1].revents & POLLIN)
 			ctl_accept(c);
@@ -370,6 +422,9 @@ int ada_control_start(struct ada_control *c)
 	if (c->listen_fd < 0 || c->thread_started)
 		return -EINVAL;
 	c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	/* Without the lane (it could not start) the poll thread answers the
+	 * slow methods itself, as it did before the lane. */
+	(void)ctl_slow_start(c);
 	int rc = c->wake_fd < 0 ? -errno : -pthread_create(&c->thr, NULL, ctl_main, c);
 	if (rc == 0) {
 		pthread_setname_np(c->thr, "ada-control");
@@ -389,6 +444,7 @@ void ada_control_free(struct ada_control *c)
 		}
 		pthread_join(c->thr, NULL);
 	}
+	ctl_slow_stop(c);
 	for (size_t i = 0; i < c->nclients; i++)
 		ctl_client_free(c->clients[i]);
 	ctl_registry_clear(c);

@@ -304,6 +304,7 @@ void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 		drain_sidecar(t, false);
 	}
 	t->done = true;
+	wal_flight_thread_finished(t);
 	wal_thread_dir_close(t);
 }
 
@@ -780,6 +781,7 @@ static void drain_tick(struct ada_recorder *r, uint64_t now)
 	}
 	r->last_tick_ns = now;
 	wal_live_publish(r, true, false);
+	wal_heap_tick(r);
 }
 
 void drain_clock_anchor(struct ada_recorder *r, uint64_t counter, uint64_t ns, uint64_t mult)

@@ -721,8 +721,18 @@ void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p)
 		flight_persist_proc(r, p, NULL);
 }
 
+void wal_flight_thread_finished(struct wal_thread *t)
+{
+	ada_trigger_thread_free(t->trig);
+	t->trig = NULL;
+}
+
 void wal_flight_proc_finished(struct wal_proc *p)
 {
+	for (size_t j = 0; j < p->nthreads; j++)
+		wal_flight_thread_finished(p->threads[j]);
+	ada_trigger_proc_free(p->trig);
+	p->trig = NULL;
 	ada_symtab_free(p->syms);
 	p->syms = NULL;
 }

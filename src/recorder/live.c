@@ -86,6 +86,20 @@ static void live_proc(struct ada_recorder_live *v, const struct wal_proc *p)
 	}
 }
 
+/* After the running processes, the most recently finished ones while
+ * procs[] has room (a long recording's first processes are not what
+ * `status` is asked about); the rest are counted. */
+static void live_finished(struct ada_recorder *r, struct ada_recorder_live *v)
+{
+	uint32_t listed = 0;
+	for (size_t i = r->nprocs; i-- > 0 && v->nprocs < ADA_LIVE_MAX_PROCS;)
+		if (r->procs[i]->finished) {
+			live_proc(v, r->procs[i]);
+			listed++;
+		}
+	v->procs_omitted += v->procs_finished - listed;
+}
+
 /* Totals and rates over every process (finished ones included). */
 static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, bool rates)
 {
@@ -116,8 +130,11 @@ static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, boo
 		v->ring_waited_ns += ns;
 		if (!p->finished && p->fill_last > v->ring_fill_pct_max)
 			v->ring_fill_pct_max = p->fill_last;
-		live_proc(v, p);
+		if (!p->finished)
+			live_proc(v, p);
+		v->procs_finished += p->finished;
 	}
+	live_finished(r, v);
 	if (!rates)
 		return; /* between ticks: the published rates stay (wal_live_publish) */
 	double dt =

@@ -200,6 +200,7 @@ static void rec_budget(struct ada_recorder *r)
 
 int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **out)
 {
+	wal_heap_setup(); /* before the threads: the whole process's allocator */
 	struct ada_recorder *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;

@@ -352,9 +352,10 @@ struct ada_recorder {
 	 * (detail_persist.c pd_after_cut; the summary says them). */
 	uint64_t detail_cut, detail_removed;
 	bool detail_cut_told;
-	_Atomic int stop_req;      /* ada_recorder_stop(): async-signal-safe */
-	uint64_t stop_at_ns;       /* drain: when it saw the request */
-	uint64_t stop_deadline_ns; /* drain: rings are drained until here */
+	size_t heap_finished_trimmed; /* heap.c: processes finished at the last trim */
+	_Atomic int stop_req;         /* ada_recorder_stop(): async-signal-safe */
+	uint64_t stop_at_ns;          /* drain: when it saw the request */
+	uint64_t stop_deadline_ns;    /* drain: rings are drained until here */
 	int error;
 	json_t *warnings;
 	int manifest_error;        /* the first manifest that could not be written */
@@ -474,8 +475,18 @@ void wal_flight_after_pass(struct ada_recorder *r);
  * take what they want of its ring first. */
 void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t);
 void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p);
-/* The process is finished: its symbol table goes (flight_name() reloads
- * it should a later rewrite of its manifest ask for a name), so that a
+/* heap.c: a fixed mmap threshold (once, before the drain starts), and the
+ * arenas trimmed at the drain's tick after a process finished. */
+void wal_heap_setup(void);
+void wal_heap_tick(struct ada_recorder *r);
+
+/* The thread is finalized: its trigger state (open frames, about 12 KiB)
+ * goes; nothing evaluates its events any more. A process that starts a
+ * thread per request would otherwise keep every one's to its end. */
+void wal_flight_thread_finished(struct wal_thread *t);
+/* The process is finished: its trigger state (threads', and its verdict
+ * tables) and its symbol table go (flight_name() reloads the table
+ * should a later rewrite of its manifest ask for a name), so that a
  * recording of many short processes does not keep every one's. */
 void wal_flight_proc_finished(struct wal_proc *p);
 /* t is about to be finalized: when it holds its process's fatal-signal

@@ -13,7 +13,8 @@ if(ADA_SANITIZE MATCHES "^(address|thread)$")
   # They record with the agent, which a sanitized build cannot preload.
   return()
 endif()
-foreach(case arm note status malformed never peer registry always retitle held fakeserver windows)
+foreach(case arm note status malformed never peer registry always retitle held fakeserver windows
+             forkheap)
   add_test(NAME control_${case}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/control_test.py
                    --ada $<TARGET_FILE:ada> --target ${ADA_TGT_DIR}/t_control_O2

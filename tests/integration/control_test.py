@@ -725,9 +725,69 @@ def case_fakeserver(ada, target, work):
     print("fakeserver: status, arm, trigger and disarm printed no control character")
 
 
+def status_when_finished(r, n):
+    """`ada status --json` once the recording counts n finished processes
+    (a poll on that count, not a timed wait)."""
+    for _ in range(2400):
+        rc, so, _ = r.ada_cmd("status", str(r.pid), "--json", ok=False)
+        if rc == 0 and so.strip():
+            st = json.loads(so)
+            if st.get("processes_finished", 0) >= n:
+                return st
+        time.sleep(0.05)
+    raise Fail("the recorder never counted %d finished processes" % n)
+
+
+# What a finished process may leave in the recorder's heap: its record for
+# the manifests and the summary (docs/internals.md, "Memory over many
+# processes"), about 2.5 KiB here; its trigger state alone was 12 KiB a
+# thread before it was freed at the end of the process.
+FORKHEAP_PER_PROC_MAX = 8 * 1024
+
+
+def case_forkheap(ada, target, work):
+    """The recorder's heap over many short processes (issue 35): bounded by
+    what is live plus a small record per finished process. The heap it holds
+    live (glibc's count, `ada status`) after a warm-up, then N and 2N more
+    processes that each ran and finished, with a symbol trigger armed (its
+    per-thread state and the symbol table it loads per process)."""
+    n = int(os.environ.get("FORKHEAP_N", "50"))
+    r = Rec(ada, target, work, ["--trigger", "symbol=rare_event"])
+    try:
+        # The warm-up: the tables' and the allocator's own growth, and the
+        # drain's reusable buffers (the detail ring's copy, made at its
+        # once-a-second tick): ask until two ticks have run.
+        r.do("forks %d" % n)
+        st = status_when_finished(r, n)
+        for _ in range(200):
+            if st["uptime_sec"] >= 2.5:
+                break
+            time.sleep(0.05)
+            st = status_when_finished(r, n)
+        heap = [st["recorder"]["heap_in_use_bytes"]]
+        for total, more in ((2 * n, n), (4 * n, 2 * n)):
+            r.do("forks %d" % more)
+            heap.append(status_when_finished(r, total)["recorder"]["heap_in_use_bytes"])
+        per = [(heap[1] - heap[0]) / n, (heap[2] - heap[1]) / (2 * n)]
+        print("heap in use after %d, %d, %d processes: %r; per process %r" %
+              (n, 2 * n, 4 * n, heap, per))
+        for x in per:
+            check(x <= FORKHEAP_PER_PROC_MAX,
+                  "the recorder's heap grows %.0f bytes per finished process (at most %d): "
+                  "%r after %d, %d, %d" % (x, FORKHEAP_PER_PROC_MAX, heap, n, 2 * n, 4 * n))
+        r.send("quit")
+        _, err = r.p.communicate(timeout=TIMEOUT)
+        check(r.p.returncode == 0, "ada record exited %d:\n%s" %
+              (r.p.returncode, err.decode(errors="replace")[-1500:]))
+        mans = glob.glob(os.path.join(r.session, "pid_*", "manifest.json"))
+        check(len(mans) == 4 * n + 1, "%d manifests, not %d" % (len(mans), 4 * n + 1))
+    finally:
+        r.kill()
+
+
 CASES = {"retitle": case_retitle, "arm": case_arm, "held": case_held, "fakeserver": case_fakeserver, "windows": case_windows, "note": case_note, "status": case_status,
          "malformed": case_malformed, "never": case_never, "peer": case_peer,
-         "registry": case_registry, "always": case_always}
+         "registry": case_registry, "always": case_always, "forkheap": case_forkheap}
 
 
 def main():

@@ -12,6 +12,8 @@
  *             environment moved (clearenv, then set again from copies),
  *             the argv and environ block overwritten with the title and
  *             zeros, and the thread name set (prctl PR_SET_NAME)
+ *   forks N   N children one after another, each busy(100) then _exit(0),
+ *             each waited for -> "forks N"
  *   quit      (or EOF) exit 0
  * It prints "ready" first. Every function is noinline (each one is hooked).
  */
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define NOINL __attribute__((noinline))
@@ -83,6 +86,21 @@ static void retitle(void)
 	prctl(PR_SET_NAME, "retitled", 0, 0, 0);
 }
 
+/* n short processes, one after another (the recorder's memory over many
+ * finished processes, issue 35). */
+static void forks(int n)
+{
+	for (int i = 0; i < n; i++) {
+		pid_t c = fork();
+		if (c == 0) {
+			busy(100);
+			_exit(0);
+		}
+		if (c > 0)
+			waitpid(c, NULL, 0);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	char line[64];
@@ -100,6 +118,8 @@ int main(int argc, char **argv)
 			scrub();
 		else if (!strcmp(line, "retitle\n"))
 			retitle();
+		else if (!strncmp(line, "forks ", 6))
+			forks(atoi(line + 6));
 		else if (!strcmp(line, "pid\n"))
 			printf("%d\n", (int)getpid());
 		else if (!strcmp(line, "quit\n"))

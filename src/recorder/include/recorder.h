@@ -264,7 +264,10 @@ struct ada_recorder_live {
 	/* the disk filled: writing stopped, these events were not written */
 	bool disk_full;
 	uint64_t events_not_written;
-	uint32_t nprocs, procs_omitted; /* procs[] holds the first ADA_LIVE_MAX_PROCS */
+	/* procs[]: the running processes first (in the order they came),
+	 * then the most recently finished, ADA_LIVE_MAX_PROCS at most */
+	uint32_t nprocs, procs_omitted;
+	uint32_t procs_finished; /* processes finished so far (all of them) */
 	struct ada_live_proc procs[ADA_LIVE_MAX_PROCS];
 	uint32_t nrings, rings_omitted;
 	struct ada_live_ring rings[ADA_LIVE_MAX_RINGS];
