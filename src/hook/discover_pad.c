@@ -172,13 +172,32 @@ static uint64_t pad_front_claim(const struct ada_hook_fn *p, uint64_t lo)
 	return skip + HOOK_ARCH_PAD_SLOT;
 }
 
+/* Whether p, which could claim the front of the gap after it, never
+ * takes a slot there unless a branch lands in its patch: its own bytes
+ * take the 5-byte patch (hook_arch_prepare_mem: a plan, and no branch of
+ * p into it), so p has a padding form only if another function branches
+ * into that patch. guard[0..1] is then that patch after its first byte
+ * (runtime addresses), for the cross-function check: a branch there
+ * takes the slot back. Asked only where the gap is too small for both. */
+static bool pad_waived(uint64_t base, const struct ada_hook_fn *p, uint64_t *guard)
+{
+	uint64_t addr = base + p->offset;
+	struct hook_arch_plan pp;
+	if (p->size < 5 || hook_arch_prepare_mem((const uint8_t *)(uintptr_t)addr, addr, p->size,
+	                                         NULL, &pp) != ADA_HOOK_OK)
+		return false;
+	guard[0] = addr + 1;
+	guard[1] = addr + pp.patch_len;
+	return true;
+}
+
 /* The slot inside function i itself (hook_arch_inner_fill: fill after an
  * instruction that does not go on, no branch of the function into it),
  * when no other function's bytes share its range: i starts inside no
  * other function and none but its aliases starts inside i. Only i may
  * take it. */
 static bool pad_inner(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm, size_t i,
-                      struct hook_arch_plan *plan, uint64_t *gap_lo, uint64_t *gap_hi)
+                      struct hook_arch_plan *plan, uint64_t *gap)
 {
 	const struct ada_hook_fn *f = &st->fns[i];
 	size_t first = pad_before(st, f->offset), last = pad_before(st, f->offset + f->size);
@@ -193,18 +212,51 @@ static bool pad_inner(uint64_t base, const struct ada_hook_symtab *st, const uin
 	                          &lo, &hi))
 		return false;
 	pad_take(base, plan, f->offset + lo);
-	*gap_lo = addr + lo;
-	*gap_hi = addr + hi;
+	gap[0] = addr + lo;
+	gap[1] = addr + hi;
+	return true;
+}
+
+/* The slot in the gap before function i: its last 5 bytes, behind what
+ * the function before may claim (pad_front_claim, unless pad_waived),
+ * when that function cannot run on into the gap. */
+static bool pad_before_slot(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                            size_t i, const struct discover_pad_view *v,
+                            struct hook_arch_plan *plan, uint64_t *gap)
+{
+	uint64_t entry_end = st->fns[i].offset + HOOK_ARCH_PAD_ENTRY, lo, hi;
+	size_t prev = 0;
+	if (!pad_gap_before(st, pm, i, &lo, &hi, &prev) || hi - lo < HOOK_ARCH_PAD_SLOT ||
+	    entry_end - (hi - HOOK_ARCH_PAD_SLOT) > HOOK_ARCH_PAD_REACH_BACK)
+		return false;
+	const struct ada_hook_fn *p = &st->fns[prev];
+	const uint8_t *code = (const uint8_t *)(uintptr_t)(base + p->offset);
+	/* else it may run on into the gap (__memmove_chk_* falls through its
+	 * padding into __memmove_*) */
+	if (!p->size || !hook_arch_ends_closed(code, base + p->offset, p->size))
+		return false;
+	uint64_t guard[2] = {0, 0};
+	if (hi - lo < pad_front_claim(p, lo) + HOOK_ARCH_PAD_SLOT && !pad_waived(base, p, guard))
+		return false;
+	if (!pad_gap_ok(base, st, v, lo, hi))
+		return false;
+	pad_take(base, plan, hi - HOOK_ARCH_PAD_SLOT);
+	gap[0] = base + lo;
+	gap[1] = base + hi;
+	gap[2] = guard[0];
+	gap[3] = guard[1];
 	return true;
 }
 
 bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
                        size_t i, const struct discover_pad_view *v, struct hook_arch_plan *plan,
-                       uint64_t *gap_lo, uint64_t *gap_hi)
+                       uint64_t *gap)
 {
 	const struct ada_hook_fn *f = &st->fns[i];
 	uint64_t entry_end = f->offset + HOOK_ARCH_PAD_ENTRY, lo, hi;
 	plan->pad_addr = 0;
+	for (size_t k = 0; k < DISCOVER_PAD_GAP_WORDS; k++)
+		gap[k] = 0;
 	if (f->size == 0)
 		return false;
 	/* A 1-byte function's entry jump takes the gap's first byte too:
@@ -216,29 +268,14 @@ bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const ui
 		pad_take(base, plan, lo + skip);
 		for (uint64_t k = f->size; k < HOOK_ARCH_PAD_ENTRY; k++)
 			plan->original[k] = *(const uint8_t *)(uintptr_t)(base + f->offset + k);
-		*gap_lo = base + lo;
-		*gap_hi = base + hi;
+		gap[0] = base + lo;
+		gap[1] = base + hi;
 		return true;
 	}
 	if (skip)
 		return false;
-	size_t prev = 0;
-	if (pad_gap_before(st, pm, i, &lo, &hi, &prev) &&
-	    hi - lo >= pad_front_claim(&st->fns[prev], lo) + HOOK_ARCH_PAD_SLOT &&
-	    entry_end - (hi - HOOK_ARCH_PAD_SLOT) <= HOOK_ARCH_PAD_REACH_BACK &&
-	    pad_gap_ok(base, st, v, lo, hi)) {
-		const struct ada_hook_fn *p = &st->fns[prev];
-		const uint8_t *code = (const uint8_t *)(uintptr_t)(base + p->offset);
-		/* else it may run on into the gap (__memmove_chk_* falls
-		 * through its padding into __memmove_*) */
-		if (p->size && hook_arch_ends_closed(code, base + p->offset, p->size)) {
-			pad_take(base, plan, hi - HOOK_ARCH_PAD_SLOT);
-			*gap_lo = base + lo;
-			*gap_hi = base + hi;
-			return true;
-		}
-	}
-	return pad_inner(base, st, pm, i, plan, gap_lo, gap_hi);
+	return pad_before_slot(base, st, pm, i, v, plan, gap) ||
+	       pad_inner(base, st, pm, i, plan, gap);
 }
 
 static bool pad_fde_covered(void *arg, uint64_t addr)
@@ -268,7 +305,8 @@ static size_t pad_module_some(uint64_t base, struct ada_hook_symtab *st,
 		struct hook_arch_plan plan;
 		if (hook_arch_prepare_short((const uint8_t *)(uintptr_t)addr, addr, f->size, NULL,
 		                            &plan) != ADA_HOOK_OK ||
-		    !discover_pad_slot(base, st, pm, i, &v, &plan, &gaps[2 * i], &gaps[2 * i + 1]))
+		    !discover_pad_slot(base, st, pm, i, &v, &plan,
+		                       &gaps[DISCOVER_PAD_GAP_WORDS * i]))
 			continue;
 		plans[i] = plan;
 		f->status = ADA_HOOK_OK;
@@ -290,7 +328,7 @@ int discover_pad_and_xref(uint64_t base, struct ada_hook_symtab *st,
                           discover_runner run)
 {
 	size_t n = st->count ? st->count : 1;
-	uint64_t *gaps = calloc(2 * n, sizeof(*gaps));
+	uint64_t *gaps = calloc(DISCOVER_PAD_GAP_WORDS * n, sizeof(*gaps));
 	uint8_t *prior = malloc(n), *retry = calloc(n, 1);
 	int err = gaps && prior && retry ? 0 : -ENOMEM;
 	if (!err)
