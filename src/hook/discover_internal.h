@@ -124,6 +124,15 @@ bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const ui
 size_t discover_pad_module(uint64_t base, struct ada_hook_symtab *st,
                            const struct discover_fde_table *fdes, struct hook_arch_plan *plans,
                            uint64_t *gaps, uint8_t *prior);
+/* For function i, left ADA_SKIP_TOO_SHORT or ADA_SKIP_BRANCH_INTO_PATCH
+ * by discover_pad_and_xref() over the same image: why the padding form
+ * could not take it (enum ada_hook_pad_why). Repeats the form's steps
+ * for it alone, and a cross-function check of its slot alone when it
+ * has one (a whole sweep of the image: for ada diagnose, not the agent).
+ * fdes: the image's FDE table, NULL when it has none.
+ * ADA_PAD_WHY_UNKNOWN without memory. */
+unsigned discover_pad_why(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                          size_t i, const struct discover_fde_table *fdes);
 /* After prepare: the padding form (discover_pad_module) and the
  * cross-function check (discover_xref_check_pad); then the functions
  * the check marked ADA_SKIP_BRANCH_INTO_PATCH (another function branches

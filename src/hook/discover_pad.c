@@ -278,6 +278,99 @@ bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const ui
 	       pad_inner(base, st, pm, i, plan, gap);
 }
 
+/* Whether some stretch of at least 5 fill bytes starts within the entry
+ * jump's reach of function i (any byte position: a superset, so "no" is
+ * sure), in its executable range. */
+static bool pad_fill_near(uint64_t base, const struct ada_hook_symtab *st, size_t i)
+{
+	const struct ada_hook_fn *f = &st->fns[i];
+	uint64_t e = f->offset + HOOK_ARCH_PAD_ENTRY;
+	uint64_t lo = e > HOOK_ARCH_PAD_REACH_BACK ? e - HOOK_ARCH_PAD_REACH_BACK : 0;
+	for (size_t k = 0; k < st->xr_count; k++) {
+		const struct ada_hook_xrange *x = &st->xr[k];
+		for (uint64_t a = lo > x->lo ? lo : x->lo;
+		     a <= e + HOOK_ARCH_PAD_REACH_FWD && a + HOOK_ARCH_PAD_SLOT <= x->hi; a++)
+			if (hook_arch_fill_len((const uint8_t *)(uintptr_t)(base + a),
+			                       x->hi - a < 16 ? x->hi - a : 16) >=
+			    HOOK_ARCH_PAD_SLOT)
+				return true;
+	}
+	return false;
+}
+
+/* The cross-function check of function i's slot alone: every other
+ * function is swept but none is a candidate. */
+static unsigned pad_why_xref(uint64_t base, const struct ada_hook_symtab *st, size_t i,
+                             const struct hook_arch_plan *plan, const uint64_t *gap)
+{
+	size_t n = st->count;
+	struct ada_hook_fn *fns = malloc(n * sizeof(*fns));
+	struct hook_arch_plan *plans = calloc(n, sizeof(*plans));
+	uint64_t *gaps = calloc(DISCOVER_PAD_GAP_WORDS * n, sizeof(*gaps));
+	uint8_t *prior = calloc(n, 1);
+	unsigned why = ADA_PAD_WHY_UNKNOWN;
+	if (fns && plans && gaps && prior) {
+		struct ada_hook_symtab one = *st;
+		one.fns = fns;
+		for (size_t k = 0; k < n; k++) {
+			fns[k] = st->fns[k];
+			if (fns[k].status != ADA_SKIP_ALIAS &&
+			    fns[k].status != ADA_SKIP_OUTSIDE_TEXT)
+				fns[k].status = ADA_SKIP_EXCLUDED; /* swept, not checked */
+		}
+		fns[i].status = ADA_HOOK_OK;
+		plans[i] = *plan;
+		for (size_t k = 0; k < DISCOVER_PAD_GAP_WORDS; k++)
+			gaps[DISCOVER_PAD_GAP_WORDS * i + k] = gap[k];
+		prior[i] = ADA_SKIP_TOO_SHORT;
+		if (discover_xref_check_pad(base, &one, plans, gaps, prior, NULL) == 0)
+			why = fns[i].status == ADA_SKIP_BRANCH_INTO_PATCH ? ADA_PAD_WHY_OFFSET1
+			      : fns[i].status == ADA_SKIP_TOO_SHORT       ? ADA_PAD_WHY_BRANCHED
+			                                                  : ADA_PAD_WHY_UNKNOWN;
+	}
+	free(fns);
+	free(plans);
+	free(gaps);
+	free(prior);
+	return why;
+}
+
+static bool pad_fde_covered(void *arg, uint64_t addr);
+
+unsigned discover_pad_why(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                          size_t i, const struct discover_fde_table *fdes)
+{
+	/* discover_fde_covers() only reads the table */
+	struct discover_pad_view view = {pad_fde_covered, (void *)(uintptr_t)fdes}, *v = &view;
+	const struct ada_hook_fn *f = &st->fns[i];
+	uint64_t addr = base + f->offset, gap[DISCOVER_PAD_GAP_WORDS];
+	if (f->size == 0)
+		return ADA_PAD_WHY_NO_SIZE;
+	struct hook_arch_plan plan;
+	const uint8_t *code = (const uint8_t *)(uintptr_t)addr;
+	enum ada_hook_skip r = hook_arch_prepare_short(code, addr, f->size, NULL, &plan);
+	if (r == ADA_SKIP_BRANCH_INTO_PATCH)
+		return ADA_PAD_WHY_OFFSET1;
+	if (r != ADA_HOOK_OK && !hook_arch_ends_closed(code, addr, f->size))
+		return f->size == 1 ? ADA_PAD_WHY_ONE_BYTE : ADA_PAD_WHY_OPEN_END;
+	if (r != ADA_HOOK_OK)
+		return ADA_PAD_WHY_ENTRY;
+	if (!fdes)
+		return ADA_PAD_WHY_NO_FDE;
+	if (discover_pad_slot(base, st, pm, i, v, &plan, gap))
+		return pad_why_xref(base, st, i, &plan, gap);
+	uint64_t lo, hi, guard[2];
+	size_t prev;
+	if (f->size >= HOOK_ARCH_PAD_ENTRY && pad_gap_before(st, pm, i, &lo, &hi, &prev) &&
+	    hi - lo >= HOOK_ARCH_PAD_SLOT && pad_gap_ok(base, st, v, lo, hi) &&
+	    f->offset + HOOK_ARCH_PAD_ENTRY - (hi - HOOK_ARCH_PAD_SLOT) <=
+	        HOOK_ARCH_PAD_REACH_BACK &&
+	    hi - lo < pad_front_claim(&st->fns[prev], lo) + HOOK_ARCH_PAD_SLOT &&
+	    !pad_waived(base, &st->fns[prev], guard))
+		return ADA_PAD_WHY_CLAIMED;
+	return pad_fill_near(base, st, i) ? ADA_PAD_WHY_NOT_FREE : ADA_PAD_WHY_NO_FILL;
+}
+
 static bool pad_fde_covered(void *arg, uint64_t addr)
 {
 	return discover_fde_covers(arg, addr);
