@@ -21,10 +21,10 @@ static const char *fns_why(enum ada_hook_skip r)
 {
 	switch (r) {
 	case ADA_SKIP_TOO_SHORT:
-		return "shorter than the 5-byte jump, with no padding next to it that can hold one";
+		return "shorter than the 5-byte jump, and no padding form (each says why)";
 	case ADA_SKIP_BRANCH_INTO_PATCH:
 		return "a branch lands inside the bytes a patch would replace, and no padding form "
-		       "avoids it";
+		       "(each says why)";
 	case ADA_SKIP_UNDECODABLE:
 		return "its first instructions cannot be decoded";
 	case ADA_SKIP_UNRELOCATABLE:
@@ -84,6 +84,12 @@ static json_t *fns_json(const char *path, const struct ada_hook_symtab *st, cons
 		json_object_set_new(e, "offset", json_string(off));
 		json_object_set_new(e, "size", json_integer((json_int_t)f->size));
 		json_object_set_new(e, "reason", json_string(hook_skip_name(f->status)));
+		if (*ada_hook_pad_why_name(f->reserved)) {
+			json_object_set_new(e, "padding",
+			                    json_string(ada_hook_pad_why_name(f->reserved)));
+			json_object_set_new(e, "why",
+			                    json_string(ada_hook_pad_why_text(f->reserved)));
+		}
 		json_array_append_new(list, e);
 	}
 	json_object_set_new(o, "not_hooked", list);
@@ -106,8 +112,10 @@ static void fns_print(const char *path, const struct ada_hook_symtab *st, const 
 	for (size_t i = 0; i < st->count; i++) {
 		const struct ada_hook_fn *f = &st->fns[i];
 		if (f->status != ADA_HOOK_OK && f->status != ADA_SKIP_ALIAS)
-			printf("  0x%-10" PRIx64 " %6" PRIu64 " %-18s %s\n", f->offset, f->size,
-			       hook_skip_name(f->status), ada_hook_fn_name(st, f));
+			printf("  0x%-10" PRIx64 " %6" PRIu64 " %-18s %s%s%s\n", f->offset, f->size,
+			       hook_skip_name(f->status), ada_hook_fn_name(st, f),
+			       *ada_hook_pad_why_text(f->reserved) ? ": " : "",
+			       ada_hook_pad_why_text(f->reserved));
 	}
 }
 

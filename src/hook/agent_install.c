@@ -335,14 +335,14 @@ static bool install_pad_again(struct agent_module *m, struct install_padctx *c, 
                               struct hook_arch_plan *plan, size_t patch_len)
 {
 	struct ada_hook_fn *f = &m->st.fns[i];
-	uint64_t addr = m->base + f->offset, lo, hi;
+	uint64_t addr = m->base + f->offset, gap[DISCOVER_PAD_GAP_WORDS];
 	if (!install_padctx_get(m, c) ||
 	    hook_arch_prepare_prologue_short((const uint8_t *)addr, addr, f->size, plan) !=
 	        ADA_HOOK_OK ||
 	    plan->patch_len != patch_len)
 		return false;
 	struct discover_pad_view v = {install_fde_covered, &c->fdes};
-	return discover_pad_slot(m->base, &m->st, c->pm, i, &v, plan, &lo, &hi);
+	return discover_pad_slot(m->base, &m->st, c->pm, i, &v, plan, gap);
 }
 
 /* Functions per range of the full analysis: small enough to balance two

@@ -222,7 +222,46 @@ static int af_analyse(const struct af_image *im, struct ada_hook_symtab *st,
 	if (!err)
 		err = discover_pad_and_xref(im->base, st, cfg->pad ? fdes : NULL, plans, NULL);
 	free(plans);
+	uint64_t *pm = err || !cfg->pad ? NULL : discover_pad_ends(st);
+	for (size_t i = 0; pm && i < st->count; i++) {
+		struct ada_hook_fn *f = &st->fns[i];
+		f->reserved =
+		    f->status == ADA_SKIP_TOO_SHORT || f->status == ADA_SKIP_BRANCH_INTO_PATCH
+		        ? (uint8_t)discover_pad_why(im->base, st, pm, i, fdes)
+		        : 0;
+	}
+	free(pm);
 	return err;
+}
+
+const char *ada_hook_pad_why_name(unsigned why)
+{
+	static const char *const n[ADA_PAD_WHY_COUNT] = {
+	    "",        "no_size",  "offset1",  "open_end", "one_byte", "entry",
+	    "no_fill", "not_free", "branched", "no_fde",   "claimed",
+	};
+	return why < ADA_PAD_WHY_COUNT ? n[why] : "";
+}
+
+const char *ada_hook_pad_why_text(unsigned why)
+{
+	static const char *const t[ADA_PAD_WHY_COUNT] = {
+	    "",
+	    "the symbol has no size (not a function body: __restore_rt is returned into by the "
+	    "kernel)",
+	    "a branch lands at its offset 1, inside even the 2-byte jump",
+	    "it does not end in a return, jump or trap: it may run on into the bytes after it",
+	    "1 byte long and no return, jump or trap: it runs on into the bytes after it",
+	    "the instruction the 2-byte jump displaces cannot be moved",
+	    "no 5 bytes of fill (nop, int3) within the 2-byte jump's reach (127 bytes)",
+	    "fill within reach, but none proved free: run into, inside another function, "
+	    "claimed by a neighbour or not bounded by symbols and unwind information",
+	    "another function branches into the padding it would use",
+	    "the image has no unwind table to tell padding from code",
+	    "the padding before it is too short for two slots, and the function before it may "
+	    "need its own there",
+	};
+	return why < ADA_PAD_WHY_COUNT ? t[why] : "";
 }
 
 /* The analysis reads [offset, offset+size) of every function it may

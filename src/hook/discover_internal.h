@@ -44,11 +44,17 @@ typedef void (*discover_runner)(discover_body body, void *arg, size_t n, size_t 
  * functions (the result does not depend on it). 0 or -ENOMEM. */
 int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
                         const struct hook_arch_plan *plans, discover_runner run);
+/* Words per function in the padding form's gaps: two ranges [lo, hi)
+ * (runtime addresses; lo == hi: none) no branch may target, the gap
+ * holding its slot and, when it took a slot the function before the gap
+ * could have claimed, that function's patched bytes after its first
+ * (were a branch to land there, that function would need the slot). */
+#define DISCOVER_PAD_GAP_WORDS 4
 /* discover_xref_check() with the padding form's gaps: for function i,
- * gaps[2i .. 2i+1] is the gap holding its padding slot ([lo, hi), runtime
- * addresses; 0, 0: none). A function one of whose gap bytes some branch
- * of the image targets gets prior[i] back (its verdict before the padding
- * form) and its plan's pad_addr 0. gaps and prior may be NULL. */
+ * gaps[DISCOVER_PAD_GAP_WORDS * i ...] its ranges. A function one of
+ * whose range bytes some branch of the image targets gets prior[i] back
+ * (its verdict before the padding form) and its plan's pad_addr 0. gaps
+ * and prior may be NULL. */
 int discover_xref_check_pad(uint64_t base, struct ada_hook_symtab *st, struct hook_arch_plan *plans,
                             const uint64_t *gaps, const uint8_t *prior, discover_runner run);
 
@@ -102,22 +108,31 @@ uint64_t *discover_pad_ends(const struct ada_hook_symtab *st);
 /* For function i of st (loaded at base; its bytes and its neighbours'
  * readable there), whose plan hook_arch_prepare_short() made: finds the
  * padding slot its entry jump reaches (discover_pad.c's rules), sets
- * plan->pad_addr and pad_original and the gap holding the slot
- * ([*gap_lo, *gap_hi), runtime addresses), which no branch may target
- * (discover_xref_check_pad). False: none (pad_addr 0). */
+ * plan->pad_addr and pad_original and gap[0 .. DISCOVER_PAD_GAP_WORDS)
+ * (the ranges no branch may target: discover_xref_check_pad). False:
+ * none (pad_addr 0). */
 bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
                        size_t i, const struct discover_pad_view *v, struct hook_arch_plan *plan,
-                       uint64_t *gap_lo, uint64_t *gap_hi);
+                       uint64_t *gap);
 /* The padding form over a whole image after prepare: every function
  * prepare found ADA_SKIP_TOO_SHORT or ADA_SKIP_BRANCH_INTO_PATCH gets a
  * short plan (hook_arch_prepare_short) and a slot, and becomes
  * ADA_HOOK_OK, or keeps its verdict. prior[i] gets every function's
- * verdict before (all of them), gaps[2i..2i+1] the slot's gap (zeroed
- * by the caller), for discover_xref_check_pad(). fdes: the image's FDE
+ * verdict before (all of them), gaps[DISCOVER_PAD_GAP_WORDS * i ...]
+ * the slot's ranges (zeroed by the caller), for discover_xref_check_pad(). fdes: the image's FDE
  * table (NULL: none, and then no slot). Returns how many became OK. */
 size_t discover_pad_module(uint64_t base, struct ada_hook_symtab *st,
                            const struct discover_fde_table *fdes, struct hook_arch_plan *plans,
                            uint64_t *gaps, uint8_t *prior);
+/* For function i, left ADA_SKIP_TOO_SHORT or ADA_SKIP_BRANCH_INTO_PATCH
+ * by discover_pad_and_xref() over the same image: why the padding form
+ * could not take it (enum ada_hook_pad_why). Repeats the form's steps
+ * for it alone, and a cross-function check of its slot alone when it
+ * has one (a whole sweep of the image: for ada diagnose, not the agent).
+ * fdes: the image's FDE table, NULL when it has none.
+ * ADA_PAD_WHY_UNKNOWN without memory. */
+unsigned discover_pad_why(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                          size_t i, const struct discover_fde_table *fdes);
 /* After prepare: the padding form (discover_pad_module) and the
  * cross-function check (discover_xref_check_pad); then the functions
  * the check marked ADA_SKIP_BRANCH_INTO_PATCH (another function branches

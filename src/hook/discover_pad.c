@@ -172,13 +172,32 @@ static uint64_t pad_front_claim(const struct ada_hook_fn *p, uint64_t lo)
 	return skip + HOOK_ARCH_PAD_SLOT;
 }
 
+/* Whether p, which could claim the front of the gap after it, never
+ * takes a slot there unless a branch lands in its patch: its own bytes
+ * take the 5-byte patch (hook_arch_prepare_mem: a plan, and no branch of
+ * p into it), so p has a padding form only if another function branches
+ * into that patch. guard[0..1] is then that patch after its first byte
+ * (runtime addresses), for the cross-function check: a branch there
+ * takes the slot back. Asked only where the gap is too small for both. */
+static bool pad_waived(uint64_t base, const struct ada_hook_fn *p, uint64_t *guard)
+{
+	uint64_t addr = base + p->offset;
+	struct hook_arch_plan pp;
+	if (p->size < 5 || hook_arch_prepare_mem((const uint8_t *)(uintptr_t)addr, addr, p->size,
+	                                         NULL, &pp) != ADA_HOOK_OK)
+		return false;
+	guard[0] = addr + 1;
+	guard[1] = addr + pp.patch_len;
+	return true;
+}
+
 /* The slot inside function i itself (hook_arch_inner_fill: fill after an
  * instruction that does not go on, no branch of the function into it),
  * when no other function's bytes share its range: i starts inside no
  * other function and none but its aliases starts inside i. Only i may
  * take it. */
 static bool pad_inner(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm, size_t i,
-                      struct hook_arch_plan *plan, uint64_t *gap_lo, uint64_t *gap_hi)
+                      struct hook_arch_plan *plan, uint64_t *gap)
 {
 	const struct ada_hook_fn *f = &st->fns[i];
 	size_t first = pad_before(st, f->offset), last = pad_before(st, f->offset + f->size);
@@ -193,18 +212,51 @@ static bool pad_inner(uint64_t base, const struct ada_hook_symtab *st, const uin
 	                          &lo, &hi))
 		return false;
 	pad_take(base, plan, f->offset + lo);
-	*gap_lo = addr + lo;
-	*gap_hi = addr + hi;
+	gap[0] = addr + lo;
+	gap[1] = addr + hi;
+	return true;
+}
+
+/* The slot in the gap before function i: its last 5 bytes, behind what
+ * the function before may claim (pad_front_claim, unless pad_waived),
+ * when that function cannot run on into the gap. */
+static bool pad_before_slot(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                            size_t i, const struct discover_pad_view *v,
+                            struct hook_arch_plan *plan, uint64_t *gap)
+{
+	uint64_t entry_end = st->fns[i].offset + HOOK_ARCH_PAD_ENTRY, lo, hi;
+	size_t prev = 0;
+	if (!pad_gap_before(st, pm, i, &lo, &hi, &prev) || hi - lo < HOOK_ARCH_PAD_SLOT ||
+	    entry_end - (hi - HOOK_ARCH_PAD_SLOT) > HOOK_ARCH_PAD_REACH_BACK)
+		return false;
+	const struct ada_hook_fn *p = &st->fns[prev];
+	const uint8_t *code = (const uint8_t *)(uintptr_t)(base + p->offset);
+	/* else it may run on into the gap (__memmove_chk_* falls through its
+	 * padding into __memmove_*) */
+	if (!p->size || !hook_arch_ends_closed(code, base + p->offset, p->size))
+		return false;
+	uint64_t guard[2] = {0, 0};
+	if (hi - lo < pad_front_claim(p, lo) + HOOK_ARCH_PAD_SLOT && !pad_waived(base, p, guard))
+		return false;
+	if (!pad_gap_ok(base, st, v, lo, hi))
+		return false;
+	pad_take(base, plan, hi - HOOK_ARCH_PAD_SLOT);
+	gap[0] = base + lo;
+	gap[1] = base + hi;
+	gap[2] = guard[0];
+	gap[3] = guard[1];
 	return true;
 }
 
 bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
                        size_t i, const struct discover_pad_view *v, struct hook_arch_plan *plan,
-                       uint64_t *gap_lo, uint64_t *gap_hi)
+                       uint64_t *gap)
 {
 	const struct ada_hook_fn *f = &st->fns[i];
 	uint64_t entry_end = f->offset + HOOK_ARCH_PAD_ENTRY, lo, hi;
 	plan->pad_addr = 0;
+	for (size_t k = 0; k < DISCOVER_PAD_GAP_WORDS; k++)
+		gap[k] = 0;
 	if (f->size == 0)
 		return false;
 	/* A 1-byte function's entry jump takes the gap's first byte too:
@@ -216,29 +268,107 @@ bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const ui
 		pad_take(base, plan, lo + skip);
 		for (uint64_t k = f->size; k < HOOK_ARCH_PAD_ENTRY; k++)
 			plan->original[k] = *(const uint8_t *)(uintptr_t)(base + f->offset + k);
-		*gap_lo = base + lo;
-		*gap_hi = base + hi;
+		gap[0] = base + lo;
+		gap[1] = base + hi;
 		return true;
 	}
 	if (skip)
 		return false;
-	size_t prev = 0;
-	if (pad_gap_before(st, pm, i, &lo, &hi, &prev) &&
-	    hi - lo >= pad_front_claim(&st->fns[prev], lo) + HOOK_ARCH_PAD_SLOT &&
-	    entry_end - (hi - HOOK_ARCH_PAD_SLOT) <= HOOK_ARCH_PAD_REACH_BACK &&
-	    pad_gap_ok(base, st, v, lo, hi)) {
-		const struct ada_hook_fn *p = &st->fns[prev];
-		const uint8_t *code = (const uint8_t *)(uintptr_t)(base + p->offset);
-		/* else it may run on into the gap (__memmove_chk_* falls
-		 * through its padding into __memmove_*) */
-		if (p->size && hook_arch_ends_closed(code, base + p->offset, p->size)) {
-			pad_take(base, plan, hi - HOOK_ARCH_PAD_SLOT);
-			*gap_lo = base + lo;
-			*gap_hi = base + hi;
-			return true;
-		}
+	return pad_before_slot(base, st, pm, i, v, plan, gap) ||
+	       pad_inner(base, st, pm, i, plan, gap);
+}
+
+/* Whether some stretch of at least 5 fill bytes starts within the entry
+ * jump's reach of function i (any byte position: a superset, so "no" is
+ * sure), in its executable range. */
+static bool pad_fill_near(uint64_t base, const struct ada_hook_symtab *st, size_t i)
+{
+	const struct ada_hook_fn *f = &st->fns[i];
+	uint64_t e = f->offset + HOOK_ARCH_PAD_ENTRY;
+	uint64_t lo = e > HOOK_ARCH_PAD_REACH_BACK ? e - HOOK_ARCH_PAD_REACH_BACK : 0;
+	for (size_t k = 0; k < st->xr_count; k++) {
+		const struct ada_hook_xrange *x = &st->xr[k];
+		for (uint64_t a = lo > x->lo ? lo : x->lo;
+		     a <= e + HOOK_ARCH_PAD_REACH_FWD && a + HOOK_ARCH_PAD_SLOT <= x->hi; a++)
+			if (hook_arch_fill_len((const uint8_t *)(uintptr_t)(base + a),
+			                       x->hi - a < 16 ? x->hi - a : 16) >=
+			    HOOK_ARCH_PAD_SLOT)
+				return true;
 	}
-	return pad_inner(base, st, pm, i, plan, gap_lo, gap_hi);
+	return false;
+}
+
+/* The cross-function check of function i's slot alone: every other
+ * function is swept but none is a candidate. */
+static unsigned pad_why_xref(uint64_t base, const struct ada_hook_symtab *st, size_t i,
+                             const struct hook_arch_plan *plan, const uint64_t *gap)
+{
+	size_t n = st->count;
+	struct ada_hook_fn *fns = malloc(n * sizeof(*fns));
+	struct hook_arch_plan *plans = calloc(n, sizeof(*plans));
+	uint64_t *gaps = calloc(DISCOVER_PAD_GAP_WORDS * n, sizeof(*gaps));
+	uint8_t *prior = calloc(n, 1);
+	unsigned why = ADA_PAD_WHY_UNKNOWN;
+	if (fns && plans && gaps && prior) {
+		struct ada_hook_symtab one = *st;
+		one.fns = fns;
+		for (size_t k = 0; k < n; k++) {
+			fns[k] = st->fns[k];
+			if (fns[k].status != ADA_SKIP_ALIAS &&
+			    fns[k].status != ADA_SKIP_OUTSIDE_TEXT)
+				fns[k].status = ADA_SKIP_EXCLUDED; /* swept, not checked */
+		}
+		fns[i].status = ADA_HOOK_OK;
+		plans[i] = *plan;
+		for (size_t k = 0; k < DISCOVER_PAD_GAP_WORDS; k++)
+			gaps[DISCOVER_PAD_GAP_WORDS * i + k] = gap[k];
+		prior[i] = ADA_SKIP_TOO_SHORT;
+		if (discover_xref_check_pad(base, &one, plans, gaps, prior, NULL) == 0)
+			why = fns[i].status == ADA_SKIP_BRANCH_INTO_PATCH ? ADA_PAD_WHY_OFFSET1
+			      : fns[i].status == ADA_SKIP_TOO_SHORT       ? ADA_PAD_WHY_BRANCHED
+			                                                  : ADA_PAD_WHY_UNKNOWN;
+	}
+	free(fns);
+	free(plans);
+	free(gaps);
+	free(prior);
+	return why;
+}
+
+static bool pad_fde_covered(void *arg, uint64_t addr);
+
+unsigned discover_pad_why(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                          size_t i, const struct discover_fde_table *fdes)
+{
+	/* discover_fde_covers() only reads the table */
+	struct discover_pad_view view = {pad_fde_covered, (void *)(uintptr_t)fdes}, *v = &view;
+	const struct ada_hook_fn *f = &st->fns[i];
+	uint64_t addr = base + f->offset, gap[DISCOVER_PAD_GAP_WORDS];
+	if (f->size == 0)
+		return ADA_PAD_WHY_NO_SIZE;
+	struct hook_arch_plan plan;
+	const uint8_t *code = (const uint8_t *)(uintptr_t)addr;
+	enum ada_hook_skip r = hook_arch_prepare_short(code, addr, f->size, NULL, &plan);
+	if (r == ADA_SKIP_BRANCH_INTO_PATCH)
+		return ADA_PAD_WHY_OFFSET1;
+	if (r != ADA_HOOK_OK && !hook_arch_ends_closed(code, addr, f->size))
+		return f->size == 1 ? ADA_PAD_WHY_ONE_BYTE : ADA_PAD_WHY_OPEN_END;
+	if (r != ADA_HOOK_OK)
+		return ADA_PAD_WHY_ENTRY;
+	if (!fdes)
+		return ADA_PAD_WHY_NO_FDE;
+	if (discover_pad_slot(base, st, pm, i, v, &plan, gap))
+		return pad_why_xref(base, st, i, &plan, gap);
+	uint64_t lo, hi, guard[2];
+	size_t prev;
+	if (f->size >= HOOK_ARCH_PAD_ENTRY && pad_gap_before(st, pm, i, &lo, &hi, &prev) &&
+	    hi - lo >= HOOK_ARCH_PAD_SLOT && pad_gap_ok(base, st, v, lo, hi) &&
+	    f->offset + HOOK_ARCH_PAD_ENTRY - (hi - HOOK_ARCH_PAD_SLOT) <=
+	        HOOK_ARCH_PAD_REACH_BACK &&
+	    hi - lo < pad_front_claim(&st->fns[prev], lo) + HOOK_ARCH_PAD_SLOT &&
+	    !pad_waived(base, &st->fns[prev], guard))
+		return ADA_PAD_WHY_CLAIMED;
+	return pad_fill_near(base, st, i) ? ADA_PAD_WHY_NOT_FREE : ADA_PAD_WHY_NO_FILL;
 }
 
 static bool pad_fde_covered(void *arg, uint64_t addr)
@@ -268,7 +398,8 @@ static size_t pad_module_some(uint64_t base, struct ada_hook_symtab *st,
 		struct hook_arch_plan plan;
 		if (hook_arch_prepare_short((const uint8_t *)(uintptr_t)addr, addr, f->size, NULL,
 		                            &plan) != ADA_HOOK_OK ||
-		    !discover_pad_slot(base, st, pm, i, &v, &plan, &gaps[2 * i], &gaps[2 * i + 1]))
+		    !discover_pad_slot(base, st, pm, i, &v, &plan,
+		                       &gaps[DISCOVER_PAD_GAP_WORDS * i]))
 			continue;
 		plans[i] = plan;
 		f->status = ADA_HOOK_OK;
@@ -290,7 +421,7 @@ int discover_pad_and_xref(uint64_t base, struct ada_hook_symtab *st,
                           discover_runner run)
 {
 	size_t n = st->count ? st->count : 1;
-	uint64_t *gaps = calloc(2 * n, sizeof(*gaps));
+	uint64_t *gaps = calloc(DISCOVER_PAD_GAP_WORDS * n, sizeof(*gaps));
 	uint8_t *prior = malloc(n), *retry = calloc(n, 1);
 	int err = gaps && prior && retry ? 0 : -ENOMEM;
 	if (!err)

@@ -107,7 +107,14 @@ static void xref_map_set(struct xref_map *mp, uint64_t lo, uint64_t hi)
 		mp->bits[k >> 3] |= (uint8_t)(1u << (k & 7));
 }
 
-/* Also every byte of the padding form's gaps (gaps[2i], gaps[2i+1]). */
+/* The padding form's ranges of function i that no branch may target
+ * (gaps[DISCOVER_PAD_GAP_WORDS * i ...], pairs [lo, hi); empty: lo == hi). */
+static const uint64_t *xref_gap(const uint64_t *gaps, size_t i, size_t r)
+{
+	return gaps + DISCOVER_PAD_GAP_WORDS * i + 2 * r;
+}
+
+/* Also every byte of the padding form's gaps. */
 static int xref_map_build(uint64_t base, const struct ada_hook_symtab *st,
                           const struct hook_arch_plan *plans, const uint64_t *gaps,
                           struct xref_map *mp)
@@ -120,9 +127,12 @@ static int xref_map_build(uint64_t base, const struct ada_hook_symtab *st,
 		uint64_t a = base + st->fns[i].offset;
 		mp->lo = a < mp->lo ? a : mp->lo;
 		mp->hi = a + plans[i].patch_len > mp->hi ? a + plans[i].patch_len : mp->hi;
-		if (gaps && gaps[2 * i + 1] > gaps[2 * i]) {
-			mp->lo = gaps[2 * i] < mp->lo ? gaps[2 * i] : mp->lo;
-			mp->hi = gaps[2 * i + 1] > mp->hi ? gaps[2 * i + 1] : mp->hi;
+		for (size_t r = 0; gaps && r < DISCOVER_PAD_GAP_WORDS / 2; r++) {
+			const uint64_t *g = xref_gap(gaps, i, r);
+			if (g[1] > g[0]) {
+				mp->lo = g[0] < mp->lo ? g[0] : mp->lo;
+				mp->hi = g[1] > mp->hi ? g[1] : mp->hi;
+			}
 		}
 	}
 	if (mp->hi <= mp->lo)
@@ -135,8 +145,11 @@ static int xref_map_build(uint64_t base, const struct ada_hook_symtab *st,
 			continue;
 		uint64_t a = base + st->fns[i].offset;
 		xref_map_set(mp, a + 1, a + plans[i].patch_len);
-		if (gaps && gaps[2 * i + 1] > gaps[2 * i])
-			xref_map_set(mp, gaps[2 * i], gaps[2 * i + 1]);
+		for (size_t r = 0; gaps && r < DISCOVER_PAD_GAP_WORDS / 2; r++) {
+			const uint64_t *g = xref_gap(gaps, i, r);
+			if (g[1] > g[0])
+				xref_map_set(mp, g[0], g[1]);
+		}
 	}
 	return 0;
 }
@@ -237,6 +250,17 @@ static int xref_decode_suspects(uint64_t base, const struct ada_hook_symtab *st,
 	return err;
 }
 
+/* Does a branch land in one of function i's padding ranges? */
+static bool xref_gap_hit(const struct xref_targets *t, const uint64_t *gaps, size_t i)
+{
+	for (size_t r = 0; r < DISCOVER_PAD_GAP_WORDS / 2; r++) {
+		const uint64_t *g = xref_gap(gaps, i, r);
+		if (g[1] > g[0] && xref_hits(t, g[0] - 1, g[1]))
+			return true;
+	}
+	return false;
+}
+
 int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
                         const struct hook_arch_plan *plans, discover_runner run)
 {
@@ -263,8 +287,7 @@ int discover_xref_check_pad(uint64_t base, struct ada_hook_symtab *st, struct ho
 				continue;
 			if (xref_hits(&t, a, a + plans[i].patch_len)) {
 				st->fns[i].status = ADA_SKIP_BRANCH_INTO_PATCH;
-			} else if (gaps && gaps[2 * i + 1] > gaps[2 * i] &&
-			           xref_hits(&t, gaps[2 * i] - 1, gaps[2 * i + 1])) {
+			} else if (gaps && xref_gap_hit(&t, gaps, i)) {
 				/* a branch into the padding: it is no padding */
 				st->fns[i].status = prior[i];
 				plans[i].pad_addr = 0;

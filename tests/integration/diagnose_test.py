@@ -286,16 +286,27 @@ def case_functions(a, work):
     check(rc == 0, "--functions --json exited %d: %s" % (rc, se))
     rep = json.loads(so)
     why = {e["name"]: e["reason"] for e in rep["not_hooked"]}
+    pad = {e["name"]: e.get("padding") for e in rep["not_hooked"]}
     for fn in ("pad_short3", "pad_short4", "pad_one", "pad_loop", "pad_longloop", "jumper",
-               "hid_next", "main"):
+               "hid_next", "main", "pad_inner", "pad_waive", "nowaive_prev"):
         check(fn not in why, "%s is listed as not hooked (%s)" % (fn, why.get(fn)))
     for fn in ("nopad3", "hostile3"):
         check(why.get(fn) == "too_short", "%s: %r, expected too_short" % (fn, why.get(fn)))
+    for fn in ("pad_hinner", "pad_nowaive"):
+        check(why.get(fn) == "branch_into_patch",
+              "%s: %r, expected branch_into_patch" % (fn, why.get(fn)))
+    # why the padding form could not take each (docs/hooks.md)
+    for fn, p in (("hostile3", "branched"), ("pad_hinner", "branched"),
+                  ("pad_nowaive", "claimed"), ("nopad3", "not_free")):
+        check(pad.get(fn) == p, "%s: padding %r, expected %r" % (fn, pad.get(fn), p))
+    check(all(e.get("why") for e in rep["not_hooked"]
+              if e["reason"] in ("too_short", "branch_into_patch")),
+          "a too_short or branch_into_patch function without its why: %r" % rep["not_hooked"])
     check(rep["hooked"] + sum(rep["skipped"].values()) == rep["functions"],
           "hooked + skipped != functions: %r" % {k: rep[k] for k in ("hooked", "skipped",
                                                                      "functions")})
     rc, so, se = run([a.ada, "diagnose", a.pad, "--functions"], cwd=work)
-    check(rc == 0 and any(l.split()[-1:] == ["nopad3"] and "too_short" in l
+    check(rc == 0 and any("too_short" in l and " nopad3: " in l and "proved free" in l
                           for l in so.splitlines()), "text form: %d %r" % (rc, so))
     junk = os.path.join(work, "not-elf")
     with open(junk, "w") as f:

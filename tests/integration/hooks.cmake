@@ -92,13 +92,18 @@ ada_itest(exclude_module.O2 target --record-opt=--exclude --record-opt=libc.so*
           --absent-module libc.so* -- ${T}/t_funcptr_O2)
 ada_itest(prologue.O2 target -- ${T}/t_prologue_O2)
 # Functions shorter than the patch or with a branch into it, hooked in the
-# padding form (docs/hooks.md), counted exactly; those without usable
-# padding stay unhooked with their reason.
-ada_itest(pad.O2 target --absent nopad3 --absent hostile3
+# padding form (docs/hooks.md) — padding after, before (also where the
+# function before needs none) and inside the function —, counted exactly;
+# those without usable padding stay unhooked with their reason.
+ada_itest(pad.O2 target --absent nopad3 --absent hostile3 --absent pad_hinner
+          --absent pad_nowaive
           --syms-status pad_short3=hooked --syms-status pad_short4=hooked
           --syms-status pad_loop=hooked --syms-status pad_longloop=hooked
           --syms-status pad_one=hooked --syms-status nopad3=too_short
-          --syms-status hostile3=too_short -- ${T}/t_pad_O2)
+          --syms-status hostile3=too_short --syms-status pad_inner=hooked
+          --syms-status pad_waive=hooked --syms-status nowaive_prev=hooked
+          --syms-status pad_hinner=branch_into_patch
+          --syms-status pad_nowaive=branch_into_patch -- ${T}/t_pad_O2)
 ada_itest(ucontext.O2 target --calls-only -- ${T}/t_ucontext_O2)
 # 300 switches each way through traced wrappers: frames left behind on the
 # other stack return late, coro()'s own only at the end (the grave keeps one

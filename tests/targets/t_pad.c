@@ -18,7 +18,19 @@
  *                  into them and runs on into hid_next (stays too_short,
  *                  no events: the nops are a branch target);
  *   jumper, hid_next  ordinary functions around it (jumper's jump into the
- *                  nops reaches hid_next as a tail call).
+ *                  nops reaches hid_next as a tail call);
+ *   pad_inner      a loop back to offset 2, about 200 bytes, right after
+ *                  inner_prev (no padding before it), its padding after it
+ *                  out of reach: takes the padding inside it, after a ret;
+ *   pad_hinner     the same, but jumper2 jumps into that padding (it is
+ *                  code): stays branch_into_patch, no events;
+ *   pad_waive      a loop back to offset 2 with 7 bytes of padding before
+ *                  it, after waive_prev, a 5-byte function the ordinary
+ *                  patch takes: the 7 are pad_waive's (waive_prev needs
+ *                  none), and no padding after it (waive_next follows);
+ *   pad_nowaive    the same after nowaive_prev, 4 bytes long, whose own
+ *                  slot is the first 5 of the 7: stays branch_into_patch,
+ *                  no events (nowaive_prev is hooked in the padding form).
  * The assembly functions count nothing themselves; drive(), a counted C
  * function, knows how many times it called each. Single-threaded.
  * `t_pad_O2 N` runs N rounds (default 40).
@@ -31,7 +43,9 @@
 // clang-format off
 #define FUNCS(X)                                                                                   \
 	X(main) X(drive) X(pad_short3) X(pad_short4) X(pad_one) X(pad_loop) X(pad_longloop)       \
-	    X(nopad_prev) X(nopad_next) X(jumper) X(hid_next)
+	    X(nopad_prev) X(nopad_next) X(jumper) X(hid_next) X(inner_prev) X(pad_inner)             \
+	    X(hinner_prev) X(jumper2) X(waive_prev) X(pad_waive) X(waive_next) X(nowaive_prev)     \
+	    X(nowaive_next)
 // clang-format on
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
@@ -47,6 +61,17 @@ unsigned long nopad_next(unsigned long x);
 void hostile3(unsigned *p, unsigned v);
 unsigned long hid_next(unsigned long x);
 unsigned long jumper(unsigned long x);
+unsigned long inner_prev(unsigned long x);
+unsigned long pad_inner(unsigned long n);
+unsigned long hinner_prev(unsigned long x);
+unsigned long pad_hinner(unsigned long n);
+unsigned long jumper2(void);
+unsigned long waive_prev(unsigned long x);
+unsigned long pad_waive(unsigned long n);
+unsigned long waive_next(unsigned long x);
+void nowaive_prev(unsigned long *p, unsigned long v);
+unsigned long pad_nowaive(unsigned long n);
+unsigned long nowaive_next(unsigned long x);
 
 #define FN_BEGIN(name) ".globl " #name "\n.type " #name ",@function\n" #name ":\n.cfi_startproc\n"
 #define FN_END(name) ".cfi_endproc\n.size " #name ", .-" #name "\n"
@@ -95,7 +120,65 @@ __asm__(".text\n"
         FN_BEGIN(jumper)
         "	add $0, %rdi\n"
         "	jmp .Lpad_hid\n"
-        FN_END(jumper));
+        FN_END(jumper)
+        /* pad_inner packed after inner_prev; its padding after the ret is
+         * within reach, the padding after it is not */
+        ".p2align 4\n"
+        FN_BEGIN(inner_prev) "	lea 3(%rdi), %rax\n	ret\n" FN_END(inner_prev)
+        FN_BEGIN(pad_inner)
+        "	xor %eax, %eax\n"
+        "1:	add $3, %rax\n"
+        "	dec %rdi\n"
+        "	jnz 3f\n"
+        "	ret\n"
+        "	.p2align 4\n"
+        "3:	.rept 60\n	mov %rax, %rcx\n	.endr\n"
+        "	jmp 1b\n"
+        FN_END(pad_inner)
+        /* the same, but jumper2 jumps into its padding */
+        ".p2align 4\n"
+        FN_BEGIN(hinner_prev) "	lea 4(%rdi), %rax\n	ret\n" FN_END(hinner_prev)
+        FN_BEGIN(pad_hinner)
+        "	xor %eax, %eax\n"
+        "1:	add $3, %rax\n"
+        "	dec %rdi\n"
+        "	jnz 3f\n"
+        "	ret\n"
+        ".Lpad_hinner_fill:\n"
+        "	.p2align 4\n"
+        "3:	.rept 60\n	mov %rax, %rcx\n	.endr\n"
+        "	jmp 1b\n"
+        FN_END(pad_hinner)
+        ".p2align 4\n"
+        FN_BEGIN(jumper2)
+        "	mov $1, %edi\n"
+        "	xor %eax, %eax\n"
+        "	jmp .Lpad_hinner_fill\n"
+        FN_END(jumper2)
+        /* 7 bytes of padding between waive_prev and pad_waive, none after */
+        ".p2align 4\n"
+        FN_BEGIN(waive_prev) "	lea 7(%rdi), %rax\n	ret\n" FN_END(waive_prev)
+        "	.fill 7, 1, 0x90\n"
+        FN_BEGIN(pad_waive)
+        "	xor %eax, %eax\n"
+        "1:	add $3, %rax\n"
+        "	dec %rdi\n"
+        "	jnz 1b\n"
+        "	ret\n"
+        FN_END(pad_waive)
+        FN_BEGIN(waive_next) "	lea 8(%rdi), %rax\n	ret\n" FN_END(waive_next)
+        /* the same after a 4-byte function, which claims the 7's front */
+        ".p2align 4\n"
+        FN_BEGIN(nowaive_prev) "	mov %rsi, (%rdi)\n	ret\n" FN_END(nowaive_prev)
+        "	.fill 7, 1, 0x90\n"
+        FN_BEGIN(pad_nowaive)
+        "	xor %eax, %eax\n"
+        "1:	add $3, %rax\n"
+        "	dec %rdi\n"
+        "	jnz 1b\n"
+        "	ret\n"
+        FN_END(pad_nowaive)
+        FN_BEGIN(nowaive_next) "	lea 9(%rdi), %rax\n	ret\n" FN_END(nowaive_next));
 // clang-format on
 
 TC_FN static unsigned long drive(unsigned long rounds)
@@ -119,6 +202,11 @@ TC_FN static unsigned long drive(unsigned long rounds)
 		acc += u;
 		acc += hid_next(i);
 		acc += jumper(i);
+		acc += inner_prev(i) + pad_inner(i + 1);
+		acc += hinner_prev(i) + pad_hinner(i + 1) + jumper2();
+		acc += waive_prev(i) + pad_waive(i + 1) + waive_next(i);
+		nowaive_prev(&l, i);
+		acc += l + pad_nowaive(i + 1) + nowaive_next(i);
 	}
 	TC_ADD(FN_pad_short3, rounds);
 	TC_ADD(FN_pad_short4, rounds);
@@ -132,8 +220,19 @@ TC_FN static unsigned long drive(unsigned long rounds)
 	TC_ADD(FN_jumper, rounds);
 	TC_EITHER(FN_jumper, rounds);
 	TC_ADD(FN_hid_next, 2 * rounds);
-	/* nopad3, hostile3: not hooked (the test checks their
-	 * reasons), so not counted */
+	TC_ADD(FN_inner_prev, rounds);
+	TC_ADD(FN_pad_inner, rounds);
+	TC_ADD(FN_hinner_prev, rounds);
+	/* jumper2 leaves through pad_hinner's loop and ret: a tail call */
+	TC_ADD(FN_jumper2, rounds);
+	TC_EITHER(FN_jumper2, rounds);
+	TC_ADD(FN_waive_prev, rounds);
+	TC_ADD(FN_pad_waive, rounds);
+	TC_ADD(FN_waive_next, rounds);
+	TC_ADD(FN_nowaive_prev, rounds);
+	TC_ADD(FN_nowaive_next, rounds);
+	/* nopad3, hostile3, pad_hinner, pad_nowaive: not hooked (the test
+	 * checks their reasons), so not counted */
 	return acc;
 }
 

@@ -64,7 +64,7 @@ static void img_fn(struct img *im, uint64_t off, const uint8_t *code, size_t len
 /* The slot of function i (0: none), as an offset + 1. */
 static uint64_t img_slot(struct img *im, size_t i, uint64_t *glo, uint64_t *ghi)
 {
-	uint64_t base = (uint64_t)(uintptr_t)im->b, lo = 0, hi = 0;
+	uint64_t base = (uint64_t)(uintptr_t)im->b, gap[DISCOVER_PAD_GAP_WORDS];
 	struct hook_arch_plan plan;
 	const struct ada_hook_fn *f = &im->fns[i];
 	if (hook_arch_prepare_short(im->b + f->offset, base + f->offset, f->size, NULL, &plan) !=
@@ -73,12 +73,12 @@ static uint64_t img_slot(struct img *im, size_t i, uint64_t *glo, uint64_t *ghi)
 	uint64_t *pm = discover_pad_ends(&im->st);
 	assert_non_null(pm);
 	struct discover_pad_view v = {img_covered, im};
-	bool ok = discover_pad_slot(base, &im->st, pm, i, &v, &plan, &lo, &hi);
+	bool ok = discover_pad_slot(base, &im->st, pm, i, &v, &plan, gap);
 	free(pm);
 	if (!ok)
 		return 0;
 	if (glo)
-		*glo = lo - base, *ghi = hi - base;
+		*glo = gap[0] - base, *ghi = gap[1] - base;
 	return plan.pad_addr - base + 1;
 }
 
@@ -104,11 +104,32 @@ static void test_after_nops(void **state)
 	img_fn(&im, 48, st3, sizeof(st3));
 	assert_int_equal(img_slot(&im, 3, &lo, &hi), 43 + 1);
 	assert_int_equal(lo, 37);
-	/* with 9 bytes before it, neither */
+	/* with 9 bytes before it, after a function that may need the first
+	 * 5 (4 bytes long: its own slot), neither */
+	img_init(&im, 0x90);
+	img_fn(&im, 0, st4, sizeof(st4));
+	img_fn(&im, 13, st3, sizeof(st3));
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
+	/* after a function whose own bytes take the 5-byte patch, the 9 bytes
+	 * are the second's: its slot is their last 5, and the first's patch
+	 * after its first byte is guarded (a branch there would make the
+	 * first need its slot: the cross-function check takes this one back) */
 	img_init(&im, 0x90);
 	img_fn(&im, 0, lea5, sizeof(lea5));
 	img_fn(&im, 14, st3, sizeof(st3));
-	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
+	uint64_t base = (uint64_t)(uintptr_t)im.b, gap[DISCOVER_PAD_GAP_WORDS];
+	struct hook_arch_plan plan;
+	assert_int_equal(hook_arch_prepare_short(im.b + 14, base + 14, 3, NULL, &plan),
+	                 ADA_HOOK_OK);
+	uint64_t *pm = discover_pad_ends(&im.st);
+	struct discover_pad_view v = {img_covered, &im};
+	assert_true(discover_pad_slot(base, &im.st, pm, 1, &v, &plan, gap));
+	free(pm);
+	assert_int_equal(plan.pad_addr - base, 9);
+	assert_int_equal(gap[0] - base, 5);
+	assert_int_equal(gap[1] - base, 14);
+	assert_int_equal(gap[2] - base, 1);
+	assert_int_equal(gap[3] - base, 5);
 }
 
 static void test_after_multibyte_and_int3(void **state)
@@ -244,17 +265,17 @@ static void test_one_byte(void **state)
 	img_init(&im, 0xcc);
 	img_fn(&im, 0, ret1, 1);
 	img_fn(&im, 16, lea5, sizeof(lea5));
-	uint64_t base = (uint64_t)(uintptr_t)im.b, lo, hi;
+	uint64_t base = (uint64_t)(uintptr_t)im.b, gap[DISCOVER_PAD_GAP_WORDS];
 	struct hook_arch_plan plan;
 	assert_int_equal(hook_arch_prepare_short(im.b, base, 1, NULL, &plan), ADA_HOOK_OK);
 	assert_int_equal(plan.patch_len, 2);
 	assert_int_equal(plan.insn_count, 1);
 	uint64_t *pm = discover_pad_ends(&im.st);
 	struct discover_pad_view v = {img_covered, &im};
-	assert_true(discover_pad_slot(base, &im.st, pm, 0, &v, &plan, &lo, &hi));
+	assert_true(discover_pad_slot(base, &im.st, pm, 0, &v, &plan, gap));
 	free(pm);
 	assert_int_equal(plan.pad_addr - base, 2);
-	assert_int_equal(lo - base, 1);
+	assert_int_equal(gap[0] - base, 1);
 	assert_int_equal(plan.original[0], 0xc3);
 	assert_int_equal(plan.original[1], 0xcc);
 	uint8_t out[HOOK_ARCH_MAX_PATCH];
@@ -311,12 +332,26 @@ static void test_before(void **state)
 	static const uint8_t callq[] = {0xe8, 0x00, 0x00, 0x00, 0x00};
 	memcpy(im.b, callq, sizeof(callq));
 	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
-	/* a gap too small to hold the slot of the function before it too */
+	/* a gap too small to hold the slot of the function before it too,
+	 * which may need it (4 bytes long) */
+	img_init(&im, 0x90);
+	img_fn(&im, 0, st4, sizeof(st4));
+	img_fn(&im, 11, lp, sizeof(lp));
+	img_fn(&im, 256, lea5, sizeof(lea5));
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
+	/* one with a loop back to its offset 2 needs it too */
+	static const uint8_t loop7[] = {0x31, 0xc0, 0x48, 0xff, 0xc0, 0x75, 0xfb, 0xc3};
+	img_init(&im, 0x90);
+	img_fn(&im, 0, loop7, sizeof(loop7));
+	img_fn(&im, 15, lp, sizeof(lp));
+	img_fn(&im, 256, lea5, sizeof(lea5));
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
+	/* a 5-byte function that takes the ordinary patch leaves them */
 	img_init(&im, 0x90);
 	img_fn(&im, 0, lea5, sizeof(lea5));
 	img_fn(&im, 12, lp, sizeof(lp));
 	img_fn(&im, 256, lea5, sizeof(lea5));
-	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 7 + 1);
 }
 
 /* The gap before a function that the function before it cannot claim:
@@ -415,13 +450,13 @@ static void test_inner(void **state)
 	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
 	/* the patch: jmp rel8 to the padding, jmp rel32 there */
 	img_inner(&im, inner, sizeof(inner));
-	uint64_t base = (uint64_t)(uintptr_t)im.b;
+	uint64_t base = (uint64_t)(uintptr_t)im.b, gap[DISCOVER_PAD_GAP_WORDS];
 	struct hook_arch_plan plan;
 	assert_int_equal(hook_arch_prepare_short(im.b + 5, base + 5, sizeof(inner), NULL, &plan),
 	                 ADA_HOOK_OK);
 	uint64_t *pm = discover_pad_ends(&im.st);
 	struct discover_pad_view v = {img_covered, &im};
-	assert_true(discover_pad_slot(base, &im.st, pm, 1, &v, &plan, &lo, &hi));
+	assert_true(discover_pad_slot(base, &im.st, pm, 1, &v, &plan, gap));
 	free(pm);
 	uint8_t out[HOOK_ARCH_MAX_PATCH], pad[HOOK_ARCH_PAD_SLOT];
 	hook_arch_patch_bytes(&plan, base + 0x1000, out);
@@ -435,6 +470,60 @@ static void test_inner(void **state)
 	assert_memory_equal(plan.pad_original, im.b + 17, HOOK_ARCH_PAD_SLOT);
 }
 
+/* The cross-function check over the guard: a branch from a third
+ * function into the patch of the function before the gap takes the slot
+ * back (that function now needs it), as a branch into the gap would. */
+static void test_guard_xref(void **state)
+{
+	(void)state;
+	struct img im;
+	img_init(&im, 0x90);
+	img_fn(&im, 0, lea5, sizeof(lea5));
+	img_fn(&im, 14, st3, sizeof(st3));
+	static const uint8_t jmp3[] = {0xe9, 0xed, 0xff, 0xff, 0xff}; /* 17: jmp 3 */
+	img_fn(&im, 17, jmp3, sizeof(jmp3));
+	uint64_t base = (uint64_t)(uintptr_t)im.b;
+	struct hook_arch_plan plans[3];
+	uint64_t gaps[3 * DISCOVER_PAD_GAP_WORDS] = {0};
+	uint8_t prior[3] = {ADA_HOOK_OK, ADA_SKIP_TOO_SHORT, ADA_HOOK_OK};
+	assert_int_equal(hook_arch_prepare_mem(im.b, base, 5, NULL, &plans[0]), ADA_HOOK_OK);
+	assert_int_equal(hook_arch_prepare_mem(im.b + 17, base + 17, 5, NULL, &plans[2]),
+	                 ADA_HOOK_OK);
+	assert_int_equal(hook_arch_prepare_short(im.b + 14, base + 14, 3, NULL, &plans[1]),
+	                 ADA_HOOK_OK);
+	uint64_t *pm = discover_pad_ends(&im.st);
+	struct discover_pad_view v = {img_covered, &im};
+	assert_true(
+	    discover_pad_slot(base, &im.st, pm, 1, &v, &plans[1], gaps + DISCOVER_PAD_GAP_WORDS));
+	free(pm);
+	assert_int_equal(discover_xref_check_pad(base, &im.st, plans, gaps, prior, NULL), 0);
+	assert_int_equal(im.fns[0].status, ADA_SKIP_BRANCH_INTO_PATCH);
+	assert_int_equal(im.fns[1].status, ADA_SKIP_TOO_SHORT);
+	assert_int_equal(plans[1].pad_addr, 0);
+	assert_int_equal(im.fns[2].status, ADA_HOOK_OK);
+	/* without the branch (jmp 0: the entry, outside every patch) it stays */
+	img_init(&im, 0x90);
+	img_fn(&im, 0, lea5, sizeof(lea5));
+	img_fn(&im, 14, st3, sizeof(st3));
+	static const uint8_t jmp0[] = {0xe9, 0xea, 0xff, 0xff, 0xff};
+	img_fn(&im, 17, jmp0, sizeof(jmp0));
+	base = (uint64_t)(uintptr_t)im.b;
+	memset(gaps, 0, sizeof(gaps));
+	assert_int_equal(hook_arch_prepare_mem(im.b, base, 5, NULL, &plans[0]), ADA_HOOK_OK);
+	assert_int_equal(hook_arch_prepare_mem(im.b + 17, base + 17, 5, NULL, &plans[2]),
+	                 ADA_HOOK_OK);
+	assert_int_equal(hook_arch_prepare_short(im.b + 14, base + 14, 3, NULL, &plans[1]),
+	                 ADA_HOOK_OK);
+	pm = discover_pad_ends(&im.st);
+	assert_true(
+	    discover_pad_slot(base, &im.st, pm, 1, &v, &plans[1], gaps + DISCOVER_PAD_GAP_WORDS));
+	free(pm);
+	assert_int_equal(discover_xref_check_pad(base, &im.st, plans, gaps, prior, NULL), 0);
+	assert_int_equal(im.fns[0].status, ADA_HOOK_OK);
+	assert_int_equal(im.fns[1].status, ADA_HOOK_OK);
+	assert_int_equal(plans[1].pad_addr - base, 9);
+}
+
 /* The patch bytes: jmp rel8 at the entry, jmp rel32 in the padding. */
 static void test_patch_bytes(void **state)
 {
@@ -443,14 +532,14 @@ static void test_patch_bytes(void **state)
 	img_init(&im, 0x90);
 	img_fn(&im, 0, st4, sizeof(st4));
 	img_fn(&im, 16, lea5, sizeof(lea5));
-	uint64_t base = (uint64_t)(uintptr_t)im.b, lo, hi;
+	uint64_t base = (uint64_t)(uintptr_t)im.b, gap[DISCOVER_PAD_GAP_WORDS];
 	struct hook_arch_plan plan;
 	assert_int_equal(hook_arch_prepare_short(im.b, base, 4, NULL, &plan), ADA_HOOK_OK);
 	assert_int_equal(plan.patch_len, 3); /* the whole mov */
 	assert_int_equal(plan.insn_count, 1);
 	uint64_t *pm = discover_pad_ends(&im.st);
 	struct discover_pad_view v = {img_covered, &im};
-	assert_true(discover_pad_slot(base, &im.st, pm, 0, &v, &plan, &lo, &hi));
+	assert_true(discover_pad_slot(base, &im.st, pm, 0, &v, &plan, gap));
 	free(pm);
 	uint8_t out[HOOK_ARCH_MAX_PATCH], pad[HOOK_ARCH_PAD_SLOT];
 	hook_arch_patch_bytes(&plan, base + 0x1000, out);
@@ -474,7 +563,7 @@ int main(void)
 	    cmocka_unit_test(test_gap_to_fde),    cmocka_unit_test(test_open_end),
 	    cmocka_unit_test(test_one_byte),      cmocka_unit_test(test_before),
 	    cmocka_unit_test(test_patch_bytes),   cmocka_unit_test(test_before_claim),
-	    cmocka_unit_test(test_inner),
+	    cmocka_unit_test(test_inner),         cmocka_unit_test(test_guard_xref),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,8 +64,33 @@ struct ada_hook_fn {
 	uint8_t status;    /* enum ada_hook_skip; ADA_HOOK_OK when hooked */
 	uint8_t is_ifunc;
 	uint8_t is_global;
+	/* The agent's install marks special names here for a while;
+	 * ada_hook_analyse_file() leaves in it, for a function it found
+	 * too_short or branch_into_patch, why the padding form could not
+	 * take it (enum ada_hook_pad_why), else 0. */
 	uint8_t reserved;
 };
+
+/* Why a function stays too_short or branch_into_patch: what the padding
+ * form (docs/hooks.md, "The padding form") found. */
+enum ada_hook_pad_why {
+	ADA_PAD_WHY_UNKNOWN = 0,
+	ADA_PAD_WHY_NO_SIZE,  /* the symbol has no size */
+	ADA_PAD_WHY_OFFSET1,  /* a branch lands at offset 1 */
+	ADA_PAD_WHY_OPEN_END, /* it may run on into the bytes after it */
+	ADA_PAD_WHY_ONE_BYTE, /* 1 byte that is no return */
+	ADA_PAD_WHY_ENTRY,    /* the 2-byte jump's displaced instruction cannot move */
+	ADA_PAD_WHY_NO_FILL,  /* no 5 bytes of fill within the jump's reach */
+	ADA_PAD_WHY_NOT_FREE, /* fill within reach, none proved free */
+	ADA_PAD_WHY_BRANCHED, /* a branch lands in the padding it would use */
+	ADA_PAD_WHY_NO_FDE,   /* no unwind table tells padding from code */
+	ADA_PAD_WHY_CLAIMED,  /* the padding before it is the slot of the function before */
+	ADA_PAD_WHY_COUNT
+};
+/* One sentence for a reader ("" for ADA_PAD_WHY_UNKNOWN). */
+const char *ada_hook_pad_why_text(unsigned why);
+/* A short name for JSON ("" for ADA_PAD_WHY_UNKNOWN). */
+const char *ada_hook_pad_why_name(unsigned why);
 
 /* An executable range of the image, as offsets from the load base. */
 struct ada_hook_xrange {
@@ -200,7 +225,8 @@ int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *c
  * file at path (x86_64), without loading or running it: its segments
  * mapped read-only, then symbols (is_main: as the program's own image),
  * cfg's verdicts, prepare, the padding form and the cross-function check
- * (analyse_file.c). st is filled, each function's status set. 0,
+ * (analyse_file.c). st is filled, each function's status set (and, for
+ * too_short and branch_into_patch, reserved: enum ada_hook_pad_why). 0,
  * -ENOEXEC (not a usable ELF), -EEXIST (a position-dependent executable
  * whose addresses are taken here), -ENOMEM, or -errno of open/mmap. */
 int ada_hook_analyse_file(const char *path, const char *debug_root, bool is_main,
