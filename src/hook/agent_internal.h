@@ -225,9 +225,12 @@ void agent_guard_leave(void);
  * return address the calling thread's frames replaced on the stack near
  * sp (the interrupted stack pointer) gets the program's back, innermost
  * first (a tail chain's slot ends with its lowest entry's), so a core
- * shows the program's own stack. The frames stay on the shadow stack
- * (nothing returns any more). Returns the number of slots put back. */
-uint32_t agent_shadow_restore_for_crash(const uint64_t *sp);
+ * shows the program's own stack; on arm64 where each body saved its x30
+ * (shadow_ret_home), and the interrupted link register *lr when it
+ * holds the innermost frame's return point (lr: hook_arch_uc_lr, NULL on
+ * x86_64). The frames stay on the shadow stack (nothing returns any
+ * more). Returns the number of words put back. */
+uint32_t agent_shadow_restore_for_crash(const uint64_t *sp, uint64_t *lr);
 /* After fork, in the child's only thread: the frames on the shadow stack
  * were the parent's; they stay (the child returns through them) but emit
  * nothing. */
