@@ -51,6 +51,14 @@ ada_arm64_test(cxx_throw.O2 target ${_arch} -- ${_a64}/t_cxx_O2 throw)
 ada_arm64_test(cxx_threads.O2 target ${_arch} -- ${_a64}/t_cxx_O2 threads)
 ada_arm64_test(crash_segv.O2 target ${_arch} --expect-status 139 --expect-signal 11
                -- ${_a64}/t_crash_O2)
+# The far patch form (agent_far.c): with ADA_HOOK_FAR_TEST every module
+# gets its trampoline block beyond `b`'s reach, so every function is
+# patched with adrp/add/br x16 (as in a module wider than +-128 MiB);
+# the counts are exact and every hooked function of the program took
+# the far form.
+ada_arm64_test(far_threads.O2 target ${_arch} --far-form t_threads_O2
+               -- ${_a64}/t_threads_O2)
+set_property(TEST arm64.far_threads.O2 APPEND PROPERTY ENVIRONMENT ADA_HOOK_FAR_TEST=1)
 # --count-only on arm64 (a64_count.c): leaf and work_a write no events;
 # their CALLs plus the manifest's counts are the program's own counts.
 ada_arm64_test(count_only target ${_arch} --count-only leaf --count-only work_a
