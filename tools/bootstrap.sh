@@ -66,6 +66,9 @@ if [ "$mode" != --build ]; then
     liburing-dev:arm64 libroaring-dev:arm64 libcapstone-dev:arm64 libelf-dev:arm64
     libxxhash-dev:arm64 zlib1g-dev:arm64 libjansson-dev:arm64
     libiberty-dev:arm64 libcmocka-dev:arm64 libdeflate-dev:arm64 libc6:arm64
+    # The backtrace of an aarch64 core qemu-user wrote, under ada and
+    # untraced (tests/integration/arm64_core.py).
+    gdb-multiarch
   )
 fi
 if [ "$mode" = --bench ]; then

@@ -21,7 +21,11 @@ static const char *fns_why(enum ada_hook_skip r)
 {
 	switch (r) {
 	case ADA_SKIP_TOO_SHORT:
+#if defined(__aarch64__)
+		return "shorter than the 4-byte branch (a symbol of size 0)";
+#else
 		return "shorter than the 5-byte jump, and no padding form (each says why)";
+#endif
 	case ADA_SKIP_BRANCH_INTO_PATCH:
 		return "a branch lands inside the bytes a patch would replace, and no padding form "
 		       "(each says why)";
@@ -131,8 +135,13 @@ int diagnose_functions(const char *path, bool json)
 	    ada_hook_analyse_file(path, getenv("ADA_DEBUG_ROOT"), fns_is_main(path), &cfg, &st);
 	ada_hook_config_fini(&cfg);
 	if (err) {
-		ada_log("cannot analyse %s: %s; give an x86_64 ELF program or library", path,
-		        err == -ENOEXEC ? "not a usable ELF file" : strerror(-err));
+#if defined(__aarch64__) /* the arch layer's machine: an aarch64 file is the aarch64 ada's */
+		const char *machine = "an aarch64";
+#else
+		const char *machine = "an x86_64";
+#endif
+		ada_log("cannot analyse %s: %s; give %s ELF program or library", path,
+		        err == -ENOEXEC ? "not a usable ELF file" : strerror(-err), machine);
 		return 1;
 	}
 	uint64_t counts[ADA_SKIP_REASON_COUNT] = {0};

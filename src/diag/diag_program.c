@@ -155,6 +155,16 @@ static void diag_interpreter(struct ada_diag_check *c, const char *shown, const 
 	}
 }
 
+/* Whether path is a qemu-user emulator (qemu-aarch64, qemu-arm-static,
+ * ...; not qemu-system-*): a process it runs is another machine's
+ * program, which ada attach would miss (it would trace qemu). */
+static bool diag_is_qemu_user(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	return !strncmp(base, "qemu-", 5) && strncmp(base, "qemu-system-", 12) != 0;
+}
+
 /* ELF for this machine; false when not (nothing more to check). */
 static bool diag_elf_kind(const char *shown, const struct diag_elf *d, bool attach, bool emulated,
                           struct ada_diag_report *rep)
@@ -193,6 +203,16 @@ static bool diag_elf_kind(const char *shown, const struct diag_elf *d, bool atta
 		         "this ada runs on " DIAG_ARCH,
 		         shown, d->machine, d->cls);
 		diag_step(c, "record it with an ada built for its machine, on that machine");
+		return false;
+	}
+	if (attach && diag_is_qemu_user(shown)) {
+		diag_set(c, ADA_DIAG_FAIL, false,
+		         "'%s' is qemu-user: the process runs a program of another machine under "
+		         "emulation, and qemu-user does not implement ptrace for the programs it "
+		         "runs, so ada attach cannot reach it (it would trace qemu itself)",
+		         shown);
+		diag_step(c, "record the program from its start: ada record PROGRAM (ada runs an "
+		             "aarch64 program under qemu-aarch64 itself, docs/arm64.md)");
 		return false;
 	}
 	diag_set(c, ADA_DIAG_OK, false, "'%s' is a 64-bit ELF program for " DIAG_ARCH, shown);

@@ -199,6 +199,8 @@ static void agent_json_ids(FILE *f, const struct agent_module *m)
 	fprintf(f, "\"fde_functions\": %zu, ", m->wanted ? m->st.n_fde : 0);
 	/* of "installed": hooked in the padding form (docs/hooks.md) */
 	fprintf(f, "\"padding_form\": %zu, ", m->n_pad);
+	/* of "installed": hooked in the far form (arm64, agent_far.c) */
+	fprintf(f, "\"far_form\": %zu, ", m->n_far);
 }
 
 static void agent_json_module(FILE *f, const struct agent_module *m)

@@ -367,7 +367,7 @@ static void crash_handler(int sig, siginfo_t *si, void *uc)
 	 * core dump (and a debugger) sees the stack as untraced. Only this
 	 * thread's: the others run on, and their shadow stacks may be
 	 * mid-update (docs/hooks.md, "Fatal signals"). */
-	agent_shadow_restore_for_crash((const uint64_t *)hook_arch_uc_sp(uc));
+	agent_shadow_restore_for_crash((const uint64_t *)hook_arch_uc_sp(uc), hook_arch_uc_lr(uc));
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;

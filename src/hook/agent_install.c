@@ -432,6 +432,31 @@ static uint64_t install_count_block(struct agent_module *m, size_t i, uint8_t *a
 	return (uint64_t)at;
 }
 
+/* Function i's trampoline at blk + used; with far (agent_far_block) a
+ * plan that cannot reach it is planned again in the far form. Its
+ * length, or 0. */
+static size_t install_emit_one(struct agent_module *m, size_t i, struct hook_arch_plan *plan,
+                               uint8_t *blk, size_t used, size_t stub_at, bool far)
+{
+	const struct ada_hook_fn *f = &m->st.fns[i];
+	uint64_t id = install_fn_id(m, i), len = 0;
+	for (int form = 0; form < 2 && len == 0; form++) {
+		if (form == 1 && !(far && agent_far_replan(m, i, plan)))
+			break;
+		if (!f->reserved) /* specials get their own handler (agent_internal.h) */
+			len = hook_arch_emit_trampoline_fast(
+			    plan, blk + used, (uint64_t)(blk + used), id, (uint64_t)(blk + stub_at),
+			    (uint64_t)blk);
+		else
+			len = hook_arch_emit_trampoline(
+			    plan, blk + used, (uint64_t)(blk + used),
+			    agent_special_tag(id, (enum agent_special)f->reserved),
+			    (uint64_t)&agent_hook_on_enter_special, (uint64_t)blk);
+		m->n_far += form == 1 && len;
+	}
+	return (size_t)len;
+}
+
 /* Emits the trampolines into one block and fills patches and, in the
  * same order, undo (the original bytes). Returns the patch count. The
  * block starts with its own return trampoline, the exit path of its
@@ -457,29 +482,20 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 	size_t per =
 	    HOOK_ARCH_MAX_TRAMPOLINE + (agent.cfg.n_count_only ? HOOK_ARCH_COUNT_BLOCK_MAX : 0);
 	size_t cap = used + n_cand * per;
-	int err = hook_mem_alloc(agent.mem, m->id, m->lo, m->hi, cap, &blk);
+	bool far = false; /* a module wider than the patch's reach (agent_far.c) */
+	int err = agent_far_block(agent.mem, m, cap, &blk, &far);
 	struct agent_tmap *tmap =
 	    err ? NULL : agent_tmap_new(m->id, (uint64_t)blk, (uint64_t)blk + cap, m->lo, n_cand);
 	if (!err && hook_arch_emit_return_trampoline_fast(blk, (uint64_t)blk, &fl) == 0)
 		err = -EINVAL;
 	if (!err && hook_arch_emit_enter_stub(blk + stub_at, (uint64_t)(blk + stub_at), &fl) == 0)
 		err = -EINVAL;
+	m->n_far = 0;
 	for (size_t i = 0; i < m->st.count; i++) {
 		struct ada_hook_fn *f = &m->st.fns[i];
 		if (f->status != ADA_HOOK_OK)
 			continue;
-		/* Specials get their own handler (agent_internal.h). */
-		uint64_t id = install_fn_id(m, i);
-		size_t len = 0;
-		if (!err && !f->reserved)
-			len = hook_arch_emit_trampoline_fast(
-			    &plans[i], blk + used, (uint64_t)(blk + used), id,
-			    (uint64_t)(blk + stub_at), (uint64_t)blk);
-		else if (!err)
-			len = hook_arch_emit_trampoline(
-			    &plans[i], blk + used, (uint64_t)(blk + used),
-			    agent_special_tag(id, (enum agent_special)f->reserved),
-			    (uint64_t)&agent_hook_on_enter_special, (uint64_t)blk);
+		size_t len = err ? 0 : install_emit_one(m, i, &plans[i], blk, used, stub_at, far);
 		if (len == 0) {
 			f->status = ADA_SKIP_NO_TRAMPOLINE_MEMORY;
 			continue;

@@ -225,9 +225,12 @@ void agent_guard_leave(void);
  * return address the calling thread's frames replaced on the stack near
  * sp (the interrupted stack pointer) gets the program's back, innermost
  * first (a tail chain's slot ends with its lowest entry's), so a core
- * shows the program's own stack. The frames stay on the shadow stack
- * (nothing returns any more). Returns the number of slots put back. */
-uint32_t agent_shadow_restore_for_crash(const uint64_t *sp);
+ * shows the program's own stack; on arm64 where each body saved its x30
+ * (shadow_ret_home), and the interrupted link register *lr when it
+ * holds the innermost frame's return point (lr: hook_arch_uc_lr, NULL on
+ * x86_64). The frames stay on the shadow stack (nothing returns any
+ * more). Returns the number of words put back. */
+uint32_t agent_shadow_restore_for_crash(const uint64_t *sp, uint64_t *lr);
 /* After fork, in the child's only thread: the frames on the shadow stack
  * were the parent's; they stay (the child returns through them) but emit
  * nothing. */
@@ -361,7 +364,20 @@ struct agent_module {
 	 * trampoline; nothing else reaches the padding). */
 	struct hook_patch *pad;
 	size_t n_pad;
+	/* Functions patched in the far form (arm64, agent_far.c). */
+	size_t n_far;
 };
+
+/* The far patch form (agent_far.c; arm64 only). block: m's trampoline
+ * block of cap bytes in mem, within the patch's reach (hook_mem_alloc), else
+ * (*far) within the far form's (not for BTI-guarded code; always with
+ * ADA_HOOK_FAR_TEST); 0 or -errno. replan: function i's plan in the far
+ * form, when it can have it. note_bti: whether a GNU property note asks
+ * for BTI (any architecture: tested on any host). Under agent.lock. */
+int agent_far_block(struct hook_mem *mem, struct agent_module *m, size_t cap, uint8_t **blk,
+                    bool *far);
+bool agent_far_replan(const struct agent_module *m, size_t i, struct hook_arch_plan *plan);
+bool agent_far_note_bti(const uint8_t *p, size_t len);
 
 /* An image that is not hooked at all, for agent.json. */
 struct agent_ignored {

@@ -33,6 +33,12 @@
 #include "hook.h"
 #include "hook_arch.h"
 
+/* The files this build's arch layer judges: its own machine's. */
+#if defined(__aarch64__)
+#define AF_MACHINE EM_AARCH64
+#else
+#define AF_MACHINE EM_X86_64
+#endif
 #define AF_MAX_PHDRS 64
 #define AF_MAX_SPAN (4ull << 30) /* no real image spans more */
 #define AF_PAGE 4096ull
@@ -52,7 +58,7 @@ static int af_read_headers(int fd, uint64_t fsize, Elf64_Ehdr *eh, struct af_ima
 {
 	if (pread(fd, eh, sizeof(*eh), 0) != (ssize_t)sizeof(*eh) ||
 	    memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_machine != EM_X86_64 || (eh->e_type != ET_EXEC && eh->e_type != ET_DYN) ||
+	    eh->e_machine != AF_MACHINE || (eh->e_type != ET_EXEC && eh->e_type != ET_DYN) ||
 	    eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phnum == 0 ||
 	    eh->e_phnum > AF_MAX_PHDRS || eh->e_phoff > fsize ||
 	    fsize - eh->e_phoff < (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr))

@@ -896,28 +896,9 @@ void agent_guard_leave(void)
 	agent_count_tls.gate -= 2;
 }
 
-uint32_t agent_shadow_restore_for_crash(const uint64_t *sp)
+uint32_t agent_shadow_restore_for_crash(const uint64_t *sp, uint64_t *lr)
 {
-	struct ada_shadow *s = &ada_shadow_tls;
-	uint32_t n = 0;
-	/* Innermost first: a handler's frames on the side stack (a signal
-	 * inside the hooks) hold the return trampoline in their slots too. */
-	for (uint32_t i = s->side.ev_cap ? s->side.top : 0; i > 0 && i <= SHADOW_SIDE_FRAMES; i--) {
-		struct shadow_entry *e = &s->side.fr[i - 1];
-		if (shadow_near(sp, e->slot) && SHADOW_IS_RET(*e->slot)) {
-			*e->slot = e->orig;
-			n++;
-		}
-	}
-	for (uint32_t i = s->top; s->base && i > 0; i--) {
-		struct shadow_entry *e = &s->base[i - 1];
-		if (shadow_near(sp, e->slot) && SHADOW_IS_RET(*e->slot)) {
-			*e->slot = e->orig;
-			n++;
-		}
-	}
-	s->restored = 1;
-	return n;
+	return shadow_restore_for_crash(&ada_shadow_tls, sp, lr);
 }
 
 void agent_shadow_after_fork(void)

@@ -270,6 +270,21 @@ struct hook_arch_plan {
 #define HOOK_ARCH_PAD_REACH_FWD 127
 #define HOOK_ARCH_PAD_REACH_BACK 128
 
+/* The far patch form (arm64: adrp/add/br x16 over the first three
+ * instructions, +-4 GiB; arm64/arch.h): a longer patch for a function
+ * whose trampoline block cannot be placed within HOOK_ARCH_REACH (a
+ * module wider than that). HOOK_ARCH_FAR_REACH is its reach, 0 where
+ * the architecture has none (x86_64: rel32 already reaches +-2 GiB);
+ * hook_arch_prepare_far() plans it (the body swept for branches into
+ * the longer patch), declared only where the reach is not 0. */
+#ifndef HOOK_ARCH_FAR_REACH
+#define HOOK_ARCH_FAR_REACH 0
+#endif
+#if HOOK_ARCH_FAR_REACH
+enum ada_hook_skip hook_arch_prepare_far(const uint8_t *code, uint64_t addr, uint64_t size,
+                                         struct hook_arch_plan *plan);
+#endif
+
 /* Decides whether the function [addr, addr+size) whose bytes are `code`
  * can be patched, scanning the whole body for branches back into the
  * patched bytes. Fills plan. Returns ADA_HOOK_OK or the skip reason. */

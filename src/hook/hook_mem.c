@@ -317,12 +317,25 @@ static int mem_region_fits(const struct mem_region *r, uint32_t module_id, uint6
 int hook_mem_alloc(struct hook_mem *m, uint32_t module_id, uint64_t lo, uint64_t hi, size_t len,
                    uint8_t **out)
 {
-	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
 	uint64_t wlo = hi > MEM_REACH + MEM_VA_LOW ? hi - MEM_REACH : MEM_VA_LOW;
 	uint64_t whi = lo + MEM_REACH < MEM_VA_HIGH ? lo + MEM_REACH : MEM_VA_HIGH;
+
+	if (hi < lo || hi - lo >= MEM_REACH)
+		return -EINVAL;
+	return hook_mem_alloc_in(m, module_id, wlo, whi, lo, len, out);
+}
+
+int hook_mem_alloc_in(struct hook_mem *m, uint32_t module_id, uint64_t wlo, uint64_t whi,
+                      uint64_t near, size_t len, uint8_t **out)
+{
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
 	struct mem_region *r = NULL;
 
-	if (len == 0 || hi < lo || hi - lo >= MEM_REACH || len > (64u << 20))
+	if (wlo < MEM_VA_LOW)
+		wlo = MEM_VA_LOW;
+	if (whi > MEM_VA_HIGH)
+		whi = MEM_VA_HIGH;
+	if (len == 0 || whi <= wlo || len > (64u << 20))
 		return -EINVAL;
 	len = (len + 15) & ~(size_t)15; /* keep trampolines 16-byte aligned */
 	for (size_t i = m->n_regions; i-- > 0 && !r;)
@@ -331,7 +344,7 @@ int hook_mem_alloc(struct hook_mem *m, uint32_t module_id, uint64_t lo, uint64_t
 	if (!r) {
 		size_t size = len > MEM_REGION_MIN ? len : MEM_REGION_MIN;
 		size = (size + pg - 1) & ~(pg - 1);
-		int err = mem_new_region(m, module_id, wlo, whi, lo, size);
+		int err = mem_new_region(m, module_id, wlo, whi, near, size);
 		if (err)
 			return err;
 		r = &m->regions[m->n_regions - 1];

@@ -43,6 +43,13 @@ void hook_mem_free(struct hook_mem *m);
 int hook_mem_alloc(struct hook_mem *m, uint32_t module_id, uint64_t lo, uint64_t hi, size_t len,
                    uint8_t **out);
 
+/* hook_mem_alloc() within an explicit window: the block lies inside
+ * [wlo, whi) (clamped to the user address space), as close to near as
+ * the gaps allow. For arm64's far patch form, whose adrp reaches +-4 GiB
+ * (agent_install.c). Errors as hook_mem_alloc(). */
+int hook_mem_alloc_in(struct hook_mem *m, uint32_t module_id, uint64_t wlo, uint64_t whi,
+                      uint64_t near, size_t len, uint8_t **out);
+
 /* Makes every region written since the last seal read+execute (no RWX is
  * left behind) and closes them to further allocation. -errno of mprotect. */
 int hook_mem_seal(struct hook_mem *m);

@@ -436,6 +436,45 @@ static inline void shadow_restore_all(struct ada_shadow *s, const uint64_t *ref,
 	s->restored = 1;
 }
 
+/* The crash handler's restore (agent_shadow_restore_for_crash): every
+ * return point of this thread's frames on sp's stack back to the real
+ * return address, so a core and a debugger see the frames as untraced.
+ * Innermost first: a handler's frames on the side stack (a signal inside
+ * the hooks) hold return points in their slots too. lr: the interrupted
+ * context's link register (arm64), or NULL: a return point still in it
+ * (the innermost traced body has not saved x30, or holds it still) is
+ * the innermost frame's. With SHADOW_RET_IN_FRAME the base stack's
+ * return points are found where the bodies saved them
+ * (shadow_ret_home). Returns how many words it put back. */
+static inline uint32_t shadow_restore_for_crash(struct ada_shadow *s, const uint64_t *sp,
+                                                uint64_t *lr)
+{
+	uint32_t n = 0;
+	for (uint32_t i = s->side.ev_cap ? s->side.top : 0; i > 0 && i <= SHADOW_SIDE_FRAMES; i--) {
+		struct shadow_entry *e = &s->side.fr[i - 1];
+		if (shadow_near(sp, e->slot) && SHADOW_IS_RET(*e->slot)) {
+			*e->slot = e->orig;
+			n++;
+		}
+	}
+	if (lr && s->base && s->top > 0 && SHADOW_IS_RET(*lr) &&
+	    shadow_near(sp, s->base[s->top - 1].slot)) {
+		*lr = s->base[s->top - 1].orig;
+		n++;
+	}
+	for (uint32_t i = s->top; s->base && i > 0; i--) {
+		struct shadow_entry *e = &s->base[i - 1];
+		uint64_t *home =
+		    shadow_near(sp, e->slot) ? shadow_ret_home(s, i - 1, sp, true, 0) : NULL;
+		if (home && SHADOW_IS_RET(*home)) {
+			*home = e->orig;
+			n++;
+		}
+	}
+	s->restored = 1;
+	return n;
+}
+
 /* After a catch: the surviving frames get the shared trampoline back
  * (their return is then mispredicted, once). Oldest first: a tail chain's
  * slot holds its lowest entry's orig, which that entry re-arms; the

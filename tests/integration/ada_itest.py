@@ -1120,6 +1120,21 @@ def cmd_target(args, ada, work, rep):
                       for e in fns),
                   "%s: --overhead-budget moved no function matching %s to count-only: %r"
                   % (pid_dirs, g, fns))
+    for g in args.far_form:
+        # arm64's far patch form (ADA_HOOK_FAR_TEST): every hooked function
+        # of the modules matching g took it
+        mods = []
+        for d in pid_dirs:
+            try:
+                with open(os.path.join(session, d, "agent.json")) as f:
+                    mods += json.load(f).get("modules", [])
+            except (OSError, ValueError) as ex:
+                rep.fail("%s/agent.json: %s" % (d, ex))
+        hit = [m for m in mods if fnmatch.fnmatch(os.path.basename(m.get("path", "")), g)]
+        rep.check(hit and all(m.get("installed", 0) > 0 and m.get("far_form") == m["installed"]
+                              for m in hit),
+                  "--far-form %s: not every hooked function took the far form: %r"
+                  % (g, [(m.get("path"), m.get("installed"), m.get("far_form")) for m in hit]))
     for spec in args.child_exit or []:
         name, what = spec.split("=", 1)
         kind, num = what.split(":")
@@ -2584,6 +2599,9 @@ def main():
     t.add_argument("--count-only", action="append", default=[], metavar="GLOB",
                    help="ada record --count-only GLOB: the trace's CALLs plus the manifest's "
                    "counts must be the program's calls")
+    t.add_argument("--far-form", action="append", default=[], metavar="GLOB",
+                   help="modules (file name glob) whose every hooked function agent.json "
+                   "says took arm64's far patch form (run with ADA_HOOK_FAR_TEST)")
     t.add_argument("--moved", action="append", default=[], metavar="GLOB",
                    help="functions --overhead-budget must have moved to count-only (the "
                    "manifest says so); their CALLs plus counts are checked as --count-only's")

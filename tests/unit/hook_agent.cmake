@@ -24,6 +24,13 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
     ${CMOCKA_LIBRARY})
   add_test(NAME agent_shadow_inframe COMMAND test_agent_shadow_inframe)
   ada_sanitize_tests(asan ubsan TESTS agent_shadow_inframe)
+  # The far form's BTI note test (agent_far.c is the shared agent's: built
+  # into the test itself; on x86_64 only its note reader has a body).
+  add_executable(test_agent_far ${_ag}/test_agent_far.c ${PROJECT_SOURCE_DIR}/src/hook/agent_far.c)
+  target_include_directories(test_agent_far PRIVATE ${CMOCKA_INCLUDE_DIR})
+  target_link_libraries(test_agent_far PRIVATE ada_agent_core ada_hook_internal ${CMOCKA_LIBRARY})
+  add_test(NAME agent_far COMMAND test_agent_far)
+  ada_sanitize_tests(asan ubsan TESTS agent_far)
   # dladdr1 must see the test's own functions: export them.
   set_target_properties(test_agent_symbols PROPERTIES ENABLE_EXPORTS ON)
   target_link_libraries(test_agent_syms PRIVATE ada_atf)

@@ -335,6 +335,30 @@ static void test_unwind_inframe(void **state)
 	expect(5, 1, ATF_EVENT_RETURN, 1);
 }
 
+/* The crash restore on arm64 frames: each return point where its body
+ * saved it, and the innermost (a leaf that never saved x30) in the
+ * interrupted link register. */
+static void test_crash_restore_inframe(void **state)
+{
+	(void)state;
+	for (int d = 1; d <= 3; d++)
+		call_inframe(d, (uint64_t)d, 0x1000u + (uint64_t)d);
+	uint64_t *s4 = slot_at(4);
+	*s4 = 0x1004;
+	shadow_pop_dead(&sh, s4, *s4, TRAMP);
+	assert_true(shadow_push(&sh, 4, s4, TRAMP, 0));
+	uint64_t lr = RP(4);     /* bl body: x30, not saved by the leaf */
+	slot_at(2)[-6] = 0x4242; /* an untraced frame inside frame 2's span */
+	assert_int_equal(shadow_restore_for_crash(&sh, s4 - 2, &lr), 4);
+	assert_int_equal(lr, 0x1004);
+	for (int d = 1; d <= 3; d++) {
+		assert_int_equal(slot_at(d)[-2], 0x1000u + (uint64_t)d);
+		assert_int_equal(*slot_at(d), 0x5555);
+	}
+	assert_int_equal(slot_at(2)[-6], 0x4242);
+	assert_int_equal(sh.top, 4);
+}
+
 /* A tail chain in arm64 frames: 10 tail-calls 11 (the same slot; 11's
  * body saves 10's return point in its frame), then 11 calls 20. */
 static void test_unwind_chain_inframe(void **state)
@@ -357,6 +381,22 @@ static void test_unwind_chain_inframe(void **state)
 	assert_int_equal(s1[-2], TRAMP);
 }
 #endif
+
+/* The crash handler's restore: every return point of the faulting
+ * thread's frames back, innermost first, the frames left in place. */
+static void test_crash_restore(void **state)
+{
+	(void)state;
+	for (int d = 1; d <= 3; d++)
+		call(d, (uint64_t)d, 0x1000u + (uint64_t)d);
+	uint64_t lr = 0x4444; /* a real return address in the link register */
+	assert_int_equal(shadow_restore_for_crash(&sh, slot_at(4), &lr), 3);
+	for (int d = 1; d <= 3; d++)
+		assert_int_equal(*slot_at(d), 0x1000u + (uint64_t)d);
+	assert_int_equal(lr, 0x4444);
+	assert_int_equal(sh.top, 3);
+	assert_int_equal(shadow_restore_for_crash(&sh, slot_at(4), NULL), 0);
+}
 
 static void test_pop_all_and_exec(void **state)
 {
@@ -697,6 +737,7 @@ int main(void)
 		cmocka_unit_test_setup(test_longjmp_then_return, setup),
 		cmocka_unit_test_setup(test_altstack_not_dead, setup),
 		cmocka_unit_test_setup(test_unwind_and_catch, setup),
+		cmocka_unit_test_setup(test_crash_restore, setup),
 		cmocka_unit_test_setup(test_pop_all_and_exec, setup),
 		cmocka_unit_test_setup(test_fork_inherited, setup),
 		cmocka_unit_test_setup(test_grave, setup),
@@ -712,6 +753,7 @@ int main(void)
 #if SHADOW_RET_IN_FRAME
 		cmocka_unit_test_setup(test_unwind_inframe, setup),
 		cmocka_unit_test_setup(test_unwind_chain_inframe, setup),
+		cmocka_unit_test_setup(test_crash_restore_inframe, setup),
 #endif
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,6 +40,12 @@ enum ada_hook_skip hook_arch_prepare_prologue(const uint8_t *code, uint64_t addr
 	return a64_prepare(code, addr, size, plan);
 }
 
+enum ada_hook_skip hook_arch_prepare_far(const uint8_t *code, uint64_t addr, uint64_t size,
+                                         struct hook_arch_plan *plan)
+{
+	return a64_prepare_far(code, addr, size, plan);
+}
+
 /* The padding form exists for x86_64's functions shorter than its
  * 5-byte jump; every A64 function holds a 4-byte `b`. */
 enum ada_hook_skip hook_arch_prepare_short(const uint8_t *code, uint64_t addr, uint64_t size,
@@ -150,6 +156,7 @@ bool hook_arch_reloc_map(const struct hook_arch_plan *plan, uint64_t tramp_addr,
 	if (a64_emit_trampoline(plan, buf, tramp_addr, 0, 0, tramp_addr, starts) == 0)
 		return false;
 	out->n = (uint8_t)plan->insn_count;
+	out->end_off = out->end_at = 0; /* no system call among the copies to stop after */
 	for (size_t i = 0; i < plan->insn_count; i++) {
 		out->off[i] = plan->insns[i].offset;
 		out->at[i] = (uint8_t)starts[i];

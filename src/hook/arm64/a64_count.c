@@ -71,16 +71,19 @@ size_t a64_emit_count_block(uint8_t *buf, uint64_t buf_addr, int32_t gate, int32
 	count_ldr_off(&w, true, A64_X16, A64_X16, counters);
 	uint32_t off = slot * 8;
 	if (off < 4096) {
-		a64_put(&w, 0x91000000u | off << 10 | A64_X16 << 5 | A64_X16); /* add x16, x16, #off */
+		a64_put(&w,
+		        0x91000000u | off << 10 | A64_X16 << 5 | A64_X16); /* add x16, x16, #off */
 	} else {
 		a64_mov_imm64(&w, A64_X17, off);
-		a64_put(&w, 0x8b000000u | A64_X17 << 16 | A64_X16 << 5 | A64_X16); /* add x16, x16, x17 */
+		a64_put(&w, 0x8b000000u | A64_X17 << 16 | A64_X16 << 5 |
+		                A64_X16); /* add x16, x16, x17 */
 	}
 	a64_put(&w, 0xf81f0fe0u | A64_X15); /* str x15, [sp, #-16]! */
 	uint64_t loop = a64_pc(&w);
-	a64_put(&w, 0xc85f7c00u | A64_X16 << 5 | A64_X17);                /* ldxr x17, [x16] */
-	a64_put(&w, 0x91000400u | A64_X17 << 5 | A64_X17);                /* add x17, x17, #1 */
-	a64_put(&w, 0xc8007c00u | A64_X15 << 16 | A64_X16 << 5 | A64_X17); /* stxr w15, x17, [x16] */
+	a64_put(&w, 0xc85f7c00u | A64_X16 << 5 | A64_X17); /* ldxr x17, [x16] */
+	a64_put(&w, 0x91000400u | A64_X17 << 5 | A64_X17); /* add x17, x17, #1 */
+	a64_put(&w,
+	        0xc8007c00u | A64_X15 << 16 | A64_X16 << 5 | A64_X17); /* stxr w15, x17, [x16] */
 	int64_t back = (int64_t)(loop - a64_pc(&w));
 	a64_put(&w, 0x35000000u | ((uint32_t)(back >> 2) & 0x7ffffu) << 5 | A64_X15); /* cbnz w15 */
 	a64_put(&w, 0xf84107e0u | A64_X15); /* ldr x15, [sp], #16 */

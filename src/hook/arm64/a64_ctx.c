@@ -27,6 +27,11 @@ void hook_arch_uc_set_pc(void *uc, uintptr_t pc)
 	((ucontext_t *)uc)->uc_mcontext.pc = pc;
 }
 
+uint64_t *hook_arch_uc_lr(void *uc)
+{
+	return (uint64_t *)&((ucontext_t *)uc)->uc_mcontext.regs[30];
+}
+
 /* Where each word of the signal context record comes from: an x register
  * (0-30), or one of these. */
 #define A64_UC_SP 100

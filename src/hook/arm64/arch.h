@@ -42,6 +42,9 @@ _Static_assert(sizeof(struct ada_hook_regs) == 176, "a64_emit.c's A64_FRAME");
 #define HOOK_ARCH_REACH (1ull << 27)
 #define HOOK_ARCH_VA_HIGH 0xfffffffff000ull
 
+/* The far form's adrp reaches +-4 GiB (hook_arch.h, a64_patch.c). */
+#define HOOK_ARCH_FAR_REACH (1ull << 32)
+
 /* A count-only block (a64_count.c): up to 32 words when its TLS
  * offsets, slot or branches need the long forms. */
 #define HOOK_ARCH_COUNT_BLOCK_MAX 128

@@ -123,6 +123,10 @@ void hook_arch_uc_regs(const void *uc, uint64_t out[HOOK_ARCH_UC_NREGS]);
  * (the crash handler's move out of a trampoline, agent_crash.c). */
 uintptr_t hook_arch_uc_pc(const void *uc);
 void hook_arch_uc_set_pc(void *uc, uintptr_t pc);
+/* The interrupted link register's word in the context (x30): the
+ * crash handler puts a return point there back (agent_crash.c); the
+ * kernel's sigreturn loads it. */
+uint64_t *hook_arch_uc_lr(void *uc);
 
 /* Calls fn(sig, si, uc) with the stack pointer at sp (16-byte aligned),
  * then returns to the caller's stack; x29 keeps the caller's frame, so

@@ -11,6 +11,7 @@
 #define ADA_HOOK_X86_64_ARCH_CTX_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The thread pointer (fs base: the TCB's first word points to itself). */
@@ -124,6 +125,13 @@ void hook_arch_uc_regs(const void *uc, uint64_t out[HOOK_ARCH_UC_NREGS]);
  * back to the function's own copy of that instruction (agent_crash.c). */
 uintptr_t hook_arch_uc_pc(const void *uc);
 void hook_arch_uc_set_pc(void *uc, uintptr_t pc);
+/* The interrupted link register's word (arm64's x30): none, every
+ * return address is on the stack. */
+static inline uint64_t *hook_arch_uc_lr(void *uc)
+{
+	(void)uc;
+	return NULL;
+}
 
 /* Calls fn(sig, si, uc) with the stack pointer at sp (16-byte aligned),
  * then returns to the caller's stack. The frame pointer keeps the
