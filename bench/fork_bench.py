@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 """What process creation costs under ada (issue 32, item 2): fork + _exit,
-fork + exec /bin/true, a bash script of 300 `$(f $i)` subshells and a
-small make build, untraced vs `ada record` vs `uftrace record -P .` (when
-uftrace is installed; else the table says so), interleaved run by run.
+fork + exec /bin/true, a bash script of 300 `$(f $i)` subshells, a small
+make build and (workload cmake, not in the default set) a cmake configure
+and build of the same sources, untraced vs `ada record` vs `uftrace record
+-P .` (when uftrace is installed; else the table says so), interleaved run
+by run.
 
   bench/fork_bench.py [--ada build/ada] [--reps 5] [--workload fork,exec,bash,make]
                       [--n-fork 50] [--n-exec 20] [--no-uftrace] [--ada-before PATH]
 
 --ada-before PATH adds a column for another build of ada (say, before a
-change), in the same rotation.
+change), in the same rotation. Each ada build has a plan cache of its own
+(XDG_CACHE_HOME under the work directory: two builds sharing one would
+remove each other's files of the same image at each store), filled by one
+untimed run of each workload before the timed ones: the table is the warm
+case, as a user's second run sees it.
 
 Per workload and variant: the median over the runs of the wall time and
 of the CPU time of the whole process tree (the recorder's included:
@@ -58,6 +64,9 @@ def write_make_tree(d):
         f.write('int main(void) { int s = 0;\n')
         f.write(''.join('s += f_%s(s);\n' % n for n in names))
         f.write('return s == 0; }\n')
+    with open(os.path.join(d, 'CMakeLists.txt'), 'w') as f:
+        f.write('cmake_minimum_required(VERSION 3.13)\nproject(fb C)\n')
+        f.write('add_executable(prog %s)\n' % ' '.join(n + '.c' for n in names + ['main']))
     objs = ' '.join(n + '.o' for n in names + ['main'])
     with open(os.path.join(d, 'Makefile'), 'w') as f:
         f.write('prog: %s\n\tcc -o prog %s\n' % (objs, objs))
@@ -75,11 +84,11 @@ def children_cpu():
     return r.ru_utime + r.ru_stime
 
 
-def run_timed(argv, cwd, out_dir):
+def run_timed(argv, cwd, out_dir, env=None):
     """(wall s, tree CPU s, stdout) of one run; raises on failure."""
     c0, t0 = children_cpu(), time.monotonic()
     p = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=300)
+                       timeout=300, env=env)
     wall, cpu = time.monotonic() - t0, children_cpu() - c0
     if p.returncode != 0:
         raise RuntimeError('%s exited %d: %s' % (' '.join(argv), p.returncode,
@@ -96,21 +105,23 @@ def per_child(text):
 
 
 def variants(args, work):
-    v = {'untraced': lambda argv, tag: (argv, None)}
+    """name -> f(argv, tag) -> (argv, output directory, environment)."""
+    v = {'untraced': lambda argv, tag: (argv, None, None)}
 
-    def ada(argv, tag):
-        out = os.path.join(work, 'ada-' + tag)
-        return [args.ada, 'record', '--out', out, '--'] + argv, out
-    v['ada'] = ada
+    def ada_variant(binary, name):
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, 'cache-' + name))
+
+        def wrap(argv, tag):
+            out = os.path.join(work, name + '-' + tag)
+            return [binary, 'record', '--out', out, '--'] + argv, out, env
+        return wrap
+    v['ada'] = ada_variant(args.ada, 'ada')
     if args.ada_before:
-        def before(argv, tag):
-            out = os.path.join(work, 'before-' + tag)
-            return [args.ada_before, 'record', '--out', out, '--'] + argv, out
-        v['ada-before'] = before
+        v['ada-before'] = ada_variant(args.ada_before, 'before')
     if args.uftrace:
         def uft(argv, tag):
             out = os.path.join(work, 'uftrace-' + tag)
-            return [args.uftrace, 'record', '-P', '.', '-d', out, '--'] + argv, out
+            return [args.uftrace, 'record', '-P', '.', '-d', out, '--'] + argv, out, None
         v['uftrace'] = uft
     return v
 
@@ -128,8 +139,8 @@ def main():
     args.uftrace = None if args.no_uftrace else shutil.which('uftrace')
     wanted = args.workload.split(',')
     for w in wanted:
-        if w not in ('fork', 'exec', 'bash', 'make'):
-            sys.exit('fork_bench: unknown workload %r: fork, exec, bash or make' % w)
+        if w not in ('fork', 'exec', 'bash', 'make', 'cmake'):
+            sys.exit('fork_bench: unknown workload %r: fork, exec, bash, make or cmake' % w)
     if not os.access(args.ada, os.X_OK):
         sys.exit('fork_bench: %s is not an executable ada; build it or pass --ada' % args.ada)
     work = tempfile.mkdtemp(prefix='ada-forkbench-', dir=os.environ.get('TMPDIR'))
@@ -145,16 +156,24 @@ def main():
         loads = {'before': os.getloadavg()}
         argvs = {'fork': [prog, 'fork', str(args.n_fork)],
                  'exec': [prog, 'exec', str(args.n_exec)],
-                 'bash': ['bash', script], 'make': ['make', '-s', '-j1']}
+                 'bash': ['bash', script], 'make': ['make', '-s', '-j1'],
+                 'cmake': ['sh', '-c', 'rm -rf cb && cmake -S mk -B cb >/dev/null && '
+                           'cmake --build cb >/dev/null']}
         vs = variants(args, work)
         res = {w: {v: [] for v in vs} for w in wanted}
+        for w in wanted:  # untimed: each ada build's plan cache filled
+            for v, wrap in vs.items():
+                if v.startswith('ada'):
+                    clean_make_tree(mk)
+                    argv, out, env = wrap(argvs[w], '%s-warm' % w)
+                    run_timed(argv, mk if w == 'make' else work, out, env)
         for rep in range(args.reps):
             for w in wanted:
                 for v, wrap in vs.items():
                     if w == 'make':
                         clean_make_tree(mk)
-                    argv, out = wrap(argvs[w], '%s-%d' % (w, rep))
-                    wall, cpu, text = run_timed(argv, mk if w == 'make' else work, out)
+                    argv, out, env = wrap(argvs[w], '%s-%d' % (w, rep))
+                    wall, cpu, text = run_timed(argv, mk if w == 'make' else work, out, env)
                     res[w][v].append({'wall_s': wall, 'cpu_s': cpu, 'per_child': per_child(text)})
         loads['after'] = os.getloadavg()
     finally:

@@ -329,36 +329,11 @@ static void record_tell_stripped(json_t *a, char seen[][PATH_MAX], size_t *nseen
 }
 
 /* Calls the agents did not trace, over every process (issue 14: whatever
- * is untraced is on the summary; docs/hooks.md, untraced_calls), and the
- * images traced by offsets for want of symbols. */
-static void record_print_untraced(const char *dir)
+ * is untraced is on the summary; docs/hooks.md, untraced_calls); the
+ * images traced by offsets for want of symbols were told by
+ * record_read_agents(). */
+static void record_print_untraced(const json_int_t *sum)
 {
-	json_int_t sum[6] = {0, 0, 0, 0, 0, 0};
-	static char stripped[RECORD_STRIPPED_MAX][PATH_MAX];
-	size_t nstripped = 0;
-	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
-	if (!d)
-		return;
-	struct dirent *de;
-	char path[PATH_MAX];
-	for (unsigned n = 0; n < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)) != NULL; n++) {
-		int pid;
-		char tail;
-		if (sscanf(de->d_name, "pid_%d%c", &pid, &tail) != 1 ||
-		    (size_t)snprintf(path, sizeof(path), "%s/%s/agent.json", dir, de->d_name) >=
-		        sizeof(path))
-			continue;
-		int fd = -1;
-		json_t *a = NULL;
-		if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
-			a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
-			close(fd);
-		}
-		record_add_untraced(a, sum);
-		record_tell_stripped(a, stripped, &nstripped);
-		json_decref(a);
-	}
-	closedir(d);
 	if (sum[4] > 0)
 		fprintf(stderr,
 		        "ada: %lld returns were not traced: their frames were cut at %lld stack "
@@ -385,16 +360,11 @@ static void record_print_untraced(const char *dir)
  * six moves to moved, adds the counted calls and functions to sum[0..1]
  * and the moves to sum[2], and keeps the first hot_functions list seen in
  * hot. */
-static void record_add_count_only(const char *path, json_int_t sum[3], char *moved, size_t mcap,
-                                  char *hot, size_t hcap)
+static void record_add_count_only(json_t *a, json_int_t sum[3], char *moved, size_t mcap, char *hot,
+                                  size_t hcap)
 {
-	int fd = -1;
-	json_t *a = NULL, *e;
+	json_t *e;
 	size_t i;
-	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
-		a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
-		close(fd);
-	}
 	json_array_foreach(json_object_get(json_object_get(a, "count_only"), "functions"), i, e)
 	{
 		const char *name = json_string_value(json_object_get(e, "name"));
@@ -421,29 +391,58 @@ static void record_add_count_only(const char *path, json_int_t sum[3], char *mov
 		snprintf(hot + u, hcap - u, "%s%s %lld %%", i ? ", " : "", name ? name : "?",
 		         (long long)json_integer_value(json_object_get(e, "share_pct")));
 	}
-	json_decref(a);
+}
+
+/* What the summary takes from every process's agent.json: the calls not
+ * traced, the count-only functions and the budget's moves, the hottest
+ * functions (record_add_count_only). */
+struct record_agents {
+	json_int_t untraced[6];
+	json_int_t counted[3];
+	char moved[1024], hot[512];
+};
+
+/* Reads each pid_N/agent.json of the session once (a recording of many
+ * short processes has as many), tells the stripped images as it goes. */
+static void record_read_agents(const char *dir, struct record_agents *acc)
+{
+	static char stripped[RECORD_STRIPPED_MAX][PATH_MAX];
+	size_t nstripped = 0;
+	memset(acc, 0, sizeof(*acc));
+	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	char path[PATH_MAX];
+	for (unsigned n = 0; n < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)) != NULL; n++) {
+		int pid;
+		char tail;
+		if (sscanf(de->d_name, "pid_%d%c", &pid, &tail) != 1 ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s/agent.json", dir, de->d_name) >=
+		        sizeof(path))
+			continue;
+		int fd = -1;
+		json_t *a = NULL;
+		if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
+			a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
+			close(fd);
+		}
+		record_add_untraced(a, acc->untraced);
+		record_tell_stripped(a, stripped, &nstripped);
+		record_add_count_only(a, acc->counted, acc->moved, sizeof(acc->moved), acc->hot,
+		                      sizeof(acc->hot));
+		json_decref(a);
+	}
+	closedir(d);
 }
 
 /* The count-only functions and the budget's moves; when the program waited
  * for ring space, where to look (the budget, the hottest functions). */
 static void record_print_count_only(const struct ada_record_summary *s, const struct rec_args *a,
-                                    const char *dir)
+                                    const struct record_agents *acc)
 {
-	json_int_t sum[3] = {0, 0, 0};
-	char moved[1024] = "", hot[512] = "", path[PATH_MAX];
-	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
-	if (!d)
-		return;
-	struct dirent *de;
-	for (unsigned n = 0; n < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)) != NULL; n++) {
-		int pid;
-		char tail;
-		if (sscanf(de->d_name, "pid_%d%c", &pid, &tail) == 1 &&
-		    (size_t)snprintf(path, sizeof(path), "%s/%s/agent.json", dir, de->d_name) <
-		        sizeof(path))
-			record_add_count_only(path, sum, moved, sizeof(moved), hot, sizeof(hot));
-	}
-	closedir(d);
+	const json_int_t *sum = acc->counted;
+	const char *moved = acc->moved, *hot = acc->hot;
 	if (moved[0])
 		fprintf(
 		    stderr,
@@ -716,8 +715,10 @@ void record_print_summary(const struct ada_record_summary *s, const struct rec_a
 		record_print_always(s);
 	record_print_left_out(s);
 	record_print_disk(s);
-	record_print_untraced(dir);
-	record_print_count_only(s, a, dir);
+	struct record_agents acc;
+	record_read_agents(dir, &acc);
+	record_print_untraced(acc.untraced);
+	record_print_count_only(s, a, &acc);
 	record_print_unmatched(a, dir);
 	fprintf(stderr, "%s\n", dir); /* last: scripts take the session from it */
 }

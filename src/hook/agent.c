@@ -245,9 +245,10 @@ static void agent_json_body(FILE *f)
 	agent_json_skips(f, sk);
 	fprintf(f,
 	        ",\n  \"plan_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
-	        ", \"off\": %" PRIu64 ", \"untrusted\": %" PRIu64 "}",
+	        ", \"off\": %" PRIu64 ", \"untrusted\": %" PRIu64 ", \"rejected\": %" PRIu64
+	        ", \"decoded\": %" PRIu64 "}",
 	        cache[AGENT_CACHE_HIT], cache[AGENT_CACHE_MISS], cache[AGENT_CACHE_OFF],
-	        agent.cache_untrusted);
+	        agent.cache_untrusted, agent.cache_rejected, agent.cache_decoded);
 	uint64_t par = 0;
 	for (size_t i = 0; i < agent.n_mods; i++)
 		par += agent.mods[i].par;

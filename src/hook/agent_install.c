@@ -350,20 +350,39 @@ static bool install_pad_again(struct agent_module *m, struct install_padctx *c, 
  * keep the hand-out rare. */
 #define INSTALL_PREPARE_GRAIN 32
 
+/* A cached OK verdict of function i: its decoded plan from the file when
+ * that fits the image; without one (it could not be stored), its
+ * prologue decoded again, counted. */
+static bool install_cached_plan(struct agent_module *m, const struct hook_arch_memview *mv,
+                                struct install_padctx *pc, size_t i, struct hook_arch_plan *plan,
+                                uint8_t cached)
+{
+	if (cached & PLAN_CACHE_PLAN)
+		return plan_cache_fits(mv, plan, cached & PLAN_CACHE_LEN);
+	struct ada_hook_fn *f = &m->st.fns[i];
+	uint64_t addr = m->base + f->offset;
+	agent.cache_decoded++;
+	if (cached & PLAN_CACHE_PAD)
+		return install_pad_again(m, pc, i, plan, cached & PLAN_CACHE_LEN);
+	return hook_arch_prepare_prologue((const uint8_t *)addr, addr, f->size, plan) ==
+	           ADA_HOOK_OK &&
+	       plan->patch_len == (cached & PLAN_CACHE_LEN);
+}
+
 /* hook_arch_prepare on every function still ADA_HOOK_OK. With ce (a plan
- * cache hit), only the prologue is decoded for a cached OK and a cached
- * skip reason is taken as is. Returns how many remain candidates, or
- * SIZE_MAX when the cache disagrees with the prologue (then nothing can
- * be trusted from it). */
+ * cache hit), a cached OK takes the cached plan when it fits the image
+ * (else its prologue is decoded) and a cached skip reason is taken as is.
+ * Returns how many remain candidates, or SIZE_MAX when the cache
+ * disagrees with the image (then nothing can be trusted from it). */
 static size_t install_prepare(struct agent_module *m, struct hook_arch_plan *plans,
                               const struct plan_cache_entry *ce)
 {
 	size_t n = 0;
 	struct install_rd rd = {.m = m};
 	struct install_padctx pc = {0};
+	dl_iterate_phdr(install_rd_cb, &rd);
+	struct hook_arch_memview mv = {rd.v, rd.n};
 	if (!ce) {
-		dl_iterate_phdr(install_rd_cb, &rd);
-		struct hook_arch_memview mv = {rd.v, rd.n};
 		struct install_full x = {m, plans, &mv};
 		install_run(install_prepare_range, &x, m->st.count, INSTALL_PREPARE_GRAIN);
 	}
@@ -371,19 +390,10 @@ static size_t install_prepare(struct agent_module *m, struct hook_arch_plan *pla
 		struct ada_hook_fn *f = &m->st.fns[i];
 		if (f->status != ADA_HOOK_OK)
 			continue;
-		uint64_t addr = m->base + f->offset;
-		const uint8_t *code = (const uint8_t *)addr;
 		if (ce && ce[i].status != ADA_HOOK_OK) {
 			f->status = ce[i].status;
-		} else if (ce && (ce[i].patch_len & PLAN_CACHE_PAD)) {
-			if (!install_pad_again(m, &pc, i, &plans[i],
-			                       ce[i].patch_len & ~PLAN_CACHE_PAD)) {
-				free(pc.pm);
-				return SIZE_MAX;
-			}
-		} else if (ce && (hook_arch_prepare_prologue(code, addr, f->size, &plans[i]) !=
-		                      ADA_HOOK_OK ||
-		                  plans[i].patch_len != ce[i].patch_len)) {
+		} else if (ce && !install_cached_plan(m, &mv, &pc, i, &plans[i], ce[i].patch_len)) {
+			free(pc.pm);
 			return SIZE_MAX;
 		}
 		n += f->status == ADA_HOOK_OK;
@@ -563,7 +573,8 @@ struct install_cache {
 	bool on, hit;
 };
 
-static void install_cache_open(struct agent_module *m, struct install_cache *c)
+static void install_cache_open(struct agent_module *m, struct install_cache *c,
+                               struct hook_arch_plan *plans)
 {
 	memset(c, 0, sizeof(*c));
 	/* pad=0 changes verdicts: such a run neither reads nor writes. */
@@ -583,7 +594,10 @@ static void install_cache_open(struct agent_module *m, struct install_cache *c)
 	if (!c->e || !c->todo)
 		return;
 	c->on = true;
-	int err = plan_cache_load(c->path, &c->key, c->e);
+	/* The file's plans are rebased on each function's address. */
+	for (size_t i = 0; i < m->st.count; i++)
+		plans[i].fn_addr = m->base + m->st.fns[i].offset;
+	int err = plan_cache_load(c->path, &c->key, c->e, plans);
 	if (err == -EPERM || err == -ELOOP) {
 		/* In a place another user could write (or a link there): not
 		 * trusted, not written; counted in agent.json. */
@@ -625,7 +639,7 @@ static void install_cache_store(struct agent_module *m, struct install_cache *c,
 		        ? 0
 		        : (uint8_t)(plans[i].patch_len | (plans[i].pad_addr ? PLAN_CACHE_PAD : 0));
 	}
-	plan_cache_store(c->path, &c->key, c->e); /* best effort: a cache */
+	plan_cache_store(c->path, &c->key, c->e, plans); /* best effort: a cache */
 }
 
 /* Verdicts, prepare and the xref check; from the cache when it has them.
@@ -633,7 +647,7 @@ static void install_cache_store(struct agent_module *m, struct install_cache *c,
 static size_t install_analyse(struct agent_module *m, struct hook_arch_plan *plans, int *err)
 {
 	struct install_cache c;
-	install_cache_open(m, &c);
+	install_cache_open(m, &c, plans);
 	install_verdicts(m);
 	install_cache_decide(m, &c);
 	size_t n = SIZE_MAX;
@@ -644,6 +658,8 @@ static size_t install_analyse(struct agent_module *m, struct hook_arch_plan *pla
 		n = saved ? install_prepare(m, plans, c.e) : SIZE_MAX;
 		for (size_t i = 0; n == SIZE_MAX && saved && i < m->st.count; i++)
 			m->st.fns[i].status = saved[i]; /* cache disagrees: full analysis */
+		/* Not fitting the image: counted, analysed in full, rewritten. */
+		agent.cache_rejected += n == SIZE_MAX;
 		if (n == SIZE_MAX)
 			memset(c.e, PLAN_CACHE_UNKNOWN, m->st.count * sizeof(*c.e));
 		free(saved);

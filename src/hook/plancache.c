@@ -26,8 +26,15 @@
  *   112  checksum                  u64: XXH64(body, seed XXH64(bytes 0..112))
  *   120  reserved (0)              u64
  *   128  fn_count x {status u8, patch_len u8}
- * patch_len with PLAN_CACHE_PAD (0x80) set: the padding form, its entry
- * displacing the low 7 bits' bytes (at least HOOK_ARCH_PAD_ENTRY).
+ *        then, for each entry with PLAN_CACHE_PLAN, in function order,
+ *        its decoded plan:
+ *          insn_count u8, original[patch length],
+ *          padding form: pad_rel i32 (slot - function), pad_original[5],
+ *          insn_count x {offset, len, kind, disp_off, cc, reg,
+ *                        has_target u8, target_rel i64 (target - function)}
+ * patch_len: the low 6 bits are the bytes the patch displaces (at least
+ * HOOK_ARCH_PAD_ENTRY in the padding form, PLAN_CACHE_PAD, 0x80; at least
+ * 5 otherwise); PLAN_CACHE_PLAN (0x40): a decoded plan follows.
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -36,6 +43,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +59,8 @@
 
 #define PC_MAGIC "ADAPLAN"
 /* 2: switch tables read (jump_table verdicts changed); 3: the padding
- * form (PLAN_CACHE_PAD) */
-#define PC_VERSION 3u
+ * form (PLAN_CACHE_PAD); 4: decoded plans (PLAN_CACHE_PLAN) */
+#define PC_VERSION 4u
 #define PC_HDR 128
 #define PC_SUM_OFF 112
 #define PC_MAX_FNS (1u << 24) /* far above any real symbol table */
@@ -67,6 +75,16 @@ struct pc_hdr {
 _Static_assert(sizeof(struct pc_hdr) == PC_HDR, "plan cache header is 128 bytes");
 _Static_assert(offsetof(struct pc_hdr, checksum) == PC_SUM_OFF, "checksum offset");
 _Static_assert(sizeof(struct plan_cache_entry) == 2, "entries are 2 bytes");
+/* A plan record stores every field of the plan: a field added to either
+ * struct must be added to pc_plan_put() and pc_plan_get() too. */
+_Static_assert(sizeof(struct hook_arch_insn) == 16, "pc_plan_put stores every insn field");
+_Static_assert(sizeof(struct hook_arch_plan) == 40 + HOOK_ARCH_MAX_PATCH + HOOK_ARCH_MAX_INSNS * 16,
+               "pc_plan_put stores every plan field");
+_Static_assert(HOOK_ARCH_MAX_PATCH <= PLAN_CACHE_LEN, "patch lengths fit the entry's bits");
+#define PC_INSN_REC 15u
+/* The longest plan record: the padding form, every instruction. */
+#define PC_PLAN_MAX                                                                                \
+	(1u + HOOK_ARCH_MAX_PATCH + 4u + HOOK_ARCH_PAD_SLOT + HOOK_ARCH_MAX_INSNS * PC_INSN_REC)
 
 uint64_t plan_cache_table_hash(const struct ada_hook_symtab *st)
 {
@@ -96,20 +114,131 @@ static int pc_key_matches(const struct pc_hdr *h, const struct plan_cache_key *k
 
 static int pc_entry_valid(const struct plan_cache_entry *e)
 {
+	unsigned len = e->patch_len & PLAN_CACHE_LEN;
 	if (e->status == PLAN_CACHE_UNKNOWN)
 		return 1;
 	if (e->status >= ADA_SKIP_REASON_COUNT)
 		return 0;
 	if (e->status == ADA_HOOK_OK && (e->patch_len & PLAN_CACHE_PAD))
-		return (e->patch_len & ~PLAN_CACHE_PAD) >= HOOK_ARCH_PAD_ENTRY &&
-		       (e->patch_len & ~PLAN_CACHE_PAD) <= HOOK_ARCH_MAX_PATCH;
+		return len >= HOOK_ARCH_PAD_ENTRY && len <= HOOK_ARCH_MAX_PATCH;
 	if (e->status == ADA_HOOK_OK)
-		return e->patch_len >= 5 && e->patch_len <= HOOK_ARCH_MAX_PATCH;
+		return len >= 5 && len <= HOOK_ARCH_MAX_PATCH;
 	return e->patch_len == 0;
 }
 
+/* Little-endian scalars at p (the file's byte order on every host ada
+ * runs on; memcpy keeps unaligned reads defined). */
+static void pc_put(uint8_t **p, const void *v, size_t n)
+{
+	memcpy(*p, v, n);
+	*p += n;
+}
+
+/* Appends plan's record at *p (room for PC_PLAN_MAX bytes). */
+static void pc_plan_put(uint8_t **p, const struct hook_arch_plan *plan, unsigned len, bool pad)
+{
+	uint8_t count = (uint8_t)plan->insn_count;
+	pc_put(p, &count, 1);
+	pc_put(p, plan->original, len);
+	if (pad) {
+		int32_t rel = (int32_t)(plan->pad_addr - plan->fn_addr);
+		pc_put(p, &rel, sizeof(rel));
+		pc_put(p, plan->pad_original, HOOK_ARCH_PAD_SLOT);
+	}
+	for (size_t k = 0; k < plan->insn_count; k++) {
+		const struct hook_arch_insn *in = &plan->insns[k];
+		uint8_t b[7] = {in->offset, in->len, in->kind,       in->disp_off,
+		                in->cc,     in->reg, in->target != 0};
+		int64_t rel = in->target ? (int64_t)(in->target - plan->fn_addr) : 0;
+		pc_put(p, b, sizeof(b));
+		pc_put(p, &rel, sizeof(rel));
+	}
+}
+
+/* Whether function e's plan can be stored: decoded, its shape one
+ * pc_plan_get() accepts. */
+static bool pc_plan_storable(const struct plan_cache_entry *e, const struct hook_arch_plan *plan)
+{
+	return e->status == ADA_HOOK_OK && plan->insn_count >= 1 &&
+	       plan->insn_count <= HOOK_ARCH_MAX_INSNS &&
+	       plan->patch_len == (e->patch_len & PLAN_CACHE_LEN) &&
+	       !(plan->pad_addr != 0) == !(e->patch_len & PLAN_CACHE_PAD);
+}
+
+/* The padding slot [rel, rel + HOOK_ARCH_PAD_SLOT) from the function's
+ * start: outside the len bytes the entry displaces, within the entry
+ * jump's reach. */
+static bool pc_pad_rel_ok(int64_t rel, unsigned len)
+{
+	int64_t from = rel - HOOK_ARCH_PAD_ENTRY;
+	return (rel >= (int64_t)len || rel + HOOK_ARCH_PAD_SLOT <= 0) &&
+	       from >= -(int64_t)HOOK_ARCH_PAD_REACH_BACK && from <= HOOK_ARCH_PAD_REACH_FWD;
+}
+
+/* Reads one instruction record into in, rebased on fn; false when its
+ * shape is impossible (it must start where the last one ended, end
+ * within the len displaced bytes, a rip displacement inside it). */
+static bool pc_insn_get(const uint8_t *p, uint64_t fn, unsigned at, unsigned len,
+                        struct hook_arch_insn *in)
+{
+	int64_t rel;
+	memcpy(&rel, p + 7, sizeof(rel));
+	*in = (struct hook_arch_insn){.offset = p[0],
+	                              .len = p[1],
+	                              .kind = p[2],
+	                              .disp_off = p[3],
+	                              .cc = p[4],
+	                              .reg = p[5],
+	                              .target = p[6] ? fn + (uint64_t)rel : 0};
+	return p[0] == at && p[1] >= 1 && at + p[1] <= len && p[6] <= 1 && (p[6] || rel == 0) &&
+	       (p[3] == 0 || p[3] + 4u <= p[1]);
+}
+
+/* Reads the plan record of an entry e at *p (left bytes remain) into
+ * plan (NULL: checked only), rebased on plan->fn_addr. Advances *p.
+ * False when it is truncated or has an impossible shape. */
+static bool pc_plan_get(const uint8_t **p, size_t *left, const struct plan_cache_entry *e,
+                        struct hook_arch_plan *plan)
+{
+	unsigned len = e->patch_len & PLAN_CACHE_LEN;
+	bool pad = e->patch_len & PLAN_CACHE_PAD;
+	const uint8_t *q = *p;
+	if (*left < 1u + len)
+		return false;
+	unsigned count = q[0];
+	size_t need = 1u + len + (pad ? 4u + HOOK_ARCH_PAD_SLOT : 0) + count * PC_INSN_REC;
+	if (count < 1 || count > HOOK_ARCH_MAX_INSNS || *left < need)
+		return false;
+	struct hook_arch_plan tmp, *out = plan ? plan : &tmp;
+	uint64_t fn = plan ? plan->fn_addr : 0;
+	memset(out, 0, sizeof(*out));
+	out->fn_addr = fn;
+	out->patch_len = len;
+	out->insn_count = count;
+	memcpy(out->original, q + 1, len);
+	q += 1 + len;
+	if (pad) {
+		int32_t rel;
+		memcpy(&rel, q, sizeof(rel));
+		if (!pc_pad_rel_ok(rel, len))
+			return false;
+		out->pad_addr = fn + (uint64_t)(int64_t)rel;
+		memcpy(out->pad_original, q + 4, HOOK_ARCH_PAD_SLOT);
+		q += 4 + HOOK_ARCH_PAD_SLOT;
+	}
+	unsigned at = 0;
+	for (unsigned k = 0; k < count; k++, q += PC_INSN_REC) {
+		if (!pc_insn_get(q, fn, at, len, &out->insns[k]))
+			return false;
+		at += out->insns[k].len;
+	}
+	*p = q;
+	*left -= need;
+	return true;
+}
+
 int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key *key,
-                     struct plan_cache_entry *out)
+                     struct plan_cache_entry *out, struct hook_arch_plan *plans)
 {
 	struct pc_hdr h;
 	if (!buf || len < PC_HDR)
@@ -117,25 +246,34 @@ int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key
 	memcpy(&h, buf, sizeof(h));
 	if (memcmp(h.magic, PC_MAGIC, sizeof(PC_MAGIC)) || h.version != PC_VERSION ||
 	    h.build_id_len > ADA_HOOK_BUILD_ID_MAX || h.fn_count > PC_MAX_FNS || h.reserved ||
-	    len - PC_HDR != h.fn_count * sizeof(struct plan_cache_entry))
+	    len - PC_HDR < h.fn_count * sizeof(struct plan_cache_entry))
 		return -EBADMSG;
 	if (pc_checksum(buf, buf + PC_HDR, len - PC_HDR) != h.checksum)
 		return -EBADMSG;
 	if (!pc_key_matches(&h, key))
 		return -ESTALE;
-	memcpy(out, buf + PC_HDR, len - PC_HDR);
+	size_t table = h.fn_count * sizeof(struct plan_cache_entry);
+	memcpy(out, buf + PC_HDR, table);
+	const uint8_t *p = buf + PC_HDR + table;
+	size_t left = len - PC_HDR - table;
 	for (size_t i = 0; i < h.fn_count; i++) {
 		if (!pc_entry_valid(&out[i]))
 			return -EBADMSG;
+		bool has_plan =
+		    out[i].status == ADA_HOOK_OK && (out[i].patch_len & PLAN_CACHE_PLAN);
+		if (has_plan && !pc_plan_get(&p, &left, &out[i], plans ? &plans[i] : NULL))
+			return -EBADMSG;
 	}
-	return 0;
+	return left == 0 ? 0 : -EBADMSG;
 }
 
 int plan_cache_encode(const struct plan_cache_key *key, const struct plan_cache_entry *e,
-                      uint8_t **out, size_t *out_len)
+                      const struct hook_arch_plan *plans, uint8_t **out, size_t *out_len)
 {
-	size_t body = key->fn_count * sizeof(*e);
-	uint8_t *b = malloc(PC_HDR + body);
+	size_t table = key->fn_count * sizeof(*e), n_plans = 0;
+	for (size_t i = 0; plans && i < key->fn_count; i++)
+		n_plans += pc_plan_storable(&e[i], &plans[i]);
+	uint8_t *b = malloc(PC_HDR + table + n_plans * PC_PLAN_MAX);
 	if (!b)
 		return -ENOMEM;
 	struct pc_hdr h = {.version = PC_VERSION,
@@ -147,12 +285,49 @@ int plan_cache_encode(const struct plan_cache_key *key, const struct plan_cache_
 	memcpy(h.magic, PC_MAGIC, sizeof(PC_MAGIC));
 	memcpy(h.build_id, key->build_id, key->build_id_len);
 	memcpy(b, &h, sizeof(h));
-	memcpy(b + PC_HDR, e, body);
+	uint8_t *p = b + PC_HDR + table;
+	for (size_t i = 0; i < key->fn_count; i++) {
+		struct plan_cache_entry w = e[i];
+		w.patch_len &= (uint8_t)~PLAN_CACHE_PLAN;
+		if (plans && pc_plan_storable(&w, &plans[i])) {
+			w.patch_len |= PLAN_CACHE_PLAN;
+			pc_plan_put(&p, &plans[i], w.patch_len & PLAN_CACHE_LEN,
+			            w.patch_len & PLAN_CACHE_PAD);
+		}
+		memcpy(b + PC_HDR + i * sizeof(w), &w, sizeof(w));
+	}
+	size_t body = (size_t)(p - b) - PC_HDR;
 	h.checksum = pc_checksum(b, b + PC_HDR, body);
 	memcpy(b + PC_SUM_OFF, &h.checksum, sizeof(h.checksum));
 	*out = b;
 	*out_len = PC_HDR + body;
 	return 0;
+}
+
+/* The bytes [addr, addr + len) as mem holds them, or NULL when no one
+ * region holds them all. */
+static const uint8_t *pc_mem_at(const struct hook_arch_memview *mem, uint64_t addr, uint64_t len)
+{
+	for (size_t k = 0; k < mem->n; k++) {
+		const struct hook_arch_region *r = &mem->v[k];
+		if (addr >= r->addr && addr - r->addr <= r->len && len <= r->len - (addr - r->addr))
+			return r->bytes + (addr - r->addr);
+	}
+	return NULL;
+}
+
+bool plan_cache_fits(const struct hook_arch_memview *mem, const struct hook_arch_plan *plan,
+                     unsigned patch_len)
+{
+	const uint8_t *code = pc_mem_at(mem, plan->fn_addr, plan->patch_len);
+	if (plan->patch_len != patch_len || !code || memcmp(code, plan->original, plan->patch_len))
+		return false;
+	if (!plan->pad_addr)
+		return true;
+	/* The slot may begin inside a multi-byte nop of the gap: its bytes
+	 * alone need not read as fill. */
+	const uint8_t *slot = pc_mem_at(mem, plan->pad_addr, HOOK_ARCH_PAD_SLOT);
+	return slot && !memcmp(slot, plan->pad_original, HOOK_ARCH_PAD_SLOT);
 }
 
 int plan_cache_dir(const char *given, char *out, size_t cap)
@@ -186,7 +361,7 @@ int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out
 }
 
 int plan_cache_load(const char *path, const struct plan_cache_key *key,
-                    struct plan_cache_entry *out)
+                    struct plan_cache_entry *out, struct hook_arch_plan *plans)
 {
 	/* Through a walk that trusts only directories and links of root's
 	 * and ours (fs.h): a cache under a HOME another user owns or can
@@ -195,9 +370,12 @@ int plan_cache_load(const char *path, const struct plan_cache_key *key,
 	int fd, err = ada_fs_open_private(path, &fd, &sb);
 	if (err)
 		return err;
-	size_t want = PC_HDR + key->fn_count * sizeof(*out);
-	/* Only a file of exactly the expected size can match: read no more. */
-	if (!err && (uint64_t)sb.st_size != want)
+	/* Only a file within the sizes the key allows can match: read no
+	 * more. */
+	size_t least = PC_HDR + key->fn_count * sizeof(*out);
+	size_t want = (size_t)sb.st_size;
+	if ((uint64_t)sb.st_size < least ||
+	    (uint64_t)sb.st_size > least + key->fn_count * (uint64_t)PC_PLAN_MAX)
 		err = -EBADMSG;
 	uint8_t *buf = err ? NULL : malloc(want);
 	if (!err && !buf)
@@ -214,7 +392,7 @@ int plan_cache_load(const char *path, const struct plan_cache_key *key,
 	}
 	close(fd);
 	if (!err)
-		err = plan_cache_parse(buf, got, key, out);
+		err = plan_cache_parse(buf, got, key, out, plans);
 	free(buf);
 	return err;
 }
@@ -242,12 +420,12 @@ static void pc_prune(int dfd, const char *base)
 }
 
 int plan_cache_store(const char *path, const struct plan_cache_key *key,
-                     const struct plan_cache_entry *e)
+                     const struct plan_cache_entry *e, const struct hook_arch_plan *plans)
 {
 	uint8_t *b = NULL;
 	size_t n = 0;
 	const char *base;
-	int dfd = -1, err = plan_cache_encode(key, e, &b, &n);
+	int dfd = -1, err = plan_cache_encode(key, e, plans, &b, &n);
 	if (!err)
 		err = ada_fs_walk_parent(path, ADA_FS_WALK_CREATE, &dfd, &base);
 	/* Private temporary file, renameat: a reader sees the old file or the

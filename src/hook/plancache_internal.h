@@ -7,7 +7,11 @@
  * where dir is the directory the recorder passes (ADA_PLAN_CACHE). It stores, per
  * function of the image's symbol table, the verdict of the full analysis
  * (hook_arch_prepare + the cross-function xref check) and the patch
- * length, so that a later run skips both body sweeps. A file is only used
+ * length, so that a later run skips both body sweeps, and for a hooked
+ * function its decoded plan (the displaced bytes, their instructions and
+ * relocations, the padding slot), so that it decodes nothing either: the
+ * plan is used only when the bytes it was decoded from are still the
+ * image's (agent_install.c). A file is only used
  * when its header names the same build-id, agent hash, module size,
  * function count and symbol-table hash, and its XXH64 checksum matches;
  * anything else is ignored (and rewritten after the full analysis).
@@ -15,10 +19,12 @@
 #ifndef ADA_PLANCACHE_INTERNAL_H
 #define ADA_PLANCACHE_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "hook.h"
+#include "hook_arch.h"
 
 /* status of a function the run that wrote the file did not analyse
  * (excluded by the options then, or skipped before prepare). */
@@ -26,6 +32,11 @@
 /* In patch_len: the padding form (hook_arch_prepare_short), found again
  * on a hit by the same slot rules. */
 #define PLAN_CACHE_PAD 0x80
+/* In patch_len: a decoded plan of this function follows the entries
+ * (struct hook_arch_plan, its addresses relative to the function). */
+#define PLAN_CACHE_PLAN 0x40
+/* In patch_len: the bytes the patch displaces. */
+#define PLAN_CACHE_LEN 0x3f
 
 /* What a cache file must match to be used. */
 struct plan_cache_key {
@@ -49,14 +60,33 @@ struct plan_cache_entry {
 uint64_t plan_cache_table_hash(const struct ada_hook_symtab *st);
 
 /* Parses a cache file held in (buf, len) against key and fills out[0 ..
- * key->fn_count). Returns 0, -EBADMSG (truncated, bad magic or checksum,
- * bad entry) or -ESTALE (valid file for another key). */
+ * key->fn_count). With plans (NULL: the decoded plans are checked but not
+ * kept), each entry flagged PLAN_CACHE_PLAN fills plans[i], its addresses
+ * made absolute from plans[i].fn_addr, which the caller set to function
+ * i's address beforehand; other plans[] are not touched. The plan is
+ * checked for shape only (instructions within the patch, a padding slot
+ * within reach and outside it): the caller compares its bytes with the
+ * image's. Returns 0, -EBADMSG (truncated, bad magic or checksum, bad
+ * entry or plan) or -ESTALE (valid file for another key). */
 int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key *key,
-                     struct plan_cache_entry *out);
+                     struct plan_cache_entry *out, struct hook_arch_plan *plans);
 
-/* Serialises key + entries into a malloc'ed buffer. 0 or -ENOMEM. */
+/* Serialises key + entries into a malloc'ed buffer, with plans (NULL:
+ * none) the decoded plan of every hooked entry whose plans[i] holds one
+ * (insn_count > 0; its addresses stored relative to plans[i].fn_addr).
+ * 0 or -ENOMEM. */
 int plan_cache_encode(const struct plan_cache_key *key, const struct plan_cache_entry *e,
-                      uint8_t **out, size_t *out_len);
+                      const struct hook_arch_plan *plans, uint8_t **out, size_t *out_len);
+
+/* Whether a decoded plan from a cache file (plan_cache_parse: untrusted,
+ * its shape checked) fits the image as mem holds it (the module's
+ * readable segments): patch_len is the entry's, the bytes it was decoded
+ * from are the function's bytes now, and a padding slot holds the bytes
+ * it kept. The plan is a function of those bytes alone (and of the
+ * function's place, which the file's key pins), so it is what a decode
+ * would give; a byte changed since (or in the file) makes it false. */
+bool plan_cache_fits(const struct hook_arch_memview *mem, const struct hook_arch_plan *plan,
+                     unsigned patch_len);
 
 /* The cache directory: given, the directory the recorder chose and passed
  * (ADA_PLAN_CACHE, or ada attach's cache=; the recorder picks
@@ -74,13 +104,13 @@ int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out
 /* Reads and parses the file at path. 0, -ENOENT and the like from
  * open/read, or plan_cache_parse()'s errors. */
 int plan_cache_load(const char *path, const struct plan_cache_key *key,
-                    struct plan_cache_entry *out);
+                    struct plan_cache_entry *out, struct hook_arch_plan *plans);
 
 /* Writes the file atomically (a temporary file in the same directory,
  * then rename), creating the directories it needs, then removes the
  * files of the same build-id written by other agent builds. 0 or -errno. */
 int plan_cache_store(const char *path, const struct plan_cache_key *key,
-                     const struct plan_cache_entry *e);
+                     const struct plan_cache_entry *e, const struct hook_arch_plan *plans);
 
 /* XXH64 of the build-id of the image containing self_addr (the agent),
  * mixed with the architecture's name (HOOK_ARCH_NAME): the agent_hash of

@@ -868,6 +868,7 @@ static bool drain_pass(struct ada_recorder *r)
 			drain_arena_lost(r, p, size);
 		else
 			busy += drain_proc_guarded(r, p, reclaim_all);
+		drain_early_manifest(r, p, now);
 	}
 	wal_flight_after_pass(r);
 	ada_wal_io_submit_stale(r->io, false);

@@ -518,7 +518,25 @@ static void drain_open_arena_ino(struct ada_recorder *r, const char *name, ino_t
 		}
 	r->procs[r->nprocs++] = p;
 	wal_flight_proc_start(r, p);
-	wal_manifest_write(r, p, "recording");
+	/* Its early manifest waits: most processes of a build or a script
+	 * end sooner, and their final manifest is all they need. */
+	p->admit_ns = wal_now_ns();
+}
+
+/* A process that ends within this of its admission gets one manifest,
+ * the final one: the early one (about half the recorder's work for a
+ * short process) would be rewritten at once. A recorder that dies in that
+ * time leaves such a process without one: `ada recover` finalizes its
+ * files from what is on disk and cannot drain its arena. */
+#define WAL_EARLY_MANIFEST_NS 20000000ull
+
+void drain_early_manifest(struct ada_recorder *r, struct wal_proc *p, uint64_t now)
+{
+	if (p->early_manifest || p->finished || !p->arena ||
+	    now < p->admit_ns + WAL_EARLY_MANIFEST_NS)
+		return;
+	p->early_manifest = true;
+	WAL_GUARDED(p->arena, wal_manifest_write(r, p, "recording"), drain_arena_lost(r, p, 0));
 }
 
 void drain_open_arena(struct ada_recorder *r, const char *name)

@@ -33,6 +33,10 @@ struct wal_proc *drain_find(struct ada_recorder *r, pid_t pid);
  * and starts recording its process (or ignores it, said once). */
 void drain_open_arena(struct ada_recorder *r, const char *name);
 void drain_scan_dir(struct ada_recorder *r);
+/* Writes p's early manifest ("recording", what `ada recover` needs) once
+ * it has run WAL_EARLY_MANIFEST_NS since its admission and is not finished
+ * (each drain pass). */
+void drain_early_manifest(struct ada_recorder *r, struct wal_proc *p, uint64_t now);
 /* Reads the arena directory's inotify events (non-blocking), a bounded
  * number a call; true when more may be waiting. */
 bool drain_inotify(struct ada_recorder *r);

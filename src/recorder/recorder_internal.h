@@ -108,6 +108,11 @@ struct wal_proc {
 	size_t nthreads, capthreads;
 	bool reaped, gone, finished, our_child;
 	bool vanished; /* gone before we opened its arena: drain once, never wait */
+	/* When it was admitted, and whether its early manifest ("recording")
+	 * is written: only once it outlives WAL_EARLY_MANIFEST_NS (drain_arena.c,
+	 * drain_early_manifest); a shorter process gets its final one only. */
+	uint64_t admit_ns;
+	bool early_manifest;
 	/* Its pid is another process's now (start times differ, drain.c
 	 * drain_creator_gone): /proc/PID says nothing about it. */
 	bool pid_taken;

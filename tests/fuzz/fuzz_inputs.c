@@ -51,9 +51,11 @@ static void fuzz_plan_cache(const uint8_t *p, size_t n)
 	p += 1 + key.build_id_len, n -= 1 + key.build_id_len;
 	key.fn_count = (uint64_t)(p[0] | p[1] << 8) % (FUZZ_PLAN_FNS_MAX + 1);
 	struct plan_cache_entry *out = calloc(key.fn_count + 1, sizeof(*out));
-	if (out)
-		(void)plan_cache_parse(p + 2, n - 2, &key, out);
+	struct hook_arch_plan *plans = calloc(key.fn_count + 1, sizeof(*plans));
+	if (out && plans)
+		(void)plan_cache_parse(p + 2, n - 2, &key, out, plans);
 	free(out);
+	free(plans);
 }
 
 static void fuzz_tsc_cache(const uint8_t *p, size_t n)

@@ -254,6 +254,13 @@ ada_itest(reap.O2 target --expect-pids 5 --child-exit reap_term=signal:15
 ada_itest(preinit.O2 target -- ${T}/t_preinit_O2)
 ada_itest(fork_exec.O2 target --expect-pids 2 --own-module t_exec_child_O2
           -- ${T}/t_fork_O2 exec ${T}/t_exec_child_O2)
+# The exec'd image with a warm plan cache decodes nothing; a tampered entry
+# is rejected, counted and analysed again, counts exact (issue 32 item 2).
+add_test(NAME e2e.exec_plan_cache
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/execcache_test.py
+                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work/exec_plan_cache
+                 -- ${T}/t_fork_O2 exec ${T}/t_exec_child_O2)
+set_tests_properties(e2e.exec_plan_cache PROPERTIES TIMEOUT 150 LABELS "e2e")
 ada_itest(fork_exec_nofollow.O2 target --expect-pids 1 --record-opt=--no-follow
           -- ${T}/t_fork_O2 exec ${T}/t_exec_child_O2)
 ada_itest(fork.O2 target --expect-pids 2 -- ${T}/t_fork_O2 fork)

@@ -1,11 +1,14 @@
 /*
  * The plan cache file (src/hook/plancache.c): round trip, a missing file,
  * corrupt and truncated files, a file for another build-id / agent /
- * symbol table, bad entries, the path rules and the atomic store.
+ * symbol table, bad entries, the path rules and the atomic store; the
+ * decoded plans it carries (rebased on load, every impossible shape
+ * refused, a flipped bit anywhere refused).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,7 +52,7 @@ static void encode(uint8_t **b, size_t *n)
 	struct plan_cache_entry e[N];
 	make_key(&k);
 	make_entries(e);
-	assert_int_equal(plan_cache_encode(&k, e, b, n), 0);
+	assert_int_equal(plan_cache_encode(&k, e, NULL, b, n), 0);
 	assert_int_equal(*n, 128 + 2 * N);
 }
 
@@ -64,7 +67,7 @@ static void test_round_trip(void **state)
 	make_key(&k);
 	make_entries(want);
 	memset(e, 0x55, sizeof(e));
-	assert_int_equal(plan_cache_parse(b, n, &k, e), 0);
+	assert_int_equal(plan_cache_parse(b, n, &k, e, NULL), 0);
 	assert_memory_equal(e, want, sizeof(e));
 	free(b);
 }
@@ -82,13 +85,13 @@ static void test_corrupt(void **state)
 	for (size_t i = 0; i < n; i++) {
 		for (int bit = 0; bit < 8; bit++) {
 			b[i] ^= (uint8_t)(1u << bit);
-			int r = plan_cache_parse(b, n, &k, e);
+			int r = plan_cache_parse(b, n, &k, e, NULL);
 			assert_true(r == -EBADMSG || r == -ESTALE);
 			assert_int_not_equal(r, 0);
 			b[i] ^= (uint8_t)(1u << bit);
 		}
 	}
-	assert_int_equal(plan_cache_parse(b, n, &k, e), 0);
+	assert_int_equal(plan_cache_parse(b, n, &k, e, NULL), 0);
 	free(b);
 }
 
@@ -102,8 +105,8 @@ static void test_truncated(void **state)
 	encode(&b, &n);
 	make_key(&k);
 	for (size_t len = 0; len < n; len++)
-		assert_int_equal(plan_cache_parse(b, len, &k, e), -EBADMSG);
-	assert_int_equal(plan_cache_parse(NULL, 0, &k, e), -EBADMSG);
+		assert_int_equal(plan_cache_parse(b, len, &k, e, NULL), -EBADMSG);
+	assert_int_equal(plan_cache_parse(NULL, 0, &k, e, NULL), -EBADMSG);
 	free(b);
 }
 
@@ -138,7 +141,7 @@ static void test_mismatch(void **state)
 			k.fn_count = N - 1;
 			break;
 		}
-		int r = plan_cache_parse(b, n, &k, e);
+		int r = plan_cache_parse(b, n, &k, e, NULL);
 		/* a different count also changes the expected length */
 		assert_true(which == 5 ? r == -ESTALE || r == -EBADMSG : r == -ESTALE);
 	}
@@ -164,8 +167,8 @@ static void test_bad_entries(void **state)
 		size_t n;
 		make_entries(e);
 		e[2] = bad[j];
-		assert_int_equal(plan_cache_encode(&k, e, &b, &n), 0);
-		assert_int_equal(plan_cache_parse(b, n, &k, out), -EBADMSG);
+		assert_int_equal(plan_cache_encode(&k, e, NULL, &b, &n), 0);
+		assert_int_equal(plan_cache_parse(b, n, &k, out, NULL), -EBADMSG);
 		free(b);
 	}
 }
@@ -213,23 +216,23 @@ static void test_store_load(void **state)
 	make_key(&k);
 	make_entries(e);
 	snprintf(p, sizeof(p), "%s/sub/dir/x.plan", dir);
-	assert_int_equal(plan_cache_load(p, &k, out), -ENOENT);
-	assert_int_equal(plan_cache_store(p, &k, e), 0);
-	assert_int_equal(plan_cache_load(p, &k, out), 0);
+	assert_int_equal(plan_cache_load(p, &k, out, NULL), -ENOENT);
+	assert_int_equal(plan_cache_store(p, &k, e, NULL), 0);
+	assert_int_equal(plan_cache_load(p, &k, out, NULL), 0);
 	assert_memory_equal(out, e, sizeof(e));
 	FILE *f = fopen(p, "r+b");
 	assert_non_null(f);
 	fseek(f, 130, SEEK_SET);
 	fputc(0x42, f);
 	fclose(f);
-	assert_int_equal(plan_cache_load(p, &k, out), -EBADMSG);
+	assert_int_equal(plan_cache_load(p, &k, out, NULL), -EBADMSG);
 	assert_int_equal(truncate(p, 100), 0);
-	assert_int_equal(plan_cache_load(p, &k, out), -EBADMSG);
-	assert_int_equal(plan_cache_store(p, &k, e), 0);
-	assert_int_equal(plan_cache_load(p, &k, out), 0);
+	assert_int_equal(plan_cache_load(p, &k, out, NULL), -EBADMSG);
+	assert_int_equal(plan_cache_store(p, &k, e, NULL), 0);
+	assert_int_equal(plan_cache_load(p, &k, out, NULL), 0);
 	struct plan_cache_key other = k;
 	other.build_id[0] ^= 0xff;
-	assert_int_equal(plan_cache_load(p, &other, out), -ESTALE);
+	assert_int_equal(plan_cache_load(p, &other, out, NULL), -ESTALE);
 	snprintf(q, sizeof(q), "%s/sub/dir/x.plan.tmp.%d", dir, (int)getpid());
 	assert_int_not_equal(access(q, F_OK), 0); /* no temporary left */
 	unlink(p);
@@ -238,9 +241,9 @@ static void test_store_load(void **state)
 	snprintf(a, sizeof(a), "%s/sub/dir/abcd-0000000000000001.plan", dir);
 	snprintf(b, sizeof(b), "%s/sub/dir/abcd-0000000000000002.plan", dir);
 	snprintf(c, sizeof(c), "%s/sub/dir/abce-0000000000000001.plan", dir);
-	assert_int_equal(plan_cache_store(a, &k, e), 0);
-	assert_int_equal(plan_cache_store(c, &k, e), 0);
-	assert_int_equal(plan_cache_store(b, &k, e), 0);
+	assert_int_equal(plan_cache_store(a, &k, e, NULL), 0);
+	assert_int_equal(plan_cache_store(c, &k, e, NULL), 0);
+	assert_int_equal(plan_cache_store(b, &k, e, NULL), 0);
 	assert_int_not_equal(access(a, F_OK), 0);
 	assert_int_equal(access(b, F_OK), 0);
 	assert_int_equal(access(c, F_OK), 0);
@@ -266,8 +269,8 @@ static void test_untrusted(void **state)
 	make_key(&k);
 	make_entries(e);
 	snprintf(p, sizeof(p), "%s/plans/x.plan", dir);
-	assert_int_equal(plan_cache_store(p, &k, e), 0);
-	assert_int_equal(plan_cache_load(p, &k, out), 0);
+	assert_int_equal(plan_cache_store(p, &k, e, NULL), 0);
+	assert_int_equal(plan_cache_load(p, &k, out, NULL), 0);
 	/* Private: 0700 directory, 0600 file. */
 	struct stat st;
 	assert_int_equal(stat(p, &st), 0);
@@ -276,11 +279,11 @@ static void test_untrusted(void **state)
 	assert_int_equal(stat(q, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0700);
 	assert_int_equal(chmod(p, 0620), 0);
-	assert_int_equal(plan_cache_load(p, &k, out), -EPERM);
+	assert_int_equal(plan_cache_load(p, &k, out, NULL), -EPERM);
 	assert_int_equal(chmod(p, 0600), 0);
 	assert_int_equal(chmod(q, 0770), 0);
-	assert_int_equal(plan_cache_load(p, &k, out), -EPERM);
-	assert_int_equal(plan_cache_store(p, &k, e), -EPERM);
+	assert_int_equal(plan_cache_load(p, &k, out, NULL), -EPERM);
+	assert_int_equal(plan_cache_store(p, &k, e, NULL), -EPERM);
 	assert_int_equal(chmod(q, 0700), 0);
 	/* A planted link: not read; a store replaces the link, not its target. */
 	snprintf(q, sizeof(q), "%s/victim", dir);
@@ -290,14 +293,14 @@ static void test_untrusted(void **state)
 	fclose(f);
 	assert_int_equal(unlink(p), 0);
 	assert_int_equal(symlink(q, p), 0);
-	assert_int_equal(plan_cache_load(p, &k, out), -ELOOP);
-	assert_int_equal(plan_cache_store(p, &k, e), 0);
+	assert_int_equal(plan_cache_load(p, &k, out, NULL), -ELOOP);
+	assert_int_equal(plan_cache_store(p, &k, e, NULL), 0);
 	assert_int_equal(stat(q, &st), 0);
 	assert_int_equal(st.st_size, 6);
-	assert_int_equal(plan_cache_load(p, &k, out), 0);
+	assert_int_equal(plan_cache_load(p, &k, out, NULL), 0);
 	if (geteuid() == 0) {
 		assert_int_equal(chown(p, 65534, 65534), 0);
-		assert_int_equal(plan_cache_load(p, &k, out), -EPERM);
+		assert_int_equal(plan_cache_load(p, &k, out, NULL), -EPERM);
 	}
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
@@ -316,14 +319,231 @@ static void test_self_hash(void **state)
 	assert_int_equal(h, plan_cache_self_hash((uint64_t)(uintptr_t)&test_path));
 }
 
+/* Plans for entries 0 (two instructions, a rip-relative one), 1 (a jcc
+ * and plain bytes) and 6 (the padding form), as if decoded at base. */
+static void make_plans(struct hook_arch_plan *pl, uint64_t base)
+{
+	memset(pl, 0, N * sizeof(*pl));
+	for (size_t i = 0; i < N; i++)
+		pl[i].fn_addr = base + 0x100 * i;
+	pl[0].patch_len = 5;
+	pl[0].insn_count = 2;
+	memcpy(pl[0].original, "\x55\x48\x89\xe5\x90", 5);
+	pl[0].insns[0] = (struct hook_arch_insn){.offset = 0, .len = 1};
+	pl[0].insns[1] = (struct hook_arch_insn){
+	    .offset = 1, .len = 4, .kind = 1, .disp_off = 0, .target = base + 0x4000};
+	pl[1].patch_len = 8;
+	pl[1].insn_count = 2;
+	memcpy(pl[1].original, "\x0f\x84\x10\x00\x00\x00\x31\xc0", 8);
+	pl[1].insns[0] = (struct hook_arch_insn){
+	    .offset = 0, .len = 6, .kind = 4, .cc = 4, .target = base + 0x100 + 0x16};
+	pl[1].insns[1] = (struct hook_arch_insn){.offset = 6, .len = 2, .reg = 3};
+	pl[6].patch_len = 16;
+	pl[6].insn_count = 1;
+	memset(pl[6].original, 0x90, 16);
+	pl[6].insns[0] = (struct hook_arch_insn){.offset = 0, .len = 16};
+	pl[6].pad_addr = pl[6].fn_addr - 12;
+	memcpy(pl[6].pad_original, "\xcc\xcc\x0f\x1f\x00", 5);
+}
+
+/* make_entries() with entry 6 in the padding form. */
+static void make_plan_entries(struct plan_cache_entry *e)
+{
+	make_entries(e);
+	e[6].patch_len = 16 | PLAN_CACHE_PAD;
+}
+
+static void encode_plans(uint8_t **b, size_t *n)
+{
+	struct plan_cache_key k;
+	struct plan_cache_entry e[N];
+	struct hook_arch_plan pl[N];
+	make_key(&k);
+	make_plan_entries(e);
+	make_plans(pl, 0x7f0000001000ull);
+	assert_int_equal(plan_cache_encode(&k, e, pl, b, n), 0);
+}
+
+/* Written at one address, read at another: the same plans, every
+ * address moved with the function; entries flagged, plans[] of entries
+ * without a plan untouched. */
+static void test_plans_round_trip(void **state)
+{
+	(void)state;
+	uint8_t *b;
+	size_t n;
+	struct plan_cache_key k;
+	struct plan_cache_entry e[N];
+	struct hook_arch_plan got[N], want[N];
+	encode_plans(&b, &n);
+	make_key(&k);
+	make_plans(want, 0x5550000ull);
+	memset(got, 0x5a, sizeof(got));
+	for (size_t i = 0; i < N; i++)
+		got[i].fn_addr = want[i].fn_addr;
+	assert_int_equal(plan_cache_parse(b, n, &k, e, got), 0);
+	for (size_t i = 0; i < N; i++) {
+		bool planned = i == 0 || i == 1 || i == 6;
+		assert_int_equal(!!(e[i].patch_len & PLAN_CACHE_PLAN), planned);
+		if (planned)
+			assert_memory_equal(&got[i], &want[i], sizeof(got[i]));
+		else
+			assert_int_equal(got[i].insn_count, 0x5a5a5a5a5a5a5a5aull);
+	}
+	assert_int_equal(e[6].patch_len & PLAN_CACHE_LEN, 16);
+	assert_true(e[6].patch_len & PLAN_CACHE_PAD);
+	/* Checked without keeping them. */
+	assert_int_equal(plan_cache_parse(b, n, &k, e, NULL), 0);
+	free(b);
+}
+
+/* Every bit flip and every truncation of a file with plans is refused. */
+static void test_plans_corrupt(void **state)
+{
+	(void)state;
+	uint8_t *b;
+	size_t n;
+	struct plan_cache_key k;
+	struct plan_cache_entry e[N];
+	struct hook_arch_plan pl[N];
+	encode_plans(&b, &n);
+	make_key(&k);
+	for (size_t i = 0; i < n; i++) {
+		for (int bit = 0; bit < 8; bit++) {
+			b[i] ^= (uint8_t)(1u << bit);
+			assert_int_not_equal(plan_cache_parse(b, n, &k, e, pl), 0);
+			b[i] ^= (uint8_t)(1u << bit);
+		}
+	}
+	for (size_t len = 0; len < n; len++)
+		assert_int_equal(plan_cache_parse(b, len, &k, e, pl), -EBADMSG);
+	free(b);
+}
+
+/* Plans no decode can produce are refused even with a right checksum:
+ * a gap between instructions, one beyond the patch, a displacement
+ * outside its instruction, a padding slot over the entry or out of the
+ * entry jump's reach. */
+static void test_plans_bad_shape(void **state)
+{
+	(void)state;
+	struct plan_cache_key k;
+	struct plan_cache_entry e[N], out[N];
+	struct hook_arch_plan pl[N];
+	make_key(&k);
+	for (int which = 0; which < 6; which++) {
+		uint8_t *b;
+		size_t n;
+		make_plan_entries(e);
+		make_plans(pl, 0x400000);
+		switch (which) {
+		case 0:
+			pl[0].insns[1].offset = 2;
+			break;
+		case 1:
+			pl[0].insns[1].len = 5;
+			break;
+		case 2:
+			pl[0].insns[1].disp_off = 1;
+			break;
+		case 3:
+			pl[6].pad_addr = pl[6].fn_addr + 8;
+			break;
+		case 4:
+			pl[6].pad_addr = pl[6].fn_addr + 200;
+			break;
+		default:
+			pl[6].pad_addr = pl[6].fn_addr - 140;
+			break;
+		}
+		assert_int_equal(plan_cache_encode(&k, e, pl, &b, &n), 0);
+		assert_int_equal(plan_cache_parse(b, n, &k, out, NULL), -EBADMSG);
+		free(b);
+	}
+	/* A plan that does not match its entry is not stored (the entry
+	 * stays, without one). */
+	uint8_t *b;
+	size_t n;
+	make_plan_entries(e);
+	make_plans(pl, 0x400000);
+	pl[1].patch_len = 7;
+	assert_int_equal(plan_cache_encode(&k, e, pl, &b, &n), 0);
+	assert_int_equal(plan_cache_parse(b, n, &k, out, NULL), 0);
+	assert_false(out[1].patch_len & PLAN_CACHE_PLAN);
+	assert_true(out[0].patch_len & PLAN_CACHE_PLAN);
+	free(b);
+}
+
+/* Stored and loaded through the file: the plans come back. */
+static void test_plans_store_load(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/ada_plancache_XXXXXX", p[4096], cmd[4200];
+	struct plan_cache_key k;
+	struct plan_cache_entry e[N], out[N];
+	struct hook_arch_plan pl[N], got[N];
+	assert_non_null(mkdtemp(dir));
+	make_key(&k);
+	make_plan_entries(e);
+	make_plans(pl, 0x10000);
+	snprintf(p, sizeof(p), "%s/x.plan", dir);
+	assert_int_equal(plan_cache_store(p, &k, e, pl), 0);
+	memset(got, 0, sizeof(got));
+	for (size_t i = 0; i < N; i++)
+		got[i].fn_addr = pl[i].fn_addr;
+	assert_int_equal(plan_cache_load(p, &k, out, got), 0);
+	assert_memory_equal(&got[0], &pl[0], sizeof(pl[0]));
+	assert_memory_equal(&got[6], &pl[6], sizeof(pl[6]));
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* A cached plan is used only when the image still holds the bytes it was
+ * decoded from (and a padding slot the bytes it kept), inside the
+ * module's readable memory. */
+static void test_plans_fit(void **state)
+{
+	(void)state;
+	struct hook_arch_plan pl[N];
+	uint8_t text[0x800];
+	const uint64_t base = 0x7f0000001000ull;
+	memset(text, 0xcc, sizeof(text));
+	make_plans(pl, base + 0x100);
+	/* function 0 at base + 0x100, function 6 at base + 0x700 */
+	memcpy(text + 0x100, pl[0].original, pl[0].patch_len);
+	memcpy(text + 0x700, pl[6].original, pl[6].patch_len);
+	memcpy(text + 0x700 - 12, pl[6].pad_original, HOOK_ARCH_PAD_SLOT);
+	struct hook_arch_region r = {base, sizeof(text), text};
+	struct hook_arch_memview mv = {&r, 1};
+	assert_true(plan_cache_fits(&mv, &pl[0], 5));
+	assert_true(plan_cache_fits(&mv, &pl[6], 16));
+	assert_false(plan_cache_fits(&mv, &pl[0], 6)); /* not the entry's length */
+	text[0x104] ^= 1;                              /* the image changed, or the file lies */
+	assert_false(plan_cache_fits(&mv, &pl[0], 5));
+	text[0x104] ^= 1;
+	text[0x700 - 10] ^= 1; /* the padding slot is not what it was */
+	assert_false(plan_cache_fits(&mv, &pl[6], 16));
+	text[0x700 - 10] ^= 1;
+	struct hook_arch_region short_r = {base, 0x703, text}; /* ends inside the patch */
+	struct hook_arch_memview mv2 = {&short_r, 1};
+	assert_false(plan_cache_fits(&mv2, &pl[6], 16));
+	struct hook_arch_region late = {base + 0x6f8, 0x100, text + 0x6f8}; /* slot outside */
+	struct hook_arch_memview mv3 = {&late, 1};
+	assert_false(plan_cache_fits(&mv3, &pl[6], 16));
+	struct hook_arch_memview none = {NULL, 0};
+	assert_false(plan_cache_fits(&none, &pl[0], 5));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_corrupt),
-	    cmocka_unit_test(test_truncated),   cmocka_unit_test(test_mismatch),
-	    cmocka_unit_test(test_bad_entries), cmocka_unit_test(test_path),
-	    cmocka_unit_test(test_store_load),  cmocka_unit_test(test_untrusted),
-	    cmocka_unit_test(test_self_hash),
+	    cmocka_unit_test(test_round_trip),       cmocka_unit_test(test_corrupt),
+	    cmocka_unit_test(test_truncated),        cmocka_unit_test(test_mismatch),
+	    cmocka_unit_test(test_bad_entries),      cmocka_unit_test(test_path),
+	    cmocka_unit_test(test_store_load),       cmocka_unit_test(test_untrusted),
+	    cmocka_unit_test(test_self_hash),        cmocka_unit_test(test_plans_round_trip),
+	    cmocka_unit_test(test_plans_corrupt),    cmocka_unit_test(test_plans_bad_shape),
+	    cmocka_unit_test(test_plans_store_load), cmocka_unit_test(test_plans_fit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
