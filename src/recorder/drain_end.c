@@ -94,8 +94,17 @@ bool drain_waitpids(struct ada_recorder *r)
  * publishes no more: its rings hold at most what they can hold, and are
  * read whole however long the end took (a loaded machine's drain may be
  * behind by seconds; cutting them short there lost events uncounted). */
-static bool drain_out_of_time(const struct ada_recorder *r, const struct wal_proc *p)
+static bool drain_out_of_time(struct ada_recorder *r, const struct wal_proc *p)
 {
+	/* A stop asked while ended processes are read whole (after the loop,
+	 * where drain_stop_now() is no longer asked) bounds that too.
+	 * Relaxed: a hint, as in drain_nap(); drain_stop_now() does the same. */
+	if (!r->stop_at_ns && atomic_load_explicit(&r->stop_req, memory_order_relaxed)) {
+		r->stop_at_ns = wal_now_ns();
+		uint64_t d = r->stop_at_ns + DRAIN_STOP_DRAIN_NS;
+		if (!r->stop_deadline_ns || d < r->stop_deadline_ns)
+			r->stop_deadline_ns = d;
+	}
 	if (!r->stop_deadline_ns || wal_now_ns() < r->stop_deadline_ns)
 		return false;
 	return r->stop_at_ns || !p->gone;
