@@ -94,8 +94,17 @@ bool drain_waitpids(struct ada_recorder *r)
  * publishes no more: its rings hold at most what they can hold, and are
  * read whole however long the end took (a loaded machine's drain may be
  * behind by seconds; cutting them short there lost events uncounted). */
-static bool drain_out_of_time(const struct ada_recorder *r, const struct wal_proc *p)
+static bool drain_out_of_time(struct ada_recorder *r, const struct wal_proc *p)
 {
+	/* A stop asked while ended processes are read whole (after the loop,
+	 * where drain_stop_now() is no longer asked) bounds that too.
+	 * Relaxed: a hint, as in drain_nap(); drain_stop_now() does the same. */
+	if (!r->stop_at_ns && atomic_load_explicit(&r->stop_req, memory_order_relaxed)) {
+		r->stop_at_ns = wal_now_ns();
+		uint64_t d = r->stop_at_ns + DRAIN_STOP_DRAIN_NS;
+		if (!r->stop_deadline_ns || d < r->stop_deadline_ns)
+			r->stop_deadline_ns = d;
+	}
 	if (!r->stop_deadline_ns || wal_now_ns() < r->stop_deadline_ns)
 		return false;
 	return r->stop_at_ns || !p->gone;
@@ -125,13 +134,18 @@ static void drain_empty_slot(struct ada_recorder *r, struct wal_proc *p, uint32_
 
 /* What slot s still holds that no take got (neither written nor taken):
  * its events count as unread_at_end drops. A slot that breaks the
- * protocol now counts nothing here (its ring is not to be trusted). */
-static uint64_t drain_slot_unread(struct wal_proc *p, uint32_t s)
+ * protocol now is quarantined as in a pass (what its ring held counted
+ * as corrupt, from our private positions). */
+static uint64_t drain_slot_unread(struct ada_recorder *r, struct wal_proc *p, uint32_t s)
 {
 	struct ada_slot_info si;
-	if (ada_slot_read_checked(p->arena, s, &si) != 0 || si.state == ADA_SLOT_FREE)
-		return 0;
 	const struct wal_thread *t = p->by_slot[s];
+	if (ada_slot_read_checked(p->arena, s, &si) != 0) {
+		wal_note_quarantine(r, p, s, t, t ? t->pending : 0);
+		return 0;
+	}
+	if (si.state == ADA_SLOT_FREE)
+		return 0;
 	uint64_t held = si.head - si.tail, pend = t ? t->pending : 0;
 	return held > pend ? held - pend : 0;
 }
@@ -145,7 +159,7 @@ static void drain_empty_proc(struct ada_recorder *r, struct wal_proc *p)
 	uint64_t left = 0;
 	for (uint32_t s = 0; s < used; s++) {
 		drain_empty_slot(r, p, s);
-		left += drain_slot_unread(p, s);
+		left += drain_slot_unread(r, p, s);
 	}
 	if (!left)
 		return;

@@ -57,6 +57,7 @@ add_test(NAME bounded_endlag
                  $<TARGET_FILE:producer_endlag>)
 set_tests_properties(bounded_endlag PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
                      LABELS "wal;integration")
+ada_sanitize_tests(asan ubsan TESTS bounded_endlag) # the end's counting code, 5 s
 # A program that outlives the recording leaves nothing in /dev/shm: a
 # process it starts as the recorder clears the arena directory (a test
 # hook, ADA_TEST_SHM_PAUSE, holds it there) or after makes no arena.

@@ -35,7 +35,7 @@ W=/tmp/reusedleft
 mkdir -p $W
 cleanup() {
 	[ -n "${APID:-}" ] && kill -CONT "$APID" 2>/dev/null && kill -KILL "$APID" 2>/dev/null
-	[ -n "${X:-}" ] && kill -KILL "$X" 2>/dev/null
+	[ -n "${X:-}" ] && { kill -KILL "$X" && wait "$X"; } 2>/dev/null
 	[ -n "${D:-}" ] && kill -KILL "$D" 2>/dev/null
 	# The arena directory whose owner record names this session.
 	for s in "$W"/out/session_*; do
