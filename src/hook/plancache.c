@@ -104,7 +104,7 @@ static int pc_entry_valid(const struct plan_cache_entry *e)
 		return (e->patch_len & ~PLAN_CACHE_PAD) >= HOOK_ARCH_PAD_ENTRY &&
 		       (e->patch_len & ~PLAN_CACHE_PAD) <= HOOK_ARCH_MAX_PATCH;
 	if (e->status == ADA_HOOK_OK)
-		return e->patch_len >= 5 && e->patch_len <= HOOK_ARCH_MAX_PATCH;
+		return e->patch_len >= HOOK_ARCH_MIN_PATCH && e->patch_len <= HOOK_ARCH_MAX_PATCH;
 	return e->patch_len == 0;
 }
 
