@@ -66,6 +66,19 @@ static bool fns_is_main(const char *path)
 	return main || strstr(path, ".so") == NULL;
 }
 
+/* The file's e_machine (0 when it cannot be read). */
+static unsigned fns_machine(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char h[20];
+	unsigned m = 0;
+	if (f && fread(h, 1, sizeof(h), f) == sizeof(h) && !memcmp(h, "\177ELF", 4))
+		m = h[18] | (unsigned)h[19] << 8;
+	if (f)
+		fclose(f);
+	return m;
+}
+
 static json_t *fns_json(const char *path, const struct ada_hook_symtab *st, const uint64_t *counts)
 {
 	json_t *o = json_object(), *sk = json_object(), *list = json_array();
@@ -140,8 +153,15 @@ int diagnose_functions(const char *path, bool json)
 #else
 		const char *machine = "an x86_64";
 #endif
-		ada_log("cannot analyse %s: %s; give %s ELF program or library", path,
-		        err == -ENOEXEC ? "not a usable ELF file" : strerror(-err), machine);
+		if (err == -ENOEXEC && fns_machine(path) == 183 /* EM_AARCH64 */)
+			ada_log("cannot analyse %s here: it is an aarch64 file, which the aarch64 "
+			        "build's ada judges (qemu-aarch64 -L / build-arm64/ada diagnose %s "
+			        "--functions, docs/arm64.md)",
+			        path, path);
+		else
+			ada_log("cannot analyse %s: %s; give %s ELF program or library", path,
+			        err == -ENOEXEC ? "not a usable ELF file" : strerror(-err),
+			        machine);
 		return 1;
 	}
 	uint64_t counts[ADA_SKIP_REASON_COUNT] = {0};

@@ -80,7 +80,7 @@ if [ "${ADA_TEST_ARM64:-1}" = 1 ]; then
 		-DCMAKE_BUILD_TYPE=Release -DADA_WERROR=ON >/dev/null
 	cmake --build build-arm64 -j"$jobs" --target ada_agent adat_threads_O2 adat_fork_O2 \
 		adat_dlopen_O2 adat_dlib adat_setjmp_O2 adat_signal_O2 adat_crash_O2 adat_cxx_O2 adat_flight_O2 \
-		test_clock_counter test_inject_arch >/dev/null
+		test_clock_counter test_inject_arch test_hook_a64_run >/dev/null
 	cmake -S . -B build -DADA_ARM64_BUILD="$PWD/build-arm64" >/dev/null
 	run_ctest arm64 build -L '^arm64$'
 	cmake -S . -B build -DADA_ARM64_BUILD= >/dev/null

@@ -36,6 +36,7 @@
 #define FAR_PROP_AARCH64_AND 0xc0000000u /* GNU_PROPERTY_AARCH64_FEATURE_1_AND */
 #define FAR_PROP_BTI 1u                  /* ..._FEATURE_1_BTI */
 #define FAR_HWCAP2_BTI (1ul << 17)       /* asm/hwcap.h's HWCAP2_BTI */
+#define FAR_PATCH_BYTES 12u              /* adrp, add, br */
 
 /* Whether the GNU property note [p, p+len) (in the module's memory, as
  * the loader mapped it) asks for BTI. Bounded by len; any malformed
@@ -131,11 +132,82 @@ static bool agent_far_alloc(struct hook_mem *mem, struct agent_module *m, size_t
 	return hook_mem_alloc_in(mem, m->id, wlo, whi, m->lo, cap, blk) == 0;
 }
 
+/* The direct branches of one module that leave their function, sorted:
+ * a far patch displaces fn+4 and fn+8 too, which another function's
+ * branch may target (the cross-function sweep, discover_xref.c, ran
+ * with the 4-byte patch). Built once per module that takes the far
+ * form; kept until the next one (under agent.lock). */
+static struct {
+	uint32_t module_id;
+	bool built;
+	uint64_t *v;
+	size_t n, cap;
+} far_x;
+
+static int far_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void far_xref_push(uint64_t t)
+{
+	if (far_x.n == far_x.cap) {
+		size_t nc = far_x.cap ? 2 * far_x.cap : 1024;
+		uint64_t *nv = realloc(far_x.v, nc * sizeof(*nv));
+		if (!nv) { /* no list: every far plan is refused (far_xref_hit) */
+			far_x.built = false;
+			return;
+		}
+		far_x.v = nv;
+		far_x.cap = nc;
+	}
+	far_x.v[far_x.n++] = t;
+}
+
+static void far_xref_build(const struct agent_module *m)
+{
+	far_x.module_id = m->id;
+	far_x.built = true;
+	far_x.n = 0;
+	for (size_t i = 0; i < m->st.count && far_x.built; i++) {
+		const struct ada_hook_fn *f = &m->st.fns[i];
+		uint64_t a = m->base + f->offset;
+		if (f->status == ADA_SKIP_OUTSIDE_TEXT || f->status == ADA_SKIP_ALIAS || !f->size ||
+		    a < m->lo || a >= m->hi || f->size > m->hi - a)
+			continue;
+		const uint8_t *code = (const uint8_t *)(uintptr_t)a;
+		for (uint64_t off = 0; off + 4 <= f->size && far_x.built; off += 4) {
+			uint64_t t = 0;
+			int has = 0;
+			hook_arch_insn_len(code + off, f->size - off, a + off, &t, &has);
+			if (has && (t < a || t >= a + f->size))
+				far_xref_push(t);
+		}
+	}
+	if (far_x.built && far_x.n)
+		qsort(far_x.v, far_x.n, sizeof(*far_x.v), far_cmp);
+}
+
+/* Whether a branch from another function of m lands on fn+4 or fn+8
+ * (true when that cannot be known). */
+static bool far_xref_hit(const struct agent_module *m, uint64_t fn)
+{
+	if (!far_x.built || far_x.module_id != m->id)
+		far_xref_build(m);
+	if (!far_x.built)
+		return true;
+	for (uint64_t t = fn + 4; t < fn + FAR_PATCH_BYTES; t += 4)
+		if (far_x.n && bsearch(&t, far_x.v, far_x.n, sizeof(*far_x.v), far_cmp))
+			return true;
+	return false;
+}
+
 bool agent_far_replan(const struct agent_module *m, size_t i, struct hook_arch_plan *plan)
 {
 	const struct ada_hook_fn *f = &m->st.fns[i];
 	struct hook_arch_plan p;
-	if (plan->pad_addr || plan->patch_len != 4 ||
+	if (plan->pad_addr || plan->patch_len != 4 || far_xref_hit(m, plan->fn_addr) ||
 	    hook_arch_prepare_far((const uint8_t *)(uintptr_t)plan->fn_addr, plan->fn_addr, f->size,
 	                          &p) != ADA_HOOK_OK)
 		return false;

@@ -168,7 +168,10 @@ enum ada_hook_skip {
 };
 const char *hook_skip_name(enum ada_hook_skip reason);
 
-#define HOOK_ARCH_MAX_PATCH 16       /* bytes displaced at most */
+#define HOOK_ARCH_MAX_PATCH 16 /* bytes displaced at most */
+#ifndef HOOK_ARCH_MIN_PATCH
+#define HOOK_ARCH_MIN_PATCH 5 /* the patch's jump (x86_64; the padding form apart) */
+#endif
 #define HOOK_ARCH_MAX_TRAMPOLINE 256 /* bytes one trampoline takes at most */
 
 #define HOOK_ARCH_MAX_INSNS 5 /* 5 bytes are covered by at most 5 insns */

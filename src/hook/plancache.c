@@ -122,7 +122,7 @@ static int pc_entry_valid(const struct plan_cache_entry *e)
 	if (e->status == ADA_HOOK_OK && (e->patch_len & PLAN_CACHE_PAD))
 		return len >= HOOK_ARCH_PAD_ENTRY && len <= HOOK_ARCH_MAX_PATCH;
 	if (e->status == ADA_HOOK_OK)
-		return len >= 5 && len <= HOOK_ARCH_MAX_PATCH;
+		return len >= HOOK_ARCH_MIN_PATCH && len <= HOOK_ARCH_MAX_PATCH;
 	return e->patch_len == 0;
 }
 

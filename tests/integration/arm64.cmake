@@ -88,6 +88,12 @@ add_test(NAME arm64.crash_core
                  -- ${_a64}/t_crash_O2 segv)
 set_tests_properties(arm64.crash_core PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS arm64
   ENVIRONMENT "ADA_AGENT_ARM64=${ADA_ARM64_BUILD}/libada_agent.so;ADA_QEMU_AARCH64=${ADA_QEMU_AARCH64};ADA_QEMU_SYSROOT=${_a64_root};ADA_NO_RECOVER_ORPHANS=1")
+# The plan cache under qemu: the second recording hits for every module.
+add_test(NAME arm64.plan_cache
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/arm64_cache.sh $<TARGET_FILE:ada>
+                 ${_a64}/t_setjmp_O2 ${CMAKE_BINARY_DIR}/arm64-work/cache)
+set_tests_properties(arm64.plan_cache PROPERTIES TIMEOUT 60 LABELS arm64
+  ENVIRONMENT "ADA_AGENT_ARM64=${ADA_ARM64_BUILD}/libada_agent.so;ADA_QEMU_AARCH64=${ADA_QEMU_AARCH64};ADA_QEMU_SYSROOT=${_a64_root};ADA_NO_RECOVER_ORPHANS=1")
 # What runs it is missing or wrong: one sentence, exit 2, no session; and
 # ada attach to a process qemu-user runs, refused (no ptrace of guests).
 add_test(NAME arm64.bad_agent

@@ -136,4 +136,7 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "aar
   set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hook_a64_run.c
     PROPERTIES COMPILE_OPTIONS "-fno-sanitize=all")
   add_test(NAME hook_arch_a64_run COMMAND test_hook_a64_run)
+  # Label qemu: the arm64_unit stage runs it (the count block's exact
+  # count and kept registers, test_count_block), under a second.
+  set_tests_properties(hook_arch_a64_run PROPERTIES LABELS "qemu" TIMEOUT 60)
 endif()

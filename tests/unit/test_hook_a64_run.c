@@ -36,6 +36,7 @@ uint64_t a64t_tbnz(uint64_t a);
 void a64t_bl(void);
 void a64t_blr(void);
 uint64_t a64t_inc(uint64_t a);
+uint64_t a64t_inc2(uint64_t a);
 uint64_t a64t_call_linked(uint64_t a, void (*fn)(void));
 uint64_t a64t_keeps_regs(uint64_t (*fn)(uint64_t));
 
@@ -259,6 +260,58 @@ static void test_regs(void **state)
 	assert_int_equal(fake.bad_slot, 0);
 }
 
+/* The count block's TLS, as the agent's (agent_count.c): initial-exec,
+ * the gate word and the pointer to the thread's counters. */
+static __thread struct {
+	uint32_t gate;
+	uint64_t *n;
+} cnt_tls __attribute__((tls_model("initial-exec")));
+
+/* A count-only function (a64_count.c): a64t_inc2's patch leads to a
+ * count block after its trampoline; gate 1 counts (no enter handler
+ * call) and keeps x9-x15 and x18, any other gate takes the trampoline. */
+static void test_count_block(void **state)
+{
+	static uint64_t counters[8];
+	uint64_t a = (uint64_t)(uintptr_t)&a64t_inc2, tp = (uint64_t)__builtin_thread_pointer();
+	struct hook_arch_plan plan;
+	uint8_t *blk;
+
+	(void)state;
+	assert_int_equal(hook_arch_prepare((const uint8_t *)(uintptr_t)a, a, 8, &plan),
+	                 ADA_HOOK_OK);
+	assert_int_equal(hook_mem_alloc(mem, 19, a, a + 8, 1024, &blk), 0);
+	uint64_t b = (uint64_t)(uintptr_t)blk, tr = b + 256, cb = b + 768;
+	fake.ret_tramp = b;
+	assert_true(hook_arch_emit_return_trampoline(blk, b, (uint64_t)(uintptr_t)&fake_exit));
+	assert_true(hook_arch_emit_trampoline(&plan, blk + 256, tr, 19,
+	                                      (uint64_t)(uintptr_t)&fake_enter, b));
+	assert_true(hook_arch_emit_count_block(
+	    blk + 768, cb, (int32_t)((uint64_t)(uintptr_t)&cnt_tls.gate - tp),
+	    (int32_t)((uint64_t)(uintptr_t)&cnt_tls.n - tp), 3, tr));
+	assert_int_equal(hook_mem_seal(mem), 0);
+	struct hook_patch p = {.addr = a, .len = plan.patch_len};
+	hook_arch_patch_bytes(&plan, cb, p.bytes);
+	assert_int_equal(hook_patch_apply(&p, 1), 0);
+	cnt_tls.n = counters;
+	cnt_tls.gate = 1;
+	assert_int_equal(CALL(a64t_inc2)(1), 2);
+	assert_int_equal(a64t_keeps_regs(a64t_inc2), 0);
+	assert_int_equal(counters[3], 2);
+	assert_int_equal(fake.enters[19], 0);
+	cnt_tls.gate = 3; /* the agent's own work: the full trampoline */
+	assert_int_equal(CALL(a64t_inc2)(5), 6);
+	assert_int_equal(counters[3], 2);
+	assert_int_equal(fake.enters[19], 1);
+	assert_int_equal(fake.exits, 1);
+	assert_int_equal(fake.depth, 0);
+	cnt_tls.gate = 1;
+	for (int i = 0; i < 1000; i++)
+		CALL(a64t_inc2)(i);
+	assert_int_equal(counters[3], 1002);
+	assert_int_equal(counters[2] + counters[4], 0);
+}
+
 /* arch_scan.h's word scanners and hook_arch_insn_len (aarch64 builds
  * only: the host's hook_arch.h holds x86_64's). */
 static void test_scan(void **state)
@@ -345,7 +398,8 @@ static void test_interface(void **state)
 	n = hook_arch_emit_return_trampoline_fast(buf, 0x20000, &f);
 	assert_int_equal(hook_arch_emit_return_trampoline(buf2, 0x20000, f.exit_full), n);
 	assert_memory_equal(buf, buf2, n);
-	assert_int_equal(hook_arch_emit_count_block(buf, 0x20000, 0, 0, 0, 0x20000), 0);
+	n = hook_arch_emit_count_block(buf, 0x20000, 16, 24, 0, 0x20000); /* a64_count.c */
+	assert_true(n > 0 && n <= HOOK_ARCH_COUNT_BLOCK_MAX);
 	assert_string_equal(hook_skip_name(ADA_SKIP_UNRELOCATABLE), "unrelocatable");
 	assert_string_equal(HOOK_ARCH_NAME, "aarch64");
 }
@@ -356,6 +410,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_classes, setup),
 	    cmocka_unit_test_setup(test_c_targets, setup),
 	    cmocka_unit_test_setup(test_regs, setup),
+	    cmocka_unit_test_setup(test_count_block, setup),
 	    cmocka_unit_test(test_scan),
 	    cmocka_unit_test(test_interface),
 	};

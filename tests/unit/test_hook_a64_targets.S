@@ -155,6 +155,15 @@ a64t_inc:
 	ret
 	.size a64t_inc, .-a64t_inc
 
+/* x0 + 1 again: the count block's own target (test_count_block). */
+	.globl a64t_inc2
+	.type a64t_inc2, %function
+	.p2align 4
+a64t_inc2:
+	add x0, x0, #1
+	ret
+	.size a64t_inc2, .-a64t_inc2
+
 /* fn(x0) with x2 = where it returns to (x1 = a64t_inc for a64t_blr). */
 	.globl a64t_call_linked
 	.type a64t_call_linked, %function

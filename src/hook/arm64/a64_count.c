@@ -27,10 +27,13 @@
  * function), on the stack below sp, which stays 16-byte aligned. The
  * flags are the only other state it changes, which no caller keeps
  * across a call. A64 has no single read-modify-write of memory before
- * FEAT_LSE, so the add is an exclusive pair: a signal between the load
- * and the store clears the monitor (the kernel's exception return does),
- * the store fails and the loop takes the count again, with the
- * handler's own counts in: exact, as x86_64's one `add`. Nobody else
+ * FEAT_LSE, so the add is an exclusive pair: a signal handler that
+ * counts between the load and the store does its own exclusive store to
+ * the same word, which leaves the monitor open (as may the exception
+ * return itself), so the interrupted store fails and the loop takes the
+ * count again, with the handler's counts in: exact, as x86_64's one
+ * `add` (tested for the count itself, not for that interleaving,
+ * which no test can place). Nobody else
  * writes the page. A TLS offset beyond the load's immediate, a slot
  * beyond add's 12 bits or a branch beyond b's reach (the budget's block
  * may lie up to twice the patch's reach from the trampoline) takes

@@ -42,6 +42,9 @@ _Static_assert(sizeof(struct ada_hook_regs) == 176, "a64_emit.c's A64_FRAME");
 #define HOOK_ARCH_REACH (1ull << 27)
 #define HOOK_ARCH_VA_HIGH 0xfffffffff000ull
 
+/* The patch's `b` is one word (hook_arch.h's HOOK_ARCH_MIN_PATCH). */
+#define HOOK_ARCH_MIN_PATCH 4
+
 /* The far form's adrp reaches +-4 GiB (hook_arch.h, a64_patch.c). */
 #define HOOK_ARCH_FAR_REACH (1ull << 32)
 
