@@ -50,7 +50,12 @@ record_and_kill() {
 	[ -n "$P" ] || fail "no producer process under ada"
 	S=$(ls -d "$WORK"/out/session_* | head -n 1)
 	# The early manifest comes once the process has run 20 ms (docs/manifest.md).
-	wait_for "$(ls -d "$S"/pid_* | head -n 1)/manifest.json"
+	i=0
+	until ls "$S"/pid_*/manifest.json >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -gt 1200 ] && fail "timed out waiting for the early manifest"
+		sleep 0.1
+	done
 	A=$(sed -n 's/.*"arena_dir": "\(\/dev\/shm\/ada-[^"/]*\)".*/\1/p' "$S"/pid_*/manifest.json | head -n 1)
 	[ -d "$A" ] || fail "no arena directory named by the manifest: '$A'"
 	kill -KILL $APID
