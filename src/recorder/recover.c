@@ -983,6 +983,14 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	             errno == ENOENT;
 	if (again)
 		arena = NULL;
+	/* No manifest, or one that names no arena: the recorder died before
+	 * it wrote the early one (a process younger than its first 20 ms,
+	 * drain_early_manifest) or it was damaged. Its files are finalized
+	 * from disk; what its rings held is not read, and that is said. */
+	if (!arena && !again && st0 && strcmp(st0, "complete"))
+		rec_say(&c,
+		        "no manifest named this process's arena (the recorder died before writing "
+		        "it): what its rings still held is not recovered");
 	rec_arena_open(&c, arena);
 	if (c.arena)
 		WAL_GUARDED(c.arena, rec_clock_foreign(&c); rec_crash_read(&c), c.arena_bad = true);

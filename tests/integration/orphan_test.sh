@@ -49,6 +49,13 @@ record_and_kill() {
 	P=$(cat /proc/$APID/task/*/children 2>/dev/null | awk '{print $1}')
 	[ -n "$P" ] || fail "no producer process under ada"
 	S=$(ls -d "$WORK"/out/session_* | head -n 1)
+	# The early manifest comes once the process has run 20 ms (docs/manifest.md).
+	i=0
+	until ls "$S"/pid_*/manifest.json >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -gt 1200 ] && fail "timed out waiting for the early manifest"
+		sleep 0.1
+	done
 	A=$(sed -n 's/.*"arena_dir": "\(\/dev\/shm\/ada-[^"/]*\)".*/\1/p' "$S"/pid_*/manifest.json | head -n 1)
 	[ -d "$A" ] || fail "no arena directory named by the manifest: '$A'"
 	kill -KILL $APID
