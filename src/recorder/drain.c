@@ -47,9 +47,7 @@
 #define DRAIN_IDLE_MAX_US 1000u
 #define DRAIN_NAP_US 500u            /* drain_nap(): a busy pass that took little */
 #define DRAIN_NAP_MIN_US 50u         /* a shorter nap is not worth its wake-up */
-#define DRAIN_NAP_BELOW_PER_US 16u   /* events over the whole pass, per us of nap */
-#define DRAIN_NAP_SLOW_US 1000u      /* the longest nap: DRAIN_IDLE_MAX_US, as when idle */
-#define DRAIN_NAP_SLOW_HEADROOM 4u   /* rate a slow producer may rise by during it */
+#define DRAIN_NAP_BELOW 8192u        /* events over the whole pass */
 #define DRAIN_NAP_EVENTS_PER_US 100u /* the fastest thread a nap allows for, events per us */
 #define DRAIN_NAP_SPILL_FILL_PCT 12u /* a spill slot's ring: at most this full */
 #define DRAIN_TICK_NS 1000000000ull
@@ -963,14 +961,7 @@ static void drain_nap(struct ada_recorder *r)
 	uint64_t us = r->pass_room_min / DRAIN_NAP_EVENTS_PER_US;
 	if (us > DRAIN_NAP_US)
 		us = DRAIN_NAP_US;
-	/* A slower producer: longer, as long as its ring still has room for
-	 * DRAIN_NAP_SLOW_HEADROOM times the rate it wrote at since the last
-	 * pass (r->pass_fill_ns, the least over the rings read). */
-	uint64_t slow = r->pass_fill_ns / DRAIN_NAP_SLOW_HEADROOM / 1000;
-	if (us == DRAIN_NAP_US && slow > us)
-		us = slow < DRAIN_NAP_SLOW_US ? slow : DRAIN_NAP_SLOW_US;
-	if (r->pass_events >= DRAIN_NAP_BELOW_PER_US * us || us < DRAIN_NAP_MIN_US ||
-	    r->main_reaped ||
+	if (r->pass_events >= DRAIN_NAP_BELOW || us < DRAIN_NAP_MIN_US || r->main_reaped ||
 	    /* relaxed: a hint, drain_stop_now() reads it again after the nap */
 	    atomic_load_explicit(&r->stop_req, memory_order_relaxed))
 		return;
