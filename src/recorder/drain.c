@@ -52,7 +52,7 @@
 #define DRAIN_NAP_SPILL_FILL_PCT 12u /* a spill slot's ring: at most this full */
 #define DRAIN_TICK_NS 1000000000ull
 #define DRAIN_RECLAIM_NS 10000000ull
-#define DRAIN_POLL_NS 1000000ull /* busy passes: new arenas, dead children */
+#define DRAIN_POLL_NS 1000000ull /* busy passes: dead children */
 
 void *drain_grow(void *arr, size_t *cap, size_t need, size_t elem)
 {
@@ -888,14 +888,16 @@ static bool drain_pass(struct ada_recorder *r)
 {
 	size_t busy = 0;
 	uint64_t now = wal_now_ns(), size;
-	/* New arenas and dead children: a syscall each (read, waitpid),
-	 * worth their cost once per DRAIN_POLL_NS while the rings keep the
-	 * drain busy, every pass otherwise (an idle pass has nothing else to
-	 * do, and the end of a recording is found at once). A process or
-	 * thread found a little later loses nothing: its rings hold its
-	 * events, and its producer waits for the drain's heartbeat. */
+	bool names = drain_inotify(r); /* more names waiting: no idle wait */
+	/* Dead children: a waitpid each pass is a syscall that a pass of a
+	 * few thousand events does not need; once per DRAIN_POLL_NS while
+	 * the rings keep the drain busy, every pass otherwise (an idle pass
+	 * has nothing else to do, and the end of a recording is found at
+	 * once). A child reaped a little later loses nothing (its rings hold
+	 * its events) and its pid stays its own meanwhile (a zombie). New
+	 * arenas are read every pass: an arena admitted later leaves its pid
+	 * longer for another process to take before the drain looks. */
 	bool poll = !r->pass_events || now - r->last_poll_ns >= DRAIN_POLL_NS;
-	bool names = poll && drain_inotify(r); /* more names waiting: no idle wait */
 	if (poll)
 		r->last_poll_ns = now;
 	r->pass_room_min = UINT64_MAX;
