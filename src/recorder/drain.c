@@ -47,14 +47,12 @@
 #define DRAIN_IDLE_MAX_US 1000u
 #define DRAIN_NAP_US 500u            /* drain_nap(): a busy pass that took little */
 #define DRAIN_NAP_MIN_US 50u         /* a shorter nap is not worth its wake-up */
-#define DRAIN_NAP_BELOW_PER_US 16u   /* events over the whole pass, per us of nap */
-#define DRAIN_NAP_SLOW_US 1000u      /* the longest nap: DRAIN_IDLE_MAX_US, as when idle */
-#define DRAIN_NAP_SLOW_HEADROOM 4u   /* rate a slow producer may rise by during it */
+#define DRAIN_NAP_BELOW 8192u        /* events over the whole pass */
 #define DRAIN_NAP_EVENTS_PER_US 100u /* the fastest thread a nap allows for, events per us */
 #define DRAIN_NAP_SPILL_FILL_PCT 12u /* a spill slot's ring: at most this full */
 #define DRAIN_TICK_NS 1000000000ull
 #define DRAIN_RECLAIM_NS 10000000ull
-#define DRAIN_POLL_NS 1000000ull /* busy passes: new arenas, dead children */
+#define DRAIN_POLL_NS 1000000ull /* busy passes: dead children */
 
 void *drain_grow(void *arr, size_t *cap, size_t need, size_t elem)
 {
@@ -858,14 +856,16 @@ static bool drain_pass(struct ada_recorder *r)
 {
 	size_t busy = 0;
 	uint64_t now = wal_now_ns(), size;
-	/* New arenas and dead children: a syscall each (read, waitpid),
-	 * worth their cost once per DRAIN_POLL_NS while the rings keep the
-	 * drain busy, every pass otherwise (an idle pass has nothing else to
-	 * do, and the end of a recording is found at once). A process or
-	 * thread found a little later loses nothing: its rings hold its
-	 * events, and its producer waits for the drain's heartbeat. */
+	bool names = drain_inotify(r); /* more names waiting: no idle wait */
+	/* Dead children: a waitpid each pass is a syscall that a pass of a
+	 * few thousand events does not need; once per DRAIN_POLL_NS while
+	 * the rings keep the drain busy, every pass otherwise (an idle pass
+	 * has nothing else to do, and the end of a recording is found at
+	 * once). A child reaped a little later loses nothing (its rings hold
+	 * its events) and its pid stays its own meanwhile (a zombie). New
+	 * arenas are read every pass: an arena admitted later leaves its pid
+	 * longer for another process to take before the drain looks. */
 	bool poll = !r->pass_events || now - r->last_poll_ns >= DRAIN_POLL_NS;
-	bool names = poll && drain_inotify(r); /* more names waiting: no idle wait */
 	if (poll)
 		r->last_poll_ns = now;
 	r->pass_room_min = UINT64_MAX;
@@ -932,14 +932,7 @@ static void drain_nap(struct ada_recorder *r)
 	uint64_t us = r->pass_room_min / DRAIN_NAP_EVENTS_PER_US;
 	if (us > DRAIN_NAP_US)
 		us = DRAIN_NAP_US;
-	/* A slower producer: longer, as long as its ring still has room for
-	 * DRAIN_NAP_SLOW_HEADROOM times the rate it wrote at since the last
-	 * pass (r->pass_fill_ns, the least over the rings read). */
-	uint64_t slow = r->pass_fill_ns / DRAIN_NAP_SLOW_HEADROOM / 1000;
-	if (us == DRAIN_NAP_US && slow > us)
-		us = slow < DRAIN_NAP_SLOW_US ? slow : DRAIN_NAP_SLOW_US;
-	if (r->pass_events >= DRAIN_NAP_BELOW_PER_US * us || us < DRAIN_NAP_MIN_US ||
-	    r->main_reaped ||
+	if (r->pass_events >= DRAIN_NAP_BELOW || us < DRAIN_NAP_MIN_US || r->main_reaped ||
 	    /* relaxed: a hint, drain_stop_now() reads it again after the nap */
 	    atomic_load_explicit(&r->stop_req, memory_order_relaxed))
 		return;

@@ -344,7 +344,7 @@ struct ada_recorder {
 	struct ada_wall_anchor wall; /* the manifests' wall-clock anchor, read at start */
 	uint64_t drain_cpu_ns;       /* the drain thread's own CPU time, taken at its end */
 	uint64_t last_tick_ns, last_anchor_ns, last_reclaim_ns;
-	uint64_t last_poll_ns; /* drain_pass(): the last look for new arenas and dead children */
+	uint64_t last_poll_ns; /* drain_pass(): the last waitpid for dead children */
 	/* The last drain pass (drain_nap()): events taken, and the least room
 	 * (events) a ring it read had left (0: a small ring was filling). */
 	uint64_t pass_events, pass_room_min;

@@ -41,6 +41,25 @@
 #define WAL_CIDX_OPEN_MAX                                                                          \
 	(sizeof(struct ada_cidx_block_header) + ADA_CIDX_FRAMES_MAX * sizeof(struct ada_cidx_frame))
 
+/* One event of the recent window: what the detail persist checks of it
+ * (pd_locate: time, function, kind), half an event's bytes, so that the
+ * window costs the drain half the stores. ts_kind = timestamp_ns |
+ * event_kind << 62; kind 0: an event with a timestamp of 2^62 ns or more
+ * (only a forged one), not kept. */
+struct wal_cidx_recent {
+	uint64_t ts_kind, fid;
+};
+
+/* A link of the recent window (wal_cidx_link): seq1 = the event's index +
+ * 1 (0: none). Written only when an event is linked, so its pages stay
+ * untouched unless the detail lane links. */
+struct wal_cidx_rlink {
+	uint64_t seq1;
+	uint32_t detail;
+};
+
+#define WAL_CIDX_TS_MASK ((1ull << 62) - 1)
+
 struct wal_cidx {
 	struct ada_cidx_enc *enc;
 	uint32_t block_size;
@@ -48,7 +67,8 @@ struct wal_cidx {
 	/* The recent window: event i at recent[i & (nrecent - 1)] while
 	 * i + nrecent >= the file's events; NULL without detail. Allocated
 	 * whole, its pages touched only as events come. */
-	struct atf_index_event *recent;
+	struct wal_cidx_recent *recent;
+	struct wal_cidx_rlink *rlink; /* zeroed: pages touched as links come */
 	uint64_t nrecent;
 	uint64_t enc_err; /* links the encoder could not keep (-ENOMEM) */
 };
@@ -72,10 +92,12 @@ int wal_cidx_new(struct ada_wal_file *f)
 	 * whole lines. Not cleared: only slots written are read back
 	 * (wal_cidx_event_read), and untouched pages cost nothing. */
 	if (r == 0 && c->nrecent &&
-	    !(c->recent = aligned_alloc(64, c->nrecent * sizeof(*c->recent))))
+	    (!(c->recent = aligned_alloc(64, c->nrecent * sizeof(*c->recent))) ||
+	     !(c->rlink = calloc(c->nrecent, sizeof(*c->rlink)))))
 		r = -ENOMEM;
 	if (r < 0) {
 		ada_cidx_enc_free(c->enc);
+		free(c->recent);
 		free(c);
 		return r;
 	}
@@ -89,6 +111,7 @@ void wal_cidx_free(struct ada_wal_file *f)
 		return;
 	ada_cidx_enc_free(f->cx->enc);
 	free(f->cx->recent);
+	free(f->cx->rlink);
 	free(f->cx);
 	f->cx = NULL;
 }
@@ -153,28 +176,31 @@ void wal_cidx_seal(struct ada_wal_file *f)
 	ada_cidx_enc_seal(f->cx->enc, &o);
 }
 
-/* Copies the chunk into the recent window. The window (up to twice the
- * ring, tens of MiB) is read back only for the few events a persisted
- * detail record names, long after: plain stores made every line a read
- * for ownership that missed the cache, most of the drain's time in this
- * function (perf, fib under `ada record`). Non-temporal stores write the
- * lines whole without reading them; the drain thread's own later loads
- * see them (a CPU sees its own stores in order), so no fence is needed. */
+/* Copies what the detail persist checks of the chunk's events into the
+ * recent window. The window (up to twice the ring, tens of MiB) is read
+ * back only for the few events a persisted detail record names, long
+ * after: plain stores made every line a read for ownership that missed
+ * the cache, most of the drain's time in this function (perf, fib under
+ * `ada record`). Non-temporal stores write the lines whole without
+ * reading them; the drain thread's own later loads see them (a CPU sees
+ * its own stores in order), so no fence is needed. The kind is 1..3 (the
+ * conversion checked it, wal_event_bad()). */
 static void wal_cidx_keep(struct wal_cidx *c, uint64_t first, const struct atf_index_event *ev,
                           size_t n)
 {
-#if defined(__SSE2__)
-	_Static_assert(sizeof(*ev) == 32, "an event is two 16-byte stores");
 	for (size_t i = 0; i < n; i++) {
-		__m128i *d = (__m128i *)(void *)&c->recent[(first + i) & (c->nrecent - 1)];
-		const __m128i *s = (const __m128i *)(const void *)&ev[i];
-		_mm_stream_si128(d, _mm_loadu_si128(s));
-		_mm_stream_si128(d + 1, _mm_loadu_si128(s + 1));
-	}
+		uint64_t ts = ev[i].timestamp_ns;
+		uint64_t tk = ts > WAL_CIDX_TS_MASK ? 0 : ts | (uint64_t)ev[i].event_kind << 62;
+		struct wal_cidx_recent *d = &c->recent[(first + i) & (c->nrecent - 1)];
+#if defined(__SSE2__) && defined(__x86_64__)
+		/* One 16-byte store: the cost goes with the stores, not bytes. */
+		_mm_stream_si128((__m128i *)(void *)d,
+		                 _mm_set_epi64x((long long)ev[i].function_id, (long long)tk));
 #else
-	for (size_t i = 0; i < n; i++)
-		c->recent[(first + i) & (c->nrecent - 1)] = ev[i];
+		d->ts_kind = tk;
+		d->fid = ev[i].function_id;
 #endif
+	}
 }
 
 /* Codes ev[0..n) into the staging buffer from where the last put left
@@ -233,7 +259,17 @@ int wal_cidx_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_eve
 	struct wal_cidx *c = f->cx;
 	if (i >= f->events || !c->recent || f->events - i > c->nrecent)
 		return -ENOENT;
-	*out = c->recent[i & (c->nrecent - 1)];
+	const struct wal_cidx_recent *e = &c->recent[i & (c->nrecent - 1)];
+	const struct wal_cidx_rlink *l = &c->rlink[i & (c->nrecent - 1)];
+	if (!(e->ts_kind >> 62))
+		return -ENOENT; /* not kept (wal_cidx_keep()) */
+	*out = (struct atf_index_event){
+	    .timestamp_ns = e->ts_kind & WAL_CIDX_TS_MASK,
+	    .function_id = e->fid,
+	    .thread_id = f->opts.thread_id,
+	    .event_kind = (uint32_t)(e->ts_kind >> 62),
+	    .detail_seq = l->seq1 == i + 1 ? l->detail : ATF_NO_DETAIL,
+	};
 	return 0;
 }
 
@@ -250,7 +286,7 @@ int wal_cidx_link(struct ada_wal_file *f, uint64_t i, uint32_t v)
 	if (f->end + wal_cidx_tail(f) + ATF_FOOTER_SIZE > f->alloc && !f->error)
 		(void)wal_grow(f, f->end + wal_cidx_tail(f));
 	if (c->recent && i < f->events && f->events - i <= c->nrecent)
-		c->recent[i & (c->nrecent - 1)].detail_seq = v;
+		c->rlink[i & (c->nrecent - 1)] = (struct wal_cidx_rlink){i + 1, v};
 	return 0;
 }
 

@@ -4,9 +4,11 @@
  *   0  a compact file image, untrusted: opened strict and salvage, every
  *      block decoded, get(seq) and find(ts) at a few places, the links,
  *      the encoder's resume after the whole blocks (ada recover), the
- *      export to ATF v2, and the ATF reader on the same bytes (get() of
- *      every event, the sequential walk; truncated blocks, lying
- *      lengths, varints that never end, a block table pointing anywhere);
+ *      export to ATF v2, the ATF reader on the same bytes (get() of
+ *      every event, the sequential walk) and the open that reads block
+ *      headers with pread, against the one through memory (truncated
+ *      blocks, lying lengths, varints that never end, a block table
+ *      pointing anywhere);
  *   2  the same as 0 after the harness rewrote every CRC the bytes let it
  *      find (each block's along the walk, the footer's), so that mutated
  *      event bytes reach the decoder's body instead of stopping at a CRC;
@@ -79,6 +81,26 @@ static void fuzz_walk(const struct ada_atf_index *ix)
 	(void)ada_atf_index_walk(ix, c / 2, c, fuzz_walk_run, &next);
 }
 
+/* The open that reads block headers with pread (ada_cidx_dec_open_fd(),
+ * the readers'), the image in a memory file: it must find what the open
+ * through memory finds. */
+static void fuzz_open_fd(const uint8_t *p, size_t n, unsigned flags)
+{
+	static int fd = -1;
+	struct ada_cidx_dec *a = NULL, *b = NULL;
+	if (fd < 0)
+		fd = memfd_create("fuzz_cidx_in", 0);
+	if (fd < 0 || ftruncate(fd, 0) < 0 || pwrite(fd, p, n, 0) != (ssize_t)n)
+		return;
+	int ea = ada_cidx_dec_open(p, n, flags, &a);
+	int eb = ada_cidx_dec_open_fd(p, n, fd, flags, &b);
+	if (ea != eb || (!ea && (ada_cidx_dec_count(a) != ada_cidx_dec_count(b) ||
+	                         ada_cidx_dec_nblocks(a) != ada_cidx_dec_nblocks(b))))
+		abort();
+	ada_cidx_dec_free(a);
+	ada_cidx_dec_free(b);
+}
+
 /* The export to ATF v2, into one memory file reused for every input. */
 static void fuzz_export(const uint8_t *p, size_t n, unsigned flags)
 {
@@ -110,6 +132,7 @@ static void fuzz_image(const uint8_t *p, size_t n)
 			ada_cidx_dec_free(d);
 		}
 		fuzz_export(p, n, fl);
+		fuzz_open_fd(p, n, fl);
 		if (!ada_atf_index_open_mem(p, n, fl, &ix)) {
 			uint64_t c = ada_atf_index_count(ix);
 			fuzz_walk(ix);

@@ -317,6 +317,57 @@ static void append_events(struct ada_wal_file *f, uint64_t from, uint64_t n)
 	}
 }
 
+/* A compact file's recent window (segment_cidx.c): the last cidx_recent
+ * events read back with their time, function, kind and link, the file's
+ * thread; an older one, one not committed and one whose time does not fit
+ * the window's 62 bits answer -ENOENT; a link stays with its event, not
+ * with the slot a later event reuses. */
+static void test_cidx_recent_window(void **state)
+{
+	(void)state;
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts o = {.buffer_bytes = 1 << 16, .max_buffers = 8, .queue_depth = 8};
+	assert_int_equal(ada_wal_io_new(&o, &io), 0);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, "c.atf");
+	struct ada_wal_file_opts fo = {.thread_id = 4242,
+	                               .clock_type = ATF_CLOCK_BOOTTIME,
+	                               .arch = ATF_ARCH_X86_64,
+	                               .segment_bytes = 1 << 20,
+	                               .index_format = ADA_INDEX_COMPACT,
+	                               .cidx_recent = 64};
+	struct ada_wal_file *f;
+	assert_int_equal(ada_wal_file_openat(io, tmpfd, "c.atf", path, &fo, &f), 0);
+	append_events(f, 0, 200);
+	struct atf_index_event e;
+	for (uint64_t i = 136; i < 200; i++) {
+		struct atf_index_event want = ev_make(i);
+		want.call_depth = 0; /* not kept */
+		assert_int_equal(wal_file_event_read(f, i, &e), 0);
+		assert_memory_equal(&e, &want, sizeof(e));
+	}
+	assert_int_equal(wal_file_event_read(f, 135, &e), -ENOENT);
+	assert_int_equal(wal_file_event_read(f, 200, &e), -ENOENT);
+	assert_int_equal(wal_file_patch_detail_seq(f, 190, 7), 0);
+	assert_int_equal(wal_file_event_read(f, 190, &e), 0);
+	assert_int_equal(e.detail_seq, 7);
+	assert_int_equal(wal_file_event_read(f, 191, &e), 0);
+	assert_int_equal(e.detail_seq, ATF_NO_DETAIL);
+	append_events(f, 200, 64); /* 254 takes 190's place */
+	assert_int_equal(wal_file_event_read(f, 190, &e), -ENOENT);
+	assert_int_equal(wal_file_event_read(f, 254, &e), 0);
+	assert_int_equal(e.timestamp_ns, ev_make(254).timestamp_ns);
+	assert_int_equal(e.detail_seq, ATF_NO_DETAIL);
+	struct atf_index_event far = ev_make(264);
+	far.timestamp_ns = 1ull << 62;
+	assert_int_equal(ada_wal_file_append(f, &far, 1), 1);
+	assert_int_equal(wal_file_event_read(f, 264, &e), -ENOENT);
+	struct ada_wal_file_summary sum;
+	assert_int_equal(ada_wal_file_finalize(f, &sum), 0);
+	assert_int_equal(sum.events, 265);
+	ada_wal_io_free(io);
+}
+
 static void test_patch_everywhere(void **state)
 {
 	(void)state;
@@ -1195,6 +1246,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_direct_fallback, setup_none, teardown_direct),
 	    cmocka_unit_test_setup_teardown(test_persist_all, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_arm64_return, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cidx_recent_window, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_windows, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

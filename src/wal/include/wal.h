@@ -253,7 +253,10 @@ void ada_wal_disk_relink(struct ada_wal_disk_file *df);
 /* Index event i of the file (0-based, committed): from the staging
  * buffer, a held one, a buffer in flight, the disk window (wal_dwin_event:
  * durable events, with the links not written back yet) or the disk. 0,
- * -ENOENT (not committed), -EIO (its write failed), -errno. */
+ * -ENOENT (not committed), -EIO (its write failed), -errno. A compact
+ * file answers from its recent window (opts.cidx_recent), which keeps
+ * what the detail lane checks: the time, function, kind and link exactly,
+ * thread_id the file's, call_depth 0; -ENOENT for an older event. */
 int wal_file_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_event *out);
 /* Sets event i's detail_seq from ATF_NO_DETAIL to v and folds the change
  * into the file's running CRC-32 (zlib's crc32 is affine: a 4-byte change
