@@ -296,9 +296,9 @@ uint64_t wal_cidx_unlink_from(struct ada_wal_file *f, uint32_t detail_seq)
 	/* Only the events the window holds: its other pages are untouched. */
 	uint64_t from = c->recent && f->events > c->nrecent ? f->events - c->nrecent : 0;
 	for (uint64_t i = from; c->recent && i < f->events; i++) {
-		struct atf_index_event *ev = &c->recent[i & (c->nrecent - 1)];
-		if (ev->detail_seq != ATF_NO_DETAIL && ev->detail_seq >= detail_seq)
-			ev->detail_seq = ATF_NO_DETAIL;
+		struct wal_cidx_rlink *l = &c->rlink[i & (c->nrecent - 1)];
+		if (l->seq1 == i + 1 && l->detail != ATF_NO_DETAIL && l->detail >= detail_seq)
+			l->seq1 = 0; /* unlinked: reads ATF_NO_DETAIL (wal_cidx_event_read) */
 	}
 	return ada_cidx_enc_unlink_from(c->enc, detail_seq);
 }
