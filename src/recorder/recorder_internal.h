@@ -96,7 +96,9 @@ void wal_thread_dir_close(struct wal_thread *t);
 struct wal_proc {
 	pid_t pid;
 	char *dir;  /* for messages; files are made relative to dir_fd */
-	int dir_fd; /* pid_N, opened once (fs.h); -1 when there is none */
+	int dir_fd;  /* pid_N, opened once (fs.h); -1 when there is none */
+	int dir_err; /* -EMFILE/-ENFILE: there is none for the limit of open files */
+	bool manifest_failed; /* its last manifest write failed (written again at the end) */
 	char *arena_path;
 	struct ada_arena *arena;
 	uint32_t max_threads;
@@ -330,6 +332,8 @@ struct ada_recorder {
 	struct wal_admit admit; /* arenas refused: each file looked at once */
 	uint32_t pid_reused;    /* arenas of a later process given a recorded pid: not read */
 	uint32_t fd_limit_told; /* threads that got no file at the limit of open files */
+	bool fd_limit_detail_told; /* a detail file refused by it: said (detail_persist.c) */
+	bool manifest_fail_told;   /* a manifest write failed: said (manifest.c) */
 	bool main_reaped, no_children;
 	int main_status;
 	uint64_t main_exit_ns; /* drain: when the main process was reaped */
