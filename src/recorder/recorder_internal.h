@@ -95,9 +95,9 @@ void wal_thread_dir_close(struct wal_thread *t);
 /* One traced process (one arena, one pid_N directory). */
 struct wal_proc {
 	pid_t pid;
-	char *dir;  /* for messages; files are made relative to dir_fd */
-	int dir_fd;  /* pid_N, opened once (fs.h); -1 when there is none */
-	int dir_err; /* -EMFILE/-ENFILE: there is none for the limit of open files */
+	char *dir;            /* for messages; files are made relative to dir_fd */
+	int dir_fd;           /* pid_N, opened once (fs.h); -1 when there is none */
+	int dir_err;          /* -EMFILE/-ENFILE: there is none for the limit of open files */
 	bool manifest_failed; /* its last manifest write failed (written again at the end) */
 	char *arena_path;
 	struct ada_arena *arena;
@@ -329,9 +329,9 @@ struct ada_recorder {
 	pid_t *early_pid;
 	int *early_status;
 	size_t nearly, capearly;
-	struct wal_admit admit; /* arenas refused: each file looked at once */
-	uint32_t pid_reused;    /* arenas of a later process given a recorded pid: not read */
-	uint32_t fd_limit_told; /* threads that got no file at the limit of open files */
+	struct wal_admit admit;    /* arenas refused: each file looked at once */
+	uint32_t pid_reused;       /* arenas of a later process given a recorded pid: not read */
+	uint32_t fd_limit_told;    /* threads that got no file at the limit of open files */
 	bool fd_limit_detail_told; /* a detail file refused by it: said (detail_persist.c) */
 	bool manifest_fail_told;   /* a manifest write failed: said (manifest.c) */
 	bool main_reaped, no_children;
