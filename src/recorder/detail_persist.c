@@ -609,6 +609,7 @@ static int pd_persist(struct ada_recorder *r, struct wal_thread *t, struct pd_wa
 	if (gap_look)
 		pd_gap(t, dt, over, in_ring, decided, lo_ns, steady, st);
 	pd_account(t, dt, all_time, st);
+	r->budget.detail_unscanned += st->bytes; /* counted by the budget until the next scan */
 	if (st->fd_limited)
 		pd_fd_limit_note(r, t);
 	return dt->error;

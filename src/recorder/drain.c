@@ -313,7 +313,8 @@ void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 
 static uint64_t drain_disk_bytes(struct ada_recorder *r)
 {
-	return r->budget.disk_closed + r->budget.side_bytes + ada_wal_io_open_bytes(r->io);
+	return r->budget.disk_closed + r->budget.side_bytes + r->budget.detail_unscanned +
+	       ada_wal_io_open_bytes(r->io);
 }
 
 /* Test hook for `ada recover`: ADA_TEST_KILL_AT=NAME makes the recorder

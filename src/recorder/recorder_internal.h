@@ -243,8 +243,11 @@ struct wal_budget {
 	bool is_default;      /* max_disk_bytes is the default, not --max-disk-mb */
 	bool retire_told;     /* said that the budget deletes data */
 	uint64_t side_bytes;  /* every file but the index files, last scan */
-	uint64_t scan_ns;     /* when side_bytes was last scanned (CLOCK_MONOTONIC) */
-	uint64_t scan_every;  /* the next scan's delay: doubles up to a second */
+	/* Detail records persisted since that scan: a detail file of a busy
+	 * thread grows megabytes between two scans (detail_persist.c). */
+	uint64_t detail_unscanned;
+	uint64_t scan_ns;    /* when side_bytes was last scanned (CLOCK_MONOTONIC) */
+	uint64_t scan_every; /* the next scan's delay: doubles up to a second */
 	uint64_t retired_gens, retired_events, retired_bytes;
 	uint64_t retired_threads; /* whole threads deleted (their last generation too) */
 	size_t stale_procs;       /* finished processes with retention_stale set */
