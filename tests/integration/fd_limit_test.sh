@@ -10,12 +10,22 @@
 set -u
 ADA=$1 PROG=$2
 WORK=$(mktemp -d /tmp/ada_fdlimit.XXXXXX)
-cleanup() {
+# Arena directories of this test's sessions: named by their manifests, or,
+# when the limit kept a manifest from being written, by their owner file
+# (a recorder at the lowest limits cannot open the directory to remove it
+# at its end, not fixed yet: issue 35).
+shm_sweep() {
 	for m in "$WORK"/out/session_*/pid_*/manifest.json; do
 		[ -f "$m" ] || continue
 		A=$(sed -n 's/.*"arena_dir": "\(.*\)".*/\1/p' "$m" | head -n 1)
 		case "$A" in /dev/shm/ada-*) rm -rf "$A" ;; esac
 	done
+	for o in /dev/shm/ada-session_*/recorder; do
+		grep -q "^session $WORK/" "$o" 2>/dev/null && rm -rf "$(dirname "$o")"
+	done
+}
+cleanup() {
+	shm_sweep
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -55,6 +65,7 @@ grep -q "0 not written (disk full), .*drops $DROPS (fd_limit $DROPS)" "$WORK/sta
 # 12 until a run gives a thread its index file but not its detail file.
 found=
 for lim in $(seq 12 40); do
+	shm_sweep
 	rm -rf "$WORK/out"
 	(ulimit -n $lim && exec timeout -s KILL 120 "$ADA" record --detail always --out "$WORK/out" -- "$PROG" barrier 50) \
 		>"$WORK/stdout" 2>"$WORK/err"
