@@ -87,6 +87,19 @@ static void rd_say_retired(const struct rd_pid *rp)
 	uint64_t u = json_is_integer(until) && json_integer_value(until) > 0
 	                 ? (uint64_t)json_integer_value(until)
 	                 : 0;
+	/* A process with nothing left shows nothing: said once, not once
+	 * per process (a fork-heavy session has thousands). */
+	static bool whole_told;
+	if (rp->p->nthreads == 0) {
+		if (!whole_told)
+			ada_log(
+			    "%s: the disk budget deleted every event of this process (said once: "
+			    "other processes left with no thread file are not named; each "
+			    "manifest's retention says what went)",
+			    rp->p->dir);
+		whole_told = true;
+		return;
+	}
 	char when[64] = "";
 	if (u > rp->t0)
 		snprintf(when, sizeof(when), ", recorded before +%.6f s",

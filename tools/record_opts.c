@@ -654,6 +654,12 @@ static void record_print_disk(const struct ada_record_summary *s)
 		        "files, their index events unlinked (each thread's manifest: detail.cut)\n",
 		        (unsigned long long)s->detail_cut, s->detail_cut == 1 ? "" : "s",
 		        s->detail_cut == 1 ? "was" : "were");
+	if (s->manifests_failed)
+		fprintf(stderr,
+		        "ada: the manifests of %u process%s could not be written (the first "
+		        "reason is above); their files are valid, ada recover can rebuild a "
+		        "manifest\n",
+		        s->manifests_failed, s->manifests_failed == 1 ? "" : "es");
 	if (s->detail_removed)
 		fprintf(
 		    stderr,

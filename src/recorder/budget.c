@@ -144,6 +144,7 @@ void wal_budget_scan(struct ada_recorder *r)
 		total += r->procs[i]->side_bytes;
 	}
 	r->budget.side_bytes = total;
+	r->budget.detail_unscanned = 0; /* in side_bytes now (written ones) */
 }
 
 /* Called for every index generation the budget deletes (or could not
@@ -212,7 +213,9 @@ static bool budget_oldest_of(const struct wal_thread *t, uint64_t *t1)
 		*t1 = t->gens[0].t1;
 		return true;
 	}
-	if (!t->done || t->f || !t->has_dir || t->final_retired)
+	/* last.bytes 0: no file was final (one the limit of open files kept
+	 * from opening after a rotation): nothing of its own to delete. */
+	if (!t->done || t->f || !t->has_dir || t->final_retired || !t->last.bytes)
 		return false;
 	*t1 = t->last.time_end_ns;
 	return true;

@@ -79,6 +79,8 @@ struct wal_detail_stats {
 	uint64_t unlinked;     /* records in the window NOT persisted because their index event
 	                          could not be patched (in a retired generation, lost to a full
 	                          disk, or not matching the record): counted, never silent */
+	uint64_t fd_limited;   /* records not persisted because their detail file could not be
+	                          opened at the recorder's limit of open files (fd_limit drops) */
 	uint64_t deferred;     /* records in the window whose index event the drain has not
 	                          taken yet: left for a later call */
 	struct wal_gap gap;    /* records overwritten before any call decided them, found by

@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "atf.h"
@@ -378,12 +379,15 @@ static bool pd_decide(struct wal_thread *t, struct wal_tdetail *dt, struct pd_wa
 			pd_leave(c, dt, p, ns);
 			return false;
 		}
-		if (pd_write(t, dt, rc, seq, ev.timestamp_ns, st) < 0) {
+		int e = pd_write(t, dt, rc, seq, ev.timestamp_ns, st);
+		if (e == -EMFILE || e == -ENFILE) /* no detail file: the limit of open files */
+			st->fd_limited++;
+		else if (e < 0)
 			st->unlinked++;
-			dt->error = dt->error ? dt->error : -EIO;
-		} else if (c->budget) {
+		if (e < 0)
+			dt->error = dt->error ? dt->error : e;
+		else if (c->budget)
 			c->budget->bytes -= rl;
-		}
 		break;
 	}
 	return true;
@@ -500,6 +504,26 @@ static void pd_account(struct wal_thread *t, struct wal_tdetail *dt, bool all_ti
 	dt->bytes += st->bytes;
 	dt->overwritten += st->overwritten;
 	dt->unlinked += st->unlinked;
+	t->p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_FD_LIMIT] += st->fd_limited;
+}
+
+/* Detail records lost because the thread's detail file could not be
+ * opened at the limit of open files: fd_limit drops (pd_account), told
+ * once with the limit. */
+static void pd_fd_limit_note(struct ada_recorder *r, struct wal_thread *t)
+{
+	if (r->fd_limit_detail_told)
+		return;
+	r->fd_limit_detail_told = true;
+	struct rlimit rl;
+	char lim[48] = "";
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(lim, sizeof(lim), " (%llu, ulimit -n)", (unsigned long long)rl.rlim_cur);
+	wal_note(r, t->p,
+	         "%s: no detail file: the recorder has as many files open as it may%s; the "
+	         "detail records of this thread and of every later one that meets the limit are "
+	         "counted as fd_limit drops (raise the limit: ulimit -n)",
+	         t->dir, lim);
 }
 
 /* A window's copy from where the last call stopped (dt->wfrom), of at
@@ -585,6 +609,9 @@ static int pd_persist(struct ada_recorder *r, struct wal_thread *t, struct pd_wa
 	if (gap_look)
 		pd_gap(t, dt, over, in_ring, decided, lo_ns, steady, st);
 	pd_account(t, dt, all_time, st);
+	r->budget.detail_unscanned += st->bytes; /* counted by the budget until the next scan */
+	if (st->fd_limited)
+		pd_fd_limit_note(r, t);
 	return dt->error;
 }
 

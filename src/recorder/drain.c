@@ -173,7 +173,9 @@ static void drain_thread_no_file(struct ada_recorder *r, struct wal_thread *t, c
 	struct wal_proc *p = t->p;
 	if (drain_fd_limit(r, t, rc)) {
 		drain_sidecar(t, false);
-		if (t->has_dir)
+		/* Also when the limit refused only its opening: the mkdir
+		 * (ada_fs_mkdir) made it, empty. */
+		if (p->dir_fd >= 0)
 			unlinkat(p->dir_fd, name, AT_REMOVEDIR);
 		t->has_dir = false;
 		t->done = true;
@@ -233,7 +235,7 @@ static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_pr
 	}
 	/* On a full disk no new file: the space freed for the final
 	 * manifests (reserve.c) is not for new threads. */
-	int rc = p->dir_fd < 0                 ? -ENOENT
+	int rc = p->dir_fd < 0                 ? (p->dir_err ? p->dir_err : -ENOENT)
 	         : ada_wal_io_disk_full(r->io) ? -ENOSPC
 	                                       : ada_fs_mkdir(p->dir_fd, name, 0, &t->dir_fd);
 	if (rc == 0) {
@@ -313,7 +315,8 @@ void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 
 static uint64_t drain_disk_bytes(struct ada_recorder *r)
 {
-	return r->budget.disk_closed + r->budget.side_bytes + ada_wal_io_open_bytes(r->io);
+	return r->budget.disk_closed + r->budget.side_bytes + r->budget.detail_unscanned +
+	       ada_wal_io_open_bytes(r->io);
 }
 
 /* Test hook for `ada recover`: ADA_TEST_KILL_AT=NAME makes the recorder
@@ -949,8 +952,13 @@ static void drain_restate(struct ada_recorder *r)
 	size_t told = json_array_size(r->warnings);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct wal_proc *p = r->procs[i];
-		if (p->finished && p->man_warnings < told)
-			wal_manifest_write(r, p, "complete");
+		/* ... and those whose last write failed (the limit of open
+		 * files, say: every arena is closed by now) */
+		if (!p->finished || (p->man_warnings >= told && !p->manifest_failed))
+			continue;
+		if (p->dir_fd < 0 && p->dir_err) /* pid_N/ was made, not opened: the limit */
+			(void)ada_fs_mkdir(r->session_fd, strrchr(p->dir, '/') + 1, 0, &p->dir_fd);
+		wal_manifest_write(r, p, "complete");
 	}
 }
 

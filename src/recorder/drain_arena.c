@@ -47,15 +47,21 @@ struct wal_proc *drain_find(struct ada_recorder *r, pid_t pid)
  * in the manifests' warnings, and the exit status is non-zero. */
 static void drain_no_pid_dir(struct ada_recorder *r, struct wal_proc *p, int rc)
 {
-	char msg[PATH_MAX + 160];
-	snprintf(msg, sizeof(msg), "%s: %s; the events of process %d are not written", p->dir,
+	char msg[PATH_MAX + 200];
+	bool fd_limit = rc == -EMFILE || rc == -ENFILE;
+	if (fd_limit)
+		p->dir_err = rc; /* its threads' events are fd_limit drops (drain.c) */
+	snprintf(msg, sizeof(msg), "%s: %s; the events of process %d are not written%s", p->dir,
 	         rc == -ELOOP   ? "a symbolic link, not a directory of ada's"
 	         : rc == -EPERM ? "a directory of another user"
 	                        : strerror(-rc),
-	         (int)p->pid);
+	         (int)p->pid,
+	         fd_limit ? ", counted as fd_limit drops (the recorder's limit of open files: "
+	                    "raise it, ulimit -n)"
+	                  : "");
 	wal_notice(r, "%s", msg);
 	json_array_append_new(r->warnings, json_string(msg));
-	if (!r->error)
+	if (!r->error && !fd_limit)
 		r->error = rc;
 }
 

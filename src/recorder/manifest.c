@@ -531,6 +531,21 @@ void wal_manifest_agent(json_t *root, int pid_dir_fd)
 	json_object_set_new(root, "hook", a);
 }
 
+/* A manifest that could not be written: told once (stderr, warnings);
+ * written again at the end (drain.c drain_restate), and the summary
+ * counts those that still are not (ada_record_summary.manifests_failed). */
+static void man_failed(struct ada_recorder *r, struct wal_proc *p, int rc)
+{
+	if (r->manifest_fail_told)
+		return;
+	r->manifest_fail_told = true;
+	wal_note(r, p, "%s/manifest.json: cannot be written (%s)%s; tried again at the end", p->dir,
+	         strerror(-rc),
+	         rc == -EMFILE || rc == -ENFILE
+	             ? ": the recorder has as many files open as it may (fd_limit; raise ulimit -n)"
+	             : "");
+}
+
 /* ada attach: "attached": true and "attach": {time, pauses}. */
 static void man_attach(json_t *root, struct ada_recorder *r)
 {
@@ -613,5 +628,10 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "metrics", man_metrics(r, p));
 	int rc = wal_manifest_commit(r, p->dir_fd, root);
 	json_decref(root);
+	/* No pid_N/ at all is said elsewhere; one the limit of open files
+	 * kept closed is opened again at the end (drain.c drain_restate). */
+	p->manifest_failed = rc < 0 && (p->dir_fd >= 0 || p->dir_err);
+	if (p->manifest_failed)
+		man_failed(r, p, rc);
 	return rc;
 }

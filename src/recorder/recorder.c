@@ -327,6 +327,8 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->retired_threads = r->budget.retired_threads;
 	s->detail_cut = r->detail_cut;
 	s->detail_removed = r->detail_removed;
+	for (size_t i = 0; i < r->nprocs; i++)
+		s->manifests_failed += r->procs[i]->manifest_failed;
 	s->drain_cpu_ns = r->drain_cpu_ns;
 	ada_wal_io_final(r->io, &s->index_bytes, &s->index_events);
 	struct ada_shm_budget_view v;

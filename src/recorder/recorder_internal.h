@@ -95,8 +95,10 @@ void wal_thread_dir_close(struct wal_thread *t);
 /* One traced process (one arena, one pid_N directory). */
 struct wal_proc {
 	pid_t pid;
-	char *dir;  /* for messages; files are made relative to dir_fd */
-	int dir_fd; /* pid_N, opened once (fs.h); -1 when there is none */
+	char *dir;            /* for messages; files are made relative to dir_fd */
+	int dir_fd;           /* pid_N, opened once (fs.h); -1 when there is none */
+	int dir_err;          /* -EMFILE/-ENFILE: there is none for the limit of open files */
+	bool manifest_failed; /* its last manifest write failed (written again at the end) */
 	char *arena_path;
 	struct ada_arena *arena;
 	uint32_t max_threads;
@@ -246,8 +248,11 @@ struct wal_budget {
 	bool is_default;      /* max_disk_bytes is the default, not --max-disk-mb */
 	bool retire_told;     /* said that the budget deletes data */
 	uint64_t side_bytes;  /* every file but the index files, last scan */
-	uint64_t scan_ns;     /* when side_bytes was last scanned (CLOCK_MONOTONIC) */
-	uint64_t scan_every;  /* the next scan's delay: doubles up to a second */
+	/* Detail records persisted since that scan: a detail file of a busy
+	 * thread grows megabytes between two scans (detail_persist.c). */
+	uint64_t detail_unscanned;
+	uint64_t scan_ns;    /* when side_bytes was last scanned (CLOCK_MONOTONIC) */
+	uint64_t scan_every; /* the next scan's delay: doubles up to a second */
 	uint64_t retired_gens, retired_events, retired_bytes;
 	uint64_t retired_threads; /* whole threads deleted (their last generation too) */
 	size_t stale_procs;       /* finished processes with retention_stale set */
@@ -332,10 +337,12 @@ struct ada_recorder {
 	pid_t *early_pid;
 	int *early_status;
 	size_t nearly, capearly;
-	struct wal_admit admit; /* arenas refused: each file looked at once */
-	uint32_t pid_reused;    /* arenas of a later process given a recorded pid: not read */
-	uint32_t fd_limit_told; /* threads that got no file at the limit of open files */
-	uint32_t unread_told;   /* processes with events unread at the end (drain_end.c) */
+	struct wal_admit admit;    /* arenas refused: each file looked at once */
+	uint32_t pid_reused;       /* arenas of a later process given a recorded pid: not read */
+	uint32_t fd_limit_told;    /* threads that got no file at the limit of open files */
+	uint32_t unread_told;      /* processes with events unread at the end (drain_end.c) */
+	bool fd_limit_detail_told; /* a detail file refused by it: said (detail_persist.c) */
+	bool manifest_fail_told;   /* a manifest write failed: said (manifest.c) */
 	bool main_reaped, no_children;
 	int main_status;
 	uint64_t main_exit_ns; /* drain: when the main process was reaped */

@@ -127,6 +127,20 @@ static void shm_clear(struct ada_recorder *r, DIR *d)
 	}
 }
 
+/* The arena directory could not be opened (the limit of open files: a
+ * recorder at its last descriptors): the two files of its own are removed
+ * by name, then the directory; one that is not empty is a leftover. */
+static void shm_finish_unread(struct ada_recorder *r)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", r->arena_dir, ADA_SHM_BUDGET_NAME);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/%s", r->arena_dir, ADA_ORPHAN_OWNER_NAME);
+	unlink(path);
+	if (rmdir(r->arena_dir) != 0 && errno != ENOENT)
+		r->shm.leftover++;
+}
+
 /* After the drain: every process is gone and its arena removed, so
  * whatever is left in the arena directory was never read (an arena the
  * drain refused, a half-made one): removed, and counted. The budget file
@@ -150,6 +164,7 @@ void wal_shm_finish(struct ada_recorder *r)
 	if (!d) {
 		if (fd >= 0)
 			close(fd);
+		shm_finish_unread(r);
 		return;
 	}
 	bool gone = false;

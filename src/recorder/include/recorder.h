@@ -125,6 +125,8 @@ struct ada_record_summary {
 	 * sealed valid without them), and detail files removed because not
 	 * even that could be done */
 	uint64_t detail_cut, detail_removed;
+	/* processes whose manifest could not be written even at the end */
+	uint32_t manifests_failed;
 	/* shared memory: the ceiling (0: none), the most used at once, the
 	 * processes that ran untraced because of it, and what the end found
 	 * left in the arena directory (removed) */
