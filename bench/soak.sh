@@ -122,7 +122,12 @@ while [ "$(date +%s)" -lt $end ] && kill -0 $APID 2>/dev/null; do
 	shm=$(du -sk "$A" 2>/dev/null | cut -f1)
 	disk=$(du -sk "$S" 2>/dev/null | cut -f1)
 	s0=$(date +%s.%N)
-	if timeout 15 "$ADA" status $APID --json >"$OUT/status.json" 2>/dev/null; then
+	timeout 15 "$ADA" status $APID --json >"$OUT/status.json" 2>/dev/null
+	answered=$?
+	# `ada status` alone: the parse below (a python3 start at nice 19 on
+	# a loaded machine, seconds) is not the recorder's answer.
+	st=$(echo "$(date +%s.%N) - $s0" | bc)
+	if [ $answered -eq 0 ]; then
 		counts=$(python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -132,7 +137,6 @@ print("%d,%d,%d,%d" % (s.get("events", 0), sum(d.values()) - d.get("keysym_unkno
 	else
 		unanswered=$((unanswered + 1))
 	fi
-	st=$(echo "$(date +%s.%N) - $s0" | bc)
 	echo "$((now - t0)),$(echo "scale=1; ${rss:-0} / 1024" | bc),$(echo "scale=1; 100 * ($cpu - $prev_cpu) / $HZ / ($now - $prev_t + (($now == $prev_t)))" | bc),$(echo "scale=1; ${shm:-0} / 1024" | bc),$(echo "scale=1; ${disk:-0} / 1024" | bc),$counts,$st" | tee -a "$OUT/soak.csv"
 	prev_cpu=$cpu prev_t=$now
 done

@@ -208,9 +208,13 @@ void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 	json_t *procs = json_object_get(st, "processes");
 	json_t *w = json_object_get(st, "windows"), *ks = json_object_get(st, "keysym_version");
 	bool live = json_is_true(json_object_get(st, "recording"));
-	size_t np = json_array_size(procs);
+	/* every process, listed or not (the list holds 64 at most) */
+	size_t np = json_array_size(procs) + (size_t)fmt_int(st, "processes_omitted");
+	size_t nfin = (size_t)fmt_int(st, "processes_finished");
 	fprintf(f, "%s: %s, %zu process%s", name, live ? "recording" : "ended", np,
 	        np == 1 ? "" : "es");
+	if (live && nfin > 0 && nfin <= np)
+		fprintf(f, " (%zu running)", np - nfin);
 	if (json_is_number(json_object_get(st, "uptime_sec")))
 		fprintf(f, ", up %.1f s", json_number_value(json_object_get(st, "uptime_sec")));
 	fprintf(f, ", %lld events", (long long)fmt_int(st, "events"));

@@ -59,20 +59,18 @@ static void status_count_only_of(json_t *a, pid_t pid, struct status_hook_sum *s
 }
 
 /* pid_N/agent.json (written by the agent inside the target: input, read
- * bounded and checked) adds its installed and skipped hook counts and the
- * time its hooking took. */
-static void status_hooks_of(int session_fd, pid_t pid, struct status_hook_sum *sum)
+ * bounded and checked into buf, STATUS_AGENT_JSON_MAX bytes) adds its
+ * installed and skipped hook counts and the time its hooking took. */
+static void status_hooks_of(int session_fd, pid_t pid, char *buf, struct status_hook_sum *sum)
 {
 	char name[64];
 	int fd = -1;
 	snprintf(name, sizeof(name), "pid_%d/agent.json", (int)pid);
 	if (session_fd < 0 || ada_fs_open_file(session_fd, name, O_RDONLY, &fd) < 0)
 		return;
-	char *buf = malloc(STATUS_AGENT_JSON_MAX);
-	ssize_t n = buf ? read(fd, buf, STATUS_AGENT_JSON_MAX) : -1;
+	ssize_t n = read(fd, buf, STATUS_AGENT_JSON_MAX);
 	close(fd);
 	json_t *a = n > 0 ? json_loadb(buf, (size_t)n, 0, NULL) : NULL;
-	free(buf);
 	json_t *in = json_object_get(a, "installed");
 	if (json_is_integer(in) && json_integer_value(in) > 0)
 		sum->installed += json_integer_value(in);
@@ -91,8 +89,12 @@ static void status_hooks_of(int session_fd, pid_t pid, struct status_hook_sum *s
 static json_t *status_hooks(struct ada_control *c)
 {
 	struct status_hook_sum sum = {.moved = json_array()};
-	for (uint32_t i = 0; i < c->live->nprocs; i++)
-		status_hooks_of(c->h.session_fd, c->live->procs[i].pid, &sum);
+	/* One buffer for every file: a block this large is a mapping of its
+	 * own (the recorder's fixed mmap threshold), not one per process. */
+	char *buf = malloc(STATUS_AGENT_JSON_MAX);
+	for (uint32_t i = 0; buf && i < c->live->nprocs; i++)
+		status_hooks_of(c->h.session_fd, c->live->procs[i].pid, buf, &sum);
+	free(buf);
 	return json_pack("{s:I,s:I,s:f,s:{s:I,s:I,s:o}}", "installed", sum.installed, "skipped",
 	                 sum.skipped, "hook_time_ms_max", (double)sum.time_us_max / 1e3,
 	                 "count_only", "functions", sum.count_only_fns, "calls",
