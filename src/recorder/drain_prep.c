@@ -44,6 +44,9 @@
 #define DRAIN_PREP_AGE_NS 1000000000ull
 /* Threads seen (ended ones too) from which all ADA_SLOT_SPARES are kept. */
 #define DRAIN_PREP_CHURN 8u
+/* Passes that look again at an ended thread's slot whose thread was
+ * still on its way out (a tgkill each); then the reclaim cadence does. */
+#define DRAIN_RECLAIM_RETRIES 16u
 
 /* Finishes one claimed slot, a chunk per call: the pages of a detail
  * ring its thread did not populate (ring_slot_populate leaves them to us)
@@ -178,6 +181,28 @@ void drain_prepare_slots(struct wal_proc *p, bool scan)
 	}
 	if (p->prep_slot >= 0)
 		prep_spare_step(p);
+}
+
+bool drain_reclaim_due(struct wal_proc *p)
+{
+	uint64_t sig = ada_arena_exited_sig(p->arena, ada_arena_slots_used(p->arena));
+	if (sig == 0 || (sig == p->exited_sig && p->reclaim_retries == 0)) {
+		p->exited_sig = sig;
+		return false;
+	}
+	if (sig != p->exited_sig)
+		p->reclaim_retries = DRAIN_RECLAIM_RETRIES + 1;
+	p->reclaim_retries--;
+	return true;
+}
+
+void drain_reclaim_done(struct wal_proc *p, uint32_t waiting)
+{
+	/* Only kept slots left (or none): nothing to look at again before
+	 * the next thread ends or the reclaim cadence comes. */
+	p->exited_sig = ada_arena_exited_sig(p->arena, ada_arena_slots_used(p->arena));
+	if (waiting == 0)
+		p->reclaim_retries = 0;
 }
 
 /* The longest pre-roll an armed trigger would take (0: none armed). */
