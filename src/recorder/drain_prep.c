@@ -10,9 +10,10 @@
  * recorder's mapping (ada_arena_slot_prepare), which marks them populated;
  * a claim prefers such a slot and then only flips its state
  * (ring_slot_claim). A slot a thread claimed without a spare is finished
- * here: its detail ring's pages populated (the thread populated only the
- * index part) and the whole region locked, so no thread waits for the
- * detail ring's pages or for mlock. Each pass does at
+ * here while its thread runs (not once it ended: until a later thread
+ * claims it): its detail ring's pages populated (the thread populated
+ * only the index part) and the whole region locked, so no thread waits
+ * for the detail ring's pages or for mlock. Each pass does at
  * most DRAIN_PREP_BYTES of this, bounding the drain's pause; a slot that
  * a thread claims halfway through is left to it (its claim populates).
  * An mlock refused (RLIMIT_MEMLOCK) is flagged in the arena for the
@@ -61,8 +62,11 @@ static bool prep_finish_claimed(struct wal_proc *p)
 		struct ada_slot_info si;
 		ada_arena_slot_info(a, s, &si);
 		/* Only a slot a claim made ACTIVE (FREE ones are the spares'
-		 * business: populating them is not free). */
-		if (si.state != ADA_SLOT_ACTIVE && si.state != ADA_SLOT_EXITED)
+		 * business: populating them is not free; an EXITED one's thread
+		 * needs no pages any more -- threads that came and went before
+		 * the drain freed their slots leave several such slots, each
+		 * finished only if a later thread claims it). */
+		if (si.state != ADA_SLOT_ACTIVE)
 			continue;
 		unsigned what = (ada_arena_slot_populated(a, s) ? 0 : ADA_PREP_POPULATE) |
 		                (p->lock_refused ? 0 : ADA_PREP_LOCK);
@@ -85,6 +89,7 @@ static bool prep_finish_claimed(struct wal_proc *p)
 		}
 		return true;
 	}
+	p->lock_slot = UINT32_MAX; /* the one begun has ended: not looked for every pass */
 	return false;
 }
 
