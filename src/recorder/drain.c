@@ -84,6 +84,17 @@ static void drain_sidecar(struct wal_thread *t, bool create)
 	}
 	int n = snprintf(text, sizeof(text), "slot %u generation %u base %llu\n", t->slot,
 	                 t->slot_gen, (unsigned long long)t->ring_next);
+	/* The first one, in the directory just made, is written in place
+	 * (no index.atf yet, so `ada recover` reads an empty or missing one
+	 * alike): a temporary name and a rename less for each thread. One
+	 * already there (a directory that was not new) is replaced whole. */
+	int fd = -1;
+	if (!t->f && t->next_gen == 0 && ada_fs_create(dfd, ".ring_base", O_WRONLY, &fd) == 0) {
+		if (ada_fs_write_all(fd, text, (size_t)n) != 0)
+			unlinkat(dfd, ".ring_base", 0); /* never a part of a line */
+		close(fd);
+		return;
+	}
 	ada_fs_replace(dfd, ".ring_base", text, (size_t)n, false);
 }
 
