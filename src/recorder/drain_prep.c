@@ -190,13 +190,19 @@ void drain_prepare_slots(struct wal_proc *p, bool scan)
 
 bool drain_reclaim_due(struct wal_proc *p)
 {
+	/* The signature seen before the reclaim, not after it: a thread
+	 * that ends while the reclaim runs changes it for the next pass. The
+	 * slots the reclaim frees change it too: one more reclaim, which
+	 * finds only kept slots (if any), and then none until a thread ends. */
 	uint64_t sig = ada_arena_exited_sig(p->arena, ada_arena_slots_used(p->arena));
-	if (sig == 0 || (sig == p->exited_sig && p->reclaim_retries == 0)) {
-		p->exited_sig = sig;
-		return false;
-	}
-	if (sig != p->exited_sig)
+	bool changed = sig != p->exited_sig;
+	p->exited_sig = sig;
+	if (sig == 0)
+		p->reclaim_retries = 0;
+	else if (changed)
 		p->reclaim_retries = DRAIN_RECLAIM_RETRIES + 1;
+	if (p->reclaim_retries == 0)
+		return false;
 	p->reclaim_retries--;
 	return true;
 }
@@ -205,7 +211,6 @@ void drain_reclaim_done(struct wal_proc *p, uint32_t waiting)
 {
 	/* Only kept slots left (or none): nothing to look at again before
 	 * the next thread ends or the reclaim cadence comes. */
-	p->exited_sig = ada_arena_exited_sig(p->arena, ada_arena_slots_used(p->arena));
 	if (waiting == 0)
 		p->reclaim_retries = 0;
 }
