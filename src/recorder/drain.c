@@ -85,6 +85,17 @@ static void drain_sidecar(struct wal_thread *t, bool create)
 	}
 	int n = snprintf(text, sizeof(text), "slot %u generation %u base %llu\n", t->slot,
 	                 t->slot_gen, (unsigned long long)t->ring_next);
+	/* The first one, in the directory just made, is written in place
+	 * (no index.atf yet, so `ada recover` reads an empty or missing one
+	 * alike): a temporary name and a rename less for each thread. One
+	 * already there (a directory that was not new) is replaced whole. */
+	int fd = -1;
+	if (!t->f && t->next_gen == 0 && ada_fs_create(dfd, ".ring_base", O_WRONLY, &fd) == 0) {
+		if (ada_fs_write_all(fd, text, (size_t)n) != 0)
+			unlinkat(dfd, ".ring_base", 0); /* never a part of a line */
+		close(fd);
+		return;
+	}
 	ada_fs_replace(dfd, ".ring_base", text, (size_t)n, false);
 }
 
@@ -697,16 +708,20 @@ static size_t drain_proc(struct ada_recorder *r, struct wal_proc *p, size_t budg
 }
 
 /* EXITED slots whose thread is gone and ring is empty: finalize, free
- * (unless kept for the pre-roll: drain_keep_ended). */
-static void drain_reclaim(struct ada_recorder *r, struct wal_proc *p)
+ * (unless kept for the pre-roll: drain_keep_ended). Returns the EXITED
+ * slots left that were not kept (thread not gone yet, ring not empty). */
+static uint32_t drain_reclaim(struct ada_recorder *r, struct wal_proc *p)
 {
-	uint32_t used = ada_arena_slots_used(p->arena);
+	uint32_t used = ada_arena_slots_used(p->arena), waiting = 0;
 	struct drain_keep keep = {.free_full = -1};
 	for (uint32_t s = 0; s < used; s++) {
 		struct ada_slot_info si;
-		if (ada_slot_read_checked(p->arena, s, &si) != 0 || si.state != ADA_SLOT_EXITED ||
-		    !ada_arena_slot_reclaimable(p->arena, s))
+		if (ada_slot_read_checked(p->arena, s, &si) != 0 || si.state != ADA_SLOT_EXITED)
 			continue;
+		if (!ada_arena_slot_reclaimable(p->arena, s)) {
+			waiting++;
+			continue;
+		}
 		struct wal_thread *t = p->by_slot[s];
 		if (t && t->seq == si.thread_seq && drain_keep_ended(r, p, t, &keep))
 			continue; /* its detail may still be wanted: freed later */
@@ -719,6 +734,7 @@ static void drain_reclaim(struct ada_recorder *r, struct wal_proc *p)
 		ada_arena_slot_free(p->arena, s);
 		ada_arena_drain_heartbeat(p->arena); /* alive: as in drain_slot() */
 	}
+	return waiting;
 }
 
 /* ---- metrics ---- */
@@ -847,8 +863,8 @@ static size_t drain_proc_guarded(struct ada_recorder *r, struct wal_proc *p, boo
 	    {
 		    n = drain_proc(r, p, DRAIN_SLOT_BUDGET);
 		    bool wanted = ada_arena_take_slot_wanted(p->arena) || reclaim;
-		    if (wanted)
-			    drain_reclaim(r, p);
+		    if (drain_reclaim_due(p) || wanted)
+			    drain_reclaim_done(p, drain_reclaim(r, p));
 		    drain_prepare_slots(p, wanted);
 	    },
 	    drain_arena_lost(r, p, 0));

@@ -51,6 +51,16 @@ bool drain_creator_gone(const struct wal_proc *p);
  * reclaim cadence): also claimed slots to lock, and a spare whose pages
  * could not be had is tried again. */
 void drain_prepare_slots(struct wal_proc *p, bool scan);
+/* Whether p's slots are to be reclaimed at this pass although the
+ * drain's reclaim cadence has not come: a thread ended since the last
+ * reclaim (its slot is EXITED), or one the last reclaim found still on
+ * its way out (a few passes more). A thread per request then finds the
+ * slot its predecessor used, its pages there, rather than a fresh one
+ * the drain must populate. */
+bool drain_reclaim_due(struct wal_proc *p);
+/* After a reclaim: waiting is the EXITED slots it neither freed nor kept
+ * (their threads not gone yet). */
+void drain_reclaim_done(struct wal_proc *p, uint32_t waiting);
 /* One reclaim round's view for drain_keep_ended: p's free full slots,
  * counted on first need (-1: not yet), and the slots kept so far. */
 struct drain_keep {

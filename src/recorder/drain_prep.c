@@ -10,9 +10,10 @@
  * recorder's mapping (ada_arena_slot_prepare), which marks them populated;
  * a claim prefers such a slot and then only flips its state
  * (ring_slot_claim). A slot a thread claimed without a spare is finished
- * here: its detail ring's pages populated (the thread populated only the
- * index part) and the whole region locked, so no thread waits for the
- * detail ring's pages or for mlock. Each pass does at
+ * here while its thread runs (not once it ended: until a later thread
+ * claims it): its detail ring's pages populated (the thread populated
+ * only the index part) and the whole region locked, so no thread waits
+ * for the detail ring's pages or for mlock. Each pass does at
  * most DRAIN_PREP_BYTES of this, bounding the drain's pause; a slot that
  * a thread claims halfway through is left to it (its claim populates).
  * An mlock refused (RLIMIT_MEMLOCK) is flagged in the arena for the
@@ -44,6 +45,9 @@
 #define DRAIN_PREP_AGE_NS 1000000000ull
 /* Threads seen (ended ones too) from which all ADA_SLOT_SPARES are kept. */
 #define DRAIN_PREP_CHURN 8u
+/* Passes that look again at an ended thread's slot whose thread was
+ * still on its way out (a tgkill each); then the reclaim cadence does. */
+#define DRAIN_RECLAIM_RETRIES 16u
 
 /* Finishes one claimed slot, a chunk per call: the pages of a detail
  * ring its thread did not populate (ring_slot_populate leaves them to us)
@@ -58,8 +62,11 @@ static bool prep_finish_claimed(struct wal_proc *p)
 		struct ada_slot_info si;
 		ada_arena_slot_info(a, s, &si);
 		/* Only a slot a claim made ACTIVE (FREE ones are the spares'
-		 * business: populating them is not free). */
-		if (si.state != ADA_SLOT_ACTIVE && si.state != ADA_SLOT_EXITED)
+		 * business: populating them is not free; an EXITED one's thread
+		 * needs no pages any more -- threads that came and went before
+		 * the drain freed their slots leave several such slots, each
+		 * finished only if a later thread claims it). */
+		if (si.state != ADA_SLOT_ACTIVE)
 			continue;
 		unsigned what = (ada_arena_slot_populated(a, s) ? 0 : ADA_PREP_POPULATE) |
 		                (p->lock_refused ? 0 : ADA_PREP_LOCK);
@@ -82,6 +89,7 @@ static bool prep_finish_claimed(struct wal_proc *p)
 		}
 		return true;
 	}
+	p->lock_slot = UINT32_MAX; /* the one begun has ended: not looked for every pass */
 	return false;
 }
 
@@ -178,6 +186,33 @@ void drain_prepare_slots(struct wal_proc *p, bool scan)
 	}
 	if (p->prep_slot >= 0)
 		prep_spare_step(p);
+}
+
+bool drain_reclaim_due(struct wal_proc *p)
+{
+	/* The signature seen before the reclaim, not after it: a thread
+	 * that ends while the reclaim runs changes it for the next pass. The
+	 * slots the reclaim frees change it too: one more reclaim, which
+	 * finds only kept slots (if any), and then none until a thread ends. */
+	uint64_t sig = ada_arena_exited_sig(p->arena, ada_arena_slots_used(p->arena));
+	bool changed = sig != p->exited_sig;
+	p->exited_sig = sig;
+	if (sig == 0)
+		p->reclaim_retries = 0;
+	else if (changed)
+		p->reclaim_retries = DRAIN_RECLAIM_RETRIES + 1;
+	if (p->reclaim_retries == 0)
+		return false;
+	p->reclaim_retries--;
+	return true;
+}
+
+void drain_reclaim_done(struct wal_proc *p, uint32_t waiting)
+{
+	/* Only kept slots left (or none): nothing to look at again before
+	 * the next thread ends or the reclaim cadence comes. */
+	if (waiting == 0)
+		p->reclaim_retries = 0;
 }
 
 /* The longest pre-roll an armed trigger would take (0: none armed). */

@@ -179,6 +179,11 @@ struct wal_proc {
 	uint32_t lock_slot;
 	uint64_t lock_done;
 	bool lock_refused, prep_backoff, prep_aged;
+	/* drain_prep.c: the EXITED slots seen at the last reclaim
+	 * (ada_arena_exited_sig) and the passes left to try again for one
+	 * whose thread was still on its way out. */
+	uint64_t exited_sig;
+	uint32_t reclaim_retries;
 	json_t *quarantine;  /* [{thread, tid, slot, reason, ...}] for the manifest */
 	json_t *warnings;    /* this process's sentences (with r->warnings) */
 	size_t man_warnings; /* r->warnings' size when its manifest was written */

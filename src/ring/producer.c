@@ -438,7 +438,7 @@ static int producer_wait_for_slot(struct ada_arena *a, uint32_t tid)
 	for (uint32_t n = 1;; n++) {
 		atomic_store_explicit(&a->ctl->slot_wanted, 1, memory_order_relaxed);
 		sched_yield();
-		int slot = ring_slot_claim(a, tid, tid);
+		int slot = ring_slot_claim(a, tid);
 		if (slot != -ENOSPC)
 			return slot;
 		if (n % PRODUCER_YIELDS_PER_CLOCK)
@@ -474,7 +474,7 @@ static bool producer_claim(struct ada_producer *p)
 		return false;
 	}
 	uint32_t tid = (uint32_t)gettid();
-	int slot = ring_slot_claim(a, tid, tid);
+	int slot = ring_slot_claim(a, tid);
 	if (slot == -ENOSPC && a->cfg.overflow == ADA_OVERFLOW_WAIT)
 		slot = producer_wait_for_slot(a, tid);
 	if (slot < 0) {

@@ -347,9 +347,10 @@ int ring_slot_populate(struct ada_arena *a, uint32_t slot);
 /* Populates the pages of the index ring events [from, from + n) of slot
  * (positions, taken modulo the ring); 0 or -errno (-ENOMEM: no room). */
 int ring_populate_events(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t n);
-/* Producer side of claiming: FREE -> ACTIVE with tid and a new thread_seq.
- * Returns the slot, or -ENOSPC when none is free. */
-int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint);
+/* Producer side of claiming: FREE -> ACTIVE with tid and a new thread_seq
+ * (a ready slot first, else the lowest free one). Returns the slot, or
+ * -ENOSPC when none is free. */
+int ring_slot_claim(struct ada_arena *a, uint32_t tid);
 /* A number that changes whenever a slot holder makes progress (emits an
  * event, ends, its slot is freed or claimed), and whether some slot is
  * EXITED (its thread gone, its ring not yet freed by the drain). */

@@ -103,11 +103,16 @@ static int slot_claim_ready(struct ada_arena *a, uint32_t tid)
 	return -1;
 }
 
-/* A ready full slot (slot_claim_ready), else a full slot from hint on
- * (threads spread over them by tid), else the lowest free spill slot (the
- * drain's loops stop at the highest one ever claimed, so keeping them low
- * keeps those loops short). */
-int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint)
+/* A ready full slot (slot_claim_ready), else the lowest free full slot,
+ * else the lowest free spill slot. Lowest first, not spread over the
+ * slots (by tid, say): a process whose threads come and go before the
+ * recorder has a spare ready -- its first threads, or one that starts
+ * them faster than the drain frees them -- then reuses a few slots, whose
+ * pages stay for their next owners, rather than scattering its threads
+ * over slots the recorder must then populate and lock one by one (and
+ * free with the arena). Threads starting at once each skip the slots
+ * taken before them: a load each, a failed CAS at worst. */
+int ring_slot_claim(struct ada_arena *a, uint32_t tid)
 {
 	int ready = slot_claim_ready(a, tid);
 	if (ready >= 0)
@@ -118,16 +123,8 @@ int ring_slot_claim(struct ada_arena *a, uint32_t tid, uint32_t hint)
 	 * producer_wait_for_slot). */
 	if (!atomic_load_explicit(&a->ctl->slot_wanted, memory_order_relaxed))
 		atomic_store_explicit(&a->ctl->slot_wanted, 1, memory_order_relaxed);
-	uint32_t n = a->cfg.max_threads;
 	int err = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t s = (hint + i) % n;
-		if (slot_try_claim(a, s, tid, &err))
-			return (int)s;
-		if (err)
-			return -ENOMEM;
-	}
-	for (uint32_t s = n; s < a->nslots; s++) {
+	for (uint32_t s = 0; s < a->nslots; s++) {
 		if (slot_try_claim(a, s, tid, &err))
 			return (int)s;
 		if (err)
@@ -320,6 +317,24 @@ bool ada_arena_take_slot_wanted(struct ada_arena *a)
 		return false;
 	/* Only a hint to reclaim early; the slot states carry the ordering. */
 	return atomic_exchange_explicit(&a->ctl->slot_wanted, 0, memory_order_relaxed) != 0;
+}
+
+uint64_t ada_arena_exited_sig(const struct ada_arena *a, uint32_t used)
+{
+	uint64_t sig = 0;
+	bool any = false;
+	used = used < a->nslots ? used : a->nslots;
+	for (uint32_t s = 0; s < used; s++) {
+		/* Relaxed: a hint when to reclaim; drain_reclaim reads each slot
+		 * again with acquire (slot_state) before it frees one. */
+		if (atomic_load_explicit(&a->desc[s].state, memory_order_relaxed) !=
+		    ADA_SLOT_EXITED)
+			continue;
+		uint64_t gen = atomic_load_explicit(&a->desc[s].generation, memory_order_relaxed);
+		sig += ((uint64_t)(s + 1) << 32 | gen) * 0x9E3779B97F4A7C15ull;
+		any = true;
+	}
+	return sig || !any ? sig : 1;
 }
 
 void ada_arena_slot_set_detail_span(struct ada_arena *a, uint32_t slot, uint64_t span_ns)

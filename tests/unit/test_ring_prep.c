@@ -1,7 +1,7 @@
 /*
  * Slots prepared ahead of the threads that claim them (issue 32 item 1):
  * the recorder's handle populates a free slot in bounded steps and marks
- * it; a claim then takes that slot before the one its tid hints at, and
+ * it; a claim then takes that slot before a lower unprepared one, and
  * populates nothing; a claim that finds none ready asks the drain to
  * reclaim (slot_wanted). With a recorder, a claim of an unprepared slot
  * populates its headers only: the producer populates the index ring a
@@ -93,46 +93,49 @@ static void test_prepared_slot_claimed_first(void **state)
 	uint64_t done = UINT64_MAX / 2;
 	assert_int_equal(ada_arena_slot_prepare(f->rec, 1, ADA_PREP_POPULATE, &done, 4096), 1);
 
-	/* tid 5 hints slot 5; the prepared slot wins. */
+	/* Slot 0 is free and lower; the prepared slot wins. */
 	assert_false(ada_arena_take_slot_wanted(f->rec));
-	assert_int_equal(ring_slot_claim(f->prod, 1005, 5), 1);
+	assert_int_equal(ring_slot_claim(f->prod, 1005), 1);
 	assert_false(ada_arena_take_slot_wanted(f->rec)); /* a ready slot: nothing asked */
 	struct ada_slot_info si;
 	ada_arena_slot_info(f->rec, 1, &si);
 	assert_int_equal(si.state, ADA_SLOT_ACTIVE);
 	assert_int_equal(si.tid, 1005);
 
-	/* None ready now: the hinted slot, populated by the claim (no
+	/* None ready now: the lowest free slot, populated by the claim (no
 	 * recorder known to this handle: the whole region), and the drain
 	 * is asked to reclaim. */
-	assert_int_equal(ring_slot_claim(f->prod, 1006, 6), 6);
+	assert_int_equal(ring_slot_claim(f->prod, 1006), 0);
 	assert_true(ada_arena_take_slot_wanted(f->rec));
-	assert_int_equal(pop_bits(f->prod, 6) & (RING_POP_PAGES | RING_POP_INDEX),
+	assert_int_equal(pop_bits(f->prod, 0) & (RING_POP_PAGES | RING_POP_INDEX),
 	                 RING_POP_PAGES | RING_POP_INDEX);
+	/* The next one takes the lowest still free, whatever its tid. */
+	assert_int_equal(ring_slot_claim(f->prod, 1007), 2);
+	assert_false(pop_bits(f->prod, 3));
 }
 
 static void test_claim_with_recorder_leaves_detail(void **state)
 {
 	struct fx *f = *state;
 	f->prod->rec_pid = getpid(); /* as if a recorder drained this arena */
-	assert_int_equal(ring_slot_claim(f->prod, 1003, 3), 3);
-	uint32_t b = pop_bits(f->prod, 3);
+	assert_int_equal(ring_slot_claim(f->prod, 1003), 0);
+	uint32_t b = pop_bits(f->prod, 0);
 	assert_int_equal(b, RING_POP_RESERVED | RING_POP_HEADERS); /* the rest comes as used */
-	assert_false(ada_arena_slot_populated(f->rec, 3));
-	struct ada_index_hdr *h = ring_index_hdr(f->prod, 3);
+	assert_false(ada_arena_slot_populated(f->rec, 0));
+	struct ada_index_hdr *h = ring_index_hdr(f->prod, 0);
 	assert_int_equal(atomic_load(&h->head), 0);
-	prepare_all(f->rec, 3, ADA_PREP_POPULATE, 1u << 20);
-	assert_true(ada_arena_slot_populated(f->rec, 3));
-	assert_true(pop_bits(f->prod, 3) & RING_POP_INDEX);
+	prepare_all(f->rec, 0, ADA_PREP_POPULATE, 1u << 20);
+	assert_true(ada_arena_slot_populated(f->rec, 0));
+	assert_true(pop_bits(f->prod, 0) & RING_POP_INDEX);
 
 	/* A slot freed with its index part populated is ready for the next
-	 * thread: the claim takes it before its hint. */
+	 * thread: the claim takes it before the lower free ones. */
 	atomic_store(&f->prod->desc[4].populated, RING_POP_RESERVED | RING_POP_INDEX);
-	assert_int_equal(ring_slot_claim(f->prod, 1007, 7), 4);
+	assert_int_equal(ring_slot_claim(f->prod, 1007), 4);
 	/* So is one a lazy claim used (its headers there, its index ring in
 	 * part): taken first, nothing populated again at the claim. */
 	atomic_store(&f->prod->desc[5].populated, RING_POP_RESERVED | RING_POP_HEADERS);
-	assert_int_equal(ring_slot_claim(f->prod, 1008, 7), 5);
+	assert_int_equal(ring_slot_claim(f->prod, 1008), 5);
 	assert_int_equal(pop_bits(f->prod, 5), RING_POP_RESERVED | RING_POP_HEADERS);
 }
 
@@ -264,6 +267,36 @@ static void test_prepare_lock(void **state)
 	assert_int_equal(ada_arena_slot_prepare(f->rec, 2, ADA_PREP_POPULATE, &done, 0), -EINVAL);
 }
 
+/* The drain's hint that a thread ended (ada_arena_exited_sig): 0 while
+ * no slot is EXITED, a value that changes with each slot that ends (and
+ * with its generation: the next owner of the same slot), 0 again once
+ * the slots are freed; slots at or past `used` are not looked at. */
+static void test_exited_sig(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(ring_slot_claim(f->prod, 1001), 0);
+	assert_int_equal(ring_slot_claim(f->prod, 1002), 1);
+	uint32_t used = ada_arena_slots_used(f->rec); /* every full slot */
+	assert_int_equal(ada_arena_exited_sig(f->rec, used), 0);
+	atomic_store(&f->prod->desc[1].state, ADA_SLOT_EXITED);
+	uint64_t one = ada_arena_exited_sig(f->rec, used);
+	assert_true(one != 0);
+	assert_int_equal(ada_arena_exited_sig(f->rec, 1), 0);
+	atomic_store(&f->prod->desc[0].state, ADA_SLOT_EXITED);
+	uint64_t two = ada_arena_exited_sig(f->rec, used);
+	assert_true(two != 0 && two != one);
+	/* Both freed (their rings are empty): none ended any more. */
+	assert_int_equal(ada_arena_slot_free(f->rec, 0), 0);
+	assert_int_equal(ada_arena_slot_free(f->rec, 1), 0);
+	assert_int_equal(ada_arena_exited_sig(f->rec, used), 0);
+	/* Slot 1's next owner ends: another value than its first owner's. */
+	assert_int_equal(ring_slot_claim(f->prod, 1003), 0);
+	assert_int_equal(ring_slot_claim(f->prod, 1004), 1);
+	atomic_store(&f->prod->desc[1].state, ADA_SLOT_EXITED);
+	uint64_t again = ada_arena_exited_sig(f->rec, used);
+	assert_true(again != 0 && again != one);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -272,6 +305,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_claim_with_recorder_leaves_detail, fx_setup,
 	                                    fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_prepare_lock, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_exited_sig, fx_setup, fx_teardown),
 	    cmocka_unit_test(test_producer_populates_as_it_goes),
 	    cmocka_unit_test(test_next_owner_continues),
 	};

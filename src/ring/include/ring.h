@@ -373,6 +373,11 @@ uint64_t ada_arena_heartbeat(const struct ada_arena *a); /* beats so far */
 /* Drain: true (once) when a producer is waiting for a free slot, so the
  * drain should reclaim EXITED slots now rather than at its next tick. */
 bool ada_arena_take_slot_wanted(struct ada_arena *a);
+/* Drain: a signature of the EXITED slots among [0, used) (which slots and
+ * their generations; 0: none), so that a thread's end is seen at the
+ * drain's next pass and its slot freed for the next thread before a
+ * fresh one is prepared. A few relaxed loads per slot; a hint only. */
+uint64_t ada_arena_exited_sig(const struct ada_arena *a, uint32_t used);
 /* Sum over every slot (live ones and those freed before) plus the drops
  * that had no slot to go to (ADA_DROP_NO_SLOT, in the index lane). */
 void ada_arena_drop_totals(const struct ada_arena *a,
