@@ -217,6 +217,30 @@ static bool pad_inner(uint64_t base, const struct ada_hook_symtab *st, const uin
 	return true;
 }
 
+/* The fill right after the 1-byte function i, for its entry jump's
+ * second byte: [run[0], run[1]) (offsets), whole fill instructions that
+ * end on a 16-byte boundary (alignment padding, as the linker leaves it
+ * before a function) or at the next symbol, no FDE over any byte; i is
+ * the only function ending there. The cross-function check gets the
+ * run (a branch there takes the slot back). */
+static bool pad_one_byte_run(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                             size_t i, const struct discover_pad_view *v, uint64_t *run)
+{
+	uint64_t lo, hi;
+	if (!pad_gap_after(st, pm, i, &lo, &hi) || hi <= lo)
+		return false;
+	uint64_t n = hi - lo < 16 ? hi - lo : 16;
+	n = hook_arch_fill_len((const uint8_t *)(uintptr_t)(base + lo), n);
+	if (n == 0 || ((lo + n) % 16 != 0 && lo + n != hi))
+		return false;
+	for (uint64_t a = lo; a < lo + n; a++)
+		if (v->covered(v->arg, base + a))
+			return false;
+	run[0] = lo;
+	run[1] = lo + n;
+	return true;
+}
+
 /* The slot in the gap before function i: its last 5 bytes, behind what
  * the function before may claim (pad_front_claim, unless pad_waived),
  * when that function cannot run on into the gap. */
@@ -272,10 +296,20 @@ bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const ui
 		gap[1] = base + hi;
 		return true;
 	}
-	if (skip)
+	if (!skip)
+		return pad_before_slot(base, st, pm, i, v, plan, gap) ||
+		       pad_inner(base, st, pm, i, plan, gap);
+	/* A 1-byte `ret` whose padding after it runs up to code without a
+	 * symbol (crtstuff's functions have no FDE): the padding's first
+	 * byte is the entry jump's second, the slot comes from before. */
+	uint64_t run[2];
+	if (!pad_one_byte_run(base, st, pm, i, v, run) ||
+	    !pad_before_slot(base, st, pm, i, v, plan, gap))
 		return false;
-	return pad_before_slot(base, st, pm, i, v, plan, gap) ||
-	       pad_inner(base, st, pm, i, plan, gap);
+	plan->original[1] = *(const uint8_t *)(uintptr_t)(base + run[0]);
+	gap[4] = base + run[0];
+	gap[5] = base + run[1];
+	return true;
 }
 
 /* Whether some stretch of at least 5 fill bytes starts within the entry

@@ -292,6 +292,35 @@ static void test_one_byte(void **state)
 	img_fn(&im, 0, ret1, 1);
 	img_fn(&im, 1, lea5, sizeof(lea5));
 	assert_int_equal(img_slot(&im, 0, NULL, NULL), 0);
+	/* padding after it up to code without a symbol (crtstuff's, in a
+	 * stripped program): its entry jump's second byte is that padding's
+	 * first (to the 16-byte boundary), the slot is before it */
+	static const uint8_t movr[] = {0x48, 0x89, 0xf8};
+	img_init(&im, 0xcc);
+	img_fn(&im, 0, lea5, sizeof(lea5));
+	img_fn(&im, 16, ret1, 1);
+	memcpy(im.b + 32, movr, sizeof(movr));
+	img_fn(&im, 64, lea5, sizeof(lea5));
+	base = (uint64_t)(uintptr_t)im.b;
+	assert_int_equal(hook_arch_prepare_short(im.b + 16, base + 16, 1, NULL, &plan),
+	                 ADA_HOOK_OK);
+	pm = discover_pad_ends(&im.st);
+	assert_true(discover_pad_slot(base, &im.st, pm, 1, &v, &plan, gap));
+	free(pm);
+	assert_int_equal(plan.pad_addr - base, 11);
+	assert_int_equal(plan.original[1], 0xcc);
+	assert_int_equal(gap[4] - base, 17);
+	assert_int_equal(gap[5] - base, 32);
+	hook_arch_patch_bytes(&plan, base + 0x1000, out);
+	assert_int_equal(out[0], 0xeb);
+	assert_int_equal((int8_t)out[1], 11 - 18);
+	/* the code starts off the boundary: no proof the fill is padding */
+	memcpy(im.b + 30, movr, sizeof(movr));
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
+	/* an FDE over the fill */
+	memset(im.b + 30, 0xcc, 2);
+	im.fde[im.n_fde][0] = 20, im.fde[im.n_fde++][1] = 24;
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
 	/* not a return */
 	static const uint8_t nop1[] = {0x90};
 	img_init(&im, 0x90);
