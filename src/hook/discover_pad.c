@@ -272,9 +272,11 @@ static bool pad_before_slot(uint64_t base, const struct ada_hook_symtab *st, con
 	return true;
 }
 
-bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
-                       size_t i, const struct discover_pad_view *v, struct hook_arch_plan *plan,
-                       uint64_t *gap)
+/* The slot of function i by its own rules: the gaps next to it and its
+ * own padding (no neighbour's). */
+static bool pad_own_slot(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                         size_t i, const struct discover_pad_view *v, struct hook_arch_plan *plan,
+                         uint64_t *gap)
 {
 	const struct ada_hook_fn *f = &st->fns[i];
 	uint64_t entry_end = f->offset + HOOK_ARCH_PAD_ENTRY, lo, hi;
@@ -310,6 +312,117 @@ bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const ui
 	gap[4] = base + run[0];
 	gap[5] = base + run[1];
 	return true;
+}
+
+/* Functions whose entry jump may reach [slot, slot + 5): the range
+ * [*a, *b) of st->fns. */
+static void pad_reachers(const struct ada_hook_symtab *st, uint64_t slot, size_t *a, size_t *b)
+{
+	/* generous: a few more are judged, none is missed (a 1-byte
+	 * function's slot lies one byte further) */
+	uint64_t lo = slot > 2 * HOOK_ARCH_PAD_REACH_BACK ? slot - 2 * HOOK_ARCH_PAD_REACH_BACK : 0;
+	*a = pad_before(st, lo);
+	*b = pad_before(st, slot + HOOK_ARCH_PAD_SLOT + HOOK_ARCH_PAD_REACH_BACK);
+}
+
+/* Whether function h could take bytes of [slot, slot + 5) for itself,
+ * judged from the image alone: its own slot lies there, or it has none of
+ * its own and, starting before i and reaching the slot, would borrow
+ * first. */
+static bool pad_competes(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                         size_t h, size_t i, const struct discover_pad_view *v, uint64_t slot)
+{
+	const struct ada_hook_fn *g = &st->fns[h];
+	uint64_t addr = base + g->offset, gap[DISCOVER_PAD_GAP_WORDS];
+	struct hook_arch_plan hp;
+	if (g->size == 0 || hook_arch_prepare_short((const uint8_t *)(uintptr_t)addr, addr, g->size,
+	                                            NULL, &hp) != ADA_HOOK_OK)
+		return false; /* no padding form for it at all */
+	if (pad_own_slot(base, st, pm, h, v, &hp, gap))
+		return hp.pad_addr < base + slot + HOOK_ARCH_PAD_SLOT &&
+		       hp.pad_addr + HOOK_ARCH_PAD_SLOT > base + slot;
+	uint64_t e = g->offset + HOOK_ARCH_PAD_ENTRY; /* its entry jump must reach it */
+	return g->offset < st->fns[i].offset && slot + HOOK_ARCH_PAD_REACH_BACK >= e &&
+	       slot <= e + HOOK_ARCH_PAD_REACH_FWD;
+}
+
+/* Can function i take the last 5 bytes of the gap [lo, hi) between two
+ * other functions? Every function that could take them for itself
+ * (pad_competes) must be one that never needs a slot unless a branch
+ * lands in its patch (pad_waived): those patches are guarded, from
+ * gap[2] on. */
+static bool pad_borrow_ok(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                          size_t i, const struct discover_pad_view *v, uint64_t slot, uint64_t *gap)
+{
+	size_t a, b, ng = 1;
+	pad_reachers(st, slot, &a, &b);
+	for (size_t h = a; h < b; h++) {
+		const struct ada_hook_fn *g = &st->fns[h];
+		if (g->offset == st->fns[i].offset ||
+		    (h > a && g->offset == st->fns[h - 1].offset) || g->status == ADA_SKIP_ALIAS ||
+		    !pad_competes(base, st, pm, h, i, v, slot))
+			continue;
+		if (ng == DISCOVER_PAD_GAP_WORDS / 2 || !pad_waived(base, g, gap + 2 * ng))
+			return false;
+		ng++;
+	}
+	return true;
+}
+
+/* A neighbour's padding: the last 5 bytes of a gap between two other
+ * functions within the entry jump's reach (the first such gap, in
+ * address order, whose functions around it and every other that could
+ * take those bytes leave them: pad_borrow_ok). */
+static bool pad_borrow(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                       size_t i, const struct discover_pad_view *v, struct hook_arch_plan *plan,
+                       uint64_t *gap)
+{
+	const struct ada_hook_fn *f = &st->fns[i];
+	uint64_t entry_end = f->offset + HOOK_ARCH_PAD_ENTRY;
+	/* the gaps after the functions that start within reach back, up to
+	 * the end of the reach forward */
+	size_t a = pad_before(st, entry_end > 2 * HOOK_ARCH_PAD_REACH_BACK
+	                              ? entry_end - 2 * HOOK_ARCH_PAD_REACH_BACK
+	                              : 0),
+	       b = pad_before(st, entry_end + HOOK_ARCH_PAD_REACH_FWD);
+	for (size_t k = a; k < b; k++) {
+		const struct ada_hook_fn *p = &st->fns[k];
+		uint64_t lo, hi;
+		if (k == i || pad_end(p) == f->offset || !p->size ||
+		    !pad_gap_after(st, pm, k, &lo, &hi) || hi == f->offset ||
+		    (hi = pad_gap_to_fde(base, v, lo, hi)) - lo < HOOK_ARCH_PAD_SLOT)
+			continue;
+		uint64_t slot = hi - HOOK_ARCH_PAD_SLOT;
+		/* a 1-byte function's entry jump takes the gap's first byte */
+		if ((p->size < HOOK_ARCH_PAD_ENTRY && slot == lo) ||
+		    slot + HOOK_ARCH_PAD_REACH_BACK < entry_end ||
+		    slot > entry_end + HOOK_ARCH_PAD_REACH_FWD ||
+		    !pad_gap_ok(base, st, v, lo, hi) ||
+		    !hook_arch_ends_closed((const uint8_t *)(uintptr_t)(base + p->offset),
+		                           base + p->offset, p->size))
+			continue;
+		for (size_t w = 0; w < DISCOVER_PAD_GAP_WORDS; w++)
+			gap[w] = 0;
+		if (!pad_borrow_ok(base, st, pm, i, v, slot, gap))
+			continue;
+		pad_take(base, plan, slot);
+		gap[0] = base + lo;
+		gap[1] = base + hi;
+		return true;
+	}
+	for (size_t w = 0; w < DISCOVER_PAD_GAP_WORDS; w++)
+		gap[w] = 0;
+	return false;
+}
+
+bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                       size_t i, const struct discover_pad_view *v, struct hook_arch_plan *plan,
+                       uint64_t *gap)
+{
+	const struct ada_hook_fn *f = &st->fns[i];
+	if (pad_own_slot(base, st, pm, i, v, plan, gap))
+		return true;
+	return f->size >= HOOK_ARCH_PAD_ENTRY && pad_borrow(base, st, pm, i, v, plan, gap);
 }
 
 /* Whether some stretch of at least 5 fill bytes starts within the entry

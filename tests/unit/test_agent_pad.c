@@ -553,6 +553,72 @@ static void test_guard_xref(void **state)
 	assert_int_equal(plans[1].pad_addr - base, 9);
 }
 
+/* A neighbour's padding: a loop back to offset 2 packed between two
+ * functions takes the last 5 bytes of a gap between two others, when
+ * every function that could take them for itself is one whose own bytes
+ * take the 5-byte patch (its patch guarded); a function before it that
+ * has no slot of its own borrows first. */
+static const uint8_t lp9[] = {0x31, 0xc0, 0x48, 0x83, 0xc0, 0x03, 0x75, 0xfa, 0xc3};
+
+static void test_borrow(void **state)
+{
+	(void)state;
+	struct img im;
+	uint64_t base, gap[DISCOVER_PAD_GAP_WORDS];
+	struct hook_arch_plan plan;
+	struct discover_pad_view v = {img_covered, &im};
+	/* 0 lea5 | 5..16 fill | 16 A=lea5 | 21 lp9 | 30 B=lea5 | 35..48 fill | 48 lea5 */
+	img_init(&im, 0x90);
+	img_fn(&im, 0, lea5, sizeof(lea5));
+	img_fn(&im, 16, lea5, sizeof(lea5));
+	img_fn(&im, 21, lp9, sizeof(lp9));
+	img_fn(&im, 30, lea5, sizeof(lea5));
+	img_fn(&im, 48, lea5, sizeof(lea5));
+	base = (uint64_t)(uintptr_t)im.b;
+	assert_int_equal(hook_arch_prepare_short(im.b + 21, base + 21, 9, NULL, &plan),
+	                 ADA_HOOK_OK);
+	uint64_t *pm = discover_pad_ends(&im.st);
+	assert_true(discover_pad_slot(base, &im.st, pm, 2, &v, &plan, gap));
+	free(pm);
+	/* the back of the first gap: A's own slot would be there (its gap
+	 * before it), A's patch is guarded */
+	assert_int_equal(plan.pad_addr - base, 11);
+	assert_int_equal(gap[0] - base, 5);
+	assert_int_equal(gap[1] - base, 16);
+	assert_int_equal(gap[2] - base, 17);
+	assert_int_equal(gap[3] - base, 21);
+	uint8_t out[HOOK_ARCH_MAX_PATCH];
+	hook_arch_patch_bytes(&plan, base + 0x1000, out);
+	assert_int_equal(out[0], 0xeb);
+	assert_int_equal((int8_t)out[1], 11 - 23);
+	/* A 4 bytes long may need its slot there: the next gap, C guarded
+	 * (0 lea5 | 5..16 | 16 A=st4 | 20 lp9 | 29 B | 34..48 | 48 C) */
+	img_init(&im, 0x90);
+	img_fn(&im, 0, lea5, sizeof(lea5));
+	img_fn(&im, 16, st4, sizeof(st4));
+	img_fn(&im, 20, lp9, sizeof(lp9));
+	img_fn(&im, 29, lea5, sizeof(lea5));
+	img_fn(&im, 48, lea5, sizeof(lea5));
+	assert_int_equal(img_slot(&im, 2, NULL, NULL), 43 + 1);
+	/* ... and nothing when C, 4 bytes long, may need that one */
+	memcpy(im.b + 48, st4, sizeof(st4));
+	im.fns[4].size = sizeof(st4);
+	assert_int_equal(img_slot(&im, 2, NULL, NULL), 0);
+	/* two without a slot of their own: the first borrows, the second
+	 * yields (0 A | 5 h=lp9 | 14 i=lp9 | 23 B | 28..48 | 48 C) */
+	img_init(&im, 0x90);
+	img_fn(&im, 0, lea5, sizeof(lea5));
+	img_fn(&im, 5, lp9, sizeof(lp9));
+	img_fn(&im, 14, lp9, sizeof(lp9));
+	img_fn(&im, 23, lea5, sizeof(lea5));
+	img_fn(&im, 48, lea5, sizeof(lea5));
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 43 + 1);
+	assert_int_equal(img_slot(&im, 2, NULL, NULL), 0);
+	/* a gap whose function before it may run on into it lends nothing */
+	im.b[27] = 0x90; /* B's ret: it runs into the fill */
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
+}
+
 /* The patch bytes: jmp rel8 at the entry, jmp rel32 in the padding. */
 static void test_patch_bytes(void **state)
 {
@@ -593,6 +659,7 @@ int main(void)
 	    cmocka_unit_test(test_one_byte),      cmocka_unit_test(test_before),
 	    cmocka_unit_test(test_patch_bytes),   cmocka_unit_test(test_before_claim),
 	    cmocka_unit_test(test_inner),         cmocka_unit_test(test_guard_xref),
+	    cmocka_unit_test(test_borrow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
