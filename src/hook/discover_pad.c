@@ -21,13 +21,20 @@
  *     slot back when one does.
  * Which slot a function gets depends only on the image (its bytes,
  * symbols and FDEs), never on which other functions are hooked, so a
- * cached verdict finds the same slot again: a function takes the first 5
- * bytes of the gap after it when its entry jump reaches them (it is the
- * only function ending there), else the last 5 bytes of the gap before it
- * when that gap has room for the slot of the function before it too (11
- * bytes: that one may be a 1-byte function's, one byte in). A
- * 1-byte function (`ret`) takes the 5 bytes after the gap's first byte,
- * which its entry jump covers.
+ * cached verdict finds the same slot again. In order: the first 5 bytes
+ * of the gap after it when its entry jump reaches them (it is the only
+ * function ending there); the last 5 of the gap before it, behind what
+ * the function before may claim (pad_front_claim: its own slot, unless it
+ * cannot reach it or its own bytes take the 5-byte patch, pad_waived:
+ * then its patch is guarded instead); padding inside the function
+ * (pad_inner, hook_arch_inner_fill); a neighbour's gap (pad_borrow: every
+ * function that could take those bytes is waived and guarded). A 1-byte
+ * function (`ret`) takes the 5 bytes after the gap's first byte, which
+ * its entry jump covers, or, when the padding after it runs up to code
+ * without a symbol, the slot before it (pad_one_byte_run). A guard is a
+ * range the cross-function check watches like the gap: a branch there
+ * takes the slot back (discover_internal.h, DISCOVER_PAD_GAP_WORDS).
+ * discover_pad_why() tells ada diagnose which step failed.
  *
  * Threads: the init thread or a dlopen rescan, under agent.lock.
  */
