@@ -376,13 +376,22 @@ static bool pad_borrow_ok(uint64_t base, const struct ada_hook_symtab *st, const
 	return true;
 }
 
-/* A neighbour's padding: the last 5 bytes of a gap between two other
- * functions within the entry jump's reach (the first such gap, in
- * address order, whose functions around it and every other that could
- * take those bytes leave them: pad_borrow_ok). */
-static bool pad_borrow(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
-                       size_t i, const struct discover_pad_view *v, struct hook_arch_plan *plan,
-                       uint64_t *gap)
+/* Gaps a function may borrow from, looked at per function: a reach of
+ * 255 bytes holds a handful. */
+#define PAD_BORROW_MAX 16
+
+/* Distance of a slot from the entry jump's end. */
+static uint64_t pad_dist(uint64_t slot, uint64_t entry_end)
+{
+	return slot > entry_end ? slot - entry_end : entry_end - slot;
+}
+
+/* The gaps between two other functions within the entry jump's reach
+ * that are padding (the rules above; the function before ends in a jump,
+ * return or trap; not a 1-byte function's first byte), as [lo, hi)
+ * pairs, nearest slot first (then lower address). Returns how many. */
+static size_t pad_borrow_gaps(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                              size_t i, const struct discover_pad_view *v, uint64_t (*g)[2])
 {
 	const struct ada_hook_fn *f = &st->fns[i];
 	uint64_t entry_end = f->offset + HOOK_ARCH_PAD_ENTRY;
@@ -391,8 +400,8 @@ static bool pad_borrow(uint64_t base, const struct ada_hook_symtab *st, const ui
 	size_t a = pad_before(st, entry_end > 2 * HOOK_ARCH_PAD_REACH_BACK
 	                              ? entry_end - 2 * HOOK_ARCH_PAD_REACH_BACK
 	                              : 0),
-	       b = pad_before(st, entry_end + HOOK_ARCH_PAD_REACH_FWD);
-	for (size_t k = a; k < b; k++) {
+	       b = pad_before(st, entry_end + HOOK_ARCH_PAD_REACH_FWD), n = 0;
+	for (size_t k = a; k < b && n < PAD_BORROW_MAX; k++) {
 		const struct ada_hook_fn *p = &st->fns[k];
 		uint64_t lo, hi;
 		if (k == i || pad_end(p) == f->offset || !p->size ||
@@ -408,13 +417,38 @@ static bool pad_borrow(uint64_t base, const struct ada_hook_symtab *st, const ui
 		    !hook_arch_ends_closed((const uint8_t *)(uintptr_t)(base + p->offset),
 		                           base + p->offset, p->size))
 			continue;
+		size_t at = n++; /* insertion, nearest first: n is small */
+		while (at > 0 && pad_dist(g[at - 1][1] - HOOK_ARCH_PAD_SLOT, entry_end) >
+		                     pad_dist(slot, entry_end)) {
+			g[at][0] = g[at - 1][0];
+			g[at][1] = g[at - 1][1];
+			at--;
+		}
+		g[at][0] = lo;
+		g[at][1] = hi;
+	}
+	return n;
+}
+
+/* A neighbour's padding: the last 5 bytes of a gap between two other
+ * functions within the entry jump's reach (pad_borrow_gaps: the nearest
+ * first) that the functions around it and every other that could take
+ * those bytes leave (pad_borrow_ok). */
+static bool pad_borrow(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                       size_t i, const struct discover_pad_view *v, struct hook_arch_plan *plan,
+                       uint64_t *gap)
+{
+	uint64_t g[PAD_BORROW_MAX][2];
+	size_t n = pad_borrow_gaps(base, st, pm, i, v, g);
+	for (size_t k = 0; k < n; k++) {
+		uint64_t slot = g[k][1] - HOOK_ARCH_PAD_SLOT;
 		for (size_t w = 0; w < DISCOVER_PAD_GAP_WORDS; w++)
 			gap[w] = 0;
 		if (!pad_borrow_ok(base, st, pm, i, v, slot, gap))
 			continue;
 		pad_take(base, plan, slot);
-		gap[0] = base + lo;
-		gap[1] = base + hi;
+		gap[0] = base + g[k][0];
+		gap[1] = base + g[k][1];
 		return true;
 	}
 	for (size_t w = 0; w < DISCOVER_PAD_GAP_WORDS; w++)

@@ -617,6 +617,16 @@ static void test_borrow(void **state)
 	/* a gap whose function before it may run on into it lends nothing */
 	im.b[27] = 0x90; /* B's ret: it runs into the fill */
 	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
+	/* the nearest gap first: the slot 22 bytes before the entry jump's
+	 * end, the other 18 after it
+	 * (0 | 5..16 | 16 21 26 lea5 | 31 lp9 | 40 lea5 | 45..56 | 56 lea5) */
+	img_init(&im, 0x90);
+	for (uint64_t o = 0; o <= 26; o += o ? 5 : 16)
+		img_fn(&im, o, lea5, sizeof(lea5));
+	img_fn(&im, 31, lp9, sizeof(lp9));
+	img_fn(&im, 40, lea5, sizeof(lea5));
+	img_fn(&im, 56, lea5, sizeof(lea5));
+	assert_int_equal(img_slot(&im, 4, NULL, NULL), 51 + 1);
 }
 
 /* The patch bytes: jmp rel8 at the entry, jmp rel32 in the padding. */
