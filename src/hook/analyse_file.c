@@ -262,7 +262,8 @@ const char *ada_hook_pad_why_text(unsigned why)
 	    "no 5 bytes of fill (nop, int3) within the 2-byte jump's reach (127 bytes)",
 	    "fill within reach, but none proved free: run into, inside another function, "
 	    "claimed by a neighbour or not bounded by symbols and unwind information",
-	    "another function branches into the padding it would use",
+	    "another function branches into the padding it would use, or into the patch of a "
+	    "function that would then need that padding",
 	    "the image has no unwind table to tell padding from code",
 	    "the padding before it is too short for two slots, and the function before it may "
 	    "need its own there",

@@ -44,12 +44,15 @@ typedef void (*discover_runner)(discover_body body, void *arg, size_t n, size_t 
  * functions (the result does not depend on it). 0 or -ENOMEM. */
 int discover_xref_check(uint64_t base, struct ada_hook_symtab *st,
                         const struct hook_arch_plan *plans, discover_runner run);
-/* Words per function in the padding form's gaps: two ranges [lo, hi)
- * (runtime addresses; lo == hi: none) no branch may target, the gap
- * holding its slot and, when it took a slot the function before the gap
- * could have claimed, that function's patched bytes after its first
- * (were a branch to land there, that function would need the slot). */
-#define DISCOVER_PAD_GAP_WORDS 4
+/* Words per function in the padding form's gaps: up to seven ranges
+ * [lo, hi) (runtime addresses; lo == hi: none) no branch may target: the
+ * gap holding its slot; when it took a slot another function could have
+ * taken, that function's patched bytes after its first (were a branch
+ * to land there, that function would need the slot; the function before
+ * the gap, or each one around a neighbour's gap); for a 1-byte function
+ * whose slot lies before it, the fill after it that its entry jump's
+ * second byte is the first of (third range). */
+#define DISCOVER_PAD_GAP_WORDS 14
 /* discover_xref_check() with the padding form's gaps: for function i,
  * gaps[DISCOVER_PAD_GAP_WORDS * i ...] its ranges. A function one of
  * whose range bytes some branch of the image targets gets prior[i] back

@@ -21,13 +21,20 @@
  *     slot back when one does.
  * Which slot a function gets depends only on the image (its bytes,
  * symbols and FDEs), never on which other functions are hooked, so a
- * cached verdict finds the same slot again: a function takes the first 5
- * bytes of the gap after it when its entry jump reaches them (it is the
- * only function ending there), else the last 5 bytes of the gap before it
- * when that gap has room for the slot of the function before it too (11
- * bytes: that one may be a 1-byte function's, one byte in). A
- * 1-byte function (`ret`) takes the 5 bytes after the gap's first byte,
- * which its entry jump covers.
+ * cached verdict finds the same slot again. In order: the first 5 bytes
+ * of the gap after it when its entry jump reaches them (it is the only
+ * function ending there); the last 5 of the gap before it, behind what
+ * the function before may claim (pad_front_claim: its own slot, unless it
+ * cannot reach it or its own bytes take the 5-byte patch, pad_waived:
+ * then its patch is guarded instead); padding inside the function
+ * (pad_inner, hook_arch_inner_fill); a neighbour's gap (pad_borrow: every
+ * function that could take those bytes is waived and guarded). A 1-byte
+ * function (`ret`) takes the 5 bytes after the gap's first byte, which
+ * its entry jump covers, or, when the padding after it runs up to code
+ * without a symbol, the slot before it (pad_one_byte_run). A guard is a
+ * range the cross-function check watches like the gap: a branch there
+ * takes the slot back (discover_internal.h, DISCOVER_PAD_GAP_WORDS).
+ * discover_pad_why() tells ada diagnose which step failed.
  *
  * Threads: the init thread or a dlopen rescan, under agent.lock.
  */
@@ -217,6 +224,30 @@ static bool pad_inner(uint64_t base, const struct ada_hook_symtab *st, const uin
 	return true;
 }
 
+/* The fill right after the 1-byte function i, for its entry jump's
+ * second byte: [run[0], run[1]) (offsets), whole fill instructions that
+ * end on a 16-byte boundary (alignment padding, as the linker leaves it
+ * before a function) or at the next symbol, no FDE over any byte; i is
+ * the only function ending there. The cross-function check gets the
+ * run (a branch there takes the slot back). */
+static bool pad_one_byte_run(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                             size_t i, const struct discover_pad_view *v, uint64_t *run)
+{
+	uint64_t lo, hi;
+	if (!pad_gap_after(st, pm, i, &lo, &hi) || hi <= lo)
+		return false;
+	uint64_t n = hi - lo < 16 ? hi - lo : 16;
+	n = hook_arch_fill_len((const uint8_t *)(uintptr_t)(base + lo), n);
+	if (n == 0 || ((lo + n) % 16 != 0 && lo + n != hi))
+		return false;
+	for (uint64_t a = lo; a < lo + n; a++)
+		if (v->covered(v->arg, base + a))
+			return false;
+	run[0] = lo;
+	run[1] = lo + n;
+	return true;
+}
+
 /* The slot in the gap before function i: its last 5 bytes, behind what
  * the function before may claim (pad_front_claim, unless pad_waived),
  * when that function cannot run on into the gap. */
@@ -248,9 +279,11 @@ static bool pad_before_slot(uint64_t base, const struct ada_hook_symtab *st, con
 	return true;
 }
 
-bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
-                       size_t i, const struct discover_pad_view *v, struct hook_arch_plan *plan,
-                       uint64_t *gap)
+/* The slot of function i by its own rules: the gaps next to it and its
+ * own padding (no neighbour's). */
+static bool pad_own_slot(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                         size_t i, const struct discover_pad_view *v, struct hook_arch_plan *plan,
+                         uint64_t *gap)
 {
 	const struct ada_hook_fn *f = &st->fns[i];
 	uint64_t entry_end = f->offset + HOOK_ARCH_PAD_ENTRY, lo, hi;
@@ -272,10 +305,165 @@ bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const ui
 		gap[1] = base + hi;
 		return true;
 	}
-	if (skip)
+	if (!skip)
+		return pad_before_slot(base, st, pm, i, v, plan, gap) ||
+		       pad_inner(base, st, pm, i, plan, gap);
+	/* A 1-byte `ret` whose padding after it runs up to code without a
+	 * symbol (crtstuff's functions have no FDE): the padding's first
+	 * byte is the entry jump's second, the slot comes from before. */
+	uint64_t run[2];
+	if (!pad_one_byte_run(base, st, pm, i, v, run) ||
+	    !pad_before_slot(base, st, pm, i, v, plan, gap))
 		return false;
-	return pad_before_slot(base, st, pm, i, v, plan, gap) ||
-	       pad_inner(base, st, pm, i, plan, gap);
+	plan->original[1] = *(const uint8_t *)(uintptr_t)(base + run[0]);
+	gap[4] = base + run[0];
+	gap[5] = base + run[1];
+	return true;
+}
+
+/* Functions whose entry jump may reach [slot, slot + 5): the range
+ * [*a, *b) of st->fns. */
+static void pad_reachers(const struct ada_hook_symtab *st, uint64_t slot, size_t *a, size_t *b)
+{
+	/* generous: a few more are judged, none is missed (a 1-byte
+	 * function's slot lies one byte further) */
+	uint64_t lo = slot > 2 * HOOK_ARCH_PAD_REACH_BACK ? slot - 2 * HOOK_ARCH_PAD_REACH_BACK : 0;
+	*a = pad_before(st, lo);
+	*b = pad_before(st, slot + HOOK_ARCH_PAD_SLOT + HOOK_ARCH_PAD_REACH_BACK);
+}
+
+/* Whether function h could take bytes of [slot, slot + 5) for itself,
+ * judged from the image alone: its own slot lies there, or it has none of
+ * its own and, starting before i and reaching the slot, would borrow
+ * first. */
+static bool pad_competes(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                         size_t h, size_t i, const struct discover_pad_view *v, uint64_t slot)
+{
+	const struct ada_hook_fn *g = &st->fns[h];
+	uint64_t addr = base + g->offset, gap[DISCOVER_PAD_GAP_WORDS];
+	struct hook_arch_plan hp;
+	if (g->size == 0 || hook_arch_prepare_short((const uint8_t *)(uintptr_t)addr, addr, g->size,
+	                                            NULL, &hp) != ADA_HOOK_OK)
+		return false; /* no padding form for it at all */
+	if (pad_own_slot(base, st, pm, h, v, &hp, gap))
+		return hp.pad_addr < base + slot + HOOK_ARCH_PAD_SLOT &&
+		       hp.pad_addr + HOOK_ARCH_PAD_SLOT > base + slot;
+	uint64_t e = g->offset + HOOK_ARCH_PAD_ENTRY; /* its entry jump must reach it */
+	return g->offset < st->fns[i].offset && slot + HOOK_ARCH_PAD_REACH_BACK >= e &&
+	       slot <= e + HOOK_ARCH_PAD_REACH_FWD;
+}
+
+/* Can function i take the last 5 bytes of the gap [lo, hi) between two
+ * other functions? Every function that could take them for itself
+ * (pad_competes) must be one that never needs a slot unless a branch
+ * lands in its patch (pad_waived): those patches are guarded, from
+ * gap[2] on. */
+static bool pad_borrow_ok(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                          size_t i, const struct discover_pad_view *v, uint64_t slot, uint64_t *gap)
+{
+	size_t a, b, ng = 1;
+	pad_reachers(st, slot, &a, &b);
+	for (size_t h = a; h < b; h++) {
+		const struct ada_hook_fn *g = &st->fns[h];
+		if (g->offset == st->fns[i].offset ||
+		    (h > a && g->offset == st->fns[h - 1].offset) || g->status == ADA_SKIP_ALIAS ||
+		    !pad_competes(base, st, pm, h, i, v, slot))
+			continue;
+		if (ng == DISCOVER_PAD_GAP_WORDS / 2 || !pad_waived(base, g, gap + 2 * ng))
+			return false;
+		ng++;
+	}
+	return true;
+}
+
+/* Gaps a function may borrow from, looked at per function: a reach of
+ * 255 bytes holds a handful. */
+#define PAD_BORROW_MAX 16
+
+/* Distance of a slot from the entry jump's end. */
+static uint64_t pad_dist(uint64_t slot, uint64_t entry_end)
+{
+	return slot > entry_end ? slot - entry_end : entry_end - slot;
+}
+
+/* The gaps between two other functions within the entry jump's reach
+ * that are padding (the rules above; the function before ends in a jump,
+ * return or trap; not a 1-byte function's first byte), as [lo, hi)
+ * pairs, nearest slot first (then lower address). Returns how many. */
+static size_t pad_borrow_gaps(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                              size_t i, const struct discover_pad_view *v, uint64_t (*g)[2])
+{
+	const struct ada_hook_fn *f = &st->fns[i];
+	uint64_t entry_end = f->offset + HOOK_ARCH_PAD_ENTRY;
+	/* the gaps after the functions that start within reach back, up to
+	 * the end of the reach forward */
+	size_t a = pad_before(st, entry_end > 2 * HOOK_ARCH_PAD_REACH_BACK
+	                              ? entry_end - 2 * HOOK_ARCH_PAD_REACH_BACK
+	                              : 0),
+	       b = pad_before(st, entry_end + HOOK_ARCH_PAD_REACH_FWD), n = 0;
+	for (size_t k = a; k < b && n < PAD_BORROW_MAX; k++) {
+		const struct ada_hook_fn *p = &st->fns[k];
+		uint64_t lo, hi;
+		if (k == i || pad_end(p) == f->offset || !p->size ||
+		    !pad_gap_after(st, pm, k, &lo, &hi) || hi == f->offset ||
+		    (hi = pad_gap_to_fde(base, v, lo, hi)) - lo < HOOK_ARCH_PAD_SLOT)
+			continue;
+		uint64_t slot = hi - HOOK_ARCH_PAD_SLOT;
+		/* a 1-byte function's entry jump takes the gap's first byte */
+		if ((p->size < HOOK_ARCH_PAD_ENTRY && slot == lo) ||
+		    slot + HOOK_ARCH_PAD_REACH_BACK < entry_end ||
+		    slot > entry_end + HOOK_ARCH_PAD_REACH_FWD ||
+		    !pad_gap_ok(base, st, v, lo, hi) ||
+		    !hook_arch_ends_closed((const uint8_t *)(uintptr_t)(base + p->offset),
+		                           base + p->offset, p->size))
+			continue;
+		size_t at = n++; /* insertion, nearest first: n is small */
+		while (at > 0 && pad_dist(g[at - 1][1] - HOOK_ARCH_PAD_SLOT, entry_end) >
+		                     pad_dist(slot, entry_end)) {
+			g[at][0] = g[at - 1][0];
+			g[at][1] = g[at - 1][1];
+			at--;
+		}
+		g[at][0] = lo;
+		g[at][1] = hi;
+	}
+	return n;
+}
+
+/* A neighbour's padding: the last 5 bytes of a gap between two other
+ * functions within the entry jump's reach (pad_borrow_gaps: the nearest
+ * first) that the functions around it and every other that could take
+ * those bytes leave (pad_borrow_ok). */
+static bool pad_borrow(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                       size_t i, const struct discover_pad_view *v, struct hook_arch_plan *plan,
+                       uint64_t *gap)
+{
+	uint64_t g[PAD_BORROW_MAX][2];
+	size_t n = pad_borrow_gaps(base, st, pm, i, v, g);
+	for (size_t k = 0; k < n; k++) {
+		uint64_t slot = g[k][1] - HOOK_ARCH_PAD_SLOT;
+		for (size_t w = 0; w < DISCOVER_PAD_GAP_WORDS; w++)
+			gap[w] = 0;
+		if (!pad_borrow_ok(base, st, pm, i, v, slot, gap))
+			continue;
+		pad_take(base, plan, slot);
+		gap[0] = base + g[k][0];
+		gap[1] = base + g[k][1];
+		return true;
+	}
+	for (size_t w = 0; w < DISCOVER_PAD_GAP_WORDS; w++)
+		gap[w] = 0;
+	return false;
+}
+
+bool discover_pad_slot(uint64_t base, const struct ada_hook_symtab *st, const uint64_t *pm,
+                       size_t i, const struct discover_pad_view *v, struct hook_arch_plan *plan,
+                       uint64_t *gap)
+{
+	const struct ada_hook_fn *f = &st->fns[i];
+	if (pad_own_slot(base, st, pm, i, v, plan, gap))
+		return true;
+	return f->size >= HOOK_ARCH_PAD_ENTRY && pad_borrow(base, st, pm, i, v, plan, gap);
 }
 
 /* Whether some stretch of at least 5 fill bytes starts within the entry

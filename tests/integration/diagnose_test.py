@@ -297,7 +297,7 @@ def case_functions(a, work):
               "%s: %r, expected branch_into_patch" % (fn, why.get(fn)))
     # why the padding form could not take each (docs/hooks.md)
     for fn, p in (("hostile3", "branched"), ("pad_hinner", "branched"),
-                  ("pad_nowaive", "claimed"), ("nopad3", "not_free")):
+                  ("pad_nowaive", "claimed"), ("nopad3", "branched")):
         check(pad.get(fn) == p, "%s: padding %r, expected %r" % (fn, pad.get(fn), p))
     check(all(e.get("why") for e in rep["not_hooked"]
               if e["reason"] in ("too_short", "branch_into_patch")),
@@ -306,7 +306,7 @@ def case_functions(a, work):
           "hooked + skipped != functions: %r" % {k: rep[k] for k in ("hooked", "skipped",
                                                                      "functions")})
     rc, so, se = run([a.ada, "diagnose", a.pad, "--functions"], cwd=work)
-    check(rc == 0 and any("too_short" in l and " nopad3: " in l and "proved free" in l
+    check(rc == 0 and any("too_short" in l and " nopad3: " in l and "branches into" in l
                           for l in so.splitlines()), "text form: %d %r" % (rc, so))
     junk = os.path.join(work, "not-elf")
     with open(junk, "w") as f:

@@ -3,8 +3,10 @@
  * record of the index lane; only the signal context names it (issue 33).
  *   3   main -> crash_outer -> crash_mid -> store3 (`mov %esi,(%rdi); ret`,
  *       3 bytes) with rdi = 0: SIGSEGV at store3's first byte. store4
- *       follows it with no byte between, so the padding form cannot hook
- *       it either: the case of a function no mechanism hooks;
+ *       follows it with no byte between, and no padding within reach is
+ *       free for it (store4's needs all of its own; zeros around load0
+ *       and load3), so the padding form cannot hook it either: the case
+ *       of a function no mechanism hooks;
  *   4   the same through store4 (`mov %rsi,(%rdi); ret`, 4 bytes), which
  *       has padding behind it: hooked by the padding form, its store runs
  *       as the trampoline's relocated copy and faults there; the agent
@@ -31,6 +33,7 @@ static const char *const fn_names[] = {FUNCS(TC_NAME)};
 /* Hand-written, with CFI, so a debugger unwinds through them as through
  * any compiled leaf; sized, so the symbol tables hold their extent. */
 __asm__(".text\n"
+        ".p2align 4\n"
         ".globl store3\n"
         ".type store3, @function\n"
         "store3:\n"
@@ -48,10 +51,10 @@ __asm__(".text\n"
         "\t.cfi_endproc\n"
         ".size store4, .-store4\n"
         /* Padding right behind store4 (int3 fill, no symbol, no FDE):
-         * room for the padding form's slot. */
-        ".fill 11, 1, 0xcc\n"
-        /* Hooked by the ordinary form (7 and 10 bytes, whole instructions
-         * over the 5-byte patch, no branch). */
+         * 9 bytes, room for the padding form's slot but not for a second
+         * one that store3 could take from its neighbour. Hooked by the
+         * ordinary form (7 and 10 bytes, whole instructions over the
+         * 5-byte patch, no branch). */
         ".p2align 4, 0xcc\n"
         ".globl load0\n"
         ".type load0, @function\n"
@@ -62,7 +65,10 @@ __asm__(".text\n"
         "\tret\n"
         "\t.cfi_endproc\n"
         ".size load0, .-load0\n"
-        ".p2align 4\n"
+        /* Zeros, which are no padding, between and after load0 and load3
+         * up to beyond the 2-byte jump's reach from store3: no
+         * neighbour's padding for store3 either (docs/hooks.md). */
+        ".p2align 4, 0\n"
         ".globl load3\n"
         ".type load3, @function\n"
         "load3:\n"
@@ -72,7 +78,8 @@ __asm__(".text\n"
         "\taddq %rdx, %rax\n"
         "\tret\n"
         "\t.cfi_endproc\n"
-        ".size load3, .-load3\n");
+        ".size load3, .-load3\n"
+        ".fill 160, 1, 0\n");
 
 void store3(int *p, long v, long c, long d);
 void store4(long *p, long v, long c, long d);

@@ -8,8 +8,11 @@
  *   pro_jmp_first   the whole function is one `jmp rel32` to pro_target
  *                   (a tail call: its frame may end in RETURN or EXCEPTION);
  *   pro_loop        a loop branches back to offset 2, inside any 5-byte
- *                   patch: it cannot be hooked safely and must show no
- *                   events at all (its table count is 0 on purpose);
+ *                   patch: too little padding next to it (4 bytes after,
+ *                   3 before), it takes the padding form's slot in the
+ *                   padding after pro_callind, whose own bytes take the
+ *                   ordinary patch (docs/hooks.md, "The padding form"),
+ *                   and is counted exactly;
  *   pro_switch      a PIC switch dispatch (cmp; ja | lea table; movslq;
  *                   add; jmp reg) whose table avoids the patch: hooked
  *                   by reading the table (issue 4 item 8);
@@ -243,7 +246,7 @@ TC_FN static unsigned long drive_asm(unsigned long rounds)
 	TC_ADD(FN_c_switch, rounds);
 	TC_ADD(FN_pro_callind, rounds);
 	TC_ADD(FN_pro_ind_callee, rounds);
-	/* pro_loop: not counted, it must not be hooked (see above). */
+	TC_ADD(FN_pro_loop, rounds);
 	return acc;
 }
 

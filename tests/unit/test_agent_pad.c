@@ -292,6 +292,35 @@ static void test_one_byte(void **state)
 	img_fn(&im, 0, ret1, 1);
 	img_fn(&im, 1, lea5, sizeof(lea5));
 	assert_int_equal(img_slot(&im, 0, NULL, NULL), 0);
+	/* padding after it up to code without a symbol (crtstuff's, in a
+	 * stripped program): its entry jump's second byte is that padding's
+	 * first (to the 16-byte boundary), the slot is before it */
+	static const uint8_t movr[] = {0x48, 0x89, 0xf8};
+	img_init(&im, 0xcc);
+	img_fn(&im, 0, lea5, sizeof(lea5));
+	img_fn(&im, 16, ret1, 1);
+	memcpy(im.b + 32, movr, sizeof(movr));
+	img_fn(&im, 64, lea5, sizeof(lea5));
+	base = (uint64_t)(uintptr_t)im.b;
+	assert_int_equal(hook_arch_prepare_short(im.b + 16, base + 16, 1, NULL, &plan),
+	                 ADA_HOOK_OK);
+	pm = discover_pad_ends(&im.st);
+	assert_true(discover_pad_slot(base, &im.st, pm, 1, &v, &plan, gap));
+	free(pm);
+	assert_int_equal(plan.pad_addr - base, 11);
+	assert_int_equal(plan.original[1], 0xcc);
+	assert_int_equal(gap[4] - base, 17);
+	assert_int_equal(gap[5] - base, 32);
+	hook_arch_patch_bytes(&plan, base + 0x1000, out);
+	assert_int_equal(out[0], 0xeb);
+	assert_int_equal((int8_t)out[1], 11 - 18);
+	/* the code starts off the boundary: no proof the fill is padding */
+	memcpy(im.b + 30, movr, sizeof(movr));
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
+	/* an FDE over the fill */
+	memset(im.b + 30, 0xcc, 2);
+	im.fde[im.n_fde][0] = 20, im.fde[im.n_fde++][1] = 24;
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
 	/* not a return */
 	static const uint8_t nop1[] = {0x90};
 	img_init(&im, 0x90);
@@ -524,6 +553,82 @@ static void test_guard_xref(void **state)
 	assert_int_equal(plans[1].pad_addr - base, 9);
 }
 
+/* A neighbour's padding: a loop back to offset 2 packed between two
+ * functions takes the last 5 bytes of a gap between two others, when
+ * every function that could take them for itself is one whose own bytes
+ * take the 5-byte patch (its patch guarded); a function before it that
+ * has no slot of its own borrows first. */
+static const uint8_t lp9[] = {0x31, 0xc0, 0x48, 0x83, 0xc0, 0x03, 0x75, 0xfa, 0xc3};
+
+static void test_borrow(void **state)
+{
+	(void)state;
+	struct img im;
+	uint64_t base, gap[DISCOVER_PAD_GAP_WORDS];
+	struct hook_arch_plan plan;
+	struct discover_pad_view v = {img_covered, &im};
+	/* 0 lea5 | 5..16 fill | 16 A=lea5 | 21 lp9 | 30 B=lea5 | 35..48 fill | 48 lea5 */
+	img_init(&im, 0x90);
+	img_fn(&im, 0, lea5, sizeof(lea5));
+	img_fn(&im, 16, lea5, sizeof(lea5));
+	img_fn(&im, 21, lp9, sizeof(lp9));
+	img_fn(&im, 30, lea5, sizeof(lea5));
+	img_fn(&im, 48, lea5, sizeof(lea5));
+	base = (uint64_t)(uintptr_t)im.b;
+	assert_int_equal(hook_arch_prepare_short(im.b + 21, base + 21, 9, NULL, &plan),
+	                 ADA_HOOK_OK);
+	uint64_t *pm = discover_pad_ends(&im.st);
+	assert_true(discover_pad_slot(base, &im.st, pm, 2, &v, &plan, gap));
+	free(pm);
+	/* the back of the first gap: A's own slot would be there (its gap
+	 * before it), A's patch is guarded */
+	assert_int_equal(plan.pad_addr - base, 11);
+	assert_int_equal(gap[0] - base, 5);
+	assert_int_equal(gap[1] - base, 16);
+	assert_int_equal(gap[2] - base, 17);
+	assert_int_equal(gap[3] - base, 21);
+	uint8_t out[HOOK_ARCH_MAX_PATCH];
+	hook_arch_patch_bytes(&plan, base + 0x1000, out);
+	assert_int_equal(out[0], 0xeb);
+	assert_int_equal((int8_t)out[1], 11 - 23);
+	/* A 4 bytes long may need its slot there: the next gap, C guarded
+	 * (0 lea5 | 5..16 | 16 A=st4 | 20 lp9 | 29 B | 34..48 | 48 C) */
+	img_init(&im, 0x90);
+	img_fn(&im, 0, lea5, sizeof(lea5));
+	img_fn(&im, 16, st4, sizeof(st4));
+	img_fn(&im, 20, lp9, sizeof(lp9));
+	img_fn(&im, 29, lea5, sizeof(lea5));
+	img_fn(&im, 48, lea5, sizeof(lea5));
+	assert_int_equal(img_slot(&im, 2, NULL, NULL), 43 + 1);
+	/* ... and nothing when C, 4 bytes long, may need that one */
+	memcpy(im.b + 48, st4, sizeof(st4));
+	im.fns[4].size = sizeof(st4);
+	assert_int_equal(img_slot(&im, 2, NULL, NULL), 0);
+	/* two without a slot of their own: the first borrows, the second
+	 * yields (0 A | 5 h=lp9 | 14 i=lp9 | 23 B | 28..48 | 48 C) */
+	img_init(&im, 0x90);
+	img_fn(&im, 0, lea5, sizeof(lea5));
+	img_fn(&im, 5, lp9, sizeof(lp9));
+	img_fn(&im, 14, lp9, sizeof(lp9));
+	img_fn(&im, 23, lea5, sizeof(lea5));
+	img_fn(&im, 48, lea5, sizeof(lea5));
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 43 + 1);
+	assert_int_equal(img_slot(&im, 2, NULL, NULL), 0);
+	/* a gap whose function before it may run on into it lends nothing */
+	im.b[27] = 0x90; /* B's ret: it runs into the fill */
+	assert_int_equal(img_slot(&im, 1, NULL, NULL), 0);
+	/* the nearest gap first: the slot 22 bytes before the entry jump's
+	 * end, the other 18 after it
+	 * (0 | 5..16 | 16 21 26 lea5 | 31 lp9 | 40 lea5 | 45..56 | 56 lea5) */
+	img_init(&im, 0x90);
+	for (uint64_t o = 0; o <= 26; o += o ? 5 : 16)
+		img_fn(&im, o, lea5, sizeof(lea5));
+	img_fn(&im, 31, lp9, sizeof(lp9));
+	img_fn(&im, 40, lea5, sizeof(lea5));
+	img_fn(&im, 56, lea5, sizeof(lea5));
+	assert_int_equal(img_slot(&im, 4, NULL, NULL), 51 + 1);
+}
+
 /* The patch bytes: jmp rel8 at the entry, jmp rel32 in the padding. */
 static void test_patch_bytes(void **state)
 {
@@ -564,6 +669,7 @@ int main(void)
 	    cmocka_unit_test(test_one_byte),      cmocka_unit_test(test_before),
 	    cmocka_unit_test(test_patch_bytes),   cmocka_unit_test(test_before_claim),
 	    cmocka_unit_test(test_inner),         cmocka_unit_test(test_guard_xref),
+	    cmocka_unit_test(test_borrow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
