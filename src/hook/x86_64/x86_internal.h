@@ -54,6 +54,12 @@ struct x86_len_info {
 	const uint8_t *disp; /* riprel: where its disp32 starts */
 };
 size_t x86_fast_len(const uint8_t *b, size_t left, struct x86_len_info *li);
+/* Length of a VEX (C4/C5) or EVEX (62) instruction by its prefix's
+ * rules alone (map, ModRM, imm8 by map), whatever its opcode: no such
+ * instruction branches, so a sweep that only needs lengths and branch
+ * targets goes on where x86_fast_len() and capstone 4 decline (AVX-512,
+ * the mask ops); 0 when the bytes are no such instruction. */
+size_t x86_vex_any_len(const uint8_t *b, size_t left);
 /* For an instruction x86_fast_len() measured at p: 1 when capstone 4
  * certainly decodes it too, to the same length. The table accepts a few
  * forms capstone rejects (`0F 1F` with a register operand, SSE forms

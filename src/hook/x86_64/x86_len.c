@@ -227,6 +227,40 @@ static size_t len_vex(const uint8_t *b, size_t left, struct x86_len_info *li)
 	return n <= left ? n : 0;
 }
 
+size_t x86_vex_any_len(const uint8_t *b, size_t left)
+{
+	size_t pre;
+	unsigned map;
+	if (left < 2)
+		return 0;
+	if (b[0] == 0xc5) {
+		pre = 2, map = 1;
+	} else if (b[0] == 0xc4) {
+		pre = 3, map = b[1] & 0x1f;
+	} else if (b[0] == 0x62) {
+		/* EVEX: P1 bit 2 is always 1; maps 5 and 6 (FP16) declined */
+		if (left < 4 || !(b[2] & 0x04))
+			return 0;
+		pre = 4, map = b[1] & 0x07;
+	} else {
+		return 0;
+	}
+	if (map < 1 || map > 3 || left < pre + 1)
+		return 0;
+	uint8_t op = b[pre];
+	if (b[0] != 0x62 && map == 1 && op == 0x77)
+		return pre + 1; /* vzeroupper, vzeroall: no ModRM */
+	struct x86_len_info li;
+	size_t m = left > pre + 1 ? len_modrm(b + pre + 1, left - pre - 1, &li) : 0;
+	if (!m)
+		return 0;
+	int imm =
+	    map == 3 ||
+	    (map == 1 && ((op >= 0x70 && op <= 0x73) || op == 0xc2 || (op >= 0xc4 && op <= 0xc6)));
+	size_t n = pre + 1 + m + (size_t)imm;
+	return n <= left ? n : 0;
+}
+
 /* Two- and three-byte legacy maps; o points at the 0F. */
 static size_t len_0f(const uint8_t *o, size_t left, struct x86_len_info *li)
 {

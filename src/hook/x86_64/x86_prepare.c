@@ -1103,5 +1103,8 @@ size_t hook_arch_insn_len(const uint8_t *code, size_t left, uint64_t pc, uint64_
 	}
 	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
 	plan_release(d);
-	return n;
+	/* Neither knew it: a VEX or EVEX instruction capstone 4 cannot
+	 * decode is still no branch, and its length keeps a sweep in step
+	 * (skipping one byte would decode its middle as a branch). */
+	return n ? n : x86_vex_any_len(code, left);
 }
