@@ -403,10 +403,35 @@ static void status_count_only(const char *dir, json_t *man)
 	json_decref(co);
 }
 
+/* A pid_N directory with no manifest yet in a recording that answers on
+ * its control socket: a process younger than its first manifest (the
+ * recorder writes it 20 ms after admission, drain_early_manifest). */
+static bool status_young(const char *dir, struct status_tot *t)
+{
+	char session[PATH_MAX], why[256];
+	const char *slash = strrchr(dir, '/');
+	int fd;
+	if (!slash || (size_t)(slash - dir) >= sizeof(session))
+		return false;
+	memcpy(session, dir, (size_t)(slash - dir));
+	session[slash - dir] = 0;
+	if (ada_control_open(session, &fd, why, sizeof(why)) != 0)
+		return false;
+	close(fd);
+	printf("%s: recording, started moments ago (no manifest yet: the first is written once "
+	       "a process has run 20 ms)\n",
+	       dir);
+	t->procs++;
+	return true;
+}
+
 static int status_pid(const char *dir, struct status_tot *t)
 {
 	json_t *man;
-	if (ada_manifest_read(dir, &man) < 0) {
+	int err = ada_manifest_read(dir, &man);
+	if (err == -ENOENT && status_young(dir, t))
+		return 0;
+	if (err < 0) {
 		ada_log("%s: no readable manifest.json", dir);
 		return 1;
 	}

@@ -349,6 +349,10 @@ static void drain_kill_point(const char *name)
 static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 {
 	struct ada_wal_file_summary s;
+	/* A process with a file to rotate is no short one: its manifest names
+	 * its arena now, so `ada recover` can drain the ring should the
+	 * recorder die in the middle (drain_early_manifest waits 20 ms). */
+	drain_early_manifest(r, t->p, UINT64_MAX);
 	if (r->o.detail_mode == ADA_DETAIL_ALWAYS) {
 		wal_detail_settle(t);
 		wal_detail_persist(r, t, 0, UINT64_MAX, NULL);

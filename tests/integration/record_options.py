@@ -27,6 +27,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -687,6 +688,20 @@ def case_status(ctx):
         if len(pid_dirs) != 1:
             raise it.Fail("expected one pid_* while recording: %r" % pid_dirs)
         pid = int(os.path.basename(pid_dirs[0])[4:])
+        # Until its first manifest (20 ms after admission) a process is
+        # "started moments ago"; then the live line names the arena's
+        # numbers. A poll, not a timed wait.
+        rc, o, e = it.run([ctx.ada.path, "status", pid_dirs[0]])
+        young = o.decode(errors="replace")
+        want(ctx, rc == 0 and ("recording, pid %d," % pid in young or
+                               "recording, started moments ago" in young),
+             "live `ada status %s` at the start exited %d: %r %r", pid_dirs[0], rc, young,
+             e[-300:])
+        man_path = os.path.join(pid_dirs[0], "manifest.json")
+        for _ in range(600):
+            if os.path.exists(man_path):
+                break
+            time.sleep(0.05)
         for target in (session, pid_dirs[0]):
             rc, o, e = it.run([ctx.ada.path, "status", target])
             it.skip_if_unimplemented("ada status", rc, e)
