@@ -8,7 +8,10 @@ run.
 
   bench/real_programs.py [--ada build/ada] [--reps 3]
                          [--workload sqlite,perl,python,redis,nginx,gxx]
-                         [--variant untraced,ada,budget,uftrace]
+                         [--variant untraced,ada,budget,uftrace] [--ada-before PATH]
+
+--ada-before PATH adds `budget-before`: `--overhead-budget 10` under another
+build of ada (say, before a change), in the same rotation.
 
 Per workload and variant: the median over the runs of the wall time and
 of the CPU time of the traced program and its recorder (RUSAGE_CHILDREN:
@@ -234,16 +237,22 @@ def variants(args, work):
     ada = os.path.abspath(args.ada)
     v = {'untraced': lambda argv: (argv, None)}
 
-    def ada_variant(name, opts):
-        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, 'cache'))
+    def ada_variant(name, binary, opts):
+        # A plan cache per build: two builds sharing one remove each
+        # other's files of the same image.
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, 'cache-%x' % hash(binary)))
         out = os.path.join(work, 'out-' + name)
 
         def wrap(argv):
             shutil.rmtree(out, ignore_errors=True)
-            return [ada, 'record', '--out', out] + opts + ['--'] + argv, env
+            return [binary, 'record', '--out', out] + opts + ['--'] + argv, env
         return wrap
-    v['ada'] = ada_variant('ada', [])
-    v['budget'] = ada_variant('budget', ['--overhead-budget', '10'])
+    v['ada'] = ada_variant('ada', ada, [])
+    v['budget'] = ada_variant('budget', ada, ['--overhead-budget', '10'])
+    if args.ada_before:
+        v['budget-before'] = ada_variant('budget-before', os.path.abspath(args.ada_before),
+                                         ['--overhead-budget', '10'])
+        args.variant.append('budget-before')
     if shutil.which('uftrace'):
         def uft(argv):
             out = os.path.join(work, 'uftrace')
@@ -259,6 +268,7 @@ def main():
     ap.add_argument('--reps', type=int, default=3)
     ap.add_argument('--workload', default='sqlite,perl,python,redis,nginx,gxx')
     ap.add_argument('--variant', default='untraced,ada,budget,uftrace')
+    ap.add_argument('--ada-before', default=None)
     ap.add_argument('--work', default=None)
     ap.add_argument('--no-write', action='store_true')
     args = ap.parse_args()
@@ -276,7 +286,7 @@ def main():
                 skipped[name] = 'not installed: ' + ', '.join(missing)
                 continue
             run = getattr(w, name)
-            for vname in ('ada', 'budget'):  # the plan cache, warm
+            for vname in ('ada', 'budget', 'budget-before'):  # the plan cache, warm
                 if vname in vs:
                     run(vs[vname])
             res[name] = {k: [] for k in vs}

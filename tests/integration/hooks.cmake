@@ -80,7 +80,11 @@ ada_itest(count_only_index target --count-only leaf --count-only work_* --record
 # own (fork copies only the forking thread), so the test proves the
 # budget in the parent that started it and in the child. The disk
 # budget is off so that no old generation is deleted before the check.
-ada_itest(overhead_budget target --nondeterministic --moved leaf --record-opt=--overhead-budget
+# Then (--recalled) the same again under the same plan cache: leaf starts
+# count-only ("recalled", remembered by build-id) and the counts stay
+# exact.
+ada_itest(overhead_budget target --nondeterministic --moved leaf --recalled
+          --record-opt=--overhead-budget
           --record-opt=10 --record-opt=--max-disk-mb --record-opt=0 -- ${T}/t_threads_O2
           budget_fork)
 # ~1 M events before the move, read back by the harness: 30 s idle, 80 s
