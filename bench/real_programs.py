@@ -10,6 +10,11 @@ run.
                          [--workload sqlite,perl,python,redis,nginx,gxx]
                          [--variant untraced,ada,budget,uftrace] [--ada-before PATH]
 
+Variants: untraced, ada (default settings), budget (`--overhead-budget 10`,
+a second run: what the warm-up run moved starts count-only), budget-cold
+(the same with the remembered moves deleted before each run: a first
+run), uftrace (`uftrace record -P .`).
+
 --ada-before PATH adds `budget-before`: `--overhead-budget 10` under another
 build of ada (say, before a change), in the same rotation.
 
@@ -30,6 +35,7 @@ prints a markdown table. Only the standard library and the programs
 themselves (skipped, and said, when one is not installed)."""
 import argparse
 import datetime
+import glob
 import json
 import os
 import resource
@@ -249,6 +255,15 @@ def variants(args, work):
         return wrap
     v['ada'] = ada_variant('ada', ada, [])
     v['budget'] = ada_variant('budget', ada, ['--overhead-budget', '10'])
+    # The budget's first run of a program: what an earlier run moved
+    # (<build-id>.moved beside the plan cache) forgotten first.
+    cold = ada_variant('budget-cold', ada, ['--overhead-budget', '10'])
+
+    def budget_cold(argv):
+        for f in glob.glob(os.path.join(work, 'cache-%x' % hash(ada), 'ada', 'plans', '*.moved')):
+            os.unlink(f)
+        return cold(argv)
+    v['budget-cold'] = budget_cold
     if args.ada_before:
         v['budget-before'] = ada_variant('budget-before', os.path.abspath(args.ada_before),
                                          ['--overhead-budget', '10'])
