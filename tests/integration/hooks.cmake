@@ -108,6 +108,12 @@ ada_itest(pad.O2 target --absent nopad3 --absent hostile3 --absent pad_hinner
           --syms-status pad_waive=hooked --syms-status nowaive_prev=hooked
           --syms-status pad_hinner=branch_into_patch
           --syms-status pad_nowaive=branch_into_patch -- ${T}/t_pad_O2)
+# --overhead-budget moves a padding-form function (pad_short3: its entry's
+# jmp rel8 leads to the padding's jmp rel32, the one re-aimed): events
+# before the move plus counts after it are its calls; then recalled.
+ada_itest(pad_budget.O2 target --nondeterministic --moved pad_short3 --recalled
+          --record-opt=--overhead-budget --record-opt=10 --record-opt=--max-disk-mb
+          --record-opt=0 -- ${T}/t_pad_O2 budget)
 ada_itest(ucontext.O2 target --calls-only -- ${T}/t_ucontext_O2)
 # 300 switches each way through traced wrappers: frames left behind on the
 # other stack return late, coro()'s own only at the end (the grave keeps one
