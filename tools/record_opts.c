@@ -357,10 +357,11 @@ static void record_print_untraced(const json_int_t *sum)
 
 /* Count-only functions and hot spots of one pid_N/agent.json (docs/hooks.md,
  * "Count-only functions", "Overhead budget"): appends the budget's first
- * six moves to moved, adds the counted calls and functions to sum[0..1]
- * and the moves to sum[2], and keeps the first hot_functions list seen in
+ * six moves to moved, adds the counted calls and functions to sum[0..1],
+ * the moves to sum[2] and the functions recalled from an earlier run's
+ * moves to sum[3], and keeps the first hot_functions list seen in
  * hot. */
-static void record_add_count_only(json_t *a, json_int_t sum[3], char *moved, size_t mcap, char *hot,
+static void record_add_count_only(json_t *a, json_int_t sum[4], char *moved, size_t mcap, char *hot,
                                   size_t hcap)
 {
 	json_t *e;
@@ -370,6 +371,9 @@ static void record_add_count_only(json_t *a, json_int_t sum[3], char *moved, siz
 		const char *name = json_string_value(json_object_get(e, "name"));
 		sum[0] += json_integer_value(json_object_get(e, "calls"));
 		sum[1]++;
+		if (json_is_string(json_object_get(e, "moved")) &&
+		    !strcmp(json_string_value(json_object_get(e, "moved")), "recalled"))
+			sum[3]++; /* the budget moved it in an earlier run */
 		if (!json_is_string(json_object_get(e, "moved")) ||
 		    strcmp(json_string_value(json_object_get(e, "moved")), "budget"))
 			continue;
@@ -398,7 +402,7 @@ static void record_add_count_only(json_t *a, json_int_t sum[3], char *moved, siz
  * functions (record_add_count_only). */
 struct record_agents {
 	json_int_t untraced[6];
-	json_int_t counted[3];
+	json_int_t counted[4];
 	char moved[1024], hot[512];
 };
 
@@ -449,6 +453,13 @@ static void record_print_count_only(const struct ada_record_summary *s, const st
 		    "ada: --overhead-budget moved %lld functions to count-only: %s%s; their calls "
 		    "before the move are events, after it exact counts (ada report, ada status)\n",
 		    (long long)sum[2], moved, sum[2] > 6 ? ", ..." : "");
+	if (sum[3])
+		fprintf(
+		    stderr,
+		    "ada: --overhead-budget started %lld functions count-only that it moved in an "
+		    "earlier run of the same binary (remembered by build-id beside the plan cache: "
+		    "docs/hooks.md, Overhead budget)\n",
+		    (long long)sum[3]);
 	if (sum[1])
 		fprintf(stderr,
 		        "ada: %lld calls of %lld count-only functions counted exactly, without "

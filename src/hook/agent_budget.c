@@ -4,17 +4,15 @@
  * moves the hottest short functions to count-only while it costs more
  * than PCT % of the thread's CPU time.
  *
- * Each tick (100 ms) it reads, per ring slot, the events the thread wrote
- * (the ring's head), the time it waited for ring space (the slot's wait
- * counters) and the thread's CPU time (/proc/self/task/TID/schedstat).
- * The cost is events x a per-event cost, calibrated at start (a loop of
- * the index lane's emit into a private ring: what a CALL or RETURN costs
- * the thread on this machine), plus the waits; the thread's time is its
- * CPU time plus those waits (it would have run meanwhile). A thread over budget has
- * its last 8192 events sampled (ada_index_ring_recent): calls per
- * function and, from the CALL/RETURN pairs in the sample, mean durations.
- * Functions shorter than 2 us on average are moved, the most called first,
- * until the share of the sample they wrote covers the excess.
+ * Each tick (10 ms, then twice as long each time up to 100 ms) it reads, per ring slot, the events
+ * the thread wrote (the ring's head), the time it waited for ring space (the slot's wait counters)
+ * and the thread's CPU time (/proc/self/task/TID/schedstat). The cost is events x a per-event cost,
+ * calibrated at start (a loop of the index lane's emit into a private ring: what a CALL or RETURN
+ * costs the thread on this machine, and as much again for the recorder's drain of it), plus the
+ * waits; the thread's time is its CPU time plus those waits (it would have run meanwhile). A thread
+ * over budget has its last 8192 events sampled (ada_index_ring_recent): calls per function and,
+ * from the CALL/RETURN pairs in the sample, mean durations. Functions shorter than 2 us on average
+ * are moved, the most called first, until the share of the sample they wrote covers the excess.
  *
  * A move is a count block (x86_64/x86_emit_count.c, arm64/a64_count.c)
  * emitted into new trampoline memory near the function's module and the
@@ -28,6 +26,13 @@
  * exact. The trampoline stays, so frames open at the move return through
  * it as before. Publishing is the patch store itself; the counter slot is
  * published (agent_count_assign's release) before the patch.
+ *
+ * What a run moved is remembered per image (budgetmem.c: by build-id,
+ * beside the plan cache, private to the user, checked as untrusted input
+ * when read): the next run under a budget installs those functions
+ * count-only from the start (agent_budget_recall, from agent_install.c),
+ * so a short program pays for them neither until the first tick nor for
+ * the events before it. Their manifest entries say "recalled".
  *
  * A forked child gets a budget thread of its own (the parent's is not
  * copied by fork), calibrated by the parent. Under ada attach the thread
@@ -50,15 +55,22 @@
 #include <unistd.h>
 
 #include "agent_internal.h"
+#include "budgetmem_internal.h"
 #include "clock.h"
 #include "ring.h"
 
+/* The first tick comes after 10 ms and each next one twice as late, up
+ * to 100 ms: a short program's hot functions move in its first tens of
+ * milliseconds, while later ticks cost the program little. */
+#define BUDGET_TICK_FIRST_NS 10000000ull
 #define BUDGET_TICK_NS 100000000ull
 #define BUDGET_SAMPLE 8192u
-#define BUDGET_SHORT_NS 2000u         /* "short": a mean duration below this */
-#define BUDGET_MOVES_TICK 16u         /* moves per thread and tick, at most */
-#define BUDGET_MIN_CPU_NS 10000000ull /* a thread that ran less is not judged */
-#define BUDGET_FNS 1024u              /* distinct functions tallied per sample */
+#define BUDGET_SHORT_NS 2000u /* "short": a mean duration below this */
+#define BUDGET_MOVES_TICK 16u /* moves per thread and tick, at most ... */
+#define BUDGET_MOVES_FAR 64u  /* ... or this many when over twice its budget */
+/* A thread that ran less than a tenth of the tick is not judged. */
+#define BUDGET_MIN_CPU_DIV 10u
+#define BUDGET_FNS 1024u /* distinct functions tallied per sample */
 
 struct budget_slot {
 	uint32_t generation, tid;
@@ -141,8 +153,11 @@ static void budget_calibrate(void)
 			best = dt;
 	}
 	/* The trampoline and the shadow stack besides the store: the guard's
-	 * 58.5 instructions an event against the emit's ~20. */
-	budget.event_ps = best * 1000 / N * 3;
+	 * 58.5 instructions an event against the emit's ~20 (x3); and the
+	 * recorder's drain of the event, whose CPU time per event (the
+	 * summary's "drain CPU") is about the program's own (x2): the budget
+	 * is of what the recording costs, program and recorder. */
+	budget.event_ps = best * 1000 / N * 6;
 	if (budget.event_ps < 3000)
 		budget.event_ps = 3000;
 }
@@ -226,6 +241,26 @@ static struct hook_patch *budget_patch_of(uint64_t fn_id, struct agent_module **
 	return NULL;
 }
 
+/* The padding form (x86_64, docs/hooks.md): the entry's short jmp leads
+ * to a jmp rel32 in the padding, which leads to the trampoline; that
+ * second patch is the one to re-aim. NULL when p is not of that form or
+ * its second patch is not one of m's. */
+static struct hook_patch *budget_pad_of(struct agent_module *m, const struct hook_patch *p)
+{
+#if defined(__x86_64__)
+	if (p->len < 2 || p->bytes[0] != 0xeb) /* jmp rel8 */
+		return NULL;
+	uint64_t to = p->addr + 2 + (uint64_t)(int64_t)(int8_t)p->bytes[1];
+	for (size_t k = 0; k < m->n_pad; k++)
+		if (m->pad[k].addr == to)
+			return &m->pad[k];
+#else
+	(void)m;
+	(void)p;
+#endif
+	return NULL;
+}
+
 /* Moves fn_id to count-only (under agent.lock); true when moved. */
 static bool budget_move(uint64_t fn_id, uint64_t calls_per_s, uint64_t mean_ns)
 {
@@ -233,12 +268,17 @@ static bool budget_move(uint64_t fn_id, uint64_t calls_per_s, uint64_t mean_ns)
 	struct hook_patch *p = budget_patch_of(fn_id, &m);
 	if (!p || agent_count_has(fn_id))
 		return false; /* not patched, special, or already count-only */
+	struct hook_patch *pad = budget_pad_of(m, p);
+	if (pad)
+		p = pad; /* every call passes its jmp rel32 as an entry's */
 	/* The patch as a plan: re-aimed by the arch layer, its tail kept. */
 	struct hook_arch_plan pl = {.fn_addr = p->addr, .patch_len = p->len};
 	memcpy(pl.original, p->bytes, p->len);
 	uint64_t tramp = hook_arch_patch_target(&pl, p->bytes);
-	if (!tramp || !hook_mem_is_tramp(tramp))
-		return false; /* the padding form (x86_64): its target is in the padding */
+	if (!tramp || !hook_mem_is_tramp(tramp)) {
+		budget.not_movable++; /* a form whose target is not a trampoline's */
+		return false;
+	}
 	if (!HOOK_ARCH_PATCH_REAIM_ATOMIC(p->addr, p->len)) {
 		budget.not_movable++; /* more than one word changes: no atomic store */
 		return false;
@@ -277,9 +317,16 @@ static uint32_t budget_shed(uint32_t slot, uint64_t head, uint64_t events_per_s,
 		return 0;
 	budget_tally(n);
 	qsort(budget.fns, BUDGET_FNS, sizeof(budget.fns[0]), budget_fn_cmp);
+	/* Far over budget (the excess more than the budget itself): a bigger
+	 * step, and a margin over the excess, as the sample only estimates
+	 * each function's share and the next tick is a tick later. */
+	bool far = excess > cost - excess;
+	uint32_t most = far ? BUDGET_MOVES_FAR : BUDGET_MOVES_TICK;
+	if (far)
+		excess += excess / 2;
 	uint64_t saved = 0;
 	uint32_t moved = 0;
-	for (uint32_t i = 0; i < BUDGET_FNS && moved < BUDGET_MOVES_TICK && saved < excess; i++) {
+	for (uint32_t i = 0; i < BUDGET_FNS && moved < most && saved < excess; i++) {
 		const struct budget_fn *f = &budget.fns[i];
 		if (f->calls == 0)
 			break;
@@ -295,6 +342,47 @@ static uint32_t budget_shed(uint32_t slot, uint64_t head, uint64_t events_per_s,
 		}
 	}
 	return moved;
+}
+
+/* Whether runs may remember: a budget, the plan cache on, a place for it. */
+static bool budget_memory_on(void)
+{
+	return agent.cfg.overhead_budget && agent.cfg.cache && agent.cache_dir[0] == '/';
+}
+
+uint8_t *agent_budget_recall(const struct agent_module *m)
+{
+	char path[PATH_MAX];
+	if (!budget_memory_on() || m->st.count == 0 ||
+	    budgetmem_path(agent.cache_dir, &m->st, path, sizeof(path)))
+		return NULL;
+	uint8_t *mark = calloc(m->st.count, 1);
+	if (mark && budgetmem_load(path, &m->st, mark) > 0)
+		return mark;
+	free(mark); /* none, unreadable or not this table's: nothing recalled */
+	return NULL;
+}
+
+/* Writes, per module, the functions moved in this run or recalled: the
+ * next run of the image starts them count-only. Under agent.lock. */
+static void budget_remember(void)
+{
+	static uint64_t ids[AGENT_COUNT_SLOTS];
+	static uint32_t idx[BUDGETMEM_MAX];
+	char path[PATH_MAX];
+	if (!budget_memory_on())
+		return;
+	uint32_t n = agent_count_budget_ids(ids, AGENT_COUNT_SLOTS);
+	for (size_t k = 0; k < agent.n_mods; k++) {
+		const struct agent_module *m = &agent.mods[k];
+		uint32_t got = 0;
+		for (uint32_t j = 0; j < n && got < BUDGETMEM_MAX; j++)
+			if ((uint32_t)(ids[j] >> 32) == m->id &&
+			    (ids[j] & 0xffffffffu) < m->st.count)
+				idx[got++] = (uint32_t)ids[j];
+		if (got && !m->gone && !budgetmem_path(agent.cache_dir, &m->st, path, sizeof(path)))
+			budgetmem_store(path, &m->st, idx, got); /* best effort: a hint */
+	}
 }
 
 static void budget_tick(uint64_t dt_ns, uint32_t gen)
@@ -332,7 +420,7 @@ static void budget_tick(uint64_t dt_ns, uint32_t gen)
 		 * time is its CPU time and its waits. */
 		uint64_t dwait = wns >= prev.waited_ns ? wns - prev.waited_ns : 0;
 		uint64_t dcpu = cpu - prev.cpu_ns + dwait, dev = si.head - prev.head;
-		if (dcpu < BUDGET_MIN_CPU_NS)
+		if (dcpu < dt_ns / BUDGET_MIN_CPU_DIV)
 			continue;
 		uint64_t cost = dev * budget.event_ps / 1000 + dwait;
 		uint64_t allowed = dcpu * agent.cfg.overhead_budget / 100;
@@ -353,6 +441,7 @@ static void budget_tick(uint64_t dt_ns, uint32_t gen)
 	if (any) { /* ada status and the summary read agent.json */
 		pthread_mutex_lock(&agent.lock);
 		agent_write_files(false, agent.n_mods);
+		budget_remember();
 		pthread_mutex_unlock(&agent.lock);
 	}
 }
@@ -363,10 +452,11 @@ static void *budget_main(void *arg)
 	agent_guard_enter();  /* for good: its own calls are neither traced nor counted */
 	if (!budget.event_ps) /* a forked child's parent calibrated */
 		budget_calibrate();
-	uint64_t t = agent_now_ns(), raw = ada_tsc();
+	uint64_t t = agent_now_ns(), raw = ada_tsc(), tick = BUDGET_TICK_FIRST_NS;
 	for (;;) {
-		struct timespec ts = {0, (long)BUDGET_TICK_NS};
+		struct timespec ts = {0, (long)tick};
 		nanosleep(&ts, NULL);
+		tick = tick * 2 < BUDGET_TICK_NS ? tick * 2 : BUDGET_TICK_NS;
 		/* Relaxed: a stale read costs one more tick, whose moves the
 		 * lock and the same test in budget_tick keep out. */
 		if (atomic_load_explicit(&budget.gen, memory_order_relaxed) != gen)

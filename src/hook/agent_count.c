@@ -180,11 +180,27 @@ int agent_count_assign(uint64_t fn_id, uint64_t moved_ns, uint64_t calls_per_s, 
 		count_over++;
 		return -1;
 	}
-	count_fns[c] = (struct agent_count_fn){fn_id, moved_ns, calls_per_s, mean_ns};
+	count_fns[c] = (struct agent_count_fn){fn_id, moved_ns, calls_per_s, mean_ns, false};
 	/* Release: pairs with count_flush's acquire (the slot's entry is
 	 * written before a thread may flush a counter for it). */
 	atomic_store_explicit(&count_used, c + 1, memory_order_release);
 	return (int)c;
+}
+
+void agent_count_recalled(int c)
+{
+	if (c >= 0 && c < (int)AGENT_COUNT_SLOTS)
+		count_fns[c].recalled = true;
+}
+
+uint32_t agent_count_budget_ids(uint64_t *ids, uint32_t cap)
+{
+	/* Relaxed: only writers (under agent.lock) read it here. */
+	uint32_t used = atomic_load_explicit(&count_used, memory_order_relaxed), n = 0;
+	for (uint32_t c = 0; c < used && c < AGENT_COUNT_SLOTS && n < cap; c++)
+		if (count_fns[c].moved_ns || count_fns[c].recalled)
+			ids[n++] = count_fns[c].fn_id;
+	return n;
 }
 
 bool agent_count_has(uint64_t fn_id)
@@ -294,7 +310,9 @@ void agent_count_json(FILE *f)
 		fprintf(f, "%s\n    {\"id\": %" PRIu64 ", \"name\": ", c ? "," : "", e->fn_id);
 		agent_json_string(f, agent_count_fn_name(e->fn_id));
 		fprintf(f, ", \"calls\": %" PRIu64 ", \"moved\": \"%s\"", sums[c],
-		        e->moved_ns ? "budget" : "start");
+		        e->recalled   ? "recalled"
+		        : e->moved_ns ? "budget"
+		                      : "start");
 		if (e->moved_ns)
 			fprintf(f,
 			        ", \"moved_after_ms\": %" PRIu64 ", \"calls_per_s\": %" PRIu64

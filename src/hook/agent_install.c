@@ -426,11 +426,14 @@ static bool install_count_only(const struct agent_module *m, size_t i)
 /* A count block for function i right after its fast trampoline at tramp
  * (docs/hooks.md, "Count-only functions"); returns where the patch should
  * jump: the block, or tramp when no counter is left (traced in full). */
-static uint64_t install_count_block(struct agent_module *m, size_t i, uint8_t *at, uint64_t tramp)
+static uint64_t install_count_block(struct agent_module *m, size_t i, uint8_t *at, uint64_t tramp,
+                                    bool recalled)
 {
 	int c = agent_count_assign(install_fn_id(m, i), 0, 0, 0);
 	if (c < 0)
 		return tramp;
+	if (recalled)
+		agent_count_recalled(c);
 	int32_t gate, counter;
 	agent_count_offsets(&gate, &counter);
 	if (hook_arch_emit_count_block(at, (uint64_t)at, gate, counter, (uint32_t)c, tramp) == 0)
@@ -485,8 +488,11 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 	agent_fast_layout(&fl);
 	fl.module = (uint32_t)m->id; /* every fn_id of the block: install_fn_id */
 	used += (HOOK_ARCH_ENTER_STUB_MAX + 15) & ~(size_t)15;
-	size_t per =
-	    HOOK_ARCH_MAX_TRAMPOLINE + (agent.cfg.n_count_only ? HOOK_ARCH_COUNT_BLOCK_MAX : 0);
+	/* What --overhead-budget moved in an earlier run of this image
+	 * starts count-only (agent_budget.c); NULL when nothing. */
+	uint8_t *recall = agent_budget_recall(m);
+	size_t per = HOOK_ARCH_MAX_TRAMPOLINE +
+	             (agent.cfg.n_count_only || recall ? HOOK_ARCH_COUNT_BLOCK_MAX : 0);
 	size_t cap = used + n_cand * per;
 	bool far = false; /* a module wider than the patch's reach (agent_far.c) */
 	int err = agent_far_block(agent.mem, m, cap, &blk, &far);
@@ -516,8 +522,9 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 		uint64_t target = (uint64_t)(blk + used);
 		agent_tmap_add(tmap, &plans[i], target, !f->reserved);
 		used += (len + 15) & ~(size_t)15;
-		if (!f->reserved && install_count_only(m, i)) {
-			target = install_count_block(m, i, blk + used, target);
+		bool recalled = recall && recall[i] && !install_count_only(m, i);
+		if (!f->reserved && (recalled || install_count_only(m, i))) {
+			target = install_count_block(m, i, blk + used, target, recalled);
 			used += (HOOK_ARCH_COUNT_BLOCK_MAX + 15) & ~(size_t)15;
 		}
 		struct hook_patch *p = &patches[np], *u = &undo[np++];
@@ -534,6 +541,7 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 		}
 	}
 	agent_tmap_publish(tmap);
+	free(recall);
 	return np;
 }
 

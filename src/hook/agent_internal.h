@@ -276,7 +276,18 @@ extern __thread struct agent_count_tls agent_count_tls __attribute__((tls_model(
  * and mean duration that made it move. */
 struct agent_count_fn {
 	uint64_t fn_id, moved_ns, calls_per_s, mean_ns;
+	bool recalled; /* count-only from the start: the budget moved it in an earlier run */
 };
+struct agent_module;
+/* Slot c (agent_count_assign's) was recalled from an earlier run's moves. */
+void agent_count_recalled(int c);
+/* The fn_ids the budget moved in this run or recalled (under agent.lock);
+ * how many, at most cap. */
+uint32_t agent_count_budget_ids(uint64_t *ids, uint32_t cap);
+/* --overhead-budget: which of m's functions an earlier run of the same
+ * image moved (malloc'd, one byte a function, 1: count-only from the
+ * start), or NULL. */
+uint8_t *agent_budget_recall(const struct agent_module *m);
 /* The calling thread starts / stops counting (from agent_thread_started
  * and the thread-exit destructor). */
 void agent_count_thread_start(void);

@@ -1068,14 +1068,27 @@ def check_shared_modules(rep, session, by_pid, root, replaced):
 
 
 def cmd_target(args, ada, work, rep):
+    if args.moved:
+        # The budget remembers its moves beside the plan cache: a cache of
+        # the test's own, so that an earlier run leaves nothing recalled.
+        os.environ["XDG_CACHE_HOME"] = os.path.join(work, "cache")
+    cmd_target_run(args, ada, work, rep, "budget")
+    if args.moved and args.recalled:
+        again = os.path.join(work, "again")
+        os.mkdir(again)
+        cmd_target_run(args, ada, again, rep, "recalled")
+
+
+def cmd_target_run(args, ada, work, rep, moved_how):
     own = set(args.own_module or []) | {os.path.basename(args.argv[0])}
-    if args.detail_set:
+    if args.detail_set and moved_how == "budget":  # the options once
         args.record_opt = ["--detail", "always", "--detail-symbols", args.detail_set] + (
             args.record_opt or [])
         if not any(o == "--detail-mb" for o in args.record_opt):
             args.record_opt += ["--detail-mb", "64"]
-    for g in args.count_only:
-        args.record_opt = (args.record_opt or []) + ["--count-only", g]
+    if moved_how == "budget":
+        for g in args.count_only:
+            args.record_opt = (args.record_opt or []) + ["--count-only", g]
     counted = args.count_only + args.moved
     session, plain, traced, rc0 = run_target_twice(args, ada, work, rep)
     by_pid, root = first_process(traced)
@@ -1116,10 +1129,11 @@ def cmd_target(args, ada, work, rep):
         for d in pid_dirs:
             m = check_manifest_parses(rep, os.path.join(session, d)) or {}
             fns += (m.get("count_only") or {}).get("functions", [])
-        rep.check(any(fnmatch.fnmatch(e.get("name", ""), g) and e.get("moved") == "budget"
+        # a second run: started count-only, as the first run moved it
+        rep.check(any(fnmatch.fnmatch(e.get("name", ""), g) and e.get("moved") == moved_how
                       for e in fns),
-                  "%s: --overhead-budget moved no function matching %s to count-only: %r"
-                  % (pid_dirs, g, fns))
+                  "%s: no function matching %s count-only as %r: %r"
+                  % (pid_dirs, g, moved_how, fns))
     for g in args.far_form:
         # arm64's far patch form (ADA_HOOK_FAR_TEST): every hooked function
         # of the modules matching g took it
@@ -2605,6 +2619,9 @@ def main():
     t.add_argument("--moved", action="append", default=[], metavar="GLOB",
                    help="functions --overhead-budget must have moved to count-only (the "
                    "manifest says so); their CALLs plus counts are checked as --count-only's")
+    t.add_argument("--recalled", action="store_true",
+                   help="with --moved: run the program again under the same plan cache; the "
+                   "moved functions must start count-only (\"recalled\") and counts stay exact")
     t.add_argument("--shared-modules", action="store_true",
                    help="forked children link their parent's .syms files, write none")
     t.add_argument("--replaced-module", action="append", default=[], metavar="NAME",

@@ -80,7 +80,11 @@ ada_itest(count_only_index target --count-only leaf --count-only work_* --record
 # own (fork copies only the forking thread), so the test proves the
 # budget in the parent that started it and in the child. The disk
 # budget is off so that no old generation is deleted before the check.
-ada_itest(overhead_budget target --nondeterministic --moved leaf --record-opt=--overhead-budget
+# Then (--recalled) the same again under the same plan cache: leaf starts
+# count-only ("recalled", remembered by build-id) and the counts stay
+# exact.
+ada_itest(overhead_budget target --nondeterministic --moved leaf --recalled
+          --record-opt=--overhead-budget
           --record-opt=10 --record-opt=--max-disk-mb --record-opt=0 -- ${T}/t_threads_O2
           budget_fork)
 # ~1 M events before the move, read back by the harness: 30 s idle, 80 s
@@ -104,6 +108,12 @@ ada_itest(pad.O2 target --absent nopad3 --absent hostile3 --absent pad_hinner
           --syms-status pad_waive=hooked --syms-status nowaive_prev=hooked
           --syms-status pad_hinner=branch_into_patch
           --syms-status pad_nowaive=branch_into_patch -- ${T}/t_pad_O2)
+# --overhead-budget moves a padding-form function (pad_short3: its entry's
+# jmp rel8 leads to the padding's jmp rel32, the one re-aimed): events
+# before the move plus counts after it are its calls; then recalled.
+ada_itest(pad_budget.O2 target --nondeterministic --moved pad_short3 --recalled
+          --record-opt=--overhead-budget --record-opt=10 --record-opt=--max-disk-mb
+          --record-opt=0 -- ${T}/t_pad_O2 budget)
 ada_itest(ucontext.O2 target --calls-only -- ${T}/t_ucontext_O2)
 # 300 switches each way through traced wrappers: frames left behind on the
 # other stack return late, coro()'s own only at the end (the grave keeps one
