@@ -65,7 +65,7 @@ def diagnose(ada, target, work, preexec=None):
                             cwd=work)
     rc_j, js, err_j = run([ada, "diagnose", str(target), "--json", "--out", out],
                           preexec=preexec, cwd=work)
-    check(rc_t == rc_j, "text exit %d, json exit %d" % (rc_t, rc_j))
+    check(rc_t == rc_j, "text exit %d, json exit %d:\n%s\n%s" % (rc_t, rc_j, text, js[:2000]))
     check(not err_t.strip() and not err_j.strip(), "diagnose wrote on stderr: %r %r" %
           (err_t, err_j))
     try:
@@ -263,6 +263,15 @@ def case_nondumpable(a, work):
 def case_live(a, work):
     p = subprocess.Popen(["sleep", "120"], stdout=subprocess.DEVNULL)
     try:
+        # Popen returns after the fork: until the exec, the child is a copy
+        # of this python, which the two runs of diagnose could see apart.
+        for _ in range(600):
+            try:
+                if os.readlink("/proc/%d/exe" % p.pid).endswith("/sleep"):
+                    break
+            except OSError:
+                pass
+            time.sleep(0.01)
         rc, text, rep = diagnose(a.ada, p.pid, work)
         check(rc == 0, "a process of ours cannot be attached?\n%s" % text)
         for cid in ("process", "owner", "tracer", "seccomp", "libc", "ptrace", "static"):
