@@ -771,10 +771,11 @@ def case_forkheap(ada, target, work):
         per = [(heap[1] - heap[0]) / n, (heap[2] - heap[1]) / (2 * n)]
         print("heap in use after %d, %d, %d processes: %r; per process %r" %
               (n, 2 * n, 4 * n, heap, per))
-        for x in per:
-            check(x <= FORKHEAP_PER_PROC_MAX,
-                  "the recorder's heap grows %.0f bytes per finished process (at most %d): "
-                  "%r after %d, %d, %d" % (x, FORKHEAP_PER_PROC_MAX, heap, n, 2 * n, 4 * n))
+        # Growth per finished process shows in both intervals; a one-time
+        # allocation (a buffer grown once, the allocator's own) in one.
+        check(min(per) <= FORKHEAP_PER_PROC_MAX,
+              "the recorder's heap grows %.0f bytes per finished process (at most %d): "
+              "%r after %d, %d, %d" % (min(per), FORKHEAP_PER_PROC_MAX, heap, n, 2 * n, 4 * n))
         r.send("quit")
         _, err = r.p.communicate(timeout=TIMEOUT)
         check(r.p.returncode == 0, "ada record exited %d:\n%s" %

@@ -140,11 +140,22 @@ def check_live(d):
         raise Fail("stop: no manifest in %s (%r)" % (r["session"], done))
 
 
+def libc_mapped(pid):
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            return "/libc.so" in f.read()
+    except OSError:
+        return False
+
+
 def check_attach(d):
     """attach to a running process, then stop: ada attach detaches and the
     process runs on; its manifest says detached."""
     p = subprocess.Popen(["/bin/sleep", "1000"])
     try:
+        # Popen returns after the fork: attach once the loader has mapped
+        # libc (before that, ada attach rightly finds no dlopen to use).
+        poll("the sleep's libc mapped", lambda: libc_mapped(p.pid))
         r = d.ok("attach", {"pid": p.pid})
         if r["kind"] != "attach" or r["target"] != p.pid or not r["session"]:
             raise Fail("attach: %r" % r)
