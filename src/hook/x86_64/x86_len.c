@@ -192,6 +192,23 @@ static size_t len_modrm(const uint8_t *m, size_t left, struct x86_len_info *li)
 	return n <= left ? n : 0;
 }
 
+/* The rest of a VEX/EVEX instruction whose prefix is pre bytes and whose
+ * opcode (at b[pre], map `map`) takes a ModRM: ModRM, SIB, displacement,
+ * and the imm8 the map and opcode call for; the whole length or 0. */
+static size_t len_vex_rest(const uint8_t *b, size_t left, size_t pre, unsigned map,
+                           struct x86_len_info *li)
+{
+	uint8_t op = b[pre];
+	size_t m = left > pre + 1 ? len_modrm(b + pre + 1, left - pre - 1, li) : 0;
+	if (!m)
+		return 0;
+	int imm =
+	    map == 3 ||
+	    (map == 1 && ((op >= 0x70 && op <= 0x73) || op == 0xc2 || (op >= 0xc4 && op <= 0xc6)));
+	size_t n = pre + 1 + m + (size_t)imm;
+	return n <= left ? n : 0;
+}
+
 /* VEX (C4/C5) and EVEX (62): prefix, opcode, ModRM, imm8 by map. */
 static size_t len_vex(const uint8_t *b, size_t left, struct x86_len_info *li)
 {
@@ -217,14 +234,7 @@ static size_t len_vex(const uint8_t *b, size_t left, struct x86_len_info *li)
 	 * ops (kmov, kand..., kortest, kshift) capstone 4 cannot decode. */
 	if (!len_vex_ok[map][op])
 		return 0;
-	size_t m = len_modrm(b + pre + 1, left - pre - 1, li);
-	if (!m)
-		return 0;
-	int imm =
-	    map == 3 ||
-	    (map == 1 && ((op >= 0x70 && op <= 0x73) || op == 0xc2 || (op >= 0xc4 && op <= 0xc6)));
-	size_t n = pre + 1 + m + (size_t)imm;
-	return n <= left ? n : 0;
+	return len_vex_rest(b, left, pre, map, li);
 }
 
 size_t x86_vex_any_len(const uint8_t *b, size_t left)
@@ -251,14 +261,7 @@ size_t x86_vex_any_len(const uint8_t *b, size_t left)
 	if (b[0] != 0x62 && map == 1 && op == 0x77)
 		return pre + 1; /* vzeroupper, vzeroall: no ModRM */
 	struct x86_len_info li;
-	size_t m = left > pre + 1 ? len_modrm(b + pre + 1, left - pre - 1, &li) : 0;
-	if (!m)
-		return 0;
-	int imm =
-	    map == 3 ||
-	    (map == 1 && ((op >= 0x70 && op <= 0x73) || op == 0xc2 || (op >= 0xc4 && op <= 0xc6)));
-	size_t n = pre + 1 + m + (size_t)imm;
-	return n <= left ? n : 0;
+	return len_vex_rest(b, left, pre, map, &li);
 }
 
 /* Two- and three-byte legacy maps; o points at the 0F. */
