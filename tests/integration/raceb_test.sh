@@ -14,36 +14,19 @@
 #   raceb_test.sh ADA PRODUCER_RACEB
 set -u
 ADA=$1 PROD=$2
-if [ "${RACEB_INNER:-}" != 1 ]; then
-	[ "$(id -u)" -eq 0 ] || { echo "raceb_test: needs root for a pid namespace: skipped"; exit 77; }
-	unshare --pid --fork --mount-proc true 2>/dev/null ||
-		{ echo "raceb_test: cannot make a pid namespace (unshare): skipped"; exit 77; }
-	RACEB_INNER=1 exec timeout -s KILL 120 unshare --pid --fork --mount-proc bash "$0" "$@"
-fi
-# The private /tmp hides whatever is under the machine's (a checkout in
-# a mktemp -d, as CI makes): the two programs are run from a copy.
-BIN=$(mktemp -d /dev/shm/raceb-bin.XXXXXX) || { echo "raceb_test: no room in /dev/shm"; exit 1; }
-cp "$ADA" "$BIN/ada" && cp "$PROD" "$BIN/producer_raceb" || { rm -rf "$BIN"; exit 1; }
+PIDNS_TAG=raceb_test
+. "$(dirname "$0")/pidns.sh"
+pidns_enter RACEB_INNER "$0" "$@"
+pidns_private_tmp "$ADA:ada" "$PROD:producer_raceb"
 ADA=$BIN/ada PROD=$BIN/producer_raceb
-mount -t tmpfs -o size=64m tmpfs /tmp || { rm -rf "$BIN"; echo "raceb_test: no private /tmp: skipped"; exit 77; }
-cd / # the working directory may be under the /tmp just hidden (python's shim needs one)
 export ADA_NO_RECOVER_ORPHANS=1
 W=/tmp/raceb
 mkdir -p $W
 cleanup() {
 	[ -n "${APID:-}" ] && kill -CONT "$APID" 2>/dev/null && kill -KILL "$APID" 2>/dev/null
 	[ -n "${X:-}" ] && kill -KILL "$X" 2>/dev/null
-	# The arena directory whose owner record names this session (the
-	# program itself is not recorded: there may be no manifest naming
-	# it). Not by the session's name alone: a test beside this one may
-	# have started a session of the same name in the same second.
-	for s in "$W"/out/session_*; do
-		[ -d "$s" ] || continue
-		for d in /dev/shm/ada-"$(basename "$s")"-*; do
-			grep -qxF "session $s" "$d/recorder" 2>/dev/null && rm -rf "$d"
-		done
-	done
-	rm -rf "$BIN"
+	# The program itself is not recorded: no manifest may name it.
+	pidns_remove_arenas "$W/out"
 }
 trap cleanup EXIT
 fail() { echo "raceb_test: $*" >&2; cat "$W/err" >&2 2>/dev/null; exit 1; }

@@ -17,19 +17,11 @@
 set -u
 ADA=$1 PROD=$2
 K=10
-if [ "${REUSED_INNER:-}" != 1 ]; then
-	[ "$(id -u)" -eq 0 ] || { echo "reusedleft_test: needs root for a pid namespace: skipped"; exit 77; }
-	unshare --pid --fork --mount-proc true 2>/dev/null ||
-		{ echo "reusedleft_test: cannot make a pid namespace (unshare): skipped"; exit 77; }
-	REUSED_INNER=1 exec timeout -s KILL 120 unshare --pid --fork --mount-proc bash "$0" "$@"
-fi
-# The private /tmp hides whatever is under the machine's (a checkout in
-# a mktemp -d, as CI makes): the two programs are run from a copy.
-BIN=$(mktemp -d /dev/shm/reusedleft-bin.XXXXXX) || { echo "reusedleft_test: no room in /dev/shm"; exit 1; }
-cp "$ADA" "$BIN/ada" && cp "$PROD" "$BIN/producer_endlag" || { rm -rf "$BIN"; exit 1; }
+PIDNS_TAG=reusedleft_test
+. "$(dirname "$0")/pidns.sh"
+pidns_enter REUSED_INNER "$0" "$@"
+pidns_private_tmp "$ADA:ada" "$PROD:producer_endlag"
 ADA=$BIN/ada PROD=$BIN/producer_endlag
-mount -t tmpfs -o size=64m tmpfs /tmp || { rm -rf "$BIN"; echo "reusedleft_test: no private /tmp: skipped"; exit 77; }
-cd / # the working directory may be under the /tmp just hidden
 export ADA_NO_RECOVER_ORPHANS=1
 W=/tmp/reusedleft
 mkdir -p $W
@@ -37,14 +29,7 @@ cleanup() {
 	[ -n "${APID:-}" ] && kill -CONT "$APID" 2>/dev/null && kill -KILL "$APID" 2>/dev/null
 	[ -n "${X:-}" ] && { kill -KILL "$X" && wait "$X"; } 2>/dev/null
 	[ -n "${D:-}" ] && kill -KILL "$D" 2>/dev/null
-	# The arena directory whose owner record names this session.
-	for s in "$W"/out/session_*; do
-		[ -d "$s" ] || continue
-		for d in /dev/shm/ada-"$(basename "$s")"-*; do
-			grep -qxF "session $s" "$d/recorder" 2>/dev/null && rm -rf "$d"
-		done
-	done
-	rm -rf "$BIN"
+	pidns_remove_arenas "$W/out"
 }
 trap cleanup EXIT
 fail() { echo "reusedleft_test: $*" >&2; cat "$W/err" >&2 2>/dev/null; exit 1; }
