@@ -536,10 +536,24 @@ static void drain_open_arena_ino(struct ada_recorder *r, const char *name, ino_t
  * files from what is on disk and cannot drain its arena. */
 #define WAL_EARLY_MANIFEST_NS 20000000ull
 
+/* Test hook (orphan_young): ADA_TEST_NO_EARLY_MANIFEST=1 keeps every
+ * process in that window for good, so that a recorder killed under it
+ * leaves processes with no manifest (a window too short to hit from
+ * outside). Read once, by the drain thread alone. */
+static bool drain_no_early_manifest(void)
+{
+	static int hook = -1;
+	if (hook < 0) {
+		const char *v = getenv("ADA_TEST_NO_EARLY_MANIFEST");
+		hook = v && !strcmp(v, "1");
+	}
+	return hook;
+}
+
 void drain_early_manifest(struct ada_recorder *r, struct wal_proc *p, uint64_t now)
 {
 	if (p->early_manifest || p->finished || !p->arena ||
-	    now < p->admit_ns + WAL_EARLY_MANIFEST_NS)
+	    now < p->admit_ns + WAL_EARLY_MANIFEST_NS || drain_no_early_manifest())
 		return;
 	p->early_manifest = true;
 	WAL_GUARDED(p->arena, wal_manifest_write(r, p, "recording"), drain_arena_lost(r, p, 0));

@@ -220,7 +220,9 @@ static bool orphan_unread(const char *session, const char *fname)
 	char tail[8], path[PATH_MAX];
 	if (sscanf(fname, "%u%7s", &pid, tail) != 2 || strcmp(tail, ".ring"))
 		return false;
-	snprintf(path, sizeof(path), "%s/pid_%u/manifest.json", session, pid);
+	if (snprintf(path, sizeof(path), "%s/pid_%u/manifest.json", session, pid) >=
+	    (int)sizeof(path))
+		return false;
 	return access(path, F_OK) != 0;
 }
 
@@ -361,6 +363,46 @@ static int orphan_open(int shm, const char *name, struct stat *st)
 		return -1;
 	}
 	return fd;
+}
+
+/* Whether the directory dfd (name under shm) is one of the user's arena
+ * directories (a real directory, owned, 0700) whose record names session;
+ * -EBUSY when its recorder still runs. */
+static int orphan_of_session(int dfd, const char *name, const char *session)
+{
+	struct stat st;
+	struct orphan_owner o;
+	if (fstat(dfd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700 ||
+	    orphan_read_owner(dfd, name, &o) < 0 || strcmp(o.session, session))
+		return -ENOENT;
+	return ada_recorder_alive(o.pid, (uint64_t)o.ticks) ? -EBUSY : 0;
+}
+
+int ada_orphan_arena_dir(const char *shm_dir, const char *session, char *out, size_t cap)
+{
+	const char *base = strrchr(session, '/');
+	char want[NAME_MAX + 1];
+	if (!base || !shm_dir)
+		return -EINVAL;
+	DIR *d = ada_fs_opendir(AT_FDCWD, shm_dir);
+	if (!d)
+		return -errno;
+	int rc = -ENOENT;
+	struct dirent *de;
+	for (unsigned i = 0; rc == -ENOENT && i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d));
+	     i++) {
+		int fd = -1;
+		if (!orphan_name_session(de->d_name, want, sizeof(want)) ||
+		    strcmp(want, base + 1) || ada_fs_entry_kind(dirfd(d), de) != ADA_FS_DIR ||
+		    ada_fs_open_dir(dirfd(d), de->d_name, &fd) < 0)
+			continue;
+		rc = orphan_of_session(fd, de->d_name, session);
+		close(fd);
+		if (rc == 0 && snprintf(out, cap, "%s/%s", shm_dir, de->d_name) >= (int)cap)
+			rc = -ENAMETOOLONG;
+	}
+	closedir(d);
+	return rc;
 }
 
 int ada_orphans_recover(const struct ada_orphan_opts *op, unsigned *taken)

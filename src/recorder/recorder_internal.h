@@ -548,4 +548,23 @@ static inline void wal_flight_feed(struct wal_thread *t, const struct atf_index_
  * temporary file with an unpredictable name + renameat; fs.h). */
 int wal_json_write_atomic(int dirfd, json_t *root);
 
+/* ---- ada recover's arena search (recover_find.c) ------------------------ */
+
+/* Whether man (a pid_N's manifest) says its recorder still runs (pid and
+ * start time: a reused pid is not it): two drains of one ring would
+ * corrupt both the ring and the files. */
+bool rec_recorder_running(json_t *man);
+/* Whether name is pid_<N>. */
+bool rec_is_pid_dir(const char *name);
+/* A process whose manifest (man, of pid_dir) names no arena: man gains
+ * "arena" (<pid>.ring in the session's arena directory) and "arena_dir"
+ * (and a sibling's clock and arch). 1 when found, 0 when not or nothing
+ * to find, -EBUSY when the recorder still runs. */
+int rec_name_arena(const char *pid_dir, json_t *man);
+/* Arenas of the session dir's arena directory that the recorder never
+ * admitted (no pid_N): each that opens as an arena gets its pid_N, and
+ * recover_pid(pid_dir, arg) is called on it. 0, or -EBUSY when the
+ * recorder still runs. */
+int rec_unadmitted(const char *dir, int (*recover_pid)(const char *pid_dir, void *arg), void *arg);
+
 #endif

@@ -781,6 +781,19 @@ static void rec_crash_read(struct rec_ctx *c)
 	                                             : 0;
 }
 
+/* No anchor saved: calibrate now (same TSC, same boot). */
+static void rec_clock_calibrate(struct rec_ctx *c)
+{
+	ada_tsc_clock_init(&c->clk, ada_tsc_read(), ada_boottime_ns());
+	uint64_t mult;
+	if (ada_tsc_known_mult(&mult) != ADA_TSC_MEASURED)
+		ada_tsc_clock_seed(&c->clk, mult);
+	while (!ada_tsc_clock_ready(&c->clk)) {
+		usleep(1000);
+		ada_tsc_clock_sample(&c->clk, ada_tsc_read(), ada_boottime_ns());
+	}
+}
+
 static void rec_clock_from(struct rec_ctx *c, json_t *man)
 {
 	json_t *clk = json_object_get(man, "clock");
@@ -799,16 +812,17 @@ static void rec_clock_from(struct rec_ctx *c, json_t *man)
 		};
 		ada_tsc_clock_set(&c->clk, &m);
 	} else if (c->use_tsc && !c->foreign) {
-		/* No anchor saved: calibrate now (same TSC, same boot). */
-		ada_tsc_clock_init(&c->clk, ada_tsc_read(), ada_boottime_ns());
-		uint64_t mult;
-		if (ada_tsc_known_mult(&mult) != ADA_TSC_MEASURED)
-			ada_tsc_clock_seed(&c->clk, mult);
-		while (!ada_tsc_clock_ready(&c->clk)) {
-			usleep(1000);
-			ada_tsc_clock_sample(&c->clk, ada_tsc_read(), ada_boottime_ns());
-		}
+		rec_clock_calibrate(c);
 	}
+}
+
+/* A manifest without a clock (the recorder died before writing one and
+ * no sibling had one): the arena says what its stamps are. */
+static void rec_clock_of_arena(struct rec_ctx *c)
+{
+	c->use_tsc = ada_arena_config_of(c->arena)->timestamp_source != ADA_TS_CLOCK;
+	if (c->use_tsc && !c->foreign)
+		rec_clock_calibrate(c);
 }
 
 static int rec_thread_dirs(struct rec_ctx *c, const char *pid_dir)
@@ -842,17 +856,6 @@ static json_t *rec_manifest_load(const char *pid_dir)
 		man = ada_manifest_new((int32_t)pid); /* lost or damaged: start anew */
 	}
 	return man;
-}
-
-/* Its recorder still runs (pid and start time: a reused pid is not it):
- * two drains of one ring would corrupt both the ring and the files. */
-static bool rec_recorder_running(json_t *man)
-{
-	const char *st0 = ada_manifest_state(man);
-	json_int_t rpid = json_integer_value(json_object_get(man, "recorder_pid"));
-	json_int_t rticks = json_integer_value(json_object_get(man, "recorder_start_ticks"));
-	return st0 && !strcmp(st0, "recording") && rpid > 0 && rpid != getpid() &&
-	       ada_recorder_alive((pid_t)rpid, rticks > 0 ? (uint64_t)rticks : 0);
 }
 
 /* Another machine's counter and no anchor in the manifest (the recorder
@@ -958,7 +961,8 @@ static void rec_arena_release(struct rec_ctx *c, json_t *man, const char *arena)
 static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 {
 	json_t *man = rec_manifest_load(pid_dir);
-	if (rec_recorder_running(man)) {
+	int named = rec_recorder_running(man) ? -EBUSY : rec_name_arena(pid_dir, man);
+	if (named < 0) {
 		json_decref(man);
 		return -EBUSY;
 	}
@@ -990,8 +994,14 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	if (!arena && !again && st0 && strcmp(st0, "complete"))
 		rec_say(&c,
 		        "no manifest named this process's arena (the recorder died before writing "
-		        "it): what its rings still held is not recovered");
+		        "it) and none was found in the session's arena directory: what its rings "
+		        "still held is not recovered");
+	if (named)
+		rec_say(&c, "the recorder died before writing this process's manifest: its arena "
+		            "was found in the session's arena directory and read");
 	rec_arena_open(&c, arena);
+	if (c.arena && !json_object_get(man, "clock"))
+		rec_clock_of_arena(&c);
 	if (c.arena)
 		WAL_GUARDED(c.arena, rec_clock_foreign(&c); rec_crash_read(&c), c.arena_bad = true);
 	rec_thread_dirs(&c, pid_dir);
@@ -1016,11 +1026,9 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	return 0;
 }
 
-static bool rec_is_pid_dir(const char *name)
+static int rec_pid_cb(const char *pid_dir, void *rep)
 {
-	unsigned pid;
-	char tail;
-	return sscanf(name, "pid_%u%c", &pid, &tail) == 1;
+	return rec_pid(pid_dir, rep);
 }
 
 int ada_wal_recover(const char *dir, struct ada_recover_report *rep)
@@ -1051,6 +1059,8 @@ int ada_wal_recover(const char *dir, struct ada_recover_report *rep)
 			busy = rc;
 	}
 	closedir(d);
+	if (!busy)
+		busy = rec_unadmitted(dir, rec_pid_cb, rep);
 	if (busy)
 		return busy;
 	return rep->pids ? 0 : -ENOENT;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Arenas whose recorder was killed (issue 38): the next ada command that
 # starts recovers them into their session and removes them.
-#   orphan_test.sh ADA PRODUCER CHECK MODE
+#   orphan_test.sh ADA PRODUCER CHECK MODE [RACEB]
 #   ls          SIGKILL the recorder under a running producer_kill: `ada ls`
 #               leaves the arena while the producer still maps it (and says
 #               so), then, once it is killed too, recovers every event its
@@ -10,12 +10,19 @@
 #   optout      ADA_NO_RECOVER_ORPHANS=1 and `ada --no-recover-orphans` leave
 #               it; a recording made under the variable is left by a plain
 #               `ada status` too, and `ada recover --all` takes it
+#   young       the same, the recorder killed before the program's first
+#               manifest (ADA_TEST_NO_EARLY_MANIFEST=1): recover finds the
+#               arena through its directory's owner record, and every event
+#               its arena held is recovered
+#   unadmitted  the recorder stopped, a child records 10 events, the
+#               recorder killed: recover gives the child the pid_N the
+#               recorder never made and reads its arena (RACEB: producer_raceb)
 #   other_user  (root) an arena directory another user owns is left alone
 # The suite runs every other test with ADA_NO_RECOVER_ORPHANS=1 (their
 # killed recordings are theirs to recover); these run one at a time
 # (RESOURCE_LOCK), so each scan finds only its own recording.
 set -u
-ADA=$1 PROD=$2 CHECK=$3 MODE=$4
+ADA=$1 PROD=$2 CHECK=$3 MODE=$4 RACEB=${5:-}
 # producer_check reads ATF v2: a compact session through its export.
 . "$(dirname "$0")/atf_view.sh"
 unset ADA_NO_RECOVER_ORPHANS
@@ -116,6 +123,77 @@ optout)
 	"$ADA" recover --all 2>"$WORK/ls" || fail "ada recover --all failed"
 	grep -q "recovered the recording of [0-9:]* whose recorder was killed: $S" "$WORK/ls" || fail "ada recover --all did not recover it"
 	recovered_all
+	;;
+young)
+	# The recorder dies before the program's manifest (its first 20 ms,
+	# made permanent by the test hook): recover finds its arena in the
+	# session's arena directory through the directory's owner record.
+	env ADA_TEST_NO_EARLY_MANIFEST=1 "$ADA" record --no-agent --out "$WORK/out" -- \
+		"$PROD" kill "$WORK/counts" 2>"$WORK/err" &
+	APID=$!
+	wait_for "$WORK/counts.ready"
+	P=$(cat /proc/$APID/task/*/children 2>/dev/null | awk '{print $1}')
+	[ -n "$P" ] || fail "no producer process under ada"
+	S=$(ls -d "$WORK"/out/session_* | head -n 1)
+	wait_for "$S/pid_$P"
+	for d in /dev/shm/ada-"$(basename "$S")"-*; do
+		grep -qxF "session $S" "$d/recorder" 2>/dev/null && A=$d
+	done
+	[ -n "$A" ] && [ -f "$A/$P.ring" ] || fail "no arena directory of $S in /dev/shm"
+	kill -KILL $APID
+	wait $APID 2>/dev/null
+	[ -e "$S/pid_$P/manifest.json" ] && fail "a manifest was written under ADA_TEST_NO_EARLY_MANIFEST=1"
+	M=$S/pid_$P/manifest.json
+	end_producer
+	"$ADA" ls "$WORK/out" >/dev/null 2>"$WORK/ls" || fail "ada ls failed"
+	grep -q "recovered the recording of [0-9:]* whose recorder was killed: $S, 1 process" "$WORK/ls" ||
+		fail "ada ls did not say it recovered $S"
+	grep -q "its arena was found in the session's arena directory and read" "$M" ||
+		fail "the recovered manifest does not say where its arena came from"
+	recovered_all
+	;;
+unadmitted)
+	# The recorder dies before it saw a child's arena (stopped, then
+	# killed): the child has no pid_N; recover makes it one and reads the
+	# arena, found through the directory's owner record.
+	"$ADA" record --no-agent --out "$WORK/out" -- "$RACEB" "$WORK/g1" "$WORK/g2" 10 \
+		>"$WORK/stdout" 2>"$WORK/err" &
+	APID=$!
+	i=0
+	until ls -d "$WORK"/out/session_* >/dev/null 2>&1 && [ -n "$(cat /proc/$APID/task/*/children 2>/dev/null)" ]; do
+		i=$((i + 1))
+		[ $i -gt 1200 ] && fail "timed out waiting for the program"
+		sleep 0.05
+	done
+	P=$(cat /proc/$APID/task/*/children 2>/dev/null | awk '{print $1}')
+	S=$(ls -d "$WORK"/out/session_* | head -n 1)
+	kill -STOP $APID
+	touch "$WORK/g1"
+	i=0
+	until grep -q "^child " "$WORK/stdout"; do
+		i=$((i + 1))
+		[ $i -gt 1200 ] && fail "timed out waiting for the child"
+		sleep 0.05
+	done
+	C=$(sed -n 's/^child \([0-9]*\)$/\1/p' "$WORK/stdout")
+	for d in /dev/shm/ada-"$(basename "$S")"-*; do
+		grep -qxF "session $S" "$d/recorder" 2>/dev/null && A=$d
+	done
+	[ -n "$A" ] && [ -f "$A/$C.ring" ] || fail "no arena of the child $C in /dev/shm"
+	kill -KILL $APID
+	kill -CONT $APID 2>/dev/null
+	wait $APID 2>/dev/null
+	[ -e "$S/pid_$C" ] && fail "the child was admitted before the recorder was stopped"
+	touch "$WORK/g2"
+	while kill -0 "$P" 2>/dev/null; do sleep 0.05; done
+	P=
+	"$ADA" ls "$WORK/out" >/dev/null 2>"$WORK/ls" || fail "ada ls failed"
+	grep -q "recovered the recording of [0-9:]* whose recorder was killed: $S, 1 process, 10 events" "$WORK/ls" ||
+		fail "ada ls did not say it recovered the child's 10 events of $S"
+	[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metrics"]["events_written"])' "$S/pid_$C/manifest.json")" = 10 ] ||
+		fail "pid_$C does not hold the child's 10 events"
+	[ -e "$A" ] && fail "arena directory $A left in /dev/shm"
+	"$ADA" validate "$S" >"$WORK/validate" 2>&1 || { cat "$WORK/validate" >&2; fail "ada validate failed"; }
 	;;
 other_user)
 	if [ "$(id -u)" -ne 0 ]; then

@@ -370,6 +370,12 @@ struct ada_orphan_opts {
  * descriptor to close when done. 0, -errno. */
 int ada_recover_lock(const char *dir, int *out);
 
+/* The arena directory under shm_dir (an ada-<name>-XXXXXX of the
+ * effective user) whose owner record names session (absolute), into out:
+ * for recover, when no manifest of the session names it. 0, -ENOENT,
+ * -EBUSY (its recorder still runs), -ENAMETOOLONG, -errno. */
+int ada_orphan_arena_dir(const char *shm_dir, const char *session, char *out, size_t cap);
+
 /* Finds the effective user's arena directories under shm_dir whose
  * recorder is gone, recovers each into its session (ada_wal_recover) and
  * removes it; *taken counts those. 0, or -errno when shm_dir cannot be
