@@ -64,6 +64,11 @@ static void orphans_found(void *arg, const struct ada_orphan *o)
 		        "left for `ada recover`",
 		        when, o->session_dir, strerror(o->error), o->arena_dir);
 		break;
+	case ADA_ORPHAN_REMOVED:
+		ada_log("removed %s: shared memory of an ada recording that names no session, "
+		        "whose processes are all gone (%u arena%s, never read)",
+		        o->arena_dir, o->unread, o->unread == 1 ? "" : "s");
+		break;
 	default:
 		ada_log("left %s: shared memory of an ada recording that names no session (%s); "
 		        "`rm -r %s` frees it",

@@ -27,12 +27,16 @@
  * would read a ring still being written, and removing the file would lose
  * what it writes next; the scan says so and takes it once the process is
  * gone. Two scans never take the same directory: each holds flock
- * (LOCK_EX|LOCK_NB) on it while it works.
+ * (LOCK_EX|LOCK_NB) on it while it works. A directory without any record,
+ * older than a minute, unheld, and holding nothing but arenas of
+ * processes that are gone (and perhaps the budget file) is removed and
+ * told: a recording's end that could not empty it leaves one.
  *
  * Everything read here (the record, the directory listing) is input from
  * a place the user owns; it is checked once, in orphan_read_owner().
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +51,7 @@
 
 #include "fs.h"
 #include "recorder.h"
+#include "ring.h"
 
 #define ORPHAN_OWNER_MAX 8192   /* the record's size limit (a path and five numbers) */
 #define ORPHAN_PROC_MAX 100000u /* /proc entries looked at, at most */
@@ -227,7 +232,8 @@ static bool orphan_unread(const char *session, const char *fname)
 }
 
 /* Empties and removes the arena directory dfd (name under shm); counts
- * the arena files of session no manifest named (never read). */
+ * the arena files of session no manifest named (never read; session
+ * NULL: none is named, nothing counted). */
 static void orphan_remove(int shm, const char *name, int dfd, const char *session, uint32_t *unread)
 {
 	int fd2 = dup(dfd);
@@ -237,12 +243,14 @@ static void orphan_remove(int shm, const char *name, int dfd, const char *sessio
 			close(fd2);
 		return;
 	}
+	rewinddir(d); /* a dup shares the offset another listing moved */
 	struct dirent *de;
 	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
 		enum ada_fs_kind k = ada_fs_entry_kind(dirfd(d), de);
 		if (k != ADA_FS_REG && k != ADA_FS_LINK)
 			continue;
-		*unread += orphan_unread(session, de->d_name);
+		if (session)
+			*unread += orphan_unread(session, de->d_name);
 		unlinkat(dirfd(d), de->d_name, 0);
 	}
 	closedir(d);
@@ -294,16 +302,93 @@ static int orphan_decide(const struct ada_orphan_opts *op, const char *path,
 	return rc < 0 ? ADA_ORPHAN_NO_SESSION : ADA_ORPHAN_RECOVERED;
 }
 
+/* True for a name a traced process gives its arena (src/ring/env.c):
+ * <pid>.ring or <pid>.<start ticks>.ring, either followed by
+ * .tmp.<hex> while it is made; *pid is the pid. */
+static bool orphan_arena_name(const char *name, pid_t *pid)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(name, &end, 10);
+	if (end == name || !isdigit((unsigned char)name[0]) || errno || v == 0 || v > INT32_MAX)
+		return false;
+	if (end[0] == '.' && isdigit((unsigned char)end[1])) {
+		const char *t = end + 1;
+		while (isdigit((unsigned char)*t))
+			t++;
+		end = (char *)t;
+	}
+	if (strncmp(end, ".ring", 5))
+		return false;
+	end += 5;
+	if (!strncmp(end, ".tmp.", 5) && end[5]) {
+		end += 5;
+		while (isxdigit((unsigned char)*end))
+			end++;
+	}
+	*pid = (pid_t)v;
+	return *end == '\0';
+}
+
+/* True when the directory dfd holds nothing but arenas (files named as
+ * orphan_arena_name() says) of processes that no longer exist, and
+ * perhaps the budget file (no events); *arenas counts the arenas. A pid
+ * /proc still lists (alive, or reused) keeps the directory. */
+static bool orphan_only_dead_arenas(int dfd, uint32_t *arenas)
+{
+	int fd2 = dup(dfd);
+	DIR *d = fd2 < 0 ? NULL : fdopendir(fd2);
+	if (!d) {
+		if (fd2 >= 0)
+			close(fd2);
+		return false;
+	}
+	rewinddir(d); /* a dup shares the offset another listing moved */
+	bool ok = true;
+	struct dirent *de;
+	unsigned i = 0;
+	*arenas = 0;
+	for (; ok && i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		bool file = ada_fs_entry_kind(dirfd(d), de) == ADA_FS_REG;
+		if (file && !strcmp(de->d_name, ADA_SHM_BUDGET_NAME))
+			continue;
+		pid_t pid;
+		char proc[32];
+		ok = file && orphan_arena_name(de->d_name, &pid);
+		if (ok) {
+			snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+			ok = access(proc, F_OK) != 0 && errno == ENOENT;
+			*arenas += ok;
+		}
+	}
+	closedir(d);
+	return ok && i < ADA_FS_WALK_MAX_ENTRIES;
+}
+
 /* A directory without a usable record (rc): a recorder between mkdtemp
- * and its record, or one from before records. Only an old one that no
- * process holds is told. */
-static void orphan_unmarked(const struct ada_orphan_opts *op, struct ada_orphan *r,
-                            const struct stat *st, int rc)
+ * and its record, an ada from before records, or the end of a recording
+ * that could not empty it (an arena of the program landed after, or the
+ * recorder could not list it). Only an old one that no process holds is
+ * looked at: without any record (another ada's record is not ours to
+ * judge), holding only arenas whose processes are gone, nobody can ever
+ * read it, and no session is named to recover into: it is removed and
+ * told. Anything else in it is left, and told. */
+static void orphan_unmarked(const struct ada_orphan_opts *op, int shm, const char *name, int dfd,
+                            struct ada_orphan *r, const struct stat *st, int rc)
 {
 	if (time(NULL) - st->st_mtime < ORPHAN_YOUNG_S || orphan_holder(r->arena_dir))
 		return;
 	r->outcome = ADA_ORPHAN_UNKNOWN;
 	r->error = -rc;
+	uint32_t arenas = 0;
+	if (rc == -ENOENT && orphan_only_dead_arenas(dfd, &arenas)) {
+		orphan_remove(shm, name, dfd, NULL, NULL);
+		r->outcome = ADA_ORPHAN_REMOVED;
+		r->unread = arenas;
+		r->error = 0;
+	}
 	op->found(op->arg, r);
 }
 
@@ -317,7 +402,7 @@ static void orphan_take(const struct ada_orphan_opts *op, int shm, const char *s
 	struct orphan_owner o;
 	int rc = orphan_read_owner(dfd, name, &o);
 	if (rc < 0) {
-		orphan_unmarked(op, &r, st, rc);
+		orphan_unmarked(op, shm, name, dfd, &r, st, rc);
 		return;
 	}
 	r.session_dir = o.session;

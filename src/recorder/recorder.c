@@ -207,6 +207,7 @@ int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **ou
 	r->inotify_fd = -1;
 	r->session_fd = -1;
 	r->reserve.fd = -1;
+	r->shm.dir_fd = -1;
 	r->self_start_ticks = ada_proc_start_ticks(getpid());
 	r->warnings = json_array();
 	int rc = r->warnings ? rec_copy_opts(r, o) : -ENOMEM;
@@ -478,6 +479,8 @@ void ada_recorder_free(struct ada_recorder *r)
 		rec_free_proc(r->procs[i]);
 	free(r->procs);
 	ada_shm_budget_close(r->shm.budget);
+	if (r->shm.dir_fd >= 0)
+		close(r->shm.dir_fd);
 	if (r->reserve.fd >= 0)
 		close(r->reserve.fd);
 	ada_wal_io_free(r->io);

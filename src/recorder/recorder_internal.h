@@ -306,6 +306,10 @@ struct wal_shm {
 	struct ada_shm_budget_view last; /* its last values, once closed */
 	bool told;                       /* said that a process ran untraced */
 	uint32_t leftover;               /* entries the end found in the arena dir */
+	/* The arena directory, opened at the start and kept for the end: a
+	 * recorder at its limit of open files must still list it to empty it
+	 * (-1: none, or handed to the end). */
+	int dir_fd;
 };
 
 /* Room for the final manifests on a full disk (reserve.c). */

@@ -49,9 +49,8 @@ int wal_shm_setup(struct ada_recorder *r)
 	int fd = open(r->arena_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	int rc = ada_shm_budget_create(fd, r->o.max_shm_bytes, &r->shm.budget);
-	close(fd);
-	return rc;
+	r->shm.dir_fd = fd; /* kept for wal_shm_finish() */
+	return ada_shm_budget_create(fd, r->o.max_shm_bytes, &r->shm.budget);
 }
 
 /* p's arena is about to be removed: its size is free again. */
@@ -127,9 +126,9 @@ static void shm_clear(struct ada_recorder *r, DIR *d)
 	}
 }
 
-/* The arena directory could not be opened (the limit of open files: a
- * recorder at its last descriptors): the two files of its own are removed
- * by name, then the directory; one that is not empty is a leftover. */
+/* The arena directory cannot be listed (no memory for the listing): the
+ * two files of its own are removed by name, then the directory; one that
+ * is not empty is a leftover. */
 static void shm_finish_unread(struct ada_recorder *r)
 {
 	char path[PATH_MAX];
@@ -159,7 +158,12 @@ void wal_shm_finish(struct ada_recorder *r)
 		ada_shm_budget_close(r->shm.budget);
 		r->shm.budget = NULL;
 	}
-	int fd = open(r->arena_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* The descriptor opened at the start: at its limit of open files the
+	 * recorder could open the directory no more, and an arena it never
+	 * read (the program's, refused for want of a descriptor) would keep
+	 * the directory from being removed. */
+	int fd = r->shm.dir_fd;
+	r->shm.dir_fd = -1;
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
 		if (fd >= 0)

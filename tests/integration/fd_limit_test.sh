@@ -1,6 +1,6 @@
 #!/bin/sh
 # Losses to the recorder's limit of open files (issue 35 item 4): under
-# `ulimit -n 16` a program with 50 threads alive at once records some
+# `ulimit -n 17` a program with 50 threads alive at once records some
 # threads, and the others get no index file (nor, under --detail always,
 # the recorded thread a detail file). Their events must be counted
 # as fd_limit drops (summary line, manifest, `ada status`), told once,
@@ -22,7 +22,12 @@ shm_sweep() {
 	for o in /dev/shm/ada-session_*/recorder; do
 		grep -q "^session $WORK/" "$o" 2>/dev/null && rm -rf "$(dirname "$o")"
 	done
+	# (neither names one the recorder left with only the program's arena)
+	[ -n "$LOWPID" ] && for a in /dev/shm/ada-session_*/"$LOWPID".ring; do
+		[ -f "$a" ] && rm -rf "$(dirname "$a")"
+	done
 }
+LOWPID=
 cleanup() {
 	shm_sweep
 	rm -rf "$WORK"
@@ -31,7 +36,7 @@ trap cleanup EXIT
 fail() { echo "fd_limit_test: $*" >&2; cat "$WORK/err" >&2 2>/dev/null; exit 1; }
 
 # 50 threads x 20 calls of mt_work, all 50 alive at once (a barrier).
-(ulimit -n 16 && exec timeout -s KILL 120 "$ADA" record --out "$WORK/out" -- "$PROG" barrier 50) \
+(ulimit -n 17 && exec timeout -s KILL 120 "$ADA" record --out "$WORK/out" -- "$PROG" barrier 50) \
 	>"$WORK/stdout" 2>"$WORK/err"
 rc=$?
 [ $rc -eq 0 ] || fail "exit status $rc, expected 0"
@@ -46,7 +51,7 @@ m = json.load(open(sys.argv[1]))
 w = m["metrics"]["events_written"]
 print(m["drops"]["index"]["fd_limit"], m["lost_events"], w)' "$M")
 EOT
-[ "$DROPS" -gt 0 ] || fail "no fd_limit drops under ulimit -n 16 with 50 threads"
+[ "$DROPS" -gt 0 ] || fail "no fd_limit drops under ulimit -n 17 with 50 threads"
 [ "$LOST" -eq 0 ] || fail "$LOST events counted lost (disk full), expected 0"
 [ $((WRITTEN + DROPS)) -ge 2000 ] || fail "$WRITTEN written + $DROPS dropped < the 2000 events of mt_work"
 n=$(grep -c "counted as fd_limit drops (raise the limit: ulimit -n)" "$WORK/err")
@@ -56,6 +61,29 @@ grep -q "^ada: recorded .* drops $DROPS (fd_limit $DROPS)" "$WORK/err" || fail "
 grep -q "0 not written (disk full), .*drops $DROPS (fd_limit $DROPS)" "$WORK/status" ||
 	{ cat "$WORK/status" >&2; fail "ada status does not say drops $DROPS (fd_limit $DROPS) and nothing lost to a full disk"; }
 "$ADA" validate "$S" >"$WORK/validate" 2>&1 || { cat "$WORK/validate" >&2; fail "ada validate failed"; }
+
+# At the lowest limit ada starts with, the recorder can open neither the
+# program's arena nor, at the end, a new descriptor of the arena
+# directory: the arena, never read, must still be removed with the
+# directory (it was left in /dev/shm, with no owner record to name it,
+# when the end had to open the directory again). The program tells its
+# pid, which names its arena.
+for lim in $(seq 8 40); do
+	rm -rf "$WORK/out" "$WORK/pid"
+	(ulimit -n $lim && exec timeout -s KILL 120 "$ADA" record --out "$WORK/out" -- \
+		/bin/sh -c 'echo $$ >"$0" && exec "$@"' "$WORK/pid" "$PROG" barrier 50) \
+		>"$WORK/stdout" 2>"$WORK/err"
+	rc=$?
+	[ $rc -eq 2 ] && continue # too few for ada to start
+	[ $rc -eq 0 ] || fail "ulimit -n $lim (the lowest ada starts with): exit status $rc, expected 0"
+	LOWPID=$(cat "$WORK/pid")
+	[ -n "$LOWPID" ] || fail "ulimit -n $lim: the program did not tell its pid"
+	for a in /dev/shm/ada-*/"$LOWPID".ring; do
+		[ -e "$a" ] && fail "ulimit -n $lim: $(dirname "$a") left in /dev/shm with the arena of process $LOWPID"
+	done
+	break
+done
+[ -n "$LOWPID" ] || fail "ada started at no limit from 8 to 40"
 
 # The same under --detail always: a thread that got an index file may get
 # no detail file; its detail records are fd_limit drops of the detail

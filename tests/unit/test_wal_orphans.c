@@ -5,8 +5,10 @@
  * named counted); one whose recorder runs, one marked manual (unless
  * `all`), one with another mode, and one whose record names another
  * session are left alone; one a live process holds a file of is left and
- * told (its holder named), then taken once that process is gone; and the
- * lock ada recover and the scan share.
+ * told (its holder named), then taken once that process is gone; one
+ * without an owner record, old, holding only arenas of processes that
+ * are gone, is removed and told, and left when any of that is not so;
+ * and the lock ada recover and the scan share.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +25,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -190,6 +193,99 @@ static void test_held_then_taken(void **state)
 	assert_false(exists(f->arena));
 }
 
+/* A pid no process has (a child that has been reaped). */
+static pid_t dead_pid(void)
+{
+	pid_t c = fork();
+	if (c == 0)
+		_exit(0);
+	assert_int_equal(waitpid(c, NULL, 0), c);
+	return c;
+}
+
+/* The arena directory without an owner record, holding the arena name
+ * (and the budget file), made old enough for the scan to look at it
+ * (old: mtime two minutes back). */
+static void unmarked(struct fixture *f, const char *name, bool old)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/4242.ring", f->arena);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/%s", f->arena, name);
+	int fd = open(path, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	struct timespec t[2] = {{.tv_sec = time(NULL) - 120}, {.tv_sec = time(NULL) - 120}};
+	if (old)
+		assert_int_equal(utimensat(AT_FDCWD, f->arena, t, 0), 0);
+}
+
+/* What a recording's end that could not empty its directory leaves (an
+ * arena that landed after it, or one it could not list): no record, an
+ * arena whose process is gone. Nobody can read or recover it: removed,
+ * told with the count. */
+static void test_unmarked_dead_removed(void **state)
+{
+	struct fixture *f = *state;
+	char name[64];
+	snprintf(name, sizeof(name), "%d.ring", (int)dead_pid());
+	unmarked(f, name, true);
+	assert_int_equal(scan(f, false), 0); /* nothing recovered into a session */
+	assert_int_equal(f->calls, 1);
+	assert_int_equal(f->last.outcome, ADA_ORPHAN_REMOVED);
+	assert_int_equal(f->last.unread, 1);
+	assert_false(exists(f->arena));
+}
+
+/* ... the same, half made (the temporary name of env.c) */
+static void test_unmarked_tmp_removed(void **state)
+{
+	struct fixture *f = *state;
+	char name[64];
+	snprintf(name, sizeof(name), "%d.12345.ring.tmp.5f8263067d784ead", (int)dead_pid());
+	unmarked(f, name, true);
+	scan(f, false);
+	assert_int_equal(f->last.outcome, ADA_ORPHAN_REMOVED);
+	assert_false(exists(f->arena));
+}
+
+/* An arena whose pid /proc lists (here: this process's), a name that is
+ * not an arena's, or a directory younger than a minute: left. */
+static void test_unmarked_alive_left(void **state)
+{
+	struct fixture *f = *state;
+	char name[64];
+	snprintf(name, sizeof(name), "%d.ring", (int)getpid());
+	unmarked(f, name, true);
+	scan(f, true);
+	assert_int_equal(f->calls, 1);
+	assert_int_equal(f->last.outcome, ADA_ORPHAN_UNKNOWN);
+	assert_true(exists(f->arena));
+}
+
+static void test_unmarked_stranger_left(void **state)
+{
+	struct fixture *f = *state;
+	char name[64];
+	snprintf(name, sizeof(name), "%d.ring", (int)dead_pid());
+	unmarked(f, name, false);
+	unmarked(f, "notes.txt", true);
+	scan(f, true);
+	assert_int_equal(f->last.outcome, ADA_ORPHAN_UNKNOWN);
+	assert_true(exists(f->arena));
+}
+
+static void test_unmarked_young_left(void **state)
+{
+	struct fixture *f = *state;
+	char name[64];
+	snprintf(name, sizeof(name), "%d.ring", (int)dead_pid());
+	unmarked(f, name, false);
+	scan(f, true);
+	assert_int_equal(f->calls, 0);
+	assert_true(exists(f->arena));
+}
+
 /* ada recover and the scan exclude each other on the session, also when
  * recover is named a pid directory of it. */
 static void test_recover_lock(void **state)
@@ -219,6 +315,11 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_other_session_left, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_held_then_taken, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_recover_lock, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unmarked_dead_removed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unmarked_tmp_removed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unmarked_alive_left, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unmarked_stranger_left, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unmarked_young_left, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -338,7 +338,10 @@ enum ada_orphan_outcome {
 	ADA_ORPHAN_IN_USE,     /* a process still maps or holds it (holder): left */
 	ADA_ORPHAN_NO_SESSION, /* its session is missing or not the user's: left */
 	ADA_ORPHAN_FAILED,     /* recover failed (error): left */
-	ADA_ORPHAN_UNKNOWN,    /* no owner record, old and unheld: left, told */
+	ADA_ORPHAN_UNKNOWN,    /* no usable owner record, old and unheld: left, told */
+	/* No owner record, old and unheld, only arenas of processes that are
+	 * gone (a recording's end that could not empty it): removed, told */
+	ADA_ORPHAN_REMOVED,
 };
 
 struct ada_orphan {
@@ -348,7 +351,7 @@ struct ada_orphan {
 	uint32_t outcome;        /* enum ada_orphan_outcome */
 	int error;               /* errno for NO_SESSION, FAILED, UNKNOWN */
 	pid_t holder;            /* IN_USE: a process that maps or holds it */
-	uint32_t unread;         /* RECOVERED: arena files no manifest named, removed */
+	uint32_t unread;         /* RECOVERED: arena files no manifest named; REMOVED: arenas */
 	const struct ada_recover_report *rep; /* RECOVERED: what recover did */
 };
 
