@@ -159,14 +159,19 @@ unadmitted)
 	"$ADA" record --no-agent --out "$WORK/out" -- "$RACEB" "$WORK/g1" "$WORK/g2" 10 \
 		>"$WORK/stdout" 2>"$WORK/err" &
 	APID=$!
+	# Stopped once its owner record names the session and the program runs.
 	i=0
-	until ls -d "$WORK"/out/session_* >/dev/null 2>&1 && [ -n "$(cat /proc/$APID/task/*/children 2>/dev/null)" ]; do
+	until [ -n "$A" ] && [ -n "$(cat /proc/$APID/task/*/children 2>/dev/null)" ]; do
 		i=$((i + 1))
 		[ $i -gt 1200 ] && fail "timed out waiting for the program"
 		sleep 0.05
+		S=$(ls -d "$WORK"/out/session_* 2>/dev/null | head -n 1)
+		[ -n "$S" ] || continue
+		for d in /dev/shm/ada-"$(basename "$S")"-*; do
+			grep -qxF "session $S" "$d/recorder" 2>/dev/null && A=$d
+		done
 	done
 	P=$(cat /proc/$APID/task/*/children 2>/dev/null | awk '{print $1}')
-	S=$(ls -d "$WORK"/out/session_* | head -n 1)
 	kill -STOP $APID
 	touch "$WORK/g1"
 	i=0
@@ -176,10 +181,7 @@ unadmitted)
 		sleep 0.05
 	done
 	C=$(sed -n 's/^child \([0-9]*\)$/\1/p' "$WORK/stdout")
-	for d in /dev/shm/ada-"$(basename "$S")"-*; do
-		grep -qxF "session $S" "$d/recorder" 2>/dev/null && A=$d
-	done
-	[ -n "$A" ] && [ -f "$A/$C.ring" ] || fail "no arena of the child $C in /dev/shm"
+	[ -f "$A/$C.ring" ] || fail "no arena of the child $C in $A"
 	kill -KILL $APID
 	kill -CONT $APID 2>/dev/null
 	wait $APID 2>/dev/null
