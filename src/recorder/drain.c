@@ -330,10 +330,7 @@ static uint64_t drain_disk_bytes(struct ada_recorder *r)
 	       ada_wal_io_open_bytes(r->io);
 }
 
-/* Test hook for `ada recover`: ADA_TEST_KILL_AT=NAME makes the recorder
- * SIGKILL itself at the named point, where a real kill can land (a window
- * too short to hit from outside). Only the drain thread calls it. */
-static void drain_kill_point(const char *name)
+void wal_kill_point(const char *name)
 {
 	static const char *at;
 	static bool read;
@@ -372,7 +369,7 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 	void *arr = drain_grow(t->gens, &t->capgens, t->ngens + 1, sizeof(*t->gens));
 	int dfd = wal_thread_dir(t);
 	if (renameat(dfd, "index.atf", dfd, to) == 0 && arr) {
-		drain_kill_point("rotate_renamed"); /* no index.atf until the next one */
+		wal_kill_point("rotate_renamed"); /* no index.atf until the next one */
 		t->gens = arr;
 		t->gens[t->ngens++] = (struct wal_gen){
 		    .t = t,
@@ -394,6 +391,7 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 		t->retired_bytes += s.bytes;
 		t->retired_gens++;
 		wal_budget_retired(r, s.events, s.bytes);
+		wal_retention_save(t->p);
 	}
 	t->base_seq += s.events;
 	int rc = drain_thread_file(r, t);

@@ -628,6 +628,8 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "metrics", man_metrics(r, p));
 	int rc = wal_manifest_commit(r, p->dir_fd, root);
 	json_decref(root);
+	if (rc == 0 && strcmp(state, "recording"))
+		wal_retention_drop(p); /* said by the final manifest now */
 	/* No pid_N/ at all is said elsewhere; one the limit of open files
 	 * kept closed is opened again at the end (drain.c drain_restate). */
 	p->manifest_failed = rc < 0 && (p->dir_fd >= 0 || p->dir_err);

@@ -138,6 +138,8 @@ struct wal_proc {
 	/* The budget deleted its modules/module_<ID>.syms: every thread's files were
 	 * gone and no reader needs its names any more (drain.c). */
 	bool syms_retired;
+	/* pid_N/.retention was written (retention.c): removed at the end. */
+	bool retention_saved;
 	/* flight.c */
 	struct ada_trigger_proc *trig;
 	struct ada_symtab *syms; /* names for the triggers and the stacks at death */
@@ -445,6 +447,38 @@ void wal_shm_end(struct ada_recorder *r);
 void wal_shm_finish(struct ada_recorder *r);
 /* `ada recover`: removes an arena directory once only shm.budget is left. */
 void wal_shm_remove_dir(const char *dir);
+
+/* Test hook for `ada recover` (drain.c): ADA_TEST_KILL_AT=NAME makes the
+ * recorder SIGKILL itself at the named point, where a real kill can land
+ * (a window too short to hit from outside). Only the drain thread calls
+ * it. */
+void wal_kill_point(const char *name);
+
+/* retention.c: what the budget deleted from a process not finished yet,
+ * in pid_N/.retention for `ada recover` (the recorder may die). */
+void wal_retention_save(struct wal_proc *p);
+void wal_retention_drop(struct wal_proc *p); /* its final manifest says it now */
+struct wal_retention_thread {
+	uint32_t seq, tid, gens;
+	uint64_t events, bytes, until_ns;
+	bool whole;
+	bool listed; /* a thread of the recovered manifest took it */
+};
+struct wal_retention {
+	bool found; /* a .retention was read */
+	bool symbols_deleted;
+	struct wal_retention_thread *threads;
+	size_t n;
+	uint64_t bad_lines; /* lines that were not one ada writes: skipped */
+};
+/* Reads pid_dir/.retention (none, or not one: rt->found false). */
+void wal_retention_load(const char *pid_dir, struct wal_retention *rt);
+void wal_retention_remove(const char *pid_dir);
+void wal_retention_free(struct wal_retention *rt);
+/* Sets the manifest's per-thread retired_* and retired_whole in threads
+ * (adding the threads the budget deleted whole) and, when rt was read,
+ * the sums in man's `retention`. */
+void wal_retention_apply(json_t *man, json_t *threads, struct wal_retention *rt);
 
 /* reserve.c: the final manifests' room on a full disk. */
 void wal_reserve_setup(struct ada_recorder *r);

@@ -60,6 +60,9 @@ struct rec_ctx {
 	/* The threads' waits for ring space, as their slots say (the live
 	 * drain's metrics.ring_waits / ring_waited_ns). */
 	uint64_t ring_waits, ring_waited_ns;
+	/* What the disk budget deleted, as the recorder kept it on disk
+	 * (retention.c): the manifest's retention facts. */
+	struct wal_retention retention;
 };
 
 static void rec_say(struct rec_ctx *c, const char *sentence)
@@ -916,6 +919,10 @@ static void rec_manifest_recovered(struct rec_ctx *c, json_t *man, const char *p
 {
 	struct ada_recover_report *rep = c->rep;
 	json_object_set_new(man, "state", json_string("recovered"));
+	wal_retention_apply(man, c->threads, &c->retention);
+	if (c->retention.bad_lines)
+		rec_say(c, "pid_N/.retention has lines ada does not write: skipped (the retention "
+		           "counts may be short)");
 	json_object_set_new(man, "threads", c->threads);
 	json_object_set_new(man, "recovered_events_from_arena",
 	                    json_integer((json_int_t)rep->events_from_arena));
@@ -1004,6 +1011,7 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 		rec_clock_of_arena(&c);
 	if (c.arena)
 		WAL_GUARDED(c.arena, rec_clock_foreign(&c); rec_crash_read(&c), c.arena_bad = true);
+	wal_retention_load(pid_dir, &c.retention);
 	rec_thread_dirs(&c, pid_dir);
 	rec_orphan_slots(&c, pid_dir);
 	if (c.arena_bad)
@@ -1011,10 +1019,13 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 		        "the arena file shrank while recover read it: what was read is written, "
 		        "the rest of it is lost");
 	const char *state = json_string_value(json_object_get(man, "state"));
-	if (!((state && !strcmp(state, "complete")) || again))
+	if (!((state && !strcmp(state, "complete")) || again)) {
 		rec_manifest_recovered(&c, man, pid_dir, events_before);
-	else
+		wal_retention_remove(pid_dir); /* the manifest says it now */
+	} else {
 		json_decref(c.threads);
+	}
+	wal_retention_free(&c.retention);
 	if (c.arena)
 		rec_arena_release(&c, man, arena);
 	json_decref(c.quarantine);

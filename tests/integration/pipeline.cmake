@@ -5,7 +5,7 @@ add_executable(producer_kill ${CMAKE_SOURCE_DIR}/tests/targets/producer_kill.c)
 target_link_libraries(producer_kill PRIVATE ada_producer)
 add_executable(producer_check ${CMAKE_SOURCE_DIR}/tests/targets/producer_check.c)
 target_link_libraries(producer_check PRIVATE ada_atf_format ada_dep_z)
-foreach(mode exact kill maxdisk recover rotate_kill enospc badinput)
+foreach(mode exact kill maxdisk recover rotate_kill retention_recover enospc badinput)
   add_test(NAME pipeline_${mode}
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/pipeline_test.sh
                    $<TARGET_FILE:ada> $<TARGET_FILE:producer_kill>
@@ -16,7 +16,7 @@ endforeach()
 # The same with ATF v2 written directly (--index-format atf; the plain
 # pipeline_* record ada's default, the compact index, which producer_check
 # reads through its `ada export --format atf` copy: atf_view.sh).
-foreach(mode exact kill maxdisk recover rotate_kill enospc)
+foreach(mode exact kill maxdisk recover rotate_kill retention_recover enospc)
   add_test(NAME pipeline_atf_${mode}
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/pipeline_test.sh
                    $<TARGET_FILE:ada> $<TARGET_FILE:producer_kill>

@@ -2,7 +2,7 @@
 # Pipeline integration tests: `ada record --no-agent` of producer_kill (a
 # program linking the producer API), then producer_check (an independent
 # reader) and `ada validate` on the session.
-#   pipeline_test.sh ADA PRODUCER CHECK exact|kill|maxdisk|recover
+#   pipeline_test.sh ADA PRODUCER CHECK MODE (the cases below)
 set -u
 ADA=$1 PROD=$2 CHECK=$3 MODE=$4
 WORK=$(mktemp -d /tmp/ada_pipeline.XXXXXX)
@@ -104,6 +104,7 @@ maxdisk)
 	[ "$bytes" -le $((16 * 1048576)) ] || fail "$bytes bytes of index files, budget 16 MiB"
 	ls "$S"/pid_*/thread_*/index.g*.atf >/dev/null 2>&1 || fail "no generations kept"
 	grep -q '"retired_events": [1-9]' "$S"/pid_*/manifest.json || fail "no retired events in manifest"
+	ls "$S"/pid_*/.retention >/dev/null 2>&1 && fail "pid_N/.retention left after the final manifest"
 	validate "$S"
 	;;
 recover)
@@ -159,6 +160,67 @@ rotate_kill)
 	"$ADA" recover "$S" 2>"$WORK/rec" || { cat "$WORK/rec" >&2; fail "ada recover failed"; }
 	grep -q "had no current index.atf" "$WORK/rec" || { cat "$WORK/rec" >&2; fail "recover did not say it made the missing index.atf"; }
 	check "$S" counts "$WORK/counts" || { cat "$WORK/rec" >&2; fail "recovered session incomplete"; }
+	validate "$S"
+	;;
+retention_recover)
+	# The recorder dies once the disk budget deleted a generation of a
+	# process still running (killed by itself right after it kept what it
+	# deleted, pid_N/.retention). The recovered manifest says what went as
+	# a live one does: the keys of a live manifest's retention object and
+	# thread entries (a live run of the same program under the same
+	# budget), a generation retired, and every event the threads emitted
+	# either in a kept file or counted retired.
+	"$ADA" record --no-agent $IDXOPT --max-disk-mb 4 --out "$WORK/live" -- "$PROD" exact 100000 \
+		2>"$WORK/err" || fail "the live recording failed"
+	LIVE=$(ls "$WORK"/live/session_*/pid_*/manifest.json)
+	ADA_TEST_KILL_AT=retention_saved "$ADA" record --no-agent $IDXOPT --max-disk-mb 4 \
+		--out "$WORK/out" -- "$PROD" kill "$WORK/counts" 2>"$WORK/err" &
+	APID=$!
+	wait $APID 2>/dev/null
+	P=$(pgrep -f "$PROD kill $WORK/counts")
+	[ -n "$P" ] || fail "the program is gone"
+	kill -KILL $P
+	while kill -0 $P 2>/dev/null; do sleep 0.05; done
+	S=$(ls -d "$WORK"/out/session_* | head -n 1)
+	ls "$S"/pid_*/.retention >/dev/null 2>&1 || fail "the recorder died before the budget deleted anything"
+	"$ADA" recover "$S" 2>"$WORK/rec" || { cat "$WORK/rec" >&2; fail "ada recover failed"; }
+	ls "$S"/pid_*/.retention >/dev/null 2>&1 && fail "recover left pid_N/.retention"
+	python3 - "$LIVE" "$S"/pid_*/manifest.json "$WORK/counts" <<'PY' || fail "the recovered retention facts are wrong"
+import json, struct, sys
+live, rec = (json.load(open(p)) for p in sys.argv[1:3])
+counts = struct.unpack("<4Q", open(sys.argv[3], "rb").read(32))
+errs = []
+r = rec["retention"]
+missing = set(live["retention"]) - set(r)
+if missing:
+    errs.append("retention lacks %s" % sorted(missing))
+if r.get("retired_generations", 0) <= 0 or r.get("retired_events", 0) <= 0:
+    errs.append("nothing counted retired: %s" % r)
+keys = {k for k in live["threads"][0] if k.startswith("retired")}
+kept = retired = until = waits = 0
+for t in rec["threads"]:
+    waits += t.get("ring_waits", 0)
+    if keys - set(t):
+        errs.append("thread %s lacks %s" % (t.get("thread"), sorted(keys - set(t))))
+        continue
+    kept += sum(f["events"] for f in t["files"])
+    retired += t["retired_events"]
+    starts = [f["time_start_ns"] for f in t["files"]]
+    if t["retired_events"] and not 0 < t["retired_until_ns"] <= min(starts or [1 << 63]):
+        errs.append("thread %s: retired until %d, its kept files start at %s"
+                    % (t["thread"], t["retired_until_ns"], starts))
+    until = max(until, t["retired_until_ns"])
+if retired != r.get("retired_events") or until != r.get("retired_until_ns"):
+    errs.append("the sums %s are not the threads' (%d events, until %d)" % (r, retired, until))
+# each thread stored its count after publishing the event (count or count
+# + 1), and the files hold ada's two marks of each wait for ring space
+if not sum(counts) <= kept + retired <= sum(counts) + len(counts) + 2 * waits:
+    errs.append("%d events kept + %d retired, the threads emitted %d and waited %d times"
+                % (kept, retired, sum(counts), waits))
+for e in errs:
+    print(e, file=sys.stderr)
+sys.exit(1 if errs else 0)
+PY
 	validate "$S"
 	;;
 enospc)
