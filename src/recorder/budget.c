@@ -7,8 +7,10 @@
  * Threads: the drain thread (between ada_recorder_start and the join), the
  * caller's thread before and after it.
  *
- * The index files are counted by the drain from its own bookkeeping (their
- * allocation while open, their size in whole blocks once final); every
+ * The index and detail files are counted by the drain from its own
+ * bookkeeping as it writes them (an open index file's allocation, an open
+ * detail file's bytes, whole blocks once final), so that retention runs
+ * before the session is over, not at the next walk; every
  * other file is counted by its allocated blocks, read by a walk of the
  * process directory: 10 ms after the start, then at doubling intervals up
  * to once a second while the process runs (drain.c drain_budget_scan_due),
@@ -26,7 +28,7 @@
 #include <unistd.h>
 
 #include "fs.h"
-#include "recorder_internal.h"
+#include "detail_internal.h"
 
 #define BUDGET_DEFAULT_CAP (4ull << 30) /* 4 GiB */
 #define BUDGET_DEFAULT_MIN (1ull << 20) /* 1 MiB: a few segments */
@@ -52,14 +54,16 @@ uint64_t wal_round_block(uint64_t bytes)
 	return (bytes + BUDGET_BLOCK - 1) / BUDGET_BLOCK * BUDGET_BLOCK;
 }
 
-/* index.atf and index.g<G>.atf: the drain counts those itself. */
-static bool budget_is_index(const char *name)
+/* index.atf, index.g<G>.atf, detail.atf and detail.g<G>.atf: the drain
+ * counts those itself. */
+static bool budget_is_counted(const char *name)
 {
 	size_t n = strlen(name);
-	return !strncmp(name, "index.", 6) && n > 4 && !strcmp(name + n - 4, ".atf");
+	return (!strncmp(name, "index.", 6) || !strncmp(name, "detail.", 7)) && n > 4 &&
+	       !strcmp(name + n - 4, ".atf");
 }
 
-/* Allocated bytes of everything under dirfd except index files, depth
+/* Allocated bytes of everything under dirfd except index and detail files, depth
  * levels of subdirectories deep. Takes ownership of dirfd. */
 static uint64_t budget_walk(int dirfd, int depth)
 {
@@ -73,7 +77,7 @@ static uint64_t budget_walk(int dirfd, int depth)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (budget_is_index(de->d_name))
+		if (budget_is_counted(de->d_name))
 			continue;
 		struct stat st;
 		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
@@ -144,7 +148,20 @@ void wal_budget_scan(struct ada_recorder *r)
 		total += r->procs[i]->side_bytes;
 	}
 	r->budget.side_bytes = total;
-	r->budget.detail_unscanned = 0; /* in side_bytes now (written ones) */
+}
+
+void wal_budget_detail_sync(struct ada_recorder *r, struct wal_thread *t)
+{
+	uint64_t now = wal_round_block(wal_detail_file_bytes(t));
+	r->budget.detail_open = r->budget.detail_open - t->detail_counted + now;
+	t->detail_counted = now;
+}
+
+uint64_t wal_budget_detail_closed(struct ada_recorder *r, struct wal_thread *t, uint64_t file_bytes)
+{
+	r->budget.detail_open -= t->detail_counted;
+	t->detail_counted = 0;
+	return wal_round_block(file_bytes);
 }
 
 /* Called for every index generation the budget deletes (or could not
@@ -186,10 +203,10 @@ void wal_budget_overrun(struct ada_recorder *r)
 /* ---- retention: what the budget deletes, oldest first ---- */
 
 /* A side file about to be deleted leaves the side bytes now, not at the
- * next scan: the loop that deletes generations until the session is
- * within its budget would otherwise go on deleting for bytes already
- * gone (a generation's detail file, counted by the scans). One written
- * since the last scan is taken off too; the next scan sets it right. */
+ * next scan: the loop that deletes until the session is within its
+ * budget would otherwise go on deleting for bytes already gone (a
+ * process's symbol files). One written since the last scan is taken off
+ * too; the next scan sets it right. */
 static void budget_side_forget(struct ada_recorder *r, struct wal_proc *p, int dfd,
                                const char *name)
 {
@@ -229,7 +246,6 @@ static void budget_retire_final(struct ada_recorder *r, struct wal_thread *t)
 	int dfd = wal_thread_dir(t);
 	if (dfd >= 0) {
 		unlinkat(dfd, "index.atf", 0);
-		budget_side_forget(r, t->p, dfd, "detail.atf");
 		unlinkat(dfd, "detail.atf", 0);
 	}
 	wal_thread_dir_close(t);
@@ -243,7 +259,8 @@ static void budget_retire_final(struct ada_recorder *r, struct wal_thread *t)
 	t->retired_gens++;
 	if (t->last.time_end_ns > t->retired_until_ns)
 		t->retired_until_ns = t->last.time_end_ns;
-	r->budget.disk_closed -= wal_round_block(t->last.bytes);
+	r->budget.disk_closed -= wal_round_block(t->last.bytes) + t->last_detail_bytes;
+	t->last_detail_bytes = 0;
 	r->budget.retired_threads++;
 	wal_budget_retired(r, t->last.events, t->last.bytes);
 }
@@ -357,7 +374,6 @@ bool wal_retire_oldest(struct ada_recorder *r)
 	int dfd = wal_thread_dir(bt);
 	unlinkat(dfd, name, 0);
 	snprintf(name, sizeof(name), "detail.g%u.atf", g.g);
-	budget_side_forget(r, bt->p, dfd, name);
 	unlinkat(dfd, name, 0); /* its detail file goes with it, when there is one */
 	if (bt->f == NULL)
 		wal_thread_dir_close(bt); /* a live thread's is closed after its drain_slot() */
@@ -368,7 +384,7 @@ bool wal_retire_oldest(struct ada_recorder *r)
 	bt->retired_gens++;
 	if (g.t1 > bt->retired_until_ns)
 		bt->retired_until_ns = g.t1;
-	r->budget.disk_closed -= wal_round_block(g.bytes);
+	r->budget.disk_closed -= wal_round_block(g.bytes) + g.detail_bytes;
 	wal_budget_retired(r, g.events, g.bytes);
 	wal_retention_save(bt->p); /* a live process's, for ada recover */
 	return true;
@@ -388,4 +404,69 @@ void wal_manifests_restale(struct ada_recorder *r)
 		wal_manifest_write(r, p, "complete");
 		p->side_final = false; /* the next scan counts the new manifest */
 	}
+}
+
+/* ---- test hook: the budget audited where it must hold ---- */
+
+/* Allocated bytes of the index and detail files under dirfd/name, depth
+ * levels deep (the session: pid_N/thread_K/). */
+static uint64_t audit_walk(int at, const char *name, int depth)
+{
+	DIR *d = ada_fs_opendir(at, name);
+	if (!d)
+		return 0;
+	uint64_t total = 0;
+	struct dirent *de;
+	for (unsigned n = 0; n < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); n++) {
+		enum ada_fs_kind k = ada_fs_entry_kind(dirfd(d), de);
+		struct stat st;
+		if (k == ADA_FS_DIR && depth > 0 && strcmp(de->d_name, ".") &&
+		    strcmp(de->d_name, ".."))
+			total += audit_walk(dirfd(d), de->d_name, depth - 1);
+		else if (budget_is_counted(de->d_name) &&
+		         fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			total += (uint64_t)st.st_blocks * 512u;
+	}
+	closedir(d);
+	return total;
+}
+
+/* ADA_TEST_BUDGET_AUDIT=FILE (e2e.budget_instant): at each point where
+ * the session must be within its budget (the drain calls this there), the
+ * index and detail files on disk are measured and compared with what the
+ * drain counts of them, and with the budget less the side files it
+ * scanned; the worst of each is written to FILE at the end
+ * (wal_budget_audit_end). A walk of the session each time: tests only. */
+void wal_budget_audit(struct ada_recorder *r, uint64_t counted)
+{
+	if (!r->budget.audit_on)
+		return;
+	uint64_t real = audit_walk(r->session_fd, ".", 2);
+	r->budget.audits++;
+	if (real > counted && real - counted > r->budget.audit_short)
+		r->budget.audit_short = real - counted;
+	uint64_t all = real + r->budget.side_bytes;
+	if (r->o.max_disk_bytes && all > r->o.max_disk_bytes &&
+	    all - r->o.max_disk_bytes > r->budget.audit_over)
+		r->budget.audit_over = all - r->o.max_disk_bytes;
+}
+
+void wal_budget_audit_init(struct ada_recorder *r)
+{
+	const char *f = getenv("ADA_TEST_BUDGET_AUDIT");
+	r->budget.audit_on = f && *f;
+}
+
+void wal_budget_audit_end(struct ada_recorder *r)
+{
+	const char *f = getenv("ADA_TEST_BUDGET_AUDIT");
+	if (!r->budget.audit_on || !f)
+		return;
+	int fd = open(f, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	dprintf(fd, "audits %llu short %llu over %llu overrun %d\n",
+	        (unsigned long long)r->budget.audits, (unsigned long long)r->budget.audit_short,
+	        (unsigned long long)r->budget.audit_over, (int)r->budget.warned);
+	close(fd);
 }

@@ -125,8 +125,10 @@ int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t 
                          uint64_t *newest_ns);
 /* t's index file is about to be finalized (gen == UINT32_MAX) or rotated
  * to generation gen: finishes detail.atf (renamed detail.g<gen>.atf with
- * the index file). Records of the ring not persisted by then stay out. */
-void wal_detail_close(struct ada_recorder *r, struct wal_thread *t, uint32_t gen);
+ * the index file). Records of the ring not persisted by then stay out.
+ * Returns the whole blocks the closed file keeps on disk (0: none), for
+ * the disk budget. */
+uint64_t wal_detail_close(struct ada_recorder *r, struct wal_thread *t, uint32_t gen);
 /* The next wal_detail_persist() of t is its last before its file ends
  * (--detail always): it looks at the whole ring once more, so a loss a
  * look counted low from a lagging counter is counted in full. */

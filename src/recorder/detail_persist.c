@@ -609,7 +609,7 @@ static int pd_persist(struct ada_recorder *r, struct wal_thread *t, struct pd_wa
 	if (gap_look)
 		pd_gap(t, dt, over, in_ring, decided, lo_ns, steady, st);
 	pd_account(t, dt, all_time, st);
-	r->budget.detail_unscanned += st->bytes; /* counted by the budget until the next scan */
+	wal_budget_detail_sync(r, t); /* counted by the budget as it grows */
 	if (st->fd_limited)
 		pd_fd_limit_note(r, t);
 	return dt->error;
@@ -776,11 +776,11 @@ static void pd_after_cut(struct ada_recorder *r, struct wal_thread *t, struct wa
 	                      : "cut back to its last whole record and sealed");
 }
 
-void wal_detail_close(struct ada_recorder *r, struct wal_thread *t, uint32_t gen)
+uint64_t wal_detail_close(struct ada_recorder *r, struct wal_thread *t, uint32_t gen)
 {
 	struct wal_tdetail *dt = t->dt;
 	if (!dt || !dt->df)
-		return;
+		return 0;
 	struct wal_dfile_end end;
 	int e = wal_dfile_finish(dt->df, &end);
 	dt->df = NULL;
@@ -788,12 +788,17 @@ void wal_detail_close(struct ada_recorder *r, struct wal_thread *t, uint32_t gen
 		dt->error = e;
 	int dfd = wal_thread_dir(t);
 	pd_after_cut(r, t, dt, dfd, &end);
-	if (gen == UINT32_MAX || end.invalid)
-		return;
+	if (end.invalid)
+		return wal_budget_detail_closed(r, t, 0);
+	if (gen == UINT32_MAX)
+		return wal_budget_detail_closed(r, t, end.file_bytes);
 	char to[64];
 	snprintf(to, sizeof(to), "detail.g%u.atf", gen);
-	if (renameat(dfd, "detail.atf", dfd, to) < 0)
+	if (renameat(dfd, "detail.atf", dfd, to) < 0) {
 		unlinkat(dfd, "detail.atf", 0);
+		return wal_budget_detail_closed(r, t, 0);
+	}
+	return wal_budget_detail_closed(r, t, end.file_bytes);
 }
 
 void wal_detail_free(struct wal_thread *t)

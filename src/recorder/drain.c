@@ -296,6 +296,9 @@ void wal_proc_ring_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *ns
 	}
 }
 
+static void drain_budget_thread_end_room(struct ada_recorder *r, struct wal_thread *t);
+static void drain_budget_audit(struct ada_recorder *r);
+
 void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 {
 	drain_sync_waits(t);
@@ -306,15 +309,17 @@ void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 			wal_detail_settle(t);
 			wal_detail_persist(r, t, 0, UINT64_MAX, NULL);
 		}
+		drain_budget_thread_end_room(r, t);
 		wal_flight_thread_end(r, t); /* open windows: their part of its ring */
-		wal_flight_context(r, t);    /* the fatal signal's registers, last */
-		wal_detail_close(r, t, UINT32_MAX);
+		drain_budget_audit(r);
+		wal_flight_context(r, t); /* the fatal signal's registers, last */
+		t->last_detail_bytes = wal_detail_close(r, t, UINT32_MAX);
 		ada_wal_file_finalize(t->f, &t->last);
 		t->f = NULL;
 		drain_count_file(t, &t->last);
 		t->lost += t->last.lost;
 		r->lost_total += t->last.lost;
-		r->budget.disk_closed += wal_round_block(t->last.bytes);
+		r->budget.disk_closed += wal_round_block(t->last.bytes) + t->last_detail_bytes;
 		drain_sidecar(t, false);
 	}
 	t->done = true;
@@ -324,10 +329,21 @@ void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 
 /* ---- retention (--max-disk-mb) ---- */
 
+/* The index and detail files, as the drain counts them while it writes. */
+static uint64_t drain_counted_bytes(struct ada_recorder *r)
+{
+	return r->budget.disk_closed + r->budget.detail_open + ada_wal_io_open_bytes(r->io);
+}
+
 static uint64_t drain_disk_bytes(struct ada_recorder *r)
 {
-	return r->budget.disk_closed + r->budget.side_bytes + r->budget.detail_unscanned +
-	       ada_wal_io_open_bytes(r->io);
+	return drain_counted_bytes(r) + r->budget.side_bytes;
+}
+
+static void drain_budget_audit(struct ada_recorder *r)
+{
+	if (r->budget.audit_on)
+		wal_budget_audit(r, drain_counted_bytes(r));
 }
 
 void wal_kill_point(const char *name)
@@ -354,8 +370,11 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 		wal_detail_settle(t);
 		wal_detail_persist(r, t, 0, UINT64_MAX, NULL);
 	}
+	drain_budget_thread_end_room(r, t);
 	wal_flight_thread_end(r, t);
-	wal_detail_close(r, t, t->next_gen); /* detail.atf -> detail.g<G>.atf */
+	drain_budget_audit(r);
+	/* detail.atf -> detail.g<G>.atf */
+	uint64_t detail_bytes = wal_detail_close(r, t, t->next_gen);
 	ada_wal_file_finalize(t->f, &s);
 	t->f = NULL;
 	drain_count_file(t, &s);
@@ -379,10 +398,11 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 		    .first_seq = t->base_seq,
 		    .t0 = s.time_start_ns,
 		    .t1 = s.time_end_ns,
+		    .detail_bytes = detail_bytes,
 		    .encoding = s.encoding,
 		};
 		t->next_gen++;
-		r->budget.disk_closed += wal_round_block(s.bytes);
+		r->budget.disk_closed += wal_round_block(s.bytes) + detail_bytes;
 	} else {
 		unlinkat(dfd, "index.atf", 0); /* cannot keep it as a generation: retire it now */
 		snprintf(to, sizeof(to), "detail.g%u.atf", t->next_gen);
@@ -413,15 +433,64 @@ static void drain_ahead_room(struct ada_recorder *r)
 }
 
 /* Deletes the session's oldest files until it is within its budget. */
-static void drain_budget_hold(struct ada_recorder *r)
+static void drain_budget_hold_room(struct ada_recorder *r, uint64_t room)
 {
-	while (drain_disk_bytes(r) > r->o.max_disk_bytes)
+	while (drain_disk_bytes(r) + room > r->o.max_disk_bytes)
 		if (!wal_retire_oldest(r)) {
-			wal_budget_overrun(r);
+			if (!room)
+				wal_budget_overrun(r);
 			break;
 		}
 	wal_manifests_restale(r);
 	drain_ahead_room(r);
+}
+
+static void drain_budget_hold(struct ada_recorder *r)
+{
+	drain_budget_hold_room(r, 0);
+}
+
+/* Before the windows' persist of a pass (flight.c, up to FLIGHT_PASS_BYTES
+ * of detail): room for it is made first, so that the session stays
+ * within its budget while the pass writes, not only after it; the pass
+ * writes no more than that room (flight.pass_room). An eighth of the
+ * budget at most: a small budget keeps most of its room for data.
+ * DRAIN_FILE_ENDS: a detail file's header, footer and last block. */
+#define DRAIN_WINDOW_PASS_ROOM (4ull << 20)
+#define DRAIN_FILE_ENDS (64ull << 10)
+
+static void drain_budget_window_room(struct ada_recorder *r)
+{
+	if (!r->o.max_disk_bytes || r->o.detail_mode != ADA_DETAIL_TRIGGERED)
+		return;
+	uint64_t room = r->o.max_disk_bytes / 8;
+	room = room < DRAIN_WINDOW_PASS_ROOM ? room : DRAIN_WINDOW_PASS_ROOM;
+	drain_budget_hold_room(r, room + DRAIN_FILE_ENDS);
+	/* Nothing old left to delete: only what is left (1: no record fits,
+	 * the windows wait for a later pass). */
+	uint64_t used = drain_disk_bytes(r) + DRAIN_FILE_ENDS;
+	uint64_t left = used < r->o.max_disk_bytes ? r->o.max_disk_bytes - used : 0;
+	r->flight.pass_room = left < room ? (left ? left : 1) : room;
+}
+
+/* Before a thread's file ends (finalized or rotated) with a window open:
+ * the windows take their part of its detail ring at once, with no pass
+ * budget (flight.c wal_flight_thread_end), up to the whole ring; room for
+ * that is made first. A quarter of the budget at most. */
+static void drain_budget_thread_end_room(struct ada_recorder *r, struct wal_thread *t)
+{
+	if (!r->o.max_disk_bytes || r->o.detail_mode != ADA_DETAIL_TRIGGERED || !t->p->arena ||
+	    !r->flight.trig)
+		return;
+	bool open = false;
+	size_t n = ada_trigger_window_count(r->flight.trig);
+	for (size_t i = n; i-- > 0 && !open;)
+		open = !ada_trigger_window_at(r->flight.trig, i)->closed;
+	if (!open)
+		return;
+	uint64_t room = ada_arena_config_of(t->p->arena)->detail_bytes + DRAIN_FILE_ENDS;
+	uint64_t most = r->o.max_disk_bytes / 4;
+	drain_budget_hold_room(r, room < most ? room : most);
 }
 
 static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
@@ -854,6 +923,7 @@ static void drain_setup(struct ada_recorder *r)
 	r->last_tick_ns = r->last_anchor_ns = r->last_reclaim_ns = now;
 	r->budget.scan_ns = now;
 	r->budget.scan_every = DRAIN_RECLAIM_NS;
+	wal_budget_audit_init(r);
 }
 
 /* One process's share of a pass, with its arena's reads guarded. */
@@ -903,7 +973,11 @@ static bool drain_pass(struct ada_recorder *r)
 			busy += drain_proc_guarded(r, p, reclaim_all);
 		drain_early_manifest(r, p, now);
 	}
+	drain_budget_window_room(r);
 	wal_flight_after_pass(r);
+	drain_budget_audit(r);
+	if (r->o.max_disk_bytes)
+		drain_budget_hold(r); /* what the windows wrote, before the next pass */
 	ada_wal_io_submit_stale(r->io, false);
 	ada_wal_io_reap(r->io, false);
 	/* Attached: no child of ours to reap, and waitpid(-1) would take the
@@ -926,6 +1000,7 @@ static bool drain_pass(struct ada_recorder *r)
 		drain_clock(r);
 	}
 	r->pass_events = busy;
+	drain_budget_audit(r);
 	return busy > 0 || names;
 }
 
@@ -1018,6 +1093,7 @@ void *wal_drain_main(void *arg)
 	drain_tick(r, wal_now_ns());
 	wal_live_publish(r, true, true);
 	wal_vlog_tick(r); /* the last modules, ends and windows */
+	wal_budget_audit_end(r);
 	r->end_ns = wal_now_ns();
 	struct timespec cpu; /* for benchmarks: the drain's share of the recorder */
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)

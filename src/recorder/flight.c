@@ -377,8 +377,11 @@ static void flight_budget(struct ada_recorder *r)
 	uint64_t ns = r->pass_fill_ns / 2;
 	ns = ns > FLIGHT_PASS_MAX_NS ? FLIGHT_PASS_MAX_NS : ns;
 	bool room = r->pass_room_min > 0 && ns >= FLIGHT_PASS_MIN_NS;
+	uint64_t bytes = FLIGHT_PASS_BYTES;
+	if (r->flight.pass_room && r->flight.pass_room < bytes)
+		bytes = r->flight.pass_room; /* what the disk budget made room for */
 	r->flight.budget = (struct wal_detail_budget){
-	    .bytes = room ? FLIGHT_PASS_BYTES : 0,
+	    .bytes = room ? bytes : 0,
 	    .deadline_ns = wal_now_ns() + ns,
 	};
 }

@@ -10,6 +10,12 @@
  * next pass, and a reader holds it for one memcpy.
  * ada_recorder_live() (any thread) copies r->live->pub out under the lock.
  * The mutex orders both copies; there is no other shared state.
+ *
+ * A build costs what the running processes cost, not every process the
+ * recording saw: the running ones are kept in a list of their own
+ * (procs only grows, so the new ones are those past `seen`), and a
+ * process is folded into sums, and into a short list of the most recently
+ * finished, once when it finishes (its counts do not change after that).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,8 +25,25 @@
 #include "detail_internal.h"
 #include "recorder_internal.h"
 
+/* What the finished processes add to the totals (live_fold). */
+struct live_sum {
+	uint64_t events, not_written, index_bytes, index_events;
+	uint64_t drops[ADA_DROP_REASON_COUNT];
+	uint64_t detail_overwritten, detail_records, detail_waits, detail_waited_ns;
+	uint64_t ring_waits, ring_waited_ns;
+	uint32_t procs;
+};
+
 /* The live view's state, owned by this file (r->live). */
 struct wal_live {
+	struct wal_proc **running; /* not finished when last looked at, in procs order */
+	size_t nrunning, caprunning;
+	size_t seen; /* r->procs[0 .. seen) are in running or folded */
+	struct live_sum fin;
+	/* The last ADA_LIVE_MAX_PROCS finished, as listed (a ring: recent_n
+	 * entries, the newest at recent_at - 1). */
+	struct ada_live_proc recent[ADA_LIVE_MAX_PROCS];
+	uint32_t recent_at, recent_n;
 	pthread_mutex_t mu;
 	struct ada_recorder_live *pub;   /* under mu */
 	struct ada_recorder_live *build; /* drain-owned */
@@ -53,6 +76,7 @@ void wal_live_fini(struct ada_recorder *r)
 		pthread_mutex_destroy(&r->live->mu);
 	free(r->live->pub);
 	free(r->live->build);
+	free(r->live->running);
 	free(r->live);
 	r->live = NULL;
 }
@@ -86,55 +110,119 @@ static void live_proc(struct ada_recorder_live *v, const struct wal_proc *p)
 	}
 }
 
+/* One process's counts added to s. */
+static void live_add(const struct ada_recorder *r, const struct wal_proc *p, struct live_sum *s)
+{
+	s->events += p->events - wal_proc_lost(p);
+	s->not_written += wal_proc_lost(p);
+	uint64_t ib, ie;
+	wal_proc_index_bytes(p, &ib, &ie);
+	s->index_bytes += ib;
+	s->index_events += ie;
+	for (int lane = 0; lane < ADA_LANE_COUNT; lane++)
+		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
+			s->drops[k] += p->drops[lane][k];
+	if (r->o.detail_mode == ADA_DETAIL_TRIGGERED)
+		s->detail_overwritten += p->detail_overwritten;
+	if (r->o.detail_mode != ADA_DETAIL_NEVER)
+		s->detail_records += wal_detail_proc_records(p);
+	uint64_t waits, ns;
+	if (r->o.detail_mode == ADA_DETAIL_ALWAYS) {
+		wal_detail_proc_waits(p, &waits, &ns);
+		s->detail_waits += waits;
+		s->detail_waited_ns += ns;
+	}
+	wal_proc_ring_waits(p, &waits, &ns);
+	s->ring_waits += waits;
+	s->ring_waited_ns += ns;
+}
+
+/* A process that finished: its counts into fin, its entry into recent. */
+static void live_fold(struct ada_recorder *r, const struct wal_proc *p)
+{
+	struct wal_live *l = r->live;
+	live_add(r, p, &l->fin);
+	l->fin.procs++;
+	l->recent[l->recent_at] = (struct ada_live_proc){
+	    .pid = p->pid, .finished = true, .events = p->events - wal_proc_lost(p)};
+	l->recent_at = (l->recent_at + 1) % ADA_LIVE_MAX_PROCS;
+	l->recent_n += l->recent_n < ADA_LIVE_MAX_PROCS;
+}
+
+/* The running list brought up to date: those finished since the last
+ * build folded (order kept), the new ones added. O(running + new). */
+static void live_sync(struct ada_recorder *r)
+{
+	struct wal_live *l = r->live;
+	size_t keep = 0;
+	for (size_t i = 0; i < l->nrunning; i++) {
+		if (l->running[i]->finished)
+			live_fold(r, l->running[i]);
+		else
+			l->running[keep++] = l->running[i];
+	}
+	l->nrunning = keep;
+	for (; l->seen < r->nprocs; l->seen++) {
+		struct wal_proc *p = r->procs[l->seen];
+		if (p->finished) {
+			live_fold(r, p);
+			continue;
+		}
+		if (l->nrunning == l->caprunning) {
+			size_t cap = l->caprunning ? l->caprunning * 2 : 16;
+			struct wal_proc **a = realloc(l->running, cap * sizeof(*a));
+			if (!a)
+				return; /* looked at again at the next build */
+			l->running = a;
+			l->caprunning = cap;
+		}
+		l->running[l->nrunning++] = p;
+	}
+}
+
 /* After the running processes, the most recently finished ones while
  * procs[] has room (a long recording's first processes are not what
  * `status` is asked about); the rest are counted. */
-static void live_finished(struct ada_recorder *r, struct ada_recorder_live *v)
+static void live_finished(struct wal_live *l, struct ada_recorder_live *v)
 {
 	uint32_t listed = 0;
-	for (size_t i = r->nprocs; i-- > 0 && v->nprocs < ADA_LIVE_MAX_PROCS;)
-		if (r->procs[i]->finished) {
-			live_proc(v, r->procs[i]);
-			listed++;
-		}
+	for (uint32_t k = 0; k < l->recent_n && v->nprocs < ADA_LIVE_MAX_PROCS; k++) {
+		uint32_t at = (l->recent_at + ADA_LIVE_MAX_PROCS - 1 - k) % ADA_LIVE_MAX_PROCS;
+		v->procs[v->nprocs++] = l->recent[at];
+		listed++;
+	}
 	v->procs_omitted += v->procs_finished - listed;
 }
 
-/* Totals and rates over every process (finished ones included). */
+/* Totals and rates: the finished processes' sums, and the running ones. */
 static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, bool rates)
 {
 	uint64_t now = v->at_ns;
-	for (size_t i = 0; i < r->nprocs; i++) {
-		const struct wal_proc *p = r->procs[i];
-		v->events += p->events - wal_proc_lost(p);
-		v->events_not_written += wal_proc_lost(p);
-		uint64_t ib, ie;
-		wal_proc_index_bytes(p, &ib, &ie);
-		v->index_bytes += ib;
-		v->index_events += ie;
-		for (int l = 0; l < ADA_LANE_COUNT; l++)
-			for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
-				v->drops[k] += p->drops[l][k];
-		if (v->detail_mode == ADA_DETAIL_TRIGGERED)
-			v->detail_overwritten += p->detail_overwritten;
-		if (v->detail_mode != ADA_DETAIL_NEVER)
-			v->detail_records += wal_detail_proc_records(p);
-		uint64_t waits, ns;
-		if (v->detail_mode == ADA_DETAIL_ALWAYS) {
-			wal_detail_proc_waits(p, &waits, &ns);
-			v->detail_waits += waits;
-			v->detail_waited_ns += ns;
-		}
-		wal_proc_ring_waits(p, &waits, &ns);
-		v->ring_waits += waits;
-		v->ring_waited_ns += ns;
-		if (!p->finished && p->fill_last > v->ring_fill_pct_max)
+	struct wal_live *l = r->live;
+	live_sync(r);
+	struct live_sum s = l->fin;
+	for (size_t i = 0; i < l->nrunning; i++) {
+		const struct wal_proc *p = l->running[i];
+		live_add(r, p, &s);
+		if (p->fill_last > v->ring_fill_pct_max)
 			v->ring_fill_pct_max = p->fill_last;
-		if (!p->finished)
-			live_proc(v, p);
-		v->procs_finished += p->finished;
+		live_proc(v, p);
 	}
-	live_finished(r, v);
+	v->events = s.events;
+	v->events_not_written = s.not_written;
+	v->index_bytes = s.index_bytes;
+	v->index_events = s.index_events;
+	memcpy(v->drops, s.drops, sizeof(v->drops));
+	if (v->detail_mode == ADA_DETAIL_TRIGGERED)
+		v->detail_overwritten = s.detail_overwritten;
+	if (v->detail_mode != ADA_DETAIL_NEVER)
+		v->detail_records = s.detail_records;
+	v->detail_waits = s.detail_waits;
+	v->detail_waited_ns = s.detail_waited_ns;
+	v->ring_waits = s.ring_waits;
+	v->ring_waited_ns = s.ring_waited_ns;
+	v->procs_finished = s.procs;
+	live_finished(l, v);
 	if (!rates)
 		return; /* between ticks: the published rates stay (wal_live_publish) */
 	double dt =
@@ -198,10 +286,9 @@ void wal_live_publish(struct ada_recorder *r, bool force, bool ended)
 	if (!r->live || !r->live->pub)
 		return;
 	/* New events, a new window or a new process: a fresh view now (at the
-	 * drain's 10 ms cadence), so `status` lags the rings by that at most. */
-	uint64_t ev = 0;
-	for (size_t i = 0; i < r->nprocs; i++)
-		ev += r->procs[i]->events;
+	 * drain's 10 ms cadence), so `status` lags the rings by that at most.
+	 * events_total: every process's events, without a walk of them. */
+	uint64_t ev = r->events_total;
 	bool changed = ada_trigger_window_gen(r->flight.trig) != r->live->win_gen ||
 	               r->nprocs != r->live->nprocs || ev != r->live->events_seen;
 	r->live->events_seen = ev;

@@ -28,7 +28,8 @@ struct wal_gen {
 	struct wal_thread *t;
 	uint32_t g;
 	uint64_t bytes, events, first_seq, t0, t1;
-	uint8_t encoding; /* enum ada_index_format */
+	uint64_t detail_bytes; /* its detail.g<G>.atf on disk, whole blocks (0: none) */
+	uint8_t encoding;      /* enum ada_index_format */
 };
 
 /* One thread_K of one process. */
@@ -59,6 +60,10 @@ struct wal_thread {
 	 * (a finished thread's last generation), and thread_K/ with them. */
 	bool final_retired;
 	struct ada_wal_file_summary last; /* of the current file once final */
+	/* The disk budget's count of its detail files (budget.c): the open
+	 * detail.atf as last counted, and the final one once closed (whole
+	 * blocks, 0: none). */
+	uint64_t detail_counted, last_detail_bytes;
 	uint64_t lost;
 	uint64_t segments, flushes, syncs; /* over all its files (manifest) */
 	bool done;
@@ -254,16 +259,22 @@ struct wal_budget {
 	bool warned;          /* over it with nothing left to delete: told */
 	bool is_default;      /* max_disk_bytes is the default, not --max-disk-mb */
 	bool retire_told;     /* said that the budget deletes data */
-	uint64_t side_bytes;  /* every file but the index files, last scan */
-	/* Detail records persisted since that scan: a detail file of a busy
-	 * thread grows megabytes between two scans (detail_persist.c). */
-	uint64_t detail_unscanned;
+	uint64_t side_bytes;  /* every file but the index and detail files, last scan */
+	/* The open detail files, counted as they are written (budget.c
+	 * wal_budget_detail_sync): a busy thread's grows megabytes between
+	 * two scans. Closed ones are in disk_closed. */
+	uint64_t detail_open;
 	uint64_t scan_ns;    /* when side_bytes was last scanned (CLOCK_MONOTONIC) */
 	uint64_t scan_every; /* the next scan's delay: doubles up to a second */
 	uint64_t retired_gens, retired_events, retired_bytes;
 	uint64_t retired_threads; /* whole threads deleted (their last generation too) */
 	size_t stale_procs;       /* finished processes with retention_stale set */
 	uint64_t retired_syms;    /* processes whose symbol files went (syms_retired) */
+	/* ADA_TEST_BUDGET_AUDIT (budget.c wal_budget_audit): whether it is
+	 * set, the audits made, the worst shortfall of the drain's count of
+	 * its files and the worst excess over the budget. */
+	bool audit_on;
+	uint64_t audits, audit_short, audit_over;
 };
 
 /* ada attach (ada_recorder_set_attach, recorder.c): set by the main
@@ -292,6 +303,9 @@ struct wal_flight {
 	/* Detail bytes the live persist may still write in this pass; a call
 	 * stopped by it leaves a backlog, taken up by the next passes. */
 	struct wal_detail_budget budget; /* the pass's (flight_persist) */
+	/* The most detail bytes the next pass may write: the room the disk
+	 * budget made for it (drain.c drain_budget_window_room; 0: no limit). */
+	uint64_t pass_room;
 	uint64_t passes;
 	bool backlog;
 };
@@ -411,7 +425,22 @@ uint64_t wal_round_block(uint64_t bytes);
 void wal_budget_scan_proc(struct wal_proc *p);
 void wal_budget_scan(struct ada_recorder *r);
 void wal_budget_retired(struct ada_recorder *r, uint64_t events, uint64_t bytes);
+/* t's open detail.atf as the budget counts it (detail_open), set to its
+ * size now: after every write to it (detail_persist.c). */
+void wal_budget_detail_sync(struct ada_recorder *r, struct wal_thread *t);
+/* t's detail.atf was closed (file_bytes: what stays on disk, 0 when it was
+ * removed): it leaves detail_open; returns its whole blocks, for the
+ * caller to count where the file goes (a generation, the final files). */
+uint64_t wal_budget_detail_closed(struct ada_recorder *r, struct wal_thread *t,
+                                  uint64_t file_bytes);
 void wal_budget_overrun(struct ada_recorder *r);
+/* Test hook ADA_TEST_BUDGET_AUDIT=FILE: init reads it (drain start),
+ * audit measures the session's index and detail files against counted
+ * (the drain's count of them) and the budget, end writes the worst to
+ * FILE. */
+void wal_budget_audit_init(struct ada_recorder *r);
+void wal_budget_audit(struct ada_recorder *r, uint64_t counted);
+void wal_budget_audit_end(struct ada_recorder *r);
 /* Deletes the session's oldest file the budget may delete (budget.c): a
  * thread's oldest generation, a finished thread's final files, else the
  * symbol files of a finished process left with no thread file. false:

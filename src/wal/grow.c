@@ -106,6 +106,9 @@ void wal_grow_ahead(struct ada_wal_file *f, uint64_t need)
 	f->grow_off = f->alloc;
 	f->grow_len = step;
 	f->grow_inflight = true;
+	/* Counted from now: the blocks may be the file's before the
+	 * completion is reaped, and the budget must not miss them then. */
+	f->io->alloc_open += step;
 	f->io->inflight++;
 	io_uring_submit(&f->io->ring);
 }

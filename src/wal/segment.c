@@ -616,13 +616,15 @@ static void wal_grow_done(struct ada_wal_file *f, int res)
 	f->grow_inflight = false;
 	if (res < 0) {
 		f->grow_err = res;
+		f->io->alloc_open -= f->grow_len; /* counted at the submission */
 		return;
 	}
-	if (f->alloc != f->grow_off)
+	if (f->alloc != f->grow_off) {
+		f->io->alloc_open -= f->grow_len;
 		return; /* cannot happen: wal_grow() waits for it first */
+	}
 	f->ahead_start = f->alloc;
-	f->alloc += f->grow_len;
-	f->io->alloc_open += f->grow_len;
+	f->alloc += f->grow_len; /* in alloc_open since wal_grow_ahead() */
 }
 
 int ada_wal_io_reap(struct ada_wal_io *io, bool wait)

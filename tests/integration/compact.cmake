@@ -55,3 +55,11 @@ add_test(NAME e2e.retention_detail_always
                  $<TARGET_FILE:bw_fib_plain> 26)
 set_tests_properties(e2e.retention_detail_always PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                      LABELS "e2e")
+# The budget at every instant (issue 35, the soak): windows write detail
+# files all along; the drain counts them as it writes and makes room before
+# the windows' persist and a thread's end, audited where the budget must
+# hold (test hook ADA_TEST_BUDGET_AUDIT). A 24 MiB budget: bounded output.
+add_test(NAME e2e.budget_instant
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/budget_instant_test.sh $<TARGET_FILE:ada>
+                 ${ADA_TGT_DIR}/t_trigrate_O2)
+set_tests_properties(e2e.budget_instant PROPERTIES TIMEOUT 150 LABELS "e2e")
