@@ -117,11 +117,26 @@ HANDLERS_COLD static void handlers_detail_wait(struct ada_producer *p, uint32_t 
 	handlers_fpu_restore(&f);
 }
 
+/* The record would pass the pages populated so far in the ring's first
+ * lap: populate the next piece (ring.h, "The first lap's pages"; a
+ * madvise) with the program's vector state saved, as above. False: no
+ * memory for them, the record dropped (counted there). */
+HANDLERS_COLD static bool handlers_detail_populate(struct ada_producer *p, uint32_t len)
+{
+	struct handlers_fpu f;
+	handlers_fpu_save(&f);
+	bool ok = ada_detail_populate(p, len);
+	handlers_fpu_restore(&f);
+	return ok;
+}
+
 static inline _Atomic uint64_t *handlers_detail_reserve(struct ada_producer *p, uint32_t len,
                                                         uint64_t *end)
 {
 	if (ada_unlikely(ada_detail_would_wait(p, len)))
 		handlers_detail_wait(p, len);
+	if (ada_unlikely(ada_detail_would_populate(p, len)) && !handlers_detail_populate(p, len))
+		return NULL;
 	return ada_detail_reserve(p, len, end);
 }
 

@@ -242,6 +242,27 @@ static uint32_t prep_free_full(struct wal_proc *p)
 	return free_n;
 }
 
+/* The time of t's newest detail record (0: none), from its ring's ends
+ * once per head: an ended thread's ring stands still while its slot is
+ * kept, and walking the chunk that holds the newest record again at every
+ * reclaim pass (a pass per ended thread of a thread-per-request server)
+ * cost the drain more than all else it did for such a process. */
+static int prep_newest_detail(struct ada_recorder *r, struct wal_proc *p, struct wal_thread *t,
+                              uint64_t *newest)
+{
+	uint64_t head = ada_detail_ring_head(p->arena, t->slot), oldest;
+	if (head != 0 && head == t->keep_head) {
+		*newest = t->keep_newest_ns;
+		return 0;
+	}
+	int e = wal_detail_ring_span(r, t, &oldest, newest);
+	if (e != 0)
+		return e;
+	t->keep_head = head;
+	t->keep_newest_ns = *newest;
+	return 0;
+}
+
 bool drain_keep_ended(struct ada_recorder *r, struct wal_proc *p, struct wal_thread *t,
                       struct drain_keep *k)
 {
@@ -250,8 +271,8 @@ bool drain_keep_ended(struct ada_recorder *r, struct wal_proc *p, struct wal_thr
 	if (!t || t->done || !t->f || r->o.detail_mode != ADA_DETAIL_TRIGGERED ||
 	    !ada_arena_config_of(p->arena)->detail_bytes)
 		return false;
-	uint64_t pre = prep_pre_roll(r), oldest, newest;
-	if (pre == 0 || wal_detail_ring_span(r, t, &oldest, &newest) != 0 || newest == 0)
+	uint64_t pre = prep_pre_roll(r), newest;
+	if (pre == 0 || prep_newest_detail(r, p, t, &newest) != 0 || newest == 0)
 		return false;
 	uint64_t now = ada_boottime_ns();
 	if (now > newest && now - newest >= pre)

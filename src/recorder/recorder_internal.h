@@ -81,6 +81,11 @@ struct wal_thread {
 	bool refused;
 	enum ada_drop_reason refuse_why;
 	uint64_t detail_span_ns; /* what its detail ring held at the last tick (live view) */
+	/* Its detail ring's newest record's time as drain_keep_ended() last
+	 * found it, and the ring's head then: an ended thread's ring does not
+	 * move, so each reclaim pass that keeps its slot reads one word
+	 * instead of walking a chunk of records again (keep_head 0: none). */
+	uint64_t keep_head, keep_newest_ns;
 	/* The times it waited for index ring space and the ns (the slot's
 	 * wait_stat, read forward-only: drain.c drain_sync_waits) */
 	uint64_t ring_waits, ring_wait_ns;

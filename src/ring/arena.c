@@ -245,11 +245,11 @@ static void arena_slot_range(const struct ada_arena *a, uint32_t slot, uint64_t 
 
 /* Whether a claim of slot leaves its index ring's pages to the producer
  * (ring_populate_events, a chunk at a time as its head reaches them) and
- * its detail ring's to the recorder (ada_arena_slot_prepare) or to the
- * records' first touch: a full slot with a recorder to finish it. A
+ * its detail ring's to the recorder (ada_arena_slot_prepare) and its
+ * producer (ada_detail_populate): a full slot with a recorder to finish it. A
  * thread -- a forked child's first, most of all -- then starts without
  * allocating 2 MiB it may never write. */
-static bool arena_slot_lazy(const struct ada_arena *a, uint32_t slot)
+bool ring_slot_lazy(const struct ada_arena *a, uint32_t slot)
 {
 	return !ring_slot_is_spill(a, slot) && a->rec_pid != 0;
 }
@@ -288,6 +288,18 @@ int ring_populate_events(struct ada_arena *a, uint32_t slot, uint64_t from, uint
 	return 0;
 }
 
+int ring_populate_detail(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t to)
+{
+	uint64_t d = ring_slot_detail_bytes(a, slot);
+	if (to > d)
+		to = d;
+	if (from >= to)
+		return 0;
+	uint64_t dw = (uint64_t)((uint8_t *)ring_detail_words(a, slot) - a->base);
+	return arena_populate_range(a, arena_page_down(dw + from),
+	                            (dw + to + 4095) & ~(uint64_t)4095);
+}
+
 int ring_slot_populate(struct ada_arena *a, uint32_t slot)
 {
 	struct ada_slot_desc *d = &a->desc[slot];
@@ -295,7 +307,7 @@ int ring_slot_populate(struct ada_arena *a, uint32_t slot)
 	 * (the recorder populated it ahead) or our own earlier store (a
 	 * reused slot): its pages exist, nothing is left to do here. */
 	uint32_t pop = atomic_load_explicit(&d->populated, memory_order_acquire);
-	bool lazy = arena_slot_lazy(a, slot);
+	bool lazy = ring_slot_lazy(a, slot);
 	if ((pop & RING_POP_PAGES) || ((pop & (RING_POP_INDEX | RING_POP_HEADERS)) && lazy))
 		return 0;
 	if (!(pop & RING_POP_RESERVED)) {

@@ -64,6 +64,10 @@ static inline uint32_t producer_wait_room(const struct ada_producer *p)
  * per chunk (64 KiB and 512 KiB of 32-byte events). */
 #define PRODUCER_POP_FIRST 2048u
 #define PRODUCER_POP_MAX 16384u
+/* Detail ring bytes populated at its first piece and at most per piece
+ * (ada_detail_populate): as the index ring's. */
+#define PRODUCER_DPOP_FIRST (64u << 10)
+#define PRODUCER_DPOP_MAX (512u << 10)
 
 /* Weak: the agent defines it as the first member of its own TLS block
  * (src/hook/handlers.c, handlers_tls), so that its handlers reach the
@@ -302,9 +306,24 @@ static void producer_detail_restart(struct ada_producer *p, struct ada_detail_hd
 		atomic_store_explicit(&dh->oldest, 0, memory_order_relaxed);
 		atomic_store_explicit(&dh->head, 0, memory_order_relaxed);
 	}
-	p->dpos = p->dold = p->dstop = 0;
+	p->dpos = p->dold = p->dstop = p->dcend = 0;
 	p->dcount = 0;
 	memset(p->dmark, 0, sizeof(p->dmark));
+}
+
+/* Where the new owner's populating of its detail ring starts (ring.h,
+ * "The first lap's pages"): a slot its claim populated whole (no
+ * recorder, or a spill slot) needs none; a lazy one goes on from what its
+ * earlier owners of this process populated (the header's pop: ours, so
+ * only bounded here). */
+static void producer_detail_pop_start(struct ada_producer *p, struct ada_arena *a, uint32_t slot,
+                                      struct ada_detail_hdr *dh)
+{
+	uint64_t pop = ring_slot_lazy(a, slot)
+	                   ? atomic_load_explicit(&dh->pop, memory_order_relaxed)
+	                   : p->dbytes;
+	p->dpop = pop >= p->dbytes ? UINT64_MAX : pop;
+	p->dpop_retry = 0;
 }
 
 static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t slot, uint32_t tid)
@@ -339,6 +358,7 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 		p->dwaits = dh->wait_stat;
 		p->dstall = UINT64_MAX; /* no wait has given up */
 		producer_detail_restart(p, dh);
+		producer_detail_pop_start(p, a, slot, dh);
 	}
 	/* Acquire: pairs with the release stores of the RING_POP_* bits (the
 	 * recorder's or an earlier owner's): their pages are there. */
@@ -811,6 +831,41 @@ bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
 	}
 }
 
+bool ada_detail_populate(struct ada_producer *p, uint32_t len)
+{
+	struct ada_arena *a = p->arena;
+	if (!a || p->dpop == UINT64_MAX)
+		return true;
+	if (p->dpop_retry > 0) {
+		p->dpop_retry--;
+		ring_slot_drop(a, p->slot, ADA_LANE_DETAIL, ADA_DROP_NO_SLOT);
+		return false;
+	}
+	uint64_t need = ADA_DETAIL_HDR_BYTES + (((uint64_t)len + 7) & ~7ull);
+	uint64_t at = p->dpos + need > p->dcend ? p->dcend : p->dpos;
+	uint64_t n = p->dpop < PRODUCER_DPOP_FIRST ? PRODUCER_DPOP_FIRST
+	             : p->dpop > PRODUCER_DPOP_MAX ? PRODUCER_DPOP_MAX
+	                                           : p->dpop;
+	uint64_t end = p->dpop + n > at + need ? p->dpop + n : at + need;
+	end = (end + 4095) & ~(uint64_t)4095;
+	int saved = errno; /* the program's: madvise's failure is ours */
+	int rc = ring_populate_detail(a, p->slot, p->dpop, end);
+	errno = saved;
+	if (rc != 0) {
+		p->dpop_retry = PRODUCER_RETRY;
+		ring_slot_drop(a, p->slot, ADA_LANE_DETAIL, ADA_DROP_NO_SLOT);
+		return false;
+	}
+	/* Relaxed: read by the slot's next owner, which claims it after the
+	 * drain freed it (ada_arena_slot_free's release store of FREE, after
+	 * its acquire load of our EXITED, orders this before that claim). */
+	atomic_store_explicit(&ring_detail_hdr(a, p->slot)->pop, end < p->dbytes ? end : p->dbytes,
+	                      memory_order_relaxed);
+	p->dpop = end < p->dbytes ? end : UINT64_MAX;
+	p->dstop = p->dcend < p->dpop ? p->dcend : p->dpop;
+	return true;
+}
+
 bool ada_detail_push(const void *rec, uint32_t len)
 {
 	struct ada_producer *p = &ada_producer_tls;
@@ -818,6 +873,9 @@ bool ada_detail_push(const void *rec, uint32_t len)
 		return false;
 	if (len <= p->dmax && ada_unlikely(ada_detail_would_wait(p, len)))
 		ada_detail_wait_room(p, len);
+	if (len <= p->dmax && ada_unlikely(ada_detail_would_populate(p, len)) &&
+	    !ada_detail_populate(p, len))
+		return false; /* counted there */
 	uint64_t end;
 	_Atomic uint64_t *w = len <= p->dmax ? ada_detail_reserve(p, len, &end) : NULL;
 	if (!w) {

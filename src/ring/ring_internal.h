@@ -160,6 +160,12 @@ struct ada_detail_hdr {
 	/* Producer writes (single writer, on a wait only), drain reads: the
 	 * waits for decided (ada_detail_wait_room) and the ns they took. */
 	_Atomic uint64_t wait_stat[2];
+	/* Producer only (relaxed), in a lazily claimed slot: the ring's pages
+	 * are populated in this process's mapping below this byte (its
+	 * owners' ada_detail_populate), what the slot's next owner, which
+	 * starts again from 0, need not populate again. Kept when the slot is
+	 * freed; trusted for nothing but that (a bad value costs a populate). */
+	_Atomic uint64_t pop;
 };
 
 _Static_assert(sizeof(struct ada_slot_desc) == ADA_CACHELINE, "one line per slot descriptor");
@@ -347,6 +353,13 @@ int ring_slot_populate(struct ada_arena *a, uint32_t slot);
 /* Populates the pages of the index ring events [from, from + n) of slot
  * (positions, taken modulo the ring); 0 or -errno (-ENOMEM: no room). */
 int ring_populate_events(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t n);
+/* Populates the pages of slot's detail ring bytes [from, to) (ring
+ * offsets, clamped to the ring); 0 or -errno (-ENOMEM: no room). */
+int ring_populate_detail(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t to);
+/* Whether a claim of slot leaves the rings' pages to its producer and the
+ * recorder (ring_slot_populate: a full slot with a recorder) rather than
+ * populating (and locking) the whole slot itself. */
+bool ring_slot_lazy(const struct ada_arena *a, uint32_t slot);
 /* Producer side of claiming: FREE -> ACTIVE with tid and a new thread_seq
  * (a ready slot first, else the lowest free one). Returns the slot, or
  * -ENOSPC when none is free. */

@@ -7,8 +7,10 @@
  * populates its headers only: the producer populates the index ring a
  * chunk at a time as its head reaches it (a fork child that writes ten
  * events allocates a few pages, not the ring) and marks the index part
- * whole after its first pass; the detail ring is the recorder's, which
- * marks the slot whole once it has populated it.
+ * whole after its first pass; its detail ring's pages come the same way,
+ * a piece at a time as its records reach them, never a record past them,
+ * and a later owner of the slot populates none of them again; the
+ * recorder marks the slot whole once it has populated the rest.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -248,6 +250,149 @@ static void test_next_owner_continues(void **state)
 	rmdir(dir);
 }
 
+/* An arena of one slot per thread with a 1 MiB detail ring (64 KiB
+ * chunks) drained, as it were, by a recorder: its claims are lazy. */
+static struct ada_arena *detail_arena(char *dir, char *path, size_t cap)
+{
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, cap, "%s/arena", dir);
+	static const char cfgtxt[] = "max_threads=2,index_events=4096,detail_bytes=1048576";
+	struct ada_arena_config c;
+	struct ada_arena *a = NULL;
+	assert_int_equal(ada_arena_config_parse(cfgtxt, strlen(cfgtxt), &c), 0);
+	assert_int_equal(ada_arena_create(path, &c, &a, NULL), 0);
+	a->rec_pid = getpid();
+	ada_producer_set_arena(a);
+	return a;
+}
+
+static void detail_arena_close(struct ada_arena *a, const char *dir, const char *path)
+{
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(a);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* One record of `len` bytes whose words say its number k. */
+static void detail_rec(uint32_t k, uint32_t len)
+{
+	uint64_t w[128] = {0};
+	for (uint32_t i = 0; i < len / 8; i++)
+		w[i] = (uint64_t)k << 32 | i;
+	assert_true(ada_detail_push(w, len));
+}
+
+/* The detail ring's pages come a piece at a time as records reach them
+ * (ring.h, "The first lap's pages"): none at the claim, 64 KiB at the
+ * first record, then as much as was written, up to 512 KiB at once
+ * (64, 128, 256, 512 KiB here, then the whole 1 MiB: the last piece is
+ * cut at the ring's end); no record goes past the populated pages; the
+ * header keeps how far for the next owner. Every record lands, in order,
+ * and none is counted as dropped. */
+static void test_detail_populates_as_it_goes(void **state)
+{
+	(void)state;
+	char dir[] = "/dev/shm/ada-test-dpop-XXXXXX", path[64];
+	struct ada_arena *a = detail_arena(dir, path, sizeof(path));
+	ada_emit(1, ATF_EVENT_CALL, 0);
+	struct ada_producer *p = &ada_producer_tls;
+	uint32_t s = p->slot;
+	const size_t ring = 1u << 20;
+	const void *dw = ring_detail_words(a, s);
+	struct ada_detail_hdr *dh = ring_detail_hdr(a, s);
+	assert_int_equal(pop_bits(a, s), RING_POP_RESERVED | RING_POP_HEADERS);
+	assert_true(resident_pages(dw, ring) <= 1); /* the header's page at most */
+	assert_int_equal(p->dpop, 0);
+	uint64_t pieces[] = {64u << 10, 128u << 10, 256u << 10, 512u << 10, 1u << 20};
+	int piece = 0;
+	uint32_t k = 0;
+	while (p->dpop != UINT64_MAX) {
+		uint64_t before = p->dpop;
+		detail_rec(k, 200 + (k * 8) % 400); /* 200..592 bytes */
+		k++;
+		if (p->dpop != before) {
+			assert_true(piece < 5);
+			uint64_t want = pieces[piece++];
+			assert_int_equal(p->dpop, want == ring ? UINT64_MAX : want);
+			assert_int_equal(atomic_load(&dh->pop), want);
+			/* populated: just what was asked, not the ring */
+			size_t res = resident_pages(dw, ring);
+			assert_true(res >= want / 4096 && res <= want / 4096 + 1);
+		}
+		/* Never a record past the pages that exist. */
+		assert_true(p->dpos <= p->dpop);
+		assert_true(p->dstop <= p->dpop && p->dstop <= p->dcend);
+	}
+	assert_int_equal(piece, 5);
+	assert_true(resident_pages(dw, ring) >= ring / 4096);
+	/* Every record there, in order. */
+	struct ada_detail_snapshot snap;
+	uint64_t *buf = malloc(ring);
+	assert_non_null(buf);
+	assert_int_equal(ada_detail_ring_snapshot(a, s, 0, buf, ring, &snap), 0);
+	assert_int_equal(snap.records, k);
+	size_t off = 0;
+	uint32_t len, n = 0;
+	const uint64_t *r;
+	while ((r = ada_detail_rec_next(buf, snap.bytes, &off, &len)))
+		assert_int_equal(r[0] >> 32, n++);
+	assert_int_equal(n, k);
+	free(buf);
+	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+	ada_arena_drop_totals(a, drops);
+	assert_int_equal(drops[ADA_LANE_DETAIL][ADA_DROP_NO_SLOT], 0);
+	detail_arena_close(a, dir, path);
+}
+
+/* The slot's next owner starts its records at 0 again and populates
+ * nothing its predecessor did; a damaged header (the target's memory)
+ * only costs a populate from 0. Without a recorder the claim populated
+ * the whole slot: nothing to do. */
+static void test_detail_next_owner_continues(void **state)
+{
+	(void)state;
+	char dir[] = "/dev/shm/ada-test-dpop2-XXXXXX", path[64];
+	struct ada_arena *a = detail_arena(dir, path, sizeof(path));
+	struct ada_producer *p = &ada_producer_tls;
+	for (uint32_t k = 0; k < 300; k++) /* 300 x 400 bytes: two pieces */
+		detail_rec(k, 392);
+	uint32_t s = p->slot;
+	assert_int_equal(p->dpop, 128u << 10);
+	/* The thread ends; the drain frees the slot. */
+	ada_producer_reset_thread();
+	atomic_store(&a->desc[s].state, ADA_SLOT_EXITED);
+	struct ada_slot_info si;
+	const struct atf_index_event *e;
+	assert_int_equal(ada_slot_read_checked(a, s, &si), 0);
+	ada_index_ring_release(a, s, ada_index_ring_peek(a, s, &e));
+	assert_int_equal(ada_slot_read_checked(a, s, &si), 0);
+	assert_int_equal(ada_arena_slot_free(a, s), 0);
+	detail_rec(0, 392);
+	assert_int_equal(p->slot, s);
+	assert_int_equal(p->dpos, 400);
+	assert_int_equal(p->dpop, 128u << 10); /* nothing populated again */
+	/* A bogus pop (past the ring) is not believed. */
+	ada_producer_reset_thread();
+	atomic_store(&a->desc[s].state, ADA_SLOT_EXITED);
+	assert_int_equal(ada_slot_read_checked(a, s, &si), 0);
+	ada_index_ring_release(a, s, ada_index_ring_peek(a, s, &e));
+	assert_int_equal(ada_slot_read_checked(a, s, &si), 0);
+	assert_int_equal(ada_arena_slot_free(a, s), 0);
+	atomic_store(&ring_detail_hdr(a, s)->pop, 3u << 20);
+	detail_rec(0, 392);
+	assert_int_equal(p->dpop, UINT64_MAX); /* past the ring: taken as whole */
+	detail_arena_close(a, dir, path);
+	/* No recorder: the claim populated everything. */
+	char dir2[] = "/dev/shm/ada-test-dpop3-XXXXXX", path2[64];
+	a = detail_arena(dir2, path2, sizeof(path2));
+	a->rec_pid = 0;
+	detail_rec(0, 392);
+	assert_int_equal(p->dpop, UINT64_MAX);
+	detail_arena_close(a, dir2, path2);
+}
+
 static void test_prepare_lock(void **state)
 {
 	struct fx *f = *state;
@@ -308,6 +453,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_exited_sig, fx_setup, fx_teardown),
 	    cmocka_unit_test(test_producer_populates_as_it_goes),
 	    cmocka_unit_test(test_next_owner_continues),
+	    cmocka_unit_test(test_detail_populates_as_it_goes),
+	    cmocka_unit_test(test_detail_next_owner_continues),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

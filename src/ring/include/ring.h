@@ -651,9 +651,11 @@ struct ada_producer {
 	uint32_t dwait;            /* the arena's detail_wait (ada_detail_would_wait) */
 	uint64_t dpos, dold; /* private copies of *dhead and *doldest (we are their only writer) */
 	/* The fast reserve may end a record at or before dstop: the end of
-	 * the chunk records go to now, which was freed when the slow reserve
-	 * entered it (ada_detail_enter_chunk). Equal to dpos (the first
-	 * record after a claim) sends the next record to the slow path. */
+	 * the chunk records go to now (dcend), which was freed when the slow
+	 * reserve entered it (ada_detail_enter_chunk), or where the ring's
+	 * pages are populated (dpop), whichever comes first. Equal to dpos
+	 * (the first record after a claim) sends the next record to the slow
+	 * path. */
 	uint64_t dstop;
 	uint32_t dshift; /* log2 of the ring's chunk bytes (ada_detail_chunk_shift) */
 	/* Records committed since the slot was claimed (mod 2^32), and its
@@ -673,6 +675,13 @@ struct ada_producer {
 	 * progress for the drain timeout): no new wait until it moves, so a
 	 * stuck drain costs a thread one timeout, not one per chunk. */
 	uint64_t dstall;
+	/* Slow path only (not beside dstop: the fast path's fields keep their
+	 * lines). dcend: the end of the chunk records go to now. dpop: in the
+	 * ring's first lap, its pages exist in this process's mapping below
+	 * byte position dpop (UINT64_MAX: all; "The first lap's pages"). */
+	uint64_t dcend;
+	uint64_t dpop;
+	uint32_t dpop_retry; /* records dropped before the next try (no memory) */
 	/* A wait the ring had no room to mark when it ended (it ended in a
 	 * drop, or a detail wait found the index ring full): its raw begin
 	 * and end, written before the next event that finds room (end 0:
@@ -812,8 +821,9 @@ bool ada_detail_wait_room(struct ada_producer *p, uint32_t len);
  * inline and integer-only, so the agent's handlers (compiled with
  * -mgeneral-regs-only) write a record with no call and no vector register;
  * ada_detail_push() is the same code for a record already in memory.
- * Invariants (producer side): oldest, dstop are chunk starts, oldest <=
- * dpos <= dstop <= oldest + d; the records of [oldest, dpos) are whole. */
+ * Invariants (producer side): oldest, dcend are chunk starts, oldest <=
+ * dpos <= dcend <= oldest + d, dstop = min(dcend, dpop); the records of
+ * [oldest, dpos) are whole. */
 #define ADA_DETAIL_PAD_BIT (1ull << 63)
 #define ADA_DETAIL_HDR_BYTES 8u
 
@@ -840,7 +850,7 @@ static inline uint64_t ada_detail_step(uint64_t w, uint64_t d)
 	return step;
 }
 
-/* Enters the chunk starting at s (== p->dstop). In a full ring (s is a
+/* Enters the chunk starting at s (== p->dcend). In a full ring (s is a
  * whole ring ahead of oldest: the steady state of --detail triggered) it
  * holds the chunk one lap behind, the oldest: oldest moves past it, and
  * its records are the count between its mark and the next chunk's (both
@@ -861,7 +871,8 @@ static inline uint32_t ada_detail_enter_chunk(struct ada_producer *p, uint64_t s
 	}
 	p->dmark[k % ADA_DETAIL_CHUNKS] = p->dcount;
 	p->dlink[k % ADA_DETAIL_CHUNKS] = p->head;
-	p->dstop = s + ((uint64_t)1 << p->dshift);
+	p->dcend = s + ((uint64_t)1 << p->dshift);
+	p->dstop = p->dcend < p->dpop ? p->dcend : p->dpop;
 	return lost;
 }
 
@@ -893,7 +904,7 @@ static inline bool ada_detail_chunk_decided(const struct ada_producer *p)
 static inline bool ada_detail_would_wait(const struct ada_producer *p, uint32_t len)
 {
 	uint64_t need = ADA_DETAIL_HDR_BYTES + (((uint64_t)len + 7) & ~7ull);
-	if (!p->dwait || p->dpos + need <= p->dstop || p->dstop - p->dold < p->dbytes)
+	if (!p->dwait || p->dpos + need <= p->dcend || p->dcend - p->dold < p->dbytes)
 		return false; /* off, room in this chunk, or the ring not full yet */
 	return !ada_detail_chunk_decided(p);
 }
@@ -928,9 +939,36 @@ static inline void ada_detail_prefetch(const _Atomic uint64_t *at, uint64_t byte
 		__builtin_prefetch((const void *)(ahead + q), 1, 3);
 }
 
+/* ---- The first lap's pages ----
+ * A claim populates none of the detail ring (a thread's start waits for
+ * nothing sized by it): the owning thread populates its ring's pages as
+ * its records reach them, a piece at a time, once per ring and process
+ * (an earlier owner's pieces stay: ada_detail_hdr.pop), as the index ring
+ * is (producer_populate). dstop stops the fast reserve at dpop, so the
+ * hot path has no test of its own; the slow path asks
+ * ada_detail_would_populate() and calls ada_detail_populate() -- a
+ * system call, made by the hook handlers with the program's vector
+ * registers saved, like ada_detail_wait_room(). */
+static inline bool ada_detail_would_populate(const struct ada_producer *p, uint32_t len)
+{
+	uint64_t need = ADA_DETAIL_HDR_BYTES + (((uint64_t)len + 7) & ~7ull);
+	/* where the record will start: here, or the next chunk past a pad */
+	uint64_t at = p->dpos + need > p->dcend ? p->dcend : p->dpos;
+	return p->dpop != UINT64_MAX && at + need > p->dpop;
+}
+
+/* Populates the calling thread's detail ring past dpop, far enough for a
+ * record of len bytes (64 KiB first, then as much as is written so far,
+ * at most 512 KiB at once). False when the pages cannot be had (/dev/shm
+ * full): the record is to be dropped, counted here as a detail no_slot
+ * drop, as are the next 1024 before the next try -- no record touches a
+ * page the system does not have (SIGBUS). Cold: one madvise. */
+__attribute__((cold)) bool ada_detail_populate(struct ada_producer *p, uint32_t len);
+
 /* The cold half of ada_detail_reserve(): the record does not fit in the
- * rest of the chunk (a pad, then the next chunk), or no detail ring / a
- * record too long (NULL). */
+ * rest of the chunk (a pad, then the next chunk), or passes the populated
+ * pages (dpop: written all the same, its pages faulted in, when the caller
+ * did not populate first), or no detail ring / a record too long (NULL). */
 __attribute__((noinline, cold)) static _Atomic uint64_t *
 ada_detail_reserve_slow(struct ada_producer *p, uint32_t len, uint64_t *end)
 {
@@ -938,15 +976,15 @@ ada_detail_reserve_slow(struct ada_producer *p, uint32_t len, uint64_t *end)
 		return NULL;
 	uint64_t d = p->dbytes, pos = p->dpos, lost = 0;
 	uint64_t need = ADA_DETAIL_HDR_BYTES + (((uint64_t)len + 7) & ~7ull);
-	if (pos + need > p->dstop) {
-		if (pos != p->dstop) { /* release: as the record's words (ada_detail_put) */
+	if (pos + need > p->dcend) {
+		if (pos != p->dcend) { /* release: as the record's words (ada_detail_put) */
 			_Atomic uint64_t *pad = &p->dwords[(pos & (d - 1)) / 8];
-			atomic_store_explicit(pad, ADA_DETAIL_PAD_BIT | (p->dstop - pos),
+			atomic_store_explicit(pad, ADA_DETAIL_PAD_BIT | (p->dcend - pos),
 			                      memory_order_release);
 			/* The lines a record there would have asked for. */
-			ada_detail_prefetch(pad, p->dstop - pos);
+			ada_detail_prefetch(pad, p->dcend - pos);
 		}
-		pos = p->dstop;
+		pos = p->dcend;
 		/* The pad is ours from now on, whether or not a record is
 		 * committed after it (the next reserve starts past it). */
 		p->dpos = pos;
