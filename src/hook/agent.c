@@ -311,15 +311,16 @@ static int agent_fill_json(FILE *f, const void *arg)
 	return 0;
 }
 
-/* pid_<pid> under the session sfd and its modules/, opened (and made,
- * 0700, when the drain has not yet) without following a link. */
-static int agent_open_dirs_at(int sfd, int *pid_fd, int *mod_fd)
+/* pid_<pid> under the session sfd and, when modules, its modules/
+ * (*mod_fd stays -1 otherwise), opened (and made, 0700, when the drain
+ * has not yet) without following a link. */
+static int agent_open_dirs_at(int sfd, bool modules, int *pid_fd, int *mod_fd)
 {
 	char name[32];
 	snprintf(name, sizeof(name), "pid_%d", (int)getpid());
 	*pid_fd = *mod_fd = -1;
 	int err = ada_fs_mkdir(sfd, name, 0, pid_fd);
-	if (!err)
+	if (!err && modules)
 		err = ada_fs_mkdir(*pid_fd, "modules", 0, mod_fd);
 	return err;
 }
@@ -327,12 +328,12 @@ static int agent_open_dirs_at(int sfd, int *pid_fd, int *mod_fd)
 /* agent_open_dirs_at() in the session. The session is opened afresh on
  * each call rather than kept: the program may close or reuse any
  * descriptor the agent held. */
-static int agent_open_dirs(int *pid_fd, int *mod_fd)
+static int agent_open_dirs(bool modules, int *pid_fd, int *mod_fd)
 {
 	int sfd = -1, err = ada_fs_open_dir(AT_FDCWD, agent.session_dir, &sfd);
 	*pid_fd = *mod_fd = -1;
 	if (!err)
-		err = agent_open_dirs_at(sfd, pid_fd, mod_fd);
+		err = agent_open_dirs_at(sfd, modules, pid_fd, mod_fd);
 	if (sfd >= 0)
 		close(sfd);
 	return err;
@@ -372,7 +373,13 @@ int agent_write_files(bool all_modules, size_t first_new)
 	if (!agent_pid_dir_ours())
 		return 0;
 	uint64_t t0 = agent_now_ns();
-	int pid_fd, mod_fd, err = agent_open_dirs(&pid_fd, &mod_fd);
+	/* modules/ only when a symbol file goes there (always at the start):
+	 * agent.json alone (at exit, after the start-up's total, a dlopen of
+	 * nothing new) needs pid_<pid>/ only. */
+	bool syms = all_modules;
+	for (size_t i = first_new; !syms && i < agent.n_mods; i++)
+		syms = !agent.mods[i].gone;
+	int pid_fd, mod_fd, err = agent_open_dirs(syms, &pid_fd, &mod_fd);
 	for (size_t i = all_modules ? 0 : first_new; !err && i < agent.n_mods; i++) {
 		if (!agent.mods[i].gone)
 			err = agent_write_syms(mod_fd, &agent.mods[i]);
@@ -429,7 +436,7 @@ int agent_write_files_forked(void)
 	int err = ada_fs_open_dir(AT_FDCWD, agent.session_dir, &sfd);
 	if (!err) {
 		src_fd = agent_open_parent_modules(sfd);
-		err = agent_open_dirs_at(sfd, &pid_fd, &mod_fd);
+		err = agent_open_dirs_at(sfd, true, &pid_fd, &mod_fd);
 		close(sfd);
 	}
 	for (size_t i = 0; !err && i < agent.n_mods; i++) {
