@@ -52,7 +52,7 @@ int ada_fs_mkdir(int dirfd, const char *name, unsigned flags, int *out)
 		err = -errno;
 	else if (st.st_uid != geteuid())
 		err = -EPERM; /* someone else's directory where ours belongs */
-	else if (made && fchmod(fd, ADA_FS_DIR_MODE) < 0)
+	else if (made && (st.st_mode & 07777) != ADA_FS_DIR_MODE && fchmod(fd, ADA_FS_DIR_MODE) < 0)
 		err = -errno; /* a umask may have narrowed it; nothing widened it */
 	if (err) {
 		close(fd);

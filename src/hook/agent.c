@@ -311,20 +311,29 @@ static int agent_fill_json(FILE *f, const void *arg)
 	return 0;
 }
 
-/* pid_<pid> under the session and its modules/, opened (and made, 0700,
- * when the drain has not yet) without following a link. The session is
- * opened afresh on each call rather than kept: the program may close or
- * reuse any descriptor the agent held. */
-static int agent_open_dirs(int *pid_fd, int *mod_fd)
+/* pid_<pid> under the session sfd and, when modules, its modules/
+ * (*mod_fd stays -1 otherwise), opened (and made, 0700, when the drain
+ * has not yet) without following a link. */
+static int agent_open_dirs_at(int sfd, bool modules, int *pid_fd, int *mod_fd)
 {
 	char name[32];
-	int sfd = -1, err = ada_fs_open_dir(AT_FDCWD, agent.session_dir, &sfd);
 	snprintf(name, sizeof(name), "pid_%d", (int)getpid());
 	*pid_fd = *mod_fd = -1;
-	if (!err)
-		err = ada_fs_mkdir(sfd, name, 0, pid_fd);
-	if (!err)
+	int err = ada_fs_mkdir(sfd, name, 0, pid_fd);
+	if (!err && modules)
 		err = ada_fs_mkdir(*pid_fd, "modules", 0, mod_fd);
+	return err;
+}
+
+/* agent_open_dirs_at() in the session. The session is opened afresh on
+ * each call rather than kept: the program may close or reuse any
+ * descriptor the agent held. */
+static int agent_open_dirs(bool modules, int *pid_fd, int *mod_fd)
+{
+	int sfd = -1, err = ada_fs_open_dir(AT_FDCWD, agent.session_dir, &sfd);
+	*pid_fd = *mod_fd = -1;
+	if (!err)
+		err = agent_open_dirs_at(sfd, modules, pid_fd, mod_fd);
 	if (sfd >= 0)
 		close(sfd);
 	return err;
@@ -364,7 +373,13 @@ int agent_write_files(bool all_modules, size_t first_new)
 	if (!agent_pid_dir_ours())
 		return 0;
 	uint64_t t0 = agent_now_ns();
-	int pid_fd, mod_fd, err = agent_open_dirs(&pid_fd, &mod_fd);
+	/* modules/ only when a symbol file goes there (always at the start):
+	 * agent.json alone (at exit, after the start-up's total, a dlopen of
+	 * nothing new) needs pid_<pid>/ only. */
+	bool syms = all_modules;
+	for (size_t i = first_new; !syms && i < agent.n_mods; i++)
+		syms = !agent.mods[i].gone;
+	int pid_fd, mod_fd, err = agent_open_dirs(syms, &pid_fd, &mod_fd);
 	for (size_t i = all_modules ? 0 : first_new; !err && i < agent.n_mods; i++) {
 		if (!agent.mods[i].gone)
 			err = agent_write_syms(mod_fd, &agent.mods[i]);
@@ -393,21 +408,19 @@ static bool agent_link_syms(int src_fd, int mod_fd, const struct agent_module *m
 	return false;
 }
 
-/* The parent's modules/ (pid_<files_pid>/modules under the session),
+/* The parent's modules/ (pid_<files_pid>/modules under the session sfd),
  * opened without following a link; -1 when there is none. */
-static int agent_open_parent_modules(void)
+static int agent_open_parent_modules(int sfd)
 {
 	char name[32];
-	int sfd = -1, pfd = -1, fd = -1;
-	if (agent.files_pid <= 0 || agent.files_pid == getpid() ||
-	    ada_fs_open_dir(AT_FDCWD, agent.session_dir, &sfd) != 0)
+	int pfd = -1, fd = -1;
+	if (agent.files_pid <= 0 || agent.files_pid == getpid())
 		return -1;
 	snprintf(name, sizeof(name), "pid_%d", (int)agent.files_pid);
 	if (ada_fs_open_dir(sfd, name, &pfd) == 0 && ada_fs_open_dir(pfd, "modules", &fd) != 0)
 		fd = -1;
 	if (pfd >= 0)
 		close(pfd);
-	close(sfd);
 	return fd;
 }
 
@@ -418,8 +431,14 @@ int agent_write_files_forked(void)
 	uint64_t t0 = agent_now_ns();
 	/* This process's counts start now: what the parent wrote is its own. */
 	agent.syms_written = agent.syms_shared = agent.syms_share_failed = 0;
-	int src_fd = agent_open_parent_modules();
-	int pid_fd, mod_fd, err = agent_open_dirs(&pid_fd, &mod_fd);
+	/* The session once for both (a fork's start opens what it must). */
+	int sfd = -1, src_fd = -1, pid_fd = -1, mod_fd = -1;
+	int err = ada_fs_open_dir(AT_FDCWD, agent.session_dir, &sfd);
+	if (!err) {
+		src_fd = agent_open_parent_modules(sfd);
+		err = agent_open_dirs_at(sfd, true, &pid_fd, &mod_fd);
+		close(sfd);
+	}
 	for (size_t i = 0; !err && i < agent.n_mods; i++) {
 		struct agent_module *m = &agent.mods[i];
 		if (m->gone)

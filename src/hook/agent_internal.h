@@ -231,9 +231,13 @@ void agent_guard_leave(void);
  * x86_64). The frames stay on the shadow stack (nothing returns any
  * more). Returns the number of words put back. */
 uint32_t agent_shadow_restore_for_crash(const uint64_t *sp, uint64_t *lr);
+/* Atfork prepare (under agent.lock): notes the forking thread's count of
+ * suppressed calls, so the child's counts begin at the fork. */
+void agent_untraced_fork_prepare(void);
 /* After fork, in the child's only thread: the frames on the shadow stack
  * were the parent's; they stay (the child returns through them) but emit
- * nothing. */
+ * nothing. The counts of calls not traced start at zero (but for what the
+ * guard suppressed since agent_untraced_fork_prepare). */
 void agent_shadow_after_fork(void);
 /* The calling thread's frames are gone (thread exit): EXCEPTION events,
  * release the shadow stack memory. */

@@ -51,6 +51,7 @@ static void process_prepare(void)
 {
 	agent_guard_enter(); /* the fork's own libc work runs untraced (counted) */
 	pthread_mutex_lock(&agent.lock);
+	agent_untraced_fork_prepare();
 }
 
 static void process_parent(void)

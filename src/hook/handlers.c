@@ -901,6 +901,15 @@ uint32_t agent_shadow_restore_for_crash(const uint64_t *sp, uint64_t *lr)
 	return shadow_restore_for_crash(&ada_shadow_tls, sp, lr);
 }
 
+/* The forking thread's suppressed count at the agent's atfork prepare
+ * handler (written under agent.lock by the one thread forking). */
+static uint64_t handlers_fork_suppressed;
+
+void agent_untraced_fork_prepare(void)
+{
+	handlers_fork_suppressed = ada_shadow_tls.suppressed;
+}
+
 void agent_shadow_after_fork(void)
 {
 	struct ada_shadow *s = &ada_shadow_tls;
@@ -909,7 +918,18 @@ void agent_shadow_after_fork(void)
 		s->gone = 0;
 		s->guard--;
 	}
-	s->gone_lost = 0; /* the parent counts its own */
+	/* The counts of calls not traced start again: the parent's are the
+	 * parent's (its agent.json says them), so the child's agent.json
+	 * holds only its own, and the summary's sums over processes count
+	 * each call once. What the fork's own libc work made the guard
+	 * suppress since the prepare handler is counted by both, as each
+	 * process ran it. Relaxed: the child has this one thread. */
+	uint64_t at_fork = handlers_fork_suppressed;
+	s->suppressed = s->suppressed >= at_fork ? s->suppressed - at_fork : 0;
+	s->lost = s->side.lost = s->stopped_lost = s->resyncs = s->stops = 0;
+	s->switches = s->switch_cut = s->gone_lost = 0;
+	for (int i = 0; i < AGENT_UNTRACED_COUNT; i++)
+		atomic_store_explicit(&handlers_untraced[i], 0, memory_order_relaxed);
 }
 
 static void handlers_fold_counts(struct ada_shadow *s);

@@ -471,6 +471,57 @@ __attribute__((no_sanitize("thread"))) static void patch_write(uint8_t *dst, con
 	__builtin___clear_cache((char *)(dst + a), (char *)(dst + b));
 }
 
+/* Breaks copy-on-write of [lo, hi) in one call when it spans more than a
+ * page: one trap per page otherwise, the larger part of hooking an image
+ * like libc (a few hundred pages, nearly all patched). A refusal (before
+ * Linux 5.14) changes nothing: the writes fault as before. */
+static void patch_populate_range(uint64_t lo, uint64_t hi, uint64_t pg)
+{
+#ifdef MADV_POPULATE_WRITE
+	if (hi - lo > pg)
+		(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+	(void)lo;
+	(void)hi;
+	(void)pg;
+#endif
+}
+
+/* Whether patch_write() would change a byte of p (read in a loop, as
+ * patch_write does, not through memcmp: ThreadSanitizer has no shadow for
+ * code pages). */
+__attribute__((no_sanitize("thread"))) static bool patch_changes(const struct hook_patch *p)
+{
+	const uint8_t *dst = (const uint8_t *)p->addr;
+	for (size_t a = 0; a < p->len; a++)
+		if (dst[a] != p->bytes[a])
+			return true;
+	return false;
+}
+
+/* Populates, writable, the pages patches[i..j) will write, in runs of
+ * adjacent pages: a page no patch changes is not copied. */
+static void patch_populate(const struct hook_patch *patches, size_t i, size_t j, uint64_t pg)
+{
+	uint64_t lo = 0, hi = 0;
+	for (size_t k = i; k < j; k++) {
+		const struct hook_patch *p = &patches[k];
+		if (!patch_changes(p))
+			continue; /* patch_write writes nothing */
+		uint64_t a = p->addr & ~(pg - 1), b = (p->addr + p->len + pg - 1) & ~(pg - 1);
+		if (hi && a <= hi) {
+			hi = b > hi ? b : hi;
+			continue;
+		}
+		if (hi)
+			patch_populate_range(lo, hi, pg);
+		lo = a;
+		hi = b;
+	}
+	if (hi)
+		patch_populate_range(lo, hi, pg);
+}
+
 /* One patch whose bytes lie in two mappings: each page on its own. */
 static int patch_straddling(const struct hook_map *maps, int n_maps, uint64_t pg,
                             const struct hook_patch *p)
@@ -513,6 +564,7 @@ static long patch_run(const struct hook_map *maps, int n_maps, uint64_t pg,
 	int err = patch_unlock(lo, hi - lo, maps[m].prot);
 	if (err)
 		return err;
+	patch_populate(patches, i, j, pg);
 	for (size_t k = i; k < j; k++)
 		patch_write((uint8_t *)patches[k].addr, patches[k].bytes, patches[k].len);
 	err = patch_relock(lo, hi - lo, maps[m].prot);

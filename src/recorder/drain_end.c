@@ -254,8 +254,17 @@ void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 		wal_flight_proc_end(r, p); /* before the files are final: crash marker */
 	for (size_t j = 0; j < p->nthreads; j++)
 		drain_thread_finalize(r, p->threads[j]);
-	for (uint32_t s = 0; s < p->max_threads; s++)
-		p->by_slot[s] = NULL;
+	/* No thread is reached by its slot any more. Its per-slot tables
+	 * (max_threads entries each, the whole thread limit) are the passes'
+	 * and it is in none now: a recording of many short processes would
+	 * otherwise keep them all to its end. Freed, not cleared: clearing
+	 * wrote every page of the thread limit's table (128 KiB by default),
+	 * pages a short process never touched, for each process. */
+	free(p->by_slot);
+	free(p->slot_noted);
+	free(p->slot_locked);
+	p->by_slot = NULL;
+	p->slot_noted = p->slot_locked = NULL;
 	p->finished = true;
 	if (p->arena)
 		WAL_GUARDED(p->arena, wal_manifest_write(r, p, "complete"), {
@@ -277,14 +286,6 @@ void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	p->pidfd = -1;
-	/* Its per-slot tables (max_threads entries each, the whole thread
-	 * limit) are the passes' and it is in none now: a recording of many
-	 * short processes would otherwise keep them all to its end. */
-	free(p->by_slot);
-	free(p->slot_noted);
-	free(p->slot_locked);
-	p->by_slot = NULL;
-	p->slot_noted = p->slot_locked = NULL;
 	wal_flight_proc_finished(p);
 }
 

@@ -28,6 +28,8 @@ ada_transp(linkname ${ADA_TGT_DIR}/t_threads_O2)
 # resynchronised (never an abort) when it was hooked anyway.
 ada_transp(nocfi ${ADA_TGT_DIR}/t_nonc_O2 nocfi)
 ada_transp(resync ${ADA_TGT_DIR}/t_nonc_O2 cfi)
+# A forked child's counts of calls not traced are its own, not its parent's.
+ada_transp(resync_fork ${ADA_TGT_DIR}/t_nonc_O2 cfi-fork)
 
 # More live threads than slots (issue 14 item 4). The arena's 64 full
 # slots are followed by spill slots (small rings, memory taken as threads

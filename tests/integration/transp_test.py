@@ -189,6 +189,41 @@ def case_resync(args, work):
         raise Fail("untraced_calls.unmatched_return is %d, want >= 198" % n)
 
 
+def case_resync_fork(args, work):
+    """The parent stops tracing its thread (one unmatched return), counting
+    the calls it no longer records, then forks: the child's agent.json
+    counts only the child's own calls left untraced (it inherits the
+    stopped thread), none of the parent's, so the summary's sums over
+    processes count each call once."""
+    session, err = same_behaviour(args.ada, work, args.argv)
+    by_pid = {}
+    for path in glob.glob(os.path.join(session, "pid_*", "agent.json")):
+        with open(path) as f:
+            by_pid[int(os.path.basename(os.path.dirname(path))[4:])] = json.load(f)
+    if len(by_pid) != 2:
+        raise Fail("expected two pid_*/agent.json (parent, child), found %d" % len(by_pid))
+    parent, child = (by_pid[p] for p in sorted(by_pid))
+    if parent["unmatched_returns"] != {"returns": 1, "threads_stopped": 1}:
+        raise Fail("parent: want one unmatched return that stopped one thread, got %r"
+                   % parent["unmatched_returns"])
+    if child["unmatched_returns"] != {"returns": 0, "threads_stopped": 0}:
+        raise Fail("child: the parent's unmatched return counted again: %r"
+                   % child["unmatched_returns"])
+    pn, cn = (a["untraced_calls"]["unmatched_return"] for a in (parent, child))
+    # The parent: at least 99 later calls each of nonc_shift_cfi and c_work
+    # before the fork; the child, whose thread stays stopped, its 10 calls
+    # of c_work at least (and every libc call, the agent's own too).
+    if pn < 198 or cn < 10:
+        raise Fail("untraced_calls.unmatched_return: parent %d (want >= 198), child %d "
+                   "(want >= 10)" % (pn, cn))
+    # The parent's start-up work (hooking, its files: tens of thousands of
+    # libc calls) is its own; the child inherited the count before.
+    pw, cw = (a["untraced_calls"]["agent_work"] for a in (parent, child))
+    if cw * 2 >= pw:
+        raise Fail("untraced_calls.agent_work: child %d, parent %d: the child counts its "
+                   "parent's work as its own" % (cw, pw))
+
+
 def dump_counts(ada, session, fn):
     """Calls and returns of fn over every process of the session (`ada
     report --json`, which reads the traces without printing each event)."""
@@ -964,7 +999,7 @@ def case_home(args, work):
             before, after))
 
 
-CASES = {"sigdisp": case_sigdisp, "linkname": case_linkname, "home": case_home, "noshebang": case_noshebang,
+CASES = {"resync_fork": case_resync_fork, "sigdisp": case_sigdisp, "linkname": case_linkname, "home": case_home, "noshebang": case_noshebang,
          "program_exec": case_program_exec, "sigforward": case_sigforward, "nohup": case_nohup,
          "leftover": case_leftover,
          "leftover_interrupt": lambda args, work: case_leftover(args, work, True),

@@ -10,10 +10,17 @@
  *   t_nonc cfi     nonc_shift_cfi declares CFI, so it is hooked: the agent
  *                  must resynchronise (never abort), stop tracing the
  *                  thread and count what it no longer records
+ *   t_nonc cfi-fork
+ *                  as cfi, then forks: the child calls c_work() 10 times
+ *                  and exits; its agent.json counts only its own calls
+ *                  not traced, none of its parent's
  * Either way the output is the untraced one. c_work() is ordinary C.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 long nonc_call_cfi(long x);
 long nonc_call_nocfi(long x);
@@ -66,14 +73,30 @@ __attribute__((noinline, used)) long c_work(long x)
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || (strcmp(argv[1], "cfi") && strcmp(argv[1], "nocfi"))) {
-		fprintf(stderr, "usage: t_nonc cfi|nocfi\n");
+	if (argc < 2 ||
+	    (strcmp(argv[1], "cfi") && strcmp(argv[1], "nocfi") && strcmp(argv[1], "cfi-fork"))) {
+		fprintf(stderr, "usage: t_nonc cfi|nocfi|cfi-fork\n");
 		return 2;
 	}
-	long (*call)(long) = strcmp(argv[1], "cfi") ? nonc_call_nocfi : nonc_call_cfi;
+	long (*call)(long) = strcmp(argv[1], "nocfi") ? nonc_call_cfi : nonc_call_nocfi;
 	long acc = 0;
 	for (long i = 0; i < 100; i++)
 		acc += call(i) + c_work(i);
 	printf("acc %ld\n", acc);
+	if (strcmp(argv[1], "cfi-fork"))
+		return 0;
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		for (long i = 0; i < 10; i++)
+			acc += c_work(i);
+		printf("child acc %ld\n", acc);
+		exit(0);
+	}
+	int status;
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		return 1;
 	return 0;
 }
