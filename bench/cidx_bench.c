@@ -136,7 +136,6 @@ static void bench_stream(const char *name, struct cs_gen *g)
 	free(out);
 }
 
-/* A recorded ATF v2 index file as the stream. */
 /* A walk's events, in place (ada_atf_index_walk_fn). */
 static int bench_file_take(void *ctx, const struct atf_index_event *ev, uint64_t seq, uint64_t n)
 {
@@ -144,6 +143,7 @@ static int bench_file_take(void *ctx, const struct atf_index_event *ev, uint64_t
 	return 0;
 }
 
+/* A recorded index file (ATF v2 or compact) as the stream. */
 static int bench_file(const char *path)
 {
 	struct ada_atf_index *ix;
