@@ -463,6 +463,35 @@ static void assert_same_open(const struct img *im, size_t len, int fd, unsigned 
 	ada_cidx_dec_free(b);
 }
 
+/* An export large enough for the direct writer (several staging buffers
+ * in turn, a padded last one cut off) writes the bytes of the in-memory
+ * export, whichever way the file system takes it. */
+static void export_fd_large(void **state)
+{
+	struct cs_gen g;
+	uint8_t *v2;
+	size_t v2len;
+	(void)state;
+	cs_init(&g, 300000, 9);
+	cs_mixed_stream(&g);
+	struct img im = encode(g.ev, g.n, 0, NULL, NULL, 0);
+	assert_int_equal(ada_cidx_to_atf(im.p, im.len, 0, &v2, &v2len), 0);
+	assert_true(v2len > (8u << 20) && v2len % 4096 != 0);
+	FILE *tf = tmpfile();
+	assert_non_null(tf);
+	assert_int_equal(ada_cidx_to_atf_fd(im.p, im.len, 0, fileno(tf)), 0);
+	assert_int_equal(lseek(fileno(tf), 0, SEEK_END), (off_t)v2len);
+	uint8_t *got = malloc(v2len);
+	assert_non_null(got);
+	assert_int_equal(pread(fileno(tf), got, v2len, 0), (ssize_t)v2len);
+	assert_memory_equal(got, v2, v2len);
+	free(got);
+	free(v2);
+	fclose(tf);
+	free(im.p);
+	free(g.ev);
+}
+
 /* The open that reads block headers with pread (ada_cidx_dec_open_fd(),
  * the readers' and the export's) finds what the walk through memory
  * finds: whole files, cut ones, a damaged block (SALVAGE stops before
@@ -867,6 +896,7 @@ int main(void)
 	    cmocka_unit_test(tail_size_bound),
 	    cmocka_unit_test(salvage),
 	    cmocka_unit_test(open_fd_reads_headers),
+	    cmocka_unit_test(export_fd_large),
 	    cmocka_unit_test(recover_after_kill),
 	    cmocka_unit_test(atf_reader_reads_compact),
 	    cmocka_unit_test(atf_reader_walks_compact),

@@ -310,7 +310,10 @@ int ada_cidx_to_atf(const void *buf, size_t len, unsigned flags, uint8_t **out, 
 /* The same file written to fd (a regular file, empty, at offset 0) a
  * piece of the iterator at a time (ada_cidx_iter), so memory stays 128
  * KiB of events whatever the file's size: header placeholder, events,
- * footer, then the final header at 0.
+ * footer, then the final header at 0. An output of 4 MiB or more is
+ * written with O_DIRECT through io_uring from four 2 MiB staging buffers
+ * in turn, into space allocated ahead, when the file takes it (through
+ * the page cache otherwise); fd's status flags are as they came after.
  * -EBADMSG, -ENOMEM, -errno of a write (the file is then incomplete). */
 int ada_cidx_to_atf_fd(const void *buf, size_t len, unsigned flags, int fd);
 /* The same from the compact file in (len bytes, its size), mapped here:
