@@ -513,7 +513,7 @@ static void record_span(char *buf, size_t cap, uint64_t ns)
 static void record_print_flight(const struct ada_record_summary *s)
 {
 	uint64_t lost = s->window_lost;
-	char why[768] = "", hint[400] = "", got[32] = "", asked[32] = "";
+	char why[900] = "", hint[400] = "", got[32] = "", asked[32] = "", rate[96] = "";
 	uint64_t mib = 1;
 	while (mib << 20 < s->detail_ring_suggest && mib < (ADA_DETAIL_MAX_BYTES >> 20) * 2)
 		mib *= 2;
@@ -541,12 +541,17 @@ static void record_print_flight(const struct ada_record_summary *s)
 		         (unsigned long long)(ADA_DETAIL_MAX_BYTES >> 20));
 	record_span(got, sizeof(got), s->pre_got_ns);
 	record_span(asked, sizeof(asked), s->pre_asked_ns);
+	/* The reason in numbers: the ring, and the rate it filled at. */
+	if (s->pre_ring_bytes && s->pre_got_ns)
+		snprintf(rate, sizeof(rate), ": a %.3g MiB ring per thread held %s at %.3g MiB/s",
+		         (double)s->pre_ring_bytes / (1 << 20), got,
+		         (double)s->pre_ring_bytes / (1 << 20) / ((double)s->pre_got_ns / 1e9));
 	if (lost && s->pre_asked_ns)
 		snprintf(why, sizeof(why),
 		         "; windows got less than they asked: pre-roll achieved %s of %s, %llu "
 		         "records windows wanted were already overwritten (window_lost: the detail "
-		         "ring filled faster than the windows reached back, not drops)%s",
-		         got, asked, (unsigned long long)lost, hint);
+		         "ring filled faster than the windows reached back%s; not drops)%s",
+		         got, asked, (unsigned long long)lost, rate, hint);
 	else if (lost)
 		snprintf(why, sizeof(why),
 		         "; %llu records windows wanted were already overwritten (window_lost: the "

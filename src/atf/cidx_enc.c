@@ -49,6 +49,10 @@ struct ada_cidx_enc {
 	 * link_last/link_last_detail: the highest seq linked so far. */
 	uint64_t link_bytes, link_last;
 	uint32_t link_last_detail;
+	/* A link came at or below link_last: the table needs sorting. The
+	 * drain links in seq order, so a finish (a rotation, a thread's end)
+	 * skips the sort of what can be millions of links. */
+	bool links_unordered;
 	struct ada_cidx_btab_entry *btab;
 	size_t nblocks, cap_btab;
 };
@@ -136,6 +140,7 @@ static size_t varint_len(uint64_t v)
 static void enc_link_count(struct ada_cidx_enc *e, uint64_t seq, uint32_t detail)
 {
 	if (e->nlinks && seq <= e->link_last) {
+		e->links_unordered = true;
 		e->link_bytes += CIDX_LINK_UNORDERED_MAX;
 		if (seq == e->link_last) /* the next one is coded against this */
 			e->link_last_detail = detail;
@@ -552,7 +557,7 @@ static size_t enc_link_table(struct ada_cidx_enc *e, uint8_t *buf, uint64_t *nli
 	int64_t prev = -1;
 
 	*nlinks = 0;
-	if (e->nlinks)
+	if (e->nlinks && e->links_unordered)
 		qsort(e->links, e->nlinks, sizeof(*e->links), link_cmp);
 	for (size_t i = 0; i < e->nlinks; i++) {
 		const struct cidx_link *l = &e->links[i];

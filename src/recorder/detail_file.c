@@ -41,13 +41,18 @@ struct wal_dfile {
 	int error;
 	uint32_t tid;
 	uint8_t arch; /* ATF_ARCH_* of the traced code */
+	/* CRC-32 of the events section up to the buffer (bytes - len): it is
+	 * taken over a whole buffer when it is written (dfile_crc), not per
+	 * record, where a call per header, payload and stack cost the drain
+	 * more than the copy. */
 	uint32_t crc;
 	uint64_t events, bytes; /* appended so far (bytes of the events section) */
 	uint64_t t_start, t_end, seq_start, seq_end;
 	/* At the end of the last whole record appended, and of the last one
 	 * whose bytes all reached the file: a write that fails (a full disk)
 	 * leaves a file that is cut back to durable, never one whose footer
-	 * counts records it does not hold. */
+	 * counts records it does not hold. whole.crc is set when the buffer
+	 * holding whole's end is written (dfile_crc); durable's is set. */
 	struct dfile_mark whole, durable;
 	/* The records appended after durable (their index links), oldest
 	 * first: the links a cut file no longer backs. */
@@ -104,10 +109,26 @@ static void dfile_made_durable(struct wal_dfile *d)
 	d->nunsure -= k;
 }
 
+/* Folds the buffer into the CRC, and sets whole.crc on the way: the end
+ * of the last whole record lies in this buffer (or is its start) unless
+ * no record ended since the last write, whose whole.crc then stands. */
+static void dfile_crc(struct wal_dfile *d)
+{
+	uint64_t start = d->bytes - d->len;
+	if (d->whole.bytes < start || d->whole.bytes > d->bytes) {
+		d->crc = wal_crc32(d->crc, d->buf, d->len);
+		return;
+	}
+	size_t k = (size_t)(d->whole.bytes - start);
+	d->whole.crc = wal_crc32(d->crc, d->buf, k);
+	d->crc = wal_crc32(d->whole.crc, d->buf + k, d->len - k);
+}
+
 static int dfile_flush(struct wal_dfile *d)
 {
 	if (d->len == 0 || d->error)
 		return d->error;
+	dfile_crc(d);
 	int r = wal_pwrite_all(d->fd, d->buf, d->len, ATF_HEADER_SIZE + d->bytes - d->len);
 	if (r < 0)
 		d->error = r;
@@ -125,7 +146,6 @@ static int dfile_put(struct wal_dfile *d, const void *p, size_t n)
 			return d->error;
 		size_t k = DFILE_BUF - d->len < n ? DFILE_BUF - d->len : n;
 		memcpy(d->buf + d->len, b, k);
-		d->crc = wal_crc32(d->crc, b, k);
 		d->len += k;
 		d->bytes += k;
 		b += k;
@@ -158,7 +178,8 @@ static void dfile_count(struct wal_dfile *d, const struct atf_detail_event_heade
 	d->t_end = h->timestamp;
 	d->seq_end = h->index_seq;
 	d->events++;
-	d->whole = (struct dfile_mark){d->crc,   d->events,    d->bytes,  d->t_start,
+	/* crc: set by dfile_crc when the buffer holding this end is written. */
+	d->whole = (struct dfile_mark){0,        d->events,    d->bytes,  d->t_start,
 	                               d->t_end, d->seq_start, d->seq_end};
 }
 

@@ -238,6 +238,7 @@ static uint64_t flight_pre_achieved(const struct ada_trigger_window *w, uint64_t
 
 void wal_flight_preroll_short(struct ada_recorder *r, struct wal_proc *p)
 {
+	const struct ada_arena_config *c = p->arena ? ada_arena_config_of(p->arena) : NULL;
 	for (size_t j = 0; r->flight.trig && j < p->nthreads; j++) {
 		const struct wal_thread *t = p->threads[j];
 		for (size_t wi = 0; wi < t->nfw; wi++) {
@@ -250,6 +251,9 @@ void wal_flight_preroll_short(struct ada_recorder *r, struct wal_proc *p)
 			if (!p->pre_asked_ns || got < p->pre_got_ns) {
 				p->pre_asked_ns = w->fire_ns - w->from_ns;
 				p->pre_got_ns = got;
+				/* A spill slot's ring is small whatever --detail-mb says. */
+				p->pre_ring_bytes =
+				    c && t->slot < c->max_threads ? c->detail_bytes : 0;
 			}
 		}
 	}

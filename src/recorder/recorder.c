@@ -363,6 +363,7 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 		if (p->pre_asked_ns && (!s->pre_asked_ns || p->pre_got_ns < s->pre_got_ns)) {
 			s->pre_asked_ns = p->pre_asked_ns;
 			s->pre_got_ns = p->pre_got_ns;
+			s->pre_ring_bytes = p->pre_ring_bytes;
 		}
 		if (p->fill_hint[0] && p->fill_hint_lost > hint_lost) {
 			hint_lost = p->fill_hint_lost;

@@ -172,8 +172,9 @@ struct wal_proc {
 	 * summary's, after the threads are gone) */
 	uint64_t detail_ring_suggest;
 	/* The shortest pre-roll a window achieved on one of its threads, and
-	 * what it asked (wal_flight_preroll_short; 0, 0: none short) */
-	uint64_t pre_asked_ns, pre_got_ns;
+	 * what it asked (wal_flight_preroll_short; 0, 0: none short), and the
+	 * detail ring of that thread (0: a spill slot's, or not known) */
+	uint64_t pre_asked_ns, pre_got_ns, pre_ring_bytes;
 	/* wal_flight_fill_hint() of the window that lost the most records, and
 	 * that count, when its manifest was last written (the summary's) */
 	char fill_hint[160];

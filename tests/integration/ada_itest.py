@@ -1847,6 +1847,11 @@ def flight_window_lost(rep, m, events, err):
     rep.check(any("at this run's rate --detail-mb %d would have held them" % mib in l
                   for l in summary), "the summary should suggest --detail-mb %d: %r" % (
                       mib, summary))
+    # The reason in numbers: the ring per thread, what it held, the rate.
+    held = "a %s MiB ring per thread held " % ("%.3g" % (ring / (1 << 20)))
+    rep.check(ring and any(held in l and " MiB/s; not drops)" in l for l in summary),
+              "the summary should say the ring (%r) and the rate it filled at: %r" % (
+                  held, summary))
     # What filled the ring, ranked (docs/manifest.md): the functions of
     # the records kept, heaviest first, and the fewest of them a detail
     # set could leave out to hold the window, which the summary names.

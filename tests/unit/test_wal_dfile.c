@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "atf.h"
 #include "detail_internal.h"
@@ -91,6 +92,30 @@ static uint64_t strict_count(void)
 	return n;
 }
 
+/* The footer's CRC is zlib's over exactly the events section (errata 3):
+ * the writer folds it a buffer at a time, and a cut file's is the CRC at
+ * a record's end inside a buffer. */
+static void assert_footer_crc(void)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/detail.atf", tmpdir);
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	long n = ftell(f);
+	assert_true(n >= 128);
+	uint8_t *b = malloc((size_t)n);
+	assert_non_null(b);
+	rewind(f);
+	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	struct atf_detail_footer ft;
+	memcpy(&ft, b + n - 64, sizeof(ft));
+	assert_int_equal(ft.bytes_length, (uint64_t)n - 128);
+	assert_int_equal(ft.checksum, (uint32_t)crc32(0, b + 64, (uInt)(n - 128)));
+	free(b);
+}
+
 /* The limit falls inside the second buffer: the first buffer's whole
  * records stay, the rest are cut, and their links are handed back. */
 static void test_cut_to_durable(void **state)
@@ -118,6 +143,7 @@ static void test_cut_to_durable(void **state)
 	}
 	assert_int_equal(lost, appended - end.kept + 1);
 	assert_int_equal(end.file_bytes, 64 + end.kept * 188 + 64);
+	assert_footer_crc();
 	free(end.unsure);
 }
 
@@ -135,6 +161,7 @@ static void test_sealed_empty(void **state)
 	assert_int_equal(end.kept, 0);
 	assert_int_equal(end.appended, appended);
 	assert_int_equal(strict_count(), 0);
+	assert_footer_crc();
 	free(end.unsure);
 }
 
@@ -151,6 +178,7 @@ static void test_whole(void **state)
 	assert_int_equal(end.kept, 3000);
 	assert_null(end.unsure);
 	assert_int_equal(strict_count(), 3000);
+	assert_footer_crc();
 }
 
 int main(void)

@@ -147,6 +147,9 @@ struct ada_record_summary {
 	uint32_t detail_mode; /* enum ada_detail_mode */
 	uint64_t windows, detail_records, detail_overwritten;
 	uint64_t window_lost, pre_asked_ns, pre_got_ns;
+	/* The detail ring per thread that achieved pre_got_ns (0: not known):
+	 * with it, the rate the ring filled at, the reason told. */
+	uint64_t pre_ring_bytes;
 	/* Bytes per thread a detail ring would have needed to hold what the
 	 * windows lost at this run's rate (wal_flight_ring_suggest; 0: none). */
 	uint64_t detail_ring_suggest;
