@@ -268,6 +268,8 @@ static bool budget_move(uint64_t fn_id, uint64_t calls_per_s, uint64_t mean_ns)
 	struct hook_patch *p = budget_patch_of(fn_id, &m);
 	if (!p || agent_count_has(fn_id))
 		return false; /* not patched, special, or already count-only */
+	if (!agent_count_room())
+		return false; /* before its block's memory is taken */
 	struct hook_patch *pad = budget_pad_of(m, p);
 	if (pad)
 		p = pad; /* every call passes its jmp rel32 as an entry's */
