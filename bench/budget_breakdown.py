@@ -21,7 +21,8 @@ one-line function N times, untraced, traced (default settings: two
 events a call, the detail lane included, as in the budget runs) and
 `--count-only` (one count a call); per event = (traced - untraced - the
 drain's CPU) / 2N, per count = (count-only - untraced) / N, both CPU
-time of the whole tree, each less the same run with no call (start-up).
+time of the whole tree (the least of the runs: the one the machine's load
+disturbed least), each less the same run with no call (start-up).
 
   bench/budget_breakdown.py [--ada build/ada] [--reps 3] [--workload sqlite,perl,...]
 
@@ -194,9 +195,9 @@ def med(xs):
 
 
 def report(calib, res, loads, args):
-    def added(key, base):
-        return (med(calib[key]) - med(calib[key + '0'])) - (med(calib[base]) -
-                                                            med(calib[base + '0']))
+    def added(key, base):  # the least of each: the run the load disturbed least
+        return (min(calib[key]) - min(calib[key + '0'])) - (min(calib[base]) -
+                                                            min(calib[base + '0']))
     per_event = (added('traced', 'untraced') - med(calib['drain'])) / (2 * LOOP_CALLS)
     per_count = added('count', 'cuntraced') / COUNT_CALLS
     print('load average before %s, after %s' % (
