@@ -4,7 +4,8 @@
  * moves the hottest short functions to count-only while it costs more
  * than PCT % of the thread's CPU time.
  *
- * Each tick (10 ms, then twice as long each time up to 100 ms) it reads, per ring slot, the events
+ * Each tick (10 ms, then twice as long each time up to 100 ms; 10 ms again
+ * after a tick that moved functions) it reads, per ring slot, the events
  * the thread wrote (the ring's head), the time it waited for ring space (the slot's wait counters)
  * and the thread's CPU time (/proc/self/task/TID/schedstat). The cost is events x a per-event cost,
  * calibrated at start (a loop of the index lane's emit into a private ring: what a CALL or RETURN
@@ -61,7 +62,10 @@
 
 /* The first tick comes after 10 ms and each next one twice as late, up
  * to 100 ms: a short program's hot functions move in its first tens of
- * milliseconds, while later ticks cost the program little. */
+ * milliseconds, while later ticks cost the program little. A tick that
+ * moved functions starts the series again: the program has entered a
+ * phase with hot functions of its own, and each 100 ms it waits costs it
+ * their events at full rate. */
 #define BUDGET_TICK_FIRST_NS 10000000ull
 #define BUDGET_TICK_NS 100000000ull
 #define BUDGET_SAMPLE 8192u
@@ -268,6 +272,8 @@ static bool budget_move(uint64_t fn_id, uint64_t calls_per_s, uint64_t mean_ns)
 	struct hook_patch *p = budget_patch_of(fn_id, &m);
 	if (!p || agent_count_has(fn_id))
 		return false; /* not patched, special, or already count-only */
+	if (!agent_count_room())
+		return false; /* before its block's memory is taken */
 	struct hook_patch *pad = budget_pad_of(m, p);
 	if (pad)
 		p = pad; /* every call passes its jmp rel32 as an entry's */
@@ -385,16 +391,17 @@ static void budget_remember(void)
 	}
 }
 
-static void budget_tick(uint64_t dt_ns, uint32_t gen)
+/* One judgement of every traced thread; true when it moved functions. */
+static bool budget_tick(uint64_t dt_ns, uint32_t gen)
 {
 	struct ada_arena *a = ada_producer_arena();
 	if (!a)
-		return;
+		return false;
 	uint32_t used = ada_arena_slots_used(a);
 	if (used > budget.nslots) {
 		struct budget_slot *s = realloc(budget.slots, used * sizeof(*s));
 		if (!s)
-			return;
+			return false;
 		memset(s + budget.nslots, 0, (used - budget.nslots) * sizeof(*s));
 		budget.slots = s;
 		budget.nslots = used;
@@ -444,6 +451,7 @@ static void budget_tick(uint64_t dt_ns, uint32_t gen)
 		budget_remember();
 		pthread_mutex_unlock(&agent.lock);
 	}
+	return any;
 }
 
 static void *budget_main(void *arg)
@@ -456,7 +464,6 @@ static void *budget_main(void *arg)
 	for (;;) {
 		struct timespec ts = {0, (long)tick};
 		nanosleep(&ts, NULL);
-		tick = tick * 2 < BUDGET_TICK_NS ? tick * 2 : BUDGET_TICK_NS;
 		/* Relaxed: a stale read costs one more tick, whose moves the
 		 * lock and the same test in budget_tick keep out. */
 		if (atomic_load_explicit(&budget.gen, memory_order_relaxed) != gen)
@@ -467,7 +474,10 @@ static void *budget_main(void *arg)
 		budget.raw_per_ns_milli = clock_ts ? 1000 : (raw2 - raw) * 1000 / (t2 - t + 1);
 		if (budget.raw_per_ns_milli == 0)
 			budget.raw_per_ns_milli = 1;
-		budget_tick(t2 - t, gen);
+		if (budget_tick(t2 - t, gen))
+			tick = BUDGET_TICK_FIRST_NS;
+		else
+			tick = tick * 2 < BUDGET_TICK_NS ? tick * 2 : BUDGET_TICK_NS;
 		t = t2;
 		raw = raw2;
 	}

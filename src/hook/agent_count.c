@@ -2,7 +2,7 @@
  * Count-only functions (docs/hooks.md, "Count-only functions"): a
  * function whose patch jumps to a count block (x86_64/x86_emit_count.c)
  * adds 1 to a counter of the calling thread's own and runs, writing no
- * event. The counters are a page of the thread's own, reached through
+ * event. The counters are pages of the thread's own, reached through
  * initial-exec TLS (struct agent_count_tls), so counting takes no lock, no
  * atomic and no shared cache line.
  *
@@ -110,7 +110,7 @@ static void count_flush(uint64_t *n)
 	}
 }
 
-/* The thread's page goes once nobody reads it (its gate is down: no count
+/* The thread's pages go once nobody reads them (its gate is down: no count
  * block touches it either). */
 static void count_unmap(struct agent_count_tls *t)
 {
@@ -163,8 +163,11 @@ void agent_count_after_fork(void)
 			atomic_store_explicit(&count_dead[c], 0, memory_order_relaxed);
 	atomic_store_explicit(&count_unregistered, 0, memory_order_relaxed);
 	struct agent_count_tls *t = &agent_count_tls;
+	/* Relaxed: no other thread exists to order with. Only the slots in
+	 * use: the rest of the pages were never written (nor copied). */
+	uint32_t used = atomic_load_explicit(&count_used, memory_order_relaxed);
 	if (t->n)
-		memset(t->n, 0, AGENT_COUNT_SLOTS * 8);
+		memset(t->n, 0, (used < AGENT_COUNT_SLOTS ? used : AGENT_COUNT_SLOTS) * 8);
 	if (t->reg) {
 		t->reg = 1;
 		atomic_store_explicit(&count_reg[0], (uintptr_t)t->n, memory_order_relaxed);
@@ -185,6 +188,15 @@ int agent_count_assign(uint64_t fn_id, uint64_t moved_ns, uint64_t calls_per_s, 
 	 * written before a thread may flush a counter for it). */
 	atomic_store_explicit(&count_used, c + 1, memory_order_release);
 	return (int)c;
+}
+
+bool agent_count_room(void)
+{
+	/* Relaxed: only writers (under agent.lock) read it here. */
+	if (atomic_load_explicit(&count_used, memory_order_relaxed) < AGENT_COUNT_SLOTS)
+		return true;
+	count_over++;
+	return false;
 }
 
 void agent_count_recalled(int c)

@@ -261,14 +261,16 @@ void agent_untraced_counts(uint64_t out[AGENT_UNTRACED_COUNT]);
  * handlers' cold path, with the guard set. */
 void agent_thread_started(void);
 /* ---- agent_count.c: count-only functions (docs/hooks.md) ---- */
-#define AGENT_COUNT_SLOTS 512u    /* count-only functions per process */
+#define AGENT_COUNT_SLOTS 4096u   /* count-only functions per process */
 #define AGENT_COUNT_THREADS 4096u /* threads counting at once (a power of 2) */
 /* A thread's counting state (16 bytes of static TLS: ada attach dlopens
  * the agent, and the static TLS a dlopen may take is small). gate is 1
  * exactly while the thread counts: +1 once registered, +2 for each level
  * of the agent's own work (agent_guard_*); the count blocks test it. n:
- * its counters, one page of its own (mapped when it registers, only when
- * count-only functions may exist). reg: 1 + its entry in the registry. */
+ * its counters, AGENT_COUNT_SLOTS of them in pages of its own (mapped when
+ * it registers, only when count-only functions may exist; a page is
+ * faulted in when a count first lands in it). reg: 1 + its entry in the
+ * registry. */
 struct agent_count_tls {
 	uint32_t gate;
 	uint32_t reg;
@@ -301,6 +303,9 @@ void agent_count_after_fork(void);
 /* A counter slot for fn_id (under agent.lock), or -1 when all are taken
  * (counted as over_capacity). */
 int agent_count_assign(uint64_t fn_id, uint64_t moved_ns, uint64_t calls_per_s, uint64_t mean_ns);
+/* Whether a counter slot is left (under agent.lock); false counts the
+ * function as over_capacity, as agent_count_assign would. */
+bool agent_count_room(void);
 /* Whether fn_id has a counter slot already (under agent.lock). */
 bool agent_count_has(uint64_t fn_id);
 /* The TLS offsets a count block uses: gate, and the pointer to the

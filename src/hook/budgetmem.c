@@ -112,10 +112,13 @@ int budgetmem_load(const char *path, const struct ada_hook_symtab *st, uint8_t *
 	if (err)
 		return err;
 	enum { MAX = BM_HDR + 4u * BUDGETMEM_MAX + 8u };
-	uint8_t buf[MAX];
 	size_t want = (size_t)sb.st_size, got = 0;
 	if (sb.st_size < (off_t)(BM_HDR + 8u) || sb.st_size > (off_t)MAX)
 		err = -EBADMSG;
+	/* On the heap: 16 KiB at most, on a stack ada attach does not choose. */
+	uint8_t *buf = err ? NULL : malloc(want);
+	if (!err && !buf)
+		err = -ENOMEM;
 	while (!err && got < want) {
 		ssize_t r = read(fd, buf + got, want - got);
 		if (r < 0 && errno == EINTR)
@@ -126,7 +129,10 @@ int budgetmem_load(const char *path, const struct ada_hook_symtab *st, uint8_t *
 			got += (size_t)r;
 	}
 	close(fd);
-	return err ? err : budgetmem_parse(buf, got, st, mark);
+	if (!err)
+		err = budgetmem_parse(buf, got, st, mark);
+	free(buf);
+	return err;
 }
 
 int budgetmem_store(const char *path, const struct ada_hook_symtab *st, const uint32_t *idx,

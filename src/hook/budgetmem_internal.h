@@ -23,7 +23,7 @@
 
 /* At most this many functions remembered per image (the count-only
  * capacity of a process). */
-#define BUDGETMEM_MAX 512u
+#define BUDGETMEM_MAX 4096u
 
 /* The symbol table's identity: its function count, offsets and sizes. */
 uint64_t budgetmem_table_hash(const struct ada_hook_symtab *st);

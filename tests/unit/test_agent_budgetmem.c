@@ -3,7 +3,7 @@
  * every single-bit flip refused, a file of another symbol table, an index
  * out of the table, a truncated or oversized file, the path rules and the
  * store and load through the file system (a missing file, a link planted
- * where the file goes is replaced, never followed).
+ * where the file goes is replaced, never followed; the largest file).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -142,12 +142,62 @@ static void test_store_load(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* The largest file (one index per count-only slot a process has) goes
+ * through the file system whole; one index more is refused when encoded,
+ * and a file that long, written by hand, when loaded. */
+static void test_store_load_max(void **state)
+{
+	(void)state;
+	enum { M = BUDGETMEM_MAX + 1 };
+	struct ada_hook_symtab st;
+	char dir[] = "/tmp/ada_budgetmem_XXXXXX", p[4096], cmd[4200];
+	struct ada_hook_fn *many = calloc(M, sizeof(*many));
+	uint32_t *ix = calloc(M, sizeof(*ix));
+	uint8_t *mark = calloc(M, 1), *b;
+	size_t n;
+	assert_non_null(many);
+	assert_non_null(ix);
+	assert_non_null(mark);
+	make_table(&st);
+	for (uint32_t i = 0; i < M; i++) {
+		many[i].offset = 0x1000 + 0x10 * i;
+		many[i].size = 0x10;
+		ix[i] = i;
+	}
+	st.fns = many;
+	st.count = M;
+	assert_non_null(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/x.moved", dir);
+	assert_int_equal(budgetmem_store(p, &st, ix + 1, BUDGETMEM_MAX), 0);
+	assert_int_equal(budgetmem_load(p, &st, mark), (int)BUDGETMEM_MAX);
+	for (uint32_t i = 0; i < M; i++)
+		assert_int_equal(mark[i], i != 0);
+	/* One more: the header's count and the length agree, the size does not. */
+	assert_int_equal(budgetmem_encode(&st, ix, M, &b, &n), -EINVAL);
+	assert_int_equal(budgetmem_encode(&st, ix, BUDGETMEM_MAX, &b, &n), 0);
+	FILE *f = fopen(p, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(b, 1, n, f), n);
+	assert_int_equal(fwrite(b + n - 12, 1, 4, f), 4); /* an index more */
+	assert_int_equal(fclose(f), 0);
+	memset(mark, 0, M);
+	assert_true(budgetmem_load(p, &st, mark) < 0);
+	for (uint32_t i = 0; i < M; i++)
+		assert_int_equal(mark[i], 0);
+	free(b);
+	free(many);
+	free(ix);
+	free(mark);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_corrupt),
 	    cmocka_unit_test(test_other_table), cmocka_unit_test(test_path),
-	    cmocka_unit_test(test_store_load),
+	    cmocka_unit_test(test_store_load),  cmocka_unit_test(test_store_load_max),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,11 +9,11 @@
  *     cmp  dword fs:gate, 1        ; this thread counts (agent_count.c)
  *     jne  tramp                   ; no: the function's full trampoline
  *     push r11
- *     mov  r11, fs:counters        ; the thread's own page of counters
+ *     mov  r11, fs:counters        ; the thread's own counters
  *     add  qword [r11 + 8*slot], 1 ; no lock: nobody else writes it
  *     pop  r11
  *     jmp  body                    ; the trampoline's relocated prologue
- * The count is one read-modify-write of the thread's own page, so a signal
+ * The count is one read-modify-write of the thread's own counter, so a signal
  * lands before or after it and a handler's own calls count too. r11 is
  * kept: gcc's -fipa-ra may keep a value in it across a call to a local
  * function that does not write it; the push goes below rsp at the
