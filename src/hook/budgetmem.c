@@ -107,25 +107,10 @@ int budgetmem_load(const char *path, const struct ada_hook_symtab *st, uint8_t *
 {
 	/* Trusts only directories and links of root's and ours (fs.h), as
 	 * the plan cache: a file another user could write is never read. */
-	struct stat sb;
-	int fd, err = ada_fs_open_private(path, &fd, &sb);
-	if (err)
-		return err;
 	enum { MAX = BM_HDR + 4u * BUDGETMEM_MAX + 8u };
 	uint8_t buf[MAX];
-	size_t want = (size_t)sb.st_size, got = 0;
-	if (sb.st_size < (off_t)(BM_HDR + 8u) || sb.st_size > (off_t)MAX)
-		err = -EBADMSG;
-	while (!err && got < want) {
-		ssize_t r = read(fd, buf + got, want - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			err = r < 0 ? -errno : -EBADMSG;
-		else
-			got += (size_t)r;
-	}
-	close(fd);
+	size_t got = 0;
+	int err = ada_fs_read_private(path, BM_HDR + 8u, MAX, buf, NULL, &got);
 	return err ? err : budgetmem_parse(buf, got, st, mark);
 }
 
