@@ -105,11 +105,11 @@ int budgetmem_parse(const uint8_t *buf, size_t len, const struct ada_hook_symtab
 
 int budgetmem_load(const char *path, const struct ada_hook_symtab *st, uint8_t *mark)
 {
-	/* Trusts only directories and links of root's and ours (fs.h), as
-	 * the plan cache: a file another user could write is never read. */
 	enum { MAX = BM_HDR + 4u * BUDGETMEM_MAX + 8u };
 	uint8_t buf[MAX];
 	size_t got = 0;
+	/* Trusts only directories and links of root's and ours (fs.h), as
+	 * the plan cache: a file another user could write is never read. */
 	int err = ada_fs_read_private(path, BM_HDR + 8u, MAX, buf, NULL, &got);
 	return err ? err : budgetmem_parse(buf, got, st, mark);
 }

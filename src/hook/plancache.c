@@ -363,14 +363,14 @@ int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out
 int plan_cache_load(const char *path, const struct plan_cache_key *key,
                     struct plan_cache_entry *out, struct hook_arch_plan *plans)
 {
-	/* Through a walk that trusts only directories and links of root's
-	 * and ours (fs.h): a cache under a HOME another user owns or can
-	 * write -- as `sudo -E` passes it -- is never read. */
 	/* Only a file within the sizes the key allows can match: read no
 	 * more. */
 	uint64_t least = PC_HDR + key->fn_count * (uint64_t)sizeof(*out);
 	void *buf = NULL;
 	size_t got = 0;
+	/* Through a walk that trusts only directories and links of root's
+	 * and ours (fs.h): a cache under a HOME another user owns or can
+	 * write -- as `sudo -E` passes it -- is never read. */
 	int err = ada_fs_read_private(path, least, least + key->fn_count * (uint64_t)PC_PLAN_MAX,
 	                              NULL, &buf, &got);
 	if (!err)
