@@ -393,6 +393,47 @@ int ada_fs_open_private(const char *path, int *out, struct stat *st)
 	return err;
 }
 
+/* Reads len bytes of fd into buf: -errno, -EBADMSG when the file ends
+ * first (it shrank since its fstat). */
+static int fs_read_exact(int fd, uint8_t *buf, size_t len)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t r = read(fd, buf + got, len - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EBADMSG;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+int ada_fs_read_private(const char *path, uint64_t min, uint64_t max, void *buf, void **out,
+                        size_t *len)
+{
+	struct stat sb;
+	int fd, err = ada_fs_open_private(path, &fd, &sb);
+	if (err)
+		return err;
+	/* Only a file of a size the caller can use is read, and no more. */
+	if ((uint64_t)sb.st_size < min || (uint64_t)sb.st_size > max || sb.st_size < 0)
+		err = -EBADMSG;
+	size_t want = err ? 0 : (size_t)sb.st_size;
+	uint8_t *dst = buf;
+	if (!err && !dst && !(dst = malloc(want ? want : 1)))
+		err = -ENOMEM;
+	if (!err)
+		err = fs_read_exact(fd, dst, want);
+	close(fd);
+	if (!buf && err)
+		free(dst);
+	else if (!buf)
+		*out = dst;
+	*len = err ? 0 : want;
+	return err;
+}
+
 int ada_fs_cache_dir(const char *sub, char *out, size_t cap)
 {
 	const char *xdg = secure_getenv("XDG_CACHE_HOME"), *home = secure_getenv("HOME");

@@ -105,30 +105,13 @@ int budgetmem_parse(const uint8_t *buf, size_t len, const struct ada_hook_symtab
 
 int budgetmem_load(const char *path, const struct ada_hook_symtab *st, uint8_t *mark)
 {
-	/* Trusts only directories and links of root's and ours (fs.h), as
-	 * the plan cache: a file another user could write is never read. */
-	struct stat sb;
-	int fd, err = ada_fs_open_private(path, &fd, &sb);
-	if (err)
-		return err;
 	enum { MAX = BM_HDR + 4u * BUDGETMEM_MAX + 8u };
-	size_t want = (size_t)sb.st_size, got = 0;
-	if (sb.st_size < (off_t)(BM_HDR + 8u) || sb.st_size > (off_t)MAX)
-		err = -EBADMSG;
-	/* On the heap: 16 KiB at most, on a stack ada attach does not choose. */
-	uint8_t *buf = err ? NULL : malloc(want);
-	if (!err && !buf)
-		err = -ENOMEM;
-	while (!err && got < want) {
-		ssize_t r = read(fd, buf + got, want - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			err = r < 0 ? -errno : -EBADMSG;
-		else
-			got += (size_t)r;
-	}
-	close(fd);
+	void *buf = NULL;
+	size_t got = 0;
+	/* Trusts only directories and links of root's and ours (fs.h), as
+	 * the plan cache: a file another user could write is never read. On
+	 * the heap: 16 KiB at most, on a stack ada attach does not choose. */
+	int err = ada_fs_read_private(path, BM_HDR + 8u, MAX, NULL, &buf, &got);
 	if (!err)
 		err = budgetmem_parse(buf, got, st, mark);
 	free(buf);

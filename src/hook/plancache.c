@@ -363,34 +363,16 @@ int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out
 int plan_cache_load(const char *path, const struct plan_cache_key *key,
                     struct plan_cache_entry *out, struct hook_arch_plan *plans)
 {
+	/* Only a file within the sizes the key allows can match: read no
+	 * more. */
+	uint64_t least = PC_HDR + key->fn_count * (uint64_t)sizeof(*out);
+	void *buf = NULL;
+	size_t got = 0;
 	/* Through a walk that trusts only directories and links of root's
 	 * and ours (fs.h): a cache under a HOME another user owns or can
 	 * write -- as `sudo -E` passes it -- is never read. */
-	struct stat sb;
-	int fd, err = ada_fs_open_private(path, &fd, &sb);
-	if (err)
-		return err;
-	/* Only a file within the sizes the key allows can match: read no
-	 * more. */
-	size_t least = PC_HDR + key->fn_count * sizeof(*out);
-	size_t want = (size_t)sb.st_size;
-	if ((uint64_t)sb.st_size < least ||
-	    (uint64_t)sb.st_size > least + key->fn_count * (uint64_t)PC_PLAN_MAX)
-		err = -EBADMSG;
-	uint8_t *buf = err ? NULL : malloc(want);
-	if (!err && !buf)
-		err = -ENOMEM;
-	size_t got = 0;
-	while (!err && got < want) {
-		ssize_t r = read(fd, buf + got, want - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			err = r < 0 ? -errno : -EBADMSG;
-		else
-			got += (size_t)r;
-	}
-	close(fd);
+	int err = ada_fs_read_private(path, least, least + key->fn_count * (uint64_t)PC_PLAN_MAX,
+	                              NULL, &buf, &got);
 	if (!err)
 		err = plan_cache_parse(buf, got, key, out, plans);
 	free(buf);

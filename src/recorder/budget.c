@@ -365,7 +365,7 @@ bool wal_retire_oldest(struct ada_recorder *r)
 		budget_retire_final(r, bt);
 		if (budget_proc_emptied(bt->p))
 			budget_retire_syms(r, bt->p);
-		wal_retention_save(bt->p); /* a live process's, for ada recover */
+		wal_retention_save(bt->p, bt); /* a live process's, for ada recover */
 		return true;
 	}
 	struct wal_gen g = bt->gens[0];
@@ -386,7 +386,7 @@ bool wal_retire_oldest(struct ada_recorder *r)
 		bt->retired_until_ns = g.t1;
 	r->budget.disk_closed -= wal_round_block(g.bytes) + g.detail_bytes;
 	wal_budget_retired(r, g.events, g.bytes);
-	wal_retention_save(bt->p); /* a live process's, for ada recover */
+	wal_retention_save(bt->p, bt); /* a live process's, for ada recover */
 	return true;
 }
 

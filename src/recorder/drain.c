@@ -411,7 +411,7 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 		t->retired_bytes += s.bytes;
 		t->retired_gens++;
 		wal_budget_retired(r, s.events, s.bytes);
-		wal_retention_save(t->p);
+		wal_retention_save(t->p, t);
 	}
 	t->base_seq += s.events;
 	int rc = drain_thread_file(r, t);

@@ -148,8 +148,10 @@ struct wal_proc {
 	/* The budget deleted its modules/module_<ID>.syms: every thread's files were
 	 * gone and no reader needs its names any more (drain.c). */
 	bool syms_retired;
-	/* pid_N/.retention was written (retention.c): removed at the end. */
+	/* pid_N/.retention was written (retention.c): removed at the end;
+	 * the thread lines of its last whole write, the lines appended since. */
 	bool retention_saved;
+	uint32_t retention_lines, retention_appended;
 	/* flight.c */
 	struct ada_trigger_proc *trig;
 	struct ada_symtab *syms; /* names for the triggers and the stacks at death */
@@ -490,14 +492,16 @@ void wal_shm_remove_dir(const char *dir);
 void wal_kill_point(const char *name);
 
 /* retention.c: what the budget deleted from a process not finished yet,
- * in pid_N/.retention for `ada recover` (the recorder may die). */
-void wal_retention_save(struct wal_proc *p);
+ * in pid_N/.retention for `ada recover` (the recorder may die); t: the
+ * thread the budget just deleted a file of (NULL: the file whole). */
+void wal_retention_save(struct wal_proc *p, const struct wal_thread *t);
 void wal_retention_drop(struct wal_proc *p); /* its final manifest says it now */
 struct wal_retention_thread {
 	uint32_t seq, tid, gens;
 	uint64_t events, bytes, until_ns;
 	bool whole;
-	bool listed; /* a thread of the recovered manifest took it */
+	bool listed;    /* a thread of the recovered manifest took it */
+	uint32_t order; /* its line's place in the file: the last one counts */
 };
 struct wal_retention {
 	bool found; /* a .retention was read */

@@ -247,6 +247,37 @@ static void test_trust(void **state)
 	assert_int_equal(faccessat(rfd, "open/c", F_OK, 0), -1);
 }
 
+/* The private reader: the whole file into the caller's buffer or a
+ * malloc'd one, only within the sizes asked, never a file another user
+ * may write (budgetmem.c and plancache.c read through it). */
+static void test_read_private(void **state)
+{
+	(void)state;
+	char path[PATH_MAX], buf[16];
+	plant_target("p", "0123456789");
+	assert_int_equal(fchmodat(rfd, "p", 0600, 0), 0);
+	snprintf(path, sizeof(path), "%s/p", root);
+	size_t len = 99;
+	assert_int_equal(ada_fs_read_private(path, 10, sizeof(buf), buf, NULL, &len), 0);
+	assert_int_equal(len, 10);
+	assert_memory_equal(buf, "0123456789", 10);
+	void *m = NULL;
+	assert_int_equal(ada_fs_read_private(path, 1, 10, NULL, &m, &len), 0);
+	assert_int_equal(len, 10);
+	assert_memory_equal(m, "0123456789", 10);
+	free(m);
+	m = NULL;
+	assert_int_equal(ada_fs_read_private(path, 11, 20, NULL, &m, &len), -EBADMSG);
+	assert_int_equal(ada_fs_read_private(path, 1, 9, buf, NULL, &len), -EBADMSG);
+	assert_null(m);
+	assert_int_equal(len, 0);
+	assert_int_equal(fchmodat(rfd, "p", 0620, 0), 0);
+	assert_int_equal(ada_fs_read_private(path, 1, 10, buf, NULL, &len), -EPERM);
+	assert_int_equal(symlinkat("p", rfd, "lp"), 0);
+	snprintf(path, sizeof(path), "%s/lp", root);
+	assert_int_equal(ada_fs_read_private(path, 1, 10, buf, NULL, &len), -ELOOP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -262,6 +293,7 @@ int main(void)
 	                                    fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_entry_kind_never_follows, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_trust, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_read_private, fx_setup, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /*
  * pid_N/.retention read back by `ada recover` (src/recorder/retention.c):
- * a thread on disk gets its retired_* from its line, one without a line
+ * a thread on disk gets its retired_* from its last line (a half-written
+ * last line of the file does not count), one without a line
  * gets zeros, one the budget deleted whole is added with no files, the
  * retention sums are the threads'; lines ada does not write are skipped
  * and counted; a file that is not one changes nothing; no file leaves the
@@ -66,7 +67,9 @@ static void test_applied(void **state)
 	    "thread 1 tid 101 gens 2 events 500 bytes 4096 until 900 whole 0\n"
 	    "thread 3 tid 103 gens 1 events 70 bytes 512 until 950 whole 1\n"
 	    "thread 4 tid 104 gens 1 events 7 bytes 1 until 1 whole 2\n"
-	    "rm -rf /\n");
+	    "rm -rf /\n"
+	    "thread 1 tid 101 gens 3 events 800 bytes 8192 until 990 whole 0\n"
+	    "thread 2 tid 102 gens 1 ev");
 	struct wal_retention rt;
 	wal_retention_load(dir, &rt);
 	assert_true(rt.found);
@@ -79,9 +82,9 @@ static void test_applied(void **state)
 	assert_int_equal(json_array_size(th), 3);
 	json_t *t1 = json_array_get(th, 0), *t2 = json_array_get(th, 1),
 	       *t3 = json_array_get(th, 2);
-	assert_int_equal(num(t1, "retired_events"), 500);
-	assert_int_equal(num(t1, "retired_bytes"), 4096);
-	assert_int_equal(num(t1, "retired_until_ns"), 900);
+	assert_int_equal(num(t1, "retired_events"), 800); /* its last line */
+	assert_int_equal(num(t1, "retired_bytes"), 8192);
+	assert_int_equal(num(t1, "retired_until_ns"), 990);
 	assert_true(json_is_false(json_object_get(t1, "retired_whole")));
 	assert_int_equal(num(t2, "retired_events"), 0);
 	assert_int_equal(num(t2, "retired_until_ns"), 0);
@@ -91,11 +94,11 @@ static void test_applied(void **state)
 	assert_true(json_is_true(json_object_get(t3, "retired_whole")));
 	json_t *r = json_object_get(man, "retention");
 	assert_string_equal(json_string_value(json_object_get(r, "budget")), "--max-disk-mb");
-	assert_int_equal(num(r, "retired_generations"), 3);
-	assert_int_equal(num(r, "retired_events"), 570);
-	assert_int_equal(num(r, "retired_bytes"), 4608);
+	assert_int_equal(num(r, "retired_generations"), 4);
+	assert_int_equal(num(r, "retired_events"), 870);
+	assert_int_equal(num(r, "retired_bytes"), 8704);
 	assert_int_equal(num(r, "retired_threads"), 1);
-	assert_int_equal(num(r, "retired_until_ns"), 950);
+	assert_int_equal(num(r, "retired_until_ns"), 990);
 	assert_true(json_is_false(json_object_get(r, "symbols_deleted")));
 	json_decref(th);
 	json_decref(man);

@@ -29,6 +29,7 @@
 #include <fcntl.h> /* AT_FDCWD, O_* for callers */
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -144,6 +145,15 @@ int ada_fs_walk_parent(const char *path, unsigned flags, int *dfd, const char **
  * *st (may be NULL) gets its fstat. -errno as ada_fs_walk_parent and
  * ada_fs_open_file; *out is -1 on error. */
 int ada_fs_open_private(const char *path, int *out, struct stat *st);
+
+/* Reads the whole private file at path (ada_fs_open_private's checks)
+ * when its size is min..max bytes: into buf, which has room for max
+ * bytes, or, buf NULL, into a buffer of its size malloc'd in *out (the
+ * caller frees it). *len gets the size. -EBADMSG (a size out of bounds,
+ * or the file ended early), -ENOMEM, or ada_fs_open_private's -errno;
+ * nothing in *out on error. */
+int ada_fs_read_private(const char *path, uint64_t min, uint64_t max, void *buf, void **out,
+                        size_t *len);
 
 /* ada_fs_walk() without creating or opening: 0 when a root process may
  * write under path. */
