@@ -3,7 +3,8 @@
 programs of bench/real_programs.py (issue 32 item 6): per workload, a
 second run's CPU over the untraced run's, split into
 
-  start-up   the same program doing (almost) nothing, traced minus untraced,
+  start-up   the same program doing (almost) nothing (a server: started,
+             asked one request, stopped), traced minus untraced,
              less that run's drain CPU: the agent's hooking (plan cache
              warm), the recorder's start and end, the symbol files;
   events     the events still written x the program's cost of one event
@@ -127,6 +128,17 @@ def empty_argv(name, w):
     return None, None
 
 
+def empty_server(name, w, wrap):
+    """A server started, asked one request and stopped: its CPU (the client's
+    taken out, as real_programs does)."""
+    saved = rp.REDIS_REQUESTS, rp.NGINX_REQUESTS
+    rp.REDIS_REQUESTS, rp.NGINX_REQUESTS = 1, 1
+    try:
+        return getattr(w, name)(wrap)[1]
+    finally:
+        rp.REDIS_REQUESTS, rp.NGINX_REQUESTS = saved
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--ada', default=os.path.join(REPO, 'build', 'ada'))
@@ -183,6 +195,11 @@ def main():
                     r['empty_untraced'].append(runner.timed(argv))
                     r['empty_budget'].append(runner.timed(runner.wrap(budget)(argv)[0],
                                                           runner.env))
+                elif name in ('redis', 'nginx'):
+                    r['empty_untraced'].append(empty_server(name, w, untraced))
+                    r['empty_budget'].append(empty_server(name, w, runner.wrap(budget)))
+                    runner.summary()
+                if argv or name in ('redis', 'nginx'):
                     r['empty_drain'].append(runner.last['drain_s'])
         loads['after'] = os.getloadavg()
     finally:
