@@ -435,11 +435,15 @@ static void drain_ahead_room(struct ada_recorder *r)
 }
 
 /* Deletes the session's oldest files until it is within its budget. */
+/* Deletes the oldest data until room bytes are free below the budget,
+ * besides the side files' margin (what they may grow by before the next
+ * scan); said when nothing is left to delete and the session is over. */
 static void drain_budget_hold_room(struct ada_recorder *r, uint64_t room)
 {
+	room += r->budget.side_margin;
 	while (drain_disk_bytes(r) + room > r->o.max_disk_bytes)
 		if (!wal_retire_oldest(r)) {
-			if (!room)
+			if (drain_disk_bytes(r) > r->o.max_disk_bytes)
 				wal_budget_overrun(r);
 			break;
 		}
