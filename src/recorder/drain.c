@@ -434,7 +434,6 @@ static void drain_ahead_room(struct ada_recorder *r)
 		    r->io, used < r->o.max_disk_bytes ? r->o.max_disk_bytes - used : 0);
 }
 
-/* Deletes the session's oldest files until it is within its budget. */
 /* Deletes the oldest data until room bytes are free below the budget,
  * besides the side files' margin (what they may grow by before the next
  * scan); said when nothing is left to delete and the session is over. */
@@ -451,6 +450,7 @@ static void drain_budget_hold_room(struct ada_recorder *r, uint64_t room)
 	drain_ahead_room(r);
 }
 
+/* Deletes the session's oldest files until it is within its budget. */
 static void drain_budget_hold(struct ada_recorder *r)
 {
 	drain_budget_hold_room(r, 0);
