@@ -147,6 +147,14 @@ void wal_budget_scan(struct ada_recorder *r)
 		wal_budget_scan_proc(r->procs[i]);
 		total += r->procs[i]->side_bytes;
 	}
+	/* What the side files grew by since the last scan (new processes'
+	 * symbol files, agent.json, manifests): the room kept free for the
+	 * next interval (side_margin), the largest growth seen, slowly
+	 * forgotten, a sixteenth of the budget at most. */
+	uint64_t grew = total > r->budget.side_bytes ? total - r->budget.side_bytes : 0;
+	uint64_t m = r->budget.side_margin - r->budget.side_margin / 8;
+	m = grew > m ? grew : m;
+	r->budget.side_margin = m < r->o.max_disk_bytes / 16 ? m : r->o.max_disk_bytes / 16;
 	r->budget.side_bytes = total;
 }
 

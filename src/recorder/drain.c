@@ -432,12 +432,15 @@ static void drain_ahead_room(struct ada_recorder *r)
 		    r->io, used < r->o.max_disk_bytes ? r->o.max_disk_bytes - used : 0);
 }
 
-/* Deletes the session's oldest files until it is within its budget. */
+/* Deletes the oldest data until room bytes are free below the budget,
+ * besides the side files' margin (what they may grow by before the next
+ * scan); said when nothing is left to delete and the session is over. */
 static void drain_budget_hold_room(struct ada_recorder *r, uint64_t room)
 {
+	room += r->budget.side_margin;
 	while (drain_disk_bytes(r) + room > r->o.max_disk_bytes)
 		if (!wal_retire_oldest(r)) {
-			if (!room)
+			if (drain_disk_bytes(r) > r->o.max_disk_bytes)
 				wal_budget_overrun(r);
 			break;
 		}
@@ -445,6 +448,7 @@ static void drain_budget_hold_room(struct ada_recorder *r, uint64_t room)
 	drain_ahead_room(r);
 }
 
+/* Deletes the session's oldest files until it is within its budget. */
 static void drain_budget_hold(struct ada_recorder *r)
 {
 	drain_budget_hold_room(r, 0);

@@ -3,13 +3,16 @@
  * control socket's `status` and `windows` answer while the drain runs.
  *
  * Threads: the drain builds the view in r->live->build (drain-owned) from
- * its own state, then publishes it into r->live->pub under r->live->mu with
- * pthread_mutex_trylock: when a reader holds the lock the publish is left
- * pending for the next pass, so the drain never waits for a client. The
- * last view (the drain has finished) takes the lock instead: there is no
- * next pass, and a reader holds it for one memcpy.
- * ada_recorder_live() (any thread) copies r->live->pub out under the lock.
- * The mutex orders both copies; there is no other shared state.
+ * its own state, then publishes it into one of two buffers, pub[0] and
+ * pub[1]: the one `cur` does not name, when no reader is in it, then
+ * names it in cur. ada_recorder_live() (any thread) counts itself in
+ * readers[i] of the buffer cur names, checks that cur still names it and
+ * copies it out. Neither ever waits for the other: a reader never waits
+ * for the drain (a drain thread descheduled in the middle of a publish
+ * on a loaded machine held every `status` behind a mutex before), and
+ * the drain leaves a publish pending for the next pass when a reader is
+ * still in the buffer it wants; only the last view (the drain has
+ * finished: there is no next pass) waits for that reader's one memcpy.
  *
  * A build costs what the running processes cost, not every process the
  * recording saw: the running ones are kept in a list of their own
@@ -19,8 +22,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "detail_internal.h"
 #include "recorder_internal.h"
@@ -44,14 +50,15 @@ struct wal_live {
 	 * entries, the newest at recent_at - 1). */
 	struct ada_live_proc recent[ADA_LIVE_MAX_PROCS];
 	uint32_t recent_at, recent_n;
-	pthread_mutex_t mu;
-	struct ada_recorder_live *pub;   /* under mu */
-	struct ada_recorder_live *build; /* drain-owned */
+	struct ada_recorder_live *pub[2]; /* written by the drain when no reader is in it */
+	_Atomic unsigned cur;             /* the buffer readers copy */
+	_Atomic unsigned readers[2];      /* readers in each buffer */
+	struct ada_recorder_live *build;  /* drain-owned */
 	uint64_t events_prev, drops_prev[ADA_DROP_REASON_COUNT], prev_ns;
 	uint64_t win_gen;     /* window gen of the last build */
 	size_t nprocs;        /* processes in the last build */
 	uint64_t events_seen; /* events taken at the last publish check */
-	bool pending;         /* a build waits for the lock */
+	bool pending;         /* a build waits for a reader to leave its buffer */
 	bool rated;           /* the build has its own rates (a tick's) */
 };
 
@@ -60,21 +67,20 @@ int wal_live_init(struct ada_recorder *r)
 	r->live = calloc(1, sizeof(*r->live));
 	if (!r->live)
 		return -ENOMEM;
-	r->live->pub = calloc(1, sizeof(*r->live->pub));
+	r->live->pub[0] = calloc(1, sizeof(*r->live->pub[0]));
+	r->live->pub[1] = calloc(1, sizeof(*r->live->pub[1]));
 	r->live->build = calloc(1, sizeof(*r->live->build));
-	if (!r->live->pub || !r->live->build)
+	if (!r->live->pub[0] || !r->live->pub[1] || !r->live->build)
 		return -ENOMEM;
-	int rc = pthread_mutex_init(&r->live->mu, NULL);
-	return -rc;
+	return 0;
 }
 
 void wal_live_fini(struct ada_recorder *r)
 {
 	if (!r->live)
 		return;
-	if (r->live->pub)
-		pthread_mutex_destroy(&r->live->mu);
-	free(r->live->pub);
+	free(r->live->pub[0]);
+	free(r->live->pub[1]);
 	free(r->live->build);
 	free(r->live->running);
 	free(r->live);
@@ -281,9 +287,28 @@ static void live_build(struct ada_recorder *r, bool ended, bool rates)
 	r->live->rated = rates;
 }
 
+/* Test hook (control_status_paused): ADA_TEST_LIVE_PAUSE=FILE makes the
+ * drain, in its first publish after one was made, create FILE and wait
+ * there until FILE is gone (60 s at most), once: a drain descheduled in
+ * the middle of a publish on a loaded machine, made to happen. */
+static void live_test_pause(const struct wal_live *l)
+{
+	static bool done;
+	const char *f = getenv("ADA_TEST_LIVE_PAUSE");
+	if (done || !f || !*f || !l->pub[atomic_load(&l->cur)]->seq)
+		return;
+	done = true;
+	int fd = open(f, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	close(fd);
+	for (int i = 0; i < 6000 && access(f, F_OK) == 0; i++)
+		usleep(10000);
+}
+
 void wal_live_publish(struct ada_recorder *r, bool force, bool ended)
 {
-	if (!r->live || !r->live->pub)
+	if (!r->live || !r->live->pub[0])
 		return;
 	/* New events, a new window or a new process: a fresh view now (at the
 	 * drain's 10 ms cadence), so `status` lags the rings by that at most.
@@ -296,30 +321,51 @@ void wal_live_publish(struct ada_recorder *r, bool force, bool ended)
 		return;
 	if (force || changed)
 		live_build(r, ended, force);
-	/* The final view cannot wait for a later pass (there is none): it
-	 * takes the lock, which a reader holds for one memcpy at most. */
-	if (ended)
-		pthread_mutex_lock(&r->live->mu);
-	else if (pthread_mutex_trylock(&r->live->mu) != 0) {
-		r->live->pending = true; /* a reader copies: publish on a later pass */
-		return;
+	struct wal_live *l = r->live;
+	/* seq_cst, all four: this load of readers[t] and the reader's
+	 * increment of it, and the reader's load of cur and the store of cur
+	 * below, are ordered one way or the other (Dekker): either the
+	 * reader sees the switch away from t and leaves, or the drain sees
+	 * the reader in t. */
+	unsigned t = 1u - atomic_load(&l->cur);
+	if (atomic_load(&l->readers[t]) != 0) {
+		if (!ended) {
+			l->pending = true; /* a reader copies: publish on a later pass */
+			return;
+		}
+		/* The final view: there is no later pass; the reader is
+		 * in one memcpy. */
+		while (atomic_load(&l->readers[t]) != 0)
+			sched_yield();
 	}
-	if (!r->live->rated) { /* a between-ticks build: keep the published rates */
-		r->live->build->events_per_sec = r->live->pub->events_per_sec;
-		memcpy(r->live->build->drops_per_sec, r->live->pub->drops_per_sec,
-		       sizeof(r->live->build->drops_per_sec));
+	live_test_pause(l);
+	if (!l->rated) { /* a between-ticks build: keep the published rates */
+		const struct ada_recorder_live *old = l->pub[1u - t];
+		l->build->events_per_sec = old->events_per_sec;
+		memcpy(l->build->drops_per_sec, old->drops_per_sec,
+		       sizeof(l->build->drops_per_sec));
 	}
-	memcpy(r->live->pub, r->live->build, sizeof(*r->live->pub));
-	pthread_mutex_unlock(&r->live->mu);
-	r->live->pending = false;
+	memcpy(l->pub[t], l->build, sizeof(*l->pub[t]));
+	atomic_store(&l->cur, t); /* seq_cst: the reader's check in ada_recorder_live() */
+	l->pending = false;
 }
 
 int ada_recorder_live(struct ada_recorder *r, struct ada_recorder_live *out)
 {
-	if (!r->live || !r->live->pub)
+	struct wal_live *l = r->live;
+	if (!l || !l->pub[0])
 		return -EAGAIN;
-	pthread_mutex_lock(&r->live->mu);
-	memcpy(out, r->live->pub, sizeof(*out));
-	pthread_mutex_unlock(&r->live->mu);
-	return out->seq ? 0 : -EAGAIN;
+	for (;;) {
+		unsigned i = atomic_load(&l->cur);
+		/* seq_cst, with the drain's load of readers[] and store of cur
+		 * (wal_live_publish): named by cur after we are counted in
+		 * it, the buffer is not written until we leave. */
+		atomic_fetch_add(&l->readers[i], 1);
+		if (atomic_load(&l->cur) == i) {
+			memcpy(out, l->pub[i], sizeof(*out));
+			atomic_fetch_sub(&l->readers[i], 1); /* seq_cst: the drain's load */
+			return out->seq ? 0 : -EAGAIN;
+		}
+		atomic_fetch_sub(&l->readers[i], 1); /* it switched meanwhile: again */
+	}
 }

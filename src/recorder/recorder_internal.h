@@ -272,6 +272,10 @@ struct wal_budget {
 	 * wal_budget_detail_sync): a busy thread's grows megabytes between
 	 * two scans. Closed ones are in disk_closed. */
 	uint64_t detail_open;
+	/* Room kept free for the side files written before the next scan
+	 * (budget.c wal_budget_scan): the program's agents write them, so
+	 * the drain cannot count them as it does its own. */
+	uint64_t side_margin;
 	uint64_t scan_ns;    /* when side_bytes was last scanned (CLOCK_MONOTONIC) */
 	uint64_t scan_every; /* the next scan's delay: doubles up to a second */
 	uint64_t retired_gens, retired_events, retired_bytes;

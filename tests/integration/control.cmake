@@ -31,3 +31,8 @@ if(Python3_EXECUTABLE AND NOT ADA_SANITIZE MATCHES "^(address|thread)$")
                    --target ${ADA_TGT_DIR}/t_recursion_O0)
   set_tests_properties(e2e.serve PROPERTIES TIMEOUT 300 LABELS "e2e")
 endif()
+
+# `ada status` while the drain is held in the middle of a publish (issue 35).
+add_test(NAME control_status_paused
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/status_paused_test.sh $<TARGET_FILE:ada>)
+set_tests_properties(control_status_paused PROPERTIES TIMEOUT 150 LABELS "integration")
