@@ -285,12 +285,11 @@ static void detail_rec(uint32_t k, uint32_t len)
 }
 
 /* The detail ring's pages come a piece at a time as records reach them
- * (ring.h, "The first lap's pages"): none at the claim, 64 KiB at the
+ * (ring.h, "The first lap's pages"): none at the claim, 16 KiB at the
  * first record, then as much as was written, up to 512 KiB at once
- * (64, 128, 256, 512 KiB here, then the whole 1 MiB: the last piece is
- * cut at the ring's end); no record goes past the populated pages; the
- * header keeps how far for the next owner. Every record lands, in order,
- * and none is counted as dropped. */
+ * (16, 32, 64, 128, 256, 512 KiB here, then the whole 1 MiB); no record goes past the populated
+ * pages; the header keeps how far for the next owner. Every record lands, in order, and none is
+ * counted as dropped. */
 static void test_detail_populates_as_it_goes(void **state)
 {
 	(void)state;
@@ -305,7 +304,8 @@ static void test_detail_populates_as_it_goes(void **state)
 	assert_int_equal(pop_bits(a, s), RING_POP_RESERVED | RING_POP_HEADERS);
 	assert_true(resident_pages(dw, ring) <= 1); /* the header's page at most */
 	assert_int_equal(p->dpop, 0);
-	uint64_t pieces[] = {64u << 10, 128u << 10, 256u << 10, 512u << 10, 1u << 20};
+	uint64_t pieces[] = {16u << 10,  32u << 10,  64u << 10, 128u << 10,
+	                     256u << 10, 512u << 10, 1u << 20};
 	int piece = 0;
 	uint32_t k = 0;
 	while (p->dpop != UINT64_MAX) {
@@ -313,7 +313,7 @@ static void test_detail_populates_as_it_goes(void **state)
 		detail_rec(k, 200 + (k * 8) % 400); /* 200..592 bytes */
 		k++;
 		if (p->dpop != before) {
-			assert_true(piece < 5);
+			assert_true(piece < 7);
 			uint64_t want = pieces[piece++];
 			assert_int_equal(p->dpop, want == ring ? UINT64_MAX : want);
 			assert_int_equal(atomic_load(&dh->pop), want);
@@ -325,7 +325,7 @@ static void test_detail_populates_as_it_goes(void **state)
 		assert_true(p->dpos <= p->dpop);
 		assert_true(p->dstop <= p->dpop && p->dstop <= p->dcend);
 	}
-	assert_int_equal(piece, 5);
+	assert_int_equal(piece, 7);
 	assert_true(resident_pages(dw, ring) >= ring / 4096);
 	/* Every record there, in order. */
 	struct ada_detail_snapshot snap;
@@ -416,27 +416,27 @@ static void test_prepare_without_detail(void **state)
 	uintptr_t lo = (uintptr_t)ev & ~(uintptr_t)4095;
 	assert_int_equal(resident_pages(ev, 4096 * sizeof(*ev)),
 	                 ((uintptr_t)ev + 4096 * sizeof(*ev) - lo + 4095) / 4096);
-	/* The ready slot is claimed first; its thread populates 64 KiB. */
+	/* The ready slot is claimed first; its thread populates 16 KiB. */
 	detail_rec(0, 392);
 	struct ada_producer *p = &ada_producer_tls;
 	assert_int_equal(p->slot, 1);
-	assert_int_equal(p->dpop, 64u << 10);
+	assert_int_equal(p->dpop, 16u << 10);
 	uint64_t locked = 0;
 	int rc = ada_arena_slot_lock_detail(rec, 1, &locked, 1u << 20);
 	if (rc == -EPERM) { /* no mlock here: said in the arena, nothing more to see */
 		assert_true(ada_arena_flags(rec) & ADA_ARENA_F_MLOCK_FAILED);
 	} else {
 		assert_int_equal(rc, 0);
-		assert_int_equal(locked, 64u << 10);
+		assert_int_equal(locked, 16u << 10);
 		/* Nothing new populated: nothing locked, nothing populated by it. */
 		assert_int_equal(ada_arena_slot_lock_detail(rec, 1, &locked, 1u << 20), 0);
-		assert_int_equal(locked, 64u << 10);
-		assert_true(resident_pages(dw, ring) <= (64u << 10) / 4096 + 1);
+		assert_int_equal(locked, 16u << 10);
+		assert_true(resident_pages(dw, ring) <= (16u << 10) / 4096 + 1);
 		/* In steps of max_bytes, to the whole ring. */
 		while (p->dpop != UINT64_MAX)
 			detail_rec(1, 392);
 		assert_int_equal(ada_arena_slot_lock_detail(rec, 1, &locked, 256u << 10), 0);
-		assert_int_equal(locked, 320u << 10);
+		assert_int_equal(locked, 272u << 10);
 		while ((rc = ada_arena_slot_lock_detail(rec, 1, &locked, 256u << 10)) == 0)
 			;
 		assert_int_equal(rc, 1);

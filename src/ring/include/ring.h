@@ -961,7 +961,7 @@ static inline bool ada_detail_would_populate(const struct ada_producer *p, uint3
 	return p->dpop != UINT64_MAX && at + need > p->dpop;
 }
 
-/* Populates past dpop for a record of len bytes: 64 KiB, then as much as
+/* Populates past dpop for a record of len bytes: 16 KiB, then as much as
  * written, at most 512 KiB. False: no pages (/dev/shm full); the record is
  * to be dropped, counted here (detail no_slot), as are the next 1024. */
 __attribute__((cold)) bool ada_detail_populate(struct ada_producer *p, uint32_t len);
