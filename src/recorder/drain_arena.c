@@ -168,6 +168,7 @@ void drain_free_proc(struct wal_proc *p)
 	json_decref(p->warnings);
 	free(p->slot_noted);
 	free(p->slot_locked);
+	free(p->slot_dlocked);
 	free(p->by_slot);
 	free(p->arena_path);
 	free(p->dir);

@@ -263,8 +263,10 @@ void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 	free(p->by_slot);
 	free(p->slot_noted);
 	free(p->slot_locked);
+	free(p->slot_dlocked);
 	p->by_slot = NULL;
 	p->slot_noted = p->slot_locked = NULL;
+	p->slot_dlocked = NULL;
 	p->finished = true;
 	if (p->arena)
 		WAL_GUARDED(p->arena, wal_manifest_write(r, p, "complete"), {

@@ -6,14 +6,17 @@
  * arena (a truncated file's fault ends the pass, not the recorder).
  *
  * Spares: the lowest free full slots (prep_spares_wanted: none for a
- * young single-threaded process) get their pages populated and locked in the
- * recorder's mapping (ada_arena_slot_prepare), which marks them populated;
- * a claim prefers such a slot and then only flips its state
- * (ring_slot_claim). A slot a thread claimed without a spare is finished
- * here while its thread runs (not once it ended: until a later thread
- * claims it): its detail ring's pages populated (the thread populated
- * only the index part) and the whole region locked, so no thread waits
- * for the detail ring's pages or for mlock. Each pass does at
+ * young single-threaded process) get their index part's pages populated
+ * and locked in the recorder's mapping (ada_arena_slot_prepare,
+ * ADA_PREP_NO_DETAIL), which marks them ready; a claim prefers such a
+ * slot and then only flips its state (ring_slot_claim). A slot a thread
+ * claimed without a spare is finished here while its thread runs (not
+ * once it ended: until a later thread claims it): its index part
+ * populated and locked. A detail ring's pages are its thread's to
+ * populate as its records reach them (ada_detail_populate); they are
+ * locked here as they come (the header's pop, slot_dlocked), so no
+ * thread waits for mlock and a thread that writes little costs little
+ * of its 16 MiB ring. Each pass does at
  * most DRAIN_PREP_BYTES of this, bounding the drain's pause; a slot that
  * a thread claims halfway through is left to it (its claim populates).
  * An mlock refused (RLIMIT_MEMLOCK) is flagged in the arena for the
@@ -49,17 +52,33 @@
  * still on its way out (a tgkill each); then the reclaim cadence does. */
 #define DRAIN_RECLAIM_RETRIES 16u
 
-/* Finishes one claimed slot, a chunk per call: the pages of a detail
- * ring its thread did not populate (ring_slot_populate leaves them to us)
- * and the lock. True when the pass's share went to it. */
+/* Locks what the thread of claimed slot s populated of its detail ring
+ * since the last look (ada_arena_slot_lock_detail, the header's pop);
+ * true when that took the pass's share. */
+static bool prep_lock_detail(struct wal_proc *p, uint32_t s)
+{
+	uint64_t before = p->slot_dlocked[s];
+	int rc = ada_arena_slot_lock_detail(p->arena, s, &p->slot_dlocked[s], DRAIN_PREP_BYTES);
+	if (rc == -EPERM)
+		p->lock_refused = true;
+	return rc == -EPERM || p->slot_dlocked[s] != before;
+}
+
+/* Finishes one claimed slot, a chunk per call: the pages of an index
+ * ring its thread has not populated yet (ring_slot_populate leaves them
+ * to it and to us) and the lock of the index part; then, as its thread
+ * populates its detail ring (ada_detail_populate), the lock of what it
+ * populated -- never the rest of the ring, which a thread that writes
+ * 1 MiB of records would otherwise cost us 16 MiB populated and locked
+ * for. True when the pass's share went to it. */
 static bool prep_finish_claimed(struct wal_proc *p)
 {
 	struct ada_arena *a = p->arena;
 	uint32_t used = ada_arena_slots_used(a);
 	for (uint32_t s = 0; s < used && s < p->max_threads; s++) {
-		if (p->slot_locked[s])
-			continue;
 		struct ada_slot_info si;
+		if (p->slot_locked[s] && p->lock_refused)
+			continue;
 		ada_arena_slot_info(a, s, &si);
 		/* Only a slot a claim made ACTIVE (FREE ones are the spares'
 		 * business: populating them is not free; an EXITED one's thread
@@ -68,7 +87,12 @@ static bool prep_finish_claimed(struct wal_proc *p)
 		 * finished only if a later thread claims it). */
 		if (si.state != ADA_SLOT_ACTIVE)
 			continue;
-		unsigned what = (ada_arena_slot_populated(a, s) ? 0 : ADA_PREP_POPULATE) |
+		if (p->slot_locked[s]) {
+			if (prep_lock_detail(p, s))
+				return true;
+			continue;
+		}
+		unsigned what = (ada_arena_slot_index_ready(a, s) ? 0 : ADA_PREP_POPULATE) |
 		                (p->lock_refused ? 0 : ADA_PREP_LOCK);
 		if (what == 0) {
 			p->slot_locked[s] = 1;
@@ -78,7 +102,8 @@ static bool prep_finish_claimed(struct wal_proc *p)
 			p->lock_slot = s;
 			p->lock_done = 0;
 		}
-		int rc = ada_arena_slot_prepare(a, s, what, &p->lock_done, DRAIN_PREP_BYTES);
+		int rc = ada_arena_slot_prepare(a, s, what | ADA_PREP_NO_DETAIL, &p->lock_done,
+		                                DRAIN_PREP_BYTES);
 		if (rc == -EPERM) {
 			p->lock_refused = true; /* populate alone from the next call on */
 			return true;
@@ -121,7 +146,7 @@ static int64_t prep_pick_spare(struct wal_proc *p)
 		ada_arena_slot_info(a, s, &si);
 		if (si.state != ADA_SLOT_FREE)
 			continue;
-		if (!ada_arena_slot_populated(a, s))
+		if (!ada_arena_slot_index_ready(a, s))
 			return s;
 		ready++;
 	}
@@ -139,7 +164,8 @@ static void prep_spare_step(struct wal_proc *p)
 		p->prep_slot = -1; /* claimed meanwhile: its claim populates */
 		return;
 	}
-	unsigned what = ADA_PREP_POPULATE | (p->lock_refused ? 0 : ADA_PREP_LOCK);
+	unsigned what =
+	    ADA_PREP_POPULATE | ADA_PREP_NO_DETAIL | (p->lock_refused ? 0 : ADA_PREP_LOCK);
 	int rc = ada_arena_slot_prepare(a, s, what, &p->prep_done, DRAIN_PREP_BYTES);
 	if (rc == -EPERM) {
 		p->lock_refused = true; /* populate alone from the next pass on */
@@ -160,8 +186,14 @@ void drain_prepare_slots(struct wal_proc *p, bool scan)
 		return;
 	if (!p->slot_locked) {
 		p->slot_locked = calloc(p->max_threads, 1);
-		if (!p->slot_locked)
+		p->slot_dlocked = calloc(p->max_threads, sizeof(*p->slot_dlocked));
+		if (!p->slot_locked || !p->slot_dlocked) {
+			free(p->slot_locked);
+			free(p->slot_dlocked);
+			p->slot_locked = NULL;
+			p->slot_dlocked = NULL;
 			return; /* out of memory: the threads populate themselves */
+		}
 		p->prep_slot = -1;
 		p->lock_slot = UINT32_MAX;
 		scan = true;

@@ -459,6 +459,7 @@ static void rec_free_proc(struct wal_proc *p)
 	json_decref(p->warnings);
 	free(p->slot_noted);
 	free(p->slot_locked);
+	free(p->slot_dlocked);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	free(p->threads);

@@ -189,6 +189,7 @@ struct wal_proc {
 	 * pages could not be had (not tried again before the next scan);
 	 * whether it lived long enough for a spare. */
 	uint8_t *slot_locked;
+	uint64_t *slot_dlocked; /* max_threads: detail ring bytes locked (its pop then) */
 	int64_t prep_slot;
 	uint64_t prep_done;
 	uint32_t lock_slot;

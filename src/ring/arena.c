@@ -347,6 +347,10 @@ int ada_arena_slot_prepare(struct ada_arena *a, uint32_t slot, unsigned what, ui
 		return -EINVAL;
 	uint64_t start, end;
 	arena_slot_range(a, slot, &start, &end);
+	if ((what & ADA_PREP_NO_DETAIL) && ring_slot_detail_bytes(a, slot)) {
+		uint64_t dw = (uint64_t)((uint8_t *)ring_detail_words(a, slot) - a->base);
+		end = (dw + 4095) & ~(uint64_t)4095;
+	}
 	uint64_t from = start + *done;
 	if (from >= end)
 		return 1;
@@ -368,9 +372,44 @@ int ada_arena_slot_prepare(struct ada_arena *a, uint32_t slot, unsigned what, ui
 	 * ring_slot_populate(). Only for a full slot (a spill slot's first
 	 * populate reserves it against the ceiling, the producer's part). */
 	if ((what & ADA_PREP_POPULATE) && !ring_slot_is_spill(a, slot))
-		atomic_fetch_or_explicit(&a->desc[slot].populated, RING_POP_INDEX | RING_POP_PAGES,
+		atomic_fetch_or_explicit(&a->desc[slot].populated,
+		                         RING_POP_INDEX |
+		                             (what & ADA_PREP_NO_DETAIL ? 0 : RING_POP_PAGES),
 		                         memory_order_release);
 	return 1;
+}
+
+int ada_arena_slot_lock_detail(struct ada_arena *a, uint32_t slot, uint64_t *locked,
+                               uint64_t max_bytes)
+{
+	if (slot >= a->nslots || !locked || max_bytes == 0)
+		return -EINVAL;
+	uint64_t d = ring_slot_detail_bytes(a, slot);
+	if (*locked >= d)
+		return 1;
+	/* Relaxed: the target's word, how far its threads populated the
+	 * ring; bounded by the ring, so a bogus one costs at most the whole
+	 * ring populated here, as a lock of it always did. */
+	uint64_t pop = atomic_load_explicit(&ring_detail_hdr(a, slot)->pop, memory_order_relaxed);
+	pop = pop < d ? pop : d;
+	if (pop <= *locked)
+		return 0;
+	uint64_t to = pop - *locked > max_bytes ? *locked + max_bytes : pop;
+	/* The pages its populate rounded to (ring_populate_detail). */
+	uint64_t dw = (uint64_t)((uint8_t *)ring_detail_words(a, slot) - a->base);
+	uint64_t lo = arena_page_down(dw + *locked), hi = (dw + to + 4095) & ~(uint64_t)4095;
+	if (!arena_lock_range(a, lo, hi - lo))
+		return -EPERM;
+	*locked = to;
+	return to >= d ? 1 : 0;
+}
+
+bool ada_arena_slot_index_ready(const struct ada_arena *a, uint32_t slot)
+{
+	/* Relaxed: a hint, as below. */
+	return slot < a->nslots &&
+	       (atomic_load_explicit(&a->desc[slot].populated, memory_order_relaxed) &
+	        (RING_POP_INDEX | RING_POP_PAGES)) != 0;
 }
 
 bool ada_arena_slot_populated(const struct ada_arena *a, uint32_t slot)

@@ -65,8 +65,9 @@ static inline uint32_t producer_wait_room(const struct ada_producer *p)
 #define PRODUCER_POP_FIRST 2048u
 #define PRODUCER_POP_MAX 16384u
 /* Detail ring bytes populated at its first piece and at most per piece
- * (ada_detail_populate): as the index ring's. */
-#define PRODUCER_DPOP_FIRST (64u << 10)
+ * (ada_detail_populate): a thread's first record (its start) waits for
+ * four pages, not sixteen. */
+#define PRODUCER_DPOP_FIRST (16u << 10)
 #define PRODUCER_DPOP_MAX (512u << 10)
 
 /* Weak: the agent defines it as the first member of its own TLS block

@@ -285,12 +285,11 @@ static void detail_rec(uint32_t k, uint32_t len)
 }
 
 /* The detail ring's pages come a piece at a time as records reach them
- * (ring.h, "The first lap's pages"): none at the claim, 64 KiB at the
+ * (ring.h, "The first lap's pages"): none at the claim, 16 KiB at the
  * first record, then as much as was written, up to 512 KiB at once
- * (64, 128, 256, 512 KiB here, then the whole 1 MiB: the last piece is
- * cut at the ring's end); no record goes past the populated pages; the
- * header keeps how far for the next owner. Every record lands, in order,
- * and none is counted as dropped. */
+ * (16, 32, 64, 128, 256, 512 KiB here, then the whole 1 MiB); no record goes past the populated
+ * pages; the header keeps how far for the next owner. Every record lands, in order, and none is
+ * counted as dropped. */
 static void test_detail_populates_as_it_goes(void **state)
 {
 	(void)state;
@@ -305,7 +304,8 @@ static void test_detail_populates_as_it_goes(void **state)
 	assert_int_equal(pop_bits(a, s), RING_POP_RESERVED | RING_POP_HEADERS);
 	assert_true(resident_pages(dw, ring) <= 1); /* the header's page at most */
 	assert_int_equal(p->dpop, 0);
-	uint64_t pieces[] = {64u << 10, 128u << 10, 256u << 10, 512u << 10, 1u << 20};
+	uint64_t pieces[] = {16u << 10,  32u << 10,  64u << 10, 128u << 10,
+	                     256u << 10, 512u << 10, 1u << 20};
 	int piece = 0;
 	uint32_t k = 0;
 	while (p->dpop != UINT64_MAX) {
@@ -313,7 +313,7 @@ static void test_detail_populates_as_it_goes(void **state)
 		detail_rec(k, 200 + (k * 8) % 400); /* 200..592 bytes */
 		k++;
 		if (p->dpop != before) {
-			assert_true(piece < 5);
+			assert_true(piece < 7);
 			uint64_t want = pieces[piece++];
 			assert_int_equal(p->dpop, want == ring ? UINT64_MAX : want);
 			assert_int_equal(atomic_load(&dh->pop), want);
@@ -325,7 +325,7 @@ static void test_detail_populates_as_it_goes(void **state)
 		assert_true(p->dpos <= p->dpop);
 		assert_true(p->dstop <= p->dpop && p->dstop <= p->dcend);
 	}
-	assert_int_equal(piece, 5);
+	assert_int_equal(piece, 7);
 	assert_true(resident_pages(dw, ring) >= ring / 4096);
 	/* Every record there, in order. */
 	struct ada_detail_snapshot snap;
@@ -393,6 +393,61 @@ static void test_detail_next_owner_continues(void **state)
 	detail_arena_close(a, dir2, path2);
 }
 
+/* A spare prepared without its detail ring (ADA_PREP_NO_DETAIL): the
+ * index part and the headers populated, marked ready (INDEX, not
+ * PAGES), none of the detail ring's records' pages; its thread then
+ * populates a piece and the recorder locks up to the header's pop, and
+ * no further, until the ring is whole. */
+static void test_prepare_without_detail(void **state)
+{
+	(void)state;
+	char dir[] = "/dev/shm/ada-test-dprep-XXXXXX", path[64];
+	struct ada_arena *a = detail_arena(dir, path, sizeof(path));
+	struct ada_arena *rec = NULL;
+	assert_int_equal(ada_arena_open(path, &rec), 0);
+	assert_int_equal(prepare_all(rec, 1, ADA_PREP_POPULATE | ADA_PREP_NO_DETAIL, 1u << 20), 1);
+	assert_int_equal(pop_bits(a, 1), RING_POP_INDEX);
+	assert_true(ada_arena_slot_index_ready(rec, 1));
+	assert_false(ada_arena_slot_populated(rec, 1));
+	const size_t ring = 1u << 20;
+	const uint8_t *dw = (const uint8_t *)ring_detail_words(a, 1);
+	assert_true(resident_pages(dw + 4096, ring - 4096) == 0);
+	const struct atf_index_event *ev = ring_index_events(a, 1);
+	uintptr_t lo = (uintptr_t)ev & ~(uintptr_t)4095;
+	assert_int_equal(resident_pages(ev, 4096 * sizeof(*ev)),
+	                 ((uintptr_t)ev + 4096 * sizeof(*ev) - lo + 4095) / 4096);
+	/* The ready slot is claimed first; its thread populates 16 KiB. */
+	detail_rec(0, 392);
+	struct ada_producer *p = &ada_producer_tls;
+	assert_int_equal(p->slot, 1);
+	assert_int_equal(p->dpop, 16u << 10);
+	uint64_t locked = 0;
+	int rc = ada_arena_slot_lock_detail(rec, 1, &locked, 1u << 20);
+	if (rc == -EPERM) { /* no mlock here: said in the arena, nothing more to see */
+		assert_true(ada_arena_flags(rec) & ADA_ARENA_F_MLOCK_FAILED);
+	} else {
+		assert_int_equal(rc, 0);
+		assert_int_equal(locked, 16u << 10);
+		/* Nothing new populated: nothing locked, nothing populated by it. */
+		assert_int_equal(ada_arena_slot_lock_detail(rec, 1, &locked, 1u << 20), 0);
+		assert_int_equal(locked, 16u << 10);
+		assert_true(resident_pages(dw, ring) <= (16u << 10) / 4096 + 1);
+		/* In steps of max_bytes, to the whole ring. */
+		while (p->dpop != UINT64_MAX)
+			detail_rec(1, 392);
+		assert_int_equal(ada_arena_slot_lock_detail(rec, 1, &locked, 256u << 10), 0);
+		assert_int_equal(locked, 272u << 10);
+		while ((rc = ada_arena_slot_lock_detail(rec, 1, &locked, 256u << 10)) == 0)
+			;
+		assert_int_equal(rc, 1);
+		assert_int_equal(locked, ring);
+	}
+	assert_int_equal(ada_arena_slot_lock_detail(rec, 9, &locked, 4096), -EINVAL);
+	assert_int_equal(ada_arena_slot_lock_detail(rec, 1, NULL, 4096), -EINVAL);
+	ada_arena_close(rec);
+	detail_arena_close(a, dir, path);
+}
+
 static void test_prepare_lock(void **state)
 {
 	struct fx *f = *state;
@@ -455,6 +510,7 @@ int main(void)
 	    cmocka_unit_test(test_next_owner_continues),
 	    cmocka_unit_test(test_detail_populates_as_it_goes),
 	    cmocka_unit_test(test_detail_next_owner_continues),
+	    cmocka_unit_test(test_prepare_without_detail),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

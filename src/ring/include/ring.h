@@ -424,11 +424,20 @@ uint32_t ada_arena_slots_used(struct ada_arena *a);
  * up to this many past the highest slot ever claimed. */
 #define ADA_SLOT_SPARES 4u
 #define ADA_PREP_LOCK 2u
+/* Only the index part and the headers (marked ready once populated): the
+ * detail ring's pages are its thread's (ada_detail_populate). */
+#define ADA_PREP_NO_DETAIL 4u
 int ada_arena_slot_prepare(struct ada_arena *a, uint32_t slot, unsigned what, uint64_t *done,
                            uint64_t max_bytes);
-/* Whether slot's pages are all there (the target's word: a hint for
- * choosing which slots to prepare, never trusted for more). */
+/* Locks slot's detail ring from byte *locked up to where its threads
+ * populated it (the header's pop, bounded), at most max_bytes a call: 1
+ * whole, 0 more may come (*locked advanced), -EPERM (flagged), -EINVAL. */
+int ada_arena_slot_lock_detail(struct ada_arena *a, uint32_t slot, uint64_t *locked,
+                               uint64_t max_bytes);
+/* Whether slot's pages are all there / its index part's are (the target's
+ * word: a hint for which slots to prepare, trusted for nothing more). */
 bool ada_arena_slot_populated(const struct ada_arena *a, uint32_t slot);
+bool ada_arena_slot_index_ready(const struct ada_arena *a, uint32_t slot);
 /* Index ring capacity of one slot (a full or a spill slot); 0 bad slot. */
 uint64_t ada_arena_slot_events(const struct ada_arena *a, uint32_t slot);
 void ada_arena_slot_info(const struct ada_arena *a, uint32_t slot, struct ada_slot_info *out);
@@ -675,10 +684,9 @@ struct ada_producer {
 	 * progress for the drain timeout): no new wait until it moves, so a
 	 * stuck drain costs a thread one timeout, not one per chunk. */
 	uint64_t dstall;
-	/* Slow path only (not beside dstop: the fast path's fields keep their
-	 * lines). dcend: the end of the chunk records go to now. dpop: in the
-	 * ring's first lap, its pages exist in this process's mapping below
-	 * byte position dpop (UINT64_MAX: all; "The first lap's pages"). */
+	/* Slow path only (the fast path's fields keep their lines). dcend: the
+	 * chunk's end; dpop: in the first lap, the pages exist in this process's
+	 * mapping below it (UINT64_MAX: all; "The first lap's pages"). */
 	uint64_t dcend;
 	uint64_t dpop;
 	uint32_t dpop_retry; /* records dropped before the next try (no memory) */
@@ -940,15 +948,11 @@ static inline void ada_detail_prefetch(const _Atomic uint64_t *at, uint64_t byte
 }
 
 /* ---- The first lap's pages ----
- * A claim populates none of the detail ring (a thread's start waits for
- * nothing sized by it): the owning thread populates its ring's pages as
- * its records reach them, a piece at a time, once per ring and process
- * (an earlier owner's pieces stay: ada_detail_hdr.pop), as the index ring
- * is (producer_populate). dstop stops the fast reserve at dpop, so the
- * hot path has no test of its own; the slow path asks
- * ada_detail_would_populate() and calls ada_detail_populate() -- a
- * system call, made by the hook handlers with the program's vector
- * registers saved, like ada_detail_wait_room(). */
+ * No claim populates the detail ring: its thread does, a piece at a time
+ * as its records reach it, once per slot and process (ada_detail_hdr.pop).
+ * dstop stops the fast reserve at dpop (no test of its own); the slow
+ * path asks ada_detail_would_populate() and calls ada_detail_populate(),
+ * a madvise (hook handlers: vector state saved, as for the wait). */
 static inline bool ada_detail_would_populate(const struct ada_producer *p, uint32_t len)
 {
 	uint64_t need = ADA_DETAIL_HDR_BYTES + (((uint64_t)len + 7) & ~7ull);
@@ -957,18 +961,14 @@ static inline bool ada_detail_would_populate(const struct ada_producer *p, uint3
 	return p->dpop != UINT64_MAX && at + need > p->dpop;
 }
 
-/* Populates the calling thread's detail ring past dpop, far enough for a
- * record of len bytes (64 KiB first, then as much as is written so far,
- * at most 512 KiB at once). False when the pages cannot be had (/dev/shm
- * full): the record is to be dropped, counted here as a detail no_slot
- * drop, as are the next 1024 before the next try -- no record touches a
- * page the system does not have (SIGBUS). Cold: one madvise. */
+/* Populates past dpop for a record of len bytes: 16 KiB, then as much as
+ * written, at most 512 KiB. False: no pages (/dev/shm full); the record is
+ * to be dropped, counted here (detail no_slot), as are the next 1024. */
 __attribute__((cold)) bool ada_detail_populate(struct ada_producer *p, uint32_t len);
 
 /* The cold half of ada_detail_reserve(): the record does not fit in the
- * rest of the chunk (a pad, then the next chunk), or passes the populated
- * pages (dpop: written all the same, its pages faulted in, when the caller
- * did not populate first), or no detail ring / a record too long (NULL). */
+ * rest of the chunk (a pad, then the next chunk), or passes dpop (written
+ * all the same, its pages faulted in), or no ring / too long (NULL). */
 __attribute__((noinline, cold)) static _Atomic uint64_t *
 ada_detail_reserve_slow(struct ada_producer *p, uint32_t len, uint64_t *end)
 {
