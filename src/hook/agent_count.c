@@ -151,6 +151,12 @@ void agent_count_thread_exit(void)
 
 void agent_count_after_fork(void)
 {
+	count_final_done = count_exiting = false;
+	/* Without count-only functions no thread registered and nothing was
+	 * counted: even reading the tables (36 KiB the parent never touched)
+	 * would fault their pages in, in every forked child. */
+	if (!count_wanted())
+		return;
 	/* The child's one thread: the parent's counts are the parent's
 	 * (relaxed: no other thread exists to order with). Only what is set
 	 * is cleared: a store to each entry would copy (or allocate) the
@@ -172,7 +178,6 @@ void agent_count_after_fork(void)
 		t->reg = 1;
 		atomic_store_explicit(&count_reg[0], (uintptr_t)t->n, memory_order_relaxed);
 	}
-	count_final_done = count_exiting = false;
 }
 
 int agent_count_assign(uint64_t fn_id, uint64_t moved_ns, uint64_t calls_per_s, uint64_t mean_ns)

@@ -35,9 +35,15 @@ struct mem_region {
 struct hook_mem {
 	struct mem_region *regions;
 	size_t n_regions, cap_regions;
-	struct hook_map *maps; /* snapshot, valid while maps_fresh */
-	int n_maps, maps_fresh;
+	struct hook_map *maps;  /* snapshot, valid while maps_fresh */
+	int n_maps, maps_fresh; /* MEM_MAPS_* */
 };
+
+/* The snapshot: to be read again; as read; or as read plus the regions
+ * mapped here since (what else changed since is not in it: a gap it
+ * shows may be taken, EEXIST, and one it hides is found by reading it
+ * again when no gap is left). */
+enum { MEM_MAPS_STALE, MEM_MAPS_READ, MEM_MAPS_KEPT };
 
 _Atomic(_Atomic uint64_t *) hook_mem_dir[HOOK_MEM_DIR_TOP];
 
@@ -255,6 +261,25 @@ static uint64_t mem_find_gap(const struct hook_mem *m, uint64_t wlo, uint64_t wh
 	return best;
 }
 
+/* Our own new mapping [addr, addr + size) into the snapshot, in address
+ * order, so the next region's search need not read /proc/self/maps again
+ * (one read per region before). -ENOMEM: it is not. */
+static int mem_snapshot_insert(struct hook_mem *m, uint64_t addr, size_t size)
+{
+	struct hook_map *a = realloc(m->maps, ((size_t)m->n_maps + 1) * sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	m->maps = a;
+	int i = m->n_maps;
+	while (i > 0 && a[i - 1].start > addr) {
+		a[i] = a[i - 1];
+		i--;
+	}
+	a[i] = (struct hook_map){addr, addr + size, PROT_READ | PROT_WRITE};
+	m->n_maps++;
+	return 0;
+}
+
 static int mem_add_region(struct hook_mem *m, uint64_t addr, size_t size, uint32_t module_id)
 {
 	if (m->n_regions == m->cap_regions) {
@@ -275,18 +300,22 @@ static int mem_new_region(struct hook_mem *m, uint32_t module_id, uint64_t wlo, 
                           uint64_t near, size_t size)
 {
 	for (int attempt = 0; attempt < 4; attempt++) {
-		if (!m->maps_fresh) {
+		if (m->maps_fresh == MEM_MAPS_STALE) {
 			int err = maps_load(&m->maps, &m->n_maps);
 			if (err)
 				return err;
-			m->maps_fresh = 1;
+			m->maps_fresh = MEM_MAPS_READ;
 		}
 		uint64_t at = mem_find_gap(m, wlo, whi, size, near);
+		if (!at && m->maps_fresh == MEM_MAPS_KEPT) {
+			m->maps_fresh = MEM_MAPS_STALE; /* a gap freed since may be there */
+			continue;
+		}
 		if (!at)
 			return -ENOMEM;
 		void *p = mmap((void *)at, size, PROT_READ | PROT_WRITE,
 		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-		m->maps_fresh = 0; /* the address space changed either way */
+		m->maps_fresh = MEM_MAPS_STALE; /* the address space changed either way */
 		if (p == MAP_FAILED && errno == EEXIST)
 			continue;
 		if (p == MAP_FAILED)
@@ -301,6 +330,8 @@ static int mem_new_region(struct hook_mem *m, uint32_t module_id, uint64_t wlo, 
 		if (err) {
 			mem_dir_mark(at, size, false);
 			munmap(p, size);
+		} else if (mem_snapshot_insert(m, at, size) == 0) {
+			m->maps_fresh = MEM_MAPS_KEPT;
 		}
 		return err;
 	}
@@ -387,7 +418,7 @@ int hook_mem_release_module(struct hook_mem *m, uint32_t module_id)
 		m->regions[j++] = *r;
 	}
 	m->n_regions = j;
-	m->maps_fresh = 0;
+	m->maps_fresh = MEM_MAPS_STALE;
 	return err;
 }
 
