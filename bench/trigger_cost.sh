@@ -21,11 +21,22 @@ SPIN=${SPIN:-2000}
 mkdir -p "$OUT"
 echo "# load: $(uptime)"
 
+# What the windows made the drain do: the detail it persisted (one record
+# per call and return inside a window: fires every 100 ms with a 5 s
+# pre-roll merge into one window over the whole run, each record written
+# once) and the drain's CPU, which the program's cores pay for.
+volume() {
+	grep -oE "([0-9]+ windows? persisted, [0-9]+ detail records persisted|drain CPU [0-9.]+ s)" \
+		"$OUT/err" | tr '\n' ' ' | sed 's/^/  # /'
+	echo " $(du -sm "$OUT/s" | cut -f1) MB on disk"
+}
+
 trigrate() { # every_ms -> the program's rate
 	rm -rf "$OUT/s"
 	"$ADA" record --out "$OUT/s" --trigger symbol=mark_point -- "$T" 3 "$1" "$SPIN" \
 		2>"$OUT/err" | sed -E 's/.*rate=([0-9]+).*/\1/'
 	grep -oE "waited [0-9]+ times \([0-9.]+ s" "$OUT/err" | head -1 | sed 's/^/  # /'
+	volume
 }
 
 redis_run() { # trigger symbol -> SET requests per second
@@ -43,6 +54,7 @@ redis_run() { # trigger symbol -> SET requests per second
 	redis-cli -p $port shutdown nosave >/dev/null 2>&1
 	wait $rec
 	grep -oE "waited [0-9]+ times \([0-9.]+ s" "$OUT/err" | head -1 | sed 's/^/  # /'
+	volume
 }
 
 for i in $(seq "$REPS"); do
@@ -55,3 +67,4 @@ for i in $(seq "$REPS"); do
 	fi
 done
 rm -rf "$OUT/s"
+echo "# load after: $(uptime)"
