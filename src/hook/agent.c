@@ -348,11 +348,11 @@ static bool agent_pid_dir_ours(void)
 	return agent.session_dir[0] && !ada_arena_pid_reused(ada_producer_arena());
 }
 
-/* agent.json, then the one warning a process gives about its files, and
- * the directories closed. */
-static int agent_files_done(int err, int pid_fd, int mod_fd)
+/* agent.json (when json), then the one warning a process gives about its
+ * files, and the directories closed. */
+static int agent_files_done(int err, bool json, int pid_fd, int mod_fd)
 {
-	if (!err)
+	if (!err && json)
 		err = agent_write_file(pid_fd, "agent.json", agent_fill_json, NULL);
 	/* Once per process: the files are rewritten on every dlopen. */
 	static pid_t warned;
@@ -368,7 +368,9 @@ static int agent_files_done(int err, int pid_fd, int mod_fd)
 	return err;
 }
 
-int agent_write_files(bool all_modules, size_t first_new)
+/* The symbol files of every module (all_modules) or of those from
+ * first_new on, then agent.json when json. */
+static int agent_write_files_json(bool all_modules, size_t first_new, bool json)
 {
 	if (!agent_pid_dir_ours())
 		return 0;
@@ -387,7 +389,12 @@ int agent_write_files(bool all_modules, size_t first_new)
 	if (!err)
 		agent.files_pid = getpid();
 	agent.ns_files += agent_now_ns() - t0;
-	return agent_files_done(err, pid_fd, mod_fd);
+	return agent_files_done(err, json, pid_fd, mod_fd);
+}
+
+int agent_write_files(bool all_modules, size_t first_new)
+{
+	return agent_write_files_json(all_modules, first_new, true);
 }
 
 /* Links module m's .syms from the modules/ of the process that wrote it
@@ -455,7 +462,7 @@ int agent_write_files_forked(void)
 	if (!err)
 		agent.files_pid = getpid();
 	agent.ns_files += agent_now_ns() - t0;
-	return agent_files_done(err, pid_fd, mod_fd);
+	return agent_files_done(err, true, pid_fd, mod_fd);
 }
 
 /* After exec the new image writes into the same pid_<pid>/ as the old one,
@@ -589,7 +596,8 @@ static int agent_start(void)
 	err = agent_process_setup();
 	if (err)
 		return err;
-	agent_write_files(true, 0);
+	/* The symbol files; agent.json once, by agent_boot with the total. */
+	agent_write_files_json(true, 0, false);
 	return 0;
 }
 
