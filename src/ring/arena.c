@@ -537,6 +537,7 @@ void ada_arena_close(struct ada_arena *a)
 	munmap(a->base, a->map_size);
 	ada_shm_budget_close(a->budget);
 	ring_consumers_free(a);
+	free(a->pub_path);
 	free(a);
 }
 

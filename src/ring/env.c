@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -261,6 +262,19 @@ static int env_open_started(const char *dir, const char *ring, const char *mine,
 	return err;
 }
 
+/* The name a's file was published under and its inode, for the wait for
+ * ring space (producer.c): gone already (a recorder that refused it at
+ * once) is ino 0. Unknown (no memory, another error) leaves it unasked. */
+static void env_note_published(struct ada_arena *a, const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) == 0)
+		a->pub_ino = (uint64_t)st.st_ino;
+	else if (errno != ENOENT)
+		return;
+	a->pub_path = strdup(path);
+}
+
 int ada_producer_init_from_env(void)
 {
 	/* secure_getenv: a set-uid program must not take its arena from the
@@ -299,6 +313,7 @@ int ada_producer_init(const char *dir, const char *ring_config)
 		return err;
 	}
 	a->pid_reused = reused;
+	env_note_published(a, reused ? mine : ring);
 	if (inh.forked) {
 		a->budget = inh.budget; /* the same file: no need to open it again */
 		a->rec_pid = inh.rec_pid;

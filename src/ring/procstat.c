@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -102,4 +103,19 @@ enum ring_recorder ring_recorder_state(int32_t pid, uint64_t start)
 	}
 	errno = saved;
 	return st;
+}
+
+bool ring_arena_published(const struct ada_arena *a)
+{
+	if (!a->pub_path)
+		return true;
+	int saved = errno;
+	struct stat st;
+	bool there = true;
+	if (syscall(SYS_newfstatat, AT_FDCWD, a->pub_path, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		there = (uint64_t)st.st_ino == a->pub_ino;
+	else if (errno == ENOENT)
+		there = false;
+	errno = saved;
+	return there;
 }

@@ -16,7 +16,9 @@
  * file, /proc/PID/stat). Running, sleeping or stopped by a tracer -- a
  * drain starved on a loaded machine, a debugger -- it waits on; gone, or
  * stopped by a signal, or unknown (no budget file: a test's arena, an
- * older recorder), it drops (drain_lag). A recorder gone (or unknown)
+ * older recorder), it drops (drain_lag); so it does when the recorder
+ * runs but removed the arena's name (it refused the arena: a reused pid,
+ * and never drains it). A recorder gone (or unknown)
  * sets `lagging`, and the hook handlers stop tracing the thread until the
  * heartbeat moves; one stopped by a signal sets `stalled`: every event
  * drops here at once, counted, until the heartbeat moves, and the thread
@@ -664,6 +666,10 @@ static bool producer_wait(struct ada_producer *p)
 		} else if (now - since >=
 		           atomic_load_explicit(&producer_lag_ns, memory_order_relaxed)) {
 			enum ring_recorder st = ring_recorder_state(a->rec_pid, a->rec_start);
+			/* Running, but it removed our arena's name: it refused the
+			 * arena (a reused pid) and will never drain it. */
+			if (st == RING_RECORDER_RUNNING && !ring_arena_published(a))
+				st = RING_RECORDER_GONE;
 			if (st == RING_RECORDER_RUNNING) {
 				since = now; /* slow, not dead: wait on */
 				continue;

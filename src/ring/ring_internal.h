@@ -231,6 +231,12 @@ struct ada_arena {
 	 * still there when the drain's heartbeat stands still (producer.c). */
 	int32_t rec_pid;
 	uint64_t rec_start;
+	/* Producer side: the name the arena was published under and its
+	 * inode (ino 0: gone at set-up; NULL: not known), asked with the
+	 * recorder when the heartbeat stands still: a recorder that removed
+	 * the name (it refused the arena: a reused pid) never drains it. */
+	char *pub_path;
+	uint64_t pub_ino;
 	/* Producer side: the next arena this process retired (producer.c,
 	 * ada_producer_retire_arena), NULL at the end of the list. */
 	struct ada_arena *retired_next;
@@ -247,6 +253,10 @@ enum ring_recorder {
  * boot, field 22 of /proc/PID/stat; 0: not compared). Cold hook context:
  * raw system calls only, errno kept. */
 enum ring_recorder ring_recorder_state(int32_t pid, uint64_t start);
+/* Whether a's arena file is still published under its name (false: the
+ * name is gone or is another file's; true also when it cannot be told).
+ * Cold hook context, like ring_recorder_state(). */
+bool ring_arena_published(const struct ada_arena *a);
 /* shm_budget.c: the budget page b maps becomes a private zero page at the
  * same address (the recording's shared page is let go; a late reader or
  * writer touches its own page). b stays valid for ada_shm_budget_close(). */
