@@ -201,10 +201,27 @@ void wal_drops_fold(const struct ada_recorder *r, struct wal_proc *p)
 	                  &p->detail_overwritten);
 }
 
-/* ppid of pid from /proc/PID/stat (the field after the parenthesised
- * comm, which may itself hold ") "); -1 when gone or unreadable. */
-static pid_t check_ppid(pid_t pid)
+int wal_stat_ppid(const char *buf)
 {
+	const char *rp = strrchr(buf, ')');
+	int ppid;
+	char state;
+	if (!rp || sscanf(rp + 1, " %c %d", &state, &ppid) != 2)
+		return -1;
+	/* 'X': reaped. A read that races the reap's release of the task gets
+	 * ppid 0 (the kernel no longer reaches its parent) with state Z or X:
+	 * the process is gone. A live one with ppid 0 has its parent outside
+	 * our pid namespace: not ours, the walk ends there. */
+	if (ppid < 0 || state == 'X' || (state == 'Z' && ppid == 0))
+		return -1;
+	return ppid;
+}
+
+/* ppid of pid from /proc/PID/stat (wal_stat_ppid()); -1 when gone or
+ * unreadable. */
+static pid_t check_ppid(pid_t pid, void *arg)
+{
+	(void)arg;
 	char path[64], buf[512];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	FILE *fp = fopen(path, "re");
@@ -213,27 +230,20 @@ static pid_t check_ppid(pid_t pid)
 	size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
 	fclose(fp);
 	buf[n] = '\0';
-	char *rp = strrchr(buf, ')');
-	int ppid;
-	char state;
-	if (!rp || sscanf(rp + 1, " %c %d", &state, &ppid) != 2)
-		return -1;
-	return (pid_t)ppid;
+	return (pid_t)wal_stat_ppid(buf);
 }
 
-/* One walk up the ppid chain: 1 reached us, 0 pid itself is gone, -1 an
- * ancestor vanished under us or the chain ends elsewhere (-2). */
-static int check_chain(pid_t pid, pid_t self)
+int wal_ppid_chain(pid_t pid, pid_t root, pid_t (*ppid_of)(pid_t, void *), void *arg)
 {
 	pid_t q = pid;
 	/* Bounded: a chain longer than this is not a process tree we made. */
 	for (int depth = 0; depth < 4096 && q > 1; depth++) {
-		pid_t up = check_ppid(q);
-		if (up == self)
+		pid_t up = ppid_of(q, arg);
+		if (up == root)
 			return 1;
 		if (up < 0)
 			return q == pid ? 0 : -1;
-		q = up;
+		q = up; /* 0: a live parent outside our pid namespace, not ours */
 	}
 	return -2;
 }
@@ -247,9 +257,11 @@ int wal_pid_check(struct ada_recorder *r, pid_t pid, char *why, size_t cap)
 			return 1; /* we reaped it: it was our descendant */
 	/* ada attach: the attached process is the root of what we record. */
 	pid_t root = r->o.attached ? r->main_pid : getpid();
-	int rc = check_chain(pid, root);
-	if (rc == -1) /* a parent exited meanwhile: its children are ours now */
-		rc = check_chain(pid, root);
+	/* -1: a parent exited meanwhile, its children are ours now: walk
+	 * again (a few times: a fork-heavy tree may lose another meanwhile). */
+	int rc = wal_ppid_chain(pid, root, check_ppid, NULL);
+	for (int again = 0; rc == -1 && again < 4; again++)
+		rc = wal_ppid_chain(pid, root, check_ppid, NULL);
 	if (rc >= 0)
 		return rc;
 	snprintf(why, cap,

@@ -87,5 +87,15 @@ void wal_drops_fold(const struct ada_recorder *r, struct wal_proc *p);
  * this process (or reaped by us), 0 gone already (drain once, never wait
  * for it), -1 alive and not ours (ignore it; a sentence in why). */
 int wal_pid_check(struct ada_recorder *r, pid_t pid, char *why, size_t cap);
+/* The ppid in the text of a /proc/PID/stat (NUL-terminated; the comm may
+ * hold ") "): -1 when unparsable or the process is reaped (state X, or
+ * the ppid 0 a read racing the reap gets: a parent it does not have);
+ * 0 for a live process whose parent is outside our pid namespace. */
+int wal_stat_ppid(const char *buf);
+/* One walk up pid's ancestors, ppid_of(q, arg) giving q's parent (-1 gone):
+ * 1 it reached root, 0 pid itself is gone, -1 an ancestor vanished under
+ * the walk (its children are reparented: walk again), -2 the chain ends
+ * elsewhere (pid 1, a parent outside the pid namespace, too long). */
+int wal_ppid_chain(pid_t pid, pid_t root, pid_t (*ppid_of)(pid_t, void *), void *arg);
 
 #endif

@@ -1,0 +1,129 @@
+/*
+ * Who may join a recording (src/recorder/arena_check.c): the ppid parsed
+ * from /proc/PID/stat text, and the walk up the ancestors to the recorder
+ * over a made-up process table. The case that refused a real child in
+ * fork-heavy runs: a read of /proc/PID/stat racing the parent's wait,
+ * which the kernel answers with ppid 0 once the task is released; that
+ * child is gone, not a stranger.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cmocka.h>
+
+#include "arena_internal.h"
+
+static void test_stat_ppid(void **state)
+{
+	(void)state;
+	assert_int_equal(wal_stat_ppid("4777 (probe) R 4776 4751 15085 0 -1 4194368"), 4776);
+	/* A zombie not yet reaped still names its parent. */
+	assert_int_equal(wal_stat_ppid("4777 (probe) Z 4776 4751 15085 0 -1"), 4776);
+	/* The comm may hold ") " and look like fields. */
+	assert_int_equal(wal_stat_ppid("12 (a) R 99 (b) S 77 1 1 0 -1"), 77);
+	/* Reaped: state X, with or without the parent it had. */
+	assert_int_equal(wal_stat_ppid("2511 (forkexec) X 0 0 0 0 -1 4194372"), -1);
+	assert_int_equal(wal_stat_ppid("2511 (forkexec) X 2484 2484 15085 0 -1"), -1);
+	/* Read while the reap released it: Z with ppid 0 (no pgid, no sid). */
+	assert_int_equal(wal_stat_ppid("2511 (forkexec) Z 0 0 0 0 -1 4194372"), -1);
+	/* Alive with its parent outside our pid namespace: 0, not gone. */
+	assert_int_equal(wal_stat_ppid("40 (sh) S 0 40 40 0 -1"), 0);
+	assert_int_equal(wal_stat_ppid(""), -1);
+	assert_int_equal(wal_stat_ppid("12 (noclose R 1"), -1);
+	assert_int_equal(wal_stat_ppid("12 (x) R"), -1);
+}
+
+/* A made-up process table: stat text per pid, NULL for no such pid. */
+struct table {
+	pid_t pid[8];
+	const char *stat[8];
+	int reads;
+};
+
+static pid_t table_ppid(pid_t pid, void *arg)
+{
+	struct table *t = arg;
+	t->reads++;
+	for (int i = 0; i < 8; i++)
+		if (t->pid[i] == pid && t->stat[i])
+			return wal_stat_ppid(t->stat[i]);
+	return -1;
+}
+
+enum { RECORDER = 100, PROGRAM = 101, CHILD = 102, GRANDCHILD = 103, STRANGER = 200 };
+
+static void test_chain(void **state)
+{
+	(void)state;
+	struct table t = {
+	    .pid = {PROGRAM, CHILD, GRANDCHILD, STRANGER, 1, 150},
+	    .stat = {"101 (prog) S 100 1 1", "102 (prog) R 101 1 1", "103 (prog) R 102 1 1",
+	             "200 (x) S 150 1 1", "1 (init) S 0 1 1", "150 (bash) S 1 1 1"},
+	};
+	assert_int_equal(wal_ppid_chain(PROGRAM, RECORDER, table_ppid, &t), 1);
+	assert_int_equal(wal_ppid_chain(CHILD, RECORDER, table_ppid, &t), 1);
+	assert_int_equal(wal_ppid_chain(GRANDCHILD, RECORDER, table_ppid, &t), 1);
+	/* A stranger's chain ends at pid 1. */
+	assert_int_equal(wal_ppid_chain(STRANGER, RECORDER, table_ppid, &t), -2);
+	/* A pid nobody holds: gone. */
+	assert_int_equal(wal_ppid_chain(300, RECORDER, table_ppid, &t), 0);
+}
+
+/* The child's stat read as the program's wait4 released it: gone (read
+ * what it left), never "not a descendant". */
+static void test_chain_child_reaped_during_read(void **state)
+{
+	(void)state;
+	struct table t = {
+	    .pid = {PROGRAM, CHILD},
+	    .stat = {"101 (prog) S 100 1 1", "102 (prog) Z 0 0 0 0 -1"},
+	};
+	assert_int_equal(wal_ppid_chain(CHILD, RECORDER, table_ppid, &t), 0);
+	t.stat[1] = "102 (prog) X 0 0 0 0 -1";
+	assert_int_equal(wal_ppid_chain(CHILD, RECORDER, table_ppid, &t), 0);
+}
+
+/* An ancestor released under the walk: -1, for the caller to walk again
+ * (its children were reparented to the recorder, a subreaper). */
+static void test_chain_parent_reaped_during_read(void **state)
+{
+	(void)state;
+	struct table t = {
+	    .pid = {PROGRAM, CHILD, GRANDCHILD},
+	    .stat = {"101 (prog) S 100 1 1", "102 (prog) Z 0 0 0 0 -1", "103 (prog) R 102 1 1"},
+	};
+	assert_int_equal(wal_ppid_chain(GRANDCHILD, RECORDER, table_ppid, &t), -1);
+	t.stat[2] = "103 (prog) R 100 1 1";
+	assert_int_equal(wal_ppid_chain(GRANDCHILD, RECORDER, table_ppid, &t), 1);
+}
+
+/* A live process whose parent is outside our pid namespace (ppid 0) is
+ * a stranger, as is a chain that loops (a made-up table only) or is
+ * longer than any tree we made: bounded. */
+static void test_chain_strangers(void **state)
+{
+	(void)state;
+	struct table t = {
+	    .pid = {STRANGER, 300, 301},
+	    .stat = {"200 (x) S 0 1 1", "300 (x) S 301 1 1", "301 (x) S 300 1 1"},
+	};
+	assert_int_equal(wal_ppid_chain(STRANGER, RECORDER, table_ppid, &t), -2);
+	t.reads = 0;
+	assert_int_equal(wal_ppid_chain(300, RECORDER, table_ppid, &t), -2);
+	assert_int_equal(t.reads, 4096);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_stat_ppid),
+	    cmocka_unit_test(test_chain),
+	    cmocka_unit_test(test_chain_child_reaped_during_read),
+	    cmocka_unit_test(test_chain_parent_reaped_during_read),
+	    cmocka_unit_test(test_chain_strangers),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
