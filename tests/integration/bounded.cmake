@@ -46,6 +46,16 @@ add_test(NAME bounded_raceb
 set_tests_properties(bounded_raceb PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
                      LABELS "wal;integration")
 
+# A child reaped while the recorder reads its /proc/PID/stat (issue 35):
+# gone, never "not a descendant". In a pid namespace of its own (root),
+# where no refusal is right: 1000 fork + _exit children, each recorded.
+add_executable(t_forkreap ${CMAKE_SOURCE_DIR}/tests/targets/t_forkreap.c)
+add_test(NAME bounded_reaprace
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/reaprace_test.sh $<TARGET_FILE:ada>
+                 $<TARGET_FILE:ada_agent> $<TARGET_FILE:t_forkreap>)
+set_tests_properties(bounded_reaprace PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
+                     LABELS "wal;integration")
+
 # The end of a recording whose drain is behind (issue 35): a child that
 # ended before the last drain is read whole, what a process still running
 # had in its rings is counted (unread_at_end), nothing silently. The lag is
