@@ -203,10 +203,11 @@ static void flight_gap(struct ada_recorder *r, struct wal_thread *t, const struc
 	}
 }
 
-/* A window's first look on t: the records of gaps found before it
- * existed (by other windows' looks) that its range reaches over were
- * wanted by it too: its window_lost. A look finds a gap once: without
- * this, a window whose trigger fired after the look lost them silently. */
+/* A window's first look on t, or its first after a merge widened it: the
+ * records of gaps no window took (found by other windows' looks before it
+ * existed or reached so far) that its range reaches over were wanted by
+ * it too: its window_lost. A look finds a gap once: without this, a
+ * window whose trigger fired after the look lost them silently. */
 static void flight_kept_lost(struct wal_thread *t, struct wal_flight_tw *fw,
                              const struct ada_trigger_window *w)
 {
@@ -346,13 +347,17 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 		fw->skipped++;
 		return;
 	}
+	/* A new window, or one a fire merged into (its range grew): the kept
+	 * gaps it reaches over are its shortfall. */
+	bool reach = fw->calls == 0 || w->from_ns != fw->seen_from || w->to_ns != fw->seen_to;
 	fw->seen_head = head;
 	fw->seen_next = t->ring_next;
 	fw->seen_base = t->file_ring_base;
 	fw->seen_hole = t->file_ring_hole;
 	fw->seen_from = w->from_ns;
 	fw->seen_to = w->to_ns;
-	if (++fw->calls == 1)
+	fw->calls++;
+	if (reach)
 		flight_kept_lost(t, fw, w);
 	int e = wal_detail_persist_window(r, t, w->from_ns, w->to_ns, fw->calls == 1, budget, &st);
 	fw->spent = st.budget_spent;
