@@ -54,6 +54,22 @@ struct wal_gap {
  * proportion to the time inside (then *estimated is set, as when g is not
  * exact). */
 uint64_t wal_gap_share(const struct wal_gap *g, uint64_t from_ns, uint64_t to_ns, bool *estimated);
+/* The records of a thread's gaps that no window wanted when they were
+ * found: a window created later (its trigger fired later, its pre-roll
+ * reaching back over them) wanted them too, so they are its shortfall
+ * then, not overwritten records no one asked for. Kept per thread, the
+ * oldest two merged when full: their count stays exact, their span wider
+ * (a share of them then is estimated). */
+#define WAL_GAPS_KEPT 8
+struct wal_gaps_kept {
+	struct wal_gap g[WAL_GAPS_KEPT];
+	unsigned n;
+};
+/* Keeps what no window took of a gap (g->records of them). */
+void wal_gaps_keep(struct wal_gaps_kept *k, const struct wal_gap *g);
+/* Takes window [from_ns, to_ns]'s share (wal_gap_share) of each kept gap
+ * out of k and returns how many records that is. */
+uint64_t wal_gaps_take(struct wal_gaps_kept *k, uint64_t from_ns, uint64_t to_ns, bool *estimated);
 
 /* The functions whose records filled a detail ring, by bytes: a small
  * space-saving list (Metwally et al.): a function not listed takes the

@@ -139,6 +139,8 @@ void wal_flight_free(struct wal_proc *p)
 		p->threads[j]->trig = NULL;
 		free(p->threads[j]->fw);
 		p->threads[j]->fw = NULL;
+		free(p->threads[j]->gaps_kept);
+		p->threads[j]->gaps_kept = NULL;
 	}
 	ada_trigger_proc_free(p->trig);
 	p->trig = NULL;
@@ -164,10 +166,20 @@ static struct wal_flight_tw *flight_tw(struct wal_thread *t, size_t wi)
 	return &t->fw[wi];
 }
 
+/* Window wi's lost records: n more, the window_lost count. */
+static void flight_lost(struct wal_thread *t, struct wal_flight_tw *fw, uint64_t n, bool est)
+{
+	fw->lost += n;
+	fw->lost_estimated |= est;
+	t->p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST] += n;
+}
+
 /* A gap a look at t's ring found (records overwritten before anyone
  * decided them): each window's share of it was wanted and is lost to it,
  * a window_lost drop. Windows do not overlap (fires merge), so the
- * shares add up to at most the gap. May grow t->fw. */
+ * shares add up to at most the gap. What no window took is kept for a
+ * window created later whose range reaches over it (flight_kept_lost).
+ * May grow t->fw. */
 static void flight_gap(struct ada_recorder *r, struct wal_thread *t, const struct wal_gap *g)
 {
 	uint64_t left = g->records;
@@ -180,11 +192,29 @@ static void flight_gap(struct ada_recorder *r, struct wal_thread *t, const struc
 			n = left;
 		if (n == 0 || !(fw = flight_tw(t, wi)))
 			continue;
-		fw->lost += n;
-		fw->lost_estimated |= est;
+		flight_lost(t, fw, n, est);
 		left -= n;
-		t->p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST] += n;
 	}
+	if (left && (t->gaps_kept || (t->gaps_kept = calloc(1, sizeof(*t->gaps_kept))))) {
+		struct wal_gap rest = *g;
+		rest.records = left;
+		rest.exact = g->exact && left == g->records;
+		wal_gaps_keep(t->gaps_kept, &rest);
+	}
+}
+
+/* A window's first look on t, or its first after a merge widened it: the
+ * records of gaps no window took (found by other windows' looks before it
+ * existed or reached so far) that its range reaches over were wanted by
+ * it too: its window_lost. A look finds a gap once: without this, a
+ * window whose trigger fired after the look lost them silently. */
+static void flight_kept_lost(struct wal_thread *t, struct wal_flight_tw *fw,
+                             const struct ada_trigger_window *w)
+{
+	bool est = false;
+	uint64_t n = t->gaps_kept ? wal_gaps_take(t->gaps_kept, w->from_ns, w->to_ns, &est) : 0;
+	if (n)
+		flight_lost(t, fw, n, est);
 }
 
 void wal_fill_add(struct wal_fill *f, uint64_t fn, uint64_t len)
@@ -317,6 +347,9 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 		fw->skipped++;
 		return;
 	}
+	/* A new window, or one a fire merged into (its range grew): the kept
+	 * gaps it reaches over are its shortfall. */
+	bool reach = fw->calls == 0 || w->from_ns != fw->seen_from || w->to_ns != fw->seen_to;
 	fw->seen_head = head;
 	fw->seen_next = t->ring_next;
 	fw->seen_base = t->file_ring_base;
@@ -324,6 +357,8 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 	fw->seen_from = w->from_ns;
 	fw->seen_to = w->to_ns;
 	fw->calls++;
+	if (reach)
+		flight_kept_lost(t, fw, w);
 	int e = wal_detail_persist_window(r, t, w->from_ns, w->to_ns, fw->calls == 1, budget, &st);
 	fw->spent = st.budget_spent;
 	r->flight.backlog |= st.budget_spent;

@@ -19,6 +19,8 @@
  * Pure functions of their arguments (unit-tested in test_wal_loss.c);
  * the drain thread calls them.
  */
+#include <string.h>
+
 #include "detail_internal.h"
 #include "recorder_internal.h"
 
@@ -88,4 +90,39 @@ uint64_t wal_gap_share(const struct wal_gap *g, uint64_t from_ns, uint64_t to_ns
 	double part = (double)(b - a) / (double)(hi - lo);
 	uint64_t n = (uint64_t)((double)g->records * part + 0.5);
 	return n > g->records ? g->records : n;
+}
+
+void wal_gaps_keep(struct wal_gaps_kept *k, const struct wal_gap *g)
+{
+	if (g->records == 0)
+		return;
+	if (k->n >= WAL_GAPS_KEPT) { /* full: the oldest two become one */
+		struct wal_gap *a = &k->g[0], *b = &k->g[1];
+		a->records += b->records;
+		a->lo_ns = a->lo_ns < b->lo_ns ? a->lo_ns : b->lo_ns;
+		a->hi_ns = a->hi_ns > b->hi_ns ? a->hi_ns : b->hi_ns;
+		a->exact = false;
+		memmove(b, b + 1, (size_t)(k->n - 2) * sizeof(*b));
+		k->n--;
+	}
+	k->g[k->n++] = *g;
+}
+
+uint64_t wal_gaps_take(struct wal_gaps_kept *k, uint64_t from_ns, uint64_t to_ns, bool *estimated)
+{
+	uint64_t taken = 0;
+	unsigned j = 0;
+	for (unsigned i = 0; i < k->n && i < WAL_GAPS_KEPT; i++) {
+		struct wal_gap g = k->g[i];
+		uint64_t n = wal_gap_share(&g, from_ns, to_ns, estimated);
+		n = n > g.records ? g.records : n;
+		taken += n;
+		g.records -= n;
+		if (n && g.records) /* the rest: spread over the whole span no more */
+			g.exact = false;
+		if (g.records)
+			k->g[j++] = g;
+	}
+	k->n = j;
+	return taken;
 }

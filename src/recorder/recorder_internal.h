@@ -70,6 +70,8 @@ struct wal_thread {
 	struct ada_trigger_thread *trig; /* open frames, latency (flight.c) */
 	struct wal_flight_tw *fw;        /* what each window persisted here (flight.c) */
 	size_t nfw;
+	/* What no window took of its gaps yet (flight.c; NULL: none) */
+	struct wal_gaps_kept *gaps_kept;
 	/* Ring position -> index_seq: the current file's event i is ring
 	 * position file_ring_base + i, for positions below file_ring_hole
 	 * (the first event the file lost, e.g. disk full; MAX: none). */

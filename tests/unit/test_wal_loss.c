@@ -144,13 +144,62 @@ static void test_gap_share(void **state)
 	assert_int_equal(wal_gap_share(&g, 10, 5, &est), 0); /* an empty window */
 }
 
+/* Gaps found before a window existed: a window created later takes its
+ * share of them (its pre-roll reached over them), each record once. */
+static void test_gaps_kept(void **state)
+{
+	(void)state;
+	struct wal_gaps_kept k = {0};
+	bool est = false;
+	/* No window wanted 100 records between 1000 and 2000. */
+	wal_gaps_keep(
+	    &k, &(struct wal_gap){.records = 100, .lo_ns = 1000, .hi_ns = 2000, .exact = true});
+	assert_int_equal(k.n, 1);
+	/* A window after it takes nothing of it. */
+	assert_int_equal(wal_gaps_take(&k, 2001, 3000, &est), 0);
+	assert_false(est);
+	/* A window created later whose pre-roll reaches over half of it. */
+	assert_int_equal(wal_gaps_take(&k, 1500, 3000, &est), 50);
+	assert_true(est);
+	/* The rest, once: a window over all of it gets the 50 left, estimated. */
+	est = false;
+	assert_int_equal(wal_gaps_take(&k, 0, 5000, &est), 50);
+	assert_true(est);
+	assert_int_equal(k.n, 0);
+	assert_int_equal(wal_gaps_take(&k, 0, 5000, &est), 0);
+	/* A gap wholly inside the later window: exact. */
+	est = false;
+	wal_gaps_keep(&k,
+	              &(struct wal_gap){.records = 7, .lo_ns = 100, .hi_ns = 200, .exact = true});
+	assert_int_equal(wal_gaps_take(&k, 50, 300, &est), 7);
+	assert_false(est);
+	/* Nothing to keep. */
+	wal_gaps_keep(&k, &(struct wal_gap){.records = 0, .lo_ns = 1, .hi_ns = 2});
+	assert_int_equal(k.n, 0);
+	/* Full: the oldest merge, the count stays whole. */
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < WAL_GAPS_KEPT + 3; i++) {
+		wal_gaps_keep(&k, &(struct wal_gap){.records = i + 1,
+		                                    .lo_ns = 1000 * i,
+		                                    .hi_ns = 1000 * i + 500,
+		                                    .exact = true});
+		sum += i + 1;
+	}
+	assert_int_equal(k.n, WAL_GAPS_KEPT);
+	assert_false(k.g[0].exact);
+	assert_int_equal(k.g[0].lo_ns, 0);
+	est = false;
+	assert_int_equal(wal_gaps_take(&k, 0, UINT64_MAX, &est), sum);
+	assert_true(est); /* the merged one */
+	assert_int_equal(k.n, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_account_triggered),
-	    cmocka_unit_test(test_account_always),
-	    cmocka_unit_test(test_gap_count),
-	    cmocka_unit_test(test_gap_share),
+	    cmocka_unit_test(test_account_triggered), cmocka_unit_test(test_account_always),
+	    cmocka_unit_test(test_gap_count),         cmocka_unit_test(test_gap_share),
+	    cmocka_unit_test(test_gaps_kept),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
