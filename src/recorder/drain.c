@@ -996,6 +996,7 @@ static bool drain_pass(struct ada_recorder *r)
 		wal_keysym_tick(r);                /* key-symbol sets: new spec, new modules */
 		wal_vlog_tick(r);                  /* -v: modules, windows, processes */
 		wal_live_publish(r, false, false); /* new windows: `ada status` sees them */
+		wal_shm_held_tick(r);              /* refused arenas whose maker ended */
 	}
 	drain_budget_scan_due(r, now);
 	if (now - r->last_tick_ns >= DRAIN_TICK_NS) {

@@ -419,8 +419,10 @@ static struct wal_proc *drain_proc_new(struct ada_recorder *r, const char *name,
 static void drain_remove_refused(struct ada_recorder *r, const char *name)
 {
 	char path[PATH_MAX];
-	if (snprintf(path, sizeof(path), "%s/%s", r->arena_dir, name) < (int)sizeof(path) &&
-	    unlink(path) == 0)
+	if (snprintf(path, sizeof(path), "%s/%s", r->arena_dir, name) >= (int)sizeof(path))
+		return;
+	wal_shm_hold(r, path);
+	if (unlink(path) == 0)
 		r->shm.leftover++;
 }
 
@@ -443,8 +445,14 @@ static uint64_t drain_refusals(const struct ada_recorder *r)
 static bool drain_remove_named(struct ada_recorder *r, const char *name, pid_t pid, bool taken)
 {
 	char path[PATH_MAX];
+	struct stat st;
 	if (snprintf(path, sizeof(path), "%s/%s", r->arena_dir, name) >= (int)sizeof(path))
 		return false;
+	/* A pid-reuse name's file holds its maker's reservation; a fake name
+	 * (a flood's empty files) is not opened. */
+	if (taken && fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size > 0)
+		wal_shm_hold(r, path);
 	if (unlink(path) != 0)
 		return errno == ENOENT;
 	r->shm.leftover++;

@@ -332,6 +332,7 @@ struct wal_dsnap {
 };
 
 /* Shared memory (shm.c). */
+#define WAL_SHM_HELD_MAX 64u /* refused arenas whose reservation is kept track of */
 struct wal_shm {
 	struct ada_shm_budget *budget;   /* the ceiling's page; NULL after the end */
 	struct ada_shm_budget_view last; /* its last values, once closed */
@@ -341,6 +342,10 @@ struct wal_shm {
 	 * recorder at its limit of open files must still list it to empty it
 	 * (-1: none, or handed to the end). */
 	int dir_fd;
+	/* Arenas refused while their maker runs (wal_shm_hold): each holds the
+	 * reservation its maker made, given back once the maker has ended. */
+	struct ada_arena *held[WAL_SHM_HELD_MAX];
+	uint32_t nheld;
 };
 
 /* Room for the final manifests on a full disk (reserve.c). */
@@ -484,6 +489,16 @@ int wal_shm_setup(struct ada_recorder *r);
 void wal_shm_release(struct ada_recorder *r, struct wal_proc *p);
 void wal_shm_read(const struct ada_recorder *r, struct ada_shm_budget_view *v);
 void wal_shm_tick(struct ada_recorder *r);
+/* An arena about to be refused (its name removed, path still naming
+ * it): its maker reserved the arena's size in the shared budget before
+ * creating it, and only arenas the recorder reads give it back when they
+ * are finished. It is kept mapped (its header tells the size and the
+ * maker) and its reservation is given back once its maker has ended
+ * (wal_shm_tick); past WAL_SHM_HELD_MAX, at once. Not an arena: nothing. */
+void wal_shm_hold(struct ada_recorder *r, const char *path);
+/* Held arenas whose maker has ended give their reservation back: on the
+ * reclaim pass, so a process waiting for room (shm_budget.c) gets it. */
+void wal_shm_held_tick(struct ada_recorder *r);
 /* The drain decided the recording ends, before its last scan of the arena
  * directory: no process makes an arena from then on (shm.budget says so),
  * so every arena published is either that scan's or removed by its maker. */

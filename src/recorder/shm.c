@@ -53,6 +53,14 @@ int wal_shm_setup(struct ada_recorder *r)
 	return ada_shm_budget_create(fd, r->o.max_shm_bytes, &r->shm.budget);
 }
 
+/* A refused arena's reservation given back, and its mapping closed. */
+static void shm_give_back(struct ada_recorder *r, struct ada_arena *a)
+{
+	ada_shm_budget_release(r->shm.budget, ada_arena_budget_size_for(ada_arena_config_of(a)) +
+	                                          ada_arena_spill_bytes_taken(a));
+	ada_arena_close(a);
+}
+
 /* p's arena is about to be removed: its size is free again. */
 void wal_shm_release(struct ada_recorder *r, struct wal_proc *p)
 {
@@ -70,10 +78,46 @@ void wal_shm_read(const struct ada_recorder *r, struct ada_shm_budget_view *v)
 		*v = r->shm.last;
 }
 
+void wal_shm_hold(struct ada_recorder *r, const char *path)
+{
+	struct ada_arena *a = NULL;
+	if (!r->shm.budget || ada_arena_open(path, &a) < 0)
+		return;
+	if (r->shm.nheld == WAL_SHM_HELD_MAX) { /* give it back now rather than keep it for good */
+		shm_give_back(r, a);
+		return;
+	}
+	r->shm.held[r->shm.nheld++] = a;
+}
+
+/* The maker of a held arena has ended: its pid is gone, or held by a
+ * later process (another start time). */
+static bool shm_maker_gone(const struct ada_arena *a)
+{
+	uint32_t made = ada_arena_start_time(a);
+	uint64_t now = ada_proc_start_ticks((pid_t)ada_arena_pid(a));
+	return !now || (made && (uint32_t)now != made);
+}
+
+void wal_shm_held_tick(struct ada_recorder *r)
+{
+	if (!r->shm.budget)
+		return;
+	for (uint32_t i = 0; i < r->shm.nheld;) {
+		if (!shm_maker_gone(r->shm.held[i])) {
+			i++;
+			continue;
+		}
+		shm_give_back(r, r->shm.held[i]);
+		r->shm.held[i] = r->shm.held[--r->shm.nheld];
+	}
+}
+
 /* The first process refused by the ceiling is told at once (o.notice). */
 void wal_shm_tick(struct ada_recorder *r)
 {
 	struct ada_shm_budget_view v;
+	wal_shm_held_tick(r);
 	wal_shm_read(r, &v);
 	if (!v.refused_procs || r->shm.told)
 		return;
@@ -152,6 +196,9 @@ static void shm_finish_unread(struct ada_recorder *r)
 void wal_shm_finish(struct ada_recorder *r)
 {
 	wal_shm_tick(r);
+	for (uint32_t i = 0; i < r->shm.nheld; i++) /* their makers outlive the recording */
+		ada_arena_close(r->shm.held[i]);
+	r->shm.nheld = 0;
 	if (r->shm.budget) {
 		ada_shm_budget_end(r->shm.budget);
 		ada_shm_budget_read(r->shm.budget, &r->shm.last);

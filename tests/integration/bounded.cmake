@@ -85,3 +85,12 @@ add_test(NAME bounded_reusedleft
                  $<TARGET_FILE:producer_endlag>)
 set_tests_properties(bounded_reusedleft PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
                      LABELS "wal;integration")
+
+# A refused arena's shared-memory reservation is given back once its
+# maker has ended (issue 35, the soak's ceiling).
+add_executable(producer_gate ${CMAKE_SOURCE_DIR}/tests/targets/producer_gate.c)
+target_link_libraries(producer_gate PRIVATE ada_producer)
+add_test(NAME bounded_shmheld
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/shmheld_test.sh $<TARGET_FILE:ada>
+                 $<TARGET_FILE:producer_gate>)
+set_tests_properties(bounded_shmheld PROPERTIES TIMEOUT 300 LABELS "wal;integration")
