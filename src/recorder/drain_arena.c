@@ -450,8 +450,8 @@ static bool drain_remove_named(struct ada_recorder *r, const char *name, pid_t p
 		return false;
 	/* A pid-reuse name's file holds its maker's reservation; a fake name
 	 * (a flood's empty files) is not opened. */
-	if (taken && fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_size > 0)
+	if (taken && fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && st.st_size > 0)
 		wal_shm_hold(r, path);
 	if (unlink(path) != 0)
 		return errno == ENOENT;
