@@ -313,6 +313,7 @@ static int mem_new_region(struct hook_mem *m, uint32_t module_id, uint64_t wlo, 
 		}
 		if (!at)
 			return -ENOMEM;
+		bool kept = m->maps_fresh == MEM_MAPS_KEPT;
 		void *p = mmap((void *)at, size, PROT_READ | PROT_WRITE,
 		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 		m->maps_fresh = MEM_MAPS_STALE; /* the address space changed either way */
@@ -320,8 +321,12 @@ static int mem_new_region(struct hook_mem *m, uint32_t module_id, uint64_t wlo, 
 			continue;
 		if (p == MAP_FAILED)
 			return -errno;
-		if ((uint64_t)p != at) { /* pre-4.17 kernel took it as a hint */
+		if ((uint64_t)p != at) {
+			/* Taken as a hint (a pre-4.17 kernel, qemu-user): with the kept
+			 * snapshot the gap may just be taken since, as EEXIST says. */
 			munmap(p, size);
+			if (kept)
+				continue;
 			return -ENOMEM;
 		}
 		int err = mem_dir_mark(at, size, true);

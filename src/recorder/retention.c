@@ -281,6 +281,8 @@ static struct wal_retention_thread *retention_of(const struct wal_retention *rt,
 	if (seq < 0 || seq > UINT32_MAX)
 		return NULL;
 	struct wal_retention_thread key = {.seq = (uint32_t)seq};
+	if (!rt->n) /* bsearch's array may not be NULL, even when empty */
+		return NULL;
 	return bsearch(&key, rt->threads, rt->n, sizeof(key), retention_seq_cmp);
 }
 
