@@ -102,7 +102,10 @@ maxdisk)
 	check "$S" tail 1500000 || fail "check failed"
 	bytes=$(find "$S" -name '*.atf' -printf '%s\n' | awk '{s+=$1} END {print s+0}')
 	[ "$bytes" -le $((16 * 1048576)) ] || fail "$bytes bytes of index files, budget 16 MiB"
-	ls "$S"/pid_*/thread_*/index.g*.atf >/dev/null 2>&1 || fail "no generations kept"
+	# Not "some generation kept": the space each thread's next segment
+	# takes once allocated ahead counts from the allocation on, so with a
+	# slow drain (UBSan) all four threads' older generations may go; the
+	# tail check above says the most recent data is what stayed.
 	grep -q '"retired_events": [1-9]' "$S"/pid_*/manifest.json || fail "no retired events in manifest"
 	ls "$S"/pid_*/.retention >/dev/null 2>&1 && fail "pid_N/.retention left after the final manifest"
 	validate "$S"
