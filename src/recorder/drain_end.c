@@ -539,7 +539,11 @@ bool drain_done(struct ada_recorder *r)
  * made to happen (a window too short to hit from outside). */
 void drain_end_pause(void)
 {
-	const char *f = getenv("ADA_TEST_END_PAUSE");
+	wal_test_hold(getenv("ADA_TEST_END_PAUSE"));
+}
+
+void wal_test_hold(const char *f)
+{
 	if (!f || !*f)
 		return;
 	int fd = open(f, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

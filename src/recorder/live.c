@@ -298,12 +298,7 @@ static void live_test_pause(const struct wal_live *l)
 	if (done || !f || !*f || !l->pub[atomic_load(&l->cur)]->seq)
 		return;
 	done = true;
-	int fd = open(f, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	close(fd);
-	for (int i = 0; i < 6000 && access(f, F_OK) == 0; i++)
-		usleep(10000);
+	wal_test_hold(f);
 }
 
 void wal_live_publish(struct ada_recorder *r, bool force, bool ended)

@@ -499,6 +499,9 @@ void wal_shm_hold(struct ada_recorder *r, const char *path);
 /* Held arenas whose maker has ended give their reservation back: on the
  * reclaim pass, so a process waiting for room (shm_budget.c) gets it. */
 void wal_shm_held_tick(struct ada_recorder *r);
+/* Test hooks' hold (drain_end.c): creates the file f (when set) and
+ * waits until the test removes it, 60 s at most. */
+void wal_test_hold(const char *f);
 /* The drain decided the recording ends, before its last scan of the arena
  * directory: no process makes an arena from then on (shm.budget says so),
  * so every arena published is either that scan's or removed by its maker. */

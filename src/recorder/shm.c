@@ -144,13 +144,7 @@ void wal_shm_end(struct ada_recorder *r)
  * there, in a window too short to hit from outside. */
 static void shm_test_pause(void)
 {
-	const char *f = getenv("ADA_TEST_SHM_PAUSE");
-	int fd = f && *f ? open(f, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
-	if (fd < 0)
-		return;
-	close(fd);
-	for (int i = 0; i < 6000 && access(f, F_OK) == 0; i++)
-		usleep(10000);
+	wal_test_hold(getenv("ADA_TEST_SHM_PAUSE"));
 }
 
 /* Removes every name in the arena directory but the budget file (the
