@@ -611,8 +611,13 @@ def subtract_counted(rep, ctx, files, counts, globs):
            if fn in counts or any(fnmatch.fnmatch(fn, g) for g in globs)}
     for fn in sorted(fns):
         want = sum(cf.totals[fn][0] for cf in files if fn in cf.totals)
-        rep.check(counts.get(fn, 0) > 0 or want == 0, "%s: %s ran %d times, --count-only counted "
-                  "none of them (counts: %r)" % (ctx, fn, want, dict(counts)))
+        # A function named by the test must have been counted; one the
+        # budget chose itself may have been moved after its last call
+        # (work_b's short burst at the end of each thread): then every call
+        # is an event, which the totals below still hold exactly.
+        named = any(fnmatch.fnmatch(fn, g) for g in globs)
+        rep.check(counts.get(fn, 0) > 0 or want == 0 or not named, "%s: %s ran %d times, "
+                  "--count-only counted none of them (counts: %r)" % (ctx, fn, want, dict(counts)))
         rep.check(counts.get(fn, 0) <= want, "%s: %s ran %d times, the agent counted %d" % (
             ctx, fn, want, counts.get(fn, 0)))
     left = dict((fn, counts.get(fn, 0)) for fn in fns)
