@@ -99,6 +99,9 @@ struct wal_detail_stats {
 	                          opened at the recorder's limit of open files (fd_limit drops) */
 	uint64_t deferred;     /* records in the window whose index event the drain has not
 	                          taken yet: left for a later call */
+	uint64_t waiting;      /* of those, the ones not past to_ns by their own timestamp
+	                          (the index lane's, clamped, is never earlier): the
+	                          window waits for them */
 	struct wal_gap gap;    /* records overwritten before any call decided them, found by
 	                          this call (a window's wal_gap_share of it is window_lost) */
 	bool budget_spent;     /* the call stopped at its byte budget: records are left */

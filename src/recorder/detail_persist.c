@@ -363,6 +363,7 @@ static bool pd_decide(struct wal_thread *t, struct wal_tdetail *dt, struct pd_wa
 	switch (pd_locate(t, rc, ns, c->from_ns, c->to_ns, &seq, &ev)) {
 	case PD_LATER:
 		st->deferred++;
+		st->waiting += ns <= c->to_ns;
 		pd_leave(c, dt, p, ns);
 		return false;
 	case PD_STOP:
@@ -420,6 +421,7 @@ static void pd_walk(struct ada_recorder *r, struct wal_thread *t, struct wal_tde
 		st->newest_ns = ns;
 		if (!c->all) { /* only the span (and what waits) past the first undecided */
 			st->deferred += rc.link >= t->ring_next;
+			st->waiting += rc.link >= t->ring_next && ns <= c->to_ns;
 			continue;
 		}
 		if (!pd_decide(t, dt, c, &rc, p, rl, ns, st))

@@ -62,7 +62,10 @@ struct wal_flight_tw {
 	 * 10 ms ticks skip it (counted in `skipped`). */
 	uint64_t seen_head, seen_next, seen_base, seen_hole, seen_from, seen_to;
 	uint64_t skipped;
-	bool spent;           /* the last copy stopped at the pass's budget: records are left */
+	bool spent; /* the last copy stopped at the pass's budget: records are left */
+	/* Records of the window the last copy found whose index events the
+	 * drain had not taken yet: the window does not close without them. */
+	uint64_t waiting;
 	struct wal_fill fill; /* the functions whose records the copies found */
 };
 
@@ -326,6 +329,51 @@ static bool flight_copy_same(const struct wal_thread *t, const struct wal_flight
 	       w->from_ns == fw->seen_from && w->to_ns == fw->seen_to;
 }
 
+/* Windows in time order: a before b (by from_ns, then by index). */
+static bool flight_before(const struct ada_trigger_window *a, size_t ai,
+                          const struct ada_trigger_window *b, size_t bi)
+{
+	return a->from_ns < b->from_ns || (a->from_ns == b->from_ns && ai < bi);
+}
+
+/* The open window after window prev in time order (SIZE_MAX: the first),
+ * or SIZE_MAX when there is none. A thread's records are decided once, in
+ * ring order, and a window's walk passes over those before its range:
+ * the windows copy in time order, so that an earlier window has taken its
+ * records before a later one's walk goes past them. A later fire may make
+ * a window earlier than those before it (one thread's events reach the
+ * drain after another's). Few windows: a scan each. */
+static size_t flight_next_open(const struct ada_recorder *r, size_t prev)
+{
+	size_t n = ada_trigger_window_count(r->flight.trig), best = SIZE_MAX;
+	const struct ada_trigger_window *pw = ada_trigger_window_at(r->flight.trig, prev);
+	const struct ada_trigger_window *bw = NULL;
+	for (size_t wi = 0; wi < n; wi++) {
+		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
+		if (w->closed || (pw && !flight_before(pw, prev, w, wi)))
+			continue;
+		if (!bw || flight_before(w, wi, bw, best)) {
+			best = wi;
+			bw = w;
+		}
+	}
+	return best;
+}
+
+/* Whether an open window earlier than w left records on t at a pass's
+ * budget: w's walk would pass over them, neither written nor counted. w
+ * waits until that copy is done. */
+static bool flight_earlier_spent(const struct ada_recorder *r, const struct wal_thread *t,
+                                 size_t wi, const struct ada_trigger_window *w)
+{
+	for (size_t vi = 0; vi < t->nfw; vi++) {
+		const struct ada_trigger_window *v = ada_trigger_window_at(r->flight.trig, vi);
+		if (vi != wi && v && !v->closed && t->fw[vi].spent && flight_before(v, vi, w, wi))
+			return true;
+	}
+	return false;
+}
+
 /* Window wi's records still in t's ring; budget: the pass's bytes (NULL:
  * all of them, at a thread's or a process's end). Threads whose file is
  * final have closed their detail file: whatever their ring still held
@@ -337,7 +385,7 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 	struct wal_flight_tw *fw;
 	if (!t->f || t->done || !t->p->arena || !(fw = flight_tw(t, wi)))
 		return;
-	if (budget && budget->bytes == 0) {
+	if (budget && (budget->bytes == 0 || flight_earlier_spent(r, t, wi, w))) {
 		r->flight.backlog = true; /* the next pass goes on */
 		return;
 	}
@@ -345,6 +393,7 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 	uint64_t head = ada_detail_ring_head(t->p->arena, t->slot);
 	if (flight_copy_same(t, fw, w, head)) {
 		fw->skipped++;
+		r->flight.waiting |= fw->waiting > 0; /* still: ring_next did not move */
 		return;
 	}
 	/* A new window, or one a fire merged into (its range grew): the kept
@@ -362,6 +411,8 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 	int e = wal_detail_persist_window(r, t, w->from_ns, w->to_ns, fw->calls == 1, budget, &st);
 	fw->spent = st.budget_spent;
 	r->flight.backlog |= st.budget_spent;
+	fw->waiting = st.waiting;
+	r->flight.waiting |= st.waiting > 0;
 	if (e < 0) {
 		fw->errors++;
 		return;
@@ -381,10 +432,9 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 static void flight_persist_proc(struct ada_recorder *r, struct wal_proc *p,
                                 struct wal_detail_budget *budget)
 {
-	for (size_t wi = 0; wi < ada_trigger_window_count(r->flight.trig); wi++) {
+	for (size_t wi = flight_next_open(r, SIZE_MAX); wi != SIZE_MAX;
+	     wi = flight_next_open(r, wi)) {
 		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
-		if (w->closed)
-			continue;
 		/* From a thread further on each pass: a budget that runs out
 		 * leaves every thread its turn, not always the last ones. */
 		size_t n = p->nthreads, first = n ? (size_t)(r->flight.passes % n) : 0;
@@ -396,11 +446,9 @@ static void flight_persist_proc(struct ada_recorder *r, struct wal_proc *p,
 /* The open windows' records in t's ring. */
 static void flight_thread_windows(struct ada_recorder *r, struct wal_thread *t)
 {
-	for (size_t wi = 0; wi < ada_trigger_window_count(r->flight.trig); wi++) {
-		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
-		if (!w->closed)
-			flight_persist_thread(r, t, wi, w, NULL);
-	}
+	for (size_t wi = flight_next_open(r, SIZE_MAX); wi != SIZE_MAX;
+	     wi = flight_next_open(r, wi))
+		flight_persist_thread(r, t, wi, ada_trigger_window_at(r->flight.trig, wi), NULL);
 }
 
 /* p's arena may be truncated by its process under our mapping: a SIGBUS
@@ -425,19 +473,64 @@ static void flight_budget(struct ada_recorder *r)
 	};
 }
 
+/* Test hook (e2e.flight_window_deferred, e2e.flight_window_spent):
+ * ADA_TEST_WINDOW_PAUSE=FILE makes the drain, in a window pass that finds
+ * more windows than the last one it waited in, create FILE and wait there
+ * until FILE is gone (60 s at most), before it copies anything: a drain
+ * descheduled between taking a trigger's event and persisting its window
+ * (the program goes on meanwhile), made to happen. true: it waited. */
+static bool flight_test_pause(const struct ada_recorder *r)
+{
+	static size_t held; /* windows at the last wait */
+	static const char *f;
+	static bool read;
+	if (!read) { /* once: the drain runs this every pass while a window is behind */
+		f = getenv("ADA_TEST_WINDOW_PAUSE");
+		read = true;
+	}
+	size_t n = f && *f ? ada_trigger_window_count(r->flight.trig) : 0;
+	if (n <= held)
+		return false;
+	held = n;
+	wal_test_hold(f);
+	return true;
+}
+
+/* Whether a copy of window wi on a thread that is still written found
+ * records of it whose index events the drain had not taken yet. */
+static bool flight_window_waiting(const struct ada_recorder *r, size_t wi)
+{
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct wal_proc *p = r->procs[i];
+		for (size_t j = 0; !p->finished && p->arena && j < p->nthreads; j++) {
+			const struct wal_thread *t = p->threads[j];
+			if (t->f && !t->done && wi < t->nfw && t->fw[wi].waiting)
+				return true;
+		}
+	}
+	return false;
+}
+
 /* Every open window, every live thread, within the pass's budget
  * (flight_budget: none while a ring this pass read is at its high watermark
  * or would fill soon); closes the windows whose end is past (with slack),
- * once no copy was left unfinished by the budget. Only in --detail
- * triggered: `always` persists everything by itself, `never` has no
- * detail ring. */
+ * once no copy was left unfinished by the budget and none of their
+ * records waits for its index event: the clock says when a window's
+ * records are made, the drain's progress when they can be linked (a
+ * drain behind its rings would otherwise close a window without the
+ * records it has not reached yet, neither written nor counted). Only in
+ * --detail triggered: `always` persists everything by itself, `never`
+ * has no detail ring. */
 static void flight_persist(struct ada_recorder *r, uint64_t now)
 {
 	if (r->o.detail_mode != ADA_DETAIL_TRIGGERED)
 		return;
+	if (flight_test_pause(r))
+		now = ada_boottime_ns(); /* the clock went on while it waited */
 	flight_budget(r);
 	r->flight.passes++;
 	r->flight.backlog = false;
+	r->flight.waiting = false;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct wal_proc *p = r->procs[i];
 		if (!p->finished && p->arena)
@@ -448,7 +541,8 @@ static void flight_persist(struct ada_recorder *r, uint64_t now)
 		return; /* a window's end may still have records to copy */
 	for (size_t wi = 0; wi < ada_trigger_window_count(r->flight.trig); wi++) {
 		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
-		if (!w->closed && now >= w->to_ns + FLIGHT_CLOSE_SLACK_NS)
+		if (!w->closed && now >= w->to_ns + FLIGHT_CLOSE_SLACK_NS &&
+		    !(r->flight.waiting && flight_window_waiting(r, wi)))
 			ada_trigger_window_close(r->flight.trig, wi);
 	}
 }
@@ -465,7 +559,9 @@ void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t)
 
 void wal_flight_after_pass(struct ada_recorder *r)
 {
-	if (ada_trigger_window_gen(r->flight.trig) != r->flight.win_gen_seen || r->flight.backlog)
+	/* Records waiting for their index events: this pass took more. */
+	if (ada_trigger_window_gen(r->flight.trig) != r->flight.win_gen_seen || r->flight.backlog ||
+	    r->flight.waiting)
 		flight_persist(r, ada_boottime_ns());
 }
 

@@ -323,6 +323,9 @@ struct wal_flight {
 	uint64_t pass_room;
 	uint64_t passes;
 	bool backlog;
+	/* A copy found records of its window whose index events the drain
+	 * had not taken yet (their window stays open until they are in). */
+	bool waiting;
 };
 
 /* The detail ring snapshot buffer (detail_persist.c). */

@@ -1423,6 +1423,23 @@ FLIGHT = {
     # was wanted: window_lost, the window's shortfall (not drops).
     "window_lost": ("symbol", ["--detail-mb", "1", "--pre-roll-sec", "3600",
                                "--post-roll-sec", "3600", "--trigger", "symbol=rare_event"], 0),
+    # The drain held (ADA_TEST_WINDOW_PAUSE) between taking the fire and
+    # its first copy of the window while the program makes the post-roll's
+    # records, and until the window's end and the closing slack are past:
+    # the copy finds records whose index events are not taken yet; the
+    # window must wait for them, not close without them.
+    "window_deferred": ("deferred", ["--pre-roll-sec", "0.5", "--post-roll-sec", "1",
+                                     "--detail-mb", "16", "--ring-mb", "16",
+                                     "--trigger", "symbol=rare_event"], 0),
+    # Two windows on one thread: the first one's records (some 7 MiB with
+    # 512-byte stacks) are more than a window pass may write, so its copy
+    # stops at the pass's budget; the second window's first copy comes
+    # then (the drain held at its first pass) and must not pass over the
+    # first one's records left in the ring.
+    "window_spent": ("spent", ["--pre-roll-sec", "0", "--post-roll-sec", "0.5",
+                               "--stack-bytes", "512", "--detail-mb", "16", "--ring-mb", "16",
+                               "--trigger-holdoff-ms", "0", "--trigger", "symbol=rare_event"],
+                     0),
     # Signals (agent_crash.c): sysv_signal's one-shot handler, bsd_signal,
     # abort() after a SIGABRT handler returned, a handler without SA_ONSTACK.
     "signal_sysv": ("sysv", ["--pre-roll-sec", "1", "--trigger", "crash"], 139),
@@ -1763,6 +1780,51 @@ def flight_preroll_disk(rep, ada, pid_dir, m, events):
               "drops %r, window_lost %d, unlinked %d: want none" % (drops, lost, unlinked))
     rep.note("%d records persisted for a window of %.3f s before the fire" % (
         len(det), (w["fire_ns"] - w["from_ns"]) / 1e9))
+
+
+# The scenarios that hold the drain in a window pass (flight.c,
+# ADA_TEST_WINDOW_PAUSE), and how many times the program saw it hold.
+WINDOW_PAUSE = {"window_deferred": 1, "window_spent": 2}
+
+
+def flight_window_whole(rep, m, events, scenario, seen):
+    """Windows the drain was behind on (held at a chosen point, see
+    WINDOW_PAUSE): every call and return inside a window links its detail
+    record, the files and the manifest's windows hold exactly those, and
+    nothing was lost or left unlinked: a record a window wanted is
+    written (or counted, which here it need not be)."""
+    rep.check(seen == WINDOW_PAUSE[scenario], "the program saw the drain held %d times in "
+              "a window pass, expected %d (ADA_TEST_WINDOW_PAUSE)" % (
+                  seen, WINDOW_PAUSE[scenario]))
+    wins = flight_windows(m)
+    nwin = 2 if scenario == "window_spent" else 1
+    if not rep.check(len(wins) == nwin and all(w.get("fires") == 1 for w in wins),
+                     "expected %d windows of one fire each: %r" % (
+                         nwin, [{k: v for k, v in w.items() if k != "threads"}
+                                for w in wins])):
+        return
+    wanted = [e for e in events if e["kind"] in ("call", "return")
+              and any(w["from_ns"] <= e["ts"] <= w["to_ns"] for w in wins)]
+    det = [e for e in events if isinstance(e.get("detail"), dict)]
+    missing = [e for e in wanted if not isinstance(e.get("detail"), dict)]
+    told = [w.get("records", 0) for w in wins]
+    in_win = [sum(1 for e in det if w["from_ns"] <= e["ts"] <= w["to_ns"]) for w in wins]
+    drops, _, _, lost = flight_detail_counts(m)
+    unlinked = sum(t.get("detail", {}).get("unlinked", 0) for t in m.get("threads", []))
+    rep.note("windows' records %r, calls and returns in them %d" % (told, len(wanted)))
+    rep.check(not missing and len(det) == len(wanted) and told == in_win,
+              "%d calls/returns in the windows, %d without their detail record (e.g. %r); "
+              "detail records %d; the windows say %r, the files hold %r" % (
+                  len(wanted), len(missing), missing[:1], len(det), told, in_win))
+    rep.check(sum(drops.values()) == 0 and lost == 0 and unlinked == 0,
+              "drops %r, window_lost %d, unlinked %d: want none" % (drops, lost, unlinked))
+    if scenario == "window_spent":
+        # The first window's records were more than one pass writes (4 MiB).
+        rep.check(wins[0]["to_ns"] < wins[1]["from_ns"] and
+                  sum(w.get("bytes", 0) for w in wins[0].get("threads", [])) > 4 << 20,
+                  "the first window should end before the second and hold more than a "
+                  "pass's 4 MiB: %r" % [{k: v for k, v in w.items() if k != "threads"}
+                                         for w in wins])
 
 
 def flight_triggered_overwrite(rep, ada, pid_dir, m, events, err):
@@ -2228,7 +2290,11 @@ def cmd_flight(args, ada, work, rep):
     if untraced[0] != status:
         raise Fail("the untraced program exited %d, the test expects %d" % (untraced[0], status))
     out_dir = os.path.join(work, "out")
-    cmd, rc, out, err = ada.record(out_dir, [prog, mode], dict(os.environ), opts)
+    env = dict(os.environ)
+    gate = os.path.join(work, "window_gate")
+    if args.scenario in WINDOW_PAUSE:
+        env["ADA_TEST_WINDOW_PAUSE"] = gate
+    cmd, rc, out, err = ada.record(out_dir, [prog, mode], env, opts)
     rep.note("repro: %s" % " ".join(cmd))
     session = find_session(out_dir, err, rep)
     rep.note("session: %s" % session)
@@ -2299,6 +2365,13 @@ def cmd_flight(args, ada, work, rep):
         flight_triggered_overwrite(rep, ada, pid_dir, m, events, err)
     elif args.scenario == "window_lost":
         flight_window_lost(rep, m, events, err)
+    elif args.scenario in WINDOW_PAUSE:
+        try:
+            with open(gate + ".seen") as f:
+                seen = len(f.read().splitlines())
+        except OSError:
+            seen = 0
+        flight_window_whole(rep, m, events, args.scenario, seen)
     elif args.scenario == "latency":
         w = check_one_window(rep, ada, pid_dir, m, "p99=function:work>50ms", "work")
         if w:

@@ -14,7 +14,7 @@ foreach(s crash_segv crash_abort crash_overflow crash_recovered latency symbol m
           signal_sysv signal_bsd signal_abort_handler signal_nostack always_overwrite
           signal_overflow_handler triggered_overwrite window_lost always_lapped preroll_disk
           always_wait always_wait_stopped index_wait_stopped index_wait_stalled checker_catches
-          p99_auto)
+          p99_auto window_deferred window_spent)
   add_test(NAME e2e.flight_${s}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ada_itest.py
                    --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work

@@ -44,6 +44,18 @@
  *   lapped    busy; under ada record waits until the drain has started this
  *             thread's detail.atf (records persisted: no timing), then busy
  *             again, which overwrites them in a small ring: exit 0.
+ *   deferred  (ADA_TEST_WINDOW_PAUSE, --post-roll-sec 1) rare_event(), then,
+ *             with the drain held before its first copy of the window,
+ *             busy(200) inside the post-roll: their index events are not
+ *             taken yet when the drain copies; it goes on only once the
+ *             clock is past the window's end and closing slack: exit 0.
+ *   spent     (ADA_TEST_WINDOW_PAUSE, --pre-roll-sec 0 --post-roll-sec 0.5
+ *             --stack-bytes 512) rare_event(), busy(1000) inside the
+ *             post-roll while the drain is held (some 7 MiB of records:
+ *             more than one window pass may write), then, past the
+ *             window's end, rare_event() again: a second window of its
+ *             own, whose first copy comes while the first window's copy
+ *             is still cut short by the pass's budget: exit 0.
  * Every function is noinline, and prints nothing but one line at the end
  * (the harness compares stdout traced and untraced).
  */
@@ -384,6 +396,74 @@ NOINL static void killrec_run(void)
 	fault_here(arg_a, arg_b, arg_c);
 }
 
+/* The window pause (ADA_TEST_WINDOW_PAUSE=FILE, flight.c): its file, once
+ * the drain made it and waits in its window pass (a line more in
+ * FILE.seen); NULL untraced (the same work, no waits). A run-away guard
+ * only: 60 s. */
+NOINL static const char *window_held(void)
+{
+	const char *f = getenv("ADA_TEST_WINDOW_PAUSE");
+	if (!f || !*f || !getenv("ADA_SESSION_DIR"))
+		return NULL;
+	for (int i = 0; i < 60000 && access(f, F_OK) != 0; i++)
+		usleep(1000);
+	char seen[4096];
+	snprintf(seen, sizeof(seen), "%s.seen", f);
+	FILE *o = access(f, F_OK) == 0 ? fopen(seen, "a") : NULL;
+	if (o) { /* the harness counts the holds the program saw */
+		fputs("held\n", o);
+		fclose(o);
+	}
+	return f;
+}
+
+static unsigned long long boot_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+/* Until CLOCK_BOOTTIME (the index lane's clock) reaches ns. */
+static void until_ns(unsigned long long ns)
+{
+	while (boot_ns() < ns)
+		usleep(1000);
+}
+
+/* deferred: the post-roll's records wait for their index events while
+ * the window's end and the drain's closing slack (100 ms) go by. */
+NOINL static void deferred_run(void)
+{
+	rare_event(arg_rare);
+	unsigned long long fired = boot_ns();
+	const char *f = window_held();
+	busy(200);
+	if (f) {
+		until_ns(fired + 1300000000ull); /* the 1 s post-roll, the slack, a margin */
+		unlink(f);
+	}
+}
+
+/* spent: two windows on one thread, the first one's copy cut short by a
+ * pass's budget when the second's first copy comes. */
+NOINL static void spent_run(void)
+{
+	rare_event(arg_rare);
+	unsigned long long fired = boot_ns();
+	const char *f = window_held();
+	busy(1000);
+	if (f)
+		until_ns(fired + 510000000ull); /* past the 0.5 s post-roll */
+	rare_event(arg_rare);
+	if (f) {
+		unlink(f);
+		f = window_held(); /* the second window's first pass */
+		if (f)
+			unlink(f);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "segv";
@@ -391,6 +471,15 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 1000; i++)
 			work(i);
 		printf("slow done\n");
+		return 0;
+	}
+	if (!strcmp(m, "deferred") || !strcmp(m, "spent")) {
+		busy(50);
+		if (!strcmp(m, "deferred"))
+			deferred_run();
+		else
+			spent_run();
+		printf("%s done\n", m);
 		return 0;
 	}
 	busy(5000);
