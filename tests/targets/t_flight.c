@@ -49,7 +49,7 @@
  *             busy(200) inside the post-roll: their index events are not
  *             taken yet when the drain copies; it goes on only once the
  *             clock is past the window's end and closing slack: exit 0.
- *   spent     (ADA_TEST_WINDOW_PAUSE, --pre-roll-sec 0 --post-roll-sec 0.5
+ *   spent     (ADA_TEST_WINDOW_PAUSE, --pre-roll-sec 0 --post-roll-sec 2
  *             --stack-bytes 512) rare_event(), busy(1000) inside the
  *             post-roll while the drain is held (some 7 MiB of records:
  *             more than one window pass may write), then, past the
@@ -454,7 +454,7 @@ NOINL static void spent_run(void)
 	const char *f = window_held();
 	busy(1000);
 	if (f)
-		until_ns(fired + 510000000ull); /* past the 0.5 s post-roll */
+		until_ns(fired + 2010000000ull); /* past the 2 s post-roll */
 	rare_event(arg_rare);
 	if (f) {
 		unlink(f);
