@@ -1140,6 +1140,43 @@ static void test_persist_all(void **state)
 	pfx_close(&x);
 }
 
+/* A window's records whose index events are not taken yet wait
+ * (deferred); those not past the window's end by their own timestamp are
+ * the ones the window must wait for before it closes (waiting, flight.c):
+ * a window that closed without them left them neither written nor
+ * counted. */
+static void test_persist_waiting(void **state)
+{
+	(void)state;
+	struct pfx x;
+	pfx_open(&x);
+	for (uint64_t i = 0; i < 20; i++) {
+		emit_one(&x, FN(i), true);
+		emit_one(&x, FN(i), false);
+	}
+	const struct atf_index_event *ev;
+	assert_int_equal(ada_index_ring_peek(x.a, ada_producer_tls.slot, &ev), 40);
+	uint64_t t10 = ev[10].timestamp_ns, t33 = ev[33].timestamp_ns;
+	struct pdrain d;
+	pdrain_open(&d, &x, "index.atf", 0);
+	take(&x, &d.t, 0, 30);
+	struct wal_detail_stats st = {0};
+	/* the window [10, 33]: 10..29 written, 30..39 deferred, 30..33 its own */
+	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, t10, t33, true, NULL, &st), 0);
+	assert_int_equal(st.records, 20);
+	assert_int_equal(st.deferred, 10);
+	assert_int_equal(st.waiting, 4);
+	/* taken: the next copy writes them, nothing waits */
+	take(&x, &d.t, 0, 40);
+	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, t10, t33, false, NULL, &st), 0);
+	assert_int_equal(st.records, 4);
+	assert_int_equal(st.deferred, 0);
+	assert_int_equal(st.waiting, 0);
+	pdrain_close(&d);
+	check_links(24);
+	pfx_close(&x);
+}
+
 /* A recording of an aarch64 program: a RETURN record's two value words
  * are x0:x1, so they land in x_regs[0..1], not x86_64's rax:rdx slots
  * (docs/format.md, the arm64 table); a CALL's are as on x86_64. */
@@ -1245,6 +1282,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_direct_identical, setup_direct, teardown_direct),
 	    cmocka_unit_test_setup_teardown(test_direct_fallback, setup_none, teardown_direct),
 	    cmocka_unit_test_setup_teardown(test_persist_all, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_persist_waiting, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_arm64_return, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_window, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_windows, setup, teardown),
