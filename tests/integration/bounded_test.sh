@@ -28,6 +28,7 @@
 # and clean up (unmount, remove) even when they fail.
 set -u
 ADA=$1 PROD=$2 CHECK=$3 FORK=$4 MODE=$5 FIB=${6:-}
+HERE=$(cd "$(dirname "$0")" && pwd) # forks leaves for / below
 BIN=
 # forks: in a pid namespace of its own (root, as its tmpfs; skipped
 # otherwise), where no process but the test's takes a pid: its 1 500
@@ -38,14 +39,14 @@ BIN=
 # machine's.
 if [ "$MODE" = forks ]; then
 	PIDNS_TAG="bounded_test(forks)"
-	. "$(dirname "$0")/pidns.sh"
+	. "$HERE/pidns.sh"
 	pidns_enter BOUNDED_FORKS_INNER "$0" "$@"
 	pidns_private_tmp "$ADA:ada" "$FORK:producer_fork" "$CHECK:producer_check"
 	ADA=$BIN/ada FORK=$BIN/producer_fork CHECK=$BIN/producer_check
 	export ADA_NO_RECOVER_ORPHANS=1
 fi
 # producer_check reads ATF v2: a compact session through its export.
-. "$(dirname "$0")/atf_view.sh"
+. "$HERE/atf_view.sh"
 WORK=$(mktemp -d /tmp/ada_bounded.XXXXXX)
 SMALL=
 # Whatever happens to the test, no arena directory of its sessions stays
