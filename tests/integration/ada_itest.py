@@ -1438,7 +1438,7 @@ FLIGHT = {
     # then (the drain held at its first pass) and must not pass over the
     # first one's records left in the ring.
     "window_spent": ("spent", ["--pre-roll-sec", "0", "--post-roll-sec", "2",
-                               "--stack-bytes", "512", "--detail-mb", "16", "--ring-mb", "16",
+                               "--stack-bytes", "512", "--detail-mb", "32", "--ring-mb", "16",
                                "--trigger-holdoff-ms", "0", "--trigger", "symbol=rare_event"],
                      0),
     # Signals (agent_crash.c): sysv_signal's one-shot handler, bsd_signal,
@@ -1788,7 +1788,7 @@ def flight_preroll_disk(rep, ada, pid_dir, m, events):
 WINDOW_PAUSE = {"window_deferred": 1, "window_spent": 2}
 
 
-def flight_window_whole(rep, m, events, scenario, seen):
+def flight_window_whole(rep, m, events, err, scenario, seen):
     """Windows the drain was behind on (held at a chosen point, see
     WINDOW_PAUSE): every call and return inside a window links its detail
     record, the files and the manifest's windows hold exactly those, and
@@ -1819,6 +1819,15 @@ def flight_window_whole(rep, m, events, scenario, seen):
                   len(wanted), len(missing), missing[:1], len(det), told, in_win))
     rep.check(sum(drops.values()) == 0 and lost == 0 and unlinked == 0,
               "drops %r, window_lost %d, unlinked %d: want none" % (drops, lost, unlinked))
+    # The summary line says what the manifest and `ada status` say
+    # (check_status_windows): every record written, none short.
+    want = "ada: flight recorder: %d window%s persisted, %d detail records persisted, 0 older " \
+        "detail records overwritten in memory (not drops)" % (nwin, "s" if nwin > 1 else "",
+                                                              len(det))
+    summary = flight_summary(err)
+    rep.check(want in summary and any(l.startswith("ada: recorded") and ", drops 0," in l
+                                      for l in summary),
+              "the summary should say drops 0 and %r: %r" % (want, summary))
     if scenario == "window_spent":
         # The first window's records were more than one pass writes (4 MiB).
         rep.check(wins[0]["to_ns"] < wins[1]["from_ns"] and
@@ -2372,7 +2381,7 @@ def cmd_flight(args, ada, work, rep):
                 seen = len(f.read().splitlines())
         except OSError:
             seen = 0
-        flight_window_whole(rep, m, events, args.scenario, seen)
+        flight_window_whole(rep, m, events, err, args.scenario, seen)
     elif args.scenario == "latency":
         w = check_one_window(rep, ada, pid_dir, m, "p99=function:work>50ms", "work")
         if w:

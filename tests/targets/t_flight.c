@@ -405,8 +405,8 @@ NOINL static const char *window_held(void)
 	const char *f = getenv("ADA_TEST_WINDOW_PAUSE");
 	if (!f || !*f || !getenv("ADA_SESSION_DIR"))
 		return NULL;
-	for (int i = 0; i < 60000 && access(f, F_OK) != 0; i++)
-		usleep(1000);
+	for (int i = 0; i < 6000 && access(f, F_OK) != 0; i++)
+		usleep(10000);
 	char seen[4096];
 	snprintf(seen, sizeof(seen), "%s.seen", f);
 	FILE *o = access(f, F_OK) == 0 ? fopen(seen, "a") : NULL;
@@ -424,11 +424,12 @@ static unsigned long long boot_ns(void)
 	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
-/* Until CLOCK_BOOTTIME (the index lane's clock) reaches ns. */
+/* Until CLOCK_BOOTTIME (the index lane's clock) reaches ns. Few calls
+ * (10 ms naps): their records share the detail ring with the windows'. */
 static void until_ns(unsigned long long ns)
 {
 	while (boot_ns() < ns)
-		usleep(1000);
+		usleep(10000);
 }
 
 /* deferred: the post-roll's records wait for their index events while
