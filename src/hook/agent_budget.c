@@ -539,8 +539,11 @@ uint64_t agent_budget_event_ps(void)
  * when the recording waited. A process that never waited (most short
  * ones: each subshell of a script) spent more at its exit on the tally
  * than on the rest of its agent.json. */
-static bool budget_slot_waited(struct ada_arena *a, uint32_t i)
+static bool budget_slot_waited(struct ada_arena *a, uint32_t i, struct ada_slot_info *si)
 {
+	ada_arena_slot_info(a, i, si);
+	if (si->state == ADA_SLOT_FREE || si->head == 0)
+		return false; /* its ring's header not read: a page it never touched */
 	uint64_t waits, ns;
 	ada_index_ring_waits(a, i, &waits, &ns);
 	return waits != 0;
@@ -553,8 +556,9 @@ void agent_budget_hot_json(FILE *f)
 		return;
 	uint32_t used = ada_arena_slots_used(a);
 	bool any = false;
+	struct ada_slot_info si;
 	for (uint32_t i = 0; i < used && !any; i++)
-		any = budget_slot_waited(a, i);
+		any = budget_slot_waited(a, i, &si);
 	fputs(",\n  \"hot_functions\": [", f);
 	if (!any) {
 		fputc(']', f);
@@ -564,9 +568,7 @@ void agent_budget_hot_json(FILE *f)
 	uint64_t total = 0;
 	memset(tally, 0, sizeof(tally));
 	for (uint32_t i = 0, taken = 0; i < used && taken < 64; i++) {
-		struct ada_slot_info si;
-		ada_arena_slot_info(a, i, &si);
-		if (si.state == ADA_SLOT_FREE || si.head == 0 || !budget_slot_waited(a, i))
+		if (!budget_slot_waited(a, i, &si))
 			continue;
 		taken++;
 		size_t n = ada_index_ring_recent(a, i, si.head, budget.sample, 4096);
