@@ -139,6 +139,10 @@ static bool sc_hdr_sound(const struct sc_hdr *h)
 	    h->xr_count > ADA_HOOK_MAX_XRANGES || h->count > SC_MAX_FNS || h->names_len == 0 ||
 	    h->names_len > SC_MAX_NAMES || h->n_fde > h->count)
 		return false;
+	for (size_t i = 0; i < h->xr_count; i++) {
+		if (h->xr[i].lo > h->xr[i].hi)
+			return false; /* sc_in_text relies on it */
+	}
 	return h->source == ADA_SYMSRC_SYMTAB || h->source == ADA_SYMSRC_DEBUGLINK;
 }
 

@@ -3,8 +3,8 @@
  * byte anywhere refused, truncated files, another key, records a symbol
  * table could not hold (a name outside the pool, the order broken, an
  * alias left to hook, a function to hook outside the executable ranges,
- * reserved set), and the real read of this test's own image through the
- * cache (a miss that stores, then a hit with the same table).
+ * reserved set, a range that ends before it starts), and the real read of this test's own image
+ * through the cache (a miss that stores, then a hit with the same table).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -221,6 +221,11 @@ static void pool_unterminated(struct ada_hook_symtab *st)
 {
 	st->names[st->names_len - 1] = 'x';
 }
+static void range_reversed(struct ada_hook_symtab *st)
+{
+	st->xr[0] = (struct ada_hook_xrange){0x2000, 0x1000};
+	st->fns[0].status = ADA_SKIP_OUTSIDE_TEXT; /* no function relies on it */
+}
 static void dynsym_source(struct ada_hook_symtab *st)
 {
 	st->source = ADA_SYMSRC_DYNSYM;
@@ -237,6 +242,7 @@ static void test_bad_records(void **state)
 	assert_int_equal(parse_changed(reserved_set), -EBADMSG);
 	assert_int_equal(parse_changed(bad_status), -EBADMSG);
 	assert_int_equal(parse_changed(pool_unterminated), -EBADMSG);
+	assert_int_equal(parse_changed(range_reversed), -EBADMSG);
 	/* A .dynsym table is never one the cache holds. */
 	assert_int_equal(parse_changed(dynsym_source), -EBADMSG);
 }
