@@ -221,8 +221,8 @@ static void agent_json_module(FILE *f, const struct agent_module *m)
 	        ", \"trampolines_us\": %" PRIu64 ", \"patch_us\": %" PRIu64,
 	        m->ns_prepare / 1000, m->ns_xref / 1000, m->ns_emit / 1000, m->ns_apply / 1000);
 	static const char *const cache_names[] = {"off", "hit", "miss"};
-	fprintf(f, ", \"plan_cache\": \"%s\", \"analysis_threads\": %d}", cache_names[m->cache],
-	        m->par ? 2 : 1);
+	fprintf(f, ", \"plan_cache\": \"%s\", \"symtab_cache\": \"%s\", \"analysis_threads\": %d}",
+	        cache_names[m->cache], cache_names[m->symcache], m->par ? 2 : 1);
 }
 
 static void agent_json_body(FILE *f)

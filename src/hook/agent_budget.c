@@ -534,19 +534,41 @@ uint64_t agent_budget_event_ps(void)
 	return budget.event_ps;
 }
 
+/* Whether the thread of slot i waited for index ring space: only such
+ * threads' rings are tallied for hot_functions, which the summary shows
+ * when the recording waited. A process that never waited (most short
+ * ones: each subshell of a script) spent more at its exit on the tally
+ * than on the rest of its agent.json. */
+static bool budget_slot_waited(struct ada_arena *a, uint32_t i, struct ada_slot_info *si)
+{
+	ada_arena_slot_info(a, i, si);
+	if (si->state == ADA_SLOT_FREE || si->head == 0)
+		return false; /* its ring's header not read: a page it never touched */
+	uint64_t waits, ns;
+	ada_index_ring_waits(a, i, &waits, &ns);
+	return waits != 0;
+}
+
 void agent_budget_hot_json(FILE *f)
 {
 	struct ada_arena *a = ada_producer_arena();
 	if (!a)
 		return;
 	uint32_t used = ada_arena_slots_used(a);
+	bool any = false;
+	struct ada_slot_info si;
+	for (uint32_t i = 0; i < used && !any; i++)
+		any = budget_slot_waited(a, i, &si);
+	fputs(",\n  \"hot_functions\": [", f);
+	if (!any) {
+		fputc(']', f);
+		return;
+	}
 	static struct budget_fn tally[BUDGET_FNS];
 	uint64_t total = 0;
 	memset(tally, 0, sizeof(tally));
 	for (uint32_t i = 0, taken = 0; i < used && taken < 64; i++) {
-		struct ada_slot_info si;
-		ada_arena_slot_info(a, i, &si);
-		if (si.state == ADA_SLOT_FREE || si.head == 0)
+		if (!budget_slot_waited(a, i, &si))
 			continue;
 		taken++;
 		size_t n = ada_index_ring_recent(a, i, si.head, budget.sample, 4096);
@@ -569,7 +591,6 @@ void agent_budget_hot_json(FILE *f)
 		}
 	}
 	qsort(tally, BUDGET_FNS, sizeof(tally[0]), budget_fn_cmp);
-	fputs(",\n  \"hot_functions\": [", f);
 	for (uint32_t k = 0; k < 5 && total && tally[k].calls * 100 / total >= 1; k++) {
 		fputs(k ? ", {\"name\": " : "{\"name\": ", f);
 		agent_json_string(f, agent_count_fn_name(tally[k].fn_id));

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "agent_internal.h"
+#include "symcache_internal.h"
 #include "discover_internal.h"
 #include "plancache_internal.h"
 #include "ring.h"
@@ -807,6 +808,27 @@ struct install_job {
 	bool analysed; /* symbols read: install_finish() has work */
 };
 
+/* m's symbol table: from the symbol-table cache when it holds the
+ * mapped build's (symcache_internal.h), else read and stored there. The
+ * cache follows the plan cache's switch and directory. */
+static int install_symtab(struct agent_module *m)
+{
+	unsigned flags = m->is_main ? ADA_SYMTAB_FDE : 0;
+	struct symtab_cache_key key = {.flags = flags, .agent_hash = agent.cache_agent_hash};
+	if (agent.cfg.cache && agent.cache_agent_hash != 0 && agent.cache_dir[0] == '/')
+		key.build_id_len =
+		    symtab_cache_mem_build_id(m->lo, key.build_id, sizeof(key.build_id));
+	if (key.build_id_len == 0) {
+		m->symcache = AGENT_CACHE_OFF;
+		return ada_hook_symtab_read_ex(m->path, agent.env.debug_root, flags, &m->st);
+	}
+	bool hit = false;
+	int err =
+	    symtab_cache_read(agent.cache_dir, m->path, agent.env.debug_root, &key, &m->st, &hit);
+	m->symcache = hit ? AGENT_CACHE_HIT : AGENT_CACHE_MISS;
+	return err;
+}
+
 /* Symbols, verdicts, plans: everything but the trampolines and patches. */
 static void install_analyse_module(struct install_job *j)
 {
@@ -814,8 +836,7 @@ static void install_analyse_module(struct install_job *j)
 	uint64_t t0 = agent_now_ns();
 	/* Libraries keep .dynsym when stripped: their unnamed internals may
 	 * switch stacks (greenlet's slp_switch) where no name tells. */
-	j->err = ada_hook_symtab_read_ex(m->path, agent.env.debug_root,
-	                                 m->is_main ? ADA_SYMTAB_FDE : 0, &m->st);
+	j->err = install_symtab(m);
 	if (j->err) {
 		agent_log("cannot read the symbols of %s (%s); not traced", m->path,
 		          strerror(-j->err));

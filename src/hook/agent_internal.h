@@ -365,7 +365,8 @@ struct agent_module {
 	uint64_t ns_prepare, ns_emit, ns_apply; /* the parts of ns_patching */
 	uint64_t ns_xref; /* part of ns_prepare: the cross-function branch sweep */
 	enum agent_cache_use cache;
-	bool par; /* analysed on two threads (agent_install.c) */
+	enum agent_cache_use symcache; /* its symbol table: symcache_internal.h */
+	bool par;                      /* analysed on two threads (agent_install.c) */
 	/* The table hash of its .syms file as last written (agent.json);
 	 * valid when syms_written. */
 	uint64_t table_xxh64;

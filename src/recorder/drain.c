@@ -233,6 +233,8 @@ static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_pr
 		goto err;
 	}
 	p->threads[p->nthreads++] = t;
+	if ((pid_t)si->tid == p->pid)
+		p->images++;
 	if (!wal_thread_dir_allowed(p, wal_now_ns())) {
 		t->refused = t->done = true; /* drain_discard() counts its events */
 		t->refuse_why = ADA_DROP_THREAD_LIMIT;

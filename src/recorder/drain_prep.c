@@ -118,21 +118,23 @@ static bool prep_finish_claimed(struct wal_proc *p)
 	return false;
 }
 
-/* Spares wanted: none while the process is young and has one thread (a
- * fork child or a short command that never starts a thread would cost a
- * slot's pages and the drain's time for nothing), one once it has lived
- * DRAIN_PREP_AGE_NS, half of ADA_SLOT_SPARES once it started a second
- * thread, all of them once it started DRAIN_PREP_CHURN (threads that
- * come and go faster than a drain starved of CPU frees their slots). */
+uint32_t drain_prep_spares_for(size_t threads, uint32_t images, bool aged)
+{
+	/* An exec'd image's first thread is no thread started: a fork + exec
+	 * child (each compiler a make runs) has one thread per image. */
+	size_t seen = threads - (images > 1 && images <= threads ? images - 1 : 0);
+	if (seen >= DRAIN_PREP_CHURN)
+		return ADA_SLOT_SPARES;
+	if (seen > 1)
+		return ADA_SLOT_SPARES / 2;
+	return aged ? 1 : 0;
+}
+
 static uint32_t prep_spares_wanted(struct wal_proc *p)
 {
-	if (p->nthreads >= DRAIN_PREP_CHURN)
-		return ADA_SLOT_SPARES;
-	if (p->nthreads > 1)
-		return ADA_SLOT_SPARES / 2;
 	if (!p->prep_aged)
 		p->prep_aged = wal_now_ns() - p->opened_ns >= DRAIN_PREP_AGE_NS;
-	return p->prep_aged ? 1 : 0;
+	return drain_prep_spares_for(p->nthreads, p->images, p->prep_aged);
 }
 
 /* The next free full slot to prepare, or -1 when the spares are there. */

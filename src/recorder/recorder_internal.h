@@ -197,6 +197,10 @@ struct wal_proc {
 	uint32_t lock_slot;
 	uint64_t lock_done;
 	bool lock_refused, prep_backoff, prep_aged;
+	/* drain.c: threads that were an image's first (tid == pid): one per
+	 * image, so a process that exec'd counts more than one without having
+	 * started a thread (drain_prep.c sizes its spares by threads started). */
+	uint32_t images;
 	/* drain_prep.c: the EXITED slots seen at the last reclaim
 	 * (ada_arena_exited_sig) and the passes left to try again for one
 	 * whose thread was still on its way out. */

@@ -16,6 +16,10 @@ With one plan cache (XDG_CACHE_HOME under DIR):
      (plan_cache.rejected == 1), analyses the module in full (a miss)
      and rewrites the file; the same verdicts (modules/*.syms) as warm;
   4. tampered again, under ada_itest.py: exact call counts.
+Between 2 and 3, the symbol-table cache: the warm exec'd image read every
+module that has a .symtab from it (agent.json symtab_cache "hit"), the
+same .syms lines as a run with an empty cache, and a byte changed in the
+program's symbol-table file makes it read afresh ("miss"), the same lines.
 
 Exit 0 = pass, 1 = fail (the work directory is kept and printed).
 """
@@ -167,6 +171,28 @@ def main():
         check(n >= 2 and pc["hits"] == n and pc["misses"] == 0 and pc["decoded"] == 0 and
               pc["rejected"] == 0 and pc["off"] == 0,
               "warm: the exec'd image's plan_cache %r over %d modules" % (pc, n))
+        own = [m for m in warm["modules"] if m["symbol_source"] == "symtab"]
+        check(own and all(m["symtab_cache"] == "hit" for m in own),
+              "warm: modules with a .symtab not read from the symbol-table cache: %r" %
+              [(m["path"], m["symtab_cache"]) for m in warm["modules"]])
+        # The same tables read afresh (another, empty cache): the same
+        # .syms lines, and a symbol-table file changed on disk is refused.
+        fresh_env = dict(env, XDG_CACHE_HOME=os.path.join(a.work, "cache-fresh"))
+        _, fresh_syms = record(a.ada, a.work, "fresh", fresh_env, a.argv)
+        check(fresh_syms == warm_syms, "the symbol-table cache's tables differ from a fresh read")
+        tables = glob.glob(os.path.join(a.work, "cache", "ada", "plans",
+                                        build_id(a.argv[-1]) + "-*.symtab"))
+        check(len(tables) == 1, "the exec'd program's symbol-table file: %r" % tables)
+        with open(tables[0], "r+b") as f:
+            f.seek(1)
+            c = f.read(1)
+            f.seek(1)
+            f.write(bytes([c[0] ^ 0x20]))  # a name's byte: the checksum no longer holds
+        flipped, flipped_syms = record(a.ada, a.work, "flipped", env, a.argv)
+        mine = [m for m in flipped["modules"] if m["path"].endswith(os.path.basename(a.argv[-1]))]
+        check(mine and mine[0]["symtab_cache"] == "miss" and flipped_syms == warm_syms,
+              "a changed symbol-table file was used: %r" % [(m["path"], m["symtab_cache"])
+                                                          for m in flipped["modules"]])
         plans = glob.glob(os.path.join(a.work, "cache", "ada", "plans",
                                        build_id(a.argv[-1]) + "-*.plan"))
         check(len(plans) == 1, "the exec'd program's cache file: %r" % plans)

@@ -24,6 +24,10 @@ ran:
   must have held a wait, and one must have been over the threshold only
   by its wait, or the run proved nothing: then the test skips (77).
 
+- agent.json's hot_functions: some when the thread waited, none in a
+  second recording of 50 calls whose rings it does not fill (no wait
+  marker in its trace).
+
 Exit 0 = pass, 1 = fail (every failed check printed), 77 = skip. A failing
 run keeps its work directory and prints its path."""
 import argparse
@@ -148,6 +152,31 @@ def check_windows(c, frames, windows):
                                   f["ret"]["ts"] - f["call"]["ts"], THRESHOLD_NS))
 
 
+def hot_lists(session):
+    """Every process's agent.json hot_functions (names), by pid directory."""
+    out = {}
+    for path in glob.glob(os.path.join(session, "pid_*", "agent.json")):
+        with open(path) as fh:
+            out[path] = [e.get("name") for e in json.load(fh).get("hot_functions", [])]
+    return out
+
+
+def check_hot_functions(c, session, waited):
+    """agent.json's hot_functions tallies the rings of threads that waited
+    for ring space (what the summary names when the recording waited):
+    some when t_waits waited (its 64-event ring holds the exit's last
+    calls, not tick's), none when nothing waited."""
+    lists = hot_lists(session)
+    c.check(lists, "%s: no agent.json" % session)
+    for path, names in lists.items():
+        if waited:
+            c.check(names, "%s: no hot_functions, though its thread waited for ring "
+                    "space" % path)
+        else:
+            c.check(names == [], "%s: hot_functions %s, though no thread waited for ring "
+                    "space" % (path, names))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ada", required=True)
@@ -180,6 +209,16 @@ def main():
         check_exact(c, frames, pairs, report, a.calls)
         check_program_time(c, frames, brackets)
         check_windows(c, frames, windows)
+        check_hot_functions(c, session, bool(pairs))
+        # The same program with rings it does not fill (and no trigger).
+        out2 = os.path.join(wd, "brackets2.txt")
+        run([a.ada, "record", "--out", os.path.join(wd, "traces2"), "--"] + a.prog +
+            ["50", out2])
+        session2 = glob.glob(os.path.join(wd, "traces2", "session_*"))[0]
+        events2 = [json.loads(l) for l in run([a.ada, "dump", "--format", "jsonl", session2])
+                   .splitlines() if l.strip()]
+        check_hot_functions(c, session2, any(e.get("kind") == "ada_wait_begin"
+                                             for e in events2))
         held = [f for f in frames if f["waits"]]
         only_wait = [f for f in held if f["ret"]["ts"] - f["call"]["ts"] > THRESHOLD_NS >=
                      f["ret"]["duration_ns"]]
