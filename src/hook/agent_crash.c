@@ -482,10 +482,61 @@ CRASH_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler)
 
 /* ---- set-up ---- */
 
+/* Alternate stacks of ended threads, kept for the next threads to start:
+ * a thread-per-request server would otherwise map one and unmap it for
+ * every request (two system calls and, for the unmap, a TLB shootdown on
+ * the other CPUs: the costliest part of an ended thread's teardown in a
+ * virtual machine). A cell holds a stack no thread uses (its thread
+ * disabled it before putting it here) or NULL; a take exchanges a cell
+ * with NULL and a put fills an empty one by compare-and-swap, so a stack
+ * is in at most one cell or one thread's hands (no ABA: nothing is
+ * compared but NULL). All of one length (crash_alt_size, the same for
+ * the whole process). */
+#define CRASH_ALT_CACHE 16u
+static _Atomic(void *) crash_alt_cache[CRASH_ALT_CACHE];
+
+static size_t crash_alt_size(void)
+{
+	long min = sysconf(_SC_MINSIGSTKSZ);
+	size_t len = CRASH_ALTSTACK_MIN;
+	while (min > 0 && len < (size_t)min * 4)
+		len *= 2;
+	return len;
+}
+
+static void *crash_alt_take(void)
+{
+	for (uint32_t i = 0; i < CRASH_ALT_CACHE; i++) {
+		/* Relaxed load: a hint which cell to try. Acquire exchange:
+		 * pairs with the release CAS in crash_alt_put(), so the
+		 * putter's sigaltstack(SS_DISABLE) came before our use. */
+		if (!atomic_load_explicit(&crash_alt_cache[i], memory_order_relaxed))
+			continue;
+		void *p = atomic_exchange_explicit(&crash_alt_cache[i], NULL, memory_order_acquire);
+		if (p)
+			return p;
+	}
+	return NULL;
+}
+
+/* True when the stack went into the cache; false: every cell is full. */
+static bool crash_alt_put(void *p)
+{
+	for (uint32_t i = 0; i < CRASH_ALT_CACHE; i++) {
+		void *z = NULL;
+		/* Release: pairs with the acquire exchange in crash_alt_take(). */
+		if (atomic_compare_exchange_strong_explicit(
+		        &crash_alt_cache[i], &z, p, memory_order_release, memory_order_relaxed))
+			return true;
+	}
+	return false;
+}
+
 /* Each thread gets an alternate signal stack of its own, unless the
  * program gave it one: a stack overflow leaves no room on the thread's
- * stack for the handler. Called with the guard set; keeps errno. After
- * fork the child's thread has the forking thread's alternate stack
+ * stack for the handler. One that an ended thread left (crash_alt_take)
+ * first, else a new mapping. Called with the guard set; keeps errno.
+ * After fork the child's thread has the forking thread's alternate stack
  * (a copied mapping): crash_alt stays set and it is kept. */
 void agent_crash_thread_start(void)
 {
@@ -495,25 +546,30 @@ void agent_crash_thread_start(void)
 		errno = saved;
 		return;
 	}
-	long min = sysconf(_SC_MINSIGSTKSZ);
-	size_t len = CRASH_ALTSTACK_MIN;
-	while (min > 0 && len < (size_t)min * 4)
-		len *= 2;
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p != MAP_FAILED) {
+	size_t len = crash_alt_size();
+	void *p = crash_alt_take();
+	if (!p) {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED)
+			p = NULL;
+	}
+	if (p) {
 		stack_t ss = {.ss_sp = p, .ss_size = len, .ss_flags = 0};
 		if (sigaltstack(&ss, NULL) == 0) {
 			crash_alt = p;
 			crash_alt_len = len;
-		} else {
+		} else if (!crash_alt_put(p)) {
 			munmap(p, len);
 		}
 	}
 	errno = saved;
 }
 
-/* Thread exit: the stack goes, if it is still the one in use. */
+/* Thread exit: the stack goes, if it is still the one in use: disabled
+ * first (a signal during the rest of the teardown runs on the thread's
+ * own stack), then kept for the next thread (or unmapped when the cache
+ * is full). */
 void agent_crash_thread_exit(void)
 {
 	stack_t cur;
@@ -521,8 +577,9 @@ void agent_crash_thread_exit(void)
 		return;
 	if (cur.ss_sp == crash_alt && !(cur.ss_flags & SS_ONSTACK)) {
 		stack_t off = {.ss_flags = SS_DISABLE};
-		sigaltstack(&off, NULL);
-		munmap(crash_alt, crash_alt_len);
+		bool off_ok = sigaltstack(&off, NULL) == 0;
+		if (!off_ok || crash_alt_len != crash_alt_size() || !crash_alt_put(crash_alt))
+			munmap(crash_alt, crash_alt_len);
 	}
 	crash_alt = NULL;
 }

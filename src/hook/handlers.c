@@ -181,11 +181,12 @@ static bool handlers_shadow_grow(struct ada_shadow *s)
 }
 
 /* Shadow stacks of ended threads (retire_internal.h): the exit destructor
- * leaves its thread's mapping there for glibc's teardown after it; whoever
- * next starts or ends a thread unmaps those whose thread the kernel no
- * longer knows (tgkill signal 0: ESRCH). Without this, every ended thread
- * kept two mappings: 30 000 short threads passed vm.max_map_count
- * (65 530) and the program's own mmap failed. */
+ * leaves its thread's mapping there for glibc's teardown after it; once
+ * the kernel no longer knows that thread (tgkill signal 0: ESRCH), the
+ * next thread to start takes it as its own, and whoever next starts or
+ * ends a thread unmaps those past the few kept for that. Without this,
+ * every ended thread kept two mappings: 30 000 short threads passed
+ * vm.max_map_count (65 530) and the program's own mmap failed. */
 #define RETIRE_GONE(tid)                                                                           \
 	(hook_arch_syscall6(SYS_tgkill, agent_hot.pid, (tid), 0, 0, 0, 0) == -ESRCH)
 #define RETIRE_UNMAP(a)                                                                            \
@@ -195,18 +196,41 @@ static struct retire_table handlers_retired;
 
 static void handlers_reclaim(void)
 {
-	retire_reclaim(&handlers_retired);
+	retire_reclaim(&handlers_retired, RETIRE_KEEP);
 }
 
-static bool handlers_retire(uintptr_t map)
+static bool handlers_retire(uintptr_t map, bool grew)
 {
 	int32_t tid = (int32_t)hook_arch_syscall6(SYS_gettid, 0, 0, 0, 0, 0, 0);
-	return retire_put(&handlers_retired, map, tid);
+	return retire_put(&handlers_retired, map, tid, grew);
+}
+
+/* A new mapping for a shadow stack: reserved whole, its first part
+ * usable; 0 when the system refuses. */
+static long handlers_shadow_map(void)
+{
+	handlers_reclaim(); /* ended threads' stacks first: the mapping count stays flat */
+	long p = hook_arch_syscall6(SYS_mmap, 0, (long)HANDLERS_MAP_BYTES, PROT_NONE,
+	                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p < 0 && p > -4096)
+		return 0;
+	size_t usable =
+	    HANDLERS_SIDE_BYTES + (size_t)HANDLERS_SHADOW_FIRST * sizeof(struct shadow_entry);
+	if (hook_arch_syscall6(SYS_mprotect, p, (long)usable, PROT_READ | PROT_WRITE, 0, 0, 0) !=
+	    0) {
+		hook_arch_syscall6(SYS_munmap, p, (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0);
+		return 0;
+	}
+	return p;
 }
 
 /* First traced call of a thread (or a failed earlier try), or a full
  * stack. The mapping holds the side queue, then the sentinel entry
- * (shadow_internal.h), then the stack. */
+ * (shadow_internal.h), then the stack: an ended thread's (retire_take),
+ * else a new one. Of a reused one only the grave must start empty (its
+ * entries are looked up by address, and the new thread's stack may lie
+ * where the old one's did); every other part is read only below
+ * positions kept in TLS, which start at 0. */
 HANDLERS_COLD static bool handlers_shadow_alloc_fpu(struct ada_shadow *s)
 {
 	if (s->cap != 0)
@@ -221,23 +245,17 @@ HANDLERS_COLD static bool handlers_shadow_alloc_fpu(struct ada_shadow *s)
 			s->dfast_span = s->stack_hi - agent_hot.detail_stack - s->stack_lo;
 		}
 	}
-	handlers_reclaim(); /* ended threads' stacks first: the mapping count stays flat */
-	long p = hook_arch_syscall6(SYS_mmap, 0, (long)HANDLERS_MAP_BYTES, PROT_NONE,
-	                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p < 0 && p > -4096)
+	long p = (long)retire_take(&handlers_retired);
+	bool reused = p != 0;
+	if (!reused && (p = handlers_shadow_map()) == 0)
 		return false;
-	size_t usable =
-	    HANDLERS_SIDE_BYTES + (size_t)HANDLERS_SHADOW_FIRST * sizeof(struct shadow_entry);
-	if (hook_arch_syscall6(SYS_mprotect, p, (long)usable, PROT_READ | PROT_WRITE, 0, 0, 0) !=
-	    0) {
-		hook_arch_syscall6(SYS_munmap, p, (long)HANDLERS_MAP_BYTES, 0, 0, 0, 0);
-		return false;
-	}
 	struct shadow_entry *m = (struct shadow_entry *)(p + (long)HANDLERS_SIDE_BYTES);
 	m[0].slot = SHADOW_SENTINEL_SLOT;
 	s->base = m + 1;
 	s->side.ev = (struct shadow_side_ev *)p;
 	s->grave = (struct shadow_entry *)(s->side.ev + HANDLERS_SIDE_CAP);
+	for (uint32_t g = 0; reused && g < SHADOW_GRAVE; g++)
+		s->grave[g].slot = NULL; /* no entry: no slot is NULL */
 	s->side.fr = s->grave + SHADOW_GRAVE;
 	s->side.ev_cap = HANDLERS_SIDE_CAP;
 	s->cap = HANDLERS_SHADOW_FIRST - 1;
@@ -945,7 +963,7 @@ void agent_shadow_thread_exit(void)
 	handlers_fold_counts(s);
 	s->in_hook = 0;
 	handlers_reclaim();
-	if (s->base && handlers_retire((uintptr_t)s->side.ev)) {
+	if (s->base && handlers_retire((uintptr_t)s->side.ev, s->cap + 1 > HANDLERS_SHADOW_FIRST)) {
 		/* The mapping (it starts with the side queue) stays for glibc's
 		 * teardown of this thread, traced as before; reclaimed later. */
 		s->guard = g;

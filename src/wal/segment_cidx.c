@@ -59,17 +59,22 @@ struct wal_cidx_rlink {
 };
 
 #define WAL_CIDX_TS_MASK ((1ull << 62) - 1)
+/* The recent window's first size, in events (64 KiB of each array). */
+#define WAL_CIDX_RECENT_FIRST 4096u
 
 struct wal_cidx {
 	struct ada_cidx_enc *enc;
 	uint32_t block_size;
 	struct atf_index_event chunk[WAL_CIDX_CHUNK];
 	/* The recent window: event i at recent[i & (nrecent - 1)] while
-	 * i + nrecent >= the file's events; NULL without detail. Allocated
-	 * whole, its pages touched only as events come. */
+	 * i + nrecent >= the file's events; NULL without detail. It starts
+	 * at WAL_CIDX_RECENT_FIRST events and doubles as the file's events
+	 * pass it, up to nrecent_max (wal_cidx_recent_grow): a short thread
+	 * (a thread per request) costs the drain a small allocation its heap
+	 * reuses, not two of tens of MiB mapped, faulted in and unmapped. */
 	struct wal_cidx_recent *recent;
 	struct wal_cidx_rlink *rlink; /* zeroed: pages touched as links come */
-	uint64_t nrecent;
+	uint64_t nrecent, nrecent_max;
 	uint64_t enc_err; /* links the encoder could not keep (-ENOMEM) */
 };
 
@@ -85,9 +90,11 @@ int wal_cidx_new(struct ada_wal_file *f)
 		return -ENOMEM;
 	c->block_size = f->opts.cidx_block ? f->opts.cidx_block : ADA_CIDX_BLOCK_DEFAULT;
 	int r = ada_cidx_enc_new(c->block_size, &c->enc);
-	c->nrecent = f->opts.cidx_recent;
-	if (c->nrecent & (c->nrecent - 1)) /* a power of two */
-		c->nrecent = 1ull << (64 - __builtin_clzll(c->nrecent));
+	c->nrecent_max = f->opts.cidx_recent;
+	if (c->nrecent_max & (c->nrecent_max - 1)) /* a power of two */
+		c->nrecent_max = 1ull << (64 - __builtin_clzll(c->nrecent_max));
+	c->nrecent =
+	    c->nrecent_max < WAL_CIDX_RECENT_FIRST ? c->nrecent_max : WAL_CIDX_RECENT_FIRST;
 	/* 64-byte aligned: the copy's 16-byte stores (wal_cidx_keep) fill
 	 * whole lines. Not cleared: only slots written are read back
 	 * (wal_cidx_event_read), and untouched pages cost nothing. */
@@ -220,9 +227,42 @@ static size_t wal_cidx_put(struct ada_wal_file *f, const struct atf_index_event 
 	return k;
 }
 
+/* The window holds `want` events at least, or its most: doubled until
+ * then. Until it reaches its most it has held every event of the file
+ * (it grows before it would wrap), so the events [0, f->events) sit at
+ * their own index in both the old arrays and the new. Without memory it
+ * stays as it is (counted with the links the encoder could not keep):
+ * the persist then finds the older events gone (-ENOENT), as it does
+ * past the window's most. */
+static void wal_cidx_recent_grow(struct ada_wal_file *f, uint64_t want)
+{
+	struct wal_cidx *c = f->cx;
+	uint64_t n = c->nrecent;
+	while (n < want && n < c->nrecent_max)
+		n *= 2;
+	struct wal_cidx_recent *r = aligned_alloc(64, n * sizeof(*r));
+	struct wal_cidx_rlink *l = calloc(n, sizeof(*l));
+	if (!r || !l) {
+		free(r);
+		free(l);
+		c->enc_err++;
+		c->nrecent_max = c->nrecent; /* no further try */
+		return;
+	}
+	memcpy(r, c->recent, f->events * sizeof(*r));
+	memcpy(l, c->rlink, f->events * sizeof(*l));
+	free(c->recent);
+	free(c->rlink);
+	c->recent = r;
+	c->rlink = l;
+	c->nrecent = n;
+}
+
 bool wal_cidx_commit(struct ada_wal_file *f, size_t n, uint64_t staged_at)
 {
 	const struct atf_index_event *ev = f->cx->chunk;
+	if (f->cx->recent && f->events + n > f->cx->nrecent && f->cx->nrecent < f->cx->nrecent_max)
+		wal_cidx_recent_grow(f, f->events + n);
 	if (f->cx->recent)
 		wal_cidx_keep(f->cx, f->events, ev, n);
 	if (f->events == 0)

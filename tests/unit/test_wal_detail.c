@@ -368,6 +368,52 @@ static void test_cidx_recent_window(void **state)
 	ada_wal_io_free(io);
 }
 
+/* A recent window bigger than its first size grows as the events come:
+ * after each doubling every event it held is still there with its link;
+ * at its most it wraps as a window of that size does. */
+static void test_cidx_recent_grows(void **state)
+{
+	(void)state;
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts o = {.buffer_bytes = 1 << 16, .max_buffers = 8, .queue_depth = 8};
+	assert_int_equal(ada_wal_io_new(&o, &io), 0);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, "g.atf");
+	struct ada_wal_file_opts fo = {.thread_id = 4242,
+	                               .clock_type = ATF_CLOCK_BOOTTIME,
+	                               .arch = ATF_ARCH_X86_64,
+	                               .segment_bytes = 1 << 20,
+	                               .index_format = ADA_INDEX_COMPACT,
+	                               .cidx_recent = 16384};
+	struct ada_wal_file *f;
+	assert_int_equal(ada_wal_file_openat(io, tmpfd, "g.atf", path, &fo, &f), 0);
+	struct atf_index_event e;
+	append_events(f, 0, 100);
+	assert_int_equal(wal_file_patch_detail_seq(f, 3, 11), 0);
+	append_events(f, 100, 4000); /* past the first size (4096): grown */
+	assert_int_equal(wal_file_patch_detail_seq(f, 4099, 12), 0);
+	append_events(f, 4100, 8000); /* and again */
+	for (uint64_t i = 0; i < 12100; i += 7) {
+		assert_int_equal(wal_file_event_read(f, i, &e), 0);
+		assert_int_equal(e.timestamp_ns, ev_make(i).timestamp_ns);
+		assert_int_equal(e.function_id, ev_make(i).function_id);
+	}
+	assert_int_equal(wal_file_event_read(f, 3, &e), 0);
+	assert_int_equal(e.detail_seq, 11);
+	assert_int_equal(wal_file_event_read(f, 4099, &e), 0);
+	assert_int_equal(e.detail_seq, 12);
+	append_events(f, 12100, 8000); /* at its most (16384): it wraps */
+	assert_int_equal(wal_file_event_read(f, 3715, &e), -ENOENT);
+	assert_int_equal(wal_file_event_read(f, 4099, &e), 0);
+	assert_int_equal(e.detail_seq, 12);
+	assert_int_equal(wal_file_event_read(f, 20099, &e), 0);
+	assert_int_equal(e.timestamp_ns, ev_make(20099).timestamp_ns);
+	struct ada_wal_file_summary sum;
+	assert_int_equal(ada_wal_file_finalize(f, &sum), 0);
+	assert_int_equal(sum.events, 20100);
+	ada_wal_io_free(io);
+}
+
 static void test_patch_everywhere(void **state)
 {
 	(void)state;
@@ -1285,6 +1331,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_persist_waiting, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_arm64_return, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_window, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cidx_recent_grows, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_windows, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
