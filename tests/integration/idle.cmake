@@ -22,3 +22,14 @@ add_test(NAME e2e.idle_exact
                  --name idle_exact target -- ${ADA_TGT_DIR}/t_idle_O2 3)
 set_tests_properties(e2e.idle_exact PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
                      LABELS "e2e")
+# A program that rings the doorbell constantly: the drain paces itself to
+# its old polling (each ring that found nothing is followed by a 1 ms
+# poll) and loses nothing (idle_test.py --ringer).
+add_executable(producer_ringer ${CMAKE_SOURCE_DIR}/tests/targets/producer_ringer.c)
+target_link_libraries(producer_ringer PRIVATE ada_producer)
+add_test(NAME e2e.idle_ringer
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/idle_test.py
+                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
+                 --name idle_ringer --ringer -- $<TARGET_FILE:producer_ringer>)
+set_tests_properties(e2e.idle_ringer PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
+                     LABELS "e2e")

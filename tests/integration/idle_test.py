@@ -3,6 +3,7 @@
 docs/internals.md "The doorbell: an idle drain sleeps").
 
   idle_test.py --ada ADA --work DIR --name NAME [--secs S] -- T_IDLE
+  idle_test.py --ada ADA --work DIR --name NAME --ringer -- PRODUCER_RINGER
 
 Records tests/targets/t_idle (bursts of calls around S seconds and 1 s of
 sleep) and reads the manifest's `drain` counts: the recording had a
@@ -12,7 +13,15 @@ before the doorbell, makes about 1 000 a second. The bound grows with the
 time the run took, so a loaded machine (a longer run) cannot fail it; no
 check depends on how fast anything ran. That the calls after the idle
 time are all recorded is e2e.idle_exact's (ada_itest.py, the same
-program). Exit 0 = pass, 1 = fail, 77 = skip. A failing run keeps its
+program).
+
+--ringer records tests/targets/producer_ringer (no agent), which rings the
+doorbell as fast as it can for S seconds between two bursts of K events:
+the drain must pace itself, not spin -- rings after which it found nothing
+are counted (`empty_rings`), and it makes at most RINGER_PER_SEC passes a
+second of the run (each empty ring is followed by a 1 ms poll: about two
+passes a millisecond, what polling cost before) -- and every event is
+recorded. Exit 0 = pass, 1 = fail, 77 = skip. A failing run keeps its
 work directory and prints its path."""
 import argparse
 import glob
@@ -27,6 +36,8 @@ import time
 SKIP = 77
 PASSES_BASE = 40
 PASSES_PER_SEC = 15
+RINGER_PER_SEC = 3000
+RINGER_EVENTS = 5000
 
 
 def main():
@@ -35,6 +46,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--name", default="idle")
     ap.add_argument("--secs", type=int, default=3)
+    ap.add_argument("--ringer", action="store_true")
     ap.add_argument("argv", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     prog = [x for x in a.argv if x != "--"]
@@ -45,8 +57,12 @@ def main():
     work = tempfile.mkdtemp(prefix=a.name + ".", dir=a.work)
     out = os.path.join(work, "out")
     t0 = time.monotonic()
-    p = subprocess.run([a.ada, "record", "--out", out, "--"] + prog + [str(a.secs)],
-                       capture_output=True, text=True, timeout=120)
+    if a.ringer:
+        cmd = [a.ada, "record", "--no-agent", "--detail", "never", "--out", out, "--"] + \
+            prog + [str(a.secs), str(RINGER_EVENTS)]
+    else:
+        cmd = [a.ada, "record", "--out", out, "--"] + prog + [str(a.secs)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     elapsed = time.monotonic() - t0
     fails = []
     if p.returncode != 0:
@@ -59,11 +75,19 @@ def main():
         if not isinstance(d, dict):
             fails.append("%s: no drain object" % m)
             continue
-        bound = PASSES_BASE + PASSES_PER_SEC * elapsed
+        rate = RINGER_PER_SEC if a.ringer else PASSES_PER_SEC
+        bound = PASSES_BASE + rate * elapsed
         print("drain: %s over %.2f s (bound %d passes)" % (d, elapsed, bound))
         if d.get("doorbell") is not True:
             fails.append("the recording had no doorbell: %s" % d)
-        if not d.get("sleeps", 0) >= 2:
+        if a.ringer:
+            written = json.load(open(m)).get("metrics", {}).get("events_written")
+            if written != 2 * RINGER_EVENTS:
+                fails.append("%s events written, the program emitted %d" %
+                             (written, 2 * RINGER_EVENTS))
+            if not d.get("empty_rings", 0) >= 1:
+                fails.append("no ring counted as empty under a constant ringer: %s" % d)
+        elif not d.get("sleeps", 0) >= 2:
             fails.append("the drain never slept through the idle time: %s" % d)
         if not d.get("passes", 1 << 60) <= bound:
             fails.append("%s drain passes in %.2f s: more than %d, the drain polled "
