@@ -87,7 +87,7 @@ static void test_protocol(void **state)
 	assert_true(ada_shm_budget_bell_wait(drain_page, HOUR_NS));
 	ada_shm_budget_bell_arm(drain_page);
 	assert_false(ada_shm_budget_bell_wait(drain_page, 1000000)); /* 1 ms, nobody */
-	ada_shm_budget_ring(NULL);                                    /* no page: a no-op */
+	ada_shm_budget_ring(NULL);                                   /* no page: a no-op */
 	ada_shm_budget_close(p);
 }
 
