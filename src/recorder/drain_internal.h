@@ -101,7 +101,8 @@ void drain_bell_pass(struct ada_recorder *r);
  * until a producer rings, a wake is asked or the next timer is due, and
  * returns true; false when the drain must poll instead (busy, work in
  * flight, a timer due within a poll, no doorbell, the last ring was
- * empty): then the caller naps or waits idle_us as before. */
+ * empty, the last look before the sleep found a change): then the
+ * caller naps or waits idle_us as before. */
 bool drain_sleep(struct ada_recorder *r, bool busy, uint32_t idle_us);
 
 /* drain_end.c */

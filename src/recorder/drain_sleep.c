@@ -181,9 +181,12 @@ bool drain_sleep(struct ada_recorder *r, bool busy, uint32_t idle_us)
 		return false;
 	ada_shm_budget_bell_arm(r->bell.page);
 	if (!sleep_look(r)) {
+		/* Work came, or a change no pass can act on yet (a process
+		 * between its exit and its reaping): the caller polls as before,
+		 * never a loop of passes with no wait. */
 		(void)ada_shm_budget_bell_disarm(r->bell.page);
 		r->bell.averted++;
-		return true; /* work came: the next pass at once */
+		return false;
 	}
 	r->bell.sleeps++;
 	if (ada_shm_budget_bell_wait(r->bell.page, ns)) {
