@@ -168,7 +168,7 @@ bool drain_sleep(struct ada_recorder *r, bool busy, uint32_t idle_us)
 	}
 	/* A gap of a few polls (the back-off to DRAIN_IDLE_MAX_US) first: a
 	 * busy program's short pauses keep the polling they had. */
-	if (busy || idle_us < DRAIN_IDLE_MAX_US || !r->bell.page)
+	if (busy || idle_us < DRAIN_IDLE_MAX_US || !r->bell.page || r->bell.refused)
 		return false;
 	if (r->bell.paced) {
 		r->bell.paced = false;
@@ -189,9 +189,14 @@ bool drain_sleep(struct ada_recorder *r, bool busy, uint32_t idle_us)
 		return false;
 	}
 	r->bell.sleeps++;
-	if (ada_shm_budget_bell_wait(r->bell.page, ns)) {
-		r->bell.rung++;
-		r->bell.woken = true;
+	int rc = ada_shm_budget_bell_wait(r->bell.page, ns);
+	if (rc < 0) {
+		/* The futex would not wait (it returns at once): poll from now
+		 * on, as without a doorbell; the manifest says so. */
+		r->bell.refused = rc;
+		return false;
 	}
+	r->bell.rung += rc > 0;
+	r->bell.woken = rc > 0;
 	return true;
 }

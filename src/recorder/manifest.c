@@ -297,7 +297,7 @@ static void man_exit(json_t *root, const struct ada_recorder *r, struct wal_proc
 static json_t *man_drain(const struct ada_recorder *r)
 {
 	const struct wal_bell *b = &r->bell;
-	return json_pack("{s:b,s:I,s:I,s:I,s:I,s:I}", "doorbell", b->page != NULL, "passes",
+	return json_pack("{s:b,s:I,s:I,s:I,s:I,s:I}", "doorbell", b->page && !b->refused, "passes",
 	                 (json_int_t)b->passes, "sleeps", (json_int_t)b->sleeps, "rung",
 	                 (json_int_t)b->rung, "empty_rings", (json_int_t)b->empty, "averted",
 	                 (json_int_t)b->averted);

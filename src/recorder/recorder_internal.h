@@ -364,6 +364,7 @@ struct wal_bell {
 	uint64_t averted;          /* sleeps the last look called off (work came) */
 	bool woken;                /* the pass follows a ring */
 	bool paced;                /* the last ring was empty: poll once before sleeping */
+	int refused;               /* -errno: the futex would not wait; polling since */
 };
 
 /* Room for the final manifests on a full disk (reserve.c). */

@@ -348,12 +348,14 @@ bool ada_shm_budget_bell_disarm(struct ada_shm_budget *b)
 	return shm_bell_take(b);
 }
 
-bool ada_shm_budget_bell_wait(struct ada_shm_budget *b, uint64_t ns)
+int ada_shm_budget_bell_wait(struct ada_shm_budget *b, uint64_t ns)
 {
 	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
 	                      .tv_nsec = (long)(ns % 1000000000u)};
 	/* A shared futex (the page is every process's): returns at once when
 	 * the word is no longer ASLEEP, at a wake, a signal or the timeout. */
-	syscall(SYS_futex, &b->bell, FUTEX_WAIT, SHM_BELL_ASLEEP, &ts, NULL, 0);
-	return shm_bell_take(b);
+	long rc = syscall(SYS_futex, &b->bell, FUTEX_WAIT, SHM_BELL_ASLEEP, &ts, NULL, 0);
+	int err = rc == 0 || errno == EAGAIN || errno == EINTR || errno == ETIMEDOUT ? 0 : -errno;
+	bool rung = shm_bell_take(b);
+	return err ? err : rung;
 }

@@ -31,9 +31,11 @@ void ada_shm_budget_bell_arm(struct ada_shm_budget *b);
 /* Drain: the look found work; awake again. True when a ringer came. */
 bool ada_shm_budget_bell_disarm(struct ada_shm_budget *b);
 /* Drain: waits until a ringer comes, a signal or ns pass (at once when
- * the word is not ASLEEP any more); awake again after it. True when
- * rung (by a producer, or by whoever wrote the page). */
-bool ada_shm_budget_bell_wait(struct ada_shm_budget *b, uint64_t ns);
+ * the word is not ASLEEP any more); awake again after it. 1 when rung
+ * (by a producer, or by whoever wrote the page), 0 at the timeout or a
+ * signal, -errno when the futex refused to wait (then do not sleep on
+ * it again: it would return at once every time). */
+int ada_shm_budget_bell_wait(struct ada_shm_budget *b, uint64_t ns);
 
 /* Drain, before it sleeps: true when nothing changed in a since the
  * consumer's last look -- no slot's head past the one accepted, no slot
