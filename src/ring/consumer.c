@@ -136,9 +136,10 @@ uint64_t ada_slot_unconsumed(const struct ada_arena *a, uint32_t slot)
 
 bool ada_arena_idle(const struct ada_arena *a)
 {
-	/* Acquire, as every load below: pairs with the process's release
-	 * store of its state (arena_set_state); the doorbell's fences order
-	 * this look after the drain's ASLEEP (ada_shm_budget_bell_arm). */
+	/* The doorbell's fences order this look after the drain's ASLEEP
+	 * (ada_shm_budget_bell_arm). Acquire: pairs with the release store
+	 * of the state in arena_set_state(); slot_wanted relaxed, a hint
+	 * (ada_arena_take_slot_wanted). */
 	if (atomic_load_explicit(&a->ctl->process_state, memory_order_acquire) !=
 	        ADA_PROC_RUNNING ||
 	    atomic_load_explicit(&a->ctl->slot_wanted, memory_order_relaxed) != 0)

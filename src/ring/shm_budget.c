@@ -328,6 +328,7 @@ void ada_shm_budget_ring(struct ada_shm_budget *b)
 
 void ada_shm_budget_bell_arm(struct ada_shm_budget *b)
 {
+	/* Relaxed: the fence below orders it; a ringer's CAS is its partner. */
 	atomic_store_explicit(&b->bell, SHM_BELL_ASLEEP, memory_order_relaxed);
 	/* Orders the store above before the drain's last look at the rings;
 	 * pairs with the fence in ada_shm_budget_ring(). */
