@@ -111,6 +111,7 @@ static int record_check_program(struct rec_args *a, char *path, size_t cap)
  * job's ignored SIGINT/SIGQUIT), and ada keeps an ignored one ignored. */
 static const int record_sigs[4] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
 static bool record_sig_ignored[4];
+static bool record_chld_ignored; /* SIGCHLD as ada found it: PROGRAM gets it back */
 static sigset_t record_orig_mask;
 static struct rlimit record_orig_nofile; /* record_raise_nofile() */
 
@@ -121,6 +122,8 @@ static void record_save_signals(void)
 		record_sig_ignored[i] =
 		    sigaction(record_sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN;
 	}
+	struct sigaction chld;
+	record_chld_ignored = sigaction(SIGCHLD, NULL, &chld) == 0 && chld.sa_handler == SIG_IGN;
 	sigprocmask(SIG_SETMASK, NULL, &record_orig_mask);
 }
 
@@ -129,6 +132,7 @@ static void record_child(const struct rec_args *a, struct ada_recorder *r, const
 {
 	for (int i = 0; i < 4; i++)
 		signal(record_sigs[i], record_sig_ignored[i] ? SIG_IGN : SIG_DFL);
+	signal(SIGCHLD, record_chld_ignored ? SIG_IGN : SIG_DFL);
 	sigprocmask(SIG_SETMASK, &record_orig_mask, NULL);
 	if (record_orig_nofile.rlim_cur != RLIM_INFINITY)
 		setrlimit(RLIMIT_NOFILE, &record_orig_nofile);
@@ -192,6 +196,15 @@ static void record_manual(int sig)
 }
 static volatile sig_atomic_t record_sigints;
 
+/* SIGCHLD: a drain asleep on its doorbell reaps the child now
+ * (async-signal-safe: an atomic add and at most one futex wake). */
+static void record_child_ended(int sig)
+{
+	(void)sig;
+	if (record_rec)
+		ada_recorder_wake(record_rec);
+}
+
 /* SIGTERM also stops the recorder (within 2 s, finalizing what it has),
  * whatever the program does with the signal. */
 static void record_forward(int sig)
@@ -228,6 +241,9 @@ static void record_signals(void)
 		sigaction(SIGHUP, &sa, NULL);
 	sa.sa_handler = record_manual;
 	sigaction(SIGUSR2, &sa, NULL);
+	sa.sa_handler = record_child_ended;
+	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+	sigaction(SIGCHLD, &sa, NULL);
 	sa.sa_sigaction = record_interrupt;
 	sa.sa_flags = SA_RESTART | SA_SIGINFO;
 	if (!record_sig_ignored[0])

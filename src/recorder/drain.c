@@ -44,15 +44,12 @@
 
 #define DRAIN_SLOT_BUDGET (1u << 18) /* events per slot per pass: fairness */
 #define DRAIN_IDLE_MIN_US 50u
-#define DRAIN_IDLE_MAX_US 1000u
 #define DRAIN_NAP_US 500u            /* drain_nap(): a busy pass that took little */
 #define DRAIN_NAP_MIN_US 50u         /* a shorter nap is not worth its wake-up */
 #define DRAIN_NAP_BELOW 8192u        /* events over the whole pass */
 #define DRAIN_NAP_EVENTS_PER_US 100u /* the fastest thread a nap allows for, events per us */
 #define DRAIN_NAP_SPILL_FILL_PCT 12u /* a spill slot's ring: at most this full */
-#define DRAIN_TICK_NS 1000000000ull
-#define DRAIN_RECLAIM_NS 10000000ull
-#define DRAIN_POLL_NS 1000000ull /* busy passes: dead children */
+#define DRAIN_POLL_NS 1000000ull     /* busy passes: dead children */
 
 void *drain_grow(void *arr, size_t *cap, size_t need, size_t elem)
 {
@@ -952,6 +949,7 @@ static size_t drain_proc_guarded(struct ada_recorder *r, struct wal_proc *p, boo
 static bool drain_pass(struct ada_recorder *r)
 {
 	size_t busy = 0;
+	drain_bell_pass(r); /* before its looks: a wake asked later is seen */
 	uint64_t now = wal_now_ns(), size;
 	bool names = drain_inotify(r); /* more names waiting: no idle wait */
 	/* Dead children: a waitpid each pass is a syscall that a pass of a
@@ -1083,6 +1081,8 @@ void *wal_drain_main(void *arg)
 		idle_us = busy ? DRAIN_IDLE_MIN_US : idle_us * 2;
 		if (idle_us > DRAIN_IDLE_MAX_US)
 			idle_us = DRAIN_IDLE_MAX_US;
+		if (drain_sleep(r, busy, idle_us))
+			continue; /* every ring idle: slept until rung or a timer */
 		if (!busy)
 			ada_wal_io_wait(r->io, idle_us);
 		else

@@ -538,13 +538,6 @@ static void drain_open_arena_ino(struct ada_recorder *r, const char *name, ino_t
 	p->admit_ns = wal_now_ns();
 }
 
-/* A process that ends within this of its admission gets one manifest,
- * the final one: the early one (about half the recorder's work for a
- * short process) would be rewritten at once. A recorder that dies in that
- * time leaves such a process without one: `ada recover` finalizes its
- * files from what is on disk and cannot drain its arena. */
-#define WAL_EARLY_MANIFEST_NS 20000000ull
-
 /* Test hook (orphan_young): ADA_TEST_NO_EARLY_MANIFEST=1 keeps every
  * process in that window for good, so that a recorder killed under it
  * leaves processes with no manifest (a window too short to hit from

@@ -10,6 +10,21 @@
 
 #include "recorder_internal.h"
 
+/* The drain's cadences. An idle drain polls from 50 us up to
+ * DRAIN_IDLE_MAX_US between passes (or sleeps on the doorbell:
+ * drain_sleep.c); every DRAIN_RECLAIM_NS it frees ended threads' slots,
+ * ticks the triggers and key-symbol sets; every DRAIN_TICK_NS the
+ * metrics, the live view and the clock. */
+#define DRAIN_IDLE_MAX_US 1000u
+#define DRAIN_RECLAIM_NS 10000000ull
+#define DRAIN_TICK_NS 1000000000ull
+/* A process that ends within this of its admission gets one manifest,
+ * the final one: the early one (about half the recorder's work for a
+ * short process) would be rewritten at once. A recorder that dies in that
+ * time leaves such a process without one: `ada recover` finalizes its
+ * files from what is on disk and cannot drain its arena. */
+#define WAL_EARLY_MANIFEST_NS 20000000ull
+
 /* drain.c */
 /* Grows arr (elements of elem bytes, *cap of them) to hold need; NULL
  * when out of memory (arr is kept). */
@@ -81,6 +96,23 @@ struct drain_keep {
  * "Kept"). */
 bool drain_keep_ended(struct ada_recorder *r, struct wal_proc *p, struct wal_thread *t,
                       struct drain_keep *k);
+
+/* Whether p's slots have work the drain does a step of per pass
+ * (a spare or a claimed slot being prepared, an ended thread's slot to
+ * look at again): no sleep on the doorbell meanwhile. */
+bool drain_prep_pending(const struct wal_proc *p);
+
+/* drain_sleep.c */
+/* At the start of a pass: counts it and notes the wakes asked so far. */
+void drain_bell_pass(struct ada_recorder *r);
+/* After every pass (busy: it took events or names): once the idle polls
+ * have backed off to DRAIN_IDLE_MAX_US (idle_us), sleeps on the doorbell
+ * until a producer rings, a wake is asked or the next timer is due, and
+ * returns true; false when the drain must poll instead (busy, work in
+ * flight, a timer due within a poll, no doorbell, the last ring was
+ * empty, the last look before the sleep found a change): then the
+ * caller naps or waits idle_us as before. */
+bool drain_sleep(struct ada_recorder *r, bool busy, uint32_t idle_us);
 
 /* drain_end.c */
 /* The recording is over: every process finished (or, attached, the

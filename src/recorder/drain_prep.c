@@ -222,6 +222,13 @@ void drain_prepare_slots(struct wal_proc *p, bool scan)
 		prep_spare_step(p);
 }
 
+bool drain_prep_pending(const struct wal_proc *p)
+{
+	if (p->gone || p->reaped || p->arena_bad || !p->arena || !p->slot_locked)
+		return p->reclaim_retries > 0;
+	return p->prep_slot >= 0 || p->lock_slot != UINT32_MAX || p->reclaim_retries > 0;
+}
+
 bool drain_reclaim_due(struct wal_proc *p)
 {
 	/* The signature seen before the reclaim, not after it: a thread

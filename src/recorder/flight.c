@@ -98,6 +98,7 @@ void ada_recorder_request_manual(struct ada_recorder *r)
 {
 	/* Read by flight_manual() with acquire; nothing else is published. */
 	atomic_fetch_add_explicit(&r->flight.manual_requests, 1, memory_order_release);
+	ada_recorder_wake(r); /* a drain asleep takes it now */
 }
 
 /* Name of fn_id in process p (the engine's resolver). A module not known

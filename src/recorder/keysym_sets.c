@@ -470,6 +470,7 @@ int ada_recorder_keysym_set(struct ada_recorder *r, struct ada_keysym_spec *spec
 	r->ks->staged = spec;
 	uint64_t gen = ++r->ks->staged_gen;
 	int err = 0;
+	ada_recorder_wake(r); /* a drain asleep applies it now */
 	while (r->ks->applied_gen < gen && err == 0)
 		err = pthread_cond_timedwait(&r->ks->cv, &r->ks->mu, &until);
 	if (r->ks->applied_gen >= gen)
@@ -481,6 +482,13 @@ int ada_recorder_keysym_set(struct ada_recorder *r, struct ada_keysym_spec *spec
 		return -ETIMEDOUT;
 	}
 	return 0;
+}
+
+bool wal_keysym_timed(const struct ada_recorder *r)
+{
+	/* A set of rules follows the modules each process loads, which only
+	 * the 10 ms tick looks for (the agent rings no bell for a .syms). */
+	return r->ks->spec && (r->ks->gen != 0 || !ada_keysym_spec_is_all(r->ks->spec));
 }
 
 uint64_t ada_recorder_keysym_version(struct ada_recorder *r)

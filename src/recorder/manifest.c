@@ -293,6 +293,16 @@ static void man_exit(json_t *root, const struct ada_recorder *r, struct wal_proc
 	json_object_set_new(root, "abnormal", json_boolean(abnormal));
 }
 
+/* The drain's passes and its sleeps on the doorbell so far (drain_sleep.c). */
+static json_t *man_drain(const struct ada_recorder *r)
+{
+	const struct wal_bell *b = &r->bell;
+	return json_pack("{s:b,s:I,s:I,s:I,s:I,s:I}", "doorbell", b->page && !b->refused, "passes",
+	                 (json_int_t)b->passes, "sleeps", (json_int_t)b->sleeps, "rung",
+	                 (json_int_t)b->rung, "empty_rings", (json_int_t)b->empty, "averted",
+	                 (json_int_t)b->averted);
+}
+
 static json_t *man_wal(const struct ada_recorder *r)
 {
 	json_t *w = json_object();
@@ -601,6 +611,7 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "clock", man_clock(r));
 	json_object_set_new(root, "ring_config", json_string(r->o.ring_config));
 	json_object_set_new(root, "wal", man_wal(r));
+	json_object_set_new(root, "drain", man_drain(r));
 	json_object_set_new(root, "retention", man_retention(r, p));
 	json_object_set_new(root, "shm", man_shm(r));
 	json_t *warn = json_deep_copy(r->warnings);

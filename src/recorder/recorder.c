@@ -311,6 +311,7 @@ void ada_recorder_stop(struct ada_recorder *r)
 {
 	/* Read by drain_stop_now(); nothing else is published with it. */
 	atomic_store_explicit(&r->stop_req, 1, memory_order_relaxed);
+	ada_recorder_wake(r);
 }
 
 static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
@@ -480,7 +481,9 @@ void ada_recorder_free(struct ada_recorder *r)
 	for (size_t i = 0; i < r->nprocs; i++)
 		rec_free_proc(r->procs[i]);
 	free(r->procs);
-	ada_shm_budget_close(r->shm.budget);
+	if (r->shm.budget != r->bell.page)
+		ada_shm_budget_close(r->shm.budget);
+	ada_shm_budget_close(r->bell.page); /* the same page, kept for the bell */
 	if (r->shm.dir_fd >= 0)
 		close(r->shm.dir_fd);
 	if (r->reserve.fd >= 0)

@@ -355,6 +355,25 @@ struct wal_shm {
 	uint32_t nheld;
 };
 
+/* The drain's sleep while every ring is idle (drain_sleep.c; the doorbell
+ * is src/ring/shm_budget.c's). Counts for the manifests' `drain`. */
+struct wal_bell {
+	/* The budget page, whose word the drain waits on: mapped from
+	 * wal_shm_setup until ada_recorder_free (a signal handler may ring it
+	 * after wal_shm_finish). NULL: no doorbell, the drain polls. */
+	struct ada_shm_budget *page;
+	_Atomic uint64_t wake_req; /* ada_recorder_wake(): any thread, signal handlers */
+	uint64_t wake_seen;        /* drain: wake_req at the start of the pass */
+	uint64_t passes;           /* drain passes */
+	uint64_t sleeps;           /* waits on the doorbell */
+	uint64_t rung;             /* of those, ended by a ring */
+	uint64_t empty;            /* rings after which the pass found nothing to do */
+	uint64_t averted;          /* sleeps the last look called off (work came) */
+	bool woken;                /* the pass follows a ring */
+	bool paced;                /* the last ring was empty: poll once before sleeping */
+	int refused;               /* -errno: the futex would not wait; polling since */
+};
+
 /* Room for the final manifests on a full disk (reserve.c). */
 struct wal_reserve {
 	int fd; /* <session>/.reserve, -1: none */
@@ -432,6 +451,7 @@ struct ada_recorder {
 	struct wal_flight flight;   /* the trigger engine, manual fires (flight.c) */
 	struct wal_dsnap dsnap;     /* the detail ring snapshot (detail_persist.c) */
 	struct wal_shm shm;         /* the shared-memory ceiling (shm.c) */
+	struct wal_bell bell;       /* the drain's sleep and doorbell (drain_sleep.c) */
 	struct wal_reserve reserve; /* the final manifests' room (reserve.c) */
 	struct wal_live *live;      /* the live view (live.c) */
 	struct wal_keysym *ks;      /* key-symbol sets (keysym_sets.c) */
@@ -571,6 +591,9 @@ void wal_keysym_fini(struct ada_recorder *r);
 /* The spec in force (NULL: --detail never, or every function). */
 const struct ada_keysym_spec *wal_keysym_spec(const struct ada_recorder *r);
 void wal_keysym_tick(struct ada_recorder *r);
+/* Whether the key-symbol sets need the drain's 10 ms tick while it
+ * sleeps (a spec with rules: new modules to follow). */
+bool wal_keysym_timed(const struct ada_recorder *r);
 void wal_keysym_proc_free(struct wal_proc *p);
 json_t *wal_keysym_json(const struct ada_recorder *r, const struct wal_proc *p);
 /* A process's module_<ID>.syms (the target's file: bounded, no links) into

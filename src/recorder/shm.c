@@ -50,7 +50,9 @@ int wal_shm_setup(struct ada_recorder *r)
 	if (fd < 0)
 		return -errno;
 	r->shm.dir_fd = fd; /* kept for wal_shm_finish() */
-	return ada_shm_budget_create(fd, r->o.max_shm_bytes, &r->shm.budget);
+	int rc = ada_shm_budget_create(fd, r->o.max_shm_bytes, &r->shm.budget);
+	r->bell.page = rc == 0 ? r->shm.budget : NULL; /* the drain's doorbell */
+	return rc;
 }
 
 /* A refused arena's reservation given back, and its mapping closed. */
@@ -196,7 +198,10 @@ void wal_shm_finish(struct ada_recorder *r)
 	if (r->shm.budget) {
 		ada_shm_budget_end(r->shm.budget);
 		ada_shm_budget_read(r->shm.budget, &r->shm.last);
-		ada_shm_budget_close(r->shm.budget);
+		/* The bell's page stays mapped until ada_recorder_free(): a
+		 * signal handler may still ring it (ada_recorder_wake). */
+		if (r->shm.budget != r->bell.page)
+			ada_shm_budget_close(r->shm.budget);
 		r->shm.budget = NULL;
 	}
 	/* The descriptor opened at the start: at its limit of open files the

@@ -592,6 +592,10 @@ static void arena_set_state(struct ada_arena *a, uint32_t state, int info)
 	/* Publishes exit_info with the state; pairs with the acquire load in
 	 * ada_arena_process_state(). */
 	atomic_store_explicit(&a->ctl->process_state, state, memory_order_release);
+	/* The process ends: a drain asleep finishes it now (its last events,
+	 * a crash's windows), not at its timer. The producer's handle only
+	 * (the recorder's has no budget page). */
+	ada_shm_budget_ring(a->budget);
 }
 
 void ada_arena_set_exited(struct ada_arena *a, int status)

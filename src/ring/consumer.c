@@ -134,6 +134,39 @@ uint64_t ada_slot_unconsumed(const struct ada_arena *a, uint32_t slot)
 	return a->cons[slot].head - a->cons[slot].tail;
 }
 
+bool ada_arena_idle(const struct ada_arena *a)
+{
+	/* The doorbell's fences order this look after the drain's ASLEEP
+	 * (ada_shm_budget_bell_arm). Acquire: pairs with the release store
+	 * of the state in arena_set_state(); slot_wanted relaxed, a hint
+	 * (ada_arena_take_slot_wanted). */
+	if (atomic_load_explicit(&a->ctl->process_state, memory_order_acquire) !=
+	        ADA_PROC_RUNNING ||
+	    atomic_load_explicit(&a->ctl->slot_wanted, memory_order_relaxed) != 0)
+		return false; /* ending, or a thread waits for a slot */
+	uint32_t used = ring_slots_used(a);
+	if (used != a->hw_seen || used > a->cons_ready)
+		return false; /* a slot above the ones seen was claimed */
+	for (uint32_t s = 0; s < used; s++) {
+		const struct ring_consumer *c = &a->cons[s];
+		if (c->fault.code != ADA_FAULT_NONE)
+			continue; /* quarantined: never read again */
+		/* Pairs with the release stores of state in ring_slot_claim()
+		 * and the producer's exit destructor. */
+		uint32_t st = atomic_load_explicit(&a->desc[s].state, memory_order_acquire);
+		uint32_t seen = st == RING_SLOT_CLAIMING ? ADA_SLOT_FREE : st;
+		if (seen != c->state)
+			return false; /* claimed, ended or scribbled: a pass looks */
+		if (st == ADA_SLOT_FREE)
+			continue;
+		/* Pairs with the release store of head in ada_emit(). */
+		if (atomic_load_explicit(&ring_index_hdr(a, s)->head, memory_order_acquire) !=
+		    c->head)
+			return false;
+	}
+	return true;
+}
+
 /* The head check: shared tail untouched, head monotonic and within one
  * ring of what was consumed. 0 and *head, or -EPROTO (quarantined). */
 int ring_cons_head(struct ada_arena *a, uint32_t slot, uint64_t *head)

@@ -319,11 +319,15 @@ int ada_producer_init(const char *dir, const char *ring_config)
 		a->rec_pid = inh.rec_pid;
 		a->rec_start = inh.rec_start;
 	} else {
-		/* For the spill slots' reservations (none without a budget file). */
-		if (a->cfg.spill_threads && ada_shm_budget_open_dir(dir, &a->budget) != 0)
+		/* For the spill slots' reservations and the drain's doorbell
+		 * (neither without a budget file). */
+		if (ada_shm_budget_open_dir(dir, &a->budget) != 0)
 			a->budget = NULL;
 		ring_budget_recorder(dir, &a->rec_pid, &a->rec_start);
 	}
 	ada_producer_set_arena(a);
+	/* The name is published (rename, a full barrier): a drain asleep
+	 * comes to read the inotify event now, not at its timer. */
+	ada_shm_budget_ring(a->budget);
 	return 0;
 }

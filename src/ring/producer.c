@@ -55,6 +55,20 @@ enum { PRODUCER_UNCLAIMED = 0, PRODUCER_OWNING = 1, PRODUCER_NOSLOT = 2 };
 /* A wait for ring space ends when the ring has room for its two markers
  * (ADA_WAIT_MARKER_BEGIN/END) and the event that waited. */
 #define PRODUCER_WAIT_ROOM 3u
+/* The fast path comes to the cold path at every 2^-SHIFT of the ring,
+ * but not more often than every PRODUCER_BELL_MIN events (8 192 events
+ * of a 2 MiB ring, 512 of a spill slot's: once a lap), where it rings
+ * the drain's doorbell if the drain sleeps. */
+#define PRODUCER_BELL_SHIFT 3u
+#define PRODUCER_BELL_MIN 1024u
+
+/* Events between two looks at the doorbell (a power of two). */
+static inline uint64_t producer_bell_chunk(const struct ada_producer *p)
+{
+	uint64_t cap = p->mask + 1, chunk = cap >> PRODUCER_BELL_SHIFT;
+	uint64_t least = cap < PRODUCER_BELL_MIN ? cap : PRODUCER_BELL_MIN;
+	return chunk > least ? chunk : least;
+}
 
 /* The room a wait ends with: its markers, the event and a pending wait's
  * markers (producer_pend_wait), which go first. */
@@ -246,6 +260,9 @@ static void producer_thread_exit(void *unused)
 	atomic_compare_exchange_strong_explicit(&p->arena->desc[p->slot].state, &expect,
 	                                        ADA_SLOT_EXITED, memory_order_release,
 	                                        memory_order_relaxed);
+	/* A drain asleep frees the slot (and takes the ring's last events)
+	 * now, not at its next timer: the next thread finds it. */
+	ada_shm_budget_ring(p->arena->budget);
 }
 
 static void producer_key_create(void)
@@ -280,8 +297,13 @@ static bool producer_room_at(struct ada_producer *p, struct ada_arena *a, uint32
 	 * the drain has finished reading the events we may now overwrite. */
 	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_acquire);
 	p->room = tail + p->mask + 1;
-	/* The fast path stops where the populated pages do, too. */
-	p->limit = p->ts_clock || p->wpend_end ? 0 : p->room < p->pop_end ? p->room : p->pop_end;
+	/* The fast path stops where the populated pages do, too, and at the
+	 * next eighth of the ring: the chunk at which this thread looks
+	 * whether the drain sleeps (producer_bell), from this cold path. */
+	uint64_t chunk = producer_bell_chunk(p);
+	uint64_t bell = (p->head | (chunk - 1)) + 1;
+	uint64_t lim = p->room < p->pop_end ? p->room : p->pop_end;
+	p->limit = p->ts_clock || p->wpend_end ? 0 : lim < bell ? lim : bell;
 	return p->head + need <= p->room;
 }
 
@@ -460,6 +482,7 @@ static int producer_wait_for_slot(struct ada_arena *a, uint32_t tid)
 		return -ENOSPC; /* another thread found the recorder gone or stopped */
 	for (uint32_t n = 1;; n++) {
 		atomic_store_explicit(&a->ctl->slot_wanted, 1, memory_order_relaxed);
+		ada_shm_budget_ring(a->budget); /* a drain asleep: come and reclaim */
 		sched_yield();
 		int slot = ring_slot_claim(a, tid);
 		if (slot != -ENOSPC)
@@ -682,12 +705,25 @@ static bool producer_wait(struct ada_producer *p)
 	}
 }
 
+/* The drain's doorbell, from the cold path only: every event before this
+ * one is published (head's release store), and so is a claim's slot
+ * state; a drain that sleeps is woken (one syscall per sleep, whoever
+ * rings first), one that is awake costs a fence and a load. */
+static void producer_bell(struct ada_producer *p)
+{
+	struct ada_arena *a = p->state == PRODUCER_OWNING ? p->arena : NULL;
+	/* An ADA_TS_CLOCK arena sends every event here: only at its chunks. */
+	if (a && (!p->ts_clock || (p->head & (producer_bell_chunk(p) - 1)) == 0))
+		ada_shm_budget_ring(a->budget);
+}
+
 bool ada_producer_slow(struct ada_producer *p)
 {
 	if (p->state != PRODUCER_OWNING && !producer_claim(p))
 		return false;
 	if (p->head >= p->pop_end && !producer_populate(p))
 		return false;
+	producer_bell(p); /* before a wait for room, too: the drain makes it */
 	if (producer_refresh_limit(p) && producer_pending_put(p, p->arena, p->slot))
 		return true;
 	if (p->arena->cfg.overflow == ADA_OVERFLOW_DROP) {
@@ -796,6 +832,7 @@ bool ada_detail_wait_room(struct ada_producer *p, uint32_t len)
 	    atomic_load_explicit(&producer_stall_beat, memory_order_relaxed) == beat + 1)
 		return detail_wait_stalled(
 		    p, atomic_load_explicit(p->ddecided, memory_order_relaxed), 0, 0);
+	ada_shm_budget_ring(a->budget); /* the drain decides: it must be awake */
 	uint64_t t0 = producer_mono_ns(), raw0 = ada_timestamp_raw(p);
 	for (uint32_t i = 0; i < PRODUCER_SPINS; i++) {
 		producer_pause();

@@ -27,6 +27,7 @@
 #define ADA_RING_INTERNAL_H
 
 #include "ring.h"
+#include "ring_bell.h"
 
 #define RING_ALIGN(x) (((x) + (uint64_t)ADA_CACHELINE - 1) & ~((uint64_t)ADA_CACHELINE - 1))
 

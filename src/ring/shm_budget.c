@@ -25,7 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +36,9 @@
 #define SHM_BUDGET_MAGIC 0x7465676475626873ull /* "shbudget" */
 #define SHM_BUDGET_SIZE 4096u
 #define SHM_WAIT_MS 1000u
+#define SHM_BELL_AWAKE 0u
+#define SHM_BELL_ASLEEP 1u
+#define SHM_BELL_RUNG 2u
 
 struct ada_shm_budget {
 	uint64_t magic;
@@ -53,6 +58,13 @@ struct ada_shm_budget {
 	 * no process creates an arena in the directory from then on. */
 	_Atomic uint32_t ended;
 	uint64_t recorder_start;
+	/* The drain's doorbell (ada_shm_budget_bell_*): SHM_BELL_AWAKE, or
+	 * SHM_BELL_ASLEEP while the drain waits on it (a futex), or
+	 * SHM_BELL_RUNG once a producer took it from ASLEEP and woke it. One
+	 * word for every arena of the recording: the drain can wait on one
+	 * futex only, and a new process rings before the drain knows its
+	 * arena. Its own line: producers read it at each chunk of events. */
+	alignas(ADA_CACHELINE) _Atomic uint32_t bell;
 };
 
 _Static_assert(sizeof(struct ada_shm_budget) <= SHM_BUDGET_SIZE, "one page");
@@ -216,6 +228,9 @@ static int shm_budget_take_waiting(struct ada_shm_budget *b, uint64_t bytes)
 		}
 		if (ms >= SHM_WAIT_MS || bytes > b->ceiling)
 			break;
+		/* The drain frees room by removing ended processes' arenas:
+		 * a drain asleep must come to it. */
+		ada_shm_budget_ring(b);
 		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
 	}
 	shm_budget_refused(b, bytes);
@@ -277,4 +292,71 @@ int ring_budget_retire(struct ada_shm_budget *b)
 	void *p = mmap(b, SHM_BUDGET_SIZE, PROT_READ | PROT_WRITE,
 	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
 	return p == MAP_FAILED ? -errno : 0;
+}
+
+/* ---- the drain's doorbell ----
+ * The drain sleeps while every ring is idle instead of polling; a
+ * producer that has work for it wakes it from its cold path only (a
+ * chunk of events, a claim, a full ring, a thread's or a process's end,
+ * a new arena). The lost wake-up is closed as in Dekker's: the drain
+ * stores ASLEEP, fences, then looks at every ring once more before it
+ * waits; a producer publishes (head, state, a name), fences, then reads
+ * the bell. One of the two sees the other's store. The word is the
+ * target's to write too: a wait is bounded by its timeout, and a wake
+ * that finds nothing is the drain's to count and pace (drain.c). */
+
+void ada_shm_budget_ring(struct ada_shm_budget *b)
+{
+	if (!b)
+		return;
+	/* Orders what the caller published (a head, a slot state, a process
+	 * state, an arena's name) before the bell's load; pairs with the
+	 * fence in ada_shm_budget_bell_arm(). */
+	atomic_thread_fence(memory_order_seq_cst);
+	uint32_t v = atomic_load_explicit(&b->bell, memory_order_relaxed);
+	if (v != SHM_BELL_ASLEEP)
+		return; /* awake, or another ringer was first: no syscall */
+	/* Relaxed: the fence above ordered the caller's stores; only one
+	 * ringer wins, so a sleep costs one wake however many ring. */
+	if (!atomic_compare_exchange_strong_explicit(&b->bell, &v, SHM_BELL_RUNG,
+	                                             memory_order_relaxed, memory_order_relaxed))
+		return;
+	int saved = errno; /* hook context: the program's errno is kept */
+	syscall(SYS_futex, &b->bell, FUTEX_WAKE, 1, NULL, NULL, 0);
+	errno = saved;
+}
+
+void ada_shm_budget_bell_arm(struct ada_shm_budget *b)
+{
+	/* Relaxed: the fence below orders it; a ringer's CAS is its partner. */
+	atomic_store_explicit(&b->bell, SHM_BELL_ASLEEP, memory_order_relaxed);
+	/* Orders the store above before the drain's last look at the rings;
+	 * pairs with the fence in ada_shm_budget_ring(). */
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* The bell back to AWAKE; whether a producer had rung it. */
+static bool shm_bell_take(struct ada_shm_budget *b)
+{
+	/* Relaxed: the rings are read again after this, each with its own
+	 * acquire (head, state); the bell only says when to look. */
+	return atomic_exchange_explicit(&b->bell, SHM_BELL_AWAKE, memory_order_relaxed) !=
+	       SHM_BELL_ASLEEP;
+}
+
+bool ada_shm_budget_bell_disarm(struct ada_shm_budget *b)
+{
+	return shm_bell_take(b);
+}
+
+int ada_shm_budget_bell_wait(struct ada_shm_budget *b, uint64_t ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
+	                      .tv_nsec = (long)(ns % 1000000000u)};
+	/* A shared futex (the page is every process's): returns at once when
+	 * the word is no longer ASLEEP, at a wake, a signal or the timeout. */
+	long rc = syscall(SYS_futex, &b->bell, FUTEX_WAIT, SHM_BELL_ASLEEP, &ts, NULL, 0);
+	int err = rc == 0 || errno == EAGAIN || errno == EINTR || errno == ETIMEDOUT ? 0 : -errno;
+	bool rung = shm_bell_take(b);
+	return err ? err : rung;
 }

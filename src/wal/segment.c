@@ -656,6 +656,30 @@ int ada_wal_io_reap(struct ada_wal_io *io, bool wait)
 	return n;
 }
 
+bool ada_wal_io_quiet(const struct ada_wal_io *io)
+{
+	return io->inflight == 0 && io->nheld == 0;
+}
+
+uint64_t ada_wal_io_due_ns(const struct ada_wal_io *io)
+{
+	uint64_t now = wal_mono_ns(), due = UINT64_MAX;
+	/* As ada_wal_io_submit_stale() decides: a staged buffer once it is
+	 * stage_ns old, an interval flush once its period passed. */
+	for (const struct ada_wal_file *f = io->stage_head; f; f = f->stage_next) {
+		uint64_t at = f->cur->staged_at + io->stage_ns;
+		due = at < due ? at : due;
+	}
+	for (const struct ada_wal_file *f = io->files; f; f = f->file_next) {
+		const struct ada_flush_policy *p = &f->opts.flush;
+		if (p->mode != ADA_FLUSH_INTERVAL || f->submitted_end <= f->flushed_end)
+			continue;
+		uint64_t at = f->last_flush_ns + p->value * 1000000ull;
+		due = at < due ? at : due;
+	}
+	return due == UINT64_MAX ? due : due > now ? due - now : 0;
+}
+
 void ada_wal_io_wait(struct ada_wal_io *io, uint32_t usec)
 {
 	if (io->inflight == 0) {

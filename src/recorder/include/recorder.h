@@ -190,6 +190,11 @@ int ada_recorder_wait(struct ada_recorder *r, struct ada_record_summary *sum);
  * it drains what it can, finalizes every file and manifest, and
  * ada_recorder_wait() returns. Async-signal-safe (one atomic store). */
 void ada_recorder_stop(struct ada_recorder *r);
+/* Wakes the drain should it sleep (its doorbell: every ring idle), so it
+ * looks at once for what the caller changed: a child that ended
+ * (SIGCHLD), a stop, a manual fire, a key-symbol set. Any thread,
+ * async-signal-safe (an atomic add and at most one futex wake). */
+void ada_recorder_wake(struct ada_recorder *r);
 /* Removes the session directory (only before start: bad-input paths). */
 void ada_recorder_discard(struct ada_recorder *r);
 void ada_recorder_free(struct ada_recorder *r);

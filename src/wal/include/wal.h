@@ -76,6 +76,12 @@ void ada_wal_io_free(struct ada_wal_io *io); /* waits for writes in flight */
 /* Reaps completions; with wait, blocks until at least one arrives (only
  * when something is in flight). Returns completions reaped or -errno. */
 int ada_wal_io_reap(struct ada_wal_io *io, bool wait);
+/* No write in flight and no buffer held back: the drain may sleep (up to
+ * ada_wal_io_due_ns()) without a completion to reap. */
+bool ada_wal_io_quiet(const struct ada_wal_io *io);
+/* ns until ada_wal_io_submit_stale() has work: a staged buffer to send or
+ * an interval flush due (0: now; UINT64_MAX: none). */
+uint64_t ada_wal_io_due_ns(const struct ada_wal_io *io);
 /* Sleeps up to usec, or less when a write completes (then reaps). */
 void ada_wal_io_wait(struct ada_wal_io *io, uint32_t usec);
 /* Submits every staged buffer older than stage_ms (all when force). */

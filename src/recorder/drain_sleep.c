@@ -1,0 +1,202 @@
+/*
+ * The drain's sleep: while every ring of every process is idle the drain
+ * waits on the recording's doorbell (a futex word in the budget page,
+ * src/ring/shm_budget.c) instead of polling every millisecond, and is
+ * woken by what has work for it:
+ *   - producers, from their cold path only: a chunk of events (an eighth
+ *     of the ring), a slot claimed, a full ring, a thread's end, a wait
+ *     for a slot or for detail room, a process's end or crash, a new
+ *     arena (src/ring: producer.c, arena.c, env.c, shm_budget.c);
+ *   - the recorder's own threads and signal handlers (ada_recorder_wake):
+ *     a child that ended (SIGCHLD), a stop, a manual fire, a key-symbol
+ *     set;
+ *   - its timers, which the sleep never outlasts: the 1 s tick (metrics,
+ *     live view, clock, exec watch, heap), the side files' scan, early
+ *     manifests, and the 10 ms tick while something needs it (a time
+ *     trigger, an open window, key-symbol rules, arenas held for a
+ *     refused maker).
+ * The drain sleeps only when nothing is in flight (writes, staged
+ * buffers, events taken and not released, slots being prepared) and no
+ * stop or end is under way; otherwise it polls as before.
+ *
+ * The lost wake-up: the drain stores ASLEEP and fences, then looks once
+ * more at every arena (ada_arena_idle), at the arena directory's inotify
+ * queue and at the wakes asked; a producer publishes, fences, then reads
+ * the bell. Either the look sees the work or the ringer sees ASLEEP.
+ *
+ * The target writes the bell too. A producer that never rings costs the
+ * events below its chunk a timer's wait (at most the 1 s tick), never a
+ * loss; a bell that rings constantly makes the drain poll: a ring after
+ * which the pass found nothing is counted (`empty`) and the next idle
+ * wait is a poll of DRAIN_IDLE_MAX_US, so a hostile ringer costs what
+ * the old polling did, no more.
+ *
+ * Threads: the drain thread, but ada_recorder_wake (any thread, signal
+ * handlers).
+ */
+#define _GNU_SOURCE
+#include <sys/ioctl.h>
+
+#include "ring.h"
+#include "ring_bell.h"
+#include "trigger.h"
+#include "arena_internal.h"
+#include "drain_internal.h"
+
+/* A sleep shorter than this is not worth its wake-up: poll instead. */
+#define DRAIN_SLEEP_MIN_NS (2ull * DRAIN_IDLE_MAX_US * 1000u)
+
+void ada_recorder_wake(struct ada_recorder *r)
+{
+	/* Relaxed: the ring's fence orders it before the bell's load; pairs
+	 * with the fence in ada_shm_budget_bell_arm() before the drain reads
+	 * wake_req in sleep_look(). */
+	atomic_fetch_add_explicit(&r->bell.wake_req, 1, memory_order_relaxed);
+	ada_shm_budget_ring(r->bell.page);
+}
+
+void drain_bell_pass(struct ada_recorder *r)
+{
+	r->bell.passes++;
+	/* Relaxed: the bell's fences order it (sleep_look). */
+	r->bell.wake_seen = atomic_load_explicit(&r->bell.wake_req, memory_order_relaxed);
+}
+
+/* Something of the triggers needs the 10 ms tick: a time trigger, an
+ * open window (its post-roll is persisted as it happens), a backlog. */
+static bool sleep_flight_timed(struct ada_recorder *r)
+{
+	static struct ada_trigger_spec specs[ADA_TRIGGER_MAX]; /* the drain's only */
+	struct ada_trigger_engine *e = r->flight.trig;
+	if (!e)
+		return false;
+	if (r->flight.backlog)
+		return true;
+	for (size_t i = ada_trigger_window_count(e); i-- > 0;)
+		if (!ada_trigger_window_at(e, i)->closed)
+			return true;
+	size_t n = ada_trigger_list(e, specs, ADA_TRIGGER_MAX);
+	for (size_t i = 0; i < n; i++)
+		if (specs[i].kind == ADA_TRIGGER_TIME)
+			return true;
+	return false;
+}
+
+/* Work the drain does a step of per pass, or that waits for a timer of
+ * the writer's: no sleep on the doorbell while there is any. */
+static bool sleep_work_left(struct ada_recorder *r)
+{
+	/* relaxed: a hint, drain_stop_now() reads it again */
+	if (atomic_load_explicit(&r->stop_req, memory_order_relaxed) || r->main_reaped ||
+	    !ada_wal_io_quiet(r->io))
+		return true;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct wal_proc *p = r->procs[i];
+		if (p->finished)
+			continue;
+		if (p->gone || p->reaped || p->vanished || drain_prep_pending(p))
+			return true;
+		for (size_t j = 0; j < p->nthreads; j++) {
+			const struct wal_thread *t = p->threads[j];
+			if (!t->done && t->pending)
+				return true; /* written, not released yet: the next pass does */
+		}
+	}
+	return false;
+}
+
+static uint64_t sleep_min(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* How long the drain may sleep from now: until its next timer. Timers
+ * already due are the next pass's (it runs them), not a reason to wait. */
+static uint64_t sleep_until(struct ada_recorder *r, uint64_t now)
+{
+	uint64_t at = r->last_tick_ns + DRAIN_TICK_NS;
+	uint64_t scan = r->budget.scan_ns + r->budget.scan_every;
+	if (scan > now)
+		at = sleep_min(at, scan);
+	if (r->shm.nheld || wal_keysym_timed(r) || sleep_flight_timed(r))
+		at = sleep_min(at, r->last_reclaim_ns + DRAIN_RECLAIM_NS);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct wal_proc *p = r->procs[i];
+		uint64_t due = p->admit_ns + WAL_EARLY_MANIFEST_NS;
+		if (!p->finished && p->arena && !p->early_manifest && due > now)
+			at = sleep_min(at, due);
+	}
+	uint64_t left = at > now ? at - now : 0;
+	return sleep_min(left, ada_wal_io_due_ns(r->io)); /* staged buffers, flushes */
+}
+
+/* p's arena, read under the SIGBUS guard (a truncated one is not idle:
+ * the pass finds it lost). */
+static bool sleep_arena_idle(struct wal_proc *p)
+{
+	volatile bool idle = false; /* read after a longjmp */
+	WAL_GUARDED(p->arena, idle = ada_arena_idle(p->arena), idle = false);
+	return idle;
+}
+
+/* The last look after ASLEEP: true when nothing came (every arena idle,
+ * no new arena name queued, no wake asked). */
+static bool sleep_look(struct ada_recorder *r)
+{
+	/* Relaxed: ordered after ASLEEP by the fence in
+	 * ada_shm_budget_bell_arm(); pairs with ada_recorder_wake(). */
+	if (atomic_load_explicit(&r->bell.wake_req, memory_order_relaxed) != r->bell.wake_seen)
+		return false;
+	int queued = 0;
+	if (r->inotify_fd >= 0 && (ioctl(r->inotify_fd, FIONREAD, &queued) != 0 || queued > 0))
+		return false; /* a new arena: its maker rang after its rename */
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct wal_proc *p = r->procs[i];
+		if (!p->finished && p->arena && !sleep_arena_idle(p))
+			return false;
+	}
+	return true;
+}
+
+bool drain_sleep(struct ada_recorder *r, bool busy, uint32_t idle_us)
+{
+	bool woken = r->bell.woken;
+	r->bell.woken = false;
+	if (woken && !busy) {
+		r->bell.empty++; /* a ring, and nothing to do: poll once first */
+		r->bell.paced = true;
+	}
+	/* A gap of a few polls (the back-off to DRAIN_IDLE_MAX_US) first: a
+	 * busy program's short pauses keep the polling they had. */
+	if (busy || idle_us < DRAIN_IDLE_MAX_US || !r->bell.page || r->bell.refused)
+		return false;
+	if (r->bell.paced) {
+		r->bell.paced = false;
+		return false;
+	}
+	if (sleep_work_left(r))
+		return false;
+	uint64_t ns = sleep_until(r, wal_now_ns());
+	if (ns < DRAIN_SLEEP_MIN_NS)
+		return false;
+	ada_shm_budget_bell_arm(r->bell.page);
+	if (!sleep_look(r)) {
+		/* Work came, or a change no pass can act on yet (a process
+		 * between its exit and its reaping): the caller polls as before,
+		 * never a loop of passes with no wait. */
+		(void)ada_shm_budget_bell_disarm(r->bell.page);
+		r->bell.averted++;
+		return false;
+	}
+	r->bell.sleeps++;
+	int rc = ada_shm_budget_bell_wait(r->bell.page, ns);
+	if (rc < 0) {
+		/* The futex would not wait (it returns at once): poll from now
+		 * on, as without a doorbell; the manifest says so. */
+		r->bell.refused = rc;
+		return false;
+	}
+	r->bell.rung += rc > 0;
+	r->bell.woken = rc > 0;
+	return true;
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""An idle traced program costs the drain (nearly) no passes (the doorbell,
+docs/internals.md "The doorbell: an idle drain sleeps").
+
+  idle_test.py --ada ADA --work DIR --name NAME [--secs S] -- T_IDLE
+  idle_test.py --ada ADA --work DIR --name NAME --ringer -- PRODUCER_RINGER
+
+Records tests/targets/t_idle (bursts of calls around S seconds and 1 s of
+sleep) and reads the manifest's `drain` counts: the recording had a
+doorbell, the drain slept on it, and it made at most 40 passes plus 15 a
+second of the recording's length -- a drain polling every millisecond, as
+before the doorbell, makes about 1 000 a second. The bound grows with the
+time the run took, so a loaded machine (a longer run) cannot fail it; no
+check depends on how fast anything ran. That the calls after the idle
+time are all recorded is e2e.idle_exact's (ada_itest.py, the same
+program).
+
+--ringer records tests/targets/producer_ringer (no agent), which rings the
+doorbell as fast as it can for S seconds between two bursts of K events:
+the drain must pace itself, not spin -- rings after which it found nothing
+are counted (`empty_rings`), and it makes at most RINGER_PER_SEC passes a
+second of the run (each empty ring is followed by a 1 ms poll: about two
+passes a millisecond, what polling cost before) -- and every event is
+recorded. Exit 0 = pass, 1 = fail, 77 = skip. A failing run keeps its
+work directory and prints its path."""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+PASSES_BASE = 40
+PASSES_PER_SEC = 15
+RINGER_PER_SEC = 3000
+RINGER_EVENTS = 5000
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ada", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--name", default="idle")
+    ap.add_argument("--secs", type=int, default=3)
+    ap.add_argument("--ringer", action="store_true")
+    ap.add_argument("argv", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    prog = [x for x in a.argv if x != "--"]
+    if not prog:
+        print("idle_test.py: give the program after --")
+        return 1
+    os.makedirs(a.work, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=a.name + ".", dir=a.work)
+    out = os.path.join(work, "out")
+    t0 = time.monotonic()
+    if a.ringer:
+        cmd = [a.ada, "record", "--no-agent", "--detail", "never", "--out", out, "--"] + \
+            prog + [str(a.secs), str(RINGER_EVENTS)]
+    else:
+        cmd = [a.ada, "record", "--out", out, "--"] + prog + [str(a.secs)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    elapsed = time.monotonic() - t0
+    fails = []
+    if p.returncode != 0:
+        fails.append("ada record exited %d: %s" % (p.returncode, p.stderr[-2000:]))
+    mans = glob.glob(os.path.join(out, "session_*", "pid_*", "manifest.json"))
+    if len(mans) != 1:
+        fails.append("expected one process's manifest, found %d" % len(mans))
+    for m in mans:
+        d = json.load(open(m)).get("drain")
+        if not isinstance(d, dict):
+            fails.append("%s: no drain object" % m)
+            continue
+        rate = RINGER_PER_SEC if a.ringer else PASSES_PER_SEC
+        bound = PASSES_BASE + rate * elapsed
+        print("drain: %s over %.2f s (bound %d passes)" % (d, elapsed, bound))
+        if d.get("doorbell") is not True:
+            fails.append("the recording had no doorbell: %s" % d)
+        if a.ringer:
+            written = json.load(open(m)).get("metrics", {}).get("events_written")
+            if written != 2 * RINGER_EVENTS:
+                fails.append("%s events written, the program emitted %d" %
+                             (written, 2 * RINGER_EVENTS))
+            if not d.get("empty_rings", 0) >= 1:
+                fails.append("no ring counted as empty under a constant ringer: %s" % d)
+        elif not d.get("sleeps", 0) >= 2:
+            fails.append("the drain never slept through the idle time: %s" % d)
+        if not d.get("passes", 1 << 60) <= bound:
+            fails.append("%s drain passes in %.2f s: more than %d, the drain polled "
+                         "through the idle time" % (d.get("passes"), elapsed, bound))
+    for f in fails:
+        print("FAIL:", f)
+    if fails:
+        print("work directory kept:", work)
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
