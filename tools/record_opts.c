@@ -550,20 +550,20 @@ static void record_print_flight(const struct ada_record_summary *s)
 	/* Held back for the program: the other reason the windows were late. */
 	if (lost && s->windows_yielded)
 		snprintf(held, sizeof(held),
-		         "; the CPU was contended and their persist yielded to the program "
-		         "%llu times",
+		         "; the CPU was contended: their persist yielded to the program %llu "
+		         "times",
 		         (unsigned long long)s->windows_yielded);
 	if (lost && s->pre_asked_ns)
 		snprintf(why, sizeof(why),
 		         "; windows got less than they asked: pre-roll achieved %s of %s, %llu "
 		         "records windows wanted were already overwritten (window_lost: the detail "
-		         "ring filled faster than the windows reached back%s%s; not drops)%s",
+		         "ring filled faster than the windows reached back%s; not drops)%s%s",
 		         got, asked, (unsigned long long)lost, rate, held, hint);
 	else if (lost)
 		snprintf(why, sizeof(why),
 		         "; %llu records windows wanted were already overwritten (window_lost: the "
-		         "detail ring turned over before the drain persisted them, not drops)%s",
-		         (unsigned long long)lost, hint);
+		         "detail ring turned over before the drain persisted them, not drops)%s%s",
+		         (unsigned long long)lost, held, hint);
 	fprintf(stderr,
 	        "ada: flight recorder: %llu window%s persisted, %llu detail records persisted, "
 	        "%llu older detail records overwritten in memory (not drops)%s\n",

@@ -2320,6 +2320,11 @@ def cmd_flight(args, ada, work, rep):
         rep.check(c.get("persist_contended", 0) > 0 and c.get("persist_cpu_ns") == 0
                   and c.get("persist_yielded", -1) >= 0,
                   "every live persist should have been held back for the program: %r" % c)
+        y = c.get("persist_yielded", 0)
+        rep.check(not y or any("their persist yielded to the program %d times" % y in l
+                               for l in flight_summary(err)),
+                  "the summary should say the persist yielded %d times: %r" % (
+                      y, flight_summary(err)))
         rep.check(len(w) == 1 and w[0].get("records", 0) > 0,
                   "the thread's end should still persist what its ring held: %r" % [
                       {k: v for k, v in x.items() if k != "threads"} for x in w])
