@@ -54,7 +54,6 @@ uint64_t wal_flight_yield_allow(uint64_t wall_ns, uint64_t run_ns, uint64_t dela
 void wal_flight_yield_init(struct wal_flight_yield *y)
 {
 	memset(y, 0, sizeof(*y));
-	y->fd = -1;
 	y->allow_ns = UINT64_MAX;
 	const char *t = getenv("ADA_TEST_FLIGHT_CONTENDED");
 	y->forced = t && *t == '1';
@@ -62,24 +61,21 @@ void wal_flight_yield_init(struct wal_flight_yield *y)
 
 void wal_flight_yield_fini(struct wal_flight_yield *y)
 {
-	if (y->fd >= 0)
+	if (y->fd_state == 1)
 		close(y->fd);
-	y->fd = -1;
+	y->fd_state = 0;
 }
 
 /* The drain's ns on a CPU and waiting for one; false when the kernel
  * does not say (no schedstat: the persist is never held back). */
 static bool yield_read(struct wal_flight_yield *y, uint64_t *run, uint64_t *delay)
 {
-	if (y->fd == -1) {
+	if (y->fd_state == 0) {
 		/* Opened by the drain thread: thread-self is the drain. */
 		y->fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-		if (y->fd < 0) {
-			y->fd = -2;
-			return false;
-		}
+		y->fd_state = y->fd >= 0 ? 1 : 2;
 	}
-	if (y->fd < 0)
+	if (y->fd_state != 1)
 		return false;
 	char buf[96];
 	ssize_t n = pread(y->fd, buf, sizeof(buf) - 1, 0);

@@ -312,7 +312,10 @@ struct wal_detail_budget {
 /* The windows' live persist yielding to the program while the CPU is
  * contended (flight_yield.c). The drain thread's. */
 struct wal_flight_yield {
-	int fd;                    /* /proc/thread-self/schedstat (-1: not open, -2: none) */
+	/* /proc/thread-self/schedstat, open when fd_state is 1 (0: not tried
+	 * yet, 2: none); a zeroed struct closes nothing. */
+	int fd;
+	uint8_t fd_state;
 	bool forced;               /* test hook ADA_TEST_FLIGHT_CONTENDED=1 */
 	bool have;                 /* run_ns, delay_ns were read */
 	uint64_t at_ns;            /* the interval's start (CLOCK_MONOTONIC) */
