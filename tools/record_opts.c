@@ -513,7 +513,8 @@ static void record_span(char *buf, size_t cap, uint64_t ns)
 static void record_print_flight(const struct ada_record_summary *s)
 {
 	uint64_t lost = s->window_lost;
-	char why[900] = "", hint[400] = "", got[32] = "", asked[32] = "", rate[96] = "";
+	char why[900] = "", hint[400] = "", got[32] = "", asked[32] = "", rate[96] = "",
+	     held[96] = "";
 	uint64_t mib = 1;
 	while (mib << 20 < s->detail_ring_suggest && mib < (ADA_DETAIL_MAX_BYTES >> 20) * 2)
 		mib *= 2;
@@ -546,17 +547,23 @@ static void record_print_flight(const struct ada_record_summary *s)
 		snprintf(rate, sizeof(rate), ": a %.3g MiB ring per thread held %s at %.3g MiB/s",
 		         (double)s->pre_ring_bytes / (1 << 20), got,
 		         (double)s->pre_ring_bytes / (1 << 20) / ((double)s->pre_got_ns / 1e9));
+	/* Held back for the program: the other reason the windows were late. */
+	if (lost && s->windows_yielded)
+		snprintf(held, sizeof(held),
+		         "; the CPU was contended: their persist yielded to the program %llu "
+		         "times",
+		         (unsigned long long)s->windows_yielded);
 	if (lost && s->pre_asked_ns)
 		snprintf(why, sizeof(why),
 		         "; windows got less than they asked: pre-roll achieved %s of %s, %llu "
 		         "records windows wanted were already overwritten (window_lost: the detail "
-		         "ring filled faster than the windows reached back%s; not drops)%s",
-		         got, asked, (unsigned long long)lost, rate, hint);
+		         "ring filled faster than the windows reached back%s; not drops)%s%s",
+		         got, asked, (unsigned long long)lost, rate, held, hint);
 	else if (lost)
 		snprintf(why, sizeof(why),
 		         "; %llu records windows wanted were already overwritten (window_lost: the "
-		         "detail ring turned over before the drain persisted them, not drops)%s",
-		         (unsigned long long)lost, hint);
+		         "detail ring turned over before the drain persisted them, not drops)%s%s",
+		         (unsigned long long)lost, held, hint);
 	fprintf(stderr,
 	        "ada: flight recorder: %llu window%s persisted, %llu detail records persisted, "
 	        "%llu older detail records overwritten in memory (not drops)%s\n",

@@ -533,17 +533,24 @@ static void pd_fd_limit_note(struct ada_recorder *r, struct wal_thread *t)
  * pd_look. Every record before wfrom was decided and none after it, so
  * when the program overwrote past wfrom (lost_bytes) no decided record
  * is left in the ring and this copy counts the gap as a whole look would
- * (pd_gap, in_ring 0). false: no such place (the first call, or a gap
- * counted from a moving counter): look at the whole ring. */
+ * (pd_gap, in_ring 0). false: no such place (the first call): look at
+ * the whole ring. After a gap counted from a moving counter, the next
+ * look must count the decided records still in the ring: none when this
+ * copy finds the program overwrote past wfrom, so it counts the rest of
+ * the gap as a whole look would; otherwise (some decided records may be
+ * left before wfrom) false: the whole ring. A persist held back
+ * (flight_yield.c) resumes after the ring lapped wfrom, and a whole look
+ * each time (the ring, up to PD_LOOKS times) cost more than the records
+ * it then had room for. */
 static bool pd_resume(struct ada_recorder *r, struct wal_thread *t, struct pd_walk_ctl *c,
                       struct ada_detail_snapshot *snap, uint64_t *over, bool *steady, int *e)
 {
 	struct wal_tdetail *dt = t->dt;
-	if (!dt->wfrom_ok || dt->gap_short)
+	if (!dt->wfrom_ok)
 		return false;
 	/* Without a budget (a thread's or process's end): all that is left. */
 	*e = pd_look(r, t, dt->wfrom, c->budget ? PD_PART_BYTES : UINT64_MAX, snap, over, steady);
-	return true;
+	return !dt->gap_short || (*e == 0 && snap->lost_bytes > 0);
 }
 
 /* One call: all_time (--detail always), a window's whole look, or a

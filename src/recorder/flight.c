@@ -77,6 +77,7 @@ int wal_flight_init(struct ada_recorder *r)
 	if (!o.max_windows)
 		o.max_windows = ADA_TRIGGER_DEFAULT_MAX_WINDOWS;
 	int rc = ada_trigger_engine_new(&o, &r->flight.trig);
+	wal_flight_yield_init(&r->flight.yield);
 	for (size_t i = 0; rc == 0 && i < r->o.ntriggers; i++)
 		rc = ada_trigger_add(r->flight.trig, &r->o.triggers[i], 0,
 		                     NULL); /* armed from the start */
@@ -87,6 +88,7 @@ void wal_flight_fini(struct ada_recorder *r)
 {
 	ada_trigger_engine_free(r->flight.trig);
 	r->flight.trig = NULL;
+	wal_flight_yield_fini(&r->flight.yield);
 }
 
 struct ada_trigger_engine *ada_recorder_triggers(struct ada_recorder *r)
@@ -459,12 +461,17 @@ static void flight_persist_guarded(struct ada_recorder *r, struct wal_proc *p)
 	WAL_GUARDED(p->arena, flight_persist_proc(r, p, &r->flight.budget), (void)0);
 }
 
-/* The pass's budget (FLIGHT_PASS_*): the index lane comes first. */
+/* The pass's budget (FLIGHT_PASS_*): the index lane comes first, and
+ * while the CPU is contended the program (flight_yield.c). */
 static void flight_budget(struct ada_recorder *r)
 {
 	uint64_t ns = r->pass_fill_ns / 2;
 	ns = ns > FLIGHT_PASS_MAX_NS ? FLIGHT_PASS_MAX_NS : ns;
 	bool room = r->pass_room_min > 0 && ns >= FLIGHT_PASS_MIN_NS;
+	uint64_t cpu = wal_flight_yield_room(&r->flight.yield, wal_now_ns());
+	r->flight.yield_held = room && cpu < FLIGHT_PASS_MIN_NS;
+	ns = cpu < ns ? cpu : ns;
+	room = room && ns >= FLIGHT_PASS_MIN_NS;
 	uint64_t bytes = FLIGHT_PASS_BYTES;
 	if (r->flight.pass_room && r->flight.pass_room < bytes)
 		bytes = r->flight.pass_room; /* what the disk budget made room for */
@@ -532,11 +539,18 @@ static void flight_persist(struct ada_recorder *r, uint64_t now)
 	r->flight.passes++;
 	r->flight.backlog = false;
 	r->flight.waiting = false;
+	bool timed = r->flight.budget.bytes > 0;
+	if (timed)
+		wal_flight_yield_begin(&r->flight.yield);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct wal_proc *p = r->procs[i];
 		if (!p->finished && p->arena)
 			flight_persist_guarded(r, p);
 	}
+	if (timed)
+		wal_flight_yield_end(&r->flight.yield);
+	/* Held back for the program: counted when a window had records left. */
+	r->flight.yield.held += r->flight.yield_held && r->flight.backlog;
 	r->flight.win_gen_seen = ada_trigger_window_gen(r->flight.trig);
 	if (r->flight.backlog)
 		return; /* a window's end may still have records to copy */
@@ -1151,6 +1165,10 @@ static json_t *flight_stats(struct ada_recorder *r)
 	json_object_set_new(o, "unresolved_names", json_integer((json_int_t)s.unresolved));
 	json_object_set_new(o, "p99_untracked", json_integer((json_int_t)s.p99_untracked));
 	json_object_set_new(o, "stack_frames_dropped", json_integer((json_int_t)s.stack_dropped));
+	const struct wal_flight_yield *y = &r->flight.yield;
+	json_object_set_new(o, "persist_cpu_ns", json_integer((json_int_t)y->cpu_ns));
+	json_object_set_new(o, "persist_contended", json_integer((json_int_t)y->contended));
+	json_object_set_new(o, "persist_yielded", json_integer((json_int_t)y->held));
 	json_object_set_new(o, "stack_mismatches", json_integer((json_int_t)s.stack_mismatch));
 	return o;
 }

@@ -348,6 +348,7 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->processes = (uint32_t)r->nprocs;
 	s->detail_mode = r->o.detail_mode;
 	s->windows = r->flight.trig ? ada_trigger_window_count(r->flight.trig) : 0;
+	s->windows_yielded = r->flight.yield.held;
 	uint64_t hint_lost = 0; /* the fill hint of the process whose window lost most */
 	for (size_t i = 0; i < r->nprocs; i++) {
 		s->detail_records += wal_detail_proc_records(r->procs[i]);

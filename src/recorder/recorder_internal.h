@@ -313,6 +313,39 @@ struct wal_detail_budget {
 	uint32_t until_clock; /* records before the next clock read */
 };
 
+/* The windows' live persist yielding to the program while the CPU is
+ * contended (flight_yield.c). The drain thread's. */
+struct wal_flight_yield {
+	/* /proc/thread-self/schedstat, open when fd_state is 1 (0: not tried
+	 * yet, 2: none); a zeroed struct closes nothing. */
+	int fd;
+	uint8_t fd_state;
+	bool forced;               /* test hook ADA_TEST_FLIGHT_CONTENDED=1 */
+	bool have;                 /* run_ns, delay_ns were read */
+	uint64_t at_ns;            /* the interval's start (CLOCK_MONOTONIC) */
+	uint64_t run_ns, delay_ns; /* the drain's schedstat then */
+	uint64_t allow_ns;         /* persist CPU the interval allows (UINT64_MAX: no cap) */
+	uint64_t used_ns;          /* ... and took so far */
+	uint64_t cpu_at;           /* the drain's CPU time when the pass's persist began */
+	/* Counts, the whole run (manifest flight_recorder.counts): intervals
+	 * found contended, passes whose live persist was held back, and the
+	 * CPU the live persist took. */
+	uint64_t contended, held, cpu_ns;
+};
+/* The persist CPU an interval of wall_ns allows after one in which the
+ * drain ran run_ns and waited delay_ns for a CPU: UINT64_MAX (no cap)
+ * when it waited at most a twentieth of wall_ns; else a tenth of what an
+ * always-runnable thread got, wall_ns * run_ns / (run_ns + delay_ns). */
+uint64_t wal_flight_yield_allow(uint64_t wall_ns, uint64_t run_ns, uint64_t delay_ns);
+void wal_flight_yield_init(struct wal_flight_yield *y);
+void wal_flight_yield_fini(struct wal_flight_yield *y);
+/* The persist CPU left to this interval (UINT64_MAX: no cap; 0: hold
+ * back), starting a new interval when the last one is over. */
+uint64_t wal_flight_yield_room(struct wal_flight_yield *y, uint64_t now_ns);
+/* Around a pass's live persist: its CPU, taken from the interval's room. */
+void wal_flight_yield_begin(struct wal_flight_yield *y);
+void wal_flight_yield_end(struct wal_flight_yield *y);
+
 /* The flight recorder (flight.c). */
 struct wal_flight {
 	struct ada_trigger_engine *trig;
@@ -330,6 +363,8 @@ struct wal_flight {
 	/* A copy found records of its window whose index events the drain
 	 * had not taken yet (their window stays open until they are in). */
 	bool waiting;
+	struct wal_flight_yield yield; /* the CPU the live persist may take */
+	bool yield_held;               /* this pass's budget is 0 for the program's sake */
 };
 
 /* The detail ring snapshot buffer (detail_persist.c). */

@@ -1441,6 +1441,13 @@ FLIGHT = {
                                "--stack-bytes", "512", "--detail-mb", "32", "--ring-mb", "16",
                                "--trigger-holdoff-ms", "0", "--trigger", "symbol=rare_event"],
                      0),
+    # The same, with every live persist held back for the program as on a
+    # contended CPU (test hook ADA_TEST_FLIGHT_CONTENDED, flight_yield.c):
+    # the thread's end persists what its ring still holds; the rest is
+    # window_lost, counted exactly as ever, and the held passes counted.
+    "window_lost_yield": ("symbol", ["--detail-mb", "1", "--pre-roll-sec", "3600",
+                                     "--post-roll-sec", "3600", "--trigger",
+                                     "symbol=rare_event"], 0),
     # Signals (agent_crash.c): sysv_signal's one-shot handler, bsd_signal,
     # abort() after a SIGABRT handler returned, a handler without SA_ONSTACK.
     "signal_sysv": ("sysv", ["--pre-roll-sec", "1", "--trigger", "crash"], 139),
@@ -2304,8 +2311,11 @@ def cmd_flight(args, ada, work, rep):
     gate = os.path.join(work, "window_gate")
     if args.scenario in WINDOW_PAUSE:
         env["ADA_TEST_WINDOW_PAUSE"] = gate
+    if args.scenario == "window_lost_yield":
+        env["ADA_TEST_FLIGHT_CONTENDED"] = "1"
     cmd, rc, out, err = ada.record(out_dir, [prog, mode], env, opts)
-    rep.note("repro: %s" % " ".join(cmd))
+    rep.note("repro: %s%s" % ("ADA_TEST_FLIGHT_CONTENDED=1 " if "ADA_TEST_FLIGHT_CONTENDED"
+                              in env else "", " ".join(cmd)))
     session = find_session(out_dir, err, rep)
     rep.note("session: %s" % session)
     check_arena_gone(rep, session)
@@ -2382,6 +2392,24 @@ def cmd_flight(args, ada, work, rep):
         except OSError:
             seen = 0
         flight_window_whole(rep, m, events, err, args.scenario, seen)
+    elif args.scenario == "window_lost_yield":
+        flight_window_lost(rep, m, events, err)
+        c = m.get("flight_recorder", {}).get("counts", {})
+        w = flight_windows(m)
+        # No live persist ran (its CPU is 0); the passes held back are
+        # counted when the index lane had room for a persist at all,
+        # which a run this short may never have.
+        rep.check(c.get("persist_contended", 0) > 0 and c.get("persist_cpu_ns") == 0
+                  and c.get("persist_yielded", -1) >= 0,
+                  "every live persist should have been held back for the program: %r" % c)
+        y = c.get("persist_yielded", 0)
+        rep.check(not y or any("their persist yielded to the program %d times" % y in l
+                               for l in flight_summary(err)),
+                  "the summary should say the persist yielded %d times: %r" % (
+                      y, flight_summary(err)))
+        rep.check(len(w) == 1 and w[0].get("records", 0) > 0,
+                  "the thread's end should still persist what its ring held: %r" % [
+                      {k: v for k, v in x.items() if k != "threads"} for x in w])
     elif args.scenario == "latency":
         w = check_one_window(rep, ada, pid_dir, m, "p99=function:work>50ms", "work")
         if w:

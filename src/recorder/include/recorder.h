@@ -147,6 +147,9 @@ struct ada_record_summary {
 	uint32_t detail_mode; /* enum ada_detail_mode */
 	uint64_t windows, detail_records, detail_overwritten;
 	uint64_t window_lost, pre_asked_ns, pre_got_ns;
+	/* Passes whose live persist of the windows was held back for the
+	 * program while the CPU was contended (flight_yield.c; 0: none). */
+	uint64_t windows_yielded;
 	/* The detail ring per thread that achieved pre_got_ns (0: not known):
 	 * with it, the rate the ring filled at, the reason told. */
 	uint64_t pre_ring_bytes;
