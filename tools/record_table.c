@@ -352,6 +352,17 @@ static int record_opt_holdoff(struct rec_args *a, const struct record_opt *o, co
 	return 0;
 }
 
+static int record_opt_persist_share(struct rec_args *a, const struct record_opt *o, const char *v)
+{
+	if (record_opt_u64(a, o, v) < 0)
+		return -1;
+	if (a->persist_share == 0 || a->persist_share > 100) {
+		ada_log("--persist-share wants a percentage from 1 to 100, not '%s'", v);
+		return -1;
+	}
+	return 0;
+}
+
 static int record_opt_duration(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	if (!a->attach) {
@@ -563,6 +574,13 @@ static const struct record_opt record_table[] = {
      "(default 1000), but for a call slower than every one\n"
      "it fired on meanwhile (latency and p99 triggers)",
      .tests = "e2e.flight_holdoff"},
+    {"persist-share", "PCT", record_opt_persist_share, F(persist_share),
+     "while the CPU is contended, windows are written with\n"
+     "at most PCT percent of the CPU an always-runnable\n"
+     "thread gets (default %u; 100: never held back, the\n"
+     "program may slow while windows are written)",
+     ADA_PERSIST_SHARE_DEFAULT,
+     .tests = "e2e.flight_window_lost_yield e2e.flight_window_share_full"},
     {"duration", "SEC", record_opt_duration, F(duration_ns),
      "detach after SEC seconds (fractions allowed)", .tests = "e2e.attach_duration",
      .flags = RECORD_OPT_ATTACH},
@@ -695,6 +713,7 @@ static void record_defaults(struct rec_args *a, bool attach)
 	a->max_shm_mb = UINT64_MAX;  /* not given: the default ceiling */
 	a->follow = a->agent = true;
 	a->stack_bytes = 128;
+	a->persist_share = ADA_PERSIST_SHARE_DEFAULT;
 	a->index_format = ADA_INDEX_COMPACT;
 	a->detail_overflow = -1; /* not given: follows --overflow */
 	a->call_timeout_ns = ADA_ATTACH_CALL_TIMEOUT_NS;

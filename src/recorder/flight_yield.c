@@ -12,8 +12,9 @@
  * schedstat (/proc/thread-self/schedstat: ns on a CPU, ns waiting for
  * one): a drain that hardly waited for a CPU found one free and the
  * persist is not held back; one that waited says the CPU is contended,
- * and the next interval's persist may take at most a tenth of what an
- * always-runnable thread got (the drain's share of its runnable time).
+ * and the next interval's persist may take at most --persist-share
+ * percent (a tenth by default) of what an always-runnable thread got
+ * (the drain's share of its runnable time; 100: never held back).
  * The records the persist did not reach meanwhile stay in their ring,
  * persisted later or overwritten (window_lost, counted as always); the
  * passes held back are counted (manifest: flight_recorder.counts).
@@ -37,24 +38,22 @@
 /* Contended: the drain waited for a CPU more than 1/YIELD_WAIT_DIV of
  * the interval. */
 #define YIELD_WAIT_DIV 20u
-/* Contended: the persist may take 1/YIELD_SHARE_DIV of what an
- * always-runnable thread got. */
-#define YIELD_SHARE_DIV 10u
-
-uint64_t wal_flight_yield_allow(uint64_t wall_ns, uint64_t run_ns, uint64_t delay_ns)
+uint64_t wal_flight_yield_allow(uint64_t wall_ns, uint64_t run_ns, uint64_t delay_ns,
+                                uint32_t share_pct)
 {
-	if (wall_ns == 0 || delay_ns <= wall_ns / YIELD_WAIT_DIV)
+	if (wall_ns == 0 || delay_ns <= wall_ns / YIELD_WAIT_DIV || share_pct >= 100)
 		return UINT64_MAX;
 	/* run + delay > 0 here; the share run / (run + delay) of wall, in
 	 * doubles: the product can pass 2^64 ns^2. */
 	double got = (double)wall_ns * (double)run_ns / ((double)run_ns + (double)delay_ns);
-	return (uint64_t)(got / YIELD_SHARE_DIV);
+	return (uint64_t)(got * share_pct / 100.0);
 }
 
-void wal_flight_yield_init(struct wal_flight_yield *y)
+void wal_flight_yield_init(struct wal_flight_yield *y, uint32_t share_pct)
 {
 	memset(y, 0, sizeof(*y));
 	y->allow_ns = UINT64_MAX;
+	y->share_pct = share_pct ? share_pct : ADA_PERSIST_SHARE_DEFAULT;
 	const char *t = getenv("ADA_TEST_FLIGHT_CONTENDED");
 	y->forced = t && *t == '1';
 }
@@ -102,13 +101,13 @@ static uint64_t yield_cpu_ns(void)
 uint64_t wal_flight_yield_room(struct wal_flight_yield *y, uint64_t now_ns)
 {
 	if (y->forced) { /* test hook: every interval contended, nothing allowed */
-		y->allow_ns = 0;
+		y->allow_ns = y->share_pct >= 100 ? UINT64_MAX : 0;
 		if (now_ns - y->at_ns >= YIELD_INTERVAL_NS) {
 			y->at_ns = now_ns;
 			y->used_ns = 0;
 			y->contended++;
 		}
-		return 0;
+		return y->allow_ns;
 	}
 	if (now_ns - y->at_ns >= YIELD_INTERVAL_NS) {
 		uint64_t run = 0, delay = 0;
@@ -116,9 +115,10 @@ uint64_t wal_flight_yield_room(struct wal_flight_yield *y, uint64_t now_ns)
 		bool prev = y->at_ns != 0 && y->have;
 		y->allow_ns = ok && prev && run >= y->run_ns && delay >= y->delay_ns
 		                  ? wal_flight_yield_allow(now_ns - y->at_ns, run - y->run_ns,
-		                                           delay - y->delay_ns)
+		                                           delay - y->delay_ns, y->share_pct)
 		                  : UINT64_MAX;
-		y->contended += y->allow_ns != UINT64_MAX;
+		y->contended +=
+		    ok && prev && y->delay_ns + (now_ns - y->at_ns) / YIELD_WAIT_DIV < delay;
 		y->have = ok;
 		y->run_ns = run;
 		y->delay_ns = delay;

@@ -321,6 +321,7 @@ struct wal_flight_yield {
 	int fd;
 	uint8_t fd_state;
 	bool forced;               /* test hook ADA_TEST_FLIGHT_CONTENDED=1 */
+	uint32_t share_pct;        /* --persist-share (100: never held back) */
 	bool have;                 /* run_ns, delay_ns were read */
 	uint64_t at_ns;            /* the interval's start (CLOCK_MONOTONIC) */
 	uint64_t run_ns, delay_ns; /* the drain's schedstat then */
@@ -334,10 +335,13 @@ struct wal_flight_yield {
 };
 /* The persist CPU an interval of wall_ns allows after one in which the
  * drain ran run_ns and waited delay_ns for a CPU: UINT64_MAX (no cap)
- * when it waited at most a twentieth of wall_ns; else a tenth of what an
- * always-runnable thread got, wall_ns * run_ns / (run_ns + delay_ns). */
-uint64_t wal_flight_yield_allow(uint64_t wall_ns, uint64_t run_ns, uint64_t delay_ns);
-void wal_flight_yield_init(struct wal_flight_yield *y);
+ * when it waited at most a twentieth of wall_ns or share_pct is 100;
+ * else share_pct percent of what an always-runnable thread got,
+ * wall_ns * run_ns / (run_ns + delay_ns). */
+uint64_t wal_flight_yield_allow(uint64_t wall_ns, uint64_t run_ns, uint64_t delay_ns,
+                                uint32_t share_pct);
+/* share_pct 0: ADA_PERSIST_SHARE_DEFAULT. */
+void wal_flight_yield_init(struct wal_flight_yield *y, uint32_t share_pct);
 void wal_flight_yield_fini(struct wal_flight_yield *y);
 /* The persist CPU left to this interval (UINT64_MAX: no cap; 0: hold
  * back), starting a new interval when the last one is over. */

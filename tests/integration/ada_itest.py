@@ -1448,6 +1448,11 @@ FLIGHT = {
     "window_lost_yield": ("symbol", ["--detail-mb", "1", "--pre-roll-sec", "3600",
                                      "--post-roll-sec", "3600", "--trigger",
                                      "symbol=rare_event"], 0),
+    # The same contended CPU with --persist-share 100: the live persist is
+    # never held back (the user chose the windows over the program's speed).
+    "window_share_full": ("symbol", ["--detail-mb", "1", "--pre-roll-sec", "3600",
+                                     "--post-roll-sec", "3600", "--persist-share", "100",
+                                     "--trigger", "symbol=rare_event"], 0),
     # Signals (agent_crash.c): sysv_signal's one-shot handler, bsd_signal,
     # abort() after a SIGABRT handler returned, a handler without SA_ONSTACK.
     "signal_sysv": ("sysv", ["--pre-roll-sec", "1", "--trigger", "crash"], 139),
@@ -2311,7 +2316,7 @@ def cmd_flight(args, ada, work, rep):
     gate = os.path.join(work, "window_gate")
     if args.scenario in WINDOW_PAUSE:
         env["ADA_TEST_WINDOW_PAUSE"] = gate
-    if args.scenario == "window_lost_yield":
+    if args.scenario in ("window_lost_yield", "window_share_full"):
         env["ADA_TEST_FLIGHT_CONTENDED"] = "1"
     cmd, rc, out, err = ada.record(out_dir, [prog, mode], env, opts)
     rep.note("repro: %s%s" % ("ADA_TEST_FLIGHT_CONTENDED=1 " if "ADA_TEST_FLIGHT_CONTENDED"
@@ -2410,6 +2415,14 @@ def cmd_flight(args, ada, work, rep):
         rep.check(len(w) == 1 and w[0].get("records", 0) > 0,
                   "the thread's end should still persist what its ring held: %r" % [
                       {k: v for k, v in x.items() if k != "threads"} for x in w])
+    elif args.scenario == "window_share_full":
+        flight_window_lost(rep, m, events, err)
+        c = m.get("flight_recorder", {}).get("counts", {})
+        rep.check(m.get("flight_recorder", {}).get("persist_share_pct") == 100
+                  and c.get("persist_contended", 0) > 0 and c.get("persist_yielded") == 0
+                  and c.get("persist_cpu_ns", 0) > 0,
+                  "--persist-share 100: contended, yet every live persist should have run: %r"
+                  % c)
     elif args.scenario == "latency":
         w = check_one_window(rep, ada, pid_dir, m, "p99=function:work>50ms", "work")
         if w:

@@ -13,6 +13,7 @@ foreach(s crash_segv crash_abort crash_overflow crash_recovered latency symbol m
           max_windows holdoff bad_options recover_killed time_whole time_wrap time_never
           signal_sysv signal_bsd signal_abort_handler signal_nostack always_overwrite
           signal_overflow_handler triggered_overwrite window_lost window_lost_yield
+          window_share_full
           always_lapped preroll_disk
           always_wait always_wait_stopped index_wait_stopped index_wait_stalled checker_catches
           p99_auto window_deferred window_spent)

@@ -37,6 +37,10 @@ enum ada_detail_mode {
 	ADA_DETAIL_NEVER = 2,     /* index lane only */
 };
 
+/* --persist-share's default: a tenth of the CPU the program could have
+ * had goes to writing windows while the cores are all busy. */
+#define ADA_PERSIST_SHARE_DEFAULT 10u
+
 struct ada_recorder_opts {
 	const char *out_dir; /* parent of session_YYYYMMDD_HHMMSS */
 	bool vlog;           /* a verbose log (-v, --log) to vlog_fd */
@@ -68,7 +72,11 @@ struct ada_recorder_opts {
 	struct ada_trigger_opts flight; /* pre/post-roll, max windows, hold-off */
 	uint32_t detail_mode;           /* enum ada_detail_mode */
 	uint32_t stack_bytes;           /* manifest: stack bytes per CALL record */
-	const char *detail_symbols;     /* manifest: --detail-symbols, NULL: every function */
+	/* The share (percent) of an always-runnable thread's CPU the windows'
+	 * live persist may take while the CPU is contended; 0: the default,
+	 * 100: never held back (flight_yield.c). */
+	uint32_t persist_share_pct;
+	const char *detail_symbols; /* manifest: --detail-symbols, NULL: every function */
 	/* The key-symbol spec from the start (--key-symbols, --detail-symbols,
 	 * --blob; src/keysym), copied; NULL: every hooked function. */
 	const struct ada_keysym_spec *key_symbols;
