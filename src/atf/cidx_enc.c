@@ -327,9 +327,11 @@ static inline uint8_t *enc_tag_fast(uint8_t *p, unsigned op, uint64_t dt)
  * from the event (time, depth, last call) stays in *m, where a reload
  * after a byte store costs a load off that path. Spilled registers put
  * a store-to-load round trip on it instead: few live values is what
- * makes this loop fast. The loop runs over events that fit for sure (a
- * fast event takes 4 bytes at most; the slow path checks its own room).
- * Returns the events taken. */
+ * makes this loop fast. An event is coded while p <= lim (lim leaves
+ * room for the longest event past it): the room is asked before every
+ * event, so where a block ends depends on its bytes only, not on how
+ * the events were handed in (the fused pass, ada_cidx_enc_put_ring(),
+ * codes the same blocks as put()). Returns the events taken. */
 static size_t enc_run(struct ada_cidx_enc *e, const struct atf_index_event *ev, size_t n,
                       uint8_t **pp, const uint8_t *lim, int *err)
 {
@@ -338,64 +340,54 @@ static size_t enc_run(struct ada_cidx_enc *e, const struct atf_index_event *ev, 
 	uint8_t *p = *pp;
 	const struct atf_index_event *x = ev, *const xend = ev + n;
 
-	while (x < xend && p <= lim) {
-		/* lim leaves room for the longest event past it: 4 bytes each
-		 * for (lim - p) / 4 + 1 fast events at least. */
-		const struct atf_index_event *stop = x + ((size_t)(lim - p) / 4 + 1);
-		stop = stop < xend ? stop : xend;
-		for (; x < stop; x++) {
-			uint64_t w2, w3;
-			memcpy(&w2, &x->thread_id, 8);  /* thread_id | event_kind << 32 */
-			memcpy(&w3, &x->call_depth, 8); /* call_depth | detail_seq << 32 */
-			const uint64_t t = x->timestamp_ns, fid = x->function_id, dt = t - m->ts;
-			const uint32_t ti = (top - 1) & (CIDX_FRAME_RING - 1);
-			if (__builtin_expect(dt > CIDX_TAG_DT_MAX, 0)) /* or back in time */
+	for (; x < xend && p <= lim; x++) {
+		uint64_t w2, w3;
+		memcpy(&w2, &x->thread_id, 8);  /* thread_id | event_kind << 32 */
+		memcpy(&w3, &x->call_depth, 8); /* call_depth | detail_seq << 32 */
+		const uint64_t t = x->timestamp_ns, fid = x->function_id, dt = t - m->ts;
+		const uint32_t ti = (top - 1) & (CIDX_FRAME_RING - 1);
+		if (__builtin_expect(dt > CIDX_TAG_DT_MAX, 0)) /* or back in time */
+			goto slow;
+		if (w2 == m->ret_w2) {
+			if (!nk || m->fid[ti] != fid || m->dw[ti] != w3)
 				goto slow;
-			if (w2 == m->ret_w2) {
-				if (!nk || m->fid[ti] != fid || m->dw[ti] != w3)
-					goto slow;
-				p = enc_tag_fast(p, CIDX_OP_RET, dt);
-				top--;
-				nk--;
-				m->cur = (uint32_t)w3 - ((uint32_t)w3 != 0); /* 0 stays 0 */
-				m->ts = t;
-				continue;
-			}
-			if (w2 != m->call_w2 || w3 != cidx_dw(m->cur + 1) ||
-			    (w3 & ADA_SIGNAL_MARKER_FLAG))
-				goto slow;
-			if (fid == m->last_call) {
-				p = enc_tag_fast(p, CIDX_OP_CALL_LAST, dt);
-			} else {
-				const uint32_t slot = cidx_slot(fid);
-				if (m->cache[slot] != fid)
-					goto slow;
-				p = enc_tag_fast(p, CIDX_OP_CALL_SLOT + (slot >> 8), dt);
-				*p++ = (uint8_t)slot;
-			}
-			/* The frames below are shallower (cidx_model_apply()). */
-			m->fid[top & (CIDX_FRAME_RING - 1)] = fid;
-			m->dw[top & (CIDX_FRAME_RING - 1)] = w3;
-			top++;
-			nk += nk < CIDX_FRAME_RING;
-			m->cur = (uint32_t)w3;
-			m->last_call = fid;
+			p = enc_tag_fast(p, CIDX_OP_RET, dt);
+			top--;
+			nk--;
+			m->cur = (uint32_t)w3 - ((uint32_t)w3 != 0); /* 0 stays 0 */
 			m->ts = t;
 			continue;
-		slow:
-			if (x->detail_seq != ATF_NO_DETAIL &&
-			    (*err = enc_link_push(e, e->seq + (size_t)(x - ev), x->detail_seq)))
-				goto out;
-			m->nk = nk;
-			m->top = top;
-			p = enc_event(m, x, p);
-			nk = m->nk;
-			top = m->top;
-			x++;
-			break; /* room is counted again */
 		}
+		if (w2 != m->call_w2 || w3 != cidx_dw(m->cur + 1) || (w3 & ADA_SIGNAL_MARKER_FLAG))
+			goto slow;
+		if (fid == m->last_call) {
+			p = enc_tag_fast(p, CIDX_OP_CALL_LAST, dt);
+		} else {
+			const uint32_t slot = cidx_slot(fid);
+			if (m->cache[slot] != fid)
+				goto slow;
+			p = enc_tag_fast(p, CIDX_OP_CALL_SLOT + (slot >> 8), dt);
+			*p++ = (uint8_t)slot;
+		}
+		/* The frames below are shallower (cidx_model_apply()). */
+		m->fid[top & (CIDX_FRAME_RING - 1)] = fid;
+		m->dw[top & (CIDX_FRAME_RING - 1)] = w3;
+		top++;
+		nk += nk < CIDX_FRAME_RING;
+		m->cur = (uint32_t)w3;
+		m->last_call = fid;
+		m->ts = t;
+		continue;
+	slow:
+		if (x->detail_seq != ATF_NO_DETAIL &&
+		    (*err = enc_link_push(e, e->seq + (size_t)(x - ev), x->detail_seq)))
+			break;
+		m->nk = nk;
+		m->top = top;
+		p = enc_event(m, x, p);
+		nk = m->nk;
+		top = m->top;
 	}
-out:
 	m->nk = nk;
 	m->top = top;
 	*pp = p;
@@ -516,6 +508,145 @@ size_t ada_cidx_enc_put(struct ada_cidx_enc *e, const struct atf_index_event *ev
 	if (e->seq)
 		e->t_last = e->m.ts;
 	return i;
+}
+
+/* A word of a ring event, read once: the ring is shared with the
+ * recorded program, so a value checked must be the value coded (a
+ * relaxed load is never read again by the compiler, as a plain one may
+ * be when a register spills). */
+typedef uint64_t cidx_ring_word __attribute__((may_alias));
+static inline uint64_t ring_word(const char *at)
+{
+	return __atomic_load_n((const cidx_ring_word *)(const void *)at, __ATOMIC_RELAXED);
+}
+
+/* The fused pass (ada_cidx_enc_put_ring()), with or without the caller's
+ * stack (stack is a constant in each copy). Each event: its four words
+ * read once; time converted and clamped (cv); the checks of the drain's
+ * conversion and the encoder's fast shapes in the same compares: bytes
+ * 16-23 equal to ret_w2 or call_w2 say thread id and kind at once, bytes
+ * 24-31 equal to the innermost frame's (a RETURN) or to cidx_dw(cur + 1)
+ * (a CALL) say depth and no detail link at once. Whatever is not taken
+ * here stops the pass before it: the caller gives that event the
+ * general way. As in enc_run(), the values carried through arithmetic
+ * live in registers, the rest in *m.
+ * ada-long-function: one loop body per event is the point (a call per
+ * event, or a step split out, puts the live values back in memory). */
+static inline __attribute__((always_inline)) size_t
+enc_ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
+             struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls, uint8_t **pp,
+             const uint8_t *lim, const bool stack)
+{
+	struct cidx_model *const m = &e->m;
+	uint32_t nk = m->nk, top = m->top;
+	uint8_t *p = *pp;
+	const uint64_t tsc0 = cv->tsc0, ns0 = cv->ns0, mult = cv->mult, d_max = cv->d_max;
+	const uint64_t ret_w2 = m->ret_w2, call_w2 = m->call_w2;
+	const uint32_t depth_max = cv->depth_max;
+	uint64_t last = cv->last;
+	struct ada_cidx_call *const fr = stack ? calls->fr : NULL;
+	const uint32_t fmask = stack ? calls->cap - 1 : 0, cap = stack ? calls->cap : 0;
+	uint32_t head = stack ? calls->head : 0, cnt = stack ? calls->n : 0;
+	const char *x = (const char *)src, *const xend = x + n * sizeof(*src);
+
+	for (; x < xend && p <= lim; x += sizeof(*src)) {
+		const uint64_t raw = ring_word(x), fid = ring_word(x + 8);
+		const uint64_t w2 = ring_word(x + 16), w3 = ring_word(x + 24);
+		const uint64_t d = raw - tsc0;
+		if (__builtin_expect(d > d_max, 0))
+			break;
+		uint64_t t = ns0 + (uint64_t)(((unsigned __int128)d * mult) >> 32);
+		t = t < last ? last : t;
+		const uint64_t dt = t - m->ts;
+		if (__builtin_expect(dt > CIDX_TAG_DT_MAX, 0)) /* or back in time */
+			break;
+		if (w2 == ret_w2) {
+			const uint32_t ti = (top - 1) & (CIDX_FRAME_RING - 1);
+			if (!nk || m->fid[ti] != fid || m->dw[ti] != w3)
+				break;
+			if (stack) {
+				const struct ada_cidx_call *f = &fr[(head - 1) & fmask];
+				if (!cnt || f->depth != (uint32_t)w3 || f->fn_id != fid)
+					break;
+				head = (head - 1) & fmask;
+				cnt--;
+			}
+			p = enc_tag_fast(p, CIDX_OP_RET, dt);
+			top--;
+			nk--;
+			m->cur = (uint32_t)w3 - ((uint32_t)w3 != 0); /* 0 stays 0 */
+		} else {
+			/* A CALL one deeper: its depth at most depth_max, which
+			 * leaves out the signal marker's bit. */
+			if (w2 != call_w2 || w3 != cidx_dw(m->cur + 1) || m->cur >= depth_max)
+				break;
+			const uint32_t depth = (uint32_t)w3;
+			if (stack) {
+				/* The engine's plain loop (src/trigger/eval.c): a
+				 * CALL that unwinds a frame or pushes one out is its
+				 * general path's. */
+				const uint32_t floor = cnt ? fr[(head - 1) & fmask].depth : 0;
+				if (depth - 1 < floor || cnt == cap)
+					break;
+			}
+			if (fid == m->last_call) {
+				p = enc_tag_fast(p, CIDX_OP_CALL_LAST, dt);
+			} else {
+				const uint32_t slot = cidx_slot(fid);
+				if (m->cache[slot] != fid)
+					break;
+				p = enc_tag_fast(p, CIDX_OP_CALL_SLOT + (slot >> 8), dt);
+				*p++ = (uint8_t)slot;
+			}
+			if (stack) {
+				fr[head] = (struct ada_cidx_call){.call_ns = t,
+				                                  .fn_id = fid,
+				                                  .wait0 = calls->wait0,
+				                                  .depth = depth};
+				head = (head + 1) & fmask;
+				cnt++;
+			}
+			/* The frames below are shallower (cidx_model_apply()). */
+			m->fid[top & (CIDX_FRAME_RING - 1)] = fid;
+			m->dw[top & (CIDX_FRAME_RING - 1)] = w3;
+			top++;
+			nk += nk < CIDX_FRAME_RING;
+			m->cur = depth;
+			m->last_call = fid;
+		}
+		m->ts = t;
+		last = t;
+	}
+	m->nk = nk;
+	m->top = top;
+	cv->last = last;
+	if (stack) {
+		calls->head = head;
+		calls->n = cnt;
+	}
+	*pp = p;
+	return (size_t)(x - (const char *)src) / sizeof(*src);
+}
+
+size_t ada_cidx_enc_put_ring(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
+                             struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls,
+                             struct ada_cidx_out *o)
+{
+	if (!e->open || n == 0 || e->m.tid != cv->tid || o->len > o->cap)
+		return 0;
+	size_t lim = e->bstart + e->block_size < o->cap ? e->bstart + e->block_size : o->cap;
+	if (o->len + ADA_CIDX_EVENT_MAX > lim)
+		return 0; /* put() seals the block and opens the next */
+	uint8_t *p0 = o->p + o->len, *p = p0;
+	const uint8_t *plim = o->p + lim - ADA_CIDX_EVENT_MAX;
+	size_t k = calls ? enc_ring_run(e, src, n, cv, calls, &p, plim, true)
+	                 : enc_ring_run(e, src, n, cv, NULL, &p, plim, false);
+	e->seq += k;
+	e->pos += (uint64_t)(p - p0);
+	o->len = (size_t)(p - o->p);
+	if (k)
+		e->t_last = e->m.ts;
+	return k;
 }
 
 void ada_cidx_file_header_fill(struct ada_cidx_file_header *h, const struct ada_atf_file_info *info,

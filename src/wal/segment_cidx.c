@@ -254,6 +254,26 @@ bool wal_cidx_commit(struct ada_wal_file *f, size_t n, uint64_t staged_at)
 	return done == n;
 }
 
+size_t ada_wal_file_put_ring(struct ada_wal_file *f, const struct atf_index_event *src, size_t n,
+                             struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls)
+{
+	struct wal_buf *b = f->cur;
+	/* The first event of a file and of a buffer (their start times), and
+	 * the recent window's copy, are the general path's. */
+	if (!f->cx || f->cx->recent || !b || f->full || f->error || f->events == 0 ||
+	    b->first_ts == 0)
+		return 0;
+	struct ada_cidx_out o = {b->data, b->len, f->io->buffer_bytes};
+	size_t k = ada_cidx_enc_put_ring(f->cx->enc, src, n, cv, calls, &o);
+	if (k == 0)
+		return 0;
+	f->end += o.len - b->len;
+	b->len = (uint32_t)o.len;
+	f->events += k;
+	f->t_end = cv->last;
+	return k;
+}
+
 int wal_cidx_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_event *out)
 {
 	struct wal_cidx *c = f->cx;
