@@ -550,6 +550,11 @@ enc_ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n
 	const char *x = (const char *)src, *const xend = x + n * sizeof(*src);
 
 	for (; x < xend && p <= lim; x += sizeof(*src)) {
+		/* The ring lines were just written on the producer's core:
+		 * asked for 2 KiB ahead, as the conversion did (drain_convert.c,
+		 * wal_convert_batch()); past the end they ask for nothing useful,
+		 * harmlessly. */
+		__builtin_prefetch(x + 64 * sizeof(*src));
 		const uint64_t raw = ring_word(x), fid = ring_word(x + 8);
 		const uint64_t w2 = ring_word(x + 16), w3 = ring_word(x + 24);
 		const uint64_t d = raw - tsc0;
@@ -557,8 +562,10 @@ enc_ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n
 			break;
 		uint64_t t = ns0 + (uint64_t)(((unsigned __int128)d * mult) >> 32);
 		t = t < last ? last : t;
-		const uint64_t dt = t - m->ts;
-		if (__builtin_expect(dt > CIDX_TAG_DT_MAX, 0)) /* or back in time */
+		/* m->ts is last (checked at the start): the delta from the
+		 * register, not through a store and a load per event. */
+		const uint64_t dt = t - last;
+		if (__builtin_expect(dt > CIDX_TAG_DT_MAX, 0))
 			break;
 		if (w2 == ret_w2) {
 			const uint32_t ti = (top - 1) & (CIDX_FRAME_RING - 1);
@@ -598,6 +605,31 @@ enc_ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n
 				p = enc_tag_fast(p, CIDX_OP_CALL_SLOT + (slot >> 8), dt);
 				*p++ = (uint8_t)slot;
 			}
+			m->last_call = fid;
+			/* A leaf call: the next event is this frame's RETURN, in
+			 * time and with room to code it. Coded here, the pair
+			 * leaves both stacks as they were (as the engine's plain
+			 * loop skips it, eval_leaf()): nothing pushed or popped,
+			 * but for a full frame ring, whose oldest frame the push
+			 * would have forgotten. The next event's words are used
+			 * only when taken; else the loop reads them again. */
+			if (x + sizeof(*src) < xend && p <= lim) {
+				const char *y = x + sizeof(*src);
+				const uint64_t raw2 = ring_word(y), fid2 = ring_word(y + 8);
+				const uint64_t w2b = ring_word(y + 16), w3b = ring_word(y + 24);
+				const uint64_t d2 = raw2 - tsc0;
+				uint64_t t2 =
+				    ns0 + (uint64_t)(((unsigned __int128)d2 * mult) >> 32);
+				t2 = t2 < t ? t : t2;
+				if (w2b == ret_w2 && fid2 == fid && w3b == w3 && d2 <= d_max &&
+				    t2 - t <= CIDX_TAG_DT_MAX) {
+					p = enc_tag_fast(p, CIDX_OP_RET, t2 - t);
+					nk -= nk == CIDX_FRAME_RING;
+					last = t2;
+					x = y;
+					continue;
+				}
+			}
 			if (stack) {
 				fr[head] = (struct ada_cidx_call){.call_ns = t,
 				                                  .fn_id = fid,
@@ -612,11 +644,10 @@ enc_ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n
 			top++;
 			nk += nk < CIDX_FRAME_RING;
 			m->cur = depth;
-			m->last_call = fid;
 		}
-		m->ts = t;
 		last = t;
 	}
+	m->ts = last;
 	m->nk = nk;
 	m->top = top;
 	cv->last = last;
@@ -632,7 +663,7 @@ size_t ada_cidx_enc_put_ring(struct ada_cidx_enc *e, const struct atf_index_even
                              struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls,
                              struct ada_cidx_out *o)
 {
-	if (!e->open || n == 0 || e->m.tid != cv->tid || o->len > o->cap)
+	if (!e->open || n == 0 || e->m.tid != cv->tid || e->m.ts != cv->last || o->len > o->cap)
 		return 0;
 	size_t lim = e->bstart + e->block_size < o->cap ? e->bstart + e->block_size : o->cap;
 	if (o->len + ADA_CIDX_EVENT_MAX > lim)
