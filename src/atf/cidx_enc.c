@@ -22,6 +22,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__) && defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "atf_internal.h"
 #include "cidx_internal.h"
@@ -520,6 +523,21 @@ static inline uint64_t ring_word(const char *at)
 	return __atomic_load_n((const cidx_ring_word *)(const void *)at, __ATOMIC_RELAXED);
 }
 
+#define CIDX_TS_KIND_MAX ((1ull << 62) - 1)
+
+/* One event into the caller's recent window (struct ada_cidx_keep). */
+static inline void ring_keep(struct ada_cidx_recent *at, uint64_t ts, uint64_t kind, uint64_t fid)
+{
+	uint64_t tk = ts > CIDX_TS_KIND_MAX ? 0 : ts | kind << 62;
+#if defined(__SSE2__) && defined(__x86_64__)
+	/* One 16-byte store: the cost goes with the stores, not bytes. */
+	_mm_stream_si128((__m128i *)(void *)at, _mm_set_epi64x((long long)fid, (long long)tk));
+#else
+	at->ts_kind = tk;
+	at->fid = fid;
+#endif
+}
+
 /* The fused pass (ada_cidx_enc_put_ring()), with or without the caller's
  * stack (stack is a constant in each copy). Each event: its four words
  * read once; time converted and clamped (cv); the checks of the drain's
@@ -534,8 +552,9 @@ static inline uint64_t ring_word(const char *at)
  * event, or a step split out, puts the live values back in memory). */
 static inline __attribute__((always_inline)) size_t
 enc_ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
-             struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls, uint8_t **pp,
-             const uint8_t *lim, const bool stack)
+             struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls,
+             struct ada_cidx_keep *keep, uint8_t **pp, const uint8_t *lim, const bool stack,
+             const bool kept)
 {
 	struct cidx_model *const m = &e->m;
 	uint32_t nk = m->nk, top = m->top;
@@ -547,6 +566,9 @@ enc_ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n
 	struct ada_cidx_call *const fr = stack ? calls->fr : NULL;
 	const uint32_t fmask = stack ? calls->cap - 1 : 0, cap = stack ? calls->cap : 0;
 	uint32_t head = stack ? calls->head : 0, cnt = stack ? calls->n : 0;
+	struct ada_cidx_recent *const kat = kept ? keep->at : NULL;
+	const uint64_t kmask = kept ? keep->mask : 0;
+	uint64_t knext = kept ? keep->next : 0;
 	const char *x = (const char *)src, *const xend = x + n * sizeof(*src);
 
 	for (; x < xend && p <= lim; x += sizeof(*src)) {
@@ -582,6 +604,8 @@ enc_ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n
 			top--;
 			nk--;
 			m->cur = (uint32_t)w3 - ((uint32_t)w3 != 0); /* 0 stays 0 */
+			if (kept)
+				ring_keep(&kat[knext++ & kmask], t, ATF_EVENT_RETURN, fid);
 		} else {
 			/* A CALL one deeper: its depth at most depth_max, which
 			 * leaves out the signal marker's bit. */
@@ -624,6 +648,12 @@ enc_ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n
 				if (w2b == ret_w2 && fid2 == fid && w3b == w3 && d2 <= d_max &&
 				    t2 - t <= CIDX_TAG_DT_MAX) {
 					p = enc_tag_fast(p, CIDX_OP_RET, t2 - t);
+					if (kept) {
+						ring_keep(&kat[knext++ & kmask], t, ATF_EVENT_CALL,
+						          fid);
+						ring_keep(&kat[knext++ & kmask], t2,
+						          ATF_EVENT_RETURN, fid);
+					}
 					nk -= nk == CIDX_FRAME_RING;
 					last = t2;
 					x = y;
@@ -644,6 +674,8 @@ enc_ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n
 			top++;
 			nk += nk < CIDX_FRAME_RING;
 			m->cur = depth;
+			if (kept)
+				ring_keep(&kat[knext++ & kmask], t, ATF_EVENT_CALL, fid);
 		}
 		last = t;
 	}
@@ -655,13 +687,15 @@ enc_ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n
 		calls->head = head;
 		calls->n = cnt;
 	}
+	if (kept)
+		keep->next = knext;
 	*pp = p;
 	return (size_t)(x - (const char *)src) / sizeof(*src);
 }
 
 size_t ada_cidx_enc_put_ring(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
                              struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls,
-                             struct ada_cidx_out *o)
+                             struct ada_cidx_keep *keep, struct ada_cidx_out *o)
 {
 	if (!e->open || n == 0 || e->m.tid != cv->tid || e->m.ts != cv->last || o->len > o->cap)
 		return 0;
@@ -670,8 +704,13 @@ size_t ada_cidx_enc_put_ring(struct ada_cidx_enc *e, const struct atf_index_even
 		return 0; /* put() seals the block and opens the next */
 	uint8_t *p0 = o->p + o->len, *p = p0;
 	const uint8_t *plim = o->p + lim - ADA_CIDX_EVENT_MAX;
-	size_t k = calls ? enc_ring_run(e, src, n, cv, calls, &p, plim, true)
-	                 : enc_ring_run(e, src, n, cv, NULL, &p, plim, false);
+	size_t k;
+	if (keep)
+		k = calls ? enc_ring_run(e, src, n, cv, calls, keep, &p, plim, true, true)
+		          : enc_ring_run(e, src, n, cv, NULL, keep, &p, plim, false, true);
+	else
+		k = calls ? enc_ring_run(e, src, n, cv, calls, NULL, &p, plim, true, false)
+		          : enc_ring_run(e, src, n, cv, NULL, NULL, &p, plim, false, false);
 	e->seq += k;
 	e->pos += (uint64_t)(p - p0);
 	o->len = (size_t)(p - o->p);

@@ -41,15 +41,6 @@
 #define WAL_CIDX_OPEN_MAX                                                                          \
 	(sizeof(struct ada_cidx_block_header) + ADA_CIDX_FRAMES_MAX * sizeof(struct ada_cidx_frame))
 
-/* One event of the recent window: what the detail persist checks of it
- * (pd_locate: time, function, kind), half an event's bytes, so that the
- * window costs the drain half the stores. ts_kind = timestamp_ns |
- * event_kind << 62; kind 0: an event with a timestamp of 2^62 ns or more
- * (only a forged one), not kept. */
-struct wal_cidx_recent {
-	uint64_t ts_kind, fid;
-};
-
 /* A link of the recent window (wal_cidx_link): seq1 = the event's index +
  * 1 (0: none). Written only when an event is linked, so its pages stay
  * untouched unless the detail lane links. */
@@ -66,8 +57,14 @@ struct wal_cidx {
 	struct atf_index_event chunk[WAL_CIDX_CHUNK];
 	/* The recent window: event i at recent[i & (nrecent - 1)] while
 	 * i + nrecent >= the file's events; NULL without detail. Allocated
-	 * whole, its pages touched only as events come. */
-	struct wal_cidx_recent *recent;
+	 * whole, its pages touched only as events come. An event there
+	 * (struct ada_cidx_recent, cidx.h) is what the detail persist checks
+	 * of it (pd_locate: time, function, kind), half an event's bytes, so
+	 * that the window costs the drain half the stores: ts_kind =
+	 * timestamp_ns | event_kind << 62; kind 0: an event with a timestamp
+	 * of 2^62 ns or more (only a forged one), not kept. The fused pass
+	 * (ada_wal_file_put_ring) writes it as wal_cidx_keep() does. */
+	struct ada_cidx_recent *recent;
 	struct wal_cidx_rlink *rlink; /* zeroed: pages touched as links come */
 	uint64_t nrecent;
 	uint64_t enc_err; /* links the encoder could not keep (-ENOMEM) */
@@ -191,7 +188,7 @@ static void wal_cidx_keep(struct wal_cidx *c, uint64_t first, const struct atf_i
 	for (size_t i = 0; i < n; i++) {
 		uint64_t ts = ev[i].timestamp_ns;
 		uint64_t tk = ts > WAL_CIDX_TS_MASK ? 0 : ts | (uint64_t)ev[i].event_kind << 62;
-		struct wal_cidx_recent *d = &c->recent[(first + i) & (c->nrecent - 1)];
+		struct ada_cidx_recent *d = &c->recent[(first + i) & (c->nrecent - 1)];
 #if defined(__SSE2__) && defined(__x86_64__)
 		/* One 16-byte store: the cost goes with the stores, not bytes. */
 		_mm_stream_si128((__m128i *)(void *)d,
@@ -258,13 +255,14 @@ size_t ada_wal_file_put_ring(struct ada_wal_file *f, const struct atf_index_even
                              struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls)
 {
 	struct wal_buf *b = f->cur;
-	/* The first event of a file and of a buffer (their start times), and
-	 * the recent window's copy, are the general path's. */
-	if (!f->cx || f->cx->recent || !b || f->full || f->error || f->events == 0 ||
-	    b->first_ts == 0)
+	/* The first event of a file and of a buffer (their start times) are
+	 * the general path's. */
+	if (!f->cx || !b || f->full || f->error || f->events == 0 || b->first_ts == 0)
 		return 0;
+	struct wal_cidx *c = f->cx;
 	struct ada_cidx_out o = {b->data, b->len, f->io->buffer_bytes};
-	size_t k = ada_cidx_enc_put_ring(f->cx->enc, src, n, cv, calls, &o);
+	struct ada_cidx_keep keep = {c->recent, c->nrecent - 1, f->events};
+	size_t k = ada_cidx_enc_put_ring(c->enc, src, n, cv, calls, c->recent ? &keep : NULL, &o);
 	if (k == 0)
 		return 0;
 	f->end += o.len - b->len;
@@ -279,7 +277,7 @@ int wal_cidx_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_eve
 	struct wal_cidx *c = f->cx;
 	if (i >= f->events || !c->recent || f->events - i > c->nrecent)
 		return -ENOENT;
-	const struct wal_cidx_recent *e = &c->recent[i & (c->nrecent - 1)];
+	const struct ada_cidx_recent *e = &c->recent[i & (c->nrecent - 1)];
 	const struct wal_cidx_rlink *l = &c->rlink[i & (c->nrecent - 1)];
 	if (!(e->ts_kind >> 62))
 		return -ENOENT; /* not kept (wal_cidx_keep()) */

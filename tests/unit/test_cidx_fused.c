@@ -8,7 +8,8 @@
  * gaps past 65 us, time going back, recursion deeper than the encoder's
  * 64 known frames and the trigger's 256, exceptions, signal and wait
  * markers, detail links, another thread id, returns that match nothing,
- * times past the conversion's bound. The general way gets the events in
+ * times past the conversion's bound. The recent window the detail lane
+ * reads is compared too. The general way gets the events in
  * other chunk sizes than the fused one, so block ends that depended on
  * chunking would show. No clock is read.
  */
@@ -158,7 +159,13 @@ struct side {
 	struct ada_trigger_thread *t;
 	uint64_t last;
 	size_t fused;
+	/* The recent window (struct ada_cidx_keep), when kept: the general
+	 * way writes it as the wal's commit does (wal_cidx_keep()). */
+	struct ada_cidx_recent *win;
+	uint64_t nkept;
 };
+
+#define WIN (1u << 19) /* past NEV: every event's copy stays */
 
 static const char *no_names(void *ctx, uint64_t fn)
 {
@@ -167,9 +174,13 @@ static const char *no_names(void *ctx, uint64_t fn)
 	return "f";
 }
 
-static void side_init(struct side *s, size_t n, bool trig)
+static void side_init(struct side *s, size_t n, bool trig, bool keep)
 {
 	memset(s, 0, sizeof(*s));
+	if (keep) {
+		s->win = calloc(WIN, sizeof(*s->win));
+		assert_non_null(s->win);
+	}
 	assert_int_equal(ada_cidx_enc_new(BLOCK, &s->enc), 0);
 	s->o.len = sizeof(struct ada_cidx_file_header);
 	s->o.cap = s->o.len + n * 64 + 2 * BLOCK;
@@ -187,6 +198,7 @@ static void side_fini(struct side *s)
 {
 	ada_cidx_enc_free(s->enc);
 	free(s->o.p);
+	free(s->win);
 	ada_trigger_thread_free(s->t);
 	ada_trigger_proc_free(s->p);
 	ada_trigger_engine_free(s->e);
@@ -212,6 +224,12 @@ static void general(struct side *s, const struct atf_index_event *src, size_t n)
 	struct atf_index_event tmp[512];
 	assert_true(n <= 512);
 	convert(s, src, tmp, n);
+	for (size_t i = 0; s->win && i < n; i++) {
+		uint64_t ts = tmp[i].timestamp_ns;
+		s->win[s->nkept++ & (WIN - 1)] = (struct ada_cidx_recent){
+		    ts >= 1ull << 62 ? 0 : ts | (uint64_t)tmp[i].event_kind << 62,
+		    tmp[i].function_id};
+	}
 	int err = 0;
 	assert_int_equal(ada_cidx_enc_put(s->enc, tmp, n, &s->o, &err), n);
 	assert_int_equal(err, 0);
@@ -236,8 +254,12 @@ static void fused(struct side *s, const struct atf_index_event *src, size_t n, u
 		struct ada_cidx_calls calls, *cp = NULL;
 		if (s->t && ada_trigger_calls_begin(s->t, &calls))
 			cp = &calls;
-		size_t k =
-		    s->t && !cp ? 0 : ada_cidx_enc_put_ring(s->enc, src + i, n - i, &cv, cp, &s->o);
+		struct ada_cidx_keep keep = {s->win, WIN - 1, s->nkept};
+		size_t k = s->t && !cp ? 0
+		                       : ada_cidx_enc_put_ring(s->enc, src + i, n - i, &cv, cp,
+		                                               s->win ? &keep : NULL, &s->o);
+		if (s->win)
+			s->nkept = keep.next;
 		if (cp)
 			ada_trigger_calls_end(s->t, cp);
 		s->last = cv.last;
@@ -294,15 +316,15 @@ static void check_decodes(const struct side *s, const struct atf_index_event *sr
 }
 
 /* trig: with a trigger thread; names: a trigger that wants names is armed
- * (the fused pass then takes nothing). */
-static void run(bool trig, bool names)
+ * (the fused pass then takes nothing); keep: the recent window. */
+static void run(bool trig, bool names, bool keep)
 {
 	struct gen g = {0};
 	rng = 0x9E3779B97F4A7C15ull;
 	make_stream(&g);
 	struct side a, b;
-	side_init(&a, g.n, trig);
-	side_init(&b, g.n, trig);
+	side_init(&a, g.n, trig, keep);
+	side_init(&b, g.n, trig, keep);
 	if (names) {
 		struct ada_trigger_spec sp;
 		assert_int_equal(ada_trigger_parse("latency=function:g*>1ms", &sp, NULL, 0), 0);
@@ -330,6 +352,11 @@ static void run(bool trig, bool names)
 	assert_true(b.fused < g.n - 1000);
 	if (trig)
 		compare_stacks(&a, &b);
+	if (keep) {
+		assert_int_equal(a.nkept, g.n);
+		assert_int_equal(b.nkept, g.n);
+		assert_memory_equal(a.win, b.win, WIN * sizeof(*a.win));
+	}
 	check_decodes(&b, g.ev, g.n);
 	side_fini(&a);
 	side_fini(&b);
@@ -339,19 +366,26 @@ static void run(bool trig, bool names)
 static void test_fused_no_trigger(void **state)
 {
 	(void)state;
-	run(false, false);
+	run(false, false, false);
 }
 
 static void test_fused_trigger_stack(void **state)
 {
 	(void)state;
-	run(true, false);
+	run(true, false, false);
+}
+
+static void test_fused_recent_window(void **state)
+{
+	(void)state;
+	run(true, false, true);
+	run(false, false, true);
 }
 
 static void test_fused_trigger_wants_names(void **state)
 {
 	(void)state;
-	run(true, true);
+	run(true, true, true);
 }
 
 int main(void)
@@ -359,6 +393,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fused_no_trigger),
 	    cmocka_unit_test(test_fused_trigger_stack),
+	    cmocka_unit_test(test_fused_recent_window),
 	    cmocka_unit_test(test_fused_trigger_wants_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

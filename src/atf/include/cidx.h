@@ -205,6 +205,23 @@ struct ada_cidx_calls {
 	uint64_t wait0;
 };
 
+/* What a caller keeps of each event put_ring() takes, for its own reads
+ * later (the drain's recent window for the detail lane, src/wal): event
+ * i of the file at at[i & mask] as ts_kind = timestamp_ns | event_kind <<
+ * 62 (0 when the time is 2^62 ns or more) and fid, stored without
+ * reading the line first (non-temporal on x86_64: the window is read back
+ * only long after, for a few events). next: the file index of the next
+ * event, moved on. */
+struct ada_cidx_recent {
+	uint64_t ts_kind;
+	uint64_t fid;
+};
+struct ada_cidx_keep {
+	struct ada_cidx_recent *at;
+	uint64_t mask;
+	uint64_t next;
+};
+
 /* Codes the ring events src[0..n) (raw counter times, as the producer
  * wrote them: read once each) into o's open block, as converted by cv,
  * keeping calls (NULL: none). Stops before the first event that is not
@@ -212,10 +229,11 @@ struct ada_cidx_calls {
  * RETURN of the innermost frame, that fails cv's checks or calls' rules,
  * whose time is more than 65566 ns after the previous one, or that would
  * not fit the block. Returns the events taken (0 when no block is open:
- * put() opens one); cv->last and calls move on with them. */
+ * put() opens one); cv->last, calls and keep (NULL: none) move on with
+ * them. */
 size_t ada_cidx_enc_put_ring(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
                              struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls,
-                             struct ada_cidx_out *o);
+                             struct ada_cidx_keep *keep, struct ada_cidx_out *o);
 /* Seals the block put() left open in o (its header, CRC). A no-op when
  * none is open. A caller seals before o's bytes go to the file. */
 void ada_cidx_enc_seal(struct ada_cidx_enc *e, struct ada_cidx_out *o);

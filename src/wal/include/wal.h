@@ -141,8 +141,8 @@ void ada_wal_file_commit(struct ada_wal_file *f, size_t n);
  * events src[0..n) of a reserve's room straight into a compact file's
  * staging buffer, where they would go through the reserve's chunk and a
  * commit; returns the events taken, 0 when the file takes none this way
- * (ATF v2, a recent window to keep for the detail lane, no block open,
- * a failed file): the caller gives the next event the general way
+ * (ATF v2, no block open, a failed file; the recent window the detail
+ * lane reads is kept as a commit keeps it): the caller gives the next event the general way
  * (reserve's chunk, commit), which codes the same bytes. */
 size_t ada_wal_file_put_ring(struct ada_wal_file *f, const struct atf_index_event *src, size_t n,
                              struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls);
