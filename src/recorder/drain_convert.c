@@ -4,6 +4,10 @@
  * CLOCK_BOOTTIME ns by the recorder's clock, written straight into the
  * file's staging buffer a chunk at a time, fed to the trigger engine and
  * committed (drain.c takes the events from the ring and releases them).
+ * A compact file's events mostly take the fused pass instead
+ * (drain_fused(): cidx.h ada_cidx_enc_put_ring), one pass per event from
+ * the ring into the coded block and the trigger's stack; the events it
+ * stops at come back here, one or a doubling run at a time.
  *
  * Threads: the drain thread only (drain.c).
  * Invariants: a thread's output timestamps never decrease (clamped); a
