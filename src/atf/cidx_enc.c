@@ -330,11 +330,14 @@ static inline uint8_t *enc_tag_fast(uint8_t *p, unsigned op, uint64_t dt)
  * from the event (time, depth, last call) stays in *m, where a reload
  * after a byte store costs a load off that path. Spilled registers put
  * a store-to-load round trip on it instead: few live values is what
- * makes this loop fast. An event is coded while p <= lim (lim leaves
- * room for the longest event past it): the room is asked before every
- * event, so where a block ends depends on its bytes only, not on how
- * the events were handed in (the fused pass, ada_cidx_enc_put_ring(),
- * codes the same blocks as put()). Returns the events taken. */
+ * makes this loop fast. The loop runs over events that fit for sure (a
+ * fast event takes 4 bytes at most; the slow path checks its own room):
+ * each batch is at most as long as keeps every event's start at or below
+ * lim, and the next batch starts only from an event at or below it, so a
+ * block takes exactly the events that start at or below lim, wherever
+ * the events were cut into calls (the fused pass,
+ * ada_cidx_enc_put_ring(), asks the same before every event and codes
+ * the same blocks). Returns the events taken. */
 static size_t enc_run(struct ada_cidx_enc *e, const struct atf_index_event *ev, size_t n,
                       uint8_t **pp, const uint8_t *lim, int *err)
 {
@@ -343,54 +346,64 @@ static size_t enc_run(struct ada_cidx_enc *e, const struct atf_index_event *ev, 
 	uint8_t *p = *pp;
 	const struct atf_index_event *x = ev, *const xend = ev + n;
 
-	for (; x < xend && p <= lim; x++) {
-		uint64_t w2, w3;
-		memcpy(&w2, &x->thread_id, 8);  /* thread_id | event_kind << 32 */
-		memcpy(&w3, &x->call_depth, 8); /* call_depth | detail_seq << 32 */
-		const uint64_t t = x->timestamp_ns, fid = x->function_id, dt = t - m->ts;
-		const uint32_t ti = (top - 1) & (CIDX_FRAME_RING - 1);
-		if (__builtin_expect(dt > CIDX_TAG_DT_MAX, 0)) /* or back in time */
-			goto slow;
-		if (w2 == m->ret_w2) {
-			if (!nk || m->fid[ti] != fid || m->dw[ti] != w3)
+	while (x < xend && p <= lim) {
+		/* lim leaves room for the longest event past it: 4 bytes each
+		 * for (lim - p) / 4 + 1 fast events at least. */
+		const struct atf_index_event *stop = x + ((size_t)(lim - p) / 4 + 1);
+		stop = stop < xend ? stop : xend;
+		for (; x < stop; x++) {
+			uint64_t w2, w3;
+			memcpy(&w2, &x->thread_id, 8);  /* thread_id | event_kind << 32 */
+			memcpy(&w3, &x->call_depth, 8); /* call_depth | detail_seq << 32 */
+			const uint64_t t = x->timestamp_ns, fid = x->function_id, dt = t - m->ts;
+			const uint32_t ti = (top - 1) & (CIDX_FRAME_RING - 1);
+			if (__builtin_expect(dt > CIDX_TAG_DT_MAX, 0)) /* or back in time */
 				goto slow;
-			p = enc_tag_fast(p, CIDX_OP_RET, dt);
-			top--;
-			nk--;
-			m->cur = (uint32_t)w3 - ((uint32_t)w3 != 0); /* 0 stays 0 */
+			if (w2 == m->ret_w2) {
+				if (!nk || m->fid[ti] != fid || m->dw[ti] != w3)
+					goto slow;
+				p = enc_tag_fast(p, CIDX_OP_RET, dt);
+				top--;
+				nk--;
+				m->cur = (uint32_t)w3 - ((uint32_t)w3 != 0); /* 0 stays 0 */
+				m->ts = t;
+				continue;
+			}
+			if (w2 != m->call_w2 || w3 != cidx_dw(m->cur + 1) ||
+			    (w3 & ADA_SIGNAL_MARKER_FLAG))
+				goto slow;
+			if (fid == m->last_call) {
+				p = enc_tag_fast(p, CIDX_OP_CALL_LAST, dt);
+			} else {
+				const uint32_t slot = cidx_slot(fid);
+				if (m->cache[slot] != fid)
+					goto slow;
+				p = enc_tag_fast(p, CIDX_OP_CALL_SLOT + (slot >> 8), dt);
+				*p++ = (uint8_t)slot;
+			}
+			/* The frames below are shallower (cidx_model_apply()). */
+			m->fid[top & (CIDX_FRAME_RING - 1)] = fid;
+			m->dw[top & (CIDX_FRAME_RING - 1)] = w3;
+			top++;
+			nk += nk < CIDX_FRAME_RING;
+			m->cur = (uint32_t)w3;
+			m->last_call = fid;
 			m->ts = t;
 			continue;
+		slow:
+			if (x->detail_seq != ATF_NO_DETAIL &&
+			    (*err = enc_link_push(e, e->seq + (size_t)(x - ev), x->detail_seq)))
+				goto out;
+			m->nk = nk;
+			m->top = top;
+			p = enc_event(m, x, p);
+			nk = m->nk;
+			top = m->top;
+			x++;
+			break; /* room is counted again */
 		}
-		if (w2 != m->call_w2 || w3 != cidx_dw(m->cur + 1) || (w3 & ADA_SIGNAL_MARKER_FLAG))
-			goto slow;
-		if (fid == m->last_call) {
-			p = enc_tag_fast(p, CIDX_OP_CALL_LAST, dt);
-		} else {
-			const uint32_t slot = cidx_slot(fid);
-			if (m->cache[slot] != fid)
-				goto slow;
-			p = enc_tag_fast(p, CIDX_OP_CALL_SLOT + (slot >> 8), dt);
-			*p++ = (uint8_t)slot;
-		}
-		/* The frames below are shallower (cidx_model_apply()). */
-		m->fid[top & (CIDX_FRAME_RING - 1)] = fid;
-		m->dw[top & (CIDX_FRAME_RING - 1)] = w3;
-		top++;
-		nk += nk < CIDX_FRAME_RING;
-		m->cur = (uint32_t)w3;
-		m->last_call = fid;
-		m->ts = t;
-		continue;
-	slow:
-		if (x->detail_seq != ATF_NO_DETAIL &&
-		    (*err = enc_link_push(e, e->seq + (size_t)(x - ev), x->detail_seq)))
-			break;
-		m->nk = nk;
-		m->top = top;
-		p = enc_event(m, x, p);
-		nk = m->nk;
-		top = m->top;
 	}
+out:
 	m->nk = nk;
 	m->top = top;
 	*pp = p;
