@@ -274,16 +274,22 @@ static size_t drain_fused(struct ada_recorder *r, struct wal_thread *t,
 
 /* A chunk of k events (the reserve's room dst): the fused pass takes what
  * it can, and each event it stops at goes the general way
- * (drain_chunk()), then the fused pass again. Events the fused pass keeps
- * stopping at right away (a trigger that wants names, a stack deeper than
- * the trigger keeps, ATF v2) go the general way in runs that double, so
- * a chunk it cannot take costs a few calls, not one per event. Returns
- * the events consumed, as drain_chunk(). */
+ * (drain_chunk()), then the fused pass again. A chunk while a trigger
+ * wants names goes the general way whole; events the fused pass keeps
+ * stopping at right away (a stack deeper than the trigger keeps) go in
+ * runs that double, so such a stretch costs a few calls, not one per
+ * event. Returns the events consumed, as drain_chunk(). */
 static size_t drain_chunk_fused(struct ada_recorder *r, struct wal_thread *t,
                                 const struct atf_index_event *src, struct atf_index_event *dst,
                                 size_t k, uint64_t ts_max, uint64_t pos)
 {
 	size_t i = 0, run = 1;
+	struct ada_cidx_calls calls;
+	if (t->trig) { /* a trigger that wants names: the whole chunk */
+		if (!ada_trigger_calls_begin(t->trig, &calls))
+			return drain_chunk(r, t, src, dst, k, ts_max, pos);
+		ada_trigger_calls_end(t->trig, &calls);
+	}
 	while (i < k) {
 		size_t f = drain_fused(r, t, src + i, k - i, ts_max);
 		i += f;
