@@ -4,6 +4,10 @@
  * CLOCK_BOOTTIME ns by the recorder's clock, written straight into the
  * file's staging buffer a chunk at a time, fed to the trigger engine and
  * committed (drain.c takes the events from the ring and releases them).
+ * A compact file's events mostly take the fused pass instead
+ * (drain_fused(): cidx.h ada_cidx_enc_put_ring), one pass per event from
+ * the ring into the coded block and the trigger's stack; the events it
+ * stops at come back here, one or a doubling run at a time.
  *
  * Threads: the drain thread only (drain.c).
  * Invariants: a thread's output timestamps never decrease (clamped); a
@@ -207,11 +211,108 @@ static uint64_t drain_ts_max(const struct ada_recorder *r)
 	return now > UINT64_MAX - WAL_TSC_SLACK ? UINT64_MAX : now + WAL_TSC_SLACK;
 }
 
+/* One chunk the general way: k events converted into dst (the reserve's
+ * room), fed to the triggers and committed. Returns the events consumed
+ * (fewer than k when the slot was quarantined at a bad event). */
+static size_t drain_chunk(struct ada_recorder *r, struct wal_thread *t,
+                          const struct atf_index_event *src, struct atf_index_event *dst, size_t k,
+                          uint64_t ts_max, uint64_t pos)
+{
+	uint32_t bad;
+	uint64_t before = t->last_ts;
+	t->last_ts =
+	    wal_convert_batch(&r->clk, r->use_tsc, src, dst, k, t->last_ts, t->tid, ts_max, &bad);
+	if (ada_unlikely(bad)) {
+		t->last_ts = before;
+		size_t j = drain_convert_bad(r, t, src, dst, k, ts_max, pos);
+		wal_flight_feed(t, dst, j); /* triggers judge the converted stream */
+		ada_wal_file_commit(t->f, j);
+		return j; /* j == k: the first read was bad, the second one fine */
+	}
+	if (ada_unlikely(!t->first_ts)) /* the detail lane's lower bound (loss.c) */
+		t->first_ts = dst[0].timestamp_ns;
+	wal_flight_feed(t, dst, k); /* triggers judge the converted stream */
+	ada_wal_file_commit(t->f, k);
+	return k;
+}
+
+/* The fused pass (ada_wal_file_put_ring()): the ring events from src on,
+ * converted on the piece of the clock of the first, coded and fed to the
+ * trigger's stack in one pass; returns the events taken, 0 when the
+ * general way must take the next one (or every one: ATF v2, the detail
+ * lane's recent window, a trigger that wants names). */
+static size_t drain_fused(struct ada_recorder *r, struct wal_thread *t,
+                          const struct atf_index_event *src, size_t n, uint64_t ts_max)
+{
+	struct ada_tsc_map m = {.mult = 1ull << 32, .shift = 32};
+	uint64_t hi = ts_max;
+	if (!t->first_ts)
+		return 0; /* the first event sets it (drain_chunk()) */
+	if (r->use_tsc)
+		m = drain_piece(&r->clk, src, &hi);
+	if (m.shift != 32)
+		return 0;
+	struct ada_cidx_ring_conv cv = {.tsc0 = m.tsc0,
+	                                .ns0 = m.ns0,
+	                                .mult = m.mult,
+	                                .d_max = hi >= m.tsc0 ? hi - m.tsc0 : 0,
+	                                .last = t->last_ts,
+	                                .tid = t->tid,
+	                                .depth_max = WAL_MAX_DEPTH};
+	struct ada_cidx_calls calls, *cp = NULL;
+	if (t->trig) {
+		if (!ada_trigger_calls_begin(t->trig, &calls))
+			return 0;
+		cp = &calls;
+	}
+	size_t k = ada_wal_file_put_ring(t->f, src, n, &cv, cp);
+	if (cp)
+		ada_trigger_calls_end(t->trig, cp);
+	t->last_ts = cv.last;
+	return k;
+}
+
+/* A chunk of k events (the reserve's room dst): the fused pass takes what
+ * it can, and each event it stops at goes the general way
+ * (drain_chunk()), then the fused pass again. A chunk while a trigger
+ * wants names goes the general way whole; events the fused pass keeps
+ * stopping at right away (a stack deeper than the trigger keeps) go in
+ * runs that double, so such a stretch costs a few calls, not one per
+ * event. Returns the events consumed, as drain_chunk(). */
+static size_t drain_chunk_fused(struct ada_recorder *r, struct wal_thread *t,
+                                const struct atf_index_event *src, struct atf_index_event *dst,
+                                size_t k, uint64_t ts_max, uint64_t pos)
+{
+	size_t i = 0, run = 1;
+	struct ada_cidx_calls calls;
+	if (t->trig) { /* a trigger that wants names: the whole chunk */
+		if (!ada_trigger_calls_begin(t->trig, &calls))
+			return drain_chunk(r, t, src, dst, k, ts_max, pos);
+		ada_trigger_calls_end(t->trig, &calls);
+	}
+	while (i < k) {
+		size_t f = drain_fused(r, t, src + i, k - i, ts_max);
+		i += f;
+		if (i == k)
+			break;
+		run = f ? 1 : run;
+		size_t g = run < k - i ? run : k - i;
+		size_t got = drain_chunk(r, t, src + i, dst, g, ts_max, pos + i);
+		if (got < g)
+			return i + got;
+		i += g;
+		run *= 2;
+	}
+	return k;
+}
+
 /* Converts n ring events into t's file; returns the events consumed
  * (fewer than n when the slot was quarantined at a bad event). One chunk
  * at a time, so that the trigger engine's pass and the CRC-32 (in the
  * commit) read the converted events from L1, where the conversion just
- * wrote them (a whole 1 MiB staging buffer between passes went to L2). */
+ * wrote them (a whole 1 MiB staging buffer between passes went to L2);
+ * a compact file's chunk mostly takes the fused pass, with no converted
+ * copy at all. */
 size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
                      const struct atf_index_event *src, size_t n)
 {
@@ -233,25 +334,12 @@ size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
 			r->lost_total += n - done;
 			return n;
 		}
-		uint32_t bad;
-		uint64_t before = t->last_ts;
-		t->last_ts = wal_convert_batch(&r->clk, r->use_tsc, src + done, dst, k, t->last_ts,
-		                               t->tid, ts_max, &bad);
-		if (ada_unlikely(bad)) {
-			t->last_ts = before;
-			size_t j = drain_convert_bad(r, t, src + done, dst, k, ts_max,
-			                             t->ring_next + done);
-			wal_flight_feed(t, dst, j); /* triggers judge the converted stream */
-			ada_wal_file_commit(t->f, j);
-			if (j < k)
-				return done + j;
-			done += k; /* the first read was bad, the second one fine */
-			continue;
-		}
-		if (ada_unlikely(!t->first_ts)) /* the detail lane's lower bound (loss.c) */
-			t->first_ts = dst[0].timestamp_ns;
-		wal_flight_feed(t, dst, k); /* triggers judge the converted stream */
-		ada_wal_file_commit(t->f, k);
+		size_t got =
+		    r->o.index_format == ADA_INDEX_COMPACT
+		        ? drain_chunk_fused(r, t, src + done, dst, k, ts_max, t->ring_next + done)
+		        : drain_chunk(r, t, src + done, dst, k, ts_max, t->ring_next + done);
+		if (got < k)
+			return done + got;
 		done += k;
 	}
 	return done;

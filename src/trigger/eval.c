@@ -169,7 +169,7 @@ static uint64_t eval_verdict(struct ada_trigger_proc *p, uint64_t fn_id)
 
 /* ---- frames ---- */
 
-static struct trig_frame *eval_top(struct ada_trigger_thread *t)
+static struct ada_cidx_call *eval_top(struct ada_trigger_thread *t)
 {
 	return t->n ? &t->fr[(t->head - 1) & TRIG_FRAME_MASK] : NULL;
 }
@@ -180,7 +180,7 @@ static void eval_pop(struct ada_trigger_thread *t)
 	t->n--;
 }
 
-static void eval_push(struct ada_trigger_thread *t, const struct trig_frame *f)
+static void eval_push(struct ada_trigger_thread *t, const struct ada_cidx_call *f)
 {
 	t->fr[t->head] = *f;
 	t->head = (t->head + 1) & TRIG_FRAME_MASK;
@@ -193,7 +193,7 @@ static void eval_push(struct ada_trigger_thread *t, const struct trig_frame *f)
 /* Drops frames deeper than depth (their RETURN never came: lost events). */
 static void eval_unwind_to(struct ada_trigger_thread *t, uint32_t depth)
 {
-	struct trig_frame *f;
+	struct ada_cidx_call *f;
 	while ((f = eval_top(t)) && f->depth > depth) {
 		eval_pop(t);
 		t->p->e->st.stack_mismatch++;
@@ -205,10 +205,10 @@ static void eval_call(struct ada_trigger_thread *t, const struct atf_index_event
 	struct ada_trigger_engine *e = t->p->e;
 	if (ev->call_depth)
 		eval_unwind_to(t, ev->call_depth - 1);
-	struct trig_frame f = {.fn_id = ev->function_id,
-	                       .call_ns = ev->timestamp_ns,
-	                       .wait0 = t->wait_ns,
-	                       .depth = ev->call_depth};
+	struct ada_cidx_call f = {.fn_id = ev->function_id,
+	                          .call_ns = ev->timestamp_ns,
+	                          .wait0 = t->wait_ns,
+	                          .depth = ev->call_depth};
 	if (e->want_names) {
 		uint64_t m = eval_verdict(t->p, ev->function_id);
 		for (int i = 0; m >> i; i++) {
@@ -239,7 +239,7 @@ static struct ada_trigger_p2 *eval_estimator(struct ada_trigger_proc *p, uint64_
 }
 
 /* One slow-call judgement of slot i for frame f returning at ret_ns. */
-static void eval_latency(struct ada_trigger_thread *t, int i, const struct trig_frame *f,
+static void eval_latency(struct ada_trigger_thread *t, int i, const struct ada_cidx_call *f,
                          uint64_t ret_ns, uint64_t dur, double p99)
 {
 	struct ada_trigger_engine *e = t->p->e;
@@ -252,7 +252,8 @@ static void eval_latency(struct ada_trigger_thread *t, int i, const struct trig_
 	trig_fire(e, i, ret_ns, trig_from(e, i, ret_ns), trig_to(e, i, ret_ns), &w);
 }
 
-static void eval_return(struct ada_trigger_thread *t, const struct trig_frame *f, uint64_t ret_ns)
+static void eval_return(struct ada_trigger_thread *t, const struct ada_cidx_call *f,
+                        uint64_t ret_ns)
 {
 	struct ada_trigger_engine *e = t->p->e;
 	uint64_t m = f->mask;
@@ -312,12 +313,12 @@ static void eval_close(struct ada_trigger_thread *t, const struct atf_index_even
 		return;
 	}
 	eval_unwind_to(t, ev->call_depth);
-	struct trig_frame *f = eval_top(t);
+	struct ada_cidx_call *f = eval_top(t);
 	if (!f || f->depth != ev->call_depth || f->fn_id != ev->function_id) {
 		t->p->e->st.stack_mismatch++;
 		return;
 	}
-	struct trig_frame copy = *f;
+	struct ada_cidx_call copy = *f;
 	eval_pop(t);
 	if (ret)
 		eval_return(t, &copy, ev->timestamp_ns);
@@ -349,7 +350,7 @@ static inline bool eval_leaf(const struct atf_index_event *ev, const struct atf_
 static inline size_t eval_fast(struct ada_trigger_thread *t, struct eval_regs *s, uint64_t gen,
                                const struct atf_index_event *ev)
 {
-	const struct trig_frame *top = &t->fr[(s->head - 1) & TRIG_FRAME_MASK];
+	const struct ada_cidx_call *top = &t->fr[(s->head - 1) & TRIG_FRAME_MASK];
 	uint32_t depth = ev->call_depth;
 	if (ev->event_kind != ATF_EVENT_RETURN || !s->n || top->depth != depth ||
 	    top->fn_id != ev->function_id || (depth & ADA_TRIGGER_CRASH_DEPTH_FLAG) || top->mask ||
@@ -375,7 +376,7 @@ static size_t eval_plain(struct ada_trigger_thread *t, struct eval_regs *s,
                          const struct atf_index_event *ev, size_t n)
 {
 	size_t head = s->head, cnt = s->n;
-	const struct trig_frame *top = &t->fr[(head - 1) & TRIG_FRAME_MASK];
+	const struct ada_cidx_call *top = &t->fr[(head - 1) & TRIG_FRAME_MASK];
 	uint64_t top_fn = top->fn_id;
 	uint32_t floor = cnt ? top->depth : 0; /* a CALL at depth d unwinds when d - 1 < floor */
 	const struct atf_index_event *e = ev, *end = ev + n;
@@ -388,10 +389,10 @@ static size_t eval_plain(struct ada_trigger_thread *t, struct eval_regs *s,
 				e += 2;
 				continue;
 			}
-			t->fr[head] = (struct trig_frame){.call_ns = e->timestamp_ns,
-			                                  .fn_id = e->function_id,
-			                                  .wait0 = t->wait_ns,
-			                                  .depth = depth};
+			t->fr[head] = (struct ada_cidx_call){.call_ns = e->timestamp_ns,
+			                                     .fn_id = e->function_id,
+			                                     .wait0 = t->wait_ns,
+			                                     .depth = depth};
 			head = (head + 1) & TRIG_FRAME_MASK;
 			cnt++;
 			top_fn = e->function_id;
@@ -451,12 +452,32 @@ void ada_trigger_feed(struct ada_trigger_thread *t, const struct atf_index_event
 	t->n = (uint32_t)s.n;
 }
 
+bool ada_trigger_calls_begin(struct ada_trigger_thread *t, struct ada_cidx_calls *c)
+{
+	const struct ada_trigger_engine *e = t->p->e;
+	trig_sync(t->p->e);
+	if (e->want_names)
+		return false;
+	*c = (struct ada_cidx_calls){.fr = t->fr,
+	                             .cap = ADA_TRIGGER_STACK_FRAMES,
+	                             .head = t->head,
+	                             .n = t->n,
+	                             .wait0 = t->wait_ns}; /* eval_plain()'s pushes */
+	return true;
+}
+
+void ada_trigger_calls_end(struct ada_trigger_thread *t, const struct ada_cidx_calls *c)
+{
+	t->head = c->head & TRIG_FRAME_MASK;
+	t->n = c->n;
+}
+
 size_t ada_trigger_thread_stack(const struct ada_trigger_thread *t, struct ada_trigger_frame *out,
                                 size_t max, uint32_t *depth)
 {
 	size_t k = 0;
 	for (uint32_t i = 0; i < t->n && k < max; i++) {
-		const struct trig_frame *f = &t->fr[(t->head - 1 - i) & TRIG_FRAME_MASK];
+		const struct ada_cidx_call *f = &t->fr[(t->head - 1 - i) & TRIG_FRAME_MASK];
 		out[k++] = (struct ada_trigger_frame){
 		    .fn_id = f->fn_id, .call_ns = f->call_ns, .depth = f->depth};
 	}

@@ -74,17 +74,6 @@ struct ada_trigger_proc {
 	size_t pcap, pn;
 };
 
-/* call_ns and fn_id first, as in the index event (timestamp_ns,
- * function_id): a push copies them as one 16-byte move. */
-struct trig_frame {
-	uint64_t call_ns;
-	uint64_t fn_id;
-	uint64_t wait0; /* the thread's wait_ns at the call */
-	uint64_t mask;  /* latency/p99 slots that match fn_id */
-	uint64_t gen;
-	uint32_t depth;
-};
-
 struct ada_trigger_thread {
 	struct ada_trigger_proc *p;
 	uint32_t tid;
@@ -98,7 +87,12 @@ struct ada_trigger_thread {
 	 * less the waits inside it (wait_ns now less its wait0). */
 	uint64_t wait_ns, wait_from;
 	bool waiting;
-	struct trig_frame fr[ADA_TRIGGER_STACK_FRAMES];
+	/* A frame is struct ada_cidx_call (cidx.h: call_ns, fn_id, wait0,
+	 * mask, gen, depth), so that the drain's fused pass keeps the same
+	 * stack (ada_trigger_calls_begin()); call_ns and fn_id first, as in
+	 * the index event (timestamp_ns, function_id): a push copies them as
+	 * one 16-byte move. */
+	struct ada_cidx_call fr[ADA_TRIGGER_STACK_FRAMES];
 };
 
 /* engine.c */

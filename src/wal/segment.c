@@ -953,6 +953,10 @@ void ada_wal_file_commit(struct ada_wal_file *f, size_t n)
 	if (n == 0)
 		return;
 	struct wal_buf *b = f->cur;
+	if (!b) { /* an earlier commit of the same reserve found no buffer */
+		f->lost += n;
+		return;
+	}
 	if (f->cx) {
 		(void)wal_cidx_commit(f, n, b->staged_at);
 		return;

@@ -41,15 +41,6 @@
 #define WAL_CIDX_OPEN_MAX                                                                          \
 	(sizeof(struct ada_cidx_block_header) + ADA_CIDX_FRAMES_MAX * sizeof(struct ada_cidx_frame))
 
-/* One event of the recent window: what the detail persist checks of it
- * (pd_locate: time, function, kind), half an event's bytes, so that the
- * window costs the drain half the stores. ts_kind = timestamp_ns |
- * event_kind << 62; kind 0: an event with a timestamp of 2^62 ns or more
- * (only a forged one), not kept. */
-struct wal_cidx_recent {
-	uint64_t ts_kind, fid;
-};
-
 /* A link of the recent window (wal_cidx_link): seq1 = the event's index +
  * 1 (0: none). Written only when an event is linked, so its pages stay
  * untouched unless the detail lane links. */
@@ -71,8 +62,15 @@ struct wal_cidx {
 	 * at WAL_CIDX_RECENT_FIRST events and doubles as the file's events
 	 * pass it, up to nrecent_max (wal_cidx_recent_grow): a short thread
 	 * (a thread per request) costs the drain a small allocation its heap
-	 * reuses, not two of tens of MiB mapped, faulted in and unmapped. */
-	struct wal_cidx_recent *recent;
+	 * reuses, not two of tens of MiB mapped, faulted in and unmapped. An
+	 * event there (struct ada_cidx_recent, cidx.h) is what the detail
+	 * persist checks of it (pd_locate: time, function, kind), half an
+	 * event's bytes, so that the window costs the drain half the stores:
+	 * ts_kind = timestamp_ns | event_kind << 62; kind 0: an event with a
+	 * timestamp of 2^62 ns or more (only a forged one), not kept. The
+	 * fused pass (ada_wal_file_put_ring) writes it as wal_cidx_keep()
+	 * does. */
+	struct ada_cidx_recent *recent;
 	struct wal_cidx_rlink *rlink; /* zeroed: pages touched as links come */
 	uint64_t nrecent, nrecent_max;
 	uint64_t enc_err; /* links the encoder could not keep (-ENOMEM) */
@@ -198,7 +196,7 @@ static void wal_cidx_keep(struct wal_cidx *c, uint64_t first, const struct atf_i
 	for (size_t i = 0; i < n; i++) {
 		uint64_t ts = ev[i].timestamp_ns;
 		uint64_t tk = ts > WAL_CIDX_TS_MASK ? 0 : ts | (uint64_t)ev[i].event_kind << 62;
-		struct wal_cidx_recent *d = &c->recent[(first + i) & (c->nrecent - 1)];
+		struct ada_cidx_recent *d = &c->recent[(first + i) & (c->nrecent - 1)];
 #if defined(__SSE2__) && defined(__x86_64__)
 		/* One 16-byte store: the cost goes with the stores, not bytes. */
 		_mm_stream_si128((__m128i *)(void *)d,
@@ -240,7 +238,7 @@ static void wal_cidx_recent_grow(struct ada_wal_file *f, uint64_t want)
 	uint64_t n = c->nrecent;
 	while (n < want && n < c->nrecent_max)
 		n *= 2;
-	struct wal_cidx_recent *r = aligned_alloc(64, n * sizeof(*r));
+	struct ada_cidx_recent *r = aligned_alloc(64, n * sizeof(*r));
 	struct wal_cidx_rlink *l = calloc(n, sizeof(*l));
 	if (!r || !l) {
 		free(r);
@@ -294,12 +292,36 @@ bool wal_cidx_commit(struct ada_wal_file *f, size_t n, uint64_t staged_at)
 	return done == n;
 }
 
+size_t ada_wal_file_put_ring(struct ada_wal_file *f, const struct atf_index_event *src, size_t n,
+                             struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls)
+{
+	struct wal_buf *b = f->cur;
+	/* The first event of a file and of a buffer (their start times) are
+	 * the general path's. */
+	if (!f->cx || !b || f->full || f->error || f->events == 0 || b->first_ts == 0)
+		return 0;
+	struct wal_cidx *c = f->cx;
+	/* The window holds the events about to be kept, as a commit's would. */
+	if (c->recent && f->events + n > c->nrecent && c->nrecent < c->nrecent_max)
+		wal_cidx_recent_grow(f, f->events + n);
+	struct ada_cidx_out o = {b->data, b->len, f->io->buffer_bytes};
+	struct ada_cidx_keep keep = {c->recent, c->nrecent - 1, f->events};
+	size_t k = ada_cidx_enc_put_ring(c->enc, src, n, cv, calls, c->recent ? &keep : NULL, &o);
+	if (k == 0)
+		return 0;
+	f->end += o.len - b->len;
+	b->len = (uint32_t)o.len;
+	f->events += k;
+	f->t_end = cv->last;
+	return k;
+}
+
 int wal_cidx_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_event *out)
 {
 	struct wal_cidx *c = f->cx;
 	if (i >= f->events || !c->recent || f->events - i > c->nrecent)
 		return -ENOENT;
-	const struct wal_cidx_recent *e = &c->recent[i & (c->nrecent - 1)];
+	const struct ada_cidx_recent *e = &c->recent[i & (c->nrecent - 1)];
 	const struct wal_cidx_rlink *l = &c->rlink[i & (c->nrecent - 1)];
 	if (!(e->ts_kind >> 62))
 		return -ENOENT; /* not kept (wal_cidx_keep()) */

@@ -158,6 +158,82 @@ void ada_cidx_enc_free(struct ada_cidx_enc *e); /* NULL is a no-op */
  * links (-ENOMEM there is returned as a short count with *err set). */
 size_t ada_cidx_enc_put(struct ada_cidx_enc *e, const struct atf_index_event *ev, size_t n,
                         struct ada_cidx_out *o, int *err);
+/* ---- The drain's fused pass (ada_cidx_enc_put_ring) ----
+ *
+ * One pass per event over a recorded thread's ring: the event's counter
+ * time converted, its fields checked, the event coded into the open block
+ * and a caller's stack of open calls kept, without an ATF v2 copy in
+ * between. It takes the common events only and stops at the first other
+ * one, which the caller gives the general way (convert, check, put());
+ * both code the same bytes (blocks end where their bytes say, enc_run()). */
+
+/* How put_ring() converts and checks a ring event (the drain's rules,
+ * src/recorder/drain_convert.c): ns = ns0 + ((raw - tsc0) * mult >> 32),
+ * at least last; an event stops the pass unless raw - tsc0 <= d_max (the
+ * piece of the clock, and the newest time a published event can have),
+ * thread_id == tid, its kind is a CALL or RETURN, detail_seq is
+ * ATF_NO_DETAIL and call_depth <= depth_max. last moves on. */
+struct ada_cidx_ring_conv {
+	uint64_t tsc0, ns0, mult;
+	uint64_t d_max;
+	uint64_t last;
+	uint32_t tid;
+	uint32_t depth_max;
+};
+
+/* An open call of the stack put_ring() keeps beside the encoder: the
+ * trigger engine's per-thread frames (src/trigger), which are these.
+ * wait0, mask and gen are its own: a push writes the stack's wait0 and
+ * zeros. */
+struct ada_cidx_call {
+	uint64_t call_ns;
+	uint64_t fn_id;
+	uint64_t wait0;
+	uint64_t mask;
+	uint64_t gen;
+	uint32_t depth;
+};
+
+/* The stack: fr[] a ring of cap (a power of two) frames, n held, the
+ * next push at head. put_ring() keeps it as the engine does for events
+ * that judge nothing: a CALL pushes (and stops the pass when it would
+ * drop a frame: deeper than the innermost plus one, or cap held); the
+ * RETURN of the innermost frame pops; nothing else is taken. */
+struct ada_cidx_calls {
+	struct ada_cidx_call *fr;
+	uint32_t cap, head, n;
+	uint64_t wait0;
+};
+
+/* What a caller keeps of each event put_ring() takes, for its own reads
+ * later (the drain's recent window for the detail lane, src/wal): event
+ * i of the file at at[i & mask] as ts_kind = timestamp_ns | event_kind <<
+ * 62 (0 when the time is 2^62 ns or more) and fid, stored without
+ * reading the line first (non-temporal on x86_64: the window is read back
+ * only long after, for a few events). next: the file index of the next
+ * event, moved on. */
+struct ada_cidx_recent {
+	uint64_t ts_kind;
+	uint64_t fid;
+};
+struct ada_cidx_keep {
+	struct ada_cidx_recent *at;
+	uint64_t mask;
+	uint64_t next;
+};
+
+/* Codes the ring events src[0..n) (raw counter times, as the producer
+ * wrote them: read once each) into o's open block, as converted by cv,
+ * keeping calls (NULL: none). Stops before the first event that is not
+ * a CALL one level deeper of the last called or a cached function or the
+ * RETURN of the innermost frame, that fails cv's checks or calls' rules,
+ * whose time is more than 65566 ns after the previous one, or that would
+ * not fit the block. Returns the events taken (0 when no block is open:
+ * put() opens one); cv->last, calls and keep (NULL: none) move on with
+ * them. */
+size_t ada_cidx_enc_put_ring(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
+                             struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls,
+                             struct ada_cidx_keep *keep, struct ada_cidx_out *o);
 /* Seals the block put() left open in o (its header, CRC). A no-op when
  * none is open. A caller seals before o's bytes go to the file. */
 void ada_cidx_enc_seal(struct ada_cidx_enc *e, struct ada_cidx_out *o);

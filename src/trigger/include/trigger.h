@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "atf_format.h"
+#include "cidx.h"
 
 #define ADA_TRIGGER_TEXT_MAX 288
 #define ADA_TRIGGER_GLOB_MAX 256
@@ -168,6 +169,15 @@ void ada_trigger_thread_free(struct ada_trigger_thread *t);
 
 /* n converted events of thread t, in order. */
 void ada_trigger_feed(struct ada_trigger_thread *t, const struct atf_index_event *ev, size_t n);
+/* For a caller that keeps t's open frames in its own pass over the
+ * events (the drain's fused pass, ada_cidx_enc_put_ring()), in place of
+ * ada_trigger_feed() for the events it takes: applies the staged set, as
+ * a feed does, and hands out the frames in *c; false (c untouched) while
+ * some trigger wants function names, when every event needs the engine.
+ * ada_trigger_calls_end() takes them back; nothing else may touch t
+ * between the two. */
+bool ada_trigger_calls_begin(struct ada_trigger_thread *t, struct ada_cidx_calls *c);
+void ada_trigger_calls_end(struct ada_trigger_thread *t, const struct ada_cidx_calls *c);
 /* Applies queued manual fires and time ranges. local_sec = seconds since
  * local midnight at now_ns (the caller reads the wall clock: tests inject). */
 void ada_trigger_tick(struct ada_trigger_engine *e, uint64_t now_ns, uint32_t local_sec);

@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include "atf_format.h"
+#include "cidx.h"
 
 /* ---- segment writer ------------------------------------------------------ */
 
@@ -142,6 +143,15 @@ size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index
 /* Publishes n events written at *dst of the last reserve: CRC, counts,
  * time range. Timestamps must be non-decreasing (the caller clamps). */
 void ada_wal_file_commit(struct ada_wal_file *f, size_t n);
+/* The drain's fused pass (cidx.h, ada_cidx_enc_put_ring()): codes ring
+ * events src[0..n) of a reserve's room straight into a compact file's
+ * staging buffer, where they would go through the reserve's chunk and a
+ * commit; returns the events taken, 0 when the file takes none this way
+ * (ATF v2, no block open, a failed file; the recent window the detail
+ * lane reads is kept as a commit keeps it): the caller gives the next event the general way
+ * (reserve's chunk, commit), which codes the same bytes. */
+size_t ada_wal_file_put_ring(struct ada_wal_file *f, const struct atf_index_event *src, size_t n,
+                             struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls);
 /* Appends n ready events (reserve + memcpy + commit). Returns n appended. */
 size_t ada_wal_file_append(struct ada_wal_file *f, const struct atf_index_event *ev, size_t n);
 /* Events whose writes have completed, counted over the in-order prefix:
