@@ -227,6 +227,9 @@ struct wal_proc {
 	json_t *ks_versions; /* manifest: every version published */
 	json_t *ks_last;     /* the last of them */
 	uint64_t ks_versions_dropped, ks_failed;
+	/* ks_region's counts when the process finished and the region was
+	 * freed (wal_keysym_proc_finished): the manifests written after. */
+	uint64_t ks_published, ks_reclaimed, ks_syscall_quiescent, ks_unreclaimable;
 };
 
 /* An arena refused (not ours, or a reused pid's), keyed on its inode: a
@@ -565,6 +568,10 @@ void wal_keysym_fini(struct ada_recorder *r);
 const struct ada_keysym_spec *wal_keysym_spec(const struct ada_recorder *r);
 void wal_keysym_tick(struct ada_recorder *r);
 void wal_keysym_proc_free(struct wal_proc *p);
+/* p finished: its key-symbol region (the published sets' snapshots of
+ * the arena's threads, up to the whole thread limit each) is freed, its
+ * counts kept for the manifests written later. */
+void wal_keysym_proc_finished(struct wal_proc *p);
 json_t *wal_keysym_json(const struct ada_recorder *r, const struct wal_proc *p);
 /* A process's module_<ID>.syms (the target's file: bounded, no links) into
  * a new buffer; wal_is_syms_name() says which names are ones. */
