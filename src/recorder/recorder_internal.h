@@ -144,6 +144,10 @@ struct wal_proc {
 	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT]; /* as reported (wal_drops_fold) */
 	uint64_t side_bytes; /* files the drain does not write (budget.c) */
 	bool side_final;     /* finished and scanned: side_bytes is final */
+	/* A later process was given its pid (its arena refused): that one's
+	 * agent writes into pid_N/ all the same (modules/, agent.json), so
+	 * pid_N/ is scanned again until the pid is free (budget.c). */
+	bool side_watch;
 	/* Finished, and the budget deleted some of its files since its
 	 * manifest was written: the manifest is written again. */
 	bool retention_stale;
