@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -132,12 +133,22 @@ static uint64_t budget_top_bytes(const char *session_dir)
 	return total;
 }
 
+static bool budget_unlink_syms(struct ada_recorder *r, struct wal_proc *p);
+
 void wal_budget_scan_proc(struct wal_proc *p)
 {
-	if (p->side_final)
+	if (p->side_final && !p->side_watch)
 		return;
+	/* Gone before the walk: whatever it wrote, the walk sees. */
+	bool gone = p->side_watch && p->finished && kill(p->pid, 0) != 0 && errno == ESRCH;
+	/* Symbols deleted, a module file since: the later process's, which
+	 * is not recorded; no reader needs it. */
+	if (p->side_watch && p->syms_retired)
+		(void)budget_unlink_syms(NULL, p);
 	p->side_bytes = budget_dir_bytes(p->dir, 2);
-	p->side_final = p->finished;
+	if (gone)
+		p->side_watch = false;
+	p->side_final = p->finished && !p->side_watch;
 }
 
 void wal_budget_scan(struct ada_recorder *r)
@@ -290,17 +301,18 @@ static bool budget_proc_emptied(const struct wal_proc *p)
 }
 
 /* Deletes p's modules/module_<ID>.syms and modules/ (the links a forked child
- * shares with its parent free their blocks with the last of them). */
-static void budget_retire_syms(struct ada_recorder *r, struct wal_proc *p)
+ * shares with its parent free their blocks with the last of them); r:
+ * each file leaves the side bytes at once (NULL: the caller scans p
+ * next). False when there is no modules/ to open. */
+static bool budget_unlink_syms(struct ada_recorder *r, struct wal_proc *p)
 {
-	p->syms_retired = true;
 	int mfd = -1;
 	if (p->dir_fd < 0 || ada_fs_open_dir(p->dir_fd, "modules", &mfd) < 0)
-		return;
+		return false;
 	DIR *d = fdopendir(mfd);
 	if (!d) {
 		close(mfd);
-		return;
+		return false;
 	}
 	struct dirent *de;
 	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
@@ -308,11 +320,20 @@ static void budget_retire_syms(struct ada_recorder *r, struct wal_proc *p)
 		if (strncmp(de->d_name, "module_", 7) || n < 5 ||
 		    strcmp(de->d_name + n - 5, ".syms"))
 			continue;
-		budget_side_forget(r, p, mfd, de->d_name);
+		if (r)
+			budget_side_forget(r, p, mfd, de->d_name);
 		unlinkat(mfd, de->d_name, 0);
 	}
 	closedir(d);
 	unlinkat(p->dir_fd, "modules", AT_REMOVEDIR);
+	return true;
+}
+
+static void budget_retire_syms(struct ada_recorder *r, struct wal_proc *p)
+{
+	p->syms_retired = true;
+	if (!budget_unlink_syms(r, p))
+		return;
 	p->side_final = false; /* the next scan counts what is left exactly */
 	r->budget.retired_syms++;
 	if (!p->retention_stale) {

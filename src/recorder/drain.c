@@ -124,6 +124,11 @@ static uint32_t drain_cidx_recent(const struct ada_recorder *r, const struct wal
 	return n < 8192 ? 8192 : n > (1u << 21) ? 1u << 21 : (uint32_t)n;
 }
 
+/* Near the disk budget a file grows by a 64th of the rotation size (a
+ * 256th of the budget: 64 KiB of 16 MiB, 16 MiB of 4 GiB), at least
+ * WAL_MIN_SEGMENT: room allocated and not written costs older data. */
+#define DRAIN_NEAR_BUDGET_STEPS 64u
+
 static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 {
 	char path[PATH_MAX];
@@ -137,6 +142,7 @@ static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 	    .arch = t->p->arch,
 	    .segment_bytes = r->o.segment_bytes,
 	    .ahead_limit = r->budget.gen_bytes, /* 0 without a budget */
+	    .near_budget_step = r->budget.gen_bytes / DRAIN_NEAR_BUDGET_STEPS,
 	    .flush = r->o.flush,
 	    .index_format = r->o.index_format,
 	    .cidx_recent = drain_cidx_recent(r, t),
@@ -466,6 +472,14 @@ static void drain_budget_window_room(struct ada_recorder *r)
 {
 	if (!r->o.max_disk_bytes || r->o.detail_mode != ADA_DETAIL_TRIGGERED)
 		return;
+	/* No window yet: nothing to persist, no room to make (an eighth of
+	 * the budget deleted for it cost pipeline_maxdisk an older
+	 * generation); one fired by the tick's manual fires waits for the
+	 * next pass's room (1: no record fits). */
+	if (!ada_trigger_window_count(r->flight.trig) && !r->flight.backlog) {
+		r->flight.pass_room = 1;
+		return;
+	}
 	uint64_t room = r->o.max_disk_bytes / 8;
 	room = room < DRAIN_WINDOW_PASS_ROOM ? room : DRAIN_WINDOW_PASS_ROOM;
 	drain_budget_hold_room(r, room + DRAIN_FILE_ENDS);

@@ -308,6 +308,19 @@ static void drain_ignore(struct ada_recorder *r, pid_t pid, ino_t ino)
 	}
 }
 
+/* The later process given pid writes its side files (modules/,
+ * agent.json) into the earlier one's pid_N/ all the same: the disk
+ * budget scans that directory again until the pid is free (budget.c
+ * wal_budget_scan_proc), so that they count; the newest pid_N/ of pid. */
+static void drain_side_watch(struct ada_recorder *r, pid_t pid)
+{
+	for (size_t i = r->nprocs; i-- > 0;)
+		if (r->procs[i]->pid == pid) {
+			r->procs[i]->side_watch = true;
+			return;
+		}
+}
+
 /* <pid>.ring of a pid whose process this recording has finished (and
  * whose arena it removed): the kernel gave the pid to a later process.
  * Its directory pid_N/ holds the earlier process's files, so the later
@@ -317,6 +330,7 @@ static void drain_pid_reused(struct ada_recorder *r, pid_t pid, ino_t ino)
 {
 	drain_ignore(r, pid, ino);
 	r->pid_reused++;
+	drain_side_watch(r, pid);
 	drain_refuse(
 	    r, WAL_REFUSE_REUSED_AFTER,
 	    "ignored the arena of process %d: that pid was reused by a later process after "
@@ -334,6 +348,7 @@ static void drain_pid_reused(struct ada_recorder *r, pid_t pid, ino_t ino)
 static void drain_reused_while_read(struct ada_recorder *r, pid_t pid)
 {
 	r->pid_reused++;
+	drain_side_watch(r, pid);
 	drain_refuse(
 	    r, WAL_REFUSE_REUSED_WHILE,
 	    "ignored the arena of process %d: that pid was reused by a later process while "

@@ -278,6 +278,7 @@ void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 	else
 		wal_manifest_write(r, p, "complete");
 	wal_budget_scan_proc(p); /* its files are final now */
+	wal_keysym_proc_finished(p);
 	wal_shm_release(r, p);
 	ada_arena_close(p->arena);
 	p->arena = NULL;

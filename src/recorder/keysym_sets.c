@@ -551,13 +551,31 @@ void wal_keysym_proc_free(struct wal_proc *p)
 	p->ks_versions = p->ks_last = NULL;
 }
 
+void wal_keysym_proc_finished(struct wal_proc *p)
+{
+	if (!p->ks_region)
+		return;
+	struct ada_keysym_region_stats st;
+	ada_keysym_region_stats(p->ks_region, &st);
+	p->ks_published = st.published;
+	p->ks_reclaimed = st.reclaimed;
+	p->ks_syscall_quiescent = st.syscall_quiescent;
+	p->ks_unreclaimable = st.unreclaimable;
+	ada_keysym_region_free(p->ks_region);
+	p->ks_region = NULL;
+}
+
 /* The manifest's "keysym" (docs/manifest.md). */
 json_t *wal_keysym_json(const struct ada_recorder *r, const struct wal_proc *p)
 {
 	if (!r->ks->spec)
 		return NULL;
 	json_t *o = json_object();
-	struct ada_keysym_region_stats st = {0};
+	/* finished: the region is freed, its counts kept */
+	struct ada_keysym_region_stats st = {.published = p->ks_published,
+	                                     .reclaimed = p->ks_reclaimed,
+	                                     .syscall_quiescent = p->ks_syscall_quiescent,
+	                                     .unreclaimable = p->ks_unreclaimable};
 	if (p->ks_region)
 		ada_keysym_region_stats(p->ks_region, &st);
 	json_object_set_new(o, "current", json_integer((json_int_t)p->ks_version));

@@ -144,6 +144,10 @@ struct wal_proc {
 	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT]; /* as reported (wal_drops_fold) */
 	uint64_t side_bytes; /* files the drain does not write (budget.c) */
 	bool side_final;     /* finished and scanned: side_bytes is final */
+	/* A later process was given its pid (its arena refused): that one's
+	 * agent writes into pid_N/ all the same (modules/, agent.json), so
+	 * pid_N/ is scanned again until the pid is free (budget.c). */
+	bool side_watch;
 	/* Finished, and the budget deleted some of its files since its
 	 * manifest was written: the manifest is written again. */
 	bool retention_stale;
@@ -231,6 +235,9 @@ struct wal_proc {
 	json_t *ks_versions; /* manifest: every version published */
 	json_t *ks_last;     /* the last of them */
 	uint64_t ks_versions_dropped, ks_failed;
+	/* ks_region's counts when the process finished and the region was
+	 * freed (wal_keysym_proc_finished): the manifests written after. */
+	uint64_t ks_published, ks_reclaimed, ks_syscall_quiescent, ks_unreclaimable;
 };
 
 /* An arena refused (not ours, or a reused pid's), keyed on its inode: a
@@ -634,6 +641,10 @@ void wal_keysym_tick(struct ada_recorder *r);
  * sleeps (a spec with rules: new modules to follow). */
 bool wal_keysym_timed(const struct ada_recorder *r);
 void wal_keysym_proc_free(struct wal_proc *p);
+/* p finished: its key-symbol region (the published sets' snapshots of
+ * the arena's threads, up to the whole thread limit each) is freed, its
+ * counts kept for the manifests written later. */
+void wal_keysym_proc_finished(struct wal_proc *p);
 json_t *wal_keysym_json(const struct ada_recorder *r, const struct wal_proc *p);
 /* A process's module_<ID>.syms (the target's file: bounded, no links) into
  * a new buffer; wal_is_syms_name() says which names are ones. */

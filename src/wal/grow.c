@@ -29,6 +29,29 @@ static uint64_t wal_next_step(const struct ada_wal_file *f)
 	return step > f->opts.segment_bytes ? f->opts.segment_bytes : step;
 }
 
+/* Under a disk budget, a step takes at most a quarter of what the budget
+ * has left (ahead_room), and no less than near_budget_step: the part of a
+ * file allocated and not yet written is disk the budget counts, and near
+ * the budget a whole segment of it per file made retention delete older
+ * generations for room no event used (pipeline_maxdisk: four threads each
+ * a segment ahead under UBSan kept no older generation). */
+static uint64_t wal_room_step(const struct ada_wal_file *f, uint64_t step)
+{
+	uint64_t room = f->io->ahead_room;
+	if (room == UINT64_MAX || !f->opts.near_budget_step)
+		return step;
+	uint64_t fit = room / 4 > f->opts.near_budget_step ? room / 4 : f->opts.near_budget_step;
+	return step < fit ? step : fit;
+}
+
+/* Takes bytes allocated outside wal_grow_ahead() off what the budget has
+ * left for the next steps. */
+static void wal_room_take(struct ada_wal_io *io, uint64_t bytes)
+{
+	if (io->ahead_room != UINT64_MAX)
+		io->ahead_room = io->ahead_room > bytes ? io->ahead_room - bytes : 0;
+}
+
 /* Waits for f's allocation ahead, if one is in flight. */
 static void wal_grow_wait(struct ada_wal_file *f)
 {
@@ -38,7 +61,8 @@ static void wal_grow_wait(struct ada_wal_file *f)
 }
 
 /* Grows the allocation so that need bytes (plus the footer) fit; tries a
- * whole segment, then smaller steps when the disk is nearly full. Here
+ * whole segment (a smaller one near the disk budget, but at least what the
+ * events need), then smaller steps when the disk is nearly full. Here
  * the drain itself waits: for the allocation ahead if one is in flight
  * (usually done long before), else for fallocate, which on ext4 waits
  * for every direct write in flight on the file. */
@@ -47,10 +71,15 @@ int wal_grow(struct ada_wal_file *f, uint64_t need)
 	if (f->alloc < need + ATF_FOOTER_SIZE)
 		wal_grow_wait(f);
 	while (f->alloc < need + ATF_FOOTER_SIZE) {
-		uint64_t step = wal_next_step(f);
+		uint64_t step = wal_room_step(f, wal_next_step(f));
+		uint64_t shortfall = need + ATF_FOOTER_SIZE - f->alloc;
+		if (step < shortfall)
+			step =
+			    (shortfall + WAL_MIN_SEGMENT - 1) / WAL_MIN_SEGMENT * WAL_MIN_SEGMENT;
 		if (fallocate(f->fd, 0, (off_t)f->alloc, (off_t)step) == 0) {
 			f->alloc += step;
 			f->io->alloc_open += step;
+			wal_room_take(f->io, step);
 			f->segments++;
 			continue;
 		}
@@ -65,6 +94,7 @@ int wal_grow(struct ada_wal_file *f, uint64_t need)
 			return err;
 		f->alloc += step;
 		f->io->alloc_open += step;
+		wal_room_take(f->io, step);
 		f->segments++;
 	}
 	return 0;
@@ -90,7 +120,7 @@ void wal_grow_ahead(struct ada_wal_file *f, uint64_t need)
 	if (f->grow_inflight || f->ahead_start || f->grow_err || f->full || f->error ||
 	    f->alloc < WAL_SECOND_END)
 		return; /* one segment ahead at most */
-	uint64_t step = wal_next_step(f);
+	uint64_t step = wal_room_step(f, wal_next_step(f));
 	uint64_t used = need + ATF_FOOTER_SIZE;
 	if (used < f->alloc && f->alloc - used > step / 4)
 		return;

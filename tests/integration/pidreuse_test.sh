@@ -82,3 +82,25 @@ MODE=full
 [ $rc -eq 0 ] || fail "exit status $rc, expected 0 (the refused process waited for ring space until the timeout)"
 grep -q "recorded 10 events .* from 1 process " "$WORK/err" || fail "not 10 events from 1 process"
 echo "pidreuse_test: full ok (the refused process's wait ended by itself)"
+
+# The later process writes into pid_A/ as its agent would (a 3 MiB symbol
+# file in modules/): the recorder had finished A, and scanned pid_A/ for
+# the last time (issue 35: the soak's session ended 180 MiB over its
+# budget, most of it such files). It scans pid_A/ again until the pid is
+# free, so the budget counts the file and deletes it with A's symbols:
+# the session ends within --max-disk-mb 2.
+rm -rf "$WORK/out"
+ADA_TEST_B_SIDE_KB=3072 timeout 120 "$ADA" record --no-agent --max-disk-mb 2 --out "$WORK/out" \
+	-- "$PROD" 10 7 after >"$WORK/out.txt" 2>"$WORK/err"
+rc=$?
+[ $rc -eq 77 ] && { cat "$WORK/err"; echo "pidreuse_test: could not force the pid: skipped"; exit 77; }
+MODE=side
+[ $rc -eq 0 ] || fail "exit status $rc, expected 0"
+grep -q "ignored the arena of process .*: that pid was reused" "$WORK/err" || fail "no reused pid"
+S=$(tail -n 1 "$WORK/err")
+[ -d "$S" ] || fail "no session directory"
+used=$(du -sk "$S" | cut -f1)
+[ "$used" -le 2048 ] || fail "the session takes $used KiB, over its 2 MiB budget: the later process's symbol file was not counted"
+grep -q "over its disk budget" "$WORK/err" && fail "the budget found nothing left to delete"
+"$ADA" validate "$S" >"$WORK/validate" 2>&1 || { cat "$WORK/validate" >&2; fail "ada validate failed"; }
+echo "pidreuse_test: side ok ($used KiB, budget 2 MiB)"

@@ -50,6 +50,34 @@ static void nap(void)
 	nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
 }
 
+/* ADA_TEST_B_SIDE_KB=N: B, as an agent would, writes a symbol file of N
+ * KiB into pid_<its pid>/modules/ of the session: A's directory, which
+ * the recorder finished (issue 35: a reused pid's agent wrote there, and
+ * the disk budget never counted it). */
+static int side_file(void)
+{
+	const char *kb = getenv("ADA_TEST_B_SIDE_KB"), *sd = getenv("ADA_SESSION_DIR");
+	if (!kb || !sd)
+		return 0;
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/pid_%d/modules", sd, (int)getpid());
+	if (mkdir(path, 0700) != 0 && errno != EEXIST)
+		return 14;
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), "/module_99.syms");
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 14;
+	char buf[1024];
+	memset(buf, 'S', sizeof(buf));
+	for (long i = strtol(kb, NULL, 10); i > 0; i--)
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf)) {
+			close(fd);
+			return 14;
+		}
+	close(fd);
+	return 0;
+}
+
 static int emit(uint64_t id, uint64_t k)
 {
 	int rc = ada_producer_init_from_env();
@@ -60,7 +88,7 @@ static int emit(uint64_t id, uint64_t k)
 	}
 	for (uint64_t seq = 0; seq < k; seq++)
 		ada_emit(id << 32 | seq, seq & 1 ? ATF_EVENT_RETURN : ATF_EVENT_CALL, 1);
-	return 0;
+	return id == 2 ? side_file() : 0;
 }
 
 /* Whether path exists; waits (bounded) until it does not when gone. */

@@ -278,6 +278,55 @@ static void test_grow_ahead_room(void **state)
 	unlink(path);
 }
 
+/* Near the disk budget a file grows by small steps (near_budget_step, or
+ * a quarter of the room when that is more), never a whole segment it
+ * would leave mostly unwritten: with no room the events' growth is one
+ * small step, not the 1 MiB segment; with little room the step ahead is
+ * small too; with much room it is the whole segment again. */
+static void test_grow_near_budget(void **state)
+{
+	(void)state;
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts io_o = {.buffer_bytes = 64 * 1024, .max_buffers = 8};
+	assert_int_equal(ada_wal_io_new(&io_o, &io), 0);
+	char path[300];
+	snprintf(path, sizeof(path), "%s/index.atf", tmpdir);
+	struct ada_wal_file_opts o = {.thread_id = 4242,
+	                              .clock_type = ATF_CLOCK_BOOTTIME,
+	                              .arch = ATF_ARCH_X86_64,
+	                              .segment_bytes = 1 << 20,
+	                              .near_budget_step = 64 * 1024};
+	struct ada_wal_file *f;
+	assert_int_equal(ada_wal_file_open(io, path, &o, &f), 0);
+	ada_wal_io_set_ahead_room(io, 0);
+	const uint64_t n = (1024 * 1024 + 16 * 1024) / 32; /* just past the first MiB */
+	write_events(f, 0, n, 1000);
+	ada_wal_io_submit_stale(io, true);
+	while (ada_wal_io_reap(io, true) > 0)
+		;
+	assert_int_equal(ada_wal_file_disk_bytes(f), (1 << 20) + 64 * 1024);
+	/* Little room: the step ahead is near_budget_step (room / 4 is less). */
+	ada_wal_io_set_ahead_room(io, 200 * 1024);
+	write_events(f, n, 1024, 100); /* 32 KiB more: past 3/4 of that step */
+	while (ada_wal_file_disk_bytes(f) < (1 << 20) + 128 * 1024)
+		assert_true(ada_wal_io_reap(io, true) > 0);
+	ada_wal_io_submit_stale(io, true);
+	while (ada_wal_io_reap(io, true) > 0)
+		;
+	assert_int_equal(ada_wal_file_disk_bytes(f), (1 << 20) + 128 * 1024);
+	/* Much room: whole segments ahead again. */
+	ada_wal_io_set_ahead_room(io, 64u << 20);
+	write_events(f, n + 1024, 2048, 100); /* into the step ahead, past 3/4 of it */
+	while (ada_wal_file_disk_bytes(f) < (2 << 20) + 128 * 1024)
+		assert_true(ada_wal_io_reap(io, true) > 0);
+	ada_wal_io_submit_stale(io, true);
+	struct ada_wal_file_summary s;
+	assert_int_equal(ada_wal_file_finalize(f, &s), 0);
+	check_file(path, n + 1024 + 2048, 0);
+	ada_wal_io_free(io);
+	unlink(path);
+}
+
 /* A file system that refuses uncached writes (tmpfs answers RWF_DONTCACHE
  * with -EOPNOTSUPP): every write in flight when the refusal comes is
  * written again without it; nothing is lost, the file is exact. Many
@@ -545,6 +594,7 @@ int main(void)
 	    cmocka_unit_test(test_grow_ahead),
 	    cmocka_unit_test(test_grow_ahead_limit),
 	    cmocka_unit_test(test_grow_ahead_room),
+	    cmocka_unit_test(test_grow_near_budget),
 	    cmocka_unit_test(test_more_files_than_buffers),
 	    cmocka_unit_test(test_empty_file),
 	    cmocka_unit_test(test_finalize_zero_tail),

@@ -117,6 +117,10 @@ struct ada_wal_file_opts {
 	 * under a disk budget: a file's allocation counts against it, as
 	 * before); 0 = no limit. */
 	uint64_t ahead_limit;
+	/* Under a disk budget, the smallest step a file grows by once the
+	 * budget is nearly used (grow.c wal_room_step): what it has allocated
+	 * and not written yet stays about that; 0 = whole segments always. */
+	uint64_t near_budget_step;
 	struct ada_flush_policy flush;
 	/* The index encoding: ATF v2 (32-byte events) or the compact index
 	 * (ATC1, cidx.h) with blocks of cidx_block bytes (0: the default).
