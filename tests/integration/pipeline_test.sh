@@ -153,7 +153,8 @@ rotate_kill)
 	# The recorder is killed as it rotates generations: the old index.atf
 	# is renamed to a generation and the new one not made yet, while the
 	# ring holds what came after. `ada recover` must keep those events.
-	# A 8 MiB budget rotates every 2 MiB (65 536 events of a thread).
+	# A 8 MiB budget rotates every 2 MiB (65 536 ATF v2 events of a thread,
+	# about 700 000 compact ones).
 	ADA_TEST_KILL_AT=rotate_renamed "$ADA" record --no-agent $IDXOPT --max-disk-mb 8 \
 		--out "$WORK/out" -- "$PROD" kill "$WORK/counts" 2>"$WORK/err" &
 	APID=$!
