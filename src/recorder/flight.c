@@ -27,6 +27,7 @@
 #include "symbols.h"
 #include "arena_internal.h"
 #include "detail_internal.h"
+#include "flight_internal.h"
 #include "recorder_internal.h"
 
 #define FLIGHT_SYMS_RELOAD_NS 50000000ull /* unknown module: reread .syms at most this often */
@@ -45,29 +46,6 @@
 #define FLIGHT_PASS_BYTES (4ull << 20)
 #define FLIGHT_PASS_MAX_NS 20000000ull
 #define FLIGHT_PASS_MIN_NS 100000ull
-
-/* One window as one thread saw it. */
-struct wal_flight_tw {
-	uint64_t records, bytes, unlinked, overwritten;
-	/* Records of the window its ring overwrote before they were persisted
-	 * (loss.c); estimated when a gap crossed the window's edge. */
-	uint64_t lost;
-	bool lost_estimated;
-	uint64_t oldest_ns; /* oldest record its ring held at the first persist (0: empty) */
-	uint64_t newest_ns; /* newest record its ring held at the last persist */
-	uint32_t calls, errors;
-	/* What the last copy saw: while none of it changes (the ring's head,
-	 * the index events taken, the file's ring mapping, the window's
-	 * bounds), another copy would decide nothing new, so the post-roll's
-	 * 10 ms ticks skip it (counted in `skipped`). */
-	uint64_t seen_head, seen_next, seen_base, seen_hole, seen_from, seen_to;
-	uint64_t skipped;
-	bool spent; /* the last copy stopped at the pass's budget: records are left */
-	/* Records of the window the last copy found whose index events the
-	 * drain had not taken yet: the window does not close without them. */
-	uint64_t waiting;
-	struct wal_fill fill; /* the functions whose records the copies found */
-};
 
 /* ---- set-up ---- */
 
@@ -144,6 +122,8 @@ void wal_flight_free(struct wal_proc *p)
 		p->threads[j]->fw = NULL;
 		free(p->threads[j]->gaps_kept);
 		p->threads[j]->gaps_kept = NULL;
+		free(p->threads[j]->passed_kept);
+		p->threads[j]->passed_kept = NULL;
 	}
 	ada_trigger_proc_free(p->trig);
 	p->trig = NULL;
@@ -175,6 +155,49 @@ static void flight_lost(struct wal_thread *t, struct wal_flight_tw *fw, uint64_t
 	fw->lost += n;
 	fw->lost_estimated |= est;
 	t->p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST] += n;
+}
+
+/* Window wi's records missed for reason k (enum ada_window_miss): n more. */
+static void flight_missed(struct wal_thread *t, struct wal_flight_tw *fw, unsigned k, uint64_t n,
+                          bool est)
+{
+	fw->missed[k] += n;
+	fw->missed_estimated |= est;
+	t->p->window_missed[k] += n;
+}
+
+/* Records a window's walk passed over (before its range): kept for a
+ * window created later, or one a merge widened, that reaches over them
+ * (flight_passed_missed). */
+static void flight_passed(struct wal_thread *t, const struct wal_gap *g)
+{
+	if (g->records && (t->passed_kept || (t->passed_kept = calloc(1, sizeof(*t->passed_kept)))))
+		wal_gaps_keep(t->passed_kept, g);
+}
+
+/* A window's first copy on t, or its first after a merge widened it: the
+ * records of its new part of the range that a walk passed over before
+ * (a window created later but earlier in time, or a range grown back):
+ * decided, so the detail file (ring order) cannot have them now: its
+ * passed_over. Only the new part: a kept span widened by merging
+ * (wal_gaps_keep) may cross the part the window had. */
+static void flight_passed_missed(struct wal_thread *t, struct wal_flight_tw *fw,
+                                 const struct ada_trigger_window *w)
+{
+	bool est = false;
+	uint64_t n = 0;
+	if (!t->passed_kept)
+		return;
+	if (fw->calls == 0) {
+		n = wal_gaps_take(t->passed_kept, w->from_ns, w->to_ns, &est);
+	} else {
+		if (w->from_ns < fw->seen_from)
+			n += wal_gaps_take(t->passed_kept, w->from_ns, fw->seen_from - 1, &est);
+		if (w->to_ns > fw->seen_to)
+			n += wal_gaps_take(t->passed_kept, fw->seen_to + 1, w->to_ns, &est);
+	}
+	if (n)
+		flight_missed(t, fw, ADA_MISS_PASSED_OVER, n, est);
 }
 
 /* A gap a look at t's ring found (records overwritten before anyone
@@ -261,14 +284,6 @@ uint64_t wal_flight_ring_suggest(const struct wal_proc *p)
 	return best;
 }
 
-/* The pre-roll window w achieved on a thread whose ring held records
- * back to oldest_ns (the first copy's oldest record). */
-static uint64_t flight_pre_achieved(const struct ada_trigger_window *w, uint64_t oldest_ns)
-{
-	uint64_t from = oldest_ns > w->from_ns ? oldest_ns : w->from_ns;
-	return from < w->fire_ns ? w->fire_ns - from : 0;
-}
-
 void wal_flight_preroll_short(struct ada_recorder *r, struct wal_proc *p)
 {
 	const struct ada_arena_config *c = p->arena ? ada_arena_config_of(p->arena) : NULL;
@@ -280,7 +295,7 @@ void wal_flight_preroll_short(struct ada_recorder *r, struct wal_proc *p)
 			    ada_trigger_window_at(r->flight.trig, wi);
 			if (!fw->lost || !fw->oldest_ns || !w || w->fire_ns <= w->from_ns)
 				continue;
-			uint64_t got = flight_pre_achieved(w, fw->oldest_ns);
+			uint64_t got = wal_flight_pre_achieved(w, fw->oldest_ns);
 			if (!p->pre_asked_ns || got < p->pre_got_ns) {
 				p->pre_asked_ns = w->fire_ns - w->from_ns;
 				p->pre_got_ns = got;
@@ -305,7 +320,8 @@ void wal_flight_window_got(const struct ada_recorder *r, size_t wi, struct ada_l
 			const struct wal_flight_tw *fw = &t->fw[wi];
 			g->records += fw->records;
 			g->lost += fw->lost;
-			uint64_t got = fw->oldest_ns ? flight_pre_achieved(w, fw->oldest_ns) : 0;
+			uint64_t got =
+			    fw->oldest_ns ? wal_flight_pre_achieved(w, fw->oldest_ns) : 0;
 			g->pre_achieved_ns = got > g->pre_achieved_ns ? got : g->pre_achieved_ns;
 		}
 	}
@@ -399,6 +415,8 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 	/* A new window, or one a fire merged into (its range grew): the kept
 	 * gaps it reaches over are its shortfall. */
 	bool reach = fw->calls == 0 || w->from_ns != fw->seen_from || w->to_ns != fw->seen_to;
+	if (reach)
+		flight_passed_missed(t, fw, w); /* before seen_from/to move */
 	fw->seen_head = head;
 	fw->seen_next = t->ring_next;
 	fw->seen_base = t->file_ring_base;
@@ -412,7 +430,12 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 	fw->spent = st.budget_spent;
 	r->flight.backlog |= st.budget_spent;
 	fw->waiting = st.waiting;
+	fw->waiting_in = st.waiting_in;
 	r->flight.waiting |= st.waiting > 0;
+	/* Decided even when the call failed later (a write): counted. */
+	if (st.bad_link)
+		flight_missed(t, fw, ADA_MISS_BAD_LINK, st.bad_link, false);
+	flight_passed(t, &st.passed);
 	if (e < 0) {
 		fw->errors++;
 		return;
@@ -555,6 +578,19 @@ void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t)
 		WAL_GUARDED(t->p->arena, flight_thread_windows(r, t), (void)0);
 	/* Its ring's overwrites since the last look: the thread's count whole. */
 	WAL_GUARDED(t->p->arena, wal_detail_sync_overwritten(t), (void)0);
+}
+
+void wal_flight_thread_unread(struct ada_recorder *r, struct wal_thread *t)
+{
+	if (r->o.detail_mode != ADA_DETAIL_TRIGGERED || !r->flight.trig)
+		return;
+	for (size_t wi = 0; wi < t->nfw; wi++) {
+		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
+		struct wal_flight_tw *fw = &t->fw[wi];
+		if (w && !w->closed && fw->waiting_in)
+			flight_missed(t, fw, ADA_MISS_UNREAD_AT_END, fw->waiting_in, false);
+		fw->waiting = fw->waiting_in = 0; /* its file is final: nothing waits */
+	}
 }
 
 void wal_flight_after_pass(struct ada_recorder *r)
@@ -877,263 +913,6 @@ void wal_flight_proc_finished(struct wal_proc *p)
 
 /* ---- manifest ---- */
 
-/* What thread t holds of window wi: records, and the pre/post-roll
- * achieved (its ring's oldest record at the first persist bounds the
- * pre-roll; the newest at the last one, the post-roll). */
-static json_t *flight_window_thread(const struct wal_thread *t, const struct wal_flight_tw *fw,
-                                    const struct ada_trigger_window *w)
-{
-	json_t *o = json_object();
-	json_object_set_new(o, "thread", json_integer(t->seq));
-	json_object_set_new(o, "tid", json_integer(t->tid));
-	json_object_set_new(o, "records", json_integer((json_int_t)fw->records));
-	json_object_set_new(o, "bytes", json_integer((json_int_t)fw->bytes));
-	json_object_set_new(o, "unlinked", json_integer((json_int_t)fw->unlinked));
-	json_object_set_new(o, "window_lost", json_integer((json_int_t)fw->lost));
-	if (fw->lost_estimated)
-		json_object_set_new(o, "window_lost_estimated", json_true());
-	json_object_set_new(o, "errors", json_integer(fw->errors));
-	json_object_set_new(o, "copies", json_integer(fw->calls));
-	json_object_set_new(o, "copies_skipped", json_integer((json_int_t)fw->skipped));
-	if (fw->oldest_ns) {
-		json_object_set_new(
-		    o, "pre_achieved_ns",
-		    json_integer((json_int_t)flight_pre_achieved(w, fw->oldest_ns)));
-	} else {
-		json_object_set_new(o, "pre_achieved_ns", json_null()); /* its ring was empty */
-	}
-	if (fw->newest_ns) {
-		uint64_t to = fw->newest_ns < w->to_ns ? fw->newest_ns : w->to_ns;
-		json_object_set_new(
-		    o, "post_achieved_ns",
-		    json_integer(to > w->fire_ns ? (json_int_t)(to - w->fire_ns) : 0));
-	} else {
-		json_object_set_new(o, "post_achieved_ns", json_null());
-	}
-	return o;
-}
-
-static json_t *flight_window_threads(const struct wal_proc *p, size_t wi,
-                                     const struct ada_trigger_window *w, uint64_t *records,
-                                     uint64_t *lost)
-{
-	json_t *a = json_array();
-	for (size_t j = 0; j < p->nthreads; j++) {
-		const struct wal_thread *t = p->threads[j];
-		if (wi >= t->nfw || (!t->fw[wi].calls && !t->fw[wi].lost))
-			continue;
-		*records += t->fw[wi].records;
-		*lost += t->fw[wi].lost;
-		json_array_append_new(a, flight_window_thread(t, &t->fw[wi], w));
-	}
-	return a;
-}
-
-/* The key-symbol set in force when w fired: the last version published
- * to p at or before the fire (0: the agent's own start-time set), or null
- * when versions published later than the ones kept may have covered it. */
-static json_t *flight_window_keysym(const struct ada_trigger_window *w, const struct wal_proc *p)
-{
-	const json_t *v;
-	json_int_t found = 0;
-	size_t i;
-	json_array_foreach(p->ks_versions, i, v)
-	{
-		json_int_t t = json_integer_value(json_object_get(v, "time_ns"));
-		if (t > 0 && (uint64_t)t <= w->fire_ns)
-			found = json_integer_value(json_object_get(v, "version"));
-		else if (t > 0)
-			return json_integer(found);
-	}
-	return p->ks_versions_dropped ? json_null() : json_integer(found);
-}
-
-#define FLIGHT_FILLERS_SHOWN 5u
-
-/* Window wi's fillers over p's threads, merged by function (the first
- * 32 functions the threads' lists name), heaviest first by the bytes
- * they surely had (bytes - err), into out (at most WAL_FILL_TOP, bytes
- * being those sure bytes, err 0); returns how many, and *total the bytes
- * of every record the copies found. */
-static size_t flight_fillers(const struct wal_proc *p, size_t wi, struct wal_fill *out,
-                             uint64_t *total)
-{
-	size_t n = 0;
-	*total = 0;
-	memset(out, 0, sizeof(*out));
-	struct {
-		uint64_t fn, bytes;
-	} all[WAL_FILL_TOP * 4];
-	for (size_t j = 0; j < p->nthreads; j++) {
-		const struct wal_thread *t = p->threads[j];
-		if (wi >= t->nfw)
-			continue;
-		*total += t->fw[wi].fill.total;
-		for (uint32_t i = 0; i < WAL_FILL_TOP; i++) {
-			const struct wal_fill *f = &t->fw[wi].fill;
-			size_t k = 0;
-			while (k < n && all[k].fn != f->fn[i])
-				k++;
-			if (!f->bytes[i] || (k == n && n == sizeof(all) / sizeof(all[0])))
-				continue; /* past the merge's room: the lighter ones */
-			if (k == n) {
-				all[k].fn = f->fn[i];
-				all[k].bytes = 0;
-				n++;
-			}
-			all[k].bytes += f->bytes[i] - f->err[i]; /* what it surely had */
-		}
-	}
-	size_t m = 0;
-	for (; m < WAL_FILL_TOP && m < n; m++) { /* selection: a few entries */
-		size_t best = m;
-		for (size_t k = m + 1; k < n; k++)
-			if (all[k].bytes > all[best].bytes)
-				best = k;
-		uint64_t fn = all[best].fn, b = all[best].bytes;
-		if (!b)
-			break; /* none of the rest surely filled anything */
-		all[best] = all[m];
-		out->fn[m] = fn;
-		out->bytes[m] = b;
-	}
-	return m;
-}
-
-/* How many of the n fillers f (heaviest first), left out of the detail
- * set, would have freed the share of the ring the lost records needed at
- * the same ring size: the fewest whose bytes are at least
- * lost / (records + lost) of all (0: the listed ones are not enough). An
- * estimate: the lost records are taken to be like the ones kept. */
-static size_t flight_hold_count(const struct wal_fill *f, size_t n, uint64_t total,
-                                uint64_t records, uint64_t lost)
-{
-	uint64_t cum = 0;
-	for (size_t i = 0; i < n && total; i++) {
-		cum += f->bytes[i];
-		if ((unsigned __int128)cum * (records + lost) >= (unsigned __int128)lost * total)
-			return i + 1;
-	}
-	return 0;
-}
-
-/* fn's name in p's symbol files, or its id written into buf. */
-static const char *flight_fill_name(const struct wal_proc *p, uint64_t fn, char *buf, size_t len)
-{
-	const char *name = NULL, *mod = NULL;
-	if (p->syms && ada_symtab_resolve(p->syms, fn, &name, &mod) && name)
-		return name;
-	snprintf(buf, len, "0x%" PRIx64, fn);
-	return buf;
-}
-
-/* A window that lost records: the functions whose records filled the
- * rings ("fillers": bytes and share, heaviest first) and the fewest of
- * them whose records, left out of the detail set, would have held it
- * ("hold_without", flight_hold_count; null when not enough). */
-static void flight_window_fillers(json_t *o, const struct wal_proc *p, size_t wi, uint64_t records,
-                                  uint64_t lost)
-{
-	struct wal_fill f;
-	uint64_t total;
-	size_t n = flight_fillers(p, wi, &f, &total);
-	size_t hold = flight_hold_count(&f, n, total, records, lost);
-	json_t *a = json_array(), *h = hold ? json_array() : json_null();
-	for (size_t i = 0; i < n && total; i++) {
-		const char *name = NULL, *mod = NULL;
-		char id[32];
-		snprintf(id, sizeof(id), "0x%" PRIx64, f.fn[i]);
-		if (!p->syms || !ada_symtab_resolve(p->syms, f.fn[i], &name, &mod))
-			name = NULL;
-		if (i < FLIGHT_FILLERS_SHOWN)
-			json_array_append_new(a, json_pack("{s:o,s:s,s:I,s:f}", "function",
-			                                   name ? json_string(name) : json_null(),
-			                                   "function_id", id, "bytes",
-			                                   (json_int_t)f.bytes[i], "share",
-			                                   (double)f.bytes[i] / (double)total));
-		if (i < hold)
-			json_array_append_new(h, json_string(name ? name : id));
-	}
-	json_object_set_new(o, "fillers", a);
-	json_object_set_new(o, "hold_without", h);
-}
-
-void wal_flight_fill_hint(const struct ada_recorder *r, const struct wal_proc *p, char *buf,
-                          size_t len)
-{
-	size_t worst = SIZE_MAX;
-	uint64_t worst_lost = 0, worst_records = 0;
-	buf[0] = '\0';
-	for (size_t wi = 0; r->flight.trig && wi < ada_trigger_window_count(r->flight.trig); wi++) {
-		uint64_t records = 0, lost = 0;
-		for (size_t j = 0; j < p->nthreads; j++) {
-			if (wi < p->threads[j]->nfw) {
-				records += p->threads[j]->fw[wi].records;
-				lost += p->threads[j]->fw[wi].lost;
-			}
-		}
-		if (lost > worst_lost) {
-			worst = wi;
-			worst_lost = lost;
-			worst_records = records;
-		}
-	}
-	if (worst == SIZE_MAX)
-		return;
-	struct wal_fill f;
-	uint64_t total;
-	size_t n = flight_fillers(p, worst, &f, &total);
-	size_t hold = flight_hold_count(&f, n, total, worst_records, worst_lost);
-	size_t at = 0;
-	for (size_t i = 0; i < hold && at < len; i++) {
-		char id[32];
-		int k = snprintf(buf + at, len - at, "%s%s", i ? ", " : "",
-		                 flight_fill_name(p, f.fn[i], id, sizeof(id)));
-		if (k < 0 || (size_t)k >= len - at) {
-			buf[0] = '\0'; /* too long to say on one line: ada windows says it */
-			return;
-		}
-		at += (size_t)k;
-	}
-}
-
-static json_t *flight_window(const struct ada_trigger_window *w, const struct wal_proc *p,
-                             size_t wi)
-{
-	json_t *o = json_object();
-	json_object_set_new(o, "id", json_integer(w->id));
-	json_object_set_new(o, "trigger", json_string(w->trigger));
-	json_object_set_new(o, "fire_ns", json_integer((json_int_t)w->fire_ns));
-	json_object_set_new(o, "from_ns", json_integer((json_int_t)w->from_ns));
-	json_object_set_new(o, "to_ns", json_integer((json_int_t)w->to_ns));
-	json_object_set_new(o, "fires", json_integer(w->fires));
-	json_object_set_new(o, "keysym_version", flight_window_keysym(w, p));
-	if (w->note[0])
-		json_object_set_new(o, "note", json_string(w->note));
-	if (w->fn_id) {
-		char id[32];
-		snprintf(id, sizeof(id), "0x%" PRIx64, w->fn_id);
-		json_object_set_new(o, "function_id", json_string(id));
-	}
-	if (w->tid)
-		json_object_set_new(o, "tid", json_integer(w->tid));
-	if (w->duration_ns) {
-		json_object_set_new(o, "duration_ns", json_integer((json_int_t)w->duration_ns));
-		json_object_set_new(o, "threshold_ns", json_integer((json_int_t)w->threshold_ns));
-	}
-	json_object_set_new(o, "pre_roll_ns", json_integer((json_int_t)(w->fire_ns - w->from_ns)));
-	json_object_set_new(o, "post_roll_ns", json_integer((json_int_t)(w->to_ns - w->fire_ns)));
-	uint64_t records = 0, lost = 0;
-	json_t *threads = flight_window_threads(p, wi, w, &records, &lost);
-	json_object_set_new(o, "threads", threads);
-	json_object_set_new(o, "records", json_integer((json_int_t)records));
-	json_object_set_new(o, "window_lost", json_integer((json_int_t)lost));
-	if (lost)
-		flight_window_fillers(o, p, wi, records, lost);
-	json_object_set_new(o, "closed", json_boolean(w->closed));
-	return o;
-}
-
 static json_t *flight_stats(struct ada_recorder *r)
 {
 	struct ada_trigger_stats s;
@@ -1170,7 +949,7 @@ static json_t *flight_json(struct ada_recorder *r, const struct wal_proc *p)
 	json_object_set_new(f, "triggers", trig);
 	for (size_t i = 0; i < ada_trigger_window_count(r->flight.trig); i++)
 		json_array_append_new(
-		    wins, flight_window(ada_trigger_window_at(r->flight.trig, i), p, i));
+		    wins, wal_flight_window_json(ada_trigger_window_at(r->flight.trig, i), p, i));
 	json_object_set_new(f, "windows", wins);
 	json_object_set_new(f, "counts", flight_stats(r));
 	return f;
