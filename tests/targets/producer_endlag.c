@@ -59,9 +59,9 @@ static void endlag_detail(uint64_t fn, bool call)
 	ada_detail_put(w, ADA_DREC_TS, p->events[link & p->mask].timestamp_ns);
 	ada_detail_put(w, ADA_DREC_LINK, link);
 	ada_detail_put(w, ADA_DREC_FN, fn);
-	ada_detail_put(w, ADA_DREC_META,
-	               ada_drec_meta(call ? ATF_DETAIL_FUNCTION_CALL : ATF_DETAIL_FUNCTION_RETURN,
-	                             0, 0));
+	ada_detail_put(
+	    w, ADA_DREC_META,
+	    ada_drec_meta(call ? ATF_DETAIL_FUNCTION_CALL : ATF_DETAIL_FUNCTION_RETURN, 0, 0));
 	for (uint32_t i = ADA_DREC_REGS; i < words; i++)
 		ada_detail_put(w, i, 0);
 	ada_detail_commit(p, end);
