@@ -525,7 +525,7 @@ static void record_window_missed(const struct ada_record_summary *s, char *buf, 
 	}
 	if (n)
 		snprintf(buf, len,
-		         "; %llu records windows wanted were not written (%s: ada windows DIR "
+		         "; %llu records windows wanted were not written (%s: ada status DIR "
 		         "says which window; not drops)",
 		         (unsigned long long)n, why);
 }
