@@ -105,6 +105,9 @@ grep -q "drops $DU (unread_at_end $DU)" "$WORK/status" ||
 	{ cat "$WORK/status" >&2; fail "ada status does not say drops $DU (unread_at_end $DU)"; }
 grep -q "wanted records not written (unread_at_end $DU;" "$WORK/status" ||
 	{ cat "$WORK/status" >&2; fail "ada status does not say the window's unread_at_end $DU"; }
+"$ADA" windows "$S" >"$WORK/windows" 2>&1 || { cat "$WORK/windows" >&2; fail "ada windows failed"; }
+grep -q "wanted records not written: unread_at_end $DU)" "$WORK/windows" ||
+	{ cat "$WORK/windows" >&2; fail "ada windows does not say the window's unread_at_end $DU"; }
 "$ADA" validate "$S" >"$WORK/validate" 2>&1 || { cat "$WORK/validate" >&2; fail "ada validate failed"; }
 A=$(sed -n 's/.*"arena_dir": "\(.*\)".*/\1/p' "$S/pid_$C/manifest.json" | head -n 1)
 [ -e "$A" ] && fail "the arena directory $A is left after the daemon exited: $(ls "$A" | head -n 5)"
