@@ -1283,6 +1283,63 @@ static void test_persist_passed(void **state)
 	pfx_close(&x);
 }
 
+/* A window created after another one's walk passed over its records
+ * (earlier in time: its fire reached the drain later) cannot have them
+ * (the detail file keeps ring order): flight.c counts its share of the
+ * span passed over as its passed_over (window_missed), an estimate here
+ * (the span crosses its edge), and nothing is written for it. */
+static void test_flight_passed_over(void **state)
+{
+	(void)state;
+	struct pfx x;
+	pfx_open(&x);
+	for (uint64_t i = 0; i < 20; i++) {
+		emit_one(&x, FN(i), true);
+		emit_one(&x, FN(i), false);
+	}
+	const struct atf_index_event *ev;
+	assert_int_equal(ada_index_ring_peek(x.a, ada_producer_tls.slot, &ev), 40);
+	struct pdrain d;
+	pdrain_open(&d, &x, "index.atf", 0);
+	take(&x, &d.t, 0, 40);
+	struct wal_thread *tp = &d.t;
+	d.p.threads = &tp;
+	d.p.nthreads = 1;
+	d.r.o.detail_mode = ADA_DETAIL_TRIGGERED;
+	/* windows of a few events each: [fire - x, fire + x] */
+	uint64_t span = ev[4].timestamp_ns - ev[0].timestamp_ns;
+	struct ada_trigger_opts o = {.pre_ns = span, .post_ns = span, .max_windows = 8};
+	struct ada_trigger_spec spec;
+	char why[128];
+	assert_int_equal(ada_trigger_parse("manual", &spec, why, sizeof(why)), 0);
+	assert_int_equal(ada_trigger_engine_new(&o, &d.r.flight.trig), 0);
+	assert_int_equal(ada_trigger_add(d.r.flight.trig, &spec, 0, NULL), 0);
+	/* the later window first: its walk passes over records 0..~29 */
+	assert_int_equal(ada_trigger_fire_manual(d.r.flight.trig, ev[34].timestamp_ns), 0);
+	ada_trigger_tick(d.r.flight.trig, ev[39].timestamp_ns, 0);
+	assert_int_equal(ada_trigger_window_count(d.r.flight.trig), 1);
+	wal_flight_thread_end(&d.r, &d.t);
+	uint64_t written = wal_detail_proc_records(&d.p);
+	assert_true(written > 0 && written < 40);
+	assert_int_equal(d.p.window_missed[ADA_MISS_PASSED_OVER], 0);
+	/* then one earlier in time */
+	assert_int_equal(ada_trigger_fire_manual(d.r.flight.trig, ev[10].timestamp_ns), 0);
+	ada_trigger_tick(d.r.flight.trig, ev[39].timestamp_ns, 0);
+	assert_int_equal(ada_trigger_window_count(d.r.flight.trig), 2);
+	wal_flight_thread_end(&d.r, &d.t);
+	assert_int_equal(wal_detail_proc_records(&d.p), written); /* nothing late */
+	assert_true(d.p.window_missed[ADA_MISS_PASSED_OVER] > 0);
+	assert_true(d.p.window_missed[ADA_MISS_PASSED_OVER] <= 40 - written);
+	/* every event taken: nothing waits at its last copy */
+	wal_flight_thread_unread(&d.r, &d.t);
+	assert_int_equal(d.p.window_missed[ADA_MISS_UNREAD_AT_END], 0);
+	assert_int_equal(d.p.window_missed[ADA_MISS_BAD_LINK], 0);
+	wal_flight_free(&d.p);
+	wal_flight_fini(&d.r);
+	pdrain_close(&d);
+	pfx_close(&x);
+}
+
 /* A recording of an aarch64 program: a RETURN record's two value words
  * are x0:x1, so they land in x_regs[0..1], not x86_64's rax:rdx slots
  * (docs/format.md, the arm64 table); a CALL's are as on x86_64. */
@@ -1392,6 +1449,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_persist_arm64_return, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_bad_link, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_passed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flight_passed_over, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_window, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_windows, setup, teardown),
 	};
