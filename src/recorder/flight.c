@@ -320,6 +320,8 @@ void wal_flight_window_got(const struct ada_recorder *r, size_t wi, struct ada_l
 			const struct wal_flight_tw *fw = &t->fw[wi];
 			g->records += fw->records;
 			g->lost += fw->lost;
+			for (unsigned k = 0; k < ADA_WINDOW_MISS_COUNT; k++)
+				g->missed[k] += fw->missed[k];
 			uint64_t got =
 			    fw->oldest_ns ? wal_flight_pre_achieved(w, fw->oldest_ns) : 0;
 			g->pre_achieved_ns = got > g->pre_achieved_ns ? got : g->pre_achieved_ns;

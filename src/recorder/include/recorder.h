@@ -246,6 +246,7 @@ void ada_recorder_request_manual(struct ada_recorder *r);
  * achieved (the farthest back a thread's ring reached; 0: none yet). */
 struct ada_live_window_got {
 	uint64_t records, lost, pre_achieved_ns;
+	uint64_t missed[ADA_WINDOW_MISS_COUNT]; /* neither written nor overwritten, by reason */
 };
 
 struct ada_live_proc {
