@@ -7,7 +7,7 @@ For each window of each process in the session (its manifest's
 flight_recorder.windows) it counts the index events, CALL and RETURN, whose
 time lies in the window's [from_ns, to_ns] (`ada dump PID_DIR --format
 jsonl`), the ones among them linked to a detail record, and takes the
-window's window_lost and its threads' unlinked. Every record a window wanted
+window's window_lost, its window_missed.passed_over and its threads' unlinked. Every record a window wanted
 is one of those, so index events = linked + window_lost + unlinked, exactly
 unless a thread's window_lost is an estimate (window_lost_estimated: shared
 out by time across the window's edge). A window short of that without an
@@ -64,7 +64,11 @@ def check_process(ada, pid_dir):
         lost = w.get("window_lost", 0)
         threads = w.get("threads", [])
         unlinked = sum(t.get("unlinked", 0) for t in threads)
-        est = any(t.get("window_lost_estimated") for t in threads)
+        # passed over before the window existed: their events are in the
+        # index file (unread_at_end's and bad_link's have none there)
+        lost += (w.get("window_missed") or {}).get("passed_over", 0)
+        est = any(t.get("window_lost_estimated") or t.get("window_missed_estimated")
+                  for t in threads)
         short = (hi - lo) - linked - lost - unlinked
         flag = ""
         if short:

@@ -177,6 +177,29 @@ const char *cmd_ctl_span(uint64_t ns, char *buf, size_t cap)
 	return buf;
 }
 
+/* ", N wanted records not written (reason n, ...)" from a window's
+ * window_missed, when any; only the reasons ada knows are read (the
+ * reply is the other side's: its keys are not printed). */
+static void fmt_window_missed(FILE *f, json_t *m)
+{
+	json_int_t n = 0;
+	bool first = true;
+	for (unsigned k = 0; k < ADA_WINDOW_MISS_COUNT; k++)
+		n += fmt_int(m, ada_window_miss_name(k)) > 0 ? fmt_int(m, ada_window_miss_name(k))
+		                                             : 0;
+	if (n <= 0)
+		return;
+	fprintf(f, ", %lld wanted records not written (", (long long)n);
+	for (unsigned k = 0; k < ADA_WINDOW_MISS_COUNT; k++) {
+		json_int_t c = fmt_int(m, ada_window_miss_name(k));
+		if (c <= 0)
+			continue;
+		fprintf(f, "%s%s %lld", first ? "" : ", ", ada_window_miss_name(k), (long long)c);
+		first = false;
+	}
+	fprintf(f, "; not drops)");
+}
+
 /* A line per recent window of a live recording: the pre-roll its rings
  * reached so far of what it asked and its records; a shortfall is what
  * the rings overwrote first, never drops (the manifest says why). */
@@ -199,6 +222,7 @@ static void fmt_recent_windows(FILE *f, json_t *w)
 		if (lost)
 			fprintf(f, ", %lld wanted records already overwritten (not drops)",
 			        (long long)lost);
+		fmt_window_missed(f, json_object_get(e, "window_missed"));
 		fputc('\n', f);
 	}
 }

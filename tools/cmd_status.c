@@ -243,6 +243,28 @@ static void status_window_fill(const json_t *w)
 	printf(" in the detail set it would have held");
 }
 
+/* The records window w wanted that were neither written nor overwritten,
+ * with their reasons (the manifest's window_missed), when any. */
+static void status_window_missed(const json_t *w)
+{
+	const json_t *m = json_object_get(w, "window_missed"), *v;
+	const char *k;
+	uint64_t n = 0;
+	json_object_foreach((json_t *)m, k, v) n += status_int((json_t *)m, k);
+	if (!n)
+		return;
+	printf(", %llu wanted records not written (", (unsigned long long)n);
+	bool first = true;
+	json_object_foreach((json_t *)m, k, v)
+	{
+		uint64_t c = status_int((json_t *)m, k);
+		if (c)
+			printf("%s%s %llu", first ? "" : ", ", k, (unsigned long long)c);
+		first = first && !c;
+	}
+	printf("; not drops)");
+}
+
 /* One line per window of this process (the first STATUS_WINDOWS_SHOWN):
  * the pre-roll it achieved (the farthest a thread's ring reached) of what
  * it asked, its records, and when the rings had overwritten some, that
@@ -286,6 +308,7 @@ static void status_windows(json_t *man)
 				    (double)ring / (1 << 20) / ((double)got / 1e9));
 			status_window_fill(w);
 		}
+		status_window_missed(w);
 		printf("\n");
 	}
 }

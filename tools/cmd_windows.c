@@ -111,6 +111,44 @@ static void wn_add(json_t *o, const char *k, json_int_t v, bool keep_max)
 	wn_set_int(o, k, keep_max ? (v > cur ? v : cur) : cur + v);
 }
 
+/* Adds w's window_missed (records it wanted that were neither written
+ * nor overwritten, by reason) to n's. */
+static void wn_add_missed(json_t *n, const json_t *w)
+{
+	const json_t *m = json_object_get(w, "window_missed"), *v;
+	const char *k;
+	json_t *to = json_object_get(n, "window_missed");
+	if (!json_is_object(m))
+		return;
+	if (!to) {
+		to = json_object();
+		json_object_set_new(n, "window_missed", to);
+	}
+	json_object_foreach((json_t *)m, k, v) wn_add(to, k, json_integer_value(v), false);
+}
+
+/* ", N wanted records not written (reason n, ...)" for window w, when any. */
+static void wn_missed_text(const json_t *w)
+{
+	const json_t *m = json_object_get(w, "window_missed"), *v;
+	const char *k;
+	json_int_t n = 0;
+	bool first = true;
+	json_object_foreach((json_t *)m, k, v) n +=
+	    json_integer_value(v) > 0 ? json_integer_value(v) : 0;
+	if (n <= 0)
+		return;
+	printf(" (%" PRId64 " wanted records not written:", (int64_t)n);
+	json_object_foreach((json_t *)m, k, v)
+	{
+		if (json_integer_value(v) <= 0)
+			continue;
+		printf("%s %s %" PRId64, first ? "" : ",", k, (int64_t)json_integer_value(v));
+		first = false;
+	}
+	printf(")");
+}
+
 /* One process's part of window w (a manifest's entry) into n. */
 static void wn_norm_proc(json_t *n, const json_t *w, int64_t pid)
 {
@@ -122,6 +160,7 @@ static void wn_norm_proc(json_t *n, const json_t *w, int64_t pid)
 	wn_add(n, "records", wn_int(w, "records") < 0 ? 0 : wn_int(w, "records"), false);
 	wn_add(n, "window_lost", wn_int(w, "window_lost") < 0 ? 0 : wn_int(w, "window_lost"),
 	       false);
+	wn_add_missed(n, w);
 	json_array_foreach(ths, i, th)
 	{
 		wn_add(n, "pre_achieved_ns", wn_int(th, "pre_achieved_ns"), true);
@@ -359,6 +398,7 @@ static void wn_row(const struct wn_doc *d, const json_t *w)
 	if (json_is_false(json_object_get(w, "closed")))
 		printf(d->live ? " (not persisted yet)"
 		               : " (cut short by the end of the recording)");
+	wn_missed_text(w);
 	if (note) {
 		printf("  note: ");
 		rd_json_str(stdout, note);

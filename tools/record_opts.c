@@ -505,6 +505,31 @@ static void record_span(char *buf, size_t cap, uint64_t ns)
 		snprintf(buf, cap, "%.3g us", (double)ns / 1e3);
 }
 
+/* The records windows wanted that were neither written nor overwritten,
+ * with their reasons ("; 12 records windows wanted were not written
+ * (unread_at_end 10, bad_link 2) ..."), or "" when none. */
+static void record_window_missed(const struct ada_record_summary *s, char *buf, size_t len)
+{
+	uint64_t n = 0;
+	char why[120] = "";
+	size_t at = 0;
+	buf[0] = '\0';
+	for (unsigned k = 0; k < ADA_WINDOW_MISS_COUNT; k++) {
+		n += s->window_missed[k];
+		int w =
+		    s->window_missed[k] && at < sizeof(why)
+		        ? snprintf(why + at, sizeof(why) - at, "%s%s %llu", at ? ", " : "",
+		                   ada_window_miss_name(k), (unsigned long long)s->window_missed[k])
+		        : 0;
+		at += w > 0 ? (size_t)w : 0;
+	}
+	if (n)
+		snprintf(buf, len,
+		         "; %llu records windows wanted were not written (%s: ada status DIR "
+		         "says which window; not drops)",
+		         (unsigned long long)n, why);
+}
+
 /* --detail triggered: what the flight recorder kept. Its rings overwriting
  * what no window wanted is how it works, not a loss; what a window wanted
  * and its ring no longer held (window_lost) is the window's shortfall,
@@ -564,12 +589,14 @@ static void record_print_flight(const struct ada_record_summary *s)
 		         "; %llu records windows wanted were already overwritten (window_lost: the "
 		         "detail ring turned over before the drain persisted them, not drops)%s%s",
 		         (unsigned long long)lost, held, hint);
+	char missed[200] = "";
+	record_window_missed(s, missed, sizeof(missed));
 	fprintf(stderr,
 	        "ada: flight recorder: %llu window%s persisted, %llu detail records persisted, "
-	        "%llu older detail records overwritten in memory (not drops)%s\n",
+	        "%llu older detail records overwritten in memory (not drops)%s%s\n",
 	        (unsigned long long)s->windows, s->windows == 1 ? "" : "s",
 	        (unsigned long long)s->detail_records, (unsigned long long)s->detail_overwritten,
-	        why);
+	        why, missed);
 }
 
 /* --detail always promises every record: say what to do when the rings

@@ -94,5 +94,10 @@ json_t *ctl_window_json(const struct ada_trigger_window *w, const struct ada_liv
 	json_object_set_new(o, "pre_achieved_ns", json_integer((json_int_t)g->pre_achieved_ns));
 	json_object_set_new(o, "records", json_integer((json_int_t)g->records));
 	json_object_set_new(o, "window_lost", json_integer((json_int_t)g->lost));
+	json_t *m = json_object();
+	for (unsigned k = 0; k < ADA_WINDOW_MISS_COUNT; k++)
+		json_object_set_new(m, ada_window_miss_name(k),
+		                    json_integer((json_int_t)g->missed[k]));
+	json_object_set_new(o, "window_missed", m);
 	return o;
 }

@@ -102,6 +102,15 @@ struct wal_detail_stats {
 	uint64_t waiting;      /* of those, the ones not past to_ns by their own timestamp
 	                          (the index lane's, clamped, is never earlier): the
 	                          window waits for them */
+	uint64_t waiting_in;   /* of those, the ones not before from_ns either: the window's
+	                          by their own timestamp (at the thread's last copy, never
+	                          to be taken: the window's unread_at_end) */
+	uint64_t bad_link;     /* records in the window (by their own timestamp) linked at or
+	                          past the index ring's head (pd_index_head): no event of theirs exists,
+	                          decided and left out (the window's bad_link) */
+	struct wal_gap passed; /* records before from_ns this call passed over: decided, so
+	                          a window created later that reaches over them cannot have
+	                          them (flight.c: its passed_over) */
 	struct wal_gap gap;    /* records overwritten before any call decided them, found by
 	                          this call (a window's wal_gap_share of it is window_lost) */
 	bool budget_spent;     /* the call stopped at its byte budget: records are left */

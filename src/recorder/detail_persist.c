@@ -76,6 +76,10 @@ struct wal_tdetail {
 	 * undecided, where the next call's copy may start (wfrom_ok). */
 	uint64_t wfrom;
 	bool wfrom_ok;
+	/* One past the ring position of the last record decided for a bad
+	 * link (pd_locate): a later look finds it decided, as records below
+	 * hwm (whose link it could not move: a link the target made up). */
+	uint64_t bad_upto;
 	int error;
 };
 
@@ -87,6 +91,9 @@ struct pd_walk_ctl {
 	const struct ada_detail_snapshot *snap;
 	uint64_t resume; /* ring position of the first undecided record */
 	bool all;        /* every record of the snapshot was decided */
+	/* The index ring's head read after the snapshot: a record linked at
+	 * or past it links to no event (pd_index_head). */
+	uint64_t index_head;
 };
 
 static struct wal_tdetail *pd_state(struct wal_thread *t)
@@ -223,7 +230,7 @@ static int pd_open_file(struct wal_thread *t, struct wal_tdetail *dt)
 	return 0;
 }
 
-enum pd_verdict { PD_WRITE, PD_SKIP, PD_UNLINKED, PD_LATER, PD_STOP };
+enum pd_verdict { PD_WRITE, PD_SKIP, PD_UNLINKED, PD_LATER, PD_STOP, PD_BAD_LINK };
 
 /* Window test for a record whose index event cannot be read: by its own
  * timestamp (converted now; the index lane's may differ by a clamp). */
@@ -234,11 +241,19 @@ static enum pd_verdict pd_unlinked(uint64_t ns, uint64_t from_ns, uint64_t to_ns
 	return ns > to_ns ? PD_STOP : PD_UNLINKED;
 }
 
-/* Where the record's index event is, and whether it is the record's. */
-static enum pd_verdict pd_locate(struct wal_thread *t, const struct pd_rec *rc, uint64_t ns,
-                                 uint64_t from_ns, uint64_t to_ns, uint64_t *seq,
+/* Where the record's index event is, and whether it is the record's. A
+ * link at or past the index ring's head names no event (the target made
+ * it up): waited for, it would keep its window open for ever; decided
+ * now, by its own timestamp, as a bad link. */
+static enum pd_verdict pd_locate(struct wal_thread *t, const struct pd_walk_ctl *c,
+                                 const struct pd_rec *rc, uint64_t ns, uint64_t *seq,
                                  struct atf_index_event *ev)
 {
+	uint64_t from_ns = c->from_ns, to_ns = c->to_ns;
+	if (rc->link >= c->index_head) {
+		enum pd_verdict v = pd_unlinked(ns, from_ns, to_ns);
+		return v == PD_UNLINKED ? PD_BAD_LINK : v;
+	}
 	if (rc->link >= t->ring_next)
 		return PD_LATER; /* not taken yet: its timestamp is not known yet */
 	if (rc->link < t->file_ring_base || rc->link >= t->file_ring_hole || !t->f)
@@ -300,6 +315,20 @@ static uint64_t pd_counter(struct wal_thread *t)
 	return si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
 }
 
+/* The bound a record's link must be below to name an index event: the
+ * index ring's head, read after the snapshot (the agent publishes an
+ * event before it commits its record: a record the snapshot holds links
+ * below it), and at most one ring past what the drain took (a head the
+ * target wrote beyond that quarantines its slot at the next take). */
+static uint64_t pd_index_head(struct wal_thread *t)
+{
+	struct ada_slot_info si;
+	ada_arena_slot_info(t->p->arena, t->slot, &si);
+	uint64_t cap = ada_arena_slot_events(t->p->arena, t->slot);
+	uint64_t most = t->ring_next + cap >= t->ring_next ? t->ring_next + cap : UINT64_MAX;
+	return si.head < most ? si.head : most;
+}
+
 /* The counter as a delta since the last call. */
 static uint64_t pd_overwritten(struct wal_tdetail *dt, uint64_t now)
 {
@@ -352,6 +381,19 @@ static bool pd_affordable(const struct pd_walk_ctl *c, uint32_t len)
 	return false;
 }
 
+/* A record a window's walk passed over (before its range): the span of
+ * those of one call, for a window created later that reaches over them. */
+static void pd_passed(struct wal_detail_stats *st, uint64_t ns)
+{
+	struct wal_gap *g = &st->passed;
+	if (!g->records || ns < g->lo_ns)
+		g->lo_ns = ns;
+	if (!g->records || ns > g->hi_ns)
+		g->hi_ns = ns;
+	g->records++;
+	g->exact = true;
+}
+
 /* Decides one record that may be persisted: written, skipped (outside
  * the window), unlinked, or left for a later call (returns false). */
 static bool pd_decide(struct wal_thread *t, struct wal_tdetail *dt, struct pd_walk_ctl *c,
@@ -359,20 +401,28 @@ static bool pd_decide(struct wal_thread *t, struct wal_tdetail *dt, struct pd_wa
                       struct wal_detail_stats *st)
 {
 	uint64_t seq;
-	struct atf_index_event ev;
-	switch (pd_locate(t, rc, ns, c->from_ns, c->to_ns, &seq, &ev)) {
+	struct atf_index_event ev = {0};
+	enum pd_verdict v = pd_locate(t, c, rc, ns, &seq, &ev);
+	switch (v) {
 	case PD_LATER:
 		st->deferred++;
 		st->waiting += ns <= c->to_ns;
+		st->waiting_in += ns <= c->to_ns && ns >= c->from_ns;
 		pd_leave(c, dt, p, ns);
 		return false;
 	case PD_STOP:
 		pd_leave(c, dt, p, ns);
 		return false;
+	case PD_BAD_LINK:
+		st->bad_link++;
+		break;
 	case PD_UNLINKED:
 		st->unlinked++;
 		break;
 	case PD_SKIP:
+		/* Before the window: passed over for good (the detail file's
+		 * order), by the index lane's time when it is known. */
+		pd_passed(st, ev.timestamp_ns ? ev.timestamp_ns : ns);
 		break;
 	case PD_WRITE:
 		if (!pd_affordable(c, rl)) {
@@ -411,7 +461,8 @@ static void pd_walk(struct ada_recorder *r, struct wal_thread *t, struct wal_tde
 			st->unlinked++; /* malformed (the target wrote it): counted, skipped */
 			continue;
 		}
-		if (rc.link < dt->hwm) {
+		uint64_t pos = ada_detail_rec_ring_pos(c->snap, p);
+		if (rc.link < dt->hwm || pos < dt->bad_upto) {
 			(*in_ring)++;
 			continue; /* decided by an earlier call */
 		}
@@ -420,15 +471,20 @@ static void pd_walk(struct ada_recorder *r, struct wal_thread *t, struct wal_tde
 			st->oldest_ns = ns;
 		st->newest_ns = ns;
 		if (!c->all) { /* only the span (and what waits) past the first undecided */
-			st->deferred += rc.link >= t->ring_next;
-			st->waiting += rc.link >= t->ring_next && ns <= c->to_ns;
+			bool later = rc.link >= t->ring_next && rc.link < c->index_head;
+			st->deferred += later;
+			st->waiting += later && ns <= c->to_ns;
+			st->waiting_in += later && ns <= c->to_ns && ns >= c->from_ns;
 			continue;
 		}
 		if (!pd_decide(t, dt, c, &rc, p, rl, ns, st))
 			continue;
 		if (st->fill) /* what filled the ring: in the window or not */
 			wal_fill_add(st->fill, rc.fn, rl);
-		dt->hwm = rc.link + 1;
+		if (rc.link >= c->index_head)
+			dt->bad_upto = pos + rl; /* its link moves no mark: it names nothing */
+		else
+			dt->hwm = rc.link + 1;
 		dt->decided++;
 		dt->last_ns = ns;
 	}
@@ -505,7 +561,7 @@ static void pd_account(struct wal_thread *t, struct wal_tdetail *dt, bool all_ti
 	dt->records += st->records;
 	dt->bytes += st->bytes;
 	dt->overwritten += st->overwritten;
-	dt->unlinked += st->unlinked;
+	dt->unlinked += st->unlinked + st->bad_link; /* neither has an event to link */
 	t->p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_FD_LIMIT] += st->fd_limited;
 }
 
@@ -605,6 +661,7 @@ static int pd_persist(struct ada_recorder *r, struct wal_thread *t, struct pd_wa
 	st->overwritten = pd_overwritten(dt, over);
 	uint64_t failed = t->f ? ada_wal_file_patch_failed(t->f) : 0;
 	c->snap = &snap;
+	c->index_head = pd_index_head(t);
 	pd_walk(r, t, dt, c, st, &in_ring);
 	if (resumed && snap.cut && c->all)
 		st->budget_spent = true; /* the copy stopped short: more to take */

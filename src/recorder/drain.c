@@ -315,7 +315,8 @@ void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 			wal_detail_persist(r, t, 0, UINT64_MAX, NULL);
 		}
 		drain_budget_thread_end_room(r, t);
-		wal_flight_thread_end(r, t); /* open windows: their part of its ring */
+		wal_flight_thread_end(r, t);    /* open windows: their part of its ring */
+		wal_flight_thread_unread(r, t); /* what waits for events never taken now */
 		drain_budget_audit(r);
 		wal_flight_context(r, t); /* the fatal signal's registers, last */
 		t->last_detail_bytes = wal_detail_close(r, t, UINT32_MAX);

@@ -27,6 +27,7 @@
 #include "symbols.h"
 #include "arena_internal.h"
 #include "detail_internal.h"
+#include "flight_internal.h"
 #include "recorder_internal.h"
 #include "flight_internal.h"
 
@@ -125,6 +126,8 @@ void wal_flight_free(struct wal_proc *p)
 		p->threads[j]->fw = NULL;
 		free(p->threads[j]->gaps_kept);
 		p->threads[j]->gaps_kept = NULL;
+		free(p->threads[j]->passed_kept);
+		p->threads[j]->passed_kept = NULL;
 	}
 	ada_trigger_proc_free(p->trig);
 	p->trig = NULL;
@@ -156,6 +159,49 @@ static void flight_lost(struct wal_thread *t, struct wal_flight_tw *fw, uint64_t
 	fw->lost += n;
 	fw->lost_estimated |= est;
 	t->p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST] += n;
+}
+
+/* Window wi's records missed for reason k (enum ada_window_miss): n more. */
+static void flight_missed(struct wal_thread *t, struct wal_flight_tw *fw, unsigned k, uint64_t n,
+                          bool est)
+{
+	fw->missed[k] += n;
+	fw->missed_estimated |= est;
+	t->p->window_missed[k] += n;
+}
+
+/* Records a window's walk passed over (before its range): kept for a
+ * window created later, or one a merge widened, that reaches over them
+ * (flight_passed_missed). */
+static void flight_passed(struct wal_thread *t, const struct wal_gap *g)
+{
+	if (g->records && (t->passed_kept || (t->passed_kept = calloc(1, sizeof(*t->passed_kept)))))
+		wal_gaps_keep(t->passed_kept, g);
+}
+
+/* A window's first copy on t, or its first after a merge widened it: the
+ * records of its new part of the range that a walk passed over before
+ * (a window created later but earlier in time, or a range grown back):
+ * decided, so the detail file (ring order) cannot have them now: its
+ * passed_over. Only the new part: a kept span widened by merging
+ * (wal_gaps_keep) may cross the part the window had. */
+static void flight_passed_missed(struct wal_thread *t, struct wal_flight_tw *fw,
+                                 const struct ada_trigger_window *w)
+{
+	bool est = false;
+	uint64_t n = 0;
+	if (!t->passed_kept)
+		return;
+	if (fw->calls == 0) {
+		n = wal_gaps_take(t->passed_kept, w->from_ns, w->to_ns, &est);
+	} else {
+		if (w->from_ns < fw->seen_from)
+			n += wal_gaps_take(t->passed_kept, w->from_ns, fw->seen_from - 1, &est);
+		if (w->to_ns > fw->seen_to)
+			n += wal_gaps_take(t->passed_kept, fw->seen_to + 1, w->to_ns, &est);
+	}
+	if (n)
+		flight_missed(t, fw, ADA_MISS_PASSED_OVER, n, est);
 }
 
 /* A gap a look at t's ring found (records overwritten before anyone
@@ -253,7 +299,7 @@ void wal_flight_preroll_short(struct ada_recorder *r, struct wal_proc *p)
 			    ada_trigger_window_at(r->flight.trig, wi);
 			if (!fw->lost || !fw->oldest_ns || !w || w->fire_ns <= w->from_ns)
 				continue;
-			uint64_t got = flight_pre_achieved(w, fw->oldest_ns);
+			uint64_t got = wal_flight_pre_achieved(w, fw->oldest_ns);
 			if (!p->pre_asked_ns || got < p->pre_got_ns) {
 				p->pre_asked_ns = w->fire_ns - w->from_ns;
 				p->pre_got_ns = got;
@@ -278,7 +324,10 @@ void wal_flight_window_got(const struct ada_recorder *r, size_t wi, struct ada_l
 			const struct wal_flight_tw *fw = &t->fw[wi];
 			g->records += fw->records;
 			g->lost += fw->lost;
-			uint64_t got = fw->oldest_ns ? flight_pre_achieved(w, fw->oldest_ns) : 0;
+			for (unsigned k = 0; k < ADA_WINDOW_MISS_COUNT; k++)
+				g->missed[k] += fw->missed[k];
+			uint64_t got =
+			    fw->oldest_ns ? wal_flight_pre_achieved(w, fw->oldest_ns) : 0;
 			g->pre_achieved_ns = got > g->pre_achieved_ns ? got : g->pre_achieved_ns;
 		}
 	}
@@ -372,6 +421,8 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 	/* A new window, or one a fire merged into (its range grew): the kept
 	 * gaps it reaches over are its shortfall. */
 	bool reach = fw->calls == 0 || w->from_ns != fw->seen_from || w->to_ns != fw->seen_to;
+	if (reach)
+		flight_passed_missed(t, fw, w); /* before seen_from/to move */
 	fw->seen_head = head;
 	fw->seen_next = t->ring_next;
 	fw->seen_base = t->file_ring_base;
@@ -385,7 +436,12 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 	fw->spent = st.budget_spent;
 	r->flight.backlog |= st.budget_spent;
 	fw->waiting = st.waiting;
+	fw->waiting_in = st.waiting_in;
 	r->flight.waiting |= st.waiting > 0;
+	/* Decided even when the call failed later (a write): counted. */
+	if (st.bad_link)
+		flight_missed(t, fw, ADA_MISS_BAD_LINK, st.bad_link, false);
+	flight_passed(t, &st.passed);
 	if (e < 0) {
 		fw->errors++;
 		return;
@@ -540,6 +596,19 @@ void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t)
 		WAL_GUARDED(t->p->arena, flight_thread_windows(r, t), (void)0);
 	/* Its ring's overwrites since the last look: the thread's count whole. */
 	WAL_GUARDED(t->p->arena, wal_detail_sync_overwritten(t), (void)0);
+}
+
+void wal_flight_thread_unread(struct ada_recorder *r, struct wal_thread *t)
+{
+	if (r->o.detail_mode != ADA_DETAIL_TRIGGERED || !r->flight.trig)
+		return;
+	for (size_t wi = 0; wi < t->nfw; wi++) {
+		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
+		struct wal_flight_tw *fw = &t->fw[wi];
+		if (w && !w->closed && fw->waiting_in)
+			flight_missed(t, fw, ADA_MISS_UNREAD_AT_END, fw->waiting_in, false);
+		fw->waiting = fw->waiting_in = 0; /* its file is final: nothing waits */
+	}
 }
 
 void wal_flight_after_pass(struct ada_recorder *r)
@@ -858,4 +927,60 @@ void wal_flight_proc_finished(struct wal_proc *p)
 	p->trig = NULL;
 	ada_symtab_free(p->syms);
 	p->syms = NULL;
+}
+
+/* ---- manifest ---- */
+
+static json_t *flight_stats(struct ada_recorder *r)
+{
+	struct ada_trigger_stats s;
+	ada_trigger_get_stats(r->flight.trig, &s);
+	json_t *o = json_object();
+	json_object_set_new(o, "fires", json_integer((json_int_t)s.fires));
+	json_object_set_new(o, "held_off", json_integer((json_int_t)s.held_off));
+	json_object_set_new(o, "escalated", json_integer((json_int_t)s.escalated));
+	json_object_set_new(o, "over_max_windows", json_integer((json_int_t)s.over_max));
+	json_object_set_new(o, "merged", json_integer((json_int_t)s.merged));
+	json_object_set_new(o, "manual_ignored", json_integer((json_int_t)s.manual_ignored));
+	json_object_set_new(o, "manual_dropped",
+	                    json_integer((json_int_t)r->flight.manual_dropped));
+	json_object_set_new(o, "unresolved_names", json_integer((json_int_t)s.unresolved));
+	json_object_set_new(o, "p99_untracked", json_integer((json_int_t)s.p99_untracked));
+	json_object_set_new(o, "stack_frames_dropped", json_integer((json_int_t)s.stack_dropped));
+	const struct wal_flight_yield *y = &r->flight.yield;
+	json_object_set_new(o, "persist_cpu_ns", json_integer((json_int_t)y->cpu_ns));
+	json_object_set_new(o, "persist_contended", json_integer((json_int_t)y->contended));
+	json_object_set_new(o, "persist_yielded", json_integer((json_int_t)y->held));
+	json_object_set_new(o, "stack_mismatches", json_integer((json_int_t)s.stack_mismatch));
+	return o;
+}
+
+/* "flight_recorder": configuration, armed triggers, windows, counts. */
+static json_t *flight_json(struct ada_recorder *r, const struct wal_proc *p)
+{
+	const struct ada_trigger_opts *o = ada_trigger_engine_opts(r->flight.trig);
+	json_t *f = json_object(), *trig = json_array(), *wins = json_array();
+	json_object_set_new(f, "pre_roll_ns", json_integer((json_int_t)o->pre_ns));
+	json_object_set_new(f, "post_roll_ns", json_integer((json_int_t)o->post_ns));
+	json_object_set_new(f, "max_windows", json_integer(o->max_windows));
+	json_object_set_new(f, "holdoff_ns", json_integer((json_int_t)o->holdoff_ns));
+	json_object_set_new(f, "persist_share_pct", json_integer(r->flight.yield.share_pct));
+	struct ada_trigger_spec s[ADA_TRIGGER_MAX];
+	size_t n = ada_trigger_list(r->flight.trig, s, ADA_TRIGGER_MAX);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(trig, json_string(s[i].text));
+	json_object_set_new(f, "triggers", trig);
+	for (size_t i = 0; i < ada_trigger_window_count(r->flight.trig); i++)
+		json_array_append_new(
+		    wins, wal_flight_window_json(ada_trigger_window_at(r->flight.trig, i), p, i));
+	json_object_set_new(f, "windows", wins);
+	json_object_set_new(f, "counts", flight_stats(r));
+	return f;
+}
+
+void wal_flight_manifest(json_t *root, struct ada_recorder *r, struct wal_proc *p)
+{
+	json_object_set_new(root, "flight_recorder", flight_json(r, p));
+	if (p->crash)
+		json_object_set(root, "crash", p->crash);
 }

@@ -1,14 +1,10 @@
-/*
- * What flight.c (which records windows) and flight_manifest.c (which
- * describes them) share: one window as one thread saw it.
- */
+/* The flight recorder's windows as each thread saw them: private to
+ * flight.c, which counts them, and flight_json.c, which writes them into
+ * the manifest. Threads: the drain thread only. */
 #ifndef ADA_FLIGHT_INTERNAL_H
 #define ADA_FLIGHT_INTERNAL_H
 
-#include <stdbool.h>
-#include <stdint.h>
-
-#include "trigger.h"
+#include "detail_internal.h"
 #include "recorder_internal.h"
 
 /* One window as one thread saw it. */
@@ -31,15 +27,26 @@ struct wal_flight_tw {
 	/* Records of the window the last copy found whose index events the
 	 * drain had not taken yet: the window does not close without them. */
 	uint64_t waiting;
+	uint64_t waiting_in; /* of those, the window's by their own timestamp */
+	/* Records it wanted that were neither written nor overwritten, by
+	 * reason (enum ada_window_miss); estimated: a share of a kept span
+	 * that crossed its edge. */
+	uint64_t missed[ADA_WINDOW_MISS_COUNT];
+	bool missed_estimated;
 	struct wal_fill fill; /* the functions whose records the copies found */
 };
 
 /* The pre-roll window w achieved on a thread whose ring held records
  * back to oldest_ns (the first copy's oldest record). */
-static inline uint64_t flight_pre_achieved(const struct ada_trigger_window *w, uint64_t oldest_ns)
+static inline uint64_t wal_flight_pre_achieved(const struct ada_trigger_window *w,
+                                               uint64_t oldest_ns)
 {
 	uint64_t from = oldest_ns > w->from_ns ? oldest_ns : w->from_ns;
 	return from < w->fire_ns ? w->fire_ns - from : 0;
 }
+
+/* Window wi of p as the manifest's flight_recorder.windows[] has it. */
+json_t *wal_flight_window_json(const struct ada_trigger_window *w, const struct wal_proc *p,
+                               size_t wi);
 
 #endif

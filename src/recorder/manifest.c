@@ -200,6 +200,7 @@ static void man_detail_counts(json_t *o, const struct wal_proc *p)
 	json_object_set_new(
 	    o, "window_lost",
 	    json_integer((json_int_t)p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST]));
+	json_object_set_new(o, "window_missed", wal_window_missed_json(p->window_missed));
 	if (p->pre_asked_ns) {
 		json_object_set_new(o, "pre_roll_asked_ns",
 		                    json_integer((json_int_t)p->pre_asked_ns));

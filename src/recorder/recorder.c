@@ -362,6 +362,8 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 		s->ring_waited_ns += ns;
 		const struct wal_proc *p = r->procs[i];
 		s->window_lost += p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST];
+		for (unsigned k = 0; k < ADA_WINDOW_MISS_COUNT; k++)
+			s->window_missed[k] += p->window_missed[k];
 		if (p->pre_asked_ns && (!s->pre_asked_ns || p->pre_got_ns < s->pre_got_ns)) {
 			s->pre_asked_ns = p->pre_asked_ns;
 			s->pre_got_ns = p->pre_got_ns;

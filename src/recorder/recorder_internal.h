@@ -72,6 +72,9 @@ struct wal_thread {
 	size_t nfw;
 	/* What no window took of its gaps yet (flight.c; NULL: none) */
 	struct wal_gaps_kept *gaps_kept;
+	/* Records windows' walks passed over (before their ranges) that no
+	 * window created or widened since reached (flight.c; NULL: none) */
+	struct wal_gaps_kept *passed_kept;
 	/* Ring position -> index_seq: the current file's event i is ring
 	 * position file_ring_base + i, for positions below file_ring_hole
 	 * (the first event the file lost, e.g. disk full; MAX: none). */
@@ -176,6 +179,9 @@ struct wal_proc {
 	 * them with rec_drops, as reported (wal_drops_fold, loss.c). */
 	uint64_t arena_drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
 	uint64_t detail_overwritten; /* not wanted by a window (loss.c): information */
+	/* Records windows wanted that were neither written nor overwritten,
+	 * by reason (enum ada_window_miss, flight.c) */
+	uint64_t window_missed[ADA_WINDOW_MISS_COUNT];
 	/* wal_flight_ring_suggest() when its manifest was last written (the
 	 * summary's, after the threads are gone) */
 	uint64_t detail_ring_suggest;
@@ -701,6 +707,14 @@ json_t *wal_crash_context_json(const struct ada_crash_info *ci, uint8_t arch);
  * (docs/manifest.md); NULL when there is none. */
 json_t *wal_crash_others_json(const struct ada_arena *a);
 void wal_flight_manifest(json_t *root, struct ada_recorder *r, struct wal_proc *p);
+/* t's file ends for good (its thread ended, its slot was quarantined, the
+ * recording stopped): records its windows' last copies found waiting for
+ * index events that will never be taken now are those windows'
+ * unread_at_end (window_missed). After wal_flight_thread_end(). */
+void wal_flight_thread_unread(struct ada_recorder *r, struct wal_thread *t);
+/* {"unread_at_end": n, "bad_link": n, "passed_over": n} (the manifest's
+ * window_missed). */
+json_t *wal_window_missed_json(const uint64_t missed[ADA_WINDOW_MISS_COUNT]);
 /* Records of t the windows wanted and its ring had overwritten (window_lost). */
 uint64_t wal_flight_thread_lost(const struct wal_thread *t);
 /* The detail ring (bytes per thread) that would have held every record

@@ -10,6 +10,9 @@
 # rings are read whole, however late), the daemon's last K counted as
 # unread_at_end drops (summary line, manifest, `ada status`); written plus
 # dropped is everything emitted. Only the daemon is named as running.
+# Every event has a detail record and a manual fire's window covers them
+# all: the records of events never read are the window's unread_at_end
+# (window_missed), the rest written, none silently missing.
 #
 # With MODE outlive: a program that outlives the recording (issue 35)
 # must leave nothing in /dev/shm. The test hook ADA_TEST_SHM_PAUSE holds
@@ -57,7 +60,8 @@ if [ "$MODE" = outlive ]; then
 	exit 0
 fi
 
-ADA_TEST_END_PAUSE=$WORK/gate timeout -s KILL 100 "$ADA" record --no-agent --detail never \
+ADA_TEST_END_PAUSE=$WORK/gate timeout -s KILL 100 "$ADA" record --no-agent --trigger manual \
+	--post-roll-sec 60 --detail-mb 1 \
 	--out "$WORK/out" -- "$PROD" "$WORK/gate" $K >"$WORK/stdout" 2>"$WORK/err"
 rc=$?
 D=$(sed -n 's/^daemon \([0-9]*\)$/\1/p' "$WORK/stdout")
@@ -71,18 +75,27 @@ D_=$D
 D=
 S=$(tail -n 1 "$WORK/err")
 [ -d "$S" ] || fail "last stderr line is not the session directory: $S"
-read -r CW DW DU ALL <<EOT
+read -r CW DW DU ALL DR DM DL <<EOT
 $(python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1] + "/pid_" + sys.argv[2] + "/manifest.json"))
 d = json.load(open(sys.argv[1] + "/pid_" + sys.argv[3] + "/manifest.json"))
+w = d["flight_recorder"]["windows"]
 print(c["metrics"]["events_written"], d["metrics"]["events_written"],
-      d["drops"]["index"]["unread_at_end"], sum(c["drops"]["index"].values()))' "$S" "$C" "$D_")
+      d["drops"]["index"]["unread_at_end"], sum(c["drops"]["index"].values()),
+      sum(x["records"] for x in w), sum(x["window_missed"]["unread_at_end"] for x in w),
+      sum(x["window_lost"] for x in w))' "$S" "$C" "$D_")
 EOT
 [ "$CW" -eq $K ] || fail "the child $C has $CW events written, expected its $K"
 [ "$ALL" -eq 0 ] || fail "the child $C has $ALL drops, expected none"
 [ $((DW + DU)) -eq $((2 * K)) ] || fail "the daemon $D_: $DW written + $DU unread_at_end, expected $((2 * K))"
 [ "$DU" -gt 0 ] || fail "the daemon's last $K events were read: the hook did not hold the end"
+# The window (the manual fire's, over every event): each record of an
+# event taken is written, each of an event never read is counted.
+[ "$DR" -eq "$DW" ] && [ "$DM" -eq "$DU" ] && [ "$DL" -eq 0 ] ||
+	fail "the daemon's window: $DR records written (expected $DW), $DM unread_at_end (expected $DU), $DL window_lost"
+grep -q "records windows wanted were not written (unread_at_end $DU:" "$WORK/err" ||
+	fail "the summary's flight line does not say unread_at_end $DU"
 grep -q "^ada: recorded $((CW + DW)) events .* drops $DU (unread_at_end $DU)" "$WORK/err" ||
 	fail "the summary line does not say $((CW + DW)) events, drops $DU (unread_at_end $DU)"
 grep -q "1 process was still running 2 s after the program exited: $D_ (" "$WORK/err" ||
@@ -90,6 +103,11 @@ grep -q "1 process was still running 2 s after the program exited: $D_ (" "$WORK
 "$ADA" status "$S" >"$WORK/status" 2>&1 || fail "ada status failed"
 grep -q "drops $DU (unread_at_end $DU)" "$WORK/status" ||
 	{ cat "$WORK/status" >&2; fail "ada status does not say drops $DU (unread_at_end $DU)"; }
+grep -q "wanted records not written (unread_at_end $DU;" "$WORK/status" ||
+	{ cat "$WORK/status" >&2; fail "ada status does not say the window's unread_at_end $DU"; }
+"$ADA" windows "$S" >"$WORK/windows" 2>&1 || { cat "$WORK/windows" >&2; fail "ada windows failed"; }
+grep -q "wanted records not written: unread_at_end $DU)" "$WORK/windows" ||
+	{ cat "$WORK/windows" >&2; fail "ada windows does not say the window's unread_at_end $DU"; }
 "$ADA" validate "$S" >"$WORK/validate" 2>&1 || { cat "$WORK/validate" >&2; fail "ada validate failed"; }
 A=$(sed -n 's/.*"arena_dir": "\(.*\)".*/\1/p' "$S/pid_$C/manifest.json" | head -n 1)
 [ -e "$A" ] && fail "the arena directory $A is left after the daemon exited: $(ls "$A" | head -n 5)"

@@ -13,6 +13,9 @@
  *   events (1 << 32 | K + seq), waits 1 s (longer than the end's time for
  *   a process still running, so that no take gets them), removes GATE and
  *   waits until the recorder is gone (its parent changes), then exits.
+ *   Every event has its detail record when the arena has a detail ring,
+ *   and the program first sends SIGUSR2 to its parent (the recorder's
+ *   manual fire, with --trigger manual: a window over all of them).
  *
  * usage: producer_endlag --outlive GATE N
  *   The program forks the daemon and exits 0. The daemon records one
@@ -33,6 +36,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,10 +46,34 @@
 
 #include "ring.h"
 
+/* The detail record of the event just emitted (the agent's layout,
+ * ring.h ADA_DREC_*), when the arena has a detail ring. */
+static void endlag_detail(uint64_t fn, bool call)
+{
+	struct ada_producer *p = &ada_producer_tls;
+	uint64_t link = p->head - 1, end;
+	uint32_t words = call ? ADA_DREC_CALL_WORDS : ADA_DREC_RETURN_WORDS;
+	_Atomic uint64_t *w = p->events ? ada_detail_reserve(p, words * 8, &end) : NULL;
+	if (!w)
+		return; /* --detail never: no detail ring */
+	ada_detail_put(w, ADA_DREC_TS, p->events[link & p->mask].timestamp_ns);
+	ada_detail_put(w, ADA_DREC_LINK, link);
+	ada_detail_put(w, ADA_DREC_FN, fn);
+	ada_detail_put(
+	    w, ADA_DREC_META,
+	    ada_drec_meta(call ? ATF_DETAIL_FUNCTION_CALL : ATF_DETAIL_FUNCTION_RETURN, 0, 0));
+	for (uint32_t i = ADA_DREC_REGS; i < words; i++)
+		ada_detail_put(w, i, 0);
+	ada_detail_commit(p, end);
+}
+
 static void endlag_emit(uint64_t who, uint64_t from, uint64_t k)
 {
-	for (uint64_t seq = from; seq < from + k; seq++)
-		ada_emit(who << 32 | seq, seq & 1 ? ATF_EVENT_RETURN : ATF_EVENT_CALL, 1);
+	for (uint64_t seq = from; seq < from + k; seq++) {
+		bool call = !(seq & 1);
+		ada_emit(who << 32 | seq, call ? ATF_EVENT_CALL : ATF_EVENT_RETURN, 1);
+		endlag_detail(who << 32 | seq, call);
+	}
 }
 
 /* 0 once PATH exists; -1 after 60 s. */
@@ -171,6 +199,8 @@ int main(int argc, char **argv)
 		printf("program %d\n", (int)getpid());
 		fflush(stdout);
 	}
+	if (argc == 3)
+		kill(getppid(), SIGUSR2); /* the recorder: a manual fire (--trigger manual) */
 	pid_t pid = fork();
 	if (pid < 0)
 		return 4;

@@ -1212,6 +1212,18 @@ static void test_persist_waiting(void **state)
 	assert_int_equal(st.records, 20);
 	assert_int_equal(st.deferred, 10);
 	assert_int_equal(st.waiting, 4);
+	assert_int_equal(st.waiting_in, 4);
+	/* a window that starts inside them: 30..39 deferred, 30..35 not past
+	 * its end, 32..35 its own by their timestamps (the ones its thread's
+	 * last copy counts as unread_at_end should their events never come) */
+	struct wal_detail_stats st2 = {0};
+	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, ev[32].timestamp_ns,
+	                                           ev[35].timestamp_ns, false, NULL, &st2),
+	                 0);
+	assert_int_equal(st2.records, 0);
+	assert_int_equal(st2.deferred, 10);
+	assert_int_equal(st2.waiting, 6);
+	assert_int_equal(st2.waiting_in, 4);
 	/* taken: the next copy writes them, nothing waits */
 	take(&x, &d.t, 0, 40);
 	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, t10, t33, false, NULL, &st), 0);
@@ -1220,6 +1232,157 @@ static void test_persist_waiting(void **state)
 	assert_int_equal(st.waiting, 0);
 	pdrain_close(&d);
 	check_links(24);
+	pfx_close(&x);
+}
+
+/* A record linked past the index ring's head names no event (the target
+ * wrote it): it is decided at once, counted as a bad link when its own
+ * timestamp is in the window, never waited for (a window would stay open
+ * for ever), counted once however many looks find it, and the records
+ * after it are written as if it were not there. */
+static void test_persist_bad_link(void **state)
+{
+	(void)state;
+	struct pfx x;
+	pfx_open(&x);
+	for (uint64_t i = 0; i < 5; i++) {
+		emit_one(&x, FN(i), true);
+		emit_one(&x, FN(i), false);
+	}
+	struct ada_producer *p = &ada_producer_tls;
+	uint64_t end;
+	_Atomic uint64_t *w = ada_detail_reserve(p, ADA_DREC_RETURN_WORDS * 8, &end);
+	assert_non_null(w);
+	ada_detail_put(w, ADA_DREC_TS, ada_producer_clock_ns());
+	ada_detail_put(w, ADA_DREC_LINK, p->head + 100); /* no such event, ever */
+	ada_detail_put(w, ADA_DREC_FN, FN(99));
+	ada_detail_put(w, ADA_DREC_META, ada_drec_meta(ATF_DETAIL_FUNCTION_RETURN, 0, 0));
+	for (uint32_t i = ADA_DREC_REGS; i < ADA_DREC_RETURN_WORDS; i++)
+		ada_detail_put(w, i, 0);
+	ada_detail_commit(p, end);
+	for (uint64_t i = 5; i < 10; i++) {
+		emit_one(&x, FN(i), true);
+		emit_one(&x, FN(i), false);
+	}
+	struct pdrain d;
+	pdrain_open(&d, &x, "index.atf", 0);
+	take(&x, &d.t, 0, 20);
+	struct wal_detail_stats st = {0};
+	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, 0, UINT64_MAX - 1, true, NULL, &st),
+	                 0);
+	assert_int_equal(st.records, 20);
+	assert_int_equal(st.bad_link, 1);
+	assert_int_equal(st.deferred, 0);
+	assert_int_equal(st.waiting, 0);
+	assert_int_equal(st.unlinked, 0);
+	/* a window's whole look again: decided before, not counted twice */
+	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, 0, UINT64_MAX - 1, true, NULL, &st),
+	                 0);
+	assert_int_equal(st.records, 0);
+	assert_int_equal(st.bad_link, 0);
+	assert_int_equal(st.waiting, 0);
+	pdrain_close(&d);
+	check_links(20);
+	pfx_close(&x);
+}
+
+/* A window's walk passes over the records before its range for good
+ * (the detail file keeps ring order): their count and time span, for a
+ * window created later that reaches back over them (flight.c counts
+ * its share as passed_over). */
+static void test_persist_passed(void **state)
+{
+	(void)state;
+	struct pfx x;
+	pfx_open(&x);
+	for (uint64_t i = 0; i < 10; i++) {
+		emit_one(&x, FN(i), true);
+		emit_one(&x, FN(i), false);
+	}
+	const struct atf_index_event *ev;
+	assert_int_equal(ada_index_ring_peek(x.a, ada_producer_tls.slot, &ev), 20);
+	struct pdrain d;
+	pdrain_open(&d, &x, "index.atf", 0);
+	take(&x, &d.t, 0, 20);
+	struct wal_detail_stats st = {0};
+	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, ev[12].timestamp_ns,
+	                                           ev[15].timestamp_ns, true, NULL, &st),
+	                 0);
+	assert_int_equal(st.records, 4);
+	assert_int_equal(st.passed.records, 12);
+	assert_int_equal(st.passed.lo_ns, ev[0].timestamp_ns);
+	assert_int_equal(st.passed.hi_ns, ev[11].timestamp_ns);
+	assert_true(st.passed.exact);
+	/* a window earlier in time, created now: nothing of it can be
+	 * written any more (its share of the span above is its loss) */
+	bool est = false;
+	uint64_t share = wal_gap_share(&st.passed, ev[4].timestamp_ns, ev[7].timestamp_ns, &est);
+	assert_true(share > 0 && share < 12 && est);
+	struct wal_detail_stats st2 = {0};
+	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, ev[4].timestamp_ns,
+	                                           ev[7].timestamp_ns, true, NULL, &st2),
+	                 0);
+	assert_int_equal(st2.records, 0);
+	assert_int_equal(st2.passed.records, 0);
+	pdrain_close(&d);
+	check_links(4);
+	pfx_close(&x);
+}
+
+/* A window created after another one's walk passed over its records
+ * (earlier in time: its fire reached the drain later) cannot have them
+ * (the detail file keeps ring order): flight.c counts its share of the
+ * span passed over as its passed_over (window_missed), an estimate here
+ * (the span crosses its edge), and nothing is written for it. */
+static void test_flight_passed_over(void **state)
+{
+	(void)state;
+	struct pfx x;
+	pfx_open(&x);
+	for (uint64_t i = 0; i < 20; i++) {
+		emit_one(&x, FN(i), true);
+		emit_one(&x, FN(i), false);
+	}
+	const struct atf_index_event *ev;
+	assert_int_equal(ada_index_ring_peek(x.a, ada_producer_tls.slot, &ev), 40);
+	struct pdrain d;
+	pdrain_open(&d, &x, "index.atf", 0);
+	take(&x, &d.t, 0, 40);
+	struct wal_thread *tp = &d.t;
+	d.p.threads = &tp;
+	d.p.nthreads = 1;
+	d.r.o.detail_mode = ADA_DETAIL_TRIGGERED;
+	/* windows of a few events each: [fire - x, fire + x] */
+	uint64_t span = ev[4].timestamp_ns - ev[0].timestamp_ns;
+	struct ada_trigger_opts o = {.pre_ns = span, .post_ns = span, .max_windows = 8};
+	struct ada_trigger_spec spec;
+	char why[128];
+	assert_int_equal(ada_trigger_parse("manual", &spec, why, sizeof(why)), 0);
+	assert_int_equal(ada_trigger_engine_new(&o, &d.r.flight.trig), 0);
+	assert_int_equal(ada_trigger_add(d.r.flight.trig, &spec, 0, NULL), 0);
+	/* the later window first: its walk passes over records 0..~29 */
+	assert_int_equal(ada_trigger_fire_manual(d.r.flight.trig, ev[34].timestamp_ns), 0);
+	ada_trigger_tick(d.r.flight.trig, ev[39].timestamp_ns, 0);
+	assert_int_equal(ada_trigger_window_count(d.r.flight.trig), 1);
+	wal_flight_thread_end(&d.r, &d.t);
+	uint64_t written = wal_detail_proc_records(&d.p);
+	assert_true(written > 0 && written < 40);
+	assert_int_equal(d.p.window_missed[ADA_MISS_PASSED_OVER], 0);
+	/* then one earlier in time */
+	assert_int_equal(ada_trigger_fire_manual(d.r.flight.trig, ev[10].timestamp_ns), 0);
+	ada_trigger_tick(d.r.flight.trig, ev[39].timestamp_ns, 0);
+	assert_int_equal(ada_trigger_window_count(d.r.flight.trig), 2);
+	wal_flight_thread_end(&d.r, &d.t);
+	assert_int_equal(wal_detail_proc_records(&d.p), written); /* nothing late */
+	assert_true(d.p.window_missed[ADA_MISS_PASSED_OVER] > 0);
+	assert_true(d.p.window_missed[ADA_MISS_PASSED_OVER] <= 40 - written);
+	/* every event taken: nothing waits at its last copy */
+	wal_flight_thread_unread(&d.r, &d.t);
+	assert_int_equal(d.p.window_missed[ADA_MISS_UNREAD_AT_END], 0);
+	assert_int_equal(d.p.window_missed[ADA_MISS_BAD_LINK], 0);
+	wal_flight_free(&d.p);
+	wal_flight_fini(&d.r);
+	pdrain_close(&d);
 	pfx_close(&x);
 }
 
@@ -1330,6 +1493,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_persist_all, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_waiting, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_arm64_return, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_persist_bad_link, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_persist_passed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flight_passed_over, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_window, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_grows, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_windows, setup, teardown),

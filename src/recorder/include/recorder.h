@@ -112,6 +112,26 @@ uint64_t ada_recorder_keysym_version(struct ada_recorder *r);
  * there is decided by the agent's own start-time set. Any thread. */
 struct json_t *ada_recorder_keysym_cover(struct ada_recorder *r);
 
+/* Records a trigger window wanted that were neither written nor
+ * overwritten by its ring (those are window_lost), by reason: their index
+ * events were never taken (a forced stop's time ran out, the slot was
+ * quarantined); their link named no index event (the target's record);
+ * a walk of the thread's ring had passed over them before the window was
+ * created or reached back so far (the detail file keeps ring order). */
+enum ada_window_miss {
+	ADA_MISS_UNREAD_AT_END = 0,
+	ADA_MISS_BAD_LINK = 1,
+	ADA_MISS_PASSED_OVER = 2,
+	ADA_WINDOW_MISS_COUNT = 3,
+};
+/* "unread_at_end", "bad_link", "passed_over" (manifest keys). */
+static inline const char *ada_window_miss_name(unsigned k)
+{
+	static const char *const n[ADA_WINDOW_MISS_COUNT] = {"unread_at_end", "bad_link",
+	                                                     "passed_over"};
+	return k < ADA_WINDOW_MISS_COUNT ? n[k] : "?";
+}
+
 struct ada_record_summary {
 	uint64_t events;
 	uint64_t drops;
@@ -158,6 +178,10 @@ struct ada_record_summary {
 	/* Passes whose live persist of the windows was held back for the
 	 * program while the CPU was contended (flight_yield.c; 0: none). */
 	uint64_t windows_yielded;
+	/* Records windows wanted that were neither written nor overwritten,
+	 * by reason (enum ada_window_miss): not drops either, told beside
+	 * window_lost. */
+	uint64_t window_missed[ADA_WINDOW_MISS_COUNT];
 	/* The detail ring per thread that achieved pre_got_ns (0: not known):
 	 * with it, the rate the ring filled at, the reason told. */
 	uint64_t pre_ring_bytes;
@@ -238,6 +262,7 @@ void ada_recorder_request_manual(struct ada_recorder *r);
  * achieved (the farthest back a thread's ring reached; 0: none yet). */
 struct ada_live_window_got {
 	uint64_t records, lost, pre_achieved_ns;
+	uint64_t missed[ADA_WINDOW_MISS_COUNT]; /* neither written nor overwritten, by reason */
 };
 
 struct ada_live_proc {

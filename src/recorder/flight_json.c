@@ -1,27 +1,26 @@
 /*
- * The flight recorder's part of the manifest (flight.c records, this file
- * describes): each window with what every thread of it holds (records,
- * pre/post-roll achieved, window_lost), the functions that filled the
- * ring when a window fell short (and the key-symbol set that would have
- * held it), the triggers armed, and the recorder's counts.
+ * The manifest's flight_recorder.windows[]: what each window asked, what
+ * each thread kept of it, what it lost or missed and why, and the
+ * functions that filled its rings (flight.c counts all of it).
  *
- * Threads: the drain thread (the manifest is written by it).
+ * Threads: the drain thread (manifest writes).
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <inttypes.h>
-#include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "atf.h"
-#include "ring.h"
 #include "symbols.h"
-#include "arena_internal.h"
-#include "detail_internal.h"
-#include "recorder_internal.h"
 #include "flight_internal.h"
+
+json_t *wal_window_missed_json(const uint64_t missed[ADA_WINDOW_MISS_COUNT])
+{
+	json_t *o = json_object();
+	for (unsigned k = 0; k < ADA_WINDOW_MISS_COUNT; k++)
+		json_object_set_new(o, ada_window_miss_name(k),
+		                    json_integer((json_int_t)missed[k]));
+	return o;
+}
 
 /* What thread t holds of window wi: records, and the pre/post-roll
  * achieved (its ring's oldest record at the first persist bounds the
@@ -38,13 +37,20 @@ static json_t *flight_window_thread(const struct wal_thread *t, const struct wal
 	json_object_set_new(o, "window_lost", json_integer((json_int_t)fw->lost));
 	if (fw->lost_estimated)
 		json_object_set_new(o, "window_lost_estimated", json_true());
+	uint64_t missed = 0;
+	for (unsigned k = 0; k < ADA_WINDOW_MISS_COUNT; k++)
+		missed += fw->missed[k];
+	if (missed) /* only then: a manifest of many windows and threads stays small */
+		json_object_set_new(o, "window_missed", wal_window_missed_json(fw->missed));
+	if (fw->missed_estimated)
+		json_object_set_new(o, "window_missed_estimated", json_true());
 	json_object_set_new(o, "errors", json_integer(fw->errors));
 	json_object_set_new(o, "copies", json_integer(fw->calls));
 	json_object_set_new(o, "copies_skipped", json_integer((json_int_t)fw->skipped));
 	if (fw->oldest_ns) {
 		json_object_set_new(
 		    o, "pre_achieved_ns",
-		    json_integer((json_int_t)flight_pre_achieved(w, fw->oldest_ns)));
+		    json_integer((json_int_t)wal_flight_pre_achieved(w, fw->oldest_ns)));
 	} else {
 		json_object_set_new(o, "pre_achieved_ns", json_null()); /* its ring was empty */
 	}
@@ -61,12 +67,17 @@ static json_t *flight_window_thread(const struct wal_thread *t, const struct wal
 
 static json_t *flight_window_threads(const struct wal_proc *p, size_t wi,
                                      const struct ada_trigger_window *w, uint64_t *records,
-                                     uint64_t *lost)
+                                     uint64_t *lost, uint64_t missed[ADA_WINDOW_MISS_COUNT])
 {
 	json_t *a = json_array();
 	for (size_t j = 0; j < p->nthreads; j++) {
 		const struct wal_thread *t = p->threads[j];
-		if (wi >= t->nfw || (!t->fw[wi].calls && !t->fw[wi].lost))
+		uint64_t m = 0;
+		for (unsigned k = 0; wi < t->nfw && k < ADA_WINDOW_MISS_COUNT; k++) {
+			missed[k] += t->fw[wi].missed[k];
+			m += t->fw[wi].missed[k];
+		}
+		if (wi >= t->nfw || (!t->fw[wi].calls && !t->fw[wi].lost && !m))
 			continue;
 		*records += t->fw[wi].records;
 		*lost += t->fw[wi].lost;
@@ -243,8 +254,8 @@ void wal_flight_fill_hint(const struct ada_recorder *r, const struct wal_proc *p
 	}
 }
 
-static json_t *flight_window(const struct ada_trigger_window *w, const struct wal_proc *p,
-                             size_t wi)
+json_t *wal_flight_window_json(const struct ada_trigger_window *w, const struct wal_proc *p,
+                               size_t wi)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "id", json_integer(w->id));
@@ -269,67 +280,14 @@ static json_t *flight_window(const struct ada_trigger_window *w, const struct wa
 	}
 	json_object_set_new(o, "pre_roll_ns", json_integer((json_int_t)(w->fire_ns - w->from_ns)));
 	json_object_set_new(o, "post_roll_ns", json_integer((json_int_t)(w->to_ns - w->fire_ns)));
-	uint64_t records = 0, lost = 0;
-	json_t *threads = flight_window_threads(p, wi, w, &records, &lost);
+	uint64_t records = 0, lost = 0, missed[ADA_WINDOW_MISS_COUNT] = {0};
+	json_t *threads = flight_window_threads(p, wi, w, &records, &lost, missed);
 	json_object_set_new(o, "threads", threads);
 	json_object_set_new(o, "records", json_integer((json_int_t)records));
 	json_object_set_new(o, "window_lost", json_integer((json_int_t)lost));
+	json_object_set_new(o, "window_missed", wal_window_missed_json(missed));
 	if (lost)
 		flight_window_fillers(o, p, wi, records, lost);
 	json_object_set_new(o, "closed", json_boolean(w->closed));
 	return o;
-}
-
-static json_t *flight_stats(struct ada_recorder *r)
-{
-	struct ada_trigger_stats s;
-	ada_trigger_get_stats(r->flight.trig, &s);
-	json_t *o = json_object();
-	json_object_set_new(o, "fires", json_integer((json_int_t)s.fires));
-	json_object_set_new(o, "held_off", json_integer((json_int_t)s.held_off));
-	json_object_set_new(o, "escalated", json_integer((json_int_t)s.escalated));
-	json_object_set_new(o, "over_max_windows", json_integer((json_int_t)s.over_max));
-	json_object_set_new(o, "merged", json_integer((json_int_t)s.merged));
-	json_object_set_new(o, "manual_ignored", json_integer((json_int_t)s.manual_ignored));
-	json_object_set_new(o, "manual_dropped",
-	                    json_integer((json_int_t)r->flight.manual_dropped));
-	json_object_set_new(o, "unresolved_names", json_integer((json_int_t)s.unresolved));
-	json_object_set_new(o, "p99_untracked", json_integer((json_int_t)s.p99_untracked));
-	json_object_set_new(o, "stack_frames_dropped", json_integer((json_int_t)s.stack_dropped));
-	const struct wal_flight_yield *y = &r->flight.yield;
-	json_object_set_new(o, "persist_cpu_ns", json_integer((json_int_t)y->cpu_ns));
-	json_object_set_new(o, "persist_contended", json_integer((json_int_t)y->contended));
-	json_object_set_new(o, "persist_yielded", json_integer((json_int_t)y->held));
-	json_object_set_new(o, "stack_mismatches", json_integer((json_int_t)s.stack_mismatch));
-	return o;
-}
-
-/* "flight_recorder": configuration, armed triggers, windows, counts. */
-static json_t *flight_json(struct ada_recorder *r, const struct wal_proc *p)
-{
-	const struct ada_trigger_opts *o = ada_trigger_engine_opts(r->flight.trig);
-	json_t *f = json_object(), *trig = json_array(), *wins = json_array();
-	json_object_set_new(f, "pre_roll_ns", json_integer((json_int_t)o->pre_ns));
-	json_object_set_new(f, "post_roll_ns", json_integer((json_int_t)o->post_ns));
-	json_object_set_new(f, "max_windows", json_integer(o->max_windows));
-	json_object_set_new(f, "holdoff_ns", json_integer((json_int_t)o->holdoff_ns));
-	json_object_set_new(f, "persist_share_pct", json_integer(r->flight.yield.share_pct));
-	struct ada_trigger_spec s[ADA_TRIGGER_MAX];
-	size_t n = ada_trigger_list(r->flight.trig, s, ADA_TRIGGER_MAX);
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(trig, json_string(s[i].text));
-	json_object_set_new(f, "triggers", trig);
-	for (size_t i = 0; i < ada_trigger_window_count(r->flight.trig); i++)
-		json_array_append_new(
-		    wins, flight_window(ada_trigger_window_at(r->flight.trig, i), p, i));
-	json_object_set_new(f, "windows", wins);
-	json_object_set_new(f, "counts", flight_stats(r));
-	return f;
-}
-
-void wal_flight_manifest(json_t *root, struct ada_recorder *r, struct wal_proc *p)
-{
-	json_object_set_new(root, "flight_recorder", flight_json(r, p));
-	if (p->crash)
-		json_object_set(root, "crash", p->crash);
 }
