@@ -16,7 +16,7 @@
 include_guard(GLOBAL)
 
 option(ADA_CI "Fail the configure when a piece the tests need is missing (tools/test.sh sets it)" OFF)
-set(ADA_FUZZ_SECONDS 15 CACHE STRING "How long each fuzzer runs as a CTest test (label fuzz)")
+set(ADA_FUZZ_SECONDS 10 CACHE STRING "How long each fuzzer runs as a CTest test (label fuzz)")
 
 # ada_sanitize_tests(<stage>... TESTS <test>...): the sanitizer stages of
 # tools/test.sh (asan, ubsan, tsan) that run these tests, as CTest labels

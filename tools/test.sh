@@ -6,7 +6,7 @@
 # the format library and its CLI, rings, drain and recorder pipeline, the
 # hook arch layer, the injector and the agent's unit tests; thread: the
 # rings, drain and pipeline), then every fuzzer in a clang build for
-# ADA_FUZZ_SECONDS (15) each from its committed corpus (grown in the
+# ADA_FUZZ_SECONDS (10) each from its committed corpus (grown in the
 # repository: docs/testing.md, "Fuzzers"). The e2e tests preload
 # the agent into other programs, which the sanitizer runtimes do not allow,
 # so they run in the Release build only.
@@ -23,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/bootstrap.sh
 jobs=$(nproc)
-fuzz_secs=${ADA_FUZZ_SECONDS:-15}
+fuzz_secs=${ADA_FUZZ_SECONDS:-10}
 ci_opts=(-DADA_WERROR=ON -DADA_CI=ON)
 stages=()   # name=seconds=junit, for the summary
 disabled=() # name=why

@@ -107,11 +107,11 @@ maxdisk)
 	check "$S" tail 750000 || fail "check failed"
 	bytes=$(find "$S" -name '*.atf' -printf '%s\n' | awk '{s+=$1} END {print s+0}')
 	[ "$bytes" -le $((8 * 1048576)) ] || fail "$bytes bytes of index files, budget 8 MiB"
-	# Some older generation kept: near the budget a file grows by small
-	# steps (wal_room_step), so what the four files have allocated and not
-	# written does not make retention delete every older generation (with
-	# whole segments ahead a slow drain, UBSan's, kept none).
-	ls "$S"/pid_*/thread_*/index.g*.atf >/dev/null 2>&1 || fail "no generations kept"
+	# Not "some older generation kept": four threads' current files may
+	# hold the whole 8 MiB when the drain is slow (TSan's was, and kept
+	# none); the tail check above says the most recent data is what
+	# stayed. The small growth steps near the budget (wal_room_step) are
+	# test_wal_segment's test_grow_near_budget.
 	grep -q '"retired_events": [1-9]' "$S"/pid_*/manifest.json || fail "no retired events in manifest"
 	ls "$S"/pid_*/.retention >/dev/null 2>&1 && fail "pid_N/.retention left after the final manifest"
 	validate "$S"

@@ -1352,8 +1352,11 @@ static void test_flight_passed_over(void **state)
 	d.p.threads = &tp;
 	d.p.nthreads = 1;
 	d.r.o.detail_mode = ADA_DETAIL_TRIGGERED;
-	/* windows of a few events each: [fire - x, fire + x] */
-	uint64_t span = ev[4].timestamp_ns - ev[0].timestamp_ns;
+	/* windows [fire - x, fire + x] around ev[10] and ev[34] that cannot
+	 * meet (x is a quarter of the time between them): a span taken from a
+	 * few events' own times is long when a loaded machine preempted the
+	 * emitting thread among them, and the two windows then merged */
+	uint64_t span = (ev[34].timestamp_ns - ev[10].timestamp_ns) / 4;
 	struct ada_trigger_opts o = {.pre_ns = span, .post_ns = span, .max_windows = 8};
 	struct ada_trigger_spec spec;
 	char why[128];
