@@ -494,7 +494,12 @@ static void flight_budget(struct ada_recorder *r)
 	uint64_t ns = r->pass_fill_ns / 2;
 	ns = ns > FLIGHT_PASS_MAX_NS ? FLIGHT_PASS_MAX_NS : ns;
 	bool room = r->pass_room_min > 0 && ns >= FLIGHT_PASS_MIN_NS;
-	uint64_t cpu = wal_flight_yield_room(&r->flight.yield, wal_now_ns());
+	/* Asked only once there is a window to persist: the yield opens the
+	 * drain's schedstat, a descriptor a recording without windows must
+	 * not spend (under a low ulimit -n it is a process's directory). */
+	uint64_t cpu = ada_trigger_window_count(r->flight.trig)
+	                   ? wal_flight_yield_room(&r->flight.yield, wal_now_ns())
+	                   : UINT64_MAX;
 	r->flight.yield_held = room && cpu < FLIGHT_PASS_MIN_NS;
 	ns = cpu < ns ? cpu : ns;
 	room = room && ns >= FLIGHT_PASS_MIN_NS;
@@ -565,7 +570,8 @@ static void flight_persist(struct ada_recorder *r, uint64_t now)
 	r->flight.passes++;
 	r->flight.backlog = false;
 	r->flight.waiting = false;
-	bool timed = r->flight.budget.bytes > 0;
+	/* The persist's CPU, taken as a window's (none: nothing to persist). */
+	bool timed = r->flight.budget.bytes > 0 && ada_trigger_window_count(r->flight.trig);
 	if (timed)
 		wal_flight_yield_begin(&r->flight.yield);
 	for (size_t i = 0; i < r->nprocs; i++) {
