@@ -276,9 +276,12 @@ static size_t drain_fused(struct ada_recorder *r, struct wal_thread *t,
  * it can, and each event it stops at goes the general way
  * (drain_chunk()), then the fused pass again. A chunk while a trigger
  * wants names goes the general way whole; events the fused pass keeps
- * stopping at right away (a stack deeper than the trigger keeps) go in
- * runs that double, so such a stretch costs a few calls, not one per
- * event. Returns the events consumed, as drain_chunk(). */
+ * stopping at soon (a stack deeper than the trigger keeps, a function
+ * new at every other event) go in runs that double until the fused pass
+ * again takes a stretch of FUSED_STRETCH events, so such a stream costs
+ * a few calls, not two per event. Returns the events consumed, as
+ * drain_chunk(). */
+#define FUSED_STRETCH 64
 static size_t drain_chunk_fused(struct ada_recorder *r, struct wal_thread *t,
                                 const struct atf_index_event *src, struct atf_index_event *dst,
                                 size_t k, uint64_t ts_max, uint64_t pos)
@@ -295,7 +298,7 @@ static size_t drain_chunk_fused(struct ada_recorder *r, struct wal_thread *t,
 		i += f;
 		if (i == k)
 			break;
-		run = f ? 1 : run;
+		run = f >= FUSED_STRETCH ? 1 : run;
 		size_t g = run < k - i ? run : k - i;
 		size_t got = drain_chunk(r, t, src + i, dst, g, ts_max, pos + i);
 		if (got < g)
