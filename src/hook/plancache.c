@@ -427,8 +427,7 @@ struct pc_self {
 	uint64_t hash;
 };
 
-/* The NT_GNU_BUILD_ID note among an image's PT_NOTE segments, hashed. */
-static uint64_t pc_note_hash(const struct dl_phdr_info *info)
+const uint8_t *agent_note_build_id(const struct dl_phdr_info *info, size_t *len)
 {
 	for (size_t i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -443,13 +442,23 @@ static uint64_t pc_note_hash(const struct dl_phdr_info *info)
 			if (sizeof(nh) + name + desc > left)
 				break;
 			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    !memcmp(p + sizeof(nh), "GNU", 4) && nh.n_descsz > 0)
-				return XXH64(p + sizeof(nh) + name, nh.n_descsz, 0) | 1;
+			    !memcmp(p + sizeof(nh), "GNU", 4) && nh.n_descsz > 0) {
+				*len = nh.n_descsz;
+				return p + sizeof(nh) + name;
+			}
 			p += sizeof(nh) + name + desc;
 			left -= sizeof(nh) + name + desc;
 		}
 	}
-	return 0;
+	return NULL;
+}
+
+/* The NT_GNU_BUILD_ID note among an image's PT_NOTE segments, hashed. */
+static uint64_t pc_note_hash(const struct dl_phdr_info *info)
+{
+	size_t len = 0;
+	const uint8_t *id = agent_note_build_id(info, &len);
+	return id ? XXH64(id, len, 0) | 1 : 0;
 }
 
 static int pc_self_cb(struct dl_phdr_info *info, size_t size, void *arg)

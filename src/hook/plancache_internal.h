@@ -117,4 +117,10 @@ int plan_cache_store(const char *path, const struct plan_cache_key *key,
  * the key. 0 when the image has no build-id (then the cache is not used). */
 uint64_t plan_cache_self_hash(uint64_t self_addr);
 
+struct dl_phdr_info;
+/* The NT_GNU_BUILD_ID note of a mapped image (dl_iterate_phdr's info):
+ * its bytes where they are mapped and *len, or NULL. The plan cache
+ * hashes it, the symbol-table cache (symcache.c) keys by it. */
+const uint8_t *agent_note_build_id(const struct dl_phdr_info *info, size_t *len);
+
 #endif

@@ -35,6 +35,7 @@
 
 #include "fs.h"
 #include "hook_arch.h"
+#include "plancache_internal.h"
 #include "symcache_internal.h"
 
 #define SC_MAGIC "ADASYMT"
@@ -369,32 +370,16 @@ struct sc_mem {
 	size_t cap, len;
 };
 
-/* The NT_GNU_BUILD_ID note among an image's PT_NOTE segments, as mapped. */
+/* The NT_GNU_BUILD_ID note among an image's PT_NOTE segments, as mapped,
+ * copied when it fits out. */
 static size_t sc_note_build_id(const struct dl_phdr_info *info, uint8_t *out, size_t cap)
 {
-	for (size_t i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_NOTE)
-			continue;
-		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
-		size_t left = ph->p_memsz;
-		while (left >= sizeof(ElfW(Nhdr))) {
-			ElfW(Nhdr) nh;
-			memcpy(&nh, p, sizeof(nh));
-			size_t name = (nh.n_namesz + 3) & ~3u, desc = (nh.n_descsz + 3) & ~3u;
-			if (sizeof(nh) + name + desc > left)
-				break;
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    !memcmp(p + sizeof(nh), "GNU", 4) && nh.n_descsz > 0 &&
-			    nh.n_descsz <= cap) {
-				memcpy(out, p + sizeof(nh) + name, nh.n_descsz);
-				return nh.n_descsz;
-			}
-			p += sizeof(nh) + name + desc;
-			left -= sizeof(nh) + name + desc;
-		}
-	}
-	return 0;
+	size_t len = 0;
+	const uint8_t *id = agent_note_build_id(info, &len);
+	if (!id || len > cap)
+		return 0;
+	memcpy(out, id, len);
+	return len;
 }
 
 static int sc_mem_cb(struct dl_phdr_info *info, size_t size, void *arg)
