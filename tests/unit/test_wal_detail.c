@@ -1149,41 +1149,123 @@ static void check_links(uint64_t want_detail)
 	free(db);
 }
 
+/* n call and return pairs of FN(first), FN(first + 1), ... */
+static void emit_pairs(struct pfx *x, uint64_t first, uint64_t n)
+{
+	for (uint64_t i = first; i < first + n; i++) {
+		emit_one(x, FN(i), true);
+		emit_one(x, FN(i), false);
+	}
+}
+
+/* The window cases' one thread: what its producer emitted (ev[i] the i-th
+ * index event), its drain's index.atf opened and the first events taken;
+ * flight adds the recorder's windows over it (wscene_flight). */
+struct wscene {
+	struct pfx x;
+	struct pdrain d;
+	const struct atf_index_event *ev;
+	struct wal_thread *threads[1];
+	bool flight;
+};
+
+/* The producer's part begins: the arena is the calling thread's. */
+static void wscene_arena(struct wscene *s)
+{
+	memset(s, 0, sizeof(*s));
+	pfx_open(&s->x);
+}
+
+/* After the producer's part (wscene_arena, then its events emitted): the
+ * drain's file opened at ring position 0 and the events [0, taken) in it. */
+static void wscene_drain(struct wscene *s, uint64_t taken)
+{
+	assert_int_equal(ada_index_ring_peek(s->x.a, ada_producer_tls.slot, &s->ev), s->x.n);
+	pdrain_open(&s->d, &s->x, "index.atf", 0);
+	take(&s->x, &s->d.t, 0, taken);
+}
+
+/* pairs call and return pairs emitted, the first `taken` events taken */
+static void wscene_open(struct wscene *s, uint64_t pairs, uint64_t taken)
+{
+	wscene_arena(s);
+	emit_pairs(&s->x, 0, pairs);
+	wscene_drain(s, taken);
+}
+
+/* The recorder in triggered detail mode over the scene's thread (flight.c),
+ * on a real trigger engine with a manual trigger: windows
+ * [fire - pre_ns, fire + post_ns]. */
+static void wscene_flight(struct wscene *s, uint64_t pre_ns, uint64_t post_ns)
+{
+	s->threads[0] = &s->d.t;
+	s->d.p.threads = s->threads;
+	s->d.p.nthreads = 1;
+	s->d.r.o.detail_mode = ADA_DETAIL_TRIGGERED;
+	struct ada_trigger_opts o = {.pre_ns = pre_ns, .post_ns = post_ns, .max_windows = 8};
+	struct ada_trigger_spec spec;
+	char why[128];
+	assert_int_equal(ada_trigger_parse("manual", &spec, why, sizeof(why)), 0);
+	assert_int_equal(ada_trigger_engine_new(&o, &s->d.r.flight.trig), 0);
+	assert_int_equal(ada_trigger_add(s->d.r.flight.trig, &spec, 0, NULL), 0);
+	s->flight = true;
+}
+
+/* A manual fire at fire_ns, the engine's clock then at now_ns; returns
+ * how many windows the engine holds. */
+static size_t wscene_fire(struct wscene *s, uint64_t fire_ns, uint64_t now_ns)
+{
+	assert_int_equal(ada_trigger_fire_manual(s->d.r.flight.trig, fire_ns), 0);
+	ada_trigger_tick(s->d.r.flight.trig, now_ns, 0);
+	return ada_trigger_window_count(s->d.r.flight.trig);
+}
+
+/* wal_detail_persist_window over the events [i, j]'s timestamps */
+static int window_ev(struct wscene *s, uint64_t i, uint64_t j, bool first,
+                     struct wal_detail_stats *st)
+{
+	return wal_detail_persist_window(&s->d.r, &s->d.t, s->ev[i].timestamp_ns,
+	                                 s->ev[j].timestamp_ns, first, NULL, st);
+}
+
+/* Both files finalized, the arena gone (check_links reads the files). */
+static void wscene_close(struct wscene *s)
+{
+	if (s->flight) {
+		wal_flight_free(&s->d.p);
+		wal_flight_fini(&s->d.r);
+	}
+	pdrain_close(&s->d);
+	pfx_close(&s->x);
+}
+
 static void test_persist_all(void **state)
 {
 	(void)state;
-	struct pfx x;
-	pfx_open(&x);
-	for (uint64_t i = 0; i < 20; i++) {
-		emit_one(&x, FN(i), true);
-		emit_one(&x, FN(i), false);
-	}
-	struct pdrain d;
-	pdrain_open(&d, &x, "index.atf", 0);
+	struct wscene s;
 	/* taken up to 36: the last 4 records must wait (deferred) */
-	take(&x, &d.t, 0, 36);
+	wscene_open(&s, 20, 36);
 	struct wal_detail_stats st;
-	assert_int_equal(wal_detail_persist(&d.r, &d.t, 0, UINT64_MAX, &st), 0);
+	assert_int_equal(wal_detail_persist(&s.d.r, &s.d.t, 0, UINT64_MAX, &st), 0);
 	assert_int_equal(st.records, 36);
 	assert_int_equal(st.deferred, 4);
 	assert_int_equal(st.unlinked, 0);
 	assert_true(st.oldest_ns > 0 && st.newest_ns >= st.oldest_ns);
 	uint64_t first_ns = st.oldest_ns;
 	/* a second call adds nothing twice */
-	assert_int_equal(wal_detail_persist(&d.r, &d.t, 0, UINT64_MAX, &st), 0);
+	assert_int_equal(wal_detail_persist(&s.d.r, &s.d.t, 0, UINT64_MAX, &st), 0);
 	assert_int_equal(st.records, 0);
-	take(&x, &d.t, 0, 40);
-	assert_int_equal(wal_detail_persist(&d.r, &d.t, 0, UINT64_MAX, &st), 0);
+	take(&s.x, &s.d.t, 0, 40);
+	assert_int_equal(wal_detail_persist(&s.d.r, &s.d.t, 0, UINT64_MAX, &st), 0);
 	assert_int_equal(st.records, 4);
 	uint64_t o, n;
-	assert_int_equal(wal_detail_ring_span(&d.r, &d.t, &o, &n), 0);
+	assert_int_equal(wal_detail_ring_span(&s.d.r, &s.d.t, &o, &n), 0);
 	assert_true(o > 0 && n >= o);
 	/* The ring's ends (ada_detail_ring_ends): its first and last records. */
 	assert_int_equal(o, first_ns);
 	assert_int_equal(n, st.newest_ns);
-	pdrain_close(&d);
+	wscene_close(&s);
 	check_links(40);
-	pfx_close(&x);
 }
 
 /* A window's records whose index events are not taken yet wait
@@ -1194,21 +1276,11 @@ static void test_persist_all(void **state)
 static void test_persist_waiting(void **state)
 {
 	(void)state;
-	struct pfx x;
-	pfx_open(&x);
-	for (uint64_t i = 0; i < 20; i++) {
-		emit_one(&x, FN(i), true);
-		emit_one(&x, FN(i), false);
-	}
-	const struct atf_index_event *ev;
-	assert_int_equal(ada_index_ring_peek(x.a, ada_producer_tls.slot, &ev), 40);
-	uint64_t t10 = ev[10].timestamp_ns, t33 = ev[33].timestamp_ns;
-	struct pdrain d;
-	pdrain_open(&d, &x, "index.atf", 0);
-	take(&x, &d.t, 0, 30);
+	struct wscene s;
+	wscene_open(&s, 20, 30);
 	struct wal_detail_stats st = {0};
 	/* the window [10, 33]: 10..29 written, 30..39 deferred, 30..33 its own */
-	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, t10, t33, true, NULL, &st), 0);
+	assert_int_equal(window_ev(&s, 10, 33, true, &st), 0);
 	assert_int_equal(st.records, 20);
 	assert_int_equal(st.deferred, 10);
 	assert_int_equal(st.waiting, 4);
@@ -1217,22 +1289,19 @@ static void test_persist_waiting(void **state)
 	 * its end, 32..35 its own by their timestamps (the ones its thread's
 	 * last copy counts as unread_at_end should their events never come) */
 	struct wal_detail_stats st2 = {0};
-	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, ev[32].timestamp_ns,
-	                                           ev[35].timestamp_ns, false, NULL, &st2),
-	                 0);
+	assert_int_equal(window_ev(&s, 32, 35, false, &st2), 0);
 	assert_int_equal(st2.records, 0);
 	assert_int_equal(st2.deferred, 10);
 	assert_int_equal(st2.waiting, 6);
 	assert_int_equal(st2.waiting_in, 4);
 	/* taken: the next copy writes them, nothing waits */
-	take(&x, &d.t, 0, 40);
-	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, t10, t33, false, NULL, &st), 0);
+	take(&s.x, &s.d.t, 0, 40);
+	assert_int_equal(window_ev(&s, 10, 33, false, &st), 0);
 	assert_int_equal(st.records, 4);
 	assert_int_equal(st.deferred, 0);
 	assert_int_equal(st.waiting, 0);
-	pdrain_close(&d);
+	wscene_close(&s);
 	check_links(24);
-	pfx_close(&x);
 }
 
 /* A record linked past the index ring's head names no event (the target
@@ -1243,12 +1312,9 @@ static void test_persist_waiting(void **state)
 static void test_persist_bad_link(void **state)
 {
 	(void)state;
-	struct pfx x;
-	pfx_open(&x);
-	for (uint64_t i = 0; i < 5; i++) {
-		emit_one(&x, FN(i), true);
-		emit_one(&x, FN(i), false);
-	}
+	struct wscene s;
+	wscene_arena(&s);
+	emit_pairs(&s.x, 0, 5);
 	struct ada_producer *p = &ada_producer_tls;
 	uint64_t end;
 	_Atomic uint64_t *w = ada_detail_reserve(p, ADA_DREC_RETURN_WORDS * 8, &end);
@@ -1260,30 +1326,24 @@ static void test_persist_bad_link(void **state)
 	for (uint32_t i = ADA_DREC_REGS; i < ADA_DREC_RETURN_WORDS; i++)
 		ada_detail_put(w, i, 0);
 	ada_detail_commit(p, end);
-	for (uint64_t i = 5; i < 10; i++) {
-		emit_one(&x, FN(i), true);
-		emit_one(&x, FN(i), false);
-	}
-	struct pdrain d;
-	pdrain_open(&d, &x, "index.atf", 0);
-	take(&x, &d.t, 0, 20);
+	emit_pairs(&s.x, 5, 5);
+	wscene_drain(&s, 20);
 	struct wal_detail_stats st = {0};
-	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, 0, UINT64_MAX - 1, true, NULL, &st),
-	                 0);
+	assert_int_equal(
+	    wal_detail_persist_window(&s.d.r, &s.d.t, 0, UINT64_MAX - 1, true, NULL, &st), 0);
 	assert_int_equal(st.records, 20);
 	assert_int_equal(st.bad_link, 1);
 	assert_int_equal(st.deferred, 0);
 	assert_int_equal(st.waiting, 0);
 	assert_int_equal(st.unlinked, 0);
 	/* a window's whole look again: decided before, not counted twice */
-	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, 0, UINT64_MAX - 1, true, NULL, &st),
-	                 0);
+	assert_int_equal(
+	    wal_detail_persist_window(&s.d.r, &s.d.t, 0, UINT64_MAX - 1, true, NULL, &st), 0);
 	assert_int_equal(st.records, 0);
 	assert_int_equal(st.bad_link, 0);
 	assert_int_equal(st.waiting, 0);
-	pdrain_close(&d);
+	wscene_close(&s);
 	check_links(20);
-	pfx_close(&x);
 }
 
 /* A window's walk passes over the records before its range for good
@@ -1293,21 +1353,11 @@ static void test_persist_bad_link(void **state)
 static void test_persist_passed(void **state)
 {
 	(void)state;
-	struct pfx x;
-	pfx_open(&x);
-	for (uint64_t i = 0; i < 10; i++) {
-		emit_one(&x, FN(i), true);
-		emit_one(&x, FN(i), false);
-	}
-	const struct atf_index_event *ev;
-	assert_int_equal(ada_index_ring_peek(x.a, ada_producer_tls.slot, &ev), 20);
-	struct pdrain d;
-	pdrain_open(&d, &x, "index.atf", 0);
-	take(&x, &d.t, 0, 20);
+	struct wscene s;
+	wscene_open(&s, 10, 20);
+	const struct atf_index_event *ev = s.ev;
 	struct wal_detail_stats st = {0};
-	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, ev[12].timestamp_ns,
-	                                           ev[15].timestamp_ns, true, NULL, &st),
-	                 0);
+	assert_int_equal(window_ev(&s, 12, 15, true, &st), 0);
 	assert_int_equal(st.records, 4);
 	assert_int_equal(st.passed.records, 12);
 	assert_int_equal(st.passed.lo_ns, ev[0].timestamp_ns);
@@ -1319,14 +1369,11 @@ static void test_persist_passed(void **state)
 	uint64_t share = wal_gap_share(&st.passed, ev[4].timestamp_ns, ev[7].timestamp_ns, &est);
 	assert_true(share > 0 && share < 12 && est);
 	struct wal_detail_stats st2 = {0};
-	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, ev[4].timestamp_ns,
-	                                           ev[7].timestamp_ns, true, NULL, &st2),
-	                 0);
+	assert_int_equal(window_ev(&s, 4, 7, true, &st2), 0);
 	assert_int_equal(st2.records, 0);
 	assert_int_equal(st2.passed.records, 0);
-	pdrain_close(&d);
+	wscene_close(&s);
 	check_links(4);
-	pfx_close(&x);
 }
 
 /* A window created after another one's walk passed over its records
@@ -1337,56 +1384,33 @@ static void test_persist_passed(void **state)
 static void test_flight_passed_over(void **state)
 {
 	(void)state;
-	struct pfx x;
-	pfx_open(&x);
-	for (uint64_t i = 0; i < 20; i++) {
-		emit_one(&x, FN(i), true);
-		emit_one(&x, FN(i), false);
-	}
-	const struct atf_index_event *ev;
-	assert_int_equal(ada_index_ring_peek(x.a, ada_producer_tls.slot, &ev), 40);
-	struct pdrain d;
-	pdrain_open(&d, &x, "index.atf", 0);
-	take(&x, &d.t, 0, 40);
-	struct wal_thread *tp = &d.t;
-	d.p.threads = &tp;
-	d.p.nthreads = 1;
-	d.r.o.detail_mode = ADA_DETAIL_TRIGGERED;
+	struct wscene s;
+	wscene_open(&s, 20, 40);
+	const struct atf_index_event *ev = s.ev;
+	struct wal_proc *p = &s.d.p;
 	/* windows [fire - x, fire + x] around ev[10] and ev[34] that cannot
 	 * meet (x is a quarter of the time between them): a span taken from a
 	 * few events' own times is long when a loaded machine preempted the
 	 * emitting thread among them, and the two windows then merged */
 	uint64_t span = (ev[34].timestamp_ns - ev[10].timestamp_ns) / 4;
-	struct ada_trigger_opts o = {.pre_ns = span, .post_ns = span, .max_windows = 8};
-	struct ada_trigger_spec spec;
-	char why[128];
-	assert_int_equal(ada_trigger_parse("manual", &spec, why, sizeof(why)), 0);
-	assert_int_equal(ada_trigger_engine_new(&o, &d.r.flight.trig), 0);
-	assert_int_equal(ada_trigger_add(d.r.flight.trig, &spec, 0, NULL), 0);
+	wscene_flight(&s, span, span);
 	/* the later window first: its walk passes over records 0..~29 */
-	assert_int_equal(ada_trigger_fire_manual(d.r.flight.trig, ev[34].timestamp_ns), 0);
-	ada_trigger_tick(d.r.flight.trig, ev[39].timestamp_ns, 0);
-	assert_int_equal(ada_trigger_window_count(d.r.flight.trig), 1);
-	wal_flight_thread_end(&d.r, &d.t);
-	uint64_t written = wal_detail_proc_records(&d.p);
+	assert_int_equal(wscene_fire(&s, ev[34].timestamp_ns, ev[39].timestamp_ns), 1);
+	wal_flight_thread_end(&s.d.r, &s.d.t);
+	uint64_t written = wal_detail_proc_records(p);
 	assert_true(written > 0 && written < 40);
-	assert_int_equal(d.p.window_missed[ADA_MISS_PASSED_OVER], 0);
+	assert_int_equal(p->window_missed[ADA_MISS_PASSED_OVER], 0);
 	/* then one earlier in time */
-	assert_int_equal(ada_trigger_fire_manual(d.r.flight.trig, ev[10].timestamp_ns), 0);
-	ada_trigger_tick(d.r.flight.trig, ev[39].timestamp_ns, 0);
-	assert_int_equal(ada_trigger_window_count(d.r.flight.trig), 2);
-	wal_flight_thread_end(&d.r, &d.t);
-	assert_int_equal(wal_detail_proc_records(&d.p), written); /* nothing late */
-	assert_true(d.p.window_missed[ADA_MISS_PASSED_OVER] > 0);
-	assert_true(d.p.window_missed[ADA_MISS_PASSED_OVER] <= 40 - written);
+	assert_int_equal(wscene_fire(&s, ev[10].timestamp_ns, ev[39].timestamp_ns), 2);
+	wal_flight_thread_end(&s.d.r, &s.d.t);
+	assert_int_equal(wal_detail_proc_records(p), written); /* nothing late */
+	assert_true(p->window_missed[ADA_MISS_PASSED_OVER] > 0);
+	assert_true(p->window_missed[ADA_MISS_PASSED_OVER] <= 40 - written);
 	/* every event taken: nothing waits at its last copy */
-	wal_flight_thread_unread(&d.r, &d.t);
-	assert_int_equal(d.p.window_missed[ADA_MISS_UNREAD_AT_END], 0);
-	assert_int_equal(d.p.window_missed[ADA_MISS_BAD_LINK], 0);
-	wal_flight_free(&d.p);
-	wal_flight_fini(&d.r);
-	pdrain_close(&d);
-	pfx_close(&x);
+	wal_flight_thread_unread(&s.d.r, &s.d.t);
+	assert_int_equal(p->window_missed[ADA_MISS_UNREAD_AT_END], 0);
+	assert_int_equal(p->window_missed[ADA_MISS_BAD_LINK], 0);
+	wscene_close(&s);
 }
 
 /* A recording of an aarch64 program: a RETURN record's two value words
@@ -1395,18 +1419,15 @@ static void test_flight_passed_over(void **state)
 static void test_persist_arm64_return(void **state)
 {
 	(void)state;
-	struct pfx x;
-	pfx_open(&x);
-	emit_one(&x, FN(1), true);
-	emit_one(&x, FN(1), false);
-	struct pdrain d;
-	pdrain_open(&d, &x, "index.atf", 0);
-	d.r.arch = d.p.arch = ATF_ARCH_ARM64;
-	take(&x, &d.t, 0, 2);
+	struct wscene s;
+	wscene_arena(&s);
+	emit_pairs(&s.x, 1, 1);
+	wscene_drain(&s, 2);
+	s.d.r.arch = s.d.p.arch = ATF_ARCH_ARM64;
 	struct wal_detail_stats st;
-	assert_int_equal(wal_detail_persist(&d.r, &d.t, 0, UINT64_MAX, &st), 0);
+	assert_int_equal(wal_detail_persist(&s.d.r, &s.d.t, 0, UINT64_MAX, &st), 0);
 	assert_int_equal(st.records, 2);
-	pdrain_close(&d);
+	wscene_close(&s);
 	size_t dl;
 	uint8_t *db = slurp("detail.atf", &dl);
 	struct ada_atf_detail *dd;
@@ -1427,7 +1448,6 @@ static void test_persist_arm64_return(void **state)
 	}
 	ada_atf_detail_free(dd);
 	free(db);
-	pfx_close(&x);
 }
 
 /* Windows: only records in [from, to], each once; the first 6 events were
@@ -1438,10 +1458,7 @@ static void test_persist_windows(void **state)
 	(void)state;
 	struct pfx x;
 	pfx_open(&x);
-	for (uint64_t i = 0; i < 30; i++) {
-		emit_one(&x, FN(i), true);
-		emit_one(&x, FN(i), false);
-	}
+	emit_pairs(&x, 0, 30);
 	const struct atf_index_event *ev;
 	assert_int_equal(ada_index_ring_peek(x.a, ada_producer_tls.slot, &ev), 60);
 	uint64_t t20 = ev[20].timestamp_ns, t29 = ev[29].timestamp_ns;
