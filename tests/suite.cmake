@@ -34,6 +34,45 @@ function(ada_sanitize_tests)
   set_property(TEST ${S_TESTS} APPEND PROPERTY LABELS ${S_UNPARSED_ARGUMENTS})
 endfunction()
 
+# ada_e2e_test(<test> <script> [NO_SKIP] [NO_WORK] [WORK <dir>] [TIMEOUT <s>]
+#              [LABELS <label>...] [ENVIRONMENT <VAR=value>...] ARGS <arguments>...)
+# One test that runs a Python harness of tests/integration/:
+#   python3 tests/integration/<script> --ada <this build's ada> --work <dir> <arguments>...
+# WORK is ${CMAKE_BINARY_DIR}/itest-work unless given (NO_WORK: no --work,
+# for a harness that takes it among its own arguments); TIMEOUT 150; LABELS
+# e2e; exit 77 is a skip (SKIP_RETURN_CODE) unless NO_SKIP. Sanitizer stages
+# are labels added after it (ada_sanitize_tests).
+function(ada_e2e_test name script)
+  cmake_parse_arguments(PARSE_ARGV 2 E "NO_SKIP;NO_WORK" "WORK;TIMEOUT"
+                        "LABELS;ENVIRONMENT;ARGS")
+  if(E_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "ada_e2e_test(${name}): '${E_UNPARSED_ARGUMENTS}' before ARGS")
+  endif()
+  set(work --work ${CMAKE_BINARY_DIR}/itest-work)
+  if(E_NO_WORK)
+    set(work)
+  elseif(E_WORK)
+    set(work --work ${E_WORK})
+  endif()
+  if(NOT E_TIMEOUT)
+    set(E_TIMEOUT 150)
+  endif()
+  if(NOT E_LABELS)
+    set(E_LABELS e2e)
+  endif()
+  add_test(NAME ${name}
+           COMMAND ${Python3_EXECUTABLE} ${ADA_ITEST_DIR}/${script} --ada $<TARGET_FILE:ada>
+                   ${work} ${E_ARGS})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${E_TIMEOUT} LABELS "${E_LABELS}")
+  if(NOT E_NO_SKIP)
+    set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77)
+  endif()
+  if(E_ENVIRONMENT)
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "${E_ENVIRONMENT}")
+  endif()
+endfunction()
+set(ADA_ITEST_DIR ${CMAKE_CURRENT_LIST_DIR}/integration)
+
 # ada_suite_require(<found> <what is missing> <what is lost> <Debian package>)
 function(ada_suite_require found what lost pkg)
   if(found)
@@ -54,6 +93,14 @@ find_program(ADA_CLANGXX clang++)
 find_program(ADA_VALGRIND valgrind)
 find_program(ADA_STRACE strace)
 find_file(ADA_LIBC_A libc.a PATHS /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib NO_DEFAULT_PATH)
+# The end-to-end tests that record with the agent need python3 for their
+# harnesses and a build whose agent can be preloaded into an ordinary
+# program: not an address or thread sanitizer build (its runtime must come
+# first in a process, and the programs are not built with it).
+set(ADA_E2E_AGENT FALSE)
+if(Python3_EXECUTABLE AND NOT ADA_SANITIZE MATCHES "^(address|thread)$")
+  set(ADA_E2E_AGENT TRUE)
+endif()
 
 set(_cmocka FALSE)
 if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)

@@ -28,13 +28,12 @@ set(_a64 ${ADA_ARM64_BUILD}/tests/targets)
 
 # ada_arm64_test(<test name> <harness arguments>...): arm64.<name>.
 function(ada_arm64_test name)
-  add_test(NAME arm64.${name}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ada_itest.py
-                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/arm64-work
-                   --name arm64_${name} --emulator "${ADA_QEMU_AARCH64} -L ${_a64_root}"
-                   ${ARGN})
-  set_tests_properties(arm64.${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS arm64
-    ENVIRONMENT "ADA_AGENT_ARM64=${ADA_ARM64_BUILD}/libada_agent.so;ADA_QEMU_AARCH64=${ADA_QEMU_AARCH64};ADA_QEMU_SYSROOT=${_a64_root}")
+  ada_e2e_test(arm64.${name} ada_itest.py TIMEOUT 120 LABELS arm64
+               WORK ${CMAKE_BINARY_DIR}/arm64-work
+               ENVIRONMENT ADA_AGENT_ARM64=${ADA_ARM64_BUILD}/libada_agent.so
+                           ADA_QEMU_AARCH64=${ADA_QEMU_AARCH64} ADA_QEMU_SYSROOT=${_a64_root}
+               ARGS --name arm64_${name} --emulator "${ADA_QEMU_AARCH64} -L ${_a64_root}"
+                    ${ARGN})
 endfunction()
 
 # What they need of the cross build (tools/test.sh builds these targets

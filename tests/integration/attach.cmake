@@ -32,27 +32,21 @@ if(ADA_LIBC_A)
 endif()
 foreach(case threads trigger move spawn loader_lock nopid traced static otheruser duration
              budget)
-  add_test(NAME e2e.attach_${case}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/attach_test.py
-                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/attach-work
-                   --target ${ADA_ATTACH_T}/t_attach_O2 ${ADA_ATTACH_STATIC}
-                   --control ${ADA_ATTACH_T}/t_control_O2
-                   --move ${ADA_ATTACH_T}/t_attach_move_O2
-                   --spawn ${ADA_ATTACH_T}/t_attach_spawn_O2
-                   --lock ${ADA_ATTACH_T}/t_attach_lock_O2
-                   --lock-lib ${ADA_ATTACH_T}/libt_attach_lock.so ${case})
-  set_tests_properties(e2e.attach_${case} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
-                       LABELS "integration")
+  ada_e2e_test(e2e.attach_${case} attach_test.py TIMEOUT 300 LABELS integration
+               WORK ${CMAKE_BINARY_DIR}/attach-work
+               ARGS --target ${ADA_ATTACH_T}/t_attach_O2 ${ADA_ATTACH_STATIC}
+                    --control ${ADA_ATTACH_T}/t_control_O2
+                    --move ${ADA_ATTACH_T}/t_attach_move_O2
+                    --spawn ${ADA_ATTACH_T}/t_attach_spawn_O2
+                    --lock ${ADA_ATTACH_T}/t_attach_lock_O2
+                    --lock-lib ${ADA_ATTACH_T}/libt_attach_lock.so ${case})
 endforeach()
 # The index lane alone (--detail never): the trampolines' machine-code fast
 # form emitted into a running process, attached to twice (hook_arch.h).
 foreach(case threads move)
-  add_test(NAME e2e.attach_index_${case}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/attach_test.py
-                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/attach-work-index
-                   --target ${ADA_ATTACH_T}/t_attach_O2
-                   --move ${ADA_ATTACH_T}/t_attach_move_O2
-                   --attach-opt=--detail --attach-opt=never ${case})
-  set_tests_properties(e2e.attach_index_${case} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
-                       LABELS "integration")
+  ada_e2e_test(e2e.attach_index_${case} attach_test.py TIMEOUT 300 LABELS integration
+               WORK ${CMAKE_BINARY_DIR}/attach-work-index
+               ARGS --target ${ADA_ATTACH_T}/t_attach_O2
+                    --move ${ADA_ATTACH_T}/t_attach_move_O2
+                    --attach-opt=--detail --attach-opt=never ${case})
 endforeach()

@@ -5,56 +5,35 @@
 # recovery) recorded with ATF v2 written directly, --index-format atf, the
 # default being compact (ada_itest.py reads ADA_TEST_INDEX_FORMAT).
 include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
-if(NOT Python3_EXECUTABLE)
-  find_package(Python3 COMPONENTS Interpreter)
+if(NOT ADA_E2E_AGENT)
+  return() # tests/suite.cmake says why
 endif()
-if(NOT Python3_EXECUTABLE OR ADA_SANITIZE MATCHES "^(address|thread)$")
-  return() # hooks.cmake says why
-endif()
-add_test(NAME e2e.compact_roundtrip
-         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/compact_test.py
-                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
-                 ${ADA_TGT_DIR}/t_recursion_O2 ${ADA_TGT_DIR}/t_funcptr_O2)
-set_tests_properties(e2e.compact_roundtrip PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
-                     LABELS "e2e")
+ada_e2e_test(e2e.compact_roundtrip compact_test.py TIMEOUT 300
+             ARGS ${ADA_TGT_DIR}/t_recursion_O2 ${ADA_TGT_DIR}/t_funcptr_O2)
 foreach(s crash_segv recover_killed always_wait always_lapped preroll_disk symbol
           crash_recovered)
-  add_test(NAME e2e.atf_flight_${s}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ada_itest.py
-                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
-                   --name atf_flight_${s} flight ${s} ${ADA_TGT_DIR}/t_flight_O2)
-  set_tests_properties(e2e.atf_flight_${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
-                       ENVIRONMENT "ADA_TEST_INDEX_FORMAT=atf" LABELS "e2e")
+  ada_e2e_test(e2e.atf_flight_${s} ada_itest.py ENVIRONMENT ADA_TEST_INDEX_FORMAT=atf
+               ARGS --name atf_flight_${s} flight ${s} ${ADA_TGT_DIR}/t_flight_O2)
 endforeach()
 # Retention: at one --max-disk-mb the compact index keeps at least 6 times
 # the events of history ATF v2 keeps (counted from the files, issue 31).
-add_test(NAME e2e.compact_retention
-         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/retention_test.py
-                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
-                 --budget-mb 4 --min-ratio 6 $<TARGET_FILE:bw_fib_plain> 30)
-set_tests_properties(e2e.compact_retention PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
-                     LABELS "e2e")
+ada_e2e_test(e2e.compact_retention retention_test.py TIMEOUT 300
+             ARGS --budget-mb 4 --min-ratio 6 $<TARGET_FILE:bw_fib_plain> 30)
 # The same at 1 MiB with a program of about half a second: its symbol files
 # (a quarter of the budget) used to be counted only by the drain's first
 # once-a-second scan, after the program had ended, and the session ended
 # over its budget by them.
-add_test(NAME e2e.compact_retention_short
-         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/retention_test.py
-                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work/short
-                 --budget-mb 1 --min-ratio 6 $<TARGET_FILE:bw_fib_plain> 28)
-set_tests_properties(e2e.compact_retention_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
-                     LABELS "e2e")
+ada_e2e_test(e2e.compact_retention_short retention_test.py TIMEOUT 300
+             WORK ${CMAKE_BINARY_DIR}/itest-work/short
+             ARGS --budget-mb 1 --min-ratio 6 $<TARGET_FILE:bw_fib_plain> 28)
 # And with --detail always, whose detail files are most of the bytes: a
 # generation rotates on its index and detail files together (a current
 # detail.atf grew to many times the budget before); the ratio is not the
 # point here (the detail lane's bytes are the same in both encodings).
-add_test(NAME e2e.retention_detail_always
-         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/retention_test.py
-                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work/detail_always
-                 --budget-mb 16 --min-ratio 0 --record-args "--detail always --detail-mb 16"
-                 $<TARGET_FILE:bw_fib_plain> 26)
-set_tests_properties(e2e.retention_detail_always PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
-                     LABELS "e2e")
+ada_e2e_test(e2e.retention_detail_always retention_test.py TIMEOUT 300
+             WORK ${CMAKE_BINARY_DIR}/itest-work/detail_always
+             ARGS --budget-mb 16 --min-ratio 0 --record-args "--detail always --detail-mb 16"
+                  $<TARGET_FILE:bw_fib_plain> 26)
 # The budget at every instant (issue 35, the soak): windows write detail
 # files all along; the drain counts them as it writes and makes room before
 # the windows' persist and a thread's end, audited where the budget must

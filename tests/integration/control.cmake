@@ -15,22 +15,14 @@ if(ADA_SANITIZE MATCHES "^(address|thread)$")
 endif()
 foreach(case arm note status malformed never peer registry always retitle held fakeserver windows
              forkheap)
-  add_test(NAME control_${case}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/control_test.py
-                   --ada $<TARGET_FILE:ada> --target ${ADA_TGT_DIR}/t_control_O2
-                   --work ${CMAKE_BINARY_DIR}/control-work ${case})
-  set_tests_properties(control_${case} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
-                       LABELS "integration")
+  ada_e2e_test(control_${case} control_test.py NO_WORK LABELS integration
+               ARGS --target ${ADA_TGT_DIR}/t_control_O2
+                    --work ${CMAKE_BINARY_DIR}/control-work ${case})
 endforeach()
 
 # ada serve: the per-user control daemon (issue 36 item 4).
-if(Python3_EXECUTABLE AND NOT ADA_SANITIZE MATCHES "^(address|thread)$")
-  add_test(NAME e2e.serve
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/serve_test.py
-                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
-                   --target ${ADA_TGT_DIR}/t_recursion_O0)
-  set_tests_properties(e2e.serve PROPERTIES TIMEOUT 300 LABELS "e2e")
-endif()
+ada_e2e_test(e2e.serve serve_test.py NO_SKIP TIMEOUT 300
+             ARGS --target ${ADA_TGT_DIR}/t_recursion_O0)
 
 # `ada status` while the drain is held in the middle of a publish (issue 35).
 add_test(NAME control_status_paused

@@ -6,21 +6,14 @@
 # hijacked return addresses put back); and item 5, float and double
 # arguments and returns in the detail lane. Checks: crash_test.py.
 include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
-if(NOT Python3_EXECUTABLE)
-  find_package(Python3 COMPONENTS Interpreter)
-endif()
-if(NOT Python3_EXECUTABLE OR ADA_SANITIZE MATCHES "^(address|thread)$")
-  return() # they record with the agent, which a sanitized build cannot preload
+if(NOT ADA_E2E_AGENT)
+  return() # tests/suite.cmake says why
 endif()
 set(T ${ADA_TGT_DIR})
 # ada_crash_test(<name> <check> <program and arguments>...)
 function(ada_crash_test name check)
-  add_test(NAME e2e.crash_${name}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/crash_test.py
-                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/crash-work/${name}
-                   ${check} -- ${ARGN})
-  set_tests_properties(e2e.crash_${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
-                       LABELS "e2e")
+  ada_e2e_test(e2e.crash_${name} crash_test.py TIMEOUT 300
+               WORK ${CMAKE_BINARY_DIR}/crash-work/${name} ARGS ${check} -- ${ARGN})
 endfunction()
 ada_crash_test(frame0_store3.O2 frame0 ${T}/t_crash0_O2 3)
 ada_crash_test(frame0_store4.O2 frame0 ${T}/t_crash0_O2 4)
@@ -35,8 +28,5 @@ ada_crash_test(gdb_inner.O2 gdb ${T}/t_crash_O2 segv)
 # The other threads at the crash: where each was (its pc from /proc).
 ada_crash_test(threads.O2 threads ${T}/t_crashmt_O2)
 # Float and double arguments and returns in the detail lane (--detail-fp).
-add_test(NAME e2e.detail_fp.O2
-         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/crash_test.py
-                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/crash-work/detail_fp
-                 fp -- ${T}/t_fparg_O2)
-set_tests_properties(e2e.detail_fp.O2 PROPERTIES TIMEOUT 300 LABELS "e2e")
+ada_e2e_test(e2e.detail_fp.O2 crash_test.py NO_SKIP TIMEOUT 300
+             WORK ${CMAKE_BINARY_DIR}/crash-work/detail_fp ARGS fp -- ${T}/t_fparg_O2)

@@ -14,11 +14,8 @@ if(ADA_LIBC_A)
 endif()
 # functions: ada diagnose --functions over t_pad (docs/diagnose.md).
 foreach(case static setuid missing deadpid traced otheruser nondumpable live functions)
-  add_test(NAME e2e.diagnose_${case}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/diagnose_test.py
-                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/diagnose-work
-                   --dynamic ${ADA_DIAG_T}/t_exec_child_O2 ${ADA_DIAG_STATIC}
-                   --pad ${ADA_DIAG_T}/t_pad_O2 ${case})
-  set_tests_properties(e2e.diagnose_${case} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
-                       LABELS "integration")
+  ada_e2e_test(e2e.diagnose_${case} diagnose_test.py TIMEOUT 120 LABELS integration
+               WORK ${CMAKE_BINARY_DIR}/diagnose-work
+               ARGS --dynamic ${ADA_DIAG_T}/t_exec_child_O2 ${ADA_DIAG_STATIC}
+                    --pad ${ADA_DIAG_T}/t_pad_O2 ${case})
 endforeach()

@@ -3,11 +3,8 @@
 # symbol and manual (SIGUSR2) triggers, bad trigger options, on
 # tests/targets/t_flight.c. The checks are in ada_itest.py (cmd_flight).
 include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
-if(NOT Python3_EXECUTABLE)
-  find_package(Python3 COMPONENTS Interpreter)
-endif()
-if(NOT Python3_EXECUTABLE OR ADA_SANITIZE MATCHES "^(address|thread)$")
-  return() # hooks.cmake says why
+if(NOT ADA_E2E_AGENT)
+  return() # tests/suite.cmake says why
 endif()
 foreach(s crash_segv crash_abort crash_overflow crash_recovered latency symbol manual
           max_windows holdoff bad_options recover_killed time_whole time_wrap time_never
@@ -17,20 +14,12 @@ foreach(s crash_segv crash_abort crash_overflow crash_recovered latency symbol m
           always_lapped preroll_disk
           always_wait always_wait_stopped index_wait_stopped index_wait_stalled checker_catches
           p99_auto window_deferred window_spent)
-  add_test(NAME e2e.flight_${s}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ada_itest.py
-                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
-                   --name flight_${s} flight ${s} ${ADA_TGT_DIR}/t_flight_O2)
-  set_tests_properties(e2e.flight_${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
-                       LABELS "e2e")
+  ada_e2e_test(e2e.flight_${s} ada_itest.py
+               ARGS --name flight_${s} flight ${s} ${ADA_TGT_DIR}/t_flight_O2)
 endforeach()
 # Threads around a crash (issue 34): one started just before it, one that
 # ended inside the pre-roll (tests/targets/t_latethread.c).
 foreach(s late_thread ended_thread)
-  add_test(NAME e2e.flight_${s}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ada_itest.py
-                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
-                   --name flight_${s} flight ${s} ${ADA_TGT_DIR}/t_latethread_O2)
-  set_tests_properties(e2e.flight_${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
-                       LABELS "e2e")
+  ada_e2e_test(e2e.flight_${s} ada_itest.py
+               ARGS --name flight_${s} flight ${s} ${ADA_TGT_DIR}/t_latethread_O2)
 endforeach()

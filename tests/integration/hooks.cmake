@@ -23,15 +23,11 @@ if(ADA_SANITIZE MATCHES "^(address|thread)$")
   return()
 endif()
 
-set(ADA_ITEST ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ada_itest.py
-    --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work)
 set(T ${ADA_TGT_DIR})
 
 # ada_itest(<test name> <harness arguments>...)
 function(ada_itest name)
-  add_test(NAME e2e.${name} COMMAND ${ADA_ITEST} --name ${name} ${ARGN})
-  set_tests_properties(e2e.${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
-                       LABELS "e2e")
+  ada_e2e_test(e2e.${name} ada_itest.py ARGS --name ${name} ${ARGN})
 endfunction()
 
 set(ADA_ITEST_LEVELS O0 O2 O3)
@@ -218,11 +214,8 @@ ada_itest(pthread_exit.O2 target -- ${T}/t_pthread_exit_O2)
 ada_itest(dlopen.O2 target --own-module libt_dlib.so -- ${T}/t_dlopen_O2 ${T}/libt_dlib.so)
 # Cold start (issue 13): the start-up analysis shared with a helper thread
 # gives the verdicts the cache then serves warm, and again on a second cold run.
-add_test(NAME e2e.cold_start
-         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/coldstart_test.py
-                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work/cold_start
-                 -- ${T}/t_threads_O2)
-set_tests_properties(e2e.cold_start PROPERTIES TIMEOUT 150 LABELS "e2e")
+ada_e2e_test(e2e.cold_start coldstart_test.py NO_SKIP WORK ${CMAKE_BINARY_DIR}/itest-work/cold_start
+             ARGS -- ${T}/t_threads_O2)
 # The program clears or replaces its environment, then dlopens and forks
 # (issue 14: nginx's workers): the library is hooked, the child recorded.
 # Children started with an explicit environment that lacks LD_PRELOAD and
@@ -266,11 +259,9 @@ ada_itest(fork_exec.O2 target --expect-pids 2 --own-module t_exec_child_O2
           -- ${T}/t_fork_O2 exec ${T}/t_exec_child_O2)
 # The exec'd image with a warm plan cache decodes nothing; a tampered entry
 # is rejected, counted and analysed again, counts exact (issue 32 item 2).
-add_test(NAME e2e.exec_plan_cache
-         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/execcache_test.py
-                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work/exec_plan_cache
-                 -- ${T}/t_fork_O2 exec ${T}/t_exec_child_O2)
-set_tests_properties(e2e.exec_plan_cache PROPERTIES TIMEOUT 150 LABELS "e2e")
+ada_e2e_test(e2e.exec_plan_cache execcache_test.py NO_SKIP
+             WORK ${CMAKE_BINARY_DIR}/itest-work/exec_plan_cache
+             ARGS -- ${T}/t_fork_O2 exec ${T}/t_exec_child_O2)
 ada_itest(fork_exec_nofollow.O2 target --expect-pids 1 --record-opt=--no-follow
           -- ${T}/t_fork_O2 exec ${T}/t_exec_child_O2)
 ada_itest(fork.O2 target --expect-pids 2 -- ${T}/t_fork_O2 fork)

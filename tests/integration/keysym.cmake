@@ -13,10 +13,7 @@ if(ADA_SANITIZE MATCHES "^(address|thread)$")
   return() # they record with the agent, which a sanitized build cannot preload
 endif()
 foreach(case narrow key_file blob gap live_gap bad)
-  add_test(NAME e2e.keysym_${case}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/keysym_test.py
-                   --ada $<TARGET_FILE:ada> --target ${ADA_TGT_DIR}/t_control_O2
-                   --work ${CMAKE_BINARY_DIR}/keysym-work ${case})
-  set_tests_properties(e2e.keysym_${case} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
-                       LABELS "e2e")
+  ada_e2e_test(e2e.keysym_${case} keysym_test.py NO_WORK
+               ARGS --target ${ADA_TGT_DIR}/t_control_O2
+                    --work ${CMAKE_BINARY_DIR}/keysym-work ${case})
 endforeach()

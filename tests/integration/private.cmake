@@ -14,10 +14,7 @@ if(ADA_SANITIZE MATCHES "^(address|thread)$")
   return()
 endif()
 foreach(case modes planted threads loop root)
-  add_test(NAME private_${case}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/private_test.py
-                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/private-work
-                   --threads $<TARGET_FILE:adat_threads_O2> ${case})
-  set_tests_properties(private_${case} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
-                       LABELS "integration")
+  ada_e2e_test(private_${case} private_test.py TIMEOUT 300 LABELS integration
+               WORK ${CMAKE_BINARY_DIR}/private-work
+               ARGS --threads $<TARGET_FILE:adat_threads_O2> ${case})
 endforeach()

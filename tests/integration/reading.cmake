@@ -2,22 +2,15 @@
 # Chrome export, flame graphs, crash stacks, ls, a damaged session, and the
 # exports in speedscope in headless Chromium. Checks: reading_test.py.
 include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
-if(NOT Python3_EXECUTABLE)
-  find_package(Python3 COMPONENTS Interpreter)
-endif()
-if(NOT Python3_EXECUTABLE OR ADA_SANITIZE MATCHES "^(address|thread)$")
-  return() # hooks.cmake says why
+if(NOT ADA_E2E_AGENT)
+  return() # tests/suite.cmake says why
 endif()
 set(T ${ADA_TGT_DIR})
 # ada_read_test(<name> <check> [OPTS <harness options>...] RUN <program and arguments>...)
 function(ada_read_test name check)
   cmake_parse_arguments(R "" "" "OPTS;RUN" ${ARGN})
-  add_test(NAME e2e.read_${name}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/reading_test.py
-                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
-                   --name read_${name} ${R_OPTS} ${check} -- ${R_RUN})
-  set_tests_properties(e2e.read_${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 400
-                       LABELS "e2e")
+  ada_e2e_test(e2e.read_${name} reading_test.py TIMEOUT 400
+               ARGS --name read_${name} ${R_OPTS} ${check} -- ${R_RUN})
 endfunction()
 ada_read_test(report_threads report RUN ${T}/t_threads_O2)
 ada_read_test(report_recursion report RUN ${T}/t_recursion_O0)

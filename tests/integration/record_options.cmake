@@ -5,17 +5,14 @@
 # (tools/record_table.c, its tests column) does not map to a registered test. Plain builds only, like the other e2e tests (the agent is
 # preloaded into unsanitized programs).
 include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
-if(NOT Python3_EXECUTABLE OR ADA_SANITIZE MATCHES "^(address|thread)$")
-  return()
+if(NOT ADA_E2E_AGENT)
+  return() # tests/suite.cmake says why
 endif()
-set(_ro ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/record_options.py
-    --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work)
 file(STRINGS ${CMAKE_CURRENT_LIST_DIR}/record_options.py _ro_cases REGEX "^def case_[a-z0-9_]+\\(")
 foreach(c ${_ro_cases})
   string(REGEX REPLACE "^def case_([a-z0-9_]+)\\(.*" "\\1" c "${c}")
-  add_test(NAME e2e.opt.${c} COMMAND ${_ro} --targets ${ADA_TGT_DIR} ${c})
-  set_tests_properties(e2e.opt.${c} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS e2e)
+  ada_e2e_test(e2e.opt.${c} record_options.py TIMEOUT 300 ARGS --targets ${ADA_TGT_DIR} ${c})
 endforeach()
 # ctest_names.txt: every registered test, written by tests/suite.cmake.
-add_test(NAME e2e.opt.coverage COMMAND ${_ro} --tests ${CMAKE_BINARY_DIR}/ctest_names.txt coverage)
-set_tests_properties(e2e.opt.coverage PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS e2e)
+ada_e2e_test(e2e.opt.coverage record_options.py TIMEOUT 60
+             ARGS --tests ${CMAKE_BINARY_DIR}/ctest_names.txt coverage)

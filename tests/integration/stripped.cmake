@@ -16,13 +16,10 @@ if(ADA_SANITIZE MATCHES "^(address|thread)$")
 endif()
 # ada_stripped_test(<test name> <t_NAME_OPT> <case> [--arg A]...)
 function(ada_stripped_test name prog case)
-  add_test(NAME e2e.stripped_${name}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/stripped_test.py
-                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/stripped-work/${name}
-                   --stripped ${ADA_TGT_DIR}/t_${prog}_stripped
-                   --unstripped ${ADA_TGT_DIR}/t_${prog} ${ARGN} ${case})
-  set_tests_properties(e2e.stripped_${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
-                       LABELS "e2e")
+  ada_e2e_test(e2e.stripped_${name} stripped_test.py
+               WORK ${CMAKE_BINARY_DIR}/stripped-work/${name}
+               ARGS --stripped ${ADA_TGT_DIR}/t_${prog}_stripped
+                    --unstripped ${ADA_TGT_DIR}/t_${prog} ${ARGN} ${case})
 endfunction()
 foreach(case offsets debuglink build_id after)
   ada_stripped_test(${case}.O2 threads_O2 ${case})

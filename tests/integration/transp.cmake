@@ -2,21 +2,14 @@
 # tests/integration/transp_test.py. Release build only (the agent is
 # preloaded into ordinary programs).
 include(${CMAKE_CURRENT_LIST_DIR}/../targets/targets.cmake)
-if(NOT Python3_EXECUTABLE)
-  find_package(Python3 COMPONENTS Interpreter)
-endif()
-if(NOT Python3_EXECUTABLE OR ADA_SANITIZE MATCHES "^(address|thread)$")
-  return()
+if(NOT ADA_E2E_AGENT)
+  return() # tests/suite.cmake says why
 endif()
 
 # ada_transp(<case> <program and arguments>...)
 function(ada_transp case)
-  add_test(NAME e2e.transp.${case}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/transp_test.py
-                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/transp-work ${case}
-                   -- ${ARGN})
-  set_tests_properties(e2e.transp.${case} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
-                       LABELS "e2e")
+  ada_e2e_test(e2e.transp.${case} transp_test.py TIMEOUT 300
+               WORK ${CMAKE_BINARY_DIR}/transp-work ARGS ${case} -- ${ARGN})
 endfunction()
 
 # ada creates nothing in the program's HOME or working directory (issue 34).
@@ -40,18 +33,13 @@ ada_transp(resync_fork ${ADA_TGT_DIR}/t_nonc_O2 cfi-fork)
 # threads at a barrier run on: the loss is counted (no_slot), never a
 # wait for ever.
 function(ada_transp_exact name calls)
-  add_test(NAME e2e.transp.${name}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/transp_test.py
-                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/transp-work
-                   --calls ${calls} exact -- ${ARGN})
-  set_tests_properties(e2e.transp.${name} PROPERTIES TIMEOUT 300 LABELS "e2e")
+  ada_e2e_test(e2e.transp.${name} transp_test.py NO_SKIP TIMEOUT 300
+               WORK ${CMAKE_BINARY_DIR}/transp-work ARGS --calls ${calls} exact -- ${ARGN})
 endfunction()
-add_test(NAME e2e.transp.slots_full
-         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/transp_test.py
-                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/transp-work
-                 --record-opt=--thread-limit --record-opt=100 slots_full
-                 -- ${ADA_TGT_DIR}/t_manythreads_O2 barrier 200)
-set_tests_properties(e2e.transp.slots_full PROPERTIES TIMEOUT 300 LABELS "e2e")
+ada_e2e_test(e2e.transp.slots_full transp_test.py NO_SKIP TIMEOUT 300
+             WORK ${CMAKE_BINARY_DIR}/transp-work
+             ARGS --record-opt=--thread-limit --record-opt=100 slots_full
+                  -- ${ADA_TGT_DIR}/t_manythreads_O2 barrier 200)
 ada_transp_exact(barrier_200 mt_work=4000 ${ADA_TGT_DIR}/t_manythreads_O2 barrier 200)
 ada_transp_exact(alive_1000 mt_work=20000 ${ADA_TGT_DIR}/t_manythreads_O2 barrier 1000)
 ada_transp_exact(threads_10000 mt_work=30000 ${ADA_TGT_DIR}/t_manythreads_O2 waves 10000 100)
@@ -61,12 +49,10 @@ ada_transp_exact(threads_10000 mt_work=30000 ${ADA_TGT_DIR}/t_manythreads_O2 wav
 # 24.6 KiB: 430 MiB; full rings for all would be 30 GiB). The recorder
 # holds one index file per live thread (ada raises its own
 # RLIMIT_NOFILE soft limit, not the program's).
-add_test(NAME e2e.transp.alive_10000
-         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/transp_test.py
-                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/transp-work
-                 --calls mt_work=200000 --max-shm-mb 512 exact
-                 -- ${ADA_TGT_DIR}/t_manythreads_O2 barrier 10000)
-set_tests_properties(e2e.transp.alive_10000 PROPERTIES TIMEOUT 300 LABELS "e2e")
+ada_e2e_test(e2e.transp.alive_10000 transp_test.py NO_SKIP TIMEOUT 300
+             WORK ${CMAKE_BINARY_DIR}/transp-work
+             ARGS --calls mt_work=200000 --max-shm-mb 512 exact
+                  -- ${ADA_TGT_DIR}/t_manythreads_O2 barrier 10000)
 
 # The recorder SIGKILLed while 16 threads are half way through 100 000
 # calls each: the program runs on to the same output (one drain timeout,
@@ -80,11 +66,9 @@ ada_transp(raw_exec ${Python3_EXECUTABLE})
 
 # A recursion a million frames deep: the shadow stack grows as deep as the
 # thread goes, every call and return recorded.
-add_test(NAME e2e.transp.deep
-         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/transp_test.py
-                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/transp-work
-                 --calls deep=1000000 exact -- ${ADA_TGT_DIR}/t_deep_O2 1000000)
-set_tests_properties(e2e.transp.deep PROPERTIES TIMEOUT 600 LABELS "e2e")
+ada_e2e_test(e2e.transp.deep transp_test.py NO_SKIP TIMEOUT 600
+             WORK ${CMAKE_BINARY_DIR}/transp-work
+             ARGS --calls deep=1000000 exact -- ${ADA_TGT_DIR}/t_deep_O2 1000000)
 
 # Signals as `env` or `time` would pass them: the program inherits ada's
 # ignored SIGHUP/SIGINT/SIGQUIT and blocked SIGUSR1 (nohup, a background
