@@ -547,8 +547,12 @@ def is_own_module(module, own):
 
 def check_unexpected(rep, ctx, events, table, own):
     seen = collections.Counter()
+    mine = {}  # by module path: a few modules, up to millions of events
     for ev in events:
-        if not is_own_module(ev.get("module"), own):
+        module = ev.get("module")
+        if module not in mine:
+            mine[module] = is_own_module(module, own)
+        if not mine[module]:
             continue
         name = ev.get("function")
         if name in table:
@@ -785,8 +789,14 @@ def check_detail_set(rep, ctx, pid_dir, events, globs, exact):
     # dlopen, dlmopen and dlclose are special functions (the agent rescans
     # when they return), which get no detail record: outside the set here.
     special = {"dlopen", "dlmopen", "dlclose"}
-    in_set = lambda fn: not any(nm in special for nm in names.get(fn, {fn or ""})) and any(
-        fnmatch.fnmatchcase(nm, g) for nm in names.get(fn, {fn or ""}) for g in globs.split(","))
+    membership = {}  # by function name: a few names, hundreds of thousands of events
+
+    def in_set(fn):
+        if fn not in membership:
+            aliases = names.get(fn, {fn or ""})
+            membership[fn] = not any(nm in special for nm in aliases) and any(
+                fnmatch.fnmatchcase(nm, g) for nm in aliases for g in globs.split(","))
+        return membership[fn]
     # Which set is current changes over the run: the agent's own (built
     # from the same globs) until the recorder publishes one, then the
     # published ones. A published set that says nothing about a module (no
