@@ -9,7 +9,7 @@
  *     arena (src/ring: producer.c, arena.c, env.c, shm_budget.c);
  *   - the recorder's own threads and signal handlers (ada_recorder_wake):
  *     a child that ended (SIGCHLD), a stop, a manual fire, a key-symbol
- *     set;
+ *     set, the control socket's arm, disarm and trigger;
  *   - its timers, which the sleep never outlasts: the 1 s tick (metrics,
  *     live view, clock, exec watch, heap), the side files' scan, early
  *     manifests, and the 10 ms tick while something needs it (a time
@@ -35,6 +35,10 @@
  * handlers).
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 
 #include "ring.h"
@@ -55,6 +59,28 @@ void ada_recorder_wake(struct ada_recorder *r)
 	ada_shm_budget_ring(r->bell.page);
 }
 
+void drain_bell_counts(const struct ada_recorder *r, struct ada_live_drain *out)
+{
+	const struct wal_bell *b = &r->bell;
+	*out = (struct ada_live_drain){
+	    .doorbell = b->page && !b->refused,
+	    .polling_err = -b->refused,
+	    .passes = b->passes,
+	    .sleeps = b->sleeps,
+	    .rung = b->rung,
+	    .empty_rings = b->empty,
+	    .averted = b->averted,
+	};
+}
+
+const char *ada_drain_polling_why(int err, char *buf, size_t cap)
+{
+	if (!err)
+		return NULL;
+	snprintf(buf, cap, "the doorbell's futex refused to wait (%s)", strerror(err));
+	return buf;
+}
+
 void drain_bell_pass(struct ada_recorder *r)
 {
 	r->bell.passes++;
@@ -63,14 +89,21 @@ void drain_bell_pass(struct ada_recorder *r)
 }
 
 /* Something of the triggers needs the 10 ms tick: a time trigger, an
- * open window (its post-roll is persisted as it happens), a backlog. */
+ * open window (its post-roll is persisted as it happens), a backlog, or
+ * what the tick takes that came while the drain was awake or woke it
+ * within 10 ms of its last tick (a trigger armed or removed through the
+ * control socket, a manual fire from it or SIGUSR2): never a sleep to the
+ * 1 s tick with those left. */
 static bool sleep_flight_timed(struct ada_recorder *r)
 {
 	static struct ada_trigger_spec specs[ADA_TRIGGER_MAX]; /* the drain's only */
 	struct ada_trigger_engine *e = r->flight.trig;
 	if (!e)
 		return false;
-	if (r->flight.backlog)
+	/* Relaxed: a hint; flight_manual() loads it again with acquire. */
+	if (r->flight.backlog || ada_trigger_staged_pending(e) ||
+	    atomic_load_explicit(&r->flight.manual_requests, memory_order_relaxed) !=
+	        r->flight.manual_seen)
 		return true;
 	for (size_t i = ada_trigger_window_count(e); i-- > 0;)
 		if (!ada_trigger_window_at(e, i)->closed)
@@ -158,6 +191,19 @@ static bool sleep_look(struct ada_recorder *r)
 	return true;
 }
 
+/* Test hook (idle_test.py --refused): ADA_TEST_BELL_REFUSED=1 makes the
+ * futex refuse the first wait (ENOSYS), as a kernel or a seccomp filter
+ * without it would: the polling fallback, made to happen. */
+static int sleep_test_refused(void)
+{
+	static int refuse = -1; /* the drain's only */
+	if (refuse < 0) {
+		const char *v = getenv("ADA_TEST_BELL_REFUSED");
+		refuse = v && !strcmp(v, "1");
+	}
+	return refuse ? -ENOSYS : 0;
+}
+
 bool drain_sleep(struct ada_recorder *r, bool busy, uint32_t idle_us)
 {
 	bool woken = r->bell.woken;
@@ -189,7 +235,9 @@ bool drain_sleep(struct ada_recorder *r, bool busy, uint32_t idle_us)
 		return false;
 	}
 	r->bell.sleeps++;
-	int rc = ada_shm_budget_bell_wait(r->bell.page, ns);
+	int rc = sleep_test_refused();
+	if (rc == 0)
+		rc = ada_shm_budget_bell_wait(r->bell.page, ns);
 	if (rc < 0) {
 		/* The futex would not wait (it returns at once): poll from now
 		 * on, as without a doorbell; the manifest says so. */

@@ -284,6 +284,7 @@ static void live_build(struct ada_recorder *r, bool ended, bool rates)
 		    atomic_load_explicit(&r->attach.pause_ns, memory_order_relaxed);
 	live_totals(r, v, rates);
 	live_windows(r, v);
+	drain_bell_counts(r, &v->drain);
 	r->live->rated = rates;
 }
 

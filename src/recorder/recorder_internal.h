@@ -426,6 +426,10 @@ struct wal_bell {
 	int refused;               /* -errno: the futex would not wait; polling since */
 };
 
+/* The counts of the manifests' and `ada status`'s `drain` (drain_sleep.c;
+ * the drain thread). */
+void drain_bell_counts(const struct ada_recorder *r, struct ada_live_drain *out);
+
 /* Room for the final manifests on a full disk (reserve.c). */
 struct wal_reserve {
 	int fd; /* <session>/.reserve, -1: none */

@@ -33,3 +33,12 @@ add_test(NAME e2e.idle_ringer
                  --name idle_ringer --ringer -- $<TARGET_FILE:producer_ringer>)
 set_tests_properties(e2e.idle_ringer PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
                      LABELS "e2e")
+# The futex refuses to wait (ADA_TEST_BELL_REFUSED=1): the drain polls
+# as before the doorbell, and the manifest, the summary line and `ada
+# status` say so (idle_test.py --refused).
+add_test(NAME e2e.idle_refused
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/idle_test.py
+                 --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
+                 --name idle_refused --refused --secs 1 -- ${ADA_TGT_DIR}/t_idle_O2)
+set_tests_properties(e2e.idle_refused PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
+                     LABELS "e2e")
