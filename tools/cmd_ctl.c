@@ -227,7 +227,8 @@ static void fmt_recent_windows(FILE *f, json_t *w)
 	}
 }
 
-/* "  drain: N passes, N sleeps (N rung), N empty_rings, N averted", in the
+/* "  drain: N passes, N sleeps (N rung, N looks_found), N looks, N
+ * empty_rings, N averted", in the
  * manifests' words, and first, when it happened, that the drain polls
  * instead of sleeping, and why. */
 static void fmt_drain(FILE *f, json_t *d)
@@ -240,9 +241,12 @@ static void fmt_drain(FILE *f, json_t *d)
 		fprintf(f, "polling every 1 ms instead of sleeping while idle: %s; ", why);
 	else if (!json_is_true(json_object_get(d, "doorbell")))
 		fprintf(f, "no doorbell (polling every 1 ms); ");
-	fprintf(f, "%lld passes, %lld sleeps (%lld rung), %lld empty_rings, %lld averted\n",
+	fprintf(f,
+	        "%lld passes, %lld sleeps (%lld rung, %lld looks_found), %lld looks, %lld "
+	        "empty_rings, %lld averted\n",
 	        (long long)fmt_int(d, "passes"), (long long)fmt_int(d, "sleeps"),
-	        (long long)fmt_int(d, "rung"), (long long)fmt_int(d, "empty_rings"),
+	        (long long)fmt_int(d, "rung"), (long long)fmt_int(d, "looks_found"),
+	        (long long)fmt_int(d, "looks"), (long long)fmt_int(d, "empty_rings"),
 	        (long long)fmt_int(d, "averted"));
 }
 

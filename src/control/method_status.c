@@ -162,18 +162,6 @@ static json_t *status_triggers(struct ada_control *c)
 	                 (json_int_t)c->live->manual_dropped);
 }
 
-/* The drain's passes and sleeps on the doorbell, in the manifests' words
- * (docs/manifest.md `drain`); polling: why it polls, when it does. */
-static json_t *status_drain(const struct ada_live_drain *d)
-{
-	char why[160];
-	return json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:s?}", "doorbell", d->doorbell, "passes",
-	                 (json_int_t)d->passes, "sleeps", (json_int_t)d->sleeps, "rung",
-	                 (json_int_t)d->rung, "empty_rings", (json_int_t)d->empty_rings, "averted",
-	                 (json_int_t)d->averted, "polling",
-	                 ada_drain_polling_why(d->polling_err, why, sizeof(why)));
-}
-
 void ctl_method_status(struct ctl_call *k)
 {
 	struct ada_control *c = k->c;
@@ -216,7 +204,8 @@ void ctl_method_status(struct ctl_call *k)
 		                    json_pack("{s:f,s:f}", "p50",
 		                              (double)v->batch_latency_p50_ns / 1e6, "p99",
 		                              (double)v->batch_latency_p99_ns / 1e6));
-		json_object_set_new(o, "drain", status_drain(&v->drain));
+		/* the drain's passes and sleeps, in the manifests' words */
+		json_object_set_new(o, "drain", ada_drain_json(&v->drain));
 		if (v->attach_pause_ns)
 			json_object_set_new(o, "attach_pause_ms",
 			                    json_real((double)v->attach_pause_ns / 1e6));

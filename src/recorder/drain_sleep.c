@@ -24,9 +24,12 @@
  * queue and at the wakes asked; a producer publishes, fences, then reads
  * the bell. Either the look sees the work or the ringer sees ASLEEP.
  *
- * The target writes the bell too. A producer that never rings costs the
- * events below its chunk a timer's wait (at most the 1 s tick), never a
- * loss; a bell that rings constantly makes the drain poll: a ring after
+ * Events below a producer's chunk ring no bell: a sleep looks at the
+ * rings every DRAIN_LOOK_NS (sleep_wait_looking) and ends at the look
+ * that finds them, so they wait 100 ms at most, never a timer's second.
+ * The target writes the bell too. A producer that never rings costs its
+ * events that wait, never a loss; a bell that rings constantly makes the
+ * drain poll: a ring after
  * which the pass found nothing is counted (`empty`) and the next idle
  * wait is a poll of DRAIN_IDLE_MAX_US, so a hostile ringer costs what
  * the old polling did, no more.
@@ -49,6 +52,14 @@
 
 /* A sleep shorter than this is not worth its wake-up: poll instead. */
 #define DRAIN_SLEEP_MIN_NS (2ull * DRAIN_IDLE_MAX_US * 1000u)
+/* How long events below a producer's chunk may wait in its ring while the
+ * drain sleeps (a thread that wrote a few and blocked rings no bell): a
+ * sleep looks at the rings this often (sleep_wait_looking). A tenth of
+ * the 1 s tick: `ada status` and a trigger on those events lag by this at
+ * most, as a window's close does (100 ms past its end); at most ten
+ * wake-ups a second of an idle drain, each a futex return, one ioctl and
+ * the loads of ada_arena_idle, no pass. */
+#define DRAIN_LOOK_NS 100000000ull
 
 void ada_recorder_wake(struct ada_recorder *r)
 {
@@ -70,6 +81,8 @@ void drain_bell_counts(const struct ada_recorder *r, struct ada_live_drain *out)
 	    .rung = b->rung,
 	    .empty_rings = b->empty,
 	    .averted = b->averted,
+	    .looks = b->looks,
+	    .looks_found = b->looks_found,
 	};
 }
 
@@ -191,6 +204,31 @@ static bool sleep_look(struct ada_recorder *r)
 	return true;
 }
 
+/* The wait of a sleep of ns: on the doorbell, in steps of DRAIN_LOOK_NS,
+ * each followed by the last look's protocol again (ASLEEP, then every
+ * arena): events a producer wrote without ringing end the sleep at the
+ * look after them, not at the drain's timer. As ada_shm_budget_bell_wait:
+ * 1 rung, 0 the timer or a look that found work (looks_found), -errno. */
+static int sleep_wait_looking(struct ada_recorder *r, uint64_t ns)
+{
+	uint64_t until = wal_now_ns() + ns;
+	for (;;) {
+		uint64_t now = wal_now_ns(), left = until > now ? until - now : 0;
+		bool last = left <= DRAIN_LOOK_NS;
+		int rc = ada_shm_budget_bell_wait(r->bell.page, last ? left : DRAIN_LOOK_NS);
+		if (rc != 0 || last)
+			return rc;
+		r->bell.looks++;
+		ada_shm_budget_bell_arm(r->bell.page);
+		if (!sleep_look(r)) {
+			if (ada_shm_budget_bell_disarm(r->bell.page))
+				return 1; /* a ringer came too: a ring, as any other */
+			r->bell.looks_found++;
+			return 0;
+		}
+	}
+}
+
 /* Test hook (idle_test.py --refused): ADA_TEST_BELL_REFUSED=1 makes the
  * futex refuse the first wait (ENOSYS), as a kernel or a seccomp filter
  * without it would: the polling fallback, made to happen. */
@@ -237,7 +275,7 @@ bool drain_sleep(struct ada_recorder *r, bool busy, uint32_t idle_us)
 	r->bell.sleeps++;
 	int rc = sleep_test_refused();
 	if (rc == 0)
-		rc = ada_shm_budget_bell_wait(r->bell.page, ns);
+		rc = sleep_wait_looking(r, ns);
 	if (rc < 0) {
 		/* The futex would not wait (it returns at once): poll from now
 		 * on, as without a doorbell; the manifest says so. */

@@ -421,6 +421,8 @@ struct wal_bell {
 	uint64_t rung;             /* of those, ended by a ring */
 	uint64_t empty;            /* rings after which the pass found nothing to do */
 	uint64_t averted;          /* sleeps the last look called off (work came) */
+	uint64_t looks;            /* looks at the rings during sleeps (DRAIN_LOOK_NS) */
+	uint64_t looks_found;      /* sleeps such a look ended: work a ring did not say */
 	bool woken;                /* the pass follows a ring */
 	bool paced;                /* the last ring was empty: poll once before sleeping */
 	int refused;               /* -errno: the futex would not wait; polling since */

@@ -14,7 +14,7 @@ if(ADA_SANITIZE MATCHES "^(address|thread)$")
   return()
 endif()
 foreach(case arm note status malformed never peer registry always retitle held fakeserver windows
-             forkheap wake)
+             forkheap wake looks)
   add_test(NAME control_${case}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/control_test.py
                    --ada $<TARGET_FILE:ada> --target ${ADA_TGT_DIR}/t_control_O2

@@ -267,13 +267,15 @@ STATUS_KEYS = ("recording", "events", "events_per_sec", "drops", "drops_per_sec"
                "ring_fill_pct_max", "processes", "rings", "hooks", "windows", "triggers",
                "keysym_version", "keysym_unknown", "keysym_cover", "recorder", "target", "detail_mode",
                "drain")
-DRAIN_KEYS = ("doorbell", "passes", "sleeps", "rung", "empty_rings", "averted", "polling")
+DRAIN_KEYS = ("doorbell", "passes", "sleeps", "rung", "empty_rings", "averted", "looks",
+              "looks_found", "polling")
 
 
 def drain_line(d):
     """The line `ada status` prints for the status object's drain."""
-    return "  drain: %d passes, %d sleeps (%d rung), %d empty_rings, %d averted" % (
-        d["passes"], d["sleeps"], d["rung"], d["empty_rings"], d["averted"])
+    return ("  drain: %d passes, %d sleeps (%d rung, %d looks_found), %d looks, %d empty_rings, "
+            "%d averted" % (d["passes"], d["sleeps"], d["rung"], d["looks_found"], d["looks"],
+                            d["empty_rings"], d["averted"]))
 
 
 def case_status(ada, target, work):
@@ -314,8 +316,9 @@ def case_status(ada, target, work):
         check(rc == 0 and not se.strip() and line.startswith("%d: recording, 1 process" % r.pid),
               "ada status: exit %d, %r, stderr %r" % (rc, line, se))
         dl = line.splitlines()[1] if len(line.splitlines()) > 1 else ""
-        check(re.fullmatch(r"  drain: \d+ passes, \d+ sleeps \(\d+ rung\), \d+ empty_rings, "
-                           r"\d+ averted", dl), "ada status PID: the drain's line %r" % dl)
+        check(re.fullmatch(r"  drain: \d+ passes, \d+ sleeps \(\d+ rung, \d+ looks_found\), "
+                           r"\d+ looks, \d+ empty_rings, \d+ averted", dl),
+              "ada status PID: the drain's line %r" % dl)
         # the window so far: a line of its own under the status line
         rec = st["windows"].get("recent", [])
         check(len(rec) == 1 and rec[0]["trigger"] == "symbol=rare_event" and
@@ -435,9 +438,11 @@ def status_until(r, cond, what):
 
 
 def timer_ends(st):
-    """Sleeps on the doorbell that a timer ended, not a ring (the published
-    view is made between passes: no sleep is under way in it)."""
-    return st["drain"]["sleeps"] - st["drain"]["rung"]
+    """Sleeps on the doorbell that a timer ended, not a ring nor a look
+    (the published view is made between passes: no sleep is under way in
+    it)."""
+    d = st["drain"]
+    return d["sleeps"] - d["rung"] - d["looks_found"]
 
 
 WAKE_TRIES = 8
@@ -448,11 +453,11 @@ def case_wake(ada, target, work):
     drain asleep on its doorbell: the control socket rings the doorbell, so
     the drain opens the window at once, not at its timer (up to 1 s). The
     status view that first shows the window counts, since the view before
-    the fire (taken once the previous window was persisted), a sleep more
-    that a ring ended and none that a timer ended. Nothing else rings in
-    an idle program, so without the wake every try needs a timer; with it
-    a try fails only when the drain's 1 s tick falls between the two
-    views, so one try of WAKE_TRIES must pass. No time is measured."""
+    the fire (taken once the previous window was persisted), a sleep that
+    a ring ended. Nothing else rings in an idle program, so without the
+    wake every try needs a timer; with it a try fails only when the drain
+    was awake at the fire (then nothing needs ringing), so one try of
+    WAKE_TRIES must pass. No time is measured."""
     r = Rec(ada, target, work, ["--pre-roll-sec", "0.001", "--post-roll-sec", "0",
                                 "--trigger-holdoff-ms", "0", "--max-windows", "64"])
     tries = []
@@ -469,17 +474,56 @@ def case_wake(ada, target, work):
             st1 = status_until(r, lambda st: st["windows"]["total"] == n, "window %d" % n)
             tries.append((st1["drain"]["rung"] - st0["drain"]["rung"],
                           timer_ends(st1) - timer_ends(st0)))
+            if tries[-1][0] >= 1:
+                break
+        man = r.finish()
+    finally:
+        r.kill()
+    check(any(rung >= 1 for rung, _ in tries),
+          "no window of %d followed a ring: (rung, timer-ended) sleeps between the views per "
+          "try %r" % (len(tries), tries))
+    check(man["drain"]["doorbell"] is True and len(windows(man)) == n,
+          "manifest drain %r, %d windows (want %d)" % (man["drain"], len(windows(man)), n))
+    print("wake: (rung, timer-ended) sleeps per try %r" % tries)
+
+
+def case_looks(ada, target, work):
+    """A few events (rare_event: a call and a return, far below a producer's
+    chunk, so no bell) written while the drain sleeps and the program then
+    blocks on its pipe: a look at the rings during the sleep (every 100 ms)
+    ends it, not the drain's timer (up to 1 s). The status view that first
+    shows the two events counts, since the view before, a sleep a look
+    ended (it found work, and in an idle program only these events are
+    there to find) and none a ring ended. Without the looks every try
+    needs a timer; with them a try fails only when the drain was awake or
+    its 1 s tick came first, so one try of WAKE_TRIES must pass. No time is
+    measured (the pause before each try only lets the drain fall asleep;
+    the timer-ended sleeps are printed: the writes after the take end some
+    at their 5 ms)."""
+    r = Rec(ada, target, work)
+    tries = []
+    try:
+        r.do("busy")
+        for _ in range(WAKE_TRIES):
+            time.sleep(0.3)
+            st0 = status_until(r, lambda st: True, "a view")
+            r.do("rare")
+            st1 = status_until(r, lambda st: st["events"] >= st0["events"] + 2,
+                               "rare_event's two events")
+            d0, d1 = st0["drain"], st1["drain"]
+            tries.append((d1["looks_found"] - d0["looks_found"], d1["rung"] - d0["rung"],
+                          timer_ends(st1) - timer_ends(st0)))
             if tries[-1][0] >= 1 and tries[-1][1] == 0:
                 break
         man = r.finish()
     finally:
         r.kill()
-    check(any(rung >= 1 and timed == 0 for rung, timed in tries),
-          "no window of %d was opened by a ring without a timer: (rung, timer-ended) sleeps "
-          "between the views per try %r" % (len(tries), tries))
-    check(man["drain"]["doorbell"] is True and len(windows(man)) == n,
-          "manifest drain %r, %d windows (want %d)" % (man["drain"], len(windows(man)), n))
-    print("wake: (rung, timer-ended) sleeps per try %r" % tries)
+    check(any(found >= 1 and rung == 0 for found, rung, _ in tries),
+          "no try had its events taken at a look without a ring: (looks_found, rung, "
+          "timer-ended) sleeps between the views per try %r" % tries)
+    d = man["drain"]
+    check(d["looks"] >= d["looks_found"] >= 1, "manifest drain %r" % d)
+    print("looks: (looks_found, rung, timer-ended) sleeps per try %r; drain %r" % (tries, d))
 
 
 def rpc(f, line):
@@ -871,7 +915,7 @@ def case_forkheap(ada, target, work):
         r.kill()
 
 
-CASES = {"wake": case_wake, "retitle": case_retitle, "arm": case_arm, "held": case_held, "fakeserver": case_fakeserver, "windows": case_windows, "note": case_note, "status": case_status,
+CASES = {"wake": case_wake, "looks": case_looks, "retitle": case_retitle, "arm": case_arm, "held": case_held, "fakeserver": case_fakeserver, "windows": case_windows, "note": case_note, "status": case_status,
          "malformed": case_malformed, "never": case_never, "peer": case_peer,
          "registry": case_registry, "always": case_always, "forkheap": case_forkheap}
 

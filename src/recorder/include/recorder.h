@@ -275,12 +275,18 @@ struct ada_live_drain {
 	bool doorbell;   /* the drain sleeps while every ring is idle */
 	int polling_err; /* errno the futex refused to wait with: polling since (0: never) */
 	uint64_t passes, sleeps, rung, empty_rings, averted;
+	/* looks at the rings during sleeps, and the sleeps they ended (events
+	 * below a producer's chunk, which ring no bell) */
+	uint64_t looks, looks_found;
 };
 
 /* "the doorbell's futex refused to wait (STRERROR)": why the drain polls
  * (the manifests' and `ada status`'s drain.polling) into buf; NULL when
  * err is 0 (it does not). */
 const char *ada_drain_polling_why(int err, char *buf, size_t cap);
+/* d as the manifests' and `ada status`'s `drain` object (a new reference;
+ * manifest.c). */
+struct json_t *ada_drain_json(const struct ada_live_drain *d);
 
 struct ada_live_proc {
 	pid_t pid;
