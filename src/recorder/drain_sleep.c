@@ -164,7 +164,9 @@ static uint64_t sleep_until(struct ada_recorder *r, uint64_t now)
 	uint64_t scan = r->budget.scan_ns + r->budget.scan_every;
 	if (scan > now)
 		at = sleep_min(at, scan);
-	if (r->shm.nheld || wal_keysym_timed(r) || sleep_flight_timed(r))
+	/* wal_live_stale: events a pass took between two 10 ms ticks are in
+	 * `ada status` at the next one, not at the 1 s tick. */
+	if (r->shm.nheld || wal_keysym_timed(r) || sleep_flight_timed(r) || wal_live_stale(r))
 		at = sleep_min(at, r->last_reclaim_ns + DRAIN_RECLAIM_NS);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct wal_proc *p = r->procs[i];

@@ -302,6 +302,15 @@ static void live_test_pause(const struct wal_live *l)
 	wal_test_hold(f);
 }
 
+bool wal_live_stale(const struct ada_recorder *r)
+{
+	const struct wal_live *l = r->live;
+	if (!l || !l->pub[0])
+		return false;
+	return l->pending || r->events_total != l->events_seen || r->nprocs != l->nprocs ||
+	       ada_trigger_window_gen(r->flight.trig) != l->win_gen;
+}
+
 void wal_live_publish(struct ada_recorder *r, bool force, bool ended)
 {
 	if (!r->live || !r->live->pub[0])

@@ -641,6 +641,10 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 int wal_live_init(struct ada_recorder *r);
 void wal_live_fini(struct ada_recorder *r);
 void wal_live_publish(struct ada_recorder *r, bool force, bool ended);
+/* Drain: events taken, a window or a process since the last view (or a
+ * view waiting for a reader to leave): the next 10 ms tick publishes it,
+ * so the drain does not sleep past that tick. */
+bool wal_live_stale(const struct ada_recorder *r);
 
 /* keysym_sets.c: the recorder's key-symbol sets (drain tick, manifest). */
 struct ada_keysym_spec;
