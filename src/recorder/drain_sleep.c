@@ -97,26 +97,39 @@ const char *ada_drain_polling_why(int err, char *buf, size_t cap)
 void drain_bell_pass(struct ada_recorder *r)
 {
 	r->bell.passes++;
+	if (r->last_reclaim_ns != r->bell.tick_seen_ns) {
+		/* The pass before ran the 10 ms tick: it saw the wakes asked
+		 * up to its start (sleep_wake_untaken). */
+		r->bell.tick_seen_ns = r->last_reclaim_ns;
+		r->bell.wake_ticked = r->bell.wake_seen;
+	}
 	/* Relaxed: the bell's fences order it (sleep_look). */
 	r->bell.wake_seen = atomic_load_explicit(&r->bell.wake_req, memory_order_relaxed);
 }
 
+/* A wake was asked (ada_recorder_wake: a manual fire, a key-symbol set,
+ * the control socket's arm, disarm or trigger) since the start of the
+ * last pass that ran the 10 ms tick, which is where those are taken: a
+ * wake that came while the drain was awake, or that woke it within 10 ms
+ * of its last tick, is taken at the next tick, not at the 1 s one. */
+static bool sleep_wake_untaken(const struct ada_recorder *r)
+{
+	if (r->last_reclaim_ns != r->bell.tick_seen_ns)
+		return false; /* the pass just run ticked: it saw wake_seen */
+	return r->bell.wake_seen != r->bell.wake_ticked;
+}
+
 /* Something of the triggers needs the 10 ms tick: a time trigger, an
- * open window (its post-roll is persisted as it happens), a backlog, or
- * what the tick takes that came while the drain was awake or woke it
- * within 10 ms of its last tick (a trigger armed or removed through the
- * control socket, a manual fire from it or SIGUSR2): never a sleep to the
- * 1 s tick with those left. */
+ * open window (its post-roll is persisted as it happens), a backlog, a
+ * trigger armed or removed, or a manual fire, that the engine has not
+ * taken yet (the tick takes them). */
 static bool sleep_flight_timed(struct ada_recorder *r)
 {
 	static struct ada_trigger_spec specs[ADA_TRIGGER_MAX]; /* the drain's only */
 	struct ada_trigger_engine *e = r->flight.trig;
 	if (!e)
 		return false;
-	/* Relaxed: a hint; flight_manual() loads it again with acquire. */
-	if (r->flight.backlog || ada_trigger_staged_pending(e) ||
-	    atomic_load_explicit(&r->flight.manual_requests, memory_order_relaxed) !=
-	        r->flight.manual_seen)
+	if (r->flight.backlog || ada_trigger_staged_pending(e))
 		return true;
 	for (size_t i = ada_trigger_window_count(e); i-- > 0;)
 		if (!ada_trigger_window_at(e, i)->closed)
@@ -166,7 +179,8 @@ static uint64_t sleep_until(struct ada_recorder *r, uint64_t now)
 		at = sleep_min(at, scan);
 	/* wal_live_stale: events a pass took between two 10 ms ticks are in
 	 * `ada status` at the next one, not at the 1 s tick. */
-	if (r->shm.nheld || wal_keysym_timed(r) || sleep_flight_timed(r) || wal_live_stale(r))
+	if (r->shm.nheld || wal_keysym_timed(r) || sleep_flight_timed(r) || wal_live_stale(r) ||
+	    sleep_wake_untaken(r))
 		at = sleep_min(at, r->last_reclaim_ns + DRAIN_RECLAIM_NS);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct wal_proc *p = r->procs[i];

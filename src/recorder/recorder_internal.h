@@ -416,6 +416,8 @@ struct wal_bell {
 	struct ada_shm_budget *page;
 	_Atomic uint64_t wake_req; /* ada_recorder_wake(): any thread, signal handlers */
 	uint64_t wake_seen;        /* drain: wake_req at the start of the pass */
+	uint64_t wake_ticked;      /* wake_seen of the last pass that ran the 10 ms tick */
+	uint64_t tick_seen_ns;     /* last_reclaim_ns when wake_ticked was taken */
 	uint64_t passes;           /* drain passes */
 	uint64_t sleeps;           /* waits on the doorbell */
 	uint64_t rung;             /* of those, ended by a ring */
