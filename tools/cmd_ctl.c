@@ -227,6 +227,29 @@ static void fmt_recent_windows(FILE *f, json_t *w)
 	}
 }
 
+/* "  drain: N passes, N sleeps (N rung, N looks_found), N looks, N
+ * empty_rings, N averted", in the
+ * manifests' words, and first, when it happened, that the drain polls
+ * instead of sleeping, and why. */
+static void fmt_drain(FILE *f, json_t *d)
+{
+	if (!json_is_object(d))
+		return;
+	const char *why = json_string_value(json_object_get(d, "polling"));
+	fprintf(f, "  drain: ");
+	if (why)
+		fprintf(f, "polling every 1 ms instead of sleeping while idle: %s; ", why);
+	else if (!json_is_true(json_object_get(d, "doorbell")))
+		fprintf(f, "no doorbell (polling every 1 ms); ");
+	fprintf(f,
+	        "%lld passes, %lld sleeps (%lld rung, %lld looks_found), %lld looks, %lld "
+	        "empty_rings, %lld averted\n",
+	        (long long)fmt_int(d, "passes"), (long long)fmt_int(d, "sleeps"),
+	        (long long)fmt_int(d, "rung"), (long long)fmt_int(d, "looks_found"),
+	        (long long)fmt_int(d, "looks"), (long long)fmt_int(d, "empty_rings"),
+	        (long long)fmt_int(d, "averted"));
+}
+
 void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 {
 	json_t *procs = json_object_get(st, "processes");
@@ -294,6 +317,7 @@ void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 	fmt_usage(f, "recorder", json_object_get(st, "recorder"));
 	fmt_usage(f, "target", json_object_get(st, "target"));
 	fputc('\n', f);
+	fmt_drain(f, json_object_get(st, "drain"));
 	fmt_recent_windows(f, w);
 }
 
@@ -359,6 +383,13 @@ static void man_add(json_t *st, json_t *man)
 	                    json_real(json_number_value(json_object_get(st, "ring_waited_sec")) +
 	                              (rns > 0 ? (double)rns / 1e9 : 0)));
 	man_add_drops(st, man);
+	/* The drain's counts are the recording's: each manifest has them as
+	 * they were when it was written; the one of the most passes is the
+	 * latest. */
+	json_t *dr = json_object_get(man, "drain");
+	if (json_is_object(dr) &&
+	    fmt_int(dr, "passes") >= fmt_int(json_object_get(st, "drain"), "passes"))
+		json_object_set(st, "drain", dr);
 	json_array_append_new(
 	    json_object_get(st, "processes"),
 	    json_pack("{s:I,s:b,s:I}", "pid", fmt_int(man, "pid"), "finished", 1, "events", ev));

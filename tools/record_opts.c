@@ -677,6 +677,20 @@ static void record_print_left_out(const struct ada_record_summary *s)
 		        s->shm_leftover, s->shm_leftover == 1 ? "y" : "ies");
 }
 
+/* The drain's fallback: it polled instead of sleeping on its doorbell
+ * (nothing lost; the recorder's CPU while the program was idle). */
+static void record_print_drain(const struct ada_record_summary *s)
+{
+	char why[160];
+	if (ada_drain_polling_why(s->drain_polling_err, why, sizeof(why)))
+		fprintf(
+		    stderr,
+		    "ada: the drain polled every 1 ms instead of sleeping while the program was "
+		    "idle: %s; nothing was lost, it cost the recorder CPU (the manifest's "
+		    "drain.polling)\n",
+		    why);
+}
+
 /* What the disk took away: the budget's retired generations, a full disk. */
 static void record_print_disk(const struct ada_record_summary *s)
 {
@@ -770,6 +784,7 @@ void record_print_summary(const struct ada_record_summary *s, const struct rec_a
 	else if (s->detail_mode == ADA_DETAIL_ALWAYS)
 		record_print_always(s);
 	record_print_left_out(s);
+	record_print_drain(s);
 	record_print_disk(s);
 	struct record_agents acc;
 	record_read_agents(dir, &acc);
@@ -782,6 +797,11 @@ void record_print_summary(const struct ada_record_summary *s, const struct rec_a
 static int record_live(void *ctx, struct ada_recorder_live *out)
 {
 	return ada_recorder_live(ctx, out);
+}
+
+static void record_wake(void *ctx)
+{
+	ada_recorder_wake(ctx);
 }
 
 /* The control socket (src/control): `ada arm/disarm/trigger/status PID`
@@ -797,6 +817,7 @@ struct ada_control *record_control(struct ada_recorder *r, const struct rec_args
 	    .session_fd = ada_recorder_session_fd(r),
 	    .session_dir = ada_recorder_session_dir(r),
 	    .live = record_live,
+	    .wake = record_wake,
 	    .keysym = cmd_keysym_host,
 	    .keysym_version = cmd_keysym_version,
 	    .keysym_cover = cmd_keysym_cover,

@@ -74,6 +74,7 @@ typedef void (*ctl_method_fn)(struct ctl_call *k);
 struct ctl_method {
 	const char *name;
 	ctl_method_fn fn;
+	bool wakes; /* changes what the drain does: the host's wake once it succeeded */
 };
 /* methods.c: the table (one method per method_<name>.c). */
 const struct ctl_method *ctl_method_find(const char *name);

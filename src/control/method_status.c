@@ -204,6 +204,8 @@ void ctl_method_status(struct ctl_call *k)
 		                    json_pack("{s:f,s:f}", "p50",
 		                              (double)v->batch_latency_p50_ns / 1e6, "p99",
 		                              (double)v->batch_latency_p99_ns / 1e6));
+		/* the drain's passes and sleeps, in the manifests' words */
+		json_object_set_new(o, "drain", ada_drain_json(&v->drain));
 		if (v->attach_pause_ns)
 			json_object_set_new(o, "attach_pause_ms",
 			                    json_real((double)v->attach_pause_ns / 1e6));

@@ -3,7 +3,8 @@
  * Fires `manual` now, as SIGUSR2 to `ada record` does, with a note that
  * the window's record in the manifest keeps. A recording started without
  * `--trigger manual` gets one armed first (armed_manual: true; it shows in
- * list_triggers): asking to fire is asking for the trigger. The drain
+ * list_triggers): asking to fire is asking for the trigger. The drain,
+ * woken before the answer (the host's wake: it may sleep on its doorbell),
  * applies the fire at its next 10 ms tick; hold-off, merge and max-windows
  * rules apply as to any fire (their counts are in status).
  */

@@ -11,14 +11,18 @@
 
 #include "control_internal.h"
 
+/* wakes: a trigger armed (a time trigger needs the drain's 10 ms tick) or
+ * removed, a manual fire (its window opens at the drain's next tick): a
+ * drain asleep on its doorbell would act on them only at its timer.
+ * keysym's host function wakes the drain itself (and waits for it). */
 static const struct ctl_method ctl_methods[] = {
-    {"status", ctl_method_status},
-    {"arm", ctl_method_arm},
-    {"disarm", ctl_method_disarm},
-    {"trigger", ctl_method_trigger},
-    {"list_triggers", ctl_method_list_triggers},
-    {"windows", ctl_method_windows},
-    {"keysym", ctl_method_keysym},
+    {"status", ctl_method_status, false},
+    {"arm", ctl_method_arm, true},
+    {"disarm", ctl_method_disarm, true},
+    {"trigger", ctl_method_trigger, true},
+    {"list_triggers", ctl_method_list_triggers, false},
+    {"windows", ctl_method_windows, false},
+    {"keysym", ctl_method_keysym, false},
 };
 
 const struct ctl_method *ctl_method_find(const char *name)

@@ -152,6 +152,9 @@ static char *rpc_call(struct ada_control *c, json_t *req)
 		rpc_host_method(&k, hm);
 	else
 		m->fn(&k);
+	/* Before the answer: once the client has it, the drain was rung. */
+	if (m && m->wakes && !k.code && k.result && c->h.wake)
+		c->h.wake(c->h.ctx);
 	json_decref(k.params);
 	if (notify) {
 		json_decref(k.result);

@@ -9,7 +9,7 @@
  *     arena (src/ring: producer.c, arena.c, env.c, shm_budget.c);
  *   - the recorder's own threads and signal handlers (ada_recorder_wake):
  *     a child that ended (SIGCHLD), a stop, a manual fire, a key-symbol
- *     set;
+ *     set, the control socket's arm, disarm and trigger;
  *   - its timers, which the sleep never outlasts: the 1 s tick (metrics,
  *     live view, clock, exec watch, heap), the side files' scan, early
  *     manifests, and the 10 ms tick while something needs it (a time
@@ -24,9 +24,12 @@
  * queue and at the wakes asked; a producer publishes, fences, then reads
  * the bell. Either the look sees the work or the ringer sees ASLEEP.
  *
- * The target writes the bell too. A producer that never rings costs the
- * events below its chunk a timer's wait (at most the 1 s tick), never a
- * loss; a bell that rings constantly makes the drain poll: a ring after
+ * Events below a producer's chunk ring no bell: a sleep looks at the
+ * rings every DRAIN_LOOK_NS (sleep_wait_looking) and ends at the look
+ * that finds them, so they wait 100 ms at most, never a timer's second.
+ * The target writes the bell too. A producer that never rings costs its
+ * events that wait, never a loss; a bell that rings constantly makes the
+ * drain poll: a ring after
  * which the pass found nothing is counted (`empty`) and the next idle
  * wait is a poll of DRAIN_IDLE_MAX_US, so a hostile ringer costs what
  * the old polling did, no more.
@@ -35,6 +38,10 @@
  * handlers).
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 
 #include "ring.h"
@@ -45,6 +52,14 @@
 
 /* A sleep shorter than this is not worth its wake-up: poll instead. */
 #define DRAIN_SLEEP_MIN_NS (2ull * DRAIN_IDLE_MAX_US * 1000u)
+/* How long events below a producer's chunk may wait in its ring while the
+ * drain sleeps (a thread that wrote a few and blocked rings no bell): a
+ * sleep looks at the rings this often (sleep_wait_looking). A tenth of
+ * the 1 s tick: `ada status` and a trigger on those events lag by this at
+ * most, as a window's close does (100 ms past its end); at most ten
+ * wake-ups a second of an idle drain, each a futex return, one ioctl and
+ * the loads of ada_arena_idle, no pass. */
+#define DRAIN_LOOK_NS 100000000ull
 
 void ada_recorder_wake(struct ada_recorder *r)
 {
@@ -55,22 +70,66 @@ void ada_recorder_wake(struct ada_recorder *r)
 	ada_shm_budget_ring(r->bell.page);
 }
 
+void drain_bell_counts(const struct ada_recorder *r, struct ada_live_drain *out)
+{
+	const struct wal_bell *b = &r->bell;
+	*out = (struct ada_live_drain){
+	    .doorbell = b->page && !b->refused,
+	    .polling_err = -b->refused,
+	    .passes = b->passes,
+	    .sleeps = b->sleeps,
+	    .rung = b->rung,
+	    .empty_rings = b->empty,
+	    .averted = b->averted,
+	    .looks = b->looks,
+	    .looks_found = b->looks_found,
+	};
+}
+
+const char *ada_drain_polling_why(int err, char *buf, size_t cap)
+{
+	if (!err)
+		return NULL;
+	snprintf(buf, cap, "the doorbell's futex refused to wait (%s)", strerror(err));
+	return buf;
+}
+
 void drain_bell_pass(struct ada_recorder *r)
 {
 	r->bell.passes++;
+	if (r->last_reclaim_ns != r->bell.tick_seen_ns) {
+		/* The pass before ran the 10 ms tick: it saw the wakes asked
+		 * up to its start (sleep_wake_untaken). */
+		r->bell.tick_seen_ns = r->last_reclaim_ns;
+		r->bell.wake_ticked = r->bell.wake_seen;
+	}
 	/* Relaxed: the bell's fences order it (sleep_look). */
 	r->bell.wake_seen = atomic_load_explicit(&r->bell.wake_req, memory_order_relaxed);
 }
 
+/* A wake was asked (ada_recorder_wake: a manual fire, a key-symbol set,
+ * the control socket's arm, disarm or trigger) since the start of the
+ * last pass that ran the 10 ms tick, which is where those are taken: a
+ * wake that came while the drain was awake, or that woke it within 10 ms
+ * of its last tick, is taken at the next tick, not at the 1 s one. */
+static bool sleep_wake_untaken(const struct ada_recorder *r)
+{
+	if (r->last_reclaim_ns != r->bell.tick_seen_ns)
+		return false; /* the pass just run ticked: it saw wake_seen */
+	return r->bell.wake_seen != r->bell.wake_ticked;
+}
+
 /* Something of the triggers needs the 10 ms tick: a time trigger, an
- * open window (its post-roll is persisted as it happens), a backlog. */
+ * open window (its post-roll is persisted as it happens), a backlog, a
+ * trigger armed or removed, or a manual fire, that the engine has not
+ * taken yet (the tick takes them). */
 static bool sleep_flight_timed(struct ada_recorder *r)
 {
 	static struct ada_trigger_spec specs[ADA_TRIGGER_MAX]; /* the drain's only */
 	struct ada_trigger_engine *e = r->flight.trig;
 	if (!e)
 		return false;
-	if (r->flight.backlog)
+	if (r->flight.backlog || ada_trigger_staged_pending(e))
 		return true;
 	for (size_t i = ada_trigger_window_count(e); i-- > 0;)
 		if (!ada_trigger_window_at(e, i)->closed)
@@ -118,7 +177,10 @@ static uint64_t sleep_until(struct ada_recorder *r, uint64_t now)
 	uint64_t scan = r->budget.scan_ns + r->budget.scan_every;
 	if (scan > now)
 		at = sleep_min(at, scan);
-	if (r->shm.nheld || wal_keysym_timed(r) || sleep_flight_timed(r))
+	/* wal_live_stale: events a pass took between two 10 ms ticks are in
+	 * `ada status` at the next one, not at the 1 s tick. */
+	if (r->shm.nheld || wal_keysym_timed(r) || sleep_flight_timed(r) || wal_live_stale(r) ||
+	    sleep_wake_untaken(r))
 		at = sleep_min(at, r->last_reclaim_ns + DRAIN_RECLAIM_NS);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct wal_proc *p = r->procs[i];
@@ -158,6 +220,44 @@ static bool sleep_look(struct ada_recorder *r)
 	return true;
 }
 
+/* The wait of a sleep of ns: on the doorbell, in steps of DRAIN_LOOK_NS,
+ * each followed by the last look's protocol again (ASLEEP, then every
+ * arena): events a producer wrote without ringing end the sleep at the
+ * look after them, not at the drain's timer. As ada_shm_budget_bell_wait:
+ * 1 rung, 0 the timer or a look that found work (looks_found), -errno. */
+static int sleep_wait_looking(struct ada_recorder *r, uint64_t ns)
+{
+	uint64_t until = wal_now_ns() + ns;
+	for (;;) {
+		uint64_t now = wal_now_ns(), left = until > now ? until - now : 0;
+		bool last = left <= DRAIN_LOOK_NS;
+		int rc = ada_shm_budget_bell_wait(r->bell.page, last ? left : DRAIN_LOOK_NS);
+		if (rc != 0 || last)
+			return rc;
+		r->bell.looks++;
+		ada_shm_budget_bell_arm(r->bell.page);
+		if (!sleep_look(r)) {
+			if (ada_shm_budget_bell_disarm(r->bell.page))
+				return 1; /* a ringer came too: a ring, as any other */
+			r->bell.looks_found++;
+			return 0;
+		}
+	}
+}
+
+/* Test hook (idle_test.py --refused): ADA_TEST_BELL_REFUSED=1 makes the
+ * futex refuse the first wait (ENOSYS), as a kernel or a seccomp filter
+ * without it would: the polling fallback, made to happen. */
+static int sleep_test_refused(void)
+{
+	static int refuse = -1; /* the drain's only */
+	if (refuse < 0) {
+		const char *v = getenv("ADA_TEST_BELL_REFUSED");
+		refuse = v && !strcmp(v, "1");
+	}
+	return refuse ? -ENOSYS : 0;
+}
+
 bool drain_sleep(struct ada_recorder *r, bool busy, uint32_t idle_us)
 {
 	bool woken = r->bell.woken;
@@ -189,7 +289,9 @@ bool drain_sleep(struct ada_recorder *r, bool busy, uint32_t idle_us)
 		return false;
 	}
 	r->bell.sleeps++;
-	int rc = ada_shm_budget_bell_wait(r->bell.page, ns);
+	int rc = sleep_test_refused();
+	if (rc == 0)
+		rc = sleep_wait_looking(r, ns);
 	if (rc < 0) {
 		/* The futex would not wait (it returns at once): poll from now
 		 * on, as without a doorbell; the manifest says so. */

@@ -284,6 +284,7 @@ static void live_build(struct ada_recorder *r, bool ended, bool rates)
 		    atomic_load_explicit(&r->attach.pause_ns, memory_order_relaxed);
 	live_totals(r, v, rates);
 	live_windows(r, v);
+	drain_bell_counts(r, &v->drain);
 	r->live->rated = rates;
 }
 
@@ -299,6 +300,15 @@ static void live_test_pause(const struct wal_live *l)
 		return;
 	done = true;
 	wal_test_hold(f);
+}
+
+bool wal_live_stale(const struct ada_recorder *r)
+{
+	const struct wal_live *l = r->live;
+	if (!l || !l->pub[0])
+		return false;
+	return l->pending || r->events_total != l->events_seen || r->nprocs != l->nprocs ||
+	       ada_trigger_window_gen(r->flight.trig) != l->win_gen;
 }
 
 void wal_live_publish(struct ada_recorder *r, bool force, bool ended)

@@ -294,14 +294,23 @@ static void man_exit(json_t *root, const struct ada_recorder *r, struct wal_proc
 	json_object_set_new(root, "abnormal", json_boolean(abnormal));
 }
 
+json_t *ada_drain_json(const struct ada_live_drain *d)
+{
+	char why[160];
+	return json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s?}", "doorbell", d->doorbell,
+	                 "passes", (json_int_t)d->passes, "sleeps", (json_int_t)d->sleeps, "rung",
+	                 (json_int_t)d->rung, "empty_rings", (json_int_t)d->empty_rings, "averted",
+	                 (json_int_t)d->averted, "looks", (json_int_t)d->looks, "looks_found",
+	                 (json_int_t)d->looks_found, "polling",
+	                 ada_drain_polling_why(d->polling_err, why, sizeof(why)));
+}
+
 /* The drain's passes and its sleeps on the doorbell so far (drain_sleep.c). */
 static json_t *man_drain(const struct ada_recorder *r)
 {
-	const struct wal_bell *b = &r->bell;
-	return json_pack("{s:b,s:I,s:I,s:I,s:I,s:I}", "doorbell", b->page && !b->refused, "passes",
-	                 (json_int_t)b->passes, "sleeps", (json_int_t)b->sleeps, "rung",
-	                 (json_int_t)b->rung, "empty_rings", (json_int_t)b->empty, "averted",
-	                 (json_int_t)b->averted);
+	struct ada_live_drain d;
+	drain_bell_counts(r, &d);
+	return ada_drain_json(&d);
 }
 
 static json_t *man_wal(const struct ada_recorder *r)

@@ -403,8 +403,10 @@ int ada_recorder_wait(struct ada_recorder *r, struct ada_record_summary *sum)
 	r->started = false;
 	wal_shm_finish(r); /* nothing is left in the arena directory, nor it */
 	wal_reserve_end(r);
-	if (sum)
+	if (sum) {
 		rec_summary(r, sum);
+		sum->drain_polling_err = -r->bell.refused; /* the doorbell's fallback */
+	}
 	if (ada_wal_io_disk_full(r->io))
 		return -ENOSPC;
 	return r->error;

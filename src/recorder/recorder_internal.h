@@ -416,15 +416,23 @@ struct wal_bell {
 	struct ada_shm_budget *page;
 	_Atomic uint64_t wake_req; /* ada_recorder_wake(): any thread, signal handlers */
 	uint64_t wake_seen;        /* drain: wake_req at the start of the pass */
+	uint64_t wake_ticked;      /* wake_seen of the last pass that ran the 10 ms tick */
+	uint64_t tick_seen_ns;     /* last_reclaim_ns when wake_ticked was taken */
 	uint64_t passes;           /* drain passes */
 	uint64_t sleeps;           /* waits on the doorbell */
 	uint64_t rung;             /* of those, ended by a ring */
 	uint64_t empty;            /* rings after which the pass found nothing to do */
 	uint64_t averted;          /* sleeps the last look called off (work came) */
+	uint64_t looks;            /* looks at the rings during sleeps (DRAIN_LOOK_NS) */
+	uint64_t looks_found;      /* sleeps such a look ended: work a ring did not say */
 	bool woken;                /* the pass follows a ring */
 	bool paced;                /* the last ring was empty: poll once before sleeping */
 	int refused;               /* -errno: the futex would not wait; polling since */
 };
+
+/* The counts of the manifests' and `ada status`'s `drain` (drain_sleep.c;
+ * the drain thread). */
+void drain_bell_counts(const struct ada_recorder *r, struct ada_live_drain *out);
 
 /* Room for the final manifests on a full disk (reserve.c). */
 struct wal_reserve {
@@ -635,6 +643,10 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 int wal_live_init(struct ada_recorder *r);
 void wal_live_fini(struct ada_recorder *r);
 void wal_live_publish(struct ada_recorder *r, bool force, bool ended);
+/* Drain: events taken, a window or a process since the last view (or a
+ * view waiting for a reader to leave): the next 10 ms tick publishes it,
+ * so the drain does not sleep past that tick. */
+bool wal_live_stale(const struct ada_recorder *r);
 
 /* keysym_sets.c: the recorder's key-symbol sets (drain tick, manifest). */
 struct ada_keysym_spec;

@@ -344,6 +344,13 @@ void ada_trigger_window_close(struct ada_trigger_engine *e, size_t i)
 		e->win[i].closed = true;
 }
 
+bool ada_trigger_staged_pending(const struct ada_trigger_engine *e)
+{
+	/* Relaxed: a hint for the drain's sleep; trig_sync() loads it again
+	 * with acquire before it takes anything. */
+	return atomic_load_explicit(&e->staged_gen, memory_order_relaxed) != e->gen;
+}
+
 uint64_t ada_trigger_window_gen(const struct ada_trigger_engine *e)
 {
 	return e->win_gen;

@@ -54,6 +54,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -145,8 +146,9 @@ class Rec:
 
     def ada_cmd(self, *args, ok=True):
         rc, so, se = run([self.ada] + list(args))
-        if ok:
-            check(rc == 0 and len(so.strip().splitlines()) == 1 and not se.strip(),
+        if ok:  # `ada status`: its line, and the drain's under it
+            lines = [l for l in so.strip().splitlines() if not l.startswith("  drain: ")]
+            check(rc == 0 and len(lines) == 1 and not se.strip(),
                   "ada %s: exit %d, stdout %r, stderr %r (want 0 and one line)" %
                   (" ".join(args), rc, so, se))
         return rc, so, se
@@ -263,7 +265,17 @@ def case_windows(ada, target, work):
 
 STATUS_KEYS = ("recording", "events", "events_per_sec", "drops", "drops_per_sec",
                "ring_fill_pct_max", "processes", "rings", "hooks", "windows", "triggers",
-               "keysym_version", "keysym_unknown", "keysym_cover", "recorder", "target", "detail_mode")
+               "keysym_version", "keysym_unknown", "keysym_cover", "recorder", "target", "detail_mode",
+               "drain")
+DRAIN_KEYS = ("doorbell", "passes", "sleeps", "rung", "empty_rings", "averted", "looks",
+              "looks_found", "polling")
+
+
+def drain_line(d):
+    """The line `ada status` prints for the status object's drain."""
+    return ("  drain: %d passes, %d sleeps (%d rung, %d looks_found), %d looks, %d empty_rings, "
+            "%d averted" % (d["passes"], d["sleeps"], d["rung"], d["looks_found"], d["looks"],
+                            d["empty_rings"], d["averted"]))
 
 
 def case_status(ada, target, work):
@@ -294,15 +306,25 @@ def case_status(ada, target, work):
         check([p["pid"] for p in st["processes"]] == [r.pid], "processes %r" % st["processes"])
         for who in ("recorder", "target"):
             check(st[who]["rss_bytes"] > 0, "%s rss %r" % (who, st[who]))
+        # the drain's counts, in the manifest's words: the doorbell, no
+        # fallback to polling, and the passes it made so far
+        d = st["drain"]
+        check(sorted(d) == sorted(DRAIN_KEYS) and d["doorbell"] is True and
+              d["polling"] is None and d["passes"] > 0 and d["sleeps"] >= d["rung"] >= 0,
+              "live drain %r" % d)
         rc, line, se = r.ada_cmd("status", str(r.pid), ok=False)
         check(rc == 0 and not se.strip() and line.startswith("%d: recording, 1 process" % r.pid),
               "ada status: exit %d, %r, stderr %r" % (rc, line, se))
+        dl = line.splitlines()[1] if len(line.splitlines()) > 1 else ""
+        check(re.fullmatch(r"  drain: \d+ passes, \d+ sleeps \(\d+ rung, \d+ looks_found\), "
+                           r"\d+ looks, \d+ empty_rings, \d+ averted", dl),
+              "ada status PID: the drain's line %r" % dl)
         # the window so far: a line of its own under the status line
         rec = st["windows"].get("recent", [])
         check(len(rec) == 1 and rec[0]["trigger"] == "symbol=rare_event" and
               rec[0]["pre_roll_ns"] > 0 and 0 <= rec[0]["pre_achieved_ns"] <= rec[0]["pre_roll_ns"]
               and rec[0]["window_lost"] >= 0, "live windows.recent %r" % rec)
-        wl = line.splitlines()[1:]
+        wl = line.splitlines()[2:]
         check(len(wl) == 1 and wl[0].startswith("  window 0 (symbol=rare_event") and
               " of 5 s, " in wl[0] and "detail records" in wl[0],
               "ada status PID: the window's line %r" % wl)
@@ -343,7 +365,7 @@ def case_status(ada, target, work):
         except subprocess.TimeoutExpired:
             watch.kill()
             raise Fail("ada status --watch did not end with the recording")
-        last = wo.decode().strip().splitlines()[-1]
+        last = [l for l in wo.decode().strip().splitlines() if not l.startswith("  ")][-1]
         check(watch.returncode == 0 and ": ended, 1 process" in last,
               "--watch at the end: exit %d, last line %r, stderr %r" %
               (watch.returncode, last, we.decode()))
@@ -372,6 +394,9 @@ def case_status(ada, target, work):
           "live detail_overwritten %r, manifest %d" % (st.get("detail_overwritten"), over))
     _, so, _ = r.ada_cmd("status", r.session, "--json")
     done = json.loads(so)
+    check(done.get("drain") == man["drain"] and man["drain"]["passes"] >= st["drain"]["passes"],
+          "finished status drain %r, the manifest's %r, live %r" %
+          (done.get("drain"), man["drain"], st["drain"]))
     check(done.get("detail_overwritten") == over,
           "finished status detail_overwritten %r, manifest %d" %
           (done.get("detail_overwritten"), over))
@@ -386,6 +411,8 @@ def case_status(ada, target, work):
     want = "windows 1 (%d closed%s), %d detail records persisted" % (
         nclosed, "" if nclosed else ", 1 cut short by the end of the recording", recs)
     check(want in line, "finished status line %r lacks %r" % (line, want))
+    check(drain_line(man["drain"]) + "\n" in line, "finished status %r lacks the drain's line %r"
+          % (line, drain_line(man["drain"])))
     # count-only calls: live the ended threads' (none yet), finished all
     check(done["hooks"]["count_only"]["calls"] == 6000, "finished hooks.count_only %r" %
           done["hooks"]["count_only"])
@@ -395,6 +422,108 @@ def case_status(ada, target, work):
           "status of the finished session %r; manifest events %d" % (done, final))
     print("status: live %d events (final %d), hooks %r, drops by reason %r; --watch ended "
           "with %r" % (st["events"], final, st["hooks"], st["drops"], last))
+
+
+def status_until(r, cond, what):
+    """`ada status PID --json` until cond(status) holds (a poll on the
+    drain's published view, not a timed wait; 60 s run-away guard)."""
+    for _ in range(1200):
+        rc, so, _ = r.ada_cmd("status", str(r.pid), "--json", ok=False)
+        if rc == 0 and so.strip():
+            st = json.loads(so)
+            if cond(st):
+                return st
+        time.sleep(0.05)
+    raise Fail("ada status never showed %s" % what)
+
+
+def timer_ends(st):
+    """Sleeps on the doorbell that a timer ended, not a ring nor a look
+    (the published view is made between passes: no sleep is under way in
+    it)."""
+    d = st["drain"]
+    return d["sleeps"] - d["rung"] - d["looks_found"]
+
+
+WAKE_TRIES = 8
+
+
+def case_wake(ada, target, work):
+    """`ada trigger` while the program is idle (blocked on its pipe) and the
+    drain asleep on its doorbell: the control socket rings the doorbell, so
+    the drain opens the window at once, not at its timer (up to 1 s). The
+    status view that first shows the window counts, since the view before
+    the fire (taken once the previous window was persisted), a sleep that
+    a ring ended. Nothing else rings in an idle program, so without the
+    wake every try needs a timer; with it a try fails only when the drain
+    was awake at the fire (then nothing needs ringing), so one try of
+    WAKE_TRIES must pass. No time is measured."""
+    r = Rec(ada, target, work, ["--pre-roll-sec", "0.001", "--post-roll-sec", "0",
+                                "--trigger-holdoff-ms", "0", "--max-windows", "64"])
+    tries = []
+    try:
+        r.do("busy")
+        # a first window: its persist is after busy's events were taken
+        r.ada_cmd("trigger", str(r.pid))
+        n = 1
+        for _ in range(WAKE_TRIES):
+            st0 = status_until(r, lambda st: st["windows"]["total"] == n and
+                               st["windows"]["persisted"] == n, "window %d persisted" % n)
+            r.ada_cmd("trigger", str(r.pid))
+            n += 1
+            st1 = status_until(r, lambda st: st["windows"]["total"] == n, "window %d" % n)
+            tries.append((st1["drain"]["rung"] - st0["drain"]["rung"],
+                          timer_ends(st1) - timer_ends(st0)))
+            if tries[-1][0] >= 1:
+                break
+        man = r.finish()
+    finally:
+        r.kill()
+    check(any(rung >= 1 for rung, _ in tries),
+          "no window of %d followed a ring: (rung, timer-ended) sleeps between the views per "
+          "try %r" % (len(tries), tries))
+    check(man["drain"]["doorbell"] is True and len(windows(man)) == n,
+          "manifest drain %r, %d windows (want %d)" % (man["drain"], len(windows(man)), n))
+    print("wake: (rung, timer-ended) sleeps per try %r" % tries)
+
+
+def case_looks(ada, target, work):
+    """A few events (rare_event: a call and a return, far below a producer's
+    chunk, so no bell) written while the drain sleeps and the program then
+    blocks on its pipe: a look at the rings during the sleep (every 100 ms)
+    ends it, not the drain's timer (up to 1 s). The status view that first
+    shows the two events counts, since the view before, a sleep a look
+    ended (it found work, and in an idle program only these events are
+    there to find) and none a ring ended. Without the looks every try
+    needs a timer; with them a try fails only when the drain was awake or
+    its 1 s tick came first, so one try of WAKE_TRIES must pass. No time is
+    measured (the pause before each try only lets the drain fall asleep;
+    the timer-ended sleeps are printed: the writes after the take end some
+    at their 5 ms)."""
+    r = Rec(ada, target, work)
+    tries = []
+    try:
+        r.do("busy")
+        for _ in range(WAKE_TRIES):
+            time.sleep(0.3)
+            st0 = status_until(r, lambda st: True, "a view")
+            r.do("rare")
+            st1 = status_until(r, lambda st: st["events"] >= st0["events"] + 2,
+                               "rare_event's two events")
+            d0, d1 = st0["drain"], st1["drain"]
+            tries.append((d1["looks_found"] - d0["looks_found"], d1["rung"] - d0["rung"],
+                          timer_ends(st1) - timer_ends(st0)))
+            if tries[-1][0] >= 1 and tries[-1][1] == 0:
+                break
+        man = r.finish()
+    finally:
+        r.kill()
+    check(any(found >= 1 and rung == 0 for found, rung, _ in tries),
+          "no try had its events taken at a look without a ring: (looks_found, rung, "
+          "timer-ended) sleeps between the views per try %r" % tries)
+    d = man["drain"]
+    check(d["looks"] >= d["looks_found"] >= 1, "manifest drain %r" % d)
+    print("looks: (looks_found, rung, timer-ended) sleeps per try %r; drain %r" % (tries, d))
 
 
 def rpc(f, line):
@@ -786,7 +915,7 @@ def case_forkheap(ada, target, work):
         r.kill()
 
 
-CASES = {"retitle": case_retitle, "arm": case_arm, "held": case_held, "fakeserver": case_fakeserver, "windows": case_windows, "note": case_note, "status": case_status,
+CASES = {"wake": case_wake, "looks": case_looks, "retitle": case_retitle, "arm": case_arm, "held": case_held, "fakeserver": case_fakeserver, "windows": case_windows, "note": case_note, "status": case_status,
          "malformed": case_malformed, "never": case_never, "peer": case_peer,
          "registry": case_registry, "always": case_always, "forkheap": case_forkheap}
 

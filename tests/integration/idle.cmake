@@ -18,3 +18,8 @@ add_executable(producer_ringer ${CMAKE_SOURCE_DIR}/tests/targets/producer_ringer
 target_link_libraries(producer_ringer PRIVATE ada_producer)
 ada_e2e_test(e2e.idle_ringer idle_test.py
              ARGS --name idle_ringer --ringer -- $<TARGET_FILE:producer_ringer>)
+# The futex refuses to wait (ADA_TEST_BELL_REFUSED=1): the drain polls
+# as before the doorbell, and the manifest, the summary line and `ada
+# status` say so (idle_test.py --refused).
+ada_e2e_test(e2e.idle_refused idle_test.py
+             ARGS --name idle_refused --refused --secs 1 -- ${ADA_TGT_DIR}/t_idle_O2)

@@ -21,8 +21,17 @@ the drain must pace itself, not spin -- rings after which it found nothing
 are counted (`empty_rings`), and it makes at most RINGER_PER_SEC passes a
 second of the run (each empty ring is followed by a 1 ms poll: about two
 passes a millisecond, what polling cost before) -- and every event is
-recorded. Exit 0 = pass, 1 = fail, 77 = skip. A failing run keeps its
-work directory and prints its path."""
+recorded.
+
+--refused records T_IDLE with ADA_TEST_BELL_REFUSED=1 (the futex refuses
+the drain's first wait, as a kernel or a seccomp filter without it would):
+the drain falls back to polling and says so -- the manifest's
+drain.polling, the summary line and `ada status SESSION`'s drain line --
+and still records the program's calls (at least REFUSED_EVENTS events,
+no drop; the exact counts are e2e.idle_exact's).
+
+Exit 0 = pass, 1 = fail, 77 = skip. A failing run keeps its work
+directory and prints its path."""
 import argparse
 import glob
 import json
@@ -38,6 +47,33 @@ PASSES_BASE = 40
 PASSES_PER_SEC = 15
 RINGER_PER_SEC = 3000
 RINGER_EVENTS = 5000
+# t_idle's own calls, a call and a return each: main, before, idle_for
+# twice, after, late_main, late, again
+REFUSED_EVENTS = 2 * (1 + 20000 + 2 + 300 + 1 + 500 + 20000)
+
+
+def refused_fails(ada, out, man, summary):
+    """--refused: the fallback to polling said in the manifest, on the
+    summary line and by `ada status SESSION`; the calls recorded."""
+    fails = []
+    d = man["drain"]
+    why = "the doorbell's futex refused to wait (Function not implemented)"
+    if d.get("doorbell") is not False or d.get("polling") != why:
+        fails.append("the manifest's drain does not say it polled: %s" % d)
+    if "ada: the drain polled every 1 ms instead of sleeping while the program was idle: " \
+            "%s;" % why not in summary:
+        fails.append("the summary does not say the drain polled: %r" % summary[-1500:])
+    session = glob.glob(os.path.join(out, "session_*"))[0]
+    st = subprocess.run([ada, "status", session], capture_output=True, text=True,
+                        timeout=60).stdout
+    if "  drain: polling every 1 ms instead of sleeping while idle: %s; " % why not in st:
+        fails.append("ada status does not say the drain polled: %r" % st[-1500:])
+    written = man.get("metrics", {}).get("events_written", 0)
+    drops = sum(sum(v.values()) for v in man.get("drops", {}).values())
+    if written < REFUSED_EVENTS or drops:
+        fails.append("%d events written (the program's own calls make %d), %d drops" %
+                     (written, REFUSED_EVENTS, drops))
+    return fails
 
 
 def main():
@@ -47,6 +83,7 @@ def main():
     ap.add_argument("--name", default="idle")
     ap.add_argument("--secs", type=int, default=3)
     ap.add_argument("--ringer", action="store_true")
+    ap.add_argument("--refused", action="store_true")
     ap.add_argument("argv", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     prog = [x for x in a.argv if x != "--"]
@@ -62,7 +99,8 @@ def main():
             prog + [str(a.secs), str(RINGER_EVENTS)]
     else:
         cmd = [a.ada, "record", "--out", out, "--"] + prog + [str(a.secs)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    env = dict(os.environ, ADA_TEST_BELL_REFUSED="1") if a.refused else None
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     elapsed = time.monotonic() - t0
     fails = []
     if p.returncode != 0:
@@ -78,6 +116,9 @@ def main():
         rate = RINGER_PER_SEC if a.ringer else PASSES_PER_SEC
         bound = PASSES_BASE + rate * elapsed
         print("drain: %s over %.2f s (bound %d passes)" % (d, elapsed, bound))
+        if a.refused:
+            fails += refused_fails(a.ada, out, json.load(open(m)), p.stderr)
+            continue
         if d.get("doorbell") is not True:
             fails.append("the recording had no doorbell: %s" % d)
         if a.ringer:

@@ -725,9 +725,13 @@ def case_status(ctx):
     text = o.decode(errors="replace").strip()
     n = get(man, "metrics", "events_written")
     # One line for the process, then the session's totals, then its summary
-    # (the one-line formatter of `ada status PID`, from the manifests).
-    want(ctx, rc == 0 and len(text.splitlines()) == 3 and
-         text.splitlines()[2].startswith("summary: ended, 1 process, %s events" % n),
+    # (the one-line formatter of `ada status PID`, from the manifests) and
+    # the drain's line under it, in the manifest's words.
+    d = man.get("drain") or {}
+    want(ctx, rc == 0 and len(text.splitlines()) == 4 and
+         text.splitlines()[2].startswith("summary: ended, 1 process, %s events" % n) and
+         text.splitlines()[3].startswith("  drain: %s passes, %s sleeps (%s rung, " %
+                                         (d.get("passes"), d.get("sleeps"), d.get("rung"))),
          "`ada status %s` exited %d: %r %r", session, rc, text, e)
     want(ctx, ("%s: %s, %s events written," % (pid_dirs[0], man.get("state"), n)) in text and
          "signal 9" in text and "abnormal" in text, "`ada status` after the run says %r; the "

@@ -38,7 +38,14 @@ struct fake {
 	struct ada_control *c;
 	int gate[2];         /* fake_keysym_gated: one byte lets one keysym finish */
 	_Atomic int keysyms; /* keysym calls finished (the lane's thread counts) */
+	int wakes;           /* the host's wake: calls so far */
 };
+
+static void fake_wake(void *ctx)
+{
+	struct fake *f = ctx;
+	f->wakes++;
+}
 
 /* A keysym that finishes only when the test writes a byte to gate[1]: a
  * drain that takes as long as the test likes to apply the set. */
@@ -77,6 +84,7 @@ static void fake_init_host(struct fake *f, uint32_t detail_mode, bool gated)
 	                             .detail_mode = detail_mode,
 	                             .session_fd = -1,
 	                             .live = fake_live,
+	                             .wake = fake_wake,
 	                             .keysym = gated ? fake_keysym_gated : NULL,
 	                             .ctx = f};
 	f->live.seq = 1;
@@ -358,6 +366,43 @@ static void test_trigger_note(void **state)
 	assert_true(json_is_false(json_object_get(result_of(j), "armed_manual")));
 	json_decref(j);
 	assert_int_equal(armed(&f), 1);
+	fake_fini(&f);
+}
+
+/* The methods that change what the drain does (arm, disarm, trigger)
+ * wake it once each when they succeed, before their answer; those that
+ * only read (status, list_triggers, windows) and those refused do not. */
+static void test_wakes(void **state)
+{
+	(void)state;
+	struct fake f;
+	fake_init(&f, ADA_DETAIL_TRIGGERED);
+	static const struct {
+		const char *req;
+		int wakes;
+	} steps[] = {
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}", 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"arm\",\"params\":{\"trigger\":"
+	     "\"time=00:00-23:59\"}}",
+	     1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"arm\",\"params\":{\"trigger\":"
+	     "\"nonsense\"}}",
+	     0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"list_triggers\"}", 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"windows\"}", 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"trigger\"}", 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"trigger\",\"params\":{\"note\":1}}", 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"disarm\",\"params\":{\"all\":true}}", 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"disarm\"}", 0},
+	    /* a notification changes things all the same */
+	    {"{\"jsonrpc\":\"2.0\",\"method\":\"trigger\"}", 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"keysym\"}", 0},
+	};
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		int before = f.wakes;
+		json_decref(ask(&f, steps[i].req));
+		assert_int_equal(f.wakes - before, steps[i].wakes);
+	}
 	fake_fini(&f);
 }
 
@@ -916,7 +961,7 @@ int main(void)
 	    cmocka_unit_test(test_status_windows),   cmocka_unit_test(test_socket_clients),
 	    cmocka_unit_test(test_socket_busy),      cmocka_unit_test(test_socket_peer_refused),
 	    cmocka_unit_test(test_socket_idle),      cmocka_unit_test(test_client_printable),
-	    cmocka_unit_test(test_socket_slow_lane),
+	    cmocka_unit_test(test_socket_slow_lane), cmocka_unit_test(test_wakes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -81,6 +81,11 @@ struct ada_control_host {
 	const char *registry_dir;        /* tests: instead of the per-user registry */
 	/* The drain's published view (ada_recorder_live); -EAGAIN: none yet. */
 	int (*live)(void *ctx, struct ada_recorder_live *out);
+	/* After a method that changes what the drain does succeeded (arm,
+	 * disarm, trigger), before its answer: a drain asleep on its doorbell
+	 * acts on it at once, not at its next timer (ada_recorder_wake).
+	 * NULL: nothing to wake. `keysym` wakes the drain itself. */
+	void (*wake)(void *ctx);
 	/* `keysym` (issue 9 part 4/5, the keysym engineer): NULL until it lands
 	 * (the method answers ADA_RPC_NOT_AVAILABLE). params is the request's
 	 * params object (borrowed). On success *result is a new reference. On

@@ -201,6 +201,9 @@ struct ada_record_summary {
 	 * end): the recorder's process CPU minus this is mostly the kernel's
 	 * io_uring workers (the page-cache copy) and the caller's thread. */
 	uint64_t drain_cpu_ns;
+	/* errno the doorbell's futex refused to wait with: the drain polled
+	 * every millisecond from then on (0: it never did) */
+	int drain_polling_err;
 };
 
 /* Creates the session directory (with a suffix when the name is taken) and
@@ -227,7 +230,8 @@ int ada_recorder_wait(struct ada_recorder *r, struct ada_record_summary *sum);
 void ada_recorder_stop(struct ada_recorder *r);
 /* Wakes the drain should it sleep (its doorbell: every ring idle), so it
  * looks at once for what the caller changed: a child that ended
- * (SIGCHLD), a stop, a manual fire, a key-symbol set. Any thread,
+ * (SIGCHLD), a stop, a manual fire, a key-symbol set, a trigger armed,
+ * removed or fired through the control socket. Any thread,
  * async-signal-safe (an atomic add and at most one futex wake). */
 void ada_recorder_wake(struct ada_recorder *r);
 /* Removes the session directory (only before start: bad-input paths). */
@@ -264,6 +268,25 @@ struct ada_live_window_got {
 	uint64_t records, lost, pre_achieved_ns;
 	uint64_t missed[ADA_WINDOW_MISS_COUNT]; /* neither written nor overwritten, by reason */
 };
+
+/* The drain's passes and its sleeps on the doorbell (the manifests'
+ * `drain`, docs/manifest.md; drain_sleep.c). */
+struct ada_live_drain {
+	bool doorbell;   /* the drain sleeps while every ring is idle */
+	int polling_err; /* errno the futex refused to wait with: polling since (0: never) */
+	uint64_t passes, sleeps, rung, empty_rings, averted;
+	/* looks at the rings during sleeps, and the sleeps they ended (events
+	 * below a producer's chunk, which ring no bell) */
+	uint64_t looks, looks_found;
+};
+
+/* "the doorbell's futex refused to wait (STRERROR)": why the drain polls
+ * (the manifests' and `ada status`'s drain.polling) into buf; NULL when
+ * err is 0 (it does not). */
+const char *ada_drain_polling_why(int err, char *buf, size_t cap);
+/* d as the manifests' and `ada status`'s `drain` object (a new reference;
+ * manifest.c). */
+struct json_t *ada_drain_json(const struct ada_live_drain *d);
 
 struct ada_live_proc {
 	pid_t pid;
@@ -323,6 +346,7 @@ struct ada_recorder_live {
 	struct ada_live_window_got windows_got[ADA_LIVE_MAX_WINDOWS];
 	struct ada_trigger_stats trig;
 	uint64_t manual_dropped;
+	struct ada_live_drain drain;
 };
 
 /* Any thread: copies the last published view into *out (about 60 KiB:

@@ -178,6 +178,9 @@ void ada_trigger_feed(struct ada_trigger_thread *t, const struct atf_index_event
  * between the two. */
 bool ada_trigger_calls_begin(struct ada_trigger_thread *t, struct ada_cidx_calls *c);
 void ada_trigger_calls_end(struct ada_trigger_thread *t, const struct ada_cidx_calls *c);
+/* True when a trigger was armed or removed, or a manual fire queued, that
+ * the drain has not taken yet (its next feed or tick does). */
+bool ada_trigger_staged_pending(const struct ada_trigger_engine *e);
 /* Applies queued manual fires and time ranges. local_sec = seconds since
  * local midnight at now_ns (the caller reads the wall clock: tests inject). */
 void ada_trigger_tick(struct ada_trigger_engine *e, uint64_t now_ns, uint32_t local_sec);
