@@ -331,6 +331,8 @@ void wal_flight_window_got(const struct ada_recorder *r, size_t wi, struct ada_l
 			g->pre_achieved_ns = got > g->pre_achieved_ns ? got : g->pre_achieved_ns;
 		}
 	}
+	if (w)
+		wal_retired_window_got(r, wi, g); /* the processes retired (retire.c) */
 }
 
 uint64_t wal_flight_thread_lost(const struct wal_thread *t)
