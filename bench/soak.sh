@@ -108,7 +108,7 @@ CTL=$!
 # recorder is doing), the arena directory and the session from du, the
 # counts from `ada status --json` (15 s at most: a status that does not
 # answer is counted and the last counts kept).
-arena_dir() { sed -n 's/.*"arena_dir": "\(\/dev\/shm\/ada-[^"]*\)".*/\1/p' "$S"/pid_*/manifest.json 2>/dev/null | head -n 1; }
+arena_dir() { sed -n 's/.*"arena_dir": \?"\(\/dev\/shm\/ada-[^"]*\)".*/\1/p' "$S"/pid_*/manifest.json "$S"/retired.jsonl 2>/dev/null | head -n 1; }
 cpu_ticks() { awk '{print $14 + $15}' /proc/$APID/stat 2>/dev/null || echo 0; }
 HZ=$(getconf CLK_TCK)
 echo "sec,rss_mib,anon_mib,cpu_pct,shm_mib,disk_mib,events,drops,keysym_unknown,not_written,status_s" >"$OUT/soak.csv"
@@ -212,12 +212,18 @@ if drops or notw:
 # detail records may be missing or extra, no index event is lost
 # (docs/internals.md, "A module the set does not know").
 print("soak: keysym_unknown %d (told, not a failure)" % max(int(r["keysym_unknown"]) for r in rows))
-# The finished manifests: every process's drops and losses.
+# The finished manifests and the retired processes' lines (retired.jsonl,
+# docs/manifest.md): every process's drops and losses.
 lost = 0
 files = 0
 gone = 0
-for m in glob.glob(sys.argv[3] + "/pid_*/manifest.json"):
-    j = json.load(open(m))
+docs = [json.load(open(m)) for m in glob.glob(sys.argv[3] + "/pid_*/manifest.json")]
+try:
+    docs += [json.loads(l) for l in open(sys.argv[3] + "/retired.jsonl") if l.strip()]
+except FileNotFoundError:
+    pass
+print("soak: %d processes, %d of them retired" % (len(docs), sum(1 for j in docs if j.get("retired"))))
+for j in docs:
     lost += j.get("lost_events", 0) + sum(v for l in j.get("drops", {}).values()
                                           for k, v in l.items() if k != "keysym_unknown")
     files += sum(len(t.get("files", [])) for t in j.get("threads", []))

@@ -468,6 +468,8 @@ struct wal_retired {
  * when the budget emptied a process since (pending). */
 void wal_retire_procs(struct ada_recorder *r, bool all);
 void wal_retire_fini(struct ada_recorder *r);
+/* The retired line of a process's final manifest man (a new object). */
+json_t *wal_retired_line(json_t *man);
 /* Window wi's counts of the retired processes added to g (live view). */
 void wal_retired_window_got(const struct ada_recorder *r, size_t wi, struct ada_live_window_got *g);
 /* procs[i] is about to leave r->procs (retired): the live view folds it

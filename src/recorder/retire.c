@@ -69,8 +69,7 @@ static bool retire_ready(const struct ada_recorder *r, const struct wal_proc *p)
 {
 	bool had;
 	if (!p->finished || p->dir_fd < 0 || p->manifest_failed || p->retention_stale ||
-	    p->retention_saved || p->side_watch || p->crash_thread ||
-	    !retire_no_files(p, &had))
+	    p->retention_saved || p->side_watch || p->crash_thread || !retire_no_files(p, &had))
 		return false;
 	if (had ? !p->syms_retired : !r->budget.retired_gens)
 		return false;
@@ -130,19 +129,26 @@ static json_t *retire_program(json_t *argv)
 /* The retired line of man (the process's final manifest): the keys the
  * recording's totals and `ada status` read, in the manifest's shapes
  * (docs/manifest.md, "Retired processes"). */
-static json_t *retire_line(json_t *man)
+json_t *wal_retired_line(json_t *man)
 {
-	static const char *const top[] = {"format", "version", "pid", "state", "attached",
-	                                   "start_time_ns", "end_time_ns", "exit", "lost_events", "arena_dir",
-	                                   "disk_full", "retention", "shm", "count_only", NULL};
-	static const char *const metrics[] = {"events_written",       "events_per_sec",
-	                                       "batch_latency_ns_p50", "batch_latency_ns_p99",
-	                                       "ring_waits",           "ring_waited_ns",
-	                                       "index_bytes",          "index_events",
-	                                       NULL};
-	static const char *const detail[] = {"mode",        "records",       "overwritten", "waits",
-	                                      "waited_ns",   "window_lost",   "window_missed",
-	                                      "pre_roll_asked_ns", "pre_roll_achieved_ns", NULL};
+	static const char *const top[] = {
+	    "format",        "version",     "pid",  "state",       "attached",
+	    "start_time_ns", "end_time_ns", "exit", "lost_events", "arena_dir",
+	    "disk_full",     "retention",   "shm",  "count_only",  NULL};
+	static const char *const metrics[] = {
+	    "events_written",       "events_per_sec", "batch_latency_ns_p50",
+	    "batch_latency_ns_p99", "ring_waits",     "ring_waited_ns",
+	    "index_bytes",          "index_events",   NULL};
+	static const char *const detail[] = {"mode",
+	                                     "records",
+	                                     "overwritten",
+	                                     "waits",
+	                                     "waited_ns",
+	                                     "window_lost",
+	                                     "window_missed",
+	                                     "pre_roll_asked_ns",
+	                                     "pre_roll_achieved_ns",
+	                                     NULL};
 	static const char *const hook[] = {"installed", "skipped", "untraced_calls", NULL};
 	static const char *const crash[] = {"abnormal", "signal", "signal_name", "time_ns", NULL};
 	json_t *line = json_object();
@@ -170,8 +176,9 @@ static json_t *retire_line(json_t *man)
 	json_t *q = json_object_get(man, "quarantined");
 	if (json_array_size(q))
 		json_object_set(line, "quarantined", q);
-	json_object_set_new(line, "threads_recorded",
-	                    json_integer((json_int_t)json_array_size(json_object_get(man, "threads"))));
+	json_object_set_new(
+	    line, "threads_recorded",
+	    json_integer((json_int_t)json_array_size(json_object_get(man, "threads"))));
 	retire_windows(line, man);
 	return line;
 }
@@ -260,13 +267,15 @@ static void retire_windows_fold(struct ada_recorder *r, const struct wal_proc *p
 		const struct wal_thread *t = p->threads[j];
 		for (size_t wi = 0; wi < t->nfw && wi < s->nwin; wi++) {
 			const struct wal_flight_tw *fw = &t->fw[wi];
-			const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
+			const struct ada_trigger_window *w =
+			    ada_trigger_window_at(r->flight.trig, wi);
 			struct ada_live_window_got *g = &s->win[wi];
 			g->records += fw->records;
 			g->lost += fw->lost;
 			for (unsigned k = 0; k < ADA_WINDOW_MISS_COUNT; k++)
 				g->missed[k] += fw->missed[k];
-			uint64_t got = w && fw->oldest_ns ? wal_flight_pre_achieved(w, fw->oldest_ns) : 0;
+			uint64_t got =
+			    w && fw->oldest_ns ? wal_flight_pre_achieved(w, fw->oldest_ns) : 0;
 			g->pre_achieved_ns = got > g->pre_achieved_ns ? got : g->pre_achieved_ns;
 		}
 	}
@@ -281,8 +290,8 @@ void wal_retired_window_got(const struct ada_recorder *r, size_t wi, struct ada_
 	g->lost += s->lost;
 	for (unsigned k = 0; k < ADA_WINDOW_MISS_COUNT; k++)
 		g->missed[k] += s->missed[k];
-	g->pre_achieved_ns = s->pre_achieved_ns > g->pre_achieved_ns ? s->pre_achieved_ns
-	                                                               : g->pre_achieved_ns;
+	g->pre_achieved_ns =
+	    s->pre_achieved_ns > g->pre_achieved_ns ? s->pre_achieved_ns : g->pre_achieved_ns;
 }
 
 /* Its counts into the recording's sums (rec_summary, the live view). */
@@ -341,7 +350,7 @@ static bool retire_one(struct ada_recorder *r, size_t i)
 {
 	struct wal_proc *p = r->procs[i];
 	json_t *man = retire_manifest(p);
-	json_t *line = man ? retire_line(man) : NULL;
+	json_t *line = man ? wal_retired_line(man) : NULL;
 	size_t len = 0;
 	int rc = line ? retire_append(r, line, &len) : -EINVAL;
 	json_decref(line);
