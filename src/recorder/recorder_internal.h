@@ -68,8 +68,12 @@ struct wal_thread {
 	uint64_t segments, flushes, syncs; /* over all its files (manifest) */
 	bool done;
 	struct ada_trigger_thread *trig; /* open frames, latency (flight.c) */
-	struct wal_flight_tw *fw;        /* what each window persisted here (flight.c) */
-	size_t nfw;
+	/* What each window persisted here (flight.c): windows fw_base to
+	 * nfw - 1, by index; fw[0] is window fw_base's. Keyed from the first
+	 * window that reached the thread, so that a thread started late in a
+	 * recording of many windows does not hold one entry per window before. */
+	struct wal_flight_tw *fw;
+	size_t fw_base, nfw;
 	/* What no window took of its gaps yet (flight.c; NULL: none) */
 	struct wal_gaps_kept *gaps_kept;
 	/* Records windows' walks passed over (before their ranges) that no

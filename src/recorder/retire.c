@@ -265,8 +265,8 @@ static void retire_windows_fold(struct ada_recorder *r, const struct wal_proc *p
 	}
 	for (size_t j = 0; j < p->nthreads; j++) {
 		const struct wal_thread *t = p->threads[j];
-		for (size_t wi = 0; wi < t->nfw && wi < s->nwin; wi++) {
-			const struct wal_flight_tw *fw = &t->fw[wi];
+		for (size_t wi = t->fw_base; wi < t->nfw && wi < s->nwin; wi++) {
+			const struct wal_flight_tw *fw = wal_flight_tw_of(t, wi);
 			const struct ada_trigger_window *w =
 			    ada_trigger_window_at(r->flight.trig, wi);
 			struct ada_live_window_got *g = &s->win[wi];

@@ -64,12 +64,13 @@ static json_t *manifest(int pid, json_int_t end_ns)
 	    "start_time_ns", (json_int_t)1000, "end_time_ns", end_ns, "exit", "status", 3, "signal",
 	    "abnormal", 0, "lost_events", 0, "retention", "retired_events", (json_int_t)500,
 	    "retired_threads", 1, "drops", "index", "ring_full", 0, "recorder_gone", 4, "detail",
-	    "ring_full", 0, "corrupt", 0, "metrics", "events_written", (json_int_t)500, "ring_waits",
-	    2, "index_bytes", 900, "index_events", 500, "detail", "mode", "triggered", "records", 7,
-	    "keysym", json_object(), "threads", "thread", 1, "modules", "id", 1, "hook", "installed",
-	    12, "skipped", "tiny", 3, "untraced_calls", "recorder_gone", 2, "hot_functions",
-	    "hook_time_us", "total", 40, "flight_recorder", "windows", "id", 1, "threads", "id", 2,
-	    "threads", "records", 7, "warnings", "one", "two", "program", "/bin/prog");
+	    "ring_full", 0, "corrupt", 0, "metrics", "events_written", (json_int_t)500,
+	    "ring_waits", 2, "index_bytes", 900, "index_events", 500, "detail", "mode", "triggered",
+	    "records", 7, "keysym", json_object(), "threads", "thread", 1, "modules", "id", 1,
+	    "hook", "installed", 12, "skipped", "tiny", 3, "untraced_calls", "recorder_gone", 2,
+	    "hot_functions", "hook_time_us", "total", 40, "flight_recorder", "windows", "id", 1,
+	    "threads", "id", 2, "threads", "records", 7, "warnings", "one", "two", "program",
+	    "/bin/prog");
 	assert_non_null(m);
 	return m;
 }
