@@ -17,7 +17,9 @@
 # and files) and CPU (% of one core since the last sample), the arena
 # directory in /dev/shm (MiB), the session on disk (MiB), events, drops
 # (every reason but keysym_unknown), keysym_unknown, events not written,
-# the seconds `ada status` took.
+# the seconds `ada status` took. The end's checks read every process's
+# manifest and the retired processes' lines (retired.jsonl: the budget
+# emptied them, docs/manifest.md "Retired processes").
 # Fails (exit 1) when: any drop (keysym_unknown is told, not failed on:
 # see below), event not written or call left untraced because a thread
 # judged the recorder gone; the recorder's RSS, its anonymous
