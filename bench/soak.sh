@@ -17,7 +17,9 @@
 # and files) and CPU (% of one core since the last sample), the arena
 # directory in /dev/shm (MiB), the session on disk (MiB), events, drops
 # (every reason but keysym_unknown), keysym_unknown, events not written,
-# the seconds `ada status` took. The end's checks read every process's
+# the seconds `ada status` took, the recorder's heap in use (MiB, its
+# `recorder.heap_in_use_bytes`: what it holds, without the allocator's
+# free pages RssAnon counts too). The end's checks read every process's
 # manifest and the retired processes' lines (retired.jsonl: the budget
 # emptied them, docs/manifest.md "Retired processes").
 # Fails (exit 1) when: any drop (keysym_unknown is told, not failed on:
@@ -113,8 +115,8 @@ CTL=$!
 arena_dir() { sed -n 's/.*"arena_dir": \?"\(\/dev\/shm\/ada-[^"]*\)".*/\1/p' "$S"/pid_*/manifest.json "$S"/retired.jsonl 2>/dev/null | head -n 1; }
 cpu_ticks() { awk '{print $14 + $15}' /proc/$APID/stat 2>/dev/null || echo 0; }
 HZ=$(getconf CLK_TCK)
-echo "sec,rss_mib,anon_mib,cpu_pct,shm_mib,disk_mib,events,drops,keysym_unknown,not_written,status_s" >"$OUT/soak.csv"
-t0=$(date +%s) prev_cpu=$(cpu_ticks) prev_t=$t0 counts="0,0,0,0" unanswered=0
+echo "sec,rss_mib,anon_mib,cpu_pct,shm_mib,disk_mib,events,drops,keysym_unknown,not_written,status_s,heap_mib" >"$OUT/soak.csv"
+t0=$(date +%s) prev_cpu=$(cpu_ticks) prev_t=$t0 counts="0,0,0,0" unanswered=0 heap=0
 end=$((t0 + MINUTES * 60)) next=$((t0 + 10))
 while [ "$(date +%s)" -lt $end ] && kill -0 $APID 2>/dev/null; do
 	now=$(date +%s)
@@ -140,10 +142,12 @@ s = json.load(open(sys.argv[1]))
 d = s.get("drops", {})
 print("%d,%d,%d,%d" % (s.get("events", 0), sum(d.values()) - d.get("keysym_unknown", 0),
                        d.get("keysym_unknown", 0), s.get("events_not_written", 0)))' "$OUT/status.json")
+		heap=$(python3 -c 'import json, sys
+print("%.1f" % ((json.load(open(sys.argv[1])).get("recorder") or {}).get("heap_in_use_bytes", 0) / 1048576))' "$OUT/status.json" 2>/dev/null || echo 0)
 	else
 		unanswered=$((unanswered + 1))
 	fi
-	echo "$((now - t0)),$(echo "scale=1; ${rss:-0} / 1024" | bc),$(echo "scale=1; ${anon:-0} / 1024" | bc),$(echo "scale=1; 100 * ($cpu - $prev_cpu) / $HZ / ($now - $prev_t + (($now == $prev_t)))" | bc),$(echo "scale=1; ${shm:-0} / 1024" | bc),$(echo "scale=1; ${disk:-0} / 1024" | bc),$counts,$st" | tee -a "$OUT/soak.csv"
+	echo "$((now - t0)),$(echo "scale=1; ${rss:-0} / 1024" | bc),$(echo "scale=1; ${anon:-0} / 1024" | bc),$(echo "scale=1; 100 * ($cpu - $prev_cpu) / $HZ / ($now - $prev_t + (($now == $prev_t)))" | bc),$(echo "scale=1; ${shm:-0} / 1024" | bc),$(echo "scale=1; ${disk:-0} / 1024" | bc),$counts,$st,$heap" | tee -a "$OUT/soak.csv"
 	prev_cpu=$cpu prev_t=$now
 done
 [ $unanswered -eq 0 ] || say "ada status did not answer within 15 s $unanswered times"
@@ -203,6 +207,9 @@ for key in ("rss_mib", "anon_mib", "shm_mib"):
     base = statistics.median(float(r[key]) for r in warm)
     peak = max(float(r[key]) for r in last)
     print("soak: %s median %.1f after the first minute, %.1f at the end" % (key, base, peak))
+heap = [float(r.get("heap_mib") or 0) for r in rows]
+print("soak: recorder heap in use %.1f MiB median after the first minute, %.1f at the end (told)"
+      % (statistics.median(float(r.get("heap_mib") or 0) for r in warm), max(heap[-3:])))
     if peak > 1.25 * base + 8:
         bad.append("%s grew from %.1f to %.1f" % (key, base, peak))
 drops = max(int(r["drops"]) for r in rows)
