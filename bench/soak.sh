@@ -17,7 +17,11 @@
 # and files) and CPU (% of one core since the last sample), the arena
 # directory in /dev/shm (MiB), the session on disk (MiB), events, drops
 # (every reason but keysym_unknown), keysym_unknown, events not written,
-# the seconds `ada status` took.
+# the seconds `ada status` took, the recorder's heap in use (MiB, its
+# `recorder.heap_in_use_bytes`: what it holds, without the allocator's
+# free pages RssAnon counts too). The end's checks read every process's
+# manifest and the retired processes' lines (retired.jsonl: the budget
+# emptied them, docs/manifest.md "Retired processes").
 # Fails (exit 1) when: any drop (keysym_unknown is told, not failed on:
 # see below), event not written or call left untraced because a thread
 # judged the recorder gone; the recorder's RSS, its anonymous
@@ -108,11 +112,11 @@ CTL=$!
 # recorder is doing), the arena directory and the session from du, the
 # counts from `ada status --json` (15 s at most: a status that does not
 # answer is counted and the last counts kept).
-arena_dir() { sed -n 's/.*"arena_dir": "\(\/dev\/shm\/ada-[^"]*\)".*/\1/p' "$S"/pid_*/manifest.json 2>/dev/null | head -n 1; }
+arena_dir() { sed -n 's/.*"arena_dir": \?"\(\/dev\/shm\/ada-[^"]*\)".*/\1/p' "$S"/pid_*/manifest.json "$S"/retired.jsonl 2>/dev/null | head -n 1; }
 cpu_ticks() { awk '{print $14 + $15}' /proc/$APID/stat 2>/dev/null || echo 0; }
 HZ=$(getconf CLK_TCK)
-echo "sec,rss_mib,anon_mib,cpu_pct,shm_mib,disk_mib,events,drops,keysym_unknown,not_written,status_s" >"$OUT/soak.csv"
-t0=$(date +%s) prev_cpu=$(cpu_ticks) prev_t=$t0 counts="0,0,0,0" unanswered=0
+echo "sec,rss_mib,anon_mib,cpu_pct,shm_mib,disk_mib,events,drops,keysym_unknown,not_written,status_s,heap_mib" >"$OUT/soak.csv"
+t0=$(date +%s) prev_cpu=$(cpu_ticks) prev_t=$t0 counts="0,0,0,0" unanswered=0 heap=0
 end=$((t0 + MINUTES * 60)) next=$((t0 + 10))
 while [ "$(date +%s)" -lt $end ] && kill -0 $APID 2>/dev/null; do
 	now=$(date +%s)
@@ -138,10 +142,12 @@ s = json.load(open(sys.argv[1]))
 d = s.get("drops", {})
 print("%d,%d,%d,%d" % (s.get("events", 0), sum(d.values()) - d.get("keysym_unknown", 0),
                        d.get("keysym_unknown", 0), s.get("events_not_written", 0)))' "$OUT/status.json")
+		heap=$(python3 -c 'import json, sys
+print("%.1f" % ((json.load(open(sys.argv[1])).get("recorder") or {}).get("heap_in_use_bytes", 0) / 1048576))' "$OUT/status.json" 2>/dev/null || echo 0)
 	else
 		unanswered=$((unanswered + 1))
 	fi
-	echo "$((now - t0)),$(echo "scale=1; ${rss:-0} / 1024" | bc),$(echo "scale=1; ${anon:-0} / 1024" | bc),$(echo "scale=1; 100 * ($cpu - $prev_cpu) / $HZ / ($now - $prev_t + (($now == $prev_t)))" | bc),$(echo "scale=1; ${shm:-0} / 1024" | bc),$(echo "scale=1; ${disk:-0} / 1024" | bc),$counts,$st" | tee -a "$OUT/soak.csv"
+	echo "$((now - t0)),$(echo "scale=1; ${rss:-0} / 1024" | bc),$(echo "scale=1; ${anon:-0} / 1024" | bc),$(echo "scale=1; 100 * ($cpu - $prev_cpu) / $HZ / ($now - $prev_t + (($now == $prev_t)))" | bc),$(echo "scale=1; ${shm:-0} / 1024" | bc),$(echo "scale=1; ${disk:-0} / 1024" | bc),$counts,$st,$heap" | tee -a "$OUT/soak.csv"
 	prev_cpu=$cpu prev_t=$now
 done
 [ $unanswered -eq 0 ] || say "ada status did not answer within 15 s $unanswered times"
@@ -201,6 +207,9 @@ for key in ("rss_mib", "anon_mib", "shm_mib"):
     base = statistics.median(float(r[key]) for r in warm)
     peak = max(float(r[key]) for r in last)
     print("soak: %s median %.1f after the first minute, %.1f at the end" % (key, base, peak))
+heap = [float(r.get("heap_mib") or 0) for r in rows]
+print("soak: recorder heap in use %.1f MiB median after the first minute, %.1f at the end (told)"
+      % (statistics.median(float(r.get("heap_mib") or 0) for r in warm), max(heap[-3:])))
     if peak > 1.25 * base + 8:
         bad.append("%s grew from %.1f to %.1f" % (key, base, peak))
 drops = max(int(r["drops"]) for r in rows)
@@ -212,12 +221,18 @@ if drops or notw:
 # detail records may be missing or extra, no index event is lost
 # (docs/internals.md, "A module the set does not know").
 print("soak: keysym_unknown %d (told, not a failure)" % max(int(r["keysym_unknown"]) for r in rows))
-# The finished manifests: every process's drops and losses.
+# The finished manifests and the retired processes' lines (retired.jsonl,
+# docs/manifest.md): every process's drops and losses.
 lost = 0
 files = 0
 gone = 0
-for m in glob.glob(sys.argv[3] + "/pid_*/manifest.json"):
-    j = json.load(open(m))
+docs = [json.load(open(m)) for m in glob.glob(sys.argv[3] + "/pid_*/manifest.json")]
+try:
+    docs += [json.loads(l) for l in open(sys.argv[3] + "/retired.jsonl") if l.strip()]
+except FileNotFoundError:
+    pass
+print("soak: %d processes, %d of them retired" % (len(docs), sum(1 for j in docs if j.get("retired"))))
+for j in docs:
     lost += j.get("lost_events", 0) + sum(v for l in j.get("drops", {}).values()
                                           for k, v in l.items() if k != "keysym_unknown")
     files += sum(len(t.get("files", [])) for t in j.get("threads", []))

@@ -445,6 +445,14 @@ static void man_add(json_t *st, json_t *man)
 	}
 }
 
+/* A retired process's line (retired.jsonl) has the manifest's keys the
+ * totals read: added as its manifest was. */
+static int man_add_retired(json_t *line, void *st)
+{
+	man_add(st, line);
+	return 0;
+}
+
 json_t *cmd_ctl_status_from_manifests(const char *session)
 {
 	json_t *st = json_pack(
@@ -474,5 +482,6 @@ json_t *cmd_ctl_status_from_manifests(const char *session)
 		json_decref(man);
 	}
 	closedir(d);
+	(void)ada_retired_foreach(session, man_add_retired, st, NULL);
 	return st;
 }

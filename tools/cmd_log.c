@@ -7,6 +7,7 @@
 
 #include "atf.h"
 #include "cmd.h"
+#include "manifest.h"
 
 void ada_log(const char *fmt, ...)
 {
@@ -18,9 +19,30 @@ void ada_log(const char *fmt, ...)
 	va_end(ap);
 }
 
+static int cmd_count_line(json_t *line, void *arg)
+{
+	(void)line;
+	(void)arg;
+	return 0;
+}
+
+/* The processes of the session dir the disk budget retired (retired.jsonl,
+ * docs/manifest.md): nothing of them is left to read; said once. */
+static int cmd_say_retired(const char *dir)
+{
+	int n = ada_retired_foreach(dir, cmd_count_line, NULL, NULL);
+	if (n > 0)
+		ada_log(
+		    "%s: the disk budget deleted every event of %d more process%s, retired (one "
+		    "line each in %s: what each recorded and how it ended)",
+		    dir, n, n == 1 ? "" : "es", ADA_RETIRED_NAME);
+	return n;
+}
+
 struct ada_atf_tree *cmd_open_tree(const char *dir)
 {
 	struct ada_atf_tree *tree = NULL;
+	int retired = cmd_say_retired(dir);
 	int err = ada_atf_tree_scan(dir, &tree);
 	if (err) {
 		ada_log("%s: %s", dir,
@@ -33,7 +55,10 @@ struct ada_atf_tree *cmd_open_tree(const char *dir)
 		        "link it did not create)",
 		        dir, tree->links_skipped, tree->links_skipped == 1 ? "" : "s");
 	if (tree->npids == 0) {
-		ada_log("%s: no traces found (no pid_N directory at or under it)", dir);
+		if (retired > 0)
+			ada_log("%s: no traces left: the disk budget retired every process", dir);
+		else
+			ada_log("%s: no traces found (no pid_N directory at or under it)", dir);
 		ada_atf_tree_free(tree);
 		return NULL;
 	}

@@ -116,18 +116,11 @@ static int ls_add_pid(struct ls_row *r, uint32_t pid)
 	return 0;
 }
 
-static void ls_pid(const struct ada_atf_pid *p, struct ls_row *r, uint32_t *bad)
+/* One process's manifest (or retired line) into r. */
+static void ls_man(json_t *m, struct ls_row *r)
 {
-	json_t *m = NULL, *v;
+	json_t *v;
 
-	r->npids++;
-	if (ls_add_pid(r, p->pid))
-		(*bad)++;
-	if (ada_manifest_read(p->dir, &m)) {
-		(*bad)++;
-		ada_log("%s: no readable manifest.json", p->dir);
-		return;
-	}
 	if (r->npids == 1) {
 		const char *s = json_string_value(json_array_get(json_object_get(m, "program"), 0));
 		const char *b = s ? strrchr(s, '/') : NULL;
@@ -160,7 +153,33 @@ static void ls_pid(const struct ada_atf_pid *p, struct ls_row *r, uint32_t *bad)
 	    json_array_size(json_object_get(json_object_get(m, "flight_recorder"), "windows"));
 	if (nw > r->windows)
 		r->windows = nw; /* windows are session-wide: every manifest lists them */
+}
+
+static void ls_pid(const struct ada_atf_pid *p, struct ls_row *r, uint32_t *bad)
+{
+	json_t *m = NULL;
+
+	r->npids++;
+	if (ls_add_pid(r, p->pid))
+		(*bad)++;
+	if (ada_manifest_read(p->dir, &m)) {
+		(*bad)++;
+		ada_log("%s: no readable manifest.json", p->dir);
+		return;
+	}
+	ls_man(m, r);
 	json_decref(m);
+}
+
+/* A retired process (retired.jsonl): counted as its manifest was. */
+static int ls_retired(json_t *line, void *arg)
+{
+	struct ls_row *r = arg;
+	r->npids++;
+	if (ls_add_pid(r, (uint32_t)json_integer_value(json_object_get(line, "pid"))))
+		return -ENOMEM;
+	ls_man(line, r);
+	return 0;
 }
 
 /* [DIR/]session_YYYYMMDD_HHMMSS -> "YYYY-MM-DD HH:MM:SS" (else "-"). */
@@ -195,6 +214,8 @@ static int ls_session(int parent, const char *path, const char *name, const char
 	for (size_t i = 0; i < tree->npids; i++)
 		ls_pid(&tree->pids[i], r, bad);
 	ada_atf_tree_free(tree);
+	if (ada_retired_foreach(path, ls_retired, r, NULL) < 0)
+		(*bad)++;
 	if (!ada_fs_open_dir(parent, name, &fd)) {
 		r->bytes = ls_du(fd, 0);
 		close(fd);
@@ -280,8 +301,10 @@ static bool ls_is_session(int fd)
 	unsigned n = 0;
 
 	while (d && !yes && (de = readdir(d)) && n++ < ADA_FS_WALK_MAX_ENTRIES)
-		yes = !strncmp(de->d_name, "pid_", 4) &&
-		      ada_fs_entry_kind(dirfd(d), de) == ADA_FS_DIR;
+		yes = (!strncmp(de->d_name, "pid_", 4) &&
+		       ada_fs_entry_kind(dirfd(d), de) == ADA_FS_DIR) ||
+		      (!strcmp(de->d_name, ADA_RETIRED_NAME) &&
+		       ada_fs_entry_kind(dirfd(d), de) == ADA_FS_REG);
 	if (d)
 		closedir(d);
 	return yes;

@@ -313,6 +313,33 @@ static void status_windows(json_t *man)
 	}
 }
 
+/* A finished process's counts (its manifest, or its retired line) into t. */
+static void status_add_done(json_t *man, struct status_tot *t)
+{
+	json_t *mt = json_object_get(man, "metrics");
+	uint64_t by[ADA_DROP_REASON_COUNT];
+	status_man_drops(man, by);
+	t->written += status_int(mt, "events_written");
+	t->index_bytes += (double)status_int(mt, "index_bytes");
+	t->index_events += status_int(mt, "index_events");
+	t->lost += status_int(man, "lost_events");
+	t->retired += status_int(json_object_get(man, "retention"), "retired_events");
+	t->disk_full |= json_is_true(json_object_get(man, "disk_full"));
+	for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
+		t->drops[k] += by[k];
+	json_t *shm = json_object_get(man, "shm");
+	/* The recorder's own count: in each manifest as it was when written. */
+	if (status_int(shm, "pid_reused_arenas") > t->pid_reused)
+		t->pid_reused = status_int(shm, "pid_reused_arenas");
+	if (!t->live_shm) { /* each manifest has the session's counts when written */
+		if (status_int(shm, "untraced_processes") > t->untraced)
+			t->untraced = status_int(shm, "untraced_processes");
+		if (status_int(shm, "peak_bytes") > t->shm_peak)
+			t->shm_peak = status_int(shm, "peak_bytes");
+		t->shm_ceiling = status_int(shm, "ceiling_bytes");
+	}
+}
+
 static void status_done(const char *dir, json_t *man, struct status_tot *t)
 {
 	json_t *mt = json_object_get(man, "metrics");
@@ -342,25 +369,48 @@ static void status_done(const char *dir, json_t *man, struct status_tot *t)
 		printf("  quarantined: %s\n",
 		       json_string_value(json_object_get(json_array_get(q, i), "reason")));
 	status_windows(man);
-	t->written += written;
-	t->index_bytes += (double)ib;
-	t->index_events += ie;
-	t->lost += lost;
-	t->retired += retired;
-	t->disk_full |= full;
-	for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
-		t->drops[k] += by[k];
-	json_t *shm = json_object_get(man, "shm");
-	/* The recorder's own count: in each manifest as it was when written. */
-	if (status_int(shm, "pid_reused_arenas") > t->pid_reused)
-		t->pid_reused = status_int(shm, "pid_reused_arenas");
-	if (!t->live_shm) { /* each manifest has the session's counts when written */
-		if (status_int(shm, "untraced_processes") > t->untraced)
-			t->untraced = status_int(shm, "untraced_processes");
-		if (status_int(shm, "peak_bytes") > t->shm_peak)
-			t->shm_peak = status_int(shm, "peak_bytes");
-		t->shm_ceiling = status_int(shm, "ceiling_bytes");
-	}
+	status_add_done(man, t);
+}
+
+/* The retired processes (retired.jsonl): counted in the totals, and one
+ * line for all of them. */
+struct status_ret {
+	struct status_tot *t, sum;
+	uint32_t abnormal;
+};
+
+static int status_retired_one(json_t *line, void *arg)
+{
+	struct status_ret *s = arg;
+	s->t->procs++;
+	s->sum.procs++;
+	status_add_done(line, s->t);
+	status_add_done(line, &s->sum);
+	s->abnormal += json_is_true(json_object_get(json_object_get(line, "exit"), "abnormal"));
+	return 0;
+}
+
+static int status_retired(const char *dir, struct status_tot *t)
+{
+	struct status_ret s = {.t = t};
+	uint64_t bad = 0;
+	int n = ada_retired_foreach(dir, status_retired_one, &s, &bad);
+	if (n < 0)
+		ada_log("%s/%s: cannot be read (%s)", dir, ADA_RETIRED_NAME, strerror(-n));
+	if (bad)
+		ada_log("%s/%s: %llu lines are not a retired process's, skipped", dir,
+		        ADA_RETIRED_NAME, (unsigned long long)bad);
+	if (n <= 0)
+		return n < 0 ? -1 : 0;
+	char drops[256];
+	status_drops_text(s.sum.drops, drops, sizeof(drops));
+	printf("%s: %u process%s retired (finished, every file deleted by the disk budget; one "
+	       "line each in %s): %llu events written, %llu not written (disk full), %llu deleted "
+	       "by the disk budget, %s, %u ended abnormally\n",
+	       dir, s.sum.procs, s.sum.procs == 1 ? "" : "es", ADA_RETIRED_NAME,
+	       (unsigned long long)s.sum.written, (unsigned long long)s.sum.lost,
+	       (unsigned long long)s.sum.retired, drops, s.abnormal);
+	return n;
 }
 
 static void status_recording(const char *dir, json_t *man, struct status_tot *t)
@@ -543,6 +593,9 @@ static int status_dir(char **argv)
 		ada_log("skipped %d symbolic link%s in '%s' (ada never follows a link it did not "
 		        "create)",
 		        links, links == 1 ? "" : "s", argv[1]);
+	int ret = status_retired(argv[1], &t);
+	bad |= ret < 0;
+	n += ret > 0 ? ret : 0;
 	if (!n) {
 		ada_log("'%s' holds no pid_N directories", argv[1]);
 		return 1;

@@ -172,6 +172,39 @@ static int validate_pid(struct validate_ctx *v, const struct ada_atf_pid *p)
 	return 0;
 }
 
+/* A retired process's line (retired.jsonl): nothing of it is left to
+ * check but that it says what it counts. */
+static int validate_retired_one(json_t *line, void *arg)
+{
+	struct validate_ctx *v = arg;
+	char pid[32];
+	snprintf(pid, sizeof(pid), "%lld",
+	         (long long)json_integer_value(json_object_get(line, "pid")));
+	if (!json_is_integer(json_object_get(json_object_get(line, "metrics"), "events_written")))
+		validate_warn(v, ADA_RETIRED_NAME,
+		              "the line of process %s counts no events_written", pid);
+	return 0;
+}
+
+/* The session's retired processes: their count (0: none), their lines
+ * checked; a line that is not one is a warning. */
+static int validate_retired(struct validate_ctx *v, const char *dir)
+{
+	uint64_t bad = 0;
+	char path[4096], msg[200];
+	snprintf(path, sizeof(path), "%s/%s", dir, ADA_RETIRED_NAME);
+	int n = ada_retired_foreach(dir, validate_retired_one, v, &bad);
+	if (n < 0) {
+		snprintf(msg, sizeof(msg), "cannot be read (%s)", strerror(-n));
+		validate_warn(v, path, "%s", msg);
+	}
+	if (bad) {
+		snprintf(msg, sizeof(msg), "%" PRIu64 " lines are not a retired process's", bad);
+		validate_warn(v, path, "%s", msg);
+	}
+	return n > 0 ? n : 0;
+}
+
 static void validate_usage(FILE *f)
 {
 	fprintf(f, "usage: ada validate [--quiet] [--max-per-file N] DIR\n"
@@ -225,7 +258,12 @@ int cmd_validate(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	v.rep.ctx = &v;
-	tree = cmd_open_tree(dir);
+	int retired = validate_retired(&v, dir);
+	/* A session the budget retired every process of holds no pid_N. */
+	if (retired && ada_atf_tree_scan(dir, &tree) != 0)
+		tree = NULL;
+	if (!tree)
+		tree = cmd_open_tree(dir);
 	if (!tree)
 		return 2;
 	for (size_t i = 0; i < tree->npids && !err; i++) {
@@ -234,6 +272,9 @@ int cmd_validate(int argc, char **argv)
 	}
 	if (err)
 		ada_log("%s: %s", dir, strerror(-err));
+	if (retired)
+		printf("%s: %d process%s retired (every file deleted by the disk budget; %s)\n",
+		       dir, retired, retired == 1 ? "" : "es", ADA_RETIRED_NAME);
 	printf("%s: %zu process%s, %zu thread%s: %" PRIu64 " error%s, %" PRIu64 " warning%s: %s\n",
 	       dir, tree->npids, tree->npids == 1 ? "" : "es", nthreads, nthreads == 1 ? "" : "s",
 	       v.rep.errors, v.rep.errors == 1 ? "" : "s", v.rep.warnings,

@@ -125,6 +125,60 @@ int ada_manifest_read(const char *pid_dir, json_t **out)
 	return err;
 }
 
+/* The recorder appends a process's line before it removes pid_N/: a
+ * recorder stopped between the two leaves both, and the directory (the
+ * same process: the same end_time_ns) is what counts. */
+static bool retired_still_dir(const char *session, json_t *line)
+{
+	char *dir = atf_strdup_printf("%s/pid_%lld", session,
+	                              (long long)json_integer_value(json_object_get(line, "pid")));
+	json_t *man = NULL;
+	bool same = dir && ada_manifest_read(dir, &man) == 0 &&
+	            json_integer_value(json_object_get(man, "end_time_ns")) ==
+	                json_integer_value(json_object_get(line, "end_time_ns"));
+	json_decref(man);
+	free(dir);
+	return same;
+}
+
+int ada_retired_foreach(const char *session, int (*fn)(json_t *line, void *arg), void *arg,
+                        uint64_t *bad)
+{
+	struct atf_map m;
+	char *path = atf_strdup_printf("%s/%s", session, ADA_RETIRED_NAME);
+	if (!path)
+		return -ENOMEM;
+	int err = atf_map_file(path, &m), n = 0;
+	free(path);
+	if (err == -ENOENT)
+		return 0;
+	if (err)
+		return err;
+	if (m.len > ADA_RETIRED_MAX) {
+		atf_map_release(&m);
+		return -EFBIG;
+	}
+	const char *p = (const char *)m.base, *end = p + m.len;
+	while (p < end && !err) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *e = nl ? nl : end;
+		json_t *line = NULL;
+		/* A line cut short (a full disk) or not one the recorder writes. */
+		if (e > p && (ada_manifest_parse(p, (size_t)(e - p), &line) != 0 ||
+		              !json_is_integer(json_object_get(line, "pid")))) {
+			if (bad)
+				(*bad)++;
+		} else if (line && !retired_still_dir(session, line)) {
+			err = fn(line, arg);
+			n++;
+		}
+		json_decref(line);
+		p = e + 1;
+	}
+	atf_map_release(&m);
+	return err < 0 ? err : n;
+}
+
 const char *ada_manifest_state(const json_t *doc)
 {
 	return json_string_value(json_object_get(doc, "state"));

@@ -332,6 +332,7 @@ static bool budget_unlink_syms(struct ada_recorder *r, struct wal_proc *p)
 static void budget_retire_syms(struct ada_recorder *r, struct wal_proc *p)
 {
 	p->syms_retired = true;
+	r->retired.pending++; /* retired after its manifest says so (retire.c) */
 	if (!budget_unlink_syms(r, p))
 		return;
 	p->side_final = false; /* the next scan counts what is left exactly */
@@ -497,5 +498,7 @@ void wal_budget_audit_end(struct ada_recorder *r)
 	dprintf(fd, "audits %llu short %llu over %llu overrun %d\n",
 	        (unsigned long long)r->budget.audits, (unsigned long long)r->budget.audit_short,
 	        (unsigned long long)r->budget.audit_over, (int)r->budget.warned);
+	/* Finished processes held in memory at most at once, and retired (retire.c). */
+	dprintf(fd, "held_max %zu retired %u\n", r->retired.held_max, r->retired.procs);
 	close(fd);
 }

@@ -564,6 +564,7 @@ static void drain_budget_scan_due(struct ada_recorder *r, uint64_t now)
 	 * not a live thread writes (which applies the budget too). */
 	if (r->o.max_disk_bytes)
 		drain_budget_hold(r);
+	wal_retire_procs(r, true); /* every process the budget emptied */
 	r->budget.scan_ns = now;
 	r->budget.scan_every =
 	    r->budget.scan_every * 2 < DRAIN_TICK_NS ? r->budget.scan_every * 2 : DRAIN_TICK_NS;
@@ -997,6 +998,9 @@ static bool drain_pass(struct ada_recorder *r)
 	drain_budget_audit(r);
 	if (r->o.max_disk_bytes)
 		drain_budget_hold(r); /* what the windows wrote, before the next pass */
+	/* Those the budget emptied, their manifests current: here, where no
+	 * loop over the processes runs (retiring one leaves r->procs). */
+	wal_retire_procs(r, false);
 	ada_wal_io_submit_stale(r->io, false);
 	ada_wal_io_reap(r->io, false);
 	/* Attached: no child of ours to reap, and waitpid(-1) would take the
@@ -1110,6 +1114,10 @@ void *wal_drain_main(void *arg)
 	ada_wal_io_submit_stale(r->io, true);
 	drain_budget_final(r);
 	drain_restate(r);
+	if (r->o.max_disk_bytes) { /* the processes the end emptied, scanned */
+		wal_budget_scan(r);
+		wal_retire_procs(r, true);
+	}
 	while (ada_wal_io_reap(r->io, true) > 0)
 		;
 	drain_tick(r, wal_now_ns());

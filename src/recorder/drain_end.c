@@ -268,6 +268,7 @@ void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 	p->slot_noted = p->slot_locked = NULL;
 	p->slot_dlocked = NULL;
 	p->finished = true;
+	r->retired.finished_held++; /* retire.c */
 	if (p->arena)
 		WAL_GUARDED(p->arena, wal_manifest_write(r, p, "complete"), {
 			p->arena_bad = true;
@@ -515,7 +516,7 @@ bool drain_done(struct ada_recorder *r)
 		for (size_t i = 0; i < r->nprocs; i++)
 			if (!r->procs[i]->finished)
 				return false;
-		return r->nprocs > 0;
+		return r->nprocs + r->retired.procs > 0;
 	}
 	if (!r->main_reaped)
 		return false;

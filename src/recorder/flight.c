@@ -141,16 +141,28 @@ void wal_flight_free(struct wal_proc *p)
 
 static struct wal_flight_tw *flight_tw(struct wal_thread *t, size_t wi)
 {
-	if (wi >= t->nfw) {
-		size_t n = wi + 8;
+	if (!t->fw)
+		t->fw_base = t->nfw = wi;
+	if (wi < t->fw_base) { /* a window created earlier reaches it later */
+		size_t front = t->fw_base - wi, n = t->nfw - wi;
 		struct wal_flight_tw *a = realloc(t->fw, n * sizeof(*a));
 		if (!a)
 			return NULL;
-		memset(a + t->nfw, 0, (n - t->nfw) * sizeof(*a));
+		memmove(a + front, a, (n - front) * sizeof(*a));
+		memset(a, 0, front * sizeof(*a));
 		t->fw = a;
-		t->nfw = n;
+		t->fw_base = wi;
 	}
-	return &t->fw[wi];
+	if (wi >= t->nfw) {
+		size_t n = wi + 8 - t->fw_base, had = t->nfw - t->fw_base;
+		struct wal_flight_tw *a = realloc(t->fw, n * sizeof(*a));
+		if (!a)
+			return NULL;
+		memset(a + had, 0, (n - had) * sizeof(*a));
+		t->fw = a;
+		t->nfw = t->fw_base + n;
+	}
+	return &t->fw[wi - t->fw_base];
 }
 
 /* Window wi's lost records: n more, the window_lost count. */
@@ -272,8 +284,8 @@ uint64_t wal_flight_ring_suggest(const struct wal_proc *p)
 		const struct wal_thread *t = p->threads[j];
 		if (t->slot >= c->max_threads)
 			continue; /* a spill slot's ring is small whatever --detail-mb says */
-		for (size_t wi = 0; wi < t->nfw; wi++) {
-			const struct wal_flight_tw *fw = &t->fw[wi];
+		for (size_t wi = t->fw_base; wi < t->nfw; wi++) {
+			const struct wal_flight_tw *fw = wal_flight_tw_of(t, wi);
 			if (!fw->lost || !fw->records)
 				continue;
 			/* Records are near enough one size: the ring that holds
@@ -293,8 +305,8 @@ void wal_flight_preroll_short(struct ada_recorder *r, struct wal_proc *p)
 	const struct ada_arena_config *c = p->arena ? ada_arena_config_of(p->arena) : NULL;
 	for (size_t j = 0; r->flight.trig && j < p->nthreads; j++) {
 		const struct wal_thread *t = p->threads[j];
-		for (size_t wi = 0; wi < t->nfw; wi++) {
-			const struct wal_flight_tw *fw = &t->fw[wi];
+		for (size_t wi = t->fw_base; wi < t->nfw; wi++) {
+			const struct wal_flight_tw *fw = wal_flight_tw_of(t, wi);
 			const struct ada_trigger_window *w =
 			    ada_trigger_window_at(r->flight.trig, wi);
 			if (!fw->lost || !fw->oldest_ns || !w || w->fire_ns <= w->from_ns)
@@ -319,9 +331,9 @@ void wal_flight_window_got(const struct ada_recorder *r, size_t wi, struct ada_l
 		const struct wal_proc *p = r->procs[i];
 		for (size_t j = 0; j < p->nthreads; j++) {
 			const struct wal_thread *t = p->threads[j];
-			if (wi >= t->nfw)
+			const struct wal_flight_tw *fw = wal_flight_tw_of(t, wi);
+			if (!fw)
 				continue;
-			const struct wal_flight_tw *fw = &t->fw[wi];
 			g->records += fw->records;
 			g->lost += fw->lost;
 			for (unsigned k = 0; k < ADA_WINDOW_MISS_COUNT; k++)
@@ -331,13 +343,15 @@ void wal_flight_window_got(const struct ada_recorder *r, size_t wi, struct ada_l
 			g->pre_achieved_ns = got > g->pre_achieved_ns ? got : g->pre_achieved_ns;
 		}
 	}
+	if (w)
+		wal_retired_window_got(r, wi, g); /* the processes retired (retire.c) */
 }
 
 uint64_t wal_flight_thread_lost(const struct wal_thread *t)
 {
 	uint64_t n = 0;
-	for (size_t wi = 0; wi < t->nfw; wi++)
-		n += t->fw[wi].lost;
+	for (size_t wi = t->fw_base; wi < t->nfw; wi++)
+		n += wal_flight_tw_of(t, wi)->lost;
 	return n;
 }
 
@@ -388,9 +402,10 @@ static size_t flight_next_open(const struct ada_recorder *r, size_t prev)
 static bool flight_earlier_spent(const struct ada_recorder *r, const struct wal_thread *t,
                                  size_t wi, const struct ada_trigger_window *w)
 {
-	for (size_t vi = 0; vi < t->nfw; vi++) {
+	for (size_t vi = t->fw_base; vi < t->nfw; vi++) {
 		const struct ada_trigger_window *v = ada_trigger_window_at(r->flight.trig, vi);
-		if (vi != wi && v && !v->closed && t->fw[vi].spent && flight_before(v, vi, w, wi))
+		if (vi != wi && v && !v->closed && wal_flight_tw_of(t, vi)->spent &&
+		    flight_before(v, vi, w, wi))
 			return true;
 	}
 	return false;
@@ -543,7 +558,8 @@ static bool flight_window_waiting(const struct ada_recorder *r, size_t wi)
 		const struct wal_proc *p = r->procs[i];
 		for (size_t j = 0; !p->finished && p->arena && j < p->nthreads; j++) {
 			const struct wal_thread *t = p->threads[j];
-			if (t->f && !t->done && wi < t->nfw && t->fw[wi].waiting)
+			const struct wal_flight_tw *fw = wal_flight_tw_of(t, wi);
+			if (t->f && !t->done && fw && fw->waiting)
 				return true;
 		}
 	}
@@ -608,9 +624,9 @@ void wal_flight_thread_unread(struct ada_recorder *r, struct wal_thread *t)
 {
 	if (r->o.detail_mode != ADA_DETAIL_TRIGGERED || !r->flight.trig)
 		return;
-	for (size_t wi = 0; wi < t->nfw; wi++) {
+	for (size_t wi = t->fw_base; wi < t->nfw; wi++) {
 		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
-		struct wal_flight_tw *fw = &t->fw[wi];
+		struct wal_flight_tw *fw = wal_flight_tw_of(t, wi);
 		if (w && !w->closed && fw->waiting_in)
 			flight_missed(t, fw, ADA_MISS_UNREAD_AT_END, fw->waiting_in, false);
 		fw->waiting = fw->waiting_in = 0; /* its file is final: nothing waits */

@@ -36,6 +36,12 @@ struct wal_flight_tw {
 	struct wal_fill fill; /* the functions whose records the copies found */
 };
 
+/* What window wi persisted on t (flight.c), NULL when it is not held. */
+static inline struct wal_flight_tw *wal_flight_tw_of(const struct wal_thread *t, size_t wi)
+{
+	return wi >= t->fw_base && wi < t->nfw ? &t->fw[wi - t->fw_base] : NULL;
+}
+
 /* The pre-roll window w achieved on a thread whose ring held records
  * back to oldest_ns (the first copy's oldest record). */
 static inline uint64_t wal_flight_pre_achieved(const struct ada_trigger_window *w,

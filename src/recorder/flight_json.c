@@ -72,16 +72,17 @@ static json_t *flight_window_threads(const struct wal_proc *p, size_t wi,
 	json_t *a = json_array();
 	for (size_t j = 0; j < p->nthreads; j++) {
 		const struct wal_thread *t = p->threads[j];
+		const struct wal_flight_tw *fw = wal_flight_tw_of(t, wi);
 		uint64_t m = 0;
-		for (unsigned k = 0; wi < t->nfw && k < ADA_WINDOW_MISS_COUNT; k++) {
-			missed[k] += t->fw[wi].missed[k];
-			m += t->fw[wi].missed[k];
+		for (unsigned k = 0; fw && k < ADA_WINDOW_MISS_COUNT; k++) {
+			missed[k] += fw->missed[k];
+			m += fw->missed[k];
 		}
-		if (wi >= t->nfw || (!t->fw[wi].calls && !t->fw[wi].lost && !m))
+		if (!fw || (!fw->calls && !fw->lost && !m))
 			continue;
-		*records += t->fw[wi].records;
-		*lost += t->fw[wi].lost;
-		json_array_append_new(a, flight_window_thread(t, &t->fw[wi], w));
+		*records += fw->records;
+		*lost += fw->lost;
+		json_array_append_new(a, flight_window_thread(t, fw, w));
 	}
 	return a;
 }
@@ -122,12 +123,12 @@ static size_t flight_fillers(const struct wal_proc *p, size_t wi, struct wal_fil
 		uint64_t fn, bytes;
 	} all[WAL_FILL_TOP * 4];
 	for (size_t j = 0; j < p->nthreads; j++) {
-		const struct wal_thread *t = p->threads[j];
-		if (wi >= t->nfw)
+		const struct wal_flight_tw *fw = wal_flight_tw_of(p->threads[j], wi);
+		if (!fw)
 			continue;
-		*total += t->fw[wi].fill.total;
+		*total += fw->fill.total;
 		for (uint32_t i = 0; i < WAL_FILL_TOP; i++) {
-			const struct wal_fill *f = &t->fw[wi].fill;
+			const struct wal_fill *f = &fw->fill;
 			size_t k = 0;
 			while (k < n && all[k].fn != f->fn[i])
 				k++;
@@ -224,9 +225,10 @@ void wal_flight_fill_hint(const struct ada_recorder *r, const struct wal_proc *p
 	for (size_t wi = 0; r->flight.trig && wi < ada_trigger_window_count(r->flight.trig); wi++) {
 		uint64_t records = 0, lost = 0;
 		for (size_t j = 0; j < p->nthreads; j++) {
-			if (wi < p->threads[j]->nfw) {
-				records += p->threads[j]->fw[wi].records;
-				lost += p->threads[j]->fw[wi].lost;
+			const struct wal_flight_tw *fw = wal_flight_tw_of(p->threads[j], wi);
+			if (fw) {
+				records += fw->records;
+				lost += fw->lost;
 			}
 		}
 		if (lost > worst_lost) {

@@ -186,6 +186,17 @@ static void live_sync(struct ada_recorder *r)
 	}
 }
 
+void wal_live_proc_retiring(struct ada_recorder *r, size_t i)
+{
+	if (!r->live)
+		return;
+	live_sync(r); /* folded before it goes, if it was not */
+	if (i < r->live->seen)
+		r->live->seen--;
+	if (r->live->nprocs)
+		r->live->nprocs--; /* not a change the view must be built for */
+}
+
 /* After the running processes, the most recently finished ones while
  * procs[] has room (a long recording's first processes are not what
  * `status` is asked about); the rest are counted. */

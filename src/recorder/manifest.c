@@ -551,6 +551,38 @@ void wal_manifest_agent(json_t *root, int pid_dir_fd)
 	json_object_set_new(root, "hook", a);
 }
 
+/* A finished process's manifest written again (the budget deleted its
+ * files, a warning came later): what its final manifest took from
+ * agent.json is taken from that manifest. A later process given the pid
+ * writes its own agent.json into pid_N/ (its arena refused, it is not
+ * recorded): that one must not become this process's hook counts. */
+static void man_agent_kept(json_t *root, int pid_dir_fd)
+{
+	static const char *const keys[] = {"hook", "modules", "program", "count_only", NULL};
+	int fd = -1;
+	if (pid_dir_fd < 0 || ada_fs_open_file(pid_dir_fd, ADA_MANIFEST_NAME, O_RDONLY, &fd) != 0)
+		return;
+	json_t *old = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
+	close(fd);
+	for (const char *const *k = keys; *k; k++) {
+		json_t *v = json_object_get(old, *k);
+		if (v)
+			json_object_set(root, *k, v);
+	}
+	json_decref(old);
+}
+
+/* A final manifest's exit, and what the agent wrote: agent.json the first
+ * time, the first final manifest's copy of it after. */
+static void man_final(json_t *root, struct ada_recorder *r, struct wal_proc *p)
+{
+	man_exit(root, r, p);
+	if (p->agent_final)
+		man_agent_kept(root, p->dir_fd);
+	else
+		wal_manifest_agent(root, p->dir_fd);
+}
+
 /* A manifest that could not be written: told once (stderr, warnings);
  * written again at the end (drain.c drain_restate), and the summary
  * counts those that still are not (ada_record_summary.manifests_failed). */
@@ -640,17 +672,17 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	                    p->quarantine ? json_deep_copy(p->quarantine) : json_array());
 	json_object_set_new(root, "disk_full", json_boolean(ada_wal_io_disk_full(r->io)));
 	json_object_set_new(root, "lost_events", json_integer((json_int_t)wal_proc_lost(p)));
-	if (strcmp(state, "recording")) {
-		man_exit(root, r, p);
-		wal_manifest_agent(root, p->dir_fd);
-	}
+	if (strcmp(state, "recording"))
+		man_final(root, r, p);
 	if (r->flight.trig)
 		wal_flight_manifest(root, r, p);
 	json_object_set_new(root, "metrics", man_metrics(r, p));
 	int rc = wal_manifest_commit(r, p->dir_fd, root);
 	json_decref(root);
-	if (rc == 0 && strcmp(state, "recording"))
+	if (rc == 0 && strcmp(state, "recording")) {
 		wal_retention_drop(p); /* said by the final manifest now */
+		p->agent_final = true;
+	}
 	/* No pid_N/ at all is said elsewhere; one the limit of open files
 	 * kept closed is opened again at the end (drain.c drain_restate). */
 	p->manifest_failed = rc < 0 && (p->dir_fd >= 0 || p->dir_err);

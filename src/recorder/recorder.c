@@ -208,6 +208,7 @@ int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **ou
 	r->session_fd = -1;
 	r->reserve.fd = -1;
 	r->shm.dir_fd = -1;
+	r->retired.fd = -1;
 	r->self_start_ticks = ada_proc_start_ticks(getpid());
 	r->warnings = json_array();
 	int rc = r->warnings ? rec_copy_opts(r, o) : -ENOMEM;
@@ -314,6 +315,33 @@ void ada_recorder_stop(struct ada_recorder *r)
 	ada_recorder_wake(r);
 }
 
+/* The retired processes' sums (retire.c) into s, as the loop over the
+ * processes adds theirs; returns the fill hint's lost count. */
+static uint64_t rec_summary_retired(const struct ada_recorder *r, struct ada_record_summary *s)
+{
+	const struct wal_retired *q = &r->retired;
+	s->detail_records += q->detail_records;
+	s->detail_overwritten += q->detail_overwritten;
+	s->detail_waits += q->detail_waits;
+	s->detail_waited_ns += q->detail_waited_ns;
+	s->ring_waits += q->ring_waits;
+	s->ring_waited_ns += q->ring_waited_ns;
+	s->window_lost += q->window_lost;
+	for (unsigned k = 0; k < ADA_WINDOW_MISS_COUNT; k++)
+		s->window_missed[k] += q->window_missed[k];
+	s->pre_asked_ns = q->pre_asked_ns;
+	s->pre_got_ns = q->pre_got_ns;
+	s->pre_ring_bytes = q->pre_ring_bytes;
+	if (q->fill_hint[0])
+		snprintf(s->fill_hint, sizeof(s->fill_hint), "%s", q->fill_hint);
+	s->detail_ring_suggest = q->detail_ring_suggest;
+	s->drops += q->drops;
+	for (int l = 0; l < ADA_LANE_COUNT; l++)
+		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
+			s->drops_by[l][k] += q->drops_by[l][k];
+	return q->fill_hint[0] ? q->fill_hint_lost : 0;
+}
+
 static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -345,11 +373,11 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->latency_p50_ns = ada_lat_hist_quantile(h, 0.5);
 	s->latency_p99_ns = ada_lat_hist_quantile(h, 0.99);
 	s->disk_full = ada_wal_io_disk_full(r->io);
-	s->processes = (uint32_t)r->nprocs;
+	s->processes = (uint32_t)r->nprocs + r->retired.procs;
 	s->detail_mode = r->o.detail_mode;
 	s->windows = r->flight.trig ? ada_trigger_window_count(r->flight.trig) : 0;
 	s->windows_yielded = r->flight.yield.held;
-	uint64_t hint_lost = 0; /* the fill hint of the process whose window lost most */
+	uint64_t hint_lost = rec_summary_retired(r, s); /* the fill hint's, as below */
 	for (size_t i = 0; i < r->nprocs; i++) {
 		s->detail_records += wal_detail_proc_records(r->procs[i]);
 		s->detail_overwritten += r->procs[i]->detail_overwritten;
@@ -443,7 +471,7 @@ void ada_recorder_discard(struct ada_recorder *r)
 	r->discarded = true;
 }
 
-static void rec_free_proc(struct wal_proc *p)
+void wal_proc_free(struct wal_proc *p)
 {
 	wal_flight_free(p);
 	wal_keysym_proc_free(p);
@@ -484,7 +512,7 @@ void ada_recorder_free(struct ada_recorder *r)
 	if (r->started)
 		pthread_join(r->thr, NULL);
 	for (size_t i = 0; i < r->nprocs; i++)
-		rec_free_proc(r->procs[i]);
+		wal_proc_free(r->procs[i]);
 	free(r->procs);
 	if (r->shm.budget != r->bell.page)
 		ada_shm_budget_close(r->shm.budget);
@@ -502,6 +530,7 @@ void ada_recorder_free(struct ada_recorder *r)
 		free(r->argv_copy[i]);
 	free(r->argv_copy);
 	json_decref(r->warnings);
+	wal_retire_fini(r);
 	wal_flight_fini(r);
 	wal_keysym_fini(r);
 	wal_vlog_fini(r);

@@ -68,8 +68,12 @@ struct wal_thread {
 	uint64_t segments, flushes, syncs; /* over all its files (manifest) */
 	bool done;
 	struct ada_trigger_thread *trig; /* open frames, latency (flight.c) */
-	struct wal_flight_tw *fw;        /* what each window persisted here (flight.c) */
-	size_t nfw;
+	/* What each window persisted here (flight.c): windows fw_base to
+	 * nfw - 1, by index; fw[0] is window fw_base's. Keyed from the first
+	 * window that reached the thread, so that a thread started late in a
+	 * recording of many windows does not hold one entry per window before. */
+	struct wal_flight_tw *fw;
+	size_t fw_base, nfw;
 	/* What no window took of its gaps yet (flight.c; NULL: none) */
 	struct wal_gaps_kept *gaps_kept;
 	/* Records windows' walks passed over (before their ranges) that no
@@ -244,6 +248,13 @@ struct wal_proc {
 	/* ks_region's counts when the process finished and the region was
 	 * freed (wal_keysym_proc_finished): the manifests written after. */
 	uint64_t ks_published, ks_reclaimed, ks_syscall_quiescent, ks_unreclaimable;
+	/* Its final manifest took agent.json in (hook, modules, program,
+	 * count_only): later writes take them from that manifest, never from
+	 * an agent.json a later process given its pid wrote over it. */
+	bool agent_final;
+	/* Its retired line could not be written (retire.c): it keeps its
+	 * directory, and is not tried again. */
+	bool retire_failed;
 };
 
 /* An arena refused (not ours, or a reused pid's), keyed on its inode: a
@@ -441,6 +452,45 @@ struct wal_reserve {
 	bool used; /* a manifest needed it: the disk was full */
 };
 
+/* The processes retired (retire.c): their lines in <session>/retired.jsonl
+ * and, for the recording's totals (rec_summary, the live view), their
+ * sums, as rec_summary and live.c take them from a wal_proc. */
+struct wal_retired {
+	int fd; /* retired.jsonl, -1 until the first line */
+	uint32_t procs;
+	uint64_t failed;  /* lines that could not be written: those processes kept */
+	uint32_t pending; /* processes the budget emptied since the last look */
+	/* Finished processes held (not retired) now, and the most a look for
+	 * processes to retire left: the test hook ADA_TEST_BUDGET_AUDIT's
+	 * (budget.c). */
+	size_t finished_held, held_max;
+	uint64_t detail_records, detail_overwritten, detail_waits, detail_waited_ns;
+	uint64_t ring_waits, ring_waited_ns, window_lost, drops;
+	uint64_t window_missed[ADA_WINDOW_MISS_COUNT];
+	uint64_t drops_by[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+	uint64_t pre_asked_ns, pre_got_ns, pre_ring_bytes, detail_ring_suggest, fill_hint_lost;
+	char fill_hint[160];
+	/* Per window (by its index): what it got of the retired processes. */
+	struct ada_live_window_got *win;
+	size_t nwin;
+};
+
+/* Retires the finished processes the budget emptied (retire.c), with a
+ * budget only: all, after the side files' scan and at the end; else only
+ * when the budget emptied a process since (pending). */
+void wal_retire_procs(struct ada_recorder *r, bool all);
+void wal_retire_fini(struct ada_recorder *r);
+/* The retired line of a process's final manifest man (a new object). */
+json_t *wal_retired_line(json_t *man);
+/* Window wi's counts of the retired processes added to g (live view). */
+void wal_retired_window_got(const struct ada_recorder *r, size_t wi, struct ada_live_window_got *g);
+/* procs[i] is about to leave r->procs (retired): the live view folds it
+ * first if it had not, and the verbose log forgets it. */
+void wal_live_proc_retiring(struct ada_recorder *r, size_t i);
+void wal_vlog_proc_retiring(struct ada_recorder *r, size_t i);
+/* Frees p and everything it holds (recorder.c). */
+void wal_proc_free(struct wal_proc *p);
+
 struct wal_live;
 struct wal_keysym;
 
@@ -516,6 +566,7 @@ struct ada_recorder {
 	struct wal_live *live;      /* the live view (live.c) */
 	struct wal_keysym *ks;      /* key-symbol sets (keysym_sets.c) */
 	struct wal_vlog *vlog;      /* -v / --log (vlog.c); NULL: no log */
+	struct wal_retired retired; /* processes retired (retire.c) */
 };
 
 uint64_t wal_proc_drops(const struct wal_proc *p);

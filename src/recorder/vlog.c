@@ -210,6 +210,20 @@ static void vlog_windows(struct ada_recorder *r, struct wal_vlog *v)
 	}
 }
 
+void wal_vlog_proc_retiring(struct ada_recorder *r, size_t i)
+{
+	struct wal_vlog *v = r->vlog;
+	if (!v || i >= v->nprocs)
+		return;
+	if (!v->procs[i].ended)
+		wal_vlog(r, "pid %d: ended, %" PRIu64 " events", (int)r->procs[i]->pid,
+		         r->procs[i]->events - wal_proc_lost(r->procs[i]));
+	wal_vlog(r, "pid %d: retired (its files deleted by the disk budget)",
+	         (int)r->procs[i]->pid);
+	memmove(&v->procs[i], &v->procs[i + 1], (v->nprocs - i - 1) * sizeof(*v->procs));
+	v->nprocs--;
+}
+
 void wal_vlog_tick(struct ada_recorder *r)
 {
 	if (!r->vlog)

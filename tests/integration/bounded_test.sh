@@ -21,6 +21,12 @@
 #                detail.atf (FIB: a program under the agent): every file is
 #                valid, the detail records cut are counted in the manifest
 #                and on the summary line
+#   retire       300 processes of 20 000 events under --max-disk-mb 2: those
+#                the budget emptied are retired (pid_N/ replaced by a line
+#                of retired.jsonl, their memory freed): the session stays
+#                within its budget, the recorder holds a bounded number of
+#                processes, and summary, status, ls and the manifests with
+#                the lines count every event of every process
 #   agree        summary line, `ada status` and the manifests agree on
 #                written, not written, drops by reason, untraced
 #   dead         `ada status` tells a live recorder from a killed one
@@ -56,7 +62,7 @@ SMALL=
 # is read (the forks session has 1 500).
 shm_sweep() {
 	for s in "$WORK"/out/session_* "$WORK"/small/out/session_*; do
-		for m in "$s"/pid_*/manifest.json; do
+		for m in "$s"/pid_*/manifest.json "$s"/retired.jsonl; do
 			[ -f "$m" ] || continue
 			a=$(sed -n 's/.*"arena_dir": "\(\/dev\/shm\/ada-[^"/]*\)".*/\1/p' "$m" | head -n 1)
 			[ -n "$a" ] && { rm -rf "$a"; break; }
@@ -111,10 +117,23 @@ print(best)
 PY
 }
 
+# Every process of SESSION, as python objects: the manifests, and the
+# retired processes' lines (retired.jsonl; docs/manifest.md).
+export PY_PROCS='
+import glob, json, os
+def procs(sess):
+    out = [json.load(open(f)) for f in glob.glob(sess + "/pid_*/manifest.json")]
+    if os.path.exists(sess + "/retired.jsonl"):
+        out += [json.loads(l) for l in open(sess + "/retired.jsonl") if l.strip()]
+    return out
+'
+
 check_shm_clean() {
-	n=$(python3 -c "import glob,json,sys; print(len({json.load(open(f))['arena_dir'] for f in glob.glob(sys.argv[1] + '/pid_*/manifest.json')}))" "$1")
+	n=$(python3 -c "$PY_PROCS
+import sys; print(len({m['arena_dir'] for m in procs(sys.argv[1])}))" "$1")
 	[ "$n" -eq 1 ] || fail "the manifests name $n arena directories, expected one"
-	A=$(json "$(ls "$1"/pid_*/manifest.json | head -n 1)" "m['arena_dir']")
+	A=$(python3 -c "$PY_PROCS
+import sys; print(procs(sys.argv[1])[0]['arena_dir'])" "$1")
 	case $A in /dev/shm/ada-*) ;; *) fail "arena directory $A is not in /dev/shm" ;; esac
 	[ -e "$A" ] && fail "arena directory $A left behind"
 }
@@ -125,6 +144,7 @@ check_shm_clean() {
 agree() {
 	"$ADA" status "$1" >"$WORK/status" 2>&1 || { cat "$WORK/status" >&2; fail "ada status failed"; }
 	python3 - "$1" "$WORK/err" "$WORK/status" <<'PY' || fail "summary, status and manifests disagree"
+import os; exec(os.environ["PY_PROCS"])
 import glob, json, re, sys
 sess, err, status = sys.argv[1], open(sys.argv[2]).read(), open(sys.argv[3]).read()
 def reasons(text):
@@ -141,7 +161,7 @@ sline = [l for l in status.splitlines() if l.startswith(sess.rstrip("/") + ":")]
 stat = dict(written=num(r"(\d+) events written", sline), procs=num(r": (\d+) process", sline),
             lost=num(r"(\d+) not written", sline), untraced=num(r"(\d+) processes untraced", sline),
             drops=reasons(sline))
-mans = [json.load(open(f)) for f in glob.glob(sess + "/pid_*/manifest.json")]
+mans = procs(sess)
 md = {}
 for m in mans:
     for lane in m["drops"].values():
@@ -269,6 +289,57 @@ forks)
 	grep -q "recorded 15000 events .* from 1500 processes" "$WORK/err" || fail "not 15000 events from 1500 processes"
 	check_shm_clean "$S"
 	;;
+retire)
+	# Each child's file is a few percent of the budget: the budget deletes
+	# the oldest finished ones' files all along, and each emptied process
+	# is retired (docs/manifest.md, "Retired processes").
+	small_fs 256m
+	ADA_TEST_BUDGET_AUDIT=$WORK/audit timeout 300 "$ADA" record --no-agent --detail never \
+		--max-threads 1 --ring-mb 1 --max-disk-mb 2 --out "$SMALL/out" -- "$FORK" 300 20000 \
+		2>"$WORK/err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "exit status $rc, expected 0"
+	S=$(session_of)
+	du=$(du -s -B1 "$S" | cut -f1)
+	[ "$du" -le $((2 << 20)) ] || fail "the session takes $du bytes, over its budget of 2 MiB"
+	[ -s "$S/retired.jsonl" ] || fail "no process was retired (no retired.jsonl)"
+	# Counts from the program: 300 children of 20 000 events each (and
+	# ada's two markers per wait for ring space), every one accounted for
+	# by its manifest or its retired line, a retired one with no pid_N/.
+	python3 - "$S" <<'PY' || fail "the manifests and retired lines do not account for every process and event"
+import os; exec(os.environ["PY_PROCS"])
+import sys
+sess = sys.argv[1]
+ps = procs(sess)
+ret = [m for m in ps if m.get("retired")]
+ok = len(ps) == 300 and len({m["pid"] for m in ps}) == 300
+for m in ps:
+    w = m["metrics"]["events_written"]
+    ok &= w == 20000 + 2 * m["metrics"]["ring_waits"] and m["lost_events"] == 0
+for m in ret:
+    ok &= m["retention"]["retired_events"] == m["metrics"]["events_written"]
+    ok &= not os.path.exists("%s/pid_%d" % (sess, m["pid"]))
+    ok &= m["state"] == "complete"
+print("processes", len(ps), "retired", len(ret))
+# Most are retired: only the newest files fit in the budget.
+sys.exit(0 if ok and len(ret) >= 200 else 1)
+PY
+	agree "$S"
+	grep -q "processes retired\|process retired" "$WORK/status" || fail "ada status does not say the retired processes"
+	read -r _ held _ retired <<<"$(sed -n 2p "$WORK/audit")"
+	echo "audit: at most $held processes held at once, $retired retired"
+	# A process the budget empties leaves the recorder's memory at once:
+	# the recorder holds those whose files fit and a few finishing, never
+	# the 300 of them.
+	[ "${held:-300}" -le 100 ] || fail "the recorder held $held processes at once, expected at most 100 of 300"
+	"$ADA" ls "$SMALL/out" >"$WORK/ls" 2>&1 || { cat "$WORK/ls" >&2; fail "ada ls failed"; }
+	grep -q " $((300 * 20000))\| 6[0-9]\{6\} " "$WORK/ls" || { cat "$WORK/ls" >&2; fail "ada ls does not count every event"; }
+	"$ADA" report "$S" >"$WORK/report" 2>"$WORK/rerr" || { cat "$WORK/rerr" >&2; fail "ada report failed"; }
+	grep -q "every event of [0-9]* more processes, retired" "$WORK/rerr" || fail "ada report does not say the retired processes"
+	validate "$S"
+	grep -q "processes retired" "$WORK/validate" || fail "ada validate does not count the retired processes"
+	check_shm_clean "$S"
+	;;
 forks_budget)
 	# Every child's index file is final when it exits and about a seventh
 	# of the budget: only deleting finished processes' files keeps the
@@ -287,6 +358,20 @@ forks_budget)
 import glob, json, os, sys
 whole = kept_total = 0
 ok = True
+# The processes the budget emptied and retired: every event deleted.
+lines = [json.loads(l) for l in open(sys.argv[1] + "/retired.jsonl")] if os.path.exists(sys.argv[1] + "/retired.jsonl") else []
+for m in lines:
+    w = m["metrics"]["events_written"]
+    if w != 100000 + 2 * m["metrics"]["ring_waits"] or m["retention"]["retired_events"] != w:
+        print("retired", m["pid"], "written", w, "retired", m["retention"]["retired_events"])
+        ok = False
+    if os.path.exists("%s/pid_%d" % (sys.argv[1], m["pid"])):
+        print("retired", m["pid"], "still has its directory")
+        ok = False
+    whole += m["retention"]["retired_threads"]
+if len(glob.glob(sys.argv[1] + "/pid_*/manifest.json")) + len(lines) != 24:
+    print("processes", len(glob.glob(sys.argv[1] + "/pid_*/manifest.json")), "+", len(lines), "retired, expected 24")
+    ok = False
 for f in glob.glob(sys.argv[1] + "/pid_*/manifest.json"):
     d = os.path.dirname(f)
     m = json.load(open(f))
@@ -326,7 +411,8 @@ forks_budget_agent)
 	S=$(session_of)
 	du=$(du -s -B1 "$S" | cut -f1)
 	[ "$du" -le $((2 << 20)) ] || fail "the session takes $du bytes, over its budget of 2 MiB"
-	n=$(python3 -c "import glob,json,sys; print(sum(json.load(open(f))['retention']['symbols_deleted'] for f in glob.glob(sys.argv[1] + '/pid_*/manifest.json')))" "$S")
+	n=$(python3 -c "$PY_PROCS
+import sys; print(sum(m['retention']['symbols_deleted'] for m in procs(sys.argv[1])))" "$S")
 	[ "$n" -gt 0 ] || fail "no process's symbol files were deleted"
 	for d in "$S"/pid_*; do
 		if ls -d "$d"/thread_* >/dev/null 2>&1; then

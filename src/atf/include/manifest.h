@@ -18,6 +18,9 @@
 #define ADA_MANIFEST_FORMAT "ada-manifest"
 #define ADA_MANIFEST_VERSION 1
 #define ADA_MANIFEST_NAME "manifest.json"
+/* The session's retired processes, one JSON object a line (docs/manifest.md,
+ * "Retired processes"). */
+#define ADA_RETIRED_NAME "retired.jsonl"
 
 /* A new document with format, version, pid and state "recording" set
  * (the other keys are the writer's). NULL when out of memory. */
@@ -43,6 +46,18 @@ json_t *ada_json_loadfd(int fd, size_t max);
 /* What readers of an agent.json accept at most (a program with thousands
  * of modules writes a few MiB). */
 #define ADA_AGENT_JSON_MAX (64u << 20)
+
+/* The session's retired processes (retired.jsonl, at most ADA_RETIRED_MAX
+ * bytes): fn is called with each line's object (a manifest's keys, with
+ * "retired": true; borrowed), in order; a line whose process still has
+ * its pid_N/ (the same end_time_ns: the recorder stopped before removing
+ * it) is skipped, since the directory counts. Lines that are not such an
+ * object are counted in *bad (when bad is not NULL). Returns the lines
+ * given to fn (0: no file), fn's first negative return, or -errno
+ * (-EFBIG: too long). */
+#define ADA_RETIRED_MAX (512u << 20)
+int ada_retired_foreach(const char *session, int (*fn)(json_t *line, void *arg), void *arg,
+                        uint64_t *bad);
 
 /* Reads pid_dir/manifest.json into *out (caller json_decref()s it).
  * Errors: -ENOENT (missing), -EBADMSG (not JSON, not an object, or its
