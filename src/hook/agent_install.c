@@ -451,17 +451,19 @@ static uint64_t install_count_block(struct agent_module *m, size_t i, uint8_t *a
  * plan that cannot reach it is planned again in the far form. Its
  * length, or 0. */
 static size_t install_emit_one(struct agent_module *m, size_t i, struct hook_arch_plan *plan,
-                               uint8_t *blk, size_t used, size_t stub_at, bool far)
+                               uint8_t *blk, size_t used, size_t stub_at, bool far,
+                               struct hook_arch_reloc_map *map, bool *mapped)
 {
 	const struct ada_hook_fn *f = &m->st.fns[i];
 	uint64_t id = install_fn_id(m, i), len = 0;
+	*mapped = false;
 	for (int form = 0; form < 2 && len == 0; form++) {
 		if (form == 1 && !(far && agent_far_replan(m, i, plan)))
 			break;
 		if (!f->reserved) /* specials get their own handler (agent_internal.h) */
-			len = hook_arch_emit_trampoline_fast(
-			    plan, blk + used, (uint64_t)(blk + used), id, (uint64_t)(blk + stub_at),
-			    (uint64_t)blk);
+			*mapped = (len = hook_arch_emit_trampoline_fast_map(
+			               plan, blk + used, (uint64_t)(blk + used), id,
+			               (uint64_t)(blk + stub_at), (uint64_t)blk, map)) != 0;
 		else
 			len = hook_arch_emit_trampoline(
 			    plan, blk + used, (uint64_t)(blk + used),
@@ -513,7 +515,11 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 		struct ada_hook_fn *f = &m->st.fns[i];
 		if (f->status != ADA_HOOK_OK)
 			continue;
-		size_t len = err ? 0 : install_emit_one(m, i, &plans[i], blk, used, stub_at, far);
+		struct hook_arch_reloc_map map;
+		bool mapped = false;
+		size_t len =
+		    err ? 0
+		        : install_emit_one(m, i, &plans[i], blk, used, stub_at, far, &map, &mapped);
 		if (len == 0) {
 			f->status = ADA_SKIP_NO_TRAMPOLINE_MEMORY;
 			continue;
@@ -526,7 +532,7 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 			continue;
 		}
 		uint64_t target = (uint64_t)(blk + used);
-		agent_tmap_add(tmap, &plans[i], target, !f->reserved);
+		agent_tmap_add(tmap, &plans[i], target, !f->reserved, mapped ? &map : NULL);
 		used += (len + 15) & ~(size_t)15;
 		bool recalled = recall && recall[i] && !install_count_only(m, i);
 		if (!f->reserved && (recalled || install_count_only(m, i))) {
