@@ -222,9 +222,8 @@ int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *c
 
 /* The defaults are "name", "prefix*" or "*infix*": plain compares,
  * because this runs for every symbol of every image and fnmatch would cost
- * milliseconds. */
-/* name_len: strlen(name), measured once for every default. An infix
- * glob longer than the name cannot match: most names are shorter than
+ * milliseconds. name_len: strlen(name), measured once for every default.
+ * An infix longer than the name cannot match: most names are shorter than
  * V8's infixes, and are not searched for them. */
 static bool config_default_hit(const char *glob, const char *name, size_t name_len)
 {
