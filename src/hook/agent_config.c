@@ -222,17 +222,16 @@ int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *c
 
 /* The defaults are "name", "prefix*" or "*infix*": plain compares,
  * because this runs for every symbol of every image and fnmatch would cost
- * milliseconds. */
-static bool config_default_hit(const char *glob, const char *name)
+ * milliseconds. name_len: strlen(name), measured once for every default.
+ * An infix longer than the name cannot match: most names are shorter than
+ * V8's infixes, and are not searched for them. */
+static bool config_default_hit(const char *glob, const char *name, size_t name_len)
 {
 	size_t n = strlen(glob);
 	if (glob[0] == '*') {
-		char infix[32];
-		if (n < 2 || n - 2 >= sizeof(infix))
+		if (n < 2 || n - 2 > name_len)
 			return false;
-		memcpy(infix, glob + 1, n - 2);
-		infix[n - 2] = '\0';
-		return strstr(name, infix) != NULL;
+		return memmem(name, name_len, glob + 1, n - 2) != NULL;
 	}
 	if (glob[n - 1] == '*')
 		return strncmp(glob, name, n - 1) == 0;
@@ -266,11 +265,12 @@ enum ada_hook_skip ada_hook_config_symbol_verdict(const struct ada_hook_config *
                                                   const char *name)
 {
 	if (cfg->defaults) {
+		size_t len = strlen(name);
 		for (size_t i = 0; i < sizeof(config_defaults) / sizeof(config_defaults[0]); i++) {
 			const char *g = config_defaults[i].glob;
 			if (g[0] != '*' && g[0] != name[0])
 				continue; /* most names: one byte compare per default */
-			if (config_default_hit(g, name))
+			if (config_default_hit(g, name, len))
 				return ADA_SKIP_EXCLUDED;
 		}
 	}

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "agent_internal.h"
@@ -73,7 +74,10 @@ enum agent_special agent_special_of_name(const char *name)
 	if (!strchr("_peqdfg", name[0]))
 		return AGENT_SP_NONE;
 	for (size_t i = 0; i < sizeof(install_specials) / sizeof(install_specials[0]); i++) {
-		if (!strcmp(install_specials[i].name, name))
+		const char *s = install_specials[i].name;
+		/* Most names fail on their first two bytes (libc's many "__"
+		 * names all but __cxa_begin_catch); no name is shorter. */
+		if (s[0] == name[0] && s[1] == name[1] && !strcmp(s, name))
 			return install_specials[i].kind;
 	}
 	return AGENT_SP_NONE;
@@ -90,6 +94,7 @@ static void install_verdicts(struct agent_module *m)
 {
 	size_t primary = 0;
 	struct discover_fde_table fdes;
+	struct discover_fde_cursor cur = {0}; /* the table is in address order */
 	bool check_fde =
 	    agent.cfg.need_fde && discover_fde_table(m->base, m->lo, m->hi, &fdes) == 0;
 	for (size_t i = 0; i < m->st.count; i++) {
@@ -108,7 +113,7 @@ static void install_verdicts(struct agent_module *m)
 			f->status = (uint8_t)ada_hook_config_symbol_verdict(&agent.cfg, name);
 		/* Not C: no unwind information (discover_ehframe.c). */
 		if (f->status == ADA_HOOK_OK && check_fde &&
-		    !discover_fde_covers(&fdes, m->base + f->offset))
+		    !discover_fde_covers_next(&fdes, m->base + f->offset, &cur))
 			f->status = ADA_SKIP_NO_UNWIND_INFO;
 	}
 }
@@ -446,17 +451,19 @@ static uint64_t install_count_block(struct agent_module *m, size_t i, uint8_t *a
  * plan that cannot reach it is planned again in the far form. Its
  * length, or 0. */
 static size_t install_emit_one(struct agent_module *m, size_t i, struct hook_arch_plan *plan,
-                               uint8_t *blk, size_t used, size_t stub_at, bool far)
+                               uint8_t *blk, size_t used, size_t stub_at, bool far,
+                               struct hook_arch_reloc_map *map, bool *mapped)
 {
 	const struct ada_hook_fn *f = &m->st.fns[i];
 	uint64_t id = install_fn_id(m, i), len = 0;
+	*mapped = false;
 	for (int form = 0; form < 2 && len == 0; form++) {
 		if (form == 1 && !(far && agent_far_replan(m, i, plan)))
 			break;
 		if (!f->reserved) /* specials get their own handler (agent_internal.h) */
-			len = hook_arch_emit_trampoline_fast(
-			    plan, blk + used, (uint64_t)(blk + used), id, (uint64_t)(blk + stub_at),
-			    (uint64_t)blk);
+			*mapped = (len = hook_arch_emit_trampoline_fast_map(
+			               plan, blk + used, (uint64_t)(blk + used), id,
+			               (uint64_t)(blk + stub_at), (uint64_t)blk, map)) != 0;
 		else
 			len = hook_arch_emit_trampoline(
 			    plan, blk + used, (uint64_t)(blk + used),
@@ -508,7 +515,11 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 		struct ada_hook_fn *f = &m->st.fns[i];
 		if (f->status != ADA_HOOK_OK)
 			continue;
-		size_t len = err ? 0 : install_emit_one(m, i, &plans[i], blk, used, stub_at, far);
+		struct hook_arch_reloc_map map;
+		bool mapped = false;
+		size_t len =
+		    err ? 0
+		        : install_emit_one(m, i, &plans[i], blk, used, stub_at, far, &map, &mapped);
 		if (len == 0) {
 			f->status = ADA_SKIP_NO_TRAMPOLINE_MEMORY;
 			continue;
@@ -521,7 +532,7 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 			continue;
 		}
 		uint64_t target = (uint64_t)(blk + used);
-		agent_tmap_add(tmap, &plans[i], target, !f->reserved);
+		agent_tmap_add(tmap, &plans[i], target, !f->reserved, mapped ? &map : NULL);
 		used += (len + 15) & ~(size_t)15;
 		bool recalled = recall && recall[i] && !install_count_only(m, i);
 		if (!f->reserved && (recalled || install_count_only(m, i))) {
@@ -703,21 +714,36 @@ static int install_patch_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The start-up scan of a started program (not ada attach): one thread,
+ * nothing but the agent has changed the address space since hook_mem read
+ * /proc/self/maps, so the patches take their protections from that
+ * snapshot (hook_patch_apply_kept) instead of reading it per module. */
+static bool install_startup;
+
+static int install_patch(struct hook_patch *p, size_t n)
+{
+	return install_startup ? hook_patch_apply_kept(agent.mem, p, n) : hook_patch_apply(p, n);
+}
+
 static int install_apply(struct agent_module *m, struct hook_patch *patches,
                          struct hook_patch *undo, size_t np, struct hook_patch *pads, size_t n_pad)
 {
 	/* The padding's jumps first: no entry jumps to one before it is
 	 * there (a dlopen rescan while other threads run the image). */
-	int err = n_pad ? hook_patch_apply(pads, n_pad) : 0;
+	int err = n_pad ? install_patch(pads, n_pad) : 0;
 	if (!err)
-		err = hook_patch_apply(patches, np);
+		err = install_patch(patches, np);
 	if (err)
 		return err;
 	m->pad = pads;
 	m->n_pad = n_pad;
 	/* patches is sorted by address now; undo the same way, so the two
 	 * stay index for index (install_drop_busy()). */
-	qsort(undo, np, sizeof(*undo), install_patch_cmp);
+	size_t sorted = 1; /* as hook_patch_apply: symbol order is address order */
+	while (sorted < np && install_patch_cmp(&undo[sorted - 1], &undo[sorted]) <= 0)
+		sorted++;
+	if (sorted < np)
+		qsort(undo, np, sizeof(*undo), install_patch_cmp);
 	m->patch = patches;
 	m->undo = undo;
 	m->n_patch = np;
@@ -802,6 +828,7 @@ int agent_reinstall(void)
 struct install_job {
 	size_t mod; /* index in agent.mods (which may move while others are added) */
 	struct hook_arch_plan *plans;
+	size_t n_plans; /* plans' length (install_plans_free) */
 	struct hook_patch *patches, *undo, *pads;
 	size_t n_cand;
 	int err;
@@ -829,6 +856,32 @@ static int install_symtab(struct agent_module *m)
 	return err;
 }
 
+/* Plans arrays at least this large are mapped populated. */
+#define INSTALL_PLANS_MAPPED (256u << 10)
+
+/* A zeroed plan for each of n functions (n 0: one). libc's is near a
+ * megabyte of fresh memory, all of it written (install_cache_open sets
+ * every fn_addr): populated by the mmap in one call rather than by a
+ * page fault per page. NULL when there is no memory. */
+static struct hook_arch_plan *install_plans_alloc(size_t n)
+{
+	size_t bytes = (n ? n : 1) * sizeof(struct hook_arch_plan);
+	if (bytes < INSTALL_PLANS_MAPPED)
+		return calloc(n ? n : 1, sizeof(struct hook_arch_plan));
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void install_plans_free(struct hook_arch_plan *plans, size_t n)
+{
+	size_t bytes = (n ? n : 1) * sizeof(struct hook_arch_plan);
+	if (!plans || bytes < INSTALL_PLANS_MAPPED)
+		free(plans);
+	else
+		munmap(plans, bytes);
+}
+
 /* Symbols, verdicts, plans: everything but the trampolines and patches. */
 static void install_analyse_module(struct install_job *j)
 {
@@ -847,7 +900,8 @@ static void install_analyse_module(struct install_job *j)
 	j->analysed = true;
 	uint64_t t1 = agent_now_ns();
 	m->ns_symbols = t1 - t0;
-	j->plans = calloc(m->st.count ? m->st.count : 1, sizeof(*j->plans));
+	j->n_plans = m->st.count;
+	j->plans = install_plans_alloc(j->n_plans);
 	j->err = -ENOMEM;
 	if (j->plans)
 		j->n_cand = install_analyse(m, j->plans, &j->err);
@@ -867,9 +921,14 @@ static int install_finish(struct install_job *j)
 	if (!j->analysed)
 		return err;
 	if (!err) {
-		j->patches = calloc(m->st.count ? m->st.count : 1, sizeof(*j->patches));
-		j->undo = calloc(m->st.count ? m->st.count : 1, sizeof(*j->undo));
-		j->pads = calloc(m->st.count ? m->st.count : 1, sizeof(*j->pads));
+		/* One patch (and at most one padding jump) per function still
+		 * a candidate: install_emit() makes no more. */
+		size_t cap = 1;
+		for (size_t i = 0; i < m->st.count; i++)
+			cap += m->st.fns[i].status == ADA_HOOK_OK;
+		j->patches = calloc(cap, sizeof(*j->patches));
+		j->undo = calloc(cap, sizeof(*j->undo));
+		j->pads = calloc(cap, sizeof(*j->pads));
 		if (!j->patches || !j->undo || !j->pads) {
 			err = -ENOMEM;
 			install_patch_failed(m, err); /* as when the analysis had no memory */
@@ -896,7 +955,7 @@ static int install_finish(struct install_job *j)
 		j->patches = j->undo = j->pads = NULL; /* kept by m */
 out:
 	install_count(m);
-	free(j->plans);
+	install_plans_free(j->plans, j->n_plans);
 	free(j->patches);
 	free(j->undo);
 	free(j->pads);
@@ -1024,6 +1083,7 @@ static bool install_new(const struct discover_image *v, size_t n)
 		install_test_pause(false); /* the start-up scan: reads its setting only */
 	agent.par_analysis =
 	    jobs && agent.n_mods == 0 && !agent.attached && agent.cfg.analysis_threads > 1;
+	install_startup = agent.n_mods == 0 && !agent.attached;
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].skip != ADA_HOOK_OK) {
 			install_ignore(&v[i]);
@@ -1057,6 +1117,7 @@ static bool install_new(const struct discover_image *v, size_t n)
 		install_finish(&jobs[k]);
 		install_test_pause(later);
 	}
+	install_startup = false;
 	free(jobs);
 	return built;
 }

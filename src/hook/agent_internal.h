@@ -535,8 +535,11 @@ int agent_process_setup(void);
 struct agent_tmap;
 struct agent_tmap *agent_tmap_new(uint32_t module_id, uint64_t lo, uint64_t hi, uint64_t fn_base,
                                   size_t cap);
+/* map: the trampoline's map as its emission gave it
+ * (hook_arch_emit_trampoline_fast_map), or NULL: made here
+ * (hook_arch_reloc_map, of the fast form when fast). */
 void agent_tmap_add(struct agent_tmap *t, const struct hook_arch_plan *plan, uint64_t tramp,
-                    bool fast);
+                    bool fast, const struct hook_arch_reloc_map *map);
 void agent_tmap_publish(struct agent_tmap *t);
 void agent_tmap_retire(uint32_t module_id);
 /* Any thread, async-signal-safe, no lock: the function address whose

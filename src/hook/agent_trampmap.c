@@ -71,13 +71,15 @@ struct agent_tmap *agent_tmap_new(uint32_t module_id, uint64_t lo, uint64_t hi, 
 }
 
 void agent_tmap_add(struct agent_tmap *t, const struct hook_arch_plan *plan, uint64_t tramp,
-                    bool fast)
+                    bool fast, const struct hook_arch_reloc_map *map)
 {
 	if (!t || t->n == t->cap || tramp < t->lo || tramp >= t->hi || plan->fn_addr < t->fn_base ||
 	    plan->fn_addr - t->fn_base > UINT32_MAX)
 		return;
 	struct tmap_fn *f = &t->fns[t->n];
-	if (!hook_arch_reloc_map(plan, tramp, fast, &f->map))
+	if (map)
+		f->map = *map;
+	else if (!hook_arch_reloc_map(plan, tramp, fast, &f->map))
 		return;
 	f->tramp_off = (uint32_t)(tramp - t->lo);
 	f->fn_off = (uint32_t)(plan->fn_addr - t->fn_base);

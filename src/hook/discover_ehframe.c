@@ -346,6 +346,60 @@ bool discover_fde_covers(const struct discover_fde_table *t, uint64_t addr)
 	return range == UINT64_MAX || addr - start < range;
 }
 
+/* Entries of t starting at or below addr (a binary search). */
+static size_t eh_count_le(const struct discover_fde_table *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t->n; /* sorted by initial location */
+	uint64_t start, fde;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		eh_table_entry(t, mid, &start, &fde);
+		if (start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A step forward of more than this many entries searches instead. */
+#define EH_CURSOR_WALK 8
+
+bool discover_fde_covers_next(const struct discover_fde_table *t, uint64_t addr,
+                              struct discover_fde_cursor *c)
+{
+	if (!t->hdr)
+		return true; /* no table: cannot tell */
+	size_t k = 0;
+	uint64_t start, fde;
+	if (c->used && addr >= c->last) {
+		k = c->n_le;
+		size_t steps = 0;
+		while (k < t->n && steps++ < EH_CURSOR_WALK) {
+			eh_table_entry(t, k, &start, &fde);
+			if (start > addr)
+				break;
+			k++;
+		}
+		if (steps > EH_CURSOR_WALK)
+			k = eh_count_le(t, addr);
+	} else {
+		k = eh_count_le(t, addr);
+	}
+	if (!c->used || k != c->n_le) {
+		c->n_le = k;
+		if (k) {
+			eh_table_entry(t, k - 1, &c->start, &fde);
+			c->range = eh_fde_read(t, fde, NULL);
+		}
+	}
+	c->used = true;
+	c->last = addr;
+	if (k == 0)
+		return false;
+	return c->range == UINT64_MAX || addr - c->start < c->range;
+}
+
 bool discover_fde_at(const struct discover_fde_table *t, size_t i, uint64_t *start, uint64_t *len,
                      bool *entry)
 {

@@ -84,6 +84,20 @@ int discover_fde_table_mem(const uint8_t *seg, uint64_t lo, uint64_t hi, uint64_
 /* Whether some FDE covers addr (runtime address); true when it cannot
  * tell. */
 bool discover_fde_covers(const struct discover_fde_table *t, uint64_t addr);
+/* discover_fde_covers() for a caller asking about addresses in rising
+ * order (a symbol table's functions): the search resumes from the last
+ * answer's entry, and that entry's FDE is read once for all the addresses
+ * it holds. The same answers as discover_fde_covers() in any order (an
+ * address below the last one searches afresh). Zero-initialise the cursor
+ * before the first call; one cursor per table. */
+struct discover_fde_cursor {
+	size_t n_le;           /* entries starting at or below the last address */
+	uint64_t start, range; /* entry n_le - 1's start and FDE range (n_le > 0) */
+	uint64_t last;         /* the last address asked about */
+	bool used;
+};
+bool discover_fde_covers_next(const struct discover_fde_table *t, uint64_t addr,
+                              struct discover_fde_cursor *c);
 /* Entry i (< t->n, in address order) when it is a function entry: its
  * CIE's initial state is the x86-64 one at a call (CFA = rsp + 8, the
  * return address at CFA - 8, no register saved; not a signal frame) and

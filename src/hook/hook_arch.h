@@ -402,6 +402,13 @@ size_t hook_arch_emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf
 size_t hook_arch_emit_trampoline_fast(const struct hook_arch_plan *plan, uint8_t *buf,
                                       uint64_t buf_addr, uint64_t fn_id, uint64_t stub,
                                       uint64_t exit_path);
+struct hook_arch_reloc_map;
+/* The same, and in *map what hook_arch_reloc_map(plan, buf_addr, true)
+ * would give, taken from this emission (the agent's install: one emission
+ * per function instead of two). *map is set only when the length is not 0. */
+size_t hook_arch_emit_trampoline_fast_map(const struct hook_arch_plan *plan, uint8_t *buf,
+                                          uint64_t buf_addr, uint64_t fn_id, uint64_t stub,
+                                          uint64_t exit_path, struct hook_arch_reloc_map *map);
 
 /* A count-only block (at most HOOK_ARCH_COUNT_BLOCK_MAX bytes) for the
  * function whose fast trampoline is at tramp (hook_arch_emit_trampoline_fast;

@@ -607,18 +607,23 @@ static long patch_run(const struct hook_map *maps, int n_maps, uint64_t pg,
 	return err ? err : (long)(j - i);
 }
 
-int hook_patch_apply(struct hook_patch *patches, size_t n)
+/* Whether every patch lies in a mapping of maps (then the snapshot can
+ * serve: hook_patch_apply_kept). */
+static bool patch_all_mapped(const struct hook_map *maps, int n_maps,
+                             const struct hook_patch *patches, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (patch_map_of(maps, n_maps, patches[i].addr) < 0 ||
+		    patch_map_of(maps, n_maps, patches[i].addr + patches[i].len - 1) < 0)
+			return false;
+	return true;
+}
+
+/* hook_patch_apply() over the mappings maps (sorted by address). */
+static int patch_apply_over(const struct hook_map *maps, int n_maps, struct hook_patch *patches,
+                            size_t n)
 {
 	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
-	struct hook_map *maps = NULL;
-	int n_maps = 0, err;
-
-	for (size_t i = 0; i < n; i++)
-		if (patches[i].len == 0 || patches[i].len > HOOK_ARCH_MAX_PATCH)
-			return -EINVAL;
-	err = maps_load(&maps, &n_maps);
-	if (err)
-		return err;
 	/* The agent hands them over in symbol order, already sorted: qsort
 	 * (a merge sort in glibc) would still pay its n log n comparator
 	 * calls. */
@@ -629,12 +634,42 @@ int hook_patch_apply(struct hook_patch *patches, size_t n)
 		qsort(patches, n, sizeof(*patches), patch_cmp);
 	for (size_t i = 0; i < n;) {
 		long r = patch_run(maps, n_maps, pg, patches, i, n);
-		if (r < 0) {
-			err = (int)r;
-			break;
-		}
+		if (r < 0)
+			return (int)r;
 		i += (size_t)r;
 	}
+	return 0;
+}
+
+static int patch_check_lens(const struct hook_patch *patches, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (patches[i].len == 0 || patches[i].len > HOOK_ARCH_MAX_PATCH)
+			return -EINVAL;
+	return 0;
+}
+
+int hook_patch_apply(struct hook_patch *patches, size_t n)
+{
+	struct hook_map *maps = NULL;
+	int n_maps = 0, err = patch_check_lens(patches, n);
+	if (!err)
+		err = maps_load(&maps, &n_maps);
+	if (!err)
+		err = patch_apply_over(maps, n_maps, patches, n);
 	free(maps);
 	return err;
+}
+
+int hook_patch_apply_kept(struct hook_mem *m, struct hook_patch *patches, size_t n)
+{
+	int err = patch_check_lens(patches, n);
+	if (err)
+		return err;
+	/* The snapshot as read (plus our own regions, which no patch
+	 * targets): every patch's mapping must be in it, else it is older
+	 * than the image and /proc/self/maps is read as usual. */
+	if (m->maps_fresh == MEM_MAPS_STALE || !patch_all_mapped(m->maps, m->n_maps, patches, n))
+		return hook_patch_apply(patches, n);
+	return patch_apply_over(m->maps, m->n_maps, patches, n);
 }

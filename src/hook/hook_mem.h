@@ -115,6 +115,14 @@ struct hook_patch {
  * Errors: -EINVAL (bad len), -EFAULT (address not mapped), -errno of
  * open/read/mprotect. Patches before the failing one stay applied. */
 int hook_patch_apply(struct hook_patch *patches, size_t n);
+/* The same with the protections of m's snapshot of /proc/self/maps
+ * (hook_mem_alloc's) instead of reading it again, for a caller that knows
+ * nothing but the agent changed the address space since it was read (the
+ * start-up scan: one thread, no program code run yet). The snapshot's own
+ * mprotect pairs restore what it says, so it stays true. Reads the maps as
+ * hook_patch_apply() does when the snapshot is stale or misses a patch's
+ * mapping. */
+int hook_patch_apply_kept(struct hook_mem *m, struct hook_patch *patches, size_t n);
 
 /* /proc/self/maps parsing, exposed for tests. */
 struct hook_map {

@@ -57,20 +57,17 @@ static char *syms_put_str(char *p, const char *s, size_t len)
 	return p + len;
 }
 
-/* Bytes the line of function i takes at most. */
-static size_t syms_line_max(const struct ada_hook_symtab *st, size_t i)
-{
-	return 2 + 21 + 17 + 21 + 32 + strlen(ada_hook_fn_name(st, &st->fns[i])) + 2;
-}
+/* Bytes a line takes at most besides its name. */
+#define SYMS_LINE_FIXED (2 + 21 + 17 + 21 + 32 + 2)
 
 /* "F <index> <offset-hex> <size> <status> <name>\n", hand-formatted: this
  * runs for every function of every image at start-up, where snprintf
- * would cost more than the rest of the writer. */
-static char *syms_line(const struct ada_hook_symtab *st, size_t i, char *p)
+ * would cost more than the rest of the writer. name_len: strlen(name). */
+static char *syms_line(const struct ada_hook_symtab *st, size_t i, const char *name,
+                       size_t name_len, char *p)
 {
 	const struct ada_hook_fn *f = &st->fns[i];
 	const char *status = syms_status_name(f->status);
-	const char *name = ada_hook_fn_name(st, f);
 	p = syms_put_str(p, "F ", 2);
 	p = syms_put_dec(p, i);
 	*p++ = ' ';
@@ -80,23 +77,35 @@ static char *syms_line(const struct ada_hook_symtab *st, size_t i, char *p)
 	*p++ = ' ';
 	p = syms_put_str(p, status, strlen(status));
 	*p++ = ' ';
-	p = syms_put_str(p, name, strlen(name));
+	p = syms_put_str(p, name, name_len);
 	*p++ = '\n';
 	return p;
 }
 
-/* The whole function table as text; *len gets its length. NULL: -ENOMEM. */
+/* The whole function table as text; *len gets its length. NULL: -ENOMEM.
+ * The buffer is sized for every name in the pool once (each function's
+ * name is measured once, as it is written) and grown should names be
+ * shared. */
 static char *syms_table(const struct ada_hook_symtab *st, size_t *len)
 {
-	size_t cap = 1;
-	for (size_t i = 0; i < st->count; i++)
-		cap += syms_line_max(st, i);
-	char *buf = malloc(cap), *p = buf;
-	if (!buf)
-		return NULL;
-	for (size_t i = 0; i < st->count; i++)
-		p = syms_line(st, i, p);
-	*len = (size_t)(p - buf);
+	size_t cap = st->count * SYMS_LINE_FIXED + st->names_len + 1, used = 0;
+	char *buf = malloc(cap);
+	for (size_t i = 0; buf && i < st->count; i++) {
+		const char *name = ada_hook_fn_name(st, &st->fns[i]);
+		size_t n = strlen(name);
+		if (cap - used < SYMS_LINE_FIXED + n) {
+			size_t nc = 2 * cap + SYMS_LINE_FIXED + n;
+			char *nb = realloc(buf, nc);
+			if (!nb) {
+				free(buf);
+				return NULL;
+			}
+			buf = nb;
+			cap = nc;
+		}
+		used = (size_t)(syms_line(st, i, name, n, buf + used) - buf);
+	}
+	*len = used;
 	return buf;
 }
 

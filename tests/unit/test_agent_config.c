@@ -33,6 +33,12 @@ static void test_defaults(void **state)
 	assert_int_equal(ada_hook_config_symbol_verdict(&c, "main.cold"), ADA_SKIP_EXCLUDED);
 	assert_int_equal(ada_hook_config_symbol_verdict(&c, "f.cold.3"), ADA_SKIP_EXCLUDED);
 	assert_int_equal(ada_hook_config_symbol_verdict(&c, "coldstart"), ADA_HOOK_OK);
+	/* An infix as long as the name, or one byte longer. */
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, ".cold"), ADA_SKIP_EXCLUDED);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, ".col"), ADA_HOOK_OK);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "FunctionCallbackInfo"),
+	                 ADA_SKIP_EXCLUDED);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "FunctionCallbackInf"), ADA_HOOK_OK);
 	/* V8's C entries and API callbacks (node). */
 	assert_int_equal(ada_hook_config_symbol_verdict(
 	                     &c, "_ZN2v88internal18Runtime_ThrowErrorEiPmPNS0_7IsolateE"),

@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -132,6 +133,66 @@ static void test_entries(void **state)
 	assert_false(entry);
 }
 
+/* libc, a table of thousands of entries, when the test has it mapped. */
+static int ehf_libc_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, "/libc.so"))
+		return 0;
+	ehf_self_cb(info, size, arg);
+	return 1;
+}
+
+/* The cursor (discover_fde_covers_next) answers what discover_fde_covers
+ * does: over every entry's start and its neighbours in rising order
+ * (short steps walk, long ones search), with strides that skip many
+ * entries, then going backwards (each search afresh), on this image and
+ * on libc. A cursor that kept a stale entry, walked one too far or read
+ * the wrong FDE would disagree somewhere. */
+static void ehf_cursor_check(const struct ehf_self *im)
+{
+	struct discover_fde_table t;
+	assert_int_equal(discover_fde_table(im->base, im->lo, im->hi, &t), 0);
+	assert_true(t.n > 0);
+	size_t checked = 0, covered = 0;
+	for (size_t stride = 1; stride <= 64; stride *= 4) {
+		struct discover_fde_cursor c = {0};
+		for (size_t i = 0; i < t.n; i += stride) {
+			uint64_t start = 0, len = 0;
+			bool entry;
+			if (!discover_fde_at(&t, i, &start, &len, &entry))
+				continue;
+			uint64_t probe[4] = {start - 1, start, start + len / 2, start + len};
+			for (int k = 0; k < 4; k++) {
+				bool want = discover_fde_covers(&t, probe[k]);
+				assert_int_equal(discover_fde_covers_next(&t, probe[k], &c), want);
+				checked++;
+				covered += want;
+			}
+		}
+	}
+	struct discover_fde_cursor c = {0};
+	for (uint64_t a = im->hi; a > im->lo; a -= (im->hi - im->lo) / 97 + 1)
+		assert_int_equal(discover_fde_covers_next(&t, a, &c), discover_fde_covers(&t, a));
+	assert_int_equal(discover_fde_covers_next(&t, im->lo, &c), discover_fde_covers(&t, im->lo));
+	assert_true(checked > 4 * t.n);
+	assert_true(covered > 0 && covered < checked);
+}
+
+static void test_cursor(void **state)
+{
+	(void)state;
+	struct ehf_self me = {0}, libc = {0};
+	dl_iterate_phdr(ehf_self_cb, &me);
+	ehf_cursor_check(&me);
+	if (dl_iterate_phdr(ehf_libc_cb, &libc))
+		ehf_cursor_check(&libc);
+	struct discover_fde_table none;
+	struct discover_fde_cursor c = {0};
+	assert_int_equal(discover_fde_table(0x1000, 0x1000, 0x2000, &none), -ENOENT);
+	assert_true(discover_fde_covers_next(&none, 0x1800, &c)); /* cannot tell */
+}
+
 static void test_unknown_image(void **state)
 {
 	(void)state;
@@ -145,6 +206,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_own_image),
 	    cmocka_unit_test(test_entries),
+	    cmocka_unit_test(test_cursor),
 	    cmocka_unit_test(test_unknown_image),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -705,8 +705,28 @@ static void test_reloc_map(void **state)
 	assert_int_equal(m.n, 3);
 	assert_int_equal(m.off[2], 4);
 	assert_int_equal(m.at[2], FRAME + 8); /* je rel8 became je rel32 */
-	plan.insn_count = 0;                  /* emits no trampoline: no map */
+	/* The map the install takes from the emission itself (one emission
+	 * per function) is the one emitted again, byte for byte, and so is
+	 * the trampoline. */
+	uint8_t a[HOOK_ARCH_MAX_TRAMPOLINE], b[HOOK_ARCH_MAX_TRAMPOLINE];
+	struct hook_arch_reloc_map fm, em;
+	memset(&fm, 0, sizeof(fm));
+	memset(&em, 0xee, sizeof(em));
+	assert_true(hook_arch_reloc_map(&plan, TR, true, &fm));
+	size_t la = hook_arch_emit_trampoline_fast(&plan, a, TR, FN_ID, TR + 64, TR);
+	size_t lb = hook_arch_emit_trampoline_fast_map(&plan, b, TR, FN_ID, TR + 64, TR, &em);
+	assert_true(la > 0);
+	assert_int_equal(la, lb);
+	assert_memory_equal(a, b, la);
+	assert_int_equal(em.n, fm.n);
+	assert_memory_equal(em.off, fm.off, fm.n);
+	assert_memory_equal(em.at, fm.at, fm.n);
+	assert_int_equal(em.end_off, fm.end_off);
+	assert_int_equal(em.end_at, fm.end_at);
+	plan.insn_count = 0; /* emits no trampoline: no map */
 	assert_false(hook_arch_reloc_map(&plan, TR, false, &m));
+	assert_int_equal(hook_arch_emit_trampoline_fast_map(&plan, b, TR, FN_ID, HANDLER, TR, &em),
+	                 0);
 }
 
 static void test_skip_names(void **state)

@@ -145,6 +145,17 @@ size_t hook_arch_emit_count_block(uint8_t *buf, uint64_t buf_addr, int32_t gate,
 	return a64_emit_count_block(buf, buf_addr, gate, counters, slot, tramp);
 }
 
+static void a64_map(const struct hook_arch_plan *plan, const size_t *starts,
+                    struct hook_arch_reloc_map *out)
+{
+	out->n = (uint8_t)plan->insn_count;
+	out->end_off = out->end_at = 0; /* no system call among the copies to stop after */
+	for (size_t i = 0; i < plan->insn_count; i++) {
+		out->off[i] = plan->insns[i].offset;
+		out->at[i] = (uint8_t)starts[i];
+	}
+}
+
 /* Both forms put the relocated copies at the same offsets. */
 bool hook_arch_reloc_map(const struct hook_arch_plan *plan, uint64_t tramp_addr, bool fast,
                          struct hook_arch_reloc_map *out)
@@ -155,13 +166,19 @@ bool hook_arch_reloc_map(const struct hook_arch_plan *plan, uint64_t tramp_addr,
 	(void)fast;
 	if (a64_emit_trampoline(plan, buf, tramp_addr, 0, 0, tramp_addr, starts) == 0)
 		return false;
-	out->n = (uint8_t)plan->insn_count;
-	out->end_off = out->end_at = 0; /* no system call among the copies to stop after */
-	for (size_t i = 0; i < plan->insn_count; i++) {
-		out->off[i] = plan->insns[i].offset;
-		out->at[i] = (uint8_t)starts[i];
-	}
+	a64_map(plan, starts, out);
 	return true;
+}
+
+size_t hook_arch_emit_trampoline_fast_map(const struct hook_arch_plan *plan, uint8_t *buf,
+                                          uint64_t buf_addr, uint64_t fn_id, uint64_t stub,
+                                          uint64_t exit_path, struct hook_arch_reloc_map *map)
+{
+	size_t starts[HOOK_ARCH_MAX_INSNS];
+	size_t n = a64_emit_trampoline(plan, buf, buf_addr, fn_id, stub, exit_path, starts);
+	if (n)
+		a64_map(plan, starts, map);
+	return n;
 }
 
 /* ---- The patch ---- */

@@ -200,6 +200,30 @@ size_t hook_arch_emit_trampoline_fast(const struct hook_arch_plan *plan, uint8_t
 	return emit_trampoline(plan, buf, buf_addr, fn_id, stub, exit_path, true, NULL);
 }
 
+/* The map from the places emit_body recorded (hook_arch_reloc_map's). */
+static void emit_map(const struct hook_arch_plan *plan, const size_t *starts,
+                     struct hook_arch_reloc_map *out)
+{
+	out->n = (uint8_t)plan->insn_count; /* emit_plan_ok checked it */
+	for (size_t i = 0; i < plan->insn_count; i++) {
+		out->off[i] = (uint8_t)plan->insns[i].offset;
+		out->at[i] = (uint8_t)starts[i];
+	}
+	out->end_off = (uint8_t)plan->patch_len;
+	out->end_at = (uint8_t)starts[plan->insn_count];
+}
+
+size_t hook_arch_emit_trampoline_fast_map(const struct hook_arch_plan *plan, uint8_t *buf,
+                                          uint64_t buf_addr, uint64_t fn_id, uint64_t stub,
+                                          uint64_t exit_path, struct hook_arch_reloc_map *map)
+{
+	size_t starts[HOOK_ARCH_MAX_INSNS + 1];
+	size_t n = emit_trampoline(plan, buf, buf_addr, fn_id, stub, exit_path, true, starts);
+	if (n)
+		emit_map(plan, starts, map);
+	return n;
+}
+
 /* Each relocated form is an exact equivalent of its original instruction
  * (x86_reloc.c), and the ones after it are those of the instructions
  * after it, so a thread that was about to run displaced instruction i
@@ -247,13 +271,7 @@ bool hook_arch_reloc_map(const struct hook_arch_plan *plan, uint64_t tramp_addr,
 
 	if (!emit_plan_ok(plan, tramp_addr) || emit_body(&w, plan, starts) == 0)
 		return false;
-	out->n = (uint8_t)plan->insn_count; /* emit_trampoline checked it */
-	for (size_t i = 0; i < plan->insn_count; i++) {
-		out->off[i] = (uint8_t)plan->insns[i].offset;
-		out->at[i] = (uint8_t)starts[i];
-	}
-	out->end_off = (uint8_t)plan->patch_len;
-	out->end_at = (uint8_t)starts[plan->insn_count];
+	emit_map(plan, starts, out);
 	return true;
 }
 

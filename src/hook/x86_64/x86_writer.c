@@ -12,31 +12,6 @@
 
 #include "x86_writer.h"
 
-void x86_put(struct x86_writer *w, const void *bytes, size_t n)
-{
-	if (!w->ok || n > w->cap - w->len) {
-		w->ok = 0;
-		return;
-	}
-	memcpy(w->buf + w->len, bytes, n);
-	w->len += n;
-}
-
-void x86_put_u8(struct x86_writer *w, uint8_t b)
-{
-	x86_put(w, &b, 1);
-}
-
-void x86_put_u32(struct x86_writer *w, uint32_t v)
-{
-	x86_put(w, &v, 4); /* x86 is little endian, as is the host */
-}
-
-void x86_put_u64(struct x86_writer *w, uint64_t v)
-{
-	x86_put(w, &v, 8);
-}
-
 /* ---- Encoders ---- */
 
 #define WR_REX_W 0x8

@@ -30,6 +30,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* A bounded output buffer; ok drops to 0 on overflow so callers check once. */
 struct x86_writer {
@@ -50,11 +51,33 @@ static inline int x86_fits_rel32(int64_t d)
 }
 
 /* Raw bytes, for what has no named writer (a relocated instruction's
- * copy) and for the writers themselves. */
-void x86_put(struct x86_writer *w, const void *bytes, size_t n);
-void x86_put_u8(struct x86_writer *w, uint8_t b);
-void x86_put_u32(struct x86_writer *w, uint32_t v);
-void x86_put_u64(struct x86_writer *w, uint64_t v);
+ * copy) and for the writers themselves. Inline: every byte of every
+ * trampoline goes through them at start-up, and an out-of-line call in
+ * the agent (a shared library: interposable) cost more than the store. */
+static inline void x86_put(struct x86_writer *w, const void *bytes, size_t n)
+{
+	if (!w->ok || n > w->cap - w->len) {
+		w->ok = 0;
+		return;
+	}
+	memcpy(w->buf + w->len, bytes, n);
+	w->len += n;
+}
+
+static inline void x86_put_u8(struct x86_writer *w, uint8_t b)
+{
+	x86_put(w, &b, 1);
+}
+
+static inline void x86_put_u32(struct x86_writer *w, uint32_t v)
+{
+	x86_put(w, &v, 4); /* x86 is little endian, as is the host */
+}
+
+static inline void x86_put_u64(struct x86_writer *w, uint64_t v)
+{
+	x86_put(w, &v, 8);
+}
 
 /* The general registers by encoding number; X86_R32 marks a 32-bit view. */
 enum x86_gpr {
