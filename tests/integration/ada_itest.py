@@ -283,6 +283,18 @@ def find_session(out, err, rep):
     return session
 
 
+def check_every_thread_waited(rep, pid_dir, tids):
+    """--ring-waits: each thread the program started (the tids of its call
+    tables' threads but main) waited for ring space: every one took the
+    producer's slow path."""
+    with open(os.path.join(pid_dir, "manifest.json")) as f:
+        m = json.load(f)
+    waits = {t.get("tid"): t.get("ring_waits", 0) for t in m.get("threads", [])}
+    idle = sorted(tid for tid in tids if not waits.get(tid))
+    rep.check(tids and not idle, "--ring-waits: the program's threads %r never waited for "
+              "ring space (manifest ring_waits by tid: %r)" % (idle, waits))
+
+
 def check_ring_waits(rep, session, lines):
     """Every scenario: each manifest's metrics.ring_waits / ring_waited_ns
     are its threads' sums, and the summary says the waits for ring space
@@ -1130,6 +1142,10 @@ def cmd_target_run(args, ada, work, rep, moved_how):
                   absent=args.absent, absent_mod=args.absent_module,
                   calls_only=args.calls_only, detail_set=args.detail_set,
                   detail_exact=not args.detail_loose, count_only=counted)
+    if args.ring_waits:
+        check_every_thread_waited(rep, os.path.join(session, "pid_%d" % root),
+                                  {tid for cf in by_pid[root] for label, tid in cf.threads
+                                   if label != "main"})
     if args.syms_status:
         status = read_syms(os.path.join(session, "pid_%d" % root))
         for spec in args.syms_status:
@@ -2782,6 +2798,9 @@ def main():
     t.add_argument("--detail-loose", action="store_true",
                    help="with --detail-set: records may be missing (a tiny detail ring, "
                         "asynchronous signals), never extra or wrong")
+    t.add_argument("--ring-waits", action="store_true",
+                   help="every thread of the program waited for ring space (rings small "
+                        "enough for the producers' slow path)")
     t.add_argument("argv", nargs=argparse.REMAINDER)
     dbn = sub.add_parser("debian")
     dbn.add_argument("name", choices=sorted(DEBIAN))

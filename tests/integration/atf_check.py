@@ -162,6 +162,12 @@ def check_index(path, out):
     return ix
 
 
+def where(at):
+    """A detail event named in a problem, at = (its number, its byte):
+    formatted only for a problem found, not for each event."""
+    return "detail event %d (byte %d)" % at
+
+
 def check_detail(path, ix, out):
     """Checks a detail file against its index file; returns the detail
     events' index_seq values in file order (None when unreadable)."""
@@ -201,40 +207,41 @@ def check_detail(path, ix, out):
         (tlen, etype, eflags, iseq, etid, ets) = struct.unpack_from("<IHHIIQ", section, off)
         (fn,) = struct.unpack_from("<Q", section, off + DHDR)
         (stack,) = struct.unpack_from("<H", section, off + DHDR + DPAYLOAD - 4)
-        where = "detail event %d (byte %d)" % (pos, off + eoff)
+        at = (pos, off + eoff)
         if etype == SIGNAL_CONTEXT:
             stack, fn = 0, None
             if tlen != DHDR + SIGPAYLOAD or off + tlen > blen:
                 out.add(path, "%s: total_length %d of a signal context, want %d" % (
-                    where, tlen, DHDR + SIGPAYLOAD))
+                    where(at), tlen, DHDR + SIGPAYLOAD))
                 return None
         elif etype in (CALL_FP, RETURN_FP):
             (stack,) = struct.unpack_from("<H", section, off + DHDR + DPAYLOAD - 4)
             if tlen != DHDR + DPAYLOAD + XMM + stack or off + tlen > blen:
                 out.add(path, "%s: total_length %d, header + payload + xmm + stack_size %d "
-                        "is %d" % (where, tlen, stack, DHDR + DPAYLOAD + XMM + stack))
+                        "is %d" % (where(at), tlen, stack, DHDR + DPAYLOAD + XMM + stack))
                 return None
         elif tlen != DHDR + DPAYLOAD + stack or off + tlen > blen:
             out.add(path, "%s: total_length %d, header + payload + stack_size %d is %d" % (
-                where, tlen, stack, DHDR + DPAYLOAD + stack))
+                where(at), tlen, stack, DHDR + DPAYLOAD + stack))
             return None
         if stack > STACK_MAX or stack % 8:
             out.add(path, "%s: stack_size %d (whole words, at most %d)" % (
-                where, stack, STACK_MAX))
+                where(at), stack, STACK_MAX))
         if etype not in (FUNCTION_CALL, FUNCTION_RETURN, SIGNAL_CONTEXT, CALL_FP, RETURN_FP):
             out.add(path, "%s: event_type %d (3 to 7 are the types defined)" % (
-                where, etype))
+                where(at), etype))
         if etype in (FUNCTION_RETURN, RETURN_FP) and stack:
-            out.add(path, "%s: a RETURN with %d stack bytes" % (where, stack))
+            out.add(path, "%s: a RETURN with %d stack bytes" % (where(at), stack))
         if etid != tid:
-            out.add(path, "%s: thread_id %d, the header %d" % (where, etid, tid))
+            out.add(path, "%s: thread_id %d, the header %d" % (where(at), etid, tid))
         if seqs and iseq <= seqs[-1]:
-            out.add(path, "%s: index_seq %d after %d (must increase)" % (where, iseq, seqs[-1]))
+            out.add(path, "%s: index_seq %d after %d (must increase)" % (
+                where(at), iseq, seqs[-1]))
         if last_ts is not None and ets < last_ts:
-            out.add(path, "%s: timestamp goes backwards" % where)
+            out.add(path, "%s: timestamp goes backwards" % where(at))
         if iseq >= ix.count:
             out.add(path, "%s: index_seq %d, the index file has %d events" % (
-                where, iseq, ix.count))
+                where(at), iseq, ix.count))
         else:
             w = ix.words[iseq * 8:iseq * 8 + 8]
             its = ix.ts[iseq * 4]
@@ -244,10 +251,10 @@ def check_detail(path, ix, out):
                 want, fn = ((EXCEPTION,) if w[6] & 0x80000000 else ()), ifn
             if w[7] != pos:
                 out.add(path, "%s: links to index event %d, whose detail_seq is %s" % (
-                    where, iseq, "none" if w[7] == NONE32 else w[7]))
+                    where(at), iseq, "none" if w[7] == NONE32 else w[7]))
             if its != ets or ifn != fn or w[4] != etid or w[5] not in want:
                 out.add(path, "%s: does not match index event %d (timestamp %d/%d, function "
-                        "%x/%x, kind %d for type %d)" % (where, iseq, ets, its, fn, ifn,
+                        "%x/%x, kind %d for type %d)" % (where(at), iseq, ets, its, fn, ifn,
                                                          w[5], etype))
         seqs.append(iseq)
         first_ts = ets if first_ts is None else first_ts

@@ -55,9 +55,11 @@ ada_itest(threads.O2nopie target -- ${T}/t_threads_O2nopie)
 ada_itest(cxx_dtor.O2nopie target -- ${T}/t_cxx_O2nopie dtor)
 ada_itest(threads_many.O2 target -- ${T}/t_threads_O2 many)
 ada_itest(threads_heavy.O2 target -- ${T}/t_threads_O2 heavy)
-# Rings of ~1024 events (K = 100000/s x 10 ms): producers wait all the time.
-ada_itest(threads_tinyring.O2 target --record-opt=--peak-rate --record-opt=100000
-          --record-opt=--burst-ms --record-opt=10 -- ${T}/t_threads_O2 heavy)
+# Rings of ~1024 events (K = 100000/s x 10 ms): producers wait all the time
+# (--ring-waits: every thread the program started did). A fifth of heavy's
+# calls fills such a ring many times over (here and in the two below).
+ada_itest(threads_tinyring.O2 target --ring-waits --record-opt=--peak-rate --record-opt=100000
+          --record-opt=--burst-ms --record-opt=10 -- ${T}/t_threads_O2 heavy 5)
 # --exclude-symbol / --include / --exclude: what is left out has no events,
 # everything else is still exact.
 ada_itest(exclude_symbol.O2 target --record-opt=--exclude-symbol --record-opt=work_*
@@ -148,8 +150,9 @@ endforeach()
 ada_itest(index_tailcall.O2 target ${ADA_IDX} -- ${T}/t_tailcall_O2)
 ada_itest(index_recursion.O2 target ${ADA_IDX} -- ${T}/t_recursion_O2)
 ada_itest(index_threads_heavy.O2 target ${ADA_IDX} -- ${T}/t_threads_O2 heavy)
-ada_itest(index_threads_tinyring.O2 target ${ADA_IDX} --record-opt=--peak-rate
-          --record-opt=100000 --record-opt=--burst-ms --record-opt=10 -- ${T}/t_threads_O2 heavy)
+ada_itest(index_threads_tinyring.O2 target ${ADA_IDX} --ring-waits --record-opt=--peak-rate
+          --record-opt=100000 --record-opt=--burst-ms --record-opt=10
+          -- ${T}/t_threads_O2 heavy 5)
 ada_itest(index_fork_threads.O2 target ${ADA_IDX} --expect-pids 2 -- ${T}/t_fork_O2 threads)
 ada_itest(index_dlopen.O2 target ${ADA_IDX} --own-module libt_dlib.so
           -- ${T}/t_dlopen_O2 ${T}/libt_dlib.so)
@@ -180,11 +183,12 @@ foreach(opt O0 O2)
 endforeach()
 ada_itest(detail_set_tailcall.O2 target ${ADA_DSET} -- ${T}/t_tailcall_O2)
 ada_itest(detail_set_recursion.O2 target ${ADA_DSET} -- ${T}/t_recursion_O2)
-# (threads heavy: in the two tiny-ring tests below.)
+# (threads heavy: in the two tiny-ring tests below, tinydetail at full size.)
 ada_itest(detail_set_stack32.O2 target ${ADA_DSET} --record-opt=--stack-bytes
           --record-opt=32 -- ${T}/t_threads_O2)
-ada_itest(detail_set_tinyring.O2 target ${ADA_DSET} --record-opt=--peak-rate
-          --record-opt=100000 --record-opt=--burst-ms --record-opt=10 -- ${T}/t_threads_O2 heavy)
+ada_itest(detail_set_tinyring.O2 target ${ADA_DSET} --ring-waits --record-opt=--peak-rate
+          --record-opt=100000 --record-opt=--burst-ms --record-opt=10
+          -- ${T}/t_threads_O2 heavy 5)
 ada_itest(detail_set_tinydetail.O2 target ${ADA_DSET} --detail-loose --record-opt=--detail-mb
           --record-opt=1 -- ${T}/t_threads_O2 heavy)
 ada_itest(detail_set_fork_threads.O2 target ${ADA_DSET} --expect-pids 2

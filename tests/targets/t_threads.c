@@ -5,7 +5,9 @@
  * With the argument "many": 160 short threads, 8 alive at a time — more
  * threads than the arena has slots, so slots must be recycled. With "heavy":
  * the four threads call 25x more (600 000 events in all, as fast as they
- * can), so the index rings fill and the default lossless mode must wait.
+ * can), so the index rings fill and the default lossless mode must wait;
+ * "heavy N" calls N times more (1 to 25), for small rings, which fill
+ * with fewer events.
  * With "budget": each thread then calls work_a until it sees leaf moved to
  * count-only by ada's --overhead-budget (its own code's patch leads to a
  * count block; at most 16 M rounds, or 2^N with "budget N": the untraced
@@ -163,7 +165,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc > 1 && !strcmp(argv[1], "heavy"))
-		heavy = 25;
+		heavy = argc > 2 && atoi(argv[2]) >= 1 && atoi(argv[2]) <= 25 ? atoi(argv[2]) : 25;
 	if (argc > 1 && !strcmp(argv[1], "budget"))
 		budget_mode = 1;
 	if (budget_mode && argc > 2 && atoi(argv[2]) >= 16 && atoi(argv[2]) <= 24)
