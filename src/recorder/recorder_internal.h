@@ -416,6 +416,7 @@ struct wal_bell {
 	struct ada_shm_budget *page;
 	_Atomic uint64_t wake_req; /* ada_recorder_wake(): any thread, signal handlers */
 	uint64_t wake_seen;        /* drain: wake_req at the start of the pass */
+	uint64_t names_seen;       /* drain: the page's count of arena names last read */
 	uint64_t passes;           /* drain passes */
 	uint64_t sleeps;           /* waits on the doorbell */
 	uint64_t rung;             /* of those, ended by a ring */
@@ -453,7 +454,6 @@ struct ada_recorder {
 	bool foreign_counter;
 	pthread_t thr;
 	pid_t main_pid;
-	int inotify_fd;
 	struct wal_proc **procs;
 	size_t nprocs, capprocs;
 	/* pids reaped before their arena showed up */
