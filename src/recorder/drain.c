@@ -5,9 +5,10 @@
  * Threads: the drain thread only; it owns every wal_proc / wal_thread and
  * the ada_wal_io. It is the single consumer of every index ring (ring.h).
  *
- * One pass: pick up new arenas (inotify on the arena directory, plus a
- * rescan whenever a process is reaped, since an arena may appear and its
- * process die between two passes); for each live slot peek the ring,
+ * One pass: pick up new arenas (a read of the arena directory when the
+ * budget page's count of names moved, every second, and whenever a
+ * process is reaped, since an arena may appear and its process die
+ * between two passes); for each live slot peek the ring,
  * convert TSC -> CLOCK_BOOTTIME straight into the file's staging buffer,
  * release the ring; submit stale buffers and reap completions; reap dead
  * children (waitpid: we are a child subreaper, so every descendant ends up
@@ -30,7 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -967,7 +967,9 @@ static bool drain_pass(struct ada_recorder *r)
 	size_t busy = 0;
 	drain_bell_pass(r); /* before its looks: a wake asked later is seen */
 	uint64_t now = wal_now_ns(), size;
-	bool names = drain_inotify(r); /* more names waiting: no idle wait */
+	/* New arenas' names, and every tick those of a maker without the
+	 * budget page (it could not count them): a new name, no idle wait. */
+	bool names = drain_names(r, now - r->last_tick_ns >= DRAIN_TICK_NS);
 	/* Dead children: a waitpid each pass is a syscall that a pass of a
 	 * few thousand events does not need; once per DRAIN_POLL_NS while
 	 * the rings keep the drain busy, every pass otherwise (an idle pass

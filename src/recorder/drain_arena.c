@@ -1,6 +1,7 @@
 /*
- * The drain's processes: finding a new arena (inotify on the arena
- * directory, a rescan after each reap), admitting it (the recording's
+ * The drain's processes: finding a new arena (a read of the arena
+ * directory when the budget page's count of names moved, every second,
+ * and after each reap), admitting it (the recording's
  * user, a regular file, a process of ours, not a reused pid) and making
  * its wal_proc and pid_N directory.
  *
@@ -16,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -26,6 +26,7 @@
 #include "drain_internal.h"
 #include "fs.h"
 #include "ring.h"
+#include "ring_bell.h"
 
 /* At most this many refused arenas remembered (16 bytes each). */
 #define WAL_IGNORED_MAX (1u << 20)
@@ -600,26 +601,15 @@ void drain_scan_dir(struct ada_recorder *r)
 	closedir(d);
 }
 
-/* A directory flooded with names costs a pass at most this many reads
- * of its events (a few thousand names): the rings of the processes being
- * recorded are drained, and a stop is seen, between them. */
-#define WAL_INOTIFY_READS 16
-
-bool drain_inotify(struct ada_recorder *r)
+bool drain_names(struct ada_recorder *r, bool due)
 {
-	char buf[4096] __attribute__((aligned(8)));
-	for (int reads = 0; reads < WAL_INOTIFY_READS; reads++) {
-		ssize_t n = read(r->inotify_fd, buf, sizeof(buf));
-		if (n <= 0)
-			return false;
-		for (char *q = buf; q < buf + n;) {
-			struct inotify_event *ev = (struct inotify_event *)q;
-			if (ev->len)
-				drain_open_arena(r, ev->name);
-			if (ev->mask & IN_Q_OVERFLOW)
-				drain_scan_dir(r);
-			q += sizeof(*ev) + ev->len;
-		}
-	}
-	return true;
+	/* The count first, then the directory: a name counted after this
+	 * read moves the count again, and the next pass reads it. */
+	uint64_t n = r->bell.page ? ada_shm_budget_names(r->bell.page) : r->bell.names_seen;
+	bool moved = n != r->bell.names_seen;
+	if (!moved && !due)
+		return false;
+	r->bell.names_seen = n;
+	drain_scan_dir(r);
+	return moved;
 }

@@ -52,9 +52,10 @@ void drain_scan_dir(struct ada_recorder *r);
  * it has run WAL_EARLY_MANIFEST_NS since its admission and is not finished
  * (each drain pass). */
 void drain_early_manifest(struct ada_recorder *r, struct wal_proc *p, uint64_t now);
-/* Reads the arena directory's inotify events (non-blocking), a bounded
- * number a call; true when more may be waiting. */
-bool drain_inotify(struct ada_recorder *r);
+/* Reads the arena directory when the budget page's count of names moved
+ * since the last read (ada_shm_budget_named), or when due (a maker
+ * without the page does not count its name); true when it moved. */
+bool drain_names(struct ada_recorder *r, bool due);
 void drain_free_proc(struct wal_proc *p);
 /* The arena's maker is gone and its pid another process's (the start
  * time the arena keeps is not that process's); false when unknown. */

@@ -20,8 +20,8 @@
  * stop or end is under way; otherwise it polls as before.
  *
  * The lost wake-up: the drain stores ASLEEP and fences, then looks once
- * more at every arena (ada_arena_idle), at the arena directory's inotify
- * queue and at the wakes asked; a producer publishes, fences, then reads
+ * more at every arena (ada_arena_idle), at the budget page's count of
+ * arena names and at the wakes asked; a producer publishes, fences, then reads
  * the bell. Either the look sees the work or the ringer sees ASLEEP.
  *
  * Events below a producer's chunk ring no bell: a sleep looks at the
@@ -42,7 +42,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 
 #include "ring.h"
 #include "ring_bell.h"
@@ -57,7 +56,7 @@
  * sleep looks at the rings this often (sleep_wait_looking). A tenth of
  * the 1 s tick: `ada status` and a trigger on those events lag by this at
  * most, as a window's close does (100 ms past its end); at most ten
- * wake-ups a second of an idle drain, each a futex return, one ioctl and
+ * wake-ups a second of an idle drain, each a futex return, a read of the page's name count and
  * the loads of ada_arena_idle, no pass. */
 #define DRAIN_LOOK_NS 100000000ull
 
@@ -209,9 +208,9 @@ static bool sleep_look(struct ada_recorder *r)
 	 * ada_shm_budget_bell_arm(); pairs with ada_recorder_wake(). */
 	if (atomic_load_explicit(&r->bell.wake_req, memory_order_relaxed) != r->bell.wake_seen)
 		return false;
-	int queued = 0;
-	if (r->inotify_fd >= 0 && (ioctl(r->inotify_fd, FIONREAD, &queued) != 0 || queued > 0))
-		return false; /* a new arena: its maker rang after its rename */
+	/* A new arena: its maker counted its name, then rang. */
+	if (ada_shm_budget_names(r->bell.page) != r->bell.names_seen)
+		return false;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct wal_proc *p = r->procs[i];
 		if (!p->finished && p->arena && !sleep_arena_idle(p))

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -117,11 +116,6 @@ static int rec_arena_dir(struct ada_recorder *r)
 	}
 	if (!mkdtemp(r->arena_dir))
 		return -errno;
-	r->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (r->inotify_fd < 0)
-		return -errno;
-	if (inotify_add_watch(r->inotify_fd, r->arena_dir, IN_MOVED_TO | IN_CREATE) < 0)
-		return -errno;
 	return 0;
 }
 
@@ -204,7 +198,6 @@ int ada_recorder_new(const struct ada_recorder_opts *o, struct ada_recorder **ou
 	struct ada_recorder *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->inotify_fd = -1;
 	r->session_fd = -1;
 	r->reserve.fd = -1;
 	r->shm.dir_fd = -1;
@@ -522,8 +515,6 @@ void ada_recorder_free(struct ada_recorder *r)
 	if (r->reserve.fd >= 0)
 		close(r->reserve.fd);
 	ada_wal_io_free(r->io);
-	if (r->inotify_fd >= 0)
-		close(r->inotify_fd);
 	if (r->session_fd >= 0)
 		close(r->session_fd);
 	for (size_t i = 0; r->argv_copy && r->argv_copy[i]; i++)

@@ -429,6 +429,7 @@ struct wal_bell {
 	uint64_t wake_seen;        /* drain: wake_req at the start of the pass */
 	uint64_t wake_ticked;      /* wake_seen of the last pass that ran the 10 ms tick */
 	uint64_t tick_seen_ns;     /* last_reclaim_ns when wake_ticked was taken */
+	uint64_t names_seen;       /* drain: the page's count of arena names last read */
 	uint64_t passes;           /* drain passes */
 	uint64_t sleeps;           /* waits on the doorbell */
 	uint64_t rung;             /* of those, ended by a ring */
@@ -511,7 +512,6 @@ struct ada_recorder {
 	bool foreign_counter;
 	pthread_t thr;
 	pid_t main_pid;
-	int inotify_fd;
 	struct wal_proc **procs;
 	size_t nprocs, capprocs;
 	/* pids reaped before their arena showed up */

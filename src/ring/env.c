@@ -11,8 +11,9 @@
  *
  * Files (docs/internals.md): <ADA_ARENA_DIR>/<pid>.ring.tmp.<random> (an
  * unpredictable name, O_EXCL, 0600; fs.h) is created and
- * initialised, then renamed to <pid>.ring, so the drain (inotify on the
- * directory) only ever sees complete arenas. An existing <pid>.ring with
+ * initialised, then renamed to <pid>.ring, so the drain (which reads the
+ * directory when the budget page's count of names moved) only ever sees
+ * complete arenas. An existing <pid>.ring with
  * our pid and our start time means this process called exec: the old
  * image's threads are all gone, so its ACTIVE slots become EXITED and
  * exec-orphaned (the drain frees them once empty without asking tgkill,
@@ -326,8 +327,8 @@ int ada_producer_init(const char *dir, const char *ring_config)
 		ring_budget_recorder(dir, &a->rec_pid, &a->rec_start);
 	}
 	ada_producer_set_arena(a);
-	/* The name is published (rename, a full barrier): a drain asleep
-	 * comes to read the inotify event now, not at its timer. */
-	ada_shm_budget_ring(a->budget);
+	/* The name is published (rename): counted for the drain, which reads
+	 * the directory then; a drain asleep comes now, not at its timer. */
+	ada_shm_budget_named(a->budget);
 	return 0;
 }

@@ -58,6 +58,12 @@ struct ada_shm_budget {
 	 * no process creates an arena in the directory from then on. */
 	_Atomic uint32_t ended;
 	uint64_t recorder_start;
+	/* Arena names renamed into the directory so far
+	 * (ada_shm_budget_named): the drain reads the directory when it
+	 * moved. The drain used to watch the directory with inotify, whose
+	 * descriptor's close waits for an SRCU grace period of the kernel's
+	 * once its watch is gone: at every recording's end. */
+	_Atomic uint64_t named;
 	/* The drain's doorbell (ada_shm_budget_bell_*): SHM_BELL_AWAKE, or
 	 * SHM_BELL_ASLEEP while the drain waits on it (a futex), or
 	 * SHM_BELL_RUNG once a producer took it from ASLEEP and woke it. One
@@ -324,6 +330,24 @@ void ada_shm_budget_ring(struct ada_shm_budget *b)
 	int saved = errno; /* hook context: the program's errno is kept */
 	syscall(SYS_futex, &b->bell, FUTEX_WAKE, 1, NULL, NULL, 0);
 	errno = saved;
+}
+
+void ada_shm_budget_named(struct ada_shm_budget *b)
+{
+	if (!b)
+		return;
+	/* Release: after the caller's rename (a system call); pairs with the
+	 * acquire load in ada_shm_budget_names(), after which the drain reads
+	 * the directory. The ring's fence orders it before the bell's load. */
+	atomic_fetch_add_explicit(&b->named, 1, memory_order_release);
+	ada_shm_budget_ring(b);
+}
+
+uint64_t ada_shm_budget_names(const struct ada_shm_budget *b)
+{
+	/* Pairs with the release add in ada_shm_budget_named(): a name
+	 * counted is in the directory the caller reads next. */
+	return atomic_load_explicit(&b->named, memory_order_acquire);
 }
 
 void ada_shm_budget_bell_arm(struct ada_shm_budget *b)

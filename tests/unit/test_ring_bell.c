@@ -11,7 +11,10 @@
  *     by a ring through the other mapping (were it lost, CTest's run-away
  *     timeout would end the test);
  *   - the producer rings at its chunks only: no ring for the events below
- *     a chunk's end, one for the event that crosses it.
+ *     a chunk's end, one for the event that crosses it;
+ *   - a new arena counts its name in the page (the drain reads the
+ *     directory when the count moved, instead of watching it) and rings,
+ *     once the name is in the directory.
  * No check depends on how fast anything runs.
  */
 #define _GNU_SOURCE
@@ -143,12 +146,31 @@ static void test_producer_rings_at_chunks(void **state)
 	ada_arena_close(a);
 }
 
+static void test_arena_counts_its_name(void **state)
+{
+	(void)state;
+	assert_int_equal(ada_shm_budget_names(drain_page), 0);
+	ada_shm_budget_bell_arm(drain_page);
+	assert_int_equal(ada_producer_init(test_dir, CONFIG), 0);
+	assert_int_equal(ada_shm_budget_names(drain_page), 1);
+	assert_true(ada_shm_budget_bell_disarm(drain_page)); /* a drain asleep comes */
+	char ring[128];
+	snprintf(ring, sizeof(ring), "%s/%d.ring", test_dir, (int)getpid());
+	assert_int_equal(access(ring, F_OK), 0); /* counted once it is there */
+	ada_shm_budget_named(NULL);              /* no page: a no-op */
+	ada_producer_reset_thread();
+	struct ada_arena *a = ada_producer_arena();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_protocol, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_wakes_across_mappings, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_producer_rings_at_chunks, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_arena_counts_its_name, fx_setup, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

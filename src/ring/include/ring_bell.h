@@ -1,7 +1,8 @@
 /*
  * ada ring: the drain's doorbell (shm_budget.c, consumer.c). The drain
  * sleeps while every ring is idle and is woken by what has work for it,
- * instead of polling: one futex word in the recording's budget page
+ * instead of polling; and it learns of a new arena's name from a count
+ * beside it instead of watching the directory: one futex word in the recording's budget page
  * (<arena dir>/shm.budget), shared by every arena of the recording, since
  * the drain can wait on one word only and a new process rings before the
  * drain knows its arena.
@@ -26,6 +27,14 @@
  * only (never per event). Any thread, async-signal-safe, errno kept;
  * NULL is a no-op. */
 void ada_shm_budget_ring(struct ada_shm_budget *b);
+/* The maker of an arena, once its name is renamed into the directory:
+ * counts the name (the drain reads the directory when the count moved)
+ * and rings. NULL is a no-op. */
+void ada_shm_budget_named(struct ada_shm_budget *b);
+/* Drain: names counted so far (any value: the target writes the page;
+ * a wrong one costs a read of the directory, or leaves a name to the
+ * drain's periodic read). */
+uint64_t ada_shm_budget_names(const struct ada_shm_budget *b);
 /* Drain: declares itself asleep; then it looks at every ring once more. */
 void ada_shm_budget_bell_arm(struct ada_shm_budget *b);
 /* Drain: the look found work; awake again. True when a ringer came. */
