@@ -56,8 +56,9 @@
  * sleep looks at the rings this often (sleep_wait_looking). A tenth of
  * the 1 s tick: `ada status` and a trigger on those events lag by this at
  * most, as a window's close does (100 ms past its end); at most ten
- * wake-ups a second of an idle drain, each a futex return, a read of the page's name count and
- * the loads of ada_arena_idle, no pass. */
+ * wake-ups a second of an idle drain, each a futex return, a read of
+ * the page's count of arena names and the loads of ada_arena_idle, no
+ * pass. */
 #define DRAIN_LOOK_NS 100000000ull
 
 void ada_recorder_wake(struct ada_recorder *r)
