@@ -594,8 +594,9 @@ static const struct record_opt record_table[] = {
      .tests = "e2e.flight_window_lost_yield e2e.flight_window_share_full"},
     {"window-mem-mb", "N", record_opt_window_mem, F(window_mem_mb),
      "windows take their detail records out of the rings\n"
-     "into at most N MiB of the recorder's memory while\n"
-     "they wait to be written (default 512)",
+     "every pass into at most N MiB of the recorder's\n"
+     "memory, where they wait to be written while the CPU\n"
+     "is contended (default: none; the copy costs CPU)",
      .tests = "e2e.flight_window_mem"},
     {"duration", "SEC", record_opt_duration, F(duration_ns),
      "detach after SEC seconds (fractions allowed)", .tests = "e2e.attach_duration",

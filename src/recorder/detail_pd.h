@@ -9,6 +9,8 @@
 #include "detail_internal.h"
 #include "recorder_internal.h"
 
+#define PD_LOOKS 4 /* snapshots a window's look may take for a steady counter */
+
 /* What a record's index event said when it was read (pd_resolve): a
  * compact index keeps only its recent events readable (segment_cidx.c),
  * and a record waiting in window memory may outlive that, so its event

@@ -42,8 +42,6 @@
 
 #include "detail_pd.h"
 
-#define PD_LOOKS 4 /* snapshots a window's look may take for a steady counter */
-
 /* What one call walks with: the window, the byte budget (NULL: none),
  * and where the first record it leaves undecided sits in the ring. */
 struct pd_walk_ctl {

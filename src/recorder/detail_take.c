@@ -120,7 +120,11 @@ void wal_detail_pool_free(struct ada_recorder *r)
  * during nearly every copy, and the copy is not made again for that. A
  * live take after such a gap leaves its rest to a later look that finds
  * the program overwrote past it, or to the end: a whole ring copied
- * every pass for it cost more than the records it was taking. */
+ * every pass for it cost more than the records it was taking. The
+ * thread's first take looks once too (a gap counted low from a moving
+ * counter is counted in full later, as above): copied up to four times
+ * over, a whole ring held the drain long enough for the program to wait
+ * for index ring space. */
 static int pd_take_look(struct ada_recorder *r, struct wal_thread *t, struct wal_tdetail *dt,
                         bool end, struct ada_detail_snapshot *snap, uint64_t *over, bool *steady,
                         bool *look)
@@ -135,8 +139,13 @@ static int pd_take_look(struct ada_recorder *r, struct wal_thread *t, struct wal
 			e = pd_look(r, t, dt->taken_end, UINT64_MAX, snap, over, steady);
 		*look = e == 0 && end && dt->gap_short && snap->lost_bytes == 0;
 	}
-	if (*look)
+	if (*look && !end) { /* the first take: once, whatever the counter did */
+		*over = pd_counter(t);
+		e = pd_snapshot_part(r, t, 0, UINT64_MAX, snap);
+		*steady = pd_counter(t) == *over;
+	} else if (*look) {
 		e = pd_look(r, t, 0, UINT64_MAX, snap, over, steady);
+	}
 	return e;
 }
 
@@ -241,6 +250,118 @@ static uint64_t pd_take_walk(struct ada_recorder *r, struct wal_tdetail *dt,
 	return end;
 }
 
+/* The block a live take copies into next: the last one, or a new one
+ * (the last full, or from too far back for 32-bit positions). NULL: no
+ * room (*added: the bytes this take took so far) or memory. */
+static struct pd_part *pd_take_block(struct ada_recorder *r, struct wal_tdetail *dt, uint64_t from,
+                                     bool fresh, uint64_t room, uint64_t *added)
+{
+	struct pd_part *blk = dt->parts_tail;
+	if (blk && !fresh && blk->nrec < PD_RES_CAP && PD_REC_CAP - blk->bytes >= 4096 &&
+	    (blk->nrec == 0 || (from - blk->snap.begin) / 8 < (1ull << 31)))
+		return blk;
+	if (*added + PD_BLOCK > room || !(blk = pd_block(r, dt)))
+		return NULL;
+	*added += PD_BLOCK;
+	return blk;
+}
+
+/* Checks the records a live take copied into blk (sn's, after its
+ * records): up to the first past the horizon or past the block's record
+ * count; their positions counted from the block's begin. Returns the
+ * ones kept; *stop: the ring position of the first one not kept
+ * (UINT64_MAX: all kept), *held: it was past the horizon. */
+static uint64_t pd_take_check(struct ada_recorder *r, struct wal_tdetail *dt, struct pd_part *blk,
+                              const struct ada_detail_snapshot *sn, uint64_t horizon_ns,
+                              struct wal_detail_stats *st, uint64_t *stop, bool *held)
+{
+	uint8_t *to = blk->buf + blk->bytes;
+	uint32_t delta = blk->nrec ? (uint32_t)((sn->begin - blk->snap.begin) / 8) : 0;
+	size_t off = 0, at = 0;
+	uint64_t n = 0;
+	uint32_t rl;
+	const void *p;
+	*stop = UINT64_MAX;
+	*held = false;
+	for (; (p = ada_detail_rec_next(to, sn->bytes, &off, &rl)); at = off) {
+		struct pd_rec rc;
+		/* A malformed record goes with its neighbours (the persist counts it). */
+		uint64_t ns = pd_parse(p, rl, &rc) ? pd_to_ns(r, rc.raw_ts) : dt->take_last_ns;
+		if (!st->oldest_ns)
+			st->oldest_ns = ns;
+		if (ns > horizon_ns || blk->nrec + n >= PD_RES_CAP) {
+			*stop = ada_detail_rec_ring_pos(sn, p);
+			*held = ns > horizon_ns;
+			if (*held)
+				dt->take_stop_ns = ns;
+			break;
+		}
+		struct ada_detail_rec h;
+		memcpy(&h, to + at, sizeof(h));
+		h.pos8 += delta;
+		memcpy(to + at, &h, sizeof(h));
+		n++;
+		st->bytes += off - at;
+		dt->take_last_ns = ns;
+	}
+	if (blk->nrec == 0)
+		blk->snap.begin = sn->begin;
+	memset(blk->res + blk->nrec, 0, n * sizeof(*blk->res));
+	blk->bytes += *stop == UINT64_MAX ? sn->bytes : at;
+	blk->nrec += n;
+	return n;
+}
+
+/* A live take: from where the last stopped, straight into window
+ * memory's blocks (one copy of each record, no snapshot buffer between),
+ * the overwritten counter read around the first copy as pd_look does
+ * (needed steady only when the program overwrote past that place: the
+ * gap it counts). Sets dt->taken_end. */
+static int pd_take_direct(struct ada_recorder *r, struct wal_thread *t, struct wal_tdetail *dt,
+                          uint64_t horizon_ns, uint64_t room, struct wal_detail_stats *st,
+                          uint64_t *over, bool *steady, uint64_t *lost_bytes)
+{
+	uint64_t from = dt->taken_end, added = 0;
+	bool first = true, fresh = false;
+	dt->take_held = false;
+	/* Each round fills a block or ends the take: bounded by the ring. */
+	for (int round = 0; round < 1 << 12; round++) {
+		struct pd_part *blk = pd_take_block(r, dt, from, fresh, room, &added);
+		if (!blk) {
+			st->budget_spent = true; /* the rest waits in the ring */
+			break;
+		}
+		struct ada_detail_snapshot sn;
+		uint64_t limit = PD_REC_CAP - blk->bytes;
+		int e = 0;
+		for (int i = 0; i < PD_LOOKS; i++) {
+			*over = first ? pd_counter(t) : *over;
+			e = ada_detail_ring_snapshot_part(t->p->arena, t->slot, from, limit,
+			                                  blk->buf + blk->bytes, limit, &sn);
+			*steady = first ? pd_counter(t) == *over : *steady;
+			if (e < 0 || !first || *steady || sn.lost_bytes == 0)
+				break;
+		}
+		if (e < 0)
+			return e;
+		*lost_bytes = first ? sn.lost_bytes : *lost_bytes;
+		first = false;
+		uint64_t stop;
+		bool held;
+		uint64_t n = pd_take_check(r, dt, blk, &sn, horizon_ns, st, &stop, &held);
+		st->records += n;
+		from = stop != UINT64_MAX ? stop : sn.end;
+		dt->take_held = held;
+		/* Past the horizon, or at the ring's head: done. Else the block
+		 * is full (its bytes or records): the next one. */
+		if (held || (stop == UINT64_MAX && !sn.cut))
+			break;
+		fresh = n == 0 || stop != UINT64_MAX || sn.cut;
+	}
+	dt->taken_end = from;
+	return 0;
+}
+
 int wal_detail_take(struct ada_recorder *r, struct wal_thread *t, uint64_t horizon_ns,
                     uint64_t room, struct wal_detail_stats *st)
 {
@@ -259,17 +380,24 @@ int wal_detail_take(struct ada_recorder *r, struct wal_thread *t, uint64_t horiz
 		pd_resolve(t, dt);
 		return 0;
 	}
-	struct ada_detail_snapshot snap;
-	uint64_t over = 0, in_ring = 0, taken = dt->taken;
+	struct ada_detail_snapshot snap = {0};
+	uint64_t over = 0, in_ring = 0, taken = dt->taken, end;
 	uint64_t lo_ns = dt->take_stop_ns > dt->take_last_ns ? dt->take_stop_ns : dt->take_last_ns;
-	bool steady = true, look;
-	int e = pd_take_look(r, t, dt, horizon_ns == UINT64_MAX, &snap, &over, &steady, &look);
+	bool steady = true, look = false;
+	int e;
+	if (dt->taken_ok && horizon_ns != UINT64_MAX) {
+		e = pd_take_direct(r, t, dt, horizon_ns, room, st, &over, &steady,
+		                   &snap.lost_bytes);
+		end = dt->taken_end;
+	} else {
+		e = pd_take_look(r, t, dt, horizon_ns == UINT64_MAX, &snap, &over, &steady, &look);
+		end = e == 0 ? pd_take_walk(r, dt, &snap, horizon_ns, room, st, &in_ring) : 0;
+	}
 	if (e == -ENODATA)
 		return 0; /* no detail ring in this arena */
 	if (e < 0)
 		return e;
 	dt->overwritten += pd_overwritten(dt, over);
-	uint64_t end = pd_take_walk(r, dt, &snap, horizon_ns, room, st, &in_ring);
 	dt->taken += st->records;
 	dt->taken_end = end;
 	dt->taken_ok = true;

@@ -47,9 +47,6 @@
 #define FLIGHT_PASS_BYTES (4ull << 20)
 #define FLIGHT_PASS_MAX_NS 20000000ull
 #define FLIGHT_PASS_MIN_NS 100000ull
-/* Window memory (wal_detail_take) by default: the records the live
- * persist has not reached yet wait there, not in the rings. */
-#define FLIGHT_MEM_DEFAULT (512ull << 20)
 
 /* ---- set-up ---- */
 
@@ -60,7 +57,7 @@ int wal_flight_init(struct ada_recorder *r)
 		o.max_windows = ADA_TRIGGER_DEFAULT_MAX_WINDOWS;
 	int rc = ada_trigger_engine_new(&o, &r->flight.trig);
 	wal_flight_yield_init(&r->flight.yield, r->o.persist_share_pct);
-	r->flight.mem_limit = r->o.window_mem_bytes ? r->o.window_mem_bytes : FLIGHT_MEM_DEFAULT;
+	r->flight.mem_limit = r->o.window_mem_bytes; /* 0: takes only within the pass's budget */
 	for (size_t i = 0; rc == 0 && i < r->o.ntriggers; i++)
 		rc = ada_trigger_add(r->flight.trig, &r->o.triggers[i], 0,
 		                     NULL); /* armed from the start */
@@ -401,6 +398,24 @@ static bool flight_earlier_spent(const struct ada_recorder *r, const struct wal_
 	return false;
 }
 
+static uint64_t flight_horizon(const struct ada_recorder *r);
+
+/* Without window memory (--window-mem-mb not given): the take comes
+ * within the live persist's budget (and its yield), of what the pass may
+ * write, so records wait in the ring as before it. */
+static void flight_take_in_budget(struct ada_recorder *r, struct wal_thread *t,
+                                  const struct wal_detail_budget *budget)
+{
+	uint64_t held = wal_detail_taken_bytes(t);
+	struct wal_detail_stats st;
+	if (held >= budget->bytes ||
+	    wal_detail_take(r, t, flight_horizon(r), budget->bytes - held, &st) < 0)
+		return;
+	r->flight.backlog |= st.budget_spent;
+	if (st.gap.records)
+		flight_gap(r, t, &st.gap);
+}
+
 /* Window wi's records still in t's ring; budget: the pass's bytes (NULL:
  * all of them, at a thread's or a process's end). Threads whose file is
  * final have closed their detail file: whatever their ring still held
@@ -416,6 +431,8 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 		r->flight.backlog = true; /* the next pass goes on */
 		return;
 	}
+	if (budget && !r->flight.mem_limit)
+		flight_take_in_budget(r, t, budget);
 	struct wal_detail_stats st = {.fill = &fw->fill};
 	uint64_t head = ada_detail_ring_head(t->p->arena, t->slot);
 	if (flight_copy_same(t, fw, w, head)) {
@@ -531,7 +548,7 @@ static void flight_take_guarded(struct ada_recorder *r, struct wal_proc *p, uint
  * counted apart from the yielding persist's). */
 static void flight_take(struct ada_recorder *r)
 {
-	uint64_t horizon = r->pass_room_min > 0 ? flight_horizon(r) : 0;
+	uint64_t horizon = r->pass_room_min > 0 && r->flight.mem_limit ? flight_horizon(r) : 0;
 	if (!horizon)
 		return;
 	uint64_t cpu0 = wal_flight_cpu_ns();

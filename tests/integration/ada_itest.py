@@ -2255,7 +2255,7 @@ def flight_window_mem(ada, work, rep, prog, scenario):
     full = scenario == "window_mem_full"
     argv = [prog, "0.5", "50", "2000"]
     opts = ["--detail-mb", "4", "--pre-roll-sec", "3600", "--post-roll-sec", "3600",
-            "--trigger", "symbol=mark_point"] + (["--window-mem-mb", "2"] if full else [])
+            "--trigger", "symbol=mark_point", "--window-mem-mb", "2" if full else "512"]
     env = dict(os.environ)
     env["ADA_TEST_FLIGHT_CONTENDED"] = "1"
     out_dir = os.path.join(work, "out")
@@ -2297,7 +2297,7 @@ def flight_window_mem(ada, work, rep, prog, scenario):
     else:
         rep.check(c.get("window_mem_limit") == 512 << 20 and c.get("window_mem_full") == 0
                   and c.get("window_mem_peak", 0) > 0 and c.get("take_cpu_ns", 0) > 0,
-                  "window memory should have held the records (default 512 MiB): %r" % c)
+                  "window memory should have held the records (512 MiB): %r" % c)
         kept = sum(t.get("bytes", 0) for t in w.get("threads", []))
         rep.check(ring and kept > 4 * ring,
                   "the window kept %r bytes of detail, not more than 4 rings (%r): the takes "

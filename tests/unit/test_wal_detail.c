@@ -1271,8 +1271,9 @@ static void test_take_memory(void **state)
 	assert_true(wal_detail_taken_bytes(&d.t) > 0);
 	uint64_t held = d.r.flight.mem_bytes;
 	assert_int_equal(held, wal_detail_taken_bytes(&d.t));
-	/* the rest; then the ring laps many times over every one of them */
-	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX, UINT64_MAX, &st), 0);
+	/* the rest (a live take: straight into the block); then the ring
+	 * laps many times over every one of them */
+	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, UINT64_MAX, &st), 0);
 	assert_int_equal(st.records, 30);
 	assert_int_equal(d.r.flight.mem_bytes, held); /* one block holds them all */
 	/* 800 more records (the index ring holds 1 024 events): the
@@ -1296,7 +1297,7 @@ static void test_take_memory(void **state)
 	 * ring overwrote before any take reached them: exactly those */
 	assert_int_equal(wal_detail_taken_bytes(&d.t), 0);
 	assert_int_equal(d.r.flight.mem_bytes, 0);
-	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX, UINT64_MAX, &st), 0);
+	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, UINT64_MAX, &st), 0);
 	ada_arena_slot_info(x.a, d.t.slot, &si);
 	assert_int_equal(st.gap.records,
 	                 si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN] - 40);
