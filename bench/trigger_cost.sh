@@ -7,7 +7,8 @@
 # Two programs:
 #   trigrate  tests/targets/t_trigrate_O2 (a busy loop calling mark_point()
 #             every 100 ms; --trigger symbol=mark_point; `every 0`: the
-#             same run without marks, so without windows)
+#             same run without marks, so without windows; windows+mem:
+#             with --window-mem-mb 512)
 #   redis     redis-server + redis-benchmark SET (when installed), with
 #             --trigger symbol=setCommand (each SET fires; the hold-off
 #             merges them into windows written all along) against
@@ -31,9 +32,11 @@ volume() {
 	echo " $(du -sm "$OUT/s" | cut -f1) MB on disk"
 }
 
-trigrate() { # every_ms -> the program's rate
+trigrate() { # every_ms [ada options] -> the program's rate
+	local every=$1
+	shift
 	rm -rf "$OUT/s"
-	"$ADA" record --out "$OUT/s" --trigger symbol=mark_point -- "$T" 3 "$1" "$SPIN" \
+	"$ADA" record --out "$OUT/s" --trigger symbol=mark_point "$@" -- "$T" 3 "$every" "$SPIN" \
 		2>"$OUT/err" | sed -E 's/.*rate=([0-9]+).*/\1/'
 	grep -oE "waited [0-9]+ times \([0-9.]+ s" "$OUT/err" | head -1 | sed 's/^/  # /'
 	volume
@@ -61,6 +64,8 @@ for i in $(seq "$REPS"); do
 	echo "trigrate untraced $("$T" 3 100 "$SPIN" | sed -E 's/.*rate=([0-9]+).*/\1/')"
 	echo "trigrate no-windows $(trigrate 0)"
 	echo "trigrate windows $(trigrate 100)"
+	# window memory: the records wait in the recorder's memory, not the ring
+	echo "trigrate windows+mem $(trigrate 100 --window-mem-mb 512)"
 	if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
 		echo "redis no-windows $(redis_run debugCommand)"
 		echo "redis windows $(redis_run setCommand)"

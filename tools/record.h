@@ -35,6 +35,7 @@ struct rec_args {
 	int detail_mode; /* enum ada_detail_mode */
 	uint64_t stack_bytes, detail_mb;
 	uint64_t persist_share;    /* --persist-share, percent */
+	uint64_t window_mem_mb;    /* --window-mem-mb, MiB (0: the default) */
 	bool detail_fp;            /* --detail-fp: the records carry xmm0..7 */
 	int detail_overflow;       /* --detail-overflow: 1 wait, 0 overwrite, -1 not given */
 	char detail_symbols[1024]; /* every --detail-symbols, ','-joined (manifest) */

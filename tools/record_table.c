@@ -352,6 +352,17 @@ static int record_opt_holdoff(struct rec_args *a, const struct record_opt *o, co
 	return 0;
 }
 
+static int record_opt_window_mem(struct rec_args *a, const struct record_opt *o, const char *v)
+{
+	if (record_opt_u64(a, o, v) < 0)
+		return -1;
+	if (a->window_mem_mb == 0 || a->window_mem_mb > 65536) {
+		ada_log("--window-mem-mb wants MiB from 1 to 65536, not '%s'", v);
+		return -1;
+	}
+	return 0;
+}
+
 static int record_opt_persist_share(struct rec_args *a, const struct record_opt *o, const char *v)
 {
 	if (record_opt_u64(a, o, v) < 0)
@@ -581,6 +592,12 @@ static const struct record_opt record_table[] = {
      "program may slow while windows are written)",
      ADA_PERSIST_SHARE_DEFAULT,
      .tests = "e2e.flight_window_lost_yield e2e.flight_window_share_full"},
+    {"window-mem-mb", "N", record_opt_window_mem, F(window_mem_mb),
+     "windows take their detail records out of the rings\n"
+     "every pass into at most N MiB of the recorder's\n"
+     "memory, where they wait to be written while the CPU\n"
+     "is contended (default: none; the copy costs CPU)",
+     .tests = "e2e.flight_window_mem"},
     {"duration", "SEC", record_opt_duration, F(duration_ns),
      "detach after SEC seconds (fractions allowed)", .tests = "e2e.attach_duration",
      .flags = RECORD_OPT_ATTACH},

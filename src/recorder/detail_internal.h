@@ -133,17 +133,36 @@ struct wal_detail_stats {
  * created or written; the index file stays valid). */
 int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,
                        uint64_t to_ns, struct wal_detail_stats *st);
-/* wal_detail_persist() for a trigger window while the program runs
- * (flight.c), in bounded steps. first: the window's first call on t,
- * which looks at the whole ring (the pre-roll it achieved, the records
- * overwritten before anyone decided them); a later call copies the ring
- * only from the first record an earlier call left undecided, and looks
- * at the whole ring again only when the program overwrote that record
- * meanwhile. budget (NULL: none): detail bytes the call may persist and
- * its deadline; it stops at the record that would go past either
- * (st->budget_spent) and takes off what it wrote. st->fill, set by the
- * caller (NULL: not counted), counts every record the call decided. 0 or
- * -errno, as wal_detail_persist(). */
+/* Window memory, the first of a window's two steps (issue 32): takes
+ * the records of t's detail ring that no earlier take took, up to the
+ * first one newer than horizon_ns (no open window wants it yet), out of
+ * the ring into the recorder's memory (r->flight.mem_*), at most room
+ * bytes of them (less: r->flight.mem_full counted, the rest left in the
+ * ring). A copy, nothing encoded: cheap enough for every pass whatever
+ * the yield says, so records wait in memory for the second step instead
+ * of in a ring the program overwrites. The thread's first take looks at
+ * the whole ring (the pre-roll); later ones copy from where the last
+ * stopped, and count what the ring overwrote before a take reached it
+ * (st->gap, loss.c: its windows' window_lost; st->oldest_ns: the oldest
+ * record that look found untaken). st->records / st->bytes: taken. 0 or
+ * -errno. */
+int wal_detail_take(struct ada_recorder *r, struct wal_thread *t, uint64_t horizon_ns,
+                    uint64_t room, struct wal_detail_stats *st);
+/* Frees the window-memory blocks kept for reuse (the recorder's end). */
+void wal_detail_pool_free(struct ada_recorder *r);
+/* Bytes of t's records in window memory (taken, not decided yet). */
+uint64_t wal_detail_taken_bytes(const struct wal_thread *t);
+/* The second step: a trigger window's records in t's window memory
+ * (wal_detail_take), decided in ring order as wal_detail_persist() does,
+ * in bounded steps while the program runs. budget (NULL: none; the
+ * thread's or process's end, a rotation: a take of everything left in
+ * the ring comes first, its gap in st->gap): detail bytes the call may
+ * persist and its deadline; it stops at the record that would go past
+ * either (st->budget_spent) and takes off what it wrote. Decided records
+ * leave window memory. first: unused (every call goes on from the first
+ * record left undecided). st->fill, set by the caller (NULL: not
+ * counted), counts every record the call decided. 0 or -errno, as
+ * wal_detail_persist(). */
 int wal_detail_persist_window(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,
                               uint64_t to_ns, bool first, struct wal_detail_budget *budget,
                               struct wal_detail_stats *st);

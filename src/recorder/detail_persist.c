@@ -40,48 +40,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "atf.h"
-#include "ring.h"
-#include "detail_internal.h"
-#include "recorder_internal.h"
-
-#define PD_LOOKS 4 /* snapshots a window's look may take for a steady counter */
-/* Ring bytes a window's later call copies at most: the post-roll copies
- * what is new, a little at a time, not the whole ring each time. */
-#define PD_PART_BYTES (1ull << 20)
-
-struct wal_tdetail {
-	struct wal_dfile *df; /* detail.atf, NULL until the first record */
-	uint64_t from;        /* detail ring position to snapshot from */
-	uint64_t hwm;         /* records linked below this were decided */
-	uint64_t over_seen;   /* the slot's overwritten counter at the previous call */
-	uint64_t decided;     /* records decided (persisted or passed over), ever */
-	uint64_t last_ns;     /* timestamp of the last record decided (0: none yet) */
-	uint64_t stop_ns;     /* ... of the first one a call left undecided (0: none yet) */
-	uint64_t gap_counted; /* records found overwritten undecided (wal_gap_count) */
-	/* The last gap was counted from a moving counter: the next look may
-	 * find more of it (its bounds, for the windows' shares). */
-	bool gap_short;
-	uint64_t gap_lo, gap_hi;
-	/* Totals over the thread's life (manifest). */
-	uint64_t records, bytes, overwritten, unlinked, files;
-	uint64_t lost;           /* --detail always: overwritten before persisted (drops) */
-	uint64_t waits, wait_ns; /* --detail always: the thread's waits for room (the slot's) */
-	/* Records a failed write (a full disk) cut from its detail files when
-	 * they were finished, their index events unlinked; files removed
-	 * because not even the cut file could be sealed (wal_detail_close). */
-	uint64_t cut, removed;
-	bool settle; /* the next call is the thread's (or file's) last: look whole */
-	/* Windows: the ring position of the first record the last call left
-	 * undecided, where the next call's copy may start (wfrom_ok). */
-	uint64_t wfrom;
-	bool wfrom_ok;
-	/* One past the ring position of the last record decided for a bad
-	 * link (pd_locate): a later look finds it decided, as records below
-	 * hwm (whose link it could not move: a link the target made up). */
-	uint64_t bad_upto;
-	int error;
-};
+#include "detail_pd.h"
 
 /* What one call walks with: the window, the byte budget (NULL: none),
  * and where the first record it leaves undecided sits in the ring. */
@@ -89,21 +48,24 @@ struct pd_walk_ctl {
 	uint64_t from_ns, to_ns;
 	struct wal_detail_budget *budget;
 	const struct ada_detail_snapshot *snap;
-	uint64_t resume; /* ring position of the first undecided record */
-	bool all;        /* every record of the snapshot was decided */
+	uint64_t resume;     /* ring position of the first undecided record */
+	size_t resume_off;   /* ... its offset in the buffer walked */
+	uint64_t resume_ord; /* ... and its ordinal there */
+	bool all;            /* every record walked was decided */
 	/* The index ring's head read after the snapshot: a record linked at
 	 * or past it links to no event (pd_index_head). */
 	uint64_t index_head;
+	const struct pd_res *res; /* the walked record's event as read before (NULL: none) */
 };
 
-static struct wal_tdetail *pd_state(struct wal_thread *t)
+struct wal_tdetail *pd_state(struct wal_thread *t)
 {
 	if (!t->dt)
 		t->dt = calloc(1, sizeof(*t->dt));
 	return t->dt;
 }
 
-static uint64_t pd_to_ns(const struct ada_recorder *r, uint64_t raw)
+uint64_t pd_to_ns(const struct ada_recorder *r, uint64_t raw)
 {
 	return r->use_tsc ? ada_tsc_clock_to_ns(&r->clk, raw) : raw;
 }
@@ -127,8 +89,8 @@ static int pd_buffer(struct ada_recorder *r, struct wal_thread *t)
 
 /* A snapshot of the slot's ring from `from` into the recorder's buffer,
  * of at most `limit` ring bytes. */
-static int pd_snapshot_part(struct ada_recorder *r, struct wal_thread *t, uint64_t from,
-                            uint64_t limit, struct ada_detail_snapshot *snap)
+int pd_snapshot_part(struct ada_recorder *r, struct wal_thread *t, uint64_t from, uint64_t limit,
+                     struct ada_detail_snapshot *snap)
 {
 	int e = pd_buffer(r, t);
 	if (e < 0)
@@ -143,14 +105,7 @@ static int pd_snapshot(struct ada_recorder *r, struct wal_thread *t, uint64_t fr
 	return pd_snapshot_part(r, t, from, UINT64_MAX, snap);
 }
 
-/* One ring record, checked and unpacked. */
-struct pd_rec {
-	uint64_t raw_ts, link, fn;
-	uint32_t type, flags, stack;
-	const uint64_t *w; /* its words */
-};
-
-static bool pd_parse(const void *p, uint32_t len, struct pd_rec *out)
+bool pd_parse(const void *p, uint32_t len, struct pd_rec *out)
 {
 	const uint64_t *w = p; /* snapshot records are 8-byte aligned */
 	if (len < ADA_DREC_RETURN_WORDS * 8)
@@ -241,10 +196,31 @@ static enum pd_verdict pd_unlinked(uint64_t ns, uint64_t from_ns, uint64_t to_ns
 	return ns > to_ns ? PD_STOP : PD_UNLINKED;
 }
 
+/* The record's index event as t's index file has it now (*ev): not
+ * taken yet (PD_RES_NONE), none to read (an earlier generation, lost, or
+ * read no more), or read: the record's, or not (function, kind, a link
+ * already set). */
+enum pd_res_state pd_read_event(struct wal_thread *t, const struct pd_rec *rc,
+                                struct atf_index_event *ev)
+{
+	if (rc->link >= t->ring_next)
+		return PD_RES_NONE; /* not taken yet: its timestamp is not known yet */
+	if (rc->link < t->file_ring_base || rc->link >= t->file_ring_hole || !t->f)
+		return PD_RES_NOEVENT; /* an earlier generation, or lost */
+	uint64_t seq = rc->link - t->file_ring_base;
+	if (seq >= ATF_NO_DETAIL || wal_file_event_read(t->f, seq, ev) < 0)
+		return PD_RES_NOEVENT;
+	uint32_t kind = ada_atf_detail_is_call(rc->type) ? ATF_EVENT_CALL : ATF_EVENT_RETURN;
+	if (ev->function_id != rc->fn || ev->event_kind != kind || ev->detail_seq != ATF_NO_DETAIL)
+		return PD_RES_OTHER;
+	return PD_RES_MATCH;
+}
+
 /* Where the record's index event is, and whether it is the record's. A
  * link at or past the index ring's head names no event (the target made
  * it up): waited for, it would keep its window open for ever; decided
- * now, by its own timestamp, as a bad link. */
+ * now, by its own timestamp, as a bad link. The event is read now, or
+ * was read while the record waited in window memory (c->res). */
 static enum pd_verdict pd_locate(struct wal_thread *t, const struct pd_walk_ctl *c,
                                  const struct pd_rec *rc, uint64_t ns, uint64_t *seq,
                                  struct atf_index_event *ev)
@@ -254,21 +230,24 @@ static enum pd_verdict pd_locate(struct wal_thread *t, const struct pd_walk_ctl 
 		enum pd_verdict v = pd_unlinked(ns, from_ns, to_ns);
 		return v == PD_UNLINKED ? PD_BAD_LINK : v;
 	}
-	if (rc->link >= t->ring_next)
-		return PD_LATER; /* not taken yet: its timestamp is not known yet */
-	if (rc->link < t->file_ring_base || rc->link >= t->file_ring_hole || !t->f)
-		return pd_unlinked(ns, from_ns, to_ns); /* an earlier generation, or lost */
-	*seq = rc->link - t->file_ring_base;
-	if (*seq >= ATF_NO_DETAIL || wal_file_event_read(t->f, *seq, ev) < 0)
+	struct pd_res now;
+	const struct pd_res *res = c->res;
+	if (!res || res->state == PD_RES_NONE) {
+		now.state = pd_read_event(t, rc, ev);
+		now.ts = ev->timestamp_ns;
+		res = &now;
+	}
+	if (res->state == PD_RES_NONE)
+		return PD_LATER;
+	if (res->state == PD_RES_NOEVENT)
 		return pd_unlinked(ns, from_ns, to_ns);
-	uint32_t kind = ada_atf_detail_is_call(rc->type) ? ATF_EVENT_CALL : ATF_EVENT_RETURN;
-	if (ev->timestamp_ns < from_ns)
+	*seq = rc->link - t->file_ring_base;
+	ev->timestamp_ns = res->ts;
+	if (res->ts < from_ns)
 		return PD_SKIP;
-	if (ev->timestamp_ns > to_ns)
+	if (res->ts > to_ns)
 		return PD_STOP;
-	if (ev->function_id != rc->fn || ev->event_kind != kind || ev->detail_seq != ATF_NO_DETAIL)
-		return PD_UNLINKED;
-	return PD_WRITE;
+	return res->state == PD_RES_MATCH ? PD_WRITE : PD_UNLINKED;
 }
 
 /* Appends the record and patches its index event. */
@@ -308,7 +287,7 @@ static int pd_write(struct wal_thread *t, struct wal_tdetail *dt, const struct p
 
 /* The slot's overwritten-record counter. It starts at 0 with the slot's
  * owner (ada_arena_slot_free zeroes it before the next one). */
-static uint64_t pd_counter(struct wal_thread *t)
+uint64_t pd_counter(struct wal_thread *t)
 {
 	struct ada_slot_info si;
 	ada_arena_slot_info(t->p->arena, t->slot, &si);
@@ -320,7 +299,7 @@ static uint64_t pd_counter(struct wal_thread *t)
  * event before it commits its record: a record the snapshot holds links
  * below it), and at most one ring past what the drain took (a head the
  * target wrote beyond that quarantines its slot at the next take). */
-static uint64_t pd_index_head(struct wal_thread *t)
+uint64_t pd_index_head(struct wal_thread *t)
 {
 	struct ada_slot_info si;
 	ada_arena_slot_info(t->p->arena, t->slot, &si);
@@ -330,7 +309,7 @@ static uint64_t pd_index_head(struct wal_thread *t)
 }
 
 /* The counter as a delta since the last call. */
-static uint64_t pd_overwritten(struct wal_tdetail *dt, uint64_t now)
+uint64_t pd_overwritten(struct wal_tdetail *dt, uint64_t now)
 {
 	uint64_t d = now >= dt->over_seen ? now - dt->over_seen : 0;
 	dt->over_seen = now;
@@ -340,8 +319,8 @@ static uint64_t pd_overwritten(struct wal_tdetail *dt, uint64_t now)
 /* A snapshot from `from` and the counter that goes with it (*over: read
  * before it; *steady: the same after it, so no record was overwritten
  * during the look and *over counts exactly the records before it). */
-static int pd_look(struct ada_recorder *r, struct wal_thread *t, uint64_t from, uint64_t limit,
-                   struct ada_detail_snapshot *snap, uint64_t *over, bool *steady)
+int pd_look(struct ada_recorder *r, struct wal_thread *t, uint64_t from, uint64_t limit,
+            struct ada_detail_snapshot *snap, uint64_t *over, bool *steady)
 {
 	int e = 0;
 	for (int i = 0; i < PD_LOOKS; i++) {
@@ -444,21 +423,32 @@ static bool pd_decide(struct wal_thread *t, struct wal_tdetail *dt, struct pd_wa
 	return true;
 }
 
-/* Walks the snapshot; c->all: every record in it was decided, else
- * c->resume is the first one left. *in_ring: records in it that earlier
- * calls decided. */
+/* Walks the records of buf (c->snap's, `bytes` of them) from *offp;
+ * c->all (the caller sets it, and c->resume, before the first buffer):
+ * every record walked was decided, else c->resume is the first one left
+ * and *offp its offset (every record decided: bytes). *in_ring: records
+ * that earlier calls decided. Past the first undecided record the walk
+ * only counts what waits, and not at all once the budget is spent (the
+ * window stays open for the backlog anyway). */
 static void pd_walk(struct ada_recorder *r, struct wal_thread *t, struct wal_tdetail *dt,
-                    struct pd_walk_ctl *c, struct wal_detail_stats *st, uint64_t *in_ring)
+                    struct pd_walk_ctl *c, const void *buf, size_t bytes, size_t *offp,
+                    struct pd_res *res, uint64_t *ordp, struct wal_detail_stats *st,
+                    uint64_t *in_ring)
 {
-	size_t off = 0;
+	size_t off = *offp, at = off;
+	uint64_t k = *ordp;
 	uint32_t rl;
 	const void *p;
-	c->all = true;
-	c->resume = c->snap->end;
-	while ((p = ada_detail_rec_next(r->dsnap.buf, c->snap->bytes, &off, &rl))) {
+	bool was_all = c->all;
+	for (; (p = ada_detail_rec_next(buf, bytes, &off, &rl)); at = off, k++) {
+		if (!c->all && st->budget_spent)
+			break;
+		c->res = res ? &res[k] : NULL;
 		struct pd_rec rc = {0};
 		if (!pd_parse(p, rl, &rc)) {
-			st->unlinked++; /* malformed (the target wrote it): counted, skipped */
+			/* Malformed (the target wrote it): counted once, when its
+			 * turn is decided, and skipped. */
+			st->unlinked += c->all;
 			continue;
 		}
 		uint64_t pos = ada_detail_rec_ring_pos(c->snap, p);
@@ -477,8 +467,11 @@ static void pd_walk(struct ada_recorder *r, struct wal_thread *t, struct wal_tde
 			st->waiting_in += later && ns <= c->to_ns && ns >= c->from_ns;
 			continue;
 		}
-		if (!pd_decide(t, dt, c, &rc, p, rl, ns, st))
+		if (!pd_decide(t, dt, c, &rc, p, rl, ns, st)) {
+			c->resume_off = at;
+			c->resume_ord = k;
 			continue;
+		}
 		if (st->fill) /* what filled the ring: in the window or not */
 			wal_fill_add(st->fill, rc.fn, rl);
 		if (rc.link >= c->index_head)
@@ -488,14 +481,21 @@ static void pd_walk(struct ada_recorder *r, struct wal_thread *t, struct wal_tde
 		dt->decided++;
 		dt->last_ns = ns;
 	}
+	c->res = NULL;
+	if (c->all) {
+		*offp = bytes;
+		*ordp = k;
+	} else if (was_all) {
+		*offp = c->resume_off;
+		*ordp = c->resume_ord;
+	}
 }
 
 /* What this window's look found overwritten before anyone decided it
  * (loss.c): between the first record left undecided before the look (or
  * the thread's first event) and the oldest record the look still found. */
-static void pd_gap(const struct wal_thread *t, struct wal_tdetail *dt, uint64_t over,
-                   uint64_t in_ring, uint64_t decided, uint64_t lo_ns, bool steady,
-                   struct wal_detail_stats *st)
+void pd_gap(const struct wal_thread *t, struct wal_tdetail *dt, uint64_t over, uint64_t in_ring,
+            uint64_t decided, uint64_t lo_ns, bool steady, struct wal_detail_stats *st)
 {
 	uint64_t n = wal_gap_count(in_ring, over, decided, dt->gap_counted);
 	struct wal_gap g = {
@@ -584,35 +584,11 @@ static void pd_fd_limit_note(struct ada_recorder *r, struct wal_thread *t)
 	         t->dir, lim);
 }
 
-/* A window's copy from where the last call stopped (dt->wfrom), of at
- * most PD_PART_BYTES, with the overwritten counter read around it as in
- * pd_look. Every record before wfrom was decided and none after it, so
- * when the program overwrote past wfrom (lost_bytes) no decided record
- * is left in the ring and this copy counts the gap as a whole look would
- * (pd_gap, in_ring 0). false: no such place (the first call): look at
- * the whole ring. After a gap counted from a moving counter, the next
- * look must count the decided records still in the ring: none when this
- * copy finds the program overwrote past wfrom, so it counts the rest of
- * the gap as a whole look would; otherwise (some decided records may be
- * left before wfrom) false: the whole ring. A persist held back
- * (flight_yield.c) resumes after the ring lapped wfrom, and a whole look
- * each time (the ring, up to PD_LOOKS times) cost more than the records
- * it then had room for. */
-static bool pd_resume(struct ada_recorder *r, struct wal_thread *t, struct pd_walk_ctl *c,
-                      struct ada_detail_snapshot *snap, uint64_t *over, bool *steady, int *e)
-{
-	struct wal_tdetail *dt = t->dt;
-	if (!dt->wfrom_ok)
-		return false;
-	/* Without a budget (a thread's or process's end): all that is left. */
-	*e = pd_look(r, t, dt->wfrom, c->budget ? PD_PART_BYTES : UINT64_MAX, snap, over, steady);
-	return !dt->gap_short || (*e == 0 && snap->lost_bytes > 0);
-}
-
-/* One call: all_time (--detail always), a window's whole look, or a
- * window's copy from where the last one stopped (resume). */
+/* One call: all_time (--detail always) or a whole look at the ring for
+ * [from_ns, to_ns] (tests: a window's two steps are wal_detail_take and
+ * wal_detail_persist_window). */
 static int pd_persist(struct ada_recorder *r, struct wal_thread *t, struct pd_walk_ctl *c,
-                      bool resume, struct wal_detail_stats *st)
+                      struct wal_detail_stats *st)
 {
 	struct wal_tdetail *dt = pd_state(t);
 	struct wal_fill *fill = st->fill; /* the caller's, kept */
@@ -630,12 +606,8 @@ static int pd_persist(struct ada_recorder *r, struct wal_thread *t, struct pd_wa
 	uint64_t over = 0, in_ring = 0, decided = dt->decided;
 	/* The oldest a record no call decided can be: the gap's lower bound. */
 	uint64_t lo_ns = dt->stop_ns > dt->last_ns ? dt->stop_ns : dt->last_ns;
-	bool steady = true, look = !all_time, resumed = false;
+	bool steady = true, look = !all_time;
 	int e = all_time ? pd_snapshot(r, t, dt->from, &snap) : 0;
-	if (!all_time && resume && pd_resume(r, t, c, &snap, &over, &steady, &e)) {
-		look = false;
-		resumed = true;
-	}
 	/* --detail always: every record before `from` was decided, so a copy
 	 * that still starts at `from` lost nothing. One the producer overtook
 	 * (lost_bytes), or after a gap counted from a moving counter, looks
@@ -655,24 +627,23 @@ static int pd_persist(struct ada_recorder *r, struct wal_thread *t, struct pd_wa
 		return 0; /* no detail ring in this arena (--detail never) */
 	if (e < 0)
 		return e;
-	if (!look && !resumed)
+	if (!look)
 		over = pd_counter(t); /* the ring lapping: no record lost */
-	bool gap_look = look || (resumed && snap.lost_bytes > 0);
 	st->overwritten = pd_overwritten(dt, over);
 	uint64_t failed = t->f ? ada_wal_file_patch_failed(t->f) : 0;
+	size_t off = 0;
 	c->snap = &snap;
 	c->index_head = pd_index_head(t);
-	pd_walk(r, t, dt, c, st, &in_ring);
-	if (resumed && snap.cut && c->all)
-		st->budget_spent = true; /* the copy stopped short: more to take */
+	c->all = true;
+	c->resume = snap.end;
+	uint64_t ord = 0;
+	pd_walk(r, t, dt, c, r->dsnap.buf, snap.bytes, &off, NULL, &ord, st, &in_ring);
 	if (c->all)
 		dt->from = snap.end;
-	dt->wfrom = c->resume;
-	dt->wfrom_ok = !all_time;
 	if (all_time)
 		pd_release_decided(t, dt);
 	pd_flush_links(t, dt, failed, st);
-	if (gap_look)
+	if (look)
 		pd_gap(t, dt, over, in_ring, decided, lo_ns, steady, st);
 	pd_account(t, dt, all_time, st);
 	wal_budget_detail_sync(r, t); /* counted by the budget as it grows */
@@ -687,15 +658,48 @@ int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t fr
 	struct wal_detail_stats local, *s = st ? st : &local;
 	struct pd_walk_ctl c = {.from_ns = from_ns, .to_ns = to_ns};
 	s->fill = NULL; /* only a window's copies count what filled the ring */
-	return pd_persist(r, t, &c, false, s);
+	return pd_persist(r, t, &c, s);
 }
 
 int wal_detail_persist_window(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,
                               uint64_t to_ns, bool first, struct wal_detail_budget *budget,
                               struct wal_detail_stats *st)
 {
+	(void)first;
+	struct wal_tdetail *dt = pd_state(t);
+	struct wal_fill *fill = st->fill; /* the caller's, kept */
+	struct wal_detail_stats tk = {0};
+	if (!budget) { /* the end: everything left in the ring first */
+		int e = wal_detail_take(r, t, UINT64_MAX, UINT64_MAX, &tk);
+		if (e < 0 && e != -ENOMEM)
+			return e;
+	}
+	memset(st, 0, sizeof(*st));
+	st->fill = fill;
+	st->gap = tk.gap;
+	if (!dt)
+		return -ENOMEM;
+	if (!t->p->arena || t->done)
+		return 0;
 	struct pd_walk_ctl c = {.from_ns = from_ns, .to_ns = to_ns, .budget = budget};
-	return pd_persist(r, t, &c, !first, st);
+	uint64_t in_ring = 0, failed = t->f ? ada_wal_file_patch_failed(t->f) : 0;
+	c.index_head = pd_index_head(t);
+	c.all = true;
+	for (struct pd_part *pt = dt->parts; pt; pt = pt->next) {
+		c.snap = &pt->snap;
+		c.resume = pt->snap.end;
+		pd_walk(r, t, dt, &c, pt->buf, pt->bytes, &pt->off, pt->res, &pt->first, st,
+		        &in_ring);
+		if (!c.all && st->budget_spent)
+			break;
+	}
+	pd_parts_free(r, dt, false);
+	pd_flush_links(t, dt, failed, st);
+	pd_account(t, dt, false, st);
+	wal_budget_detail_sync(r, t); /* counted by the budget as it grows */
+	if (st->fd_limited)
+		pd_fd_limit_note(r, t);
+	return dt->error;
 }
 
 int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t *oldest_ns,
@@ -845,6 +849,11 @@ static void pd_after_cut(struct ada_recorder *r, struct wal_thread *t, struct wa
 uint64_t wal_detail_close(struct ada_recorder *r, struct wal_thread *t, uint32_t gen)
 {
 	struct wal_tdetail *dt = t->dt;
+	/* The thread's end: what window memory still holds no window took
+	 * (past their ends, or waiting for index events never taken now). A
+	 * rotation keeps it: the next generation's windows may want it. */
+	if (dt && gen == UINT32_MAX)
+		pd_parts_free(r, dt, true);
 	if (!dt || !dt->df)
 		return 0;
 	struct wal_dfile_end end;
@@ -873,6 +882,10 @@ void wal_detail_free(struct wal_thread *t)
 	if (t->dt && t->dt->df)
 		wal_dfile_finish(t->dt->df, &end);
 	free(end.unsure);
+	for (struct pd_part *pt = t->dt ? t->dt->parts : NULL, *nx; pt; pt = nx) {
+		nx = pt->next;
+		free(pt);
+	}
 	free(t->dt);
 	t->dt = NULL;
 }

@@ -517,7 +517,9 @@ static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
 		return;
 	/* A generation is its index and detail files: under --detail always
 	 * the detail file can be many times the index file. */
-	if (t->f && ada_wal_file_disk_bytes(t->f) + wal_detail_file_bytes(t) >= r->budget.gen_bytes)
+	uint64_t bytes = t->f ? ada_wal_file_disk_bytes(t->f) + wal_detail_file_bytes(t) : 0;
+	if (t->f && bytes >= r->budget.gen_bytes &&
+	    !wal_flight_rotate_later(r, t, bytes, r->budget.gen_bytes))
 		drain_rotate(r, t);
 	drain_budget_hold(r);
 }

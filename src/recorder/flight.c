@@ -57,6 +57,7 @@ int wal_flight_init(struct ada_recorder *r)
 		o.max_windows = ADA_TRIGGER_DEFAULT_MAX_WINDOWS;
 	int rc = ada_trigger_engine_new(&o, &r->flight.trig);
 	wal_flight_yield_init(&r->flight.yield, r->o.persist_share_pct);
+	r->flight.mem_limit = r->o.window_mem_bytes; /* 0: takes only within the pass's budget */
 	for (size_t i = 0; rc == 0 && i < r->o.ntriggers; i++)
 		rc = ada_trigger_add(r->flight.trig, &r->o.triggers[i], 0,
 		                     NULL); /* armed from the start */
@@ -68,6 +69,7 @@ void wal_flight_fini(struct ada_recorder *r)
 	ada_trigger_engine_free(r->flight.trig);
 	r->flight.trig = NULL;
 	wal_flight_yield_fini(&r->flight.yield);
+	wal_detail_pool_free(r);
 }
 
 struct ada_trigger_engine *ada_recorder_triggers(struct ada_recorder *r)
@@ -411,6 +413,24 @@ static bool flight_earlier_spent(const struct ada_recorder *r, const struct wal_
 	return false;
 }
 
+static uint64_t flight_horizon(const struct ada_recorder *r);
+
+/* Without window memory (--window-mem-mb not given): the take comes
+ * within the live persist's budget (and its yield), of what the pass may
+ * write, so records wait in the ring as before it. */
+static void flight_take_in_budget(struct ada_recorder *r, struct wal_thread *t,
+                                  const struct wal_detail_budget *budget)
+{
+	uint64_t held = wal_detail_taken_bytes(t);
+	struct wal_detail_stats st;
+	if (held >= budget->bytes ||
+	    wal_detail_take(r, t, flight_horizon(r), budget->bytes - held, &st) < 0)
+		return;
+	r->flight.backlog |= st.budget_spent;
+	if (st.gap.records)
+		flight_gap(r, t, &st.gap);
+}
+
 /* Window wi's records still in t's ring; budget: the pass's bytes (NULL:
  * all of them, at a thread's or a process's end). Threads whose file is
  * final have closed their detail file: whatever their ring still held
@@ -426,6 +446,8 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 		r->flight.backlog = true; /* the next pass goes on */
 		return;
 	}
+	if (budget && !r->flight.mem_limit)
+		flight_take_in_budget(r, t, budget);
 	struct wal_detail_stats st = {.fill = &fw->fill};
 	uint64_t head = ada_detail_ring_head(t->p->arena, t->slot);
 	if (flight_copy_same(t, fw, w, head)) {
@@ -464,7 +486,6 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 	fw->records += st.records;
 	fw->bytes += st.bytes;
 	fw->unlinked += st.unlinked;
-	fw->overwritten += st.overwritten;
 	if (fw->calls == 1)
 		fw->oldest_ns = st.oldest_ns;
 	if (st.newest_ns > fw->newest_ns)
@@ -493,6 +514,65 @@ static void flight_thread_windows(struct ada_recorder *r, struct wal_thread *t)
 	for (size_t wi = flight_next_open(r, SIZE_MAX); wi != SIZE_MAX;
 	     wi = flight_next_open(r, wi))
 		flight_persist_thread(r, t, wi, ada_trigger_window_at(r->flight.trig, wi), NULL);
+}
+
+/* The newest time an open window wants (0: none open). */
+static uint64_t flight_horizon(const struct ada_recorder *r)
+{
+	uint64_t h = 0;
+	for (size_t wi = 0; wi < ada_trigger_window_count(r->flight.trig); wi++) {
+		const struct ada_trigger_window *w = ada_trigger_window_at(r->flight.trig, wi);
+		if (!w->closed && w->to_ns > h)
+			h = w->to_ns;
+	}
+	return h;
+}
+
+/* The first of a window's two steps, for every live thread of p: its
+ * records out of the ring into window memory (wal_detail_take), within
+ * the window-memory budget whatever the yield says: a copy, not the
+ * encoding and writing the yield holds back. A take stopped by the
+ * budget leaves a backlog (the windows stay open for it). */
+static void flight_take_proc(struct ada_recorder *r, struct wal_proc *p, uint64_t horizon)
+{
+	for (size_t j = 0; j < p->nthreads; j++) {
+		struct wal_thread *t = p->threads[j];
+		if (!t->f || t->done)
+			continue;
+		uint64_t used = r->flight.mem_bytes, lim = r->flight.mem_limit;
+		struct wal_detail_stats st;
+		if (wal_detail_take(r, t, horizon, used < lim ? lim - used : 0, &st) < 0)
+			continue;
+		if (st.budget_spent) {
+			r->flight.mem_full++;
+			r->flight.backlog = true;
+		}
+		if (st.gap.records)
+			flight_gap(r, t, &st.gap);
+	}
+}
+
+/* p's arena may be truncated by its process under our mapping: a SIGBUS
+ * skips it (the drain's next pass finds the arena shrunk and says so). */
+static void flight_take_guarded(struct ada_recorder *r, struct wal_proc *p, uint64_t horizon)
+{
+	WAL_GUARDED(p->arena, flight_take_proc(r, p, horizon), (void)0);
+}
+
+/* Every open window's records out of every live thread's ring (their CPU
+ * counted apart from the yielding persist's). */
+static void flight_take(struct ada_recorder *r)
+{
+	uint64_t horizon = r->pass_room_min > 0 && r->flight.mem_limit ? flight_horizon(r) : 0;
+	if (!horizon)
+		return;
+	uint64_t cpu0 = wal_flight_cpu_ns();
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct wal_proc *p = r->procs[i];
+		if (!p->finished && p->arena)
+			flight_take_guarded(r, p, horizon);
+	}
+	r->flight.take_cpu_ns += wal_flight_cpu_ns() - cpu0;
 }
 
 /* p's arena may be truncated by its process under our mapping: a SIGBUS
@@ -586,6 +666,10 @@ static void flight_persist(struct ada_recorder *r, uint64_t now)
 	r->flight.passes++;
 	r->flight.backlog = false;
 	r->flight.waiting = false;
+	/* The takes, first: none while an index ring this pass read is at
+	 * its high watermark (the index lane comes first; the detail rings
+	 * are larger). */
+	flight_take(r);
 	/* The persist's CPU, taken as a window's (none: nothing to persist). */
 	bool timed = r->flight.budget.bytes > 0 && ada_trigger_window_count(r->flight.trig);
 	if (timed)
@@ -608,6 +692,24 @@ static void flight_persist(struct ada_recorder *r, uint64_t now)
 		    !(r->flight.waiting && flight_window_waiting(r, wi)))
 			ada_trigger_window_close(r->flight.trig, wi);
 	}
+}
+
+bool wal_flight_rotate_later(struct ada_recorder *r, struct wal_thread *t, uint64_t bytes,
+                             uint64_t gen_bytes)
+{
+	if (r->o.detail_mode != ADA_DETAIL_TRIGGERED || !wal_detail_taken_bytes(t)) {
+		t->rotate_waited = false;
+		return false;
+	}
+	/* Half a generation more at most: the disk budget holds four. */
+	if (bytes - gen_bytes >= gen_bytes / 2) {
+		r->flight.rotate_forced++;
+		t->rotate_waited = false;
+		return false;
+	}
+	r->flight.rotate_deferred += !t->rotate_waited;
+	t->rotate_waited = true;
+	return true;
 }
 
 void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t)
@@ -973,6 +1075,14 @@ static json_t *flight_stats(struct ada_recorder *r)
 	json_object_set_new(o, "persist_cpu_ns", json_integer((json_int_t)y->cpu_ns));
 	json_object_set_new(o, "persist_contended", json_integer((json_int_t)y->contended));
 	json_object_set_new(o, "persist_yielded", json_integer((json_int_t)y->held));
+	json_object_set_new(o, "window_mem_limit", json_integer((json_int_t)r->flight.mem_limit));
+	json_object_set_new(o, "window_mem_peak", json_integer((json_int_t)r->flight.mem_peak));
+	json_object_set_new(o, "window_mem_full", json_integer((json_int_t)r->flight.mem_full));
+	json_object_set_new(o, "take_cpu_ns", json_integer((json_int_t)r->flight.take_cpu_ns));
+	json_object_set_new(o, "rotations_deferred",
+	                    json_integer((json_int_t)r->flight.rotate_deferred));
+	json_object_set_new(o, "rotations_forced",
+	                    json_integer((json_int_t)r->flight.rotate_forced));
 	json_object_set_new(o, "stack_mismatches", json_integer((json_int_t)s.stack_mismatch));
 	return o;
 }

@@ -89,8 +89,7 @@ static bool yield_read(struct wal_flight_yield *y, uint64_t *run, uint64_t *dela
 	return true;
 }
 
-/* The drain thread's CPU time, ns. */
-static uint64_t yield_cpu_ns(void)
+uint64_t wal_flight_cpu_ns(void)
 {
 	struct timespec ts;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
@@ -132,12 +131,12 @@ uint64_t wal_flight_yield_room(struct wal_flight_yield *y, uint64_t now_ns)
 
 void wal_flight_yield_begin(struct wal_flight_yield *y)
 {
-	y->cpu_at = yield_cpu_ns();
+	y->cpu_at = wal_flight_cpu_ns();
 }
 
 void wal_flight_yield_end(struct wal_flight_yield *y)
 {
-	uint64_t now = yield_cpu_ns();
+	uint64_t now = wal_flight_cpu_ns();
 	uint64_t d = now > y->cpu_at ? now - y->cpu_at : 0;
 	y->used_ns += d;
 	y->cpu_ns += d;

@@ -74,6 +74,7 @@ struct wal_thread {
 	 * recording of many windows does not hold one entry per window before. */
 	struct wal_flight_tw *fw;
 	size_t fw_base, nfw;
+	bool rotate_waited; /* its rotation waits for window memory (wal_flight_rotate_later) */
 	/* What no window took of its gaps yet (flight.c; NULL: none) */
 	struct wal_gaps_kept *gaps_kept;
 	/* Records windows' walks passed over (before their ranges) that no
@@ -370,6 +371,8 @@ void wal_flight_yield_fini(struct wal_flight_yield *y);
 /* The persist CPU left to this interval (UINT64_MAX: no cap; 0: hold
  * back), starting a new interval when the last one is over. */
 uint64_t wal_flight_yield_room(struct wal_flight_yield *y, uint64_t now_ns);
+/* The calling thread's CPU time, ns (CLOCK_THREAD_CPUTIME_ID). */
+uint64_t wal_flight_cpu_ns(void);
 /* Around a pass's live persist: its CPU, taken from the interval's room. */
 void wal_flight_yield_begin(struct wal_flight_yield *y);
 void wal_flight_yield_end(struct wal_flight_yield *y);
@@ -393,6 +396,21 @@ struct wal_flight {
 	bool waiting;
 	struct wal_flight_yield yield; /* the CPU the live persist may take */
 	bool yield_held;               /* this pass's budget is 0 for the program's sake */
+	/* Window memory (detail_persist.c wal_detail_take): the records the
+	 * open windows want, taken out of the detail rings every pass into
+	 * the recorder's memory, where they wait for the live persist (the
+	 * part the yield holds back) instead of in a ring the program
+	 * overwrites. At most mem_limit bytes (every thread's together);
+	 * mem_full: passes in which a take stopped at it (what it left in
+	 * the ring may be overwritten: window_lost). */
+	uint64_t mem_bytes, mem_peak, mem_limit, mem_full;
+	void *mem_pool; /* free blocks kept for reuse (detail_persist.c) */
+	uint32_t mem_pool_n;
+	uint64_t take_cpu_ns; /* the takes' CPU, the whole run */
+	/* Rotations put off while a thread's records waited in window
+	 * memory (wal_flight_rotate_later), and rotations made with records
+	 * still there (their persist, unbudgeted, made at once). */
+	uint64_t rotate_deferred, rotate_forced;
 };
 
 /* The detail ring snapshot buffer (detail_persist.c). */
@@ -743,6 +761,13 @@ void wal_flight_after_pass(struct ada_recorder *r);
 /* t's index file is about to be finalized or rotated: the open windows
  * take what they want of its ring first. */
 void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t);
+/* Whether t's rotation (its files at bytes, a generation gen_bytes) waits:
+ * records of t in window memory link to events of the file a rotation
+ * finalizes, so it would persist them all at once, whatever the yield
+ * says. It waits while they are there, up to half a generation more
+ * (then made, counted as forced). */
+bool wal_flight_rotate_later(struct ada_recorder *r, struct wal_thread *t, uint64_t bytes,
+                             uint64_t gen_bytes);
 void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p);
 /* heap.c: a fixed mmap threshold (once, before the drain starts), and the
  * arenas trimmed at the drain's tick after a process finished. */

@@ -128,7 +128,8 @@ static uint64_t detail_compact(uint8_t *buf, uint64_t from, uint64_t len, uint64
 		if (step == 0 || in + step > len)
 			break; /* cannot happen for intact bytes; stop safely */
 		if (!(w & RING_DETAIL_PAD)) {
-			memmove(buf + out, buf + in, step);
+			if (out != in) /* in place until the first pad: no copy */
+				memmove(buf + out, buf + in, step);
 			/* d <= ADA_DETAIL_MAX_BYTES: a word offset fits 32 bits */
 			uint32_t pos8 = (uint32_t)((in - from) / 8);
 			memcpy(buf + out + offsetof(struct ada_detail_rec, pos8), &pos8,
@@ -148,7 +149,8 @@ int ada_detail_ring_snapshot_part(struct ada_arena *a, uint32_t slot, uint64_t f
 	if (slot >= a->nslots)
 		return -EINVAL;
 	uint64_t d = ring_slot_detail_bytes(a, slot);
-	if (d == 0 || cap < d || !buf || !snap || ((uintptr_t)buf & 7) != 0)
+	/* What is copied is at most d bytes, and at most limit. */
+	if (d == 0 || cap < (limit < d ? limit : d) || !buf || !snap || ((uintptr_t)buf & 7) != 0)
 		return -EINVAL;
 	struct ada_detail_hdr *h = ring_detail_hdr(a, slot);
 	/* Pairs with the release store of head in ada_detail_reserve() (ring.h). */

@@ -2267,6 +2267,69 @@ def flight_checker_catches(ada, work, rep, prog):
     fault("detail_crc", detail_edit=lambda db: put(db, 64 + 24 + 8, 8, 1), keep_crc=False)
 
 
+def flight_window_mem(ada, work, rep, prog, scenario):
+    """Window memory (issue 32): a window open over a busy program
+    (t_trigrate, a 4 MiB detail ring) whose every live persist is held
+    back as on a contended CPU (ADA_TEST_FLIGHT_CONTENDED). window_mem:
+    the takes carried the window's records out of the ring into memory,
+    so the window kept far more than the ring holds (its end persisted
+    them; no live persist ran); window_mem_full: with 2 MiB of window
+    memory the takes stop at it, counted, and the rest is window_lost.
+    Either way the window's every call and return is linked,
+    window_lost or unlinked, exactly (the window is the whole run: no
+    gap crosses its edges)."""
+    full = scenario == "window_mem_full"
+    argv = [prog, "0.5", "50", "2000"]
+    opts = ["--detail-mb", "4", "--pre-roll-sec", "3600", "--post-roll-sec", "3600",
+            "--trigger", "symbol=mark_point", "--window-mem-mb", "2" if full else "512"]
+    env = dict(os.environ)
+    env["ADA_TEST_FLIGHT_CONTENDED"] = "1"
+    out_dir = os.path.join(work, "out")
+    cmd, rc, out, err = ada.record(out_dir, argv, env, opts)
+    rep.note("repro: ADA_TEST_FLIGHT_CONTENDED=1 %s" % " ".join(cmd))
+    if not rep.check(rc == 0, "ada record exited %d: %s" % (rc, err[-2000:])):
+        return
+    session = find_session(out_dir, err, rep)
+    check_arena_gone(rep, session)
+    ada.validate(session, rep)
+    pid_dir, m = flight_manifest(rep, session)
+    c = m.get("flight_recorder", {}).get("counts", {})
+    wins = flight_windows(m)
+    rep.note("counts %r" % c)
+    if not rep.check(len(wins) == 1, "expected one window: %r" % wins):
+        return
+    w = wins[0]
+    rep.check(c.get("persist_cpu_ns") == 0 and c.get("persist_contended", 0) > 0,
+              "every live persist should have been held back: %r" % c)
+    events = ada.dump(pid_dir)
+    made = [e for e in events if e.get("kind") in ("call", "return")
+            and w["from_ns"] <= e["ts"] <= w["to_ns"]]
+    linked = sum(1 for e in made if isinstance(e.get("detail"), dict))
+    lost = w.get("window_lost", 0)
+    unlinked = sum(t.get("unlinked", 0) for t in w.get("threads", []))
+    passed = (w.get("window_missed") or {}).get("passed_over", 0)
+    rep.note("window: index %d linked %d window_lost %d unlinked %d passed_over %d" % (
+        len(made), linked, lost, unlinked, passed))
+    rep.check(linked == w.get("records") and len(made) == linked + lost + unlinked + passed,
+              "the window's calls and returns (%d) should be its records (%d, window %r) + "
+              "window_lost (%d) + unlinked (%d) + passed_over (%d)" % (
+                  len(made), linked, w.get("records"), lost, unlinked, passed))
+    ring = m.get("detail", {}).get("ring_bytes", 0)
+    if full:
+        rep.check(c.get("window_mem_limit") == 2 << 20 and c.get("window_mem_full", 0) > 0
+                  and lost > 0,
+                  "2 MiB of window memory: takes should stop at it (window_mem_full), the "
+                  "rest window_lost: %r, window_lost %d" % (c, lost))
+    else:
+        rep.check(c.get("window_mem_limit") == 512 << 20 and c.get("window_mem_full") == 0
+                  and c.get("window_mem_peak", 0) > 0 and c.get("take_cpu_ns", 0) > 0,
+                  "window memory should have held the records (512 MiB): %r" % c)
+        kept = sum(t.get("bytes", 0) for t in w.get("threads", []))
+        rep.check(ring and kept > 4 * ring,
+                  "the window kept %r bytes of detail, not more than 4 rings (%r): the takes "
+                  "did not carry its records while the persist was held back" % (kept, ring))
+
+
 def flight_threads(ada, work, rep, prog, scenario):
     """Threads around a crash (issue 34, tests/targets/t_latethread.c).
     late_thread: a thread started just before the crash, which the
@@ -2333,6 +2396,8 @@ def cmd_flight(args, ada, work, rep):
         return flight_checker_catches(ada, work, rep, prog)
     if args.scenario in ("late_thread", "ended_thread"):
         return flight_threads(ada, work, rep, prog, args.scenario)
+    if args.scenario in ("window_mem", "window_mem_full"):
+        return flight_window_mem(ada, work, rep, prog, args.scenario)
     mode, opts, status = FLIGHT[args.scenario]
     untraced = run((args.emulator.split() if args.emulator else []) + [prog, mode])
     if untraced[0] != status:
@@ -2813,7 +2878,8 @@ def main():
     fl = sub.add_parser("flight", help="flight recorder scenarios on tests/targets/t_flight")
     fl.add_argument("scenario", choices=sorted(FLIGHT) + ["bad_options", "recover_killed",
                                                           "checker_catches",
-                                                          "late_thread", "ended_thread",
+                                                          "late_thread", "ended_thread", "window_mem",
+                                                          "window_mem_full",
                                                           "time_whole", "time_wrap",
                                                           "time_never"])
     fl.add_argument("program")

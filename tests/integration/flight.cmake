@@ -17,6 +17,16 @@ foreach(s crash_segv crash_abort crash_overflow crash_recovered latency symbol m
   ada_e2e_test(e2e.flight_${s} ada_itest.py
                ARGS --name flight_${s} flight ${s} ${ADA_TGT_DIR}/t_flight_O2)
 endforeach()
+# Window memory (issue 32): every live persist held back over a busy
+# program (tests/targets/t_trigrate.c).
+foreach(s window_mem window_mem_full)
+  add_test(NAME e2e.flight_${s}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ada_itest.py
+                   --ada $<TARGET_FILE:ada> --work ${CMAKE_BINARY_DIR}/itest-work
+                   --name flight_${s} flight ${s} ${ADA_TGT_DIR}/t_trigrate_O2)
+  set_tests_properties(e2e.flight_${s} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 150
+                       LABELS "e2e")
+endforeach()
 # Threads around a crash (issue 34): one started just before it, one that
 # ended inside the pre-roll (tests/targets/t_latethread.c).
 foreach(s late_thread ended_thread)

@@ -1110,6 +1110,7 @@ static void pdrain_close(struct pdrain *d)
 	assert_int_equal(ada_wal_file_finalize(d->t.f, &s), 0);
 	d->t.f = NULL;
 	wal_detail_free(&d->t);
+	wal_detail_pool_free(&d->r);
 	ada_wal_io_free(d->io);
 	free(d->r.dsnap.buf);
 }
@@ -1302,6 +1303,77 @@ static void test_persist_waiting(void **state)
 	assert_int_equal(st.waiting, 0);
 	wscene_close(&s);
 	check_links(24);
+}
+
+/* Window memory (wal_detail_take): records taken out of the ring are
+ * persisted from memory after the ring overwrote them; a take without
+ * room takes nothing and says so; a take stops at the horizon (what no
+ * open window wants yet stays in the ring); what the ring overwrote
+ * before a take reached it is the gap, exactly; decided records leave
+ * memory. */
+static void test_take_memory(void **state)
+{
+	(void)state;
+	struct pfx x;
+	pfx_open(&x);
+	for (uint64_t i = 0; i < 20; i++) {
+		emit_one(&x, FN(i), true);
+		emit_one(&x, FN(i), false);
+	}
+	const struct atf_index_event *ev;
+	assert_int_equal(ada_index_ring_peek(x.a, ada_producer_tls.slot, &ev), 40);
+	uint64_t t9 = ev[9].timestamp_ns, t39 = ev[39].timestamp_ns;
+	struct pdrain d;
+	pdrain_open(&d, &x, "index.atf", 0);
+	take(&x, &d.t, 0, 20);
+	struct wal_detail_stats st;
+	/* no room: nothing taken, the budget named */
+	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX, 0, &st), 0);
+	assert_int_equal(st.records, 0);
+	assert_true(st.budget_spent);
+	assert_int_equal(wal_detail_taken_bytes(&d.t), 0);
+	/* the horizon: 0..9 taken, 10.. left in the ring */
+	assert_int_equal(wal_detail_take(&d.r, &d.t, t9, UINT64_MAX, &st), 0);
+	assert_int_equal(st.records, 10);
+	assert_false(st.budget_spent);
+	assert_int_equal(st.gap.records, 0);
+	assert_true(wal_detail_taken_bytes(&d.t) > 0);
+	uint64_t held = d.r.flight.mem_bytes;
+	assert_int_equal(held, wal_detail_taken_bytes(&d.t));
+	/* the rest (a live take: straight into the block); then the ring
+	 * laps many times over every one of them */
+	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, UINT64_MAX, &st), 0);
+	assert_int_equal(st.records, 30);
+	assert_int_equal(d.r.flight.mem_bytes, held); /* one block holds them all */
+	/* 800 more records (the index ring holds 1 024 events): the
+	 * detail ring (64 KiB) turns over every one of the 40 */
+	for (uint64_t i = 0; i < 400; i++) {
+		emit_one(&x, FN(100 + i), true);
+		emit_one(&x, FN(100 + i), false);
+	}
+	take(&x, &d.t, 0, 840);
+	struct ada_slot_info si;
+	ada_arena_slot_info(x.a, d.t.slot, &si);
+	assert_true(si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN] > 40);
+	/* the window [0, 39], with a budget: all 40 from memory */
+	struct wal_detail_budget b = {.bytes = UINT64_MAX, .deadline_ns = UINT64_MAX};
+	struct wal_detail_stats pst = {0};
+	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, 0, t39, false, &b, &pst), 0);
+	assert_int_equal(pst.records, 40);
+	assert_int_equal(pst.unlinked, 0);
+	assert_false(pst.budget_spent);
+	/* decided, they left memory; the next take finds the records the
+	 * ring overwrote before any take reached them: exactly those */
+	assert_int_equal(wal_detail_taken_bytes(&d.t), 0);
+	assert_int_equal(d.r.flight.mem_bytes, 0);
+	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, UINT64_MAX, &st), 0);
+	ada_arena_slot_info(x.a, d.t.slot, &si);
+	assert_int_equal(st.gap.records,
+	                 si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN] - 40);
+	assert_int_equal(st.records + st.gap.records, 800);
+	pdrain_close(&d);
+	check_links(40);
+	pfx_close(&x);
 }
 
 /* A record linked past the index ring's head names no event (the target
@@ -1512,6 +1584,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_direct_fallback, setup_none, teardown_direct),
 	    cmocka_unit_test_setup_teardown(test_persist_all, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_waiting, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_take_memory, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_arm64_return, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_bad_link, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_passed, setup, teardown),

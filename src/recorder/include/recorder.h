@@ -76,6 +76,10 @@ struct ada_recorder_opts {
 	 * live persist may take while the CPU is contended; 0: the default,
 	 * 100: never held back (flight_yield.c). */
 	uint32_t persist_share_pct;
+	/* Window memory: the most bytes of detail records the windows hold
+	 * in the recorder's memory, taken out of the rings, while their
+	 * persist is held back (flight.c); 0: the default. */
+	uint64_t window_mem_bytes;
 	const char *detail_symbols; /* manifest: --detail-symbols, NULL: every function */
 	/* The key-symbol spec from the start (--key-symbols, --detail-symbols,
 	 * --blob; src/keysym), copied; NULL: every hooked function. */

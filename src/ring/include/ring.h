@@ -589,8 +589,8 @@ int ada_detail_ring_snapshot(struct ada_arena *a, uint32_t slot, uint64_t from, 
                              size_t cap, struct ada_detail_snapshot *snap);
 /* The same, copying at most `limit` bytes of the ring from where it
  * starts: snap->end is then the position after the last whole record
- * copied (the next call's `from`). A drain that persists a little at a
- * time copies a little at a time. */
+ * copied (the next call's `from`); cap >= the smaller of limit and
+ * detail_bytes. A drain may copy a little at a time. */
 int ada_detail_ring_snapshot_part(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t limit,
                                   void *buf, size_t cap, struct ada_detail_snapshot *snap);
 /* The slot's oldest and newest records, read without copying the ring:
