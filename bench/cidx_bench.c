@@ -7,11 +7,14 @@
  * event. Single-threaded; by hand, not a test:
  *   build/bench/cidx_bench [events]
  *   build/bench/cidx_bench FILE.atf...   (the same on recorded index files)
+ *   build/bench/cidx_bench --ring [events [reps]]   (the drain's fused pass,
+ *       ada_cidx_enc_put_ring, on the same streams as ring events)
  *   build/bench/cidx_bench --sink FILE.atf...   (a compact file's export,
  *       ada_cidx_file_to_atf_fd as `ada export --format atf` calls it, into
  *       /dev/null: its wall and CPU time and peak RSS, without the cost of
  *       the output file's pages; for exports too big for the scratch disk)
  */
+#include <emmintrin.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +139,122 @@ static void bench_stream(const char *name, struct cs_gen *g)
 	free(out);
 }
 
+/* The drain's fused pass (ada_cidx_enc_put_ring) on a stream made ring
+ * events again (raw counter times at 0.6 ns a tick), in the drain's
+ * chunks of 256, with the trigger's stack (calls) and the recent window
+ * (keep) or without: each event the pass stops at goes the general way
+ * (converted, put(), pushed or popped, kept) as drain_chunk_fused()
+ * sends it. Returns the best ns/event of reps runs; *fused_out the share
+ * of events the fused pass took. */
+#define RING_MULT 2576980378ull /* 0.6 ns a tick, << 32 */
+#define RING_WIN (1u << 20)     /* the recent window, in events */
+static double bench_ring(const struct atf_index_event *raw, size_t n, bool stack, bool kept,
+                         int reps, double *fused_out)
+{
+	static uint8_t buf[256 << 10];
+	static struct ada_cidx_call fr[256];
+	struct ada_cidx_recent *win = aligned_alloc(64, RING_WIN * sizeof(*win));
+	double best = 1e9;
+
+	if (!win)
+		exit(1);
+	memset(win, 0, RING_WIN * sizeof(*win));
+	for (int r = 0; r < reps; r++) {
+		struct ada_cidx_enc *e;
+		struct ada_cidx_out o = {buf, 0, sizeof(buf)};
+		struct ada_cidx_calls calls = {fr, 256, 0, 0, 0};
+		struct ada_cidx_keep keep = {win, RING_WIN - 1, 0};
+		uint64_t last = 0;
+		size_t fused = 0;
+		int err;
+		if (ada_cidx_enc_new(0, &e))
+			exit(1);
+		double t0 = now_s();
+		for (size_t done = 0; done < n;) {
+			size_t want = n - done < 256 ? n - done : 256, k = 0;
+			while (k < want) {
+				struct ada_cidx_ring_conv cv = {.tsc0 = 0,
+				                                .ns0 = 0,
+				                                .mult = RING_MULT,
+				                                .d_max = UINT64_MAX / RING_MULT,
+				                                .last = last,
+				                                .tid = raw[0].thread_id,
+				                                .depth_max = 1u << 24};
+				size_t f = ada_cidx_enc_put_ring(e, raw + done + k, want - k, &cv,
+				                                 stack ? &calls : NULL,
+				                                 kept ? &keep : NULL, &o);
+				last = cv.last;
+				k += f;
+				fused += f;
+				if (k == want)
+					break;
+				struct atf_index_event x = raw[done + k];
+				uint64_t ts =
+				    (uint64_t)(((unsigned __int128)x.timestamp_ns * RING_MULT) >>
+				               32);
+				x.timestamp_ns = last = ts < last ? last : ts;
+				while (ada_cidx_enc_put(e, &x, 1, &o, &err) == 0) {
+					ada_cidx_enc_seal(e, &o);
+					o.len = 0;
+				}
+				if (stack && x.event_kind == ATF_EVENT_CALL)
+					fr[calls.head++ & 255] =
+					    (struct ada_cidx_call){.call_ns = x.timestamp_ns,
+					                           .fn_id = x.function_id,
+					                           .depth = x.call_depth};
+				else if (stack && calls.n)
+					calls.head--;
+				if (stack) {
+					calls.head &= 255;
+					calls.n = x.event_kind == ATF_EVENT_CALL
+					              ? (calls.n < 256 ? calls.n + 1 : 256)
+					              : (calls.n ? calls.n - 1 : 0);
+				}
+				if (kept) /* non-temporal, as the drain's (wal_cidx_keep()) */
+					_mm_stream_si128(
+					    (__m128i *)(void *)&win[keep.next++ & (RING_WIN - 1)],
+					    _mm_set_epi64x(
+					        (long long)x.function_id,
+					        (long long)(x.timestamp_ns | (uint64_t)x.event_kind
+					                                         << 62)));
+				k++;
+			}
+			done += want;
+		}
+		ada_cidx_enc_seal(e, &o);
+		double t = now_s() - t0;
+		best = t / (double)n * 1e9 < best ? t / (double)n * 1e9 : best;
+		*fused_out = (double)fused / (double)n;
+		ada_cidx_enc_free(e);
+	}
+	free(win);
+	return best;
+}
+
+/* The stream as ring events: times in counter ticks. */
+static void bench_ring_stream(const char *name, const struct cs_gen *g, int reps)
+{
+	struct atf_index_event *raw = malloc(g->n * sizeof(*raw));
+	if (!raw)
+		exit(1);
+	for (size_t i = 0; i < g->n; i++) {
+		raw[i] = g->ev[i];
+		raw[i].timestamp_ns = g->ev[i].timestamp_ns * 5 / 3;
+	}
+	printf("%-6s fused pass, ns/event (share fused):", name);
+	/* CIDX_BENCH_VARIANT=0..3 runs one (bit 0 stack, bit 1 keep): for callgrind. */
+	const char *only = getenv("CIDX_BENCH_VARIANT");
+	for (int v = 0; v < 4; v++) {
+		if (only && atoi(only) != v)
+			continue;
+		double share = 0, ns = bench_ring(raw, g->n, v & 1, v & 2, reps, &share);
+		printf("  %s%s %.2f (%.3f)", v & 1 ? "stack" : "-", v & 2 ? "+keep" : "", ns,
+		       share);
+	}
+	printf("\n");
+	free(raw);
+}
+
 /* A walk's events, in place (ada_atf_index_walk_fn). */
 static int bench_file_take(void *ctx, const struct atf_index_event *ev, uint64_t seq, uint64_t n)
 {
@@ -223,6 +342,21 @@ int main(int argc, char **argv)
 		return err;
 	}
 
+	if (argc > 1 && !strcmp(argv[1], "--ring")) {
+		size_t n = argc > 2 ? strtoull(argv[2], NULL, 0) : 4000000;
+		int reps = argc > 3 ? atoi(argv[3]) : 5;
+		cs_init(&g, n, 1);
+		cs_fib_stream(&g);
+		bench_ring_stream("fib", &g, reps);
+		free(g.ev);
+		if (getenv("CIDX_BENCH_FIB_ONLY"))
+			return 0;
+		cs_init(&g, n, 2);
+		cs_mixed_stream(&g);
+		bench_ring_stream("mixed", &g, reps);
+		free(g.ev);
+		return 0;
+	}
 	if (argc > 1 && (argv[1][0] < '0' || argv[1][0] > '9')) {
 		int err = 0;
 		for (int i = 1; i < argc; i++)

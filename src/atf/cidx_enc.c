@@ -22,43 +22,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__) && defined(__x86_64__)
-#include <emmintrin.h>
-#endif
 
 #include "atf_internal.h"
 #include "cidx_internal.h"
-
-struct cidx_link {
-	uint64_t seq;
-	uint64_t order; /* later links of one seq win */
-	uint32_t detail;
-};
-
-struct ada_cidx_enc {
-	struct cidx_model m;
-	uint32_t block_size;
-	bool open;
-	size_t bstart;     /* the open block's header in the caller's buffer */
-	uint64_t bseq;     /* its first seq */
-	uint64_t seq;      /* events coded */
-	uint64_t pos;      /* file offset of the next byte put() writes past o->len */
-	uint64_t base_pos; /* file offset of o->p[0] for the open block */
-	uint64_t t_first, t_last;
-	struct cidx_link *links;
-	size_t nlinks, cap_links;
-	/* What the link table will take at most (ada_cidx_enc_tail_size()):
-	 * exact for links that come in seq order, a bound for the others;
-	 * link_last/link_last_detail: the highest seq linked so far. */
-	uint64_t link_bytes, link_last;
-	uint32_t link_last_detail;
-	/* A link came at or below link_last: the table needs sorting. The
-	 * drain links in seq order, so a finish (a rotation, a thread's end)
-	 * skips the sort of what can be millions of links. */
-	bool links_unordered;
-	struct ada_cidx_btab_entry *btab;
-	size_t nblocks, cap_btab;
-};
 
 bool ada_cidx_is_compact(const void *buf, size_t len)
 {
@@ -99,16 +65,6 @@ uint64_t ada_cidx_enc_count(const struct ada_cidx_enc *e)
 uint64_t ada_cidx_enc_offset(const struct ada_cidx_enc *e)
 {
 	return e->pos;
-}
-
-static uint8_t *enc_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
 }
 
 static inline uint8_t *enc_tag(uint8_t *p, unsigned op, uint64_t dt)
@@ -211,7 +167,7 @@ static uint8_t *enc_raw_fid(struct cidx_model *m, uint64_t fid, uint8_t *mask, u
 		return p;
 	}
 	*mask |= 3u << CIDX_RAW_FID_SHIFT;
-	p = enc_varint(p, cidx_zigzag(fid - m->last_explicit));
+	p = cidx_put_varint(p, cidx_zigzag(fid - m->last_explicit));
 	cidx_model_explicit(m, fid);
 	return p;
 }
@@ -229,7 +185,7 @@ static uint8_t *enc_raw_depth(const struct cidx_model *m, uint32_t depth, uint8_
 		return p;
 	}
 	*mask |= 3u << CIDX_RAW_DEPTH_SHIFT;
-	return enc_varint(p, depth);
+	return cidx_put_varint(p, depth);
 }
 
 /* Any event: tag, mask, |delta|, then kind, fid, depth, tid as needed.
@@ -245,21 +201,21 @@ static uint8_t *enc_raw(struct cidx_model *m, const struct atf_index_event *e, u
 	mp = p++;
 	if (ts < m->ts) {
 		mask |= CIDX_RAW_TS_BACK;
-		p = enc_varint(p, m->ts - ts);
+		p = cidx_put_varint(p, m->ts - ts);
 	} else {
-		p = enc_varint(p, ts - m->ts);
+		p = cidx_put_varint(p, ts - m->ts);
 	}
 	if (kind >= ATF_EVENT_CALL && kind <= ATF_EVENT_EXCEPTION) {
 		mask |= (uint8_t)(kind - 1);
 	} else {
 		mask |= 3;
-		p = enc_varint(p, kind);
+		p = cidx_put_varint(p, kind);
 	}
 	p = enc_raw_fid(m, e->function_id, &mask, p);
 	p = enc_raw_depth(m, e->call_depth, &mask, p);
 	if (e->thread_id != m->tid) {
 		mask |= CIDX_RAW_TID;
-		p = enc_varint(p, e->thread_id);
+		p = cidx_put_varint(p, e->thread_id);
 	}
 	*mp = mask;
 	return p;
@@ -279,7 +235,7 @@ static inline uint8_t *enc_call(struct cidx_model *m, uint64_t fid, uint64_t dt,
 		return p;
 	}
 	p = enc_tag(p, CIDX_OP_CALL_NEW, dt);
-	p = enc_varint(p, cidx_zigzag(fid - m->last_explicit));
+	p = cidx_put_varint(p, cidx_zigzag(fid - m->last_explicit));
 	cidx_model_explicit(m, fid);
 	return p;
 }
@@ -303,7 +259,7 @@ static __attribute__((noinline)) uint8_t *enc_event(struct cidx_model *m,
 		p = enc_call(m, fid, dt, p);
 	else if (kind == ATF_EVENT_EXCEPTION && m->nk && m->fid[t] == fid &&
 	         cidx_depth_at(m, t) == depth)
-		p = enc_varint(enc_tag(p, CIDX_OP_EXT, CIDX_EXT_EXC), dt);
+		p = cidx_put_varint(enc_tag(p, CIDX_OP_EXT, CIDX_EXT_EXC), dt);
 	else
 		p = enc_raw(m, e, p);
 	m->ts = ts;
@@ -335,9 +291,9 @@ static inline uint8_t *enc_tag_fast(uint8_t *p, unsigned op, uint64_t dt)
  * each batch is at most as long as keeps every event's start at or below
  * lim, and the next batch starts only from an event at or below it, so a
  * block takes exactly the events that start at or below lim, wherever
- * the events were cut into calls (the fused pass,
- * ada_cidx_enc_put_ring(), asks the same before every event and codes
- * the same blocks). Returns the events taken. */
+ * the events were cut into calls (the fused pass, cidx_ring.c, cuts its
+ * stretches the same way and codes the same blocks). Returns the events
+ * taken. */
 static size_t enc_run(struct ada_cidx_enc *e, const struct atf_index_event *ev, size_t n,
                       uint8_t **pp, const uint8_t *lim, int *err)
 {
@@ -526,212 +482,6 @@ size_t ada_cidx_enc_put(struct ada_cidx_enc *e, const struct atf_index_event *ev
 	return i;
 }
 
-/* A word of a ring event, read once: the ring is shared with the
- * recorded program, so a value checked must be the value coded (a
- * relaxed load is never read again by the compiler, as a plain one may
- * be when a register spills). */
-typedef uint64_t cidx_ring_word __attribute__((may_alias));
-static inline uint64_t ring_word(const char *at)
-{
-	return __atomic_load_n((const cidx_ring_word *)(const void *)at, __ATOMIC_RELAXED);
-}
-
-#define CIDX_TS_KIND_MAX ((1ull << 62) - 1)
-
-/* One event into the caller's recent window (struct ada_cidx_keep). */
-static inline void ring_keep(struct ada_cidx_recent *at, uint64_t ts, uint64_t kind, uint64_t fid)
-{
-	uint64_t tk = ts > CIDX_TS_KIND_MAX ? 0 : ts | kind << 62;
-#if defined(__SSE2__) && defined(__x86_64__)
-	/* One 16-byte store: the cost goes with the stores, not bytes. */
-	_mm_stream_si128((__m128i *)(void *)at, _mm_set_epi64x((long long)fid, (long long)tk));
-#else
-	at->ts_kind = tk;
-	at->fid = fid;
-#endif
-}
-
-/* The fused pass (ada_cidx_enc_put_ring()), with or without the caller's
- * stack (stack is a constant in each copy). Each event: its four words
- * read once; time converted and clamped (cv); the checks of the drain's
- * conversion and the encoder's fast shapes in the same compares: bytes
- * 16-23 equal to ret_w2 or call_w2 say thread id and kind at once, bytes
- * 24-31 equal to the innermost frame's (a RETURN) or to cidx_dw(cur + 1)
- * (a CALL) say depth and no detail link at once. Whatever is not taken
- * here stops the pass before it: the caller gives that event the
- * general way. As in enc_run(), the values carried through arithmetic
- * live in registers, the rest in *m.
- * ada-long-function: one loop body per event is the point (a call per
- * event, or a step split out, puts the live values back in memory). */
-static inline __attribute__((always_inline)) size_t
-enc_ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
-             struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls,
-             struct ada_cidx_keep *keep, uint8_t **pp, const uint8_t *lim, const bool stack,
-             const bool kept)
-{
-	struct cidx_model *const m = &e->m;
-	uint32_t nk = m->nk, top = m->top;
-	uint8_t *p = *pp;
-	const uint64_t tsc0 = cv->tsc0, ns0 = cv->ns0, mult = cv->mult, d_max = cv->d_max;
-	const uint64_t ret_w2 = m->ret_w2, call_w2 = m->call_w2;
-	const uint32_t depth_max = cv->depth_max;
-	uint64_t last = cv->last;
-	struct ada_cidx_call *const fr = stack ? calls->fr : NULL;
-	const uint32_t fmask = stack ? calls->cap - 1 : 0, cap = stack ? calls->cap : 0;
-	uint32_t head = stack ? calls->head : 0, cnt = stack ? calls->n : 0;
-	struct ada_cidx_recent *const kat = kept ? keep->at : NULL;
-	const uint64_t kmask = kept ? keep->mask : 0;
-	uint64_t knext = kept ? keep->next : 0;
-	const char *x = (const char *)src, *const xend = x + n * sizeof(*src);
-
-	for (; x < xend && p <= lim; x += sizeof(*src)) {
-		/* The ring lines were just written on the producer's core:
-		 * asked for 2 KiB ahead, as the conversion did (drain_convert.c,
-		 * wal_convert_batch()); past the end they ask for nothing useful,
-		 * harmlessly. */
-		__builtin_prefetch(x + 64 * sizeof(*src));
-		const uint64_t raw = ring_word(x), fid = ring_word(x + 8);
-		const uint64_t w2 = ring_word(x + 16), w3 = ring_word(x + 24);
-		const uint64_t d = raw - tsc0;
-		if (__builtin_expect(d > d_max, 0))
-			break;
-		uint64_t t = ns0 + (uint64_t)(((unsigned __int128)d * mult) >> 32);
-		t = t < last ? last : t;
-		/* m->ts is last (checked at the start): the delta from the
-		 * register, not through a store and a load per event. */
-		const uint64_t dt = t - last;
-		if (__builtin_expect(dt > CIDX_TAG_DT_MAX, 0))
-			break;
-		if (w2 == ret_w2) {
-			const uint32_t ti = (top - 1) & (CIDX_FRAME_RING - 1);
-			if (!nk || m->fid[ti] != fid || m->dw[ti] != w3)
-				break;
-			if (stack) {
-				const struct ada_cidx_call *f = &fr[(head - 1) & fmask];
-				if (!cnt || f->depth != (uint32_t)w3 || f->fn_id != fid)
-					break;
-				head = (head - 1) & fmask;
-				cnt--;
-			}
-			p = enc_tag_fast(p, CIDX_OP_RET, dt);
-			top--;
-			nk--;
-			m->cur = (uint32_t)w3 - ((uint32_t)w3 != 0); /* 0 stays 0 */
-			if (kept)
-				ring_keep(&kat[knext++ & kmask], t, ATF_EVENT_RETURN, fid);
-		} else {
-			/* A CALL one deeper: its depth at most depth_max, which
-			 * leaves out the signal marker's bit. */
-			if (w2 != call_w2 || w3 != cidx_dw(m->cur + 1) || m->cur >= depth_max)
-				break;
-			const uint32_t depth = (uint32_t)w3;
-			if (stack) {
-				/* The engine's plain loop (src/trigger/eval.c): a
-				 * CALL that unwinds a frame or pushes one out is its
-				 * general path's. */
-				const uint32_t floor = cnt ? fr[(head - 1) & fmask].depth : 0;
-				if (depth - 1 < floor || cnt == cap)
-					break;
-			}
-			if (fid == m->last_call) {
-				p = enc_tag_fast(p, CIDX_OP_CALL_LAST, dt);
-			} else {
-				const uint32_t slot = cidx_slot(fid);
-				if (m->cache[slot] != fid)
-					break;
-				p = enc_tag_fast(p, CIDX_OP_CALL_SLOT + (slot >> 8), dt);
-				*p++ = (uint8_t)slot;
-			}
-			m->last_call = fid;
-			/* A leaf call: the next event is this frame's RETURN, in
-			 * time and with room to code it. Coded here, the pair
-			 * leaves both stacks as they were (as the engine's plain
-			 * loop skips it, eval_leaf()): nothing pushed or popped,
-			 * but for a full frame ring, whose oldest frame the push
-			 * would have forgotten. The next event's words are used
-			 * only when taken; else the loop reads them again. */
-			if (x + sizeof(*src) < xend && p <= lim) {
-				const char *y = x + sizeof(*src);
-				const uint64_t raw2 = ring_word(y), fid2 = ring_word(y + 8);
-				const uint64_t w2b = ring_word(y + 16), w3b = ring_word(y + 24);
-				const uint64_t d2 = raw2 - tsc0;
-				uint64_t t2 =
-				    ns0 + (uint64_t)(((unsigned __int128)d2 * mult) >> 32);
-				t2 = t2 < t ? t : t2;
-				if (w2b == ret_w2 && fid2 == fid && w3b == w3 && d2 <= d_max &&
-				    t2 - t <= CIDX_TAG_DT_MAX) {
-					p = enc_tag_fast(p, CIDX_OP_RET, t2 - t);
-					if (kept) {
-						ring_keep(&kat[knext++ & kmask], t, ATF_EVENT_CALL,
-						          fid);
-						ring_keep(&kat[knext++ & kmask], t2,
-						          ATF_EVENT_RETURN, fid);
-					}
-					nk -= nk == CIDX_FRAME_RING;
-					last = t2;
-					x = y;
-					continue;
-				}
-			}
-			if (stack) {
-				fr[head] = (struct ada_cidx_call){.call_ns = t,
-				                                  .fn_id = fid,
-				                                  .wait0 = calls->wait0,
-				                                  .depth = depth};
-				head = (head + 1) & fmask;
-				cnt++;
-			}
-			/* The frames below are shallower (cidx_model_apply()). */
-			m->fid[top & (CIDX_FRAME_RING - 1)] = fid;
-			m->dw[top & (CIDX_FRAME_RING - 1)] = w3;
-			top++;
-			nk += nk < CIDX_FRAME_RING;
-			m->cur = depth;
-			if (kept)
-				ring_keep(&kat[knext++ & kmask], t, ATF_EVENT_CALL, fid);
-		}
-		last = t;
-	}
-	m->ts = last;
-	m->nk = nk;
-	m->top = top;
-	cv->last = last;
-	if (stack) {
-		calls->head = head;
-		calls->n = cnt;
-	}
-	if (kept)
-		keep->next = knext;
-	*pp = p;
-	return (size_t)(x - (const char *)src) / sizeof(*src);
-}
-
-size_t ada_cidx_enc_put_ring(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
-                             struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls,
-                             struct ada_cidx_keep *keep, struct ada_cidx_out *o)
-{
-	if (!e->open || n == 0 || e->m.tid != cv->tid || e->m.ts != cv->last || o->len > o->cap)
-		return 0;
-	size_t lim = e->bstart + e->block_size < o->cap ? e->bstart + e->block_size : o->cap;
-	if (o->len + ADA_CIDX_EVENT_MAX > lim)
-		return 0; /* put() seals the block and opens the next */
-	uint8_t *p0 = o->p + o->len, *p = p0;
-	const uint8_t *plim = o->p + lim - ADA_CIDX_EVENT_MAX;
-	size_t k;
-	if (keep)
-		k = calls ? enc_ring_run(e, src, n, cv, calls, keep, &p, plim, true, true)
-		          : enc_ring_run(e, src, n, cv, NULL, keep, &p, plim, false, true);
-	else
-		k = calls ? enc_ring_run(e, src, n, cv, calls, NULL, &p, plim, true, false)
-		          : enc_ring_run(e, src, n, cv, NULL, NULL, &p, plim, false, false);
-	e->seq += k;
-	e->pos += (uint64_t)(p - p0);
-	o->len = (size_t)(p - o->p);
-	if (k)
-		e->t_last = e->m.ts;
-	return k;
-}
-
 void ada_cidx_file_header_fill(struct ada_cidx_file_header *h, const struct ada_atf_file_info *info,
                                uint32_t block_size)
 {
@@ -778,8 +528,8 @@ static size_t enc_link_table(struct ada_cidx_enc *e, uint8_t *buf, uint64_t *nli
 		if ((i + 1 < e->nlinks && e->links[i + 1].seq == l->seq) ||
 		    l->detail == ATF_NO_DETAIL) /* dropped (ada_cidx_enc_unlink_from) */
 			continue;
-		p = enc_varint(p, l->seq - next);
-		p = enc_varint(p, cidx_zigzag((uint64_t)((int64_t)l->detail - prev - 1)));
+		p = cidx_put_varint(p, l->seq - next);
+		p = cidx_put_varint(p, cidx_zigzag((uint64_t)((int64_t)l->detail - prev - 1)));
 		next = l->seq + 1;
 		prev = l->detail;
 		(*nlinks)++;

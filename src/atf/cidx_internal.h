@@ -138,6 +138,49 @@ static inline void cidx_model_explicit(struct cidx_model *m, uint64_t fid)
 	m->cache[cidx_slot(fid)] = fid;
 }
 
+static inline uint8_t *cidx_put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* The encoder (cidx_enc.c; its fused pass over a drain's ring,
+ * cidx_ring.c, codes into the same open block). */
+struct cidx_link {
+	uint64_t seq;
+	uint64_t order; /* later links of one seq win */
+	uint32_t detail;
+};
+
+struct ada_cidx_enc {
+	struct cidx_model m;
+	uint32_t block_size;
+	bool open;
+	size_t bstart;     /* the open block's header in the caller's buffer */
+	uint64_t bseq;     /* its first seq */
+	uint64_t seq;      /* events coded */
+	uint64_t pos;      /* file offset of the next byte put() writes past o->len */
+	uint64_t base_pos; /* file offset of o->p[0] for the open block */
+	uint64_t t_first, t_last;
+	struct cidx_link *links;
+	size_t nlinks, cap_links;
+	/* What the link table will take at most (ada_cidx_enc_tail_size()):
+	 * exact for links that come in seq order, a bound for the others;
+	 * link_last/link_last_detail: the highest seq linked so far. */
+	uint64_t link_bytes, link_last;
+	uint32_t link_last_detail;
+	/* A link came at or below link_last: the table needs sorting. The
+	 * drain links in seq order, so a finish (a rotation, a thread's end)
+	 * skips the sort of what can be millions of links. */
+	bool links_unordered;
+	struct ada_cidx_btab_entry *btab;
+	size_t nblocks, cap_btab;
+};
+
 /* Decodes block b of d into out and leaves in *m the state after its last
  * event (cidx_dec.c; the encoder's resume). */
 int cidx_dec_block_model(const struct ada_cidx_dec *d, size_t b, struct atf_index_event *out,

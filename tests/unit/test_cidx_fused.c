@@ -8,8 +8,9 @@
  * gaps past 65 us, time going back, recursion deeper than the encoder's
  * 64 known frames and the trigger's 256, exceptions, signal and wait
  * markers, detail links, another thread id, returns that match nothing,
- * times past the conversion's bound. The recent window the detail lane
- * reads is compared too. The general way gets the events in
+ * times past the conversion's bound, a frame at depth 0. The trigger
+ * stacks are compared every 6400 events, the recent window the detail
+ * lane reads at the end. The general way gets the events in
  * other chunk sizes than the fused one, so block ends that depended on
  * chunking would show. No clock is read.
  */
@@ -90,7 +91,12 @@ static uint64_t pick_fid(void)
 /* One odd event (or a few) of the kinds the fused pass leaves alone. */
 static void odd(struct gen *g)
 {
-	switch (rnd(8)) {
+	switch (rnd(9)) {
+	case 8: /* a frame at depth 0 (a longjmp seen late), returned from */
+		put(g, ATF_EVENT_CALL, 0x100000002ull, 0);
+		put(g, ATF_EVENT_RETURN, 0x100000002ull, 0);
+		g->depth = 0;
+		break;
 	case 0: /* an exception closing the innermost frame */
 		if (g->depth) {
 			put(g, ATF_EVENT_EXCEPTION, g->fid[g->depth & 1023], g->depth);
@@ -333,10 +339,17 @@ static void run(bool trig, bool names, bool keep)
 	}
 	/* The last 1000 events' raw times are past d_max. */
 	uint64_t d_max = g.ev[g.n - 1000].timestamp_ns - TSC0 - 1;
-	for (size_t i = 0; i < g.n; i += 256)
-		general(&a, g.ev + i, g.n - i < 256 ? g.n - i : 256);
-	for (size_t i = 0; i < g.n; i += 100)
-		fused(&b, g.ev + i, g.n - i < 100 ? g.n - i : 100, d_max);
+	/* Stretches of 6400 events (25 general chunks, 64 fused ones): the
+	 * trigger stacks compared at each end, not only the last. */
+	for (size_t at = 0; at < g.n; at += 6400) {
+		const size_t end = g.n - at < 6400 ? g.n : at + 6400;
+		for (size_t i = at; i < end; i += 256)
+			general(&a, g.ev + i, end - i < 256 ? end - i : 256);
+		for (size_t i = at; i < end; i += 100)
+			fused(&b, g.ev + i, end - i < 100 ? end - i : 100, d_max);
+		if (trig)
+			compare_stacks(&a, &b);
+	}
 	ada_cidx_enc_seal(a.enc, &a.o);
 	ada_cidx_enc_seal(b.enc, &b.o);
 	assert_int_equal(ada_cidx_enc_count(a.enc), g.n);

@@ -225,12 +225,13 @@ struct ada_cidx_keep {
 /* Codes the ring events src[0..n) (raw counter times, as the producer
  * wrote them: read once each) into o's open block, as converted by cv,
  * keeping calls (NULL: none). Stops before the first event that is not
- * a CALL one level deeper of the last called or a cached function or the
- * RETURN of the innermost frame, that fails cv's checks or calls' rules,
- * whose time is more than 65566 ns after the previous one, or that would
- * not fit the block. Returns the events taken (0 when no block is open:
- * put() opens one); cv->last, calls and keep (NULL: none) move on with
- * them. */
+ * a CALL one level deeper (of any function: a new one is spelled out and
+ * cached, as put() does) or the RETURN of the innermost frame, that fails
+ * cv's checks or calls' rules, whose time is more than 65566 ns after the
+ * previous one, or that would not fit the block; and after 64 frames of
+ * its own open at once, a RETURN at depth 0, or (keep) a time that could
+ * reach 2^62 ns. Returns the events taken (0 when no block is open: put()
+ * opens one); cv->last, calls and keep (NULL: none) move on with them. */
 size_t ada_cidx_enc_put_ring(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
                              struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls,
                              struct ada_cidx_keep *keep, struct ada_cidx_out *o);

@@ -1,0 +1,397 @@
+/*
+ * The drain's fused pass (cidx.h, ada_cidx_enc_put_ring()): ring events in,
+ * read once each, their times converted and checked, coded into the
+ * encoder's open block (cidx_enc.c), the trigger's stack of open calls and
+ * the detail lane's recent window kept on the way.
+ *
+ * Threads: the drain's, as the encoder.
+ *
+ * The pass takes the common shapes only - the RETURN of the innermost
+ * frame, a CALL one level deeper of the last called, a cached or a new
+ * function (a leaf call and its RETURN in one step) - and stops before
+ * any other event, which the caller gives the general way (enc_event()
+ * codes the same bytes). It costs what it must per event by doing once
+ * per stretch of events what does not change inside one:
+ *   - room: a stretch holds the events that start at or below the block's
+ *     limit for sure (RING_EVENT_MAX bytes each at most); a block takes
+ *     exactly the events that start at or below it, as put() cuts it;
+ *   - the recent window's wrap: a stretch ends at it;
+ *   - the bounds on depth and time: the pass takes at most as many events
+ *     as keep every CALL's depth within depth_max and every time below
+ *     2^62 (the window's kind bits), so neither is checked per event;
+ *   - the trigger's stack: a frame pushed in the pass lives in the model's
+ *     frame ring (function, depth) and ns_at[] (its call time) while it is
+ *     open, and is written as a trigger frame only if still open when the
+ *     pass ends. Its RETURN checks the model's frame alone: the two stacks
+ *     pushed it together. A RETURN of a frame from before the pass checks
+ *     both, as the engine would (ring_ret_outer()).
+ * The values carried from event to event live in registers; the loop
+ * stays one function (every helper is inlined) so that they can.
+ */
+#include <string.h>
+#if defined(__SSE2__) && defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
+#include "cidx_internal.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the ring's words are little-endian");
+
+/* The longest event the pass codes: a CALL of a new function (a tag with
+ * its u16, a varint of 10). */
+#define RING_EVENT_MAX 13u
+_Static_assert(RING_EVENT_MAX <= ADA_CIDX_EVENT_MAX, "what fits the block's limit");
+/* The newest time the recent window holds (its top two bits: the kind). */
+#define RING_TS_KEPT_MAX ((1ull << 62) - 1)
+#define RING_EV 32 /* bytes of a ring event */
+#define RING_TK_CALL ((uint64_t)ATF_EVENT_CALL << 62)
+#define RING_TK_RET ((uint64_t)ATF_EVENT_RETURN << 62)
+
+/* A word of a ring event, read once: the ring is shared with the
+ * recorded program, so a value checked must be the value coded (a
+ * relaxed load is never read again by the compiler, as a plain one may
+ * be when a register spills). */
+typedef uint64_t cidx_ring_word __attribute__((may_alias));
+static inline uint64_t ring_word(const char *at)
+{
+	return __atomic_load_n((const cidx_ring_word *)(const void *)at, __ATOMIC_RELAXED);
+}
+
+/* The tag and its u16 escape in one 4-byte store (the block's limit
+ * leaves room past any event): p moves on by one or three. */
+static inline uint8_t *ring_tag(uint8_t *p, uint32_t op, uint64_t dt)
+{
+	const uint32_t esc = dt >= CIDX_D_ESC;
+	const uint32_t w =
+	    op << 5 | (esc ? CIDX_D_ESC : (uint32_t)dt) | ((uint32_t)dt - CIDX_D_ESC) << 8;
+	memcpy(p, &w, sizeof(w));
+	return p + 1 + 2 * esc;
+}
+
+/* A CALL one level deeper: of the last called function, of a cached one,
+ * or spelled out (which caches it), as enc_call() codes it. */
+static inline uint8_t *ring_call(struct cidx_model *m, uint64_t fid, uint64_t last_call,
+                                 uint64_t dt, uint8_t *p)
+{
+	if (fid == last_call)
+		return ring_tag(p, CIDX_OP_CALL_LAST, dt);
+	const uint32_t slot = cidx_slot(fid);
+	if (__builtin_expect(m->cache[slot] == fid, 1)) {
+		p = ring_tag(p, CIDX_OP_CALL_SLOT + (slot >> 8), dt);
+		*p = (uint8_t)slot;
+		return p + 1;
+	}
+	p = ring_tag(p, CIDX_OP_CALL_NEW, dt);
+	p = cidx_put_varint(p, cidx_zigzag(fid - m->last_explicit));
+	cidx_model_explicit(m, fid);
+	return p;
+}
+
+/* One event into the caller's recent window (struct ada_cidx_keep):
+ * tk = its time | kind << 62. */
+static inline void ring_keep(struct ada_cidx_recent *at, uint64_t tk, uint64_t fid)
+{
+#if defined(__SSE2__) && defined(__x86_64__)
+	/* Written whole without reading the line first: the window is read
+	 * back only long after, for a few events (wal_cidx_keep()). One
+	 * 16-byte store: the cost goes with the stores, not bytes. */
+	_mm_stream_si128((__m128i *)(void *)at, _mm_set_epi64x((long long)fid, (long long)tk));
+#else
+	at->ts_kind = tk;
+	at->fid = fid;
+#endif
+}
+
+/* How many frames the pass may have open on the trigger's stack, from
+ * when none of its own is: none when the engine's plain loop would not
+ * push the next CALL (it unwinds a frame or pushes one out: the CALL at
+ * cur + 1 is not above the innermost frame, or cap are held), else what
+ * keeps the stack within cap and the pass's frames in the model's ring. */
+static inline uint32_t ring_push_room(const struct ada_cidx_calls *c, uint32_t head, uint32_t cnt,
+                                      uint32_t cur)
+{
+	const uint32_t floor = cnt ? c->fr[(head - 1) & (c->cap - 1)].depth : 0;
+	if (cnt >= c->cap || cur < floor)
+		return 0;
+	return c->cap - cnt < CIDX_FRAME_RING ? c->cap - cnt : CIDX_FRAME_RING;
+}
+
+/* The pass's state: what its loop keeps in registers. The model's frame
+ * ring is indexed by top (only top mod CIDX_FRAME_RING matters, so the
+ * pass starts it at CIDX_FRAME_RING or more and it never wraps). The
+ * pass's own open frames are those from floor to top; below them the
+ * model still knows nk_out frames from before the pass. A CALL at top
+ * chk or above takes ring_push_slow(): there the pass's frames reach
+ * room (sp_room), or a push makes the model forget its oldest frame. */
+struct ring_pass {
+	const char *x, *xend;
+	uint8_t *p;
+	uint64_t last, nxt, last_call;
+	uint32_t top, floor, chk, nk_out, sp_room;
+	uint32_t head, cnt;
+	struct ada_cidx_recent *kp, *kat, *kend;
+};
+
+static inline void ring_chk(struct ring_pass *s)
+{
+	const uint32_t forget = CIDX_FRAME_RING - s->nk_out;
+	s->chk = s->floor + (s->sp_room < forget ? s->sp_room : forget);
+}
+
+/* A CALL (or a leaf pair) at top chk: false when the pass's frames fill
+ * their room; else the model's ring is full and forgets its oldest frame,
+ * one from before the pass (the pass's own fit: room <= the ring). */
+static inline __attribute__((always_inline)) bool ring_push_slow(struct ring_pass *s)
+{
+	if (s->top - s->floor >= s->sp_room)
+		return false;
+	s->nk_out--;
+	ring_chk(s);
+	return true;
+}
+
+/* The RETURN of a frame pushed before the pass (none of the pass's own is
+ * open): the model must know it (and not at depth 0, whose RETURN leaves
+ * cur at 0: the general way's), the trigger's innermost frame be it.
+ * False: the pass stops. */
+static inline __attribute__((always_inline)) bool ring_ret_outer(struct ring_pass *s,
+                                                                 const struct ada_cidx_calls *calls,
+                                                                 uint64_t fid, uint64_t w3,
+                                                                 const bool stack)
+{
+	if (!s->nk_out || (uint32_t)w3 == 0)
+		return false;
+	if (stack) {
+		const uint32_t fmask = calls->cap - 1;
+		const struct ada_cidx_call *f = &calls->fr[(s->head - 1) & fmask];
+		if (!s->cnt || f->depth != (uint32_t)w3 || f->fn_id != fid)
+			return false;
+		s->head = (s->head - 1) & fmask;
+		s->cnt--;
+		s->sp_room = ring_push_room(calls, s->head, s->cnt, (uint32_t)w3 - 1);
+	}
+	s->nk_out--;
+	s->floor--;
+	ring_chk(s);
+	return true;
+}
+
+/* The pass's frames still open become trigger frames, oldest first, as
+ * the engine's plain loop pushes them. */
+static void ring_calls_flush(const struct cidx_model *m, struct ada_cidx_calls *calls,
+                             const struct ring_pass *s, const uint64_t *ns_at)
+{
+	const uint32_t fmask = calls->cap - 1, sp = s->top - s->floor;
+	uint32_t head = s->head;
+	for (uint32_t i = sp; i > 0; i--) {
+		const uint32_t ti = (s->top - i) & (CIDX_FRAME_RING - 1);
+		calls->fr[head] = (struct ada_cidx_call){.call_ns = ns_at[ti],
+		                                         .fn_id = m->fid[ti],
+		                                         .wait0 = calls->wait0,
+		                                         .depth = cidx_depth_at(m, ti)};
+		head = (head + 1) & fmask;
+	}
+	calls->head = head;
+	calls->n = s->cnt + sp;
+}
+
+/* The end of the stretch from s->x: every event in it starts at or below
+ * lim, and (kept) its window slot is before the window's end. */
+static inline __attribute__((always_inline)) const char *
+ring_stretch(const struct ring_pass *s, const uint8_t *lim, const bool kept)
+{
+	size_t k = (size_t)(lim - s->p) / RING_EVENT_MAX + 1;
+	const size_t left = (size_t)(s->xend - s->x) / RING_EV;
+	k = k < left ? k : left;
+	if (kept && (size_t)(s->kend - s->kp) < k)
+		k = (size_t)(s->kend - s->kp);
+	return s->x + k * RING_EV;
+}
+
+/* The pass's state from the model, the stack and the window. */
+static inline __attribute__((always_inline)) void
+ring_begin(struct ring_pass *s, const struct cidx_model *m, const struct ada_cidx_calls *calls,
+           const struct ada_cidx_keep *keep, const bool stack, const bool kept)
+{
+	s->last_call = m->last_call;
+	s->nxt = cidx_dw(m->cur + 1);
+	s->top = s->floor = (m->top & (CIDX_FRAME_RING - 1)) + CIDX_FRAME_RING;
+	s->nk_out = m->nk;
+	s->sp_room = CIDX_FRAME_RING;
+	if (stack) {
+		s->head = calls->head;
+		s->cnt = calls->n;
+		s->sp_room = ring_push_room(calls, s->head, s->cnt, m->cur);
+	}
+	ring_chk(s);
+	if (kept) {
+		s->kat = keep->at;
+		s->kend = keep->at + keep->mask + 1;
+		s->kp = keep->at + (keep->next & keep->mask);
+	}
+}
+
+/* The pass (ada_cidx_enc_put_ring()), with or without the caller's stack
+ * and window (stack, kept: constants in each copy). Each event: its time
+ * word read, converted and clamped (cv), then its other words; bytes
+ * 16-23 equal to ret_w2 or call_w2 say thread id and kind at once, bytes
+ * 24-31 equal to the innermost frame's (a RETURN) or to nxt =
+ * cidx_dw(cur + 1) (a CALL) say depth and no detail link at once.
+ * Returns the events taken.
+ * ada-long-function: one loop body per event is the point (a call per
+ * event, or a step split out of line, puts the live values in memory). */
+static inline __attribute__((always_inline)) size_t
+ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
+         struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls, struct ada_cidx_keep *keep,
+         uint8_t **pp, const uint8_t *lim, const bool stack, const bool kept)
+{
+	struct cidx_model *const m = &e->m;
+	const uint64_t tsc0 = cv->tsc0, ns0 = cv->ns0, mult = cv->mult, d_max = cv->d_max;
+	const uint64_t ret_w2 = m->ret_w2, call_w2 = m->call_w2;
+	uint64_t ns_at[CIDX_FRAME_RING]; /* call times of the pass's open frames */
+	struct ring_pass s = {
+	    .x = (const char *)src, .xend = (const char *)(src + n), .p = *pp, .last = cv->last};
+	ring_begin(&s, m, calls, keep, stack, kept);
+	while (s.x < s.xend && s.p <= lim) {
+		if (kept && s.kp == s.kend)
+			s.kp = s.kat;
+		const char *const stop = ring_stretch(&s, lim, kept);
+		for (; s.x < stop; s.x += RING_EV) {
+			/* The ring lines were just written on the producer's
+			 * core: asked for 2 KiB ahead, as the conversion does
+			 * (drain_convert.c); past the end they ask for nothing
+			 * useful, harmlessly. */
+			__builtin_prefetch(s.x + 64 * RING_EV);
+			const uint64_t d = ring_word(s.x) - tsc0;
+			if (__builtin_expect(d > d_max, 0))
+				goto out;
+			uint64_t t = ns0 + (uint64_t)(((unsigned __int128)d * mult) >> 32);
+			t = t < s.last ? s.last : t;
+			const uint64_t dt = t - s.last;
+			if (__builtin_expect(dt > CIDX_TAG_DT_MAX, 0))
+				goto out;
+			const uint64_t w2 = ring_word(s.x + 16), fid = ring_word(s.x + 8);
+			const uint64_t w3 = ring_word(s.x + 24);
+			if (w2 == ret_w2) {
+				const uint32_t ti = (s.top - 1) & (CIDX_FRAME_RING - 1);
+				if (__builtin_expect(m->fid[ti] != fid, 0))
+					goto out;
+				if (__builtin_expect(m->dw[ti] != w3, 0))
+					goto out;
+				if (__builtin_expect(s.top == s.floor, 0) &&
+				    !ring_ret_outer(&s, calls, fid, w3, stack))
+					goto out;
+				s.p = ring_tag(s.p, CIDX_OP_RET, dt);
+				s.top--;
+				s.nxt = w3; /* cur = depth - 1 */
+				if (kept)
+					ring_keep(s.kp++, t | RING_TK_RET, fid);
+				s.last = t;
+				continue;
+			}
+			if (__builtin_expect(w2 != call_w2, 0))
+				goto out;
+			if (__builtin_expect(w3 != s.nxt, 0))
+				goto out;
+			if (__builtin_expect(s.top >= s.chk, 0) && !ring_push_slow(&s))
+				goto out;
+			s.p = ring_call(m, fid, s.last_call, dt, s.p);
+			s.last_call = fid;
+			/* A leaf call: the next event is this frame's RETURN, in
+			 * time. Coded here, the pair leaves both stacks as they
+			 * were (as the engine's plain loop skips it,
+			 * eval_leaf()), and the model's ring as a push and a pop
+			 * would (ring_push_slow() made it forget). The next
+			 * event's words are used only when taken; else the loop
+			 * reads them again. */
+			if (s.x + RING_EV < stop) {
+				const char *y = s.x + RING_EV;
+				if (ring_word(y + 16) == ret_w2 && ring_word(y + 8) == fid &&
+				    ring_word(y + 24) == w3) {
+					const uint64_t d2 = ring_word(y) - tsc0;
+					uint64_t t2 =
+					    ns0 + (uint64_t)(((unsigned __int128)d2 * mult) >> 32);
+					t2 = t2 < t ? t : t2;
+					if (d2 <= d_max && t2 - t <= CIDX_TAG_DT_MAX) {
+						s.p = ring_tag(s.p, CIDX_OP_RET, t2 - t);
+						if (kept) {
+							ring_keep(s.kp++, t | RING_TK_CALL, fid);
+							ring_keep(s.kp++, t2 | RING_TK_RET, fid);
+						}
+						s.last = t2;
+						s.x = y;
+						continue;
+					}
+				}
+			}
+			/* The frames below are shallower (cidx_model_apply()). */
+			const uint32_t ti = s.top & (CIDX_FRAME_RING - 1);
+			m->fid[ti] = fid;
+			m->dw[ti] = w3;
+			if (stack)
+				ns_at[ti] = t;
+			s.top++;
+			s.nxt++;
+			if (kept)
+				ring_keep(s.kp++, t | RING_TK_CALL, fid);
+			s.last = t;
+		}
+	}
+out:
+	m->ts = s.last;
+	m->nk = s.nk_out + (s.top - s.floor);
+	m->top = s.top;
+	m->cur = (uint32_t)s.nxt - 1;
+	m->last_call = s.last_call;
+	cv->last = s.last;
+	if (stack)
+		ring_calls_flush(m, calls, &s, ns_at);
+	*pp = s.p;
+	return (size_t)(s.x - (const char *)src) / RING_EV;
+}
+
+/* The events the pass may take at most: every CALL's depth within
+ * depth_max (depth grows by one an event at most), and (kept) every time
+ * below 2^62 (time grows by CIDX_TAG_DT_MAX an event at most). */
+static size_t ring_take_max(const struct ada_cidx_enc *e, const struct ada_cidx_ring_conv *cv,
+                            size_t n, bool kept)
+{
+	if (e->m.cur >= cv->depth_max || (kept && cv->last > RING_TS_KEPT_MAX))
+		return 0;
+	if (n > cv->depth_max - e->m.cur)
+		n = cv->depth_max - e->m.cur;
+	if (kept && n > (RING_TS_KEPT_MAX - cv->last) / CIDX_TAG_DT_MAX)
+		n = (RING_TS_KEPT_MAX - cv->last) / CIDX_TAG_DT_MAX;
+	return n;
+}
+
+size_t ada_cidx_enc_put_ring(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
+                             struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls,
+                             struct ada_cidx_keep *keep, struct ada_cidx_out *o)
+{
+	if (!e->open || n == 0 || e->m.tid != cv->tid || e->m.ts != cv->last || o->len > o->cap)
+		return 0;
+	size_t lim = e->bstart + e->block_size < o->cap ? e->bstart + e->block_size : o->cap;
+	if (o->len + ADA_CIDX_EVENT_MAX > lim)
+		return 0; /* put() seals the block and opens the next */
+	n = ring_take_max(e, cv, n, keep != NULL);
+	if (n == 0)
+		return 0;
+	uint8_t *p0 = o->p + o->len, *p = p0;
+	const uint8_t *plim = o->p + lim - ADA_CIDX_EVENT_MAX;
+	size_t k;
+	if (keep)
+		k = calls ? ring_run(e, src, n, cv, calls, keep, &p, plim, true, true)
+		          : ring_run(e, src, n, cv, NULL, keep, &p, plim, false, true);
+	else
+		k = calls ? ring_run(e, src, n, cv, calls, NULL, &p, plim, true, false)
+		          : ring_run(e, src, n, cv, NULL, NULL, &p, plim, false, false);
+	if (keep)
+		keep->next += k; /* one slot an event taken */
+	e->seq += k;
+	e->pos += (uint64_t)(p - p0);
+	o->len = (size_t)(p - o->p);
+	if (k)
+		e->t_last = e->m.ts;
+	return k;
+}
