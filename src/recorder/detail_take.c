@@ -316,10 +316,13 @@ static uint64_t pd_take_check(struct ada_recorder *r, struct wal_tdetail *dt, st
  * memory's blocks (one copy of each record, no snapshot buffer between),
  * the overwritten counter read around the first copy as pd_look does
  * (needed steady only when the program overwrote past that place: the
- * gap it counts). Sets dt->taken_end. */
+ * gap it counts). A later round that finds the program overwrote past
+ * its start reads the counter again, as unsteady, with *known the
+ * records this take took before it (they count with the taken ones).
+ * Sets dt->taken_end. */
 static int pd_take_direct(struct ada_recorder *r, struct wal_thread *t, struct wal_tdetail *dt,
                           uint64_t horizon_ns, uint64_t room, struct wal_detail_stats *st,
-                          uint64_t *over, bool *steady, uint64_t *lost_bytes)
+                          uint64_t *over, bool *steady, uint64_t *lost_bytes, uint64_t *known)
 {
 	uint64_t from = dt->taken_end, added = 0;
 	bool first = true, fresh = false;
@@ -344,7 +347,14 @@ static int pd_take_direct(struct ada_recorder *r, struct wal_thread *t, struct w
 		}
 		if (e < 0)
 			return e;
-		*lost_bytes = first ? sn.lost_bytes : *lost_bytes;
+		/* The program overwrote past a later round's start: counted from
+		 * the counter now, as unsteady (the rest by a later look). */
+		if (!first && sn.lost_bytes) {
+			*over = pd_counter(t);
+			*steady = false;
+			*known = st->records; /* taken before this counter */
+		}
+		*lost_bytes += sn.lost_bytes;
 		first = false;
 		uint64_t stop;
 		bool held;
@@ -381,13 +391,13 @@ int wal_detail_take(struct ada_recorder *r, struct wal_thread *t, uint64_t horiz
 		return 0;
 	}
 	struct ada_detail_snapshot snap = {0};
-	uint64_t over = 0, in_ring = 0, taken = dt->taken, end;
+	uint64_t over = 0, in_ring = 0, taken = dt->taken, known = 0, end;
 	uint64_t lo_ns = dt->take_stop_ns > dt->take_last_ns ? dt->take_stop_ns : dt->take_last_ns;
 	bool steady = true, look = false;
 	int e;
 	if (dt->taken_ok && horizon_ns != UINT64_MAX) {
-		e = pd_take_direct(r, t, dt, horizon_ns, room, st, &over, &steady,
-		                   &snap.lost_bytes);
+		e = pd_take_direct(r, t, dt, horizon_ns, room, st, &over, &steady, &snap.lost_bytes,
+		                   &known);
 		end = dt->taken_end;
 	} else {
 		e = pd_take_look(r, t, dt, horizon_ns == UINT64_MAX, &snap, &over, &steady, &look);
@@ -405,7 +415,7 @@ int wal_detail_take(struct ada_recorder *r, struct wal_thread *t, uint64_t horiz
 	/* A copy from where the last stopped that found nothing overwritten
 	 * counts nothing (a gap left short waits for a look that can). */
 	if (look || snap.lost_bytes > 0)
-		pd_gap(t, dt, over, in_ring, taken, lo_ns, steady, st);
+		pd_gap(t, dt, over, in_ring, taken + known, lo_ns, steady, st);
 	return e;
 }
 

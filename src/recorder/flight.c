@@ -450,7 +450,9 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 		flight_take_in_budget(r, t, budget);
 	struct wal_detail_stats st = {.fill = &fw->fill};
 	uint64_t head = ada_detail_ring_head(t->p->arena, t->slot);
-	if (flight_copy_same(t, fw, w, head)) {
+	/* The end (no budget) always looks: its take counts the rest of a gap
+	 * a live take counted from a moving counter. */
+	if (budget && flight_copy_same(t, fw, w, head)) {
 		fw->skipped++;
 		r->flight.waiting |= fw->waiting > 0; /* still: ring_next did not move */
 		return;
