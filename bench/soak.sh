@@ -207,11 +207,11 @@ for key in ("rss_mib", "anon_mib", "shm_mib"):
     base = statistics.median(float(r[key]) for r in warm)
     peak = max(float(r[key]) for r in last)
     print("soak: %s median %.1f after the first minute, %.1f at the end" % (key, base, peak))
+    if peak > 1.25 * base + 8:
+        bad.append("%s grew from %.1f to %.1f" % (key, base, peak))
 heap = [float(r.get("heap_mib") or 0) for r in rows]
 print("soak: recorder heap in use %.1f MiB median after the first minute, %.1f at the end (told)"
       % (statistics.median(float(r.get("heap_mib") or 0) for r in warm), max(heap[-3:])))
-    if peak > 1.25 * base + 8:
-        bad.append("%s grew from %.1f to %.1f" % (key, base, peak))
 drops = max(int(r["drops"]) for r in rows)
 notw = max(int(r["not_written"]) for r in rows)
 if drops or notw:

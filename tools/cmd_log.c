@@ -54,11 +54,13 @@ struct ada_atf_tree *cmd_open_tree(const char *dir)
 		ada_log("%s: skipped %zu symbolic link%s in the trace tree (ada never follows a "
 		        "link it did not create)",
 		        dir, tree->links_skipped, tree->links_skipped == 1 ? "" : "s");
+	if (tree->npids == 0 && retired > 0) {
+		/* Read as a session whose processes have no events left. */
+		ada_log("%s: no traces left: the disk budget retired every process", dir);
+		return tree;
+	}
 	if (tree->npids == 0) {
-		if (retired > 0)
-			ada_log("%s: no traces left: the disk budget retired every process", dir);
-		else
-			ada_log("%s: no traces found (no pid_N directory at or under it)", dir);
+		ada_log("%s: no traces found (no pid_N directory at or under it)", dir);
 		ada_atf_tree_free(tree);
 		return NULL;
 	}

@@ -161,7 +161,9 @@ int ada_retired_foreach(const char *session, int (*fn)(json_t *line, void *arg),
 	const char *p = (const char *)m.base, *end = p + m.len;
 	while (p < end && !err) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *e = nl ? nl : end;
+		if (!nl)
+			break; /* a line being appended (the recorder runs): not one yet */
+		const char *e = nl;
 		json_t *line = NULL;
 		/* A line cut short (a full disk) or not one the recorder writes. */
 		if (e > p && (ada_manifest_parse(p, (size_t)(e - p), &line) != 0 ||

@@ -73,6 +73,14 @@ static bool retire_ready(const struct ada_recorder *r, const struct wal_proc *p)
 		return false;
 	if (had ? !p->syms_retired : !r->budget.retired_gens)
 		return false;
+	/* A pid the recorder trusts as its own (the program's, one it reaped
+	 * before its arena came: arena_check.c) keeps its process: a later
+	 * process given it would be taken for that one. */
+	if (p->pid == r->main_pid)
+		return false;
+	for (size_t i = 0; i < r->nearly; i++)
+		if (r->early_pid[i] == p->pid)
+			return false;
 	return retire_pid_free(r, p->pid);
 }
 

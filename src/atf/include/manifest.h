@@ -52,7 +52,8 @@ json_t *ada_json_loadfd(int fd, size_t max);
  * "retired": true; borrowed), in order; a line whose process still has
  * its pid_N/ (the same end_time_ns: the recorder stopped before removing
  * it) is skipped, since the directory counts. Lines that are not such an
- * object are counted in *bad (when bad is not NULL). Returns the lines
+ * object are counted in *bad (when bad is not NULL); a last line without its
+ * newline is one being appended, left out. Returns the lines
  * given to fn (0: no file), fn's first negative return, or -errno
  * (-EFBIG: too long). */
 #define ADA_RETIRED_MAX (512u << 20)
