@@ -478,6 +478,7 @@ struct wal_retired {
 	int fd; /* retired.jsonl, -1 until the first line */
 	uint32_t procs;
 	uint64_t failed;  /* lines that could not be written: those processes kept */
+	bool fail_told;   /* the first such failure was said (wal_note) */
 	uint32_t pending; /* processes the budget emptied since the last look */
 	/* Finished processes held (not retired) now, and the most a look for
 	 * processes to retire left: the test hook ADA_TEST_BUDGET_AUDIT's

@@ -366,6 +366,12 @@ static bool retire_one(struct ada_recorder *r, size_t i)
 	if (rc < 0) {
 		r->retired.failed++;
 		p->retire_failed = true; /* not tried again: it keeps its directory */
+		if (!r->retired.fail_told)
+			wal_note(r, NULL,
+			         "%s/%s: a retired process's line cannot be written (%s): the "
+			         "processes the disk budget emptied keep their directories",
+			         r->session_dir, ADA_RETIRED_NAME, strerror(-rc));
+		r->retired.fail_told = true;
 		return false;
 	}
 	retire_dir(r, p);

@@ -71,25 +71,36 @@ def disk_used(tree):
     return used
 
 
+def processes(session):
+    """Every process's manifest, and the lines of the processes the budget
+    retired (retired.jsonl, docs/manifest.md "Retired processes")."""
+    out = []
+    for p in glob.glob(os.path.join(session, "pid_*", "manifest.json")):
+        with open(p) as f:
+            out.append(json.load(f))
+    r = os.path.join(session, "retired.jsonl")
+    if os.path.exists(r):
+        with open(r) as f:
+            out += [json.loads(l) for l in f if l.endswith("\n")]
+    return out
+
+
 def manifest_kept(session):
     """(events written, events retired) over the session's manifests."""
     written = retired = 0
-    for p in glob.glob(os.path.join(session, "pid_*", "manifest.json")):
-        with open(p) as f:
-            m = json.load(f)
+    for m in processes(session):
         written += m["metrics"]["events_written"]
-        retired += sum(t.get("retired_events", 0) for t in m.get("threads", []))
+        if m.get("retired"):  # every event of it, no thread listed
+            retired += m["retention"]["retired_events"]
+        else:
+            retired += sum(t.get("retired_events", 0) for t in m.get("threads", []))
     return written, retired
 
 
 def ada_markers(session):
     """ada's own events in the session: two markers per wait for ring
     space (docs/format.md, "Wait markers"), which two runs differ in."""
-    n = 0
-    for p in glob.glob(os.path.join(session, "pid_*", "manifest.json")):
-        with open(p) as f:
-            n += 2 * json.load(f)["metrics"].get("ring_waits", 0)
-    return n
+    return sum(2 * m["metrics"].get("ring_waits", 0) for m in processes(session))
 
 
 def main():

@@ -4,7 +4,9 @@
  * the line keeps the manifest's counting keys and leaves its lists out;
  * a ready process's pid_N/ goes, its line is appended and its counts are
  * the recorder's sums; a process not finished, still holding files, or
- * whose pid a process holds stays; the reader skips lines that are not a
+ * whose pid a process holds stays; a retired.jsonl planted as a link is
+ * not written through: the process keeps its directory, said once; the
+ * reader skips lines that are not a
  * retired process's and those whose pid_N/ is still there.
  */
 #define _GNU_SOURCE
@@ -223,6 +225,40 @@ static void test_retire_procs(void **state)
 	close(r.session_fd);
 }
 
+static void test_retire_planted(void **state)
+{
+	(void)state;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/%s", dir, ADA_RETIRED_NAME);
+	assert_int_equal(symlink("/dev/null", path), 0);
+	struct ada_recorder r = {0};
+	r.o.max_disk_bytes = 1 << 20;
+	r.budget.retired_gens = 1;
+	r.retired.fd = r.shm.dir_fd = -1;
+	r.warnings = json_array();
+	r.session_fd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(r.session_fd >= 0);
+	r.session_dir = dir;
+	r.procs = malloc(sizeof(*r.procs));
+	r.procs[0] = proc(FREE_PID, true);
+	r.nprocs = 1;
+	wal_retire_procs(&r, true);
+	wal_retire_procs(&r, true); /* not tried again, not said again */
+	assert_int_equal(r.nprocs, 1);
+	assert_int_equal(r.retired.procs, 0);
+	assert_int_equal(r.retired.failed, 1);
+	assert_int_equal(json_array_size(r.warnings), 1);
+	char name[32];
+	snprintf(name, sizeof(name), "pid_%d", FREE_PID);
+	assert_true(exists(name));
+	wal_proc_free(r.procs[0]);
+	free(r.procs);
+	wal_retire_fini(&r);
+	json_decref(r.warnings);
+	close(r.session_fd);
+	unlink(path);
+}
+
 struct seen {
 	int n;
 	json_int_t pids[8];
@@ -272,6 +308,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_line_keys),
 	    cmocka_unit_test_setup_teardown(test_retire_procs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_retire_planted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_skips, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
