@@ -511,6 +511,13 @@ void pd_gap(const struct wal_thread *t, struct wal_tdetail *dt, uint64_t over, u
 	}
 	if (n == 0 && steady)
 		dt->gap_short = false;
+	/* A moving counter that counted nothing may still have missed a gap
+	 * (overwritten between its read and the look): a later look counts it. */
+	if (n == 0 && !steady && !dt->gap_short) {
+		dt->gap_short = true;
+		dt->gap_lo = g.lo_ns;
+		dt->gap_hi = g.hi_ns;
+	}
 	if (n == 0)
 		return;
 	dt->gap_counted += n;

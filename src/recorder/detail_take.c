@@ -317,8 +317,9 @@ static uint64_t pd_take_check(struct ada_recorder *r, struct wal_tdetail *dt, st
  * the overwritten counter read around the first copy as pd_look does
  * (needed steady only when the program overwrote past that place: the
  * gap it counts). A later round that finds the program overwrote past
- * its start reads the counter again, as unsteady, with *known the
- * records this take took before it (they count with the taken ones).
+ * its start counts from the counter read around its own copy, with
+ * *known the records this take took before it (they count with the
+ * taken ones).
  * Sets dt->taken_end. */
 static int pd_take_direct(struct ada_recorder *r, struct wal_thread *t, struct wal_tdetail *dt,
                           uint64_t horizon_ns, uint64_t room, struct wal_detail_stats *st,
@@ -337,22 +338,27 @@ static int pd_take_direct(struct ada_recorder *r, struct wal_thread *t, struct w
 		struct ada_detail_snapshot sn;
 		uint64_t limit = PD_REC_CAP - blk->bytes;
 		int e = 0;
+		uint64_t c0 = 0;
+		bool still = true;
 		for (int i = 0; i < PD_LOOKS; i++) {
-			*over = first ? pd_counter(t) : *over;
+			c0 = pd_counter(t);
 			e = ada_detail_ring_snapshot_part(t->p->arena, t->slot, from, limit,
 			                                  blk->buf + blk->bytes, limit, &sn);
-			*steady = first ? pd_counter(t) == *over : *steady;
-			if (e < 0 || !first || *steady || sn.lost_bytes == 0)
+			still = pd_counter(t) == c0;
+			if (e < 0 || !first || still || sn.lost_bytes == 0)
 				break;
 		}
 		if (e < 0)
 			return e;
-		/* The program overwrote past a later round's start: counted from
-		 * the counter now, as unsteady (the rest by a later look). */
-		if (!first && sn.lost_bytes) {
-			*over = pd_counter(t);
-			*steady = false;
-			*known = st->records; /* taken before this counter */
+		/* The first round, or a later one that finds the program overwrote
+		 * past its start: counted from the counter read before its copy
+		 * (read after, it would count records this copy took), with the
+		 * records taken before it; a moving one leaves the rest to a
+		 * later look. */
+		if (first || sn.lost_bytes) {
+			*over = c0;
+			*steady = still;
+			*known = first ? 0 : st->records;
 		}
 		*lost_bytes += sn.lost_bytes;
 		first = false;
@@ -383,9 +389,11 @@ int wal_detail_take(struct ada_recorder *r, struct wal_thread *t, uint64_t horiz
 		return 0;
 	/* Nothing new, or the first record left is still past the horizon:
 	 * no copy (what the ring overwrote meanwhile is counted by the next
-	 * look, which the end takes in any case). */
+	 * look, which the end takes in any case: with nothing new too, the
+	 * end of a gap counted from a moving counter looks for its rest). */
 	uint64_t head = ada_detail_ring_head(t->p->arena, t->slot);
-	if (dt->taken_ok &&
+	bool rest = horizon_ns == UINT64_MAX && dt->gap_short;
+	if (dt->taken_ok && !rest &&
 	    (head == dt->taken_end || (dt->take_held && dt->take_stop_ns > horizon_ns))) {
 		pd_resolve(t, dt);
 		return 0;

@@ -27,6 +27,7 @@
 #include "atf.h"
 #include "ring.h"
 #include "detail_internal.h"
+#include "detail_pd.h"
 #include "recorder_internal.h"
 #include "wal_internal.h"
 
@@ -1376,6 +1377,62 @@ static void test_take_memory(void **state)
 	pfx_close(&x);
 }
 
+/* The rest of a gap a live take counted from a moving counter: a take
+ * whose counter, read before the program overwrote past it, counted
+ * nothing still leaves the gap short, and the thread's end looks for the
+ * rest even when the takes had taken everything the ring holds (nothing
+ * new to copy). Counted once, exactly. */
+static void test_take_end_rest(void **state)
+{
+	(void)state;
+	struct pfx x;
+	pfx_open(&x);
+	for (uint64_t i = 0; i < 20; i++) {
+		emit_one(&x, FN(i), true);
+		emit_one(&x, FN(i), false);
+	}
+	struct pdrain d;
+	pdrain_open(&d, &x, "index.atf", 0);
+	take(&x, &d.t, 0, 40);
+	struct wal_detail_stats st;
+	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, UINT64_MAX, &st), 0);
+	assert_int_equal(st.records, 40);
+	/* the ring (64 KiB) turns over: a live take finds the gap, exactly */
+	for (uint64_t i = 0; i < 400; i++) {
+		emit_one(&x, FN(100 + i), true);
+		emit_one(&x, FN(100 + i), false);
+	}
+	take(&x, &d.t, 0, 840);
+	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, UINT64_MAX, &st), 0);
+	uint64_t gap = st.gap.records, taken = 40 + st.records;
+	assert_true(gap > 0);
+	assert_int_equal(st.records + gap, 800);
+	/* as if its counter had been read before the program overwrote past
+	 * where the last take stopped: nothing counted, from a moving counter */
+	struct wal_tdetail *dt = d.t.dt;
+	dt->gap_counted -= gap;
+	dt->gap_short = false;
+	struct wal_detail_stats gs = {0};
+	pd_gap(&d.t, dt, dt->taken + dt->gap_counted, 0, dt->taken, 0, false, &gs);
+	assert_int_equal(gs.gap.records, 0);
+	assert_true(dt->gap_short);
+	/* nothing new in the ring; the end counts the rest */
+	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX, UINT64_MAX, &st), 0);
+	assert_int_equal(st.records, 0);
+	assert_int_equal(st.gap.records, gap);
+	assert_false(dt->gap_short);
+	/* again: nothing more */
+	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX, UINT64_MAX, &st), 0);
+	assert_int_equal(st.gap.records, 0);
+	struct wal_detail_budget b = {.bytes = UINT64_MAX, .deadline_ns = UINT64_MAX};
+	struct wal_detail_stats pst = {0};
+	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, 0, UINT64_MAX, false, &b, &pst), 0);
+	assert_int_equal(pst.records, taken);
+	pdrain_close(&d);
+	check_links(taken);
+	pfx_close(&x);
+}
+
 /* A record linked past the index ring's head names no event (the target
  * wrote it): it is decided at once, counted as a bad link when its own
  * timestamp is in the window, never waited for (a window would stay open
@@ -1585,6 +1642,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_persist_all, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_waiting, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_take_memory, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_take_end_rest, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_arm64_return, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_bad_link, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_passed, setup, teardown),
