@@ -2518,10 +2518,12 @@ def cmd_flight(args, ada, work, rep):
         c = m.get("flight_recorder", {}).get("counts", {})
         # Whether a live persist had room at all depends on the index lane
         # (a loaded machine may leave it none): what is certain is that
-        # none was held back for the program.
+        # none was held back for the program. A pass that found no room
+        # never asks whether it is contended, so persist_contended may be
+        # 0 too (the window then ends with the thread).
         rep.check(m.get("flight_recorder", {}).get("persist_share_pct") == 100
-                  and c.get("persist_contended", 0) > 0 and c.get("persist_yielded") == 0,
-                  "--persist-share 100: contended, yet a live persist was held back: %r" % c)
+                  and c.get("persist_yielded") == 0,
+                  "--persist-share 100, yet a live persist was held back: %r" % c)
     elif args.scenario == "latency":
         w = check_one_window(rep, ada, pid_dir, m, "p99=function:work>50ms", "work")
         if w:
