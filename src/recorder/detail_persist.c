@@ -308,10 +308,15 @@ uint64_t pd_index_head(struct wal_thread *t)
 	return si.head < most ? si.head : most;
 }
 
-/* The counter as a delta since the last call. */
+/* The counter as a delta since the last call. Only forward: a live take
+ * whose first round got no block read no counter (now 0), and the slot's
+ * counter is the target's memory; a mark moved back would count the
+ * records before it again. */
 uint64_t pd_overwritten(struct wal_tdetail *dt, uint64_t now)
 {
-	uint64_t d = now >= dt->over_seen ? now - dt->over_seen : 0;
+	if (now <= dt->over_seen)
+		return 0;
+	uint64_t d = now - dt->over_seen;
 	dt->over_seen = now;
 	return d;
 }

@@ -1433,6 +1433,67 @@ static void test_take_end_rest(void **state)
 	pfx_close(&x);
 }
 
+/* detail.overwritten (the manifest's) counts each record the ring
+ * overwrote once: on a thread's first take, on a live take that got no
+ * block (no room: its first round reads no counter), on the next take and
+ * at the thread's end it equals the slot's counter. */
+static void test_take_overwritten_once(void **state)
+{
+	(void)state;
+	struct pfx x;
+	pfx_open(&x);
+	emit_pairs(&x, 0, 20);
+	struct pdrain d;
+	pdrain_open(&d, &x, "index.atf", 0);
+	take(&x, &d.t, 0, 40);
+	struct wal_detail_stats st;
+	struct ada_slot_info si;
+	struct wal_detail_budget b = {.bytes = UINT64_MAX, .deadline_ns = UINT64_MAX};
+	struct wal_detail_stats pst = {0};
+	/* the first take: nothing overwritten yet */
+	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, UINT64_MAX, &st), 0);
+	assert_int_equal(st.records, 40);
+	assert_int_equal(d.t.dt->overwritten, 0);
+	/* the ring (64 KiB) turns over; a live take counts its counter */
+	emit_pairs(&x, 100, 400);
+	take(&x, &d.t, 0, 840);
+	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, UINT64_MAX, &st), 0);
+	ada_arena_slot_info(x.a, d.t.slot, &si);
+	uint64_t over = si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
+	assert_true(over > 0);
+	assert_int_equal(d.t.dt->overwritten, over);
+	/* decided, window memory is empty: a take without room gets no block */
+	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, 0, UINT64_MAX, false, &b, &pst), 0);
+	assert_int_equal(wal_detail_taken_bytes(&d.t), 0);
+	emit_pairs(&x, 600, 40);
+	take(&x, &d.t, 840, 920);
+	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, 0, &st), 0);
+	assert_int_equal(st.records, 0);
+	assert_true(st.budget_spent);
+	ada_arena_slot_info(x.a, d.t.slot, &si);
+	over = si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
+	assert_true(d.t.dt->overwritten <= over);
+	/* the next take, with room: every record counted once */
+	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, UINT64_MAX, &st), 0);
+	assert_true(st.records > 0);
+	assert_int_equal(d.t.dt->overwritten, over);
+	/* the same before the thread's end: its take and the counter's last
+	 * read (flight.c) */
+	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, 0, UINT64_MAX, false, &b, &pst), 0);
+	assert_int_equal(wal_detail_taken_bytes(&d.t), 0);
+	emit_pairs(&x, 700, 40);
+	take(&x, &d.t, 920, 1000);
+	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, 0, &st), 0);
+	assert_true(st.budget_spent);
+	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX, UINT64_MAX, &st), 0);
+	wal_detail_sync_overwritten(&d.t);
+	ada_arena_slot_info(x.a, d.t.slot, &si);
+	assert_int_equal(d.t.dt->overwritten,
+	                 si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN]);
+	pdrain_close(&d);
+	pfx_close(&x);
+}
+
 /* A record linked past the index ring's head names no event (the target
  * wrote it): it is decided at once, counted as a bad link when its own
  * timestamp is in the window, never waited for (a window would stay open
@@ -1643,6 +1704,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_persist_waiting, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_take_memory, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_take_end_rest, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_take_overwritten_once, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_arm64_return, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_bad_link, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_passed, setup, teardown),
