@@ -2314,6 +2314,14 @@ def flight_window_mem(ada, work, rep, prog, scenario):
               "the window's calls and returns (%d) should be its records (%d, window %r) + "
               "window_lost (%d) + unlinked (%d) + passed_over (%d)" % (
                   len(made), linked, w.get("records"), lost, unlinked, passed))
+    # The threads' overwritten counts are their rings' counters, each
+    # record once (a take that got no block counts nothing): the arena's
+    # count, which the manifest splits into overwritten and window_lost.
+    _, det, ring_over, _ = flight_detail_counts(m)
+    rep.check(ring_over == det.get("overwritten", -1) + det.get("window_lost", -1),
+              "the threads' detail.overwritten (%d) should be the rings' count: "
+              "detail.overwritten %r + window_lost %r" % (
+                  ring_over, det.get("overwritten"), det.get("window_lost")))
     ring = m.get("detail", {}).get("ring_bytes", 0)
     if full:
         rep.check(c.get("window_mem_limit") == 2 << 20 and c.get("window_mem_full", 0) > 0
