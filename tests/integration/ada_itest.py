@@ -2299,7 +2299,10 @@ def flight_window_mem(ada, work, rep, prog, scenario):
     if not rep.check(len(wins) == 1, "expected one window: %r" % wins):
         return
     w = wins[0]
-    rep.check(c.get("persist_cpu_ns") == 0 and c.get("persist_contended", 0) > 0,
+    # No live persist ran. Whether a pass asked (persist_contended)
+    # depends on the index lane having had room for one, which a starved
+    # program's half second may never give.
+    rep.check(c.get("persist_cpu_ns") == 0,
               "every live persist should have been held back: %r" % c)
     events = ada.dump(pid_dir)
     made = [e for e in events if e.get("kind") in ("call", "return")
@@ -2324,8 +2327,11 @@ def flight_window_mem(ada, work, rep, prog, scenario):
                   ring_over, det.get("overwritten"), det.get("window_lost")))
     ring = m.get("detail", {}).get("ring_bytes", 0)
     if full:
-        rep.check(c.get("window_mem_limit") == 2 << 20 and c.get("window_mem_full", 0) > 0
-                  and lost > 0,
+        # Takes stop at the limit when any ran; a drain starved beside
+        # other tests may have run none before the thread's end.
+        took = c.get("take_cpu_ns", 0) > 0
+        rep.check(c.get("window_mem_limit") == 2 << 20
+                  and (c.get("window_mem_full", 0) > 0 or not took) and lost > 0,
                   "2 MiB of window memory: takes should stop at it (window_mem_full), the "
                   "rest window_lost: %r, window_lost %d" % (c, lost))
     else:
@@ -2510,8 +2516,7 @@ def cmd_flight(args, ada, work, rep):
         # No live persist ran (its CPU is 0); the passes held back are
         # counted when the index lane had room for a persist at all,
         # which a run this short may never have.
-        rep.check(c.get("persist_contended", 0) > 0 and c.get("persist_cpu_ns") == 0
-                  and c.get("persist_yielded", -1) >= 0,
+        rep.check(c.get("persist_cpu_ns") == 0 and c.get("persist_yielded", -1) >= 0,
                   "every live persist should have been held back for the program: %r" % c)
         y = c.get("persist_yielded", 0)
         rep.check(not y or any("their persist yielded to the program %d times" % y in l
