@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -160,6 +161,32 @@ static int drain_arena_admit(struct ada_recorder *r, const char *path, pid_t pid
 	return fd;
 }
 
+int drain_slot_tables_new(struct wal_proc *p)
+{
+	size_t n = p->max_threads; /* the arena's, checked when it was opened */
+	size_t len = n * (2 * sizeof(uint64_t) + 2);
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return -ENOMEM;
+	/* The 8-byte tables first: every table starts 8-byte aligned. */
+	p->by_slot = m;
+	p->slot_dlocked = (uint64_t *)(p->by_slot + n);
+	p->slot_noted = (uint8_t *)(p->slot_dlocked + n);
+	p->slot_locked = p->slot_noted + n;
+	p->slot_tables_len = len;
+	return 0;
+}
+
+void drain_slot_tables_free(struct wal_proc *p)
+{
+	if (p->by_slot)
+		munmap(p->by_slot, p->slot_tables_len);
+	p->by_slot = NULL;
+	p->slot_dlocked = NULL;
+	p->slot_noted = p->slot_locked = NULL;
+	p->slot_tables_len = 0;
+}
+
 void drain_free_proc(struct wal_proc *p)
 {
 	if (p->arena_fd >= 0)
@@ -167,10 +194,7 @@ void drain_free_proc(struct wal_proc *p)
 	ada_arena_close(p->arena);
 	json_decref(p->quarantine);
 	json_decref(p->warnings);
-	free(p->slot_noted);
-	free(p->slot_locked);
-	free(p->slot_dlocked);
-	free(p->by_slot);
+	drain_slot_tables_free(p);
 	free(p->arena_path);
 	free(p->dir);
 	free(p);
@@ -411,11 +435,9 @@ static struct wal_proc *drain_proc_new(struct ada_recorder *r, const char *name,
 	p->max_threads = ada_arena_max_threads(p->arena);
 	p->ring_events = ada_arena_config_of(p->arena)->index_events;
 	p->high_watermark_pct = ada_arena_config_of(p->arena)->high_watermark_pct;
-	p->by_slot = calloc(p->max_threads, sizeof(*p->by_slot));
-	p->slot_noted = calloc(p->max_threads, 1);
 	p->quarantine = json_array();
 	p->warnings = json_array();
-	if (!p->by_slot || !p->slot_noted || !p->quarantine || !p->warnings) {
+	if (drain_slot_tables_new(p) < 0 || !p->quarantine || !p->warnings) {
 		drain_free_proc(p);
 		return NULL;
 	}

@@ -257,16 +257,10 @@ void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 	/* No thread is reached by its slot any more. Its per-slot tables
 	 * (max_threads entries each, the whole thread limit) are the passes'
 	 * and it is in none now: a recording of many short processes would
-	 * otherwise keep them all to its end. Freed, not cleared: clearing
-	 * wrote every page of the thread limit's table (128 KiB by default),
-	 * pages a short process never touched, for each process. */
-	free(p->by_slot);
-	free(p->slot_noted);
-	free(p->slot_locked);
-	free(p->slot_dlocked);
-	p->by_slot = NULL;
-	p->slot_noted = p->slot_locked = NULL;
-	p->slot_dlocked = NULL;
+	 * otherwise keep them all to its end. Unmapped, not cleared: clearing
+	 * wrote every page of the thread limit's tables, pages a short
+	 * process never touched, for each process. */
+	drain_slot_tables_free(p);
 	p->finished = true;
 	r->retired.finished_held++; /* retire.c */
 	if (p->arena)

@@ -184,18 +184,11 @@ static void prep_spare_step(struct wal_proc *p)
 
 void drain_prepare_slots(struct wal_proc *p, bool scan)
 {
-	if (p->gone || p->reaped || p->arena_bad || !p->arena)
+	/* No tables: its end unmapped them (drain_finish_proc()). */
+	if (p->gone || p->reaped || p->arena_bad || !p->arena || !p->slot_locked)
 		return;
-	if (!p->slot_locked) {
-		p->slot_locked = calloc(p->max_threads, 1);
-		p->slot_dlocked = calloc(p->max_threads, sizeof(*p->slot_dlocked));
-		if (!p->slot_locked || !p->slot_dlocked) {
-			free(p->slot_locked);
-			free(p->slot_dlocked);
-			p->slot_locked = NULL;
-			p->slot_dlocked = NULL;
-			return; /* out of memory: the threads populate themselves */
-		}
+	if (!p->prep_started) {
+		p->prep_started = true;
 		p->prep_slot = -1;
 		p->lock_slot = UINT32_MAX;
 		scan = true;
@@ -224,7 +217,8 @@ void drain_prepare_slots(struct wal_proc *p, bool scan)
 
 bool drain_prep_pending(const struct wal_proc *p)
 {
-	if (p->gone || p->reaped || p->arena_bad || !p->arena || !p->slot_locked)
+	if (p->gone || p->reaped || p->arena_bad || !p->arena || !p->slot_locked ||
+	    !p->prep_started)
 		return p->reclaim_retries > 0;
 	return p->prep_slot >= 0 || p->lock_slot != UINT32_MAX || p->reclaim_retries > 0;
 }

@@ -484,13 +484,10 @@ void wal_proc_free(struct wal_proc *p)
 		close(p->arena_fd);
 	json_decref(p->quarantine);
 	json_decref(p->warnings);
-	free(p->slot_noted);
-	free(p->slot_locked);
-	free(p->slot_dlocked);
+	drain_slot_tables_free(p);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	free(p->threads);
-	free(p->by_slot);
 	free(p->dir);
 	if (p->dir_fd >= 0)
 		close(p->dir_fd);

@@ -207,6 +207,8 @@ struct wal_proc {
 	 * whether it lived long enough for a spare. */
 	uint8_t *slot_locked;
 	uint64_t *slot_dlocked; /* max_threads: detail ring bytes locked (its pop then) */
+	size_t slot_tables_len; /* the one mapping by_slot starts: drain_slot_tables_new() */
+	bool prep_started;      /* drain_prepare_slots() ran once */
 	int64_t prep_slot;
 	uint64_t prep_done;
 	uint32_t lock_slot;
@@ -851,5 +853,15 @@ int rec_name_arena(const char *pid_dir, json_t *man);
  * recover_pid(pid_dir, arg) is called on it. 0, or -EBUSY when the
  * recorder still runs. */
 int rec_unadmitted(const char *dir, int (*recover_pid)(const char *pid_dir, void *arg), void *arg);
+
+/* p's per-slot tables (by_slot, slot_dlocked, slot_noted, slot_locked),
+ * max_threads entries each, in one anonymous mapping (drain_arena.c): its
+ * pages come zeroed when first touched, so a short process using a slot
+ * or two pays a page of each, not the thread limit's whole tables
+ * (calloc zeroes them all once glibc's mmap threshold has grown past
+ * them). 0, or -ENOMEM. */
+int drain_slot_tables_new(struct wal_proc *p);
+/* Unmaps them (none: nothing) and forgets their pointers. */
+void drain_slot_tables_free(struct wal_proc *p);
 
 #endif
