@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -146,24 +147,65 @@ static int serve_start(struct serve *s, const char **argv, const char *cwd, cons
 	return -err;
 }
 
+/* The session a finished recording wrote, from its log's last line (ada
+ * record and ada attach print the directory last, on stderr): a recording
+ * that ended before its control thread registered it is found too. "" when
+ * the line is not an existing session directory. */
+static void serve_session_from_log(const char *log, char *dir, size_t cap)
+{
+	char buf[PATH_MAX + 512];
+	struct stat st;
+	int fd = open(log, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+	dir[0] = 0;
+	if (fd < 0)
+		return;
+	off_t end = lseek(fd, 0, SEEK_END);
+	off_t at = end > (off_t)sizeof(buf) - 1 ? end - (off_t)(sizeof(buf) - 1) : 0;
+	ssize_t n = end > 0 ? pread(fd, buf, (size_t)(end - at), at) : 0;
+	close(fd);
+	if (n <= 0)
+		return;
+	while (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n] = 0;
+	char *line = strrchr(buf, '\n');
+	line = line ? line + 1 : buf;
+	const char *base = strrchr(line, '/');
+	if (line[0] == '/' && base && !strncmp(base + 1, "session_", 8) && strlen(line) < cap &&
+	    lstat(line, &st) == 0 && S_ISDIR(st.st_mode))
+		snprintf(dir, cap, "%s", line);
+}
+
 /* Waits (bounded) until the recording's session directory is known: the
- * per-user registry names it by the pid of `ada record`/`ada attach`. */
+ * per-user registry names it by the pid of `ada record`/`ada attach`, or
+ * once it ended, its log's last line. */
 static void serve_find_session(struct serve *s, struct serve_rec *r)
 {
 	char pid[24], dir[PATH_MAX], why[256];
+	bool running = true;
 
 	snprintf(pid, sizeof(pid), "%d", (int)r->pid);
 	for (unsigned t = 0; t < SERVE_SESSION_WAIT * 50; t++) {
 		int rc = ada_control_session_of(pid, dir, sizeof(dir), why, sizeof(why));
 		pthread_mutex_lock(&s->mu);
-		bool running = r->running;
+		running = r->running;
 		if (rc == 0 || rc == -ECONNREFUSED)
 			snprintf(r->session, sizeof(r->session), "%s", dir);
 		pthread_mutex_unlock(&s->mu);
-		if (rc == 0 || rc == -ECONNREFUSED || !running)
+		if (rc == 0 || rc == -ECONNREFUSED)
 			return;
+		if (!running)
+			break;
 		serve_sleep_ms(20);
 	}
+	if (running)
+		return; /* still starting: `list` says "no session yet" */
+	serve_session_from_log(r->log, dir, sizeof(dir));
+	pthread_mutex_lock(&s->mu);
+	if (!r->session[0])
+		snprintf(r->session, sizeof(r->session), "%s", dir);
+	pthread_mutex_unlock(&s->mu);
 }
 
 static json_t *serve_rec_json(const struct serve_rec *r)

@@ -672,10 +672,11 @@ def case_retitle(ada, target, work):
             check(f.read().strip() == "retitled", "retitle did not set the thread name")
         rec = str(r.p.pid)  # ada record's own pid
         # The control thread registers the pids within a second of its
-        # start: a bounded poll on a condition.
+        # start, and its live view lists the program once the drain found
+        # its arena: a bounded poll on a condition.
         for _ in range(1200):
             rc, so, se = r.ada_cmd("status", rec, "--json", ok=False)
-            if rc == 0 and so.strip():
+            if rc == 0 and so.strip() and json.loads(so)["processes"]:
                 break
             time.sleep(0.05)
         check(rc == 0 and [p["pid"] for p in json.loads(so)["processes"]] == [r.pid],
