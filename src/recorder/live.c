@@ -34,9 +34,7 @@
 /* What the finished processes add to the totals (live_fold). */
 struct live_sum {
 	uint64_t events, not_written, index_bytes, index_events;
-	uint64_t drops[ADA_DROP_REASON_COUNT];
-	uint64_t detail_overwritten, detail_records, detail_waits, detail_waited_ns;
-	uint64_t ring_waits, ring_waited_ns;
+	struct wal_proc_sums p;
 	uint32_t procs;
 };
 
@@ -117,7 +115,7 @@ static void live_proc(struct ada_recorder_live *v, const struct wal_proc *p)
 }
 
 /* One process's counts added to s. */
-static void live_add(const struct ada_recorder *r, const struct wal_proc *p, struct live_sum *s)
+static void live_add(const struct wal_proc *p, struct live_sum *s)
 {
 	s->events += p->events - wal_proc_lost(p);
 	s->not_written += wal_proc_lost(p);
@@ -125,29 +123,14 @@ static void live_add(const struct ada_recorder *r, const struct wal_proc *p, str
 	wal_proc_index_bytes(p, &ib, &ie);
 	s->index_bytes += ib;
 	s->index_events += ie;
-	for (int lane = 0; lane < ADA_LANE_COUNT; lane++)
-		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
-			s->drops[k] += p->drops[lane][k];
-	if (r->o.detail_mode == ADA_DETAIL_TRIGGERED)
-		s->detail_overwritten += p->detail_overwritten;
-	if (r->o.detail_mode != ADA_DETAIL_NEVER)
-		s->detail_records += wal_detail_proc_records(p);
-	uint64_t waits, ns;
-	if (r->o.detail_mode == ADA_DETAIL_ALWAYS) {
-		wal_detail_proc_waits(p, &waits, &ns);
-		s->detail_waits += waits;
-		s->detail_waited_ns += ns;
-	}
-	wal_proc_ring_waits(p, &waits, &ns);
-	s->ring_waits += waits;
-	s->ring_waited_ns += ns;
+	wal_proc_fold(&s->p, p);
 }
 
 /* A process that finished: its counts into fin, its entry into recent. */
 static void live_fold(struct ada_recorder *r, const struct wal_proc *p)
 {
 	struct wal_live *l = r->live;
-	live_add(r, p, &l->fin);
+	live_add(p, &l->fin);
 	l->fin.procs++;
 	l->recent[l->recent_at] = (struct ada_live_proc){
 	    .pid = p->pid, .finished = true, .events = p->events - wal_proc_lost(p)};
@@ -220,7 +203,7 @@ static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, boo
 	struct live_sum s = l->fin;
 	for (size_t i = 0; i < l->nrunning; i++) {
 		const struct wal_proc *p = l->running[i];
-		live_add(r, p, &s);
+		live_add(p, &s);
 		if (p->fill_last > v->ring_fill_pct_max)
 			v->ring_fill_pct_max = p->fill_last;
 		live_proc(v, p);
@@ -229,15 +212,19 @@ static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, boo
 	v->events_not_written = s.not_written;
 	v->index_bytes = s.index_bytes;
 	v->index_events = s.index_events;
-	memcpy(v->drops, s.drops, sizeof(v->drops));
+	for (int lane = 0; lane < ADA_LANE_COUNT; lane++)
+		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
+			v->drops[k] += s.p.drops_by[lane][k];
+	/* What the mode tells (recorder.h, struct ada_recorder_live): the sums
+	 * hold every count in every mode; only --detail always waits. */
 	if (v->detail_mode == ADA_DETAIL_TRIGGERED)
-		v->detail_overwritten = s.detail_overwritten;
+		v->detail_overwritten = s.p.detail_overwritten;
 	if (v->detail_mode != ADA_DETAIL_NEVER)
-		v->detail_records = s.detail_records;
-	v->detail_waits = s.detail_waits;
-	v->detail_waited_ns = s.detail_waited_ns;
-	v->ring_waits = s.ring_waits;
-	v->ring_waited_ns = s.ring_waited_ns;
+		v->detail_records = s.p.detail_records;
+	v->detail_waits = s.p.detail_waits;
+	v->detail_waited_ns = s.p.detail_waited_ns;
+	v->ring_waits = s.p.ring_waits;
+	v->ring_waited_ns = s.p.ring_waited_ns;
 	v->procs_finished = s.procs;
 	live_finished(l, v);
 	if (!rates)

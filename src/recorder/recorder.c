@@ -308,31 +308,58 @@ void ada_recorder_stop(struct ada_recorder *r)
 	ada_recorder_wake(r);
 }
 
-/* The retired processes' sums (retire.c) into s, as the loop over the
- * processes adds theirs; returns the fill hint's lost count. */
-static uint64_t rec_summary_retired(const struct ada_recorder *r, struct ada_record_summary *s)
+void wal_proc_fold(struct wal_proc_sums *s, const struct wal_proc *p)
 {
-	const struct wal_retired *q = &r->retired;
-	s->detail_records += q->detail_records;
-	s->detail_overwritten += q->detail_overwritten;
-	s->detail_waits += q->detail_waits;
-	s->detail_waited_ns += q->detail_waited_ns;
-	s->ring_waits += q->ring_waits;
-	s->ring_waited_ns += q->ring_waited_ns;
-	s->window_lost += q->window_lost;
+	uint64_t waits, ns;
+	s->detail_records += wal_detail_proc_records(p);
+	s->detail_overwritten += p->detail_overwritten;
+	wal_detail_proc_waits(p, &waits, &ns);
+	s->detail_waits += waits;
+	s->detail_waited_ns += ns;
+	wal_proc_ring_waits(p, &waits, &ns);
+	s->ring_waits += waits;
+	s->ring_waited_ns += ns;
+	s->window_lost += p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST];
 	for (unsigned k = 0; k < ADA_WINDOW_MISS_COUNT; k++)
-		s->window_missed[k] += q->window_missed[k];
-	s->pre_asked_ns = q->pre_asked_ns;
-	s->pre_got_ns = q->pre_got_ns;
-	s->pre_ring_bytes = q->pre_ring_bytes;
-	if (q->fill_hint[0])
-		snprintf(s->fill_hint, sizeof(s->fill_hint), "%s", q->fill_hint);
-	s->detail_ring_suggest = q->detail_ring_suggest;
-	s->drops += q->drops;
+		s->window_missed[k] += p->window_missed[k];
+	if (p->pre_asked_ns && (!s->pre_asked_ns || p->pre_got_ns < s->pre_got_ns)) {
+		s->pre_asked_ns = p->pre_asked_ns;
+		s->pre_got_ns = p->pre_got_ns;
+		s->pre_ring_bytes = p->pre_ring_bytes;
+	}
+	if (p->fill_hint[0] && p->fill_hint_lost > s->fill_hint_lost) {
+		s->fill_hint_lost = p->fill_hint_lost;
+		memcpy(s->fill_hint, p->fill_hint, sizeof(s->fill_hint));
+	}
+	if (p->detail_ring_suggest > s->detail_ring_suggest)
+		s->detail_ring_suggest = p->detail_ring_suggest;
+	s->drops += wal_proc_drops(p);
 	for (int l = 0; l < ADA_LANE_COUNT; l++)
 		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
-			s->drops_by[l][k] += q->drops_by[l][k];
-	return q->fill_hint[0] ? q->fill_hint_lost : 0;
+			s->drops_by[l][k] += p->drops[l][k];
+}
+
+/* Every process's sums, the retired ones' with them, into s. */
+static void rec_summary_procs(const struct ada_recorder *r, struct ada_record_summary *s)
+{
+	struct wal_proc_sums q = r->retired.sums;
+	for (size_t i = 0; i < r->nprocs; i++)
+		wal_proc_fold(&q, r->procs[i]);
+	s->detail_records = q.detail_records;
+	s->detail_overwritten = q.detail_overwritten;
+	s->detail_waits = q.detail_waits;
+	s->detail_waited_ns = q.detail_waited_ns;
+	s->ring_waits = q.ring_waits;
+	s->ring_waited_ns = q.ring_waited_ns;
+	s->window_lost = q.window_lost;
+	memcpy(s->window_missed, q.window_missed, sizeof(s->window_missed));
+	s->pre_asked_ns = q.pre_asked_ns;
+	s->pre_got_ns = q.pre_got_ns;
+	s->pre_ring_bytes = q.pre_ring_bytes;
+	snprintf(s->fill_hint, sizeof(s->fill_hint), "%s", q.fill_hint);
+	s->detail_ring_suggest = q.detail_ring_suggest;
+	s->drops = q.drops;
+	memcpy(s->drops_by, q.drops_by, sizeof(s->drops_by));
 }
 
 static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
@@ -370,38 +397,7 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->detail_mode = r->o.detail_mode;
 	s->windows = r->flight.trig ? ada_trigger_window_count(r->flight.trig) : 0;
 	s->windows_yielded = r->flight.yield.held;
-	uint64_t hint_lost = rec_summary_retired(r, s); /* the fill hint's, as below */
-	for (size_t i = 0; i < r->nprocs; i++) {
-		s->detail_records += wal_detail_proc_records(r->procs[i]);
-		s->detail_overwritten += r->procs[i]->detail_overwritten;
-		uint64_t waits, ns;
-		wal_detail_proc_waits(r->procs[i], &waits, &ns);
-		s->detail_waits += waits;
-		s->detail_waited_ns += ns;
-		wal_proc_ring_waits(r->procs[i], &waits, &ns);
-		s->ring_waits += waits;
-		s->ring_waited_ns += ns;
-		const struct wal_proc *p = r->procs[i];
-		s->window_lost += p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST];
-		for (unsigned k = 0; k < ADA_WINDOW_MISS_COUNT; k++)
-			s->window_missed[k] += p->window_missed[k];
-		if (p->pre_asked_ns && (!s->pre_asked_ns || p->pre_got_ns < s->pre_got_ns)) {
-			s->pre_asked_ns = p->pre_asked_ns;
-			s->pre_got_ns = p->pre_got_ns;
-			s->pre_ring_bytes = p->pre_ring_bytes;
-		}
-		if (p->fill_hint[0] && p->fill_hint_lost > hint_lost) {
-			hint_lost = p->fill_hint_lost;
-			snprintf(s->fill_hint, sizeof(s->fill_hint), "%s", p->fill_hint);
-		}
-		uint64_t want = r->procs[i]->detail_ring_suggest;
-		s->detail_ring_suggest =
-		    want > s->detail_ring_suggest ? want : s->detail_ring_suggest;
-		s->drops += wal_proc_drops(r->procs[i]);
-		for (int l = 0; l < ADA_LANE_COUNT; l++)
-			for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
-				s->drops_by[l][k] += r->procs[i]->drops[l][k];
-	}
+	rec_summary_procs(r, s);
 	int st = r->main_status;
 	if (r->o.attached) {
 		s->exit_status = 0; /* not our child: ada attach's own status */

@@ -473,9 +473,31 @@ struct wal_reserve {
 	bool used; /* a manifest needed it: the disk was full */
 };
 
+/* A process's counts as the recording's totals sum them: the summary,
+ * the live view and the retired processes' sums each fold their
+ * processes into one (wal_proc_fold), so a count is added here once.
+ * Every count is summed whatever the detail mode: a mode's counts that
+ * do not apply are 0 or told only as the mode says where they are told. */
+struct wal_proc_sums {
+	uint64_t detail_records, detail_overwritten, detail_waits, detail_waited_ns;
+	uint64_t ring_waits, ring_waited_ns, window_lost, drops;
+	uint64_t window_missed[ADA_WINDOW_MISS_COUNT];
+	uint64_t drops_by[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+	/* The shortest pre-roll a window achieved (pre_got_ns), what it asked
+	 * and its ring's bytes: 0, 0 when none fell short. */
+	uint64_t pre_asked_ns, pre_got_ns, pre_ring_bytes;
+	uint64_t detail_ring_suggest; /* the largest asked */
+	/* The fill hint of the process that lost the most (fill_hint_lost). */
+	uint64_t fill_hint_lost;
+	char fill_hint[160];
+};
+
+/* p's counts added to s (recorder.c). */
+void wal_proc_fold(struct wal_proc_sums *s, const struct wal_proc *p);
+
 /* The processes retired (retire.c): their lines in <session>/retired.jsonl
  * and, for the recording's totals (rec_summary, the live view), their
- * sums, as rec_summary and live.c take them from a wal_proc. */
+ * sums. */
 struct wal_retired {
 	int fd; /* retired.jsonl, -1 until the first line */
 	uint32_t procs;
@@ -486,12 +508,7 @@ struct wal_retired {
 	 * processes to retire left: the test hook ADA_TEST_BUDGET_AUDIT's
 	 * (budget.c). */
 	size_t finished_held, held_max;
-	uint64_t detail_records, detail_overwritten, detail_waits, detail_waited_ns;
-	uint64_t ring_waits, ring_waited_ns, window_lost, drops;
-	uint64_t window_missed[ADA_WINDOW_MISS_COUNT];
-	uint64_t drops_by[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
-	uint64_t pre_asked_ns, pre_got_ns, pre_ring_bytes, detail_ring_suggest, fill_hint_lost;
-	char fill_hint[160];
+	struct wal_proc_sums sums;
 	/* Per window (by its index): what it got of the retired processes. */
 	struct ada_live_window_got *win;
 	size_t nwin;

@@ -302,38 +302,12 @@ void wal_retired_window_got(const struct ada_recorder *r, size_t wi, struct ada_
 	    s->pre_achieved_ns > g->pre_achieved_ns ? s->pre_achieved_ns : g->pre_achieved_ns;
 }
 
-/* Its counts into the recording's sums (rec_summary, the live view). */
+/* Its counts into the retired processes' sums (rec_summary's; the live
+ * view folded it as it finished) and its windows' (the live view's). */
 static void retire_fold(struct ada_recorder *r, struct wal_proc *p)
 {
-	struct wal_retired *s = &r->retired;
-	uint64_t waits, ns;
-	s->procs++;
-	s->detail_records += wal_detail_proc_records(p);
-	s->detail_overwritten += p->detail_overwritten;
-	wal_detail_proc_waits(p, &waits, &ns);
-	s->detail_waits += waits;
-	s->detail_waited_ns += ns;
-	wal_proc_ring_waits(p, &waits, &ns);
-	s->ring_waits += waits;
-	s->ring_waited_ns += ns;
-	s->window_lost += p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST];
-	for (unsigned k = 0; k < ADA_WINDOW_MISS_COUNT; k++)
-		s->window_missed[k] += p->window_missed[k];
-	if (p->pre_asked_ns && (!s->pre_asked_ns || p->pre_got_ns < s->pre_got_ns)) {
-		s->pre_asked_ns = p->pre_asked_ns;
-		s->pre_got_ns = p->pre_got_ns;
-		s->pre_ring_bytes = p->pre_ring_bytes;
-	}
-	if (p->fill_hint[0] && p->fill_hint_lost > s->fill_hint_lost) {
-		s->fill_hint_lost = p->fill_hint_lost;
-		memcpy(s->fill_hint, p->fill_hint, sizeof(s->fill_hint));
-	}
-	if (p->detail_ring_suggest > s->detail_ring_suggest)
-		s->detail_ring_suggest = p->detail_ring_suggest;
-	s->drops += wal_proc_drops(p);
-	for (int l = 0; l < ADA_LANE_COUNT; l++)
-		for (int k = 0; k < ADA_DROP_REASON_COUNT; k++)
-			s->drops_by[l][k] += p->drops[l][k];
+	r->retired.procs++;
+	wal_proc_fold(&r->retired.sums, p);
 	retire_windows_fold(r, p);
 }
 

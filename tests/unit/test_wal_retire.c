@@ -205,9 +205,9 @@ static void test_retire_procs(void **state)
 	assert_ptr_equal(r.procs[2], files);
 	assert_int_equal(r.retired.procs, 1);
 	assert_int_equal(r.retired.finished_held, 2);
-	assert_int_equal(r.retired.drops_by[ADA_LANE_INDEX][ADA_DROP_RING_FULL], 5);
-	assert_int_equal(r.retired.drops, 5);
-	assert_int_equal(r.retired.window_lost, 9);
+	assert_int_equal(r.retired.sums.drops_by[ADA_LANE_INDEX][ADA_DROP_RING_FULL], 5);
+	assert_int_equal(r.retired.sums.drops, 5);
+	assert_int_equal(r.retired.sums.window_lost, 9);
 	char name[32];
 	snprintf(name, sizeof(name), "pid_%d", FREE_PID);
 	assert_false(exists(name));
