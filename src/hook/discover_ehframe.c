@@ -325,27 +325,6 @@ static void eh_table_entry(const struct discover_fde_table *t, size_t i, uint64_
 	*fde = t->hdr + (uint64_t)(int64_t)v[1];
 }
 
-bool discover_fde_covers(const struct discover_fde_table *t, uint64_t addr)
-{
-	if (!t->hdr)
-		return true;      /* no table: cannot tell */
-	size_t lo = 0, hi = t->n; /* sorted by initial location */
-	uint64_t start, fde;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		eh_table_entry(t, mid, &start, &fde);
-		if (start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return false;
-	eh_table_entry(t, lo - 1, &start, &fde);
-	uint64_t range = eh_fde_read(t, fde, NULL);
-	return range == UINT64_MAX || addr - start < range;
-}
-
 /* Entries of t starting at or below addr (a binary search). */
 static size_t eh_count_le(const struct discover_fde_table *t, uint64_t addr)
 {
@@ -360,6 +339,26 @@ static size_t eh_count_le(const struct discover_fde_table *t, uint64_t addr)
 			hi = mid;
 	}
 	return lo;
+}
+
+/* Entry i's start and the length of the code its FDE covers (UINT64_MAX:
+ * cannot tell). */
+static uint64_t eh_entry_range(const struct discover_fde_table *t, size_t i, uint64_t *start)
+{
+	uint64_t fde;
+	eh_table_entry(t, i, start, &fde);
+	return eh_fde_read(t, fde, NULL);
+}
+
+bool discover_fde_covers(const struct discover_fde_table *t, uint64_t addr)
+{
+	if (!t->hdr)
+		return true; /* no table: cannot tell */
+	size_t k = eh_count_le(t, addr);
+	if (k == 0)
+		return false;
+	uint64_t start, range = eh_entry_range(t, k - 1, &start);
+	return range == UINT64_MAX || addr - start < range;
 }
 
 /* A step forward of more than this many entries searches instead. */
@@ -388,10 +387,8 @@ bool discover_fde_covers_next(const struct discover_fde_table *t, uint64_t addr,
 	}
 	if (!c->used || k != c->n_le) {
 		c->n_le = k;
-		if (k) {
-			eh_table_entry(t, k - 1, &c->start, &fde);
-			c->range = eh_fde_read(t, fde, NULL);
-		}
+		if (k)
+			c->range = eh_entry_range(t, k - 1, &c->start);
 	}
 	c->used = true;
 	c->last = addr;
