@@ -1241,6 +1241,23 @@ static void wscene_close(struct wscene *s)
 	pfx_close(&s->x);
 }
 
+/* 400 more pairs (800 records, the index ring holds 1 024 events) after
+ * the scene's first 40 events, all taken into the file: the detail ring
+ * (64 KiB) turns over every record of the first 40. */
+static void wscene_lap(struct wscene *s)
+{
+	emit_pairs(&s->x, 100, 400);
+	take(&s->x, &s->d.t, 0, 840);
+}
+
+/* wal_detail_take on the scene's thread: its records up to horizon_ns
+ * into window memory, room bytes of it at the most. */
+static int wscene_take(struct wscene *s, uint64_t horizon_ns, uint64_t room,
+                       struct wal_detail_stats *st)
+{
+	return wal_detail_take(&s->d.r, &s->d.t, horizon_ns, room, st);
+}
+
 static void test_persist_all(void **state)
 {
 	(void)state;
@@ -1315,66 +1332,50 @@ static void test_persist_waiting(void **state)
 static void test_take_memory(void **state)
 {
 	(void)state;
-	struct pfx x;
-	pfx_open(&x);
-	for (uint64_t i = 0; i < 20; i++) {
-		emit_one(&x, FN(i), true);
-		emit_one(&x, FN(i), false);
-	}
-	const struct atf_index_event *ev;
-	assert_int_equal(ada_index_ring_peek(x.a, ada_producer_tls.slot, &ev), 40);
-	uint64_t t9 = ev[9].timestamp_ns, t39 = ev[39].timestamp_ns;
-	struct pdrain d;
-	pdrain_open(&d, &x, "index.atf", 0);
-	take(&x, &d.t, 0, 20);
+	struct wscene s;
+	wscene_open(&s, 20, 20);
+	uint64_t t9 = s.ev[9].timestamp_ns, t39 = s.ev[39].timestamp_ns;
 	struct wal_detail_stats st;
 	/* no room: nothing taken, the budget named */
-	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX, 0, &st), 0);
+	assert_int_equal(wscene_take(&s, UINT64_MAX, 0, &st), 0);
 	assert_int_equal(st.records, 0);
 	assert_true(st.budget_spent);
-	assert_int_equal(wal_detail_taken_bytes(&d.t), 0);
+	assert_int_equal(wal_detail_taken_bytes(&s.d.t), 0);
 	/* the horizon: 0..9 taken, 10.. left in the ring */
-	assert_int_equal(wal_detail_take(&d.r, &d.t, t9, UINT64_MAX, &st), 0);
+	assert_int_equal(wscene_take(&s, t9, UINT64_MAX, &st), 0);
 	assert_int_equal(st.records, 10);
 	assert_false(st.budget_spent);
 	assert_int_equal(st.gap.records, 0);
-	assert_true(wal_detail_taken_bytes(&d.t) > 0);
-	uint64_t held = d.r.flight.mem_bytes;
-	assert_int_equal(held, wal_detail_taken_bytes(&d.t));
+	assert_true(wal_detail_taken_bytes(&s.d.t) > 0);
+	uint64_t held = s.d.r.flight.mem_bytes;
+	assert_int_equal(held, wal_detail_taken_bytes(&s.d.t));
 	/* the rest (a live take: straight into the block); then the ring
 	 * laps many times over every one of them */
-	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, UINT64_MAX, &st), 0);
+	assert_int_equal(wscene_take(&s, UINT64_MAX - 1, UINT64_MAX, &st), 0);
 	assert_int_equal(st.records, 30);
-	assert_int_equal(d.r.flight.mem_bytes, held); /* one block holds them all */
-	/* 800 more records (the index ring holds 1 024 events): the
-	 * detail ring (64 KiB) turns over every one of the 40 */
-	for (uint64_t i = 0; i < 400; i++) {
-		emit_one(&x, FN(100 + i), true);
-		emit_one(&x, FN(100 + i), false);
-	}
-	take(&x, &d.t, 0, 840);
+	assert_int_equal(s.d.r.flight.mem_bytes, held); /* one block holds them all */
+	wscene_lap(&s);
 	struct ada_slot_info si;
-	ada_arena_slot_info(x.a, d.t.slot, &si);
+	ada_arena_slot_info(s.x.a, s.d.t.slot, &si);
 	assert_true(si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN] > 40);
 	/* the window [0, 39], with a budget: all 40 from memory */
 	struct wal_detail_budget b = {.bytes = UINT64_MAX, .deadline_ns = UINT64_MAX};
 	struct wal_detail_stats pst = {0};
-	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, 0, t39, false, &b, &pst), 0);
+	assert_int_equal(wal_detail_persist_window(&s.d.r, &s.d.t, 0, t39, false, &b, &pst), 0);
 	assert_int_equal(pst.records, 40);
 	assert_int_equal(pst.unlinked, 0);
 	assert_false(pst.budget_spent);
 	/* decided, they left memory; the next take finds the records the
 	 * ring overwrote before any take reached them: exactly those */
-	assert_int_equal(wal_detail_taken_bytes(&d.t), 0);
-	assert_int_equal(d.r.flight.mem_bytes, 0);
-	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, UINT64_MAX, &st), 0);
-	ada_arena_slot_info(x.a, d.t.slot, &si);
+	assert_int_equal(wal_detail_taken_bytes(&s.d.t), 0);
+	assert_int_equal(s.d.r.flight.mem_bytes, 0);
+	assert_int_equal(wscene_take(&s, UINT64_MAX - 1, UINT64_MAX, &st), 0);
+	ada_arena_slot_info(s.x.a, s.d.t.slot, &si);
 	assert_int_equal(st.gap.records,
 	                 si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN] - 40);
 	assert_int_equal(st.records + st.gap.records, 800);
-	pdrain_close(&d);
+	wscene_close(&s);
 	check_links(40);
-	pfx_close(&x);
 }
 
 /* The rest of a gap a live take counted from a moving counter: a take
@@ -1385,52 +1386,41 @@ static void test_take_memory(void **state)
 static void test_take_end_rest(void **state)
 {
 	(void)state;
-	struct pfx x;
-	pfx_open(&x);
-	for (uint64_t i = 0; i < 20; i++) {
-		emit_one(&x, FN(i), true);
-		emit_one(&x, FN(i), false);
-	}
-	struct pdrain d;
-	pdrain_open(&d, &x, "index.atf", 0);
-	take(&x, &d.t, 0, 40);
+	struct wscene s;
+	wscene_open(&s, 20, 40);
 	struct wal_detail_stats st;
-	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, UINT64_MAX, &st), 0);
+	assert_int_equal(wscene_take(&s, UINT64_MAX - 1, UINT64_MAX, &st), 0);
 	assert_int_equal(st.records, 40);
-	/* the ring (64 KiB) turns over: a live take finds the gap, exactly */
-	for (uint64_t i = 0; i < 400; i++) {
-		emit_one(&x, FN(100 + i), true);
-		emit_one(&x, FN(100 + i), false);
-	}
-	take(&x, &d.t, 0, 840);
-	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, UINT64_MAX, &st), 0);
+	/* the ring turns over: a live take finds the gap, exactly */
+	wscene_lap(&s);
+	assert_int_equal(wscene_take(&s, UINT64_MAX - 1, UINT64_MAX, &st), 0);
 	uint64_t gap = st.gap.records, taken = 40 + st.records;
 	assert_true(gap > 0);
 	assert_int_equal(st.records + gap, 800);
 	/* as if its counter had been read before the program overwrote past
 	 * where the last take stopped: nothing counted, from a moving counter */
-	struct wal_tdetail *dt = d.t.dt;
+	struct wal_tdetail *dt = s.d.t.dt;
 	dt->gap_counted -= gap;
 	dt->gap_short = false;
 	struct wal_detail_stats gs = {0};
-	pd_gap(&d.t, dt, dt->taken + dt->gap_counted, 0, dt->taken, 0, false, &gs);
+	pd_gap(&s.d.t, dt, dt->taken + dt->gap_counted, 0, dt->taken, 0, false, &gs);
 	assert_int_equal(gs.gap.records, 0);
 	assert_true(dt->gap_short);
 	/* nothing new in the ring; the end counts the rest */
-	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX, UINT64_MAX, &st), 0);
+	assert_int_equal(wscene_take(&s, UINT64_MAX, UINT64_MAX, &st), 0);
 	assert_int_equal(st.records, 0);
 	assert_int_equal(st.gap.records, gap);
 	assert_false(dt->gap_short);
 	/* again: nothing more */
-	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX, UINT64_MAX, &st), 0);
+	assert_int_equal(wscene_take(&s, UINT64_MAX, UINT64_MAX, &st), 0);
 	assert_int_equal(st.gap.records, 0);
 	struct wal_detail_budget b = {.bytes = UINT64_MAX, .deadline_ns = UINT64_MAX};
 	struct wal_detail_stats pst = {0};
-	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, 0, UINT64_MAX, false, &b, &pst), 0);
+	assert_int_equal(wal_detail_persist_window(&s.d.r, &s.d.t, 0, UINT64_MAX, false, &b, &pst),
+	                 0);
 	assert_int_equal(pst.records, taken);
-	pdrain_close(&d);
+	wscene_close(&s);
 	check_links(taken);
-	pfx_close(&x);
 }
 
 /* detail.overwritten (the manifest's) counts each record the ring
@@ -1440,58 +1430,54 @@ static void test_take_end_rest(void **state)
 static void test_take_overwritten_once(void **state)
 {
 	(void)state;
-	struct pfx x;
-	pfx_open(&x);
-	emit_pairs(&x, 0, 20);
-	struct pdrain d;
-	pdrain_open(&d, &x, "index.atf", 0);
-	take(&x, &d.t, 0, 40);
+	struct wscene s;
+	wscene_open(&s, 20, 40);
 	struct wal_detail_stats st;
 	struct ada_slot_info si;
 	struct wal_detail_budget b = {.bytes = UINT64_MAX, .deadline_ns = UINT64_MAX};
 	struct wal_detail_stats pst = {0};
 	/* the first take: nothing overwritten yet */
-	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, UINT64_MAX, &st), 0);
+	assert_int_equal(wscene_take(&s, UINT64_MAX - 1, UINT64_MAX, &st), 0);
 	assert_int_equal(st.records, 40);
-	assert_int_equal(d.t.dt->overwritten, 0);
-	/* the ring (64 KiB) turns over; a live take counts its counter */
-	emit_pairs(&x, 100, 400);
-	take(&x, &d.t, 0, 840);
-	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, UINT64_MAX, &st), 0);
-	ada_arena_slot_info(x.a, d.t.slot, &si);
+	assert_int_equal(s.d.t.dt->overwritten, 0);
+	/* the ring turns over; a live take counts its counter */
+	wscene_lap(&s);
+	assert_int_equal(wscene_take(&s, UINT64_MAX - 1, UINT64_MAX, &st), 0);
+	ada_arena_slot_info(s.x.a, s.d.t.slot, &si);
 	uint64_t over = si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
 	assert_true(over > 0);
-	assert_int_equal(d.t.dt->overwritten, over);
+	assert_int_equal(s.d.t.dt->overwritten, over);
 	/* decided, window memory is empty: a take without room gets no block */
-	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, 0, UINT64_MAX, false, &b, &pst), 0);
-	assert_int_equal(wal_detail_taken_bytes(&d.t), 0);
-	emit_pairs(&x, 600, 40);
-	take(&x, &d.t, 840, 920);
-	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, 0, &st), 0);
+	assert_int_equal(wal_detail_persist_window(&s.d.r, &s.d.t, 0, UINT64_MAX, false, &b, &pst),
+	                 0);
+	assert_int_equal(wal_detail_taken_bytes(&s.d.t), 0);
+	emit_pairs(&s.x, 600, 40);
+	take(&s.x, &s.d.t, 840, 920);
+	assert_int_equal(wscene_take(&s, UINT64_MAX - 1, 0, &st), 0);
 	assert_int_equal(st.records, 0);
 	assert_true(st.budget_spent);
-	ada_arena_slot_info(x.a, d.t.slot, &si);
+	ada_arena_slot_info(s.x.a, s.d.t.slot, &si);
 	over = si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN];
-	assert_true(d.t.dt->overwritten <= over);
+	assert_true(s.d.t.dt->overwritten <= over);
 	/* the next take, with room: every record counted once */
-	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, UINT64_MAX, &st), 0);
+	assert_int_equal(wscene_take(&s, UINT64_MAX - 1, UINT64_MAX, &st), 0);
 	assert_true(st.records > 0);
-	assert_int_equal(d.t.dt->overwritten, over);
+	assert_int_equal(s.d.t.dt->overwritten, over);
 	/* the same before the thread's end: its take and the counter's last
 	 * read (flight.c) */
-	assert_int_equal(wal_detail_persist_window(&d.r, &d.t, 0, UINT64_MAX, false, &b, &pst), 0);
-	assert_int_equal(wal_detail_taken_bytes(&d.t), 0);
-	emit_pairs(&x, 700, 40);
-	take(&x, &d.t, 920, 1000);
-	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX - 1, 0, &st), 0);
+	assert_int_equal(wal_detail_persist_window(&s.d.r, &s.d.t, 0, UINT64_MAX, false, &b, &pst),
+	                 0);
+	assert_int_equal(wal_detail_taken_bytes(&s.d.t), 0);
+	emit_pairs(&s.x, 700, 40);
+	take(&s.x, &s.d.t, 920, 1000);
+	assert_int_equal(wscene_take(&s, UINT64_MAX - 1, 0, &st), 0);
 	assert_true(st.budget_spent);
-	assert_int_equal(wal_detail_take(&d.r, &d.t, UINT64_MAX, UINT64_MAX, &st), 0);
-	wal_detail_sync_overwritten(&d.t);
-	ada_arena_slot_info(x.a, d.t.slot, &si);
-	assert_int_equal(d.t.dt->overwritten,
+	assert_int_equal(wscene_take(&s, UINT64_MAX, UINT64_MAX, &st), 0);
+	wal_detail_sync_overwritten(&s.d.t);
+	ada_arena_slot_info(s.x.a, s.d.t.slot, &si);
+	assert_int_equal(s.d.t.dt->overwritten,
 	                 si.drops[ADA_LANE_DETAIL][ADA_DROP_DETAIL_OVERWRITTEN]);
-	pdrain_close(&d);
-	pfx_close(&x);
+	wscene_close(&s);
 }
 
 /* A record linked past the index ring's head names no event (the target
