@@ -91,23 +91,39 @@ static json_t *man_clock(const struct ada_recorder *r)
 	return c;
 }
 
-static json_t *man_gen(const struct wal_gen *g)
+/* One index file of a thread's "files", as its summary s says: a kept
+ * generation's (generation: its number) or the current file's once final
+ * (generation null, with its CRC-32). Consumes generation. */
+static json_t *man_file(uint32_t seq, const char *name, json_t *generation, uint64_t first_seq,
+                        const struct ada_wal_file_summary *s, bool crc)
 {
 	json_t *o = json_object();
-	char name[64];
-	snprintf(name, sizeof(name), "index.g%u.atf", g->g);
 	char path[96];
-	snprintf(path, sizeof(path), "thread_%u/%s", g->t->seq, name);
+	snprintf(path, sizeof(path), "thread_%u/%s", seq, name);
 	json_object_set_new(o, "file", json_string(name));
 	json_object_set_new(o, "path", json_string(path));
-	json_object_set_new(o, "generation", json_integer(g->g));
-	json_object_set_new(o, "first_seq", json_integer((json_int_t)g->first_seq));
-	json_object_set_new(o, "events", json_integer((json_int_t)g->events));
-	json_object_set_new(o, "bytes", json_integer((json_int_t)g->bytes));
-	json_object_set_new(o, "time_start_ns", json_integer((json_int_t)g->t0));
-	json_object_set_new(o, "time_end_ns", json_integer((json_int_t)g->t1));
-	json_object_set_new(o, "encoding", json_string(ada_index_format_name(g->encoding)));
+	json_object_set_new(o, "generation", generation);
+	json_object_set_new(o, "first_seq", json_integer((json_int_t)first_seq));
+	json_object_set_new(o, "events", json_integer((json_int_t)s->events));
+	json_object_set_new(o, "bytes", json_integer((json_int_t)s->bytes));
+	json_object_set_new(o, "time_start_ns", json_integer((json_int_t)s->time_start_ns));
+	json_object_set_new(o, "time_end_ns", json_integer((json_int_t)s->time_end_ns));
+	if (crc)
+		json_object_set_new(o, "crc32", json_integer(s->crc));
+	json_object_set_new(o, "encoding", json_string(ada_index_format_name(s->encoding)));
 	return o;
+}
+
+static json_t *man_gen(const struct wal_gen *g)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "index.g%u.atf", g->g);
+	struct ada_wal_file_summary s = {.events = g->events,
+	                                 .bytes = g->bytes,
+	                                 .time_start_ns = g->t0,
+	                                 .time_end_ns = g->t1,
+	                                 .encoding = g->encoding};
+	return man_file(g->t->seq, name, json_integer(g->g), g->first_seq, &s, false);
 }
 
 void wal_proc_index_bytes(const struct wal_proc *p, uint64_t *bytes, uint64_t *events)
@@ -147,25 +163,9 @@ static json_t *man_thread(const struct wal_thread *t)
 			json_array_append_new(files, man_gen(&t->gens[i]));
 	}
 	snprintf(name, sizeof(name), "thread_%u/index.atf", t->seq);
-	if (t->done && !t->f && man_exists(dfd, name)) {
-		json_t *c = json_object();
-		char path[64];
-		snprintf(path, sizeof(path), "thread_%u/index.atf", t->seq);
-		json_object_set_new(c, "file", json_string("index.atf"));
-		json_object_set_new(c, "path", json_string(path));
-		json_object_set_new(c, "generation", json_null());
-		json_object_set_new(c, "first_seq", json_integer((json_int_t)t->base_seq));
-		json_object_set_new(c, "events", json_integer((json_int_t)t->last.events));
-		json_object_set_new(c, "bytes", json_integer((json_int_t)t->last.bytes));
-		json_object_set_new(c, "time_start_ns",
-		                    json_integer((json_int_t)t->last.time_start_ns));
-		json_object_set_new(c, "time_end_ns",
-		                    json_integer((json_int_t)t->last.time_end_ns));
-		json_object_set_new(c, "crc32", json_integer(t->last.crc));
-		json_object_set_new(c, "encoding",
-		                    json_string(ada_index_format_name(t->last.encoding)));
-		json_array_append_new(files, c);
-	}
+	if (t->done && !t->f && man_exists(dfd, name))
+		json_array_append_new(
+		    files, man_file(t->seq, "index.atf", json_null(), t->base_seq, &t->last, true));
 	json_object_set_new(o, "files", files);
 	json_object_set_new(o, "retired_events", json_integer((json_int_t)t->retired_events));
 	json_object_set_new(o, "retired_bytes", json_integer((json_int_t)t->retired_bytes));
