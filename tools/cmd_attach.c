@@ -522,7 +522,7 @@ static int attach_until_end(struct rec_args *a, struct ada_recorder *r, pid_t pi
 	ada_control_free(ctl);
 	record_print_hooks(ada_recorder_session_dir(r), pid);
 	attach_print(pid, secs, t->pause_ns, dpause);
-	record_print_summary(&s, a, ada_recorder_session_dir(r));
+	record_print_summary(&s, a, ada_recorder_session_dir(r), ada_recorder_triggers(r));
 	ada_recorder_free(r);
 	return s.disk_full || rc < 0 ? 1 : 0;
 }

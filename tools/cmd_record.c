@@ -363,7 +363,7 @@ static int record_until_end(const struct rec_args *a, struct ada_recorder *r,
 		record_without_drain(pid, rc, &s);
 	ada_control_free(ctl); /* its clients see the end (EOF) */
 	record_print_hooks(ada_recorder_session_dir(r), pid);
-	record_print_summary(&s, a, ada_recorder_session_dir(r));
+	record_print_summary(&s, a, ada_recorder_session_dir(r), ada_recorder_triggers(r));
 	signal(SIGUSR2, SIG_IGN); /* nothing to fire any more */
 	record_rec = NULL;
 	ada_recorder_free(r);

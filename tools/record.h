@@ -100,10 +100,12 @@ void record_emul_exec(const struct rec_args *a, const char *path);
 /* The drain's notices, on stderr. */
 void record_notice(void *arg, const char *sentence);
 /* The hook counts of pid's agent.json, and the summary lines (with a
- * warning for each function glob of a that matched no hooked function). */
+ * warning for each function glob of a that matched no hooked function and,
+ * for a trigger, never fired in e: the recording's engine, its drain
+ * stopped; may be NULL). */
 void record_print_hooks(const char *dir, pid_t pid);
 void record_print_summary(const struct ada_record_summary *s, const struct rec_args *a,
-                          const char *dir);
+                          const char *dir, const struct ada_trigger_engine *e);
 /* Raises ada's own RLIMIT_NOFILE soft limit to the hard one (the drain
  * holds one index file per live thread: 10 000 threads alive at once need
  * more than the usual 1 024) and keeps the old limit in *orig, which the

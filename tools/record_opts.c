@@ -750,14 +750,19 @@ static void record_warn_unmatched(const char *dir, const char *what, const char 
 /* The symbol, latency and p99 triggers and the --detail-symbols globs
  * given at the start, checked now that every module the program loaded
  * has its table: a name that matched nothing is said, not silently kept
- * (it could not be checked at the start, before the program ran). */
-static void record_print_unmatched(const struct rec_args *a, const char *dir)
+ * (it could not be checked at the start, before the program ran). A
+ * trigger that fired is not: the tables left on disk may not have its
+ * function any more (the budget deletes a finished process's). */
+static void record_print_unmatched(const struct rec_args *a, const char *dir,
+                                   const struct ada_trigger_engine *e)
 {
 	char what[ADA_TRIGGER_TEXT_MAX + 64];
 	for (size_t i = 0; i < a->ntriggers; i++) {
 		const struct ada_trigger_spec *t = &a->triggers[i];
 		if (t->kind != ADA_TRIGGER_SYMBOL && t->kind != ADA_TRIGGER_LATENCY &&
 		    t->kind != ADA_TRIGGER_P99)
+			continue;
+		if (e && ada_trigger_fired(e, t->text))
 			continue;
 		snprintf(what, sizeof(what), "--trigger %s never fired: it", t->text);
 		record_warn_unmatched(dir, what, t->glob);
@@ -776,7 +781,7 @@ static void record_print_unmatched(const struct rec_args *a, const char *dir)
 }
 
 void record_print_summary(const struct ada_record_summary *s, const struct rec_args *a,
-                          const char *dir)
+                          const char *dir, const struct ada_trigger_engine *e)
 {
 	record_print_recorded(s);
 	if (s->detail_mode == ADA_DETAIL_TRIGGERED)
@@ -790,7 +795,7 @@ void record_print_summary(const struct ada_record_summary *s, const struct rec_a
 	record_read_agents(dir, &acc);
 	record_print_untraced(acc.untraced);
 	record_print_count_only(s, a, &acc);
-	record_print_unmatched(a, dir);
+	record_print_unmatched(a, dir, e);
 	fprintf(stderr, "%s\n", dir); /* last: scripts take the session from it */
 }
 

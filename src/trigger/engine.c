@@ -145,6 +145,14 @@ bool ada_trigger_armed(struct ada_trigger_engine *e, enum ada_trigger_kind k)
 
 /* ---- drain side ---- */
 
+bool ada_trigger_fired(const struct ada_trigger_engine *e, const char *text)
+{
+	for (int i = 0; i < ADA_TRIGGER_MAX; i++)
+		if (e->live[i].used && e->live[i].has_fired && !strcmp(e->live[i].spec.text, text))
+			return true;
+	return false;
+}
+
 static void engine_apply_manual(struct ada_trigger_engine *e, const struct trig_manual *q,
                                 uint32_t n)
 {

@@ -158,6 +158,11 @@ bool ada_trigger_armed(struct ada_trigger_engine *e, enum ada_trigger_kind k);
 
 /* ---- drain thread only ---- */
 
+/* Whether the armed trigger whose spec text is text has fired (the drain
+ * thread, or once it stopped): the recording's end tells a trigger that
+ * never fired from one whose functions' tables the disk budget deleted. */
+bool ada_trigger_fired(const struct ada_trigger_engine *e, const char *text);
+
 /* Name of fn_id in this process, or NULL when not known (yet). */
 typedef const char *(*ada_trigger_name_fn)(void *ctx, uint64_t fn_id);
 int ada_trigger_proc_new(struct ada_trigger_engine *e, ada_trigger_name_fn name, void *ctx,
