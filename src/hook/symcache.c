@@ -4,7 +4,8 @@
  * dlopen scans, under agent.lock.
  *
  * File layout (native byte order: a cache is this machine's):
- *   names   names_len bytes, NUL-separated, ending in a NUL
+ *   names   names_len bytes, NUL-separated, ending in a NUL, in the
+ *           functions' order (sc_pool_fill)
  *   fns     count records: offset, size (8 bytes each), name_off (4),
  *           status, is_ifunc, is_global, reserved (1 each)
  *   header  "ADASYMT" + version byte, the key (build-id length and bytes,
@@ -87,6 +88,46 @@ static uint64_t sc_checksum(const struct sc_hdr *h, const uint8_t *body, size_t 
 	return XXH64_digest(&s);
 }
 
+/* The bytes of a name pool holding st's names in function order (a name
+ * two functions share in a row once); 0 when a name is not inside st's
+ * pool or the total passes SC_MAX_NAMES. */
+static size_t sc_pool_len(const struct ada_hook_symtab *st)
+{
+	size_t len = 0;
+	for (size_t i = 0; i < st->count; i++) {
+		uint32_t off = st->fns[i].name_off;
+		if (off >= st->names_len)
+			return 0;
+		if (i && off == st->fns[i - 1].name_off)
+			continue;
+		len += strnlen(st->names + off, st->names_len - off) + 1;
+		if (len > SC_MAX_NAMES)
+			return 0;
+	}
+	return len ? len : 1; /* no function: one NUL */
+}
+
+/* Copies st's names into pool in function order (the order every later
+ * walk takes: the verdicts, the .syms lines), so that a process reading
+ * the file reads its names front to back instead of all over a pool in
+ * the symbol table's order, and writes each record's name_off for it. */
+static void sc_pool_fill(const struct ada_hook_symtab *st, uint8_t *pool, uint8_t *recs)
+{
+	uint32_t w = 0, last = 0;
+	pool[0] = '\0';
+	for (size_t i = 0; i < st->count; i++, recs += SC_FN_BYTES) {
+		uint32_t off = st->fns[i].name_off;
+		if (!i || off != st->fns[i - 1].name_off) {
+			size_t n = strnlen(st->names + off, st->names_len - off);
+			memcpy(pool + w, st->names + off, n);
+			pool[w + n] = '\0';
+			last = w;
+			w += (uint32_t)n + 1;
+		}
+		memcpy(recs + 16, &last, 4);
+	}
+}
+
 int symtab_cache_encode(const struct symtab_cache_key *key, const struct ada_hook_symtab *st,
                         uint8_t **out, size_t *out_len)
 {
@@ -95,7 +136,10 @@ int symtab_cache_encode(const struct symtab_cache_key *key, const struct ada_hoo
 	if (st->count > SC_MAX_FNS || st->names_len > SC_MAX_NAMES || st->names_len == 0 ||
 	    st->xr_count > ADA_HOOK_MAX_XRANGES || st->build_id_len > ADA_HOOK_BUILD_ID_MAX)
 		return -EINVAL;
-	size_t body = st->count * SC_FN_BYTES + st->names_len;
+	size_t names_len = sc_pool_len(st);
+	if (names_len == 0)
+		return -EINVAL;
+	size_t body = st->count * SC_FN_BYTES + names_len;
 	uint8_t *b = malloc(sizeof(struct sc_hdr) + body);
 	if (!b)
 		return -ENOMEM;
@@ -115,7 +159,7 @@ int symtab_cache_encode(const struct symtab_cache_key *key, const struct ada_hoo
 	h.n_fde = st->n_fde;
 	memcpy(h.xr, st->xr, sizeof(h.xr));
 	h.count = st->count;
-	h.names_len = st->names_len;
+	h.names_len = names_len;
 	if (sc_from_dynsym(h.source))
 		h.base_hash = key->base_hash;
 	size_t link_len = strnlen(st->debuglink, sizeof(st->debuglink));
@@ -124,13 +168,12 @@ int symtab_cache_encode(const struct symtab_cache_key *key, const struct ada_hoo
 		return -EINVAL;
 	}
 	memcpy(h.debuglink, st->debuglink, link_len);
-	memcpy(b, st->names, st->names_len);
-	uint8_t *p = b + st->names_len;
+	uint8_t *p = b + names_len;
+	sc_pool_fill(st, b, p); /* the names and each record's name_off */
 	for (size_t i = 0; i < st->count; i++, p += SC_FN_BYTES) {
 		const struct ada_hook_fn *f = &st->fns[i];
 		memcpy(p, &f->offset, 8);
 		memcpy(p + 8, &f->size, 8);
-		memcpy(p + 16, &f->name_off, 4);
 		p[20] = f->status;
 		p[21] = f->is_ifunc;
 		p[22] = f->is_global;
@@ -141,6 +184,16 @@ int symtab_cache_encode(const struct symtab_cache_key *key, const struct ada_hoo
 	*out = b;
 	*out_len = sizeof(h) + body;
 	return 0;
+}
+
+void symtab_cache_reseal(uint8_t *buf, size_t len)
+{
+	struct sc_hdr h;
+	if (len < sizeof(h))
+		return;
+	memcpy(&h, buf + len - sizeof(h), sizeof(h));
+	h.checksum = sc_checksum(&h, buf, len - sizeof(h));
+	memcpy(buf + len - sizeof(h), &h, sizeof(h));
 }
 
 static bool sc_key_matches(const struct sc_hdr *h, const struct symtab_cache_key *key)

@@ -55,6 +55,10 @@ int symtab_cache_encode(const struct symtab_cache_key *key, const struct ada_hoo
 int symtab_cache_parse(uint8_t *buf, size_t len, const struct symtab_cache_key *key,
                        struct ada_hook_symtab *out, uint64_t *stored_ident, bool adopt);
 
+/* Makes the checksum of the encoded file (buf, len) hold again after its
+ * bytes were changed: for tests that must reach the checks behind it. */
+void symtab_cache_reseal(uint8_t *buf, size_t len);
+
 /* The identity of the file at path (XXH64 of device, inode, size and
  * modification time; never 0), or 0 when it cannot be had. */
 uint64_t symtab_cache_file_ident(const char *path);
