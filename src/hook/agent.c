@@ -225,12 +225,32 @@ static void agent_json_module(FILE *f, const struct agent_module *m)
 	        cache_names[m->cache], cache_names[m->symcache], m->par ? 2 : 1);
 }
 
+/* The plan cache's and the symbol-table cache's counts over the modules. */
+static void agent_json_caches(FILE *f)
+{
+	uint64_t cache[3] = {0}, sym[3] = {0};
+	for (size_t i = 0; i < agent.n_mods; i++) {
+		cache[agent.mods[i].cache]++;
+		sym[agent.mods[i].symcache]++;
+	}
+	fprintf(f,
+	        ",\n  \"plan_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
+	        ", \"off\": %" PRIu64 ", \"untrusted\": %" PRIu64 ", \"rejected\": %" PRIu64
+	        ", \"decoded\": %" PRIu64 "}",
+	        cache[AGENT_CACHE_HIT], cache[AGENT_CACHE_MISS], cache[AGENT_CACHE_OFF],
+	        agent.cache_untrusted, agent.cache_rejected, agent.cache_decoded);
+	fprintf(f,
+	        ",\n  \"symtab_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
+	        ", \"off\": %" PRIu64 ", \"refused\": %" PRIu64 "}",
+	        sym[AGENT_CACHE_HIT], sym[AGENT_CACHE_MISS], sym[AGENT_CACHE_OFF],
+	        agent.symcache_refused);
+}
+
 static void agent_json_body(FILE *f)
 {
-	uint64_t installed = 0, sk[ADA_SKIP_REASON_COUNT] = {0}, cache[3] = {0};
+	uint64_t installed = 0, sk[ADA_SKIP_REASON_COUNT] = {0};
 	for (size_t i = 0; i < agent.n_mods; i++) {
 		installed += agent.mods[i].installed;
-		cache[agent.mods[i].cache]++;
 		for (int r = 0; r < ADA_SKIP_REASON_COUNT; r++)
 			sk[r] += agent.mods[i].skipped[r];
 	}
@@ -243,12 +263,7 @@ static void agent_json_body(FILE *f)
 	fprintf(f, ", \"total\": %" PRIu64 "},\n  \"installed\": %" PRIu64 ",\n  \"skipped\": ",
 	        agent.ns_total / 1000, installed);
 	agent_json_skips(f, sk);
-	fprintf(f,
-	        ",\n  \"plan_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
-	        ", \"off\": %" PRIu64 ", \"untrusted\": %" PRIu64 ", \"rejected\": %" PRIu64
-	        ", \"decoded\": %" PRIu64 "}",
-	        cache[AGENT_CACHE_HIT], cache[AGENT_CACHE_MISS], cache[AGENT_CACHE_OFF],
-	        agent.cache_untrusted, agent.cache_rejected, agent.cache_decoded);
+	agent_json_caches(f);
 	uint64_t par = 0;
 	for (size_t i = 0; i < agent.n_mods; i++)
 		par += agent.mods[i].par;

@@ -849,10 +849,11 @@ static int install_symtab(struct agent_module *m)
 		m->symcache = AGENT_CACHE_OFF;
 		return ada_hook_symtab_read_ex(m->path, agent.env.debug_root, flags, &m->st);
 	}
-	bool hit = false;
-	int err =
-	    symtab_cache_read(agent.cache_dir, m->path, agent.env.debug_root, &key, &m->st, &hit);
+	bool hit = false, refused = false;
+	int err = symtab_cache_read(agent.cache_dir, m->path, agent.env.debug_root, &key, &m->st,
+	                            &hit, &refused);
 	m->symcache = hit ? AGENT_CACHE_HIT : AGENT_CACHE_MISS;
+	agent.symcache_refused += refused;
 	return err;
 }
 

@@ -439,6 +439,7 @@ struct agent_state {
 	uint64_t cache_agent_hash; /* plan cache key part; 0: cache off */
 	uint64_t cache_untrusted;  /* modules whose cache file or place was not trusted */
 	uint64_t cache_rejected;   /* modules whose cache hit did not fit the image */
+	uint64_t symcache_refused; /* symbol-table cache files there but not used */
 	uint64_t cache_decoded;    /* functions decoded again on a cache hit */
 	/* The start-up scan's analysis may take a helper thread (no patch
 	 * exists yet); par_fallback: modules analysed on one thread because

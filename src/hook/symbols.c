@@ -363,9 +363,10 @@ static bool symtab_debuglink_name(Elf *elf, char *name, size_t cap)
 static int symtab_from_debuglink(Elf *elf, const char *path, const char *root,
                                  struct ada_hook_symtab *st)
 {
-	char name[256], cand[PATH_MAX];
+	char name[ADA_HOOK_DEBUGLINK_MAX], cand[PATH_MAX];
 	if (!symtab_debuglink_name(elf, name, sizeof(name)))
 		return -ENOENT;
+	memcpy(st->debuglink, name, strlen(name) + 1); /* the rest stays 0 */
 	for (unsigned i = 0; i < ADA_FS_DEBUGLINK_PLACES; i++)
 		if (ada_fs_debuglink_path(root, path, name, i, cand, sizeof(cand)) == 0 &&
 		    symtab_from_debug_path(cand, st) == 0)

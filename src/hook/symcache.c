@@ -4,12 +4,15 @@
  * dlopen scans, under agent.lock.
  *
  * File layout (native byte order: a cache is this machine's):
- *   names   names_len bytes, NUL-separated, ending in a NUL
+ *   names   names_len bytes, NUL-separated, ending in a NUL, in the
+ *           functions' order (sc_pool_fill)
  *   fns     count records: offset, size (8 bytes each), name_off (4),
  *           status, is_ifunc, is_global, reserved (1 each)
  *   header  "ADASYMT" + version byte, the key (build-id length and bytes,
- *           flags, agent hash, root hash, debug identity), source, entry,
- *           n_fde, xr_count and the ranges, count, names_len, checksum
+ *           flags, agent hash, root hash, debug identity, and for a
+ *           table from .dynsym the image's file-name hash), source, entry,
+ *           n_fde, xr_count and the ranges, count, names_len, the
+ *           .gnu_debuglink name, checksum
  * The names come first so that the buffer the file was read into is the
  * table's name pool as it is (no copy, no second allocation to fault in);
  * the header is found at the end. The checksum is XXH64 over the header
@@ -39,7 +42,7 @@
 #include "symcache_internal.h"
 
 #define SC_MAGIC "ADASYMT"
-#define SC_VERSION 1u
+#define SC_VERSION 2u
 /* Bounds of what a file may hold: more functions or name bytes than any
  * image has are a broken file, not a big image. */
 #define SC_MAX_FNS (1u << 24)
@@ -62,8 +65,17 @@ struct sc_hdr {
 	struct ada_hook_xrange xr[ADA_HOOK_MAX_XRANGES];
 	uint64_t count;
 	uint64_t names_len;
+	uint64_t base_hash;                     /* a .dynsym table's: key->base_hash */
+	char debuglink[ADA_HOOK_DEBUGLINK_MAX]; /* st->debuglink, NUL-padded */
 	uint64_t checksum;
 };
+
+/* Tables the image's .dynsym made (with .eh_frame's functions or not):
+ * valid while no debug file for the image is installed. */
+static bool sc_from_dynsym(uint32_t source)
+{
+	return source == ADA_SYMSRC_DYNSYM || source == ADA_SYMSRC_EHFRAME;
+}
 
 static uint64_t sc_checksum(const struct sc_hdr *h, const uint8_t *body, size_t body_len)
 {
@@ -76,6 +88,46 @@ static uint64_t sc_checksum(const struct sc_hdr *h, const uint8_t *body, size_t 
 	return XXH64_digest(&s);
 }
 
+/* The bytes of a name pool holding st's names in function order (a name
+ * two functions share in a row once); 0 when a name is not inside st's
+ * pool or the total passes SC_MAX_NAMES. */
+static size_t sc_pool_len(const struct ada_hook_symtab *st)
+{
+	size_t len = 0;
+	for (size_t i = 0; i < st->count; i++) {
+		uint32_t off = st->fns[i].name_off;
+		if (off >= st->names_len)
+			return 0;
+		if (i && off == st->fns[i - 1].name_off)
+			continue;
+		len += strnlen(st->names + off, st->names_len - off) + 1;
+		if (len > SC_MAX_NAMES)
+			return 0;
+	}
+	return len ? len : 1; /* no function: one NUL */
+}
+
+/* Copies st's names into pool in function order (the order every later
+ * walk takes: the verdicts, the .syms lines), so that a process reading
+ * the file reads its names front to back instead of all over a pool in
+ * the symbol table's order, and writes each record's name_off for it. */
+static void sc_pool_fill(const struct ada_hook_symtab *st, uint8_t *pool, uint8_t *recs)
+{
+	uint32_t w = 0, last = 0;
+	pool[0] = '\0';
+	for (size_t i = 0; i < st->count; i++, recs += SC_FN_BYTES) {
+		uint32_t off = st->fns[i].name_off;
+		if (!i || off != st->fns[i - 1].name_off) {
+			size_t n = strnlen(st->names + off, st->names_len - off);
+			memcpy(pool + w, st->names + off, n);
+			pool[w + n] = '\0';
+			last = w;
+			w += (uint32_t)n + 1;
+		}
+		memcpy(recs + 16, &last, 4);
+	}
+}
+
 int symtab_cache_encode(const struct symtab_cache_key *key, const struct ada_hook_symtab *st,
                         uint8_t **out, size_t *out_len)
 {
@@ -84,7 +136,10 @@ int symtab_cache_encode(const struct symtab_cache_key *key, const struct ada_hoo
 	if (st->count > SC_MAX_FNS || st->names_len > SC_MAX_NAMES || st->names_len == 0 ||
 	    st->xr_count > ADA_HOOK_MAX_XRANGES || st->build_id_len > ADA_HOOK_BUILD_ID_MAX)
 		return -EINVAL;
-	size_t body = st->count * SC_FN_BYTES + st->names_len;
+	size_t names_len = sc_pool_len(st);
+	if (names_len == 0)
+		return -EINVAL;
+	size_t body = st->count * SC_FN_BYTES + names_len;
 	uint8_t *b = malloc(sizeof(struct sc_hdr) + body);
 	if (!b)
 		return -ENOMEM;
@@ -104,14 +159,21 @@ int symtab_cache_encode(const struct symtab_cache_key *key, const struct ada_hoo
 	h.n_fde = st->n_fde;
 	memcpy(h.xr, st->xr, sizeof(h.xr));
 	h.count = st->count;
-	h.names_len = st->names_len;
-	memcpy(b, st->names, st->names_len);
-	uint8_t *p = b + st->names_len;
+	h.names_len = names_len;
+	if (sc_from_dynsym(h.source))
+		h.base_hash = key->base_hash;
+	size_t link_len = strnlen(st->debuglink, sizeof(st->debuglink));
+	if (link_len == sizeof(h.debuglink)) {
+		free(b);
+		return -EINVAL;
+	}
+	memcpy(h.debuglink, st->debuglink, link_len);
+	uint8_t *p = b + names_len;
+	sc_pool_fill(st, b, p); /* the names and each record's name_off */
 	for (size_t i = 0; i < st->count; i++, p += SC_FN_BYTES) {
 		const struct ada_hook_fn *f = &st->fns[i];
 		memcpy(p, &f->offset, 8);
 		memcpy(p + 8, &f->size, 8);
-		memcpy(p + 16, &f->name_off, 4);
 		p[20] = f->status;
 		p[21] = f->is_ifunc;
 		p[22] = f->is_global;
@@ -124,12 +186,23 @@ int symtab_cache_encode(const struct symtab_cache_key *key, const struct ada_hoo
 	return 0;
 }
 
+void symtab_cache_reseal(uint8_t *buf, size_t len)
+{
+	struct sc_hdr h;
+	if (len < sizeof(h))
+		return;
+	memcpy(&h, buf + len - sizeof(h), sizeof(h));
+	h.checksum = sc_checksum(&h, buf, len - sizeof(h));
+	memcpy(buf + len - sizeof(h), &h, sizeof(h));
+}
+
 static bool sc_key_matches(const struct sc_hdr *h, const struct symtab_cache_key *key)
 {
 	return h->build_id_len == key->build_id_len &&
 	       !memcmp(h->build_id, key->build_id, key->build_id_len) && h->flags == key->flags &&
 	       h->agent_hash == key->agent_hash && h->root_hash == key->root_hash &&
-	       (key->debug_ident == SYMTAB_CACHE_ANY_IDENT || h->debug_ident == key->debug_ident);
+	       (key->debug_ident == SYMTAB_CACHE_ANY_IDENT || h->debug_ident == key->debug_ident) &&
+	       (!sc_from_dynsym(h->source) || h->base_hash == key->base_hash);
 }
 
 /* The header's own fields within what an ada_hook_symtab can be. */
@@ -144,7 +217,19 @@ static bool sc_hdr_sound(const struct sc_hdr *h)
 		if (h->xr[i].lo > h->xr[i].hi)
 			return false; /* sc_in_text relies on it */
 	}
-	return h->source == ADA_SYMSRC_SYMTAB || h->source == ADA_SYMSRC_DEBUGLINK;
+	/* The debuglink name as ada_fs_debuglink_name gives one: terminated
+	 * inside its field, a name and never a path; only a .dynsym table
+	 * (the read looked for that debug file and found none) has one. */
+	size_t link_len = strnlen(h->debuglink, sizeof(h->debuglink));
+	if (link_len == sizeof(h->debuglink) || memchr(h->debuglink, '/', link_len) ||
+	    (link_len && !sc_from_dynsym(h->source)))
+		return false;
+	/* .eh_frame's functions make an "ehframe" table, and only they. */
+	if (h->source == ADA_SYMSRC_EHFRAME)
+		return h->n_fde > 0;
+	return h->n_fde == 0 &&
+	       (h->source == ADA_SYMSRC_SYMTAB || h->source == ADA_SYMSRC_DEBUGLINK ||
+	        h->source == ADA_SYMSRC_DYNSYM);
 }
 
 static bool sc_in_text(const struct sc_hdr *h, const struct ada_hook_fn *f)
@@ -226,6 +311,7 @@ int symtab_cache_parse(uint8_t *buf, size_t len, const struct symtab_cache_key *
 	memcpy(out->xr, h.xr, sizeof(out->xr));
 	out->xr_count = h.xr_count;
 	out->n_fde = h.n_fde;
+	memcpy(out->debuglink, h.debuglink, sizeof(out->debuglink));
 	if (stored_ident)
 		*stored_ident = h.debug_ident;
 	return 0;
@@ -266,10 +352,29 @@ static int sc_path(const char *dir, const struct symtab_cache_key *key, char *ou
 	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
 }
 
+bool symtab_cache_no_debug_file(const char *debug_root, const char *image,
+                                const struct symtab_cache_key *key, const char *link)
+{
+	const char *root = debug_root ? debug_root : "/usr/lib/debug";
+	char cand[PATH_MAX];
+	struct stat s;
+	if (symtab_cache_debug_ident(root, key->build_id, key->build_id_len) != 0)
+		return false;
+	for (unsigned i = 0; link && link[0] && i < ADA_FS_DEBUGLINK_PLACES; i++) {
+		/* Anything there at all (a file of another build, a link):
+		 * the read would have looked at it, so the table is read. */
+		int err = ada_fs_debuglink_path(root, image, link, i, cand, sizeof(cand));
+		if (err == -ENAMETOOLONG || (err == 0 && lstat(cand, &s) == 0))
+			return false;
+	}
+	return true;
+}
+
 /* The cached table, when the file matches and, for a debug file's table,
- * that debug file is still the one it was read from. */
-static int sc_load(const char *path, const char *debug_root, struct symtab_cache_key *key,
-                   struct ada_hook_symtab *st)
+ * that debug file is still the one it was read from; for a .dynsym
+ * table, when no debug file has been installed since. */
+static int sc_load(const char *path, const char *image, const char *debug_root,
+                   struct symtab_cache_key *key, struct ada_hook_symtab *st)
 {
 	void *buf = NULL;
 	size_t got = 0;
@@ -290,6 +395,12 @@ static int sc_load(const char *path, const char *debug_root, struct symtab_cache
 		ada_hook_symtab_fini(st);
 		memset(st, 0, sizeof(*st));
 		err = -ESTALE; /* its debug file changed or went: read afresh */
+	}
+	if (!err && sc_from_dynsym(st->source) &&
+	    !symtab_cache_no_debug_file(debug_root, image, key, st->debuglink)) {
+		ada_hook_symtab_fini(st);
+		memset(st, 0, sizeof(*st));
+		err = -ESTALE; /* a debug file appeared: it names the functions now */
 	}
 	return err;
 }
@@ -318,9 +429,12 @@ static void sc_prune(int dfd, const char *base)
 
 /* Stores st when it came from a .symtab: the image's own (identified by
  * the build-id alone), or its debug file's found by build-id (whose
- * identity is recorded). Best effort: a cache. */
-static void sc_store(const char *path, const char *debug_root, struct symtab_cache_key *key,
-                     const struct ada_hook_symtab *st)
+ * identity is recorded); or from .dynsym (and .eh_frame) when no debug
+ * file is anywhere the read looks (a load checks that again). Not a
+ * table from a debug file found only by .gnu_debuglink, whose identity
+ * is not recorded. Best effort: a cache. */
+static void sc_store(const char *path, const char *image, const char *debug_root,
+                     struct symtab_cache_key *key, const struct ada_hook_symtab *st)
 {
 	if (st->build_id_len != key->build_id_len ||
 	    memcmp(st->build_id, key->build_id, key->build_id_len))
@@ -329,7 +443,10 @@ static void sc_store(const char *path, const char *debug_root, struct symtab_cac
 	if (st->source == ADA_SYMSRC_DEBUGLINK)
 		key->debug_ident =
 		    symtab_cache_debug_ident(debug_root, key->build_id, key->build_id_len);
-	if (st->source != ADA_SYMSRC_SYMTAB &&
+	if (sc_from_dynsym(st->source) &&
+	    !symtab_cache_no_debug_file(debug_root, image, key, st->debuglink))
+		return;
+	if (st->source != ADA_SYMSRC_SYMTAB && !sc_from_dynsym(st->source) &&
 	    (st->source != ADA_SYMSRC_DEBUGLINK || !key->debug_ident))
 		return;
 	uint8_t *b = NULL;
@@ -348,19 +465,25 @@ static void sc_store(const char *path, const char *debug_root, struct symtab_cac
 }
 
 int symtab_cache_read(const char *dir, const char *path, const char *debug_root,
-                      struct symtab_cache_key *key, struct ada_hook_symtab *st, bool *hit)
+                      struct symtab_cache_key *key, struct ada_hook_symtab *st, bool *hit,
+                      bool *refused)
 {
 	char cpath[PATH_MAX];
-	*hit = false;
+	*hit = *refused = false;
 	key->root_hash = debug_root ? XXH64(debug_root, strlen(debug_root), 0) : 0;
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path; /* what .eh_frame's function names start with */
+	key->base_hash = XXH64(base, strlen(base), 0);
 	bool on = sc_path(dir, key, cpath, sizeof(cpath)) == 0;
-	if (on && sc_load(cpath, debug_root, key, st) == 0) {
+	int load = on ? sc_load(cpath, path, debug_root, key, st) : -ENOENT;
+	if (load == 0) {
 		*hit = true;
 		return 0;
 	}
+	*refused = load != -ENOENT; /* a file there, not used: untrusted, broken, stale */
 	int err = ada_hook_symtab_read_ex(path, debug_root, key->flags, st);
 	if (!err && on)
-		sc_store(cpath, debug_root, key, st);
+		sc_store(cpath, path, debug_root, key, st);
 	return err;
 }
 

@@ -1,6 +1,7 @@
 /*
  * libFuzzer target for the small formats ada reads from places a user or
- * another process can write (issue 35): the first byte chooses the parser,
+ * another process can write (issue 35): the first byte chooses the parser
+ * (4 itself, else its low two bits: the corpus's older inputs keep theirs),
  * the rest is its input.
  *   0  ADA_HOOK_CONFIG, the agent's options from the environment
  *      (ada_hook_config_parse), then its verdicts on a few names
@@ -8,6 +9,9 @@
  *      input's own head, so the fuzzer can reach the entries
  *   2  the TSC slope cache line (ada_tsc_cache_parse)
  *   3  a key-symbol rules file (--key-symbols; ada_keysym_spec_parse_file)
+ *   4  a symbol-table cache file (symtab_cache_parse) against a key taken
+ *      from the input's head, its checksum made right so the fuzzer
+ *      reaches the records
  * Seeds: tests/fuzz/corpus/inputs/ (one valid input of each, in this form).
  *   ./fuzz_inputs -max_total_time=60 CORPUS_DIR
  */
@@ -20,6 +24,7 @@
 #include "hook.h"
 #include "keysym.h"
 #include "plancache_internal.h"
+#include "symcache_internal.h"
 
 #define FUZZ_PLAN_FNS_MAX 4096u /* functions of a fuzzed key: small, not the input's word */
 
@@ -58,6 +63,42 @@ static void fuzz_plan_cache(const uint8_t *p, size_t n)
 	free(plans);
 }
 
+#define FUZZ_SYMTAB_AGENT_HASH 0x1234u /* the seed's */
+
+/* The key: build-id length (1 byte, at most the maximum) and bytes,
+ * flags (1 byte), the file-name hash (8 bytes), then the file. */
+static void fuzz_symtab_cache(const uint8_t *p, size_t n)
+{
+	struct symtab_cache_key key;
+	memset(&key, 0, sizeof(key));
+	if (n < 1)
+		return;
+	key.build_id_len = p[0] % (ADA_HOOK_BUILD_ID_MAX + 1);
+	if (n < 10 + key.build_id_len)
+		return;
+	memcpy(key.build_id, p + 1, key.build_id_len);
+	p += 1 + key.build_id_len, n -= 1 + key.build_id_len;
+	key.flags = p[0];
+	memcpy(&key.base_hash, p + 1, 8);
+	p += 9, n -= 9;
+	key.agent_hash = FUZZ_SYMTAB_AGENT_HASH;
+	key.debug_ident = SYMTAB_CACHE_ANY_IDENT;
+	uint8_t *b = malloc(n ? n : 1);
+	if (!b)
+		return;
+	memcpy(b, p, n);
+	symtab_cache_reseal(b, n);
+	struct ada_hook_symtab st;
+	if (symtab_cache_parse(b, n, &key, &st, NULL, false) == 0) {
+		size_t sum = 0; /* every name is read: each must end inside the pool */
+		for (size_t i = 0; i < st.count; i++)
+			sum += strlen(ada_hook_fn_name(&st, &st.fns[i]));
+		(void)sum;
+		ada_hook_symtab_fini(&st);
+	}
+	free(b);
+}
+
 static void fuzz_tsc_cache(const uint8_t *p, size_t n)
 {
 	uint64_t mult;
@@ -81,6 +122,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
+	if (data[0] == 4) {
+		fuzz_symtab_cache(data + 1, size - 1);
+		return 0;
+	}
 	switch (data[0] & 3) {
 	case 0:
 		fuzz_hook_config(data + 1, size - 1);

@@ -21,7 +21,7 @@ function(ada_stripped_test name prog case)
                ARGS --stripped ${ADA_TGT_DIR}/t_${prog}_stripped
                     --unstripped ${ADA_TGT_DIR}/t_${prog} ${ARGN} ${case})
 endfunction()
-foreach(case offsets debuglink build_id after)
+foreach(case offsets debuglink build_id after cache)
   ada_stripped_test(${case}.O2 threads_O2 ${case})
 endforeach()
 ada_stripped_test(offsets.O2nopie threads_O2nopie offsets)

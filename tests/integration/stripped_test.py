@@ -16,6 +16,13 @@ own code in .dynsym), which counts its own calls (tcount.h):
   after      recorded with no debug file (offsets), which then appears (by
              build-id, and beside a copy carrying .gnu_debuglink): `ada dump`
              and `ada report --json` name the functions, counts exact.
+  cache      the symbol-table cache holds the .dynsym + .eh_frame table
+             (issue 32 item 2): a cold run stores it (a miss), a warm run
+             reads it (a hit) with the same .syms lines and exact counts; a
+             debug file then installed by build-id refuses the file (counted
+             in agent.json symtab_cache.refused): named from the debug file,
+             exact counts; a planted link as the cache file is refused and
+             replaced, its target untouched.
 
 The offsets case also runs on a stripped t_cxx (--arg MODE): exceptions
 thrown, rethrown and caught through functions found from .eh_frame, with
@@ -258,10 +265,74 @@ def case_after(args, ada, work, rep):
     check_report(ada, rep, session, pid, files)
 
 
+def own_module(session, pid, prog):
+    """(agent.json, the program's own module in it)."""
+    with open(os.path.join(session, "pid_%d" % pid, "agent.json")) as f:
+        agent = json.load(f)
+    mods = [m for m in agent["modules"] if m.get("path") == os.path.realpath(prog)]
+    if not mods:
+        raise it.Fail("agent.json of pid %d has no module %s" % (pid, prog))
+    return agent, mods[0]
+
+
+def case_cache(args, ada, work, rep):
+    prog, base = args.stripped, os.path.basename(args.stripped)
+    os.environ["XDG_CACHE_HOME"] = os.path.join(work, "cache")
+    root = os.path.join(work, "root")  # the same debug root throughout
+    os.makedirs(root)
+    oada = OffsetAda(ada.path, base, elf_names(args.unstripped))
+    lines = {}
+    for tag, want in (("cold", "miss"), ("warm", "hit")):
+        session, files, pid, _ = record(ada, work, rep, prog, root, tag)
+        agent, mod = own_module(session, pid, prog)
+        rep.check(mod.get("symtab_cache") == want and mod.get("symbol_source") == "ehframe",
+                  "%s: the program's symtab_cache %r (source %r), want %r" % (
+                      tag, mod.get("symtab_cache"), mod.get("symbol_source"), want))
+        rep.check(agent.get("symtab_cache", {}).get("refused") == 0,
+                  "%s: symtab_cache %r" % (tag, agent.get("symtab_cache")))
+        lines[tag] = own_syms(session, pid, prog)[1]
+        check_counts(oada, rep, session, pid, files, prog)
+    rep.check(lines["cold"] == lines["warm"],
+              "the cached table's .syms lines differ from the table read from the image")
+    tables = glob.glob(os.path.join(work, "cache", "ada", "plans",
+                                    build_id(prog) + "-*-1.symtab"))
+    if not rep.check(len(tables) == 1, "the program's symbol-table file: %r" % tables):
+        return
+    # A debug file installed since: the cached table is refused, not used.
+    build_id_root(args, root)
+    session, files, pid, err = record(ada, work, rep, prog, root, "installed")
+    agent, mod = own_module(session, pid, prog)
+    rep.check(mod.get("symtab_cache") == "miss" and agent["symtab_cache"]["refused"] == 1,
+              "a debug file installed: symtab_cache %r, the module's %r" % (
+                  agent.get("symtab_cache"), mod.get("symtab_cache")))
+    check_named(rep, session, pid, prog, "debuglink")
+    check_counts(ada, rep, session, pid, files, prog)
+    rep.check(not warnings_for(err), "a named module was warned about: %s" % err)
+    # That run stored the debug file's table (its identity recorded): a
+    # link planted where the file is, to a copy of it, is refused and
+    # replaced, its target untouched; then the file is a hit again.
+    target = os.path.join(work, "planted-target")
+    shutil.copy(tables[0], target)
+    before = open(target, "rb").read()
+    os.unlink(tables[0])
+    os.symlink(target, tables[0])
+    for tag, want, refused in (("planted", "miss", 1), ("replaced", "hit", 0)):
+        session, files, pid, _ = record(ada, work, rep, prog, root, tag)
+        agent, mod = own_module(session, pid, prog)
+        rep.check(mod.get("symtab_cache") == want and
+                  agent["symtab_cache"]["refused"] == refused,
+                  "%s: symtab_cache %r, the module's %r" % (
+                      tag, agent.get("symtab_cache"), mod.get("symtab_cache")))
+        check_named(rep, session, pid, prog, "debuglink")
+        check_counts(ada, rep, session, pid, files, prog)
+    rep.check(not os.path.islink(tables[0]) and open(target, "rb").read() == before,
+              "the planted link was followed or kept")
+
+
 ARGS = []  # the program's arguments (--arg)
 
 CASES = {"offsets": case_offsets, "debuglink": case_debuglink, "build_id": case_build_id,
-         "after": case_after}
+         "after": case_after, "cache": case_cache}
 
 
 def main():

@@ -39,6 +39,13 @@ static void test_defaults(void **state)
 	assert_int_equal(ada_hook_config_symbol_verdict(&c, "FunctionCallbackInfo"),
 	                 ADA_SKIP_EXCLUDED);
 	assert_int_equal(ada_hook_config_symbol_verdict(&c, "FunctionCallbackInf"), ADA_HOOK_OK);
+	/* The infix after false starts on its first byte, at the very end,
+	 * and never: each place its first byte occurs is tried. */
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "a..co.col.cold"), ADA_SKIP_EXCLUDED);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "a..co.col.colt.c"), ADA_HOOK_OK);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "x.c.co.col"), ADA_HOOK_OK);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "_ZNK4v8FFunctionCallbackInfo"),
+	                 ADA_SKIP_EXCLUDED);
 	/* V8's C entries and API callbacks (node). */
 	assert_int_equal(ada_hook_config_symbol_verdict(
 	                     &c, "_ZN2v88internal18Runtime_ThrowErrorEiPmPNS0_7IsolateE"),

@@ -5,6 +5,12 @@
  * alias left to hook, a function to hook outside the executable ranges,
  * reserved set, a range that ends before it starts), and the real read of this test's own image
  * through the cache (a miss that stores, then a hit with the same table).
+ * A .dynsym table (a stripped copy of this test, with .eh_frame's
+ * functions): stored and hit while no debug file is where the read looks,
+ * refused and read afresh once one appears (by build-id under the debug
+ * root, or by its .gnu_debuglink name next to it), a debuglink name that
+ * is a path or on a .symtab table refused, another file name a miss;
+ * a planted link or a broken file as the cache file refused, never used.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -189,9 +197,34 @@ static int parse_changed(void (*change)(struct ada_hook_symtab *))
 	return rc;
 }
 
-static void name_outside(struct ada_hook_symtab *st)
+/* Encodes make_table's table, changes the file's bytes (the checksum
+ * made right again, as a hostile writer would) and parses it. The pool
+ * is make_table's, in function order: NAMES_LEN bytes. */
+#define NAMES_LEN 26u
+static int parse_bytes(void (*change)(uint8_t *b))
 {
-	st->fns[2].name_off = (uint32_t)st->names_len;
+	struct symtab_cache_key k;
+	struct ada_hook_symtab got;
+	size_t len;
+	make_key(&k);
+	uint8_t *b = encoded(&len);
+	change(b);
+	symtab_cache_reseal(b, len);
+	int rc = symtab_cache_parse(b, len, &k, &got, NULL, false);
+	if (rc == 0)
+		ada_hook_symtab_fini(&got);
+	free(b);
+	return rc;
+}
+
+static void name_outside(uint8_t *b)
+{
+	uint32_t off = NAMES_LEN; /* record 2's name_off */
+	memcpy(b + NAMES_LEN + 2 * 24 + 16, &off, 4);
+}
+static void pool_unterminated(uint8_t *b)
+{
+	b[NAMES_LEN - 1] = 'x';
 }
 static void unsorted(struct ada_hook_symtab *st)
 {
@@ -217,10 +250,6 @@ static void bad_status(struct ada_hook_symtab *st)
 {
 	st->fns[2].status = ADA_SKIP_REASON_COUNT;
 }
-static void pool_unterminated(struct ada_hook_symtab *st)
-{
-	st->names[st->names_len - 1] = 'x';
-}
 static void range_reversed(struct ada_hook_symtab *st)
 {
 	st->xr[0] = (struct ada_hook_xrange){0x2000, 0x1000};
@@ -230,21 +259,85 @@ static void dynsym_source(struct ada_hook_symtab *st)
 {
 	st->source = ADA_SYMSRC_DYNSYM;
 }
+static void ehframe_without_fdes(struct ada_hook_symtab *st)
+{
+	st->source = ADA_SYMSRC_EHFRAME; /* n_fde 0: no .eh_frame function */
+}
+static void fdes_on_symtab(struct ada_hook_symtab *st)
+{
+	st->n_fde = 1; /* a .symtab table has no .eh_frame functions */
+}
+static void link_on_symtab(struct ada_hook_symtab *st)
+{
+	strcpy(st->debuglink, "x.debug"); /* only a .dynsym read records one */
+}
+static void link_is_path(struct ada_hook_symtab *st)
+{
+	st->source = ADA_SYMSRC_DYNSYM;
+	strcpy(st->debuglink, "../x.debug");
+}
 
 static void test_bad_records(void **state)
 {
 	(void)state;
-	assert_int_equal(parse_changed(name_outside), -EBADMSG);
+	assert_int_equal(parse_bytes(name_outside), -EBADMSG);
 	assert_int_equal(parse_changed(unsorted), -EBADMSG);
 	assert_int_equal(parse_changed(alias_hooked), -EBADMSG);
 	assert_int_equal(parse_changed(hooked_outside), -EBADMSG);
 	assert_int_equal(parse_changed(hooked_past_end), -EBADMSG);
 	assert_int_equal(parse_changed(reserved_set), -EBADMSG);
 	assert_int_equal(parse_changed(bad_status), -EBADMSG);
-	assert_int_equal(parse_changed(pool_unterminated), -EBADMSG);
+	assert_int_equal(parse_bytes(pool_unterminated), -EBADMSG);
 	assert_int_equal(parse_changed(range_reversed), -EBADMSG);
-	/* A .dynsym table is never one the cache holds. */
-	assert_int_equal(parse_changed(dynsym_source), -EBADMSG);
+	/* A .dynsym table is one the cache holds (symtab_cache_read checks
+	 * that no debug file appeared); its shape must be one a read makes. */
+	assert_int_equal(parse_changed(dynsym_source), 0);
+	assert_int_equal(parse_changed(ehframe_without_fdes), -EBADMSG);
+	assert_int_equal(parse_changed(fdes_on_symtab), -EBADMSG);
+	assert_int_equal(parse_changed(link_on_symtab), -EBADMSG);
+	assert_int_equal(parse_changed(link_is_path), -EBADMSG);
+}
+
+/* A .dynsym table is the image's own, named after its file: another
+ * file name (another base_hash) is another key. */
+static void test_dynsym_other_name(void **state)
+{
+	(void)state;
+	struct symtab_cache_key k;
+	struct ada_hook_symtab st, got;
+	make_key(&k);
+	k.base_hash = 0x51;
+	make_table(&st);
+	st.source = ADA_SYMSRC_DYNSYM;
+	uint8_t *b = NULL;
+	size_t len;
+	assert_int_equal(symtab_cache_encode(&k, &st, &b, &len), 0);
+	assert_int_equal(symtab_cache_parse(b, len, &k, &got, NULL, false), 0);
+	ada_hook_symtab_fini(&got);
+	k.base_hash = 0x52;
+	assert_int_equal(symtab_cache_parse(b, len, &k, &got, NULL, false), -ESTALE);
+	free(b);
+	ada_hook_symtab_fini(&st);
+}
+
+/* got is the table want is, function by function and name by name; a
+ * table from the cache has its names in function order. */
+static void assert_same_table(const struct ada_hook_symtab *got, const struct ada_hook_symtab *want,
+                              bool from_cache)
+{
+	assert_int_equal(got->count, want->count);
+	for (size_t i = 0; i < want->count; i++) {
+		const struct ada_hook_fn *g = &got->fns[i], *w = &want->fns[i];
+		assert_int_equal(g->offset, w->offset);
+		assert_int_equal(g->size, w->size);
+		assert_int_equal(g->status, w->status);
+		assert_int_equal(g->is_ifunc, w->is_ifunc);
+		assert_int_equal(g->is_global, w->is_global);
+		assert_int_equal(g->reserved, w->reserved);
+		assert_string_equal(ada_hook_fn_name(got, g), ada_hook_fn_name(want, w));
+		if (i && from_cache)
+			assert_true(g->name_off >= got->fns[i - 1].name_off);
+	}
 }
 
 /* This test's own image, through the cache: the first read stores, the
@@ -269,15 +362,14 @@ static void test_read_own_image(void **state)
 		rmdir(dir);
 		skip(); /* stripped: not a table the cache holds */
 	}
-	bool hit = true;
-	assert_int_equal(symtab_cache_read(dir, "/proc/self/exe", NULL, &k, &first, &hit), 0);
+	bool hit = true, refused = true;
+	assert_int_equal(symtab_cache_read(dir, "/proc/self/exe", NULL, &k, &first, &hit, &refused),
+	                 0);
 	assert_false(hit);
-	assert_int_equal(symtab_cache_read(dir, "/proc/self/exe", NULL, &k, &second, &hit), 0);
+	assert_int_equal(
+	    symtab_cache_read(dir, "/proc/self/exe", NULL, &k, &second, &hit, &refused), 0);
 	assert_true(hit);
-	assert_int_equal(second.count, direct.count);
-	assert_int_equal(second.names_len, direct.names_len);
-	assert_memory_equal(second.fns, direct.fns, direct.count * sizeof(*direct.fns));
-	assert_memory_equal(second.names, direct.names, direct.names_len);
+	assert_same_table(&second, &direct, true);
 	ada_hook_symtab_fini(&direct);
 	ada_hook_symtab_fini(&first);
 	ada_hook_symtab_fini(&second);
@@ -286,12 +378,152 @@ static void test_read_own_image(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+static int run(const char *fmt, const char *a, const char *b)
+{
+	char cmd[3 * PATH_MAX];
+	snprintf(cmd, sizeof(cmd), fmt, a, b);
+	return system(cmd);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* One read of image through the cache in dir: hit and refused as
+ * expected, and the table the same as a read without the cache. */
+static void read_expect(const char *dir, const char *image, const char *root,
+                        struct symtab_cache_key *k, bool want_hit, bool want_refused)
+{
+	struct ada_hook_symtab direct, got;
+	bool hit = !want_hit, refused = !want_refused;
+	assert_int_equal(ada_hook_symtab_read_ex(image, root, ADA_SYMTAB_FDE, &direct), 0);
+	assert_int_equal(symtab_cache_read(dir, image, root, k, &got, &hit, &refused), 0);
+	assert_int_equal(hit, want_hit);
+	assert_int_equal(refused, want_refused);
+	assert_int_equal(got.source, direct.source);
+	assert_int_equal(got.n_fde, direct.n_fde);
+	assert_same_table(&got, &direct, want_hit);
+	assert_string_equal(got.debuglink, direct.debuglink);
+	ada_hook_symtab_fini(&direct);
+	ada_hook_symtab_fini(&got);
+}
+
+/* The one cache file in dir (there is one image in it). */
+static void cache_file(const char *dir, char *out, size_t cap)
+{
+	char cmd[PATH_MAX + 64];
+	snprintf(cmd, sizeof(cmd), "ls %s/*.symtab", dir);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_non_null(fgets(out, (int)cap, p));
+	pclose(p);
+	out[strcspn(out, "\n")] = '\0';
+}
+
+/* A stripped copy of this test (its .dynsym and .eh_frame functions,
+ * a .gnu_debuglink naming t.debug) through the cache. */
+static void test_dynsym_table(void **state)
+{
+	(void)state;
+	char top[] = "/tmp/ada_symcache_dyn_XXXXXX";
+	if (!mkdtemp(top))
+		skip();
+	char dir[256], root[256], image[256], dbg[256], bid[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/cache", top);
+	snprintf(root, sizeof(root), "%s/root", top);
+	snprintf(image, sizeof(image), "%s/t", top);
+	snprintf(dbg, sizeof(dbg), "%s/t.debug", top);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(mkdir(root, 0700), 0);
+	/* objcopy records the debuglink name only when the file exists. */
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	char exe[64];
+	snprintf(exe, sizeof(exe), "/proc/%s/exe", pid);
+	if (run("cp %s %s", exe, dbg) != 0 ||
+	    run("cd %s && objcopy --strip-all --add-gnu-debuglink=t.debug t.debug t", top, "") !=
+	        0) {
+		run("rm -rf %s", top, "");
+		skip(); /* no objcopy */
+	}
+	unlink(dbg);
+	struct symtab_cache_key k = {.flags = ADA_SYMTAB_FDE, .agent_hash = 0x77};
+	k.build_id_len = symtab_cache_mem_build_id((uint64_t)(uintptr_t)&test_dynsym_table,
+	                                           k.build_id, sizeof(k.build_id));
+	if (k.build_id_len == 0) {
+		run("rm -rf %s", top, "");
+		skip(); /* built without a build-id */
+	}
+	struct ada_hook_symtab direct;
+	assert_int_equal(ada_hook_symtab_read_ex(image, root, ADA_SYMTAB_FDE, &direct), 0);
+	assert_true(direct.source == ADA_SYMSRC_DYNSYM || direct.source == ADA_SYMSRC_EHFRAME);
+	assert_string_equal(direct.debuglink, "t.debug");
+	ada_hook_symtab_fini(&direct);
+
+	read_expect(dir, image, root, &k, false, false); /* cold: stored */
+	read_expect(dir, image, root, &k, true, false);  /* warm: the same table */
+	assert_true(symtab_cache_no_debug_file(root, image, &k, "t.debug"));
+
+	/* A debug file by its .gnu_debuglink name (not a real one: the read
+	 * still falls back to .dynsym, but it must look): refused. */
+	write_file(dbg, "not an ELF file\n");
+	assert_false(symtab_cache_no_debug_file(root, image, &k, "t.debug"));
+	read_expect(dir, image, root, &k, false, true);
+	read_expect(dir, image, root, &k, false, true); /* and nothing stored */
+	unlink(dbg);
+	read_expect(dir, image, root, &k, true, false); /* gone again: the file holds */
+
+	/* A debug file by build-id under the root: refused. */
+	char hex[2 * ADA_HOOK_BUILD_ID_MAX + 1];
+	for (size_t i = 0; i < k.build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", k.build_id[i]);
+	snprintf(bid, sizeof(bid), "%s/.build-id/%.2s", root, hex);
+	assert_int_equal(run("mkdir -p %s%s", bid, ""), 0);
+	snprintf(bid + strlen(bid), sizeof(bid) - strlen(bid), "/%s.debug", hex + 2);
+	read_expect(dir, image, root, &k, true, false);
+	write_file(bid, "not an ELF file\n");
+	read_expect(dir, image, root, &k, false, true);
+	unlink(bid);
+	read_expect(dir, image, root, &k, true, false);
+
+	/* A byte changed in the file: refused, read afresh, rewritten. */
+	char cf[PATH_MAX];
+	cache_file(dir, cf, sizeof(cf));
+	FILE *f = fopen(cf, "r+b");
+	assert_non_null(f);
+	int c = fgetc(f);
+	fseek(f, 0, SEEK_SET);
+	fputc(c ^ 0x20, f);
+	fclose(f);
+	read_expect(dir, image, root, &k, false, true);
+	read_expect(dir, image, root, &k, true, false);
+
+	/* A link planted as the cache file (to a copy of the good one): not
+	 * followed, refused; the store replaces the link, not its target. */
+	char other[PATH_MAX];
+	snprintf(other, sizeof(other), "%s/good.copy", top);
+	assert_int_equal(run("cp %s %s", cf, other), 0);
+	unlink(cf);
+	assert_int_equal(symlink(other, cf), 0);
+	read_expect(dir, image, root, &k, false, true);
+	struct stat ls;
+	assert_int_equal(lstat(cf, &ls), 0);
+	assert_true(S_ISREG(ls.st_mode));
+	read_expect(dir, image, root, &k, true, false);
+	run("rm -rf %s", top, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_flipped_byte),
-	    cmocka_unit_test(test_truncated),   cmocka_unit_test(test_other_key),
-	    cmocka_unit_test(test_bad_records), cmocka_unit_test(test_read_own_image),
+	    cmocka_unit_test(test_round_trip),        cmocka_unit_test(test_flipped_byte),
+	    cmocka_unit_test(test_truncated),         cmocka_unit_test(test_other_key),
+	    cmocka_unit_test(test_bad_records),       cmocka_unit_test(test_read_own_image),
+	    cmocka_unit_test(test_dynsym_other_name), cmocka_unit_test(test_dynsym_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

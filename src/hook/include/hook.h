@@ -99,6 +99,8 @@ struct ada_hook_xrange {
 
 #define ADA_HOOK_BUILD_ID_MAX 64
 #define ADA_HOOK_MAX_XRANGES 8
+/* Longest .gnu_debuglink file name kept (with its NUL). */
+#define ADA_HOOK_DEBUGLINK_MAX 256
 
 struct ada_hook_symtab {
 	struct ada_hook_fn *fns; /* sorted by offset; index = symbol_index */
@@ -112,6 +114,10 @@ struct ada_hook_symtab {
 	struct ada_hook_xrange xr[ADA_HOOK_MAX_XRANGES];
 	size_t xr_count;
 	size_t n_fde; /* functions found from .eh_frame only, named "<file>+0x<offset>" */
+	/* The .gnu_debuglink name the read looked for ("" when the image has
+	 * none, or the read never needed it): where a debug file installed
+	 * later would be found (the symbol-table cache checks it is not). */
+	char debuglink[ADA_HOOK_DEBUGLINK_MAX];
 };
 
 /* Reads the functions of the ELF file at path: .symtab when present, else
