@@ -7,7 +7,7 @@ sends it requests one at a time from this (untraced) process, each on a
 new connection: the latency of a request is connect -> the whole reply
 read. Variants run interleaved round by round; each round starts a new
 server (and a new attach), sends warm-up requests that are not counted,
-then the measured ones. Prints medians, p90 and the ratio to untraced,
+then the measured ones. Prints p50, p90, mean and their ratios to untraced,
 and the server's and recorder's CPU per request.
 
 Timed: run it under `flock /work/bench.lock` on a machine as quiet as you
@@ -161,15 +161,17 @@ def main():
     print("load average before / after: %s / %s; %d rounds x %d requests (+%d warm-up), "
           "interleaved" % (" ".join(load0), " ".join(load1), a.rounds, a.requests, a.warmup))
     w = max(len(v) for v in variants)
-    print("%-*s %9s %9s %7s %14s %16s" % (w, "variant", "p50 ms", "p90 ms", "p50 x",
-                                           "server cpu/req", "recorder cpu/req"))
+    print("%-*s %9s %9s %9s %7s %7s %14s %16s" % (w, "variant", "p50 ms", "p90 ms", "mean ms",
+                                                  "p50 x", "mean x", "server cpu/req",
+                                                  "recorder cpu/req"))
     base = statistics.median(lat["untraced"])
+    base_mean = statistics.mean(lat["untraced"])
     for v in variants:
         s = sorted(lat[v])
-        p50 = statistics.median(s)
-        print("%-*s %9s %9s %7.2f %11s ms %13s ms" % (
-            w, v, ms(p50), ms(s[int(len(s) * 0.9)]), p50 / base, ms(statistics.median(cpu[v])),
-            ms(statistics.median(rcpu[v]))))
+        p50, mean = statistics.median(s), statistics.mean(s)
+        print("%-*s %9s %9s %9s %7.2f %7.2f %11s ms %13s ms" % (
+            w, v, ms(p50), ms(s[int(len(s) * 0.9)]), ms(mean), p50 / base, mean / base_mean,
+            ms(statistics.median(cpu[v])), ms(statistics.median(rcpu[v]))))
 
 
 if __name__ == "__main__":
