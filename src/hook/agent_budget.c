@@ -14,6 +14,9 @@
  * over budget has its last 8192 events sampled (ada_index_ring_recent): calls per function and,
  * from the CALL/RETURN pairs in the sample, mean durations. Functions shorter than 2 us on average
  * are moved, the most called first, until the share of the sample they wrote covers the excess.
+ * The threads no tick judged alone (a thread per request lives through fewer than two ticks) are
+ * judged together (struct budget_rest): the heads' moves of their slots against the process's CPU
+ * time less the judged threads' and the budget thread's own.
  *
  * A move is a count block (x86_64/x86_emit_count.c, arm64/a64_count.c)
  * emitted into new trampoline memory near the function's module and the
@@ -80,6 +83,23 @@ struct budget_slot {
 	uint32_t generation, tid;
 	uint64_t head, waited_ns, cpu_ns;
 	bool seen;
+	/* The slot's head at the last tick whoever owned it (heads are never
+	 * reset: a slot's next owner goes on from it), for the rest
+	 * (budget_rest); any_seen: any_head is known. */
+	uint64_t any_head;
+	bool any_seen;
+};
+
+/* The threads no tick judged on their own this tick (each lived through
+ * fewer than two ticks, or ran less than a tenth of one: a thread per
+ * request), judged together: their events (the heads' moves of their
+ * slots) against their CPU time (the process's, less the judged threads'
+ * and the budget thread's own). Sampled from the ring whose head moved
+ * most among theirs. */
+struct budget_rest {
+	uint64_t events, judged_cpu_ns;
+	uint64_t top_events, top_head;
+	uint32_t top_slot;
 };
 
 struct budget_fn {
@@ -96,6 +116,8 @@ static struct {
 	_Atomic uint32_t gen; /* the running thread's; a stop or a fork bumps it */
 	struct budget_slot *slots;
 	uint32_t nslots;
+	uint64_t proc_cpu_ns, self_cpu_ns; /* at the last tick (budget_judge_rest) */
+	bool proc_seen;
 	struct atf_index_event sample[BUDGET_SAMPLE];
 	struct budget_fn fns[BUDGET_FNS];
 	uint32_t depth_fn[256];
@@ -126,11 +148,16 @@ static uint64_t budget_cpu_ns(uint32_t tid)
 /* What one event costs the thread that writes it: the index lane's emit
  * into a private ring, timed over a loop (the handler's own instructions
  * around it are a few more; ring waits are measured apart). */
-static uint64_t budget_thread_ns(void)
+static uint64_t budget_clock_ns(clockid_t id)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t budget_thread_ns(void)
+{
+	return budget_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static void budget_calibrate(void)
@@ -391,6 +418,60 @@ static void budget_remember(void)
 	}
 }
 
+/* The slot's events since the last tick, whoever wrote them, go to the
+ * rest unless its thread was judged on its own. A head never read
+ * before is only noted (its events may predate the budget). */
+static void budget_rest_note(struct budget_slot *b, const struct ada_slot_info *si, uint32_t i,
+                             bool judged, struct budget_rest *rest)
+{
+	if (si->head == 0 && !b->any_seen)
+		return; /* never written: its header was not read (ada_arena_slot_info) */
+	uint64_t d = b->any_seen && si->head >= b->any_head ? si->head - b->any_head : 0;
+	b->any_head = si->head;
+	b->any_seen = true;
+	if (judged || d == 0)
+		return;
+	rest->events += d;
+	if (d > rest->top_events) {
+		rest->top_events = d;
+		rest->top_head = si->head;
+		rest->top_slot = i;
+	}
+}
+
+/* The rest of the threads judged as one (struct budget_rest); true when
+ * it moved functions. */
+static bool budget_judge_rest(const struct budget_rest *rest, uint64_t dt_ns, uint32_t gen)
+{
+	uint64_t pcpu = budget_clock_ns(CLOCK_PROCESS_CPUTIME_ID), scpu = budget_thread_ns();
+	uint64_t dp = pcpu - budget.proc_cpu_ns, ds = scpu - budget.self_cpu_ns;
+	bool seen = budget.proc_seen && pcpu >= budget.proc_cpu_ns && scpu >= budget.self_cpu_ns;
+	budget.proc_cpu_ns = pcpu;
+	budget.self_cpu_ns = scpu;
+	budget.proc_seen = true;
+	if (!seen || rest->events == 0 || dp <= ds + rest->judged_cpu_ns)
+		return false;
+	uint64_t cpu = dp - ds - rest->judged_cpu_ns;
+	if (cpu < dt_ns / BUDGET_MIN_CPU_DIV)
+		return false;
+	uint64_t cost = rest->events * budget.event_ps / 1000;
+	uint64_t allowed = cpu * agent.cfg.overhead_budget / 100;
+	if (budget.debug)
+		agent_log("budget: threads not judged alone: cpu %" PRIu64 " ms events %" PRIu64
+		          " cost %" PRIu64 " ms",
+		          cpu / 1000000, rest->events, cost / 1000000);
+	if (cost <= allowed)
+		return false;
+	bool moved = false;
+	pthread_mutex_lock(&agent.lock);
+	/* Relaxed: the lock orders it against agent_budget_stop's bump. */
+	if (agent_hot.active && atomic_load_explicit(&budget.gen, memory_order_relaxed) == gen)
+		moved = budget_shed(rest->top_slot, rest->top_head,
+		                    rest->events * 1000000000ull / dt_ns, cost, cost - allowed) > 0;
+	pthread_mutex_unlock(&agent.lock);
+	return moved;
+}
+
 /* One judgement of every traced thread; true when it moved functions. */
 static bool budget_tick(uint64_t dt_ns, uint32_t gen)
 {
@@ -407,12 +488,14 @@ static bool budget_tick(uint64_t dt_ns, uint32_t gen)
 		budget.nslots = used;
 	}
 	bool any = false;
+	struct budget_rest rest = {0};
 	for (uint32_t i = 0; i < used; i++) {
 		struct ada_slot_info si;
 		struct budget_slot *b = &budget.slots[i];
 		ada_arena_slot_info(a, i, &si);
 		if (si.state != ADA_SLOT_ACTIVE || !si.tid) {
 			b->seen = false;
+			budget_rest_note(b, &si, i, false, &rest);
 			continue;
 		}
 		uint64_t waits, wns; /* an active slot's header only: no page of a free one */
@@ -420,15 +503,18 @@ static bool budget_tick(uint64_t dt_ns, uint32_t gen)
 		uint64_t cpu = budget_cpu_ns(si.tid);
 		bool same = b->seen && b->generation == si.generation && b->tid == si.tid;
 		struct budget_slot prev = *b;
-		*b = (struct budget_slot){si.generation, si.tid, si.head, wns, cpu, true};
-		if (!same || cpu < prev.cpu_ns || si.head < prev.head)
-			continue;
+		*b = (struct budget_slot){si.generation, si.tid, si.head,       wns,
+		                          cpu,           true,   prev.any_head, prev.any_seen};
 		/* A wait for ring space is time the thread would have run: its
 		 * time is its CPU time and its waits. */
 		uint64_t dwait = wns >= prev.waited_ns ? wns - prev.waited_ns : 0;
-		uint64_t dcpu = cpu - prev.cpu_ns + dwait, dev = si.head - prev.head;
-		if (dcpu < dt_ns / BUDGET_MIN_CPU_DIV)
+		bool judged = same && cpu >= prev.cpu_ns && si.head >= prev.head &&
+		              cpu - prev.cpu_ns + dwait >= dt_ns / BUDGET_MIN_CPU_DIV;
+		budget_rest_note(b, &si, i, judged, &rest);
+		if (!judged)
 			continue;
+		rest.judged_cpu_ns += cpu - prev.cpu_ns;
+		uint64_t dcpu = cpu - prev.cpu_ns + dwait, dev = si.head - prev.head;
 		uint64_t cost = dev * budget.event_ps / 1000 + dwait;
 		uint64_t allowed = dcpu * agent.cfg.overhead_budget / 100;
 		if (budget.debug)
@@ -445,6 +531,7 @@ static bool budget_tick(uint64_t dt_ns, uint32_t gen)
 			                   cost - allowed) > 0;
 		pthread_mutex_unlock(&agent.lock);
 	}
+	any |= budget_judge_rest(&rest, dt_ns, gen);
 	if (any) { /* ada status and the summary read agent.json */
 		pthread_mutex_lock(&agent.lock);
 		agent_write_files(false, agent.n_mods);
@@ -488,6 +575,7 @@ static void budget_spawn(void)
 {
 	/* Relaxed: the new thread receives its generation as its argument. */
 	uint32_t gen = atomic_fetch_add_explicit(&budget.gen, 1, memory_order_relaxed) + 1;
+	budget.proc_seen = false; /* a new thread (and, forked, a new process): times afresh */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* the program's signals are not ours */

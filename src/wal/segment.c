@@ -112,6 +112,7 @@ void ada_wal_io_free(struct ada_wal_io *io)
 		free(b);
 	}
 	wal_dwin_release(io->dwin_file);
+	wal_cidx_spares_free(io);
 	free(io->dwin);
 	free(io->crcbat);
 	free(io);

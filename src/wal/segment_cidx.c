@@ -42,11 +42,14 @@
 	(sizeof(struct ada_cidx_block_header) + ADA_CIDX_FRAMES_MAX * sizeof(struct ada_cidx_frame))
 
 /* A link of the recent window (wal_cidx_link): seq1 = the event's index +
- * 1 (0: none). Written only when an event is linked, so its pages stay
+ * 1 (0: none), gen = the linking file's (wal_cidx.gen: a window taken
+ * from the spares holds its earlier owners' links, which must read as
+ * none). Written only when an event is linked, so its pages stay
  * untouched unless the detail lane links. */
 struct wal_cidx_rlink {
 	uint64_t seq1;
 	uint32_t detail;
+	uint32_t gen;
 };
 
 #define WAL_CIDX_TS_MASK ((1ull << 62) - 1)
@@ -73,12 +76,101 @@ struct wal_cidx {
 	struct ada_cidx_recent *recent;
 	struct wal_cidx_rlink *rlink; /* zeroed: pages touched as links come */
 	uint64_t nrecent, nrecent_max;
+	uint32_t gen;     /* this file's links in rlink (struct wal_cidx_rlink) */
+	bool no_spare;    /* its window is not kept (wal_recent_next_gen) */
 	uint64_t enc_err; /* links the encoder could not keep (-ENOMEM) */
 };
 
 const char *ada_index_format_name(uint8_t format)
 {
 	return format == ADA_INDEX_COMPACT ? "compact" : "atf";
+}
+
+/* Bytes a window of n events takes (both arrays). */
+static uint64_t wal_recent_bytes(uint64_t n)
+{
+	return n * (sizeof(struct ada_cidx_recent) + sizeof(struct wal_cidx_rlink));
+}
+
+void wal_cidx_spares_free(struct ada_wal_io *io)
+{
+	for (uint32_t i = 0; i < io->nrecent_spare; i++) {
+		free(io->recent_spare[i].recent);
+		free(io->recent_spare[i].rlink);
+	}
+	io->nrecent_spare = 0;
+}
+
+/* The next file's link generation: never 0 (a fresh window's zeroed
+ * links), never one a spare window's links may carry. At the wrap the
+ * spares go, and the windows of files open then are not kept, so no
+ * earlier link can meet its generation again. */
+static uint32_t wal_recent_next_gen(struct ada_wal_io *io)
+{
+	if (++io->recent_gen == 0) {
+		wal_cidx_spares_free(io);
+		for (struct ada_wal_file *f = io->files; f; f = f->file_next)
+			if (f->cx)
+				f->cx->no_spare = true;
+		io->recent_gen = 1;
+	}
+	return io->recent_gen;
+}
+
+/* Takes the largest spare window c may have (at most nrecent_max
+ * events) into c; false when none fits. */
+static bool wal_recent_take(struct ada_wal_io *io, struct wal_cidx *c)
+{
+	uint32_t best = UINT32_MAX;
+	for (uint32_t i = 0; i < io->nrecent_spare; i++)
+		if (io->recent_spare[i].n <= c->nrecent_max &&
+		    (best == UINT32_MAX || io->recent_spare[i].n > io->recent_spare[best].n))
+			best = i;
+	if (best == UINT32_MAX)
+		return false;
+	c->recent = io->recent_spare[best].recent;
+	c->rlink = io->recent_spare[best].rlink;
+	c->nrecent = io->recent_spare[best].n;
+	io->recent_spare[best] = io->recent_spare[--io->nrecent_spare];
+	io->recent_reused++;
+	return true;
+}
+
+/* Keeps a finished file's window for the next files; the smallest goes
+ * when there are too many or they would take too much memory. */
+static void wal_recent_put(struct ada_wal_io *io, struct wal_cidx *c)
+{
+	struct wal_recent_spare w = {c->recent, c->rlink, c->nrecent};
+	c->recent = NULL;
+	c->rlink = NULL;
+	uint64_t bytes = wal_recent_bytes(w.n);
+	if (bytes > WAL_RECENT_SPARE_BYTES) {
+		free(w.recent);
+		free(w.rlink);
+		return;
+	}
+	for (uint32_t i = 0; i < io->nrecent_spare; i++)
+		bytes += wal_recent_bytes(io->recent_spare[i].n);
+	while (w.recent &&
+	       (io->nrecent_spare == WAL_RECENT_SPARES || bytes > WAL_RECENT_SPARE_BYTES)) {
+		uint32_t small = UINT32_MAX; /* the smallest spare, if smaller than w */
+		for (uint32_t i = 0; i < io->nrecent_spare; i++)
+			if (io->recent_spare[i].n <
+			    (small == UINT32_MAX ? w.n : io->recent_spare[small].n))
+				small = i;
+		struct wal_recent_spare gone = w;
+		if (small != UINT32_MAX) {
+			gone = io->recent_spare[small];
+			io->recent_spare[small] = io->recent_spare[--io->nrecent_spare];
+		} else {
+			w.recent = NULL; /* w is the smallest: it goes */
+		}
+		bytes -= wal_recent_bytes(gone.n);
+		free(gone.recent);
+		free(gone.rlink);
+	}
+	if (w.recent)
+		io->recent_spare[io->nrecent_spare++] = w;
 }
 
 int wal_cidx_new(struct ada_wal_file *f)
@@ -93,10 +185,13 @@ int wal_cidx_new(struct ada_wal_file *f)
 		c->nrecent_max = 1ull << (64 - __builtin_clzll(c->nrecent_max));
 	c->nrecent =
 	    c->nrecent_max < WAL_CIDX_RECENT_FIRST ? c->nrecent_max : WAL_CIDX_RECENT_FIRST;
+	c->gen = wal_recent_next_gen(f->io);
 	/* 64-byte aligned: the copy's 16-byte stores (wal_cidx_keep) fill
 	 * whole lines. Not cleared: only slots written are read back
-	 * (wal_cidx_event_read), and untouched pages cost nothing. */
-	if (r == 0 && c->nrecent &&
+	 * (wal_cidx_event_read), and untouched pages cost nothing. A spare
+	 * window is taken as it is: its events are never read (only this
+	 * file's are), its links carry another generation. */
+	if (r == 0 && c->nrecent && !wal_recent_take(f->io, c) &&
 	    (!(c->recent = aligned_alloc(64, c->nrecent * sizeof(*c->recent))) ||
 	     !(c->rlink = calloc(c->nrecent, sizeof(*c->rlink)))))
 		r = -ENOMEM;
@@ -115,6 +210,8 @@ void wal_cidx_free(struct ada_wal_file *f)
 	if (!f->cx)
 		return;
 	ada_cidx_enc_free(f->cx->enc);
+	if (f->cx->recent && f->cx->rlink && !f->cx->no_spare)
+		wal_recent_put(f->io, f->cx);
 	free(f->cx->recent);
 	free(f->cx->rlink);
 	free(f->cx);
@@ -330,7 +427,7 @@ int wal_cidx_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_eve
 	    .function_id = e->fid,
 	    .thread_id = f->opts.thread_id,
 	    .event_kind = (uint32_t)(e->ts_kind >> 62),
-	    .detail_seq = l->seq1 == i + 1 ? l->detail : ATF_NO_DETAIL,
+	    .detail_seq = l->seq1 == i + 1 && l->gen == c->gen ? l->detail : ATF_NO_DETAIL,
 	};
 	return 0;
 }
@@ -348,7 +445,7 @@ int wal_cidx_link(struct ada_wal_file *f, uint64_t i, uint32_t v)
 	if (f->end + wal_cidx_tail(f) + ATF_FOOTER_SIZE > f->alloc && !f->error)
 		(void)wal_grow(f, f->end + wal_cidx_tail(f));
 	if (c->recent && i < f->events && f->events - i <= c->nrecent)
-		c->rlink[i & (c->nrecent - 1)] = (struct wal_cidx_rlink){i + 1, v};
+		c->rlink[i & (c->nrecent - 1)] = (struct wal_cidx_rlink){i + 1, v, c->gen};
 	return 0;
 }
 
@@ -359,7 +456,8 @@ uint64_t wal_cidx_unlink_from(struct ada_wal_file *f, uint32_t detail_seq)
 	uint64_t from = c->recent && f->events > c->nrecent ? f->events - c->nrecent : 0;
 	for (uint64_t i = from; c->recent && i < f->events; i++) {
 		struct wal_cidx_rlink *l = &c->rlink[i & (c->nrecent - 1)];
-		if (l->seq1 == i + 1 && l->detail != ATF_NO_DETAIL && l->detail >= detail_seq)
+		if (l->seq1 == i + 1 && l->gen == c->gen && l->detail != ATF_NO_DETAIL &&
+		    l->detail >= detail_seq)
 			l->seq1 = 0; /* unlinked: reads ATF_NO_DETAIL (wal_cidx_event_read) */
 	}
 	return ada_cidx_enc_unlink_from(c->enc, detail_seq);

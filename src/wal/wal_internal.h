@@ -44,6 +44,21 @@ struct wal_buf {
 #define WAL_DWIN_BYTES (64u * 1024u)
 #define WAL_DWIN_MARK_WORDS (WAL_DWIN_BYTES / ATF_INDEX_EVENT_SIZE / 64u)
 
+/* Recent windows of finished compact files kept for the next files
+ * (segment_cidx.c): at most this many, of at most WAL_RECENT_SPARE_BYTES
+ * in all. */
+#define WAL_RECENT_SPARES 4u
+#define WAL_RECENT_SPARE_BYTES (16ull << 20)
+
+struct ada_cidx_recent;
+struct wal_cidx_rlink;
+
+struct wal_recent_spare {
+	struct ada_cidx_recent *recent;
+	struct wal_cidx_rlink *rlink;
+	uint64_t n; /* events of each array */
+};
+
 struct ada_wal_io {
 	struct io_uring ring;
 	uint32_t qd;
@@ -94,6 +109,16 @@ struct ada_wal_io {
 	uint64_t dwin_marks[WAL_DWIN_MARK_WORDS]; /* those patches' events (bits) */
 	uint64_t dwin_fills, dwin_writebacks;     /* its preads and pwrites */
 	uint64_t patch_spans; /* pwrites of queued patches, one per write's (wal_patches_apply) */
+	/* Finished files' recent windows (segment_cidx.c, wal_cidx_spare_put):
+	 * a new file takes one instead of having the heap map, fault in and
+	 * unmap a window of its own as it grows (a thread per request made
+	 * that most of the drain's work per thread). recent_gen names each
+	 * file's links in a window it took, so the links of an earlier owner
+	 * read as none. */
+	struct wal_recent_spare recent_spare[WAL_RECENT_SPARES];
+	uint32_t nrecent_spare;
+	uint32_t recent_gen;
+	uint64_t recent_reused; /* windows a new file took from the spares */
 };
 
 /* Where a detail_seq patch went (wal_file_patch_detail_seq): into a
@@ -261,6 +286,8 @@ void wal_submit_cur_how(struct ada_wal_file *f, bool blocks_only);
 /* f->cx from f->opts: 0, -ENOMEM, -EINVAL (block size). */
 int wal_cidx_new(struct ada_wal_file *f);
 void wal_cidx_free(struct ada_wal_file *f);
+/* Frees the io's spare recent windows (ada_wal_io_free). */
+void wal_cidx_spares_free(struct ada_wal_io *io);
 /* The 64-byte header written first: ATF v2's or the compact one. */
 void wal_header_placeholder(const struct ada_wal_file *f, uint8_t out[ATF_HEADER_SIZE]);
 /* Most file bytes n events may take coded, their links and block table

@@ -2405,6 +2405,43 @@ def flight_threads(ada, work, rep, prog, scenario):
                   % (tid, rc2, shown(o, 1500)))
 
 
+def flight_serial_threads(ada, work, rep, prog):
+    """A thread per request (t_manythreads serial: 16 threads one after
+    another, 2 500 mt_work calls each) under --detail always, every event
+    linked: every call is in its thread's index exactly once and carries
+    its own detail record. A thread's index file may open with the recent
+    window a finished thread's file left, links set (src/wal/segment_cidx.c;
+    how many do depends on the drain's pace, so test_cidx_recent_reused
+    proves the hand-over itself): a link of the earlier owner read as this
+    thread's would leave its records unlinked."""
+    threads, each = 16, 2500
+    argv = [prog, "serial", str(threads), str(each)]
+    untraced = run(argv)
+    if untraced[0] != 0:
+        raise Fail("the untraced program exited %d" % untraced[0])
+    out_dir = os.path.join(work, "out")
+    cmd, rc, out, err = ada.record(out_dir, argv, dict(os.environ), ["--detail", "always"])
+    rep.note("repro: %s" % " ".join(cmd))
+    rep.check(rc == 0 and out == untraced[1], "exit %d, stdout %r (untraced: 0, %r)" % (
+        rc, out[:80], untraced[1][:80]))
+    session = find_session(out_dir, err, rep)
+    check_arena_gone(rep, session)
+    ada.validate(session, rep)
+    pid_dir, m = flight_manifest(rep, session)
+    events = ada.dump(pid_dir)
+    calls = {}
+    linked = {}
+    for e in events:
+        if e.get("kind") == "call" and base_name(e.get("function")) == "mt_work":
+            calls[e.get("tid")] = calls.get(e.get("tid"), 0) + 1
+            if isinstance(e.get("detail"), dict):
+                linked[e.get("tid")] = linked.get(e.get("tid"), 0) + 1
+    rep.check(len(calls) == threads and all(n == each for n in calls.values()),
+              "mt_work calls by thread should be %d x %d: %r" % (threads, each, calls))
+    rep.check(linked == calls, "every mt_work call should carry its detail record: "
+              "with detail %r, calls %r" % (linked, calls))
+
+
 def cmd_flight(args, ada, work, rep):
     prog = args.program
     if args.scenario.startswith("time_"):
@@ -2419,6 +2456,8 @@ def cmd_flight(args, ada, work, rep):
         return flight_threads(ada, work, rep, prog, args.scenario)
     if args.scenario in ("window_mem", "window_mem_full"):
         return flight_window_mem(ada, work, rep, prog, args.scenario)
+    if args.scenario == "serial_threads":
+        return flight_serial_threads(ada, work, rep, prog)
     mode, opts, status = FLIGHT[args.scenario]
     untraced = run((args.emulator.split() if args.emulator else []) + [prog, mode])
     if untraced[0] != status:
@@ -2901,7 +2940,7 @@ def main():
     fl.add_argument("scenario", choices=sorted(FLIGHT) + ["bad_options", "recover_killed",
                                                           "checker_catches",
                                                           "late_thread", "ended_thread", "window_mem",
-                                                          "window_mem_full",
+                                                          "window_mem_full", "serial_threads",
                                                           "time_whole", "time_wrap",
                                                           "time_never"])
     fl.add_argument("program")

@@ -33,3 +33,8 @@ foreach(s late_thread ended_thread)
   ada_e2e_test(e2e.flight_${s} ada_itest.py
                ARGS --name flight_${s} flight ${s} ${ADA_TGT_DIR}/t_latethread_O2)
 endforeach()
+# A thread per request under --detail always: every call exact and linked
+# while the drain hands each file's recent window to the next file.
+ada_e2e_test(e2e.flight_serial_threads ada_itest.py
+             ARGS --name flight_serial_threads flight serial_threads
+                  ${ADA_TGT_DIR}/t_manythreads_O2)

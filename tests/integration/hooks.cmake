@@ -88,6 +88,12 @@ ada_itest(overhead_budget target --nondeterministic --moved leaf --recalled
 # ~1 M events before the move, read back by the harness: 30 s idle, 80 s
 # on a loaded machine.
 set_tests_properties(e2e.overhead_budget PROPERTIES TIMEOUT 300)
+# A thread per request (t_threads budget_serial): no thread lives through
+# two ticks, so leaf moves only by the budget's judgement of the threads
+# no tick judged alone; the counts stay exact across the move.
+ada_itest(overhead_budget_serial target --nondeterministic --moved leaf
+          --record-opt=--overhead-budget --record-opt=10 -- ${T}/t_threads_O2 budget_serial)
+set_tests_properties(e2e.overhead_budget_serial PROPERTIES TIMEOUT 300)
 ada_itest(include_module.O2 target --record-opt=--include --record-opt=t_threads_O2
           --absent-module libc.so* -- ${T}/t_threads_O2)
 ada_itest(exclude_module.O2 target --record-opt=--exclude --record-opt=libc.so*

@@ -5,13 +5,17 @@
  *                             10 times more and end
  *   t_manythreads waves N W   N short threads, W alive at a time (created
  *                             in waves of W, each wave joined): 3 calls each
+ *   t_manythreads serial N K  N threads one after another (each joined
+ *                             before the next starts, a thread per
+ *                             request): K calls each
  *   t_manythreads busy N K GATE
  *                             N threads call mt_work() K times each, half
  *                             of them, then meet main at a barrier; main
  *                             prints "half" and waits (at most 120 s) for
  *                             the file GATE to exist, then all go on (the
  *                             harness kills the recorder in between)
- * Every thread's calls of mt_work are known exactly (N x 20, N x 3, N x K);
+ * Every thread's calls of mt_work are known exactly (N x 20, N x 3, N x K,
+ * N x K);
  * the harness counts the CALL/RETURN events in the trace. Prints a sum.
  */
 #include <pthread.h>
@@ -120,8 +124,14 @@ int main(int argc, char **argv)
 		for (unsigned long done = 0; w > 0 && done < n; done += w)
 			if (mt_run(n - done < w ? n - done : w, mt_short_thread, done, &sum))
 				return 1;
+	} else if (argc > 3 && !strcmp(argv[1], "serial") && n > 0) {
+		mt_calls_each = strtoul(argv[3], NULL, 10);
+		for (unsigned long i = 0; i < n; i++)
+			if (mt_run(1, mt_short_thread, i, &sum))
+				return 1;
 	} else {
-		fprintf(stderr, "usage: t_manythreads barrier N | waves N W | busy N K GATE\n");
+		fprintf(stderr, "usage: t_manythreads barrier N | waves N W | serial N K | "
+		                "busy N K GATE\n");
 		return 2;
 	}
 	printf("sum %lu\n", sum);

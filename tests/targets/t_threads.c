@@ -13,7 +13,13 @@
  * count block; at most 16 M rounds, or 2^N with "budget N": the untraced
  * run under qemu-user never sees a move), and as many rounds again. With
  * "budget_fork": the same in a forked child, the parent only waiting (the
- * child's budget thread must do the moving).
+ * child's budget thread must do the moving). With "budget_serial": no
+ * long thread at all, a thread per request: short threads one after
+ * another (each 2 000 work_a rounds, joined before the next starts) until
+ * main sees leaf moved, then as many again (at most 240 threads: the
+ * untraced run never sees a move); no thread lives through two of the
+ * budget's ticks, so only its judgement of the threads together can move
+ * leaf.
  * Single role: a target for tests/integration/ada_itest.py; no shared state
  * besides the results array, written once per thread before join.
  */
@@ -29,7 +35,16 @@
 
 #define FUNCS(X)                                                                                   \
 	X(main)                                                                                    \
-	X(worker) X(work_a) X(work_b) X(leaf) X(spawn_all) X(join_all) X(short_worker) X(run_many)
+	X(worker)                                                                                  \
+	X(work_a)                                                                                  \
+	X(work_b)                                                                                  \
+	X(leaf)                                                                                    \
+	X(spawn_all)                                                                               \
+	X(join_all)                                                                                \
+	X(short_worker)                                                                            \
+	X(run_many)                                                                                \
+	X(serial_worker)                                                                           \
+	X(run_serial)
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
@@ -153,6 +168,38 @@ TC_FN static void run_many(void)
 	printf("many: %d threads\n", MANY);
 }
 
+#define SERIAL_MAX 240
+#define SERIAL_ROUNDS 2000
+static char serial_labels[SERIAL_MAX][24];
+
+TC_FN static void *serial_worker(void *arg)
+{
+	TC_ENTER(FN_serial_worker);
+	long i = (long)arg;
+	unsigned long acc = 0;
+	tc_thread_begin(serial_labels[i]);
+	for (long k = 0; k < SERIAL_ROUNDS; k++)
+		acc += work_a((unsigned long)k);
+	sink = acc;
+	return NULL;
+}
+
+TC_FN static void run_serial(void)
+{
+	TC_ENTER(FN_run_serial);
+	long end = SERIAL_MAX;
+	for (long i = 0; i < end; i++) {
+		pthread_t t;
+		snprintf(serial_labels[i], sizeof(serial_labels[0]), "s%ld", i);
+		if (pthread_create(&t, NULL, serial_worker, (void *)i) != 0)
+			exit(1);
+		pthread_join(t, NULL);
+		if (end == SERIAL_MAX && moved_to_count((const void *)leaf))
+			end = 2 * i + 2 < SERIAL_MAX ? 2 * i + 2 : SERIAL_MAX;
+	}
+	/* Nothing printed: the threads' number depends on when the move came. */
+}
+
 int main(int argc, char **argv)
 {
 	TC_ENTER(FN_main);
@@ -162,6 +209,10 @@ int main(int argc, char **argv)
 	tc_init(argc, argv, "threads", fn_names, FN_COUNT);
 	if (argc > 1 && !strcmp(argv[1], "many")) {
 		run_many();
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "budget_serial")) {
+		run_serial();
 		return 0;
 	}
 	if (argc > 1 && !strcmp(argv[1], "heavy"))

@@ -415,6 +415,92 @@ static void test_cidx_recent_grows(void **state)
 	ada_wal_io_free(io);
 }
 
+/* A compact file opened with the recent window of opts.cidx_recent
+ * events; its events are from + i, i = 0..n. */
+static struct ada_wal_file *recent_file(struct ada_wal_io *io, const char *name, uint32_t recent,
+                                        uint64_t from, uint64_t n)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	struct ada_wal_file_opts fo = {.thread_id = 4242,
+	                               .clock_type = ATF_CLOCK_BOOTTIME,
+	                               .arch = ATF_ARCH_X86_64,
+	                               .segment_bytes = 1 << 20,
+	                               .index_format = ADA_INDEX_COMPACT,
+	                               .cidx_recent = recent};
+	struct ada_wal_file *f;
+	assert_int_equal(ada_wal_file_openat(io, tmpfd, name, path, &fo, &f), 0);
+	append_events(f, from, n);
+	return f;
+}
+
+/* A finished file's recent window goes to the next file (a thread per
+ * request: no window mapped, faulted in and unmapped per thread): the
+ * next file takes it, grown as it was, reads back only its own events,
+ * and none of the earlier owner's links; at most WAL_RECENT_SPARES are
+ * kept, the largest, none larger than a file may have. */
+static void test_cidx_recent_reused(void **state)
+{
+	(void)state;
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts o = {.buffer_bytes = 1 << 16, .max_buffers = 8, .queue_depth = 8};
+	assert_int_equal(ada_wal_io_new(&o, &io), 0);
+	struct ada_wal_file_summary sum;
+	struct atf_index_event e;
+	struct ada_wal_file *a = recent_file(io, "ra.atf", 16384, 0, 100);
+	assert_int_equal(wal_file_patch_detail_seq(a, 3, 11), 0);
+	assert_int_equal(wal_file_patch_detail_seq(a, 5, 12), 0);
+	append_events(a, 100, 5000); /* grown to 8192 */
+	assert_int_equal(ada_wal_file_finalize(a, &sum), 0);
+	assert_int_equal(io->nrecent_spare, 1);
+	assert_int_equal(io->recent_spare[0].n, 8192);
+
+	struct ada_wal_file *b = recent_file(io, "rb.atf", 16384, 20000, 100);
+	assert_int_equal(io->recent_reused, 1);
+	assert_int_equal(io->nrecent_spare, 0);
+	assert_int_equal(wal_file_patch_detail_seq(b, 5, 13), 0);
+	for (uint64_t i = 0; i < 100; i++) {
+		assert_int_equal(wal_file_event_read(b, i, &e), 0);
+		assert_int_equal(e.timestamp_ns, ev_make(20000 + i).timestamp_ns);
+		assert_int_equal(e.function_id, ev_make(20000 + i).function_id);
+		assert_int_equal(e.detail_seq, i == 5 ? 13 : ATF_NO_DETAIL); /* a's 3 -> 11: none */
+	}
+	assert_int_equal(wal_file_event_read(b, 100, &e), -ENOENT); /* a's 100: not b's */
+	append_events(b, 20100, 9000); /* past the taken 8192: grown again, links kept */
+	assert_int_equal(wal_file_event_read(b, 5, &e), 0);
+	assert_int_equal(e.detail_seq, 13);
+	assert_int_equal(wal_file_event_read(b, 3, &e), 0);
+	assert_int_equal(e.detail_seq, ATF_NO_DETAIL);
+	assert_int_equal(ada_wal_file_finalize(b, &sum), 0);
+	assert_int_equal(sum.events, 9100);
+	assert_int_equal(io->recent_spare[0].n, 16384);
+
+	/* A file whose window may be smaller does not take a larger one. */
+	struct ada_wal_file *c = recent_file(io, "rc.atf", 4096, 0, 10);
+	assert_int_equal(io->recent_reused, 1);
+	assert_int_equal(ada_wal_file_finalize(c, &sum), 0);
+	assert_int_equal(io->nrecent_spare, 2);
+
+	/* Six files end at once: the four largest windows stay. */
+	struct ada_wal_file *many[6];
+	char name[32];
+	for (int i = 0; i < 6; i++) {
+		snprintf(name, sizeof(name), "rm%d.atf", i);
+		many[i] = recent_file(io, name, 1u << 16, 0, 4096u * (uint64_t)(i + 1));
+	}
+	assert_int_equal(io->recent_reused, 3); /* the 16384 and the 4096 */
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(ada_wal_file_finalize(many[i], &sum), 0);
+	assert_int_equal(io->nrecent_spare, WAL_RECENT_SPARES);
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < io->nrecent_spare; i++) {
+		assert_true(io->recent_spare[i].n >= 16384);
+		total += io->recent_spare[i].n;
+	}
+	assert_int_equal(total, 2 * 16384 + 2 * 32768);
+	ada_wal_io_free(io);
+}
+
 static void test_patch_everywhere(void **state)
 {
 	(void)state;
@@ -1697,6 +1783,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_flight_passed_over, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_window, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_grows, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cidx_recent_reused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_windows, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
