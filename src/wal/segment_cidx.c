@@ -73,6 +73,10 @@ struct wal_cidx {
 	struct ada_cidx_recent *recent;
 	struct wal_cidx_rlink *rlink; /* zeroed: pages touched as links come */
 	uint64_t nrecent, nrecent_max;
+	/* The first event linked in rlink (UINT64_MAX: none yet): a growth
+	 * copies the links from there on, not the zeros before them (with
+	 * no window open, all of them: tens of MiB faulted in and copied). */
+	uint64_t rlink_first;
 	uint64_t enc_err; /* links the encoder could not keep (-ENOMEM) */
 };
 
@@ -93,6 +97,7 @@ int wal_cidx_new(struct ada_wal_file *f)
 		c->nrecent_max = 1ull << (64 - __builtin_clzll(c->nrecent_max));
 	c->nrecent =
 	    c->nrecent_max < WAL_CIDX_RECENT_FIRST ? c->nrecent_max : WAL_CIDX_RECENT_FIRST;
+	c->rlink_first = UINT64_MAX;
 	/* 64-byte aligned: the copy's 16-byte stores (wal_cidx_keep) fill
 	 * whole lines. Not cleared: only slots written are read back
 	 * (wal_cidx_event_read), and untouched pages cost nothing. */
@@ -248,7 +253,9 @@ static void wal_cidx_recent_grow(struct ada_wal_file *f, uint64_t want)
 		return;
 	}
 	memcpy(r, c->recent, f->events * sizeof(*r));
-	memcpy(l, c->rlink, f->events * sizeof(*l));
+	if (c->rlink_first < f->events) /* calloc's zeros stand for the rest */
+		memcpy(l + c->rlink_first, c->rlink + c->rlink_first,
+		       (f->events - c->rlink_first) * sizeof(*l));
 	free(c->recent);
 	free(c->rlink);
 	c->recent = r;
@@ -347,8 +354,10 @@ int wal_cidx_link(struct ada_wal_file *f, uint64_t i, uint32_t v)
 	 * file's final size. */
 	if (f->end + wal_cidx_tail(f) + ATF_FOOTER_SIZE > f->alloc && !f->error)
 		(void)wal_grow(f, f->end + wal_cidx_tail(f));
-	if (c->recent && i < f->events && f->events - i <= c->nrecent)
+	if (c->recent && i < f->events && f->events - i <= c->nrecent) {
 		c->rlink[i & (c->nrecent - 1)] = (struct wal_cidx_rlink){i + 1, v};
+		c->rlink_first = i < c->rlink_first ? i : c->rlink_first;
+	}
 	return 0;
 }
 
