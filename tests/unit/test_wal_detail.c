@@ -390,13 +390,14 @@ static void decoded_append(struct ada_wal_file *a, struct ada_wal_file *b, uint6
 /* A window the drain does not fill (ada_wal_file_keep_recent): the
  * events it did not keep read back as the kept ones do, decoded from
  * their blocks wherever the blocks are (the staging buffer, the open
- * block, the file: two small buffers make most of them the file's), with
- * their links; the file's bytes are the same either way. */
-static void test_cidx_recent_decoded(void **state)
+ * block, the file: two small buffers make most of them the file's; with
+ * direct writes a block's last bytes may be in the carry), with their
+ * links; the file's bytes are the same either way. */
+static void decoded_run(int direct)
 {
-	(void)state;
 	struct ada_wal_io *io;
-	struct ada_wal_io_opts o = {.buffer_bytes = 1 << 16, .max_buffers = 2, .queue_depth = 2};
+	struct ada_wal_io_opts o = {
+	    .buffer_bytes = 1 << 16, .max_buffers = 2, .queue_depth = 2, .direct = direct};
 	assert_int_equal(ada_wal_io_new(&o, &io), 0);
 	struct ada_wal_file *f[2];
 	const char *names[2] = {"ka.atf", "kb.atf"};
@@ -440,6 +441,23 @@ static void test_cidx_recent_decoded(void **state)
 	free(a);
 	free(b);
 	ada_wal_io_free(io);
+}
+
+static void test_cidx_recent_decoded(void **state)
+{
+	(void)state;
+	decoded_run(-1);
+}
+
+static void test_cidx_recent_decoded_direct(void **state)
+{
+	(void)state;
+	if (tmpfd < 0) {
+		print_message("skipped: no directory here takes O_DIRECT outside tmpfs "
+		              "(/var/tmp, the working directory)\n");
+		skip();
+	}
+	decoded_run(1);
 }
 
 /* A recent window bigger than its first size grows as the events come:
@@ -1785,6 +1803,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_window, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_grows, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_decoded, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cidx_recent_decoded_direct, setup_direct,
+	                                    teardown_direct),
 	    cmocka_unit_test_setup_teardown(test_persist_windows, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
