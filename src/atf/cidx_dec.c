@@ -420,6 +420,23 @@ int ada_cidx_dec_block(const struct ada_cidx_dec *d, size_t b, struct atf_index_
 	return cidx_dec_block_model(d, b, out, &m);
 }
 
+int ada_cidx_block_events(const void *blk, size_t len, uint32_t n, struct atf_index_event *out)
+{
+	struct ada_cidx_block_header bh;
+	struct cidx_model m;
+	const uint8_t *base = blk;
+
+	if (len < sizeof(bh))
+		return -EBADMSG;
+	memcpy(&bh, base, sizeof(bh));
+	if (memcmp(bh.magic, "ATCB", 4) || bh.nframes > ADA_CIDX_FRAMES_MAX ||
+	    len < sizeof(bh) + bh.nframes * sizeof(struct ada_cidx_frame))
+		return -EBADMSG;
+	dec_model_init(&m, &bh, base + sizeof(bh));
+	const uint8_t *p = base + sizeof(bh) + bh.nframes * sizeof(struct ada_cidx_frame);
+	return dec_run(&m, &p, base + len, out, n) == n ? 0 : -EBADMSG;
+}
+
 /* ----------------------------------------------------------------- open */
 
 static bool dec_header_read(struct ada_cidx_dec *d)

@@ -366,6 +366,40 @@ out:
 	return (size_t)(x - ev);
 }
 
+int ada_cidx_enc_block_of(const struct ada_cidx_enc *e, uint64_t seq, struct ada_cidx_span *s)
+{
+	if (seq >= e->seq)
+		return -ERANGE;
+	if (e->open && seq >= e->bseq) {
+		*s = (struct ada_cidx_span){.pos = e->base_pos,
+		                            .first_seq = e->bseq,
+		                            .len = (uint32_t)(e->pos - e->base_pos),
+		                            .nevents = (uint32_t)(e->seq - e->bseq)};
+		return 0;
+	}
+	/* A sealed event and no table: the table was lost to -ENOMEM. */
+	if (e->nblocks == SIZE_MAX || e->nblocks == 0)
+		return -ENOMEM;
+	/* The last block whose first_seq <= seq. */
+	size_t lo = 0, hi = e->nblocks;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (e->btab[mid].first_seq <= seq)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	const struct ada_cidx_btab_entry *b = &e->btab[lo];
+	const bool last = lo + 1 == e->nblocks;
+	const uint64_t end = last ? (e->open ? e->base_pos : e->pos) : b[1].offset;
+	const uint64_t next = last ? (e->open ? e->bseq : e->seq) : b[1].first_seq;
+	*s = (struct ada_cidx_span){.pos = b->offset,
+	                            .first_seq = b->first_seq,
+	                            .len = (uint32_t)(end - b->offset),
+	                            .nevents = (uint32_t)(next - b->first_seq)};
+	return 0;
+}
+
 /* Opens a block at o->len: header placeholder and the frames known. */
 static void enc_open(struct ada_cidx_enc *e, struct ada_cidx_out *o,
                      const struct atf_index_event *first)

@@ -365,6 +365,24 @@ static size_t ring_take_max(const struct ada_cidx_enc *e, const struct ada_cidx_
 	return n;
 }
 
+/* The four copies of the pass, each its own function: one function
+ * holding all four made the register allocator spill the loop's values
+ * in each (the conversion's constants, the next depth, the stretch's
+ * end), a load or a store more per event. */
+#define RING_RUN_COPY(NAME, STACK, KEPT)                                                           \
+	static __attribute__((noinline)) size_t NAME(                                              \
+	    struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,                   \
+	    struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls,                           \
+	    struct ada_cidx_keep *keep, uint8_t **pp, const uint8_t *lim)                          \
+	{                                                                                          \
+		return ring_run(e, src, n, cv, calls, keep, pp, lim, STACK, KEPT);                 \
+	}
+RING_RUN_COPY(ring_run_plain, false, false)
+RING_RUN_COPY(ring_run_stack, true, false)
+RING_RUN_COPY(ring_run_kept, false, true)
+RING_RUN_COPY(ring_run_stack_kept, true, true)
+#undef RING_RUN_COPY
+
 size_t ada_cidx_enc_put_ring(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
                              struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls,
                              struct ada_cidx_keep *keep, struct ada_cidx_out *o)
@@ -381,11 +399,11 @@ size_t ada_cidx_enc_put_ring(struct ada_cidx_enc *e, const struct atf_index_even
 	const uint8_t *plim = o->p + lim - ADA_CIDX_EVENT_MAX;
 	size_t k;
 	if (keep)
-		k = calls ? ring_run(e, src, n, cv, calls, keep, &p, plim, true, true)
-		          : ring_run(e, src, n, cv, NULL, keep, &p, plim, false, true);
+		k = calls ? ring_run_stack_kept(e, src, n, cv, calls, keep, &p, plim)
+		          : ring_run_kept(e, src, n, cv, NULL, keep, &p, plim);
 	else
-		k = calls ? ring_run(e, src, n, cv, calls, NULL, &p, plim, true, false)
-		          : ring_run(e, src, n, cv, NULL, NULL, &p, plim, false, false);
+		k = calls ? ring_run_stack(e, src, n, cv, calls, NULL, &p, plim)
+		          : ring_run_plain(e, src, n, cv, NULL, NULL, &p, plim);
 	if (keep)
 		keep->next += k; /* one slot an event taken */
 	e->seq += k;

@@ -309,6 +309,21 @@ static size_t drain_chunk_fused(struct ada_recorder *r, struct wal_thread *t,
 	return k;
 }
 
+/* Whether the events taken now go into a compact file's recent window
+ * (ada_wal_file_keep_recent()): the detail persist reads an event back
+ * only for a record it writes, which --detail always does for every one
+ * and --detail triggered only inside a window; so, triggered, kept only
+ * while a trigger is armed or a window open. Asked at each take: a
+ * trigger armed live (`ada arm`) turns it on for the next one; a window
+ * whose pre-roll reaches further back reads those events by decoding
+ * their blocks (segment_cidx.c), as far back as the window would. */
+static bool drain_keep_recent(const struct ada_recorder *r)
+{
+	if (r->o.detail_mode != ADA_DETAIL_TRIGGERED)
+		return true; /* always: every record; never: no window to keep */
+	return r->flight.trig && ada_trigger_may_window(r->flight.trig);
+}
+
 /* Converts n ring events into t's file; returns the events consumed
  * (fewer than n when the slot was quarantined at a bad event). One chunk
  * at a time, so that the trigger engine's pass and the CRC-32 (in the
@@ -321,6 +336,8 @@ size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
 {
 	size_t done = 0;
 	const uint64_t ts_max = drain_ts_max(r);
+	if (t->f)
+		ada_wal_file_keep_recent(t->f, drain_keep_recent(r));
 	while (done < n) {
 		struct atf_index_event *dst;
 		size_t want = n - done < DRAIN_CHUNK ? n - done : DRAIN_CHUNK;

@@ -195,9 +195,12 @@ void trig_sync(struct ada_trigger_engine *e)
 	e->gen = atomic_load_explicit(&e->staged_gen, memory_order_relaxed);
 	pthread_mutex_unlock(&e->mu);
 	e->want_names = 0;
-	for (int i = 0; i < ADA_TRIGGER_MAX; i++)
+	e->nlive = 0;
+	for (int i = 0; i < ADA_TRIGGER_MAX; i++) {
+		e->nlive += e->live[i].used;
 		if (e->live[i].used && trig_is_fn_kind(e->live[i].spec.kind))
 			e->want_names |= 1ull << i;
+	}
 	engine_apply_manual(e, q, nq);
 }
 
@@ -350,6 +353,16 @@ void ada_trigger_window_close(struct ada_trigger_engine *e, size_t i)
 {
 	if (i < e->nwin)
 		e->win[i].closed = true;
+}
+
+bool ada_trigger_may_window(const struct ada_trigger_engine *e)
+{
+	if (e->nlive || ada_trigger_staged_pending(e))
+		return true;
+	for (size_t w = 0; w < e->nwin; w++)
+		if (!e->win[w].closed)
+			return true;
+	return false;
 }
 
 bool ada_trigger_staged_pending(const struct ada_trigger_engine *e)

@@ -47,6 +47,7 @@ struct ada_trigger_engine {
 	struct ada_trigger_window manual_what;             /* a manual fire's window details */
 	struct trig_slot live[ADA_TRIGGER_MAX];
 	uint64_t want_names; /* live slots that need function names (mask) */
+	uint32_t nlive;      /* live slots used */
 	struct ada_trigger_window *win;
 	size_t nwin, capwin;
 	uint64_t win_gen;

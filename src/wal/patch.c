@@ -47,6 +47,51 @@ static uint8_t *wal_locate(struct ada_wal_file *f, uint64_t off, uint32_t len,
 	return NULL;
 }
 
+/* The part of [off, off + len) that [at, at + n) of src holds, copied
+ * into dst (dst[0] is off). */
+static void wal_overlay(const uint8_t *src, uint64_t at, uint32_t n, uint8_t *dst, uint64_t off,
+                        uint32_t len)
+{
+	uint64_t lo = at > off ? at : off, hi = at + n < off + len ? at + n : off + len;
+	if (src && lo < hi)
+		memcpy(dst + (lo - off), src + (lo - at), (size_t)(hi - lo));
+}
+
+int wal_file_read_span(struct ada_wal_file *f, uint64_t off, uint32_t len, uint8_t *dst)
+{
+	struct wal_buf *b;
+	if (off + len > f->bad_from)
+		return -EIO;
+	const uint8_t *p = wal_locate(f, off, len, &b);
+	if (p) {
+		memcpy(dst, p, len);
+		return 0;
+	}
+	/* Across buffers (a direct file's carry): the file, its writes in
+	 * flight waited for, then every byte memory holds on top (what is
+	 * not written yet reads short). */
+	wal_file_quiesce(f);
+	memset(dst, 0, len);
+	for (uint32_t got = 0; got < len;) {
+		ssize_t n = pread(f->fd, dst + got, len - got, (off_t)(off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (uint32_t)n;
+	}
+	if (f->cur)
+		wal_overlay(f->cur->data, f->cur->off, f->cur->len, dst, off, len);
+	wal_overlay(f->carry, f->carry_off, f->carry_len, dst, off, len);
+	for (b = f->held_head; b; b = b->next)
+		wal_overlay(b->data, b->off, b->len, dst, off, len);
+	for (b = f->fifo_head; b; b = b->fifo_next)
+		wal_overlay(b->data, b->off, b->len, dst, off, len);
+	return 0;
+}
+
 /* Sets the 4 bytes at file offset off to v: in memory when they are not
  * written yet (the write carries them), queued behind their write in
  * flight, else pwrite -- never a buffered write of a block with a direct

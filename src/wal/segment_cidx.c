@@ -16,9 +16,12 @@
  *
  * Links (detail_seq) live in the encoder until finish (memory only); the
  * persist's check of a record against its index event reads the recent
- * window (the last opts.cidx_recent events, kept when the file's detail
- * lane is on: the drain asks for twice its ring, what one pass can take):
- * an older event answers -ENOENT, its record is unlinked.
+ * window (the last opts.cidx_recent events, when the file's detail lane
+ * is on: the drain asks for twice its ring, what one pass can take): an
+ * older event answers -ENOENT, its record is unlinked. The drain fills
+ * the window only while a window of the detail lane may come
+ * (ada_wal_file_keep_recent); an event of its reach it did not keep is
+ * read by decoding its block, from memory or the file (wal_cidx_decoded).
  *
  * Finalize writes the link table, block table and footer
  * (ada_cidx_enc_finish) at the encoder's offset, then the header, and
@@ -78,6 +81,22 @@ struct wal_cidx {
 	uint64_t nrecent, nrecent_max;
 	uint32_t gen;     /* this file's links in rlink (struct wal_cidx_rlink) */
 	bool no_spare;    /* its window is not kept (wal_recent_next_gen) */
+	/* The first event linked in rlink (UINT64_MAX: none yet): a growth
+	 * copies the links from there on, not the zeros before them (with
+	 * no window open, all of them: tens of MiB faulted in and copied). */
+	uint64_t rlink_first;
+	/* The drain fills the window only while the detail lane may read it
+	 * soon (ada_wal_file_keep_recent): the file's events [kept_from,
+	 * kept_to) are the ones kept since it last turned it on (kept_to
+	 * UINT64_MAX while on). Any other event of the window's reach is
+	 * read back by decoding its block (wal_cidx_decoded), into dec[]
+	 * (dec_n events of the block from dec_first; blk: its bytes). */
+	bool keep_off;
+	uint64_t kept_from, kept_to;
+	struct atf_index_event *dec;
+	uint8_t *blk;
+	uint64_t dec_first;
+	uint32_t dec_n, dec_cap, blk_cap;
 	uint64_t enc_err; /* links the encoder could not keep (-ENOMEM) */
 };
 
@@ -186,6 +205,8 @@ int wal_cidx_new(struct ada_wal_file *f)
 	c->nrecent =
 	    c->nrecent_max < WAL_CIDX_RECENT_FIRST ? c->nrecent_max : WAL_CIDX_RECENT_FIRST;
 	c->gen = wal_recent_next_gen(f->io);
+	c->rlink_first = UINT64_MAX;
+	c->kept_to = UINT64_MAX; /* kept from the first event until the drain says */
 	/* 64-byte aligned: the copy's 16-byte stores (wal_cidx_keep) fill
 	 * whole lines. Not cleared: only slots written are read back
 	 * (wal_cidx_event_read), and untouched pages cost nothing. A spare
@@ -214,6 +235,8 @@ void wal_cidx_free(struct ada_wal_file *f)
 		wal_recent_put(f->io, f->cx);
 	free(f->cx->recent);
 	free(f->cx->rlink);
+	free(f->cx->dec);
+	free(f->cx->blk);
 	free(f->cx);
 	f->cx = NULL;
 }
@@ -322,16 +345,20 @@ static size_t wal_cidx_put(struct ada_wal_file *f, const struct atf_index_event 
 	return k;
 }
 
-/* The window holds `want` events at least, or its most: doubled until
- * then. Until it reaches its most it has held every event of the file
- * (it grows before it would wrap), so the events [0, f->events) sit at
- * their own index in both the old arrays and the new. Without memory it
- * stays as it is (counted with the links the encoder could not keep):
- * the persist then finds the older events gone (-ENOENT), as it does
- * past the window's most. */
-static void wal_cidx_recent_grow(struct ada_wal_file *f, uint64_t want)
+/* The window reaches the file's events so far and the n about to come:
+ * doubled until then, or its most (kept or not: its reach is how far
+ * back the detail lane reads, wal_cidx_event_read). Until it reaches its
+ * most it has not wrapped, so the events kept and the links sit at their
+ * own index in both the old arrays and the new. Without memory it stays
+ * as it is (counted with the links the encoder could not keep): the
+ * persist then finds the older events gone (-ENOENT), as it does past
+ * the window's most. */
+static void wal_cidx_recent_grow(struct ada_wal_file *f, uint64_t n_more)
 {
 	struct wal_cidx *c = f->cx;
+	const uint64_t want = f->events + n_more;
+	if (!c->recent || want <= c->nrecent || c->nrecent >= c->nrecent_max)
+		return;
 	uint64_t n = c->nrecent;
 	while (n < want && n < c->nrecent_max)
 		n *= 2;
@@ -344,8 +371,14 @@ static void wal_cidx_recent_grow(struct ada_wal_file *f, uint64_t want)
 		c->nrecent_max = c->nrecent; /* no further try */
 		return;
 	}
-	memcpy(r, c->recent, f->events * sizeof(*r));
-	memcpy(l, c->rlink, f->events * sizeof(*l));
+	/* Below its most the window has not wrapped: event i is at i. */
+	const uint64_t kept_end = c->kept_to < f->events ? c->kept_to : f->events;
+	if (c->kept_from < kept_end)
+		memcpy(r + c->kept_from, c->recent + c->kept_from,
+		       (kept_end - c->kept_from) * sizeof(*r));
+	if (c->rlink_first < f->events) /* calloc's zeros stand for the rest */
+		memcpy(l + c->rlink_first, c->rlink + c->rlink_first,
+		       (f->events - c->rlink_first) * sizeof(*l));
 	free(c->recent);
 	free(c->rlink);
 	c->recent = r;
@@ -353,12 +386,31 @@ static void wal_cidx_recent_grow(struct ada_wal_file *f, uint64_t want)
 	c->nrecent = n;
 }
 
+/* Whether the next events go into the window. */
+static bool wal_cidx_keeping(const struct wal_cidx *c)
+{
+	return c->recent && !c->keep_off;
+}
+
+void ada_wal_file_keep_recent(struct ada_wal_file *f, bool on)
+{
+	struct wal_cidx *c = f->cx;
+	if (!c || !c->recent || on == !c->keep_off)
+		return;
+	c->keep_off = !on;
+	if (on) { /* a run of kept events starts here: what went before is not kept */
+		c->kept_from = f->events;
+		c->kept_to = UINT64_MAX;
+	} else {
+		c->kept_to = f->events;
+	}
+}
+
 bool wal_cidx_commit(struct ada_wal_file *f, size_t n, uint64_t staged_at)
 {
 	const struct atf_index_event *ev = f->cx->chunk;
-	if (f->cx->recent && f->events + n > f->cx->nrecent && f->cx->nrecent < f->cx->nrecent_max)
-		wal_cidx_recent_grow(f, f->events + n);
-	if (f->cx->recent)
+	wal_cidx_recent_grow(f, n);
+	if (wal_cidx_keeping(f->cx))
 		wal_cidx_keep(f->cx, f->events, ev, n);
 	if (f->events == 0)
 		f->t_start = ev[0].timestamp_ns;
@@ -399,11 +451,11 @@ size_t ada_wal_file_put_ring(struct ada_wal_file *f, const struct atf_index_even
 		return 0;
 	struct wal_cidx *c = f->cx;
 	/* The window holds the events about to be kept, as a commit's would. */
-	if (c->recent && f->events + n > c->nrecent && c->nrecent < c->nrecent_max)
-		wal_cidx_recent_grow(f, f->events + n);
+	const bool kept = wal_cidx_keeping(c);
+	wal_cidx_recent_grow(f, n);
 	struct ada_cidx_out o = {b->data, b->len, f->io->buffer_bytes};
 	struct ada_cidx_keep keep = {c->recent, c->nrecent - 1, f->events};
-	size_t k = ada_cidx_enc_put_ring(c->enc, src, n, cv, calls, c->recent ? &keep : NULL, &o);
+	size_t k = ada_cidx_enc_put_ring(c->enc, src, n, cv, calls, kept ? &keep : NULL, &o);
 	if (k == 0)
 		return 0;
 	f->end += o.len - b->len;
@@ -413,20 +465,73 @@ size_t ada_wal_file_put_ring(struct ada_wal_file *f, const struct atf_index_even
 	return k;
 }
 
+/* Event i decoded from its block's bytes (the window did not keep it):
+ * the block's events up to the newest are decoded once into c->dec, so
+ * the persist's reads in order decode each block once. */
+static int wal_cidx_decoded(struct ada_wal_file *f, uint64_t i, const struct atf_index_event **ev)
+{
+	struct wal_cidx *c = f->cx;
+	if (c->dec_n && i >= c->dec_first && i - c->dec_first < c->dec_n) {
+		*ev = &c->dec[i - c->dec_first];
+		return 0;
+	}
+	struct ada_cidx_span sp;
+	int r = ada_cidx_enc_block_of(c->enc, i, &sp);
+	if (r < 0)
+		return r;
+	if (sp.len > c->blk_cap) {
+		uint8_t *b = realloc(c->blk, sp.len);
+		if (!b)
+			return -ENOMEM;
+		c->blk = b;
+		c->blk_cap = sp.len;
+	}
+	if (sp.nevents > c->dec_cap) {
+		struct atf_index_event *d = realloc(c->dec, sp.nevents * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		c->dec = d;
+		c->dec_cap = sp.nevents;
+	}
+	c->dec_n = 0;
+	if ((r = wal_file_read_span(f, sp.pos, sp.len, c->blk)) < 0 ||
+	    (r = ada_cidx_block_events(c->blk, sp.len, sp.nevents, c->dec)) < 0)
+		return r;
+	c->dec_first = sp.first_seq;
+	c->dec_n = sp.nevents;
+	if (i < sp.first_seq || i - sp.first_seq >= sp.nevents)
+		return -EIO; /* the encoder's table disagrees with itself: a bug */
+	*ev = &c->dec[i - c->dec_first];
+	return 0;
+}
+
 int wal_cidx_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_event *out)
 {
 	struct wal_cidx *c = f->cx;
 	if (i >= f->events || !c->recent || f->events - i > c->nrecent)
 		return -ENOENT;
-	const struct ada_cidx_recent *e = &c->recent[i & (c->nrecent - 1)];
-	const struct wal_cidx_rlink *l = &c->rlink[i & (c->nrecent - 1)];
-	if (!(e->ts_kind >> 62))
+	uint64_t ts_kind, fid;
+	if (i >= c->kept_from && i < c->kept_to) {
+		const struct ada_cidx_recent *e = &c->recent[i & (c->nrecent - 1)];
+		ts_kind = e->ts_kind;
+		fid = e->fid;
+	} else {
+		const struct atf_index_event *e;
+		if (wal_cidx_decoded(f, i, &e) < 0)
+			return -ENOENT;
+		ts_kind = e->timestamp_ns > WAL_CIDX_TS_MASK || e->event_kind > 3
+		              ? 0
+		              : e->timestamp_ns | (uint64_t)e->event_kind << 62;
+		fid = e->function_id;
+	}
+	if (!(ts_kind >> 62))
 		return -ENOENT; /* not kept (wal_cidx_keep()) */
+	const struct wal_cidx_rlink *l = &c->rlink[i & (c->nrecent - 1)];
 	*out = (struct atf_index_event){
-	    .timestamp_ns = e->ts_kind & WAL_CIDX_TS_MASK,
-	    .function_id = e->fid,
+	    .timestamp_ns = ts_kind & WAL_CIDX_TS_MASK,
+	    .function_id = fid,
 	    .thread_id = f->opts.thread_id,
-	    .event_kind = (uint32_t)(e->ts_kind >> 62),
+	    .event_kind = (uint32_t)(ts_kind >> 62),
 	    .detail_seq = l->seq1 == i + 1 && l->gen == c->gen ? l->detail : ATF_NO_DETAIL,
 	};
 	return 0;
@@ -444,8 +549,10 @@ int wal_cidx_link(struct ada_wal_file *f, uint64_t i, uint32_t v)
 	 * file's final size. */
 	if (f->end + wal_cidx_tail(f) + ATF_FOOTER_SIZE > f->alloc && !f->error)
 		(void)wal_grow(f, f->end + wal_cidx_tail(f));
-	if (c->recent && i < f->events && f->events - i <= c->nrecent)
+	if (c->recent && i < f->events && f->events - i <= c->nrecent) {
 		c->rlink[i & (c->nrecent - 1)] = (struct wal_cidx_rlink){i + 1, v, c->gen};
+		c->rlink_first = i < c->rlink_first ? i : c->rlink_first;
+	}
 	return 0;
 }
 

@@ -304,6 +304,11 @@ struct atf_index_event *wal_cidx_chunk(struct ada_wal_file *f);
 bool wal_cidx_commit(struct ada_wal_file *f, size_t n, uint64_t staged_at);
 /* Seals the block open in f->cur (before the buffer leaves staging). */
 void wal_cidx_seal(struct ada_wal_file *f);
+/* The file's bytes [off, off + len) as written or to be written: from
+ * the one buffer that holds them, else the file (its writes in flight
+ * waited for) with what the buffers hold on top. 0, -EIO (a failed
+ * write covers them), -errno. */
+int wal_file_read_span(struct ada_wal_file *f, uint64_t off, uint32_t len, uint8_t *dst);
 int wal_cidx_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_event *out);
 int wal_cidx_link(struct ada_wal_file *f, uint64_t i, uint32_t v);
 /* ada_wal_file_unlink_detail_from() of a compact file: the links dropped. */

@@ -194,6 +194,10 @@ def case_arm(ada, target, work):
           (w["pre_roll_ns"], w["post_roll_ns"]))
     th = w["threads"][0] if w["threads"] else {}
     check(th.get("records", 0) > 0, "the window persisted no detail: %r" % w)
+    # The recent window was not filled before the arm (no trigger armed):
+    # the records from before it are linked by decoding their events'
+    # blocks, none left unlinked.
+    check(th.get("unlinked", 0) == 0, "the window left records unlinked: %r" % w)
     pre = th.get("pre_achieved_ns") or 0
     check(pre > w["fire_ns"] - armed_ns, "the pre-roll (%d ns) does not reach back before the "
           "arm (%d ns before the fire)" % (pre, w["fire_ns"] - armed_ns))

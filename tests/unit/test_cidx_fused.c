@@ -169,6 +169,9 @@ struct side {
 	 * way writes it as the wal's commit does (wal_cidx_keep()). */
 	struct ada_cidx_recent *win;
 	uint64_t nkept;
+	/* The window not filled (the drain's switch between takes,
+	 * ada_wal_file_keep_recent()): events pass its slots untouched. */
+	bool keep_off;
 };
 
 #define WIN (1u << 19) /* past NEV: every event's copy stays */
@@ -230,7 +233,9 @@ static void general(struct side *s, const struct atf_index_event *src, size_t n)
 	struct atf_index_event tmp[512];
 	assert_true(n <= 512);
 	convert(s, src, tmp, n);
-	for (size_t i = 0; s->win && i < n; i++) {
+	if (s->keep_off)
+		s->nkept += n;
+	for (size_t i = 0; s->win && !s->keep_off && i < n; i++) {
 		uint64_t ts = tmp[i].timestamp_ns;
 		s->win[s->nkept++ & (WIN - 1)] = (struct ada_cidx_recent){
 		    ts >= 1ull << 62 ? 0 : ts | (uint64_t)tmp[i].event_kind << 62,
@@ -261,11 +266,11 @@ static void fused(struct side *s, const struct atf_index_event *src, size_t n, u
 		if (s->t && ada_trigger_calls_begin(s->t, &calls))
 			cp = &calls;
 		struct ada_cidx_keep keep = {s->win, WIN - 1, s->nkept};
+		const bool kept = s->win && !s->keep_off;
 		size_t k = s->t && !cp ? 0
 		                       : ada_cidx_enc_put_ring(s->enc, src + i, n - i, &cv, cp,
-		                                               s->win ? &keep : NULL, &s->o);
-		if (s->win)
-			s->nkept = keep.next;
+		                                               kept ? &keep : NULL, &s->o);
+		s->nkept = kept ? keep.next : s->nkept + k;
 		if (cp)
 			ada_trigger_calls_end(s->t, cp);
 		s->last = cv.last;
@@ -321,9 +326,18 @@ static void check_decodes(const struct side *s, const struct atf_index_event *sr
 	ada_cidx_dec_free(d);
 }
 
+/* The window slots of stretch [at, end) of the events. */
+#define STRETCH 6400u
+static bool stretch_kept(size_t at, bool toggle)
+{
+	return !toggle || (at / STRETCH) % 3 != 1;
+}
+
 /* trig: with a trigger thread; names: a trigger that wants names is armed
- * (the fused pass then takes nothing); keep: the recent window. */
-static void run(bool trig, bool names, bool keep)
+ * (the fused pass then takes nothing); keep: the recent window; toggle:
+ * the fused side's window is not filled for every third stretch, as the
+ * drain switches it between takes (the general side fills all of it). */
+static void run_toggled(bool trig, bool names, bool keep, bool toggle)
 {
 	struct gen g = {0};
 	rng = 0x9E3779B97F4A7C15ull;
@@ -341,8 +355,9 @@ static void run(bool trig, bool names, bool keep)
 	uint64_t d_max = g.ev[g.n - 1000].timestamp_ns - TSC0 - 1;
 	/* Stretches of 6400 events (25 general chunks, 64 fused ones): the
 	 * trigger stacks compared at each end, not only the last. */
-	for (size_t at = 0; at < g.n; at += 6400) {
-		const size_t end = g.n - at < 6400 ? g.n : at + 6400;
+	for (size_t at = 0; at < g.n; at += STRETCH) {
+		const size_t end = g.n - at < STRETCH ? g.n : at + STRETCH;
+		b.keep_off = !stretch_kept(at, toggle);
 		for (size_t i = at; i < end; i += 256)
 			general(&a, g.ev + i, end - i < 256 ? end - i : 256);
 		for (size_t i = at; i < end; i += 100)
@@ -368,12 +383,26 @@ static void run(bool trig, bool names, bool keep)
 	if (keep) {
 		assert_int_equal(a.nkept, g.n);
 		assert_int_equal(b.nkept, g.n);
-		assert_memory_equal(a.win, b.win, WIN * sizeof(*a.win));
+		for (size_t at = 0; at < g.n; at += STRETCH) {
+			const size_t len =
+			    (g.n - at < STRETCH ? g.n - at : STRETCH) * sizeof(*a.win);
+			if (stretch_kept(at, toggle)) {
+				assert_memory_equal(a.win + at, b.win + at, len);
+			} else { /* untouched: calloc's zeros */
+				static const struct ada_cidx_recent zero[STRETCH];
+				assert_memory_equal(b.win + at, zero, len);
+			}
+		}
 	}
 	check_decodes(&b, g.ev, g.n);
 	side_fini(&a);
 	side_fini(&b);
 	free(g.ev);
+}
+
+static void run(bool trig, bool names, bool keep)
+{
+	run_toggled(trig, names, keep, false);
 }
 
 static void test_fused_no_trigger(void **state)
@@ -401,6 +430,15 @@ static void test_fused_trigger_wants_names(void **state)
 	run(true, true, true);
 }
 
+/* The window switched off and on between takes: the same bytes, the
+ * kept stretches' window as the general way's, the others untouched. */
+static void test_fused_window_switched(void **state)
+{
+	(void)state;
+	run_toggled(true, false, true, true);
+	run_toggled(false, false, true, true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -408,6 +446,7 @@ int main(void)
 	    cmocka_unit_test(test_fused_trigger_stack),
 	    cmocka_unit_test(test_fused_recent_window),
 	    cmocka_unit_test(test_fused_trigger_wants_names),
+	    cmocka_unit_test(test_fused_window_switched),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -235,6 +235,20 @@ struct ada_cidx_keep {
 size_t ada_cidx_enc_put_ring(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
                              struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls,
                              struct ada_cidx_keep *keep, struct ada_cidx_out *o);
+/* Where the encoder put event seq: its block's file offset (pos), length
+ * in bytes so far (len), first seq and events so far (an open block's
+ * grow as events come; a sealed block's are final). -ERANGE when seq is
+ * not an event coded yet, -ENOMEM when the block table was lost. */
+struct ada_cidx_span {
+	uint64_t pos, first_seq;
+	uint32_t len, nevents;
+};
+int ada_cidx_enc_block_of(const struct ada_cidx_enc *e, uint64_t seq, struct ada_cidx_span *s);
+/* Decodes the first n events of one block from its bytes blk[0..len)
+ * (header, frames, coded events; its CRC, total_len and nevents are not
+ * read: an open block's are not written yet) into out, links not applied
+ * (ATF_NO_DETAIL). -EBADMSG when they do not decode to n events. */
+int ada_cidx_block_events(const void *blk, size_t len, uint32_t n, struct atf_index_event *out);
 /* Seals the block put() left open in o (its header, CRC). A no-op when
  * none is open. A caller seals before o's bytes go to the file. */
 void ada_cidx_enc_seal(struct ada_cidx_enc *e, struct ada_cidx_out *o);

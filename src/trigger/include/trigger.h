@@ -214,6 +214,13 @@ const struct ada_trigger_window *ada_trigger_window_at(const struct ada_trigger_
 /* The drain persisted window i up to its end. A later fire that overlaps
  * it reopens it. */
 void ada_trigger_window_close(struct ada_trigger_engine *e, size_t i);
+/* Whether a window may come to want the detail of events the drain takes
+ * now: a trigger armed (its fire's pre-roll reaches back), a change of the
+ * set staged and not taken yet (it may arm one), or a window not closed.
+ * False: no window will soon read those events' detail back (the drain
+ * then fills no recent window with them, ada_wal_file_keep_recent(); a
+ * later window's pre-roll decodes them). */
+bool ada_trigger_may_window(const struct ada_trigger_engine *e);
 /* Bumps whenever a window is created or extended (drain: persist now). */
 uint64_t ada_trigger_window_gen(const struct ada_trigger_engine *e);
 void ada_trigger_get_stats(const struct ada_trigger_engine *e, struct ada_trigger_stats *out);

@@ -156,6 +156,14 @@ void ada_wal_file_commit(struct ada_wal_file *f, size_t n);
  * (reserve's chunk, commit), which codes the same bytes. */
 size_t ada_wal_file_put_ring(struct ada_wal_file *f, const struct atf_index_event *src, size_t n,
                              struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls);
+/* Whether a compact file fills its recent window (opts.cidx_recent) with
+ * the events it takes from here on: the drain turns it off while the
+ * detail lane is unlikely to read them soon (no trigger armed, no window
+ * open) and on again between two takes. The window's reach is the same
+ * either way: an event not kept is read back by decoding its block
+ * (wal_file_event_read), only slower. On from the file's start; a no-op
+ * without a window. */
+void ada_wal_file_keep_recent(struct ada_wal_file *f, bool on);
 /* Appends n ready events (reserve + memcpy + commit). Returns n appended. */
 size_t ada_wal_file_append(struct ada_wal_file *f, const struct atf_index_event *ev, size_t n);
 /* Events whose writes have completed, counted over the in-order prefix:
@@ -276,7 +284,9 @@ void ada_wal_disk_relink(struct ada_wal_disk_file *df);
  * -ENOENT (not committed), -EIO (its write failed), -errno. A compact
  * file answers from its recent window (opts.cidx_recent), which keeps
  * what the detail lane checks: the time, function, kind and link exactly,
- * thread_id the file's, call_depth 0; -ENOENT for an older event. */
+ * thread_id the file's, call_depth 0; an event of its reach the drain did
+ * not keep (ada_wal_file_keep_recent) is decoded from its block, the same
+ * fields; -ENOENT for an older event. */
 int wal_file_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_event *out);
 /* Sets event i's detail_seq from ATF_NO_DETAIL to v and folds the change
  * into the file's running CRC-32 (zlib's crc32 is affine: a 4-byte change
