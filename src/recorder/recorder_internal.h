@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "ring.h"
+#include "ring_pool.h"
 #include "recorder.h"
 #include "wal.h"
 #include "wal_crc.h"
@@ -436,6 +437,10 @@ struct wal_shm {
 	 * reservation its maker made, given back once the maker has ended. */
 	struct ada_arena *held[WAL_SHM_HELD_MAX];
 	uint32_t nheld;
+	/* The arena pool's entries (src/ring/pool.c): pool.<k>'s kept bytes,
+	 * reserved while its name is there (0: none); arenas pooled so far. */
+	uint64_t pool_held[ADA_ARENA_POOL_SLOTS];
+	uint64_t pooled;
 };
 
 /* The drain's sleep while every ring is idle (drain_sleep.c; the doorbell
@@ -658,6 +663,12 @@ void wal_shm_hold(struct ada_recorder *r, const char *path);
 /* Held arenas whose maker has ended give their reservation back: on the
  * reclaim pass, so a process waiting for room (shm_budget.c) gets it. */
 void wal_shm_held_tick(struct ada_recorder *r);
+/* The arena a of a finished process that is gone (its file fd, published
+ * at path) scrubbed and put in the pool for the next process that makes
+ * an arena, its kept pages counted against the ceiling; false when it is
+ * not (no budget file, the pool full, the ceiling, an error): the caller
+ * removes it as before. */
+bool wal_shm_pool_put(struct ada_recorder *r, const struct ada_arena *a, int fd, const char *path);
 /* Test hooks' hold (drain_end.c): creates the file f (when set) and
  * waits until the test removes it, 60 s at most. */
 void wal_test_hold(const char *f);

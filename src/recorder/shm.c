@@ -72,6 +72,57 @@ void wal_shm_release(struct ada_recorder *r, struct wal_proc *p)
 		                           ada_arena_spill_bytes_taken(p->arena));
 }
 
+/* The pool's entries whose name is gone (a process took the file, and
+ * counts it in its own reservation now): theirs given back. */
+static void shm_pool_tick(struct ada_recorder *r)
+{
+	char name[32];
+	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++) {
+		snprintf(name, sizeof(name), ADA_ARENA_POOL_PREFIX "%u", k);
+		if (!r->shm.pool_held[k] ||
+		    faccessat(r->shm.dir_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		ada_shm_budget_release(r->shm.budget, r->shm.pool_held[k]);
+		r->shm.pool_held[k] = 0;
+	}
+}
+
+bool wal_shm_pool_put(struct ada_recorder *r, const struct ada_arena *a, int fd, const char *path)
+{
+	if (!r->shm.budget || r->shm.dir_fd < 0)
+		return false;
+	shm_pool_tick(r);
+	unsigned k = 0;
+	while (k < ADA_ARENA_POOL_SLOTS && r->shm.pool_held[k])
+		k++;
+	uint64_t keep = ada_arena_pool_bytes(a);
+	/* Its kept pages count against the ceiling while it waits. */
+	if (k == ADA_ARENA_POOL_SLOTS || ada_shm_budget_grow(r->shm.budget, keep) != 0)
+		return false;
+	if (ada_arena_pool_scrub(a, fd) != 0 || ada_arena_pool_put(path, r->arena_dir, k) != 0) {
+		ada_shm_budget_release(r->shm.budget, keep);
+		return false;
+	}
+	r->shm.pool_held[k] = keep;
+	r->shm.pooled++;
+	return true;
+}
+
+/* At the end: the pool's files removed (never counted as left over) and
+ * their reservations given back. */
+static void shm_pool_empty(struct ada_recorder *r)
+{
+	char name[32];
+	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++) {
+		snprintf(name, sizeof(name), ADA_ARENA_POOL_PREFIX "%u", k);
+		if (r->shm.dir_fd >= 0)
+			unlinkat(r->shm.dir_fd, name, 0);
+		if (r->shm.budget && r->shm.pool_held[k])
+			ada_shm_budget_release(r->shm.budget, r->shm.pool_held[k]);
+		r->shm.pool_held[k] = 0;
+	}
+}
+
 void wal_shm_read(const struct ada_recorder *r, struct ada_shm_budget_view *v)
 {
 	if (r->shm.budget)
@@ -105,6 +156,7 @@ void wal_shm_held_tick(struct ada_recorder *r)
 {
 	if (!r->shm.budget)
 		return;
+	shm_pool_tick(r);
 	for (uint32_t i = 0; i < r->shm.nheld;) {
 		if (!shm_maker_gone(r->shm.held[i])) {
 			i++;
@@ -192,6 +244,7 @@ static void shm_finish_unread(struct ada_recorder *r)
 void wal_shm_finish(struct ada_recorder *r)
 {
 	wal_shm_tick(r);
+	shm_pool_empty(r);
 	for (uint32_t i = 0; i < r->shm.nheld; i++) /* their makers outlive the recording */
 		ada_arena_close(r->shm.held[i]);
 	r->shm.nheld = 0;

@@ -80,7 +80,7 @@ static uint32_t arena_huge_pages(int fd, void *base, uint64_t size)
 }
 
 /* hugetlbfs wants sizes in whole huge pages. */
-static uint64_t arena_file_size(int fd, uint64_t size)
+uint64_t ring_arena_file_size(int fd, uint64_t size)
 {
 	struct statfs fs;
 	if (fstatfs(fd, &fs) == 0 && fs.f_type == HUGETLBFS_MAGIC && fs.f_bsize > 0) {
@@ -433,12 +433,17 @@ int ring_arena_create(const char *path, const struct ada_arena_config *cfg, uint
 	struct ring_geometry geo;
 	if (!path || !out || ring_geometry(cfg, &geo) != 0)
 		return -EINVAL;
-	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	/* A finished process's file from the pool (pool.c), its ring pages
+	 * there already; else a new one. */
+	int fd = ring_pool_take(path, geo.total);
+	uint32_t recycled = fd >= 0 ? ADA_ARENA_F_RECYCLED : 0;
+	if (fd < 0)
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	uint64_t fsize = arena_file_size(fd, geo.total);
+	uint64_t fsize = ring_arena_file_size(fd, geo.total);
 	/* Sparse: slot regions get their pages when a thread claims them. */
-	int err = ftruncate(fd, (off_t)fsize) == 0 ? 0 : -errno;
+	int err = recycled || ftruncate(fd, (off_t)fsize) == 0 ? 0 : -errno;
 	if (err)
 		goto out_unlink;
 	struct ada_arena *a = NULL;
@@ -449,7 +454,7 @@ int ring_arena_create(const char *path, const struct ada_arena_config *cfg, uint
 	a->nslots = cfg->max_threads + cfg->spill_threads;
 	uint32_t pages = arena_huge_pages(fd, a->base, fsize);
 	arena_prefault(a->base, geo.desc_lock_end);
-	atomic_store_explicit(&a->ctl->flags, pages, memory_order_relaxed);
+	atomic_store_explicit(&a->ctl->flags, pages | recycled, memory_order_relaxed);
 	ring_arena_lock(a, mlock_failed);
 	arena_init_control(a, cfg, start_time);
 	a->pid = a->ctl->pid;
