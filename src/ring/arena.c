@@ -216,13 +216,18 @@ static int arena_spill_reserve(struct ada_arena *a, uint32_t slot)
 	return 0;
 }
 
-/* Populates [start, end) of the mapping; 0, or -errno (ENOMEM: /dev/shm
- * full). EINVAL means a kernel without MADV_POPULATE_WRITE: the pages then
- * come with the first touch. */
+/* Populates [start, end) of the mapping; 0, or -errno (ENOMEM, EFAULT:
+ * /dev/shm full). EINVAL means a kernel without MADV_POPULATE_READ: the
+ * pages then come with the first touch. A read populate allocates a hole's
+ * page as a write's would, and maps it writable (a shared mapping of
+ * tmpfs needs no write notification), but maps the pages the file has
+ * already (an arena from the pool, pool.c) sixteen at a fault (the
+ * kernel's fault-around), where a write populate faults each: about a
+ * third of the cost for a recycled ring. */
 static int arena_populate_range(struct ada_arena *a, uint64_t start, uint64_t end)
 {
-#ifdef MADV_POPULATE_WRITE
-	if (madvise(a->base + start, end - start, MADV_POPULATE_WRITE) != 0 && errno != EINVAL)
+#ifdef MADV_POPULATE_READ
+	if (madvise(a->base + start, end - start, MADV_POPULATE_READ) != 0 && errno != EINVAL)
 		return -errno;
 #else
 	(void)a;
