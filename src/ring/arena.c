@@ -90,11 +90,12 @@ uint64_t ring_arena_file_size(int fd, uint64_t size)
 	return size;
 }
 
-/* Allocates every page now so the hot path never takes a page fault. */
+/* Allocates every page now so the hot path never takes a page fault
+ * (a read populate: see arena_populate_range). */
 static void arena_prefault(uint8_t *base, uint64_t size)
 {
-#ifdef MADV_POPULATE_WRITE
-	if (madvise(base, size, MADV_POPULATE_WRITE) == 0)
+#ifdef MADV_POPULATE_READ
+	if (madvise(base, size, MADV_POPULATE_READ) == 0)
 		return;
 #endif
 	/* Kernels before 5.14: touch one byte per page (the file is zeros). */

@@ -6,10 +6,11 @@
  * writes its first few hundred KiB of index and detail records into
  * pages tmpfs must allocate and clear for it, and the recorder's last
  * close of its file frees them again. The recorder instead scrubs the
- * file of a process that is gone (every page that holds a header, a
- * descriptor, the control block or the key-symbol area punched back to
- * zeros; slot 0's index events and detail words kept) and renames it to
- * pool.<k> in the arena directory; a process that makes its arena takes
+ * file of a process that is gone (the control block, the full slots'
+ * descriptors and slot 0's headers zeroed in place; slot 0's index events
+ * and detail words kept as they are; every other page punched back to
+ * zeros) and renames it to pool.<k> in the arena directory; a process
+ * that makes its arena takes
  * one by renaming it to its own temporary name (one rename wins) and
  * sets it up as a new file. Its rings start at position 0 as a freed
  * slot's next owner's do, so what the old pages hold lies outside every
@@ -46,32 +47,58 @@ int ada_arena_pool_name(const char *dir, unsigned k, char *out, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
-/* The byte ranges of slot 0 the pool keeps: its index events' and its
- * detail words' whole pages (kept[1] empty without a detail ring). */
-static void pool_kept_ranges(const struct ada_arena *a, uint64_t kept[2][2])
+/* A page range of the file the pool keeps: its pages stay, zeroed first
+ * when they hold a header (zero) or as they are when they hold ring data
+ * (read by no one past its owner's head). */
+struct pool_range {
+	uint64_t lo, hi;
+	bool zero;
+};
+
+#define POOL_RANGES 5
+
+/* What the pool keeps: the control block and the full slots' descriptors
+ * (what every maker populates and locks at once), slot 0's index and
+ * detail headers (what its first claim populates) zeroed; slot 0's index
+ * events and detail words whole pages as they are. Sorted by lo; the
+ * number of ranges. */
+static int pool_ranges(const struct ada_arena *a, struct pool_range r[POOL_RANGES])
 {
-	memset(kept, 0, sizeof(uint64_t[2][2]));
-	if (a->cfg.max_threads == 0)
-		return;
-	uint64_t ev = (uint64_t)((uint8_t *)ring_index_events(a, 0) - a->base);
-	kept[0][0] = pool_page_up(ev);
-	kept[0][1] = pool_page_down(ev + ring_slot_events(a, 0) * sizeof(struct atf_index_event));
-	uint64_t d = ring_slot_detail_bytes(a, 0);
-	if (d) {
-		uint64_t dw = (uint64_t)((uint8_t *)ring_detail_words(a, 0) - a->base);
-		kept[1][0] = pool_page_up(dw);
-		kept[1][1] = pool_page_down(dw + d);
+	int n = 0;
+	r[n++] = (struct pool_range){0, pool_page_up(a->geo.desc_lock_end), true};
+	if (a->cfg.max_threads > 0) {
+		uint64_t ih = (uint64_t)((uint8_t *)ring_index_hdr(a, 0) - a->base);
+		uint64_t ev = (uint64_t)((uint8_t *)ring_index_events(a, 0) - a->base);
+		uint64_t ev_end = ev + ring_slot_events(a, 0) * sizeof(struct atf_index_event);
+		r[n++] = (struct pool_range){pool_page_down(ih), pool_page_up(ev), true};
+		r[n++] = (struct pool_range){pool_page_up(ev), pool_page_down(ev_end), false};
+		uint64_t d = ring_slot_detail_bytes(a, 0);
+		if (d) {
+			uint64_t dh = (uint64_t)((uint8_t *)ring_detail_hdr(a, 0) - a->base);
+			uint64_t dw = (uint64_t)((uint8_t *)ring_detail_words(a, 0) - a->base);
+			r[n++] = (struct pool_range){pool_page_down(dh), pool_page_up(dw), true};
+			r[n++] =
+			    (struct pool_range){pool_page_up(dw), pool_page_down(dw + d), false};
+		}
 	}
-	for (int i = 0; i < 2; i++)
-		if (kept[i][1] < kept[i][0])
-			kept[i][0] = kept[i][1] = 0;
+	for (int i = 0; i < n; i++) { /* clamped to the file; in order, as made */
+		r[i].hi = r[i].hi < a->map_size ? r[i].hi : a->map_size;
+		r[i].lo = r[i].lo < r[i].hi ? r[i].lo : r[i].hi;
+	}
+	return n;
 }
 
 uint64_t ada_arena_pool_bytes(const struct ada_arena *a)
 {
-	uint64_t kept[2][2];
-	pool_kept_ranges(a, kept);
-	return (kept[0][1] - kept[0][0]) + (kept[1][1] - kept[1][0]);
+	struct pool_range r[POOL_RANGES];
+	int n = pool_ranges(a, r);
+	uint64_t bytes = 0, at = 0;
+	for (int i = 0; i < n; i++) { /* overlaps (a shared page) counted once */
+		uint64_t lo = r[i].lo > at ? r[i].lo : at;
+		bytes += r[i].hi > lo ? r[i].hi - lo : 0;
+		at = r[i].hi > at ? r[i].hi : at;
+	}
+	return bytes;
 }
 
 /* Punches [from, to) of fd back to zeros (no pages); 0 or -errno. */
@@ -91,17 +118,23 @@ int ada_arena_pool_scrub(const struct ada_arena *a, int fd)
 	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
 	    (uint64_t)st.st_size != a->map_size)
 		return -EINVAL;
-	uint64_t kept[2][2];
-	pool_kept_ranges(a, kept);
+	struct pool_range r[POOL_RANGES];
+	int n = pool_ranges(a, r);
 	uint64_t at = 0;
 	int err = 0;
-	for (int i = 0; i < 2 && !err; i++) {
-		if (kept[i][1] == kept[i][0])
-			continue;
-		err = pool_punch(fd, at, kept[i][0]);
-		at = kept[i][1];
+	for (int i = 0; i < n && !err; i++) {
+		err = pool_punch(fd, at, r[i].lo);
+		at = r[i].hi > at ? r[i].hi : at;
 	}
-	return err ? err : pool_punch(fd, at, a->map_size);
+	if (!err)
+		err = pool_punch(fd, at, a->map_size);
+	/* Through our own mapping of the file (no process of the program
+	 * maps it any more): the next maker finds these zeros, as a new
+	 * file's, in pages that are there. */
+	for (int i = 0; i < n && !err; i++)
+		if (r[i].zero && r[i].hi > r[i].lo)
+			memset(a->base + r[i].lo, 0, r[i].hi - r[i].lo);
+	return err;
 }
 
 int ada_arena_pool_put(const char *path, const char *dir, unsigned k)

@@ -1,8 +1,9 @@
 /*
  * The arena pool (src/ring/pool.c): the recorder scrubs a finished
- * process's arena file -- every header, descriptor and the control block
- * punched back to zeros, slot 0's index events and detail words kept in
- * memory -- and renames it to pool.<k>; the next arena made in that
+ * process's arena file -- the control block, the descriptors and slot 0's
+ * headers zeroed in place, slot 0's index events and detail words kept
+ * as they are, every other page punched -- and renames it to pool.<k>;
+ * the next arena made in that
  * directory takes it (ADA_ARENA_F_RECYCLED), starts its rings at 0 and
  * reads back exactly its own events, never the old owner's left in the
  * kept pages. A pool file unfit for the arena (another size) is not
@@ -97,6 +98,21 @@ static bool page_resident(const char *path, uint64_t off)
 	return v & 1;
 }
 
+/* Whether the page at off of the file at path is in memory and all
+ * zeros. */
+static bool page_zero(const char *path, uint64_t off)
+{
+	if (!page_resident(path, off))
+		return false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	unsigned char buf[4096], zero[4096] = {0};
+	assert_int_equal(pread(fd, buf, sizeof(buf), (off_t)(off & ~4095ull)),
+	                 (ssize_t)sizeof(buf));
+	close(fd);
+	return memcmp(buf, zero, sizeof(buf)) == 0;
+}
+
 static void test_pool_reuses_ring_pages(void **state)
 {
 	struct fx *f = *state;
@@ -107,9 +123,18 @@ static void test_pool_reuses_ring_pages(void **state)
 	uint64_t ev = (uint64_t)((uint8_t *)ring_index_events(a, 0) - a->base);
 	uint64_t dw = (uint64_t)((uint8_t *)ring_detail_words(a, 0) - a->base);
 	uint64_t ev_page = (ev + 4095) & ~4095ull, dw_page = (dw + 4095) & ~4095ull;
+	uint64_t ih = (uint64_t)((uint8_t *)ring_index_hdr(a, 0) - a->base);
+	/* A page outside what the pool keeps: slot 1's first events. */
+	uint64_t other = (uint64_t)((uint8_t *)ring_index_events(a, 1) - a->base);
+	other = (other + 4095) & ~4095ull;
+	a->base[other] = 1;
+	bool hdr_dirty = false; /* slot 0's header holds its head of 3000 now */
+	for (uint64_t i = ih & ~4095ull; i < (ih & ~4095ull) + 4096; i++)
+		hdr_dirty |= a->base[i] != 0;
+	assert_true(hdr_dirty);
 	uint64_t keep = ada_arena_pool_bytes(a);
 	assert_true(keep >= 3 * 4096);
-	assert_true(keep <= 4096 * sizeof(struct atf_index_event) + 65536);
+	assert_true(keep <= ada_arena_size_for(&f->cfg) / 2);
 	ada_arena_close(a);
 
 	/* The recorder's part: its own handle of the file of a process gone. */
@@ -129,10 +154,12 @@ static void test_pool_reuses_ring_pages(void **state)
 	close(fd);
 	assert_int_equal(ada_arena_pool_put(f->first, f->dir, 0), -EEXIST);
 	assert_int_equal(unlink(f->first), 0);
-	assert_true(page_resident(f->pool, ev_page));  /* kept: the ring pages */
-	assert_true(page_resident(f->pool, dw_page));  /* kept: the detail words */
-	assert_false(page_resident(f->pool, 0));       /* the control block: punched */
-	assert_false(page_resident(f->pool, ev - 64)); /* slot 0's index header: punched */
+	assert_true(page_resident(f->pool, ev_page)); /* kept: the ring pages */
+	assert_true(page_resident(f->pool, dw_page)); /* kept: the detail words */
+	assert_false(page_resident(f->pool, other));  /* punched */
+	/* Kept, zeroed: the control block and slot 0's index header. */
+	assert_true(page_zero(f->pool, 0));
+	assert_true(page_zero(f->pool, ih));
 
 	/* The next arena made in the directory takes it, as a new one. */
 	struct ada_arena *b = NULL;

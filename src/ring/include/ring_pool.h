@@ -23,12 +23,14 @@
 
 /* dir/pool.<k> into out; 0 or -ENAMETOOLONG. */
 int ada_arena_pool_name(const char *dir, unsigned k, char *out, size_t cap);
-/* The bytes of ring pages a pooled arena keeps (slot 0's index events and
- * detail words): what the pool counts against the ceiling. */
+/* The bytes of pages a pooled arena keeps (the control block, the full
+ * slots' descriptors, slot 0's headers, index events and detail words):
+ * what the pool counts against the ceiling. */
 uint64_t ada_arena_pool_bytes(const struct ada_arena *a);
 /* For the file fd of a, whose process is gone (no mapping but ours
- * writes it): every page but the kept ones punched back to zeros, so the
- * next maker finds a new file's headers. 0 or -errno (no pooling then). */
+ * writes it): the kept header pages zeroed through a's mapping, every
+ * page but the kept ones punched back to zeros, so the next maker finds a
+ * new file's headers. 0 or -errno (no pooling then). */
 int ada_arena_pool_scrub(const struct ada_arena *a, int fd);
 /* Renames the scrubbed file at path to dir/pool.<k>, never over a name
  * there; 0 or -errno (-EEXIST: pool.<k> is taken). */
