@@ -249,8 +249,16 @@ static bool drain_pool_arena(struct ada_recorder *r, struct wal_proc *p)
 	if (!p->arena || p->arena_bad || p->arena_fd < 0 || !p->gone || r->o.attached ||
 	    r->main_reaped || r->stop_at_ns || r->left_running)
 		return false;
-	if (fstatat(AT_FDCWD, p->arena_path, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-	    st.st_ino != p->arena_ino || !wal_shm_pool_put(r, p->arena, p->arena_fd, p->arena_path))
+	int k = wal_shm_pool_slot(r);
+	if (k < 0 || fstatat(AT_FDCWD, p->arena_path, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    st.st_ino != p->arena_ino)
+		return false;
+	/* The scrub writes through our mapping: a file truncated meanwhile
+	 * (by anyone of the program) faults, and is removed as before. */
+	bool scrubbed = false;
+	WAL_GUARDED(p->arena, scrubbed = ada_arena_pool_scrub(p->arena, p->arena_fd) == 0,
+	            scrubbed = false);
+	if (!scrubbed || !wal_shm_pool_put(r, p->arena, p->arena_path, k))
 		return false;
 	/* Its file is not under its name any more: whatever comes there
 	 * (the pool's file included, taken by a later process given the pid)

@@ -663,12 +663,14 @@ void wal_shm_hold(struct ada_recorder *r, const char *path);
 /* Held arenas whose maker has ended give their reservation back: on the
  * reclaim pass, so a process waiting for room (shm_budget.c) gets it. */
 void wal_shm_held_tick(struct ada_recorder *r);
-/* The arena a of a finished process that is gone (its file fd, published
- * at path) scrubbed and put in the pool for the next process that makes
+/* A free place in the arena pool (src/ring/pool.c), the entries taken
+ * since given back first; -1 when none (no budget file, the pool full). */
+int wal_shm_pool_slot(struct ada_recorder *r);
+/* The scrubbed arena a of a finished process that is gone, published at
+ * path, renamed into the pool's place k for the next process that makes
  * an arena, its kept pages counted against the ceiling; false when it is
- * not (no budget file, the pool full, the ceiling, an error): the caller
- * removes it as before. */
-bool wal_shm_pool_put(struct ada_recorder *r, const struct ada_arena *a, int fd, const char *path);
+ * not (the ceiling, the name taken): the caller removes it as before. */
+bool wal_shm_pool_put(struct ada_recorder *r, const struct ada_arena *a, const char *path, int k);
 /* Test hooks' hold (drain_end.c): creates the file f (when set) and
  * waits until the test removes it, 60 s at most. */
 void wal_test_hold(const char *f);

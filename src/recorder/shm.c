@@ -87,19 +87,26 @@ static void shm_pool_tick(struct ada_recorder *r)
 	}
 }
 
-bool wal_shm_pool_put(struct ada_recorder *r, const struct ada_arena *a, int fd, const char *path)
+int wal_shm_pool_slot(struct ada_recorder *r)
 {
 	if (!r->shm.budget || r->shm.dir_fd < 0)
-		return false;
+		return -1;
 	shm_pool_tick(r);
-	unsigned k = 0;
-	while (k < ADA_ARENA_POOL_SLOTS && r->shm.pool_held[k])
-		k++;
+	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++)
+		if (!r->shm.pool_held[k])
+			return (int)k;
+	return -1;
+}
+
+bool wal_shm_pool_put(struct ada_recorder *r, const struct ada_arena *a, const char *path, int k)
+{
+	if (k < 0 || (unsigned)k >= ADA_ARENA_POOL_SLOTS || r->shm.pool_held[k] || !r->shm.budget)
+		return false;
 	uint64_t keep = ada_arena_pool_bytes(a);
 	/* Its kept pages count against the ceiling while it waits. */
-	if (k == ADA_ARENA_POOL_SLOTS || ada_shm_budget_grow(r->shm.budget, keep) != 0)
+	if (ada_shm_budget_grow(r->shm.budget, keep) != 0)
 		return false;
-	if (ada_arena_pool_scrub(a, fd) != 0 || ada_arena_pool_put(path, r->arena_dir, k) != 0) {
+	if (ada_arena_pool_put(path, r->arena_dir, (unsigned)k) != 0) {
 		ada_shm_budget_release(r->shm.budget, keep);
 		return false;
 	}
