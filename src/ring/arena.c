@@ -457,7 +457,16 @@ int ring_arena_create(const char *path, const struct ada_arena_config *cfg, uint
 	if (err)
 		goto out_unlink;
 	a->geo = geo;
+	a->cfg = *cfg;
 	a->nslots = cfg->max_threads + cfg->spill_threads;
+	if (recycled && !ring_pool_fresh(a)) {
+		/* Not scrubbed for this layout (or not by a recorder at all):
+		 * a new file instead. Each such take used up a pool name. */
+		ada_arena_close(a);
+		close(fd);
+		unlink(path);
+		return ring_arena_create(path, cfg, start_time, out, mlock_failed);
+	}
 	uint32_t pages = arena_huge_pages(fd, a->base, fsize);
 	arena_prefault(a->base, geo.desc_lock_end);
 	atomic_store_explicit(&a->ctl->flags, pages | recycled, memory_order_relaxed);

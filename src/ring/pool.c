@@ -101,6 +101,22 @@ uint64_t ada_arena_pool_bytes(const struct ada_arena *a)
 	return bytes;
 }
 
+bool ring_pool_fresh(const struct ada_arena *a)
+{
+	struct pool_range r[POOL_RANGES];
+	int n = pool_ranges(a, r);
+	for (int i = 0; i < n; i++) {
+		if (!r[i].zero)
+			continue;
+		/* Word by word: the ranges are whole pages. */
+		const uint64_t *w = (const uint64_t *)(a->base + r[i].lo);
+		for (uint64_t k = 0; k < (r[i].hi - r[i].lo) / 8; k++)
+			if (w[k])
+				return false;
+	}
+	return true;
+}
+
 /* Punches [from, to) of fd back to zeros (no pages); 0 or -errno. */
 static int pool_punch(int fd, uint64_t from, uint64_t to)
 {

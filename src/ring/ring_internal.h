@@ -283,6 +283,10 @@ uint64_t ring_arena_file_size(int fd, uint64_t size);
  * and opened: its descriptor, or -1 when the pool had none fit for an
  * arena of total bytes (a new file is made then). */
 int ring_pool_take(const char *path, uint64_t total);
+/* Whether a taken pool file, mapped as a (geometry and config set), has
+ * zeros wherever a new file's maker expects them: the pages the pool
+ * zeroes, for this layout. */
+bool ring_pool_fresh(const struct ada_arena *a);
 
 static inline bool ring_slot_is_spill(const struct ada_arena *a, uint32_t slot)
 {

@@ -6,8 +6,8 @@
  * the next arena made in that
  * directory takes it (ADA_ARENA_F_RECYCLED), starts its rings at 0 and
  * reads back exactly its own events, never the old owner's left in the
- * kept pages. A pool file unfit for the arena (another size) is not
- * taken: a new file is made.
+ * kept pages. A pool file unfit for the arena (another size, a byte where
+ * a header must be zero) is not taken: a new file is made.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -190,6 +190,19 @@ static void test_pool_refuses_unfit_file(void **state)
 	struct stat st;
 	assert_int_equal(stat(f->second, &st), 0);
 	assert_int_equal((uint64_t)st.st_size, ada_arena_size_for(&f->cfg));
+	assert_int_equal(produce_and_read(b, 5), 5);
+	ada_arena_close(b);
+	unlink(f->second);
+	/* The right size, but a byte where the maker expects a zero (not
+	 * scrubbed for this layout): not taken either. */
+	fd = open(f->pool, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)ada_arena_size_for(&f->cfg)), 0);
+	assert_int_equal(pwrite(fd, "x", 1, 100), 1);
+	close(fd);
+	assert_int_equal(ada_arena_create(f->second, &f->cfg, &b, NULL), 0);
+	assert_false(ada_arena_flags(b) & ADA_ARENA_F_RECYCLED);
+	assert_int_equal(access(f->pool, F_OK), -1); /* used up */
 	assert_int_equal(produce_and_read(b, 5), 5);
 	ada_arena_close(b);
 }
