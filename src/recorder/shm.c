@@ -116,15 +116,18 @@ bool wal_shm_pool_put(struct ada_recorder *r, const struct ada_arena *a, const c
 }
 
 /* At the end: the pool's files removed (never counted as left over) and
- * their reservations given back. */
+ * their reservations given back. A pool name we did not fill is not
+ * ours: the directory's clearing removes and counts it. */
 static void shm_pool_empty(struct ada_recorder *r)
 {
 	char name[32];
 	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++) {
+		if (!r->shm.pool_held[k])
+			continue;
 		snprintf(name, sizeof(name), ADA_ARENA_POOL_PREFIX "%u", k);
 		if (r->shm.dir_fd >= 0)
 			unlinkat(r->shm.dir_fd, name, 0);
-		if (r->shm.budget && r->shm.pool_held[k])
+		if (r->shm.budget)
 			ada_shm_budget_release(r->shm.budget, r->shm.pool_held[k]);
 		r->shm.pool_held[k] = 0;
 	}
