@@ -238,6 +238,35 @@ static void drain_unlink_arena(struct ada_recorder *r, const struct wal_proc *p)
 		drain_open_arena(r, strrchr(p->arena_path, '/') + 1);
 }
 
+/* The finished process's arena file into the pool (src/ring/pool.c), for
+ * the next process that makes one to take with its ring pages: only when
+ * nothing maps it any more (the process is gone, not left running at the
+ * end or detached from), the file under its name is the one we read, and
+ * the recording goes on (at its end no process would take it). */
+static bool drain_pool_arena(struct ada_recorder *r, struct wal_proc *p)
+{
+	struct stat st;
+	if (!p->arena || p->arena_bad || p->arena_fd < 0 || !p->gone || r->o.attached ||
+	    r->main_reaped || r->stop_at_ns || r->left_running)
+		return false;
+	int k = wal_shm_pool_slot(r);
+	if (k < 0 || fstatat(AT_FDCWD, p->arena_path, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    st.st_ino != p->arena_ino)
+		return false;
+	/* The scrub writes through our mapping: a file truncated meanwhile
+	 * (by anyone of the program) faults, and is removed as before. */
+	bool scrubbed = false;
+	WAL_GUARDED(p->arena, scrubbed = ada_arena_pool_scrub(p->arena, p->arena_fd) == 0,
+	            scrubbed = false);
+	if (!scrubbed || !wal_shm_pool_put(r, p->arena, p->arena_path, k))
+		return false;
+	/* Its file is not under its name any more: whatever comes there
+	 * (the pool's file included, taken by a later process given the pid)
+	 * is a later process's (drain_open_arena_ino). */
+	p->arena_ino = 0;
+	return true;
+}
+
 void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 {
 	uint64_t size = 0;
@@ -275,9 +304,11 @@ void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 	wal_budget_scan_proc(p); /* its files are final now */
 	wal_keysym_proc_finished(p);
 	wal_shm_release(r, p);
+	bool pooled = drain_pool_arena(r, p);
 	ada_arena_close(p->arena);
 	p->arena = NULL;
-	drain_unlink_arena(r, p);
+	if (!pooled)
+		drain_unlink_arena(r, p);
 	if (p->arena_fd >= 0)
 		close(p->arena_fd);
 	p->arena_fd = -1;

@@ -386,6 +386,7 @@ static json_t *man_shm(const struct ada_recorder *r)
 	json_object_set_new(o, "untraced_processes", json_integer((json_int_t)v.refused_procs));
 	json_object_set_new(o, "delayed_processes", json_integer((json_int_t)v.waited_procs));
 	json_object_set_new(o, "pid_reused_arenas", json_integer((json_int_t)r->pid_reused));
+	json_object_set_new(o, "pooled_arenas", json_integer((json_int_t)r->shm.pooled));
 	return o;
 }
 
@@ -494,6 +495,7 @@ static json_t *man_ring(const struct wal_proc *p)
 	json_object_set_new(o, "mlocked", json_boolean(!(fl & ADA_ARENA_F_MLOCK_FAILED)));
 	json_object_set_new(o, "huge_pages",
 	                    json_boolean(fl & (ADA_ARENA_F_THP | ADA_ARENA_F_HUGETLB)));
+	json_object_set_new(o, "recycled", json_boolean(fl & ADA_ARENA_F_RECYCLED));
 	return o;
 }
 

@@ -52,6 +52,7 @@
 #include "fs.h"
 #include "recorder.h"
 #include "ring.h"
+#include "ring_pool.h"
 
 #define ORPHAN_OWNER_MAX 8192   /* the record's size limit (a path and five numbers) */
 #define ORPHAN_PROC_MAX 100000u /* /proc entries looked at, at most */
@@ -332,8 +333,9 @@ static bool orphan_arena_name(const char *name, pid_t *pid)
 
 /* True when the directory dfd holds nothing but arenas (files named as
  * orphan_arena_name() says) of processes that no longer exist, and
- * perhaps the budget file (no events); *arenas counts the arenas. A pid
- * /proc still lists (alive, or reused) keeps the directory. */
+ * perhaps the budget file and the arena pool's files (no events);
+ * *arenas counts the arenas. A pid /proc still lists (alive, or reused)
+ * keeps the directory. */
 static bool orphan_only_dead_arenas(int dfd, uint32_t *arenas)
 {
 	int fd2 = dup(dfd);
@@ -353,6 +355,10 @@ static bool orphan_only_dead_arenas(int dfd, uint32_t *arenas)
 			continue;
 		bool file = ada_fs_entry_kind(dirfd(d), de) == ADA_FS_REG;
 		if (file && !strcmp(de->d_name, ADA_SHM_BUDGET_NAME))
+			continue;
+		/* The arena pool's files (src/ring/pool.c) hold no events. */
+		if (file &&
+		    !strncmp(de->d_name, ADA_ARENA_POOL_PREFIX, strlen(ADA_ARENA_POOL_PREFIX)))
 			continue;
 		pid_t pid;
 		char proc[32];

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "ring.h"
+#include "ring_pool.h"
 #include "recorder.h"
 #include "wal.h"
 #include "wal_crc.h"
@@ -436,6 +437,10 @@ struct wal_shm {
 	 * reservation its maker made, given back once the maker has ended. */
 	struct ada_arena *held[WAL_SHM_HELD_MAX];
 	uint32_t nheld;
+	/* The arena pool's entries (src/ring/pool.c): pool.<k>'s kept bytes,
+	 * reserved while its name is there (0: none); arenas pooled so far. */
+	uint64_t pool_held[ADA_ARENA_POOL_SLOTS];
+	uint64_t pooled;
 };
 
 /* The drain's sleep while every ring is idle (drain_sleep.c; the doorbell
@@ -675,6 +680,14 @@ void wal_shm_hold(struct ada_recorder *r, const char *path);
 /* Held arenas whose maker has ended give their reservation back: on the
  * reclaim pass, so a process waiting for room (shm_budget.c) gets it. */
 void wal_shm_held_tick(struct ada_recorder *r);
+/* A free place in the arena pool (src/ring/pool.c), the entries taken
+ * since given back first; -1 when none (no budget file, the pool full). */
+int wal_shm_pool_slot(struct ada_recorder *r);
+/* The scrubbed arena a of a finished process that is gone, published at
+ * path, renamed into the pool's place k for the next process that makes
+ * an arena, its kept pages counted against the ceiling; false when it is
+ * not (the ceiling, the name taken): the caller removes it as before. */
+bool wal_shm_pool_put(struct ada_recorder *r, const struct ada_arena *a, const char *path, int k);
 /* Test hooks' hold (drain_end.c): creates the file f (when set) and
  * waits until the test removes it, 60 s at most. */
 void wal_test_hold(const char *f);

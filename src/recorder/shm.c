@@ -72,6 +72,67 @@ void wal_shm_release(struct ada_recorder *r, struct wal_proc *p)
 		                           ada_arena_spill_bytes_taken(p->arena));
 }
 
+/* The pool's entries whose name is gone (a process took the file, and
+ * counts it in its own reservation now): theirs given back. */
+static void shm_pool_tick(struct ada_recorder *r)
+{
+	char name[32];
+	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++) {
+		snprintf(name, sizeof(name), ADA_ARENA_POOL_PREFIX "%u", k);
+		if (!r->shm.pool_held[k] ||
+		    faccessat(r->shm.dir_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		ada_shm_budget_release(r->shm.budget, r->shm.pool_held[k]);
+		r->shm.pool_held[k] = 0;
+	}
+}
+
+int wal_shm_pool_slot(struct ada_recorder *r)
+{
+	if (!r->shm.budget || r->shm.dir_fd < 0)
+		return -1;
+	shm_pool_tick(r);
+	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++)
+		if (!r->shm.pool_held[k])
+			return (int)k;
+	return -1;
+}
+
+bool wal_shm_pool_put(struct ada_recorder *r, const struct ada_arena *a, const char *path, int k)
+{
+	if (k < 0 || (unsigned)k >= ADA_ARENA_POOL_SLOTS || r->shm.pool_held[k] || !r->shm.budget)
+		return false;
+	uint64_t keep = ada_arena_pool_bytes(a);
+	/* Its kept pages count against the ceiling while it waits. */
+	if (ada_shm_budget_grow(r->shm.budget, keep) != 0)
+		return false;
+	if (ada_arena_pool_put(path, r->arena_dir, (unsigned)k) != 0) {
+		ada_shm_budget_release(r->shm.budget, keep);
+		return false;
+	}
+	r->shm.pool_held[k] = keep;
+	r->shm.pooled++;
+	return true;
+}
+
+/* At the end: the pool's files removed (never counted as left over) and
+ * their reservations given back. A pool name we did not fill is not
+ * ours: the directory's clearing removes and counts it. */
+static void shm_pool_empty(struct ada_recorder *r)
+{
+	char name[32];
+	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++) {
+		if (!r->shm.pool_held[k])
+			continue;
+		snprintf(name, sizeof(name), ADA_ARENA_POOL_PREFIX "%u", k);
+		if (r->shm.dir_fd >= 0)
+			unlinkat(r->shm.dir_fd, name, 0);
+		if (r->shm.budget)
+			ada_shm_budget_release(r->shm.budget, r->shm.pool_held[k]);
+		r->shm.pool_held[k] = 0;
+	}
+}
+
 void wal_shm_read(const struct ada_recorder *r, struct ada_shm_budget_view *v)
 {
 	if (r->shm.budget)
@@ -105,6 +166,7 @@ void wal_shm_held_tick(struct ada_recorder *r)
 {
 	if (!r->shm.budget)
 		return;
+	shm_pool_tick(r);
 	for (uint32_t i = 0; i < r->shm.nheld;) {
 		if (!shm_maker_gone(r->shm.held[i])) {
 			i++;
@@ -192,6 +254,7 @@ static void shm_finish_unread(struct ada_recorder *r)
 void wal_shm_finish(struct ada_recorder *r)
 {
 	wal_shm_tick(r);
+	shm_pool_empty(r);
 	for (uint32_t i = 0; i < r->shm.nheld; i++) /* their makers outlive the recording */
 		ada_arena_close(r->shm.held[i]);
 	r->shm.nheld = 0;

@@ -80,7 +80,7 @@ static uint32_t arena_huge_pages(int fd, void *base, uint64_t size)
 }
 
 /* hugetlbfs wants sizes in whole huge pages. */
-static uint64_t arena_file_size(int fd, uint64_t size)
+uint64_t ring_arena_file_size(int fd, uint64_t size)
 {
 	struct statfs fs;
 	if (fstatfs(fd, &fs) == 0 && fs.f_type == HUGETLBFS_MAGIC && fs.f_bsize > 0) {
@@ -90,11 +90,12 @@ static uint64_t arena_file_size(int fd, uint64_t size)
 	return size;
 }
 
-/* Allocates every page now so the hot path never takes a page fault. */
+/* Allocates every page now so the hot path never takes a page fault
+ * (a read populate: see arena_populate_range). */
 static void arena_prefault(uint8_t *base, uint64_t size)
 {
-#ifdef MADV_POPULATE_WRITE
-	if (madvise(base, size, MADV_POPULATE_WRITE) == 0)
+#ifdef MADV_POPULATE_READ
+	if (madvise(base, size, MADV_POPULATE_READ) == 0)
 		return;
 #endif
 	/* Kernels before 5.14: touch one byte per page (the file is zeros). */
@@ -216,13 +217,18 @@ static int arena_spill_reserve(struct ada_arena *a, uint32_t slot)
 	return 0;
 }
 
-/* Populates [start, end) of the mapping; 0, or -errno (ENOMEM: /dev/shm
- * full). EINVAL means a kernel without MADV_POPULATE_WRITE: the pages then
- * come with the first touch. */
+/* Populates [start, end) of the mapping; 0, or -errno (ENOMEM, EFAULT:
+ * /dev/shm full). EINVAL means a kernel without MADV_POPULATE_READ: the
+ * pages then come with the first touch. A read populate allocates a hole's
+ * page as a write's would, and maps it writable (a shared mapping of
+ * tmpfs needs no write notification), but maps the pages the file has
+ * already (an arena from the pool, pool.c) sixteen at a fault (the
+ * kernel's fault-around), where a write populate faults each: about a
+ * third of the cost for a recycled ring. */
 static int arena_populate_range(struct ada_arena *a, uint64_t start, uint64_t end)
 {
-#ifdef MADV_POPULATE_WRITE
-	if (madvise(a->base + start, end - start, MADV_POPULATE_WRITE) != 0 && errno != EINVAL)
+#ifdef MADV_POPULATE_READ
+	if (madvise(a->base + start, end - start, MADV_POPULATE_READ) != 0 && errno != EINVAL)
 		return -errno;
 #else
 	(void)a;
@@ -433,12 +439,17 @@ int ring_arena_create(const char *path, const struct ada_arena_config *cfg, uint
 	struct ring_geometry geo;
 	if (!path || !out || ring_geometry(cfg, &geo) != 0)
 		return -EINVAL;
-	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	/* A finished process's file from the pool (pool.c), its ring pages
+	 * there already; else a new one. */
+	int fd = ring_pool_take(path, geo.total);
+	uint32_t recycled = fd >= 0 ? ADA_ARENA_F_RECYCLED : 0;
+	if (fd < 0)
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	uint64_t fsize = arena_file_size(fd, geo.total);
+	uint64_t fsize = ring_arena_file_size(fd, geo.total);
 	/* Sparse: slot regions get their pages when a thread claims them. */
-	int err = ftruncate(fd, (off_t)fsize) == 0 ? 0 : -errno;
+	int err = recycled || ftruncate(fd, (off_t)fsize) == 0 ? 0 : -errno;
 	if (err)
 		goto out_unlink;
 	struct ada_arena *a = NULL;
@@ -446,10 +457,19 @@ int ring_arena_create(const char *path, const struct ada_arena_config *cfg, uint
 	if (err)
 		goto out_unlink;
 	a->geo = geo;
+	a->cfg = *cfg;
 	a->nslots = cfg->max_threads + cfg->spill_threads;
+	if (recycled && !ring_pool_fresh(a)) {
+		/* Not scrubbed for this layout (or not by a recorder at all):
+		 * a new file instead. Each such take used up a pool name. */
+		ada_arena_close(a);
+		close(fd);
+		unlink(path);
+		return ring_arena_create(path, cfg, start_time, out, mlock_failed);
+	}
 	uint32_t pages = arena_huge_pages(fd, a->base, fsize);
 	arena_prefault(a->base, geo.desc_lock_end);
-	atomic_store_explicit(&a->ctl->flags, pages, memory_order_relaxed);
+	atomic_store_explicit(&a->ctl->flags, pages | recycled, memory_order_relaxed);
 	ring_arena_lock(a, mlock_failed);
 	arena_init_control(a, cfg, start_time);
 	a->pid = a->ctl->pid;

@@ -28,6 +28,7 @@
 
 #include "ring.h"
 #include "ring_bell.h"
+#include "ring_pool.h"
 
 #define RING_ALIGN(x) (((x) + (uint64_t)ADA_CACHELINE - 1) & ~((uint64_t)ADA_CACHELINE - 1))
 
@@ -275,6 +276,17 @@ void ring_budget_recorder(const char *dir, int32_t *pid, uint64_t *start);
 
 /* 0 and fills g, or -EINVAL when cfg is not valid. */
 int ring_geometry(const struct ada_arena_config *cfg, struct ring_geometry *g);
+/* The file size an arena of size bytes needs on fd's file system
+ * (hugetlbfs: whole huge pages). */
+uint64_t ring_arena_file_size(int fd, uint64_t size);
+/* A pool file (pool.c) renamed to path, the arena's new temporary name,
+ * and opened: its descriptor, or -1 when the pool had none fit for an
+ * arena of total bytes (a new file is made then). */
+int ring_pool_take(const char *path, uint64_t total);
+/* Whether a taken pool file, mapped as a (geometry and config set), has
+ * zeros wherever a new file's maker expects them: the pages the pool
+ * zeroes, for this layout. */
+bool ring_pool_fresh(const struct ada_arena *a);
 
 static inline bool ring_slot_is_spill(const struct ada_arena *a, uint32_t slot)
 {

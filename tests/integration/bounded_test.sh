@@ -5,6 +5,10 @@
 #                small tmpfs, says so on stderr and in the manifest
 #   forks        1 500 short processes (producer_fork): every one recorded,
 #                nothing left in /dev/shm
+#   forks_pool   20 children one after the other, each started once the
+#                recorder has put its predecessor's arena in the arena pool:
+#                19 take it (ring.recycled), each with fewer events than the
+#                one before, and every process holds exactly its own
 #   forks_agent  a shell loop of 100 subshells under the agent: the same
 #   forks_budget_agent  a shell loop of 20 programs (FIB) under the agent and
 #                --max-disk-mb 2: their symbol files alone are more than the
@@ -427,6 +431,27 @@ import sys; print(sum(m['retention']['symbols_deleted'] for m in procs(sys.argv[
 	grep -q ": 0 errors, 0 warnings: valid" "$WORK/validate" || { cat "$WORK/validate" >&2; fail "ada validate is not clean"; }
 	"$ADA" report "$S" >"$WORK/report" 2>"$WORK/rerr" || { cat "$WORK/rerr" >&2; fail "ada report failed"; }
 	grep -q "bw_fib" "$WORK/report" || fail "ada report names no function of what is left"
+	check_shm_clean "$S"
+	;;
+forks_pool)
+	# Child i emits 5000 - (i - 1) * 10 events: what its predecessor left
+	# past its head in the recycled ring must never be read.
+	timeout 120 "$ADA" record --no-agent --detail never --out "$WORK/out" -- "$FORK" 20 5000 pool 2>"$WORK/err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "exit status $rc, expected 0"
+	S=$(session_of)
+	python3 - "$S" <<'PY' || fail "the children's arenas were not recycled, or their counts are not exact"
+import glob, json, sys
+ms = [json.load(open(f)) for f in glob.glob(sys.argv[1] + "/pid_*/manifest.json")]
+got = sorted(m["metrics"]["events_written"] for m in ms)
+want = sorted(5000 - i * 10 for i in range(20))
+assert got == want, (got, want)
+assert all(sum(m["drops"][l][k] for l in m["drops"] for k in m["drops"][l]) == 0 for m in ms)
+assert sum(m["ring"]["recycled"] for m in ms) == 19, [m["ring"]["recycled"] for m in ms]
+assert max(m["shm"]["pooled_arenas"] for m in ms) >= 19
+PY
+	grep -q "recorded 98100 events .* from 20 processes" "$WORK/err" || fail "not 98100 events from 20 processes"
+	"$ADA" validate "$S" >"$WORK/validate" 2>&1 || { cat "$WORK/validate" >&2; fail "ada validate failed"; }
 	check_shm_clean "$S"
 	;;
 forks_agent)

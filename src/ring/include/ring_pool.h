@@ -1,0 +1,39 @@
+/*
+ * ada ring: the arena pool (pool.c). A finished process's arena file,
+ * scrubbed, waits under pool.<k> in the arena directory for the next
+ * process that makes an arena (ring_arena_create), which takes it with
+ * its ring pages: a short process then populates pages that exist, and
+ * the recorder frees none at its end (docs/internals.md, "The arena
+ * pool").
+ *
+ * Threads: the drain thread (scrub, put); the producer's set-up path
+ * takes (once per process).
+ */
+#ifndef ADA_RING_POOL_H
+#define ADA_RING_POOL_H
+
+#include "ring.h"
+
+/* An arena flag (ada_arena_flags(), beside ring.h's ADA_ARENA_F_*): the
+ * file came from the pool, not made new. */
+#define ADA_ARENA_F_RECYCLED 0x40u
+
+#define ADA_ARENA_POOL_SLOTS 2u
+#define ADA_ARENA_POOL_PREFIX "pool."
+
+/* dir/pool.<k> into out; 0 or -ENAMETOOLONG. */
+int ada_arena_pool_name(const char *dir, unsigned k, char *out, size_t cap);
+/* The bytes of pages a pooled arena keeps (the control block, the full
+ * slots' descriptors, slot 0's headers, index events and detail words):
+ * what the pool counts against the ceiling. */
+uint64_t ada_arena_pool_bytes(const struct ada_arena *a);
+/* For the file fd of a, whose process is gone (no mapping but ours
+ * writes it): the kept header pages zeroed through a's mapping, every
+ * page but the kept ones punched back to zeros, so the next maker finds a
+ * new file's headers. 0 or -errno (no pooling then). */
+int ada_arena_pool_scrub(const struct ada_arena *a, int fd);
+/* Renames the scrubbed file at path to dir/pool.<k>, never over a name
+ * there; 0 or -errno (-EEXIST: pool.<k> is taken). */
+int ada_arena_pool_put(const char *path, const char *dir, unsigned k);
+
+#endif

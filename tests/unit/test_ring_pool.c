@@ -1,0 +1,217 @@
+/*
+ * The arena pool (src/ring/pool.c): the recorder scrubs a finished
+ * process's arena file -- the control block, the descriptors and slot 0's
+ * headers zeroed in place, slot 0's index events and detail words kept
+ * as they are, every other page punched -- and renames it to pool.<k>;
+ * the next arena made in that
+ * directory takes it (ADA_ARENA_F_RECYCLED), starts its rings at 0 and
+ * reads back exactly its own events, never the old owner's left in the
+ * kept pages. A pool file unfit for the arena (another size, a byte where
+ * a header must be zero) is not taken: a new file is made.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ring_internal.h"
+
+#define CONFIG "max_threads=2,index_events=4096,detail_bytes=65536"
+
+struct fx {
+	char dir[64];
+	char first[128], second[128], pool[128];
+	struct ada_arena_config cfg;
+};
+
+static int fx_setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	snprintf(f->dir, sizeof(f->dir), "/dev/shm/ada-test-pool-XXXXXX");
+	if (!f || !mkdtemp(f->dir))
+		return -1;
+	snprintf(f->first, sizeof(f->first), "%s/100.ring", f->dir);
+	snprintf(f->second, sizeof(f->second), "%s/200.ring", f->dir);
+	if (ada_arena_pool_name(f->dir, 0, f->pool, sizeof(f->pool)) != 0 ||
+	    ada_arena_config_parse(CONFIG, strlen(CONFIG), &f->cfg) != 0)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int fx_teardown(void **state)
+{
+	struct fx *f = *state;
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	unlink(f->first);
+	unlink(f->second);
+	unlink(f->pool);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+/* Emits n CALL events with function ids from 0 into a's slot 0 and
+ * consumes them, checking each id; returns how many were read. */
+static uint64_t produce_and_read(struct ada_arena *a, uint64_t n)
+{
+	ada_producer_reset_thread();
+	ada_producer_set_arena(a);
+	uint64_t next = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		ada_emit(i, ATF_EVENT_CALL, 1);
+		const struct atf_index_event *e;
+		size_t k;
+		while ((k = ada_index_ring_peek(a, 0, &e)) > 0) {
+			for (size_t j = 0; j < k; j++)
+				assert_int_equal(e[j].function_id, next++);
+			ada_index_ring_release(a, 0, k);
+		}
+	}
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	return next;
+}
+
+/* Whether the page at off of the file at path is in memory. */
+static bool page_resident(const char *path, uint64_t off)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	void *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, (off_t)(off & ~4095ull));
+	close(fd);
+	assert_true(m != MAP_FAILED);
+	unsigned char v = 0;
+	assert_int_equal(mincore(m, 4096, &v), 0);
+	munmap(m, 4096);
+	return v & 1;
+}
+
+/* Whether the page at off of the file at path is in memory and all
+ * zeros. */
+static bool page_zero(const char *path, uint64_t off)
+{
+	if (!page_resident(path, off))
+		return false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	unsigned char buf[4096], zero[4096] = {0};
+	assert_int_equal(pread(fd, buf, sizeof(buf), (off_t)(off & ~4095ull)),
+	                 (ssize_t)sizeof(buf));
+	close(fd);
+	return memcmp(buf, zero, sizeof(buf)) == 0;
+}
+
+static void test_pool_reuses_ring_pages(void **state)
+{
+	struct fx *f = *state;
+	struct ada_arena *a = NULL;
+	assert_int_equal(ada_arena_create(f->first, &f->cfg, &a, NULL), 0);
+	assert_false(ada_arena_flags(a) & ADA_ARENA_F_RECYCLED);
+	assert_int_equal(produce_and_read(a, 3000), 3000);
+	uint64_t ev = (uint64_t)((uint8_t *)ring_index_events(a, 0) - a->base);
+	uint64_t dw = (uint64_t)((uint8_t *)ring_detail_words(a, 0) - a->base);
+	uint64_t ev_page = (ev + 4095) & ~4095ull, dw_page = (dw + 4095) & ~4095ull;
+	uint64_t ih = (uint64_t)((uint8_t *)ring_index_hdr(a, 0) - a->base);
+	/* A page outside what the pool keeps: slot 1's first events. */
+	uint64_t other = (uint64_t)((uint8_t *)ring_index_events(a, 1) - a->base);
+	other = (other + 4095) & ~4095ull;
+	a->base[other] = 1;
+	bool hdr_dirty = false; /* slot 0's header holds its head of 3000 now */
+	for (uint64_t i = ih & ~4095ull; i < (ih & ~4095ull) + 4096; i++)
+		hdr_dirty |= a->base[i] != 0;
+	assert_true(hdr_dirty);
+	uint64_t keep = ada_arena_pool_bytes(a);
+	assert_true(keep >= 3 * 4096);
+	assert_true(keep <= ada_arena_size_for(&f->cfg) / 2);
+	ada_arena_close(a);
+
+	/* The recorder's part: its own handle of the file of a process gone. */
+	int fd = open(f->first, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct ada_arena *rec = NULL;
+	assert_int_equal(ada_arena_open_fd(fd, &rec), 0);
+	assert_int_equal(ada_arena_pool_scrub(rec, fd), 0);
+	ada_arena_close(rec);
+	close(fd);
+	assert_int_equal(ada_arena_pool_put(f->first, f->dir, 0), 0);
+	assert_int_equal(access(f->first, F_OK), -1);
+	assert_int_equal(access(f->pool, F_OK), 0);
+	/* A second put never replaces the waiting file. */
+	fd = open(f->first, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(ada_arena_pool_put(f->first, f->dir, 0), -EEXIST);
+	assert_int_equal(unlink(f->first), 0);
+	assert_true(page_resident(f->pool, ev_page)); /* kept: the ring pages */
+	assert_true(page_resident(f->pool, dw_page)); /* kept: the detail words */
+	assert_false(page_resident(f->pool, other));  /* punched */
+	/* Kept, zeroed: the control block and slot 0's index header. */
+	assert_true(page_zero(f->pool, 0));
+	assert_true(page_zero(f->pool, ih));
+
+	/* The next arena made in the directory takes it, as a new one. */
+	struct ada_arena *b = NULL;
+	assert_int_equal(ada_arena_create(f->second, &f->cfg, &b, NULL), 0);
+	assert_int_equal(access(f->pool, F_OK), -1);
+	assert_true(ada_arena_flags(b) & ADA_ARENA_F_RECYCLED);
+	struct ada_slot_info si;
+	ada_arena_slot_info(b, 0, &si);
+	assert_int_equal(si.state, ADA_SLOT_FREE);
+	assert_int_equal(si.head, 0);
+	/* Exactly its own 10 events, from 0: none of the 3000 before. */
+	assert_int_equal(produce_and_read(b, 10), 10);
+	ada_arena_slot_info(b, 0, &si);
+	assert_int_equal(si.head, 10);
+	ada_arena_close(b);
+}
+
+static void test_pool_refuses_unfit_file(void **state)
+{
+	struct fx *f = *state;
+	int fd = open(f->pool, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 4096), 0); /* no arena's size */
+	close(fd);
+	struct ada_arena *b = NULL;
+	assert_int_equal(ada_arena_create(f->second, &f->cfg, &b, NULL), 0);
+	assert_false(ada_arena_flags(b) & ADA_ARENA_F_RECYCLED);
+	struct stat st;
+	assert_int_equal(stat(f->second, &st), 0);
+	assert_int_equal((uint64_t)st.st_size, ada_arena_size_for(&f->cfg));
+	assert_int_equal(produce_and_read(b, 5), 5);
+	ada_arena_close(b);
+	unlink(f->second);
+	/* The right size, but a byte where the maker expects a zero (not
+	 * scrubbed for this layout): not taken either. */
+	fd = open(f->pool, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)ada_arena_size_for(&f->cfg)), 0);
+	assert_int_equal(pwrite(fd, "x", 1, 100), 1);
+	close(fd);
+	assert_int_equal(ada_arena_create(f->second, &f->cfg, &b, NULL), 0);
+	assert_false(ada_arena_flags(b) & ADA_ARENA_F_RECYCLED);
+	assert_int_equal(access(f->pool, F_OK), -1); /* used up */
+	assert_int_equal(produce_and_read(b, 5), 5);
+	ada_arena_close(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_pool_reuses_ring_pages, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_pool_refuses_unfit_file, fx_setup, fx_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
