@@ -133,7 +133,7 @@ static int ks_mods_load(struct wal_proc *p, struct ks_mods *ms)
 		size_t len;
 		if (!wal_is_syms_name(e->d_name) || wal_syms_read(dirfd(d), e->d_name, &buf, &len))
 			continue;
-		if (ada_syms_parse(buf, len, &ms->m[ms->n], NULL) == 0) {
+		if (ada_syms_parse_at(dirfd(d), buf, len, &ms->m[ms->n], NULL) == 0) {
 			if (ks_is_hidden(ms->m[ms->n]))
 				ada_syms_module_free(ms->m[ms->n]);
 			else
