@@ -230,14 +230,15 @@ static bool syms_body_name_ok(const char *s)
 
 /* The body h names, read from dirfd and checked against h's body_bytes
  * and table_xxh64 (the target can write there: untrusted), then parsed
- * with h's lines. -ENODATA when it is missing, not a regular file, or
- * not what h declares. */
-static int syms_parse_body(int dirfd, const char *buf, size_t len, const struct ada_syms_module *h,
-                           struct ada_syms_module **out, uint64_t *bad_line)
+ * with h's lines. -ENODATA when it is missing, not a regular file, not
+ * what h declares, or longer than body_max. */
+static int syms_parse_body(int dirfd, const char *buf, size_t len, uint64_t body_max,
+                           const struct ada_syms_module *h, struct ada_syms_module **out,
+                           uint64_t *bad_line)
 {
 	struct stat st;
 	if (dirfd < 0 || !h->body || !syms_body_name_ok(h->body) || h->body_bytes < 0 ||
-	    !h->has_table_xxh64)
+	    (uint64_t)h->body_bytes > body_max || !h->has_table_xxh64)
 		return -ENODATA;
 	int fd = openat(dirfd, h->body, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
@@ -259,8 +260,8 @@ static int syms_parse_body(int dirfd, const char *buf, size_t len, const struct 
 	return err;
 }
 
-int ada_syms_parse_at(int dirfd, const char *buf, size_t len, struct ada_syms_module **out,
-                      uint64_t *bad_line)
+int ada_syms_parse_at(int dirfd, const char *buf, size_t len, uint64_t body_max,
+                      struct ada_syms_module **out, uint64_t *bad_line)
 {
 	struct ada_syms_module *h = NULL;
 	int err = syms_parse(buf, len, NULL, 0, &h, bad_line);
@@ -268,14 +269,14 @@ int ada_syms_parse_at(int dirfd, const char *buf, size_t len, struct ada_syms_mo
 		*out = h;
 		return err;
 	}
-	err = syms_parse_body(dirfd, buf, len, h, out, bad_line);
+	err = syms_parse_body(dirfd, buf, len, body_max, h, out, bad_line);
 	ada_syms_module_free(h);
 	return err;
 }
 
 int ada_syms_parse(const char *buf, size_t len, struct ada_syms_module **out, uint64_t *bad_line)
 {
-	return ada_syms_parse_at(-1, buf, len, out, bad_line);
+	return ada_syms_parse_at(-1, buf, len, 0, out, bad_line);
 }
 
 void ada_syms_module_free(struct ada_syms_module *m)

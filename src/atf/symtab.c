@@ -94,7 +94,8 @@ static int symtab_load_file(struct symtab_load *l, int dirfd, const char *path)
 		symtab_warn(l, path, 0, msg);
 		return 0;
 	}
-	err = ada_syms_parse_at(dirfd, (const char *)map.base, map.len, &m, &bad);
+	err =
+	    ada_syms_parse_at(dirfd, (const char *)map.base, map.len, ADA_SYMS_BODY_MAX, &m, &bad);
 	atf_map_release(&map);
 	if (err == -ENOMEM)
 		return err;

@@ -54,7 +54,7 @@ static void agent_body_key(const struct agent_module *m, uint64_t hash, size_t l
 {
 	char bid[2 * sizeof(m->st.build_id) + 2] = "-";
 	size_t n = m->st.build_id_len < sizeof(m->st.build_id) ? m->st.build_id_len
-	                                                      : sizeof(m->st.build_id);
+	                                                       : sizeof(m->st.build_id);
 	for (size_t i = 0; i < n; i++)
 		snprintf(bid + 2 * i, 3, "%02x", m->st.build_id[i]);
 	snprintf(key, cap, "%s.%s.%016" PRIx64 ".%zu", bid, ada_symtab_source_name(m->st.source),
