@@ -25,9 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include "agent_internal.h"
 #include "fs.h"
 #include "plancache_internal.h"
@@ -131,15 +128,10 @@ static void agent_body_name(const struct agent_module *m, char *name, size_t cap
 static int agent_write_syms(int mod_fd, struct agent_module *m)
 {
 	char name[64], body[64];
-	size_t len = 0;
-	char *t = ada_hook_syms_body(&m->st, &len);
-	if (!t)
-		return -ENOMEM;
-	struct agent_syms_args a = {m, body, len, XXH64(t, len, 0)};
+	struct agent_syms_args a = {m, body, 0, 0};
 	agent_syms_name(m, name, sizeof(name));
 	agent_body_name(m, body, sizeof(body));
-	int err = agent_put_body(mod_fd, m, body, t, len, a.hash);
-	free(t);
+	int err = agent_put_body(mod_fd, m, body, &a.hash, &a.body_len);
 	if (!err)
 		err = agent_write_file(mod_fd, name, agent_fill_syms, &a);
 	if (!err)

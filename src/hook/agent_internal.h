@@ -561,11 +561,11 @@ void agent_crash_thread_exit(void);
 /* Program handlers the agent's crash handler called so far. */
 uint64_t agent_crash_chained(void);
 
-/* Puts module m's body (body, len bytes, XXH64 hash) at name under
- * mod_fd: kept when already there, else linked from the session's
- * symbodies/ store when it holds the same body, else written and linked
- * into the store (agent_syms.c). 0 or -errno. */
-int agent_put_body(int mod_fd, const struct agent_module *m, const char *name, const char *body,
-                   size_t len, uint64_t hash);
+/* Puts module m's body at name under mod_fd: linked from the session's
+ * symbodies/ store when it holds the body of m's table, else formatted,
+ * written and linked into the store (agent_syms.c); *hash and *len get
+ * the body's XXH64 and length. 0 or -errno. */
+int agent_put_body(int mod_fd, const struct agent_module *m, const char *name, uint64_t *hash,
+                   size_t *len);
 
 #endif
