@@ -1046,13 +1046,17 @@ def run_target_twice(args, ada, work, rep):
     return session, plain, traced, untraced[0]
 
 
-def first_process(traced):
+def first_process(traced, session=None):
     """The tables grouped by pid, and the pid ada started (whose parent
-    wrote no table)."""
+    wrote no table; with session, nor was recorded: a traced shell between
+    two tables writes none)."""
     by_pid = collections.OrderedDict()
     for cf in traced:
         by_pid.setdefault(cf.pid, []).append(cf)
     roots = [p for p, fs in by_pid.items() if all(f.ppid not in by_pid for f in fs)]
+    if len(roots) > 1 and session:
+        roots = [p for p in roots if all(not os.path.isdir(os.path.join(
+            session, "pid_%d" % f.ppid)) for f in by_pid[p])]
     if len(roots) != 1:
         raise Fail("cannot tell the first process among the tables %r" % sorted(by_pid))
     return by_pid, roots[0]
@@ -1106,6 +1110,23 @@ def check_shared_bodies(rep, session, by_pid):
     rep.check(shared > 0, "no agent linked a body another process wrote")
     rep.note("shared bodies: %d distinct, %d written, %d linked from the store" % (
         len(by_bytes), written, shared))
+
+
+def check_planted_bodies(rep, ada, session, by_pid):
+    """The program replaced every body in the session's symbodies/ with a
+    file that is no body (tests/integration/hooks.cmake): a later process
+    of the same images refuses each (bodies_refused), writes its own and
+    stores it; every .syms file's body is whole (ada validate warns of
+    none) and the counts were exact (checked by the caller)."""
+    refused = 0
+    for pid in by_pid:
+        with open(os.path.join(session, "pid_%d" % pid, "agent.json")) as f:
+            refused += (json.load(f).get("symbol_files") or {}).get("bodies_refused", 0)
+    rep.check(refused > 0, "no agent refused a planted body")
+    rc, o, e = run([ada.path, "validate", session])
+    rep.check(rc == 0 and ": 0 errors, 0 warnings: valid" in (o + e).decode(errors="replace"),
+              "`ada validate` after planted bodies: %s%s" % (shown(o, 1500), shown(e, 1500)))
+    rep.note("planted bodies: %d refused" % refused)
 
 
 def check_shared_modules(rep, session, by_pid, root, replaced):
@@ -1178,7 +1199,7 @@ def cmd_target_run(args, ada, work, rep, moved_how):
             args.record_opt = (args.record_opt or []) + ["--count-only", g]
     counted = args.count_only + args.moved
     session, plain, traced, rc0 = run_target_twice(args, ada, work, rep)
-    by_pid, root = first_process(traced)
+    by_pid, root = first_process(traced, session)
     pid_dirs = sorted(os.path.basename(d) for d in glob.glob(os.path.join(session, "pid_*")))
     follow = "--no-follow" not in (args.record_opt or [])
     if args.expect_pids is None:
@@ -1258,6 +1279,8 @@ def cmd_target_run(args, ada, work, rep, moved_how):
         check_shared_modules(rep, session, by_pid, root, set(args.replaced_module))
     if args.shared_bodies:
         check_shared_bodies(rep, session, by_pid)
+    if args.planted_bodies:
+        check_planted_bodies(rep, ada, session, by_pid)
     root_dir = os.path.join(session, "pid_%d" % root)
     if args.expect_arch:
         for pid in by_pid:
@@ -2934,6 +2957,8 @@ def main():
                    "moved functions must start count-only (\"recalled\") and counts stay exact")
     t.add_argument("--shared-modules", action="store_true",
                    help="forked children link their parent's .syms files, write none")
+    t.add_argument("--planted-bodies", action="store_true",
+                   help="the program planted files in symbodies/: later processes refuse them")
     t.add_argument("--shared-bodies", action="store_true",
                    help="processes of the same images share each module's body by content")
     t.add_argument("--replaced-module", action="append", default=[], metavar="NAME",
