@@ -244,13 +244,18 @@ class Runner:
         for path in glob.glob(os.path.join(piddir, 'modules', 'module_*.syms')):
             mod = None
             with open(path, errors='replace') as f:
-                for line in f:
-                    if line.startswith('module_id '):
-                        mod = int(line.split()[1])
-                    elif line.startswith('F ') and mod is not None:
-                        parts = line.split(None, 5)
-                        if len(parts) == 6:
-                            names[(mod << 32) | int(parts[1])] = parts[5].strip()
+                lines = f.readlines()
+            body = [l.split(' ', 1)[1].strip() for l in lines if l.startswith('body ')]
+            if body:  # version 2: the function lines are in the body file
+                with open(os.path.join(os.path.dirname(path), body[0]), errors='replace') as f:
+                    lines += f.readlines()
+            for line in lines:
+                if line.startswith('module_id '):
+                    mod = int(line.split()[1])
+                elif line.startswith('F ') and mod is not None:
+                    parts = line.split(None, 5)
+                    if len(parts) == 6:
+                        names[(mod << 32) | int(parts[1])] = parts[5].strip()
         return names
 
     def inspect_ada(self, outdir):

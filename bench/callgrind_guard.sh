@@ -135,10 +135,13 @@ measure_emit() {
 phase_ir() { awk '/^summary:/ {print $2}' "$1"; }
 
 bw_fib_calls() { # session dir: CALL count of hooked_guard's bw_fib
-	local syms fid
+	local syms fid body
 	syms=$(grep -l '^path .*/hooked_guard$' "$1"/session_*/pid_*/modules/module_*.syms | head -1)
 	[ -n "$syms" ] || { echo 0; return; }
-	fid=$(awk '$1 == "module_id" {m = $2} $1 == "F" && $6 == "bw_fib" {printf "%x%08x\n", m, $2}' "$syms")
+	# A version 2 file's function lines are in the body it names.
+	body=$(awk '$1 == "body" {print $2; exit}' "$syms")
+	fid=$(awk '$1 == "module_id" {m = $2} $1 == "F" && $6 == "bw_fib" {printf "%x%08x\n", m, $2}' \
+		"$syms" ${body:+"$(dirname "$syms")/$body"})
 	"$build/bench/atf_count" "$1" | awk -v f="$fid" '$1 == "F" && $2 == f {print $3}'
 }
 

@@ -30,10 +30,13 @@ summary() {
 }
 # events DIR: the CALL+RETURN events of bw_* recorded in an ada session.
 recorded() {
-	local total=0 syms mod
+	local total=0 syms mod body
 	for syms in "$1"/session_*/pid_*/modules/module_*.syms; do
 		mod=$(awk '$1 == "module_id" {print $2; exit}' "$syms")
-		awk -v m="$mod" '$1 == "F" && $6 ~ /^bw_/ {printf "%x%08x\n", m, $2}' "$syms"
+		# A version 2 file's function lines are in the body it names.
+		body=$(awk '$1 == "body" {print $2; exit}' "$syms")
+		awk -v m="$mod" '$1 == "F" && $6 ~ /^bw_/ {printf "%x%08x\n", m, $2}' "$syms" \
+			${body:+"$(dirname "$syms")/$body"}
 	done >"$work/ids"
 	"$build/bench/atf_count" "$1" | awk 'NR == FNR {id[$1] = 1; next}
 		$1 == "F" && ($2 in id) {n += $3 + $4} END {print n + 0}' "$work/ids" -

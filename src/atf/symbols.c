@@ -9,9 +9,13 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "atf_internal.h"
@@ -22,6 +26,7 @@ struct syms_parse {
 	size_t cap;
 	XXH64_state_t *xx;
 	bool seen_magic, seen_id;
+	bool with_body; /* a version 2 file's lines with its body after them */
 };
 
 static bool syms_u64(const char *s, int base, uint64_t *out)
@@ -96,6 +101,12 @@ static int syms_key_line(struct syms_parse *p, char *line)
 		if (!syms_u64(val, 16, &m->table_xxh64))
 			return -EBADMSG;
 		m->has_table_xxh64 = true;
+	} else if (!strcmp(line, "body")) {
+		m->body = val;
+	} else if (!strcmp(line, "body_bytes")) {
+		if (!syms_u64(val, 10, &v) || v > ADA_SYMS_BODY_MAX)
+			return -EBADMSG;
+		m->body_bytes = (int64_t)v;
 	} else if (!strcmp(line, "functions")) {
 		if (!syms_u64(val, 10, &v) || v > INT64_MAX)
 			return -EBADMSG;
@@ -110,9 +121,18 @@ static int syms_line(struct syms_parse *p, char *line, size_t n, bool had_nl)
 		return 0;
 	if (!p->seen_magic) {
 		p->seen_magic = true;
-		return strcmp(line, "ada-symbols 1") ? -EBADMSG : 0;
+		if (!strcmp(line, "ada-symbols 2"))
+			p->m->version = 2;
+		else if (!strcmp(line, "ada-symbols 1"))
+			p->m->version = 1;
+		else
+			return -EBADMSG;
+		return 0;
 	}
 	if (n >= 2 && line[0] == 'F' && line[1] == ' ') {
+		/* Version 2 keeps its F lines in the body file only. */
+		if (p->m->version == 2 && !p->with_body)
+			return -EBADMSG;
 		/* Hash the line as it was in the file (before we cut it). */
 		XXH64_update(p->xx, line, n);
 		XXH64_update(p->xx, "\n", had_nl ? 1 : 0);
@@ -154,26 +174,34 @@ static int syms_lines(struct syms_parse *p, char *text, size_t len, uint64_t *ba
 	return 0;
 }
 
-int ada_syms_parse(const char *buf, size_t len, struct ada_syms_module **out, uint64_t *bad_line)
+/* Parses (buf, len), then body (body_len bytes, NULL: none) as if it
+ * followed buf's last line. */
+static int syms_parse(const char *buf, size_t len, const char *body, size_t body_len,
+                      struct ada_syms_module **out, uint64_t *bad_line)
 {
-	struct syms_parse p = {0};
+	struct syms_parse p = {.with_body = body != NULL};
 	int err = -ENOMEM;
 
 	if (bad_line)
 		*bad_line = 0;
+	if (body && len && buf[len - 1] != '\n')
+		return -EBADMSG; /* the body's first line would join the last one */
 	p.m = calloc(1, sizeof(*p.m));
 	p.xx = XXH64_createState();
 	if (!p.m || !p.xx)
 		goto fail;
 	p.m->functions = -1;
-	p.m->text_ = malloc(len + 1);
+	p.m->body_bytes = -1;
+	p.m->text_ = malloc(len + body_len + 1);
 	if (!p.m->text_)
 		goto fail;
 	if (len)
 		memcpy(p.m->text_, buf, len);
-	p.m->text_[len] = '\0';
+	if (body_len)
+		memcpy(p.m->text_ + len, body, body_len);
+	p.m->text_[len + body_len] = '\0';
 	XXH64_reset(p.xx, 0);
-	err = syms_lines(&p, p.m->text_, len, bad_line);
+	err = syms_lines(&p, p.m->text_, len + body_len, bad_line);
 	if (err)
 		goto fail;
 	p.m->computed_xxh64 = XXH64_digest(p.xx);
@@ -186,6 +214,69 @@ fail:
 	XXH64_freeState(p.xx);
 	ada_syms_module_free(p.m);
 	return err;
+}
+
+/* "module_<digits>.body": a name in the same directory, never a path. */
+static bool syms_body_name_ok(const char *s)
+{
+	size_t n = strlen(s), i = 7;
+	if (n < 13 || n > 64 || strncmp(s, "module_", 7) || strcmp(s + n - 5, ".body"))
+		return false;
+	for (; i < n - 5; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return i > 7;
+}
+
+/* The body h names, read from dirfd and checked against h's body_bytes
+ * and table_xxh64 (the target can write there: untrusted), then parsed
+ * with h's lines. -ENODATA when it is missing, not a regular file, not
+ * what h declares, or longer than body_max. */
+static int syms_parse_body(int dirfd, const char *buf, size_t len, uint64_t body_max,
+                           const struct ada_syms_module *h, struct ada_syms_module **out,
+                           uint64_t *bad_line)
+{
+	struct stat st;
+	if (dirfd < 0 || !h->body || !syms_body_name_ok(h->body) || h->body_bytes < 0 ||
+	    (uint64_t)h->body_bytes > body_max || !h->has_table_xxh64)
+		return -ENODATA;
+	int fd = openat(dirfd, h->body, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOMEM ? -ENOMEM : -ENODATA;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != h->body_bytes) {
+		close(fd);
+		return -ENODATA;
+	}
+	size_t blen = (size_t)st.st_size;
+	void *body = blen ? mmap(NULL, blen, PROT_READ, MAP_PRIVATE, fd, 0) : (void *)"";
+	close(fd);
+	if (body == MAP_FAILED)
+		return -ENODATA;
+	int err = -ENODATA;
+	if (XXH64(body, blen, 0) == h->table_xxh64)
+		err = syms_parse(buf, len, body, blen, out, bad_line);
+	if (blen)
+		munmap(body, blen);
+	return err;
+}
+
+int ada_syms_parse_at(int dirfd, const char *buf, size_t len, uint64_t body_max,
+                      struct ada_syms_module **out, uint64_t *bad_line)
+{
+	struct ada_syms_module *h = NULL;
+	int err = syms_parse(buf, len, NULL, 0, &h, bad_line);
+	if (err || h->version == 1) {
+		*out = h;
+		return err;
+	}
+	err = syms_parse_body(dirfd, buf, len, body_max, h, out, bad_line);
+	ada_syms_module_free(h);
+	return err;
+}
+
+int ada_syms_parse(const char *buf, size_t len, struct ada_syms_module **out, uint64_t *bad_line)
+{
+	return ada_syms_parse_at(-1, buf, len, 0, out, bad_line);
 }
 
 void ada_syms_module_free(struct ada_syms_module *m)

@@ -79,7 +79,9 @@ static void symtab_check(struct symtab_load *l, const char *path, const struct a
 	}
 }
 
-static int symtab_load_file(struct symtab_load *l, const char *path)
+/* path: modules/<name>; dirfd: modules/, where a version 2 file's body
+ * is. */
+static int symtab_load_file(struct symtab_load *l, int dirfd, const char *path)
 {
 	struct atf_map map;
 	struct ada_syms_module *m;
@@ -92,14 +94,22 @@ static int symtab_load_file(struct symtab_load *l, const char *path)
 		symtab_warn(l, path, 0, msg);
 		return 0;
 	}
-	err = ada_syms_parse((const char *)map.base, map.len, &m, &bad);
+	err =
+	    ada_syms_parse_at(dirfd, (const char *)map.base, map.len, ADA_SYMS_BODY_MAX, &m, &bad);
 	atf_map_release(&map);
 	if (err == -ENOMEM)
 		return err;
+	if (err == -ENODATA) {
+		symtab_warn(
+		    l, path, 0,
+		    "its shared body (the file its body line names) is missing or is not "
+		    "the body_bytes and table_xxh64 it declares; names from it are not used");
+		return 0;
+	}
 	if (err) {
 		symtab_warn(l, path, bad,
 		            bad ? "malformed line; names from this file are not used"
-		                : "not an ada-symbols 1 file with a module_id");
+		                : "not an ada-symbols 1 or 2 file with a module_id");
 		return 0;
 	}
 	symtab_check(l, path, m);
@@ -143,7 +153,7 @@ static int symtab_scan_dir(struct symtab_load *l, const char *pid_dir)
 		    strcmp(de->d_name + n - 5, ".syms"))
 			continue;
 		char *path = atf_strdup_printf("%s/%s", dir, de->d_name);
-		err = path ? symtab_load_file(l, path) : -ENOMEM;
+		err = path ? symtab_load_file(l, dirfd(d), path) : -ENOMEM;
 		free(path);
 	}
 	closedir(d);

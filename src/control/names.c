@@ -10,7 +10,7 @@
  * Threads: any (the control thread for `arm` and `keysym`, the CLI's main
  * thread at the end of `ada record`); nothing shared. The .syms files are
  * written by the traced program: opened without following links, at most
- * NAMES_SYMS_MAX bytes each, parsed by ada_syms_parse (bounds-checked).
+ * NAMES_SYMS_MAX bytes each, parsed by ada_syms_parse_at (bounds-checked).
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -138,7 +138,7 @@ static void names_file(struct names_scan *s, int modules_fd, const char *name)
 		n = read(fd, buf, (size_t)st.st_size);
 	close(fd);
 	struct ada_syms_module *m = NULL;
-	if (n >= 0 && ada_syms_parse(buf, (size_t)n, &m, NULL) == 0)
+	if (n >= 0 && ada_syms_parse_at(modules_fd, buf, (size_t)n, NAMES_SYMS_MAX, &m, NULL) == 0)
 		names_module(s, m);
 	ada_syms_module_free(m);
 	free(buf);

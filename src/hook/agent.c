@@ -92,13 +92,23 @@ static int agent_write_file(int dirfd, const char *name, int (*fill)(FILE *, con
 	return ada_fs_commit(dirfd, tmp, name);
 }
 
+/* What agent_fill_syms writes: the module and its body's name and length. */
+struct agent_syms_args {
+	struct agent_module *m;
+	const char *body;
+	size_t body_len;
+	uint64_t hash;
+};
+
 static int agent_fill_syms(FILE *f, const void *arg)
 {
-	struct agent_module *m = (struct agent_module *)arg;
+	const struct agent_syms_args *a = arg;
+	struct agent_module *m = a->m;
 	struct ada_hook_module_info mi = {m->id, m->path, m->base};
-	int err = ada_hook_syms_write(f, &mi, &m->st, &m->table_xxh64);
+	int err = ada_hook_syms_write_v2(f, &mi, &m->st, a->hash, a->body, a->body_len);
 	struct stat st;
 	m->syms_ino = !err && fstat(fileno(f), &st) == 0 ? st.st_ino : 0;
+	m->table_xxh64 = a->hash;
 	m->syms_written = !err;
 	return err;
 }
@@ -108,11 +118,22 @@ static void agent_syms_name(const struct agent_module *m, char *name, size_t cap
 	snprintf(name, cap, "module_%" PRIu32 ".syms", m->id);
 }
 
+static void agent_body_name(const struct agent_module *m, char *name, size_t cap)
+{
+	snprintf(name, cap, "module_%" PRIu32 ".body", m->id);
+}
+
+/* modules/module_<ID>.body (shared by content, agent_syms.c), then the
+ * module_<ID>.syms that names it (version 2, docs/format.md). */
 static int agent_write_syms(int mod_fd, struct agent_module *m)
 {
-	char name[64];
+	char name[64], body[64];
+	struct agent_syms_args a = {m, body, 0, 0};
 	agent_syms_name(m, name, sizeof(name));
-	int err = agent_write_file(mod_fd, name, agent_fill_syms, m);
+	agent_body_name(m, body, sizeof(body));
+	int err = agent_put_body(mod_fd, m, body, &a.hash, &a.body_len);
+	if (!err)
+		err = agent_write_file(mod_fd, name, agent_fill_syms, &a);
 	if (!err)
 		agent.syms_written++;
 	return err;
@@ -273,8 +294,12 @@ static void agent_json_body(FILE *f)
 	        par, agent.par_fallback);
 	fprintf(f,
 	        ",\n  \"symbol_files\": {\"written\": %" PRIu64 ", \"shared\": %" PRIu64
-	        ", \"share_failed\": %" PRIu64 "}",
-	        agent.syms_written, agent.syms_shared, agent.syms_share_failed);
+	        ", \"share_failed\": %" PRIu64 ", \"bodies_written\": %" PRIu64
+	        ", \"bodies_shared\": %" PRIu64 ", \"bodies_refused\": %" PRIu64
+	        ", \"bodies_unstored\": %" PRIu64 "}",
+	        agent.syms_written, agent.syms_shared, agent.syms_share_failed,
+	        agent.syms_bodies_written, agent.syms_bodies_shared, agent.syms_bodies_refused,
+	        agent.syms_bodies_unstored);
 	uint64_t un[AGENT_UNTRACED_COUNT];
 	agent_untraced_counts(un);
 	fprintf(f,
@@ -420,7 +445,12 @@ static bool agent_link_syms(int src_fd, int mod_fd, const struct agent_module *m
 {
 	char name[64];
 	agent_syms_name(m, name, sizeof(name));
-	if (!m->syms_written || !m->syms_ino || linkat(src_fd, name, mod_fd, name, 0) != 0)
+	char body[64];
+	agent_body_name(m, body, sizeof(body));
+	/* The body first: a reader that sees the .syms finds it. */
+	if (!m->syms_written || !m->syms_ino ||
+	    (linkat(src_fd, body, mod_fd, body, 0) != 0 && errno != EEXIST) ||
+	    linkat(src_fd, name, mod_fd, name, 0) != 0)
 		return false;
 	struct stat st;
 	if (fstatat(mod_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
@@ -453,6 +483,8 @@ int agent_write_files_forked(void)
 	uint64_t t0 = agent_now_ns();
 	/* This process's counts start now: what the parent wrote is its own. */
 	agent.syms_written = agent.syms_shared = agent.syms_share_failed = 0;
+	agent.syms_bodies_written = agent.syms_bodies_shared = 0;
+	agent.syms_bodies_refused = agent.syms_bodies_unstored = 0;
 	/* The session once for both (a fork's start opens what it must). */
 	int sfd = -1, src_fd = -1, pid_fd = -1, mod_fd = -1;
 	int err = ada_fs_open_dir(AT_FDCWD, agent.session_dir, &sfd);

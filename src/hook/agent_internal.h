@@ -454,6 +454,10 @@ struct agent_state {
 	 * the link could not be made or was not the parent's file. */
 	pid_t files_pid;
 	uint64_t syms_written, syms_shared, syms_share_failed;
+	/* Bodies (agent_syms.c): written here, linked from the session's
+	 * store, found there but not the body (refused), written but not
+	 * linked into the store (unstored). */
+	uint64_t syms_bodies_written, syms_bodies_shared, syms_bodies_refused, syms_bodies_unstored;
 	char session_dir[PATH_MAX]; /* "" when ADA_SESSION_DIR is unset */
 	char cache_dir[PATH_MAX];   /* the plan cache's directory; "": none */
 	/* ada attach (agent_attach.c): loaded by dlopen into a running
@@ -556,5 +560,12 @@ void agent_crash_thread_start(void);
 void agent_crash_thread_exit(void);
 /* Program handlers the agent's crash handler called so far. */
 uint64_t agent_crash_chained(void);
+
+/* Puts module m's body at name under mod_fd: linked from the session's
+ * symbodies/ store when it holds the body of m's table, else formatted,
+ * written and linked into the store (agent_syms.c); *hash and *len get
+ * the body's XXH64 and length. 0 or -errno. */
+int agent_put_body(int mod_fd, const struct agent_module *m, const char *name, uint64_t *hash,
+                   size_t *len);
 
 #endif

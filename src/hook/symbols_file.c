@@ -118,10 +118,16 @@ uint64_t ada_hook_syms_table_hash(const struct ada_hook_symtab *st)
 	return h;
 }
 
-static void syms_write_header(FILE *f, const struct ada_hook_module_info *mi,
-                              const struct ada_hook_symtab *st, uint64_t hash)
+char *ada_hook_syms_body(const struct ada_hook_symtab *st, size_t *len)
 {
-	fprintf(f, "ada-symbols 1\n# written by libada_agent.so; format: docs/internals.md\n");
+	return syms_table(st, len);
+}
+
+static void syms_write_header(FILE *f, const struct ada_hook_module_info *mi,
+                              const struct ada_hook_symtab *st, uint64_t hash, int version)
+{
+	fprintf(f, "ada-symbols %d\n# written by libada_agent.so; format: docs/internals.md\n",
+	        version);
 	fprintf(f, "module_id %" PRIu32 "\npath %s\nbuild_id ", mi->module_id, mi->path);
 	if (st->build_id_len == 0)
 		fputc('-', f);
@@ -142,10 +148,19 @@ int ada_hook_syms_write(FILE *f, const struct ada_hook_module_info *mi,
 	uint64_t hash = XXH64(t, len, 0);
 	if (table_xxh64)
 		*table_xxh64 = hash;
-	syms_write_header(f, mi, st, hash);
+	syms_write_header(f, mi, st, hash, 1);
 	size_t w = fwrite(t, 1, len, f);
 	free(t);
 	if (w != len || fflush(f) != 0 || ferror(f))
 		return -EIO;
 	return 0;
+}
+
+int ada_hook_syms_write_v2(FILE *f, const struct ada_hook_module_info *mi,
+                           const struct ada_hook_symtab *st, uint64_t hash, const char *body,
+                           size_t body_len)
+{
+	syms_write_header(f, mi, st, hash, 2);
+	fprintf(f, "body %s\nbody_bytes %zu\n", body, body_len);
+	return fflush(f) != 0 || ferror(f) ? -EIO : 0;
 }

@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -83,9 +84,11 @@ static uint64_t budget_walk(int dirfd, int depth)
 		struct stat st;
 		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
-		/* A forked child's modules/ links its parent's .syms files
-		 * (docs/internals.md): each link counts its share, so the
-		 * session counts such a file about once, not once per child. */
+		/* A forked child's modules/ links its parent's .syms files,
+		 * and a module's body is one file linked from every process
+		 * of that image and the session's symbodies/ (docs/format.md):
+		 * each link counts its share, so the session counts such a
+		 * file about once, not once per process. */
 		uint64_t links = S_ISREG(st.st_mode) && st.st_nlink > 1 ? st.st_nlink : 1;
 		total += (uint64_t)st.st_blocks * 512u / links;
 		if (S_ISDIR(st.st_mode) && depth > 0) {
@@ -128,12 +131,20 @@ static uint64_t budget_top_bytes(const char *session_dir)
 		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
 		total += (uint64_t)st.st_blocks * 512u;
+		/* symbodies/: each body its store link's share. */
+		int sub =
+		    S_ISDIR(st.st_mode) && !strcmp(de->d_name, "symbodies")
+		        ? openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+		        : -1;
+		if (sub >= 0)
+			total += budget_walk(sub, 0);
 	}
 	closedir(d);
 	return total;
 }
 
 static bool budget_unlink_syms(struct ada_recorder *r, struct wal_proc *p);
+static void budget_sweep_bodies(const char *session_dir);
 
 void wal_budget_scan_proc(struct wal_proc *p)
 {
@@ -153,6 +164,9 @@ void wal_budget_scan_proc(struct wal_proc *p)
 
 void wal_budget_scan(struct ada_recorder *r)
 {
+	/* A retired process's modules/ went with its directory: the bodies
+	 * only it linked go at the next scan. */
+	budget_sweep_bodies(r->session_dir);
 	uint64_t total = budget_top_bytes(r->session_dir);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		wal_budget_scan_proc(r->procs[i]);
@@ -300,8 +314,35 @@ static bool budget_proc_emptied(const struct wal_proc *p)
 	return any;
 }
 
-/* Deletes p's modules/module_<ID>.syms and modules/ (the links a forked child
- * shares with its parent free their blocks with the last of them); r:
+/* Deletes the bodies of the session's symbodies/ that no process's
+ * modules/ links any more (one link left: the store's own). A process
+ * linking one at this moment either made its link first (two links:
+ * kept) or finds none and writes its own. */
+static void budget_sweep_bodies(const char *session_dir)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/symbodies", session_dir);
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *de;
+	struct stat st;
+	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++)
+		if (de->d_name[0] != '.' &&
+		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (!S_ISREG(st.st_mode) || st.st_nlink <= 1))
+			unlinkat(fd, de->d_name, 0);
+	closedir(d);
+}
+
+/* Deletes p's modules/module_<ID>.syms and .body and modules/ (the links a forked
+ * child shares with its parent, and a body shared by content, free their
+ * blocks with the last of them), then the session's bodies no process
+ * links any more; r:
  * each file leaves the side bytes at once (NULL: the caller scans p
  * next). False when there is no modules/ to open. */
 static bool budget_unlink_syms(struct ada_recorder *r, struct wal_proc *p)
@@ -318,7 +359,7 @@ static bool budget_unlink_syms(struct ada_recorder *r, struct wal_proc *p)
 	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
 		size_t n = strlen(de->d_name);
 		if (strncmp(de->d_name, "module_", 7) || n < 5 ||
-		    strcmp(de->d_name + n - 5, ".syms"))
+		    (strcmp(de->d_name + n - 5, ".syms") && strcmp(de->d_name + n - 5, ".body")))
 			continue;
 		if (r)
 			budget_side_forget(r, p, mfd, de->d_name);
@@ -326,6 +367,8 @@ static bool budget_unlink_syms(struct ada_recorder *r, struct wal_proc *p)
 	}
 	closedir(d);
 	unlinkat(p->dir_fd, "modules", AT_REMOVEDIR);
+	if (r)
+		budget_sweep_bodies(r->session_dir);
 	return true;
 }
 

@@ -47,7 +47,6 @@ struct wal_keysym {
 };
 
 #define WAL_KS_MODULES_NS 50000000ull /* look at modules/ at most this often */
-#define WAL_KS_SYMS_MAX (64u << 20)
 #define WAL_KS_MAX_MODULES 4096
 #define WAL_KS_WAIT_NS                                                                             \
 	20000000000ull /* run-away guard (the drain answers at its next tick; the client waits 30  \
@@ -133,7 +132,8 @@ static int ks_mods_load(struct wal_proc *p, struct ks_mods *ms)
 		size_t len;
 		if (!wal_is_syms_name(e->d_name) || wal_syms_read(dirfd(d), e->d_name, &buf, &len))
 			continue;
-		if (ada_syms_parse(buf, len, &ms->m[ms->n], NULL) == 0) {
+		if (ada_syms_parse_at(dirfd(d), buf, len, WAL_KS_SYMS_MAX, &ms->m[ms->n], NULL) ==
+		    0) {
 			if (ks_is_hidden(ms->m[ms->n]))
 				ada_syms_module_free(ms->m[ms->n]);
 			else

@@ -766,6 +766,8 @@ void wal_keysym_proc_free(struct wal_proc *p);
  * counts kept for the manifests written later. */
 void wal_keysym_proc_finished(struct wal_proc *p);
 json_t *wal_keysym_json(const struct ada_recorder *r, const struct wal_proc *p);
+/* The longest .syms file, and version 2 body, the recorder reads. */
+#define WAL_KS_SYMS_MAX (64u << 20)
 /* A process's module_<ID>.syms (the target's file: bounded, no links) into
  * a new buffer; wal_is_syms_name() says which names are ones. */
 int wal_syms_read(int dirfd, const char *name, char **buf, size_t *len);

@@ -145,7 +145,7 @@ static void vlog_modules(struct ada_recorder *r, struct wal_proc *p, struct vlog
 			continue;
 		if (wal_syms_read(dirfd(d), e->d_name, &buf, &len))
 			continue;
-		if (ada_syms_parse(buf, len, &m, NULL) == 0)
+		if (ada_syms_parse_at(dirfd(d), buf, len, WAL_KS_SYMS_MAX, &m, NULL) == 0)
 			vlog_module(r, p->pid, m);
 		ada_syms_module_free(m);
 		free(buf);

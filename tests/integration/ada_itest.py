@@ -63,6 +63,17 @@ EXEC_NAMES = re.compile(r"^(__)?(f?exec[a-z]*|execveat)$")
 # (docs/format.md: an EXCEPTION whose depth has bit 31), not a frame:
 # `ada dump --format jsonl` prints it as kind "signal" with a null depth
 # and the signal in "signal" (docs/dump.md).
+def syms_lines(path):
+    """The lines of a .syms file, a version 2 file's body (docs/format.md) after them."""
+    with open(path, errors="replace") as f:
+        lines = f.readlines()
+    body = [l.split(" ", 1)[1].strip() for l in lines if l.startswith("body ")]
+    if body:
+        with open(os.path.join(os.path.dirname(path), body[0]), errors="replace") as f:
+            lines += f.readlines()
+    return lines
+
+
 def is_signal_marker(ev):
     return ev.get("kind") == "signal"
 
@@ -540,11 +551,10 @@ def read_syms(pid_dir):
     status = {}
     for p in glob.glob(os.path.join(pid_dir, "modules", "*.syms")):
         try:
-            with open(p, errors="replace") as f:
-                for line in f:
-                    parts = line.split()
-                    if len(parts) >= 6 and parts[0] == "F":
-                        status.setdefault(parts[5], (parts[4], os.path.basename(p)))
+            for line in syms_lines(p):
+                parts = line.split()
+                if len(parts) >= 6 and parts[0] == "F":
+                    status.setdefault(parts[5], (parts[4], os.path.basename(p)))
         except OSError:
             pass
     return status
@@ -790,11 +800,10 @@ def check_detail_set(rep, ctx, pid_dir, events, globs, exact):
     names = {}
     for p in glob.glob(os.path.join(pid_dir, "modules", "*.syms")):
         by_addr = collections.defaultdict(list)
-        with open(p, errors="replace") as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) >= 6 and parts[0] == "F":
-                    by_addr[parts[2]].append(parts[5])
+        for line in syms_lines(p):
+            parts = line.split()
+            if len(parts) >= 6 and parts[0] == "F":
+                by_addr[parts[2]].append(parts[5])
         for group in by_addr.values():
             for nm in group:
                 names.setdefault(nm, set()).update(group)
@@ -1037,16 +1046,87 @@ def run_target_twice(args, ada, work, rep):
     return session, plain, traced, untraced[0]
 
 
-def first_process(traced):
+def first_process(traced, session=None):
     """The tables grouped by pid, and the pid ada started (whose parent
-    wrote no table)."""
+    wrote no table; with session, nor was recorded: a traced shell between
+    two tables writes none)."""
     by_pid = collections.OrderedDict()
     for cf in traced:
         by_pid.setdefault(cf.pid, []).append(cf)
     roots = [p for p, fs in by_pid.items() if all(f.ppid not in by_pid for f in fs)]
+    if len(roots) > 1 and session:
+        roots = [p for p in roots if all(not os.path.isdir(os.path.join(
+            session, "pid_%d" % f.ppid)) for f in by_pid[p])]
     if len(roots) != 1:
         raise Fail("cannot tell the first process among the tables %r" % sorted(by_pid))
     return by_pid, roots[0]
+
+
+def check_shared_bodies(rep, session, by_pid):
+    """Processes of the same images (exec'd children of one binary, each
+    with its own module ids and load bases) share every module's body by
+    content (docs/format.md, "Shared symbol bodies"): each .syms file is
+    version 2 and names a module_<ID>.body beside it; the bodies with the
+    same bytes are one file (one inode, also linked from the session's
+    symbodies/); the processes' agent.json count at most one body written
+    per distinct body, and the rest linked."""
+    by_bytes = collections.defaultdict(set)
+    written = shared = 0
+    for pid in by_pid:
+        d = os.path.join(session, "pid_%d" % pid, "modules")
+        for n in sorted(os.listdir(d)):
+            if not n.endswith(".syms"):
+                continue
+            with open(os.path.join(d, n), errors="replace") as f:
+                lines = f.read().splitlines()
+            rep.check(lines[:1] == ["ada-symbols 2"], "pid_%d/modules/%s is not version 2: %r"
+                      % (pid, n, lines[:1]))
+            body = [l.split(" ", 1)[1] for l in lines if l.startswith("body ")]
+            rep.check(len(body) == 1, "pid_%d/modules/%s names no body" % (pid, n))
+            if len(body) != 1:
+                continue
+            st = os.lstat(os.path.join(d, body[0]))
+            with open(os.path.join(d, body[0]), "rb") as f:
+                by_bytes[f.read()].add((st.st_dev, st.st_ino))
+        with open(os.path.join(session, "pid_%d" % pid, "agent.json")) as f:
+            sf = json.load(f).get("symbol_files") or {}
+        written += sf.get("bodies_written", 0)
+        shared += sf.get("bodies_shared", 0)
+    for content, inodes in by_bytes.items():
+        rep.check(len(inodes) == 1, "one body (%d bytes) is %d files, not one shared file"
+                  % (len(content), len(inodes)))
+    store = os.path.join(session, "symbodies")
+    stored = set()
+    for n in os.listdir(store) if os.path.isdir(store) else []:
+        st = os.lstat(os.path.join(store, n))
+        stored.add((st.st_dev, st.st_ino))
+    every = set().union(*by_bytes.values()) if by_bytes else set()
+    rep.check(stored == every, "symbodies/ holds %d bodies, the processes link %d"
+              % (len(stored), len(every)))
+    # <=: after an exec in the same process only the last image's
+    # agent.json is left to count.
+    rep.check(written <= len(by_bytes), "the agents wrote %d bodies, %d distinct ones exist"
+              % (written, len(by_bytes)))
+    rep.check(shared > 0, "no agent linked a body another process wrote")
+    rep.note("shared bodies: %d distinct, %d written, %d linked from the store" % (
+        len(by_bytes), written, shared))
+
+
+def check_planted_bodies(rep, ada, session, by_pid):
+    """The program replaced every body in the session's symbodies/ with a
+    file that is no body (tests/integration/hooks.cmake): a later process
+    of the same images refuses each (bodies_refused), writes its own and
+    stores it; every .syms file's body is whole (ada validate warns of
+    none) and the counts were exact (checked by the caller)."""
+    refused = 0
+    for pid in by_pid:
+        with open(os.path.join(session, "pid_%d" % pid, "agent.json")) as f:
+            refused += (json.load(f).get("symbol_files") or {}).get("bodies_refused", 0)
+    rep.check(refused > 0, "no agent refused a planted body")
+    rc, o, e = run([ada.path, "validate", session])
+    rep.check(rc == 0 and ": 0 errors, 0 warnings: valid" in (o + e).decode(errors="replace"),
+              "`ada validate` after planted bodies: %s%s" % (shown(o, 1500), shown(e, 1500)))
+    rep.note("planted bodies: %d refused" % refused)
 
 
 def check_shared_modules(rep, session, by_pid, root, replaced):
@@ -1080,7 +1160,8 @@ def check_shared_modules(rep, session, by_pid, root, replaced):
                           "processes ran" % (pid, n, st.st_nlink, len(pids)))
         try:
             with open(os.path.join(session, "pid_%d" % pid, "agent.json")) as f:
-                got = json.load(f).get("symbol_files")
+                got = {k: v for k, v in (json.load(f).get("symbol_files") or {}).items()
+                       if k in ("written", "shared", "share_failed")}
         except (OSError, ValueError) as e:
             got = "unreadable (%s)" % e
         n, r = len(want), len(replaced) if parent[pid] == root else 0
@@ -1118,7 +1199,7 @@ def cmd_target_run(args, ada, work, rep, moved_how):
             args.record_opt = (args.record_opt or []) + ["--count-only", g]
     counted = args.count_only + args.moved
     session, plain, traced, rc0 = run_target_twice(args, ada, work, rep)
-    by_pid, root = first_process(traced)
+    by_pid, root = first_process(traced, session)
     pid_dirs = sorted(os.path.basename(d) for d in glob.glob(os.path.join(session, "pid_*")))
     follow = "--no-follow" not in (args.record_opt or [])
     if args.expect_pids is None:
@@ -1196,6 +1277,10 @@ def cmd_target_run(args, ada, work, rep, moved_how):
                       "says exit %r, the process ended with %r" % (pid, name, got, want))
     if args.shared_modules:
         check_shared_modules(rep, session, by_pid, root, set(args.replaced_module))
+    if args.shared_bodies:
+        check_shared_bodies(rep, session, by_pid)
+    if args.planted_bodies:
+        check_planted_bodies(rep, ada, session, by_pid)
     root_dir = os.path.join(session, "pid_%d" % root)
     if args.expect_arch:
         for pid in by_pid:
@@ -2911,6 +2996,10 @@ def main():
                    "moved functions must start count-only (\"recalled\") and counts stay exact")
     t.add_argument("--shared-modules", action="store_true",
                    help="forked children link their parent's .syms files, write none")
+    t.add_argument("--planted-bodies", action="store_true",
+                   help="the program planted files in symbodies/: later processes refuse them")
+    t.add_argument("--shared-bodies", action="store_true",
+                   help="processes of the same images share each module's body by content")
     t.add_argument("--replaced-module", action="append", default=[], metavar="NAME",
                    help="with --shared-modules: a .syms file the program replaced with a "
                    "copy before forking (its children write their own)")

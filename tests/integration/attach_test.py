@@ -81,6 +81,17 @@ class Fail(Exception):
     pass
 
 
+def syms_lines(path):
+    """The lines of a .syms file, a version 2 file's body (docs/format.md) after them."""
+    with open(path, errors="replace") as f:
+        lines = f.readlines()
+    body = [l.split(" ", 1)[1].strip() for l in lines if l.startswith("body ")]
+    if body:
+        with open(os.path.join(os.path.dirname(path), body[0]), errors="replace") as f:
+            lines += f.readlines()
+    return lines
+
+
 def check(cond, msg):
     if not cond:
         raise Fail(msg)
@@ -352,11 +363,10 @@ def syms_status(session, pid, name):
     """The status of function name in the session's .syms files."""
     found = []
     for path in glob.glob(os.path.join(session, "pid_%d" % pid, "modules", "*.syms")):
-        with open(path) as f:
-            for line in f:
-                w = line.split()
-                if len(w) >= 6 and w[0] == "F" and w[5] == name:
-                    found.append(w[4])
+        for line in syms_lines(path):
+            w = line.split()
+            if len(w) >= 6 and w[0] == "F" and w[5] == name:
+                found.append(w[4])
     return found
 
 

@@ -33,6 +33,17 @@ class Fail(Exception):
     pass
 
 
+def syms_lines(path):
+    """The lines of a .syms file, a version 2 file's body (docs/format.md) after them."""
+    with open(path, errors="replace") as f:
+        lines = f.readlines()
+    body = [l.split(" ", 1)[1].strip() for l in lines if l.startswith("body ")]
+    if body:
+        with open(os.path.join(os.path.dirname(path), body[0]), errors="replace") as f:
+            lines += f.readlines()
+    return lines
+
+
 def check(cond, msg):
     if not cond:
         raise Fail(msg)
@@ -54,9 +65,8 @@ def record(ada, work, tag, cache, argv, opts=("--analysis-threads", "2")):
     syms = {}
     for m in agent["modules"]:
         p = os.path.join(pids[0], "modules", "module_%d.syms" % m["module_id"])
-        with open(p, errors="replace") as f:
-            syms[m["path"]] = sorted(tuple(line.split()[1:6]) for line in f
-                                     if line.startswith("F "))
+        syms[m["path"]] = sorted(tuple(line.split()[1:6]) for line in syms_lines(p)
+                                 if line.startswith("F "))
     return agent, syms
 
 

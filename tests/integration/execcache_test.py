@@ -41,6 +41,17 @@ class Fail(Exception):
     pass
 
 
+def syms_lines(path):
+    """The lines of a .syms file, a version 2 file's body (docs/format.md) after them."""
+    with open(path, errors="replace") as f:
+        lines = f.readlines()
+    body = [l.split(" ", 1)[1].strip() for l in lines if l.startswith("body ")]
+    if body:
+        with open(os.path.join(os.path.dirname(path), body[0]), errors="replace") as f:
+            lines += f.readlines()
+    return lines
+
+
 def check(cond, msg):
     if not cond:
         raise Fail(msg)
@@ -135,10 +146,9 @@ def record(ada, work, tag, env, argv):
         if ag["argv"] and os.path.basename(ag["argv"][0]) == exec_name:
             syms = {}
             for m in ag["modules"]:
-                with open(os.path.join(d, "modules", "module_%d.syms" % m["module_id"]),
-                          errors="replace") as f:
-                    syms[m["path"]] = sorted(line.split()[1:6] for line in f
-                                             if line.startswith("F "))
+                p = os.path.join(d, "modules", "module_%d.syms" % m["module_id"])
+                syms[m["path"]] = sorted(line.split()[1:6] for line in syms_lines(p)
+                                         if line.startswith("F "))
             return ag, syms
     raise Fail("%s: no agent.json of the exec'd %s" % (tag, exec_name))
 

@@ -289,6 +289,23 @@ ada_itest(fork_shared_syms_replaced.O2 target --expect-pids 7 --shared-modules
           --replaced-module module_1.syms -- ${T}/t_fork_O2 tree replace)
 ada_itest(posix_spawn.O2 target --expect-pids 3 --own-module t_exec_child_O2
           -- ${T}/t_spawn_O2 ${T}/t_exec_child_O2)
+# The same binary exec'd twice (and beside its parent, which loads the
+# same libc): every module's body is written once in the session and
+# linked by the others, counts exact in every process (issue 32).
+ada_itest(spawn_shared_bodies.O2 target --expect-pids 3 --own-module t_exec_child_O2
+          --shared-bodies -- ${T}/t_spawn_O2 ${T}/t_exec_child_O2)
+# Between two runs of the same program every body in the session's store
+# is replaced by a file that is none: the second refuses each, writes and
+# stores its own; counts exact, validate clean.
+set(PLANT_CHILD ${T}/t_exec_child_O2)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/plant_bodies.sh.in
+               ${CMAKE_BINARY_DIR}/plant_bodies.sh @ONLY
+               FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
+ada_itest(planted_bodies.O2 target --expect-pids 5 --own-module t_exec_child_O2
+          --planted-bodies -- ${T}/t_envexec_O2 system ${CMAKE_BINARY_DIR}/plant_bodies.sh
+          ${T}/t_exec_child_O2)
+ada_itest(exec_chain_shared_bodies.O2 target --expect-pids 1 --shared-bodies
+          -- ${T}/t_exec_child_O2 chain 3)
 ada_itest(vfork_exec.O2 target --expect-pids 3 --own-module t_exec_child_O2
           -- ${T}/t_spawn_O2 ${T}/t_exec_child_O2 vfork)
 ada_itest(crash_segv.O2 target --expect-status 139 --expect-signal 11 -- ${T}/t_crash_O2)

@@ -41,6 +41,17 @@ from control_test import Fail, Rec, check, run  # noqa: E402
 RING = ["--detail", "always", "--detail-mb", "64"]
 
 
+def syms_lines(path):
+    """The lines of a .syms file, a version 2 file's body (docs/format.md) after them."""
+    with open(path, errors="replace") as f:
+        lines = f.readlines()
+    body = [l.split(" ", 1)[1].strip() for l in lines if l.startswith("body ")]
+    if body:
+        with open(os.path.join(os.path.dirname(path), body[0]), errors="replace") as f:
+            lines += f.readlines()
+    return lines
+
+
 def dump(ada, session):
     rc, out, err = run([ada, "dump", session, "--format", "jsonl"])
     check(rc == 0, "ada dump failed: %s" % err[-500:])
@@ -189,7 +200,7 @@ def leaf_index(ada, target, work):
         r.kill()
     for path in glob.glob(os.path.join(r.session, "pid_*", "modules", "module_*.syms")):
         mid, idx, mine = None, None, False
-        for line in open(path, errors="replace"):
+        for line in syms_lines(path):
             w = line.split()
             if w[:1] == ["module_id"]:
                 mid = int(w[1])

@@ -51,6 +51,17 @@ class Ctx:
 Rec = collections.namedtuple("Rec", "cmd rc out err session traced root manifest strace")
 
 
+def syms_lines(path):
+    """The lines of a .syms file, a version 2 file's body (docs/format.md) after them."""
+    with open(path, errors="replace") as f:
+        lines = f.readlines()
+    body = [l.split(" ", 1)[1].strip() for l in lines if l.startswith("body ")]
+    if body:
+        with open(os.path.join(os.path.dirname(path), body[0]), errors="replace") as f:
+            lines += f.readlines()
+    return lines
+
+
 def record(ctx, argv, opts=(), out=True, strace=None, env=None):
     """`ada record [--out W/out] OPTS -- ARGV` in a fresh directory W, with
     the program's call table in W/counts; optionally under strace (syscalls
@@ -224,8 +235,7 @@ def case_verbose(ctx):
     want(ctx, any(l.endswith("pid %d: recording (%s)" % (r.root, pid_dir)) for l in log),
          "-v: no line saying pid %d is recorded:\n%s", r.root, "\n".join(log))
     for syms in glob.glob(os.path.join(pid_dir, "modules", "module_*.syms")):
-        with open(syms) as f:
-            rows = [l.split() for l in f]
+        rows = [l.split() for l in syms_lines(syms)]
         path = next(w[1] for w in rows if w[:1] == ["path"])
         hooked = sum(1 for w in rows if w[:1] == ["F"] and w[4] == "hooked")
         line = "pid %d: module %s %s: %d functions hooked" % (

@@ -46,6 +46,17 @@ WARN = re.compile(r"^ada: (\S+) has no symbol table: (\d+) of its functions, fou
                   r"from \.eh_frame, are named (\S+)\+0xOFFSET")
 
 
+def syms_lines(path):
+    """The lines of a .syms file, a version 2 file's body (docs/format.md) after them."""
+    with open(path, errors="replace") as f:
+        lines = f.readlines()
+    body = [l.split(" ", 1)[1].strip() for l in lines if l.startswith("body ")]
+    if body:
+        with open(os.path.join(os.path.dirname(path), body[0]), errors="replace") as f:
+            lines += f.readlines()
+    return lines
+
+
 def elf_names(path):
     """offset -> function name, from the unstripped build's symbol table."""
     out = subprocess.run(["nm", "--defined-only", path], capture_output=True, text=True,
@@ -130,13 +141,12 @@ def own_syms(session, pid, prog):
     """(header dict, function lines) of the program's own .syms file."""
     for p in glob.glob(os.path.join(session, "pid_%d" % pid, "modules", "*.syms")):
         head, fns = {}, []
-        with open(p) as f:
-            for line in f:
-                if line.startswith("F "):
-                    fns.append(line)
-                elif " " in line and not line.startswith("#"):
-                    k, v = line.rstrip("\n").split(" ", 1)
-                    head[k] = v
+        for line in syms_lines(p):
+            if line.startswith("F "):
+                fns.append(line)
+            elif " " in line and not line.startswith("#"):
+                k, v = line.rstrip("\n").split(" ", 1)
+                head[k] = v
         if head.get("path") == os.path.realpath(prog):
             return head, fns
     raise it.Fail("no .syms file of %s under %s/pid_%d" % (prog, session, pid))

@@ -66,6 +66,17 @@ class Fail(Exception):
     pass
 
 
+def syms_lines(path):
+    """The lines of a .syms file, a version 2 file's body (docs/format.md) after them."""
+    with open(path, errors="replace") as f:
+        lines = f.readlines()
+    body = [l.split(" ", 1)[1].strip() for l in lines if l.startswith("body ")]
+    if body:
+        with open(os.path.join(os.path.dirname(path), body[0]), errors="replace") as f:
+            lines += f.readlines()
+    return lines
+
+
 def run(cmd, env=None, cwd=None):
     """Runs cmd in a session of its own: a run-away is killed with every
     process it started (ada and its program), so nothing is left running."""
@@ -128,11 +139,10 @@ def agent_json(session):
 
 def syms_status(session, name):
     for path in glob.glob(os.path.join(session, "pid_*", "modules", "*.syms")):
-        with open(path) as f:
-            for line in f:
-                w = line.split()
-                if len(w) >= 6 and w[0] == "F" and w[5] == name:
-                    return w[4]
+        for line in syms_lines(path):
+            w = line.split()
+            if len(w) >= 6 and w[0] == "F" and w[5] == name:
+                return w[4]
     raise Fail("%s is in no modules/*.syms of %s" % (name, session))
 
 

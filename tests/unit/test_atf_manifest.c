@@ -100,7 +100,7 @@ static void syms_parse_bad(void **state)
 	uint64_t line;
 	const char *bad[] = {
 	    "",
-	    "ada-symbols 2\nmodule_id 1\n",
+	    "ada-symbols 3\nmodule_id 1\n",
 	    "ada-symbols 1\npath /x\n", /* no module_id */
 	    "ada-symbols 1\nmodule_id x\n",
 	    "ada-symbols 1\nmodule_id 1\nF 0 zz 5 hooked a\n",

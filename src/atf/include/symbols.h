@@ -34,6 +34,9 @@ struct ada_syms_module {
 	uint64_t table_xxh64;    /* as declared in the file */
 	uint64_t computed_xxh64; /* XXH64 (seed 0) of the F lines as read */
 	int64_t functions;       /* declared count, -1 when absent */
+	int version;             /* 1: one file; 2: these lines + a shared body */
+	const char *body;        /* version 2: the body's name in the same directory */
+	int64_t body_bytes;      /* version 2: its declared length, -1 when absent */
 	size_t nfuncs;
 	struct ada_syms_func *funcs; /* sorted by symbol_index */
 	char *text_;                 /* private: the strings above point into it */
@@ -43,9 +46,22 @@ struct ada_syms_module {
 /* (ctx, file or label, line number (0: whole file), message) */
 typedef void (*ada_syms_warn_fn)(void *ctx, const char *path, uint64_t line, const char *msg);
 
-/* Parses a .syms file held in (buf, len). -EBADMSG (with *bad_line set
- * when not NULL) when the first line is not "ada-symbols 1", a known line
- * is malformed or module_id is missing; -ENOMEM. */
+/* The longest version 2 body any reader reads. */
+#define ADA_SYMS_BODY_MAX (1ull << 30)
+
+/* Parses a .syms file held in (buf, len) (docs/format.md): version 1
+ * holds the function lines itself; version 2 names a body file under
+ * dirfd (module_<N>.body, shared by content with other processes) that
+ * holds them, read and used only when its length and XXH64 are the
+ * body_bytes and table_xxh64 the file declares, and at most body_max
+ * bytes (a reader's own bound; ADA_SYMS_BODY_MAX at most). -EBADMSG (with *bad_line
+ * set when not NULL) when the first line is not "ada-symbols 1" or "2", a
+ * known line is malformed or module_id is missing; -ENODATA when a
+ * version 2 file's body is missing, is not what it declares, or dirfd is
+ * -1; -ENOMEM. */
+int ada_syms_parse_at(int dirfd, const char *buf, size_t len, uint64_t body_max,
+                      struct ada_syms_module **out, uint64_t *bad_line);
+/* ada_syms_parse_at(-1, ..., 0, ...): a version 1 file. */
 int ada_syms_parse(const char *buf, size_t len, struct ada_syms_module **out, uint64_t *bad_line);
 void ada_syms_module_free(struct ada_syms_module *m); /* NULL is a no-op */
 /* Names the functions the agent named "<file name>+0x<offset>" (found

@@ -158,6 +158,15 @@ struct ada_hook_module_info {
  * Returns 0, -ENOMEM or -EIO. */
 int ada_hook_syms_write(FILE *f, const struct ada_hook_module_info *mi,
                         const struct ada_hook_symtab *st, uint64_t *table_xxh64);
+/* The function-table lines ("F ...\n" each, in order), malloc'd; *len gets
+ * their length. NULL: -ENOMEM. A version 2 file's body (docs/format.md). */
+char *ada_hook_syms_body(const struct ada_hook_symtab *st, size_t *len);
+/* Writes a version 2 symbols file's lines to f: the image's header, its
+ * table_xxh64 (hash, the body's XXH64) and the body's name and length.
+ * Returns 0 or -EIO. */
+int ada_hook_syms_write_v2(FILE *f, const struct ada_hook_module_info *mi,
+                           const struct ada_hook_symtab *st, uint64_t hash, const char *body,
+                           size_t body_len);
 /* XXH64 (seed 0) of the function-table lines exactly as written. */
 uint64_t ada_hook_syms_table_hash(const struct ada_hook_symtab *st);
 
