@@ -694,17 +694,23 @@ static void record_print_drain(const struct ada_record_summary *s)
 /* What the disk took away: the budget's retired generations, a full disk. */
 static void record_print_disk(const struct ada_record_summary *s)
 {
+	char cut[160] = "";
+	if (s->retired_cut)
+		snprintf(cut, sizeof(cut),
+		         ", %llu of them a live thread's file ended early to be deleted (the files "
+		         "being written filled the budget)",
+		         (unsigned long long)s->retired_cut);
 	if (s->retired_gens)
 		fprintf(
 		    stderr,
 		    "ada: the disk budget of %.1f MiB%s deleted the %llu oldest index "
 		    "generation%s (%llu events, %llu bytes), %llu of them the last file of a "
-		    "finished thread (its directory with it); the session keeps the most recent "
+		    "finished thread (its directory with it)%s; the session keeps the most recent "
 		    "data, and each manifest's retention says what went\n",
 		    (double)s->budget_bytes / 1048576.0, s->budget_default ? " (the default)" : "",
 		    (unsigned long long)s->retired_gens, s->retired_gens == 1 ? "" : "s",
 		    (unsigned long long)s->retired_events, (unsigned long long)s->retired_bytes,
-		    (unsigned long long)s->retired_threads);
+		    (unsigned long long)s->retired_threads, cut);
 	if (s->disk_full)
 		fprintf(stderr,
 		        "ada: the disk filled up: recording stopped early, %llu events were "

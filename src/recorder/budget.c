@@ -233,6 +233,96 @@ void wal_budget_overrun(struct ada_recorder *r)
 	           (double)r->o.max_disk_bytes / 1048576.0);
 }
 
+/* ---- the files being written: ended early when they fill the budget ---- */
+
+/* Whether a trigger window is open (its records still to persist). */
+bool wal_window_open(const struct ada_recorder *r)
+{
+	if (r->o.detail_mode != ADA_DETAIL_TRIGGERED || !r->flight.trig)
+		return false;
+	bool open = false;
+	size_t n = ada_trigger_window_count(r->flight.trig);
+	for (size_t i = n; i-- > 0 && !open;)
+		open = !ada_trigger_window_at(r->flight.trig, i)->closed;
+	return open;
+}
+
+/* The room a thread's file ending with a window open takes at once: its
+ * whole detail ring (flight.c wal_flight_thread_end), a quarter of the
+ * budget at most. */
+uint64_t wal_budget_end_room(const struct ada_recorder *r, const struct wal_proc *p)
+{
+	uint64_t room = ada_arena_config_of(p->arena)->detail_bytes + WAL_FILE_ENDS;
+	uint64_t most = r->o.max_disk_bytes / 4;
+	return room < most ? room : most;
+}
+
+/* What the budget keeps deletable ahead of need, besides a room asked:
+ * what the threads may write before their next drain (a sixteenth of the
+ * budget), and while a window is open the largest room a thread's end
+ * takes at once (wal_budget_end_room), which comes with no drain between. */
+uint64_t wal_budget_ahead(const struct ada_recorder *r)
+{
+	uint64_t ahead = 0;
+	if (wal_window_open(r))
+		for (size_t i = 0; i < r->nprocs; i++) {
+			const struct wal_proc *p = r->procs[i];
+			uint64_t e = !p->finished && p->arena ? wal_budget_end_room(r, p) : 0;
+			ahead = e > ahead ? e : ahead;
+		}
+	return ahead + r->o.max_disk_bytes / 16;
+}
+
+/* The bytes of t's current files as the budget counts them: its index
+ * file's allocation and its detail file. */
+uint64_t wal_budget_current_bytes(const struct wal_thread *t)
+{
+	return ada_wal_file_disk_bytes(t->f) + wal_detail_file_bytes(t);
+}
+
+/* The largest current file the budget may end early (rotate, then delete
+ * as a generation), NULL when none is as large as min: one whose thread
+ * is live and not already marked; *marked: the bytes of those marked. */
+static struct wal_thread *budget_cut_candidate(struct ada_recorder *r, uint64_t min,
+                                               uint64_t *marked)
+{
+	struct wal_thread *best = NULL;
+	uint64_t most = 0;
+	*marked = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct wal_proc *p = r->procs[i];
+		for (size_t j = 0; !p->finished && p->arena && j < p->nthreads; j++) {
+			struct wal_thread *t = p->threads[j];
+			if (!t->f || t->done)
+				continue;
+			uint64_t b = wal_budget_current_bytes(t);
+			if (t->budget_cut)
+				*marked += b;
+			else if (b >= min && b > most) {
+				best = t;
+				most = b;
+			}
+		}
+	}
+	return best;
+}
+
+/* Marks the largest files being written to end early until they hold
+ * want bytes (those marked before count); returns what the marked ones
+ * hold. Files smaller than a sixteenth of the budget (the most a segment
+ * takes) are not worth their end: the budget would end every new file
+ * again (bounded_retire: 300 children of 60 KiB under 2 MiB). */
+uint64_t wal_budget_cut(struct ada_recorder *r, uint64_t want)
+{
+	uint64_t min = r->o.max_disk_bytes / 16, marked = 0;
+	for (;;) {
+		struct wal_thread *t = budget_cut_candidate(r, min, &marked);
+		if (marked >= want || !t)
+			return marked;
+		t->budget_cut = true;
+	}
+}
+
 /* ---- retention: what the budget deletes, oldest first ---- */
 
 /* A side file about to be deleted leaves the side bytes now, not at the
@@ -458,6 +548,7 @@ bool wal_retire_oldest(struct ada_recorder *r)
 	if (g.t1 > bt->retired_until_ns)
 		bt->retired_until_ns = g.t1;
 	r->budget.disk_closed -= wal_round_block(g.bytes) + g.detail_bytes;
+	r->budget.retired_cut += g.cut;
 	wal_budget_retired(r, g.events, g.bytes);
 	wal_retention_save(bt->p, bt); /* a live process's, for ada recover */
 	return true;

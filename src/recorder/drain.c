@@ -307,6 +307,7 @@ static void drain_budget_audit(struct ada_recorder *r);
 void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 {
 	drain_sync_waits(t);
+	t->budget_cut = false; /* its file is final: the budget may delete it */
 	if (t->f) {
 		/* The detail records of the last events go first (--detail
 		 * always); their patches need the index file still open. */
@@ -368,6 +369,8 @@ void wal_kill_point(const char *name)
 static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 {
 	struct ada_wal_file_summary s;
+	bool cut = t->budget_cut;
+	t->budget_cut = false;
 	/* A process with a file to rotate is no short one: its manifest names
 	 * its arena now, so `ada recover` can drain the ring should the
 	 * recorder die in the middle (drain_early_manifest waits 20 ms). */
@@ -406,6 +409,7 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 		    .t1 = s.time_end_ns,
 		    .detail_bytes = detail_bytes,
 		    .encoding = s.encoding,
+		    .cut = cut,
 		};
 		t->next_gen++;
 		r->budget.disk_closed += wal_round_block(s.bytes) + detail_bytes;
@@ -438,18 +442,43 @@ static void drain_ahead_room(struct ada_recorder *r)
 		    r->io, used < r->o.max_disk_bytes ? r->o.max_disk_bytes - used : 0);
 }
 
+#define DRAIN_WINDOW_PASS_ROOM (4ull << 20)
+
 /* Deletes the oldest data until room bytes are free below the budget,
  * besides the side files' margin (what they may grow by before the next
- * scan); said when nothing is left to delete and the session is over. */
+ * scan). The files being written count too: threads writing at once may
+ * fill the budget with their current files, each below the rotation size
+ * (a quarter of the budget, half as much again while a window waits),
+ * and no older file would be left to delete. So when the finished files
+ * left (disk_closed: the generations and finished threads' last files,
+ * every one of them deletable) are not enough for the room and what the
+ * budget keeps ahead (budget.c wal_budget_ahead: what the threads may
+ * write before their next drain, a thread end's room while a window is
+ * open), the largest current files are marked to end early, at
+ * their thread's next drain (drain_slot: in its process's arena guard,
+ * as ending a file reads the arena), each then a generation the budget
+ * deletes when, and only when, it is the oldest file and room is needed.
+ * Said when even the files marked could not bring the session within its
+ * budget: the files being written and those never deleted are over it by
+ * themselves. */
 static void drain_budget_hold_room(struct ada_recorder *r, uint64_t room)
 {
+	uint64_t max = r->o.max_disk_bytes;
+	bool left = true;
 	room += r->budget.side_margin;
-	while (drain_disk_bytes(r) + room > r->o.max_disk_bytes)
-		if (!wal_retire_oldest(r)) {
-			if (drain_disk_bytes(r) > r->o.max_disk_bytes)
-				wal_budget_overrun(r);
-			break;
-		}
+	while (left && drain_disk_bytes(r) + room > max)
+		left = wal_retire_oldest(r);
+	uint64_t used = drain_disk_bytes(r), have = max + r->budget.disk_closed;
+	/* The marks' walk of every thread: once a pass for the holds after
+	 * each thread's writes (room 0), at each hold for a room asked. */
+	if (used + room + max / 4 + max / 16 > have &&
+	    (room > r->budget.side_margin || r->budget.cut_pass != r->bell.passes)) {
+		uint64_t want = used + room + wal_budget_ahead(r);
+		r->budget.cut_pass = r->bell.passes;
+		uint64_t marked = want > have ? wal_budget_cut(r, want - have) : 0;
+		if (!left && used > max && marked < used - max)
+			wal_budget_overrun(r);
+	}
 	wal_manifests_restale(r);
 	drain_ahead_room(r);
 }
@@ -464,11 +493,7 @@ static void drain_budget_hold(struct ada_recorder *r)
  * of detail): room for it is made first, so that the session stays
  * within its budget while the pass writes, not only after it; the pass
  * writes no more than that room (flight.pass_room). An eighth of the
- * budget at most: a small budget keeps most of its room for data.
- * DRAIN_FILE_ENDS: a detail file's header, footer and last block. */
-#define DRAIN_WINDOW_PASS_ROOM (4ull << 20)
-#define DRAIN_FILE_ENDS (64ull << 10)
-
+ * budget at most: a small budget keeps most of its room for data. */
 static void drain_budget_window_room(struct ada_recorder *r)
 {
 	if (!r->o.max_disk_bytes || r->o.detail_mode != ADA_DETAIL_TRIGGERED)
@@ -483,10 +508,10 @@ static void drain_budget_window_room(struct ada_recorder *r)
 	}
 	uint64_t room = r->o.max_disk_bytes / 8;
 	room = room < DRAIN_WINDOW_PASS_ROOM ? room : DRAIN_WINDOW_PASS_ROOM;
-	drain_budget_hold_room(r, room + DRAIN_FILE_ENDS);
+	drain_budget_hold_room(r, room + WAL_FILE_ENDS);
 	/* Nothing old left to delete: only what is left (1: no record fits,
 	 * the windows wait for a later pass). */
-	uint64_t used = drain_disk_bytes(r) + DRAIN_FILE_ENDS;
+	uint64_t used = drain_disk_bytes(r) + WAL_FILE_ENDS;
 	uint64_t left = used < r->o.max_disk_bytes ? r->o.max_disk_bytes - used : 0;
 	r->flight.pass_room = left < room ? (left ? left : 1) : room;
 }
@@ -497,18 +522,9 @@ static void drain_budget_window_room(struct ada_recorder *r)
  * that is made first. A quarter of the budget at most. */
 static void drain_budget_thread_end_room(struct ada_recorder *r, struct wal_thread *t)
 {
-	if (!r->o.max_disk_bytes || r->o.detail_mode != ADA_DETAIL_TRIGGERED || !t->p->arena ||
-	    !r->flight.trig)
+	if (!r->o.max_disk_bytes || !t->p->arena || !wal_window_open(r))
 		return;
-	bool open = false;
-	size_t n = ada_trigger_window_count(r->flight.trig);
-	for (size_t i = n; i-- > 0 && !open;)
-		open = !ada_trigger_window_at(r->flight.trig, i)->closed;
-	if (!open)
-		return;
-	uint64_t room = ada_arena_config_of(t->p->arena)->detail_bytes + DRAIN_FILE_ENDS;
-	uint64_t most = r->o.max_disk_bytes / 4;
-	drain_budget_hold_room(r, room < most ? room : most);
+	drain_budget_hold_room(r, wal_budget_end_room(r, t->p));
 }
 
 static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
@@ -517,11 +533,15 @@ static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)
 		return;
 	/* A generation is its index and detail files: under --detail always
 	 * the detail file can be many times the index file. */
-	uint64_t bytes = t->f ? ada_wal_file_disk_bytes(t->f) + wal_detail_file_bytes(t) : 0;
-	if (t->f && bytes >= r->budget.gen_bytes &&
-	    !wal_flight_rotate_later(r, t, bytes, r->budget.gen_bytes))
+	uint64_t bytes = t->f ? wal_budget_current_bytes(t) : 0;
+	if (t->f && (t->budget_cut || (bytes >= r->budget.gen_bytes &&
+	                               !wal_flight_rotate_later(r, t, bytes, r->budget.gen_bytes))))
 		drain_rotate(r, t);
 	drain_budget_hold(r);
+	if (t->f && t->budget_cut) { /* marked by that hold: here, in its arena's guard */
+		drain_rotate(r, t);
+		drain_budget_hold(r);
+	}
 }
 
 /* The end, every file final and every process's directory scanned once
@@ -783,7 +803,7 @@ size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t
 		ada_detail_ring_set_decided(p->arena, s, UINT64_MAX);
 	p->events += total;
 	r->events_total += total;
-	if (total && t->f)
+	if ((total || t->budget_cut) && t->f) /* marked: ended even when idle */
 		drain_enforce_budget(r, t);
 	wal_thread_dir_close(t);
 	return total;

@@ -375,6 +375,7 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->retired_events = r->budget.retired_events;
 	s->retired_bytes = r->budget.retired_bytes;
 	s->retired_threads = r->budget.retired_threads;
+	s->retired_cut = r->budget.retired_cut;
 	s->detail_cut = r->detail_cut;
 	s->detail_removed = r->detail_removed;
 	for (size_t i = 0; i < r->nprocs; i++)

@@ -31,6 +31,7 @@ struct wal_gen {
 	uint64_t bytes, events, first_seq, t0, t1;
 	uint64_t detail_bytes; /* its detail.g<G>.atf on disk, whole blocks (0: none) */
 	uint8_t encoding;      /* enum ada_index_format */
+	bool cut;              /* ended early for the budget's room (drain_budget_cut) */
 };
 
 /* One thread_K of one process. */
@@ -76,6 +77,9 @@ struct wal_thread {
 	struct wal_flight_tw *fw;
 	size_t fw_base, nfw;
 	bool rotate_waited; /* its rotation waits for window memory (wal_flight_rotate_later) */
+	/* Its current file is ended at its next drain, whatever its size, so
+	 * that the budget can delete it (drain.c drain_budget_cut). */
+	bool budget_cut;
 	/* What no window took of its gaps yet (flight.c; NULL: none) */
 	struct wal_gaps_kept *gaps_kept;
 	/* Records windows' walks passed over (before their ranges) that no
@@ -315,6 +319,8 @@ struct wal_budget {
 	uint64_t scan_every; /* the next scan's delay: doubles up to a second */
 	uint64_t retired_gens, retired_events, retired_bytes;
 	uint64_t retired_threads; /* whole threads deleted (their last generation too) */
+	uint64_t retired_cut;     /* generations ended early for room (drain_budget_cut) */
+	uint64_t cut_pass;        /* the drain pass (bell.passes) of the last marks' walk */
 	size_t stale_procs;       /* finished processes with retention_stale set */
 	uint64_t retired_syms;    /* processes whose symbol files went (syms_retired) */
 	/* ADA_TEST_BUDGET_AUDIT (budget.c wal_budget_audit): whether it is
@@ -635,6 +641,19 @@ void wal_budget_detail_sync(struct ada_recorder *r, struct wal_thread *t);
 uint64_t wal_budget_detail_closed(struct ada_recorder *r, struct wal_thread *t,
                                   uint64_t file_bytes);
 void wal_budget_overrun(struct ada_recorder *r);
+/* A detail file's header, footer and last block: the room its end takes. */
+#define WAL_FILE_ENDS (64ull << 10)
+/* Whether a trigger window is open (--detail triggered). */
+bool wal_window_open(const struct ada_recorder *r);
+/* The room a thread of p ending with a window open takes at once. */
+uint64_t wal_budget_end_room(const struct ada_recorder *r, const struct wal_proc *p);
+/* What the budget keeps deletable ahead of need (drain.c hold). */
+uint64_t wal_budget_ahead(const struct ada_recorder *r);
+/* t's current index and detail files, as the budget counts them. */
+uint64_t wal_budget_current_bytes(const struct wal_thread *t);
+/* Marks the largest files being written to end early until they hold
+ * want bytes; returns the bytes of those marked (budget.c). */
+uint64_t wal_budget_cut(struct ada_recorder *r, uint64_t want);
 /* Test hook ADA_TEST_BUDGET_AUDIT=FILE: init reads it (drain start),
  * audit measures the session's index and detail files against counted
  * (the drain's count of them) and the budget, end writes the worst to

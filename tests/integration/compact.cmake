@@ -42,3 +42,11 @@ add_test(NAME e2e.budget_instant
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/budget_instant_test.sh $<TARGET_FILE:ada>
                  ${ADA_TGT_DIR}/t_trigrate_O2)
 set_tests_properties(e2e.budget_instant PROPERTIES TIMEOUT 150 LABELS "e2e")
+# The files being written fill the budget (four busy threads at 8 MiB,
+# the soak's disk samples): the largest are ended early so the budget has
+# generations to delete; a watcher samples the session's own tmpfs
+# (statvfs: atomic) and the audit checks the drain's points.
+add_test(NAME e2e.budget_writers
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/budget_writers_test.sh $<TARGET_FILE:ada>
+                 ${ADA_TGT_DIR}/t_trigrate_O2)
+set_tests_properties(e2e.budget_writers PROPERTIES TIMEOUT 150 LABELS "e2e")

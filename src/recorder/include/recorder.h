@@ -153,6 +153,9 @@ struct ada_record_summary {
 	bool budget_default;
 	uint64_t retired_gens, retired_events, retired_bytes;
 	uint64_t retired_threads; /* of retired_gens: a finished thread's last file */
+	/* of retired_gens: a live thread's file ended early so that the budget
+	 * could delete it (the files being written filled the budget) */
+	uint64_t retired_cut;
 	/* detail records a failed write cut from their files (the files
 	 * sealed valid without them), and detail files removed because not
 	 * even that could be done */
