@@ -90,12 +90,11 @@ uint64_t ring_arena_file_size(int fd, uint64_t size)
 	return size;
 }
 
-/* Allocates every page now so the hot path never takes a page fault
- * (a read populate: see arena_populate_range). */
+/* Allocates every page now so the hot path never takes a page fault. */
 static void arena_prefault(uint8_t *base, uint64_t size)
 {
-#ifdef MADV_POPULATE_READ
-	if (madvise(base, size, MADV_POPULATE_READ) == 0)
+#ifdef MADV_POPULATE_WRITE
+	if (madvise(base, size, MADV_POPULATE_WRITE) == 0)
 		return;
 #endif
 	/* Kernels before 5.14: touch one byte per page (the file is zeros). */
@@ -218,17 +217,20 @@ static int arena_spill_reserve(struct ada_arena *a, uint32_t slot)
 }
 
 /* Populates [start, end) of the mapping; 0, or -errno (ENOMEM, EFAULT:
- * /dev/shm full). EINVAL means a kernel without MADV_POPULATE_READ: the
- * pages then come with the first touch. A read populate allocates a hole's
- * page as a write's would, and maps it writable (a shared mapping of
- * tmpfs needs no write notification), but maps the pages the file has
- * already (an arena from the pool, pool.c) sixteen at a fault (the
- * kernel's fault-around), where a write populate faults each: about a
- * third of the cost for a recycled ring. */
+ * /dev/shm full). EINVAL means a kernel without MADV_POPULATE_WRITE: the
+ * pages then come with the first touch. A recycled arena on tmpfs
+ * (pool.c) is populated with reads: they map the pages the file has
+ * already sixteen at a fault (the kernel's fault-around) where writes
+ * fault each, and a shared mapping of tmpfs needs no write notification,
+ * so they come writable. Elsewhere writes: on ext4 a read of a hole
+ * maps a page the first write must fault on again, and arenas populated
+ * with reads there lost detail records (test_wal_detail's windows, its
+ * arenas in /tmp). */
 static int arena_populate_range(struct ada_arena *a, uint64_t start, uint64_t end)
 {
-#ifdef MADV_POPULATE_READ
-	if (madvise(a->base + start, end - start, MADV_POPULATE_READ) != 0 && errno != EINVAL)
+#if defined(MADV_POPULATE_WRITE) && defined(MADV_POPULATE_READ)
+	int advice = a->populate_read ? MADV_POPULATE_READ : MADV_POPULATE_WRITE;
+	if (madvise(a->base + start, end - start, advice) != 0 && errno != EINVAL)
 		return -errno;
 #else
 	(void)a;
@@ -467,6 +469,8 @@ int ring_arena_create(const char *path, const struct ada_arena_config *cfg, uint
 		unlink(path);
 		return ring_arena_create(path, cfg, start_time, out, mlock_failed);
 	}
+	struct statfs fs;
+	a->populate_read = recycled && fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
 	uint32_t pages = arena_huge_pages(fd, a->base, fsize);
 	arena_prefault(a->base, geo.desc_lock_end);
 	atomic_store_explicit(&a->ctl->flags, pages | recycled, memory_order_relaxed);

@@ -225,6 +225,9 @@ struct ada_arena {
 	uint32_t start_time;        /* likewise (ada_arena_start_time) */
 	bool pid_reused;            /* producer: ours is <pid>.<ticks>.ring (env.c) */
 	bool mlocked;
+	/* Producer side: populate with reads (a recycled arena on tmpfs,
+	 * arena_populate_range), else with writes. */
+	bool populate_read;
 	/* Producer side: the recording's budget file (NULL: none), for the
 	 * spill slots' reservations. */
 	struct ada_shm_budget *budget;
