@@ -79,8 +79,8 @@ struct wal_cidx {
 	struct ada_cidx_recent *recent;
 	struct wal_cidx_rlink *rlink; /* zeroed: pages touched as links come */
 	uint64_t nrecent, nrecent_max;
-	uint32_t gen;     /* this file's links in rlink (struct wal_cidx_rlink) */
-	bool no_spare;    /* its window is not kept (wal_recent_next_gen) */
+	uint32_t gen;  /* this file's links in rlink (struct wal_cidx_rlink) */
+	bool no_spare; /* its window is not kept (wal_recent_next_gen) */
 	/* The first event linked in rlink (UINT64_MAX: none yet): a growth
 	 * copies the links from there on, not the zeros before them (with
 	 * no window open, all of them: tens of MiB faulted in and copied). */
