@@ -205,6 +205,7 @@ static void test_v2_body(void **state)
 	assert_int_equal(ada_syms_parse_at(dfd, buf, len, ADA_SYMS_BODY_MAX, &m, NULL), -ENODATA);
 	assert_int_equal(unlinkat(dfd, "module_7.body", 0), 0);
 	assert_int_equal(ada_syms_parse_at(dfd, buf, len, ADA_SYMS_BODY_MAX, &m, NULL), -ENODATA);
+	free(buf);
 	/* A link planted as the body: never followed. */
 	v2_write(dfd, body, blen, hash, &buf, &len, &st);
 	free(buf);
