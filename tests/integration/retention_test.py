@@ -63,11 +63,19 @@ def compact_header_events(tree):
 
 
 def disk_used(tree):
-    """What `du -B1` says of tree: allocated blocks of everything in it."""
+    """What `du -B1` says of tree: allocated blocks of everything in it,
+    a file with several names (a shared symbol body, a forked child's
+    link) once."""
+    seen = set()
     used = os.lstat(tree).st_blocks * 512
     for root, dirs, names in os.walk(tree):
         for n in dirs + names:
-            used += os.lstat(os.path.join(root, n)).st_blocks * 512
+            st = os.lstat(os.path.join(root, n))
+            if st.st_nlink > 1 and not os.path.isdir(os.path.join(root, n)):
+                if (st.st_dev, st.st_ino) in seen:
+                    continue
+                seen.add((st.st_dev, st.st_ino))
+            used += st.st_blocks * 512
     return used
 
 
