@@ -39,6 +39,7 @@ import time
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from syms_files import syms_lines  # noqa: E402  (beside this file)
 import atf_check  # noqa: E402  (the independent ATF checker beside this file)
 
 SKIP = 77
@@ -63,17 +64,6 @@ EXEC_NAMES = re.compile(r"^(__)?(f?exec[a-z]*|execveat)$")
 # (docs/format.md: an EXCEPTION whose depth has bit 31), not a frame:
 # `ada dump --format jsonl` prints it as kind "signal" with a null depth
 # and the signal in "signal" (docs/dump.md).
-def syms_lines(path):
-    """The lines of a .syms file, a version 2 file's body (docs/format.md) after them."""
-    with open(path, errors="replace") as f:
-        lines = f.readlines()
-    body = [l.split(" ", 1)[1].strip() for l in lines if l.startswith("body ")]
-    if body:
-        with open(os.path.join(os.path.dirname(path), body[0]), errors="replace") as f:
-            lines += f.readlines()
-    return lines
-
-
 def is_signal_marker(ev):
     return ev.get("kind") == "signal"
 

@@ -32,6 +32,9 @@ import struct
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from syms_files import syms_lines  # noqa: E402  (beside this file)
+
 M64 = (1 << 64) - 1
 P1, P2, P3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
 P4, P5 = 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5
@@ -39,17 +42,6 @@ P4, P5 = 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5
 
 class Fail(Exception):
     pass
-
-
-def syms_lines(path):
-    """The lines of a .syms file, a version 2 file's body (docs/format.md) after them."""
-    with open(path, errors="replace") as f:
-        lines = f.readlines()
-    body = [l.split(" ", 1)[1].strip() for l in lines if l.startswith("body ")]
-    if body:
-        with open(os.path.join(os.path.dirname(path), body[0]), errors="replace") as f:
-            lines += f.readlines()
-    return lines
 
 
 def check(cond, msg):

@@ -32,6 +32,7 @@ import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from syms_files import syms_lines  # noqa: E402  (beside this file)
 import ada_itest as it  # noqa: E402
 
 MIB = 1 << 20
@@ -49,17 +50,6 @@ class Ctx:
 
 
 Rec = collections.namedtuple("Rec", "cmd rc out err session traced root manifest strace")
-
-
-def syms_lines(path):
-    """The lines of a .syms file, a version 2 file's body (docs/format.md) after them."""
-    with open(path, errors="replace") as f:
-        lines = f.readlines()
-    body = [l.split(" ", 1)[1].strip() for l in lines if l.startswith("body ")]
-    if body:
-        with open(os.path.join(os.path.dirname(path), body[0]), errors="replace") as f:
-            lines += f.readlines()
-    return lines
 
 
 def record(ctx, argv, opts=(), out=True, strace=None, env=None):

@@ -40,21 +40,11 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from syms_files import syms_lines  # noqa: E402  (beside this file)
 import ada_itest as it  # noqa: E402
 
 WARN = re.compile(r"^ada: (\S+) has no symbol table: (\d+) of its functions, found "
                   r"from \.eh_frame, are named (\S+)\+0xOFFSET")
-
-
-def syms_lines(path):
-    """The lines of a .syms file, a version 2 file's body (docs/format.md) after them."""
-    with open(path, errors="replace") as f:
-        lines = f.readlines()
-    body = [l.split(" ", 1)[1].strip() for l in lines if l.startswith("body ")]
-    if body:
-        with open(os.path.join(os.path.dirname(path), body[0]), errors="replace") as f:
-            lines += f.readlines()
-    return lines
 
 
 def elf_names(path):

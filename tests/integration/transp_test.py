@@ -59,22 +59,14 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from syms_files import syms_lines  # noqa: E402  (beside this file)
+
 TIMEOUT = 120
 
 
 class Fail(Exception):
     pass
-
-
-def syms_lines(path):
-    """The lines of a .syms file, a version 2 file's body (docs/format.md) after them."""
-    with open(path, errors="replace") as f:
-        lines = f.readlines()
-    body = [l.split(" ", 1)[1].strip() for l in lines if l.startswith("body ")]
-    if body:
-        with open(os.path.join(os.path.dirname(path), body[0]), errors="replace") as f:
-            lines += f.readlines()
-    return lines
 
 
 def run(cmd, env=None, cwd=None):
