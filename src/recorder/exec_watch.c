@@ -8,7 +8,9 @@
  * later, the process still runs but no longer maps its arena (no line of
  * /proc/PID/maps names it: an image with the agent reopens it by name at
  * once), that is said once per process, on stderr and in its manifest's
- * warnings. An exec of the same executable (/proc/self/exe) is not seen
+ * warnings. The first look counts as a change (the exec may have come
+ * before it), so each process that lives past the grace has its maps
+ * read once. An exec of the same executable (/proc/self/exe) is not seen
  * (docs/hooks.md).
  *
  * Threads: the drain thread only. Reads /proc; everything read there is
@@ -78,9 +80,13 @@ void wal_exec_watch(struct ada_recorder *r, struct wal_proc *p, uint64_t now)
 	if (p->exec_told || p->finished || !exec_exe_id(p->pid, &dev, &ino))
 		return;
 	if (!p->exe_known) {
+		/* The exec may have come before this first look (a short-lived
+		 * image that execs at once): check the maps once, after the
+		 * grace, as if the executable had just changed. */
 		p->exe_known = true;
 		p->exe_dev = dev;
 		p->exe_ino = ino;
+		p->exe_changed_ns = now;
 		return;
 	}
 	if (dev != p->exe_dev || ino != p->exe_ino) {
