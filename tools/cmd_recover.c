@@ -69,9 +69,10 @@ int cmd_recover(int argc, char **argv)
 		return 1;
 	}
 	if (rc == -EBUSY) {
-		ada_log(
-		    "'%s' is still being recorded (its recorder runs): nothing to recover there",
-		    argv[1]);
+		ada_log("'%s' is still being recorded (its recorder runs), or another ada recover "
+		        "is at "
+		        "it: nothing to recover there now",
+		        argv[1]);
 		return 1;
 	}
 	if (rc < 0) {

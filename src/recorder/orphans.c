@@ -276,12 +276,16 @@ int ada_recover_lock(const char *dir, int *out)
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	while (flock(fd, LOCK_EX) != 0)
-		if (errno != EINTR) {
-			int rc = -errno;
-			close(fd);
-			return rc;
-		}
+	/* Not waited for: a live recorder holds the shared lock all its life
+	 * (recorder.c rec_session_dir), another recovery the exclusive one. */
+	int rc = 0;
+	while (flock(fd, LOCK_EX | LOCK_NB) != 0 && rc == 0)
+		if (errno != EINTR)
+			rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
 	*out = fd;
 	return 0;
 }
@@ -419,6 +423,9 @@ static void orphan_take(const struct ada_orphan_opts *op, int shm, const char *s
 	struct ada_recover_report rep = {.notice = op->notice, .notice_arg = op->arg};
 	int lock = -1;
 	if (out == ADA_ORPHAN_RECOVERED && (rc = ada_recover_lock(o.session, &lock)) < 0) {
+		/* Its recorder runs (seen from here as gone), or a recovery. */
+		if (rc == -EBUSY)
+			return;
 		out = ADA_ORPHAN_FAILED;
 		r.error = -rc;
 	}

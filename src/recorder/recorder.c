@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,6 +96,12 @@ static int rec_session_dir(struct ada_recorder *r)
 		rc = ada_fs_mkdir(out_fd, name, ADA_FS_EXCL, &r->session_fd);
 	}
 	close(out_fd);
+	/* Held for the recorder's life (the kernel lets go when it dies):
+	 * recovery takes the session only with the exclusive lock
+	 * (orphans.c ada_recover_lock), whatever /proc says of the recorder
+	 * from another pid namespace or a busy machine. */
+	if (rc == 0 && flock(r->session_fd, LOCK_SH | LOCK_NB) < 0)
+		rc = -errno;
 	if (rc == 0 && asprintf(&r->session_dir, "%s/%s", r->out_dir, name) < 0) {
 		r->session_dir = NULL;
 		rc = -ENOMEM;

@@ -128,6 +128,17 @@ recover)
 	# one ring would corrupt it).
 	"$ADA" recover "$S" 2>"$WORK/rec" && fail "ada recover ran on a live recording"
 	grep -q "still being recorded" "$WORK/rec" || fail "no 'still being recorded' message"
+	# Nor from a pid namespace of its own, where /proc shows no recorder
+	# (a soak's live session was sealed by such a recovery): the
+	# recorder's lock on its session says it runs. Root only.
+	if [ "$(id -u)" -eq 0 ] && unshare --pid --fork --mount-proc true 2>/dev/null; then
+		unshare --pid --fork --mount-proc "$ADA" recover "$S" 2>"$WORK/rec" &&
+			fail "ada recover in another pid namespace ran on a live recording"
+		grep -q "still being recorded" "$WORK/rec" || fail "no 'still being recorded' message from another pid namespace"
+		unshare --pid --fork --mount-proc "$ADA" recover --all 2>"$WORK/rec"
+		grep -q '"state": "recording"' "$S"/pid_*/manifest.json ||
+			fail "ada recover --all in another pid namespace took a live recording"
+	fi
 	kill -KILL $APID
 	wait $APID 2>/dev/null
 	kill -KILL "$P" 2>/dev/null

@@ -443,9 +443,12 @@ struct ada_orphan_opts {
 };
 
 /* Locks the session of dir (a session, or the session above a pid_N)
- * against another recovery: flock LOCK_EX on the directory, waiting for
- * one under way (ada recover and the scan below both take it). *out: the
- * descriptor to close when done. 0, -errno. */
+ * for its recovery: flock LOCK_EX on the directory, not waited for
+ * (ada recover and the scan below both take it; a live recorder holds
+ * LOCK_SH on it all its life, so a session being recorded is never
+ * recovered, whatever its pid looks like from here). *out: the
+ * descriptor to close when done. 0, -EBUSY (a recorder or another
+ * recovery holds it), -errno. */
 int ada_recover_lock(const char *dir, int *out);
 
 /* The arena directory under shm_dir (an ada-<name>-XXXXXX of the
