@@ -380,6 +380,7 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 		wal_detail_persist(r, t, 0, UINT64_MAX, NULL);
 	}
 	wal_flight_thread_end(r, t, drain_budget_thread_end_room(r, t));
+	t->budget_cut = false; /* a mark that room's hold put on this file: it ends now */
 	drain_budget_audit(r);
 	/* detail.atf -> detail.g<G>.atf */
 	uint64_t detail_bytes = wal_detail_close(r, t, t->next_gen);
