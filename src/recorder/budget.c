@@ -248,11 +248,13 @@ bool wal_window_open(const struct ada_recorder *r)
 }
 
 /* The room a thread's file ending with a window open takes at once: its
- * whole detail ring (flight.c wal_flight_thread_end), a quarter of the
- * budget at most. */
+ * whole detail ring (flight.c wal_flight_thread_end) as the detail file
+ * writes it, up to twice the ring's bytes (a return record is 72 bytes in
+ * the ring, 124 in the file: a 24-byte header and the 100-byte payload),
+ * a quarter of the budget at most. */
 uint64_t wal_budget_end_room(const struct ada_recorder *r, const struct wal_proc *p)
 {
-	uint64_t room = ada_arena_config_of(p->arena)->detail_bytes + WAL_FILE_ENDS;
+	uint64_t room = 2 * ada_arena_config_of(p->arena)->detail_bytes + WAL_FILE_ENDS;
 	uint64_t most = r->o.max_disk_bytes / 4;
 	return room < most ? room : most;
 }
@@ -260,7 +262,11 @@ uint64_t wal_budget_end_room(const struct ada_recorder *r, const struct wal_proc
 /* What the budget keeps deletable ahead of need, besides a room asked:
  * what the threads may write before their next drain (a sixteenth of the
  * budget), and while a window is open the largest room a thread's end
- * takes at once (wal_budget_end_room), which comes with no drain between. */
+ * takes at once (wal_budget_end_room), which comes with no drain between,
+ * twice: a file ended early writes its windows' part before it is a
+ * generation to delete, so its own end is paid from the free room and
+ * the finished files, not from its bytes (drain.c
+ * drain_budget_thread_end_room), and another thread's end may follow. */
 uint64_t wal_budget_ahead(const struct ada_recorder *r)
 {
 	uint64_t ahead = 0;
@@ -270,7 +276,7 @@ uint64_t wal_budget_ahead(const struct ada_recorder *r)
 			uint64_t e = !p->finished && p->arena ? wal_budget_end_room(r, p) : 0;
 			ahead = e > ahead ? e : ahead;
 		}
-	return ahead + r->o.max_disk_bytes / 16;
+	return 2 * ahead + r->o.max_disk_bytes / 16;
 }
 
 /* The bytes of t's current files as the budget counts them: its index

@@ -113,6 +113,9 @@ struct wal_detail_stats {
 	                          them (flight.c: its passed_over) */
 	struct wal_gap gap;    /* records overwritten before any call decided them, found by
 	                          this call (a window's wal_gap_share of it is window_lost) */
+	uint64_t over_budget;  /* records in the window decided unwritten at a thread's end,
+	                          past its at_end budget: the disk budget had no room left
+	                          for them (the window's disk_budget) */
 	bool budget_spent;     /* the call stopped at its byte budget: records are left */
 	struct wal_fill *fill; /* the caller's (wal_detail_persist_window), or NULL: every
 	                          record the call decided is counted in it */

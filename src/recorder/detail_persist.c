@@ -378,6 +378,42 @@ static void pd_passed(struct wal_detail_stats *st, uint64_t ns)
 	g->exact = true;
 }
 
+/* pd_write, its failure counted (fd_limited at the limit of open files,
+ * else unlinked) and kept as the thread's first error. */
+static int pd_write_counted(struct wal_thread *t, struct wal_tdetail *dt, const struct pd_rec *rc,
+                            uint64_t seq, uint64_t ts, struct wal_detail_stats *st)
+{
+	int e = pd_write(t, dt, rc, seq, ts, st);
+	if (e == -EMFILE || e == -ENFILE) /* no detail file: the limit of open files */
+		st->fd_limited++;
+	else if (e < 0)
+		st->unlinked++;
+	if (e < 0)
+		dt->error = dt->error ? dt->error : e;
+	return e;
+}
+
+/* At a thread's end under the disk budget (b->at_end): the record is
+ * written when its bytes in the detail file (larger than the ring's
+ * record) fit what is left of b, else decided unwritten and counted
+ * (st->over_budget): no later call writes into this file. */
+static void pd_write_end(struct wal_thread *t, struct wal_tdetail *dt, struct wal_detail_budget *b,
+                         const struct pd_rec *rc, uint64_t seq, uint64_t ts,
+                         struct wal_detail_stats *st)
+{
+	struct atf_detail_event_header h;
+	struct atf_detail_function_payload p;
+	uint64_t xmm[ATF_DETAIL_XMM_WORDS];
+	pd_build(t, rc, (uint32_t)seq, ts, &h, &p, xmm);
+	if (h.total_length > b->bytes) {
+		st->over_budget++;
+		return;
+	}
+	uint64_t before = st->bytes;
+	if (pd_write_counted(t, dt, rc, seq, ts, st) == 0)
+		b->bytes -= st->bytes - before;
+}
+
 /* Decides one record that may be persisted: written, skipped (outside
  * the window), unlinked, or left for a later call (returns false). */
 static bool pd_decide(struct wal_thread *t, struct wal_tdetail *dt, struct pd_walk_ctl *c,
@@ -409,19 +445,16 @@ static bool pd_decide(struct wal_thread *t, struct wal_tdetail *dt, struct pd_wa
 		pd_passed(st, ev.timestamp_ns ? ev.timestamp_ns : ns);
 		break;
 	case PD_WRITE:
+		if (c->budget && c->budget->at_end) {
+			pd_write_end(t, dt, c->budget, rc, seq, ev.timestamp_ns, st);
+			break;
+		}
 		if (!pd_affordable(c, rl)) {
 			st->budget_spent = true;
 			pd_leave(c, dt, p, ns);
 			return false;
 		}
-		int e = pd_write(t, dt, rc, seq, ev.timestamp_ns, st);
-		if (e == -EMFILE || e == -ENFILE) /* no detail file: the limit of open files */
-			st->fd_limited++;
-		else if (e < 0)
-			st->unlinked++;
-		if (e < 0)
-			dt->error = dt->error ? dt->error : e;
-		else if (c->budget)
+		if (pd_write_counted(t, dt, rc, seq, ev.timestamp_ns, st) == 0 && c->budget)
 			c->budget->bytes -= rl;
 		break;
 	}
@@ -681,7 +714,7 @@ int wal_detail_persist_window(struct ada_recorder *r, struct wal_thread *t, uint
 	struct wal_tdetail *dt = pd_state(t);
 	struct wal_fill *fill = st->fill; /* the caller's, kept */
 	struct wal_detail_stats tk = {0};
-	if (!budget) { /* the end: everything left in the ring first */
+	if (!budget || budget->at_end) { /* the end: everything left in the ring first */
 		int e = wal_detail_take(r, t, UINT64_MAX, UINT64_MAX, &tk);
 		if (e < 0 && e != -ENOMEM)
 			return e;

@@ -301,7 +301,7 @@ void wal_proc_ring_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *ns
 	}
 }
 
-static void drain_budget_thread_end_room(struct ada_recorder *r, struct wal_thread *t);
+static uint64_t drain_budget_thread_end_room(struct ada_recorder *r, struct wal_thread *t);
 static void drain_budget_audit(struct ada_recorder *r);
 
 void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
@@ -315,9 +315,9 @@ void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 			wal_detail_settle(t);
 			wal_detail_persist(r, t, 0, UINT64_MAX, NULL);
 		}
-		drain_budget_thread_end_room(r, t);
-		wal_flight_thread_end(r, t);    /* open windows: their part of its ring */
-		wal_flight_thread_unread(r, t); /* what waits for events never taken now */
+		uint64_t room = drain_budget_thread_end_room(r, t);
+		wal_flight_thread_end(r, t, room); /* open windows: their part of its ring */
+		wal_flight_thread_unread(r, t);    /* what waits for events never taken now */
 		drain_budget_audit(r);
 		wal_flight_context(r, t); /* the fatal signal's registers, last */
 		t->last_detail_bytes = wal_detail_close(r, t, UINT32_MAX);
@@ -379,8 +379,8 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 		wal_detail_settle(t);
 		wal_detail_persist(r, t, 0, UINT64_MAX, NULL);
 	}
-	drain_budget_thread_end_room(r, t);
-	wal_flight_thread_end(r, t);
+	wal_flight_thread_end(r, t, drain_budget_thread_end_room(r, t));
+	t->budget_cut = false; /* a mark that room's hold put on this file: it ends now */
 	drain_budget_audit(r);
 	/* detail.atf -> detail.g<G>.atf */
 	uint64_t detail_bytes = wal_detail_close(r, t, t->next_gen);
@@ -460,10 +460,10 @@ static void drain_ahead_room(struct ada_recorder *r)
  * deletes when, and only when, it is the oldest file and room is needed.
  * Said when even the files marked could not bring the session within its
  * budget: the files being written and those never deleted are over it by
- * themselves. Not while a trigger window is open: a file ended then writes
- * its windows' part of its detail ring at once, and put the session over
- * its budget before the next deletion (e2e.budget_instant's audit, 283 KB
- * in CI). */
+ * themselves. While a trigger window is open too: a file ended then
+ * writes its windows' part of its detail ring at once, before it is a
+ * generation to delete, so the room for that is kept ahead and the end
+ * writes no more than what is left (drain_budget_thread_end_room). */
 static void drain_budget_hold_room(struct ada_recorder *r, uint64_t room)
 {
 	uint64_t max = r->o.max_disk_bytes;
@@ -473,8 +473,9 @@ static void drain_budget_hold_room(struct ada_recorder *r, uint64_t room)
 		left = wal_retire_oldest(r);
 	uint64_t used = drain_disk_bytes(r), have = max + r->budget.disk_closed;
 	/* The marks' walk of every thread: once a pass for the holds after
-	 * each thread's writes (room 0), at each hold for a room asked. */
-	if (used + room + max / 4 + max / 16 > have && !wal_window_open(r) &&
+	 * each thread's writes (room 0), at each hold for a room asked; only
+	 * near the budget (max / 2 + max / 16: the most wal_budget_ahead asks). */
+	if (used + room + max / 2 + max / 16 > have &&
 	    (room > r->budget.side_margin || r->budget.cut_pass != r->bell.passes)) {
 		uint64_t want = used + room + wal_budget_ahead(r);
 		r->budget.cut_pass = r->bell.passes;
@@ -519,15 +520,27 @@ static void drain_budget_window_room(struct ada_recorder *r)
 	r->flight.pass_room = left < room ? (left ? left : 1) : room;
 }
 
-/* Before a thread's file ends (finalized or rotated) with a window open:
- * the windows take their part of its detail ring at once, with no pass
- * budget (flight.c wal_flight_thread_end), up to the whole ring; room for
- * that is made first. A quarter of the budget at most. */
-static void drain_budget_thread_end_room(struct ada_recorder *r, struct wal_thread *t)
+/* Before a thread's file ends (finalized, rotated, or ended early by the
+ * budget) with a window open: the windows take their part of its detail
+ * ring at once, with no pass (flight.c wal_flight_thread_end), up to the
+ * whole ring; room for that is made first (a quarter of the budget at
+ * most). Returns the detail bytes the end may write: what is left below
+ * the budget once the oldest data went, less the files' ends
+ * (UINT64_MAX: no budget or no window). A record past it is counted
+ * (the window's disk_budget), never written over the budget: with
+ * nothing finished left to delete, the end of a file being written has
+ * only the free room (budget.c wal_budget_ahead keeps it ahead, so this
+ * is rare). */
+static uint64_t drain_budget_thread_end_room(struct ada_recorder *r, struct wal_thread *t)
 {
-	if (!r->o.max_disk_bytes || !t->p->arena || !wal_window_open(r))
-		return;
+	uint64_t max = r->o.max_disk_bytes;
+	if (!max || !t->p->arena || !wal_window_open(r))
+		return UINT64_MAX;
 	drain_budget_hold_room(r, wal_budget_end_room(r, t->p));
+	/* The side files' margin too, as the hold keeps it: what they may
+	 * grow by before the next scan counts them. */
+	uint64_t used = drain_disk_bytes(r) + WAL_FILE_ENDS + r->budget.side_margin;
+	return used < max ? max - used : 0;
 }
 
 static void drain_enforce_budget(struct ada_recorder *r, struct wal_thread *t)

@@ -432,27 +432,29 @@ static void flight_take_in_budget(struct ada_recorder *r, struct wal_thread *t,
 }
 
 /* Window wi's records still in t's ring; budget: the pass's bytes (NULL:
- * all of them, at a thread's or a process's end). Threads whose file is
- * final have closed their detail file: whatever their ring still held
- * stays out. */
+ * all of them, at a thread's or a process's end; at_end: all of them
+ * within the disk budget's room, the rest counted disk_budget). Threads
+ * whose file is final have closed their detail file: whatever their ring
+ * still held stays out. */
 static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, size_t wi,
                                   const struct ada_trigger_window *w,
                                   struct wal_detail_budget *budget)
 {
 	struct wal_flight_tw *fw;
+	bool live = budget && !budget->at_end; /* a pass's, not an end's */
 	if (!t->f || t->done || !t->p->arena || !(fw = flight_tw(t, wi)))
 		return;
-	if (budget && (budget->bytes == 0 || flight_earlier_spent(r, t, wi, w))) {
+	if (live && (budget->bytes == 0 || flight_earlier_spent(r, t, wi, w))) {
 		r->flight.backlog = true; /* the next pass goes on */
 		return;
 	}
-	if (budget && !r->flight.mem_limit)
+	if (live && !r->flight.mem_limit)
 		flight_take_in_budget(r, t, budget);
 	struct wal_detail_stats st = {.fill = &fw->fill};
 	uint64_t head = ada_detail_ring_head(t->p->arena, t->slot);
 	/* The end (no budget) always looks: its take counts the rest of a gap
 	 * a live take counted from a moving counter. */
-	if (budget && flight_copy_same(t, fw, w, head)) {
+	if (live && flight_copy_same(t, fw, w, head)) {
 		fw->skipped++;
 		r->flight.waiting |= fw->waiting > 0; /* still: ring_next did not move */
 		return;
@@ -480,6 +482,8 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 	/* Decided even when the call failed later (a write): counted. */
 	if (st.bad_link)
 		flight_missed(t, fw, ADA_MISS_BAD_LINK, st.bad_link, false);
+	if (st.over_budget)
+		flight_missed(t, fw, ADA_MISS_DISK_BUDGET, st.over_budget, false);
 	flight_passed(t, &st.passed);
 	if (e < 0) {
 		fw->errors++;
@@ -510,12 +514,15 @@ static void flight_persist_proc(struct ada_recorder *r, struct wal_proc *p,
 	}
 }
 
-/* The open windows' records in t's ring. */
-static void flight_thread_windows(struct ada_recorder *r, struct wal_thread *t)
+/* The open windows' records in t's ring; room: the detail bytes the disk
+ * budget left them (UINT64_MAX: no budget). */
+static void flight_thread_windows(struct ada_recorder *r, struct wal_thread *t, uint64_t room)
 {
+	struct wal_detail_budget end = {.bytes = room, .deadline_ns = UINT64_MAX, .at_end = true};
 	for (size_t wi = flight_next_open(r, SIZE_MAX); wi != SIZE_MAX;
 	     wi = flight_next_open(r, wi))
-		flight_persist_thread(r, t, wi, ada_trigger_window_at(r->flight.trig, wi), NULL);
+		flight_persist_thread(r, t, wi, ada_trigger_window_at(r->flight.trig, wi),
+		                      room == UINT64_MAX ? NULL : &end);
 }
 
 /* The newest time an open window wants (0: none open). */
@@ -714,12 +721,12 @@ bool wal_flight_rotate_later(struct ada_recorder *r, struct wal_thread *t, uint6
 	return true;
 }
 
-void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t)
+void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t, uint64_t room)
 {
 	if (!t->p->arena)
 		return;
 	if (r->o.detail_mode == ADA_DETAIL_TRIGGERED && r->flight.trig)
-		WAL_GUARDED(t->p->arena, flight_thread_windows(r, t), (void)0);
+		WAL_GUARDED(t->p->arena, flight_thread_windows(r, t, room), (void)0);
 	/* Its ring's overwrites since the last look: the thread's count whole. */
 	WAL_GUARDED(t->p->arena, wal_detail_sync_overwritten(t), (void)0);
 }

@@ -345,6 +345,12 @@ struct wal_detail_budget {
 	uint64_t bytes;
 	uint64_t deadline_ns;
 	uint32_t until_clock; /* records before the next clock read */
+	/* A thread's end under the disk budget (flight.c
+	 * wal_flight_thread_end): as with no budget, everything left in the
+	 * ring is taken first, but a record past bytes is decided unwritten
+	 * and counted (st->over_budget, the window's disk_budget), not left
+	 * for a later call: there is none for this file. */
+	bool at_end;
 };
 
 /* The windows' live persist yielding to the program while the CPU is
@@ -813,8 +819,9 @@ void wal_flight_tick(struct ada_recorder *r);
  * pre-roll persisted at once, before the rings overwrite it. */
 void wal_flight_after_pass(struct ada_recorder *r);
 /* t's index file is about to be finalized or rotated: the open windows
- * take what they want of its ring first. */
-void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t);
+ * take what they want of its ring first, room detail bytes of it at most
+ * (the disk budget's; UINT64_MAX: all), the rest counted (disk_budget). */
+void wal_flight_thread_end(struct ada_recorder *r, struct wal_thread *t, uint64_t room);
 /* Whether t's rotation (its files at bytes, a generation gen_bytes) waits:
  * records of t in window memory link to events of the file a rotation
  * finalizes, so it would persist them all at once, whatever the yield

@@ -14,13 +14,22 @@
 # (over 0, overrun 0), and the summary must say that files being written
 # were ended early (else the test proved nothing). Counts, not times:
 # the watcher's samples are as many as the machine gives it, each one
-# must be within the bound. Without trigger windows: a file ended early
-# with a window open writes its windows' part of its detail ring at once
-# (the thread end's room), which this test does not hold to the bound.
-#   budget_writers_test.sh ADA T_TRIGRATE
+# must be within the bound.
+# MODE windows (e2e.budget_windows): the same with trigger windows open
+# all along (each thread fires mark_point every 100 ms, --detail-mb 1,
+# shorter runs): a file ended early then writes its windows' part of its
+# detail ring at once, before it is a generation to delete, so that room
+# must be kept ahead and the end must write no more than what is left
+# (anything it could not keep counted as the window's disk_budget); the
+# summary must say windows were persisted (else the test proved nothing).
+#   budget_writers_test.sh ADA T_TRIGRATE [windows]
 set -u
-ADA=$1 TRIG=$2
+ADA=$1 TRIG=$2 MODE=${3:-}
 BUDGET_MB=8
+SECS=2.5 EVERY=0 REC_ARGS=
+if [ "$MODE" = windows ]; then
+	SECS=2 EVERY=100 REC_ARGS="--detail-mb 1 --trigger symbol=mark_point"
+fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ada_budget_writers.XXXXXX")
 SMALL=
 cleanup() {
@@ -88,9 +97,10 @@ for _ in $(seq 600); do [ -e "$WORK/watch.ready" ] && break; sleep 0.1; done
 [ -e "$WORK/watch.ready" ] || fail "the watcher did not start"
 
 cmd=
-for _ in 1 2 3 4; do cmd="$cmd '$TRIG' 2.5 0 >/dev/null &"; done
+for _ in 1 2 3 4; do cmd="$cmd '$TRIG' $SECS $EVERY >/dev/null &"; done
+# shellcheck disable=SC2086 # REC_ARGS: words
 ADA_TEST_BUDGET_AUDIT=$WORK/audit timeout -s KILL 120 "$ADA" record --out "$OUT" \
-	--max-disk-mb $BUDGET_MB -- sh -c "$cmd wait" >"$WORK/stdout" 2>"$WORK/err"
+	--max-disk-mb $BUDGET_MB $REC_ARGS -- sh -c "$cmd wait" >"$WORK/stdout" 2>"$WORK/err"
 rc=$?
 touch "$WORK/stop"
 wait "$WATCH"
@@ -118,6 +128,11 @@ grep -q "the disk budget of $BUDGET_MB.0 MiB deleted" "$WORK/err" ||
 	fail "retention deleted nothing: the budget was never reached, the test proves nothing"
 grep -q "of them a live thread's file ended early" "$WORK/err" ||
 	fail "no file being written was ended early: the files being written never filled the budget, the test proves nothing"
+if [ "$MODE" = windows ]; then
+	grep -Eq "flight recorder: [1-9][0-9]* windows? persisted" "$WORK/err" ||
+		fail "no trigger window was persisted: the test proves nothing"
+	grep -o "flight recorder: .*" "$WORK/err"
+fi
 "$ADA" validate "$S" >"$WORK/validate" 2>&1 || { cat "$WORK/validate" >&2; fail "ada validate refused the session"; }
 used=$(du -sB1 "$S" | cut -f1)
 [ "$used" -le $((BUDGET_MB << 20)) ] || fail "the session takes $used bytes at the end, over $BUDGET_MB MiB"

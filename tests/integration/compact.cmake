@@ -50,3 +50,11 @@ add_test(NAME e2e.budget_writers
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/budget_writers_test.sh $<TARGET_FILE:ada>
                  ${ADA_TGT_DIR}/t_trigrate_O2)
 set_tests_properties(e2e.budget_writers PROPERTIES TIMEOUT 150 LABELS "e2e")
+# The same with trigger windows open all along (--detail-mb 1, a symbol
+# trigger every 100 ms): a file ended early writes its windows' part of
+# its detail ring at once; the budget keeps room for it and the end writes
+# no more than what is left (what it cannot keep counted disk_budget).
+add_test(NAME e2e.budget_windows
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/budget_writers_test.sh $<TARGET_FILE:ada>
+                 ${ADA_TGT_DIR}/t_trigrate_O2 windows)
+set_tests_properties(e2e.budget_windows PROPERTIES TIMEOUT 150 LABELS "e2e")

@@ -1749,13 +1749,13 @@ static void test_flight_passed_over(void **state)
 	wscene_flight(&s, span, span);
 	/* the later window first: its walk passes over records 0..~29 */
 	assert_int_equal(wscene_fire(&s, ev[34].timestamp_ns, ev[39].timestamp_ns), 1);
-	wal_flight_thread_end(&s.d.r, &s.d.t);
+	wal_flight_thread_end(&s.d.r, &s.d.t, UINT64_MAX);
 	uint64_t written = wal_detail_proc_records(p);
 	assert_true(written > 0 && written < 40);
 	assert_int_equal(p->window_missed[ADA_MISS_PASSED_OVER], 0);
 	/* then one earlier in time */
 	assert_int_equal(wscene_fire(&s, ev[10].timestamp_ns, ev[39].timestamp_ns), 2);
-	wal_flight_thread_end(&s.d.r, &s.d.t);
+	wal_flight_thread_end(&s.d.r, &s.d.t, UINT64_MAX);
 	assert_int_equal(wal_detail_proc_records(p), written); /* nothing late */
 	assert_true(p->window_missed[ADA_MISS_PASSED_OVER] > 0);
 	assert_true(p->window_missed[ADA_MISS_PASSED_OVER] <= 40 - written);
@@ -1764,6 +1764,48 @@ static void test_flight_passed_over(void **state)
 	assert_int_equal(p->window_missed[ADA_MISS_UNREAD_AT_END], 0);
 	assert_int_equal(p->window_missed[ADA_MISS_BAD_LINK], 0);
 	wscene_close(&s);
+}
+
+/* One window over the scene's 40 records, ended at once with room detail
+ * bytes (wal_flight_thread_end: a thread's file ending under the disk
+ * budget); returns the records written, *missed its disk_budget count,
+ * *bytes the detail file's. */
+static uint64_t end_with_room(uint64_t room, uint64_t *missed, uint64_t *bytes)
+{
+	struct wscene s;
+	wscene_open(&s, 20, 40);
+	const struct atf_index_event *ev = s.ev;
+	uint64_t span = ev[39].timestamp_ns - ev[0].timestamp_ns + 1;
+	wscene_flight(&s, span, span);
+	assert_int_equal(wscene_fire(&s, ev[20].timestamp_ns, ev[39].timestamp_ns), 1);
+	wal_flight_thread_end(&s.d.r, &s.d.t, room);
+	uint64_t written = wal_detail_proc_records(&s.d.p);
+	*missed = s.d.p.window_missed[ADA_MISS_DISK_BUDGET];
+	*bytes = wal_detail_file_bytes(&s.d.t);
+	wscene_close(&s);
+	assert_int_equal(teardown(NULL), 0); /* a new directory for the next scene */
+	assert_int_equal(setup(NULL), 0);
+	return written;
+}
+
+/* A thread's file ending with a window open writes no more detail than
+ * the disk budget's room (drain.c drain_budget_thread_end_room): the
+ * records past it are decided unwritten and counted as the window's
+ * disk_budget, every record of the window either written or counted. */
+static void test_flight_end_room(void **state)
+{
+	(void)state;
+	uint64_t missed, all_bytes;
+	assert_int_equal(end_with_room(UINT64_MAX, &missed, &all_bytes), 40);
+	assert_int_equal(missed, 0);
+	assert_true(all_bytes > 64);
+	uint64_t bytes, room = (all_bytes - 64) / 2; /* half the records' bytes */
+	uint64_t written = end_with_room(room, &missed, &bytes);
+	assert_true(written > 0 && written < 40);
+	assert_int_equal(written + missed, 40);
+	assert_true(bytes <= 64 + room); /* the header and what fit */
+	assert_int_equal(end_with_room(0, &missed, &bytes), 0);
+	assert_int_equal(missed, 40);
 }
 
 /* A recording of an aarch64 program: a RETURN record's two value words
@@ -1872,6 +1914,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_persist_bad_link, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_persist_passed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_flight_passed_over, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flight_end_room, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_window, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_grows, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_reused, setup, teardown),

@@ -121,18 +121,21 @@ struct json_t *ada_recorder_keysym_cover(struct ada_recorder *r);
  * events were never taken (a forced stop's time ran out, the slot was
  * quarantined); their link named no index event (the target's record);
  * a walk of the thread's ring had passed over them before the window was
- * created or reached back so far (the detail file keeps ring order). */
+ * created or reached back so far (the detail file keeps ring order); a
+ * thread's file ended with no room left under the disk budget for them
+ * (--max-disk-mb: its windows' part is written at once at its end). */
 enum ada_window_miss {
 	ADA_MISS_UNREAD_AT_END = 0,
 	ADA_MISS_BAD_LINK = 1,
 	ADA_MISS_PASSED_OVER = 2,
-	ADA_WINDOW_MISS_COUNT = 3,
+	ADA_MISS_DISK_BUDGET = 3,
+	ADA_WINDOW_MISS_COUNT = 4,
 };
-/* "unread_at_end", "bad_link", "passed_over" (manifest keys). */
+/* "unread_at_end", "bad_link", "passed_over", "disk_budget" (manifest keys). */
 static inline const char *ada_window_miss_name(unsigned k)
 {
 	static const char *const n[ADA_WINDOW_MISS_COUNT] = {"unread_at_end", "bad_link",
-	                                                     "passed_over"};
+	                                                     "passed_over", "disk_budget"};
 	return k < ADA_WINDOW_MISS_COUNT ? n[k] : "?";
 }
 
