@@ -24,6 +24,7 @@ work directory and prints its path.
 import argparse
 import collections
 import fnmatch
+import gc
 import glob
 import json
 import os
@@ -282,9 +283,19 @@ class Ada:
         skip_if_unimplemented("ada dump", rc, e)
         if rc != 0:
             raise Fail("`%s` exited %d: %s" % (" ".join(cmd), rc, shown(e)))
+        # One parse of the whole stream is ~5x faster than one per line;
+        # its lines made an array by one replace, and no collection of
+        # the garbage collector while it builds a million dicts (20% of
+        # the parse). Blank lines or bytes that are not UTF-8: as before.
+        gc.disable()
+        try:
+            return json.loads(b"[" + o.strip().replace(b"\n", b",") + b"]")
+        except ValueError:
+            pass
+        finally:
+            gc.enable()
         lines = [l for l in o.decode(errors="replace").splitlines() if l.strip()]
         try:
-            # One parse of the whole stream is ~5x faster than one per line.
             return json.loads("[" + ",".join(lines) + "]")
         except ValueError:
             pass  # find and report the bad line below
