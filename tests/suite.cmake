@@ -182,7 +182,28 @@ function(ada_suite_finish)
   endforeach()
   list(JOIN tests "\n" names)
   file(WRITE ${CMAKE_BINARY_DIR}/ctest_names.txt "${names}\n")
+  ada_suite_costs()
   ada_suite_fuzzers()
+endfunction()
+
+# The longest tests start first: CTest starts the tests of higher COST
+# first, and without Testing/Temporary/CTestCostData.txt (a fresh clone,
+# CI) every test costs 0 and they start in registration order, so a 30 s
+# test registered late ran alone at the end of `ctest -j2`. COST from
+# tests/costs.txt ("seconds name", a Release run's times); a name that is
+# no test here (the cross build's, a test renamed) is passed over. Once
+# the build has a cost data file, CTest's own measured times come first.
+function(ada_suite_costs)
+  file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/costs.txt lines REGEX "^[0-9]")
+  foreach(l ${lines})
+    # Two ifs: ${CMAKE_MATCH_2} in the matching if would be expanded
+    # before the match sets it.
+    if(l MATCHES "^([0-9.]+) +([^ ]+)$")
+      if(TEST ${CMAKE_MATCH_2})
+        set_tests_properties(${CMAKE_MATCH_2} PROPERTIES COST ${CMAKE_MATCH_1})
+      endif()
+    endif()
+  endforeach()
 endfunction()
 
 function(ada_suite_fuzzers)

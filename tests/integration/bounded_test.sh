@@ -473,6 +473,9 @@ assert got == want, (got, want)
 assert all(sum(m["drops"][l][k] for l in m["drops"] for k in m["drops"][l]) == 0 for m in ms)
 assert sum(m["ring"]["recycled"] for m in ms) == 19, [m["ring"]["recycled"] for m in ms]
 assert max(m["shm"]["pooled_arenas"] for m in ms) >= 19
+# each child said in its arena that it exited 0 (as the agent does): the
+# recorder read it there instead of waiting a second for a reaper's word
+assert all(m["exit"]["status"] == 0 for m in ms), [m["exit"] for m in ms]
 PY
 	grep -q "recorded 98100 events .* from 20 processes" "$WORK/err" || fail "not 98100 events from 20 processes"
 	"$ADA" validate "$S" >"$WORK/validate" 2>&1 || { cat "$WORK/validate" >&2; fail "ada validate failed"; }

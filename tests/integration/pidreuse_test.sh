@@ -13,16 +13,26 @@
 # count it (summary line, manifest, ada status), and pid_A/ must hold
 # exactly A's events.
 #
+# In a pid namespace of its own (tests/integration/pidns.sh, as
+# bounded_raceb): writing ns_last_pid there moves that namespace's pid
+# counter only, so the tests running beside this one are not handed
+# recently used pids (it ran alone, RUN_SERIAL, before), and no process
+# outside can take pid A.
+#
 # usage: pidreuse_test.sh ADA PRODUCER_PIDREUSE PRODUCER_CHECK
 set -u
 ADA=$1 PROD=$2 CHECK=$3
+PIDNS_TAG=pidreuse_test
+. "$(dirname "$0")/pidns.sh"
 # producer_check reads ATF v2: a compact session through its export.
 . "$(dirname "$0")/atf_view.sh"
-WORK=$(mktemp -d /tmp/ada_pidreuse.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "pidreuse_test ($MODE): $*" >&2; cat "$WORK/err" >&2 2>/dev/null; exit 1; }
-[ "$(id -u)" -eq 0 ] || { echo "pidreuse_test: needs root to choose a pid (ns_last_pid): skipped"; exit 77; }
+pidns_enter PIDREUSE_INNER "$0" "$@"
 [ -w /proc/sys/kernel/ns_last_pid ] || { echo "pidreuse_test: no /proc/sys/kernel/ns_last_pid: skipped"; exit 77; }
+pidns_private_tmp "$ADA:ada" "$PROD:producer_pidreuse" "$CHECK:producer_check"
+ADA=$BIN/ada PROD=$BIN/producer_pidreuse CHECK=$BIN/producer_check
+WORK=$(mktemp -d /tmp/ada_pidreuse.XXXXXX)
+trap 'pidns_remove_arenas "$WORK/out"; rm -rf "$WORK"' EXIT
+fail() { echo "pidreuse_test ($MODE): $*" >&2; cat "$WORK/err" >&2 2>/dev/null; exit 1; }
 
 declare -A WHEN=([after]="after the recorded process" [during]="while the recorder was still reading")
 WHEN[early]=${WHEN[during]}

@@ -10,7 +10,8 @@
  *        before: the old owner's events lie past its head), and each child
  *        after the first is started once the recorder has put an arena in
  *        the arena pool (a pool.* file in ADA_ARENA_DIR, 60 s at most), so
- *        that it takes its predecessor's (src/ring/pool.c)
+ *        that it takes its predecessor's (src/ring/pool.c); each child
+ *        says in its arena that it exited, as the agent would
  * Each child's events: function_id (child << 32) | seq, CALL/RETURN
  * alternating, so the checker can count them per process.
  */
@@ -26,7 +27,12 @@
 
 #include "ring.h"
 
-static int child(uint64_t id, uint64_t k)
+/* tell_exit: the child says in its arena that it exited (status 0), as
+ * the agent's exit() hook does in a traced program: the recorder then
+ * finishes it (and pools its arena) as soon as it is gone, instead of
+ * waiting a second for a reaper's word that a bare producer's parent
+ * never writes (src/recorder/drain_end.c, drain_other_status). */
+static int child(uint64_t id, uint64_t k, bool tell_exit)
 {
 	int rc = ada_producer_init_from_env();
 	if (rc == -EDQUOT)
@@ -38,6 +44,8 @@ static int child(uint64_t id, uint64_t k)
 	}
 	for (uint64_t seq = 0; seq < k; seq++)
 		ada_emit(id << 32 | seq, seq & 1 ? ATF_EVENT_RETURN : ATF_EVENT_CALL, 1);
+	if (tell_exit)
+		ada_arena_set_exited(ada_producer_arena(), 0);
 	return 0;
 }
 
@@ -72,7 +80,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "producer_fork: pool needs K >= N * 10\n");
 		return 2;
 	}
-	if (argc == 4 && !pool && child(0, k))
+	if (argc == 4 && !pool && child(0, k, false))
 		return 3;
 	for (uint64_t i = 1; i <= n; i++) {
 		if (pool && i > 1 && !pool_wait()) {
@@ -86,7 +94,7 @@ int main(int argc, char **argv)
 			return 4;
 		}
 		if (pid == 0)
-			_exit(child(i, ki));
+			_exit(child(i, ki, pool));
 		int st;
 		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
 			fprintf(stderr, "producer_fork: child %llu failed\n",
