@@ -430,11 +430,17 @@ static bool install_count_only(const struct agent_module *m, size_t i)
 }
 
 /* A count block for function i right after its fast trampoline at tramp
- * (docs/hooks.md, "Count-only functions"); returns where the patch should
- * jump: the block, or tramp when no counter is left (traced in full). */
-static uint64_t install_count_block(struct agent_module *m, size_t i, uint8_t *at, uint64_t tramp,
-                                    bool recalled)
+ * (docs/hooks.md, "Count-only functions"): the inline form (the prologue
+ * copied into it, added to tmap as a trampoline is), else the one that
+ * jumps to the trampoline's copy, at blk + *used (advanced past it).
+ * Returns where the patch should jump: the block, or tramp when no
+ * counter is left (traced in full). */
+static uint64_t install_count_block(struct agent_module *m, size_t i,
+                                    const struct hook_arch_plan *plan, uint8_t *blk, size_t *used,
+                                    uint64_t tramp, bool recalled, struct agent_tmap *tmap)
 {
+	uint8_t *at = blk + *used;
+	size_t len;
 	int c = agent_count_assign(install_fn_id(m, i), 0, 0, 0);
 	if (c < 0)
 		return tramp;
@@ -442,8 +448,17 @@ static uint64_t install_count_block(struct agent_module *m, size_t i, uint8_t *a
 		agent_count_recalled(c);
 	int32_t gate, counter;
 	agent_count_offsets(&gate, &counter);
-	if (hook_arch_emit_count_block(at, (uint64_t)at, gate, counter, (uint32_t)c, tramp) == 0)
+	struct hook_arch_reloc_map map;
+	len = hook_arch_emit_count_block_inline(plan, at, (uint64_t)at, gate, counter, (uint32_t)c,
+	                                        tramp, &map);
+	if (len) /* a fault in its copies is the function's, as in the trampoline's */
+		agent_tmap_add(tmap, plan, (uint64_t)at, true, &map);
+	else
+		len =
+		    hook_arch_emit_count_block(at, (uint64_t)at, gate, counter, (uint32_t)c, tramp);
+	if (len == 0)
 		return tramp; /* cannot happen within one block; the slot stays unused */
+	*used += (len + 15) & ~(size_t)15;
 	return (uint64_t)at;
 }
 
@@ -500,12 +515,14 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 	 * starts count-only (agent_budget.c); NULL when nothing. */
 	uint8_t *recall = agent_budget_recall(m);
 	size_t per = HOOK_ARCH_MAX_TRAMPOLINE +
-	             (agent.cfg.n_count_only || recall ? HOOK_ARCH_COUNT_BLOCK_MAX : 0);
+	             (agent.cfg.n_count_only || recall ? HOOK_ARCH_COUNT_INLINE_MAX : 0);
 	size_t cap = used + n_cand * per;
 	bool far = false; /* a module wider than the patch's reach (agent_far.c) */
 	int err = agent_far_block(agent.mem, m, cap, &blk, &far);
 	struct agent_tmap *tmap =
-	    err ? NULL : agent_tmap_new(m->id, (uint64_t)blk, (uint64_t)blk + cap, m->lo, n_cand);
+	    err ? NULL
+	        : agent_tmap_new(m->id, (uint64_t)blk, (uint64_t)blk + cap, m->lo,
+	                         per > HOOK_ARCH_MAX_TRAMPOLINE ? 2 * n_cand : n_cand);
 	if (!err && hook_arch_emit_return_trampoline_fast(blk, (uint64_t)blk, &fl) == 0)
 		err = -EINVAL;
 	if (!err && hook_arch_emit_enter_stub(blk + stub_at, (uint64_t)(blk + stub_at), &fl) == 0)
@@ -536,8 +553,8 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 		used += (len + 15) & ~(size_t)15;
 		bool recalled = recall && recall[i] && !install_count_only(m, i);
 		if (!f->reserved && (recalled || install_count_only(m, i))) {
-			target = install_count_block(m, i, blk + used, target, recalled);
-			used += (HOOK_ARCH_COUNT_BLOCK_MAX + 15) & ~(size_t)15;
+			target = install_count_block(m, i, &plans[i], blk, &used, target, recalled,
+			                             tmap);
 		}
 		struct hook_patch *p = &patches[np], *u = &undo[np++];
 		p->addr = u->addr = plans[i].fn_addr;

@@ -424,6 +424,22 @@ size_t hook_arch_emit_trampoline_fast_map(const struct hook_arch_plan *plan, uin
 #endif
 size_t hook_arch_emit_count_block(uint8_t *buf, uint64_t buf_addr, int32_t gate, int32_t counters,
                                   uint32_t slot, uint64_t tramp);
+/* The inline form, for a block emitted with the function's trampoline
+ * (the install): the same test and count, then plan's relocated prologue
+ * and the jump back behind the patch, as the trampoline's own copy does,
+ * so a counted call takes one taken jump fewer. At most
+ * HOOK_ARCH_COUNT_INLINE_MAX bytes; 0 where the arch has no such form or
+ * the prologue cannot be relocated here (the caller then emits
+ * hook_arch_emit_count_block). *map: where the block's relocated copies
+ * are, as hook_arch_emit_trampoline_fast_map gives a trampoline's (n 0
+ * when they do not fit its bytes), for the crash handler's map. */
+#ifndef HOOK_ARCH_COUNT_INLINE_MAX
+#define HOOK_ARCH_COUNT_INLINE_MAX (HOOK_ARCH_MAX_TRAMPOLINE + 16)
+#endif
+size_t hook_arch_emit_count_block_inline(const struct hook_arch_plan *plan, uint8_t *buf,
+                                         uint64_t buf_addr, int32_t gate, int32_t counters,
+                                         uint32_t slot, uint64_t tramp,
+                                         struct hook_arch_reloc_map *map);
 
 /* The enter stub the fast trampolines of one block call (at most
  * HOOK_ARCH_ENTER_STUB_MAX bytes); returns its length, 0 on a failure. */

@@ -191,12 +191,64 @@ static void test_count_block(void **state)
 	    hook_arch_emit_count_block(buf, GOLD_TR + 0x100, -0x40, -0x38, 1u << 28, GOLD_TR), 0);
 }
 
+/* The inline count block (hook_arch_emit_count_block_inline) at
+ * GOLD_TR + 0x100: the count block's first six instructions, byte for
+ * byte, then the prologue relocated as a fast trampoline whose body
+ * would start at the same address relocates it (so each relocation case
+ * is the one pinned above), and nothing of the trampoline jumped to. */
+static void test_count_block_inline(void **state)
+{
+	(void)state;
+	uint8_t blk[HOOK_ARCH_COUNT_BLOCK_MAX], in[HOOK_ARCH_COUNT_INLINE_MAX],
+	    tr[HOOK_ARCH_MAX_TRAMPOLINE];
+	const uint64_t at = GOLD_TR + 0x100, test_len = 36, body_off = 30;
+	struct hook_arch_reloc_map map, tmap;
+	assert_int_equal(hook_arch_emit_count_block(blk, at, -0x40, -0x38, 5, GOLD_TR), 41);
+	for (size_t i = 0; i < sizeof(gold_fns) / sizeof(gold_fns[0]); i++) {
+		struct hook_arch_plan plan;
+		assert_int_equal(
+		    hook_arch_prepare(gold_fns[i].code, GOLD_FN, gold_fns[i].len, &plan),
+		    ADA_HOOK_OK);
+		size_t n = hook_arch_emit_count_block_inline(&plan, in, at, -0x40, -0x38, 5,
+		                                             GOLD_TR, &map);
+		size_t t = hook_arch_emit_trampoline_fast_map(&plan, tr, at + test_len - body_off,
+		                                              GOLD_FN_ID, GOLD_ST, GOLD_RT, &tmap);
+		assert_true(n > test_len && t > body_off);
+		assert_int_equal(n - test_len, t - body_off);
+		assert_memory_equal(in, blk, test_len);
+		assert_memory_equal(in + test_len, tr + body_off, n - test_len);
+		/* The crash map: the same copies, test_len - body_off further on. */
+		assert_int_equal(map.n, tmap.n);
+		for (size_t k = 0; k < map.n; k++) {
+			assert_int_equal(map.off[k], tmap.off[k]);
+			assert_int_equal(map.at[k], tmap.at[k] + test_len - body_off);
+		}
+		assert_int_equal(map.end_at, tmap.end_at + test_len - body_off);
+		assert_int_equal(map.end_off, tmap.end_off);
+	}
+	/* plain: push rbp; mov rbp, rsp; sub rsp, 16 copied, then jmp back. */
+	struct hook_arch_plan plan;
+	assert_int_equal(hook_arch_prepare(gold_fns[0].code, GOLD_FN, gold_fns[0].len, &plan),
+	                 ADA_HOOK_OK);
+	size_t n = hook_arch_emit_count_block_inline(&plan, in, at, -0x40, -0x38, 5, GOLD_TR, &map);
+	static const uint8_t plain[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10, 0xe9};
+	assert_memory_equal(in + test_len, plain, sizeof(plain));
+	int32_t rel;
+	memcpy(&rel, in + test_len + sizeof(plain), 4);
+	assert_int_equal(at + n + (uint64_t)(int64_t)rel, GOLD_FN + plan.patch_len);
+	/* A slot out of the disp32's range: no block of either form. */
+	assert_int_equal(
+	    hook_arch_emit_count_block_inline(&plan, in, at, -0x40, -0x38, 1u << 28, GOLD_TR, &map),
+	    0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_trampolines),
 	    cmocka_unit_test(test_stubs),
 	    cmocka_unit_test(test_count_block),
+	    cmocka_unit_test(test_count_block_inline),
 	};
 
 	gold_dir = ADA_EMIT_GOLDEN_DIR;

@@ -145,6 +145,16 @@ size_t hook_arch_emit_count_block(uint8_t *buf, uint64_t buf_addr, int32_t gate,
 	return a64_emit_count_block(buf, buf_addr, gate, counters, slot, tramp);
 }
 
+size_t hook_arch_emit_count_block_inline(const struct hook_arch_plan *plan, uint8_t *buf,
+                                         uint64_t buf_addr, int32_t gate, int32_t counters,
+                                         uint32_t slot, uint64_t tramp,
+                                         struct hook_arch_reloc_map *map)
+{
+	(void)plan, (void)buf, (void)buf_addr, (void)gate, (void)counters, (void)slot, (void)tramp;
+	(void)map;
+	return 0; /* no inline form: the caller emits the block */
+}
+
 static void a64_map(const struct hook_arch_plan *plan, const size_t *starts,
                     struct hook_arch_reloc_map *out)
 {

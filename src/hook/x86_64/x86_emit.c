@@ -213,6 +213,27 @@ static void emit_map(const struct hook_arch_plan *plan, const size_t *starts,
 	out->end_at = (uint8_t)starts[plan->insn_count];
 }
 
+/* The inline count block (hook_arch_emit_count_block_inline): the count
+ * block's test and count, then the relocated prologue itself instead of
+ * a jump to the trampoline's copy of it (one taken jump fewer a call). */
+size_t hook_arch_emit_count_block_inline(const struct hook_arch_plan *plan, uint8_t *buf,
+                                         uint64_t buf_addr, int32_t gate, int32_t counters,
+                                         uint32_t slot, uint64_t tramp,
+                                         struct hook_arch_reloc_map *map)
+{
+	struct x86_writer w = {buf, 0, HOOK_ARCH_COUNT_INLINE_MAX, buf_addr, 1};
+	size_t starts[HOOK_ARCH_MAX_INSNS + 1];
+
+	if (!emit_plan_ok(plan, buf_addr) || !emit_count_test(&w, gate, counters, slot, tramp))
+		return 0;
+	size_t n = emit_body(&w, plan, starts);
+	if (n && starts[plan->insn_count] <= UINT8_MAX)
+		emit_map(plan, starts, map);
+	else
+		*map = (struct hook_arch_reloc_map){0}; /* the block's first byte alone */
+	return n;
+}
+
 size_t hook_arch_emit_trampoline_fast_map(const struct hook_arch_plan *plan, uint8_t *buf,
                                           uint64_t buf_addr, uint64_t fn_id, uint64_t stub,
                                           uint64_t exit_path, struct hook_arch_reloc_map *map)

@@ -5,7 +5,12 @@
  *
  * Threads: any; no shared state.
  *
- * Layout (seven instructions, 41 bytes):
+ * Two forms. The install's (hook_arch_emit_count_block_inline, emitted
+ * with the function's trampoline: x86_emit.c) ends with the relocated
+ * prologue itself and the jump back behind the patch, one taken jump
+ * fewer a counted call; the budget's runtime moves, and a prologue the
+ * block's place cannot relocate, take this one, which jumps to the
+ * trampoline's copy. Layout (seven instructions, 41 bytes):
  *     cmp  dword fs:gate, 1        ; this thread counts (agent_count.c)
  *     jne  tramp                   ; no: the function's full trampoline
  *     push r11
@@ -27,19 +32,27 @@
  */
 #include "x86_emit_internal.h"
 
+bool emit_count_test(struct x86_writer *w, int32_t gate, int32_t counters, uint32_t slot,
+                     uint64_t tramp)
+{
+	if (slot >= (1u << 28))
+		return false;
+	x86_cmp_mem_imm8(w, X86_DWORD, x86_fs(gate), 1);
+	x86_jcc_rel32(w, X86_CC_NE, tramp);
+	x86_push_reg(w, X86_R11);
+	x86_mov_reg_mem(w, X86_R11, x86_fs(counters));
+	x86_add_mem_imm8(w, X86_QWORD, x86_mem_d32(X86_R11, (int32_t)(slot * 8)), 1);
+	x86_pop_reg(w, X86_R11);
+	return w->ok;
+}
+
 size_t hook_arch_emit_count_block(uint8_t *buf, uint64_t buf_addr, int32_t gate, int32_t counters,
                                   uint32_t slot, uint64_t tramp)
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_COUNT_BLOCK_MAX, buf_addr, 1};
 
-	if (slot >= (1u << 28))
+	if (!emit_count_test(&w, gate, counters, slot, tramp))
 		return 0;
-	x86_cmp_mem_imm8(&w, X86_DWORD, x86_fs(gate), 1);
-	x86_jcc_rel32(&w, X86_CC_NE, tramp);
-	x86_push_reg(&w, X86_R11);
-	x86_mov_reg_mem(&w, X86_R11, x86_fs(counters));
-	x86_add_mem_imm8(&w, X86_QWORD, x86_mem_d32(X86_R11, (int32_t)(slot * 8)), 1);
-	x86_pop_reg(&w, X86_R11);
 	x86_jmp_rel32(&w, tramp + EMIT_FAST_FN_ID_OFF + 8); /* body: emit_fast_frame */
 	return w.ok ? w.len : 0;
 }

@@ -137,4 +137,9 @@ void emit_member_call(struct x86_writer *w, struct emit_labels *l, const struct 
 void emit_member_return(struct x86_writer *w, struct emit_labels *l,
                         const struct hook_arch_fast *f);
 
+/* The count block's gate test and count (x86_emit_count.c), shared by
+ * its two forms; false when slot is out of range or the buffer full. */
+bool emit_count_test(struct x86_writer *w, int32_t gate, int32_t counters, uint32_t slot,
+                     uint64_t tramp);
+
 #endif
