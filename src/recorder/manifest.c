@@ -520,7 +520,7 @@ static json_t *man_module(json_t *m)
 	return o;
 }
 
-void wal_manifest_agent(json_t *root, int pid_dir_fd)
+void wal_manifest_agent(json_t *root, int pid_dir_fd, struct ada_agent_sums *sums)
 {
 	/* Written by the agent into our pid_N: read without following a link. */
 	int fd = -1;
@@ -533,6 +533,8 @@ void wal_manifest_agent(json_t *root, int pid_dir_fd)
 		json_decref(a);
 		return;
 	}
+	if (sums)
+		wal_agent_sums_fold(sums, a);
 	json_t *mods = json_object_get(a, "modules"), *out = json_array();
 	size_t i;
 	json_t *m;
@@ -579,10 +581,13 @@ static void man_agent_kept(json_t *root, int pid_dir_fd)
 static void man_final(json_t *root, struct ada_recorder *r, struct wal_proc *p)
 {
 	man_exit(root, r, p);
-	if (p->agent_final)
+	if (p->agent_final) {
 		man_agent_kept(root, p->dir_fd);
-	else
-		wal_manifest_agent(root, p->dir_fd);
+		return;
+	}
+	/* Summed once, though a manifest that failed is built again. */
+	wal_manifest_agent(root, p->dir_fd, p->agent_summed ? NULL : &r->agent_sums);
+	p->agent_summed = true;
 }
 
 /* A manifest that could not be written: told once (stderr, warnings);

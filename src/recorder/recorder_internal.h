@@ -260,6 +260,8 @@ struct wal_proc {
 	 * count_only): later writes take them from that manifest, never from
 	 * an agent.json a later process given its pid wrote over it. */
 	bool agent_final;
+	/* Its agent.json was added to the recording's agent sums (once). */
+	bool agent_summed;
 	/* Its retired line could not be written (retire.c): it keeps its
 	 * directory, and is not tried again. */
 	bool retire_failed;
@@ -546,6 +548,9 @@ struct wal_keysym;
 
 struct ada_recorder {
 	struct ada_recorder_opts o;
+	/* Every process's agent.json, as its first final manifest read it:
+	 * the summary's (drain thread; read after the join). */
+	struct ada_agent_sums agent_sums;
 	char *out_dir, *session_dir, *arena_dir, *ring_config;
 	int session_fd; /* session_dir, opened once: pid_N are made under it */
 	char **argv_copy;
@@ -794,8 +799,14 @@ bool wal_is_syms_name(const char *name);
 
 /* manifest.c: the agent's pid_N/agent.json (hook counts, timings, the
  * calls left untraced, modules) into the manifest as "hook", "modules"
- * and "program" (the image that ran last); nothing when it is missing. */
-void wal_manifest_agent(json_t *root, int pid_dir_fd);
+ * and "program" (the image that ran last); nothing when it is missing.
+ * sums (NULL: none) gets what the summary takes from it. */
+void wal_manifest_agent(json_t *root, int pid_dir_fd, struct ada_agent_sums *sums);
+
+/* agent_sums.c: what the summary takes from one agent.json (a), added
+ * to s: the calls not traced, count-only functions and the budget's
+ * moves, the hottest functions, the images without symbols. */
+void wal_agent_sums_fold(struct ada_agent_sums *s, json_t *a);
 
 /* vlog.c: the verbose log (`-v`, `--log`), on the drain thread. */
 int wal_vlog_init(struct ada_recorder *r);
