@@ -30,10 +30,10 @@ static json_t *agent(json_int_t u, const char *stripped, json_int_t fde, json_t 
 	json_t *a = json_pack(
 	    "{s:{s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I},s:[{s:s,s:I},{s:s,s:I}],s:o,s:o}",
 	    "untraced_calls", "agent_work", (json_int_t)1000, "shadow_full", u, "nested_signal",
-	    2 * u, "unmatched_return", 3 * u, "recorder_gone", 4 * u, "stack_switches",
-	    "switches", u, "frames_cut", 5 * u, "modules", "path", stripped, "fde_functions", fde,
-	    "path", "/lib/libc.so.6", "fde_functions", (json_int_t)0, "count_only",
-	    co ? co : json_object(), "hot_functions", hot ? hot : json_array());
+	    2 * u, "unmatched_return", 3 * u, "recorder_gone", 4 * u, "stack_switches", "switches",
+	    u, "frames_cut", 5 * u, "modules", "path", stripped, "fde_functions", fde, "path",
+	    "/lib/libc.so.6", "fde_functions", (json_int_t)0, "count_only", co ? co : json_object(),
+	    "hot_functions", hot ? hot : json_array());
 	assert_non_null(a);
 	return a;
 }
