@@ -99,7 +99,9 @@ static void test_fold_bad_input(void **state)
 	json_t *a = json_pack("{s:s,s:{s:I},s:i,s:[i]}", "untraced_calls", "x", "stack_switches",
 	                      "switches", (json_int_t)-5, "count_only", 3, "modules", 1);
 	wal_agent_sums_fold(s, a);
-	wal_agent_sums_fold(s, json_object());
+	json_t *empty = json_object();
+	wal_agent_sums_fold(s, empty);
+	json_decref(empty);
 	for (int i = 0; i < 6; i++)
 		assert_int_equal(s->untraced[i], 0);
 	assert_int_equal(s->counted[1], 0);
