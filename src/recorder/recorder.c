@@ -516,6 +516,7 @@ void ada_recorder_free(struct ada_recorder *r)
 		free(r->argv_copy[i]);
 	free(r->argv_copy);
 	json_decref(r->warnings);
+	wal_agent_cache_free(&r->agent_cache);
 	wal_retire_fini(r);
 	wal_flight_fini(r);
 	wal_keysym_fini(r);
