@@ -272,67 +272,24 @@ void record_print_hooks(const char *dir, pid_t pid)
 	json_decref(a);
 }
 
-/* untraced_calls of one pid_N/agent.json added to sum[0..2]: shadow_full,
- * unmatched_return, nested_signal (the agent's own work is not the
- * program's calls); its stack_switches to sum[3..4]: switches, frames_cut;
- * its calls after it judged the recorder gone to sum[5]. */
-static void record_add_untraced(json_t *a, json_int_t sum[6])
+/* The images traced by offsets for want of symbols: one sentence each on
+ * ada's stderr -- not the program's, where the agent runs -- once per
+ * path over the session's processes. */
+static void record_tell_stripped(const struct ada_agent_sums *g)
 {
-	json_t *u = json_object_get(a, "untraced_calls");
-	static const char *const keys[3] = {"shadow_full", "unmatched_return", "nested_signal"};
-	for (int k = 0; k < 3; k++) {
-		json_int_t v = json_integer_value(json_object_get(u, keys[k]));
-		if (v > 0)
-			sum[k] += v;
-	}
-	/* The drain stood still past the producers' timeout: the agent
-	 * stopped tracing (docs/hooks.md, untraced_calls.recorder_gone). */
-	json_int_t gone = json_integer_value(json_object_get(u, "recorder_gone"));
-	if (gone > 0)
-		sum[5] += gone;
-	/* Returns not traced: frames cut by a stack switch (greenlet). */
-	json_t *w = json_object_get(a, "stack_switches");
-	static const char *const wkeys[2] = {"switches", "frames_cut"};
-	for (int k = 0; k < 2; k++) {
-		json_int_t v = json_integer_value(json_object_get(w, wkeys[k]));
-		if (v > 0)
-			sum[3 + k] += v;
-	}
-}
-
-#define RECORD_STRIPPED_MAX 16 /* stripped images told of, at most */
-
-/* The images of one agent.json whose functions came from .eh_frame (no
- * symbol table): one sentence each on ada's stderr -- not the program's,
- * where the agent runs -- once per path over the session's processes. */
-static void record_tell_stripped(json_t *a, char seen[][PATH_MAX], size_t *nseen)
-{
-	size_t i, k;
-	json_t *m;
-	json_array_foreach(json_object_get(a, "modules"), i, m)
-	{
-		const char *path = json_string_value(json_object_get(m, "path"));
-		json_int_t n = json_integer_value(json_object_get(m, "fde_functions"));
-		if (!path || n <= 0 || strlen(path) >= PATH_MAX)
-			continue;
-		for (k = 0; k < *nseen && strcmp(seen[k], path); k++)
-			;
-		if (k < *nseen || *nseen == RECORD_STRIPPED_MAX)
-			continue;
-		strcpy(seen[(*nseen)++], path);
-		const char *base = strrchr(path, '/');
+	for (uint32_t i = 0; i < g->nstripped && i < ADA_AGENT_STRIPPED_MAX; i++) {
+		const char *path = g->stripped[i].path, *base = strrchr(path, '/');
 		fprintf(stderr,
 		        "ada: %s has no symbol table: %lld of its functions, found from .eh_frame, "
 		        "are named %s+0xOFFSET (its debug file names them; docs/hooks.md)\n",
-		        path, (long long)n, base ? base + 1 : path);
+		        path, (long long)g->stripped[i].functions, base ? base + 1 : path);
 	}
 }
 
 /* Calls the agents did not trace, over every process (issue 14: whatever
- * is untraced is on the summary; docs/hooks.md, untraced_calls); the
- * images traced by offsets for want of symbols were told by
- * record_read_agents(). */
-static void record_print_untraced(const json_int_t *sum)
+ * is untraced is on the summary; docs/hooks.md, untraced_calls), as the
+ * recorder summed them from each process's agent.json. */
+static void record_print_untraced(const int64_t *sum)
 {
 	if (sum[4] > 0)
 		fprintf(stderr,
@@ -355,98 +312,12 @@ static void record_print_untraced(const json_int_t *sum)
 	        (long long)sum[2]);
 }
 
-/* Count-only functions and hot spots of one pid_N/agent.json (docs/hooks.md,
- * "Count-only functions", "Overhead budget"): appends the budget's first
- * six moves to moved, adds the counted calls and functions to sum[0..1],
- * the moves to sum[2] and the functions recalled from an earlier run's
- * moves to sum[3], and keeps the first hot_functions list seen in
- * hot. */
-static void record_add_count_only(json_t *a, json_int_t sum[4], char *moved, size_t mcap, char *hot,
-                                  size_t hcap)
-{
-	json_t *e;
-	size_t i;
-	json_array_foreach(json_object_get(json_object_get(a, "count_only"), "functions"), i, e)
-	{
-		const char *name = json_string_value(json_object_get(e, "name"));
-		sum[0] += json_integer_value(json_object_get(e, "calls"));
-		sum[1]++;
-		if (json_is_string(json_object_get(e, "moved")) &&
-		    !strcmp(json_string_value(json_object_get(e, "moved")), "recalled"))
-			sum[3]++; /* the budget moved it in an earlier run */
-		if (!json_is_string(json_object_get(e, "moved")) ||
-		    strcmp(json_string_value(json_object_get(e, "moved")), "budget"))
-			continue;
-		if (sum[2]++ >= 6)
-			continue; /* the rest: a count, ada status lists them all */
-		size_t u = strlen(moved);
-		snprintf(moved + u, mcap - u, "%s%s (%lld calls/s, mean %lld ns, after %lld ms)",
-		         u ? ", " : "", name ? name : "?",
-		         (long long)json_integer_value(json_object_get(e, "calls_per_s")),
-		         (long long)json_integer_value(json_object_get(e, "mean_ns")),
-		         (long long)json_integer_value(json_object_get(e, "moved_after_ms")));
-	}
-	json_array_foreach(json_object_get(a, "hot_functions"), i, e)
-	{
-		size_t u = strlen(hot);
-		if (i == 0 && u)
-			break; /* one process's list is enough */
-		const char *name = json_string_value(json_object_get(e, "name"));
-		snprintf(hot + u, hcap - u, "%s%s %lld %%", i ? ", " : "", name ? name : "?",
-		         (long long)json_integer_value(json_object_get(e, "share_pct")));
-	}
-}
-
-/* What the summary takes from every process's agent.json: the calls not
- * traced, the count-only functions and the budget's moves, the hottest
- * functions (record_add_count_only). */
-struct record_agents {
-	json_int_t untraced[6];
-	json_int_t counted[4];
-	char moved[1024], hot[512];
-};
-
-/* Reads each pid_N/agent.json of the session once (a recording of many
- * short processes has as many), tells the stripped images as it goes. */
-static void record_read_agents(const char *dir, struct record_agents *acc)
-{
-	static char stripped[RECORD_STRIPPED_MAX][PATH_MAX];
-	size_t nstripped = 0;
-	memset(acc, 0, sizeof(*acc));
-	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
-	if (!d)
-		return;
-	struct dirent *de;
-	char path[PATH_MAX];
-	for (unsigned n = 0; n < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)) != NULL; n++) {
-		int pid;
-		char tail;
-		if (sscanf(de->d_name, "pid_%d%c", &pid, &tail) != 1 ||
-		    (size_t)snprintf(path, sizeof(path), "%s/%s/agent.json", dir, de->d_name) >=
-		        sizeof(path))
-			continue;
-		int fd = -1;
-		json_t *a = NULL;
-		if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
-			a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
-			close(fd);
-		}
-		record_add_untraced(a, acc->untraced);
-		record_tell_stripped(a, stripped, &nstripped);
-		record_add_count_only(a, acc->counted, acc->moved, sizeof(acc->moved), acc->hot,
-		                      sizeof(acc->hot));
-		json_decref(a);
-	}
-	closedir(d);
-}
-
 /* The count-only functions and the budget's moves; when the program waited
  * for ring space, where to look (the budget, the hottest functions). */
-static void record_print_count_only(const struct ada_record_summary *s, const struct rec_args *a,
-                                    const struct record_agents *acc)
+static void record_print_count_only(const struct ada_record_summary *s, const struct rec_args *a)
 {
-	const json_int_t *sum = acc->counted;
-	const char *moved = acc->moved, *hot = acc->hot;
+	const int64_t *sum = s->agents.counted;
+	const char *moved = s->agents.moved, *hot = s->agents.hot;
 	if (moved[0])
 		fprintf(
 		    stderr,
@@ -797,10 +668,9 @@ void record_print_summary(const struct ada_record_summary *s, const struct rec_a
 	record_print_left_out(s);
 	record_print_drain(s);
 	record_print_disk(s);
-	struct record_agents acc;
-	record_read_agents(dir, &acc);
-	record_print_untraced(acc.untraced);
-	record_print_count_only(s, a, &acc);
+	record_tell_stripped(&s->agents);
+	record_print_untraced(s->agents.untraced);
+	record_print_count_only(s, a);
 	record_print_unmatched(a, dir, e);
 	fprintf(stderr, "%s\n", dir); /* last: scripts take the session from it */
 }

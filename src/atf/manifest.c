@@ -30,10 +30,10 @@ int ada_manifest_writeat_sync(int dirfd, const json_t *doc, bool sync)
 {
 	if (!json_is_object(doc))
 		return -EINVAL;
-	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	size_t n = 0;
+	char *text = ada_json_dumps_indent2(doc, &n); /* json_dumps' INDENT(2) text */
 	if (!text)
 		return -ENOMEM;
-	size_t n = strlen(text);
 	char *nl = realloc(text, n + 2);
 	int err = -ENOMEM;
 	if (nl) {
@@ -80,7 +80,7 @@ int ada_manifest_parse(const char *buf, size_t len, json_t **out)
 	return manifest_check(doc, out);
 }
 
-json_t *ada_json_loadfd(int fd, size_t max)
+char *ada_json_readfd(int fd, size_t max, size_t *out_len)
 {
 	size_t cap = 8192, len = 0;
 	char *buf = malloc(cap);
@@ -102,7 +102,19 @@ json_t *ada_json_loadfd(int fd, size_t max)
 			cap = cap * 2 > max ? max + 1 : cap * 2;
 		}
 	}
-	json_t *doc = buf && len <= max ? json_loadb(buf, len, 0, NULL) : NULL;
+	if (buf && len > max) {
+		free(buf);
+		return NULL;
+	}
+	*out_len = len;
+	return buf;
+}
+
+json_t *ada_json_loadfd(int fd, size_t max)
+{
+	size_t len = 0;
+	char *buf = ada_json_readfd(fd, max, &len);
+	json_t *doc = buf ? json_loadb(buf, len, 0, NULL) : NULL;
 	free(buf);
 	return doc;
 }

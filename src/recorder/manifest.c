@@ -520,23 +520,47 @@ static json_t *man_module(json_t *m)
 	return o;
 }
 
-void wal_manifest_agent(json_t *root, int pid_dir_fd)
+/* agent.json's "modules" as the manifest's (a new array). */
+static json_t *man_modules(json_t *mods)
+{
+	json_t *out = json_array(), *m;
+	size_t i;
+	json_array_foreach(mods, i, m) json_array_append_new(out, man_module(m));
+	return out;
+}
+
+/* pid_N/agent.json parsed (through cache when given); *out as
+ * wal_agent_parse gives it. */
+static json_t *man_agent_load(int pid_dir_fd, struct wal_agent_cache *cache, json_t **out)
 {
 	/* Written by the agent into our pid_N: read without following a link. */
 	int fd = -1;
 	json_t *a = NULL;
-	if (pid_dir_fd >= 0 && ada_fs_open_file(pid_dir_fd, "agent.json", O_RDONLY, &fd) == 0) {
-		a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
-		close(fd);
-	}
+	*out = NULL;
+	if (pid_dir_fd < 0 || ada_fs_open_file(pid_dir_fd, "agent.json", O_RDONLY, &fd) != 0)
+		return NULL;
+	size_t len = 0;
+	char *buf = ada_json_readfd(fd, ADA_AGENT_JSON_MAX, &len);
+	close(fd);
+	if (buf)
+		a = wal_agent_parse(cache, buf, len, man_modules, out);
+	free(buf);
+	return a;
+}
+
+void wal_manifest_agent(json_t *root, int pid_dir_fd, struct ada_agent_sums *sums,
+                        struct wal_agent_cache *cache)
+{
+	json_t *out = NULL, *a = man_agent_load(pid_dir_fd, cache, &out);
 	if (!json_is_object(a)) {
 		json_decref(a);
+		json_decref(out);
 		return;
 	}
-	json_t *mods = json_object_get(a, "modules"), *out = json_array();
-	size_t i;
-	json_t *m;
-	json_array_foreach(mods, i, m) json_array_append_new(out, man_module(m));
+	if (sums)
+		wal_agent_sums_fold(sums, a);
+	if (!out)
+		out = man_modules(json_object_get(a, "modules"));
 	json_object_set_new(root, "modules", out);
 	json_object_del(a, "modules");
 	/* The image that ran last (after an exec, not what ada started). */
@@ -579,10 +603,14 @@ static void man_agent_kept(json_t *root, int pid_dir_fd)
 static void man_final(json_t *root, struct ada_recorder *r, struct wal_proc *p)
 {
 	man_exit(root, r, p);
-	if (p->agent_final)
+	if (p->agent_final) {
 		man_agent_kept(root, p->dir_fd);
-	else
-		wal_manifest_agent(root, p->dir_fd);
+		return;
+	}
+	/* Summed once, though a manifest that failed is built again. */
+	wal_manifest_agent(root, p->dir_fd, p->agent_summed ? NULL : &r->agent_sums,
+	                   &r->agent_cache);
+	p->agent_summed = true;
 }
 
 /* A manifest that could not be written: told once (stderr, warnings);

@@ -406,6 +406,7 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->windows = r->flight.trig ? ada_trigger_window_count(r->flight.trig) : 0;
 	s->windows_yielded = r->flight.yield.held;
 	rec_summary_procs(r, s);
+	s->agents = r->agent_sums;
 	int st = r->main_status;
 	if (r->o.attached) {
 		s->exit_status = 0; /* not our child: ada attach's own status */
@@ -522,6 +523,7 @@ void ada_recorder_free(struct ada_recorder *r)
 		free(r->argv_copy[i]);
 	free(r->argv_copy);
 	json_decref(r->warnings);
+	wal_agent_cache_free(&r->agent_cache);
 	wal_retire_fini(r);
 	wal_flight_fini(r);
 	wal_keysym_fini(r);

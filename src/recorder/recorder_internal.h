@@ -260,6 +260,8 @@ struct wal_proc {
 	 * count_only): later writes take them from that manifest, never from
 	 * an agent.json a later process given its pid wrote over it. */
 	bool agent_final;
+	/* Its agent.json was added to the recording's agent sums (once). */
+	bool agent_summed;
 	/* Its retired line could not be written (retire.c): it keeps its
 	 * directory, and is not tried again. */
 	bool retire_failed;
@@ -550,8 +552,22 @@ void wal_proc_free(struct wal_proc *p);
 struct wal_live;
 struct wal_keysym;
 
+/* agent_json.c: the last "modules" list of an agent.json parsed (its
+ * text, its parse, and that converted for the manifest) and the
+ * unguessable stand-in that takes its place in the next file's parse. */
+struct wal_agent_cache {
+	uint64_t token; /* 0: not drawn yet */
+	char *text;
+	size_t len;
+	json_t *raw, *out;
+};
+
 struct ada_recorder {
 	struct ada_recorder_opts o;
+	/* Every process's agent.json, as its first final manifest read it:
+	 * the summary's (drain thread; read after the join). */
+	struct ada_agent_sums agent_sums;
+	struct wal_agent_cache agent_cache; /* final manifests' agent.json */
 	char *out_dir, *session_dir, *arena_dir, *ring_config;
 	int session_fd; /* session_dir, opened once: pid_N are made under it */
 	char **argv_copy;
@@ -798,10 +814,27 @@ json_t *wal_keysym_json(const struct ada_recorder *r, const struct wal_proc *p);
 int wal_syms_read(int dirfd, const char *name, char **buf, size_t *len);
 bool wal_is_syms_name(const char *name);
 
+/* agent.json's text buf[0..len) parsed as json_loadb does; when the
+ * file's "modules" list has the bytes of c's, that list is not parsed
+ * again: *out is c's conversion of it (a new reference); else *out is
+ * the conversion convert made of the file's list when c keeps it now,
+ * or NULL. c NULL: parsed whole. */
+json_t *wal_agent_parse(struct wal_agent_cache *c, const char *buf, size_t len,
+                        json_t *(*convert)(json_t *raw), json_t **out);
+void wal_agent_cache_free(struct wal_agent_cache *c);
+
 /* manifest.c: the agent's pid_N/agent.json (hook counts, timings, the
  * calls left untraced, modules) into the manifest as "hook", "modules"
- * and "program" (the image that ran last); nothing when it is missing. */
-void wal_manifest_agent(json_t *root, int pid_dir_fd);
+ * and "program" (the image that ran last); nothing when it is missing.
+ * sums (NULL: none) gets what the summary takes from it; cache (NULL:
+ * none) spares the parse of a list the last file had too. */
+void wal_manifest_agent(json_t *root, int pid_dir_fd, struct ada_agent_sums *sums,
+                        struct wal_agent_cache *cache);
+
+/* agent_sums.c: what the summary takes from one agent.json (a), added
+ * to s: the calls not traced, count-only functions and the budget's
+ * moves, the hottest functions, the images without symbols. */
+void wal_agent_sums_fold(struct ada_agent_sums *s, json_t *a);
 
 /* vlog.c: the verbose log (`-v`, `--log`), on the drain thread. */
 int wal_vlog_init(struct ada_recorder *r);

@@ -939,8 +939,9 @@ static void rec_manifest_recovered(struct rec_ctx *c, json_t *man, const char *p
 	const json_t *ab = json_object_get(json_object_get(man, "exit"), "abnormal");
 	json_object_set_new(man, "abnormal", json_boolean(!json_is_false(ab)));
 	int dfd = -1;
+	/* The hooks and the calls left untraced. */
 	if (ada_fs_open_dir(AT_FDCWD, pid_dir, &dfd) == 0 && !json_object_get(man, "hook"))
-		wal_manifest_agent(man, dfd); /* the hooks and the calls left untraced */
+		wal_manifest_agent(man, dfd, NULL, NULL);
 	json_t *w = json_object_get(man, "warnings");
 	if (!json_is_array(w))
 		json_object_set_new(man, "warnings", w = json_array());

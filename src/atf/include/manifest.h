@@ -43,6 +43,9 @@ int ada_manifest_writeat_sync(int dirfd, const json_t *doc, bool sync);
  * child's agent.json); NULL when it is not JSON or longer than max bytes.
  * The caller json_decref()s it and closes fd. */
 json_t *ada_json_loadfd(int fd, size_t max);
+/* The file fd's bytes in a new buffer (*len of them, not NUL-ended), read
+ * as ada_json_loadfd reads them; NULL past max bytes or out of memory. */
+char *ada_json_readfd(int fd, size_t max, size_t *len);
 /* What readers of an agent.json accept at most (a program with thousands
  * of modules writes a few MiB). */
 #define ADA_AGENT_JSON_MAX (64u << 20)

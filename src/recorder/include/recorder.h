@@ -16,6 +16,7 @@
 #ifndef ADA_RECORDER_H
 #define ADA_RECORDER_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -139,6 +140,29 @@ static inline const char *ada_window_miss_name(unsigned k)
 	return k < ADA_WINDOW_MISS_COUNT ? n[k] : "?";
 }
 
+/* What the summary takes from the processes' agent.json (docs/hooks.md),
+ * folded once per process by the recorder when its final manifest read
+ * the file (agent_sums.c), so the summary reads no file again, and a
+ * process the disk budget retired still counts. */
+#define ADA_AGENT_STRIPPED_MAX 16 /* images without symbols told of, at most */
+struct ada_agent_sums {
+	/* untraced_calls shadow_full, unmatched_return, nested_signal;
+	 * stack_switches switches, frames_cut; untraced_calls recorder_gone */
+	int64_t untraced[6];
+	/* count_only: calls counted, functions, moved by the budget (the
+	 * first six named in moved), recalled from an earlier run */
+	int64_t counted[4];
+	char moved[1024];
+	char hot[512]; /* the first process's hot_functions, "name N %, ..." */
+	/* images whose functions came from .eh_frame: path and count, once
+	 * per path */
+	uint32_t nstripped;
+	struct {
+		char path[PATH_MAX];
+		int64_t functions;
+	} stripped[ADA_AGENT_STRIPPED_MAX];
+};
+
 struct ada_record_summary {
 	uint64_t events;
 	uint64_t drops;
@@ -214,6 +238,7 @@ struct ada_record_summary {
 	/* errno the doorbell's futex refused to wait with: the drain polled
 	 * every millisecond from then on (0: it never did) */
 	int drain_polling_err;
+	struct ada_agent_sums agents; /* every process's agent.json, summed */
 };
 
 /* Creates the session directory (with a suffix when the name is taken) and

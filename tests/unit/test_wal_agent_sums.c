@@ -1,0 +1,162 @@
+/*
+ * What the summary takes from the processes' agent.json, summed by the
+ * recorder as each final manifest reads the file (src/recorder/agent_sums.c,
+ * wal_manifest_agent): the calls left untraced by reason, the stack
+ * switches, count-only functions and the budget's moves (the first six
+ * named), the first hot_functions list, the images without symbols once
+ * per path; and the final manifest of a process adds its agent.json once,
+ * however often it is written, and never again from the manifest kept.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "recorder_internal.h"
+
+/* One process's agent.json: untraced calls u (shadow_full, nested_signal,
+ * unmatched_return, recorder_gone), a stripped image, count-only functions. */
+static json_t *agent(json_int_t u, const char *stripped, json_int_t fde, json_t *co, json_t *hot)
+{
+	json_t *a = json_pack(
+	    "{s:{s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I},s:[{s:s,s:I},{s:s,s:I}],s:o,s:o}",
+	    "untraced_calls", "agent_work", (json_int_t)1000, "shadow_full", u, "nested_signal",
+	    2 * u, "unmatched_return", 3 * u, "recorder_gone", 4 * u, "stack_switches", "switches",
+	    u, "frames_cut", 5 * u, "modules", "path", stripped, "fde_functions", fde, "path",
+	    "/lib/libc.so.6", "fde_functions", (json_int_t)0, "count_only", co ? co : json_object(),
+	    "hot_functions", hot ? hot : json_array());
+	assert_non_null(a);
+	return a;
+}
+
+static json_t *moved_fn(const char *name, const char *moved, json_int_t calls)
+{
+	return json_pack("{s:s,s:I,s:s,s:I,s:I,s:I}", "name", name, "calls", calls, "moved", moved,
+	                 "calls_per_s", (json_int_t)1000, "mean_ns", (json_int_t)40,
+	                 "moved_after_ms", (json_int_t)7);
+}
+
+static void test_fold_sums(void **state)
+{
+	(void)state;
+	struct ada_agent_sums *s = calloc(1, sizeof(*s));
+	assert_non_null(s);
+	json_t *fns = json_array();
+	for (int i = 0; i < 8; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "f%d", i);
+		json_array_append_new(fns, moved_fn(name, "budget", 10));
+	}
+	json_array_append_new(fns, moved_fn("r", "recalled", 5));
+	json_array_append_new(fns, moved_fn("g", "glob", 1));
+	json_t *a1 = agent(1, "/usr/bin/bash", 605, json_pack("{s:o}", "functions", fns),
+	                   json_pack("[{s:s,s:I},{s:s,s:I}]", "name", "hot1", "share_pct",
+	                             (json_int_t)60, "name", "hot2", "share_pct", (json_int_t)30));
+	json_t *a2 = agent(10, "/usr/bin/bash", 605, NULL,
+	                   json_pack("[{s:s,s:I}]", "name", "other", "share_pct", (json_int_t)99));
+	json_t *a3 = agent(100, "/usr/bin/seq", 104, NULL, NULL);
+	wal_agent_sums_fold(s, a1);
+	wal_agent_sums_fold(s, a2);
+	wal_agent_sums_fold(s, a3);
+	assert_int_equal(s->untraced[0], 111);     /* shadow_full */
+	assert_int_equal(s->untraced[1], 3 * 111); /* unmatched_return */
+	assert_int_equal(s->untraced[2], 2 * 111); /* nested_signal */
+	assert_int_equal(s->untraced[3], 111);     /* switches */
+	assert_int_equal(s->untraced[4], 5 * 111); /* frames_cut */
+	assert_int_equal(s->untraced[5], 4 * 111); /* recorder_gone */
+	assert_int_equal(s->counted[0], 8 * 10 + 5 + 1);
+	assert_int_equal(s->counted[1], 10);
+	assert_int_equal(s->counted[2], 8);
+	assert_int_equal(s->counted[3], 1);
+	assert_non_null(strstr(s->moved, "f0 (1000 calls/s, mean 40 ns, after 7 ms), f1"));
+	assert_non_null(strstr(s->moved, "f5 (1000"));
+	assert_null(strstr(s->moved, "f6")); /* the first six named */
+	assert_string_equal(s->hot, "hot1 60 %, hot2 30 %");
+	assert_int_equal(s->nstripped, 2);
+	assert_string_equal(s->stripped[0].path, "/usr/bin/bash");
+	assert_int_equal(s->stripped[0].functions, 605);
+	assert_string_equal(s->stripped[1].path, "/usr/bin/seq");
+	json_decref(a1);
+	json_decref(a2);
+	json_decref(a3);
+	free(s);
+}
+
+static void test_fold_bad_input(void **state)
+{
+	(void)state;
+	struct ada_agent_sums *s = calloc(1, sizeof(*s));
+	assert_non_null(s);
+	json_t *a = json_pack("{s:s,s:{s:I},s:i,s:[i]}", "untraced_calls", "x", "stack_switches",
+	                      "switches", (json_int_t)-5, "count_only", 3, "modules", 1);
+	wal_agent_sums_fold(s, a);
+	json_t *empty = json_object();
+	wal_agent_sums_fold(s, empty);
+	json_decref(empty);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(s->untraced[i], 0);
+	assert_int_equal(s->counted[1], 0);
+	assert_int_equal(s->nstripped, 0);
+	/* More images without symbols than are told: the first 16. */
+	for (int i = 0; i < ADA_AGENT_STRIPPED_MAX + 4; i++) {
+		char path[32];
+		snprintf(path, sizeof(path), "/bin/p%d", i);
+		json_t *b = agent(0, path, 1, NULL, NULL);
+		wal_agent_sums_fold(s, b);
+		json_decref(b);
+	}
+	assert_int_equal(s->nstripped, ADA_AGENT_STRIPPED_MAX);
+	json_decref(a);
+	free(s);
+}
+
+/* wal_manifest_agent adds the pid directory's agent.json when given sums,
+ * and not when given none (a manifest built again, ada recover). */
+static void test_manifest_agent_sums(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/ada_agent_sums.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	json_t *a = agent(7, "/usr/bin/bash", 3, NULL, NULL);
+	char path[128];
+	snprintf(path, sizeof(path), "%s/agent.json", dir);
+	assert_int_equal(json_dump_file(a, path, 0), 0);
+	struct ada_agent_sums *s = calloc(1, sizeof(*s));
+	json_t *root = json_object();
+	wal_manifest_agent(root, dfd, s, NULL);
+	assert_int_equal(s->untraced[0], 7);
+	assert_non_null(json_object_get(root, "hook"));
+	assert_non_null(json_object_get(root, "modules"));
+	json_decref(root);
+	root = json_object();
+	wal_manifest_agent(root, dfd, NULL, NULL);
+	assert_int_equal(s->untraced[0], 7);
+	assert_non_null(json_object_get(root, "hook"));
+	json_decref(root);
+	json_decref(a);
+	free(s);
+	unlink(path);
+	close(dfd);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_fold_sums),
+	    cmocka_unit_test(test_fold_bad_input),
+	    cmocka_unit_test(test_manifest_agent_sums),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
