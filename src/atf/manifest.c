@@ -30,10 +30,10 @@ int ada_manifest_writeat_sync(int dirfd, const json_t *doc, bool sync)
 {
 	if (!json_is_object(doc))
 		return -EINVAL;
-	size_t n = 0;
-	char *text = ada_json_dumps_indent2(doc, &n); /* json_dumps' INDENT(2) text */
+	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	if (!text)
 		return -ENOMEM;
+	size_t n = strlen(text);
 	char *nl = realloc(text, n + 2);
 	int err = -ENOMEM;
 	if (nl) {
