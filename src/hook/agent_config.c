@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fnmatch.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -289,19 +290,67 @@ bool ada_hook_config_module_wanted(const struct ada_hook_config *cfg, const char
 	       config_match_any(cfg->mod_include, cfg->n_mod_include, base);
 }
 
+/* FNV-1a of a string's first 8 bytes at most: its top 8 bits pick a bit
+ * of config_literal_filter. */
+static uint32_t config_hash8(const char *s)
+{
+	uint32_t h = 2166136261u;
+	for (int i = 0; i < 8 && s[i]; i++)
+		h = (h ^ (uint8_t)s[i]) * 16777619u;
+	return h >> 24;
+}
+
+#define CONFIG_N_DEFAULTS (sizeof(config_defaults) / sizeof(config_defaults[0]))
+
+/* The "name" and "prefix*" defaults by the hash of their first 8 bytes (a
+ * name they match has the same first 8 bytes: every prefix is at least
+ * that long, else the filter passes everything), and the "*infix*" ones'
+ * indices: a name is compared with the literal defaults only when its bit
+ * is set (most of libc's 3 700 names at each exec: one bit). */
+static uint64_t config_literal_filter[4];
+static uint8_t config_infix[CONFIG_N_DEFAULTS], config_n_infix;
+static pthread_once_t config_defaults_once = PTHREAD_ONCE_INIT;
+
+static void config_defaults_index(void)
+{
+	for (size_t i = 0; i < CONFIG_N_DEFAULTS; i++) {
+		const struct config_default *d = &config_defaults[i];
+		if (d->glob[0] == '*') {
+			config_infix[config_n_infix++] = (uint8_t)i;
+			continue;
+		}
+		if (d->glob[d->len - 1] == '*' && d->len - 1 < 8) {
+			memset(config_literal_filter, 0xff, sizeof(config_literal_filter));
+			continue;
+		}
+		uint32_t b = config_hash8(d->glob);
+		config_literal_filter[b >> 6] |= 1ull << (b & 63);
+	}
+}
+
+/* Whether a default excludes name (name_len: strlen(name)). */
+static bool config_default_excluded(const char *name, size_t name_len)
+{
+	pthread_once(&config_defaults_once, config_defaults_index);
+	for (size_t k = 0; k < config_n_infix; k++)
+		if (config_default_hit(&config_defaults[config_infix[k]], name, name_len))
+			return true;
+	uint32_t b = config_hash8(name);
+	if (!(config_literal_filter[b >> 6] & (1ull << (b & 63))))
+		return false;
+	for (size_t i = 0; i < CONFIG_N_DEFAULTS; i++) {
+		const char *g = config_defaults[i].glob;
+		if (g[0] == name[0] && config_default_hit(&config_defaults[i], name, name_len))
+			return true;
+	}
+	return false;
+}
+
 enum ada_hook_skip ada_hook_config_symbol_verdict(const struct ada_hook_config *cfg,
                                                   const char *name)
 {
-	if (cfg->defaults) {
-		size_t len = strlen(name);
-		for (size_t i = 0; i < sizeof(config_defaults) / sizeof(config_defaults[0]); i++) {
-			const char *g = config_defaults[i].glob;
-			if (g[0] != '*' && g[0] != name[0])
-				continue; /* most names: one byte compare per default */
-			if (config_default_hit(&config_defaults[i], name, len))
-				return ADA_SKIP_EXCLUDED;
-		}
-	}
+	if (cfg->defaults && config_default_excluded(name, strlen(name)))
+		return ADA_SKIP_EXCLUDED;
 	if (config_match_any(cfg->sym_exclude, cfg->n_sym_exclude, name))
 		return ADA_SKIP_EXCLUDED;
 	if (cfg->n_sym_include && !config_match_any(cfg->sym_include, cfg->n_sym_include, name))
