@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fnmatch.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,39 +18,48 @@
 
 struct config_default {
 	const char *glob;
+	size_t len; /* strlen(glob): compared before any byte */
 	const char *why;
 };
 
+/* A default's glob and its length. */
+#define CONFIG_GLOB(g) g, sizeof(g) - 1
+
 static const struct config_default config_defaults[] = {
-    {"*.cold*", "a cold block split off a function by gcc: entered by jmp, not call"},
-    {"setjmp", "saves its own return address: a later longjmp would land in the return trampoline"},
-    {"_setjmp", "as setjmp"},
-    {"__sigsetjmp", "as setjmp (sigsetjmp's real name)"},
-    {"sigsetjmp", "as setjmp"},
-    {"getcontext", "saves its return address in the ucontext"},
-    {"swapcontext", "saves its return address and returns on another stack"},
-    {"__start_context", "entered by the ret of a makecontext function, not by a call: the "
-                        "word at rsp is its uc_link, not a return address"},
-    {"vfork", "returns twice on one stack shared by parent and child"},
-    {"__vfork", "as vfork"},
-    {"clone", "the child returns on another stack with the parent's TLS"},
-    {"__clone", "as clone"},
-    {"clone3", "as clone"},
-    {"__clone3", "as clone"},
-    {"__clone_internal", "as clone"},
-    {"_Unwind_*", "the unwinder reads its own return address to find its caller's frame"},
-    {"__tls_get_addr", "TLS resolution; called from the handlers' own TLS accesses"},
-    {"__libc_start_main", "never returns; runs before the agent could be ready"},
-    {"__libc_start_call_main", "never returns"},
+    {CONFIG_GLOB("*.cold*"), "a cold block split off a function by gcc: entered by jmp, not call"},
+    {CONFIG_GLOB("setjmp"),
+     "saves its own return address: a later longjmp would land in the return trampoline"},
+    {CONFIG_GLOB("_setjmp"), "as setjmp"},
+    {CONFIG_GLOB("__sigsetjmp"), "as setjmp (sigsetjmp's real name)"},
+    {CONFIG_GLOB("sigsetjmp"), "as setjmp"},
+    {CONFIG_GLOB("getcontext"), "saves its return address in the ucontext"},
+    {CONFIG_GLOB("swapcontext"), "saves its return address and returns on another stack"},
+    {CONFIG_GLOB("__start_context"),
+     "entered by the ret of a makecontext function, not by a call: the "
+     "word at rsp is its uc_link, not a return address"},
+    {CONFIG_GLOB("vfork"), "returns twice on one stack shared by parent and child"},
+    {CONFIG_GLOB("__vfork"), "as vfork"},
+    {CONFIG_GLOB("clone"), "the child returns on another stack with the parent's TLS"},
+    {CONFIG_GLOB("__clone"), "as clone"},
+    {CONFIG_GLOB("clone3"), "as clone"},
+    {CONFIG_GLOB("__clone3"), "as clone"},
+    {CONFIG_GLOB("__clone_internal"), "as clone"},
+    {CONFIG_GLOB("_Unwind_*"),
+     "the unwinder reads its own return address to find its caller's frame"},
+    {CONFIG_GLOB("__tls_get_addr"), "TLS resolution; called from the handlers' own TLS accesses"},
+    {CONFIG_GLOB("__libc_start_main"), "never returns; runs before the agent could be ready"},
+    {CONFIG_GLOB("__libc_start_call_main"), "never returns"},
     /* V8 (node): generated code calls these and reads their return
      * address back as the exit frame's pc, to find the code object that
      * called (stack traces, GC): the return trampoline is no code V8 knows
      * (node 20 died in "Check failed: maybe_code.has_value()" on the
      * first `new Error`). Their callees are traced. */
-    {"*EiPmPNS0_7IsolateE*", "V8's runtime functions and C++ builtins (v8::internal::Runtime_*, "
-                             "Builtin_*(int, Address*, Isolate*)): V8 reads their return address"},
-    {"*FunctionCallbackInfo*", "V8 API callbacks: V8 reads their return address"},
-    {"*PropertyCallbackInfo*", "V8 accessor and interceptor callbacks: as FunctionCallbackInfo"},
+    {CONFIG_GLOB("*EiPmPNS0_7IsolateE*"),
+     "V8's runtime functions and C++ builtins (v8::internal::Runtime_*, "
+     "Builtin_*(int, Address*, Isolate*)): V8 reads their return address"},
+    {CONFIG_GLOB("*FunctionCallbackInfo*"), "V8 API callbacks: V8 reads their return address"},
+    {CONFIG_GLOB("*PropertyCallbackInfo*"),
+     "V8 accessor and interceptor callbacks: as FunctionCallbackInfo"},
 };
 
 static void config_free_list(char **v, size_t *n)
@@ -243,17 +253,18 @@ static bool config_has_infix(const char *name, size_t name_len, const char *infi
  * milliseconds. name_len: strlen(name), measured once for every default.
  * An infix longer than the name cannot match: most names are shorter than
  * V8's infixes, and are not searched for them. */
-static bool config_default_hit(const char *glob, const char *name, size_t name_len)
+static bool config_default_hit(const struct config_default *d, const char *name, size_t name_len)
 {
-	size_t n = strlen(glob);
+	const char *glob = d->glob;
+	size_t n = d->len;
 	if (glob[0] == '*') {
 		if (n < 2 || n - 2 > name_len)
 			return false;
 		return config_has_infix(name, name_len, glob + 1, n - 2);
 	}
 	if (glob[n - 1] == '*')
-		return strncmp(glob, name, n - 1) == 0;
-	return strcmp(glob, name) == 0;
+		return name_len >= n - 1 && memcmp(glob, name, n - 1) == 0;
+	return name_len == n && memcmp(glob, name, n) == 0;
 }
 
 static bool config_match_any(char *const *globs, size_t n, const char *s)
@@ -279,19 +290,67 @@ bool ada_hook_config_module_wanted(const struct ada_hook_config *cfg, const char
 	       config_match_any(cfg->mod_include, cfg->n_mod_include, base);
 }
 
+/* FNV-1a of a string's first 8 bytes at most: its top 8 bits pick a bit
+ * of config_literal_filter. */
+static uint32_t config_hash8(const char *s)
+{
+	uint32_t h = 2166136261u;
+	for (int i = 0; i < 8 && s[i]; i++)
+		h = (h ^ (uint8_t)s[i]) * 16777619u;
+	return h >> 24;
+}
+
+#define CONFIG_N_DEFAULTS (sizeof(config_defaults) / sizeof(config_defaults[0]))
+
+/* The "name" and "prefix*" defaults by the hash of their first 8 bytes (a
+ * name they match has the same first 8 bytes: every prefix is at least
+ * that long, else the filter passes everything), and the "*infix*" ones'
+ * indices: a name is compared with the literal defaults only when its bit
+ * is set (most of libc's 3 700 names at each exec: one bit). */
+static uint64_t config_literal_filter[4];
+static uint8_t config_infix[CONFIG_N_DEFAULTS], config_n_infix;
+static pthread_once_t config_defaults_once = PTHREAD_ONCE_INIT;
+
+static void config_defaults_index(void)
+{
+	for (size_t i = 0; i < CONFIG_N_DEFAULTS; i++) {
+		const struct config_default *d = &config_defaults[i];
+		if (d->glob[0] == '*') {
+			config_infix[config_n_infix++] = (uint8_t)i;
+			continue;
+		}
+		if (d->glob[d->len - 1] == '*' && d->len - 1 < 8) {
+			memset(config_literal_filter, 0xff, sizeof(config_literal_filter));
+			continue;
+		}
+		uint32_t b = config_hash8(d->glob);
+		config_literal_filter[b >> 6] |= 1ull << (b & 63);
+	}
+}
+
+/* Whether a default excludes name (name_len: strlen(name)). */
+static bool config_default_excluded(const char *name, size_t name_len)
+{
+	pthread_once(&config_defaults_once, config_defaults_index);
+	for (size_t k = 0; k < config_n_infix; k++)
+		if (config_default_hit(&config_defaults[config_infix[k]], name, name_len))
+			return true;
+	uint32_t b = config_hash8(name);
+	if (!(config_literal_filter[b >> 6] & (1ull << (b & 63))))
+		return false;
+	for (size_t i = 0; i < CONFIG_N_DEFAULTS; i++) {
+		const char *g = config_defaults[i].glob;
+		if (g[0] == name[0] && config_default_hit(&config_defaults[i], name, name_len))
+			return true;
+	}
+	return false;
+}
+
 enum ada_hook_skip ada_hook_config_symbol_verdict(const struct ada_hook_config *cfg,
                                                   const char *name)
 {
-	if (cfg->defaults) {
-		size_t len = strlen(name);
-		for (size_t i = 0; i < sizeof(config_defaults) / sizeof(config_defaults[0]); i++) {
-			const char *g = config_defaults[i].glob;
-			if (g[0] != '*' && g[0] != name[0])
-				continue; /* most names: one byte compare per default */
-			if (config_default_hit(g, name, len))
-				return ADA_SKIP_EXCLUDED;
-		}
-	}
+	if (cfg->defaults && config_default_excluded(name, strlen(name)))
+		return ADA_SKIP_EXCLUDED;
 	if (config_match_any(cfg->sym_exclude, cfg->n_sym_exclude, name))
 		return ADA_SKIP_EXCLUDED;
 	if (cfg->n_sym_include && !config_match_any(cfg->sym_include, cfg->n_sym_include, name))

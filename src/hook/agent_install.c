@@ -31,58 +31,6 @@
 #include "plancache_internal.h"
 #include "ring.h"
 
-struct install_special {
-	const char *name;
-	enum agent_special kind;
-};
-
-/* Functions whose entry changes the stack under the shadow stack's feet
- * (docs/hooks.md). They are hooked whatever the options say: an unwinder
- * that meets a return trampoline would stop, and the program would
- * terminate instead of catching. */
-static const struct install_special install_specials[] = {
-    {"_Unwind_RaiseException", AGENT_SP_UNWIND},
-    {"_Unwind_Resume", AGENT_SP_UNWIND},
-    {"_Unwind_Resume_or_Rethrow", AGENT_SP_UNWIND},
-    {"_Unwind_ForcedUnwind", AGENT_SP_FORCED},
-    {"pthread_exit", AGENT_SP_FORCED},
-    {"__cxa_begin_catch", AGENT_SP_CATCH},
-    {"exit", AGENT_SP_EXIT},
-    {"_exit", AGENT_SP_EXIT},
-    {"_Exit", AGENT_SP_EXIT},
-    {"quick_exit", AGENT_SP_EXIT},
-    {"dlopen", AGENT_SP_DL},
-    {"dlmopen", AGENT_SP_DL},
-    {"dlclose", AGENT_SP_DL},
-    /* dlopen itself ends in an indirect tail call the patcher refuses;
-     * every dlopen (the program's, and libc's own for NSS, iconv and
-     * libgcc_s) runs its work under these, which are hookable. */
-    {"_dl_catch_exception", AGENT_SP_DL},
-    {"_dl_catch_error", AGENT_SP_DL},
-    {"execve", AGENT_SP_EXEC},
-    {"execveat", AGENT_SP_EXEC},
-    {"fexecve", AGENT_SP_EXEC},
-    /* greenlet (gevent, eventlet) switches by copying stack slices:
-     * 2.x's C++ method, and 0.4/1.x's C function where symbols have it. */
-    {"_ZN8greenlet8Greenlet13g_switchstackEv", AGENT_SP_SWITCH},
-    {"g_switchstack", AGENT_SP_SWITCH},
-};
-
-enum agent_special agent_special_of_name(const char *name)
-{
-	/* Every special name starts with one of these letters. */
-	if (!strchr("_peqdfg", name[0]))
-		return AGENT_SP_NONE;
-	for (size_t i = 0; i < sizeof(install_specials) / sizeof(install_specials[0]); i++) {
-		const char *s = install_specials[i].name;
-		/* Most names fail on their first two bytes (libc's many "__"
-		 * names all but __cxa_begin_catch); no name is shorter. */
-		if (s[0] == name[0] && s[1] == name[1] && !strcmp(s, name))
-			return install_specials[i].kind;
-	}
-	return AGENT_SP_NONE;
-}
-
 static uint64_t install_fn_id(const struct agent_module *m, size_t i)
 {
 	return ((uint64_t)m->id << 32) | i;

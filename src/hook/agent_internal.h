@@ -211,7 +211,7 @@ static inline uint64_t agent_special_tag(uint64_t fn_id, enum agent_special kind
 void agent_hook_on_enter_special(uint64_t tagged_fn_id, uint64_t *ret_slot,
                                  const struct ada_hook_regs *regs);
 
-/* agent_install.c (not hook context): */
+/* agent_special.c (not hook context): */
 enum agent_special agent_special_of_name(const char *name);
 /* handlers.c (not hook context): */
 /* Runs the action of a special function (UNWIND, FORCED or CATCH) on the

@@ -287,10 +287,29 @@ static bool eh_fde_entry(const struct discover_fde_table *t, uint64_t p, uint64_
 	return true;
 }
 
+/* The CIE at cie, memoised in memo (NULL: read): an image's FDEs share a
+ * few CIEs, so a walk in address order (install_verdicts over libc's
+ * 3 600 functions) parses each once instead of once per function. */
+static struct eh_cie eh_cie_memo(const struct discover_fde_table *t, uint64_t cie,
+                                 struct discover_fde_cursor *memo)
+{
+	if (!memo)
+		return eh_cie_read(t, cie);
+	if (!memo->cie_at || memo->cie_at != cie) {
+		struct eh_cie c = eh_cie_read(t, cie);
+		memo->cie_at = cie;
+		memo->cie_enc = c.fde_enc;
+		memo->cie_z = c.z;
+		memo->cie_entry = c.entry;
+	}
+	return (struct eh_cie){memo->cie_enc, memo->cie_z, memo->cie_entry};
+}
+
 /* The FDE at fde: the length of the code it covers (UINT64_MAX: cannot
  * tell) and, when entry is not NULL, whether its first address is entered
- * with the return address on top of the stack. */
-static uint64_t eh_fde_read(const struct discover_fde_table *t, uint64_t fde, bool *entry)
+ * with the return address on top of the stack; its CIE through memo. */
+static uint64_t eh_fde_read_memo(const struct discover_fde_table *t, uint64_t fde, bool *entry,
+                                 struct discover_fde_cursor *memo)
 {
 	if (entry)
 		*entry = false;
@@ -301,7 +320,7 @@ static uint64_t eh_fde_read(const struct discover_fde_table *t, uint64_t fde, bo
 	    cie_off > fde + 4)
 		return UINT64_MAX;
 	uint64_t end = fde + 4 + len;
-	struct eh_cie c = eh_cie_read(t, fde + 4 - cie_off);
+	struct eh_cie c = eh_cie_memo(t, fde + 4 - cie_off, memo);
 	unsigned n = c.fde_enc == EH_PE_OMIT ? 0 : eh_size(c.fde_enc);
 	if (!n || 8 + 2ull * n > 4 + len)
 		return UINT64_MAX;
@@ -313,6 +332,11 @@ static uint64_t eh_fde_read(const struct discover_fde_table *t, uint64_t fde, bo
 	if (entry && p && p <= end && (uint64_t)adlen <= end - p)
 		*entry = c.entry && eh_fde_entry(t, p + (uint64_t)adlen, end);
 	return range;
+}
+
+static uint64_t eh_fde_read(const struct discover_fde_table *t, uint64_t fde, bool *entry)
+{
+	return eh_fde_read_memo(t, fde, entry, NULL);
 }
 
 /* Entry i of the search table: its start and its FDE's address. */
@@ -387,8 +411,10 @@ bool discover_fde_covers_next(const struct discover_fde_table *t, uint64_t addr,
 	}
 	if (!c->used || k != c->n_le) {
 		c->n_le = k;
-		if (k)
-			c->range = eh_entry_range(t, k - 1, &c->start);
+		if (k) {
+			eh_table_entry(t, k - 1, &c->start, &fde);
+			c->range = eh_fde_read_memo(t, fde, NULL, c);
+		}
 	}
 	c->used = true;
 	c->last = addr;

@@ -95,6 +95,10 @@ struct discover_fde_cursor {
 	uint64_t start, range; /* entry n_le - 1's start and FDE range (n_le > 0) */
 	uint64_t last;         /* the last address asked about */
 	bool used;
+	/* the last CIE read (0: none) and what it says (discover_ehframe.c) */
+	uint64_t cie_at;
+	uint8_t cie_enc;
+	bool cie_z, cie_entry;
 };
 bool discover_fde_covers_next(const struct discover_fde_table *t, uint64_t addr,
                               struct discover_fde_cursor *c);

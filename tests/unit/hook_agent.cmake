@@ -31,6 +31,15 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
   target_link_libraries(test_agent_far PRIVATE ada_agent_core ada_hook_internal ${CMOCKA_LIBRARY})
   add_test(NAME agent_far COMMAND test_agent_far)
   ada_sanitize_tests(asan ubsan TESTS agent_far)
+  # The special functions by name (agent_special.c, the shared agent's:
+  # built into the test itself).
+  add_executable(test_agent_special ${_ag}/test_agent_special.c
+    ${PROJECT_SOURCE_DIR}/src/hook/agent_special.c)
+  target_include_directories(test_agent_special PRIVATE ${CMOCKA_INCLUDE_DIR})
+  target_link_libraries(test_agent_special PRIVATE ada_agent_core ada_hook_internal
+    ${CMOCKA_LIBRARY} Threads::Threads)
+  add_test(NAME agent_special COMMAND test_agent_special)
+  ada_sanitize_tests(asan ubsan TESTS agent_special)
   # dladdr1 must see the test's own functions: export them.
   set_target_properties(test_agent_symbols PROPERTIES ENABLE_EXPORTS ON)
   target_link_libraries(test_agent_syms PRIVATE ada_atf)

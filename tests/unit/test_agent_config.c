@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -84,6 +85,57 @@ static void test_defaults(void **state)
 	ada_hook_config_fini(&c);
 }
 
+/* Every name default excludes exactly its name (the verdict compares a
+ * name with them only when the hash of its first 8 bytes says it may be
+ * one): not its prefixes, extensions or names sharing its first 8 bytes;
+ * the prefix default every name starting with it, itself included. */
+static void test_default_names(void **state)
+{
+	(void)state;
+	static const char *const names[] = {
+	    "setjmp",
+	    "_setjmp",
+	    "__sigsetjmp",
+	    "sigsetjmp",
+	    "getcontext",
+	    "swapcontext",
+	    "__start_context",
+	    "vfork",
+	    "__vfork",
+	    "clone",
+	    "__clone",
+	    "clone3",
+	    "__clone3",
+	    "__clone_internal",
+	    "__tls_get_addr",
+	    "__libc_start_main",
+	    "__libc_start_call_main",
+	};
+	struct ada_hook_config c;
+	char b[64];
+	assert_int_equal(parse("", &c), 0);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t n = strlen(names[i]);
+		assert_int_equal(ada_hook_config_symbol_verdict(&c, names[i]), ADA_SKIP_EXCLUDED);
+		snprintf(b, sizeof(b), "%s2", names[i]);
+		assert_int_equal(ada_hook_config_symbol_verdict(&c, b), ADA_HOOK_OK);
+		snprintf(b, sizeof(b), "%.*s", (int)(n - 1), names[i]);
+		bool other = false; /* "_setjm" is no default, "__clone" is */
+		for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+			other = other || !strcmp(b, names[k]);
+		assert_int_equal(ada_hook_config_symbol_verdict(&c, b),
+		                 other ? ADA_SKIP_EXCLUDED : ADA_HOOK_OK);
+		snprintf(b, sizeof(b), "%s", names[i]);
+		b[n - 1] = b[n - 1] == 'x' ? 'y' : 'x';
+		assert_int_equal(ada_hook_config_symbol_verdict(&c, b), ADA_HOOK_OK);
+	}
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "_Unwind_"), ADA_SKIP_EXCLUDED);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "_Unwind_Resume"), ADA_SKIP_EXCLUDED);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "_Unwind"), ADA_HOOK_OK);
+	assert_int_equal(ada_hook_config_symbol_verdict(&c, "_Unwinds"), ADA_HOOK_OK);
+	ada_hook_config_fini(&c);
+}
+
 static void test_globs(void **state)
 {
 	(void)state;
@@ -134,6 +186,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_default_names),
 	    cmocka_unit_test(test_globs),
 	    cmocka_unit_test(test_bad),
 	};

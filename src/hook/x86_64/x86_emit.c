@@ -121,14 +121,30 @@ static int emit_reloc_one(struct x86_writer *w, const struct hook_arch_plan *pla
  * body: ... */
 static void emit_fast_frame(struct x86_writer *w, uint64_t fn_id, uint64_t stub, uint64_t exit_path)
 {
-	uint64_t body = x86_pc(w) + EMIT_FAST_FN_ID_OFF + 8;
-
-	x86_call_rel32(w, stub);
-	x86_jcc_rel8(w, X86_CC_NE, body); /* ZF from the stub */
-	x86_lea_reg_mem(w, X86_RSP, x86_mem(X86_RSP, 8));
-	x86_call_rel32(w, body);
-	x86_jmp_rel32(w, exit_path); /* R_F */
-	x86_put_u64(w, fn_id);
+	/* Fixed bytes but for the two rel32s and fn_id: one template copied
+	 * and filled in (a trampoline per function, libc's 3 500 at each
+	 * exec), not encoded instruction by instruction. The golden tests
+	 * (test_hook_emit_golden.c) hold it to the encoder's bytes. */
+	static const uint8_t frame[EMIT_FAST_FN_ID_OFF] = {
+	    0xe8, 0,    0,    0,    0,    /* call stub */
+	    0x75, 0x17,                   /* jne body (+23: past fn_id) */
+	    0x48, 0x8d, 0x64, 0x24, 0x08, /* lea rsp, [rsp+8] */
+	    0xe8, 0x0d, 0,    0,    0,    /* call body (+13) */
+	    0xe9, 0,    0,    0,    0,    /* R_F: jmp exit_path */
+	};
+	uint64_t at = x86_pc(w);
+	int32_t d[2] = {(int32_t)(stub - (at + 5)), (int32_t)(exit_path - (at + 22))};
+	if (!x86_fits_rel32((int64_t)(stub - (at + 5))) ||
+	    !x86_fits_rel32((int64_t)(exit_path - (at + 22)))) {
+		w->ok = 0;
+		return;
+	}
+	uint8_t b[EMIT_FAST_FN_ID_OFF + 8];
+	memcpy(b, frame, sizeof(frame));
+	memcpy(b + 1, &d[0], 4);
+	memcpy(b + 18, &d[1], 4);
+	memcpy(b + EMIT_FAST_FN_ID_OFF, &fn_id, 8);
+	x86_put(w, b, sizeof(b));
 }
 _Static_assert(HOOK_ARCH_FAST_RET_POINT_OFF == 5 + 2 + 5 + 5, "R_F follows the call");
 _Static_assert(EMIT_FAST_FN_ID_OFF == HOOK_ARCH_FAST_RET_POINT_OFF + 5, "fn_id follows R_F");
