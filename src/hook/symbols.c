@@ -285,6 +285,37 @@ static int symtab_sort(struct ada_hook_symtab *st)
 	return ok ? 0 : -1;
 }
 
+/* Rewrites the names pool in function order (a name two functions in a
+ * row share, once), as the symbol-table cache stores it (symcache.c
+ * sc_pool_fill): a table read from the file and the same table read from
+ * the cache are then equal byte for byte, so the store of shared bodies
+ * names both alike (agent_syms.c agent_body_key), and every later walk in
+ * function order reads the names front to back. Left as it is when the
+ * copy cannot be made, or there is no function. */
+static void symtab_pool_in_fn_order(struct ada_hook_symtab *st)
+{
+	char *pool = st->count ? malloc(st->names_len + 1) : NULL;
+	if (!pool)
+		return;
+	uint32_t w = 0, last = 0, prev = 0;
+	pool[0] = '\0';
+	for (size_t i = 0; i < st->count; i++) {
+		uint32_t off = st->fns[i].name_off;
+		if (!i || off != prev) {
+			size_t n = strnlen(st->names + off, st->names_len - off);
+			memcpy(pool + w, st->names + off, n);
+			pool[w + n] = '\0';
+			last = w;
+			w += (uint32_t)n + 1;
+		}
+		prev = off;
+		st->fns[i].name_off = last;
+	}
+	free(st->names);
+	st->names = pool;
+	st->names_len = w;
+}
+
 /* Sorts, removes exact duplicates (.symtab lists some names twice) and
  * gives each function its first verdict. */
 static void symtab_judge(struct ada_hook_symtab *st)
@@ -312,6 +343,7 @@ static void symtab_judge(struct ada_hook_symtab *st)
 		w++;
 	}
 	st->count = w;
+	symtab_pool_in_fn_order(st);
 }
 
 /* The .symtab of the debug file at path, when it is one for this image:
