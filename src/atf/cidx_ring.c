@@ -58,14 +58,31 @@ static inline uint64_t ring_word(const char *at)
 }
 
 /* The tag and its u16 escape in one 4-byte store (the block's limit
- * leaves room past any event): p moves on by one or three. */
+ * leaves room past any event): p moves on by one or three. The word is
+ * op << 5 | min(dt, 31) | (dt - 31) << 8 (its bytes past a 1-byte tag are
+ * the next event's to overwrite), written as a sum (the fields do not
+ * overlap): (dt << 8) + (op << 5) - (31 << 8) + min(dt, 31). On x86_64 one
+ * comparison gives both the minimum (cmovb) and the step (sbb: all ones
+ * when dt < 31): gcc compared twice and stepped with setcc, movzx and
+ * an add, 4-5 instructions more of every event (callgrind, cidx_bench
+ * --ring: 51.4 -> 46.6 an event, the plain pass on fib). */
 static inline uint8_t *ring_tag(uint8_t *p, uint32_t op, uint64_t dt)
 {
-	const uint32_t esc = dt >= CIDX_D_ESC;
-	const uint32_t w =
-	    op << 5 | (esc ? CIDX_D_ESC : (uint32_t)dt) | ((uint32_t)dt - CIDX_D_ESC) << 8;
+	const uint32_t d = (uint32_t)dt;
+#if defined(__x86_64__)
+	uint32_t m = CIDX_D_ESC;
+	uint64_t small;
+	__asm__("cmp %[esc], %[dt]\n\tcmovb %k[dt], %[m]\n\tsbb %[small], %[small]"
+	        : [m] "+r"(m), [small] "=r"(small)
+	        : [dt] "r"(dt), [esc] "i"(CIDX_D_ESC)
+	        : "cc");
+#else
+	const uint64_t small = -(uint64_t)(dt < CIDX_D_ESC); /* all ones: no escape */
+	const uint32_t m = small ? d : CIDX_D_ESC;
+#endif
+	const uint32_t w = (d << 8) + ((op << 5) - (CIDX_D_ESC << 8)) + m;
 	memcpy(p, &w, sizeof(w));
-	return p + 1 + 2 * esc;
+	return p + 3 + 2 * (int64_t)small;
 }
 
 /* A CALL one level deeper: of the last called function, of a cached one,
