@@ -48,6 +48,27 @@ struct gen {
 	uint64_t fid[1024]; /* the open frames' functions, by depth */
 };
 
+/* The steps between events span the tag's escape too (test_fused_escapes):
+ * its edges at 31 ns and at 65566 ns, and all between. */
+static bool wide_steps;
+
+/* A step of the wide streams, in ticks (0.6 ns each): below the escape,
+ * around 31 ns (45-64 ticks: 27-38 ns), anywhere up to past the tag's
+ * most, around the most (65566 ns: 109276.7 ticks). */
+static uint64_t wide_step(void)
+{
+	switch (rnd(4)) {
+	case 0:
+		return 1 + rnd(40);
+	case 1:
+		return 45 + rnd(20);
+	case 2:
+		return 1 + rnd(110000);
+	default:
+		return 109268 + rnd(20);
+	}
+}
+
 static void put(struct gen *g, uint32_t kind, uint64_t fid, uint32_t depth)
 {
 	uint32_t r = rnd(1000);
@@ -56,7 +77,7 @@ static void put(struct gen *g, uint32_t kind, uint64_t fid, uint32_t depth)
 	else if (r < 5 && g->raw > TSC0 + 100)
 		g->raw -= 60; /* back in time: clamped */
 	else
-		g->raw += 1 + rnd(40);
+		g->raw += wide_steps ? wide_step() : 1 + rnd(40);
 	g->ev[g->n++] = (struct atf_index_event){.timestamp_ns = g->raw,
 	                                         .function_id = fid,
 	                                         .thread_id = TID,
@@ -439,6 +460,18 @@ static void test_fused_window_switched(void **state)
 	run_toggled(false, false, true, true);
 }
 
+/* Steps that take the tag's u16 escape, at its edges and between: the
+ * same bytes both ways (the fused pass codes the tag in its own way,
+ * cidx_ring.c ring_tag()). */
+static void test_fused_escapes(void **state)
+{
+	(void)state;
+	wide_steps = true;
+	run(false, false, false);
+	run(true, false, true);
+	wide_steps = false;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -447,6 +480,7 @@ int main(void)
 	    cmocka_unit_test(test_fused_recent_window),
 	    cmocka_unit_test(test_fused_trigger_wants_names),
 	    cmocka_unit_test(test_fused_window_switched),
+	    cmocka_unit_test(test_fused_escapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
