@@ -706,6 +706,36 @@ int wal_detail_persist(struct ada_recorder *r, struct wal_thread *t, uint64_t fr
 	return pd_persist(r, t, &c, s);
 }
 
+/* At an end the rest of the ring is taken and decided a slice at a time,
+ * so that window memory holds at most this much more for it, whatever
+ * the ring's size (up to --detail-mb 1024) and however many threads end
+ * in one pass. */
+#define PD_END_SLICE (4 * PD_BLOCK)
+/* Slices of an end at most: a ring of 1 GiB (--detail-mb's most) in
+ * slices of at least one block's records, with room to spare. */
+#define PD_END_SLICES_MAX 1024u
+
+/* The next slice of an end: the ring's records no take took yet, at most
+ * PD_END_SLICE of them. A gap found after the first (a live thread whose
+ * file ends early, its producer lapping the ring meanwhile) widens the
+ * one the end reports. Returns whether records are left for another. */
+static bool pd_end_slice(struct ada_recorder *r, struct wal_thread *t, struct wal_gap *gap,
+                         int *err)
+{
+	struct wal_detail_stats tk;
+	int e = wal_detail_take(r, t, UINT64_MAX, PD_END_SLICE, &tk);
+	if (e < 0 && e != -ENOMEM)
+		*err = e;
+	if (tk.gap.records) {
+		if (!gap->records || tk.gap.lo_ns < gap->lo_ns)
+			gap->lo_ns = tk.gap.lo_ns;
+		gap->hi_ns = tk.gap.hi_ns > gap->hi_ns ? tk.gap.hi_ns : gap->hi_ns;
+		gap->exact = gap->records ? gap->exact && tk.gap.exact : tk.gap.exact;
+		gap->records += tk.gap.records;
+	}
+	return e == 0 && tk.budget_spent && tk.records > 0; /* else no progress */
+}
+
 int wal_detail_persist_window(struct ada_recorder *r, struct wal_thread *t, uint64_t from_ns,
                               uint64_t to_ns, bool first, struct wal_detail_budget *budget,
                               struct wal_detail_stats *st)
@@ -713,15 +743,15 @@ int wal_detail_persist_window(struct ada_recorder *r, struct wal_thread *t, uint
 	(void)first;
 	struct wal_tdetail *dt = pd_state(t);
 	struct wal_fill *fill = st->fill; /* the caller's, kept */
-	struct wal_detail_stats tk = {0};
-	if (!budget || budget->at_end) { /* the end: everything left in the ring first */
-		int e = wal_detail_take(r, t, UINT64_MAX, UINT64_MAX, &tk);
-		if (e < 0 && e != -ENOMEM)
-			return e;
-	}
+	struct wal_gap gap = {0};
+	bool end = !budget || budget->at_end, more = false;
+	int e = 0;
+	if (end) /* the end: everything left in the ring, a slice at a time */
+		more = pd_end_slice(r, t, &gap, &e);
 	memset(st, 0, sizeof(*st));
 	st->fill = fill;
-	st->gap = tk.gap;
+	if (e < 0)
+		return e;
 	if (!dt)
 		return -ENOMEM;
 	if (!t->p->arena || t->done)
@@ -730,21 +760,30 @@ int wal_detail_persist_window(struct ada_recorder *r, struct wal_thread *t, uint
 	uint64_t in_ring = 0, failed = t->f ? ada_wal_file_patch_failed(t->f) : 0;
 	c.index_head = pd_index_head(t);
 	c.all = true;
-	for (struct pd_part *pt = dt->parts; pt; pt = pt->next) {
-		c.snap = &pt->snap;
-		c.resume = pt->snap.end;
-		pd_walk(r, t, dt, &c, pt->buf, pt->bytes, &pt->off, pt->res, &pt->first, st,
-		        &in_ring);
-		if (!c.all && st->budget_spent)
+	/* Each slice at least PD_BLOCK of records: bounded by the ring. */
+	for (uint32_t slice = 0;; slice++) {
+		for (struct pd_part *pt = dt->parts; pt; pt = pt->next) {
+			c.snap = &pt->snap;
+			c.resume = pt->snap.end;
+			pd_walk(r, t, dt, &c, pt->buf, pt->bytes, &pt->off, pt->res, &pt->first, st,
+			        &in_ring);
+			if (!c.all && st->budget_spent)
+				break;
+		}
+		pd_parts_free(r, dt, false);
+		if (!more || !c.all || slice >= PD_END_SLICES_MAX)
+			break;
+		more = pd_end_slice(r, t, &gap, &e);
+		if (e < 0)
 			break;
 	}
-	pd_parts_free(r, dt, false);
+	st->gap = gap;
 	pd_flush_links(t, dt, failed, st);
 	pd_account(t, dt, false, st);
 	wal_budget_detail_sync(r, t); /* counted by the budget as it grows */
 	if (st->fd_limited)
 		pd_fd_limit_note(r, t);
-	return dt->error;
+	return e < 0 ? e : dt->error;
 }
 
 int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t *oldest_ns,

@@ -417,11 +417,13 @@ static uint64_t flight_horizon(const struct ada_recorder *r);
 
 /* Without window memory (--window-mem-mb not given): the take comes
  * within the live persist's budget (and its yield), of what the pass may
- * write, so records wait in the ring as before it. */
+ * write, so records wait in the ring as before it. The budget is every
+ * thread's together: counted per thread, window memory grew with the
+ * number of threads whose records waited there for their index events. */
 static void flight_take_in_budget(struct ada_recorder *r, struct wal_thread *t,
                                   const struct wal_detail_budget *budget)
 {
-	uint64_t held = wal_detail_taken_bytes(t);
+	uint64_t held = r->flight.mem_bytes;
 	struct wal_detail_stats st;
 	if (held >= budget->bytes ||
 	    wal_detail_take(r, t, flight_horizon(r), budget->bytes - held, &st) < 0)

@@ -33,6 +33,10 @@ foreach(s late_thread ended_thread)
   ada_e2e_test(e2e.flight_${s} ada_itest.py
                ARGS --name flight_${s} flight ${s} ${ADA_TGT_DIR}/t_latethread_O2)
 endforeach()
+# Threads ending with a window open: window memory bounded
+# (tests/targets/t_threads.c heavy).
+ada_e2e_test(e2e.flight_end_memory ada_itest.py
+             ARGS --name flight_end_memory flight end_memory ${ADA_TGT_DIR}/t_threads_O2)
 # A thread per request under --detail always: every call exact and linked
 # while the drain hands each file's recent window to the next file.
 ada_e2e_test(e2e.flight_serial_threads ada_itest.py
