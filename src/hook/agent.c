@@ -300,6 +300,8 @@ static void agent_json_body(FILE *f)
 	        agent.syms_written, agent.syms_shared, agent.syms_share_failed,
 	        agent.syms_bodies_written, agent.syms_bodies_shared, agent.syms_bodies_refused,
 	        agent.syms_bodies_unstored);
+	/* This one counted: the write it is part of. */
+	fprintf(f, ",\n  \"agent_json_writes\": %" PRIu64, agent.json_writes + 1);
 	uint64_t un[AGENT_UNTRACED_COUNT];
 	agent_untraced_counts(un);
 	fprintf(f,
@@ -348,6 +350,8 @@ static int agent_fill_json(FILE *f, const void *arg)
 {
 	(void)arg;
 	agent_json_body(f);
+	struct stat st;
+	agent.json_ino = fstat(fileno(f), &st) == 0 ? st.st_ino : 0;
 	return 0;
 }
 
@@ -392,8 +396,15 @@ static bool agent_pid_dir_ours(void)
  * files, and the directories closed. */
 static int agent_files_done(int err, bool json, int pid_fd, int mod_fd)
 {
-	if (!err && json)
+	if (!err && json) {
 		err = agent_write_file(pid_fd, "agent.json", agent_fill_json, NULL);
+		if (!err) {
+			agent.json_pid = getpid();
+			agent.json_writes++;
+		} else {
+			agent.json_ino = 0; /* no file of ours to link */
+		}
+	}
 	/* Once per process: the files are rewritten on every dlopen. */
 	static pid_t warned;
 	if (err && warned != getpid()) {
@@ -461,19 +472,47 @@ static bool agent_link_syms(int src_fd, int mod_fd, const struct agent_module *m
 }
 
 /* The parent's modules/ (pid_<files_pid>/modules under the session sfd),
- * opened without following a link; -1 when there is none. */
-static int agent_open_parent_modules(int sfd)
+ * opened without following a link; -1 when there is none. *pfd: its
+ * pid_<files_pid>/, kept open when agent.json is there too (json_pid),
+ * else -1. */
+static int agent_open_parent_modules(int sfd, int *pfd)
 {
 	char name[32];
-	int pfd = -1, fd = -1;
+	int fd = -1;
+	*pfd = -1;
 	if (agent.files_pid <= 0 || agent.files_pid == getpid())
 		return -1;
 	snprintf(name, sizeof(name), "pid_%d", (int)agent.files_pid);
-	if (ada_fs_open_dir(sfd, name, &pfd) == 0 && ada_fs_open_dir(pfd, "modules", &fd) != 0)
+	if (ada_fs_open_dir(sfd, name, pfd) == 0 && ada_fs_open_dir(*pfd, "modules", &fd) != 0)
 		fd = -1;
-	if (pfd >= 0)
-		close(pfd);
+	if (*pfd >= 0 && (agent.json_pid != agent.files_pid || !agent.json_ino)) {
+		close(*pfd);
+		*pfd = -1;
+	}
 	return fd;
+}
+
+/* A forked child's agent.json at the fork: its parent's file (src_pfd,
+ * the parent's pid_<N>/) linked into ours, when the child has nothing of
+ * its own to say yet but counts at zero: every symbol file linked, no
+ * count-only section (whose counts restart at the fork). The child writes
+ * its own at exit; one that ends without (killed, _exit) is made its own
+ * by the recorder from this one (src/recorder/agent_inherit.c, which
+ * knows it by its "pid"). Checked to be the very file the parent wrote
+ * (its inode), as agent_link_syms() checks. False: write our own. */
+static bool agent_link_json(int src_pfd, int pid_fd)
+{
+	if (src_pfd < 0 || pid_fd < 0 || agent.syms_written || agent.syms_share_failed ||
+	    agent_count_any() || linkat(src_pfd, "agent.json", pid_fd, "agent.json", 0) != 0)
+		return false;
+	struct stat st;
+	if (fstatat(pid_fd, "agent.json", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_ino == agent.json_ino) {
+		agent.json_pid = getpid();
+		return true;
+	}
+	unlinkat(pid_fd, "agent.json", 0);
+	return false;
 }
 
 int agent_write_files_forked(void)
@@ -485,11 +524,12 @@ int agent_write_files_forked(void)
 	agent.syms_written = agent.syms_shared = agent.syms_share_failed = 0;
 	agent.syms_bodies_written = agent.syms_bodies_shared = 0;
 	agent.syms_bodies_refused = agent.syms_bodies_unstored = 0;
+	agent.json_writes = 0;
 	/* The session once for both (a fork's start opens what it must). */
-	int sfd = -1, src_fd = -1, pid_fd = -1, mod_fd = -1;
+	int sfd = -1, src_fd = -1, src_pfd = -1, pid_fd = -1, mod_fd = -1;
 	int err = ada_fs_open_dir(AT_FDCWD, agent.session_dir, &sfd);
 	if (!err) {
-		src_fd = agent_open_parent_modules(sfd);
+		src_fd = agent_open_parent_modules(sfd, &src_pfd);
 		err = agent_open_dirs_at(sfd, true, &pid_fd, &mod_fd);
 		close(sfd);
 	}
@@ -506,10 +546,13 @@ int agent_write_files_forked(void)
 	}
 	if (src_fd >= 0)
 		close(src_fd);
+	bool linked = !err && agent_link_json(src_pfd, pid_fd);
+	if (src_pfd >= 0)
+		close(src_pfd);
 	if (!err)
 		agent.files_pid = getpid();
 	agent.ns_files += agent_now_ns() - t0;
-	return agent_files_done(err, true, pid_fd, mod_fd);
+	return agent_files_done(err, !linked, pid_fd, mod_fd);
 }
 
 /* After exec the new image writes into the same pid_<pid>/ as the old one,

@@ -454,6 +454,15 @@ struct agent_state {
 	 * the link could not be made or was not the parent's file. */
 	pid_t files_pid;
 	uint64_t syms_written, syms_shared, syms_share_failed;
+	/* The agent.json as last written (json_ino, in pid_<json_pid>/; 0:
+	 * none yet). A forked child that shares every symbol file and has
+	 * no count-only section links it instead of writing its own at the
+	 * fork (the recorder makes a child that ends without its exit write
+	 * its own from it: src/recorder/agent_inherit.c). json_writes: the
+	 * agent.json files this process wrote (agent_json_writes). */
+	pid_t json_pid;
+	ino_t json_ino;
+	uint64_t json_writes;
 	/* Bodies (agent_syms.c): written here, linked from the session's
 	 * store, found there but not the body (refused), written but not
 	 * linked into the store (unstored). */

@@ -557,6 +557,11 @@ void wal_manifest_agent(json_t *root, int pid_dir_fd, struct ada_agent_sums *sum
 		json_decref(out);
 		return;
 	}
+	/* A forked child that ended without its own: its parent's, made its
+	 * own (agent_inherit.c) and written back so every reader sees it. */
+	json_t *pid = json_object_get(root, "pid");
+	if (json_is_integer(pid) && wal_agent_inherit(a, (pid_t)json_integer_value(pid)))
+		(void)wal_agent_inherit_write(pid_dir_fd, a); /* else the file says whose it is */
 	if (sums)
 		wal_agent_sums_fold(sums, a);
 	if (!out)

@@ -831,6 +831,14 @@ void wal_agent_cache_free(struct wal_agent_cache *c);
 void wal_manifest_agent(json_t *root, int pid_dir_fd, struct ada_agent_sums *sums,
                         struct wal_agent_cache *cache);
 
+/* agent_inherit.c: a is pid's agent.json; when its "pid" is another's
+ * (a forked child that ended without writing its own: it links its
+ * parent's at the fork), made pid's: its counts as the fork left them,
+ * "inherited_from" the other pid; true then. */
+bool wal_agent_inherit(json_t *a, pid_t pid);
+/* a written as pid_N/agent.json (temporary file and rename). */
+int wal_agent_inherit_write(int pid_dir_fd, const json_t *a);
+
 /* agent_sums.c: what the summary takes from one agent.json (a), added
  * to s: the calls not traced, count-only functions and the budget's
  * moves, the hottest functions, the images without symbols. */

@@ -1175,16 +1175,23 @@ def check_planted_bodies(rep, ada, session, by_pid):
     rep.note("planted bodies: %d refused, %d written by the second child" % (refused, rewritten))
 
 
-def check_shared_modules(rep, session, by_pid, root, replaced):
+def check_shared_modules(rep, session, by_pid, root, replaced, inherited=0):
     """Forked children that load nothing write no symbol file: each one's
     modules/ links its parent's (docs/internals.md), so the session holds
     exactly one file per module, linked from every process, and each
     agent.json counts what it wrote and what it shared. replaced: names of
     files the first process replaced with a copy before forking (not the
     file its agent wrote): each of its children writes its own, which that
-    child's own children link."""
+    child's own children link.
+
+    agent.json is written once per forked child: at exit (a child with
+    symbol files of its own writes it at the fork too), never by a child
+    that ended without its exit handlers (_exit): exactly `inherited`
+    children's agent.json was made by the recorder from an ancestor's
+    (agent_json_writes 0, inherited_from that ancestor)."""
     pids = list(by_pid)
     parent = {p: by_pid[p][0].ppid for p in pids}
+    made = 0
 
     def syms(pid):
         d = os.path.join(session, "pid_%d" % pid, "modules")
@@ -1206,14 +1213,33 @@ def check_shared_modules(rep, session, by_pid, root, replaced):
                           "processes ran" % (pid, n, st.st_nlink, len(pids)))
         try:
             with open(os.path.join(session, "pid_%d" % pid, "agent.json")) as f:
-                got = {k: v for k, v in (json.load(f).get("symbol_files") or {}).items()
-                       if k in ("written", "shared", "share_failed")}
+                aj = json.load(f)
+            got = {k: v for k, v in (aj.get("symbol_files") or {}).items()
+                   if k in ("written", "shared", "share_failed")}
         except (OSError, ValueError) as e:
-            got = "unreadable (%s)" % e
+            aj, got = {}, "unreadable (%s)" % e
         n, r = len(want), len(replaced) if parent[pid] == root else 0
+        writes, src = aj.get("agent_json_writes"), aj.get("inherited_from")
+        if pid == root:
+            rep.check(writes == 2 and src is None, "pid_%d/agent.json: the root wrote it %r "
+                      "times (want 2: start-up, exit), inherited_from %r" % (pid, writes, src))
+        elif src is not None:
+            made += 1
+            anc, p = set(), parent[pid]
+            while p in parent and p not in anc:
+                anc.add(p)
+                p = parent[p]
+            rep.check(writes == 0 and aj.get("pid") == pid and (src in anc or src == root),
+                      "pid_%d/agent.json made by the recorder: pid %r, writes %r, from %r "
+                      "(not an ancestor %r)" % (pid, aj.get("pid"), writes, src, sorted(anc)))
+        else:
+            rep.check(writes == 1 + (r > 0), "pid_%d/agent.json written %r times by the "
+                      "child, want %d" % (pid, writes, 1 + (r > 0)))
         exp = ({"written": n, "shared": 0, "share_failed": 0} if pid == root else
                {"written": r, "shared": n - r, "share_failed": r})
         rep.check(got == exp, "pid_%d/agent.json symbol_files: %r, expected %r" % (pid, got, exp))
+    rep.check(made == inherited, "%d children's agent.json made by the recorder, want %d"
+              % (made, inherited))
     children = sum(1 for p in pids if parent[p] == root)
     for n, s in sorted(inodes.items()):
         exp = 1 + children if n in replaced else 1
@@ -1322,7 +1348,8 @@ def cmd_target_run(args, ada, work, rep, moved_how):
             rep.check(got == want, "pid_%d (%s, reaped by its traced parent): the manifest "
                       "says exit %r, the process ended with %r" % (pid, name, got, want))
     if args.shared_modules:
-        check_shared_modules(rep, session, by_pid, root, set(args.replaced_module))
+        check_shared_modules(rep, session, by_pid, root, set(args.replaced_module),
+                             args.inherited_json)
     if args.shared_bodies:
         check_shared_bodies(rep, session, by_pid)
     if args.planted_bodies:
@@ -3114,6 +3141,9 @@ def main():
     t.add_argument("--replaced-module", action="append", default=[], metavar="NAME",
                    help="with --shared-modules: a .syms file the program replaced with a "
                    "copy before forking (its children write their own)")
+    t.add_argument("--inherited-json", type=int, default=0, metavar="N",
+                   help="with --shared-modules: N forked children end without their exit "
+                   "handlers (_exit); their agent.json is the recorder's, from an ancestor's")
     t.add_argument("--calls-only", action="store_true",
                    help="assert CALL counts only, not nesting (coroutines switch stacks)")
     t.add_argument("--nondeterministic", action="store_true",

@@ -287,6 +287,12 @@ ada_itest(fork_shared_syms.O2 target --expect-pids 7 --shared-modules
 # own (counted share_failed), which their children link.
 ada_itest(fork_shared_syms_replaced.O2 target --expect-pids 7 --shared-modules
           --replaced-module module_1.syms -- ${T}/t_fork_O2 tree replace)
+# The leaves end with _exit: no exit handler runs, so each leaf's
+# agent.json is the one it linked from its parent at the fork, made its
+# own by the recorder (pid, counts at zero, inherited_from); every other
+# child writes its own once, at exit (issue 32).
+ada_itest(fork_inherited_json.O2 target --expect-pids 7 --shared-modules --inherited-json 4
+          -- ${T}/t_fork_O2 tree _exit)
 ada_itest(posix_spawn.O2 target --expect-pids 3 --own-module t_exec_child_O2
           -- ${T}/t_spawn_O2 ${T}/t_exec_child_O2)
 # The same binary exec'd twice (and beside its parent, which loads the

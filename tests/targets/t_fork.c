@@ -17,11 +17,17 @@
  *              as tree, after replacing its own (traced) module_1.syms
  *              with a copy, as a hostile or rewriting parent would: its
  *              children must not link the copy, they write their own.
+ *   tree _exit as tree, but the leaves end with _exit (their table written
+ *              first): no exit handler of theirs runs, so their agent.json
+ *              is the one the recorder makes from their parent's (each
+ *              child links it at the fork and writes its own only at
+ *              exit: issue 32).
  * The child forgets what was counted before the fork (tc_reset_after_fork),
  * so each process's table holds exactly what ran in that process.
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +46,7 @@ enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
 static volatile unsigned long sink;
+static bool leaves_exit_now; /* tree _exit */
 
 TC_FN static unsigned long parent_work(unsigned long x)
 {
@@ -183,6 +190,12 @@ TC_FN static int run_tree(int depth)
 				child_work(k);
 			int r = depth > 1 ? run_tree(depth - 1) : 0;
 			sink = (unsigned long)r; /* after the call: no tail call */
+			if (depth == 1 && leaves_exit_now) {
+				/* The frames still open are the parent's (entered
+				 * before the fork): none of this process's is lost. */
+				tc_report();
+				_exit(r);
+			}
 			return r;
 		}
 		int status = 0;
@@ -206,11 +219,12 @@ int main(int argc, char **argv)
 		pid_t self = getpid();
 		if (argc > 2 && !strcmp(argv[2], "replace"))
 			replace_own_syms();
+		leaves_exit_now = argc > 2 && !strcmp(argv[2], "_exit");
 		int failed = run_tree(2);
 		if (getpid() == self)
 			printf("tree: %d children failed\n", failed);
 		return failed != 0;
 	}
-	fprintf(stderr, "usage: t_fork exec PATH | fork | threads | tree [replace]\n");
+	fprintf(stderr, "usage: t_fork exec PATH | fork | threads | tree [replace|_exit]\n");
 	return 2;
 }

@@ -4,7 +4,10 @@
  * whatever the file, the result equals json_loadb's of the whole file
  * (the list where the full parse puts it, nothing else changed); files
  * that would fool a text search (the markers nested in another object, a
- * later "modules" key, no markers) are parsed whole.
+ * later "modules" key, no markers) are parsed whole. A forked child's
+ * file that is still its parent's (src/recorder/agent_inherit.c) is made
+ * the child's, and written back over the link without touching the
+ * parent's file.
  */
 #define _GNU_SOURCE
 #include <jansson.h>
@@ -14,7 +17,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -127,11 +133,112 @@ static void test_fooled(void **state)
 	wal_agent_cache_free(&c);
 }
 
+/* The agent's counting sections as a parent's file has them. */
+static const char PARENT[] =
+    "{\n  \"pid\": 100,\n  \"hook_time_us\": {\"total\": 900},\n  \"installed\": 5,\n"
+    "  \"symbol_files\": {\"written\": 3, \"shared\": 0, \"share_failed\": 1, "
+    "\"bodies_written\": 3},\n  \"agent_json_writes\": 2,\n"
+    "  \"untraced_calls\": {\"agent_work\": 3300, \"shadow_full\": 4},\n"
+    "  \"unmatched_returns\": {\"returns\": 1, \"threads_stopped\": 1},\n"
+    "  \"stack_switches\": {\"switches\": 2, \"frames_cut\": 7},\n"
+    "  \"recorder_gone\": {\"noticed\": true, \"drain_lag_drops\": 5},\n"
+    "  \"hot_functions\": [{\"name\": \"f\", \"pct\": 50}],\n"
+    "  \"modules\": [{\"module_id\": 1}, {\"module_id\": 2, \"unloaded\": true}, "
+    "{\"module_id\": 3, \"unloaded\": false}],\n  \"argv\": [\"a\"]\n}\n";
+
+static json_int_t geti(json_t *a, const char *sec, const char *key)
+{
+	json_t *o = sec ? json_object_get(a, sec) : a;
+	assert_true(json_is_integer(json_object_get(o, key)));
+	return json_integer_value(json_object_get(o, key));
+}
+
+static void test_inherit(void **state)
+{
+	(void)state;
+	json_t *a = json_loads(PARENT, 0, NULL), *orig = json_deep_copy(a);
+	assert_non_null(a);
+	/* Its own: untouched. */
+	assert_false(wal_agent_inherit(a, 100));
+	assert_true(json_equal(a, orig));
+	/* A child's: the child's pid, the writer's, every count at zero. */
+	assert_true(wal_agent_inherit(a, 200));
+	assert_int_equal(geti(a, NULL, "pid"), 200);
+	assert_int_equal(geti(a, NULL, "inherited_from"), 100);
+	assert_int_equal(geti(a, NULL, "agent_json_writes"), 0);
+	assert_int_equal(geti(a, "symbol_files", "written"), 0);
+	assert_int_equal(geti(a, "symbol_files", "shared"), 2); /* the loaded modules */
+	assert_int_equal(geti(a, "symbol_files", "share_failed"), 0);
+	assert_int_equal(geti(a, "symbol_files", "bodies_written"), 0);
+	assert_int_equal(geti(a, "untraced_calls", "agent_work"), 0);
+	assert_int_equal(geti(a, "untraced_calls", "shadow_full"), 0);
+	assert_int_equal(geti(a, "unmatched_returns", "returns"), 0);
+	assert_int_equal(geti(a, "stack_switches", "frames_cut"), 0);
+	assert_int_equal(geti(a, "recorder_gone", "drain_lag_drops"), 0);
+	assert_true(json_is_false(json_object_get(json_object_get(a, "recorder_gone"), "noticed")));
+	assert_null(json_object_get(a, "hot_functions"));
+	/* What the fork did not change is the parent's. */
+	assert_int_equal(geti(a, NULL, "installed"), 5);
+	assert_int_equal(geti(a, "hook_time_us", "total"), 900);
+	assert_true(json_equal(json_object_get(a, "modules"), json_object_get(orig, "modules")));
+	assert_true(json_equal(json_object_get(a, "argv"), json_object_get(orig, "argv")));
+	/* Made once: the child's own now. */
+	assert_false(wal_agent_inherit(a, 200));
+	/* No integer pid: not told whose, left alone. */
+	json_t *b = json_pack("{s:s}", "pid", "100");
+	assert_false(wal_agent_inherit(b, 200));
+	json_decref(b);
+	json_decref(orig);
+	json_decref(a);
+}
+
+/* Written back over the child's link to its parent's file: the child's
+ * name gets the child's file, the parent's keeps the parent's. */
+static void test_inherit_write(void **state)
+{
+	(void)state;
+	const char *tmp = getenv("TMPDIR");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/ada-inherit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	char *d = mkdtemp(path);
+	assert_non_null(d);
+	char parent[4200], child[4200];
+	snprintf(parent, sizeof(parent), "%s/parent.json", d);
+	snprintf(child, sizeof(child), "%s/agent.json", d);
+	FILE *f = fopen(parent, "w");
+	assert_non_null(f);
+	fputs(PARENT, f);
+	fclose(f);
+	assert_int_equal(link(parent, child), 0);
+	json_t *a = json_loads(PARENT, 0, NULL);
+	assert_true(wal_agent_inherit(a, 200));
+	int dfd = open(d, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	assert_int_equal(wal_agent_inherit_write(dfd, a), 0);
+	close(dfd);
+	json_t *got = json_load_file(child, 0, NULL), *kept = json_load_file(parent, 0, NULL);
+	assert_true(json_equal(got, a));
+	json_t *want = json_loads(PARENT, 0, NULL);
+	assert_true(json_equal(kept, want));
+	struct stat st;
+	assert_int_equal(stat(parent, &st), 0);
+	assert_int_equal(st.st_nlink, 1);
+	json_decref(want);
+	json_decref(kept);
+	json_decref(got);
+	json_decref(a);
+	unlink(child);
+	unlink(parent);
+	rmdir(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_hit),
 	    cmocka_unit_test(test_fooled),
+	    cmocka_unit_test(test_inherit),
+	    cmocka_unit_test(test_inherit_write),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
