@@ -83,6 +83,10 @@ struct wal_tdetail {
 	uint64_t mem_bytes, taken, taken_end, take_last_ns, take_stop_ns;
 	bool taken_ok;
 	bool take_held; /* the last take stopped at the horizon (take_stop_ns) */
+	/* An end's later slices take ring positions below this only (0: no
+	 * limit): the records its first slice found, not those a live thread
+	 * (a rotation) made meanwhile, whose events belong to its next file. */
+	uint64_t take_upto;
 	/* The index file's first ring position when the events of window
 	 * memory's records were read: another file (a rotation) reads them
 	 * again (its records are the old file's: unlinked). */

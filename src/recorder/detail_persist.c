@@ -393,6 +393,20 @@ static int pd_write_counted(struct wal_thread *t, struct wal_tdetail *dt, const 
 	return e;
 }
 
+/* A live persist's write (b: its pass's budget, or NULL): the budget pays
+ * the record's bytes in the detail file, not its ring record's, which are
+ * up to half as many: the pass's room is disk the budget made. */
+static void pd_write_paid(struct wal_thread *t, struct wal_tdetail *dt, struct wal_detail_budget *b,
+                          const struct pd_rec *rc, uint64_t seq, uint64_t ts,
+                          struct wal_detail_stats *st)
+{
+	uint64_t before = st->bytes;
+	if (pd_write_counted(t, dt, rc, seq, ts, st) == 0 && b) {
+		uint64_t paid = st->bytes - before;
+		b->bytes = paid < b->bytes ? b->bytes - paid : 0;
+	}
+}
+
 /* At a thread's end under the disk budget (b->at_end): the record is
  * written when its bytes in the detail file (larger than the ring's
  * record) fit what is left of b, else decided unwritten and counted
@@ -454,8 +468,7 @@ static bool pd_decide(struct wal_thread *t, struct wal_tdetail *dt, struct pd_wa
 			pd_leave(c, dt, p, ns);
 			return false;
 		}
-		if (pd_write_counted(t, dt, rc, seq, ev.timestamp_ns, st) == 0 && c->budget)
-			c->budget->bytes -= rl;
+		pd_write_paid(t, dt, c->budget, rc, seq, ev.timestamp_ns, st);
 		break;
 	}
 	return true;
@@ -746,8 +759,13 @@ int wal_detail_persist_window(struct ada_recorder *r, struct wal_thread *t, uint
 	struct wal_gap gap = {0};
 	bool end = !budget || budget->at_end, more = false;
 	int e = 0;
-	if (end) /* the end: everything left in the ring, a slice at a time */
+	if (end && dt && t->p->arena && !t->done) {
+		/* the end: everything left in the ring, a slice at a time */
+		uint64_t head = ada_detail_ring_head(t->p->arena, t->slot);
 		more = pd_end_slice(r, t, &gap, &e);
+		if (e == 0)
+			dt->take_upto = head;
+	}
 	memset(st, 0, sizeof(*st));
 	st->fill = fill;
 	if (e < 0)
@@ -777,6 +795,7 @@ int wal_detail_persist_window(struct ada_recorder *r, struct wal_thread *t, uint
 		if (e < 0)
 			break;
 	}
+	dt->take_upto = 0;
 	st->gap = gap;
 	pd_flush_links(t, dt, failed, st);
 	pd_account(t, dt, false, st);

@@ -214,6 +214,10 @@ static uint64_t pd_take_walk(struct ada_recorder *r, struct wal_tdetail *dt,
 			(*in_ring)++;
 			continue;
 		}
+		if (dt->take_upto && pos >= dt->take_upto) {
+			end = pos; /* an end's slice: made after the end began */
+			break;
+		}
 		struct pd_rec rc;
 		/* A malformed record goes with its neighbours (the persist counts it). */
 		uint64_t ns = pd_parse(p, rl, &rc) ? pd_to_ns(r, rc.raw_ts) : dt->take_last_ns;

@@ -58,3 +58,10 @@ add_test(NAME e2e.budget_windows
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/budget_writers_test.sh $<TARGET_FILE:ada>
                  ${ADA_TGT_DIR}/t_trigrate_O2 windows)
 set_tests_properties(e2e.budget_windows PROPERTIES TIMEOUT 150 LABELS "e2e")
+# The same with 16 MiB detail rings under a 16 MiB budget: an early end
+# takes its ring's rest in slices while its thread goes on, and no
+# record its thread made meanwhile is decided a bad link.
+add_test(NAME e2e.budget_windows_big
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/budget_writers_test.sh $<TARGET_FILE:ada>
+                 ${ADA_TGT_DIR}/t_trigrate_O2 windows_big)
+set_tests_properties(e2e.budget_windows_big PROPERTIES TIMEOUT 150 LABELS "e2e")
