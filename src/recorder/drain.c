@@ -830,7 +830,8 @@ static size_t drain_proc(struct ada_recorder *r, struct wal_proc *p, size_t budg
 	size_t n = 0;
 	uint32_t used = ada_arena_slots_used(p->arena); /* spill slots never claimed: skipped */
 	for (uint32_t s = 0; s < used; s++)
-		n += drain_slot(r, p, s, budget);
+		if (!ada_slot_idle(p->arena, s)) /* free, as last seen: drain_slot() returns 0 */
+			n += drain_slot(r, p, s, budget);
 	ada_arena_drain_heartbeat(p->arena);
 	return n;
 }

@@ -272,9 +272,10 @@ static size_t drain_fused(struct ada_recorder *r, struct wal_thread *t,
 	return k;
 }
 
-/* A chunk of k events (the reserve's room dst): the fused pass takes what
- * it can, and each event it stops at goes the general way
- * (drain_chunk()), then the fused pass again. A chunk while a trigger
+/* A chunk of k events (the reserve's room, dst_cap of them in dst): the
+ * fused pass takes what it can, and each event it stops at goes the
+ * general way (drain_chunk(), dst_cap at most at a time), then the fused
+ * pass again. A chunk while a trigger
  * wants names goes the general way whole; events the fused pass keeps
  * stopping at soon (a stack deeper than the trigger keeps, a function
  * new at every other event) go in runs that double until the fused pass
@@ -284,22 +285,22 @@ static size_t drain_fused(struct ada_recorder *r, struct wal_thread *t,
 #define FUSED_STRETCH 64
 static size_t drain_chunk_fused(struct ada_recorder *r, struct wal_thread *t,
                                 const struct atf_index_event *src, struct atf_index_event *dst,
-                                size_t k, uint64_t ts_max, uint64_t pos)
+                                size_t dst_cap, size_t k, uint64_t ts_max, uint64_t pos)
 {
 	size_t i = 0, run = 1;
 	struct ada_cidx_calls calls;
-	if (t->trig) { /* a trigger that wants names: the whole chunk */
-		if (!ada_trigger_calls_begin(t->trig, &calls))
-			return drain_chunk(r, t, src, dst, k, ts_max, pos);
+	/* a trigger that wants names: the whole chunk the general way */
+	const bool names = t->trig && !ada_trigger_calls_begin(t->trig, &calls);
+	if (t->trig && !names)
 		ada_trigger_calls_end(t->trig, &calls);
-	}
 	while (i < k) {
-		size_t f = drain_fused(r, t, src + i, k - i, ts_max);
+		size_t f = names ? 0 : drain_fused(r, t, src + i, k - i, ts_max);
 		i += f;
 		if (i == k)
 			break;
-		run = f >= FUSED_STRETCH ? 1 : run;
+		run = names ? k : f >= FUSED_STRETCH ? 1 : run;
 		size_t g = run < k - i ? run : k - i;
+		g = g < dst_cap ? g : dst_cap; /* dst holds dst_cap events */
 		size_t got = drain_chunk(r, t, src + i, dst, g, ts_max, pos + i);
 		if (got < g)
 			return i + got;
@@ -340,8 +341,12 @@ size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
 		ada_wal_file_keep_recent(t->f, drain_keep_recent(r));
 	while (done < n) {
 		struct atf_index_event *dst;
-		size_t want = n - done < DRAIN_CHUNK ? n - done : DRAIN_CHUNK;
-		size_t k = t->f ? ada_wal_file_reserve(t->f, want, &dst) : 0;
+		const bool fused = r->o.index_format == ADA_INDEX_COMPACT;
+		size_t chunk = fused ? ADA_WAL_RING_CHUNK : DRAIN_CHUNK, cap = 0;
+		size_t want = n - done < chunk ? n - done : chunk;
+		size_t k = !t->f   ? 0
+		           : fused ? ada_wal_file_reserve_ring(t->f, want, &dst, &cap)
+		                   : ada_wal_file_reserve(t->f, want, &dst);
 		if (k == 0) { /* disk full or the file failed: count, keep going */
 			if (t->file_ring_hole == UINT64_MAX) /* detail links stop here */
 				t->file_ring_hole = t->ring_next + done;
@@ -355,9 +360,9 @@ size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,
 			return n;
 		}
 		size_t got =
-		    r->o.index_format == ADA_INDEX_COMPACT
-		        ? drain_chunk_fused(r, t, src + done, dst, k, ts_max, t->ring_next + done)
-		        : drain_chunk(r, t, src + done, dst, k, ts_max, t->ring_next + done);
+		    fused ? drain_chunk_fused(r, t, src + done, dst, cap, k, ts_max,
+		                              t->ring_next + done)
+		          : drain_chunk(r, t, src + done, dst, k, ts_max, t->ring_next + done);
 		if (got < k)
 			return done + got;
 		done += k;

@@ -949,6 +949,25 @@ size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index
 	return n;
 }
 
+/* The fused pass's per-call costs (the pass's set-up, the trigger's calls, the reserve) come
+ * once a chunk: a larger one pays them less often (docs/benchmarks.md, "The drain outside the
+ * fused pass"). The larger room is given only where the reserve of it would do nothing more than
+ * the chunk's did (no growth, no segment entered, the file not full), so growth, rotation and the
+ * flush policy stay where they were. */
+size_t ada_wal_file_reserve_ring(struct ada_wal_file *f, size_t max, struct atf_index_event **dst,
+                                 size_t *dst_cap)
+{
+	size_t n = ada_wal_file_reserve(f, max, dst);
+	*dst_cap = n;
+	if (!f->cx || n < WAL_CIDX_CHUNK || max <= n || f->full || f->error)
+		return n;
+	size_t big = max < ADA_WAL_RING_CHUNK ? max : ADA_WAL_RING_CHUNK;
+	uint64_t need = f->end + wal_cidx_bound(big) + wal_cidx_tail(f) + ATF_FOOTER_SIZE;
+	if (need > f->alloc || (f->ahead_start && need > f->ahead_start))
+		return n;
+	return big;
+}
+
 void ada_wal_file_commit(struct ada_wal_file *f, size_t n)
 {
 	if (n == 0)

@@ -213,10 +213,37 @@ static void test_quarantined_counters_left_out(void **state)
 	assert_int_equal(ada_arena_slot_free(f->a, 0), -EBUSY);
 }
 
+/* ada_slot_idle(): the drain's skip of a free slot says FREE only where
+ * the full read would only say FREE again: never before the first read,
+ * not once the slot is claimed (the full read then takes the new owner),
+ * not after a free of a slot the consumer saw owned (its transition check
+ * must run), not for a quarantined slot. */
+static void test_idle_skip(void **state)
+{
+	struct fx *f = *state;
+	struct ada_slot_info si;
+	assert_false(ada_slot_idle(f->a, 0)); /* never read yet */
+	assert_int_equal(ada_slot_read_checked(f->a, 0, &si), 0);
+	assert_true(ada_slot_idle(f->a, 0));
+	assert_false(ada_slot_idle(f->a, 5)); /* past the slots */
+	honest_claim(f->a, 0, 100, 0);
+	assert_false(ada_slot_idle(f->a, 0)); /* claimed since */
+	assert_int_equal(ada_slot_read_checked(f->a, 0, &si), 0);
+	atomic_store(&f->a->desc[0].state, ADA_SLOT_FREE); /* only the drain frees */
+	assert_false(ada_slot_idle(f->a, 0));
+	expect_quarantined(f->a, 0, ADA_FAULT_TRANSITION);
+	assert_false(ada_slot_idle(f->a, 0));
+	assert_int_equal(ada_slot_read_checked(f->a, 1, &si), 0);
+	assert_true(ada_slot_idle(f->a, 1));
+	ada_slot_quarantine(f->a, 1, ADA_FAULT_EVENT, 0, 0, 0);
+	assert_false(ada_slot_idle(f->a, 1)); /* the read reports the fault */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_honest_life_and_reuse, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_idle_skip, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_head_back, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_head_ahead, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_tail_moved, fx_setup, fx_teardown),

@@ -369,6 +369,51 @@ static void test_cidx_recent_window(void **state)
 	ada_wal_io_free(io);
 }
 
+/* The fused pass's larger room (ada_wal_file_reserve_ring): a compact
+ * file gives more than its chunk only where its allocation already holds
+ * the larger count's longest bytes (not in the first 64 KiB segment, yes
+ * once the file has its 1 MiB), its chunk (dst_cap) for the general way;
+ * never more than asked; an ATF v2 file as the plain reserve. */
+static void test_cidx_reserve_ring(void **state)
+{
+	(void)state;
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts o = {.buffer_bytes = 1 << 16, .max_buffers = 8, .queue_depth = 8};
+	assert_int_equal(ada_wal_io_new(&o, &io), 0);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, "rr.atf");
+	struct ada_wal_file_opts fo = {.thread_id = 4242,
+	                               .clock_type = ATF_CLOCK_BOOTTIME,
+	                               .arch = ATF_ARCH_X86_64,
+	                               .segment_bytes = 1 << 20,
+	                               .index_format = ADA_INDEX_COMPACT};
+	struct ada_wal_file *f, *v2 = index_open(io, "rr2.atf", 4242);
+	assert_int_equal(ada_wal_file_openat(io, tmpfd, "rr.atf", path, &fo, &f), 0);
+	struct atf_index_event *dst;
+	size_t cap = 0;
+	assert_int_equal(ada_wal_file_reserve_ring(f, 4096, &dst, &cap), WAL_CIDX_CHUNK);
+	assert_int_equal(cap, WAL_CIDX_CHUNK);
+	uint64_t n = 0;
+	while (f->alloc < (1u << 20) && n < 400000) {
+		append_events(f, n, 1000);
+		n += 1000;
+	}
+	assert_true(f->alloc >= (1u << 20));
+	assert_int_equal(ada_wal_file_reserve_ring(f, 4096, &dst, &cap), ADA_WAL_RING_CHUNK);
+	assert_int_equal(cap, WAL_CIDX_CHUNK);
+	assert_int_equal(ada_wal_file_reserve_ring(f, 1000, &dst, &cap), 1000);
+	assert_int_equal(ada_wal_file_reserve_ring(f, 100, &dst, &cap), 100);
+	assert_int_equal(cap, 100);
+	assert_int_equal(ada_wal_file_reserve_ring(v2, 4096, &dst, &cap),
+	                 ada_wal_file_reserve(v2, 4096, &dst));
+	assert_int_equal(cap, ada_wal_file_reserve(v2, 4096, &dst));
+	struct ada_wal_file_summary sum;
+	assert_int_equal(ada_wal_file_finalize(f, &sum), 0);
+	assert_int_equal(sum.events, n);
+	assert_int_equal(ada_wal_file_finalize(v2, &sum), 0);
+	ada_wal_io_free(io);
+}
+
 /* Appends event i to both files, with B's window switched as the drain
  * does it between two takes: off from the start, on for [20000, 30000)
  * and [45000, 50000). */
@@ -1916,6 +1961,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_flight_passed_over, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_flight_end_room, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_window, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cidx_reserve_ring, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_grows, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_reused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_decoded, setup, teardown),

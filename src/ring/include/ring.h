@@ -399,12 +399,11 @@ void ada_arena_set_flags(struct ada_arena *a, uint32_t flags);
 /* ---- drain side (the single consumer of every ring) ---- */
 /* Slots in all: max_threads + spill_threads. */
 uint32_t ada_arena_max_threads(const struct ada_arena *a);
-/* Slots [0, n) may have been claimed: every full slot and the spill
- * slots up to the highest ever claimed (a count the producers keep in
- * the arena: never less than seen before, never more than the slots).
- * Loops over slots stop here, so an arena with thousands of spill slots
- * costs the drain only the ones threads used. The first call that sees
- * new slots sets their consumer state up (the consumer's thread only). */
+/* Slots [0, n) may have been claimed: every full slot and the spill slots up to the highest
+ * ever claimed (a count the producers keep in the arena: never less than seen before, never
+ * more than the slots). Loops over slots stop here, so an arena with thousands of spill slots
+ * costs the drain only the ones threads used. The first call that sees new slots sets their
+ * consumer state up (the consumer's thread only). */
 uint32_t ada_arena_slots_used(struct ada_arena *a);
 /* Preparing slots ahead of the threads that will claim them, so that a
  * thread's start waits for neither page allocation nor mlock (the
@@ -498,11 +497,12 @@ struct ada_slot_fault {
 	uint32_t reserved;
 	uint64_t x, y, z;
 };
-/* Reads one slot's descriptor and index positions, checked. 0: out is
- * valid (FREE, or ACTIVE/EXITED with identity and head within the rules;
- * out->tail is the consumer's own position). -EPROTO: quarantined (now or
- * before). -EINVAL: bad slot. */
+/* Reads one slot's descriptor and index positions, checked. 0: out is valid (FREE, or
+ * ACTIVE/EXITED with identity and head within the rules; out->tail is the consumer's own
+ * position). -EPROTO: quarantined (now or before). -EINVAL: bad slot. ada_slot_idle(): FREE now
+ * and at the last read, no fault, so that read would say FREE again; one load (consumer.c). */
 int ada_slot_read_checked(struct ada_arena *a, uint32_t slot, struct ada_slot_info *out);
+bool ada_slot_idle(const struct ada_arena *a, uint32_t slot);
 /* The drain found something wrong in the slot's data (e.g. an event):
  * quarantine it. Only the first fault is kept. */
 void ada_slot_quarantine(struct ada_arena *a, uint32_t slot, enum ada_ring_fault code, uint64_t x,

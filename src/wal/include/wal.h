@@ -144,6 +144,13 @@ int ada_wal_file_openat(struct ada_wal_io *io, int dirfd, const char *name, cons
 /* Space for up to max events in the staging buffer; returns how many fit
  * (>= 1 unless the file failed: then 0) and sets *dst. */
 size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index_event **dst);
+/* The same for a chunk that goes mostly through the fused pass
+ * (ada_wal_file_put_ring): a compact file's room may then be larger than
+ * its chunk, up to ADA_WAL_RING_CHUNK events, where the allocation holds
+ * them already; *dst holds *dst_cap of them (the general way's runs). */
+#define ADA_WAL_RING_CHUNK 2048u
+size_t ada_wal_file_reserve_ring(struct ada_wal_file *f, size_t max, struct atf_index_event **dst,
+                                 size_t *dst_cap);
 /* Publishes n events written at *dst of the last reserve: CRC, counts,
  * time range. Timestamps must be non-decreasing (the caller clamps). */
 void ada_wal_file_commit(struct ada_wal_file *f, size_t n);
