@@ -18,8 +18,9 @@
  * judged together (struct budget_rest): the heads' moves of their slots against the process's CPU
  * time less the judged threads' and the budget thread's own.
  *
- * A move is a count block (x86_64/x86_emit_count.c, arm64/a64_count.c)
- * emitted into new trampoline memory near the function's module and the
+ * A move is a count block (x86_64/x86_emit_count.c, arm64/a64_count.c;
+ * x86_64: the inline form, the prologue relocated into it, as the
+ * install's) emitted into new trampoline memory near the function's module and the
  * function's patch re-aimed at it (hook_arch_patch_bytes): only the
  * branch's displacement changes, one atomic store when it lies in one
  * aligned word (HOOK_ARCH_PATCH_REAIM_ATOMIC: x86_64's rel32 at an entry
@@ -292,6 +293,33 @@ static struct hook_patch *budget_pad_of(struct agent_module *m, const struct hoo
 	return NULL;
 }
 
+/* The inline count block (docs/hooks.md, "Count-only functions") for the
+ * function whose original bytes u holds, into blk: the prologue decoded
+ * again from those bytes (as ada attach's reapply does: install_replace),
+ * relocated into the block with the jump back behind the patch, as the
+ * install's count blocks are; its copies go into the crash handler's map
+ * (*tmap, published by the caller once the patch leads there). 0 when
+ * that decode is not the patch's (another length) or the arch has no
+ * inline form: the caller then emits the block that jumps to the
+ * trampoline's copy. */
+static size_t budget_emit_inline(const struct agent_module *m, const struct hook_patch *u,
+                                 uint8_t *blk, uint32_t c, uint64_t tramp, struct agent_tmap **tmap)
+{
+	struct hook_arch_plan plan;
+	struct hook_arch_reloc_map map;
+	int32_t gate, counter;
+	uint64_t at = (uint64_t)(uintptr_t)blk;
+	if (hook_arch_prepare_prologue(u->bytes, u->addr, u->len, &plan) != ADA_HOOK_OK ||
+	    plan.patch_len != u->len)
+		return 0;
+	agent_count_offsets(&gate, &counter);
+	size_t len =
+	    hook_arch_emit_count_block_inline(&plan, blk, at, gate, counter, c, tramp, &map);
+	if (len && (*tmap = agent_tmap_new(m->id, at, at + len, m->lo, 1)) != NULL)
+		agent_tmap_add(*tmap, &plan, at, true, &map);
+	return len;
+}
+
 /* Moves fn_id to count-only (under agent.lock); true when moved. */
 static bool budget_move(uint64_t fn_id, uint64_t calls_per_s, uint64_t mean_ns)
 {
@@ -316,8 +344,15 @@ static bool budget_move(uint64_t fn_id, uint64_t calls_per_s, uint64_t mean_ns)
 		budget.not_movable++; /* more than one word changes: no atomic store */
 		return false;
 	}
+	/* The padding form's block stays the one that jumps to the
+	 * trampoline's copy: its entry's patch is the short jmp, whose
+	 * prologue the padding's jmp does not return behind. */
+	const struct hook_patch *undo = pad || !m->undo ? NULL : &m->undo[p - m->patch];
+	if (undo && (undo->addr != p->addr || undo->len != p->len))
+		undo = NULL; /* index for index (install_emit, install_drop_busy); checked */
 	uint8_t *blk = NULL;
-	if (hook_mem_alloc(agent.mem, m->id, m->lo, m->hi, HOOK_ARCH_COUNT_BLOCK_MAX, &blk))
+	if (hook_mem_alloc(agent.mem, m->id, m->lo, m->hi,
+	                   undo ? HOOK_ARCH_COUNT_INLINE_MAX : HOOK_ARCH_COUNT_BLOCK_MAX, &blk))
 		return false;
 	struct hook_patch np = *p;
 	hook_arch_patch_bytes(&pl, (uint64_t)(uintptr_t)blk, np.bytes);
@@ -328,11 +363,16 @@ static bool budget_move(uint64_t fn_id, uint64_t calls_per_s, uint64_t mean_ns)
 		return false;
 	int32_t gate, counter;
 	agent_count_offsets(&gate, &counter);
-	if (hook_arch_emit_count_block(blk, (uint64_t)(uintptr_t)blk, gate, counter, (uint32_t)c,
-	                               tramp) == 0 ||
-	    hook_mem_seal(agent.mem))
-		return false;
-	if (hook_patch_apply(&np, 1))
+	struct agent_tmap *tmap = NULL;
+	size_t len = undo ? budget_emit_inline(m, undo, blk, (uint32_t)c, tramp, &tmap) : 0;
+	if (len == 0)
+		len = hook_arch_emit_count_block(blk, (uint64_t)(uintptr_t)blk, gate, counter,
+		                                 (uint32_t)c, tramp);
+	bool ok = len != 0 && hook_mem_seal(agent.mem) == 0 && hook_patch_apply(&np, 1) == 0;
+	/* Published either way (a table of a block no patch leads to maps no
+	 * pc a thread can have), so that it is not lost. */
+	agent_tmap_publish(tmap);
+	if (!ok)
 		return false;
 	*p = np; /* ada attach's reapply keeps the count block */
 	budget.moves++;
