@@ -75,7 +75,7 @@
 #define BUDGET_SAMPLE 8192u
 #define BUDGET_SHORT_NS 2000u /* "short": a mean duration below this */
 #define BUDGET_MOVES_TICK 16u /* moves per thread and tick, at most ... */
-#define BUDGET_MOVES_FAR 64u  /* ... or this many when over twice its budget */
+#define BUDGET_MOVES_FAR 256u /* ... or this many when over twice its budget */
 /* A thread that ran less than a tenth of the tick is not judged. */
 #define BUDGET_MIN_CPU_DIV 10u
 #define BUDGET_FNS 1024u /* distinct functions tallied per sample */
@@ -89,6 +89,10 @@ struct budget_slot {
 	 * (budget_rest); any_seen: any_head is known. */
 	uint64_t any_head;
 	bool any_seen;
+	/* The head at the last budget_hot look (every wake-up); check_seen:
+	 * check_head is known. */
+	uint64_t check_head;
+	bool check_seen;
 };
 
 /* The threads no tick judged on their own this tick (each lived through
@@ -124,6 +128,7 @@ static struct {
 	/* Moves prepared by budget_move, applied together (budget_apply). */
 	struct hook_patch pending[BUDGET_MOVES_FAR], *pending_at[BUDGET_MOVES_FAR];
 	uint32_t n_pending;
+	bool shed_none; /* this tick: a thread over budget had nothing moved */
 	uint32_t depth_fn[256];
 	uint64_t depth_ts[256];
 } budget;
@@ -411,8 +416,10 @@ static uint32_t budget_shed(uint32_t slot, uint64_t head, uint64_t events_per_s,
 {
 	struct ada_arena *a = ada_producer_arena();
 	size_t n = ada_index_ring_recent(a, slot, head, budget.sample, BUDGET_SAMPLE);
-	if (n < 64)
+	if (n < 64) {
+		budget.shed_none = true;
 		return 0;
+	}
 	budget_tally(n);
 	qsort(budget.fns, BUDGET_FNS, sizeof(budget.fns[0]), budget_fn_cmp);
 	/* Far over budget (the excess more than the budget itself): a bigger
@@ -423,23 +430,29 @@ static uint32_t budget_shed(uint32_t slot, uint64_t head, uint64_t events_per_s,
 	if (far)
 		excess += excess / 2;
 	uint64_t saved = 0;
-	uint32_t moved = 0;
+	uint32_t moved = 0, skipped = 0;
 	for (uint32_t i = 0; i < BUDGET_FNS && moved < most && saved < excess; i++) {
 		const struct budget_fn *f = &budget.fns[i];
 		if (f->calls == 0)
 			break;
 		uint64_t mean =
 		    f->dur_n ? f->dur_sum * 1000 / f->dur_n / budget.raw_per_ns_milli : 0;
-		if (!f->dur_n || mean >= BUDGET_SHORT_NS)
-			continue;
 		uint64_t share = 2 * f->calls * cost / n; /* its CALLs and RETURNs */
 		uint64_t rate = f->calls * events_per_s / n;
-		if (budget_move(f->fn_id, rate, mean)) {
+		if (f->dur_n && mean < BUDGET_SHORT_NS && budget_move(f->fn_id, rate, mean)) {
 			saved += share;
 			moved++;
+		} else {
+			skipped++; /* long, no CALL/RETURN pair in the sample, or not movable */
 		}
 	}
-	return budget_apply();
+	uint32_t applied = budget_apply();
+	budget.shed_none |= applied == 0;
+	if (budget.debug)
+		agent_log(
+		    "budget: sample of %zu events: %u moved, %u skipped (long or not movable)", n,
+		    applied, skipped);
+	return applied;
 }
 
 /* Whether runs may remember: a budget, the plan cache on, a place for it. */
@@ -568,8 +581,9 @@ static bool budget_tick(uint64_t dt_ns, uint32_t gen)
 		uint64_t cpu = budget_cpu_ns(si.tid);
 		bool same = b->seen && b->generation == si.generation && b->tid == si.tid;
 		struct budget_slot prev = *b;
-		*b = (struct budget_slot){si.generation, si.tid, si.head,       wns,
-		                          cpu,           true,   prev.any_head, prev.any_seen};
+		*b = (struct budget_slot){
+		    si.generation, si.tid,          si.head,        wns, cpu, true, prev.any_head,
+		    prev.any_seen, prev.check_head, prev.check_seen};
 		/* A wait for ring space is time the thread would have run: its
 		 * time is its CPU time and its waits. */
 		uint64_t dwait = wns >= prev.waited_ns ? wns - prev.waited_ns : 0;
@@ -583,9 +597,11 @@ static bool budget_tick(uint64_t dt_ns, uint32_t gen)
 		uint64_t cost = dev * budget.event_ps / 1000 + dwait;
 		uint64_t allowed = dcpu * agent.cfg.overhead_budget / 100;
 		if (budget.debug)
-			agent_log("budget: slot %u tid %u cpu %" PRIu64 " ms events %" PRIu64
+			agent_log("budget: at %" PRIu64 " ms (tick %" PRIu64
+			          " ms): slot %u tid %u cpu %" PRIu64 " ms events %" PRIu64
 			          " waited %" PRIu64 " ms cost %" PRIu64 " ms",
-			          i, si.tid, dcpu / 1000000, dev, dwait / 1000000, cost / 1000000);
+			          (agent_now_ns() - budget.start_ns) / 1000000, dt_ns / 1000000, i,
+			          si.tid, dcpu / 1000000, dev, dwait / 1000000, cost / 1000000);
 		if (cost <= allowed)
 			continue;
 		pthread_mutex_lock(&agent.lock);
@@ -606,29 +622,69 @@ static bool budget_tick(uint64_t dt_ns, uint32_t gen)
 	return any;
 }
 
+/* At every wake-up (BUDGET_TICK_FIRST_NS): whether a ring's head moved so
+ * far since the last wake-up (dt_ns ago) that its thread is surely over
+ * budget, its events costing more than PCT % of the wall time (its CPU
+ * time is no more): a new phase of hot calls after quiet ticks, which
+ * would otherwise write events at full rate until the next tick, up to
+ * 100 ms later. Reads only the slots' heads (slots a tick has seen), no
+ * /proc file. */
+static bool budget_hot(uint64_t dt_ns)
+{
+	struct ada_arena *a = ada_producer_arena();
+	if (!a)
+		return false;
+	uint32_t used = ada_arena_slots_used(a);
+	uint64_t allowed = dt_ns * agent.cfg.overhead_budget / 100;
+	bool hot = false;
+	for (uint32_t i = 0; i < used && i < budget.nslots; i++) {
+		struct ada_slot_info si;
+		struct budget_slot *b = &budget.slots[i];
+		ada_arena_slot_info(a, i, &si);
+		if (b->check_seen && si.head > b->check_head &&
+		    (si.head - b->check_head) * budget.event_ps / 1000 > allowed)
+			hot = true;
+		b->check_head = si.head;
+		b->check_seen = true;
+	}
+	return hot;
+}
+
 static void *budget_main(void *arg)
 {
 	uint32_t gen = (uint32_t)(uintptr_t)arg;
 	agent_guard_enter();  /* for good: its own calls are neither traced nor counted */
 	if (!budget.event_ps) /* a forked child's parent calibrated */
 		budget_calibrate();
-	uint64_t t = agent_now_ns(), raw = ada_tsc(), tick = BUDGET_TICK_FIRST_NS;
+	uint64_t t = agent_now_ns(), raw = ada_tsc(), tick = BUDGET_TICK_FIRST_NS, checked = t;
+	/* An early tick (budget_hot) that found a thread over budget and
+	 * moved nothing: no other until a tick moves some (the hot functions
+	 * are long or not movable, and would be sampled at every wake-up). */
+	bool early_idle = false;
 	for (;;) {
-		struct timespec ts = {0, (long)tick};
+		struct timespec ts = {0, (long)BUDGET_TICK_FIRST_NS};
 		nanosleep(&ts, NULL);
 		/* Relaxed: a stale read costs one more tick, whose moves the
 		 * lock and the same test in budget_tick keep out. */
 		if (atomic_load_explicit(&budget.gen, memory_order_relaxed) != gen)
 			return NULL;
 		uint64_t t2 = agent_now_ns(), raw2 = ada_tsc();
+		bool early = t2 - t + BUDGET_TICK_FIRST_NS / 2 < tick;
+		bool hot = budget_hot(t2 - checked);
+		checked = t2;
+		if (early && (early_idle || !hot))
+			continue;
 		const struct ada_arena *a = ada_producer_arena();
 		bool clock_ts = a && ada_arena_config_of(a)->timestamp_source == ADA_TS_CLOCK;
 		budget.raw_per_ns_milli = clock_ts ? 1000 : (raw2 - raw) * 1000 / (t2 - t + 1);
 		if (budget.raw_per_ns_milli == 0)
 			budget.raw_per_ns_milli = 1;
-		if (budget_tick(t2 - t, gen))
+		budget.shed_none = false;
+		bool moved = budget_tick(t2 - t, gen);
+		early_idle = moved ? false : early && budget.shed_none ? true : early_idle;
+		if (moved)
 			tick = BUDGET_TICK_FIRST_NS;
-		else
+		else if (!early)
 			tick = tick * 2 < BUDGET_TICK_NS ? tick * 2 : BUDGET_TICK_NS;
 		t = t2;
 		raw = raw2;
