@@ -5,7 +5,8 @@
  * than PCT % of the thread's CPU time.
  *
  * Each tick (10 ms, then twice as long each time up to 100 ms; 10 ms again
- * after a tick that moved functions) it reads, per ring slot, the events
+ * after a tick that moved functions; at once when the wake-up every 10 ms
+ * sees a ring's head run far ahead: budget_hot) it reads, per ring slot, the events
  * the thread wrote (the ring's head), the time it waited for ring space (the slot's wait counters)
  * and the thread's CPU time (/proc/self/task/TID/schedstat). The cost is events x a per-event cost,
  * calibrated at start (a loop of the index lane's emit into a private ring: what a CALL or RETURN
