@@ -74,8 +74,10 @@
 #define BUDGET_TICK_FIRST_NS 10000000ull
 #define BUDGET_TICK_NS 100000000ull
 /* Between ticks the thread looks at the ring heads every
- * BUDGET_TICK_FIRST_NS, or this often while no head moves. */
+ * BUDGET_TICK_FIRST_NS, or this often once BUDGET_QUIET_LOOKS looks in a
+ * row saw no head move. */
 #define BUDGET_WAKE_QUIET_NS 50000000ull
+#define BUDGET_QUIET_LOOKS 5u
 #define BUDGET_SAMPLE 8192u
 #define BUDGET_SHORT_NS 2000u /* "short": a mean duration below this */
 #define BUDGET_MOVES_TICK 16u /* moves per thread and tick, at most ... */
@@ -331,6 +333,10 @@ static size_t budget_emit_inline(const struct agent_module *m, const struct hook
 		agent_tmap_add(*tmap, &plan, at, true, &map);
 	return len;
 }
+
+/* A block the inline form did not fit takes the other form in its place. */
+_Static_assert(HOOK_ARCH_COUNT_INLINE_MAX >= HOOK_ARCH_COUNT_BLOCK_MAX,
+               "the inline form's room holds the other form");
 
 /* Prepares the move of fn_id to count-only (under agent.lock): its block
  * written, its re-aimed patch queued for budget_apply; true when queued. */
@@ -671,6 +677,7 @@ static void *budget_main(void *arg)
 	 * are long or not movable, and would be sampled at every wake-up). */
 	bool early_idle = false;
 	uint64_t sleep_ns = BUDGET_TICK_FIRST_NS;
+	uint32_t quiet = 0; /* looks in a row that saw no head move */
 	for (;;) {
 		struct timespec ts = {0, (long)sleep_ns};
 		nanosleep(&ts, NULL);
@@ -682,9 +689,13 @@ static void *budget_main(void *arg)
 		bool early = t2 - t + BUDGET_TICK_FIRST_NS / 2 < tick;
 		enum budget_look look = budget_look(t2 - checked);
 		checked = t2;
-		/* No event since the last look: the next one later (a wake-up
-		 * costs this VM about 55 us: 5.5 ms of CPU a second at 10 ms). */
-		sleep_ns = look == BUDGET_QUIET ? BUDGET_WAKE_QUIET_NS : BUDGET_TICK_FIRST_NS;
+		/* No event in the last BUDGET_QUIET_LOOKS looks: the next one
+		 * later (a wake-up costs this VM about 55 us: 5.5 ms of CPU a
+		 * second at 10 ms); a short pause between two phases keeps the
+		 * quick looks. */
+		quiet = look == BUDGET_QUIET ? quiet + 1 : 0;
+		sleep_ns =
+		    quiet >= BUDGET_QUIET_LOOKS ? BUDGET_WAKE_QUIET_NS : BUDGET_TICK_FIRST_NS;
 		if (early && (early_idle || look != BUDGET_HOT))
 			continue;
 		const struct ada_arena *a = ada_producer_arena();
