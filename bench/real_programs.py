@@ -16,7 +16,8 @@ a second run: what the warm-up run moved starts count-only), budget-cold
 run), uftrace (`uftrace record -P .`).
 
 --ada-before PATH adds `budget-before`: `--overhead-budget 10` under another
-build of ada (say, before a change), in the same rotation.
+build of ada (say, before a change), in the same rotation; and with
+budget-cold, `budget-cold-before`: that build's first run.
 
 Per workload and variant: the median over the runs of the wall time and
 of the CPU time of the traced program and its recorder (RUSAGE_CHILDREN:
@@ -265,9 +266,19 @@ def variants(args, work):
         return cold(argv)
     v['budget-cold'] = budget_cold
     if args.ada_before:
-        v['budget-before'] = ada_variant('budget-before', os.path.abspath(args.ada_before),
-                                         ['--overhead-budget', '10'])
+        before = os.path.abspath(args.ada_before)
+        v['budget-before'] = ada_variant('budget-before', before, ['--overhead-budget', '10'])
         args.variant.append('budget-before')
+        cold_before = ada_variant('budget-cold-before', before, ['--overhead-budget', '10'])
+
+        def budget_cold_before(argv):
+            for f in glob.glob(os.path.join(work, 'cache-%x' % hash(before), 'ada', 'plans',
+                                            '*.moved')):
+                os.unlink(f)
+            return cold_before(argv)
+        v['budget-cold-before'] = budget_cold_before
+        if 'budget-cold' in args.variant:
+            args.variant.append('budget-cold-before')
     if shutil.which('uftrace'):
         def uft(argv):
             out = os.path.join(work, 'uftrace')

@@ -5,7 +5,8 @@
  * than PCT % of the thread's CPU time.
  *
  * Each tick (10 ms, then twice as long each time up to 100 ms; 10 ms again
- * after a tick that moved functions) it reads, per ring slot, the events
+ * after a tick that moved functions; at once when the wake-up every 10 ms
+ * sees a ring's head run far ahead: budget_look) it reads, per ring slot, the events
  * the thread wrote (the ring's head), the time it waited for ring space (the slot's wait counters)
  * and the thread's CPU time (/proc/self/task/TID/schedstat). The cost is events x a per-event cost,
  * calibrated at start (a loop of the index lane's emit into a private ring: what a CALL or RETURN
@@ -18,8 +19,9 @@
  * judged together (struct budget_rest): the heads' moves of their slots against the process's CPU
  * time less the judged threads' and the budget thread's own.
  *
- * A move is a count block (x86_64/x86_emit_count.c, arm64/a64_count.c)
- * emitted into new trampoline memory near the function's module and the
+ * A move is a count block (x86_64/x86_emit_count.c, arm64/a64_count.c;
+ * x86_64: the inline form, the prologue relocated into it, as the
+ * install's) emitted into new trampoline memory near the function's module and the
  * function's patch re-aimed at it (hook_arch_patch_bytes): only the
  * branch's displacement changes, one atomic store when it lies in one
  * aligned word (HOOK_ARCH_PATCH_REAIM_ATOMIC: x86_64's rel32 at an entry
@@ -71,10 +73,15 @@
  * their events at full rate. */
 #define BUDGET_TICK_FIRST_NS 10000000ull
 #define BUDGET_TICK_NS 100000000ull
+/* Between ticks the thread looks at the ring heads every
+ * BUDGET_TICK_FIRST_NS, or this often once BUDGET_QUIET_LOOKS looks in a
+ * row saw no head move. */
+#define BUDGET_WAKE_QUIET_NS 50000000ull
+#define BUDGET_QUIET_LOOKS 5u
 #define BUDGET_SAMPLE 8192u
 #define BUDGET_SHORT_NS 2000u /* "short": a mean duration below this */
 #define BUDGET_MOVES_TICK 16u /* moves per thread and tick, at most ... */
-#define BUDGET_MOVES_FAR 64u  /* ... or this many when over twice its budget */
+#define BUDGET_MOVES_FAR 256u /* ... or this many when over twice its budget */
 /* A thread that ran less than a tenth of the tick is not judged. */
 #define BUDGET_MIN_CPU_DIV 10u
 #define BUDGET_FNS 1024u /* distinct functions tallied per sample */
@@ -88,6 +95,10 @@ struct budget_slot {
 	 * (budget_rest); any_seen: any_head is known. */
 	uint64_t any_head;
 	bool any_seen;
+	/* The head at the last budget_look (every wake-up); check_seen:
+	 * check_head is known. */
+	uint64_t check_head;
+	bool check_seen;
 };
 
 /* The threads no tick judged on their own this tick (each lived through
@@ -120,6 +131,10 @@ static struct {
 	bool proc_seen;
 	struct atf_index_event sample[BUDGET_SAMPLE];
 	struct budget_fn fns[BUDGET_FNS];
+	/* Moves prepared by budget_move, applied together (budget_apply). */
+	struct hook_patch pending[BUDGET_MOVES_FAR], *pending_at[BUDGET_MOVES_FAR];
+	uint32_t n_pending;
+	bool shed_none; /* this tick: a thread over budget had nothing moved */
 	uint32_t depth_fn[256];
 	uint64_t depth_ts[256];
 } budget;
@@ -292,7 +307,39 @@ static struct hook_patch *budget_pad_of(struct agent_module *m, const struct hoo
 	return NULL;
 }
 
-/* Moves fn_id to count-only (under agent.lock); true when moved. */
+/* The inline count block (docs/hooks.md, "Count-only functions") for the
+ * function whose original bytes u holds, into blk: the prologue decoded
+ * again from those bytes (as ada attach's reapply does: install_replace),
+ * relocated into the block with the jump back behind the patch, as the
+ * install's count blocks are; its copies go into the crash handler's map
+ * (*tmap, published by the caller once the patch leads there). 0 when
+ * that decode is not the patch's (another length) or the arch has no
+ * inline form: the caller then emits the block that jumps to the
+ * trampoline's copy. */
+static size_t budget_emit_inline(const struct agent_module *m, const struct hook_patch *u,
+                                 uint8_t *blk, uint32_t c, uint64_t tramp, struct agent_tmap **tmap)
+{
+	struct hook_arch_plan plan;
+	struct hook_arch_reloc_map map;
+	int32_t gate, counter;
+	uint64_t at = (uint64_t)(uintptr_t)blk;
+	if (hook_arch_prepare_prologue(u->bytes, u->addr, u->len, &plan) != ADA_HOOK_OK ||
+	    plan.patch_len != u->len)
+		return 0;
+	agent_count_offsets(&gate, &counter);
+	size_t len =
+	    hook_arch_emit_count_block_inline(&plan, blk, at, gate, counter, c, tramp, &map);
+	if (len && (*tmap = agent_tmap_new(m->id, at, at + len, m->lo, 1)) != NULL)
+		agent_tmap_add(*tmap, &plan, at, true, &map);
+	return len;
+}
+
+/* A block the inline form did not fit takes the other form in its place. */
+_Static_assert(HOOK_ARCH_COUNT_INLINE_MAX >= HOOK_ARCH_COUNT_BLOCK_MAX,
+               "the inline form's room holds the other form");
+
+/* Prepares the move of fn_id to count-only (under agent.lock): its block
+ * written, its re-aimed patch queued for budget_apply; true when queued. */
 static bool budget_move(uint64_t fn_id, uint64_t calls_per_s, uint64_t mean_ns)
 {
 	struct agent_module *m = NULL;
@@ -316,8 +363,15 @@ static bool budget_move(uint64_t fn_id, uint64_t calls_per_s, uint64_t mean_ns)
 		budget.not_movable++; /* more than one word changes: no atomic store */
 		return false;
 	}
+	/* The padding form's block stays the one that jumps to the
+	 * trampoline's copy: its entry's patch is the short jmp, whose
+	 * prologue the padding's jmp does not return behind. */
+	const struct hook_patch *undo = pad || !m->undo ? NULL : &m->undo[p - m->patch];
+	if (undo && (undo->addr != p->addr || undo->len != p->len))
+		undo = NULL; /* index for index (install_emit, install_drop_busy); checked */
 	uint8_t *blk = NULL;
-	if (hook_mem_alloc(agent.mem, m->id, m->lo, m->hi, HOOK_ARCH_COUNT_BLOCK_MAX, &blk))
+	if (hook_mem_alloc(agent.mem, m->id, m->lo, m->hi,
+	                   undo ? HOOK_ARCH_COUNT_INLINE_MAX : HOOK_ARCH_COUNT_BLOCK_MAX, &blk))
 		return false;
 	struct hook_patch np = *p;
 	hook_arch_patch_bytes(&pl, (uint64_t)(uintptr_t)blk, np.bytes);
@@ -328,15 +382,41 @@ static bool budget_move(uint64_t fn_id, uint64_t calls_per_s, uint64_t mean_ns)
 		return false;
 	int32_t gate, counter;
 	agent_count_offsets(&gate, &counter);
-	if (hook_arch_emit_count_block(blk, (uint64_t)(uintptr_t)blk, gate, counter, (uint32_t)c,
-	                               tramp) == 0 ||
-	    hook_mem_seal(agent.mem))
+	struct agent_tmap *tmap = NULL;
+	size_t len = undo ? budget_emit_inline(m, undo, blk, (uint32_t)c, tramp, &tmap) : 0;
+	if (len == 0)
+		len = hook_arch_emit_count_block(blk, (uint64_t)(uintptr_t)blk, gate, counter,
+		                                 (uint32_t)c, tramp);
+	/* Published either way (a table of a block no patch leads to maps no
+	 * pc a thread can have), so that it is not lost. */
+	agent_tmap_publish(tmap);
+	if (len == 0 || budget.n_pending == BUDGET_MOVES_FAR)
 		return false;
-	if (hook_patch_apply(&np, 1))
-		return false;
-	*p = np; /* ada attach's reapply keeps the count block */
-	budget.moves++;
+	budget.pending[budget.n_pending] = np;
+	budget.pending_at[budget.n_pending++] = p;
 	return true;
+}
+
+/* Applies the moves budget_move prepared (under agent.lock): their blocks
+ * sealed, every re-aimed patch in one hook_patch_apply, which reads
+ * /proc/self/maps once and unlocks each mapping's pages once (per move,
+ * that read was two thirds of the budget thread's CPU time: 607 moves in
+ * python's first run). Each patch is still its own atomic store. Returns
+ * how many were applied (all or none). */
+static uint32_t budget_apply(void)
+{
+	static struct hook_patch batch[BUDGET_MOVES_FAR];
+	uint32_t n = budget.n_pending;
+	budget.n_pending = 0;
+	if (n == 0)
+		return 0;
+	memcpy(batch, budget.pending, n * sizeof(batch[0])); /* sorted in place */
+	if (hook_mem_seal(agent.mem) || hook_patch_apply(batch, n))
+		return 0; /* none moved: their calls stay events */
+	for (uint32_t k = 0; k < n; k++)
+		*budget.pending_at[k] = budget.pending[k]; /* ada attach's reapply keeps it */
+	budget.moves += n;
+	return n;
 }
 
 /* One thread over budget: move its hottest short functions until the
@@ -346,8 +426,10 @@ static uint32_t budget_shed(uint32_t slot, uint64_t head, uint64_t events_per_s,
 {
 	struct ada_arena *a = ada_producer_arena();
 	size_t n = ada_index_ring_recent(a, slot, head, budget.sample, BUDGET_SAMPLE);
-	if (n < 64)
+	if (n < 64) {
+		budget.shed_none = true;
 		return 0;
+	}
 	budget_tally(n);
 	qsort(budget.fns, BUDGET_FNS, sizeof(budget.fns[0]), budget_fn_cmp);
 	/* Far over budget (the excess more than the budget itself): a bigger
@@ -358,23 +440,29 @@ static uint32_t budget_shed(uint32_t slot, uint64_t head, uint64_t events_per_s,
 	if (far)
 		excess += excess / 2;
 	uint64_t saved = 0;
-	uint32_t moved = 0;
+	uint32_t moved = 0, skipped = 0;
 	for (uint32_t i = 0; i < BUDGET_FNS && moved < most && saved < excess; i++) {
 		const struct budget_fn *f = &budget.fns[i];
 		if (f->calls == 0)
 			break;
 		uint64_t mean =
 		    f->dur_n ? f->dur_sum * 1000 / f->dur_n / budget.raw_per_ns_milli : 0;
-		if (!f->dur_n || mean >= BUDGET_SHORT_NS)
-			continue;
 		uint64_t share = 2 * f->calls * cost / n; /* its CALLs and RETURNs */
 		uint64_t rate = f->calls * events_per_s / n;
-		if (budget_move(f->fn_id, rate, mean)) {
+		if (f->dur_n && mean < BUDGET_SHORT_NS && budget_move(f->fn_id, rate, mean)) {
 			saved += share;
 			moved++;
+		} else {
+			skipped++; /* long, no CALL/RETURN pair in the sample, or not movable */
 		}
 	}
-	return moved;
+	uint32_t applied = budget_apply();
+	budget.shed_none |= applied == 0;
+	if (budget.debug)
+		agent_log(
+		    "budget: sample of %zu events: %u moved, %u skipped (long or not movable)", n,
+		    applied, skipped);
+	return applied;
 }
 
 /* Whether runs may remember: a budget, the plan cache on, a place for it. */
@@ -503,8 +591,9 @@ static bool budget_tick(uint64_t dt_ns, uint32_t gen)
 		uint64_t cpu = budget_cpu_ns(si.tid);
 		bool same = b->seen && b->generation == si.generation && b->tid == si.tid;
 		struct budget_slot prev = *b;
-		*b = (struct budget_slot){si.generation, si.tid, si.head,       wns,
-		                          cpu,           true,   prev.any_head, prev.any_seen};
+		*b = (struct budget_slot){
+		    si.generation, si.tid,          si.head,        wns, cpu, true, prev.any_head,
+		    prev.any_seen, prev.check_head, prev.check_seen};
 		/* A wait for ring space is time the thread would have run: its
 		 * time is its CPU time and its waits. */
 		uint64_t dwait = wns >= prev.waited_ns ? wns - prev.waited_ns : 0;
@@ -518,9 +607,11 @@ static bool budget_tick(uint64_t dt_ns, uint32_t gen)
 		uint64_t cost = dev * budget.event_ps / 1000 + dwait;
 		uint64_t allowed = dcpu * agent.cfg.overhead_budget / 100;
 		if (budget.debug)
-			agent_log("budget: slot %u tid %u cpu %" PRIu64 " ms events %" PRIu64
+			agent_log("budget: at %" PRIu64 " ms (tick %" PRIu64
+			          " ms): slot %u tid %u cpu %" PRIu64 " ms events %" PRIu64
 			          " waited %" PRIu64 " ms cost %" PRIu64 " ms",
-			          i, si.tid, dcpu / 1000000, dev, dwait / 1000000, cost / 1000000);
+			          (agent_now_ns() - budget.start_ns) / 1000000, dt_ns / 1000000, i,
+			          si.tid, dcpu / 1000000, dev, dwait / 1000000, cost / 1000000);
 		if (cost <= allowed)
 			continue;
 		pthread_mutex_lock(&agent.lock);
@@ -541,29 +632,83 @@ static bool budget_tick(uint64_t dt_ns, uint32_t gen)
 	return any;
 }
 
+/* What a wake-up saw (budget_look). */
+enum budget_look { BUDGET_QUIET, BUDGET_BUSY, BUDGET_HOT };
+
+/* At every wake-up: whether a ring's head moved so far since the last
+ * wake-up (dt_ns ago) that its thread is surely over budget, its events
+ * costing more than PCT % of the wall time (its CPU time is no more): a
+ * new phase of hot calls after quiet ticks, which would otherwise write
+ * events at full rate until the next tick, up to 100 ms later (HOT);
+ * else whether any head moved (BUSY) or none (QUIET). Reads only the
+ * slots' heads (slots a tick has seen), no /proc file. */
+static enum budget_look budget_look(uint64_t dt_ns)
+{
+	struct ada_arena *a = ada_producer_arena();
+	if (!a)
+		return BUDGET_QUIET;
+	uint32_t used = ada_arena_slots_used(a);
+	uint64_t allowed = dt_ns * agent.cfg.overhead_budget / 100;
+	enum budget_look look = BUDGET_QUIET;
+	for (uint32_t i = 0; i < used && i < budget.nslots; i++) {
+		struct ada_slot_info si;
+		struct budget_slot *b = &budget.slots[i];
+		ada_arena_slot_info(a, i, &si);
+		if (b->check_seen && si.head > b->check_head && look == BUDGET_QUIET)
+			look = BUDGET_BUSY;
+		if (b->check_seen && si.head > b->check_head &&
+		    (si.head - b->check_head) * budget.event_ps / 1000 > allowed)
+			look = BUDGET_HOT;
+		b->check_head = si.head;
+		b->check_seen = true;
+	}
+	return look;
+}
+
 static void *budget_main(void *arg)
 {
 	uint32_t gen = (uint32_t)(uintptr_t)arg;
 	agent_guard_enter();  /* for good: its own calls are neither traced nor counted */
 	if (!budget.event_ps) /* a forked child's parent calibrated */
 		budget_calibrate();
-	uint64_t t = agent_now_ns(), raw = ada_tsc(), tick = BUDGET_TICK_FIRST_NS;
+	uint64_t t = agent_now_ns(), raw = ada_tsc(), tick = BUDGET_TICK_FIRST_NS, checked = t;
+	/* An early tick (budget_look) that found a thread over budget and
+	 * moved nothing: no other until a tick moves some (the hot functions
+	 * are long or not movable, and would be sampled at every wake-up). */
+	bool early_idle = false;
+	uint64_t sleep_ns = BUDGET_TICK_FIRST_NS;
+	uint32_t quiet = 0; /* looks in a row that saw no head move */
 	for (;;) {
-		struct timespec ts = {0, (long)tick};
+		struct timespec ts = {0, (long)sleep_ns};
 		nanosleep(&ts, NULL);
 		/* Relaxed: a stale read costs one more tick, whose moves the
 		 * lock and the same test in budget_tick keep out. */
 		if (atomic_load_explicit(&budget.gen, memory_order_relaxed) != gen)
 			return NULL;
 		uint64_t t2 = agent_now_ns(), raw2 = ada_tsc();
+		bool early = t2 - t + BUDGET_TICK_FIRST_NS / 2 < tick;
+		enum budget_look look = budget_look(t2 - checked);
+		checked = t2;
+		/* No event in the last BUDGET_QUIET_LOOKS looks: the next one
+		 * later (a wake-up costs this VM about 55 us: 5.5 ms of CPU a
+		 * second at 10 ms); a short pause between two phases keeps the
+		 * quick looks. */
+		quiet = look == BUDGET_QUIET ? quiet + 1 : 0;
+		sleep_ns =
+		    quiet >= BUDGET_QUIET_LOOKS ? BUDGET_WAKE_QUIET_NS : BUDGET_TICK_FIRST_NS;
+		if (early && (early_idle || look != BUDGET_HOT))
+			continue;
 		const struct ada_arena *a = ada_producer_arena();
 		bool clock_ts = a && ada_arena_config_of(a)->timestamp_source == ADA_TS_CLOCK;
 		budget.raw_per_ns_milli = clock_ts ? 1000 : (raw2 - raw) * 1000 / (t2 - t + 1);
 		if (budget.raw_per_ns_milli == 0)
 			budget.raw_per_ns_milli = 1;
-		if (budget_tick(t2 - t, gen))
+		budget.shed_none = false;
+		bool moved = budget_tick(t2 - t, gen);
+		early_idle = moved ? false : early && budget.shed_none ? true : early_idle;
+		if (moved)
 			tick = BUDGET_TICK_FIRST_NS;
-		else
+		else if (!early)
 			tick = tick * 2 < BUDGET_TICK_NS ? tick * 2 : BUDGET_TICK_NS;
 		t = t2;
 		raw = raw2;

@@ -424,8 +424,9 @@ size_t hook_arch_emit_trampoline_fast_map(const struct hook_arch_plan *plan, uin
 #endif
 size_t hook_arch_emit_count_block(uint8_t *buf, uint64_t buf_addr, int32_t gate, int32_t counters,
                                   uint32_t slot, uint64_t tramp);
-/* The inline form, for a block emitted with the function's trampoline
- * (the install): the same test and count, then plan's relocated prologue
+/* The inline form (the install's blocks, emitted with the function's
+ * trampoline, and the budget's runtime moves, with the prologue decoded
+ * again from the original bytes): the same test and count, then plan's relocated prologue
  * and the jump back behind the patch, as the trampoline's own copy does,
  * so a counted call takes one taken jump fewer. At most
  * HOOK_ARCH_COUNT_INLINE_MAX bytes; 0 where the arch has no such form or

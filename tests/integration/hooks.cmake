@@ -73,7 +73,8 @@ ada_itest(count_only_index target --count-only leaf --count-only work_* --record
 # --overhead-budget 10: leaf and work_a (the hottest, shortest) are moved
 # to count-only while the four threads call them (each thread runs until
 # it sees leaf's patch lead to a count block, then as long again): events
-# before the move plus counts after it are the program's calls. The four
+# before the move plus counts after it are the program's calls (x86_64:
+# the block it saw must be the inline form, else t_threads exits 3). The four
 # threads run in a forked child (budget_fork), whose budget thread is its
 # own (fork copies only the forking thread), so the test proves the
 # budget in the parent that started it and in the child. The disk

@@ -19,7 +19,8 @@
  * main sees leaf moved, then as many again (at most 240 threads: the
  * untraced run never sees a move); no thread lives through two of the
  * budget's ticks, so only its judgement of the threads together can move
- * leaf.
+ * leaf. In each budget mode (x86_64) the move seen must have taken the
+ * inline count block, else the exit status is 3.
  * Single role: a target for tests/integration/ada_itest.py; no shared state
  * besides the results array, written once per thread before join.
  */
@@ -80,6 +81,27 @@ static int moved_to_count(const void *fn)
 #endif
 }
 
+/* x86_64: whether the count block fn's patch leads to is the inline form
+ * (docs/hooks.md, "Count-only functions"; the budget's live moves take it
+ * as the install's blocks do): after the test and count (36 bytes), the
+ * function's relocated prologue, not the other form's jmp to the
+ * trampoline's copy (leaf's first instruction is no jmp). Set once a
+ * thread saw a move in the other form; main then exits 3. */
+static volatile int moved_not_inline;
+
+static void check_inline(const void *fn)
+{
+#if defined(__x86_64__)
+	const unsigned char *p = fn;
+	int rel;
+	memcpy(&rel, p + 1, 4);
+	if (p[5 + rel + 36] == 0xe9)
+		moved_not_inline = 1;
+#else
+	(void)fn; /* no inline form */
+#endif
+}
+
 TC_FN static unsigned long leaf(unsigned long x)
 {
 	TC_ENTER(FN_leaf);
@@ -114,6 +136,7 @@ TC_FN static void *worker(void *arg)
 		acc += work_a((unsigned long)k);
 		if (!seen && (k & 65535) == 0 && moved_to_count((const void *)leaf)) {
 			seen = 1;
+			check_inline((const void *)leaf);
 			end = 2 * k + 65536;
 		}
 	}
@@ -194,8 +217,10 @@ TC_FN static void run_serial(void)
 		if (pthread_create(&t, NULL, serial_worker, (void *)i) != 0)
 			exit(1);
 		pthread_join(t, NULL);
-		if (end == SERIAL_MAX && moved_to_count((const void *)leaf))
+		if (end == SERIAL_MAX && moved_to_count((const void *)leaf)) {
 			end = 2 * i + 2 < SERIAL_MAX ? 2 * i + 2 : SERIAL_MAX;
+			check_inline((const void *)leaf);
+		}
 	}
 	/* Nothing printed: the threads' number depends on when the move came. */
 }
@@ -213,7 +238,7 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && !strcmp(argv[1], "budget_serial")) {
 		run_serial();
-		return 0;
+		return moved_not_inline ? 3 : 0;
 	}
 	if (argc > 1 && !strcmp(argv[1], "heavy"))
 		heavy = argc > 2 && atoi(argv[2]) >= 1 && atoi(argv[2]) <= 25 ? atoi(argv[2]) : 25;
@@ -240,5 +265,5 @@ int main(int argc, char **argv)
 	sum += work_a(99);
 	if (!budget_mode) /* budget: the rounds depend on when the move came */
 		printf("threads checksum %lu\n", sum);
-	return 0;
+	return moved_not_inline ? 3 : 0;
 }

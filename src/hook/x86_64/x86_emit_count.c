@@ -5,11 +5,11 @@
  *
  * Threads: any; no shared state.
  *
- * Two forms. The install's (hook_arch_emit_count_block_inline, emitted
- * with the function's trampoline: x86_emit.c) ends with the relocated
- * prologue itself and the jump back behind the patch, one taken jump
- * fewer a counted call; the budget's runtime moves, and a prologue the
- * block's place cannot relocate, take this one, which jumps to the
+ * Two forms. The inline one (hook_arch_emit_count_block_inline: x86_emit.c;
+ * the install's blocks and the budget's runtime moves) ends with the
+ * relocated prologue itself and the jump back behind the patch, one taken
+ * jump fewer a counted call; a prologue the block's place cannot relocate,
+ * and the padding form's runtime moves, take this one, which jumps to the
  * trampoline's copy. Layout (seven instructions, 41 bytes):
  *     cmp  dword fs:gate, 1        ; this thread counts (agent_count.c)
  *     jne  tramp                   ; no: the function's full trampoline
