@@ -267,6 +267,37 @@ int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key
 	return left == 0 ? 0 : -EBADMSG;
 }
 
+bool plan_cache_all_planned(const struct plan_cache_entry *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (e[i].status == ADA_HOOK_OK && !(e[i].patch_len & PLAN_CACHE_PLAN))
+			return false;
+	}
+	return true;
+}
+
+bool plan_cache_next_plan(struct plan_cache_file *f, const struct plan_cache_entry *e,
+                          uint64_t fn_addr, struct hook_arch_plan *out)
+{
+	if (e->status != ADA_HOOK_OK || !(e->patch_len & PLAN_CACHE_PLAN))
+		return false;
+	out->fn_addr = fn_addr;
+	return pc_plan_get(&f->next, &f->left, e, out);
+}
+
+void plan_cache_file_rewind(struct plan_cache_file *f, uint64_t fn_count)
+{
+	size_t at = PC_HDR + fn_count * sizeof(struct plan_cache_entry);
+	f->next = f->buf && at <= f->len ? f->buf + at : NULL;
+	f->left = f->next ? f->len - at : 0;
+}
+
+void plan_cache_file_free(struct plan_cache_file *f)
+{
+	free(f->buf);
+	memset(f, 0, sizeof(*f));
+}
+
 int plan_cache_encode(const struct plan_cache_key *key, const struct plan_cache_entry *e,
                       const struct hook_arch_plan *plans, uint8_t **out, size_t *out_len)
 {
@@ -360,22 +391,42 @@ int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out
 	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
 }
 
-int plan_cache_load(const char *path, const struct plan_cache_key *key,
-                    struct plan_cache_entry *out, struct hook_arch_plan *plans)
+int plan_cache_load_file(const char *path, const struct plan_cache_key *key,
+                         struct plan_cache_entry *out, struct plan_cache_file *f)
 {
 	/* Only a file within the sizes the key allows can match: read no
 	 * more. */
 	uint64_t least = PC_HDR + key->fn_count * (uint64_t)sizeof(*out);
 	void *buf = NULL;
 	size_t got = 0;
+	memset(f, 0, sizeof(*f));
 	/* Through a walk that trusts only directories and links of root's
 	 * and ours (fs.h): a cache under a HOME another user owns or can
 	 * write -- as `sudo -E` passes it -- is never read. */
 	int err = ada_fs_read_private(path, least, least + key->fn_count * (uint64_t)PC_PLAN_MAX,
 	                              NULL, &buf, &got);
 	if (!err)
-		err = plan_cache_parse(buf, got, key, out, plans);
-	free(buf);
+		err = plan_cache_parse(buf, got, key, out, NULL);
+	if (err) {
+		free(buf);
+		return err;
+	}
+	/* Private memory from here on: a later walk reads the bytes the
+	 * parse accepted, whatever happens to the file. */
+	f->buf = buf;
+	f->len = got;
+	plan_cache_file_rewind(f, key->fn_count);
+	return 0;
+}
+
+int plan_cache_load(const char *path, const struct plan_cache_key *key,
+                    struct plan_cache_entry *out, struct hook_arch_plan *plans)
+{
+	struct plan_cache_file f;
+	int err = plan_cache_load_file(path, key, out, &f);
+	if (!err && plans)
+		err = plan_cache_parse(f.buf, f.len, key, out, plans);
+	plan_cache_file_free(&f);
 	return err;
 }
 

@@ -106,6 +106,43 @@ int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out
 int plan_cache_load(const char *path, const struct plan_cache_key *key,
                     struct plan_cache_entry *out, struct hook_arch_plan *plans);
 
+/* A cache file kept, as read, after plan_cache_parse() accepted it: on a
+ * hit the agent walks its plan records (plan_cache_next_plan) where it
+ * needs them instead of copying every plan into an array indexed by
+ * function (libc's ~900 KB, every page of it new memory). */
+struct plan_cache_file {
+	uint8_t *buf; /* the whole file, private memory (owned) */
+	size_t len;
+	const uint8_t *next; /* the next plan record */
+	size_t left;         /* bytes from next to the end */
+};
+
+/* plan_cache_load() keeping the file in f (its plans checked, not
+ * copied; f's walk at the first record). 0 with f to be freed by
+ * plan_cache_file_free(), or the errors of plan_cache_load() with f
+ * empty. */
+int plan_cache_load_file(const char *path, const struct plan_cache_key *key,
+                         struct plan_cache_entry *out, struct plan_cache_file *f);
+
+/* Whether every OK entry of e[0 .. n) carries a plan (so a hit decodes
+ * nothing and needs no array of plans). */
+bool plan_cache_all_planned(const struct plan_cache_entry *e, size_t n);
+
+/* The next plan record of f, entry e's (the caller walks the entries in
+ * function order and calls this for each one flagged PLAN_CACHE_PLAN
+ * with an OK status, and for no other), rebased on fn_addr, into out.
+ * False for an entry without a plan, or a record that is not one (never
+ * after plan_cache_load_file() accepted the same bytes with the same
+ * entries). */
+bool plan_cache_next_plan(struct plan_cache_file *f, const struct plan_cache_entry *e,
+                          uint64_t fn_addr, struct hook_arch_plan *out);
+
+/* Back to the first plan record of a file of fn_count entries. */
+void plan_cache_file_rewind(struct plan_cache_file *f, uint64_t fn_count);
+
+/* Frees f's buffer and empties it; an empty f is a no-op. */
+void plan_cache_file_free(struct plan_cache_file *f);
+
 /* Writes the file atomically (a temporary file in the same directory,
  * then rename), creating the directories it needs, then removes the
  * files of the same build-id written by other agent builds. 0 or -errno. */

@@ -41,6 +41,29 @@ static void fuzz_hook_config(const uint8_t *p, size_t n)
 	ada_hook_config_fini(&cfg);
 }
 
+/* A file the parse accepted, walked record by record as a plan-cache
+ * hit walks it (plan_cache_next_plan): every planned entry's record
+ * read, the same plan as the parse's, the walk ending at the file's end. */
+static void fuzz_plan_walk(const uint8_t *p, size_t n, const struct plan_cache_key *key,
+                           const struct plan_cache_entry *e, const struct hook_arch_plan *plans)
+{
+	struct plan_cache_file f = {.buf = malloc(n ? n : 1), .len = n};
+	if (!f.buf)
+		return;
+	memcpy(f.buf, p, n);
+	plan_cache_file_rewind(&f, key->fn_count);
+	for (size_t i = 0; i < key->fn_count; i++) {
+		struct hook_arch_plan got;
+		bool planned = e[i].status == ADA_HOOK_OK && (e[i].patch_len & PLAN_CACHE_PLAN);
+		if (plan_cache_next_plan(&f, &e[i], plans[i].fn_addr, &got) != planned ||
+		    (planned && memcmp(&got, &plans[i], sizeof(got))))
+			abort();
+	}
+	if (f.left != 0)
+		abort();
+	plan_cache_file_free(&f);
+}
+
 /* The key: build-id length (1 byte, at most the maximum) and bytes, the
  * function count (2 bytes), then the file. */
 static void fuzz_plan_cache(const uint8_t *p, size_t n)
@@ -57,8 +80,8 @@ static void fuzz_plan_cache(const uint8_t *p, size_t n)
 	key.fn_count = (uint64_t)(p[0] | p[1] << 8) % (FUZZ_PLAN_FNS_MAX + 1);
 	struct plan_cache_entry *out = calloc(key.fn_count + 1, sizeof(*out));
 	struct hook_arch_plan *plans = calloc(key.fn_count + 1, sizeof(*plans));
-	if (out && plans)
-		(void)plan_cache_parse(p + 2, n - 2, &key, out, plans);
+	if (out && plans && plan_cache_parse(p + 2, n - 2, &key, out, plans) == 0)
+		fuzz_plan_walk(p + 2, n - 2, &key, out, plans);
 	free(out);
 	free(plans);
 }
