@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -409,6 +410,27 @@ static int fs_read_exact(int fd, uint8_t *buf, size_t len)
 	return 0;
 }
 
+/* Buffers at least this large are populated before the read fills them. */
+#define FS_POPULATE_MIN (64u << 10)
+
+/* The whole pages of [p, p + len), which a read is about to fill, made
+ * present in one call instead of by a page fault each as the copy
+ * reaches them (a plan cache or symbol-table file of hundreds of KiB,
+ * read by every process at start-up). Best effort: a kernel without
+ * MADV_POPULATE_WRITE faults them in as before. */
+static void fs_populate(uint8_t *p, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1),
+	          hi = ((uintptr_t)p + len) & ~(page - 1);
+	if (len >= FS_POPULATE_MIN && page > 0 && hi > lo)
+		(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+	(void)p, (void)len;
+#endif
+}
+
 int ada_fs_read_private(const char *path, uint64_t min, uint64_t max, void *buf, void **out,
                         size_t *len)
 {
@@ -423,6 +445,8 @@ int ada_fs_read_private(const char *path, uint64_t min, uint64_t max, void *buf,
 	uint8_t *dst = buf;
 	if (!err && !dst && !(dst = malloc(want ? want : 1)))
 		err = -ENOMEM;
+	else if (!err && !buf)
+		fs_populate(dst, want);
 	if (!err)
 		err = fs_read_exact(fd, dst, want);
 	close(fd);

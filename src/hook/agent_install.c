@@ -353,7 +353,11 @@ static size_t install_prepare(struct agent_module *m, struct agent_plans *plans,
 		n += f->status == ADA_HOOK_OK;
 	}
 	free(pc.pm);
-	plan_cache_file_rewind(&plans->file, m->st.count); /* install_emit() walks it again */
+	/* The walk read and checked every record (the file is private
+	 * memory: install_emit()'s walk reads the same ones). */
+	if (ce && !plans->v && plans->file.buf && !plan_cache_file_whole(&plans->file))
+		return SIZE_MAX;
+	plan_cache_file_rewind(&plans->file, m->st.count);
 	return n;
 }
 

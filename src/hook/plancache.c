@@ -237,8 +237,10 @@ static bool pc_plan_get(const uint8_t **p, size_t *left, const struct plan_cache
 	return true;
 }
 
-int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key *key,
-                     struct plan_cache_entry *out, struct hook_arch_plan *plans)
+/* The header (checksum and key) and the entries of a file in (buf,
+ * len): out[0 .. fn_count) filled and checked. 0, -EBADMSG or -ESTALE. */
+static int pc_parse_head(const uint8_t *buf, size_t len, const struct plan_cache_key *key,
+                         struct plan_cache_entry *out)
 {
 	struct pc_hdr h;
 	if (!buf || len < PC_HDR)
@@ -252,19 +254,43 @@ int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key
 		return -EBADMSG;
 	if (!pc_key_matches(&h, key))
 		return -ESTALE;
-	size_t table = h.fn_count * sizeof(struct plan_cache_entry);
-	memcpy(out, buf + PC_HDR, table);
-	const uint8_t *p = buf + PC_HDR + table;
-	size_t left = len - PC_HDR - table;
+	memcpy(out, buf + PC_HDR, h.fn_count * sizeof(struct plan_cache_entry));
 	for (size_t i = 0; i < h.fn_count; i++) {
 		if (!pc_entry_valid(&out[i]))
 			return -EBADMSG;
+	}
+	return 0;
+}
+
+int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key *key,
+                     struct plan_cache_entry *out, struct hook_arch_plan *plans)
+{
+	int err = pc_parse_head(buf, len, key, out);
+	if (err)
+		return err;
+	size_t table = key->fn_count * sizeof(struct plan_cache_entry);
+	const uint8_t *p = buf + PC_HDR + table;
+	size_t left = len - PC_HDR - table;
+	for (size_t i = 0; i < key->fn_count; i++) {
 		bool has_plan =
 		    out[i].status == ADA_HOOK_OK && (out[i].patch_len & PLAN_CACHE_PLAN);
 		if (has_plan && !pc_plan_get(&p, &left, &out[i], plans ? &plans[i] : NULL))
 			return -EBADMSG;
 	}
 	return left == 0 ? 0 : -EBADMSG;
+}
+
+int plan_cache_open_buf(uint8_t *buf, size_t len, const struct plan_cache_key *key,
+                        struct plan_cache_entry *out, struct plan_cache_file *f)
+{
+	memset(f, 0, sizeof(*f));
+	int err = pc_parse_head(buf, len, key, out);
+	if (err)
+		return err;
+	f->buf = buf;
+	f->len = len;
+	plan_cache_file_rewind(f, key->fn_count);
+	return 0;
 }
 
 bool plan_cache_all_planned(const struct plan_cache_entry *e, size_t n)
@@ -279,10 +305,18 @@ bool plan_cache_all_planned(const struct plan_cache_entry *e, size_t n)
 bool plan_cache_next_plan(struct plan_cache_file *f, const struct plan_cache_entry *e,
                           uint64_t fn_addr, struct hook_arch_plan *out)
 {
-	if (e->status != ADA_HOOK_OK || !(e->patch_len & PLAN_CACHE_PLAN))
+	if (f->bad || e->status != ADA_HOOK_OK || !(e->patch_len & PLAN_CACHE_PLAN))
 		return false;
 	out->fn_addr = fn_addr;
-	return pc_plan_get(&f->next, &f->left, e, out);
+	/* A record that is not one ends the walk: the records after it
+	 * cannot be told apart. */
+	f->bad = !f->next || !pc_plan_get(&f->next, &f->left, e, out);
+	return !f->bad;
+}
+
+bool plan_cache_file_whole(const struct plan_cache_file *f)
+{
+	return f->buf && !f->bad && f->left == 0;
 }
 
 void plan_cache_file_rewind(struct plan_cache_file *f, uint64_t fn_count)
@@ -290,6 +324,7 @@ void plan_cache_file_rewind(struct plan_cache_file *f, uint64_t fn_count)
 	size_t at = PC_HDR + fn_count * sizeof(struct plan_cache_entry);
 	f->next = f->buf && at <= f->len ? f->buf + at : NULL;
 	f->left = f->next ? f->len - at : 0;
+	f->bad = false;
 }
 
 void plan_cache_file_free(struct plan_cache_file *f)
@@ -405,18 +440,13 @@ int plan_cache_load_file(const char *path, const struct plan_cache_key *key,
 	 * write -- as `sudo -E` passes it -- is never read. */
 	int err = ada_fs_read_private(path, least, least + key->fn_count * (uint64_t)PC_PLAN_MAX,
 	                              NULL, &buf, &got);
+	/* Private memory from here on: every walk reads the same bytes,
+	 * whatever happens to the file. */
 	if (!err)
-		err = plan_cache_parse(buf, got, key, out, NULL);
-	if (err) {
+		err = plan_cache_open_buf(buf, got, key, out, f);
+	if (err)
 		free(buf);
-		return err;
-	}
-	/* Private memory from here on: a later walk reads the bytes the
-	 * parse accepted, whatever happens to the file. */
-	f->buf = buf;
-	f->len = got;
-	plan_cache_file_rewind(f, key->fn_count);
-	return 0;
+	return err;
 }
 
 int plan_cache_load(const char *path, const struct plan_cache_key *key,
@@ -424,7 +454,7 @@ int plan_cache_load(const char *path, const struct plan_cache_key *key,
 {
 	struct plan_cache_file f;
 	int err = plan_cache_load_file(path, key, out, &f);
-	if (!err && plans)
+	if (!err)
 		err = plan_cache_parse(f.buf, f.len, key, out, plans);
 	plan_cache_file_free(&f);
 	return err;

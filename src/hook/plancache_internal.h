@@ -115,25 +115,38 @@ struct plan_cache_file {
 	size_t len;
 	const uint8_t *next; /* the next plan record */
 	size_t left;         /* bytes from next to the end */
+	bool bad;            /* a record was not one: the walk has ended */
 };
 
-/* plan_cache_load() keeping the file in f (its plans checked, not
- * copied; f's walk at the first record). 0 with f to be freed by
- * plan_cache_file_free(), or the errors of plan_cache_load() with f
- * empty. */
+/* The file at path read and kept in f, its header (checksum, key) and
+ * entries checked as plan_cache_parse() checks them, into out; its plan
+ * records are checked by the walk that reads them (plan_cache_next_plan,
+ * plan_cache_file_whole): a hit reads each one where it needs it rather
+ * than once more up front. 0 with f to be freed by plan_cache_file_free(),
+ * or the errors of plan_cache_load() with f empty. */
 int plan_cache_load_file(const char *path, const struct plan_cache_key *key,
                          struct plan_cache_entry *out, struct plan_cache_file *f);
+
+/* plan_cache_load_file() of a file already in (buf, len): on success f
+ * holds buf (plan_cache_file_free() frees it); on failure f is empty
+ * and buf the caller's. */
+int plan_cache_open_buf(uint8_t *buf, size_t len, const struct plan_cache_key *key,
+                        struct plan_cache_entry *out, struct plan_cache_file *f);
+
+/* Whether a walk of every entry has read every record of f and nothing
+ * else is left: what plan_cache_parse() asks of the whole file. */
+bool plan_cache_file_whole(const struct plan_cache_file *f);
 
 /* Whether every OK entry of e[0 .. n) carries a plan (so a hit decodes
  * nothing and needs no array of plans). */
 bool plan_cache_all_planned(const struct plan_cache_entry *e, size_t n);
 
-/* The next plan record of f, entry e's (the caller walks the entries in
- * function order and calls this for each one flagged PLAN_CACHE_PLAN
- * with an OK status, and for no other), rebased on fn_addr, into out.
- * False for an entry without a plan, or a record that is not one (never
- * after plan_cache_load_file() accepted the same bytes with the same
- * entries). */
+/* The next plan record of f, entry e's, rebased on fn_addr, into out,
+ * checked as plan_cache_parse() checks it. The caller walks the entries
+ * in function order and calls this for each one (a call for an entry
+ * without a plan reads nothing). False for an entry without a plan, or
+ * for a record that is not one, after which the walk has ended (every
+ * later call false too, plan_cache_file_whole() false). */
 bool plan_cache_next_plan(struct plan_cache_file *f, const struct plan_cache_entry *e,
                           uint64_t fn_addr, struct hook_arch_plan *out);
 

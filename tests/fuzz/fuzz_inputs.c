@@ -41,27 +41,39 @@ static void fuzz_hook_config(const uint8_t *p, size_t n)
 	ada_hook_config_fini(&cfg);
 }
 
-/* A file the parse accepted, walked record by record as a plan-cache
- * hit walks it (plan_cache_next_plan): every planned entry's record
- * read, the same plan as the parse's, the walk ending at the file's end. */
-static void fuzz_plan_walk(const uint8_t *p, size_t n, const struct plan_cache_key *key,
-                           const struct plan_cache_entry *e, const struct hook_arch_plan *plans)
+/* The file (p, n) walked record by record as a plan-cache hit walks it
+ * (plan_cache_open_buf, plan_cache_next_plan for every entry): whole
+ * exactly when the parse accepted it (parsed 0), with the parse's plans
+ * (plans), and never past a record that is not one. */
+static void fuzz_plan_walk(const uint8_t *p, size_t n, const struct plan_cache_key *key, int parsed,
+                           const struct hook_arch_plan *plans)
 {
-	struct plan_cache_file f = {.buf = malloc(n ? n : 1), .len = n};
-	if (!f.buf)
-		return;
-	memcpy(f.buf, p, n);
-	plan_cache_file_rewind(&f, key->fn_count);
+	struct plan_cache_file f;
+	struct plan_cache_entry *e = calloc(key->fn_count + 1, sizeof(*e));
+	uint8_t *buf = malloc(n ? n : 1);
+	if (!e || !buf)
+		goto out;
+	memcpy(buf, p, n);
+	if (plan_cache_open_buf(buf, n, key, e, &f) != 0) {
+		if (parsed == 0)
+			abort(); /* the head the parse accepted */
+		goto out;
+	}
+	buf = NULL; /* f's */
 	for (size_t i = 0; i < key->fn_count; i++) {
 		struct hook_arch_plan got;
 		bool planned = e[i].status == ADA_HOOK_OK && (e[i].patch_len & PLAN_CACHE_PLAN);
-		if (plan_cache_next_plan(&f, &e[i], plans[i].fn_addr, &got) != planned ||
-		    (planned && memcmp(&got, &plans[i], sizeof(got))))
+		bool read = plan_cache_next_plan(&f, &e[i], plans[i].fn_addr, &got);
+		if ((read && !planned) || (parsed == 0 && read != planned) ||
+		    (parsed == 0 && read && memcmp(&got, &plans[i], sizeof(got))))
 			abort();
 	}
-	if (f.left != 0)
+	if (plan_cache_file_whole(&f) != (parsed == 0))
 		abort();
 	plan_cache_file_free(&f);
+out:
+	free(buf);
+	free(e);
 }
 
 /* The key: build-id length (1 byte, at most the maximum) and bytes, the
@@ -80,8 +92,10 @@ static void fuzz_plan_cache(const uint8_t *p, size_t n)
 	key.fn_count = (uint64_t)(p[0] | p[1] << 8) % (FUZZ_PLAN_FNS_MAX + 1);
 	struct plan_cache_entry *out = calloc(key.fn_count + 1, sizeof(*out));
 	struct hook_arch_plan *plans = calloc(key.fn_count + 1, sizeof(*plans));
-	if (out && plans && plan_cache_parse(p + 2, n - 2, &key, out, plans) == 0)
-		fuzz_plan_walk(p + 2, n - 2, &key, out, plans);
+	if (out && plans) {
+		int parsed = plan_cache_parse(p + 2, n - 2, &key, out, plans);
+		fuzz_plan_walk(p + 2, n - 2, &key, parsed, plans);
+	}
 	free(out);
 	free(plans);
 }

@@ -421,6 +421,24 @@ static void test_plans_corrupt(void **state)
 	free(b);
 }
 
+/* Whether a hit's walk of the file in (b, n) (a copy: the walk owns
+ * it) reads every record and finds nothing else. */
+static bool walk_whole(const uint8_t *b, size_t n, const struct plan_cache_key *k)
+{
+	struct plan_cache_entry e[N];
+	struct plan_cache_file f;
+	struct hook_arch_plan got;
+	uint8_t *copy = malloc(n);
+	assert_non_null(copy);
+	memcpy(copy, b, n);
+	assert_int_equal(plan_cache_open_buf(copy, n, k, e, &f), 0);
+	for (size_t i = 0; i < N; i++)
+		(void)plan_cache_next_plan(&f, &e[i], 0x400000 + 0x100 * i, &got);
+	bool whole = plan_cache_file_whole(&f);
+	plan_cache_file_free(&f);
+	return whole;
+}
+
 /* Plans no decode can produce are refused even with a right checksum:
  * a gap between instructions, one beyond the patch, a displacement
  * outside its instruction, a padding slot over the entry or out of the
@@ -459,6 +477,7 @@ static void test_plans_bad_shape(void **state)
 		}
 		assert_int_equal(plan_cache_encode(&k, e, pl, &b, &n), 0);
 		assert_int_equal(plan_cache_parse(b, n, &k, out, NULL), -EBADMSG);
+		assert_false(walk_whole(b, n, &k)); /* the hit's walk refuses it too */
 		free(b);
 	}
 	/* A plan that does not match its entry is not stored (the entry
@@ -472,6 +491,7 @@ static void test_plans_bad_shape(void **state)
 	assert_int_equal(plan_cache_parse(b, n, &k, out, NULL), 0);
 	assert_false(out[1].patch_len & PLAN_CACHE_PLAN);
 	assert_true(out[0].patch_len & PLAN_CACHE_PLAN);
+	assert_true(walk_whole(b, n, &k));
 	free(b);
 }
 
