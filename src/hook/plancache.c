@@ -211,7 +211,10 @@ static bool pc_plan_get(const uint8_t **p, size_t *left, const struct plan_cache
 		return false;
 	struct hook_arch_plan tmp, *out = plan ? plan : &tmp;
 	uint64_t fn = plan ? plan->fn_addr : 0;
-	memset(out, 0, sizeof(*out));
+	/* A copy of a zero plan, not memset: gcc makes that a `rep stos`,
+	 * whose start-up was most of a hit's walk over libc's records. */
+	static const struct hook_arch_plan zero;
+	*out = zero;
 	out->fn_addr = fn;
 	out->patch_len = len;
 	out->insn_count = count;
@@ -291,6 +294,26 @@ int plan_cache_open_buf(uint8_t *buf, size_t len, const struct plan_cache_key *k
 	f->len = len;
 	plan_cache_file_rewind(f, key->fn_count);
 	return 0;
+}
+
+void plan_cache_reseal(uint8_t *buf, size_t len, const struct plan_cache_key *key)
+{
+	struct pc_hdr h;
+	if (len < PC_HDR || key->build_id_len > ADA_HOOK_BUILD_ID_MAX)
+		return;
+	memcpy(&h, buf, sizeof(h));
+	memcpy(h.magic, PC_MAGIC, sizeof(PC_MAGIC));
+	h.version = PC_VERSION;
+	h.build_id_len = key->build_id_len;
+	memset(h.build_id, 0, sizeof(h.build_id));
+	memcpy(h.build_id, key->build_id, key->build_id_len);
+	h.agent_hash = key->agent_hash;
+	h.module_size = key->module_size;
+	h.fn_count = key->fn_count;
+	h.table_hash = key->table_hash;
+	memcpy(buf, &h, sizeof(h));
+	h.checksum = pc_checksum(buf, buf + PC_HDR, len - PC_HDR);
+	memcpy(buf + PC_SUM_OFF, &h.checksum, sizeof(h.checksum));
 }
 
 bool plan_cache_all_planned(const struct plan_cache_entry *e, size_t n)

@@ -71,6 +71,11 @@ uint64_t plan_cache_table_hash(const struct ada_hook_symtab *st);
 int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key *key,
                      struct plan_cache_entry *out, struct hook_arch_plan *plans);
 
+/* Makes (buf, len) a file for key whose checksum holds, whatever its
+ * header said: for the fuzzer, to reach the entries and records behind
+ * them. Shorter than a header: unchanged. */
+void plan_cache_reseal(uint8_t *buf, size_t len, const struct plan_cache_key *key);
+
 /* Serialises key + entries into a malloc'ed buffer, with plans (NULL:
  * none) the decoded plan of every hooked entry whose plans[i] holds one
  * (insn_count > 0; its addresses stored relative to plans[i].fn_addr).

@@ -6,7 +6,11 @@
  *   0  ADA_HOOK_CONFIG, the agent's options from the environment
  *      (ada_hook_config_parse), then its verdicts on a few names
  *   1  a plan cache file (plan_cache_parse) against a key taken from the
- *      input's own head, so the fuzzer can reach the entries
+ *      input's own head, so the fuzzer can reach the entries; then the
+ *      same bytes with the header made that key's and the checksum right
+ *      (plan_cache_reseal), so it reaches the plan records; each time the
+ *      hit's walk of the records (plan_cache_next_plan) checked against
+ *      the parse
  *   2  the TSC slope cache line (ada_tsc_cache_parse)
  *   3  a key-symbol rules file (--key-symbols; ada_keysym_spec_parse_file)
  *   4  a symbol-table cache file (symtab_cache_parse) against a key taken
@@ -92,10 +96,18 @@ static void fuzz_plan_cache(const uint8_t *p, size_t n)
 	key.fn_count = (uint64_t)(p[0] | p[1] << 8) % (FUZZ_PLAN_FNS_MAX + 1);
 	struct plan_cache_entry *out = calloc(key.fn_count + 1, sizeof(*out));
 	struct hook_arch_plan *plans = calloc(key.fn_count + 1, sizeof(*plans));
-	if (out && plans) {
+	uint8_t *sealed = malloc(n);
+	if (out && plans && sealed) {
 		int parsed = plan_cache_parse(p + 2, n - 2, &key, out, plans);
 		fuzz_plan_walk(p + 2, n - 2, &key, parsed, plans);
+		/* The same bytes as a file for this key with a right checksum:
+		 * the entries and the plan records are what is fuzzed. */
+		memcpy(sealed, p + 2, n - 2);
+		plan_cache_reseal(sealed, n - 2, &key);
+		parsed = plan_cache_parse(sealed, n - 2, &key, out, plans);
+		fuzz_plan_walk(sealed, n - 2, &key, parsed, plans);
 	}
+	free(sealed);
 	free(out);
 	free(plans);
 }
