@@ -28,6 +28,7 @@
 #include "agent_internal.h"
 #include "symcache_internal.h"
 #include "discover_internal.h"
+#include "fs.h"
 #include "plancache_internal.h"
 #include "agent_plans_internal.h"
 #include "ring.h"
@@ -1049,6 +1050,10 @@ static bool install_new(const struct discover_image *v, size_t n)
 	agent.par_analysis =
 	    jobs && agent.n_mods == 0 && !agent.attached && agent.cfg.analysis_threads > 1;
 	install_startup = agent.n_mods == 0 && !agent.attached;
+	/* Before the program runs: no other thread can close or reuse the
+	 * cache directory's descriptor the memo keeps (fs.h). */
+	if (install_startup)
+		ada_fs_memo_begin();
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].skip != ADA_HOOK_OK) {
 			install_ignore(&v[i]);
@@ -1071,6 +1076,7 @@ static bool install_new(const struct discover_image *v, size_t n)
 			install_test_pause(later);
 		}
 	}
+	ada_fs_memo_end(); /* every cache file is read by now */
 	install_helper_stop();
 	agent.par_analysis = false;
 	if (nj) {
