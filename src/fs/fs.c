@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -356,6 +357,52 @@ int ada_fs_walk(const char *path, uid_t uid, unsigned flags, int *out, char *why
 	return err > 0 ? 0 : err;
 }
 
+/* The directory the last walk without flags reached while the memo is
+ * on (ada_fs_memo_begin), and its descriptor, kept open. */
+static struct {
+	bool on;
+	int fd;
+	char dir[PATH_MAX];
+} fs_memo = {.fd = -1};
+
+void ada_fs_memo_begin(void)
+{
+	fs_memo.on = true;
+}
+
+void ada_fs_memo_end(void)
+{
+	if (fs_memo.fd >= 0)
+		close(fs_memo.fd);
+	fs_memo.fd = -1;
+	fs_memo.dir[0] = '\0';
+	fs_memo.on = false;
+}
+
+/* The memo's descriptor of directory d duplicated into *dfd: 1; 0 when
+ * it holds another one (or none); -errno. */
+static int fs_memo_get(const char *d, int *dfd)
+{
+	if (!fs_memo.on || fs_memo.fd < 0 || strcmp(d, fs_memo.dir))
+		return 0;
+	*dfd = fcntl(fs_memo.fd, F_DUPFD_CLOEXEC, 0);
+	return *dfd >= 0 ? 1 : -errno;
+}
+
+/* Keeps a duplicate of dfd, the walked directory d, in the memo. */
+static void fs_memo_put(const char *d, int dfd)
+{
+	if (!fs_memo.on || strlen(d) >= sizeof(fs_memo.dir))
+		return;
+	int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (fs_memo.fd >= 0)
+		close(fs_memo.fd);
+	fs_memo.fd = fd;
+	snprintf(fs_memo.dir, sizeof(fs_memo.dir), "%s", d);
+}
+
 int ada_fs_walk_parent(const char *path, unsigned flags, int *dfd, const char **base)
 {
 	char d[PATH_MAX];
@@ -366,7 +413,12 @@ int ada_fs_walk_parent(const char *path, unsigned flags, int *dfd, const char **
 	memcpy(d, path, (size_t)(slash - path));
 	d[slash - path] = '\0';
 	*base = slash + 1;
+	int got = flags ? 0 : fs_memo_get(d[0] ? d : "/", dfd);
+	if (got)
+		return got < 0 ? got : 0;
 	int err = ada_fs_walk(d[0] ? d : "/", geteuid(), flags, dfd, NULL, 0);
+	if (!err && *dfd >= 0 && !flags)
+		fs_memo_put(d[0] ? d : "/", *dfd);
 	return err ? err : *dfd < 0 ? -ENOENT : 0;
 }
 
@@ -409,6 +461,27 @@ static int fs_read_exact(int fd, uint8_t *buf, size_t len)
 	return 0;
 }
 
+/* Buffers at least this large are populated before the read fills them. */
+#define FS_POPULATE_MIN (64u << 10)
+
+/* The whole pages of [p, p + len), which a read is about to fill, made
+ * present in one call instead of by a page fault each as the copy
+ * reaches them (a plan cache or symbol-table file of hundreds of KiB,
+ * read by every process at start-up). Best effort: a kernel without
+ * MADV_POPULATE_WRITE faults them in as before. */
+static void fs_populate(uint8_t *p, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1),
+	          hi = ((uintptr_t)p + len) & ~(page - 1);
+	if (len >= FS_POPULATE_MIN && page > 0 && hi > lo)
+		(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+	(void)p, (void)len;
+#endif
+}
+
 int ada_fs_read_private(const char *path, uint64_t min, uint64_t max, void *buf, void **out,
                         size_t *len)
 {
@@ -423,6 +496,8 @@ int ada_fs_read_private(const char *path, uint64_t min, uint64_t max, void *buf,
 	uint8_t *dst = buf;
 	if (!err && !dst && !(dst = malloc(want ? want : 1)))
 		err = -ENOMEM;
+	else if (!err && !buf)
+		fs_populate(dst, want);
 	if (!err)
 		err = fs_read_exact(fd, dst, want);
 	close(fd);

@@ -28,7 +28,9 @@
 #include "agent_internal.h"
 #include "symcache_internal.h"
 #include "discover_internal.h"
+#include "fs.h"
 #include "plancache_internal.h"
+#include "agent_plans_internal.h"
 #include "ring.h"
 
 static uint64_t install_fn_id(const struct agent_module *m, size_t i)
@@ -307,6 +309,8 @@ static bool install_cached_plan(struct agent_module *m, const struct hook_arch_m
                                 struct install_padctx *pc, size_t i, struct hook_arch_plan *plan,
                                 uint8_t cached)
 {
+	if (!plan) /* the file's record walk: every OK entry has its plan */
+		return false;
 	if (cached & PLAN_CACHE_PLAN)
 		return plan_cache_fits(mv, plan, cached & PLAN_CACHE_LEN);
 	struct ada_hook_fn *f = &m->st.fns[i];
@@ -324,7 +328,7 @@ static bool install_cached_plan(struct agent_module *m, const struct hook_arch_m
  * (else its prologue is decoded) and a cached skip reason is taken as is.
  * Returns how many remain candidates, or SIZE_MAX when the cache
  * disagrees with the image (then nothing can be trusted from it). */
-static size_t install_prepare(struct agent_module *m, struct hook_arch_plan *plans,
+static size_t install_prepare(struct agent_module *m, struct agent_plans *plans,
                               const struct plan_cache_entry *ce)
 {
 	size_t n = 0;
@@ -333,22 +337,28 @@ static size_t install_prepare(struct agent_module *m, struct hook_arch_plan *pla
 	dl_iterate_phdr(install_rd_cb, &rd);
 	struct hook_arch_memview mv = {rd.v, rd.n};
 	if (!ce) {
-		struct install_full x = {m, plans, &mv};
+		struct install_full x = {m, plans->v, &mv};
 		install_run(install_prepare_range, &x, m->st.count, INSTALL_PREPARE_GRAIN);
 	}
 	for (size_t i = 0; i < m->st.count; i++) {
 		struct ada_hook_fn *f = &m->st.fns[i];
+		struct hook_arch_plan *plan = ce ? agent_plans_step(plans, m, i) : NULL;
 		if (f->status != ADA_HOOK_OK)
 			continue;
 		if (ce && ce[i].status != ADA_HOOK_OK) {
 			f->status = ce[i].status;
-		} else if (ce && !install_cached_plan(m, &mv, &pc, i, &plans[i], ce[i].patch_len)) {
+		} else if (ce && !install_cached_plan(m, &mv, &pc, i, plan, ce[i].patch_len)) {
 			free(pc.pm);
 			return SIZE_MAX;
 		}
 		n += f->status == ADA_HOOK_OK;
 	}
 	free(pc.pm);
+	/* The walk read and checked every record (the file is private
+	 * memory: install_emit()'s walk reads the same ones). */
+	if (ce && !plans->v && plans->file.buf && !plan_cache_file_whole(&plans->file))
+		return SIZE_MAX;
+	plan_cache_file_rewind(&plans->file, m->st.count);
 	return n;
 }
 
@@ -437,12 +447,51 @@ static size_t install_emit_one(struct agent_module *m, size_t i, struct hook_arc
 	return (size_t)len;
 }
 
+/* The patch of plan to target (and its original bytes in u), and in the
+ * padding form the slot's jump, at pads[(*n_pad)++]. */
+static void install_emit_patch(const struct hook_arch_plan *plan, uint64_t target,
+                               struct hook_patch *p, struct hook_patch *u, struct hook_patch *pads,
+                               size_t *n_pad)
+{
+	p->addr = u->addr = plan->fn_addr;
+	p->len = u->len = plan->patch_len;
+	hook_arch_patch_bytes(plan, target, p->bytes);
+	memcpy(u->bytes, plan->original, plan->patch_len);
+	/* The padding form: its slot jumps where a 5-byte patch would. */
+	if (plan->pad_addr) {
+		struct hook_patch *q = &pads[(*n_pad)++];
+		q->addr = plan->pad_addr;
+		q->len = HOOK_ARCH_PAD_SLOT;
+		hook_arch_pad_bytes(plan, target, q->bytes);
+	}
+}
+
+/* Bytes a trampoline takes at least: the fast form's frame template and
+ * the jump back alone pass 32, and each starts 16-byte aligned. */
+#define INSTALL_TRAMPOLINE_LEAST 48
+
+/* The whole pages of [blk, blk + len), which the trampolines about to be
+ * written will fill (len: what they take at least), made present in one
+ * call instead of by a page fault each (libc's ~170 KB). Best effort. */
+static void install_populate_block(uint8_t *blk, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)blk + pg - 1) & ~(pg - 1);
+	uintptr_t hi = ((uintptr_t)blk + len) & ~(pg - 1);
+	if (hi > lo + pg)
+		(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+	(void)blk, (void)len;
+#endif
+}
+
 /* Emits the trampolines into one block and fills patches and, in the
  * same order, undo (the original bytes). Returns the patch count. The
  * block starts with its own return trampoline, the exit path of its
  * trampolines' return points (a jmp rel32 reaches it wherever the
  * module is). */
-static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans, size_t n_cand,
+static size_t install_emit(struct agent_module *m, struct agent_plans *plans, size_t n_cand,
                            struct hook_patch *patches, struct hook_patch *undo,
                            struct hook_patch *pads, size_t *n_pad)
 {
@@ -467,6 +516,8 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 	size_t cap = used + n_cand * per;
 	bool far = false; /* a module wider than the patch's reach (agent_far.c) */
 	int err = agent_far_block(agent.mem, m, cap, &blk, &far);
+	if (!err)
+		install_populate_block(blk, used + n_cand * INSTALL_TRAMPOLINE_LEAST);
 	struct agent_tmap *tmap =
 	    err ? NULL
 	        : agent_tmap_new(m->id, (uint64_t)blk, (uint64_t)blk + cap, m->lo,
@@ -478,44 +529,38 @@ static size_t install_emit(struct agent_module *m, struct hook_arch_plan *plans,
 	m->n_far = 0;
 	for (size_t i = 0; i < m->st.count; i++) {
 		struct ada_hook_fn *f = &m->st.fns[i];
+		struct hook_arch_plan *plan = agent_plans_step(plans, m, i);
 		if (f->status != ADA_HOOK_OK)
 			continue;
+		if (!plan) { /* a record the analysis read: cannot happen */
+			f->status = ADA_SKIP_UNRELOCATABLE;
+			continue;
+		}
 		struct hook_arch_reloc_map map;
 		bool mapped = false;
 		size_t len =
-		    err ? 0
-		        : install_emit_one(m, i, &plans[i], blk, used, stub_at, far, &map, &mapped);
+		    err ? 0 : install_emit_one(m, i, plan, blk, used, stub_at, far, &map, &mapped);
 		if (len == 0) {
 			f->status = ADA_SKIP_NO_TRAMPOLINE_MEMORY;
 			continue;
 		}
 		/* ada attach: a thread inside the patch bytes is moved into
 		 * this trampoline, or the function stays unpatched. */
-		if (agent.attached && agent_attach_busy(plans[i].fn_addr, plans[i].patch_len) &&
-		    !agent_attach_place(&plans[i], (uint64_t)(blk + used))) {
+		if (agent.attached && agent_attach_busy(plan->fn_addr, plan->patch_len) &&
+		    !agent_attach_place(plan, (uint64_t)(blk + used))) {
 			f->status = ADA_SKIP_BUSY_AT_ATTACH;
 			continue;
 		}
 		uint64_t target = (uint64_t)(blk + used);
-		agent_tmap_add(tmap, &plans[i], target, !f->reserved, mapped ? &map : NULL);
+		agent_tmap_add(tmap, plan, target, !f->reserved, mapped ? &map : NULL);
 		used += (len + 15) & ~(size_t)15;
 		bool recalled = recall && recall[i] && !install_count_only(m, i);
 		if (!f->reserved && (recalled || install_count_only(m, i))) {
-			target = install_count_block(m, i, &plans[i], blk, &used, target, recalled,
-			                             tmap);
+			target =
+			    install_count_block(m, i, plan, blk, &used, target, recalled, tmap);
 		}
-		struct hook_patch *p = &patches[np], *u = &undo[np++];
-		p->addr = u->addr = plans[i].fn_addr;
-		p->len = u->len = plans[i].patch_len;
-		hook_arch_patch_bytes(&plans[i], target, p->bytes);
-		memcpy(u->bytes, plans[i].original, plans[i].patch_len);
-		/* The padding form: its slot jumps where a 5-byte patch would. */
-		if (plans[i].pad_addr) {
-			struct hook_patch *q = &pads[(*n_pad)++];
-			q->addr = plans[i].pad_addr;
-			q->len = HOOK_ARCH_PAD_SLOT;
-			hook_arch_pad_bytes(&plans[i], target, q->bytes);
-		}
+		install_emit_patch(plan, target, &patches[np], &undo[np], pads, n_pad);
+		np++;
 	}
 	agent_tmap_publish(tmap);
 	free(recall);
@@ -555,7 +600,7 @@ struct install_cache {
 };
 
 static void install_cache_open(struct agent_module *m, struct install_cache *c,
-                               struct hook_arch_plan *plans)
+                               struct agent_plans *plans)
 {
 	memset(c, 0, sizeof(*c));
 	/* pad=0 changes verdicts: such a run neither reads nor writes. */
@@ -575,10 +620,9 @@ static void install_cache_open(struct agent_module *m, struct install_cache *c,
 	if (!c->e || !c->todo)
 		return;
 	c->on = true;
-	/* The file's plans are rebased on each function's address. */
-	for (size_t i = 0; i < m->st.count; i++)
-		plans[i].fn_addr = m->base + m->st.fns[i].offset;
-	int err = plan_cache_load(c->path, &c->key, c->e, plans);
+	int err = plan_cache_load_file(c->path, &c->key, c->e, &plans->file);
+	if (!err && !plan_cache_all_planned(c->e, m->st.count))
+		err = agent_plans_from_file(m, &c->key, c->e, plans);
 	if (err == -EPERM || err == -ELOOP) {
 		/* In a place another user could write (or a link there): not
 		 * trusted, not written; counted in agent.json. */
@@ -625,13 +669,15 @@ static void install_cache_store(struct agent_module *m, struct install_cache *c,
 
 /* Verdicts, prepare and the xref check; from the cache when it has them.
  * Returns the candidate count, or SIZE_MAX and err on failure. */
-static size_t install_analyse(struct agent_module *m, struct hook_arch_plan *plans, int *err)
+static size_t install_analyse(struct agent_module *m, struct agent_plans *plans, int *err)
 {
 	struct install_cache c;
 	install_cache_open(m, &c, plans);
 	install_verdicts(m);
 	install_cache_decide(m, &c);
 	size_t n = SIZE_MAX;
+	/* Without an array the hit walks the file's records. */
+	plans->e = c.hit && !plans->v ? c.e : NULL;
 	if (c.hit) {
 		uint8_t *saved = malloc(m->st.count ? m->st.count : 1);
 		for (size_t i = 0; saved && i < m->st.count; i++)
@@ -647,7 +693,14 @@ static size_t install_analyse(struct agent_module *m, struct hook_arch_plan *pla
 	}
 	m->cache = !c.on ? AGENT_CACHE_OFF : n != SIZE_MAX ? AGENT_CACHE_HIT : AGENT_CACHE_MISS;
 	*err = 0;
+	if (n != SIZE_MAX && plans->e)
+		c.e = NULL; /* kept by plans for install_emit() */
 	if (n == SIZE_MAX) {
+		plans->e = NULL;
+		plan_cache_file_free(&plans->file);
+		*err = plans->v ? 0 : agent_plans_array(m, plans);
+	}
+	if (n == SIZE_MAX && !*err) {
 		install_par_used = install_par_failed = false;
 		n = install_prepare(m, plans, NULL);
 		uint64_t tx = agent_now_ns();
@@ -655,15 +708,15 @@ static size_t install_analyse(struct agent_module *m, struct hook_arch_plan *pla
 		 * from code by it). */
 		struct discover_fde_table fdes;
 		bool pad = agent.cfg.pad && discover_fde_table(m->base, m->lo, m->hi, &fdes) == 0;
-		*err =
-		    discover_pad_and_xref(m->base, &m->st, pad ? &fdes : NULL, plans, install_run);
+		*err = discover_pad_and_xref(m->base, &m->st, pad ? &fdes : NULL, plans->v,
+		                             install_run);
 		for (size_t i = n = 0; i < m->st.count; i++)
 			n += m->st.fns[i].status == ADA_HOOK_OK;
 		m->ns_xref = agent_now_ns() - tx;
 		m->par = install_par_used;
 		agent.par_fallback += install_par_failed;
 		if (!*err && c.on)
-			install_cache_store(m, &c, plans);
+			install_cache_store(m, &c, plans->v);
 	}
 	free(c.e);
 	free(c.todo);
@@ -792,8 +845,7 @@ int agent_reinstall(void)
 /* One module between its analysis and its patches (install_new()). */
 struct install_job {
 	size_t mod; /* index in agent.mods (which may move while others are added) */
-	struct hook_arch_plan *plans;
-	size_t n_plans; /* plans' length (install_plans_free) */
+	struct agent_plans plans;
 	struct hook_patch *patches, *undo, *pads;
 	size_t n_cand;
 	int err;
@@ -822,32 +874,6 @@ static int install_symtab(struct agent_module *m)
 	return err;
 }
 
-/* Plans arrays at least this large are mapped populated. */
-#define INSTALL_PLANS_MAPPED (256u << 10)
-
-/* A zeroed plan for each of n functions (n 0: one). libc's is near a
- * megabyte of fresh memory, all of it written (install_cache_open sets
- * every fn_addr): populated by the mmap in one call rather than by a
- * page fault per page. NULL when there is no memory. */
-static struct hook_arch_plan *install_plans_alloc(size_t n)
-{
-	size_t bytes = (n ? n : 1) * sizeof(struct hook_arch_plan);
-	if (bytes < INSTALL_PLANS_MAPPED)
-		return calloc(n ? n : 1, sizeof(struct hook_arch_plan));
-	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
-static void install_plans_free(struct hook_arch_plan *plans, size_t n)
-{
-	size_t bytes = (n ? n : 1) * sizeof(struct hook_arch_plan);
-	if (!plans || bytes < INSTALL_PLANS_MAPPED)
-		free(plans);
-	else
-		munmap(plans, bytes);
-}
-
 /* Symbols, verdicts, plans: everything but the trampolines and patches. */
 static void install_analyse_module(struct install_job *j)
 {
@@ -866,11 +892,7 @@ static void install_analyse_module(struct install_job *j)
 	j->analysed = true;
 	uint64_t t1 = agent_now_ns();
 	m->ns_symbols = t1 - t0;
-	j->n_plans = m->st.count;
-	j->plans = install_plans_alloc(j->n_plans);
-	j->err = -ENOMEM;
-	if (j->plans)
-		j->n_cand = install_analyse(m, j->plans, &j->err);
+	j->n_cand = install_analyse(m, &j->plans, &j->err);
 	if (j->err)
 		install_patch_failed(m, j->err); /* cannot prove them safe: hook none */
 	m->ns_prepare = agent_now_ns() - t1;
@@ -904,9 +926,9 @@ static int install_finish(struct install_job *j)
 		goto out;
 	uint64_t t2 = agent_now_ns();
 	size_t n_pad = 0;
-	size_t np = j->n_cand
-	                ? install_emit(m, j->plans, j->n_cand, j->patches, j->undo, j->pads, &n_pad)
-	                : 0;
+	size_t np =
+	    j->n_cand ? install_emit(m, &j->plans, j->n_cand, j->patches, j->undo, j->pads, &n_pad)
+	              : 0;
 	install_register_specials(m);
 	err = hook_mem_seal(agent.mem);
 	uint64_t t3 = agent_now_ns();
@@ -921,7 +943,7 @@ static int install_finish(struct install_job *j)
 		j->patches = j->undo = j->pads = NULL; /* kept by m */
 out:
 	install_count(m);
-	install_plans_free(j->plans, j->n_plans);
+	agent_plans_free(&j->plans);
 	free(j->patches);
 	free(j->undo);
 	free(j->pads);
@@ -1050,6 +1072,10 @@ static bool install_new(const struct discover_image *v, size_t n)
 	agent.par_analysis =
 	    jobs && agent.n_mods == 0 && !agent.attached && agent.cfg.analysis_threads > 1;
 	install_startup = agent.n_mods == 0 && !agent.attached;
+	/* Before the program runs: no other thread can close or reuse the
+	 * cache directory's descriptor the memo keeps (fs.h). */
+	if (install_startup)
+		ada_fs_memo_begin();
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].skip != ADA_HOOK_OK) {
 			install_ignore(&v[i]);
@@ -1072,6 +1098,7 @@ static bool install_new(const struct discover_image *v, size_t n)
 			install_test_pause(later);
 		}
 	}
+	ada_fs_memo_end(); /* every cache file is read by now */
 	install_helper_stop();
 	agent.par_analysis = false;
 	if (nj) {

@@ -211,7 +211,10 @@ static bool pc_plan_get(const uint8_t **p, size_t *left, const struct plan_cache
 		return false;
 	struct hook_arch_plan tmp, *out = plan ? plan : &tmp;
 	uint64_t fn = plan ? plan->fn_addr : 0;
-	memset(out, 0, sizeof(*out));
+	/* A copy of a zero plan, not memset: gcc makes that a `rep stos`,
+	 * whose start-up was most of a hit's walk over libc's records. */
+	static const struct hook_arch_plan zero;
+	*out = zero;
 	out->fn_addr = fn;
 	out->patch_len = len;
 	out->insn_count = count;
@@ -237,8 +240,10 @@ static bool pc_plan_get(const uint8_t **p, size_t *left, const struct plan_cache
 	return true;
 }
 
-int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key *key,
-                     struct plan_cache_entry *out, struct hook_arch_plan *plans)
+/* The header (checksum and key) and the entries of a file in (buf,
+ * len): out[0 .. fn_count) filled and checked. 0, -EBADMSG or -ESTALE. */
+static int pc_parse_head(const uint8_t *buf, size_t len, const struct plan_cache_key *key,
+                         struct plan_cache_entry *out)
 {
 	struct pc_hdr h;
 	if (!buf || len < PC_HDR)
@@ -252,19 +257,103 @@ int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key
 		return -EBADMSG;
 	if (!pc_key_matches(&h, key))
 		return -ESTALE;
-	size_t table = h.fn_count * sizeof(struct plan_cache_entry);
-	memcpy(out, buf + PC_HDR, table);
-	const uint8_t *p = buf + PC_HDR + table;
-	size_t left = len - PC_HDR - table;
+	memcpy(out, buf + PC_HDR, h.fn_count * sizeof(struct plan_cache_entry));
 	for (size_t i = 0; i < h.fn_count; i++) {
 		if (!pc_entry_valid(&out[i]))
 			return -EBADMSG;
+	}
+	return 0;
+}
+
+int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key *key,
+                     struct plan_cache_entry *out, struct hook_arch_plan *plans)
+{
+	int err = pc_parse_head(buf, len, key, out);
+	if (err)
+		return err;
+	size_t table = key->fn_count * sizeof(struct plan_cache_entry);
+	const uint8_t *p = buf + PC_HDR + table;
+	size_t left = len - PC_HDR - table;
+	for (size_t i = 0; i < key->fn_count; i++) {
 		bool has_plan =
 		    out[i].status == ADA_HOOK_OK && (out[i].patch_len & PLAN_CACHE_PLAN);
 		if (has_plan && !pc_plan_get(&p, &left, &out[i], plans ? &plans[i] : NULL))
 			return -EBADMSG;
 	}
 	return left == 0 ? 0 : -EBADMSG;
+}
+
+int plan_cache_open_buf(uint8_t *buf, size_t len, const struct plan_cache_key *key,
+                        struct plan_cache_entry *out, struct plan_cache_file *f)
+{
+	memset(f, 0, sizeof(*f));
+	int err = pc_parse_head(buf, len, key, out);
+	if (err)
+		return err;
+	f->buf = buf;
+	f->len = len;
+	plan_cache_file_rewind(f, key->fn_count);
+	return 0;
+}
+
+void plan_cache_reseal(uint8_t *buf, size_t len, const struct plan_cache_key *key)
+{
+	struct pc_hdr h;
+	if (len < PC_HDR || key->build_id_len > ADA_HOOK_BUILD_ID_MAX)
+		return;
+	memcpy(&h, buf, sizeof(h));
+	memcpy(h.magic, PC_MAGIC, sizeof(PC_MAGIC));
+	h.version = PC_VERSION;
+	h.build_id_len = key->build_id_len;
+	memset(h.build_id, 0, sizeof(h.build_id));
+	memcpy(h.build_id, key->build_id, key->build_id_len);
+	h.agent_hash = key->agent_hash;
+	h.module_size = key->module_size;
+	h.fn_count = key->fn_count;
+	h.table_hash = key->table_hash;
+	memcpy(buf, &h, sizeof(h));
+	h.checksum = pc_checksum(buf, buf + PC_HDR, len - PC_HDR);
+	memcpy(buf + PC_SUM_OFF, &h.checksum, sizeof(h.checksum));
+}
+
+bool plan_cache_all_planned(const struct plan_cache_entry *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (e[i].status == ADA_HOOK_OK && !(e[i].patch_len & PLAN_CACHE_PLAN))
+			return false;
+	}
+	return true;
+}
+
+bool plan_cache_next_plan(struct plan_cache_file *f, const struct plan_cache_entry *e,
+                          uint64_t fn_addr, struct hook_arch_plan *out)
+{
+	if (f->bad || e->status != ADA_HOOK_OK || !(e->patch_len & PLAN_CACHE_PLAN))
+		return false;
+	out->fn_addr = fn_addr;
+	/* A record that is not one ends the walk: the records after it
+	 * cannot be told apart. */
+	f->bad = !f->next || !pc_plan_get(&f->next, &f->left, e, out);
+	return !f->bad;
+}
+
+bool plan_cache_file_whole(const struct plan_cache_file *f)
+{
+	return f->buf && !f->bad && f->left == 0;
+}
+
+void plan_cache_file_rewind(struct plan_cache_file *f, uint64_t fn_count)
+{
+	size_t at = PC_HDR + fn_count * sizeof(struct plan_cache_entry);
+	f->next = f->buf && at <= f->len ? f->buf + at : NULL;
+	f->left = f->next ? f->len - at : 0;
+	f->bad = false;
+}
+
+void plan_cache_file_free(struct plan_cache_file *f)
+{
+	free(f->buf);
+	memset(f, 0, sizeof(*f));
 }
 
 int plan_cache_encode(const struct plan_cache_key *key, const struct plan_cache_entry *e,
@@ -360,22 +449,37 @@ int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out
 	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
 }
 
-int plan_cache_load(const char *path, const struct plan_cache_key *key,
-                    struct plan_cache_entry *out, struct hook_arch_plan *plans)
+int plan_cache_load_file(const char *path, const struct plan_cache_key *key,
+                         struct plan_cache_entry *out, struct plan_cache_file *f)
 {
 	/* Only a file within the sizes the key allows can match: read no
 	 * more. */
 	uint64_t least = PC_HDR + key->fn_count * (uint64_t)sizeof(*out);
 	void *buf = NULL;
 	size_t got = 0;
+	memset(f, 0, sizeof(*f));
 	/* Through a walk that trusts only directories and links of root's
 	 * and ours (fs.h): a cache under a HOME another user owns or can
 	 * write -- as `sudo -E` passes it -- is never read. */
 	int err = ada_fs_read_private(path, least, least + key->fn_count * (uint64_t)PC_PLAN_MAX,
 	                              NULL, &buf, &got);
+	/* Private memory from here on: every walk reads the same bytes,
+	 * whatever happens to the file. */
 	if (!err)
-		err = plan_cache_parse(buf, got, key, out, plans);
-	free(buf);
+		err = plan_cache_open_buf(buf, got, key, out, f);
+	if (err)
+		free(buf);
+	return err;
+}
+
+int plan_cache_load(const char *path, const struct plan_cache_key *key,
+                    struct plan_cache_entry *out, struct hook_arch_plan *plans)
+{
+	struct plan_cache_file f;
+	int err = plan_cache_load_file(path, key, out, &f);
+	if (!err)
+		err = plan_cache_parse(f.buf, f.len, key, out, plans);
+	plan_cache_file_free(&f);
 	return err;
 }
 

@@ -71,6 +71,11 @@ uint64_t plan_cache_table_hash(const struct ada_hook_symtab *st);
 int plan_cache_parse(const uint8_t *buf, size_t len, const struct plan_cache_key *key,
                      struct plan_cache_entry *out, struct hook_arch_plan *plans);
 
+/* Makes (buf, len) a file for key whose checksum holds, whatever its
+ * header said: for the fuzzer, to reach the entries and records behind
+ * them. Shorter than a header: unchanged. */
+void plan_cache_reseal(uint8_t *buf, size_t len, const struct plan_cache_key *key);
+
 /* Serialises key + entries into a malloc'ed buffer, with plans (NULL:
  * none) the decoded plan of every hooked entry whose plans[i] holds one
  * (insn_count > 0; its addresses stored relative to plans[i].fn_addr).
@@ -105,6 +110,56 @@ int plan_cache_path(const char *dir, const struct plan_cache_key *key, char *out
  * open/read, or plan_cache_parse()'s errors. */
 int plan_cache_load(const char *path, const struct plan_cache_key *key,
                     struct plan_cache_entry *out, struct hook_arch_plan *plans);
+
+/* A cache file kept, as read, after plan_cache_parse() accepted it: on a
+ * hit the agent walks its plan records (plan_cache_next_plan) where it
+ * needs them instead of copying every plan into an array indexed by
+ * function (libc's ~900 KB, every page of it new memory). */
+struct plan_cache_file {
+	uint8_t *buf; /* the whole file, private memory (owned) */
+	size_t len;
+	const uint8_t *next; /* the next plan record */
+	size_t left;         /* bytes from next to the end */
+	bool bad;            /* a record was not one: the walk has ended */
+};
+
+/* The file at path read and kept in f, its header (checksum, key) and
+ * entries checked as plan_cache_parse() checks them, into out; its plan
+ * records are checked by the walk that reads them (plan_cache_next_plan,
+ * plan_cache_file_whole): a hit reads each one where it needs it rather
+ * than once more up front. 0 with f to be freed by plan_cache_file_free(),
+ * or the errors of plan_cache_load() with f empty. */
+int plan_cache_load_file(const char *path, const struct plan_cache_key *key,
+                         struct plan_cache_entry *out, struct plan_cache_file *f);
+
+/* plan_cache_load_file() of a file already in (buf, len): on success f
+ * holds buf (plan_cache_file_free() frees it); on failure f is empty
+ * and buf the caller's. */
+int plan_cache_open_buf(uint8_t *buf, size_t len, const struct plan_cache_key *key,
+                        struct plan_cache_entry *out, struct plan_cache_file *f);
+
+/* Whether a walk of every entry has read every record of f and nothing
+ * else is left: what plan_cache_parse() asks of the whole file. */
+bool plan_cache_file_whole(const struct plan_cache_file *f);
+
+/* Whether every OK entry of e[0 .. n) carries a plan (so a hit decodes
+ * nothing and needs no array of plans). */
+bool plan_cache_all_planned(const struct plan_cache_entry *e, size_t n);
+
+/* The next plan record of f, entry e's, rebased on fn_addr, into out,
+ * checked as plan_cache_parse() checks it. The caller walks the entries
+ * in function order and calls this for each one (a call for an entry
+ * without a plan reads nothing). False for an entry without a plan, or
+ * for a record that is not one, after which the walk has ended (every
+ * later call false too, plan_cache_file_whole() false). */
+bool plan_cache_next_plan(struct plan_cache_file *f, const struct plan_cache_entry *e,
+                          uint64_t fn_addr, struct hook_arch_plan *out);
+
+/* Back to the first plan record of a file of fn_count entries. */
+void plan_cache_file_rewind(struct plan_cache_file *f, uint64_t fn_count);
+
+/* Frees f's buffer and empties it; an empty f is a no-op. */
+void plan_cache_file_free(struct plan_cache_file *f);
 
 /* Writes the file atomically (a temporary file in the same directory,
  * then rename), creating the directories it needs, then removes the

@@ -6,7 +6,11 @@
  *   0  ADA_HOOK_CONFIG, the agent's options from the environment
  *      (ada_hook_config_parse), then its verdicts on a few names
  *   1  a plan cache file (plan_cache_parse) against a key taken from the
- *      input's own head, so the fuzzer can reach the entries
+ *      input's own head, so the fuzzer can reach the entries; then the
+ *      same bytes with the header made that key's and the checksum right
+ *      (plan_cache_reseal), so it reaches the plan records; each time the
+ *      hit's walk of the records (plan_cache_next_plan) checked against
+ *      the parse
  *   2  the TSC slope cache line (ada_tsc_cache_parse)
  *   3  a key-symbol rules file (--key-symbols; ada_keysym_spec_parse_file)
  *   4  a symbol-table cache file (symtab_cache_parse) against a key taken
@@ -41,6 +45,41 @@ static void fuzz_hook_config(const uint8_t *p, size_t n)
 	ada_hook_config_fini(&cfg);
 }
 
+/* The file (p, n) walked record by record as a plan-cache hit walks it
+ * (plan_cache_open_buf, plan_cache_next_plan for every entry): whole
+ * exactly when the parse accepted it (parsed 0), with the parse's plans
+ * (plans), and never past a record that is not one. */
+static void fuzz_plan_walk(const uint8_t *p, size_t n, const struct plan_cache_key *key, int parsed,
+                           const struct hook_arch_plan *plans)
+{
+	struct plan_cache_file f;
+	struct plan_cache_entry *e = calloc(key->fn_count + 1, sizeof(*e));
+	uint8_t *buf = malloc(n ? n : 1);
+	if (!e || !buf)
+		goto out;
+	memcpy(buf, p, n);
+	if (plan_cache_open_buf(buf, n, key, e, &f) != 0) {
+		if (parsed == 0)
+			abort(); /* the head the parse accepted */
+		goto out;
+	}
+	buf = NULL; /* f's */
+	for (size_t i = 0; i < key->fn_count; i++) {
+		struct hook_arch_plan got;
+		bool planned = e[i].status == ADA_HOOK_OK && (e[i].patch_len & PLAN_CACHE_PLAN);
+		bool read = plan_cache_next_plan(&f, &e[i], plans[i].fn_addr, &got);
+		if ((read && !planned) || (parsed == 0 && read != planned) ||
+		    (parsed == 0 && read && memcmp(&got, &plans[i], sizeof(got))))
+			abort();
+	}
+	if (plan_cache_file_whole(&f) != (parsed == 0))
+		abort();
+	plan_cache_file_free(&f);
+out:
+	free(buf);
+	free(e);
+}
+
 /* The key: build-id length (1 byte, at most the maximum) and bytes, the
  * function count (2 bytes), then the file. */
 static void fuzz_plan_cache(const uint8_t *p, size_t n)
@@ -57,8 +96,18 @@ static void fuzz_plan_cache(const uint8_t *p, size_t n)
 	key.fn_count = (uint64_t)(p[0] | p[1] << 8) % (FUZZ_PLAN_FNS_MAX + 1);
 	struct plan_cache_entry *out = calloc(key.fn_count + 1, sizeof(*out));
 	struct hook_arch_plan *plans = calloc(key.fn_count + 1, sizeof(*plans));
-	if (out && plans)
-		(void)plan_cache_parse(p + 2, n - 2, &key, out, plans);
+	uint8_t *sealed = malloc(n);
+	if (out && plans && sealed) {
+		int parsed = plan_cache_parse(p + 2, n - 2, &key, out, plans);
+		fuzz_plan_walk(p + 2, n - 2, &key, parsed, plans);
+		/* The same bytes as a file for this key with a right checksum:
+		 * the entries and the plan records are what is fuzzed. */
+		memcpy(sealed, p + 2, n - 2);
+		plan_cache_reseal(sealed, n - 2, &key);
+		parsed = plan_cache_parse(sealed, n - 2, &key, out, plans);
+		fuzz_plan_walk(sealed, n - 2, &key, parsed, plans);
+	}
+	free(sealed);
 	free(out);
 	free(plans);
 }

@@ -3,7 +3,8 @@
  * corrupt and truncated files, a file for another build-id / agent /
  * symbol table, bad entries, the path rules and the atomic store; the
  * decoded plans it carries (rebased on load, every impossible shape
- * refused, a flipped bit anywhere refused).
+ * refused, a flipped bit anywhere refused), and the file kept as read
+ * and its records walked in place, as a hit walks them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -420,6 +421,24 @@ static void test_plans_corrupt(void **state)
 	free(b);
 }
 
+/* Whether a hit's walk of the file in (b, n) (a copy: the walk owns
+ * it) reads every record and finds nothing else. */
+static bool walk_whole(const uint8_t *b, size_t n, const struct plan_cache_key *k)
+{
+	struct plan_cache_entry e[N];
+	struct plan_cache_file f;
+	struct hook_arch_plan got;
+	uint8_t *copy = malloc(n);
+	assert_non_null(copy);
+	memcpy(copy, b, n);
+	assert_int_equal(plan_cache_open_buf(copy, n, k, e, &f), 0);
+	for (size_t i = 0; i < N; i++)
+		(void)plan_cache_next_plan(&f, &e[i], 0x400000 + 0x100 * i, &got);
+	bool whole = plan_cache_file_whole(&f);
+	plan_cache_file_free(&f);
+	return whole;
+}
+
 /* Plans no decode can produce are refused even with a right checksum:
  * a gap between instructions, one beyond the patch, a displacement
  * outside its instruction, a padding slot over the entry or out of the
@@ -458,6 +477,7 @@ static void test_plans_bad_shape(void **state)
 		}
 		assert_int_equal(plan_cache_encode(&k, e, pl, &b, &n), 0);
 		assert_int_equal(plan_cache_parse(b, n, &k, out, NULL), -EBADMSG);
+		assert_false(walk_whole(b, n, &k)); /* the hit's walk refuses it too */
 		free(b);
 	}
 	/* A plan that does not match its entry is not stored (the entry
@@ -471,6 +491,7 @@ static void test_plans_bad_shape(void **state)
 	assert_int_equal(plan_cache_parse(b, n, &k, out, NULL), 0);
 	assert_false(out[1].patch_len & PLAN_CACHE_PLAN);
 	assert_true(out[0].patch_len & PLAN_CACHE_PLAN);
+	assert_true(walk_whole(b, n, &k));
 	free(b);
 }
 
@@ -494,6 +515,60 @@ static void test_plans_store_load(void **state)
 	assert_int_equal(plan_cache_load(p, &k, out, got), 0);
 	assert_memory_equal(&got[0], &pl[0], sizeof(pl[0]));
 	assert_memory_equal(&got[6], &pl[6], sizeof(pl[6]));
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* The file kept as read (plan_cache_load_file): its records walked in
+ * function order give the plans the parse into an array gives, rebased
+ * on the addresses given; a rewind walks them again; a file with an OK
+ * entry and no plan is told (plan_cache_all_planned); a walk that asks
+ * for a record out of turn gets false, not another entry's plan. */
+static void test_plans_walk(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/ada_plancache_XXXXXX", p[4096], cmd[4200];
+	struct plan_cache_key k;
+	struct plan_cache_entry e[N], out[N];
+	struct hook_arch_plan pl[N], want[N], got;
+	struct plan_cache_file f;
+	assert_non_null(mkdtemp(dir));
+	make_key(&k);
+	make_plan_entries(e);
+	make_plans(pl, 0x10000);
+	snprintf(p, sizeof(p), "%s/x.plan", dir);
+	assert_int_equal(plan_cache_store(p, &k, e, pl), 0);
+	make_plans(want, 0x7f0000002000ull);
+	assert_int_equal(plan_cache_load_file(p, &k, out, &f), 0);
+	assert_true(plan_cache_all_planned(out, N));
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < N; i++) {
+			bool planned = i == 0 || i == 1 || i == 6;
+			memset(&got, 0x5a, sizeof(got));
+			assert_int_equal(plan_cache_next_plan(&f, &out[i], want[i].fn_addr, &got),
+			                 planned);
+			if (planned)
+				assert_memory_equal(&got, &want[i], sizeof(got));
+		}
+		assert_int_equal(f.left, 0);
+		plan_cache_file_rewind(&f, N);
+	}
+	/* Entry 6's record asked for first: its shape is entry 0's. */
+	assert_false(plan_cache_next_plan(&f, &out[6], want[6].fn_addr, &got));
+	plan_cache_file_free(&f);
+	assert_null(f.buf);
+	plan_cache_file_free(&f); /* empty: a no-op */
+	/* An entry without a plan (its plan not storable): not all planned. */
+	pl[1].patch_len = 7;
+	assert_int_equal(plan_cache_store(p, &k, e, pl), 0);
+	assert_int_equal(plan_cache_load_file(p, &k, out, &f), 0);
+	assert_false(plan_cache_all_planned(out, N));
+	plan_cache_file_free(&f);
+	/* A refused file leaves f empty. */
+	k.table_hash ^= 1;
+	assert_int_equal(plan_cache_load_file(p, &k, out, &f), -ESTALE);
+	assert_null(f.buf);
+	assert_null(f.next);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
 }
@@ -544,6 +619,7 @@ int main(void)
 	    cmocka_unit_test(test_self_hash),        cmocka_unit_test(test_plans_round_trip),
 	    cmocka_unit_test(test_plans_corrupt),    cmocka_unit_test(test_plans_bad_shape),
 	    cmocka_unit_test(test_plans_store_load), cmocka_unit_test(test_plans_fit),
+	    cmocka_unit_test(test_plans_walk),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -278,6 +278,55 @@ static void test_read_private(void **state)
 	assert_int_equal(ada_fs_read_private(path, 1, 10, buf, NULL, &len), -ELOOP);
 }
 
+/* How many descriptors the process has open. */
+static int open_fds(void)
+{
+	int n = 0;
+	for (int fd = 0; fd < 1024; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+/* Reads root/<dir>/f (private, "abc"): 0 or read_private's error. */
+static int read_in(const char *dir)
+{
+	char path[PATH_MAX], buf[8];
+	size_t len;
+	snprintf(path, sizeof(path), "%s/%s/f", root, dir);
+	return ada_fs_read_private(path, 1, sizeof(buf), buf, NULL, &len);
+}
+
+/* While the memo is on, a read in the directory last walked does not
+ * walk again (a directory renamed since is still read through the kept
+ * descriptor); another directory is walked and replaces it; the end
+ * closes what the memo kept, and walks are walks again. */
+static void test_walk_memo(void **state)
+{
+	(void)state;
+	const char *dirs[] = {"d", "e"};
+	for (int i = 0; i < 2; i++) {
+		char f[8];
+		assert_int_equal(mkdirat(rfd, dirs[i], 0700), 0);
+		snprintf(f, sizeof(f), "%s/f", dirs[i]);
+		plant_target(f, "abc");
+		assert_int_equal(fchmodat(rfd, f, 0600, 0), 0);
+	}
+	int fds = open_fds();
+	ada_fs_memo_begin();
+	assert_int_equal(read_in("d"), 0);
+	assert_int_equal(renameat(rfd, "d", rfd, "d2"), 0);
+	assert_int_equal(read_in("d"), 0); /* not walked: the kept descriptor */
+	assert_int_equal(read_in("e"), 0); /* walked, now the memo's */
+	assert_int_equal(read_in("d"), -ENOENT);
+	assert_int_equal(open_fds(), fds + 1);
+	ada_fs_memo_end();
+	assert_int_equal(open_fds(), fds);
+	assert_int_equal(read_in("e"), 0);
+	assert_int_equal(renameat(rfd, "e", rfd, "e2"), 0);
+	assert_int_equal(read_in("e"), -ENOENT); /* no memo: walked */
+	assert_int_equal(read_in("d2"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -294,6 +343,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_entry_kind_never_follows, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_trust, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_read_private, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_walk_memo, fx_setup, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

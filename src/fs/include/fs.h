@@ -138,6 +138,18 @@ int ada_fs_walk(const char *path, uid_t uid, unsigned flags, int *out, char *why
  * other -errno; *dfd is -1 on error. */
 int ada_fs_walk_parent(const char *path, unsigned flags, int *dfd, const char **base);
 
+/* Between ada_fs_memo_begin() and ada_fs_memo_end(), a walk without flags
+ * of the directory ada_fs_walk_parent() last walked without flags is not
+ * walked again: the caller gets a duplicate of its descriptor, kept open
+ * by the memo (the agent's start-up scan reads each module's plan and
+ * symbol-table cache files from one directory: one walk, not one of
+ * every component per file). For one thread, while nothing else in the
+ * process can close or reuse a descriptor (the agent's constructor,
+ * before the program runs); process-wide, off unless begun. end closes
+ * the kept descriptor. */
+void ada_fs_memo_begin(void);
+void ada_fs_memo_end(void);
+
 /* Opens the private cache file at path for reading into *out: its
  * directory through ada_fs_walk_parent, the file never through a link,
  * and only when it is the effective user's and not writable by group or
