@@ -618,6 +618,7 @@ struct ada_recorder {
 	uint64_t detail_cut, detail_removed;
 	bool detail_cut_told;
 	size_t heap_finished_trimmed; /* heap.c: processes finished at the last trim */
+	uint64_t heap_pool_ns;        /* heap.c: the staging pool's last trim (CLOCK_MONOTONIC) */
 	_Atomic int stop_req;         /* ada_recorder_stop(): async-signal-safe */
 	uint64_t stop_at_ns;          /* drain: when it saw the request */
 	uint64_t stop_deadline_ns;    /* drain: rings are drained until here */

@@ -395,8 +395,7 @@ void wal_submit_cur_how(struct ada_wal_file *f, bool blocks_only)
 		tail_buf = wal_buf_get(f->io);
 		if (f->cur != b) { /* a shortage sent every staged buffer, b too */
 			if (tail_buf) {
-				tail_buf->next = f->io->free;
-				f->io->free = tail_buf;
+				wal_buf_put(f->io, tail_buf);
 			}
 			return;
 		}
@@ -405,8 +404,7 @@ void wal_submit_cur_how(struct ada_wal_file *f, bool blocks_only)
 	f->cur = NULL;
 	wal_stage_unlink(f);
 	if (b->len == 0) {
-		b->next = f->io->free;
-		f->io->free = b;
+		wal_buf_put(f->io, b);
 		return;
 	}
 	b->ev_end = f->events; /* now: a held buffer's file grows on */
@@ -601,8 +599,7 @@ static void wal_complete_write(struct ada_wal_io *io, struct wal_buf *b, int res
 		if (!f->fifo_head)
 			f->fifo_tail = NULL;
 		f->durable = h->ev_end;
-		h->next = io->free;
-		io->free = h;
+		wal_buf_put(io, h);
 	}
 	if (unblock && !f->hold)
 		wal_held_send(f); /* the buffers waiting for that block */
@@ -699,6 +696,8 @@ struct wal_buf *wal_buf_get(struct ada_wal_io *io)
 		struct wal_buf *b = io->free;
 		if (b) {
 			io->free = b->next;
+			if (--io->n_free < io->free_low)
+				io->free_low = io->n_free;
 			return b;
 		}
 		if (io->n_buffers < io->max_buffers) {
@@ -720,6 +719,34 @@ struct wal_buf *wal_buf_get(struct ada_wal_io *io)
 		if (ada_wal_io_reap(io, true) < 0)
 			return NULL;
 	}
+}
+
+void wal_buf_put(struct ada_wal_io *io, struct wal_buf *b)
+{
+	b->next = io->free;
+	io->free = b;
+	io->n_free++;
+}
+
+uint32_t ada_wal_io_trim(struct ada_wal_io *io)
+{
+	uint32_t n = 0;
+	for (; n < io->free_low && io->free; n++) {
+		struct wal_buf *b = io->free;
+		io->free = b->next;
+		free(b->data);
+		free(b);
+	}
+	io->n_free -= n;
+	io->n_buffers -= n;
+	io->free_low = io->n_free;
+	return n;
+}
+
+void ada_wal_io_buffers(const struct ada_wal_io *io, uint32_t *made, uint32_t *free_now)
+{
+	*made = io->n_buffers;
+	*free_now = io->n_free;
 }
 
 const struct ada_lat_hist *ada_wal_io_latency(const struct ada_wal_io *io)

@@ -65,6 +65,9 @@ struct ada_wal_io {
 	uint32_t buffer_bytes;
 	uint32_t max_buffers;
 	uint32_t n_buffers;
+	/* The free list's length, and the least it was since the last
+	 * ada_wal_io_trim(): that many buffers were not needed meanwhile. */
+	uint32_t n_free, free_low;
 	uint64_t stage_ns;
 	uint32_t inflight; /* SQEs submitted and not reaped */
 	bool disk_full;
@@ -276,6 +279,8 @@ void wal_crcbat_fold(struct ada_wal_io *io);
 /* segment.c, shared with segment_cidx.c: a buffer of the pool (NULL when
  * none can be had), making it f's staging buffer, ending its staging. */
 struct wal_buf *wal_buf_get(struct ada_wal_io *io);
+/* b back to the pool's free list. */
+void wal_buf_put(struct ada_wal_io *io, struct wal_buf *b);
 void wal_stage(struct ada_wal_file *f, struct wal_buf *b, uint64_t staged_at);
 void wal_submit_cur_how(struct ada_wal_file *f, bool blocks_only);
 

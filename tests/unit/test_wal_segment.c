@@ -392,6 +392,67 @@ static void test_more_files_than_buffers(void **state)
 	ada_wal_io_free(io);
 }
 
+/* The staging pool gives back what a peak of open files made (issue 35:
+ * the soak's recorder kept every buffer of its busiest moment): a buffer
+ * is freed once it stayed free over a whole interval between two trims,
+ * never one a file holds, and the pool makes new ones for the next peak. */
+static void test_pool_trim(void **state)
+{
+	(void)state;
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts io_o = {.buffer_bytes = 4096, .max_buffers = 16, .stage_ms = 60000};
+	assert_int_equal(ada_wal_io_new(&io_o, &io), 0);
+	struct ada_wal_file_opts o = {
+	    .thread_id = 7, .clock_type = ATF_CLOCK_BOOTTIME, .arch = ATF_ARCH_X86_64};
+	struct ada_wal_file *f[8];
+	char path[8][300];
+	uint32_t made, free_now;
+	for (int peak = 0; peak < 2; peak++) {
+		for (int i = 0; i < 8; i++) {
+			snprintf(path[i], sizeof(path[i]), "%s/peak%d.atf", tmpdir, i);
+			assert_int_equal(ada_wal_file_open(io, path[i], &o, &f[i]), 0);
+			struct atf_index_event e = ev_make((uint64_t)i);
+			assert_int_equal(ada_wal_file_append(f[i], &e, 1), 1);
+		}
+		/* Eight files each stage a buffer: none is free, none goes. */
+		ada_wal_io_buffers(io, &made, &free_now);
+		assert_true(made >= 8);
+		assert_int_equal(ada_wal_io_trim(io), 0);
+		ada_wal_io_buffers(io, &made, &free_now);
+		assert_true(made >= 8);
+		/* Seven end: their buffers are free, but only from now on. */
+		for (int i = 1; i < 8; i++) {
+			struct ada_wal_file_summary s;
+			assert_int_equal(ada_wal_file_finalize(f[i], &s), 0);
+			check_file(path[i], 1, (uint64_t)i);
+			unlink(path[i]);
+		}
+		assert_int_equal(ada_wal_io_trim(io), 0);
+		/* An interval in which one more event came to the open file:
+		 * its buffer stays, every buffer no one took is freed. */
+		struct atf_index_event e = ev_make(1);
+		assert_int_equal(ada_wal_file_append(f[0], &e, 1), 1);
+		ada_wal_io_buffers(io, &made, &free_now);
+		uint32_t was = made, unused = free_now;
+		assert_true(unused >= 7);
+		assert_int_equal(ada_wal_io_trim(io), unused);
+		ada_wal_io_buffers(io, &made, &free_now);
+		assert_int_equal(made, was - unused);
+		assert_int_equal(free_now, 0);
+		assert_true(made >= 1);
+		struct ada_wal_file_summary s;
+		assert_int_equal(ada_wal_file_finalize(f[0], &s), 0);
+		assert_int_equal(s.lost, 0);
+		unlink(path[0]);
+	}
+	/* Everything ended: two trims leave nothing made. */
+	(void)ada_wal_io_trim(io);
+	(void)ada_wal_io_trim(io);
+	ada_wal_io_buffers(io, &made, &free_now);
+	assert_int_equal(made, 0);
+	ada_wal_io_free(io);
+}
+
 static void test_empty_file(void **state)
 {
 	(void)state;
@@ -596,6 +657,7 @@ int main(void)
 	    cmocka_unit_test(test_grow_ahead_room),
 	    cmocka_unit_test(test_grow_near_budget),
 	    cmocka_unit_test(test_more_files_than_buffers),
+	    cmocka_unit_test(test_pool_trim),
 	    cmocka_unit_test(test_empty_file),
 	    cmocka_unit_test(test_finalize_zero_tail),
 	    cmocka_unit_test(test_finalize_torn),

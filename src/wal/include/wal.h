@@ -100,6 +100,15 @@ uint64_t ada_wal_io_bytes_written(const struct ada_wal_io *io);
 /* Bytes and events of the index files finalized so far (the summary's
  * bytes per event: what the index encoding costs on disk). */
 void ada_wal_io_final(const struct ada_wal_io *io, uint64_t *bytes, uint64_t *events);
+/* The pool of staging buffers keeps what it made up to its cap (96 MiB):
+ * a peak of open files or a slow disk would hold its buffers for the rest
+ * of the recording. Frees the buffers that stayed free since the last
+ * call (the least the free list held meanwhile): none a steady load
+ * uses, so its cost is nothing but the next peak's allocations. Returns
+ * the buffers freed. The drain calls it every few seconds (heap.c). */
+uint32_t ada_wal_io_trim(struct ada_wal_io *io);
+/* Buffers the pool holds now, and of those free. */
+void ada_wal_io_buffers(const struct ada_wal_io *io, uint32_t *made, uint32_t *free_now);
 /* The staging buffers' size in bytes (manifest wal.staging_buffer_bytes). */
 uint32_t ada_wal_io_buffer_bytes(const struct ada_wal_io *io);
 /* Whether index files are opened with O_DIRECT (when their file system
