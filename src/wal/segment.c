@@ -731,8 +731,7 @@ void wal_buf_put(struct ada_wal_io *io, struct wal_buf *b)
 uint32_t ada_wal_io_trim(struct ada_wal_io *io)
 {
 	uint32_t n = 0;
-	for (; n < io->free_low && io->free; n++) {
-		struct wal_buf *b = io->free;
+	for (struct wal_buf *b; n < io->free_low && (b = io->free); n++) {
 		io->free = b->next;
 		free(b->data);
 		free(b);
@@ -976,11 +975,10 @@ size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index
 	return n;
 }
 
-/* The fused pass's per-call costs (the pass's set-up, the trigger's calls, the reserve) come
- * once a chunk: a larger one pays them less often (docs/benchmarks.md, "The drain outside the
- * fused pass"). The larger room is given only where the reserve of it would do nothing more than
- * the chunk's did (no growth, no segment entered, the file not full), so growth, rotation and the
- * flush policy stay where they were. */
+/* The fused pass's per-call costs (set-up, the trigger's calls, the reserve) come once a chunk:
+ * a larger one pays them less often (docs/benchmarks.md, "The drain outside the fused pass"),
+ * given only where its reserve does no more than the chunk's (no growth, no segment entered, the
+ * file not full), so growth, rotation and the flush policy stay where they were. */
 size_t ada_wal_file_reserve_ring(struct ada_wal_file *f, size_t max, struct atf_index_event **dst,
                                  size_t *dst_cap)
 {
