@@ -30,6 +30,11 @@ int ada_manifest_writeat_sync(int dirfd, const json_t *doc, bool sync)
 {
 	if (!json_is_object(doc))
 		return -EINVAL;
+	return ada_json_writeat(dirfd, ADA_MANIFEST_NAME, doc, sync);
+}
+
+int ada_json_writeat(int dirfd, const char *name, const json_t *doc, bool sync)
+{
 	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	if (!text)
 		return -ENOMEM;
@@ -39,7 +44,7 @@ int ada_manifest_writeat_sync(int dirfd, const json_t *doc, bool sync)
 	if (nl) {
 		text = nl;
 		memcpy(text + n, "\n", 2);
-		err = ada_fs_replace(dirfd, ADA_MANIFEST_NAME, text, n + 1, sync);
+		err = ada_fs_replace(dirfd, name, text, n + 1, sync);
 	}
 	free(text);
 	return err;

@@ -13,12 +13,9 @@
  * alone). The file is the target's: only what is checked is used.
  * Threads: the caller's (the drain, or ada recover).
  */
-#include <errno.h>
 #include <jansson.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "fs.h"
+#include "manifest.h"
 #include "recorder_internal.h"
 
 /* Every integer member of a's object key set to 0, every boolean to
@@ -73,17 +70,5 @@ bool wal_agent_inherit(json_t *a, pid_t pid)
 
 int wal_agent_inherit_write(int pid_dir_fd, const json_t *a)
 {
-	char *text = json_dumps(a, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	if (!text)
-		return -ENOMEM;
-	size_t n = strlen(text);
-	char *nl = realloc(text, n + 2);
-	int err = -ENOMEM;
-	if (nl) {
-		text = nl;
-		memcpy(text + n, "\n", 2);
-		err = ada_fs_replace(pid_dir_fd, "agent.json", text, n + 1, false);
-	}
-	free(text);
-	return err;
+	return ada_json_writeat(pid_dir_fd, "agent.json", a, false);
 }

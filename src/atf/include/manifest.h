@@ -37,6 +37,9 @@ int ada_manifest_writeat(int dirfd, const json_t *doc);
  * recorder syncs with --safe only, as it does its index files: an fsync
  * per process costs a fork-heavy program's recording tens of ms each). */
 int ada_manifest_writeat_sync(int dirfd, const json_t *doc, bool sync);
+/* Any JSON document written so, as dirfd/name (a forked child's
+ * agent.json the recorder makes its own). */
+int ada_json_writeat(int dirfd, const char *name, const json_t *doc, bool sync);
 
 /* The JSON document in the file fd, read in one go (jansson's
  * json_loadfd reads a byte per system call: 2 400 of them for a forked
