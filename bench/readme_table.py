@@ -130,8 +130,8 @@ def span(vals, spec='.1f', unit=''):
     vals = [v for v in vals if v is not None]
     if not vals:
         return '-'
-    lo, hi = min(vals), max(vals)
-    return f'{lo:{spec}}{unit}' if lo == hi else f'{lo:{spec}}–{hi:{spec}}{unit}'
+    lo, hi = format(min(vals), spec), format(max(vals), spec)
+    return f'{lo}{unit}' if lo == hi else f'{lo}–{hi}{unit}'
 
 
 def ratio(a, bs):
@@ -198,6 +198,21 @@ def rate_row(d, w, label, target):
     return (f'| events/s end to end, {label} | {num(av)} M | {span(uv)} M | '
             f'{rtext.replace("×", "") + "×" if rtext else ""} | ≥ {target} M — '
             f'{"met" if ok else "missed"} |')
+
+
+def bytes_row(d, w, label, target):
+    """Bytes on disk per event: the whole recording directory (index,
+    detail, symbols, manifests) over every event it holds, beside
+    uftrace's data directory over its events."""
+    a = row(d, w, 'ada')
+    av = a.get('bytes_per_event') if a else None
+    uv = [u.get('bytes_per_event') for u in (row(d, w, t) for t in UFTRACE) if u]
+    if av is None:
+        return None
+    rtext, _ = ratio(av, uv)
+    ok = av <= target
+    return (f'| bytes on disk per event, {label} (the whole recording) | {num(av, ".2f")} | '
+            f'{span(uv, ".1f")} | {rtext} | ≤ {target} — {"met" if ok else "missed"} |')
 
 
 def drain_row(d):
@@ -314,6 +329,10 @@ def table(path, d, mpath, m, apath=None, att=None, hpath=None, hab=None):
                  f'0 — {"met" if total == 0 else "missed"} |')
     lines.append(rate_row(d, 'fib', 'one thread (`fib`)', 60))
     lines.append(rate_row(d, 'fib-threads', 'two threads (`fib-threads`)', 80))
+    for w, label, target in (('fib', '`fib`', 4), ('mixed', '`mixed`', 6)):
+        b = bytes_row(d, w, label, target)
+        if b:
+            lines.append(b)
     dr = drain_row(d)
     if dr:
         lines.append(dr)

@@ -23,10 +23,11 @@
 # manifest and the retired processes' lines (retired.jsonl: the budget
 # emptied them, docs/manifest.md "Retired processes").
 # Fails (exit 1) when: any drop (keysym_unknown is told, not failed on:
-# see below), event not written or call left untraced because a thread
-# judged the recorder gone; the recorder's RSS, its anonymous
-# memory or /dev/shm at the end above 1.25x (+ 8 MiB) their median over the
-# first half after the first minute (growth); the disk above the budget
+# see below), event not written, call left untraced because a thread
+# judged the recorder gone, or window record left unlinked (bad_link); the
+# recorder's RSS, its anonymous memory or /dev/shm at the end above 1.25x
+# (+ 8 MiB) their median over the first half after the first minute
+# (growth); the disk above the budget
 # plus the one index block and table per open file that a compact
 # session may overshoot (docs/format.md, "Bounded disk"); the recording
 # not ending cleanly (by itself within 60 s of the stop, or within 10 s of
@@ -250,6 +251,7 @@ print("soak: keysym_unknown %d (told, not a failure)" % max(int(r["keysym_unknow
 lost = 0
 files = 0
 gone = 0
+bad_link = 0
 docs = [json.load(open(m)) for m in glob.glob(sys.argv[3] + "/pid_*/manifest.json")]
 try:
     docs += [json.loads(l) for l in open(sys.argv[3] + "/retired.jsonl") if l.strip()]
@@ -264,8 +266,13 @@ for j in docs:
     # recorder gone (its drain stood still past their timeout): a loss
     # the drops do not count (the agent's, in the manifest's hook).
     gone += ((j.get("hook") or {}).get("untraced_calls") or {}).get("recorder_gone", 0)
+    # Window records whose index event a later file holds (the window's
+    # bad_link): a linking defect, not a shortfall of the rings.
+    bad_link += ((j.get("detail") or {}).get("window_missed") or {}).get("bad_link", 0)
 if lost:
     bad.append("the manifests count %d events dropped or lost" % lost)
+if bad_link:
+    bad.append("%d window records not linked to their index events (bad_link)" % bad_link)
 if gone:
     bad.append("%d calls untraced: their threads judged the recorder gone" % gone)
 # Processes not recorded because each took the pid of an earlier process
