@@ -41,6 +41,7 @@
 #include "fs.h"
 #include "manifest.h"
 #include "ring.h"
+#include "read.h"
 #include "recorder.h"
 
 struct status_tot {
@@ -218,31 +219,6 @@ static void status_exit_text(json_t *man, char *buf, size_t cap)
 
 #define STATUS_WINDOWS_SHOWN 16u
 
-/* Under a window that lost records: what filled the rings, and the fewest
- * of them a detail set could leave out to hold it (docs/manifest.md). */
-static void status_window_fill(const json_t *w)
-{
-	const json_t *fs = json_object_get(w, "fillers"),
-	             *hold = json_object_get(w, "hold_without");
-	const json_t *f;
-	size_t i;
-	if (!json_array_size(fs))
-		return;
-	printf("; the rings filled with");
-	json_array_foreach(fs, i, f)
-	{
-		const char *name = json_string_value(json_object_get(f, "function"));
-		printf("%s %s %.0f %%", i ? "," : "",
-		       name ? name : json_string_value(json_object_get(f, "function_id")),
-		       100.0 * json_number_value(json_object_get(f, "share")));
-	}
-	if (!json_array_size(hold))
-		return;
-	printf("; without ");
-	json_array_foreach(hold, i, f) printf("%s%s", i ? ", " : "", json_string_value(f));
-	printf(" in the detail set it would have held");
-}
-
 /* The records window w wanted that were neither written nor overwritten,
  * with their reasons (the manifest's window_missed), when any. */
 static void status_window_missed(const json_t *w)
@@ -306,7 +282,7 @@ static void status_windows(json_t *man)
 				    ": a %.3g MiB ring per thread held %s of detail (%.3g MiB/s)",
 				    (double)ring / (1 << 20), cmd_ctl_span(got, a, 32),
 				    (double)ring / (1 << 20) / ((double)got / 1e9));
-			status_window_fill(w);
+			rd_window_fillers(stdout, w, "; the rings filled with", "");
 		}
 		status_window_missed(w);
 		printf("\n");

@@ -344,33 +344,6 @@ static const char *wn_fired(const struct wn_doc *d, const json_t *w, char *buf, 
 	return buf;
 }
 
-/* Under a window that lost records: what filled the rings and the fewest
- * of those functions whose leaving the detail set would have held it. */
-static void wn_fillers(const json_t *w)
-{
-	const json_t *fs = json_object_get(w, "fillers"),
-	             *hold = json_object_get(w, "hold_without");
-	const json_t *f;
-	size_t i;
-
-	if (!json_array_size(fs))
-		return;
-	printf("      the detail rings filled with");
-	json_array_foreach(fs, i, f)
-	{
-		const char *name = json_string_value(json_object_get(f, "function"));
-		printf("%s %s %.0f %%", i ? "," : "",
-		       name ? name : json_string_value(json_object_get(f, "function_id")),
-		       100.0 * json_number_value(json_object_get(f, "share")));
-	}
-	if (json_array_size(hold)) {
-		printf("; without ");
-		json_array_foreach(hold, i, f) printf("%s%s", i ? ", " : "", json_string_value(f));
-		printf(" in the detail set (--detail-symbols, ada keysym) it would have held");
-	}
-	printf("\n");
-}
-
 static void wn_row(const struct wn_doc *d, const json_t *w)
 {
 	char f[48], b[4][32], r[24], l[24];
@@ -404,8 +377,11 @@ static void wn_row(const struct wn_doc *d, const json_t *w)
 		rd_json_str(stdout, note);
 	}
 	printf("\n");
-	if (lost > 0)
-		wn_fillers(w);
+	if (lost > 0 && json_array_size(json_object_get(w, "fillers"))) {
+		rd_window_fillers(stdout, w, "      the detail rings filled with",
+		                  " (--detail-symbols, ada keysym)");
+		printf("\n");
+	}
 }
 
 static void wn_text(const struct wn_doc *d, const char *target)

@@ -541,6 +541,36 @@ void rd_json_str(FILE *f, const char *s)
 	putc('"', f);
 }
 
+void rd_window_fillers(FILE *f, const json_t *w, const char *lead, const char *held)
+{
+	const json_t *fs = json_object_get(w, "fillers"),
+	             *hold = json_object_get(w, "hold_without");
+	const json_t *x;
+	size_t i;
+
+	if (!json_array_size(fs))
+		return;
+	fputs(lead, f);
+	json_array_foreach(fs, i, x)
+	{
+		const char *name = json_string_value(json_object_get(x, "function"));
+		const char *id = json_string_value(json_object_get(x, "function_id"));
+		if (!name)
+			name = id ? id : "?";
+		fprintf(f, "%s %s %.0f %%", i ? "," : "", name,
+		        100.0 * json_number_value(json_object_get(x, "share")));
+	}
+	if (!json_array_size(hold))
+		return;
+	fputs("; without ", f);
+	json_array_foreach(hold, i, x)
+	{
+		const char *name = json_string_value(x);
+		fprintf(f, "%s%s", i ? ", " : "", name ? name : "?");
+	}
+	fprintf(f, " in the detail set%s it would have held", held);
+}
+
 json_t *rd_count_only_json(const struct rd_pid *rp)
 {
 	json_t *co = rp->manifest ? json_object_get(rp->manifest, "count_only") : NULL;

@@ -146,6 +146,12 @@ void rd_out_abort(struct rd_out *o);
 /* Writes s as a JSON string (quoted, escaped) to f. */
 void rd_json_str(FILE *f, const char *s);
 
+/* Under a window that lost records (a manifest's window object w): what
+ * filled the rings ("LEAD f1 40 %, f2 12 %") and the fewest of those whose
+ * leaving the detail set would have held the window ("; without f1, f2 in
+ * the detail setHELD it would have held"). Nothing when w lists none. */
+void rd_window_fillers(FILE *f, const json_t *w, const char *lead, const char *held);
+
 /* Progress on stderr for long commands: shown only when stderr is a
  * terminal and the work has taken more than a second; silent otherwise. */
 struct rd_progress {
