@@ -64,6 +64,7 @@ struct rp_state {
 	struct rd_index index; /* (fid, thread) -> entry */
 	uint32_t thread, tid;  /* of the thread being walked */
 	uint32_t recent[1024]; /* direct-mapped: fid -> entry index + 1, in front of index */
+	struct rp_fn *last;    /* the entry found last (NULL after fns moved or a new thread) */
 	uint64_t roots_ns, under_open_ns;
 	int err;
 };
@@ -83,6 +84,7 @@ static struct rp_fn *rp_new_fn(struct rp_state *s, uint64_t fid, uint32_t *slot)
 			return NULL;
 		s->fns = f;
 		s->cap = nc;
+		s->last = NULL;
 	}
 	struct rp_fn *f = &s->fns[s->n];
 	memset(f, 0, sizeof(*f));
@@ -102,18 +104,28 @@ static struct rp_fn *rp_fn_find(struct rp_state *s, uint64_t fid, uint32_t threa
 	return *slot ? &s->fns[*slot - 1] : rp_new_fn(s, fid, slot);
 }
 
-static struct rp_fn *rp_fn_get(struct rp_state *s, uint64_t fid)
+/* Out of line: rp_leave() without its calls needs no saved registers. */
+static __attribute__((noinline)) struct rp_fn *rp_fn_lookup(struct rp_state *s, uint64_t fid)
 {
 	uint32_t thread = s->o->threads ? s->thread : UINT32_MAX;
 	uint32_t *r = &s->recent[(fid ^ (fid >> 29)) & 1023];
 
 	/* A program spends its time in few functions: most lookups end here. */
 	if (*r && s->fns[*r - 1].fid == fid && s->fns[*r - 1].thread == thread)
-		return &s->fns[*r - 1];
+		return s->last = &s->fns[*r - 1];
 	struct rp_fn *f = rp_fn_find(s, fid, thread);
 	if (f)
 		*r = (uint32_t)(f - s->fns) + 1;
-	return f;
+	return s->last = f;
+}
+
+static inline struct rp_fn *rp_fn_get(struct rp_state *s, uint64_t fid)
+{
+	/* A recursion or a loop ends frames of one function in a row: one
+	 * compare, no chain of loads through recent[]. */
+	if (__builtin_expect(s->last && s->last->fid == fid, 1))
+		return s->last;
+	return rp_fn_lookup(s, fid);
 }
 
 static void rp_leave(void *ctx, const struct ada_frame *fr, enum ada_frame_end how,
@@ -347,6 +359,7 @@ static int rp_walk_pid(struct rp_state *s, struct rd_pid *rp, struct ada_frames 
 			continue;
 		s->thread = t->thread;
 		s->tid = rd_thread_tid(rp, t);
+		s->last = NULL; /* its thread's, with --threads */
 		rd_filter_walk(&s->o->f, rp->names, t, w, from, to, true);
 		*nthreads += !rd_thread_new_image(rp, i); /* an exec's main thread: the same */
 		rd_thread_close(rp, t);

@@ -127,16 +127,22 @@ static inline void frames_call(struct ada_frames *w, const struct atf_index_even
 		return;
 	}
 	struct ada_frame *f = &w->stack[w->n++];
-	*f = (struct ada_frame){
-	    .function_id = ev->function_id,
-	    .call_ns = ev->timestamp_ns,
-	    .call_seq = seq,
-	    .depth = ev->call_depth,
-	    .call_src = src,
-	    .call_detail = ev->detail_seq,
-	    .end_detail = ATF_NO_DETAIL,
-	    .wait_ns = w->st.wait_ns, /* the waits so far, until it ends */
-	};
+	/* Field by field, not a compound literal: the compilers zero that
+	 * with `rep stos` first, a third of this loop's time on fib. */
+	f->function_id = ev->function_id;
+	f->call_ns = ev->timestamp_ns;
+	f->end_ns = 0;
+	f->child_ns = 0;
+	f->call_seq = seq;
+	f->end_seq = 0;
+	f->depth = ev->call_depth;
+	f->call_src = src;
+	f->end_src = 0;
+	f->call_detail = ev->detail_seq;
+	f->end_detail = ATF_NO_DETAIL;
+	f->pad_ = 0;
+	f->user = 0;
+	f->wait_ns = w->st.wait_ns; /* the waits so far, until it ends */
 	if (w->ops.enter)
 		w->ops.enter(w->ctx, f, w->n > 1 ? &w->stack[w->n - 2] : NULL);
 }
@@ -183,10 +189,10 @@ static __attribute__((noinline)) void frames_wait(struct ada_frames *w,
 		w->ops.wait(w->ctx, w->wait_from, ev->timestamp_ns);
 }
 
+/* One event; the caller counts it in st.events. */
 static inline void frames_push(struct ada_frames *w, const struct atf_index_event *ev, uint32_t src,
                                uint64_t seq)
 {
-	w->st.events++;
 	if (__builtin_expect(ev->timestamp_ns < w->st.first_ns, 0))
 		w->st.first_ns = ev->timestamp_ns;
 	if (__builtin_expect(ev->timestamp_ns > w->st.last_ns, 1))
@@ -228,12 +234,14 @@ static inline void frames_push(struct ada_frames *w, const struct atf_index_even
 void ada_frames_push(struct ada_frames *w, const struct atf_index_event *ev, uint32_t src,
                      uint64_t seq)
 {
+	w->st.events++;
 	frames_push(w, ev, src, seq);
 }
 
 void ada_frames_push_many(struct ada_frames *w, const struct atf_index_event *ev, uint64_t n,
                           uint32_t src, uint64_t seq)
 {
+	w->st.events += n;
 	for (uint64_t i = 0; i < n; i++)
 		frames_push(w, &ev[i], src, seq + i);
 }

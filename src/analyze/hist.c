@@ -3,7 +3,8 @@
  * exactly; above, each power of two is split into 32 equal buckets, so a
  * bucket's midpoint is within 1/64 of any value in it. Octaves are
  * allocated when first hit: a function whose calls take between 100 ns and
- * 10 ms costs 17 octaves of 256 bytes, however many calls it has.
+ * 10 ms costs 17 octaves of 256 bytes, however many calls it has. Adding a
+ * value is inline in analyze.h (ada_hist_add()).
  * Threads: CLI only.
  */
 #include <errno.h>
@@ -14,19 +15,6 @@
 
 #define HIST_SUB 32u
 #define HIST_SUB_BITS 5u
-
-/* (octave, bucket) of v. */
-static void hist_slot(uint64_t v, unsigned *oct, unsigned *sub)
-{
-	if (v < HIST_SUB) {
-		*oct = 0;
-		*sub = (unsigned)v;
-		return;
-	}
-	unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= 5 */
-	*oct = e - HIST_SUB_BITS + 1;
-	*sub = (unsigned)(v >> (e - HIST_SUB_BITS)) & (HIST_SUB - 1);
-}
 
 /* The midpoint of a bucket. */
 static uint64_t hist_value(unsigned oct, unsigned sub)
@@ -62,16 +50,8 @@ static int hist_bump(struct ada_hist *h, unsigned oct, unsigned sub, uint64_t n)
 	return 0;
 }
 
-int ada_hist_add(struct ada_hist *h, uint64_t v)
+int ada_hist_add_new(struct ada_hist *h, unsigned oct, unsigned sub)
 {
-	unsigned oct, sub;
-
-	h->count++;
-	if (v < h->min)
-		h->min = v;
-	if (v > h->max)
-		h->max = v;
-	hist_slot(v, &oct, &sub);
 	return hist_bump(h, oct, sub, 1);
 }
 

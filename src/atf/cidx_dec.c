@@ -285,65 +285,82 @@ static bool dec_block_crc_ok(const uint8_t *b, const struct ada_cidx_block_heade
 	return ada_atf_crc32(0, b + 8, bh->total_len - 8) == bh->crc;
 }
 
+/* An event as its four words: time, function, thread_id | event_kind << 32,
+ * call_depth | detail_seq << 32 (the model's dw). */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "an event's words are little-endian");
+static inline void dec_put(struct atf_index_event *ev, uint64_t ts, uint64_t fid, uint64_t w2,
+                           uint64_t dw)
+{
+	/* Word by word: an array copied whole goes through the stack. */
+	ev->timestamp_ns = ts;
+	ev->function_id = fid;
+	memcpy(&ev->thread_id, &w2, sizeof(w2));
+	memcpy(&ev->call_depth, &dw, sizeof(dw));
+}
+
 /* The common tags with the model's scalars in registers (stores to out
  * may alias anything of *m's type): RETURN of the innermost frame, CALL of
- * the last called or of a cached function, while 4 bytes remain (tag,
- * u16 delta, slot: no bounds check per byte). The rest,
- * and the end of the block, go to dec_one() with the scalars written back
- * around it. Returns the events decoded (n, or fewer at a bad one). */
+ * the last called or of a cached function. Such an event takes 4 bytes at
+ * most (tag, u16 delta, slot), so a stretch of (end - p) / 4 of them needs
+ * no bounds check per byte. The rest, and the last bytes of the block, go
+ * to dec_one() with the scalars written back around it. Returns the
+ * events decoded (n, or fewer at a bad one). */
 static uint32_t dec_run(struct cidx_model *m, const uint8_t **pp, const uint8_t *end,
                         struct atf_index_event *out, uint32_t n)
 {
 	uint64_t ts = m->ts, last_call = m->last_call;
 	uint32_t cur = m->cur, nk = m->nk, top = m->top;
-	const uint32_t tid = m->tid;
-	const uint64_t *const cache = m->cache;
+	const uint64_t ret_w2 = m->tid | (uint64_t)ATF_EVENT_RETURN << 32;
+	const uint64_t call_w2 = m->tid | (uint64_t)ATF_EVENT_CALL << 32;
 	const uint8_t *p = *pp;
-	uint32_t i;
+	struct atf_index_event *ev = out, *const oend = out + n;
 
-	for (i = 0; i < n; i++) {
-		struct atf_index_event *ev = &out[i];
-		if (__builtin_expect(end - p < 4, 0))
+	while (ev < oend) {
+		const size_t room = (size_t)(end - p) / 4, left = (size_t)(oend - ev);
+		struct atf_index_event *const stop = ev + (room < left ? room : left);
+		if (stop == ev)
 			goto slow;
-		const uint32_t tag = p[0], op = tag >> 5, d = tag & 31;
-		uint64_t dt = d;
-		uint32_t len = 1;
-		if (d == CIDX_D_ESC) {
-			dt += (uint64_t)p[1] | (uint64_t)p[2] << 8;
-			len = 3;
-		}
-		if (op == CIDX_OP_RET && nk) {
-			const uint32_t ti = (top - 1) & (CIDX_FRAME_RING - 1);
-			/* The frames below are shallower (cidx_model_apply()): the
-			 * general rule pops this one only. */
-			const uint32_t depth = cidx_depth_at(m, ti);
-			ts += dt;
-			*ev = (struct atf_index_event){ts,    m->fid[ti],   tid, ATF_EVENT_RETURN,
-			                               depth, ATF_NO_DETAIL};
-			top--;
-			nk--;
-			cur = depth - (depth != 0); /* as cidx_model_apply() */
-		} else if (op == CIDX_OP_CALL_LAST || op >= CIDX_OP_CALL_SLOT) {
-			uint64_t fid = last_call;
-			const uint32_t depth = cur + 1;
-			if (op >= CIDX_OP_CALL_SLOT)
-				fid = cache[(op - CIDX_OP_CALL_SLOT) << 8 | p[len++]];
-			if (depth & ADA_SIGNAL_MARKER_FLAG)
+		for (; ev < stop; ev++) {
+			const uint32_t tag = p[0], op = tag >> 5, d = tag & 31;
+			uint64_t dt = d;
+			uint32_t len = 1;
+			if (d == CIDX_D_ESC) {
+				dt += (uint64_t)p[1] | (uint64_t)p[2] << 8;
+				len = 3;
+			}
+			if (op == CIDX_OP_RET && nk) {
+				const uint32_t ti = (top - 1) & (CIDX_FRAME_RING - 1);
+				/* The frames below are shallower (cidx_model_apply()):
+				 * the general rule pops this one only. */
+				const uint64_t dw = m->dw[ti];
+				const uint32_t depth = (uint32_t)dw;
+				ts += dt;
+				dec_put(ev, ts, m->fid[ti], ret_w2, dw);
+				top--;
+				nk--;
+				cur = depth - (depth != 0); /* as cidx_model_apply() */
+			} else if (op == CIDX_OP_CALL_LAST || op >= CIDX_OP_CALL_SLOT) {
+				uint64_t fid = last_call;
+				const uint32_t depth = cur + 1;
+				if (op >= CIDX_OP_CALL_SLOT)
+					fid = m->cache[(op - CIDX_OP_CALL_SLOT) << 8 | p[len++]];
+				if (depth & ADA_SIGNAL_MARKER_FLAG)
+					goto slow;
+				const uint64_t dw = cidx_dw(depth);
+				const uint32_t w = top & (CIDX_FRAME_RING - 1);
+				ts += dt;
+				dec_put(ev, ts, fid, call_w2, dw);
+				m->fid[w] = fid;
+				m->dw[w] = dw;
+				top++;
+				nk += nk < CIDX_FRAME_RING;
+				cur = depth;
+				last_call = fid;
+			} else {
 				goto slow;
-			ts += dt;
-			*ev = (struct atf_index_event){ts,    fid,          tid, ATF_EVENT_CALL,
-			                               depth, ATF_NO_DETAIL};
-			const uint32_t w = top & (CIDX_FRAME_RING - 1);
-			m->fid[w] = fid;
-			m->dw[w] = cidx_dw(depth);
-			top++;
-			nk += nk < CIDX_FRAME_RING;
-			cur = depth;
-			last_call = fid;
-		} else {
-			goto slow;
+			}
+			p += len;
 		}
-		p += len;
 		continue;
 	slow:
 		m->ts = ts;
@@ -358,6 +375,7 @@ static uint32_t dec_run(struct cidx_model *m, const uint8_t **pp, const uint8_t 
 		cur = m->cur;
 		nk = m->nk;
 		top = m->top;
+		ev++;
 	}
 	m->ts = ts;
 	m->last_call = last_call;
@@ -365,7 +383,7 @@ static uint32_t dec_run(struct cidx_model *m, const uint8_t **pp, const uint8_t 
 	m->nk = nk;
 	m->top = top;
 	*pp = p;
-	return i;
+	return (uint32_t)(ev - out);
 }
 
 /* Block b's header held to what the walk saw and its CRC checked; *m set

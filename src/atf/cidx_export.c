@@ -16,8 +16,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
+#include <linux/magic.h>
 #include <liburing.h>
 
 #include "atf_internal.h"
@@ -120,7 +122,11 @@ static void export_drop(const uint8_t *map, uint64_t *from, uint64_t to)
  * written directly and synchronously: a file that refuses it (EINVAL)
  * takes the whole export through the page cache, as does anything that
  * is not an empty regular file (a pipe, /dev/null), a small export or a
- * ring that cannot be had. The bytes are the same either way. */
+ * ring that cannot be had. So does a file on tmpfs, which is page cache
+ * only: there a direct write is the same copy into its pages, after a
+ * copy into the staging buffer and the allocation of every page ahead
+ * (fallocate): more CPU than writing each decoded piece while it is in
+ * cache (docs/benchmarks.md). The bytes are the same either way. */
 #define EXPORT_DIRECT_BYTES (2u << 20)
 #define EXPORT_DIRECT_NBUF 4u
 #define EXPORT_DIRECT_ALIGN 4096u /* the largest logical block size in use */
@@ -159,8 +165,9 @@ static void export_out_init(struct export_out *o, int fd, uint64_t total)
 	struct stat st;
 	*o = (struct export_out){.fd = fd};
 	o->fl = fcntl(fd, F_GETFL);
+	struct statfs sf;
 	if (total < EXPORT_DIRECT_MIN || o->fl < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size != 0)
+	    st.st_size != 0 || (fstatfs(fd, &sf) == 0 && sf.f_type == TMPFS_MAGIC))
 		return;
 	for (uint32_t i = 0; i < EXPORT_DIRECT_NBUF; i++)
 		if (posix_memalign((void **)&o->buf[i], EXPORT_DIRECT_ALIGN, EXPORT_DIRECT_BYTES)) {

@@ -5,6 +5,7 @@
  * damaged files, and the ATF reader serving a compact file's events.
  * Prints bytes per event for the fib-like and mixed streams.
  */
+#define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 #include <cmocka.h>
 
 #include "cidx.h"
@@ -492,6 +497,39 @@ static void export_fd_large(void **state)
 	free(g.ev);
 }
 
+/* An export into a file on tmpfs (a memfd: shmem) takes the page cache
+ * path, not O_DIRECT (cidx_export.c export_out_init()): the same bytes. */
+static void export_fd_tmpfs(void **state)
+{
+	struct cs_gen g;
+	struct statfs sf;
+	uint8_t *v2;
+	size_t v2len;
+	(void)state;
+	int fd = memfd_create("cidx_export", 0);
+	if (fd < 0 || fstatfs(fd, &sf) < 0 || sf.f_type != TMPFS_MAGIC) {
+		if (fd >= 0)
+			close(fd);
+		skip();
+	}
+	cs_init(&g, 200000, 11);
+	cs_mixed_stream(&g);
+	struct img im = encode(g.ev, g.n, 0, NULL, NULL, 0);
+	assert_int_equal(ada_cidx_to_atf(im.p, im.len, 0, &v2, &v2len), 0);
+	assert_true(v2len > (4u << 20));
+	assert_int_equal(ada_cidx_to_atf_fd(im.p, im.len, 0, fd), 0);
+	assert_int_equal(lseek(fd, 0, SEEK_END), (off_t)v2len);
+	uint8_t *got = malloc(v2len);
+	assert_non_null(got);
+	assert_int_equal(pread(fd, got, v2len, 0), (ssize_t)v2len);
+	assert_memory_equal(got, v2, v2len);
+	free(got);
+	free(v2);
+	close(fd);
+	free(im.p);
+	free(g.ev);
+}
+
 /* The open that reads block headers with pread (ada_cidx_dec_open_fd(),
  * the readers' and the export's) finds what the walk through memory
  * finds: whole files, cut ones, a damaged block (SALVAGE stops before
@@ -897,6 +935,7 @@ int main(void)
 	    cmocka_unit_test(salvage),
 	    cmocka_unit_test(open_fd_reads_headers),
 	    cmocka_unit_test(export_fd_large),
+	    cmocka_unit_test(export_fd_tmpfs),
 	    cmocka_unit_test(recover_after_kill),
 	    cmocka_unit_test(atf_reader_reads_compact),
 	    cmocka_unit_test(atf_reader_walks_compact),

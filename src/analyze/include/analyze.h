@@ -152,7 +152,8 @@ void ada_frames_free(struct ada_frames *w); /* NULL is a no-op */
 void ada_frames_push(struct ada_frames *w, const struct atf_index_event *ev, uint32_t src,
                      uint64_t seq);
 /* n consecutive events of one file (ev[i] is at index_seq seq + i): the
- * same as n calls of ada_frames_push(), without a call per event. */
+ * same as n calls of ada_frames_push(), without a call per event (the
+ * statistics' event count is whole when it returns). */
 void ada_frames_push_many(struct ada_frames *w, const struct atf_index_event *ev, uint64_t n,
                           uint32_t src, uint64_t seq);
 /* The stream ended: every open frame leaves as ADA_END_OPEN, innermost
@@ -241,9 +242,26 @@ struct ada_hist {
 
 void ada_hist_init(struct ada_hist *h);
 void ada_hist_fini(struct ada_hist *h);
+/* The value's first in an octave not yet allocated: ada_hist_add()'s
+ * slow path (hist.c). */
+int ada_hist_add_new(struct ada_hist *h, unsigned oct, unsigned sub);
 /* -ENOMEM when an octave could not be allocated (the value is then
- * counted in min/max/count only). */
-int ada_hist_add(struct ada_hist *h, uint64_t v);
+ * counted in min/max/count only). Inline: ada report adds one value per
+ * frame. Octave 0 holds 0..31 exactly; octave e - 4 the 32 buckets of
+ * [2^e, 2^(e+1)), e >= 5 (hist.c), without a branch on which. */
+static inline int ada_hist_add(struct ada_hist *h, uint64_t v)
+{
+	const unsigned e = 63u - (unsigned)__builtin_clzll(v | 32u); /* >= 5 */
+	const unsigned oct = e - 4u - (v < 32u), sub = (unsigned)(v >> (e - 5u)) & 31u;
+
+	h->count++;
+	h->min = v < h->min ? v : h->min;
+	h->max = v > h->max ? v : h->max;
+	if (__builtin_expect(!h->octave[oct], 0))
+		return ada_hist_add_new(h, oct, sub);
+	h->octave[oct][sub]++;
+	return 0;
+}
 /* The q-quantile (0 <= q <= 1): a value within 1/32 of the true one,
  * clamped to [min, max]; 0 when empty. */
 uint64_t ada_hist_quantile(const struct ada_hist *h, double q);

@@ -404,7 +404,8 @@ int ada_cidx_to_atf(const void *buf, size_t len, unsigned flags, uint8_t **out, 
  * footer, then the final header at 0. An output of 4 MiB or more is
  * written with O_DIRECT through io_uring from four 2 MiB staging buffers
  * in turn, into space allocated ahead, when the file takes it (through
- * the page cache otherwise); fd's status flags are as they came after.
+ * the page cache otherwise, and on tmpfs); fd's status flags are as they
+ * came after.
  * -EBADMSG, -ENOMEM, -errno of a write (the file is then incomplete). */
 int ada_cidx_to_atf_fd(const void *buf, size_t len, unsigned flags, int fd);
 /* The same from the compact file in (len bytes, its size), mapped here:
