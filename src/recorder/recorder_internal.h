@@ -895,6 +895,8 @@ void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p);
  * arenas trimmed at the drain's tick after a process finished. */
 void wal_heap_setup(void);
 void wal_heap_tick(struct ada_recorder *r);
+/* The heap's pools into the live view (its heap_*_bytes; heap.c). */
+void wal_heap_pools(const struct ada_recorder *r, struct ada_recorder_live *v);
 
 /* The thread is finalized: its trigger state (open frames, about 12 KiB)
  * goes; nothing evaluates its events any more. A process that starts a
