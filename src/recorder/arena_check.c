@@ -275,13 +275,13 @@ static ssize_t reaped_newest(const struct wal_reaped *e, pid_t pid)
 bool wal_reaped_has(const struct wal_reaped *e, pid_t pid, int64_t named_ns)
 {
 	ssize_t i = reaped_newest(e, pid);
-	return i >= 0 && e->v[i].reaped_ns >= named_ns;
+	return i >= 0 && named_ns < e->v[i].reaped_ns;
 }
 
 bool wal_reaped_take(struct wal_reaped *e, pid_t pid, int64_t named_ns, int *st)
 {
 	ssize_t i = reaped_newest(e, pid);
-	bool ours = i >= 0 && e->v[i].reaped_ns >= named_ns;
+	bool ours = i >= 0 && named_ns < e->v[i].reaped_ns;
 	if (ours)
 		*st = e->v[i].status;
 	size_t k = 0;

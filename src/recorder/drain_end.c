@@ -58,7 +58,7 @@ static void drain_note_reaped(struct ada_recorder *r, pid_t pid, int st)
 		return;
 	}
 	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
+	clock_gettime(CLOCK_REALTIME_COARSE, &now); /* the ctimes' clock */
 	(void)wal_reaped_add(&r->reaped, pid, st, (int64_t)now.tv_sec * 1000000000ll + now.tv_nsec);
 }
 

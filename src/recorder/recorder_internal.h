@@ -567,8 +567,8 @@ struct wal_agent_cache {
  * when the admission takes it, or at the end of the first complete scan
  * of the arena directory that began after the reap: a process's arena is
  * named before the process can be reaped, so that scan saw it. And it
- * applies only to an arena named before the reap: one named after it is
- * a later process's, given the pid. Kept for good and applied to any
+ * applies only to an arena named (its ctime) before the reap: one named
+ * after it is a later process's, given the pid. Kept for good and applied to any
  * arena of the pid, an entry was one per orphan reaped for the whole
  * recording, and a later process given the pid was taken for reaped the
  * moment it was admitted (finished at once, with another's status). */
@@ -576,7 +576,7 @@ struct wal_reaped_pid {
 	pid_t pid;
 	int status;
 	uint64_t scan;     /* scans begun when it was reaped */
-	int64_t reaped_ns; /* CLOCK_REALTIME of the reap (ctimes count on it) */
+	int64_t reaped_ns; /* CLOCK_REALTIME_COARSE of the reap (the ctimes' clock) */
 };
 struct wal_reaped {
 	struct wal_reaped_pid *v;
