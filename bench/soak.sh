@@ -19,8 +19,10 @@
 # (every reason but keysym_unknown), keysym_unknown, events not written,
 # the seconds `ada status` took, the recorder's heap in use (MiB, its
 # `recorder.heap_in_use_bytes`: what it holds, without the allocator's
-# free pages RssAnon counts too). The end's checks read every process's
-# manifest and the retired processes' lines (retired.jsonl: the budget
+# free pages RssAnon counts too) and the part of it that is pools
+# (`recorder.heap_pools_bytes`: kept for reuse, following the load). The
+# end's checks read every process's manifest and the retired processes'
+# lines (retired.jsonl: the budget
 # emptied them, docs/manifest.md "Retired processes").
 # Fails (exit 1) when: any drop (keysym_unknown is told, not failed on:
 # see below), event not written, call left untraced because a thread
@@ -135,8 +137,8 @@ CTL=$!
 arena_dir() { sed -n 's/.*"arena_dir": \?"\(\/dev\/shm\/ada-[^"]*\)".*/\1/p' "$S"/pid_*/manifest.json "$S"/retired.jsonl 2>/dev/null | head -n 1; }
 cpu_ticks() { awk '{print $14 + $15}' /proc/$APID/stat 2>/dev/null || echo 0; }
 HZ=$(getconf CLK_TCK)
-echo "sec,rss_mib,anon_mib,cpu_pct,shm_mib,disk_mib,events,drops,keysym_unknown,not_written,status_s,heap_mib,index_files,disk_du_mib" >"$OUT/soak.csv"
-t0=$(date +%s) prev_cpu=$(cpu_ticks) prev_t=$t0 counts="0,0,0,0" unanswered=0 heap=0
+echo "sec,rss_mib,anon_mib,cpu_pct,shm_mib,disk_mib,events,drops,keysym_unknown,not_written,status_s,heap_mib,pools_mib,index_files,disk_du_mib" >"$OUT/soak.csv"
+t0=$(date +%s) prev_cpu=$(cpu_ticks) prev_t=$t0 counts="0,0,0,0" unanswered=0 heap=0,0
 end=$((t0 + MINUTES * 60)) next=$((t0 + 10))
 while [ "$(date +%s)" -lt $end ] && kill -0 $APID 2>/dev/null; do
 	now=$(date +%s)
@@ -168,7 +170,9 @@ d = s.get("drops", {})
 print("%d,%d,%d,%d" % (s.get("events", 0), sum(d.values()) - d.get("keysym_unknown", 0),
                        d.get("keysym_unknown", 0), s.get("events_not_written", 0)))' "$OUT/status.json")
 		heap=$(python3 -c 'import json, sys
-print("%.1f" % ((json.load(open(sys.argv[1])).get("recorder") or {}).get("heap_in_use_bytes", 0) / 1048576))' "$OUT/status.json" 2>/dev/null || echo 0)
+r = json.load(open(sys.argv[1])).get("recorder") or {}
+print("%.1f,%.1f" % (r.get("heap_in_use_bytes", 0) / 1048576,
+                     sum((r.get("heap_pools_bytes") or {}).values()) / 1048576))' "$OUT/status.json" 2>/dev/null || echo 0,0)
 	else
 		unanswered=$((unanswered + 1))
 	fi
@@ -237,6 +241,13 @@ for key in ("rss_mib", "anon_mib", "shm_mib"):
 heap = [float(r.get("heap_mib") or 0) for r in rows]
 print("soak: recorder heap in use %.1f MiB median after the first minute, %.1f at the end (told)"
       % (statistics.median(float(r.get("heap_mib") or 0) for r in warm), max(heap[-3:])))
+# Its pools (staging buffers, window memory, snapshot buffer: bounded,
+# following the load) and the rest, what it holds for the processes.
+held = lambda r: float(r.get("heap_mib") or 0) - float(r.get("pools_mib") or 0)
+print("soak: of it pools %.1f / %.1f MiB and held %.1f / %.1f (median after the first minute / "
+      "the end's last three, told)" % (statistics.median(float(r.get("pools_mib") or 0) for r in warm),
+      statistics.median(float(r.get("pools_mib") or 0) for r in last),
+      statistics.median(held(r) for r in warm), statistics.median(held(r) for r in last)))
 drops = max(int(r["drops"]) for r in rows)
 notw = max(int(r["not_written"]) for r in rows)
 if drops or notw:

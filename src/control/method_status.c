@@ -162,6 +162,19 @@ static json_t *status_triggers(struct ada_control *c)
 	                 (json_int_t)c->live->manual_dropped);
 }
 
+/* The recorder's CPU and memory; of its heap in use, the pools kept for
+ * reuse (bounded, following the load): the rest is what it holds for
+ * the processes (docs/internals.md, "Memory over many processes"). */
+static json_t *status_recorder(struct ada_control *c, const struct ada_recorder_live *v)
+{
+	json_t *o = ctl_proc_usage(c, false);
+	json_object_set_new(o, "heap_pools_bytes",
+	                    json_pack("{s:I,s:I,s:I}", "staging", (json_int_t)v->heap_staging_bytes,
+	                              "windows", (json_int_t)v->heap_window_bytes, "snapshot",
+	                              (json_int_t)v->heap_snapshot_bytes));
+	return o;
+}
+
 void ctl_method_status(struct ctl_call *k)
 {
 	struct ada_control *c = k->c;
@@ -221,7 +234,7 @@ void ctl_method_status(struct ctl_call *k)
 		json_t *unk = json_object_get(cover, "unknown");
 		json_object_set_new(o, "keysym_unknown", unk ? json_incref(unk) : json_null());
 		json_object_set_new(o, "keysym_cover", cover ? cover : json_null());
-		json_object_set_new(o, "recorder", ctl_proc_usage(c, false));
+		json_object_set_new(o, "recorder", status_recorder(c, v));
 		json_object_set_new(o, "target", ctl_proc_usage(c, true)); /* reads c->live again */
 		json_object_set_new(
 		    o, "control",

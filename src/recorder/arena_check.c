@@ -248,13 +248,81 @@ int wal_ppid_chain(pid_t pid, pid_t root, pid_t (*ppid_of)(pid_t, void *), void 
 	return -2;
 }
 
-int wal_pid_check(struct ada_recorder *r, pid_t pid, char *why, size_t cap)
+int wal_reaped_add(struct wal_reaped *e, pid_t pid, int st, int64_t now_ns)
+{
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 16;
+		struct wal_reaped_pid *v = realloc(e->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		e->v = v;
+		e->cap = cap;
+	}
+	e->v[e->n++] = (struct wal_reaped_pid){
+	    .pid = pid, .status = st, .scan = e->scans, .reaped_ns = now_ns};
+	return 0;
+}
+
+/* pid's newest entry (the last added), or -1. */
+static ssize_t reaped_newest(const struct wal_reaped *e, pid_t pid)
+{
+	for (size_t i = e->n; i-- > 0;)
+		if (e->v[i].pid == pid)
+			return (ssize_t)i;
+	return -1;
+}
+
+bool wal_reaped_has(const struct wal_reaped *e, pid_t pid, int64_t named_ns)
+{
+	ssize_t i = reaped_newest(e, pid);
+	return i >= 0 && named_ns < e->v[i].reaped_ns;
+}
+
+bool wal_reaped_take(struct wal_reaped *e, pid_t pid, int64_t named_ns, int *st)
+{
+	ssize_t i = reaped_newest(e, pid);
+	bool ours = i >= 0 && named_ns < e->v[i].reaped_ns;
+	if (ours)
+		*st = e->v[i].status;
+	size_t k = 0;
+	for (size_t j = 0; j < e->n; j++)
+		if (e->v[j].pid != pid)
+			e->v[k++] = e->v[j];
+	e->n = k;
+	return ours;
+}
+
+uint64_t wal_reaped_scan_begin(struct wal_reaped *e)
+{
+	return ++e->scans;
+}
+
+void wal_reaped_scanned(struct wal_reaped *e, uint64_t began)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < e->n; i++)
+		if (e->v[i].scan >= began) /* reaped during that scan: the next one decides */
+			e->v[k++] = e->v[i];
+	e->n = k;
+	if (k == 0) { /* a burst of reaps leaves no peak behind */
+		free(e->v);
+		e->v = NULL;
+		e->cap = 0;
+	}
+}
+
+void wal_reaped_free(struct wal_reaped *e)
+{
+	free(e->v);
+	*e = (struct wal_reaped){0};
+}
+
+int wal_pid_check(struct ada_recorder *r, pid_t pid, int64_t named_ns, char *why, size_t cap)
 {
 	if (pid == r->main_pid)
 		return 1;
-	for (size_t i = 0; i < r->nearly; i++)
-		if (r->early_pid[i] == pid)
-			return 1; /* we reaped it: it was our descendant */
+	if (wal_reaped_has(&r->reaped, pid, named_ns))
+		return 1; /* we reaped it: it was our descendant */
 	/* ada attach: the attached process is the root of what we record. */
 	pid_t root = r->o.attached ? r->main_pid : getpid();
 	/* -1: a parent exited meanwhile, its children are ours now: walk

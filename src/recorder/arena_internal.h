@@ -83,10 +83,32 @@ void wal_drops_read(struct ada_recorder *r, struct wal_proc *p);
 /* p->drops as reported: the arena's with the recorder-counted reasons,
  * detail_overwritten per the detail mode (wal_drops_account). */
 void wal_drops_fold(const struct ada_recorder *r, struct wal_proc *p);
-/* Whether the arena of pid may be recorded: 1 alive and a descendant of
- * this process (or reaped by us), 0 gone already (drain once, never wait
+/* Whether the arena of pid named at named_ns (its ctime)
+ * may be recorded: 1 alive and a descendant of this process (or reaped by
+ * us after that), 0 gone already (drain once, never wait
  * for it), -1 alive and not ours (ignore it; a sentence in why). */
-int wal_pid_check(struct ada_recorder *r, pid_t pid, char *why, size_t cap);
+int wal_pid_check(struct ada_recorder *r, pid_t pid, int64_t named_ns, char *why, size_t cap);
+/* struct wal_reaped (recorder_internal.h): pid reaped with status st at
+ * now_ns (CLOCK_REALTIME_COARSE: the clock the kernel stamps ctimes
+ * with, so an arena named after the reap never has an earlier ctime);
+ * -ENOMEM when it could not be kept (its process is then read as gone,
+ * its status from the agent). An entry applies to an arena named
+ * strictly before the reap: one named within the same tick is taken for
+ * a later process's (its status then comes from the agent). */
+int wal_reaped_add(struct wal_reaped *e, pid_t pid, int st, int64_t now_ns);
+/* Whether pid was reaped after named_ns (an arena's ctime; INT64_MIN:
+ * whenever), and is not admitted or forgotten. */
+bool wal_reaped_has(const struct wal_reaped *e, pid_t pid, int64_t named_ns);
+/* The admission of pid's arena named at named_ns: takes pid's entries
+ * out; true, with the status in *st, when the newest is the reap of that
+ * arena's process (reaped after named_ns). */
+bool wal_reaped_take(struct wal_reaped *e, pid_t pid, int64_t named_ns, int *st);
+/* A scan of the arena directory begins: its number, for wal_reaped_scanned. */
+uint64_t wal_reaped_scan_begin(struct wal_reaped *e);
+/* The scan numbered began read the whole directory: the entries reaped
+ * before it began are forgotten. */
+void wal_reaped_scanned(struct wal_reaped *e, uint64_t began);
+void wal_reaped_free(struct wal_reaped *e);
 /* The ppid in the text of a /proc/PID/stat (NUL-terminated; the comm may
  * hold ") "): -1 when unparsable or the process is reaped (state X, or
  * the ppid 0 a read racing the reap gets: a parent it does not have);

@@ -148,7 +148,7 @@ static int drain_arena_admit(struct ada_recorder *r, const char *path, pid_t pid
 		return -1;
 	}
 	*ino = st.st_ino;
-	*alive = wal_pid_check(r, pid, why, sizeof(why));
+	*alive = wal_pid_check(r, pid, drain_ts_ns(&st.st_ctim), why, sizeof(why));
 	if (*alive < 0 && drain_named_before_holder(pid, &st)) {
 		*alive = 0; /* read what it left, as of any process gone */
 		*taken = true;
@@ -564,11 +564,11 @@ static void drain_open_arena_ino(struct ada_recorder *r, const char *name, ino_t
 	int rc = ada_fs_mkdir(r->session_fd, strrchr(p->dir, '/') + 1, 0, &p->dir_fd);
 	if (rc < 0)
 		drain_no_pid_dir(r, p, rc);
-	for (size_t i = 0; i < r->nearly; i++)
-		if (r->early_pid[i] == p->pid) {
-			p->reaped = p->our_child = true;
-			p->wstatus = r->early_status[i];
-		}
+	struct stat ast;
+	if (wal_reaped_take(&r->reaped, p->pid,
+	                    fstat(p->arena_fd, &ast) == 0 ? drain_ts_ns(&ast.st_ctim) : INT64_MAX,
+	                    &p->wstatus))
+		p->reaped = p->our_child = true;
 	r->procs[r->nprocs++] = p;
 	wal_flight_proc_start(r, p);
 	/* Its early manifest waits: most processes of a build or a script
@@ -612,15 +612,20 @@ void drain_scan_dir(struct ada_recorder *r)
 	if (!d)
 		return;
 	struct dirent *de;
-	uint64_t t0 = wal_now_ns();
+	uint64_t t0 = wal_now_ns(), scan = wal_reaped_scan_begin(&r->reaped);
+	bool whole = true;
 	for (unsigned n = 1; (de = readdir(d)); n++) {
 		drain_open_arena_ino(r, de->d_name, de->d_type == DT_LNK ? 0 : de->d_ino);
 		/* relaxed: a hint, as in drain_nap() */
 		if (n % 256 == 0 && atomic_load_explicit(&r->stop_req, memory_order_relaxed) &&
-		    wal_now_ns() - t0 > WAL_SCAN_STOP_NS)
+		    wal_now_ns() - t0 > WAL_SCAN_STOP_NS) {
+			whole = false;
 			break;
+		}
 	}
 	closedir(d);
+	if (whole) /* an arena of a pid reaped before it began was admitted in it, or is none */
+		wal_reaped_scanned(&r->reaped, scan);
 }
 
 bool drain_names(struct ada_recorder *r, bool due)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,17 +57,9 @@ static void drain_note_reaped(struct ada_recorder *r, pid_t pid, int st)
 		p->wstatus = st;
 		return;
 	}
-	void *a = drain_grow(r->early_pid, &r->capearly, r->nearly + 1, sizeof(pid_t));
-	if (!a)
-		return;
-	r->early_pid = a;
-	size_t cap = r->capearly;
-	int *b = realloc(r->early_status, cap * sizeof(int));
-	if (!b)
-		return;
-	r->early_status = b;
-	r->early_pid[r->nearly] = pid;
-	r->early_status[r->nearly++] = st;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME_COARSE, &now); /* the ctimes' clock */
+	(void)wal_reaped_add(&r->reaped, pid, st, (int64_t)now.tv_sec * 1000000000ll + now.tv_nsec);
 }
 
 bool drain_waitpids(struct ada_recorder *r)

@@ -23,6 +23,7 @@
 #define _GNU_SOURCE
 #include <malloc.h>
 
+#include "detail_pd.h"
 #include "recorder_internal.h"
 
 /* Blocks at least this large get their own mapping (glibc's default
@@ -56,4 +57,15 @@ void wal_heap_tick(struct ada_recorder *r)
 		return;
 	r->heap_finished_trimmed = finished;
 	(void)malloc_trim(0);
+}
+
+void wal_heap_pools(const struct ada_recorder *r, struct ada_recorder_live *v)
+{
+	uint32_t made = 0, free_now = 0;
+	if (r->io) {
+		ada_wal_io_buffers(r->io, &made, &free_now);
+		v->heap_staging_bytes = (uint64_t)made * ada_wal_io_buffer_bytes(r->io);
+	}
+	v->heap_window_bytes = r->flight.mem_bytes + (uint64_t)r->flight.mem_pool_n * PD_BLOCK;
+	v->heap_snapshot_bytes = r->dsnap.cap;
 }

@@ -283,6 +283,7 @@ static void live_build(struct ada_recorder *r, bool ended, bool rates)
 	live_totals(r, v, rates);
 	live_windows(r, v);
 	drain_bell_counts(r, &v->drain);
+	wal_heap_pools(r, v);
 	r->live->rated = rates;
 }
 

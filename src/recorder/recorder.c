@@ -23,6 +23,7 @@
 
 #include "fs.h"
 #include "ring.h"
+#include "arena_internal.h"
 #include "detail_internal.h"
 #include "recorder_internal.h"
 
@@ -529,11 +530,10 @@ void ada_recorder_free(struct ada_recorder *r)
 	wal_keysym_fini(r);
 	wal_vlog_fini(r);
 	wal_live_fini(r);
-	free(r->early_pid);
+	wal_reaped_free(&r->reaped);
 	free(r->admit.set);
 	for (int k = 0; k < WAL_REFUSE_COUNT; k++)
 		free(r->admit.first[k]);
-	free(r->early_status);
 	free(r->out_dir);
 	free(r->ring_config);
 	free(r->dsnap.buf);

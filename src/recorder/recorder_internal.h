@@ -562,6 +562,28 @@ struct wal_agent_cache {
 	json_t *raw, *out;
 };
 
+/* The processes the recorder reaped before their arena was admitted
+ * (arena_check.c): their wait status, for that admission. An entry goes
+ * when the admission takes it, or at the end of the first complete scan
+ * of the arena directory that began after the reap: a process's arena is
+ * named before the process can be reaped, so that scan saw it. And it
+ * applies only to an arena named (its ctime) before the reap: one named
+ * after it is a later process's, given the pid. Kept for good and applied to any
+ * arena of the pid, an entry was one per orphan reaped for the whole
+ * recording, and a later process given the pid was taken for reaped the
+ * moment it was admitted (finished at once, with another's status). */
+struct wal_reaped_pid {
+	pid_t pid;
+	int status;
+	uint64_t scan;     /* scans begun when it was reaped */
+	int64_t reaped_ns; /* CLOCK_REALTIME_COARSE of the reap (the ctimes' clock) */
+};
+struct wal_reaped {
+	struct wal_reaped_pid *v;
+	size_t n, cap;
+	uint64_t scans; /* scans of the arena directory begun */
+};
+
 struct ada_recorder {
 	struct ada_recorder_opts o;
 	/* Every process's agent.json, as its first final manifest read it:
@@ -585,10 +607,7 @@ struct ada_recorder {
 	pid_t main_pid;
 	struct wal_proc **procs;
 	size_t nprocs, capprocs;
-	/* pids reaped before their arena showed up */
-	pid_t *early_pid;
-	int *early_status;
-	size_t nearly, capearly;
+	struct wal_reaped reaped;  /* pids reaped before their arena showed up */
 	struct wal_admit admit;    /* arenas refused: each file looked at once */
 	uint32_t pid_reused;       /* arenas of a later process given a recorded pid: not read */
 	uint32_t fd_limit_told;    /* threads that got no file at the limit of open files */
@@ -876,6 +895,8 @@ void wal_flight_proc_end(struct ada_recorder *r, struct wal_proc *p);
  * arenas trimmed at the drain's tick after a process finished. */
 void wal_heap_setup(void);
 void wal_heap_tick(struct ada_recorder *r);
+/* The heap's pools into the live view (its heap_*_bytes; heap.c). */
+void wal_heap_pools(const struct ada_recorder *r, struct ada_recorder_live *v);
 
 /* The thread is finalized: its trigger state (open frames, about 12 KiB)
  * goes; nothing evaluates its events any more. A process that starts a

@@ -15,12 +15,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arena_internal.h"
 #include "drain_internal.h"
 #include "flight_internal.h"
 #include "fs.h"
@@ -74,13 +76,10 @@ static bool retire_ready(const struct ada_recorder *r, const struct wal_proc *p)
 	if (had ? !p->syms_retired : !r->budget.retired_gens)
 		return false;
 	/* A pid the recorder trusts as its own (the program's, one it reaped
-	 * before its arena came: arena_check.c) keeps its process: a later
-	 * process given it would be taken for that one. */
-	if (p->pid == r->main_pid)
+	 * whose arena a scan has not passed yet: arena_check.c) keeps its
+	 * process: a later process given it would be taken for that one. */
+	if (p->pid == r->main_pid || wal_reaped_has(&r->reaped, p->pid, INT64_MIN))
 		return false;
-	for (size_t i = 0; i < r->nearly; i++)
-		if (r->early_pid[i] == p->pid)
-			return false;
 	return retire_pid_free(r, p->pid);
 }
 

@@ -8,6 +8,7 @@
 #           A's <A>.ring and must leave it alone (<A>.<ticks>.ring);
 #   early   the recorder opens A's arena only after B has pid A, and B
 #           lives on until the recorder has finished A.
+# (and "orphan" below: A reaped by the recorder, with no arena).
 # Each time the later process's arena is not read: the recorder must tell
 # it once ("ignored the arena of process A: that pid was reused ..."),
 # count it (summary line, manifest, ada status), and pid_A/ must hold
@@ -77,6 +78,28 @@ PY
 	grep -q "1 process not recorded (a reused pid)" "$WORK/status" || { cat "$WORK/status" >&2; fail "ada status does not count it"; }
 	echo "pidreuse_test: $MODE ok (pid $A reused)"
 done
+
+# A process with no arena, reparented to the recorder and reaped by it,
+# then its pid given to B (7 events, exit 0): B is itself, not the
+# process reaped. The recorder noted A's reap for an arena that could
+# show up after it, kept the note for good and gave it to B's arena:
+# B taken for reaped at its admission, with A's exit status 3.
+rm -rf "$WORK/out"
+timeout 120 "$ADA" record --no-agent --out "$WORK/out" -- "$PROD" 10 7 orphan >"$WORK/out.txt" 2>"$WORK/err"
+rc=$?
+[ $rc -eq 77 ] && { cat "$WORK/err"; echo "pidreuse_test: could not force the pid: skipped"; exit 77; }
+MODE=orphan
+[ $rc -eq 0 ] || fail "exit status $rc, expected 0"
+A=$(sed -n 's/^pid \([0-9]*\)$/\1/p' "$WORK/out.txt")
+S=$(tail -n 1 "$WORK/err")
+[ -n "$A" ] && [ -d "$S" ] || fail "no pid or no session directory"
+grep -q "recorded 7 events .* from 1 process " "$WORK/err" || fail "not B's 7 events from 1 process"
+python3 - "$S/pid_$A/manifest.json" <<'PY' || fail "B's manifest has the reaped process's exit"
+import json, sys
+e = json.load(open(sys.argv[1]))["exit"]
+assert e["status"] in (0, None) and not e["signal"], e
+PY
+echo "pidreuse_test: orphan ok (pid $A reaped, then B's)"
 
 # The later process fills its ring (200 000 events, the ring holds 65 536):
 # the recorder that refused its arena removed the name and never drains

@@ -19,8 +19,14 @@
  *           only after B has pid A, and B stays alive until the recorder
  *           has finished A (<A>.ring removed): the pid alone would say A
  *           is alive (B is), and the recorder would wait for B forever.
+ *   orphan  A is a grandchild with no arena: its parent exits, A (now
+ *           the recorder's: it is the child subreaper) exits 3 and the
+ *           recorder reaps it; once it has, B gets pid A, emits and exits
+ *           0. The recorder kept its note of A's reap (for an arena that
+ *           shows up after the reap) for good and gave it to B's arena:
+ *           B finished at its admission with A's exit status 3.
  *
- * usage: producer_pidreuse KA KB [after|during|early]   prints "pid A" on
+ * usage: producer_pidreuse KA KB [after|during|early|orphan]   prints "pid A" on
  *        stdout; exits 0, or 77 when it cannot force the pid (not root,
  *        no ns_last_pid, or other processes took pid A every time), other
  *        codes on failure.
@@ -239,6 +245,41 @@ static int wait_past_tick_of(pid_t a)
 	return -1;
 }
 
+/* "orphan": A as a grandchild, reparented to the recorder, which reaps
+ * it (A waits for the reparenting, then exits 3 without an arena).
+ * Returns A's pid once it is reaped (no such process), -1 on failure. */
+static pid_t orphan_reaped(void)
+{
+	int fd[2];
+	if (pipe2(fd, O_CLOEXEC) != 0)
+		return -1;
+	pid_t m = fork();
+	if (m < 0)
+		return -1;
+	if (m == 0) {
+		pid_t me = getpid(), a = fork();
+		if (a == 0) {
+			for (int i = 0; getppid() == me && i < WAIT_POLLS; i++)
+				nap();
+			_exit(3);
+		}
+		_exit(a > 0 && write(fd[1], &a, sizeof(a)) == (ssize_t)sizeof(a) ? 0 : 1);
+	}
+	close(fd[1]);
+	pid_t a = -1;
+	int st;
+	if (read(fd[0], &a, sizeof(a)) != (ssize_t)sizeof(a) || waitpid(m, &st, 0) != m ||
+	    !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		a = -1;
+	close(fd[0]);
+	for (int i = 0; a > 0 && (kill(a, 0) == 0 || errno != ESRCH); i++) {
+		if (i == WAIT_POLLS)
+			return -1;
+		nap();
+	}
+	return a;
+}
+
 static int reap(pid_t pid)
 {
 	int st;
@@ -269,7 +310,8 @@ static int run(int argc, char **argv)
 	uint64_t ka = strtoull(argv[1], NULL, 10), kb = strtoull(argv[2], NULL, 10);
 	const char *mode = argc == 4 ? argv[3] : "after";
 	bool during = !strcmp(mode, "during"), early = !strcmp(mode, "early");
-	if (!during && !early && strcmp(mode, "after"))
+	bool orphan = !strcmp(mode, "orphan");
+	if (!during && !early && !orphan && strcmp(mode, "after"))
 		return 2;
 	const char *dir = getenv("ADA_ARENA_DIR");
 	if (!dir)
@@ -282,7 +324,7 @@ static int run(int argc, char **argv)
 		if (rc)
 			return rc;
 	}
-	pid_t a = fork();
+	pid_t a = orphan ? orphan_reaped() : fork();
 	if (a < 0)
 		return 4;
 	if (a == 0) {
@@ -300,14 +342,14 @@ static int run(int argc, char **argv)
 			return rc;
 		close(go[1]); /* A may end now */
 	}
-	if (wait_past_tick_of(a) != 0 || reap(a) != 0)
+	if (!orphan && (wait_past_tick_of(a) != 0 || reap(a) != 0))
 		return 5;
 	printf("pid %d\n", (int)a);
 	fflush(stdout);
 	char ring[4096];
 	snprintf(ring, sizeof(ring), "%s/%d.ring", dir, (int)a);
 	struct stat st;
-	if (!during && !early && !wait_gone(ring)) {
+	if (!during && !early && !orphan && !wait_gone(ring)) {
 		/* The recorder finished A when it removed A's arena. */
 		fprintf(stderr, "producer_pidreuse: %s never removed\n", ring);
 		return 6;

@@ -4,7 +4,8 @@
  * over a made-up process table. The case that refused a real child in
  * fork-heavy runs: a read of /proc/PID/stat racing the parent's wait,
  * which the kernel answers with ppid 0 once the task is released; that
- * child is gone, not a stranger.
+ * child is gone, not a stranger. And the pids the recorder reaped before
+ * their arena was admitted: kept until admitted or a scan passed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -116,6 +117,68 @@ static void test_chain_strangers(void **state)
 	assert_int_equal(t.reads, 4096);
 }
 
+/* The pids the recorder reaped before their arena was admitted
+ * (struct wal_reaped). Each entry was kept for the whole recording and
+ * applied to any arena of its pid: one per orphan reaped, and a later
+ * process given a reaped pid (the kernel reuses pids: 32 768 by default)
+ * was taken as reaped the moment it was admitted, with the earlier
+ * process's status, and finished at once. Times are the ctimes' clock
+ * (CLOCK_REALTIME_COARSE), in ns. */
+static void test_reaped(void **state)
+{
+	(void)state;
+	struct wal_reaped e = {0};
+	int st = -1;
+	/* Reaped at 100, its arena (named at 50) admitted: taken once. */
+	assert_int_equal(wal_reaped_add(&e, 500, 7 << 8, 100), 0);
+	assert_true(wal_reaped_has(&e, 500, 50));
+	assert_true(wal_reaped_take(&e, 500, 50, &st));
+	assert_int_equal(st, 7 << 8);
+	assert_false(wal_reaped_has(&e, 500, INT64_MIN));
+	assert_false(wal_reaped_take(&e, 500, 50, &st));
+	/* An arena named after the reap, or within its clock tick (ctimes
+	 * are coarse), is taken for a later process's: not the reaped one's,
+	 * and the entry goes with its admission. */
+	st = -1;
+	assert_int_equal(wal_reaped_add(&e, 501, 3 << 8, 100), 0);
+	assert_false(wal_reaped_has(&e, 501, 101));
+	assert_false(wal_reaped_has(&e, 501, 100));
+	assert_true(wal_reaped_has(&e, 501, 99));
+	assert_false(wal_reaped_take(&e, 501, 100, &st));
+	assert_int_equal(st, -1);
+	assert_false(wal_reaped_has(&e, 501, INT64_MIN));
+	/* Reaped with no arena (not traced): the first scan that began after
+	 * the reap forgets it once it read the whole directory... */
+	uint64_t s1 = wal_reaped_scan_begin(&e);
+	assert_int_equal(wal_reaped_add(&e, 600, 1, 200), 0); /* during scan s1 */
+	wal_reaped_scanned(&e, s1);
+	assert_true(wal_reaped_has(&e, 600, 0)); /* s1 may have read that name first */
+	uint64_t s2 = wal_reaped_scan_begin(&e);
+	assert_true(wal_reaped_has(&e, 600, 0)); /* ... not while it reads */
+	assert_int_equal(wal_reaped_add(&e, 601, 2, 300), 0);
+	wal_reaped_scanned(&e, s2);
+	assert_false(wal_reaped_has(&e, 600, INT64_MIN));
+	assert_true(wal_reaped_has(&e, 601, 0));
+	assert_false(wal_reaped_take(&e, 600, 0, &st));
+	/* A pid reaped twice (reused in between): the later reap decides. */
+	assert_int_equal(wal_reaped_add(&e, 601, 4, 400), 0);
+	assert_true(wal_reaped_take(&e, 601, 350, &st));
+	assert_int_equal(st, 4);
+	assert_false(wal_reaped_has(&e, 601, INT64_MIN));
+	/* Bounded by the reaps between two scans, not by the recording: a
+	 * million orphans reaped, a scan every hundred. */
+	size_t most = 0;
+	for (int i = 0; i < 1000000; i++) {
+		if (i % 100 == 0)
+			wal_reaped_scanned(&e, wal_reaped_scan_begin(&e));
+		assert_int_equal(wal_reaped_add(&e, 1000 + i % 30000, i, i), 0);
+		most = e.cap > most ? e.cap : most;
+	}
+	assert_true(most <= 256);
+	wal_reaped_free(&e);
+	assert_int_equal(e.n, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -124,6 +187,7 @@ int main(void)
 	    cmocka_unit_test(test_chain_child_reaped_during_read),
 	    cmocka_unit_test(test_chain_parent_reaped_during_read),
 	    cmocka_unit_test(test_chain_strangers),
+	    cmocka_unit_test(test_reaped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

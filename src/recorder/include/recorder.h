@@ -382,6 +382,11 @@ struct ada_recorder_live {
 	struct ada_trigger_stats trig;
 	uint64_t manual_dropped;
 	struct ada_live_drain drain;
+	/* What the recorder's heap keeps for reuse (src/recorder/heap.c),
+	 * bounded and following the load, not the processes: the index
+	 * writer's staging buffers (made: in use or free), the windows'
+	 * memory (held and pooled blocks), the detail snapshot buffer. */
+	uint64_t heap_staging_bytes, heap_window_bytes, heap_snapshot_bytes;
 };
 
 /* Any thread: copies the last published view into *out (about 60 KiB:
