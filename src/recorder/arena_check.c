@@ -9,6 +9,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -217,20 +219,57 @@ int wal_stat_ppid(const char *buf)
 	return ppid;
 }
 
+/* The walk's recorder and root: a parent the recorder already records,
+ * alive, ends the walk as the root would (check_recorded_alive). */
+struct check_walk {
+	const struct ada_recorder *r;
+	pid_t root;
+};
+
+/* pid is a process we record that has not exited: its pidfd (which names
+ * that process, not its pid) is not readable yet, or it is the program
+ * we started and have not reaped. Such a process's pid is nobody else's
+ * while it lives, and it lived at the read of its child's parent just
+ * before; under ada record (our subreaper: an orphan of the program's
+ * tree comes to us) it is a descendant while it lives, and so is that
+ * child. Not when attached: an orphan there goes to init. */
+static bool check_recorded_alive(const struct ada_recorder *r, pid_t pid)
+{
+	if (r->o.attached)
+		return false;
+	if (pid == r->main_pid && !r->main_reaped)
+		return true;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct wal_proc *p = r->procs[i];
+		/* vanished, pid_taken: the pidfd may be a later holder's. */
+		if (p->pid != pid || p->finished || p->gone || p->vanished || p->pid_taken ||
+		    p->pidfd < 0)
+			continue;
+		struct pollfd pfd = {.fd = p->pidfd, .events = POLLIN};
+		if (poll(&pfd, 1, 0) == 0)
+			return true;
+	}
+	return false;
+}
+
 /* ppid of pid from /proc/PID/stat (wal_stat_ppid()); -1 when gone or
- * unreadable. */
+ * unreadable; the walk's root when that parent is a live process we
+ * record (one read for a forked child, not one per generation). */
 static pid_t check_ppid(pid_t pid, void *arg)
 {
-	(void)arg;
+	const struct check_walk *w = arg;
 	char path[64], buf[512];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *fp = fopen(path, "re");
-	if (!fp)
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return -1;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
-	fclose(fp);
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
 	buf[n] = '\0';
-	return (pid_t)wal_stat_ppid(buf);
+	pid_t up = (pid_t)wal_stat_ppid(buf);
+	return up > 0 && check_recorded_alive(w->r, up) ? w->root : up;
 }
 
 int wal_ppid_chain(pid_t pid, pid_t root, pid_t (*ppid_of)(pid_t, void *), void *arg)
@@ -324,12 +363,12 @@ int wal_pid_check(struct ada_recorder *r, pid_t pid, int64_t named_ns, char *why
 	if (wal_reaped_has(&r->reaped, pid, named_ns))
 		return 1; /* we reaped it: it was our descendant */
 	/* ada attach: the attached process is the root of what we record. */
-	pid_t root = r->o.attached ? r->main_pid : getpid();
+	struct check_walk w = {r, r->o.attached ? r->main_pid : getpid()};
 	/* -1: a parent exited meanwhile, its children are ours now: walk
 	 * again (a few times: a fork-heavy tree may lose another meanwhile). */
-	int rc = wal_ppid_chain(pid, root, check_ppid, NULL);
+	int rc = wal_ppid_chain(pid, w.root, check_ppid, &w);
 	for (int again = 0; rc == -1 && again < 4; again++)
-		rc = wal_ppid_chain(pid, root, check_ppid, NULL);
+		rc = wal_ppid_chain(pid, w.root, check_ppid, &w);
 	if (rc >= 0)
 		return rc;
 	snprintf(why, cap,

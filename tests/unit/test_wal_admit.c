@@ -5,17 +5,27 @@
  * fork-heavy runs: a read of /proc/PID/stat racing the parent's wait,
  * which the kernel answers with ppid 0 once the task is released; that
  * child is gone, not a stranger. And the pids the recorder reaped before
- * their arena was admitted: kept until admitted or a scan passed.
+ * their arena was admitted: kept until admitted or a scan passed. And the
+ * shortcut of a forked child: a parent the recorder records, alive, ends
+ * the walk (real processes).
  */
+#define _GNU_SOURCE
+#include <poll.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "arena_internal.h"
+#include "recorder_internal.h"
 
 static void test_stat_ppid(void **state)
 {
@@ -179,6 +189,67 @@ static void test_reaped(void **state)
 	assert_int_equal(e.n, 0);
 }
 
+/* C, not our descendant (its parent X exited: C went to init or a
+ * subreaper above us), and G, C's child: the walk from G never reaches
+ * us. Recorded and alive, C vouches for G under ada record (one read:
+ * check_recorded_alive); not when attached, not once marked vanished,
+ * not once it exited (its pidfd readable). */
+static void test_recorded_parent(void **state)
+{
+	(void)state;
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t x = fork();
+	assert_true(x >= 0);
+	if (x == 0) {
+		if (fork() == 0) {
+			pid_t pids[2] = {getpid(), fork()};
+			alarm(20); /* both gone even when an assertion stops the test */
+			if (pids[1] == 0)
+				for (;;)
+					pause();
+			(void)!write(fds[1], pids, sizeof(pids));
+			for (;;)
+				pause();
+		}
+		_exit(0);
+	}
+	assert_int_equal(waitpid(x, NULL, 0), x);
+	pid_t pids[2];
+	assert_int_equal(read(fds[0], pids, sizeof(pids)), (ssize_t)sizeof(pids));
+	pid_t c = pids[0], g = pids[1];
+	assert_true(c > 0 && g > 0);
+	close(fds[0]);
+	close(fds[1]);
+	struct ada_recorder *r = calloc(1, sizeof(*r));
+	struct wal_proc *p = calloc(1, sizeof(*p)), *procs[1] = {p};
+	assert_non_null(r);
+	assert_non_null(p);
+	p->pid = c;
+	p->pidfd = (int)syscall(SYS_pidfd_open, c, 0);
+	assert_true(p->pidfd >= 0);
+	r->procs = procs;
+	r->nprocs = 1;
+	char why[256];
+	assert_int_equal(wal_pid_check(r, g, 0, why, sizeof(why)), 1);
+	p->vanished = true; /* its pidfd may be a later holder's */
+	assert_int_equal(wal_pid_check(r, g, 0, why, sizeof(why)), -1);
+	p->vanished = false;
+	r->o.attached = true; /* an orphan there went to init */
+	r->main_pid = getpid();
+	assert_int_equal(wal_pid_check(r, g, 0, why, sizeof(why)), -1);
+	r->o.attached = false;
+	r->main_pid = 0;
+	kill(c, SIGKILL);
+	struct pollfd pfd = {.fd = p->pidfd, .events = POLLIN};
+	assert_int_equal(poll(&pfd, 1, 10000), 1);
+	assert_int_equal(wal_pid_check(r, g, 0, why, sizeof(why)), -1);
+	kill(g, SIGKILL);
+	close(p->pidfd);
+	free(p);
+	free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +259,7 @@ int main(void)
 	    cmocka_unit_test(test_chain_parent_reaped_during_read),
 	    cmocka_unit_test(test_chain_strangers),
 	    cmocka_unit_test(test_reaped),
+	    cmocka_unit_test(test_recorded_parent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
