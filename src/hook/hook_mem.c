@@ -558,6 +558,24 @@ static void patch_populate(const struct hook_patch *patches, size_t i, size_t j,
 		patch_populate_range(lo, hi, pg);
 }
 
+/* Pages copied and written per step of patch_run(): an image whose text is
+ * tens of MiB (cc1: 20 MiB, 26 000 patches) would otherwise have every page
+ * copied before the first is written, and each write miss the caches the
+ * copies have long left; 64 KiB stay in the second-level cache. */
+#define PATCH_CHUNK_PAGES 16
+
+/* The end of patches[k..j)'s step: the first patch that starts
+ * PATCH_CHUNK_PAGES pages or more after patches[k]'s page (patches are in
+ * address order). */
+static size_t patch_chunk_end(const struct hook_patch *patches, size_t k, size_t j, uint64_t pg)
+{
+	uint64_t end = (patches[k].addr & ~(pg - 1)) + PATCH_CHUNK_PAGES * pg;
+	size_t e = k + 1;
+	while (e < j && patches[e].addr < end)
+		e++;
+	return e;
+}
+
 /* One patch whose bytes lie in two mappings: each page on its own. */
 static int patch_straddling(const struct hook_map *maps, int n_maps, uint64_t pg,
                             const struct hook_patch *p)
@@ -600,9 +618,12 @@ static long patch_run(const struct hook_map *maps, int n_maps, uint64_t pg,
 	int err = patch_unlock(lo, hi - lo, maps[m].prot);
 	if (err)
 		return err;
-	patch_populate(patches, i, j, pg);
-	for (size_t k = i; k < j; k++)
-		patch_write((uint8_t *)patches[k].addr, patches[k].bytes, patches[k].len);
+	for (size_t k = i; k < j;) {
+		size_t e = patch_chunk_end(patches, k, j, pg);
+		patch_populate(patches, k, e, pg);
+		for (; k < e; k++)
+			patch_write((uint8_t *)patches[k].addr, patches[k].bytes, patches[k].len);
+	}
 	err = patch_relock(lo, hi - lo, maps[m].prot);
 	return err ? err : (long)(j - i);
 }

@@ -186,12 +186,41 @@ static void test_patch_run(void **state)
 	munmap(p, len);
 }
 
+/* Patches over more pages than one step of patch_run() copies and
+ * writes (PATCH_CHUNK_PAGES, 16): one straddling a step's last page, one
+ * that changes nothing (its page is not copied), all written. */
+static void test_patch_steps(void **state)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t len = (size_t)(40 * pg);
+	uint8_t *p = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct hook_patch patches[42];
+	size_t n = 0;
+
+	(void)state;
+	assert_ptr_not_equal(p, MAP_FAILED);
+	for (size_t k = 0; k < 40; k++) /* one patch a page, at its start */
+		patches[n++] = (struct hook_patch){
+		    (uint64_t)p + k * (size_t)pg + 16, 5, {0xe9, (uint8_t)k, 1, 2, 3}};
+	patches[n++] = (struct hook_patch){(uint64_t)p + 16 * (size_t)pg - 2, 5, {7, 7, 7, 7, 7}};
+	patches[n++] = (struct hook_patch){(uint64_t)p + 33 * (size_t)pg + 100, 5, {0}};
+	assert_int_equal(hook_patch_apply(patches, n), 0);
+	for (size_t k = 0; k < 40; k++) {
+		uint8_t want[5] = {0xe9, (uint8_t)k, 1, 2, 3};
+		assert_memory_equal(p + k * (size_t)pg + 16, want, 5);
+	}
+	assert_memory_equal(p + 16 * (size_t)pg - 2, "\x07\x07\x07\x07\x07", 5);
+	for (size_t off = 0; off < len; off += (size_t)pg)
+		assert_int_equal(prot_of(p + off), PROT_READ | PROT_EXEC);
+	munmap(p, len);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_maps_parse), cmocka_unit_test(test_alloc_near_and_seal),
 	    cmocka_unit_test(test_is_tramp),   cmocka_unit_test(test_patch_apply),
-	    cmocka_unit_test(test_patch_run),
+	    cmocka_unit_test(test_patch_run),  cmocka_unit_test(test_patch_steps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
