@@ -17,5 +17,6 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
     add_test(NAME ${t}.tmpfs COMMAND ${t})
     set_tests_properties(${t}.tmpfs PROPERTIES SKIP_RETURN_CODE 77 LABELS wal
                          ENVIRONMENT ADA_TEST_WAL_DIR=/dev/shm)
+    ada_sanitize_tests(asan ubsan tsan TESTS ${t}.tmpfs)
   endforeach()
 endif()
