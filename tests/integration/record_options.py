@@ -483,7 +483,7 @@ def case_wal_tmpfs(ctx):
     The tests' other recordings go to the work directory's file system."""
     if not os.path.isdir("/dev/shm"):
         raise it.Skip("no /dev/shm")
-    d = tempfile.mkdtemp(prefix="ada-wal-tmpfs-", dir="/dev/shm")
+    d = tempfile.mkdtemp(prefix="itest-wal-tmpfs-", dir="/dev/shm")  # not ada-*: arenas
     try:
         r = heavy_own(ctx, ["--ring-mb", "1"], out=os.path.join(d, "out"))
         exact(ctx, r, ctx.prog("t_threads_O2"))
