@@ -806,6 +806,9 @@ size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t
 	if (always && t->f)
 		wal_file_hold(t->f, true);
 	size_t total = drain_take(r, p, t, &si, budget);
+	/* Writes the take sent that completed already (a tmpfs file's, done
+	 * in this thread): their ring space back before the nap. */
+	drain_release(p, t);
 	drain_sync_waits(t);
 	if (ada_unlikely(ada_slot_fault(p->arena, s, NULL)))
 		drain_quarantine(r, p, s); /* finalizes t: no more detail from it */

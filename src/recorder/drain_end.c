@@ -111,6 +111,7 @@ static void drain_empty_slot(struct ada_recorder *r, struct wal_proc *p, uint32_
 {
 	uint64_t taken = 0;
 	while (!drain_out_of_time(r, p)) {
+		uint64_t left = ada_slot_unconsumed(p->arena, s);
 		size_t n = drain_slot(r, p, s, SIZE_MAX);
 		taken += n;
 		struct wal_thread *t = p->by_slot[s];
@@ -120,7 +121,10 @@ static void drain_empty_slot(struct ada_recorder *r, struct wal_proc *p, uint32_
 		if (t->f)
 			ada_wal_file_submit(t->f);
 		int got = ada_wal_io_reap(r->io, true);
-		if (got < 0 || (got == 0 && n == 0))
+		/* Progress: events taken, a completion, or ring space released
+		 * in the slot's pass (a tmpfs file's writes complete as they are
+		 * sent: none is left in flight to wait for). */
+		if (got < 0 || (got == 0 && n == 0 && ada_slot_unconsumed(p->arena, s) == left))
 			break; /* nothing in flight and nothing new: no progress possible */
 	}
 }

@@ -293,8 +293,12 @@ static void live_build(struct ada_recorder *r, bool ended, bool rates)
  * the middle of a publish on a loaded machine, made to happen. */
 static void live_test_pause(const struct wal_live *l)
 {
-	static bool done;
-	const char *f = getenv("ADA_TEST_LIVE_PAUSE");
+	static bool done, read;
+	static const char *f;
+	if (!read) { /* once: getenv walks the environment at every publish */
+		f = getenv("ADA_TEST_LIVE_PAUSE");
+		read = true;
+	}
 	if (done || !f || !*f || !l->pub[atomic_load(&l->cur)]->seq)
 		return;
 	done = true;

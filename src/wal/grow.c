@@ -26,7 +26,10 @@ static uint64_t wal_next_step(const struct ada_wal_file *f)
 	uint64_t step = f->alloc < WAL_FIRST_SEGMENT ? WAL_FIRST_SEGMENT
 	                : f->alloc < WAL_SECOND_END  ? WAL_SECOND_END - f->alloc
 	                                             : f->alloc;
-	return step > f->opts.segment_bytes ? f->opts.segment_bytes : step;
+	uint64_t most = f->opts.segment_bytes;
+	if (f->inline_write && most > WAL_TMPFS_STEP)
+		most = WAL_TMPFS_STEP; /* tmpfs: wal_internal.h */
+	return step > most ? most : step;
 }
 
 /* Under a disk budget, a step takes at most a quarter of what the budget

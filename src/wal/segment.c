@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <zlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -86,9 +87,16 @@ int ada_wal_io_new(const struct ada_wal_io_opts *o, struct ada_wal_io **out)
 	io->stage_ns = (uint64_t)(o && o->stage_ms ? o->stage_ms : 5) * 1000000ull;
 	/* ADA_WAL_CACHED=1: plain buffered writes (to compare, docs/benchmarks.md) */
 	io->dontcache = !getenv("ADA_WAL_CACHED");
-	/* ADA_WAL_DIRECT=0: buffered index writes (the old path, to compare) */
+	/* ADA_WAL_DIRECT=0: buffered index writes (the old path, to compare);
+	 * =1 (or opts direct > 0): compact files direct too (wal_direct_open) */
 	const char *d = getenv("ADA_WAL_DIRECT");
 	io->direct = o && o->direct ? o->direct > 0 : !(d && !strcmp(d, "0"));
+	io->direct_compact = o && o->direct ? o->direct > 0 : d && !strcmp(d, "1");
+	/* ADA_WAL_URING_TMPFS=1: tmpfs writes through io_uring's worker (to compare) */
+	const char *u = getenv("ADA_WAL_URING_TMPFS");
+	io->uring_tmpfs = u && !strcmp(u, "1");
+	const char *da = getenv("ADA_WAL_DIRECT_ASYNC");
+	io->direct_async = !(da && !strcmp(da, "0"));
 	int r = io_uring_queue_init(io->qd, &io->ring, 0);
 	if (r < 0) {
 		free(io);
@@ -131,28 +139,33 @@ struct io_uring_sqe *wal_sqe(struct ada_wal_io *io)
 	return sqe;
 }
 
-/* The file's one descriptor carries O_DIRECT while its direct writes are
- * issued and not while it is read or written buffered -- only switched
- * when none of its writes is in flight (a write takes the flags when the
- * kernel issues it). One descriptor a file: 10 000 threads alive at once
- * have 10 000 files open. */
-int wal_fd_mode(struct ada_wal_file *f, bool direct)
-{
-	if (f->fd_direct == direct)
-		return 0;
-	int fl = fcntl(f->fd, F_GETFL);
-	if (fl < 0 || fcntl(f->fd, F_SETFL, direct ? fl | O_DIRECT : fl & ~O_DIRECT) < 0)
-		return -errno;
-	f->fd_direct = direct;
-	return 0;
-}
+static void wal_complete_write(struct ada_wal_io *io, struct wal_buf *b, int res);
 
-static void wal_direct_off(struct ada_wal_file *f, const char *why, uint32_t busy);
+/* A tmpfs file's write, done here and completed at once. tmpfs takes no
+ * non-blocking write, so io_uring hands each one to a worker it wakes
+ * (a cross-CPU wake-up that costs the drain more than the copy of a
+ * compact write), and the ring's events stay unreleased until that
+ * worker ran (docs/benchmarks.md, "Writes to tmpfs in the drain
+ * thread"). The page cache is the file: once pwrite returned, the bytes
+ * are there whatever happens to the recorder. */
+static void wal_buf_write_inline(struct ada_wal_io *io, struct wal_buf *b)
+{
+	struct iovec v = {b->data + b->done, b->wlen - b->done};
+	b->dontcache = io->dontcache;
+	ssize_t n =
+	    pwritev2(b->f->fd, &v, 1, (off_t)(b->off + b->done), b->dontcache ? RWF_DONTCACHE : 0);
+	wal_complete_write(io, b, n < 0 ? -errno : (int)n);
+}
 
 static void wal_buf_write(struct ada_wal_io *io, struct wal_buf *b)
 {
-	struct io_uring_sqe *sqe = wal_sqe(io);
 	struct ada_wal_file *f = b->f;
+	if (f->inline_write && !f->direct) {
+		b->direct = false;
+		wal_buf_write_inline(io, b);
+		return;
+	}
+	struct io_uring_sqe *sqe = wal_sqe(io);
 	/* A direct write skips the page-cache copy (the kernel's CPU per
 	 * event, half the recorder's on fib): whole blocks from the aligned
 	 * buffer straight to the device (segment.c, "Direct writes"). */
@@ -176,7 +189,7 @@ static void wal_buf_write(struct ada_wal_io *io, struct wal_buf *b)
 	 * mapping, the bios) in io_uring's worker, not in the drain thread
 	 * that submits: measured with wal_bench, that brought the drain's own
 	 * CPU per event down to the buffered path's. */
-	if (b->direct)
+	if (b->direct && io->direct_async)
 		sqe->flags |= IOSQE_ASYNC;
 	io_uring_sqe_set_data(sqe, b);
 	io->inflight++;
@@ -278,65 +291,6 @@ static uint32_t wal_held_send(struct ada_wal_file *f)
 	}
 	f->sending = false;
 	return n;
-}
-
-/* f falls back to buffered writes (counted, the first reason kept). */
-static void wal_direct_note(struct ada_wal_io *io, const char *why)
-{
-	io->direct_fallbacks++;
-	if (!io->direct_reason[0])
-		snprintf(io->direct_reason, sizeof(io->direct_reason), "%s", why);
-}
-
-/* f's writes go buffered from now on, once its direct writes in flight
- * (but busy of them: the caller's) are done: never both at once. */
-static void wal_direct_off(struct ada_wal_file *f, const char *why, uint32_t busy)
-{
-	if (!f->direct)
-		return;
-	while (f->inflight > busy)
-		if (ada_wal_io_reap(f->io, true) < 0)
-			break;
-	f->direct = false;
-	wal_direct_note(f->io, why);
-}
-
-/* A buffer of a direct file leaves staging: its partial last block (if
- * any) is copied to the carry, where the next staging buffer starts, and
- * -- with pad -- written zero-padded too. The buffer then answers only for
- * its whole blocks (len); the carry, and the buffer it goes into, for the
- * rest. */
-static void wal_direct_cut(struct ada_wal_file *f, struct wal_buf *b, bool pad)
-{
-	uint64_t end = b->off + b->len, aend = end & ~(uint64_t)(WAL_BLOCK - 1);
-	if (b->off % WAL_BLOCK) {
-		wal_direct_off(f, "a buffer not on a block boundary", 0); /* never: a bug */
-		return;
-	}
-	if (aend == end)
-		return;
-	if (!f->carry && posix_memalign((void **)&f->carry, WAL_BLOCK, WAL_BLOCK) != 0) {
-		f->carry = NULL;
-		wal_direct_off(f, "no memory for the carry block", 0);
-		return;
-	}
-	uint32_t tail = (uint32_t)(end - aend);
-	memcpy(f->carry, b->data + (aend - b->off), tail);
-	f->carry_off = aend;
-	f->carry_len = tail;
-	f->carry_dirty = false;
-	if (!pad) { /* the tail's events are not durable with this write */
-		b->wlen = b->len = (uint32_t)(aend - b->off);
-		b->ev_end = (aend - ATF_HEADER_SIZE) / ATF_INDEX_EVENT_SIZE;
-		return;
-	}
-	/* Zeros past the last event, as in the preallocated file: recovery
-	 * of an unfinished file stops at them. buffer_bytes is whole blocks,
-	 * so the padded block fits the buffer. */
-	b->wlen = (uint32_t)(aend - b->off) + WAL_BLOCK;
-	memset(b->data + b->len, 0, b->wlen - b->len);
-	b->len = (uint32_t)(aend - b->off);
-	b->pad = true;
 }
 
 /* Makes b f's staging buffer: after the carry (the last partial block,
@@ -712,8 +666,11 @@ struct wal_buf *wal_buf_get(struct ada_wal_io *io)
 		}
 		if (io->nheld && wal_io_send_held(io) > 0)
 			continue; /* none sent: they wait for a padded write, reaped below */
-		if (io->inflight == 0 && io->stage_head)
+		if (io->inflight == 0 && io->stage_head) {
 			ada_wal_io_submit_stale(io, true); /* every buffer is staged: send them */
+			if (io->free)
+				continue; /* tmpfs files' writes: completed in the call */
+		}
 		if (io->inflight == 0)
 			return NULL;
 		if (ada_wal_io_reap(io, true) < 0)
@@ -844,37 +801,6 @@ int wal_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-/* Turns O_DIRECT on for f's events' writes, where it is worth it and the
- * file system takes it; off again (wal_fd_mode) for the buffered accesses
- * (header, patches, reads, footer), which come only when none of the
- * file's direct writes is in flight. */
-static void wal_direct_open(struct ada_wal_file *f)
-{
-	struct ada_wal_io *io = f->io;
-	struct statfs sf;
-	if (io->buffer_bytes % WAL_BLOCK) {
-		wal_direct_note(io, "staging buffers not whole 4 KiB blocks");
-		return;
-	}
-	/* tmpfs takes O_DIRECT (Linux 6.6+) but copies all the same: its page
-	 * cache is the file. */
-	if (fstatfs(f->fd, &sf) == 0 && sf.f_type == TMPFS_MAGIC) {
-		wal_direct_note(io, "tmpfs");
-		return;
-	}
-	if (wal_fd_mode(f, true) < 0) {
-		char why[64];
-		snprintf(why, sizeof(why), "O_DIRECT refused: %s", strerror(errno));
-		wal_direct_note(io, why);
-		return;
-	}
-	/* No read-ahead for the buffered reads (events read back, the
-	 * patches' read-modify-write): only the pages asked for. */
-	(void)posix_fadvise(f->fd, 0, 0, POSIX_FADV_RANDOM);
-	f->direct = f->direct_used = true;
-	io->direct_files++;
-}
-
 int ada_wal_file_open(struct ada_wal_io *io, const char *path, const struct ada_wal_file_opts *o,
                       struct ada_wal_file **out)
 {
@@ -903,6 +829,8 @@ int ada_wal_file_openat(struct ada_wal_io *io, int dirfd, const char *name, cons
 	r = ada_fs_create(dirfd, name, O_RDWR, &f->fd);
 	if (r < 0)
 		goto err_free;
+	struct statfs sf;
+	f->inline_write = !io->uring_tmpfs && fstatfs(f->fd, &sf) == 0 && sf.f_type == TMPFS_MAGIC;
 	if (o->index_format == ADA_INDEX_COMPACT && (r = wal_cidx_new(f)) < 0)
 		goto err_unlink;
 	uint8_t h[ATF_HEADER_SIZE];

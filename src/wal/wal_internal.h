@@ -87,6 +87,9 @@ struct ada_wal_io {
 	 * buffered writes (at open or at a refused write) and the first
 	 * reason why. */
 	bool direct;
+	bool uring_tmpfs;    /* ADA_WAL_URING_TMPFS=1: tmpfs files' writes through io_uring too */
+	bool direct_async;   /* direct writes carry IOSQE_ASYNC (ADA_WAL_DIRECT_ASYNC=0: not) */
+	bool direct_compact; /* compact files direct too (ADA_WAL_DIRECT=1, opts direct > 0) */
 	uint32_t direct_files, direct_fallbacks;
 	uint64_t links_failed; /* detail_seq links lost to failed writes, every file */
 	char direct_reason[64];
@@ -179,6 +182,9 @@ struct ada_wal_file {
 	 * held list). carry_dirty: patched after its padded write was formed
 	 * (finalize writes it if no later buffer does). */
 	bool direct, fd_direct, direct_used, carry_dirty, sending;
+	/* On tmpfs: writes are pwrite()s in the drain thread, completed at
+	 * once (segment.c, wal_buf_write), not io_uring's worker's. */
+	bool inline_write;
 	uint8_t *carry;
 	uint32_t carry_len;
 	uint64_t carry_off;
@@ -220,6 +226,10 @@ void ada_wal_file_discard(struct ada_wal_file *f, size_t n);
  * the --max-disk-mb budget between them; the steps double from there. */
 #define WAL_FIRST_SEGMENT (64u * 1024u)
 #define WAL_SECOND_END (1u << 20) /* the second segment fills up to 1 MiB */
+/* A tmpfs file's steps stop doubling here (grow.c, wal_next_step): its
+ * allocation is memory, and what the last step left unused the finalize's
+ * ftruncate frees page by page in the drain thread. */
+#define WAL_TMPFS_STEP (4u << 20)
 #define WAL_DSEQ_OFF offsetof(struct atf_index_event, detail_seq)
 #define WAL_BLOCK 4096u /* direct writes: offset and length in whole blocks of this */
 /* The next submission entry: waits for completions while qd are in
@@ -230,6 +240,14 @@ struct io_uring_sqe *wal_sqe(struct ada_wal_io *io);
 void wal_sync(struct ada_wal_file *f, bool full);
 /* Sets f's descriptor to direct or buffered accesses. 0 or -errno. */
 int wal_fd_mode(struct ada_wal_file *f, bool direct);
+/* direct.c: O_DIRECT for f's events' writes where it is worth it and the
+ * file system takes it (at open); f's writes buffered from now on, once
+ * its direct writes in flight (but busy of them) are done; a buffer
+ * leaving staging: its partial last block to the carry (pad: written
+ * zero-padded too). */
+void wal_direct_open(struct ada_wal_file *f);
+void wal_direct_off(struct ada_wal_file *f, const char *why, uint32_t busy);
+void wal_direct_cut(struct ada_wal_file *f, struct wal_buf *b, bool pad);
 /* grow.c: grows the allocation so that need bytes (and the footer) fit
  * (0 or -errno); asks for the next segment ahead of time; the flush
  * policy's and --safe's step at a new segment. */

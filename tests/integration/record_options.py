@@ -56,12 +56,14 @@ def record(ctx, argv, opts=(), out=True, strace=None, env=None):
     """`ada record [--out W/out] OPTS -- ARGV` in a fresh directory W, with
     the program's call table in W/counts; optionally under strace (syscalls
     in `strace`, a comma list), the log parsed into lines. The session must
-    be named last on stderr, leave no arena behind and validate."""
+    be named last on stderr, leave no arena behind and validate. out: True,
+    False (no --out) or a directory to record in."""
     ctx.n += 1
     w = os.path.join(ctx.work, "run%d" % ctx.n)
     counts = os.path.join(w, "counts")
     os.makedirs(counts)
-    out_dir = os.path.join(w, "out") if out else os.path.join(w, "ada_traces")
+    out_dir = out if isinstance(out, str) else os.path.join(w, "out") if out else \
+        os.path.join(w, "ada_traces")
     cmd = [ctx.ada.path, "record"] + (["--out", out_dir] if out else []) + list(opts) + ["--"]
     cmd += argv
     log = None
@@ -385,12 +387,12 @@ def case_drain_cpu(ctx):
          "pinned a thread: %r", strace_calls(r, "sched_setaffinity")[:3])
 
 
-def heavy_own(ctx, opts, strace=None, env=None):
+def heavy_own(ctx, opts, strace=None, env=None, out=True):
     """t_threads heavy with only its counted functions hooked: four files of
     ~120 000 events (3.6 MiB) each; every event the program produced is
     written (the per-function walk of e2e.opt.burst_ms is not repeated)."""
     p = ctx.prog("t_threads_O2")
-    r = record(ctx, [p, "heavy"], list(opts) + only_own(p), strace=strace, env=env)
+    r = record(ctx, [p, "heavy"], list(opts) + only_own(p), strace=strace, env=env, out=out)
     want(ctx, written(r) == own_events(r), "%s: written %d, the program produced %d",
          opts, written(r), own_events(r))
     ctx.rep.note("%s: per thread (segments, flushes, syncs, bytes): %s" % (" ".join(opts), [
@@ -468,6 +470,27 @@ def case_wal_direct(ctx):
                              for t in r.manifest.get("threads") or [])
     want(ctx, runs["direct"] == runs["buffered"], "events per thread: direct %r, buffered %r",
          runs["direct"], runs["buffered"])
+
+
+@case
+def case_wal_tmpfs(ctx):
+    """A session on tmpfs, whose writes the drain makes itself and which
+    complete as they are sent (segment.c wal_buf_write_inline): every call
+    the program counted, with small rings (--ring-mb 1: each thread's ring
+    wraps many times; at a wrap point only a write's release lets the
+    drain pass, and at a process's end drain_end.c drain_empty_slot must
+    count that release as progress, with no completion left to wait for).
+    The tests' other recordings go to the work directory's file system."""
+    if not os.path.isdir("/dev/shm"):
+        raise it.Skip("no /dev/shm")
+    d = tempfile.mkdtemp(prefix="itest-wal-tmpfs-", dir="/dev/shm")  # not ada-*: arenas
+    try:
+        r = heavy_own(ctx, ["--ring-mb", "1"], out=os.path.join(d, "out"))
+        exact(ctx, r, ctx.prog("t_threads_O2"))
+        want(ctx, (r.manifest.get("wal") or {}).get("direct_fallback_reason") == "tmpfs",
+             "manifest wal %r", r.manifest.get("wal"))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 @case

@@ -37,7 +37,10 @@ static int tmpfd = -1;
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ada_wal_detail_XXXXXX");
+	/* ADA_TEST_WAL_DIR=/dev/shm (the .tmpfs tests): files on tmpfs, written
+	 * in the calling thread (segment.c, wal_buf_write_inline) */
+	const char *dir = getenv("ADA_TEST_WAL_DIR");
+	snprintf(tmpdir, sizeof(tmpdir), "%s/ada_wal_detail_XXXXXX", dir && *dir ? dir : "/tmp");
 	if (!mkdtemp(tmpdir))
 		return -1;
 	tmpfd = open(tmpdir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
@@ -921,6 +924,12 @@ static void test_patch_queued_span(void **state)
 	                            .direct = -1 /* the buffered layout's counts */};
 	assert_int_equal(ada_wal_io_new(&o, &io), 0);
 	struct held_ref h = {.f = index_open(io, "q.atf", 4242), .n = N};
+	if (h.f->inline_write) { /* tmpfs: every write completes as it is sent */
+		struct ada_wal_file_summary s0;
+		assert_int_equal(ada_wal_file_finalize(h.f, &s0), 0);
+		ada_wal_io_free(io);
+		skip();
+	}
 	h.seq = malloc(N * sizeof(uint32_t));
 	for (uint32_t i = 0; i < N; i++)
 		h.seq[i] = ATF_NO_DETAIL;

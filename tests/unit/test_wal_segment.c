@@ -29,7 +29,10 @@ static char tmpdir[256];
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ada_wal_seg_XXXXXX");
+	/* ADA_TEST_WAL_DIR=/dev/shm (the .tmpfs tests): files on tmpfs, written
+	 * in the calling thread (segment.c, wal_buf_write_inline) */
+	const char *dir = getenv("ADA_TEST_WAL_DIR");
+	snprintf(tmpdir, sizeof(tmpdir), "%s/ada_wal_seg_XXXXXX", dir && *dir ? dir : "/tmp");
 	return mkdtemp(tmpdir) ? 0 : -1;
 }
 

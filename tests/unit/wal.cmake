@@ -11,4 +11,12 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
     set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77 LABELS wal)
     ada_sanitize_tests(asan ubsan tsan TESTS ${t})
   endforeach()
+  # The same on tmpfs, whose writes the drain thread makes itself
+  # (docs/internals.md, "Writes to tmpfs in the drain thread").
+  foreach(t test_wal_segment test_wal_detail)
+    add_test(NAME ${t}.tmpfs COMMAND ${t})
+    set_tests_properties(${t}.tmpfs PROPERTIES SKIP_RETURN_CODE 77 LABELS wal
+                         ENVIRONMENT ADA_TEST_WAL_DIR=/dev/shm)
+    ada_sanitize_tests(asan ubsan tsan TESTS ${t}.tmpfs)
+  endforeach()
 endif()
