@@ -9,9 +9,9 @@
  *
  * Per image: one symbol-table read (libelf, one pass), one trampoline
  * block (hook_mem_alloc sized for every candidate, so one region near the
- * image), one seal, and one hook_patch_apply() of all patches sorted by
- * address (one mprotect pair per page run). No per-function syscall or
- * allocation.
+ * image), one seal, and one hook_patch_apply_pair() of the padding's jumps
+ * and the patches, each sorted by address (one mprotect pair per mapping).
+ * No per-function syscall or allocation.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -749,22 +749,18 @@ static int install_patch_cmp(const void *a, const void *b)
 /* The start-up scan of a started program (not ada attach): one thread,
  * nothing but the agent has changed the address space since hook_mem read
  * /proc/self/maps, so the patches take their protections from that
- * snapshot (hook_patch_apply_kept) instead of reading it per module. */
+ * snapshot (hook_patch_apply_pair given agent.mem) instead of reading it
+ * per module. */
 static bool install_startup;
-
-static int install_patch(struct hook_patch *p, size_t n)
-{
-	return install_startup ? hook_patch_apply_kept(agent.mem, p, n) : hook_patch_apply(p, n);
-}
 
 static int install_apply(struct agent_module *m, struct hook_patch *patches,
                          struct hook_patch *undo, size_t np, struct hook_patch *pads, size_t n_pad)
 {
 	/* The padding's jumps first: no entry jumps to one before it is
-	 * there (a dlopen rescan while other threads run the image). */
-	int err = n_pad ? install_patch(pads, n_pad) : 0;
-	if (!err)
-		err = install_patch(patches, np);
+	 * there (the agent's own calls between two writes, other threads in
+	 * a dlopen rescan); one mprotect pair for both (hook_mem.h). */
+	int err =
+	    hook_patch_apply_pair(install_startup ? agent.mem : NULL, pads, n_pad, patches, np);
 	if (err)
 		return err;
 	m->pad = pads;
@@ -844,9 +840,7 @@ int agent_reinstall(void)
 		m->n_patch = install_drop_busy(m);
 		/* The padding's jumps are still there unless the image was
 		 * written meanwhile: applied first again, as at the install. */
-		int e = m->n_pad ? hook_patch_apply(m->pad, m->n_pad) : 0;
-		if (!e && m->n_patch)
-			e = hook_patch_apply(m->patch, m->n_patch);
+		int e = hook_patch_apply_pair(NULL, m->pad, m->n_pad, m->patch, m->n_patch);
 		if (e)
 			agent_attach_unplace(m->lo, m->hi);
 		if (e && !err)

@@ -576,6 +576,18 @@ static size_t patch_chunk_end(const struct hook_patch *patches, size_t k, size_t
 	return e;
 }
 
+/* Writes patches[i..j) (sorted, their pages writable) PATCH_CHUNK_PAGES
+ * pages at a time. */
+static void patch_write_steps(const struct hook_patch *patches, size_t i, size_t j, uint64_t pg)
+{
+	for (size_t k = i; k < j;) {
+		size_t e = patch_chunk_end(patches, k, j, pg);
+		patch_populate(patches, k, e, pg);
+		for (; k < e; k++)
+			patch_write((uint8_t *)patches[k].addr, patches[k].bytes, patches[k].len);
+	}
+}
+
 /* One patch whose bytes lie in two mappings: each page on its own. */
 static int patch_straddling(const struct hook_map *maps, int n_maps, uint64_t pg,
                             const struct hook_patch *p)
@@ -618,12 +630,7 @@ static long patch_run(const struct hook_map *maps, int n_maps, uint64_t pg,
 	int err = patch_unlock(lo, hi - lo, maps[m].prot);
 	if (err)
 		return err;
-	for (size_t k = i; k < j;) {
-		size_t e = patch_chunk_end(patches, k, j, pg);
-		patch_populate(patches, k, e, pg);
-		for (; k < e; k++)
-			patch_write((uint8_t *)patches[k].addr, patches[k].bytes, patches[k].len);
-	}
+	patch_write_steps(patches, i, j, pg);
 	err = patch_relock(lo, hi - lo, maps[m].prot);
 	return err ? err : (long)(j - i);
 }
@@ -640,19 +647,24 @@ static bool patch_all_mapped(const struct hook_map *maps, int n_maps,
 	return true;
 }
 
-/* hook_patch_apply() over the mappings maps (sorted by address). */
-static int patch_apply_over(const struct hook_map *maps, int n_maps, struct hook_patch *patches,
-                            size_t n)
+/* Sorts patches by address in place. The agent hands them over in symbol
+ * order, already sorted: qsort (a merge sort in glibc) would still pay its
+ * n log n comparator calls. */
+static void patch_sort(struct hook_patch *patches, size_t n)
 {
-	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
-	/* The agent hands them over in symbol order, already sorted: qsort
-	 * (a merge sort in glibc) would still pay its n log n comparator
-	 * calls. */
 	size_t sorted = 1;
 	while (sorted < n && patch_cmp(&patches[sorted - 1], &patches[sorted]) <= 0)
 		sorted++;
 	if (sorted < n)
 		qsort(patches, n, sizeof(*patches), patch_cmp);
+}
+
+/* hook_patch_apply() over the mappings maps (sorted by address). */
+static int patch_apply_over(const struct hook_map *maps, int n_maps, struct hook_patch *patches,
+                            size_t n)
+{
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	patch_sort(patches, n);
 	for (size_t i = 0; i < n;) {
 		long r = patch_run(maps, n_maps, pg, patches, i, n);
 		if (r < 0)
@@ -660,6 +672,40 @@ static int patch_apply_over(const struct hook_map *maps, int n_maps, struct hook
 		i += (size_t)r;
 	}
 	return 0;
+}
+
+/* Widens [*lo, *hi) to the bytes of patches[0..n). */
+static void patch_span(const struct hook_patch *patches, size_t n, uint64_t *lo, uint64_t *hi)
+{
+	for (size_t i = 0; i < n; i++) {
+		*lo = patches[i].addr < *lo ? patches[i].addr : *lo;
+		*hi =
+		    patches[i].addr + patches[i].len > *hi ? patches[i].addr + patches[i].len : *hi;
+	}
+}
+
+/* hook_patch_apply_pair() over the mappings maps. */
+static int patch_pair_over(const struct hook_map *maps, int n_maps, struct hook_patch *first,
+                           size_t n_first, struct hook_patch *then, size_t n_then)
+{
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), lo = UINT64_MAX, hi = 0;
+	patch_sort(first, n_first);
+	patch_sort(then, n_then);
+	patch_span(first, n_first, &lo, &hi);
+	patch_span(then, n_then, &lo, &hi);
+	int m = hi ? patch_map_of(maps, n_maps, lo) : -1;
+	if (m < 0 || hi > maps[m].end) { /* several mappings: one array after the other */
+		int err = patch_apply_over(maps, n_maps, first, n_first);
+		return err ? err : patch_apply_over(maps, n_maps, then, n_then);
+	}
+	lo &= ~(pg - 1);
+	hi = (hi + pg - 1) & ~(pg - 1);
+	int err = patch_unlock(lo, hi - lo, maps[m].prot);
+	if (err)
+		return err;
+	patch_write_steps(first, 0, n_first, pg);
+	patch_write_steps(then, 0, n_then, pg);
+	return patch_relock(lo, hi - lo, maps[m].prot);
 }
 
 static int patch_check_lens(const struct hook_patch *patches, size_t n)
@@ -693,4 +739,25 @@ int hook_patch_apply_kept(struct hook_mem *m, struct hook_patch *patches, size_t
 	if (m->maps_fresh == MEM_MAPS_STALE || !patch_all_mapped(m->maps, m->n_maps, patches, n))
 		return hook_patch_apply(patches, n);
 	return patch_apply_over(m->maps, m->n_maps, patches, n);
+}
+
+int hook_patch_apply_pair(struct hook_mem *m, struct hook_patch *first, size_t n_first,
+                          struct hook_patch *then, size_t n_then)
+{
+	int err = patch_check_lens(first, n_first);
+	if (!err)
+		err = patch_check_lens(then, n_then);
+	if (err)
+		return err;
+	if (m && m->maps_fresh != MEM_MAPS_STALE &&
+	    patch_all_mapped(m->maps, m->n_maps, first, n_first) &&
+	    patch_all_mapped(m->maps, m->n_maps, then, n_then))
+		return patch_pair_over(m->maps, m->n_maps, first, n_first, then, n_then);
+	struct hook_map *maps = NULL;
+	int n_maps = 0;
+	err = maps_load(&maps, &n_maps);
+	if (!err)
+		err = patch_pair_over(maps, n_maps, first, n_first, then, n_then);
+	free(maps);
+	return err;
 }

@@ -124,6 +124,20 @@ int hook_patch_apply(struct hook_patch *patches, size_t n);
  * mapping. */
 int hook_patch_apply_kept(struct hook_mem *m, struct hook_patch *patches, size_t n);
 
+/* Writes every patch of first[], then every patch of then[] (each array
+ * sorted by address in place), under one mprotect pair when all their
+ * bytes lie in one mapping (else as hook_patch_apply() of first, then of
+ * then). The agent's padding form needs the order: a slot (first) must
+ * hold its jump before an entry (then) jumps to it, and the agent itself
+ * runs hooked functions between two writes (patch_write's memcpy is
+ * glibc's __memmove_avx_unaligned_erms, whose slot is in its own padding
+ * after its entry: written in plain address order, its next call runs
+ * the padding's nops into the code behind them). With m, m's snapshot
+ * of /proc/self/maps serves as for hook_patch_apply_kept() (NULL: read
+ * it). Errors as hook_patch_apply(). */
+int hook_patch_apply_pair(struct hook_mem *m, struct hook_patch *first, size_t n_first,
+                          struct hook_patch *then, size_t n_then);
+
 /* /proc/self/maps parsing, exposed for tests. */
 struct hook_map {
 	uint64_t start, end;

@@ -215,12 +215,54 @@ static void test_patch_steps(void **state)
 	munmap(p, len);
 }
 
+/* hook_patch_apply_pair(): every patch of first before any of then,
+ * whatever their addresses (a padding slot before the entry that jumps to
+ * it, hook_mem.h), under one mprotect pair in one mapping, one array
+ * after the other over two. A then patch covering a first one at a
+ * higher address tells the order: then's bytes must win (in one
+ * address-sorted array first's would). */
+static void test_patch_pair(void **state)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *p =
+	    mmap(NULL, 3 * (size_t)pg, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct hook_patch first[2] = {
+	    {(uint64_t)p + (size_t)pg + 40, 5, {0xe9, 9, 9, 9, 9}}, /* out of order: sorted */
+	    {(uint64_t)p + 100, 5, {0xe9, 1, 1, 1, 1}},
+	};
+	struct hook_patch then[1] = {{(uint64_t)p + 98, 8, {0xeb, 2, 3, 3, 3, 3, 3, 3}}};
+
+	(void)state;
+	assert_ptr_not_equal(p, MAP_FAILED);
+	assert_int_equal(hook_patch_apply_pair(NULL, first, 2, then, 1), 0);
+	assert_int_equal(first[0].addr, (uint64_t)p + 100);
+	assert_memory_equal(p + 98, "\xeb\x02\x03\x03\x03\x03\x03\x03", 8);
+	assert_memory_equal(p + 106, "\0\0", 2);
+	assert_memory_equal(p + pg + 40, "\xe9\x09\x09\x09\x09", 5);
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(prot_of(p + k * pg), PROT_READ | PROT_EXEC);
+	/* two mappings (the last page read-only): one array after the other */
+	assert_int_equal(mprotect(p + 2 * pg, (size_t)pg, PROT_READ), 0);
+	first[0] = (struct hook_patch){(uint64_t)p + 2 * (size_t)pg + 8, 5, {0xe9, 4, 4, 4, 4}};
+	then[0] = (struct hook_patch){(uint64_t)p + 2 * (size_t)pg + 6, 8, {0xeb, 5, 6, 6, 6, 6}};
+	assert_int_equal(hook_patch_apply_pair(NULL, first, 2, then, 1), 0);
+	assert_memory_equal(p + 2 * pg + 6, "\xeb\x05\x06\x06\x06\x06\0\0", 8);
+	assert_int_equal(prot_of(p + 2 * pg), PROT_READ);
+	assert_int_equal(prot_of(p), PROT_READ | PROT_EXEC);
+	/* nothing to write, and a bad length in either array */
+	assert_int_equal(hook_patch_apply_pair(NULL, first, 0, then, 0), 0);
+	then[0].len = 0;
+	assert_int_equal(hook_patch_apply_pair(NULL, first, 2, then, 1), -EINVAL);
+	munmap(p, 3 * (size_t)pg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_maps_parse), cmocka_unit_test(test_alloc_near_and_seal),
 	    cmocka_unit_test(test_is_tramp),   cmocka_unit_test(test_patch_apply),
 	    cmocka_unit_test(test_patch_run),  cmocka_unit_test(test_patch_steps),
+	    cmocka_unit_test(test_patch_pair),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
