@@ -636,7 +636,7 @@ static long patch_run(const struct hook_map *maps, int n_maps, uint64_t pg,
 }
 
 /* Whether every patch lies in a mapping of maps (then the snapshot can
- * serve: hook_patch_apply_kept). */
+ * serve: hook_patch_apply_pair). */
 static bool patch_all_mapped(const struct hook_map *maps, int n_maps,
                              const struct hook_patch *patches, size_t n)
 {
@@ -726,19 +726,6 @@ int hook_patch_apply(struct hook_patch *patches, size_t n)
 		err = patch_apply_over(maps, n_maps, patches, n);
 	free(maps);
 	return err;
-}
-
-int hook_patch_apply_kept(struct hook_mem *m, struct hook_patch *patches, size_t n)
-{
-	int err = patch_check_lens(patches, n);
-	if (err)
-		return err;
-	/* The snapshot as read (plus our own regions, which no patch
-	 * targets): every patch's mapping must be in it, else it is older
-	 * than the image and /proc/self/maps is read as usual. */
-	if (m->maps_fresh == MEM_MAPS_STALE || !patch_all_mapped(m->maps, m->n_maps, patches, n))
-		return hook_patch_apply(patches, n);
-	return patch_apply_over(m->maps, m->n_maps, patches, n);
 }
 
 int hook_patch_apply_pair(struct hook_mem *m, struct hook_patch *first, size_t n_first,

@@ -115,15 +115,6 @@ struct hook_patch {
  * Errors: -EINVAL (bad len), -EFAULT (address not mapped), -errno of
  * open/read/mprotect. Patches before the failing one stay applied. */
 int hook_patch_apply(struct hook_patch *patches, size_t n);
-/* The same with the protections of m's snapshot of /proc/self/maps
- * (hook_mem_alloc's) instead of reading it again, for a caller that knows
- * nothing but the agent changed the address space since it was read (the
- * start-up scan: one thread, no program code run yet). The snapshot's own
- * mprotect pairs restore what it says, so it stays true. Reads the maps as
- * hook_patch_apply() does when the snapshot is stale or misses a patch's
- * mapping. */
-int hook_patch_apply_kept(struct hook_mem *m, struct hook_patch *patches, size_t n);
-
 /* Writes every patch of first[], then every patch of then[] (each array
  * sorted by address in place), under one mprotect pair when all their
  * bytes lie in one mapping (else as hook_patch_apply() of first, then of
@@ -132,9 +123,14 @@ int hook_patch_apply_kept(struct hook_mem *m, struct hook_patch *patches, size_t
  * runs hooked functions between two writes (patch_write's memcpy is
  * glibc's __memmove_avx_unaligned_erms, whose slot is in its own padding
  * after its entry: written in plain address order, its next call runs
- * the padding's nops into the code behind them). With m, m's snapshot
- * of /proc/self/maps serves as for hook_patch_apply_kept() (NULL: read
- * it). Errors as hook_patch_apply(). */
+ * the padding's nops into the code behind them). With m, the protections
+ * of m's snapshot of /proc/self/maps (hook_mem_alloc's) serve instead of
+ * reading it again, for a caller that knows nothing but the agent changed
+ * the address space since it was read (the start-up scan: one thread, no
+ * program code run yet); the snapshot's own mprotect pairs restore what it
+ * says, so it stays true. The maps are read as hook_patch_apply() does
+ * when m is NULL, or its snapshot stale or missing a patch's mapping.
+ * Errors as hook_patch_apply(). */
 int hook_patch_apply_pair(struct hook_mem *m, struct hook_patch *first, size_t n_first,
                           struct hook_patch *then, size_t n_then);
 
