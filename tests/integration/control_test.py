@@ -963,11 +963,11 @@ def case_idlepools(ada, target, work):
                         pools["snapshot"] <= ring // 8):
                     break
             time.sleep(0.05)
+        man = r.finish()  # before the check: a failure ends the recording cleanly too
         check(st.get("windows", {}).get("persisted") == 1 and pools.get("windows") == 0 and
               0 < pools.get("snapshot", -1) <= ring // 8,
               "after the window closed the recorder still holds its pools: %r (windows %r)" %
               (pools, st.get("windows")))
-        man = r.finish()
     finally:
         r.kill()
         os.environ.pop("ADA_TEST_HEAP_POOL_MS", None)
