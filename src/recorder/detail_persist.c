@@ -84,6 +84,26 @@ static int pd_buffer(struct ada_recorder *r, struct wal_thread *t)
 		r->dsnap.buf = b;
 		r->dsnap.cap = d;
 	}
+	r->dsnap.used = true; /* kept past heap.c's next look */
+	return 0;
+}
+
+/* Grows the span tick's buffer to two chunks of the slot's ring, what
+ * ada_detail_ring_ends needs: the tick never holds the ring's size. */
+static int pd_ends_buffer(struct ada_recorder *r, struct wal_thread *t)
+{
+	uint64_t d = ada_arena_config_of(t->p->arena)->detail_bytes;
+	if (d == 0)
+		return -ENODATA;
+	size_t need = (size_t)2 << ada_detail_chunk_shift(d);
+	if (r->dsnap.ends_cap < need) {
+		void *b = NULL;
+		if (posix_memalign(&b, 64, need) != 0)
+			return -ENOMEM;
+		free(r->dsnap.ends);
+		r->dsnap.ends = b;
+		r->dsnap.ends_cap = need;
+	}
 	return 0;
 }
 
@@ -814,20 +834,20 @@ int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t 
 	/* Only the two ends: a full copy of the ring per thread per second
 	 * cost a large share of the drain with --detail always and big rings. */
 	struct ada_detail_snapshot snap;
-	int e = pd_buffer(r, t);
+	int e = pd_ends_buffer(r, t);
 	if (e == -ENODATA)
 		return 0;
 	if (e < 0)
 		return e;
 	struct ada_detail_ends ends;
-	e = ada_detail_ring_ends(t->p->arena, t->slot, r->dsnap.buf, r->dsnap.cap, &ends);
+	e = ada_detail_ring_ends(t->p->arena, t->slot, r->dsnap.ends, r->dsnap.ends_cap, &ends);
 	if (e == 0 && !ends.found)
 		return 0;
 	if (e == 0) {
 		struct pd_rec a, b;
 		size_t oa = 0, ob = 0;
 		uint32_t la, lb;
-		const uint8_t *base = r->dsnap.buf;
+		const uint8_t *base = r->dsnap.ends;
 		const void *pa =
 		    ada_detail_rec_next(base + ends.first_off, ends.first_len, &oa, &la);
 		const void *pb = ada_detail_rec_next(base + ends.last_off, ends.last_len, &ob, &lb);
@@ -841,8 +861,12 @@ int wal_detail_ring_span(struct ada_recorder *r, struct wal_thread *t, uint64_t 
 	} else if (e != -EAGAIN) {
 		return e;
 	}
-	/* Overtaken, malformed, or an end the walk would skip: the whole ring. */
+	/* Overtaken, malformed, or an end the walk would skip: the whole ring,
+	 * in the snapshot buffer. Not a use that keeps it (heap.c): a ring
+	 * overtaken at every tick would keep its size for good. */
+	bool used = r->dsnap.used;
 	e = pd_snapshot(r, t, 0, &snap);
+	r->dsnap.used = used;
 	if (e == -ENODATA)
 		return 0;
 	if (e < 0)

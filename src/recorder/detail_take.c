@@ -22,6 +22,7 @@
 static struct pd_part *pd_block(struct ada_recorder *r, struct wal_tdetail *dt)
 {
 	struct pd_part *pt = r->flight.mem_pool;
+	r->flight.mem_pool_used = true; /* the pool kept past heap.c's next look */
 	if (pt) {
 		r->flight.mem_pool = pt->next;
 		r->flight.mem_pool_n--;

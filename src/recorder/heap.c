@@ -18,10 +18,15 @@
  * or of writes in flight raised the recorder's heap for the rest of the
  * recording (the 30-minute soak's grew by ~1 MiB a minute). Every
  * WAL_HEAP_POOL_NS the buffers no write took since the last look are
- * freed (each is a mapping of its own: given back whole).
+ * freed (each is a mapping of its own: given back whole). At the same
+ * look, the recorder's own two: the detail snapshot buffer (as large as
+ * the largest detail ring a window copied, up to 1 GiB) and the windows'
+ * pool of free blocks (up to 32 MiB), each freed when nothing took it
+ * since the last look (no window needed them for 10-20 s).
  */
 #define _GNU_SOURCE
 #include <malloc.h>
+#include <stdlib.h>
 
 #include "detail_pd.h"
 #include "recorder_internal.h"
@@ -32,19 +37,44 @@
 /* How long a staging buffer may stay unused before it is freed. */
 #define WAL_HEAP_POOL_NS (10ull * 1000000000ull)
 
+/* The period of the pools' looks: WAL_HEAP_POOL_NS, or (test hook,
+ * e2e.heap_idle_pools) ADA_TEST_HEAP_POOL_MS milliseconds. */
+static uint64_t heap_pool_period_ns = WAL_HEAP_POOL_NS;
+
 void wal_heap_setup(void)
 {
 	(void)mallopt(M_MMAP_THRESHOLD, WAL_HEAP_MMAP_THRESHOLD);
+	const char *v = getenv("ADA_TEST_HEAP_POOL_MS");
+	unsigned long ms = v ? strtoul(v, NULL, 10) : 0;
+	if (ms > 0 && ms < 600000)
+		heap_pool_period_ns = (uint64_t)ms * 1000000ull;
 }
 
-/* The staging buffers unused for WAL_HEAP_POOL_NS freed. */
+/* The snapshot buffer and the windows' free blocks, freed when nothing
+ * took them since the last look (the span tick has its own buffer, and
+ * its rare full copy does not count as a use: detail_persist.c). */
+static void wal_heap_recorder_pools(struct ada_recorder *r)
+{
+	if (!r->dsnap.used && r->dsnap.buf) {
+		free(r->dsnap.buf);
+		r->dsnap.buf = NULL;
+		r->dsnap.cap = 0;
+	}
+	r->dsnap.used = false;
+	if (!r->flight.mem_pool_used)
+		wal_detail_pool_free(r);
+	r->flight.mem_pool_used = false;
+}
+
+/* The pools unused for a period freed. */
 static void wal_heap_pool(struct ada_recorder *r)
 {
 	uint64_t now = wal_now_ns();
-	if (now - r->heap_pool_ns < WAL_HEAP_POOL_NS)
+	if (now - r->heap_pool_ns < heap_pool_period_ns)
 		return;
 	r->heap_pool_ns = now;
 	(void)ada_wal_io_trim(r->io);
+	wal_heap_recorder_pools(r);
 }
 
 void wal_heap_tick(struct ada_recorder *r)
@@ -67,5 +97,5 @@ void wal_heap_pools(const struct ada_recorder *r, struct ada_recorder_live *v)
 		v->heap_staging_bytes = (uint64_t)made * ada_wal_io_buffer_bytes(r->io);
 	}
 	v->heap_window_bytes = r->flight.mem_bytes + (uint64_t)r->flight.mem_pool_n * PD_BLOCK;
-	v->heap_snapshot_bytes = r->dsnap.cap;
+	v->heap_snapshot_bytes = r->dsnap.cap + r->dsnap.ends_cap;
 }

@@ -537,6 +537,7 @@ void ada_recorder_free(struct ada_recorder *r)
 	free(r->out_dir);
 	free(r->ring_config);
 	free(r->dsnap.buf);
+	free(r->dsnap.ends);
 	free(r->session_dir);
 	free(r->arena_dir);
 	free(r);

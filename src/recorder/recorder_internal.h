@@ -423,6 +423,7 @@ struct wal_flight {
 	uint64_t mem_bytes, mem_peak, mem_limit, mem_full;
 	void *mem_pool; /* free blocks kept for reuse (detail_persist.c) */
 	uint32_t mem_pool_n;
+	bool mem_pool_used;   /* a block taken since heap.c's last look */
 	uint64_t take_cpu_ns; /* the takes' CPU, the whole run */
 	/* Rotations put off while a thread's records waited in window
 	 * memory (wal_flight_rotate_later), and rotations made with records
@@ -430,10 +431,17 @@ struct wal_flight {
 	uint64_t rotate_deferred, rotate_forced;
 };
 
-/* The detail ring snapshot buffer (detail_persist.c). */
+/* The detail ring snapshot buffer (detail_persist.c), as large as the
+ * largest ring a window or an end copied; used: taken since heap.c's
+ * last look, which frees it when not (a recording with big rings does
+ * not hold their size between windows). ends: the once-a-second span
+ * tick's own, two chunks of the largest ring (ada_detail_ring_ends). */
 struct wal_dsnap {
 	void *buf;
 	size_t cap;
+	bool used;
+	void *ends;
+	size_t ends_cap;
 };
 
 /* Shared memory (shm.c). */

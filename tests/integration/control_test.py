@@ -933,9 +933,53 @@ def case_forkheap(ada, target, work):
         r.kill()
 
 
+IDLE_DETAIL_MB = 64
+IDLE_POOL_MS = 300  # the pools' look every 0.3 s instead of 10 s (ADA_TEST_HEAP_POOL_MS)
+
+
+def case_idlepools(ada, target, work):
+    """The recorder's own pools given back once no window needs them (issue
+    35 follow-up): with 64 MiB detail rings, a window that fired and closed
+    leaves neither the detail snapshot buffer (the ring's size) nor the
+    windows' free blocks in the recorder's heap; what stays is the span
+    tick's buffer, two chunks (an eighth) of the ring."""
+    os.environ["ADA_TEST_HEAP_POOL_MS"] = str(IDLE_POOL_MS)
+    r = Rec(ada, target, work, ["--detail-mb", str(IDLE_DETAIL_MB), "--post-roll-sec", "0.1"])
+    try:
+        r.do("busy")
+        r.ada_cmd("trigger", str(r.pid), "--note", "idle pools")
+        r.do("busy")
+        ring = IDLE_DETAIL_MB << 20
+        st, pools = {}, {}
+        # Until the window is persisted and the pools' looks found them
+        # unused (a poll on the condition, bounded, not a timed wait).
+        for _ in range(1200):
+            rc, so, _ = run([ada, "status", str(r.pid), "--json"])
+            if rc == 0:
+                st = json.loads(so)
+                pools = st["recorder"]["heap_pools_bytes"]
+                w = st["windows"]
+                if (w["total"] == 1 and w["persisted"] == 1 and pools["windows"] == 0 and
+                        pools["snapshot"] <= ring // 8):
+                    break
+            time.sleep(0.05)
+        man = r.finish()  # before the check: a failure ends the recording cleanly too
+        check(st.get("windows", {}).get("persisted") == 1 and pools.get("windows") == 0 and
+              0 < pools.get("snapshot", -1) <= ring // 8,
+              "after the window closed the recorder still holds its pools: %r (windows %r)" %
+              (pools, st.get("windows")))
+    finally:
+        r.kill()
+        os.environ.pop("ADA_TEST_HEAP_POOL_MS", None)
+    w = windows(man)
+    check(len(w) == 1 and w[0]["records"] > 0, "the window: %s" % json.dumps(w)[:800])
+    print("idlepools: after the window (%d records) the pools are %r" % (w[0]["records"], pools))
+
+
 CASES = {"wake": case_wake, "looks": case_looks, "retitle": case_retitle, "arm": case_arm, "held": case_held, "fakeserver": case_fakeserver, "windows": case_windows, "note": case_note, "status": case_status,
          "malformed": case_malformed, "never": case_never, "peer": case_peer,
-         "registry": case_registry, "always": case_always, "forkheap": case_forkheap}
+         "registry": case_registry, "always": case_always, "forkheap": case_forkheap,
+         "idlepools": case_idlepools}
 
 
 def main():

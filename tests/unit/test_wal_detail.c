@@ -1348,6 +1348,7 @@ static void pdrain_close(struct pdrain *d)
 	wal_detail_pool_free(&d->r);
 	ada_wal_io_free(d->io);
 	free(d->r.dsnap.buf);
+	free(d->r.dsnap.ends); /* the span tick's (wal_detail_ring_span) */
 }
 
 /* validate: both files, and every link both ways */
