@@ -300,33 +300,6 @@ static int read_in(const char *dir)
  * walk again (a directory renamed since is still read through the kept
  * descriptor); another directory is walked and replaces it; the end
  * closes what the memo kept, and walks are walks again. */
-static void test_walk_memo(void **state)
-{
-	(void)state;
-	const char *dirs[] = {"d", "e"};
-	for (int i = 0; i < 2; i++) {
-		char f[8];
-		assert_int_equal(mkdirat(rfd, dirs[i], 0700), 0);
-		snprintf(f, sizeof(f), "%s/f", dirs[i]);
-		plant_target(f, "abc");
-		assert_int_equal(fchmodat(rfd, f, 0600, 0), 0);
-	}
-	int fds = open_fds();
-	ada_fs_memo_begin();
-	assert_int_equal(read_in("d"), 0);
-	assert_int_equal(renameat(rfd, "d", rfd, "d2"), 0);
-	assert_int_equal(read_in("d"), 0); /* not walked: the kept descriptor */
-	assert_int_equal(read_in("e"), 0); /* walked, now the memo's */
-	assert_int_equal(read_in("d"), -ENOENT);
-	assert_int_equal(open_fds(), fds + 1);
-	ada_fs_memo_end();
-	assert_int_equal(open_fds(), fds);
-	assert_int_equal(read_in("e"), 0);
-	assert_int_equal(renameat(rfd, "e", rfd, "e2"), 0);
-	assert_int_equal(read_in("e"), -ENOENT); /* no memo: walked */
-	assert_int_equal(read_in("d2"), 0);
-}
-
 /* ada_fs_dirents: every entry once over several getdents64 buffers (600
  * names of 40 bytes are well over one 8 KiB buffer), err 0 at the end;
  * -EBADF from a descriptor that is no directory. */
@@ -365,6 +338,33 @@ static void test_dirents(void **state)
 	ada_fs_dirents_init(&d, -1);
 	assert_null(ada_fs_dirents_next(&d));
 	assert_int_equal(d.err, -EBADF);
+}
+
+static void test_walk_memo(void **state)
+{
+	(void)state;
+	const char *dirs[] = {"d", "e"};
+	for (int i = 0; i < 2; i++) {
+		char f[8];
+		assert_int_equal(mkdirat(rfd, dirs[i], 0700), 0);
+		snprintf(f, sizeof(f), "%s/f", dirs[i]);
+		plant_target(f, "abc");
+		assert_int_equal(fchmodat(rfd, f, 0600, 0), 0);
+	}
+	int fds = open_fds();
+	ada_fs_memo_begin();
+	assert_int_equal(read_in("d"), 0);
+	assert_int_equal(renameat(rfd, "d", rfd, "d2"), 0);
+	assert_int_equal(read_in("d"), 0); /* not walked: the kept descriptor */
+	assert_int_equal(read_in("e"), 0); /* walked, now the memo's */
+	assert_int_equal(read_in("d"), -ENOENT);
+	assert_int_equal(open_fds(), fds + 1);
+	ada_fs_memo_end();
+	assert_int_equal(open_fds(), fds);
+	assert_int_equal(read_in("e"), 0);
+	assert_int_equal(renameat(rfd, "e", rfd, "e2"), 0);
+	assert_int_equal(read_in("e"), -ENOENT); /* no memo: walked */
+	assert_int_equal(read_in("d2"), 0);
 }
 
 int main(void)
