@@ -95,12 +95,11 @@ static size_t varint_len(uint64_t v)
  * one, and is bounded: its own bytes (a seq varint of 10, a detail one of
  * 5: |detail - prev - 1| < 2^33 zigzagged) and what the next link's detail
  * varint can grow by (4; its seq delta only shrinks). */
-#define CIDX_LINK_UNORDERED_MAX 20u
 static void enc_link_count(struct ada_cidx_enc *e, uint64_t seq, uint32_t detail)
 {
 	if (e->nlinks && seq <= e->link_last) {
 		e->links_unordered = true;
-		e->link_bytes += CIDX_LINK_UNORDERED_MAX;
+		e->link_bytes += ADA_CIDX_LINK_MAX_BYTES;
 		if (seq == e->link_last) /* the next one is coded against this */
 			e->link_last_detail = detail;
 		return;

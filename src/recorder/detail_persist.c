@@ -367,14 +367,31 @@ static void pd_leave(struct pd_walk_ctl *c, struct wal_tdetail *dt, const void *
 	dt->stop_ns = ns;
 }
 
+/* What persisting a record of len bytes may cost the disk budget: the
+ * record, and the step its link may add to the index file's allocation
+ * (a compact file's link table grows with its links). */
+static uint64_t pd_record_room(const struct wal_thread *t, uint64_t len)
+{
+	return len + (t->f ? ada_wal_file_link_room(t->f) : 0);
+}
+
+/* What a write cost the disk budget: the detail file's bytes (st->bytes
+ * since bytes0) and the index file's allocation since alloc0. */
+static uint64_t pd_record_paid(const struct wal_thread *t, const struct wal_detail_stats *st,
+                               uint64_t bytes0, uint64_t alloc0)
+{
+	uint64_t alloc = t->f ? ada_wal_file_disk_bytes(t->f) : alloc0;
+	return st->bytes - bytes0 + (alloc > alloc0 ? alloc - alloc0 : 0);
+}
+
 /* Whether the budget lets a record of len bytes be persisted: bytes
  * left, and the deadline not passed (the clock read every 16 records). */
-static bool pd_affordable(const struct pd_walk_ctl *c, uint32_t len)
+static bool pd_affordable(const struct wal_thread *t, const struct pd_walk_ctl *c, uint32_t len)
 {
 	struct wal_detail_budget *b = c->budget;
 	if (!b)
 		return true;
-	if (b->bytes < len)
+	if (b->bytes < pd_record_room(t, len))
 		return false;
 	if (b->until_clock-- > 0)
 		return true;
@@ -415,22 +432,24 @@ static int pd_write_counted(struct wal_thread *t, struct wal_tdetail *dt, const 
 
 /* A live persist's write (b: its pass's budget, or NULL): the budget pays
  * the record's bytes in the detail file, not its ring record's, which are
- * up to half as many: the pass's room is disk the budget made. */
+ * up to half as many, and what its link grew the index file by: the
+ * pass's room is disk the budget made. */
 static void pd_write_paid(struct wal_thread *t, struct wal_tdetail *dt, struct wal_detail_budget *b,
                           const struct pd_rec *rc, uint64_t seq, uint64_t ts,
                           struct wal_detail_stats *st)
 {
-	uint64_t before = st->bytes;
+	uint64_t before = st->bytes, alloc0 = t->f ? ada_wal_file_disk_bytes(t->f) : 0;
 	if (pd_write_counted(t, dt, rc, seq, ts, st) == 0 && b) {
-		uint64_t paid = st->bytes - before;
+		uint64_t paid = pd_record_paid(t, st, before, alloc0);
 		b->bytes = paid < b->bytes ? b->bytes - paid : 0;
 	}
 }
 
 /* At a thread's end under the disk budget (b->at_end): the record is
  * written when its bytes in the detail file (larger than the ring's
- * record) fit what is left of b, else decided unwritten and counted
- * (st->over_budget): no later call writes into this file. */
+ * record) and its link's growth of the index file fit what is left of b,
+ * else decided unwritten and counted (st->over_budget): no later call
+ * writes into this file. */
 static void pd_write_end(struct wal_thread *t, struct wal_tdetail *dt, struct wal_detail_budget *b,
                          const struct pd_rec *rc, uint64_t seq, uint64_t ts,
                          struct wal_detail_stats *st)
@@ -439,13 +458,15 @@ static void pd_write_end(struct wal_thread *t, struct wal_tdetail *dt, struct wa
 	struct atf_detail_function_payload p;
 	uint64_t xmm[ATF_DETAIL_XMM_WORDS];
 	pd_build(t, rc, (uint32_t)seq, ts, &h, &p, xmm);
-	if (h.total_length > b->bytes) {
+	if (pd_record_room(t, h.total_length) > b->bytes) {
 		st->over_budget++;
 		return;
 	}
-	uint64_t before = st->bytes;
-	if (pd_write_counted(t, dt, rc, seq, ts, st) == 0)
-		b->bytes -= st->bytes - before;
+	uint64_t before = st->bytes, alloc0 = t->f ? ada_wal_file_disk_bytes(t->f) : 0;
+	if (pd_write_counted(t, dt, rc, seq, ts, st) == 0) {
+		uint64_t paid = pd_record_paid(t, st, before, alloc0);
+		b->bytes = paid < b->bytes ? b->bytes - paid : 0;
+	}
 }
 
 /* Decides one record that may be persisted: written, skipped (outside
@@ -483,7 +504,7 @@ static bool pd_decide(struct wal_thread *t, struct wal_tdetail *dt, struct pd_wa
 			pd_write_end(t, dt, c->budget, rc, seq, ev.timestamp_ns, st);
 			break;
 		}
-		if (!pd_affordable(c, rl)) {
+		if (!pd_affordable(t, c, rl)) {
 			st->budget_spent = true;
 			pd_leave(c, dt, p, ns);
 			return false;

@@ -103,6 +103,23 @@ int wal_grow(struct ada_wal_file *f, uint64_t need)
 	return 0;
 }
 
+int wal_grow_tail(struct ada_wal_file *f, uint64_t need)
+{
+	if (f->alloc < need + ATF_FOOTER_SIZE)
+		wal_grow_wait(f);
+	if (f->alloc >= need + ATF_FOOTER_SIZE)
+		return 0;
+	uint64_t shortfall = need + ATF_FOOTER_SIZE - f->alloc;
+	uint64_t step = (shortfall + WAL_MIN_SEGMENT - 1) / WAL_MIN_SEGMENT * WAL_MIN_SEGMENT;
+	if (fallocate(f->fd, 0, (off_t)f->alloc, (off_t)step) < 0)
+		return -errno;
+	f->alloc += step;
+	f->io->alloc_open += step;
+	wal_room_take(f->io, step);
+	f->segments++;
+	return 0;
+}
+
 /* Asks io_uring for the next segment while a quarter of this one is
  * still free (files past their first 1 MiB, which have segments worth
  * it). Under a disk budget the segment ahead counts against it: never

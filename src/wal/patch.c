@@ -186,6 +186,11 @@ uint32_t wal_crc32_patch_delta(uint32_t d, uint64_t k, uint64_t len)
 	return (uint32_t)crc32_combine(lin, 0, (z_off_t)(len - k - 4));
 }
 
+uint64_t ada_wal_file_link_room(const struct ada_wal_file *f)
+{
+	return f->cx ? wal_cidx_link_room(f) : 0;
+}
+
 int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v)
 {
 	if (i >= f->events)

@@ -544,16 +544,26 @@ int wal_cidx_link(struct ada_wal_file *f, uint64_t i, uint32_t v)
 	if (r < 0)
 		return r;
 	/* The tail grew after the fact: the allocation (what the disk budget
-	 * counts) keeps room for it, so finalize writes nothing past it.
-	 * Failing that, finalize still writes it, and the budget counts the
-	 * file's final size. */
+	 * counts) keeps room for it, so finalize writes nothing past it,
+	 * grown a small step at a time: the budget pays each step with the
+	 * record whose link needs it (ada_wal_file_link_room), and a whole
+	 * segment took up to 4 MiB more than the room it made for a thread's
+	 * end (e2e.budget_windows_big, 0.1-0.5 MB over its budget). Failing
+	 * that, finalize still writes it, and the budget counts the file's
+	 * final size. */
 	if (f->end + wal_cidx_tail(f) + ATF_FOOTER_SIZE > f->alloc && !f->error)
-		(void)wal_grow(f, f->end + wal_cidx_tail(f));
+		(void)wal_grow_tail(f, f->end + wal_cidx_tail(f));
 	if (c->recent && i < f->events && f->events - i <= c->nrecent) {
 		c->rlink[i & (c->nrecent - 1)] = (struct wal_cidx_rlink){i + 1, v, c->gen};
 		c->rlink_first = i < c->rlink_first ? i : c->rlink_first;
 	}
 	return 0;
+}
+
+uint64_t wal_cidx_link_room(const struct ada_wal_file *f)
+{
+	uint64_t need = f->end + wal_cidx_tail(f) + ADA_CIDX_LINK_MAX_BYTES + ATF_FOOTER_SIZE;
+	return need > f->alloc && !f->error ? WAL_MIN_SEGMENT : 0;
 }
 
 uint64_t wal_cidx_unlink_from(struct ada_wal_file *f, uint32_t detail_seq)

@@ -252,6 +252,10 @@ void wal_direct_cut(struct ada_wal_file *f, struct wal_buf *b, bool pad);
  * (0 or -errno); asks for the next segment ahead of time; the flush
  * policy's and --safe's step at a new segment. */
 int wal_grow(struct ada_wal_file *f, uint64_t need);
+/* wal_grow() in WAL_MIN_SEGMENT steps, no segment ahead: the room a
+ * compact file's link table needs (segment_cidx.c wal_cidx_link), which
+ * the disk budget pays record by record (ada_wal_file_link_room). */
+int wal_grow_tail(struct ada_wal_file *f, uint64_t need);
 void wal_grow_ahead(struct ada_wal_file *f, uint64_t need);
 void wal_on_rotate(struct ada_wal_file *f);
 /* The disk window (dwin.c). Event reads and patches of a file's durable
@@ -321,6 +325,8 @@ size_t wal_cidx_fit(uint64_t bytes);
  * table, block table and footer): kept allocated ahead with the events,
  * so that a finished file is never larger than what the budget counted. */
 uint64_t wal_cidx_tail(const struct ada_wal_file *f);
+/* ada_wal_file_link_room() of a compact file. */
+uint64_t wal_cidx_link_room(const struct ada_wal_file *f);
 struct atf_index_event *wal_cidx_chunk(struct ada_wal_file *f);
 /* Codes the chunk's first n events into the staging buffers; false when
  * some were lost (no buffer: counted in f->lost, the file is full). */

@@ -278,6 +278,10 @@ uint64_t ada_cidx_enc_offset(const struct ada_cidx_enc *e);
  * most: links added in seq order are counted exactly, others at their
  * longest, so a writer can count the tail against a disk budget ahead. */
 size_t ada_cidx_enc_tail_size(const struct ada_cidx_enc *e);
+/* The most one ada_cidx_enc_link() adds to ada_cidx_enc_tail_size(): a
+ * link out of seq order at its longest (one in order takes two varints,
+ * 15 bytes at most). */
+#define ADA_CIDX_LINK_MAX_BYTES 20u
 /* Seals nothing (seal first): writes the link table, the block table and
  * the footer into buf (they go at ada_cidx_enc_offset() of the file) and
  * fills *h, the final file header. *len gets the bytes written. -ENOSPC

@@ -315,6 +315,12 @@ int wal_file_event_read(struct ada_wal_file *f, uint64_t i, struct atf_index_eve
  * that completed before an earlier one, or the window could not be read)
  * -> pwrite now. 0 or -errno. */
 int wal_file_patch_detail_seq(struct ada_wal_file *f, uint64_t i, uint32_t v);
+/* The most the next wal_file_patch_detail_seq() adds to
+ * ada_wal_file_disk_bytes(): a compact file's link table grows its
+ * allocation a step at a time (0, or one step); an ATF v2 file's link is
+ * patched in place (0). A writer under a disk budget pays it with the
+ * record it links. */
+uint64_t ada_wal_file_link_room(const struct ada_wal_file *f);
 /* Takes a link back: event i's detail_seq from v (its link) to
  * ATF_NO_DETAIL, where the event is, as wal_file_patch_detail_seq sets it.
  * For a detail file cut short by a failed write. 0 or -errno. */
