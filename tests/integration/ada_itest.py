@@ -2697,6 +2697,9 @@ def cmd_flight(args, ada, work, rep):
                               in env else "", " ".join(cmd)))
     session = find_session(out_dir, err, rep)
     rep.note("session: %s" % session)
+    if not glob.glob(os.path.join(session, "pid_*")):  # what ada said about it
+        rep.note("ada record exited %d with no process recorded; its stderr: %s" % (
+            rc, err.decode(errors="replace")[-3000:]))
     check_arena_gone(rep, session)
     check_same_behaviour(rep, cmd, session, untraced, (rc, out, err))
     ada.validate(session, rep)
