@@ -70,20 +70,29 @@ uint64_t pd_to_ns(const struct ada_recorder *r, uint64_t raw)
 	return r->use_tsc ? ada_tsc_clock_to_ns(&r->clk, raw) : raw;
 }
 
+/* A cache-line-aligned buffer of at least need bytes in *buf (*cap its
+ * size), replaced only when too small: nothing in it is kept. */
+static int pd_grow(void **buf, size_t *cap, size_t need)
+{
+	if (*cap >= need)
+		return 0;
+	void *b = NULL;
+	if (posix_memalign(&b, 64, need) != 0)
+		return -ENOMEM;
+	free(*buf);
+	*buf = b;
+	*cap = need;
+	return 0;
+}
+
 /* Grows the recorder's snapshot buffer to the slot's ring size. */
 static int pd_buffer(struct ada_recorder *r, struct wal_thread *t)
 {
 	uint64_t d = ada_arena_config_of(t->p->arena)->detail_bytes;
 	if (d == 0)
 		return -ENODATA;
-	if (r->dsnap.cap < d) {
-		void *b = NULL;
-		if (posix_memalign(&b, 64, d) != 0)
-			return -ENOMEM;
-		free(r->dsnap.buf);
-		r->dsnap.buf = b;
-		r->dsnap.cap = d;
-	}
+	if (pd_grow(&r->dsnap.buf, &r->dsnap.cap, d) < 0)
+		return -ENOMEM;
 	r->dsnap.used = true; /* kept past heap.c's next look */
 	return 0;
 }
@@ -95,16 +104,7 @@ static int pd_ends_buffer(struct ada_recorder *r, struct wal_thread *t)
 	uint64_t d = ada_arena_config_of(t->p->arena)->detail_bytes;
 	if (d == 0)
 		return -ENODATA;
-	size_t need = (size_t)2 << ada_detail_chunk_shift(d);
-	if (r->dsnap.ends_cap < need) {
-		void *b = NULL;
-		if (posix_memalign(&b, 64, need) != 0)
-			return -ENOMEM;
-		free(r->dsnap.ends);
-		r->dsnap.ends = b;
-		r->dsnap.ends_cap = need;
-	}
-	return 0;
+	return pd_grow(&r->dsnap.ends, &r->dsnap.ends_cap, (size_t)2 << ada_detail_chunk_shift(d));
 }
 
 /* A snapshot of the slot's ring from `from` into the recorder's buffer,
