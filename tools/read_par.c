@@ -188,6 +188,7 @@ struct pw_walk {
 	struct pw_thread *cur;
 	size_t g;
 	uint64_t seq, gend;
+	uint64_t piece; /* events a piece */
 	int err;
 };
 
@@ -232,6 +233,16 @@ static void pw_gen(struct pw_walk *pw)
 	pw->seq = pw->gend = 0;
 	if (pw->g < t->ngen && t->gen[pw->g].index)
 		ada_atf_index_range(t->gen[pw->g].index, pw->from, pw->to, &pw->seq, &pw->gend);
+}
+
+/* RD_PWALK_PIECE, or ADA_READ_PIECE's. */
+static uint64_t pw_piece(void)
+{
+	const char *s = getenv("ADA_READ_PIECE");
+	char *end;
+	unsigned long long v = s ? strtoull(s, &end, 10) : 0;
+
+	return s && *s && !*end && v >= 1 && v <= (1u << 30) ? v : RD_PWALK_PIECE;
 }
 
 /* The next wanted thread with an index opened as cur; false when none
@@ -290,7 +301,7 @@ static struct pw_job *pw_next(struct pw_walk *pw)
 	j->ix = t->gen[pw->g].index;
 	j->gen = (uint32_t)pw->g;
 	j->begin = pw->seq;
-	j->end = ada_atf_index_piece_end(j->ix, pw->seq, RD_PWALK_PIECE);
+	j->end = ada_atf_index_piece_end(j->ix, pw->seq, pw->piece);
 	j->end = j->end < pw->gend ? j->end : pw->gend;
 	pw->seq = j->end;
 	return j;
@@ -349,8 +360,15 @@ int rd_pwalk_pid(struct rd_pid *rp, bool (*wants)(const void *f, uint32_t thread
                  uint64_t from, uint64_t to, struct ada_frames *w, const struct rd_pwalk_ops *ops,
                  void *cmd, unsigned nthreads)
 {
-	struct pw_walk pw = {.rp = rp, .wants = wants, .f = f, .from = from, .to = to, .w = w,
-	                     .ops = ops, .cmd = cmd};
+	struct pw_walk pw = {.rp = rp,
+	                     .wants = wants,
+	                     .f = f,
+	                     .from = from,
+	                     .to = to,
+	                     .w = w,
+	                     .ops = ops,
+	                     .cmd = cmd,
+	                     .piece = pw_piece()};
 	int err = rd_par_new(nthreads, pw_run, &pw.par);
 	struct rd_par_job *pj;
 

@@ -63,6 +63,8 @@ void rd_par_free(struct rd_par *p);
 
 /* ------------------------------------------------------------ pwalk */
 
+/* Events a piece; ADA_READ_PIECE=N (1..2^30) sets another, for the tests
+ * that cut a small session in many pieces. */
 #define RD_PWALK_PIECE (1u << 20)
 
 /* One thread being walked. */
