@@ -33,8 +33,9 @@
  * before the piece and ended in it, and a stack that together could
  * pass ADA_FRAMES_MAX_DEPTH.
  * Memory: the stack, grown by doubling up to ADA_FRAMES_MAX_DEPTH frames;
- * a piece's ops, at most one per event of it (a few in practice: each
- * ends a frame below, or follows one that did).
+ * a piece's ops, a few in practice (each ends a frame below, or follows
+ * one that did), at most FRAMES_OPS_MAX: a piece that would keep more
+ * (a file of ends without their calls) is walked again whole (-EAGAIN).
  * Threads: CLI only; a piece and the walker it is stitched to may be
  * walked by different threads, one at a time.
  */
@@ -43,6 +44,8 @@
 #include <string.h>
 
 #include "analyze.h"
+
+#define FRAMES_OPS_MAX (1u << 16) /* 4 MiB of ops a piece */
 
 /* What a piece leaves to the stitch, in event order. */
 enum frames_op_kind { FRAMES_OP_CALL, FRAMES_OP_END };
@@ -68,7 +71,7 @@ struct ada_frames {
 	bool part;
 	bool waited;            /* a wait marker came */
 	bool early_end;         /* the first wait marker was an END */
-	int err;                /* -ENOMEM keeping an op */
+	int err;                /* -ENOMEM keeping an op, -EAGAIN: too many */
 	int64_t floor;          /* the deepest depth a frame below can have */
 	uint64_t bottom_ns;     /* timed ends whose parent is below, since the last op */
 	struct frames_op *kept; /* the ops, nops of them */
@@ -151,6 +154,10 @@ static __attribute__((noinline)) void frames_orphan_from(struct ada_frames *w, u
 static void frames_op_add(struct ada_frames *w, enum frames_op_kind kind,
                           const struct atf_index_event *ev, uint32_t src, uint64_t seq)
 {
+	if (w->nops == FRAMES_OPS_MAX) {
+		w->err = -EAGAIN; /* walked again whole: memory stays bounded */
+		return;
+	}
 	if (w->nops == w->opcap) {
 		size_t nc = w->opcap ? w->opcap * 2 : 64;
 		struct frames_op *o = realloc(w->kept, nc * sizeof(*o));

@@ -407,6 +407,26 @@ static void pieces_stitch_to_one_walk(void **state)
 	free(ev);
 }
 
+/* A piece of nothing but ends of calls never seen keeps one op each: past
+ * the bound it is walked again whole, with the same result. */
+static void pieces_keep_bounded(void **state)
+{
+	enum { N = 150000 };
+	struct atf_index_event *ev = calloc(N, sizeof(*ev));
+	size_t cut[2] = {10, 140000};
+	(void)state;
+	assert_non_null(ev);
+	for (size_t i = 0; i < N; i++)
+		ev[i] = (struct atf_index_event){.timestamp_ns = 100 + i,
+		                                 .function_id = 7,
+		                                 .thread_id = 1,
+		                                 .event_kind = ATF_EVENT_RETURN,
+		                                 .call_depth = 1,
+		                                 .detail_seq = ATF_NO_DETAIL};
+	stitch_check(ev, N, cut, 2);
+	free(ev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -414,6 +434,7 @@ int main(void)
 	    cmocka_unit_test(waits_left_out),       cmocka_unit_test(unpaired_events_are_counted),
 	    cmocka_unit_test(deep_stack_and_reuse), cmocka_unit_test(hist_quantiles),
 	    cmocka_unit_test(demangling),           cmocka_unit_test(pieces_stitch_to_one_walk),
+	    cmocka_unit_test(pieces_keep_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

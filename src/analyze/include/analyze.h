@@ -176,7 +176,8 @@ size_t ada_frames_depth(const struct ada_frames *w);
  * the events after those w has, to w: 0, -ENOMEM (p could not keep what
  * it must), or -EAGAIN when p cannot be stitched (a wait begun before it
  * and ended in it, stacks that together might pass
- * ADA_FRAMES_MAX_DEPTH): w is then unchanged, and the piece's events are
+ * ADA_FRAMES_MAX_DEPTH, more ends reaching before it than a piece keeps,
+ * 65536): w is then unchanged, and the piece's events are
  * to be pushed to w instead (p's leave() calls are to be forgotten). */
 void ada_frames_part_begin(struct ada_frames *w);
 int ada_frames_stitch(struct ada_frames *w, const struct ada_frames *p);
