@@ -114,8 +114,12 @@ static struct ada_frame *frames_parent(struct ada_frames *w)
 	return w->n ? &w->stack[w->n - 1] : NULL;
 }
 
-/* Pops the top frame, ending it as how at ts. */
-static void frames_pop(struct ada_frames *w, enum ada_frame_end how, uint64_t ts)
+/* Pops the top frame, ending it as how at ts. Inline always: a RETURN's
+ * pop is the pairing's common case, and out of line it costs a call and
+ * its saved registers per frame (GCC stopped inlining it once pieces
+ * added their branch). */
+static inline __attribute__((always_inline)) void frames_pop(struct ada_frames *w,
+                                                             enum ada_frame_end how, uint64_t ts)
 {
 	struct ada_frame *f = &w->stack[--w->n];
 	struct ada_frame *parent = frames_parent(w);
