@@ -441,7 +441,9 @@ static int rp_walk_pid(struct rp_state *s, struct rd_pid *rp, struct ada_frames 
 		s->rp = rp;
 		err = rd_pwalk_pid(rp, rp_wants, &s->o->f, from, to, w, &rp_pwalk_ops, s, par);
 		*nthreads = s->nthreads;
-		return err ? err : s->err;
+		if (err != 1) /* 1: no threads to be had, walked below */
+			return err ? err : s->err;
+		err = 0;
 	}
 	for (size_t i = 0; i < rp->p->nthreads && !s->err && !err; i++) {
 		struct ada_atf_thread *t;

@@ -373,7 +373,7 @@ int rd_pwalk_pid(struct rd_pid *rp, bool (*wants)(const void *f, uint32_t thread
 	struct rd_par_job *pj;
 
 	if (err)
-		return err;
+		return 1; /* no threads to be had: the caller walks on its own */
 	for (;;) {
 		struct pw_job *j;
 		while (!err && !pw.err && rd_par_pending(pw.par) < 3 * (size_t)nthreads &&

@@ -93,7 +93,9 @@ struct rd_pwalk_ops {
  * --function or --depth: those walk serially), through w (the command's
  * walker, its ctx cmd, finished after each thread) and ops, on nthreads
  * threads (>= 2). 0, or the first -errno of a thread's open or of the
- * pool (the walk stops there); the command's own errors are its own. */
+ * pool (the walk stops there); 1 when no thread could be started
+ * (nothing walked: the caller walks on its own). The command's own
+ * errors are its own. */
 int rd_pwalk_pid(struct rd_pid *rp, bool (*wants)(const void *f, uint32_t thread), const void *f,
                  uint64_t from, uint64_t to, struct ada_frames *w, const struct rd_pwalk_ops *ops,
                  void *cmd, unsigned nthreads);
