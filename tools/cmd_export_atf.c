@@ -8,9 +8,16 @@
  * last, with each converted file's entry saying "encoding": "atf" and its
  * new bytes and crc32.
  *
- * Threads: the CLI's one thread. A compact file is mapped and written out
- * a piece at a time; every other file is copied by the kernel (or through
- * a 1 MiB buffer): memory does not grow with the files.
+ * Threads: the compact files are converted on rd_par_threads() threads
+ * (read_par.h), one file each at a time, as the walk meets them (threads'
+ * files are independent: each is written by its own thread, no lock of
+ * the kernel's shared); every other file is copied, and each manifest
+ * written, by the CLI's thread, a pid's manifest once its files are all
+ * converted. A failed conversion is said when its result is taken back,
+ * in the order the walk met the files. A compact file is mapped and
+ * written out a piece at a time; every other file is copied by the
+ * kernel (or through a 1 MiB buffer): memory does not grow with the
+ * files (two conversions in flight a thread).
  * Exit status: 0; 1 when a file could not be read, converted or written
  * (the rest is exported).
  */
@@ -30,6 +37,7 @@
 #include "atf_format.h"
 #include "cidx.h"
 #include "cmd.h"
+#include "read_par.h"
 
 /* Copies in to a new file at path: in the kernel (copy_file_range), else
  * through a 1 MiB buffer; never the whole file in memory. */
@@ -70,8 +78,77 @@ static int xa_convert(int in, size_t len, const char *path)
 	return r;
 }
 
-/* One file: converted when it is a compact index, else copied. */
-static int xa_file(const char *from, const char *to)
+/* The conversions in flight (pool NULL: each done where it is met). */
+struct xa_pool {
+	struct rd_par *par;
+	unsigned n;    /* its threads */
+	unsigned *bad; /* files not exported */
+};
+
+struct xa_job {
+	struct rd_par_job pj; /* first: the pool's job */
+	int in;
+	size_t len;
+	char *from, *to;
+	int r;
+};
+
+static void xa_job_run(struct rd_par_job *pj)
+{
+	struct xa_job *j = (struct xa_job *)pj;
+	j->r = xa_convert(j->in, j->len, j->to);
+	close(j->in);
+}
+
+static void xa_job_free(struct xa_job *j)
+{
+	free(j->from);
+	free(j->to);
+	free(j);
+}
+
+/* The oldest conversion back, its failure said; false when none is out. */
+static bool xa_take(struct xa_pool *pool)
+{
+	struct xa_job *j = (struct xa_job *)rd_par_take(pool->par);
+	if (!j)
+		return false;
+	if (j->r < 0) {
+		ada_log("%s: not exported: %s", j->from, strerror(-j->r));
+		(*pool->bad)++;
+	}
+	xa_job_free(j);
+	return true;
+}
+
+/* Every conversion in flight back (before a manifest that names them). */
+static void xa_drain(struct xa_pool *pool)
+{
+	while (pool && pool->par && xa_take(pool))
+		;
+}
+
+/* in (the pool's then) converted to `to` by the pool; its failure said
+ * when it is taken back. -ENOMEM (in is the caller's again). */
+static int xa_submit(struct xa_pool *pool, int in, size_t len, const char *from, const char *to)
+{
+	struct xa_job *j = calloc(1, sizeof(*j));
+	if (!j || !(j->from = strdup(from)) || !(j->to = strdup(to))) {
+		if (j)
+			xa_job_free(j);
+		return -ENOMEM;
+	}
+	j->in = in;
+	j->len = len;
+	while (rd_par_pending(pool->par) >= 2 * (size_t)pool->n)
+		xa_take(pool);
+	rd_par_submit(pool->par, &j->pj);
+	return 0;
+}
+
+/* One file: converted when it is a compact index (by the pool when there
+ * is one: 0 then says only that it went), else copied. */
+static int xa_file(const char *from, const char *to, struct xa_pool *pool)
 {
 	/* Never through a link; never blocked by a FIFO planted in a session. */
 	int in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -82,6 +159,8 @@ static int xa_file(const char *from, const char *to)
 	int r = fstat(in, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EINVAL;
 	bool compact = r == 0 && pread(in, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
 	               ada_cidx_is_compact(magic, sizeof(magic));
+	if (compact && pool && pool->par && !xa_submit(pool, in, (size_t)st.st_size, from, to))
+		return 0;
 	if (r == 0)
 		r = compact ? xa_convert(in, (size_t)st.st_size, to) : xa_copy(in, to);
 	close(in);
@@ -133,14 +212,14 @@ static int xa_manifest(const char *from, const char *to, const char *outdir)
 	json_error_t e;
 	json_t *m = json_load_file(from, 0, &e);
 	if (!m)
-		return xa_file(from, to); /* not JSON we know: as it is */
+		return xa_file(from, to, NULL); /* not JSON we know: as it is */
 	xa_manifest_walk(m, outdir);
 	int r = json_dump_file(m, to, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0 ? 0 : -EIO;
 	json_decref(m);
 	return r;
 }
 
-static int xa_dir(const char *from, const char *to, unsigned *bad)
+static int xa_dir(const char *from, const char *to, unsigned *bad, struct xa_pool *pool)
 {
 	DIR *d = opendir(from);
 	if (!d)
@@ -165,8 +244,8 @@ static int xa_dir(const char *from, const char *to, unsigned *bad)
 		struct stat st;
 		if (lstat(f, &st) < 0)
 			continue;
-		int r = S_ISDIR(st.st_mode)   ? xa_dir(f, t, bad)
-		        : S_ISREG(st.st_mode) ? xa_file(f, t)
+		int r = S_ISDIR(st.st_mode)   ? xa_dir(f, t, bad, pool)
+		        : S_ISREG(st.st_mode) ? xa_file(f, t, pool)
 		                              : 0;
 		if (r < 0) {
 			ada_log("%s: not exported: %s", f, strerror(-r));
@@ -175,6 +254,7 @@ static int xa_dir(const char *from, const char *to, unsigned *bad)
 	}
 	closedir(d);
 	if (manifest) {
+		xa_drain(pool); /* the manifest reads the converted files' footers */
 		snprintf(f, sizeof(f), "%s/manifest.json", from);
 		snprintf(t, sizeof(t), "%s/manifest.json", to);
 		if (xa_manifest(f, t, to) < 0) {
@@ -188,7 +268,12 @@ static int xa_dir(const char *from, const char *to, unsigned *bad)
 int cmd_export_atf(const char *src, const char *out)
 {
 	unsigned bad = 0;
-	int r = xa_dir(src, out, &bad);
+	struct xa_pool pool = {.n = rd_par_threads(), .bad = &bad};
+	if (pool.n > 1 && rd_par_new(pool.n, xa_job_run, &pool.par))
+		pool.par = NULL; /* no threads to be had: one at a time */
+	int r = xa_dir(src, out, &bad, &pool);
+	xa_drain(&pool);
+	rd_par_free(pool.par);
 	if (r < 0) {
 		ada_log("%s -> %s: %s", src, out, strerror(-r));
 		return 1;

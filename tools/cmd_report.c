@@ -22,6 +22,7 @@
 #include "cmd.h"
 #include "filter.h"
 #include "read.h"
+#include "read_par.h"
 
 enum rp_col {
 	COL_CALLS,
@@ -65,8 +66,10 @@ struct rp_state {
 	uint32_t thread, tid;  /* of the thread being walked */
 	uint32_t recent[1024]; /* direct-mapped: fid -> entry index + 1, in front of index */
 	struct rp_fn *last;    /* the entry found last (NULL after fns moved or a new thread) */
-	uint64_t roots_ns, under_open_ns;
+	uint64_t under_open_ns;
 	int err;
+	struct rd_pid *rp; /* the pid walked on several threads (rd_pwalk) */
+	uint32_t nthreads; /* its threads counted so far */
 };
 
 static struct rd_key rp_key(const void *fns, uint32_t i)
@@ -134,6 +137,7 @@ static void rp_leave(void *ctx, const struct ada_frame *fr, enum ada_frame_end h
 	struct rp_state *s = ctx;
 	struct rp_fn *f = rp_fn_get(s, fr->function_id);
 
+	(void)parent; /* the roots' time is the walker's (roots_ns) */
 	if (!f) {
 		s->err = -ENOMEM;
 		return;
@@ -149,8 +153,6 @@ static void rp_leave(void *ctx, const struct ada_frame *fr, enum ada_frame_end h
 	f->exceptions += how == ADA_END_EXCEPTION;
 	f->total += d;
 	f->self += d - (fr->child_ns < d ? fr->child_ns : d);
-	if (!parent)
-		s->roots_ns += d;
 	if (ada_hist_add(&f->h, d))
 		s->err = -ENOMEM;
 }
@@ -329,7 +331,7 @@ static json_t *rp_json(const struct rp_state *s, struct rd_pid *rp,
 	json_object_set_new(tot, "signal_markers", json_integer((json_int_t)st->markers));
 	json_object_set_new(tot, "ada_waits", json_integer((json_int_t)st->waits));
 	json_object_set_new(tot, "ada_wait_ns", json_integer((json_int_t)st->wait_ns));
-	json_object_set_new(tot, "roots_total_ns", json_integer((json_int_t)s->roots_ns));
+	json_object_set_new(tot, "roots_total_ns", json_integer((json_int_t)st->roots_ns));
 	json_object_set_new(tot, "under_open_ns", json_integer((json_int_t)s->under_open_ns));
 	json_object_set_new(o, "totals", tot);
 	for (size_t i = 0; i < s->n; i++)
@@ -342,12 +344,107 @@ static json_t *rp_json(const struct rp_state *s, struct rd_pid *rp,
 
 /* -------------------------------------------------------------- walk */
 
+/* On several threads (read_par.h): each piece's frames go into an
+ * rp_state of its own (an accumulator), added to the pid's in order;
+ * every number here is a sum, a histogram or a min/max, so the sum of
+ * the pieces is the one walk's. */
+static void *rp_acc_new(void *cmd, const struct rd_pwalk_thread *th)
+{
+	const struct rp_state *s = cmd;
+	struct rp_state *a = calloc(1, sizeof(*a));
+
+	if (a) {
+		a->o = s->o;
+		a->thread = th->t->thread;
+		a->tid = th->tid;
+	}
+	return a;
+}
+
+static void rp_acc_free(void *acc)
+{
+	struct rp_state *a = acc;
+
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->n; i++)
+		ada_hist_fini(&a->fns[i].h);
+	free(a->fns);
+	rd_index_free(&a->index);
+	free(a);
+}
+
+static int rp_acc_merge(void *cmd, void *acc)
+{
+	struct rp_state *s = cmd;
+	const struct rp_state *a = acc;
+
+	if (a->err)
+		return a->err;
+	s->under_open_ns += a->under_open_ns;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct rp_fn *c = &a->fns[i];
+		struct rp_fn *f = rp_fn_find(s, c->fid, c->thread);
+		if (!f)
+			return -ENOMEM;
+		f->calls += c->calls;
+		f->returns += c->returns;
+		f->exceptions += c->exceptions;
+		f->open += c->open;
+		f->total += c->total;
+		f->self += c->self;
+		if (ada_hist_merge(&f->h, &c->h))
+			return -ENOMEM;
+	}
+	s->last = NULL; /* fns may have moved */
+	return 0;
+}
+
+static void rp_thread_begin(void *cmd, const struct rd_pwalk_thread *th)
+{
+	struct rp_state *s = cmd;
+
+	s->thread = th->t->thread;
+	s->tid = th->tid;
+	s->last = NULL; /* its thread's, with --threads */
+}
+
+static void rp_thread_end(void *cmd, const struct rd_pwalk_thread *th)
+{
+	struct rp_state *s = cmd;
+
+	s->nthreads += !rd_thread_new_image(s->rp, th->i); /* an exec's main thread: the same */
+}
+
+static bool rp_wants(const void *f, uint32_t thread)
+{
+	return rd_filter_wants_thread(f, thread);
+}
+
+static const struct rd_pwalk_ops rp_pwalk_ops = {
+    .acc_new = rp_acc_new,
+    .piece = {.leave = rp_leave},
+    .acc_merge = rp_acc_merge,
+    .acc_free = rp_acc_free,
+    .thread_begin = rp_thread_begin,
+    .thread_end = rp_thread_end,
+};
+
 static int rp_walk_pid(struct rp_state *s, struct rd_pid *rp, struct ada_frames *w,
                        uint32_t *nthreads)
 {
 	uint64_t from, to;
 	int err = rd_filter_range(&s->o->f, rp, &from, &to);
+	unsigned par = rd_par_threads();
 
+	if (!err && !s->o->f.glob && !s->o->f.depth && par > 1) {
+		s->rp = rp;
+		err = rd_pwalk_pid(rp, rp_wants, &s->o->f, from, to, w, &rp_pwalk_ops, s, par);
+		*nthreads = s->nthreads;
+		if (err != 1) /* 1: no threads to be had, walked below */
+			return err ? err : s->err;
+		err = 0;
+	}
 	for (size_t i = 0; i < rp->p->nthreads && !s->err && !err; i++) {
 		struct ada_atf_thread *t;
 		if (!rd_filter_wants_thread(&s->o->f, rp->p->thread_ids[i]))

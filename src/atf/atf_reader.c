@@ -238,21 +238,28 @@ static void index_compact_header(struct ada_atf_index *ix, const struct ada_cidx
 
 #define INDEX_DROP_BYTES (8u << 20) /* a compact file's bytes given back at a time */
 
-/* The walk has read a compact file's bytes [*from, to): every 8 MiB they
- * leave the resident set (the page cache keeps them), so that a walk's
- * RSS stays a few MiB of the file however long it is, as an ATF v2 walk's
- * does. A caller's buffer (_open_mem()) is not ours to drop. */
-static void index_compact_drop(const struct ada_atf_index *ix, uint64_t *from, uint64_t to)
+/* index_compact_drop() once min bytes are read. */
+static void index_compact_drop_min(const struct ada_atf_index *ix, uint64_t *from, uint64_t to,
+                                   uint64_t min)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 
-	if (!ix->map.owned || to < *from || to - *from < INDEX_DROP_BYTES)
+	if (!ix->map.owned || to < *from || to - *from < min)
 		return;
 	uintptr_t lo = ((uintptr_t)ix->map.base + *from + page - 1) & ~(page - 1);
 	uintptr_t hi = ((uintptr_t)ix->map.base + to) & ~(page - 1);
 	if (hi > lo)
 		madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advice: an error changes nothing */
 	*from = to;
+}
+
+/* The walk has read a compact file's bytes [*from, to): every 8 MiB they
+ * leave the resident set (the page cache keeps them), so that a walk's
+ * RSS stays a few MiB of the file however long it is, as an ATF v2 walk's
+ * does. A caller's buffer (_open_mem()) is not ours to drop. */
+static void index_compact_drop(const struct ada_atf_index *ix, uint64_t *from, uint64_t to)
+{
+	index_compact_drop_min(ix, from, to, INDEX_DROP_BYTES);
 }
 
 /* Every block decoded once into scratch: the count (the blocks before the
@@ -517,21 +524,17 @@ static int index_walk_v2(const struct ada_atf_index *ix, uint64_t begin, uint64_
 	return 0;
 }
 
-int ada_atf_index_walk(const struct ada_atf_index *cix, uint64_t begin, uint64_t end,
-                       ada_atf_index_walk_fn fn, void *ctx)
+/* The walk of a compact file's events [begin, end): on a block that does
+ * not decode, -EBADMSG with *bad the first seq of the piece that did not. */
+static int index_walk_compact(const struct ada_atf_index *ix, uint64_t begin, uint64_t end,
+                              ada_atf_index_walk_fn fn, void *ctx, uint64_t *bad, bool piece)
 {
-	struct ada_atf_index *ix = (struct ada_atf_index *)cix; /* allocated non-const */
 	const struct atf_index_event *ev;
 	struct ada_cidx_iter it;
 	long k = 0;
-
-	end = end < ix->count ? end : ix->count;
-	if (begin >= end)
-		return 0;
-	if (!ix->dec)
-		return index_walk_v2(ix, begin, end, fn, ctx);
 	uint64_t dropped, off;
 	uint32_t len;
+
 	ada_cidx_dec_block_span(ix->dec, ada_cidx_dec_block_of(ix->dec, begin), &dropped, &len);
 	int r = ada_cidx_iter_init(&it, ix->dec, begin);
 	for (uint64_t seq = begin; !r && seq < end && (k = ada_cidx_iter_next(&it, &ev)) > 0;) {
@@ -543,14 +546,67 @@ int ada_atf_index_walk(const struct ada_atf_index *cix, uint64_t begin, uint64_t
 			index_compact_drop(ix, &dropped, off + len);
 		}
 	}
-	/* it.seq: the first event of the piece that did not decode. */
-	uint64_t bad_seq = it.seq;
-	ada_cidx_iter_fini(&it);
-	if (!r && k < 0) {
-		index_block_bad(ix, ada_cidx_dec_block_of(ix->dec, bad_seq));
-		r = (int)k;
+	/* A piece is short: what it read leaves now, not 8 MiB later. */
+	if (piece && it.block) {
+		ada_cidx_dec_block_span(ix->dec, it.block - 1, &off, &len);
+		index_compact_drop_min(ix, &dropped, off + len, 0);
 	}
+	/* it.seq: the first event of the piece that did not decode. */
+	*bad = !r && k < 0 ? it.seq : UINT64_MAX;
+	ada_cidx_iter_fini(&it);
+	return !r && k < 0 ? (int)k : r;
+}
+
+static int index_walk(const struct ada_atf_index *ix, uint64_t begin, uint64_t end,
+                      ada_atf_index_walk_fn fn, void *ctx, uint64_t *bad, bool piece)
+{
+	*bad = UINT64_MAX;
+	end = end < ix->count ? end : ix->count;
+	if (begin >= end)
+		return 0;
+	if (!ix->dec)
+		return index_walk_v2(ix, begin, end, fn, ctx);
+	return index_walk_compact(ix, begin, end, fn, ctx, bad, piece);
+}
+
+int ada_atf_index_walk(const struct ada_atf_index *cix, uint64_t begin, uint64_t end,
+                       ada_atf_index_walk_fn fn, void *ctx)
+{
+	uint64_t bad;
+	int r = index_walk(cix, begin, end, fn, ctx, &bad, false);
+
+	if (bad != UINT64_MAX)
+		ada_atf_index_note_bad(cix, bad);
 	return r;
+}
+
+int ada_atf_index_walk_piece(const struct ada_atf_index *ix, uint64_t begin, uint64_t end,
+                             ada_atf_index_walk_fn fn, void *ctx, uint64_t *bad)
+{
+	return index_walk(ix, begin, end, fn, ctx, bad, true);
+}
+
+void ada_atf_index_note_bad(const struct ada_atf_index *cix, uint64_t seq)
+{
+	struct ada_atf_index *ix = (struct ada_atf_index *)cix; /* allocated non-const */
+
+	if (ix->dec && seq < ix->count)
+		index_block_bad(ix, ada_cidx_dec_block_of(ix->dec, seq));
+}
+
+uint64_t ada_atf_index_piece_end(const struct ada_atf_index *ix, uint64_t seq, uint64_t want)
+{
+	uint64_t end = want < ix->count - seq ? seq + want : ix->count;
+
+	if (seq >= ix->count)
+		return ix->count;
+	if (!ix->dec || end == ix->count)
+		return end;
+	size_t b = ada_cidx_dec_block_of(ix->dec, end);
+	uint64_t first, t0;
+	uint32_t k;
+	ada_cidx_dec_block_info(ix->dec, b, &first, &k, &t0);
+	return first > seq ? first : first + k; /* to a block's first event */
 }
 
 uint64_t ada_atf_index_undecoded(const struct ada_atf_index *ix)

@@ -1,6 +1,7 @@
 /* src/analyze: frame pairing (returns, exceptions, open frames, orphans,
  * unmatched ends, the signal marker), self time, duration histograms and
  * demangling. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -273,13 +274,167 @@ static void demangling(void **state)
 	assert_null(ada_name_demangle("_Z", ADA_DEMANGLE_FULL)); /* not a whole name */
 }
 
+/* ---- pieces: cut anywhere, stitched, the same as one walk ---- */
+
+/* One ended frame, as far as a walk decides it. */
+struct rec {
+	uint64_t fid, call_ns, end_ns, child_ns, wait_ns, call_seq, end_seq;
+	uint32_t how, depth;
+};
+struct recs {
+	size_t n, cap;
+	struct rec *r;
+};
+
+static void rec_add(struct recs *v, struct rec r)
+{
+	if (v->n == v->cap) {
+		v->cap = v->cap ? 2 * v->cap : 1024;
+		v->r = realloc(v->r, v->cap * sizeof(*v->r));
+		assert_non_null(v->r);
+	}
+	v->r[v->n++] = r;
+}
+
+static void rec_leave(void *ctx, const struct ada_frame *f, enum ada_frame_end how,
+                      struct ada_frame *parent)
+{
+	(void)parent;
+	rec_add(ctx, (struct rec){f->function_id, f->call_ns, f->end_ns, f->child_ns, f->wait_ns,
+	                          f->call_seq, f->end_seq, how, f->depth});
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct rec));
+}
+
+/* A stream with everything a walk meets: returns and exceptions, depth
+ * jumps (orphans), ends of calls never seen, wrong functions, waits
+ * (ends without a begin too), signal markers, time going back. */
+static size_t rand_events(struct atf_index_event *ev, size_t n, unsigned seed)
+{
+	uint32_t d = 3, fids[64] = {0};
+	uint64_t ts = 1000;
+	srand(seed);
+	for (size_t i = 0; i < n; i++) {
+		int r = rand() % 100;
+		struct atf_index_event e = {.thread_id = 1, .detail_seq = ATF_NO_DETAIL};
+		ts += (uint64_t)(rand() % 50);
+		if (r < 2)
+			ts -= ts > 30 ? 30 : 0; /* backwards */
+		e.timestamp_ns = ts;
+		if (r < 48) {
+			d = r < 3 ? (uint32_t)(rand() % 8) + 1 : d + 1; /* a jump: orphans */
+			d = d < 60 ? d : 60;
+			fids[d] = (uint64_t)(rand() % 5) + 1;
+			e.event_kind = ATF_EVENT_CALL;
+			e.function_id = fids[d];
+			e.call_depth = d;
+		} else if (r < 92) {
+			e.event_kind = r < 88 ? ATF_EVENT_RETURN : ATF_EVENT_EXCEPTION;
+			e.function_id = r == 60 ? 99 : fids[d]; /* a wrong function now and then */
+			e.call_depth = d;
+			d = d ? d - 1 : (uint32_t)(rand() % 4); /* below the first: unmatched */
+		} else if (r < 97) {
+			e.event_kind = ATF_EVENT_EXCEPTION;
+			e.call_depth = r < 95 ? ADA_WAIT_MARKER_BEGIN : ADA_WAIT_MARKER_END;
+		} else {
+			e.event_kind = ATF_EVENT_EXCEPTION;
+			e.call_depth = ADA_SIGNAL_MARKER_FLAG | 11;
+		}
+		ev[i] = e;
+	}
+	return n;
+}
+
+/* Walks ev whole, then in pieces cut at cuts[], and compares. */
+static void stitch_check(const struct atf_index_event *ev, size_t n, const size_t *cut, size_t ncut)
+{
+	struct ada_frames_ops ops = {.leave = rec_leave};
+	struct recs one = {0}, many = {0};
+	struct ada_frames *w1, *w, *p;
+	assert_int_equal(ada_frames_new(&ops, &one, &w1), 0);
+	ada_frames_push_many(w1, ev, n, 0, 0);
+	ada_frames_finish(w1);
+	assert_int_equal(ada_frames_new(&ops, &many, &w), 0);
+	for (size_t k = 0; k <= ncut; k++) {
+		size_t b = k ? cut[k - 1] : 0, e = k < ncut ? cut[k] : n;
+		struct recs piece = {0};
+		assert_int_equal(ada_frames_new(&ops, &piece, &p), 0);
+		ada_frames_part_begin(p);
+		ada_frames_push_many(p, ev + b, e - b, 0, b);
+		int err = ada_frames_stitch(w, p);
+		if (err == -EAGAIN) {
+			ada_frames_push_many(w, ev + b, e - b, 0, b);
+		} else {
+			assert_int_equal(err, 0);
+			for (size_t i = 0; i < piece.n; i++)
+				rec_add(&many, piece.r[i]);
+		}
+		free(piece.r);
+		ada_frames_free(p);
+	}
+	ada_frames_finish(w);
+	const struct ada_frames_stats *a = ada_frames_stats(w1), *b = ada_frames_stats(w);
+	assert_memory_equal(a, b, sizeof(*a));
+	assert_int_equal(one.n, many.n);
+	qsort(one.r, one.n, sizeof(*one.r), rec_cmp);
+	qsort(many.r, many.n, sizeof(*many.r), rec_cmp);
+	assert_memory_equal(one.r, many.r, one.n * sizeof(*one.r));
+	free(one.r);
+	free(many.r);
+	ada_frames_free(w1);
+	ada_frames_free(w);
+}
+
+static void pieces_stitch_to_one_walk(void **state)
+{
+	enum { N = 20000 };
+	struct atf_index_event *ev = malloc(N * sizeof(*ev));
+	size_t cut[16];
+	(void)state;
+	assert_non_null(ev);
+	for (unsigned seed = 1; seed <= 60; seed++) {
+		rand_events(ev, N, seed);
+		size_t ncut = (size_t)(rand() % 16), at = 0;
+		for (size_t k = 0; k < ncut; k++) /* ascending; empty pieces too */
+			cut[k] = at += (size_t)(rand() % (N / 8));
+		for (size_t k = 0; k < ncut; k++)
+			cut[k] = cut[k] < N ? cut[k] : N;
+		stitch_check(ev, N, cut, ncut);
+	}
+	free(ev);
+}
+
+/* A piece of nothing but ends of calls never seen keeps one op each: past
+ * the bound it is walked again whole, with the same result. */
+static void pieces_keep_bounded(void **state)
+{
+	enum { N = 150000 };
+	struct atf_index_event *ev = calloc(N, sizeof(*ev));
+	size_t cut[2] = {10, 140000};
+	(void)state;
+	assert_non_null(ev);
+	for (size_t i = 0; i < N; i++)
+		ev[i] = (struct atf_index_event){.timestamp_ns = 100 + i,
+		                                 .function_id = 7,
+		                                 .thread_id = 1,
+		                                 .event_kind = ATF_EVENT_RETURN,
+		                                 .call_depth = 1,
+		                                 .detail_seq = ATF_NO_DETAIL};
+	stitch_check(ev, N, cut, 2);
+	free(ev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(pairs_and_self_time),  cmocka_unit_test(open_frames_and_marker),
 	    cmocka_unit_test(waits_left_out),       cmocka_unit_test(unpaired_events_are_counted),
 	    cmocka_unit_test(deep_stack_and_reuse), cmocka_unit_test(hist_quantiles),
-	    cmocka_unit_test(demangling),
+	    cmocka_unit_test(demangling),           cmocka_unit_test(pieces_stitch_to_one_walk),
+	    cmocka_unit_test(pieces_keep_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -141,6 +141,7 @@ struct ada_frames_stats {
 	uint64_t markers;   /* fatal-signal markers */
 	uint64_t waits;     /* ada's waits for ring space (wait marker pairs) */
 	uint64_t wait_ns;   /* their total length */
+	uint64_t roots_ns;  /* time of the timed frames with no parent */
 	uint64_t first_ns, last_ns;
 };
 
@@ -162,6 +163,24 @@ void ada_frames_push_many(struct ada_frames *w, const struct atf_index_event *ev
 void ada_frames_finish(struct ada_frames *w);
 /* The open frames now: 0 = outermost. */
 size_t ada_frames_depth(const struct ada_frames *w);
+/* Pieces: one thread's events cut where the caller likes, each piece
+ * walked alone (by a thread of its own), then stitched in order onto the
+ * walker of the whole, which then holds what one walk of every event
+ * would: statistics, open frames, and every frame ended once through
+ * one walker's leave() — a frame opened in a piece and ended in it
+ * through the piece's, the others (opened before the piece) through the
+ * whole's at the stitch. A piece's leave() sees parent NULL for a frame
+ * whose parent is before the piece, and its enter() the same; nothing
+ * else differs (frames.c has the protocol). part_begin() empties w and
+ * makes it a piece (its own ops and ctx kept); stitch() adds piece p,
+ * the events after those w has, to w: 0, -ENOMEM (p could not keep what
+ * it must), or -EAGAIN when p cannot be stitched (a wait begun before it
+ * and ended in it, stacks that together might pass
+ * ADA_FRAMES_MAX_DEPTH, more ends reaching before it than a piece keeps,
+ * 65536): w is then unchanged, and the piece's events are
+ * to be pushed to w instead (p's leave() calls are to be forgotten). */
+void ada_frames_part_begin(struct ada_frames *w);
+int ada_frames_stitch(struct ada_frames *w, const struct ada_frames *p);
 const struct ada_frame *ada_frames_at(const struct ada_frames *w, size_t i);
 const struct ada_frames_stats *ada_frames_stats(const struct ada_frames *w);
 

@@ -78,6 +78,20 @@ typedef int (*ada_atf_index_walk_fn)(void *ctx, const struct atf_index_event *ev
                                      uint64_t n);
 int ada_atf_index_walk(const struct ada_atf_index *ix, uint64_t begin, uint64_t end,
                        ada_atf_index_walk_fn fn, void *ctx);
+/* Pieces of one file walked at once by several threads: the same walk
+ * as ada_atf_index_walk() over [begin, end), safe beside others of the
+ * same index over other ranges, but a compact block that does not decode
+ * is not counted: -EBADMSG with *bad the first seq not handed out
+ * (UINT64_MAX for any other return), which the caller passes to
+ * ada_atf_index_note_bad() (one thread at a time) if one walk would have
+ * met it. */
+int ada_atf_index_walk_piece(const struct ada_atf_index *ix, uint64_t begin, uint64_t end,
+                             ada_atf_index_walk_fn fn, void *ctx, uint64_t *bad);
+void ada_atf_index_note_bad(const struct ada_atf_index *ix, uint64_t seq);
+/* Where a piece from seq of about want events ends (>= seq + 1 when
+ * seq < count): at a compact block's first event, so a piece decodes
+ * its blocks alone; at most count. */
+uint64_t ada_atf_index_piece_end(const struct ada_atf_index *ix, uint64_t seq, uint64_t want);
 /* Blocks of a compact file found not to decode since open (their CRC
  * holds, their coded events do not: a file damaged before it was sealed,
  * or hostile). get() reads their events as zeros, the walk stops at the
