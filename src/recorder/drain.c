@@ -46,7 +46,6 @@
 #define DRAIN_IDLE_MIN_US 50u
 #define DRAIN_NAP_US 500u            /* drain_nap(): a busy pass that took little */
 #define DRAIN_NAP_MIN_US 50u         /* a shorter nap is not worth its wake-up */
-#define DRAIN_NAP_BELOW 8192u        /* events over the whole pass */
 #define DRAIN_NAP_EVENTS_PER_US 100u /* the fastest thread a nap allows for, events per us */
 #define DRAIN_NAP_SPILL_FILL_PCT 12u /* a spill slot's ring: at most this full */
 #define DRAIN_POLL_NS 1000000ull     /* busy passes: dead children */
@@ -715,31 +714,46 @@ static void drain_quarantine(struct ada_recorder *r, struct wal_proc *p, uint32_
 	ada_detail_ring_set_decided(p->arena, s, UINT64_MAX);
 }
 
-/* For drain_nap() and the flight recorder's detail budget: the least room
- * any ring read this pass had left (events the producer may still write
- * before it waits; 0 for a ring filled to its high watermark, the arena
- * configuration's hw, default half). The events taken but not yet released count as
+/* Room left in slot s's ring with used events in it (events the producer
+ * may still write before it waits; 0 for a ring filled to its high
+ * watermark, the arena configuration's hw, default half), or UINT64_MAX
+ * for a spill slot's ring (512 events: no nap could be short enough for
+ * it) that is at most a little full (DRAIN_NAP_SPILL_FILL_PCT), which
+ * does not stop the nap. The events taken but not yet released count as
  * used: they stay in the ring until their write completes
- * (docs/format.md). A spill slot's ring (512 events: no nap could be
- * short enough for it) only stops the nap when more than a little full
- * (DRAIN_NAP_SPILL_FILL_PCT). */
+ * (docs/format.md). */
+static uint64_t drain_room(const struct wal_proc *p, uint32_t s, uint64_t used)
+{
+	uint64_t cap = ada_arena_slot_events(p->arena, s);
+	uint32_t fill = ada_ring_fill_pct(used, 0, cap);
+	if (cap < p->ring_events)
+		return fill > DRAIN_NAP_SPILL_FILL_PCT ? 0 : UINT64_MAX;
+	/* At the high watermark: the drain is behind, or the disk is (the
+	 * producer refills what each write completion frees). */
+	if (used >= cap || fill >= p->high_watermark_pct)
+		return 0;
+	return cap - used;
+}
+
+/* For the flight recorder's detail budget: the least room any ring read
+ * this pass had left when read (drain_room(); 0 stops the windows'
+ * detail in this pass). */
 static void drain_note_room(struct ada_recorder *r, const struct wal_proc *p, uint32_t s,
                             const struct ada_slot_info *si)
 {
-	uint64_t cap = ada_arena_slot_events(p->arena, s);
-	uint64_t used = si->head - si->tail; /* <= cap: ada_slot_read_checked */
-	if (cap < p->ring_events) {
-		if (si->fill_pct > DRAIN_NAP_SPILL_FILL_PCT)
-			r->pass_room_min = 0;
-		return;
-	}
-	uint64_t room = used < cap ? cap - used : 0;
-	/* At the high watermark: the drain is behind, or the disk is (the
-	 * producer refills what each write completion frees); no nap, and no
-	 * window's detail written in this pass. */
-	if (si->fill_pct >= p->high_watermark_pct)
-		room = 0;
+	uint64_t room = drain_room(p, s, si->head - si->tail); /* <= cap: ada_slot_read_checked */
 	r->pass_room_min = room < r->pass_room_min ? room : r->pass_room_min;
+}
+
+/* For drain_nap(): the room slot s's ring has once this pass took and
+ * released what it could, with the head its last look saw (the events
+ * its producer wrote meanwhile, those past a wrap point and those whose
+ * write is pending all count); 0 when the take stopped at its budget. */
+static void drain_note_room_after(struct ada_recorder *r, const struct wal_proc *p, uint32_t s,
+                                  bool cut)
+{
+	uint64_t room = cut ? 0 : drain_room(p, s, ada_slot_unconsumed(p->arena, s));
+	r->pass_room_after = room < r->pass_room_after ? room : r->pass_room_after;
 }
 
 /* For the windows' detail budget (flight.c): how long t's ring would
@@ -809,6 +823,7 @@ size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t
 	/* Writes the take sent that completed already (a tmpfs file's, done
 	 * in this thread): their ring space back before the nap. */
 	drain_release(p, t);
+	drain_note_room_after(r, p, s, total >= budget);
 	drain_sync_waits(t);
 	if (ada_unlikely(ada_slot_fault(p->arena, s, NULL)))
 		drain_quarantine(r, p, s); /* finalizes t: no more detail from it */
@@ -1024,6 +1039,7 @@ static bool drain_pass(struct ada_recorder *r)
 	if (poll)
 		r->last_poll_ns = now;
 	r->pass_room_min = UINT64_MAX;
+	r->pass_room_after = UINT64_MAX;
 	r->pass_fill_ns = UINT64_MAX;
 	drain_ahead_room(r); /* side files' sizes move between passes */
 	bool reclaim_all = now - r->last_reclaim_ns >= DRAIN_RECLAIM_NS;
@@ -1072,31 +1088,39 @@ static bool drain_pass(struct ada_recorder *r)
 	return busy > 0 || names;
 }
 
-/* After a busy pass that took few events (a producer the drain keeps up
- * with), wait a little before the next one so that batches grow. A
- * back-to-back pass finds a few hundred events written a moment ago on
- * the producer's core, and pays per event for pulling those lines across
- * and for the pass itself (its wake-up above all, in a VM); a nap of
- * DRAIN_NAP_US below DRAIN_NAP_BELOW events lowers the drain's CPU per
- * event markedly (docs/benchmarks.md, "Pacing and staging buffers").
+/* After a busy pass, wait a little before the next one so that batches
+ * grow. A back-to-back pass finds a few hundred events written a moment
+ * ago on the producer's core (or none, where the drain shares the
+ * producer's core: the producer did not run meanwhile), and pays per
+ * event for pulling those lines across, for the pass itself and for its
+ * wait (a wake-up costs the drain 15-20 us of CPU in this VM); a nap of
+ * DRAIN_NAP_US lowers the drain's CPU per event markedly
+ * (docs/benchmarks.md, "Pacing and staging buffers" and "Naps after
+ * large passes").
  *
  * The nap lasts as long as every ring read has room for at
  * DRAIN_NAP_EVENTS_PER_US from its thread (DRAIN_NAP_US at most, none
- * below DRAIN_NAP_MIN_US), the events taken but not yet written counting
- * as used; none while a ring is filled to its high watermark (a drain or a disk
- * that cannot keep up: napping there costs drain CPU in wake-ups). A rule
- * that wanted every ring nearly empty never passed with a default ring
- * and a staging buffer waiting for its write, and the drain ran many
- * times more passes than needed. A sleep, not a wait for completions: the
- * rings have room, and a completion per staging buffer cut every nap
- * short. Not once the program is gone or a stop was asked: the end stays
- * quick. */
+ * below DRAIN_NAP_MIN_US), the room counted once the pass took and
+ * released what it could (drain_note_room_after(): the events the
+ * producer wrote during the pass, those past a wrap point and those taken
+ * but not yet written all count as used); none while a ring is filled to
+ * its high watermark or a take stopped at its budget (a drain or a disk
+ * that cannot keep up: napping there costs drain CPU in wake-ups). So a
+ * pass that took many events naps too, once it has caught up (napping
+ * only after a pass of fewer than 8 192 events, with the room its rings
+ * had before it, left a large pass followed by an immediate one that
+ * mostly found nothing, and a wait of its own). A rule that wanted
+ * every ring nearly empty never passed with a default ring and a staging
+ * buffer waiting for its write, and the drain ran many times more passes
+ * than needed. A sleep, not a wait for completions: the rings have room,
+ * and a completion per staging buffer cut every nap short. Not once the
+ * program is gone or a stop was asked: the end stays quick. */
 static void drain_nap(struct ada_recorder *r)
 {
-	uint64_t us = r->pass_room_min / DRAIN_NAP_EVENTS_PER_US;
+	uint64_t us = r->pass_room_after / DRAIN_NAP_EVENTS_PER_US;
 	if (us > DRAIN_NAP_US)
 		us = DRAIN_NAP_US;
-	if (r->pass_events >= DRAIN_NAP_BELOW || us < DRAIN_NAP_MIN_US || r->main_reaped ||
+	if (us < DRAIN_NAP_MIN_US || r->main_reaped ||
 	    /* relaxed: a hint, drain_stop_now() reads it again after the nap */
 	    atomic_load_explicit(&r->stop_req, memory_order_relaxed))
 		return;

@@ -631,9 +631,13 @@ struct ada_recorder {
 	uint64_t drain_cpu_ns;       /* the drain thread's own CPU time, taken at its end */
 	uint64_t last_tick_ns, last_anchor_ns, last_reclaim_ns;
 	uint64_t last_poll_ns; /* drain_pass(): the last waitpid for dead children */
-	/* The last drain pass (drain_nap()): events taken, and the least room
-	 * (events) a ring it read had left (0: a small ring was filling). */
-	uint64_t pass_events, pass_room_min;
+	/* The last drain pass: events taken (drain_pass(): the waitpid
+	 * cadence), the least room (events) a ring it read had left when
+	 * read (the windows' detail budget, flight.c; 0: a ring at its high
+	 * watermark or a small ring filling) and once its take and release
+	 * were done (drain_nap(); 0 also when a take stopped at its budget:
+	 * the drain is behind). */
+	uint64_t pass_events, pass_room_min, pass_room_after;
 	/* The least time any ring read this pass would take to fill at the
 	 * rate its thread wrote since the previous pass (UINT64_MAX: none
 	 * moved): what the windows' detail may take of the pass (flight.c). */
