@@ -35,6 +35,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#if defined(__x86_64__)
+#include <asm/prctl.h>
+#endif
 
 #include "agent_internal.h"
 
@@ -54,6 +57,37 @@ static _Atomic uint32_t count_used;
 static struct agent_count_fn count_fns[AGENT_COUNT_SLOTS];
 static uint64_t count_over; /* wanted count-only, no slot left */
 static bool count_final_done, count_exiting;
+
+/* x86_64: whether count blocks reach the counters through %gs (one `add
+ * gs:[8*slot], 1`, no register to keep) instead of the TLS pointer. The
+ * %gs base is free in Linux programs (glibc keeps TLS in %fs); a thread
+ * points it at its counters when it registers. Decided once, by the first
+ * block emitted or thread registered, whichever comes first: gs is used
+ * when that thread's %gs base is 0 (a program that uses %gs for itself
+ * keeps the pointer form). 0 undecided, 1 gs, 2 the pointer. */
+static _Atomic uint32_t count_gs_mode;
+
+static bool count_gs(void)
+{
+	/* Relaxed: the decision's one word; the CAS below makes the first
+	 * decision the only one (its readers need nothing else it wrote). */
+	uint32_t m = atomic_load_explicit(&count_gs_mode, memory_order_relaxed);
+	if (m)
+		return m == 1;
+#if defined(__x86_64__)
+	unsigned long base = 1;
+	long r =
+	    hook_arch_syscall6(SYS_arch_prctl, ARCH_GET_GS, (long)(uintptr_t)&base, 0, 0, 0, 0);
+	uint32_t want = r == 0 && base == 0 && agent.cfg.count_gs ? 1 : 2;
+#else
+	uint32_t want = 2;
+#endif
+	uint32_t none = 0;
+	if (!atomic_compare_exchange_strong_explicit(&count_gs_mode, &none, want,
+	                                             memory_order_relaxed, memory_order_relaxed))
+		return none == 1;
+	return want == 1;
+}
 
 /* Whether any function may be count-only (threads need counters). */
 static bool count_wanted(void)
@@ -77,6 +111,17 @@ void agent_count_thread_start(void)
 		}
 		t->n = (uint64_t *)p;
 	}
+#if defined(__x86_64__)
+	/* The count blocks' %gs:8*slot is this thread's counters from here on
+	 * (the gate below is what lets a block use it). A thread inherits its
+	 * creator's base: it is not used before this. */
+	if (count_gs() && hook_arch_syscall6(SYS_arch_prctl, ARCH_SET_GS, (long)(uintptr_t)t->n, 0,
+	                                     0, 0, 0) != 0) {
+		/* Relaxed: a counter to show, ordered with nothing. */
+		atomic_fetch_add_explicit(&count_unregistered, 1, memory_order_relaxed);
+		return;
+	}
+#endif
 	/* Relaxed: a hint where to start looking; any value works. */
 	uint32_t h = atomic_load_explicit(&count_hint, memory_order_relaxed);
 	for (uint32_t k = 0; k < AGENT_COUNT_THREADS; k++) {
@@ -235,7 +280,8 @@ void agent_count_offsets(int32_t *gate, int32_t *counters)
 	uintptr_t tp = hook_arch_thread_pointer();
 	/* Initial-exec TLS: the same offsets from every thread's pointer. */
 	*gate = (int32_t)((intptr_t)(uintptr_t)&agent_count_tls.gate - (intptr_t)tp);
-	*counters = (int32_t)((intptr_t)(uintptr_t)&agent_count_tls.n - (intptr_t)tp);
+	*counters = count_gs() ? HOOK_ARCH_COUNT_GS
+	                       : (int32_t)((intptr_t)(uintptr_t)&agent_count_tls.n - (intptr_t)tp);
 }
 
 /* The final sum: every live block taken and read, then count_dead. */

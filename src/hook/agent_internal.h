@@ -309,7 +309,8 @@ bool agent_count_room(void);
 /* Whether fn_id has a counter slot already (under agent.lock). */
 bool agent_count_has(uint64_t fn_id);
 /* The TLS offsets a count block uses: gate, and the pointer to the
- * thread's counters. */
+ * thread's counters, or HOOK_ARCH_COUNT_GS when the counters are at the
+ * thread's %gs base (x86_64; agent_count.c). */
 void agent_count_offsets(int32_t *gate, int32_t *counters);
 /* agent_budget.c (--overhead-budget): starts the agent's budget thread
  * when the option asks for one (after the start-up scan); functions it
@@ -398,6 +399,20 @@ struct agent_module {
 int agent_far_block(struct hook_mem *mem, struct agent_module *m, size_t cap, uint8_t **blk,
                     bool *far);
 bool agent_far_replan(const struct agent_module *m, size_t i, struct hook_arch_plan *plan);
+/* m's trampoline block (agent_trampmap.c) for n_cand trampolines after the
+ * first used bytes, by agent_far_block; with counts, a zone of its own
+ * after them for the count blocks, each on a line of AGENT_COUNT_ALIGN
+ * (czone: the first). The crash handler's map gets a table of each
+ * (tmap, cmap), in address order. 0 or -errno (blk NULL). */
+#define AGENT_COUNT_ALIGN 64
+struct agent_block {
+	uint8_t *blk;
+	size_t czone;                   /* where the next count block goes */
+	bool far;                       /* a module wider than the patch's reach */
+	struct agent_tmap *tmap, *cmap; /* the trampolines', the count blocks' */
+};
+int agent_block_alloc(struct agent_module *m, size_t used, size_t n_cand, bool counts,
+                      struct agent_block *z);
 bool agent_far_note_bti(const uint8_t *p, size_t len);
 
 /* An image that is not hooked at all, for agent.json. */

@@ -410,6 +410,10 @@ size_t hook_arch_emit_trampoline_fast_map(const struct hook_arch_plan *plan, uin
                                           uint64_t buf_addr, uint64_t fn_id, uint64_t stub,
                                           uint64_t exit_path, struct hook_arch_reloc_map *map);
 
+/* The counters argument of blocks that add to %gs:8*slot instead (x86_64 only: the
+ * thread's %gs base is its counters; no register kept, no pointer loaded). */
+#define HOOK_ARCH_COUNT_GS INT32_MIN
+
 /* A count-only block (at most HOOK_ARCH_COUNT_BLOCK_MAX bytes) for the
  * function whose fast trampoline is at tramp (hook_arch_emit_trampoline_fast;
  * x86_64: within +-2 GiB): when the 32-bit TLS word at the thread-pointer

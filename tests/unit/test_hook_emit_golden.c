@@ -191,6 +191,34 @@ static void test_count_block(void **state)
 	    hook_arch_emit_count_block(buf, GOLD_TR + 0x100, -0x40, -0x38, 1u << 28, GOLD_TR), 0);
 }
 
+/* The %gs form (HOOK_ARCH_COUNT_GS: the thread's %gs base is its
+ * counters, agent_count.c): cmp fs:gate; jne GOLD_TR; add qword
+ * gs:[8*slot], 1 (65 48 83 04 25 disp32 01); jmp GOLD_TR+30; and inline,
+ * the same three instructions, then the relocated prologue. */
+static void test_count_block_gs(void **state)
+{
+	uint8_t buf[HOOK_ARCH_COUNT_BLOCK_MAX], in[HOOK_ARCH_COUNT_INLINE_MAX];
+	static const uint8_t add[] = {0x65, 0x48, 0x83, 0x04, 0x25, 0x28, 0, 0, 0, 0x01};
+	struct hook_arch_reloc_map map;
+	struct hook_arch_plan plan;
+
+	(void)state;
+	size_t n =
+	    hook_arch_emit_count_block(buf, GOLD_TR + 0x100, -0x40, HOOK_ARCH_COUNT_GS, 5, GOLD_TR);
+	assert_int_equal(n, 30);
+	gold_check("count_block_gs", buf, n);
+	assert_memory_equal(buf + 15, add, sizeof(add)); /* slot 5: disp32 0x28 */
+	assert_int_equal(hook_arch_prepare(gold_fns[0].code, GOLD_FN, gold_fns[0].len, &plan),
+	                 ADA_HOOK_OK);
+	size_t m = hook_arch_emit_count_block_inline(&plan, in, GOLD_TR + 0x100, -0x40,
+	                                             HOOK_ARCH_COUNT_GS, 5, GOLD_TR, &map);
+	assert_true(m > 25);
+	assert_memory_equal(in, buf, 25);
+	static const uint8_t plain[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10, 0xe9};
+	assert_memory_equal(in + 25, plain, sizeof(plain));
+	assert_int_equal(map.at[0], 25);
+}
+
 /* The inline count block (hook_arch_emit_count_block_inline) at
  * GOLD_TR + 0x100: the count block's first six instructions, byte for
  * byte, then the prologue relocated as a fast trampoline whose body
@@ -245,10 +273,9 @@ static void test_count_block_inline(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_trampolines),
-	    cmocka_unit_test(test_stubs),
-	    cmocka_unit_test(test_count_block),
-	    cmocka_unit_test(test_count_block_inline),
+	    cmocka_unit_test(test_trampolines),    cmocka_unit_test(test_stubs),
+	    cmocka_unit_test(test_count_block),    cmocka_unit_test(test_count_block_inline),
+	    cmocka_unit_test(test_count_block_gs),
 	};
 
 	gold_dir = ADA_EMIT_GOLDEN_DIR;

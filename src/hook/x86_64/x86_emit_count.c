@@ -39,6 +39,10 @@ bool emit_count_test(struct x86_writer *w, int32_t gate, int32_t counters, uint3
 		return false;
 	x86_cmp_mem_imm8(w, X86_DWORD, x86_fs(gate), 1);
 	x86_jcc_rel32(w, X86_CC_NE, tramp);
+	if (counters == HOOK_ARCH_COUNT_GS) { /* the thread's %gs base is its counters */
+		x86_add_mem_imm8(w, X86_QWORD, x86_gs((int32_t)(slot * 8)), 1);
+		return w->ok;
+	}
 	x86_push_reg(w, X86_R11);
 	x86_mov_reg_mem(w, X86_R11, x86_fs(counters));
 	x86_add_mem_imm8(w, X86_QWORD, x86_mem_d32(X86_R11, (int32_t)(slot * 8)), 1);
