@@ -320,6 +320,10 @@ void agent_budget_start(void);
 /* Ends the budget thread (ada_agent_detach, under agent.lock): no move
  * after it. */
 void agent_budget_stop(void);
+/* Under agent.lock, at exit and detach, before the caller writes
+ * agent.json: the remembered moves the budget thread has not written yet
+ * (it writes them at most every 250 ms). */
+void agent_budget_exit(void);
 /* In a forked child (agent_process.c): a budget thread of its own when
  * the parent ran one. */
 void agent_budget_after_fork(void);
