@@ -418,7 +418,8 @@ size_t hook_arch_emit_trampoline_fast_map(const struct hook_arch_plan *plan, uin
  * function whose fast trampoline is at tramp (hook_arch_emit_trampoline_fast;
  * x86_64: within +-2 GiB): when the 32-bit TLS word at the thread-pointer
  * offset gate is 1, it adds 1 to counter slot of the array the TLS
- * pointer at counters points to and jumps to the trampoline's relocated
+ * pointer at counters points to (HOOK_ARCH_COUNT_GS: the array at the
+ * %gs base) and jumps to the trampoline's relocated
  * prologue (every register but the flags as they were; arm64: and its
  * call scratch x16/x17); otherwise it jumps to the trampoline. The
  * function's patch then targets the block (docs/hooks.md, "Count-only

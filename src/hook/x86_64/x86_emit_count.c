@@ -10,14 +10,20 @@
  * relocated prologue itself and the jump back behind the patch, one taken
  * jump fewer a counted call; a prologue the block's place cannot relocate,
  * and the padding form's runtime moves, take this one, which jumps to the
- * trampoline's copy. Layout (seven instructions, 41 bytes):
+ * trampoline's copy. Layout of the %gs form (counters HOOK_ARCH_COUNT_GS:
+ * the thread's %gs base is its counters; four instructions, 30 bytes):
  *     cmp  dword fs:gate, 1        ; this thread counts (agent_count.c)
  *     jne  tramp                   ; no: the function's full trampoline
+ *     add  qword gs:[8*slot], 1    ; no lock: nobody else writes it
+ *     jmp  body                    ; the trampoline's relocated prologue
+ * and of the pointer form (a program that uses %gs; seven, 41 bytes):
+ *     cmp  dword fs:gate, 1
+ *     jne  tramp
  *     push r11
  *     mov  r11, fs:counters        ; the thread's own counters
- *     add  qword [r11 + 8*slot], 1 ; no lock: nobody else writes it
+ *     add  qword [r11 + 8*slot], 1
  *     pop  r11
- *     jmp  body                    ; the trampoline's relocated prologue
+ *     jmp  body
  * The count is one read-modify-write of the thread's own counter, so a signal
  * lands before or after it and a handler's own calls count too. r11 is
  * kept: gcc's -fipa-ra may keep a value in it across a call to a local
