@@ -89,6 +89,28 @@ static bool count_gs(void)
 	return want == 1;
 }
 
+#if defined(__x86_64__)
+/* Points the calling thread's %gs base at its counters n: the count
+ * blocks' %gs:8*slot from here on (its gate, raised after this, is what
+ * lets a block use them). A thread starts with its creator's base, which
+ * is 0 or a registered thread's counters (found in count_reg); any other
+ * is the program's own use of %gs, left alone: false, the thread's calls
+ * stay events. */
+static bool count_gs_set(uint64_t *n)
+{
+	unsigned long cur = 0;
+	if (hook_arch_syscall6(SYS_arch_prctl, ARCH_GET_GS, (long)(uintptr_t)&cur, 0, 0, 0, 0))
+		return false;
+	bool ours = cur == 0 || cur == (uintptr_t)n;
+	/* Relaxed: a registered thread's entry holds its block's address
+	 * until it exits; a stale miss only leaves this thread uncounted. */
+	for (uint32_t i = 0; i < AGENT_COUNT_THREADS && !ours; i++)
+		ours = atomic_load_explicit(&count_reg[i], memory_order_relaxed) == cur;
+	return ours &&
+	       hook_arch_syscall6(SYS_arch_prctl, ARCH_SET_GS, (long)(uintptr_t)n, 0, 0, 0, 0) == 0;
+}
+#endif
+
 /* Whether any function may be count-only (threads need counters). */
 static bool count_wanted(void)
 {
@@ -112,11 +134,7 @@ void agent_count_thread_start(void)
 		t->n = (uint64_t *)p;
 	}
 #if defined(__x86_64__)
-	/* The count blocks' %gs:8*slot is this thread's counters from here on
-	 * (the gate below is what lets a block use it). A thread inherits its
-	 * creator's base: it is not used before this. */
-	if (count_gs() && hook_arch_syscall6(SYS_arch_prctl, ARCH_SET_GS, (long)(uintptr_t)t->n, 0,
-	                                     0, 0, 0) != 0) {
+	if (count_gs() && !count_gs_set(t->n)) {
 		/* Relaxed: a counter to show, ordered with nothing. */
 		atomic_fetch_add_explicit(&count_unregistered, 1, memory_order_relaxed);
 		return;

@@ -55,7 +55,8 @@ static unsigned long results[NTHREADS];
 static const char *const labels[NTHREADS] = {"t0", "t1", "t2", "t3"};
 static long heavy = 1;
 static int budget_mode;
-static int budget_log2 = 24; /* at most 2^budget_log2 rounds before a move */
+static unsigned long gs_of[NTHREADS]; /* each worker's %gs base at its end */
+static int budget_log2 = 24;          /* at most 2^budget_log2 rounds before a move */
 
 /* "budget": whether ada's --overhead-budget moved fn to count-only: its
  * patch (x86_64: a jmp rel32; aarch64: a b) leads to a count block,
@@ -146,6 +147,16 @@ TC_FN static void *worker(void *arg)
 	for (long k = 0; k < (NTHREADS - i) * 500 + i; k++)
 		acc += work_b((unsigned long)k);
 	results[i] = acc;
+#if defined(__x86_64__)
+	/* This thread's %gs base (arch_prctl ARCH_GET_GS, a raw system call:
+	 * no function of its own), for count_form_ok. */
+	long r;
+	__asm__ volatile("syscall"
+	                 : "=a"(r)
+	                 : "0"(158L), "D"(0x1004L), "S"(&gs_of[i])
+	                 : "rcx", "r11", "memory");
+	(void)r;
+#endif
 	return NULL;
 }
 
@@ -231,17 +242,28 @@ TC_FN static void run_serial(void)
 /* x86_64, T_COUNT_FORM=gs or ptr (e2e.count_only, e2e.count_only_ptr):
  * whether leaf's count block is that form: its instruction after the
  * test (at 15) is the %gs add (prefix 0x65) or the pointer form's push
- * r11 (0x41). Elsewhere, untraced or unset: true. */
+ * r11 (0x41); and whether each worker counted in its own page: gs, a %gs
+ * base of its own (a worker starts with main's and sets its own when it
+ * registers: not main's); ptr, none. Elsewhere, untraced or unset: true. */
 static int count_form_ok(void)
 {
 #if defined(__x86_64__)
 	const char *want = getenv("T_COUNT_FORM");
 	const unsigned char *p = (const void *)leaf;
-	int rel;
+	int rel, gs = want && !strcmp(want, "gs");
 	if (!want || p[0] != 0xe9)
-		return 1; /* or untraced: no block to look at */
+		return 1;          /* or untraced: no block to look at */
+	unsigned long main_gs = 0; /* main's own, as the workers' (worker) */
+	long r;
+	__asm__ volatile("syscall"
+	                 : "=a"(r)
+	                 : "0"(158L), "D"(0x1004L), "S"(&main_gs)
+	                 : "rcx", "r11", "memory");
+	for (int i = 0; i < NTHREADS; i++)
+		if (gs ? !main_gs || !gs_of[i] || gs_of[i] == main_gs : gs_of[i] || main_gs)
+			return 0;
 	memcpy(&rel, p + 1, 4);
-	return p[5 + rel + 15] == (strcmp(want, "gs") ? 0x41 : 0x65);
+	return p[5 + rel + 15] == (gs ? 0x65 : 0x41);
 #else
 	return 1;
 #endif
