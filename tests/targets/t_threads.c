@@ -55,8 +55,10 @@ static unsigned long results[NTHREADS];
 static const char *const labels[NTHREADS] = {"t0", "t1", "t2", "t3"};
 static long heavy = 1;
 static int budget_mode;
+static int budget_log2 = 24; /* at most 2^budget_log2 rounds before a move */
+#if defined(__x86_64__)
 static unsigned long gs_of[NTHREADS]; /* each worker's %gs base at its end */
-static int budget_log2 = 24;          /* at most 2^budget_log2 rounds before a move */
+#endif
 
 /* "budget": whether ada's --overhead-budget moved fn to count-only: its
  * patch (x86_64: a jmp rel32; aarch64: a b) leads to a count block,
