@@ -52,6 +52,10 @@ static _Atomic uintptr_t count_reg[AGENT_COUNT_THREADS];
 static _Atomic uint64_t count_dead[AGENT_COUNT_SLOTS];
 static _Atomic uint32_t count_hint;
 static _Atomic uint64_t count_unregistered;
+/* A thread's counters' mapping: HOOK_ARCH_COUNT_GS_TAG, then the
+ * AGENT_COUNT_SLOTS counters (agent_count_tls.n points at the first). */
+#define COUNT_MAP_BYTES (8u + AGENT_COUNT_SLOTS * 8u)
+
 /* Slots handed out (under agent.lock; read by exiting threads). */
 static _Atomic uint32_t count_used;
 static struct agent_count_fn count_fns[AGENT_COUNT_SLOTS];
@@ -123,15 +127,16 @@ void agent_count_thread_start(void)
 	if (t->reg || !count_wanted())
 		return;
 	if (!t->n) { /* a raw system call: the handlers' cold path calls no libc here */
-		long p =
-		    hook_arch_syscall6(SYS_mmap, 0, AGENT_COUNT_SLOTS * 8, PROT_READ | PROT_WRITE,
-		                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		long p = hook_arch_syscall6(SYS_mmap, 0, COUNT_MAP_BYTES, PROT_READ | PROT_WRITE,
+		                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p < 0 && p > -4096) {
 			/* Relaxed: a counter to show, ordered with nothing. */
 			atomic_fetch_add_explicit(&count_unregistered, 1, memory_order_relaxed);
 			return;
 		}
-		t->n = (uint64_t *)p;
+		/* The tag first, the counters after it: gs:[-8] (hook_arch.h). */
+		((uint64_t *)p)[0] = HOOK_ARCH_COUNT_GS_TAG;
+		t->n = (uint64_t *)p + 1;
 	}
 #if defined(__x86_64__)
 	if (count_gs() && !count_gs_set(t->n)) {
@@ -177,9 +182,9 @@ static void count_flush(uint64_t *n)
  * block touches it either). */
 static void count_unmap(struct agent_count_tls *t)
 {
-	uint64_t *n = t->n;
+	uint64_t *n = t->n - 1; /* the tag's qword starts the mapping */
 	t->n = NULL;
-	hook_arch_syscall6(SYS_munmap, (long)(uintptr_t)n, AGENT_COUNT_SLOTS * 8, 0, 0, 0, 0);
+	hook_arch_syscall6(SYS_munmap, (long)(uintptr_t)n, COUNT_MAP_BYTES, 0, 0, 0, 0);
 }
 
 void agent_count_thread_exit(void)

@@ -267,7 +267,8 @@ void agent_thread_started(void);
  * the agent, and the static TLS a dlopen may take is small). gate is 1
  * exactly while the thread counts: +1 once registered, +2 for each level
  * of the agent's own work (agent_guard_*); the count blocks test it. n:
- * its counters, AGENT_COUNT_SLOTS of them in pages of its own (mapped when
+ * its counters, AGENT_COUNT_SLOTS of them in pages of its own, after the
+ * qword HOOK_ARCH_COUNT_GS_TAG (mapped when
  * it registers, only when count-only functions may exist; a page is
  * faulted in when a count first lands in it). reg: 1 + its entry in the
  * registry. */

@@ -58,6 +58,25 @@ static int budget_mode;
 static int budget_log2 = 24; /* at most 2^budget_log2 rounds before a move */
 #if defined(__x86_64__)
 static unsigned long gs_of[NTHREADS]; /* each worker's %gs base at its end */
+/* T_GS_MOVE (e2e.count_only_gs_moved): each worker points %gs at its row
+ * here for its work_b calls, as a program using %gs for itself would
+ * after ada registered the thread: ada's count blocks must not add into
+ * it (its first qword is not their tag), so every row stays zero. A row
+ * holds every counter slot a block could address. */
+#define GS_ROW (4096 + 2)
+static unsigned long gs_rows[NTHREADS][GS_ROW];
+static int gs_move, gs_dirty;
+
+/* arch_prctl(code, addr) as a raw system call: no function of its own. */
+static long gs_prctl(long code, unsigned long addr)
+{
+	long r;
+	__asm__ volatile("syscall"
+	                 : "=a"(r)
+	                 : "0"(158L), "D"(code), "S"(addr)
+	                 : "rcx", "r11", "memory");
+	return r;
+}
 #endif
 
 /* "budget": whether ada's --overhead-budget moved fn to count-only: its
@@ -146,8 +165,22 @@ TC_FN static void *worker(void *arg)
 			end = 2 * k + 65536;
 		}
 	}
+#if defined(__x86_64__)
+	unsigned long gs_mine = 0;
+	if (gs_move) { /* ARCH_GET_GS, then ARCH_SET_GS to the row past its first qword */
+		gs_prctl(0x1004, (unsigned long)&gs_mine);
+		gs_prctl(0x1001, (unsigned long)&gs_rows[i][1]);
+	}
+#endif
 	for (long k = 0; k < (NTHREADS - i) * 500 + i; k++)
 		acc += work_b((unsigned long)k);
+#if defined(__x86_64__)
+	if (gs_move) {
+		gs_prctl(0x1001, gs_mine);
+		for (int s = 0; s < GS_ROW; s++)
+			gs_dirty |= gs_rows[i][s] != 0;
+	}
+#endif
 	results[i] = acc;
 #if defined(__x86_64__)
 	/* This thread's %gs base (arch_prctl ARCH_GET_GS, a raw system call:
@@ -278,6 +311,9 @@ int main(int argc, char **argv)
 	unsigned long sum = 0;
 
 	tc_init(argc, argv, "threads", fn_names, FN_COUNT);
+#if defined(__x86_64__)
+	gs_move = getenv("T_GS_MOVE") != NULL;
+#endif
 	if (argc > 1 && !strcmp(argv[1], "many")) {
 		run_many();
 		return 0;
@@ -313,5 +349,9 @@ int main(int argc, char **argv)
 		printf("threads checksum %lu\n", sum);
 	if (getenv("T_COUNT_FORM") && !count_form_ok()) /* called only then: at -O0 a call */
 		return 4;
+#if defined(__x86_64__)
+	if (gs_dirty) /* a count block wrote into the program's own %gs memory */
+		return 5;
+#endif
 	return moved_not_inline ? 3 : 0;
 }
