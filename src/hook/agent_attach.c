@@ -346,7 +346,8 @@ ADA_AGENT_EXPORT int ada_agent_detach(void)
 	agent_budget_stop(); /* before the patches go: no move after */
 	int err = agent_uninstall();
 	agent_hot.active = 0;
-	agent_count_exiting();                  /* the count-only functions' final sum */
+	agent_count_exiting(); /* the count-only functions' final sum */
+	agent_budget_exit();
 	agent_write_files(false, agent.n_mods); /* agent.json, final */
 	/* The recording's shared memory goes back now (RssShmem as before
 	 * the attach; issue 34): its range becomes private zero pages, which

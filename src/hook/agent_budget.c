@@ -82,6 +82,12 @@
 #define BUDGET_SHORT_NS 2000u /* "short": a mean duration below this */
 #define BUDGET_MOVES_TICK 16u /* moves per thread and tick, at most ... */
 #define BUDGET_MOVES_FAR 256u /* ... or this many when over twice its budget */
+/* agent.json and the remembered moves are rewritten after moves at most
+ * this often (and at exit): each rewrite of agent.json lists every
+ * count-only function, and a first run moves functions in many ticks in
+ * a row (python's: about fifteen; the rewrites were a third of the budget
+ * thread's CPU, docs/benchmarks.md). */
+#define BUDGET_FILES_NS 250000000ull
 /* A thread that ran less than a tenth of the tick is not judged. */
 #define BUDGET_MIN_CPU_DIV 10u
 #define BUDGET_FNS 1024u /* distinct functions tallied per sample */
@@ -135,6 +141,10 @@ static struct {
 	struct hook_patch pending[BUDGET_MOVES_FAR], *pending_at[BUDGET_MOVES_FAR];
 	uint32_t n_pending;
 	bool shed_none; /* this tick: a thread over budget had nothing moved */
+	/* Moves not yet in agent.json and the remembered moves (under
+	 * agent.lock); when they were last written (budget_files). */
+	bool files_pending;
+	uint64_t files_ns;
 	uint32_t depth_fn[256];
 	uint64_t depth_ts[256];
 } budget;
@@ -506,6 +516,26 @@ static void budget_remember(void)
 	}
 }
 
+/* Under agent.lock: the moves not yet written go to agent.json (ada
+ * status and the summary read it) and the remembered moves, when
+ * BUDGET_FILES_NS passed since the last write, or now (exit, detach). */
+static void budget_files(bool now)
+{
+	uint64_t t = agent_now_ns();
+	if (!budget.files_pending || (!now && t - budget.files_ns < BUDGET_FILES_NS))
+		return;
+	if (!now)
+		agent_write_files(false, agent.n_mods);
+	budget_remember();
+	budget.files_pending = false;
+	budget.files_ns = t;
+}
+
+void agent_budget_exit(void)
+{
+	budget_files(true);
+}
+
 /* The slot's events since the last tick, whoever wrote them, go to the
  * rest unless its thread was judged on its own. A head never read
  * before is only noted (its events may predate the budget). */
@@ -623,12 +653,10 @@ static bool budget_tick(uint64_t dt_ns, uint32_t gen)
 		pthread_mutex_unlock(&agent.lock);
 	}
 	any |= budget_judge_rest(&rest, dt_ns, gen);
-	if (any) { /* ada status and the summary read agent.json */
-		pthread_mutex_lock(&agent.lock);
-		agent_write_files(false, agent.n_mods);
-		budget_remember();
-		pthread_mutex_unlock(&agent.lock);
-	}
+	pthread_mutex_lock(&agent.lock);
+	budget.files_pending |= any;
+	budget_files(false);
+	pthread_mutex_unlock(&agent.lock);
 	return any;
 }
 
@@ -740,7 +768,7 @@ void agent_budget_start(void)
 {
 	if (!agent.cfg.overhead_budget || budget.running)
 		return;
-	budget.start_ns = agent_now_ns();
+	budget.start_ns = budget.files_ns = agent_now_ns();
 	budget.debug = secure_getenv("ADA_BUDGET_DEBUG") != NULL;
 	budget_spawn();
 }
@@ -756,6 +784,7 @@ void agent_budget_after_fork(void)
 {
 	if (!budget.running)
 		return;
+	budget.files_pending = false; /* the parent's moves are the parent's to write */
 	/* The parent's threads are not this process's: judged afresh. */
 	if (budget.slots)
 		memset(budget.slots, 0, budget.nslots * sizeof(*budget.slots));

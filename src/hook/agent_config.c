@@ -195,6 +195,8 @@ static int config_apply(struct ada_hook_config *cfg, const char *k, size_t klen,
 		return config_add_globs(v, vlen, cfg->count_only, &cfg->n_count_only);
 	if (config_key_is(k, klen, "overhead-budget"))
 		return config_pct(v, vlen, &cfg->overhead_budget);
+	if (config_key_is(k, klen, "count-gs"))
+		return config_bool(v, vlen, &cfg->count_gs);
 	if (config_key_is(k, klen, "analysis-threads"))
 		return config_threads(v, vlen, &cfg->analysis_threads);
 	return -EINVAL;
@@ -208,6 +210,7 @@ int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *c
 	cfg->cache = true;
 	cfg->need_fde = true;
 	cfg->pad = true;
+	cfg->count_gs = true;
 	cfg->stack_bytes = 128;
 	cfg->analysis_threads = 1;
 	size_t i = 0;

@@ -35,6 +35,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#if defined(__x86_64__)
+#include <asm/prctl.h>
+#endif
 
 #include "agent_internal.h"
 
@@ -49,11 +52,68 @@ static _Atomic uintptr_t count_reg[AGENT_COUNT_THREADS];
 static _Atomic uint64_t count_dead[AGENT_COUNT_SLOTS];
 static _Atomic uint32_t count_hint;
 static _Atomic uint64_t count_unregistered;
+/* A thread's counters' mapping: HOOK_ARCH_COUNT_GS_TAG, then the
+ * AGENT_COUNT_SLOTS counters (agent_count_tls.n points at the first). */
+#define COUNT_MAP_BYTES (8u + AGENT_COUNT_SLOTS * 8u)
+
 /* Slots handed out (under agent.lock; read by exiting threads). */
 static _Atomic uint32_t count_used;
 static struct agent_count_fn count_fns[AGENT_COUNT_SLOTS];
 static uint64_t count_over; /* wanted count-only, no slot left */
 static bool count_final_done, count_exiting;
+
+/* x86_64: whether count blocks reach the counters through %gs (one `add
+ * gs:[8*slot], 1`, no register to keep) instead of the TLS pointer. The
+ * %gs base is free in Linux programs (glibc keeps TLS in %fs); a thread
+ * points it at its counters when it registers. Decided once, by the first
+ * block emitted or thread registered, whichever comes first: gs is used
+ * when that thread's %gs base is 0 (a program that uses %gs for itself
+ * keeps the pointer form). 0 undecided, 1 gs, 2 the pointer. */
+static _Atomic uint32_t count_gs_mode;
+
+static bool count_gs(void)
+{
+	/* Relaxed: the decision's one word; the CAS below makes the first
+	 * decision the only one (its readers need nothing else it wrote). */
+	uint32_t m = atomic_load_explicit(&count_gs_mode, memory_order_relaxed);
+	if (m)
+		return m == 1;
+#if defined(__x86_64__)
+	unsigned long base = 1;
+	long r =
+	    hook_arch_syscall6(SYS_arch_prctl, ARCH_GET_GS, (long)(uintptr_t)&base, 0, 0, 0, 0);
+	uint32_t want = r == 0 && base == 0 && agent.cfg.count_gs ? 1 : 2;
+#else
+	uint32_t want = 2;
+#endif
+	uint32_t none = 0;
+	if (!atomic_compare_exchange_strong_explicit(&count_gs_mode, &none, want,
+	                                             memory_order_relaxed, memory_order_relaxed))
+		return none == 1;
+	return want == 1;
+}
+
+#if defined(__x86_64__)
+/* Points the calling thread's %gs base at its counters n: the count
+ * blocks' %gs:8*slot from here on (its gate, raised after this, is what
+ * lets a block use them). A thread starts with its creator's base, which
+ * is 0 or a registered thread's counters (found in count_reg); any other
+ * is the program's own use of %gs, left alone: false, the thread's calls
+ * stay events. */
+static bool count_gs_set(uint64_t *n)
+{
+	unsigned long cur = 0;
+	if (hook_arch_syscall6(SYS_arch_prctl, ARCH_GET_GS, (long)(uintptr_t)&cur, 0, 0, 0, 0))
+		return false;
+	bool ours = cur == 0 || cur == (uintptr_t)n;
+	/* Relaxed: a registered thread's entry holds its block's address
+	 * until it exits; a stale miss only leaves this thread uncounted. */
+	for (uint32_t i = 0; i < AGENT_COUNT_THREADS && !ours; i++)
+		ours = atomic_load_explicit(&count_reg[i], memory_order_relaxed) == cur;
+	return ours &&
+	       hook_arch_syscall6(SYS_arch_prctl, ARCH_SET_GS, (long)(uintptr_t)n, 0, 0, 0, 0) == 0;
+}
+#endif
 
 /* Whether any function may be count-only (threads need counters). */
 static bool count_wanted(void)
@@ -67,16 +127,24 @@ void agent_count_thread_start(void)
 	if (t->reg || !count_wanted())
 		return;
 	if (!t->n) { /* a raw system call: the handlers' cold path calls no libc here */
-		long p =
-		    hook_arch_syscall6(SYS_mmap, 0, AGENT_COUNT_SLOTS * 8, PROT_READ | PROT_WRITE,
-		                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		long p = hook_arch_syscall6(SYS_mmap, 0, COUNT_MAP_BYTES, PROT_READ | PROT_WRITE,
+		                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p < 0 && p > -4096) {
 			/* Relaxed: a counter to show, ordered with nothing. */
 			atomic_fetch_add_explicit(&count_unregistered, 1, memory_order_relaxed);
 			return;
 		}
-		t->n = (uint64_t *)p;
+		/* The tag first, the counters after it: gs:[-8] (hook_arch.h). */
+		((uint64_t *)p)[0] = HOOK_ARCH_COUNT_GS_TAG;
+		t->n = (uint64_t *)p + 1;
 	}
+#if defined(__x86_64__)
+	if (count_gs() && !count_gs_set(t->n)) {
+		/* Relaxed: a counter to show, ordered with nothing. */
+		atomic_fetch_add_explicit(&count_unregistered, 1, memory_order_relaxed);
+		return;
+	}
+#endif
 	/* Relaxed: a hint where to start looking; any value works. */
 	uint32_t h = atomic_load_explicit(&count_hint, memory_order_relaxed);
 	for (uint32_t k = 0; k < AGENT_COUNT_THREADS; k++) {
@@ -114,9 +182,9 @@ static void count_flush(uint64_t *n)
  * block touches it either). */
 static void count_unmap(struct agent_count_tls *t)
 {
-	uint64_t *n = t->n;
+	uint64_t *n = t->n - 1; /* the tag's qword starts the mapping */
 	t->n = NULL;
-	hook_arch_syscall6(SYS_munmap, (long)(uintptr_t)n, AGENT_COUNT_SLOTS * 8, 0, 0, 0, 0);
+	hook_arch_syscall6(SYS_munmap, (long)(uintptr_t)n, COUNT_MAP_BYTES, 0, 0, 0, 0);
 }
 
 void agent_count_thread_exit(void)
@@ -235,7 +303,8 @@ void agent_count_offsets(int32_t *gate, int32_t *counters)
 	uintptr_t tp = hook_arch_thread_pointer();
 	/* Initial-exec TLS: the same offsets from every thread's pointer. */
 	*gate = (int32_t)((intptr_t)(uintptr_t)&agent_count_tls.gate - (intptr_t)tp);
-	*counters = (int32_t)((intptr_t)(uintptr_t)&agent_count_tls.n - (intptr_t)tp);
+	*counters = count_gs() ? HOOK_ARCH_COUNT_GS
+	                       : (int32_t)((intptr_t)(uintptr_t)&agent_count_tls.n - (intptr_t)tp);
 }
 
 /* The final sum: every live block taken and read, then count_dead. */

@@ -401,12 +401,12 @@ static bool install_count_only(const struct agent_module *m, size_t i)
 	return false;
 }
 
-/* A count block for function i right after its fast trampoline at tramp
+/* A count block for function i, whose fast trampoline is at tramp
  * (docs/hooks.md, "Count-only functions"): the inline form (the prologue
  * copied into it, added to tmap as a trampoline is), else the one that
- * jumps to the trampoline's copy, at blk + *used (advanced past it).
- * Returns where the patch should jump: the block, or tramp when no
- * counter is left (traced in full). */
+ * jumps to the trampoline's copy, at blk + *used (advanced past it, to
+ * the next line). Returns where the patch should jump: the block, or
+ * tramp when no counter is left (traced in full). */
 static uint64_t install_count_block(struct agent_module *m, size_t i,
                                     const struct hook_arch_plan *plan, uint8_t *blk, size_t *used,
                                     uint64_t tramp, bool recalled, struct agent_tmap *tmap)
@@ -430,7 +430,7 @@ static uint64_t install_count_block(struct agent_module *m, size_t i,
 		    hook_arch_emit_count_block(at, (uint64_t)at, gate, counter, (uint32_t)c, tramp);
 	if (len == 0)
 		return tramp; /* cannot happen within one block; the slot stays unused */
-	*used += (len + 15) & ~(size_t)15;
+	*used += (len + AGENT_COUNT_ALIGN - 1) & ~(size_t)(AGENT_COUNT_ALIGN - 1);
 	return (uint64_t)at;
 }
 
@@ -480,26 +480,6 @@ static void install_emit_patch(const struct hook_arch_plan *plan, uint64_t targe
 	}
 }
 
-/* Bytes a trampoline takes at least: the fast form's frame template and
- * the jump back alone pass 32, and each starts 16-byte aligned. */
-#define INSTALL_TRAMPOLINE_LEAST 48
-
-/* The whole pages of [blk, blk + len), which the trampolines about to be
- * written will fill (len: what they take at least), made present in one
- * call instead of by a page fault each (libc's ~170 KB). Best effort. */
-static void install_populate_block(uint8_t *blk, size_t len)
-{
-#ifdef MADV_POPULATE_WRITE
-	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t lo = ((uintptr_t)blk + pg - 1) & ~(pg - 1);
-	uintptr_t hi = ((uintptr_t)blk + len) & ~(pg - 1);
-	if (hi > lo + pg)
-		(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
-#else
-	(void)blk, (void)len;
-#endif
-}
-
 /* Emits the trampolines into one block and fills patches and, in the
  * same order, undo (the original bytes). Returns the patch count. The
  * block starts with its own return trampoline, the exit path of its
@@ -509,7 +489,6 @@ static size_t install_emit(struct agent_module *m, struct agent_plans *plans, si
                            struct hook_patch *patches, struct hook_patch *undo,
                            struct hook_patch *pads, size_t *n_pad)
 {
-	uint8_t *blk = NULL;
 	size_t np = 0, used = (HOOK_ARCH_RETURN_TRAMPOLINE_MAX + 15) & ~(size_t)15;
 	/* Every ordinary function's trampoline takes the fast form: the
 	 * block's enter stub follows its return trampoline (hook_arch.h).
@@ -525,17 +504,9 @@ static size_t install_emit(struct agent_module *m, struct agent_plans *plans, si
 	/* What --overhead-budget moved in an earlier run of this image
 	 * starts count-only (agent_budget.c); NULL when nothing. */
 	uint8_t *recall = agent_budget_recall(m);
-	size_t per = HOOK_ARCH_MAX_TRAMPOLINE +
-	             (agent.cfg.n_count_only || recall ? HOOK_ARCH_COUNT_INLINE_MAX : 0);
-	size_t cap = used + n_cand * per;
-	bool far = false; /* a module wider than the patch's reach (agent_far.c) */
-	int err = agent_far_block(agent.mem, m, cap, &blk, &far);
-	if (!err)
-		install_populate_block(blk, used + n_cand * INSTALL_TRAMPOLINE_LEAST);
-	struct agent_tmap *tmap =
-	    err ? NULL
-	        : agent_tmap_new(m->id, (uint64_t)blk, (uint64_t)blk + cap, m->lo,
-	                         per > HOOK_ARCH_MAX_TRAMPOLINE ? 2 * n_cand : n_cand);
+	struct agent_block z;
+	int err = agent_block_alloc(m, used, n_cand, agent.cfg.n_count_only || recall, &z);
+	uint8_t *blk = z.blk;
 	if (!err && hook_arch_emit_return_trampoline_fast(blk, (uint64_t)blk, &fl) == 0)
 		err = -EINVAL;
 	if (!err && hook_arch_emit_enter_stub(blk + stub_at, (uint64_t)(blk + stub_at), &fl) == 0)
@@ -553,7 +524,8 @@ static size_t install_emit(struct agent_module *m, struct agent_plans *plans, si
 		struct hook_arch_reloc_map map;
 		bool mapped = false;
 		size_t len =
-		    err ? 0 : install_emit_one(m, i, plan, blk, used, stub_at, far, &map, &mapped);
+		    err ? 0
+		        : install_emit_one(m, i, plan, blk, used, stub_at, z.far, &map, &mapped);
 		if (len == 0) {
 			f->status = ADA_SKIP_NO_TRAMPOLINE_MEMORY;
 			continue;
@@ -566,17 +538,18 @@ static size_t install_emit(struct agent_module *m, struct agent_plans *plans, si
 			continue;
 		}
 		uint64_t target = (uint64_t)(blk + used);
-		agent_tmap_add(tmap, plan, target, !f->reserved, mapped ? &map : NULL);
+		agent_tmap_add(z.tmap, plan, target, !f->reserved, mapped ? &map : NULL);
 		used += (len + 15) & ~(size_t)15;
 		bool recalled = recall && recall[i] && !install_count_only(m, i);
 		if (!f->reserved && (recalled || install_count_only(m, i))) {
-			target =
-			    install_count_block(m, i, plan, blk, &used, target, recalled, tmap);
+			target = install_count_block(m, i, plan, blk, &z.czone, target, recalled,
+			                             z.cmap);
 		}
 		install_emit_patch(plan, target, &patches[np], &undo[np], pads, n_pad);
 		np++;
 	}
-	agent_tmap_publish(tmap);
+	agent_tmap_publish(z.tmap);
+	agent_tmap_publish(z.cmap);
 	free(recall);
 	return np;
 }

@@ -267,7 +267,8 @@ void agent_thread_started(void);
  * the agent, and the static TLS a dlopen may take is small). gate is 1
  * exactly while the thread counts: +1 once registered, +2 for each level
  * of the agent's own work (agent_guard_*); the count blocks test it. n:
- * its counters, AGENT_COUNT_SLOTS of them in pages of its own (mapped when
+ * its counters, AGENT_COUNT_SLOTS of them in pages of its own, after the
+ * qword HOOK_ARCH_COUNT_GS_TAG (mapped when
  * it registers, only when count-only functions may exist; a page is
  * faulted in when a count first lands in it). reg: 1 + its entry in the
  * registry. */
@@ -309,7 +310,8 @@ bool agent_count_room(void);
 /* Whether fn_id has a counter slot already (under agent.lock). */
 bool agent_count_has(uint64_t fn_id);
 /* The TLS offsets a count block uses: gate, and the pointer to the
- * thread's counters. */
+ * thread's counters, or HOOK_ARCH_COUNT_GS when the counters are at the
+ * thread's %gs base (x86_64; agent_count.c). */
 void agent_count_offsets(int32_t *gate, int32_t *counters);
 /* agent_budget.c (--overhead-budget): starts the agent's budget thread
  * when the option asks for one (after the start-up scan); functions it
@@ -319,6 +321,10 @@ void agent_budget_start(void);
 /* Ends the budget thread (ada_agent_detach, under agent.lock): no move
  * after it. */
 void agent_budget_stop(void);
+/* Under agent.lock, at exit and detach, before the caller writes
+ * agent.json: the remembered moves the budget thread has not written yet
+ * (it writes them at most every 250 ms). */
+void agent_budget_exit(void);
 /* In a forked child (agent_process.c): a budget thread of its own when
  * the parent ran one. */
 void agent_budget_after_fork(void);
@@ -398,6 +404,20 @@ struct agent_module {
 int agent_far_block(struct hook_mem *mem, struct agent_module *m, size_t cap, uint8_t **blk,
                     bool *far);
 bool agent_far_replan(const struct agent_module *m, size_t i, struct hook_arch_plan *plan);
+/* m's trampoline block (agent_trampmap.c) for n_cand trampolines after the
+ * first used bytes, by agent_far_block; with counts, a zone of its own
+ * after them for the count blocks, each on a line of AGENT_COUNT_ALIGN
+ * (czone: the first). The crash handler's map gets a table of each
+ * (tmap, cmap), in address order. 0 or -errno (blk NULL). */
+#define AGENT_COUNT_ALIGN 64
+struct agent_block {
+	uint8_t *blk;
+	size_t czone;                   /* where the next count block goes */
+	bool far;                       /* a module wider than the patch's reach */
+	struct agent_tmap *tmap, *cmap; /* the trampolines', the count blocks' */
+};
+int agent_block_alloc(struct agent_module *m, size_t used, size_t n_cand, bool counts,
+                      struct agent_block *z);
 bool agent_far_note_bti(const uint8_t *p, size_t len);
 
 /* An image that is not hooked at all, for agent.json. */

@@ -116,6 +116,7 @@ static void process_at_exit(void)
 	agent_guard_enter();
 	pthread_mutex_lock(&agent.lock);
 	agent_count_exiting();
+	agent_budget_exit();
 	agent_write_files(false, agent.n_mods);
 	pthread_mutex_unlock(&agent.lock);
 	agent_guard_leave();

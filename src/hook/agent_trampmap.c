@@ -19,6 +19,9 @@
  * (inside the frame, the shared enter stub, the middle of a multi-
  * instruction copy) maps to nothing: its state is not the function's.
  *
+ * The block itself is allocated here too (agent_block_alloc): its
+ * trampolines, then a zone of the count blocks, a table for each.
+ *
  * Threads: tables are added and retired by the install paths (under
  * agent.lock); the crash handler of any thread reads them without a lock.
  * A table is immutable once published; the list only grows (a retired
@@ -26,6 +29,9 @@
  */
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "agent_internal.h"
 
@@ -152,5 +158,52 @@ uint64_t agent_tmap_pc(uint64_t pc)
 				return fn + f->map.off[i];
 		return d == f->map.end_at ? fn + f->map.end_off : 0;
 	}
+	return 0;
+}
+
+/* Bytes a trampoline takes at least: the fast form's frame template and
+ * the jump back alone pass 32, and each starts 16-byte aligned. */
+#define BLOCK_TRAMPOLINE_LEAST 48
+
+/* The whole pages of [blk, blk + len), which the trampolines about to be
+ * written will fill (len: what they take at least), made present in one
+ * call instead of by a page fault each (libc's ~170 KB). Best effort. */
+static void block_populate(uint8_t *blk, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)blk + pg - 1) & ~(pg - 1);
+	uintptr_t hi = ((uintptr_t)blk + len) & ~(pg - 1);
+	if (hi > lo + pg)
+		(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+	(void)blk, (void)len;
+#endif
+}
+
+/* The count blocks' zone after the trampolines': the hot ones of a
+ * second run (sqlite3: 173, python: some 700) then take a few pages, not
+ * one each among the trampolines. */
+int agent_block_alloc(struct agent_module *m, size_t used, size_t n_cand, bool counts,
+                      struct agent_block *z)
+{
+	const size_t line = AGENT_COUNT_ALIGN;
+	size_t czone = used + n_cand * HOOK_ARCH_MAX_TRAMPOLINE;
+	size_t cap =
+	    counts ? czone + line + n_cand * ((HOOK_ARCH_COUNT_INLINE_MAX + line - 1) & ~(line - 1))
+	           : czone;
+	memset(z, 0, sizeof(*z));
+	int err = agent_far_block(agent.mem, m, cap, &z->blk, &z->far);
+	if (err) {
+		z->blk = NULL;
+		return err;
+	}
+	block_populate(z->blk, used + n_cand * BLOCK_TRAMPOLINE_LEAST);
+	uintptr_t b = (uintptr_t)z->blk;
+	if (counts) /* its first block on a line of its own */
+		czone = ((b + czone + line - 1) & ~(uintptr_t)(line - 1)) - b;
+	z->czone = czone;
+	z->tmap = agent_tmap_new(m->id, b, b + czone, m->lo, n_cand);
+	z->cmap = counts ? agent_tmap_new(m->id, b + czone, b + cap, m->lo, n_cand) : NULL;
 	return 0;
 }

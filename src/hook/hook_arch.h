@@ -410,17 +410,27 @@ size_t hook_arch_emit_trampoline_fast_map(const struct hook_arch_plan *plan, uin
                                           uint64_t buf_addr, uint64_t fn_id, uint64_t stub,
                                           uint64_t exit_path, struct hook_arch_reloc_map *map);
 
+/* The counters argument of blocks that add to %gs:8*slot instead (x86_64 only: the
+ * thread's %gs base is its counters; no register kept, no pointer loaded). */
+#define HOOK_ARCH_COUNT_GS INT32_MIN
+/* The qword just below every thread's counters (gs:[-8] in the %gs form):
+ * a %gs block adds only when it finds this there, so a program that points
+ * %gs elsewhere after its thread registered never has a count written into
+ * its memory (the call then takes the trampoline: an event). */
+#define HOOK_ARCH_COUNT_GS_TAG 0x74636461 /* "adct" */
+
 /* A count-only block (at most HOOK_ARCH_COUNT_BLOCK_MAX bytes) for the
  * function whose fast trampoline is at tramp (hook_arch_emit_trampoline_fast;
  * x86_64: within +-2 GiB): when the 32-bit TLS word at the thread-pointer
  * offset gate is 1, it adds 1 to counter slot of the array the TLS
- * pointer at counters points to and jumps to the trampoline's relocated
+ * pointer at counters points to (HOOK_ARCH_COUNT_GS: the array at the
+ * %gs base) and jumps to the trampoline's relocated
  * prologue (every register but the flags as they were; arm64: and its
  * call scratch x16/x17); otherwise it jumps to the trampoline. The
  * function's patch then targets the block (docs/hooks.md, "Count-only
  * functions"). Returns its length or 0. arm64 states its own maximum. */
 #ifndef HOOK_ARCH_COUNT_BLOCK_MAX
-#define HOOK_ARCH_COUNT_BLOCK_MAX 48
+#define HOOK_ARCH_COUNT_BLOCK_MAX 64
 #endif
 size_t hook_arch_emit_count_block(uint8_t *buf, uint64_t buf_addr, int32_t gate, int32_t counters,
                                   uint32_t slot, uint64_t tramp);

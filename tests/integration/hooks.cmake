@@ -68,6 +68,22 @@ ada_itest(exclude_symbol.O2 target --record-opt=--exclude-symbol --record-opt=wo
 # write no events; their CALLs in the trace plus the manifest's counts are
 # exactly the program's calls, with many threads and with the index lane.
 ada_itest(count_only target --count-only leaf --count-only work_a -- ${T}/t_threads_O2 heavy)
+# The same with the count blocks' pointer form (what a program that uses
+# %gs gets; x86_64: t_threads exits 4 when leaf's block is not the form
+# T_COUNT_FORM names, so each test proves its form).
+ada_itest(count_only_ptr target --count-only leaf --count-only work_a -- ${T}/t_threads_O2 heavy)
+set_property(TEST e2e.count_only APPEND PROPERTY ENVIRONMENT T_COUNT_FORM=gs)
+set_property(TEST e2e.count_only_ptr APPEND PROPERTY ENVIRONMENT
+             "ADA_TEST_COUNT_NO_GS=1;T_COUNT_FORM=ptr")
+# The %gs form with each worker pointing %gs at memory of its own for its
+# work_b calls (T_GS_MOVE: t_threads exits 5 when a count landed there):
+# the blocks find no tag at gs:[-8] and take the trampoline, so those leaf
+# calls are events and the counts stay exact.
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  ada_itest(count_only_gs_moved target --count-only leaf --count-only work_a --
+            ${T}/t_threads_O2 heavy)
+  set_property(TEST e2e.count_only_gs_moved APPEND PROPERTY ENVIRONMENT T_GS_MOVE=1)
+endif()
 ada_itest(count_only_index target --count-only leaf --count-only work_* --record-opt=--detail
           --record-opt=never -- ${T}/t_threads_O2 many)
 # --overhead-budget 10: leaf and work_a (the hottest, shortest) are moved

@@ -56,6 +56,28 @@ static const char *const labels[NTHREADS] = {"t0", "t1", "t2", "t3"};
 static long heavy = 1;
 static int budget_mode;
 static int budget_log2 = 24; /* at most 2^budget_log2 rounds before a move */
+#if defined(__x86_64__)
+static unsigned long gs_of[NTHREADS]; /* each worker's %gs base at its end */
+/* T_GS_MOVE (e2e.count_only_gs_moved): each worker points %gs at its row
+ * here for its work_b calls, as a program using %gs for itself would
+ * after ada registered the thread: ada's count blocks must not add into
+ * it (its first qword is not their tag), so every row stays zero. A row
+ * holds every counter slot a block could address. */
+#define GS_ROW (4096 + 2)
+static unsigned long gs_rows[NTHREADS][GS_ROW];
+static int gs_move, gs_dirty;
+
+/* arch_prctl(code, addr) as a raw system call: no function of its own. */
+static long gs_prctl(long code, unsigned long addr)
+{
+	long r;
+	__asm__ volatile("syscall"
+	                 : "=a"(r)
+	                 : "0"(158L), "D"(code), "S"(addr)
+	                 : "rcx", "r11", "memory");
+	return r;
+}
+#endif
 
 /* "budget": whether ada's --overhead-budget moved fn to count-only: its
  * patch (x86_64: a jmp rel32; aarch64: a b) leads to a count block,
@@ -95,7 +117,10 @@ static void check_inline(const void *fn)
 	const unsigned char *p = fn;
 	int rel;
 	memcpy(&rel, p + 1, 4);
-	if (p[5 + rel + 36] == 0xe9)
+	/* The %gs form's test and count take 25 bytes (its add at 15 has the
+	 * gs prefix 0x65), the pointer form's 36 (a push r11 there). */
+	size_t count_len = p[5 + rel + 15] == 0x65 ? 25 : 36;
+	if (p[5 + rel + count_len] == 0xe9)
 		moved_not_inline = 1;
 #else
 	(void)fn; /* no inline form */
@@ -140,9 +165,33 @@ TC_FN static void *worker(void *arg)
 			end = 2 * k + 65536;
 		}
 	}
+#if defined(__x86_64__)
+	unsigned long gs_mine = 0;
+	if (gs_move) { /* ARCH_GET_GS, then ARCH_SET_GS to the row past its first qword */
+		gs_prctl(0x1004, (unsigned long)&gs_mine);
+		gs_prctl(0x1001, (unsigned long)&gs_rows[i][1]);
+	}
+#endif
 	for (long k = 0; k < (NTHREADS - i) * 500 + i; k++)
 		acc += work_b((unsigned long)k);
+#if defined(__x86_64__)
+	if (gs_move) {
+		gs_prctl(0x1001, gs_mine);
+		for (int s = 0; s < GS_ROW; s++)
+			gs_dirty |= gs_rows[i][s] != 0;
+	}
+#endif
 	results[i] = acc;
+#if defined(__x86_64__)
+	/* This thread's %gs base (arch_prctl ARCH_GET_GS, a raw system call:
+	 * no function of its own), for count_form_ok. */
+	long r;
+	__asm__ volatile("syscall"
+	                 : "=a"(r)
+	                 : "0"(158L), "D"(0x1004L), "S"(&gs_of[i])
+	                 : "rcx", "r11", "memory");
+	(void)r;
+#endif
 	return NULL;
 }
 
@@ -225,6 +274,36 @@ TC_FN static void run_serial(void)
 	/* Nothing printed: the threads' number depends on when the move came. */
 }
 
+/* x86_64, T_COUNT_FORM=gs or ptr (e2e.count_only, e2e.count_only_ptr):
+ * whether leaf's count block is that form: its instruction after the
+ * test (at 15) is the %gs add (prefix 0x65) or the pointer form's push
+ * r11 (0x41); and whether each worker counted in its own page: gs, a %gs
+ * base of its own (a worker starts with main's and sets its own when it
+ * registers: not main's); ptr, none. Elsewhere, untraced or unset: true. */
+static int count_form_ok(void)
+{
+#if defined(__x86_64__)
+	const char *want = getenv("T_COUNT_FORM");
+	const unsigned char *p = (const void *)leaf;
+	int rel, gs = want && !strcmp(want, "gs");
+	if (!want || p[0] != 0xe9)
+		return 1;          /* or untraced: no block to look at */
+	unsigned long main_gs = 0; /* main's own, as the workers' (worker) */
+	long r;
+	__asm__ volatile("syscall"
+	                 : "=a"(r)
+	                 : "0"(158L), "D"(0x1004L), "S"(&main_gs)
+	                 : "rcx", "r11", "memory");
+	for (int i = 0; i < NTHREADS; i++)
+		if (gs ? !main_gs || !gs_of[i] || gs_of[i] == main_gs : gs_of[i] || main_gs)
+			return 0;
+	memcpy(&rel, p + 1, 4);
+	return p[5 + rel + 15] == (gs ? 0x65 : 0x41);
+#else
+	return 1;
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	TC_ENTER(FN_main);
@@ -232,6 +311,9 @@ int main(int argc, char **argv)
 	unsigned long sum = 0;
 
 	tc_init(argc, argv, "threads", fn_names, FN_COUNT);
+#if defined(__x86_64__)
+	gs_move = getenv("T_GS_MOVE") != NULL;
+#endif
 	if (argc > 1 && !strcmp(argv[1], "many")) {
 		run_many();
 		return 0;
@@ -265,5 +347,11 @@ int main(int argc, char **argv)
 	sum += work_a(99);
 	if (!budget_mode) /* budget: the rounds depend on when the move came */
 		printf("threads checksum %lu\n", sum);
+	if (getenv("T_COUNT_FORM") && !count_form_ok()) /* called only then: at -O0 a call */
+		return 4;
+#if defined(__x86_64__)
+	if (gs_dirty) /* a count block wrote into the program's own %gs memory */
+		return 5;
+#endif
 	return moved_not_inline ? 3 : 0;
 }

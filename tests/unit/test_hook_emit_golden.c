@@ -191,6 +191,38 @@ static void test_count_block(void **state)
 	    hook_arch_emit_count_block(buf, GOLD_TR + 0x100, -0x40, -0x38, 1u << 28, GOLD_TR), 0);
 }
 
+/* The %gs form (HOOK_ARCH_COUNT_GS: the thread's %gs base is its
+ * counters, agent_count.c): cmp fs:gate; jne GOLD_TR; cmp qword gs:[-8],
+ * HOOK_ARCH_COUNT_GS_TAG (65 48 81 3c 25 f8ff ffff imm32); jne GOLD_TR;
+ * add qword gs:[8*slot], 1 (65 48 83 04 25 disp32 01); jmp GOLD_TR+30;
+ * and inline, the same five instructions, then the relocated prologue. */
+static void test_count_block_gs(void **state)
+{
+	uint8_t buf[HOOK_ARCH_COUNT_BLOCK_MAX], in[HOOK_ARCH_COUNT_INLINE_MAX];
+	static const uint8_t add[] = {0x65, 0x48, 0x83, 0x04, 0x25, 0x28, 0, 0, 0, 0x01};
+	static const uint8_t tag[] = {0x65, 0x48, 0x81, 0x3c, 0x25, 0xf8, 0xff,
+	                              0xff, 0xff, 0x61, 0x64, 0x63, 0x74};
+	struct hook_arch_reloc_map map;
+	struct hook_arch_plan plan;
+
+	(void)state;
+	size_t n =
+	    hook_arch_emit_count_block(buf, GOLD_TR + 0x100, -0x40, HOOK_ARCH_COUNT_GS, 5, GOLD_TR);
+	assert_int_equal(n, 49);
+	gold_check("count_block_gs", buf, n);
+	assert_memory_equal(buf + 15, tag, sizeof(tag)); /* "adct" at gs:[-8] */
+	assert_memory_equal(buf + 34, add, sizeof(add)); /* slot 5: disp32 0x28 */
+	assert_int_equal(hook_arch_prepare(gold_fns[0].code, GOLD_FN, gold_fns[0].len, &plan),
+	                 ADA_HOOK_OK);
+	size_t m = hook_arch_emit_count_block_inline(&plan, in, GOLD_TR + 0x100, -0x40,
+	                                             HOOK_ARCH_COUNT_GS, 5, GOLD_TR, &map);
+	assert_true(m > 44);
+	assert_memory_equal(in, buf, 44);
+	static const uint8_t plain[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10, 0xe9};
+	assert_memory_equal(in + 44, plain, sizeof(plain));
+	assert_int_equal(map.at[0], 44);
+}
+
 /* The inline count block (hook_arch_emit_count_block_inline) at
  * GOLD_TR + 0x100: the count block's first six instructions, byte for
  * byte, then the prologue relocated as a fast trampoline whose body
@@ -245,10 +277,9 @@ static void test_count_block_inline(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_trampolines),
-	    cmocka_unit_test(test_stubs),
-	    cmocka_unit_test(test_count_block),
-	    cmocka_unit_test(test_count_block_inline),
+	    cmocka_unit_test(test_trampolines),    cmocka_unit_test(test_stubs),
+	    cmocka_unit_test(test_count_block),    cmocka_unit_test(test_count_block_inline),
+	    cmocka_unit_test(test_count_block_gs),
 	};
 
 	gold_dir = ADA_EMIT_GOLDEN_DIR;

@@ -230,6 +230,10 @@ struct ada_hook_config {
 	/* overhead-budget=PCT (1..100; 0: off): the agent moves the hottest
 	 * short functions to count-only while tracing costs a thread more. */
 	uint32_t overhead_budget;
+	/* count-gs=0: x86_64 count blocks reach the counters through a TLS
+	 * pointer instead of the %gs base (the form a program that uses %gs
+	 * gets; tests of that form). Default 1. */
+	bool count_gs;
 };
 /* Parses (buf, len) -- not NUL-terminated. -EINVAL on an unknown key or a
  * bad value, -E2BIG on too many globs, -ENOMEM. cfg is valid (possibly

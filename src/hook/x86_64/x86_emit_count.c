@@ -10,14 +10,22 @@
  * relocated prologue itself and the jump back behind the patch, one taken
  * jump fewer a counted call; a prologue the block's place cannot relocate,
  * and the padding form's runtime moves, take this one, which jumps to the
- * trampoline's copy. Layout (seven instructions, 41 bytes):
+ * trampoline's copy. Layout of the %gs form (counters HOOK_ARCH_COUNT_GS:
+ * the thread's %gs base is its counters; six instructions, 49 bytes):
  *     cmp  dword fs:gate, 1        ; this thread counts (agent_count.c)
  *     jne  tramp                   ; no: the function's full trampoline
+ *     cmp  qword gs:[-8], TAG      ; %gs is still ours (HOOK_ARCH_COUNT_GS_TAG)
+ *     jne  tramp                   ; no: the program moved it; an event
+ *     add  qword gs:[8*slot], 1    ; no lock: nobody else writes it
+ *     jmp  body                    ; the trampoline's relocated prologue
+ * and of the pointer form (a program that uses %gs; seven, 41 bytes):
+ *     cmp  dword fs:gate, 1
+ *     jne  tramp
  *     push r11
  *     mov  r11, fs:counters        ; the thread's own counters
- *     add  qword [r11 + 8*slot], 1 ; no lock: nobody else writes it
+ *     add  qword [r11 + 8*slot], 1
  *     pop  r11
- *     jmp  body                    ; the trampoline's relocated prologue
+ *     jmp  body
  * The count is one read-modify-write of the thread's own counter, so a signal
  * lands before or after it and a handler's own calls count too. r11 is
  * kept: gcc's -fipa-ra may keep a value in it across a call to a local
@@ -39,6 +47,12 @@ bool emit_count_test(struct x86_writer *w, int32_t gate, int32_t counters, uint3
 		return false;
 	x86_cmp_mem_imm8(w, X86_DWORD, x86_fs(gate), 1);
 	x86_jcc_rel32(w, X86_CC_NE, tramp);
+	if (counters == HOOK_ARCH_COUNT_GS) { /* the thread's %gs base is its counters */
+		x86_cmp_mem_imm32(w, X86_QWORD, x86_gs(-8), HOOK_ARCH_COUNT_GS_TAG);
+		x86_jcc_rel32(w, X86_CC_NE, tramp);
+		x86_add_mem_imm8(w, X86_QWORD, x86_gs((int32_t)(slot * 8)), 1);
+		return w->ok;
+	}
 	x86_push_reg(w, X86_R11);
 	x86_mov_reg_mem(w, X86_R11, x86_fs(counters));
 	x86_add_mem_imm8(w, X86_QWORD, x86_mem_d32(X86_R11, (int32_t)(slot * 8)), 1);

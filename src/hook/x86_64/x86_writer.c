@@ -68,7 +68,7 @@ static uint8_t wr_scale_bits(uint8_t scale)
 /* ModRM (reg field `reg`), SIB and displacement of m. */
 static void wr_modrm_mem(struct x86_writer *w, unsigned reg, const struct x86_mem *m)
 {
-	if (m->form == X86_DISP_FS) {
+	if (m->form == X86_DISP_FS || m->form == X86_DISP_GS) {
 		x86_put_u8(w, (uint8_t)(0x04 | (reg & 7) << 3));
 		x86_put_u8(w, 0x25); /* SIB: no base, no index, disp32 */
 		x86_put_u32(w, (uint32_t)m->disp);
@@ -93,8 +93,8 @@ static void wr_op_mem(struct x86_writer *w, int w64, const char *op, size_t ople
                       struct x86_mem m)
 {
 	unsigned rex = (w64 ? WR_REX_W : 0) | (reg & 8 ? WR_REX_R : 0);
-	if (m.form == X86_DISP_FS)
-		x86_put_u8(w, 0x64);
+	if (m.form == X86_DISP_FS || m.form == X86_DISP_GS)
+		x86_put_u8(w, m.form == X86_DISP_FS ? 0x64 : 0x65);
 	if (m.index != X86_NO_REG && (m.index & 8))
 		rex |= WR_REX_X;
 	if (m.base != X86_NO_REG && (m.base & 8))

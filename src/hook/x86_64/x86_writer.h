@@ -130,6 +130,7 @@ enum x86_disp_form {
 	X86_DISP_8,     /* disp8 when it fits (0 too), else disp32 */
 	X86_DISP_32,    /* always disp32 */
 	X86_DISP_FS,    /* %fs:disp32, no base (SIB without base and index) */
+	X86_DISP_GS,    /* %gs:disp32, the same form */
 };
 
 struct x86_mem {
@@ -160,6 +161,12 @@ static inline struct x86_mem x86_mem_idx(enum x86_gpr base, enum x86_gpr index, 
 static inline struct x86_mem x86_fs(int32_t disp)
 {
 	return (struct x86_mem){X86_NO_REG, X86_NO_REG, 1, X86_DISP_FS, disp};
+}
+
+/* %gs:disp (the count-only counters' page: agent_count.c) */
+static inline struct x86_mem x86_gs(int32_t disp)
+{
+	return (struct x86_mem){X86_NO_REG, X86_NO_REG, 1, X86_DISP_GS, disp};
 }
 
 /* Stack, calls, returns. */
