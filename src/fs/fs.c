@@ -195,6 +195,37 @@ DIR *ada_fs_opendir(int dirfd, const char *name)
 	return d;
 }
 
+void ada_fs_dirents_init(struct ada_fs_dirents *d, int fd)
+{
+	d->fd = fd;
+	d->err = 0;
+	d->len = d->off = 0;
+}
+
+const struct dirent64 *ada_fs_dirents_next(struct ada_fs_dirents *d)
+{
+	if (d->off >= d->len) {
+		ssize_t n = getdents64(d->fd, d->buf, sizeof(d->buf));
+		if (n <= 0) {
+			d->err = n < 0 ? -errno : 0;
+			d->len = d->off = 0;
+			return NULL;
+		}
+		d->len = n;
+		d->off = 0;
+	}
+	const struct dirent64 *de = (const struct dirent64 *)(d->buf + d->off);
+	/* The kernel's records; a length that would not move on or would run
+	 * past what it returned ends the listing as an error, not a loop. */
+	if (de->d_reclen == 0 || d->off + de->d_reclen > d->len) {
+		d->err = -EIO;
+		d->len = d->off = 0;
+		return NULL;
+	}
+	d->off += de->d_reclen;
+	return de;
+}
+
 enum ada_fs_kind ada_fs_entry_kind(int dirfd, const struct dirent *de)
 {
 	if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))

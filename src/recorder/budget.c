@@ -67,38 +67,34 @@ static bool budget_is_counted(const char *name)
 
 /* Allocated bytes of everything under dirfd except index and detail files, depth
  * levels of subdirectories deep. Takes ownership of dirfd. The entries
- * come from getdents64 into a buffer on the stack: a DIR's 32 KiB from
+ * come from ada_fs_dirents (a buffer on the stack): a DIR's 32 KiB from
  * the heap, for each of a finished process's three directories, was a
  * third of the walk (perf, the 300-subshell script). */
 static uint64_t budget_walk(int dirfd, int depth)
 {
-	char buf[4096] __attribute__((aligned(8)));
+	struct ada_fs_dirents d;
 	uint64_t total = 0;
-	ssize_t n;
-	while ((n = getdents64(dirfd, buf, sizeof(buf))) > 0) {
-		for (ssize_t off = 0; off < n;) {
-			const struct dirent64 *de = (const struct dirent64 *)(buf + off);
-			off += de->d_reclen;
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			if (budget_is_counted(de->d_name))
-				continue;
-			struct stat st;
-			if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-				continue;
-			/* A forked child's modules/ links its parent's .syms files,
-			 * and a module's body is one file linked from every process
-			 * of that image and the session's symbodies/ (docs/format.md):
-			 * each link counts its share, so the session counts such a
-			 * file about once, not once per process. */
-			uint64_t links = S_ISREG(st.st_mode) && st.st_nlink > 1 ? st.st_nlink : 1;
-			total += (uint64_t)st.st_blocks * 512u / links;
-			if (S_ISDIR(st.st_mode) && depth > 0) {
-				int sub = openat(dirfd, de->d_name,
-				                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				if (sub >= 0)
-					total += budget_walk(sub, depth - 1);
-			}
+	ada_fs_dirents_init(&d, dirfd);
+	for (const struct dirent64 *de; (de = ada_fs_dirents_next(&d));) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (budget_is_counted(de->d_name))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		/* A forked child's modules/ links its parent's .syms files,
+		 * and a module's body is one file linked from every process
+		 * of that image and the session's symbodies/ (docs/format.md):
+		 * each link counts its share, so the session counts such a
+		 * file about once, not once per process. */
+		uint64_t links = S_ISREG(st.st_mode) && st.st_nlink > 1 ? st.st_nlink : 1;
+		total += (uint64_t)st.st_blocks * 512u / links;
+		if (S_ISDIR(st.st_mode) && depth > 0) {
+			int sub = openat(dirfd, de->d_name,
+			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				total += budget_walk(sub, depth - 1);
 		}
 	}
 	close(dirfd);

@@ -605,9 +605,9 @@ void drain_open_arena(struct ada_recorder *r, const char *name)
 }
 
 /* The arena directory's names, each looked at (drain_open_arena_ino):
- * read through the directory descriptor kept since wal_shm_setup, into a
- * buffer on the stack (a scan per new arena: opendir's path walk and 32
- * KiB from the heap were most of a scan's own cost with many short
+ * read through the directory descriptor kept since wal_shm_setup with
+ * ada_fs_dirents (a scan per new arena: opendir's path walk and 32 KiB
+ * from the heap were most of a scan's own cost with many short
  * processes). A forced stop (SIGTERM, a second SIGINT) cuts a long scan
  * short after WAL_SCAN_STOP_NS: a directory full of names must not hold
  * the end. */
@@ -617,27 +617,23 @@ void drain_scan_dir(struct ada_recorder *r)
 	                            : open(r->arena_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	char buf[8192] __attribute__((aligned(8)));
+	struct ada_fs_dirents d;
 	uint64_t t0 = wal_now_ns(), scan = wal_reaped_scan_begin(&r->reaped);
 	unsigned n = 0;
-	ssize_t len;
-	while ((len = getdents64(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t off = 0; off < len;) {
-			const struct dirent64 *de = (const struct dirent64 *)(buf + off);
-			off += de->d_reclen;
-			drain_open_arena_ino(r, de->d_name, de->d_type == DT_LNK ? 0 : de->d_ino);
-			/* relaxed: a hint, as in drain_nap() */
-			if (++n % 256 == 0 &&
-			    atomic_load_explicit(&r->stop_req, memory_order_relaxed) &&
-			    wal_now_ns() - t0 > WAL_SCAN_STOP_NS)
-				goto out;
+	ada_fs_dirents_init(&d, fd);
+	for (const struct dirent64 *de; (de = ada_fs_dirents_next(&d));) {
+		drain_open_arena_ino(r, de->d_name, de->d_type == DT_LNK ? 0 : de->d_ino);
+		/* relaxed: a hint, as in drain_nap() */
+		if (++n % 256 == 0 && atomic_load_explicit(&r->stop_req, memory_order_relaxed) &&
+		    wal_now_ns() - t0 > WAL_SCAN_STOP_NS) {
+			close(fd);
+			return;
 		}
 	}
 	/* A whole scan: an arena of a pid reaped before it began was admitted
 	 * in it, or is none. */
-	if (len == 0)
+	if (d.err == 0)
 		wal_reaped_scanned(&r->reaped, scan);
-out:
 	close(fd);
 }
 

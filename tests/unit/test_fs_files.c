@@ -327,6 +327,46 @@ static void test_walk_memo(void **state)
 	assert_int_equal(read_in("d2"), 0);
 }
 
+/* ada_fs_dirents: every entry once over several getdents64 buffers (600
+ * names of 40 bytes are well over one 8 KiB buffer), err 0 at the end;
+ * -EBADF from a descriptor that is no directory. */
+static void test_dirents(void **state)
+{
+	(void)state;
+	enum { N = 600 };
+	char name[48];
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "entry-%034d", i);
+		int fd = openat(rfd, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	static unsigned char seen[N];
+	memset(seen, 0, sizeof(seen));
+	int fd = openat(rfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct ada_fs_dirents d;
+	unsigned dots = 0, total = 0;
+	ada_fs_dirents_init(&d, fd);
+	for (const struct dirent64 *de; (de = ada_fs_dirents_next(&d));) {
+		int i;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			dots++;
+		else if (sscanf(de->d_name, "entry-%d", &i) == 1 && i >= 0 && i < N)
+			seen[i]++;
+		total++;
+	}
+	assert_int_equal(d.err, 0);
+	assert_int_equal(dots, 2);
+	assert_int_equal(total, N + 2);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(seen[i], 1);
+	close(fd);
+	ada_fs_dirents_init(&d, -1);
+	assert_null(ada_fs_dirents_next(&d));
+	assert_int_equal(d.err, -EBADF);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -344,6 +384,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_trust, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_read_private, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_walk_memo, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_dirents, fx_setup, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,6 +93,22 @@ int ada_fs_open_file(int dirfd, const char *name, int flags, int *out);
  * does), or NULL with errno set. closedir() frees it. */
 DIR *ada_fs_opendir(int dirfd, const char *name);
 
+/* The entries of the open directory fd, read with getdents64 into a
+ * buffer the caller holds (on the stack: no DIR and its 32 KiB from the
+ * heap, no path walk; for scans that run once per process):
+ *     struct ada_fs_dirents d;
+ *     ada_fs_dirents_init(&d, fd);
+ *     for (const struct dirent64 *de; (de = ada_fs_dirents_next(&d));) ...
+ * "." and ".." come too. At NULL, d.err is 0 when the whole directory was
+ * read, else -errno. The caller closes fd. */
+struct ada_fs_dirents {
+	int fd, err;
+	long len, off;
+	char buf[8192] __attribute__((aligned(8)));
+};
+void ada_fs_dirents_init(struct ada_fs_dirents *d, int fd);
+const struct dirent64 *ada_fs_dirents_next(struct ada_fs_dirents *d);
+
 enum ada_fs_kind { ADA_FS_OTHER, ADA_FS_REG, ADA_FS_DIR, ADA_FS_LINK };
 /* What de (read from the stream over dirfd) is, without following it:
  * d_type, or fstatat(AT_SYMLINK_NOFOLLOW) when the file system leaves
