@@ -41,6 +41,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,9 @@ static int env_config(const char *txt, struct ada_arena_config *cfg)
  * forked child's only thread is a copy of the forking one, so its copy is
  * a time before its own start (ada_producer_fork_prepare). */
 static __thread uint64_t env_fork_ns __attribute__((tls_model("initial-exec")));
+/* sysconf(_SC_CLK_TCK), asked in the parent (0: not yet): the child then
+ * touches no page of sysconf's. Relaxed: every thread stores the same value. */
+static _Atomic long env_fork_hz;
 
 static uint64_t env_boottime_ns(void)
 {
@@ -76,6 +80,8 @@ static uint64_t env_boottime_ns(void)
 
 void ada_producer_fork_prepare(void)
 {
+	if (!atomic_load_explicit(&env_fork_hz, memory_order_relaxed))
+		atomic_store_explicit(&env_fork_hz, sysconf(_SC_CLK_TCK), memory_order_relaxed);
 	env_fork_ns = env_boottime_ns();
 }
 
@@ -100,8 +106,8 @@ static bool env_fork_start_ticks(uint64_t *ticks)
 {
 	uint64_t before = env_fork_ns;
 	env_fork_ns = 0;
-	return before &&
-	       ring_start_ticks_between(before, env_boottime_ns(), sysconf(_SC_CLK_TCK), ticks);
+	long hz = atomic_load_explicit(&env_fork_hz, memory_order_relaxed);
+	return before && ring_start_ticks_between(before, env_boottime_ns(), hz, ticks);
 }
 
 /* Our start time (clock ticks since boot), 0 when /proc cannot tell. */
