@@ -96,8 +96,8 @@ bool ring_start_ticks_between(uint64_t before_ns, uint64_t after_ns, long hz, ui
 	return true;
 }
 
-/* A forked child's start time without /proc (issue 32: the read was
- * about a fifth of a subshell's arena set-up): the kernel stamps a new
+/* A forked child's start time without /proc (issue 32: the read was a
+ * large part of a subshell's arena set-up): the kernel stamps a new
  * process's start with CLOCK_BOOTTIME inside fork, and /proc/PID/stat
  * shows it in clock ticks, rounded down; the fork's prepare handler read
  * the same clock before and we read it now, after, so when both readings
