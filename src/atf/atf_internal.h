@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "atf.h"
 
 /* A read-only file mapping (len 0 maps nothing: base stays NULL). */
@@ -32,5 +34,10 @@ static inline bool atf_fits(size_t len, uint64_t off, uint64_t n)
 	     : false)
 
 char *atf_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* json_dump.c: doc (an object or array) as json_dumps(doc, JSON_INDENT(2)
+ * | JSON_PRESERVE_ORDER) writes it, byte for byte, in a new buffer
+ * (*len: its length); NULL where json_dumps would fail, or out of memory. */
+char *ada_json_dumps_indent2(const json_t *doc, size_t *len);
 
 #endif

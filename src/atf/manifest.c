@@ -35,10 +35,10 @@ int ada_manifest_writeat_sync(int dirfd, const json_t *doc, bool sync)
 
 int ada_json_writeat(int dirfd, const char *name, const json_t *doc, bool sync)
 {
-	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	size_t n = 0;
+	char *text = ada_json_dumps_indent2(doc, &n); /* json_dumps' INDENT(2) text */
 	if (!text)
 		return -ENOMEM;
-	size_t n = strlen(text);
 	char *nl = realloc(text, n + 2);
 	int err = -ENOMEM;
 	if (nl) {

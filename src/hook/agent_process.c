@@ -52,6 +52,7 @@ static void process_prepare(void)
 	agent_guard_enter(); /* the fork's own libc work runs untraced (counted) */
 	pthread_mutex_lock(&agent.lock);
 	agent_untraced_fork_prepare();
+	ada_producer_fork_prepare(); /* last: the closer to the fork, the likelier one tick */
 }
 
 static void process_parent(void)

@@ -25,7 +25,9 @@
  * <pid>.<start ticks>.ring instead, which the recorder tells and counts as
  * a reused pid (src/recorder/drain.c); an exec of ours finds it by that name
  * first. Start times come from /proc/self/stat, read here only (never on
- * the hot path); without /proc (0) the pid alone decides.
+ * the hot path), or in a forked child from two readings of the clock the
+ * kernel stamps it with, around the fork, when they fall in one tick
+ * (env_fork_start_ticks); without /proc (0) the pid alone decides.
  *
  * A forked child (the inherited handle is its parent's) looks for no
  * arena of its own: it has not called exec, so a <pid>.ring there can
@@ -39,11 +41,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -58,9 +62,60 @@ static int env_config(const char *txt, struct ada_arena_config *cfg)
 	return ada_arena_config_parse(txt, strlen(txt), cfg);
 }
 
-/* Our start time (clock ticks since boot), 0 when /proc cannot tell. */
-static uint64_t env_start_ticks(void)
+/* CLOCK_BOOTTIME when this thread last prepared a fork (0: never): a
+ * forked child's only thread is a copy of the forking one, so its copy is
+ * a time before its own start (ada_producer_fork_prepare). */
+static __thread uint64_t env_fork_ns __attribute__((tls_model("initial-exec")));
+/* sysconf(_SC_CLK_TCK), asked in the parent (0: not yet): the child then
+ * touches no page of sysconf's. Relaxed: every thread stores the same value. */
+static _Atomic long env_fork_hz;
+
+static uint64_t env_boottime_ns(void)
 {
+	struct timespec ts;
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void ada_producer_fork_prepare(void)
+{
+	if (!atomic_load_explicit(&env_fork_hz, memory_order_relaxed))
+		atomic_store_explicit(&env_fork_hz, sysconf(_SC_CLK_TCK), memory_order_relaxed);
+	env_fork_ns = env_boottime_ns();
+}
+
+bool ring_start_ticks_between(uint64_t before_ns, uint64_t after_ns, long hz, uint64_t *ticks)
+{
+	if (hz <= 0 || 1000000000 % hz != 0 || !before_ns || before_ns > after_ns)
+		return false;
+	uint64_t unit = 1000000000ull / (uint64_t)hz;
+	if (before_ns / unit != after_ns / unit)
+		return false;
+	*ticks = after_ns / unit;
+	return true;
+}
+
+/* A forked child's start time without /proc (issue 32: the read was a
+ * large part of a subshell's arena set-up): the kernel stamps a new
+ * process's start with CLOCK_BOOTTIME inside fork, and /proc/PID/stat
+ * shows it in clock ticks, rounded down; the fork's prepare handler read
+ * the same clock before and we read it now, after, so when both readings
+ * fall in one tick, that tick is the start time. */
+static bool env_fork_start_ticks(uint64_t *ticks)
+{
+	uint64_t before = env_fork_ns;
+	env_fork_ns = 0;
+	long hz = atomic_load_explicit(&env_fork_hz, memory_order_relaxed);
+	return before && ring_start_ticks_between(before, env_boottime_ns(), hz, ticks);
+}
+
+/* Our start time (clock ticks since boot), 0 when /proc cannot tell. */
+static uint64_t env_start_ticks(bool forked)
+{
+	uint64_t ticks;
+	if (forked && env_fork_start_ticks(&ticks))
+		return ticks;
 	char buf[1024];
 	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -295,7 +350,7 @@ int ada_producer_init(const char *dir, const char *ring_config)
 		return 0;
 	char ring[PATH_MAX], mine[PATH_MAX];
 	int pid = (int)getpid();
-	uint64_t ticks = env_start_ticks();
+	uint64_t ticks = env_start_ticks(inh.forked);
 	uint32_t start = (uint32_t)ticks;
 	int err = 0;
 	if (snprintf(ring, sizeof(ring), "%s/%d.ring", dir, pid) >= (int)sizeof(ring) ||

@@ -262,6 +262,11 @@ enum ring_recorder ring_recorder_state(int32_t pid, uint64_t start);
  * name is gone or is another file's; true also when it cannot be told).
  * Cold hook context, like ring_recorder_state(). */
 bool ring_arena_published(const struct ada_arena *a);
+/* env.c: the start time in clock ticks (hz a second, as /proc/PID/stat
+ * counts them) of a process the kernel stamped between before_ns and
+ * after_ns (CLOCK_BOOTTIME): true with *ticks when both fall in one tick;
+ * false when they do not, before_ns is 0, or hz does not divide a second. */
+bool ring_start_ticks_between(uint64_t before_ns, uint64_t after_ns, long hz, uint64_t *ticks);
 /* shm_budget.c: the budget page b maps becomes a private zero page at the
  * same address (the recording's shared page is let go; a late reader or
  * writer touches its own page). b stays valid for ada_shm_budget_close(). */

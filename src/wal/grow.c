@@ -17,15 +17,29 @@
 
 #include "wal_internal.h"
 
+/* A tmpfs file's step below 1 MiB: 16 KiB, then doubling, up to 1 MiB
+ * exactly. There a step is pages allocated and cleared at once, and the
+ * finalize's ftruncate frees what the last one left unwritten: a short
+ * process's few KiB of index (a shell's subshell) paid for a whole
+ * 64 KiB step twice (issue 32; docs/benchmarks.md). From 1 MiB on the
+ * steps are the disk's. */
+static uint64_t wal_tmpfs_step(const struct ada_wal_file *f)
+{
+	if (f->alloc < WAL_TMPFS_FIRST)
+		return WAL_TMPFS_FIRST - f->alloc;
+	return f->alloc < WAL_SECOND_END - f->alloc ? f->alloc : WAL_SECOND_END - f->alloc;
+}
+
 /* The next segment's size: 64 KiB, then up to 1 MiB, then doubling up
  * to --segment-mb: the many short-lived threads of a program do not each
  * reserve 64 MiB, nor 10 000 threads alive at once 1 MiB each; a file
  * past 64 KiB grows as it always did. */
 static uint64_t wal_next_step(const struct ada_wal_file *f)
 {
-	uint64_t step = f->alloc < WAL_FIRST_SEGMENT ? WAL_FIRST_SEGMENT
-	                : f->alloc < WAL_SECOND_END  ? WAL_SECOND_END - f->alloc
-	                                             : f->alloc;
+	uint64_t step = f->inline_write && f->alloc < WAL_SECOND_END ? wal_tmpfs_step(f)
+	                : f->alloc < WAL_FIRST_SEGMENT               ? WAL_FIRST_SEGMENT
+	                : f->alloc < WAL_SECOND_END                  ? WAL_SECOND_END - f->alloc
+	                                                             : f->alloc;
 	uint64_t most = f->opts.segment_bytes;
 	if (f->inline_write && most > WAL_TMPFS_STEP)
 		most = WAL_TMPFS_STEP; /* tmpfs: wal_internal.h */

@@ -230,6 +230,8 @@ void ada_wal_file_discard(struct ada_wal_file *f, size_t n);
  * allocation is memory, and what the last step left unused the finalize's
  * ftruncate frees page by page in the drain thread. */
 #define WAL_TMPFS_STEP (4u << 20)
+/* A tmpfs file's first step; its steps double from there (grow.c). */
+#define WAL_TMPFS_FIRST (16u * 1024u)
 #define WAL_DSEQ_OFF offsetof(struct atf_index_event, detail_seq)
 #define WAL_BLOCK 4096u /* direct writes: offset and length in whole blocks of this */
 /* The next submission entry: waits for completions while qd are in

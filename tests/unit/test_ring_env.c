@@ -401,6 +401,50 @@ static int reused_child(void)
 	return 0;
 }
 
+/* A forked child names its start time from two clock readings around
+ * the fork when they fall in one tick (env.c, env_fork_start_ticks):
+ * the rule, then 40 real children, each of which compares its arena's
+ * start time with /proc/self/stat's (exit 0 when equal). */
+static void test_fork_start_ticks(void **state)
+{
+	(void)state;
+	uint64_t t = 0;
+	assert_true(ring_start_ticks_between(1230000000ull, 1239999999ull, 100, &t));
+	assert_int_equal(t, 123);
+	assert_false(
+	    ring_start_ticks_between(1239999999ull, 1240000000ull, 100, &t)); /* two ticks */
+	assert_false(ring_start_ticks_between(0, 1239999999ull, 100, &t));    /* no stamp */
+	assert_false(
+	    ring_start_ticks_between(1239999999ull, 1230000000ull, 100, &t)); /* backwards */
+	assert_false(ring_start_ticks_between(1230000000ull, 1230000001ull, 0, &t));
+	assert_false(ring_start_ticks_between(1230000000ull, 1230000001ull, 1024, &t));
+	assert_true(ring_start_ticks_between(1230000000ull, 1230000001ull, 1000, &t));
+	assert_int_equal(t, 1230);
+	assert_int_equal(ada_producer_init_from_env(), 0);
+	for (int i = 0; i < 40; i++) {
+		ada_producer_fork_prepare();
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			char buf[1024];
+			int fd = open("/proc/self/stat", O_RDONLY);
+			ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+			uint64_t proc = n > 0 ? ada_stat_start_ticks(buf, (size_t)n) : 0;
+			if (ada_producer_init_from_env() != 0)
+				_exit(2);
+			_exit(ada_arena_start_time(ada_producer_arena()) == (uint32_t)proc ? 0 : 1);
+		}
+		int st;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	struct ada_arena *a = ada_producer_arena();
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(a);
+}
+
 static void test_reused_pid_not_adopted(void **state)
 {
 	(void)state;
@@ -540,6 +584,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_fork_child_never_replaces, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_mlock_refusal_reported, fx_setup, fx_teardown),
 	    cmocka_unit_test(test_stat_start_ticks),
+	    cmocka_unit_test_setup_teardown(test_fork_start_ticks, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_reused_pid_not_adopted, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_retire_gives_back, fx_setup, fx_teardown),
 	    cmocka_unit_test(test_recorder_state),

@@ -301,8 +301,7 @@ uint32_t ada_arena_native_machine(void);
 /* Producer: this process's arena is <pid>.<start ticks>.ring -- it found
  * an earlier process's <pid>.ring (its pid reused before the recorder
  * had finished that process), which the recorder tells and does not read;
- * pid_<pid>/ in the session is the earlier process's, not ours to write.
- * False for NULL. */
+ * pid_<pid>/ there is the earlier process's, not ours to write (false for NULL). */
 bool ada_arena_pid_reused(const struct ada_arena *a);
 /* Field 22 (start time, clock ticks since boot) of the /proc/PID/stat
  * text (buf, n), not NUL-terminated: fields are counted from the last ')'
@@ -739,10 +738,11 @@ void ada_producer_reset_thread(void);
  * mlock refusal shows in ada_arena_flags(). Returns 0 or -errno
  * (-EINVAL bad ADA_RING_CONFIG, -EPROTO foreign <pid>.ring, ...). */
 int ada_producer_init_from_env(void);
-/* The same with the two values given (NULL: unset), for a caller that read
- * them earlier: the agent keeps what it read at start-up, because the
- * program may have cleared or replaced its environment since. */
+/* The same with the values given (NULL: unset): the agent passes what it
+ * read at start-up (the program may have changed its environment since). */
 int ada_producer_init(const char *arena_dir, const char *ring_config);
+/* Atfork prepare: a clock reading that lets the child's init skip /proc. */
+void ada_producer_fork_prepare(void);
 
 /* ---- the recording's shared-memory ceiling (shm_budget.c) ---- */
 
