@@ -662,9 +662,12 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "ring", man_ring(p));
 	wal_drops_read(r, p); /* man_detail's counts as man_drops' */
 	wal_drops_fold(r, p);
-	uint64_t suggest = wal_flight_ring_suggest(p); /* kept: the summary's, threads gone */
-	p->detail_ring_suggest =
-	    suggest > p->detail_ring_suggest ? suggest : p->detail_ring_suggest;
+	/* From this write's counts while the arena is there to size from;
+	 * kept after (the summary's, the arena gone). Not the largest of the
+	 * writes: an earlier one, with fewer records persisted against the
+	 * same losses, asked for more than this run's rate needs. */
+	if (p->arena)
+		p->detail_ring_suggest = wal_flight_ring_suggest(p);
 	wal_flight_preroll_short(r, p); /* kept too: the summary's */
 	uint64_t lost = p->rec_drops[ADA_LANE_DETAIL][ADA_DROP_WINDOW_LOST];
 	if (lost > p->fill_hint_lost) { /* kept too; the threads' fills grow with the losses */
