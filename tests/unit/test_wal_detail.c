@@ -372,47 +372,6 @@ static void test_cidx_recent_window(void **state)
 	ada_wal_io_free(io);
 }
 
-/* A compact file's link table grows its allocation a small step at a
- * time, each no larger than ada_wal_file_link_room() said before the link:
- * the disk budget pays it with the record it links (detail_persist.c
- * pd_record_room). A whole segment's step here took up to 4 MiB past the
- * room a thread's end was given (e2e.budget_windows_big). */
-static void test_cidx_link_room(void **state)
-{
-	(void)state;
-	struct ada_wal_io *io;
-	struct ada_wal_io_opts o = {.buffer_bytes = 1 << 16, .max_buffers = 8, .queue_depth = 8};
-	assert_int_equal(ada_wal_io_new(&o, &io), 0);
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, "l.atf");
-	struct ada_wal_file_opts fo = {.thread_id = 4242,
-	                               .clock_type = ATF_CLOCK_BOOTTIME,
-	                               .arch = ATF_ARCH_X86_64,
-	                               .segment_bytes = 64 << 20,
-	                               .index_format = ADA_INDEX_COMPACT,
-	                               .cidx_recent = 64};
-	struct ada_wal_file *f;
-	assert_int_equal(ada_wal_file_openat(io, tmpfd, "l.atf", path, &fo, &f), 0);
-	enum { N = 120000 };
-	append_events(f, 0, N);
-	unsigned grows = 0;
-	/* In order, then again out of order (each link at its longest): the
-	 * second pass outgrows whatever the events' segments left free. */
-	for (uint64_t k = 0; k < 2 * N; k++) {
-		uint64_t i = k < N ? k : k - N;
-		uint64_t room = ada_wal_file_link_room(f), a0 = ada_wal_file_disk_bytes(f);
-		assert_int_equal(wal_file_patch_detail_seq(f, i, (uint32_t)k), 0);
-		uint64_t a1 = ada_wal_file_disk_bytes(f);
-		assert_true(a1 - a0 <= room);
-		grows += a1 > a0;
-	}
-	assert_true(grows > 0); /* else the links never outgrew the allocation */
-	struct ada_wal_file_summary sum;
-	assert_int_equal(ada_wal_file_finalize(f, &sum), 0);
-	assert_int_equal(sum.events, N);
-	ada_wal_io_free(io);
-}
-
 /* The fused pass's larger room (ada_wal_file_reserve_ring): a compact
  * file gives more than its chunk only where its allocation already holds
  * the larger count's longest bytes (not in the first 64 KiB segment, yes
@@ -612,6 +571,37 @@ static struct ada_wal_file *recent_file(struct ada_wal_io *io, const char *name,
 	assert_int_equal(ada_wal_file_openat(io, tmpfd, name, path, &fo, &f), 0);
 	append_events(f, from, n);
 	return f;
+}
+
+/* A compact file's link table grows its allocation a small step at a
+ * time, each no larger than ada_wal_file_link_room() said before the link:
+ * the disk budget pays it with the record it links (detail_persist.c
+ * pd_record_room). A whole segment's step here took up to 4 MiB past the
+ * room a thread's end was given (e2e.budget_windows_big). */
+static void test_cidx_link_room(void **state)
+{
+	(void)state;
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts o = {.buffer_bytes = 1 << 16, .max_buffers = 8, .queue_depth = 8};
+	assert_int_equal(ada_wal_io_new(&o, &io), 0);
+	enum { N = 120000 };
+	struct ada_wal_file *f = recent_file(io, "l.atf", 64, 0, N);
+	unsigned grows = 0;
+	/* In order, then again out of order (each link at its longest): the
+	 * second pass outgrows whatever the events' segments left free. */
+	for (uint64_t k = 0; k < 2 * N; k++) {
+		uint64_t i = k < N ? k : k - N;
+		uint64_t room = ada_wal_file_link_room(f), a0 = ada_wal_file_disk_bytes(f);
+		assert_int_equal(wal_file_patch_detail_seq(f, i, (uint32_t)k), 0);
+		uint64_t a1 = ada_wal_file_disk_bytes(f);
+		assert_true(a1 - a0 <= room);
+		grows += a1 > a0;
+	}
+	assert_true(grows > 0); /* else the links never outgrew the allocation */
+	struct ada_wal_file_summary sum;
+	assert_int_equal(ada_wal_file_finalize(f, &sum), 0);
+	assert_int_equal(sum.events, N);
+	ada_wal_io_free(io);
 }
 
 /* A finished file's recent window goes to the next file (a thread per
