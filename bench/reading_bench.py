@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
 """The reading commands on a large recording (issue 11, Performance): how
-many events a second `ada report` and `ada export --format chrome` process,
-and their peak RSS, side by side with `uftrace dump --chrome` on the same
+many events a second `ada report` (on every reader thread, and on one),
+`ada export --format chrome` and `ada export --format atf` process, and
+their peak RSS, side by side with `uftrace dump --chrome` on the same
 program (bench/workloads/fib.c: fib(36) is 48 M calls, ~97 M events).
 
   bench/reading_bench.sh [--fib N] [--small-fib M] [--reps R] [--no-uftrace]
 
 Steps: record fib(N) with `ada record --detail never --max-disk-mb 0`, and
-with `uftrace record` (the -pg build); then R times each: `ada report
---json`, `ada export --format chrome -o FILE`, `uftrace dump --chrome >
-FILE`, each timed by wall clock and its peak RSS read from wait4(). The
+with `uftrace record` (the -pg build); then R times each, interleaved:
+`ada report --json` (ADA_READ_THREADS unset: every online CPU, at most 8),
+the same with ADA_READ_THREADS=1, `ada export --format chrome -o FILE`,
+`ada export --format atf -o DIR` (the compact index transcoded to strict
+ATF v2, 32 bytes an event, written under the scratch directory: put it on
+the disk with --work to time the disk), `uftrace dump --chrome > FILE`,
+each timed by wall clock and its peak RSS read from wait4(). The
 same ada commands on fib(M) (about 7 times fewer events) show whether the
 peak RSS depends on the recording's length. Prints a table and writes
 bench/results/reading_<time>.json. A benchmark, not a test: run it on an
@@ -28,10 +33,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from provenance import provenance  # noqa: E402
 
 
-def timed(cmd, stdout=subprocess.DEVNULL):
-    """(seconds, peak RSS in MiB, exit status) of one run."""
+def timed(cmd, stdout=subprocess.DEVNULL, env=None):
+    """(seconds, peak RSS in MiB) of one run (env: variables added)."""
+    full_env = dict(os.environ, **env) if env else None
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE)
+    p = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, env=full_env)
     _, status, ru = os.wait4(p.pid, 0)
     dt = time.perf_counter() - t0
     p.returncode = os.waitstatus_to_exitcode(status)
@@ -68,14 +74,34 @@ def ada_events(ada, session):
                for p in json.loads(r.stdout)["processes"])
 
 
+def ada_commands(ada, session, work):
+    """(row name, command, variables added) of each ada reading command."""
+    report = [ada, "report", "--json", session]
+    return (("ada report", report, None),
+            ("ada report, 1 thread", report, {"ADA_READ_THREADS": "1"}),
+            ("ada export chrome", [ada, "export", session, "--format", "chrome",
+                                   "-o", os.path.join(work, "ada.json")], None),
+            ("ada export atf", [ada, "export", "--format", "atf",
+                                "-o", os.path.join(work, "ada_atf"), session], None))
+
+
 def bench_ada(ada, session, reps, work):
+    """Each command reps times, the commands interleaved round by round so
+    that a slow minute of the host falls on all of them."""
     events = ada_events(ada, session)
+    commands = ada_commands(ada, session, work)
+    runs = {name: [] for name, _, _ in commands}
+    for _ in range(reps):
+        for name, cmd, env in commands:
+            # export --format atf writes a fresh tree each time: time the
+            # writing of every file, not the replacing of an old one.
+            shutil.rmtree(os.path.join(work, "ada_atf"), ignore_errors=True)
+            subprocess.run(["sync"], check=False)
+            runs[name].append(timed(cmd, env=env))
+    shutil.rmtree(os.path.join(work, "ada_atf"), ignore_errors=True)
     rows = {}
-    for name, cmd in (("ada report", [ada, "report", "--json", session]),
-                      ("ada export chrome", [ada, "export", session, "--format", "chrome",
-                                             "-o", os.path.join(work, "ada.json")])):
-        runs = [timed(cmd) for _ in range(reps)]
-        t, rss = median([r[0] for r in runs]), max(r[1] for r in runs)
+    for name, _, _ in commands:
+        t, rss = median([r[0] for r in runs[name]]), max(r[1] for r in runs[name])
         rows[name] = {"events": events, "seconds": t, "events_per_s": events / t,
                       "peak_rss_mib": rss}
     return rows
@@ -104,6 +130,14 @@ def bench_uftrace(pg_prog, n, reps, work):
                                       "peak_rss_mib": max(x[1] for x in runs)}}
 
 
+def fs_kind(path):
+    """'tmpfs' or 'disk' for the file system path lies on (the exports'
+    times mean different things on each)."""
+    r = subprocess.run(["stat", "-f", "-c", "%T", os.path.dirname(path.rstrip("/")) or "/"],
+                       capture_output=True, text=True)
+    return "tmpfs" if r.stdout.strip() == "tmpfs" else "disk"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--build", required=True, help="a build with ada and bench_workloads")
@@ -111,7 +145,9 @@ def main():
     ap.add_argument("--small-fib", type=int, default=32)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--no-uftrace", action="store_true")
-    ap.add_argument("--work", default=None, help="scratch directory (default: a temporary one)")
+    ap.add_argument("--work", default=None,
+                    help="scratch directory: the recordings and the exports (default: a "
+                         "temporary one under $TMPDIR or /tmp)")
     a = ap.parse_args()
     ada = os.path.join(a.build, "ada")
     plain = os.path.join(a.build, "bench", "plain", "fib")
@@ -130,6 +166,7 @@ def main():
     finally:
         if not a.work:
             shutil.rmtree(work, ignore_errors=True)
+    print(f"scratch directory {work}: {fs_kind(work)}")
     print(f"{'recording':<10} {'command':<24} {'events':>12} {'seconds':>9} {'M events/s':>11} "
           f"{'peak RSS MiB':>13}")
     for rec, rows in results.items():
@@ -143,6 +180,7 @@ def main():
     with open(path, "w") as f:
         json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
                    "provenance": provenance(a.build), "reps": a.reps,
+                   "work_fs": fs_kind(work),
                    "load": os.getloadavg(), "results": results}, f, indent=1)
     print("written:", path)
 
