@@ -18,6 +18,16 @@
 
 /* ---- x86_emit.c ---- */
 
+/* The relocated form of the instruction in (its original bytes at orig,
+ * in the function at fn_addr) at w's address: x86_reloc.c's helper for
+ * its case; 0, or -ERANGE / -1 when it has none there. */
+int x86_emit_reloc(struct x86_writer *w, const uint8_t *orig, uint64_t fn_addr,
+                   const struct hook_arch_insn *in);
+/* Whether plan can have a trampoline (or a count block) at buf_addr: a
+ * patch long enough for its form, 1..HOOK_ARCH_MAX_INSNS instructions,
+ * and the patch's jmp rel32 (or the padding slot's) in reach. */
+bool x86_emit_plan_ok(const struct hook_arch_plan *plan, uint64_t buf_addr);
+
 /* push / pop a register list (pop in reverse order). */
 void x86_emit_push(struct x86_writer *w, const enum x86_gpr *regs, size_t n);
 void x86_emit_pop(struct x86_writer *w, const enum x86_gpr *regs, size_t n);
