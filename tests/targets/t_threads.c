@@ -106,8 +106,8 @@ static int moved_to_count(const void *fn)
 
 /* x86_64: whether the count block fn's patch leads to is the copy form
  * (docs/hooks.md, "Count-only functions"; the budget's live moves take it
- * as the install's blocks do): after the test and count (44 bytes in the
- * %gs form, 36 in the pointer form), the function's own first bytes, not
+ * as the install's blocks do): after the test and count (36 bytes in the
+ * %gs form, 32 in the pointer form), the function's own first bytes, not
  * the jmp to the trampoline's copy of the prologue, and no jump back
  * into the function behind the patch (the inline form's) in what follows
  * (leaf's copy is shorter than 128 bytes). Set once a thread saw a move
@@ -121,9 +121,10 @@ static inline __attribute__((always_inline)) void check_inline(const void *fn)
 	int rel;
 	memcpy(&rel, p + 1, 4);
 	b = p + 5 + rel;
-	/* The %gs form's tag compare at 15 has the gs prefix 0x65; the
-	 * pointer form has a push r11 there. */
-	size_t count_len = b[15] == 0x65 ? 44 : 36;
+	/* The %gs form's tag compare at 11 (after the gate's cmp and its
+	 * jne rel8) has the gs prefix 0x65; the pointer form has a push r11
+	 * there. */
+	size_t count_len = b[11] == 0x65 ? 36 : 32;
 	if (b[count_len] == 0xe9)
 		moved_not_inline = 1;
 	for (size_t k = count_len; k < 128; k++) {
@@ -285,7 +286,7 @@ TC_FN static void run_serial(void)
 
 /* x86_64, T_COUNT_FORM=gs or ptr (e2e.count_only, e2e.count_only_ptr):
  * whether leaf's count block is that form: its instruction after the
- * test (at 15) is the %gs add (prefix 0x65) or the pointer form's push
+ * gate's test (at 11) is the %gs tag compare (prefix 0x65) or the pointer form's push
  * r11 (0x41); and whether each worker counted in its own page: gs, a %gs
  * base of its own (a worker starts with main's and sets its own when it
  * registers: not main's); ptr, none. Elsewhere, untraced or unset: true. */
@@ -307,7 +308,7 @@ static int count_form_ok(void)
 		if (gs ? !main_gs || !gs_of[i] || gs_of[i] == main_gs : gs_of[i] || main_gs)
 			return 0;
 	memcpy(&rel, p + 1, 4);
-	return p[5 + rel + 15] == (gs ? 0x65 : 0x41);
+	return p[5 + rel + 11] == (gs ? 0x65 : 0x41);
 #else
 	return 1;
 #endif

@@ -58,7 +58,8 @@ static size_t decode(const uint8_t *buf, size_t n, uint64_t addr, struct dec *ou
 }
 
 /* Emits the copy block of code (the %gs form); its length (0: none) and
- * its instructions after the five of the count test in d[5..]. */
+ * its instructions after the five of the count test in d[5..], without
+ * the exit behind them (jmp TRAMP, where the test's two jne's go). */
 static size_t emit(const uint8_t *code, size_t size, size_t avail, uint8_t *buf,
                    struct hook_arch_reloc_map *map, struct dec *d, size_t *nd)
 {
@@ -70,14 +71,20 @@ static size_t emit(const uint8_t *code, size_t size, size_t avail, uint8_t *buf,
 	*nd = n ? decode(buf, n, BLK, d, 64) : 0;
 	if (n) { /* the count test, as the other forms have it */
 		assert_true(*nd > 5);
+		const struct dec *exit = &d[*nd - 1];
+		assert_int_equal(exit->addr + exit->size, BLK + n); /* whole */
+		assert_int_equal(exit->id, X86_INS_JMP);
+		assert_int_equal(exit->to, TRAMP);
 		assert_int_equal(d[0].id, X86_INS_CMP);
 		assert_int_equal(d[1].id, X86_INS_JNE);
-		assert_int_equal(d[1].to, TRAMP);
+		assert_int_equal(d[1].size, 2); /* rel8 */
+		assert_int_equal(d[1].to, exit->addr);
 		assert_int_equal(d[2].id, X86_INS_CMP);
 		assert_int_equal(d[3].id, X86_INS_JNE);
-		assert_int_equal(d[3].to, TRAMP);
+		assert_int_equal(d[3].to, exit->addr);
 		assert_int_equal(d[4].id, X86_INS_ADD);
-		assert_int_equal(d[nd[0] - 1].addr + d[nd[0] - 1].size, BLK + n); /* whole */
+		assert_int_equal(d[5].addr - BLK, 36); /* 8 bytes fewer than rel32 jne's */
+		(*nd)--;
 	}
 	return n;
 }
@@ -107,8 +114,8 @@ static void test_copy_leaf(void **state)
 	assert_int_equal(map.off[1], 8);
 	assert_int_equal(map.at[1], at + 8);
 	assert_int_equal(map.off[2], 12);
-	assert_int_equal(map.end_off, 13);
-	assert_int_equal(map.end_at, n);
+	assert_int_equal(map.end_off, 0); /* no sixth copy: the block's first byte */
+	assert_int_equal(map.end_at, 0);
 	/* The pointer form's test and count, then the same copy. */
 	struct hook_arch_plan plan;
 	assert_int_equal(hook_arch_prepare(code, FN, sizeof(code), &plan), ADA_HOOK_OK);
@@ -116,8 +123,9 @@ static void test_copy_leaf(void **state)
 	                                           -0x488, SLOT, TRAMP, &map);
 	assert_true(p > 0);
 	nd = decode(buf, p, BLK, d, 64);
-	assert_int_equal(d[nd - 1].id, X86_INS_RET);
-	assert_int_equal(d[nd - 3].to, FN + 8 + 0x2010);
+	assert_int_equal(d[nd - 1].id, X86_INS_JMP); /* the exit */
+	assert_int_equal(d[nd - 2].id, X86_INS_RET);
+	assert_int_equal(d[nd - 4].to, FN + 8 + 0x2010);
 }
 
 /* test; je over the add (inside the copy: to its copy); addq x(%rip);
@@ -216,7 +224,7 @@ static void test_copy_none(void **state)
 	code[sizeof(code) - 1] = 0xc3;
 	assert_int_equal(emit(code, sizeof(code), sizeof(code), buf, &map, d, &nd), 0);
 	/* 88 bytes of 8-byte nops and a ret: within the span, but the block
-	 * would be 44 + 89 > HOOK_ARCH_COUNT_COPY_MAX; the last 40 and the
+	 * would be 36 + 89 + 5 (the exit) > HOOK_ARCH_COUNT_COPY_MAX; the last 40 and the
 	 * ret fit. */
 	for (size_t i = 0; i < 88; i += 8)
 		memcpy(code + i, "\x0f\x1f\x84\x00\x00\x00\x00\x00", 8);

@@ -237,10 +237,14 @@ size_t hook_arch_emit_count_block_inline(const struct hook_arch_plan *plan, uint
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_COUNT_INLINE_MAX, buf_addr, 1};
 	size_t starts[HOOK_ARCH_MAX_INSNS + 1];
+	struct emit_count_fix fix;
 
-	if (!x86_emit_plan_ok(plan, buf_addr) || !emit_count_test(&w, gate, counters, slot, tramp))
+	if (!x86_emit_plan_ok(plan, buf_addr) || !emit_count_test(&w, gate, counters, slot, &fix))
 		return 0;
 	size_t n = emit_body(&w, plan, starts);
+	if (n && !emit_count_exit(&w, &fix, tramp))
+		return 0; /* the other form, whose exit is in reach */
+	n = n ? w.len : 0;
 	if (n && starts[plan->insn_count] <= UINT8_MAX)
 		emit_map(plan, starts, map);
 	else

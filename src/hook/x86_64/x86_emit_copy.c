@@ -5,8 +5,9 @@
  * and including a `ret` or `jmp` (or another instruction after which
  * execution never goes on), relocated for the block's address, so a call
  * whose path stays in those bytes returns (or tail-jumps) from the block:
- * no jump back behind the patch. Pure code generation into a caller-provided
- * buffer, but for the decode (x86_decode_span: a capstone handle's lock).
+ * no jump back behind the patch; the test's exit (x86_emit_count.c) after
+ * it. Pure code generation into a caller-provided buffer, but for the
+ * decode (x86_decode_span: a capstone handle's lock).
  *
  * Threads: any; not hook context.
  *
@@ -78,7 +79,9 @@ static int copy_one(struct x86_writer *w, const struct copy_src *s, size_t e,
 }
 
 /* The crash handler's map of the copy: its first instructions (as many as
- * a map holds) and the next one's start as the end. */
+ * a map holds) and the next one's start as the end; with no next one, the
+ * end is the block's first byte (behind the copy lies the test's exit,
+ * where nothing of the function ran). */
 static void copy_map(const struct copy_src *s, size_t e, const size_t *at,
                      struct hook_arch_reloc_map *map)
 {
@@ -88,8 +91,8 @@ static void copy_map(const struct copy_src *s, size_t e, const size_t *at,
 		map->off[i] = s->in[i].offset;
 		map->at[i] = (uint8_t)at[i];
 	}
-	map->end_off = (uint8_t)(e > n ? s->in[n].offset : s->in[e - 1].offset + s->in[e - 1].len);
-	map->end_at = (uint8_t)at[n];
+	map->end_off = (uint8_t)(e > n ? s->in[n].offset : 0);
+	map->end_at = (uint8_t)(e > n ? at[n] : 0);
 }
 
 /* The block with the first e instructions copied, in two passes (the
@@ -99,12 +102,13 @@ static size_t copy_emit(const struct copy_src *s, size_t e, uint8_t *buf, uint64
                         int32_t gate, int32_t counters, uint32_t slot, uint64_t tramp,
                         struct hook_arch_reloc_map *map)
 {
-	size_t starts[COPY_INSNS + 1], first[COPY_INSNS + 1];
+	size_t starts[COPY_INSNS + 1], first[COPY_INSNS + 1], len = 0;
 	uint8_t scratch[HOOK_ARCH_COUNT_COPY_MAX];
 	for (int pass = 0; pass < 2; pass++) {
 		struct x86_writer w = {pass ? buf : scratch, 0, HOOK_ARCH_COUNT_COPY_MAX, buf_addr,
 		                       1};
-		if (!emit_count_test(&w, gate, counters, slot, tramp))
+		struct emit_count_fix fix;
+		if (!emit_count_test(&w, gate, counters, slot, &fix))
 			return 0;
 		for (size_t i = 0; i < e; i++) {
 			starts[i] = w.len;
@@ -113,12 +117,13 @@ static size_t copy_emit(const struct copy_src *s, size_t e, uint8_t *buf, uint64
 				return 0;
 		}
 		starts[e] = w.len;
-		if (!w.ok || (pass && starts[e] != first[e]))
+		if (!emit_count_exit(&w, &fix, tramp) || (pass && starts[e] != first[e]))
 			return 0;
 		memcpy(first, starts, sizeof(starts));
+		len = w.len;
 	}
 	copy_map(s, e, first, map);
-	return first[e];
+	return len;
 }
 
 size_t hook_arch_emit_count_block_copy(const struct hook_arch_plan *plan, const uint8_t *code,

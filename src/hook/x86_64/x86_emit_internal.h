@@ -148,8 +148,17 @@ void emit_member_return(struct x86_writer *w, struct emit_labels *l,
                         const struct hook_arch_fast *f);
 
 /* The count block's gate test and count (x86_emit_count.c), shared by
- * its two forms; false when slot is out of range or the buffer full. */
+ * its three forms; false when slot is out of range or the buffer full.
+ * Its jne's are rel8 to the block's exit, which the form emits after
+ * everything a counted call runs (emit_count_exit, with fix). */
+struct emit_count_fix {
+	size_t at[2], n; /* where each jne is in the writer's buffer */
+};
 bool emit_count_test(struct x86_writer *w, int32_t gate, int32_t counters, uint32_t slot,
-                     uint64_t tramp);
+                     struct emit_count_fix *fix);
+/* The exit at w's address, `jmp tramp` (the function's trampoline: the
+ * call is an event), and the test's jne's aimed at it; false when it is
+ * beyond their reach (127 bytes) or the buffer is full. */
+bool emit_count_exit(struct x86_writer *w, const struct emit_count_fix *fix, uint64_t tramp);
 
 #endif
