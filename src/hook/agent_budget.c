@@ -57,6 +57,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -329,6 +331,18 @@ static struct hook_patch *budget_pad_of(struct agent_module *m, const struct hoo
  * that decode is not the patch's (another length) or the arch has no
  * inline form: the caller then emits the block that jumps to the
  * trampoline's copy. */
+/* The n bytes of text at addr into out, through process_vm_readv on this
+ * process: a module another thread's dlclose has just unmapped (before
+ * agent_dl_changed marks it gone) gives EFAULT here, not a fault in the
+ * budget thread. False when not all were read. */
+static bool budget_read_text(uint64_t addr, uint8_t *out, size_t n)
+{
+	struct iovec local = {out, n}, remote = {(void *)(uintptr_t)addr, n};
+	long r = hook_arch_syscall6(SYS_process_vm_readv, getpid(), (long)(uintptr_t)&local, 1,
+	                            (long)(uintptr_t)&remote, 1, 0);
+	return r == (long)n;
+}
+
 static size_t budget_emit_inline(const struct agent_module *m, uint64_t fn_id,
                                  const struct hook_patch *u, uint8_t *blk, uint32_t c,
                                  uint64_t tramp, struct agent_tmap **tmap)
@@ -341,10 +355,12 @@ static size_t budget_emit_inline(const struct agent_module *m, uint64_t fn_id,
 	    plan.patch_len != u->len)
 		return 0;
 	agent_count_offsets(&gate, &counter);
-	size_t len = hook_arch_emit_count_block_copy(
-	    &plan, (const uint8_t *)(uintptr_t)u->addr,
-	    agent_count_copy_avail(m, (size_t)(fn_id & 0xffffffffu)), blk, at, gate, counter, c,
-	    tramp, &map);
+	uint8_t text[HOOK_ARCH_COUNT_COPY_SPAN];
+	size_t avail = agent_count_copy_avail(m, (size_t)(fn_id & 0xffffffffu));
+	if (avail && !budget_read_text(u->addr, text, avail))
+		avail = 0; /* no copy form: the inline one reads nothing of the text */
+	size_t len = hook_arch_emit_count_block_copy(&plan, text, avail, blk, at, gate, counter, c,
+	                                             tramp, &map);
 	if (len == 0)
 		len = hook_arch_emit_count_block_inline(&plan, blk, at, gate, counter, c, tramp,
 		                                        &map);
