@@ -319,18 +319,6 @@ static struct hook_patch *budget_pad_of(struct agent_module *m, const struct hoo
 	return NULL;
 }
 
-/* The copy or inline count block (docs/hooks.md, "Count-only functions")
- * for function fn_id, whose original bytes u holds, into blk: the
- * prologue decoded again from those bytes (as ada attach's reapply does:
- * install_replace), then the function's first bytes up to a ret or jmp
- * copied into the block (the rest of them read from the text, which no
- * patch but this one changed), or the prologue relocated with the jump
- * back behind the patch, as the install's count blocks are; its copies go
- * into the crash handler's map
- * (*tmap, published by the caller once the patch leads there). 0 when
- * that decode is not the patch's (another length) or the arch has no
- * inline form: the caller then emits the block that jumps to the
- * trampoline's copy. */
 /* The n bytes of text at addr into out, through process_vm_readv on this
  * process: a module another thread's dlclose has just unmapped (before
  * agent_dl_changed marks it gone) gives EFAULT here, not a fault in the
@@ -343,6 +331,18 @@ static bool budget_read_text(uint64_t addr, uint8_t *out, size_t n)
 	return r == (long)n;
 }
 
+/* The copy or inline count block (docs/hooks.md, "Count-only functions")
+ * for function fn_id, whose original bytes u holds, into blk: the
+ * prologue decoded again from those bytes (as ada attach's reapply does:
+ * install_replace), then the function's first bytes up to a ret or jmp
+ * copied into the block (the rest of them read from the text, which no
+ * patch but this one changed: budget_read_text), or the prologue
+ * relocated with the jump back behind the patch, as the install's count
+ * blocks are; its copies go into the crash handler's map (*tmap,
+ * published by the caller once the patch leads there). 0 when
+ * that decode is not the patch's (another length) or the arch has no
+ * inline form: the caller then emits the block that jumps to the
+ * trampoline's copy. */
 static size_t budget_emit_inline(const struct agent_module *m, uint64_t fn_id,
                                  const struct hook_patch *u, uint8_t *blk, uint32_t c,
                                  uint64_t tramp, struct agent_tmap **tmap)
