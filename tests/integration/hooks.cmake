@@ -122,9 +122,14 @@ ada_itest(prologue.O2 target -- ${T}/t_prologue_O2)
 # jmp over dead bytes, a loop, a switch dispatch, the padding form), each
 # counted exactly; T_COPY_FORM: t_prologue exits 7 unless each got the
 # copy form and pro_callind (a call in its first bytes) the inline one.
+# The same with the blocks' pointer form (push r11 ... pop r11 before the
+# copy).
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
   ada_itest(count_copy target --count-only pro_* -- ${T}/t_prologue_O2)
   set_property(TEST e2e.count_copy APPEND PROPERTY ENVIRONMENT T_COPY_FORM=1)
+  ada_itest(count_copy_ptr target --count-only pro_* -- ${T}/t_prologue_O2)
+  set_property(TEST e2e.count_copy_ptr APPEND PROPERTY ENVIRONMENT
+               "T_COPY_FORM=1;ADA_TEST_COUNT_NO_GS=1")
 endif()
 # Functions shorter than the patch or with a branch into it, hooked in the
 # padding form (docs/hooks.md) — padding after, before (also where the
