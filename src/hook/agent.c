@@ -633,6 +633,9 @@ static int agent_read_config(void)
 	 * ADA_HOOK_CONFIG itself): what a program that uses %gs gets. */
 	if (secure_getenv("ADA_TEST_COUNT_NO_GS"))
 		agent.cfg.count_gs = false;
+	/* Likewise the inline count blocks without the copy form. */
+	if (secure_getenv("ADA_TEST_COUNT_NO_COPY"))
+		agent.cfg.count_copy = false;
 	return err;
 }
 

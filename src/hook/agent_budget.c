@@ -57,6 +57,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -317,17 +319,33 @@ static struct hook_patch *budget_pad_of(struct agent_module *m, const struct hoo
 	return NULL;
 }
 
-/* The inline count block (docs/hooks.md, "Count-only functions") for the
- * function whose original bytes u holds, into blk: the prologue decoded
- * again from those bytes (as ada attach's reapply does: install_replace),
- * relocated into the block with the jump back behind the patch, as the
- * install's count blocks are; its copies go into the crash handler's map
- * (*tmap, published by the caller once the patch leads there). 0 when
+/* The n bytes of text at addr into out, through process_vm_readv on this
+ * process: a module another thread's dlclose has just unmapped (before
+ * agent_dl_changed marks it gone) gives EFAULT here, not a fault in the
+ * budget thread. False when not all were read. */
+static bool budget_read_text(uint64_t addr, uint8_t *out, size_t n)
+{
+	struct iovec local = {out, n}, remote = {(void *)(uintptr_t)addr, n};
+	long r = hook_arch_syscall6(SYS_process_vm_readv, getpid(), (long)(uintptr_t)&local, 1,
+	                            (long)(uintptr_t)&remote, 1, 0);
+	return r == (long)n;
+}
+
+/* The copy or inline count block (docs/hooks.md, "Count-only functions")
+ * for function fn_id, whose original bytes u holds, into blk: the
+ * prologue decoded again from those bytes (as ada attach's reapply does:
+ * install_replace), then the function's first bytes up to a ret or jmp
+ * copied into the block (the rest of them read from the text, which no
+ * patch but this one changed: budget_read_text), or the prologue
+ * relocated with the jump back behind the patch, as the install's count
+ * blocks are; its copies go into the crash handler's map (*tmap,
+ * published by the caller once the patch leads there). 0 when
  * that decode is not the patch's (another length) or the arch has no
  * inline form: the caller then emits the block that jumps to the
  * trampoline's copy. */
-static size_t budget_emit_inline(const struct agent_module *m, const struct hook_patch *u,
-                                 uint8_t *blk, uint32_t c, uint64_t tramp, struct agent_tmap **tmap)
+static size_t budget_emit_inline(const struct agent_module *m, uint64_t fn_id,
+                                 const struct hook_patch *u, uint8_t *blk, uint32_t c,
+                                 uint64_t tramp, struct agent_tmap **tmap)
 {
 	struct hook_arch_plan plan;
 	struct hook_arch_reloc_map map;
@@ -337,8 +355,15 @@ static size_t budget_emit_inline(const struct agent_module *m, const struct hook
 	    plan.patch_len != u->len)
 		return 0;
 	agent_count_offsets(&gate, &counter);
-	size_t len =
-	    hook_arch_emit_count_block_inline(&plan, blk, at, gate, counter, c, tramp, &map);
+	uint8_t text[HOOK_ARCH_COUNT_COPY_SPAN];
+	size_t avail = agent_count_copy_avail(m, (size_t)(fn_id & 0xffffffffu));
+	if (avail && !budget_read_text(u->addr, text, avail))
+		avail = 0; /* no copy form: the inline one reads nothing of the text */
+	size_t len = hook_arch_emit_count_block_copy(&plan, text, avail, blk, at, gate, counter, c,
+	                                             tramp, &map);
+	if (len == 0)
+		len = hook_arch_emit_count_block_inline(&plan, blk, at, gate, counter, c, tramp,
+		                                        &map);
 	if (len && (*tmap = agent_tmap_new(m->id, at, at + len, m->lo, 1)) != NULL)
 		agent_tmap_add(*tmap, &plan, at, true, &map);
 	return len;
@@ -393,7 +418,7 @@ static bool budget_move(uint64_t fn_id, uint64_t calls_per_s, uint64_t mean_ns)
 	int32_t gate, counter;
 	agent_count_offsets(&gate, &counter);
 	struct agent_tmap *tmap = NULL;
-	size_t len = undo ? budget_emit_inline(m, undo, blk, (uint32_t)c, tramp, &tmap) : 0;
+	size_t len = undo ? budget_emit_inline(m, fn_id, undo, blk, (uint32_t)c, tramp, &tmap) : 0;
 	if (len == 0)
 		len = hook_arch_emit_count_block(blk, (uint64_t)(uintptr_t)blk, gate, counter,
 		                                 (uint32_t)c, tramp);

@@ -307,6 +307,23 @@ void agent_count_offsets(int32_t *gate, int32_t *counters)
 	                       : (int32_t)((intptr_t)(uintptr_t)&agent_count_tls.n - (intptr_t)tp);
 }
 
+size_t agent_count_copy_avail(const struct agent_module *m, size_t i)
+{
+	if (!agent.cfg.count_copy || i >= m->st.count)
+		return 0;
+	const struct ada_hook_fn *f = &m->st.fns[i];
+	uint64_t n = f->size;
+	/* Sorted by offset (symbols.c): the first other start after it. */
+	for (size_t j = i + 1; j < m->st.count; j++) {
+		if (m->st.fns[j].offset == f->offset)
+			continue; /* an alias */
+		if (m->st.fns[j].offset - f->offset < n)
+			n = m->st.fns[j].offset - f->offset;
+		break;
+	}
+	return n < HOOK_ARCH_COUNT_COPY_SPAN ? (size_t)n : HOOK_ARCH_COUNT_COPY_SPAN;
+}
+
 /* The final sum: every live block taken and read, then count_dead. */
 static void count_sum_final(uint64_t *out, uint32_t used)
 {

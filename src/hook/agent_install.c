@@ -402,8 +402,9 @@ static bool install_count_only(const struct agent_module *m, size_t i)
 }
 
 /* A count block for function i, whose fast trampoline is at tramp
- * (docs/hooks.md, "Count-only functions"): the inline form (the prologue
- * copied into it, added to tmap as a trampoline is), else the one that
+ * (docs/hooks.md, "Count-only functions"): the copy form (its first
+ * bytes up to a ret or jmp), else the inline form (the prologue copied
+ * into it), both added to tmap as a trampoline is, else the one that
  * jumps to the trampoline's copy, at blk + *used (advanced past it, to
  * the next line). Returns where the patch should jump: the block, or
  * tramp when no counter is left (traced in full). */
@@ -421,8 +422,12 @@ static uint64_t install_count_block(struct agent_module *m, size_t i,
 	int32_t gate, counter;
 	agent_count_offsets(&gate, &counter);
 	struct hook_arch_reloc_map map;
-	len = hook_arch_emit_count_block_inline(plan, at, (uint64_t)at, gate, counter, (uint32_t)c,
-	                                        tramp, &map);
+	len = hook_arch_emit_count_block_copy(plan, (const uint8_t *)(uintptr_t)plan->fn_addr,
+	                                      agent_count_copy_avail(m, i), at, (uint64_t)at, gate,
+	                                      counter, (uint32_t)c, tramp, &map);
+	if (len == 0)
+		len = hook_arch_emit_count_block_inline(plan, at, (uint64_t)at, gate, counter,
+		                                        (uint32_t)c, tramp, &map);
 	if (len) /* a fault in its copies is the function's, as in the trampoline's */
 		agent_tmap_add(tmap, plan, (uint64_t)at, true, &map);
 	else

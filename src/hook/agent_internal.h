@@ -313,6 +313,10 @@ bool agent_count_has(uint64_t fn_id);
  * thread's counters, or HOOK_ARCH_COUNT_GS when the counters are at the
  * thread's %gs base (x86_64; agent_count.c). */
 void agent_count_offsets(int32_t *gate, int32_t *counters);
+/* How many bytes from function i's entry are its own (its size, cut at
+ * the next symbol's start): what a count block may copy of it
+ * (hook_arch_emit_count_block_copy); 0 with count-copy=0. */
+size_t agent_count_copy_avail(const struct agent_module *m, size_t i);
 /* agent_budget.c (--overhead-budget): starts the agent's budget thread
  * when the option asks for one (after the start-up scan); functions it
  * could not move (their patch's rel32 straddles two aligned words); the

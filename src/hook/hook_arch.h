@@ -452,6 +452,29 @@ size_t hook_arch_emit_count_block_inline(const struct hook_arch_plan *plan, uint
                                          uint32_t slot, uint64_t tramp,
                                          struct hook_arch_reloc_map *map);
 
+/* The copy form (x86_64; the install's blocks and the budget's moves,
+ * tried before the inline form): the same test and count, then a copy of
+ * the function's first bytes up to an instruction after which execution
+ * never goes on (x86: ret, jmp, ud2, hlt, int3), relocated for the block
+ * (branches to an instruction of the copy go to its copy, any other to
+ * the original), so a call whose path stays in them returns from the
+ * block and takes one taken jump (the patch's). code: the function's
+ * bytes as they are now (its first plan->patch_len may be the patch: the
+ * plan's original bytes stand for them); avail: how many of them are
+ * the function's and nobody else's (up to the next symbol), of which at
+ * most HOOK_ARCH_COUNT_COPY_SPAN are decoded. The longest such prefix
+ * whose block fits HOOK_ARCH_COUNT_COPY_MAX bytes; 0 when there is none
+ * (the caller then emits the inline form). *map: its first copies, as
+ * the inline form's. Decodes (a capstone lock): not hook context. */
+#ifndef HOOK_ARCH_COUNT_COPY_MAX
+#define HOOK_ARCH_COUNT_COPY_MAX 128
+#define HOOK_ARCH_COUNT_COPY_SPAN 96
+#endif
+size_t hook_arch_emit_count_block_copy(const struct hook_arch_plan *plan, const uint8_t *code,
+                                       size_t avail, uint8_t *buf, uint64_t buf_addr, int32_t gate,
+                                       int32_t counters, uint32_t slot, uint64_t tramp,
+                                       struct hook_arch_reloc_map *map);
+
 /* The enter stub the fast trampolines of one block call (at most
  * HOOK_ARCH_ENTER_STUB_MAX bytes); returns its length, 0 on a failure. */
 size_t hook_arch_emit_enter_stub(uint8_t *buf, uint64_t buf_addr, const struct hook_arch_fast *f);

@@ -116,6 +116,21 @@ ada_itest(include_module.O2 target --record-opt=--include --record-opt=t_threads
 ada_itest(exclude_module.O2 target --record-opt=--exclude --record-opt=libc.so*
           --absent-module libc.so* -- ${T}/t_funcptr_O2)
 ada_itest(prologue.O2 target -- ${T}/t_prologue_O2)
+# The count blocks' copy form (docs/hooks.md, "Count-only functions"):
+# every asm entry shape of t_prologue count-only (a rip-relative operand,
+# a branch inside the copied bytes and one out of them, a tail jmp, a
+# jmp over dead bytes, a loop, a switch dispatch, the padding form), each
+# counted exactly; T_COPY_FORM: t_prologue exits 7 unless each got the
+# copy form and pro_callind (a call in its first bytes) the inline one.
+# The same with the blocks' pointer form (push r11 ... pop r11 before the
+# copy).
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  ada_itest(count_copy target --count-only pro_* -- ${T}/t_prologue_O2)
+  set_property(TEST e2e.count_copy APPEND PROPERTY ENVIRONMENT T_COPY_FORM=1)
+  ada_itest(count_copy_ptr target --count-only pro_* -- ${T}/t_prologue_O2)
+  set_property(TEST e2e.count_copy_ptr APPEND PROPERTY ENVIRONMENT
+               "T_COPY_FORM=1;ADA_TEST_COUNT_NO_GS=1")
+endif()
 # Functions shorter than the patch or with a branch into it, hooked in the
 # padding form (docs/hooks.md) — padding after, before (also where the
 # function before needs none) and inside the function —, counted exactly;

@@ -23,7 +23,14 @@
  *                   return address in its place, ret (x86_reloc.c); its
  *                   callee pro_ind_callee must get the right argument and
  *                   return address (the result is checked, and its
- *                   return, when traced, must match).
+ *                   return, when traced, must match);
+ *   pro_out         cmp; ja to code 120 bytes on (out of what a count
+ *                   block copies); a rip-relative load; ret.
+ * With T_COPY_FORM set (e2e.count_copy: every pro_* count-only), main
+ * checks that each asm function but pro_callind got the count block's
+ * copy form (docs/hooks.md, "Count-only functions": its patch leads to a
+ * count block with no jump back into the function) and pro_callind (a
+ * call in its first bytes) the inline form; else it exits 7.
 
  * Each declares CFI (.cfi_startproc/.cfi_endproc) as compiled C and
  * glibc's assembly do: without it the agent leaves a function alone
@@ -33,6 +40,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tcount.h"
 
@@ -40,12 +48,15 @@
 #define FUNCS(X)                                                                                   \
 	X(main)                                                                                    \
 	X(drive_asm) X(pro_riprel_add) X(pro_riprel_lea) X(pro_jcc) X(pro_jmp8) X(pro_jmp_first)   \
-	    X(pro_target) X(pro_loop) X(pro_switch) X(c_switch) X(pro_callind) X(pro_ind_callee)
+	    X(pro_target) X(pro_loop) X(pro_switch) X(c_switch) X(pro_callind) X(pro_ind_callee)   \
+	    X(pro_out)
 // clang-format on
 enum { FUNCS(TC_ENUM) FN_COUNT };
 static const char *const fn_names[] = {FUNCS(TC_NAME)};
 
 __attribute__((visibility("hidden"))) unsigned long pro_data[4];
+/* Bytes of a count block copy_form() reads (HOOK_ARCH_COUNT_COPY_MAX). */
+#define HOOK_COPY_SCAN 128
 
 unsigned long pro_riprel_add(unsigned long x);
 unsigned long *pro_riprel_lea(void);
@@ -60,6 +71,7 @@ struct pro_ind {
 	unsigned long (*fn)(const struct pro_ind *);
 };
 unsigned long pro_callind(const struct pro_ind *s);
+unsigned long pro_out(unsigned long x);
 unsigned long pro_ind_callee(const struct pro_ind *s);
 
 __asm__(".text\n"
@@ -161,7 +173,23 @@ __asm__(".text\n"
         "	add $5, %rax\n"
         "	ret\n"
         "  .cfi_endproc\n"
-        ".size pro_ind_callee, .-pro_ind_callee\n");
+        ".size pro_ind_callee, .-pro_ind_callee\n"
+
+        ".p2align 4\n"
+        ".globl pro_out\n.type pro_out,@function\n"
+        "pro_out:\n"
+        "  .cfi_startproc\n"
+        "	cmp $2, %rdi\n"
+        "	ja .Lpo_far\n"
+        "	mov pro_data(%rip), %rax\n"
+        "	add %rdi, %rax\n"
+        "	ret\n"
+        "	.skip 120, 0x90\n"
+        ".Lpo_far:\n"
+        "	lea 5(%rdi), %rax\n"
+        "	ret\n"
+        "  .cfi_endproc\n"
+        ".size pro_out, .-pro_out\n");
 
 /* Cases return y+10..y+40, the default y. The table is gcc's shape:
  * int32 offsets from the table's own address, in .rodata. */
@@ -231,6 +259,7 @@ TC_FN static unsigned long drive_asm(unsigned long rounds)
 		acc += pro_loop(i + 1);
 		acc += pro_switch(i % 6, i);
 		acc += (unsigned long)c_switch((int)(i % 9) - 1, (int)i);
+		acc += pro_out(i % 4);
 		struct pro_ind ind = {i, pro_ind_callee};
 		if (pro_callind(&ind) != i + 5)
 			abort(); /* the relocated indirect call went wrong */
@@ -247,7 +276,57 @@ TC_FN static unsigned long drive_asm(unsigned long rounds)
 	TC_ADD(FN_pro_callind, rounds);
 	TC_ADD(FN_pro_ind_callee, rounds);
 	TC_ADD(FN_pro_loop, rounds);
+	TC_ADD(FN_pro_out, rounds);
 	return acc;
+}
+
+/* Where fn's patch leads (the padding form: through its slot's jmp), or
+ * NULL when fn is not patched with a jmp. Reads only its own code. */
+static inline __attribute__((always_inline)) const unsigned char *patch_target(const void *fn)
+{
+	const unsigned char *p = fn;
+	int rel;
+	if (p[0] == 0xeb) /* jmp rel8 to the padding slot */
+		p += 2 + (signed char)p[1];
+	if (p[0] != 0xe9)
+		return NULL;
+	memcpy(&rel, p + 1, 4);
+	return p + 5 + rel;
+}
+
+/* Whether fn is count-only (its patch leads to a count block: an %fs
+ * prefix first) with a block in the copy form: no jmp rel32 in the
+ * block's first bytes back into fn's first 15 (the inline form's jump
+ * back behind the patch; pro_jmp_first's copied tail jmp goes to
+ * pro_target, 16 bytes on). */
+static inline __attribute__((always_inline)) int copy_form(const void *fn)
+{
+	const unsigned char *b = patch_target(fn), *f = fn;
+	if (!b || b[0] != 0x64)
+		return 0;
+	for (int k = 0; k < HOOK_COPY_SCAN; k++) {
+		int rel;
+		memcpy(&rel, b + k + 1, 4);
+		const unsigned char *to = b + k + 5 + rel;
+		if (b[k] == 0xe9 && to > f && to < f + 16)
+			return 0;
+	}
+	return 1;
+}
+
+static inline __attribute__((always_inline)) int copy_forms_ok(void)
+{
+	const void *const copied[] = {
+	    (void *)pro_riprel_add, (void *)pro_riprel_lea, (void *)pro_jcc,  (void *)pro_jmp8,
+	    (void *)pro_jmp_first,  (void *)pro_target,     (void *)pro_loop, (void *)pro_switch,
+	    (void *)pro_ind_callee, (void *)pro_out};
+	if (!patch_target((void *)pro_riprel_add))
+		return 1; /* untraced: no block to look at */
+	for (size_t i = 0; i < sizeof(copied) / sizeof(copied[0]); i++)
+		if (!copy_form(copied[i]))
+			return 0;
+	const unsigned char *b = patch_target((void *)pro_callind);
+	return b && b[0] == 0x64 && !copy_form((void *)pro_callind);
 }
 
 int main(int argc, char **argv)
@@ -256,5 +335,7 @@ int main(int argc, char **argv)
 	tc_init(argc, argv, "prologue", fn_names, FN_COUNT);
 	printf("prologue: %lu\n", drive_asm(50));
 	printf("data: %lu %lu %lu %lu\n", pro_data[0], pro_data[1], pro_data[2], pro_data[3]);
+	if (getenv("T_COPY_FORM") && !copy_forms_ok()) /* called only then: at -O0 a call */
+		return 7;
 	return 0;
 }

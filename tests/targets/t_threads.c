@@ -20,7 +20,8 @@
  * untraced run never sees a move); no thread lives through two of the
  * budget's ticks, so only its judgement of the threads together can move
  * leaf. In each budget mode (x86_64) the move seen must have taken the
- * inline count block, else the exit status is 3.
+ * count block's copy form (leaf's bytes up to its ret copied into the
+ * block, no jump back), else the exit status is 3.
  * Single role: a target for tests/integration/ada_itest.py; no shared state
  * besides the results array, written once per thread before join.
  */
@@ -103,25 +104,34 @@ static int moved_to_count(const void *fn)
 #endif
 }
 
-/* x86_64: whether the count block fn's patch leads to is the inline form
+/* x86_64: whether the count block fn's patch leads to is the copy form
  * (docs/hooks.md, "Count-only functions"; the budget's live moves take it
- * as the install's blocks do): after the test and count (36 bytes), the
- * function's relocated prologue, not the other form's jmp to the
- * trampoline's copy (leaf's first instruction is no jmp). Set once a
- * thread saw a move in the other form; main then exits 3. */
+ * as the install's blocks do): after the test and count (36 bytes in the
+ * %gs form, 32 in the pointer form), the function's own first bytes, not
+ * the jmp to the trampoline's copy of the prologue, and no jump back
+ * into the function behind the patch (the inline form's) in what follows
+ * (leaf's copy is shorter than 128 bytes). Set once a thread saw a move
+ * in another form; main then exits 3. */
 static volatile int moved_not_inline;
 
-static void check_inline(const void *fn)
+static inline __attribute__((always_inline)) void check_inline(const void *fn)
 {
 #if defined(__x86_64__)
-	const unsigned char *p = fn;
+	const unsigned char *p = fn, *b;
 	int rel;
 	memcpy(&rel, p + 1, 4);
-	/* The %gs form's test and count take 25 bytes (its add at 15 has the
-	 * gs prefix 0x65), the pointer form's 36 (a push r11 there). */
-	size_t count_len = p[5 + rel + 15] == 0x65 ? 25 : 36;
-	if (p[5 + rel + count_len] == 0xe9)
+	b = p + 5 + rel;
+	/* The %gs form's tag compare at 11 (after the gate's cmp and its
+	 * jne rel8) has the gs prefix 0x65; the pointer form has a push r11
+	 * there. */
+	size_t count_len = b[11] == 0x65 ? 36 : 32;
+	if (b[count_len] == 0xe9)
 		moved_not_inline = 1;
+	for (size_t k = count_len; k < 128; k++) {
+		memcpy(&rel, b + k + 1, 4);
+		if (b[k] == 0xe9 && b + k + 5 + rel > p && b + k + 5 + rel < p + 16)
+			moved_not_inline = 1;
+	}
 #else
 	(void)fn; /* no inline form */
 #endif
@@ -276,7 +286,7 @@ TC_FN static void run_serial(void)
 
 /* x86_64, T_COUNT_FORM=gs or ptr (e2e.count_only, e2e.count_only_ptr):
  * whether leaf's count block is that form: its instruction after the
- * test (at 15) is the %gs add (prefix 0x65) or the pointer form's push
+ * gate's test (at 11) is the %gs tag compare (prefix 0x65) or the pointer form's push
  * r11 (0x41); and whether each worker counted in its own page: gs, a %gs
  * base of its own (a worker starts with main's and sets its own when it
  * registers: not main's); ptr, none. Elsewhere, untraced or unset: true. */
@@ -298,7 +308,7 @@ static int count_form_ok(void)
 		if (gs ? !main_gs || !gs_of[i] || gs_of[i] == main_gs : gs_of[i] || main_gs)
 			return 0;
 	memcpy(&rel, p + 1, 4);
-	return p[5 + rel + 15] == (gs ? 0x65 : 0x41);
+	return p[5 + rel + 11] == (gs ? 0x65 : 0x41);
 #else
 	return 1;
 #endif

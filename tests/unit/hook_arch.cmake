@@ -8,6 +8,12 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86
   add_test(NAME hook_arch_reloc COMMAND test_hook_reloc)
   ada_sanitize_tests(asan ubsan TESTS hook_arch_reloc)
 
+  add_executable(test_hook_copy ${_ha}/test_hook_copy.c)
+  target_include_directories(test_hook_copy PRIVATE ${CMOCKA_INCLUDE_DIR} ${CAPSTONE_INCLUDE_DIR})
+  target_link_libraries(test_hook_copy PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})
+  add_test(NAME hook_arch_copy COMMAND test_hook_copy)
+  ada_sanitize_tests(asan ubsan TESTS hook_arch_copy)
+
   add_executable(test_hook_mem ${_ha}/test_hook_mem.c)
   target_include_directories(test_hook_mem PRIVATE ${CMOCKA_INCLUDE_DIR})
   target_link_libraries(test_hook_mem PRIVATE ada_hook_arch ${CMOCKA_LIBRARY})

@@ -175,16 +175,17 @@ static void test_stubs(void **state)
 }
 
 /* The count-only block (x86_64/x86_emit_count.c) of the fast trampoline
- * at GOLD_TR, written after it: cmp fs:gate; jne GOLD_TR; push r11; mov
- * r11, fs:counters; add [r11+8*slot], 1; pop r11; jmp GOLD_TR+30 (the
- * relocated prologue, checked by disassembly when the file was written). */
+ * at GOLD_TR, written after it: cmp fs:gate; jne exit (rel8); push r11;
+ * mov r11, fs:counters; add [r11+8*slot], 1; pop r11; jmp GOLD_TR+30
+ * (the relocated prologue); exit: jmp GOLD_TR (checked by disassembly
+ * when the file was written). */
 static void test_count_block(void **state)
 {
 	uint8_t buf[HOOK_ARCH_COUNT_BLOCK_MAX];
 
 	(void)state;
 	size_t n = hook_arch_emit_count_block(buf, GOLD_TR + 0x100, -0x40, -0x38, 5, GOLD_TR);
-	assert_int_equal(n, 41);
+	assert_int_equal(n, 42);
 	gold_check("count_block", buf, n);
 	/* A slot whose offset would not fit the disp32: no block. */
 	assert_int_equal(
@@ -192,10 +193,12 @@ static void test_count_block(void **state)
 }
 
 /* The %gs form (HOOK_ARCH_COUNT_GS: the thread's %gs base is its
- * counters, agent_count.c): cmp fs:gate; jne GOLD_TR; cmp qword gs:[-8],
- * HOOK_ARCH_COUNT_GS_TAG (65 48 81 3c 25 f8ff ffff imm32); jne GOLD_TR;
- * add qword gs:[8*slot], 1 (65 48 83 04 25 disp32 01); jmp GOLD_TR+30;
- * and inline, the same five instructions, then the relocated prologue. */
+ * counters, agent_count.c): cmp fs:gate; jne exit (rel8); cmp qword
+ * gs:[-8], HOOK_ARCH_COUNT_GS_TAG (65 48 81 3c 25 f8ff ffff imm32); jne
+ * exit; add qword gs:[8*slot], 1 (65 48 83 04 25 disp32 01); jmp
+ * GOLD_TR+30; exit: jmp GOLD_TR; and inline, the same five instructions
+ * (their jne's to its own exit), then the relocated prologue and the
+ * jump back, then the exit. */
 static void test_count_block_gs(void **state)
 {
 	uint8_t buf[HOOK_ARCH_COUNT_BLOCK_MAX], in[HOOK_ARCH_COUNT_INLINE_MAX];
@@ -208,19 +211,26 @@ static void test_count_block_gs(void **state)
 	(void)state;
 	size_t n =
 	    hook_arch_emit_count_block(buf, GOLD_TR + 0x100, -0x40, HOOK_ARCH_COUNT_GS, 5, GOLD_TR);
-	assert_int_equal(n, 49);
+	assert_int_equal(n, 46);
 	gold_check("count_block_gs", buf, n);
-	assert_memory_equal(buf + 15, tag, sizeof(tag)); /* "adct" at gs:[-8] */
-	assert_memory_equal(buf + 34, add, sizeof(add)); /* slot 5: disp32 0x28 */
+	assert_memory_equal(buf + 11, tag, sizeof(tag)); /* "adct" at gs:[-8] */
+	assert_memory_equal(buf + 26, add, sizeof(add)); /* slot 5: disp32 0x28 */
+	assert_int_equal(buf[9], 0x75);
+	assert_int_equal(buf[10], 41 - 11); /* jne exit: the last 5 bytes */
+	assert_int_equal(buf[25], 41 - 26);
 	assert_int_equal(hook_arch_prepare(gold_fns[0].code, GOLD_FN, gold_fns[0].len, &plan),
 	                 ADA_HOOK_OK);
 	size_t m = hook_arch_emit_count_block_inline(&plan, in, GOLD_TR + 0x100, -0x40,
 	                                             HOOK_ARCH_COUNT_GS, 5, GOLD_TR, &map);
-	assert_true(m > 44);
-	assert_memory_equal(in, buf, 44);
+	assert_true(m > 36);
+	assert_memory_equal(in, buf, 10);
+	assert_memory_equal(in + 11, buf + 11, 14);
+	assert_memory_equal(in + 26, buf + 26, 10);
+	assert_int_equal(in[10], m - 5 - 11); /* each jne to its own exit */
+	assert_int_equal(in[25], m - 5 - 26);
 	static const uint8_t plain[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10, 0xe9};
-	assert_memory_equal(in + 44, plain, sizeof(plain));
-	assert_int_equal(map.at[0], 44);
+	assert_memory_equal(in + 36, plain, sizeof(plain));
+	assert_int_equal(map.at[0], 36);
 }
 
 /* The inline count block (hook_arch_emit_count_block_inline) at
@@ -233,9 +243,9 @@ static void test_count_block_inline(void **state)
 	(void)state;
 	uint8_t blk[HOOK_ARCH_COUNT_BLOCK_MAX], in[HOOK_ARCH_COUNT_INLINE_MAX],
 	    tr[HOOK_ARCH_MAX_TRAMPOLINE];
-	const uint64_t at = GOLD_TR + 0x100, test_len = 36, body_off = 30;
+	const uint64_t at = GOLD_TR + 0x100, test_len = 32, body_off = 30;
 	struct hook_arch_reloc_map map, tmap;
-	assert_int_equal(hook_arch_emit_count_block(blk, at, -0x40, -0x38, 5, GOLD_TR), 41);
+	assert_int_equal(hook_arch_emit_count_block(blk, at, -0x40, -0x38, 5, GOLD_TR), 42);
 	for (size_t i = 0; i < sizeof(gold_fns) / sizeof(gold_fns[0]); i++) {
 		struct hook_arch_plan plan;
 		assert_int_equal(
@@ -245,10 +255,13 @@ static void test_count_block_inline(void **state)
 		                                             GOLD_TR, &map);
 		size_t t = hook_arch_emit_trampoline_fast_map(&plan, tr, at + test_len - body_off,
 		                                              GOLD_FN_ID, GOLD_ST, GOLD_RT, &tmap);
-		assert_true(n > test_len && t > body_off);
-		assert_int_equal(n - test_len, t - body_off);
-		assert_memory_equal(in, blk, test_len);
-		assert_memory_equal(in + test_len, tr + body_off, n - test_len);
+		assert_true(n > test_len + 5 && t > body_off);
+		assert_int_equal(n - 5 - test_len, t - body_off);
+		assert_memory_equal(in, blk, 10); /* but the jne's rel8: its own exit */
+		assert_memory_equal(in + 11, blk + 11, test_len - 11);
+		assert_int_equal(in[10], n - 5 - 11);
+		assert_memory_equal(in + test_len, tr + body_off, n - 5 - test_len);
+		assert_memory_equal(in + n - 5, blk + 37, 1); /* exit: jmp GOLD_TR */
 		/* The crash map: the same copies, test_len - body_off further on. */
 		assert_int_equal(map.n, tmap.n);
 		for (size_t k = 0; k < map.n; k++) {
@@ -267,7 +280,9 @@ static void test_count_block_inline(void **state)
 	assert_memory_equal(in + test_len, plain, sizeof(plain));
 	int32_t rel;
 	memcpy(&rel, in + test_len + sizeof(plain), 4);
-	assert_int_equal(at + n + (uint64_t)(int64_t)rel, GOLD_FN + plan.patch_len);
+	assert_int_equal(at + n - 5 + (uint64_t)(int64_t)rel, GOLD_FN + plan.patch_len);
+	memcpy(&rel, in + n - 4, 4);
+	assert_int_equal(at + n + (uint64_t)(int64_t)rel, GOLD_TR); /* the exit */
 	/* A slot out of the disp32's range: no block of either form. */
 	assert_int_equal(
 	    hook_arch_emit_count_block_inline(&plan, in, at, -0x40, -0x38, 1u << 28, GOLD_TR, &map),

@@ -234,6 +234,10 @@ struct ada_hook_config {
 	 * pointer instead of the %gs base (the form a program that uses %gs
 	 * gets; tests of that form). Default 1. */
 	bool count_gs;
+	/* count-copy=0: count blocks never take the copy form (the
+	 * function's first bytes up to a `ret` or `jmp` copied into the
+	 * block), only the inline one. Default 1. */
+	bool count_copy;
 };
 /* Parses (buf, len) -- not NUL-terminated. -EINVAL on an unknown key or a
  * bad value, -E2BIG on too many globs, -ENOMEM. cfg is valid (possibly

@@ -84,11 +84,9 @@ static void emit_enter_frame(struct x86_writer *w, uint64_t fn_id, uint64_t hand
 _Static_assert(HOOK_ARCH_RET_POINT_OFF == 14 + 10 + 5 + 3 + 10 + 2 + 14 + 5 + 2 + 5 + 5,
                "R_F follows the call");
 
-static int emit_reloc_one(struct x86_writer *w, const struct hook_arch_plan *plan,
-                          const struct hook_arch_insn *in)
+int x86_emit_reloc(struct x86_writer *w, const uint8_t *orig, uint64_t fn_addr,
+                   const struct hook_arch_insn *in)
 {
-	const uint8_t *orig = plan->original + in->offset;
-
 	switch (in->kind) {
 	case X86_RELOC_PLAIN:
 		return reloc_plain(w, orig, in);
@@ -101,9 +99,9 @@ static int emit_reloc_one(struct x86_writer *w, const struct hook_arch_plan *pla
 		return reloc_jcc(w, orig, in);
 	case X86_RELOC_CALL:
 	case X86_RELOC_CALL_RIP:
-		return reloc_call(w, orig, in, plan->fn_addr + in->offset + in->len);
+		return reloc_call(w, orig, in, fn_addr + in->offset + in->len);
 	case X86_RELOC_CALL_IND:
-		return reloc_call_indirect(w, orig, in, plan->fn_addr + in->offset + in->len);
+		return reloc_call_indirect(w, orig, in, fn_addr + in->offset + in->len);
 	default:
 		return -1;
 	}
@@ -149,10 +147,9 @@ static void emit_fast_frame(struct x86_writer *w, uint64_t fn_id, uint64_t stub,
 _Static_assert(HOOK_ARCH_FAST_RET_POINT_OFF == 5 + 2 + 5 + 5, "R_F follows the call");
 _Static_assert(EMIT_FAST_FN_ID_OFF == HOOK_ARCH_FAST_RET_POINT_OFF + 5, "fn_id follows R_F");
 
-/* Whether plan can have a trampoline at buf_addr: a patch long enough for
- * its form, 1..HOOK_ARCH_MAX_INSNS instructions, and the jmp rel32 to it
- * (at the entry, or in the padding form at the padding slot) in reach. */
-static bool emit_plan_ok(const struct hook_arch_plan *plan, uint64_t buf_addr)
+/* x86_emit_internal.h: the jmp rel32 to buf_addr is at the entry, or in
+ * the padding form at the padding slot. */
+bool x86_emit_plan_ok(const struct hook_arch_plan *plan, uint64_t buf_addr)
 {
 	uint64_t from = plan->pad_addr ? plan->pad_addr : plan->fn_addr;
 	return plan->patch_len >= (plan->pad_addr ? HOOK_ARCH_PAD_ENTRY : 5u) &&
@@ -170,7 +167,8 @@ static size_t emit_body(struct x86_writer *w, const struct hook_arch_plan *plan,
 	for (size_t i = 0; i < plan->insn_count; i++) {
 		if (starts)
 			starts[i] = w->len;
-		if (emit_reloc_one(w, plan, &plan->insns[i]))
+		const struct hook_arch_insn *in = &plan->insns[i];
+		if (x86_emit_reloc(w, plan->original + in->offset, plan->fn_addr, in))
 			return 0;
 	}
 	if (starts)
@@ -192,7 +190,7 @@ static size_t emit_trampoline(const struct hook_arch_plan *plan, uint8_t *buf, u
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_MAX_TRAMPOLINE, buf_addr, 1};
 
-	if (!emit_plan_ok(plan, buf_addr))
+	if (!x86_emit_plan_ok(plan, buf_addr))
 		return 0;
 	if (fast)
 		emit_fast_frame(&w, fn_id, enter_handler, exit_path);
@@ -239,10 +237,14 @@ size_t hook_arch_emit_count_block_inline(const struct hook_arch_plan *plan, uint
 {
 	struct x86_writer w = {buf, 0, HOOK_ARCH_COUNT_INLINE_MAX, buf_addr, 1};
 	size_t starts[HOOK_ARCH_MAX_INSNS + 1];
+	struct emit_count_fix fix;
 
-	if (!emit_plan_ok(plan, buf_addr) || !emit_count_test(&w, gate, counters, slot, tramp))
+	if (!x86_emit_plan_ok(plan, buf_addr) || !emit_count_test(&w, gate, counters, slot, &fix))
 		return 0;
 	size_t n = emit_body(&w, plan, starts);
+	if (n && !emit_count_exit(&w, &fix, tramp))
+		return 0; /* the other form, whose exit is in reach */
+	n = n ? w.len : 0;
 	if (n && starts[plan->insn_count] <= UINT8_MAX)
 		emit_map(plan, starts, map);
 	else
@@ -306,7 +308,7 @@ bool hook_arch_reloc_map(const struct hook_arch_plan *plan, uint64_t tramp_addr,
 	struct x86_writer w = {buf, fast ? EMIT_BODY_FAST : EMIT_BODY_FULL,
 	                       HOOK_ARCH_MAX_TRAMPOLINE, tramp_addr, 1};
 
-	if (!emit_plan_ok(plan, tramp_addr) || emit_body(&w, plan, starts) == 0)
+	if (!x86_emit_plan_ok(plan, tramp_addr) || emit_body(&w, plan, starts) == 0)
 		return false;
 	emit_map(plan, starts, out);
 	return true;

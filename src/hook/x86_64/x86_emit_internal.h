@@ -18,6 +18,16 @@
 
 /* ---- x86_emit.c ---- */
 
+/* The relocated form of the instruction in (its original bytes at orig,
+ * in the function at fn_addr) at w's address: x86_reloc.c's helper for
+ * its case; 0, or -ERANGE / -1 when it has none there. */
+int x86_emit_reloc(struct x86_writer *w, const uint8_t *orig, uint64_t fn_addr,
+                   const struct hook_arch_insn *in);
+/* Whether plan can have a trampoline (or a count block) at buf_addr: a
+ * patch long enough for its form, 1..HOOK_ARCH_MAX_INSNS instructions,
+ * and the patch's jmp rel32 (or the padding slot's) in reach. */
+bool x86_emit_plan_ok(const struct hook_arch_plan *plan, uint64_t buf_addr);
+
 /* push / pop a register list (pop in reverse order). */
 void x86_emit_push(struct x86_writer *w, const enum x86_gpr *regs, size_t n);
 void x86_emit_pop(struct x86_writer *w, const enum x86_gpr *regs, size_t n);
@@ -138,8 +148,17 @@ void emit_member_return(struct x86_writer *w, struct emit_labels *l,
                         const struct hook_arch_fast *f);
 
 /* The count block's gate test and count (x86_emit_count.c), shared by
- * its two forms; false when slot is out of range or the buffer full. */
+ * its three forms; false when slot is out of range or the buffer full.
+ * Its jne's are rel8 to the block's exit, which the form emits after
+ * everything a counted call runs (emit_count_exit, with fix). */
+struct emit_count_fix {
+	size_t at[2], n; /* where each jne is in the writer's buffer */
+};
 bool emit_count_test(struct x86_writer *w, int32_t gate, int32_t counters, uint32_t slot,
-                     uint64_t tramp);
+                     struct emit_count_fix *fix);
+/* The exit at w's address, `jmp tramp` (the function's trampoline: the
+ * call is an event), and the test's jne's aimed at it; false when it is
+ * beyond their reach (127 bytes) or the buffer is full. */
+bool emit_count_exit(struct x86_writer *w, const struct emit_count_fix *fix, uint64_t tramp);
 
 #endif

@@ -71,6 +71,13 @@ size_t x86_vex_any_len(const uint8_t *b, size_t left);
  * forms found to agree exhaustively, or `nop m` (0F 1F, memory operand);
  * test_hook_len checks it against capstone. */
 int x86_len_cs_same(const uint8_t *p);
+/* x86_prepare.c: a linear decode of the instructions at code (addr, at
+ * most size bytes, offsets up to 255) into out (at most cap), each
+ * classified as a displaced instruction is (hook_arch_insn); it stops at
+ * the first it cannot decode or relocate. Returns the bytes decoded and
+ * in *n the instructions. Takes a decoder's lock: not hook context. */
+size_t x86_decode_span(const uint8_t *code, size_t size, uint64_t addr, struct hook_arch_insn *out,
+                       size_t cap, size_t *n);
 /* x86_prepare.c: does the instruction of n bytes at p end the flow (ret,
  * jmp, ud2, hlt, int3)? Legacy (rep, bnd, notrack) and REX prefixes
  * first. */

@@ -369,64 +369,90 @@ static int plan_fast_insn(const uint8_t *p, size_t n, const struct x86_len_info 
 	return 0;
 }
 
+/* One instruction at p (off bytes from addr, at most left bytes)
+ * decoded and classified into *in: the fast whitelist, the byte table,
+ * capstone when both decline. Its length, or 0 with *why set. */
+static size_t plan_decode_one(struct plan_dec *d, const uint8_t *p, size_t left, uint64_t addr,
+                              size_t off, struct hook_arch_insn *in, enum ada_hook_skip *why)
+{
+	size_t fast = plan_fast_len(p, left);
+	if (fast) {
+		*in = (struct hook_arch_insn){
+		    .offset = (uint8_t)off, .len = (uint8_t)fast, .kind = X86_RELOC_PLAIN};
+		return fast;
+	}
+	if (x86_use_fast_len) {
+		/* Classified from the bytes as capstone's plan_insn would
+		 * (test_hook_verdicts.c), but for indirect calls. */
+		struct x86_len_info li;
+		fast = x86_fast_len(p, left, &li);
+		if (fast && !li.indirect_call &&
+		    !plan_fast_insn(p, fast, &li, addr, (uint8_t)off, in))
+			return fast;
+	}
+	const uint8_t *q = p;
+	size_t l = left;
+	uint64_t pc = addr + off;
+	if (!cs_disasm_iter(d->cs, &q, &l, &pc, d->ci)) {
+		/* Fewer than 15 bytes left: the insn may run past the end. */
+		*why = left < 15 ? ADA_SKIP_TOO_SHORT : ADA_SKIP_UNDECODABLE;
+		return 0;
+	}
+	*why = plan_insn(d->ci, addr, in);
+	return *why == ADA_HOOK_OK ? d->ci->size : 0;
+}
+
+static bool plan_is_call(const struct hook_arch_insn *in)
+{
+	return in->kind == X86_RELOC_CALL || in->kind == X86_RELOC_CALL_RIP ||
+	       in->kind == X86_RELOC_CALL_IND;
+}
+
 /* Decodes whole instructions until >= min bytes are covered (PATCH_MIN;
  * HOOK_ARCH_PAD_ENTRY for the padding form). */
 static enum ada_hook_skip plan_prologue(const uint8_t *code, uint64_t addr, uint64_t size,
                                         size_t min, struct plan_dec *d, struct hook_arch_plan *plan)
 {
-	cs_insn *ci = d->ci;
-	const uint8_t *p = code;
-	size_t left = size;
-	uint64_t pc = addr;
-
 	while (plan->patch_len < min) {
 		if (plan->insn_count == HOOK_ARCH_MAX_INSNS)
 			return ADA_SKIP_UNRELOCATABLE;
 		struct hook_arch_insn *in = &plan->insns[plan->insn_count];
-		size_t fast = plan_fast_len(p, left);
-		if (fast) {
-			*in = (struct hook_arch_insn){.offset = (uint8_t)plan->patch_len,
-			                              .len = (uint8_t)fast,
-			                              .kind = X86_RELOC_PLAIN};
-		} else if (x86_use_fast_len) {
-			/* Classified from the bytes as capstone's plan_insn would
-			 * (test_hook_verdicts.c), but for indirect calls. */
-			struct x86_len_info li;
-			fast = x86_fast_len(p, left, &li);
-			if (fast &&
-			    (li.indirect_call ||
-			     plan_fast_insn(p, fast, &li, addr, (uint8_t)plan->patch_len, in)))
-				fast = 0;
-			if (fast && plan->patch_len + fast > HOOK_ARCH_MAX_PATCH)
-				return ADA_SKIP_UNRELOCATABLE;
-		}
-		if (fast) {
-			p += fast;
-			left -= fast;
-			pc += fast;
-		} else {
-			if (!cs_disasm_iter(d->cs, &p, &left, &pc, ci))
-				/* Fewer than 15 bytes left: the insn may run past the end. */
-				return left < 15 ? ADA_SKIP_TOO_SHORT : ADA_SKIP_UNDECODABLE;
-			if (plan->patch_len + ci->size > HOOK_ARCH_MAX_PATCH)
-				return ADA_SKIP_UNRELOCATABLE;
-			enum ada_hook_skip r = plan_insn(ci, addr, in);
-			if (r != ADA_HOOK_OK)
-				return r;
-			fast = ci->size;
-		}
+		enum ada_hook_skip why = ADA_HOOK_OK;
+		size_t n = plan_decode_one(d, code + plan->patch_len, size - plan->patch_len, addr,
+		                           plan->patch_len, in, &why);
+		if (n == 0)
+			return why;
+		if (plan->patch_len + n > HOOK_ARCH_MAX_PATCH)
+			return ADA_SKIP_UNRELOCATABLE;
 		/* A call's return address must be the original next insn, which is
 		 * only outside the patch when the call is displaced last. */
-		plan->patch_len += fast;
+		plan->patch_len += n;
 		plan->insn_count++;
-		if ((plan->insns[plan->insn_count - 1].kind == X86_RELOC_CALL ||
-		     plan->insns[plan->insn_count - 1].kind == X86_RELOC_CALL_RIP ||
-		     plan->insns[plan->insn_count - 1].kind == X86_RELOC_CALL_IND) &&
-		    plan->patch_len < min)
+		if (plan_is_call(in) && plan->patch_len < min)
 			return ADA_SKIP_UNRELOCATABLE;
 	}
 	memcpy(plan->original, code, plan->patch_len);
 	return ADA_HOOK_OK;
+}
+
+size_t x86_decode_span(const uint8_t *code, size_t size, uint64_t addr, struct hook_arch_insn *out,
+                       size_t cap, size_t *n)
+{
+	struct plan_dec *d = plan_acquire();
+	size_t at = 0;
+	*n = 0;
+	if (!d)
+		return 0;
+	while (*n < cap && at < size && at <= UINT8_MAX) {
+		enum ada_hook_skip why = ADA_HOOK_OK;
+		size_t len = plan_decode_one(d, code + at, size - at, addr, at, &out[*n], &why);
+		if (len == 0 || at + len > size)
+			break;
+		at += len;
+		(*n)++;
+	}
+	plan_release(d);
+	return at;
 }
 
 static int plan_in_patch(uint64_t target, uint64_t fn, size_t patch_len)
