@@ -359,13 +359,19 @@ static size_t budget_emit_inline(const struct agent_module *m, uint64_t fn_id,
 	size_t avail = agent_count_copy_avail(m, (size_t)(fn_id & 0xffffffffu));
 	if (avail && !budget_read_text(u->addr, text, avail))
 		avail = 0; /* no copy form: the inline one reads nothing of the text */
+	struct hook_arch_copy_map copy;
 	size_t len = hook_arch_emit_count_block_copy(&plan, text, avail, blk, at, gate, counter, c,
-	                                             tramp, &map);
-	if (len == 0)
+	                                             tramp, &copy);
+	bool copied = len != 0;
+	if (!copied)
 		len = hook_arch_emit_count_block_inline(&plan, blk, at, gate, counter, c, tramp,
 		                                        &map);
-	if (len && (*tmap = agent_tmap_new(m->id, at, at + len, m->lo, 1)) != NULL)
-		agent_tmap_add(*tmap, &plan, at, true, &map);
+	if (len && (*tmap = agent_tmap_new(m->id, at, at + len, m->lo, 1, true)) != NULL) {
+		if (copied)
+			agent_tmap_add_copy(*tmap, &plan, at, &copy);
+		else
+			agent_tmap_add(*tmap, &plan, at, true, &map);
+	}
 	return len;
 }
 

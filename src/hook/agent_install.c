@@ -421,14 +421,17 @@ static uint64_t install_count_block(struct agent_module *m, size_t i,
 		agent_count_recalled(c);
 	int32_t gate, counter;
 	agent_count_offsets(&gate, &counter);
+	struct hook_arch_copy_map copy;
 	struct hook_arch_reloc_map map;
+	/* A fault in a block's copies is the function's, as in the
+	 * trampoline's: each form's map goes to the crash handler's table. */
 	len = hook_arch_emit_count_block_copy(plan, (const uint8_t *)(uintptr_t)plan->fn_addr,
 	                                      agent_count_copy_avail(m, i), at, (uint64_t)at, gate,
-	                                      counter, (uint32_t)c, tramp, &map);
-	if (len == 0)
-		len = hook_arch_emit_count_block_inline(plan, at, (uint64_t)at, gate, counter,
-		                                        (uint32_t)c, tramp, &map);
-	if (len) /* a fault in its copies is the function's, as in the trampoline's */
+	                                      counter, (uint32_t)c, tramp, &copy);
+	if (len)
+		agent_tmap_add_copy(tmap, plan, (uint64_t)at, &copy);
+	else if ((len = hook_arch_emit_count_block_inline(plan, at, (uint64_t)at, gate, counter,
+	                                                  (uint32_t)c, tramp, &map)) != 0)
 		agent_tmap_add(tmap, plan, (uint64_t)at, true, &map);
 	else
 		len =

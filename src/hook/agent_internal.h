@@ -571,13 +571,18 @@ int agent_process_setup(void);
  * without memory: nothing is mapped), each trampoline added in address
  * order, then published; retired with its module (dlclose). */
 struct agent_tmap;
+/* counts: a table of count blocks, whose copy form maps every copy
+ * (agent_tmap_add_copy). */
 struct agent_tmap *agent_tmap_new(uint32_t module_id, uint64_t lo, uint64_t hi, uint64_t fn_base,
-                                  size_t cap);
+                                  size_t cap, bool counts);
 /* map: the trampoline's map as its emission gave it
  * (hook_arch_emit_trampoline_fast_map), or NULL: made here
  * (hook_arch_reloc_map, of the fast form when fast). */
 void agent_tmap_add(struct agent_tmap *t, const struct hook_arch_plan *plan, uint64_t tramp,
                     bool fast, const struct hook_arch_reloc_map *map);
+/* A copy-form count block of plan at blk, in a counts table. */
+void agent_tmap_add_copy(struct agent_tmap *t, const struct hook_arch_plan *plan, uint64_t blk,
+                         const struct hook_arch_copy_map *map);
 void agent_tmap_publish(struct agent_tmap *t);
 void agent_tmap_retire(uint32_t module_id);
 /* Any thread, async-signal-safe, no lock: the function address whose

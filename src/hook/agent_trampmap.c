@@ -50,6 +50,9 @@ struct agent_tmap {
 	_Atomic uint32_t gone;
 	size_t n, cap;
 	struct tmap_fn *fns;
+	/* A count blocks' table: fns[i]'s map is wide[i] (a copy form's
+	 * block copies more instructions than a trampoline's map holds). */
+	struct hook_arch_copy_map *wide;
 	struct agent_tmap *next; /* older tables */
 };
 
@@ -58,13 +61,16 @@ struct agent_tmap {
 static struct agent_tmap *_Atomic tmap_head;
 
 struct agent_tmap *agent_tmap_new(uint32_t module_id, uint64_t lo, uint64_t hi, uint64_t fn_base,
-                                  size_t cap)
+                                  size_t cap, bool counts)
 {
 	struct agent_tmap *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	t->fns = malloc((cap ? cap : 1) * sizeof(*t->fns));
-	if (!t->fns) {
+	if (counts)
+		t->wide = malloc((cap ? cap : 1) * sizeof(*t->wide));
+	if (!t->fns || (counts && !t->wide)) {
+		free(t->fns);
 		free(t);
 		return NULL;
 	}
@@ -76,23 +82,60 @@ struct agent_tmap *agent_tmap_new(uint32_t module_id, uint64_t lo, uint64_t hi, 
 	return t;
 }
 
-void agent_tmap_add(struct agent_tmap *t, const struct hook_arch_plan *plan, uint64_t tramp,
-                    bool fast, const struct hook_arch_reloc_map *map)
+/* The entry for the trampoline (or count block) of plan at tramp, filled
+ * but for its map, or NULL when it does not belong in t. */
+static struct tmap_fn *tmap_next(struct agent_tmap *t, const struct hook_arch_plan *plan,
+                                 uint64_t tramp)
 {
 	if (!t || t->n == t->cap || tramp < t->lo || tramp >= t->hi || plan->fn_addr < t->fn_base ||
 	    plan->fn_addr - t->fn_base > UINT32_MAX)
-		return;
+		return NULL;
 	struct tmap_fn *f = &t->fns[t->n];
-	if (map)
-		f->map = *map;
-	else if (!hook_arch_reloc_map(plan, tramp, fast, &f->map))
-		return;
 	f->tramp_off = (uint32_t)(tramp - t->lo);
 	f->fn_off = (uint32_t)(plan->fn_addr - t->fn_base);
 	/* install_emit() lays trampolines out in address order: the table
 	 * stays sorted for agent_tmap_pc()'s search. */
 	if (t->n && f->tramp_off <= t->fns[t->n - 1].tramp_off)
+		return NULL;
+	return f;
+}
+
+/* A trampoline's (or an inline count block's) map as a wide one: its
+ * copies, then its jump back behind the patch as one more pair. */
+static void tmap_widen(const struct hook_arch_reloc_map *m, struct hook_arch_copy_map *w)
+{
+	size_t n = m->n < HOOK_ARCH_MAX_INSNS ? m->n : HOOK_ARCH_MAX_INSNS;
+	memcpy(w->off, m->off, n);
+	memcpy(w->at, m->at, n);
+	if (m->end_at) {
+		w->off[n] = m->end_off;
+		w->at[n++] = m->end_at;
+	}
+	w->n = (uint8_t)n;
+}
+
+void agent_tmap_add(struct agent_tmap *t, const struct hook_arch_plan *plan, uint64_t tramp,
+                    bool fast, const struct hook_arch_reloc_map *map)
+{
+	struct tmap_fn *f = tmap_next(t, plan, tramp);
+	if (!f)
 		return;
+	if (map)
+		f->map = *map;
+	else if (!hook_arch_reloc_map(plan, tramp, fast, &f->map))
+		return;
+	if (t->wide)
+		tmap_widen(&f->map, &t->wide[t->n]);
+	t->n++;
+}
+
+void agent_tmap_add_copy(struct agent_tmap *t, const struct hook_arch_plan *plan, uint64_t blk,
+                         const struct hook_arch_copy_map *map)
+{
+	struct tmap_fn *f = t && t->wide ? tmap_next(t, plan, blk) : NULL;
+	if (!f)
+		return;
+	t->wide[t->n] = *map;
 	t->n++;
 }
 
@@ -102,6 +145,7 @@ void agent_tmap_publish(struct agent_tmap *t)
 		return;
 	if (t->n == 0) {
 		free(t->fns);
+		free(t->wide);
 		free(t);
 		return;
 	}
@@ -135,6 +179,15 @@ static const struct tmap_fn *tmap_find(const struct agent_tmap *t, uint32_t off)
 	return lo ? &t->fns[lo - 1] : NULL;
 }
 
+/* The function's address a wide map gives the block's byte d, or 0. */
+static uint64_t tmap_wide_pc(const struct hook_arch_copy_map *w, uint32_t d, uint64_t fn)
+{
+	for (uint32_t i = 0; i < w->n && i <= HOOK_ARCH_COUNT_COPY_INSNS; i++)
+		if (d == w->at[i])
+			return fn + w->off[i];
+	return 0;
+}
+
 uint64_t agent_tmap_pc(uint64_t pc)
 {
 	if (!hook_mem_is_tramp(pc))
@@ -153,6 +206,8 @@ uint64_t agent_tmap_pc(uint64_t pc)
 		uint64_t fn = t->fn_base + f->fn_off;
 		if (d == 0)
 			return fn; /* the trampoline's first instruction: nothing ran */
+		if (t->wide)
+			return tmap_wide_pc(&t->wide[f - t->fns], d, fn);
 		for (uint32_t i = 0; i < f->map.n && i < HOOK_ARCH_MAX_INSNS; i++)
 			if (d == f->map.at[i])
 				return fn + f->map.off[i];
@@ -203,7 +258,7 @@ int agent_block_alloc(struct agent_module *m, size_t used, size_t n_cand, bool c
 	if (counts) /* its first block on a line of its own */
 		czone = ((b + czone + line - 1) & ~(uintptr_t)(line - 1)) - b;
 	z->czone = czone;
-	z->tmap = agent_tmap_new(m->id, b, b + czone, m->lo, n_cand);
-	z->cmap = counts ? agent_tmap_new(m->id, b + czone, b + cap, m->lo, n_cand) : NULL;
+	z->tmap = agent_tmap_new(m->id, b, b + czone, m->lo, n_cand, false);
+	z->cmap = counts ? agent_tmap_new(m->id, b + czone, b + cap, m->lo, n_cand, true) : NULL;
 	return 0;
 }

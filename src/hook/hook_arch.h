@@ -464,16 +464,31 @@ size_t hook_arch_emit_count_block_inline(const struct hook_arch_plan *plan, uint
  * the function's and nobody else's (up to the next symbol), of which at
  * most HOOK_ARCH_COUNT_COPY_SPAN are decoded. The longest such prefix
  * whose block fits HOOK_ARCH_COUNT_COPY_MAX bytes; 0 when there is none
- * (the caller then emits the inline form). *map: its first copies, as
- * the inline form's. Decodes (a capstone lock): not hook context. */
+ * (the caller then emits the inline form). *map: every copy (set only
+ * when the length is not 0). Decodes (a capstone lock): not hook context. */
 #ifndef HOOK_ARCH_COUNT_COPY_MAX
 #define HOOK_ARCH_COUNT_COPY_MAX 128
 #define HOOK_ARCH_COUNT_COPY_SPAN 96
 #endif
+/* At most this many instructions are copied (the decode's room). */
+#define HOOK_ARCH_COUNT_COPY_INSNS 48
+/* Where a count block's copies are: instruction i, at plan->fn_addr +
+ * off[i], starts at the block's at[i] (n pairs). Every copied instruction
+ * is in it: a fault on any of them is the function's own (the copies are
+ * exact equivalents, and nothing but the count ran before them), which
+ * the crash handler names (agent_trampmap.c). The inline form's map
+ * (struct hook_arch_reloc_map) widens to one, its jump back as a pair. */
+struct hook_arch_copy_map {
+	uint8_t n;
+	uint8_t off[HOOK_ARCH_COUNT_COPY_INSNS + 1];
+	uint8_t at[HOOK_ARCH_COUNT_COPY_INSNS + 1];
+};
+_Static_assert(HOOK_ARCH_COUNT_COPY_SPAN <= 256 && HOOK_ARCH_COUNT_COPY_MAX <= 256,
+               "a copy map's offsets fit in a byte");
 size_t hook_arch_emit_count_block_copy(const struct hook_arch_plan *plan, const uint8_t *code,
                                        size_t avail, uint8_t *buf, uint64_t buf_addr, int32_t gate,
                                        int32_t counters, uint32_t slot, uint64_t tramp,
-                                       struct hook_arch_reloc_map *map);
+                                       struct hook_arch_copy_map *map);
 
 /* The enter stub the fast trampolines of one block call (at most
  * HOOK_ARCH_ENTER_STUB_MAX bytes); returns its length, 0 on a failure. */

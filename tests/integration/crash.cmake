@@ -22,6 +22,9 @@ ada_crash_test(gdb_store4.O2 gdb ${T}/t_crash0_O2 4)
 # relocated copies): frame #0 and gdb's frame 0 are the function itself.
 ada_crash_test(frame0_load0.O2 frame0 ${T}/t_crash0_O2 l)
 ada_crash_test(frame0_load3.O2 frame0 ${T}/t_crash0_O2 m)
+# A count-only leaf faulting past its fifth instruction, in its count
+# block's copy (the copy form): frame #0 is still the function itself.
+ada_crash_test(frame0_countcopy.O2 frame0 ${T}/t_crash0_O2 c)
 # (gdb at offset 0 of a copy: gdb_store4; here a later copy.)
 ada_crash_test(gdb_load3.O2 gdb ${T}/t_crash0_O2 m)
 ada_crash_test(gdb_inner.O2 gdb ${T}/t_crash_O2 segv)

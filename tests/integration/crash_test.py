@@ -10,7 +10,9 @@
 frame0: PROG (tests/targets/t_crash0) faults in a 3-byte function that
 nothing hooks (too short, no padding), or in a hooked function's first
 or second instruction, which runs as a relocated copy in its trampoline
-(4: a 4-byte function hooked by the padding form; l, m: the ordinary form);
+(4: a 4-byte function hooked by the padding form; l, m: the ordinary form),
+or in the seventh instruction of a count-only leaf, which runs as the copy
+in its count block (c: --count-only load9);
 `ada crash` must name it as frame #0 from the signal context (at the
 function's own pc, not the trampoline's), with its registers (rdi 0, rsi
 0x2a2a, rdx 0x3b3b, rcx 0x4c4c), above the frames on record (or as the
@@ -91,12 +93,17 @@ def record(ada, work, argv, *opts):
 # instruction in it, and whether the agent hooks it (then the fault is in
 # its trampoline's relocated copy, and the call is on record).
 LEAVES = {"3": ("store3", 0, False), "4": ("store4", 0, True),
-          "l": ("load0", 0, True), "m": ("load3", 3, True)}
+          "l": ("load0", 0, True), "m": ("load3", 3, True), "c": ("load9", 18, False)}
+# Modes whose leaf is count-only: no event, its count block's copy of its
+# instructions is where it faults (the copy form, docs/hooks.md).
+COUNT_ONLY = {"c": "load9"}
 
 
 def check_frame0(a, argv, c):
-    leaf, off, hooked = LEAVES[argv[1] if len(argv) > 1 else "4"]
-    rc, _, err, sdir, rec = record(a.ada, a.work, argv, "--trigger", "crash")
+    mode = argv[1] if len(argv) > 1 else "4"
+    leaf, off, hooked = LEAVES[mode]
+    opts = ["--count-only", COUNT_ONLY[mode]] if mode in COUNT_ONLY else []
+    rc, _, err, sdir, rec = record(a.ada, a.work, argv, "--trigger", "crash", *opts)
     c.check(rc in (139, -11), f"ada record exited {rc}, want SIGSEGV passed through: {err[-800:]}")
     pid_dir = sorted(glob.glob(os.path.join(sdir, "pid_*")))[0]
     with open(os.path.join(pid_dir, "manifest.json")) as f:

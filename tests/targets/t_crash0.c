@@ -16,7 +16,11 @@
  *       the trampoline's relocated copy of that instruction, which the
  *       agent maps back to load0+0;
  *   m   load3, the same with the faulting load its second instruction
- *       (load3+3, the second relocated copy).
+ *       (load3+3, the second relocated copy);
+ *   c   load9, the same with the faulting load its seventh instruction
+ *       (load9+18); recorded with --count-only load9, so its count block
+ *       runs the whole leaf as the copy form's copy, and the fault is in
+ *       the block's seventh copy, which the agent maps back to load9+18.
  * The other argument registers hold known values at the fault: rsi
  * 0x2a2a, rdx 0x3b3b, rcx 0x4c4c. The table is written just before the
  * fault (tc_report); the frames open then are declared lost (TC_LOST).
@@ -79,12 +83,30 @@ __asm__(".text\n"
         "\tret\n"
         "\t.cfi_endproc\n"
         ".size load3, .-load3\n"
-        ".fill 160, 1, 0\n");
+        ".fill 160, 1, 0\n"
+        ".p2align 4, 0\n"
+        ".globl load9\n"
+        ".type load9, @function\n"
+        "load9:\n"
+        "\t.cfi_startproc\n"
+        "\tmovq %rsi, %rax\n"
+        "\tmovq %rsi, %rax\n"
+        "\tmovq %rsi, %rax\n"
+        "\tmovq %rsi, %rax\n"
+        "\tmovq %rsi, %rax\n"
+        "\tmovq %rsi, %rax\n"
+        "\tmovq (%rdi), %rdx\n"
+        "\taddq %rdx, %rax\n"
+        "\tret\n"
+        "\t.cfi_endproc\n"
+        ".size load9, .-load9\n"
+        ".fill 16, 1, 0\n");
 
 void store3(int *p, long v, long c, long d);
 void store4(long *p, long v, long c, long d);
 long load0(long *p, long v, long c, long d);
 long load3(long *p, long v, long c, long d);
+long load9(long *p, long v, long c, long d);
 
 static volatile unsigned long sink;
 static void *volatile null_ptr;
@@ -100,6 +122,8 @@ TC_FN static void crash_mid(int how)
 		sink = (unsigned long)load0(null_ptr, 0x2a2a, 0x3b3b, 0x4c4c);
 	else if (how == 'm')
 		sink = (unsigned long)load3(null_ptr, 0x2a2a, 0x3b3b, 0x4c4c);
+	else if (how == 'c')
+		sink = (unsigned long)load9(null_ptr, 0x2a2a, 0x3b3b, 0x4c4c);
 	else
 		store4(null_ptr, 0x2a2a, 0x3b3b, 0x4c4c);
 	sink = (unsigned long)how; /* not a tail call: crash_mid stays on the stack */

@@ -61,7 +61,7 @@ static size_t decode(const uint8_t *buf, size_t n, uint64_t addr, struct dec *ou
  * its instructions after the five of the count test in d[5..], without
  * the exit behind them (jmp TRAMP, where the test's two jne's go). */
 static size_t emit(const uint8_t *code, size_t size, size_t avail, uint8_t *buf,
-                   struct hook_arch_reloc_map *map, struct dec *d, size_t *nd)
+                   struct hook_arch_copy_map *map, struct dec *d, size_t *nd)
 {
 	struct hook_arch_plan plan;
 	assert_int_equal(hook_arch_prepare(code, FN, size, &plan), ADA_HOOK_OK);
@@ -96,7 +96,7 @@ static void test_copy_leaf(void **state)
 	static const uint8_t code[] = {0x48, 0x83, 0x05, 0x10, 0x20, 0x00, 0x00, 0x01, /* addq */
 	                               0x48, 0x8d, 0x47, 0x01, 0xc3};
 	uint8_t buf[HOOK_ARCH_COUNT_COPY_MAX];
-	struct hook_arch_reloc_map map;
+	struct hook_arch_copy_map map;
 	struct dec d[64];
 	size_t nd;
 	(void)state;
@@ -114,8 +114,7 @@ static void test_copy_leaf(void **state)
 	assert_int_equal(map.off[1], 8);
 	assert_int_equal(map.at[1], at + 8);
 	assert_int_equal(map.off[2], 12);
-	assert_int_equal(map.end_off, 0); /* no sixth copy: the block's first byte */
-	assert_int_equal(map.end_at, 0);
+	assert_int_equal(map.at[2], at + 12);
 	/* The pointer form's test and count, then the same copy. */
 	struct hook_arch_plan plan;
 	assert_int_equal(hook_arch_prepare(code, FN, sizeof(code), &plan), ADA_HOOK_OK);
@@ -139,7 +138,7 @@ static void test_copy_branch_inside(void **state)
 	                               0x48, 0x89, 0xf8, 0xc3};
 	static const uint8_t back[] = {0x48, 0xff, 0xcf, 0x75, 0xfb, 0x31, 0xc0, 0xc3};
 	uint8_t buf[HOOK_ARCH_COUNT_COPY_MAX];
-	struct hook_arch_reloc_map map;
+	struct hook_arch_copy_map map;
 	struct dec d[64];
 	size_t nd;
 	(void)state;
@@ -166,7 +165,7 @@ static void test_copy_branch_out(void **state)
 	                               0x48, 0x8b, 0x05, 0x00, 0x30, 0x00, 0x00, /* mov */
 	                               0xc3};
 	uint8_t buf[HOOK_ARCH_COUNT_COPY_MAX];
-	struct hook_arch_reloc_map map;
+	struct hook_arch_copy_map map;
 	struct dec d[64];
 	size_t nd;
 	(void)state;
@@ -189,7 +188,7 @@ static void test_copy_jmp(void **state)
 	static const uint8_t over[] = {0xeb, 0x06, 0x0f, 0x0b, 0x90, 0x90, 0x90,
 	                               0x90, 0x48, 0x8d, 0x47, 0x02, 0xc3};
 	uint8_t buf[HOOK_ARCH_COUNT_COPY_MAX];
-	struct hook_arch_reloc_map map;
+	struct hook_arch_copy_map map;
 	struct dec d[64];
 	size_t nd;
 	(void)state;
@@ -212,7 +211,7 @@ static void test_copy_none(void **state)
 	static const uint8_t leaf[] = {0x48, 0x89, 0xf8, 0x48, 0x83, 0xc0, 0x03, 0xc3};
 	uint8_t code[HOOK_ARCH_COUNT_COPY_SPAN + 8];
 	uint8_t buf[HOOK_ARCH_COUNT_COPY_MAX];
-	struct hook_arch_reloc_map map;
+	struct hook_arch_copy_map map;
 	struct dec d[64];
 	size_t nd;
 	(void)state;
@@ -234,12 +233,37 @@ static void test_copy_none(void **state)
 	assert_int_equal(d[nd - 1].id, X86_INS_RET);
 }
 
+/* The crash handler's map holds every copied instruction, the ninth as
+ * the first (a fault on any of them names the function: issue 33), not
+ * a trampoline map's first five. */
+static void test_copy_map_every(void **state)
+{
+	static const uint8_t code[] = {
+	    0x48, 0x89, 0xf8, 0x48, 0x89, 0xf8, 0x48, 0x89, 0xf8, /* mov %rdi, %rax x 6 */
+	    0x48, 0x89, 0xf8, 0x48, 0x89, 0xf8, 0x48, 0x89, 0xf8,
+	    0x48, 0x8b, 0x17, /* mov (%rdi), %rdx: the load that faults */
+	    0x48, 0x01, 0xd0, /* add %rdx, %rax */
+	    0xc3};
+	uint8_t buf[HOOK_ARCH_COUNT_COPY_MAX];
+	struct hook_arch_copy_map map;
+	struct dec d[64];
+	size_t nd;
+	(void)state;
+	assert_true(emit(code, sizeof(code), sizeof(code), buf, &map, d, &nd) > 0);
+	assert_int_equal(nd, 5 + 9);
+	assert_int_equal(map.n, 9);
+	for (size_t i = 0; i < 9; i++) {
+		assert_int_equal(map.off[i], 3 * i);
+		assert_int_equal(BLK + map.at[i], d[5 + i].addr);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_copy_leaf),       cmocka_unit_test(test_copy_branch_inside),
 	    cmocka_unit_test(test_copy_branch_out), cmocka_unit_test(test_copy_jmp),
-	    cmocka_unit_test(test_copy_none),
+	    cmocka_unit_test(test_copy_none),       cmocka_unit_test(test_copy_map_every),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

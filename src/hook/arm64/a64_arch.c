@@ -158,7 +158,7 @@ size_t hook_arch_emit_count_block_inline(const struct hook_arch_plan *plan, uint
 size_t hook_arch_emit_count_block_copy(const struct hook_arch_plan *plan, const uint8_t *code,
                                        size_t avail, uint8_t *buf, uint64_t buf_addr, int32_t gate,
                                        int32_t counters, uint32_t slot, uint64_t tramp,
-                                       struct hook_arch_reloc_map *map)
+                                       struct hook_arch_copy_map *map)
 {
 	(void)plan, (void)code, (void)avail, (void)buf, (void)buf_addr, (void)gate, (void)counters;
 	(void)slot, (void)tramp, (void)map;

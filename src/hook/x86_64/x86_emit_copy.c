@@ -34,7 +34,7 @@
 _Static_assert(HOOK_ARCH_COUNT_COPY_MAX <= HOOK_ARCH_COUNT_INLINE_MAX,
                "a copy block fits the room of an inline one");
 
-#define COPY_INSNS 48
+#define COPY_INSNS HOOK_ARCH_COUNT_COPY_INSNS
 
 /* The function's first bytes as decoded. */
 struct copy_src {
@@ -78,21 +78,17 @@ static int copy_one(struct x86_writer *w, const struct copy_src *s, size_t e,
 	return x86_emit_reloc(w, orig, s->fn, &r);
 }
 
-/* The crash handler's map of the copy: its first instructions (as many as
- * a map holds) and the next one's start as the end; with no next one, the
- * end is the block's first byte (behind the copy lies the test's exit,
- * where nothing of the function ran). */
+/* The crash handler's map of the copy: every copied instruction (the
+ * last one ends the flow: nothing behind it is the function's; behind
+ * the copy lies the test's exit, where nothing of the function ran). */
 static void copy_map(const struct copy_src *s, size_t e, const size_t *at,
-                     struct hook_arch_reloc_map *map)
+                     struct hook_arch_copy_map *map)
 {
-	size_t n = e < HOOK_ARCH_MAX_INSNS ? e : HOOK_ARCH_MAX_INSNS;
-	map->n = (uint8_t)n;
-	for (size_t i = 0; i < n; i++) {
-		map->off[i] = s->in[i].offset;
+	map->n = (uint8_t)e;
+	for (size_t i = 0; i < e; i++) {
+		map->off[i] = (uint8_t)s->in[i].offset;
 		map->at[i] = (uint8_t)at[i];
 	}
-	map->end_off = (uint8_t)(e > n ? s->in[n].offset : 0);
-	map->end_at = (uint8_t)(e > n ? at[n] : 0);
 }
 
 /* The block with the first e instructions copied, in two passes (the
@@ -100,7 +96,7 @@ static void copy_map(const struct copy_src *s, size_t e, const size_t *at,
  * inside the copy); its length, or 0 when it does not fit. */
 static size_t copy_emit(const struct copy_src *s, size_t e, uint8_t *buf, uint64_t buf_addr,
                         int32_t gate, int32_t counters, uint32_t slot, uint64_t tramp,
-                        struct hook_arch_reloc_map *map)
+                        struct hook_arch_copy_map *map)
 {
 	size_t starts[COPY_INSNS + 1], first[COPY_INSNS + 1], len = 0;
 	uint8_t scratch[HOOK_ARCH_COUNT_COPY_MAX];
@@ -129,7 +125,7 @@ static size_t copy_emit(const struct copy_src *s, size_t e, uint8_t *buf, uint64
 size_t hook_arch_emit_count_block_copy(const struct hook_arch_plan *plan, const uint8_t *code,
                                        size_t avail, uint8_t *buf, uint64_t buf_addr, int32_t gate,
                                        int32_t counters, uint32_t slot, uint64_t tramp,
-                                       struct hook_arch_reloc_map *map)
+                                       struct hook_arch_copy_map *map)
 {
 	struct copy_src s;
 	if (!x86_emit_plan_ok(plan, buf_addr) || avail < plan->patch_len)
