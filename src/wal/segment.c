@@ -839,7 +839,7 @@ int wal_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 
 /* A compact file on a local disk's ext4 or xfs is written in the drain
  * thread with plain buffered writes (docs/internals.md, "Compact files
- * written in the drain thread"). Its writes are a byte an event, 16-64
+ * on ext4 and xfs are written in the drain thread"). Its writes are a byte an event, 16-64
  * KiB each, at any offset: RWF_DONTCACHE dropped each write's last
  * partial page after write-back, so the next write, starting in it, read
  * it back from the disk first (synchronously), and started a write-back
