@@ -332,6 +332,8 @@ static json_t *man_wal(const struct ada_recorder *r)
 	json_object_set_new(w, "direct_files", json_integer(dfiles));
 	json_object_set_new(w, "direct_fallback", json_integer(dfall));
 	json_object_set_new(w, "direct_fallback_reason", dwhy ? json_string(dwhy) : json_null());
+	json_object_set_new(w, "inline_files",
+	                    json_integer(r->io ? (json_int_t)ada_wal_io_inline_files(r->io) : 0));
 	json_object_set_new(w, "staging_buffer_bytes",
 	                    json_integer(r->io ? (json_int_t)ada_wal_io_buffer_bytes(r->io) : 0));
 	json_object_set_new(w, "links_failed",

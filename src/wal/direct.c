@@ -105,7 +105,7 @@ void wal_direct_open(struct ada_wal_file *f)
 	}
 	/* tmpfs takes O_DIRECT (Linux 6.6+) but copies all the same: its page
 	 * cache is the file. */
-	if (f->inline_write) {
+	if (f->tmpfs) {
 		wal_direct_note(io, "tmpfs");
 		return;
 	}

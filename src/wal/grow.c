@@ -36,12 +36,12 @@ static uint64_t wal_tmpfs_step(const struct ada_wal_file *f)
  * past 64 KiB grows as it always did. */
 static uint64_t wal_next_step(const struct ada_wal_file *f)
 {
-	uint64_t step = f->inline_write && f->alloc < WAL_SECOND_END ? wal_tmpfs_step(f)
-	                : f->alloc < WAL_FIRST_SEGMENT               ? WAL_FIRST_SEGMENT
-	                : f->alloc < WAL_SECOND_END                  ? WAL_SECOND_END - f->alloc
-	                                                             : f->alloc;
+	uint64_t step = f->tmpfs && f->alloc < WAL_SECOND_END ? wal_tmpfs_step(f)
+	                : f->alloc < WAL_FIRST_SEGMENT        ? WAL_FIRST_SEGMENT
+	                : f->alloc < WAL_SECOND_END           ? WAL_SECOND_END - f->alloc
+	                                                      : f->alloc;
 	uint64_t most = f->opts.segment_bytes;
-	if (f->inline_write && most > WAL_TMPFS_STEP)
+	if (f->tmpfs && most > WAL_TMPFS_STEP)
 		most = WAL_TMPFS_STEP; /* tmpfs: wal_internal.h */
 	return step > most ? most : step;
 }

@@ -47,6 +47,12 @@
 #ifndef TMPFS_MAGIC
 #define TMPFS_MAGIC 0x01021994
 #endif
+#ifndef EXT4_SUPER_MAGIC
+#define EXT4_SUPER_MAGIC 0xEF53 /* ext2, ext3 and ext4 */
+#endif
+#ifndef XFS_SUPER_MAGIC
+#define XFS_SUPER_MAGIC 0x58465342
+#endif
 #ifndef RWF_DONTCACHE
 #define RWF_DONTCACHE 0x00000080 /* Linux 6.14+ (uapi linux/fs.h) */
 #endif
@@ -95,6 +101,8 @@ int ada_wal_io_new(const struct ada_wal_io_opts *o, struct ada_wal_io **out)
 	/* ADA_WAL_URING_TMPFS=1: tmpfs writes through io_uring's worker (to compare) */
 	const char *u = getenv("ADA_WAL_URING_TMPFS");
 	io->uring_tmpfs = u && !strcmp(u, "1");
+	const char *cu = getenv("ADA_WAL_CX_URING");
+	io->cx_uring = cu && !strcmp(cu, "1");
 	const char *da = getenv("ADA_WAL_DIRECT_ASYNC");
 	io->direct_async = !(da && !strcmp(da, "0"));
 	int r = io_uring_queue_init(io->qd, &io->ring, 0);
@@ -151,7 +159,7 @@ static void wal_complete_write(struct ada_wal_io *io, struct wal_buf *b, int res
 static void wal_buf_write_inline(struct ada_wal_io *io, struct wal_buf *b)
 {
 	struct iovec v = {b->data + b->done, b->wlen - b->done};
-	b->dontcache = io->dontcache;
+	b->dontcache = io->dontcache && !b->f->cached;
 	ssize_t n =
 	    pwritev2(b->f->fd, &v, 1, (off_t)(b->off + b->done), b->dontcache ? RWF_DONTCACHE : 0);
 	wal_complete_write(io, b, n < 0 ? -errno : (int)n);
@@ -196,6 +204,26 @@ static void wal_buf_write(struct ada_wal_io *io, struct wal_buf *b)
 	io_uring_submit(&io->ring);
 }
 
+/* A cached file's pages below upto (rounded down to a page) that the
+ * flush before this one wrote back (a second ago at the default
+ * interval), from where the last drop stopped, leave the page cache:
+ * what RWF_DONTCACHE did at every write, once a flush, so a long
+ * recording does not fill the page cache with its files (nor evict the
+ * program's), and the next writes take pages freed recently. Page 0 stays
+ * (finalize rewrites the header). Pages still dirty or under write-back
+ * stay too (the kernel skips them); failure costs only memory. The drain
+ * thread's call: no write-back to start (the flush did), so it only
+ * frees pages: a page per ~4 000 events of a compact file. */
+static void wal_drop_behind(struct ada_wal_file *f, uint64_t upto)
+{
+	upto &= ~(uint64_t)(WAL_BLOCK - 1);
+	if (upto <= f->dropped_end)
+		return;
+	(void)posix_fadvise(f->fd, (off_t)f->dropped_end, (off_t)(upto - f->dropped_end),
+	                    POSIX_FADV_DONTNEED);
+	f->dropped_end = upto;
+}
+
 /* Sync ops carry the file pointer with the low bit set. */
 void wal_sync(struct ada_wal_file *f, bool full)
 {
@@ -217,9 +245,12 @@ void wal_sync(struct ada_wal_file *f, bool full)
 		f->flushes++;
 	f->sync_inflight++;
 	io->inflight++;
+	uint64_t behind = f->flushed_end; /* the last flush's range ends here */
 	f->flushed_end = f->submitted_end;
 	f->last_flush_ns = wal_mono_ns();
 	io_uring_submit(&io->ring);
+	if (f->cached && !full)
+		wal_drop_behind(f, behind);
 }
 
 static void wal_stage_unlink(struct ada_wal_file *f)
@@ -729,6 +760,11 @@ bool ada_wal_io_direct(const struct ada_wal_io *io, uint32_t *files, uint32_t *f
 	return io->direct;
 }
 
+uint32_t ada_wal_io_inline_files(const struct ada_wal_io *io)
+{
+	return io->inline_files;
+}
+
 uint64_t ada_wal_io_links_failed(const struct ada_wal_io *io)
 {
 	return io->links_failed;
@@ -801,6 +837,27 @@ int wal_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/* A compact file on a local disk's ext4 or xfs is written in the drain
+ * thread with plain buffered writes (docs/internals.md, "Compact files
+ * on ext4 and xfs are written in the drain thread"). Its writes are a byte an event, 16-64
+ * KiB each, at any offset: RWF_DONTCACHE dropped each write's last
+ * partial page after write-back, so the next write, starting in it, read
+ * it back from the disk first (synchronously), and started a write-back
+ * of its own, all in io_uring's worker, which the drain woke for every
+ * write -- the drain and the worker together cost twice tmpfs's per
+ * event on fib (docs/benchmarks.md, "The drain on the disk"). A plain
+ * buffered write of a page-cache page is a copy, as on tmpfs; write-back
+ * is the flush's (sync_file_range, every second by default), and the
+ * pages it wrote are dropped at the next one (wal_drop_behind). Only
+ * local file systems whose buffered writes wait for neither a device, a
+ * server (NFS) nor a daemon (FUSE): ext4 and xfs; others go through
+ * io_uring as before. */
+static void wal_cached_open(struct ada_wal_file *f)
+{
+	f->inline_write = f->cached = true;
+	f->dropped_end = WAL_BLOCK;
+}
+
 int ada_wal_file_open(struct ada_wal_io *io, const char *path, const struct ada_wal_file_opts *o,
                       struct ada_wal_file **out)
 {
@@ -830,7 +887,8 @@ int ada_wal_file_openat(struct ada_wal_io *io, int dirfd, const char *name, cons
 	if (r < 0)
 		goto err_free;
 	struct statfs sf;
-	f->inline_write = !io->uring_tmpfs && fstatfs(f->fd, &sf) == 0 && sf.f_type == TMPFS_MAGIC;
+	bool fs_known = fstatfs(f->fd, &sf) == 0;
+	f->tmpfs = f->inline_write = !io->uring_tmpfs && fs_known && sf.f_type == TMPFS_MAGIC;
 	if (o->index_format == ADA_INDEX_COMPACT && (r = wal_cidx_new(f)) < 0)
 		goto err_unlink;
 	uint8_t h[ATF_HEADER_SIZE];
@@ -842,6 +900,10 @@ int ada_wal_file_openat(struct ada_wal_io *io, int dirfd, const char *name, cons
 		goto err_unlink;
 	if (io->direct)
 		wal_direct_open(f);
+	if (f->cx && !f->direct && !f->tmpfs && !io->cx_uring && fs_known &&
+	    (sf.f_type == EXT4_SUPER_MAGIC || sf.f_type == XFS_SUPER_MAGIC))
+		wal_cached_open(f);
+	io->inline_files += f->inline_write;
 	f->file_next = io->files;
 	if (io->files)
 		io->files->file_prev = f;

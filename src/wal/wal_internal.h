@@ -87,9 +87,13 @@ struct ada_wal_io {
 	 * buffered writes (at open or at a refused write) and the first
 	 * reason why. */
 	bool direct;
-	bool uring_tmpfs;    /* ADA_WAL_URING_TMPFS=1: tmpfs files' writes through io_uring too */
-	bool direct_async;   /* direct writes carry IOSQE_ASYNC (ADA_WAL_DIRECT_ASYNC=0: not) */
-	bool direct_compact; /* compact files direct too (ADA_WAL_DIRECT=1, opts direct > 0) */
+	bool uring_tmpfs; /* ADA_WAL_URING_TMPFS=1: tmpfs files' writes through io_uring too */
+	/* ADA_WAL_CX_URING=1: compact files on disk through io_uring with
+	 * RWF_DONTCACHE, the path before (to compare) */
+	bool cx_uring;
+	uint32_t inline_files; /* files written in the drain thread (inline_write) */
+	bool direct_async;     /* direct writes carry IOSQE_ASYNC (ADA_WAL_DIRECT_ASYNC=0: not) */
+	bool direct_compact;   /* compact files direct too (ADA_WAL_DIRECT=1, opts direct > 0) */
 	uint32_t direct_files, direct_fallbacks;
 	uint64_t links_failed; /* detail_seq links lost to failed writes, every file */
 	char direct_reason[64];
@@ -182,9 +186,14 @@ struct ada_wal_file {
 	 * held list). carry_dirty: patched after its padded write was formed
 	 * (finalize writes it if no later buffer does). */
 	bool direct, fd_direct, direct_used, carry_dirty, sending;
-	/* On tmpfs: writes are pwrite()s in the drain thread, completed at
-	 * once (segment.c, wal_buf_write), not io_uring's worker's. */
-	bool inline_write;
+	/* inline_write: the writes are pwrite()s in the drain thread,
+	 * completed at once (segment.c, wal_buf_write), not io_uring's
+	 * worker's: on tmpfs (tmpfs, whose steps grow.c keeps small), and a
+	 * compact file on ext4 or xfs (cached: plain buffered writes, not
+	 * RWF_DONTCACHE; each flush drops the pages the one before it wrote
+	 * back, from dropped_end on: wal_drop_behind). */
+	bool inline_write, tmpfs, cached;
+	uint64_t dropped_end;
 	uint8_t *carry;
 	uint32_t carry_len;
 	uint64_t carry_off;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -24,7 +25,9 @@
 
 #include <cmocka.h>
 
+#include "atf.h"
 #include "wal.h"
+#include "wal_internal.h"
 
 static char tmpdir[256];
 
@@ -692,6 +695,80 @@ static void test_crc32_matches_zlib(void **state)
 #endif
 }
 
+/* A compact file on ext4 or xfs is written in the calling thread with
+ * plain buffered writes (segment.c, wal_cached_open): each buffer sent
+ * is durable when the call returns (no write waits in io_uring), and each
+ * flush drops the pages the flush before it wrote back (wal_drop_behind):
+ * page 0 (the header, rewritten at finalize) and the pages not yet
+ * flushed stay. The file reads back exact. Skipped on other file systems
+ * (then the files go through io_uring, as the other tests check). */
+static void test_compact_inline_cached(void **state)
+{
+	(void)state;
+	struct statfs sf;
+	const char *u = getenv("ADA_WAL_CX_URING");
+	if (statfs(tmpdir, &sf) != 0 ||
+	    (sf.f_type != EXT4_SUPER_MAGIC && sf.f_type != XFS_SUPER_MAGIC) ||
+	    (u && !strcmp(u, "1"))) {
+		print_message("skip: %s is not on ext4 or xfs\n", tmpdir);
+		skip();
+	}
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts io_o = {.buffer_bytes = 16 * 1024, .max_buffers = 8};
+	assert_int_equal(ada_wal_io_new(&io_o, &io), 0);
+	char path[300];
+	snprintf(path, sizeof(path), "%s/cx.atf", tmpdir);
+	struct ada_wal_file_opts o = {.thread_id = 4242,
+	                              .clock_type = ATF_CLOCK_BOOTTIME,
+	                              .arch = ATF_ARCH_X86_64,
+	                              .index_format = ADA_INDEX_COMPACT};
+	o.flush.mode = ADA_FLUSH_BYTES;
+	o.flush.value = 64 * 1024;
+	struct ada_wal_file *f;
+	assert_int_equal(ada_wal_file_open(io, path, &o, &f), 0);
+	assert_int_equal(ada_wal_io_inline_files(io), 1);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	const uint64_t n = 300000, chunk = 1000;
+	for (uint64_t i = 0; i < n; i += chunk) {
+		write_events(f, i, chunk, chunk);
+		ada_wal_file_submit(f);
+		assert_int_equal(ada_wal_file_durable(f), i + chunk); /* written in the call */
+		if (i % (20 * chunk) == 0)
+			assert_int_equal(fdatasync(fd), 0); /* the drop finds them clean */
+	}
+	uint64_t dropped = f->dropped_end, end = ada_wal_file_bytes(f);
+	assert_true(dropped >= 256 * 1024 && dropped < end);
+	void *m = mmap(NULL, (size_t)end, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	size_t pages = (size_t)((end + 4095) / 4096);
+	unsigned char *in = calloc(pages, 1);
+	assert_int_equal(mincore(m, (size_t)end, in), 0);
+	size_t resident = 0;
+	for (size_t p = 1; p < dropped / 4096; p++)
+		resident += in[p] & 1;
+	assert_int_equal(resident, 0);
+	assert_true(in[0] & 1);                /* the header's page stays */
+	assert_true(in[(end - 1) / 4096] & 1); /* written since the last flush */
+	munmap(m, (size_t)end);
+	free(in);
+	close(fd);
+	struct ada_wal_file_summary s;
+	assert_int_equal(ada_wal_file_finalize(f, &s), 0);
+	assert_int_equal(s.events, n);
+	assert_int_equal(s.lost, 0);
+	ada_wal_io_free(io);
+	struct ada_atf_index *ix;
+	assert_int_equal(ada_atf_index_open(path, 0, &ix), 0);
+	assert_int_equal(ada_atf_index_count(ix), n);
+	for (uint64_t i = 0; i < n; i++) {
+		struct atf_index_event e = ev_make(i);
+		assert_memory_equal(ada_atf_index_get(ix, i), &e, sizeof(e));
+	}
+	ada_atf_index_free(ix);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -709,6 +786,7 @@ int main(void)
 	    cmocka_unit_test(test_flush_parse),
 	    cmocka_unit_test(test_latency_hist),
 	    cmocka_unit_test(test_dontcache_refused),
+	    cmocka_unit_test(test_compact_inline_cached),
 	    cmocka_unit_test(test_crc32_matches_zlib),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

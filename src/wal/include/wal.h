@@ -89,6 +89,9 @@ void ada_wal_io_wait(struct ada_wal_io *io, uint32_t usec);
 void ada_wal_io_submit_stale(struct ada_wal_io *io, bool force);
 /* Encode-to-disk latencies of the batches completed so far. */
 const struct ada_lat_hist *ada_wal_io_latency(const struct ada_wal_io *io);
+/* Index files written in the drain thread (manifest wal.inline_files):
+ * on tmpfs, and compact ones on ext4 or xfs (segment.c). */
+uint32_t ada_wal_io_inline_files(const struct ada_wal_io *io);
 /* detail_seq links lost to failed writes (manifest wal.links_failed). */
 uint64_t ada_wal_io_links_failed(const struct ada_wal_io *io);
 /* True once a write or an allocation failed with ENOSPC. */
