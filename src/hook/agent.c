@@ -704,12 +704,17 @@ int agent_boot(void)
 	agent.ns_total = agent_now_ns() - t0;
 	if (!err) {
 		agent_write_files(false, agent.n_mods); /* agent.json again, with the total */
+		/* Before active: the budget thread's start is not traced (it
+		 * would claim a ring slot). Not under ada attach, whose stopped
+		 * threads are the program's: there it starts after. */
+		if (!agent.attached)
+			agent_budget_start(true);
 		agent_hot.active = 1;
 	}
 	pthread_mutex_unlock(&agent.lock);
 	agent_guard_leave();
-	if (!err)
-		agent_budget_start();
+	if (!err && agent.attached)
+		agent_budget_start(false);
 	return err;
 }
 

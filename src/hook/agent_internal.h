@@ -314,10 +314,12 @@ bool agent_count_has(uint64_t fn_id);
  * thread's %gs base (x86_64; agent_count.c). */
 void agent_count_offsets(int32_t *gate, int32_t *counters);
 /* agent_budget.c (--overhead-budget): starts the agent's budget thread
- * when the option asks for one (after the start-up scan); functions it
+ * when the option asks for one (after the start-up scan; quiet: before
+ * agent_hot.active is set in a single-threaded process, the call waiting
+ * until the thread holds its guard, so that it claims no ring slot); functions it
  * could not move (their patch's rel32 straddles two aligned words); the
  * per-event cost it calibrated, in picoseconds (0 before). */
-void agent_budget_start(void);
+void agent_budget_start(bool quiet);
 /* Ends the budget thread (ada_agent_detach, under agent.lock): no move
  * after it. */
 void agent_budget_stop(void);

@@ -131,8 +131,10 @@ ada_itest(pad.O2 target --absent nopad3 --absent hostile3 --absent pad_hinner
           --syms-status pad_nowaive=branch_into_patch -- ${T}/t_pad_O2)
 # --overhead-budget moves a padding-form function (pad_short3: its entry's
 # jmp rel8 leads to the padding's jmp rel32, the one re-aimed): events
-# before the move plus counts after it are its calls; then recalled.
+# before the move plus counts after it are its calls; then recalled. The
+# program is single-threaded: the budget's thread is not recorded.
 ada_itest(pad_budget.O2 target --nondeterministic --moved pad_short3 --recalled
+          --threads-per-process 1
           --record-opt=--overhead-budget --record-opt=10 --record-opt=--max-disk-mb
           --record-opt=0 -- ${T}/t_pad_O2 budget)
 ada_itest(ucontext.O2 target --calls-only -- ${T}/t_ucontext_O2)
