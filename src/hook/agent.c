@@ -448,6 +448,11 @@ int agent_write_files(bool all_modules, size_t first_new)
 	return agent_write_files_json(all_modules, first_new, true);
 }
 
+int agent_write_syms_from(size_t first_new)
+{
+	return agent_write_files_json(false, first_new, false);
+}
+
 /* Links module m's .syms from the modules/ of the process that wrote it
  * (src_fd) into ours (mod_fd), and checks that what got linked is that
  * very file (its inode): the name could have been replaced meanwhile (a

@@ -151,6 +151,7 @@ static struct {
 	/* Moves not yet in agent.json and the remembered moves (under
 	 * agent.lock); when they were last written (budget_files). */
 	bool files_pending;
+	bool json_pending; /* agent.json alone: a dlopen's (agent_budget_json_later) */
 	uint64_t files_ns;
 	uint32_t depth_fn[256];
 	uint64_t depth_ts[256];
@@ -529,13 +530,23 @@ static void budget_remember(void)
 static void budget_files(bool now)
 {
 	uint64_t t = agent_now_ns();
-	if (!budget.files_pending || (!now && t - budget.files_ns < BUDGET_FILES_NS))
+	if ((!budget.files_pending && !budget.json_pending) ||
+	    (!now && t - budget.files_ns < BUDGET_FILES_NS))
 		return;
 	if (!now)
 		agent_write_files(false, agent.n_mods);
-	budget_remember();
-	budget.files_pending = false;
+	if (budget.files_pending)
+		budget_remember();
+	budget.files_pending = budget.json_pending = false;
 	budget.files_ns = t;
+}
+
+bool agent_budget_json_later(void)
+{
+	if (!budget.running)
+		return false;
+	budget.json_pending = true;
+	return true;
 }
 
 void agent_budget_exit(void)
@@ -822,6 +833,7 @@ void agent_budget_after_fork(void)
 	if (!budget.running)
 		return;
 	budget.files_pending = false; /* the parent's moves are the parent's to write */
+	budget.json_pending = false;
 	/* The parent's threads are not this process's: judged afresh. */
 	if (budget.slots)
 		memset(budget.slots, 0, budget.nslots * sizeof(*budget.slots));
