@@ -60,8 +60,6 @@
  * the page's count of arena names and the loads of ada_arena_idle, no
  * pass. */
 #define DRAIN_LOOK_NS 100000000ull
-/* A pass that took at most this many events is a trickle's (sleep_trickle). */
-#define DRAIN_TRICKLE_EVENTS 2048u
 
 void ada_recorder_wake(struct ada_recorder *r)
 {
@@ -85,7 +83,6 @@ void drain_bell_counts(const struct ada_recorder *r, struct ada_live_drain *out)
 	    .averted = b->averted,
 	    .looks = b->looks,
 	    .looks_found = b->looks_found,
-	    .trickles = b->trickles,
 	};
 }
 
@@ -146,7 +143,7 @@ static bool sleep_flight_timed(struct ada_recorder *r)
 
 /* Work the drain does a step of per pass, or that waits for a timer of
  * the writer's: no sleep on the doorbell while there is any. */
-static bool sleep_work_left(struct ada_recorder *r, bool trickle)
+static bool sleep_work_left(struct ada_recorder *r)
 {
 	/* relaxed: a hint, drain_stop_now() reads it again */
 	if (atomic_load_explicit(&r->stop_req, memory_order_relaxed) || r->main_reaped ||
@@ -160,12 +157,8 @@ static bool sleep_work_left(struct ada_recorder *r, bool trickle)
 			return true;
 		for (size_t j = 0; j < p->nthreads; j++) {
 			const struct wal_thread *t = p->threads[j];
-			/* Written, not released yet: the next pass does; a
-			 * trickle's few (in the quiet look's count) wait for
-			 * the sleep's end, which its staged buffer's write
-			 * bounds (sleep_until). */
-			if (!t->done && t->pending && !trickle)
-				return true;
+			if (!t->done && t->pending)
+				return true; /* written, not released yet: the next pass does */
 		}
 	}
 	return false;
@@ -200,19 +193,17 @@ static uint64_t sleep_until(struct ada_recorder *r, uint64_t now)
 }
 
 /* p's arena, read under the SIGBUS guard (a truncated one is not idle:
- * the pass finds it lost); quiet: ada_arena_quiet's test. */
-static bool sleep_arena_idle(struct wal_proc *p, bool quiet)
+ * the pass finds it lost). */
+static bool sleep_arena_idle(struct wal_proc *p)
 {
 	volatile bool idle = false; /* read after a longjmp */
-	WAL_GUARDED(p->arena, idle = quiet ? ada_arena_quiet(p->arena) : ada_arena_idle(p->arena),
-	            idle = false);
+	WAL_GUARDED(p->arena, idle = ada_arena_idle(p->arena), idle = false);
 	return idle;
 }
 
 /* The last look after ASLEEP: true when nothing came (every arena idle,
- * or quiet for a trickle's sleep; no new arena name queued, no wake
- * asked). */
-static bool sleep_look(struct ada_recorder *r, bool quiet)
+ * no new arena name queued, no wake asked). */
+static bool sleep_look(struct ada_recorder *r)
 {
 	/* Relaxed: ordered after ASLEEP by the fence in
 	 * ada_shm_budget_bell_arm(); pairs with ada_recorder_wake(). */
@@ -223,7 +214,7 @@ static bool sleep_look(struct ada_recorder *r, bool quiet)
 		return false;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct wal_proc *p = r->procs[i];
-		if (!p->finished && p->arena && !sleep_arena_idle(p, quiet))
+		if (!p->finished && p->arena && !sleep_arena_idle(p))
 			return false;
 	}
 	return true;
@@ -245,7 +236,7 @@ static int sleep_wait_looking(struct ada_recorder *r, uint64_t ns)
 			return rc;
 		r->bell.looks++;
 		ada_shm_budget_bell_arm(r->bell.page);
-		if (!sleep_look(r, false)) {
+		if (!sleep_look(r)) {
 			if (ada_shm_budget_bell_disarm(r->bell.page))
 				return 1; /* a ringer came too: a ring, as any other */
 			r->bell.looks_found++;
@@ -267,26 +258,6 @@ static int sleep_test_refused(void)
 	return refuse ? -ENOSYS : 0;
 }
 
-/* A trickle: the pass took events, but few (a program that writes
- * little: most of its hot functions count-only under --overhead-budget,
- * say), and no trigger or window wants them soon. Its events need no
- * pass every half millisecond: the drain may sleep with them in the
- * rings (ada_arena_quiet: each below a sixteenth of its ring), woken by
- * the producer at its next eighth, or at the first look (DRAIN_LOOK_NS),
- * which wants every ring idle. A busy pass napped and passed again
- * instead, a pass every half millisecond for a few dozen events each:
- * most of the drain's CPU of such a run (docs/benchmarks.md, "The drain
- * and the agent in a short budget run"). */
-static bool sleep_trickle(struct ada_recorder *r, bool busy)
-{
-	static struct ada_trigger_spec specs[ADA_TRIGGER_MAX]; /* the drain's only */
-	struct ada_trigger_engine *e = r->flight.trig;
-	if (!busy || r->pass_events > DRAIN_TRICKLE_EVENTS)
-		return false;
-	return !e || (!r->flight.backlog && !ada_trigger_window_count(e) &&
-	              !ada_trigger_list(e, specs, ADA_TRIGGER_MAX));
-}
-
 bool drain_sleep(struct ada_recorder *r, bool busy, uint32_t idle_us)
 {
 	bool woken = r->bell.woken;
@@ -295,23 +266,21 @@ bool drain_sleep(struct ada_recorder *r, bool busy, uint32_t idle_us)
 		r->bell.empty++; /* a ring, and nothing to do: poll once first */
 		r->bell.paced = true;
 	}
-	bool trickle = sleep_trickle(r, busy);
 	/* A gap of a few polls (the back-off to DRAIN_IDLE_MAX_US) first: a
 	 * busy program's short pauses keep the polling they had. */
-	if ((busy && !trickle) || (!busy && idle_us < DRAIN_IDLE_MAX_US) || !r->bell.page ||
-	    r->bell.refused)
+	if (busy || idle_us < DRAIN_IDLE_MAX_US || !r->bell.page || r->bell.refused)
 		return false;
 	if (r->bell.paced) {
 		r->bell.paced = false;
 		return false;
 	}
-	if (sleep_work_left(r, trickle))
+	if (sleep_work_left(r))
 		return false;
 	uint64_t ns = sleep_until(r, wal_now_ns());
 	if (ns < DRAIN_SLEEP_MIN_NS)
 		return false;
 	ada_shm_budget_bell_arm(r->bell.page);
-	if (!sleep_look(r, trickle)) {
+	if (!sleep_look(r)) {
 		/* Work came, or a change no pass can act on yet (a process
 		 * between its exit and its reaping): the caller polls as before,
 		 * never a loop of passes with no wait. */
@@ -320,7 +289,6 @@ bool drain_sleep(struct ada_recorder *r, bool busy, uint32_t idle_us)
 		return false;
 	}
 	r->bell.sleeps++;
-	r->bell.trickles += trickle;
 	int rc = sleep_test_refused();
 	if (rc == 0)
 		rc = sleep_wait_looking(r, ns);

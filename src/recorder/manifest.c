@@ -297,11 +297,11 @@ static void man_exit(json_t *root, const struct ada_recorder *r, struct wal_proc
 json_t *ada_drain_json(const struct ada_live_drain *d)
 {
 	char why[160];
-	return json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s?}", "doorbell", d->doorbell,
+	return json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s?}", "doorbell", d->doorbell,
 	                 "passes", (json_int_t)d->passes, "sleeps", (json_int_t)d->sleeps, "rung",
 	                 (json_int_t)d->rung, "empty_rings", (json_int_t)d->empty_rings, "averted",
 	                 (json_int_t)d->averted, "looks", (json_int_t)d->looks, "looks_found",
-	                 (json_int_t)d->looks_found, "trickles", (json_int_t)d->trickles, "polling",
+	                 (json_int_t)d->looks_found, "polling",
 	                 ada_drain_polling_why(d->polling_err, why, sizeof(why)));
 }
 

@@ -484,7 +484,6 @@ struct wal_bell {
 	uint64_t averted;          /* sleeps the last look called off (work came) */
 	uint64_t looks;            /* looks at the rings during sleeps (DRAIN_LOOK_NS) */
 	uint64_t looks_found;      /* sleeps such a look ended: work a ring did not say */
-	uint64_t trickles;         /* sleeps behind a trickle (drain_sleep.c, sleep_trickle) */
 	bool woken;                /* the pass follows a ring */
 	bool paced;                /* the last ring was empty: poll once before sleeping */
 	int refused;               /* -errno: the futex would not wait; polling since */

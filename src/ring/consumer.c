@@ -134,14 +134,7 @@ uint64_t ada_slot_unconsumed(const struct ada_arena *a, uint32_t slot)
 	return a->cons[slot].head - a->cons[slot].tail;
 }
 
-/* A ring the drain may sleep behind while it holds events (quiet): at
- * least this many events, so that its producer rings at every eighth of
- * it (producer.c, PRODUCER_BELL_SHIFT), not once a lap as a spill slot's. */
-#define CONS_QUIET_MIN_EVENTS 8192u
-
-/* ada_arena_idle and ada_arena_quiet: quiet lets a full-size ring's head
- * be past the accepted one by less than a sixteenth of its ring. */
-static bool cons_arena_idle(const struct ada_arena *a, bool quiet)
+bool ada_arena_idle(const struct ada_arena *a)
 {
 	/* The doorbell's fences order this look after the drain's ASLEEP
 	 * (ada_shm_budget_bell_arm). Acquire: pairs with the release store
@@ -167,26 +160,11 @@ static bool cons_arena_idle(const struct ada_arena *a, bool quiet)
 		if (st == ADA_SLOT_FREE)
 			continue;
 		/* Pairs with the release store of head in ada_emit(). */
-		uint64_t head =
-		    atomic_load_explicit(&ring_index_hdr(a, s)->head, memory_order_acquire);
-		if (head == c->head)
-			continue;
-		uint64_t cap = ring_slot_events(a, s);
-		if (!quiet || cap < CONS_QUIET_MIN_EVENTS || head < c->tail ||
-		    head - c->tail >= cap >> 4)
+		if (atomic_load_explicit(&ring_index_hdr(a, s)->head, memory_order_acquire) !=
+		    c->head)
 			return false;
 	}
 	return true;
-}
-
-bool ada_arena_idle(const struct ada_arena *a)
-{
-	return cons_arena_idle(a, false);
-}
-
-bool ada_arena_quiet(const struct ada_arena *a)
-{
-	return cons_arena_idle(a, true);
 }
 
 /* The head check: shared tail untouched, head monotonic and within one

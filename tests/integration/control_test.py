@@ -272,7 +272,7 @@ STATUS_KEYS = ("recording", "events", "events_per_sec", "drops", "drops_per_sec"
                "keysym_version", "keysym_unknown", "keysym_cover", "recorder", "target", "detail_mode",
                "drain")
 DRAIN_KEYS = ("doorbell", "passes", "sleeps", "rung", "empty_rings", "averted", "looks",
-              "looks_found", "trickles", "polling")
+              "looks_found", "polling")
 
 
 def drain_line(d):

@@ -14,15 +14,10 @@
  *     a chunk's end, one for the event that crosses it;
  *   - a new arena counts its name in the page (the drain reads the
  *     directory when the count moved, instead of watching it) and rings,
- *     once the name is in the directory;
- *   - a trickle's last look (ada_arena_quiet): a ring holding less than
- *     a sixteenth of it past what the consumer took is quiet, not idle;
- *     a sixteenth is not quiet, nor one event in a ring too small to
- *     ring at its eighths.
+ *     once the name is in the directory.
  * No check depends on how fast anything runs.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -43,7 +38,6 @@
 /* index_events 16384: the producer looks at the bell every 2048 events
  * (an eighth of the ring, producer.c PRODUCER_BELL_SHIFT). */
 #define CONFIG "max_threads=4,index_events=16384,overflow=drop"
-#define CONFIG_ONE "max_threads=1,index_events=16384,overflow=drop"
 #define CHUNK 2048
 
 static char test_dir[64];
@@ -170,68 +164,6 @@ static void test_arena_counts_its_name(void **state)
 	ada_arena_close(a);
 }
 
-/* The drain's view of this process's arena, its slot 0 taken empty. */
-static struct ada_arena *drain_view(void)
-{
-	char ring[320] = "";
-	DIR *d = opendir(test_dir); /* PID.ring, or PID.TICKS.ring (env.c) */
-	assert_non_null(d);
-	for (struct dirent *de; (de = readdir(d));)
-		if (strstr(de->d_name, ".ring"))
-			snprintf(ring, sizeof(ring), "%s/%s", test_dir, de->d_name);
-	closedir(d);
-	struct ada_arena *c = NULL;
-	assert_int_equal(ada_arena_open(ring, &c), 0);
-	assert_int_equal(ada_arena_slots_used(c), 1);
-	struct ada_slot_info si;
-	assert_int_equal(ada_slot_read_checked(c, 0, &si), 0);
-	const struct atf_index_event *ev;
-	ada_index_ring_release(c, 0, ada_index_ring_peek(c, 0, &ev));
-	(void)ada_arena_take_slot_wanted(c); /* the claim's hint, as a pass takes it */
-	assert_true(ada_arena_idle(c));
-	assert_true(ada_arena_quiet(c));
-	return c;
-}
-
-static void producer_done(void)
-{
-	ada_producer_reset_thread();
-	struct ada_arena *a = ada_producer_arena();
-	ada_producer_set_arena(NULL);
-	ada_arena_close(a);
-}
-
-static void test_quiet_below_a_sixteenth(void **state)
-{
-	(void)state;
-	assert_int_equal(ada_producer_init(test_dir, CONFIG_ONE), 0);
-	ada_emit(1, ATF_EVENT_CALL, 1); /* the claim */
-	struct ada_arena *c = drain_view();
-	for (int i = 0; i < 16384 / 16 - 1; i++)
-		ada_emit(1, ATF_EVENT_CALL, 1);
-	assert_false(ada_arena_idle(c));
-	assert_true(ada_arena_quiet(c)); /* 1 023 events: a trickle's sleep may come */
-	ada_emit(1, ATF_EVENT_CALL, 1);
-	assert_false(ada_arena_quiet(c)); /* a sixteenth: a pass first */
-	ada_arena_close(c);
-	producer_done();
-}
-
-static void test_small_ring_never_quiet(void **state)
-{
-	(void)state;
-	/* 4 096 events: its producer rings every 1 024 (PRODUCER_BELL_MIN),
-	 * a quarter of it; no sleep behind its events. */
-	assert_int_equal(
-	    ada_producer_init(test_dir, "max_threads=1,index_events=4096,overflow=drop"), 0);
-	ada_emit(1, ATF_EVENT_CALL, 1);
-	struct ada_arena *c = drain_view();
-	ada_emit(1, ATF_EVENT_CALL, 1);
-	assert_false(ada_arena_quiet(c));
-	ada_arena_close(c);
-	producer_done();
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,8 +171,6 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_wakes_across_mappings, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_producer_rings_at_chunks, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_arena_counts_its_name, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_quiet_below_a_sixteenth, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_small_ring_never_quiet, fx_setup, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

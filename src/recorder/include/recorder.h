@@ -313,8 +313,6 @@ struct ada_live_drain {
 	/* looks at the rings during sleeps, and the sleeps they ended (events
 	 * below a producer's chunk, which ring no bell) */
 	uint64_t looks, looks_found;
-	/* sleeps with a trickle's events left in the rings (drain_sleep.c) */
-	uint64_t trickles;
 };
 
 /* "the doorbell's futex refused to wait (STRERROR)": why the drain polls

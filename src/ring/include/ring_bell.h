@@ -52,11 +52,5 @@ int ada_shm_budget_bell_wait(struct ada_shm_budget *b, uint64_t ns);
  * process not ending. Loads only (a state per slot, a head per owned
  * slot); the caller guards the reads (a truncated arena). */
 bool ada_arena_idle(const struct ada_arena *a);
-/* As ada_arena_idle, but a ring of at least 8 192 events whose head is
- * past the accepted one by less than a sixteenth of it counts as idle:
- * its producer rings at its next eighth (a chunk), so a drain that sleeps
- * behind a trickle of events is woken before that ring is a quarter full
- * (drain_sleep.c, "A trickle"). */
-bool ada_arena_quiet(const struct ada_arena *a);
 
 #endif
