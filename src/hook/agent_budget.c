@@ -766,9 +766,9 @@ static void *budget_main(void *arg)
 	return NULL;
 }
 
-/* Waits (a second at most: a thread that never runs, as under a
- * debugger, costs its slot, not the program's start) until the new
- * budget thread holds its guard. */
+/* Waits (BUDGET_BORN_WAIT_NS at most: a thread that does not run soon,
+ * as under a debugger or a loaded machine, costs its slot, not the
+ * program's start) until the new budget thread holds its guard. */
 static void budget_wait_born(void)
 {
 	uint64_t until = agent_now_ns() + BUDGET_BORN_WAIT_NS;
