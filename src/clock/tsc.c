@@ -24,6 +24,7 @@
 #include <limits.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -162,9 +163,15 @@ int ada_tsc_invariant_from_cpuinfo(const char *buf, size_t len)
 	return seen ? ok : -EINVAL;
 }
 
-bool ada_tsc_invariant(void)
-{
 #if defined(__x86_64__)
+/* The answer of the first read of /proc/cpuinfo (a CPU's flags do not
+ * change while ada runs): 0 unknown, 1 no, 2 yes. `ada record` asks
+ * three times (the host check, the ring config, the recorder), and on a
+ * VM each read makes the kernel ask every CPU for its frequency. */
+static _Atomic int tsc_invariant_seen;
+
+static bool tsc_invariant_read(void)
+{
 	int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
@@ -187,6 +194,20 @@ bool ada_tsc_invariant(void)
 	int r = buf ? ada_tsc_invariant_from_cpuinfo(buf, len) : -ENOMEM;
 	free(buf);
 	return r == 1;
+}
+#endif
+
+bool ada_tsc_invariant(void)
+{
+#if defined(__x86_64__)
+	/* Relaxed: a plain cached answer; two threads that both read the
+	 * file store the same value. */
+	int seen = atomic_load_explicit(&tsc_invariant_seen, memory_order_relaxed);
+	if (seen)
+		return seen == 2;
+	bool ok = tsc_invariant_read();
+	atomic_store_explicit(&tsc_invariant_seen, ok ? 2 : 1, memory_order_relaxed);
+	return ok;
 #elif defined(__aarch64__)
 	uint64_t mult;
 	return ada_tsc_mult_from_hz(ada_counter_hz(), &mult);

@@ -448,6 +448,11 @@ int agent_write_files(bool all_modules, size_t first_new)
 	return agent_write_files_json(all_modules, first_new, true);
 }
 
+int agent_write_syms_from(size_t first_new)
+{
+	return agent_write_files_json(false, first_new, false);
+}
+
 /* Links module m's .syms from the modules/ of the process that wrote it
  * (src_fd) into ours (mod_fd), and checks that what got linked is that
  * very file (its inode): the name could have been replaced meanwhile (a
@@ -707,12 +712,17 @@ int agent_boot(void)
 	agent.ns_total = agent_now_ns() - t0;
 	if (!err) {
 		agent_write_files(false, agent.n_mods); /* agent.json again, with the total */
+		/* Before active: the budget thread's start is not traced (it
+		 * would claim a ring slot). Not under ada attach, whose stopped
+		 * threads are the program's: there it starts after. */
+		if (!agent.attached)
+			agent_budget_start(true);
 		agent_hot.active = 1;
 	}
 	pthread_mutex_unlock(&agent.lock);
 	agent_guard_leave();
-	if (!err)
-		agent_budget_start();
+	if (!err && agent.attached)
+		agent_budget_start(false);
 	return err;
 }
 

@@ -320,7 +320,7 @@ ADA_AGENT_EXPORT int ada_agent_attach(const char *text, uint64_t len, uint64_t *
 	pthread_mutex_unlock(&agent.lock);
 	agent_guard_leave();
 	if (!err && again)
-		agent_budget_start();
+		agent_budget_start(false);
 	if (!err && !again)
 		err = agent_boot();
 	pthread_mutex_lock(&agent.lock);

@@ -62,6 +62,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/futex.h>
+
 #include "agent_internal.h"
 #include "budgetmem_internal.h"
 #include "clock.h"
@@ -93,6 +95,9 @@
 /* A thread that ran less than a tenth of the tick is not judged. */
 #define BUDGET_MIN_CPU_DIV 10u
 #define BUDGET_FNS 1024u /* distinct functions tallied per sample */
+/* budget_wait_born's bound: past it the thread starts traced, as a
+ * program's thread (it claims a ring slot), and the program goes on. */
+#define BUDGET_BORN_WAIT_NS 50000000ull
 
 struct budget_slot {
 	uint32_t generation, tid;
@@ -130,9 +135,10 @@ static struct {
 	uint64_t start_ns, event_ps; /* per-event cost, picoseconds */
 	uint64_t raw_per_ns_milli;   /* ring timestamp units per ns, x1000 */
 	uint64_t not_movable, moves;
-	bool debug;           /* ADA_BUDGET_DEBUG: one line per judged thread on stderr */
-	bool running;         /* a budget thread was started in this process */
-	_Atomic uint32_t gen; /* the running thread's; a stop or a fork bumps it */
+	bool debug;            /* ADA_BUDGET_DEBUG: one line per judged thread on stderr */
+	bool running;          /* a budget thread was started in this process */
+	_Atomic uint32_t born; /* 1 once the budget thread holds its guard (budget_spawn) */
+	_Atomic uint32_t gen;  /* the running thread's; a stop or a fork bumps it */
 	struct budget_slot *slots;
 	uint32_t nslots;
 	uint64_t proc_cpu_ns, self_cpu_ns; /* at the last tick (budget_judge_rest) */
@@ -146,6 +152,7 @@ static struct {
 	/* Moves not yet in agent.json and the remembered moves (under
 	 * agent.lock); when they were last written (budget_files). */
 	bool files_pending;
+	bool json_pending; /* agent.json alone: a dlopen's (agent_budget_json_later) */
 	uint64_t files_ns;
 	uint32_t depth_fn[256];
 	uint64_t depth_ts[256];
@@ -553,13 +560,23 @@ static void budget_remember(void)
 static void budget_files(bool now)
 {
 	uint64_t t = agent_now_ns();
-	if (!budget.files_pending || (!now && t - budget.files_ns < BUDGET_FILES_NS))
+	if ((!budget.files_pending && !budget.json_pending) ||
+	    (!now && t - budget.files_ns < BUDGET_FILES_NS))
 		return;
 	if (!now)
 		agent_write_files(false, agent.n_mods);
-	budget_remember();
-	budget.files_pending = false;
+	if (budget.files_pending)
+		budget_remember();
+	budget.files_pending = budget.json_pending = false;
 	budget.files_ns = t;
+}
+
+bool agent_budget_json_later(void)
+{
+	if (!budget.running)
+		return false;
+	budget.json_pending = true;
+	return true;
 }
 
 void agent_budget_exit(void)
@@ -727,7 +744,11 @@ static enum budget_look budget_look(uint64_t dt_ns)
 static void *budget_main(void *arg)
 {
 	uint32_t gen = (uint32_t)(uintptr_t)arg;
-	agent_guard_enter();  /* for good: its own calls are neither traced nor counted */
+	agent_guard_enter(); /* for good: its own calls are neither traced nor counted */
+	/* Release: pairs with budget_wait_born's acquire (the guard is this
+	 * thread's own; the store only says it is held). */
+	atomic_store_explicit(&budget.born, 1, memory_order_release);
+	syscall(SYS_futex, &budget.born, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	if (!budget.event_ps) /* a forked child's parent calibrated */
 		budget_calibrate();
 	uint64_t t = agent_now_ns(), raw = ada_tsc(), tick = BUDGET_TICK_FIRST_NS, checked = t;
@@ -775,11 +796,35 @@ static void *budget_main(void *arg)
 	return NULL;
 }
 
-static void budget_spawn(void)
+/* Waits (BUDGET_BORN_WAIT_NS at most: a thread that does not run soon,
+ * as under a debugger or a loaded machine, costs its slot, not the
+ * program's start) until the new budget thread holds its guard. */
+static void budget_wait_born(void)
+{
+	uint64_t until = agent_now_ns() + BUDGET_BORN_WAIT_NS;
+	/* Acquire: pairs with budget_main's release store. */
+	while (!atomic_load_explicit(&budget.born, memory_order_acquire)) {
+		uint64_t now = agent_now_ns();
+		if (now >= until)
+			return;
+		struct timespec ts = {0, (long)(until - now < 1000000 ? until - now : 1000000)};
+		syscall(SYS_futex, &budget.born, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+	}
+}
+
+/* quiet: the process is single-threaded and records nothing yet or for
+ * this moment (agent_hot.active 0, set back by the caller): the new
+ * thread's first calls -- glibc's start_thread, before budget_main takes
+ * its guard -- are suppressed like the agent's own, so it claims no ring
+ * slot. A slot would cost the program its ring's pages and the recorder
+ * a second thread seen, for which it prepares spare slots (populated and
+ * locked: most of the drain's CPU in a short run, docs/benchmarks.md). */
+static void budget_spawn(bool quiet)
 {
 	/* Relaxed: the new thread receives its generation as its argument. */
 	uint32_t gen = atomic_fetch_add_explicit(&budget.gen, 1, memory_order_relaxed) + 1;
 	budget.proc_seen = false; /* a new thread (and, forked, a new process): times afresh */
+	atomic_store_explicit(&budget.born, 0, memory_order_relaxed); /* no thread reads it yet */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* the program's signals are not ours */
@@ -790,18 +835,20 @@ static void budget_spawn(void)
 	pthread_attr_destroy(&at);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	budget.running = err == 0;
+	if (!err && quiet)
+		budget_wait_born();
 	if (err)
 		agent_log("--overhead-budget: cannot start its thread (%s); the budget is not kept",
 		          strerror(err));
 }
 
-void agent_budget_start(void)
+void agent_budget_start(bool quiet)
 {
 	if (!agent.cfg.overhead_budget || budget.running)
 		return;
 	budget.start_ns = budget.files_ns = agent_now_ns();
 	budget.debug = secure_getenv("ADA_BUDGET_DEBUG") != NULL;
-	budget_spawn();
+	budget_spawn(quiet);
 }
 
 void agent_budget_stop(void)
@@ -816,10 +863,16 @@ void agent_budget_after_fork(void)
 	if (!budget.running)
 		return;
 	budget.files_pending = false; /* the parent's moves are the parent's to write */
+	budget.json_pending = false;
 	/* The parent's threads are not this process's: judged afresh. */
 	if (budget.slots)
 		memset(budget.slots, 0, budget.nslots * sizeof(*budget.slots));
-	budget_spawn();
+	/* The child's only thread is this one (the atfork child handler):
+	 * nothing else runs untraced meanwhile. */
+	uint32_t active = agent_hot.active;
+	agent_hot.active = 0;
+	budget_spawn(true);
+	agent_hot.active = active;
 }
 
 uint64_t agent_budget_event_ps(void)

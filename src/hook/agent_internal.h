@@ -318,10 +318,19 @@ void agent_count_offsets(int32_t *gate, int32_t *counters);
  * (hook_arch_emit_count_block_copy); 0 with count-copy=0. */
 size_t agent_count_copy_avail(const struct agent_module *m, size_t i);
 /* agent_budget.c (--overhead-budget): starts the agent's budget thread
- * when the option asks for one (after the start-up scan); functions it
+ * when the option asks for one (after the start-up scan; quiet: before
+ * agent_hot.active is set in a single-threaded process, the call waiting
+ * until the thread holds its guard, so that it claims no ring slot); functions it
  * could not move (their patch's rel32 straddles two aligned words); the
  * per-event cost it calibrated, in picoseconds (0 before). */
-void agent_budget_start(void);
+void agent_budget_start(bool quiet);
+/* Under agent.lock, after a dlopen or dlclose: true when agent.json's
+ * rewrite is left to the budget thread (its next write of its own moves,
+ * BUDGET_FILES_NS at most; the exit writes it in any case): a program
+ * that loads many modules at its start (python: a dozen extension
+ * modules) rewrote the whole file, every count-only function listed,
+ * for each. False when no budget thread runs: the caller writes it. */
+bool agent_budget_json_later(void);
 /* Ends the budget thread (ada_agent_detach, under agent.lock): no move
  * after it. */
 void agent_budget_stop(void);
@@ -536,6 +545,9 @@ uint64_t agent_now_ns(void);
 /* Writes modules/module_<id>.syms for each module with written == false
  * (all when all) and agent.json, under pid_<getpid()>. 0 or -errno. */
 int agent_write_files(bool all_modules, size_t first_new);
+/* The symbol files of the modules from first_new on, without agent.json
+ * (agent_budget_json_later). 0 or -errno. */
+int agent_write_syms_from(size_t first_new);
 /* A forked child's files: its parent's .syms linked (the address space,
  * so the tables, are the parent's), agent.json written. 0 or -errno. */
 int agent_write_files_forked(void);

@@ -172,7 +172,12 @@ void agent_dl_changed(void)
 	atomic_store_explicit(&seen_adds, now[0], memory_order_relaxed);
 	atomic_store_explicit(&seen_subs, now[1], memory_order_relaxed);
 	size_t first_new = agent_scan();
-	agent_write_files(false, first_new);
+	/* The new modules' symbol files now (the recorder names their
+	 * events by them); agent.json too, unless the budget thread will. */
+	if (agent_budget_json_later())
+		agent_write_syms_from(first_new);
+	else
+		agent_write_files(false, first_new);
 	pthread_mutex_unlock(&agent.lock);
 	errno = saved;
 }

@@ -1306,6 +1306,35 @@ def cmd_target_run(args, ada, work, rep, moved_how):
             got = status.get(name, ("not listed", ""))[0]
             rep.check(got == want, "--syms-status %s: modules/*.syms give %s the status %s"
                       % (spec, name, got))
+    if args.agent_json_module:
+        # the root process's agent.json at its end: written at most so many
+        # times (under --overhead-budget a dlopen's rewrite is left to the
+        # budget thread or the exit: agent_budget_json_later), listing the
+        # modules it loaded all the same
+        try:
+            with open(os.path.join(session, "pid_%d" % root, "agent.json")) as f:
+                aj = json.load(f)
+        except (OSError, ValueError) as ex:
+            aj = {}
+            rep.fail("pid_%d/agent.json: %s" % (root, ex))
+        paths = [os.path.basename(m.get("path") or "") for m in aj.get("modules", [])]
+        for g in args.agent_json_module:
+            rep.check(any(fnmatch.fnmatch(p, g) for p in paths),
+                      "pid_%d/agent.json lists no module %s: %r" % (root, g, paths))
+        if args.agent_json_writes_max is not None:
+            rep.check(aj.get("agent_json_writes", 0) <= args.agent_json_writes_max,
+                      "pid_%d/agent.json written %r times, at most %d wanted" % (
+                          root, aj.get("agent_json_writes"), args.agent_json_writes_max))
+    if args.threads_per_process is not None:
+        # --overhead-budget's own thread is no thread of the program: it
+        # starts untraced and claims no ring slot (agent_budget.c,
+        # budget_spawn), so the recording lists the program's threads only
+        for d in pid_dirs:
+            m = check_manifest_parses(rep, os.path.join(session, d)) or {}
+            tids = sorted(t.get("tid") for t in m.get("threads", []))
+            rep.check(len(tids) == args.threads_per_process,
+                      "%s (%s): %d threads recorded %r, want %d" % (
+                          d, moved_how, len(tids), tids, args.threads_per_process))
     for g in args.moved:
         # the process that ran the workload: the root, or (budget_fork)
         # its forked child
@@ -3132,6 +3161,13 @@ def main():
     t.add_argument("--moved", action="append", default=[], metavar="GLOB",
                    help="functions --overhead-budget must have moved to count-only (the "
                    "manifest says so); their CALLs plus counts are checked as --count-only's")
+    t.add_argument("--agent-json-module", action="append", default=[], metavar="GLOB",
+                   help="the root process's agent.json lists a module whose file name "
+                   "matches GLOB")
+    t.add_argument("--agent-json-writes-max", type=int, default=None, metavar="N",
+                   help="with --agent-json-module: its agent_json_writes is at most N")
+    t.add_argument("--threads-per-process", type=int, default=None, metavar="N",
+                   help="every pid_*/manifest.json lists exactly N threads")
     t.add_argument("--recalled", action="store_true",
                    help="with --moved: run the program again under the same plan cache; the "
                    "moved functions must start count-only (\"recalled\") and counts stay exact")

@@ -146,8 +146,10 @@ ada_itest(pad.O2 target --absent nopad3 --absent hostile3 --absent pad_hinner
           --syms-status pad_nowaive=branch_into_patch -- ${T}/t_pad_O2)
 # --overhead-budget moves a padding-form function (pad_short3: its entry's
 # jmp rel8 leads to the padding's jmp rel32, the one re-aimed): events
-# before the move plus counts after it are its calls; then recalled.
+# before the move plus counts after it are its calls; then recalled. The
+# program is single-threaded: the budget's thread is not recorded.
 ada_itest(pad_budget.O2 target --nondeterministic --moved pad_short3 --recalled
+          --threads-per-process 1
           --record-opt=--overhead-budget --record-opt=10 --record-opt=--max-disk-mb
           --record-opt=0 -- ${T}/t_pad_O2 budget)
 ada_itest(ucontext.O2 target --calls-only -- ${T}/t_ucontext_O2)
@@ -254,6 +256,12 @@ ada_itest(detail_set_exit_nested.O2 target ${ADA_DSET} --expect-status 3
 ada_itest(pthread_exit.O0 target -- ${T}/t_pthread_exit_O0)
 ada_itest(pthread_exit.O2 target -- ${T}/t_pthread_exit_O2)
 ada_itest(dlopen.O2 target --own-module libt_dlib.so -- ${T}/t_dlopen_O2 ${T}/libt_dlib.so)
+# Under --overhead-budget a dlopen writes the module's symbol files at
+# once and leaves agent.json to the budget thread or the exit: written
+# twice (the start, the exit), the module listed all the same.
+ada_itest(dlopen_budget.O2 target --own-module libt_dlib.so --record-opt=--overhead-budget
+          --record-opt=10 --agent-json-module libt_dlib.so --agent-json-writes-max 2
+          -- ${T}/t_dlopen_O2 ${T}/libt_dlib.so)
 # Cold start (issue 13): the start-up analysis shared with a helper thread
 # gives the verdicts the cache then serves warm, and again on a second cold run.
 ada_e2e_test(e2e.cold_start coldstart_test.py NO_SKIP WORK ${CMAKE_BINARY_DIR}/itest-work/cold_start

@@ -12,6 +12,9 @@
  * answer for every other architecture, so the linker leaves their
  * members out. The agent opens capstone for CS_ARCH_X86 only
  * (x86_prepare.c); cs_open() for any of these fails with CS_ERR_ARCH.
+ * The ada executable links it too (tools/CMakeLists.txt): it opens
+ * capstone for x86 only as well (ada diagnose --functions, ada attach),
+ * and every ada record paid those relocations at its own start.
  *
  * Threads: none (never called but by cs_open/cs_option of another
  * architecture, which the agent never asks for).
