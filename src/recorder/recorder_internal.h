@@ -638,6 +638,9 @@ struct ada_recorder {
 	 * were done (drain_nap(); 0 also when a take stopped at its budget:
 	 * the drain is behind). */
 	uint64_t pass_events, pass_room_min, pass_room_after;
+	/* The least time any ring's room after its take lasts at a margin
+	 * over its thread's rate (drain_nap(); UINT64_MAX: no ring moved). */
+	uint64_t pass_slow_ns;
 	/* The least time any ring read this pass would take to fill at the
 	 * rate its thread wrote since the previous pass (UINT64_MAX: none
 	 * moved): what the windows' detail may take of the pass (flight.c). */
