@@ -12,8 +12,9 @@
 
 #define DRAIN_NAP_SPILL_FILL_PCT 12u           /* a spill slot's ring: at most this full */
 #define DRAIN_NAP_SLOW_US 2000u                /* drain_nap_slow(): the longest nap */
-#define DRAIN_NAP_SLOW_MARGIN 4u               /* ... room for this x each thread's rate */
+#define DRAIN_NAP_SLOW_MARGIN 2u               /* ... room for this x each thread's rate */
 #define DRAIN_NAP_IDLE_NS_PER_KEV (1ull << 29) /* a thread that wrote nothing since */
+#define DRAIN_NAP_RATE_NS 200000ull            /* nap_rate(): the shortest span measured */
 
 /* Room left in slot s's ring with used events in it (events the producer
  * may still write before it waits; 0 for a ring filled to its high
@@ -64,6 +65,27 @@ void drain_note_room_after(struct ada_recorder *r, const struct wal_proc *p, uin
 	r->pass_slow_ns = ns < r->pass_slow_ns ? ns : r->pass_slow_ns;
 }
 
+/* The rate a longer nap is sized by: the fastest t was ever measured at
+ * over at least DRAIN_NAP_RATE_NS (the rate it runs at; a wall-clock rate
+ * is lower whenever it is descheduled, in a syscall or waiting, and a
+ * nap sized by that left a fast thread's next burst to fill its ring: a
+ * recent fastest rate forgotten an eighth a pass still made fib wait
+ * more for ring space under load). None while it has not been measured
+ * (0; a thread that wrote nothing since its first look does not bound
+ * the nap) or when it waited for ring space since the last look (the
+ * drain was late). */
+static uint64_t nap_rate(struct wal_thread *t, uint64_t ns_per_kev, uint64_t dt)
+{
+	bool waited = t->ring_waits != t->nap_waits;
+	t->nap_waits = t->ring_waits;
+	if (ns_per_kev && ns_per_kev < DRAIN_NAP_IDLE_NS_PER_KEV && dt >= DRAIN_NAP_RATE_NS &&
+	    (!t->nap_kev || ns_per_kev < t->nap_kev))
+		t->nap_kev = ns_per_kev;
+	if (waited || !ns_per_kev)
+		return 0;
+	return t->nap_kev ? t->nap_kev : ns_per_kev == DRAIN_NAP_IDLE_NS_PER_KEV ? ns_per_kev : 0;
+}
+
 /* For the windows' detail budget (flight.c): how long t's ring would
  * take to fill at the rate its thread wrote since the previous pass; the
  * least over the pass is r->pass_fill_ns. Returns that rate as ns per
@@ -87,7 +109,7 @@ uint64_t drain_note_fill(struct ada_recorder *r, const struct wal_proc *p, uint3
 	}
 	t->fill_head = si->head;
 	t->fill_ns = now;
-	return ns_per_kev;
+	return nap_rate(t, ns_per_kev, dt);
 }
 
 /* The nap past cap_us (drain_nap()'s longest) for slow threads, when the

@@ -1,13 +1,12 @@
 /*
  * The nap after a busy pass for slow threads (src/recorder/drain_room.c):
  * past drain_nap()'s longest room-bound nap, as long as every ring read
- * has room for a margin over the rate its thread wrote at since the
- * previous pass, at most DRAIN_NAP_SLOW_US; never longer for a ring
- * whose rate is unknown, whose take stopped at its budget or that has no
- * room, and a thread that wrote nothing bounds nothing. The times are the
- * test's own: a rate measured over at least the time the test set is at
- * most the rate it wrote, so every bound below holds however late the
- * test runs.
+ * has room for a margin over the fastest rate its thread was measured
+ * at, at most DRAIN_NAP_SLOW_US; never longer for a ring whose rate is
+ * unknown, whose take stopped at its budget, that has no room or whose
+ * thread waited for ring space. The times are the test's own: a rate
+ * measured over at least the time the test set is at most the rate it
+ * wrote, so every bound below holds however late the test runs.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -91,14 +90,37 @@ static void test_slow_thread_naps_longest(void **state)
 }
 
 /* The rate bounds the nap: room for CAP - 1 024 events at 4 x the rate of
- * 1 024 events in at least 100 us is at least 1.55 ms. */
+ * 4 096 events in at least 300 us is at least 1.18 ms. */
 static void test_rate_bounds_nap(void **state)
 {
 	struct fx *f = *state;
-	pass(f, 1024, 100000, 1024, false);
+	pass(f, 4096, 300000, 1024, false);
 	uint64_t us = drain_nap_slow(f->r, NAP_US, NAP_US);
-	assert_true(us >= (CAP - 1024) * 100 / 1024 / 4 && us <= 2000);
-	assert_true(us > NAP_US);
+	assert_true(us >= (CAP - 1024) * 300 / 4096 / 4 && us <= 2000);
+}
+
+/* A thread once measured fast keeps the nap short when a later look finds
+ * it slower (descheduled, say): its next burst runs at the fast rate. */
+static void test_fastest_rate_kept(void **state)
+{
+	struct fx *f = *state;
+	f->t.nap_kev = 20000; /* 51 M events/s */
+	pass(f, 1024, 1000000, 16, false);
+	assert_int_equal(f->t.nap_kev, 20000);
+	assert_int_equal(drain_nap_slow(f->r, NAP_US, NAP_US), NAP_US);
+}
+
+/* A thread that waited for ring space since the last look: the drain was
+ * late, no longer nap. */
+static void test_waited_no_longer_nap(void **state)
+{
+	struct fx *f = *state;
+	f->t.ring_waits = 1;
+	pass(f, 1024, 1000000, 16, false);
+	assert_int_equal(drain_nap_slow(f->r, NAP_US, NAP_US), NAP_US);
+	f->r->pass_slow_ns = UINT64_MAX;
+	pass(f, 1024, 1000000, 16, false); /* no wait since */
+	assert_int_equal(drain_nap_slow(f->r, NAP_US, NAP_US), 2000);
 }
 
 /* A room-bound nap shorter than its longest is the drain's: the rings
@@ -125,8 +147,8 @@ static void test_no_longer_nap(void **state)
 	assert_int_equal(drain_nap_slow(f->r, NAP_US, NAP_US), NAP_US);
 }
 
-/* A thread that wrote nothing since bounds nothing: the slow one's nap
- * stays; and no ring read at all leaves the room-bound nap. */
+/* A thread that wrote nothing since is bounded by its fastest rate, no
+ * more; and no ring read at all leaves the room-bound nap. */
 static void test_idle_ring_bounds_nothing(void **state)
 {
 	struct fx *f = *state;
@@ -142,6 +164,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_slow_thread_naps_longest, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_rate_bounds_nap, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_fastest_rate_kept, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_waited_no_longer_nap, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_short_room_nap_kept, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_no_longer_nap, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_idle_ring_bounds_nothing, fx_setup, fx_teardown),
