@@ -57,8 +57,8 @@ void drain_note_room_after(struct ada_recorder *r, const struct wal_proc *p, uin
 	uint64_t room = cut ? 0 : room_left(p, s, ada_slot_unconsumed(p->arena, s));
 	r->pass_room_after = room < r->pass_room_after ? room : r->pass_room_after;
 	/* For drain_nap()'s longer nap: how long this room lasts at
-	 * DRAIN_NAP_SLOW_MARGIN times the rate the thread wrote at since the
-	 * previous pass (0: a spill slot's ring, no room, or no rate known). */
+	 * DRAIN_NAP_SLOW_MARGIN times the thread's rate (nap_rate(); 0: a
+	 * spill slot's ring, no room, or no rate known). */
 	uint64_t ns = 0;
 	if (ns_per_kev && room < (1ull << 32)) /* <= 2^32 x 2^29 */
 		ns = room * ns_per_kev / (1024u * DRAIN_NAP_SLOW_MARGIN);
@@ -89,8 +89,7 @@ static uint64_t nap_rate(struct wal_thread *t, uint64_t ns_per_kev, uint64_t dt)
 /* For the windows' detail budget (flight.c): how long t's ring would
  * take to fill at the rate its thread wrote since the previous pass; the
  * least over the pass is r->pass_fill_ns. Returns that rate as ns per
- * 1 024 events, for drain_nap() (0: unknown, or more than a ring's
- * worth written; DRAIN_NAP_IDLE_NS_PER_KEV: nothing, or very slowly). */
+ * 1 024 events, for drain_nap(): nap_rate() of it (0: no longer nap). */
 uint64_t drain_note_fill(struct ada_recorder *r, const struct wal_proc *p, uint32_t s,
                          struct wal_thread *t, const struct ada_slot_info *si)
 {
@@ -105,7 +104,7 @@ uint64_t drain_note_fill(struct ada_recorder *r, const struct wal_proc *p, uint3
 		ns_per_kev = kev < (double)DRAIN_NAP_IDLE_NS_PER_KEV ? (uint64_t)kev
 		                                                     : DRAIN_NAP_IDLE_NS_PER_KEV;
 	} else if (t->fill_ns && wrote == 0 && used <= cap) {
-		ns_per_kev = DRAIN_NAP_IDLE_NS_PER_KEV; /* idle since: no bound */
+		ns_per_kev = DRAIN_NAP_IDLE_NS_PER_KEV; /* idle since: its fastest rate bounds */
 	}
 	t->fill_head = si->head;
 	t->fill_ns = now;
@@ -113,15 +112,15 @@ uint64_t drain_note_fill(struct ada_recorder *r, const struct wal_proc *p, uint3
 }
 
 /* The nap past cap_us (drain_nap()'s longest) for slow threads, when the
- * room-bound nap us reached it: as long as every ring read
- * has room for DRAIN_NAP_SLOW_MARGIN times the rate its thread wrote at
- * since the previous pass (at most DRAIN_NAP_SLOW_US; us when that is
- * shorter, or when a ring's rate is unknown or it is a spill slot's).
+ * room-bound nap us reached it: as long as every ring read has room for
+ * DRAIN_NAP_SLOW_MARGIN times its thread's fastest rate (nap_rate(); at
+ * most DRAIN_NAP_SLOW_US; us when that is shorter, or when a ring's rate
+ * is unknown or it is a spill slot's).
  * A thread a few times slower than the fastest a nap allows for left
  * passes a few times smaller than a fast one's, and each pass's fixed
  * costs (the nap's wake-up, the write, the slot scan) were a large part
  * of the drain's CPU per event (docs/benchmarks.md, "Longer naps for
- * slower threads"). A thread whose rate jumps more than the margin during
+ * slow threads"). A thread whose rate jumps more than the margin during
  * the nap may wait for ring space until the nap ends. */
 uint64_t drain_nap_slow(const struct ada_recorder *r, uint64_t us, uint64_t cap_us)
 {
