@@ -47,7 +47,6 @@
 #define DRAIN_NAP_US 500u            /* drain_nap(): a busy pass that took little */
 #define DRAIN_NAP_MIN_US 50u         /* a shorter nap is not worth its wake-up */
 #define DRAIN_NAP_EVENTS_PER_US 100u /* the fastest thread a nap allows for, events per us */
-#define DRAIN_NAP_SPILL_FILL_PCT 12u /* a spill slot's ring: at most this full */
 #define DRAIN_POLL_NS 1000000ull     /* busy passes: dead children */
 
 void *drain_grow(void *arr, size_t *cap, size_t need, size_t elem)
@@ -714,66 +713,6 @@ static void drain_quarantine(struct ada_recorder *r, struct wal_proc *p, uint32_
 	ada_detail_ring_set_decided(p->arena, s, UINT64_MAX);
 }
 
-/* Room left in slot s's ring with used events in it (events the producer
- * may still write before it waits; 0 for a ring filled to its high
- * watermark, the arena configuration's hw, default half), or UINT64_MAX
- * for a spill slot's ring (512 events: no nap could be short enough for
- * it) that is at most a little full (DRAIN_NAP_SPILL_FILL_PCT), which
- * does not stop the nap. The events taken but not yet released count as
- * used: they stay in the ring until their write completes
- * (docs/format.md). */
-static uint64_t drain_room(const struct wal_proc *p, uint32_t s, uint64_t used)
-{
-	uint64_t cap = ada_arena_slot_events(p->arena, s);
-	uint32_t fill = ada_ring_fill_pct(used, 0, cap);
-	if (cap < p->ring_events)
-		return fill > DRAIN_NAP_SPILL_FILL_PCT ? 0 : UINT64_MAX;
-	/* At the high watermark: the drain is behind, or the disk is (the
-	 * producer refills what each write completion frees). */
-	if (used >= cap || fill >= p->high_watermark_pct)
-		return 0;
-	return cap - used;
-}
-
-/* For the flight recorder's detail budget: the least room any ring read
- * this pass had left when read (drain_room(); 0 stops the windows'
- * detail in this pass). */
-static void drain_note_room(struct ada_recorder *r, const struct wal_proc *p, uint32_t s,
-                            const struct ada_slot_info *si)
-{
-	uint64_t room = drain_room(p, s, si->head - si->tail); /* <= cap: ada_slot_read_checked */
-	r->pass_room_min = room < r->pass_room_min ? room : r->pass_room_min;
-}
-
-/* For drain_nap(): the room slot s's ring has once this pass took and
- * released what it could, with the head its last look saw (the events
- * its producer wrote meanwhile, those past a wrap point and those whose
- * write is pending all count); 0 when the take stopped at its budget. */
-static void drain_note_room_after(struct ada_recorder *r, const struct wal_proc *p, uint32_t s,
-                                  bool cut)
-{
-	uint64_t room = cut ? 0 : drain_room(p, s, ada_slot_unconsumed(p->arena, s));
-	r->pass_room_after = room < r->pass_room_after ? room : r->pass_room_after;
-}
-
-/* For the windows' detail budget (flight.c): how long t's ring would
- * take to fill at the rate its thread wrote since the previous pass; the
- * least over the pass is r->pass_fill_ns. */
-static void drain_note_fill(struct ada_recorder *r, const struct wal_proc *p, uint32_t s,
-                            struct wal_thread *t, const struct ada_slot_info *si)
-{
-	uint64_t now = wal_now_ns(), cap = ada_arena_slot_events(p->arena, s);
-	uint64_t used = si->head - si->tail, wrote = si->head - t->fill_head;
-	uint64_t dt = now - t->fill_ns;
-	if (t->fill_ns && wrote > 0 && wrote <= cap && used <= cap) {
-		double fill = (double)(cap - used) * (double)dt / (double)wrote;
-		uint64_t ns = fill < 1e18 ? (uint64_t)fill : UINT64_MAX;
-		r->pass_fill_ns = ns < r->pass_fill_ns ? ns : r->pass_fill_ns;
-	}
-	t->fill_head = si->head;
-	t->fill_ns = now;
-}
-
 size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t budget)
 {
 	struct ada_slot_info si;
@@ -810,7 +749,7 @@ size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t
 			return 0;
 		p->by_slot[s] = t;
 	}
-	drain_note_fill(r, p, s, t, &si);
+	uint64_t ns_per_kev = drain_note_fill(r, p, s, t, &si);
 	drain_release(p, t);
 	/* --detail always: the buffers this take fills wait for the persist
 	 * below, which links their events' records while they are still in
@@ -823,7 +762,7 @@ size_t drain_slot(struct ada_recorder *r, struct wal_proc *p, uint32_t s, size_t
 	/* Writes the take sent that completed already (a tmpfs file's, done
 	 * in this thread): their ring space back before the nap. */
 	drain_release(p, t);
-	drain_note_room_after(r, p, s, total >= budget);
+	drain_note_room_after(r, p, s, total >= budget, ns_per_kev);
 	drain_sync_waits(t);
 	if (ada_unlikely(ada_slot_fault(p->arena, s, NULL)))
 		drain_quarantine(r, p, s); /* finalizes t: no more detail from it */
@@ -1040,6 +979,7 @@ static bool drain_pass(struct ada_recorder *r)
 		r->last_poll_ns = now;
 	r->pass_room_min = UINT64_MAX;
 	r->pass_room_after = UINT64_MAX;
+	r->pass_slow_ns = UINT64_MAX;
 	r->pass_fill_ns = UINT64_MAX;
 	drain_ahead_room(r); /* side files' sizes move between passes */
 	bool reclaim_all = now - r->last_reclaim_ns >= DRAIN_RECLAIM_NS;
@@ -1120,6 +1060,7 @@ static void drain_nap(struct ada_recorder *r)
 	uint64_t us = r->pass_room_after / DRAIN_NAP_EVENTS_PER_US;
 	if (us > DRAIN_NAP_US)
 		us = DRAIN_NAP_US;
+	us = drain_nap_slow(r, us, DRAIN_NAP_US);
 	if (us < DRAIN_NAP_MIN_US || r->main_reaped ||
 	    /* relaxed: a hint, drain_stop_now() reads it again after the nap */
 	    atomic_load_explicit(&r->stop_req, memory_order_relaxed))

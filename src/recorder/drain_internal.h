@@ -1,5 +1,6 @@
 /* The drain's steps shared by its files. Threads: the drain thread only.
  *   drain.c       the loop: passes over the rings, convert, rotate, budget;
+ *   drain_room.c  the rings' room and rates after a pass (the nap's length);
  *   drain_arena.c new arenas and processes (admission, pid_N);
  *   drain_prep.c  slots prepared ahead of the threads that claim them,
  *                 and ended threads' slots kept for the pre-roll;
@@ -24,6 +25,23 @@
  * time leaves such a process without one: `ada recover` finalizes its
  * files from what is on disk and cannot drain its arena. */
 #define WAL_EARLY_MANIFEST_NS 20000000ull
+
+/* drain_room.c: the pacing's arithmetic over the rings a pass read. */
+/* For the windows' detail budget: the least room any ring read this pass
+ * had (r->pass_room_min; 0 at a high watermark or a small ring filling). */
+void drain_note_room(struct ada_recorder *r, const struct wal_proc *p, uint32_t s,
+                     const struct ada_slot_info *si);
+/* How long t's ring takes to fill at its thread's rate since the previous
+ * pass (r->pass_fill_ns); returns that rate in ns per 1 024 events. */
+uint64_t drain_note_fill(struct ada_recorder *r, const struct wal_proc *p, uint32_t s,
+                         struct wal_thread *t, const struct ada_slot_info *si);
+/* Once slot s's take is done: its room (r->pass_room_after; 0 when cut
+ * at the budget) and how long that lasts at its rate (r->pass_slow_ns). */
+void drain_note_room_after(struct ada_recorder *r, const struct wal_proc *p, uint32_t s, bool cut,
+                           uint64_t ns_per_kev);
+/* The nap after a busy pass, lengthened for slow threads (us: the nap the
+ * room allows; cap_us: its longest). */
+uint64_t drain_nap_slow(const struct ada_recorder *r, uint64_t us, uint64_t cap_us);
 
 /* drain.c */
 /* Grows arr (elements of elem bytes, *cap of them) to hold need; NULL

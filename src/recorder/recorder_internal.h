@@ -107,6 +107,9 @@ struct wal_thread {
 	/* Its ring's head and the time at the previous pass: how fast the
 	 * thread fills it (drain.c drain_note_fill, for the windows' budget) */
 	uint64_t fill_head, fill_ns;
+	/* Its fastest rate measured, ns per 1 024 events (0: none yet), and
+	 * ring_waits at the last look (drain_room.c nap_rate, for the nap) */
+	uint64_t nap_kev, nap_waits;
 };
 
 /* thread_K/'s descriptor (fs.h, opened relative to pid_N), opened on
@@ -638,6 +641,9 @@ struct ada_recorder {
 	 * were done (drain_nap(); 0 also when a take stopped at its budget:
 	 * the drain is behind). */
 	uint64_t pass_events, pass_room_min, pass_room_after;
+	/* The least time any ring's room after its take lasts at a margin
+	 * over its thread's rate (drain_nap(); UINT64_MAX: no ring moved). */
+	uint64_t pass_slow_ns;
 	/* The least time any ring read this pass would take to fill at the
 	 * rate its thread wrote since the previous pass (UINT64_MAX: none
 	 * moved): what the windows' detail may take of the pass (flight.c). */
