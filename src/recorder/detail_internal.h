@@ -155,6 +155,9 @@ int wal_detail_take(struct ada_recorder *r, struct wal_thread *t, uint64_t horiz
 void wal_detail_pool_free(struct ada_recorder *r);
 /* Bytes of t's records in window memory (taken, not decided yet). */
 uint64_t wal_detail_taken_bytes(const struct wal_thread *t);
+/* The records the thread's takes put in window memory, ever: one more
+ * than at an earlier read means records no walk decided yet. */
+uint64_t wal_detail_taken_records(const struct wal_thread *t);
 /* The second step: a trigger window's records in t's window memory
  * (wal_detail_take), decided in ring order as wal_detail_persist() does,
  * in bounded steps while the program runs. budget (NULL: none; the

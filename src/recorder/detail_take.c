@@ -436,3 +436,8 @@ uint64_t wal_detail_taken_bytes(const struct wal_thread *t)
 {
 	return t->dt ? t->dt->mem_bytes : 0;
 }
+
+uint64_t wal_detail_taken_records(const struct wal_thread *t)
+{
+	return t->dt ? t->dt->taken : 0;
+}

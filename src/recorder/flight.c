@@ -364,7 +364,8 @@ static bool flight_copy_same(const struct wal_thread *t, const struct wal_flight
 {
 	return fw->calls && !fw->spent && head == fw->seen_head && t->ring_next == fw->seen_next &&
 	       t->file_ring_base == fw->seen_base && t->file_ring_hole == fw->seen_hole &&
-	       w->from_ns == fw->seen_from && w->to_ns == fw->seen_to;
+	       w->from_ns == fw->seen_from && w->to_ns == fw->seen_to &&
+	       wal_detail_taken_records(t) == fw->seen_taken;
 }
 
 /* Windows in time order: a before b (by from_ns, then by index). */
@@ -472,6 +473,7 @@ static void flight_persist_thread(struct ada_recorder *r, struct wal_thread *t, 
 	fw->seen_hole = t->file_ring_hole;
 	fw->seen_from = w->from_ns;
 	fw->seen_to = w->to_ns;
+	fw->seen_taken = wal_detail_taken_records(t);
 	fw->calls++;
 	if (reach)
 		flight_kept_lost(t, fw, w);

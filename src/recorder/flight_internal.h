@@ -22,6 +22,9 @@ struct wal_flight_tw {
 	 * bounds), another copy would decide nothing new, so the post-roll's
 	 * 10 ms ticks skip it (counted in `skipped`). */
 	uint64_t seen_head, seen_next, seen_base, seen_hole, seen_from, seen_to;
+	/* The records takes had put in window memory by then: a take since
+	 * (this pass's, before the copy) holds records no walk decided yet. */
+	uint64_t seen_taken;
 	uint64_t skipped;
 	bool spent; /* the last copy stopped at the pass's budget: records are left */
 	/* Records of the window the last copy found whose index events the

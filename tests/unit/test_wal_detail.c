@@ -1855,6 +1855,48 @@ static void test_flight_passed_over(void **state)
 	wscene_close(&s);
 }
 
+/* A pass whose take had no room (the pass's budget below a block) then
+ * one whose take copies the window's records into window memory, the
+ * ring unchanged since the first pass's copy: the second pass's walk
+ * still decides them (flight_copy_same counts the takes). Skipped as
+ * "nothing new in the ring", they stayed in window memory undecided, the
+ * window closed without them and their blocks stayed until the thread's
+ * end (control_idlepools under load). */
+static void test_flight_take_then_walk(void **state)
+{
+	(void)state;
+	struct wscene s;
+	wscene_open(&s, 20, 40);
+	const struct atf_index_event *ev = s.ev;
+	struct ada_recorder *r = &s.d.r;
+	uint64_t span = ev[39].timestamp_ns - ev[0].timestamp_ns + 1;
+	wscene_flight(&s, span, span);
+	struct wal_proc *procs[1] = {&s.d.p};
+	r->procs = procs;
+	r->nprocs = 1;
+	r->pass_room_min = 1;
+	r->pass_fill_ns = 1ull << 30; /* the pass's time: its most */
+	r->flight.yield.forced = true;
+	r->flight.yield.share_pct = 100; /* never held back */
+	assert_int_equal(wscene_fire(&s, ev[20].timestamp_ns, ev[39].timestamp_ns), 1);
+	/* the first pass: room for no block, nothing taken, a backlog */
+	r->flight.pass_room = PD_BLOCK / 2;
+	wal_flight_after_pass(r);
+	assert_true(r->flight.backlog);
+	assert_int_equal(wal_detail_proc_records(&s.d.p), 0);
+	assert_int_equal(wal_detail_taken_bytes(&s.d.t), 0);
+	/* the next: the take copies all 40, the walk decides them */
+	r->flight.pass_room = 0;
+	wal_flight_after_pass(r);
+	assert_false(r->flight.backlog);
+	assert_int_equal(wal_detail_proc_records(&s.d.p), 40);
+	assert_int_equal(wal_detail_taken_bytes(&s.d.t), 0);
+	r->procs = NULL;
+	r->nprocs = 0;
+	wscene_close(&s);
+	check_links(40);
+}
+
 /* One window over the scene's 40 records, ended at once with room detail
  * bytes (wal_flight_thread_end: a thread's file ending under the disk
  * budget); returns the records written, *missed its disk_budget count,
@@ -2004,6 +2046,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_persist_passed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_flight_passed_over, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_flight_end_room, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flight_take_then_walk, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_window, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_link_room, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_reserve_ring, setup, teardown),
