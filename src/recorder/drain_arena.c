@@ -596,7 +596,10 @@ void drain_early_manifest(struct ada_recorder *r, struct wal_proc *p, uint64_t n
 	    now < p->admit_ns + WAL_EARLY_MANIFEST_NS || drain_no_early_manifest())
 		return;
 	p->early_manifest = true;
-	WAL_GUARDED(p->arena, wal_manifest_write(r, p, "recording"), drain_arena_lost(r, p, 0));
+	WAL_GUARDED(p->arena, wal_manifest_write(r, p, "recording"), {
+		wal_manifest_abandon(r);
+		drain_arena_lost(r, p, 0);
+	});
 }
 
 void drain_open_arena(struct ada_recorder *r, const char *name)

@@ -291,6 +291,7 @@ void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 	r->retired.finished_held++; /* retire.c */
 	if (p->arena)
 		WAL_GUARDED(p->arena, wal_manifest_write(r, p, "complete"), {
+			wal_manifest_abandon(r);
 			p->arena_bad = true;
 			ada_arena_close(p->arena);
 			p->arena = NULL;

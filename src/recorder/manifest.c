@@ -651,11 +651,27 @@ static void man_attach(json_t *root, struct ada_recorder *r)
 	                              pd ? json_integer((json_int_t)pd) : json_null()));
 }
 
+/* The program's argv, as `ada record` was given it. */
+static json_t *man_program(const struct ada_recorder *r)
+{
+	json_t *argv = json_array();
+	for (size_t i = 0; r->o.program_argv && r->o.program_argv[i]; i++)
+		json_array_append_new(argv, json_string(r->o.program_argv[i]));
+	return argv;
+}
+
+void wal_manifest_abandon(struct ada_recorder *r)
+{
+	json_decref(r->man_building);
+	r->man_building = NULL;
+}
+
 int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *state)
 {
 	json_t *root = ada_manifest_new(p->pid);
 	if (!root)
 		return -ENOMEM;
+	r->man_building = root;
 	json_object_set_new(root, "state", json_string(state));
 	json_object_set_new(root, "start_time_ns", json_integer((json_int_t)r->start_ns));
 	if (strcmp(state, "recording"))
@@ -682,10 +698,7 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "recorder_pid", json_integer(getpid()));
 	json_object_set_new(root, "recorder_start_ticks",
 	                    json_integer((json_int_t)r->self_start_ticks));
-	json_t *argv = json_array();
-	for (size_t i = 0; r->o.program_argv && r->o.program_argv[i]; i++)
-		json_array_append_new(argv, json_string(r->o.program_argv[i]));
-	json_object_set_new(root, "program", argv);
+	json_object_set_new(root, "program", man_program(r));
 	man_attach(root, r);
 	json_object_set_new(root, "os", json_string("linux"));
 	json_object_set_new(root, "arch",
@@ -718,6 +731,7 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 		wal_flight_manifest(root, r, p);
 	json_object_set_new(root, "metrics", man_metrics(r, p));
 	int rc = wal_manifest_commit(r, p->dir_fd, root);
+	r->man_building = NULL;
 	json_decref(root);
 	if (rc == 0 && strcmp(state, "recording")) {
 		wal_retention_drop(p); /* said by the final manifest now */

@@ -597,6 +597,7 @@ struct wal_reaped {
 
 struct ada_recorder {
 	struct ada_recorder_opts o;
+	json_t *man_building; /* wal_manifest_write's root while it builds (drain thread) */
 	/* Every process's agent.json, as its first final manifest read it:
 	 * the summary's (drain thread; read after the join). */
 	struct ada_agent_sums agent_sums;
@@ -817,6 +818,9 @@ void wal_reserve_setup(struct ada_recorder *r);
 int wal_manifest_commit(struct ada_recorder *r, int dirfd, json_t *root);
 void wal_reserve_end(struct ada_recorder *r);
 int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *state);
+/* Frees the manifest a fault in the arena (WAL_GUARDED) cut short in
+ * wal_manifest_write: its siglongjmp skips the write's json_decref. */
+void wal_manifest_abandon(struct ada_recorder *r);
 
 /* live.c: the live view (wal.h). init/fini on the caller's thread;
  * wal_live_publish on the drain (force: once a second and at the end;
