@@ -211,6 +211,9 @@ void ctl_method_status(struct ctl_call *k)
 		json_object_set_new(o, "disk_full", json_boolean(v->disk_full));
 		json_object_set_new(o, "processes_finished",
 		                    json_integer((json_int_t)v->procs_finished));
+		/* a later process given a recorded pid: never among those */
+		json_object_set_new(o, "pid_reused_arenas",
+		                    json_integer((json_int_t)v->pid_reused_arenas));
 		json_object_set_new(o, "events_not_written",
 		                    json_integer((json_int_t)v->events_not_written));
 		json_object_set_new(o, "batch_latency_ms",

@@ -372,6 +372,9 @@ struct ada_recorder_live {
 	 * then the most recently finished, ADA_LIVE_MAX_PROCS at most */
 	uint32_t nprocs, procs_omitted;
 	uint32_t procs_finished; /* processes finished so far (all of them) */
+	/* arenas of later processes given the pid of an earlier process of
+	 * the recording: not read, so never counted finished (drain_arena.c) */
+	uint32_t pid_reused_arenas;
 	struct ada_live_proc procs[ADA_LIVE_MAX_PROCS];
 	uint32_t nrings, rings_omitted;
 	struct ada_live_ring rings[ADA_LIVE_MAX_RINGS];
