@@ -79,6 +79,35 @@ PY
 	echo "pidreuse_test: $MODE ok (pid $A reused)"
 done
 
+# The live view says it too: `ada status --json` of the recording while
+# the program lives on after B (ADA_TEST_HOLD_FILE) counts B's refused
+# arena in pid_reused_arenas, never in processes_finished (a test that
+# waited for every child to finish waited for B for good: control_forkheap
+# on a machine whose pids turned over). A poll on the count, bounded.
+rm -rf "$WORK/out" "$WORK/hold"
+MODE=live
+ADA_TEST_HOLD_FILE=$WORK/hold timeout 120 "$ADA" record --no-agent --out "$WORK/out" \
+	-- "$PROD" 10 7 after >"$WORK/out.txt" 2>"$WORK/err" &
+REC=$!
+seen=
+for _ in $(seq 300); do
+	"$ADA" status "$REC" --json >"$WORK/status.json" 2>/dev/null &&
+		python3 - "$WORK/status.json" <<'PY' && { seen=1; break; }
+import json, sys
+st = json.load(open(sys.argv[1]))
+sys.exit(0 if st.get("pid_reused_arenas") == 1 and st.get("processes_finished") == 1 else 1)
+PY
+	kill -0 "$REC" 2>/dev/null || break
+	sleep 0.1
+done
+touch "$WORK/hold"
+wait "$REC"
+rc=$?
+[ $rc -eq 77 ] && { cat "$WORK/err"; echo "pidreuse_test: could not force the pid: skipped"; exit 77; }
+[ $rc -eq 0 ] || fail "exit status $rc, expected 0"
+[ -n "$seen" ] || { cat "$WORK/status.json" >&2; fail "ada status --json never counted 1 reused pid beside 1 finished process"; }
+echo "pidreuse_test: live ok (ada status --json: 1 finished, 1 reused pid)"
+
 # A process with no arena, reparented to the recorder and reaped by it,
 # then its pid given to B (7 events, exit 0): B is itself, not the
 # process reaped. The recorder noted A's reap for an arena that could

@@ -29,7 +29,7 @@
  * usage: producer_pidreuse KA KB [after|during|early|orphan]   prints "pid A" on
  *        stdout; exits 0, or 77 when it cannot force the pid (not root,
  *        no ns_last_pid, or other processes took pid A every time), other
- *        codes on failure.
+ *        codes on failure. ADA_TEST_HOLD_FILE: see hold().
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -280,6 +280,22 @@ static pid_t orphan_reaped(void)
 	return a;
 }
 
+/* ADA_TEST_HOLD_FILE=path: the program (the parent) lives on, once B has
+ * ended, until path exists, so that the test can ask the live recorder
+ * (`ada status --json`) about B's refused arena; 0, or 15 when it never
+ * came. */
+static int hold(void)
+{
+	const char *f = getenv("ADA_TEST_HOLD_FILE");
+	struct stat st;
+	for (int i = 0; f && lstat(f, &st) != 0; i++) {
+		if (i == WAIT_POLLS)
+			return 15;
+		nap();
+	}
+	return 0;
+}
+
 static int reap(pid_t pid)
 {
 	int st;
@@ -391,7 +407,7 @@ static int run(int argc, char **argv)
 		if (b == a) {
 			if (during)
 				cont_recorder();
-			return 0;
+			return hold();
 		}
 	}
 	cont_recorder();
