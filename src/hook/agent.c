@@ -641,9 +641,6 @@ static int agent_read_config(void)
 	/* Likewise the inline count blocks without the copy form. */
 	if (secure_getenv("ADA_TEST_COUNT_NO_COPY"))
 		agent.cfg.count_copy = false;
-	/* And the count blocks reached only through the entry's patch. */
-	if (secure_getenv("ADA_TEST_COUNT_NO_CALLSITES"))
-		agent.cfg.count_callsites = false;
 	return err;
 }
 

@@ -400,18 +400,14 @@ void agent_count_json(FILE *f)
 		for (uint32_t c = 0; c < used; c++)
 			sums[c] = atomic_load_explicit(&count_dead[c], memory_order_relaxed);
 	}
-	uint64_t call_sites = 0; /* direct calls re-aimed at count blocks (agent_callsite.c) */
-	for (size_t i = 0; i < agent.n_mods; i++)
-		call_sites += agent.mods[i].gone ? 0 : agent.mods[i].n_callsites;
 	fprintf(f,
 	        ",\n  \"count_only\": {\"final\": %s, \"capacity\": %u, \"over_capacity\": %" PRIu64
 	        ", \"threads_uncounted\": %" PRIu64
 	        ", \"overhead_budget_pct\": %u, \"not_movable\": %" PRIu64
-	        ", \"event_cost_ps\": %" PRIu64 ", \"call_sites\": %" PRIu64 ", \"functions\": [",
+	        ", \"event_cost_ps\": %" PRIu64 ", \"functions\": [",
 	        count_final_done ? "true" : "false", AGENT_COUNT_SLOTS, count_over,
 	        atomic_load_explicit(&count_unregistered, memory_order_relaxed),
-	        agent.cfg.overhead_budget, agent_budget_not_movable(), agent_budget_event_ps(),
-	        call_sites);
+	        agent.cfg.overhead_budget, agent_budget_not_movable(), agent_budget_event_ps());
 	for (uint32_t c = 0; c < used; c++) {
 		const struct agent_count_fn *e = &count_fns[c];
 		fprintf(f, "%s\n    {\"id\": %" PRIu64 ", \"name\": ", c ? "," : "", e->fn_id);

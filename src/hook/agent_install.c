@@ -492,12 +492,10 @@ static void install_emit_patch(const struct hook_arch_plan *plan, uint64_t targe
  * same order, undo (the original bytes). Returns the patch count. The
  * block starts with its own return trampoline, the exit path of its
  * trampolines' return points (a jmp rel32 reaches it wherever the
- * module is). With callee, each count block made goes there with its
- * function's entry (install_callsites). */
+ * module is). */
 static size_t install_emit(struct agent_module *m, struct agent_plans *plans, size_t n_cand,
                            struct hook_patch *patches, struct hook_patch *undo,
-                           struct hook_patch *pads, size_t *n_pad, struct agent_callee *callee,
-                           size_t *n_callee)
+                           struct hook_patch *pads, size_t *n_pad)
 {
 	size_t np = 0, used = (HOOK_ARCH_RETURN_TRAMPOLINE_MAX + 15) & ~(size_t)15;
 	/* Every ordinary function's trampoline takes the fast form: the
@@ -552,12 +550,8 @@ static size_t install_emit(struct agent_module *m, struct agent_plans *plans, si
 		used += (len + 15) & ~(size_t)15;
 		bool recalled = recall && recall[i] && !install_count_only(m, i);
 		if (!f->reserved && (recalled || install_count_only(m, i))) {
-			uint64_t tramp = target;
 			target = install_count_block(m, i, plan, blk, &z.czone, target, recalled,
 			                             z.cmap);
-			if (callee && target != tramp)
-				callee[(*n_callee)++] =
-				    (struct agent_callee){plan->fn_addr, target};
 		}
 		install_emit_patch(plan, target, &patches[np], &undo[np], pads, n_pad);
 		np++;
@@ -847,37 +841,6 @@ struct install_job {
 	bool analysed; /* symbols read: install_finish() has work */
 };
 
-/* m's direct calls of count-only functions re-aimed at their blocks
- * (agent_callsite.c), appended to j's np patches; the new count. Not
- * under ada attach (its detach and re-attach know entry patches only). */
-static size_t install_callsites(struct agent_module *m, struct install_job *j, size_t np,
-                                size_t n_pad, struct agent_callee *callee, size_t n_callee)
-{
-	struct hook_patch *cp, *cu;
-	size_t nc;
-	m->n_callsites = 0;
-	if (!n_callee || agent.attached ||
-	    agent_callsites(m, callee, n_callee, j->patches, np, j->pads, n_pad, install_startup,
-	                    &cp, &cu, &nc) != 0 ||
-	    nc == 0)
-		return np;
-	struct hook_patch *p = realloc(j->patches, (np + nc) * sizeof(*p));
-	if (p)
-		j->patches = p;
-	struct hook_patch *u = p ? realloc(j->undo, (np + nc) * sizeof(*u)) : NULL;
-	if (u)
-		j->undo = u;
-	if (p && u) {
-		memcpy(j->patches + np, cp, nc * sizeof(*cp));
-		memcpy(j->undo + np, cu, nc * sizeof(*cu));
-		m->n_callsites = nc;
-		np += nc;
-	}
-	free(cp);
-	free(cu);
-	return np;
-}
-
 /* m's symbol table: from the symbol-table cache when it holds the
  * mapped build's (symcache_internal.h), else read and stored there. The
  * cache follows the plan cache's switch and directory. */
@@ -951,17 +914,10 @@ static int install_finish(struct install_job *j)
 	if (err)
 		goto out;
 	uint64_t t2 = agent_now_ns();
-	size_t n_pad = 0, n_callee = 0;
-	/* Room for an entry of every count block, when there may be some. */
-	struct agent_callee *callee =
-	    agent.cfg.count_callsites && (agent.cfg.n_count_only || agent.cfg.overhead_budget)
-	        ? calloc(m->st.count ? m->st.count : 1, sizeof(*callee))
-	        : NULL;
-	size_t np = j->n_cand ? install_emit(m, &j->plans, j->n_cand, j->patches, j->undo, j->pads,
-	                                     &n_pad, callee, &n_callee)
-	                      : 0;
-	np = install_callsites(m, j, np, n_pad, callee, n_callee);
-	free(callee);
+	size_t n_pad = 0;
+	size_t np =
+	    j->n_cand ? install_emit(m, &j->plans, j->n_cand, j->patches, j->undo, j->pads, &n_pad)
+	              : 0;
 	install_register_specials(m);
 	err = hook_mem_seal(agent.mem);
 	uint64_t t3 = agent_now_ns();

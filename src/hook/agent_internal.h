@@ -317,21 +317,6 @@ void agent_count_offsets(int32_t *gate, int32_t *counters);
  * the next symbol's start): what a count block may copy of it
  * (hook_arch_emit_count_block_copy); 0 with count-copy=0. */
 size_t agent_count_copy_avail(const struct agent_module *m, size_t i);
-/* A count-only function's entry and its count block (agent_callsite.c). */
-struct agent_callee {
-	uint64_t entry, block;
-};
-/* agent_callsite.c: the patches that re-aim m's direct calls of the n
- * count-only entries in callee (sorted here) at their count blocks, and
- * their original bytes, in *out and *undo (malloc'ed, *n_out each; none
- * on arm64); sites inside the np patches and n_pad padding slots are
- * left alone, and unless any_word (a program's start: one thread) so is
- * a site whose rel32 straddles two aligned 8-byte words. 0 or -ENOMEM.
- * Under agent.lock, before m's patches are applied. */
-int agent_callsites(const struct agent_module *m, struct agent_callee *callee, size_t n_callee,
-                    const struct hook_patch *patches, size_t np, const struct hook_patch *pads,
-                    size_t n_pad, bool any_word, struct hook_patch **out, struct hook_patch **undo,
-                    size_t *n_out);
 /* agent_budget.c (--overhead-budget): starts the agent's budget thread
  * when the option asks for one (after the start-up scan; quiet: before
  * agent_hot.active is set in a single-threaded process, the call waiting
@@ -413,8 +398,6 @@ struct agent_module {
 	 * a later attach applies the patches again (agent_attach.c). */
 	struct hook_patch *patch, *undo;
 	size_t n_patch;
-	/* Of them, the direct calls re-aimed at a count block (agent_callsite.c). */
-	size_t n_callsites;
 	/* The padding form's second patches (the jumps written into padding,
 	 * docs/hooks.md): applied before the entries, never taken back (a
 	 * thread stopped between the two jumps at a detach goes on into the

@@ -238,9 +238,6 @@ struct ada_hook_config {
 	 * function's first bytes up to a `ret` or `jmp` copied into the
 	 * block), only the inline one. Default 1. */
 	bool count_copy;
-	/* count-callsites=0: direct calls of a count-only function are not
-	 * re-aimed at its count block (agent_callsite.c). Default 1. */
-	bool count_callsites;
 };
 /* Parses (buf, len) -- not NUL-terminated. -EINVAL on an unknown key or a
  * bad value, -E2BIG on too many globs, -ENOMEM. cfg is valid (possibly
