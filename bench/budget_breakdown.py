@@ -27,6 +27,9 @@ disturbed least), each less the same run with no call (start-up).
 
   bench/budget_breakdown.py [--ada build/ada] [--reps 3] [--workload sqlite,perl,...]
 
+(--workload as bench/real_programs.py's: a long form, sqlite-long, or
+`long` for all five, splits the steady state's CPU.)
+
 Run it under `flock /work/bench.lock` (one or two workloads a run keeps a
 locked run under two minutes). Prints a markdown table and writes
 bench/results/<date>-budget-breakdown.json."""
@@ -114,7 +117,9 @@ class Runner:
 
 
 def empty_argv(name, w):
-    """The workload's program doing almost nothing (None: not measurable)."""
+    """The workload's program doing almost nothing (None: not measurable);
+    a long form's is its short form's."""
+    name = name[:-len('-long')] if name.endswith('-long') else name
     if name == 'sqlite':
         return ['sqlite3', ':memory:'], None
     if name == 'perl':
@@ -134,7 +139,8 @@ def empty_server(name, w, wrap):
     saved = rp.REDIS_REQUESTS, rp.NGINX_REQUESTS
     rp.REDIS_REQUESTS, rp.NGINX_REQUESTS = 1, 1
     try:
-        return getattr(w, name)(wrap)[1]
+        return rp.workload_run(w, name[:-len('-long')] if name.endswith('-long') else name)(
+            wrap)[1]
     finally:
         rp.REDIS_REQUESTS, rp.NGINX_REQUESTS = saved
 
@@ -163,9 +169,10 @@ def main():
         calib = {k: [] for k in ('untraced', 'untraced0', 'traced', 'traced0', 'drain',
                                  'count', 'count0', 'cuntraced', 'cuntraced0')}
         res = {}
-        names = [n for n in args.workload.split(',') if shutil.which(rp.PROGRAMS[n] or 'true')]
+        names = [n for n in rp.workload_names(args.workload)
+                 if shutil.which(rp.PROGRAMS[n] or 'true')]
         for name in names:
-            run = getattr(w, name)
+            run = rp.workload_run(w, name)
             run(runner.wrap(budget))  # the plan cache and the moves: a second run next
             run(runner.wrap(budget))
             res[name] = {'untraced': [], 'budget': [], 'wall': [], 'empty_untraced': [],
@@ -183,7 +190,7 @@ def main():
                     if key == 'traced' and calls:
                         calib['drain'].append(runner.last['drain_s'])
             for name in names:
-                run = getattr(w, name)
+                run = rp.workload_run(w, name)
                 r = res[name]
                 r['untraced'].append(run(untraced)[1])
                 wall, cpu = run(runner.wrap(budget))
@@ -195,11 +202,11 @@ def main():
                     r['empty_untraced'].append(runner.timed(argv))
                     r['empty_budget'].append(runner.timed(runner.wrap(budget)(argv)[0],
                                                           runner.env))
-                elif name in ('redis', 'nginx'):
+                elif name in ('redis', 'nginx', 'nginx-long'):
                     r['empty_untraced'].append(empty_server(name, w, untraced))
                     r['empty_budget'].append(empty_server(name, w, runner.wrap(budget)))
                     runner.summary()
-                if argv or name in ('redis', 'nginx'):
+                if argv or name in ('redis', 'nginx', 'nginx-long'):
                     r['empty_drain'].append(runner.last['drain_s'])
         loads['after'] = os.getloadavg()
     finally:

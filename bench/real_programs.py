@@ -10,6 +10,15 @@ run.
                          [--workload sqlite,perl,python,redis,nginx,gxx]
                          [--variant untraced,ada,budget,uftrace] [--ada-before PATH]
 
+The default workloads are short (0.05-0.7 s of CPU untraced): a fixed
+start-up cost (the agent's install, the recorder's set-up, the budget's
+first ticks) weighs far more in them than in any real use. Each has a
+long form besides, the same work ten times over (1-3 s of CPU; a g++
+compile of a larger file), named with -long (sqlite-long, perl-long,
+python-long, nginx-long, gxx-long: --workload long is all five; redis
+already runs 2-3 s): the steady state, where the counts and the events
+are what is left. Both rows go in a table, each labelled.
+
 Variants: untraced, ada (default settings), budget (`--overhead-budget 10`,
 a second run: what the warm-up run moved starts count-only), budget-cold
 (the same with the remembered moves deleted before each run: a first
@@ -112,8 +121,56 @@ http {
 }
 """
 
+# The long forms (docs above): the same work LONG times over.
+LONG = 10
+SQLITE_LONG_SCRIPT = SQLITE_SCRIPT.replace('i < %d)' % SQL_ROWS, 'i < %d)' % (SQL_ROWS * LONG))
+PERL_LONG_SCRIPT = PERL_SCRIPT.replace('(1 .. 600)', '(1 .. %d)' % (600 * LONG))
+PYTHON_LONG_SCRIPT = PYTHON_SCRIPT.replace('range(10000)', 'range(%d)' % (10000 * LONG))
+assert SQLITE_LONG_SCRIPT != SQLITE_SCRIPT and PERL_LONG_SCRIPT != PERL_SCRIPT
+assert PYTHON_LONG_SCRIPT != PYTHON_SCRIPT
+
+# gxx-long: more of the standard library instantiated (about 4x the CPU
+# of g.cc: a compile of a real source file, not of a 20-line one).
+GXX_LONG_SOURCE = r"""#include <algorithm>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+template <typename K, typename V> struct table {
+	std::unordered_map<K, std::vector<V>> m;
+	void add(const K &k, const V &v) { m[k].push_back(v); }
+	std::set<V> all() const { std::set<V> s; for (auto &kv : m) s.insert(kv.second.begin(), kv.second.end()); return s; }
+};
+int main(int argc, char **argv) {
+	table<std::string, int> t;
+	table<int, std::string> u;
+	std::map<std::string, std::shared_ptr<std::vector<double>>> w;
+	std::regex re("([a-z]+)([0-9]*)");
+	for (int i = 1; i < argc; i++) {
+		std::smatch m;
+		std::string a(argv[i]);
+		if (std::regex_match(a, m, re)) { t.add(m[1], i); u.add(i, m[2]); }
+		w[a] = std::make_shared<std::vector<double>>(i, 0.5);
+	}
+	std::ostringstream os;
+	for (int v : t.all()) os << v << ' ';
+	for (auto &s : u.all()) os << s << ' ';
+	std::vector<std::function<int(int)>> fs{[](int x) { return x + 1; }, [](int x) { return x * 2; }};
+	int r = 0;
+	for (auto &f : fs) r = f(r);
+	std::cout << os.str() << w.size() << r << '\n';
+}
+"""
+
 REDIS_REQUESTS = 20000
 NGINX_REQUESTS = 2000
+NGINX_LONG_REQUESTS = NGINX_REQUESTS * LONG
 
 
 def children_cpu():
@@ -148,7 +205,9 @@ class Workloads:
         self.files = os.path.join(work, 'files')
         os.makedirs(self.files, exist_ok=True)
         for name, text in (('s.sql', SQLITE_SCRIPT), ('r.pl', PERL_SCRIPT),
-                           ('j.py', PYTHON_SCRIPT), ('g.cc', GXX_SOURCE)):
+                           ('j.py', PYTHON_SCRIPT), ('g.cc', GXX_SOURCE),
+                           ('sl.sql', SQLITE_LONG_SCRIPT), ('rl.pl', PERL_LONG_SCRIPT),
+                           ('jl.py', PYTHON_LONG_SCRIPT), ('gl.cc', GXX_LONG_SOURCE)):
             with open(os.path.join(self.files, name), 'w') as f:
                 f.write(text)
 
@@ -173,10 +232,27 @@ class Workloads:
     def python(self, wrap):
         return self._simple([sys.executable, os.path.join(self.files, 'j.py')], wrap)
 
-    def gxx(self, wrap):
+    def gxx(self, wrap, src='g.cc'):
         out = os.path.join(self.work, 'g.o')
-        return self._simple(['g++', '-O1', '-c', os.path.join(self.files, 'g.cc'), '-o', out],
+        return self._simple(['g++', '-O1', '-c', os.path.join(self.files, src), '-o', out],
                             wrap)
+
+    # The long forms (LONG times the work; the module's doc).
+    def sqlite_long(self, wrap):
+        return self._simple(['sqlite3', ':memory:'], wrap,
+                            stdin=os.path.join(self.files, 'sl.sql'))
+
+    def perl_long(self, wrap):
+        return self._simple(['perl', os.path.join(self.files, 'rl.pl')], wrap)
+
+    def python_long(self, wrap):
+        return self._simple([sys.executable, os.path.join(self.files, 'jl.py')], wrap)
+
+    def gxx_long(self, wrap):
+        return self.gxx(wrap, 'gl.cc')
+
+    def nginx_long(self, wrap):
+        return self.nginx(wrap, NGINX_LONG_REQUESTS)
 
     def _server(self, argv, wrap, port, client, stop):
         """The server traced, the client not: the client's CPU is taken out."""
@@ -211,7 +287,8 @@ class Workloads:
                   '-t', 'set,get', '-q']
         return self._server(argv, wrap, port, client, stop)
 
-    def nginx(self, wrap):
+    def nginx(self, wrap, requests=None):
+        requests = requests or NGINX_REQUESTS
         port = free_port()
         d = os.path.join(self.work, 'nginx-%d' % port)
         os.makedirs(os.path.join(d, 'www'))
@@ -228,7 +305,7 @@ class Workloads:
             except (OSError, ValueError):
                 p.terminate()
         client = ['curl', '-s', '-o', '/dev/null',
-                  'http://127.0.0.1:%d/index.html?[1-%d]' % (port, NGINX_REQUESTS)]
+                  'http://127.0.0.1:%d/index.html?[1-%d]' % (port, requests)]
         try:
             return self._server(argv, wrap, port, client, stop)
         finally:
@@ -238,6 +315,42 @@ class Workloads:
 PROGRAMS = {'sqlite': 'sqlite3', 'perl': 'perl', 'python': None, 'gxx': 'g++',
             'redis': 'redis-server', 'nginx': 'nginx'}
 EXTRA = {'redis': ['redis-benchmark', 'redis-cli'], 'nginx': ['curl']}
+LONG_FORMS = ('sqlite', 'perl', 'python', 'nginx', 'gxx')
+for _n in LONG_FORMS:
+    PROGRAMS[_n + '-long'] = PROGRAMS[_n]
+    if _n in EXTRA:
+        EXTRA[_n + '-long'] = EXTRA[_n]
+# What a table row says of each workload's length.
+LABEL = {'sqlite': 'sqlite3 script (short: 100 000 rows)', 'perl': 'perl regexes (short: 600 rounds)',
+         'python': 'python json + sqlite3 (short: 10 000 dicts)',
+         'redis': 'redis-server, 40 000 requests', 'nginx': 'nginx (short: 2 000 requests)',
+         'gxx': 'g++ -O1 -c (short: a 20-line file)',
+         'sqlite-long': 'sqlite3 script (long: 1 000 000 rows)',
+         'perl-long': 'perl regexes (long: 6 000 rounds)',
+         'python-long': 'python json + sqlite3 (long: 100 000 dicts)',
+         'nginx-long': 'nginx (long: 20 000 requests)',
+         'gxx-long': 'g++ -O1 -c (long: a file using <regex>, <unordered_map>, ...)'}
+
+
+def workload_names(spec):
+    """--workload's list: names, 'long' (every long form), 'all' (every
+    workload, short and long)."""
+    out = []
+    for n in spec.split(','):
+        if n == 'long':
+            out += [x + '-long' for x in LONG_FORMS]
+        elif n == 'all':
+            out += list(PROGRAMS)
+        elif n in PROGRAMS:
+            out.append(n)
+        else:
+            raise SystemExit('unknown workload %r (one of %s, long, all)' % (n, ', '.join(PROGRAMS)))
+    return out
+
+
+def workload_run(w, name):
+    """The Workloads method of a workload name (sqlite-long: sqlite_long)."""
+    return getattr(w, name.replace('-', '_'))
 
 
 def variants(args, work):
@@ -292,7 +405,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--ada', default=os.path.join(REPO, 'build', 'ada'))
     ap.add_argument('--reps', type=int, default=3)
-    ap.add_argument('--workload', default='sqlite,perl,python,redis,nginx,gxx')
+    ap.add_argument('--workload', default='sqlite,perl,python,redis,nginx,gxx',
+                    help='names (sqlite-long ...), long (the five long forms), all')
     ap.add_argument('--variant', default='untraced,ada,budget,uftrace')
     ap.add_argument('--ada-before', default=None)
     ap.add_argument('--work', default=None)
@@ -305,13 +419,13 @@ def main():
         vs = variants(args, work)
         loads = {'before': os.getloadavg()}
         res, skipped = {}, {}
-        for name in args.workload.split(','):
+        for name in workload_names(args.workload):
             need = [PROGRAMS[name]] if PROGRAMS[name] else []
             missing = [p for p in need + EXTRA.get(name, []) if not shutil.which(p)]
             if missing:
                 skipped[name] = 'not installed: ' + ', '.join(missing)
                 continue
-            run = getattr(w, name)
+            run = workload_run(w, name)
             for vname in ('ada', 'budget', 'budget-before'):  # the plan cache, warm
                 if vname in vs:
                     run(vs[vname])
@@ -344,7 +458,7 @@ def report(res, skipped, loads, args):
             table[name][vname] = {'cpu_s': cpu, 'wall_s': wall, 'cpu_ratio': rc,
                                   'wall_ratio': rw, 'runs': runs}
             print('| %s | %s | %.3f | %s | %.3f | %s |' % (
-                name, vname, cpu, '%.2f' % rc if rc else '-', wall, '%.2f' % rw if rw else '-'))
+                LABEL.get(name, name), vname, cpu, '%.2f' % rc if rc else '-', wall, '%.2f' % rw if rw else '-'))
     for name, why in skipped.items():
         print('%s: skipped (%s)' % (name, why))
     if args.no_write:
