@@ -468,6 +468,45 @@ static size_t mapped_pages(const void *p, size_t len)
 	return k;
 }
 
+/* A target's arena drained, as it were, by a recorder (its claims are
+ * lazy) and the recorder's own handle of it; torn down even when the test
+ * fails (no arena left in /dev/shm). */
+struct pmap_fx {
+	char dir[64], path[96];
+	struct ada_arena *a, *rec;
+};
+
+static int pmap_setup(void **state)
+{
+	struct pmap_fx *f = calloc(1, sizeof(*f));
+	snprintf(f->dir, sizeof(f->dir), "/dev/shm/ada-test-pmap-XXXXXX");
+	if (!f || !mkdtemp(f->dir))
+		return -1;
+	snprintf(f->path, sizeof(f->path), "%s/arena", f->dir);
+	static const char cfgtxt[] = "max_threads=2,index_events=16384,detail_bytes=0";
+	struct ada_arena_config c;
+	if (ada_arena_config_parse(cfgtxt, strlen(cfgtxt), &c) != 0 ||
+	    ada_arena_create(f->path, &c, &f->a, NULL) != 0 ||
+	    ada_arena_open(f->path, &f->rec) != 0)
+		return -1;
+	f->a->rec_pid = getpid(); /* as if a recorder drained this arena */
+	*state = f;
+	return 0;
+}
+
+static int pmap_teardown(void **state)
+{
+	struct pmap_fx *f = *state;
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(f->rec);
+	ada_arena_close(f->a);
+	unlink(f->path);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
 /* A spare the recorder prepared has its index ring's pages in the file
  * and in the recorder's mapping, not in the target's: its producer maps
  * them a chunk at a time as its head reaches them (2048 events, then as
@@ -476,17 +515,8 @@ static size_t mapped_pages(const void *p, size_t len)
  * owner then maps nothing (issue 32 item 1). Every event lands. */
 static void test_prepared_slot_mapped_as_it_goes(void **state)
 {
-	(void)state;
-	char dir[] = "/dev/shm/ada-test-pmap-XXXXXX", path[64];
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/arena", dir);
-	static const char cfgtxt[] = "max_threads=2,index_events=16384,detail_bytes=0";
-	struct ada_arena_config c;
-	struct ada_arena *a = NULL, *rec = NULL;
-	assert_int_equal(ada_arena_config_parse(cfgtxt, strlen(cfgtxt), &c), 0);
-	assert_int_equal(ada_arena_create(path, &c, &a, NULL), 0);
-	a->rec_pid = getpid(); /* as if a recorder drained this arena */
-	assert_int_equal(ada_arena_open(path, &rec), 0);
+	struct pmap_fx *f = *state;
+	struct ada_arena *a = f->a, *rec = f->rec;
 	prepare_all(rec, 1, ADA_PREP_POPULATE | ADA_PREP_NO_DETAIL, 1u << 20);
 	assert_int_equal(pop_bits(a, 1), RING_POP_INDEX);
 	const struct atf_index_event *ev = ring_index_events(a, 1);
@@ -538,12 +568,6 @@ static void test_prepared_slot_mapped_as_it_goes(void **state)
 	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
 	ada_arena_drop_totals(a, drops);
 	assert_int_equal(drops[ADA_LANE_INDEX][ADA_DROP_NO_SLOT], 0);
-	ada_producer_reset_thread();
-	ada_producer_set_arena(NULL);
-	ada_arena_close(rec);
-	ada_arena_close(a);
-	unlink(path);
-	rmdir(dir);
 }
 
 static void test_prepare_lock(void **state)
@@ -609,7 +633,8 @@ int main(void)
 	    cmocka_unit_test(test_detail_populates_as_it_goes),
 	    cmocka_unit_test(test_detail_next_owner_continues),
 	    cmocka_unit_test(test_prepare_without_detail),
-	    cmocka_unit_test(test_prepared_slot_mapped_as_it_goes),
+	    cmocka_unit_test_setup_teardown(test_prepared_slot_mapped_as_it_goes, pmap_setup,
+	                                    pmap_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
