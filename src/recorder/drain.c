@@ -659,8 +659,16 @@ static size_t drain_take(struct ada_recorder *r, struct wal_proc *p, struct wal_
 		const struct atf_index_event *ev;
 		size_t k = ada_index_ring_peek(p->arena, t->slot, &ev);
 		if (k <= t->pending) {
-			/* Blocked at the wrap (or empty): hurry the writes along. */
-			if (t->pending && t->f && si->head - si->tail > t->pending)
+			/* Blocked at the wrap (or empty): hurry the writes along.
+			 * So too for an ended thread's last events: written now,
+			 * not when the staged buffer goes stale (5 ms), so that
+			 * its ring space comes back and the reclaim frees its
+			 * slot for the next thread at once; a thread per request
+			 * otherwise found its predecessor's slot still held and
+			 * took another, cycling over 6-8 slots whose first laps
+			 * each cost its threads pages (issue 32 item 1). */
+			if (t->pending && t->f &&
+			    (si->head - si->tail > t->pending || si->state == ADA_SLOT_EXITED))
 				ada_wal_file_submit(t->f);
 			break;
 		}

@@ -240,6 +240,26 @@ static int arena_populate_range(struct ada_arena *a, uint64_t start, uint64_t en
 	return 0;
 }
 
+/* Maps [start, end) of the mapping, pages the file has (the recorder
+ * populated them in its own mapping): one call instead of a fault per
+ * page at the first touch of each. On tmpfs with reads, which map sixteen
+ * of them at a fault (fault-around) and writable (no write notification
+ * on a shared mapping of tmpfs); elsewhere with writes (a read would map
+ * a page the first write must fault on again). 0 or -errno. */
+static int arena_map_range(struct ada_arena *a, uint64_t start, uint64_t end)
+{
+#if defined(MADV_POPULATE_WRITE) && defined(MADV_POPULATE_READ)
+	int advice = a->map_read ? MADV_POPULATE_READ : MADV_POPULATE_WRITE;
+	if (madvise(a->base + start, end - start, advice) != 0 && errno != EINVAL)
+		return -errno;
+#else
+	(void)a;
+	(void)start;
+	(void)end;
+#endif
+	return 0;
+}
+
 /* The page-aligned byte range of slot's region in the mapping. */
 static void arena_slot_range(const struct ada_arena *a, uint32_t slot, uint64_t *start,
                              uint64_t *end)
@@ -276,7 +296,11 @@ static int arena_populate_headers(struct ada_arena *a, uint32_t slot)
 	return arena_populate_range(a, arena_page_down(dh), (dw + 4095) & ~(uint64_t)4095);
 }
 
-int ring_populate_events(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t n)
+/* madvise(advice) over the pages of the index ring events [from, from +
+ * n) of slot, in at most two pieces (up to the ring's end, then from its
+ * start); 0 or -errno. */
+static int arena_events_advise(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t n,
+                               bool map)
 {
 	uint64_t cap = ring_slot_events(a, slot);
 	uint64_t ev = (uint64_t)((uint8_t *)ring_index_events(a, slot) - a->base);
@@ -286,14 +310,24 @@ int ring_populate_events(struct ada_arena *a, uint32_t slot, uint64_t from, uint
 		uint64_t off = from & (cap - 1), k = cap - off < n ? cap - off : n;
 		uint64_t lo = ev + off * sizeof(struct atf_index_event);
 		uint64_t hi = lo + k * sizeof(struct atf_index_event);
-		int rc =
-		    arena_populate_range(a, arena_page_down(lo), (hi + 4095) & ~(uint64_t)4095);
+		uint64_t plo = arena_page_down(lo), phi = (hi + 4095) & ~(uint64_t)4095;
+		int rc = map ? arena_map_range(a, plo, phi) : arena_populate_range(a, plo, phi);
 		if (rc)
 			return rc;
 		from += k;
 		n -= k;
 	}
 	return 0;
+}
+
+int ring_populate_events(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t n)
+{
+	return arena_events_advise(a, slot, from, n, false);
+}
+
+int ring_map_events(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t n)
+{
+	return arena_events_advise(a, slot, from, n, true);
 }
 
 int ring_populate_detail(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t to)
@@ -470,7 +504,8 @@ int ring_arena_create(const char *path, const struct ada_arena_config *cfg, uint
 		return ring_arena_create(path, cfg, start_time, out, mlock_failed);
 	}
 	struct statfs fs;
-	a->populate_read = recycled && fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+	a->map_read = fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+	a->populate_read = recycled && a->map_read;
 	uint32_t pages = arena_huge_pages(fd, a->base, fsize);
 	arena_prefault(a->base, geo.desc_lock_end);
 	atomic_store_explicit(&a->ctl->flags, pages | recycled, memory_order_relaxed);

@@ -158,6 +158,9 @@ static int env_adopt_exec(struct ada_arena *a)
 	for (uint32_t s = 0; s < used; s++) {
 		struct ada_slot_desc *d = &a->desc[s];
 		atomic_store_explicit(&d->exec_orphaned, 1, memory_order_relaxed);
+		/* Relaxed: page tables do not survive exec; the new image's
+		 * producers map the slot's pages again (producer_populate). */
+		atomic_fetch_and_explicit(&d->populated, ~RING_POP_MAPPED, memory_order_relaxed);
 		/* Release: publishes exec_orphaned with EXITED; pairs with the
 		 * acquire in slot_state() (slots.c). A slot caught half-claimed
 		 * by a thread that exec killed is orphaned too; a FREE one gets

@@ -351,6 +351,21 @@ static void producer_detail_pop_start(struct ada_producer *p, struct ada_arena *
 	p->dpop_retry = 0;
 }
 
+/* Whether slot's index ring needs nothing more from its producer: its
+ * pages exist and are mapped here. A lazy slot the recorder prepared
+ * (drain_prep.c) has them only in the recorder's mapping: its producers
+ * map them a chunk at a time over a lap (producer_populate), each chunk
+ * one madvise where the first touch of each page would take a fault
+ * (issue 32 item 1: 32 of them a request in bench/workloads'
+ * `thread_start serve`, over each slot's first lap). A claim that
+ * populated the whole slot (no recorder, a spill slot) did so here. */
+static bool producer_pages_ready(const struct ada_arena *a, uint32_t slot, uint32_t pop)
+{
+	if (!(pop & (RING_POP_INDEX | RING_POP_PAGES)))
+		return false;
+	return (pop & RING_POP_MAPPED) || !ring_slot_lazy(a, slot);
+}
+
 static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t slot, uint32_t tid)
 {
 	struct ada_index_hdr *h = ring_index_hdr(a, slot);
@@ -388,7 +403,7 @@ static void producer_adopt(struct ada_producer *p, struct ada_arena *a, uint32_t
 	/* Acquire: pairs with the release stores of the RING_POP_* bits (the
 	 * recorder's or an earlier owner's): their pages are there. */
 	uint32_t pop = atomic_load_explicit(&a->desc[slot].populated, memory_order_acquire);
-	p->pop_left = pop & (RING_POP_INDEX | RING_POP_PAGES) ? 0 : ring_slot_events(a, slot);
+	p->pop_left = producer_pages_ready(a, slot, pop) ? 0 : ring_slot_events(a, slot);
 	p->pop_end = p->pop_left ? p->head : UINT64_MAX;
 	if (p->pop_left) { /* where an earlier owner left its pages, when it makes sense */
 		uint64_t end = atomic_load_explicit(&h->pop_end, memory_order_relaxed);
@@ -422,16 +437,24 @@ static bool producer_populate(struct ada_producer *p)
 		return false;
 	}
 	/* Acquire: pairs with the release in ada_arena_slot_prepare(). */
-	if (!(atomic_load_explicit(&d->populated, memory_order_acquire) &
-	      (RING_POP_INDEX | RING_POP_PAGES))) {
+	uint32_t pop = atomic_load_explicit(&d->populated, memory_order_acquire);
+	if (!producer_pages_ready(a, p->slot, pop)) {
+		/* The pages exist (the recorder's): only map them here. */
+		bool exist = (pop & (RING_POP_INDEX | RING_POP_PAGES)) != 0;
 		uint64_t done = ring_slot_events(a, p->slot) - p->pop_left;
 		uint64_t n = done < PRODUCER_POP_FIRST ? PRODUCER_POP_FIRST
 		             : done > PRODUCER_POP_MAX ? PRODUCER_POP_MAX
 		                                       : done;
 		n = n < p->pop_left ? n : p->pop_left;
 		int saved = errno; /* the program's: madvise's failure is ours */
-		int rc = ring_populate_events(a, p->slot, p->pop_end, n);
+		int rc = exist ? ring_map_events(a, p->slot, p->pop_end, n)
+		               : ring_populate_events(a, p->slot, p->pop_end, n);
 		errno = saved;
+		if (rc != 0 && exist) { /* the first touches will map them */
+			p->pop_left = 0;
+			p->pop_end = UINT64_MAX;
+			return true;
+		}
 		if (rc != 0) {
 			p->retry = PRODUCER_RETRY;
 			ring_slot_drop(a, p->slot, ADA_LANE_INDEX, ADA_DROP_NO_SLOT);
@@ -444,10 +467,11 @@ static bool producer_populate(struct ada_producer *p)
 		atomic_store_explicit(&h->pop_left, p->pop_left, memory_order_relaxed);
 		if (p->pop_left)
 			return true;
-		/* Release: the pages above exist for the slot's next owner; pairs
-		 * with the acquire loads in producer_adopt() and
-		 * ring_slot_populate(). */
-		atomic_fetch_or_explicit(&d->populated, RING_POP_INDEX, memory_order_release);
+		/* Release: the pages above exist (and are mapped in this
+		 * process) for the slot's next owner; pairs with the acquire
+		 * loads in producer_adopt() and ring_slot_populate(). */
+		atomic_fetch_or_explicit(&d->populated, RING_POP_INDEX | RING_POP_MAPPED,
+		                         memory_order_release);
 	}
 	p->pop_left = 0;
 	p->pop_end = UINT64_MAX;

@@ -42,6 +42,11 @@
 #define RING_POP_PAGES 2u    /* every page of the slot's region exists */
 #define RING_POP_INDEX 4u    /* the index part's pages exist (arena.c) */
 #define RING_POP_HEADERS 8u  /* the headers' pages exist (a lazy claim's: arena.c) */
+/* The index part's pages are mapped in the target's own mapping too (its
+ * producers went once round the ring populating or mapping them:
+ * producer.c); without it, pages the recorder prepared in its mapping
+ * cost the target a fault each over their first lap. Cleared at exec. */
+#define RING_POP_MAPPED 16u
 
 struct ada_arena_control {
 	/* Written once by the creator before the file is renamed into place. */
@@ -228,6 +233,9 @@ struct ada_arena {
 	/* Producer side: populate with reads (a recycled arena on tmpfs,
 	 * arena_populate_range), else with writes. */
 	bool populate_read;
+	/* Producer side: the arena is on tmpfs, so pages that exist are mapped
+	 * with reads (ring_map_events), else with writes. */
+	bool map_read;
 	/* Producer side: the recording's budget file (NULL: none), for the
 	 * spill slots' reservations. */
 	struct ada_shm_budget *budget;
@@ -384,6 +392,10 @@ int ring_slot_populate(struct ada_arena *a, uint32_t slot);
 /* Populates the pages of the index ring events [from, from + n) of slot
  * (positions, taken modulo the ring); 0 or -errno (-ENOMEM: no room). */
 int ring_populate_events(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t n);
+/* Maps into this process's mapping the pages of the index ring events
+ * [from, from + n) of slot, pages that exist already (the recorder
+ * prepared them in its own mapping); 0 or -errno. */
+int ring_map_events(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t n);
 /* Populates the pages of slot's detail ring bytes [from, to) (ring
  * offsets, clamped to the ring); 0 or -errno (-ENOMEM: no room). */
 int ring_populate_detail(struct ada_arena *a, uint32_t slot, uint64_t from, uint64_t to);

@@ -43,6 +43,12 @@ ada_e2e_test(e2e.transp.slots_full transp_test.py NO_SKIP TIMEOUT 300
 ada_transp_exact(barrier_200 mt_work=4000 ${ADA_TGT_DIR}/t_manythreads_O2 barrier 200)
 ada_transp_exact(alive_1000 mt_work=20000 ${ADA_TGT_DIR}/t_manythreads_O2 barrier 1000)
 ada_transp_exact(threads_10000 mt_work=30000 ${ADA_TGT_DIR}/t_manythreads_O2 waves 10000 100)
+# A thread per request (issue 32 item 1): 200 threads one after another,
+# 1 500 calls each, on slots the recorder prepared and their producers map
+# a chunk at a time over each slot's first lap, each freed for the next
+# as soon as its thread's last events are written (docs/internals.md,
+# "Ring slots"): exact.
+ada_transp_exact(serial_200 mt_work=300000 ${ADA_TGT_DIR}/t_manythreads_O2 serial 200 1500)
 # 10 000 threads alive at once (64 KiB stacks), meeting at a barrier:
 # exact counts, nothing dropped or lost, and the shared memory stays
 # within 512 MiB (64 full slots of 3 MiB and 9 937 spill slots of

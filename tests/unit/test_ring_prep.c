@@ -10,7 +10,9 @@
  * whole after its first pass; its detail ring's pages come the same way,
  * a piece at a time as its records reach them, never a record past them,
  * and a later owner of the slot populates none of them again; the
- * recorder marks the slot whole once it has populated the rest.
+ * recorder marks the slot whole once it has populated the rest. A slot
+ * the recorder prepared is mapped by its producers a chunk at a time,
+ * not faulted in a page at a time.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -448,6 +450,126 @@ static void test_prepare_without_detail(void **state)
 	detail_arena_close(a, dir, path);
 }
 
+/* Pages of [p, p + len) mapped in this mapping (/proc/self/pagemap's
+ * present bit: the page-table entry, not the page cache). */
+static size_t mapped_pages(const void *p, size_t len)
+{
+	uintptr_t lo = (uintptr_t)p & ~(uintptr_t)4095;
+	size_t n = ((uintptr_t)p + len - lo + 4095) / 4096, k = 0;
+	FILE *f = fopen("/proc/self/pagemap", "rb");
+	assert_non_null(f);
+	assert_int_equal(fseeko(f, (off_t)(lo / 4096 * 8), SEEK_SET), 0);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t e = 0;
+		assert_int_equal(fread(&e, sizeof(e), 1, f), 1);
+		k += e >> 63;
+	}
+	fclose(f);
+	return k;
+}
+
+/* A target's arena drained, as it were, by a recorder (its claims are
+ * lazy) and the recorder's own handle of it; torn down even when the test
+ * fails (no arena left in /dev/shm). */
+struct pmap_fx {
+	char dir[64], path[96];
+	struct ada_arena *a, *rec;
+};
+
+static int pmap_setup(void **state)
+{
+	struct pmap_fx *f = calloc(1, sizeof(*f));
+	snprintf(f->dir, sizeof(f->dir), "/dev/shm/ada-test-pmap-XXXXXX");
+	if (!f || !mkdtemp(f->dir))
+		return -1;
+	snprintf(f->path, sizeof(f->path), "%s/arena", f->dir);
+	static const char cfgtxt[] = "max_threads=2,index_events=16384,detail_bytes=0";
+	struct ada_arena_config c;
+	if (ada_arena_config_parse(cfgtxt, strlen(cfgtxt), &c) != 0 ||
+	    ada_arena_create(f->path, &c, &f->a, NULL) != 0 ||
+	    ada_arena_open(f->path, &f->rec) != 0)
+		return -1;
+	f->a->rec_pid = getpid(); /* as if a recorder drained this arena */
+	*state = f;
+	return 0;
+}
+
+static int pmap_teardown(void **state)
+{
+	struct pmap_fx *f = *state;
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(f->rec);
+	ada_arena_close(f->a);
+	unlink(f->path);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+/* A spare the recorder prepared has its index ring's pages in the file
+ * and in the recorder's mapping, not in the target's: its producer maps
+ * them a chunk at a time as its head reaches them (2048 events, then as
+ * many as written), one madvise each instead of a fault per page at the
+ * first touch, and marks the slot MAPPED after the lap; the slot's next
+ * owner then maps nothing (issue 32 item 1). Every event lands. */
+static void test_prepared_slot_mapped_as_it_goes(void **state)
+{
+	struct pmap_fx *f = *state;
+	struct ada_arena *a = f->a, *rec = f->rec;
+	prepare_all(rec, 1, ADA_PREP_POPULATE | ADA_PREP_NO_DETAIL, 1u << 20);
+	assert_int_equal(pop_bits(a, 1), RING_POP_INDEX);
+	const struct atf_index_event *ev = ring_index_events(a, 1);
+	size_t ring = 16384 * sizeof(*ev), chunk = 2048 * sizeof(*ev);
+	uintptr_t lo = (uintptr_t)ev & ~(uintptr_t)4095;
+	size_t all = ((uintptr_t)ev + ring - lo + 4095) / 4096;
+	assert_int_equal(resident_pages(ev, ring), all); /* in the file */
+	assert_int_equal(mapped_pages(ev, ring), 0);     /* not mapped here */
+
+	ada_producer_set_arena(a);
+	ada_emit(7, ATF_EVENT_CALL, 0);
+	struct ada_producer *p = &ada_producer_tls;
+	assert_int_equal(p->slot, 1); /* the ready slot */
+	assert_int_equal(p->pop_end, 2048);
+	/* The first chunk's pages mapped at once (faults: 1 page here); past
+	 * it, no more than the kernel's fault-around maps with them (64 KiB). */
+	size_t first = ((uintptr_t)ev + chunk - lo + 4095) / 4096;
+	assert_int_equal(mapped_pages((const void *)lo, first * 4096), first);
+	assert_true(mapped_pages((const void *)(lo + first * 4096), (all - first) * 4096) < 16);
+	uint64_t ends[] = {2048, 4096, 8192, 16384};
+	for (int k = 0; k < 4; k++) {
+		while (p->head < ends[k])
+			ada_emit(7 + p->head, ATF_EVENT_CALL, 0);
+		if (k < 3) {
+			assert_int_equal(p->pop_end, ends[k]);
+			assert_false(pop_bits(a, 1) & RING_POP_MAPPED);
+		}
+	}
+	assert_int_equal(p->pop_end, UINT64_MAX);
+	assert_int_equal(pop_bits(a, 1), RING_POP_INDEX | RING_POP_MAPPED);
+	assert_int_equal(mapped_pages(ev, ring), all);
+	for (uint64_t i = 1; i < 16384; i++)
+		assert_int_equal(ev[i].function_id, 7 + i);
+
+	/* The thread ends, the drain reads its events and frees the slot;
+	 * the next owner finds the slot's pages mapped: nothing to do. */
+	ada_producer_reset_thread();
+	atomic_store(&a->desc[1].state, ADA_SLOT_EXITED);
+	struct ada_slot_info si;
+	const struct atf_index_event *e;
+	assert_int_equal(ada_slot_read_checked(rec, 1, &si), 0);
+	ada_index_ring_release(rec, 1, ada_index_ring_peek(rec, 1, &e));
+	assert_int_equal(ada_slot_read_checked(rec, 1, &si), 0);
+	assert_int_equal(ada_arena_slot_free(rec, 1), 0);
+	ada_emit(8, ATF_EVENT_CALL, 0);
+	assert_int_equal(p->slot, 1);
+	assert_int_equal(p->pop_end, UINT64_MAX);
+	assert_int_equal(p->pop_left, 0);
+	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT];
+	ada_arena_drop_totals(a, drops);
+	assert_int_equal(drops[ADA_LANE_INDEX][ADA_DROP_NO_SLOT], 0);
+}
+
 static void test_prepare_lock(void **state)
 {
 	struct fx *f = *state;
@@ -511,6 +633,8 @@ int main(void)
 	    cmocka_unit_test(test_detail_populates_as_it_goes),
 	    cmocka_unit_test(test_detail_next_owner_continues),
 	    cmocka_unit_test(test_prepare_without_detail),
+	    cmocka_unit_test_setup_teardown(test_prepared_slot_mapped_as_it_goes, pmap_setup,
+	                                    pmap_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
