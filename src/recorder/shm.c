@@ -72,28 +72,37 @@ void wal_shm_release(struct ada_recorder *r, struct wal_proc *p)
 		                           ada_arena_spill_bytes_taken(p->arena));
 }
 
-/* The pool's entries whose name is gone (a process took the file, and
- * counts it in its own reservation now): theirs given back. */
-static void shm_pool_tick(struct ada_recorder *r)
+/* Whether pool slot k is free: never filled, or its name is gone (a
+ * process took the file, and counts it in its own reservation now: the
+ * pool's given back). */
+static bool shm_pool_free(struct ada_recorder *r, unsigned k)
 {
 	char name[32];
-	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++) {
-		snprintf(name, sizeof(name), ADA_ARENA_POOL_PREFIX "%u", k);
-		if (!r->shm.pool_held[k] ||
-		    faccessat(r->shm.dir_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-			continue;
-		ada_shm_budget_release(r->shm.budget, r->shm.pool_held[k]);
-		r->shm.pool_held[k] = 0;
-	}
+	if (!r->shm.pool_held[k])
+		return true;
+	snprintf(name, sizeof(name), ADA_ARENA_POOL_PREFIX "%u", k);
+	if (faccessat(r->shm.dir_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return false;
+	ada_shm_budget_release(r->shm.budget, r->shm.pool_held[k]);
+	r->shm.pool_held[k] = 0;
+	return true;
 }
 
+static void shm_pool_tick(struct ada_recorder *r)
+{
+	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++)
+		(void)shm_pool_free(r, k);
+}
+
+/* The lowest free slot, where makers look first (ring_pool_take): a
+ * finished process asks about the names of the files still waiting below
+ * it only, not about every slot. */
 int wal_shm_pool_slot(struct ada_recorder *r)
 {
 	if (!r->shm.budget || r->shm.dir_fd < 0)
 		return -1;
-	shm_pool_tick(r);
 	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++)
-		if (!r->shm.pool_held[k])
+		if (shm_pool_free(r, k))
 			return (int)k;
 	return -1;
 }
@@ -103,6 +112,15 @@ bool wal_shm_pool_put(struct ada_recorder *r, const struct ada_arena *a, const c
 	if (k < 0 || (unsigned)k >= ADA_ARENA_POOL_SLOTS || r->shm.pool_held[k] || !r->shm.budget)
 		return false;
 	uint64_t keep = ada_arena_pool_bytes(a);
+	/* Past the first two places (what the pool had before it had
+	 * eight), only while a new arena of this size would still fit
+	 * beside it: the waiting files never make a process run untraced
+	 * that the two alone would have let in. */
+	struct ada_shm_budget_view v;
+	ada_shm_budget_read(r->shm.budget, &v);
+	uint64_t next = ada_arena_budget_size_for(ada_arena_config_of(a));
+	if (k >= 2 && v.ceiling && v.reserved + keep + next > v.ceiling)
+		return false;
 	/* Its kept pages count against the ceiling while it waits. */
 	if (ada_shm_budget_grow(r->shm.budget, keep) != 0)
 		return false;

@@ -57,6 +57,15 @@ static int fx_teardown(void **state)
 	unlink(f->first);
 	unlink(f->second);
 	unlink(f->pool);
+	char path[160];
+	for (unsigned k = 0; k < 16; k++) {
+		if (ada_arena_pool_name(f->dir, k, path, sizeof(path)) == 0)
+			unlink(path);
+		snprintf(path, sizeof(path), "%s/%u.ring", f->dir, 300 + k);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%u.ring", f->dir, 400 + k);
+		unlink(path);
+	}
 	rmdir(f->dir);
 	free(f);
 	return 0;
@@ -207,11 +216,61 @@ static void test_pool_refuses_unfit_file(void **state)
 	ada_arena_close(b);
 }
 
+/* The file at path of an arena whose process is gone, scrubbed as the
+ * recorder scrubs it and put under pool slot k of dir. */
+static void pool_put_scrubbed(const struct fx *f, const char *path, unsigned k)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct ada_arena *rec = NULL;
+	assert_int_equal(ada_arena_open_fd(fd, &rec), 0);
+	assert_int_equal(ada_arena_pool_scrub(rec, fd), 0);
+	ada_arena_close(rec);
+	close(fd);
+	assert_int_equal(ada_arena_pool_put(path, f->dir, k), 0);
+}
+
+/* A burst: eight processes finished while none started (a loaded drain
+ * finishing a script's subshells at once), each file under a slot of its
+ * own; the next eight makers each take one. Two slots (before) made the
+ * third a new file. */
+static void test_pool_takes_every_slot(void **state)
+{
+	struct fx *f = *state;
+	char path[160];
+	for (unsigned k = 0; k < 8; k++) { /* all made while the pool is empty */
+		snprintf(path, sizeof(path), "%s/%u.ring", f->dir, 300 + k);
+		struct ada_arena *a = NULL;
+		assert_int_equal(ada_arena_create(path, &f->cfg, &a, NULL), 0);
+		assert_false(ada_arena_flags(a) & ADA_ARENA_F_RECYCLED);
+		assert_int_equal(produce_and_read(a, 100), 100);
+		ada_arena_close(a);
+	}
+	for (unsigned k = 0; k < 8; k++) {
+		snprintf(path, sizeof(path), "%s/%u.ring", f->dir, 300 + k);
+		pool_put_scrubbed(f, path, k);
+	}
+	for (unsigned k = 0; k < 8; k++) {
+		snprintf(path, sizeof(path), "%s/%u.ring", f->dir, 400 + k);
+		struct ada_arena *b = NULL;
+		assert_int_equal(ada_arena_create(path, &f->cfg, &b, NULL), 0);
+		assert_true(ada_arena_flags(b) & ADA_ARENA_F_RECYCLED);
+		assert_int_equal(produce_and_read(b, 10), 10);
+		ada_arena_close(b);
+		assert_int_equal(unlink(path), 0);
+	}
+	for (unsigned k = 0; k < 8; k++) { /* every one taken */
+		assert_int_equal(ada_arena_pool_name(f->dir, k, path, sizeof(path)), 0);
+		assert_int_equal(access(path, F_OK), -1);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_pool_reuses_ring_pages, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_pool_refuses_unfit_file, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_pool_takes_every_slot, fx_setup, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,7 +18,14 @@
  * file came from the pool, not made new. */
 #define ADA_ARENA_F_RECYCLED 0x40u
 
-#define ADA_ARENA_POOL_SLOTS 2u
+/* Files the pool holds at most. A script's subshells start one after
+ * another faster than a loaded drain finishes them: each start while the
+ * pool is empty makes a new file (tmpfs allocates and clears its pages,
+ * the drain frees them), and the pool refills only as far as it has
+ * slots. With two, a fifth of 300 `$(...)` subshells made a new file
+ * (median 63); with eight, a twenty-fifth (12) (issue 32,
+ * docs/benchmarks.md). */
+#define ADA_ARENA_POOL_SLOTS 8u
 #define ADA_ARENA_POOL_PREFIX "pool."
 
 /* dir/pool.<k> into out; 0 or -ENAMETOOLONG. */
