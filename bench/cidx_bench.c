@@ -10,7 +10,8 @@
  *   build/bench/cidx_bench --ring [events [reps]]   (the drain's fused pass,
  *       ada_cidx_enc_put_ring, on the same streams as ring events)
  *   build/bench/cidx_bench --ring-file FILE.atf...   (the fused pass on
- *       recorded events; CIDX_BENCH_REPS, default 5; a hash of the bytes)
+ *       recorded events; CIDX_BENCH_REPS, default 5; a hash of the bytes;
+ *       CIDX_BENCH_ONE_FID, CIDX_BENCH_DT=N: one function, N ns deltas)
  *   build/bench/cidx_bench --sink FILE.atf...   (a compact file's export,
  *       ada_cidx_file_to_atf_fd as `ada export --format atf` calls it, into
  *       /dev/null: its wall and CPU time and peak RSS, without the cost of
@@ -151,7 +152,7 @@ static void bench_stream(const char *name, struct cs_gen *g)
 #define RING_MULT 2576980378ull /* 0.6 ns a tick, << 32 */
 #define RING_WIN (1u << 20)     /* the recent window, in events */
 /* FNV-1a of every byte the last run sealed: equal bytes for an A/B.
- * Its time (a byte at a time, ~1.3 ns a byte) is not the pass's: summed
+ * Its time (a byte at a time, ~1 ns a byte) is not the pass's: summed
  * in ring_hash_s and taken out of the run's. */
 static uint64_t ring_hash;
 static double ring_hash_s;
@@ -309,12 +310,16 @@ static int bench_file(const char *path, int ring)
 		/* From 0, in the synthetic streams' ns (bench_ring_stream()). */
 		for (size_t i = g.n; i-- > 0;)
 			g.ev[i].timestamp_ns -= g.ev[0].timestamp_ns;
-		if (getenv("X_ONE_FID"))
-			for (size_t i = 0; i < g.n; i++)
-				g.ev[i].function_id = 77;
-		if (getenv("X_DT"))
-			for (size_t i = 0; i < g.n; i++)
-				g.ev[i].timestamp_ns = i * (uint64_t)atoi(getenv("X_DT"));
+		/* What the stream's ids or times cost (docs/benchmarks.md,
+		 * mixd2): CIDX_BENCH_ONE_FID makes every function one,
+		 * CIDX_BENCH_DT=N every delta N ns (the call tree kept). */
+		const bool one = getenv("CIDX_BENCH_ONE_FID") != NULL;
+		const char *dt = getenv("CIDX_BENCH_DT");
+		const uint64_t step = dt ? strtoull(dt, NULL, 0) : 0;
+		for (size_t i = 0; i < g.n; i++) {
+			g.ev[i].function_id = one ? 77 : g.ev[i].function_id;
+			g.ev[i].timestamp_ns = dt ? i * step : g.ev[i].timestamp_ns;
+		}
 		bench_ring_stream(path, &g, ring);
 	} else {
 		bench_stream(path, &g);
