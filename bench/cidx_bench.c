@@ -9,6 +9,9 @@
  *   build/bench/cidx_bench FILE.atf...   (the same on recorded index files)
  *   build/bench/cidx_bench --ring [events [reps]]   (the drain's fused pass,
  *       ada_cidx_enc_put_ring, on the same streams as ring events)
+ *   build/bench/cidx_bench --ring-file FILE.atf...   (the fused pass on
+ *       recorded events; CIDX_BENCH_REPS, default 5; a hash of the bytes;
+ *       CIDX_BENCH_ONE_FID, CIDX_BENCH_DT=N: one function, N ns deltas)
  *   build/bench/cidx_bench --sink FILE.atf...   (a compact file's export,
  *       ada_cidx_file_to_atf_fd as `ada export --format atf` calls it, into
  *       /dev/null: its wall and CPU time and peak RSS, without the cost of
@@ -148,6 +151,19 @@ static void bench_stream(const char *name, struct cs_gen *g)
  * of events the fused pass took. */
 #define RING_MULT 2576980378ull /* 0.6 ns a tick, << 32 */
 #define RING_WIN (1u << 20)     /* the recent window, in events */
+/* FNV-1a of every byte the last run sealed: equal bytes for an A/B.
+ * Its time (a byte at a time, ~1 ns a byte) is not the pass's: summed
+ * in ring_hash_s and taken out of the run's. */
+static uint64_t ring_hash;
+static double ring_hash_s;
+static void ring_hash_buf(const struct ada_cidx_out *o)
+{
+	const double t0 = now_s();
+	for (size_t i = 0; i < o->len; i++)
+		ring_hash = (ring_hash ^ o->p[i]) * 0x100000001b3ull;
+	ring_hash_s += now_s() - t0;
+}
+
 static double bench_ring(const struct atf_index_event *raw, size_t n, bool stack, bool kept,
                          int reps, double *fused_out)
 {
@@ -169,6 +185,8 @@ static double bench_ring(const struct atf_index_event *raw, size_t n, bool stack
 		int err;
 		if (ada_cidx_enc_new(0, &e))
 			exit(1);
+		ring_hash = 0xcbf29ce484222325ull;
+		ring_hash_s = 0;
 		double t0 = now_s();
 		for (size_t done = 0; done < n;) {
 			size_t want = n - done < 256 ? n - done : 256, k = 0;
@@ -195,6 +213,7 @@ static double bench_ring(const struct atf_index_event *raw, size_t n, bool stack
 				x.timestamp_ns = last = ts < last ? last : ts;
 				while (ada_cidx_enc_put(e, &x, 1, &o, &err) == 0) {
 					ada_cidx_enc_seal(e, &o);
+					ring_hash_buf(&o);
 					o.len = 0;
 				}
 				if (stack && x.event_kind == ATF_EVENT_CALL)
@@ -222,7 +241,8 @@ static double bench_ring(const struct atf_index_event *raw, size_t n, bool stack
 			done += want;
 		}
 		ada_cidx_enc_seal(e, &o);
-		double t = now_s() - t0;
+		double t = now_s() - t0 - ring_hash_s;
+		ring_hash_buf(&o);
 		best = t / (double)n * 1e9 < best ? t / (double)n * 1e9 : best;
 		*fused_out = (double)fused / (double)n;
 		ada_cidx_enc_free(e);
@@ -248,8 +268,8 @@ static void bench_ring_stream(const char *name, const struct cs_gen *g, int reps
 		if (only && atoi(only) != v)
 			continue;
 		double share = 0, ns = bench_ring(raw, g->n, v & 1, v & 2, reps, &share);
-		printf("  %s%s %.2f (%.3f)", v & 1 ? "stack" : "-", v & 2 ? "+keep" : "", ns,
-		       share);
+		printf("  %s%s %.2f (%.3f, bytes %016llx)", v & 1 ? "stack" : "-",
+		       v & 2 ? "+keep" : "", ns, share, (unsigned long long)ring_hash);
 	}
 	printf("\n");
 	free(raw);
@@ -262,8 +282,9 @@ static int bench_file_take(void *ctx, const struct atf_index_event *ev, uint64_t
 	return 0;
 }
 
-/* A recorded index file (ATF v2 or compact) as the stream. */
-static int bench_file(const char *path)
+/* A recorded index file (ATF v2 or compact) as the stream: the codec's
+ * figures, or (ring) the fused pass's on its events made ring events. */
+static int bench_file(const char *path, int ring)
 {
 	struct ada_atf_index *ix;
 	struct cs_gen g = {0};
@@ -285,7 +306,24 @@ static int bench_file(const char *path)
 		return 1;
 	}
 	g.tid = g.ev[0].thread_id;
-	bench_stream(path, &g);
+	if (ring) {
+		/* From 0, in the synthetic streams' ns (bench_ring_stream()). */
+		for (size_t i = g.n; i-- > 0;)
+			g.ev[i].timestamp_ns -= g.ev[0].timestamp_ns;
+		/* What the stream's ids or times cost (docs/benchmarks.md,
+		 * mixd2): CIDX_BENCH_ONE_FID makes every function one,
+		 * CIDX_BENCH_DT=N every delta N ns (the call tree kept). */
+		const bool one = getenv("CIDX_BENCH_ONE_FID") != NULL;
+		const char *dt = getenv("CIDX_BENCH_DT");
+		const uint64_t step = dt ? strtoull(dt, NULL, 0) : 0;
+		for (size_t i = 0; i < g.n; i++) {
+			g.ev[i].function_id = one ? 77 : g.ev[i].function_id;
+			g.ev[i].timestamp_ns = dt ? i * step : g.ev[i].timestamp_ns;
+		}
+		bench_ring_stream(path, &g, ring);
+	} else {
+		bench_stream(path, &g);
+	}
 	free(g.ev);
 	return 0;
 }
@@ -342,6 +380,13 @@ int main(int argc, char **argv)
 		return err;
 	}
 
+	if (argc > 2 && !strcmp(argv[1], "--ring-file")) {
+		const char *reps = getenv("CIDX_BENCH_REPS");
+		int err = 0;
+		for (int i = 2; i < argc; i++)
+			err |= bench_file(argv[i], reps ? atoi(reps) : 5);
+		return err;
+	}
 	if (argc > 1 && !strcmp(argv[1], "--ring")) {
 		size_t n = argc > 2 ? strtoull(argv[2], NULL, 0) : 4000000;
 		int reps = argc > 3 ? atoi(argv[3]) : 5;
@@ -360,7 +405,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && (argv[1][0] < '0' || argv[1][0] > '9')) {
 		int err = 0;
 		for (int i = 1; i < argc; i++)
-			err |= bench_file(argv[i]);
+			err |= bench_file(argv[i], 0);
 		return err;
 	}
 	size_t n = argc > 1 ? strtoull(argv[1], NULL, 0) : 4000000;
