@@ -15,7 +15,10 @@
  * process directory: 10 ms after the start, then at doubling intervals up
  * to once a second while the process runs (drain.c drain_budget_scan_due),
  * once more when it is finished (then its files no longer change). The walk never follows
- * a link and goes two levels deep at most (pid_N/, pid_N/modules|thread_K/).
+ * a link and goes two levels deep at most (pid_N/, pid_N/modules|thread_K/);
+ * a finished thread's thread_K/ (sealed: drain.c drain_thread_finalize)
+ * holds only the drain's own files, so the walk counts its directory's
+ * blocks and does not open it.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -24,6 +27,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -65,12 +69,54 @@ static bool budget_is_counted(const char *name)
 	       !strcmp(name + n - 4, ".atf");
 }
 
+void wal_budget_dir_sealed(struct wal_proc *p, uint32_t seq, bool sealed)
+{
+	uint32_t w = seq / 64;
+	if (seq >= WAL_SEALED_MAX || (!sealed && w >= p->sealed_words))
+		return;
+	if (w >= p->sealed_words) {
+		uint32_t n = p->sealed_words ? p->sealed_words : 16;
+		while (n <= w)
+			n *= 2;
+		uint64_t *a = realloc(p->sealed, n * sizeof(*a));
+		if (!a)
+			return; /* not sealed: walked as before */
+		memset(a + p->sealed_words, 0, (n - p->sealed_words) * sizeof(*a));
+		p->sealed = a;
+		p->sealed_words = n;
+	}
+	if (sealed)
+		p->sealed[w] |= 1ull << (seq % 64);
+	else
+		p->sealed[w] &= ~(1ull << (seq % 64));
+}
+
+/* Whether name is thread_K/ (K as the drain spells it: no sign, no
+ * leading zero) of a thread whose directory is sealed. */
+static bool budget_dir_is_sealed(const struct wal_proc *p, const char *name)
+{
+	if (!p || strncmp(name, "thread_", 7))
+		return false;
+	const char *d = name + 7;
+	uint64_t k = 0;
+	size_t n = 0;
+	for (; d[n] >= '0' && d[n] <= '9' && n < 8; n++)
+		k = k * 10 + (uint64_t)(d[n] - '0');
+	if (!n || d[n] || (n > 1 && d[0] == '0') || k >= WAL_SEALED_MAX ||
+	    k / 64 >= p->sealed_words)
+		return false;
+	return p->sealed[k / 64] >> (k % 64) & 1;
+}
+
 /* Allocated bytes of everything under dirfd except index and detail files, depth
  * levels of subdirectories deep. Takes ownership of dirfd. The entries
  * come from ada_fs_dirents (a buffer on the stack): a DIR's 32 KiB from
  * the heap, for each of a finished process's three directories, was a
- * third of the walk (perf, the 300-subshell script). */
-static uint64_t budget_walk(int dirfd, int depth)
+ * third of the walk (perf, the 300-subshell script). p (pid_N/'s process,
+ * else NULL): its sealed thread_K/ count their own blocks only, with no
+ * open and read of each (a server's thousand finished threads made the
+ * scans 7-10 % of the drain's CPU). */
+static uint64_t budget_walk(int dirfd, int depth, const struct wal_proc *p)
 {
 	struct ada_fs_dirents d;
 	uint64_t total = 0;
@@ -90,11 +136,11 @@ static uint64_t budget_walk(int dirfd, int depth)
 		 * file about once, not once per process. */
 		uint64_t links = S_ISREG(st.st_mode) && st.st_nlink > 1 ? st.st_nlink : 1;
 		total += (uint64_t)st.st_blocks * 512u / links;
-		if (S_ISDIR(st.st_mode) && depth > 0) {
+		if (S_ISDIR(st.st_mode) && depth > 0 && !budget_dir_is_sealed(p, de->d_name)) {
 			int sub = openat(dirfd, de->d_name,
 			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0)
-				total += budget_walk(sub, depth - 1);
+				total += budget_walk(sub, depth - 1, NULL);
 		}
 	}
 	close(dirfd);
@@ -103,7 +149,7 @@ static uint64_t budget_walk(int dirfd, int depth)
 
 /* The directory itself (at, or path when at is -1) and what is under it;
  * 0 once it is removed (a retired process's, still open). */
-static uint64_t budget_dir_bytes(int at, const char *path, int depth)
+static uint64_t budget_dir_bytes(int at, const char *path, int depth, const struct wal_proc *p)
 {
 	int fd = at >= 0 ? openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
 	                 : open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -114,7 +160,7 @@ static uint64_t budget_dir_bytes(int at, const char *path, int depth)
 		close(fd);
 		return 0;
 	}
-	return (uint64_t)st.st_blocks * 512u + budget_walk(fd, depth);
+	return (uint64_t)st.st_blocks * 512u + budget_walk(fd, depth, p);
 }
 
 /* The session directory's own files (not the pid_N trees). */
@@ -141,7 +187,7 @@ static uint64_t budget_top_bytes(const char *session_dir)
 		        ? openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 		        : -1;
 		if (sub >= 0)
-			total += budget_walk(sub, 0);
+			total += budget_walk(sub, 0, NULL);
 	}
 	closedir(d);
 	return total;
@@ -160,7 +206,7 @@ void wal_budget_scan_proc(struct wal_proc *p)
 	 * is not recorded; no reader needs it. */
 	if (p->side_watch && p->syms_retired)
 		(void)budget_unlink_syms(NULL, p);
-	p->side_bytes = budget_dir_bytes(p->dir_fd, p->dir, 2); /* pid_N, no path walk */
+	p->side_bytes = budget_dir_bytes(p->dir_fd, p->dir, 2, p); /* pid_N, no path walk */
 	if (gone)
 		p->side_watch = false;
 	p->side_final = p->finished && !p->side_watch;

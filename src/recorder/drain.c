@@ -68,16 +68,14 @@ void *drain_grow(void *arr, size_t *cap, size_t need, size_t elem)
  * (file event i = ring position base + i of that slot and generation), so
  * `ada recover` can tell the events on disk from those still in the ring.
  * Removed once the file is final. */
-static void drain_sidecar(struct wal_thread *t, bool create)
+static bool drain_sidecar(struct wal_thread *t, bool create)
 {
 	char text[96];
 	int dfd = wal_thread_dir(t);
 	if (dfd < 0)
-		return;
-	if (!create) {
-		unlinkat(dfd, ".ring_base", 0);
-		return;
-	}
+		return false;
+	if (!create)
+		return unlinkat(dfd, ".ring_base", 0) == 0 || errno == ENOENT;
 	int n = snprintf(text, sizeof(text), "slot %u generation %u base %llu\n", t->slot,
 	                 t->slot_gen, (unsigned long long)t->ring_next);
 	/* The first one, in the directory just made, is written in place
@@ -89,9 +87,10 @@ static void drain_sidecar(struct wal_thread *t, bool create)
 		if (ada_fs_write_all(fd, text, (size_t)n) != 0)
 			unlinkat(dfd, ".ring_base", 0); /* never a part of a line */
 		close(fd);
-		return;
+		return true;
 	}
 	ada_fs_replace(dfd, ".ring_base", text, (size_t)n, false);
+	return true;
 }
 
 int wal_thread_dir(struct wal_thread *t)
@@ -130,6 +129,7 @@ static uint32_t drain_cidx_recent(const struct ada_recorder *r, const struct wal
 static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 {
 	char path[PATH_MAX];
+	wal_budget_dir_sealed(t->p, t->seq, false); /* the scans count its .ring_base */
 	drain_sidecar(t, true);
 	t->file_ring_base = t->ring_next; /* the file's event 0 (detail links) */
 	t->file_ring_hole = UINT64_MAX;
@@ -325,7 +325,8 @@ void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 		t->lost += t->last.lost;
 		r->lost_total += t->last.lost;
 		r->budget.disk_closed += wal_round_block(t->last.bytes) + t->last_detail_bytes;
-		drain_sidecar(t, false);
+		if (drain_sidecar(t, false))
+			wal_budget_dir_sealed(t->p, t->seq, true); /* only counted files left */
 	}
 	t->done = true;
 	wal_flight_thread_finished(t);

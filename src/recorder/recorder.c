@@ -494,6 +494,7 @@ void wal_proc_free(struct wal_proc *p)
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	free(p->threads);
+	free(p->sealed);
 	free(p->dir);
 	if (p->dir_fd >= 0)
 		close(p->dir_fd);

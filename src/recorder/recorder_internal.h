@@ -160,6 +160,11 @@ struct wal_proc {
 	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT]; /* as reported (wal_drops_fold) */
 	uint64_t side_bytes; /* files the drain does not write (budget.c) */
 	bool side_final;     /* finished and scanned: side_bytes is final */
+	/* Bit K: thread_K/ holds only files the drain counts itself (its
+	 * file final, .ring_base gone): the scan does not descend into it
+	 * (budget.c wal_budget_dir_sealed). Seqs below WAL_SEALED_MAX. */
+	uint64_t *sealed;
+	uint32_t sealed_words;
 	/* A later process was given its pid (its arena refused): that one's
 	 * agent writes into pid_N/ all the same (modules/, agent.json), so
 	 * pid_N/ is scanned again until the pid is free (budget.c). */
@@ -691,6 +696,11 @@ void wal_proc_index_bytes(const struct wal_proc *p, uint64_t *bytes, uint64_t *e
 uint64_t wal_budget_default(const char *dir);
 uint64_t wal_round_block(uint64_t bytes);
 void wal_budget_scan_proc(struct wal_proc *p);
+/* p's thread_<seq>/ sealed (it holds only index and detail files, which
+ * the drain counts: the scans count the directory's own blocks and do
+ * not open it) or not (a file is open in it, or seq is reused). */
+#define WAL_SEALED_MAX (1u << 20)
+void wal_budget_dir_sealed(struct wal_proc *p, uint32_t seq, bool sealed);
 void wal_budget_scan(struct ada_recorder *r);
 void wal_budget_retired(struct ada_recorder *r, uint64_t events, uint64_t bytes);
 /* t's open detail.atf as the budget counts it (detail_open), set to its
