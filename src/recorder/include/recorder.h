@@ -154,6 +154,11 @@ struct ada_agent_sums {
 	int64_t counted[4];
 	char moved[1024];
 	char hot[512]; /* the first process's hot_functions, "name N %, ..." */
+	/* count_only.over_budget of the process whose counts cost the most
+	 * (exclude_hint.c): its counted calls, the percents, the names */
+	int64_t excl_calls;
+	double excl_cost_pct, excl_would_pct;
+	char excl[768];
 	/* images whose functions came from .eh_frame: path and count, once
 	 * per path */
 	uint32_t nstripped;
