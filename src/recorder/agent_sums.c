@@ -121,11 +121,12 @@ static void sums_exclude(json_t *a, struct ada_agent_sums *s)
 	s->excl_cost_pct = json_number_value(json_object_get(o, "counts_cost_pct"));
 	s->excl_would_pct = json_number_value(json_object_get(o, "would_cost_pct"));
 	s->excl[0] = '\0';
+	s->excl_n = (int64_t)json_array_size(json_object_get(o, "exclude"));
 	json_array_foreach(json_object_get(o, "exclude"), i, e)
 	{
 		size_t u = strlen(s->excl);
 		const char *n = json_string_value(e);
-		if (!n || u + strlen(n) + 2 > sizeof(s->excl))
+		if (!n || i == ADA_AGENT_EXCL_SHOWN || u + strlen(n) + 2 > sizeof(s->excl))
 			break; /* whole names only: the list stays one to paste */
 		snprintf(s->excl + u, sizeof(s->excl) - u, "%s%s", u ? "," : "", n);
 	}

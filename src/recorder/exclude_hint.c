@@ -18,7 +18,7 @@
 #include "recorder_internal.h"
 
 #define EXCL_COUNT_PS 1200 /* a count's cost, ps (above) */
-#define EXCL_NAMES 12      /* names at most: a summary line, not a list */
+#define EXCL_NAMES 64      /* names at most: bounded, as a manifest is */
 #define EXCL_FNS_MAX 4096  /* the agent's counters per process */
 
 struct excl_fn {
