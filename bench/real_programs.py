@@ -24,6 +24,11 @@ a second run: what the warm-up run moved starts count-only), budget-cold
 (the same with the remembered moves deleted before each run: a first
 run), uftrace (`uftrace record -P .`).
 
+--exclude-top N,N,... adds `budget-topN`: `--overhead-budget 10` beside
+`--exclude-symbol` of the N functions the warm budget run (a first run)
+counted most (its manifests' count_only calls), each with its own plan
+cache (PR-003's "when excluding extremely hot runtime symbols").
+
 --ada-before PATH adds `budget-before`: `--overhead-budget 10` under another
 build of ada (say, before a change), in the same rotation; and with
 budget-cold, `budget-cold-before`: that build's first run.
@@ -357,15 +362,16 @@ def variants(args, work):
     ada = os.path.abspath(args.ada)
     v = {'untraced': lambda argv: (argv, None)}
 
-    def ada_variant(name, binary, opts):
+    def ada_variant(name, binary, opts, cache=None):
         # A plan cache per build: two builds sharing one remove each
         # other's files of the same image.
-        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, 'cache-%x' % hash(binary)))
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, cache or 'cache-%x' % hash(binary)))
         out = os.path.join(work, 'out-' + name)
 
         def wrap(argv):
             shutil.rmtree(out, ignore_errors=True)
-            return [binary, 'record', '--out', out] + opts + ['--'] + argv, env
+            more = opts() if callable(opts) else opts
+            return [binary, 'record', '--out', out] + more + ['--'] + argv, env
         return wrap
     v['ada'] = ada_variant('ada', ada, [])
     v['budget'] = ada_variant('budget', ada, ['--overhead-budget', '10'])
@@ -378,6 +384,15 @@ def variants(args, work):
             os.unlink(f)
         return cold(argv)
     v['budget-cold'] = budget_cold
+    # budget-topN: the budget beside --exclude-symbol of the N functions
+    # the warm budget run counted most (set per workload by main), each
+    # with its own plan cache: its moves are not the budget's.
+    for n in args.exclude_top:
+        name = 'budget-top%d' % n
+        v[name] = ada_variant(name, ada, lambda n=n: ['--overhead-budget', '10', '--exclude-symbol',
+                                                        ','.join(args.top_names[:n])],
+                              cache='cache-' + name)
+        args.variant.append(name)
     if args.ada_before:
         before = os.path.abspath(args.ada_before)
         v['budget-before'] = ada_variant('budget-before', before, ['--overhead-budget', '10'])
@@ -409,16 +424,21 @@ def main():
                     help='names (sqlite-long ...), long (the five long forms), all')
     ap.add_argument('--variant', default='untraced,ada,budget,uftrace')
     ap.add_argument('--ada-before', default=None)
+    ap.add_argument('--exclude-top', default='',
+                    help='N,N,...: budget-topN variants, the budget beside --exclude-symbol of '
+                         'the N functions its warm run counted most')
     ap.add_argument('--work', default=None)
     ap.add_argument('--no-write', action='store_true')
     args = ap.parse_args()
     args.variant = args.variant.split(',')
+    args.exclude_top = [int(n) for n in args.exclude_top.split(',') if n]
+    args.top_names = []
     work = tempfile.mkdtemp(prefix='ada-real-', dir=args.work)
     try:
         w = Workloads(work)
         vs = variants(args, work)
         loads = {'before': os.getloadavg()}
-        res, skipped = {}, {}
+        res, skipped, top = {}, {}, {}
         for name in workload_names(args.workload):
             need = [PROGRAMS[name]] if PROGRAMS[name] else []
             missing = [p for p in need + EXTRA.get(name, []) if not shutil.which(p)]
@@ -429,6 +449,13 @@ def main():
             for vname in ('ada', 'budget', 'budget-before'):  # the plan cache, warm
                 if vname in vs:
                     run(vs[vname])
+            if args.exclude_top:
+                counted = top_counted(os.path.join(work, 'out-budget'))
+                args.top_names = [n for n, _ in counted]
+                top[name] = {'counted': sum(c for _, c in counted),
+                             'top': counted[:max(args.exclude_top)]}
+                for n in args.exclude_top:
+                    run(vs['budget-top%d' % n])
             res[name] = {k: [] for k in vs}
             for _ in range(args.reps):
                 for vname, wrap in vs.items():
@@ -436,10 +463,23 @@ def main():
         loads['after'] = os.getloadavg()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report(res, skipped, loads, args)
+    report(res, skipped, loads, args, top)
 
 
-def report(res, skipped, loads, args):
+def top_counted(out):
+    """The count-only functions of a recording, most calls first, as
+    [(name, calls)], summed over its processes (their manifests'
+    count_only.functions)."""
+    calls = {}
+    for m in glob.glob(os.path.join(out, 'session_*', 'pid_*', 'manifest.json')):
+        with open(m) as f:
+            co = json.load(f).get('count_only') or {}
+        for fn in co.get('functions', []):
+            calls[fn['name']] = calls.get(fn['name'], 0) + fn['calls']
+    return sorted(calls.items(), key=lambda x: -x[1])
+
+
+def report(res, skipped, loads, args, top=None):
     print('load average before %s, after %s' % (
         ' '.join('%.1f' % x for x in loads['before']),
         ' '.join('%.1f' % x for x in loads['after'])))
@@ -461,12 +501,16 @@ def report(res, skipped, loads, args):
                 LABEL.get(name, name), vname, cpu, '%.2f' % rc if rc else '-', wall, '%.2f' % rw if rw else '-'))
     for name, why in skipped.items():
         print('%s: skipped (%s)' % (name, why))
+    for name, t in (top or {}).items():
+        print('%s: %d counted calls in the warm run; the most: %s' % (
+            name, t['counted'], ', '.join('%s %d' % (n, c) for n, c in t['top'])))
     if args.no_write:
         return
     stamp = datetime.datetime.now().strftime('%Y-%m-%dT%H%M%S')
     path = os.path.join(REPO, 'bench', 'results', stamp + '-real.json')
     with open(path, 'w') as f:
         json.dump({'loadavg': loads, 'reps': args.reps, 'table': table, 'skipped': skipped,
+                   'excluded_top': top or {},
                    'provenance': provenance(os.path.dirname(os.path.abspath(args.ada)))},
                   f, indent=1)
     print('written: ' + os.path.relpath(path, REPO))

@@ -336,6 +336,22 @@ static void record_print_count_only(const struct ada_record_summary *s, const st
 		        "ada: %lld calls of %lld count-only functions counted exactly, without "
 		        "events (ada report lists them)\n",
 		        (long long)sum[0], (long long)sum[1]);
+	if (s->agents.excl[0]) {
+		size_t shown = 1;
+		for (const char *c = s->agents.excl; *c; c++)
+			shown += *c == ',';
+		char more[96] = "";
+		if ((int64_t)shown < s->agents.excl_n)
+			snprintf(more, sizeof(more),
+			         " and %lld more (count_only.over_budget in the manifest)",
+			         (long long)(s->agents.excl_n - (int64_t)shown));
+		fprintf(stderr,
+		        "ada: --overhead-budget: counts still cost ~%.0f %% of the program's CPU "
+		        "(%.1f M calls at ~1.2 ns, an estimate); --exclude-symbol %s%s would bring "
+		        "them to ~%.0f %% (docs/hooks.md, Pathological symbols)\n",
+		        s->agents.excl_cost_pct, (double)s->agents.excl_calls / 1e6, s->agents.excl,
+		        more, s->agents.excl_would_pct);
+	}
 	if (s->ring_waits && !strstr(a->hook_config, "overhead-budget="))
 		fprintf(
 		    stderr,

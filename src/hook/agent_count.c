@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #if defined(__x86_64__)
 #include <asm/prctl.h>
 #endif
@@ -384,6 +385,16 @@ bool agent_count_is_exiting(void)
 	return count_exiting;
 }
 
+/* The process's CPU time so far (all its threads): what the recorder
+ * weighs the counts' cost against (exclude_hint.c). 0 if unknown. */
+static uint64_t count_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 void agent_count_json(FILE *f)
 {
 	bool final = count_exiting;
@@ -404,10 +415,11 @@ void agent_count_json(FILE *f)
 	        ",\n  \"count_only\": {\"final\": %s, \"capacity\": %u, \"over_capacity\": %" PRIu64
 	        ", \"threads_uncounted\": %" PRIu64
 	        ", \"overhead_budget_pct\": %u, \"not_movable\": %" PRIu64
-	        ", \"event_cost_ps\": %" PRIu64 ", \"functions\": [",
+	        ", \"event_cost_ps\": %" PRIu64 ", \"cpu_ns\": %" PRIu64 ", \"functions\": [",
 	        count_final_done ? "true" : "false", AGENT_COUNT_SLOTS, count_over,
 	        atomic_load_explicit(&count_unregistered, memory_order_relaxed),
-	        agent.cfg.overhead_budget, agent_budget_not_movable(), agent_budget_event_ps());
+	        agent.cfg.overhead_budget, agent_budget_not_movable(), agent_budget_event_ps(),
+	        count_cpu_ns());
 	for (uint32_t c = 0; c < used; c++) {
 		const struct agent_count_fn *e = &count_fns[c];
 		fprintf(f, "%s\n    {\"id\": %" PRIu64 ", \"name\": ", c ? "," : "", e->fn_id);

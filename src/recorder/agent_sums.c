@@ -108,8 +108,33 @@ static void sums_count_only(json_t *a, struct ada_agent_sums *s)
 	}
 }
 
+/* The over_budget hint (exclude_hint.c) of the process with the most
+ * counted calls: "name,name,..." in excl. */
+static void sums_exclude(json_t *a, struct ada_agent_sums *s)
+{
+	json_t *o = json_object_get(json_object_get(a, "count_only"), "over_budget"), *e;
+	json_int_t calls = json_integer_value(json_object_get(o, "counted_calls"));
+	size_t i;
+	if (!json_is_object(o) || calls <= s->excl_calls)
+		return;
+	s->excl_calls = calls;
+	s->excl_cost_pct = json_number_value(json_object_get(o, "counts_cost_pct"));
+	s->excl_would_pct = json_number_value(json_object_get(o, "would_cost_pct"));
+	s->excl[0] = '\0';
+	s->excl_n = (int64_t)json_array_size(json_object_get(o, "exclude"));
+	json_array_foreach(json_object_get(o, "exclude"), i, e)
+	{
+		size_t u = strlen(s->excl);
+		const char *n = json_string_value(e);
+		if (!n || i == ADA_AGENT_EXCL_SHOWN || u + strlen(n) + 2 > sizeof(s->excl))
+			break; /* whole names only: the list stays one to paste */
+		snprintf(s->excl + u, sizeof(s->excl) - u, "%s%s", u ? "," : "", n);
+	}
+}
+
 void wal_agent_sums_fold(struct ada_agent_sums *s, json_t *a)
 {
+	sums_exclude(a, s);
 	sums_untraced(a, s->untraced);
 	sums_stripped(a, s);
 	sums_count_only(a, s);

@@ -564,6 +564,8 @@ void wal_manifest_agent(json_t *root, int pid_dir_fd, struct ada_agent_sums *sum
 	json_t *pid = json_object_get(root, "pid");
 	if (json_is_integer(pid) && wal_agent_inherit(a, (pid_t)json_integer_value(pid)))
 		(void)wal_agent_inherit_write(pid_dir_fd, a); /* else the file says whose it is */
+	/* A budget run whose counts cost more than it: what to exclude. */
+	wal_exclude_hint(json_object_get(a, "count_only"));
 	if (sums)
 		wal_agent_sums_fold(sums, a);
 	if (!out)

@@ -895,6 +895,10 @@ int wal_agent_inherit_write(int pid_dir_fd, const json_t *a);
  * to s: the calls not traced, count-only functions and the budget's
  * moves, the hottest functions, the images without symbols. */
 void wal_agent_sums_fold(struct ada_agent_sums *s, json_t *a);
+/* A final count_only section of a budget run whose counts cost more than
+ * the budget gets over_budget: the functions to --exclude-symbol, most
+ * calls first, and the estimated costs (exclude_hint.c, docs/manifest.md). */
+void wal_exclude_hint(json_t *co);
 
 /* vlog.c: the verbose log (`-v`, `--log`), on the drain thread. */
 int wal_vlog_init(struct ada_recorder *r);

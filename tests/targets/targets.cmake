@@ -141,6 +141,7 @@ ada_test_target(pspawn O2 SOURCES ${ADA_TGT_SRC}/t_pspawn.c)
 ada_test_target(reap O2 SOURCES ${ADA_TGT_SRC}/t_reap.c)
 ada_test_target(waits O2 SOURCES ${ADA_TGT_SRC}/t_waits.c)
 ada_test_target(idle O2 SOURCES ${ADA_TGT_SRC}/t_idle.c)
+ada_test_target(hot O2 SOURCES ${ADA_TGT_SRC}/t_hot.c)
 ada_test_target(detail O2 SOURCES ${ADA_TGT_SRC}/t_detail.c)
 ada_test_target(detail O0 SOURCES ${ADA_TGT_SRC}/t_detail.c)
 

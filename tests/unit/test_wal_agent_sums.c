@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -151,12 +152,102 @@ static void test_manifest_agent_sums(void **state)
 	rmdir(dir);
 }
 
+/* A count_only section: budget pct, cpu_ns, final, n functions f0.. with
+ * calls[i]; names[i] when given. */
+static json_t *co_of(json_int_t pct, json_int_t cpu, bool final, int n, const json_int_t *calls,
+                     const char *const *names)
+{
+	json_t *fns = json_array();
+	for (int i = 0; i < n; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "f%d", i);
+		json_array_append_new(fns,
+		                      json_pack("{s:s,s:I,s:s}", "name", names ? names[i] : name,
+		                                "calls", calls[i], "moved", "start"));
+	}
+	return json_pack("{s:b,s:I,s:I,s:o}", "final", final, "overhead_budget_pct", pct, "cpu_ns",
+	                 cpu, "functions", fns);
+}
+
+/* The hint (exclude_hint.c): most calls first, ties by name, globs and
+ * comma names passed over, as many as bring the counts within half the
+ * budget; nothing when within it, not final or without a budget; the sums
+ * keep the process with the most counted calls. */
+static void test_exclude_hint(void **state)
+{
+	(void)state;
+	/* 10 M calls at 1.2 ns = 12 ms of 112 ms: 12 % of the 100 ms left. */
+	static const json_int_t calls[5] = {1000000, 4000000, 2000000, 2000000, 1000000};
+	static const char *const names[5] = {"e", "a", "c", "b*", "d"};
+	json_t *co = co_of(10, 112000000, true, 5, calls, names);
+	wal_exclude_hint(co);
+	json_t *ob = json_object_get(co, "over_budget");
+	assert_non_null(ob);
+	assert_int_equal(json_integer_value(json_object_get(ob, "counted_calls")), 10000000);
+	assert_true(json_real_value(json_object_get(ob, "counts_cost_pct")) == 12.0);
+	/* a (4 M) leaves 7.2 ms, over 5 ms; b* passed over; c (2 M) leaves 4.8. */
+	json_t *ex = json_object_get(ob, "exclude");
+	assert_int_equal(json_array_size(ex), 2);
+	assert_string_equal(json_string_value(json_array_get(ex, 0)), "a");
+	assert_string_equal(json_string_value(json_array_get(ex, 1)), "c");
+	assert_int_equal(json_integer_value(json_object_get(ob, "exclude_calls")), 6000000);
+	assert_true(json_real_value(json_object_get(ob, "would_cost_pct")) == 4.8);
+	struct ada_agent_sums *s = calloc(1, sizeof(*s));
+	json_t *a = json_pack("{s:O}", "count_only", co);
+	wal_agent_sums_fold(s, a);
+	assert_string_equal(s->excl, "a,c");
+	assert_int_equal(s->excl_calls, 10000000);
+	json_decref(a);
+	json_decref(co);
+	/* Within the budget (10 M calls of 300 ms), not final, no budget. */
+	co = co_of(10, 300000000, true, 5, calls, names);
+	wal_exclude_hint(co);
+	assert_null(json_object_get(co, "over_budget"));
+	json_decref(co);
+	co = co_of(10, 112000000, false, 5, calls, names);
+	wal_exclude_hint(co);
+	assert_null(json_object_get(co, "over_budget"));
+	json_decref(co);
+	co = co_of(0, 112000000, true, 5, calls, names);
+	wal_exclude_hint(co);
+	assert_null(json_object_get(co, "over_budget"));
+	json_decref(co);
+	/* At most 64 names, ties by name (f0, f1, f10, f11 ...); the sums
+	 * show the first 12. */
+	json_int_t many[80];
+	for (int i = 0; i < 80; i++)
+		many[i] = 250000;
+	co = co_of(10, 30000000, true, 80, many, NULL);
+	wal_exclude_hint(co);
+	ex = json_object_get(json_object_get(co, "over_budget"), "exclude");
+	assert_int_equal(json_array_size(ex), 64);
+	assert_string_equal(json_string_value(json_array_get(ex, 2)), "f10");
+	/* A process with fewer counted calls does not replace the kept one. */
+	a = json_pack("{s:O}", "count_only", co);
+	wal_agent_sums_fold(s, a);
+	assert_int_equal(s->excl_calls, 20000000);
+	assert_int_equal(s->excl_n, 64);
+	assert_string_equal(s->excl, "f0,f1,f10,f11,f12,f13,f14,f15,f16,f17,f18,f19");
+	json_decref(a);
+	json_decref(co);
+	co = co_of(10, 112000000, true, 5, calls, names);
+	wal_exclude_hint(co);
+	a = json_pack("{s:O}", "count_only", co);
+	wal_agent_sums_fold(s, a);
+	assert_int_equal(s->excl_calls, 20000000);
+	assert_int_equal(strncmp(s->excl, "f0,f1,f10", 9), 0);
+	json_decref(a);
+	json_decref(co);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fold_sums),
 	    cmocka_unit_test(test_fold_bad_input),
 	    cmocka_unit_test(test_manifest_agent_sums),
+	    cmocka_unit_test(test_exclude_hint),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

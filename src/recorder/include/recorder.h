@@ -145,6 +145,8 @@ static inline const char *ada_window_miss_name(unsigned k)
  * the file (agent_sums.c), so the summary reads no file again, and a
  * process the disk budget retired still counts. */
 #define ADA_AGENT_STRIPPED_MAX 16 /* images without symbols told of, at most */
+#define ADA_AGENT_EXCL_SHOWN 12   /* names the summary line shows */
+
 struct ada_agent_sums {
 	/* untraced_calls shadow_full, unmatched_return, nested_signal;
 	 * stack_switches switches, frames_cut; untraced_calls recorder_gone */
@@ -154,6 +156,12 @@ struct ada_agent_sums {
 	int64_t counted[4];
 	char moved[1024];
 	char hot[512]; /* the first process's hot_functions, "name N %, ..." */
+	/* count_only.over_budget of the process whose counts cost the most
+	 * (exclude_hint.c): its counted calls, the percents, its names (at
+	 * most ADA_AGENT_EXCL_SHOWN of them in excl, all counted in excl_n) */
+	int64_t excl_calls, excl_n;
+	double excl_cost_pct, excl_would_pct;
+	char excl[768];
 	/* images whose functions came from .eh_frame: path and count, once
 	 * per path */
 	uint32_t nstripped;

@@ -1,0 +1,8 @@
+# --overhead-budget whose counts still cost more than the budget (issue 32
+# item 6, PR-003): the manifest's count_only.over_budget and the summary
+# line name the functions to --exclude-symbol, the most counted first
+# (tests/integration/exclude_hint_test.sh, t_hot's six leaves).
+add_test(NAME e2e.exclude_hint
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/exclude_hint_test.sh $<TARGET_FILE:ada>
+                 ${ADA_TGT_DIR}/t_hot_O2)
+set_tests_properties(e2e.exclude_hint PROPERTIES TIMEOUT 60 LABELS "e2e")
