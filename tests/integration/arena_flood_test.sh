@@ -82,8 +82,11 @@ m = json.load(open(sys.argv[1]))
 w = m["warnings"]
 assert m["state"] == "complete", m["state"]
 assert len(w) == 3, w
-assert "more arenas ignored for the same reason" in w[0], w[0]
-assert "stopped by a signal" in w[1] and "still running when the recording ended" in w[2], w
+# Each once, in any order: on a loaded machine the drain may meet the
+# flood's names only after the signal stopped the recording.
+for want in ("more arenas ignored for the same reason", "stopped by a signal",
+             "still running when the recording ended"):
+    assert sum(want in x for x in w) == 1, (want, w)
 PY
 	done
 	;;
