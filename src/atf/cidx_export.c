@@ -333,9 +333,9 @@ struct export_sum {
 };
 
 /* The events of a piece decoded straight into a direct export's staging
- * buffer: the iterator's (128 KiB; the CRC-32 re-reads them from L2).
- * Smaller pieces took more CPU, not less (docs/benchmarks.md). */
-#define EXPORT_PIECE_EVENTS ADA_CIDX_ITER_EVENTS
+ * buffer: few enough that the CRC-32 reads them back from the first
+ * levels of cache. */
+#define EXPORT_PIECE_EVENTS 1024u
 
 /* The next piece: decoded into the staging buffer when the output is
  * direct (a copy of the iterator's buffer into it was half an export's
