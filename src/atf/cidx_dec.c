@@ -821,66 +821,41 @@ int ada_cidx_iter_init(struct ada_cidx_iter *it, const struct ada_cidx_dec *d, u
 	return 0;
 }
 
-/* The next piece (at most max events, skip not yet passed over) decoded
- * into out, links applied; its events (0 at the end) or -EBADMSG. */
-static long iter_piece(struct ada_cidx_iter *it, struct atf_index_event *out, uint32_t max)
+long ada_cidx_iter_next(struct ada_cidx_iter *it, const struct atf_index_event **ev)
 {
 	const struct ada_cidx_dec *d = it->d;
 
-	if (!it->left) {
-		if (it->block >= d->nblk)
-			return 0;
-		int err = dec_block_start(d, it->block, it->m, &it->p, &it->end);
-		if (err)
-			goto bad;
-		it->left = d->blk[it->block++].nevents;
-	}
-	const uint32_t k = it->left < max ? it->left : max;
-	/* The block's last piece must end exactly at its last byte. */
-	if (dec_run(it->m, &it->p, it->end, out, k) != k || (k == it->left && it->p != it->end))
-		goto bad;
-	it->left -= k;
-	dec_apply_links(d, it->seq, k, out);
-	it->seq += k;
-	return (long)k;
-bad:
-	it->left = 0;
-	it->block = d->nblk; /* nothing more from this walk */
-	return -EBADMSG;
-}
-
-long ada_cidx_iter_next(struct ada_cidx_iter *it, const struct atf_index_event **ev)
-{
 	for (;;) {
-		const long k = iter_piece(it, it->buf, ADA_CIDX_ITER_EVENTS);
-		if (k <= 0)
-			return k;
-		if (it->skip >= (uint64_t)k) { /* before the seq the walk started at */
-			it->skip -= (uint64_t)k;
+		if (!it->left) {
+			if (it->block >= d->nblk)
+				return 0;
+			int err = dec_block_start(d, it->block, it->m, &it->p, &it->end);
+			if (err)
+				goto bad;
+			it->left = d->blk[it->block++].nevents;
+		}
+		const uint32_t k =
+		    it->left < ADA_CIDX_ITER_EVENTS ? it->left : ADA_CIDX_ITER_EVENTS;
+		/* The block's last piece must end exactly at its last byte. */
+		if (dec_run(it->m, &it->p, it->end, it->buf, k) != k ||
+		    (k == it->left && it->p != it->end))
+			goto bad;
+		it->left -= k;
+		dec_apply_links(d, it->seq, k, it->buf);
+		it->seq += k;
+		if (it->skip >= k) { /* before the seq the walk started at */
+			it->skip -= k;
 			continue;
 		}
 		const uint32_t off = (uint32_t)it->skip;
 		it->skip = 0;
 		*ev = it->buf + off;
-		return k - off;
+		return (long)(k - off);
 	}
-}
-
-long ada_cidx_iter_next_into(struct ada_cidx_iter *it, struct atf_index_event *out, uint32_t max)
-{
-	for (;;) {
-		const long k = iter_piece(it, out, max ? max : 1);
-		if (k <= 0 || !it->skip)
-			return k;
-		if (it->skip >= (uint64_t)k) { /* before the seq the walk started at */
-			it->skip -= (uint64_t)k;
-			continue;
-		}
-		const uint32_t off = (uint32_t)it->skip;
-		it->skip = 0;
-		memmove(out, out + off, (size_t)(k - off) * sizeof(*out));
-		return k - off;
-	}
+bad:
+	it->left = 0;
+	it->block = d->nblk; /* nothing more from this walk */
+	return -EBADMSG;
 }
 
 void ada_cidx_iter_fini(struct ada_cidx_iter *it)

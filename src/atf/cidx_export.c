@@ -295,22 +295,6 @@ static int export_out_put(struct export_out *o, const void *p, size_t len, uint6
 	return 0;
 }
 
-/* Room for whole events at the end of buf[cur] (direct only; at least
- * one: a full buffer is sent at once, and every piece is whole events
- * after the 64-byte header). */
-static struct atf_index_event *export_out_room(struct export_out *o, uint32_t *n)
-{
-	*n = (uint32_t)((EXPORT_DIRECT_BYTES - o->len) / ATF_INDEX_EVENT_SIZE);
-	return (void *)(o->buf[o->cur] + o->len);
-}
-
-/* len bytes written in place where export_out_room() pointed. */
-static int export_out_commit(struct export_out *o, size_t len)
-{
-	o->len += len;
-	return o->len == EXPORT_DIRECT_BYTES ? export_out_send(o) : 0;
-}
-
 /* The staged rest written, every write waited for; the padding, and past
  * a failed or salvaged export the space allocated ahead, cut off; the fd
  * as it came. */
@@ -332,33 +316,12 @@ struct export_sum {
 	uint32_t crc;
 };
 
-/* The events of a piece decoded straight into a direct export's staging
- * buffer: few enough that the CRC-32 reads them back from the first
- * levels of cache. */
-#define EXPORT_PIECE_EVENTS 1024u
-
-/* The next piece: decoded into the staging buffer when the output is
- * direct (a copy of the iterator's buffer into it was half an export's
- * CPU), else into the iterator's buffer; *ev points at it. */
-static long export_next(struct ada_cidx_iter *it, struct export_out *out,
-                        const struct atf_index_event **ev)
-{
-	if (!out->direct)
-		return ada_cidx_iter_next(it, ev);
-	uint32_t room;
-	struct atf_index_event *p = export_out_room(out, &room);
-	*ev = p;
-	return ada_cidx_iter_next_into(it, p,
-	                               room < EXPORT_PIECE_EVENTS ? room : EXPORT_PIECE_EVENTS);
-}
-
 /* Decodes and writes the events from offset ATF_HEADER_SIZE a piece at a
- * time (the kernel copies a piece while it is in cache; a direct write's
- * pieces are decoded in place), the CRC-32 and time range kept as they
- * go. At the first block that does not decode (*bad) the sum goes back to
- * the whole blocks before it, as SALVAGE reads (the pieces of it written
- * are overwritten by the footer or cut off by the caller; a piece that
- * failed to decode in place is never staged). */
+ * time (the iterator's buffer, still in cache when the kernel copies it),
+ * the CRC-32 and time range kept as they go. At the first block that does
+ * not decode (*bad) the sum goes back to the whole blocks before it, as
+ * SALVAGE reads (the pieces of it written are overwritten by the footer
+ * or cut off by the caller). */
 static int export_stream(const struct ada_cidx_dec *d, const uint8_t *map, struct export_out *out,
                          struct export_sum *sum, bool *bad)
 {
@@ -370,14 +333,12 @@ static int export_stream(const struct ada_cidx_dec *d, const uint8_t *map, struc
 	long k = 0;
 	int err = ada_cidx_iter_init(&it, d, 0);
 
-	while (!err && (k = export_next(&it, out, &ev)) > 0) {
-		const size_t bytes = (size_t)k * ATF_INDEX_EVENT_SIZE;
+	while (!err && (k = ada_cidx_iter_next(&it, &ev)) > 0) {
 		s.t0 = s.n ? s.t0 : ev[0].timestamp_ns;
 		s.t1 = ev[k - 1].timestamp_ns;
-		s.crc = ada_atf_crc32(s.crc, ev, bytes);
-		err = out->direct ? export_out_commit(out, bytes)
-		                  : export_out_put(out, ev, bytes,
-		                                   ATF_HEADER_SIZE + s.n * ATF_INDEX_EVENT_SIZE);
+		s.crc = ada_atf_crc32(s.crc, ev, (size_t)k * ATF_INDEX_EVENT_SIZE);
+		err = export_out_put(out, ev, (size_t)k * ATF_INDEX_EVENT_SIZE,
+		                     ATF_HEADER_SIZE + s.n * ATF_INDEX_EVENT_SIZE);
 		s.n += (uint64_t)k;
 		if (!it.left) { /* a block's last piece: it decoded whole */
 			whole = s;

@@ -387,10 +387,6 @@ int ada_cidx_iter_init(struct ada_cidx_iter *it, const struct ada_cidx_dec *d, u
  * many (0 at the end) or -EBADMSG when the block they are in does not
  * decode. They stay valid until the next call. */
 long ada_cidx_iter_next(struct ada_cidx_iter *it, const struct atf_index_event **ev);
-/* The same walk, the next piece (at most max events) decoded into the
- * caller's out instead: the export decodes into its write buffer, where
- * a copy from the iterator's buffer cost more than the decoding. */
-long ada_cidx_iter_next_into(struct ada_cidx_iter *it, struct atf_index_event *out, uint32_t max);
 void ada_cidx_iter_fini(struct ada_cidx_iter *it);
 
 /* The link table: detail_seq of index_seq (ATF_NO_DETAIL when none). */
