@@ -23,6 +23,9 @@
 
 #include <linux/magic.h>
 #include <liburing.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "atf_internal.h"
 #include "cidx.h"
@@ -240,6 +243,9 @@ static int export_out_send(struct export_out *o)
 	uint32_t len =
 	    (uint32_t)((o->len + EXPORT_DIRECT_ALIGN - 1) & ~(size_t)(EXPORT_DIRECT_ALIGN - 1));
 	memset(o->buf[o->cur] + o->len, 0, len - o->len);
+#if defined(__x86_64__)
+	_mm_sfence(); /* export_stage()'s streamed stores before the write reads them */
+#endif
 	if (o->off == 0) { /* the first piece: does the file take direct writes? */
 		ssize_t k = pwrite(o->fd, o->buf[0], len, 0);
 		if (k < 0 && errno == EINVAL) {
@@ -275,6 +281,29 @@ static int export_out_send(struct export_out *o)
 	return o->err;
 }
 
+/* Copies len bytes into a staging buffer with stores that bypass the
+ * cache where they can (x86-64, 16-byte aligned, whole 64-byte lines):
+ * the buffer is only read again by the disk's DMA, and ordinary stores
+ * first fetched each of its cold lines (the copy was half an export's
+ * CPU); an sfence in export_out_send() orders them before the write. */
+static void export_stage(uint8_t *dst, const uint8_t *src, size_t len)
+{
+#if defined(__x86_64__)
+	if (len % 64 == 0 && (uintptr_t)dst % 16 == 0 && (uintptr_t)src % 16 == 0) {
+		__m128i *d = (void *)dst;
+		const __m128i *s = (const void *)src;
+		for (size_t i = 0; i < len / 16; i += 4) {
+			_mm_stream_si128(d + i, _mm_load_si128(s + i));
+			_mm_stream_si128(d + i + 1, _mm_load_si128(s + i + 1));
+			_mm_stream_si128(d + i + 2, _mm_load_si128(s + i + 2));
+			_mm_stream_si128(d + i + 3, _mm_load_si128(s + i + 3));
+		}
+		return;
+	}
+#endif
+	memcpy(dst, src, len);
+}
+
 /* The next len bytes of the file, at off (every byte before it written
  * or staged). */
 static int export_out_put(struct export_out *o, const void *p, size_t len, uint64_t off)
@@ -285,7 +314,7 @@ static int export_out_put(struct export_out *o, const void *p, size_t len, uint6
 			                    off + done);
 		size_t k = EXPORT_DIRECT_BYTES - o->len < len - done ? EXPORT_DIRECT_BYTES - o->len
 		                                                     : len - done;
-		memcpy(o->buf[o->cur] + o->len, (const uint8_t *)p + done, k);
+		export_stage(o->buf[o->cur] + o->len, (const uint8_t *)p + done, k);
 		o->len += k;
 		done += k;
 		int r = o->len == EXPORT_DIRECT_BYTES ? export_out_send(o) : 0;
