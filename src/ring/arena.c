@@ -226,18 +226,24 @@ static int arena_spill_reserve(struct ada_arena *a, uint32_t slot)
  * maps a page the first write must fault on again, and arenas populated
  * with reads there lost detail records (test_wal_detail's windows, its
  * arenas in /tmp). */
-static int arena_populate_range(struct ada_arena *a, uint64_t start, uint64_t end)
+static int arena_madvise_range(struct ada_arena *a, uint64_t start, uint64_t end, bool read)
 {
 #if defined(MADV_POPULATE_WRITE) && defined(MADV_POPULATE_READ)
-	int advice = a->populate_read ? MADV_POPULATE_READ : MADV_POPULATE_WRITE;
+	int advice = read ? MADV_POPULATE_READ : MADV_POPULATE_WRITE;
 	if (madvise(a->base + start, end - start, advice) != 0 && errno != EINVAL)
 		return -errno;
 #else
 	(void)a;
 	(void)start;
 	(void)end;
+	(void)read;
 #endif
 	return 0;
+}
+
+static int arena_populate_range(struct ada_arena *a, uint64_t start, uint64_t end)
+{
+	return arena_madvise_range(a, start, end, a->populate_read);
 }
 
 /* Maps [start, end) of the mapping, pages the file has (the recorder
@@ -248,16 +254,7 @@ static int arena_populate_range(struct ada_arena *a, uint64_t start, uint64_t en
  * a page the first write must fault on again). 0 or -errno. */
 static int arena_map_range(struct ada_arena *a, uint64_t start, uint64_t end)
 {
-#if defined(MADV_POPULATE_WRITE) && defined(MADV_POPULATE_READ)
-	int advice = a->map_read ? MADV_POPULATE_READ : MADV_POPULATE_WRITE;
-	if (madvise(a->base + start, end - start, advice) != 0 && errno != EINVAL)
-		return -errno;
-#else
-	(void)a;
-	(void)start;
-	(void)end;
-#endif
-	return 0;
+	return arena_madvise_range(a, start, end, a->map_read);
 }
 
 /* The page-aligned byte range of slot's region in the mapping. */
