@@ -250,6 +250,37 @@ static void fmt_drain(FILE *f, json_t *d)
 	        (long long)fmt_int(d, "averted"));
 }
 
+/* "  --overhead-budget: counts still cost ~N % of pid P's CPU ...;
+ * --exclude-symbol A,B,... would bring them to ~M %": hooks.count_only's
+ * over_budget (src/recorder/exclude_hint.c, the summary line's rule), its
+ * first ADA_AGENT_EXCL_SHOWN names, whole, and how many more. */
+static void fmt_over_budget(FILE *f, json_t *ob, bool live)
+{
+	json_t *ex = json_object_get(ob, "exclude"), *e;
+	size_t i, shown = 0;
+	if (!json_is_object(ob) || !json_array_size(ex))
+		return;
+	fprintf(f,
+	        "  --overhead-budget: counts %scost ~%.0f %% of pid %lld's CPU (%.1f M calls at "
+	        "~%.1f ns, an estimate%s); --exclude-symbol ",
+	        live ? "" : "still ", json_number_value(json_object_get(ob, "counts_cost_pct")),
+	        (long long)fmt_int(ob, "pid"), (double)fmt_int(ob, "counted_calls") / 1e6,
+	        (double)fmt_int(ob, "count_cost_ps") / 1e3,
+	        live ? ", the ended threads' counts so far" : "");
+	json_array_foreach(ex, i, e)
+	{
+		if (i == ADA_AGENT_EXCL_SHOWN || !json_is_string(e))
+			break;
+		fprintf(f, "%s%s", i ? "," : "", json_string_value(e));
+		shown++;
+	}
+	if (shown < json_array_size(ex))
+		fprintf(f, " and %zu more (hooks.count_only.over_budget in --json)",
+		        json_array_size(ex) - shown);
+	fprintf(f, " would bring them to ~%.0f %% (docs/hooks.md, Pathological symbols)\n",
+	        json_number_value(json_object_get(ob, "would_cost_pct")));
+}
+
 void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 {
 	json_t *procs = json_object_get(st, "processes");
@@ -318,6 +349,10 @@ void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 	fmt_usage(f, "target", json_object_get(st, "target"));
 	fputc('\n', f);
 	fmt_drain(f, json_object_get(st, "drain"));
+	fmt_over_budget(f,
+	                json_object_get(json_object_get(json_object_get(st, "hooks"), "count_only"),
+	                                "over_budget"),
+	                live);
 	fmt_recent_windows(f, w);
 }
 
@@ -363,6 +398,16 @@ static void man_add_count_only(json_t *h, json_t *man)
 	}
 	json_object_set_new(co, "functions", json_integer(fns));
 	json_object_set_new(co, "calls", json_integer(calls));
+	/* The manifest's exclude hint (final counts), of the process with the
+	 * most counted calls, as the live status and the summary keep it. */
+	json_t *ob = json_object_get(json_object_get(man, "count_only"), "over_budget");
+	if (json_is_object(ob) &&
+	    fmt_int(ob, "counted_calls") >
+	        fmt_int(json_object_get(co, "over_budget"), "counted_calls")) {
+		json_t *c = json_deep_copy(ob);
+		json_object_set_new(c, "pid", json_integer(fmt_int(man, "pid")));
+		json_object_set_new(co, "over_budget", c);
+	}
 }
 
 static void man_add(json_t *st, json_t *man)

@@ -29,12 +29,33 @@ struct status_hook_sum {
 	json_int_t time_us_max;                      /* the slowest process's hook_time_us.total */
 	json_int_t count_only_fns, count_only_calls; /* --count-only, budget moves */
 	json_t *moved; /* --overhead-budget's moves: pid, name, when, why */
+	json_t *over;  /* the over_budget hint of the process with the most counted calls */
 };
 
 #define STATUS_MOVED_MAX 64 /* moves listed; the count says the rest */
 
+/* The exclude hint of a count_only section (the manifest's rule,
+ * ada_exclude_hint_of) as the agent last wrote it, kept when its process
+ * has more counted calls than the one kept: the summary line's choice.
+ * Live, the counts are the ended threads' and the CPU all of them: the
+ * estimate can only be low, never a false alarm. */
+static void status_over_budget_of(json_t *co, pid_t pid, struct status_hook_sum *sum)
+{
+	json_t *ob = ada_exclude_hint_of(co);
+	if (!ob)
+		return;
+	json_int_t calls = json_integer_value(json_object_get(ob, "counted_calls"));
+	if (sum->over && calls <= json_integer_value(json_object_get(sum->over, "counted_calls"))) {
+		json_decref(ob);
+		return;
+	}
+	json_object_set_new(ob, "pid", json_integer(pid));
+	json_decref(sum->over);
+	sum->over = ob;
+}
+
 /* agent.json's count_only (docs/hooks.md): its functions and calls summed,
- * the budget's moves listed with their pid. */
+ * the budget's moves listed with their pid, its exclude hint. */
 static void status_count_only_of(json_t *a, pid_t pid, struct status_hook_sum *sum)
 {
 	size_t i;
@@ -56,6 +77,7 @@ static void status_count_only_of(json_t *a, pid_t pid, struct status_hook_sum *s
 		              json_integer_value(json_object_get(e, "mean_ns")), "moved_after_ms",
 		              json_integer_value(json_object_get(e, "moved_after_ms"))));
 	}
+	status_over_budget_of(json_object_get(a, "count_only"), pid, sum);
 }
 
 /* pid_N/agent.json (written by the agent inside the target: input, read
@@ -95,10 +117,11 @@ static json_t *status_hooks(struct ada_control *c)
 	for (uint32_t i = 0; buf && i < c->live->nprocs; i++)
 		status_hooks_of(c->h.session_fd, c->live->procs[i].pid, buf, &sum);
 	free(buf);
-	return json_pack("{s:I,s:I,s:f,s:{s:I,s:I,s:o}}", "installed", sum.installed, "skipped",
-	                 sum.skipped, "hook_time_ms_max", (double)sum.time_us_max / 1e3,
+	return json_pack("{s:I,s:I,s:f,s:{s:I,s:I,s:o,s:o*}}", "installed", sum.installed,
+	                 "skipped", sum.skipped, "hook_time_ms_max", (double)sum.time_us_max / 1e3,
 	                 "count_only", "functions", sum.count_only_fns, "calls",
-	                 sum.count_only_calls, "moved_by_budget", sum.moved);
+	                 sum.count_only_calls, "moved_by_budget", sum.moved, "over_budget",
+	                 sum.over);
 }
 
 static json_t *status_drops(const uint64_t *d)

@@ -428,6 +428,60 @@ def case_status(ada, target, work):
           "with %r" % (st["events"], final, st["hooks"], st["drops"], last))
 
 
+# A budget run's live counts (agent.json's count_only as the agent last
+# wrote it): 10 M calls at the documented 1.2 ns are 12 ms of 112 ms of
+# CPU, 12 % of the 100 ms left, over a 10 % budget; a (4 M) and then b
+# (2 M, before c by name) bring the rest to 4.8 %, within half of it.
+OVER_FNS = (("e", 1000000), ("a", 4000000), ("c", 2000000), ("b", 2000000), ("d", 1000000))
+
+
+def case_overbudget(ada, target, work):
+    """`ada status` names what to --exclude-symbol while recording
+    (src/recorder/exclude_hint.c, the manifest's and the summary's rule),
+    from pid_N/agent.json: the test writes the count_only a budget run's
+    agent would (the budget's own moves are timing, these are counts),
+    atomically, as the agent does, and the status reads it at once."""
+    r = Rec(ada, target, work, ["--count-only", "leaf"])
+    try:
+        path = os.path.join(r.session, "pid_%d" % r.pid, "agent.json")
+        status_until(r, lambda st: st["hooks"]["count_only"]["functions"] == 1,
+                     "the agent's count_only")
+        st = status_until(r, lambda st: True, "a status")
+        check("over_budget" not in st["hooks"]["count_only"],
+              "no budget, yet over_budget %r" % st["hooks"]["count_only"])
+        with open(path) as f:
+            a = json.load(f)
+        a["count_only"].update({"final": False, "overhead_budget_pct": 10,
+                                "cpu_ns": 112000000,
+                                "functions": [{"id": i + 1, "name": n, "calls": c,
+                                               "moved": "budget"}
+                                              for i, (n, c) in enumerate(OVER_FNS)]})
+        with open(path + ".t", "w") as f:
+            json.dump(a, f)
+        os.rename(path + ".t", path)
+        _, so, _ = r.ada_cmd("status", str(r.pid), "--json", ok=False)
+        ob = json.loads(so)["hooks"]["count_only"].get("over_budget")
+        want = {"pid": r.pid, "count_cost_ps": 1200, "counted_calls": 10000000,
+                "counts_cost_pct": 12.0, "exclude": ["a", "b"], "exclude_calls": 6000000,
+                "would_cost_pct": 4.8}
+        check(ob == want, "live over_budget %r, not %r" % (ob, want))
+        _, line, _ = r.ada_cmd("status", str(r.pid), ok=False)
+        want_line = ("  --overhead-budget: counts cost ~12 %% of pid %d's CPU (10.0 M calls at "
+                     "~1.2 ns, an estimate, the ended threads' counts so far); --exclude-symbol "
+                     "a,b would bring them to ~5 %% (docs/hooks.md, Pathological symbols)"
+                     % r.pid)
+        check(want_line in line.splitlines(), "ada status lacks %r:\n%s" % (want_line, line))
+        man = r.finish()
+    finally:
+        r.kill()
+    # the agent's own exit counts replaced the file: leaf's, no budget
+    check("over_budget" not in man.get("count_only", {}), "manifest %r" % man.get("count_only"))
+    _, so, _ = r.ada_cmd("status", r.session, "--json")
+    done = json.loads(so)["hooks"]["count_only"]
+    check("over_budget" not in done, "finished status count_only %r" % done)
+    print("overbudget: live %s" % ob)
+
+
 def status_until(r, cond, what):
     """`ada status PID --json` until cond(status) holds (a poll on the
     drain's published view, not a timed wait; 60 s run-away guard)."""
@@ -984,7 +1038,7 @@ def case_idlepools(ada, target, work):
     print("idlepools: after the window (%d records) the pools are %r" % (w[0]["records"], pools))
 
 
-CASES = {"wake": case_wake, "looks": case_looks, "retitle": case_retitle, "arm": case_arm, "held": case_held, "fakeserver": case_fakeserver, "windows": case_windows, "note": case_note, "status": case_status,
+CASES = {"overbudget": case_overbudget, "wake": case_wake, "looks": case_looks, "retitle": case_retitle, "arm": case_arm, "held": case_held, "fakeserver": case_fakeserver, "windows": case_windows, "note": case_note, "status": case_status,
          "malformed": case_malformed, "never": case_never, "peer": case_peer,
          "registry": case_registry, "always": case_always, "forkheap": case_forkheap,
          "idlepools": case_idlepools}

@@ -7,7 +7,8 @@
 # count_only.over_budget must list the most counted functions, most
 # calls first (a prefix of hot_a, hot_b ... as many as its estimate
 # needs: the number depends on the CPU time, the order does not), its
-# exclude_calls their exact sum, and the summary line the same list.
+# exclude_calls their exact sum, and the summary line and `ada status`
+# of the finished session the same list.
 # Counts, not times.
 #   exclude_hint_test.sh ADA T_HOT
 set -u
@@ -23,7 +24,9 @@ rc=$?
 [ $rc -eq 0 ] || fail "ada record exited $rc"
 S=$(tail -n 1 "$WORK/err")
 [ -d "$S" ] || fail "last stderr line is not the session directory: $S"
-python3 - "$S" "$WORK/err" <<'PY' || fail "over_budget is not the hottest counted functions in order"
+"$ADA" status "$S" --json >"$WORK/st.json" 2>>"$WORK/err" || fail "ada status --json failed"
+"$ADA" status "$S" >"$WORK/st.txt" 2>>"$WORK/err" || fail "ada status failed"
+python3 - "$S" "$WORK/err" "$WORK/st.json" "$WORK/st.txt" <<'PY' || fail "over_budget is not the hottest counted functions in order"
 import glob, json, sys
 sess, err = sys.argv[1], open(sys.argv[2]).read()
 (path,) = glob.glob(sess + '/pid_*/manifest.json')
@@ -41,6 +44,10 @@ assert ob['counted_calls'] == sum(want.values()), ob
 assert ob['counts_cost_pct'] > 10 and ob['would_cost_pct'] < ob['counts_cost_pct'], ob
 line = '--exclude-symbol %s would bring them' % ','.join(names)
 assert line in err, 'summary lacks %r' % line
+# `ada status` of the finished session: the manifest's, with its pid
+st = json.load(open(sys.argv[3]))['hooks']['count_only'].get('over_budget')
+assert st == dict(ob, pid=json.load(open(path))['pid']), 'ada status over_budget %r' % st
+assert line in open(sys.argv[4]).read(), 'ada status lacks %r' % line
 print('exclude_hint: %s (%.1f %% -> %.1f %%)' % (','.join(names), ob['counts_cost_pct'],
                                                  ob['would_cost_pct']))
 PY

@@ -171,7 +171,9 @@ static json_t *co_of(json_int_t pct, json_int_t cpu, bool final, int n, const js
 
 /* The hint (exclude_hint.c): most calls first, ties by name, globs and
  * comma names passed over, as many as bring the counts within half the
- * budget; nothing when within it, not final or without a budget; the sums
+ * budget; nothing when within it, without a budget, or in the manifest
+ * when not final (ada_exclude_hint_of, as `ada status` asks it, still
+ * answers); the sums
  * keep the process with the most counted calls. */
 static void test_exclude_hint(void **state)
 {
@@ -207,6 +209,21 @@ static void test_exclude_hint(void **state)
 	co = co_of(10, 112000000, false, 5, calls, names);
 	wal_exclude_hint(co);
 	assert_null(json_object_get(co, "over_budget"));
+	/* Not final, as `ada status` reads agent.json while recording: the
+	 * same rule, asked directly (the manifest's keeps to final counts). */
+	ob = ada_exclude_hint_of(co);
+	ex = json_object_get(ob, "exclude");
+	assert_int_equal(json_array_size(ex), 2);
+	assert_string_equal(json_string_value(json_array_get(ex, 0)), "a");
+	assert_string_equal(json_string_value(json_array_get(ex, 1)), "c");
+	assert_true(json_real_value(json_object_get(ob, "would_cost_pct")) == 4.8);
+	json_decref(ob);
+	json_decref(co);
+	/* Calls summed saturating (the file is the target's: no overflow,
+	 * the undefined-behaviour build checks), more than the CPU: no hint. */
+	static const json_int_t huge[2] = {INT64_MAX, INT64_MAX};
+	co = co_of(10, 112000000, false, 2, huge, names);
+	assert_null(ada_exclude_hint_of(co));
 	json_decref(co);
 	co = co_of(0, 112000000, true, 5, calls, names);
 	wal_exclude_hint(co);

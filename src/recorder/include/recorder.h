@@ -16,6 +16,7 @@
 #ifndef ADA_RECORDER_H
 #define ADA_RECORDER_H
 
+#include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -170,6 +171,16 @@ struct ada_agent_sums {
 		int64_t functions;
 	} stripped[ADA_AGENT_STRIPPED_MAX];
 };
+
+/* What --exclude-symbol would save a budget run whose counts cost more
+ * than its budget (exclude_hint.c, docs/manifest.md count_only.over_budget):
+ * from a count_only section (agent.json's, the manifest's), a new object
+ * with the estimated costs and the functions to exclude, most calls first;
+ * NULL when within the budget, without a budget or a CPU time. One rule
+ * for the manifest (final counts only), the summary line and `ada status`
+ * (live: the counts the agent last wrote). Cheap when within the budget
+ * (one pass, no allocation); bounded (4096 functions, 64 names). */
+json_t *ada_exclude_hint_of(json_t *co);
 
 struct ada_record_summary {
 	uint64_t events;
