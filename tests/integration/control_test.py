@@ -449,17 +449,24 @@ def case_overbudget(ada, target, work):
         st = status_until(r, lambda st: True, "a status")
         check("over_budget" not in st["hooks"]["count_only"],
               "no budget, yet over_budget %r" % st["hooks"]["count_only"])
-        with open(path) as f:
-            a = json.load(f)
-        a["count_only"].update({"final": False, "overhead_budget_pct": 10,
-                                "cpu_ns": 112000000,
-                                "functions": [{"id": i + 1, "name": n, "calls": c,
-                                               "moved": "budget"}
-                                              for i, (n, c) in enumerate(OVER_FNS)]})
-        with open(path + ".t", "w") as f:
-            json.dump(a, f)
-        os.rename(path + ".t", path)
-        _, so, _ = r.ada_cmd("status", str(r.pid), "--json", ok=False)
+        # the program is blocked on its pipe; should the agent still
+        # rewrite its file (its start-up's last write), write ours again
+        for _ in range(20):
+            with open(path) as f:
+                a = json.load(f)
+            a["count_only"].update({"final": False, "overhead_budget_pct": 10,
+                                    "cpu_ns": 112000000,
+                                    "functions": [{"id": i + 1, "name": n, "calls": c,
+                                                   "moved": "budget"}
+                                                  for i, (n, c) in enumerate(OVER_FNS)]})
+            with open(path + ".t", "w") as f:
+                json.dump(a, f)
+            os.rename(path + ".t", path)
+            _, so, _ = r.ada_cmd("status", str(r.pid), "--json", ok=False)
+            with open(path) as f:
+                if json.load(f)["count_only"].get("cpu_ns") == 112000000:
+                    break
+            time.sleep(0.05)
         ob = json.loads(so)["hooks"]["count_only"].get("over_budget")
         want = {"pid": r.pid, "count_cost_ps": 1200, "counted_calls": 10000000,
                 "counts_cost_pct": 12.0, "exclude": ["a", "b"], "exclude_calls": 6000000,
