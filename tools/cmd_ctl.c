@@ -254,10 +254,11 @@ static void fmt_drain(FILE *f, json_t *d)
  * --exclude-symbol A,B,... would bring them to ~M %": hooks.count_only's
  * over_budget (src/recorder/exclude_hint.c, the summary line's rule), its
  * first ADA_AGENT_EXCL_SHOWN names, whole, and how many more. */
-static void fmt_over_budget(FILE *f, json_t *ob, bool live)
+static void fmt_over_budget(FILE *f, json_t *ob)
 {
 	json_t *ex = json_object_get(ob, "exclude"), *e;
 	size_t i, shown = 0;
+	bool live = !json_is_true(json_object_get(ob, "final")); /* its process runs */
 	if (!json_is_object(ob) || !json_array_size(ex))
 		return;
 	fprintf(f,
@@ -351,8 +352,7 @@ void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 	fmt_drain(f, json_object_get(st, "drain"));
 	fmt_over_budget(f,
 	                json_object_get(json_object_get(json_object_get(st, "hooks"), "count_only"),
-	                                "over_budget"),
-	                live);
+	                                "over_budget"));
 	fmt_recent_windows(f, w);
 }
 
@@ -406,6 +406,7 @@ static void man_add_count_only(json_t *h, json_t *man)
 	        fmt_int(json_object_get(co, "over_budget"), "counted_calls")) {
 		json_t *c = json_deep_copy(ob);
 		json_object_set_new(c, "pid", json_integer(fmt_int(man, "pid")));
+		json_object_set_new(c, "final", json_true()); /* the manifest's only when final */
 		json_object_set_new(co, "over_budget", c);
 	}
 }

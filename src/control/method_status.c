@@ -37,8 +37,9 @@ struct status_hook_sum {
 /* The exclude hint of a count_only section (the manifest's rule,
  * ada_exclude_hint_of) as the agent last wrote it, kept when its process
  * has more counted calls than the one kept: the summary line's choice.
- * Live, the counts are the ended threads' and the CPU all of them: the
- * estimate can only be low, never a false alarm. */
+ * Until the process's exit (final: false) the counts are the ended
+ * threads' and the CPU all of them: the estimate can only be low, never
+ * a false alarm. */
 static void status_over_budget_of(json_t *co, pid_t pid, struct status_hook_sum *sum)
 {
 	json_t *ob = ada_exclude_hint_of(co);
@@ -50,6 +51,7 @@ static void status_over_budget_of(json_t *co, pid_t pid, struct status_hook_sum 
 		return;
 	}
 	json_object_set_new(ob, "pid", json_integer(pid));
+	json_object_set_new(ob, "final", json_boolean(json_is_true(json_object_get(co, "final"))));
 	json_decref(sum->over);
 	sum->over = ob;
 }

@@ -468,7 +468,7 @@ def case_overbudget(ada, target, work):
                     break
             time.sleep(0.05)
         ob = json.loads(so)["hooks"]["count_only"].get("over_budget")
-        want = {"pid": r.pid, "count_cost_ps": 1200, "counted_calls": 10000000,
+        want = {"pid": r.pid, "final": False, "count_cost_ps": 1200, "counted_calls": 10000000,
                 "counts_cost_pct": 12.0, "exclude": ["a", "b"], "exclude_calls": 6000000,
                 "would_cost_pct": 4.8}
         check(ob == want, "live over_budget %r, not %r" % (ob, want))

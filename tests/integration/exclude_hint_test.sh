@@ -46,7 +46,7 @@ line = '--exclude-symbol %s would bring them' % ','.join(names)
 assert line in err, 'summary lacks %r' % line
 # `ada status` of the finished session: the manifest's, with its pid
 st = json.load(open(sys.argv[3]))['hooks']['count_only'].get('over_budget')
-assert st == dict(ob, pid=json.load(open(path))['pid']), 'ada status over_budget %r' % st
+assert st == dict(ob, pid=json.load(open(path))['pid'], final=True), 'ada status over_budget %r' % st
 assert line in open(sys.argv[4]).read(), 'ada status lacks %r' % line
 print('exclude_hint: %s (%.1f %% -> %.1f %%)' % (','.join(names), ob['counts_cost_pct'],
                                                  ob['would_cost_pct']))
