@@ -500,7 +500,7 @@ static int fs_read_exact(int fd, uint8_t *buf, size_t len)
  * reaches them (a plan cache or symbol-table file of hundreds of KiB,
  * read by every process at start-up). Best effort: a kernel without
  * MADV_POPULATE_WRITE faults them in as before. */
-static void fs_populate(uint8_t *p, size_t len)
+void ada_fs_populate(void *p, size_t len)
 {
 #ifdef MADV_POPULATE_WRITE
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -528,7 +528,7 @@ int ada_fs_read_private(const char *path, uint64_t min, uint64_t max, void *buf,
 	if (!err && !dst && !(dst = malloc(want ? want : 1)))
 		err = -ENOMEM;
 	else if (!err && !buf)
-		fs_populate(dst, want);
+		ada_fs_populate(dst, want);
 	if (!err)
 		err = fs_read_exact(fd, dst, want);
 	close(fd);

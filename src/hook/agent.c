@@ -695,6 +695,7 @@ static int agent_start(void)
 	}
 	agent.cache_agent_hash = plan_cache_self_hash((uint64_t)(uintptr_t)&agent_start);
 	agent_scan();
+	agent_note_main_stack(); /* while the scan's maps snapshot holds */
 	err = agent_process_setup();
 	if (err)
 		return err;

@@ -186,6 +186,9 @@ void agent_fast_layout(struct hook_arch_fast *f);
 /* Not hook context (cold path, guard set): the calling thread's stack
  * [lo, hi) for the detail lane's snapshots; 0, 0 when unknown. */
 void agent_thread_stack(uint64_t *lo, uint64_t *hi);
+/* At start-up, after the scan: the main thread's stack from hook_mem's
+ * snapshot of /proc/self/maps, for agent_thread_stack(). */
+void agent_note_main_stack(void);
 /* agent_install.c: the first detail set, before anything is patched
  * (every function, or none until the globs are matched); then the set
  * built from the config and the modules hooked so far, published after
@@ -480,6 +483,11 @@ struct agent_state {
 	bool par_analysis;
 	uint64_t par_fallback;
 	uint64_t ns_arena, ns_discovery, ns_symbols, ns_patching, ns_files, ns_total;
+	/* The main thread's stack of process main_stack_pid, as
+	 * pthread_getattr_np would give it, from the start-up's read of
+	 * /proc/self/maps (agent_note_main_stack); 0: ask glibc. */
+	pid_t main_stack_pid;
+	uint64_t main_stack_lo, main_stack_hi;
 	/* The process whose pid_N/modules/ holds the .syms files as last
 	 * written (0: none yet); inherited by a forked child, which links
 	 * them instead of writing them again. syms_shared: this process's

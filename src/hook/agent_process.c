@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "agent_internal.h"
@@ -182,15 +183,39 @@ void agent_dl_changed(void)
 	errno = saved;
 }
 
+extern void *__libc_stack_end; /* the loader's: glibc's own main-thread stack test */
+
+void agent_note_main_stack(void)
+{
+	struct rlimit rl;
+	uint64_t lo, hi;
+	if (getrlimit(RLIMIT_STACK, &rl) == 0 &&
+	    hook_mem_main_stack(agent.mem, (uint64_t)(uintptr_t)__libc_stack_end,
+	                        (uint64_t)rl.rlim_cur, &lo, &hi) == 0) {
+		agent.main_stack_lo = lo;
+		agent.main_stack_hi = hi;
+		agent.main_stack_pid = getpid();
+	}
+}
+
 /* pthread_getattr_np gives the thread's stack; for the main thread glibc
- * reads /proc/self/maps and the stack rlimit. Either way [lo, hi) is
- * mapped from the current rsp up to hi, which is all the snapshots read. */
+ * reads /proc/self/maps and the stack rlimit, 60-140 us with the agent's
+ * mappings (an exec'd image's first traced call): the main thread of the
+ * process that started the agent takes the same bounds from the start-up's
+ * snapshot instead (agent_note_main_stack). Either way [lo, hi) is mapped
+ * from the current rsp up to hi, which is all the snapshots read. */
 void agent_thread_stack(uint64_t *lo, uint64_t *hi)
 {
 	pthread_attr_t at;
 	void *addr = NULL;
 	size_t size = 0;
 	*lo = *hi = 0;
+	pid_t pid = getpid();
+	if (agent.main_stack_pid == pid && gettid() == pid) {
+		*lo = agent.main_stack_lo;
+		*hi = agent.main_stack_hi;
+		return;
+	}
 	if (pthread_getattr_np(pthread_self(), &at) != 0)
 		return;
 	if (pthread_attr_getstack(&at, &addr, &size) == 0 && addr && size) {

@@ -161,6 +161,35 @@ int hook_maps_parse(const char *buf, size_t len, struct hook_map *out, size_t ca
 	return (int)n;
 }
 
+int hook_maps_main_stack(const struct hook_map *maps, int n, uint64_t stack_end, uint64_t rlim,
+                         uint64_t *lo, uint64_t *hi)
+{
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), last_to = 0;
+	for (int i = 0; i < n; i++) {
+		if (maps[i].start <= stack_end && stack_end < maps[i].end) {
+			uint64_t top = (stack_end & ~(pg - 1)) + pg;
+			/* glibc's arithmetic, unsigned as there (an infinite limit
+			 * is capped by the mapping below) */
+			uint64_t size = (rlim - (maps[i].end - top)) / pg * pg;
+			if (size > top - last_to)
+				size = top - last_to;
+			*lo = top - size;
+			*hi = top;
+			return 0;
+		}
+		last_to = maps[i].end;
+	}
+	return -ENOENT;
+}
+
+int hook_mem_main_stack(const struct hook_mem *m, uint64_t stack_end, uint64_t rlim, uint64_t *lo,
+                        uint64_t *hi)
+{
+	if (!m || m->maps_fresh == MEM_MAPS_STALE || !m->maps)
+		return -ESTALE;
+	return hook_maps_main_stack(m->maps, m->n_maps, stack_end, rlim, lo, hi);
+}
+
 /* Reads the whole of /proc/self/maps into a malloc'ed buffer. */
 static int maps_read(char **out, size_t *out_len)
 {

@@ -143,4 +143,19 @@ struct hook_map {
  * or -EINVAL on a malformed line, -ENOSPC when cap is too small. */
 int hook_maps_parse(const char *buf, size_t len, struct hook_map *out, size_t cap);
 
+/* The main thread's stack as glibc's pthread_getattr_np computes it from
+ * /proc/self/maps (nptl/pthread_getattr_np.c): stack_end is
+ * __libc_stack_end, rlim the RLIMIT_STACK soft limit. *hi: the page above
+ * stack_end; *lo: *hi less the limit's part not above *hi, whole pages,
+ * no lower than the end of the mapping before the stack's. -ENOENT when
+ * no mapping of maps holds stack_end. */
+int hook_maps_main_stack(const struct hook_map *maps, int n, uint64_t stack_end, uint64_t rlim,
+                         uint64_t *lo, uint64_t *hi);
+
+/* hook_maps_main_stack() on m's snapshot of /proc/self/maps, when it has
+ * one (the agent's start-up read it): the main thread's stack bounds
+ * without reading the file again. -ESTALE when there is none. */
+int hook_mem_main_stack(const struct hook_mem *m, uint64_t stack_end, uint64_t rlim, uint64_t *lo,
+                        uint64_t *hi);
+
 #endif

@@ -288,6 +288,9 @@ int symtab_cache_parse(uint8_t *buf, size_t len, const struct symtab_cache_key *
 		free(fns);
 		return -ENOMEM;
 	}
+	/* Every record is written below: libc's 6 620 (155 KiB) in one call,
+	 * not a fault a page (an exec'd image reads this at every start). */
+	ada_fs_populate(fns, h.count * sizeof(*fns));
 	const uint8_t *recs = buf + h.names_len;
 	for (size_t i = 0; i < h.count; i++) {
 		if (!sc_fn_get(&h, recs + i * SC_FN_BYTES, i ? &fns[i - 1] : NULL, &fns[i])) {

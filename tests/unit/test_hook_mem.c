@@ -3,7 +3,10 @@
  * (reach, W^X after seal, release), and patch application across page
  * boundaries with the original protections restored.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdarg.h>
@@ -37,6 +40,49 @@ static void test_maps_parse(void **state)
 	/* truncated mid-line: whatever is there must still be bounds-checked */
 	assert_true(hook_maps_parse(text, 40, m, 3) <= 1);
 	assert_int_equal(hook_maps_parse(text, 0, m, 3), 0);
+}
+
+extern void *__libc_stack_end;
+
+/* The main thread's stack from a maps snapshot is pthread_getattr_np's
+ * (the agent's first traced call of an exec'd image takes it so): this
+ * process's real maps and limit, and the cases glibc's arithmetic caps. */
+static void test_main_stack(void **state)
+{
+	static char buf[1 << 16];
+	static struct hook_map m[1024];
+	(void)state;
+	FILE *f = fopen("/proc/self/maps", "r");
+	assert_non_null(f);
+	size_t len = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	int n = hook_maps_parse(buf, len, m, 1024);
+	assert_true(n > 0);
+	struct rlimit rl;
+	assert_int_equal(getrlimit(RLIMIT_STACK, &rl), 0);
+	uint64_t lo = 0, hi = 0, end = (uint64_t)(uintptr_t)__libc_stack_end;
+	assert_int_equal(hook_maps_main_stack(m, n, end, (uint64_t)rl.rlim_cur, &lo, &hi), 0);
+	pthread_attr_t at;
+	void *addr = NULL;
+	size_t size = 0;
+	assert_int_equal(pthread_getattr_np(pthread_self(), &at), 0);
+	assert_int_equal(pthread_attr_getstack(&at, &addr, &size), 0);
+	pthread_attr_destroy(&at);
+	assert_int_equal(lo, (uint64_t)(uintptr_t)addr);
+	assert_int_equal(hi - lo, size);
+	/* synthetic: limit 8 MiB, stack mapping [0x7000000, 0x7021000),
+	 * stack_end in its last page but one */
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct hook_map s[2] = {{0x1000000, 0x2000000, PROT_READ}, {0x7000000, 0x7021000, 0}};
+	uint64_t se = 0x7021000 - 2 * pg + 8;
+	assert_int_equal(hook_maps_main_stack(s, 2, se, 8u << 20, &lo, &hi), 0);
+	assert_int_equal(hi, 0x7021000 - pg);
+	assert_int_equal(hi - lo, (8u << 20) - pg);
+	/* an infinite limit: capped by the mapping below */
+	assert_int_equal(hook_maps_main_stack(s, 2, se, UINT64_MAX, &lo, &hi), 0);
+	assert_int_equal(lo, 0x2000000);
+	assert_int_equal(hook_maps_main_stack(s, 2, 0x3000000, 8u << 20, &lo, &hi), -ENOENT);
+	assert_int_equal(hook_maps_main_stack(s, 0, se, 8u << 20, &lo, &hi), -ENOENT);
 }
 
 static int prot_of(const void *p)
@@ -259,10 +305,10 @@ static void test_patch_pair(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_maps_parse), cmocka_unit_test(test_alloc_near_and_seal),
-	    cmocka_unit_test(test_is_tramp),   cmocka_unit_test(test_patch_apply),
-	    cmocka_unit_test(test_patch_run),  cmocka_unit_test(test_patch_steps),
-	    cmocka_unit_test(test_patch_pair),
+	    cmocka_unit_test(test_maps_parse),          cmocka_unit_test(test_main_stack),
+	    cmocka_unit_test(test_alloc_near_and_seal), cmocka_unit_test(test_is_tramp),
+	    cmocka_unit_test(test_patch_apply),         cmocka_unit_test(test_patch_run),
+	    cmocka_unit_test(test_patch_steps),         cmocka_unit_test(test_patch_pair),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

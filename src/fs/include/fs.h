@@ -174,6 +174,12 @@ void ada_fs_memo_end(void);
  * ada_fs_open_file; *out is -1 on error. */
 int ada_fs_open_private(const char *path, int *out, struct stat *st);
 
+/* Makes the whole pages of [p, p + len) present in one call when len is
+ * 64 KiB or more: for a fresh buffer about to be filled whole, instead of
+ * a page fault each as the writes reach its pages. Best effort (a kernel
+ * without MADV_POPULATE_WRITE faults them in as before). */
+void ada_fs_populate(void *p, size_t len);
+
 /* Reads the whole private file at path (ada_fs_open_private's checks)
  * when its size is min..max bytes: into buf, which has room for max
  * bytes, or, buf NULL, into a buffer of its size malloc'd in *out (the
