@@ -369,13 +369,40 @@ static int agent_open_dirs_at(int sfd, bool modules, int *pid_fd, int *mod_fd)
 	return err;
 }
 
+/* pid_<pid>/ once this process wrote its files there (files_pid): opened
+ * by its path, without the session's open and the mkdirat that would find
+ * it there (three system calls of a forked child's agent.json at exit),
+ * the last component not followed and the owner checked as
+ * ada_fs_mkdir() checks it. -ENOENT: not yet ours, or gone. */
+static int agent_open_pid_dir_again(int *pid_fd)
+{
+	char path[PATH_MAX + 32];
+	if (agent.files_pid != getpid())
+		return -ENOENT;
+	int n = snprintf(path, sizeof(path), "%s/pid_%d", agent.session_dir, (int)getpid());
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return -ENAMETOOLONG;
+	int fd = -1, err = ada_fs_open_dir(AT_FDCWD, path, &fd);
+	if (err)
+		return err;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || st.st_uid != geteuid()) {
+		close(fd);
+		return -EPERM;
+	}
+	*pid_fd = fd;
+	return 0;
+}
+
 /* agent_open_dirs_at() in the session. The session is opened afresh on
  * each call rather than kept: the program may close or reuse any
  * descriptor the agent held. */
 static int agent_open_dirs(bool modules, int *pid_fd, int *mod_fd)
 {
-	int sfd = -1, err = ada_fs_open_dir(AT_FDCWD, agent.session_dir, &sfd);
 	*pid_fd = *mod_fd = -1;
+	if (agent_open_pid_dir_again(pid_fd) == 0)
+		return modules ? ada_fs_mkdir(*pid_fd, "modules", 0, mod_fd) : 0;
+	int sfd = -1, err = ada_fs_open_dir(AT_FDCWD, agent.session_dir, &sfd);
 	if (!err)
 		err = agent_open_dirs_at(sfd, modules, pid_fd, mod_fd);
 	if (sfd >= 0)
