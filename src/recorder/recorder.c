@@ -496,6 +496,7 @@ void wal_proc_free(struct wal_proc *p)
 	free(p->threads);
 	free(p->sealed);
 	free(p->dir);
+	wal_ring_table_close(p);
 	if (p->dir_fd >= 0)
 		close(p->dir_fd);
 	free(p->arena_path);
