@@ -16,9 +16,9 @@
  * to once a second while the process runs (drain.c drain_budget_scan_due),
  * once more when it is finished (then its files no longer change). The walk never follows
  * a link and goes two levels deep at most (pid_N/, pid_N/modules|thread_K/);
- * a finished thread's thread_K/ (sealed: drain.c drain_thread_finalize)
- * holds only the drain's own files, so the walk counts its directory's
- * blocks and does not open it.
+ * a thread's thread_K/ (sealed from its first index file: drain.c
+ * drain_thread_file) holds only the drain's own files, so the walk counts
+ * its directory's blocks and does not open it.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
