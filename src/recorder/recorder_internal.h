@@ -165,6 +165,11 @@ struct wal_proc {
 	 * it (budget.c wal_budget_dir_sealed). Seqs below WAL_SEALED_MAX. */
 	uint64_t *sealed;
 	uint32_t sealed_words;
+	/* Per seq (sealed_words x 64): a sealed thread_K/'s st_blocks + 1 as
+	 * the scan last read them, 0 unknown: read again only once an entry
+	 * was made in it (wal_budget_dir_sealed), not at every scan of a
+	 * process with thousands of finished threads. NULL: not kept. */
+	uint32_t *sealed_blocks;
 	/* A later process was given its pid (its arena refused): that one's
 	 * agent writes into pid_N/ all the same (modules/, agent.json), so
 	 * pid_N/ is scanned again until the pid is free (budget.c). */
@@ -701,7 +706,9 @@ uint64_t wal_round_block(uint64_t bytes);
 void wal_budget_scan_proc(struct wal_proc *p);
 /* p's thread_<seq>/ sealed (it holds only index and detail files, which
  * the drain counts: the scans count the directory's own blocks and do
- * not open it) or not (a file is open in it, or seq is reused). */
+ * not open it) or not (a file is open in it, or seq is reused); called
+ * too (sealed) whenever the drain makes an entry in it: its blocks are
+ * read again at the next scan. */
 #define WAL_SEALED_MAX (1u << 20)
 void wal_budget_dir_sealed(struct wal_proc *p, uint32_t seq, bool sealed);
 void wal_budget_scan(struct ada_recorder *r);
