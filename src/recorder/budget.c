@@ -18,7 +18,8 @@
  * a link and goes two levels deep at most (pid_N/, pid_N/modules|thread_K/);
  * a thread's thread_K/ (sealed from its first index file: drain.c
  * drain_thread_file) holds only the drain's own files, so the walk counts
- * its directory's blocks and does not open it.
+ * its directory's blocks and does not open it; those blocks are read once,
+ * and again only after the drain made an entry in it (sealed_blocks).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
