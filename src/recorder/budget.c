@@ -16,9 +16,10 @@
  * to once a second while the process runs (drain.c drain_budget_scan_due),
  * once more when it is finished (then its files no longer change). The walk never follows
  * a link and goes two levels deep at most (pid_N/, pid_N/modules|thread_K/);
- * a finished thread's thread_K/ (sealed: drain.c drain_thread_finalize)
- * holds only the drain's own files, so the walk counts its directory's
- * blocks and does not open it.
+ * a thread's thread_K/ (sealed from its first index file: drain.c
+ * drain_thread_file) holds only the drain's own files, so the walk counts
+ * its directory's blocks and does not open it; those blocks are read once,
+ * and again only after the drain made an entry in it (sealed_blocks).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -83,20 +84,29 @@ void wal_budget_dir_sealed(struct wal_proc *p, uint32_t seq, bool sealed)
 			return; /* not sealed: walked as before */
 		memset(a + p->sealed_words, 0, (n - p->sealed_words) * sizeof(*a));
 		p->sealed = a;
+		uint32_t *b = realloc(p->sealed_blocks, (size_t)n * 64 * sizeof(*b));
+		if (b)
+			memset(b + (size_t)p->sealed_words * 64, 0,
+			       (size_t)(n - p->sealed_words) * 64 * sizeof(*b));
+		else
+			free(p->sealed_blocks); /* none kept: every scan reads them */
+		p->sealed_blocks = b;
 		p->sealed_words = n;
 	}
+	if (p->sealed_blocks)
+		p->sealed_blocks[seq] = 0; /* an entry made in it, or unsealed */
 	if (sealed)
 		p->sealed[w] |= 1ull << (seq % 64);
 	else
 		p->sealed[w] &= ~(1ull << (seq % 64));
 }
 
-/* Whether name is thread_K/ (K as the drain spells it: no sign, no
- * leading zero) of a thread whose directory is sealed. */
-static bool budget_dir_is_sealed(const struct wal_proc *p, const char *name)
+/* K when name is thread_K/ (K as the drain spells it: no sign, no
+ * leading zero) of a thread whose directory is sealed, else -1. */
+static int64_t budget_sealed_seq(const struct wal_proc *p, const char *name)
 {
 	if (!p || strncmp(name, "thread_", 7))
-		return false;
+		return -1;
 	const char *d = name + 7;
 	uint64_t k = 0;
 	size_t n = 0;
@@ -104,8 +114,8 @@ static bool budget_dir_is_sealed(const struct wal_proc *p, const char *name)
 		k = k * 10 + (uint64_t)(d[n] - '0');
 	if (!n || d[n] || (n > 1 && d[0] == '0') || k >= WAL_SEALED_MAX ||
 	    k / 64 >= p->sealed_words)
-		return false;
-	return p->sealed[k / 64] >> (k % 64) & 1;
+		return -1;
+	return p->sealed[k / 64] >> (k % 64) & 1 ? (int64_t)k : -1;
 }
 
 /* Allocated bytes of everything under dirfd except index and detail files, depth
@@ -116,7 +126,7 @@ static bool budget_dir_is_sealed(const struct wal_proc *p, const char *name)
  * else NULL): its sealed thread_K/ count their own blocks only, with no
  * open and read of each (a server's thousand finished threads made the
  * scans 7-10 % of the drain's CPU). */
-static uint64_t budget_walk(int dirfd, int depth, const struct wal_proc *p)
+static uint64_t budget_walk(int dirfd, int depth, struct wal_proc *p)
 {
 	struct ada_fs_dirents d;
 	uint64_t total = 0;
@@ -126,9 +136,19 @@ static uint64_t budget_walk(int dirfd, int depth, const struct wal_proc *p)
 			continue;
 		if (budget_is_counted(de->d_name))
 			continue;
+		/* A sealed thread_K/ whose blocks are known: no stat (a
+		 * deleted one is not listed, so counts nothing). */
+		int64_t seq = budget_sealed_seq(p, de->d_name);
+		uint32_t *known = seq >= 0 && p->sealed_blocks ? &p->sealed_blocks[seq] : NULL;
+		if (known && *known) {
+			total += (uint64_t)(*known - 1) * 512u;
+			continue;
+		}
 		struct stat st;
 		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
+		if (known && S_ISDIR(st.st_mode))
+			*known = st.st_blocks < UINT32_MAX - 1 ? (uint32_t)st.st_blocks + 1 : 0;
 		/* A forked child's modules/ links its parent's .syms files,
 		 * and a module's body is one file linked from every process
 		 * of that image and the session's symbodies/ (docs/format.md):
@@ -136,7 +156,7 @@ static uint64_t budget_walk(int dirfd, int depth, const struct wal_proc *p)
 		 * file about once, not once per process. */
 		uint64_t links = S_ISREG(st.st_mode) && st.st_nlink > 1 ? st.st_nlink : 1;
 		total += (uint64_t)st.st_blocks * 512u / links;
-		if (S_ISDIR(st.st_mode) && depth > 0 && !budget_dir_is_sealed(p, de->d_name)) {
+		if (S_ISDIR(st.st_mode) && depth > 0 && seq < 0) {
 			int sub = openat(dirfd, de->d_name,
 			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0)
@@ -149,7 +169,7 @@ static uint64_t budget_walk(int dirfd, int depth, const struct wal_proc *p)
 
 /* The directory itself (at, or path when at is -1) and what is under it;
  * 0 once it is removed (a retired process's, still open). */
-static uint64_t budget_dir_bytes(int at, const char *path, int depth, const struct wal_proc *p)
+static uint64_t budget_dir_bytes(int at, const char *path, int depth, struct wal_proc *p)
 {
 	int fd = at >= 0 ? openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
 	                 : open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

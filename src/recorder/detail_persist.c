@@ -202,6 +202,7 @@ static int pd_open_file(struct wal_thread *t, struct wal_tdetail *dt)
 		return rc;
 	dt->files++;
 	wal_file_set_has_detail(t->f);
+	wal_budget_dir_sealed(t->p, t->seq, true); /* a new entry: its blocks read again */
 	return 0;
 }
 

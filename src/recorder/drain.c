@@ -64,35 +64,6 @@ void *drain_grow(void *arr, size_t *cap, size_t need, size_t elem)
 
 /* ---- threads ---- */
 
-/* thread_K/.ring_base: which ring positions the unfinished index.atf holds
- * (file event i = ring position base + i of that slot and generation), so
- * `ada recover` can tell the events on disk from those still in the ring.
- * Removed once the file is final. */
-static bool drain_sidecar(struct wal_thread *t, bool create)
-{
-	char text[96];
-	int dfd = wal_thread_dir(t);
-	if (dfd < 0)
-		return false;
-	if (!create)
-		return unlinkat(dfd, ".ring_base", 0) == 0 || errno == ENOENT;
-	int n = snprintf(text, sizeof(text), "slot %u generation %u base %llu\n", t->slot,
-	                 t->slot_gen, (unsigned long long)t->ring_next);
-	/* The first one, in the directory just made, is written in place
-	 * (no index.atf yet, so `ada recover` reads an empty or missing one
-	 * alike): a temporary name and a rename less for each thread. One
-	 * already there (a directory that was not new) is replaced whole. */
-	int fd = -1;
-	if (!t->f && t->next_gen == 0 && ada_fs_create(dfd, ".ring_base", O_WRONLY, &fd) == 0) {
-		if (ada_fs_write_all(fd, text, (size_t)n) != 0)
-			unlinkat(dfd, ".ring_base", 0); /* never a part of a line */
-		close(fd);
-		return true;
-	}
-	ada_fs_replace(dfd, ".ring_base", text, (size_t)n, false);
-	return true;
-}
-
 int wal_thread_dir(struct wal_thread *t)
 {
 	if (t->dir_fd >= 0 || !t->has_dir || t->p->dir_fd < 0)
@@ -129,9 +100,8 @@ static uint32_t drain_cidx_recent(const struct ada_recorder *r, const struct wal
 static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 {
 	char path[PATH_MAX];
-	wal_budget_dir_sealed(t->p, t->seq, false); /* the scans count its .ring_base */
-	drain_sidecar(t, true);
-	t->file_ring_base = t->ring_next; /* the file's event 0 (detail links) */
+	wal_budget_dir_sealed(t->p, t->seq, true); /* it holds only index and detail files */
+	t->file_ring_base = t->ring_next;          /* the file's event 0 (detail links) */
 	t->file_ring_hole = UINT64_MAX;
 	snprintf(path, sizeof(path), "%s/index.atf", t->dir);
 	struct ada_wal_file_opts fo = {
@@ -146,7 +116,12 @@ static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 	    .cidx_recent = drain_cidx_recent(r, t),
 	    .cidx_block = r->o.cidx_block,
 	};
-	return ada_wal_file_openat(r->io, wal_thread_dir(t), "index.atf", path, &fo, &t->f);
+	int rc = ada_wal_file_openat(r->io, wal_thread_dir(t), "index.atf", path, &fo, &t->f);
+	/* Before any event is in it: until then, recover finds the file
+	 * empty and the ring's events all after it, whatever the record. */
+	if (rc == 0)
+		wal_ring_table_put(t->p, t);
+	return rc;
 }
 
 /* rc is the recorder at its limit of open files (EMFILE: its own,
@@ -184,7 +159,6 @@ static void drain_thread_no_file(struct ada_recorder *r, struct wal_thread *t, c
 {
 	struct wal_proc *p = t->p;
 	if (drain_fd_limit(r, t, rc)) {
-		drain_sidecar(t, false);
 		/* Also when the limit refused only its opening: the mkdir
 		 * (ada_fs_mkdir) made it, empty. */
 		if (p->dir_fd >= 0)
@@ -205,7 +179,6 @@ static void drain_thread_no_file(struct ada_recorder *r, struct wal_thread *t, c
 		         t->dir, strerror(-rc));
 	if (!r->error && rc != -ENOSPC)
 		r->error = rc;
-	drain_sidecar(t, false);
 	if (t->has_dir)
 		unlinkat(p->dir_fd, name, AT_REMOVEDIR);
 	t->has_dir = false;
@@ -325,8 +298,6 @@ void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 		t->lost += t->last.lost;
 		r->lost_total += t->last.lost;
 		r->budget.disk_closed += wal_round_block(t->last.bytes) + t->last_detail_bytes;
-		if (drain_sidecar(t, false))
-			wal_budget_dir_sealed(t->p, t->seq, true); /* only counted files left */
 	}
 	t->done = true;
 	wal_flight_thread_finished(t);
@@ -355,12 +326,18 @@ static void drain_budget_audit(struct ada_recorder *r)
 void wal_kill_point(const char *name)
 {
 	static const char *at;
+	static size_t len;
+	static unsigned long nth = 1;
 	static bool read;
 	if (!read) {
+		/* NAME, or NAME@N: its Nth pass */
 		at = getenv("ADA_TEST_KILL_AT");
+		const char *c = at ? strchr(at, '@') : NULL;
+		len = at ? (c ? (size_t)(c - at) : strlen(at)) : 0;
+		nth = c ? strtoul(c + 1, NULL, 10) : 1;
 		read = true;
 	}
-	if (at && !strcmp(at, name))
+	if (at && !strncmp(at, name, len) && !name[len] && --nth == 0)
 		raise(SIGKILL);
 }
 
@@ -425,7 +402,6 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 	t->base_seq += s.events;
 	int rc = drain_thread_file(r, t);
 	if (rc < 0) {
-		drain_sidecar(t, false);
 		if (!drain_fd_limit(r, t, rc) && !r->error && rc != -ENOSPC)
 			r->error = rc;
 	}
@@ -626,6 +602,7 @@ static void drain_release(struct wal_proc *p, struct wal_thread *t)
 	}
 	if (n == 0)
 		return;
+	wal_kill_point("ring_release"); /* written, not released: recover skips them */
 	ada_index_ring_release(p->arena, t->slot, n);
 	t->pending -= n;
 }

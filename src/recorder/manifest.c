@@ -737,6 +737,8 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_decref(root);
 	if (rc == 0 && strcmp(state, "recording")) {
 		wal_retention_drop(p); /* said by the final manifest now */
+		/* its files are final: recover needs no ring bases */
+		wal_ring_table_drop(p);
 		p->agent_final = true;
 	}
 	/* No pid_N/ at all is said elsewhere; one the limit of open files

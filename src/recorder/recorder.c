@@ -495,7 +495,9 @@ void wal_proc_free(struct wal_proc *p)
 		close(p->pidfd);
 	free(p->threads);
 	free(p->sealed);
+	free(p->sealed_blocks);
 	free(p->dir);
+	wal_ring_table_close(p);
 	if (p->dir_fd >= 0)
 		close(p->dir_fd);
 	free(p->arena_path);

@@ -160,11 +160,16 @@ struct wal_proc {
 	uint64_t drops[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT]; /* as reported (wal_drops_fold) */
 	uint64_t side_bytes; /* files the drain does not write (budget.c) */
 	bool side_final;     /* finished and scanned: side_bytes is final */
-	/* Bit K: thread_K/ holds only files the drain counts itself (its
-	 * file final, .ring_base gone): the scan does not descend into it
-	 * (budget.c wal_budget_dir_sealed). Seqs below WAL_SEALED_MAX. */
+	/* Bit K: thread_K/ holds only files the drain counts itself (set
+	 * when its first index file is made): the scan does not descend into
+	 * it (budget.c wal_budget_dir_sealed). Seqs below WAL_SEALED_MAX. */
 	uint64_t *sealed;
 	uint32_t sealed_words;
+	/* Per seq (sealed_words x 64): a sealed thread_K/'s st_blocks + 1 as
+	 * the scan last read them, 0 unknown: read again only once an entry
+	 * was made in it (wal_budget_dir_sealed), not at every scan of a
+	 * process with thousands of finished threads. NULL: not kept. */
+	uint32_t *sealed_blocks;
 	/* A later process was given its pid (its arena refused): that one's
 	 * agent writes into pid_N/ all the same (modules/, agent.json), so
 	 * pid_N/ is scanned again until the pid is free (budget.c). */
@@ -179,6 +184,9 @@ struct wal_proc {
 	 * the thread lines of its last whole write, the lines appended since. */
 	bool retention_saved;
 	uint32_t retention_lines, retention_appended;
+	/* pid_N/.ring_slots, open for writing (ring_table.c) */
+	bool ring_table_open;
+	int ring_table_fd;
 	/* flight.c */
 	struct ada_trigger_proc *trig;
 	struct ada_symtab *syms; /* names for the triggers and the stacks at death */
@@ -698,7 +706,9 @@ uint64_t wal_round_block(uint64_t bytes);
 void wal_budget_scan_proc(struct wal_proc *p);
 /* p's thread_<seq>/ sealed (it holds only index and detail files, which
  * the drain counts: the scans count the directory's own blocks and do
- * not open it) or not (a file is open in it, or seq is reused). */
+ * not open it) or not (a file is open in it, or seq is reused); called
+ * too (sealed) whenever the drain makes an entry in it: its blocks are
+ * read again at the next scan. */
 #define WAL_SEALED_MAX (1u << 20)
 void wal_budget_dir_sealed(struct wal_proc *p, uint32_t seq, bool sealed);
 void wal_budget_scan(struct ada_recorder *r);
@@ -791,8 +801,8 @@ void wal_shm_remove_dir(const char *dir);
 
 /* Test hook for `ada recover` (drain.c): ADA_TEST_KILL_AT=NAME makes the
  * recorder SIGKILL itself at the named point, where a real kill can land
- * (a window too short to hit from outside). Only the drain thread calls
- * it. */
+ * (a window too short to hit from outside); NAME@N at its Nth pass. Only
+ * the drain thread calls it. */
 void wal_kill_point(const char *name);
 
 /* retention.c: what the budget deleted from a process not finished yet,
@@ -822,6 +832,30 @@ void wal_retention_free(struct wal_retention *rt);
  * (adding the threads the budget deleted whole) and, when rt was read,
  * the sums in man's `retention`. */
 void wal_retention_apply(json_t *man, json_t *threads, struct wal_retention *rt);
+
+/* ring_table.c: pid_N/.ring_slots, which ring positions each thread's
+ * unfinished index file holds (file event i = ring position base + i of
+ * slot `slot` holding generation `gen` of thread `seq`), for `ada
+ * recover`. put: at each new index.atf of t (false when not written);
+ * drop: its final manifest is written; close: the recorder's end. */
+#define WAL_RING_TABLE_REC 32u
+bool wal_ring_table_put(struct wal_proc *p, const struct wal_thread *t);
+void wal_ring_table_drop(struct wal_proc *p);
+void wal_ring_table_close(struct wal_proc *p);
+struct wal_ring_base {
+	uint32_t slot, seq, gen;
+	uint64_t base;
+};
+struct wal_ring_table {
+	bool found;              /* a .ring_slots was read */
+	struct wal_ring_base *v; /* the records that passed the checks, by seq */
+	size_t n;
+	uint64_t bad; /* records that were not one the drain writes: skipped */
+};
+void wal_ring_table_load(const char *pid_dir, struct wal_ring_table *tb);
+bool wal_ring_table_find(const struct wal_ring_table *tb, uint32_t seq, struct wal_ring_base *out);
+void wal_ring_table_remove(const char *pid_dir);
+void wal_ring_table_free(struct wal_ring_table *tb);
 
 /* reserve.c: the final manifests' room on a full disk. */
 void wal_reserve_setup(struct ada_recorder *r);

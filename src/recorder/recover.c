@@ -63,6 +63,8 @@ struct rec_ctx {
 	/* What the disk budget deleted, as the recorder kept it on disk
 	 * (retention.c): the manifest's retention facts. */
 	struct wal_retention retention;
+	/* pid_N/.ring_slots: each thread's slot, generation and ring base */
+	struct wal_ring_table ring_table;
 };
 
 static void rec_say(struct rec_ctx *c, const char *sentence)
@@ -172,9 +174,16 @@ struct rec_side {
 	uint64_t base;
 };
 
-/* thread_K/.ring_base written by the drain (see drain.c). */
-static void rec_sidecar(const char *dir, struct rec_side *sd)
+/* Which ring positions thread seq's index.atf holds: its record in
+ * pid_N/.ring_slots (ring_table.c); in sessions recorded before that,
+ * thread_K/.ring_base, one text line the drain wrote per thread. */
+static void rec_sidecar(struct rec_ctx *c, const char *dir, uint32_t seq, struct rec_side *sd)
 {
+	struct wal_ring_base b;
+	if (wal_ring_table_find(&c->ring_table, seq, &b)) {
+		*sd = (struct rec_side){.ok = true, .slot = b.slot, .gen = b.gen, .base = b.base};
+		return;
+	}
 	char path[PATH_MAX + 16];
 	snprintf(path, sizeof(path), "%s/.ring_base", dir);
 	int fd = -1;
@@ -592,7 +601,7 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 	json_t *t = json_object(), *files = json_array();
 	struct ada_slot_info si = {0};
 	struct rec_side sd;
-	rec_sidecar(dir, &sd);
+	rec_sidecar(c, dir, seq, &sd);
 	int slot = -1;
 	if (c->arena && !c->arena_bad)
 		WAL_GUARDED(c->arena, slot = rec_slot_of(c, seq, &sd, &si), c->arena_bad = true);
@@ -1013,6 +1022,10 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	if (c.arena)
 		WAL_GUARDED(c.arena, rec_clock_foreign(&c); rec_crash_read(&c), c.arena_bad = true);
 	wal_retention_load(pid_dir, &c.retention);
+	wal_ring_table_load(pid_dir, &c.ring_table);
+	if (c.ring_table.bad)
+		rec_say(&c, "pid_N/.ring_slots has records ada does not write: skipped (their "
+		            "threads' ring events are read as if it had none)");
 	rec_thread_dirs(&c, pid_dir);
 	rec_orphan_slots(&c, pid_dir);
 	if (c.arena_bad)
@@ -1022,11 +1035,13 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	const char *state = json_string_value(json_object_get(man, "state"));
 	if (!((state && !strcmp(state, "complete")) || again)) {
 		rec_manifest_recovered(&c, man, pid_dir, events_before);
-		wal_retention_remove(pid_dir); /* the manifest says it now */
+		wal_retention_remove(pid_dir);  /* the manifest says it now */
+		wal_ring_table_remove(pid_dir); /* the files are final */
 	} else {
 		json_decref(c.threads);
 	}
 	wal_retention_free(&c.retention);
+	wal_ring_table_free(&c.ring_table);
 	if (c.arena)
 		rec_arena_release(&c, man, arena);
 	json_decref(c.quarantine);

@@ -241,7 +241,8 @@ static void retire_rm(int at, const char *name, int depth)
  * the directory. */
 static void retire_dir(struct ada_recorder *r, struct wal_proc *p)
 {
-	static const char *const names[] = {"agent.json", "reaped_status", ".retention", NULL};
+	static const char *const names[] = {"agent.json", "reaped_status", ".retention",
+	                                    ".ring_slots", NULL};
 	for (const char *const *n = names; *n; n++)
 		unlinkat(p->dir_fd, *n, 0);
 	retire_rm(p->dir_fd, "modules", 1);

@@ -162,6 +162,46 @@ recover)
 	}
 	validate "$S"
 	;;
+serial_kill | serial_kill_old)
+	# A thread per request: short threads one after another, their slots
+	# freed and taken again, and the recorder killed (by itself, at its
+	# 20th ring release: the events before it written, not released, so
+	# recover must tell them from the ring's by pid_N/.ring_slots). The
+	# program starts no thread once the recorder is gone. Every thread's
+	# events, exactly, in its own thread_K (none in another's, none twice).
+	# serial_kill_old: the table turned into what recorders before it
+	# left, a thread_K/.ring_base line per thread, for recover to read.
+	ADA_TEST_KILL_AT=ring_release@20 "$ADA" record --no-agent $IDXOPT \
+		--out "$WORK/out" -- "$PROD" serial "$WORK/counts" 2>"$WORK/err" &
+	APID=$!
+	wait $APID 2>/dev/null
+	wait_for "$WORK/counts.done"
+	P=$(pgrep -f "$PROD serial $WORK/counts")
+	[ -n "$P" ] || fail "the program is gone"
+	kill -KILL $P
+	while kill -0 $P 2>/dev/null; do sleep 0.05; done
+	S=$(ls -d "$WORK"/out/session_* | head -n 1)
+	ls "$S"/pid_*/.ring_slots >/dev/null 2>&1 || fail "no pid_N/.ring_slots after the kill"
+	if [ "$MODE" = serial_kill_old ]; then
+		python3 - "$S"/pid_* <<'PY' || fail "could not turn .ring_slots into .ring_base files"
+import os, struct, sys
+d = sys.argv[1]
+raw = open(os.path.join(d, ".ring_slots"), "rb").read()
+for off in range(0, len(raw) - 31, 32):
+    magic, slot, seq, gen, base = struct.unpack_from("<IIIIQ", raw, off)
+    t = os.path.join(d, "thread_%d" % seq)
+    if magic == 0x31535241 and os.path.isdir(t) and os.path.exists(os.path.join(t, "index.atf")):
+        with open(os.path.join(t, ".ring_base"), "w") as f:
+            f.write("slot %d generation %d base %d\n" % (slot, gen, base))
+os.unlink(os.path.join(d, ".ring_slots"))
+PY
+	fi
+	"$ADA" recover "$S" 2>"$WORK/rec" || { cat "$WORK/rec" >&2; fail "ada recover failed"; }
+	ls "$S"/pid_*/.ring_slots "$S"/pid_*/thread_*/.ring_base >/dev/null 2>&1 &&
+		fail "recover left pid_N/.ring_slots or a thread_K/.ring_base"
+	check "$S" serial "$WORK/counts" || { cat "$WORK/rec" >&2; fail "recovered threads wrong"; }
+	validate "$S"
+	;;
 rotate_kill)
 	# The recorder is killed as it rotates generations: the old index.atf
 	# is renamed to a generation and the new one not made yet, while the

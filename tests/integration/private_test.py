@@ -9,9 +9,10 @@
            temporary names, manifest.json, the pid_N directories of the
            children to come, the plan-cache files -- are never written
            through: each link's target is unchanged afterwards.
-  threads  a threaded child gets a pid_N planted with thread_0/.ring_base a
-           link (replaced, not followed), thread_1 a link (refused, told),
-           thread_2/index.atf a link (refused, told).
+  threads  a threaded child gets a pid_N planted with .ring_slots a link
+           (replaced, not followed), thread_0/.ring_base a link (a name the
+           drain no longer writes: not followed), thread_1 a link (refused,
+           told), thread_2/index.atf a link (refused, told).
   loop     a loop of five links and links to "." inside a session:
            validate, dump, recover and status finish at once and say they skipped
            them; recover writes through none.
@@ -252,9 +253,10 @@ def case_planted(ada, work):
                                                           pc["untrusted"]))
 
 
-# In each pid_N a child may get: thread_0 with a link at .ring_base (the
-# drain replaces it), thread_1 a link to a directory (refused), thread_2 with
-# a link at index.atf (refused: O_EXCL).
+# In each pid_N a child may get: a link at .ring_slots (the drain replaces
+# it), thread_0 with a link at .ring_base (the name older drains wrote: never
+# followed), thread_1 a link to a directory (refused), thread_2 with a link
+# at index.atf (refused: O_EXCL).
 def plant_thread_dirs(session, pids, vf, vd):
     for n in pids:
         d = os.path.join(session, "pid_%d" % n)
@@ -262,6 +264,7 @@ def plant_thread_dirs(session, pids, vf, vd):
             os.mkdir(d, 0o700)
         except FileExistsError:
             continue
+        os.symlink(vf, os.path.join(d, ".ring_slots"))
         os.mkdir(os.path.join(d, "thread_0"), 0o700)
         os.symlink(vf, os.path.join(d, "thread_0", ".ring_base"))
         os.symlink(vd, os.path.join(d, "thread_1"))
@@ -282,8 +285,8 @@ def case_threads(ada, work, threads_prog):
             if os.path.islink(os.path.join(os.path.dirname(m), "thread_1"))]
     check(used, "the threaded child did not get a planted pid_N (exit %d):\n%s" % (rc, se[-1500:]))
     d = used[0]
-    check(not os.path.islink(os.path.join(d, "thread_0", ".ring_base")),
-          "the planted .ring_base link is still there")
+    check(not os.path.islink(os.path.join(d, ".ring_slots")),
+          "the planted .ring_slots link is still there")
     check(os.path.islink(os.path.join(d, "thread_2", "index.atf")),
           "the planted index.atf link was replaced")
     for what in ("a symbolic link, not a directory of ada's",
@@ -291,7 +294,7 @@ def case_threads(ada, work, threads_prog):
         check(what in se, "the recorder did not say '%s':\n%s" % (what, se[-1500:]))
     check(rc == 0, "ada record exited %d: its status is the program's (0) whatever "
           "happened to the recording (the lost threads are said above)" % rc)
-    print("threads: planted thread_0/.ring_base replaced, thread_1 link and thread_2/index.atf "
+    print("threads: planted .ring_slots replaced, thread_1 link and thread_2/index.atf "
           "link refused and told; no target written")
 
 
@@ -313,10 +316,12 @@ def case_loop(ada, work):
         check(rc == 0, "ada %s: exit %d\n%s" % (cmd[0], rc, se[-800:]))
         check("skipped" in se and "symbolic link" in se,
               "ada %s did not say it skipped the links:\n%s" % (cmd[0], se[-800:]))
-    # Links where recover writes: an index generation and .ring_base.
+    # Links where recover reads or writes: an index generation, .ring_base
+    # and .ring_slots.
     thr = glob.glob(os.path.join(pid, "thread_[0-9]"))[0]
     os.symlink(vf, os.path.join(thr, "index.g9.atf"))
     os.symlink(vd, os.path.join(thr, ".ring_base"))
+    os.symlink(vf, os.path.join(pid, ".ring_slots"))
     rc, so, se = run([ada, "recover", session], timeout=FAST)
     check(rc == 0 and "skipped" in se, "ada recover: exit %d\n%s" % (rc, se[-800:]))
     check_victims(vf, vd)

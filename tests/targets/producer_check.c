@@ -14,6 +14,10 @@
  *                                           finished early may be all retired)
  *        producer_check DIR prefix N        every thread: seq 0..k-1, k <= N
  *                                           (recording stopped early: disk full)
+ *        producer_check DIR serial FILE     producer_kill serial's threads (up
+ *                                           to MAXT): thread t seq 0..c-1
+ * In every mode a thread_K directory holds one producer thread's events:
+ * another's there was attributed to the wrong thread.
  * Prints one line per problem; exit 0 when all is well.
  */
 #define _GNU_SOURCE
@@ -31,7 +35,7 @@
 
 #include "atf_format.h"
 
-#define MAXT 8
+#define MAXT 512 /* producer_kill serial's SERIAL_MAX */
 
 static uint64_t first_seq[MAXT + 1], next_seq[MAXT + 1];
 static int seen[MAXT + 1];
@@ -43,6 +47,8 @@ static int problems;
 		fputc('\n', stderr);                                                               \
 		problems++;                                                                        \
 	} while (0)
+
+static uint64_t dir_thread; /* the producer thread of the directory's events so far */
 
 static void check_events(const char *path, const struct atf_index_event *ev, uint64_t n)
 {
@@ -63,6 +69,13 @@ static void check_events(const char *path, const struct atf_index_event *ev, uin
 			    (unsigned long long)i, (unsigned long long)ev[i].function_id);
 			return;
 		}
+		if (dir_thread && t != dir_thread) {
+			BAD("%s: event %llu: producer thread %llu's in thread %llu's directory",
+			    path, (unsigned long long)i, (unsigned long long)t,
+			    (unsigned long long)dir_thread);
+			return;
+		}
+		dir_thread = t;
 		if (!seen[t]) {
 			seen[t] = 1;
 			first_seq[t] = next_seq[t] = seq;
@@ -136,6 +149,7 @@ static void check_thread_dir(const char *dir)
 	if (d)
 		closedir(d);
 	qsort(names, (size_t)nn, sizeof(names[0]), cmp_gen);
+	dir_thread = 0;
 	for (int i = 0; i < nn; i++) {
 		char p[PATH_MAX];
 		snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
@@ -169,7 +183,8 @@ static void walk(const char *dir, int depth)
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: producer_check DIR exact N | counts FILE | tail N\n");
+		fprintf(stderr,
+		        "usage: producer_check DIR exact N | counts FILE | tail N | serial FILE\n");
 		return 2;
 	}
 	walk(argv[1], 0);
@@ -177,13 +192,16 @@ int main(int argc, char **argv)
 	int mode = !strcmp(argv[2], "exact")    ? 0
 	           : !strcmp(argv[2], "counts") ? 1
 	           : !strcmp(argv[2], "tail")   ? 2
+	           : !strcmp(argv[2], "serial") ? 4
 	                                        : 3;
-	if (mode == 1) {
+	int nt = mode == 4 ? MAXT : 4;
+	if (mode == 1 || mode == 4) {
 		int fd = open(argv[3], O_RDONLY);
-		uint64_t c[4] = {0};
-		if (fd < 0 || read(fd, c, sizeof(c)) != (ssize_t)sizeof(c))
+		static uint64_t c[MAXT];
+		size_t want_bytes = (size_t)nt * sizeof(c[0]);
+		if (fd < 0 || read(fd, c, want_bytes) != (ssize_t)want_bytes)
 			BAD("cannot read %s", argv[3]);
-		for (int t = 0; t < 4; t++)
+		for (int t = 0; t < nt; t++)
 			want[t + 1] = c[t];
 		if (fd >= 0)
 			close(fd);
@@ -192,13 +210,13 @@ int main(int argc, char **argv)
 			want[t] = strtoull(argv[3], NULL, 10);
 	}
 	uint64_t total = 0;
-	for (int t = 1; t <= 4; t++) {
+	for (int t = 1; t <= nt; t++) {
 		uint64_t got = seen[t] ? next_seq[t] : 0;
 		uint64_t from = seen[t] ? first_seq[t] : 0;
 		total += got - from;
 		if (mode != 2 && seen[t] && from != 0)
 			BAD("thread %d starts at seq %llu, not 0", t, (unsigned long long)from);
-		if (mode == 0 && got != want[t])
+		if ((mode == 0 || mode == 4) && got != want[t])
 			BAD("thread %d: %llu events, expected %llu", t, (unsigned long long)got,
 			    (unsigned long long)want[t]);
 		if (mode == 1 && (got < want[t] || got > want[t] + 1))

@@ -11,6 +11,14 @@
  *                                   shared file COUNTS (4 x u64); once every
  *                                   thread passed 200 000 events it creates
  *                                   COUNTS.ready. The driver SIGKILLs it.
+ *        producer_kill serial COUNTS  short threads one after another:
+ *                                   thread i (0..SERIAL_MAX-1) emits
+ *                                   SERIAL_EVENTS events with function_id
+ *                                   (i + 1) << 32 | seq, its count in
+ *                                   COUNTS (SERIAL_MAX x u64), and ends; the
+ *                                   next starts once it is joined, until
+ *                                   the recorder (the parent) is gone; then
+ *                                   COUNTS.done and a pause until SIGKILL.
  * The count is stored after the event was published, so after a SIGKILL
  * the files must hold count or count + 1 events of each thread.
  */
@@ -28,6 +36,8 @@
 
 #define NTHREADS 4
 #define READY_AT 200000ull
+#define SERIAL_MAX 512u
+#define SERIAL_EVENTS 200u /* within a spill slot's ring (512): never a wait */
 
 static uint64_t limit;
 static _Atomic uint64_t *counts;
@@ -42,6 +52,36 @@ static void *worker(void *arg)
 		atomic_store_explicit(&counts[t], seq + 1, memory_order_release);
 	}
 	return NULL;
+}
+
+static void *serial_worker(void *arg)
+{
+	uint64_t t = (uint64_t)(uintptr_t)arg;
+	for (uint64_t seq = 0; seq < SERIAL_EVENTS; seq++) {
+		ada_emit((t + 1) << 32 | seq, seq & 1 ? ATF_EVENT_RETURN : ATF_EVENT_CALL, 1);
+		atomic_store_explicit(&counts[t], seq + 1, memory_order_release);
+	}
+	return NULL;
+}
+
+/* Threads one at a time while the recorder lives: those started after its
+ * death would find no slot freed for them. */
+static int serial(const char *path)
+{
+	pid_t parent = getppid();
+	for (uintptr_t i = 0; i < SERIAL_MAX && getppid() == parent; i++) {
+		pthread_t th;
+		if (pthread_create(&th, NULL, serial_worker, (void *)i) != 0)
+			return 5;
+		pthread_join(th, NULL);
+	}
+	char done[4096];
+	snprintf(done, sizeof(done), "%s.done", path);
+	int fd = open(done, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0)
+		close(fd);
+	for (;;)
+		pause();
 }
 
 static void wait_ready(const char *path)
@@ -63,8 +103,10 @@ static void wait_ready(const char *path)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3 || (strcmp(argv[1], "exact") && strcmp(argv[1], "kill"))) {
-		fprintf(stderr, "usage: producer_kill exact N | kill COUNTS_FILE\n");
+	if (argc != 3 ||
+	    (strcmp(argv[1], "exact") && strcmp(argv[1], "kill") && strcmp(argv[1], "serial"))) {
+		fprintf(stderr,
+		        "usage: producer_kill exact N | kill COUNTS_FILE | serial COUNTS_FILE\n");
 		return 2;
 	}
 	int rc = ada_producer_init_from_env();
@@ -88,6 +130,8 @@ int main(int argc, char **argv)
 		if (counts == MAP_FAILED)
 			return 4;
 	}
+	if (!strcmp(argv[1], "serial"))
+		return serial(argv[2]);
 	pthread_t th[NTHREADS];
 	for (int t = 0; t < NTHREADS; t++)
 		pthread_create(&th[t], NULL, worker, (void *)(uintptr_t)t);

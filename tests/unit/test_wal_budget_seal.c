@@ -95,6 +95,7 @@ static void test_sealed(void **state)
 
 	close(p.dir_fd);
 	free(p.sealed);
+	free(p.sealed_blocks);
 }
 
 int main(void)

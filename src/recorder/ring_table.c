@@ -1,0 +1,188 @@
+/*
+ * Which ring positions each thread's unfinished index file holds, kept on
+ * disk for `ada recover`: pid_N/.ring_slots, one 32-byte record per ring
+ * slot at offset slot x 32, written in place (pwrite, no fsync: a killed
+ * recorder's writes are in the page cache) each time the drain opens a
+ * thread's index.atf (the thread's start and each rotation):
+ *
+ *   u32 magic "ARS1" | u32 slot | u32 thread_seq | u32 generation |
+ *   u64 base | u32 crc32 of the 24 bytes before | u32 0
+ *
+ * "file event i is ring position base + i of slot `slot` while it holds
+ * generation `generation` of thread `thread_seq`". A slot a later thread
+ * takes gets that thread's record over the earlier one's, whose file is
+ * final by then (a slot is freed only once its ring is empty); recover
+ * checks a record against the arena's slot (same thread, same generation)
+ * before it uses it, as it did the per-thread thread_K/.ring_base files
+ * this replaces (a create, a write, a close, and at the end the folder's
+ * open, an unlink and a close per thread; now one pwrite; old sessions'
+ * files are still read, recover.c). Removed with the final manifest.
+ *
+ * Threads: the writer on the drain thread; the reader on the `ada
+ * recover` command's. Read back as input from a place the user owns:
+ * every record checked (magic, its own slot, CRC), the file's size bounded
+ * by the slot limit.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "fs.h"
+#include "ring.h"
+#include "recorder_internal.h"
+
+#define RING_TABLE_NAME ".ring_slots"
+#define RING_TABLE_MAGIC 0x31535241u /* "ARS1" */
+#define RING_TABLE_CHUNK 256u        /* records read at a time */
+
+struct ring_table_rec {
+	uint32_t magic, slot, seq, gen;
+	uint64_t base;
+	uint32_t crc, zero;
+};
+_Static_assert(sizeof(struct ring_table_rec) == WAL_RING_TABLE_REC, "32-byte records");
+
+static uint32_t ring_table_crc(const struct ring_table_rec *r)
+{
+	return (uint32_t)crc32(0, (const unsigned char *)r, offsetof(struct ring_table_rec, crc));
+}
+
+/* pid_N/.ring_slots, made on the first thread's file: anything already
+ * under the name (a planted file or link: pid_N/ may be the agent's) is
+ * removed first, never written through. */
+static int ring_table_open(struct wal_proc *p)
+{
+	int fd = -1, rc = ada_fs_create(p->dir_fd, RING_TABLE_NAME, O_WRONLY, &fd);
+	if (rc == -EEXIST && unlinkat(p->dir_fd, RING_TABLE_NAME, 0) == 0)
+		rc = ada_fs_create(p->dir_fd, RING_TABLE_NAME, O_WRONLY, &fd);
+	return rc < 0 ? rc : fd;
+}
+
+bool wal_ring_table_put(struct wal_proc *p, const struct wal_thread *t)
+{
+	if (p->dir_fd < 0)
+		return false;
+	if (!p->ring_table_open) {
+		int fd = ring_table_open(p);
+		if (fd < 0)
+			return false; /* tried again at the next thread's file */
+		p->ring_table_fd = fd;
+		p->ring_table_open = true;
+	}
+	struct ring_table_rec rec = {
+	    .magic = RING_TABLE_MAGIC,
+	    .slot = t->slot,
+	    .seq = t->seq,
+	    .gen = t->slot_gen,
+	    .base = t->ring_next,
+	};
+	rec.crc = ring_table_crc(&rec);
+	off_t at = (off_t)t->slot * WAL_RING_TABLE_REC;
+	return pwrite(p->ring_table_fd, &rec, sizeof(rec), at) == (ssize_t)sizeof(rec);
+}
+
+void wal_ring_table_close(struct wal_proc *p)
+{
+	if (p->ring_table_open)
+		close(p->ring_table_fd);
+	p->ring_table_open = false;
+}
+
+void wal_ring_table_drop(struct wal_proc *p)
+{
+	bool had = p->ring_table_open;
+	wal_ring_table_close(p);
+	if (had && p->dir_fd >= 0)
+		unlinkat(p->dir_fd, RING_TABLE_NAME, 0);
+}
+
+/* One record read back: true when it is one the drain wrote for slot s. */
+static bool ring_table_check(const struct ring_table_rec *r, uint32_t s)
+{
+	return r->magic == RING_TABLE_MAGIC && r->slot == s && r->zero == 0 &&
+	       r->crc == ring_table_crc(r);
+}
+
+static int ring_table_cmp(const void *a, const void *b)
+{
+	const struct wal_ring_base *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Every record of fd (size bytes, at most the slot limit's) into tb. */
+static void ring_table_read(int fd, uint64_t size, struct wal_ring_table *tb)
+{
+	struct ring_table_rec buf[RING_TABLE_CHUNK];
+	uint64_t nrec = size / WAL_RING_TABLE_REC;
+	nrec = nrec < ADA_ARENA_SLOTS_LIMIT ? nrec : ADA_ARENA_SLOTS_LIMIT;
+	if (nrec && !(tb->v = calloc(nrec, sizeof(*tb->v))))
+		return;
+	for (uint64_t s = 0; s < nrec;) {
+		uint64_t k = nrec - s < RING_TABLE_CHUNK ? nrec - s : RING_TABLE_CHUNK;
+		ssize_t got =
+		    pread(fd, buf, k * WAL_RING_TABLE_REC, (off_t)(s * WAL_RING_TABLE_REC));
+		if (got <= 0)
+			break;
+		k = (uint64_t)got / WAL_RING_TABLE_REC;
+		for (uint64_t i = 0; i < k; i++, s++) {
+			const struct ring_table_rec *r = &buf[i];
+			static const struct ring_table_rec none;
+			if (!memcmp(r, &none, sizeof(none)))
+				continue; /* a slot no thread of a file had (a hole) */
+			if (!ring_table_check(r, (uint32_t)s)) {
+				tb->bad++;
+				continue;
+			}
+			tb->v[tb->n++] = (struct wal_ring_base){
+			    .slot = r->slot, .seq = r->seq, .gen = r->gen, .base = r->base};
+		}
+		if (k == 0)
+			break;
+	}
+	qsort(tb->v, tb->n, sizeof(*tb->v), ring_table_cmp);
+}
+
+void wal_ring_table_load(const char *pid_dir, struct wal_ring_table *tb)
+{
+	char path[PATH_MAX + 16];
+	struct stat st;
+	int fd = -1;
+	memset(tb, 0, sizeof(*tb));
+	snprintf(path, sizeof(path), "%s/" RING_TABLE_NAME, pid_dir);
+	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+		tb->found = true;
+		ring_table_read(fd, (uint64_t)st.st_size, tb);
+	}
+	close(fd);
+}
+
+bool wal_ring_table_find(const struct wal_ring_table *tb, uint32_t seq, struct wal_ring_base *out)
+{
+	struct wal_ring_base key = {.seq = seq};
+	const struct wal_ring_base *b =
+	    tb->n ? bsearch(&key, tb->v, tb->n, sizeof(*tb->v), ring_table_cmp) : NULL;
+	if (b)
+		*out = *b;
+	return b != NULL;
+}
+
+void wal_ring_table_remove(const char *pid_dir)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%s/" RING_TABLE_NAME, pid_dir);
+	unlink(path);
+}
+
+void wal_ring_table_free(struct wal_ring_table *tb)
+{
+	free(tb->v);
+	memset(tb, 0, sizeof(*tb));
+}

@@ -1,0 +1,150 @@
+/*
+ * pid_N/.ring_slots (src/recorder/ring_table.c): the drain's record per
+ * ring slot of which positions a thread's unfinished index file holds,
+ * read back by `ada recover`. A slot a later thread takes holds that
+ * thread's record only; records that are not the drain's (bytes of
+ * garbage, a record at another slot's offset, a bad CRC) are skipped and
+ * counted; a file larger than the slot limit is read no further; a link
+ * planted at the name is replaced, its target untouched; the final
+ * manifest's drop removes the file.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ring.h"
+#include "recorder_internal.h"
+
+static char dir[64], path[128];
+
+static int setup(void **state)
+{
+	(void)state;
+	strcpy(dir, "/tmp/ada_ringtab.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/.ring_slots", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+static void put(struct wal_proc *p, uint32_t slot, uint32_t seq, uint32_t gen, uint64_t base)
+{
+	struct wal_thread t = {
+	    .p = p, .slot = slot, .seq = seq, .slot_gen = gen, .ring_next = base};
+	assert_true(wal_ring_table_put(p, &t));
+}
+
+static void expect(const struct wal_ring_table *tb, uint32_t seq, uint32_t slot, uint32_t gen,
+                   uint64_t base)
+{
+	struct wal_ring_base b;
+	assert_true(wal_ring_table_find(tb, seq, &b));
+	assert_int_equal(b.slot, slot);
+	assert_int_equal(b.gen, gen);
+	assert_int_equal(b.base, base);
+}
+
+static void test_records(void **state)
+{
+	(void)state;
+	struct wal_proc p = {.dir = dir};
+	p.dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(p.dir_fd >= 0);
+	put(&p, 3, 7, 2, 1000);
+	put(&p, 0, 9, 1, 5);
+	put(&p, 3, 7, 2, 4096);  /* thread 7 rotated: its new file's base */
+	put(&p, 3, 11, 3, 8192); /* slot 3 taken by thread 11 */
+	struct wal_ring_table tb;
+	wal_ring_table_load(dir, &tb);
+	assert_true(tb.found);
+	assert_int_equal(tb.n, 2);
+	assert_int_equal(tb.bad, 0);
+	struct wal_ring_base b;
+	assert_false(wal_ring_table_find(&tb, 7, &b)); /* its slot is thread 11's now */
+	expect(&tb, 11, 3, 3, 8192);
+	expect(&tb, 9, 0, 1, 5);
+	wal_ring_table_free(&tb);
+
+	/* Not the drain's: garbage at slot 5, slot 0's record at slot 6,
+	 * slot 3's with one bit of its base flipped. */
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	char junk[WAL_RING_TABLE_REC], rec[WAL_RING_TABLE_REC];
+	memset(junk, 'x', sizeof(junk));
+	assert_int_equal(pwrite(fd, junk, sizeof(junk), 5 * WAL_RING_TABLE_REC), sizeof(junk));
+	assert_int_equal(pread(fd, rec, sizeof(rec), 0), sizeof(rec));
+	assert_int_equal(pwrite(fd, rec, sizeof(rec), 6 * WAL_RING_TABLE_REC), sizeof(rec));
+	assert_int_equal(pread(fd, rec, sizeof(rec), 3 * WAL_RING_TABLE_REC), sizeof(rec));
+	rec[16] ^= 1;
+	assert_int_equal(pwrite(fd, rec, sizeof(rec), 3 * WAL_RING_TABLE_REC), sizeof(rec));
+	/* Past the slot limit: never read (a hole of 2 MiB before it). */
+	off_t far = (off_t)ADA_ARENA_SLOTS_LIMIT * WAL_RING_TABLE_REC;
+	assert_int_equal(pwrite(fd, junk, sizeof(junk), far), sizeof(junk));
+	close(fd);
+	wal_ring_table_load(dir, &tb);
+	assert_int_equal(tb.n, 1);
+	assert_int_equal(tb.bad, 3);
+	expect(&tb, 9, 0, 1, 5);
+	assert_false(wal_ring_table_find(&tb, 11, &b));
+	wal_ring_table_free(&tb);
+
+	wal_ring_table_drop(&p); /* the final manifest: gone */
+	assert_int_equal(access(path, F_OK), -1);
+	wal_ring_table_load(dir, &tb);
+	assert_false(tb.found);
+	assert_false(wal_ring_table_find(&tb, 9, &b));
+	close(p.dir_fd);
+}
+
+static void test_planted_link(void **state)
+{
+	(void)state;
+	char victim[128];
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	int fd = open(victim, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "keep", 4), 4);
+	close(fd);
+	assert_int_equal(symlink(victim, path), 0);
+	struct wal_proc p = {.dir = dir};
+	p.dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	put(&p, 1, 4, 1, 77);
+	struct stat st;
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(stat(victim, &st), 0);
+	assert_int_equal(st.st_size, 4);
+	struct wal_ring_table tb;
+	wal_ring_table_load(dir, &tb);
+	expect(&tb, 4, 1, 1, 77);
+	wal_ring_table_free(&tb);
+	wal_ring_table_close(&p);
+	close(p.dir_fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_records, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_planted_link, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
