@@ -946,6 +946,8 @@ json_t *wal_crash_others_json(const struct ada_arena *a)
 static json_t *flight_crash_json(struct wal_proc *p, int sig, bool have_ci,
                                  const struct ada_crash_info *ci, uint64_t ns)
 {
+	/* The arena first: a fault in it (WAL_GUARDED) leaves nothing built. */
+	json_t *others = have_ci ? wal_crash_others_json(p->arena) : NULL;
 	json_t *c = json_object();
 	char addr[32];
 	json_object_set_new(c, "abnormal", json_true());
@@ -962,7 +964,6 @@ static json_t *flight_crash_json(struct wal_proc *p, int sig, bool have_ci,
 		json_object_set_new(c, "address", json_string(addr));
 		json_object_set_new(c, "si_code", json_integer(ci->code));
 		json_object_set_new(c, "context", wal_crash_context_json(ci, p->arch));
-		json_t *others = wal_crash_others_json(p->arena);
 		if (others)
 			json_object_set_new(c, "other_threads", others);
 	} else {
