@@ -420,14 +420,21 @@ static uint64_t flight_horizon(const struct ada_recorder *r);
  * within the live persist's budget (and its yield), of what the pass may
  * write, so records wait in the ring as before it. The budget is every
  * thread's together: counted per thread, window memory grew with the
- * number of threads whose records waited there for their index events. */
+ * number of threads whose records waited there for their index events.
+ * Memory already holding the pass's budget (other threads' blocks) is a
+ * backlog, as a budget spent is: without one the windows past their end
+ * closed with t's records still in its ring, never taken, neither
+ * written nor counted. */
 static void flight_take_in_budget(struct ada_recorder *r, struct wal_thread *t,
                                   const struct wal_detail_budget *budget)
 {
 	uint64_t held = r->flight.mem_bytes;
 	struct wal_detail_stats st;
-	if (held >= budget->bytes ||
-	    wal_detail_take(r, t, flight_horizon(r), budget->bytes - held, &st) < 0)
+	if (held >= budget->bytes) {
+		r->flight.backlog = true; /* the next pass takes */
+		return;
+	}
+	if (wal_detail_take(r, t, flight_horizon(r), budget->bytes - held, &st) < 0)
 		return;
 	r->flight.backlog |= st.budget_spent;
 	if (st.gap.records)
