@@ -376,17 +376,28 @@ static void test_grow_near_budget(void **state)
 /* ADA_WAL_URING_TMPFS=1 changes who writes a tmpfs file (io_uring's
  * worker, not the calling thread), not what the file system is: its
  * steps stay tmpfs's (16 KiB first) and it takes no O_DIRECT. */
+static char uring_dir[] = "/dev/shm/ada_wal_uring_XXXXXX";
+static bool uring_made;
+
+/* Removes the directory of test_uring_tmpfs_is_tmpfs, failed or not. */
+static int uring_teardown(void **state)
+{
+	(void)state;
+	char cmd[64];
+	unsetenv("ADA_WAL_URING_TMPFS");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", uring_dir);
+	return !uring_made || system(cmd) == 0 ? 0 : -1;
+}
+
 static void test_uring_tmpfs_is_tmpfs(void **state)
 {
 	(void)state;
-	char dir[] = "/dev/shm/ada_wal_uring_XXXXXX", path[64];
+	char *dir = uring_dir, path[64];
 	struct statfs sf;
-	if (!mkdtemp(dir))
+	if (!(uring_made = mkdtemp(dir) != NULL))
 		skip();
-	if (statfs(dir, &sf) != 0 || sf.f_type != TMPFS_MAGIC) {
-		rmdir(dir);
+	if (statfs(dir, &sf) != 0 || sf.f_type != TMPFS_MAGIC)
 		skip();
-	}
 	setenv("ADA_WAL_URING_TMPFS", "1", 1);
 	struct ada_wal_io *io;
 	struct ada_wal_io_opts io_o = {.buffer_bytes = 64 * 1024, .max_buffers = 8, .direct = 1};
@@ -410,8 +421,6 @@ static void test_uring_tmpfs_is_tmpfs(void **state)
 	assert_int_equal(ada_wal_file_finalize(f, &s), 0);
 	check_file(path, 200, 0);
 	ada_wal_io_free(io);
-	unlink(path);
-	rmdir(dir);
 }
 
 /* A file system that refuses uncached writes (tmpfs answers RWF_DONTCACHE
@@ -827,7 +836,7 @@ int main(void)
 	    cmocka_unit_test(test_latency_hist),
 	    cmocka_unit_test(test_dontcache_refused),
 	    cmocka_unit_test(test_compact_inline_cached),
-	    cmocka_unit_test(test_uring_tmpfs_is_tmpfs),
+	    cmocka_unit_test_teardown(test_uring_tmpfs_is_tmpfs, uring_teardown),
 	    cmocka_unit_test(test_crc32_matches_zlib),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
