@@ -420,14 +420,21 @@ static uint64_t flight_horizon(const struct ada_recorder *r);
  * within the live persist's budget (and its yield), of what the pass may
  * write, so records wait in the ring as before it. The budget is every
  * thread's together: counted per thread, window memory grew with the
- * number of threads whose records waited there for their index events. */
+ * number of threads whose records waited there for their index events.
+ * Memory already holding the pass's budget (other threads' blocks) is a
+ * backlog, as a budget spent is: without one the windows past their end
+ * closed with t's records still in its ring, never taken, neither
+ * written nor counted. */
 static void flight_take_in_budget(struct ada_recorder *r, struct wal_thread *t,
                                   const struct wal_detail_budget *budget)
 {
 	uint64_t held = r->flight.mem_bytes;
 	struct wal_detail_stats st;
-	if (held >= budget->bytes ||
-	    wal_detail_take(r, t, flight_horizon(r), budget->bytes - held, &st) < 0)
+	if (held >= budget->bytes) {
+		r->flight.backlog = true; /* the next pass takes */
+		return;
+	}
+	if (wal_detail_take(r, t, flight_horizon(r), budget->bytes - held, &st) < 0)
 		return;
 	r->flight.backlog |= st.budget_spent;
 	if (st.gap.records)
@@ -946,6 +953,8 @@ json_t *wal_crash_others_json(const struct ada_arena *a)
 static json_t *flight_crash_json(struct wal_proc *p, int sig, bool have_ci,
                                  const struct ada_crash_info *ci, uint64_t ns)
 {
+	/* The arena first: a fault in it (WAL_GUARDED) leaves nothing built. */
+	json_t *others = have_ci ? wal_crash_others_json(p->arena) : NULL;
 	json_t *c = json_object();
 	char addr[32];
 	json_object_set_new(c, "abnormal", json_true());
@@ -962,7 +971,6 @@ static json_t *flight_crash_json(struct wal_proc *p, int sig, bool have_ci,
 		json_object_set_new(c, "address", json_string(addr));
 		json_object_set_new(c, "si_code", json_integer(ci->code));
 		json_object_set_new(c, "context", wal_crash_context_json(ci, p->arch));
-		json_t *others = wal_crash_others_json(p->arena);
 		if (others)
 			json_object_set_new(c, "other_threads", others);
 	} else {

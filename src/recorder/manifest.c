@@ -260,11 +260,11 @@ static bool man_detached(const struct ada_recorder *r, const struct wal_proc *p)
  * from what its own agent wrote into the arena. */
 static void man_exit(json_t *root, const struct ada_recorder *r, struct wal_proc *p)
 {
+	int v = 0; /* the arena first: a fault there leaves nothing built (WAL_GUARDED) */
+	uint32_t ps = p->arena ? ada_arena_process_state(p->arena, &v) : ADA_PROC_RUNNING;
 	json_t *e = json_object();
 	bool abnormal = false, detached = man_detached(r, p);
 	int sig = 0, status = -1;
-	int v = 0;
-	uint32_t ps = p->arena ? ada_arena_process_state(p->arena, &v) : ADA_PROC_RUNNING;
 	bool known = p->reaped || p->other_known;
 	int ws = p->reaped ? p->wstatus : p->other_status;
 	if (detached) {
@@ -475,6 +475,7 @@ static json_t *man_ring(const struct wal_proc *p)
 	if (!p->arena)
 		return json_null();
 	const struct ada_arena_config *c = ada_arena_config_of(p->arena);
+	uint32_t fl = ada_arena_flags(p->arena); /* before o: see wal_manifest_write */
 	json_t *o = json_object();
 	json_object_set_new(o, "max_threads", json_integer(c->max_threads));
 	json_object_set_new(o, "index_events", json_integer((json_int_t)c->index_events));
@@ -493,7 +494,6 @@ static json_t *man_ring(const struct wal_proc *p)
 	json_object_set_new(o, "timestamps",
 	                    json_string(c->timestamp_source == ADA_TS_CLOCK ? "clock" : "tsc"));
 	json_object_set_new(o, "high_watermark_pct", json_integer(c->high_watermark_pct));
-	uint32_t fl = ada_arena_flags(p->arena);
 	json_object_set_new(o, "mlocked", json_boolean(!(fl & ADA_ARENA_F_MLOCK_FAILED)));
 	json_object_set_new(o, "huge_pages",
 	                    json_boolean(fl & (ADA_ARENA_F_THP | ADA_ARENA_F_HUGETLB)));
@@ -668,6 +668,12 @@ void wal_manifest_abandon(struct ada_recorder *r)
 	r->man_building = NULL;
 }
 
+/* A fault in the arena (the target truncated it: WAL_GUARDED's jump)
+ * can come at any read of it below; the manifest itself is freed then
+ * (r->man_building, wal_manifest_abandon), so every part of it reads
+ * what it needs from the arena before it allocates, and is linked into
+ * the manifest before the next read: nothing is held only in a local
+ * across a read (test_wal_guard, under ASan). */
 int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *state)
 {
 	json_t *root = ada_manifest_new(p->pid);
@@ -711,11 +717,13 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "drain", man_drain(r));
 	json_object_set_new(root, "retention", man_retention(r, p));
 	json_object_set_new(root, "shm", man_shm(r));
+	bool mlock_failed = p->arena && (ada_arena_flags(p->arena) & ADA_ARENA_F_MLOCK_FAILED);
+	json_t *drops = man_drops(r, p); /* the arena read before warn, linked last, is made */
 	json_t *warn = json_deep_copy(r->warnings);
 	p->man_warnings = json_array_size(r->warnings);
 	json_object_set_new(root, "threads", man_threads(p, warn));
-	json_object_set_new(root, "drops", man_drops(r, p));
-	if (p->arena && (ada_arena_flags(p->arena) & ADA_ARENA_F_MLOCK_FAILED))
+	json_object_set_new(root, "drops", drops);
+	if (mlock_failed)
 		json_array_append_new(warn,
 		                      json_string("mlock refused: ring pages may be swapped"));
 	if (ada_wal_io_disk_full(r->io))

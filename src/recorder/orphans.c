@@ -27,7 +27,11 @@
  * would read a ring still being written, and removing the file would lose
  * what it writes next; the scan says so and takes it once the process is
  * gone. Two scans never take the same directory: each holds flock
- * (LOCK_EX|LOCK_NB) on it while it works. A directory without any record,
+ * (LOCK_EX|LOCK_NB) on it while it works. Who maps or holds a directory
+ * is asked of /proc once for all the directories that need it (up to
+ * ORPHAN_BATCH at a time, kept locked meanwhile): a directory that stays
+ * (held, or not ours to take) would otherwise cost every command a walk
+ * of /proc of its own. A directory without any record,
  * older than a minute, unheld, and holding nothing but arenas of
  * processes that are gone (and perhaps the budget file) is removed and
  * told: a recording's end that could not empty it leaves one.
@@ -58,6 +62,7 @@
 #define ORPHAN_PROC_MAX 100000u /* /proc entries looked at, at most */
 #define ORPHAN_FD_MAX 65536u    /* descriptors of one process looked at, at most */
 #define ORPHAN_YOUNG_S 60       /* a directory without a record this young is starting */
+#define ORPHAN_BATCH 32u        /* directories one walk of /proc looks for, at most */
 
 bool ada_orphans_disabled(void)
 {
@@ -89,6 +94,27 @@ struct orphan_owner {
 	long long started;
 	int manual;
 	char session[PATH_MAX];
+};
+
+/* A directory of shm_dir, locked, whose fate needs to know who holds it:
+ * what was read of it, waiting for the walk of /proc (orphan_holders). */
+struct orphan_cand {
+	int fd; /* the directory, locked (flock) until it is decided */
+	struct stat st;
+	char name[NAME_MAX + 1];
+	char path[PATH_MAX]; /* shm_dir/name */
+	size_t plen;
+	int rc; /* orphan_read_owner()'s: 0, the record in o is read */
+	struct orphan_owner o;
+	pid_t holder; /* a process that maps or holds a file of it; 0: none */
+};
+
+/* One walk of /proc: the candidates without a holder yet, and the
+ * process looked at. */
+struct orphan_walk {
+	struct orphan_cand *c;
+	unsigned n, left;
+	pid_t pid;
 };
 
 /* The directory name's <name> (ada-<name>-XXXXXX): the session's base
@@ -140,68 +166,83 @@ static int orphan_read_owner(int dfd, const char *dname, struct orphan_owner *o)
 	return 0;
 }
 
-/* True when /proc/PID/maps names a file under dir ("dir/" prefix). */
-static bool orphan_maps_hold(const char *pid, const char *dir, size_t dlen)
+/* The candidates without a holder yet that file (a path from /proc)
+ * lies under ("dir/..."; bare: dir itself too) are held by w->pid. */
+static void orphan_held_by(struct orphan_walk *w, const char *file, bool bare)
+{
+	for (unsigned i = 0; i < w->n && w->left; i++) {
+		struct orphan_cand *c = &w->c[i];
+		if (c->holder || strncmp(file, c->path, c->plen) ||
+		    (file[c->plen] != '/' && (!bare || file[c->plen])))
+			continue;
+		c->holder = w->pid;
+		w->left--;
+	}
+}
+
+/* The files /proc/PID/maps names. */
+static void orphan_maps_hold(struct orphan_walk *w, const char *pid)
 {
 	char path[64], line[PATH_MAX + 256];
 	snprintf(path, sizeof(path), "/proc/%s/maps", pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
-		return false;
-	bool hit = false;
-	while (!hit && fgets(line, sizeof(line), f)) {
+		return;
+	while (w->left && fgets(line, sizeof(line), f)) {
 		char *p = strchr(line, '/');
-		hit = p && !strncmp(p, dir, dlen) && p[dlen] == '/';
+		if (p)
+			orphan_held_by(w, p, false);
 	}
 	fclose(f);
-	return hit;
 }
 
-/* True when a descriptor of PID is open on a file under dir. */
-static bool orphan_fds_hold(const char *pid, const char *dir, size_t dlen)
+/* The files PID's descriptors are open on. */
+static void orphan_fds_hold(struct orphan_walk *w, const char *pid)
 {
 	char path[64], link[PATH_MAX];
 	snprintf(path, sizeof(path), "/proc/%s/fd", pid);
 	DIR *d = opendir(path);
 	if (!d)
-		return false;
-	bool hit = false;
+		return;
 	struct dirent *de;
-	for (unsigned i = 0; !hit && i < ORPHAN_FD_MAX && (de = readdir(d)); i++) {
+	for (unsigned i = 0; w->left && i < ORPHAN_FD_MAX && (de = readdir(d)); i++) {
 		ssize_t n = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
 		if (n <= 0)
 			continue;
 		link[n] = '\0';
-		hit = !strncmp(link, dir, dlen) && (link[dlen] == '/' || !link[dlen]);
+		orphan_held_by(w, link, true);
 	}
 	closedir(d);
-	return hit;
 }
 
-/* A process of the effective user (root: any) other than this one that
- * maps or holds a file under dir; 0 when none. */
-static pid_t orphan_holder(const char *dir)
+/* Each candidate's holder: a process of the effective user (root: any)
+ * other than this one that maps or holds a file under its directory (the
+ * first /proc lists), 0 when none. One walk of /proc for all n, ended
+ * when each has one; *walks counts it. */
+static void orphan_holders(struct orphan_cand *c, unsigned n, unsigned *walks)
 {
+	if (walks)
+		(*walks)++;
 	DIR *d = opendir("/proc");
 	if (!d)
-		return 0;
-	size_t dlen = strlen(dir);
+		return;
+	struct orphan_walk w = {.c = c, .n = n, .left = n};
 	uid_t me = geteuid();
-	pid_t found = 0, self = getpid();
+	pid_t self = getpid();
 	struct dirent *de;
-	for (unsigned i = 0; !found && i < ORPHAN_PROC_MAX && (de = readdir(d)); i++) {
+	for (unsigned i = 0; w.left && i < ORPHAN_PROC_MAX && (de = readdir(d)); i++) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
 		struct stat st;
 		if (*end || pid <= 0 || pid == self || fstatat(dirfd(d), de->d_name, &st, 0) != 0 ||
 		    (me != 0 && st.st_uid != me))
 			continue;
-		if (orphan_maps_hold(de->d_name, dir, dlen) ||
-		    orphan_fds_hold(de->d_name, dir, dlen))
-			found = (pid_t)pid;
+		w.pid = (pid_t)pid;
+		orphan_maps_hold(&w, de->d_name);
+		if (w.left)
+			orphan_fds_hold(&w, de->d_name);
 	}
 	closedir(d);
-	return found;
 }
 
 /* The session directory of o: a real directory (not a link) owned by the
@@ -290,15 +331,24 @@ int ada_recover_lock(const char *dir, int *out)
 	return 0;
 }
 
-/* A locked directory whose record o was read: -1 to leave it without a
- * word (its recorder runs, or it is manual and this is no `all` scan),
- * else the outcome before recovery (ADA_ORPHAN_RECOVERED: go ahead). */
-static int orphan_decide(const struct ada_orphan_opts *op, const char *path,
-                         const struct orphan_owner *o, struct ada_orphan *r)
+/* Whether the locked candidate c is to be decided at all, before the
+ * walk of /proc: not when it is left without a word anyway (a record
+ * whose recorder runs, or manual and this is no `all` scan; no usable
+ * record and younger than a minute: a recorder starting). */
+static bool orphan_wanted(const struct ada_orphan_opts *op, const struct orphan_cand *c)
 {
-	if (ada_recorder_alive(o->pid, (uint64_t)o->ticks) || (o->manual && !op->all))
-		return -1;
-	if ((r->holder = orphan_holder(path)))
+	if (c->rc < 0)
+		return time(NULL) - c->st.st_mtime >= ORPHAN_YOUNG_S;
+	return !ada_recorder_alive(c->o.pid, (uint64_t)c->o.ticks) && (!c->o.manual || op->all);
+}
+
+/* A wanted candidate whose record o was read, its holder known: the
+ * outcome before recovery (ADA_ORPHAN_RECOVERED: go ahead). */
+static int orphan_decide(const struct ada_orphan_opts *op, const struct orphan_cand *c,
+                         struct ada_orphan *r)
+{
+	const struct orphan_owner *o = &c->o;
+	if ((r->holder = c->holder))
 		return ADA_ORPHAN_IN_USE;
 	int rc = orphan_session_ok(o);
 	if (rc == 0 && op->check && op->check(op->arg, o->session) < 0)
@@ -377,24 +427,25 @@ static bool orphan_only_dead_arenas(int dfd, uint32_t *arenas)
 	return ok && i < ADA_FS_WALK_MAX_ENTRIES;
 }
 
-/* A directory without a usable record (rc): a recorder between mkdtemp
- * and its record, an ada from before records, or the end of a recording
- * that could not empty it (an arena of the program landed after, or the
- * recorder could not list it). Only an old one that no process holds is
- * looked at: without any record (another ada's record is not ours to
- * judge), holding only arenas whose processes are gone, nobody can ever
- * read it, and no session is named to recover into: it is removed and
- * told. Anything else in it is left, and told. */
-static void orphan_unmarked(const struct ada_orphan_opts *op, int shm, const char *name, int dfd,
-                            struct ada_orphan *r, const struct stat *st, int rc)
+/* A directory without a usable record (c->rc): a recorder between
+ * mkdtemp and its record, an ada from before records, or the end of a
+ * recording that could not empty it (an arena of the program landed
+ * after, or the recorder could not list it). Only an old one
+ * (orphan_wanted) that no process holds is looked at: without any record
+ * (another ada's record is not ours to judge), holding only arenas whose
+ * processes are gone, nobody can ever read it, and no session is named
+ * to recover into: it is removed and told. Anything else in it is left,
+ * and told. */
+static void orphan_unmarked(const struct ada_orphan_opts *op, int shm, const struct orphan_cand *c,
+                            struct ada_orphan *r)
 {
-	if (time(NULL) - st->st_mtime < ORPHAN_YOUNG_S || orphan_holder(r->arena_dir))
+	if (c->holder)
 		return;
 	r->outcome = ADA_ORPHAN_UNKNOWN;
-	r->error = -rc;
+	r->error = -c->rc;
 	uint32_t arenas = 0;
-	if (rc == -ENOENT && orphan_only_dead_arenas(dfd, &arenas)) {
-		orphan_remove(shm, name, dfd, NULL, NULL);
+	if (c->rc == -ENOENT && orphan_only_dead_arenas(c->fd, &arenas)) {
+		orphan_remove(shm, c->name, c->fd, NULL, NULL);
 		r->outcome = ADA_ORPHAN_REMOVED;
 		r->unread = arenas;
 		r->error = 0;
@@ -402,27 +453,24 @@ static void orphan_unmarked(const struct ada_orphan_opts *op, int shm, const cha
 	op->found(op->arg, r);
 }
 
-/* One candidate directory, locked: decided and, when an orphan, taken. */
-static void orphan_take(const struct ada_orphan_opts *op, int shm, const char *shm_dir,
-                        const char *name, int dfd, const struct stat *st, unsigned *taken)
+/* One wanted candidate, locked, its holder known: decided and, when an
+ * orphan, taken. */
+static void orphan_take(const struct ada_orphan_opts *op, int shm, struct orphan_cand *c,
+                        unsigned *taken)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/%s", shm_dir, name);
-	struct ada_orphan r = {.arena_dir = path};
-	struct orphan_owner o;
-	int rc = orphan_read_owner(dfd, name, &o);
-	if (rc < 0) {
-		orphan_unmarked(op, shm, name, dfd, &r, st, rc);
+	struct ada_orphan r = {.arena_dir = c->path};
+	const struct orphan_owner *o = &c->o;
+	int rc;
+	if (c->rc < 0) {
+		orphan_unmarked(op, shm, c, &r);
 		return;
 	}
-	r.session_dir = o.session;
-	r.started = o.started;
-	int out = orphan_decide(op, path, &o, &r);
-	if (out < 0)
-		return;
+	r.session_dir = o->session;
+	r.started = o->started;
+	int out = orphan_decide(op, c, &r);
 	struct ada_recover_report rep = {.notice = op->notice, .notice_arg = op->arg};
 	int lock = -1;
-	if (out == ADA_ORPHAN_RECOVERED && (rc = ada_recover_lock(o.session, &lock)) < 0) {
+	if (out == ADA_ORPHAN_RECOVERED && (rc = ada_recover_lock(o->session, &lock)) < 0) {
 		/* Its recorder runs (seen from here as gone), or a recovery. */
 		if (rc == -EBUSY)
 			return;
@@ -430,14 +478,14 @@ static void orphan_take(const struct ada_orphan_opts *op, int shm, const char *s
 		r.error = -rc;
 	}
 	if (out == ADA_ORPHAN_RECOVERED) {
-		rc = ada_wal_recover(o.session, &rep);
+		rc = ada_wal_recover(o->session, &rep);
 		close(lock);
 		r.rep = &rep;
 		if (rc < 0 && rc != -ENOENT) { /* -EBUSY: a manifest names a live recorder */
 			out = ADA_ORPHAN_FAILED;
 			r.error = -rc;
 		} else {
-			orphan_remove(shm, name, dfd, o.session, &r.unread);
+			orphan_remove(shm, c->name, c->fd, o->session, &r.unread);
 			(*taken)++;
 		}
 	}
@@ -503,26 +551,69 @@ int ada_orphan_arena_dir(const char *shm_dir, const char *session, char *out, si
 	return rc;
 }
 
+/* The directory name of shm_dir into c, opened and locked, its record
+ * read; false when it is not one to decide (orphan_open,
+ * orphan_wanted): then nothing of it is kept. */
+static bool orphan_candidate(const struct ada_orphan_opts *op, int shm, const char *shm_dir,
+                             const char *name, struct orphan_cand *c)
+{
+	int n = snprintf(c->path, sizeof(c->path), "%s/%s", shm_dir, name);
+	if (n < 0 || n >= (int)sizeof(c->path) || strlen(name) >= sizeof(c->name))
+		return false;
+	c->fd = orphan_open(shm, name, &c->st);
+	if (c->fd < 0)
+		return false;
+	c->plen = (size_t)n;
+	c->holder = 0;
+	strcpy(c->name, name);
+	c->rc = orphan_read_owner(c->fd, name, &c->o);
+	if (orphan_wanted(op, c))
+		return true;
+	close(c->fd); /* drops the lock */
+	return false;
+}
+
+/* The n candidates: one walk of /proc for their holders, then each
+ * decided, taken or left, and unlocked. */
+static void orphan_batch(const struct ada_orphan_opts *op, int shm, struct orphan_cand *c,
+                         unsigned n, unsigned *taken)
+{
+	if (!n)
+		return;
+	orphan_holders(c, n, op->proc_walks);
+	for (unsigned i = 0; i < n; i++) {
+		orphan_take(op, shm, &c[i], taken);
+		close(c[i].fd); /* drops the lock */
+	}
+}
+
 int ada_orphans_recover(const struct ada_orphan_opts *op, unsigned *taken)
 {
 	const char *shm_dir = op->shm_dir ? op->shm_dir : "/dev/shm";
 	*taken = 0;
-	int shm = -1;
+	struct orphan_cand *c = calloc(ORPHAN_BATCH, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
 	DIR *d = ada_fs_opendir(AT_FDCWD, shm_dir);
-	if (!d)
-		return -errno;
-	shm = dirfd(d);
+	if (!d) {
+		int rc = -errno;
+		free(c);
+		return rc;
+	}
+	int shm = dirfd(d);
+	unsigned n = 0;
 	struct dirent *de;
 	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
-		struct stat st;
-		if (strncmp(de->d_name, "ada-", 4) || ada_fs_entry_kind(shm, de) != ADA_FS_DIR)
+		if (strncmp(de->d_name, "ada-", 4) || ada_fs_entry_kind(shm, de) != ADA_FS_DIR ||
+		    !orphan_candidate(op, shm, shm_dir, de->d_name, &c[n]))
 			continue;
-		int fd = orphan_open(shm, de->d_name, &st);
-		if (fd < 0)
-			continue;
-		orphan_take(op, shm, shm_dir, de->d_name, fd, &st, taken);
-		close(fd); /* drops the lock */
+		if (++n == ORPHAN_BATCH) {
+			orphan_batch(op, shm, c, n, taken);
+			n = 0;
+		}
 	}
+	orphan_batch(op, shm, c, n, taken);
 	closedir(d);
+	free(c);
 	return 0;
 }

@@ -696,6 +696,15 @@ static void rec_read_end(struct rec_ctx *c, struct rec_arena_end *e)
  * file (function ids: recover does not read the symbol files). */
 static json_t *rec_crash_json(struct rec_ctx *c)
 {
+	/* The arena's other threads first, guarded (the target may have
+	 * truncated it since): a fault leaves nothing built. */
+	json_t *volatile others = NULL;
+	if (c->arena && !c->arena_bad)
+		WAL_GUARDED(c->arena, others = wal_crash_others_json(c->arena), {
+			c->arena_bad = true;
+			rec_say(c, "the arena file shrank while recover read it: the crash's other "
+			           "threads are not told");
+		});
 	json_t *o = json_object();
 	char addr[32];
 	snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)c->ci.addr);
@@ -712,7 +721,6 @@ static json_t *rec_crash_json(struct rec_ctx *c)
 	json_object_set_new(o, "address", json_string(addr));
 	json_object_set_new(o, "si_code", json_integer(c->ci.code));
 	json_object_set_new(o, "context", wal_crash_context_json(&c->ci, c->arch));
-	json_t *others = wal_crash_others_json(c->arena);
 	if (others)
 		json_object_set_new(o, "other_threads", others);
 	json_object_set_new(o, "recovered", json_true());

@@ -112,14 +112,10 @@ bool wal_shm_pool_put(struct ada_recorder *r, const struct ada_arena *a, const c
 	if (k < 0 || (unsigned)k >= ADA_ARENA_POOL_SLOTS || r->shm.pool_held[k] || !r->shm.budget)
 		return false;
 	uint64_t keep = ada_arena_pool_bytes(a);
-	/* Past the first two places (what the pool had before it had
-	 * eight), only while a new arena of this size would still fit
-	 * beside it: the waiting files never make a process run untraced
-	 * that the two alone would have let in. */
 	struct ada_shm_budget_view v;
 	ada_shm_budget_read(r->shm.budget, &v);
-	uint64_t next = ada_arena_budget_size_for(ada_arena_config_of(a));
-	if (k >= 2 && v.ceiling && v.reserved + keep + next > v.ceiling)
+	if (!ada_arena_pool_admits((unsigned)k, &v, keep,
+	                           ada_arena_budget_size_for(ada_arena_config_of(a))))
 		return false;
 	/* Its kept pages count against the ceiling while it waits. */
 	if (ada_shm_budget_grow(r->shm.budget, keep) != 0)

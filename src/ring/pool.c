@@ -153,6 +153,15 @@ int ada_arena_pool_scrub(const struct ada_arena *a, int fd)
 	return err;
 }
 
+bool ada_arena_pool_admits(unsigned k, const struct ada_shm_budget_view *v, uint64_t keep,
+                           uint64_t next)
+{
+	if (k < ADA_ARENA_POOL_FREE_SLOTS || !v->ceiling)
+		return true;
+	uint64_t room = v->reserved < v->ceiling ? v->ceiling - v->reserved : 0;
+	return keep <= room && next <= room - keep;
+}
+
 int ada_arena_pool_put(const char *path, const char *dir, unsigned k)
 {
 	char pool[PATH_MAX];

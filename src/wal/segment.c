@@ -888,7 +888,11 @@ int ada_wal_file_openat(struct ada_wal_io *io, int dirfd, const char *name, cons
 		goto err_free;
 	struct statfs sf;
 	bool fs_known = fstatfs(f->fd, &sf) == 0;
-	f->tmpfs = f->inline_write = !io->uring_tmpfs && fs_known && sf.f_type == TMPFS_MAGIC;
+	/* tmpfs: what the file system is (its steps, no O_DIRECT); whether
+	 * its writes are the drain's own is the write path's choice apart
+	 * (ADA_WAL_URING_TMPFS=1 sends them through io_uring, to compare). */
+	f->tmpfs = fs_known && sf.f_type == TMPFS_MAGIC;
+	f->inline_write = f->tmpfs && !io->uring_tmpfs;
 	if (o->index_format == ADA_INDEX_COMPACT && (r = wal_cidx_new(f)) < 0)
 		goto err_unlink;
 	uint8_t h[ATF_HEADER_SIZE];

@@ -188,7 +188,9 @@ struct ada_wal_file {
 	bool direct, fd_direct, direct_used, carry_dirty, sending;
 	/* inline_write: the writes are pwrite()s in the drain thread,
 	 * completed at once (segment.c, wal_buf_write), not io_uring's
-	 * worker's: on tmpfs (tmpfs, whose steps grow.c keeps small), and a
+	 * worker's: on tmpfs unless ADA_WAL_URING_TMPFS=1 (io->uring_tmpfs;
+	 * tmpfs says only what the file system is: grow.c keeps its steps
+	 * small, direct.c takes no O_DIRECT there, whichever path writes), and a
 	 * compact file on ext4 or xfs (cached: plain buffered writes, not
 	 * RWF_DONTCACHE; each flush drops the pages the one before it wrote
 	 * back, from dropped_end on: wal_drop_behind). */

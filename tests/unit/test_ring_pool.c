@@ -7,7 +7,9 @@
  * directory takes it (ADA_ARENA_F_RECYCLED), starts its rings at 0 and
  * reads back exactly its own events, never the old owner's left in the
  * kept pages. A pool file unfit for the arena (another size, a byte where
- * a header must be zero) is not taken: a new file is made.
+ * a header must be zero) is not taken: a new file is made. Places past
+ * the first two take a file only while one more arena fits under the
+ * shared-memory ceiling beside it (the ceiling rule).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -265,12 +267,71 @@ static void test_pool_takes_every_slot(void **state)
 	}
 }
 
+/* The ceiling rule (ada_arena_pool_admits), its edges: the first two
+ * places whatever the ceiling, no ceiling, one more arena beside the file
+ * fitting exactly or by a byte too many, and counts the target wrote
+ * (reserved past the ceiling, or so large the sum would wrap). */
+static void test_pool_ceiling_rule(void **state)
+{
+	(void)state;
+	const uint64_t keep = 3 * 4096, next = 1 << 20, c = 64 << 20;
+	struct ada_shm_budget_view v = {.ceiling = c, .reserved = c - keep - next};
+	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++)
+		assert_true(ada_arena_pool_admits(k, &v, keep, next)); /* exactly fits */
+	v.reserved++;
+	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++)
+		assert_int_equal(ada_arena_pool_admits(k, &v, keep, next), k < 2);
+	v.reserved = c + 1; /* over already */
+	assert_true(ada_arena_pool_admits(1, &v, keep, next));
+	assert_false(ada_arena_pool_admits(2, &v, keep, next));
+	v.reserved = UINT64_MAX - keep; /* reserved + keep + next wraps to next - 1 */
+	assert_false(ada_arena_pool_admits(2, &v, keep, next));
+	v.reserved = c - keep - next + 1;
+	assert_false(ada_arena_pool_admits(7, &v, UINT64_MAX, next)); /* keep + next wraps */
+	v.ceiling = 0;                                                /* none */
+	v.reserved = UINT64_MAX;
+	assert_true(ada_arena_pool_admits(7, &v, keep, next));
+}
+
+/* The rule on a budget as the recorder drives it, with a tight ceiling:
+ * arenas reserved until one more beside a finished arena's kept pages
+ * just fits; places 2..7 take the file then and refuse it a page later,
+ * places 0 and 1 take it both times. */
+static void test_pool_ceiling_budget(void **state)
+{
+	struct fx *f = *state;
+	struct ada_arena *a = NULL;
+	assert_int_equal(ada_arena_create(f->first, &f->cfg, &a, NULL), 0);
+	uint64_t keep = ada_arena_pool_bytes(a), next = ada_arena_budget_size_for(&f->cfg);
+	assert_true(keep > 0 && keep < next);
+	ada_arena_close(a);
+	int dfd = open(f->dir, O_RDONLY | O_DIRECTORY);
+	struct ada_shm_budget *b = NULL;
+	const uint64_t ceiling = 3 * next + keep; /* two arenas exist, one more fits */
+	assert_int_equal(ada_shm_budget_create(dfd, ceiling, &b), 0);
+	assert_int_equal(ada_shm_budget_take(b, next), 0);
+	assert_int_equal(ada_shm_budget_take(b, next), 0);
+	struct ada_shm_budget_view v;
+	ada_shm_budget_read(b, &v);
+	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++)
+		assert_true(ada_arena_pool_admits(k, &v, keep, next));
+	assert_int_equal(ada_shm_budget_grow(b, 4096), 0);
+	ada_shm_budget_read(b, &v);
+	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++)
+		assert_int_equal(ada_arena_pool_admits(k, &v, keep, next), k < 2);
+	ada_shm_budget_close(b);
+	unlinkat(dfd, ADA_SHM_BUDGET_NAME, 0);
+	close(dfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_pool_reuses_ring_pages, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_pool_refuses_unfit_file, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_pool_takes_every_slot, fx_setup, fx_teardown),
+	    cmocka_unit_test(test_pool_ceiling_rule),
+	    cmocka_unit_test_setup_teardown(test_pool_ceiling_budget, fx_setup, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

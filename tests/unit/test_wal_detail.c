@@ -1897,6 +1897,48 @@ static void test_flight_take_then_walk(void **state)
 	check_links(40);
 }
 
+/* A pass whose take found window memory already holding the pass's
+ * budget (another thread's blocks, their records waiting for their index
+ * events) after the window's end: the take waits for the next pass, and
+ * the window stays open for it (a backlog). Without one the window
+ * closed at that pass, and its 40 records were never taken: neither
+ * written nor counted. */
+static void test_flight_take_memory_full(void **state)
+{
+	(void)state;
+	struct wscene s;
+	wscene_open(&s, 20, 40);
+	const struct atf_index_event *ev = s.ev;
+	struct ada_recorder *r = &s.d.r;
+	uint64_t span = ev[39].timestamp_ns - ev[0].timestamp_ns + 1;
+	wscene_flight(&s, span, span);
+	struct wal_proc *procs[1] = {&s.d.p};
+	r->procs = procs;
+	r->nprocs = 1;
+	r->pass_room_min = 1;
+	r->pass_fill_ns = 1ull << 30;
+	r->flight.yield.forced = true;
+	r->flight.yield.share_pct = 100;
+	assert_int_equal(wscene_fire(&s, ev[20].timestamp_ns, ev[39].timestamp_ns), 1);
+	/* past the window's end and its close slack (flight.c, 100 ms) */
+	while (ada_boottime_ns() < ev[20].timestamp_ns + span + 150000000ull)
+		usleep(10000);
+	r->flight.pass_room = PD_BLOCK / 2;
+	r->flight.mem_bytes = PD_BLOCK; /* another thread's block, held */
+	wal_flight_after_pass(r);
+	assert_true(r->flight.backlog);
+	assert_false(ada_trigger_window_at(r->flight.trig, 0)->closed);
+	r->flight.mem_bytes = 0; /* that block decided and freed */
+	r->flight.pass_room = 0;
+	wal_flight_after_pass(r);
+	assert_false(r->flight.backlog);
+	assert_int_equal(wal_detail_proc_records(&s.d.p), 40);
+	r->procs = NULL;
+	r->nprocs = 0;
+	wscene_close(&s);
+	check_links(40);
+}
+
 /* One window over the scene's 40 records, ended at once with room detail
  * bytes (wal_flight_thread_end: a thread's file ending under the disk
  * budget); returns the records written, *missed its disk_budget count,
@@ -2047,6 +2089,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_flight_passed_over, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_flight_end_room, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_flight_take_then_walk, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flight_take_memory_full, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_recent_window, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_link_room, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cidx_reserve_ring, setup, teardown),

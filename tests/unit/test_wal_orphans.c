@@ -36,7 +36,9 @@
 
 struct fixture {
 	char shm[64], out[64], session[128], arena[192];
-	unsigned calls;
+	unsigned calls, walks;
+	unsigned outcomes[ADA_ORPHAN_REMOVED + 1];
+	pid_t holders;
 	struct ada_orphan last;
 };
 
@@ -45,6 +47,10 @@ static void found(void *arg, const struct ada_orphan *o)
 	struct fixture *f = arg;
 	f->calls++;
 	f->last = *o;
+	if (o->outcome <= ADA_ORPHAN_REMOVED)
+		f->outcomes[o->outcome]++;
+	if (o->outcome == ADA_ORPHAN_IN_USE)
+		f->holders = o->holder;
 }
 
 static int setup(void **state)
@@ -81,22 +87,28 @@ static int teardown(void **state)
 
 /* The record as a recorder that has exited wrote it (manual: under
  * ADA_NO_RECOVER_ORPHANS). */
-static void mark_dead(struct fixture *f, bool manual, const char *session)
+static void mark_dead_at(const char *arena, bool manual, const char *session)
 {
 	pid_t c = fork();
 	if (c == 0) {
 		if (manual)
 			setenv("ADA_NO_RECOVER_ORPHANS", "1", 1);
-		_exit(ada_orphan_mark(f->arena, session) == 0 ? 0 : 1);
+		_exit(ada_orphan_mark(arena, session) == 0 ? 0 : 1);
 	}
 	int st;
 	assert_int_equal(waitpid(c, &st, 0), c);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+static void mark_dead(struct fixture *f, bool manual, const char *session)
+{
+	mark_dead_at(f->arena, manual, session);
+}
+
 static unsigned scan(struct fixture *f, bool all)
 {
-	struct ada_orphan_opts o = {.shm_dir = f->shm, .all = all, .found = found, .arg = f};
+	struct ada_orphan_opts o = {
+	    .shm_dir = f->shm, .all = all, .found = found, .arg = f, .proc_walks = &f->walks};
 	unsigned taken = 99;
 	assert_int_equal(ada_orphans_recover(&o, &taken), 0);
 	return taken;
@@ -286,6 +298,77 @@ static void test_unmarked_young_left(void **state)
 	assert_true(exists(f->arena));
 }
 
+/* A process that opens path/4242.ring in each of the n directories and
+ * waits (killed by the test); returns once they are open. */
+static pid_t hold_files(char (*dirs)[192], int n)
+{
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t h = fork();
+	if (h == 0) {
+		for (int i = 0; i < n; i++) {
+			char path[PATH_MAX];
+			snprintf(path, sizeof(path), "%s/4242.ring", dirs[i]);
+			if (open(path, O_RDONLY) < 0)
+				_exit(1);
+		}
+		(void)!write(p[1], "x", 1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]); /* a child that failed: end of file, not a wait */
+	char c;
+	ssize_t got = read(p[0], &c, 1);
+	close(p[0]);
+	if (got != 1)
+		kill(h, SIGKILL);
+	assert_int_equal(got, 1);
+	return h;
+}
+
+/* Directories that stay cost one walk of /proc between them, not one
+ * each, and are decided as one at a time was: two of a dead recorder a
+ * live process holds (IN_USE, that process named), one without a record,
+ * old, held (left without a word), one without a record holding a dead
+ * process's arena (removed), and one whose recorder runs (no walk). */
+static void test_one_walk_for_all(void **state)
+{
+	struct fixture *f = *state;
+	char d[5][192];
+	for (int i = 0; i < 5; i++) {
+		snprintf(d[i], sizeof(d[i]), "%s/ada-%s-Walk0%d", f->shm, SESSION_NAME, i);
+		assert_int_equal(mkdir(d[i], 0700), 0);
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%d.ring", d[i], i == 3 ? (int)dead_pid() : 4242);
+		int fd = open(path, O_CREAT | O_WRONLY, 0600);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	mark_dead_at(d[0], false, f->session);
+	mark_dead_at(d[1], false, f->session);
+	assert_int_equal(ada_orphan_mark(d[4], f->session), 0); /* this process: alive */
+	struct timespec t[2] = {{.tv_sec = time(NULL) - 120}, {.tv_sec = time(NULL) - 120}};
+	assert_int_equal(utimensat(AT_FDCWD, d[2], t, 0), 0);
+	assert_int_equal(utimensat(AT_FDCWD, d[3], t, 0), 0);
+	pid_t h = hold_files(d, 3);
+	struct ada_orphan_opts o = {
+	    .shm_dir = f->shm, .found = found, .arg = f, .proc_walks = &f->walks};
+	unsigned taken = 99;
+	int rc = ada_orphans_recover(&o, &taken);
+	kill(h, SIGKILL); /* before any assertion: never left behind */
+	waitpid(h, NULL, 0);
+	assert_int_equal(rc, 0);
+	assert_int_equal(taken, 0);
+	assert_int_equal(f->walks, 1);
+	assert_int_equal(f->calls, 3);
+	assert_int_equal(f->outcomes[ADA_ORPHAN_IN_USE], 2);
+	assert_int_equal(f->holders, h);
+	assert_int_equal(f->outcomes[ADA_ORPHAN_REMOVED], 1);
+	assert_false(exists(d[3]));
+	for (int i = 0; i < 5; i++)
+		assert_true(i == 3 || exists(d[i]));
+}
+
 /* ada recover and the scan exclude each other on the session, also when
  * recover is named a pid directory of it. */
 static void test_recover_lock(void **state)
@@ -320,6 +403,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_unmarked_alive_left, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unmarked_stranger_left, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unmarked_young_left, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_one_walk_for_all, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,13 +49,12 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-/* The files are written by the calling thread on tmpfs (segment.c,
- * inline_write), whose steps below 1 MiB double from 16 KiB (grow.c). */
+/* The files are on tmpfs, whose steps below 1 MiB double from 16 KiB
+ * (grow.c), whichever path writes them (segment.c, inline_write). */
 static bool test_on_tmpfs(void)
 {
 	struct statfs sf;
-	const char *u = getenv("ADA_WAL_URING_TMPFS");
-	return !(u && !strcmp(u, "1")) && statfs(tmpdir, &sf) == 0 && sf.f_type == TMPFS_MAGIC;
+	return statfs(tmpdir, &sf) == 0 && sf.f_type == TMPFS_MAGIC;
 }
 
 static struct atf_index_event ev_make(uint64_t i)
@@ -372,6 +371,56 @@ static void test_grow_near_budget(void **state)
 	check_file(path, n + 1024 + 2048, 0);
 	ada_wal_io_free(io);
 	unlink(path);
+}
+
+/* ADA_WAL_URING_TMPFS=1 changes who writes a tmpfs file (io_uring's
+ * worker, not the calling thread), not what the file system is: its
+ * steps stay tmpfs's (16 KiB first) and it takes no O_DIRECT. */
+static char uring_dir[] = "/dev/shm/ada_wal_uring_XXXXXX";
+static bool uring_made;
+
+/* Removes the directory of test_uring_tmpfs_is_tmpfs, failed or not. */
+static int uring_teardown(void **state)
+{
+	(void)state;
+	char cmd[64];
+	unsetenv("ADA_WAL_URING_TMPFS");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", uring_dir);
+	return !uring_made || system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_uring_tmpfs_is_tmpfs(void **state)
+{
+	(void)state;
+	char *dir = uring_dir, path[64];
+	struct statfs sf;
+	if (!(uring_made = mkdtemp(dir) != NULL))
+		skip();
+	if (statfs(dir, &sf) != 0 || sf.f_type != TMPFS_MAGIC)
+		skip();
+	setenv("ADA_WAL_URING_TMPFS", "1", 1);
+	struct ada_wal_io *io;
+	struct ada_wal_io_opts io_o = {.buffer_bytes = 64 * 1024, .max_buffers = 8, .direct = 1};
+	int rc = ada_wal_io_new(&io_o, &io);
+	unsetenv("ADA_WAL_URING_TMPFS");
+	assert_int_equal(rc, 0);
+	snprintf(path, sizeof(path), "%s/index.atf", dir);
+	struct ada_wal_file_opts o = {.thread_id = 4242,
+	                              .clock_type = ATF_CLOCK_BOOTTIME,
+	                              .arch = ATF_ARCH_X86_64,
+	                              .segment_bytes = 1 << 20};
+	struct ada_wal_file *f;
+	assert_int_equal(ada_wal_file_open(io, path, &o, &f), 0);
+	assert_true(f->tmpfs);
+	assert_false(f->inline_write); /* io_uring's, as asked */
+	assert_false(f->direct);
+	write_events(f, 0, 200, 100);
+	ada_wal_io_submit_stale(io, true);
+	assert_int_equal(ada_wal_file_disk_bytes(f), 16 * 1024);
+	struct ada_wal_file_summary s;
+	assert_int_equal(ada_wal_file_finalize(f, &s), 0);
+	check_file(path, 200, 0);
+	ada_wal_io_free(io);
 }
 
 /* A file system that refuses uncached writes (tmpfs answers RWF_DONTCACHE
@@ -787,6 +836,7 @@ int main(void)
 	    cmocka_unit_test(test_latency_hist),
 	    cmocka_unit_test(test_dontcache_refused),
 	    cmocka_unit_test(test_compact_inline_cached),
+	    cmocka_unit_test_teardown(test_uring_tmpfs_is_tmpfs, uring_teardown),
 	    cmocka_unit_test(test_crc32_matches_zlib),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

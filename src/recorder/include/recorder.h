@@ -495,6 +495,9 @@ struct ada_orphan_opts {
 	/* Recover's sentences (ada_recover_report.notice). */
 	void (*notice)(void *arg, const char *sentence);
 	void *arg;
+	/* Optional: the walks of /proc the scan made are added here (one for
+	 * every ORPHAN_BATCH directories that need one; tests). */
+	unsigned *proc_walks;
 };
 
 /* Locks the session of dir (a session, or the session above a pid_N)

@@ -39,6 +39,18 @@ uint64_t ada_arena_pool_bytes(const struct ada_arena *a);
  * page but the kept ones punched back to zeros, so the next maker finds a
  * new file's headers. 0 or -errno (no pooling then). */
 int ada_arena_pool_scrub(const struct ada_arena *a, int fd);
+/* Places always pooled, whatever the ceiling: what the pool had before
+ * it had eight. */
+#define ADA_ARENA_POOL_FREE_SLOTS 2u
+/* The ceiling rule: whether a file keeping keep bytes may wait in place k
+ * while the budget reads v, next being the reservation of one more arena
+ * of its size. The first ADA_ARENA_POOL_FREE_SLOTS places always; past
+ * them only while that arena would still fit under the ceiling beside
+ * the file (v->ceiling 0: none), so the waiting files never make a
+ * process run untraced that two alone would have let in. v is read from
+ * a page the target can write: no sum here can wrap. */
+bool ada_arena_pool_admits(unsigned k, const struct ada_shm_budget_view *v, uint64_t keep,
+                           uint64_t next);
 /* Renames the scrubbed file at path to dir/pool.<k>, never over a name
  * there; 0 or -errno (-EEXIST: pool.<k> is taken). */
 int ada_arena_pool_put(const char *path, const char *dir, unsigned k);
