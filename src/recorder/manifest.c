@@ -662,6 +662,18 @@ static json_t *man_program(const struct ada_recorder *r)
 	return argv;
 }
 
+/* Where the process's arena is and which recorder wrote this (recover and
+ * the orphan scan read these), and what it ran. */
+static void man_recorder(json_t *root, const struct ada_recorder *r, const struct wal_proc *p)
+{
+	json_object_set_new(root, "arena", json_string(p->arena_path));
+	json_object_set_new(root, "arena_dir", json_string(r->arena_dir));
+	json_object_set_new(root, "recorder_pid", json_integer(getpid()));
+	json_object_set_new(root, "recorder_start_ticks",
+	                    json_integer((json_int_t)r->self_start_ticks));
+	json_object_set_new(root, "program", man_program(r));
+}
+
 void wal_manifest_abandon(struct ada_recorder *r)
 {
 	json_decref(r->man_building);
@@ -701,12 +713,7 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 		p->fill_hint_lost = lost;
 	}
 	json_object_set_new(root, "detail", man_detail(r, p));
-	json_object_set_new(root, "arena", json_string(p->arena_path));
-	json_object_set_new(root, "arena_dir", json_string(r->arena_dir));
-	json_object_set_new(root, "recorder_pid", json_integer(getpid()));
-	json_object_set_new(root, "recorder_start_ticks",
-	                    json_integer((json_int_t)r->self_start_ticks));
-	json_object_set_new(root, "program", man_program(r));
+	man_recorder(root, r, p);
 	man_attach(root, r);
 	json_object_set_new(root, "os", json_string("linux"));
 	json_object_set_new(root, "arch",
