@@ -874,7 +874,9 @@ void agent_budget_start(bool quiet)
 {
 	if (!agent.cfg.overhead_budget || budget.running)
 		return;
-	budget.start_ns = budget.files_ns = agent_now_ns();
+	/* live_ns: the first look at the live counts a second from now (a
+	 * short program's exit writes them anyway). */
+	budget.start_ns = budget.files_ns = budget.live_ns = agent_now_ns();
 	budget.debug = secure_getenv("ADA_BUDGET_DEBUG") != NULL;
 	budget_spawn(quiet);
 }
@@ -892,6 +894,8 @@ void agent_budget_after_fork(void)
 		return;
 	budget.files_pending = false; /* the parent's moves are the parent's to write */
 	budget.json_pending = false;
+	/* A short child (a subshell) writes no live counts: its exit does. */
+	budget.live_ns = agent_now_ns();
 	/* The parent's threads are not this process's: judged afresh. */
 	if (budget.slots)
 		memset(budget.slots, 0, budget.nslots * sizeof(*budget.slots));
