@@ -266,8 +266,7 @@ static void fmt_over_budget(FILE *f, json_t *ob)
 	        "~%.1f ns, an estimate%s); --exclude-symbol ",
 	        live ? "" : "still ", json_number_value(json_object_get(ob, "counts_cost_pct")),
 	        (long long)fmt_int(ob, "pid"), (double)fmt_int(ob, "counted_calls") / 1e6,
-	        (double)fmt_int(ob, "count_cost_ps") / 1e3,
-	        live ? ", the ended threads' counts so far" : "");
+	        (double)fmt_int(ob, "count_cost_ps") / 1e3, live ? ", the counts so far" : "");
 	json_array_foreach(ex, i, e)
 	{
 		if (i == ADA_AGENT_EXCL_SHOWN || !json_is_string(e))

@@ -37,9 +37,9 @@ struct status_hook_sum {
 /* The exclude hint of a count_only section (the manifest's rule,
  * ada_exclude_hint_of) as the agent last wrote it, kept when its process
  * has more counted calls than the one kept: the summary line's choice.
- * Until the process's exit (final: false) the counts are the ended
- * threads' and the CPU all of them: the estimate can only be low, never
- * a false alarm. */
+ * Until the process's exit (final: false) the counts are every thread's
+ * so far (the agent's live snapshot, docs/hooks.md "Live counts") and the
+ * CPU time as of the same write. */
 static void status_over_budget_of(json_t *co, pid_t pid, struct status_hook_sum *sum)
 {
 	json_t *ob = ada_exclude_hint_of(co);

@@ -92,6 +92,11 @@
  * a row (python's: about fifteen; the rewrites were a third of the budget
  * thread's CPU, docs/benchmarks.md). */
 #define BUDGET_FILES_NS 250000000ull
+/* The counts of the threads still running go to agent.json (for ada
+ * status) at most this often, and only when they changed: a live
+ * snapshot cost 4-6 us, a rewrite about 0.1 ms (docs/hooks.md, "Live
+ * counts"). */
+#define BUDGET_LIVE_NS 1000000000ull
 /* A thread that ran less than a tenth of the tick is not judged. */
 #define BUDGET_MIN_CPU_DIV 10u
 #define BUDGET_FNS 1024u /* distinct functions tallied per sample */
@@ -154,6 +159,7 @@ static struct {
 	bool files_pending;
 	bool json_pending; /* agent.json alone: a dlopen's (agent_budget_json_later) */
 	uint64_t files_ns;
+	uint64_t live_ns; /* when the live counts were last looked at (budget_live) */
 	uint32_t depth_fn[256];
 	uint64_t depth_ts[256];
 } budget;
@@ -563,8 +569,12 @@ static void budget_files(bool now)
 	if ((!budget.files_pending && !budget.json_pending) ||
 	    (!now && t - budget.files_ns < BUDGET_FILES_NS))
 		return;
-	if (!now)
+	if (!now) {
 		agent_write_files(false, agent.n_mods);
+		if (budget.debug)
+			agent_log("budget: agent.json written in %" PRIu64 " us",
+			          (agent_now_ns() - t) / 1000);
+	}
 	if (budget.files_pending)
 		budget_remember();
 	budget.files_pending = budget.json_pending = false;
@@ -582,6 +592,23 @@ bool agent_budget_json_later(void)
 void agent_budget_exit(void)
 {
 	budget_files(true);
+}
+
+/* Under agent.lock, at most every BUDGET_LIVE_NS: agent.json is due
+ * when the counts so far (the running threads' too) changed since it was
+ * last written. */
+static void budget_live(void)
+{
+	uint64_t t = agent_now_ns();
+	if (t - budget.live_ns < BUDGET_LIVE_NS)
+		return;
+	budget.live_ns = t;
+	if (!budget.json_pending && agent_count_live_changed())
+		budget.json_pending = true;
+	if (budget.debug)
+		agent_log("budget: live counts looked at in %" PRIu64 " us%s",
+		          (agent_now_ns() - t) / 1000,
+		          budget.json_pending ? ", agent.json due" : "");
 }
 
 /* The slot's events since the last tick, whoever wrote them, go to the
@@ -703,6 +730,7 @@ static bool budget_tick(uint64_t dt_ns, uint32_t gen)
 	any |= budget_judge_rest(&rest, dt_ns, gen);
 	pthread_mutex_lock(&agent.lock);
 	budget.files_pending |= any;
+	budget_live();
 	budget_files(false);
 	pthread_mutex_unlock(&agent.lock);
 	return any;
@@ -846,7 +874,9 @@ void agent_budget_start(bool quiet)
 {
 	if (!agent.cfg.overhead_budget || budget.running)
 		return;
-	budget.start_ns = budget.files_ns = agent_now_ns();
+	/* live_ns: the first look at the live counts a second from now (a
+	 * short program's exit writes them anyway). */
+	budget.start_ns = budget.files_ns = budget.live_ns = agent_now_ns();
 	budget.debug = secure_getenv("ADA_BUDGET_DEBUG") != NULL;
 	budget_spawn(quiet);
 }
@@ -864,6 +894,8 @@ void agent_budget_after_fork(void)
 		return;
 	budget.files_pending = false; /* the parent's moves are the parent's to write */
 	budget.json_pending = false;
+	/* A short child (a subshell) writes no live counts: its exit does. */
+	budget.live_ns = agent_now_ns();
 	/* The parent's threads are not this process's: judged afresh. */
 	if (budget.slots)
 		memset(budget.slots, 0, budget.nslots * sizeof(*budget.slots));

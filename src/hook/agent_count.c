@@ -19,9 +19,11 @@
  * live entry, reads that block and marks it done, then adds count_dead.
  * The two meet by a compare-and-swap on the entry, so a thread ending
  * while the process exits is counted once: by whichever took its entry
- * first. Until the final sum, agent.json carries the ended threads'
- * counts only (the live blocks are read only when their threads cannot
- * free them).
+ * first. Until the final sum, agent.json carries a live snapshot: every
+ * live block frozen, count_dead and the frozen blocks read, the blocks
+ * put back (countreg_internal.h: the protocol, and why it counts each
+ * thread once); the budget thread rewrites agent.json when it changed,
+ * at most once a second (agent_count_live_changed).
  *
  * Threads: agent_count_thread_start/exit in the thread itself (the
  * handlers' cold path; the thread-exit destructor); the rest under
@@ -42,12 +44,18 @@
 
 #include "agent_internal.h"
 
-__thread struct agent_count_tls agent_count_tls __attribute__((tls_model("initial-exec")));
+/* A waiter's pause: relaxes first, then yields (the holder is a thread of
+ * the agent's own, the budget thread or the exiting process's). */
+#define COUNTREG_PAUSE(spin)                                                                       \
+	do {                                                                                       \
+		if ((spin) < 64)                                                                   \
+			hook_arch_cpu_relax();                                                     \
+		else                                                                               \
+			hook_arch_syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);                     \
+	} while (0)
+#include "countreg_internal.h"
 
-/* count_reg values besides a block's address (blocks are 8-aligned). */
-#define COUNT_EXITING ((uintptr_t)1) /* its thread is adding it to count_dead */
-#define COUNT_READING ((uintptr_t)2) /* the final sum is reading it */
-#define COUNT_DONE ((uintptr_t)3)    /* the final sum has read it */
+__thread struct agent_count_tls agent_count_tls __attribute__((tls_model("initial-exec")));
 
 static _Atomic uintptr_t count_reg[AGENT_COUNT_THREADS];
 static _Atomic uint64_t count_dead[AGENT_COUNT_SLOTS];
@@ -110,7 +118,8 @@ static bool count_gs_set(uint64_t *n)
 	/* Relaxed: a registered thread's entry holds its block's address
 	 * until it exits; a stale miss only leaves this thread uncounted. */
 	for (uint32_t i = 0; i < AGENT_COUNT_THREADS && !ours; i++)
-		ours = atomic_load_explicit(&count_reg[i], memory_order_relaxed) == cur;
+		ours = countreg_block(atomic_load_explicit(&count_reg[i], memory_order_relaxed)) ==
+		       cur;
 	return ours &&
 	       hook_arch_syscall6(SYS_arch_prctl, ARCH_SET_GS, (long)(uintptr_t)n, 0, 0, 0, 0) == 0;
 }
@@ -172,7 +181,8 @@ static void count_flush(uint64_t *n)
 	uint32_t used = atomic_load_explicit(&count_used, memory_order_acquire);
 	for (uint32_t c = 0; c < used && c < AGENT_COUNT_SLOTS; c++) {
 		/* Relaxed: published by the release store that frees the
-		 * thread's registry entry (its partner: count_sum_final's acquire). */
+		 * thread's registry entry (its partners: count_sum_final's
+		 * acquire, countreg_freeze's). */
 		if (n[c])
 			atomic_fetch_add_explicit(&count_dead[c], n[c], memory_order_relaxed);
 		n[c] = 0;
@@ -196,26 +206,19 @@ void agent_count_thread_exit(void)
 	uint32_t i = t->reg - 1;
 	t->reg = 0;
 	t->gate -= 1; /* later calls (glibc's teardown) take the full path */
-	uintptr_t me = (uintptr_t)t->n;
-	/* Acquire (on failure): pairs with the final sum's release of DONE. */
-	if (atomic_compare_exchange_strong_explicit(&count_reg[i], &me, COUNT_EXITING,
-	                                            memory_order_acquire, memory_order_acquire)) {
+	switch (countreg_exit_take(&count_reg[i], (uintptr_t)t->n)) {
+	case COUNTREG_EXIT_FLUSH:
 		count_flush(t->n);
-		/* Release: pairs with the final sum's acquire load, which then
-		 * reads count_dead with this thread's counts in. */
-		atomic_store_explicit(&count_reg[i], 0, memory_order_release);
+		countreg_exit_done(&count_reg[i]); /* count_dead has its counts */
 		count_unmap(t);
 		return;
+	case COUNTREG_EXIT_READ: /* the final sum read them */
+		count_unmap(t);
+		return;
+	case COUNTREG_EXIT_KEEP: /* its reader held it for seconds: it reads them later */
+		t->n = NULL;
+		return;
 	}
-	/* The final sum took the block: wait until it is read (a few hundred
-	 * loads) before the thread may free it. Acquire: pairs with its
-	 * release of DONE. */
-	for (uint32_t spin = 0; spin < (1u << 26); spin++) {
-		if (atomic_load_explicit(&count_reg[i], memory_order_acquire) != COUNT_READING)
-			break;
-		hook_arch_cpu_relax();
-	}
-	count_unmap(t);
 }
 
 void agent_count_after_fork(void)
@@ -328,32 +331,15 @@ size_t agent_count_copy_avail(const struct agent_module *m, size_t i)
 /* The final sum: every live block taken and read, then count_dead. */
 static void count_sum_final(uint64_t *out, uint32_t used)
 {
-	for (uint32_t i = 0; i < AGENT_COUNT_THREADS; i++) {
-		uintptr_t v = atomic_load_explicit(&count_reg[i], memory_order_acquire);
-		for (uint32_t spin = 0; v == COUNT_EXITING && spin < (1u << 26); spin++) {
-			hook_arch_cpu_relax();
-			/* Acquire: pairs with the exiting thread's release of 0. */
-			v = atomic_load_explicit(&count_reg[i], memory_order_acquire);
-		}
-		if (v <= COUNT_DONE)
-			continue;
-		/* Relaxed: the block's owner stores its counts with plain
-		 * instructions on this machine's coherent memory; the CAS only
-		 * decides who reads it. */
-		if (!atomic_compare_exchange_strong_explicit(&count_reg[i], &v, COUNT_READING,
-		                                             memory_order_acquire,
-		                                             memory_order_relaxed))
-			continue; /* it flushed meanwhile: count_dead has it */
-		const volatile uint64_t *n = (const uint64_t *)v;
-		for (uint32_t c = 0; c < used; c++)
-			out[c] += n[c];
-		/* Release: pairs with the exiting thread's acquire wait. */
-		atomic_store_explicit(&count_reg[i], COUNT_DONE, memory_order_release);
-	}
-	/* Relaxed: every flush was published by its entry's release of 0,
-	 * which the acquire loads above saw. */
-	for (uint32_t c = 0; c < used; c++)
-		out[c] += atomic_load_explicit(&count_dead[c], memory_order_relaxed);
+	countreg_sum_final(count_reg, AGENT_COUNT_THREADS, count_dead, used, out);
+}
+
+/* The live snapshot (countreg_internal.h; under agent.lock, so never with
+ * the final sum). out: AGENT_COUNT_SLOTS counters. */
+static void count_sum_live(uint64_t *out, uint32_t used)
+{
+	static uint16_t frozen[AGENT_COUNT_THREADS];
+	countreg_sum_live(count_reg, AGENT_COUNT_THREADS, count_dead, used, out, frozen);
 }
 
 /* The function's name from its module's symbol table ("" if gone). */
@@ -395,21 +381,36 @@ static uint64_t count_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* What agent.json's last live snapshot said (count_live_used slots). */
+static uint64_t count_live_sums[AGENT_COUNT_SLOTS];
+static uint32_t count_live_used;
+
+bool agent_count_live_changed(void)
+{
+	/* Acquire: pairs with agent_count_assign's release (as in
+	 * agent_count_json). */
+	uint32_t used = atomic_load_explicit(&count_used, memory_order_acquire);
+	if (count_final_done || !used)
+		return false;
+	static uint64_t now[AGENT_COUNT_SLOTS];
+	count_sum_live(now, used);
+	return used != count_live_used || memcmp(now, count_live_sums, used * sizeof(*now)) != 0;
+}
+
 void agent_count_json(FILE *f)
 {
 	bool final = count_exiting;
 	if (!agent_count_any())
 		return;
-	static uint64_t sums[AGENT_COUNT_SLOTS];
+	uint64_t *sums = count_live_sums; /* the final sum's too, once taken */
 	uint32_t used = atomic_load_explicit(&count_used, memory_order_acquire);
 	if (final && !count_final_done) {
-		memset(sums, 0, sizeof(sums));
+		memset(sums, 0, sizeof(count_live_sums));
 		count_sum_final(sums, used);
 		count_final_done = true;
 	} else if (!count_final_done) {
-		/* Relaxed: a snapshot of the ended threads' counts to show. */
-		for (uint32_t c = 0; c < used; c++)
-			sums[c] = atomic_load_explicit(&count_dead[c], memory_order_relaxed);
+		count_sum_live(sums, used);
+		count_live_used = used;
 	}
 	fprintf(f,
 	        ",\n  \"count_only\": {\"final\": %s, \"capacity\": %u, \"over_capacity\": %" PRIu64

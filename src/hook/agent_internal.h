@@ -359,9 +359,13 @@ const char *agent_count_fn_name(uint64_t fn_id);
  * offenders (agent_budget.c). */
 void agent_budget_hot_json(FILE *f);
 /* Whether agent.json gets a count_only section; the section itself
- * (the final sum once exiting, else the ended threads' counts). */
+ * (the final sum once exiting, else a live snapshot of every thread's
+ * counts: the ended threads' and the running threads' so far). */
 bool agent_count_any(void);
 void agent_count_json(FILE *f);
+/* Under agent.lock: a live snapshot of the counts differs from the one
+ * agent.json last carried (the budget thread then rewrites it). */
+bool agent_count_live_changed(void);
 
 /* dlopen/dlclose returned (called from the exit handler, guard set):
  * hook new images, forget unmapped ones (agent_process.c). Runs ordinary code:

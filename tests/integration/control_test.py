@@ -417,7 +417,7 @@ def case_status(ada, target, work):
     check(want in line, "finished status line %r lacks %r" % (line, want))
     check(drain_line(man["drain"]) + "\n" in line, "finished status %r lacks the drain's line %r"
           % (line, drain_line(man["drain"])))
-    # count-only calls: live the ended threads' (none yet), finished all
+    # count-only calls: live those so far (every thread's), finished all
     check(done["hooks"]["count_only"]["calls"] == 6000, "finished hooks.count_only %r" %
           done["hooks"]["count_only"])
     done["hooks"]["count_only"]["calls"] = st["hooks"]["count_only"]["calls"]
@@ -474,7 +474,7 @@ def case_overbudget(ada, target, work):
         check(ob == want, "live over_budget %r, not %r" % (ob, want))
         _, line, _ = r.ada_cmd("status", str(r.pid), ok=False)
         want_line = ("  --overhead-budget: counts cost ~12 %% of pid %d's CPU (10.0 M calls at "
-                     "~1.2 ns, an estimate, the ended threads' counts so far); --exclude-symbol "
+                     "~1.2 ns, an estimate, the counts so far); --exclude-symbol "
                      "a,b would bring them to ~5 %% (docs/hooks.md, Pathological symbols)"
                      % r.pid)
         check(want_line in line.splitlines(), "ada status lacks %r:\n%s" % (want_line, line))

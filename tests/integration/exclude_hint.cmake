@@ -6,3 +6,9 @@ add_test(NAME e2e.exclude_hint
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/exclude_hint_test.sh $<TARGET_FILE:ada>
                  ${ADA_TGT_DIR}/t_hot_O2)
 set_tests_properties(e2e.exclude_hint PROPERTIES TIMEOUT 60 LABELS "e2e")
+# A single thread's counts in the live `ada status` while it still runs
+# (parked: exact), then exact in the manifest (live_counts_test.sh).
+add_test(NAME e2e.live_counts
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/live_counts_test.sh $<TARGET_FILE:ada>
+                 ${ADA_TGT_DIR}/t_hot_O2)
+set_tests_properties(e2e.live_counts PROPERTIES TIMEOUT 60 LABELS "e2e")

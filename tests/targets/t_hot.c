@@ -5,8 +5,14 @@
  * count-only under --overhead-budget 10, their counts cost far more than
  * the budget and the manifest names the hottest to exclude, in order).
  * Prints the sum. Single role: no threads, no state besides the sink.
+ * With a path argument it then says "parked PID" on stdout and waits (30 s at
+ * most) until that file exists, calling nothing traced meanwhile
+ * (tests/integration/live_counts_test.sh: `ada status` must show the
+ * exact counts of the thread still running).
  */
 #include <stdio.h>
+#include <time.h>
+#include <unistd.h>
 
 static volatile unsigned long sink;
 
@@ -23,7 +29,7 @@ LEAF(hot_d, 11)
 LEAF(hot_e, 13)
 LEAF(hot_f, 17)
 
-int main(void)
+int main(int argc, char **argv)
 {
 	for (unsigned long k = 0; k < (1ul << 25); k++) {
 		hot_a(k);
@@ -37,6 +43,13 @@ int main(void)
 			hot_e(k);
 		if (!(k & 31))
 			hot_f(k);
+	}
+	if (argc > 1) {
+		printf("parked %d\n", (int)getpid());
+		fflush(stdout);
+		struct timespec ts = {0, 10000000};
+		for (int i = 0; i < 3000 && access(argv[1], F_OK) != 0; i++)
+			nanosleep(&ts, NULL);
 	}
 	printf("%lu\n", sink);
 	return 0;

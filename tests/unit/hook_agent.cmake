@@ -40,6 +40,14 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
     ${CMOCKA_LIBRARY} Threads::Threads)
   add_test(NAME agent_special COMMAND test_agent_special)
   ada_sanitize_tests(asan ubsan TESTS agent_special)
+  # The counting threads' registry (countreg_internal.h): exits racing
+  # live snapshots and the final sum, many rounds; TSan too.
+  add_executable(test_agent_countreg ${_ag}/test_agent_countreg.c)
+  target_include_directories(test_agent_countreg PRIVATE ${CMOCKA_INCLUDE_DIR}
+    ${PROJECT_SOURCE_DIR}/src/hook)
+  target_link_libraries(test_agent_countreg PRIVATE ${CMOCKA_LIBRARY} Threads::Threads)
+  add_test(NAME agent_countreg COMMAND test_agent_countreg)
+  ada_sanitize_tests(asan ubsan tsan TESTS agent_countreg)
   # dladdr1 must see the test's own functions: export them.
   set_target_properties(test_agent_symbols PROPERTIES ENABLE_EXPORTS ON)
   target_link_libraries(test_agent_syms PRIVATE ada_atf)

@@ -1,0 +1,74 @@
+#!/bin/bash
+# `ada status` shows the counts of threads still running (issue 32 item
+# 6): t_hot's one thread calls its six count-only leaves 2^25, 2^24 ...
+# 2^20 times under --overhead-budget 10, then parks until a gate file
+# exists. While it is parked, `ada status --json` must show exactly those
+# counts (the budget thread's live snapshot in agent.json, at most a
+# second old: polled, bounded) and the exclude hint with final false;
+# then, the gate created, the manifest's final counts are exact too.
+# Before, a running thread's counts reached agent.json only at its exit:
+# status showed 0 calls and no hint. Counts, not times: the polls only
+# bound a run that went wrong.
+#   live_counts_test.sh ADA T_HOT
+set -u
+ADA=$1 HOT=$2
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ada_live_counts.XXXXXX")
+APID=
+cleanup() {
+	touch "$WORK/gate" 2>/dev/null
+	[ -n "$APID" ] && kill -TERM "$APID" 2>/dev/null && wait "$APID" 2>/dev/null
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() { echo "live_counts_test: $*" >&2; cat "$WORK/err" >&2 2>/dev/null; exit 1; }
+
+XDG_CACHE_HOME=$WORK/cache timeout -s KILL 50 "$ADA" record --out "$WORK/out" \
+	--overhead-budget 10 --count-only 'hot_*' --include t_hot_O2 -- "$HOT" "$WORK/gate" \
+	>"$WORK/stdout" 2>"$WORK/err" &
+APID=$!
+for _ in $(seq 400); do grep -q parked "$WORK/stdout" 2>/dev/null && break; sleep 0.05; done
+grep -q parked "$WORK/stdout" || fail "t_hot never parked"
+TPID=$(awk '/^parked/ {print $2}' "$WORK/stdout")
+want='{"hot_a": 33554432, "hot_b": 16777216, "hot_c": 8388608, "hot_d": 4194304, "hot_e": 2097152, "hot_f": 1048576}'
+ok=
+for _ in $(seq 100); do
+	"$ADA" status "$TPID" --json >"$WORK/st.json" 2>>"$WORK/err" || break # the program gave up
+	if python3 - "$WORK/st.json" <<'PY'; then ok=1; break; fi
+import json, sys
+co = json.load(open(sys.argv[1]))['hooks']['count_only']
+sys.exit(0 if co['calls'] == (1 << 26) - (1 << 20) else 1)
+PY
+	sleep 0.05
+done
+[ -n "$ok" ] || fail "ada status never showed the parked thread's counts: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["hooks"]["count_only"])' "$WORK/st.json" 2>&1)"
+python3 - "$WORK/st.json" "$WORK/out" "$want" <<'PY' || fail "the live counts are not the program's"
+import glob, json, sys
+co = json.load(open(sys.argv[1]))['hooks']['count_only']
+want = json.loads(sys.argv[3])
+assert co['functions'] == 6, co
+ob = co.get('over_budget')
+assert ob and ob['final'] is False, 'no live over_budget: %r' % co
+assert ob['counted_calls'] == sum(want.values()), ob
+order = sorted(want, key=lambda n: -want[n])
+assert ob['exclude'] and ob['exclude'] == order[:len(ob['exclude'])], ob
+(aj,) = glob.glob(sys.argv[2] + '/*/pid_*/agent.json')
+c = json.load(open(aj))['count_only']
+assert c['final'] is False, c['final']
+got = {f['name']: f['calls'] for f in c['functions']}
+assert got == want, 'agent.json live %r, not %r' % (got, want)
+PY
+touch "$WORK/gate"
+wait "$APID"
+rc=$?
+APID=
+[ $rc -eq 0 ] || fail "ada record exited $rc"
+S=$(tail -n 1 "$WORK/err")
+python3 - "$S" "$want" <<'PY' || fail "the final counts are not the program's"
+import glob, json, sys
+(path,) = glob.glob(sys.argv[1] + '/pid_*/manifest.json')
+co = json.load(open(path))['count_only']
+assert co['final'] is True, co['final']
+got = {f['name']: f['calls'] for f in co['functions']}
+assert got == json.loads(sys.argv[2]), 'manifest %r' % got
+PY
+echo "live_counts: ada status showed the parked thread's exact counts, then the manifest"
