@@ -264,11 +264,15 @@ def case_live(a, work):
     p = subprocess.Popen(["sleep", "120"], stdout=subprocess.DEVNULL)
     try:
         # Popen returns after the fork: until the exec, the child is a copy
-        # of this python, which the two runs of diagnose could see apart.
+        # of this python, which the two runs of diagnose could see apart;
+        # after it, ld.so maps libc only a moment later (a loaded machine
+        # stretches that moment: the libc check failed once in CI).
         for _ in range(600):
             try:
                 if os.readlink("/proc/%d/exe" % p.pid).endswith("/sleep"):
-                    break
+                    with open("/proc/%d/maps" % p.pid) as maps:
+                        if "/libc.so" in maps.read():
+                            break
             except OSError:
                 pass
             time.sleep(0.01)
