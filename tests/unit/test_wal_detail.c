@@ -1380,6 +1380,11 @@ static void pdrain_close(struct pdrain *d)
 	ada_wal_io_free(d->io);
 	free(d->r.dsnap.buf);
 	free(d->r.dsnap.ends); /* the span tick's (wal_detail_ring_span) */
+	free(d->p.sealed);     /* a new detail file unseals its folder (wal_budget_dir_sealed) */
+	free(d->p.sealed_blocks);
+	d->p.sealed = NULL;
+	d->p.sealed_blocks = NULL;
+	d->p.sealed_words = 0;
 }
 
 /* validate: both files, and every link both ways */
