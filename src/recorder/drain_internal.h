@@ -93,10 +93,11 @@ void drain_prepare_slots(struct wal_proc *p, bool scan);
  * would cost a slot's pages each and the drain's time for nothing),
  * once aged one, or half of ADA_SLOT_SPARES if it started a second
  * thread and its newest thread came within that age (recent: threads
- * keep coming); all of them once it started DRAIN_PREP_CHURN, at any age
+ * keep coming); half of them at any age once a thread started after
+ * another ended (churn); all of them once it started DRAIN_PREP_CHURN
  * (threads that come and go faster than a drain starved of CPU frees
  * their slots). */
-uint32_t drain_prep_spares_for(size_t threads, uint32_t images, bool aged, bool recent);
+uint32_t drain_prep_spares_for(size_t threads, uint32_t images, bool aged, bool recent, bool churn);
 /* Whether p's slots are to be reclaimed at this pass although the
  * drain's reclaim cadence has not come: a thread ended since the last
  * reclaim (its slot is EXITED), or one the last reclaim found still on
