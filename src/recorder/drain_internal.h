@@ -88,12 +88,16 @@ void drain_prepare_slots(struct wal_proc *p, bool scan);
 /* Spares wanted for a process that had threads threads (ended ones too),
  * images of them an image's first (its start and each exec), and has or
  * has not lived past the age of a short command (aged): none while it
- * is young and started no thread (a fork child, an exec'd one, a short
- * command would cost a slot's pages and the drain's time for nothing),
- * one once aged, half of ADA_SLOT_SPARES once it started a second
- * thread, all of them once it started DRAIN_PREP_CHURN (threads that
- * come and go faster than a drain starved of CPU frees their slots). */
-uint32_t drain_prep_spares_for(size_t threads, uint32_t images, bool aged);
+ * is young and started fewer than DRAIN_PREP_CHURN threads (a fork child,
+ * an exec'd one, a short command, a program that starts a worker or two
+ * would cost a slot's pages each and the drain's time for nothing),
+ * once aged one, or half of ADA_SLOT_SPARES if it started a second
+ * thread and its newest thread came within that age (recent: threads
+ * keep coming); half of them at any age once a thread started after
+ * another ended (churn); all of them once it started DRAIN_PREP_CHURN
+ * (threads that come and go faster than a drain starved of CPU frees
+ * their slots). */
+uint32_t drain_prep_spares_for(size_t threads, uint32_t images, bool aged, bool recent, bool churn);
 /* Whether p's slots are to be reclaimed at this pass although the
  * drain's reclaim cadence has not come: a thread ended since the last
  * reclaim (its slot is EXITED), or one the last reclaim found still on

@@ -5,11 +5,17 @@
  * Threads: the drain thread only, inside its guarded section for p's
  * arena (a truncated file's fault ends the pass, not the recorder).
  *
- * Spares: the lowest free full slots (prep_spares_wanted: none for a
- * young single-threaded process) get their index part's pages populated
- * and locked in the recorder's mapping (ada_arena_slot_prepare,
+ * Spares: the lowest free full slots get their index part's pages
+ * populated and locked in the recorder's mapping (ada_arena_slot_prepare,
  * ADA_PREP_NO_DETAIL), which marks them ready; a claim prefers such a
- * slot and then only flips its state (ring_slot_claim). A slot a thread
+ * slot and then only flips its state (ring_slot_claim). How many
+ * (drain_prep_spares_for): none for a process younger than
+ * DRAIN_PREP_AGE_NS that started fewer than DRAIN_PREP_CHURN threads and
+ * none after another ended -- nor is a claimed slot finished for it: a
+ * program that starts its few workers at once and soon ends claims none,
+ * and populating, locking and freeing them cost the drain more than a
+ * short run's events; once aged, one, or half of them while threads keep
+ * coming. A slot a thread
  * claimed without a spare is finished here while its thread runs (not
  * once it ended: until a later thread claims it): its index part
  * populated and locked. A detail ring's pages are its thread's to
@@ -46,7 +52,9 @@
  * life of a fork child or a short command, which would cost the drain a
  * slot's pages each while a recorder of thousands of them falls behind. */
 #define DRAIN_PREP_AGE_NS 1000000000ull
-/* Threads seen (ended ones too) from which all ADA_SLOT_SPARES are kept. */
+/* Threads seen (ended ones too) from which all ADA_SLOT_SPARES are kept;
+ * below it, a process gets spares only once it is DRAIN_PREP_AGE_NS old,
+ * and half of them only while its last new thread is younger than that. */
 #define DRAIN_PREP_CHURN 8u
 /* Passes that look again at an ended thread's slot whose thread was
  * still on its way out (a tgkill each); then the reclaim cadence does. */
@@ -118,23 +126,43 @@ static bool prep_finish_claimed(struct wal_proc *p)
 	return false;
 }
 
-uint32_t drain_prep_spares_for(size_t threads, uint32_t images, bool aged)
+uint32_t drain_prep_spares_for(size_t threads, uint32_t images, bool aged, bool recent, bool churn)
 {
 	/* An exec'd image's first thread is no thread started: a fork + exec
 	 * child (each compiler a make runs) has one thread per image. */
 	size_t seen = threads - (images > 1 && images <= threads ? images - 1 : 0);
 	if (seen >= DRAIN_PREP_CHURN)
 		return ADA_SLOT_SPARES;
-	if (seen > 1)
-		return ADA_SLOT_SPARES / 2;
-	return aged ? 1 : 0;
+	/* A young process that started a few threads -- a worker or two
+	 * started at once, fibthreads -- claims no more: two spares populated,
+	 * locked and freed again cost the drain more than a short run's
+	 * events do (docs/benchmarks.md, spare).
+	 * One that goes on starting them reaches DRAIN_PREP_CHURN within its
+	 * first second, and a later thread finds a freed slot's pages or
+	 * maps its own ring a chunk at a time as it goes (producer.c). A
+	 * thread started after another ended (a thread per request) is
+	 * churn: its next few get half of them at once. */
+	if (!aged)
+		return churn && seen > 1 ? ADA_SLOT_SPARES / 2 : 0;
+	/* Aged: half of them while threads keep coming; one, as for a
+	 * single-threaded process, once the last came a while ago (the
+	 * workers a program started at its start: a 1.2 s run of fibthreads
+	 * on a loaded machine still paid for two). */
+	return seen > 1 && recent ? ADA_SLOT_SPARES / 2 : 1;
 }
 
 static uint32_t prep_spares_wanted(struct wal_proc *p)
 {
+	uint64_t now = wal_now_ns();
+	if (p->nthreads != p->prep_threads) {
+		p->prep_threads = p->nthreads;
+		p->prep_thread_ns = now;
+	}
 	if (!p->prep_aged)
-		p->prep_aged = wal_now_ns() - p->opened_ns >= DRAIN_PREP_AGE_NS;
-	return drain_prep_spares_for(p->nthreads, p->images, p->prep_aged);
+		p->prep_aged = now - p->opened_ns >= DRAIN_PREP_AGE_NS;
+	bool recent = now - p->prep_thread_ns < DRAIN_PREP_AGE_NS;
+	bool churn = p->prep_ended_at && p->nthreads > p->prep_ended_at;
+	return drain_prep_spares_for(p->nthreads, p->images, p->prep_aged, recent, churn);
 }
 
 /* The next free full slot to prepare, or -1 when the spares are there. */
@@ -197,10 +225,10 @@ void drain_prepare_slots(struct wal_proc *p, bool scan)
 	 * one soon (a few slot lines read when the spares are there). */
 	if (scan)
 		p->prep_backoff = false;
-	/* None of it for a young single-threaded process (a fork child, a
-	 * short command): its detail ring's pages come as its records do,
-	 * and a recorder of a thousand short processes does not populate and
-	 * lock for each. */
+	/* None of it for a young process that started fewer than
+	 * DRAIN_PREP_CHURN threads (a fork child, a short command, a worker
+	 * or two): its rings' pages come as its records do, and a recorder
+	 * of a thousand short processes does not populate and lock for each. */
 	if (prep_spares_wanted(p) == 0)
 		return;
 	/* A claimed slot first: its thread may be faulting in its detail
@@ -232,6 +260,8 @@ bool drain_reclaim_due(struct wal_proc *p)
 	uint64_t sig = ada_arena_exited_sig(p->arena, ada_arena_slots_used(p->arena));
 	bool changed = sig != p->exited_sig;
 	p->exited_sig = sig;
+	if (sig != 0 && p->prep_ended_at == 0)
+		p->prep_ended_at = p->nthreads; /* a thread ended (prep_spares_wanted) */
 	if (sig == 0)
 		p->reclaim_retries = 0;
 	else if (changed)

@@ -235,6 +235,12 @@ struct wal_proc {
 	uint32_t lock_slot;
 	uint64_t lock_done;
 	bool lock_refused, prep_backoff, prep_aged;
+	/* drain_prep.c: the threads seen at its last look, and when that
+	 * count last grew (CLOCK_MONOTONIC): whether threads keep coming;
+	 * the threads seen when one first ended (0: none yet), so that a
+	 * thread started after it shows threads come and go. */
+	size_t prep_threads, prep_ended_at;
+	uint64_t prep_thread_ns;
 	/* drain.c: threads that were an image's first (tid == pid): one per
 	 * image, so a process that exec'd counts more than one without having
 	 * started a thread (drain_prep.c sizes its spares by threads started). */
