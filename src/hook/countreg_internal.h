@@ -102,15 +102,16 @@ static inline void countreg_exit_done(_Atomic uintptr_t *e)
 	atomic_store_explicit(e, 0, memory_order_release);
 }
 
-/* The live snapshot's freeze of entry e: the block frozen (to read, then
- * countreg_put_back), or 0 (free, a state, or EXITING past the bound).
- * An entry found EXITING is waited for: once free, that thread's counts
- * are in the totals, which the snapshot reads after every freeze. */
-static inline uintptr_t countreg_freeze(_Atomic uintptr_t *e)
+/* Claims entry e for a reader: its block (v), now marked as final's
+ * READING or as the live snapshot's frozen v | LIVE; or 0 (free, a state,
+ * already claimed, or EXITING past the bound). An entry found EXITING is
+ * waited for: once free, that thread's counts are in the totals, which
+ * the reader reads after its claims. */
+static inline uintptr_t countreg_claim(_Atomic uintptr_t *e, bool final)
 {
 	for (uint32_t spin = 0; spin < COUNTREG_WAIT_MAX; spin++) {
 		/* Acquire: pairs with countreg_exit_done's release (the flush
-		 * is in the totals this snapshot reads next). */
+		 * is in the totals this reader reads next). */
 		uintptr_t v = atomic_load_explicit(e, memory_order_acquire);
 		if (v == COUNTREG_EXITING) {
 			COUNTREG_PAUSE(spin);
@@ -119,13 +120,21 @@ static inline uintptr_t countreg_freeze(_Atomic uintptr_t *e)
 		if (v <= COUNTREG_DONE || (v & COUNTREG_LIVE))
 			return 0;
 		/* Relaxed: the CAS only keeps the thread from flushing while it
-		 * is read (its counters are read as plain memory); on failure the
-		 * entry is read again. */
-		if (atomic_compare_exchange_strong_explicit(
-		        e, &v, v | COUNTREG_LIVE, memory_order_relaxed, memory_order_relaxed))
+		 * is read (its counters are read as plain memory); on failure it
+		 * flushed or is flushing: the entry is read again. */
+		uintptr_t mark = final ? COUNTREG_READING : v | COUNTREG_LIVE;
+		if (atomic_compare_exchange_strong_explicit(e, &v, mark, memory_order_relaxed,
+		                                            memory_order_relaxed))
 			return v;
 	}
 	return 0;
+}
+
+/* The live snapshot's freeze of entry e: the block frozen (to read, then
+ * countreg_put_back), or 0. */
+static inline uintptr_t countreg_freeze(_Atomic uintptr_t *e)
+{
+	return countreg_claim(e, false);
 }
 
 /* The snapshot is done with the block b frozen in e. Release: pairs with
@@ -137,26 +146,10 @@ static inline void countreg_put_back(_Atomic uintptr_t *e, uintptr_t b)
 }
 
 /* The final sum's take of entry e: its block, now READING (to read, then
- * countreg_final_done), or 0 (free, read, or flushed: count_dead has it).
- * An entry found EXITING is waited for, as by countreg_freeze. */
+ * countreg_final_done), or 0 (free, read, or flushed: count_dead has it). */
 static inline uintptr_t countreg_final_take(_Atomic uintptr_t *e)
 {
-	for (uint32_t spin = 0; spin < COUNTREG_WAIT_MAX; spin++) {
-		/* Acquire: pairs with countreg_exit_done's release. */
-		uintptr_t v = atomic_load_explicit(e, memory_order_acquire);
-		if (v == COUNTREG_EXITING) {
-			COUNTREG_PAUSE(spin);
-			continue;
-		}
-		if (v <= COUNTREG_DONE || (v & COUNTREG_LIVE))
-			return 0;
-		/* Relaxed: as countreg_freeze's; on failure it flushed or is
-		 * flushing: read again. */
-		if (atomic_compare_exchange_strong_explicit(
-		        e, &v, COUNTREG_READING, memory_order_relaxed, memory_order_relaxed))
-			return v;
-	}
-	return 0;
+	return countreg_claim(e, true);
 }
 
 /* The final sum has read entry e's block. Release: pairs with
