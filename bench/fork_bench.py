@@ -8,9 +8,15 @@ by run.
 
   bench/fork_bench.py [--ada build/ada] [--reps 5] [--workload fork,exec,bash,make]
                       [--n-fork 50] [--n-exec 20] [--no-uftrace] [--ada-before PATH]
+                      [--split]
 
 --ada-before PATH adds a column for another build of ada (say, before a
-change), in the same rotation. Each ada build has a plan cache of its own
+change), in the same rotation. --split adds two more of the same build:
+`ada --detail never` and `ada` hooking nothing (`--include-symbol` of a
+name no image has: the agent, the arenas, the files and the drain's work
+per process, no traced call), and prints what ada adds split three ways
+(per process: nothing hooked; the traced calls without the detail lane;
+the detail lane), per child for fork/exec, per subshell for bash. Each ada build has a plan cache of its own
 (XDG_CACHE_HOME under the work directory: two builds sharing one would
 remove each other's files of the same image at each store), filled by one
 untimed run of each workload before the timed ones: the table is the warm
@@ -45,10 +51,15 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from provenance import REPO, provenance  # noqa: E402
 
+SUBSHELLS = 300
 BASH_SCRIPT = """f() { echo $(( $1 * 2 )); }
-for i in $(seq 300); do x=$(f $i); done
+for i in $(seq %d); do x=$(f $i); done
 echo "$x"
-"""
+""" % SUBSHELLS
+
+SPLIT_NODETAIL = 'ada-nodetail'
+SPLIT_NOHOOK = 'ada-nohook'
+NO_SUCH_SYMBOL = 'ada_fork_bench_no_such_symbol'
 
 MAKE_SOURCES = 6  # a.c ... f.c, one object each, linked into one program
 
@@ -101,23 +112,29 @@ def run_timed(argv, cwd, out_dir, env=None):
 def per_child(text):
     m = re.search(r'wall_median_us=([\d.]+) wall_min_us=([\d.]+) child_cpu_median_us=([\d.]+)',
                   text)
-    return tuple(float(x) for x in m.groups()) if m else None
+    if not m:
+        return None
+    q = re.search(r'child_runq_median_us=(-?[\d.]+)', text)
+    return tuple(float(x) for x in m.groups()) + (float(q.group(1)) if q else -1.0,)
 
 
 def variants(args, work):
     """name -> f(argv, tag) -> (argv, output directory, environment)."""
     v = {'untraced': lambda argv, tag: (argv, None, None)}
 
-    def ada_variant(binary, name):
+    def ada_variant(binary, name, opts=()):
         env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, 'cache-' + name))
 
         def wrap(argv, tag):
             out = os.path.join(work, name + '-' + tag)
-            return [binary, 'record', '--out', out, '--'] + argv, out, env
+            return [binary, 'record', '--out', out] + list(opts) + ['--'] + argv, out, env
         return wrap
     v['ada'] = ada_variant(args.ada, 'ada')
     if args.ada_before:
         v['ada-before'] = ada_variant(args.ada_before, 'before')
+    if args.split:
+        v[SPLIT_NODETAIL] = ada_variant(args.ada, 'nodetail', ('--detail', 'never'))
+        v[SPLIT_NOHOOK] = ada_variant(args.ada, 'nohook', ('--include-symbol', NO_SUCH_SYMBOL))
     if args.uftrace:
         def uft(argv, tag):
             out = os.path.join(work, 'uftrace-' + tag)
@@ -135,6 +152,8 @@ def main():
     ap.add_argument('--n-exec', type=int, default=20)
     ap.add_argument('--no-uftrace', action='store_true')
     ap.add_argument('--ada-before', help='another ada build, as a column of its own')
+    ap.add_argument('--split', action='store_true',
+                    help='add --detail never and nothing-hooked columns and split what ada adds')
     args = ap.parse_args()
     args.uftrace = None if args.no_uftrace else shutil.which('uftrace')
     wanted = args.workload.split(',')
@@ -181,6 +200,29 @@ def main():
     report(args, res, loads)
 
 
+def split_added(args, w, rows):
+    """What ada adds, split (--split): nothing hooked over untraced (per
+    process: agent, arena, files, drain), the traced calls over that (with
+    the fork's copy of the patched text), the detail lane over
+    --detail never; ms per child (fork, exec: the child's CPU) or per
+    subshell (bash: the tree's CPU), None for the other workloads."""
+    if any(v not in rows for v in ('untraced', 'ada', SPLIT_NODETAIL, SPLIT_NOHOOK)):
+        return None
+    if w in ('fork', 'exec'):
+        key, scale, unit = 'child_cpu_median_ms', 1.0, 'child CPU per child'
+    elif w == 'bash':
+        key, scale, unit = 'cpu_s', 1000.0 / SUBSHELLS, 'tree CPU per subshell'
+    else:
+        return None
+    val = {v: rows[v].get(key) for v in ('untraced', 'ada', SPLIT_NODETAIL, SPLIT_NOHOOK)}
+    if any(x is None for x in val.values()):
+        return None
+    return {'unit': unit,
+            'per_process': (val[SPLIT_NOHOOK] - val['untraced']) * scale,
+            'calls': (val[SPLIT_NODETAIL] - val[SPLIT_NOHOOK]) * scale,
+            'detail': (val['ada'] - val[SPLIT_NODETAIL]) * scale}
+
+
 def med(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
@@ -204,14 +246,25 @@ def report(args, res, loads):
                 row['child_wall_median_ms'] = med([p[0] for p in pcs]) / 1000
                 row['child_wall_min_ms'] = min(p[1] for p in pcs) / 1000
                 row['child_cpu_median_ms'] = med([p[2] for p in pcs]) / 1000
+                rq = med([p[3] for p in pcs if p[3] >= 0])
+                row['child_runq_median_ms'] = rq / 1000 if rq is not None else None
             table.setdefault(w, {})[v] = row
             extra = ''
             if pcs:
                 extra = '  per child: wall median %.3f ms (min %.3f), child CPU %.3f ms' % (
                     row['child_wall_median_ms'], row['child_wall_min_ms'],
                     row['child_cpu_median_ms'])
-            print('%-5s %-10s wall %8.3f s (%5.2fx)  cpu %7.3f s (%5.2fx)%s' % (
+                if row['child_runq_median_ms'] is not None:
+                    extra += ', waiting for a CPU %.3f ms' % row['child_runq_median_ms']
+            print('%-5s %-12s wall %8.3f s (%5.2fx)  cpu %7.3f s (%5.2fx)%s' % (
                 w, v, wall, row['wall_x'] or 0, cpu, row['cpu_x'] or 0, extra))
+    if args.split:
+        for w, rows in table.items():
+            split = split_added(args, w, rows)
+            if split:
+                rows['split'] = split
+                print('%-5s split, %s added: %s' % (w, split['unit'], ', '.join(
+                    '%s %.3f ms' % (k, split[k]) for k in ('per_process', 'calls', 'detail'))))
     os.makedirs(os.path.join(REPO, 'bench', 'results'), exist_ok=True)
     name = datetime.datetime.now().strftime('%Y-%m-%dT%H%M%S') + '-fork.json'
     path = os.path.join(REPO, 'bench', 'results', name)
