@@ -39,7 +39,11 @@
  *                         the agent's own, which may be descheduled)
  * and may define COUNTREG_STEP() (nothing by default): what a reader does
  * between two entries (the unit test yields there, so that threads exit
- * in the middle of its passes).
+ * in the middle of its passes), and COUNTREG_PEEKED() (nothing by
+ * default): what a reader does between its look at an entry and its
+ * claim (the unit test has the entry's thread exit there and a new one
+ * register the same block address, as mmap gives back the pages just
+ * unmapped).
  */
 #ifndef ADA_COUNTREG_INTERNAL_H
 #define ADA_COUNTREG_INTERNAL_H
@@ -54,6 +58,10 @@
 
 #ifndef COUNTREG_STEP
 #define COUNTREG_STEP() ((void)0)
+#endif
+
+#ifndef COUNTREG_PEEKED
+#define COUNTREG_PEEKED() ((void)0)
 #endif
 
 #define COUNTREG_EXITING ((uintptr_t)1) /* its thread is adding it to the totals */
@@ -119,11 +127,16 @@ static inline uintptr_t countreg_claim(_Atomic uintptr_t *e, bool final)
 		}
 		if (v <= COUNTREG_DONE || (v & COUNTREG_LIVE))
 			return 0;
-		/* Relaxed: the CAS only keeps the thread from flushing while it
-		 * is read (its counters are read as plain memory); on failure it
-		 * flushed or is flushing: the entry is read again. */
+		COUNTREG_PEEKED();
+		/* Acquire on success: pairs with countreg_exit_done's release
+		 * too. Between the load above and this CAS the entry's thread
+		 * may have flushed and freed it and a new thread registered a
+		 * block at the same address (mmap gives the unmapped pages
+		 * back): the CAS then succeeds on the new thread's value, and
+		 * the totals read after it must hold the old one's flush.
+		 * Relaxed on failure: the entry is read again (acquire). */
 		uintptr_t mark = final ? COUNTREG_READING : v | COUNTREG_LIVE;
-		if (atomic_compare_exchange_strong_explicit(e, &v, mark, memory_order_relaxed,
+		if (atomic_compare_exchange_strong_explicit(e, &v, mark, memory_order_acquire,
 		                                            memory_order_relaxed))
 			return v;
 	}

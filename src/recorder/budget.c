@@ -84,10 +84,12 @@ void wal_budget_dir_sealed(struct wal_proc *p, uint32_t seq, bool sealed)
 			return; /* not sealed: walked as before */
 		memset(a + p->sealed_words, 0, (n - p->sealed_words) * sizeof(*a));
 		p->sealed = a;
+		/* Kept since the first growth, or (an earlier one failed) made
+		 * afresh now: only what it kept is known, the rest is zeroed. */
+		size_t kept = p->sealed_blocks ? (size_t)p->sealed_words * 64 : 0;
 		uint32_t *b = realloc(p->sealed_blocks, (size_t)n * 64 * sizeof(*b));
 		if (b)
-			memset(b + (size_t)p->sealed_words * 64, 0,
-			       (size_t)(n - p->sealed_words) * 64 * sizeof(*b));
+			memset(b + kept, 0, ((size_t)n * 64 - kept) * sizeof(*b));
 		else
 			free(p->sealed_blocks); /* none kept: every scan reads them */
 		p->sealed_blocks = b;

@@ -41,10 +41,18 @@ static int excl_cmp(const void *pa, const void *pb)
 }
 
 /* A name --exclude-symbol takes back as itself: not a glob, not cut by
- * the list's commas. */
+ * the list's commas, one word to paste. Printable ASCII only: the name
+ * is the target's (its symbol table, or an agent.json it wrote), and the
+ * summary line and `ada status` print the list as it is, on root's
+ * terminal (a control byte there is an escape sequence). */
 static bool excl_name_ok(const char *n)
 {
-	return n && *n && !strpbrk(n, ",*?[]");
+	if (!n || !*n || strpbrk(n, ",*?[]"))
+		return false;
+	for (const unsigned char *c = (const unsigned char *)n; *c; c++)
+		if (*c < 0x21 || *c > 0x7e)
+			return false;
+	return true;
 }
 
 /* The calls of co's functions, summed (saturating: the file is the

@@ -542,7 +542,8 @@ static void rec_thread_list(struct rec_ctx *c, DIR *d, struct rec_names *names,
 		if (!rec_names_add(names, de->d_name, 16))
 			break;
 	}
-	qsort(names->v, names->n, sizeof(names->v[0]), rec_gen_cmp);
+	if (names->n) /* v is NULL for a thread_K/ without index files */
+		qsort(names->v, names->n, sizeof(names->v[0]), rec_gen_cmp);
 }
 
 /* Finalizes each index file of dir (the current one with what slot's ring

@@ -145,7 +145,8 @@ static void ring_table_read(int fd, uint64_t size, struct wal_ring_table *tb)
 		if (k == 0)
 			break;
 	}
-	qsort(tb->v, tb->n, sizeof(*tb->v), ring_table_cmp);
+	if (tb->n) /* v is NULL for a file shorter than a record */
+		qsort(tb->v, tb->n, sizeof(*tb->v), ring_table_cmp);
 }
 
 void wal_ring_table_load(const char *pid_dir, struct wal_ring_table *tb)

@@ -33,6 +33,8 @@ static void step(void)
 		;
 }
 #define COUNTREG_STEP() step()
+static void peeked(void);
+#define COUNTREG_PEEKED() peeked()
 #include "countreg_internal.h"
 
 #define NREG 16u    /* registry entries */
@@ -240,12 +242,78 @@ static void test_live_monotone(void **state)
 	assert_int_equal(snapshot(per), atomic_load(&truth));
 }
 
+/* A reader looks at an entry (its block b), and before its claim the
+ * entry's thread exits (flushes, frees the entry) and a new thread
+ * registers a block at the same address b (mmap gives back the pages
+ * just unmapped): the claim succeeds on the new value, and the totals it
+ * reads next must hold the first thread's flush. Forced here by
+ * COUNTREG_PEEKED; the two threads meet only through relaxed flags, so
+ * the sanitizer (TSan) sees an order between the flush and the reader
+ * only if the claim itself acquires it (a relaxed claim: a data race on
+ * aba_flushed). */
+static uint64_t aba_block[1];
+static uint64_t aba_flushed; /* plain: written before the exit's release */
+static _Atomic uintptr_t aba_reg[1];
+static _Atomic uint64_t aba_dead[1];
+static _Atomic int aba_go, aba_done, aba_take;
+static bool aba_armed;
+
+static void *aba_thread(void *arg)
+{
+	(void)arg;
+	while (!atomic_load_explicit(&aba_go, memory_order_relaxed))
+		sched_yield();
+	/* The thread exits: its 5 counts into the totals. */
+	enum countreg_exit x = countreg_exit_take(&aba_reg[0], (uintptr_t)aba_block);
+	atomic_store_explicit(&aba_take, (int)x, memory_order_relaxed);
+	atomic_fetch_add_explicit(&aba_dead[0], __atomic_load_n(&aba_block[0], __ATOMIC_RELAXED),
+	                          memory_order_relaxed);
+	aba_flushed = 1;
+	countreg_exit_done(&aba_reg[0]);
+	/* A new thread, its block at the same address, nothing counted yet. */
+	__atomic_store_n(&aba_block[0], 0, __ATOMIC_RELAXED);
+	uintptr_t z = 0;
+	atomic_compare_exchange_strong_explicit(&aba_reg[0], &z, (uintptr_t)aba_block,
+	                                        memory_order_relaxed, memory_order_relaxed);
+	atomic_store_explicit(&aba_done, 1, memory_order_relaxed);
+	return NULL;
+}
+
+static void peeked(void)
+{
+	if (!aba_armed)
+		return;
+	aba_armed = false;
+	atomic_store_explicit(&aba_go, 1, memory_order_relaxed);
+	while (!atomic_load_explicit(&aba_done, memory_order_relaxed))
+		sched_yield();
+}
+
+static void test_claim_same_address(void **state)
+{
+	(void)state;
+	static uint16_t frozen[1];
+	uint64_t out[1];
+	pthread_t th;
+	__atomic_store_n(&aba_block[0], 5, __ATOMIC_RELAXED);
+	atomic_store(&aba_reg[0], (uintptr_t)aba_block);
+	assert_int_equal(pthread_create(&th, NULL, aba_thread, NULL), 0);
+	aba_armed = true;
+	countreg_sum_live(aba_reg, 1, aba_dead, 1, out, frozen);
+	assert_int_equal(aba_flushed, 1);
+	assert_int_equal(out[0], 5);
+	assert_int_equal(atomic_load(&aba_reg[0]), (uintptr_t)aba_block); /* put back */
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&aba_take), COUNTREG_EXIT_FLUSH);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_live_exact),
 	    cmocka_unit_test(test_final_exact),
 	    cmocka_unit_test(test_live_monotone),
+	    cmocka_unit_test(test_claim_same_address),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

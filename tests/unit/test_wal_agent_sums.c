@@ -258,6 +258,33 @@ static void test_exclude_hint(void **state)
 	free(s);
 }
 
+/* The names are the target's (its symbol table, an agent.json it
+ * wrote) and the summary line and `ada status` print the list as it is:
+ * a name with a control byte (an escape sequence for root's terminal), a
+ * space or a byte past ASCII is passed over like a glob, its calls left
+ * in the counts the hint would leave. */
+static void test_exclude_hint_odd_names(void **state)
+{
+	(void)state;
+	static const json_int_t calls[5] = {4000000, 3000000, 2000000, 1000000, 1000000};
+	static const char *const names[5] = {"\033]0;pwned\a", "a b", "caf\xc3\xa9", "x\x7f", "ok"};
+	json_t *co = co_of(10, 112000000, true, 5, calls, names);
+	wal_exclude_hint(co);
+	json_t *ob = json_object_get(co, "over_budget");
+	assert_non_null(ob);
+	json_t *ex = json_object_get(ob, "exclude");
+	assert_int_equal(json_array_size(ex), 1);
+	assert_string_equal(json_string_value(json_array_get(ex, 0)), "ok");
+	assert_int_equal(json_integer_value(json_object_get(ob, "exclude_calls")), 1000000);
+	struct ada_agent_sums *s = calloc(1, sizeof(*s));
+	json_t *a = json_pack("{s:O}", "count_only", co);
+	wal_agent_sums_fold(s, a);
+	assert_string_equal(s->excl, "ok");
+	json_decref(a);
+	json_decref(co);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +292,7 @@ int main(void)
 	    cmocka_unit_test(test_fold_bad_input),
 	    cmocka_unit_test(test_manifest_agent_sums),
 	    cmocka_unit_test(test_exclude_hint),
+	    cmocka_unit_test(test_exclude_hint_odd_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,11 @@
  * sealed thread_K/ with another file in it shows the skip (that file is
  * not counted); unsealed again (a reused seq, a file open in it) it is
  * counted again; thread_03/ is not thread_3/; seqs past WAL_SEALED_MAX
- * are never sealed, and a large seq grows the bitmap.
+ * are never sealed, and a large seq grows the bitmap. The blocks kept
+ * per sealed directory survive a growth that could not keep them (a
+ * failed realloc: the test's realloc wrapper, linked with --wrap): the
+ * next growth makes them afresh, all unknown, never read from memory it
+ * did not write.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -25,6 +29,25 @@
 #include "recorder_internal.h"
 
 static char dir[64];
+
+/* realloc (--wrap=realloc, tests/unit/wal.cmake): one of fail_size
+ * bytes fails once; a new block's bytes are 0xa5, as memory malloc
+ * hands out may hold anything. */
+void *__real_realloc(void *old, size_t n);
+void *__wrap_realloc(void *old, size_t n);
+static size_t fail_size;
+
+void *__wrap_realloc(void *old, size_t n)
+{
+	if (fail_size && n == fail_size) {
+		fail_size = 0;
+		return NULL;
+	}
+	void *p = __real_realloc(old, n);
+	if (p && !old)
+		memset(p, 0xa5, n);
+	return p;
+}
 
 static int setup(void **state)
 {
@@ -98,10 +121,37 @@ static void test_sealed(void **state)
 	free(p.sealed_blocks);
 }
 
+/* The first growth keeps the bitmap but not the blocks (their realloc
+ * fails): the next growth's blocks are new memory, every entry unknown
+ * (without the fix, thread_3/'s was 0xa5a5a5a5: 1.4 TB counted). */
+static void test_sealed_blocks_lost(void **state)
+{
+	(void)state;
+	uint64_t x3 = put("thread_3", "x");
+	uint64_t x5000 = put("thread_5000", "x");
+	struct wal_proc p = {.pid = 4194400, .dir = dir};
+	p.dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(p.dir_fd >= 0);
+	uint64_t all = scan(&p);
+	fail_size = 16 * 64 * sizeof(*p.sealed_blocks); /* the first growth's */
+	wal_budget_dir_sealed(&p, 3, true);
+	assert_int_equal(fail_size, 0);
+	assert_null(p.sealed_blocks);
+	assert_int_equal(scan(&p), all - x3);
+	wal_budget_dir_sealed(&p, 5000, true);
+	assert_non_null(p.sealed_blocks);
+	assert_int_equal(scan(&p), all - x3 - x5000);
+	assert_int_equal(scan(&p), all - x3 - x5000); /* the blocks as kept */
+	close(p.dir_fd);
+	free(p.sealed);
+	free(p.sealed_blocks);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_sealed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_sealed_blocks_lost, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
