@@ -10,12 +10,16 @@
 # status showed 0 calls and no hint. Counts, not times: the polls only
 # bound a run that went wrong. With a third argument `alone`: the same
 # under --count-only without --overhead-budget (the agent's live counts'
-# thread; no budget, so no hint); before it, status showed no call.
-#   live_counts_test.sh ADA T_HOT [alone]
+# thread, t_hot's second task while it is parked; no budget, so no
+# hint); before it, status showed no call. `off`: --count-live 0, no
+# thread (one task) and status shows the start-up's 0 calls, as before;
+# the manifest is exact all the same.
+#   live_counts_test.sh ADA T_HOT [alone|off]
 set -u
 ADA=$1 HOT=$2 MODE=${3:-budget}
 BUDGET=(--overhead-budget 10)
 [ "$MODE" = alone ] && BUDGET=()
+[ "$MODE" = off ] && BUDGET=(--count-live 0)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ada_live_counts.XXXXXX")
 APID=
 cleanup() {
@@ -34,13 +38,19 @@ for _ in $(seq 400); do grep -q parked "$WORK/stdout" 2>/dev/null && break; slee
 grep -q parked "$WORK/stdout" || fail "t_hot never parked"
 TPID=$(awk '/^parked/ {print $2}' "$WORK/stdout")
 want='{"hot_a": 33554432, "hot_b": 16777216, "hot_c": 8388608, "hot_d": 4194304, "hot_e": 2097152, "hot_f": 1048576}'
+# The agent's thread runs exactly when the live counts are kept: it
+# starts before main, so the parked program's tasks are settled.
+TASKS=$(ls "/proc/$TPID/task" | wc -l)
+[ "$TASKS" -eq "$([ "$MODE" = off ] && echo 1 || echo 2)" ] || fail "$MODE: t_hot has $TASKS tasks"
 ok=
 for _ in $(seq 100); do
 	"$ADA" status "$TPID" --json >"$WORK/st.json" 2>>"$WORK/err" || break # the program gave up
-	if python3 - "$WORK/st.json" <<'PY'; then ok=1; break; fi
+	if python3 - "$WORK/st.json" "$MODE" <<'PY'; then ok=1; break; fi
 import json, sys
-co = json.load(open(sys.argv[1]))['hooks']['count_only']
-sys.exit(0 if co['calls'] == (1 << 26) - (1 << 20) else 1)
+co = json.load(open(sys.argv[1]))['hooks'].get('count_only', {})
+if sys.argv[2] == 'off':  # no thread: agent.json as the start-up wrote it
+    sys.exit(0 if co.get('functions') == 6 and co['calls'] == 0 else 1)
+sys.exit(0 if co.get('calls') == (1 << 26) - (1 << 20) else 1)
 PY
 	sleep 0.05
 done
@@ -49,9 +59,11 @@ python3 - "$WORK/st.json" "$WORK/out" "$want" "$MODE" <<'PY' || fail "the live c
 import glob, json, sys
 co = json.load(open(sys.argv[1]))['hooks']['count_only']
 want = json.loads(sys.argv[3])
+if sys.argv[4] == 'off':
+    want = {n: 0 for n in want}
 assert co['functions'] == 6, co
 ob = co.get('over_budget')
-if sys.argv[4] == 'alone':
+if sys.argv[4] != 'budget':
     assert ob is None, 'no budget, yet over_budget %r' % co
 else:
     assert ob and ob['final'] is False, 'no live over_budget: %r' % co
@@ -61,7 +73,7 @@ else:
 (aj,) = glob.glob(sys.argv[2] + '/*/pid_*/agent.json')
 c = json.load(open(aj))['count_only']
 assert c['final'] is False, c['final']
-assert c['overhead_budget_pct'] == (0 if sys.argv[4] == 'alone' else 10), c
+assert c['overhead_budget_pct'] == (10 if sys.argv[4] == 'budget' else 0), c
 got = {f['name']: f['calls'] for f in c['functions']}
 assert got == want, 'agent.json live %r, not %r' % (got, want)
 PY
