@@ -214,6 +214,16 @@ static int record_opt_analysis_threads(struct rec_args *a, const struct record_o
 	return record_opt_hook(a, o, v);
 }
 
+/* --count-live: 0 or 1 (the agent's count-live). */
+static int record_opt_count_live(struct rec_args *a, const struct record_opt *o, const char *v)
+{
+	if (strcmp(v, "0") && strcmp(v, "1")) {
+		ada_log("--count-live takes 0 or 1, not '%s' (e.g. --count-live 0)", v);
+		return -1;
+	}
+	return record_opt_hook(a, o, v);
+}
+
 /* --overhead-budget: a whole percentage, 1..100. */
 static int record_opt_overhead_budget(struct rec_args *a, const struct record_opt *o, const char *v)
 {
@@ -502,6 +512,13 @@ static const struct record_opt record_table[] = {
      "flame and the manifest show the counts; their returns\n"
      "are not traced: docs/hooks.md, Count-only functions)",
      .tests = "e2e.count_only", .col = 32},
+    {"count-live", "0|1", record_opt_count_live, 0,
+     "with --count-only and no --overhead-budget: 1\n"
+     "(default) a thread of the agent's keeps the counts\n"
+     "ada status shows live (a look a second); 0: none,\n"
+     "and glibc keeps a single-threaded program's stdio and\n"
+     "malloc lock-free (docs/hooks.md, Live counts)",
+     .tests = "e2e.live_counts_alone e2e.live_counts_off", .col = 32},
     {"overhead-budget", "PCT", record_opt_overhead_budget, 0,
      "1..100: while tracing costs a thread more than PCT %\n"
      "of its CPU time, move its hottest short functions to\n"

@@ -668,6 +668,9 @@ static int agent_read_config(void)
 	/* Likewise the inline count blocks without the copy form. */
 	if (secure_getenv("ADA_TEST_COUNT_NO_COPY"))
 		agent.cfg.count_copy = false;
+	/* Likewise --count-only without the live counts' thread. */
+	if (secure_getenv("ADA_TEST_COUNT_NO_LIVE"))
+		agent.cfg.count_live = false;
 	return err;
 }
 

@@ -40,6 +40,12 @@
  * so a short program pays for them neither until the first tick nor for
  * the events before it. Their manifest entries say "recalled".
  *
+ * With --count-only and no budget the same thread keeps only agent.json's
+ * live counts (budget_live_main: a look a second, no tick, no
+ * calibration), when the start-up scan made a function count-only, so
+ * that ada status shows a running program's counts so far; count-live=0
+ * starts none.
+ *
  * A forked child gets a budget thread of its own (the parent's is not
  * copied by fork), calibrated by the parent. Under ada attach the thread
  * lives from the attach to the detach: ada_agent_detach() bumps the
@@ -769,6 +775,35 @@ static enum budget_look budget_look(uint64_t dt_ns)
 	return look;
 }
 
+/* --count-only without --overhead-budget (docs/hooks.md, "Live counts"):
+ * the thread only keeps agent.json's live counts (budget_live) and writes
+ * what a dlopen left to it (agent_budget_json_later), a look a second.
+ * No calibration: no per-event cost is needed (event_cost_ps stays 0). */
+static void *budget_live_main(uint32_t gen)
+{
+	for (;;) {
+		/* Relaxed: as in budget_main; a stale read costs one more look,
+		 * which the test under the lock below keeps out. */
+		if (atomic_load_explicit(&budget.gen, memory_order_relaxed) != gen)
+			return NULL;
+		uint64_t t = agent_now_ns(), due = budget.live_ns + BUDGET_LIVE_NS;
+		if (due > t) {
+			struct timespec ts = {(time_t)((due - t) / 1000000000u),
+			                      (long)((due - t) % 1000000000u)};
+			nanosleep(&ts, NULL);
+		}
+		pthread_mutex_lock(&agent.lock);
+		/* Relaxed: the lock orders it against agent_budget_stop's bump
+		 * (a detach's final agent.json is the last). */
+		if (atomic_load_explicit(&budget.gen, memory_order_relaxed) == gen) {
+			budget_live();
+			budget_files(false);
+		}
+		pthread_mutex_unlock(&agent.lock);
+	}
+	return NULL;
+}
+
 static void *budget_main(void *arg)
 {
 	uint32_t gen = (uint32_t)(uintptr_t)arg;
@@ -777,6 +812,8 @@ static void *budget_main(void *arg)
 	 * thread's own; the store only says it is held). */
 	atomic_store_explicit(&budget.born, 1, memory_order_release);
 	syscall(SYS_futex, &budget.born, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	if (!agent.cfg.overhead_budget)
+		return budget_live_main(gen);
 	if (!budget.event_ps) /* a forked child's parent calibrated */
 		budget_calibrate();
 	uint64_t t = agent_now_ns(), raw = ada_tsc(), tick = BUDGET_TICK_FIRST_NS, checked = t;
@@ -865,14 +902,30 @@ static void budget_spawn(bool quiet)
 	budget.running = err == 0;
 	if (!err && quiet)
 		budget_wait_born();
-	if (err)
+	if (err && agent.cfg.overhead_budget)
 		agent_log("--overhead-budget: cannot start its thread (%s); the budget is not kept",
 		          strerror(err));
+	else if (err)
+		agent_log("--count-only: cannot start the live counts' thread (%s); agent.json "
+		          "has the counts of its last write until the exit",
+		          strerror(err));
+}
+
+/* Whether the process runs the agent's thread (after the start-up scan):
+ * for the budget, or for the live counts of --count-only once a function
+ * is count-only (none: no thread, as in every exec'd process of a build
+ * whose globs match nothing there; count-live=0: none either, and the
+ * program stays single-threaded to glibc; its live counts are then the
+ * last write's). */
+static bool budget_wanted(void)
+{
+	return agent.cfg.overhead_budget ||
+	       (agent.cfg.n_count_only && agent.cfg.count_live && agent_count_sites());
 }
 
 void agent_budget_start(bool quiet)
 {
-	if (!agent.cfg.overhead_budget || budget.running)
+	if (!budget_wanted() || budget.running)
 		return;
 	/* live_ns: the first look at the live counts a second from now (a
 	 * short program's exit writes them anyway). */

@@ -199,6 +199,8 @@ static int config_apply(struct ada_hook_config *cfg, const char *k, size_t klen,
 		return config_bool(v, vlen, &cfg->count_gs);
 	if (config_key_is(k, klen, "count-copy"))
 		return config_bool(v, vlen, &cfg->count_copy);
+	if (config_key_is(k, klen, "count-live"))
+		return config_bool(v, vlen, &cfg->count_live);
 	if (config_key_is(k, klen, "analysis-threads"))
 		return config_threads(v, vlen, &cfg->analysis_threads);
 	return -EINVAL;
@@ -214,6 +216,7 @@ int ada_hook_config_parse(const char *buf, size_t len, struct ada_hook_config *c
 	cfg->pad = true;
 	cfg->count_gs = true;
 	cfg->count_copy = true;
+	cfg->count_live = true;
 	cfg->stack_bytes = 128;
 	cfg->analysis_threads = 1;
 	size_t i = 0;

@@ -22,8 +22,9 @@
  * first. Until the final sum, agent.json carries a live snapshot: every
  * live block frozen, count_dead and the frozen blocks read, the blocks
  * put back (countreg_internal.h: the protocol, and why it counts each
- * thread once); the budget thread rewrites agent.json when it changed,
- * at most once a second (agent_count_live_changed).
+ * thread once); the agent's thread (the budget's, or with --count-only
+ * alone one for this only: agent_budget.c) rewrites agent.json when it
+ * changed, at most once a second (agent_count_live_changed).
  *
  * Threads: agent_count_thread_start/exit in the thread itself (the
  * handlers' cold path; the thread-exit destructor); the rest under
@@ -265,6 +266,13 @@ int agent_count_assign(uint64_t fn_id, uint64_t moved_ns, uint64_t calls_per_s, 
 	 * written before a thread may flush a counter for it). */
 	atomic_store_explicit(&count_used, c + 1, memory_order_release);
 	return (int)c;
+}
+
+bool agent_count_sites(void)
+{
+	/* Relaxed: written under agent.lock, read under it (or by ada
+	 * attach's start, after the scan that assigned the slots). */
+	return atomic_load_explicit(&count_used, memory_order_relaxed) != 0;
 }
 
 bool agent_count_room(void)

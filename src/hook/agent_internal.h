@@ -364,8 +364,11 @@ void agent_budget_hot_json(FILE *f);
 bool agent_count_any(void);
 void agent_count_json(FILE *f);
 /* Under agent.lock: a live snapshot of the counts differs from the one
- * agent.json last carried (the budget thread then rewrites it). */
+ * agent.json last carried (the agent's thread then rewrites it). */
 bool agent_count_live_changed(void);
+/* Whether a function is count-only (under agent.lock): --count-only's
+ * live counts' thread starts only then (agent_budget.c). */
+bool agent_count_sites(void);
 
 /* dlopen/dlclose returned (called from the exit handler, guard set):
  * hook new images, forget unmapped ones (agent_process.c). Runs ordinary code:

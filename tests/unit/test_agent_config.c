@@ -83,6 +83,17 @@ static void test_defaults(void **state)
 	ada_hook_config_fini(&c);
 	assert_int_equal(parse("analysis-threads=22", &c), -EINVAL);
 	ada_hook_config_fini(&c);
+	/* --count-only's live counts' thread unless count-live=0 (docs/hooks.md,
+	 * "Live counts"). */
+	assert_int_equal(parse("count-only=leaf", &c), 0);
+	assert_true(c.count_live);
+	ada_hook_config_fini(&c);
+	assert_int_equal(parse("count-only=leaf;count-live=0", &c), 0);
+	assert_false(c.count_live);
+	assert_int_equal(c.n_count_only, 1);
+	ada_hook_config_fini(&c);
+	assert_int_equal(parse("count-live=maybe", &c), -EINVAL);
+	ada_hook_config_fini(&c);
 }
 
 /* Every name default excludes exactly its name (the verdict compares a

@@ -238,6 +238,11 @@ struct ada_hook_config {
 	 * function's first bytes up to a `ret` or `jmp` copied into the
 	 * block), only the inline one. Default 1. */
 	bool count_copy;
+	/* count-live=0: with count-only=GLOB and no overhead-budget, no
+	 * thread of the agent's keeps agent.json's live counts (the program
+	 * stays single-threaded to glibc; its counts are those of the last
+	 * write until its exit). Default 1. */
+	bool count_live;
 };
 /* Parses (buf, len) -- not NUL-terminated. -EINVAL on an unknown key or a
  * bad value, -E2BIG on too many globs, -ENOMEM. cfg is valid (possibly
