@@ -11,8 +11,7 @@
 #include "drain_internal.h"
 
 #define DRAIN_NAP_SPILL_FILL_PCT 12u           /* a spill slot's ring: at most this full */
-#define DRAIN_NAP_SLOW_US 2000u                /* drain_nap_slow(): the longest nap ... */
-#define DRAIN_NAP_SLOW_MAX_US 8000u            /* ... scaled by the ring, at most this */
+#define DRAIN_NAP_SLOW_US 2000u                /* drain_nap_slow(): the longest nap */
 #define DRAIN_NAP_SLOW_MARGIN 2u               /* ... room for this x each thread's rate */
 #define DRAIN_NAP_IDLE_NS_PER_KEV (1ull << 29) /* a thread that wrote nothing since */
 #define DRAIN_NAP_RATE_NS 200000ull            /* nap_rate(): the shortest span measured */
@@ -48,21 +47,6 @@ void drain_note_room(struct ada_recorder *r, const struct wal_proc *p, uint32_t 
 	r->pass_room_min = room < r->pass_room_min ? room : r->pass_room_min;
 }
 
-/* The longest nap a ring of cap events allows: DRAIN_NAP_SLOW_US for the
- * default ring (2 MiB), as much longer as the ring is larger, at most
- * DRAIN_NAP_SLOW_MAX_US. The room a nap leaves a thread whose rate jumps
- * is the same share of its ring; with one cap for every ring a larger
- * ring (--ring-mb, --peak-rate) bought no fewer passes at a rate whose
- * room outlasts the cap (`mixed`'s passes halve with a 4 MiB ring and a
- * 4 ms nap; docs/benchmarks.md, "Ring room and the nap's cap"). */
-static uint64_t nap_cap_ns(uint64_t cap)
-{
-	uint64_t x = cap / ADA_ARENA_DEFAULT_INDEX_EVENTS, us = DRAIN_NAP_SLOW_MAX_US;
-	if (x < DRAIN_NAP_SLOW_MAX_US / DRAIN_NAP_SLOW_US)
-		us = x > 1 ? x * DRAIN_NAP_SLOW_US : DRAIN_NAP_SLOW_US;
-	return us * 1000u;
-}
-
 /* For drain_nap(): the room slot s's ring has once this pass took and
  * released what it could, with the head its last look saw (the events
  * its producer wrote meanwhile, those past a wrap point and those whose
@@ -76,11 +60,8 @@ void drain_note_room_after(struct ada_recorder *r, const struct wal_proc *p, uin
 	 * DRAIN_NAP_SLOW_MARGIN times the thread's rate (nap_rate(); 0: a
 	 * spill slot's ring, no room, or no rate known). */
 	uint64_t ns = 0;
-	if (ns_per_kev && room < (1ull << 32)) { /* <= 2^32 x 2^29 */
+	if (ns_per_kev && room < (1ull << 32)) /* <= 2^32 x 2^29 */
 		ns = room * ns_per_kev / (1024u * DRAIN_NAP_SLOW_MARGIN);
-		uint64_t cap = nap_cap_ns(ada_arena_slot_events(p->arena, s));
-		ns = ns < cap ? ns : cap;
-	}
 	r->pass_slow_ns = ns < r->pass_slow_ns ? ns : r->pass_slow_ns;
 }
 
@@ -133,9 +114,8 @@ uint64_t drain_note_fill(struct ada_recorder *r, const struct wal_proc *p, uint3
 /* The nap past cap_us (drain_nap()'s longest) for slow threads, when the
  * room-bound nap us reached it: as long as every ring read has room for
  * DRAIN_NAP_SLOW_MARGIN times its thread's fastest rate (nap_rate(); at
- * most its ring's nap_cap_ns(), DRAIN_NAP_SLOW_US for the default ring;
- * us when that is shorter, or when a ring's rate is unknown or it is a
- * spill slot's).
+ * most DRAIN_NAP_SLOW_US; us when that is shorter, or when a ring's rate
+ * is unknown or it is a spill slot's).
  * A thread a few times slower than the fastest a nap allows for left
  * passes a few times smaller than a fast one's, and each pass's fixed
  * costs (the nap's wake-up, the write, the slot scan) were a large part
@@ -147,6 +127,6 @@ uint64_t drain_nap_slow(const struct ada_recorder *r, uint64_t us, uint64_t cap_
 	if (r->pass_slow_ns == UINT64_MAX || us < cap_us)
 		return us;
 	uint64_t slow = r->pass_slow_ns / 1000u;
-	slow = slow > DRAIN_NAP_SLOW_MAX_US ? DRAIN_NAP_SLOW_MAX_US : slow;
+	slow = slow > DRAIN_NAP_SLOW_US ? DRAIN_NAP_SLOW_US : slow;
 	return slow > us ? slow : us;
 }

@@ -2,8 +2,7 @@
  * The nap after a busy pass for slow threads (src/recorder/drain_room.c):
  * past drain_nap()'s longest room-bound nap, as long as every ring read
  * has room for a margin over the fastest rate its thread was measured
- * at, at most DRAIN_NAP_SLOW_US (as much longer as the ring is larger
- * than the default); never longer for a ring whose rate is
+ * at, at most DRAIN_NAP_SLOW_US; never longer for a ring whose rate is
  * unknown, whose take stopped at its budget, that has no room or whose
  * thread waited for ring space. The times are the test's own: a rate
  * measured over at least the time the test set is at most the rate it
@@ -35,7 +34,7 @@ struct fx {
 	struct ada_recorder *r;
 };
 
-static int fx_setup_events(void **state, uint32_t events)
+static int fx_setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	snprintf(f->path, sizeof(f->path), "/dev/shm/ada-test-nap-%d", (int)getpid());
@@ -43,10 +42,10 @@ static int fx_setup_events(void **state, uint32_t events)
 	struct ada_arena_config cfg;
 	ada_arena_config_default(&cfg);
 	cfg.max_threads = 1;
-	cfg.index_events = events;
+	cfg.index_events = CAP;
 	assert_int_equal(ada_arena_create(f->path, &cfg, &f->a, NULL), 0);
 	f->p.arena = f->a;
-	f->p.ring_events = events;
+	f->p.ring_events = CAP;
 	f->p.high_watermark_pct = 50;
 	f->r = calloc(1, sizeof(*f->r));
 	f->r->pass_room_after = UINT64_MAX;
@@ -54,16 +53,6 @@ static int fx_setup_events(void **state, uint32_t events)
 	f->r->pass_fill_ns = UINT64_MAX;
 	*state = f;
 	return 0;
-}
-
-static int fx_setup(void **state)
-{
-	return fx_setup_events(state, CAP);
-}
-
-static int fx_setup_4mib(void **state)
-{
-	return fx_setup_events(state, 2 * CAP);
 }
 
 static int fx_teardown(void **state)
@@ -99,16 +88,6 @@ static void test_slow_thread_naps_longest(void **state)
 	struct fx *f = *state;
 	assert_true(pass(f, 1024, 1000000, 16, false) >= 1000000);
 	assert_int_equal(drain_nap_slow(f->r, NAP_US, NAP_US), 2000);
-}
-
-/* A ring twice the default's (--ring-mb 4) naps twice as long at most:
- * with one 2 ms cap for every ring, a larger ring bought no fewer passes
- * where its room outlasts the cap. */
-static void test_larger_ring_naps_longer(void **state)
-{
-	struct fx *f = *state;
-	pass(f, 1024, 1000000, 16, false);
-	assert_int_equal(drain_nap_slow(f->r, NAP_US, NAP_US), 4000);
 }
 
 /* The rate bounds the nap: room for CAP - 1 024 events at MARGIN x the
@@ -185,8 +164,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_slow_thread_naps_longest, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_larger_ring_naps_longer, fx_setup_4mib,
-	                                    fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_rate_bounds_nap, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_fastest_rate_kept, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_waited_no_longer_nap, fx_setup, fx_teardown),
