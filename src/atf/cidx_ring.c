@@ -83,15 +83,15 @@ static inline uint64_t ring_word(const char *at)
 static inline uint8_t *ring_tag(uint8_t *p, uint32_t op, uint64_t dt)
 {
 #if defined(__x86_64__)
-	uint32_t w, m;
+	uint64_t x = dt; /* becomes (dt << 8) + min(dt, 31) in its low half */
+	uint32_t m;
 	uint64_t small;
-	__asm__ volatile("mov %k[dt], %[w]\n\tshl $8, %[w]\n\tmov %[esc], %[m]\n\t"
-	                 "cmp %[esc], %[dt]\n\tcmovb %k[dt], %[m]\n\tsbb %[small], %[small]\n\t"
-	                 "add %[m], %[w]"
-	                 : [w] "=&r"(w), [m] "=&r"(m), [small] "=&r"(small)
-	                 : [dt] "r"(dt), [esc] "i"(CIDX_D_ESC)
+	__asm__ volatile("mov %[esc], %[m]\n\tcmp %[esc], %[x]\n\tcmovb %k[x], %[m]\n\t"
+	                 "sbb %[small], %[small]\n\tshl $8, %k[x]\n\tadd %[m], %k[x]"
+	                 : [x] "+r"(x), [m] "=&r"(m), [small] "=&r"(small)
+	                 : [esc] "i"(CIDX_D_ESC)
 	                 : "cc");
-	w += (op << 5) - (CIDX_D_ESC << 8);
+	const uint32_t w = (uint32_t)x + ((op << 5) - (CIDX_D_ESC << 8));
 #else
 	const uint32_t d = (uint32_t)dt;
 	const uint64_t small = -(uint64_t)(dt < CIDX_D_ESC); /* all ones: no escape */
