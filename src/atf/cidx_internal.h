@@ -179,6 +179,12 @@ struct ada_cidx_enc {
 	bool links_unordered;
 	struct ada_cidx_btab_entry *btab;
 	size_t nblocks, cap_btab;
+	/* The fused pass's clock piece moved on by rb_dd ticks
+	 * (cidx_ring.c ring_rebase()): rb_dd * rb_mult = rb_hi 2^32 + rb_lo,
+	 * rb_fit the most ticks past it a 64-bit product takes (rb_mult 0:
+	 * none yet); kept from call to call, so that its divisions come
+	 * once in 2^31 ns or a piece, not once a call. */
+	uint64_t rb_mult, rb_dd, rb_hi, rb_lo, rb_fit;
 };
 
 /* Decodes block b of d into out and leaves in *m the state after its last

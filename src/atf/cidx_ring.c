@@ -26,9 +26,10 @@
  *     pushed it together. A RETURN of a frame from before the pass checks
  *     both, as the engine would (ring_ret_outer()).
  *   - time: counted from the piece's ns0 inside the pass (the last time
- *     too: ring_rel_ok()), so that converting a time is a multiply and a
- *     shift without the add; ns0 is added back where a time is kept
- *     (the window, the trigger's frames, the pass's end).
+ *     too: ring_rel_ok()), the piece's start moved on to the last time
+ *     (ring_rebase()), so that converting a time is a 64-bit multiply, an
+ *     add and a shift; ns0 is added back where a time is kept (the
+ *     window, the trigger's frames, the pass's end).
  * The values carried from event to event live in registers; the loop
  * stays one function (every helper is inlined) so that they can.
  */
@@ -51,6 +52,12 @@ _Static_assert(RING_EVENT_MAX <= ADA_CIDX_EVENT_MAX, "what fits the block's limi
 #define RING_TK_CALL ((uint64_t)ATF_EVENT_CALL << 62)
 #define RING_TK_RET ((uint64_t)ATF_EVENT_RETURN << 62)
 
+/* The pass's conversion (ring_rebase()): a time less ns0 is (d * mult +
+ * lo) >> 32 for d = raw - tsc0 <= d_max, in 64 bits. */
+struct ring_conv {
+	uint64_t tsc0, ns0, mult, lo, d_max, last;
+};
+
 /* A word of a ring event, read once: the ring is shared with the
  * recorded program, so a value checked must be the value coded (a
  * relaxed load is never read again by the compiler, as a plain one may
@@ -69,22 +76,28 @@ static inline uint64_t ring_word(const char *at)
  * comparison gives both the minimum (cmovb) and the step (sbb: all ones
  * when dt < 31): gcc compared twice and stepped with setcc, movzx and
  * an add, 4-5 instructions more of every event (callgrind, cidx_bench
- * --ring: 51.4 -> 46.6 an event, the plain pass on fib). */
+ * --ring: 51.4 -> 46.6 an event, the plain pass on fib). The whole word
+ * is one volatile asm so that gcc cannot hoist dt << 8 above a CALL's
+ * branches (last called, cached, new), where it and the step were
+ * spilled across the slot's hash and look-up. */
 static inline uint8_t *ring_tag(uint8_t *p, uint32_t op, uint64_t dt)
 {
-	const uint32_t d = (uint32_t)dt;
 #if defined(__x86_64__)
-	uint32_t m = CIDX_D_ESC;
+	uint64_t x = dt; /* becomes (dt << 8) + min(dt, 31) in its low half */
+	uint32_t m;
 	uint64_t small;
-	__asm__("cmp %[esc], %[dt]\n\tcmovb %k[dt], %[m]\n\tsbb %[small], %[small]"
-	        : [m] "+r"(m), [small] "=r"(small)
-	        : [dt] "r"(dt), [esc] "i"(CIDX_D_ESC)
-	        : "cc");
+	__asm__ volatile("mov %[esc], %[m]\n\tcmp %[esc], %[x]\n\tcmovb %k[x], %[m]\n\t"
+	                 "sbb %[small], %[small]\n\tshl $8, %k[x]\n\tadd %[m], %k[x]"
+	                 : [x] "+r"(x), [m] "=&r"(m), [small] "=&r"(small)
+	                 : [esc] "i"(CIDX_D_ESC)
+	                 : "cc");
+	const uint32_t w = (uint32_t)x + ((op << 5) - (CIDX_D_ESC << 8));
 #else
+	const uint32_t d = (uint32_t)dt;
 	const uint64_t small = -(uint64_t)(dt < CIDX_D_ESC); /* all ones: no escape */
 	const uint32_t m = small ? d : CIDX_D_ESC;
-#endif
 	const uint32_t w = (d << 8) + ((op << 5) - (CIDX_D_ESC << 8)) + m;
+#endif
 	memcpy(p, &w, sizeof(w));
 	return p + 3 + 2 * (int64_t)small;
 }
@@ -263,13 +276,16 @@ ring_begin(struct ring_pass *s, const struct cidx_model *m, const struct ada_cid
  * ada-long-function: one loop body per event is the point (a call per
  * event, or a step split out of line, puts the live values in memory). */
 static inline __attribute__((always_inline)) size_t
-ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
-         struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls, struct ada_cidx_keep *keep,
-         uint8_t **pp, const uint8_t *lim, const bool stack, const bool kept)
+ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n, struct ring_conv *cv,
+         struct ada_cidx_calls *calls, struct ada_cidx_keep *keep, uint8_t **pp, const uint8_t *lim,
+         const bool stack, const bool kept)
 {
 	struct cidx_model *const m = &e->m;
-	const uint64_t tsc0 = cv->tsc0, ns0 = cv->ns0, mult = cv->mult, d_max = cv->d_max;
-	const uint64_t ret_w2 = m->ret_w2, call_w2 = m->call_w2;
+	/* The conversion's constants and the thread's words are read
+	 * where used (cv->, m->: operands from L1), not copied into locals:
+	 * the allocator spilled copies with the loop's live values, a load
+	 * and a store more an event. */
+	const uint64_t ns0 = cv->ns0;
 	uint64_t ns_at[CIDX_FRAME_RING]; /* call times of the pass's open frames (less ns0) */
 	struct ring_pass s = {.x = (const char *)src,
 	                      .xend = (const char *)(src + n),
@@ -286,17 +302,18 @@ ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
 			 * (drain_convert.c); past the end they ask for nothing
 			 * useful, harmlessly. */
 			__builtin_prefetch(s.x + 64 * RING_EV);
-			const uint64_t d = ring_word(s.x) - tsc0;
-			if (__builtin_expect(d > d_max, 0))
+			const uint64_t d = ring_word(s.x) - cv->tsc0;
+			if (__builtin_expect(d > cv->d_max, 0))
 				goto out;
-			uint64_t t = (uint64_t)(((unsigned __int128)d * mult) >> 32);
+			/* d <= d_max: the product does not wrap (ring_rebase()) */
+			uint64_t t = (d * cv->mult + cv->lo) >> 32;
 			t = t < s.last ? s.last : t;
 			const uint64_t dt = t - s.last;
 			if (__builtin_expect(dt > CIDX_TAG_DT_MAX, 0))
 				goto out;
 			const uint64_t w2 = ring_word(s.x + 16), fid = ring_word(s.x + 8);
 			const uint64_t w3 = ring_word(s.x + 24);
-			if (w2 == ret_w2) {
+			if (w2 == m->ret_w2) {
 				const uint32_t ti = (s.top - 1) & (CIDX_FRAME_RING - 1);
 				if (__builtin_expect(m->fid[ti] != fid, 0))
 					goto out;
@@ -313,7 +330,7 @@ ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
 				s.last = t;
 				continue;
 			}
-			if (__builtin_expect(w2 != call_w2, 0))
+			if (__builtin_expect(w2 != m->call_w2, 0))
 				goto out;
 			if (__builtin_expect(w3 != s.nxt, 0))
 				goto out;
@@ -330,13 +347,12 @@ ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
 			 * reads them again. */
 			if (s.x + RING_EV < stop) {
 				const char *y = s.x + RING_EV;
-				if (ring_word(y + 16) == ret_w2 && ring_word(y + 8) == fid &&
+				if (ring_word(y + 16) == m->ret_w2 && ring_word(y + 8) == fid &&
 				    ring_word(y + 24) == w3) {
-					const uint64_t d2 = ring_word(y) - tsc0;
-					uint64_t t2 =
-					    (uint64_t)(((unsigned __int128)d2 * mult) >> 32);
+					const uint64_t d2 = ring_word(y) - cv->tsc0;
+					uint64_t t2 = (d2 * cv->mult + cv->lo) >> 32;
 					t2 = t2 < t ? t : t2;
-					if (d2 <= d_max && t2 - t <= CIDX_TAG_DT_MAX) {
+					if (d2 <= cv->d_max && t2 - t <= CIDX_TAG_DT_MAX) {
 						s.p = ring_tag(s.p, CIDX_OP_RET, t2 - t);
 						if (kept) {
 							ring_keep(s.kp++, (ns0 + t) | RING_TK_CALL,
@@ -402,6 +418,48 @@ static bool ring_rel_ok(const struct ada_cidx_ring_conv *cv)
 	       ((unsigned __int128)cv->d_max * cv->mult) >> 32 <= UINT64_MAX - cv->ns0;
 }
 
+/* The piece of the clock the pass converts with, moved on to about the
+ * last time, so that converting a time is a 64-bit multiply, an add and a
+ * shift: the 128-bit product (mul, shrd) took more micro-ops and tied the
+ * loop's registers to rdx:rax. With D ticks moved on, D * mult = hi 2^32 +
+ * lo (lo < 2^32): ((d + D) * mult) >> 32 = hi + ((d * mult + lo) >> 32),
+ * exactly, so ns0 moves on by hi. D is the most that keeps ns0 at or
+ * before the last time when it is made (ring_rel_ok(): the pass counts
+ * from it), kept in the encoder for the next calls (their divisions are
+ * the pass's set-up), and d_max becomes at most what keeps d * mult + lo
+ * below 2^64 (2^32 ns past the new ns0, whatever the counter's rate). An
+ * event before the new tsc0 (d wraps) or past the new d_max stops the
+ * pass, as one past the piece does, and the general way converts it
+ * (ada_tsc_map_apply(), the same times). Needs ring_rel_ok(cv). */
+static struct ring_conv ring_rebase(struct ada_cidx_enc *e, const struct ada_cidx_ring_conv *cv)
+{
+	struct ring_conv r = {cv->tsc0, cv->ns0, cv->mult, 0, cv->d_max, cv->last};
+	if (r.mult == 0) /* every time is ns0: nothing to move */
+		return r;
+	const uint64_t ahead = r.last - r.ns0; /* ring_rel_ok(): no wrap */
+	/* D, hi, lo and the reach depend on mult alone, so a D made for an
+	 * earlier piece or call holds for this one while it is within d_max
+	 * and ns0 + hi is at or before the last time; made again when not
+	 * (ahead - hi wraps), or 2^31 ns past (half the product's reach: the
+	 * pass would soon stop at its bound). */
+	if (e->rb_mult != r.mult || ahead - e->rb_hi >= 1ull << 31 || e->rb_dd > r.d_max) {
+		const unsigned __int128 q = ((unsigned __int128)ahead << 32) / r.mult;
+		const uint64_t dd = q < r.d_max ? (uint64_t)q : r.d_max;
+		const unsigned __int128 at = (unsigned __int128)dd * r.mult;
+		e->rb_mult = r.mult;
+		e->rb_dd = dd;
+		e->rb_hi = (uint64_t)(at >> 32);
+		e->rb_lo = (uint32_t)at;
+		e->rb_fit = (UINT64_MAX - e->rb_lo) / r.mult;
+	}
+	r.tsc0 += e->rb_dd;
+	r.ns0 += e->rb_hi;
+	r.lo = e->rb_lo;
+	r.d_max -= e->rb_dd;
+	r.d_max = r.d_max < e->rb_fit ? r.d_max : e->rb_fit;
+	return r;
+}
+
 /* The four copies of the pass, each its own function: one function
  * holding all four made the register allocator spill the loop's values
  * in each (the conversion's constants, the next depth, the stretch's
@@ -409,8 +467,8 @@ static bool ring_rel_ok(const struct ada_cidx_ring_conv *cv)
 #define RING_RUN_COPY(NAME, STACK, KEPT)                                                           \
 	static __attribute__((noinline)) size_t NAME(                                              \
 	    struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,                   \
-	    struct ada_cidx_ring_conv *cv, struct ada_cidx_calls *calls,                           \
-	    struct ada_cidx_keep *keep, uint8_t **pp, const uint8_t *lim)                          \
+	    struct ring_conv *cv, struct ada_cidx_calls *calls, struct ada_cidx_keep *keep,        \
+	    uint8_t **pp, const uint8_t *lim)                                                      \
 	{                                                                                          \
 		return ring_run(e, src, n, cv, calls, keep, pp, lim, STACK, KEPT);                 \
 	}
@@ -434,13 +492,15 @@ size_t ada_cidx_enc_put_ring(struct ada_cidx_enc *e, const struct atf_index_even
 		return 0;
 	uint8_t *p0 = o->p + o->len, *p = p0;
 	const uint8_t *plim = o->p + lim - ADA_CIDX_EVENT_MAX;
+	struct ring_conv rc = ring_rebase(e, cv);
 	size_t k;
 	if (keep)
-		k = calls ? ring_run_stack_kept(e, src, n, cv, calls, keep, &p, plim)
-		          : ring_run_kept(e, src, n, cv, NULL, keep, &p, plim);
+		k = calls ? ring_run_stack_kept(e, src, n, &rc, calls, keep, &p, plim)
+		          : ring_run_kept(e, src, n, &rc, NULL, keep, &p, plim);
 	else
-		k = calls ? ring_run_stack(e, src, n, cv, calls, NULL, &p, plim)
-		          : ring_run_plain(e, src, n, cv, NULL, NULL, &p, plim);
+		k = calls ? ring_run_stack(e, src, n, &rc, calls, NULL, &p, plim)
+		          : ring_run_plain(e, src, n, &rc, NULL, NULL, &p, plim);
+	cv->last = rc.last;
 	if (keep)
 		keep->next += k; /* one slot an event taken */
 	e->seq += k;

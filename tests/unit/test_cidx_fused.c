@@ -33,6 +33,18 @@
 #define MULT 2576980378ull /* 0.6 ns a tick, << 32 */
 #define BLOCK 4096u
 
+/* The conversion's slope and the stream's first raw time: MULT and near
+ * TSC0 unless a test says otherwise (test_fused_far_ticks). */
+static uint64_t t_mult = MULT;
+static uint64_t t_raw0 = TSC0 + 100000;
+/* The gaps past the tag's 65 us, in ticks (0: 200000-300000). */
+static uint64_t t_gap;
+/* The stream's events (at most NEV). */
+static size_t t_nev = NEV;
+/* A second piece of the clock from raw time t_tsc1 on (0: none), at
+ * t_ns1, with the slope t_mult too: a re-anchor inside the stream. */
+static uint64_t t_tsc1, t_ns1;
+
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint32_t rnd(uint32_t n)
 {
@@ -73,7 +85,7 @@ static void put(struct gen *g, uint32_t kind, uint64_t fid, uint32_t depth)
 {
 	uint32_t r = rnd(1000);
 	if (r < 3)
-		g->raw += 200000 + rnd(100000); /* a gap past the tag's 65 us */
+		g->raw += t_gap ? t_gap : 200000 + rnd(100000); /* a gap past the tag's 65 us */
 	else if (r < 5 && g->raw > TSC0 + 100)
 		g->raw -= 60; /* back in time: clamped */
 	else
@@ -159,8 +171,8 @@ static void make_stream(struct gen *g)
 {
 	g->ev = calloc(NEV + 4096, sizeof(*g->ev));
 	assert_non_null(g->ev);
-	g->raw = TSC0 + 100000;
-	while (g->n < NEV) {
+	g->raw = t_raw0;
+	while (g->n < t_nev) {
 		uint32_t r = rnd(10000);
 		if (r < 3) { /* recursion past both stacks, then back */
 			uint32_t to = g->depth + 300;
@@ -193,6 +205,9 @@ struct side {
 	/* The window not filled (the drain's switch between takes,
 	 * ada_wal_file_keep_recent()): events pass its slots untouched. */
 	bool keep_off;
+	/* The fused pass took an event from past (one past d_max). */
+	const struct atf_index_event *past;
+	bool took_past;
 };
 
 #define WIN (1u << 19) /* past NEV: every event's copy stays */
@@ -235,15 +250,18 @@ static void side_fini(struct side *s)
 }
 
 /* The conversion put_ring() makes (cv below): ns = NS0 + ((raw - TSC0) *
- * MULT >> 32), clamped to the last. */
+ * t_mult >> 32), clamped to the last. */
 static void convert(struct side *s, const struct atf_index_event *src, struct atf_index_event *dst,
                     size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		dst[i] = src[i];
+		const bool two = t_tsc1 && src[i].timestamp_ns >= t_tsc1;
 		uint64_t ts =
-		    NS0 +
-		    (uint64_t)(((unsigned __int128)(src[i].timestamp_ns - TSC0) * MULT) >> 32);
+		    (two ? t_ns1 : NS0) +
+		    (uint64_t)(((unsigned __int128)(src[i].timestamp_ns - (two ? t_tsc1 : TSC0)) *
+		                t_mult) >>
+		               32);
 		s->last = dst[i].timestamp_ns = ts < s->last ? s->last : ts;
 	}
 }
@@ -276,10 +294,15 @@ static void fused(struct side *s, const struct atf_index_event *src, size_t n, u
 {
 	size_t i = 0;
 	while (i < n) {
-		struct ada_cidx_ring_conv cv = {.tsc0 = TSC0,
-		                                .ns0 = NS0,
-		                                .mult = MULT,
-		                                .d_max = d_max,
+		/* The piece of the first event, as the drain picks it
+		 * (drain_piece()): the first piece ends before the second. */
+		const bool two = t_tsc1 && src[i].timestamp_ns >= t_tsc1;
+		const uint64_t end1 = t_tsc1 ? t_tsc1 - 1 - TSC0 : UINT64_MAX;
+		struct ada_cidx_ring_conv cv = {.tsc0 = two ? t_tsc1 : TSC0,
+		                                .ns0 = two ? t_ns1 : NS0,
+		                                .mult = t_mult,
+		                                .d_max = two ? d_max - (t_tsc1 - TSC0)
+		                                             : (d_max < end1 ? d_max : end1),
 		                                .last = s->last,
 		                                .tid = TID,
 		                                .depth_max = 1u << 24};
@@ -296,6 +319,7 @@ static void fused(struct side *s, const struct atf_index_event *src, size_t n, u
 			ada_trigger_calls_end(s->t, cp);
 		s->last = cv.last;
 		s->fused += k;
+		s->took_past |= k && s->past && src + i + k > s->past;
 		i += k;
 		if (i < n)
 			general(s, src + i++, 1);
@@ -374,6 +398,7 @@ static void run_toggled(bool trig, bool names, bool keep, bool toggle)
 	}
 	/* The last 1000 events' raw times are past d_max. */
 	uint64_t d_max = g.ev[g.n - 1000].timestamp_ns - TSC0 - 1;
+	b.past = g.ev + g.n - 1000;
 	/* Stretches of 6400 events (25 general chunks, 64 fused ones): the
 	 * trigger stacks compared at each end, not only the last. */
 	for (size_t at = 0; at < g.n; at += STRETCH) {
@@ -399,6 +424,7 @@ static void run_toggled(bool trig, bool names, bool keep, bool toggle)
 	else /* most events went the fused way: this compared something */
 		assert_true(b.fused > g.n / 2);
 	assert_true(b.fused < g.n - 1000);
+	assert_false(b.took_past); /* the general way converts what d_max leaves */
 	if (trig)
 		compare_stacks(&a, &b);
 	if (keep) {
@@ -472,6 +498,42 @@ static void test_fused_escapes(void **state)
 	wide_steps = false;
 }
 
+/* Raw times 2^32 ticks and more past the piece's start, crossing a
+ * multiple of 2^32 inside a pass, gaps of seconds, with a fast, a 1 ns
+ * and a slow counter's slope: the fused pass converts from a start it moves on by
+ * k * 2^32 ticks (cidx_ring.c ring_rebase()), and must give the times
+ * the general way's 128-bit product gives. */
+static void test_fused_far_ticks(void **state)
+{
+	(void)state;
+	static const uint64_t mults[] = {MULT, 1ull << 32, 178956970667ull /* 41.67 ns */};
+	t_nev = NEV / 4; /* ~2 M ticks a stream */
+	for (size_t i = 0; i < sizeof(mults) / sizeof(mults[0]); i++) {
+		t_mult = mults[i];
+		/* The boundary falls in the stream's middle. */
+		t_raw0 = TSC0 + (3ull << 32) - 1000000;
+		run(true, false, true);
+		/* Gaps of 2^64 / mult ticks (~4.3 s): past the moved start's
+		 * 64-bit reach, where d * mult would wrap to about the last
+		 * time; the general way must take them. */
+		t_raw0 = TSC0 + (5ull << 32) + 12345;
+		t_gap = UINT64_MAX / t_mult + 1;
+		run(false, false, false);
+		t_gap = 0;
+		/* A re-anchor in the middle, 5 ns back: the encoder's moved
+		 * start is the first piece's, and must not be taken for the
+		 * second's. */
+		t_raw0 = TSC0 + (3ull << 32) - 1000000;
+		t_tsc1 = t_raw0 + 1000000;
+		t_ns1 = NS0 + (uint64_t)(((unsigned __int128)(t_tsc1 - TSC0) * t_mult) >> 32) - 5;
+		run(true, false, false);
+		t_tsc1 = 0;
+	}
+	t_nev = NEV;
+	t_mult = MULT;
+	t_raw0 = TSC0 + 100000;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -481,6 +543,7 @@ int main(void)
 	    cmocka_unit_test(test_fused_trigger_wants_names),
 	    cmocka_unit_test(test_fused_window_switched),
 	    cmocka_unit_test(test_fused_escapes),
+	    cmocka_unit_test(test_fused_far_ticks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
