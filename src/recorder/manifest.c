@@ -487,12 +487,18 @@ static json_t *man_threads(const struct wal_proc *p, json_t *warn)
 	return a;
 }
 
-static json_t *man_ring(const struct wal_proc *p)
+/* From the arena while there is one, else as the last write read it. */
+static json_t *man_ring(struct wal_proc *p)
 {
-	if (!p->arena)
+	if (p->arena) {
+		p->ring_cfg = *ada_arena_config_of(p->arena);
+		p->ring_flags = ada_arena_flags(p->arena); /* before o: see wal_manifest_write */
+		p->ring_known = true;
+	}
+	if (!p->ring_known)
 		return json_null();
-	const struct ada_arena_config *c = ada_arena_config_of(p->arena);
-	uint32_t fl = ada_arena_flags(p->arena); /* before o: see wal_manifest_write */
+	const struct ada_arena_config *c = &p->ring_cfg;
+	uint32_t fl = p->ring_flags;
 	json_t *o = json_object();
 	json_object_set_new(o, "max_threads", json_integer(c->max_threads));
 	json_object_set_new(o, "index_events", json_integer((json_int_t)c->index_events));
