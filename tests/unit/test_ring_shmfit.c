@@ -186,7 +186,7 @@ static void test_fit_producer_marks(void **state)
 	char text[ADA_ARENA_CONFIG_TEXT_MAX];
 	assert_true(ada_arena_config_format(&f->cfg, text, sizeof(text)) > 0);
 	assert_int_equal(ada_producer_init(f->dir, text), 0);
-	const struct ada_arena *a = ada_producer_arena();
+	struct ada_arena *a = ada_producer_arena();
 	assert_non_null(a);
 	assert_int_equal(ada_arena_config_of(a)->detail_bytes, f->cfg.detail_bytes / 2);
 	assert_true(ada_arena_flags(a) & ADA_ARENA_F_DETAIL_REDUCED);
@@ -194,6 +194,9 @@ static void test_fit_producer_marks(void **state)
 	ada_shm_budget_read(b, &v);
 	assert_int_equal(v.reserved, half);
 	assert_int_equal(v.reduced_procs, 1);
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(a);
 	ada_shm_budget_close(b);
 }
 
