@@ -65,11 +65,11 @@ struct ada_shm_budget {
 	 * once its watch is gone: at every recording's end. */
 	_Atomic uint64_t named;
 	/* Processes given smaller detail rings than the recording's (the
-	 * whole arena did not fit under the ceiling; ada_shm_budget_take_arena),
-	 * the smallest ring given, and, for the sentences that tell why
-	 * (ada_shm_budget_why), what the last one asked (its whole arena) and
-	 * the room there was. Likewise what the last refused process asked
-	 * (its smallest arena) and the room. Numbers to report only. */
+	 * whole arena did not fit under the ceiling), the smallest ring
+	 * given, and, for the sentences that tell why (the *_why functions
+	 * below), what the last one asked (its whole arena) and the room
+	 * there was; likewise what the last refused process asked (its
+	 * smallest arena) and the room. Numbers to report only. */
 	_Atomic uint64_t reduced_procs, reduced_detail_min, reduced_need, reduced_room;
 	_Atomic uint64_t refused_need, refused_room;
 	/* The recorder derived the ceiling from the arena file system's free

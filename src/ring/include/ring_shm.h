@@ -32,6 +32,7 @@ struct ada_shm_budget_view {
 	uint64_t ceiling;  /* 0: none */
 	uint64_t reserved; /* bytes of the arenas that exist now */
 	uint64_t peak;     /* the most reserved at once */
+	/* refused: their arenas with the smallest detail rings, summed */
 	uint64_t refused_procs, refused_bytes;
 	uint64_t arenas;
 	uint64_t waited_procs; /* waited for room (up to 1 s) before they got it */
