@@ -23,7 +23,8 @@
 #                default ceiling (1 GiB) holds the parent's arena of 4 x 129
 #                MiB but no child's beside it: each child is recorded with
 #                smaller detail rings, its events exact, counted with the
-#                reason on stderr, in the manifests and by status
+#                reason on stderr, in the manifests and by status (live
+#                and after)
 #   diskfull     a 4 MiB tmpfs fills: the manifest is final, says so, lists
 #                only files that exist; summary, manifest, status agree
 #   diskfull_detail  a 3 MiB tmpfs fills while --detail always writes
@@ -541,9 +542,26 @@ shm_small)
 	# 2 GiB free), one with 64 MiB detail rings (260 MiB) is not; a later
 	# child may find the arena of the one before still there (the drain
 	# removes it after the child ended) and get smaller rings still.
-	timeout 30 "$ADA" record --no-agent --detail-mb 128 --max-threads 4 --ring-mb 1 --out "$WORK/out" -- "$FORK" 4 10 parent 2>"$WORK/err"
+	# The program (a shell, untraced: --no-agent) waits on a fifo once
+	# they are done, so that the live `ada status` is asked meanwhile.
+	mkfifo "$WORK/go"
+	timeout 30 "$ADA" record --no-agent --detail-mb 128 --max-threads 4 --ring-mb 1 --out "$WORK/out" -- \
+		sh -c '"$0" 4 10 parent; echo $$ >"$1.pid"; read x <"$1"' "$FORK" "$WORK/go" 2>"$WORK/err" &
+	rec=$!
+	for _ in $(seq 300); do [ -s "$WORK/go.pid" ] && break; sleep 0.1; done
+	[ -s "$WORK/go.pid" ] || { kill $rec; fail "the program did not get through its children"; }
+	timeout 10 "$ADA" status "$(cat "$WORK/go.pid")" >"$WORK/live" 2>&1
+	timeout 10 "$ADA" status "$(cat "$WORK/go.pid")" --json >"$WORK/live.json" 2>&1
+	echo go >"$WORK/go"
+	wait $rec
 	rc=$?
 	[ $rc -eq 0 ] || fail "exit status $rc, expected 0"
+	grep -q "^  shared memory: 4 processes were recorded with smaller detail rings" "$WORK/live" ||
+		{ cat "$WORK/live" >&2; fail "the live ada status does not say why 4 processes got smaller detail rings"; }
+	python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["shm"]
+assert s["reduced_processes"] == 4 and s["untraced_processes"] == 0 and s["untraced_why"] is None, s
+assert s["reduced_why"].startswith("4 processes were recorded with smaller detail rings"), s' "$WORK/live.json" ||
+		fail "the live ada status --json does not count 4 processes with smaller detail rings"
 	S=$(session_of)
 	grep -q "recorded 50 events .* from 5 processes" "$WORK/err" || fail "not 50 events from 5 processes"
 	grep -q "ran untraced" "$WORK/err" && fail "processes ran untraced"
