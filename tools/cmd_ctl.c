@@ -281,6 +281,18 @@ static void fmt_over_budget(FILE *f, json_t *ob)
 	        json_number_value(json_object_get(ob, "would_cost_pct")));
 }
 
+/* Processes the shared-memory ceiling left out or gave less detail: the
+ * sentences of the summary and the manifests, one a line. */
+static void fmt_shm(FILE *f, json_t *shm)
+{
+	const char *keys[] = {"reduced_why", "untraced_why"};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *why = json_string_value(json_object_get(shm, keys[i]));
+		if (why)
+			fprintf(f, "  shared memory: %s\n", why);
+	}
+}
+
 void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 {
 	json_t *procs = json_object_get(st, "processes");
@@ -348,6 +360,7 @@ void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 	fmt_usage(f, "recorder", json_object_get(st, "recorder"));
 	fmt_usage(f, "target", json_object_get(st, "target"));
 	fputc('\n', f);
+	fmt_shm(f, json_object_get(st, "shm"));
 	fmt_drain(f, json_object_get(st, "drain"));
 	fmt_over_budget(f,
 	                json_object_get(json_object_get(json_object_get(st, "hooks"), "count_only"),
@@ -410,6 +423,19 @@ static void man_add_count_only(json_t *h, json_t *man)
 	}
 }
 
+/* The shared-memory ceiling's counts are the recording's, as the drain's:
+ * the manifest that counts the most processes left out or cut down is the
+ * latest. */
+static void man_add_shm(json_t *st, json_t *man)
+{
+	json_t *shm = json_object_get(man, "shm"), *had = json_object_get(st, "shm");
+	if (json_is_object(shm) &&
+	    (!json_is_object(had) ||
+	     fmt_int(shm, "untraced_processes") + fmt_int(shm, "reduced_processes") >=
+	         fmt_int(had, "untraced_processes") + fmt_int(had, "reduced_processes")))
+		json_object_set(st, "shm", shm);
+}
+
 static void man_add(json_t *st, json_t *man)
 {
 	json_t *m = json_object_get(man, "metrics"), *hook = json_object_get(man, "hook");
@@ -435,6 +461,7 @@ static void man_add(json_t *st, json_t *man)
 	if (json_is_object(dr) &&
 	    fmt_int(dr, "passes") >= fmt_int(json_object_get(st, "drain"), "passes"))
 		json_object_set(st, "drain", dr);
+	man_add_shm(st, man);
 	json_array_append_new(
 	    json_object_get(st, "processes"),
 	    json_pack("{s:I,s:b,s:I}", "pid", fmt_int(man, "pid"), "finished", 1, "events", ev));

@@ -53,6 +53,7 @@ struct status_tot {
 	uint64_t index_events;
 	uint64_t drops[ADA_DROP_REASON_COUNT];
 	uint64_t untraced, shm_ceiling, shm_peak;
+	uint64_t reduced;    /* recorded with smaller detail rings (the ceiling) */
 	uint64_t pid_reused; /* arenas of a reused pid: not read (manifests' shm) */
 	bool disk_full, live_shm;
 };
@@ -104,12 +105,14 @@ static void status_shm_live(struct status_tot *t, const char *arena_dir)
 	ada_shm_budget_read(b, &v);
 	ada_shm_budget_close(b);
 	printf("  shared memory: %.1f MiB in %llu arenas, ceiling %.1f MiB, peak %.1f MiB, %llu "
-	       "processes untraced, %llu delayed\n",
+	       "processes untraced, %llu with smaller detail rings, %llu delayed\n",
 	       (double)v.reserved / 1048576.0, (unsigned long long)v.arenas,
 	       (double)v.ceiling / 1048576.0, (double)v.peak / 1048576.0,
-	       (unsigned long long)v.refused_procs, (unsigned long long)v.waited_procs);
+	       (unsigned long long)v.refused_procs, (unsigned long long)v.reduced_procs,
+	       (unsigned long long)v.waited_procs);
 	t->live_shm = true;
 	t->untraced = v.refused_procs;
+	t->reduced = v.reduced_procs;
 	t->shm_ceiling = v.ceiling;
 	t->shm_peak = v.peak;
 }
@@ -310,6 +313,8 @@ static void status_add_done(json_t *man, struct status_tot *t)
 	if (!t->live_shm) { /* each manifest has the session's counts when written */
 		if (status_int(shm, "untraced_processes") > t->untraced)
 			t->untraced = status_int(shm, "untraced_processes");
+		if (status_int(shm, "reduced_processes") > t->reduced)
+			t->reduced = status_int(shm, "reduced_processes");
 		if (status_int(shm, "peak_bytes") > t->shm_peak)
 			t->shm_peak = status_int(shm, "peak_bytes");
 		t->shm_ceiling = status_int(shm, "ceiling_bytes");
@@ -500,13 +505,14 @@ static void status_session(const char *dir, const struct status_tot *t)
 	char drops[256];
 	status_drops_text(t->drops, drops, sizeof(drops));
 	printf("%s: %u process%s, %llu events written, %llu not written (disk full), %llu deleted "
-	       "by the disk budget, %s, index %.2f bytes/event, %llu processes untraced "
-	       "(shared-memory ceiling %.1f MiB, peak %.1f MiB)%s",
+	       "by the disk budget, %s, index %.2f bytes/event, %llu processes untraced and %llu "
+	       "with smaller detail rings (shared-memory ceiling %.1f MiB, peak %.1f MiB)%s",
 	       dir, t->procs, t->procs == 1 ? "" : "es", (unsigned long long)t->written,
 	       (unsigned long long)t->lost, (unsigned long long)t->retired, drops,
 	       t->index_events ? t->index_bytes / (double)t->index_events : 0.0,
-	       (unsigned long long)t->untraced, (double)t->shm_ceiling / 1048576.0,
-	       (double)t->shm_peak / 1048576.0, t->disk_full ? ", the disk filled up" : "");
+	       (unsigned long long)t->untraced, (unsigned long long)t->reduced,
+	       (double)t->shm_ceiling / 1048576.0, (double)t->shm_peak / 1048576.0,
+	       t->disk_full ? ", the disk filled up" : "");
 	if (t->pid_reused)
 		printf(", %llu process%s not recorded (a reused pid)",
 		       (unsigned long long)t->pid_reused, t->pid_reused == 1 ? "" : "es");

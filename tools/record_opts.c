@@ -545,12 +545,12 @@ static void record_print_recorded(const struct ada_record_summary *s)
  * arenas the recorder never read. */
 static void record_print_left_out(const struct ada_record_summary *s)
 {
-	if (s->untraced_procs)
-		fprintf(stderr,
-		        "ada: %llu process%s ran untraced: the shared-memory ceiling of %.1f MiB "
-		        "was reached (peak %.1f MiB)\n",
-		        (unsigned long long)s->untraced_procs, s->untraced_procs == 1 ? "" : "es",
-		        (double)s->shm_ceiling / 1048576.0, (double)s->shm_peak / 1048576.0);
+	char why[512];
+	/* Recorded, with less detail: the index lane whole. */
+	if (ada_shm_budget_reduced_why(&s->shm, why, sizeof(why)))
+		fprintf(stderr, "ada: %s\n", why);
+	if (ada_shm_budget_untraced_why(&s->shm, why, sizeof(why)))
+		fprintf(stderr, "ada: %s\n", why);
 	if (s->pid_reused)
 		fprintf(
 		    stderr,

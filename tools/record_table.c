@@ -475,9 +475,10 @@ static const struct record_opt record_table[] = {
     {"max-shm-mb", "N", record_opt_budget_mb, F(max_shm_mb),
      "ceiling on the shared memory of the recording (the sum\n"
      "of its arenas' sizes): a process that would pass it\n"
-     "runs untraced, counted and told. 0: no limit. Default:\n"
-     "half of the free space of /dev/shm at the start",
-     .tests = "bounded_shm_ceiling"},
+     "gets smaller detail rings, or, when not even those fit,\n"
+     "runs untraced; both counted and told. 0: no limit.\n"
+     "Default: half of the free space of /dev/shm at the start",
+     .tests = "bounded_shm_ceiling bounded_shm_small"},
     {"verbose", NULL, record_opt_on, F(verbose),
      "(-v) say on stderr what happens as it happens: processes\n"
      "recorded and ended, each module hooked (functions hooked and\n"

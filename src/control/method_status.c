@@ -200,6 +200,28 @@ static json_t *status_recorder(struct ada_control *c, const struct ada_recorder_
 	return o;
 }
 
+/* The shared-memory ceiling as the manifests' `shm` says it: processes
+ * that ran untraced, or got smaller detail rings, and why. */
+static json_t *status_shm(const struct ada_shm_budget_view *s)
+{
+	char why[512];
+	json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "ceiling_bytes",
+	                      (json_int_t)s->ceiling, "in_use_bytes", (json_int_t)s->reserved,
+	                      "peak_bytes", (json_int_t)s->peak, "arenas", (json_int_t)s->arenas,
+	                      "untraced_processes", (json_int_t)s->refused_procs,
+	                      "delayed_processes", (json_int_t)s->waited_procs, "reduced_processes",
+	                      (json_int_t)s->reduced_procs);
+	if (!o)
+		return json_null();
+	json_object_set_new(o, "reduced_why",
+	                    ada_shm_budget_reduced_why(s, why, sizeof(why)) ? json_string(why)
+	                                                                    : json_null());
+	json_object_set_new(o, "untraced_why",
+	                    ada_shm_budget_untraced_why(s, why, sizeof(why)) ? json_string(why)
+	                                                                     : json_null());
+	return o;
+}
+
 void ctl_method_status(struct ctl_call *k)
 {
 	struct ada_control *c = k->c;
@@ -239,6 +261,8 @@ void ctl_method_status(struct ctl_call *k)
 		/* a later process given a recorded pid: never among those */
 		json_object_set_new(o, "pid_reused_arenas",
 		                    json_integer((json_int_t)v->pid_reused_arenas));
+		/* nor one the shared-memory ceiling left out */
+		json_object_set_new(o, "shm", status_shm(&v->shm));
 		json_object_set_new(o, "events_not_written",
 		                    json_integer((json_int_t)v->events_not_written));
 		json_object_set_new(o, "batch_latency_ms",

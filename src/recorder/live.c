@@ -227,6 +227,7 @@ static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, boo
 	v->ring_waited_ns = s.p.ring_waited_ns;
 	v->procs_finished = s.procs;
 	v->pid_reused_arenas = r->pid_reused;
+	wal_shm_read(r, &v->shm);
 	live_finished(l, v);
 	if (!rates)
 		return; /* between ticks: the published rates stay (wal_live_publish) */

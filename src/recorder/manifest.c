@@ -375,6 +375,22 @@ static json_t *man_retention(const struct ada_recorder *r, const struct wal_proc
 	return o;
 }
 
+/* What the ceiling cost: processes given smaller detail rings, and
+ * processes not recorded, each with its sentence (null when none). */
+static void man_shm_short(json_t *o, const struct ada_shm_budget_view *v)
+{
+	char why[512];
+	json_object_set_new(o, "reduced_processes", json_integer((json_int_t)v->reduced_procs));
+	json_object_set_new(o, "reduced_detail_bytes_min",
+	                    json_integer((json_int_t)v->reduced_detail_min));
+	json_object_set_new(o, "reduced_why",
+	                    ada_shm_budget_reduced_why(v, why, sizeof(why)) ? json_string(why)
+	                                                                    : json_null());
+	json_object_set_new(o, "untraced_why",
+	                    ada_shm_budget_untraced_why(v, why, sizeof(why)) ? json_string(why)
+	                                                                     : json_null());
+}
+
 /* The recording's shared memory at the time of writing (shm.c). */
 static json_t *man_shm(const struct ada_recorder *r)
 {
@@ -389,6 +405,7 @@ static json_t *man_shm(const struct ada_recorder *r)
 	json_object_set_new(o, "delayed_processes", json_integer((json_int_t)v.waited_procs));
 	json_object_set_new(o, "pid_reused_arenas", json_integer((json_int_t)r->pid_reused));
 	json_object_set_new(o, "pooled_arenas", json_integer((json_int_t)r->shm.pooled));
+	man_shm_short(o, &v);
 	return o;
 }
 
@@ -470,12 +487,18 @@ static json_t *man_threads(const struct wal_proc *p, json_t *warn)
 	return a;
 }
 
-static json_t *man_ring(const struct wal_proc *p)
+/* From the arena while there is one, else as the last write read it. */
+static json_t *man_ring(struct wal_proc *p)
 {
-	if (!p->arena)
+	if (p->arena) {
+		p->ring_cfg = *ada_arena_config_of(p->arena);
+		p->ring_flags = ada_arena_flags(p->arena); /* before o: see wal_manifest_write */
+		p->ring_known = true;
+	}
+	if (!p->ring_known)
 		return json_null();
-	const struct ada_arena_config *c = ada_arena_config_of(p->arena);
-	uint32_t fl = ada_arena_flags(p->arena); /* before o: see wal_manifest_write */
+	const struct ada_arena_config *c = &p->ring_cfg;
+	uint32_t fl = p->ring_flags;
 	json_t *o = json_object();
 	json_object_set_new(o, "max_threads", json_integer(c->max_threads));
 	json_object_set_new(o, "index_events", json_integer((json_int_t)c->index_events));
@@ -498,6 +521,8 @@ static json_t *man_ring(const struct wal_proc *p)
 	json_object_set_new(o, "huge_pages",
 	                    json_boolean(fl & (ADA_ARENA_F_THP | ADA_ARENA_F_HUGETLB)));
 	json_object_set_new(o, "recycled", json_boolean(fl & ADA_ARENA_F_RECYCLED));
+	/* smaller detail rings than the recording's: shm.reduced_why says why */
+	json_object_set_new(o, "detail_reduced", json_boolean(fl & ADA_ARENA_F_DETAIL_REDUCED));
 	return o;
 }
 

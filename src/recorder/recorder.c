@@ -395,6 +395,7 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->shm_ceiling = v.ceiling;
 	s->shm_peak = v.peak;
 	s->untraced_procs = v.refused_procs;
+	s->shm = v;
 	s->shm_leftover = r->shm.leftover;
 	s->pid_reused = r->pid_reused;
 	s->seconds = (double)(ada_boottime_ns() - r->start_ns) / 1e9;

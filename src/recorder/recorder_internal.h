@@ -129,6 +129,13 @@ struct wal_proc {
 	bool manifest_failed; /* its last manifest write failed (written again at the end) */
 	char *arena_path;
 	struct ada_arena *arena;
+	/* Its arena's config and flags as the last manifest with the arena
+	 * read them: a manifest written again once the arena is gone (a
+	 * warning the recording added later, drain_restate) still has its
+	 * `ring` (ring_known). */
+	struct ada_arena_config ring_cfg;
+	uint32_t ring_flags;
+	bool ring_known;
 	uint32_t max_threads;
 	uint64_t ring_events;        /* index ring capacity per thread */
 	uint32_t high_watermark_pct; /* its arena's hw: drain_note_room() */
@@ -472,6 +479,7 @@ struct wal_shm {
 	struct ada_shm_budget *budget;   /* the ceiling's page; NULL after the end */
 	struct ada_shm_budget_view last; /* its last values, once closed */
 	bool told;                       /* said that a process ran untraced */
+	bool told_reduced;               /* said that one got smaller detail rings */
 	uint32_t leftover;               /* entries the end found in the arena dir */
 	/* The arena directory, opened at the start and kept for the end: a
 	 * recorder at its limit of open files must still list it to empty it

@@ -51,6 +51,8 @@ int wal_shm_setup(struct ada_recorder *r)
 		return -errno;
 	r->shm.dir_fd = fd; /* kept for wal_shm_finish() */
 	int rc = ada_shm_budget_create(fd, r->o.max_shm_bytes, &r->shm.budget);
+	if (rc == 0 && r->o.max_shm_default)
+		ada_shm_budget_set_from_fs(r->shm.budget);
 	r->bell.page = rc == 0 ? r->shm.budget : NULL; /* the drain's doorbell */
 	return rc;
 }
@@ -83,7 +85,7 @@ static bool shm_pool_free(struct ada_recorder *r, unsigned k)
 	snprintf(name, sizeof(name), ADA_ARENA_POOL_PREFIX "%u", k);
 	if (faccessat(r->shm.dir_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		return false;
-	ada_shm_budget_release(r->shm.budget, r->shm.pool_held[k]);
+	ada_shm_budget_shrink(r->shm.budget, r->shm.pool_held[k]);
 	r->shm.pool_held[k] = 0;
 	return true;
 }
@@ -121,7 +123,7 @@ bool wal_shm_pool_put(struct ada_recorder *r, const struct ada_arena *a, const c
 	if (ada_shm_budget_grow(r->shm.budget, keep) != 0)
 		return false;
 	if (ada_arena_pool_put(path, r->arena_dir, (unsigned)k) != 0) {
-		ada_shm_budget_release(r->shm.budget, keep);
+		ada_shm_budget_shrink(r->shm.budget, keep);
 		return false;
 	}
 	r->shm.pool_held[k] = keep;
@@ -142,7 +144,7 @@ static void shm_pool_empty(struct ada_recorder *r)
 		if (r->shm.dir_fd >= 0)
 			unlinkat(r->shm.dir_fd, name, 0);
 		if (r->shm.budget)
-			ada_shm_budget_release(r->shm.budget, r->shm.pool_held[k]);
+			ada_shm_budget_shrink(r->shm.budget, r->shm.pool_held[k]);
 		r->shm.pool_held[k] = 0;
 	}
 }
@@ -191,12 +193,27 @@ void wal_shm_held_tick(struct ada_recorder *r)
 	}
 }
 
-/* The first process refused by the ceiling is told at once (o.notice). */
+/* The first process refused by the ceiling is told at once (o.notice),
+ * and the first given smaller detail rings; the manifests' `shm` has the
+ * counts and the sentences (manifest.c). */
 void wal_shm_tick(struct ada_recorder *r)
 {
 	struct ada_shm_budget_view v;
 	wal_shm_held_tick(r);
 	wal_shm_read(r, &v);
+	if (v.reduced_procs && !r->shm.told_reduced) {
+		r->shm.told_reduced = true;
+		json_array_append_new(
+		    r->warnings,
+		    json_string(
+		        "shared-memory ceiling reached: processes got smaller detail rings"));
+		wal_notice(r,
+		           "the recording reached its shared-memory ceiling of %.1f MiB: new "
+		           "processes get smaller detail rings (down to %llu KiB a thread) until "
+		           "others end (--max-shm-mb N to change it, 0 for no limit)",
+		           (double)v.ceiling / 1048576.0,
+		           (unsigned long long)(v.reduced_detail_min >> 10));
+	}
 	if (!v.refused_procs || r->shm.told)
 		return;
 	r->shm.told = true;

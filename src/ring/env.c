@@ -217,12 +217,15 @@ static int env_publish(const char *tmp, const char *ring, const char *mine, bool
  * (ada_shm_budget_end) may have cleared the directory already, so the
  * name is removed again (-ESRCH) rather than left for no one to remove. */
 static int env_create(const char *tmp, const char *ring, const char *mine,
-                      const struct ada_arena_config *cfg, uint32_t start, bool forked,
-                      const struct ada_shm_budget *budget, bool *reused, struct ada_arena **out)
+                      const struct ada_arena_config *cfg, uint32_t flags, uint32_t start,
+                      bool forked, const struct ada_shm_budget *budget, bool *reused,
+                      struct ada_arena **out)
 {
 	int err = ring_arena_create(tmp, cfg, start, out, NULL); /* O_EXCL */
 	if (err)
 		return err;
+	if (flags) /* before the name is published: the drain sees them */
+		ada_arena_set_flags(*out, flags);
 	err = env_publish(tmp, ring, mine, forked, reused);
 	if (!err && ring_budget_ended(budget)) {
 		unlink(*reused && mine ? mine : ring);
@@ -237,9 +240,10 @@ static int env_create(const char *tmp, const char *ring, const char *mine,
 }
 
 /* A new arena counts against the recording's shared-memory ceiling
- * (shm_budget.c): over it, -EDQUOT and the process runs untraced. Its
- * spill slots count one by one as threads first claim them. -ESRCH: the
- * recording ended, untraced too. */
+ * (shm_budget.c): over it, smaller detail rings (the arena says so,
+ * ADA_ARENA_F_DETAIL_REDUCED), or, when not even those fit, -EDQUOT and
+ * the process runs untraced. Its spill slots count one by one as threads
+ * first claim them. -ESRCH: the recording ended, untraced too. */
 static int env_create_reserved(const char *dir, const char *ring, const char *mine,
                                const struct ada_arena_config *cfg, uint32_t start,
                                const struct env_inherit *inh, bool *reused, struct ada_arena **out)
@@ -247,15 +251,17 @@ static int env_create_reserved(const char *dir, const char *ring, const char *mi
 	char tmp[PATH_MAX];
 	if (ada_fs_tmp_name(ring, tmp, sizeof(tmp)))
 		return -ENAMETOOLONG;
-	uint64_t size = ada_arena_budget_size_for(cfg);
 	/* No budget file (a recorder without one, a program run by hand): no
 	 * ceiling. */
 	struct ada_shm_budget *b = inh->budget;
 	if (!b && ada_shm_budget_open_dir(dir, &b) != 0)
 		b = NULL;
-	int err = ring_budget_reserve_in(b, size);
+	struct ada_arena_config fit = *cfg;
+	uint64_t size;
+	int err = ada_shm_budget_take_arena(b, &fit, &size);
+	uint32_t flags = fit.detail_bytes != cfg->detail_bytes ? ADA_ARENA_F_DETAIL_REDUCED : 0;
 	if (!err) {
-		err = env_create(tmp, ring, mine, cfg, start, inh->forked, b, reused, out);
+		err = env_create(tmp, ring, mine, &fit, flags, start, inh->forked, b, reused, out);
 		if (err && b)
 			ada_shm_budget_release(b, size);
 	}

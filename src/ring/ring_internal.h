@@ -279,11 +279,6 @@ bool ring_start_ticks_between(uint64_t before_ns, uint64_t after_ns, long hz, ui
  * same address (the recording's shared page is let go; a late reader or
  * writer touches its own page). b stays valid for ada_shm_budget_close(). */
 int ring_budget_retire(struct ada_shm_budget *b);
-/* shm_budget.c: a process about to create its arena reserves its size in
- * the recording's budget file b (a forked child keeps its parent's
- * mapping); NULL: no ceiling. Over the ceiling, waits up to 1 s for room
- * before -EDQUOT; -ESRCH once the recording ended (ada_shm_budget_end). */
-int ring_budget_reserve_in(struct ada_shm_budget *b, uint64_t bytes);
 /* The recording of b ended (ada_shm_budget_end): no arena is to be made
  * for it. False for NULL (no budget file). */
 bool ring_budget_ended(const struct ada_shm_budget *b);

@@ -64,6 +64,17 @@ struct ada_shm_budget {
 	 * descriptor's close waits for an SRCU grace period of the kernel's
 	 * once its watch is gone: at every recording's end. */
 	_Atomic uint64_t named;
+	/* Processes given smaller detail rings than the recording's (the
+	 * whole arena did not fit under the ceiling), the smallest ring
+	 * given, and, for the sentences that tell why (the *_why functions
+	 * below), what the last one asked (its whole arena) and the room
+	 * there was; likewise what the last refused process asked (its
+	 * smallest arena) and the room. Numbers to report only. */
+	_Atomic uint64_t reduced_procs, reduced_detail_min, reduced_need, reduced_room;
+	_Atomic uint64_t refused_need, refused_room;
+	/* The recorder derived the ceiling from the arena file system's free
+	 * space (ada_shm_budget_set_from_fs): the sentences say /dev/shm. */
+	uint32_t ceiling_from_fs;
 	/* The drain's doorbell (ada_shm_budget_bell_*): SHM_BELL_AWAKE, or
 	 * SHM_BELL_ASLEEP while the drain waits on it (a futex), or
 	 * SHM_BELL_RUNG once a producer took it from ASLEEP and woke it. One
@@ -148,10 +159,19 @@ static void shm_budget_peak(struct ada_shm_budget *b, uint64_t now)
 		;
 }
 
+/* Room under the ceiling now (0: none left, or no ceiling). */
+static uint64_t shm_budget_room(const struct ada_shm_budget *b)
+{
+	uint64_t cur = atomic_load_explicit(&b->reserved, memory_order_relaxed);
+	return b->ceiling > cur ? b->ceiling - cur : 0;
+}
+
 static void shm_budget_refused(struct ada_shm_budget *b, uint64_t bytes)
 {
 	atomic_fetch_add_explicit(&b->refused_procs, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&b->refused_bytes, bytes, memory_order_relaxed);
+	atomic_store_explicit(&b->refused_need, bytes, memory_order_relaxed);
+	atomic_store_explicit(&b->refused_room, shm_budget_room(b), memory_order_relaxed);
 }
 
 /* Counters only: nothing else is published with them (relaxed). */
@@ -191,7 +211,7 @@ int ada_shm_budget_take(struct ada_shm_budget *b, uint64_t bytes)
 	return err;
 }
 
-void ada_shm_budget_release(struct ada_shm_budget *b, uint64_t bytes)
+void ada_shm_budget_shrink(struct ada_shm_budget *b, uint64_t bytes)
 {
 	uint64_t cur = atomic_load_explicit(&b->reserved, memory_order_relaxed);
 	/* Never below zero, whatever a target wrote into the page. */
@@ -199,6 +219,11 @@ void ada_shm_budget_release(struct ada_shm_budget *b, uint64_t bytes)
 	                                              cur > bytes ? cur - bytes : 0,
 	                                              memory_order_relaxed, memory_order_relaxed))
 		;
+}
+
+void ada_shm_budget_release(struct ada_shm_budget *b, uint64_t bytes)
+{
+	ada_shm_budget_shrink(b, bytes);
 	uint64_t n = atomic_load_explicit(&b->arenas, memory_order_relaxed);
 	while (n && !atomic_compare_exchange_weak_explicit(
 	                &b->arenas, &n, n - 1, memory_order_relaxed, memory_order_relaxed))
@@ -214,32 +239,93 @@ void ada_shm_budget_read(const struct ada_shm_budget *b, struct ada_shm_budget_v
 	v->refused_bytes = atomic_load_explicit(&b->refused_bytes, memory_order_relaxed);
 	v->arenas = atomic_load_explicit(&b->arenas, memory_order_relaxed);
 	v->waited_procs = atomic_load_explicit(&b->waited_procs, memory_order_relaxed);
+	v->reduced_procs = atomic_load_explicit(&b->reduced_procs, memory_order_relaxed);
+	v->reduced_detail_min = atomic_load_explicit(&b->reduced_detail_min, memory_order_relaxed);
+	v->reduced_need = atomic_load_explicit(&b->reduced_need, memory_order_relaxed);
+	v->reduced_room = atomic_load_explicit(&b->reduced_room, memory_order_relaxed);
+	v->refused_need = atomic_load_explicit(&b->refused_need, memory_order_relaxed);
+	v->refused_room = atomic_load_explicit(&b->refused_room, memory_order_relaxed);
+	v->ceiling_from_fs = b->ceiling_from_fs != 0;
 }
 
-/* Over the ceiling, a new process waits (1 ms steps, SHM_WAIT_MS at most)
- * for the drain to remove the arenas of processes that ended -- in a fork
- * storm they end faster than the drain finalizes them -- and is refused
- * only then: a short delay at process start rather than a process that is
- * not recorded. Both are counted. */
-static int shm_budget_take_waiting(struct ada_shm_budget *b, uint64_t bytes)
+void ada_shm_budget_set_from_fs(struct ada_shm_budget *b)
+{
+	b->ceiling_from_fs = 1;
+}
+
+/* The budget size of cfg's arena with the smallest detail rings
+ * shm_budget_try_smaller() would give it. */
+static uint64_t shm_budget_smallest(const struct ada_arena_config *cfg)
+{
+	struct ada_arena_config c = *cfg;
+	if (c.detail_bytes > ADA_DETAIL_MIN_BYTES)
+		c.detail_bytes = ADA_DETAIL_MIN_BYTES;
+	return ada_arena_budget_size_for(&c);
+}
+
+/* The arena of cfg with its detail rings halved until it fits under the
+ * ceiling now, down to ADA_DETAIL_MIN_BYTES: 0 with cfg->detail_bytes
+ * and *bytes set to what was reserved, or -EDQUOT (nothing taken). The
+ * index rings and the slots are never cut: the index lane records every
+ * call; the detail lane's windows are best effort (a smaller ring holds a
+ * shorter pre-roll). */
+static int shm_budget_try_smaller(struct ada_shm_budget *b, struct ada_arena_config *cfg,
+                                  uint64_t *bytes)
+{
+	struct ada_arena_config c = *cfg;
+	uint64_t room = shm_budget_room(b);
+	while (c.detail_bytes / 2 >= ADA_DETAIL_MIN_BYTES) {
+		c.detail_bytes /= 2;
+		uint64_t size = ada_arena_budget_size_for(&c);
+		if (size > room)
+			continue; /* not worth a try: smaller still */
+		if (shm_budget_try(b, size) != 0)
+			continue; /* another process took the room meanwhile */
+		atomic_fetch_add_explicit(&b->reduced_procs, 1, memory_order_relaxed);
+		atomic_store_explicit(&b->reduced_need, *bytes, memory_order_relaxed);
+		atomic_store_explicit(&b->reduced_room, room, memory_order_relaxed);
+		uint64_t m = atomic_load_explicit(&b->reduced_detail_min, memory_order_relaxed);
+		while ((m == 0 || c.detail_bytes < m) &&
+		       !atomic_compare_exchange_weak_explicit(&b->reduced_detail_min, &m,
+		                                              c.detail_bytes, memory_order_relaxed,
+		                                              memory_order_relaxed))
+			;
+		*cfg = c;
+		*bytes = size;
+		return 0;
+	}
+	return -EDQUOT;
+}
+
+/* Over the ceiling, a new process takes smaller detail rings at once
+ * (shm_budget_try_smaller: a process recorded, its index lane whole, and
+ * no delay at its start); when not even the smallest fits, it waits (1 ms
+ * steps, SHM_WAIT_MS at most) for the drain to remove the arenas of
+ * processes that ended -- in a fork storm they end faster than the drain
+ * finalizes them -- and is refused only then. All three are counted. */
+static int shm_budget_take_waiting(struct ada_shm_budget *b, struct ada_arena_config *cfg,
+                                   uint64_t *bytes)
 {
 	if (ring_budget_ended(b))
 		return -ESRCH;
+	uint64_t full = *bytes;
 	for (unsigned ms = 0;; ms++) {
-		if (shm_budget_try(b, bytes) == 0) {
+		*bytes = full;
+		if (shm_budget_try(b, full) == 0 || shm_budget_try_smaller(b, cfg, bytes) == 0) {
 			if (ms)
 				atomic_fetch_add_explicit(&b->waited_procs, 1,
 				                          memory_order_relaxed);
 			return 0;
 		}
-		if (ms >= SHM_WAIT_MS || bytes > b->ceiling)
+		if (ms >= SHM_WAIT_MS || shm_budget_smallest(cfg) > b->ceiling)
 			break;
 		/* The drain frees room by removing ended processes' arenas:
 		 * a drain asleep must come to it. */
 		ada_shm_budget_ring(b);
 		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
 	}
-	shm_budget_refused(b, bytes);
+	shm_budget_refused(b, shm_budget_smallest(cfg));
+	*bytes = full;
 	return -EDQUOT;
 }
 
@@ -257,9 +343,11 @@ int ada_shm_budget_open_dir(const char *dir, struct ada_shm_budget **out)
 	return ada_shm_budget_open(path, out);
 }
 
-int ring_budget_reserve_in(struct ada_shm_budget *b, uint64_t bytes)
+int ada_shm_budget_take_arena(struct ada_shm_budget *b, struct ada_arena_config *cfg,
+                              uint64_t *bytes)
 {
-	return b ? shm_budget_take_waiting(b, bytes) : 0;
+	*bytes = ada_arena_budget_size_for(cfg);
+	return b ? shm_budget_take_waiting(b, cfg, bytes) : 0;
 }
 
 void ada_shm_budget_end(struct ada_shm_budget *b)
@@ -383,4 +471,64 @@ int ada_shm_budget_bell_wait(struct ada_shm_budget *b, uint64_t ns)
 	int err = rc == 0 || errno == EAGAIN || errno == EINTR || errno == ETIMEDOUT ? 0 : -errno;
 	bool rung = shm_bell_take(b);
 	return err ? err : rung;
+}
+
+/* ---- why, in one sentence (the summary, the manifests, `ada status`) ---- */
+
+static double shm_mib(uint64_t bytes)
+{
+	return (double)bytes / 1048576.0;
+}
+
+/* "the shared-memory ceiling of C MiB (whence)" */
+static void shm_ceiling_text(const struct ada_shm_budget_view *v, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "the shared-memory ceiling of %.1f MiB (%s)", shm_mib(v->ceiling),
+	         v->ceiling_from_fs ? "half of the free space of /dev/shm" : "--max-shm-mb");
+}
+
+static bool shm_why_done(int n, char *buf, size_t cap)
+{
+	if (n < 0 && cap)
+		buf[0] = '\0';
+	return n >= 0;
+}
+
+bool ada_shm_budget_untraced_why(const struct ada_shm_budget_view *v, char *buf, size_t cap)
+{
+	char c[96];
+	if (cap)
+		buf[0] = '\0';
+	if (!v->refused_procs)
+		return false;
+	shm_ceiling_text(v, c, sizeof(c));
+	int n = snprintf(
+	    buf, cap,
+	    "%llu process%s ran untraced: %s was reached (peak %.1f MiB): an arena needs %.1f "
+	    "MiB even with the smallest detail rings, %.1f MiB was free; %s, or lower --ring-mb "
+	    "or --max-threads",
+	    (unsigned long long)v->refused_procs, v->refused_procs == 1 ? "" : "es", c,
+	    shm_mib(v->peak), shm_mib(v->refused_need), shm_mib(v->refused_room),
+	    v->ceiling_from_fs ? "give /dev/shm more room" : "raise --max-shm-mb");
+	return shm_why_done(n, buf, cap);
+}
+
+bool ada_shm_budget_reduced_why(const struct ada_shm_budget_view *v, char *buf, size_t cap)
+{
+	char c[96];
+	if (cap)
+		buf[0] = '\0';
+	if (!v->reduced_procs)
+		return false;
+	shm_ceiling_text(v, c, sizeof(c));
+	int n = snprintf(
+	    buf, cap,
+	    "%llu process%s recorded with smaller detail rings (down to %llu KiB a thread): the "
+	    "whole arena needs %.1f MiB, %.1f MiB was free under %s; their index lanes are whole, "
+	    "their detail windows shorter; %s or lower --detail-mb",
+	    (unsigned long long)v->reduced_procs, v->reduced_procs == 1 ? " was" : "es were",
+	    (unsigned long long)(v->reduced_detail_min >> 10), shm_mib(v->reduced_need),
+	    shm_mib(v->reduced_room), c,
+	    v->ceiling_from_fs ? "give /dev/shm more room" : "raise --max-shm-mb");
+	return shm_why_done(n, buf, cap);
 }

@@ -19,6 +19,12 @@
 #                report and dump still read it and say what is missing
 #   shm_ceiling  --max-shm-mb admits one arena: the other processes run
 #                untraced, counted on stderr, in the manifest and by status
+#   shm_small    a /dev/shm of 2 GiB (a private mount namespace): the
+#                default ceiling (1 GiB) holds the parent's arena of 4 x 129
+#                MiB but no child's beside it: each child is recorded with
+#                smaller detail rings, its events exact, counted with the
+#                reason on stderr, in the manifests and by status (live
+#                and after)
 #   diskfull     a 4 MiB tmpfs fills: the manifest is final, says so, lists
 #                only files that exist; summary, manifest, status agree
 #   diskfull_detail  a 3 MiB tmpfs fills while --detail always writes
@@ -57,6 +63,17 @@ if [ "$MODE" = forks ]; then
 	pidns_private_tmp "$ADA:ada" "$FORK:producer_fork" "$CHECK:producer_check"
 	ADA=$BIN/ada FORK=$BIN/producer_fork CHECK=$BIN/producer_check
 	export ADA_NO_RECOVER_ORPHANS=1
+fi
+# shm_small: in a mount namespace of its own (root; skipped otherwise)
+# whose /dev/shm is a tmpfs of 2 GiB (sparse arenas: it costs the pages
+# written), gone with the namespace whatever happens.
+if [ "$MODE" = shm_small ] && [ -z "${BOUNDED_SHM_INNER:-}" ]; then
+	[ "$(id -u)" -eq 0 ] || { echo "bounded_test($MODE): needs root for a mount namespace: skipped"; exit 77; }
+	unshare -m --propagation private true 2>/dev/null ||
+		{ echo "bounded_test($MODE): cannot make a mount namespace (unshare): skipped"; exit 77; }
+	BOUNDED_SHM_INNER=1 exec timeout -s KILL 60 unshare -m --propagation private \
+		bash -c 'mount -t tmpfs -o size=2g,mode=1777 tmpfs /dev/shm || exit 77; exec bash "$@"' \
+		bounded_shm "$0" "$@"
 fi
 WORK=$(mktemp -d /tmp/ada_bounded.XXXXXX)
 SMALL=
@@ -508,12 +525,69 @@ shm_ceiling)
 	n=$(ls -d "$S"/pid_* | wc -l)
 	[ "$n" -eq 1 ] || fail "$n process directories, expected the parent's only"
 	[ "$(grep -c 'reached its shared-memory ceiling of 5.0 MiB' "$WORK/err")" -eq 1 ] || fail "no single notice of the ceiling"
-	grep -q '^ada: 4 processes ran untraced: the shared-memory ceiling of 5.0 MiB' "$WORK/err" || fail "the end does not count 4 untraced processes"
+	grep -q '^ada: 4 processes ran untraced: the shared-memory ceiling of 5.0 MiB (--max-shm-mb) was reached (peak [0-9.]* MiB): an arena needs [0-9.]* MiB even with the smallest detail rings, [0-9.]* MiB was free; raise --max-shm-mb, or lower --ring-mb or --max-threads$' "$WORK/err" || fail "the end does not count 4 untraced processes and why"
 	M=$(ls "$S"/pid_*/manifest.json)
 	[ "$(json "$M" "m['shm']['untraced_processes']")" -eq 4 ] || fail "the manifest does not count 4 untraced processes"
+	json "$M" "m['shm']['untraced_why']" | grep -q '^4 processes ran untraced: the shared-memory ceiling of 5.0 MiB' || fail "the manifest does not say why 4 processes ran untraced"
 	[ "$(json "$M" "m['shm']['ceiling_bytes']")" -eq $((5 * 1048576)) ] || fail "the manifest's ceiling is not 5 MiB"
 	"$ADA" status "$S" >"$WORK/status" 2>&1 || fail "ada status failed"
 	grep -q "4 processes untraced" "$WORK/status" || { cat "$WORK/status" >&2; fail "ada status does not count 4 untraced processes"; }
+	grep -q "^  shared memory: 4 processes ran untraced: " "$WORK/status" || { cat "$WORK/status" >&2; fail "ada status does not say why"; }
+	check_shm_clean "$S"
+	;;
+shm_small)
+	# 4 slots x (1 MiB index + 128 MiB detail): 516 MiB. The parent holds
+	# its arena while its 4 children run one after the other: a child's
+	# whole arena (516 MiB more) is over the ceiling of 1 GiB (half of the
+	# 2 GiB free), one with 64 MiB detail rings (260 MiB) is not; a later
+	# child may find the arena of the one before still there (the drain
+	# removes it after the child ended) and get smaller rings still.
+	# The program (a shell, untraced: --no-agent) waits on a fifo once
+	# they are done, so that the live `ada status` is asked meanwhile.
+	mkfifo "$WORK/go"
+	timeout 30 "$ADA" record --no-agent --detail-mb 128 --max-threads 4 --ring-mb 1 --out "$WORK/out" -- \
+		sh -c '"$0" 4 10 parent; echo $$ >"$1.pid"; read x <"$1"' "$FORK" "$WORK/go" 2>"$WORK/err" &
+	rec=$!
+	for _ in $(seq 300); do [ -s "$WORK/go.pid" ] && break; sleep 0.1; done
+	[ -s "$WORK/go.pid" ] || { kill $rec; fail "the program did not get through its children"; }
+	timeout 10 "$ADA" status "$(cat "$WORK/go.pid")" >"$WORK/live" 2>&1
+	timeout 10 "$ADA" status "$(cat "$WORK/go.pid")" --json >"$WORK/live.json" 2>&1
+	echo go >"$WORK/go"
+	wait $rec
+	rc=$?
+	[ $rc -eq 0 ] || fail "exit status $rc, expected 0"
+	grep -q "^  shared memory: 4 processes were recorded with smaller detail rings" "$WORK/live" ||
+		{ cat "$WORK/live" >&2; fail "the live ada status does not say why 4 processes got smaller detail rings"; }
+	python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["shm"]
+assert s["reduced_processes"] == 4 and s["untraced_processes"] == 0 and s["untraced_why"] is None, s
+assert s["reduced_why"].startswith("4 processes were recorded with smaller detail rings"), s' "$WORK/live.json" ||
+		fail "the live ada status --json does not count 4 processes with smaller detail rings"
+	S=$(session_of)
+	grep -q "recorded 50 events .* from 5 processes" "$WORK/err" || fail "not 50 events from 5 processes"
+	grep -q "ran untraced" "$WORK/err" && fail "processes ran untraced"
+	grep -q '^ada: 4 processes were recorded with smaller detail rings (down to [0-9]* KiB a thread): the whole arena needs 51[67].[0-9] MiB, [0-9.]* MiB was free under the shared-memory ceiling of 1024.0 MiB (half of the free space of /dev/shm); .* give /dev/shm more room or lower --detail-mb$' "$WORK/err" ||
+		fail "the summary does not count 4 processes with smaller detail rings and why"
+	python3 - "$S" <<'PY' || fail "the manifests do not count the children's smaller detail rings"
+import glob, json, sys
+ms = [json.load(open(f)) for f in glob.glob(sys.argv[1] + "/pid_*/manifest.json")]
+assert len(ms) == 5, len(ms)
+# each process holds exactly its own 10 events
+assert all(m["metrics"]["events_written"] == 10 for m in ms), [m["metrics"] for m in ms]
+cut = [m for m in ms if m["ring"]["detail_reduced"]]
+assert len(cut) == 4 and all(4096 <= m["ring"]["detail_bytes"] <= 64 << 20 for m in cut), [m["ring"] for m in ms]
+whole = [m for m in ms if not m["ring"]["detail_reduced"]]
+assert len(whole) == 1 and whole[0]["ring"]["detail_bytes"] == 128 << 20, [m["ring"] for m in ms]
+last = max(ms, key=lambda m: m["shm"]["reduced_processes"])["shm"]
+assert last["reduced_processes"] == 4 and last["untraced_processes"] == 0, last
+assert last["reduced_detail_bytes_min"] == min(m["ring"]["detail_bytes"] for m in cut), last
+assert last["reduced_why"].startswith("4 processes were recorded with smaller detail rings"), last
+assert last["untraced_why"] is None, last
+PY
+	"$ADA" status "$S" >"$WORK/status" 2>&1 || fail "ada status failed"
+	grep -q "^  shared memory: 4 processes were recorded with smaller detail rings" "$WORK/status" ||
+		{ cat "$WORK/status" >&2; fail "ada status does not say why 4 processes got smaller detail rings"; }
+	grep -q "0 processes untraced and 4 with smaller detail rings" "$WORK/status" ||
+		{ cat "$WORK/status" >&2; fail "ada status does not count them"; }
 	check_shm_clean "$S"
 	;;
 budget)

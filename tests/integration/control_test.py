@@ -106,10 +106,19 @@ class Rec:
         self.err = ""
 
     def line(self):
-        l = self.p.stdout.readline().decode().strip()
+        # Bounded: a target that does not answer within TIMEOUT s (its
+        # children held up, say) is killed, and the test says so.
+        import threading
+        stuck = threading.Timer(TIMEOUT, self.kill)
+        stuck.start()
+        try:
+            l = self.p.stdout.readline().decode().strip()
+        finally:
+            stuck.cancel()
         if not l:
             self.kill()
-            raise Fail("the target stopped answering; ada record said:\n%s" % self.err[-1500:])
+            raise Fail("the target stopped answering (or not within %d s); ada record said:\n%s"
+                       % (TIMEOUT, self.err[-1500:]))
         return l
 
     def send(self, cmd):
@@ -146,8 +155,9 @@ class Rec:
 
     def ada_cmd(self, *args, ok=True):
         rc, so, se = run([self.ada] + list(args))
-        if ok:  # `ada status`: its line, and the drain's under it
-            lines = [l for l in so.strip().splitlines() if not l.startswith("  drain: ")]
+        if ok:  # `ada status`: its line, and the drain's (and shared memory's) under it
+            lines = [l for l in so.strip().splitlines()
+                     if not l.startswith(("  drain: ", "  shared memory: "))]
             check(rc == 0 and len(lines) == 1 and not se.strip(),
                   "ada %s: exit %d, stdout %r, stderr %r (want 0 and one line)" %
                   (" ".join(args), rc, so, se))
@@ -925,17 +935,25 @@ def status_when_finished(r, n):
     (a poll on that count, not a timed wait). A child given the pid of an
     earlier child is not recorded (its arena refused as a reused pid: on a
     machine with pid_max 32768 whose other work turns the pids over in
-    seconds), so it never finishes: counted by `pid_reused_arenas`."""
+    seconds), so it never finishes: counted by `pid_reused_arenas`. A child
+    the shared-memory ceiling left untraced never finishes either: the
+    test fails at once with the recorder's reason (`shm.untraced_why`), and
+    after TIMEOUT seconds in any case, saying what it saw."""
     st = {}
-    for _ in range(2400):
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
         rc, so, _ = r.ada_cmd("status", str(r.pid), "--json", ok=False)
         if rc == 0 and so.strip():
             st = json.loads(so)
             if st.get("processes_finished", 0) + st.get("pid_reused_arenas", 0) >= n:
                 return st
+            why = (st.get("shm") or {}).get("untraced_why")
+            check(not why, "waiting for %d finished processes (%r so far): %s" %
+                  (n, st.get("processes_finished"), why))
         time.sleep(0.05)
-    raise Fail("the recorder never counted %d finished processes (finished %r, pid reused %r)" %
-               (n, st.get("processes_finished"), st.get("pid_reused_arenas")))
+    raise Fail("the recorder did not count %d finished processes within %d s (finished %r, "
+               "pid reused %r, shm %r)" % (n, TIMEOUT, st.get("processes_finished"),
+                                           st.get("pid_reused_arenas"), st.get("shm")))
 
 
 # What a finished process may leave in the recorder's heap: its record for

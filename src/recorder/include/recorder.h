@@ -213,6 +213,10 @@ struct ada_record_summary {
 	 * left in the arena directory (removed) */
 	uint64_t shm_ceiling, shm_peak, untraced_procs;
 	uint32_t shm_leftover;
+	/* the ceiling's page as the end read it: the sentences saying why
+	 * processes ran untraced or got smaller detail rings
+	 * (ada_shm_budget_untraced_why, _reduced_why) */
+	struct ada_shm_budget_view shm;
 	/* arenas of processes that took the pid of an earlier one of this
 	 * recording (finished, or still being read): told, not read (drain.c
 	 * drain_pid_reused, drain_reused_while_read) */
@@ -394,6 +398,9 @@ struct ada_recorder_live {
 	/* arenas of later processes given the pid of an earlier process of
 	 * the recording: not read, so never counted finished (drain_arena.c) */
 	uint32_t pid_reused_arenas;
+	/* the shared-memory ceiling's page: processes untraced or given
+	 * smaller detail rings because of it, and why (shm.c) */
+	struct ada_shm_budget_view shm;
 	struct ada_live_proc procs[ADA_LIVE_MAX_PROCS];
 	uint32_t nrings, rings_omitted;
 	struct ada_live_ring rings[ADA_LIVE_MAX_RINGS];

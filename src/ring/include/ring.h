@@ -121,6 +121,10 @@ enum ada_slot_state {
 #define ADA_ARENA_F_MEMBARRIER 0x10u
 /* The agent could not make its key-symbol area read-only (mprotect). */
 #define ADA_ARENA_F_KEYSYM_RW 0x20u
+/* (0x40 is ring_pool.h's ADA_ARENA_F_RECYCLED.) The arena's detail rings
+ * are smaller than the recording asked: the whole arena did not fit under
+ * the shared-memory ceiling (ada_shm_budget_take_arena). */
+#define ADA_ARENA_F_DETAIL_REDUCED 0x80u
 
 enum ada_process_state {
 	ADA_PROC_RUNNING = 0,
@@ -744,44 +748,8 @@ int ada_producer_init(const char *arena_dir, const char *ring_config);
 /* Atfork prepare: a clock reading that lets the child's init skip /proc. */
 void ada_producer_fork_prepare(void);
 
-/* ---- the recording's shared-memory ceiling (shm_budget.c) ---- */
-
-/* <arena dir>/shm.budget: the sum of the full sizes of the arenas that
- * exist at once, against a ceiling. A process reserves its arena's size
- * before creating it (ada_producer_init_from_env); over the ceiling it is
- * refused (-EDQUOT, counted) and runs untraced. The recorder releases an
- * arena's size when it removes the arena. */
-#define ADA_SHM_BUDGET_NAME "shm.budget"
-struct ada_shm_budget;
-struct ada_shm_budget_view {
-	uint64_t ceiling;  /* 0: none */
-	uint64_t reserved; /* bytes of the arenas that exist now */
-	uint64_t peak;     /* the most reserved at once */
-	uint64_t refused_procs, refused_bytes;
-	uint64_t arenas;
-	uint64_t waited_procs; /* waited for room (up to 1 s) before they got it */
-};
-/* Recorder: creates dirfd/shm.budget (O_EXCL|O_NOFOLLOW, 0600). */
-int ada_shm_budget_create(int dirfd, uint64_t ceiling, struct ada_shm_budget **out);
-/* Maps an existing budget file; -EPROTO when it is not one. */
-int ada_shm_budget_open(const char *path, struct ada_shm_budget **out);
-void ada_shm_budget_close(struct ada_shm_budget *b); /* NULL is a no-op */
-/* 0, or -EDQUOT (counted as refused) when bytes more would pass the ceiling. */
-int ada_shm_budget_take(struct ada_shm_budget *b, uint64_t bytes);
-void ada_shm_budget_release(struct ada_shm_budget *b, uint64_t bytes);
-/* Producer: bytes more for an arena that exists already (a spill slot's
- * first claim): 0, or -EDQUOT over the ceiling (not a refused process:
- * the thread's events are counted as no_slot drops). No wait. */
-int ada_shm_budget_grow(struct ada_shm_budget *b, uint64_t bytes);
-void ada_shm_budget_read(const struct ada_shm_budget *b, struct ada_shm_budget_view *v);
-/* Recorder, as its recording ends (before it clears the arena
- * directory): from then on a process reserving an arena gets -ESRCH and
- * runs untraced, and one that published its arena just before removes it
- * again (env.c), so that a program outliving the recording leaves no name
- * in the directory. */
-void ada_shm_budget_end(struct ada_shm_budget *b);
-/* Producer: maps dir's budget file; -ENOENT when there is none. */
-int ada_shm_budget_open_dir(const char *dir, struct ada_shm_budget **out);
+/* ---- the recording's shared-memory ceiling: ring_shm.h ---- */
+#include "ring_shm.h"
 /* How long a full ring waits for a drain whose heartbeat stands still
  * before it asks whether the recorder is there (default 2000 ms): when it
  * runs (a slow drain) the wait goes on; when it is gone or stopped by a
