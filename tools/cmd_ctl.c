@@ -528,5 +528,8 @@ json_t *cmd_ctl_status_from_manifests(const char *session)
 	}
 	closedir(d);
 	(void)ada_retired_foreach(session, man_add_retired, st, NULL);
+	/* pid_N/ is writable by the target's user: what its manifests said
+	 * is shown as the live client shows a server's answer. */
+	ada_control_printable_json(st);
 	return st;
 }
