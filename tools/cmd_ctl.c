@@ -152,6 +152,11 @@ static void fmt_hooks(FILE *f, json_t *st)
 	if (json_number_value(json_object_get(h, "hook_time_ms_max")) > 0)
 		fprintf(f, " in %.1f ms",
 		        json_number_value(json_object_get(h, "hook_time_ms_max")));
+	if (fmt_int(h, "agent_json_too_large") > 0)
+		fprintf(
+		    f, " (the agent.json of %lld process%s is over %u MiB: its hooks not counted)",
+		    (long long)fmt_int(h, "agent_json_too_large"),
+		    fmt_int(h, "agent_json_too_large") == 1 ? "" : "es", ADA_AGENT_JSON_MAX >> 20);
 	json_t *co = json_object_get(h, "count_only");
 	if (fmt_int(co, "functions") > 0)
 		fprintf(f, ", %lld count-only (%zu moved by the budget)",
