@@ -506,14 +506,14 @@ static int man_add_retired(json_t *line, void *st)
 json_t *cmd_ctl_status_from_manifests(const char *session)
 {
 	json_t *st = json_pack(
-	    "{s:b,s:I,s:{},s:[],s:[],s:{s:I,s:I,s:f,s:{s:I,s:I,s:[]}},s:{s:I,s:I},s:{s:I},s:n,s:n,"
-	    "s:n,s:n,s:n}",
+	    "{s:b,s:I,s:{},s:[],s:[],s:{s:I,s:I,s:f,s:I,s:{s:I,s:I,s:[]}},s:{s:I,s:I},s:{s:I},s:n,"
+	    "s:n,s:n,s:n,s:n}",
 	    "recording", 0, "events", (json_int_t)0, "drops", "processes", "rings", "hooks",
 	    "installed", (json_int_t)0, "skipped", (json_int_t)0, "hook_time_ms_max", 0.0,
-	    "count_only", "functions", (json_int_t)0, "calls", (json_int_t)0, "moved_by_budget",
-	    "windows", "total", (json_int_t)0, "persisted", (json_int_t)0, "triggers", "armed",
-	    (json_int_t)0, "keysym_version", "keysym_unknown", "keysym_cover", "recorder",
-	    "target");
+	    "agent_json_too_large", (json_int_t)0, "count_only", "functions", (json_int_t)0,
+	    "calls", (json_int_t)0, "moved_by_budget", "windows", "total", (json_int_t)0,
+	    "persisted", (json_int_t)0, "triggers", "armed", (json_int_t)0, "keysym_version",
+	    "keysym_unknown", "keysym_cover", "recorder", "target");
 	DIR *d = st ? ada_fs_opendir(AT_FDCWD, session) : NULL;
 	if (!d) {
 		json_decref(st);
