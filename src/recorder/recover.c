@@ -129,11 +129,13 @@ static size_t rec_convert(struct rec_ctx *c, uint32_t slot, const struct atf_ind
 
 /* How many of the k converted events in c->buf lead with a time no
  * later than the file's last event's (t1 of a file with events): the
- * ring's copies of events already on disk, whatever the ring record said
- * (missing, or a rotation's put that failed left the one before). Per
- * thread times never go back, so the first later one ends the run: *done.
- * An event the file did not hold with the very same nanosecond as its
- * last is skipped too (counted, said): duplicates never. */
+ * ring's copies of events already on disk when no ring record says where
+ * the file ends (missing: a put that failed; or not used). Per thread
+ * times never go back, so the first later one ends the run: *done. Only
+ * then: recover converts with the manifest's one anchor, the drain with
+ * the anchors it had, so times near the end may differ by some ns; an
+ * event the file did not hold within them is skipped too (counted, said):
+ * duplicates never. */
 static size_t rec_time_skip(struct rec_ctx *c, size_t k, const struct ada_wal_disk_file *rf,
                             bool *done)
 {
@@ -146,14 +148,14 @@ static size_t rec_time_skip(struct rec_ctx *c, size_t k, const struct ada_wal_di
 }
 
 /* Appends what one slot's ring still holds to rf, after dropping the
- * first skip events (already on disk by the ring record) and then those
- * no later than the file's end (rec_time_skip): at most one ring's worth
- * (a process that still runs gets no more), REC_BATCH events at a time.
- * Returns the events appended. */
+ * first skip events (already on disk by the ring record) or, by_time (no
+ * record used), those no later than the file's end (rec_time_skip): at
+ * most one ring's worth (a process that still runs gets no more),
+ * REC_BATCH events at a time. Returns the events appended. */
 static uint64_t rec_drain_slot(struct rec_ctx *c, uint32_t slot, uint32_t tid, uint64_t skip,
-                               struct ada_wal_disk_file *rf)
+                               bool by_time, struct ada_wal_disk_file *rf)
 {
-	bool timed = false;
+	bool timed = !by_time;
 	uint64_t added = 0, budget = ada_arena_config_of(c->arena)->index_events;
 	if (c->use_tsc && !ada_tsc_clock_ready(&c->clk))
 		return 0; /* another machine's counter and nothing to convert it with */
@@ -341,12 +343,14 @@ static int rec_give_header(struct rec_ctx *c, int fd, const char *path, uint32_t
  * the target's user) and is not used, said once; the file's own end by
  * time decides then (rec_time_skip). */
 static uint64_t rec_record_skip(struct rec_ctx *c, const struct rec_side *sd,
-                                const struct ada_slot_info *si, uint64_t events)
+                                const struct ada_slot_info *si, uint64_t events, bool *used)
 {
+	*used = false;
 	if (!sd->ok)
 		return 0;
 	uint64_t end = sd->base + events;
-	if (end >= sd->base && end >= si->tail && end <= si->head)
+	*used = end >= sd->base && end >= si->tail && end <= si->head;
+	if (*used)
 		return end - si->tail;
 	char msg[320];
 	snprintf(msg, sizeof(msg),
@@ -361,20 +365,17 @@ static uint64_t rec_record_skip(struct rec_ctx *c, const struct rec_side *sd,
 	return 0;
 }
 
-/* Ring events taken as already on disk by their time (rec_time_skip)
- * beyond what a ring record said: counted and said (none when the
- * record was right). */
-static void rec_time_said(struct rec_ctx *c, uint32_t seq, uint64_t skip, bool had_record)
+/* Ring events taken as already on disk by their time (rec_time_skip),
+ * no ring record used: counted and said. */
+static void rec_time_said(struct rec_ctx *c, uint32_t seq)
 {
 	if (!c->time_skipped)
 		return;
 	char msg[320];
 	snprintf(msg, sizeof(msg),
-	         "pid %d thread %u: %llu ring events %s were no later than its index file's last "
-	         "event: taken as already on disk, not written again",
-	         (int)c->pid, seq, (unsigned long long)c->time_skipped,
-	         had_record && skip ? "after those its ring record skipped"
-	                            : "(no usable ring record)");
+	         "pid %d thread %u: %llu ring events (no usable ring record) were no later than "
+	         "its index file's last event: taken as already on disk, not written again",
+	         (int)c->pid, seq, (unsigned long long)c->time_skipped);
 	c->rep->events_skipped_by_time += c->time_skipped;
 	rec_say(c, msg);
 }
@@ -406,13 +407,15 @@ static int rec_file_of(struct rec_ctx *c, const char *path, int slot,
 	}
 	*n = 0;
 	if (slot >= 0 && !c->arena_bad) {
-		volatile uint64_t skip = rec_record_skip(c, sd, si, rf.s.events);
+		bool used;
+		volatile uint64_t skip = rec_record_skip(c, sd, si, rf.s.events, &used);
 		c->time_skipped = 0;
-		WAL_GUARDED(c->arena, *n = rec_drain_slot(c, (uint32_t)slot, si->tid, skip, &rf),
+		WAL_GUARDED(c->arena,
+		            *n = rec_drain_slot(c, (uint32_t)slot, si->tid, skip, !used, &rf),
 		            c->arena_bad = true);
 		if (!c->arena_bad)
 			rec_quarantined(c, (uint32_t)slot, si->thread_seq, si->tid);
-		rec_time_said(c, si->thread_seq, skip, sd->ok);
+		rec_time_said(c, si->thread_seq);
 	}
 	if (slot >= 0 && c->crash && !c->crash_marked && si->tid == c->ci.tid &&
 	    rec_crash_marker(c, &rf) == 0) {

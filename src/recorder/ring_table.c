@@ -97,9 +97,12 @@ int wal_ring_table_put(struct wal_proc *p, const struct wal_thread *t)
 	return rc;
 }
 
-/* Without its record (or with the one before it: a rotation's put that
- * failed), recover finds where a file ends by the file's last event's
- * time instead (recover.c rec_time_skip): one sentence per process. */
+/* Without its record recover finds where a file ends by the file's last
+ * event's time instead (recover.c rec_time_skip): one sentence per
+ * process. A rotation's put rewrites the thread's own record in place
+ * (its blocks are there: no ENOSPC, no new descriptor), so it fails only
+ * on an I/O error; the record left then is the file before's, which
+ * recover cannot tell (its end may still lie in the ring): said here. */
 void wal_ring_table_failed(struct ada_recorder *r, struct wal_proc *p)
 {
 	char msg[384];
