@@ -96,9 +96,10 @@ static void status_hooks_of(int session_fd, pid_t pid, struct status_hook_sum *s
 	snprintf(name, sizeof(name), "pid_%d/agent.json", (int)pid);
 	if (session_fd < 0 || ada_fs_open_file(session_fd, name, O_RDONLY, &fd) < 0)
 		return;
-	char *buf = ada_json_readfd(fd, ADA_AGENT_JSON_MAX, &n);
-	if (!buf && fstat(fd, &st) == 0 && (uint64_t)st.st_size > ADA_AGENT_JSON_MAX)
-		sum->too_large++;
+	/* Its size first: one past the ceiling is not read at all. */
+	bool over = fstat(fd, &st) == 0 && (uint64_t)st.st_size > ADA_AGENT_JSON_MAX;
+	char *buf = over ? NULL : ada_json_readfd(fd, ADA_AGENT_JSON_MAX, &n);
+	sum->too_large += over;
 	close(fd);
 	json_t *a = buf ? json_loadb(buf, n, 0, NULL) : NULL;
 	free(buf);
