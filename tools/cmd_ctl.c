@@ -152,6 +152,11 @@ static void fmt_hooks(FILE *f, json_t *st)
 	if (json_number_value(json_object_get(h, "hook_time_ms_max")) > 0)
 		fprintf(f, " in %.1f ms",
 		        json_number_value(json_object_get(h, "hook_time_ms_max")));
+	if (fmt_int(h, "agent_json_too_large") > 0)
+		fprintf(
+		    f, " (the agent.json of %lld process%s is over %u MiB: its hooks not counted)",
+		    (long long)fmt_int(h, "agent_json_too_large"),
+		    fmt_int(h, "agent_json_too_large") == 1 ? "" : "es", ADA_AGENT_JSON_MAX >> 20);
 	json_t *co = json_object_get(h, "count_only");
 	if (fmt_int(co, "functions") > 0)
 		fprintf(f, ", %lld count-only (%zu moved by the budget)",
@@ -528,14 +533,14 @@ static int man_add_retired(json_t *line, void *st)
 json_t *cmd_ctl_status_from_manifests(const char *session)
 {
 	json_t *st = json_pack(
-	    "{s:b,s:I,s:{},s:[],s:[],s:{s:I,s:I,s:f,s:{s:I,s:I,s:[]}},s:{s:I,s:I},s:{s:I},s:n,s:n,"
-	    "s:n,s:n,s:n}",
+	    "{s:b,s:I,s:{},s:[],s:[],s:{s:I,s:I,s:f,s:I,s:{s:I,s:I,s:[]}},s:{s:I,s:I},s:{s:I},s:n,"
+	    "s:n,s:n,s:n,s:n}",
 	    "recording", 0, "events", (json_int_t)0, "drops", "processes", "rings", "hooks",
 	    "installed", (json_int_t)0, "skipped", (json_int_t)0, "hook_time_ms_max", 0.0,
-	    "count_only", "functions", (json_int_t)0, "calls", (json_int_t)0, "moved_by_budget",
-	    "windows", "total", (json_int_t)0, "persisted", (json_int_t)0, "triggers", "armed",
-	    (json_int_t)0, "keysym_version", "keysym_unknown", "keysym_cover", "recorder",
-	    "target");
+	    "agent_json_too_large", (json_int_t)0, "count_only", "functions", (json_int_t)0,
+	    "calls", (json_int_t)0, "moved_by_budget", "windows", "total", (json_int_t)0,
+	    "persisted", (json_int_t)0, "triggers", "armed", (json_int_t)0, "keysym_version",
+	    "keysym_unknown", "keysym_cover", "recorder", "target");
 	DIR *d = st ? ada_fs_opendir(AT_FDCWD, session) : NULL;
 	if (!d) {
 		json_decref(st);
@@ -555,5 +560,8 @@ json_t *cmd_ctl_status_from_manifests(const char *session)
 	}
 	closedir(d);
 	(void)ada_retired_foreach(session, man_add_retired, st, NULL);
+	/* pid_N/ is writable by the target's user: what its manifests said
+	 * is shown as the live client shows a server's answer. */
+	ada_control_printable_json(st);
 	return st;
 }

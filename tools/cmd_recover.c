@@ -95,5 +95,12 @@ int cmd_recover(int argc, char **argv)
 		        "(see the manifests' \"quarantined\")",
 		        rep.quarantined, rep.quarantined == 1 ? "" : "s",
 		        (unsigned long long)rep.corrupt_drops);
+	if (rep.ring_records_rejected || rep.events_skipped_by_time)
+		ada_log(
+		    "%u ring record%s of pid_N/.ring_slots did not fit their ring and were not "
+		    "used; %llu ring events no later than their file's last event were taken as "
+		    "already on disk (see the manifests' warnings)",
+		    rep.ring_records_rejected, rep.ring_records_rejected == 1 ? "" : "s",
+		    (unsigned long long)rep.events_skipped_by_time);
 	return rep.errors ? 1 : 0;
 }

@@ -430,6 +430,7 @@ static void status_count_only(const char *dir, json_t *man)
 	    ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0) {
 		json_t *a = ada_json_loadfd(fd, ADA_AGENT_JSON_MAX);
 		close(fd);
+		ada_control_printable_json(a); /* the agent's (the target's) file */
 		co = json_incref(json_object_get(a, "count_only"));
 		json_decref(a);
 	}
@@ -489,6 +490,7 @@ static int status_pid(const char *dir, struct status_tot *t)
 		ada_log("%s: no readable manifest.json", dir);
 		return 1;
 	}
+	ada_control_printable_json(man); /* pid_N/ may be the target's: input */
 	const char *state = ada_manifest_state(man);
 	t->procs++;
 	if (state && !strcmp(state, "recording"))

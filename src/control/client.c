@@ -92,8 +92,7 @@ static size_t client_printable(char *s, size_t n)
 	return o;
 }
 
-/* Every string and key in j (a reply: input) made printable, in place. */
-static void client_printable_json(json_t *j)
+void ada_control_printable_json(json_t *j)
 {
 	size_t i, klen;
 	const char *k;
@@ -105,12 +104,12 @@ static void client_printable_json(json_t *j)
 			json_string_set(j, "?");
 		free(t);
 	}
-	json_array_foreach(j, i, v) client_printable_json(v);
+	json_array_foreach(j, i, v) ada_control_printable_json(v);
 	/* Keys by length: a NUL ends none early (json_loads refuses one, but
 	 * the walk need not rely on that). */
 	json_object_keylen_foreach_safe(j, tmp, k, klen, v)
 	{
-		client_printable_json(v);
+		ada_control_printable_json(v);
 		if (!client_has_control(k, klen))
 			continue;
 		char *nk = malloc(klen + 1);
@@ -498,7 +497,7 @@ int ada_control_call(int fd, const char *method, json_t *params, json_t **result
 		return client_why(why, cap, rc, "the recording ended (its control socket closed)");
 	json_t *ans = json_loads(line, 0, NULL), *err = json_object_get(ans, "error");
 	free(line);
-	client_printable_json(ans);
+	ada_control_printable_json(ans);
 	rc = 0;
 	if (json_is_object(err)) {
 		rc = (int)json_integer_value(json_object_get(err, "code"));

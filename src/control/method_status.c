@@ -11,12 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "control_internal.h"
 #include "fs.h"
-
-#define STATUS_AGENT_JSON_MAX (1u << 20) /* agent.json is the target's: bounded */
+#include "manifest.h"
 
 static const char *status_detail_name(uint32_t m)
 {
@@ -28,8 +28,9 @@ struct status_hook_sum {
 	json_int_t installed, skipped;
 	json_int_t time_us_max;                      /* the slowest process's hook_time_us.total */
 	json_int_t count_only_fns, count_only_calls; /* --count-only, budget moves */
-	json_t *moved; /* --overhead-budget's moves: pid, name, when, why */
-	json_t *over;  /* the over_budget hint of the process with the most counted calls */
+	json_t *moved;        /* --overhead-budget's moves: pid, name, when, why */
+	json_t *over;         /* the over_budget hint of the process with the most counted calls */
+	json_int_t too_large; /* agent.json files past ADA_AGENT_JSON_MAX: not read */
 };
 
 #define STATUS_MOVED_MAX 64 /* moves listed; the count says the rest */
@@ -83,18 +84,25 @@ static void status_count_only_of(json_t *a, pid_t pid, struct status_hook_sum *s
 }
 
 /* pid_N/agent.json (written by the agent inside the target: input, read
- * bounded and checked into buf, STATUS_AGENT_JSON_MAX bytes) adds its
+ * whole up to ADA_AGENT_JSON_MAX bytes, the ceiling every agent.json
+ * reader keeps; one past it is counted in too_large, not read) adds its
  * installed and skipped hook counts and the time its hooking took. */
-static void status_hooks_of(int session_fd, pid_t pid, char *buf, struct status_hook_sum *sum)
+static void status_hooks_of(int session_fd, pid_t pid, struct status_hook_sum *sum)
 {
 	char name[64];
 	int fd = -1;
+	struct stat st;
+	size_t n = 0;
 	snprintf(name, sizeof(name), "pid_%d/agent.json", (int)pid);
 	if (session_fd < 0 || ada_fs_open_file(session_fd, name, O_RDONLY, &fd) < 0)
 		return;
-	ssize_t n = read(fd, buf, STATUS_AGENT_JSON_MAX);
+	/* Its size first: one past the ceiling is not read at all. */
+	bool over = fstat(fd, &st) == 0 && (uint64_t)st.st_size > ADA_AGENT_JSON_MAX;
+	char *buf = over ? NULL : ada_json_readfd(fd, ADA_AGENT_JSON_MAX, &n);
+	sum->too_large += over;
 	close(fd);
-	json_t *a = n > 0 ? json_loadb(buf, (size_t)n, 0, NULL) : NULL;
+	json_t *a = buf ? json_loadb(buf, n, 0, NULL) : NULL;
+	free(buf);
 	json_t *in = json_object_get(a, "installed");
 	if (json_is_integer(in) && json_integer_value(in) > 0)
 		sum->installed += json_integer_value(in);
@@ -113,17 +121,13 @@ static void status_hooks_of(int session_fd, pid_t pid, char *buf, struct status_
 static json_t *status_hooks(struct ada_control *c)
 {
 	struct status_hook_sum sum = {.moved = json_array()};
-	/* One buffer for every file: a block this large is a mapping of its
-	 * own (the recorder's fixed mmap threshold), not one per process. */
-	char *buf = malloc(STATUS_AGENT_JSON_MAX);
-	for (uint32_t i = 0; buf && i < c->live->nprocs; i++)
-		status_hooks_of(c->h.session_fd, c->live->procs[i].pid, buf, &sum);
-	free(buf);
-	return json_pack("{s:I,s:I,s:f,s:{s:I,s:I,s:o,s:o*}}", "installed", sum.installed,
+	for (uint32_t i = 0; i < c->live->nprocs; i++)
+		status_hooks_of(c->h.session_fd, c->live->procs[i].pid, &sum);
+	return json_pack("{s:I,s:I,s:f,s:I,s:{s:I,s:I,s:o,s:o*}}", "installed", sum.installed,
 	                 "skipped", sum.skipped, "hook_time_ms_max", (double)sum.time_us_max / 1e3,
-	                 "count_only", "functions", sum.count_only_fns, "calls",
-	                 sum.count_only_calls, "moved_by_budget", sum.moved, "over_budget",
-	                 sum.over);
+	                 "agent_json_too_large", sum.too_large, "count_only", "functions",
+	                 sum.count_only_fns, "calls", sum.count_only_calls, "moved_by_budget",
+	                 sum.moved, "over_budget", sum.over);
 }
 
 static json_t *status_drops(const uint64_t *d)

@@ -119,8 +119,8 @@ static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 	int rc = ada_wal_file_openat(r->io, wal_thread_dir(t), "index.atf", path, &fo, &t->f);
 	/* Before any event is in it: until then, recover finds the file
 	 * empty and the ring's events all after it, whatever the record. */
-	if (rc == 0)
-		wal_ring_table_put(t->p, t);
+	if (rc == 0 && wal_ring_table_put(t->p, t) < 0)
+		wal_ring_table_failed(r, t->p);
 	return rc;
 }
 

@@ -589,7 +589,14 @@ static void orphan_batch(const struct ada_orphan_opts *op, int shm, struct orpha
 
 int ada_orphans_recover(const struct ada_orphan_opts *op, unsigned *taken)
 {
-	const char *shm_dir = op->shm_dir ? op->shm_dir : "/dev/shm";
+	/* Resolved once (/dev/shm may be a link, e.g. to /run/shm): the
+	 * holders' /proc links and maps name files by their real path, and
+	 * a candidate's path must match them or a held directory looks
+	 * unheld. The directory itself is the administrator's (root's
+	 * /dev/shm, or --shm-dir's), not the target's. */
+	char shm_dir[PATH_MAX];
+	if (!realpath(op->shm_dir ? op->shm_dir : "/dev/shm", shm_dir))
+		return -errno;
 	*taken = 0;
 	struct orphan_cand *c = calloc(ORPHAN_BATCH, sizeof(*c));
 	if (!c)

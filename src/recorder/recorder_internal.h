@@ -191,9 +191,13 @@ struct wal_proc {
 	 * the thread lines of its last whole write, the lines appended since. */
 	bool retention_saved;
 	uint32_t retention_lines, retention_appended;
-	/* pid_N/.ring_slots, open for writing (ring_table.c) */
+	/* pid_N/.ring_slots, open for writing (ring_table.c); the puts that
+	 * failed, the first one's -errno, its warning's index in warnings */
 	bool ring_table_open;
 	int ring_table_fd;
+	uint32_t ring_table_fails;
+	int ring_table_err;
+	size_t ring_table_warn;
 	/* flight.c */
 	struct ada_trigger_proc *trig;
 	struct ada_symtab *syms; /* names for the triggers and the stacks at death */
@@ -850,10 +854,13 @@ void wal_retention_apply(json_t *man, json_t *threads, struct wal_retention *rt)
 /* ring_table.c: pid_N/.ring_slots, which ring positions each thread's
  * unfinished index file holds (file event i = ring position base + i of
  * slot `slot` holding generation `gen` of thread `seq`), for `ada
- * recover`. put: at each new index.atf of t (false when not written);
- * drop: its final manifest is written; close: the recorder's end. */
+ * recover`. put: at each new index.atf of t (0, or -errno: not written,
+ * counted in p); failed: one put's failure in p's warnings (the count
+ * kept current in one sentence); drop: its final manifest is written;
+ * close: the recorder's end. */
 #define WAL_RING_TABLE_REC 32u
-bool wal_ring_table_put(struct wal_proc *p, const struct wal_thread *t);
+int wal_ring_table_put(struct wal_proc *p, const struct wal_thread *t);
+void wal_ring_table_failed(struct ada_recorder *r, struct wal_proc *p);
 void wal_ring_table_drop(struct wal_proc *p);
 void wal_ring_table_close(struct wal_proc *p);
 struct wal_ring_base {

@@ -65,6 +65,7 @@ struct rec_ctx {
 	struct wal_retention retention;
 	/* pid_N/.ring_slots: each thread's slot, generation and ring base */
 	struct wal_ring_table ring_table;
+	uint64_t time_skipped; /* the current file's, by rec_time_skip() */
 };
 
 static void rec_say(struct rec_ctx *c, const char *sentence)
@@ -126,13 +127,35 @@ static size_t rec_convert(struct rec_ctx *c, uint32_t slot, const struct atf_ind
 	return k;
 }
 
-/* Appends what one slot's ring still holds to rf, after dropping the
- * first skip events (already on disk): at most one ring's worth (a
- * process that still runs gets no more), REC_BATCH events at a time.
- * Returns the events appended. */
-static uint64_t rec_drain_slot(struct rec_ctx *c, uint32_t slot, uint32_t tid, uint64_t skip,
-                               struct ada_wal_disk_file *rf)
+/* How many of the k converted events in c->buf lead with a time no
+ * later than the file's last event's (t1 of a file with events): the
+ * ring's copies of events already on disk when no ring record says where
+ * the file ends (missing: a put that failed; or not used). Per thread
+ * times never go back, so the first later one ends the run: *done. Only
+ * then: recover converts with the manifest's one anchor, the drain with
+ * the anchors it had, so times near the end may differ by some ns; an
+ * event the file did not hold within them is skipped too (counted, said):
+ * duplicates never. */
+static size_t rec_time_skip(struct rec_ctx *c, size_t k, const struct ada_wal_disk_file *rf,
+                            bool *done)
 {
+	size_t d = 0;
+	while (!*done && d < k && rf->s.events && c->buf[d].timestamp_ns <= rf->s.t1)
+		d++;
+	*done = *done || d < k || !rf->s.events;
+	c->time_skipped += d;
+	return d;
+}
+
+/* Appends what one slot's ring still holds to rf, after dropping the
+ * first skip events (already on disk by the ring record) or, by_time (no
+ * record used), those no later than the file's end (rec_time_skip): at
+ * most one ring's worth (a process that still runs gets no more),
+ * REC_BATCH events at a time. Returns the events appended. */
+static uint64_t rec_drain_slot(struct rec_ctx *c, uint32_t slot, uint32_t tid, uint64_t skip,
+                               bool by_time, struct ada_wal_disk_file *rf)
+{
+	bool timed = !by_time;
 	uint64_t added = 0, budget = ada_arena_config_of(c->arena)->index_events;
 	if (c->use_tsc && !ada_tsc_clock_ready(&c->clk))
 		return 0; /* another machine's counter and nothing to convert it with */
@@ -157,10 +180,11 @@ static uint64_t rec_drain_slot(struct rec_ctx *c, uint32_t slot, uint32_t tid, u
 		if (k > REC_BATCH)
 			k = REC_BATCH;
 		size_t j = rec_convert(c, slot, ev, k, tid, ts_max, added);
-		if (j && ada_wal_disk_append(rf, c->buf, j) < 0)
+		size_t d = rec_time_skip(c, j, rf, &timed);
+		if (j > d && ada_wal_disk_append(rf, c->buf + d, j - d) < 0)
 			break;
 		ada_index_ring_release(c->arena, slot, j);
-		added += j;
+		added += j - d;
 		budget -= j;
 		if (j < k)
 			break;
@@ -312,6 +336,50 @@ static int rec_give_header(struct rec_ctx *c, int fd, const char *path, uint32_t
 	return rc;
 }
 
+/* The ring events thread si's record says are already on disk: the file
+ * ends at ring position base + events, which must lie within what the
+ * ring holds (tail <= end <= head, and no wrap): a record that says
+ * otherwise is stale (a put that failed) or lies (pid_N/ is writable by
+ * the target's user) and is not used, said once; the file's own end by
+ * time decides then (rec_time_skip). */
+static uint64_t rec_record_skip(struct rec_ctx *c, const struct rec_side *sd,
+                                const struct ada_slot_info *si, uint64_t events, bool *used)
+{
+	*used = false;
+	if (!sd->ok)
+		return 0;
+	uint64_t end = sd->base + events;
+	*used = end >= sd->base && end >= si->tail && end <= si->head;
+	if (*used)
+		return end - si->tail;
+	char msg[320];
+	snprintf(msg, sizeof(msg),
+	         "pid %d thread %u: its ring record (base %llu, %llu events on disk) does not fit "
+	         "the ring (positions %llu to %llu): not used; the file's last event's time "
+	         "tells where it ends",
+	         (int)c->pid, si->thread_seq, (unsigned long long)sd->base,
+	         (unsigned long long)events, (unsigned long long)si->tail,
+	         (unsigned long long)si->head);
+	c->rep->ring_records_rejected++;
+	rec_say(c, msg);
+	return 0;
+}
+
+/* Ring events taken as already on disk by their time (rec_time_skip),
+ * no ring record used: counted and said. */
+static void rec_time_said(struct rec_ctx *c, uint32_t seq)
+{
+	if (!c->time_skipped)
+		return;
+	char msg[320];
+	snprintf(msg, sizeof(msg),
+	         "pid %d thread %u: %llu ring events (no usable ring record) were no later than "
+	         "its index file's last event: taken as already on disk, not written again",
+	         (int)c->pid, seq, (unsigned long long)c->time_skipped);
+	c->rep->events_skipped_by_time += c->time_skipped;
+	rec_say(c, msg);
+}
+
 /* Finalizes one index file; for the current one of a thread whose slot
  * is still in the arena, first appends what the ring still holds (the
  * part that was not yet durable when the recorder died; the part
@@ -339,13 +407,15 @@ static int rec_file_of(struct rec_ctx *c, const char *path, int slot,
 	}
 	*n = 0;
 	if (slot >= 0 && !c->arena_bad) {
-		uint64_t on_disk_end = sd->base + rf.s.events;
-		volatile uint64_t skip =
-		    sd->ok && on_disk_end > si->tail ? on_disk_end - si->tail : 0;
-		WAL_GUARDED(c->arena, *n = rec_drain_slot(c, (uint32_t)slot, si->tid, skip, &rf),
+		bool used;
+		volatile uint64_t skip = rec_record_skip(c, sd, si, rf.s.events, &used);
+		c->time_skipped = 0;
+		WAL_GUARDED(c->arena,
+		            *n = rec_drain_slot(c, (uint32_t)slot, si->tid, skip, !used, &rf),
 		            c->arena_bad = true);
 		if (!c->arena_bad)
 			rec_quarantined(c, (uint32_t)slot, si->thread_seq, si->tid);
+		rec_time_said(c, si->thread_seq);
 	}
 	if (slot >= 0 && c->crash && !c->crash_marked && si->tid == c->ci.tid &&
 	    rec_crash_marker(c, &rf) == 0) {

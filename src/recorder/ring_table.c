@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -64,14 +65,14 @@ static int ring_table_open(struct wal_proc *p)
 	return rc < 0 ? rc : fd;
 }
 
-bool wal_ring_table_put(struct wal_proc *p, const struct wal_thread *t)
+static int ring_table_write(struct wal_proc *p, const struct wal_thread *t)
 {
 	if (p->dir_fd < 0)
-		return false;
+		return -EBADF;
 	if (!p->ring_table_open) {
 		int fd = ring_table_open(p);
 		if (fd < 0)
-			return false; /* tried again at the next thread's file */
+			return fd; /* tried again at the next thread's file */
 		p->ring_table_fd = fd;
 		p->ring_table_open = true;
 	}
@@ -84,7 +85,41 @@ bool wal_ring_table_put(struct wal_proc *p, const struct wal_thread *t)
 	};
 	rec.crc = ring_table_crc(&rec);
 	off_t at = (off_t)t->slot * WAL_RING_TABLE_REC;
-	return pwrite(p->ring_table_fd, &rec, sizeof(rec), at) == (ssize_t)sizeof(rec);
+	ssize_t n = pwrite(p->ring_table_fd, &rec, sizeof(rec), at);
+	return n == (ssize_t)sizeof(rec) ? 0 : n < 0 ? -errno : -ENOSPC;
+}
+
+int wal_ring_table_put(struct wal_proc *p, const struct wal_thread *t)
+{
+	int rc = ring_table_write(p, t);
+	if (rc < 0 && p->ring_table_fails++ == 0)
+		p->ring_table_err = rc;
+	return rc;
+}
+
+/* Without its record recover finds where a file ends by the file's last
+ * event's time instead (recover.c rec_time_skip): one sentence per
+ * process. A rotation's put rewrites the thread's own record in place
+ * (its blocks are there: no ENOSPC, no new descriptor), so it fails only
+ * on an I/O error; the record left then is the file before's, which
+ * recover cannot tell (its end may still lie in the ring): said here. */
+void wal_ring_table_failed(struct ada_recorder *r, struct wal_proc *p)
+{
+	char msg[384];
+	snprintf(msg, sizeof(msg),
+	         "pid %d: the ring positions of %u index file%s could not be kept in "
+	         "pid_N/.ring_slots (first: %s); after a recorder crash `ada recover` finds "
+	         "where they end by their last event's time",
+	         (int)p->pid, p->ring_table_fails, p->ring_table_fails == 1 ? "" : "s",
+	         strerror(-p->ring_table_err));
+	if (!p->warnings)
+		return;
+	if (p->ring_table_fails > 1 && p->ring_table_warn < json_array_size(p->warnings)) {
+		json_array_set_new(p->warnings, p->ring_table_warn, json_string(msg));
+		return;
+	}
+	p->ring_table_warn = json_array_size(p->warnings);
+	wal_note(r, p, "%s", msg);
 }
 
 void wal_ring_table_close(struct wal_proc *p)

@@ -51,3 +51,19 @@ assert line in open(sys.argv[4]).read(), 'ada status lacks %r' % line
 print('exclude_hint: %s (%.1f %% -> %.1f %%)' % (','.join(names), ob['counts_cost_pct'],
                                                  ob['would_cost_pct']))
 PY
+# pid_N/ is writable by the target's user: a name in its manifest with
+# control characters (a terminal title and a bell) reaches `ada status`'s
+# terminal as '?', in the per-process lines and the session's line both.
+python3 - "$S" <<'PY' || fail "could not plant a name in the manifest"
+import glob, json, sys
+(path,) = glob.glob(sys.argv[1] + '/pid_*/manifest.json')
+m = json.load(open(path))
+m['count_only']['over_budget']['exclude'][0] = 'hot_\x1b]0;pwned\x07\u009b2J'
+json.dump(m, open(path, 'w'))
+PY
+"$ADA" status "$S" >"$WORK/st2.txt" 2>>"$WORK/err" || fail "ada status failed"
+grep -q 'hot_?]0;pwned??2J' "$WORK/st2.txt" || fail "ada status did not show the planted name cleaned"
+if LC_ALL=C grep -q "$(printf '[\033\007]\|\302\233')" "$WORK/st2.txt"; then
+	fail "ada status printed a control character from the manifest"
+fi
+exit 0

@@ -5,7 +5,7 @@ add_executable(producer_kill ${CMAKE_SOURCE_DIR}/tests/targets/producer_kill.c)
 target_link_libraries(producer_kill PRIVATE ada_producer)
 add_executable(producer_check ${CMAKE_SOURCE_DIR}/tests/targets/producer_check.c)
 target_link_libraries(producer_check PRIVATE ada_atf_format ada_dep_z)
-foreach(mode exact kill maxdisk recover serial_kill serial_kill_old rotate_kill retention_recover enospc
+foreach(mode exact kill maxdisk recover serial_kill serial_kill_old serial_kill_lie rotate_kill retention_recover enospc
              badinput)
   add_test(NAME pipeline_${mode}
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/pipeline_test.sh

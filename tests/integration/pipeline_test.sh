@@ -162,7 +162,7 @@ recover)
 	}
 	validate "$S"
 	;;
-serial_kill | serial_kill_old)
+serial_kill | serial_kill_old | serial_kill_lie)
 	# A thread per request: short threads one after another, their slots
 	# freed and taken again, and the recorder killed (by itself, at its
 	# 20th ring release: the events before it written, not released, so
@@ -171,6 +171,9 @@ serial_kill | serial_kill_old)
 	# events, exactly, in its own thread_K (none in another's, none twice).
 	# serial_kill_old: the table turned into what recorders before it
 	# left, a thread_K/.ring_base line per thread, for recover to read.
+	# serial_kill_lie: every record's base made one that wraps (as pid_N/
+	# is writable by the target's user, or a stale one): recover must not
+	# use it (said) and find the file's end by its last event's time.
 	ADA_TEST_KILL_AT=ring_release@20 "$ADA" record --no-agent $IDXOPT \
 		--out "$WORK/out" -- "$PROD" serial "$WORK/counts" 2>"$WORK/err" &
 	APID=$!
@@ -196,7 +199,22 @@ for off in range(0, len(raw) - 31, 32):
 os.unlink(os.path.join(d, ".ring_slots"))
 PY
 	fi
+	if [ "$MODE" = serial_kill_lie ]; then
+		python3 - "$S"/pid_*/.ring_slots <<'PY' || fail "could not rewrite .ring_slots"
+import struct, sys, zlib
+p = sys.argv[1]
+raw = bytearray(open(p, "rb").read())
+for off in range(0, len(raw) - 31, 32):
+    if struct.unpack_from("<I", raw, off)[0] == 0x31535241:
+        struct.pack_into("<Q", raw, off + 16, 2**64 - 3)
+        struct.pack_into("<I", raw, off + 24, zlib.crc32(bytes(raw[off:off + 24])))
+open(p, "wb").write(raw)
+PY
+	fi
 	"$ADA" recover "$S" 2>"$WORK/rec" || { cat "$WORK/rec" >&2; fail "ada recover failed"; }
+	if [ "$MODE" = serial_kill_lie ]; then
+		grep -q "does not fit the ring" "$WORK/rec" || { cat "$WORK/rec" >&2; fail "recover did not say the record was not used"; }
+	fi
 	ls "$S"/pid_*/.ring_slots "$S"/pid_*/thread_*/.ring_base >/dev/null 2>&1 &&
 		fail "recover left pid_N/.ring_slots or a thread_K/.ring_base"
 	check "$S" serial "$WORK/counts" || { cat "$WORK/rec" >&2; fail "recovered threads wrong"; }

@@ -30,6 +30,7 @@
 #include "control.h"
 #include "control_internal.h"
 #include "fs.h"
+#include "manifest.h"
 
 struct fake {
 	struct ada_trigger_engine *e;
@@ -426,6 +427,63 @@ static void test_detail_never(void **state)
 	}
 	assert_int_equal(armed(&f), 0);
 	fake_fini(&f);
+}
+
+/* pid_N/agent.json at pad bytes of padding (its hooks: 7 installed),
+ * or a sparse file past the ceiling when pad is 0; the session's fd. */
+static int agent_json_at(char *dir, size_t pad)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/pid_%d", dir, (int)getpid());
+	assert_int_equal(mkdir(path, 0700), 0);
+	strcat(path, "/agent.json");
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	if (pad) {
+		char *big = malloc(pad + 64);
+		int n = snprintf(big, 64, "{\"installed\": 7, \"pad\": \"");
+		memset(big + n, 'x', pad);
+		memcpy(big + n + pad, "\"}", 2);
+		assert_int_equal(write(fd, big, (size_t)n + pad + 2),
+		                 (ssize_t)((size_t)n + pad + 2));
+		free(big);
+	} else {
+		assert_int_equal(ftruncate(fd, (off_t)ADA_AGENT_JSON_MAX + 1), 0);
+	}
+	close(fd);
+	return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* agent.json is read whole up to the documented ceiling: a 3 MiB one
+ * (thousands of long names) counts its hooks; one past the ceiling is
+ * said (agent_json_too_large), not silently nothing. */
+static void test_status_agent_json_large(void **state)
+{
+	(void)state;
+	struct fake f;
+	char dir[] = "/tmp/ada_ctl_agent.XXXXXX", cmd[64];
+	assert_non_null(mkdtemp(dir));
+	fake_init(&f, ADA_DETAIL_TRIGGERED);
+	f.c->h.session_fd = agent_json_at(dir, 3u << 20);
+	json_t *j = ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}");
+	json_t *h = json_object_get(result_of(j), "hooks");
+	assert_int_equal(json_integer_value(json_object_get(h, "installed")), 7);
+	assert_int_equal(json_integer_value(json_object_get(h, "agent_json_too_large")), 0);
+	json_decref(j);
+	close(f.c->h.session_fd);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/pid_*", dir);
+	assert_int_equal(system(cmd), 0);
+	f.c->h.session_fd = agent_json_at(dir, 0);
+	j = ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"status\"}");
+	h = json_object_get(result_of(j), "hooks");
+	assert_int_equal(json_integer_value(json_object_get(h, "installed")), 0);
+	assert_int_equal(json_integer_value(json_object_get(h, "agent_json_too_large")), 1);
+	json_decref(j);
+	close(f.c->h.session_fd);
+	f.c->h.session_fd = -1;
+	fake_fini(&f);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
 }
 
 static void test_status_windows(void **state)
@@ -955,13 +1013,21 @@ static void test_registry(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_errors),           cmocka_unit_test(test_arm_disarm_list),
-	    cmocka_unit_test(test_arm_window),       cmocka_unit_test(test_registry),
-	    cmocka_unit_test(test_trigger_note),     cmocka_unit_test(test_detail_never),
-	    cmocka_unit_test(test_status_windows),   cmocka_unit_test(test_socket_clients),
-	    cmocka_unit_test(test_socket_busy),      cmocka_unit_test(test_socket_peer_refused),
-	    cmocka_unit_test(test_socket_idle),      cmocka_unit_test(test_client_printable),
-	    cmocka_unit_test(test_socket_slow_lane), cmocka_unit_test(test_wakes),
+	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_arm_disarm_list),
+	    cmocka_unit_test(test_arm_window),
+	    cmocka_unit_test(test_registry),
+	    cmocka_unit_test(test_trigger_note),
+	    cmocka_unit_test(test_detail_never),
+	    cmocka_unit_test(test_status_windows),
+	    cmocka_unit_test(test_status_agent_json_large),
+	    cmocka_unit_test(test_socket_clients),
+	    cmocka_unit_test(test_socket_busy),
+	    cmocka_unit_test(test_socket_peer_refused),
+	    cmocka_unit_test(test_socket_idle),
+	    cmocka_unit_test(test_client_printable),
+	    cmocka_unit_test(test_socket_slow_lane),
+	    cmocka_unit_test(test_wakes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -205,6 +205,45 @@ static void test_held_then_taken(void **state)
 	assert_false(exists(f->arena));
 }
 
+/* The shm directory reached through a link (/dev/shm -> /run/shm): a
+ * process holding a file of the directory is still its holder (the
+ * scan compares real paths), so the directory is left, not taken. */
+static void test_held_through_link(void **state)
+{
+	struct fixture *f = *state;
+	mark_dead(f, false, f->session);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t h = fork();
+	if (h == 0) {
+		char path[256];
+		snprintf(path, sizeof(path), "%s/4242.ring", f->arena);
+		int fd = open(path, O_RDONLY);
+		(void)!write(p[1], "x", 1);
+		pause();
+		close(fd);
+		_exit(0);
+	}
+	char c, link[80];
+	assert_int_equal(read(p[0], &c, 1), 1);
+	snprintf(link, sizeof(link), "%s.link", f->out);
+	assert_int_equal(symlink(f->shm, link), 0);
+	struct ada_orphan_opts o = {
+	    .shm_dir = link, .found = found, .arg = f, .proc_walks = &f->walks};
+	unsigned taken = 99;
+	int rc = ada_orphans_recover(&o, &taken);
+	kill(h, SIGKILL);
+	waitpid(h, NULL, 0);
+	unlink(link);
+	close(p[0]);
+	close(p[1]);
+	assert_int_equal(rc, 0);
+	assert_int_equal(taken, 0);
+	assert_int_equal(f->last.outcome, ADA_ORPHAN_IN_USE);
+	assert_int_equal(f->last.holder, h);
+	assert_true(exists(f->arena));
+}
+
 /* A pid no process has (a child that has been reaped). */
 static pid_t dead_pid(void)
 {
@@ -397,6 +436,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_not_private_left, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_other_session_left, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_held_then_taken, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_held_through_link, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_recover_lock, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unmarked_dead_removed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unmarked_tmp_removed, setup, teardown),

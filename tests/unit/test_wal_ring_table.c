@@ -49,7 +49,7 @@ static void put(struct wal_proc *p, uint32_t slot, uint32_t seq, uint32_t gen, u
 {
 	struct wal_thread t = {
 	    .p = p, .slot = slot, .seq = seq, .slot_gen = gen, .ring_next = base};
-	assert_true(wal_ring_table_put(p, &t));
+	assert_int_equal(wal_ring_table_put(p, &t), 0);
 }
 
 static void expect(const struct wal_ring_table *tb, uint32_t seq, uint32_t slot, uint32_t gen,
@@ -114,6 +114,39 @@ static void test_records(void **state)
 	close(p.dir_fd);
 }
 
+/* A put that fails (a directory planted under the name: it is not
+ * removed, nothing is written) is counted with its reason, in one
+ * warning of the process kept current as more fail. */
+static void test_put_failed(void **state)
+{
+	(void)state;
+	assert_int_equal(mkdir(path, 0700), 0);
+	struct wal_proc p = {.dir = dir, .pid = 42, .warnings = json_array()};
+	struct ada_recorder *r = calloc(1, sizeof(*r));
+	p.dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	json_array_append_new(p.warnings, json_string("an earlier warning"));
+	struct wal_thread t = {.p = &p, .slot = 1, .seq = 4, .slot_gen = 1, .ring_next = 77};
+	assert_true(wal_ring_table_put(&p, &t) < 0);
+	wal_ring_table_failed(r, &p);
+	assert_int_equal(p.ring_table_fails, 1);
+	assert_int_equal(json_array_size(p.warnings), 2);
+	const char *w = json_string_value(json_array_get(p.warnings, 1));
+	assert_non_null(strstr(w, "pid 42: the ring positions of 1 index file could not"));
+	assert_non_null(strstr(w, strerror(-p.ring_table_err)));
+	t.seq = 5;
+	assert_true(wal_ring_table_put(&p, &t) < 0);
+	wal_ring_table_failed(r, &p);
+	assert_int_equal(json_array_size(p.warnings), 2);
+	w = json_string_value(json_array_get(p.warnings, 1));
+	assert_non_null(strstr(w, "of 2 index files"));
+	struct stat st;
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	json_decref(p.warnings);
+	free(r);
+	close(p.dir_fd);
+}
+
 static void test_planted_link(void **state)
 {
 	(void)state;
@@ -165,6 +198,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_records, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_planted_link, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_put_failed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_short_file, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -189,5 +189,10 @@ int ada_control_registry_prune(void);
  * or -errno (the connection failed; -ECONNRESET: the recording ended). */
 int ada_control_call(int fd, const char *method, json_t *params, json_t **result, char *why,
                      size_t cap);
+/* Every string and key in j made printable, in place: each control
+ * character (C0, DEL, C1 in UTF-8) becomes one '?'. For what a terminal
+ * is shown from input: a server's answer (ada_control_call does it), the
+ * manifests and agent.json of pid_N/ (the target's user can write there). */
+void ada_control_printable_json(json_t *j);
 
 #endif

@@ -442,6 +442,12 @@ struct ada_recover_report {
 	uint32_t links_skipped; /* symbolic links met in the session, not followed */
 	uint32_t quarantined;   /* slots that broke the ring protocol */
 	uint64_t corrupt_drops; /* events left in them, not written */
+	/* pid_N/.ring_slots records that did not fit their ring (stale or
+	 * lying), not used; ring events not written again because they were
+	 * no later than their index file's last event (a missing or stale
+	 * record's fallback: duplicates never) */
+	uint32_t ring_records_rejected;
+	uint64_t events_skipped_by_time;
 	/* Set by the caller (kept across the call): one sentence per thread
 	 * quarantined or arena lost, for stderr. NULL: the manifests only. */
 	void (*notice)(void *arg, const char *sentence);
