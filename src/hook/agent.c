@@ -19,6 +19,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -81,6 +82,10 @@ static int agent_write_file(int dirfd, const char *name, int (*fill)(FILE *, con
 		err = -errno;
 		close(fd);
 	} else {
+		/* Ours alone (under agent.lock): no stream lock, and so no
+		 * cleanup region per call, each a traced libc function passed
+		 * under the guard once libc is hooked (agent_json_string). */
+		__fsetlocking(f, FSETLOCKING_BYCALLER);
 		err = fill(f, arg);
 		if ((ferror(f) | fclose(f)) && !err)
 			err = -EIO;
@@ -139,19 +144,36 @@ static int agent_write_syms(int mod_fd, struct agent_module *m)
 	return err;
 }
 
+/* The files' bytes go out with putc_unlocked, which the compiler inlines
+ * into the stream's buffer: once libc is hooked, each call of the agent
+ * into libc (fputc, fprintf and the functions they call) passes a
+ * trampoline and the guard's handler (untraced_calls.agent_work), about
+ * 2 900 of them in a forked child's agent.json at exit before this
+ * (docs/benchmarks.md, cow9). */
+static void agent_put_hex(FILE *f, unsigned v, int digits)
+{
+	static const char hex[] = "0123456789abcdef";
+	while (digits-- > 0)
+		putc_unlocked(hex[(v >> (4 * digits)) & 15u], f);
+}
+
 void agent_json_string(FILE *f, const char *s)
 {
-	fputc('"', f);
+	putc_unlocked('"', f);
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
+		if (c == '"' || c == '\\') {
+			putc_unlocked('\\', f);
+			putc_unlocked(c, f);
+		} else if (c < 0x20) {
+			putc_unlocked('\\', f);
+			putc_unlocked('u', f);
+			agent_put_hex(f, c, 4);
+		} else {
+			putc_unlocked(c, f);
+		}
 	}
-	fputc('"', f);
+	putc_unlocked('"', f);
 }
 
 /* Length of the valid UTF-8 sequence at s (1 to 4), 0 when invalid. */
@@ -209,8 +231,11 @@ static void agent_json_ids(FILE *f, const struct agent_module *m)
 	fputs("\"build_id\": ", f);
 	if (!m->st.build_id_len)
 		fputs("null", f);
-	for (size_t i = 0; i < m->st.build_id_len; i++)
-		fprintf(f, "%s%02x", i ? "" : "\"", m->st.build_id[i]);
+	for (size_t i = 0; i < m->st.build_id_len; i++) {
+		if (!i)
+			putc_unlocked('"', f);
+		agent_put_hex(f, m->st.build_id[i], 2);
+	}
 	fputs(m->st.build_id_len ? "\", \"table_xxh64\": " : ", \"table_xxh64\": ", f);
 	if (m->syms_written)
 		fprintf(f, "\"%016" PRIx64 "\", ", m->table_xxh64);
