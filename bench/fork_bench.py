@@ -115,7 +115,9 @@ def per_child(text):
     if not m:
         return None
     q = re.search(r'child_runq_median_us=(-?[\d.]+)', text)
-    return tuple(float(x) for x in m.groups()) + (float(q.group(1)) if q else -1.0,)
+    f = re.search(r'child_minflt_median=([\d.]+)', text)
+    return tuple(float(x) for x in m.groups()) + (float(q.group(1)) if q else -1.0,
+                                                  float(f.group(1)) if f else -1.0)
 
 
 def variants(args, work):
@@ -248,6 +250,7 @@ def report(args, res, loads):
                 row['child_cpu_median_ms'] = med([p[2] for p in pcs]) / 1000
                 rq = med([p[3] for p in pcs if p[3] >= 0])
                 row['child_runq_median_ms'] = rq / 1000 if rq is not None else None
+                row['child_minflt_median'] = med([p[4] for p in pcs if p[4] >= 0])
             table.setdefault(w, {})[v] = row
             extra = ''
             if pcs:
@@ -256,6 +259,8 @@ def report(args, res, loads):
                     row['child_cpu_median_ms'])
                 if row['child_runq_median_ms'] is not None:
                     extra += ', waiting for a CPU %.3f ms' % row['child_runq_median_ms']
+                if row['child_minflt_median'] is not None:
+                    extra += ', %.0f page faults' % row['child_minflt_median']
             print('%-5s %-12s wall %8.3f s (%5.2fx)  cpu %7.3f s (%5.2fx)%s' % (
                 w, v, wall, row['wall_x'] or 0, cpu, row['cpu_x'] or 0, extra))
     if args.split:

@@ -19,6 +19,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -81,6 +82,10 @@ static int agent_write_file(int dirfd, const char *name, int (*fill)(FILE *, con
 		err = -errno;
 		close(fd);
 	} else {
+		/* Ours alone (under agent.lock): no stream lock, and so no
+		 * cleanup region per call, each a traced libc function passed
+		 * under the guard once libc is hooked (agent_json_string). */
+		__fsetlocking(f, FSETLOCKING_BYCALLER);
 		err = fill(f, arg);
 		if ((ferror(f) | fclose(f)) && !err)
 			err = -EIO;
@@ -139,19 +144,118 @@ static int agent_write_syms(int mod_fd, struct agent_module *m)
 	return err;
 }
 
+/* The files' bytes go out with putc_unlocked, which the compiler inlines
+ * into the stream's buffer: once libc is hooked, each call of the agent
+ * into libc (fputc, fprintf and the functions they call) passes a
+ * trampoline and the guard's handler (untraced_calls.agent_work), about
+ * 2 900 of them in a forked child's agent.json at exit before this
+ * (docs/benchmarks.md, cow9). */
+static void agent_put_hex(FILE *f, unsigned v, int digits)
+{
+	static const char hex[] = "0123456789abcdef";
+	while (digits-- > 0)
+		putc_unlocked(hex[(v >> (4 * digits)) & 15u], f);
+}
+
+/* fprintf's subset the agent's files use (%s %c %d %u %zu %lu %lx,
+ * a width with '0'), formatted here into the stream's buffer (the same
+ * reason as agent_put_hex); any other format goes to vfprintf whole. */
+static bool agent_fmt_ours(const char *fmt)
+{
+	for (const char *p = fmt; *p; p++) {
+		if (*p != '%')
+			continue;
+		p++;
+		while (*p >= '0' && *p <= '9')
+			p++;
+		if (*p == 'l' || *p == 'z')
+			p++;
+		if (*p != 's' && *p != 'c' && *p != 'd' && *p != 'u' && *p != 'x')
+			return false;
+	}
+	return true;
+}
+
+static void agent_put_num(FILE *f, uint64_t v, bool neg, unsigned base, int width, char pad)
+{
+	char buf[24];
+	int n = 0;
+	do {
+		buf[n++] = "0123456789abcdef"[v % base];
+		v /= base;
+	} while (v);
+	if (neg)
+		buf[n++] = '-';
+	for (int i = n; i < width; i++)
+		putc_unlocked(pad, f);
+	while (n > 0)
+		putc_unlocked(buf[--n], f);
+}
+
+/* One conversion at *p (after the '%'); the format position after it. */
+static const char *agent_put_conv(FILE *f, const char *p, va_list *ap)
+{
+	char pad = *p == '0' ? '0' : ' ';
+	int width = 0;
+	while (*p >= '0' && *p <= '9')
+		width = width * 10 + (*p++ - '0');
+	bool wide = *p == 'l' || *p == 'z';
+	p += wide;
+	if (*p == 's') {
+		for (const char *s = va_arg(*ap, const char *); *s; s++)
+			putc_unlocked(*s, f);
+	} else if (*p == 'c') {
+		putc_unlocked(va_arg(*ap, int), f);
+	} else if (*p == 'd') {
+		int64_t v = wide ? va_arg(*ap, long) : va_arg(*ap, int);
+		agent_put_num(f, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, v < 0, 10, width, pad);
+	} else {
+		uint64_t v = wide ? va_arg(*ap, unsigned long) : va_arg(*ap, unsigned);
+		agent_put_num(f, v, false, *p == 'x' ? 16 : 10, width, pad);
+	}
+	return p + 1;
+}
+
+static void agent_puts(const char *s, FILE *f)
+{
+	for (; *s; s++)
+		putc_unlocked(*s, f);
+}
+
+__attribute__((format(printf, 2, 3))) static void agent_printf(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (!agent_fmt_ours(fmt)) {
+		vfprintf(f, fmt, ap);
+	} else {
+		for (const char *p = fmt; *p;) {
+			if (*p != '%')
+				putc_unlocked(*p++, f);
+			else
+				p = agent_put_conv(f, p + 1, &ap);
+		}
+	}
+	va_end(ap);
+}
+
 void agent_json_string(FILE *f, const char *s)
 {
-	fputc('"', f);
+	putc_unlocked('"', f);
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
+		if (c == '"' || c == '\\') {
+			putc_unlocked('\\', f);
+			putc_unlocked(c, f);
+		} else if (c < 0x20) {
+			putc_unlocked('\\', f);
+			putc_unlocked('u', f);
+			agent_put_hex(f, c, 4);
+		} else {
+			putc_unlocked(c, f);
+		}
 	}
-	fputc('"', f);
+	putc_unlocked('"', f);
 }
 
 /* Length of the valid UTF-8 sequence at s (1 to 4), 0 when invalid. */
@@ -192,58 +296,63 @@ static void agent_json_text(FILE *f, const char *s)
 static void agent_json_skips(FILE *f, const uint64_t *sk)
 {
 	bool first = true;
-	fputc('{', f);
+	putc_unlocked('{', f);
 	for (int r = 1; r < ADA_SKIP_REASON_COUNT; r++) {
 		if (!sk[r])
 			continue;
-		fprintf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ", hook_skip_name(r), sk[r]);
+		agent_printf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ", hook_skip_name(r), sk[r]);
 		first = false;
 	}
-	fputc('}', f);
+	putc_unlocked('}', f);
 }
 
 /* "build_id" (hex, or null) and "table_xxh64" (as in the .syms header,
  * or null before it is written): the manifest's modules[] copies them. */
 static void agent_json_ids(FILE *f, const struct agent_module *m)
 {
-	fputs("\"build_id\": ", f);
+	agent_puts("\"build_id\": ", f);
 	if (!m->st.build_id_len)
-		fputs("null", f);
-	for (size_t i = 0; i < m->st.build_id_len; i++)
-		fprintf(f, "%s%02x", i ? "" : "\"", m->st.build_id[i]);
-	fputs(m->st.build_id_len ? "\", \"table_xxh64\": " : ", \"table_xxh64\": ", f);
+		agent_puts("null", f);
+	for (size_t i = 0; i < m->st.build_id_len; i++) {
+		if (!i)
+			putc_unlocked('"', f);
+		agent_put_hex(f, m->st.build_id[i], 2);
+	}
+	agent_puts(m->st.build_id_len ? "\", \"table_xxh64\": " : ", \"table_xxh64\": ", f);
 	if (m->syms_written)
-		fprintf(f, "\"%016" PRIx64 "\", ", m->table_xxh64);
+		agent_printf(f, "\"%016" PRIx64 "\", ", m->table_xxh64);
 	else
-		fputs("null, ", f);
+		agent_puts("null, ", f);
 	/* a module the program does not trace (--include) tells nothing */
-	fprintf(f, "\"fde_functions\": %zu, ", m->wanted ? m->st.n_fde : 0);
+	agent_printf(f, "\"fde_functions\": %zu, ", m->wanted ? m->st.n_fde : 0);
 	/* of "installed": hooked in the padding form (docs/hooks.md) */
-	fprintf(f, "\"padding_form\": %zu, ", m->n_pad);
+	agent_printf(f, "\"padding_form\": %zu, ", m->n_pad);
 	/* of "installed": hooked in the far form (arm64, agent_far.c) */
-	fprintf(f, "\"far_form\": %zu, ", m->n_far);
+	agent_printf(f, "\"far_form\": %zu, ", m->n_far);
 }
 
 static void agent_json_module(FILE *f, const struct agent_module *m)
 {
-	fprintf(f, "    {\"module_id\": %" PRIu32 ", \"path\": ", m->id);
+	agent_printf(f, "    {\"module_id\": %" PRIu32 ", \"path\": ", m->id);
 	agent_json_string(f, m->path);
-	fprintf(f, ", \"load_base\": \"0x%" PRIx64 "\", \"symbol_source\": \"%s\", ", m->base,
-	        ada_symtab_source_name(m->st.source));
+	agent_printf(f, ", \"load_base\": \"0x%" PRIx64 "\", \"symbol_source\": \"%s\", ", m->base,
+	             ada_symtab_source_name(m->st.source));
 	agent_json_ids(f, m);
-	fprintf(f,
-	        "\"unloaded\": %s, \"functions\": %zu, \"installed\": %" PRIu64 ", \"skipped\": ",
-	        m->gone ? "true" : "false", m->st.count, m->installed);
+	agent_printf(
+	    f, "\"unloaded\": %s, \"functions\": %zu, \"installed\": %" PRIu64 ", \"skipped\": ",
+	    m->gone ? "true" : "false", m->st.count, m->installed);
 	agent_json_skips(f, m->skipped);
-	fprintf(f, ", \"symbols_us\": %" PRIu64 ", \"patching_us\": %" PRIu64, m->ns_symbols / 1000,
-	        m->ns_patching / 1000);
-	fprintf(f,
-	        ", \"prepare_us\": %" PRIu64 ", \"xref_us\": %" PRIu64
-	        ", \"trampolines_us\": %" PRIu64 ", \"patch_us\": %" PRIu64,
-	        m->ns_prepare / 1000, m->ns_xref / 1000, m->ns_emit / 1000, m->ns_apply / 1000);
+	agent_printf(f, ", \"symbols_us\": %" PRIu64 ", \"patching_us\": %" PRIu64,
+	             m->ns_symbols / 1000, m->ns_patching / 1000);
+	agent_printf(f,
+	             ", \"prepare_us\": %" PRIu64 ", \"xref_us\": %" PRIu64
+	             ", \"trampolines_us\": %" PRIu64 ", \"patch_us\": %" PRIu64,
+	             m->ns_prepare / 1000, m->ns_xref / 1000, m->ns_emit / 1000,
+	             m->ns_apply / 1000);
 	static const char *const cache_names[] = {"off", "hit", "miss"};
-	fprintf(f, ", \"plan_cache\": \"%s\", \"symtab_cache\": \"%s\", \"analysis_threads\": %d}",
-	        cache_names[m->cache], cache_names[m->symcache], m->par ? 2 : 1);
+	agent_printf(
+	    f, ", \"plan_cache\": \"%s\", \"symtab_cache\": \"%s\", \"analysis_threads\": %d}",
+	    cache_names[m->cache], cache_names[m->symcache], m->par ? 2 : 1);
 }
 
 /* The plan cache's and the symbol-table cache's counts over the modules. */
@@ -254,18 +363,20 @@ static void agent_json_caches(FILE *f)
 		cache[agent.mods[i].cache]++;
 		sym[agent.mods[i].symcache]++;
 	}
-	fprintf(f,
-	        ",\n  \"plan_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
-	        ", \"off\": %" PRIu64 ", \"untrusted\": %" PRIu64 ", \"rejected\": %" PRIu64
-	        ", \"decoded\": %" PRIu64 "}",
-	        cache[AGENT_CACHE_HIT], cache[AGENT_CACHE_MISS], cache[AGENT_CACHE_OFF],
-	        agent.cache_untrusted, agent.cache_rejected, agent.cache_decoded);
-	fprintf(f,
-	        ",\n  \"symtab_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
-	        ", \"off\": %" PRIu64 ", \"refused\": %" PRIu64 "}",
-	        sym[AGENT_CACHE_HIT], sym[AGENT_CACHE_MISS], sym[AGENT_CACHE_OFF],
-	        agent.symcache_refused);
+	agent_printf(f,
+	             ",\n  \"plan_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
+	             ", \"off\": %" PRIu64 ", \"untrusted\": %" PRIu64 ", \"rejected\": %" PRIu64
+	             ", \"decoded\": %" PRIu64 "}",
+	             cache[AGENT_CACHE_HIT], cache[AGENT_CACHE_MISS], cache[AGENT_CACHE_OFF],
+	             agent.cache_untrusted, agent.cache_rejected, agent.cache_decoded);
+	agent_printf(f,
+	             ",\n  \"symtab_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
+	             ", \"off\": %" PRIu64 ", \"refused\": %" PRIu64 "}",
+	             sym[AGENT_CACHE_HIT], sym[AGENT_CACHE_MISS], sym[AGENT_CACHE_OFF],
+	             agent.symcache_refused);
 }
+
+static void agent_json_tail(FILE *f);
 
 static void agent_json_body(FILE *f)
 {
@@ -275,75 +386,85 @@ static void agent_json_body(FILE *f)
 		for (int r = 0; r < ADA_SKIP_REASON_COUNT; r++)
 			sk[r] += agent.mods[i].skipped[r];
 	}
-	fprintf(f,
-	        "{\n  \"pid\": %d,\n  \"hook_time_us\": {\"arena\": %" PRIu64
-	        ", \"discovery\": %" PRIu64,
-	        (int)getpid(), agent.ns_arena / 1000, agent.ns_discovery / 1000);
-	fprintf(f, ", \"symbols\": %" PRIu64 ", \"patching\": %" PRIu64 ", \"files\": %" PRIu64,
-	        agent.ns_symbols / 1000, agent.ns_patching / 1000, agent.ns_files / 1000);
-	fprintf(f, ", \"total\": %" PRIu64 "},\n  \"installed\": %" PRIu64 ",\n  \"skipped\": ",
-	        agent.ns_total / 1000, installed);
+	agent_printf(f,
+	             "{\n  \"pid\": %d,\n  \"hook_time_us\": {\"arena\": %" PRIu64
+	             ", \"discovery\": %" PRIu64,
+	             (int)getpid(), agent.ns_arena / 1000, agent.ns_discovery / 1000);
+	agent_printf(f,
+	             ", \"symbols\": %" PRIu64 ", \"patching\": %" PRIu64 ", \"files\": %" PRIu64,
+	             agent.ns_symbols / 1000, agent.ns_patching / 1000, agent.ns_files / 1000);
+	agent_printf(f,
+	             ", \"total\": %" PRIu64 "},\n  \"installed\": %" PRIu64 ",\n  \"skipped\": ",
+	             agent.ns_total / 1000, installed);
 	agent_json_skips(f, sk);
 	agent_json_caches(f);
 	uint64_t par = 0;
 	for (size_t i = 0; i < agent.n_mods; i++)
 		par += agent.mods[i].par;
-	fprintf(f,
-	        ",\n  \"analysis_threads\": {\"two_threads\": %" PRIu64
-	        ", \"helper_failed\": %" PRIu64 "}",
-	        par, agent.par_fallback);
-	fprintf(f,
-	        ",\n  \"symbol_files\": {\"written\": %" PRIu64 ", \"shared\": %" PRIu64
-	        ", \"share_failed\": %" PRIu64 ", \"bodies_written\": %" PRIu64
-	        ", \"bodies_shared\": %" PRIu64 ", \"bodies_refused\": %" PRIu64
-	        ", \"bodies_unstored\": %" PRIu64 "}",
-	        agent.syms_written, agent.syms_shared, agent.syms_share_failed,
-	        agent.syms_bodies_written, agent.syms_bodies_shared, agent.syms_bodies_refused,
-	        agent.syms_bodies_unstored);
+	agent_printf(f,
+	             ",\n  \"analysis_threads\": {\"two_threads\": %" PRIu64
+	             ", \"helper_failed\": %" PRIu64 "}",
+	             par, agent.par_fallback);
+	agent_printf(f,
+	             ",\n  \"symbol_files\": {\"written\": %" PRIu64 ", \"shared\": %" PRIu64
+	             ", \"share_failed\": %" PRIu64 ", \"bodies_written\": %" PRIu64
+	             ", \"bodies_shared\": %" PRIu64 ", \"bodies_refused\": %" PRIu64
+	             ", \"bodies_unstored\": %" PRIu64 "}",
+	             agent.syms_written, agent.syms_shared, agent.syms_share_failed,
+	             agent.syms_bodies_written, agent.syms_bodies_shared, agent.syms_bodies_refused,
+	             agent.syms_bodies_unstored);
 	/* This one counted: the write it is part of. */
-	fprintf(f, ",\n  \"agent_json_writes\": %" PRIu64, agent.json_writes + 1);
+	agent_printf(f, ",\n  \"agent_json_writes\": %" PRIu64, agent.json_writes + 1);
 	uint64_t un[AGENT_UNTRACED_COUNT];
 	agent_untraced_counts(un);
-	fprintf(f,
-	        ",\n  \"untraced_calls\": {\"agent_work\": %" PRIu64 ", \"shadow_full\": %" PRIu64
-	        ", \"nested_signal\": %" PRIu64 ", \"unmatched_return\": %" PRIu64
-	        ", \"thread_exit\": %" PRIu64 ", \"recorder_gone\": %" PRIu64 "}",
-	        un[0], un[1], un[2], un[3], un[AGENT_UNTRACED_THREAD_EXIT],
-	        un[AGENT_UNTRACED_RECORDER_GONE]);
-	fprintf(f,
-	        ",\n  \"unmatched_returns\": {\"returns\": %" PRIu64
-	        ", \"threads_stopped\": %" PRIu64 "}",
-	        un[4], un[5]);
-	fprintf(f,
-	        ",\n  \"stack_switches\": {\"switches\": %" PRIu64 ", \"frames_cut\": %" PRIu64 "}",
-	        un[6], un[7]);
+	agent_printf(f,
+	             ",\n  \"untraced_calls\": {\"agent_work\": %" PRIu64
+	             ", \"shadow_full\": %" PRIu64 ", \"nested_signal\": %" PRIu64
+	             ", \"unmatched_return\": %" PRIu64 ", \"thread_exit\": %" PRIu64
+	             ", \"recorder_gone\": %" PRIu64 "}",
+	             un[0], un[1], un[2], un[3], un[AGENT_UNTRACED_THREAD_EXIT],
+	             un[AGENT_UNTRACED_RECORDER_GONE]);
+	agent_printf(f,
+	             ",\n  \"unmatched_returns\": {\"returns\": %" PRIu64
+	             ", \"threads_stopped\": %" PRIu64 "}",
+	             un[4], un[5]);
+	agent_printf(
+	    f, ",\n  \"stack_switches\": {\"switches\": %" PRIu64 ", \"frames_cut\": %" PRIu64 "}",
+	    un[6], un[7]);
 	uint64_t gone_drops;
 	bool gone = ada_producer_drain_gone(&gone_drops);
-	fprintf(f, ",\n  \"recorder_gone\": {\"noticed\": %s, \"drain_lag_drops\": %" PRIu64 "}",
-	        gone ? "true" : "false", gone_drops);
+	agent_printf(f,
+	             ",\n  \"recorder_gone\": {\"noticed\": %s, \"drain_lag_drops\": %" PRIu64 "}",
+	             gone ? "true" : "false", gone_drops);
 	agent_count_json(f);
 	if (agent_count_is_exiting())
 		agent_budget_hot_json(f);
 	if (agent.attached) /* threads ada attach moved into a trampoline */
-		fprintf(f, ",\n  \"moved_at_attach\": %" PRIu64, agent.moved_at_attach);
-	fprintf(f, ",\n  \"trampoline_bytes\": %zu,\n  \"modules\": [\n",
-	        agent.mem ? hook_mem_mapped_bytes(agent.mem) : (size_t)0);
+		agent_printf(f, ",\n  \"moved_at_attach\": %" PRIu64, agent.moved_at_attach);
+	agent_printf(f, ",\n  \"trampoline_bytes\": %zu,\n  \"modules\": [\n",
+	             agent.mem ? hook_mem_mapped_bytes(agent.mem) : (size_t)0);
+	agent_json_tail(f);
+}
+
+/* agent.json's modules, the images not hooked and argv, to its end. */
+static void agent_json_tail(FILE *f)
+{
 	for (size_t i = 0; i < agent.n_mods; i++) {
 		agent_json_module(f, &agent.mods[i]);
-		fputs(i + 1 < agent.n_mods ? ",\n" : "\n", f);
+		agent_puts(i + 1 < agent.n_mods ? ",\n" : "\n", f);
 	}
-	fputs("  ],\n  \"not_hooked\": [", f);
+	agent_puts("  ],\n  \"not_hooked\": [", f);
 	for (size_t i = 0; i < agent.n_ign; i++) {
-		fputs(i ? ", {\"path\": " : "{\"path\": ", f);
+		agent_puts(i ? ", {\"path\": " : "{\"path\": ", f);
 		agent_json_string(f, agent.ign[i].path);
-		fprintf(f, ", \"why\": \"%s\"}", agent.ign[i].why);
+		agent_printf(f, ", \"why\": \"%s\"}", agent.ign[i].why);
 	}
-	fputs("],\n  \"argv\": [", f);
+	agent_puts("],\n  \"argv\": [", f);
 	for (size_t i = 0; agent.env.argv && agent.env.argv[i]; i++) {
-		fputs(i ? ", " : "", f);
+		agent_puts(i ? ", " : "", f);
 		agent_json_text(f, agent.env.argv[i]);
 	}
-	fputs("]\n}\n", f);
+	agent_puts("]\n}\n", f);
 }
 
 static int agent_fill_json(FILE *f, const void *arg)

@@ -1107,6 +1107,7 @@ def check_shared_bodies(rep, session, by_pid):
     written = shared = 0
     for pid in by_pid:
         d = os.path.join(session, "pid_%d" % pid, "modules")
+        lines_of = {}
         for n in sorted(os.listdir(d)):
             if not n.endswith(".syms"):
                 continue
@@ -1120,9 +1121,23 @@ def check_shared_bodies(rep, session, by_pid):
                 continue
             st = os.lstat(os.path.join(d, body[0]))
             with open(os.path.join(d, body[0]), "rb") as f:
-                by_bytes[f.read()].add((st.st_dev, st.st_ino))
+                content = f.read()
+                by_bytes[content].add((st.st_dev, st.st_ino))
+                lines_of[n] = content.count(b"\n")
         with open(os.path.join(session, "pid_%d" % pid, "agent.json")) as f:
-            sf = json.load(f).get("symbol_files") or {}
+            aj = json.load(f)
+        sf = aj.get("symbol_files") or {}
+        # the last image's modules (an exec leaves the earlier ones' files)
+        lines_linked = sum(lines_of.get("module_%s.syms" % m.get("module_id"), 0)
+                           for m in aj.get("modules") or [])
+        # A process that linked every body checked each one's lines in
+        # its own code: its libc calls under the guard (agent_work) are
+        # not one a line, as they were with a memchr a line (cow9).
+        if sf.get("bodies_shared", 0) > 0 and sf.get("bodies_written", 0) == 0:
+            work = (aj.get("untraced_calls") or {}).get("agent_work", 0)
+            rep.check(work < lines_linked, "pid_%d: %d calls of the agent's own work under the "
+                      "guard, not fewer than the %d lines of the bodies it linked"
+                      % (pid, work, lines_linked))
         written += sf.get("bodies_written", 0)
         shared += sf.get("bodies_shared", 0)
     for content, inodes in by_bytes.items():
