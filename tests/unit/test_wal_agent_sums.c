@@ -107,10 +107,10 @@ static void test_fold_uncalled(void **state)
 	                   json_pack("{s:o,s:I,s:I}", "functions", fns, "uncalled",
 	                             (json_int_t)4000, "recalled", (json_int_t)3),
 	                   NULL);
-	json_t *a2 = agent(0, "/bin/x", 1,
-	                   json_pack("{s:[],s:I,s:s}", "functions", "uncalled", (json_int_t)-9,
-	                             "recalled", "x"),
-	                   NULL);
+	json_t *a2 = agent(
+	    0, "/bin/x", 1,
+	    json_pack("{s:[],s:I,s:s}", "functions", "uncalled", (json_int_t)-9, "recalled", "x"),
+	    NULL);
 	wal_agent_sums_fold(s, a1);
 	wal_agent_sums_fold(s, a2);
 	assert_int_equal(s->counted[0], 7);
@@ -317,12 +317,9 @@ static void test_exclude_hint_odd_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_fold_sums),
-	    cmocka_unit_test(test_fold_uncalled),
-	    cmocka_unit_test(test_fold_bad_input),
-	    cmocka_unit_test(test_manifest_agent_sums),
-	    cmocka_unit_test(test_exclude_hint),
-	    cmocka_unit_test(test_exclude_hint_odd_names),
+	    cmocka_unit_test(test_fold_sums),      cmocka_unit_test(test_fold_uncalled),
+	    cmocka_unit_test(test_fold_bad_input), cmocka_unit_test(test_manifest_agent_sums),
+	    cmocka_unit_test(test_exclude_hint),   cmocka_unit_test(test_exclude_hint_odd_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
