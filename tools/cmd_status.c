@@ -435,13 +435,16 @@ static void status_count_only(const char *dir, json_t *man)
 		json_decref(a);
 	}
 	json_t *fns = json_object_get(co, "functions");
-	if (json_array_size(fns) == 0) {
+	/* The functions never called: counted, not listed (hooks.md). */
+	json_int_t uncalled = json_integer_value(json_object_get(co, "uncalled"));
+	long long n = (long long)json_array_size(fns) + (uncalled > 0 ? uncalled : 0);
+	if (n == 0) {
 		json_decref(co);
 		return;
 	}
 	long long calls = 0;
 	json_array_foreach(fns, i, e) calls += json_integer_value(json_object_get(e, "calls"));
-	printf("  count-only: %zu functions, %lld calls counted%s\n", json_array_size(fns), calls,
+	printf("  count-only: %lld functions, %lld calls counted%s\n", n, calls,
 	       json_is_true(json_object_get(co, "final")) ? "" : " so far (threads that ended)");
 	json_array_foreach(fns, i, e)
 	{

@@ -583,7 +583,9 @@ void rd_count_only_text(const struct rd_pid *rp, FILE *f, const char *indent)
 	json_t *co = rp->manifest ? json_object_get(rp->manifest, "count_only") : NULL;
 	json_t *fns = json_object_get(co, "functions"), *e;
 	size_t i;
-	if (!json_is_array(fns) || json_array_size(fns) == 0)
+	/* The functions never called: counted, not listed (hooks.md). */
+	json_int_t uncalled = json_integer_value(json_object_get(co, "uncalled"));
+	if (json_array_size(fns) == 0 && uncalled <= 0)
 		return;
 	bool final = json_is_true(json_object_get(co, "final"));
 	fprintf(f, "%scount-only functions (exact calls, no events, not timed%s):\n", indent,
@@ -605,4 +607,7 @@ void rd_count_only_text(const struct rd_pid *rp, FILE *f, const char *indent)
 			        (long long)json_integer_value(json_object_get(e, "mean_ns")));
 		fputc('\n', f);
 	}
+	if (uncalled > 0)
+		fprintf(f, "%s%10d  (%lld more count-only functions never called)\n", indent, 0,
+		        (long long)uncalled);
 }

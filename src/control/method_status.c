@@ -62,8 +62,11 @@ static void status_over_budget_of(json_t *co, pid_t pid, struct status_hook_sum 
 static void status_count_only_of(json_t *a, pid_t pid, struct status_hook_sum *sum)
 {
 	size_t i;
-	json_t *e;
-	json_array_foreach(json_object_get(json_object_get(a, "count_only"), "functions"), i, e)
+	json_t *e, *co = json_object_get(a, "count_only");
+	/* The functions never called: counted, not listed (hooks.md). */
+	json_int_t uncalled = json_integer_value(json_object_get(co, "uncalled"));
+	sum->count_only_fns += uncalled > 0 ? uncalled : 0;
+	json_array_foreach(json_object_get(co, "functions"), i, e)
 	{
 		json_t *calls = json_object_get(e, "calls"), *name = json_object_get(e, "name");
 		sum->count_only_fns++;

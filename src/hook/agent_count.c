@@ -429,9 +429,21 @@ void agent_count_json(FILE *f)
 	        atomic_load_explicit(&count_unregistered, memory_order_relaxed),
 	        agent.cfg.overhead_budget, agent_budget_not_movable(), agent_budget_event_ps(),
 	        count_cpu_ns());
+	/* Only the functions called (or moved by the budget) are listed: a
+	 * `--count-only '*'` process has thousands that never ran, and each
+	 * fork child rewrote them all (~300 KB of agent.json, 450 KB of
+	 * manifest a subshell). The others are counted in uncalled, the
+	 * recalled ones among all in recalled, so nothing is silent. */
+	uint32_t listed = 0, uncalled = 0, recalled = 0;
 	for (uint32_t c = 0; c < used; c++) {
 		const struct agent_count_fn *e = &count_fns[c];
-		fprintf(f, "%s\n    {\"id\": %" PRIu64 ", \"name\": ", c ? "," : "", e->fn_id);
+		recalled += e->recalled;
+		if (!sums[c] && !e->moved_ns) {
+			uncalled++;
+			continue;
+		}
+		fprintf(f, "%s\n    {\"id\": %" PRIu64 ", \"name\": ", listed++ ? "," : "",
+		        e->fn_id);
 		agent_json_string(f, agent_count_fn_name(e->fn_id));
 		fprintf(f, ", \"calls\": %" PRIu64 ", \"moved\": \"%s\"", sums[c],
 		        e->recalled   ? "recalled"
@@ -444,5 +456,5 @@ void agent_count_json(FILE *f)
 			        e->moved_ns / 1000000, e->calls_per_s, e->mean_ns);
 		fputc('}', f);
 	}
-	fputs("]}", f);
+	fprintf(f, "], \"uncalled\": %" PRIu32 ", \"recalled\": %" PRIu32 "}", uncalled, recalled);
 }

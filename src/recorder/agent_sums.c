@@ -75,14 +75,21 @@ static const char *sums_str(json_t *o, const char *key)
  * counted[3]; the first hot_functions list seen kept in hot. */
 static void sums_count_only(json_t *a, struct ada_agent_sums *s)
 {
-	json_t *e;
+	json_t *e, *co = json_object_get(a, "count_only");
 	size_t i;
-	json_array_foreach(json_object_get(json_object_get(a, "count_only"), "functions"), i, e)
+	/* The functions never called are not listed, only counted (an older
+	 * agent.json lists them all and has neither uncalled nor recalled). */
+	json_int_t uncalled = json_integer_value(json_object_get(co, "uncalled"));
+	json_t *recalled = json_object_get(co, "recalled");
+	s->counted[1] += uncalled > 0 ? uncalled : 0;
+	if (json_integer_value(recalled) > 0)
+		s->counted[3] += json_integer_value(recalled);
+	json_array_foreach(json_object_get(co, "functions"), i, e)
 	{
 		const char *name = json_string_value(json_object_get(e, "name"));
 		s->counted[0] += json_integer_value(json_object_get(e, "calls"));
 		s->counted[1]++;
-		if (!strcmp(sums_str(e, "moved"), "recalled"))
+		if (!json_is_integer(recalled) && !strcmp(sums_str(e, "moved"), "recalled"))
 			s->counted[3]++; /* the budget moved it in an earlier run */
 		if (strcmp(sums_str(e, "moved"), "budget"))
 			continue;

@@ -1350,6 +1350,21 @@ def cmd_target_run(args, ada, work, rep, moved_how):
             rep.check(len(tids) == args.threads_per_process,
                       "%s (%s): %d threads recorded %r, want %d" % (
                           d, moved_how, len(tids), tids, args.threads_per_process))
+    if args.count_only_called:
+        # --count-only on a whole program: each process lists only the
+        # functions it called and counts the others (a fork child of a
+        # `--count-only '*'` program listed its 4 096 slots, nearly all
+        # zero: ~450 KB of manifest and 300 KB of agent.json each)
+        for d in pid_dirs:
+            m = check_manifest_parses(rep, os.path.join(session, d)) or {}
+            co = m.get("count_only") or {}
+            zero = [e.get("name") for e in co.get("functions", [])
+                    if not e.get("calls") and e.get("moved") != "budget"]
+            rep.check(not zero, "%s: count_only lists %d functions never called: %r" % (
+                d, len(zero), zero[:8]))
+            rep.check(isinstance(co.get("uncalled"), int) and co["uncalled"] > 0,
+                      "%s: count_only says no count of the functions never called: %r" % (
+                          d, {k: v for k, v in co.items() if k != "functions"}))
     for g in args.moved:
         # the process that ran the workload: the root, or (budget_fork)
         # its forked child
@@ -3170,6 +3185,9 @@ def main():
     t.add_argument("--count-only", action="append", default=[], metavar="GLOB",
                    help="ada record --count-only GLOB: the trace's CALLs plus the manifest's "
                    "counts must be the program's calls")
+    t.add_argument("--count-only-called", action="store_true",
+                   help="every process's count_only lists only functions called and "
+                   "counts the others in uncalled")
     t.add_argument("--far-form", action="append", default=[], metavar="GLOB",
                    help="modules (file name glob) whose every hooked function agent.json "
                    "says took arm64's far patch form (run with ADA_HOOK_FAR_TEST)")

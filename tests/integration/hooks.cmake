@@ -333,6 +333,14 @@ ada_itest(fork_shared_syms_replaced.O2 target --expect-pids 7 --shared-modules
 # child writes its own once, at exit (issue 32).
 ada_itest(fork_inherited_json.O2 target --expect-pids 7 --shared-modules --inherited-json 4
           -- ${T}/t_fork_O2 tree _exit)
+# --count-only on (nearly) the whole tree, libc's functions included, all
+# but child_* (traced, so each child has events to check): every call of
+# the program's functions an event or an exact count in every process,
+# and each process lists only the count-only functions it called, the
+# others counted in uncalled (each fork child listed the 4 096 slots,
+# nearly all zero: issue 32).
+ada_itest(fork_count_only_all.O2 target --expect-pids 7 --count-only "[!c]*" --count-only-called
+          -- ${T}/t_fork_O2 tree)
 ada_itest(posix_spawn.O2 target --expect-pids 3 --own-module t_exec_child_O2
           -- ${T}/t_spawn_O2 ${T}/t_exec_child_O2)
 # The same binary exec'd twice (and beside its parent, which loads the

@@ -92,6 +92,35 @@ static void test_fold_sums(void **state)
 	free(s);
 }
 
+/* Since the agent lists only the functions called: uncalled adds to the
+ * functions' count, recalled replaces counting the entries; a negative or
+ * non-integer uncalled/recalled (a hostile file) adds nothing. */
+static void test_fold_uncalled(void **state)
+{
+	(void)state;
+	struct ada_agent_sums *s = calloc(1, sizeof(*s));
+	assert_non_null(s);
+	json_t *fns = json_array();
+	json_array_append_new(fns, moved_fn("r", "recalled", 5));
+	json_array_append_new(fns, moved_fn("g", "start", 2));
+	json_t *a1 = agent(0, "/bin/x", 1,
+	                   json_pack("{s:o,s:I,s:I}", "functions", fns, "uncalled",
+	                             (json_int_t)4000, "recalled", (json_int_t)3),
+	                   NULL);
+	json_t *a2 = agent(
+	    0, "/bin/x", 1,
+	    json_pack("{s:[],s:I,s:s}", "functions", "uncalled", (json_int_t)-9, "recalled", "x"),
+	    NULL);
+	wal_agent_sums_fold(s, a1);
+	wal_agent_sums_fold(s, a2);
+	assert_int_equal(s->counted[0], 7);
+	assert_int_equal(s->counted[1], 4002);
+	assert_int_equal(s->counted[3], 3); /* not 4: the listed one is among the 3 */
+	json_decref(a1);
+	json_decref(a2);
+	free(s);
+}
+
 static void test_fold_bad_input(void **state)
 {
 	(void)state;
@@ -288,11 +317,9 @@ static void test_exclude_hint_odd_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_fold_sums),
-	    cmocka_unit_test(test_fold_bad_input),
-	    cmocka_unit_test(test_manifest_agent_sums),
-	    cmocka_unit_test(test_exclude_hint),
-	    cmocka_unit_test(test_exclude_hint_odd_names),
+	    cmocka_unit_test(test_fold_sums),      cmocka_unit_test(test_fold_uncalled),
+	    cmocka_unit_test(test_fold_bad_input), cmocka_unit_test(test_manifest_agent_sums),
+	    cmocka_unit_test(test_exclude_hint),   cmocka_unit_test(test_exclude_hint_odd_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
