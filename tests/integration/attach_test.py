@@ -172,7 +172,9 @@ def attach_until(ada, pid, out, what, until, extra=()):
         def holds():
             rc, so, _ = run([ada, "status", session, "--json"])
             try:
-                return until(json.loads(so) if rc == 0 else {})
+                st = json.loads(so) if rc == 0 else {}
+                st["_session"] = session  # the directory, for a look at its files
+                return until(st)
             except ValueError:
                 return False
         wait_state(what, holds)
@@ -199,6 +201,24 @@ def attach_until_events(ada, pid, out, extra=()):
         return st.get("events", 0) > 1000 and len(tids - {pid}) >= 2
     return attach_until(ada, pid, out, "events of both busy threads in the attached recording",
                         flowing, extra)
+
+
+def attach_until_workers(ada, pid, out):
+    """attach_until worker threads have files in the recording and events
+    flow. The spawn target's workers live for 100 calls each, so `ada
+    status` (live threads' rings) almost never shows one: the long-lived
+    spawner is the one ring it lists, and waiting for two took this test
+    from seconds to minutes on a loaded machine. A worker's thread_K/
+    says its events are being written."""
+    def flowing(st):
+        pdir = os.path.join(st.get("_session", ""), "pid_%d" % pid)
+        try:
+            threads = [d for d in os.listdir(pdir) if d.startswith("thread_")]
+        except OSError:
+            return False
+        return st.get("events", 0) > 1000 and len(threads) >= 3
+    return attach_until(ada, pid, out, "events of worker threads in the attached recording",
+                        flowing)
 
 
 def check_session(ada, session, pid):
@@ -467,7 +487,7 @@ def case_spawn(a, work):
     try:
         check(t.stdout.readline() == b"ready\n", "the spawning target did not start")
         for round_ in (1, 2, 3):
-            rc, err, session = attach_until_events(a.ada, t.pid, out)
+            rc, err, session = attach_until_workers(a.ada, t.pid, out)
             check(rc == 0, "attach %d: exit %d\n%s" % (round_, rc, err))
             check(tracer_of(t.pid) == 0, "still traced after the detach")
             found.append(spawn_session(a, session, t.pid))
