@@ -128,8 +128,9 @@ static void live_warn(struct wal_live *l, pid_t pid, const char *text)
 	if (!text)
 		return;
 	for (uint32_t i = 0; i < l->nwarn; i++) {
-		if (!strcmp(l->warn[i].text, text)) {
-			l->warn[i].processes += pid != 0;
+		if (!strcmp(l->warn[i].text, text)) { /* once a process */
+			l->warn[i].processes += pid != 0 && pid != l->warn[i].last;
+			l->warn[i].last = pid;
 			return;
 		}
 	}
@@ -138,7 +139,7 @@ static void live_warn(struct wal_live *l, pid_t pid, const char *text)
 		return;
 	}
 	struct ada_live_warning *w = &l->warn[l->nwarn++];
-	w->pid = pid;
+	w->pid = w->last = pid;
 	w->processes = pid != 0;
 	snprintf(w->text, sizeof(w->text), "%s", text);
 }

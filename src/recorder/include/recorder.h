@@ -365,6 +365,7 @@ struct ada_live_ring {
  * it) and how many processes did. */
 struct ada_live_warning {
 	pid_t pid;
+	pid_t last; /* the last process counted in processes (live.c) */
 	uint32_t processes;
 	char text[512]; /* a sentence is at most 511 bytes (wal_note) */
 };
