@@ -22,7 +22,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/ada_status_warn.XXXXXX")
 REC=
 cleanup() {
 	exec 3>&- 2>/dev/null
-	[ -n "$REC" ] && kill -KILL "$REC" 2>/dev/null && wait "$REC" 2>/dev/null
+	[ -n "$REC" ] && kill -TERM "$REC" 2>/dev/null && wait "$REC" 2>/dev/null # timeout passes it on
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -45,12 +45,10 @@ MLOCK="mlock refused: ring pages may be swapped"
 ok=
 for _ in $(seq 200); do
 	"$ADA" status "$P" --json >"$WORK/live.json" 2>>"$WORK/err" || fail "ada status PID --json failed"
-	if python3 - "$WORK/live.json" "$P" "$MLOCK" <<'PY'; then ok=1; break; fi
-import json, sys
-st = json.load(open(sys.argv[1]))
-w = st['warnings']
-sys.exit(0 if {'pid': int(sys.argv[2]), 'text': sys.argv[3], 'processes': 1} in w else 1)
-PY
+	if grep -qF "\"warnings\":[{\"pid\":$P,\"text\":\"$MLOCK\",\"processes\":1}]" "$WORK/live.json"; then
+		ok=1
+		break
+	fi
 	sleep 0.1
 done
 [ -n "$ok" ] || fail "the live status never listed the refused mlock: $(cat "$WORK/live.json")"
