@@ -21,7 +21,7 @@ ADA=$1 TC=$2
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ada_status_warn.XXXXXX")
 REC=
 cleanup() {
-	exec 3>&- 2>/dev/null
+	exec 3>&-
 	[ -n "$REC" ] && kill -TERM "$REC" 2>/dev/null && wait "$REC" 2>/dev/null # timeout passes it on
 	rm -rf "$WORK"
 }
