@@ -482,8 +482,8 @@ static void man_add_shm(json_t *st, json_t *man)
 /* The manifest's warnings (docs/manifest.md): the first
  * CMD_CTL_WARNINGS_MAX distinct sentences, each with the first pid whose
  * manifest said it and how many processes' did; sentences past those
- * (each process's once) counted in warnings_omitted. Bounded: a
- * manifest is the target's to write. */
+ * counted in warnings_omitted (not told apart). Bounded: a manifest is
+ * the target's to write. */
 static void man_add_warnings(json_t *st, json_t *man)
 {
 	json_t *list = json_object_get(st, "warnings"), *w;

@@ -428,7 +428,7 @@ struct ada_recorder_live {
 	 * memory (held and pooled blocks), the detail snapshot buffer. */
 	uint64_t heap_staging_bytes, heap_window_bytes, heap_snapshot_bytes;
 	/* The first ADA_LIVE_MAX_WARNINGS distinct warning sentences, and
-	 * how many more were said (each process's once) */
+	 * how many more were said (not told apart) */
 	uint32_t nwarnings;
 	uint64_t warnings_omitted;
 	struct ada_live_warning warnings[ADA_LIVE_MAX_WARNINGS];
