@@ -66,7 +66,8 @@ const char *cmd_ctl_near_names(const json_t *near, char *buf, size_t len);
 /* ns as "1.23 s", "4.5 ms" or "67 us" in buf. */
 const char *cmd_ctl_span(uint64_t ns, char *buf, size_t cap);
 /* One line: a `status` answer, live or from cmd_ctl_status_from_manifests;
- * then a line per recent window when the answer lists them (live). */
+ * then a line per recent window when the answer lists them (live), and
+ * the first few of its warnings (the manifests' sentences). */
 void cmd_ctl_print_status(FILE *f, const char *name, json_t *st);
 /* The `status` object of a finished session, from its manifests (NULL:
  * not a readable directory). */

@@ -65,6 +65,11 @@ int cmd_ctl_command(int argc, char **argv, const char *method, cmd_ctl_parse_fn 
 
 /* ---- the formatter ---- */
 
+/* The manifests' warnings in the status object (distinct sentences kept)
+ * and the text lines that show them. */
+#define CMD_CTL_WARNINGS_MAX 16
+#define CMD_CTL_WARNINGS_SHOWN 4
+
 const char *cmd_ctl_near_names(const json_t *near, char *buf, size_t len)
 {
 	size_t i, used = 0;
@@ -298,6 +303,36 @@ static void fmt_shm(FILE *f, json_t *shm)
 	}
 }
 
+/* "  warning: pid P: SENTENCE" for the first CMD_CTL_WARNINGS_SHOWN of
+ * the status's warnings (the manifests'), then how many more --json
+ * lists or counts. The sentences were made printable where they were
+ * read (ada_control_printable_json). */
+static void fmt_warnings(FILE *f, json_t *st)
+{
+	json_t *list = json_object_get(st, "warnings"), *e;
+	size_t i, n = json_array_size(list);
+	json_int_t more = fmt_int(st, "warnings_omitted");
+	more = more > 0 ? more : 0;
+	json_array_foreach(list, i, e)
+	{
+		const char *text = json_string_value(json_object_get(e, "text"));
+		if (i == CMD_CTL_WARNINGS_SHOWN || !text)
+			break;
+		if (fmt_int(e, "pid") > 0)
+			fprintf(f, "  warning: pid %lld: %s", (long long)fmt_int(e, "pid"), text);
+		else /* live: the recording's, every manifest has it */
+			fprintf(f, "  warning: every process: %s", text);
+		if (fmt_int(e, "processes") > 1)
+			fprintf(f, " (and %lld more process%s)",
+			        (long long)fmt_int(e, "processes") - 1,
+			        fmt_int(e, "processes") == 2 ? "" : "es");
+		fputc('\n', f);
+	}
+	more += (json_int_t)(n - i); /* listed, not shown */
+	if (more > 0)
+		fprintf(f, "  warning: and %lld more (--json)\n", (long long)more);
+}
+
 void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 {
 	json_t *procs = json_object_get(st, "processes");
@@ -371,6 +406,7 @@ void cmd_ctl_print_status(FILE *f, const char *name, json_t *st)
 	                json_object_get(json_object_get(json_object_get(st, "hooks"), "count_only"),
 	                                "over_budget"));
 	fmt_recent_windows(f, w);
+	fmt_warnings(f, st);
 }
 
 /* ---- the same object from a finished session's manifests ---- */
@@ -443,7 +479,39 @@ static void man_add_shm(json_t *st, json_t *man)
 		json_object_set(st, "shm", shm);
 }
 
-static void man_add(json_t *st, json_t *man)
+/* The manifest's warnings (docs/manifest.md): the first
+ * CMD_CTL_WARNINGS_MAX distinct sentences, each with the first pid whose
+ * manifest said it and how many processes' did; sentences past those
+ * counted in warnings_omitted (not told apart). Bounded: a manifest is
+ * the target's to write. */
+static void man_add_warnings(json_t *st, json_t *man)
+{
+	json_t *list = json_object_get(st, "warnings"), *w;
+	size_t i;
+	json_array_foreach(json_object_get(man, "warnings"), i, w)
+	{
+		json_t *e = NULL;
+		if (!json_is_string(w))
+			continue;
+		for (size_t j = 0; !e && j < json_array_size(list); j++)
+			if (json_equal(json_object_get(json_array_get(list, j), "text"), w))
+				e = json_array_get(list, j);
+		if (e && fmt_int(e, "last_pid") != fmt_int(man, "pid")) /* once a process */
+			json_object_set_new(e, "processes",
+			                    json_integer(fmt_int(e, "processes") + 1));
+		if (e)
+			json_object_set_new(e, "last_pid", json_integer(fmt_int(man, "pid")));
+		else if (json_array_size(list) < CMD_CTL_WARNINGS_MAX)
+			json_array_append_new(
+			    list, json_pack("{s:I,s:O,s:i,s:I}", "pid", fmt_int(man, "pid"), "text",
+			                    w, "processes", 1, "last_pid", fmt_int(man, "pid")));
+		else
+			json_object_set_new(st, "warnings_omitted",
+			                    json_integer(fmt_int(st, "warnings_omitted") + 1));
+	}
+}
+
+static void man_add_counts(json_t *st, json_t *man)
 {
 	json_t *m = json_object_get(man, "metrics"), *hook = json_object_get(man, "hook");
 	json_t *fr = json_object_get(man, "flight_recorder"), *h = json_object_get(st, "hooks");
@@ -524,6 +592,13 @@ static void man_add(json_t *st, json_t *man)
 	}
 }
 
+/* One manifest: its counts and its warnings. */
+static void man_add(json_t *st, json_t *man)
+{
+	man_add_counts(st, man);
+	man_add_warnings(st, man);
+}
+
 /* A retired process's line (retired.jsonl) has the manifest's keys the
  * totals read: added as its manifest was. */
 static int man_add_retired(json_t *line, void *st)
@@ -536,13 +611,14 @@ json_t *cmd_ctl_status_from_manifests(const char *session)
 {
 	json_t *st = json_pack(
 	    "{s:b,s:I,s:{},s:[],s:[],s:{s:I,s:I,s:f,s:I,s:{s:I,s:I,s:[]}},s:{s:I,s:I},s:{s:I},s:n,"
-	    "s:n,s:n,s:n,s:n}",
+	    "s:n,s:n,s:n,s:n,s:[],s:I}",
 	    "recording", 0, "events", (json_int_t)0, "drops", "processes", "rings", "hooks",
 	    "installed", (json_int_t)0, "skipped", (json_int_t)0, "hook_time_ms_max", 0.0,
 	    "agent_json_too_large", (json_int_t)0, "count_only", "functions", (json_int_t)0,
 	    "calls", (json_int_t)0, "moved_by_budget", "windows", "total", (json_int_t)0,
 	    "persisted", (json_int_t)0, "triggers", "armed", (json_int_t)0, "keysym_version",
-	    "keysym_unknown", "keysym_cover", "recorder", "target");
+	    "keysym_unknown", "keysym_cover", "recorder", "target", "warnings", "warnings_omitted",
+	    (json_int_t)0);
 	DIR *d = st ? ada_fs_opendir(AT_FDCWD, session) : NULL;
 	if (!d) {
 		json_decref(st);
@@ -562,6 +638,9 @@ json_t *cmd_ctl_status_from_manifests(const char *session)
 	}
 	closedir(d);
 	(void)ada_retired_foreach(session, man_add_retired, st, NULL);
+	size_t k; /* last_pid was the walk's own */
+	json_t *w;
+	json_array_foreach(json_object_get(st, "warnings"), k, w) json_object_del(w, "last_pid");
 	/* pid_N/ is writable by the target's user: what its manifests said
 	 * is shown as the live client shows a server's answer. */
 	ada_control_printable_json(st);

@@ -212,6 +212,7 @@ static int fl_pid(const struct fl_opts *o, struct fl_tree *t, const struct ada_a
 		t->count_calls += (uint64_t)json_integer_value(json_object_get(e, "calls"));
 	}
 	json_decref(co);
+	t->count_fns += rd_count_only_uncalled(&rp); /* never called: counted, not listed */
 	*damaged += rp.damaged;
 	t->rp = NULL;
 	rd_pid_close(&rp);

@@ -338,6 +338,9 @@ static json_t *rp_json(const struct rp_state *s, struct rd_pid *rp,
 		rp_json_fn(fns, &s->fns[i], rp);
 	json_object_set_new(o, "functions", fns);
 	json_object_set_new(o, "count_only", rd_count_only_json(rp));
+	/* the count-only functions never called: not in that array */
+	json_object_set_new(o, "count_only_uncalled",
+	                    json_integer((json_int_t)rd_count_only_uncalled(rp)));
 	json_object_set_new(o, "damaged_files", json_integer(rp->damaged));
 	return o;
 }

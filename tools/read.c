@@ -578,6 +578,13 @@ json_t *rd_count_only_json(const struct rd_pid *rp)
 	return json_is_array(fns) ? json_deep_copy(fns) : json_array();
 }
 
+uint64_t rd_count_only_uncalled(const struct rd_pid *rp)
+{
+	json_t *co = rp->manifest ? json_object_get(rp->manifest, "count_only") : NULL;
+	json_int_t n = json_integer_value(json_object_get(co, "uncalled"));
+	return n > 0 ? (uint64_t)n : 0; /* the manifest is input: a negative is none */
+}
+
 void rd_count_only_text(const struct rd_pid *rp, FILE *f, const char *indent)
 {
 	json_t *co = rp->manifest ? json_object_get(rp->manifest, "count_only") : NULL;

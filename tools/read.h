@@ -72,9 +72,13 @@ uint32_t rd_thread_tid(const struct rd_pid *rp, const struct ada_atf_thread *t);
  * functions"): their exact calls, which have no events. rd_count_only_text
  * prints one line each ("count-only (exact calls, no events): ..."),
  * nothing when there are none; rd_count_only_json gives the manifest's
- * array (a new reference; an empty array when none). */
+ * array (a new reference; an empty array when none), which lists only the
+ * functions called: rd_count_only_uncalled counts the others (the
+ * manifest's count_only.uncalled; 0 for a manifest written before it,
+ * which lists every one). */
 void rd_count_only_text(const struct rd_pid *rp, FILE *f, const char *indent);
 json_t *rd_count_only_json(const struct rd_pid *rp);
+uint64_t rd_count_only_uncalled(const struct rd_pid *rp);
 /* The program's name: basename of argv[0] in the manifest, or "pid N". */
 const char *rd_program(const struct rd_pid *rp, char *buf, size_t len);
 

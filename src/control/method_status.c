@@ -229,6 +229,26 @@ static json_t *status_shm(const struct ada_shm_budget_view *s)
 	return o;
 }
 
+/* The warning sentences the recording kept (the manifests' `warnings`,
+ * docs/control.md): pid (0: the recording's, in every manifest), text,
+ * processes; one that is not UTF-8 is counted with the rest. */
+static void status_warnings(json_t *o, const struct ada_recorder_live *v)
+{
+	json_t *a = json_array();
+	json_int_t omitted = (json_int_t)v->warnings_omitted;
+	for (uint32_t i = 0; a && i < v->nwarnings && i < ADA_LIVE_MAX_WARNINGS; i++) {
+		const struct ada_live_warning *w = &v->warnings[i];
+		json_t *e = json_pack("{s:i,s:s,s:i}", "pid", (int)w->pid, "text", w->text,
+		                      "processes", (int)w->processes);
+		if (e)
+			json_array_append_new(a, e);
+		else
+			omitted++;
+	}
+	json_object_set_new(o, "warnings", a ? a : json_array());
+	json_object_set_new(o, "warnings_omitted", json_integer(omitted));
+}
+
 void ctl_method_status(struct ctl_call *k)
 {
 	struct ada_control *c = k->c;
@@ -270,6 +290,7 @@ void ctl_method_status(struct ctl_call *k)
 		                    json_integer((json_int_t)v->pid_reused_arenas));
 		/* nor one the shared-memory ceiling left out */
 		json_object_set_new(o, "shm", status_shm(&v->shm));
+		status_warnings(o, v);
 		json_object_set_new(o, "events_not_written",
 		                    json_integer((json_int_t)v->events_not_written));
 		json_object_set_new(o, "batch_latency_ms",

@@ -831,6 +831,8 @@ static void drain_tick_proc(struct ada_recorder *r, struct wal_proc *p, double d
                             uint64_t p99)
 {
 	struct ada_metrics *m = ada_arena_metrics(p->arena);
+	/* for the live view's warnings (live.c), which reads no arena */
+	p->mlock_refused |= (ada_arena_flags(p->arena) & ADA_ARENA_F_MLOCK_FAILED) != 0;
 	wal_drops_read(r, p); /* checked: p->drops */
 	wal_drops_fold(r, p);
 	drain_detail_spans(r, p);

@@ -58,6 +58,13 @@ struct wal_live {
 	uint64_t events_seen; /* events taken at the last publish check */
 	bool pending;         /* a build waits for a reader to leave its buffer */
 	bool rated;           /* the build has its own rates (a tick's) */
+	/* The warnings so far, copied into every build: taken from
+	 * r->warnings (up to rwarned) and each process's (p->live_warned)
+	 * once, so a build costs only the new sentences. */
+	struct ada_live_warning warn[ADA_LIVE_MAX_WARNINGS];
+	uint32_t nwarn;
+	uint64_t warn_omitted;
+	size_t rwarned;
 };
 
 int wal_live_init(struct ada_recorder *r)
@@ -114,6 +121,43 @@ static void live_proc(struct ada_recorder_live *v, const struct wal_proc *p)
 	}
 }
 
+/* A sentence into the kept warnings: a new one while there is room, one
+ * already kept counted once more, else counted in warn_omitted. */
+static void live_warn(struct wal_live *l, pid_t pid, const char *text)
+{
+	if (!text)
+		return;
+	for (uint32_t i = 0; i < l->nwarn; i++) {
+		if (!strcmp(l->warn[i].text, text)) { /* once a process */
+			l->warn[i].processes += pid != 0 && pid != l->warn[i].last;
+			l->warn[i].last = pid;
+			return;
+		}
+	}
+	if (l->nwarn == ADA_LIVE_MAX_WARNINGS) {
+		l->warn_omitted++;
+		return;
+	}
+	struct ada_live_warning *w = &l->warn[l->nwarn++];
+	w->pid = w->last = pid;
+	w->processes = pid != 0;
+	snprintf(w->text, sizeof(w->text), "%s", text);
+}
+
+/* The process's warnings not taken yet (wal_note's, and a refused
+ * mlock as the drain's tick or its manifest's write saw it: the build
+ * reads no arena, whose file the target could have cut short). */
+static void live_warnings_of(struct wal_live *l, struct wal_proc *p)
+{
+	for (; p->live_warned < json_array_size(p->warnings); p->live_warned++)
+		live_warn(l, p->pid,
+		          json_string_value(json_array_get(p->warnings, p->live_warned)));
+	if (!p->live_mlock && p->mlock_refused) {
+		p->live_mlock = true;
+		live_warn(l, p->pid, "mlock refused: ring pages may be swapped");
+	}
+}
+
 /* One process's counts added to s. */
 static void live_add(const struct wal_proc *p, struct live_sum *s)
 {
@@ -127,9 +171,10 @@ static void live_add(const struct wal_proc *p, struct live_sum *s)
 }
 
 /* A process that finished: its counts into fin, its entry into recent. */
-static void live_fold(struct ada_recorder *r, const struct wal_proc *p)
+static void live_fold(struct ada_recorder *r, struct wal_proc *p)
 {
 	struct wal_live *l = r->live;
+	live_warnings_of(l, p);
 	live_add(p, &l->fin);
 	l->fin.procs++;
 	l->recent[l->recent_at] = (struct ada_live_proc){
@@ -201,8 +246,11 @@ static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, boo
 	struct wal_live *l = r->live;
 	live_sync(r);
 	struct live_sum s = l->fin;
+	for (; l->rwarned < json_array_size(r->warnings); l->rwarned++)
+		live_warn(l, 0, json_string_value(json_array_get(r->warnings, l->rwarned)));
 	for (size_t i = 0; i < l->nrunning; i++) {
-		const struct wal_proc *p = l->running[i];
+		struct wal_proc *p = l->running[i];
+		live_warnings_of(l, p);
 		live_add(p, &s);
 		if (p->fill_last > v->ring_fill_pct_max)
 			v->ring_fill_pct_max = p->fill_last;
@@ -229,6 +277,9 @@ static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, boo
 	v->pid_reused_arenas = r->pid_reused;
 	wal_shm_read(r, &v->shm);
 	live_finished(l, v);
+	v->nwarnings = l->nwarn;
+	v->warnings_omitted = l->warn_omitted;
+	memcpy(v->warnings, l->warn, l->nwarn * sizeof(l->warn[0]));
 	if (!rates)
 		return; /* between ticks: the published rates stay (wal_live_publish) */
 	double dt =

@@ -750,7 +750,8 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	json_object_set_new(root, "retention", man_retention(r, p));
 	json_object_set_new(root, "shm", man_shm(r));
 	bool mlock_failed = p->arena && (ada_arena_flags(p->arena) & ADA_ARENA_F_MLOCK_FAILED);
-	json_t *drops = man_drops(r, p); /* the arena read before warn, linked last, is made */
+	p->mlock_refused |= mlock_failed; /* for the live view: it reads no arena */
+	json_t *drops = man_drops(r, p);  /* the arena read before warn, linked last, is made */
 	json_t *warn = json_deep_copy(r->warnings);
 	p->man_warnings = json_array_size(r->warnings);
 	json_object_set_new(root, "threads", man_threads(p, warn));

@@ -264,6 +264,9 @@ struct wal_proc {
 	json_t *quarantine;  /* [{thread, tid, slot, reason, ...}] for the manifest */
 	json_t *warnings;    /* this process's sentences (with r->warnings) */
 	size_t man_warnings; /* r->warnings' size when its manifest was written */
+	size_t live_warned;  /* live.c: its warnings already in the live view's */
+	bool live_mlock;     /* live.c: its refused mlock told there */
+	bool mlock_refused;  /* its arena said so at a tick or a manifest's write */
 	double dir_tokens;   /* thread-directory budget (token bucket) */
 	uint64_t dir_tokens_ns;
 	uint32_t dirs_refused;

@@ -28,3 +28,12 @@ ada_e2e_test(e2e.serve serve_test.py NO_SKIP TIMEOUT 300
 add_test(NAME control_status_paused
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/status_paused_test.sh $<TARGET_FILE:ada>)
 set_tests_properties(control_status_paused PROPERTIES TIMEOUT 150 LABELS "integration")
+
+# The manifests' warnings in `ada status` (live: the drain's view; finished:
+# the manifests), and count_only.uncalled in `ada flame` and `ada report
+# --json` (status_warnings_test.sh; skipped, 77, without capsh).
+add_test(NAME control_status_warnings
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/status_warnings_test.sh $<TARGET_FILE:ada>
+                 ${ADA_TGT_DIR}/t_control_O2)
+set_tests_properties(control_status_warnings PROPERTIES TIMEOUT 60 LABELS "integration"
+                                                        SKIP_RETURN_CODE 77)

@@ -318,6 +318,7 @@ void ada_recorder_request_manual(struct ada_recorder *r);
 #define ADA_LIVE_MAX_PROCS 64
 #define ADA_LIVE_MAX_RINGS 256
 #define ADA_LIVE_MAX_WINDOWS 64
+#define ADA_LIVE_MAX_WARNINGS 16
 
 /* What window i has persisted so far over every thread (flight.c): its
  * records, those its rings overwrote first (not drops), and the pre-roll
@@ -357,6 +358,16 @@ struct ada_live_ring {
 	pid_t pid;
 	uint32_t thread, tid;
 	uint64_t detail_span_ns; /* seconds of detail its ring holds, in ns */
+};
+
+/* A warning sentence of the recording (the manifests' `warnings`): the
+ * first process that said it (0: the recording's, every manifest has
+ * it) and how many processes did. */
+struct ada_live_warning {
+	pid_t pid;
+	pid_t last; /* the last process counted in processes (live.c) */
+	uint32_t processes;
+	char text[512]; /* a sentence is at most 511 bytes (wal_note) */
 };
 
 struct ada_recorder_live {
@@ -416,6 +427,11 @@ struct ada_recorder_live {
 	 * writer's staging buffers (made: in use or free), the windows'
 	 * memory (held and pooled blocks), the detail snapshot buffer. */
 	uint64_t heap_staging_bytes, heap_window_bytes, heap_snapshot_bytes;
+	/* The first ADA_LIVE_MAX_WARNINGS distinct warning sentences, and
+	 * how many more were said (not told apart) */
+	uint32_t nwarnings;
+	uint64_t warnings_omitted;
+	struct ada_live_warning warnings[ADA_LIVE_MAX_WARNINGS];
 };
 
 /* Any thread: copies the last published view into *out (about 60 KiB:
