@@ -53,6 +53,9 @@ if [ "$mode" != --build ]; then
     # gdb's backtrace at a fault under ada against untraced (issue 33,
     # tests/integration/crash_test.py).
     gdb
+    # capsh drops CAP_IPC_LOCK for the refused-mlock warning's live status
+    # test (tests/integration/status_warnings_test.sh).
+    libcap2-bin
     # The arm64 stage (issue 37, docs/arm64.md): the aarch64 cross build
     # (cmake/aarch64-linux-gnu.cmake) and qemu-user to run its programs;
     # the arm64 builds of the libraries ada links, from the same archive
