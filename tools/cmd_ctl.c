@@ -433,8 +433,8 @@ static void man_add_count_only(json_t *h, json_t *man)
 	json_t *co = json_object_get(h, "count_only"),
 	       *moved = json_object_get(co, "moved_by_budget");
 	json_int_t fns = fmt_int(co, "functions"), calls = fmt_int(co, "calls");
-	json_int_t uncalled = fmt_int(json_object_get(man, "count_only"), "uncalled");
-	fns += uncalled > 0 ? uncalled : 0; /* never called: counted, not listed */
+	/* never called: counted, not listed */
+	fns += (json_int_t)ada_count_only_uncalled(json_object_get(man, "count_only"));
 	size_t i;
 	json_t *e;
 	json_array_foreach(json_object_get(json_object_get(man, "count_only"), "functions"), i, e)

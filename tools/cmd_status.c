@@ -436,8 +436,7 @@ static void status_count_only(const char *dir, json_t *man)
 	}
 	json_t *fns = json_object_get(co, "functions");
 	/* The functions never called: counted, not listed (hooks.md). */
-	json_int_t uncalled = json_integer_value(json_object_get(co, "uncalled"));
-	long long n = (long long)json_array_size(fns) + (uncalled > 0 ? uncalled : 0);
+	long long n = (long long)(json_array_size(fns) + ada_count_only_uncalled(co));
 	if (n == 0) {
 		json_decref(co);
 		return;

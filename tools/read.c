@@ -580,9 +580,8 @@ json_t *rd_count_only_json(const struct rd_pid *rp)
 
 uint64_t rd_count_only_uncalled(const struct rd_pid *rp)
 {
-	json_t *co = rp->manifest ? json_object_get(rp->manifest, "count_only") : NULL;
-	json_int_t n = json_integer_value(json_object_get(co, "uncalled"));
-	return n > 0 ? (uint64_t)n : 0; /* the manifest is input: a negative is none */
+	return ada_count_only_uncalled(rp->manifest ? json_object_get(rp->manifest, "count_only")
+	                                            : NULL);
 }
 
 void rd_count_only_text(const struct rd_pid *rp, FILE *f, const char *indent)
@@ -591,8 +590,8 @@ void rd_count_only_text(const struct rd_pid *rp, FILE *f, const char *indent)
 	json_t *fns = json_object_get(co, "functions"), *e;
 	size_t i;
 	/* The functions never called: counted, not listed (hooks.md). */
-	json_int_t uncalled = json_integer_value(json_object_get(co, "uncalled"));
-	if (json_array_size(fns) == 0 && uncalled <= 0)
+	uint64_t uncalled = ada_count_only_uncalled(co);
+	if (json_array_size(fns) == 0 && uncalled == 0)
 		return;
 	bool final = json_is_true(json_object_get(co, "final"));
 	fprintf(f, "%scount-only functions (exact calls, no events, not timed%s):\n", indent,

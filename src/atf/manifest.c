@@ -282,3 +282,9 @@ uint32_t ada_manifest_tid_of(const json_t *doc, uint32_t thread)
 	}
 	return 0;
 }
+
+uint64_t ada_count_only_uncalled(const json_t *count_only)
+{
+	json_int_t n = json_integer_value(json_object_get(count_only, "uncalled"));
+	return n > 0 ? (uint64_t)n : 0;
+}

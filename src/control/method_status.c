@@ -64,8 +64,7 @@ static void status_count_only_of(json_t *a, pid_t pid, struct status_hook_sum *s
 	size_t i;
 	json_t *e, *co = json_object_get(a, "count_only");
 	/* The functions never called: counted, not listed (hooks.md). */
-	json_int_t uncalled = json_integer_value(json_object_get(co, "uncalled"));
-	sum->count_only_fns += uncalled > 0 ? uncalled : 0;
+	sum->count_only_fns += ada_count_only_uncalled(co);
 	json_array_foreach(json_object_get(co, "functions"), i, e)
 	{
 		json_t *calls = json_object_get(e, "calls"), *name = json_object_get(e, "name");

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "manifest.h"
 #include "recorder_internal.h"
 
 /* untraced_calls to s[0..2]: shadow_full, unmatched_return,
@@ -79,9 +80,8 @@ static void sums_count_only(json_t *a, struct ada_agent_sums *s)
 	size_t i;
 	/* The functions never called are not listed, only counted (an older
 	 * agent.json lists them all and has neither uncalled nor recalled). */
-	json_int_t uncalled = json_integer_value(json_object_get(co, "uncalled"));
 	json_t *recalled = json_object_get(co, "recalled");
-	s->counted[1] += uncalled > 0 ? uncalled : 0;
+	s->counted[1] += ada_count_only_uncalled(co);
 	if (json_integer_value(recalled) > 0)
 		s->counted[3] += json_integer_value(recalled);
 	json_array_foreach(json_object_get(co, "functions"), i, e)
