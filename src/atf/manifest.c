@@ -286,5 +286,7 @@ uint32_t ada_manifest_tid_of(const json_t *doc, uint32_t thread)
 uint64_t ada_count_only_uncalled(const json_t *count_only)
 {
 	json_int_t n = json_integer_value(json_object_get(count_only, "uncalled"));
-	return n > 0 ? (uint64_t)n : 0;
+	/* The agent writes a uint32_t: more is a lie, kept small enough that
+	 * the readers' sums over the processes cannot overflow. */
+	return n <= 0 ? 0 : n > (json_int_t)UINT32_MAX ? UINT32_MAX : (uint64_t)n;
 }

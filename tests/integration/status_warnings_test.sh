@@ -12,7 +12,8 @@
 #    as '?', four text lines and "and N more (--json)".
 # 3. A planted count_only with 1 function called and 7 never called:
 #    report --json's count_only_uncalled and flame's subtitle count 8;
-#    without the key (a session written before it) 0 and 1, as before.
+#    without the key (a session written before it) 0 and 1, as before;
+#    one past the agent's uint32_t counts as UINT32_MAX in ada status.
 # No timing: the live status is asked again (up to 20 s) until the
 # drain's once-a-second tick has looked at the arena.
 #   status_warnings_test.sh ADA T_CONTROL
@@ -112,6 +113,23 @@ if uncalled:
 want = '%d count-only functions (5 calls' % fns
 assert want in open(sys.argv[3]).read(), 'flame subtitle lacks %r' % want
 assert '%d count-only functions (5 calls)' % fns in open(sys.argv[4]).read(), 'folded stderr'
+PY
+# an uncalled past the agent's uint32_t (a lie): taken as UINT32_MAX, so
+# the sums with the one listed function neither wrap nor overflow
+python3 - "$S" <<'PY' || fail "could not plant the manifest"
+import glob, json, sys
+(path,) = glob.glob(sys.argv[1] + '/pid_*/manifest.json')
+m = json.load(open(path))
+m['count_only']['uncalled'] = 2**63 - 1
+json.dump(m, open(path, 'w'))
+PY
+"$ADA" status "$S" --json >"$WORK/st3.json" 2>>"$WORK/err" || fail "ada status DIR --json failed"
+"$ADA" status "$S" >"$WORK/st3.txt" 2>>"$WORK/err" || fail "ada status DIR failed"
+python3 - "$WORK/st3.json" "$WORK/st3.txt" <<'PY' || fail "uncalled past uint32"
+import json, sys
+co = json.load(open(sys.argv[1]))['hooks']['count_only']
+assert co['functions'] == 2**32 and co['calls'] == 5, co
+assert 'count-only: %d functions, 5 calls' % 2**32 in open(sys.argv[2]).read()
 PY
 # a session written before count_only.uncalled: read as before
 python3 - "$S" <<'PY' || fail "could not plant the manifest"

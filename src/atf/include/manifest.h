@@ -103,7 +103,9 @@ uint32_t ada_manifest_tid_of(const json_t *doc, uint32_t thread);
 /* The count-only functions a `count_only` object (a manifest's or an
  * agent.json's) counts but does not list, never having been called: its
  * "uncalled"; 0 when absent (an older file lists them all) or negative
- * (the file is input). docs/manifest.md, hooks.count_only. */
+ * (the file is input), at most UINT32_MAX (the agent's type: a larger
+ * value is a lie, and readers add it up over processes).
+ * docs/manifest.md, hooks.count_only. */
 uint64_t ada_count_only_uncalled(const json_t *count_only);
 
 #endif
