@@ -441,7 +441,8 @@ static void man_add_count_only(json_t *h, json_t *man)
 	{
 		json_int_t n = fmt_int(e, "calls");
 		fns++;
-		calls += n > 0 ? n : 0;
+		if (n > 0) /* saturating: the file is the target's */
+			calls = n > INT64_MAX - calls ? INT64_MAX : calls + n;
 		const char *why = json_string_value(json_object_get(e, "moved"));
 		if (why && !strcmp(why, "budget") && json_array_size(moved) < 64)
 			json_array_append_new(

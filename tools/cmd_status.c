@@ -442,7 +442,13 @@ static void status_count_only(const char *dir, json_t *man)
 		return;
 	}
 	long long calls = 0;
-	json_array_foreach(fns, i, e) calls += json_integer_value(json_object_get(e, "calls"));
+	json_array_foreach(fns, i, e)
+	{
+		/* saturating, none below 0: the file is the target's */
+		json_int_t c = json_integer_value(json_object_get(e, "calls"));
+		if (c > 0)
+			calls = c > LLONG_MAX - calls ? LLONG_MAX : calls + c;
+	}
 	printf("  count-only: %lld functions, %lld calls counted%s\n", n, calls,
 	       json_is_true(json_object_get(co, "final")) ? "" : " so far (threads that ended)");
 	json_array_foreach(fns, i, e)

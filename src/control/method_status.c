@@ -69,8 +69,12 @@ static void status_count_only_of(json_t *a, pid_t pid, struct status_hook_sum *s
 	{
 		json_t *calls = json_object_get(e, "calls"), *name = json_object_get(e, "name");
 		sum->count_only_fns++;
-		if (json_is_integer(calls) && json_integer_value(calls) > 0)
-			sum->count_only_calls += json_integer_value(calls);
+		/* Saturating: the file is the target's (its counts may lie). */
+		json_int_t n = json_integer_value(calls);
+		if (n > 0)
+			sum->count_only_calls = n > INT64_MAX - sum->count_only_calls
+			                            ? INT64_MAX
+			                            : sum->count_only_calls + n;
 		const char *moved = json_string_value(json_object_get(e, "moved"));
 		if (!moved || strcmp(moved, "budget") || !json_is_string(name) ||
 		    json_array_size(sum->moved) >= STATUS_MOVED_MAX)

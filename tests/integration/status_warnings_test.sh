@@ -13,7 +13,8 @@
 # 3. A planted count_only with 1 function called and 7 never called:
 #    report --json's count_only_uncalled and flame's subtitle count 8;
 #    without the key (a session written before it) 0 and 1, as before;
-#    one past the agent's uint32_t counts as UINT32_MAX in ada status.
+#    one past the agent's uint32_t counts as UINT32_MAX in ada status,
+#    and calls past 2^63 - 1 in all stay there (saturated).
 # No timing: the live status is asked again (up to 20 s) until the
 # drain's once-a-second tick has looked at the arena.
 #   status_warnings_test.sh ADA T_CONTROL
@@ -131,6 +132,26 @@ co = json.load(open(sys.argv[1]))['hooks']['count_only']
 assert co['functions'] == 2**32 and co['calls'] == 5, co
 assert 'count-only: %d functions, 5 calls' % 2**32 in open(sys.argv[2]).read()
 PY
+# two functions of 2^63 - 1 calls each (a lie): the sums saturate
+python3 - "$S" <<'PY' || fail "could not plant the manifest"
+import glob, json, sys
+(path,) = glob.glob(sys.argv[1] + '/pid_*/manifest.json')
+m = json.load(open(path))
+m['count_only']['uncalled'] = 7
+m['count_only']['functions'] = [{'id': k, 'name': 'f%d' % k, 'calls': 2**63 - 1, 'moved': 'start'}
+                                for k in (1, 2)]
+json.dump(m, open(path + '.big', 'w'))
+PY
+mv "$S"/pid_*/manifest.json "$WORK/manifest.keep" && for m in "$S"/pid_*/manifest.json.big; do mv "$m" "${m%.big}"; done
+"$ADA" status "$S" --json >"$WORK/st4.json" 2>>"$WORK/err" || fail "ada status DIR --json failed"
+"$ADA" status "$S" >"$WORK/st4.txt" 2>>"$WORK/err" || fail "ada status DIR failed"
+python3 - "$WORK/st4.json" "$WORK/st4.txt" <<'PY' || fail "calls past int64"
+import json, sys
+co = json.load(open(sys.argv[1]))['hooks']['count_only']
+assert co['functions'] == 9 and co['calls'] == 2**63 - 1, co
+assert 'count-only: 9 functions, %d calls' % (2**63 - 1) in open(sys.argv[2]).read()
+PY
+for m in "$S"/pid_*/manifest.json; do mv "$WORK/manifest.keep" "$m"; done
 # a session written before count_only.uncalled: read as before
 python3 - "$S" <<'PY' || fail "could not plant the manifest"
 import glob, json, sys

@@ -486,37 +486,60 @@ static void test_status_agent_json_large(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
-/* count_only.uncalled is the agent's uint32_t count, and agent.json the
- * target's: a larger value is a lie, taken as at most UINT32_MAX, so the
- * sum (with the functions listed) neither wraps nor overflows. */
-static void test_status_uncalled_lie(void **state)
+/* The live status's hooks.count_only for a pid_N/agent.json of text
+ * (the session's files: the test's pid's only). */
+static void count_only_of(const char *text, json_int_t *fns, json_int_t *calls)
 {
-	(void)state;
 	struct fake f;
-	char dir[] = "/tmp/ada_ctl_uncalled.XXXXXX", path[128], cmd[64];
+	char dir[] = "/tmp/ada_ctl_count.XXXXXX", path[128], cmd[64];
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/pid_%d", dir, (int)getpid());
 	assert_int_equal(mkdir(path, 0700), 0);
 	strcat(path, "/agent.json");
 	FILE *a = fopen(path, "w");
 	assert_non_null(a);
-	fputs("{\"count_only\": {\"final\": false, \"uncalled\": 9223372036854775807, "
-	      "\"functions\": [{\"id\": 1, \"name\": \"f\", \"calls\": 3}]}}",
-	      a);
+	fputs(text, a);
 	assert_int_equal(fclose(a), 0);
 	fake_init(&f, ADA_DETAIL_TRIGGERED);
 	f.c->h.session_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	json_t *j = ask(&f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}");
 	json_t *co = json_object_get(json_object_get(result_of(j), "hooks"), "count_only");
-	assert_int_equal(json_integer_value(json_object_get(co, "functions")),
-	                 (json_int_t)UINT32_MAX + 1);
-	assert_int_equal(json_integer_value(json_object_get(co, "calls")), 3);
+	*fns = json_integer_value(json_object_get(co, "functions"));
+	*calls = json_integer_value(json_object_get(co, "calls"));
 	json_decref(j);
 	close(f.c->h.session_fd);
 	f.c->h.session_fd = -1;
 	fake_fini(&f);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	assert_int_equal(system(cmd), 0);
+}
+
+/* count_only.uncalled is the agent's uint32_t count, and agent.json the
+ * target's: a larger value is a lie, taken as at most UINT32_MAX, so the
+ * sum (with the functions listed) neither wraps nor overflows. */
+static void test_status_uncalled_lie(void **state)
+{
+	(void)state;
+	json_int_t fns, calls;
+	count_only_of("{\"count_only\": {\"final\": false, \"uncalled\": 9223372036854775807, "
+	              "\"functions\": [{\"id\": 1, \"name\": \"f\", \"calls\": 3}]}}",
+	              &fns, &calls);
+	assert_int_equal(fns, (json_int_t)UINT32_MAX + 1);
+	assert_int_equal(calls, 3);
+}
+
+/* The calls of the functions listed, summed saturating: two of 2^63 - 1
+ * (the target's file) stay at the most there is, never wrap. */
+static void test_status_calls_saturate(void **state)
+{
+	(void)state;
+	json_int_t fns, calls;
+	count_only_of("{\"count_only\": {\"final\": false, \"functions\": ["
+	              "{\"id\": 1, \"name\": \"f\", \"calls\": 9223372036854775807}, "
+	              "{\"id\": 2, \"name\": \"g\", \"calls\": 9223372036854775807}]}}",
+	              &fns, &calls);
+	assert_int_equal(fns, 2);
+	assert_int_equal(calls, INT64_MAX);
 }
 
 static void test_status_windows(void **state)
@@ -1055,6 +1078,7 @@ int main(void)
 	    cmocka_unit_test(test_status_windows),
 	    cmocka_unit_test(test_status_agent_json_large),
 	    cmocka_unit_test(test_status_uncalled_lie),
+	    cmocka_unit_test(test_status_calls_saturate),
 	    cmocka_unit_test(test_socket_clients),
 	    cmocka_unit_test(test_socket_busy),
 	    cmocka_unit_test(test_socket_peer_refused),
