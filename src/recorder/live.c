@@ -65,6 +65,10 @@ struct wal_live {
 	uint32_t nwarn;
 	uint64_t warn_omitted;
 	size_t rwarned;
+	/* A kept warning first said by the recording: its index in
+	 * r->warnings (SIZE_MAX: a process's), read again at each build, as
+	 * the recorder rewrites some in place with a count (drain_refuse). */
+	size_t rwarn_at[ADA_LIVE_MAX_WARNINGS];
 };
 
 int wal_live_init(struct ada_recorder *r)
@@ -122,26 +126,48 @@ static void live_proc(struct ada_recorder_live *v, const struct wal_proc *p)
 }
 
 /* A sentence into the kept warnings: a new one while there is room, one
- * already kept counted once more, else counted in warn_omitted. */
-static void live_warn(struct wal_live *l, pid_t pid, const char *text)
+ * already kept counted once more, else counted in warn_omitted. Returns
+ * the new one's index, else -1. */
+static int live_warn(struct wal_live *l, pid_t pid, const char *text)
 {
 	if (!text)
-		return;
+		return -1;
 	for (uint32_t i = 0; i < l->nwarn; i++) {
 		if (!strcmp(l->warn[i].text, text)) { /* once a process */
 			l->warn[i].processes += pid != 0 && pid != l->warn[i].last;
 			l->warn[i].last = pid;
-			return;
+			return -1;
 		}
 	}
 	if (l->nwarn == ADA_LIVE_MAX_WARNINGS) {
 		l->warn_omitted++;
-		return;
+		return -1;
 	}
-	struct ada_live_warning *w = &l->warn[l->nwarn++];
+	struct ada_live_warning *w = &l->warn[l->nwarn];
 	w->pid = w->last = pid;
 	w->processes = pid != 0;
 	snprintf(w->text, sizeof(w->text), "%s", text);
+	l->rwarn_at[l->nwarn] = SIZE_MAX;
+	return (int)l->nwarn++;
+}
+
+/* The recording's warnings: the new ones taken, and those kept read
+ * again (a rewritten one replaces its text: the count it carries). */
+static void live_warnings_rec(struct wal_live *l, const struct ada_recorder *r)
+{
+	for (; l->rwarned < json_array_size(r->warnings); l->rwarned++) {
+		int k = live_warn(l, 0, json_string_value(json_array_get(r->warnings, l->rwarned)));
+		if (k >= 0)
+			l->rwarn_at[k] = l->rwarned;
+	}
+	for (uint32_t i = 0; i < l->nwarn; i++) {
+		const char *t =
+		    l->rwarn_at[i] == SIZE_MAX
+		        ? NULL
+		        : json_string_value(json_array_get(r->warnings, l->rwarn_at[i]));
+		if (t && strncmp(l->warn[i].text, t, sizeof(l->warn[i].text) - 1))
+			snprintf(l->warn[i].text, sizeof(l->warn[i].text), "%s", t);
+	}
 }
 
 /* The process's warnings not taken yet (wal_note's, and a refused
@@ -246,8 +272,7 @@ static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, boo
 	struct wal_live *l = r->live;
 	live_sync(r);
 	struct live_sum s = l->fin;
-	for (; l->rwarned < json_array_size(r->warnings); l->rwarned++)
-		live_warn(l, 0, json_string_value(json_array_get(r->warnings, l->rwarned)));
+	live_warnings_rec(l, r);
 	for (size_t i = 0; i < l->nrunning; i++) {
 		struct wal_proc *p = l->running[i];
 		live_warnings_of(l, p);

@@ -37,3 +37,10 @@ add_test(NAME control_status_warnings
                  ${ADA_TGT_DIR}/t_control_O2)
 set_tests_properties(control_status_warnings PROPERTIES TIMEOUT 60 LABELS "integration"
                                                         SKIP_RETURN_CODE 77)
+
+# A warning the recorder rewrites with a count (ignored arenas of one
+# kind) is shown current by the live `ada status` (status_refused_test.sh).
+add_test(NAME control_status_refused
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/status_refused_test.sh $<TARGET_FILE:ada>
+                 ${ADA_TGT_DIR}/t_control_O2)
+set_tests_properties(control_status_refused PROPERTIES TIMEOUT 80 LABELS "integration")
