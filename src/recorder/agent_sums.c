@@ -69,6 +69,14 @@ static const char *sums_str(json_t *o, const char *key)
 	return v ? v : "";
 }
 
+/* n added to *to when positive, saturating: agent.json is the target's,
+ * and its counts are summed over the processes. */
+static void sums_add(int64_t *to, json_int_t n)
+{
+	if (n > 0)
+		*to = n > INT64_MAX - *to ? INT64_MAX : *to + n;
+}
+
 /* Count-only functions and hot spots (docs/hooks.md, "Count-only
  * functions", "Overhead budget"): the budget's first six moves named in
  * moved, the counted calls and functions to counted[0..1], the moves to
@@ -82,12 +90,11 @@ static void sums_count_only(json_t *a, struct ada_agent_sums *s)
 	 * agent.json lists them all and has neither uncalled nor recalled). */
 	json_t *recalled = json_object_get(co, "recalled");
 	s->counted[1] += ada_count_only_uncalled(co);
-	if (json_integer_value(recalled) > 0)
-		s->counted[3] += json_integer_value(recalled);
+	sums_add(&s->counted[3], json_integer_value(recalled));
 	json_array_foreach(json_object_get(co, "functions"), i, e)
 	{
 		const char *name = json_string_value(json_object_get(e, "name"));
-		s->counted[0] += json_integer_value(json_object_get(e, "calls"));
+		sums_add(&s->counted[0], json_integer_value(json_object_get(e, "calls")));
 		s->counted[1]++;
 		if (!json_is_integer(recalled) && !strcmp(sums_str(e, "moved"), "recalled"))
 			s->counted[3]++; /* the budget moved it in an earlier run */

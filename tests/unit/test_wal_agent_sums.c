@@ -121,6 +121,30 @@ static void test_fold_uncalled(void **state)
 	free(s);
 }
 
+/* The calls and recalled counts are the target's (agent.json): only
+ * positive ones add, and the sums over processes saturate, never wrap. */
+static void test_fold_saturates(void **state)
+{
+	(void)state;
+	struct ada_agent_sums *s = calloc(1, sizeof(*s));
+	assert_non_null(s);
+	for (int k = 0; k < 2; k++) {
+		json_t *fns = json_array();
+		json_array_append_new(fns, moved_fn("big", "start", INT64_MAX));
+		json_array_append_new(fns, moved_fn("neg", "start", -5));
+		json_t *a = agent(0, "/bin/x", 1,
+		                  json_pack("{s:o,s:I,s:I}", "functions", fns, "uncalled",
+		                            (json_int_t)0, "recalled", (json_int_t)INT64_MAX),
+		                  NULL);
+		wal_agent_sums_fold(s, a);
+		json_decref(a);
+	}
+	assert_int_equal(s->counted[0], INT64_MAX);
+	assert_int_equal(s->counted[1], 4);
+	assert_int_equal(s->counted[3], INT64_MAX);
+	free(s);
+}
+
 static void test_fold_bad_input(void **state)
 {
 	(void)state;
@@ -317,9 +341,13 @@ static void test_exclude_hint_odd_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_fold_sums),      cmocka_unit_test(test_fold_uncalled),
-	    cmocka_unit_test(test_fold_bad_input), cmocka_unit_test(test_manifest_agent_sums),
-	    cmocka_unit_test(test_exclude_hint),   cmocka_unit_test(test_exclude_hint_odd_names),
+	    cmocka_unit_test(test_fold_sums),
+	    cmocka_unit_test(test_fold_uncalled),
+	    cmocka_unit_test(test_fold_saturates),
+	    cmocka_unit_test(test_fold_bad_input),
+	    cmocka_unit_test(test_manifest_agent_sums),
+	    cmocka_unit_test(test_exclude_hint),
+	    cmocka_unit_test(test_exclude_hint_odd_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
