@@ -77,9 +77,7 @@ static bool agent_body_read(int dirfd, const char *name, size_t count, uint64_t 
 	bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 	          (uint64_t)st.st_size <= AGENT_BODY_MAX && (st.st_size > 0) == (count > 0);
 	size_t n = ok ? (size_t)st.st_size : 0;
-	/* Populated: every page is read below, mapped from the page cache in
-	 * one call rather than a fault each 16 (fault-around). */
-	const char *p = n ? mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : NULL;
+	const char *p = n ? mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
 	close(fd);
 	if (p == MAP_FAILED)
 		return false;
