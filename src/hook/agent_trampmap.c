@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "agent_internal.h"
+#include "fs.h"
 
 /* One trampoline: where it is in its block, where its function is in its
  * module (both fit in 32 bits: a block and a module are far below 4 GiB). */
@@ -74,6 +75,10 @@ struct agent_tmap *agent_tmap_new(uint32_t module_id, uint64_t lo, uint64_t hi, 
 		free(t);
 		return NULL;
 	}
+	/* install_emit() fills nearly every entry, one after the other: its
+	 * pages made present in one call, not a fault each (libc's ~19 at
+	 * every exec'd start; exe10). */
+	ada_fs_populate(t->fns, (cap ? cap : 1) * sizeof(*t->fns));
 	t->lo = lo;
 	t->hi = hi;
 	t->fn_base = fn_base;

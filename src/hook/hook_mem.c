@@ -62,9 +62,16 @@ static int mem_dir_mark(uint64_t addr, size_t size, bool on)
 		if (!leaf) {
 			if (!on)
 				continue;
-			leaf = calloc(HOOK_MEM_DIR_LEAF_WORDS, sizeof(*leaf));
-			if (!leaf)
+			/* Mapped, not calloc'ed: a leaf (32 KiB) covers a GiB and
+			 * a process marks a few pages of it, so one page of zeros
+			 * is faulted in, not eight cleared by calloc's memset, at
+			 * every exec'd start (docs/benchmarks.md, exe10).
+			 * Never freed (hook_mem_is_tramp may read it any time). */
+			void *lp = mmap(NULL, HOOK_MEM_DIR_LEAF_WORDS * sizeof(*leaf),
+			                PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (lp == MAP_FAILED)
 				return -ENOMEM;
+			leaf = lp;
 			/* Release: pairs with the acquire in hook_mem_is_tramp(). */
 			atomic_store_explicit(&hook_mem_dir[g], leaf, memory_order_release);
 		}

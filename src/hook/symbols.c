@@ -638,9 +638,11 @@ void ada_hook_symtab_fini(struct ada_hook_symtab *st)
 {
 	if (!st)
 		return;
-	free(st->fns);
+	if (!st->fns_in_names)
+		free(st->fns);
 	free(st->names);
 	st->fns = NULL;
 	st->names = NULL;
+	st->fns_in_names = false;
 	st->count = st->names_len = 0;
 }

@@ -5,7 +5,7 @@
  *
  * File layout (native byte order: a cache is this machine's):
  *   names   names_len bytes, NUL-separated, ending in a NUL, in the
- *           functions' order (sc_pool_fill)
+ *           functions' order (sc_pool_fill), then zeros to a multiple of 8
  *   fns     count records: offset, size (8 bytes each), name_off (4),
  *           status, is_ifunc, is_global, reserved (1 each)
  *   header  "ADASYMT" + version byte, the key (build-id length and bytes,
@@ -14,7 +14,10 @@
  *           n_fde, xr_count and the ranges, count, names_len, the
  *           .gnu_debuglink name, checksum
  * The names come first so that the buffer the file was read into is the
- * table's name pool as it is (no copy, no second allocation to fault in);
+ * table's name pool as it is (no copy, no second allocation to fault in),
+ * and the records, 8-aligned there and laid out as struct ada_hook_fn,
+ * its function array as they are (version 3: libc's 155 KiB array was
+ * allocated, populated and filled anew by every exec'd image; exe10);
  * the header is found at the end. The checksum is XXH64 over the header
  * (checksum field zero) and the rest.
  * Everything read is checked before use: the file is input like any
@@ -42,12 +45,26 @@
 #include "symcache_internal.h"
 
 #define SC_MAGIC "ADASYMT"
-#define SC_VERSION 2u
+#define SC_VERSION 3u
 /* Bounds of what a file may hold: more functions or name bytes than any
  * image has are a broken file, not a big image. */
 #define SC_MAX_FNS (1u << 24)
 #define SC_MAX_NAMES (1u << 28)
 #define SC_FN_BYTES 24u
+/* The names' bytes with the zeros after them: the records start there. */
+#define SC_POOL_PAD(n) (((size_t)(n) + 7u) & ~(size_t)7u)
+
+/* A record is an ada_hook_fn's bytes (native order): the parse takes the
+ * records of a read buffer as the table's array without a copy. */
+_Static_assert(sizeof(struct ada_hook_fn) == SC_FN_BYTES, "record size");
+_Static_assert(offsetof(struct ada_hook_fn, offset) == 0 &&
+                   offsetof(struct ada_hook_fn, size) == 8 &&
+                   offsetof(struct ada_hook_fn, name_off) == 16 &&
+                   offsetof(struct ada_hook_fn, status) == 20 &&
+                   offsetof(struct ada_hook_fn, is_ifunc) == 21 &&
+                   offsetof(struct ada_hook_fn, is_global) == 22 &&
+                   offsetof(struct ada_hook_fn, reserved) == 23,
+               "record layout");
 
 struct sc_hdr {
 	char magic[7];
@@ -139,10 +156,11 @@ int symtab_cache_encode(const struct symtab_cache_key *key, const struct ada_hoo
 	size_t names_len = sc_pool_len(st);
 	if (names_len == 0)
 		return -EINVAL;
-	size_t body = st->count * SC_FN_BYTES + names_len;
+	size_t body = st->count * SC_FN_BYTES + SC_POOL_PAD(names_len);
 	uint8_t *b = malloc(sizeof(struct sc_hdr) + body);
 	if (!b)
 		return -ENOMEM;
+	memset(b + names_len, 0, SC_POOL_PAD(names_len) - names_len);
 	struct sc_hdr h;
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, SC_MAGIC, sizeof(h.magic));
@@ -168,7 +186,7 @@ int symtab_cache_encode(const struct symtab_cache_key *key, const struct ada_hoo
 		return -EINVAL;
 	}
 	memcpy(h.debuglink, st->debuglink, link_len);
-	uint8_t *p = b + names_len;
+	uint8_t *p = b + SC_POOL_PAD(names_len);
 	sc_pool_fill(st, b, p); /* the names and each record's name_off */
 	for (size_t i = 0; i < st->count; i++, p += SC_FN_BYTES) {
 		const struct ada_hook_fn *f = &st->fns[i];
@@ -247,16 +265,9 @@ static bool sc_in_text(const struct sc_hdr *h, const struct ada_hook_fn *f)
  * booleans, reserved 0, its status a verdict, the table sorted by offset
  * (symbol_index order), a function at the offset of the one before it an
  * alias, one to be hooked inside an executable range. */
-static bool sc_fn_get(const struct sc_hdr *h, const uint8_t *p, const struct ada_hook_fn *prev,
-                      struct ada_hook_fn *f)
+static bool sc_fn_ok(const struct sc_hdr *h, const struct ada_hook_fn *f,
+                     const struct ada_hook_fn *prev)
 {
-	memcpy(&f->offset, p, 8);
-	memcpy(&f->size, p + 8, 8);
-	memcpy(&f->name_off, p + 16, 4);
-	f->status = p[20];
-	f->is_ifunc = p[21];
-	f->is_global = p[22];
-	f->reserved = p[23];
 	if (f->name_off >= h->names_len || f->is_ifunc > 1 || f->is_global > 1 || f->reserved ||
 	    f->status >= ADA_SKIP_REASON_COUNT)
 		return false;
@@ -274,7 +285,7 @@ int symtab_cache_parse(uint8_t *buf, size_t len, const struct symtab_cache_key *
 		return -EBADMSG;
 	size_t body = len - sizeof(h);
 	memcpy(&h, buf + body, sizeof(h));
-	if (!sc_hdr_sound(&h) || body != h.count * SC_FN_BYTES + h.names_len)
+	if (!sc_hdr_sound(&h) || body != h.count * SC_FN_BYTES + SC_POOL_PAD(h.names_len))
 		return -EBADMSG;
 	if (sc_checksum(&h, buf, body) != h.checksum)
 		return -EBADMSG;
@@ -282,19 +293,32 @@ int symtab_cache_parse(uint8_t *buf, size_t len, const struct symtab_cache_key *
 		return -ESTALE;
 	if (buf[h.names_len - 1] != '\0')
 		return -EBADMSG; /* every name ends inside the pool */
-	struct ada_hook_fn *fns = malloc((h.count ? h.count : 1) * sizeof(*fns));
+	size_t pad = SC_POOL_PAD(h.names_len);
+	for (size_t i = h.names_len; i < pad; i++) {
+		if (buf[i])
+			return -EBADMSG; /* the zeros after the names */
+	}
+	uint8_t *recs = buf + pad;
+	/* Adopted (and 8-aligned, as malloc's are): the records are checked
+	 * where they are and become the table's array (fns_in_names). */
+	bool in_place = adopt && ((uintptr_t)recs & (_Alignof(struct ada_hook_fn) - 1)) == 0;
+	struct ada_hook_fn *fns = in_place ? (struct ada_hook_fn *)(void *)recs
+	                                   : malloc((h.count ? h.count : 1) * sizeof(*fns));
 	char *pool = adopt ? (char *)buf : malloc(h.names_len);
 	if (!fns || !pool) {
-		free(fns);
+		if (!in_place)
+			free(fns);
 		return -ENOMEM;
 	}
-	/* Every record is written below: libc's 6 620 (155 KiB) in one call,
-	 * not a fault a page (an exec'd image reads this at every start). */
-	ada_fs_populate(fns, h.count * sizeof(*fns));
-	const uint8_t *recs = buf + h.names_len;
+	if (!in_place) {
+		/* Every record is written below: in one call, not a fault a page. */
+		ada_fs_populate(fns, h.count * sizeof(*fns));
+		memcpy(fns, recs, h.count * sizeof(*fns)); /* the same bytes (the asserts above) */
+	}
 	for (size_t i = 0; i < h.count; i++) {
-		if (!sc_fn_get(&h, recs + i * SC_FN_BYTES, i ? &fns[i - 1] : NULL, &fns[i])) {
-			free(fns);
+		if (!sc_fn_ok(&h, &fns[i], i ? &fns[i - 1] : NULL)) {
+			if (!in_place)
+				free(fns);
 			if (!adopt)
 				free(pool);
 			return -EBADMSG;
@@ -304,6 +328,7 @@ int symtab_cache_parse(uint8_t *buf, size_t len, const struct symtab_cache_key *
 		memcpy(pool, buf, h.names_len);
 	memset(out, 0, sizeof(*out));
 	out->fns = fns;
+	out->fns_in_names = in_place;
 	out->count = h.count;
 	out->names = pool;
 	out->names_len = h.names_len;

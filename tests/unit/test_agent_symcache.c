@@ -109,10 +109,21 @@ static void test_round_trip(void **state)
 	assert_int_equal(got.xr[0].hi, 0x2000);
 	assert_string_equal(ada_hook_fn_name(&got, &got.fns[2]), "helper");
 	ada_hook_symtab_fini(&got);
-	/* Adopted: the buffer is the name pool. */
+	/* Adopted: the buffer is the name pool, and its records, 8-aligned
+	 * after the names, the function array (no copy). */
 	assert_int_equal(symtab_cache_parse(b, len, &k, &got, NULL, true), 0);
 	assert_ptr_equal(got.names, b);
+	assert_true(got.fns_in_names);
+	assert_true((uint8_t *)got.fns > b && (uint8_t *)got.fns < b + len);
+	assert_int_equal(((uintptr_t)got.fns) % 8, 0);
+	assert_memory_equal(got.fns, st.fns, st.count * sizeof(*st.fns));
 	ada_hook_symtab_fini(&got); /* frees b */
+	/* The zeros between the names (26 bytes) and the records are zeros. */
+	b = encoded(&len);
+	b[st.names_len] = 1;
+	symtab_cache_reseal(b, len);
+	assert_int_equal(symtab_cache_parse(b, len, &k, &got, NULL, true), -EBADMSG);
+	free(b);
 	ada_hook_symtab_fini(&st);
 }
 
@@ -176,22 +187,39 @@ static void test_other_key(void **state)
 	free(b);
 }
 
+/* symtab_cache_parse of (b, len), and again adopting a copy (the records
+ * checked in place): the same answer both ways. */
+static int parse_both(const uint8_t *b, size_t len, const struct symtab_cache_key *k)
+{
+	struct ada_hook_symtab got;
+	int rc = symtab_cache_parse((uint8_t *)b, len, k, &got, NULL, false);
+	if (rc == 0)
+		ada_hook_symtab_fini(&got);
+	uint8_t *c = malloc(len);
+	assert_non_null(c);
+	memcpy(c, b, len);
+	int rc2 = symtab_cache_parse(c, len, k, &got, NULL, true);
+	assert_int_equal(rc2, rc);
+	if (rc2 == 0)
+		ada_hook_symtab_fini(&got); /* frees c */
+	else
+		free(c);
+	return rc;
+}
+
 /* Encodes st (changed by the caller after make_table) and parses it. */
 static int parse_changed(void (*change)(struct ada_hook_symtab *))
 {
 	struct symtab_cache_key k;
-	struct ada_hook_symtab st, got;
+	struct ada_hook_symtab st;
 	make_key(&k);
 	make_table(&st);
 	change(&st);
 	uint8_t *b = NULL;
 	size_t len;
 	int rc = symtab_cache_encode(&k, &st, &b, &len);
-	if (rc == 0) {
-		rc = symtab_cache_parse(b, len, &k, &got, NULL, false);
-		if (rc == 0)
-			ada_hook_symtab_fini(&got);
-	}
+	if (rc == 0)
+		rc = parse_both(b, len, &k);
 	free(b);
 	ada_hook_symtab_fini(&st);
 	return rc;
@@ -201,18 +229,17 @@ static int parse_changed(void (*change)(struct ada_hook_symtab *))
  * made right again, as a hostile writer would) and parses it. The pool
  * is make_table's, in function order: NAMES_LEN bytes. */
 #define NAMES_LEN 26u
+#define RECS_AT 32u /* the names and zeros to a multiple of 8 */
+
 static int parse_bytes(void (*change)(uint8_t *b))
 {
 	struct symtab_cache_key k;
-	struct ada_hook_symtab got;
 	size_t len;
 	make_key(&k);
 	uint8_t *b = encoded(&len);
 	change(b);
 	symtab_cache_reseal(b, len);
-	int rc = symtab_cache_parse(b, len, &k, &got, NULL, false);
-	if (rc == 0)
-		ada_hook_symtab_fini(&got);
+	int rc = parse_both(b, len, &k);
 	free(b);
 	return rc;
 }
@@ -220,7 +247,7 @@ static int parse_bytes(void (*change)(uint8_t *b))
 static void name_outside(uint8_t *b)
 {
 	uint32_t off = NAMES_LEN; /* record 2's name_off */
-	memcpy(b + NAMES_LEN + 2 * 24 + 16, &off, 4);
+	memcpy(b + RECS_AT + 2 * 24 + 16, &off, 4);
 }
 static void pool_unterminated(uint8_t *b)
 {

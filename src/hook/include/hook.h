@@ -118,6 +118,9 @@ struct ada_hook_symtab {
 	 * none, or the read never needed it): where a debug file installed
 	 * later would be found (the symbol-table cache checks it is not). */
 	char debuglink[ADA_HOOK_DEBUGLINK_MAX];
+	/* fns lies inside the names allocation (a symbol-table cache file's
+	 * buffer, records after the names): freed with it, not alone. */
+	bool fns_in_names;
 };
 
 /* Reads the functions of the ELF file at path: .symtab when present, else

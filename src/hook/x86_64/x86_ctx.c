@@ -11,15 +11,30 @@
 #include <signal.h>
 #include <stdint.h>
 #include <ucontext.h>
+#if __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h> /* glibc 2.33+: CPU_FEATURE_PRESENT */
+#endif
 
 #include "hook_arch.h"
 
+/* One CPUID instruction where glibc keeps leaf 1 (its copy, read by the
+ * loader): each traps to the hypervisor in a VM, some microseconds, and
+ * __get_cpuid asks leaf 0 before each leaf it reads (four in all, at every
+ * exec'd start; exe10). With OSXSAVE set, leaf 0xd exists (XSAVE
+ * enumerates its state components there). */
 uint32_t hook_arch_xsave_size(void)
 {
 	unsigned a, b, c, d;
+#ifdef CPU_FEATURE_PRESENT
+	if (!CPU_FEATURE_PRESENT(OSXSAVE))
+		return 0;
+#else
 	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
 		return 0;
-	if (!__get_cpuid_count(0xd, 0, &a, &b, &c, &d) || b == 0 || b > HOOK_ARCH_FPU_MAX)
+#endif
+	__cpuid_count(0xd, 0, a, b, c, d);
+	(void)a, (void)c, (void)d;
+	if (b == 0 || b > HOOK_ARCH_FPU_MAX)
 		return 0;
 	return b;
 }
