@@ -1072,7 +1072,7 @@ void wal_detail_proc_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *
 	*waits = p->done_sums.detail_waits;
 	*ns = p->done_sums.detail_wait_ns;
 	for (size_t j = 0; j < p->nopen; j++)
-		if (p->open[j]->dt) {
+		if (p->open[j]->dt && !p->open[j]->summed) {
 			*waits += p->open[j]->dt->waits;
 			*ns += p->open[j]->dt->wait_ns;
 		}
@@ -1082,7 +1082,7 @@ uint64_t wal_detail_proc_records(const struct wal_proc *p)
 {
 	uint64_t n = p->done_sums.detail_records;
 	for (size_t j = 0; j < p->nopen; j++)
-		if (p->open[j]->dt)
+		if (p->open[j]->dt && !p->open[j]->summed)
 			n += p->open[j]->dt->records;
 	return n;
 }

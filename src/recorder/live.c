@@ -101,7 +101,7 @@ static void live_proc(struct ada_recorder_live *v, const struct wal_proc *p)
 		                             .finished = p->finished,
 		                             .ring_fill_pct = p->finished ? 0 : p->fill_last,
 		                             .events = p->events - wal_proc_lost(p)};
-		/* Not finalized: every thread not done is among them (open). */
+		/* Every thread not finalized is in open[] (done: finalized or not). */
 		for (size_t j = 0; j < p->nopen; j++)
 			lp->threads += !p->open[j]->done;
 	} else {

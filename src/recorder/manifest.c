@@ -146,6 +146,8 @@ void wal_proc_index_bytes(const struct wal_proc *p, uint64_t *bytes, uint64_t *e
 	*events = p->done_sums.index_events;
 	for (size_t i = 0; i < p->nopen; i++) {
 		uint64_t b, e;
+		if (p->open[i]->summed)
+			continue; /* in done_sums */
 		wal_thread_index_bytes(p->open[i], &b, &e);
 		*bytes += b;
 		*events += e;
@@ -455,7 +457,7 @@ uint64_t wal_proc_lost(const struct wal_proc *p)
 {
 	uint64_t lost = p->done_sums.lost;
 	for (size_t i = 0; i < p->nopen; i++)
-		lost += p->open[i]->lost;
+		lost += p->open[i]->summed ? 0 : p->open[i]->lost;
 	return lost;
 }
 

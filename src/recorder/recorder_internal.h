@@ -150,7 +150,8 @@ struct wal_proc {
 	uint64_t *seq_set;
 	size_t seq_cap;
 	/* The threads not finalized yet, in threads[] order (a slot each at
-	 * most: as many as its arena's slots), and what the finalized ones
+	 * most: as many as its arena's slots; finalized ones, at most as many
+	 * again, wait there to be dropped in one pass), and what the finalized ones
 	 * add up to (their lost events, index bytes and events, ring waits:
 	 * fixed from then on; the budget's retirements move bytes within a
 	 * thread, they do not change its sums). The sums and the live view walk the open
@@ -159,6 +160,7 @@ struct wal_proc {
 	 * the live view's walks of them). */
 	struct wal_thread **open;
 	size_t nopen, capopen;
+	size_t open_closed; /* finalized ones still in open[] (skipped: summed) */
 	struct wal_thread_sums {
 		uint64_t lost, index_bytes, index_events, ring_waits, ring_wait_ns;
 		uint64_t detail_records, detail_waits, detail_wait_ns;

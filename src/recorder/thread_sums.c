@@ -71,6 +71,8 @@ void wal_proc_ring_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *ns
 	*waits = p->done_sums.ring_waits;
 	*ns = p->done_sums.ring_wait_ns;
 	for (size_t j = 0; j < p->nopen; j++) {
+		if (p->open[j]->summed)
+			continue; /* in done_sums */
 		*waits += p->open[j]->ring_waits;
 		*ns += p->open[j]->ring_wait_ns;
 	}
@@ -82,12 +84,17 @@ void wal_thread_closed(struct wal_thread *t)
 	if (t->summed)
 		return;
 	t->summed = true;
-	for (size_t i = 0; i < p->nopen; i++) {
-		if (p->open[i] != t)
-			continue;
-		memmove(&p->open[i], &p->open[i + 1], (p->nopen - i - 1) * sizeof(*p->open));
-		p->nopen--;
-		break;
+	/* Left in the list (the walks skip it) until half the list is such:
+	 * then one pass keeps the others, in order. A removal each time
+	 * moved the rest of the list: the end of 10 000 threads alive at
+	 * once, finalized oldest first, moved 400 MB. */
+	if (2 * ++p->open_closed > p->nopen) {
+		size_t n = 0;
+		for (size_t i = 0; i < p->nopen; i++)
+			if (!p->open[i]->summed)
+				p->open[n++] = p->open[i];
+		p->nopen = n;
+		p->open_closed = 0;
 	}
 	struct wal_thread_sums *s = &p->done_sums;
 	uint64_t b, e;
