@@ -196,6 +196,10 @@ uint64_t wal_detail_file_bytes(const struct wal_thread *t);
 void wal_detail_sync_overwritten(struct wal_thread *t);
 /* Detail records persisted, every thread of p. */
 uint64_t wal_detail_proc_records(const struct wal_proc *p);
+/* One thread's detail records persisted, and its waits for detail room
+ * (--detail always) and their ns: what wal_thread_closed adds up. */
+void wal_detail_thread_sums(const struct wal_thread *t, uint64_t *records, uint64_t *waits,
+                            uint64_t *ns);
 /* The times p's threads waited for index ring space, and the ns (drain.c). */
 void wal_proc_ring_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *ns);
 /* --detail always: the times p's threads waited for detail room, and the ns. */

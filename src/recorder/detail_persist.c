@@ -1057,22 +1057,33 @@ void wal_detail_sync_overwritten(struct wal_thread *t)
 		t->dt->overwritten += pd_overwritten(t->dt, pd_counter(t));
 }
 
+void wal_detail_thread_sums(const struct wal_thread *t, uint64_t *records, uint64_t *waits,
+                            uint64_t *ns)
+{
+	*records = t->dt ? t->dt->records : 0;
+	*waits = t->dt ? t->dt->waits : 0;
+	*ns = t->dt ? t->dt->wait_ns : 0;
+}
+
+/* The finalized threads' sums (wal_thread_closed: a thread with no
+ * index file persists nothing more), and the open ones'. */
 void wal_detail_proc_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *ns)
 {
-	*waits = *ns = 0;
-	for (size_t j = 0; j < p->nthreads; j++)
-		if (p->threads[j]->dt) {
-			*waits += p->threads[j]->dt->waits;
-			*ns += p->threads[j]->dt->wait_ns;
+	*waits = p->done_sums.detail_waits;
+	*ns = p->done_sums.detail_wait_ns;
+	for (size_t j = 0; j < p->nopen; j++)
+		if (p->open[j]->dt && !p->open[j]->summed) {
+			*waits += p->open[j]->dt->waits;
+			*ns += p->open[j]->dt->wait_ns;
 		}
 }
 
 uint64_t wal_detail_proc_records(const struct wal_proc *p)
 {
-	uint64_t n = 0;
-	for (size_t j = 0; j < p->nthreads; j++)
-		if (p->threads[j]->dt)
-			n += p->threads[j]->dt->records;
+	uint64_t n = p->done_sums.detail_records;
+	for (size_t j = 0; j < p->nopen; j++)
+		if (p->open[j]->dt && !p->open[j]->summed)
+			n += p->open[j]->dt->records;
 	return n;
 }
 

@@ -190,9 +190,13 @@ static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_pr
 {
 	struct wal_thread *t = calloc(1, sizeof(*t));
 	void *arr = drain_grow(p->threads, &p->capthreads, p->nthreads + 1, sizeof(*p->threads));
-	if (!t || !arr)
+	if (arr) /* grown: the old array is gone */
+		p->threads = arr;
+	void *open = drain_grow(p->open, &p->capopen, p->nopen + 1, sizeof(*p->open));
+	if (open)
+		p->open = open;
+	if (!t || !arr || !open || drain_seq_room(p) < 0)
 		goto err;
-	p->threads = arr;
 	t->p = p;
 	t->seq = si->thread_seq;
 	t->tid = si->tid;
@@ -207,6 +211,8 @@ static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_pr
 		goto err;
 	}
 	p->threads[p->nthreads++] = t;
+	p->open[p->nopen++] = t;
+	drain_seq_put(p, t->seq);
 	if ((pid_t)si->tid == p->pid)
 		p->images++;
 	if (!wal_thread_dir_allowed(p, wal_now_ns())) {
@@ -263,15 +269,6 @@ static void drain_sync_waits(struct wal_thread *t)
 	t->ring_wait_ns = ns > t->ring_wait_ns ? ns : t->ring_wait_ns;
 }
 
-void wal_proc_ring_waits(const struct wal_proc *p, uint64_t *waits, uint64_t *ns)
-{
-	*waits = *ns = 0;
-	for (size_t j = 0; j < p->nthreads; j++) {
-		*waits += p->threads[j]->ring_waits;
-		*ns += p->threads[j]->ring_wait_ns;
-	}
-}
-
 static uint64_t drain_budget_thread_end_room(struct ada_recorder *r, struct wal_thread *t);
 static void drain_budget_audit(struct ada_recorder *r);
 
@@ -300,6 +297,7 @@ void drain_thread_finalize(struct ada_recorder *r, struct wal_thread *t)
 		r->budget.disk_closed += wal_round_block(t->last.bytes) + t->last_detail_bytes;
 	}
 	t->done = true;
+	wal_thread_closed(t);
 	wal_flight_thread_finished(t);
 	wal_thread_dir_close(t);
 }
@@ -669,17 +667,6 @@ static size_t drain_take(struct ada_recorder *r, struct wal_proc *p, struct wal_
 	if (t->f && t->pending * 4 >= p->ring_events)
 		ada_wal_file_submit_blocks(t->f);
 	return total;
-}
-
-/* Whether another thread of p already has thread_seq (its thread_K/
- * directory): the producer hands each number out once. Linear, but only
- * when a thread is new, and threads are bounded by the directory rate. */
-static bool drain_seq_taken(const struct wal_proc *p, uint32_t seq)
-{
-	for (size_t i = 0; i < p->nthreads; i++)
-		if (p->threads[i]->seq == seq)
-			return true;
-	return false;
 }
 
 /* The slot broke the protocol: report it once, and finalize its thread

@@ -47,6 +47,12 @@ uint64_t drain_nap_slow(const struct ada_recorder *r, uint64_t us, uint64_t cap_
 /* Grows arr (elements of elem bytes, *cap of them) to hold need; NULL
  * when out of memory (arr is kept). */
 void *drain_grow(void *arr, size_t *cap, size_t need, size_t elem);
+/* thread_sums.c: p's set of thread numbers (threads[]'s seq). Whether
+ * seq is one of them; seq into it (after drain_seq_room); room for one
+ * thread more, the set grown when needed (-ENOMEM). */
+bool drain_seq_taken(const struct wal_proc *p, uint32_t seq);
+void drain_seq_put(struct wal_proc *p, uint32_t seq);
+int drain_seq_room(struct wal_proc *p);
 /* drain_convert.c: converts n ring events of t into its file; returns
  * the events consumed (fewer when the slot was quarantined at a bad one). */
 size_t drain_convert(struct ada_recorder *r, struct wal_thread *t,

@@ -155,8 +155,8 @@ static bool sleep_work_left(struct ada_recorder *r)
 			continue;
 		if (p->gone || p->reaped || p->vanished || drain_prep_pending(p))
 			return true;
-		for (size_t j = 0; j < p->nthreads; j++) {
-			const struct wal_thread *t = p->threads[j];
+		for (size_t j = 0; j < p->nopen; j++) { /* every thread not finalized */
+			const struct wal_thread *t = p->open[j];
 			if (!t->done && t->pending)
 				return true; /* written, not released yet: the next pass does */
 		}

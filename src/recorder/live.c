@@ -105,13 +105,14 @@ static void live_proc(struct ada_recorder_live *v, const struct wal_proc *p)
 		                             .finished = p->finished,
 		                             .ring_fill_pct = p->finished ? 0 : p->fill_last,
 		                             .events = p->events - wal_proc_lost(p)};
-		for (size_t j = 0; j < p->nthreads; j++)
-			lp->threads += !p->threads[j]->done;
+		/* Every thread not finalized is in open[] (done: finalized or not). */
+		for (size_t j = 0; j < p->nopen; j++)
+			lp->threads += !p->open[j]->done;
 	} else {
 		v->procs_omitted++;
 	}
-	for (size_t j = 0; j < p->nthreads && !p->finished; j++) {
-		const struct wal_thread *t = p->threads[j];
+	for (size_t j = 0; j < p->nopen && !p->finished; j++) {
+		const struct wal_thread *t = p->open[j];
 		if (t->done)
 			continue;
 		if (v->nrings == ADA_LIVE_MAX_RINGS) {

@@ -126,21 +126,31 @@ static json_t *man_gen(const struct wal_gen *g)
 	return man_file(g->t->seq, name, json_integer(g->g), g->first_seq, &s, false);
 }
 
+void wal_thread_index_bytes(const struct wal_thread *t, uint64_t *bytes, uint64_t *events)
+{
+	*bytes = t->retired_bytes;
+	*events = t->retired_events;
+	for (size_t g = 0; g < t->ngens; g++) {
+		*bytes += t->gens[g].bytes;
+		*events += t->gens[g].events;
+	}
+	if (t->final_retired)
+		return; /* in retired_bytes already */
+	*bytes += t->f ? ada_wal_file_bytes(t->f) : t->last.bytes;
+	*events += t->f ? ada_wal_file_events(t->f) : t->last.events;
+}
+
 void wal_proc_index_bytes(const struct wal_proc *p, uint64_t *bytes, uint64_t *events)
 {
-	*bytes = *events = 0;
-	for (size_t i = 0; i < p->nthreads; i++) {
-		const struct wal_thread *t = p->threads[i];
-		*bytes += t->retired_bytes;
-		*events += t->retired_events;
-		for (size_t g = 0; g < t->ngens; g++) {
-			*bytes += t->gens[g].bytes;
-			*events += t->gens[g].events;
-		}
-		if (t->final_retired)
-			continue; /* in retired_bytes already */
-		*bytes += t->f ? ada_wal_file_bytes(t->f) : t->last.bytes;
-		*events += t->f ? ada_wal_file_events(t->f) : t->last.events;
+	*bytes = p->done_sums.index_bytes;
+	*events = p->done_sums.index_events;
+	for (size_t i = 0; i < p->nopen; i++) {
+		uint64_t b, e;
+		if (p->open[i]->summed)
+			continue; /* in done_sums */
+		wal_thread_index_bytes(p->open[i], &b, &e);
+		*bytes += b;
+		*events += e;
 	}
 }
 
@@ -445,9 +455,9 @@ static json_t *man_metrics(const struct ada_recorder *r, const struct wal_proc *
 
 uint64_t wal_proc_lost(const struct wal_proc *p)
 {
-	uint64_t lost = 0;
-	for (size_t i = 0; i < p->nthreads; i++)
-		lost += p->threads[i]->lost;
+	uint64_t lost = p->done_sums.lost;
+	for (size_t i = 0; i < p->nopen; i++)
+		lost += p->open[i]->summed ? 0 : p->open[i]->lost;
 	return lost;
 }
 

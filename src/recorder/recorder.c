@@ -495,6 +495,8 @@ void wal_proc_free(struct wal_proc *p)
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	free(p->threads);
+	free(p->seq_set);
+	free(p->open);
 	free(p->sealed);
 	free(p->sealed_blocks);
 	free(p->dir);

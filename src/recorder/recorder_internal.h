@@ -69,6 +69,7 @@ struct wal_thread {
 	uint64_t lost;
 	uint64_t segments, flushes, syncs; /* over all its files (manifest) */
 	bool done;
+	bool summed; /* finalized: in its process's done_sums (wal_thread_closed) */
 	struct ada_trigger_thread *trig; /* open frames, latency (flight.c) */
 	/* What each window persisted here (flight.c): windows fw_base to
 	 * nfw - 1, by index; fw[0] is window fw_base's. Keyed from the first
@@ -143,6 +144,27 @@ struct wal_proc {
 	struct wal_thread **by_slot;
 	struct wal_thread **threads;
 	size_t nthreads, capthreads;
+	/* The thread_seq of every thread of threads[], an open-addressing set
+	 * (seq + 1; 0: empty; at most half full): a new slot's number is
+	 * checked against it in O(1) (drain.c drain_seq_taken). */
+	uint64_t *seq_set;
+	size_t seq_cap;
+	/* The threads not finalized yet, in threads[] order (a slot each at
+	 * most: as many as its arena's slots; finalized ones, at most as many
+	 * again, wait there to be dropped in one pass), and what the finalized ones
+	 * add up to (their lost events, index bytes and events, ring waits:
+	 * fixed from then on; the budget's retirements move bytes within a
+	 * thread, they do not change its sums). The sums and the live view walk the open
+	 * ones only, not every thread the process ever had (issue 32 item 1:
+	 * a session of 20 000 short threads spent 10 % of its drain's CPU in
+	 * the live view's walks of them). */
+	struct wal_thread **open;
+	size_t nopen, capopen;
+	size_t open_closed; /* finalized ones still in open[] (skipped: summed) */
+	struct wal_thread_sums {
+		uint64_t lost, index_bytes, index_events, ring_waits, ring_wait_ns;
+		uint64_t detail_records, detail_waits, detail_wait_ns;
+	} done_sums;
 	bool reaped, gone, finished, our_child;
 	bool vanished; /* gone before we opened its arena: drain once, never wait */
 	/* When it was admitted, and whether its early manifest ("recording")
@@ -715,6 +737,12 @@ struct ada_recorder {
 
 uint64_t wal_proc_drops(const struct wal_proc *p);
 uint64_t wal_proc_lost(const struct wal_proc *p); /* events not written (disk full) */
+/* t's index files (kept, retired and current) and the events in them. */
+void wal_thread_index_bytes(const struct wal_thread *t, uint64_t *bytes, uint64_t *events);
+/* t is finalized (drain_thread_finalize: nothing drains it any more,
+ * its counts are final): out of its process's open threads, its counts
+ * into the finalized ones' sums. Again: nothing. */
+void wal_thread_closed(struct wal_thread *t);
 /* The bytes of its index files (kept, retired and current, headers
  * included) and the events in them: the encoding's bytes per event. */
 void wal_proc_index_bytes(const struct wal_proc *p, uint64_t *bytes, uint64_t *events);

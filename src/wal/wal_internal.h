@@ -47,7 +47,7 @@ struct wal_buf {
 /* Recent windows of finished compact files kept for the next files
  * (segment_cidx.c): at most this many, of at most WAL_RECENT_SPARE_BYTES
  * in all. */
-#define WAL_RECENT_SPARES 4u
+#define WAL_RECENT_SPARES 32u
 #define WAL_RECENT_SPARE_BYTES (16ull << 20)
 
 struct ada_cidx_recent;

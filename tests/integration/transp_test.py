@@ -16,7 +16,9 @@ line. Cases:
              --thread-limit N): the program runs as without ada (no wait
              for ever) and the loss is counted
   exact      --calls FN=N: the trace has exactly N calls and returns of FN
-             and no index-lane drop or lost event (--record-opt passes ada
+             and no index-lane drop or lost event, and each manifest's
+             sums (index bytes and events, ring waits, lost events) are
+             its threads' entries added up (--record-opt passes ada
              record options; --max-shm-mb bounds the shared memory's peak)
   nginx      Debian's nginx, master and one worker from a private prefix on
              a free port, serves 100 requests and stops on SIGQUIT; the
@@ -270,6 +272,32 @@ def case_slots_full(args, work):
         raise Fail("the summary line does not name the no_slot drops:\n%s" % err)
 
 
+def sums_agree(path, man):
+    """The process's sums (metrics: index bytes and events, ring waits;
+    lost_events) are its threads' entries added up: the recorder keeps the
+    finalized threads' part as running sums (thread_sums.c), which must
+    come to what a walk of every thread gives."""
+    ths = man.get("threads", [])
+    got = {"index_bytes": 0, "index_events": 0, "ring_waits": 0, "ring_waited_ns": 0,
+           "lost_events": 0}
+    for t in ths:
+        got["index_bytes"] += t.get("retired_bytes", 0)
+        got["index_events"] += t.get("retired_events", 0)
+        for f in t.get("files", []):
+            got["index_bytes"] += f.get("bytes", 0)
+            got["index_events"] += f.get("events", 0)
+        got["ring_waits"] += t.get("ring_waits", 0)
+        got["ring_waited_ns"] += t.get("ring_waited_ns", 0)
+        got["lost_events"] += t.get("lost_events", 0)
+    met = man.get("metrics", {})
+    want = {k: met.get(k) for k in ("index_bytes", "index_events", "ring_waits",
+                                    "ring_waited_ns")}
+    want["lost_events"] = man.get("lost_events")
+    if got != want:
+        raise Fail("%s: the process's sums %r, its %d threads add up to %r"
+                   % (path, want, len(ths), got))
+
+
 def case_exact(args, work):
     """--calls FN=N: exactly N calls and N returns of FN, no index drop and
     no event lost on the way to disk; with --max-shm-mb, the session's
@@ -285,6 +313,7 @@ def case_exact(args, work):
         if man.get("lost_events") or man.get("warnings"):
             raise Fail("%s: lost_events %r, warnings %r" % (m, man.get("lost_events"),
                                                              man.get("warnings")))
+        sums_agree(m, man)
         peak = man.get("shm", {}).get("peak_bytes", 0)
         print("transp_test: shared memory at peak %.1f MiB" % (peak / 1048576.0))
         if args.max_shm_mb and peak > args.max_shm_mb << 20:

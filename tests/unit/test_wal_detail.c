@@ -651,7 +651,8 @@ static void test_cidx_recent_reused(void **state)
 	assert_int_equal(ada_wal_file_finalize(c, &sum), 0);
 	assert_int_equal(io->nrecent_spare, 2);
 
-	/* Six files end at once: the four largest windows stay. */
+	/* Six files end at once: all six windows stay (fewer than
+	 * WAL_RECENT_SPARES, within WAL_RECENT_SPARE_BYTES). */
 	struct ada_wal_file *many[6];
 	char name[32];
 	for (int i = 0; i < 6; i++) {
@@ -661,13 +662,28 @@ static void test_cidx_recent_reused(void **state)
 	assert_int_equal(io->recent_reused, 3); /* the 16384 and the 4096 */
 	for (int i = 0; i < 6; i++)
 		assert_int_equal(ada_wal_file_finalize(many[i], &sum), 0);
-	assert_int_equal(io->nrecent_spare, WAL_RECENT_SPARES);
+	assert_int_equal(io->nrecent_spare, 6);
 	uint64_t total = 0;
-	for (uint32_t i = 0; i < io->nrecent_spare; i++) {
-		assert_true(io->recent_spare[i].n >= 16384);
+	for (uint32_t i = 0; i < io->nrecent_spare; i++)
 		total += io->recent_spare[i].n;
+	assert_int_equal(total, 8192 + 3 * 16384 + 2 * 32768);
+
+	/* WAL_RECENT_SPARES + 2 small files (a thread per request) end at
+	 * once: WAL_RECENT_SPARES stay, the smallest went, the six's five
+	 * larger than these among those kept. */
+	enum { NSMALL = WAL_RECENT_SPARES + 2 };
+	struct ada_wal_file *small[NSMALL];
+	for (int i = 0; i < NSMALL; i++) {
+		snprintf(name, sizeof(name), "rs%d.atf", i);
+		small[i] = recent_file(io, name, 8192, 0, 100);
 	}
-	assert_int_equal(total, 2 * 16384 + 2 * 32768);
+	for (int i = 0; i < NSMALL; i++)
+		assert_int_equal(ada_wal_file_finalize(small[i], &sum), 0);
+	assert_int_equal(io->nrecent_spare, WAL_RECENT_SPARES);
+	uint32_t larger = 0;
+	for (uint32_t i = 0; i < io->nrecent_spare; i++)
+		larger += io->recent_spare[i].n >= 16384;
+	assert_int_equal(larger, 5);
 	ada_wal_io_free(io);
 }
 
@@ -1438,7 +1454,7 @@ struct wscene {
 	struct pfx x;
 	struct pdrain d;
 	const struct atf_index_event *ev;
-	struct wal_thread *threads[1];
+	struct wal_thread *threads[1], *open[1];
 	bool flight;
 };
 
@@ -1471,9 +1487,11 @@ static void wscene_open(struct wscene *s, uint64_t pairs, uint64_t taken)
  * [fire - pre_ns, fire + post_ns]. */
 static void wscene_flight(struct wscene *s, uint64_t pre_ns, uint64_t post_ns)
 {
-	s->threads[0] = &s->d.t;
+	s->threads[0] = s->open[0] = &s->d.t;
 	s->d.p.threads = s->threads;
 	s->d.p.nthreads = 1;
+	s->d.p.open = s->open; /* not finalized: drain.c drain_thread_new's */
+	s->d.p.nopen = 1;
 	s->d.r.o.detail_mode = ADA_DETAIL_TRIGGERED;
 	struct ada_trigger_opts o = {.pre_ns = pre_ns, .post_ns = post_ns, .max_windows = 8};
 	struct ada_trigger_spec spec;
