@@ -180,6 +180,18 @@ static int fl_thread(const struct fl_opts *o, struct fl_tree *t, struct rd_pid *
 	return err;
 }
 
+/* A count-only function's calls into the subtitle's sum: the manifest
+ * copies them from agent.json, the target's, so a negative count adds
+ * nothing (as ada status, cmd_ctl.c man_add_count_only) and the sum
+ * saturates instead of wrapping. */
+static void fl_count_calls(struct fl_tree *t, json_int_t n)
+{
+	if (n > 0)
+		t->count_calls = (uint64_t)n > UINT64_MAX - t->count_calls
+		                     ? UINT64_MAX
+		                     : t->count_calls + (uint64_t)n;
+}
+
 static int fl_pid(const struct fl_opts *o, struct fl_tree *t, const struct ada_atf_pid *p,
                   bool several, uint32_t *damaged)
 {
@@ -209,7 +221,7 @@ static int fl_pid(const struct fl_opts *o, struct fl_tree *t, const struct ada_a
 	json_array_foreach(co, k, e)
 	{
 		t->count_fns++;
-		t->count_calls += (uint64_t)json_integer_value(json_object_get(e, "calls"));
+		fl_count_calls(t, json_integer_value(json_object_get(e, "calls")));
 	}
 	json_decref(co);
 	t->count_fns += rd_count_only_uncalled(&rp); /* never called: counted, not listed */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "agent_internal.h"
+#include "agent_printf_internal.h"
 #include "fs.h"
 #include "plancache_internal.h"
 #include "ring.h"
@@ -142,101 +143,6 @@ static int agent_write_syms(int mod_fd, struct agent_module *m)
 	if (!err)
 		agent.syms_written++;
 	return err;
-}
-
-/* The files' bytes go out with putc_unlocked, which the compiler inlines
- * into the stream's buffer: once libc is hooked, each call of the agent
- * into libc (fputc, fprintf and the functions they call) passes a
- * trampoline and the guard's handler (untraced_calls.agent_work), about
- * 2 900 of them in a forked child's agent.json at exit before this
- * (docs/benchmarks.md, cow9). */
-static void agent_put_hex(FILE *f, unsigned v, int digits)
-{
-	static const char hex[] = "0123456789abcdef";
-	while (digits-- > 0)
-		putc_unlocked(hex[(v >> (4 * digits)) & 15u], f);
-}
-
-/* fprintf's subset the agent's files use (%s %c %d %u %zu %lu %lx,
- * a width with '0'), formatted here into the stream's buffer (the same
- * reason as agent_put_hex); any other format goes to vfprintf whole. */
-static bool agent_fmt_ours(const char *fmt)
-{
-	for (const char *p = fmt; *p; p++) {
-		if (*p != '%')
-			continue;
-		p++;
-		while (*p >= '0' && *p <= '9')
-			p++;
-		if (*p == 'l' || *p == 'z')
-			p++;
-		if (*p != 's' && *p != 'c' && *p != 'd' && *p != 'u' && *p != 'x')
-			return false;
-	}
-	return true;
-}
-
-static void agent_put_num(FILE *f, uint64_t v, bool neg, unsigned base, int width, char pad)
-{
-	char buf[24];
-	int n = 0;
-	do {
-		buf[n++] = "0123456789abcdef"[v % base];
-		v /= base;
-	} while (v);
-	if (neg)
-		buf[n++] = '-';
-	for (int i = n; i < width; i++)
-		putc_unlocked(pad, f);
-	while (n > 0)
-		putc_unlocked(buf[--n], f);
-}
-
-/* One conversion at *p (after the '%'); the format position after it. */
-static const char *agent_put_conv(FILE *f, const char *p, va_list *ap)
-{
-	char pad = *p == '0' ? '0' : ' ';
-	int width = 0;
-	while (*p >= '0' && *p <= '9')
-		width = width * 10 + (*p++ - '0');
-	bool wide = *p == 'l' || *p == 'z';
-	p += wide;
-	if (*p == 's') {
-		for (const char *s = va_arg(*ap, const char *); *s; s++)
-			putc_unlocked(*s, f);
-	} else if (*p == 'c') {
-		putc_unlocked(va_arg(*ap, int), f);
-	} else if (*p == 'd') {
-		int64_t v = wide ? va_arg(*ap, long) : va_arg(*ap, int);
-		agent_put_num(f, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, v < 0, 10, width, pad);
-	} else {
-		uint64_t v = wide ? va_arg(*ap, unsigned long) : va_arg(*ap, unsigned);
-		agent_put_num(f, v, false, *p == 'x' ? 16 : 10, width, pad);
-	}
-	return p + 1;
-}
-
-static void agent_puts(const char *s, FILE *f)
-{
-	for (; *s; s++)
-		putc_unlocked(*s, f);
-}
-
-__attribute__((format(printf, 2, 3))) static void agent_printf(FILE *f, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	if (!agent_fmt_ours(fmt)) {
-		vfprintf(f, fmt, ap);
-	} else {
-		for (const char *p = fmt; *p;) {
-			if (*p != '%')
-				putc_unlocked(*p++, f);
-			else
-				p = agent_put_conv(f, p + 1, &ap);
-		}
-	}
-	va_end(ap);
 }
 
 void agent_json_string(FILE *f, const char *s)

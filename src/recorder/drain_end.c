@@ -267,6 +267,8 @@ static bool drain_pool_arena(struct ada_recorder *r, struct wal_proc *p)
 void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 {
 	uint64_t size = 0;
+	if (p->gone) /* none of its threads writes any more */
+		wal_agent_tmp_sweep(r, p);
 	if (p->arena && drain_arena_shrunk(p, &size)) {
 		drain_arena_lost(r, p, size);
 		return;

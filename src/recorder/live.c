@@ -65,9 +65,13 @@ struct wal_live {
 	uint32_t nwarn;
 	uint64_t warn_omitted;
 	size_t rwarned;
-	/* A kept warning first said by the recording: its index in
-	 * r->warnings (SIZE_MAX: a process's), read again at each build, as
-	 * the recorder rewrites some in place with a count (drain_refuse). */
+	/* Where a kept warning was first said: the array (r->warnings, or a
+	 * process's p->warnings while it runs; NULL: nowhere to look again)
+	 * and its index there, read again at each build, as the recorder
+	 * rewrites some in place with a count (drain_refuse,
+	 * wal_ring_table_failed). A process's array is forgotten when it is
+	 * folded, before it can be freed (wal_live_proc_retiring). */
+	const json_t *rwarn_src[ADA_LIVE_MAX_WARNINGS];
 	size_t rwarn_at[ADA_LIVE_MAX_WARNINGS];
 };
 
@@ -148,27 +152,39 @@ static int live_warn(struct wal_live *l, pid_t pid, const char *text)
 	w->pid = w->last = pid;
 	w->processes = pid != 0;
 	snprintf(w->text, sizeof(w->text), "%s", text);
-	l->rwarn_at[l->nwarn] = SIZE_MAX;
+	l->rwarn_src[l->nwarn] = NULL;
 	return (int)l->nwarn++;
 }
 
-/* The recording's warnings: the new ones taken, and those kept read
- * again (a rewritten one replaces its text: the count it carries). */
-static void live_warnings_rec(struct wal_live *l, const struct ada_recorder *r)
+/* Sentence at of src into the kept warnings, remembered there when new. */
+static void live_warn_at(struct wal_live *l, pid_t pid, const json_t *src, size_t at)
 {
-	for (; l->rwarned < json_array_size(r->warnings); l->rwarned++) {
-		int k = live_warn(l, 0, json_string_value(json_array_get(r->warnings, l->rwarned)));
-		if (k >= 0)
-			l->rwarn_at[k] = l->rwarned;
-	}
+	int k = live_warn(l, pid, json_string_value(json_array_get(src, at)));
+	if (k < 0)
+		return;
+	l->rwarn_src[k] = src;
+	l->rwarn_at[k] = at;
+}
+
+/* The kept warnings first said in src (NULL: in any array) read again:
+ * a rewritten one replaces its text, the count it carries. At most
+ * ADA_LIVE_MAX_WARNINGS strncmp. */
+static void live_warnings_reread(struct wal_live *l, const json_t *src)
+{
 	for (uint32_t i = 0; i < l->nwarn; i++) {
-		const char *t =
-		    l->rwarn_at[i] == SIZE_MAX
-		        ? NULL
-		        : json_string_value(json_array_get(r->warnings, l->rwarn_at[i]));
+		if (!l->rwarn_src[i] || (src && l->rwarn_src[i] != src))
+			continue;
+		const char *t = json_string_value(json_array_get(l->rwarn_src[i], l->rwarn_at[i]));
 		if (t && strncmp(l->warn[i].text, t, sizeof(l->warn[i].text) - 1))
 			snprintf(l->warn[i].text, sizeof(l->warn[i].text), "%s", t);
 	}
+}
+
+/* The recording's warnings not taken yet. */
+static void live_warnings_rec(struct wal_live *l, const struct ada_recorder *r)
+{
+	for (; l->rwarned < json_array_size(r->warnings); l->rwarned++)
+		live_warn_at(l, 0, r->warnings, l->rwarned);
 }
 
 /* The process's warnings not taken yet (wal_note's, and a refused
@@ -177,12 +193,24 @@ static void live_warnings_rec(struct wal_live *l, const struct ada_recorder *r)
 static void live_warnings_of(struct wal_live *l, struct wal_proc *p)
 {
 	for (; p->live_warned < json_array_size(p->warnings); p->live_warned++)
-		live_warn(l, p->pid,
-		          json_string_value(json_array_get(p->warnings, p->live_warned)));
+		live_warn_at(l, p->pid, p->warnings, p->live_warned);
 	if (!p->live_mlock && p->mlock_refused) {
 		p->live_mlock = true;
 		live_warn(l, p->pid, "mlock refused: ring pages may be swapped");
 	}
+}
+
+/* A folded process's warnings as they end, then its array forgotten: it
+ * is freed with the process (wal_proc_free), and its sentences change no
+ * more. */
+static void live_warnings_forget(struct wal_live *l, const struct wal_proc *p)
+{
+	if (!p->warnings)
+		return;
+	live_warnings_reread(l, p->warnings);
+	for (uint32_t i = 0; i < l->nwarn; i++)
+		if (l->rwarn_src[i] == p->warnings)
+			l->rwarn_src[i] = NULL;
 }
 
 /* One process's counts added to s. */
@@ -202,6 +230,7 @@ static void live_fold(struct ada_recorder *r, struct wal_proc *p)
 {
 	struct wal_live *l = r->live;
 	live_warnings_of(l, p);
+	live_warnings_forget(l, p);
 	live_add(p, &l->fin);
 	l->fin.procs++;
 	l->recent[l->recent_at] = (struct ada_live_proc){
@@ -282,6 +311,7 @@ static void live_totals(struct ada_recorder *r, struct ada_recorder_live *v, boo
 			v->ring_fill_pct_max = p->fill_last;
 		live_proc(v, p);
 	}
+	live_warnings_reread(l, NULL);
 	v->events = s.events;
 	v->events_not_written = s.not_written;
 	v->index_bytes = s.index_bytes;

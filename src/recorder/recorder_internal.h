@@ -976,6 +976,10 @@ void wal_manifest_agent(json_t *root, int pid_dir_fd, struct ada_agent_sums *sum
 bool wal_agent_inherit(json_t *a, pid_t pid);
 /* a written as pid_N/agent.json (temporary file and rename). */
 int wal_agent_inherit_write(int pid_dir_fd, const json_t *a);
+/* agent_tmp.c: p is gone; the agent.json temporaries its agent left in
+ * pid_N/ (an _exit or a fatal signal in the middle of a write) removed,
+ * regular files only, and said in p's warnings. Returns how many. */
+unsigned wal_agent_tmp_sweep(struct ada_recorder *r, struct wal_proc *p);
 
 /* agent_sums.c: what the summary takes from one agent.json (a), added
  * to s: the calls not traced, count-only functions and the budget's

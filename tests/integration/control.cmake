@@ -38,6 +38,13 @@ add_test(NAME control_status_warnings
 set_tests_properties(control_status_warnings PROPERTIES TIMEOUT 60 LABELS "integration"
                                                         SKIP_RETURN_CODE 77)
 
+# An agent.json temporary the agent left (its write cut short) is removed
+# when the process finishes, and said (agent_tmp_test.sh).
+add_test(NAME control_agent_tmp
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/agent_tmp_test.sh $<TARGET_FILE:ada>
+                 ${ADA_TGT_DIR}/t_control_O2)
+set_tests_properties(control_agent_tmp PROPERTIES TIMEOUT 60 LABELS "integration")
+
 # A warning the recorder rewrites with a count (ignored arenas of one
 # kind) is shown current by the live `ada status` (status_refused_test.sh).
 add_test(NAME control_status_refused

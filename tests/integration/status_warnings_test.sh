@@ -14,7 +14,8 @@
 #    report --json's count_only_uncalled and flame's subtitle count 8;
 #    without the key (a session written before it) 0 and 1, as before;
 #    one past the agent's uint32_t counts as UINT32_MAX in ada status,
-#    and calls past 2^63 - 1 in all stay there (saturated).
+#    calls past 2^63 - 1 in all stay there (saturated), and a negative
+#    count adds nothing to flame's subtitle.
 # No timing: the live status is asked again (up to 20 s) until the
 # drain's once-a-second tick has looked at the arena.
 #   status_warnings_test.sh ADA T_CONTROL
@@ -151,6 +152,20 @@ co = json.load(open(sys.argv[1]))['hooks']['count_only']
 assert co['functions'] == 9 and co['calls'] == 2**63 - 1, co
 assert 'count-only: 9 functions, %d calls' % (2**63 - 1) in open(sys.argv[2]).read()
 PY
+# flame's subtitle adds a negative count (a lie) as nothing, not wrapped
+python3 - "$S" <<'PY' || fail "could not plant the manifest"
+import glob, json, sys
+(path,) = glob.glob(sys.argv[1] + '/pid_*/manifest.json')
+m = json.load(open(path))
+m['count_only']['functions'] = [{'id': 1, 'name': 'busy', 'calls': 5, 'moved': 'start'},
+                                {'id': 2, 'name': 'liar', 'calls': -12, 'moved': 'start'}]
+json.dump(m, open(path, 'w'))
+PY
+"$ADA" flame "$S" -o "$WORK/f.svg" 2>>"$WORK/err" || fail "ada flame failed"
+"$ADA" flame "$S" --folded >/dev/null 2>"$WORK/folded.err" || fail "ada flame --folded failed"
+grep -qF '9 count-only functions (5 calls' "$WORK/f.svg" ||
+	fail "flame subtitle: $(grep -o '[0-9]* count-only functions ([0-9]* calls' "$WORK/f.svg")"
+grep -qF '9 count-only functions (5 calls)' "$WORK/folded.err" || fail "folded: $(cat "$WORK/folded.err")"
 for m in "$S"/pid_*/manifest.json; do mv "$WORK/manifest.keep" "$m"; done
 # a session written before count_only.uncalled: read as before
 python3 - "$S" <<'PY' || fail "could not plant the manifest"

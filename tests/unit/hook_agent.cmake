@@ -3,7 +3,7 @@
 if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
   set(_ag ${CMAKE_CURRENT_LIST_DIR})
   # ehframe's functions are x86_64 assembly.
-  set(_ag_tests symbols shadow retire syms config plancache symcache budgetmem detail pad)
+  set(_ag_tests symbols shadow retire syms config plancache symcache budgetmem detail pad printf)
   if(ADA_ARCH STREQUAL "x86_64")
     list(APPEND _ag_tests ehframe)
   endif()

@@ -7,6 +7,10 @@
  * counts never exceed what was emitted and never go back, it reaches N
  * while the child waits (a poll on a condition, bounded), and the final
  * view after the end says ended with N events, like the summary.
+ *
+ * A process's warning the recorder rewrites in place (the ring table's
+ * "N index files", wal_ring_table_failed) reads in the view as the
+ * process's array says it now, while it runs and once it has finished.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,13 +24,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "recorder_internal.h"
 #include "ring.h"
-#include "recorder.h"
 
 #define N_EVENTS 200000ull
 
@@ -147,8 +153,87 @@ static void test_live_view(void **state)
 	ada_recorder_free(r);
 }
 
+/* The live view's text of pid's warning that contains what. */
+static const char *live_warning(struct ada_recorder *r, struct ada_recorder_live *v, pid_t pid,
+                                const char *what)
+{
+	wal_live_publish(r, true, false);
+	assert_int_equal(ada_recorder_live(r, v), 0);
+	for (uint32_t i = 0; i < v->nwarnings; i++)
+		if (v->warnings[i].pid == pid && strstr(v->warnings[i].text, what))
+			return v->warnings[i].text;
+	return "";
+}
+
+/* The ring table's put fails (a directory at its name) once more. */
+static void ring_table_fail(struct ada_recorder *r, struct wal_proc *p, uint32_t seq)
+{
+	struct wal_thread t = {.p = p, .slot = 1, .seq = seq, .slot_gen = 1, .ring_next = 7};
+	assert_true(wal_ring_table_put(p, &t) < 0);
+	wal_ring_table_failed(r, p);
+}
+
+/* The recording and directory of test_proc_warning_rewritten, undone by
+ * lw_teardown even when an assertion failed. */
+static struct {
+	char out[64];
+	struct ada_recorder *r;
+	struct ada_recorder_live *v;
+} lw;
+
+static int lw_teardown(void **state)
+{
+	(void)state;
+	free(lw.v);
+	ada_recorder_discard(lw.r); /* the arena directory in /dev/shm too */
+	ada_recorder_free(lw.r);
+	char cmd[96];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", lw.out);
+	return lw.out[0] ? system(cmd) : 0;
+}
+
+static void test_proc_warning_rewritten(void **state)
+{
+	(void)state;
+	snprintf(lw.out, sizeof(lw.out), "/tmp/ada_wal_livew_XXXXXX");
+	assert_non_null(mkdtemp(lw.out));
+	const char *argv[] = {"live-warn", NULL};
+	struct ada_recorder_opts o = {.out_dir = lw.out,
+	                              .drain_cpu = -1,
+	                              .follow = true,
+	                              .force_clock = true,
+	                              .program_argv = argv,
+	                              .detail_mode = ADA_DETAIL_NEVER};
+	assert_int_equal(ada_recorder_new(&o, &lw.r), 0); /* not started: no drain thread */
+	struct ada_recorder *r = lw.r;
+	struct wal_proc *p = calloc(1, sizeof(*p));
+	assert_non_null(p);
+	*p = (struct wal_proc){.pid = 4242, .pidfd = -1, .arena_fd = -1, .warnings = json_array()};
+	r->procs = realloc(r->procs, sizeof(*r->procs));
+	r->capprocs = 1;
+	r->procs[r->nprocs++] = p; /* freed with the recorder */
+	assert_true(asprintf(&p->dir, "%s/pid_4242", lw.out) > 0);
+	char slots[256];
+	snprintf(slots, sizeof(slots), "%s/.ring_slots", p->dir);
+	assert_int_equal(mkdir(p->dir, 0700), 0);
+	assert_int_equal(mkdir(slots, 0700), 0);
+	p->dir_fd = open(p->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct ada_recorder_live *v = lw.v = malloc(sizeof(*v));
+	ring_table_fail(r, p, 1);
+	assert_non_null(strstr(live_warning(r, v, 4242, "ring positions"), "of 1 index file "));
+	ring_table_fail(r, p, 2);
+	assert_non_null(strstr(live_warning(r, v, 4242, "ring positions"), "of 2 index files"));
+	ring_table_fail(r, p, 3); /* and it finishes before the next build */
+	p->finished = true;
+	assert_non_null(strstr(live_warning(r, v, 4242, "ring positions"), "of 3 index files"));
+	assert_int_equal(v->nprocs, 1);
+	assert_true(v->procs[0].finished);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_live_view)};
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_live_view),
+	    cmocka_unit_test_teardown(test_proc_warning_rewritten, lw_teardown)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
