@@ -22,6 +22,17 @@ remove each other's files of the same image at each store), filled by one
 untimed run of each workload before the timed ones: the table is the warm
 case, as a user's second run sees it.
 
+Workload bashloop (not in the default set) is the bash script's 300
+subshells each running a 40-turn loop of its own (about 15 times the
+traced events a subshell). With --split and both bash and bashloop, the
+events a subshell makes are counted (one more untimed `ada` run of each,
+its manifests' events_written) and the traced calls' and the detail
+lane's parts are each split again, along the line through the two
+workloads' points, into a cost per event and a part fixed per subshell
+(what a subshell costs before its first event and whatever it does not
+make more of as it makes more events: its rings' first pages, the fork's
+copy of the patched text, its thread's files in the drain).
+
 Per workload and variant: the median over the runs of the wall time and
 of the CPU time of the whole process tree (the recorder's included:
 RUSAGE_CHILDREN), and for fork/exec the program's own medians per child
@@ -56,6 +67,11 @@ BASH_SCRIPT = """f() { echo $(( $1 * 2 )); }
 for i in $(seq %d); do x=$(f $i); done
 echo "$x"
 """ % SUBSHELLS
+BASHLOOP_TURNS = 40
+BASHLOOP_SCRIPT = """f() { local k=0; while [ $k -lt %d ]; do k=$((k+1)); done; echo $(( $1 * 2 )); }
+for i in $(seq %d); do x=$(f $i); done
+echo "$x"
+""" % (BASHLOOP_TURNS, SUBSHELLS)
 
 SPLIT_NODETAIL = 'ada-nodetail'
 SPLIT_NOHOOK = 'ada-nohook'
@@ -160,8 +176,9 @@ def main():
     args.uftrace = None if args.no_uftrace else shutil.which('uftrace')
     wanted = args.workload.split(',')
     for w in wanted:
-        if w not in ('fork', 'exec', 'bash', 'make', 'cmake'):
-            sys.exit('fork_bench: unknown workload %r: fork, exec, bash, make or cmake' % w)
+        if w not in ('fork', 'exec', 'bash', 'bashloop', 'make', 'cmake'):
+            sys.exit('fork_bench: unknown workload %r: fork, exec, bash, bashloop, make or '
+                     'cmake' % w)
     if not os.access(args.ada, os.X_OK):
         sys.exit('fork_bench: %s is not an executable ada; build it or pass --ada' % args.ada)
     work = tempfile.mkdtemp(prefix='ada-forkbench-', dir=os.environ.get('TMPDIR'))
@@ -172,16 +189,27 @@ def main():
         script = os.path.join(work, 'sub.sh')
         with open(script, 'w') as f:
             f.write(BASH_SCRIPT)
+        loop_script = os.path.join(work, 'subloop.sh')
+        with open(loop_script, 'w') as f:
+            f.write(BASHLOOP_SCRIPT)
         mk = os.path.join(work, 'mk')
         write_make_tree(mk)
         loads = {'before': os.getloadavg()}
         argvs = {'fork': [prog, 'fork', str(args.n_fork)],
                  'exec': [prog, 'exec', str(args.n_exec)],
-                 'bash': ['bash', script], 'make': ['make', '-s', '-j1'],
+                 'bash': ['bash', script], 'bashloop': ['bash', loop_script],
+                 'make': ['make', '-s', '-j1'],
                  'cmake': ['sh', '-c', 'rm -rf cb && cmake -S mk -B cb >/dev/null && '
                            'cmake --build cb >/dev/null']}
         vs = variants(args, work)
         res = {w: {v: [] for v in vs} for w in wanted}
+        events = {}
+        if args.split and 'bash' in wanted and 'bashloop' in wanted:
+            for w in ('bash', 'bashloop'):  # untimed: the events a subshell makes
+                argv, out, env = vs['ada'](argvs[w], '%s-count' % w)
+                run_timed(argv, work, None, env)
+                events[w] = session_events(out) / SUBSHELLS
+                shutil.rmtree(out, ignore_errors=True)
         for w in wanted:  # untimed: each ada build's plan cache filled
             for v, wrap in vs.items():
                 if v.startswith('ada'):
@@ -199,7 +227,33 @@ def main():
         loads['after'] = os.getloadavg()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report(args, res, loads)
+    report(args, res, loads, events)
+
+
+def session_events(out):
+    """The events of every process of the one session under out (the sum
+    of its manifests' metrics.events_written)."""
+    n = 0
+    for root, _, files in os.walk(out):
+        if 'manifest.json' in files and os.path.basename(root).startswith('pid_'):
+            with open(os.path.join(root, 'manifest.json')) as f:
+                n += json.load(f).get('metrics', {}).get('events_written', 0)
+    return n
+
+
+def split_per_event(table, events):
+    """The bash and bashloop splits' traced calls and detail lane, each as
+    ns per event and ms fixed per subshell (the line through the two
+    points); None without both."""
+    a, b = table.get('bash', {}).get('split'), table.get('bashloop', {}).get('split')
+    if not a or not b or len(events) < 2 or events['bashloop'] <= events['bash']:
+        return None
+    de = events['bashloop'] - events['bash']
+    out = {'events_per_subshell': dict(events)}
+    for k in ('calls', 'detail'):
+        slope = (b[k] - a[k]) / de  # ms per event
+        out[k] = {'ns_per_event': slope * 1e6, 'fixed_ms': a[k] - slope * events['bash']}
+    return out
 
 
 def split_added(args, w, rows):
@@ -212,7 +266,7 @@ def split_added(args, w, rows):
         return None
     if w in ('fork', 'exec'):
         key, scale, unit = 'child_cpu_median_ms', 1.0, 'child CPU per child'
-    elif w == 'bash':
+    elif w in ('bash', 'bashloop'):
         key, scale, unit = 'cpu_s', 1000.0 / SUBSHELLS, 'tree CPU per subshell'
     else:
         return None
@@ -230,7 +284,7 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
-def report(args, res, loads):
+def report(args, res, loads, events):
     print('load average before %.2f %.2f %.2f, after %.2f %.2f %.2f' %
           (tuple(loads['before']) + tuple(loads['after'])))
     if not args.uftrace:
@@ -270,6 +324,14 @@ def report(args, res, loads):
                 rows['split'] = split
                 print('%-5s split, %s added: %s' % (w, split['unit'], ', '.join(
                     '%s %.3f ms' % (k, split[k]) for k in ('per_process', 'calls', 'detail'))))
+        per_event = split_per_event(table, events)
+        if per_event:
+            table['bash']['per_event'] = per_event
+            print('bash  events a subshell: %.0f (bashloop %.0f); per event and fixed per '
+                  'subshell: %s' % (events['bash'], events['bashloop'], ', '.join(
+                      '%s %.1f ns + %.3f ms' % (k, per_event[k]['ns_per_event'],
+                                                per_event[k]['fixed_ms'])
+                      for k in ('calls', 'detail'))))
     os.makedirs(os.path.join(REPO, 'bench', 'results'), exist_ok=True)
     name = datetime.datetime.now().strftime('%Y-%m-%dT%H%M%S') + '-fork.json'
     path = os.path.join(REPO, 'bench', 'results', name)
