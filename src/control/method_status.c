@@ -204,9 +204,11 @@ static json_t *status_recorder(struct ada_control *c, const struct ada_recorder_
 {
 	json_t *o = ctl_proc_usage(c, false);
 	json_object_set_new(o, "heap_pools_bytes",
-	                    json_pack("{s:I,s:I,s:I}", "staging", (json_int_t)v->heap_staging_bytes,
-	                              "windows", (json_int_t)v->heap_window_bytes, "snapshot",
-	                              (json_int_t)v->heap_snapshot_bytes));
+	                    json_pack("{s:I,s:I,s:I,s:I}", "staging",
+	                              (json_int_t)v->heap_staging_bytes, "windows",
+	                              (json_int_t)v->heap_window_bytes, "snapshot",
+	                              (json_int_t)v->heap_snapshot_bytes, "index_spares",
+	                              (json_int_t)v->heap_spare_bytes));
 	return o;
 }
 

@@ -264,6 +264,23 @@ static bool drain_pool_arena(struct ada_recorder *r, struct wal_proc *p)
 	return true;
 }
 
+/* A finished process takes no new thread: its set of thread numbers and
+ * its list of open threads are not needed once every thread is summed
+ * (wal_thread_closed), and a recording of many short processes would keep
+ * them to its end (control_forkheap's bound per finished process). */
+static void drain_open_threads_free(struct wal_proc *p)
+{
+	for (size_t j = 0; j < p->nopen; j++)
+		if (!p->open[j]->summed)
+			return; /* its sums are not in done_sums: keep it walked */
+	free(p->open);
+	p->open = NULL;
+	p->nopen = p->capopen = p->open_closed = 0;
+	free(p->seq_set);
+	p->seq_set = NULL;
+	p->seq_cap = 0;
+}
+
 void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 {
 	uint64_t size = 0;
@@ -289,6 +306,7 @@ void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 	 * wrote every page of the thread limit's tables, pages a short
 	 * process never touched, for each process. */
 	drain_slot_tables_free(p);
+	drain_open_threads_free(p);
 	p->finished = true;
 	r->retired.finished_held++; /* retire.c */
 	if (p->arena)

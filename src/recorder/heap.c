@@ -95,6 +95,7 @@ void wal_heap_pools(const struct ada_recorder *r, struct ada_recorder_live *v)
 	if (r->io) {
 		ada_wal_io_buffers(r->io, &made, &free_now);
 		v->heap_staging_bytes = (uint64_t)made * ada_wal_io_buffer_bytes(r->io);
+		v->heap_spare_bytes = ada_wal_io_spare_bytes(r->io);
 	}
 	v->heap_window_bytes = r->flight.mem_bytes + (uint64_t)r->flight.mem_pool_n * PD_BLOCK;
 	v->heap_snapshot_bytes = r->dsnap.cap + r->dsnap.ends_cap;

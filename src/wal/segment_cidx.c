@@ -111,6 +111,14 @@ static uint64_t wal_recent_bytes(uint64_t n)
 	return n * (sizeof(struct ada_cidx_recent) + sizeof(struct wal_cidx_rlink));
 }
 
+uint64_t ada_wal_io_spare_bytes(const struct ada_wal_io *io)
+{
+	uint64_t bytes = 0;
+	for (uint32_t i = 0; i < io->nrecent_spare; i++)
+		bytes += wal_recent_bytes(io->recent_spare[i].n);
+	return bytes;
+}
+
 void wal_cidx_spares_free(struct ada_wal_io *io)
 {
 	for (uint32_t i = 0; i < io->nrecent_spare; i++) {

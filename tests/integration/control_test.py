@@ -987,7 +987,7 @@ def case_forkheap(ada, target, work):
         # buffers, the windows' memory, the snapshot buffer).
         def held(rec):
             pools = rec["heap_pools_bytes"]
-            check(sorted(pools) == ["snapshot", "staging", "windows"] and
+            check(sorted(pools) == ["index_spares", "snapshot", "staging", "windows"] and
                   0 <= sum(pools.values()) <= rec["heap_in_use_bytes"],
                   "heap_pools_bytes %r against heap_in_use_bytes %d" %
                   (pools, rec["heap_in_use_bytes"]))

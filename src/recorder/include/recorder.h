@@ -425,8 +425,9 @@ struct ada_recorder_live {
 	/* What the recorder's heap keeps for reuse (src/recorder/heap.c),
 	 * bounded and following the load, not the processes: the index
 	 * writer's staging buffers (made: in use or free), the windows'
-	 * memory (held and pooled blocks), the detail snapshot buffer. */
-	uint64_t heap_staging_bytes, heap_window_bytes, heap_snapshot_bytes;
+	 * memory (held and pooled blocks), the detail snapshot buffer, the
+	 * recent-event windows finished index files left for the next. */
+	uint64_t heap_staging_bytes, heap_window_bytes, heap_snapshot_bytes, heap_spare_bytes;
 	/* The first ADA_LIVE_MAX_WARNINGS distinct warning sentences, and
 	 * how many more were said (not told apart) */
 	uint32_t nwarnings;

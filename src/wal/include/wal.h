@@ -112,6 +112,9 @@ void ada_wal_io_final(const struct ada_wal_io *io, uint64_t *bytes, uint64_t *ev
 uint32_t ada_wal_io_trim(struct ada_wal_io *io);
 /* Buffers the pool holds now, and of those free. */
 void ada_wal_io_buffers(const struct ada_wal_io *io, uint32_t *made, uint32_t *free_now);
+/* Bytes of the recent-event windows finished compact files left for the
+ * next ones to reuse (at most WAL_RECENT_SPARES, 16 MiB in all). */
+uint64_t ada_wal_io_spare_bytes(const struct ada_wal_io *io);
 /* The staging buffers' size in bytes (manifest wal.staging_buffer_bytes). */
 uint32_t ada_wal_io_buffer_bytes(const struct ada_wal_io *io);
 /* Whether index files are opened with O_DIRECT (when their file system
