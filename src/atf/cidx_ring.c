@@ -52,18 +52,12 @@ _Static_assert(RING_EVENT_MAX <= ADA_CIDX_EVENT_MAX, "what fits the block's limi
 #define RING_TK_CALL ((uint64_t)ATF_EVENT_CALL << 62)
 #define RING_TK_RET ((uint64_t)ATF_EVENT_RETURN << 62)
 
-/* The pass's conversion (ring_rebase()): a time less ns0 is (d * mult +
- * lo) >> 32 for d = raw - tsc0 <= d_max, in 64 bits. */
-struct ring_conv {
-	uint64_t tsc0, ns0, mult, lo, d_max, last;
-};
-
 /* A word of a ring event, read once: the ring is shared with the
  * recorded program, so a value checked must be the value coded (a
  * relaxed load is never read again by the compiler, as a plain one may
  * be when a register spills). */
 typedef uint64_t cidx_ring_word __attribute__((may_alias));
-static inline uint64_t ring_word(const char *at)
+static inline __attribute__((always_inline)) uint64_t ring_word(const char *at)
 {
 	return __atomic_load_n((const cidx_ring_word *)(const void *)at, __ATOMIC_RELAXED);
 }
@@ -276,11 +270,12 @@ ring_begin(struct ring_pass *s, const struct cidx_model *m, const struct ada_cid
  * ada-long-function: one loop body per event is the point (a call per
  * event, or a step split out of line, puts the live values in memory). */
 static inline __attribute__((always_inline)) size_t
-ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n, struct ring_conv *cv,
+ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
          struct ada_cidx_calls *calls, struct ada_cidx_keep *keep, uint8_t **pp, const uint8_t *lim,
          const bool stack, const bool kept)
 {
 	struct cidx_model *const m = &e->m;
+	struct cidx_ring_conv *const cv = &e->rc;
 	/* The conversion's constants and the thread's words are read
 	 * where used (cv->, m->: operands from L1), not copied into locals:
 	 * the allocator spilled copies with the loop's live values, a load
@@ -431,9 +426,10 @@ static bool ring_rel_ok(const struct ada_cidx_ring_conv *cv)
  * event before the new tsc0 (d wraps) or past the new d_max stops the
  * pass, as one past the piece does, and the general way converts it
  * (ada_tsc_map_apply(), the same times). Needs ring_rel_ok(cv). */
-static struct ring_conv ring_rebase(struct ada_cidx_enc *e, const struct ada_cidx_ring_conv *cv)
+static struct cidx_ring_conv ring_rebase(struct ada_cidx_enc *e,
+                                         const struct ada_cidx_ring_conv *cv)
 {
-	struct ring_conv r = {cv->tsc0, cv->ns0, cv->mult, 0, cv->d_max, cv->last};
+	struct cidx_ring_conv r = {cv->tsc0, cv->ns0, cv->mult, 0, cv->d_max, cv->last};
 	if (r.mult == 0) /* every time is ns0: nothing to move */
 		return r;
 	const uint64_t ahead = r.last - r.ns0; /* ring_rel_ok(): no wrap */
@@ -467,10 +463,10 @@ static struct ring_conv ring_rebase(struct ada_cidx_enc *e, const struct ada_cid
 #define RING_RUN_COPY(NAME, STACK, KEPT)                                                           \
 	static __attribute__((noinline)) size_t NAME(                                              \
 	    struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,                   \
-	    struct ring_conv *cv, struct ada_cidx_calls *calls, struct ada_cidx_keep *keep,        \
-	    uint8_t **pp, const uint8_t *lim)                                                      \
+	    struct ada_cidx_calls *calls, struct ada_cidx_keep *keep, uint8_t **pp,                \
+	    const uint8_t *lim)                                                                    \
 	{                                                                                          \
-		return ring_run(e, src, n, cv, calls, keep, pp, lim, STACK, KEPT);                 \
+		return ring_run(e, src, n, calls, keep, pp, lim, STACK, KEPT);                     \
 	}
 RING_RUN_COPY(ring_run_plain, false, false)
 RING_RUN_COPY(ring_run_stack, true, false)
@@ -492,15 +488,15 @@ size_t ada_cidx_enc_put_ring(struct ada_cidx_enc *e, const struct atf_index_even
 		return 0;
 	uint8_t *p0 = o->p + o->len, *p = p0;
 	const uint8_t *plim = o->p + lim - ADA_CIDX_EVENT_MAX;
-	struct ring_conv rc = ring_rebase(e, cv);
+	e->rc = ring_rebase(e, cv);
 	size_t k;
 	if (keep)
-		k = calls ? ring_run_stack_kept(e, src, n, &rc, calls, keep, &p, plim)
-		          : ring_run_kept(e, src, n, &rc, NULL, keep, &p, plim);
+		k = calls ? ring_run_stack_kept(e, src, n, calls, keep, &p, plim)
+		          : ring_run_kept(e, src, n, NULL, keep, &p, plim);
 	else
-		k = calls ? ring_run_stack(e, src, n, &rc, calls, NULL, &p, plim)
-		          : ring_run_plain(e, src, n, &rc, NULL, NULL, &p, plim);
-	cv->last = rc.last;
+		k = calls ? ring_run_stack(e, src, n, calls, NULL, &p, plim)
+		          : ring_run_plain(e, src, n, NULL, NULL, &p, plim);
+	cv->last = e->rc.last;
 	if (keep)
 		keep->next += k; /* one slot an event taken */
 	e->seq += k;
