@@ -29,7 +29,11 @@
  *     too: ring_rel_ok()), the piece's start moved on to the last time
  *     (ring_rebase()), so that converting a time is a 64-bit multiply, an
  *     add and a shift; ns0 is added back where a time is kept (the
- *     window, the trigger's frames, the pass's end).
+ *     window, the trigger's frames, the pass's end);
+ *   - leaf calls one after another (a CALL and its RETURN, again and
+ *     again: most of a program's events when its callees are leaves) are
+ *     taken two at a time by a loop of their own (ring_leaves()), which
+ *     carries only what a pair changes.
  * The values carried from event to event live in registers; the loop
  * stays one function (every helper is inlined) so that they can.
  */
@@ -260,6 +264,80 @@ ring_begin(struct ring_pass *s, const struct cidx_model *m, const struct ada_cid
 	}
 }
 
+/* Leaf pairs after a leaf pair (most of a program's events when its
+ * calls are leaf calls: `mixed`'s are 90 %): while the next two events
+ * are a CALL one level deeper of the last called or of a cached function
+ * and its RETURN, in time, they are coded here, in a loop that carries
+ * only what a pair changes (the time, the last called, the out and ring
+ * positions): a pair leaves the depth, both stacks and the model's ring
+ * as they were, so top < chk (no push near the ring's or the stack's
+ * room) holds for every pair once it holds for the first. Anything else
+ * (a new function, a deeper CALL, a RETURN, a time out of reach, the
+ * stretch's end) leaves the pair to the pass's loop, which reads its
+ * words again. s->x is the last event taken (the loop steps past it). */
+static inline __attribute__((always_inline)) void ring_leaves(struct ring_pass *s,
+                                                              const struct cidx_model *m,
+                                                              const struct cidx_ring_conv *cv,
+                                                              const char *stop, const bool kept)
+{
+	const uint64_t ns0 = cv->ns0;
+	const char *x = s->x;
+	uint8_t *p = s->p;
+	uint64_t last = s->last, last_call = s->last_call;
+	while (x + 2 * RING_EV < stop) {
+		const char *a = x + RING_EV, *b = a + RING_EV;
+		/* a pair is one line of the ring when it starts on one */
+		__builtin_prefetch(a + 64 * RING_EV);
+		const uint64_t fid = ring_word(a + 8), w3 = ring_word(a + 24);
+		if (ring_word(a + 16) != m->call_w2 || w3 != s->nxt)
+			break;
+		if (ring_word(b + 16) != m->ret_w2 || ring_word(b + 8) != fid ||
+		    ring_word(b + 24) != w3)
+			break;
+		const uint32_t slot = cidx_slot(fid);
+		const bool again = fid == last_call;
+		if (!again && m->cache[slot] != fid)
+			break; /* a new function: explicit, the pass's way */
+		/* The CALL's tag is written before the RETURN is checked: a
+		 * pair left to the pass leaves p where it was, and the block's
+		 * limit leaves room past any event taken. */
+		const uint64_t d1 = ring_word(a) - cv->tsc0;
+		if (d1 > cv->d_max)
+			break;
+		/* d <= d_max: the product does not wrap (ring_rebase()). A
+		 * time before the last (clamped to it) wraps t1 - last past
+		 * the tag's most: left to the pass's loop, which clamps. */
+		const uint64_t t1 = (d1 * cv->mult + cv->lo) >> 32;
+		if (t1 - last > CIDX_TAG_DT_MAX)
+			break;
+		uint8_t *q;
+		if (again) {
+			q = ring_tag(p, CIDX_OP_CALL_LAST, t1 - last);
+		} else {
+			q = ring_tag(p, CIDX_OP_CALL_SLOT + (slot >> 8), t1 - last);
+			*q++ = (uint8_t)slot;
+		}
+		const uint64_t d2 = ring_word(b) - cv->tsc0;
+		if (d2 > cv->d_max)
+			break;
+		const uint64_t t2 = (d2 * cv->mult + cv->lo) >> 32;
+		if (t2 - t1 > CIDX_TAG_DT_MAX)
+			break;
+		p = ring_tag(q, CIDX_OP_RET, t2 - t1);
+		if (kept) {
+			ring_keep(s->kp++, (ns0 + t1) | RING_TK_CALL, fid);
+			ring_keep(s->kp++, (ns0 + t2) | RING_TK_RET, fid);
+		}
+		last = t2;
+		last_call = fid;
+		x = b;
+	}
+	s->x = x;
+	s->p = p;
+	s->last = last;
+	s->last_call = last_call;
+}
+
 /* The pass (ada_cidx_enc_put_ring()), with or without the caller's stack
  * and window (stack, kept: constants in each copy). Each event: its time
  * word read, converted and clamped (cv), then its other words; bytes
@@ -281,7 +359,8 @@ ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
 	 * the allocator spilled copies with the loop's live values, a load
 	 * and a store more an event. */
 	const uint64_t ns0 = cv->ns0;
-	uint64_t ns_at[CIDX_FRAME_RING]; /* call times of the pass's open frames (less ns0) */
+	uint64_t ns_at[CIDX_FRAME_RING]; /* call times of the pass's open frames (less
+	                                    ns0) */
 	struct ring_pass s = {.x = (const char *)src,
 	                      .xend = (const char *)(src + n),
 	                      .p = *pp,
@@ -357,6 +436,8 @@ ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
 						}
 						s.last = t2;
 						s.x = y;
+						if (s.top < s.chk)
+							ring_leaves(&s, m, cv, stop, kept);
 						continue;
 					}
 				}
