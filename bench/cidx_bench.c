@@ -11,7 +11,8 @@
  *       ada_cidx_enc_put_ring, on the same streams as ring events)
  *   build/bench/cidx_bench --ring-file FILE.atf...   (the fused pass on
  *       recorded events; CIDX_BENCH_REPS, default 5; a hash of the bytes;
- *       CIDX_BENCH_ONE_FID, CIDX_BENCH_DT=N: one function, N ns deltas)
+ *       CIDX_BENCH_ONE_FID, CIDX_BENCH_DT=N: one function, N ns deltas;
+ *       CIDX_BENCH_HEAD=N: the first N events, in cache from rep to rep)
  *   build/bench/cidx_bench --sink FILE.atf...   (a compact file's export,
  *       ada_cidx_file_to_atf_fd as `ada export --format atf` calls it, into
  *       /dev/null: its wall and CPU time and peak RSS, without the cost of
@@ -306,6 +307,12 @@ static int bench_file(const char *path, int ring)
 		return 1;
 	}
 	g.tid = g.ev[0].thread_id;
+	/* CIDX_BENCH_HEAD=N: the first N events alone (a ring's worth stays
+	 * in the cache from one rep to the next, as the drain's ring lines
+	 * are in a cache when it reads them). */
+	const char *head = getenv("CIDX_BENCH_HEAD");
+	if (head && strtoull(head, NULL, 0) && strtoull(head, NULL, 0) < g.n)
+		g.n = strtoull(head, NULL, 0);
 	if (ring) {
 		/* From 0, in the synthetic streams' ns (bench_ring_stream()). */
 		for (size_t i = g.n; i-- > 0;)

@@ -185,6 +185,15 @@ struct ada_cidx_enc {
 	 * none yet); kept from call to call, so that its divisions come
 	 * once in 2^31 ns or a piece, not once a call. */
 	uint64_t rb_mult, rb_dd, rb_hi, rb_lo, rb_fit;
+	/* The fused pass's conversion while it runs (cidx_ring.c
+	 * ring_rebase()): a time less ns0 is (d * mult + lo) >> 32 for d =
+	 * raw - tsc0 <= d_max, in 64 bits. Here, not on the caller's stack,
+	 * so that the pass's loop reads it from the encoder's base register
+	 * as it reads the model: one register more for the loop's values,
+	 * which gcc spilled. */
+	struct cidx_ring_conv {
+		uint64_t tsc0, ns0, mult, lo, d_max, last;
+	} rc;
 };
 
 /* Decodes block b of d into out and leaves in *m the state after its last

@@ -29,7 +29,11 @@
  *     too: ring_rel_ok()), the piece's start moved on to the last time
  *     (ring_rebase()), so that converting a time is a 64-bit multiply, an
  *     add and a shift; ns0 is added back where a time is kept (the
- *     window, the trigger's frames, the pass's end).
+ *     window, the trigger's frames, the pass's end);
+ *   - leaf calls one after another (a CALL and its RETURN, again and
+ *     again: most of a program's events when its callees are leaves) are
+ *     taken two at a time by a loop of their own (ring_leaves()), which
+ *     carries only what a pair changes.
  * The values carried from event to event live in registers; the loop
  * stays one function (every helper is inlined) so that they can.
  */
@@ -52,18 +56,12 @@ _Static_assert(RING_EVENT_MAX <= ADA_CIDX_EVENT_MAX, "what fits the block's limi
 #define RING_TK_CALL ((uint64_t)ATF_EVENT_CALL << 62)
 #define RING_TK_RET ((uint64_t)ATF_EVENT_RETURN << 62)
 
-/* The pass's conversion (ring_rebase()): a time less ns0 is (d * mult +
- * lo) >> 32 for d = raw - tsc0 <= d_max, in 64 bits. */
-struct ring_conv {
-	uint64_t tsc0, ns0, mult, lo, d_max, last;
-};
-
 /* A word of a ring event, read once: the ring is shared with the
  * recorded program, so a value checked must be the value coded (a
  * relaxed load is never read again by the compiler, as a plain one may
  * be when a register spills). */
 typedef uint64_t cidx_ring_word __attribute__((may_alias));
-static inline uint64_t ring_word(const char *at)
+static inline __attribute__((always_inline)) uint64_t ring_word(const char *at)
 {
 	return __atomic_load_n((const cidx_ring_word *)(const void *)at, __ATOMIC_RELAXED);
 }
@@ -266,6 +264,80 @@ ring_begin(struct ring_pass *s, const struct cidx_model *m, const struct ada_cid
 	}
 }
 
+/* Leaf pairs after a leaf pair (most of a program's events when its
+ * calls are leaf calls: `mixed`'s are 90 %): while the next two events
+ * are a CALL one level deeper of the last called or of a cached function
+ * and its RETURN, in time, they are coded here, in a loop that carries
+ * only what a pair changes (the time, the last called, the out and ring
+ * positions): a pair leaves the depth, both stacks and the model's ring
+ * as they were, so top < chk (no push near the ring's or the stack's
+ * room) holds for every pair once it holds for the first. Anything else
+ * (a new function, a deeper CALL, a RETURN, a time out of reach, the
+ * stretch's end) leaves the pair to the pass's loop, which reads its
+ * words again. s->x is the last event taken (the loop steps past it). */
+static inline __attribute__((always_inline)) void ring_leaves(struct ring_pass *s,
+                                                              const struct cidx_model *m,
+                                                              const struct cidx_ring_conv *cv,
+                                                              const char *stop, const bool kept)
+{
+	const uint64_t ns0 = cv->ns0;
+	const char *x = s->x;
+	uint8_t *p = s->p;
+	uint64_t last = s->last, last_call = s->last_call;
+	while (x + 2 * RING_EV < stop) {
+		const char *a = x + RING_EV, *b = a + RING_EV;
+		/* a pair is one line of the ring when it starts on one */
+		__builtin_prefetch(a + 64 * RING_EV);
+		const uint64_t fid = ring_word(a + 8), w3 = ring_word(a + 24);
+		if (ring_word(a + 16) != m->call_w2 || w3 != s->nxt)
+			break;
+		if (ring_word(b + 16) != m->ret_w2 || ring_word(b + 8) != fid ||
+		    ring_word(b + 24) != w3)
+			break;
+		const uint32_t slot = cidx_slot(fid);
+		const bool again = fid == last_call;
+		if (!again && m->cache[slot] != fid)
+			break; /* a new function: explicit, the pass's way */
+		/* The CALL's tag is written before the RETURN is checked: a
+		 * pair left to the pass leaves p where it was, and the block's
+		 * limit leaves room past any event taken. */
+		const uint64_t d1 = ring_word(a) - cv->tsc0;
+		if (d1 > cv->d_max)
+			break;
+		/* d <= d_max: the product does not wrap (ring_rebase()). A
+		 * time before the last (clamped to it) wraps t1 - last past
+		 * the tag's most: left to the pass's loop, which clamps. */
+		const uint64_t t1 = (d1 * cv->mult + cv->lo) >> 32;
+		if (t1 - last > CIDX_TAG_DT_MAX)
+			break;
+		uint8_t *q;
+		if (again) {
+			q = ring_tag(p, CIDX_OP_CALL_LAST, t1 - last);
+		} else {
+			q = ring_tag(p, CIDX_OP_CALL_SLOT + (slot >> 8), t1 - last);
+			*q++ = (uint8_t)slot;
+		}
+		const uint64_t d2 = ring_word(b) - cv->tsc0;
+		if (d2 > cv->d_max)
+			break;
+		const uint64_t t2 = (d2 * cv->mult + cv->lo) >> 32;
+		if (t2 - t1 > CIDX_TAG_DT_MAX)
+			break;
+		p = ring_tag(q, CIDX_OP_RET, t2 - t1);
+		if (kept) {
+			ring_keep(s->kp++, (ns0 + t1) | RING_TK_CALL, fid);
+			ring_keep(s->kp++, (ns0 + t2) | RING_TK_RET, fid);
+		}
+		last = t2;
+		last_call = fid;
+		x = b;
+	}
+	s->x = x;
+	s->p = p;
+	s->last = last;
+	s->last_call = last_call;
+}
+
 /* The pass (ada_cidx_enc_put_ring()), with or without the caller's stack
  * and window (stack, kept: constants in each copy). Each event: its time
  * word read, converted and clamped (cv), then its other words; bytes
@@ -276,17 +348,19 @@ ring_begin(struct ring_pass *s, const struct cidx_model *m, const struct ada_cid
  * ada-long-function: one loop body per event is the point (a call per
  * event, or a step split out of line, puts the live values in memory). */
 static inline __attribute__((always_inline)) size_t
-ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n, struct ring_conv *cv,
+ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,
          struct ada_cidx_calls *calls, struct ada_cidx_keep *keep, uint8_t **pp, const uint8_t *lim,
          const bool stack, const bool kept)
 {
 	struct cidx_model *const m = &e->m;
+	struct cidx_ring_conv *const cv = &e->rc;
 	/* The conversion's constants and the thread's words are read
 	 * where used (cv->, m->: operands from L1), not copied into locals:
 	 * the allocator spilled copies with the loop's live values, a load
 	 * and a store more an event. */
 	const uint64_t ns0 = cv->ns0;
-	uint64_t ns_at[CIDX_FRAME_RING]; /* call times of the pass's open frames (less ns0) */
+	uint64_t ns_at[CIDX_FRAME_RING]; /* call times of the pass's open frames (less
+	                                    ns0) */
 	struct ring_pass s = {.x = (const char *)src,
 	                      .xend = (const char *)(src + n),
 	                      .p = *pp,
@@ -362,6 +436,8 @@ ring_run(struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n, st
 						}
 						s.last = t2;
 						s.x = y;
+						if (s.top < s.chk)
+							ring_leaves(&s, m, cv, stop, kept);
 						continue;
 					}
 				}
@@ -431,9 +507,10 @@ static bool ring_rel_ok(const struct ada_cidx_ring_conv *cv)
  * event before the new tsc0 (d wraps) or past the new d_max stops the
  * pass, as one past the piece does, and the general way converts it
  * (ada_tsc_map_apply(), the same times). Needs ring_rel_ok(cv). */
-static struct ring_conv ring_rebase(struct ada_cidx_enc *e, const struct ada_cidx_ring_conv *cv)
+static struct cidx_ring_conv ring_rebase(struct ada_cidx_enc *e,
+                                         const struct ada_cidx_ring_conv *cv)
 {
-	struct ring_conv r = {cv->tsc0, cv->ns0, cv->mult, 0, cv->d_max, cv->last};
+	struct cidx_ring_conv r = {cv->tsc0, cv->ns0, cv->mult, 0, cv->d_max, cv->last};
 	if (r.mult == 0) /* every time is ns0: nothing to move */
 		return r;
 	const uint64_t ahead = r.last - r.ns0; /* ring_rel_ok(): no wrap */
@@ -467,10 +544,10 @@ static struct ring_conv ring_rebase(struct ada_cidx_enc *e, const struct ada_cid
 #define RING_RUN_COPY(NAME, STACK, KEPT)                                                           \
 	static __attribute__((noinline)) size_t NAME(                                              \
 	    struct ada_cidx_enc *e, const struct atf_index_event *src, size_t n,                   \
-	    struct ring_conv *cv, struct ada_cidx_calls *calls, struct ada_cidx_keep *keep,        \
-	    uint8_t **pp, const uint8_t *lim)                                                      \
+	    struct ada_cidx_calls *calls, struct ada_cidx_keep *keep, uint8_t **pp,                \
+	    const uint8_t *lim)                                                                    \
 	{                                                                                          \
-		return ring_run(e, src, n, cv, calls, keep, pp, lim, STACK, KEPT);                 \
+		return ring_run(e, src, n, calls, keep, pp, lim, STACK, KEPT);                     \
 	}
 RING_RUN_COPY(ring_run_plain, false, false)
 RING_RUN_COPY(ring_run_stack, true, false)
@@ -492,15 +569,15 @@ size_t ada_cidx_enc_put_ring(struct ada_cidx_enc *e, const struct atf_index_even
 		return 0;
 	uint8_t *p0 = o->p + o->len, *p = p0;
 	const uint8_t *plim = o->p + lim - ADA_CIDX_EVENT_MAX;
-	struct ring_conv rc = ring_rebase(e, cv);
+	e->rc = ring_rebase(e, cv);
 	size_t k;
 	if (keep)
-		k = calls ? ring_run_stack_kept(e, src, n, &rc, calls, keep, &p, plim)
-		          : ring_run_kept(e, src, n, &rc, NULL, keep, &p, plim);
+		k = calls ? ring_run_stack_kept(e, src, n, calls, keep, &p, plim)
+		          : ring_run_kept(e, src, n, NULL, keep, &p, plim);
 	else
-		k = calls ? ring_run_stack(e, src, n, &rc, calls, NULL, &p, plim)
-		          : ring_run_plain(e, src, n, &rc, NULL, NULL, &p, plim);
-	cv->last = rc.last;
+		k = calls ? ring_run_stack(e, src, n, calls, NULL, &p, plim)
+		          : ring_run_plain(e, src, n, NULL, NULL, &p, plim);
+	cv->last = e->rc.last;
 	if (keep)
 		keep->next += k; /* one slot an event taken */
 	e->seq += k;

@@ -534,6 +534,112 @@ static void test_fused_far_ticks(void **state)
 	t_raw0 = TSC0 + 100000;
 }
 
+/* Leaf pairs one after another (cidx_ring.c ring_leaves(), the pass's
+ * loop for them): the pass stops exactly at the first event it must leave
+ * to the general way, wherever it falls in a pair - a raw time past d_max
+ * or past the 64-bit product's reach, a step past the tag's most, a
+ * RETURN with a detail link, a RETURN at another depth - and codes the
+ * same bytes as the general way with the stop anywhere; a new function
+ * (spelled out) and a time back (clamped) the pass's loop takes after the
+ * leaf loop left them (a time before the pass's start, the general way). */
+enum leaf_odd {
+	LEAF_DMAX,
+	LEAF_WRAP,
+	LEAF_GAP,
+	LEAF_LINK,
+	LEAF_DEPTH,
+	LEAF_NEW,
+	LEAF_BACK,
+	LEAF_ODDS
+};
+
+static void leaf_case(enum leaf_odd odd, size_t k)
+{
+	enum { PRE = 5, N = 61 };
+	struct atf_index_event ev[PRE + N];
+	uint64_t raw = TSC0 + 1000;
+	ev[0] =
+	    (struct atf_index_event){raw, 0x100000009ull, TID, ATF_EVENT_CALL, 1, ATF_NO_DETAIL};
+	for (size_t i = 1; i < PRE + N; i++) {
+		const size_t pair = (i - 1) / 2;
+		raw += 10;
+		const uint64_t fid = 0x100000000ull | (pair % 3 ? 2 + pair % 2 : 7);
+		ev[i] = (struct atf_index_event){
+		    raw, fid,          TID, (i - 1) % 2 ? ATF_EVENT_RETURN : ATF_EVENT_CALL,
+		    2,   ATF_NO_DETAIL};
+	}
+	/* k: the event (past PRE) the pass must stop at */
+	struct atf_index_event *at = &ev[PRE + k];
+	uint64_t d_max = UINT64_MAX;
+	switch (odd) {
+	case LEAF_DMAX:
+		d_max = at->timestamp_ns - TSC0 - 1;
+		break;
+	case LEAF_WRAP:
+		/* 2^64 / MULT ticks (4.3 s) later, the next event back: past
+		 * the pass's 64-bit product, which wraps to about the last
+		 * time (a CALL taken on its RETURN's checks alone would be
+		 * coded 4.3 s early) */
+		at->timestamp_ns += UINT64_MAX / MULT + 1;
+		break;
+	case LEAF_GAP: /* 120 us: past the tag's 65 */
+		for (size_t i = PRE + k; i < PRE + N; i++)
+			ev[i].timestamp_ns += 200000;
+		break;
+	case LEAF_LINK:
+		at->detail_seq = 5;
+		break;
+	case LEAF_DEPTH: /* a CALL deeper than the last RETURN left, or a
+	                  * RETURN of another depth than its CALL's */
+		at->call_depth = 3;
+		break;
+	case LEAF_NEW: /* a function not cached: spelled out, and cached */
+		at->function_id = 0x200000000ull | k;
+		at[at->event_kind == ATF_EVENT_RETURN ? -1 : 1].function_id = at->function_id;
+		break;
+	default:
+		at->timestamp_ns -= 25; /* before the last */
+		break;
+	}
+	struct side a, b;
+	side_init(&a, PRE + N, false, false);
+	side_init(&b, PRE + N, false, false);
+	general(&a, ev, PRE + N);
+	general(&b, ev, PRE); /* the functions cached, a pair's RETURN last */
+	struct ada_cidx_ring_conv cv = {.tsc0 = TSC0,
+	                                .ns0 = NS0,
+	                                .mult = MULT,
+	                                .d_max = d_max,
+	                                .last = b.last,
+	                                .tid = TID,
+	                                .depth_max = 1u << 24};
+	const size_t took = ada_cidx_enc_put_ring(b.enc, ev + PRE, N, &cv, NULL, NULL, &b.o);
+	b.last = cv.last;
+	if (odd == LEAF_NEW) /* the pass's loop takes it */
+		assert_int_equal(took, N);
+	else if (odd == LEAF_BACK) /* a time before the pass's moved start
+	                            * (cidx_ring.c ring_rebase()) stops it */
+		assert_true(took >= k);
+	else
+		assert_int_equal(took, k);
+	for (size_t i = PRE + took; i < PRE + N; i++)
+		general(&b, ev + i, 1);
+	ada_cidx_enc_seal(a.enc, &a.o);
+	ada_cidx_enc_seal(b.enc, &b.o);
+	assert_int_equal(a.o.len, b.o.len);
+	assert_memory_equal(a.o.p, b.o.p, a.o.len);
+	side_fini(&a);
+	side_fini(&b);
+}
+
+static void test_fused_leaf_stops(void **state)
+{
+	(void)state;
+	for (int odd = 0; odd < LEAF_ODDS; odd++)
+		for (size_t k = 1; k < 40; k++)
+			leaf_case((enum leaf_odd)odd, k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -544,6 +650,7 @@ int main(void)
 	    cmocka_unit_test(test_fused_window_switched),
 	    cmocka_unit_test(test_fused_escapes),
 	    cmocka_unit_test(test_fused_far_ticks),
+	    cmocka_unit_test(test_fused_leaf_stops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
