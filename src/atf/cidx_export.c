@@ -202,7 +202,7 @@ static void export_out_release(struct export_out *o)
 }
 
 /* total: the file's final size, for the space allocated ahead. flags:
- * ADA_CIDX_EXPORT_NO_DONTCACHE, RWF_DONTCACHE to be taken as refused. */
+ * ADA_CIDX_EXPORT_DIRECT_ONLY, ADA_CIDX_EXPORT_NO_DONTCACHE (cidx.h). */
 static void export_out_init(struct export_out *o, int fd, uint64_t total, unsigned flags)
 {
 	struct stat st;
@@ -223,9 +223,9 @@ static void export_out_init(struct export_out *o, int fd, uint64_t total, unsign
 		return;
 	}
 	o->staged = true;
-	o->dontcache = true;
+	o->dontcache = !(flags & ADA_CIDX_EXPORT_DIRECT_ONLY);
 	o->refuse = (flags & ADA_CIDX_EXPORT_NO_DONTCACHE) != 0;
-	o->how = ADA_CIDX_EXPORT_DONTCACHE;
+	o->how = o->dontcache ? ADA_CIDX_EXPORT_DONTCACHE : ADA_CIDX_EXPORT_DIRECT;
 	/* Advice: without it the writes allocate as they go. KEEP_SIZE, so
 	 * a failed export is no longer than what it wrote. */
 	(void)fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)total);
@@ -264,7 +264,7 @@ static int export_out_first(struct export_out *o, uint32_t len)
 		if (k >= 0 || (errno != EOPNOTSUPP && errno != EINVAL))
 			return k < 0 ? -errno : -EIO;
 		o->dontcache = false; /* not here: O_DIRECT, as before 6.14 */
-		o->how = ADA_CIDX_EXPORT_DIRECT;
+		o->how = ADA_CIDX_EXPORT_DIRECT_FALLBACK;
 	}
 	ssize_t k = -1;
 	if (fcntl(o->fd, F_SETFL, o->fl | O_DIRECT) == 0) {
@@ -432,7 +432,7 @@ static int export_fd(const void *buf, size_t len, int in, unsigned flags, int fd
 	struct ada_cidx_dec *d;
 	struct atf_index_header h;
 	struct atf_index_footer f;
-	unsigned oflags = flags & ~ADA_CIDX_EXPORT_NO_DONTCACHE;
+	unsigned oflags = flags & ~(ADA_CIDX_EXPORT_DIRECT_ONLY | ADA_CIDX_EXPORT_NO_DONTCACHE);
 	int err = ada_cidx_dec_open_fd(buf, len, in, oflags, &d);
 	if (err)
 		return err;

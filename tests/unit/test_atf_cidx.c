@@ -533,9 +533,10 @@ static void export_fd_tmpfs(void **state)
 /* The export of a compact file into a file on the disk (the test's
  * working directory: the build tree) goes buffered with RWF_DONTCACHE, and
  * where that is refused (ADA_CIDX_EXPORT_NO_DONTCACHE: as a kernel before
- * 6.14) falls back to O_DIRECT, padded pieces cut off at the end: the
- * bytes of the in-memory export both ways, and the way taken told. On
- * tmpfs both go through the page cache (the bytes still checked). */
+ * 6.14) falls back to O_DIRECT, padded pieces cut off at the end, as when
+ * O_DIRECT is asked for: the bytes of the in-memory export every way, and
+ * the way taken told. On tmpfs all go through the page cache (the bytes
+ * still checked). */
 static void export_fd_fallback(void **state)
 {
 	struct cs_gen g;
@@ -556,8 +557,11 @@ static void export_fd_fallback(void **state)
 	bool tmpfs = fstatfs(in, &sf) == 0 && sf.f_type == TMPFS_MAGIC;
 	uint8_t *got = malloc(v2len);
 	assert_non_null(got);
-	static const unsigned flags[] = {0, ADA_CIDX_EXPORT_NO_DONTCACHE};
-	for (size_t i = 0; i < 2; i++) {
+	static const unsigned flags[] = {0, ADA_CIDX_EXPORT_NO_DONTCACHE,
+	                                 ADA_CIDX_EXPORT_DIRECT_ONLY};
+	static const enum ada_cidx_export_how want[] = {
+	    ADA_CIDX_EXPORT_DONTCACHE, ADA_CIDX_EXPORT_DIRECT_FALLBACK, ADA_CIDX_EXPORT_DIRECT};
+	for (size_t i = 0; i < 3; i++) {
 		strcpy(out_path + sizeof(out_path) - 7, "XXXXXX");
 		int fd = mkstemp(out_path);
 		assert_true(fd >= 0);
@@ -566,11 +570,10 @@ static void export_fd_fallback(void **state)
 		assert_int_equal(ada_cidx_file_to_atf_fd(in, im.len, flags[i], fd, &how), 0);
 		if (tmpfs)
 			assert_int_equal(how, ADA_CIDX_EXPORT_PLAIN);
-		else if (i == 1)
-			assert_int_equal(how, ADA_CIDX_EXPORT_DIRECT);
-		else /* DIRECT on a kernel or file system without RWF_DONTCACHE */
-			assert_true(how == ADA_CIDX_EXPORT_DONTCACHE ||
-			            how == ADA_CIDX_EXPORT_DIRECT);
+		else if (i == 0) /* the fallback on a kernel without RWF_DONTCACHE */
+			assert_true(how == want[0] || how == ADA_CIDX_EXPORT_DIRECT_FALLBACK);
+		else
+			assert_int_equal(how, want[i]);
 		assert_int_equal(lseek(fd, 0, SEEK_END), (off_t)v2len);
 		memset(got, 0, v2len);
 		assert_int_equal(pread(fd, got, v2len, 0), (ssize_t)v2len);
