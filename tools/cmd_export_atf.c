@@ -18,8 +18,10 @@
  * written out a piece at a time; every other file is copied by the
  * kernel (or through a 1 MiB buffer): memory does not grow with the
  * files (two conversions in flight a thread).
- * Exit status: 0; 1 when a file could not be read, converted or written
- * (the rest is exported).
+ * Durability: every file written is fdatasync'd and every directory
+ * written fsync'd before the command returns (docs/reading.md).
+ * Exit status: 0; 1 when a file could not be read, converted, written or
+ * synced (the rest is exported).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
