@@ -362,7 +362,7 @@ static int bench_sink(const char *path)
 	}
 	double w0 = wall_s();
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-	int err = ada_cidx_file_to_atf_fd(in, (size_t)st.st_size, 0, out);
+	int err = ada_cidx_file_to_atf_fd(in, (size_t)st.st_size, 0, out, NULL);
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
 	double w = wall_s() - w0;
 	double c = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;

@@ -6,6 +6,11 @@
  *     MODE: direct    O_DIRECT (no page-cache copy)
  *           dontcache buffered with RWF_DONTCACHE (what the drain writes)
  *           buffered  plain buffered writes
+ *           writebehind  plain buffered writes from the thread (pwrite),
+ *                     each block's write-back started at once
+ *                     (sync_file_range WRITE) and waited for IN_FLIGHT
+ *                     blocks later (WAIT_BEFORE|WRITE|WAIT_AFTER), its
+ *                     pages then dropped (POSIX_FADV_DONTNEED)
  *     options: --no-prealloc (no fallocate of the whole file first),
  *              --overwrite (write the whole file once, untimed, fdatasync
  *              and drop its cached pages, then time writing it again:
@@ -13,7 +18,10 @@
  *              convert from "unwritten" at each completion),
  *              --fixed (registered buffers and a fixed file),
  *              --shift N (every write N bytes past a page boundary, as
- *              ada's files put events at 64 + 32 n; not with direct)
+ *              ada's files put events at 64 + 32 n; not with direct),
+ *              --keep-size (fallocate with FALLOC_FL_KEEP_SIZE, as the
+ *              export allocates ahead), --sync (each write by pwritev2
+ *              from the thread, one at a time, not through io_uring)
  *
  * It writes TOTAL_MIB through one io_uring with IN_FLIGHT writes of
  * BLOCK_KIB each in flight, then fdatasync, and prints MB/s to the last
@@ -41,7 +49,7 @@ struct db_opts {
 	const char *path, *mode;
 	size_t block, total, shift;
 	unsigned inflight;
-	int prealloc, fixed, overwrite;
+	int prealloc, fixed, overwrite, keep_size, sync;
 };
 
 static double db_now(void)
@@ -74,13 +82,17 @@ static int db_parse(int argc, char **argv, struct db_opts *o)
 			o->fixed = 1;
 		else if (!strcmp(argv[i], "--overwrite"))
 			o->overwrite = 1;
+		else if (!strcmp(argv[i], "--keep-size"))
+			o->keep_size = 1;
+		else if (!strcmp(argv[i], "--sync"))
+			o->sync = 1;
 		else if (!strcmp(argv[i], "--shift") && i + 1 < argc)
 			o->shift = (size_t)strtoul(argv[++i], NULL, 10);
 		else
 			return -1;
 	}
 	if (strcmp(o->mode, "direct") && strcmp(o->mode, "dontcache") &&
-	    strcmp(o->mode, "buffered"))
+	    strcmp(o->mode, "buffered") && strcmp(o->mode, "writebehind"))
 		return -1;
 	if (!o->block || o->block % 4096 || !o->inflight || o->inflight > DB_MAX_INFLIGHT ||
 	    o->total < o->block || (o->shift && !strcmp(o->mode, "direct")))
@@ -103,9 +115,39 @@ static void db_prep(struct io_uring *ring, const struct db_opts *o, int fd, char
 	io_uring_sqe_set_data(sqe, (void *)(uintptr_t)idx);
 }
 
+/* writebehind, and --sync of the other modes: one write at a time from
+ * the thread; writebehind keeps o->inflight blocks in write-back. */
+static int db_write_sync(const struct db_opts *o, int fd, char **bufs)
+{
+	int behind = !strcmp(o->mode, "writebehind");
+	int flags = !strcmp(o->mode, "dontcache") ? RWF_DONTCACHE : 0;
+	for (size_t off = 0, i = 0; off + o->block <= o->total; off += o->block, i++) {
+		struct iovec v = {bufs[i % o->inflight], o->block};
+		if (pwritev2(fd, &v, 1, (off_t)(off + o->shift), flags) != (ssize_t)o->block) {
+			perror("disk_bench: pwritev2");
+			return -1;
+		}
+		if (!behind)
+			continue;
+		sync_file_range(fd, (off_t)(off + o->shift), (off_t)o->block,
+		                SYNC_FILE_RANGE_WRITE);
+		size_t lag = (size_t)o->inflight * o->block;
+		if (off >= lag) {
+			off_t old = (off_t)(off - lag + o->shift);
+			sync_file_range(fd, old, (off_t)o->block,
+			                SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+			                    SYNC_FILE_RANGE_WAIT_AFTER);
+			posix_fadvise(fd, old, (off_t)o->block, POSIX_FADV_DONTNEED);
+		}
+	}
+	return 0;
+}
+
 /* Keeps o->inflight writes in flight until o->total bytes are written. */
 static int db_write_all(struct io_uring *ring, const struct db_opts *o, int fd, char **bufs)
 {
+	if (o->sync || !strcmp(o->mode, "writebehind"))
+		return db_write_sync(o, fd, bufs);
 	unsigned freeb[DB_MAX_INFLIGHT], nfree = o->inflight;
 	for (unsigned i = 0; i < o->inflight; i++)
 		freeb[i] = i;
@@ -138,7 +180,8 @@ int main(int argc, char **argv)
 	if (db_parse(argc, argv, &o) < 0) {
 		fprintf(stderr,
 		        "usage: disk_bench FILE direct|dontcache|buffered BLOCK_KIB IN_FLIGHT "
-		        "TOTAL_MIB [--no-prealloc] [--overwrite] [--fixed] [--shift N]\n");
+		        "TOTAL_MIB [--no-prealloc] [--keep-size] [--overwrite] [--fixed] [--sync] "
+		        "[--shift N]\n");
 		return 2;
 	}
 	int fd = open(
@@ -151,7 +194,8 @@ int main(int argc, char **argv)
 	char *bufs[DB_MAX_INFLIGHT];
 	struct iovec iov[DB_MAX_INFLIGHT];
 	int rc = 1;
-	if (o.prealloc && fallocate(fd, 0, 0, (off_t)(o.total + o.shift)) != 0)
+	if (o.prealloc && fallocate(fd, o.keep_size ? FALLOC_FL_KEEP_SIZE : 0, 0,
+	                            (off_t)(o.total + o.shift)) != 0)
 		perror("disk_bench: fallocate");
 	if (io_uring_queue_init(o.inflight * 2, &ring, 0) < 0)
 		goto out;
@@ -175,9 +219,10 @@ int main(int argc, char **argv)
 	double t1 = db_now();
 	fdatasync(fd);
 	double t2 = db_now(), cpu = db_cpu() - c0, mb = (double)o.total / 1e6;
-	printf("%-9s block %5zu KiB in flight %3u%s%s%s%s: %6.0f MB/s to the last completion, "
+	printf("%-9s block %5zu KiB in flight %3u%s%s%s%s%s%s: %6.0f MB/s to the last completion, "
 	       "%6.0f MB/s with fdatasync; CPU %.2f s = %.2f ns per 32 bytes\n",
 	       o.mode, o.block >> 10, o.inflight, o.prealloc ? "" : " no-prealloc",
+	       o.prealloc && o.keep_size ? " keep-size" : "", o.sync ? " sync" : "",
 	       o.overwrite ? " overwrite" : "", o.fixed ? " fixed" : "", o.shift ? " shifted" : "",
 	       mb / (t1 - t0), mb / (t2 - t0), cpu, cpu * 1e9 / ((double)o.total / 32));
 	rc = 0;

@@ -18,8 +18,10 @@
  * written out a piece at a time; every other file is copied by the
  * kernel (or through a 1 MiB buffer): memory does not grow with the
  * files (two conversions in flight a thread).
- * Exit status: 0; 1 when a file could not be read, converted or written
- * (the rest is exported).
+ * Durability: every file written is fdatasync'd and every directory
+ * written fsync'd before the command returns (docs/reading.md).
+ * Exit status: 0; 1 when a file could not be read, converted, written or
+ * synced (the rest is exported).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -63,16 +65,34 @@ static int xa_copy(int in, const char *path)
 			r = -errno;
 		free(buf);
 	}
+	if (r == 0 && fdatasync(out) < 0) /* on disk at return, as the converted files */
+		r = -errno;
 	if (close(out) < 0 && r == 0)
 		r = -errno;
 	return r;
 }
 
-/* A compact index file into its ATF v2 form at path. */
-static int xa_convert(int in, size_t len, const char *path)
+/* The file or directory at path on disk (fsync): a written manifest, a
+ * directory's names once its files are in it. */
+static int xa_sync_path(const char *path, bool dir)
+{
+	int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_WRONLY) | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	int r = (dir ? fsync(fd) : fdatasync(fd)) < 0 ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+/* A compact index file into its ATF v2 form at path (on disk when it
+ * returns: ada_cidx_file_to_atf_fd() syncs it); xflags: the export's
+ * (ADA_CIDX_EXPORT_DIRECT_ONLY); *how: the way it went. */
+static int xa_convert(int in, size_t len, const char *path, unsigned xflags,
+                      enum ada_cidx_export_how *how)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	int r = fd < 0 ? -errno : ada_cidx_file_to_atf_fd(in, len, 0, fd);
+	*how = ADA_CIDX_EXPORT_PLAIN;
+	int r = fd < 0 ? -errno : ada_cidx_file_to_atf_fd(in, len, xflags, fd, how);
 	if (fd >= 0 && close(fd) < 0 && r == 0)
 		r = -errno;
 	return r;
@@ -81,9 +101,23 @@ static int xa_convert(int in, size_t len, const char *path)
 /* The conversions in flight (pool NULL: each done where it is met). */
 struct xa_pool {
 	struct rd_par *par;
-	unsigned n;    /* its threads */
-	unsigned *bad; /* files not exported */
+	unsigned n;        /* its threads */
+	unsigned *bad;     /* files not exported */
+	unsigned fallback; /* files written with O_DIRECT: RWF_DONTCACHE refused */
+	unsigned xflags;   /* the conversions' (ADA_CIDX_EXPORT_DIRECT_ONLY) */
+	char **dirs;       /* the directories written, synced at the end */
+	size_t ndirs;
 };
+
+/* dir (written) to be synced once every file in it is. -ENOMEM. */
+static int xa_dir_note(struct xa_pool *pool, const char *dir)
+{
+	char **d = realloc(pool->dirs, (pool->ndirs + 1) * sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	pool->dirs = d;
+	return (d[pool->ndirs] = strdup(dir)) ? (pool->ndirs++, 0) : -ENOMEM;
+}
 
 struct xa_job {
 	struct rd_par_job pj; /* first: the pool's job */
@@ -91,12 +125,14 @@ struct xa_job {
 	size_t len;
 	char *from, *to;
 	int r;
+	unsigned xflags;
+	enum ada_cidx_export_how how;
 };
 
 static void xa_job_run(struct rd_par_job *pj)
 {
 	struct xa_job *j = (struct xa_job *)pj;
-	j->r = xa_convert(j->in, j->len, j->to);
+	j->r = xa_convert(j->in, j->len, j->to, j->xflags, &j->how);
 	close(j->in);
 }
 
@@ -117,6 +153,7 @@ static bool xa_take(struct xa_pool *pool)
 		ada_log("%s: not exported: %s", j->from, strerror(-j->r));
 		(*pool->bad)++;
 	}
+	pool->fallback += j->how == ADA_CIDX_EXPORT_DIRECT_FALLBACK;
 	xa_job_free(j);
 	return true;
 }
@@ -140,6 +177,7 @@ static int xa_submit(struct xa_pool *pool, int in, size_t len, const char *from,
 	}
 	j->in = in;
 	j->len = len;
+	j->xflags = pool->xflags;
 	while (rd_par_pending(pool->par) >= 2 * (size_t)pool->n)
 		xa_take(pool);
 	rd_par_submit(pool->par, &j->pj);
@@ -161,8 +199,12 @@ static int xa_file(const char *from, const char *to, struct xa_pool *pool)
 	               ada_cidx_is_compact(magic, sizeof(magic));
 	if (compact && pool && pool->par && !xa_submit(pool, in, (size_t)st.st_size, from, to))
 		return 0;
+	enum ada_cidx_export_how how = ADA_CIDX_EXPORT_PLAIN;
 	if (r == 0)
-		r = compact ? xa_convert(in, (size_t)st.st_size, to) : xa_copy(in, to);
+		r = compact ? xa_convert(in, (size_t)st.st_size, to, pool ? pool->xflags : 0, &how)
+		            : xa_copy(in, to);
+	if (pool)
+		pool->fallback += how == ADA_CIDX_EXPORT_DIRECT_FALLBACK;
 	close(in);
 	return r;
 }
@@ -216,7 +258,7 @@ static int xa_manifest(const char *from, const char *to, const char *outdir)
 	xa_manifest_walk(m, outdir);
 	int r = json_dump_file(m, to, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0 ? 0 : -EIO;
 	json_decref(m);
-	return r;
+	return r ? r : xa_sync_path(to, false);
 }
 
 static int xa_dir(const char *from, const char *to, unsigned *bad, struct xa_pool *pool)
@@ -262,18 +304,64 @@ static int xa_dir(const char *from, const char *to, unsigned *bad, struct xa_poo
 			(*bad)++;
 		}
 	}
-	return 0;
+	return xa_dir_note(pool, to);
+}
+
+/* A file whose export is long (a compact index of 1 MiB holds 170 000
+ * to 900 000 events: 5-29 MB of ATF v2). */
+#define XA_LARGE (1ull << 20)
+
+/* The files of XA_LARGE or more under dir (at most 2: enough to know),
+ * depth levels down at most (a session's tree has 3). */
+static unsigned xa_count_large(const char *dir, int depth)
+{
+	DIR *d = depth > 0 ? opendir(dir) : NULL;
+	unsigned n = 0;
+	struct dirent *de;
+	char f[PATH_MAX];
+	struct stat st;
+	while (d && n < 2 && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(f, sizeof(f), "%s/%s", dir, de->d_name);
+		if (lstat(f, &st) < 0)
+			continue;
+		n += S_ISDIR(st.st_mode) ? xa_count_large(f, depth - 1)
+		                         : S_ISREG(st.st_mode) && (uint64_t)st.st_size >= XA_LARGE;
+	}
+	if (d)
+		closedir(d);
+	return n;
 }
 
 int cmd_export_atf(const char *src, const char *out)
 {
 	unsigned bad = 0;
 	struct xa_pool pool = {.n = rd_par_threads(), .bad = &bad};
+	/* RWF_DONTCACHE's copy into the page cache takes a CPU of its own (an
+	 * io_uring worker's) beside the decoding: one large file at a time
+	 * gains by it; several at once on the machine's CPUs lost to O_DIRECT
+	 * (docs/benchmarks.md, "The export's write mode"). */
+	if (xa_count_large(src, 4) > 1)
+		pool.xflags = ADA_CIDX_EXPORT_DIRECT_ONLY;
 	if (pool.n > 1 && rd_par_new(pool.n, xa_job_run, &pool.par))
 		pool.par = NULL; /* no threads to be had: one at a time */
 	int r = xa_dir(src, out, &bad, &pool);
 	xa_drain(&pool);
 	rd_par_free(pool.par);
+	for (size_t i = pool.ndirs; i-- > 0; free(pool.dirs[i])) { /* the names on disk */
+		int s = xa_sync_path(pool.dirs[i], true);
+		if (s < 0) {
+			ada_log("%s: not synced: %s", pool.dirs[i], strerror(-s));
+			bad++;
+		}
+	}
+	free(pool.dirs);
+	if (pool.fallback)
+		ada_log("%u index file(s) written with O_DIRECT: this kernel or file system "
+		        "refused RWF_DONTCACHE (Linux 6.14+), the export's faster way "
+		        "(docs/benchmarks.md)",
+		        pool.fallback);
 	if (r < 0) {
 		ada_log("%s -> %s: %s", src, out, strerror(-r));
 		return 1;

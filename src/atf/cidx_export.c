@@ -117,21 +117,31 @@ static void export_drop(const uint8_t *map, uint64_t *from, uint64_t to)
 	*from = to;
 }
 
-/* The output of an export. A regular file is written with O_DIRECT,
- * whole aligned pieces at aligned offsets, into space allocated ahead
- * (fallocate), EXPORT_DIRECT_NBUF staging buffers in turn, each written by
- * io_uring while the next one fills: the ATF v2 form is 32 bytes an
- * event, and through the page cache the kernel's copy and ext4's
- * block-by-block delayed allocation took most of an export's CPU while
- * its writeback trailed the disk's direct speed. The first piece is
- * written directly and synchronously: a file that refuses it (EINVAL)
- * takes the whole export through the page cache, as does anything that
- * is not an empty regular file (a pipe, /dev/null), a small export or a
- * ring that cannot be had. So does a file on tmpfs, which is page cache
- * only: there a direct write is the same copy into its pages, after a
- * copy into the staging buffer and the allocation of every page ahead
+/* The output of an export. A regular file is written from
+ * EXPORT_DIRECT_NBUF staging buffers in turn, each written by io_uring
+ * while the next one fills, into space allocated ahead (fallocate): the
+ * ATF v2 form is 32 bytes an event, and plain buffered writes left the
+ * kernel's copy and ext4's block-by-block delayed allocation most of an
+ * export's CPU while its writeback trailed the disk. The writes are
+ * buffered with RWF_DONTCACHE (write-back started at each write, the pages
+ * dropped once written), which this machine's ext4 took faster than
+ * O_DIRECT, the final fdatasync included, on a second CPU (io_uring's
+ * worker copies into the page cache while the next piece decodes:
+ * docs/benchmarks.md, "The export's write mode"). A kernel or file system
+ * without RWF_DONTCACHE (before 6.14; EOPNOTSUPP, EINVAL) takes O_DIRECT,
+ * whole aligned pieces at aligned offsets, as before; one that refuses
+ * that too (EINVAL) the page cache; the first piece, written
+ * synchronously, finds out, and the way taken is told (enum
+ * ada_cidx_export_how). Anything that is not an empty regular file (a pipe, /dev/null), a small
+ * export or a ring that cannot be had takes the page cache. So does a file on tmpfs, which is page
+ * cache only: there a staged write is the same copy into its pages, after
+ * a copy into the staging buffer and the allocation of every page ahead
  * (fallocate): more CPU than writing each decoded piece while it is in
- * cache (docs/benchmarks.md). The bytes are the same either way. */
+ * cache (docs/benchmarks.md). The bytes are the same every way, and on
+ * disk when the export returns (export_fd(): fdatasync). */
+#ifndef RWF_DONTCACHE
+#define RWF_DONTCACHE 0x00000080 /* Linux 6.14+ (uapi linux/fs.h) */
+#endif
 #define EXPORT_DIRECT_BYTES (2u << 20)
 #define EXPORT_DIRECT_NBUF 4u
 #define EXPORT_DIRECT_ALIGN 4096u /* the largest logical block size in use */
@@ -139,15 +149,19 @@ static void export_drop(const uint8_t *map, uint64_t *from, uint64_t to)
 #define EXPORT_DIRECT_MIN (2ull * EXPORT_DIRECT_BYTES)
 struct export_out {
 	int fd;
-	bool direct;                       /* else through the page cache */
-	struct io_uring ring;              /* while direct and past the first piece */
+	bool staged;                       /* through the ring, else plain writes */
+	bool dontcache;                    /* staged writes carry RWF_DONTCACHE */
+	bool refuse;                       /* ADA_CIDX_EXPORT_NO_DONTCACHE (tests) */
+	bool odirect;                      /* O_DIRECT set on fd (staged, not dontcache) */
+	struct io_uring ring;              /* while staged and past the first piece */
 	uint8_t *buf[EXPORT_DIRECT_NBUF];  /* EXPORT_DIRECT_BYTES each */
 	uint32_t busy[EXPORT_DIRECT_NBUF]; /* bytes of a write in flight, 0 when free */
 	uint32_t cur, inflight;
-	size_t len;   /* bytes staged in buf[cur] */
-	uint64_t off; /* file offset of buf[cur][0] */
-	int fl;       /* the fd's status flags before O_DIRECT */
-	int err;      /* the first failed write's */
+	size_t len;                   /* bytes staged in buf[cur] */
+	uint64_t off;                 /* file offset of buf[cur][0] */
+	int fl;                       /* the fd's status flags before O_DIRECT */
+	int err;                      /* the first failed write's */
+	enum ada_cidx_export_how how; /* the way the bulk went */
 };
 
 /* A ring is mapped and unmapped under this lock. liburing maps its rings
@@ -176,22 +190,23 @@ static void export_ring_exit(struct io_uring *ring)
 /* Back to what the fd was; the buffers freed. */
 static void export_out_release(struct export_out *o)
 {
-	if (o->direct) {
+	if (o->odirect)
 		(void)fcntl(o->fd, F_SETFL, o->fl); /* a failure shows in the next write */
+	if (o->staged)
 		export_ring_exit(&o->ring);
-	}
-	o->direct = false;
+	o->staged = o->dontcache = o->odirect = false;
 	for (uint32_t i = 0; i < EXPORT_DIRECT_NBUF; i++) {
 		free(o->buf[i]);
 		o->buf[i] = NULL;
 	}
 }
 
-/* total: the file's final size, for the space allocated ahead. */
-static void export_out_init(struct export_out *o, int fd, uint64_t total)
+/* total: the file's final size, for the space allocated ahead. flags:
+ * ADA_CIDX_EXPORT_DIRECT_ONLY, ADA_CIDX_EXPORT_NO_DONTCACHE (cidx.h). */
+static void export_out_init(struct export_out *o, int fd, uint64_t total, unsigned flags)
 {
 	struct stat st;
-	*o = (struct export_out){.fd = fd};
+	*o = (struct export_out){.fd = fd, .how = ADA_CIDX_EXPORT_PLAIN};
 	o->fl = fcntl(fd, F_GETFL);
 	struct statfs sf;
 	if (total < EXPORT_DIRECT_MIN || o->fl < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
@@ -207,11 +222,10 @@ static void export_out_init(struct export_out *o, int fd, uint64_t total)
 		export_out_release(o);
 		return;
 	}
-	o->direct = true;
-	if (fcntl(fd, F_SETFL, o->fl | O_DIRECT) < 0) {
-		export_out_release(o);
-		return;
-	}
+	o->staged = true;
+	o->dontcache = !(flags & ADA_CIDX_EXPORT_DIRECT_ONLY);
+	o->refuse = (flags & ADA_CIDX_EXPORT_NO_DONTCACHE) != 0;
+	o->how = o->dontcache ? ADA_CIDX_EXPORT_DONTCACHE : ADA_CIDX_EXPORT_DIRECT;
 	/* Advice: without it the writes allocate as they go. KEEP_SIZE, so
 	 * a failed export is no longer than what it wrote. */
 	(void)fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)total);
@@ -236,8 +250,42 @@ static void export_out_reap(struct export_out *o)
 	o->inflight--;
 }
 
-/* Sends buf[cur] (len bytes, zero-padded to the alignment: cut off at
- * finish) and moves to the next buffer, once its write is done. */
+/* The first piece (buf[0], o->len bytes, len padded), written
+ * synchronously: does the file take RWF_DONTCACHE, else O_DIRECT? A
+ * file that takes neither goes through the page cache from here on. */
+static int export_out_first(struct export_out *o, uint32_t len)
+{
+	if (o->dontcache) {
+		struct iovec v = {o->buf[0], o->len};
+		errno = EOPNOTSUPP;
+		ssize_t k = o->refuse ? -1 : pwritev2(o->fd, &v, 1, 0, RWF_DONTCACHE);
+		if (k == (ssize_t)o->len)
+			return 0;
+		if (k >= 0 || (errno != EOPNOTSUPP && errno != EINVAL))
+			return k < 0 ? -errno : -EIO;
+		o->dontcache = false; /* not here: O_DIRECT, as before 6.14 */
+		o->how = ADA_CIDX_EXPORT_DIRECT_FALLBACK;
+	}
+	ssize_t k = -1;
+	if (fcntl(o->fd, F_SETFL, o->fl | O_DIRECT) == 0) {
+		o->odirect = true;
+		k = pwrite(o->fd, o->buf[0], len, 0);
+	}
+	if (k < 0 && (!o->odirect || errno == EINVAL)) {
+		uint8_t *b = o->buf[0];
+		o->buf[0] = NULL;
+		export_out_release(o);
+		o->how = ADA_CIDX_EXPORT_PLAIN;
+		int r = export_write(o->fd, b, o->len, 0);
+		free(b);
+		return r ? r : 1;
+	}
+	return k == (ssize_t)len ? 0 : k < 0 ? -errno : -EIO;
+}
+
+/* Sends buf[cur] (len bytes; with O_DIRECT zero-padded to the alignment,
+ * cut off at finish) and moves to the next buffer, once its write is
+ * done. */
 static int export_out_send(struct export_out *o)
 {
 	uint32_t len =
@@ -246,26 +294,21 @@ static int export_out_send(struct export_out *o)
 #if defined(__x86_64__)
 	_mm_sfence(); /* export_stage()'s streamed stores before the write reads them */
 #endif
-	if (o->off == 0) { /* the first piece: does the file take direct writes? */
-		ssize_t k = pwrite(o->fd, o->buf[0], len, 0);
-		if (k < 0 && errno == EINVAL) {
-			uint8_t *b = o->buf[0];
-			o->buf[0] = NULL;
-			export_out_release(o);
-			int r = export_write(o->fd, b, o->len, 0);
-			free(b);
-			o->off = o->len;
-			o->len = 0;
-			return r;
+	if (o->off == 0) {
+		int r = export_out_first(o, len);
+		if (r) { /* < 0: failed; 1: written through the page cache */
+			if (r > 0)
+				o->off = o->len, o->len = 0;
+			return r < 0 ? r : 0;
 		}
-		if (k != (ssize_t)len)
-			return k < 0 ? -errno : -EIO;
 	} else {
 		struct io_uring_sqe *sqe =
 		    io_uring_get_sqe(&o->ring); /* a free buffer has a free entry */
 		if (!sqe)
 			return -EBUSY;
+		len = o->dontcache ? (uint32_t)o->len : len;
 		io_uring_prep_write(sqe, o->fd, o->buf[o->cur], len, o->off);
+		sqe->rw_flags = o->dontcache ? RWF_DONTCACHE : 0;
 		io_uring_sqe_set_data64(sqe, o->cur);
 		int r = io_uring_submit(&o->ring);
 		if (r < 0)
@@ -309,7 +352,7 @@ static void export_stage(uint8_t *dst, const uint8_t *src, size_t len)
 static int export_out_put(struct export_out *o, const void *p, size_t len, uint64_t off)
 {
 	for (size_t done = 0; done < len;) {
-		if (!o->direct)
+		if (!o->staged)
 			return export_write(o->fd, (const uint8_t *)p + done, len - done,
 			                    off + done);
 		size_t k = EXPORT_DIRECT_BYTES - o->len < len - done ? EXPORT_DIRECT_BYTES - o->len
@@ -329,11 +372,11 @@ static int export_out_put(struct export_out *o, const void *p, size_t len, uint6
  * as it came. */
 static int export_out_finish(struct export_out *o)
 {
-	int r = o->direct && o->len ? export_out_send(o) : 0;
-	while (o->direct && o->inflight)
+	int r = o->staged && o->len ? export_out_send(o) : 0;
+	while (o->staged && o->inflight)
 		export_out_reap(o);
 	r = r ? r : o->err;
-	if (!r && o->direct && ftruncate(o->fd, (off_t)o->off) < 0)
+	if (!r && o->staged && ftruncate(o->fd, (off_t)o->off) < 0)
 		r = -errno;
 	export_out_release(o);
 	return r;
@@ -383,12 +426,14 @@ static int export_stream(const struct ada_cidx_dec *d, const uint8_t *map, struc
 
 /* ada_cidx_to_atf_fd(); in >= 0: buf maps the file in, read at open
  * with pread and given back as the stream goes (export_drop()). */
-static int export_fd(const void *buf, size_t len, int in, unsigned flags, int fd)
+static int export_fd(const void *buf, size_t len, int in, unsigned flags, int fd,
+                     enum ada_cidx_export_how *how)
 {
 	struct ada_cidx_dec *d;
 	struct atf_index_header h;
 	struct atf_index_footer f;
-	int err = ada_cidx_dec_open_fd(buf, len, in, flags, &d);
+	unsigned oflags = flags & ~(ADA_CIDX_EXPORT_DIRECT_ONLY | ADA_CIDX_EXPORT_NO_DONTCACHE);
+	int err = ada_cidx_dec_open_fd(buf, len, in, oflags, &d);
 	if (err)
 		return err;
 	const struct ada_cidx_file_header *c = ada_cidx_dec_header(d);
@@ -398,15 +443,17 @@ static int export_fd(const void *buf, size_t len, int in, unsigned flags, int fd
 	struct export_out out;
 	bool bad = false;
 	export_out_init(&out, fd,
-	                2 * ATF_HEADER_SIZE + ada_cidx_dec_count(d) * ATF_INDEX_EVENT_SIZE);
+	                2 * ATF_HEADER_SIZE + ada_cidx_dec_count(d) * ATF_INDEX_EVENT_SIZE, flags);
 	/* The placeholder: a reader of an incomplete file sees no header. */
 	err = export_out_put(&out, memset(&h, 0, sizeof(h)), sizeof(h), 0);
 	if (!err)
 		err = export_stream(d, in >= 0 ? buf : NULL, &out, &sum, &bad);
 	int fin = export_out_finish(&out);
+	if (how)
+		*how = out.how;
 	err = err ? err : fin;
 	ada_cidx_dec_free(d);
-	if (!err && bad && !(flags & ADA_ATF_OPEN_SALVAGE))
+	if (!err && bad && !(oflags & ADA_ATF_OPEN_SALVAGE))
 		err = -EBADMSG;
 	if (err)
 		return err;
@@ -416,22 +463,29 @@ static int export_fd(const void *buf, size_t len, int in, unsigned flags, int fd
 	err = export_write(fd, &f, sizeof(f), end);
 	if (!err && bad && ftruncate(fd, (off_t)(end + sizeof(f))) < 0)
 		err = -errno; /* a bad block's pieces written past the footer */
-	return err ? err : export_write(fd, &h, sizeof(h), 0);
+	err = err ? err : export_write(fd, &h, sizeof(h), 0);
+	/* Durable at return, whichever way the bulk went: with RWF_DONTCACHE
+	 * this waits for the write-back started at each write; after O_DIRECT
+	 * it writes the header, footer and the extents' conversion. */
+	if (!err && fdatasync(fd) < 0 && errno != EINVAL)
+		err = -errno;
+	return err;
 }
 
 int ada_cidx_to_atf_fd(const void *buf, size_t len, unsigned flags, int fd)
 {
-	return export_fd(buf, len, -1, flags, fd);
+	return export_fd(buf, len, -1, flags, fd, NULL);
 }
 
-int ada_cidx_file_to_atf_fd(int in, size_t len, unsigned flags, int fd)
+int ada_cidx_file_to_atf_fd(int in, size_t len, unsigned flags, int fd,
+                            enum ada_cidx_export_how *how)
 {
 	if (len == 0)
 		return -EBADMSG;
 	void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, in, 0);
 	if (map == MAP_FAILED)
 		return -errno;
-	int err = export_fd(map, len, in, flags, fd);
+	int err = export_fd(map, len, in, flags, fd, how);
 	munmap(map, len);
 	return err;
 }

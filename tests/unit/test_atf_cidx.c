@@ -530,6 +530,63 @@ static void export_fd_tmpfs(void **state)
 	free(g.ev);
 }
 
+/* The export of a compact file into a file on the disk (the test's
+ * working directory: the build tree) goes buffered with RWF_DONTCACHE, and
+ * where that is refused (ADA_CIDX_EXPORT_NO_DONTCACHE: as a kernel before
+ * 6.14) falls back to O_DIRECT, padded pieces cut off at the end, as when
+ * O_DIRECT is asked for: the bytes of the in-memory export every way, and
+ * the way taken told. On tmpfs all go through the page cache (the bytes
+ * still checked). */
+static void export_fd_fallback(void **state)
+{
+	struct cs_gen g;
+	struct statfs sf;
+	uint8_t *v2;
+	size_t v2len;
+	char in_path[] = "cidx_export_in_XXXXXX", out_path[] = "cidx_export_out_XXXXXX";
+	(void)state;
+	cs_init(&g, 200000, 13);
+	cs_mixed_stream(&g);
+	struct img im = encode(g.ev, g.n, 0, NULL, NULL, 0);
+	assert_int_equal(ada_cidx_to_atf(im.p, im.len, 0, &v2, &v2len), 0);
+	assert_true(v2len > (4u << 20) && v2len % 4096 != 0);
+	int in = mkstemp(in_path);
+	assert_true(in >= 0);
+	unlink(in_path);
+	assert_int_equal(pwrite(in, im.p, im.len, 0), (ssize_t)im.len);
+	bool tmpfs = fstatfs(in, &sf) == 0 && sf.f_type == TMPFS_MAGIC;
+	uint8_t *got = malloc(v2len);
+	assert_non_null(got);
+	static const unsigned flags[] = {0, ADA_CIDX_EXPORT_NO_DONTCACHE,
+	                                 ADA_CIDX_EXPORT_DIRECT_ONLY};
+	static const enum ada_cidx_export_how want[] = {
+	    ADA_CIDX_EXPORT_DONTCACHE, ADA_CIDX_EXPORT_DIRECT_FALLBACK, ADA_CIDX_EXPORT_DIRECT};
+	for (size_t i = 0; i < 3; i++) {
+		strcpy(out_path + sizeof(out_path) - 7, "XXXXXX");
+		int fd = mkstemp(out_path);
+		assert_true(fd >= 0);
+		unlink(out_path);
+		enum ada_cidx_export_how how = (enum ada_cidx_export_how) - 1;
+		assert_int_equal(ada_cidx_file_to_atf_fd(in, im.len, flags[i], fd, &how), 0);
+		if (tmpfs)
+			assert_int_equal(how, ADA_CIDX_EXPORT_PLAIN);
+		else if (i == 0) /* the fallback on a kernel without RWF_DONTCACHE */
+			assert_true(how == want[0] || how == ADA_CIDX_EXPORT_DIRECT_FALLBACK);
+		else
+			assert_int_equal(how, want[i]);
+		assert_int_equal(lseek(fd, 0, SEEK_END), (off_t)v2len);
+		memset(got, 0, v2len);
+		assert_int_equal(pread(fd, got, v2len, 0), (ssize_t)v2len);
+		assert_memory_equal(got, v2, v2len);
+		close(fd);
+	}
+	free(got);
+	close(in);
+	free(v2);
+	free(im.p);
+	free(g.ev);
+}
+
 /* The open that reads block headers with pread (ada_cidx_dec_open_fd(),
  * the readers' and the export's) finds what the walk through memory
  * finds: whole files, cut ones, a damaged block (SALVAGE stops before
@@ -585,7 +642,7 @@ static void open_fd_reads_headers(void **state)
 		FILE *ta = tmpfile(), *tb = tmpfile();
 		assert_true(ta && tb);
 		assert_int_equal(ada_cidx_to_atf_fd(im.p, im.len, 0, fileno(ta)), 0);
-		assert_int_equal(ada_cidx_file_to_atf_fd(fd, im.len, 0, fileno(tb)), 0);
+		assert_int_equal(ada_cidx_file_to_atf_fd(fd, im.len, 0, fileno(tb), NULL), 0);
 		off_t na = lseek(fileno(ta), 0, SEEK_END), nb = lseek(fileno(tb), 0, SEEK_END);
 		assert_true(na == nb && na == (off_t)(128 + g.n * 32));
 		uint8_t *va = malloc((size_t)na), *vb = malloc((size_t)nb);
@@ -936,6 +993,7 @@ int main(void)
 	    cmocka_unit_test(open_fd_reads_headers),
 	    cmocka_unit_test(export_fd_large),
 	    cmocka_unit_test(export_fd_tmpfs),
+	    cmocka_unit_test(export_fd_fallback),
 	    cmocka_unit_test(recover_after_kill),
 	    cmocka_unit_test(atf_reader_reads_compact),
 	    cmocka_unit_test(atf_reader_walks_compact),

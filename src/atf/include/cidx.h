@@ -402,22 +402,37 @@ uint64_t ada_cidx_dec_nlinks(const struct ada_cidx_dec *d);
  * ada_cidx_dec_open(); with SALVAGE the whole blocks before the first bad
  * one. -EBADMSG, -ENOMEM. */
 int ada_cidx_to_atf(const void *buf, size_t len, unsigned flags, uint8_t **out, size_t *out_len);
+/* The way an export's bulk went to its file (ada_cidx_file_to_atf_fd()). */
+enum ada_cidx_export_how {
+	ADA_CIDX_EXPORT_PLAIN,           /* plain writes (small, tmpfs, not a regular file) */
+	ADA_CIDX_EXPORT_DONTCACHE,       /* buffered with RWF_DONTCACHE through io_uring */
+	ADA_CIDX_EXPORT_DIRECT,          /* O_DIRECT through io_uring, asked for */
+	ADA_CIDX_EXPORT_DIRECT_FALLBACK, /* O_DIRECT: RWF_DONTCACHE refused */
+};
+/* Flags of the exports: O_DIRECT asked for (RWF_DONTCACHE's page-cache
+ * copy takes a CPU of its own: not when several exports run at once);
+ * RWF_DONTCACHE taken as refused, as by a kernel before 6.14 (tests). */
+#define ADA_CIDX_EXPORT_DIRECT_ONLY 0x100u
+#define ADA_CIDX_EXPORT_NO_DONTCACHE 0x200u
 /* The same file written to fd (a regular file, empty, at offset 0) a
  * piece of the iterator at a time (ada_cidx_iter), so memory stays 128
  * KiB of events whatever the file's size: header placeholder, events,
- * footer, then the final header at 0. An output of 4 MiB or more is
- * written with O_DIRECT through io_uring from four 2 MiB staging buffers
- * in turn, into space allocated ahead, when the file takes it (through
- * the page cache otherwise, and on tmpfs); fd's status flags are as they
- * came after.
+ * footer, then the final header at 0, and fdatasync: the bytes are on
+ * disk when it returns 0 (a file that cannot be synced, EINVAL: a pipe,
+ * /dev/null, is not). An output of 4 MiB or more is written through
+ * io_uring from four 2 MiB staging buffers in turn, into space allocated
+ * ahead, buffered with RWF_DONTCACHE when the file takes it (unless
+ * ADA_CIDX_EXPORT_DIRECT_ONLY), else with O_DIRECT, else through the page
+ * cache (and on tmpfs); fd's status flags are as they came after.
  * -EBADMSG, -ENOMEM, -errno of a write (the file is then incomplete). */
 int ada_cidx_to_atf_fd(const void *buf, size_t len, unsigned flags, int fd);
 /* The same from the compact file in (len bytes, its size), mapped here:
  * the block headers read with pread at open (ada_cidx_dec_open_fd()) and
  * the mapping's pages given back every 8 MiB as the stream decodes them,
  * so that memory stays a few MiB whatever the file's size. -errno of the
- * mapping too. */
-int ada_cidx_file_to_atf_fd(int in, size_t len, unsigned flags, int fd);
+ * mapping too. how (NULL: not asked): the way the bulk went. */
+int ada_cidx_file_to_atf_fd(int in, size_t len, unsigned flags, int fd,
+                            enum ada_cidx_export_how *how);
 /* The validator for a compact index file: its structure (finished, block
  * table, every block's CRC and events), then every ATF v2 rule on its
  * ATF v2 form (reported with the path "PATH (as ATF v2)" and offsets of
