@@ -1,0 +1,47 @@
+#!/bin/sh
+# A hostile session under the reading commands (hostile_read.cmake). Each
+# command runs under `timeout` (a guard against a hang, not a timing
+# assertion).
+#   hostile_read_test.sh ADA MODE
+#   export_fifo  `ada export --format atf` of a tree whose manifest.json is
+#                a FIFO: it ends, says the file was not exported, and
+#                exports the rest.
+#   export_link  its -o DIR is a link planted to another directory: the
+#                export refuses it and leaves the other directory's files
+#                as they were.
+set -u
+ADA=$1 MODE=$2
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ada_hostile.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "hostile_read_test($MODE): $*" >&2; cat "$WORK/err" >&2 2>/dev/null; exit 1; }
+
+mkdir -p "$WORK/src/thread_0"
+echo data >"$WORK/src/thread_0/f"
+echo '{"format": "ada-manifest"}' >"$WORK/src/agent.json"
+
+case $MODE in
+export_fifo)
+	mkfifo "$WORK/src/manifest.json"
+	timeout -s KILL 20 "$ADA" export "$WORK/src" --format atf -o "$WORK/out" 2>"$WORK/err"
+	RC=$?
+	[ $RC -eq 137 ] && fail "hung on the FIFO (killed by the 20 s guard)"
+	[ $RC -eq 1 ] || fail "exit $RC, not 1 (a file not exported)"
+	grep -q 'manifest.json: not exported' "$WORK/err" || fail "the FIFO went unsaid"
+	[ "$(cat "$WORK/out/thread_0/f")" = data ] || fail "the rest was not exported"
+	;;
+export_link)
+	mkdir "$WORK/victim"
+	echo precious >"$WORK/victim/agent.json"
+	ln -s "$WORK/victim" "$WORK/out"
+	timeout -s KILL 20 "$ADA" export "$WORK/src" --format atf -o "$WORK/out" 2>"$WORK/err"
+	RC=$?
+	[ $RC -eq 137 ] && fail "did not end (killed by the 20 s guard)"
+	[ "$(cat "$WORK/victim/agent.json")" = precious ] || fail "wrote through the planted link"
+	[ -e "$WORK/victim/thread_0" ] && fail "made a directory through the planted link"
+	[ $RC -eq 1 ] || fail "exit $RC, not 1 (refused)"
+	;;
+*)
+	fail "unknown mode"
+	;;
+esac
+exit 0
