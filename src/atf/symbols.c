@@ -40,6 +40,14 @@ static bool syms_u64(const char *s, int base, uint64_t *out)
 	return !errno && *end == '\0';
 }
 
+/* atf_internal.h */
+void ada_syms_name_mask(char *name)
+{
+	for (; *name; name++)
+		if ((unsigned char)*name < 0x20 || *name == 0x7f)
+			*name = '?';
+}
+
 /* Splits "F idx off size status name": name is the rest of the line. */
 static int syms_func_line(struct syms_parse *p, char *line)
 {
@@ -58,6 +66,7 @@ static int syms_func_line(struct syms_parse *p, char *line)
 	if (!f[4] || !*f[4] || !syms_u64(f[0], 10, &idx) || idx > UINT32_MAX ||
 	    !syms_u64(f[1], 16, &off) || !syms_u64(f[2], 10, &size))
 		return -EBADMSG;
+	ada_syms_name_mask(f[4]);
 	if (p->m->nfuncs == p->cap) {
 		size_t ncap = p->cap ? p->cap * 2 : 256;
 		fn = realloc(p->m->funcs, ncap * sizeof(*fn));

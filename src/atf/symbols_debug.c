@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atf_internal.h"
 #include "elfread.h"
 #include "fs.h"
 #include "symbols.h"
@@ -195,6 +196,7 @@ static ptrdiff_t symdbg_pool_add(char **pool, size_t *used, size_t *cap, const c
 	}
 	memcpy(*pool + *used, name, len);
 	(*pool)[*used + len] = '\0';
+	ada_syms_name_mask(*pool + *used); /* the debug file's, as any name read */
 	*used += len + 1;
 	return (ptrdiff_t)(*used - len - 1);
 }
