@@ -270,7 +270,15 @@ const char *rd_program(const struct rd_pid *rp, char *buf, size_t len)
 	} else {
 		snprintf(buf, len, "pid %" PRIu32, rp->p->pid);
 	}
-	return buf;
+	return rd_mask(buf);
+}
+
+char *rd_mask(char *s)
+{
+	for (char *c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	return s;
 }
 
 bool rd_parse_u64(const char *s, uint64_t *out)
@@ -603,7 +611,9 @@ void rd_count_only_text(const struct rd_pid *rp, FILE *f, const char *indent)
 		const char *name = json_string_value(json_object_get(e, "name"));
 		json_int_t calls = json_integer_value(json_object_get(e, "calls"));
 		const char *moved = json_string_value(json_object_get(e, "moved"));
-		fprintf(f, "%s%10lld  %s", indent, (long long)calls, name ? name : "?");
+		char *shown = name ? strdup(name) : NULL; /* agent.json's: the target's */
+		fprintf(f, "%s%10lld  %s", indent, (long long)calls, shown ? rd_mask(shown) : "?");
+		free(shown);
 		if (moved && !strcmp(moved, "budget"))
 			fprintf(f,
 			        "  (moved by --overhead-budget after %lld ms: %lld calls/s, mean "

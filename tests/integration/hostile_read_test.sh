@@ -40,6 +40,14 @@ export_link)
 	[ -e "$WORK/victim/thread_0" ] && fail "made a directory through the planted link"
 	[ $RC -eq 1 ] || fail "exit $RC, not 1 (refused)"
 	;;
+ls_escape)
+	P="$WORK/out/session_20260101_000000/pid_1"
+	mkdir -p "$P"
+	printf '{"format": "ada-manifest", "version": 1, "pid": 1, "state": "complete", "program": ["/x/\\u001b]0;pwn\\u0007prog"]}\n' >"$P/manifest.json"
+	timeout -s KILL 20 "$ADA" ls "$WORK/out" >"$WORK/ls" 2>"$WORK/err" || fail "ada ls failed"
+	grep -q 'pwn?prog' "$WORK/ls" || fail "the program is not listed as ?]0;pwn?prog"
+	tr -d '\n' <"$WORK/ls" | LC_ALL=C grep -q '[[:cntrl:]]' && fail "a control byte reached the output"
+	;;
 *)
 	fail "unknown mode"
 	;;
