@@ -275,9 +275,13 @@ const char *rd_program(const struct rd_pid *rp, char *buf, size_t len)
 
 char *rd_mask(char *s)
 {
-	for (char *c = s; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
+	char *o = s;
+	for (const unsigned char *i = (const unsigned char *)s; *i; o++) {
+		bool c1 = i[0] == 0xc2 && i[1] >= 0x80 && i[1] <= 0x9f; /* U+0080..U+009F */
+		*o = c1 || *i < 0x20 || *i == 0x7f ? '?' : (char)*i;
+		i += c1 ? 2 : 1;
+	}
+	*o = '\0';
 	return s;
 }
 

@@ -43,9 +43,13 @@ static bool syms_u64(const char *s, int base, uint64_t *out)
 /* atf_internal.h */
 void ada_syms_name_mask(char *name)
 {
-	for (; *name; name++)
-		if ((unsigned char)*name < 0x20 || *name == 0x7f)
-			*name = '?';
+	char *o = name;
+	for (const unsigned char *i = (const unsigned char *)name; *i; o++) {
+		bool c1 = i[0] == 0xc2 && i[1] >= 0x80 && i[1] <= 0x9f; /* U+0080..U+009F */
+		*o = c1 || *i < 0x20 || *i == 0x7f ? '?' : (char)*i;
+		i += c1 ? 2 : 1;
+	}
+	*o = '\0';
 }
 
 /* Splits "F idx off size status name": name is the rest of the line. */
