@@ -8,4 +8,5 @@ foreach(mode export_fifo export_link ls_escape)
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/hostile_read_test.sh $<TARGET_FILE:ada> ${mode})
   set_tests_properties(hostile_read_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60
                        LABELS "atf;integration")
+  ada_sanitize_tests(asan ubsan TESTS hostile_read_${mode})
 endforeach()
