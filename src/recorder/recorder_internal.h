@@ -1063,20 +1063,8 @@ bool rec_is_pid_dir(const char *name);
  * (and a sibling's clock and arch). 1 when found, 0 when not or nothing
  * to find, -EBUSY when the recorder still runs. */
 int rec_name_arena(const char *pid_dir, json_t *man);
-/* Whether the arena path the manifest names (input: whoever can write
- * pid_dir can name any file) may be opened and read by recover: a
- * regular file (no device is opened, and none read) of the session
- * owner's (rec_arena_owner_ok). Another user's arena, a live recording
- * of theirs, would otherwise be read, and its events written into this
- * session. 0, -EPERM, -EINVAL, -errno of lstat. */
-int rec_arena_trusted(const char *arena, const char *pid_dir);
-/* Whether arena is a file directly in adir and adir is named as the
- * recorder names an arena directory (rec_arena_dir: <shm>/ada-*): both
- * paths are the manifest's (input), and recover runs as root. */
-bool rec_arena_in_dir(const char *arena, const char *adir);
 /* Arenas of the session dir's arena directory that the recorder never
- * admitted (no pid_N): each of the session owner's that opens as an
- * arena gets its pid_N, and
+ * admitted (no pid_N): each that opens as an arena gets its pid_N, and
  * recover_pid(pid_dir, arg) is called on it. 0, or -EBUSY when the
  * recorder still runs. */
 int rec_unadmitted(const char *dir, int (*recover_pid)(const char *pid_dir, void *arg), void *arg);

@@ -967,13 +967,10 @@ static void rec_clock_foreign(struct rec_ctx *c)
 }
 
 /* Opens the arena the manifest names into c->arena (left NULL when it is
- * gone, unreadable, not pid_dir's owner's or another process's: said in
- * the warnings). */
-static void rec_arena_open(struct rec_ctx *c, const char *arena, const char *pid_dir)
+ * gone, unreadable or another process's: said in the warnings). */
+static void rec_arena_open(struct rec_ctx *c, const char *arena)
 {
-	int arc = c->buf && arena ? rec_arena_trusted(arena, pid_dir) : -ENOENT;
-	if (arc == 0)
-		arc = ada_arena_open(arena, &c->arena);
+	int arc = c->buf && arena ? ada_arena_open(arena, &c->arena) : -ENOENT;
 	if (c->buf && arena && arc < 0) {
 		char msg[PATH_MAX + 160];
 		if (arc == -ENOENT)
@@ -981,11 +978,6 @@ static void rec_arena_open(struct rec_ctx *c, const char *arena, const char *pid
 			    msg, sizeof(msg),
 			    "the arena %s is gone: whatever its rings still held is not recovered",
 			    arena);
-		else if (arc == -EPERM)
-			snprintf(msg, sizeof(msg),
-			         "ignored arena %s: its owner is not the session's (another user's "
-			         "recording is not read)",
-			         arena);
 		else
 			snprintf(msg, sizeof(msg),
 			         "the arena %s could not be read (%s): events its rings still held "
@@ -1049,6 +1041,17 @@ static void rec_manifest_recovered(struct rec_ctx *c, json_t *man, const char *p
 	}
 }
 
+/* Whether arena is a file directly in adir and adir is named as the
+ * recorder names an arena directory (rec_arena_dir: <shm>/ada-*): both
+ * paths are the manifest's (input), and recover runs as root. */
+static bool rec_arena_in_dir(const char *arena, const char *adir)
+{
+	size_t n = adir ? strlen(adir) : 0;
+	const char *base = adir ? strrchr(adir, '/') : NULL;
+	return n && base && !strncmp(base + 1, "ada-", 4) && !strncmp(arena, adir, n) &&
+	       arena[n] == '/' && arena[n + 1] && !strchr(arena + n + 1, '/');
+}
+
 /* Closes the arena; once its process is gone, removes the arena file and
  * (when only its budget page is left) the arena directory: only an arena
  * in an arena directory, unlinked relative to that directory, not
@@ -1107,7 +1110,7 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	if (named)
 		rec_say(&c, "the recorder died before writing this process's manifest: its arena "
 		            "was found in the session's arena directory and read");
-	rec_arena_open(&c, arena, pid_dir);
+	rec_arena_open(&c, arena);
 	if (c.arena && !json_object_get(man, "clock"))
 		rec_clock_of_arena(&c);
 	if (c.arena)

@@ -100,58 +100,6 @@ int rec_name_arena(const char *pid_dir, json_t *man)
 	return 1;
 }
 
-/* The owner of pid_dir's session (the directory above it): who recorded
- * it. 0 or -errno. */
-static int rec_session_owner(const char *pid_dir, uid_t *out)
-{
-	char session[PATH_MAX];
-	struct stat st;
-	if (!realpath(pid_dir, session))
-		return -errno;
-	char *slash = strrchr(session, '/');
-	if (slash == session)
-		slash++; /* a pid_N at the root: the session is / */
-	*slash = '\0';
-	if (stat(session, &st) < 0)
-		return -errno;
-	*out = st.st_uid;
-	return 0;
-}
-
-/* Whether recover may read an arena file owned by arena_uid into a
- * session of owner's: the paths that lead to an arena (a manifest's
- * arena and arena_dir) are the session's, input; another user's arena
- * (a live recording of theirs) is not read into it. A session of root's
- * takes any (its program may have changed user). */
-static bool rec_arena_owner_ok(uid_t arena_uid, uid_t owner)
-{
-	return owner == 0 || arena_uid == owner;
-}
-
-/* recorder_internal.h */
-int rec_arena_trusted(const char *arena, const char *pid_dir)
-{
-	struct stat a;
-	uid_t owner;
-	int rc = rec_session_owner(pid_dir, &owner);
-	if (rc < 0)
-		return rc;
-	if (lstat(arena, &a) < 0)
-		return -errno;
-	if (!S_ISREG(a.st_mode))
-		return -EINVAL;
-	return rec_arena_owner_ok(a.st_uid, owner) ? 0 : -EPERM;
-}
-
-/* recorder_internal.h */
-bool rec_arena_in_dir(const char *arena, const char *adir)
-{
-	size_t n = adir ? strlen(adir) : 0;
-	const char *base = adir ? strrchr(adir, '/') : NULL;
-	return n && base && !strncmp(base + 1, "ada-", 4) && !strncmp(arena, adir, n) &&
-	       arena[n] == '/' && arena[n + 1] && !strchr(arena + n + 1, '/');
-}
-
 /* Whether name is <pid>.ring (an arena's final name), into *pid. */
 static bool rec_arena_name(const char *name, unsigned *pid)
 {
@@ -191,9 +139,8 @@ int rec_unadmitted(const char *dir, int (*recover_pid)(const char *pid_dir, void
 		rc = ada_orphan_arena_dir("/dev/shm", session, adir, sizeof(adir));
 	json_decref(probe);
 	int sfd = -1;
-	struct stat sst, ast;
 	DIR *d = rc == 0 ? ada_fs_opendir(AT_FDCWD, adir) : NULL;
-	if (!d || ada_fs_open_dir(AT_FDCWD, session, &sfd) < 0 || fstat(sfd, &sst) < 0) {
+	if (!d || ada_fs_open_dir(AT_FDCWD, session, &sfd) < 0) {
 		if (d)
 			closedir(d);
 		return rc == -EBUSY ? rc : 0;
@@ -205,10 +152,8 @@ int rec_unadmitted(const char *dir, int (*recover_pid)(const char *pid_dir, void
 		char name[32], sub[PATH_MAX];
 		int pfd = -1;
 		if (ada_fs_entry_kind(dirfd(d), de) != ADA_FS_REG ||
-		    !rec_arena_name(de->d_name, &pid) ||
-		    fstatat(dirfd(d), de->d_name, &ast, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !rec_arena_owner_ok(ast.st_uid, sst.st_uid))
-			continue; /* arena_dir is a manifest's: another's arena is not ours */
+		    !rec_arena_name(de->d_name, &pid))
+			continue;
 		snprintf(name, sizeof(name), "pid_%u", pid);
 		if (faccessat(sfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT ||
 		    !rec_arena_valid(adir, de->d_name) ||
