@@ -967,13 +967,26 @@ static void rec_clock_foreign(struct rec_ctx *c)
 }
 
 /* Opens the arena the manifest names into c->arena (left NULL when it is
- * gone, unreadable or another process's: said in the warnings). */
+ * gone, unreadable, not a regular file or another process's: said in the
+ * warnings). The path is the manifest's (input): a device is not opened
+ * (ada_arena_open's O_RDWR open would be root's, with the device's own
+ * side effects, before its fstat refuses it). */
 static void rec_arena_open(struct rec_ctx *c, const char *arena)
 {
-	int arc = c->buf && arena ? ada_arena_open(arena, &c->arena) : -ENOENT;
+	struct stat st;
+	int arc = !c->buf || !arena ? -ENOENT
+	          : lstat(arena, &st) == 0 && !S_ISREG(st.st_mode)
+	              ? -EINVAL
+	              : ada_arena_open(arena, &c->arena);
 	if (c->buf && arena && arc < 0) {
 		char msg[PATH_MAX + 160];
-		if (arc == -ENOENT)
+		if (arc == -EINVAL)
+			snprintf(
+			    msg, sizeof(msg),
+			    "ignored arena %s: not a regular file (not opened): events its rings "
+			    "still held are lost",
+			    arena);
+		else if (arc == -ENOENT)
 			snprintf(
 			    msg, sizeof(msg),
 			    "the arena %s is gone: whatever its rings still held is not recovered",

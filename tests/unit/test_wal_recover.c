@@ -11,7 +11,8 @@
  * when the arena is a file in that directory and the directory is named
  * as the recorder names one (ada-*). A manifest naming a valid arena
  * and an empty directory of someone else's (/run/sshd) as its
- * arena_dir must leave that directory alone.
+ * arena_dir must leave that directory alone, and a device named as the
+ * arena (/dev/watchdog arms on open) is not opened.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -145,12 +146,35 @@ static void test_arena_dir_removed(void **state)
 	assert_int_equal(stat(adir, &st), -1);
 }
 
+static void test_arena_device(void **state)
+{
+	(void)state;
+	char pid_dir[128];
+	snprintf(pid_dir, sizeof(pid_dir), "%s/pid_%d", dir, RECOVER_PID);
+	assert_int_equal(mkdir(pid_dir, 0700), 0);
+	json_t *m = ada_manifest_new(RECOVER_PID);
+	json_object_set_new(m, "state", json_string("recording"));
+	json_object_set_new(m, "arena", json_string("/dev/zero"));
+	assert_int_equal(ada_manifest_write(pid_dir, m), 0);
+	json_decref(m);
+	struct ada_recover_report rep = {0};
+	assert_int_equal(ada_wal_recover(dir, &rep), 0);
+	assert_int_equal(rep.arenas_found, 0);
+	json_t *man = NULL;
+	assert_int_equal(ada_manifest_read(pid_dir, &man), 0);
+	char *w = json_dumps(json_object_get(man, "warnings"), 0);
+	assert_non_null(strstr(w, "ignored arena /dev/zero: not a regular file (not opened)"));
+	free(w);
+	json_decref(man);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_empty_thread_dir, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_arena_dir_not_ours, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_arena_dir_removed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_arena_device, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
