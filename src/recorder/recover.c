@@ -968,9 +968,8 @@ static void rec_clock_foreign(struct rec_ctx *c)
 
 /* Opens the arena the manifest names into c->arena (left NULL when it is
  * gone, unreadable, not a regular file or another process's: said in the
- * warnings). The path is the manifest's (input): a device is not opened
- * (ada_arena_open's O_RDWR open would be root's, with the device's own
- * side effects, before its fstat refuses it). */
+ * warnings). The path is input: a device is not opened (root's O_RDWR
+ * open, with its side effects, before ada_arena_open's fstat). */
 static void rec_arena_open(struct rec_ctx *c, const char *arena)
 {
 	struct stat st;
