@@ -209,6 +209,7 @@ static int ls_session(int parent, const char *path, const char *name, const char
 	r->name = strdup(shown);
 	if (!r->name)
 		return -ENOMEM;
+	rd_mask(r->name); /* a directory name: whoever could write --out chose it */
 	ls_start(shown, r->start, sizeof(r->start));
 	if (err)
 		return err;

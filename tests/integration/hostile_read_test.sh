@@ -9,6 +9,10 @@
 #   export_link  its -o DIR is a link planted to another directory: the
 #                export refuses it and leaves the other directory's files
 #                as they were.
+#   ls_escape    `ada ls` of a session whose program (argv[0], the traced
+#                program's choice) carries a terminal escape sequence, and
+#                of a session directory named with one: printed with '?'
+#                for their control bytes.
 set -u
 ADA=$1 MODE=$2
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ada_hostile.XXXXXX")
@@ -44,9 +48,17 @@ ls_escape)
 	P="$WORK/out/session_20260101_000000/pid_1"
 	mkdir -p "$P"
 	printf '{"format": "ada-manifest", "version": 1, "pid": 1, "state": "complete", "program": ["/x/\\u001b]0;pwn\\u0007prog"]}\n' >"$P/manifest.json"
+	Q="$WORK/out/session_20260101_000001$(printf '\033]0;dir\007')/pid_2"
+	mkdir -p "$Q/thread_0"
+	echo '{"format": "ada-manifest", "version": 1, "pid": 2, "state": "complete"}' >"$Q/manifest.json"
 	timeout -s KILL 20 "$ADA" ls "$WORK/out" >"$WORK/ls" 2>"$WORK/err" || fail "ada ls failed"
 	grep -q 'pwn?prog' "$WORK/ls" || fail "the program is not listed as ?]0;pwn?prog"
+	grep -q 'session_20260101_000001?]0;dir?' "$WORK/ls" || fail "the session named with an escape is not listed with '?'"
 	tr -d '\n' <"$WORK/ls" | LC_ALL=C grep -q '[[:cntrl:]]' && fail "a control byte reached the output"
+	# Its warnings quote the session's paths: masked too.
+	"$ADA" report "$WORK/out/session_20260101_000001$(printf '\033]0;dir\007')" >"$WORK/ls" 2>&1
+	tr -d '\n' <"$WORK/ls" | LC_ALL=C grep -q '[[:cntrl:]]' && fail "a control byte reached report's output"
+	grep -q '000001?]0;dir?' "$WORK/ls" || fail "report said nothing of the session"
 	;;
 *)
 	fail "unknown mode"
