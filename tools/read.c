@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "control.h"
 #include "fs.h"
 #include "manifest.h"
 #include "read.h"
@@ -120,6 +121,10 @@ int rd_pid_open(const struct ada_atf_pid *p, enum ada_demangle dm, struct rd_pid
 	out->p = p;
 	if (ada_manifest_read(p->dir, &out->manifest) == -EBADMSG)
 		ada_log("%s/%s: damaged; reading the traces without it", p->dir, ADA_MANIFEST_NAME);
+	/* Its strings (a crash's note, the other threads' states, windows'
+	 * notes) are printed as they are: whoever could write pid_N/ chose
+	 * them, so their control characters become '?' here, once. */
+	ada_control_printable_json(out->manifest);
 	err = ada_symtab_load(p->dir, out->manifest, rd_syms_warn, NULL, &out->syms);
 	if (!err)
 		err = ada_names_new(out->syms, dm, &out->names);

@@ -13,6 +13,8 @@
 #                program's choice) carries a terminal escape sequence, and
 #                of a session directory named with one: printed with '?'
 #                for their control bytes.
+#   crash_note   `ada crash` of a process whose manifest's crash note (any
+#                string of the manifest) carries one: printed with '?'.
 set -u
 ADA=$1 MODE=$2
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ada_hostile.XXXXXX")
@@ -59,6 +61,14 @@ ls_escape)
 	"$ADA" report "$WORK/out/session_20260101_000001$(printf '\033]0;dir\007')" >"$WORK/ls" 2>&1
 	tr -d '\n' <"$WORK/ls" | LC_ALL=C grep -q '[[:cntrl:]]' && fail "a control byte reached report's output"
 	grep -q '000001?]0;dir?' "$WORK/ls" || fail "report said nothing of the session"
+	;;
+crash_note)
+	P="$WORK/s/pid_1"
+	mkdir -p "$P/thread_0"
+	printf '{"format": "ada-manifest", "version": 1, "pid": 1, "state": "complete", "crash": {"signal": 11, "note": "\\u001b]0;pwn\\u0007note"}}\n' >"$P/manifest.json"
+	timeout -s KILL 20 "$ADA" crash "$WORK/s" >"$WORK/out" 2>&1
+	grep -q 'unknown: ?]0;pwn?note' "$WORK/out" || fail "the crash note is not printed as ?]0;pwn?note"
+	tr -d '\n' <"$WORK/out" | LC_ALL=C grep -q '[[:cntrl:]]' && fail "a control byte reached the output"
 	;;
 *)
 	fail "unknown mode"
