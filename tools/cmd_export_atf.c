@@ -20,6 +20,13 @@
  * files (two conversions in flight a thread).
  * Durability: every file written is fdatasync'd and every directory
  * written fsync'd before the command returns (docs/reading.md).
+ * The session is input (the traced program can write under it): below
+ * SRC nothing is followed, and a FIFO is not waited on. DIR and each
+ * directory under it are made 0700 or must be a directory of the
+ * effective user's (not a link: -ELOOP, not another's: -EPERM), and
+ * every file is written relative to its directory's descriptor, never
+ * through a link, so a DIR planted as a link (or swapped for one while
+ * the export runs) is not written through.
  * Exit status: 0; 1 when a file could not be read, converted, written or
  * synced (the rest is exported).
  */
@@ -39,13 +46,22 @@
 #include "atf_format.h"
 #include "cidx.h"
 #include "cmd.h"
+#include "fs.h"
+#include "manifest.h"
 #include "read_par.h"
+
+/* dirfd/name for writing: a new file, or one of ours rewritten, never a
+ * link's target. */
+static int xa_create(int dirfd, const char *name)
+{
+	return openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
 
 /* Copies in to a new file at path: in the kernel (copy_file_range), else
  * through a 1 MiB buffer; never the whole file in memory. */
-static int xa_copy(int in, const char *path)
+static int xa_copy(int in, int dirfd, const char *name)
 {
-	int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int out = xa_create(dirfd, name);
 	if (out < 0)
 		return -errno;
 	int r = 0;
@@ -72,25 +88,25 @@ static int xa_copy(int in, const char *path)
 	return r;
 }
 
-/* The file or directory at path on disk (fsync): a written manifest, a
- * directory's names once its files are in it. */
-static int xa_sync_path(const char *path, bool dir)
+/* The directory at path on disk (fsync): its names, once its files are
+ * in it. The path is the export's own output (made by ada_fs_mkdir). */
+static int xa_sync_dir(const char *path)
 {
-	int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_WRONLY) | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	int r = (dir ? fsync(fd) : fdatasync(fd)) < 0 ? -errno : 0;
+	int r = fsync(fd) < 0 ? -errno : 0;
 	close(fd);
 	return r;
 }
 
-/* A compact index file into its ATF v2 form at path (on disk when it
- * returns: ada_cidx_file_to_atf_fd() syncs it); xflags: the export's
+/* A compact index file into its ATF v2 form at dirfd/name (on disk when
+ * it returns: ada_cidx_file_to_atf_fd() syncs it); xflags: the export's
  * (ADA_CIDX_EXPORT_DIRECT_ONLY); *how: the way it went. */
-static int xa_convert(int in, size_t len, const char *path, unsigned xflags,
+static int xa_convert(int in, size_t len, int dirfd, const char *name, unsigned xflags,
                       enum ada_cidx_export_how *how)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = xa_create(dirfd, name);
 	*how = ADA_CIDX_EXPORT_PLAIN;
 	int r = fd < 0 ? -errno : ada_cidx_file_to_atf_fd(in, len, xflags, fd, how);
 	if (fd >= 0 && close(fd) < 0 && r == 0)
@@ -121,7 +137,7 @@ static int xa_dir_note(struct xa_pool *pool, const char *dir)
 
 struct xa_job {
 	struct rd_par_job pj; /* first: the pool's job */
-	int in;
+	int in, dirfd;        /* dirfd: the job's own descriptor of the directory */
 	size_t len;
 	char *from, *to;
 	int r;
@@ -132,12 +148,14 @@ struct xa_job {
 static void xa_job_run(struct rd_par_job *pj)
 {
 	struct xa_job *j = (struct xa_job *)pj;
-	j->r = xa_convert(j->in, j->len, j->to, j->xflags, &j->how);
+	j->r = xa_convert(j->in, j->len, j->dirfd, j->to, j->xflags, &j->how);
 	close(j->in);
 }
 
 static void xa_job_free(struct xa_job *j)
 {
+	if (j->dirfd >= 0)
+		close(j->dirfd);
 	free(j->from);
 	free(j->to);
 	free(j);
@@ -165,12 +183,15 @@ static void xa_drain(struct xa_pool *pool)
 		;
 }
 
-/* in (the pool's then) converted to `to` by the pool; its failure said
- * when it is taken back. -ENOMEM (in is the caller's again). */
-static int xa_submit(struct xa_pool *pool, int in, size_t len, const char *from, const char *to)
+/* in (the pool's then) converted to dirfd/to by the pool; its failure
+ * said when it is taken back. -ENOMEM (in is the caller's again). */
+static int xa_submit(struct xa_pool *pool, int in, size_t len, const char *from, int dirfd,
+                     const char *to)
 {
 	struct xa_job *j = calloc(1, sizeof(*j));
-	if (!j || !(j->from = strdup(from)) || !(j->to = strdup(to))) {
+	if (j)
+		j->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	if (!j || j->dirfd < 0 || !(j->from = strdup(from)) || !(j->to = strdup(to))) {
 		if (j)
 			xa_job_free(j);
 		return -ENOMEM;
@@ -186,7 +207,7 @@ static int xa_submit(struct xa_pool *pool, int in, size_t len, const char *from,
 
 /* One file: converted when it is a compact index (by the pool when there
  * is one: 0 then says only that it went), else copied. */
-static int xa_file(const char *from, const char *to, struct xa_pool *pool)
+static int xa_file(const char *from, int dirfd, const char *to, struct xa_pool *pool)
 {
 	/* Never through a link; never blocked by a FIFO planted in a session. */
 	int in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -197,12 +218,14 @@ static int xa_file(const char *from, const char *to, struct xa_pool *pool)
 	int r = fstat(in, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EINVAL;
 	bool compact = r == 0 && pread(in, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
 	               ada_cidx_is_compact(magic, sizeof(magic));
-	if (compact && pool && pool->par && !xa_submit(pool, in, (size_t)st.st_size, from, to))
+	if (compact && pool && pool->par &&
+	    !xa_submit(pool, in, (size_t)st.st_size, from, dirfd, to))
 		return 0;
 	enum ada_cidx_export_how how = ADA_CIDX_EXPORT_PLAIN;
 	if (r == 0)
-		r = compact ? xa_convert(in, (size_t)st.st_size, to, pool ? pool->xflags : 0, &how)
-		            : xa_copy(in, to);
+		r = compact ? xa_convert(in, (size_t)st.st_size, dirfd, to, pool ? pool->xflags : 0,
+		                         &how)
+		            : xa_copy(in, dirfd, to);
 	if (pool)
 		pool->fallback += how == ADA_CIDX_EXPORT_DIRECT_FALLBACK;
 	close(in);
@@ -210,18 +233,17 @@ static int xa_file(const char *from, const char *to, struct xa_pool *pool)
 }
 
 /* A file entry of the manifest that names a converted file: its new
- * encoding, size and CRC (from the written file's footer). */
-static void xa_manifest_entry(json_t *o, const char *outdir)
+ * encoding, size and CRC (from the written file's footer). The path is
+ * the manifest's (input): one under outdir only. */
+static void xa_manifest_entry(json_t *o, int outdir)
 {
 	const char *enc = json_string_value(json_object_get(o, "encoding"));
 	const char *rel = json_string_value(json_object_get(o, "path"));
-	char p[PATH_MAX];
 	struct stat st;
 	struct atf_index_footer ft;
-	if (!enc || strcmp(enc, "compact") || !rel)
+	if (!enc || strcmp(enc, "compact") || !rel || rel[0] == '/' || strstr(rel, ".."))
 		return;
-	snprintf(p, sizeof(p), "%s/%s", outdir, rel);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	int fd = openat(outdir, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return;
 	if (fstat(fd, &st) == 0 && st.st_size >= (off_t)(2 * ATF_HEADER_SIZE) &&
@@ -233,7 +255,7 @@ static void xa_manifest_entry(json_t *o, const char *outdir)
 	close(fd);
 }
 
-static void xa_manifest_walk(json_t *j, const char *outdir)
+static void xa_manifest_walk(json_t *j, int outdir)
 {
 	const char *k;
 	json_t *v;
@@ -249,31 +271,39 @@ static void xa_manifest_walk(json_t *j, const char *outdir)
 	}
 }
 
-static int xa_manifest(const char *from, const char *to, const char *outdir)
+/* dir's manifest.json (read as every reader reads it: a regular file,
+ * not a link, bounded) into outdir, its converted files' entries new. */
+static int xa_manifest(const char *dir, int outdir)
 {
-	json_error_t e;
-	json_t *m = json_load_file(from, 0, &e);
-	if (!m)
-		return xa_file(from, to, NULL); /* not JSON we know: as it is */
+	json_t *m = NULL;
+	if (ada_manifest_read(dir, &m) < 0) { /* not a manifest we know: as it is */
+		char from[PATH_MAX];
+		snprintf(from, sizeof(from), "%s/manifest.json", dir);
+		return xa_file(from, outdir, "manifest.json", NULL);
+	}
 	xa_manifest_walk(m, outdir);
-	int r = json_dump_file(m, to, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0 ? 0 : -EIO;
+	int r = ada_json_writeat(outdir, "manifest.json", m, true); /* on disk at return */
 	json_decref(m);
-	return r ? r : xa_sync_path(to, false);
+	return r;
 }
 
-static int xa_dir(const char *from, const char *to, unsigned *bad, struct xa_pool *pool)
+/* from's tree into the directory to (under the descriptor at; opath: its
+ * whole path, to sync it at the end). The root (depth 0) is the user's
+ * choice; below it nothing is followed. */
+static int xa_dir(const char *from, int at, const char *to, const char *opath, int depth,
+                  unsigned *bad, struct xa_pool *pool)
 {
-	DIR *d = opendir(from);
+	DIR *d = depth == 0 ? opendir(from) : ada_fs_opendir(AT_FDCWD, from);
 	if (!d)
 		return -errno;
-	if (mkdir(to, 0700) < 0 && errno != EEXIST) {
-		int r = -errno;
+	int tfd = -1, r = ada_fs_mkdir(at, to, 0, &tfd);
+	if (r < 0) {
 		closedir(d);
 		return r;
 	}
 	bool manifest = false;
 	struct dirent *de;
-	char f[PATH_MAX], t[PATH_MAX];
+	char f[PATH_MAX], o[PATH_MAX];
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -282,13 +312,13 @@ static int xa_dir(const char *from, const char *to, unsigned *bad, struct xa_poo
 			continue;
 		}
 		snprintf(f, sizeof(f), "%s/%s", from, de->d_name);
-		snprintf(t, sizeof(t), "%s/%s", to, de->d_name);
 		struct stat st;
 		if (lstat(f, &st) < 0)
 			continue;
-		int r = S_ISDIR(st.st_mode)   ? xa_dir(f, t, bad, pool)
-		        : S_ISREG(st.st_mode) ? xa_file(f, t, pool)
-		                              : 0;
+		snprintf(o, sizeof(o), "%s/%s", opath, de->d_name);
+		r = S_ISDIR(st.st_mode)   ? xa_dir(f, tfd, de->d_name, o, depth + 1, bad, pool)
+		    : S_ISREG(st.st_mode) ? xa_file(f, tfd, de->d_name, pool)
+		                          : 0;
 		if (r < 0) {
 			ada_log("%s: not exported: %s", f, strerror(-r));
 			(*bad)++;
@@ -297,14 +327,13 @@ static int xa_dir(const char *from, const char *to, unsigned *bad, struct xa_poo
 	closedir(d);
 	if (manifest) {
 		xa_drain(pool); /* the manifest reads the converted files' footers */
-		snprintf(f, sizeof(f), "%s/manifest.json", from);
-		snprintf(t, sizeof(t), "%s/manifest.json", to);
-		if (xa_manifest(f, t, to) < 0) {
-			ada_log("%s: not exported", f);
+		if (xa_manifest(from, tfd) < 0) {
+			ada_log("%s/manifest.json: not exported", from);
 			(*bad)++;
 		}
 	}
-	return xa_dir_note(pool, to);
+	close(tfd);
+	return xa_dir_note(pool, opath);
 }
 
 /* A file whose export is long (a compact index of 1 MiB holds 170 000
@@ -346,11 +375,11 @@ int cmd_export_atf(const char *src, const char *out)
 		pool.xflags = ADA_CIDX_EXPORT_DIRECT_ONLY;
 	if (pool.n > 1 && rd_par_new(pool.n, xa_job_run, &pool.par))
 		pool.par = NULL; /* no threads to be had: one at a time */
-	int r = xa_dir(src, out, &bad, &pool);
+	int r = xa_dir(src, AT_FDCWD, out, out, 0, &bad, &pool);
 	xa_drain(&pool);
 	rd_par_free(pool.par);
 	for (size_t i = pool.ndirs; i-- > 0; free(pool.dirs[i])) { /* the names on disk */
-		int s = xa_sync_path(pool.dirs[i], true);
+		int s = xa_sync_dir(pool.dirs[i]);
 		if (s < 0) {
 			ada_log("%s: not synced: %s", pool.dirs[i], strerror(-s));
 			bad++;

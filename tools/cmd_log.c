@@ -1,22 +1,45 @@
 /* The ada command's shared helpers: its one log function and opening a
  * trace tree for the reading commands. */
+#define _GNU_SOURCE /* vasprintf */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "atf.h"
 #include "cmd.h"
 #include "manifest.h"
 
+/* The sentence's control characters (C0 but newline and tab, DEL, C1 as
+ * UTF-8) as '?': what it quotes -- paths under a session, names, a
+ * manifest's words -- may be a hostile user's, meant for root's terminal. */
+static void log_mask(char *s)
+{
+	char *o = s;
+	for (const unsigned char *i = (const unsigned char *)s; *i; o++) {
+		bool c1 = i[0] == 0xc2 && i[1] >= 0x80 && i[1] <= 0x9f;
+		bool c0 = (*i < 0x20 && *i != '\n' && *i != '\t') || *i == 0x7f;
+		*o = c1 || c0 ? '?' : (char)*i;
+		i += c1 ? 2 : 1;
+	}
+	*o = '\0';
+}
+
 void ada_log(const char *fmt, ...)
 {
 	va_list ap;
+	char *text = NULL;
 	va_start(ap, fmt);
-	fputs("ada: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	int n = vasprintf(&text, fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		text = NULL;
+	if (text)
+		log_mask(text);
+	fprintf(stderr, "ada: %s\n", text ? text : fmt); /* out of memory: the bare format */
+	free(text);
 }
 
 static int cmd_count_line(json_t *line, void *arg)

@@ -125,6 +125,7 @@ static void ls_man(json_t *m, struct ls_row *r)
 		const char *s = json_string_value(json_array_get(json_object_get(m, "program"), 0));
 		const char *b = s ? strrchr(s, '/') : NULL;
 		snprintf(r->prog, sizeof(r->prog), "%s", b ? b + 1 : s ? s : "?");
+		rd_mask(r->prog); /* the program's argv[0]: not the terminal's */
 		ls_exit(m, r);
 	} else if (!r->abnormal) {
 		struct ls_row other = {
@@ -208,6 +209,7 @@ static int ls_session(int parent, const char *path, const char *name, const char
 	r->name = strdup(shown);
 	if (!r->name)
 		return -ENOMEM;
+	rd_mask(r->name); /* a directory name: whoever could write --out chose it */
 	ls_start(shown, r->start, sizeof(r->start));
 	if (err)
 		return err;

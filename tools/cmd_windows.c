@@ -275,6 +275,7 @@ static int wn_from_manifests(struct wn_doc *d, const char *dir)
 			d->damaged++;
 			continue;
 		}
+		ada_control_printable_json(m); /* its notes are printed: input */
 		wn_manifest(d, m, &tree->pids[i]);
 		json_decref(m);
 	}

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "control.h"
 #include "fs.h"
 #include "manifest.h"
 #include "read.h"
@@ -120,6 +121,10 @@ int rd_pid_open(const struct ada_atf_pid *p, enum ada_demangle dm, struct rd_pid
 	out->p = p;
 	if (ada_manifest_read(p->dir, &out->manifest) == -EBADMSG)
 		ada_log("%s/%s: damaged; reading the traces without it", p->dir, ADA_MANIFEST_NAME);
+	/* Its strings (a crash's note, the other threads' states, windows'
+	 * notes) are printed as they are: whoever could write pid_N/ chose
+	 * them, so their control characters become '?' here, once. */
+	ada_control_printable_json(out->manifest);
 	err = ada_symtab_load(p->dir, out->manifest, rd_syms_warn, NULL, &out->syms);
 	if (!err)
 		err = ada_names_new(out->syms, dm, &out->names);
@@ -270,7 +275,19 @@ const char *rd_program(const struct rd_pid *rp, char *buf, size_t len)
 	} else {
 		snprintf(buf, len, "pid %" PRIu32, rp->p->pid);
 	}
-	return buf;
+	return rd_mask(buf);
+}
+
+char *rd_mask(char *s)
+{
+	char *o = s;
+	for (const unsigned char *i = (const unsigned char *)s; *i; o++) {
+		bool c1 = i[0] == 0xc2 && i[1] >= 0x80 && i[1] <= 0x9f; /* U+0080..U+009F */
+		*o = c1 || *i < 0x20 || *i == 0x7f ? '?' : (char)*i;
+		i += c1 ? 2 : 1;
+	}
+	*o = '\0';
+	return s;
 }
 
 bool rd_parse_u64(const char *s, uint64_t *out)
@@ -603,7 +620,9 @@ void rd_count_only_text(const struct rd_pid *rp, FILE *f, const char *indent)
 		const char *name = json_string_value(json_object_get(e, "name"));
 		json_int_t calls = json_integer_value(json_object_get(e, "calls"));
 		const char *moved = json_string_value(json_object_get(e, "moved"));
-		fprintf(f, "%s%10lld  %s", indent, (long long)calls, name ? name : "?");
+		char *shown = name ? strdup(name) : NULL; /* agent.json's: the target's */
+		fprintf(f, "%s%10lld  %s", indent, (long long)calls, shown ? rd_mask(shown) : "?");
+		free(shown);
 		if (moved && !strcmp(moved, "budget"))
 			fprintf(f,
 			        "  (moved by --overhead-budget after %lld ms: %lld calls/s, mean "

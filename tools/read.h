@@ -79,8 +79,14 @@ uint32_t rd_thread_tid(const struct rd_pid *rp, const struct ada_atf_thread *t);
 void rd_count_only_text(const struct rd_pid *rp, FILE *f, const char *indent);
 json_t *rd_count_only_json(const struct rd_pid *rp);
 uint64_t rd_count_only_uncalled(const struct rd_pid *rp);
-/* The program's name: basename of argv[0] in the manifest, or "pid N". */
+/* The program's name: basename of argv[0] in the manifest, or "pid N";
+ * its control bytes made '?' (rd_mask). */
 const char *rd_program(const struct rd_pid *rp, char *buf, size_t len);
+/* s with each control character (C0, DEL, C1 as UTF-8) made one '?' in
+ * place, as ada_control_printable_json does, for text read from a session
+ * (argv, names) on its way to a terminal: the traced program chose it,
+ * and an escape sequence must not reach the reader's terminal. Returns s. */
+char *rd_mask(char *s);
 
 /* A time: nanoseconds ("123456"), or an offset from base with a unit
  * ("+1.5s", "+200ms", "+30us", "+10ns": ada_trigger_parse_duration's

@@ -40,4 +40,11 @@ char *atf_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2
  * (*len: its length); NULL where json_dumps would fail, or out of memory. */
 char *ada_json_dumps_indent2(const json_t *doc, size_t *len);
 
+/* symbols.c: a function name read from a file, each control character
+ * (C0, DEL, and C1 as UTF-8: c2 80..c2 9f) made one '?' in place, as
+ * ada_control_printable_json does: readers print names on terminals, and
+ * an image's symbol or a rewritten .syms file may carry an escape
+ * sequence. Other UTF-8 is kept. */
+void ada_syms_name_mask(char *name);
+
 #endif

@@ -40,6 +40,18 @@ static bool syms_u64(const char *s, int base, uint64_t *out)
 	return !errno && *end == '\0';
 }
 
+/* atf_internal.h */
+void ada_syms_name_mask(char *name)
+{
+	char *o = name;
+	for (const unsigned char *i = (const unsigned char *)name; *i; o++) {
+		bool c1 = i[0] == 0xc2 && i[1] >= 0x80 && i[1] <= 0x9f; /* U+0080..U+009F */
+		*o = c1 || *i < 0x20 || *i == 0x7f ? '?' : (char)*i;
+		i += c1 ? 2 : 1;
+	}
+	*o = '\0';
+}
+
 /* Splits "F idx off size status name": name is the rest of the line. */
 static int syms_func_line(struct syms_parse *p, char *line)
 {
@@ -58,6 +70,7 @@ static int syms_func_line(struct syms_parse *p, char *line)
 	if (!f[4] || !*f[4] || !syms_u64(f[0], 10, &idx) || idx > UINT32_MAX ||
 	    !syms_u64(f[1], 16, &off) || !syms_u64(f[2], 10, &size))
 		return -EBADMSG;
+	ada_syms_name_mask(f[4]);
 	if (p->m->nfuncs == p->cap) {
 		size_t ncap = p->cap ? p->cap * 2 : 256;
 		fn = realloc(p->m->funcs, ncap * sizeof(*fn));

@@ -23,8 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "atf_internal.h"
 #include "elfread.h"
 #include "fs.h"
 #include "symbols.h"
@@ -36,12 +38,24 @@ struct symdbg_elf {
 	Elf *elf;
 };
 
+/* path comes from the session (a module's recorded path, a name its
+ * image's .gnu_debuglink gives): only a regular file is opened. The stat
+ * keeps a device's open (a side effect of its own) out of the common
+ * case; O_NONBLOCK keeps a FIFO swapped in after it from waiting for a
+ * writer. Links are followed: .build-id entries are links. */
 static int symdbg_open(const char *path, struct symdbg_elf *e)
 {
+	struct stat st;
 	e->elf = NULL;
-	e->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return -ENOENT;
+	e->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (e->fd < 0)
 		return -errno;
+	if (fstat(e->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(e->fd);
+		return -ENOENT;
+	}
 	if (elf_version(EV_CURRENT) != EV_NONE)
 		e->elf = elf_begin(e->fd, ELF_C_READ_MMAP, NULL);
 	if (!e->elf || elf_kind(e->elf) != ELF_K_ELF) {
@@ -182,6 +196,7 @@ static ptrdiff_t symdbg_pool_add(char **pool, size_t *used, size_t *cap, const c
 	}
 	memcpy(*pool + *used, name, len);
 	(*pool)[*used + len] = '\0';
+	ada_syms_name_mask(*pool + *used); /* the debug file's, as any name read */
 	*used += len + 1;
 	return (ptrdiff_t)(*used - len - 1);
 }

@@ -967,13 +967,25 @@ static void rec_clock_foreign(struct rec_ctx *c)
 }
 
 /* Opens the arena the manifest names into c->arena (left NULL when it is
- * gone, unreadable or another process's: said in the warnings). */
+ * gone, unreadable, not a regular file or another process's: said in the
+ * warnings). The path is input: a device is not opened (root's O_RDWR
+ * open, with its side effects, before ada_arena_open's fstat). */
 static void rec_arena_open(struct rec_ctx *c, const char *arena)
 {
-	int arc = c->buf && arena ? ada_arena_open(arena, &c->arena) : -ENOENT;
+	struct stat st;
+	int arc = !c->buf || !arena ? -ENOENT
+	          : lstat(arena, &st) == 0 && !S_ISREG(st.st_mode)
+	              ? -EINVAL
+	              : ada_arena_open(arena, &c->arena);
 	if (c->buf && arena && arc < 0) {
 		char msg[PATH_MAX + 160];
-		if (arc == -ENOENT)
+		if (arc == -EINVAL)
+			snprintf(
+			    msg, sizeof(msg),
+			    "ignored arena %s: not a regular file (not opened): events its rings "
+			    "still held are lost",
+			    arena);
+		else if (arc == -ENOENT)
 			snprintf(
 			    msg, sizeof(msg),
 			    "the arena %s is gone: whatever its rings still held is not recovered",
@@ -1041,16 +1053,31 @@ static void rec_manifest_recovered(struct rec_ctx *c, json_t *man, const char *p
 	}
 }
 
+/* Whether arena is a file directly in adir and adir is named as the
+ * recorder names an arena directory (rec_arena_dir: <shm>/ada-*): both
+ * paths are the manifest's (input), and recover runs as root. */
+static bool rec_arena_in_dir(const char *arena, const char *adir)
+{
+	size_t n = adir ? strlen(adir) : 0;
+	const char *base = adir ? strrchr(adir, '/') : NULL;
+	return n && base && !strncmp(base + 1, "ada-", 4) && !strncmp(arena, adir, n) &&
+	       arena[n] == '/' && arena[n + 1] && !strchr(arena + n + 1, '/');
+}
+
 /* Closes the arena; once its process is gone, removes the arena file and
- * (when only its budget page is left) the arena directory. */
+ * (when only its budget page is left) the arena directory: only an arena
+ * in an arena directory, unlinked relative to that directory, not
+ * followed (a manifest naming another directory removes nothing). */
 static void rec_arena_release(struct rec_ctx *c, json_t *man, const char *arena)
 {
 	ada_arena_close(c->arena);
-	if (c->pid > 0 && kill(c->pid, 0) < 0 && errno == ESRCH) {
-		unlink(arena);
-		const char *adir = json_string_value(json_object_get(man, "arena_dir"));
-		if (adir)
-			wal_shm_remove_dir(adir);
+	const char *adir = json_string_value(json_object_get(man, "arena_dir"));
+	int dfd = -1;
+	if (c->pid > 0 && kill(c->pid, 0) < 0 && errno == ESRCH && rec_arena_in_dir(arena, adir) &&
+	    ada_fs_open_dir(AT_FDCWD, adir, &dfd) == 0) {
+		unlinkat(dfd, strrchr(arena, '/') + 1, 0);
+		close(dfd);
+		wal_shm_remove_dir(adir);
 	}
 }
 

@@ -130,6 +130,24 @@ static void syms_hash_mismatch_detected(void **state)
 	ada_syms_module_free(m);
 }
 
+/* A name is shown on terminals: its control characters (an escape
+ * sequence a hostile image's symbol or a rewritten file carries; C1's
+ * CSI as UTF-8) come out as '?', other UTF-8 (an e acute) as it is; the
+ * table's hash is the file's bytes. */
+static void syms_control_bytes_masked(void **state)
+{
+	const char *line = "F 0 10 5 hooked a\033]0;x\007b\tc\177\302\233d\303\251\n";
+	char buf[256];
+	struct ada_syms_module *m;
+
+	(void)state;
+	snprintf(buf, sizeof(buf), "ada-symbols 1\nmodule_id 1\n%s", line);
+	assert_int_equal(ada_syms_parse(buf, strlen(buf), &m, NULL), 0);
+	assert_string_equal(ada_syms_find(m, 0)->name, "a?]0;x?b?c??d\303\251");
+	assert_int_equal(m->computed_xxh64, XXH64(line, strlen(line), 0));
+	ada_syms_module_free(m);
+}
+
 /* Every prefix parses or fails cleanly, inside the buffer (ASan). */
 static void syms_every_prefix_safe(void **state)
 {
@@ -152,7 +170,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(manifest_roundtrip),     cmocka_unit_test(syms_parse_good),
 	    cmocka_unit_test(syms_parse_bad),         cmocka_unit_test(syms_hash_mismatch_detected),
-	    cmocka_unit_test(syms_every_prefix_safe),
+	    cmocka_unit_test(syms_every_prefix_safe), cmocka_unit_test(syms_control_bytes_masked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,8 @@
  * .gnu_debuglink of a stripped copy at the recorded path, and by the
  * recorded build-id under a debug root -- and keeps it when the build-id
  * is another's; other names are left alone. Skipped without objcopy.
+ * The recorded path and build-id are the session's (input): a FIFO named
+ * by either is passed over at once, not waited on for a writer.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -127,10 +130,35 @@ static void test_debug_files(void **state)
 	symdebug_sh(cmd);
 }
 
+/* A FIFO at the recorded path and at the build-id's place under the
+ * root: no name from either, and no wait (the alarm fails a hang). */
+static void test_fifo_not_opened(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/ada_test_symdebug_XXXXXX", prog[64], dbg[128], cmd[160];
+	assert_non_null(mkdtemp(dir));
+	snprintf(prog, sizeof(prog), "%s/prog", dir);
+	snprintf(dbg, sizeof(dbg), "%s/.build-id/aa", dir);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s", dbg);
+	assert_true(symdebug_sh(cmd));
+	snprintf(dbg, sizeof(dbg), "%s/.build-id/aa/bbccdd.debug", dir);
+	assert_int_equal(mkfifo(prog, 0600), 0);
+	assert_int_equal(mkfifo(dbg, 0600), 0);
+	alarm(5);
+	struct ada_syms_module *m = symdebug_syms(prog, "aabbccdd", 0x40);
+	assert_int_equal(ada_syms_name_from_debug(m, dir), 0);
+	assert_string_equal(m->funcs[0].name, "prog+0x40");
+	ada_syms_module_free(m);
+	alarm(0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	symdebug_sh(cmd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_debug_files),
+	    cmocka_unit_test(test_fifo_not_opened),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

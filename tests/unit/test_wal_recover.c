@@ -5,6 +5,14 @@
  * manifest is marked recovered), lists no file for that thread and sorts
  * nothing: qsort's array is NULL then (the undefined-behaviour build
  * checks). No arena: the manifest names none.
+ *
+ * The manifest is input (the recorded user can rewrite it): recover, run
+ * as root, removes a dead process's arena and its arena directory only
+ * when the arena is a file in that directory and the directory is named
+ * as the recorder names one (ada-*). A manifest naming a valid arena
+ * and an empty directory of someone else's (/run/sshd) as its
+ * arena_dir must leave that directory alone, and a device named as the
+ * arena (/dev/watchdog arms on open) is not opened.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -17,12 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "manifest.h"
 #include "recorder_internal.h"
+#include "ring.h"
 
 #define RECOVER_PID 4194301 /* past the default pid_max: no such process */
 
@@ -67,10 +77,104 @@ static void test_empty_thread_dir(void **state)
 	json_decref(man);
 }
 
+/* An arena at path made by a child that has exited: its pid, dead. */
+static pid_t recover_dead_arena(const char *path)
+{
+	static const char cfgtext[] = "max_threads=1,index_events=64,detail_bytes=0";
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct ada_arena_config cfg;
+		struct ada_arena *a = NULL;
+		ada_arena_config_default(&cfg);
+		_exit(ada_arena_config_parse(cfgtext, strlen(cfgtext), &cfg) == 0 &&
+		              ada_arena_create(path, &cfg, &a, NULL) == 0
+		          ? 0
+		          : 1);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return pid;
+}
+
+/* A session of one process whose manifest names arena and arena_dir. */
+static void recover_with_arena(const char *arena, const char *adir, pid_t pid)
+{
+	char pid_dir[128];
+	snprintf(pid_dir, sizeof(pid_dir), "%s/pid_%d", dir, (int)pid);
+	assert_int_equal(mkdir(pid_dir, 0700), 0);
+	json_t *m = ada_manifest_new((int32_t)pid);
+	json_object_set_new(m, "state", json_string("recording"));
+	json_object_set_new(m, "clock", json_pack("{s:s}", "source", "clock_gettime"));
+	json_object_set_new(m, "arena", json_string(arena));
+	json_object_set_new(m, "arena_dir", json_string(adir));
+	assert_int_equal(ada_manifest_write(pid_dir, m), 0);
+	json_decref(m);
+	struct ada_recover_report rep = {0};
+	assert_int_equal(ada_wal_recover(dir, &rep), 0);
+	assert_int_equal(rep.arenas_found, 1);
+}
+
+static void test_arena_dir_not_ours(void **state)
+{
+	(void)state;
+	char other[128], victim[128], arena[160];
+	snprintf(other, sizeof(other), "%s/other", dir);
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	assert_int_equal(mkdir(other, 0700), 0);
+	assert_int_equal(mkdir(victim, 0700), 0);
+	snprintf(arena, sizeof(arena), "%s/1.ring", other);
+	pid_t pid = recover_dead_arena(arena);
+	recover_with_arena(arena, victim, pid);
+	struct stat st;
+	assert_int_equal(stat(victim, &st), 0); /* not rmdir'd */
+	assert_int_equal(stat(arena, &st), 0);  /* not in arena_dir: not removed */
+}
+
+static void test_arena_dir_removed(void **state)
+{
+	(void)state;
+	char adir[128], arena[160];
+	snprintf(adir, sizeof(adir), "%s/ada-session-x", dir);
+	assert_int_equal(mkdir(adir, 0700), 0);
+	snprintf(arena, sizeof(arena), "%s/1.ring", adir);
+	pid_t pid = recover_dead_arena(arena);
+	recover_with_arena(arena, adir, pid);
+	struct stat st;
+	assert_int_equal(stat(arena, &st), -1);
+	assert_int_equal(stat(adir, &st), -1);
+}
+
+static void test_arena_device(void **state)
+{
+	(void)state;
+	char pid_dir[128];
+	snprintf(pid_dir, sizeof(pid_dir), "%s/pid_%d", dir, RECOVER_PID);
+	assert_int_equal(mkdir(pid_dir, 0700), 0);
+	json_t *m = ada_manifest_new(RECOVER_PID);
+	json_object_set_new(m, "state", json_string("recording"));
+	json_object_set_new(m, "arena", json_string("/dev/zero"));
+	assert_int_equal(ada_manifest_write(pid_dir, m), 0);
+	json_decref(m);
+	struct ada_recover_report rep = {0};
+	assert_int_equal(ada_wal_recover(dir, &rep), 0);
+	assert_int_equal(rep.arenas_found, 0);
+	json_t *man = NULL;
+	assert_int_equal(ada_manifest_read(pid_dir, &man), 0);
+	char *w = json_dumps(json_object_get(man, "warnings"), 0);
+	assert_non_null(strstr(w, "ignored arena /dev/zero: not a regular file (not opened)"));
+	free(w);
+	json_decref(man);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_empty_thread_dir, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_arena_dir_not_ours, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_arena_dir_removed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_arena_device, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
