@@ -527,6 +527,7 @@ struct wal_shm {
 	 * allocated on its own path); processes admitted. */
 	uint64_t pool_held[ADA_ARENA_POOL_SLOTS];
 	uint64_t pooled, pool_made, pool_make_failed, pool_hits, pool_misses, admitted;
+	bool pool_make_off; /* the arena directory is not tmpfs: no file made */
 };
 
 /* The drain's sleep while every ring is idle (drain_sleep.c; the doorbell

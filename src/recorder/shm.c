@@ -131,14 +131,15 @@ bool wal_shm_pool_put(struct ada_recorder *r, const struct ada_arena *a, const c
 	return true;
 }
 
-/* Files the pool is kept at while the program forks, those in use by
- * its children that are still running counted with those waiting: its
- * children start one after another faster than the drain finishes them,
- * and each that finds the pool empty makes its file anew (tmpfs
- * allocates and clears its pages on the child's path). Made only up to
- * this many in all, the files that come back as the drain finishes their
- * users fit in the pool (ADA_ARENA_POOL_SLOTS) and are not freed again;
- * places past ADA_ARENA_POOL_FREE_SLOTS only under the ceiling rule. */
+/* Files the pool is kept at once the program forks and until the first
+ * finished process is pooled, those in use by its children still running
+ * counted with those waiting: its first children start before any has
+ * finished, and each that finds the pool empty makes its file anew
+ * (tmpfs allocates and clears its pages on the child's path). Made only
+ * up to this many in all, the files that come back as the drain finishes
+ * their users fit in the pool (ADA_ARENA_POOL_SLOTS) and are not freed
+ * again; after that the finished processes refill it (files made then
+ * would be freed again once the drain caught up with a burst). */
 #define SHM_POOL_FILL 6u
 
 /* How many of the pool's places hold a file now. */
@@ -167,7 +168,7 @@ void wal_shm_pool_fill(struct ada_recorder *r, const struct ada_arena *a)
 	 * the recording goes on, and not for a process given smaller rings
 	 * (the ceiling is near: no file waits for nothing). */
 	if (!r->shm.budget || r->shm.dir_fd < 0 || r->o.attached || r->main_reaped ||
-	    r->shm.pooled || r->stop_at_ns || r->left_running || !a ||
+	    r->shm.pooled || r->shm.pool_make_off || r->stop_at_ns || r->left_running || !a ||
 	    (ada_arena_flags(a) & ADA_ARENA_F_DETAIL_REDUCED))
 		return;
 	const struct ada_arena_config *cfg = ada_arena_config_of(a);
@@ -190,9 +191,11 @@ void wal_shm_pool_fill(struct ada_recorder *r, const struct ada_arena *a)
 		if (err) {
 			ada_shm_budget_shrink(r->shm.budget, keep);
 			r->shm.pool_make_failed++;
-			if (err != -EEXIST) /* a name we did not fill: the next place */
+			/* Off tmpfs none is ever made: not tried again. */
+			r->shm.pool_make_off |= err == -EOPNOTSUPP;
+			if (err != -EEXIST) /* no room, no tmpfs: no more now */
 				return;
-			continue;
+			continue; /* a name we did not fill: the next place */
 		}
 		r->shm.pool_held[k] = keep;
 		r->shm.pool_made++;
