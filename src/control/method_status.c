@@ -293,6 +293,10 @@ void ctl_method_status(struct ctl_call *k)
 		                    json_integer((json_int_t)v->pid_reused_arenas));
 		/* nor one the shared-memory ceiling left out */
 		json_object_set_new(o, "shm", status_shm(&v->shm));
+		/* processes that made their arena anew: the pool was empty */
+		json_object_set_new(o, "arena_pool",
+		                    json_pack("{s:I,s:I}", "hits", (json_int_t)v->pool_hits,
+		                              "misses", (json_int_t)v->pool_misses));
 		status_warnings(o, v);
 		json_object_set_new(o, "events_not_written",
 		                    json_integer((json_int_t)v->events_not_written));
