@@ -557,6 +557,14 @@ static void record_print_left_out(const struct ada_record_summary *s)
 		    "ada: %u process%s not recorded: each took the pid of an earlier process of "
 		    "the recording (pid reuse; a larger kernel.pid_max makes it rarer)\n",
 		    s->pid_reused, s->pid_reused == 1 ? " was" : "es were");
+	/* Nothing lost: said when it cost the program (ten or more, a tenth). */
+	if (s->pool_misses >= 10 && s->pool_misses * 10 >= s->pool_hits + s->pool_misses)
+		fprintf(stderr,
+		        "ada: %llu of %llu processes made their arena file anew: the arena pool "
+		        "was empty (the recorder behind the program's forks), so each cleared "
+		        "its first ring pages itself\n",
+		        (unsigned long long)s->pool_misses,
+		        (unsigned long long)(s->pool_hits + s->pool_misses));
 	if (s->shm_leftover)
 		fprintf(stderr,
 		        "ada: removed %u entr%s of the arena directory that the recorder had not "

@@ -213,9 +213,11 @@ static json_t *status_recorder(struct ada_control *c, const struct ada_recorder_
 }
 
 /* The shared-memory ceiling as the manifests' `shm` says it: processes
- * that ran untraced, or got smaller detail rings, and why. */
-static json_t *status_shm(const struct ada_shm_budget_view *s)
+ * that ran untraced, or got smaller detail rings, and why; the arena
+ * pool's hits and misses (a miss: a process made its arena anew). */
+static json_t *status_shm(const struct ada_recorder_live *v)
 {
+	const struct ada_shm_budget_view *s = &v->shm;
 	char why[512];
 	json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "ceiling_bytes",
 	                      (json_int_t)s->ceiling, "in_use_bytes", (json_int_t)s->reserved,
@@ -225,6 +227,8 @@ static json_t *status_shm(const struct ada_shm_budget_view *s)
 	                      (json_int_t)s->reduced_procs);
 	if (!o)
 		return json_null();
+	json_object_set_new(o, "pool_hits", json_integer((json_int_t)v->pool_hits));
+	json_object_set_new(o, "pool_misses", json_integer((json_int_t)v->pool_misses));
 	json_object_set_new(o, "reduced_why",
 	                    ada_shm_budget_reduced_why(s, why, sizeof(why)) ? json_string(why)
 	                                                                    : json_null());
@@ -294,7 +298,7 @@ void ctl_method_status(struct ctl_call *k)
 		json_object_set_new(o, "pid_reused_arenas",
 		                    json_integer((json_int_t)v->pid_reused_arenas));
 		/* nor one the shared-memory ceiling left out */
-		json_object_set_new(o, "shm", status_shm(&v->shm));
+		json_object_set_new(o, "shm", status_shm(v));
 		status_warnings(o, v);
 		json_object_set_new(o, "events_not_written",
 		                    json_integer((json_int_t)v->events_not_written));

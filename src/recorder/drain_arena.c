@@ -570,6 +570,9 @@ static void drain_open_arena_ino(struct ada_recorder *r, const char *name, ino_t
 	                    &p->wstatus))
 		p->reaped = p->our_child = true;
 	r->procs[r->nprocs++] = p;
+	/* A second process: the program forks, its next children want files
+	 * in the pool before any of them has finished. */
+	wal_shm_pool_admitted(r, p->arena);
 	wal_flight_proc_start(r, p);
 	/* Its early manifest waits: most processes of a build or a script
 	 * end sooner, and their final manifest is all they need. */

@@ -415,6 +415,11 @@ static json_t *man_shm(const struct ada_recorder *r)
 	json_object_set_new(o, "delayed_processes", json_integer((json_int_t)v.waited_procs));
 	json_object_set_new(o, "pid_reused_arenas", json_integer((json_int_t)r->pid_reused));
 	json_object_set_new(o, "pooled_arenas", json_integer((json_int_t)r->shm.pooled));
+	json_object_set_new(o, "pool_hits", json_integer((json_int_t)r->shm.pool_hits));
+	json_object_set_new(o, "pool_misses", json_integer((json_int_t)r->shm.pool_misses));
+	json_object_set_new(o, "pool_made", json_integer((json_int_t)r->shm.pool_made));
+	json_object_set_new(o, "pool_make_failed",
+	                    json_integer((json_int_t)r->shm.pool_make_failed));
 	man_shm_short(o, &v);
 	return o;
 }

@@ -398,6 +398,8 @@ static void rec_summary(struct ada_recorder *r, struct ada_record_summary *s)
 	s->shm = v;
 	s->shm_leftover = r->shm.leftover;
 	s->pid_reused = r->pid_reused;
+	s->pool_hits = r->shm.pool_hits;
+	s->pool_misses = r->shm.pool_misses;
 	s->seconds = (double)(ada_boottime_ns() - r->start_ns) / 1e9;
 	const struct ada_lat_hist *h = ada_wal_io_latency(r->io);
 	s->latency_p50_ns = ada_lat_hist_quantile(h, 0.5);

@@ -519,9 +519,15 @@ struct wal_shm {
 	struct ada_arena *held[WAL_SHM_HELD_MAX];
 	uint32_t nheld;
 	/* The arena pool's entries (src/ring/pool.c): pool.<k>'s kept bytes,
-	 * reserved while its name is there (0: none); arenas pooled so far. */
+	 * reserved while its name is there (0: none); arenas pooled so far;
+	 * files the recorder made for it (wal_shm_pool_fill) and could not
+	 * make (-EOPNOTSUPP off tmpfs, a full /dev/shm ...); processes whose
+	 * arena came from the pool (hits) and, past the recording's first
+	 * process, that made theirs anew (misses: each a fallback, its pages
+	 * allocated on its own path); processes admitted. */
 	uint64_t pool_held[ADA_ARENA_POOL_SLOTS];
-	uint64_t pooled;
+	uint64_t pooled, pool_made, pool_make_failed, pool_hits, pool_misses, admitted;
+	bool pool_make_off; /* the arena directory is not tmpfs: no file made */
 };
 
 /* The drain's sleep while every ring is idle (drain_sleep.c; the doorbell
@@ -837,6 +843,12 @@ int wal_shm_pool_slot(struct ada_recorder *r);
  * an arena, its kept pages counted against the ceiling; false when it is
  * not (the ceiling, the name taken): the caller removes it as before. */
 bool wal_shm_pool_put(struct ada_recorder *r, const struct ada_arena *a, const char *path, int k);
+/* A process of the recording has just been admitted with arena a: its
+ * hit or miss counted, and, once the program forks (a's is not the first
+ * arena), the pool topped up with new files for arenas of a's size. */
+void wal_shm_pool_admitted(struct ada_recorder *r, const struct ada_arena *a);
+/* The top-up alone. */
+void wal_shm_pool_fill(struct ada_recorder *r, const struct ada_arena *a);
 /* Test hooks' hold (drain_end.c): creates the file f (when set) and
  * waits until the test removes it, 60 s at most. */
 void wal_test_hold(const char *f);

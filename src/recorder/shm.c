@@ -131,6 +131,91 @@ bool wal_shm_pool_put(struct ada_recorder *r, const struct ada_arena *a, const c
 	return true;
 }
 
+/* Files the pool is kept at once the program forks and until the first
+ * finished process is pooled, those in use by its children still running
+ * counted with those waiting: its first children start before any has
+ * finished, and each that finds the pool empty makes its file anew
+ * (tmpfs allocates and clears its pages on the child's path). Made only
+ * up to this many in all, the files that come back as the drain finishes
+ * their users fit in the pool (ADA_ARENA_POOL_SLOTS) and are not freed
+ * again; after that the finished processes refill it (files made then
+ * would be freed again once the drain caught up with a burst). */
+#define SHM_POOL_FILL 6u
+
+/* How many of the pool's places hold a file now. */
+static unsigned shm_pool_waiting(struct ada_recorder *r)
+{
+	unsigned n = 0;
+	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++)
+		n += !shm_pool_free(r, k);
+	return n;
+}
+
+/* Arenas in use that come back to the pool when their process is done:
+ * the unfinished processes' but the program's first (which ends last). */
+static size_t shm_pool_in_use(const struct ada_recorder *r)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->nprocs && n < SHM_POOL_FILL; i++)
+		n +=
+		    !r->procs[i]->finished && r->procs[i]->arena && r->procs[i]->pid != r->main_pid;
+	return n;
+}
+
+void wal_shm_pool_fill(struct ada_recorder *r, const struct ada_arena *a)
+{
+	/* As for a finished process's file (drain_pool_arena): only while
+	 * the recording goes on, and not for a process given smaller rings
+	 * (the ceiling is near: no file waits for nothing). */
+	if (!r->shm.budget || r->shm.dir_fd < 0 || r->o.attached || r->main_reaped ||
+	    r->shm.pooled || r->shm.pool_make_off || r->stop_at_ns || r->left_running || !a ||
+	    (ada_arena_flags(a) & ADA_ARENA_F_DETAIL_REDUCED))
+		return;
+	const struct ada_arena_config *cfg = ada_arena_config_of(a);
+	uint64_t keep = ada_arena_pool_make_bytes(cfg);
+	size_t n = shm_pool_waiting(r) + shm_pool_in_use(r);
+	for (unsigned k = 0; n < SHM_POOL_FILL && keep; k++) {
+		if (k >= ADA_ARENA_POOL_SLOTS)
+			return;
+		if (r->shm.pool_held[k])
+			continue; /* waiting (shm_pool_waiting freed the taken) */
+		struct ada_shm_budget_view v;
+		ada_shm_budget_read(r->shm.budget, &v);
+		/* A new file is more /dev/shm, not a finished one's kept: the
+		 * ceiling rule at every place, the first two included. */
+		unsigned place = k > ADA_ARENA_POOL_FREE_SLOTS ? k : ADA_ARENA_POOL_FREE_SLOTS;
+		if (!ada_arena_pool_admits(place, &v, keep, ada_arena_budget_size_for(cfg)) ||
+		    ada_shm_budget_grow(r->shm.budget, keep) != 0)
+			return;
+		int err = ada_arena_pool_make(r->arena_dir, k, cfg);
+		if (err) {
+			ada_shm_budget_shrink(r->shm.budget, keep);
+			r->shm.pool_make_failed++;
+			/* Off tmpfs none is ever made: not tried again. */
+			r->shm.pool_make_off |= err == -EOPNOTSUPP;
+			if (err != -EEXIST) /* no room, no tmpfs: no more now */
+				return;
+			continue; /* a name we did not fill: the next place */
+		}
+		r->shm.pool_held[k] = keep;
+		r->shm.pool_made++;
+		n++;
+	}
+}
+
+void wal_shm_pool_admitted(struct ada_recorder *r, const struct ada_arena *a)
+{
+	bool first = r->shm.admitted++ == 0;
+	if (!a)
+		return;
+	if (ada_arena_flags(a) & ADA_ARENA_F_RECYCLED)
+		r->shm.pool_hits++;
+	else if (!first)
+		r->shm.pool_misses++;
+	if (!first)
+		wal_shm_pool_fill(r, a);
+}
+
 /* At the end: the pool's files removed (never counted as left over) and
  * their reservations given back. A pool name we did not fill is not
  * ours: the directory's clearing removes and counts it. */

@@ -17,16 +17,23 @@
  * range a reader reads ([tail, head) of the index ring, [oldest, head)
  * of the detail ring); populating them maps pages that exist.
  *
- * Threads: ada_arena_pool_put on the drain thread; ring_pool_take on the
+ * The recorder also makes new files for the pool (ada_arena_pool_make)
+ * once the program forks, so that the children that start before any
+ * has finished find one too.
+ *
+ * Threads: ada_arena_pool_put and _make on the drain thread; ring_pool_take on the
  * producer's set-up path (ada_producer_init), once per process.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "ring_internal.h"
@@ -60,45 +67,55 @@ struct pool_range {
 /* What the pool keeps: the control block and the full slots' descriptors
  * (what every maker populates and locks at once), slot 0's index and
  * detail headers (what its first claim populates) zeroed; slot 0's index
- * events and detail words whole pages as they are. Sorted by lo; the
- * number of ranges. */
-static int pool_ranges(const struct ada_arena *a, struct pool_range r[POOL_RANGES])
+ * events and detail words whole pages as they are. For the layout g of
+ * cfg in a file of size bytes; sorted by lo; the number of ranges. */
+static int pool_ranges_of(const struct ring_geometry *g, const struct ada_arena_config *cfg,
+                          uint64_t size, struct pool_range r[POOL_RANGES])
 {
 	int n = 0;
-	r[n++] = (struct pool_range){0, pool_page_up(a->geo.desc_lock_end), true};
-	if (a->cfg.max_threads > 0) {
-		uint64_t ih = (uint64_t)((uint8_t *)ring_index_hdr(a, 0) - a->base);
-		uint64_t ev = (uint64_t)((uint8_t *)ring_index_events(a, 0) - a->base);
-		uint64_t ev_end = ev + ring_slot_events(a, 0) * sizeof(struct atf_index_event);
+	r[n++] = (struct pool_range){0, pool_page_up(g->desc_lock_end), true};
+	if (cfg->max_threads > 0) { /* slot 0 is no spill slot */
+		uint64_t ih = g->slots_offset;
+		uint64_t ev = ih + sizeof(struct ada_index_hdr);
+		uint64_t ev_end = ev + cfg->index_events * sizeof(struct atf_index_event);
 		r[n++] = (struct pool_range){pool_page_down(ih), pool_page_up(ev), true};
 		r[n++] = (struct pool_range){pool_page_up(ev), pool_page_down(ev_end), false};
-		uint64_t d = ring_slot_detail_bytes(a, 0);
-		if (d) {
-			uint64_t dh = (uint64_t)((uint8_t *)ring_detail_hdr(a, 0) - a->base);
-			uint64_t dw = (uint64_t)((uint8_t *)ring_detail_words(a, 0) - a->base);
+		if (cfg->detail_bytes) {
+			uint64_t dh = ih + g->detail_offset;
+			uint64_t dw = dh + sizeof(struct ada_detail_hdr);
 			r[n++] = (struct pool_range){pool_page_down(dh), pool_page_up(dw), true};
-			r[n++] =
-			    (struct pool_range){pool_page_up(dw), pool_page_down(dw + d), false};
+			r[n++] = (struct pool_range){pool_page_up(dw),
+			                             pool_page_down(dw + cfg->detail_bytes), false};
 		}
 	}
 	for (int i = 0; i < n; i++) { /* clamped to the file; in order, as made */
-		r[i].hi = r[i].hi < a->map_size ? r[i].hi : a->map_size;
+		r[i].hi = r[i].hi < size ? r[i].hi : size;
 		r[i].lo = r[i].lo < r[i].hi ? r[i].lo : r[i].hi;
 	}
 	return n;
 }
 
-uint64_t ada_arena_pool_bytes(const struct ada_arena *a)
+static int pool_ranges(const struct ada_arena *a, struct pool_range r[POOL_RANGES])
 {
-	struct pool_range r[POOL_RANGES];
-	int n = pool_ranges(a, r);
+	return pool_ranges_of(&a->geo, &a->cfg, a->map_size, r);
+}
+
+/* The bytes of the ranges, a page two ranges share counted once. */
+static uint64_t pool_ranges_bytes(const struct pool_range *r, int n)
+{
 	uint64_t bytes = 0, at = 0;
-	for (int i = 0; i < n; i++) { /* overlaps (a shared page) counted once */
+	for (int i = 0; i < n; i++) {
 		uint64_t lo = r[i].lo > at ? r[i].lo : at;
 		bytes += r[i].hi > lo ? r[i].hi - lo : 0;
 		at = r[i].hi > at ? r[i].hi : at;
 	}
 	return bytes;
+}
+
+uint64_t ada_arena_pool_bytes(const struct ada_arena *a)
+{
+	struct pool_range r[POOL_RANGES];
+	return pool_ranges_bytes(r, pool_ranges(a, r));
 }
 
 bool ring_pool_fresh(const struct ada_arena *a)
@@ -209,4 +226,79 @@ int ring_pool_take(const char *path, uint64_t total)
 		return -1;
 	}
 	return -1;
+}
+
+/* A new pooled file's pages past its headers: the index events and
+ * detail words a short process writes first (a `$(...)` subshell: its
+ * index populate's two pieces, 128 KiB, and about 0.5 MiB of detail;
+ * docs/benchmarks.md, det11). */
+#define POOL_MAKE_INDEX_BYTES (128u << 10)
+#define POOL_MAKE_DETAIL_BYTES (512u << 10)
+
+/* Writes zeros to [lo, lo + len) of fd within r: tmpfs allocates and
+ * clears those pages now. (fallocate would allocate them unwritten, to
+ * be cleared at their first fault: in the process that takes the file,
+ * the very cost the pool is for.) */
+static int pool_alloc(int fd, const struct pool_range *r, uint64_t len)
+{
+	static const uint8_t zeros[64 << 10];
+	uint64_t hi = r->lo + len < r->hi ? pool_page_up(r->lo + len) : r->hi;
+	hi = hi < r->hi ? hi : r->hi;
+	for (uint64_t at = r->lo; at < hi;) {
+		size_t n = hi - at < sizeof(zeros) ? (size_t)(hi - at) : sizeof(zeros);
+		ssize_t w = pwrite(fd, zeros, n, (off_t)at);
+		if (w <= 0)
+			return w < 0 ? -errno : -ENOSPC;
+		at += (uint64_t)w;
+	}
+	return 0;
+}
+
+uint64_t ada_arena_pool_make_bytes(const struct ada_arena_config *cfg)
+{
+	struct ring_geometry g;
+	struct pool_range r[POOL_RANGES];
+	if (ring_geometry(cfg, &g) != 0)
+		return 0;
+	return pool_ranges_bytes(r, pool_ranges_of(&g, cfg, g.total, r));
+}
+
+int ada_arena_pool_make(const char *dir, unsigned k, const struct ada_arena_config *cfg)
+{
+	struct ring_geometry g;
+	struct statfs fs;
+	char pool[PATH_MAX], self[64];
+	int err =
+	    ring_geometry(cfg, &g) != 0 ? -EINVAL : ada_arena_pool_name(dir, k, pool, sizeof(pool));
+	if (err)
+		return err;
+	/* Nameless until whole: no maker takes a file half made, and none is
+	 * left behind if we stop half way. */
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	/* tmpfs only: elsewhere a maker's read populate of a hole maps a
+	 * page its first write faults on again (internals.md), and a
+	 * hugetlbfs file is sized otherwise. */
+	if (fstatfs(fd, &fs) != 0 || fs.f_type != TMPFS_MAGIC ||
+	    ring_arena_file_size(fd, g.total) != g.total)
+		err = -EOPNOTSUPP;
+	else if (ftruncate(fd, (off_t)g.total) != 0)
+		err = -errno;
+	struct pool_range r[POOL_RANGES];
+	int n = err ? 0 : pool_ranges_of(&g, cfg, g.total, r);
+	for (int i = 0; i < n && !err; i++) {
+		/* The data ranges (pool_ranges_of): 2 the index events, 4
+		 * the detail words. */
+		uint64_t want = r[i].zero ? r[i].hi - r[i].lo
+		                : i == 2  ? POOL_MAKE_INDEX_BYTES
+		                          : POOL_MAKE_DETAIL_BYTES;
+		err = pool_alloc(fd, &r[i], want);
+	}
+	/* Named, never over a name there (linkat does not replace). */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if (!err && linkat(AT_FDCWD, self, AT_FDCWD, pool, AT_SYMLINK_FOLLOW) != 0)
+		err = -errno;
+	close(fd);
+	return err;
 }

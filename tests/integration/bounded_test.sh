@@ -9,7 +9,8 @@
 #                recorder has put its predecessor's arena in the arena pool:
 #                19 take it (ring.recycled), each with fewer events than the
 #                one before, and every process holds exactly its own
-#   forks_agent  a shell loop of 100 subshells under the agent: the same
+#   forks_agent  a shell loop of 100 subshells under the agent: the same;
+#                the arena pool's hits and misses add up to the processes
 #   forks_budget_agent  a shell loop of 20 programs (FIB) under the agent and
 #                --max-disk-mb 2: their symbol files alone are more than the
 #                budget; those of processes left with no thread file go too
@@ -511,6 +512,18 @@ forks_agent)
 	S=$(session_of)
 	n=$(ls -d "$S"/pid_* | wc -l)
 	[ "$n" -eq 102 ] || fail "$n process directories, expected 102 (the loop's 100, bash, seq)"
+	# Every process but the first either took a file from the arena pool
+	# (a finished one's, or one the recorder made once bash forked) or
+	# made its own, counted as a miss: the counts add up, and the hits
+	# are the processes that say ring.recycled.
+	python3 - "$S" <<'PY' || fail "the arena pool's hits and misses do not add up"
+import glob, json, sys
+ms = [json.load(open(f)) for f in glob.glob(sys.argv[1] + "/pid_*/manifest.json")]
+last = max((m["shm"] for m in ms), key=lambda s: s["pool_hits"] + s["pool_misses"])
+assert last["pool_hits"] + last["pool_misses"] == 101, last
+assert last["pool_hits"] == sum(m["ring"]["recycled"] for m in ms), last
+assert last["pool_make_failed"] == 0, last
+PY
 	check_shm_clean "$S"
 	;;
 shm_ceiling)

@@ -324,12 +324,50 @@ static void test_pool_ceiling_budget(void **state)
 	close(dfd);
 }
 
+/* A file the recorder makes for the pool (ada_arena_pool_make, while a
+ * program forks before any child has finished): nameless until whole,
+ * never over a name there, its kept header pages allocated and zero, the
+ * first of slot 0's ring pages allocated; the next maker takes it as a
+ * pooled file and reads back exactly its own events. */
+static void test_pool_make_new_file(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(ada_arena_pool_make(f->dir, 0, &f->cfg), 0);
+	assert_int_equal(ada_arena_pool_make(f->dir, 0, &f->cfg), -EEXIST);
+	struct stat st;
+	assert_int_equal(stat(f->pool, &st), 0);
+	assert_int_equal(st.st_nlink, 1);
+	assert_int_equal((uint64_t)st.st_size, ada_arena_size_for(&f->cfg));
+	assert_true(ada_arena_pool_make_bytes(&f->cfg) >= 3 * 4096);
+	/* Nothing else in the directory: no temporary name left. */
+	char extra[160];
+	snprintf(extra, sizeof(extra), "%s/pool.1", f->dir);
+	assert_int_equal(access(extra, F_OK), -1);
+	assert_true(page_zero(f->pool, 0)); /* the control block: allocated, zero */
+
+	struct ada_arena *b = NULL;
+	assert_int_equal(ada_arena_create(f->second, &f->cfg, &b, NULL), 0);
+	assert_int_equal(access(f->pool, F_OK), -1);
+	assert_true(ada_arena_flags(b) & ADA_ARENA_F_RECYCLED);
+	uint64_t ih = (uint64_t)((uint8_t *)ring_index_hdr(b, 0) - b->base);
+	uint64_t ev = (uint64_t)((uint8_t *)ring_index_events(b, 0) - b->base);
+	uint64_t dw = (uint64_t)((uint8_t *)ring_detail_words(b, 0) - b->base);
+	uint64_t other = (uint64_t)((uint8_t *)ring_index_events(b, 1) - b->base);
+	assert_true(page_resident(f->second, ih));                         /* slot 0's header */
+	assert_true(page_resident(f->second, (ev + 4095) & ~4095ull));     /* first ring page */
+	assert_true(page_resident(f->second, (dw + 4095) & ~4095ull));     /* first detail page */
+	assert_false(page_resident(f->second, (other + 4095) & ~4095ull)); /* slot 1: none */
+	assert_int_equal(produce_and_read(b, 10), 10);
+	ada_arena_close(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_pool_reuses_ring_pages, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_pool_refuses_unfit_file, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_pool_takes_every_slot, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_pool_make_new_file, fx_setup, fx_teardown),
 	    cmocka_unit_test(test_pool_ceiling_rule),
 	    cmocka_unit_test_setup_teardown(test_pool_ceiling_budget, fx_setup, fx_teardown),
 	};

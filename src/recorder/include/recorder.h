@@ -221,6 +221,9 @@ struct ada_record_summary {
 	 * recording (finished, or still being read): told, not read (drain.c
 	 * drain_pid_reused, drain_reused_while_read) */
 	uint32_t pid_reused;
+	/* processes whose arena came from the arena pool, and those after the
+	 * first that made theirs anew (a fallback: shm.c wal_shm_pool_admitted) */
+	uint64_t pool_hits, pool_misses;
 	uint64_t drops_by[ADA_LANE_COUNT][ADA_DROP_REASON_COUNT]; /* summed */
 	/* The detail lane (docs/internals.md, "What the detail lane counts"):
 	 * the mode, the trigger windows, detail records persisted, and the
@@ -409,6 +412,8 @@ struct ada_recorder_live {
 	/* arenas of later processes given the pid of an earlier process of
 	 * the recording: not read, so never counted finished (drain_arena.c) */
 	uint32_t pid_reused_arenas;
+	/* the arena pool's hits and misses so far (the summary's) */
+	uint64_t pool_hits, pool_misses;
 	/* the shared-memory ceiling's page: processes untraced or given
 	 * smaller detail rings because of it, and why (shm.c) */
 	struct ada_shm_budget_view shm;

@@ -55,4 +55,15 @@ bool ada_arena_pool_admits(unsigned k, const struct ada_shm_budget_view *v, uint
  * there; 0 or -errno (-EEXIST: pool.<k> is taken). */
 int ada_arena_pool_put(const char *path, const char *dir, unsigned k);
 
+/* A new file for the pool (the recorder's, while a program forks faster
+ * than its children finish): dir/pool.<k> made for an arena of cfg, on
+ * tmpfs only, with the pages a scrubbed file keeps zeroed allocated and
+ * the first 128 KiB of slot 0's index events and 512 KiB of its detail
+ * words; never over a name there, never seen under a name half made.
+ * 0 or -errno (-EEXIST: pool.<k> is taken; -EOPNOTSUPP: not tmpfs). */
+int ada_arena_pool_make(const char *dir, unsigned k, const struct ada_arena_config *cfg);
+/* What such a file counts against the ceiling: ada_arena_pool_bytes of
+ * an arena of cfg (0: no such arena). */
+uint64_t ada_arena_pool_make_bytes(const struct ada_arena_config *cfg);
+
 #endif
