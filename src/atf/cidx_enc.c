@@ -62,6 +62,11 @@ uint64_t ada_cidx_enc_count(const struct ada_cidx_enc *e)
 	return e->seq;
 }
 
+uint32_t ada_cidx_enc_frames(const struct ada_cidx_enc *e)
+{
+	return e->m.nk;
+}
+
 uint64_t ada_cidx_enc_offset(const struct ada_cidx_enc *e)
 {
 	return e->pos;

@@ -17,33 +17,48 @@
 
 #include "wal_internal.h"
 
-/* A tmpfs file's step below 1 MiB: 16 KiB, then doubling, up to 1 MiB
- * exactly. There a step is pages allocated and cleared at once, and the
- * finalize's ftruncate frees what the last one left unwritten: a short
- * process's few KiB of index (a shell's subshell) paid for a whole
- * 64 KiB step twice (issue 32; docs/benchmarks.md). From 1 MiB on the
- * steps are the disk's. */
-static uint64_t wal_tmpfs_step(const struct ada_wal_file *f)
+/* The step of a file below WAL_FIRST_SEGMENT: one block (4 KiB), on
+ * every file system. What finalize's ftruncate cuts off is the tail
+ * allocated and never written, and on ext4 freeing blocks is a journalled
+ * update and, with the `discard` mount option, a discard of them, where a
+ * cut inside the last block frees nothing: with a 64 KiB first step that
+ * cut was most of what a short thread's file cost the drain (issue 32;
+ * docs/benchmarks.md, "A short thread's file on ext4"). On tmpfs a step
+ * is pages cleared at once and freed again by that ftruncate. From 64 KiB
+ * to 1 MiB a tmpfs file's steps double (64 KiB ... 1 MiB), a disk file's
+ * take the rest at once. */
+static uint64_t wal_small_step(const struct ada_wal_file *f)
 {
-	if (f->alloc < WAL_TMPFS_FIRST)
-		return WAL_TMPFS_FIRST - f->alloc;
+	if (f->alloc < WAL_FIRST_SEGMENT)
+		return WAL_BLOCK;
 	return f->alloc < WAL_SECOND_END - f->alloc ? f->alloc : WAL_SECOND_END - f->alloc;
 }
 
-/* The next segment's size: 64 KiB, then up to 1 MiB, then doubling up
- * to --segment-mb: the many short-lived threads of a program do not each
- * reserve 64 MiB, nor 10 000 threads alive at once 1 MiB each; a file
- * past 64 KiB grows as it always did. */
+/* The next segment's size: 4 KiB blocks up to 64 KiB, then up to 1 MiB,
+ * then doubling up to --segment-mb: the many short-lived threads of a
+ * program do not each reserve 64 MiB, nor 10 000 threads alive at once
+ * 1 MiB each; a file past 1 MiB grows as it always did. */
 static uint64_t wal_next_step(const struct ada_wal_file *f)
 {
-	uint64_t step = f->tmpfs && f->alloc < WAL_SECOND_END ? wal_tmpfs_step(f)
-	                : f->alloc < WAL_FIRST_SEGMENT        ? WAL_FIRST_SEGMENT
-	                : f->alloc < WAL_SECOND_END           ? WAL_SECOND_END - f->alloc
-	                                                      : f->alloc;
+	uint64_t step = f->alloc < WAL_FIRST_SEGMENT || (f->tmpfs && f->alloc < WAL_SECOND_END)
+	                    ? wal_small_step(f)
+	                : f->alloc < WAL_SECOND_END ? WAL_SECOND_END - f->alloc
+	                                            : f->alloc;
 	uint64_t most = f->opts.segment_bytes;
 	if (f->tmpfs && most > WAL_TMPFS_STEP)
 		most = WAL_TMPFS_STEP; /* tmpfs: wal_internal.h */
 	return step > most ? most : step;
+}
+
+/* The step that takes the allocation past what the events need
+ * (shortfall more than it has), beyond wal_next_step(): to a whole block
+ * while that stays below WAL_FIRST_SEGMENT (see wal_small_step), to a
+ * whole WAL_MIN_SEGMENT from there. */
+static uint64_t wal_round_step(const struct ada_wal_file *f, uint64_t shortfall)
+{
+	uint64_t to = f->alloc + shortfall;
+	uint64_t g = to <= WAL_FIRST_SEGMENT ? WAL_BLOCK : WAL_MIN_SEGMENT;
+	return (to + g - 1) / g * g - f->alloc;
 }
 
 /* Under a disk budget, a step takes at most a quarter of what the budget
@@ -69,6 +84,20 @@ static void wal_room_take(struct ada_wal_io *io, uint64_t bytes)
 		io->ahead_room = io->ahead_room > bytes ? io->ahead_room - bytes : 0;
 }
 
+/* Counts a step allocated outside wal_grow_ahead(). The steps that
+ * start below WAL_FIRST_SEGMENT are one segment with the first, as the
+ * single 64 KiB step they replace was: the rotate flush policy and
+ * --safe act once a segment (wal_on_rotate), and a short file would
+ * otherwise sync up to 16 times. */
+static void wal_grown(struct ada_wal_file *f, uint64_t step)
+{
+	if (f->alloc == 0 || f->alloc >= WAL_FIRST_SEGMENT)
+		f->segments++;
+	f->alloc += step;
+	f->io->alloc_open += step;
+	wal_room_take(f->io, step);
+}
+
 /* Waits for f's allocation ahead, if one is in flight. */
 static void wal_grow_wait(struct ada_wal_file *f)
 {
@@ -91,28 +120,23 @@ int wal_grow(struct ada_wal_file *f, uint64_t need)
 		uint64_t step = wal_room_step(f, wal_next_step(f));
 		uint64_t shortfall = need + ATF_FOOTER_SIZE - f->alloc;
 		if (step < shortfall)
-			step =
-			    (shortfall + WAL_MIN_SEGMENT - 1) / WAL_MIN_SEGMENT * WAL_MIN_SEGMENT;
+			step = wal_round_step(f, shortfall);
 		if (fallocate(f->fd, 0, (off_t)f->alloc, (off_t)step) == 0) {
-			f->alloc += step;
-			f->io->alloc_open += step;
-			wal_room_take(f->io, step);
-			f->segments++;
+			wal_grown(f, step);
 			continue;
 		}
 		int err = -errno;
 		if (err != -ENOSPC)
 			return err;
-		/* Nearly full: take what fits, in ever smaller steps. */
-		for (step /= 2; step >= WAL_MIN_SEGMENT; step /= 2)
+		/* Nearly full: take what fits, in ever smaller steps (whole
+		 * blocks below WAL_FIRST_SEGMENT, whole segments past it). */
+		uint64_t g = f->alloc < WAL_FIRST_SEGMENT ? WAL_BLOCK : WAL_MIN_SEGMENT;
+		for (step = step / 2 / g * g; step >= g; step = step / 2 / g * g)
 			if (fallocate(f->fd, 0, (off_t)f->alloc, (off_t)step) == 0)
 				break;
-		if (step < WAL_MIN_SEGMENT)
+		if (step < g)
 			return err;
-		f->alloc += step;
-		f->io->alloc_open += step;
-		wal_room_take(f->io, step);
-		f->segments++;
+		wal_grown(f, step);
 	}
 	return 0;
 }
@@ -123,14 +147,10 @@ int wal_grow_tail(struct ada_wal_file *f, uint64_t need)
 		wal_grow_wait(f);
 	if (f->alloc >= need + ATF_FOOTER_SIZE)
 		return 0;
-	uint64_t shortfall = need + ATF_FOOTER_SIZE - f->alloc;
-	uint64_t step = (shortfall + WAL_MIN_SEGMENT - 1) / WAL_MIN_SEGMENT * WAL_MIN_SEGMENT;
+	uint64_t step = wal_round_step(f, need + ATF_FOOTER_SIZE - f->alloc);
 	if (fallocate(f->fd, 0, (off_t)f->alloc, (off_t)step) < 0)
 		return -errno;
-	f->alloc += step;
-	f->io->alloc_open += step;
-	wal_room_take(f->io, step);
-	f->segments++;
+	wal_grown(f, step);
 	return 0;
 }
 

@@ -941,8 +941,10 @@ size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index
 	size_t room =
 	    f->cx ? WAL_CIDX_CHUNK : (f->io->buffer_bytes - f->cur->len) / ATF_INDEX_EVENT_SIZE;
 	size_t n = max < room ? max : room;
-	uint64_t need =
-	    f->end + (f->cx ? wal_cidx_bound(n) + wal_cidx_tail(f) : n * ATF_INDEX_EVENT_SIZE);
+	if (f->cx && f->alloc < WAL_FIRST_SEGMENT)
+		n = wal_cidx_small(f, n);
+	uint64_t need = f->end + (f->cx ? wal_cidx_bound_at(f->cx, n) + wal_cidx_tail(f)
+	                                : n * ATF_INDEX_EVENT_SIZE);
 	uint32_t seg = f->segments;
 	int r = need + ATF_FOOTER_SIZE > f->alloc ? wal_grow(f, need) : 0;
 	if (f->ahead_start && need + ATF_FOOTER_SIZE > f->ahead_start) {

@@ -292,6 +292,41 @@ size_t wal_cidx_fit(uint64_t bytes)
 	return bytes > open ? (bytes - open) / (ADA_CIDX_EVENT_MAX + WAL_CIDX_LINK_MAX) : 0;
 }
 
+/* A block opening carrying k frames, and its block table entry. */
+static uint64_t wal_cidx_open_bytes(uint64_t k)
+{
+	return sizeof(struct ada_cidx_block_header) + k * sizeof(struct ada_cidx_frame) +
+	       WAL_CIDX_BTAB_ENTRY;
+}
+
+uint64_t wal_cidx_bound_at(const struct wal_cidx *c, size_t n)
+{
+	uint64_t k = (uint64_t)ada_cidx_enc_frames(c->enc) + n;
+	if (k > ADA_CIDX_FRAMES_MAX)
+		k = ADA_CIDX_FRAMES_MAX;
+	return (uint64_t)n * (ADA_CIDX_EVENT_MAX + WAL_CIDX_LINK_MAX) + 2 * wal_cidx_open_bytes(k);
+}
+
+size_t wal_cidx_small(const struct ada_wal_file *f, size_t n)
+{
+	uint64_t used = f->end + wal_cidx_tail(f) + ATF_FOOTER_SIZE;
+	uint64_t room = used < f->alloc ? f->alloc - used : 0;
+	/* At most FRAMES_MAX frames: wal_cidx_fit; fewer while the frames
+	 * known and one a further event stay below it (a short thread's). */
+	size_t fit = wal_cidx_fit(room);
+	uint64_t k0 = ada_cidx_enc_frames(f->cx->enc), base = 2 * wal_cidx_open_bytes(k0);
+	if (k0 < ADA_CIDX_FRAMES_MAX && room > base) {
+		uint64_t per =
+		    ADA_CIDX_EVENT_MAX + WAL_CIDX_LINK_MAX + 2 * sizeof(struct ada_cidx_frame);
+		uint64_t few = (room - base) / per;
+		if (few > ADA_CIDX_FRAMES_MAX - k0)
+			few = ADA_CIDX_FRAMES_MAX - k0;
+		fit = few > fit ? (size_t)few : fit;
+	}
+	size_t least = n < WAL_CIDX_SMALL_LEAST ? n : WAL_CIDX_SMALL_LEAST;
+	return fit < least ? least : fit < n ? fit : n;
+}
+
 uint64_t wal_cidx_tail(const struct ada_wal_file *f)
 {
 	return ada_cidx_enc_tail_size(f->cx->enc);

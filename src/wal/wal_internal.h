@@ -232,17 +232,17 @@ void ada_wal_file_discard(struct ada_wal_file *f, size_t n);
 
 /* Shared by the writer's files (segment.c, grow.c, patch.c). */
 #define WAL_MIN_SEGMENT (64u * 1024u)
-/* The first segment of a file: small, so that 10 000 threads alive at once
- * (most of them short of events) do not reserve 10 000 MiB of disk and of
- * the --max-disk-mb budget between them; the steps double from there. */
+/* A file grows one 4 KiB block at a time up to here (grow.c
+ * wal_small_step): a short thread's file is never cut back by a block at
+ * its end, and 10 000 threads alive at once (most of them short of
+ * events) do not reserve 10 000 MiB of disk and of the --max-disk-mb
+ * budget between them; the steps grow from there. */
 #define WAL_FIRST_SEGMENT (64u * 1024u)
 #define WAL_SECOND_END (1u << 20) /* the second segment fills up to 1 MiB */
 /* A tmpfs file's steps stop doubling here (grow.c, wal_next_step): its
  * allocation is memory, and what the last step left unused the finalize's
  * ftruncate frees page by page in the drain thread. */
 #define WAL_TMPFS_STEP (4u << 20)
-/* A tmpfs file's first step; its steps double from there (grow.c). */
-#define WAL_TMPFS_FIRST (16u * 1024u)
 #define WAL_DSEQ_OFF offsetof(struct atf_index_event, detail_seq)
 #define WAL_BLOCK 4096u /* direct writes: offset and length in whole blocks of this */
 /* The next submission entry: waits for completions while qd are in
@@ -334,6 +334,19 @@ void wal_header_placeholder(const struct ada_wal_file *f, uint8_t out[ATF_HEADER
  * entries at finish included; the events bytes surely hold. */
 uint64_t wal_cidx_bound(size_t n);
 size_t wal_cidx_fit(uint64_t bytes);
+/* wal_cidx_bound() of c's next n events: its block openings carry the
+ * frames known now and one more an event at most (ada_cidx_enc_frames),
+ * not ADA_CIDX_FRAMES_MAX (1.7 KiB of openings a reserve). */
+uint64_t wal_cidx_bound_at(const struct wal_cidx *c, size_t n);
+/* The events a reserve of a compact file below WAL_FIRST_SEGMENT takes
+ * (n wanted): as many as fit in its allocation at their longest
+ * (wal_cidx_bound_at), when at least WAL_CIDX_SMALL_LEAST (or n) do;
+ * else that many, for which it grows (a block). The bound takes ~63
+ * bytes an event where a short thread's take 3-5: a reserve of all it
+ * wants allocated blocks it never wrote, and cutting them off at its end
+ * is what a short thread cost most on ext4 (grow.c wal_small_step). */
+size_t wal_cidx_small(const struct ada_wal_file *f, size_t n);
+#define WAL_CIDX_SMALL_LEAST 4u
 /* Most bytes finalize writes past the coded events so far (the link
  * table, block table and footer): kept allocated ahead with the events,
  * so that a finished file is never larger than what the budget counted. */

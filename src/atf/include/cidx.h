@@ -274,6 +274,10 @@ int ada_cidx_enc_resume(struct ada_cidx_enc *e, const void *buf, size_t len, uin
 /* Events coded so far, and the file offset the next block starts at. */
 uint64_t ada_cidx_enc_count(const struct ada_cidx_enc *e);
 uint64_t ada_cidx_enc_offset(const struct ada_cidx_enc *e);
+/* The open frames a block opened now would carry: one opened after n
+ * more events carries at most this + n (a CALL adds one), and never more
+ * than ADA_CIDX_FRAMES_MAX (a writer's bound on the bytes n events take). */
+uint32_t ada_cidx_enc_frames(const struct ada_cidx_enc *e);
 /* Bytes ada_cidx_enc_finish() needs (link table, block table, footer), at
  * most: links added in seq order are counted exactly, others at their
  * longest, so a writer can count the tail against a disk budget ahead. */

@@ -10,7 +10,8 @@
  *     file gives -EEXIST, a planted symlink -EEXIST or -ELOOP; nothing is
  *     ever written through a link.
  *   - Directories are 0700 and files 0600 whatever the umask (fchmod after
- *     creation): argv, symbol names and register contents are the user's.
+ *     creation when the mode is not that already): argv, symbol names and register contents are the
+ * user's.
  *   - Temporary names are unpredictable (<name>.tmp.<16 random hex digits>)
  *     and are renamed into place with renameat() on the same descriptor.
  *   - Readers open with O_NOFOLLOW and classify entries with d_type /
@@ -57,8 +58,8 @@ int ada_fs_open_dir(int dirfd, const char *name, int *out);
 int ada_fs_mkdir(int dirfd, const char *name, unsigned flags, int *out);
 
 /* Creates the regular file name under dirfd: openat(O_CREAT|O_EXCL|
- * O_NOFOLLOW|O_CLOEXEC | flags) with mode 0600 (forced by fchmod, so the
- * umask cannot widen or narrow it). flags: O_WRONLY or O_RDWR, plus
+ * O_NOFOLLOW|O_CLOEXEC | flags) with mode 0600 (fchmod when a umask or a
+ * default ACL narrowed it; neither can widen it). flags: O_WRONLY or O_RDWR, plus
  * O_APPEND etc. -EEXIST when anything (a file or a link) has the name. */
 int ada_fs_create(int dirfd, const char *name, int flags, int *out);
 
