@@ -28,7 +28,7 @@
  * through a link, so a DIR planted as a link (or swapped for one while
  * the export runs) is not written through.
  * Exit status: 0; 1 when a file could not be read, converted, written or
- * synced (the rest is exported).
+ * synced (the rest is exported; what was written of that file removed).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -57,6 +57,19 @@ static int xa_create(int dirfd, const char *name)
 	return openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
+/* fd, the new file dirfd/name, closed; removed when r (its writing) or
+ * the close failed: what is left of it is no copy of its source, and a
+ * converted file's manifest entry would describe its last bytes as an
+ * ATF v2 footer (xa_manifest_entry). Returns r, else the close's error. */
+static int xa_close_out(int fd, int dirfd, const char *name, int r)
+{
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r < 0)
+		unlinkat(dirfd, name, 0); /* ours: made by xa_create in our directory */
+	return r;
+}
+
 /* Copies in to a new file at path: in the kernel (copy_file_range), else
  * through a 1 MiB buffer; never the whole file in memory. */
 static int xa_copy(int in, int dirfd, const char *name)
@@ -83,9 +96,7 @@ static int xa_copy(int in, int dirfd, const char *name)
 	}
 	if (r == 0 && fdatasync(out) < 0) /* on disk at return, as the converted files */
 		r = -errno;
-	if (close(out) < 0 && r == 0)
-		r = -errno;
-	return r;
+	return xa_close_out(out, dirfd, name, r);
 }
 
 /* The directory at path on disk (fsync): its names, once its files are
@@ -108,10 +119,9 @@ static int xa_convert(int in, size_t len, int dirfd, const char *name, unsigned 
 {
 	int fd = xa_create(dirfd, name);
 	*how = ADA_CIDX_EXPORT_PLAIN;
-	int r = fd < 0 ? -errno : ada_cidx_file_to_atf_fd(in, len, xflags, fd, how);
-	if (fd >= 0 && close(fd) < 0 && r == 0)
-		r = -errno;
-	return r;
+	if (fd < 0)
+		return -errno;
+	return xa_close_out(fd, dirfd, name, ada_cidx_file_to_atf_fd(in, len, xflags, fd, how));
 }
 
 /* The conversions in flight (pool NULL: each done where it is met). */
