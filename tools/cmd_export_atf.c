@@ -19,7 +19,8 @@
  * kernel (or through a 1 MiB buffer): memory does not grow with the
  * files (two conversions in flight a thread).
  * Durability: every file written is fdatasync'd and every directory
- * written fsync'd before the command returns (docs/reading.md).
+ * written fsync'd, DIR's parent included, before the command returns
+ * (docs/reading.md).
  * The session is input (the traced program can write under it): below
  * SRC nothing is followed, and a FIFO is not waited on. DIR and each
  * directory under it are made 0700 or must be a directory of the
@@ -100,10 +101,11 @@ static int xa_copy(int in, int dirfd, const char *name)
 }
 
 /* The directory at path on disk (fsync): its names, once its files are
- * in it. The path is the export's own output (made by ada_fs_mkdir). */
-static int xa_sync_dir(const char *path)
+ * in it. The path is the export's own output (made by ada_fs_mkdir:
+ * oflags O_NOFOLLOW), or the user's directory DIR was made in (0). */
+static int xa_sync_dir(const char *path, int oflags)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | oflags);
 	if (fd < 0)
 		return -errno;
 	int r = fsync(fd) < 0 ? -errno : 0;
@@ -373,6 +375,44 @@ static unsigned xa_count_large(const char *dir, int depth)
 	return n;
 }
 
+/* The directory out was made in (its entry for out): "." for a bare
+ * name, "/" at the root. Into buf (PATH_MAX). */
+static const char *xa_parent(const char *out, char *buf)
+{
+	snprintf(buf, PATH_MAX, "%s", out);
+	size_t n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = '\0';
+	char *s = strrchr(buf, '/');
+	if (!s)
+		return ".";
+	s[s == buf] = '\0'; /* "/x": "/" */
+	return buf;
+}
+
+/* Every directory the export wrote on disk, and (out: it was made) the
+ * one out is in, whose new entry is out: without it, the export could
+ * vanish whole with a crash after the command returned. Each failure
+ * said and counted in *bad; pool->dirs freed. */
+static void xa_sync_dirs(struct xa_pool *pool, const char *out, unsigned *bad)
+{
+	char parent[PATH_MAX];
+	for (size_t i = pool->ndirs; i-- > 0; free(pool->dirs[i])) { /* the names on disk */
+		int s = xa_sync_dir(pool->dirs[i], O_NOFOLLOW);
+		if (s < 0) {
+			ada_log("%s: not synced: %s", pool->dirs[i], strerror(-s));
+			(*bad)++;
+		}
+	}
+	free(pool->dirs);
+	const char *dir = out ? xa_parent(out, parent) : NULL;
+	int s = dir ? xa_sync_dir(dir, 0) : 0; /* the user's path: a link there is theirs */
+	if (s < 0) {
+		ada_log("%s: not synced: %s", dir, strerror(-s));
+		(*bad)++;
+	}
+}
+
 int cmd_export_atf(const char *src, const char *out)
 {
 	unsigned bad = 0;
@@ -388,14 +428,7 @@ int cmd_export_atf(const char *src, const char *out)
 	int r = xa_dir(src, AT_FDCWD, out, out, 0, &bad, &pool);
 	xa_drain(&pool);
 	rd_par_free(pool.par);
-	for (size_t i = pool.ndirs; i-- > 0; free(pool.dirs[i])) { /* the names on disk */
-		int s = xa_sync_dir(pool.dirs[i]);
-		if (s < 0) {
-			ada_log("%s: not synced: %s", pool.dirs[i], strerror(-s));
-			bad++;
-		}
-	}
-	free(pool.dirs);
+	xa_sync_dirs(&pool, r == 0 ? out : NULL, &bad);
 	if (pool.fallback)
 		ada_log("%u index file(s) written with O_DIRECT: this kernel or file system "
 		        "refused RWF_DONTCACHE (Linux 6.14+), the export's faster way "

@@ -10,3 +10,9 @@ foreach(mode export_fifo export_link ls_escape crash_note ls_json_utf8)
                        LABELS "atf;integration")
   ada_sanitize_tests(asan ubsan TESTS hostile_read_${mode})
 endforeach()
+# The export's durability: every directory it wrote synced, the one -o DIR
+# was made in too (tests/integration/export_sync_test.sh, strace -y).
+add_test(NAME export_atf_synced COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/export_sync_test.sh
+                                        $<TARGET_FILE:ada>)
+set_tests_properties(export_atf_synced PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60
+                     LABELS "atf;integration")
