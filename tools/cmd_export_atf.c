@@ -19,7 +19,8 @@
  * kernel (or through a 1 MiB buffer): memory does not grow with the
  * files (two conversions in flight a thread).
  * Durability: every file written is fdatasync'd and every directory
- * written fsync'd before the command returns (docs/reading.md).
+ * written fsync'd, DIR's parent included, before the command returns
+ * (docs/reading.md).
  * The session is input (the traced program can write under it): below
  * SRC nothing is followed, and a FIFO is not waited on. DIR and each
  * directory under it are made 0700 or must be a directory of the
@@ -28,7 +29,7 @@
  * through a link, so a DIR planted as a link (or swapped for one while
  * the export runs) is not written through.
  * Exit status: 0; 1 when a file could not be read, converted, written or
- * synced (the rest is exported).
+ * synced (the rest is exported; what was written of that file removed).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -57,6 +58,19 @@ static int xa_create(int dirfd, const char *name)
 	return openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
+/* fd, the new file dirfd/name, closed; removed when r (its writing) or
+ * the close failed: what is left of it is no copy of its source, and a
+ * converted file's manifest entry would describe its last bytes as an
+ * ATF v2 footer (xa_manifest_entry). Returns r, else the close's error. */
+static int xa_close_out(int fd, int dirfd, const char *name, int r)
+{
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r < 0)
+		unlinkat(dirfd, name, 0); /* ours: made by xa_create in our directory */
+	return r;
+}
+
 /* Copies in to a new file at path: in the kernel (copy_file_range), else
  * through a 1 MiB buffer; never the whole file in memory. */
 static int xa_copy(int in, int dirfd, const char *name)
@@ -83,16 +97,15 @@ static int xa_copy(int in, int dirfd, const char *name)
 	}
 	if (r == 0 && fdatasync(out) < 0) /* on disk at return, as the converted files */
 		r = -errno;
-	if (close(out) < 0 && r == 0)
-		r = -errno;
-	return r;
+	return xa_close_out(out, dirfd, name, r);
 }
 
 /* The directory at path on disk (fsync): its names, once its files are
- * in it. The path is the export's own output (made by ada_fs_mkdir). */
-static int xa_sync_dir(const char *path)
+ * in it. The path is the export's own output (made by ada_fs_mkdir:
+ * oflags O_NOFOLLOW), or the user's directory DIR was made in (0). */
+static int xa_sync_dir(const char *path, int oflags)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | oflags);
 	if (fd < 0)
 		return -errno;
 	int r = fsync(fd) < 0 ? -errno : 0;
@@ -108,10 +121,9 @@ static int xa_convert(int in, size_t len, int dirfd, const char *name, unsigned 
 {
 	int fd = xa_create(dirfd, name);
 	*how = ADA_CIDX_EXPORT_PLAIN;
-	int r = fd < 0 ? -errno : ada_cidx_file_to_atf_fd(in, len, xflags, fd, how);
-	if (fd >= 0 && close(fd) < 0 && r == 0)
-		r = -errno;
-	return r;
+	if (fd < 0)
+		return -errno;
+	return xa_close_out(fd, dirfd, name, ada_cidx_file_to_atf_fd(in, len, xflags, fd, how));
 }
 
 /* The conversions in flight (pool NULL: each done where it is met). */
@@ -363,6 +375,44 @@ static unsigned xa_count_large(const char *dir, int depth)
 	return n;
 }
 
+/* The directory out was made in (its entry for out): "." for a bare
+ * name, "/" at the root. Into buf (PATH_MAX). */
+static const char *xa_parent(const char *out, char *buf)
+{
+	snprintf(buf, PATH_MAX, "%s", out);
+	size_t n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = '\0';
+	char *s = strrchr(buf, '/');
+	if (!s)
+		return ".";
+	s[s == buf] = '\0'; /* "/x": "/" */
+	return buf;
+}
+
+/* Every directory the export wrote on disk, and (out: it was made) the
+ * one out is in, whose new entry is out: without it, the export could
+ * vanish whole with a crash after the command returned. Each failure
+ * said and counted in *bad; pool->dirs freed. */
+static void xa_sync_dirs(struct xa_pool *pool, const char *out, unsigned *bad)
+{
+	char parent[PATH_MAX];
+	for (size_t i = pool->ndirs; i-- > 0; free(pool->dirs[i])) { /* the names on disk */
+		int s = xa_sync_dir(pool->dirs[i], O_NOFOLLOW);
+		if (s < 0) {
+			ada_log("%s: not synced: %s", pool->dirs[i], strerror(-s));
+			(*bad)++;
+		}
+	}
+	free(pool->dirs);
+	const char *dir = out ? xa_parent(out, parent) : NULL;
+	int s = dir ? xa_sync_dir(dir, 0) : 0; /* the user's path: a link there is theirs */
+	if (s < 0) {
+		ada_log("%s: not synced: %s", dir, strerror(-s));
+		(*bad)++;
+	}
+}
+
 int cmd_export_atf(const char *src, const char *out)
 {
 	unsigned bad = 0;
@@ -378,14 +428,7 @@ int cmd_export_atf(const char *src, const char *out)
 	int r = xa_dir(src, AT_FDCWD, out, out, 0, &bad, &pool);
 	xa_drain(&pool);
 	rd_par_free(pool.par);
-	for (size_t i = pool.ndirs; i-- > 0; free(pool.dirs[i])) { /* the names on disk */
-		int s = xa_sync_dir(pool.dirs[i]);
-		if (s < 0) {
-			ada_log("%s: not synced: %s", pool.dirs[i], strerror(-s));
-			bad++;
-		}
-	}
-	free(pool.dirs);
+	xa_sync_dirs(&pool, r == 0 ? out : NULL, &bad);
 	if (pool.fallback)
 		ada_log("%u index file(s) written with O_DIRECT: this kernel or file system "
 		        "refused RWF_DONTCACHE (Linux 6.14+), the export's faster way "

@@ -278,13 +278,33 @@ const char *rd_program(const struct rd_pid *rp, char *buf, size_t len)
 	return rd_mask(buf);
 }
 
+/* The bytes of the UTF-8 character at s (2 to 4; s[0] >= 0x80), 0 when
+ * it is not one (a stray or cut sequence, an overlong form, a surrogate,
+ * past U+10FFFF: what jansson refuses). Reads no byte past a NUL. */
+static size_t rd_utf8_len(const unsigned char *s)
+{
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	unsigned lo = s[0] == 0xe0 ? 0xa0 : s[0] == 0xf0 ? 0x90 : 0x80;
+	unsigned hi = s[0] == 0xed ? 0x9f : s[0] == 0xf4 ? 0x8f : 0xbf;
+	if (s[0] < 0xe0 || s[0] > 0xf4 || s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80)
+		return 0;
+	return s[0] < 0xf0 ? 3 : (s[3] & 0xc0) == 0x80 ? 4 : 0;
+}
+
 char *rd_mask(char *s)
 {
 	char *o = s;
-	for (const unsigned char *i = (const unsigned char *)s; *i; o++) {
-		bool c1 = i[0] == 0xc2 && i[1] >= 0x80 && i[1] <= 0x9f; /* U+0080..U+009F */
-		*o = c1 || *i < 0x20 || *i == 0x7f ? '?' : (char)*i;
-		i += c1 ? 2 : 1;
+	for (const unsigned char *i = (const unsigned char *)s; *i;) {
+		size_t n = *i < 0x80 ? 1 : rd_utf8_len(i);
+		bool c1 = n == 2 && i[0] == 0xc2 && i[1] <= 0x9f; /* U+0080..U+009F */
+		if (n == 0 || c1 || *i < 0x20 || *i == 0x7f) {
+			*o++ = '?';
+			i += n ? n : 1;
+			continue;
+		}
+		for (; n > 0; n--)
+			*o++ = (char)*i++;
 	}
 	*o = '\0';
 	return s;

@@ -85,7 +85,10 @@ const char *rd_program(const struct rd_pid *rp, char *buf, size_t len);
 /* s with each control character (C0, DEL, C1 as UTF-8) made one '?' in
  * place, as ada_control_printable_json does, for text read from a session
  * (argv, names) on its way to a terminal: the traced program chose it,
- * and an escape sequence must not reach the reader's terminal. Returns s. */
+ * and an escape sequence must not reach the reader's terminal. Each byte
+ * that is not part of a UTF-8 character (a directory's name, a name cut
+ * short) becomes '?' too: jansson refuses such a string, and a JSON row
+ * holding it was not printed at all. Returns s. */
 char *rd_mask(char *s);
 
 /* A time: nanoseconds ("123456"), or an offset from base with a unit

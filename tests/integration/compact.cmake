@@ -15,6 +15,13 @@ foreach(s crash_segv recover_killed always_wait always_lapped preroll_disk symbo
   ada_e2e_test(e2e.atf_flight_${s} ada_itest.py ENVIRONMENT ADA_TEST_INDEX_FORMAT=atf
                ARGS --name atf_flight_${s} flight ${s} ${ADA_TGT_DIR}/t_flight_O2)
 endforeach()
+# An export of a compact recording with a damaged block: no partial ATF v2
+# file left, none described as converted (export_damaged_test.sh).
+add_test(NAME e2e.compact_export_damaged
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/export_damaged_test.sh $<TARGET_FILE:ada>
+                 ${ADA_TGT_DIR}/t_recursion_O2)
+set_tests_properties(e2e.compact_export_damaged PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
+                     LABELS e2e)
 # Retention: at one --max-disk-mb the compact index keeps at least 6 times
 # the events of history ATF v2 keeps (counted from the files, issue 31).
 ada_e2e_test(e2e.compact_retention retention_test.py TIMEOUT 300

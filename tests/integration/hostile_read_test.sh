@@ -15,6 +15,10 @@
 #                for their control bytes.
 #   crash_note   `ada crash` of a process whose manifest's crash note (any
 #                string of the manifest) carries one: printed with '?'.
+#   ls_json_utf8 `ada ls --json` of a session directory named with a byte
+#                that is not UTF-8, and of a program whose name is cut
+#                inside a character (ls keeps 127 bytes): one JSON row
+#                each, '?' for those bytes.
 set -u
 ADA=$1 MODE=$2
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ada_hostile.XXXXXX")
@@ -69,6 +73,24 @@ crash_note)
 	timeout -s KILL 20 "$ADA" crash "$WORK/s" >"$WORK/out" 2>&1
 	grep -q 'unknown: ?]0;pwn?note' "$WORK/out" || fail "the crash note is not printed as ?]0;pwn?note"
 	tr -d '\n' <"$WORK/out" | LC_ALL=C grep -q '[[:cntrl:]]' && fail "a control byte reached the output"
+	;;
+ls_json_utf8)
+	P="$WORK/out/session_20260101_000000$(printf '\377')/pid_1"
+	mkdir -p "$P/thread_0"
+	printf '{"format": "ada-manifest", "version": 1, "pid": 1, "state": "complete", "program": ["/x/prog"]}\n' >"$P/manifest.json"
+	Q="$WORK/out/session_20260101_000001/pid_2"
+	mkdir -p "$Q/thread_0"
+	E=$(printf '\303\251%.0s' $(seq 70)) # 70 e acute: 140 bytes
+	printf '{"format": "ada-manifest", "version": 1, "pid": 2, "state": "complete", "program": ["/x/%s"]}\n' "$E" >"$Q/manifest.json"
+	timeout -s KILL 20 "$ADA" ls --json "$WORK/out" >"$WORK/ls" 2>"$WORK/err" || fail "ada ls --json failed"
+	python3 - "$WORK/ls" <<'PY' || fail "ada ls --json: not one JSON row a session: $(cat -v "$WORK/ls")"
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]
+names = sorted(r["session"] for r in rows)
+assert names == ["session_20260101_000000?", "session_20260101_000001"], names
+prog = [r["command"] for r in rows if r["session"].endswith("1")][0]
+assert prog == "\u00e9" * 63 + "?", prog
+PY
 	;;
 *)
 	fail "unknown mode"
