@@ -607,7 +607,8 @@ static void flight_persist_guarded(struct ada_recorder *r, struct wal_proc *p)
 static void flight_budget(struct ada_recorder *r)
 {
 	uint64_t ns = r->pass_fill_ns / 2;
-	ns = ns > FLIGHT_PASS_MAX_NS ? FLIGHT_PASS_MAX_NS : ns;
+	uint64_t max = r->flight.pass_max_ns ? r->flight.pass_max_ns : FLIGHT_PASS_MAX_NS;
+	ns = ns > max ? max : ns;
 	bool room = r->pass_room_min > 0 && ns >= FLIGHT_PASS_MIN_NS;
 	/* Asked only once there is a window to persist: the yield opens the
 	 * drain's schedstat, a descriptor a recording without windows must

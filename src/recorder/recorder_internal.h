@@ -464,6 +464,10 @@ struct wal_flight {
 	/* The most detail bytes the next pass may write: the room the disk
 	 * budget made for it (drain.c drain_budget_window_room; 0: no limit). */
 	uint64_t pass_room;
+	/* The most wall time a pass's persist may take; 0: FLIGHT_PASS_MAX_NS.
+	 * Unit tests set it long: 20 ms of wall time is a deadline a loaded
+	 * machine (a sanitizer build beside other builds) misses. */
+	uint64_t pass_max_ns;
 	uint64_t passes;
 	bool backlog;
 	/* A copy found records of its window whose index events the drain
