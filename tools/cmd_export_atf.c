@@ -126,6 +126,17 @@ static int xa_convert(int in, size_t len, int dirfd, const char *name, unsigned 
 	return xa_close_out(fd, dirfd, name, ada_cidx_file_to_atf_fd(in, len, xflags, fd, how));
 }
 
+/* A file that could not be exported, said in one sentence. */
+static void xa_not_exported(const char *path, int r)
+{
+	if (r == -ESTALE)
+		ada_log("%s shrank while being read: not exported (what lay past its new end "
+		        "read as zeros)",
+		        path);
+	else
+		ada_log("%s: not exported: %s", path, strerror(-r));
+}
+
 /* The conversions in flight (pool NULL: each done where it is met). */
 struct xa_pool {
 	struct rd_par *par;
@@ -180,7 +191,7 @@ static bool xa_take(struct xa_pool *pool)
 	if (!j)
 		return false;
 	if (j->r < 0) {
-		ada_log("%s: not exported: %s", j->from, strerror(-j->r));
+		xa_not_exported(j->from, j->r);
 		(*pool->bad)++;
 	}
 	pool->fallback += j->how == ADA_CIDX_EXPORT_DIRECT_FALLBACK;
@@ -332,7 +343,7 @@ static int xa_dir(const char *from, int at, const char *to, const char *opath, i
 		    : S_ISREG(st.st_mode) ? xa_file(f, tfd, de->d_name, pool)
 		                          : 0;
 		if (r < 0) {
-			ada_log("%s: not exported: %s", f, strerror(-r));
+			xa_not_exported(f, r);
 			(*bad)++;
 		}
 	}

@@ -204,9 +204,27 @@ int rd_thread_open(struct rd_pid *rp, size_t i, struct ada_atf_thread **out)
 	return 0;
 }
 
+/* A file that shrank while it was read: one sentence, counted as damage
+ * (what was read past its new end was zeros, not events). */
+static bool rd_shrank(struct rd_pid *rp, const char *path, bool shrank)
+{
+	if (!shrank)
+		return false;
+	rp->damaged++;
+	ada_log("%s shrank while being read: what lay past its new end read as zeros, not as "
+	        "its events; read what was there",
+	        path);
+	return true;
+}
+
 void rd_thread_close(struct rd_pid *rp, struct ada_atf_thread *t)
 {
 	for (size_t g = 0; t && g < t->ngen; g++) {
+		const struct ada_atf_gen *gn = &t->gen[g];
+		if (gn->detail)
+			rd_shrank(rp, gn->detail_path, ada_atf_detail_shrank(gn->detail));
+		if (gn->index && rd_shrank(rp, gn->index_path, ada_atf_index_shrank(gn->index)))
+			continue; /* its blocks that did not decode are the shrink's */
 		uint64_t bad = t->gen[g].index ? ada_atf_index_undecoded(t->gen[g].index) : 0;
 		if (!bad)
 			continue;

@@ -52,9 +52,9 @@ bool rd_thread_new_image(const struct rd_pid *rp, size_t i);
  * -errno for anything else. */
 int rd_thread_open(struct rd_pid *rp, size_t i, struct ada_atf_thread **out);
 
-/* Frees t (NULL is a no-op), first saying each of its compact index
- * files with blocks found not to decode while it was read (their events
- * are not shown) and counting it in rp->damaged. */
+/* Frees t (NULL is a no-op), first saying each of its files that shrank
+ * while it was read and each compact index file with blocks found not to
+ * decode (their events are not shown), counting each in rp->damaged. */
 void rd_thread_close(struct rd_pid *rp, struct ada_atf_thread *t);
 
 /* Feeds the events of t with from <= ts <= to to w, generation by

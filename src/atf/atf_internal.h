@@ -16,10 +16,29 @@ struct atf_map {
 	const uint8_t *base;
 	size_t len;
 	bool owned; /* munmap at release */
+	int guard;  /* its slot in atf_guard.c's registry + 1; 0: none */
 };
 
+/* Maps path (a regular file, never through a link) under the SIGBUS
+ * guard (atf_guard_map()). */
 int atf_map_file(const char *path, struct atf_map *m);
 void atf_map_release(struct atf_map *m);
+/* Whether m's file shrank while it was mapped (atf_guard_shrank()). */
+bool atf_map_shrank(const struct atf_map *m);
+
+/* atf_guard.c: fd's first len bytes (len > 0) mapped read-only and
+ * registered, so that a SIGBUS from a page past the file's end (it
+ * shrank) makes that page and the rest of the mapping zeros instead of
+ * killing the process; *slot names the registration. -errno from mmap,
+ * -ENOMEM when the registry is full. */
+int atf_guard_map(int fd, size_t len, const uint8_t **base, int *slot);
+/* Unregisters slot (-1: none) and unmaps [base, base + len). */
+void atf_guard_unmap(const uint8_t *base, size_t len, int slot);
+/* Whether a fault in slot's mapping found its file shorter since mapped. */
+bool atf_guard_shrank(int slot);
+/* Test hook: with ADA_TEST_SHRINK_MAPPED=N, the first file of at least N
+ * bytes (fd, len: a reader's, opened) is cut to 4 KiB. */
+void atf_guard_test_shrink(int fd, size_t len);
 
 /* Reads a T at off when [off, off + sizeof(T)) lies inside len. Packed
  * structs: memcpy keeps the access alignment-safe. */

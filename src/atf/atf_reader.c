@@ -1,5 +1,7 @@
 /*
- * ATF readers: index and detail files mapped read-only.
+ * ATF readers: index and detail files mapped read-only, under the SIGBUS
+ * guard (atf_guard.c: a file that shrinks under a reader reads as zeros
+ * past its new end, and ada_atf_*_shrank() says so).
  *
  * Threads: any; a reader is immutable after open, so several threads may
  * read one concurrently. Nothing here writes.
@@ -50,13 +52,13 @@ static int atf_map_file_keep(const char *path, struct atf_map *m, int *keep)
 	m->owned = true;
 	if (m->len == 0)
 		goto close_fd; /* nothing to map; base stays NULL */
-	void *p = mmap(NULL, m->len, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (p == MAP_FAILED) {
-		err = -errno;
+	int slot;
+	err = atf_guard_map(fd, m->len, &m->base, &slot);
+	if (err) {
 		m->len = 0;
 		goto close_fd;
 	}
-	m->base = p;
+	m->guard = slot + 1;
 	if (keep) {
 		*keep = fd;
 		return 0;
@@ -74,8 +76,13 @@ int atf_map_file(const char *path, struct atf_map *m)
 void atf_map_release(struct atf_map *m)
 {
 	if (m->owned && m->base)
-		munmap((void *)m->base, m->len);
+		atf_guard_unmap(m->base, m->len, m->guard - 1);
 	memset(m, 0, sizeof(*m));
+}
+
+bool atf_map_shrank(const struct atf_map *m)
+{
+	return m->guard && atf_guard_shrank(m->guard - 1);
 }
 
 char *atf_strdup_printf(const char *fmt, ...)
@@ -422,6 +429,8 @@ int ada_atf_index_open(const char *path, unsigned flags, struct ada_atf_index **
 	if (err)
 		return err;
 	err = index_new(&m, fd, flags, out);
+	if (!err && fd >= 0 && !(flags & ADA_ATF_OPEN_SALVAGE)) /* not a count's pre-pass */
+		atf_guard_test_shrink(fd, m.len);
 	if (fd >= 0)
 		close(fd);
 	if (err)
@@ -442,6 +451,11 @@ void ada_atf_index_free(struct ada_atf_index *ix)
 	atf_map_release(&ix->map);
 	index_decoded_free(ix);
 	free(ix);
+}
+
+bool ada_atf_index_shrank(const struct ada_atf_index *ix)
+{
+	return atf_map_shrank(&ix->map);
 }
 
 const struct atf_index_header *ada_atf_index_header(const struct ada_atf_index *ix)
@@ -816,6 +830,11 @@ void ada_atf_detail_free(struct ada_atf_detail *d)
 	atf_map_release(&d->map);
 	free(d->off);
 	free(d);
+}
+
+bool ada_atf_detail_shrank(const struct ada_atf_detail *d)
+{
+	return atf_map_shrank(&d->map);
 }
 
 const struct atf_detail_header *ada_atf_detail_header(const struct ada_atf_detail *d)

@@ -436,6 +436,8 @@ static int export_fd(const void *buf, size_t len, int in, unsigned flags, int fd
 	int err = ada_cidx_dec_open_fd(buf, len, in, oflags, &d);
 	if (err)
 		return err;
+	if (in >= 0)
+		atf_guard_test_shrink(in, len);
 	const struct ada_cidx_file_header *c = ada_cidx_dec_header(d);
 	struct ada_atf_file_info info = {c->thread_id, c->arch, c->os, c->clock_type,
 	                                 c->flags & ATF_INDEX_FLAG_HAS_DETAIL};
@@ -482,11 +484,17 @@ int ada_cidx_file_to_atf_fd(int in, size_t len, unsigned flags, int fd,
 {
 	if (len == 0)
 		return -EBADMSG;
-	void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, in, 0);
-	if (map == MAP_FAILED)
-		return -errno;
-	int err = export_fd(map, len, in, flags, fd, how);
-	munmap(map, len);
+	const uint8_t *map;
+	int slot;
+	int err = atf_guard_map(in, len, &map, &slot);
+	if (err)
+		return err;
+	err = export_fd(map, len, in, flags, fd, how);
+	/* A file that shrank under the mapping read as zeros past its new
+	 * end: what was written is not its conversion. */
+	if (atf_guard_shrank(slot) && (!err || err == -EBADMSG))
+		err = -ESTALE;
+	atf_guard_unmap(map, len, slot);
 	return err;
 }
 

@@ -138,6 +138,11 @@ int ada_manifest_read(const char *pid_dir, json_t **out)
 	if (err)
 		return err;
 	err = ada_manifest_parse((const char *)m.base, m.len, out);
+	if (!err && atf_map_shrank(&m)) { /* zeros past its new end: not what was written */
+		json_decref(*out);
+		*out = NULL;
+		err = -EBADMSG;
+	}
 	atf_map_release(&m);
 	return err;
 }

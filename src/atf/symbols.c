@@ -261,15 +261,21 @@ static int syms_parse_body(int dirfd, const char *buf, size_t len, uint64_t body
 		return -ENODATA;
 	}
 	size_t blen = (size_t)st.st_size;
-	void *body = blen ? mmap(NULL, blen, PROT_READ, MAP_PRIVATE, fd, 0) : (void *)"";
+	const uint8_t *body = (const uint8_t *)"";
+	int slot = -1, err = blen ? atf_guard_map(fd, blen, &body, &slot) : 0;
 	close(fd);
-	if (body == MAP_FAILED)
-		return -ENODATA;
-	int err = -ENODATA;
+	if (err)
+		return err == -ENOMEM ? -ENOMEM : -ENODATA;
+	err = -ENODATA;
 	if (XXH64(body, blen, 0) == h->table_xxh64)
-		err = syms_parse(buf, len, body, blen, out, bad_line);
+		err = syms_parse(buf, len, (const char *)body, blen, out, bad_line);
+	if (atf_guard_shrank(slot) && err != -ENOMEM) { /* read as zeros past its new end */
+		if (!err)
+			ada_syms_module_free(*out);
+		err = -ESTALE;
+	}
 	if (blen)
-		munmap(body, blen);
+		atf_guard_unmap(body, blen, slot);
 	return err;
 }
 

@@ -96,9 +96,20 @@ static int symtab_load_file(struct symtab_load *l, int dirfd, const char *path)
 	}
 	err =
 	    ada_syms_parse_at(dirfd, (const char *)map.base, map.len, ADA_SYMS_BODY_MAX, &m, &bad);
+	if (atf_map_shrank(&map) && err != -ENOMEM) {
+		if (!err)
+			ada_syms_module_free(m);
+		err = -ESTALE;
+	}
 	atf_map_release(&map);
 	if (err == -ENOMEM)
 		return err;
+	if (err == -ESTALE) {
+		symtab_warn(l, path, 0,
+		            "shrank while being read (it or its shared body): names from it are "
+		            "not used; read what was there");
+		return 0;
+	}
 	if (err == -ENODATA) {
 		symtab_warn(
 		    l, path, 0,

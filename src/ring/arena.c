@@ -11,10 +11,12 @@
  * its own from a validated config and checks the file agrees (a corrupt or
  * truncated arena gives -EPROTO, never a read outside the mapping).
  */
+#define _GNU_SOURCE /* O_PATH */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -574,13 +576,49 @@ int ada_arena_open_fd(int fd, struct ada_arena **out)
 	return 0;
 }
 
+/* path opened read-write only once it is known to be a regular file: an
+ * O_PATH descriptor (no open of the object itself: a device's open has
+ * side effects, a FIFO's blocks) is checked with fstat, then reopened
+ * through /proc/self/fd, which names that same inode whatever the path
+ * names by then. Without /proc: a direct open that neither blocks nor
+ * takes a terminal, and the same inode insisted on. -EPROTO: not a
+ * regular file (a link, a device, a FIFO); -EISDIR: a directory. */
+static int arena_open_regular(const char *path)
+{
+	struct stat st, st2;
+	char self[64];
+	int pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	int bad = fstat(pfd, &st) != 0   ? -errno
+	          : S_ISDIR(st.st_mode)  ? -EISDIR /* as an open O_RDWR said */
+	          : !S_ISREG(st.st_mode) ? -EPROTO
+	                                 : 0;
+	if (bad) {
+		close(pfd);
+		return bad;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	int fd = open(self, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT)
+		fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	int err = fd < 0 ? -errno : 0;
+	close(pfd);
+	if (fd >= 0 && (fstat(fd, &st2) != 0 || !S_ISREG(st2.st_mode) || st2.st_dev != st.st_dev ||
+	                st2.st_ino != st.st_ino))
+		err = -EPROTO;
+	if (err && fd >= 0)
+		close(fd);
+	return err ? err : fd;
+}
+
 int ada_arena_open(const char *path, struct ada_arena **out)
 {
 	if (!path || !out)
 		return -EINVAL;
-	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	int fd = arena_open_regular(path);
 	if (fd < 0)
-		return errno == ELOOP ? -EPROTO : -errno;
+		return fd == -ELOOP ? -EPROTO : fd;
 	int err = ada_arena_open_fd(fd, out);
 	close(fd);
 	return err;

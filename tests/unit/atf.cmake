@@ -8,7 +8,7 @@ add_executable(atf_gen_golden ${ATF_TEST_DIR}/atf_gen_golden.c)
 target_link_libraries(atf_gen_golden PRIVATE atf_golden)
 
 if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
-  foreach(t format reader validate golden manifest cidx symdebug jsondump)
+  foreach(t format reader validate golden manifest cidx symdebug jsondump guard)
     add_executable(test_atf_${t} ${ATF_TEST_DIR}/test_atf_${t}.c)
     target_include_directories(test_atf_${t} PRIVATE ${CMOCKA_INCLUDE_DIR} ${ATF_TEST_DIR})
     target_link_libraries(test_atf_${t} PRIVATE ada_atf atf_golden ada_dep_xxhash ${CMOCKA_LIBRARY})
@@ -16,6 +16,8 @@ if(CMOCKA_INCLUDE_DIR AND CMOCKA_LIBRARY)
     set_tests_properties(atf_${t} PROPERTIES SKIP_RETURN_CODE 77)
     ada_sanitize_tests(asan ubsan TESTS atf_${t})
   endforeach()
+  # The guard's readers run on threads: under TSan too.
+  ada_sanitize_tests(tsan TESTS atf_guard)
   target_compile_definitions(test_atf_golden PRIVATE
     ADA_GOLDEN_DIR="${CMAKE_SOURCE_DIR}/tests/data/golden")
   # json_dump.c's private declaration (atf_internal.h) and the golden manifest

@@ -7,7 +7,8 @@
  * leaving it alone and making <pid>.<start ticks>.ring, the
  * /proc/PID/stat start-time parser, the recorder's liveness as a producer
  * judges it (ring_recorder_state) and the retirement of an arena at ada
- * attach's detach (ada_producer_retire_arena / _reap_retired).
+ * attach's detach (ada_producer_retire_arena / _reap_retired), and
+ * ada_arena_open()'s refusal of what is not a regular file.
  *
  * The exec test re-executes this binary (/proc/self/exe --after-exec) in a
  * forked child; that second image checks itself and reports by exit code.
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/capability.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -546,6 +548,37 @@ static uint64_t start_of(pid_t pid)
 	return n > 0 ? ada_stat_start_ticks(buf, (size_t)n) : 0;
 }
 
+/* ada_arena_open() of what is not a regular file: refused before any open
+ * for reading or writing (a device's open has side effects, a FIFO's
+ * releases a reader waiting for a writer). Whether it was opened is what
+ * inotify says: IN_OPEN comes of a real open, not of an O_PATH one. */
+static void test_open_refuses_non_regular(void **state)
+{
+	(void)state;
+	struct ada_arena *a = NULL;
+	char fifo[128], link[128], ev[4096];
+	snprintf(fifo, sizeof(fifo), "%s/fifo.ring", test_dir);
+	snprintf(link, sizeof(link), "%s/link.ring", test_dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(symlink("/dev/zero", link), 0);
+	int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	assert_true(in >= 0);
+	assert_true(inotify_add_watch(in, fifo, IN_OPEN) >= 0);
+	assert_true(inotify_add_watch(in, "/dev/zero", IN_OPEN) >= 0);
+	alarm(10); /* a blocking open of the FIFO ends the test */
+	assert_int_equal(ada_arena_open("/dev/zero", &a), -EPROTO);
+	assert_int_equal(ada_arena_open(fifo, &a), -EPROTO);
+	assert_int_equal(ada_arena_open(link, &a), -EPROTO);
+	assert_int_equal(ada_arena_open(test_dir, &a), -EISDIR);
+	assert_int_equal(ada_arena_open("/nonexistent-ada-ring", &a), -ENOENT);
+	alarm(0);
+	assert_null(a);
+	errno = 0;
+	assert_int_equal(read(in, ev, sizeof(ev)), -1); /* no IN_OPEN: nothing was opened */
+	assert_int_equal(errno, EAGAIN);
+	close(in);
+}
+
 /* Running, stopped by a signal, gone, another process under the pid. */
 static void test_recorder_state(void **state)
 {
@@ -588,6 +621,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_reused_pid_not_adopted, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_retire_gives_back, fx_setup, fx_teardown),
 	    cmocka_unit_test(test_recorder_state),
+	    cmocka_unit_test_setup_teardown(test_open_refuses_non_regular, fx_setup, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -97,6 +97,10 @@ uint64_t ada_atf_index_piece_end(const struct ada_atf_index *ix, uint64_t seq, u
  * or hostile). get() reads their events as zeros, the walk stops at the
  * first; a reader says so. 0 for ATF v2 files. */
 uint64_t ada_atf_index_undecoded(const struct ada_atf_index *ix);
+/* Whether the file shrank while it was mapped: its pages past the new
+ * end read as zeros from the fault on (a SIGBUS there does not kill the
+ * reader), so what was read of them is not the file. */
+bool ada_atf_index_shrank(const struct ada_atf_index *ix);
 /* First seq whose timestamp_ns >= ts (count when none). O(log n). */
 uint64_t ada_atf_index_lower_bound(const struct ada_atf_index *ix, uint64_t ts);
 /* First seq whose timestamp_ns > ts (count when none). O(log n). */
@@ -120,6 +124,8 @@ int ada_atf_detail_open(const char *path, unsigned flags, struct ada_atf_detail 
 int ada_atf_detail_open_mem(const void *buf, size_t len, unsigned flags,
                             struct ada_atf_detail **out);
 void ada_atf_detail_free(struct ada_atf_detail *d); /* NULL is a no-op */
+/* As ada_atf_index_shrank(). */
+bool ada_atf_detail_shrank(const struct ada_atf_detail *d);
 
 const struct atf_detail_header *ada_atf_detail_header(const struct ada_atf_detail *d);
 uint64_t ada_atf_detail_count(const struct ada_atf_detail *d);

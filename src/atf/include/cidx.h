@@ -434,7 +434,9 @@ int ada_cidx_to_atf_fd(const void *buf, size_t len, unsigned flags, int fd);
  * the block headers read with pread at open (ada_cidx_dec_open_fd()) and
  * the mapping's pages given back every 8 MiB as the stream decodes them,
  * so that memory stays a few MiB whatever the file's size. -errno of the
- * mapping too. how (NULL: not asked): the way the bulk went. */
+ * mapping too; -ESTALE when in shrank while it was read (its pages past
+ * the new end read as zeros, not a SIGBUS: atf_guard.c), so fd does not
+ * hold its conversion. how (NULL: not asked): the way the bulk went. */
 int ada_cidx_file_to_atf_fd(int in, size_t len, unsigned flags, int fd,
                             enum ada_cidx_export_how *how);
 /* The validator for a compact index file: its structure (finished, block

@@ -58,7 +58,7 @@ typedef void (*ada_syms_warn_fn)(void *ctx, const char *path, uint64_t line, con
  * set when not NULL) when the first line is not "ada-symbols 1" or "2", a
  * known line is malformed or module_id is missing; -ENODATA when a
  * version 2 file's body is missing, is not what it declares, or dirfd is
- * -1; -ENOMEM. */
+ * -1; -ESTALE when the body shrank while it was read; -ENOMEM. */
 int ada_syms_parse_at(int dirfd, const char *buf, size_t len, uint64_t body_max,
                       struct ada_syms_module **out, uint64_t *bad_line);
 /* ada_syms_parse_at(-1, ..., 0, ...): a version 1 file. */

@@ -240,7 +240,9 @@ struct ada_arena; /* process-local handle */
 int ada_arena_create(const char *path, const struct ada_arena_config *cfg, struct ada_arena **out,
                      bool *mlock_failed);
 /* Maps an existing arena (drain, recover). -EPROTO when the file is not an
- * arena or its layout does not match this build. */
+ * arena or its layout does not match this build, or path is not a regular
+ * file (a link, a device, a FIFO: refused before anything opens it for
+ * reading or writing), -EISDIR a directory. */
 int ada_arena_open(const char *path, struct ada_arena **out);
 void ada_arena_close(struct ada_arena *a); /* NULL is a no-op */
 const struct ada_arena_config *ada_arena_config_of(const struct ada_arena *a);
