@@ -25,24 +25,34 @@ static void orphans_when(int64_t started, char *out, size_t cap)
 	strftime(out, cap, same ? "%H:%M" : "%b %d %H:%M", &tm);
 }
 
+/* "; N arena pool files (no events) removed", or "" for none. */
+static void orphans_pooled(const struct ada_orphan *o, char *out, size_t cap)
+{
+	out[0] = '\0';
+	if (o->pooled)
+		snprintf(out, cap, "; %u arena pool file%s (no events) removed", o->pooled,
+		         o->pooled == 1 ? "" : "s");
+}
+
 static void orphans_recovered(const struct ada_orphan *o, const char *when)
 {
 	const struct ada_recover_report *r = o->rep;
-	char unread[96] = "";
+	char unread[96] = "", pooled[96];
 	if (o->unread)
 		snprintf(unread, sizeof(unread), "; %u arena%s no manifest named removed unread",
 		         o->unread, o->unread == 1 ? "" : "s");
+	orphans_pooled(o, pooled, sizeof(pooled));
 	ada_log("recovered the recording of %s whose recorder was killed: %s, %u process%s, "
-	        "%llu events (%llu from its shared memory)%s%s",
+	        "%llu events (%llu from its shared memory)%s%s%s",
 	        when, o->session_dir, r->pids, r->pids == 1 ? "" : "es",
 	        (unsigned long long)r->events_on_disk, (unsigned long long)r->events_from_arena,
-	        r->errors ? "; some files could not be repaired" : "", unread);
+	        r->errors ? "; some files could not be repaired" : "", unread, pooled);
 }
 
 static void orphans_found(void *arg, const struct ada_orphan *o)
 {
 	(void)arg;
-	char when[32] = "?";
+	char when[32] = "?", pooled[96];
 	if (o->started)
 		orphans_when(o->started, when, sizeof(when));
 	switch (o->outcome) {
@@ -65,9 +75,16 @@ static void orphans_found(void *arg, const struct ada_orphan *o)
 		        when, o->session_dir, strerror(o->error), o->arena_dir);
 		break;
 	case ADA_ORPHAN_REMOVED:
+		orphans_pooled(o, pooled, sizeof(pooled));
 		ada_log("removed %s: shared memory of an ada recording that names no session, "
-		        "whose processes are all gone (%u arena%s, never read)",
-		        o->arena_dir, o->unread, o->unread == 1 ? "" : "s");
+		        "whose processes are all gone (%u arena%s, never read)%s",
+		        o->arena_dir, o->unread, o->unread == 1 ? "" : "s", pooled);
+		break;
+	case ADA_ORPHAN_POOL_SWEPT:
+		ada_log("removed %u arena pool file%s (no events) of the recording of %s whose "
+		        "recorder was killed (%s, made under ADA_NO_RECOVER_ORPHANS): its arenas "
+		        "in %s are left for `ada recover --all`",
+		        o->pooled, o->pooled == 1 ? "" : "s", when, o->session_dir, o->arena_dir);
 		break;
 	default:
 		ada_log("left %s: shared memory of an ada recording that names no session (%s); "

@@ -34,7 +34,11 @@
  * of /proc of its own. A directory without any record,
  * older than a minute, unheld, and holding nothing but arenas of
  * processes that are gone (and perhaps the budget file) is removed and
- * told: a recording's end that could not empty it leaves one.
+ * told: a recording's end that could not empty it leaves one. One marked
+ * manual is the user's to recover (`ada recover --all`), but the arena
+ * pool's files a killed recorder left in it hold no events: once its
+ * recorder is gone and nothing holds it, those are removed and told, the
+ * rest left.
  *
  * Everything read here (the record, the directory listing) is input from
  * a place the user owns; it is checked once, in orphan_read_owner().
@@ -275,8 +279,9 @@ static bool orphan_unread(const char *session, const char *fname)
 
 /* Empties and removes the arena directory dfd (name under shm); counts
  * the arena files of session no manifest named (never read; session
- * NULL: none is named, nothing counted). */
-static void orphan_remove(int shm, const char *name, int dfd, const char *session, uint32_t *unread)
+ * NULL: none is named, nothing counted) and the arena pool's files. */
+static void orphan_remove(int shm, const char *name, int dfd, const char *session, uint32_t *unread,
+                          uint32_t *pooled)
 {
 	int fd2 = dup(dfd);
 	DIR *d = fd2 < 0 ? NULL : fdopendir(fd2);
@@ -293,7 +298,8 @@ static void orphan_remove(int shm, const char *name, int dfd, const char *sessio
 			continue;
 		if (session)
 			*unread += orphan_unread(session, de->d_name);
-		unlinkat(dirfd(d), de->d_name, 0);
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0 && k == ADA_FS_REG)
+			*pooled += ada_arena_pool_is_name(de->d_name);
 	}
 	closedir(d);
 	unlinkat(shm, name, AT_REMOVEDIR);
@@ -331,15 +337,36 @@ int ada_recover_lock(const char *dir, int *out)
 	return 0;
 }
 
+/* The arena pool's files in the directory dfd (regular files named
+ * pool.<k>): counted, and removed when sweep. A killed recorder's pool
+ * holds no events, so nothing recover needs is in them; by name and by
+ * type only, never through a link. */
+static uint32_t orphan_pool_files(int dfd, bool sweep)
+{
+	uint32_t n = 0;
+	for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++) {
+		char name[16];
+		struct stat st;
+		snprintf(name, sizeof(name), ADA_ARENA_POOL_PREFIX "%u", k);
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		n += !sweep || unlinkat(dfd, name, 0) == 0;
+	}
+	return n;
+}
+
 /* Whether the locked candidate c is to be decided at all, before the
  * walk of /proc: not when it is left without a word anyway (a record
- * whose recorder runs, or manual and this is no `all` scan; no usable
- * record and younger than a minute: a recorder starting). */
+ * whose recorder runs, or manual without pool files and this is no
+ * `all` scan; no usable record and younger than a minute: a recorder
+ * starting). A manual one is wanted for its pool files only, so once
+ * they are gone it costs no walk of /proc. */
 static bool orphan_wanted(const struct ada_orphan_opts *op, const struct orphan_cand *c)
 {
 	if (c->rc < 0)
 		return time(NULL) - c->st.st_mtime >= ORPHAN_YOUNG_S;
-	return !ada_recorder_alive(c->o.pid, (uint64_t)c->o.ticks) && (!c->o.manual || op->all);
+	return !ada_recorder_alive(c->o.pid, (uint64_t)c->o.ticks) &&
+	       (!c->o.manual || op->all || orphan_pool_files(c->fd, false));
 }
 
 /* A wanted candidate whose record o was read, its holder known: the
@@ -390,7 +417,7 @@ static bool orphan_arena_name(const char *name, pid_t *pid)
  * perhaps the budget file and the arena pool's files (no events);
  * *arenas counts the arenas. A pid /proc still lists (alive, or reused)
  * keeps the directory. */
-static bool orphan_only_dead_arenas(int dfd, uint32_t *arenas)
+static bool orphan_only_dead_arenas(int dfd, uint32_t *arenas, uint32_t *pooled)
 {
 	int fd2 = dup(dfd);
 	DIR *d = fd2 < 0 ? NULL : fdopendir(fd2);
@@ -403,7 +430,7 @@ static bool orphan_only_dead_arenas(int dfd, uint32_t *arenas)
 	bool ok = true;
 	struct dirent *de;
 	unsigned i = 0;
-	*arenas = 0;
+	*arenas = *pooled = 0;
 	for (; ok && i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -411,9 +438,10 @@ static bool orphan_only_dead_arenas(int dfd, uint32_t *arenas)
 		if (file && !strcmp(de->d_name, ADA_SHM_BUDGET_NAME))
 			continue;
 		/* The arena pool's files (src/ring/pool.c) hold no events. */
-		if (file &&
-		    !strncmp(de->d_name, ADA_ARENA_POOL_PREFIX, strlen(ADA_ARENA_POOL_PREFIX)))
+		if (file && ada_arena_pool_is_name(de->d_name)) {
+			(*pooled)++;
 			continue;
+		}
 		pid_t pid;
 		char proc[32];
 		ok = file && orphan_arena_name(de->d_name, &pid);
@@ -443,14 +471,33 @@ static void orphan_unmarked(const struct ada_orphan_opts *op, int shm, const str
 		return;
 	r->outcome = ADA_ORPHAN_UNKNOWN;
 	r->error = -c->rc;
-	uint32_t arenas = 0;
-	if (c->rc == -ENOENT && orphan_only_dead_arenas(c->fd, &arenas)) {
-		orphan_remove(shm, c->name, c->fd, NULL, NULL);
+	uint32_t arenas = 0, pooled = 0;
+	if (c->rc == -ENOENT && orphan_only_dead_arenas(c->fd, &arenas, &pooled)) {
+		orphan_remove(shm, c->name, c->fd, NULL, NULL, &r->pooled);
 		r->outcome = ADA_ORPHAN_REMOVED;
 		r->unread = arenas;
 		r->error = 0;
 	}
 	op->found(op->arg, r);
+}
+
+/* A candidate marked manual (wanted for its pool files, this no `all`
+ * scan), its recorder gone, out decided: unheld, its session there and
+ * not being recorded (the session lock, as for a recovery), the pool's
+ * files are removed and told; the arenas and the record stay for `ada
+ * recover --all`. Left without a word otherwise, as before pools: a
+ * manual recording is the user's to recover. */
+static void orphan_manual(const struct ada_orphan_opts *op, const struct orphan_cand *c, int out,
+                          struct ada_orphan *r)
+{
+	int lock = -1;
+	if (out != ADA_ORPHAN_RECOVERED || ada_recover_lock(c->o.session, &lock) < 0)
+		return;
+	r->pooled = orphan_pool_files(c->fd, true);
+	close(lock);
+	r->outcome = ADA_ORPHAN_POOL_SWEPT;
+	if (r->pooled)
+		op->found(op->arg, r);
 }
 
 /* One wanted candidate, locked, its holder known: decided and, when an
@@ -468,6 +515,10 @@ static void orphan_take(const struct ada_orphan_opts *op, int shm, struct orphan
 	r.session_dir = o->session;
 	r.started = o->started;
 	int out = orphan_decide(op, c, &r);
+	if (o->manual && !op->all) {
+		orphan_manual(op, c, out, &r);
+		return;
+	}
 	struct ada_recover_report rep = {.notice = op->notice, .notice_arg = op->arg};
 	int lock = -1;
 	if (out == ADA_ORPHAN_RECOVERED && (rc = ada_recover_lock(o->session, &lock)) < 0) {
@@ -485,7 +536,7 @@ static void orphan_take(const struct ada_orphan_opts *op, int shm, struct orphan
 			out = ADA_ORPHAN_FAILED;
 			r.error = -rc;
 		} else {
-			orphan_remove(shm, c->name, c->fd, o->session, &r.unread);
+			orphan_remove(shm, c->name, c->fd, o->session, &r.unread, &r.pooled);
 			(*taken)++;
 		}
 	}

@@ -861,7 +861,8 @@ void wal_test_hold(const char *f);
  * so every arena published is either that scan's or removed by its maker. */
 void wal_shm_end(struct ada_recorder *r);
 void wal_shm_finish(struct ada_recorder *r);
-/* `ada recover`: removes an arena directory once only shm.budget is left. */
+/* `ada recover`: removes an arena directory once only shm.budget, the
+ * owner record and the arena pool's files (no events) are left. */
 void wal_shm_remove_dir(const char *dir);
 
 /* Test hook for `ada recover` (drain.c): ADA_TEST_KILL_AT=NAME makes the

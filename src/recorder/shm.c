@@ -18,6 +18,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "fs.h"
 #include "ring.h"
 #include "recorder_internal.h"
 
@@ -425,10 +426,18 @@ void wal_shm_remove_dir(const char *dir)
 	while ((de = readdir(d)))
 		other |= strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
 		         strcmp(de->d_name, ADA_SHM_BUDGET_NAME) &&
-		         strcmp(de->d_name, ADA_ORPHAN_OWNER_NAME);
+		         strcmp(de->d_name, ADA_ORPHAN_OWNER_NAME) &&
+		         !(ada_arena_pool_is_name(de->d_name) &&
+		           ada_fs_entry_kind(fd, de) == ADA_FS_REG);
 	if (!other) {
 		unlinkat(fd, ADA_SHM_BUDGET_NAME, 0);
 		unlinkat(fd, ADA_ORPHAN_OWNER_NAME, 0);
+		/* A killed recorder's pool (no events): the last arena is read. */
+		for (unsigned k = 0; k < ADA_ARENA_POOL_SLOTS; k++) {
+			char name[16];
+			snprintf(name, sizeof(name), ADA_ARENA_POOL_PREFIX "%u", k);
+			unlinkat(fd, name, 0);
+		}
 	}
 	closedir(d);
 	if (!other)

@@ -54,6 +54,16 @@ int ada_arena_pool_name(const char *dir, unsigned k, char *out, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
+_Static_assert(ADA_ARENA_POOL_SLOTS <= 10, "pool names have one digit");
+
+bool ada_arena_pool_is_name(const char *name)
+{
+	size_t n = strlen(ADA_ARENA_POOL_PREFIX);
+	if (strncmp(name, ADA_ARENA_POOL_PREFIX, n) || !name[n] || name[n + 1])
+		return false;
+	return name[n] >= '0' && (unsigned)(name[n] - '0') < ADA_ARENA_POOL_SLOTS;
+}
+
 /* A page range of the file the pool keeps: its pages stay, zeroed first
  * when they hold a header (zero) or as they are when they hold ring data
  * (read by no one past its owner's head). */

@@ -8,7 +8,8 @@
  * told (its holder named), then taken once that process is gone; one
  * without an owner record, old, holding only arenas of processes that
  * are gone, is removed and told, and left when any of that is not so;
- * and the lock ada recover and the scan share.
+ * a manual one of a dead recorder loses only its arena pool's files
+ * (told, counted); and the lock ada recover and the scan share.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,7 +38,7 @@
 struct fixture {
 	char shm[64], out[64], session[128], arena[192];
 	unsigned calls, walks;
-	unsigned outcomes[ADA_ORPHAN_REMOVED + 1];
+	unsigned outcomes[ADA_ORPHAN_POOL_SWEPT + 1];
 	pid_t holders;
 	struct ada_orphan last;
 };
@@ -47,7 +48,7 @@ static void found(void *arg, const struct ada_orphan *o)
 	struct fixture *f = arg;
 	f->calls++;
 	f->last = *o;
-	if (o->outcome <= ADA_ORPHAN_REMOVED)
+	if (o->outcome <= ADA_ORPHAN_POOL_SWEPT)
 		f->outcomes[o->outcome]++;
 	if (o->outcome == ADA_ORPHAN_IN_USE)
 		f->holders = o->holder;
@@ -149,6 +150,71 @@ static void test_manual_only_by_hand(void **state)
 	assert_int_equal(f->calls, 0);
 	assert_true(exists(f->arena));
 	assert_int_equal(scan(f, true), 1);
+	assert_false(exists(f->arena));
+}
+
+/* Files named in the arena directory d, made empty (or a link to the
+ * session when link). */
+static void make_in(const char *d, const char *name, const char *link)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", d, name);
+	if (link) {
+		assert_int_equal(symlink(link, path), 0);
+		return;
+	}
+	int fd = open(path, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+static bool exists_in(const char *d, const char *name)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", d, name);
+	return exists(path);
+}
+
+/* A killed recorder's manual directory (a test's teardown SIGKILLs the
+ * recorder under ADA_NO_RECOVER_ORPHANS): its arena pool's files hold no
+ * events and are removed and told, counted, while the arena and the
+ * record stay for `ada recover --all`; a link and a name that is no
+ * pool's are not touched. The next scan has nothing to do with it (no
+ * walk of /proc); --all then takes the rest, the link's target kept. */
+static void test_manual_pool_swept(void **state)
+{
+	struct fixture *f = *state;
+	make_in(f->arena, "pool.0", NULL);
+	make_in(f->arena, "pool.7", NULL);
+	make_in(f->arena, "pool.8", NULL); /* no pool's name (8 places) */
+	make_in(f->arena, "pool.1", f->session);
+	mark_dead(f, true, f->session);
+	assert_int_equal(scan(f, false), 0);
+	assert_int_equal(f->calls, 1);
+	assert_int_equal(f->last.outcome, ADA_ORPHAN_POOL_SWEPT);
+	assert_int_equal(f->last.pooled, 2);
+	assert_false(exists_in(f->arena, "pool.0") || exists_in(f->arena, "pool.7"));
+	assert_true(exists_in(f->arena, "pool.8") && exists_in(f->arena, "pool.1"));
+	assert_true(exists_in(f->arena, "4242.ring") && exists_in(f->arena, "recorder"));
+	unsigned walks = f->walks;
+	assert_int_equal(scan(f, false), 0);
+	assert_int_equal(f->calls, 1);
+	assert_int_equal(f->walks, walks);
+	assert_int_equal(scan(f, true), 1);
+	assert_false(exists(f->arena));
+	assert_true(exists(f->session));
+}
+
+/* A recorder killed with its pool full: the scan recovers the directory
+ * and says how many pool files went with it. */
+static void test_pool_counted_recovered(void **state)
+{
+	struct fixture *f = *state;
+	make_in(f->arena, "pool.3", NULL);
+	mark_dead(f, false, f->session);
+	assert_int_equal(scan(f, false), 1);
+	assert_int_equal(f->last.outcome, ADA_ORPHAN_RECOVERED);
+	assert_int_equal(f->last.pooled, 1);
 	assert_false(exists(f->arena));
 }
 
@@ -433,6 +499,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_recovered_and_removed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_live_recorder_left, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_manual_only_by_hand, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_manual_pool_swept, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pool_counted_recovered, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_not_private_left, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_other_session_left, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_held_then_taken, setup, teardown),

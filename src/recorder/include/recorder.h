@@ -507,6 +507,10 @@ enum ada_orphan_outcome {
 	/* No owner record, old and unheld, only arenas of processes that are
 	 * gone (a recording's end that could not empty it): removed, told */
 	ADA_ORPHAN_REMOVED,
+	/* Marked manual (kept for `ada recover --all`), its recorder gone,
+	 * unheld: only its arena pool's files (no events) removed (pooled),
+	 * the arenas and the record left for recover; told */
+	ADA_ORPHAN_POOL_SWEPT,
 };
 
 struct ada_orphan {
@@ -517,6 +521,7 @@ struct ada_orphan {
 	int error;               /* errno for NO_SESSION, FAILED, UNKNOWN */
 	pid_t holder;            /* IN_USE: a process that maps or holds it */
 	uint32_t unread;         /* RECOVERED: arena files no manifest named; REMOVED: arenas */
+	uint32_t pooled;         /* pool.<k> files removed (RECOVERED, REMOVED, POOL_SWEPT) */
 	const struct ada_recover_report *rep; /* RECOVERED: what recover did */
 };
 

@@ -30,6 +30,10 @@
 
 /* dir/pool.<k> into out; 0 or -ENAMETOOLONG. */
 int ada_arena_pool_name(const char *dir, unsigned k, char *out, size_t cap);
+/* True for the name of a pool's file (pool.<k>, k below
+ * ADA_ARENA_POOL_SLOTS): what is left of a killed recorder's pool holds
+ * no events, and the orphan scan and recover remove it by this name. */
+bool ada_arena_pool_is_name(const char *name);
 /* The bytes of pages a pooled arena keeps (the control block, the full
  * slots' descriptors, slot 0's headers, index events and detail words):
  * what the pool counts against the ceiling. */
