@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +24,21 @@ static void recover_notice(void *arg, const char *sentence)
 {
 	(void)arg;
 	ada_log("%s", sentence);
+}
+
+/* The session's recovery lock. Another command's orphan scan holds it
+ * for a few ms while it sweeps a killed recording's pool files: asked
+ * again for up to a second before saying it is busy (a live recorder
+ * holds it for its whole life, so that answer comes a second later). */
+static int recover_lock_wait(const char *dir, int *lock)
+{
+	int rc = ada_recover_lock(dir, lock);
+	for (int i = 0; rc == -EBUSY && i < 100; i++) {
+		struct timespec ten_ms = {.tv_nsec = 10000000};
+		nanosleep(&ten_ms, NULL);
+		rc = ada_recover_lock(dir, lock);
+	}
+	return rc;
 }
 
 int cmd_recover(int argc, char **argv)
@@ -57,7 +73,7 @@ int cmd_recover(int argc, char **argv)
 	 * below it recover follows none. */
 	char *real = realpath(argv[1], NULL);
 	struct ada_recover_report rep = {.notice = recover_notice};
-	int lock = -1, rc = ada_recover_lock(real ? real : argv[1], &lock);
+	int lock = -1, rc = recover_lock_wait(real ? real : argv[1], &lock);
 	if (rc == 0) /* the scan of ada ls & co. may be recovering it too */
 		rc = ada_wal_recover(real ? real : argv[1], &rep);
 	if (lock >= 0)
