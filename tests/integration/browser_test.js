@@ -136,9 +136,20 @@ async function speedscope(browser, base, file, shot) {
   let text = '';
   for (let i = 0; i < profiles && i < 64; i++) {
     if (i) {
-      const before = await page.evaluate(() => document.body.innerText);
+      // The title says (k/N) before the table is redrawn: wait for the
+      // next profile's title, then for the table to read the same twice
+      // (a loaded machine redraws late; read early, it was the last
+      // profile's rows again and a thread's functions went missing).
       await page.keyboard.press('n');
-      await until(() => page.evaluate(b => document.body.innerText !== b, before), 100);
+      const want = `(${i + 1}/${profiles})`;
+      await until(() => page.evaluate(w => document.body.innerText.includes(w), want));
+      let last = '';
+      await until(async () => {
+        const now = await page.evaluate(() => document.body.innerText);
+        const same = now === last;
+        last = now;
+        return same;
+      }, 50);
     }
     text += await sandwichText(page);
   }
