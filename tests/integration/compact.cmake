@@ -10,6 +10,15 @@ if(NOT ADA_E2E_AGENT)
 endif()
 ada_e2e_test(e2e.compact_roundtrip compact_test.py TIMEOUT 300
              ARGS ${ADA_TGT_DIR}/t_recursion_O2 ${ADA_TGT_DIR}/t_funcptr_O2)
+# The same for the events that are not plain calls and returns: C++
+# exceptions unwinding traced frames (with traced destructors run while
+# they pass), longjmp and siglongjmp out of traced frames, signal
+# handlers entered inside traced calls, and a recursion deeper than a
+# block's open frames.
+ada_e2e_test(e2e.compact_roundtrip_unwind compact_test.py TIMEOUT 300
+             ARGS "${ADA_TGT_DIR}/t_cxx_O2 dtor" "${ADA_TGT_DIR}/t_cxx_O2 libthrow"
+                  "${ADA_TGT_DIR}/t_setjmp_O2 longjmp" "${ADA_TGT_DIR}/t_setjmp_O2 siglongjmp"
+                  "${ADA_TGT_DIR}/t_signal_O2 sync" "${ADA_TGT_DIR}/t_deep_O2 20000")
 foreach(s crash_segv recover_killed always_wait always_lapped preroll_disk symbol
           crash_recovered)
   ada_e2e_test(e2e.atf_flight_${s} ada_itest.py ENVIRONMENT ADA_TEST_INDEX_FORMAT=atf

@@ -3,7 +3,8 @@
 
     compact_test.py --ada ADA --work DIR TARGET...
 
-For each deterministic target program: one recording with each encoding
+A TARGET is a program's path, or its path and arguments in one argument
+separated by spaces ("t_cxx_O2 dtor"). For each deterministic target program: one recording with each encoding
 (and one compact recording with 4 KiB blocks and --detail always, so that
 blocks are sealed often and links are given to events of many blocks);
 then
@@ -86,11 +87,13 @@ def main():
     ap.add_argument("targets", nargs="+")
     a = ap.parse_args()
     bad = []
-    for tgt in a.targets:
+    for spec in a.targets:
+        argv = spec.split()
+        tgt = argv[0]
         if not os.path.exists(tgt):
             print("compact_test: %s not built: skipped" % tgt)
             return 77
-        w = os.path.join(a.work, "compact_" + os.path.basename(tgt))
+        w = os.path.join(a.work, "compact_" + "_".join([os.path.basename(tgt)] + argv[1:]))
         shutil.rmtree(w, ignore_errors=True)
         os.makedirs(w)
         runs = {
@@ -99,7 +102,7 @@ def main():
             "compact4k": ["--index-format", "compact", "--index-block-kb", "4", "--detail",
                           "always"],
         }
-        sess = {k: record(a.ada, os.path.join(w, k), o, [tgt]) for k, o in runs.items()}
+        sess = {k: record(a.ada, os.path.join(w, k), o, argv) for k, o in runs.items()}
         module = os.path.realpath(tgt)
         ref = own_calls(dump(a.ada, sess["atf"]), module)
         if not ref:
@@ -143,7 +146,7 @@ def main():
                         break
             links = sum(1 for ev in evs if ev.get("detail_seq") is not None)
             print("compact_test: %s %s: %d events, %d linked, the program's %d calls"
-                  " as ATF v2's: %s" % (os.path.basename(tgt), k, len(evs), links,
+                  " as ATF v2's: %s" % (" ".join([os.path.basename(tgt)] + argv[1:]), k, len(evs), links,
                                        sum(len(v) for v in got.values()), got == ref))
     for b in bad:
         print("compact_test: " + b)
