@@ -945,6 +945,9 @@ void wal_live_publish(struct ada_recorder *r, bool force, bool ended);
  * view waiting for a reader to leave): the next 10 ms tick publishes it,
  * so the drain does not sleep past that tick. */
 bool wal_live_stale(const struct ada_recorder *r);
+/* The finished processes the view has folded so far: how many, and their
+ * events (test_wal_live_retire). */
+void wal_live_finished_sums(const struct ada_recorder *r, uint32_t *procs, uint64_t *events);
 
 /* keysym_sets.c: the recorder's key-symbol sets (drain tick, manifest). */
 struct ada_keysym_spec;
