@@ -513,6 +513,7 @@ struct wal_shm {
 	struct ada_shm_budget_view last; /* its last values, once closed */
 	bool told;                       /* said that a process ran untraced */
 	bool told_reduced;               /* said that one got smaller detail rings */
+	bool told_failed;                /* said that one could not make its arena */
 	uint32_t leftover;               /* entries the end found in the arena dir */
 	/* The arena directory, opened at the start and kept for the end: a
 	 * recorder at its limit of open files must still list it to empty it
