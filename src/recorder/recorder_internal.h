@@ -1103,6 +1103,18 @@ static inline void wal_flight_feed(struct wal_thread *t, const struct atf_index_
  * temporary file with an unpredictable name + renameat; fs.h). */
 int wal_json_write_atomic(int dirfd, json_t *root);
 
+/* ---- ada recover's steps on files (recover_files.c) ---------------------- */
+
+/* qsort order of index file names: index.g<G>.atf by G, index.atf last. */
+int rec_gen_cmp(const void *a, const void *b);
+/* The first len bytes of fd are zeros, or fewer exist: a header never
+ * written (the recorder died between the file's creation and it). */
+bool rec_never_written(int fd, size_t len);
+/* A new index.atf in thread directory tfd, the drain's header: 0, -errno. */
+int rec_new_index(int tfd, uint32_t tid, uint8_t arch);
+/* pid_dir's manifest, or a new one when it is lost or damaged. */
+json_t *rec_manifest_load(const char *pid_dir);
+
 /* ---- ada recover's arena search (recover_find.c) ------------------------ */
 
 /* Whether man (a pid_N's manifest) says its recorder still runs (pid and

@@ -267,15 +267,6 @@ static void rec_note_file(struct rec_ctx *c, json_t *files, const char *name,
 	c->rep->events_on_disk += s->events;
 }
 
-static int rec_gen_cmp(const void *a, const void *b)
-{
-	const char *x = *(char *const *)a, *y = *(char *const *)b;
-	uint32_t gx = UINT32_MAX, gy = UINT32_MAX;
-	sscanf(x, "index.g%u.atf", &gx);
-	sscanf(y, "index.g%u.atf", &gy);
-	return gx < gy ? -1 : gx > gy;
-}
-
 /* What de is, never following it; links are counted (recover says so). */
 static enum ada_fs_kind rec_kind(struct rec_ctx *c, DIR *d, const struct dirent *de)
 {
@@ -298,24 +289,6 @@ static int rec_crash_marker(struct rec_ctx *c, struct ada_wal_disk_file *rf)
 	    .detail_seq = ATF_NO_DETAIL,
 	};
 	return ada_wal_disk_append(rf, &e, 1); /* clamps the time to the last event's */
-}
-
-/* True when the first len bytes of fd hold nothing but zeros, or fewer
- * than len bytes exist: the recorder died between creating the file and
- * writing its header (segment.c and detail_file.c write the header before
- * anything else, synchronously), so nothing was ever written into it. */
-static bool rec_never_written(int fd, size_t len)
-{
-	unsigned char b[ATF_HEADER_SIZE];
-	if (len > sizeof(b))
-		len = sizeof(b);
-	ssize_t got = pread(fd, b, len, 0);
-	if (got < 0)
-		return false;
-	for (ssize_t i = 0; i < got; i++)
-		if (b[i])
-			return false;
-	return true;
 }
 
 /* A headerless index file gets the header the drain would have written
@@ -530,20 +503,6 @@ static void rec_open_frames(struct rec_ctx *c, const char *path, uint32_t seq, u
 	json_object_set_new(o, "frames_omitted", json_integer(top > shown ? top - shown : 0));
 	json_array_append_new(c->stacks, o);
 	free(fn);
-}
-
-/* A new index.atf in the thread directory tfd with the header the drain
- * writes: 0 or -errno. */
-static int rec_new_index(int tfd, uint32_t tid, uint8_t arch)
-{
-	int fd = -1, rc = ada_fs_create(tfd, "index.atf", O_RDWR, &fd);
-	if (rc < 0)
-		return rc;
-	struct atf_index_header h;
-	wal_fill_header(&h, tid, arch, ATF_CLOCK_BOOTTIME);
-	rc = wal_pwrite_all(fd, &h, sizeof(h), 0);
-	close(fd);
-	return rc;
 }
 
 /* The recorder was killed as it rotated: the old index.atf is a
@@ -936,19 +895,6 @@ static int rec_thread_dirs(struct rec_ctx *c, const char *pid_dir)
 	return 0;
 }
 
-/* pid_dir's manifest, or a new one when it is lost or damaged. */
-static json_t *rec_manifest_load(const char *pid_dir)
-{
-	json_t *man = NULL;
-	if (ada_manifest_read(pid_dir, &man) < 0 || !man) {
-		unsigned pid = 0;
-		const char *b = strrchr(pid_dir, '/');
-		sscanf(b ? b + 1 : pid_dir, "pid_%u", &pid);
-		man = ada_manifest_new((int32_t)pid); /* lost or damaged: start anew */
-	}
-	return man;
-}
-
 /* Another machine's counter and no anchor in the manifest (the recorder
  * died before it wrote one): the arena's own, when it states a usable
  * frequency (ada_arena_origin). */
@@ -966,29 +912,44 @@ static void rec_clock_foreign(struct rec_ctx *c)
 	ada_tsc_clock_set(&c->clk, &m);
 }
 
+/* An arena the manifest names is gone. A final manifest's ("complete")
+ * is gone because the recorder drained it and then removed it (or put it
+ * in the arena pool): nothing is missing, nothing is said. Another's is
+ * counted for the caller's one sentence (a killed recording's dozens of
+ * processes would otherwise print a line each) and said in the process's
+ * own manifest only. */
+static void rec_arena_gone(struct rec_ctx *c, const char *arena, bool final)
+{
+	if (final)
+		return;
+	char msg[PATH_MAX + 160];
+	snprintf(msg, sizeof(msg),
+	         "the arena %s is gone: whatever its rings still held is not recovered", arena);
+	json_array_append_new(c->warnings, json_string(msg));
+	c->rep->arenas_gone++;
+}
+
 /* Opens the arena the manifest names into c->arena (left NULL when it is
  * gone, unreadable, not a regular file or another process's: said in the
  * warnings). The path is input: a device is not opened (root's O_RDWR
- * open, with its side effects, before ada_arena_open's fstat). */
-static void rec_arena_open(struct rec_ctx *c, const char *arena)
+ * open, with its side effects, before ada_arena_open's fstat). final: the
+ * manifest is the recorder's final one (rec_arena_gone). */
+static void rec_arena_open(struct rec_ctx *c, const char *arena, bool final)
 {
 	struct stat st;
 	int arc = !c->buf || !arena ? -ENOENT
 	          : lstat(arena, &st) == 0 && !S_ISREG(st.st_mode)
 	              ? -EINVAL
 	              : ada_arena_open(arena, &c->arena);
-	if (c->buf && arena && arc < 0) {
+	if (c->buf && arena && arc == -ENOENT) {
+		rec_arena_gone(c, arena, final);
+	} else if (c->buf && arena && arc < 0) {
 		char msg[PATH_MAX + 160];
 		if (arc == -EINVAL)
 			snprintf(
 			    msg, sizeof(msg),
 			    "ignored arena %s: not a regular file (not opened): events its rings "
 			    "still held are lost",
-			    arena);
-		else if (arc == -ENOENT)
-			snprintf(
-			    msg, sizeof(msg),
-			    "the arena %s is gone: whatever its rings still held is not recovered",
 			    arena);
 		else
 			snprintf(msg, sizeof(msg),
@@ -1122,7 +1083,7 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	if (named)
 		rec_say(&c, "the recorder died before writing this process's manifest: its arena "
 		            "was found in the session's arena directory and read");
-	rec_arena_open(&c, arena);
+	rec_arena_open(&c, arena, st0 && !strcmp(st0, "complete"));
 	if (c.arena && !json_object_get(man, "clock"))
 		rec_clock_of_arena(&c);
 	if (c.arena)

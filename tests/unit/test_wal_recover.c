@@ -13,6 +13,12 @@
  * and an empty directory of someone else's (/run/sshd) as its
  * arena_dir must leave that directory alone, and a device named as the
  * arena (/dev/watchdog arms on open) is not opened.
+ *
+ * A killed recording's processes the recorder had finalized ("complete")
+ * name arenas it removed once drained: recover says nothing of them. The
+ * arenas of processes it had not finalized that are gone are counted for
+ * one sentence (rep.arenas_gone) and named in each one's manifest, not
+ * one notice (a line on stderr) each.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -168,6 +174,57 @@ static void test_arena_device(void **state)
 	json_decref(man);
 }
 
+/* One process's directory with a manifest in state, naming arena. */
+static void recover_pid_naming(int pid, const char *state, const char *arena)
+{
+	char pid_dir[128];
+	snprintf(pid_dir, sizeof(pid_dir), "%s/pid_%d", dir, pid);
+	assert_int_equal(mkdir(pid_dir, 0700), 0);
+	json_t *m = ada_manifest_new(pid);
+	json_object_set_new(m, "state", json_string(state));
+	json_object_set_new(m, "clock", json_pack("{s:s}", "source", "clock_gettime"));
+	json_object_set_new(m, "arena", json_string(arena));
+	assert_int_equal(ada_manifest_write(pid_dir, m), 0);
+	json_decref(m);
+}
+
+static void gone_notice(void *arg, const char *sentence)
+{
+	(*(int *)arg) += strstr(sentence, "is gone") != NULL;
+}
+
+static void test_arenas_gone_counted(void **state)
+{
+	(void)state;
+	char arena[128];
+	for (int i = 0; i < 40; i++) { /* drained and finalized: removed */
+		snprintf(arena, sizeof(arena), "%s/shm/%d.ring", dir, RECOVER_PID - 1 - i);
+		recover_pid_naming(RECOVER_PID - 1 - i, "complete", arena);
+	}
+	for (int i = 0; i < 2; i++) { /* not finalized: genuinely missing */
+		snprintf(arena, sizeof(arena), "%s/shm/%d.ring", dir, RECOVER_PID - 100 - i);
+		recover_pid_naming(RECOVER_PID - 100 - i, "recording", arena);
+	}
+	int notices = 0;
+	struct ada_recover_report rep = {.notice = gone_notice, .notice_arg = &notices};
+	assert_int_equal(ada_wal_recover(dir, &rep), 0);
+	assert_int_equal(rep.pids, 42);
+	assert_int_equal(notices, 0);
+	assert_int_equal(rep.arenas_gone, 2);
+	char pid_dir[128];
+	json_t *man = NULL;
+	snprintf(pid_dir, sizeof(pid_dir), "%s/pid_%d", dir, RECOVER_PID - 100);
+	assert_int_equal(ada_manifest_read(pid_dir, &man), 0);
+	char *w = json_dumps(json_object_get(man, "warnings"), 0);
+	assert_non_null(strstr(w, "is gone: whatever its rings still held is not recovered"));
+	free(w);
+	json_decref(man);
+	snprintf(pid_dir, sizeof(pid_dir), "%s/pid_%d", dir, RECOVER_PID - 1);
+	assert_int_equal(ada_manifest_read(pid_dir, &man), 0);
+	assert_string_equal(ada_manifest_state(man), "complete"); /* untouched */
+	json_decref(man);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -175,6 +232,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_arena_dir_not_ours, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_arena_dir_removed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_arena_device, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_arenas_gone_counted, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
