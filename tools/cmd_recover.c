@@ -68,12 +68,11 @@ static void recover_print(const struct ada_recover_report *r, const char *dir)
 		        r->quarantined, r->quarantined == 1 ? "" : "s",
 		        (unsigned long long)r->corrupt_drops);
 	if (r->ring_records_rejected || r->events_skipped_by_time)
-		ada_log(
-		    "%u ring record%s of pid_N/.ring_slots did not fit their ring and were not "
-		    "used; %llu ring events no later than their file's last event were taken as "
-		    "already on disk (see the manifests' warnings)",
-		    r->ring_records_rejected, r->ring_records_rejected == 1 ? "" : "s",
-		    (unsigned long long)r->events_skipped_by_time);
+		ada_log("%u ring record%s of pid_N/.ring_slots (an earlier file's, or not fitting "
+		        "their ring) not used; %llu ring events no later than their file's last "
+		        "event were taken as already on disk (see the manifests' warnings)",
+		        r->ring_records_rejected, r->ring_records_rejected == 1 ? "" : "s",
+		        (unsigned long long)r->events_skipped_by_time);
 }
 
 int cmd_recover(int argc, char **argv)

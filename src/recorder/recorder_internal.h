@@ -915,7 +915,11 @@ void wal_ring_table_close(struct wal_proc *p);
 struct wal_ring_base {
 	uint32_t slot, seq, gen;
 	uint64_t base;
+	/* The G the file gets when rotated (index.g<G>.atf): a record whose
+	 * G names a file already rotated is stale (ring_table.c). */
+	uint32_t file_gen;
 };
+#define WAL_RING_FILE_GEN_NONE UINT32_MAX /* an ARS1 record: not known */
 struct wal_ring_table {
 	bool found;              /* a .ring_slots was read */
 	struct wal_ring_base *v; /* the records that passed the checks, by seq */
@@ -924,6 +928,15 @@ struct wal_ring_table {
 };
 void wal_ring_table_load(const char *pid_dir, struct wal_ring_table *tb);
 bool wal_ring_table_find(const struct wal_ring_table *tb, uint32_t seq, struct wal_ring_base *out);
+/* Thread seq's record: tb's, or in a session recorded before the table
+ * thread_dir/.ring_base's (its file generation not known). */
+bool wal_ring_table_lookup(const struct wal_ring_table *tb, const char *thread_dir, uint32_t seq,
+                           struct wal_ring_base *out);
+/* True when a record of file generation file_gen is stale: one of the
+ * thread's index file names (n of them) is index.g<G>.atf with G at or
+ * past it, the file it described rotated since (a rotation's put that
+ * failed left it); its base is not the current file's. */
+bool wal_ring_table_rotated(uint32_t file_gen, char *const *names, size_t n);
 void wal_ring_table_remove(const char *pid_dir);
 void wal_ring_table_free(struct wal_ring_table *tb);
 

@@ -196,31 +196,20 @@ struct rec_side {
 	bool ok;
 	uint32_t slot, gen;
 	uint64_t base;
+	uint32_t file_gen; /* WAL_RING_FILE_GEN_NONE: not known */
 };
 
-/* Which ring positions thread seq's index.atf holds: its record in
- * pid_N/.ring_slots (ring_table.c); in sessions recorded before that,
- * thread_K/.ring_base, one text line the drain wrote per thread. */
+/* Which ring positions thread seq's index.atf holds (ring_table.c). */
 static void rec_sidecar(struct rec_ctx *c, const char *dir, uint32_t seq, struct rec_side *sd)
 {
 	struct wal_ring_base b;
-	if (wal_ring_table_find(&c->ring_table, seq, &b)) {
-		*sd = (struct rec_side){.ok = true, .slot = b.slot, .gen = b.gen, .base = b.base};
-		return;
-	}
-	char path[PATH_MAX + 16];
-	snprintf(path, sizeof(path), "%s/.ring_base", dir);
-	int fd = -1;
-	FILE *fp = NULL;
-	unsigned long long base;
 	memset(sd, 0, sizeof(*sd));
-	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0 && !(fp = fdopen(fd, "r")))
-		close(fd);
-	if (!fp)
-		return;
-	sd->ok = fscanf(fp, "slot %u generation %u base %llu", &sd->slot, &sd->gen, &base) == 3;
-	sd->base = base;
-	fclose(fp);
+	if (wal_ring_table_lookup(&c->ring_table, dir, seq, &b))
+		*sd = (struct rec_side){.ok = true,
+		                        .slot = b.slot,
+		                        .gen = b.gen,
+		                        .base = b.base,
+		                        .file_gen = b.file_gen};
 }
 
 static int rec_slot_of(struct rec_ctx *c, uint32_t seq, const struct rec_side *sd,
@@ -619,6 +608,24 @@ static void rec_thread_note(struct rec_ctx *c, json_t *t, uint32_t seq, int slot
 	json_array_append_new(c->threads, t);
 }
 
+/* A record of a file rotated since (wal_ring_table_rotated): not used
+ * (counted, said); the file's end by time decides. */
+static void rec_side_stale(struct rec_ctx *c, const struct rec_names *names, uint32_t seq,
+                           struct rec_side *sd)
+{
+	if (!sd->ok || !wal_ring_table_rotated(sd->file_gen, names->v, names->n))
+		return;
+	sd->ok = false;
+	char msg[320];
+	snprintf(msg, sizeof(msg),
+	         "pid %d thread %u: its ring record is that of index.g%u.atf, a file rotated "
+	         "since (its current file's record was not written: a put that failed, or the "
+	         "recorder died first): not used; the file's last event's time tells where it ends",
+	         (int)c->pid, seq, sd->file_gen);
+	c->rep->ring_records_rejected++;
+	rec_say(c, msg);
+}
+
 /* Finalizes the generations and the current file of one thread dir. */
 static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 {
@@ -632,6 +639,7 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 	struct ada_slot_info si = {0};
 	struct rec_side sd;
 	rec_sidecar(c, dir, seq, &sd);
+	rec_side_stale(c, &names, seq, &sd);
 	int slot = -1;
 	if (c->arena && !c->arena_bad)
 		WAL_GUARDED(c->arena, slot = rec_slot_of(c, seq, &sd, &si), c->arena_bad = true);
