@@ -108,8 +108,8 @@ static void status_shm_live(struct status_tot *t, const char *arena_dir)
 	       "processes untraced, %llu with smaller detail rings, %llu delayed\n",
 	       (double)v.reserved / 1048576.0, (unsigned long long)v.arenas,
 	       (double)v.ceiling / 1048576.0, (double)v.peak / 1048576.0,
-	       (unsigned long long)v.refused_procs, (unsigned long long)v.reduced_procs,
-	       (unsigned long long)v.waited_procs);
+	       (unsigned long long)(v.refused_procs + v.failed_procs),
+	       (unsigned long long)v.reduced_procs, (unsigned long long)v.waited_procs);
 	t->live_shm = true;
 	t->untraced = v.refused_procs + v.failed_procs; /* the ceiling's, and arenas not made */
 	t->reduced = v.reduced_procs;
