@@ -166,7 +166,9 @@ class Rec:
 
     def kill(self):
         if self.p.poll() is None:
-            kids = children_of(self.p.pid)
+            # /proc's children lists need CONFIG_PROC_CHILDREN: the target's
+            # own pid, once it said it, too.
+            kids = set(children_of(self.p.pid)) | ({self.pid} if getattr(self, "pid", 0) else set())
             self.p.kill()
             self.p.wait()
             self.sweep(kids)
