@@ -295,7 +295,7 @@ static void fmt_over_budget(FILE *f, json_t *ob)
  * sentences of the summary and the manifests, one a line. */
 static void fmt_shm(FILE *f, json_t *shm)
 {
-	const char *keys[] = {"reduced_why", "untraced_why"};
+	const char *keys[] = {"reduced_why", "untraced_why", "arena_failed_why"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const char *why = json_string_value(json_object_get(shm, keys[i]));
 		if (why)
@@ -475,8 +475,10 @@ static void man_add_shm(json_t *st, json_t *man)
 	json_t *shm = json_object_get(man, "shm"), *had = json_object_get(st, "shm");
 	if (json_is_object(shm) &&
 	    (!json_is_object(had) ||
-	     fmt_int(shm, "untraced_processes") + fmt_int(shm, "reduced_processes") >=
-	         fmt_int(had, "untraced_processes") + fmt_int(had, "reduced_processes")))
+	     fmt_int(shm, "untraced_processes") + fmt_int(shm, "reduced_processes") +
+	             fmt_int(shm, "arena_failed_processes") >=
+	         fmt_int(had, "untraced_processes") + fmt_int(had, "reduced_processes") +
+	             fmt_int(had, "arena_failed_processes")))
 		json_object_set(st, "shm", shm);
 }
 

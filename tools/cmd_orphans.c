@@ -37,16 +37,21 @@ static void orphans_pooled(const struct ada_orphan *o, char *out, size_t cap)
 static void orphans_recovered(const struct ada_orphan *o, const char *when)
 {
 	const struct ada_recover_report *r = o->rep;
-	char unread[96] = "", pooled[96];
+	char unread[96] = "", pooled[96], gone[128] = "";
 	if (o->unread)
 		snprintf(unread, sizeof(unread), "; %u arena%s no manifest named removed unread",
 		         o->unread, o->unread == 1 ? "" : "s");
+	if (r->arenas_gone)
+		snprintf(gone, sizeof(gone),
+		         "; the arena of %u process%s was gone (what its rings held is not "
+		         "recovered: see the manifests' warnings)",
+		         r->arenas_gone, r->arenas_gone == 1 ? "" : "es");
 	orphans_pooled(o, pooled, sizeof(pooled));
 	ada_log("recovered the recording of %s whose recorder was killed: %s, %u process%s, "
-	        "%llu events (%llu from its shared memory)%s%s%s",
+	        "%llu events (%llu from its shared memory)%s%s%s%s",
 	        when, o->session_dir, r->pids, r->pids == 1 ? "" : "es",
 	        (unsigned long long)r->events_on_disk, (unsigned long long)r->events_from_arena,
-	        r->errors ? "; some files could not be repaired" : "", unread, pooled);
+	        r->errors ? "; some files could not be repaired" : "", unread, gone, pooled);
 }
 
 static void orphans_found(void *arg, const struct ada_orphan *o)

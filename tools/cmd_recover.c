@@ -41,6 +41,40 @@ static int recover_lock_wait(const char *dir, int *lock)
 	return rc;
 }
 
+/* What was recovered, and what was not: one line each. */
+static void recover_print(const struct ada_recover_report *r, const char *dir)
+{
+	fprintf(stderr,
+	        "ada: recovered %u process%s, %u files, %llu events on disk + %llu from %u "
+	        "leftover arena%s%s\n",
+	        r->pids, r->pids == 1 ? "" : "es", r->files, (unsigned long long)r->events_on_disk,
+	        (unsigned long long)r->events_from_arena, r->arenas_found,
+	        r->arenas_found == 1 ? "" : "s",
+	        r->errors ? " (some files could not be repaired)" : "");
+	/* One sentence for all: each process's manifest names its arena. */
+	if (r->arenas_gone)
+		ada_log("%u process%s not finalized by the recorder had no arena left: what %s "
+		        "rings still held is not recovered (each one's manifest names its arena in "
+		        "its warnings)",
+		        r->arenas_gone, r->arenas_gone == 1 ? "" : "es",
+		        r->arenas_gone == 1 ? "its" : "their");
+	if (r->links_skipped)
+		ada_log("skipped %u symbolic link%s in '%s' (ada never follows or writes through a "
+		        "link it did not create)",
+		        r->links_skipped, r->links_skipped == 1 ? "" : "s", dir);
+	if (r->quarantined)
+		ada_log("%u thread%s broke the ring protocol: %llu events counted as corrupt drops "
+		        "(see the manifests' \"quarantined\")",
+		        r->quarantined, r->quarantined == 1 ? "" : "s",
+		        (unsigned long long)r->corrupt_drops);
+	if (r->ring_records_rejected || r->events_skipped_by_time)
+		ada_log("%u ring record%s of pid_N/.ring_slots (an earlier file's, or not fitting "
+		        "their ring) not used; %llu ring events no later than their file's last "
+		        "event were taken as already on disk (see the manifests' warnings)",
+		        r->ring_records_rejected, r->ring_records_rejected == 1 ? "" : "s",
+		        (unsigned long long)r->events_skipped_by_time);
+}
+
 int cmd_recover(int argc, char **argv)
 {
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
@@ -95,28 +129,6 @@ int cmd_recover(int argc, char **argv)
 		ada_log("cannot recover '%s': %s", argv[1], strerror(-rc));
 		return 1;
 	}
-	fprintf(stderr,
-	        "ada: recovered %u process%s, %u files, %llu events on disk + %llu from %u "
-	        "leftover arena%s%s\n",
-	        rep.pids, rep.pids == 1 ? "" : "es", rep.files,
-	        (unsigned long long)rep.events_on_disk, (unsigned long long)rep.events_from_arena,
-	        rep.arenas_found, rep.arenas_found == 1 ? "" : "s",
-	        rep.errors ? " (some files could not be repaired)" : "");
-	if (rep.links_skipped)
-		ada_log("skipped %u symbolic link%s in '%s' (ada never follows or writes through a "
-		        "link it did not create)",
-		        rep.links_skipped, rep.links_skipped == 1 ? "" : "s", argv[1]);
-	if (rep.quarantined)
-		ada_log("%u thread%s broke the ring protocol: %llu events counted as corrupt drops "
-		        "(see the manifests' \"quarantined\")",
-		        rep.quarantined, rep.quarantined == 1 ? "" : "s",
-		        (unsigned long long)rep.corrupt_drops);
-	if (rep.ring_records_rejected || rep.events_skipped_by_time)
-		ada_log(
-		    "%u ring record%s of pid_N/.ring_slots did not fit their ring and were not "
-		    "used; %llu ring events no later than their file's last event were taken as "
-		    "already on disk (see the manifests' warnings)",
-		    rep.ring_records_rejected, rep.ring_records_rejected == 1 ? "" : "s",
-		    (unsigned long long)rep.events_skipped_by_time);
+	recover_print(&rep, argv[1]);
 	return rep.errors ? 1 : 0;
 }

@@ -108,10 +108,10 @@ static void status_shm_live(struct status_tot *t, const char *arena_dir)
 	       "processes untraced, %llu with smaller detail rings, %llu delayed\n",
 	       (double)v.reserved / 1048576.0, (unsigned long long)v.arenas,
 	       (double)v.ceiling / 1048576.0, (double)v.peak / 1048576.0,
-	       (unsigned long long)v.refused_procs, (unsigned long long)v.reduced_procs,
-	       (unsigned long long)v.waited_procs);
+	       (unsigned long long)(v.refused_procs + v.failed_procs),
+	       (unsigned long long)v.reduced_procs, (unsigned long long)v.waited_procs);
 	t->live_shm = true;
-	t->untraced = v.refused_procs;
+	t->untraced = v.refused_procs + v.failed_procs; /* the ceiling's, and arenas not made */
 	t->reduced = v.reduced_procs;
 	t->shm_ceiling = v.ceiling;
 	t->shm_peak = v.peak;
@@ -311,8 +311,10 @@ static void status_add_done(json_t *man, struct status_tot *t)
 	if (status_int(shm, "pid_reused_arenas") > t->pid_reused)
 		t->pid_reused = status_int(shm, "pid_reused_arenas");
 	if (!t->live_shm) { /* each manifest has the session's counts when written */
-		if (status_int(shm, "untraced_processes") > t->untraced)
-			t->untraced = status_int(shm, "untraced_processes");
+		uint64_t untraced = status_int(shm, "untraced_processes") +
+		                    status_int(shm, "arena_failed_processes");
+		if (untraced > t->untraced)
+			t->untraced = untraced;
 		if (status_int(shm, "reduced_processes") > t->reduced)
 			t->reduced = status_int(shm, "reduced_processes");
 		if (status_int(shm, "peak_bytes") > t->shm_peak)

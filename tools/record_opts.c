@@ -551,6 +551,8 @@ static void record_print_left_out(const struct ada_record_summary *s)
 		fprintf(stderr, "ada: %s\n", why);
 	if (ada_shm_budget_untraced_why(&s->shm, why, sizeof(why)))
 		fprintf(stderr, "ada: %s\n", why);
+	if (ada_shm_budget_failed_why(&s->shm, why, sizeof(why)))
+		fprintf(stderr, "ada: %s\n", why);
 	if (s->pid_reused)
 		fprintf(
 		    stderr,

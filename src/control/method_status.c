@@ -235,6 +235,10 @@ static json_t *status_shm(const struct ada_recorder_live *v)
 	json_object_set_new(o, "untraced_why",
 	                    ada_shm_budget_untraced_why(s, why, sizeof(why)) ? json_string(why)
 	                                                                     : json_null());
+	json_object_set_new(o, "arena_failed_processes", json_integer((json_int_t)s->failed_procs));
+	json_object_set_new(o, "arena_failed_why",
+	                    ada_shm_budget_failed_why(s, why, sizeof(why)) ? json_string(why)
+	                                                                   : json_null());
 	return o;
 }
 

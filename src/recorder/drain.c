@@ -396,6 +396,9 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 		t->retired_gens++;
 		wal_budget_retired(r, s.events, s.bytes);
 		wal_retention_save(t->p, t);
+		/* Its G is used up all the same: every index.atf has a file
+		 * generation of its own (the ring table's records, ring_table.c). */
+		t->next_gen++;
 	}
 	t->base_seq += s.events;
 	int rc = drain_thread_file(r, t);

@@ -277,8 +277,19 @@ void wal_live_proc_retiring(struct ada_recorder *r, size_t i)
 	live_sync(r); /* folded before it goes, if it was not */
 	if (i < r->live->seen)
 		r->live->seen--;
+	else if (i < r->nprocs)
+		/* live_sync stopped before it (the running list could not
+		 * grow): never looked at, folded now, or its counts would leave
+		 * the view with it. Retired processes are finished. */
+		live_fold(r, r->procs[i]);
 	if (r->live->nprocs)
 		r->live->nprocs--; /* not a change the view must be built for */
+}
+
+void wal_live_finished_sums(const struct ada_recorder *r, uint32_t *procs, uint64_t *events)
+{
+	*procs = r->live ? r->live->fin.procs : 0;
+	*events = r->live ? r->live->fin.events : 0;
 }
 
 /* After the running processes, the most recently finished ones while

@@ -399,6 +399,10 @@ static void man_shm_short(json_t *o, const struct ada_shm_budget_view *v)
 	json_object_set_new(o, "untraced_why",
 	                    ada_shm_budget_untraced_why(v, why, sizeof(why)) ? json_string(why)
 	                                                                     : json_null());
+	json_object_set_new(o, "arena_failed_processes", json_integer((json_int_t)v->failed_procs));
+	json_object_set_new(o, "arena_failed_why",
+	                    ada_shm_budget_failed_why(v, why, sizeof(why)) ? json_string(why)
+	                                                                   : json_null());
 }
 
 /* The recording's shared memory at the time of writing (shm.c). */

@@ -513,6 +513,7 @@ struct wal_shm {
 	struct ada_shm_budget_view last; /* its last values, once closed */
 	bool told;                       /* said that a process ran untraced */
 	bool told_reduced;               /* said that one got smaller detail rings */
+	bool told_failed;                /* said that one could not make its arena */
 	uint32_t leftover;               /* entries the end found in the arena dir */
 	/* The arena directory, opened at the start and kept for the end: a
 	 * recorder at its limit of open files must still list it to empty it
@@ -914,7 +915,11 @@ void wal_ring_table_close(struct wal_proc *p);
 struct wal_ring_base {
 	uint32_t slot, seq, gen;
 	uint64_t base;
+	/* The G the file gets when rotated (index.g<G>.atf): a record whose
+	 * G names a file already rotated is stale (ring_table.c). */
+	uint32_t file_gen;
 };
+#define WAL_RING_FILE_GEN_NONE UINT32_MAX /* an ARS1 record: not known */
 struct wal_ring_table {
 	bool found;              /* a .ring_slots was read */
 	struct wal_ring_base *v; /* the records that passed the checks, by seq */
@@ -923,6 +928,15 @@ struct wal_ring_table {
 };
 void wal_ring_table_load(const char *pid_dir, struct wal_ring_table *tb);
 bool wal_ring_table_find(const struct wal_ring_table *tb, uint32_t seq, struct wal_ring_base *out);
+/* Thread seq's record: tb's, or in a session recorded before the table
+ * thread_dir/.ring_base's (its file generation not known). */
+bool wal_ring_table_lookup(const struct wal_ring_table *tb, const char *thread_dir, uint32_t seq,
+                           struct wal_ring_base *out);
+/* True when a record of file generation file_gen is stale: one of the
+ * thread's index file names (n of them) is index.g<G>.atf with G at or
+ * past it, the file it described rotated since (a rotation's put that
+ * failed left it); its base is not the current file's. */
+bool wal_ring_table_rotated(uint32_t file_gen, char *const *names, size_t n);
 void wal_ring_table_remove(const char *pid_dir);
 void wal_ring_table_free(struct wal_ring_table *tb);
 
@@ -945,6 +959,9 @@ void wal_live_publish(struct ada_recorder *r, bool force, bool ended);
  * view waiting for a reader to leave): the next 10 ms tick publishes it,
  * so the drain does not sleep past that tick. */
 bool wal_live_stale(const struct ada_recorder *r);
+/* The finished processes the view has folded so far: how many, and their
+ * events (test_wal_live_retire). */
+void wal_live_finished_sums(const struct ada_recorder *r, uint32_t *procs, uint64_t *events);
 
 /* keysym_sets.c: the recorder's key-symbol sets (drain tick, manifest). */
 struct ada_keysym_spec;
@@ -1098,6 +1115,18 @@ static inline void wal_flight_feed(struct wal_thread *t, const struct atf_index_
 /* Atomically replaces manifest.json in the directory dirfd (a private
  * temporary file with an unpredictable name + renameat; fs.h). */
 int wal_json_write_atomic(int dirfd, json_t *root);
+
+/* ---- ada recover's steps on files (recover_files.c) ---------------------- */
+
+/* qsort order of index file names: index.g<G>.atf by G, index.atf last. */
+int rec_gen_cmp(const void *a, const void *b);
+/* The first len bytes of fd are zeros, or fewer exist: a header never
+ * written (the recorder died between the file's creation and it). */
+bool rec_never_written(int fd, size_t len);
+/* A new index.atf in thread directory tfd, the drain's header: 0, -errno. */
+int rec_new_index(int tfd, uint32_t tid, uint8_t arch);
+/* pid_dir's manifest, or a new one when it is lost or damaged. */
+json_t *rec_manifest_load(const char *pid_dir);
 
 /* ---- ada recover's arena search (recover_find.c) ------------------------ */
 

@@ -196,31 +196,20 @@ struct rec_side {
 	bool ok;
 	uint32_t slot, gen;
 	uint64_t base;
+	uint32_t file_gen; /* WAL_RING_FILE_GEN_NONE: not known */
 };
 
-/* Which ring positions thread seq's index.atf holds: its record in
- * pid_N/.ring_slots (ring_table.c); in sessions recorded before that,
- * thread_K/.ring_base, one text line the drain wrote per thread. */
+/* Which ring positions thread seq's index.atf holds (ring_table.c). */
 static void rec_sidecar(struct rec_ctx *c, const char *dir, uint32_t seq, struct rec_side *sd)
 {
 	struct wal_ring_base b;
-	if (wal_ring_table_find(&c->ring_table, seq, &b)) {
-		*sd = (struct rec_side){.ok = true, .slot = b.slot, .gen = b.gen, .base = b.base};
-		return;
-	}
-	char path[PATH_MAX + 16];
-	snprintf(path, sizeof(path), "%s/.ring_base", dir);
-	int fd = -1;
-	FILE *fp = NULL;
-	unsigned long long base;
 	memset(sd, 0, sizeof(*sd));
-	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0 && !(fp = fdopen(fd, "r")))
-		close(fd);
-	if (!fp)
-		return;
-	sd->ok = fscanf(fp, "slot %u generation %u base %llu", &sd->slot, &sd->gen, &base) == 3;
-	sd->base = base;
-	fclose(fp);
+	if (wal_ring_table_lookup(&c->ring_table, dir, seq, &b))
+		*sd = (struct rec_side){.ok = true,
+		                        .slot = b.slot,
+		                        .gen = b.gen,
+		                        .base = b.base,
+		                        .file_gen = b.file_gen};
 }
 
 static int rec_slot_of(struct rec_ctx *c, uint32_t seq, const struct rec_side *sd,
@@ -267,15 +256,6 @@ static void rec_note_file(struct rec_ctx *c, json_t *files, const char *name,
 	c->rep->events_on_disk += s->events;
 }
 
-static int rec_gen_cmp(const void *a, const void *b)
-{
-	const char *x = *(char *const *)a, *y = *(char *const *)b;
-	uint32_t gx = UINT32_MAX, gy = UINT32_MAX;
-	sscanf(x, "index.g%u.atf", &gx);
-	sscanf(y, "index.g%u.atf", &gy);
-	return gx < gy ? -1 : gx > gy;
-}
-
 /* What de is, never following it; links are counted (recover says so). */
 static enum ada_fs_kind rec_kind(struct rec_ctx *c, DIR *d, const struct dirent *de)
 {
@@ -298,24 +278,6 @@ static int rec_crash_marker(struct rec_ctx *c, struct ada_wal_disk_file *rf)
 	    .detail_seq = ATF_NO_DETAIL,
 	};
 	return ada_wal_disk_append(rf, &e, 1); /* clamps the time to the last event's */
-}
-
-/* True when the first len bytes of fd hold nothing but zeros, or fewer
- * than len bytes exist: the recorder died between creating the file and
- * writing its header (segment.c and detail_file.c write the header before
- * anything else, synchronously), so nothing was ever written into it. */
-static bool rec_never_written(int fd, size_t len)
-{
-	unsigned char b[ATF_HEADER_SIZE];
-	if (len > sizeof(b))
-		len = sizeof(b);
-	ssize_t got = pread(fd, b, len, 0);
-	if (got < 0)
-		return false;
-	for (ssize_t i = 0; i < got; i++)
-		if (b[i])
-			return false;
-	return true;
 }
 
 /* A headerless index file gets the header the drain would have written
@@ -532,20 +494,6 @@ static void rec_open_frames(struct rec_ctx *c, const char *path, uint32_t seq, u
 	free(fn);
 }
 
-/* A new index.atf in the thread directory tfd with the header the drain
- * writes: 0 or -errno. */
-static int rec_new_index(int tfd, uint32_t tid, uint8_t arch)
-{
-	int fd = -1, rc = ada_fs_create(tfd, "index.atf", O_RDWR, &fd);
-	if (rc < 0)
-		return rc;
-	struct atf_index_header h;
-	wal_fill_header(&h, tid, arch, ATF_CLOCK_BOOTTIME);
-	rc = wal_pwrite_all(fd, &h, sizeof(h), 0);
-	close(fd);
-	return rc;
-}
-
 /* The recorder was killed as it rotated: the old index.atf is a
  * generation already and the new one was never created, while the slot's
  * ring still holds what came after. Makes the file (true when it did), so
@@ -660,6 +608,24 @@ static void rec_thread_note(struct rec_ctx *c, json_t *t, uint32_t seq, int slot
 	json_array_append_new(c->threads, t);
 }
 
+/* A record of a file rotated since (wal_ring_table_rotated): not used
+ * (counted, said); the file's end by time decides. */
+static void rec_side_stale(struct rec_ctx *c, const struct rec_names *names, uint32_t seq,
+                           struct rec_side *sd)
+{
+	if (!sd->ok || !wal_ring_table_rotated(sd->file_gen, names->v, names->n))
+		return;
+	sd->ok = false;
+	char msg[320];
+	snprintf(msg, sizeof(msg),
+	         "pid %d thread %u: its ring record is that of index.g%u.atf, a file rotated "
+	         "since (its current file's record was not written: a put that failed, or the "
+	         "recorder died first): not used; the file's last event's time tells where it ends",
+	         (int)c->pid, seq, sd->file_gen);
+	c->rep->ring_records_rejected++;
+	rec_say(c, msg);
+}
+
 /* Finalizes the generations and the current file of one thread dir. */
 static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 {
@@ -673,6 +639,7 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 	struct ada_slot_info si = {0};
 	struct rec_side sd;
 	rec_sidecar(c, dir, seq, &sd);
+	rec_side_stale(c, &names, seq, &sd);
 	int slot = -1;
 	if (c->arena && !c->arena_bad)
 		WAL_GUARDED(c->arena, slot = rec_slot_of(c, seq, &sd, &si), c->arena_bad = true);
@@ -936,19 +903,6 @@ static int rec_thread_dirs(struct rec_ctx *c, const char *pid_dir)
 	return 0;
 }
 
-/* pid_dir's manifest, or a new one when it is lost or damaged. */
-static json_t *rec_manifest_load(const char *pid_dir)
-{
-	json_t *man = NULL;
-	if (ada_manifest_read(pid_dir, &man) < 0 || !man) {
-		unsigned pid = 0;
-		const char *b = strrchr(pid_dir, '/');
-		sscanf(b ? b + 1 : pid_dir, "pid_%u", &pid);
-		man = ada_manifest_new((int32_t)pid); /* lost or damaged: start anew */
-	}
-	return man;
-}
-
 /* Another machine's counter and no anchor in the manifest (the recorder
  * died before it wrote one): the arena's own, when it states a usable
  * frequency (ada_arena_origin). */
@@ -966,29 +920,44 @@ static void rec_clock_foreign(struct rec_ctx *c)
 	ada_tsc_clock_set(&c->clk, &m);
 }
 
+/* An arena the manifest names is gone. A final manifest's ("complete")
+ * is gone because the recorder drained it and then removed it (or put it
+ * in the arena pool): nothing is missing, nothing is said. Another's is
+ * counted for the caller's one sentence (a killed recording's dozens of
+ * processes would otherwise print a line each) and said in the process's
+ * own manifest only. */
+static void rec_arena_gone(struct rec_ctx *c, const char *arena, bool final)
+{
+	if (final)
+		return;
+	char msg[PATH_MAX + 160];
+	snprintf(msg, sizeof(msg),
+	         "the arena %s is gone: whatever its rings still held is not recovered", arena);
+	json_array_append_new(c->warnings, json_string(msg));
+	c->rep->arenas_gone++;
+}
+
 /* Opens the arena the manifest names into c->arena (left NULL when it is
  * gone, unreadable, not a regular file or another process's: said in the
  * warnings). The path is input: a device is not opened (root's O_RDWR
- * open, with its side effects, before ada_arena_open's fstat). */
-static void rec_arena_open(struct rec_ctx *c, const char *arena)
+ * open, with its side effects, before ada_arena_open's fstat). final: the
+ * manifest is the recorder's final one (rec_arena_gone). */
+static void rec_arena_open(struct rec_ctx *c, const char *arena, bool final)
 {
 	struct stat st;
 	int arc = !c->buf || !arena ? -ENOENT
 	          : lstat(arena, &st) == 0 && !S_ISREG(st.st_mode)
 	              ? -EINVAL
 	              : ada_arena_open(arena, &c->arena);
-	if (c->buf && arena && arc < 0) {
+	if (c->buf && arena && arc == -ENOENT) {
+		rec_arena_gone(c, arena, final);
+	} else if (c->buf && arena && arc < 0) {
 		char msg[PATH_MAX + 160];
 		if (arc == -EINVAL)
 			snprintf(
 			    msg, sizeof(msg),
 			    "ignored arena %s: not a regular file (not opened): events its rings "
 			    "still held are lost",
-			    arena);
-		else if (arc == -ENOENT)
-			snprintf(
-			    msg, sizeof(msg),
-			    "the arena %s is gone: whatever its rings still held is not recovered",
 			    arena);
 		else
 			snprintf(msg, sizeof(msg),
@@ -1122,7 +1091,7 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	if (named)
 		rec_say(&c, "the recorder died before writing this process's manifest: its arena "
 		            "was found in the session's arena directory and read");
-	rec_arena_open(&c, arena);
+	rec_arena_open(&c, arena, st0 && !strcmp(st0, "complete"));
 	if (c.arena && !json_object_get(man, "clock"))
 		rec_clock_of_arena(&c);
 	if (c.arena)

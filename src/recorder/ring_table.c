@@ -5,11 +5,22 @@
  * recorder's writes are in the page cache) each time the drain opens a
  * thread's index.atf (the thread's start and each rotation):
  *
- *   u32 magic "ARS1" | u32 slot | u32 thread_seq | u32 generation |
- *   u64 base | u32 crc32 of the 24 bytes before | u32 0
+ *   u32 magic "ARS2" | u32 slot | u32 thread_seq | u32 generation |
+ *   u64 base | u32 crc32 of the 24 bytes before | u32 file generation
  *
  * "file event i is ring position base + i of slot `slot` while it holds
- * generation `generation` of thread `thread_seq`". A slot a later thread
+ * generation `generation` of thread `thread_seq`, in the index.atf that
+ * becomes index.g<file generation>.atf when it is rotated". The file
+ * generation is what tells a stale record from the current file's: a
+ * rotation's put that fails leaves the record of the file before, whose
+ * base is not the current file's; recover, finding index.g<G>.atf with G
+ * at or past the record's file generation, knows the record is that
+ * rotated file's and does not use it (its base taken for the current
+ * file's would read ring events already on disk a second time). Each
+ * index.atf the drain opens has a file generation of its own (a rotation
+ * that could not keep its file as a generation skips its G too).
+ * "ARS1" records (recorders before this; the last word 0) have none: used
+ * as before. A slot a later thread
  * takes gets that thread's record over the earlier one's, whose file is
  * final by then (a slot is freed only once its ring is empty); recover
  * checks a record against the arena's slot (same thread, same generation)
@@ -39,13 +50,14 @@
 #include "recorder_internal.h"
 
 #define RING_TABLE_NAME ".ring_slots"
-#define RING_TABLE_MAGIC 0x31535241u /* "ARS1" */
-#define RING_TABLE_CHUNK 256u        /* records read at a time */
+#define RING_TABLE_MAGIC1 0x31535241u /* "ARS1": no file generation */
+#define RING_TABLE_MAGIC 0x32535241u  /* "ARS2" */
+#define RING_TABLE_CHUNK 256u         /* records read at a time */
 
 struct ring_table_rec {
 	uint32_t magic, slot, seq, gen;
 	uint64_t base;
-	uint32_t crc, zero;
+	uint32_t crc, file_gen; /* ARS1: 0 */
 };
 _Static_assert(sizeof(struct ring_table_rec) == WAL_RING_TABLE_REC, "32-byte records");
 
@@ -82,6 +94,7 @@ static int ring_table_write(struct wal_proc *p, const struct wal_thread *t)
 	    .seq = t->seq,
 	    .gen = t->slot_gen,
 	    .base = t->ring_next,
+	    .file_gen = t->next_gen, /* its name once rotated */
 	};
 	rec.crc = ring_table_crc(&rec);
 	off_t at = (off_t)t->slot * WAL_RING_TABLE_REC;
@@ -140,8 +153,8 @@ void wal_ring_table_drop(struct wal_proc *p)
 /* One record read back: true when it is one the drain wrote for slot s. */
 static bool ring_table_check(const struct ring_table_rec *r, uint32_t s)
 {
-	return r->magic == RING_TABLE_MAGIC && r->slot == s && r->zero == 0 &&
-	       r->crc == ring_table_crc(r);
+	return (r->magic == RING_TABLE_MAGIC || (r->magic == RING_TABLE_MAGIC1 && !r->file_gen)) &&
+	       r->slot == s && r->crc == ring_table_crc(r);
 }
 
 static int ring_table_cmp(const void *a, const void *b)
@@ -175,7 +188,12 @@ static void ring_table_read(int fd, uint64_t size, struct wal_ring_table *tb)
 				continue;
 			}
 			tb->v[tb->n++] = (struct wal_ring_base){
-			    .slot = r->slot, .seq = r->seq, .gen = r->gen, .base = r->base};
+			    .slot = r->slot,
+			    .seq = r->seq,
+			    .gen = r->gen,
+			    .base = r->base,
+			    .file_gen = r->magic == RING_TABLE_MAGIC ? r->file_gen
+			                                             : WAL_RING_FILE_GEN_NONE};
 		}
 		if (k == 0)
 			break;
@@ -208,6 +226,43 @@ bool wal_ring_table_find(const struct wal_ring_table *tb, uint32_t seq, struct w
 	if (b)
 		*out = *b;
 	return b != NULL;
+}
+
+/* Sessions recorded before the table: thread_K/.ring_base, one text line
+ * the drain wrote per thread (no file generation). */
+static bool ring_table_legacy(const char *dir, struct wal_ring_base *out)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%s/.ring_base", dir);
+	int fd = -1;
+	FILE *fp = NULL;
+	unsigned long long base;
+	if (ada_fs_open_file(AT_FDCWD, path, O_RDONLY, &fd) == 0 && !(fp = fdopen(fd, "r")))
+		close(fd);
+	if (!fp)
+		return false;
+	bool ok = fscanf(fp, "slot %u generation %u base %llu", &out->slot, &out->gen, &base) == 3;
+	out->base = base;
+	out->file_gen = WAL_RING_FILE_GEN_NONE;
+	fclose(fp);
+	return ok;
+}
+
+bool wal_ring_table_lookup(const struct wal_ring_table *tb, const char *thread_dir, uint32_t seq,
+                           struct wal_ring_base *out)
+{
+	return wal_ring_table_find(tb, seq, out) || ring_table_legacy(thread_dir, out);
+}
+
+bool wal_ring_table_rotated(uint32_t file_gen, char *const *names, size_t n)
+{
+	uint32_t g;
+	if (file_gen == WAL_RING_FILE_GEN_NONE)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (sscanf(names[i], "index.g%u.atf", &g) == 1 && g >= file_gen)
+			return true;
+	return false;
 }
 
 void wal_ring_table_remove(const char *pid_dir)

@@ -300,6 +300,15 @@ void wal_shm_tick(struct ada_recorder *r)
 		           (double)v.ceiling / 1048576.0,
 		           (unsigned long long)(v.reduced_detail_min >> 10));
 	}
+	if (v.failed_procs && !r->shm.told_failed) {
+		char why[512];
+		r->shm.told_failed = true;
+		ada_shm_budget_failed_why(&v, why, sizeof(why));
+		json_array_append_new(r->warnings,
+		                      json_string("processes could not make their arena: they ran "
+		                                  "untraced (shm.arena_failed_why says why)"));
+		wal_notice(r, "%s", why);
+	}
 	if (!v.refused_procs || r->shm.told)
 		return;
 	r->shm.told = true;

@@ -340,6 +340,25 @@ static void env_note_published(struct ada_arena *a, const char *path)
 	a->pub_path = strdup(path);
 }
 
+/* No arena for this process (err), for another reason than the ceiling
+ * (counted where it refused) or the recording's end (nothing to record
+ * then): counted in the recording's budget page, with its reason, so the
+ * recorder tells it (manifests, `ada status`, the summary line) and not
+ * only this process's stderr. A forked child uses its parent's mapping;
+ * another process maps the page for the count (none there: no recording
+ * to tell). */
+static void env_count_failed(const char *dir, struct ada_shm_budget *inherited, int err)
+{
+	if (err == -EDQUOT || err == -ESRCH)
+		return;
+	struct ada_shm_budget *b = inherited;
+	if (!b && ada_shm_budget_open_dir(dir, &b) != 0)
+		return;
+	ada_shm_budget_failed(b, err);
+	if (b != inherited)
+		ada_shm_budget_close(b);
+}
+
 int ada_producer_init_from_env(void)
 {
 	/* secure_getenv: a set-uid program must not take its arena from the
@@ -352,11 +371,14 @@ int ada_producer_init(const char *dir, const char *ring_config)
 	if (!dir || !*dir)
 		return -ENOENT;
 	struct ada_arena_config cfg;
-	if (env_config(ring_config, &cfg) != 0)
-		return -EINVAL;
 	struct env_inherit inh = {0};
 	if (env_forget_parent(&inh))
 		return 0;
+	if (env_config(ring_config, &cfg) != 0) {
+		env_count_failed(dir, inh.budget, -EINVAL);
+		ada_shm_budget_close(inh.budget);
+		return -EINVAL;
+	}
 	char ring[PATH_MAX], mine[PATH_MAX];
 	int pid = (int)getpid();
 	uint64_t ticks = env_start_ticks(inh.forked);
@@ -374,6 +396,7 @@ int ada_producer_init(const char *dir, const char *ring_config)
 		err = env_open_started(dir, ring, mine, &cfg, start, &inh, &reused, &a);
 	if (err) {
 		ada_arena_close(a);
+		env_count_failed(dir, inh.budget, err);
 		ada_shm_budget_close(inh.budget);
 		return err;
 	}

@@ -24,6 +24,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <linux/futex.h>
 #include <sys/stat.h>
@@ -75,6 +76,10 @@ struct ada_shm_budget {
 	/* The recorder derived the ceiling from the arena file system's free
 	 * space (ada_shm_budget_set_from_fs): the sentences say /dev/shm. */
 	uint32_t ceiling_from_fs;
+	/* Processes that could not make their arena for another reason than
+	 * the ceiling (ada_shm_budget_failed), and the first one's errno. */
+	_Atomic uint32_t failed_errno;
+	_Atomic uint64_t failed_procs;
 	/* The drain's doorbell (ada_shm_budget_bell_*): SHM_BELL_AWAKE, or
 	 * SHM_BELL_ASLEEP while the drain waits on it (a futex), or
 	 * SHM_BELL_RUNG once a producer took it from ASLEEP and woke it. One
@@ -246,6 +251,18 @@ void ada_shm_budget_read(const struct ada_shm_budget *b, struct ada_shm_budget_v
 	v->refused_need = atomic_load_explicit(&b->refused_need, memory_order_relaxed);
 	v->refused_room = atomic_load_explicit(&b->refused_room, memory_order_relaxed);
 	v->ceiling_from_fs = b->ceiling_from_fs != 0;
+	v->failed_procs = atomic_load_explicit(&b->failed_procs, memory_order_relaxed);
+	v->failed_errno = atomic_load_explicit(&b->failed_errno, memory_order_relaxed);
+}
+
+void ada_shm_budget_failed(struct ada_shm_budget *b, int err)
+{
+	if (!b)
+		return;
+	uint32_t none = 0;
+	atomic_compare_exchange_strong_explicit(&b->failed_errno, &none, (uint32_t)-err,
+	                                        memory_order_relaxed, memory_order_relaxed);
+	atomic_fetch_add_explicit(&b->failed_procs, 1, memory_order_relaxed);
 }
 
 void ada_shm_budget_set_from_fs(struct ada_shm_budget *b)
@@ -510,6 +527,27 @@ bool ada_shm_budget_untraced_why(const struct ada_shm_budget_view *v, char *buf,
 	    (unsigned long long)v->refused_procs, v->refused_procs == 1 ? "" : "es", c,
 	    shm_mib(v->peak), shm_mib(v->refused_need), shm_mib(v->refused_room),
 	    v->ceiling_from_fs ? "give /dev/shm more room" : "raise --max-shm-mb");
+	return shm_why_done(n, buf, cap);
+}
+
+bool ada_shm_budget_failed_why(const struct ada_shm_budget_view *v, char *buf, size_t cap)
+{
+	if (cap)
+		buf[0] = '\0';
+	if (!v->failed_procs)
+		return false;
+	/* The errno is the target's to write: strerror only of a small one. */
+	char e[64];
+	if (v->failed_errno && v->failed_errno < 4096)
+		snprintf(e, sizeof(e), "%s", strerror((int)v->failed_errno));
+	else
+		snprintf(e, sizeof(e), "error %u", v->failed_errno);
+	int n = snprintf(buf, cap,
+	                 "%llu process%s ran untraced: %s could not make %s arena (the first: "
+	                 "%s), not for the shared-memory ceiling; each said so on its own stderr",
+	                 (unsigned long long)v->failed_procs, v->failed_procs == 1 ? "" : "es",
+	                 v->failed_procs == 1 ? "it" : "they",
+	                 v->failed_procs == 1 ? "its" : "their", e);
 	return shm_why_done(n, buf, cap);
 }
 

@@ -44,6 +44,9 @@ never for time.
              sequences (retitle, clear, red) in every string: `ada status`,
              `arm`, `trigger`, `disarm` print none of them; a process whose
              ADA_SESSION_DIR itself has one is refused.
+  killswept  the fixture's kill (a failing case's end) leaves no arena
+             directory of the killed recording in /dev/shm: its program is
+             stopped and the session recovered.
   peer       (root only) a throwaway user gets "permission denied" from
              `ada status PID`, `ada arm PID` and `ada trigger DIR`, and nothing
              else. Not root: exit 77 after printing why.
@@ -88,11 +91,24 @@ def run(cmd, timeout=TIMEOUT, preexec=None):
     return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
 
 
+def children_of(pid):
+    """pid's children, as /proc lists them (empty when it cannot)."""
+    kids = []
+    for f in glob.glob("/proc/%d/task/*/children" % pid):
+        try:
+            with open(f) as fh:
+                kids += [int(k) for k in fh.read().split()]
+        except (OSError, ValueError):
+            pass
+    return kids
+
+
 class Rec:
     """`ada record` of the target, driven line by line."""
 
     def __init__(self, ada, target, work, opts=()):
         self.ada = ada
+        self.err = ""  # what a kill before the end read of ada record's stderr
         self.out = os.path.join(work, "out_%s" % uuid.uuid4().hex[:6])
         cmd = [ada, "record", "--out", self.out] + list(opts) + ["--", target]
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -150,8 +166,31 @@ class Rec:
 
     def kill(self):
         if self.p.poll() is None:
+            # /proc's children lists need CONFIG_PROC_CHILDREN: the target's
+            # own pid, once it said it, too.
+            kids = set(children_of(self.p.pid)) | ({self.pid} if getattr(self, "pid", 0) else set())
             self.p.kill()
             self.p.wait()
+            self.sweep(kids)
+
+    def sweep(self, kids):
+        """A recorder killed (a failing case's finally, a target that stopped
+        answering) leaves its arena directory in /dev/shm, and the suite's
+        ADA_NO_RECOVER_ORPHANS keeps every other command's scan off it: the
+        program is stopped (it maps its arena) and the session recovered,
+        which removes the directory once its processes are gone."""
+        for pid in kids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in kids:  # reaped by whoever inherited them; bounded
+            for _ in range(200):
+                if not os.path.exists("/proc/%d" % pid):
+                    break
+                time.sleep(0.05)
+        for s in glob.glob(os.path.join(self.out, "session_*")):
+            run([self.ada, "recover", s])
 
     def ada_cmd(self, *args, ok=True):
         rc, so, se = run([self.ada] + list(args))
@@ -1029,6 +1068,31 @@ IDLE_DETAIL_MB = 64
 IDLE_POOL_MS = 300  # the pools' look every 0.3 s instead of 10 s (ADA_TEST_HEAP_POOL_MS)
 
 
+def shm_dirs_of(session):
+    """The arena directories in /dev/shm whose owner record names session."""
+    found = []
+    for d in glob.glob("/dev/shm/ada-*"):
+        try:
+            with open(os.path.join(d, "recorder")) as f:
+                if ("session %s\n" % session) in f.read():
+                    found.append(d)
+        except OSError:
+            pass
+    return found
+
+
+def case_killswept(ada, target, work):
+    r = Rec(ada, target, work)
+    try:
+        r.do("busy")
+        check(shm_dirs_of(r.session), "no arena directory names %s" % r.session)
+    finally:
+        r.kill()  # what a failing case's finally does
+    left = shm_dirs_of(r.session)
+    check(not left, "a killed recording left %s in /dev/shm" % left)
+    print("killswept: the killed recorder's arena directory was recovered and removed")
+
+
 def case_idlepools(ada, target, work):
     """The recorder's own pools given back once no window needs them (issue
     35 follow-up): with 64 MiB detail rings, a window that fired and closed
@@ -1071,7 +1135,7 @@ def case_idlepools(ada, target, work):
 CASES = {"overbudget": case_overbudget, "wake": case_wake, "looks": case_looks, "retitle": case_retitle, "arm": case_arm, "held": case_held, "fakeserver": case_fakeserver, "windows": case_windows, "note": case_note, "status": case_status,
          "malformed": case_malformed, "never": case_never, "peer": case_peer,
          "registry": case_registry, "always": case_always, "forkheap": case_forkheap,
-         "idlepools": case_idlepools}
+         "idlepools": case_idlepools, "killswept": case_killswept}
 
 
 def main():

@@ -193,7 +193,7 @@ raw = open(os.path.join(d, ".ring_slots"), "rb").read()
 for off in range(0, len(raw) - 31, 32):
     magic, slot, seq, gen, base = struct.unpack_from("<IIIIQ", raw, off)
     t = os.path.join(d, "thread_%d" % seq)
-    if magic == 0x31535241 and os.path.isdir(t) and os.path.exists(os.path.join(t, "index.atf")):
+    if magic in (0x31535241, 0x32535241) and os.path.isdir(t) and os.path.exists(os.path.join(t, "index.atf")):
         with open(os.path.join(t, ".ring_base"), "w") as f:
             f.write("slot %d generation %d base %d\n" % (slot, gen, base))
 os.unlink(os.path.join(d, ".ring_slots"))
@@ -205,7 +205,7 @@ import struct, sys, zlib
 p = sys.argv[1]
 raw = bytearray(open(p, "rb").read())
 for off in range(0, len(raw) - 31, 32):
-    if struct.unpack_from("<I", raw, off)[0] == 0x31535241:
+    if struct.unpack_from("<I", raw, off)[0] in (0x31535241, 0x32535241):  # ARS1, ARS2
         struct.pack_into("<Q", raw, off + 16, 2**64 - 3)
         struct.pack_into("<I", raw, off + 24, zlib.crc32(bytes(raw[off:off + 24])))
 open(p, "wb").write(raw)

@@ -199,6 +199,55 @@ static void test_fork_child_makes_its_own(void **state)
 	ada_arena_close(mine);
 }
 
+/* A forked child that cannot make its arena for another reason than the
+ * shared-memory ceiling (here: no file descriptor left, RLIMIT_NOFILE)
+ * runs untraced, and is counted in the recording's budget page with its
+ * reason, so the recorder can tell it (manifests, `ada status`, summary);
+ * the ceiling's own count stays 0. The child's exit code is its errno. */
+static void test_fork_child_arena_failed_counted(void **state)
+{
+	(void)state;
+	int dfd = open(test_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	struct ada_shm_budget *b;
+	assert_int_equal(ada_shm_budget_create(dfd, 0, &b), 0);
+	close(dfd);
+	assert_int_equal(ada_producer_init_from_env(), 0);
+	struct ada_arena *mine = ada_producer_arena();
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int lowest = dup(0);
+		if (lowest < 0)
+			_exit(100);
+		close(lowest);
+		struct rlimit rl = {.rlim_cur = (rlim_t)lowest, .rlim_max = (rlim_t)lowest};
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			_exit(101);
+		int err = ada_producer_init_from_env();
+		_exit(err < 0 && err > -100 ? -err : 102);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	int err = WEXITSTATUS(st);
+	assert_true(err > 0 && err < 100);
+	assert_int_not_equal(err, EDQUOT);
+	struct ada_shm_budget_view v;
+	ada_shm_budget_read(b, &v);
+	assert_int_equal(v.failed_procs, 1);
+	assert_int_equal(v.failed_errno, err);
+	assert_int_equal(v.refused_procs, 0);
+	char why[512];
+	assert_true(ada_shm_budget_failed_why(&v, why, sizeof(why)));
+	assert_non_null(strstr(why, "1 process ran untraced"));
+	assert_non_null(strstr(why, strerror(err)));
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(mine);
+	ada_shm_budget_close(b);
+}
+
 /* A forked child whose pid names a file already there (an earlier
  * process's arena the recorder has not removed) leaves it untouched and
  * publishes its own under <pid>.<start ticks>.ring, as reused. Exit code:
@@ -615,6 +664,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_create_then_exec_reopen, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_child_makes_its_own, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_child_never_replaces, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_fork_child_arena_failed_counted, fx_setup,
+	                                    fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_mlock_refusal_reported, fx_setup, fx_teardown),
 	    cmocka_unit_test(test_stat_start_ticks),
 	    cmocka_unit_test_setup_teardown(test_fork_start_ticks, fx_setup, fx_teardown),

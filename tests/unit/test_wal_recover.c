@@ -13,6 +13,19 @@
  * and an empty directory of someone else's (/run/sshd) as its
  * arena_dir must leave that directory alone, and a device named as the
  * arena (/dev/watchdog arms on open) is not opened.
+ *
+ * A killed recording's processes the recorder had finalized ("complete")
+ * name arenas it removed once drained: recover says nothing of them. The
+ * arenas of processes it had not finalized that are gone are counted for
+ * one sentence (rep.arenas_gone) and named in each one's manifest, not
+ * one notice (a line on stderr) each.
+ *
+ * A rotation whose pid_N/.ring_slots put fails (forced: the table's
+ * descriptor made read-only) leaves the record of the file before it,
+ * now index.g0.atf. Its base taken for the current index.atf's would
+ * append ring events already on disk a second time; its file generation
+ * says it is the rotated file's, and recover finds the current file's
+ * end by time instead: every ring event on disk once.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -168,6 +181,162 @@ static void test_arena_device(void **state)
 	json_decref(man);
 }
 
+/* One process's directory with a manifest in state, naming arena. */
+static void recover_pid_naming(int pid, const char *state, const char *arena)
+{
+	char pid_dir[128];
+	snprintf(pid_dir, sizeof(pid_dir), "%s/pid_%d", dir, pid);
+	assert_int_equal(mkdir(pid_dir, 0700), 0);
+	json_t *m = ada_manifest_new(pid);
+	json_object_set_new(m, "state", json_string(state));
+	json_object_set_new(m, "clock", json_pack("{s:s}", "source", "clock_gettime"));
+	json_object_set_new(m, "arena", json_string(arena));
+	assert_int_equal(ada_manifest_write(pid_dir, m), 0);
+	json_decref(m);
+}
+
+static void gone_notice(void *arg, const char *sentence)
+{
+	(*(int *)arg) += strstr(sentence, "is gone") != NULL;
+}
+
+static void test_arenas_gone_counted(void **state)
+{
+	(void)state;
+	char arena[128];
+	for (int i = 0; i < 40; i++) { /* drained and finalized: removed */
+		snprintf(arena, sizeof(arena), "%s/shm/%d.ring", dir, RECOVER_PID - 1 - i);
+		recover_pid_naming(RECOVER_PID - 1 - i, "complete", arena);
+	}
+	for (int i = 0; i < 2; i++) { /* not finalized: genuinely missing */
+		snprintf(arena, sizeof(arena), "%s/shm/%d.ring", dir, RECOVER_PID - 100 - i);
+		recover_pid_naming(RECOVER_PID - 100 - i, "recording", arena);
+	}
+	int notices = 0;
+	struct ada_recover_report rep = {.notice = gone_notice, .notice_arg = &notices};
+	assert_int_equal(ada_wal_recover(dir, &rep), 0);
+	assert_int_equal(rep.pids, 42);
+	assert_int_equal(notices, 0);
+	assert_int_equal(rep.arenas_gone, 2);
+	char pid_dir[128];
+	json_t *man = NULL;
+	snprintf(pid_dir, sizeof(pid_dir), "%s/pid_%d", dir, RECOVER_PID - 100);
+	assert_int_equal(ada_manifest_read(pid_dir, &man), 0);
+	char *w = json_dumps(json_object_get(man, "warnings"), 0);
+	assert_non_null(strstr(w, "is gone: whatever its rings still held is not recovered"));
+	free(w);
+	json_decref(man);
+	snprintf(pid_dir, sizeof(pid_dir), "%s/pid_%d", dir, RECOVER_PID - 1);
+	assert_int_equal(ada_manifest_read(pid_dir, &man), 0);
+	assert_string_equal(ada_manifest_state(man), "complete"); /* untouched */
+	json_decref(man);
+}
+
+#define ROT_EVENTS 40 /* in the ring: 0-9 in index.g0.atf, 10-29 in index.atf */
+
+/* A child that emits ROT_EVENTS calls into an arena it makes in adir and
+ * exits: its slot 0 holds them all, nothing released. */
+static pid_t rot_child(const char *adir)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (ada_producer_init(adir, "max_threads=1,index_events=64,detail_bytes=0") != 0)
+			_exit(1);
+		for (uint64_t i = 0; i < ROT_EVENTS; i++)
+			ada_emit_call(i + 1);
+		_exit(0);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return pid;
+}
+
+/* An index file as a killed drain leaves it: no header yet (recover gives
+ * it one), then events [from, to) of ev. */
+static void rot_file(const char *tdir, const char *name, const struct atf_index_event *ev,
+                     size_t from, size_t to)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/%s", tdir, name);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	static const char header[64];
+	assert_int_equal(fwrite(header, 1, sizeof(header), f), sizeof(header));
+	assert_int_equal(fwrite(ev + from, sizeof(*ev), to - from, f), to - from);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* pid_N/.ring_slots as the drain leaves it: index.atf's record (file
+ * generation 0, base 0), then the rotation's put (base 10, file
+ * generation 1) failing. */
+static void rot_table(const char *pid_dir, uint32_t slot_gen)
+{
+	struct wal_proc p = {.dir = (char *)pid_dir, .ring_table_fd = -1};
+	p.dir_fd = open(pid_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(p.dir_fd >= 0);
+	struct wal_thread t = {.p = &p, .slot = 0, .seq = 0, .slot_gen = slot_gen};
+	assert_int_equal(wal_ring_table_put(&p, &t), 0);
+	char path[256];
+	snprintf(path, sizeof(path), "%s/.ring_slots", pid_dir);
+	int ro = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(ro >= 0);
+	close(p.ring_table_fd);
+	p.ring_table_fd = ro; /* the fault: the next pwrite fails */
+	t.ring_next = 10;
+	t.next_gen = 1;
+	assert_true(wal_ring_table_put(&p, &t) < 0);
+	wal_ring_table_close(&p);
+	close(p.dir_fd);
+}
+
+static void test_rotation_put_failed(void **state)
+{
+	(void)state;
+	char adir[128], arena[192], pid_dir[128], tdir[160];
+	snprintf(adir, sizeof(adir), "%s/ada-rot", dir);
+	assert_int_equal(mkdir(adir, 0700), 0);
+	pid_t pid = rot_child(adir);
+	snprintf(arena, sizeof(arena), "%s/%d.ring", adir, (int)pid);
+	/* The ring's events, given times that surely increase. */
+	struct ada_arena *a = NULL;
+	assert_int_equal(ada_arena_open(arena, &a), 0);
+	const struct atf_index_event *ev;
+	assert_int_equal(ada_index_ring_peek(a, 0, &ev), ROT_EVENTS);
+	struct atf_index_event copy[ROT_EVENTS];
+	for (size_t i = 0; i < ROT_EVENTS; i++) {
+		((struct atf_index_event *)ev)[i].timestamp_ns = 1000 * (i + 1);
+		copy[i] = ev[i];
+	}
+	struct ada_slot_info si;
+	ada_arena_slot_info(a, 0, &si);
+	ada_arena_close(a);
+
+	snprintf(pid_dir, sizeof(pid_dir), "%s/pid_%d", dir, (int)pid);
+	snprintf(tdir, sizeof(tdir), "%s/thread_0", pid_dir);
+	assert_int_equal(mkdir(pid_dir, 0700), 0);
+	assert_int_equal(mkdir(tdir, 0700), 0);
+	rot_file(tdir, "index.g0.atf", copy, 0, 10);
+	rot_file(tdir, "index.atf", copy, 10, 30);
+	rot_table(pid_dir, si.generation);
+	json_t *m = ada_manifest_new((int32_t)pid);
+	json_object_set_new(m, "state", json_string("recording"));
+	json_object_set_new(m, "clock", json_pack("{s:s}", "source", "clock_gettime"));
+	json_object_set_new(m, "arena", json_string(arena));
+	json_object_set_new(m, "arena_dir", json_string(adir));
+	assert_int_equal(ada_manifest_write(pid_dir, m), 0);
+	json_decref(m);
+
+	struct ada_recover_report rep = {0};
+	assert_int_equal(ada_wal_recover(dir, &rep), 0);
+	assert_int_equal(rep.arenas_found, 1);
+	/* Events 30-39 only: none of 10-29 a second time. */
+	assert_int_equal(rep.events_from_arena, ROT_EVENTS - 30);
+	assert_int_equal(rep.events_on_disk, ROT_EVENTS);
+	assert_int_equal(rep.ring_records_rejected, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -175,6 +344,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_arena_dir_not_ours, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_arena_dir_removed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_arena_device, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_arenas_gone_counted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rotation_put_failed, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

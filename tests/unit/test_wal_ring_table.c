@@ -7,6 +7,11 @@
  * counted; a file larger than the slot limit is read no further; a link
  * planted at the name is replaced, its target untouched; the final
  * manifest's drop removes the file.
+ *
+ * Each record carries the file generation of the index.atf it describes
+ * (the G it gets when rotated): a record whose G names a file already
+ * rotated is stale (wal_ring_table_rotated); an ARS1 record (sessions
+ * before it) has none and is read as such.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -21,6 +26,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "ring.h"
 #include "recorder_internal.h"
@@ -114,6 +120,48 @@ static void test_records(void **state)
 	close(p.dir_fd);
 }
 
+static void test_file_generation(void **state)
+{
+	(void)state;
+	struct wal_proc p = {.dir = dir};
+	p.dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(p.dir_fd >= 0);
+	struct wal_thread t = {.p = &p, .slot = 2, .seq = 5, .slot_gen = 1, .ring_next = 64};
+	t.next_gen = 3;
+	assert_int_equal(wal_ring_table_put(&p, &t), 0);
+	wal_ring_table_close(&p);
+	struct wal_ring_table tb;
+	struct wal_ring_base b;
+	wal_ring_table_load(dir, &tb);
+	assert_true(wal_ring_table_find(&tb, 5, &b));
+	assert_int_equal(b.file_gen, 3);
+	wal_ring_table_free(&tb);
+	char *names[] = {"index.g1.atf", "index.g2.atf", "index.atf"};
+	assert_false(wal_ring_table_rotated(3, names, 3)); /* index.atf is G 3 */
+	assert_true(wal_ring_table_rotated(2, names, 3));  /* index.g2.atf's record */
+	assert_false(wal_ring_table_rotated(WAL_RING_FILE_GEN_NONE, names, 3));
+
+	/* An ARS1 record (0 in its last word): no file generation. */
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	unsigned char rec[WAL_RING_TABLE_REC] = {0};
+	uint32_t w[4] = {0x31535241u, 2, 5, 1};
+	uint64_t base = 64;
+	memcpy(rec, w, sizeof(w));
+	memcpy(rec + 16, &base, sizeof(base));
+	uint32_t crc = (uint32_t)crc32(0, rec, 24);
+	memcpy(rec + 24, &crc, sizeof(crc));
+	assert_int_equal(pwrite(fd, rec, sizeof(rec), 2 * WAL_RING_TABLE_REC), sizeof(rec));
+	close(fd);
+	wal_ring_table_load(dir, &tb);
+	assert_int_equal(tb.bad, 0);
+	assert_true(wal_ring_table_find(&tb, 5, &b));
+	assert_int_equal(b.base, 64);
+	assert_int_equal(b.file_gen, WAL_RING_FILE_GEN_NONE);
+	wal_ring_table_free(&tb);
+	close(p.dir_fd);
+}
+
 /* A put that fails (a directory planted under the name: it is not
  * removed, nothing is written) is counted with its reason, in one
  * warning of the process kept current as more fail. */
@@ -197,6 +245,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_records, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_file_generation, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_planted_link, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_put_failed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_short_file, setup, teardown),

@@ -470,6 +470,12 @@ struct ada_recover_report {
 	 * record's fallback: duplicates never) */
 	uint32_t ring_records_rejected;
 	uint64_t events_skipped_by_time;
+	/* Processes not finalized by the recorder whose arena was gone: what
+	 * their rings still held is not recovered. One sentence for all (the
+	 * caller's); each process's manifest names its arena in `warnings`.
+	 * A finalized process's arena, removed by the recorder once drained,
+	 * is not counted: nothing of it is missing. */
+	uint32_t arenas_gone;
 	/* Set by the caller (kept across the call): one sentence per thread
 	 * quarantined or arena lost, for stderr. NULL: the manifests only. */
 	void (*notice)(void *arg, const char *sentence);

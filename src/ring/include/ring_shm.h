@@ -43,6 +43,10 @@ struct ada_shm_budget_view {
 	/* The last refused process's smallest arena, and the room there was. */
 	uint64_t refused_need, refused_room;
 	bool ceiling_from_fs; /* derived from the arena file system's free space */
+	/* Could not make their arena for another reason (ada_shm_budget_failed):
+	 * untraced too; the first one's errno (positive). */
+	uint64_t failed_procs;
+	uint32_t failed_errno;
 };
 /* Recorder: creates dirfd/shm.budget (O_EXCL|O_NOFOLLOW, 0600). */
 int ada_shm_budget_create(int dirfd, uint64_t ceiling, struct ada_shm_budget **out);
@@ -70,6 +74,13 @@ void ada_shm_budget_set_from_fs(struct ada_shm_budget *b);
  * there was and what to do; false (buf "") when v counts none. */
 bool ada_shm_budget_untraced_why(const struct ada_shm_budget_view *v, char *buf, size_t cap);
 bool ada_shm_budget_reduced_why(const struct ada_shm_budget_view *v, char *buf, size_t cap);
+/* A process of the recording could not make its arena for another reason
+ * than the ceiling (err, -errno: no room in the file system, no file
+ * descriptor, no memory...): it runs untraced, counted here with the
+ * first reason. b NULL: a no-op. */
+void ada_shm_budget_failed(struct ada_shm_budget *b, int err);
+/* The sentence for those (*_untraced's shape); false when none. */
+bool ada_shm_budget_failed_why(const struct ada_shm_budget_view *v, char *buf, size_t cap);
 void ada_shm_budget_release(struct ada_shm_budget *b, uint64_t bytes);
 /* Producer: bytes more for an arena that exists already (a spill slot's
  * first claim): 0, or -EDQUOT over the ceiling (not a refused process:
