@@ -73,17 +73,24 @@
  * so the slot then holds the trampoline's return point R_F (hook_arch.h).
  * No return address is 0. */
 #define SHADOW_SLOT_CALL 0ull
-/* Pushed over a live frame that owns the same slot (a tail call): its
- * orig is that frame's return point. Only the detail lane looks at it
- * (its records' lr is the program's return address, the chain's lowest
- * orig); that the fast return declines for it keeps that off the fast
- * path. */
+/* A detail frame pushed over a live frame that owns the same slot (a
+ * tail call): its orig is that frame's return point. Only the detail
+ * lane looks at it (its records' lr is the program's return address, the
+ * chain's lowest orig), so only a SHADOW_F_DETAIL frame gets it
+ * (shadow_tail_flags): a tail-called frame without a record returns as
+ * any other, on the fast return. */
 #define SHADOW_F_TAIL 0x1u
 #define SHADOW_F_RESCAN 0x2u /* dlopen/dlclose: rescan the images once it returns */
 /* The detail lane recorded this call (its membership is decided once, at
  * entry): its return gets a detail record too. The only flag the detail
  * lane's fast return path accepts (shadow_return_fast's `allow`). */
 #define SHADOW_F_DETAIL 0x4u
+
+/* The flags of a frame pushed as a tail call (SHADOW_F_TAIL). */
+static inline uint32_t shadow_tail_flags(uint32_t flags)
+{
+	return flags & SHADOW_F_DETAIL ? flags | SHADOW_F_TAIL : flags;
+}
 
 /* Frames further apart than this are taken to be on different stacks (a
  * sigaltstack handler, a coroutine): never declared dead by comparison. */
@@ -263,7 +270,7 @@ static inline bool shadow_push(struct ada_shadow *s, uint64_t fn_id, uint64_t *s
 	if (ret == ret_tramp && !tail)
 		return false;
 	if (tail)
-		flags |= SHADOW_F_TAIL;
+		flags = shadow_tail_flags(flags);
 	struct shadow_entry *e = &s->base[s->top];
 	e->orig = ret;
 	e->slot = slot;
@@ -298,6 +305,35 @@ static inline bool shadow_enter_fast(struct ada_shadow *s, uint64_t fn_id, uint6
 	e->slot = slot;
 	e->fn_id = fn_id;
 	e->depth_flags = d | (uint64_t)flags << 32; /* one store (a constant 0 in the index lane) */
+	s->top = top + 1;
+	*slot = SHADOW_SLOT_CALL;
+	*depth = d;
+	return true;
+}
+
+/* A tail call's entry, or false (nothing changed): the function was
+ * jumped to from the top frame's body (the top frame owns slot, which
+ * still holds a return point: SHADOW_IS_RET), and the shadow stack has
+ * room. Then it is exactly shadow_pop_dead() (which pops nothing: a
+ * frame at the same slot holding a return point is alive) +
+ * shadow_push() (a tail push: the return point is an ordinary orig),
+ * except that the CALL event, at *depth, is left to the caller; the
+ * entry's flags are shadow_tail_flags(flags). Interpreters make many
+ * calls this way (docs/hooks.md, "Tail calls"), and shadow_enter_fast()
+ * declines them all (the top frame does not lie above slot). */
+static inline bool shadow_enter_tail(struct ada_shadow *s, uint64_t fn_id, uint64_t *slot,
+                                     uint32_t flags, uint32_t *depth)
+{
+	uint32_t top = s->top;
+	uint64_t ret = *slot;
+	if (top >= s->cap || (s->base + top)[-1].slot != slot || !SHADOW_IS_RET(ret))
+		return false;
+	struct shadow_entry *e = &s->base[top];
+	uint32_t d = shadow_depth(s, top);
+	e->orig = ret;
+	e->slot = slot;
+	e->fn_id = fn_id;
+	e->depth_flags = d | (uint64_t)shadow_tail_flags(flags) << 32;
 	s->top = top + 1;
 	*slot = SHADOW_SLOT_CALL;
 	*depth = d;
