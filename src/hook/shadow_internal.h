@@ -28,10 +28,10 @@
  *     on one stack, slots strictly decrease with the index, except that a
  *     tail-call chain shares one slot: G, jumped to from F's body, finds
  *     a return point in F's slot and is pushed as an ordinary call whose
- *     orig is that return point (SHADOW_F_TAIL): G returns to the exit path,
- *     which pops G alone (the topmost entry of the slot) and goes on at
- *     F's return point, whose exit pops F. Every frame of a chain gets its
- *     own RETURN, innermost first.
+ *     orig is that return point (a detail frame: SHADOW_F_TAIL): G
+ *     returns to the exit path, which pops G alone (the topmost entry of
+ *     the slot) and goes on at F's return point, whose exit pops F. Every
+ *     frame of a chain gets its own RETURN, innermost first.
  *   - SHADOW_IS_RET(*slot) for the topmost entry of every slot whose frame
  *     is alive, except while restored (an unwinder is walking the stack):
  *     then every slot present when the walk began holds the orig of its
@@ -83,7 +83,8 @@
 #define SHADOW_F_RESCAN 0x2u /* dlopen/dlclose: rescan the images once it returns */
 /* The detail lane recorded this call (its membership is decided once, at
  * entry): its return gets a detail record too. The only flag the detail
- * lane's fast return path accepts (shadow_return_fast's `allow`). */
+ * lane's fast return paths accept (shadow_return_fast's `allow`), with
+ * SHADOW_F_TAIL in the C handler's. */
 #define SHADOW_F_DETAIL 0x4u
 
 /* The flags of a frame pushed as a tail call (SHADOW_F_TAIL). */
@@ -342,7 +343,8 @@ static inline bool shadow_enter_tail(struct ada_shadow *s, uint64_t fn_id, uint6
 
 /* The common return, or false (nothing changed): the top frame owns slot,
  * is not inherited, and has no flags but those in `allow` (0, or
- * SHADOW_F_DETAIL for the detail lane: nothing is to be done after it). Then it is exactly
+ * SHADOW_F_DETAIL | SHADOW_F_TAIL for the detail lane: nothing is to be
+ * done after it but its record). Then it is exactly
  * shadow_return() except that the RETURN event (out->fn_id, out->depth)
  * is left to the caller; out->orig is where to continue. */
 static inline bool shadow_return_fast(struct ada_shadow *s, const uint64_t *slot, uint32_t allow,
