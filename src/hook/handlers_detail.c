@@ -330,8 +330,8 @@ handlers_enter_member_emit(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_s
 /* A member's entry the fast push declined: a tail call
  * (shadow_enter_tail) with the record of the fast path, whose lr is the
  * chain's lowest orig (handlers_program_lr, as handlers_top_orig() gives
- * the general path); anything else to the general code. Out of line, so
- * the fast path's code stays as it was. */
+ * the general path); anything else to the general code. Out of line
+ * (the two functions below), so the fast path's code stays as it was. */
 __attribute__((always_inline)) static inline void
 handlers_enter_member_tail_body(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
                                 const struct ada_hook_regs *regs, bool fixed)
