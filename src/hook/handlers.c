@@ -568,6 +568,32 @@ HANDLERS_COLD static void handlers_enter_guarded(struct ada_shadow *s)
 	handlers_leave(s);
 }
 
+/* The CALL event of a frame pushed at depth, and the clear: the rest of
+ * an index-lane entry once the push is done. */
+__attribute__((always_inline)) static inline void
+handlers_enter_emit(struct ada_shadow *s, uint64_t fn_id, uint32_t depth)
+{
+	const struct ada_producer *p = &ada_producer_tls;
+	if (ada_unlikely(p->head >= p->limit))
+		return handlers_emit_slow_leave(s, fn_id, ATF_EVENT_CALL, depth);
+	ada_emit_to(&ada_producer_tls, fn_id, ATF_EVENT_CALL, depth);
+	if (ada_unlikely(handlers_in_hook_clear(s)))
+		return handlers_flush(s);
+}
+
+/* An entry the fast push declined: a tail call (shadow_enter_tail) in a
+ * few more loads, the CALL as on the fast path; anything else to the
+ * general code. Out of line, so the fast path's code stays as it was;
+ * a leaf like it (it only jumps to the cold functions). */
+HANDLERS_LEAF __attribute__((noinline)) static void
+handlers_enter_tail(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot)
+{
+	uint32_t depth;
+	if (ada_unlikely(!shadow_enter_tail(s, fn_id, ret_slot, 0, &depth)))
+		return handlers_enter_slow(s, fn_id, ret_slot);
+	handlers_enter_emit(s, fn_id, depth);
+}
+
 /* An entry on the index lane alone, once in_hook is set and the guard
  * is clear: the whole fast path of ada_hook_on_enter(), and of the detail
  * lane's handler for a function outside the detail set. */
@@ -576,13 +602,8 @@ handlers_enter_index(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot)
 {
 	uint32_t depth;
 	if (ada_unlikely(!shadow_enter_fast(s, fn_id, ret_slot, agent_hot.ret_tramp, 0, &depth)))
-		return handlers_enter_slow(s, fn_id, ret_slot);
-	const struct ada_producer *p = &ada_producer_tls;
-	if (ada_unlikely(p->head >= p->limit))
-		return handlers_emit_slow_leave(s, fn_id, ATF_EVENT_CALL, depth);
-	ada_emit_to(&ada_producer_tls, fn_id, ATF_EVENT_CALL, depth);
-	if (ada_unlikely(handlers_in_hook_clear(s)))
-		return handlers_flush(s);
+		return handlers_enter_tail(s, fn_id, ret_slot);
+	handlers_enter_emit(s, fn_id, depth);
 }
 
 HANDLERS_LEAF ADA_HOOKCTX void ada_hook_on_enter(uint64_t fn_id, uint64_t *ret_slot,

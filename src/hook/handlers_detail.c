@@ -300,12 +300,61 @@ HANDLERS_COLD static void handlers_detail_call_leave(struct ada_shadow *s, uint6
 }
 
 HANDLERS_COLD static uint64_t handlers_detail_return_leave(struct ada_shadow *s, uint64_t fn_id,
-                                                           uint64_t sp, uint64_t orig, uint64_t ts,
-                                                           uint64_t link)
+                                                           uint64_t sp, uint64_t orig, uint64_t lr,
+                                                           uint64_t ts, uint64_t link)
 {
-	handlers_detail_return(fn_id, sp, orig, ts, link);
+	handlers_detail_return(fn_id, sp, lr, ts, link);
 	handlers_leave(s);
 	return orig;
+}
+
+/* A member's CALL event and record once its frame is pushed at depth
+ * (orig: the record's lr), and the clear; `fixed` as below. */
+__attribute__((always_inline)) static inline void
+handlers_enter_member_emit(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
+                           const struct ada_hook_regs *regs, uint32_t depth, uint64_t orig,
+                           bool fixed)
+{
+	struct ada_producer *p = &ada_producer_tls;
+	if (ada_unlikely(p->head >= p->limit))
+		return handlers_emit_slow_leave_detail(s, fn_id, depth, ret_slot, regs);
+	uint64_t link = p->head;
+	uint64_t ts = ada_emit_fast_ts(p, fn_id, ATF_EVENT_CALL, depth);
+	if (ada_unlikely(
+	        !handlers_detail_call_fast(s, fn_id, ret_slot, regs, ts, link, orig, fixed)))
+		return handlers_detail_call_leave(s, fn_id, ret_slot, regs, ts, link, orig);
+	if (ada_unlikely(handlers_in_hook_clear(s)))
+		return handlers_flush(s);
+}
+
+/* A member's entry the fast push declined: a tail call
+ * (shadow_enter_tail) with the record of the fast path, whose lr is the
+ * chain's lowest orig (handlers_program_lr, as handlers_top_orig() gives
+ * the general path); anything else to the general code. Out of line
+ * (the two functions below), so the fast path's code stays as it was. */
+__attribute__((always_inline)) static inline void
+handlers_enter_member_tail_body(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
+                                const struct ada_hook_regs *regs, bool fixed)
+{
+	uint32_t depth;
+	if (ada_unlikely(!shadow_enter_tail(s, fn_id, ret_slot, SHADOW_F_DETAIL, &depth)))
+		return handlers_enter_slow_detail(s, fn_id, ret_slot, regs);
+	uint64_t lr = handlers_program_lr(s, s->top - 1, ret_slot, s->base[s->top - 1].orig);
+	handlers_enter_member_emit(s, fn_id, ret_slot, regs, depth, lr, fixed);
+}
+
+HANDLERS_LEAF __attribute__((noinline)) static void
+handlers_enter_member_tail(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
+                           const struct ada_hook_regs *regs)
+{
+	handlers_enter_member_tail_body(s, fn_id, ret_slot, regs, false);
+}
+
+HANDLERS_LEAF __attribute__((noinline)) static void
+handlers_enter_member_tail_fixed(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_slot,
+                                 const struct ada_hook_regs *regs)
+{
+	handlers_enter_member_tail_body(s, fn_id, ret_slot, regs, true);
 }
 
 /* Entry of a function in the detail set (in_hook set, guard clear);
@@ -317,18 +366,12 @@ handlers_enter_member_body(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_s
 	uint32_t depth;
 	uint64_t orig = *ret_slot; /* the fast push below swaps it (same load) */
 	if (ada_unlikely(!shadow_enter_fast(s, fn_id, ret_slot, agent_hot.ret_tramp,
-	                                    SHADOW_F_DETAIL, &depth)))
-		return handlers_enter_slow_detail(s, fn_id, ret_slot, regs);
-	struct ada_producer *p = &ada_producer_tls;
-	if (ada_unlikely(p->head >= p->limit))
-		return handlers_emit_slow_leave_detail(s, fn_id, depth, ret_slot, regs);
-	uint64_t link = p->head;
-	uint64_t ts = ada_emit_fast_ts(p, fn_id, ATF_EVENT_CALL, depth);
-	if (ada_unlikely(
-	        !handlers_detail_call_fast(s, fn_id, ret_slot, regs, ts, link, orig, fixed)))
-		return handlers_detail_call_leave(s, fn_id, ret_slot, regs, ts, link, orig);
-	if (ada_unlikely(handlers_in_hook_clear(s)))
-		return handlers_flush(s);
+	                                    SHADOW_F_DETAIL, &depth))) {
+		if (fixed)
+			return handlers_enter_member_tail_fixed(s, fn_id, ret_slot, regs);
+		return handlers_enter_member_tail(s, fn_id, ret_slot, regs);
+	}
+	handlers_enter_member_emit(s, fn_id, ret_slot, regs, depth, orig, fixed);
 }
 
 HANDLERS_LEAF __attribute__((noinline)) static void
@@ -442,14 +485,18 @@ HANDLERS_COLD static uint64_t handlers_exit_slow_detail(struct ada_shadow *s, ui
 	return orig;
 }
 
+/* The members' returns below: orig is where to go on, lr the record's
+ * (the program's return address: orig, or for a tail-called frame the
+ * chain's lowest orig, handlers_program_lr). */
 HANDLERS_COLD static uint64_t handlers_emit_slow_leave_ret_detail(struct ada_shadow *s,
                                                                   uint64_t fn_id, uint32_t depth,
-                                                                  uint64_t sp, uint64_t orig)
+                                                                  uint64_t sp, uint64_t orig,
+                                                                  uint64_t lr)
 {
 	uint64_t h0 = ada_producer_tls.head, link, ts;
 	handlers_emit_slow(fn_id, ATF_EVENT_RETURN, depth);
 	if (handlers_detail_emitted(h0, fn_id, ATF_EVENT_RETURN, &link, &ts))
-		handlers_detail_return(fn_id, sp, orig, ts, link);
+		handlers_detail_return(fn_id, sp, lr, ts, link);
 	handlers_leave(s);
 	return orig;
 }
@@ -459,43 +506,62 @@ HANDLERS_COLD static uint64_t handlers_emit_slow_leave_ret_detail(struct ada_sha
  * the path without it keeps its code. */
 static __attribute__((noinline)) uint64_t handlers_exit_member_fp(struct ada_shadow *s,
                                                                   uint64_t fn_id, uint64_t sp,
-                                                                  uint64_t orig, uint64_t ts,
-                                                                  uint64_t link)
+                                                                  uint64_t orig, uint64_t lr,
+                                                                  uint64_t ts, uint64_t link)
 {
 	struct ada_producer *p = &ada_producer_tls;
 	uint64_t end;
 	_Atomic uint64_t *w = ada_detail_reserve_fast(p, ADA_DREC_RETURN_FP_WORDS * 8, &end);
 	if (ada_unlikely(w == NULL))
-		return handlers_detail_return_leave(s, fn_id, sp, orig, ts, link);
-	detail_put_return_fp(w, fn_id, sp, orig, ts, link);
+		return handlers_detail_return_leave(s, fn_id, sp, orig, lr, ts, link);
+	detail_put_return_fp(w, fn_id, sp, lr, ts, link);
 	ada_detail_commit(p, end);
 	if (ada_unlikely(handlers_in_hook_clear(s)))
 		return handlers_flush_ret(s, orig);
 	return orig;
 }
 
-/* Return of a call that got a CALL record (its frame is popped; not a
- * tail-called one: SHADOW_F_TAIL keeps those on the general path). */
-HANDLERS_LEAF __attribute__((noinline)) static uint64_t
-handlers_exit_member(struct ada_shadow *s, uint64_t fn_id, uint32_t depth, uint64_t sp,
-                     uint64_t orig)
+/* Return of a call that got a CALL record (its frame is popped). */
+__attribute__((always_inline)) static inline uint64_t
+handlers_exit_member_body(struct ada_shadow *s, uint64_t fn_id, uint32_t depth, uint64_t sp,
+                          uint64_t orig, uint64_t lr)
 {
 	struct ada_producer *p = &ada_producer_tls;
 	if (ada_unlikely(p->head >= p->limit))
-		return handlers_emit_slow_leave_ret_detail(s, fn_id, depth, sp, orig);
+		return handlers_emit_slow_leave_ret_detail(s, fn_id, depth, sp, orig, lr);
 	uint64_t link = p->head;
 	uint64_t ts = ada_emit_fast_ts(p, fn_id, ATF_EVENT_RETURN, depth);
 	uint64_t end;
 	if (ada_unlikely(agent_hot.detail_fp))
-		return handlers_exit_member_fp(s, fn_id, sp, orig, ts, link);
+		return handlers_exit_member_fp(s, fn_id, sp, orig, lr, ts, link);
 	_Atomic uint64_t *w = ada_detail_reserve_fast(p, ADA_DREC_RETURN_WORDS * 8, &end);
 	if (ada_unlikely(w == NULL))
-		return handlers_detail_return_leave(s, fn_id, sp, orig, ts, link);
-	detail_put_return(w, fn_id, sp, orig, ts, link);
+		return handlers_detail_return_leave(s, fn_id, sp, orig, lr, ts, link);
+	detail_put_return(w, fn_id, sp, lr, ts, link);
 	ada_detail_commit(p, end);
 	if (ada_unlikely(handlers_in_hook_clear(s)))
 		return handlers_flush_ret(s, orig);
 	return orig;
+}
+
+/* A member's return, not tail-called (lr is orig). */
+HANDLERS_LEAF __attribute__((noinline)) static uint64_t
+handlers_exit_member(struct ada_shadow *s, uint64_t fn_id, uint32_t depth, uint64_t sp,
+                     uint64_t orig)
+{
+	return handlers_exit_member_body(s, fn_id, depth, sp, orig, orig);
+}
+
+/* A tail-called member's return (SHADOW_F_TAIL), its frame popped from
+ * the slot below sp: the record's lr is found below it. Out of line, so
+ * the return above keeps its code. */
+HANDLERS_LEAF __attribute__((noinline)) static uint64_t
+handlers_exit_member_tail(struct ada_shadow *s, uint64_t fn_id, uint32_t depth, uint64_t sp,
+                          uint64_t orig)
+{
+	const uint64_t *slot = (const uint64_t *)(uintptr_t)(sp - 8);
+	uint64_t lr = handlers_program_lr(s, s->top, slot, orig);
+	return handlers_exit_member_body(s, fn_id, depth, sp, orig, lr);
 }
 
 /* The fast form's C continuations for the detail lane (x86_emit_detail.c,
@@ -550,9 +616,12 @@ handlers_exit_detail_claimed(struct ada_shadow *s, uint64_t sp)
 {
 	const uint64_t *slot = (const uint64_t *)(uintptr_t)(sp - 8);
 	struct shadow_entry e;
-	if (ada_unlikely(!shadow_return_fast(s, slot, SHADOW_F_DETAIL, &e)))
+	if (ada_unlikely(!shadow_return_fast(s, slot, SHADOW_F_DETAIL | SHADOW_F_TAIL, &e)))
 		return handlers_exit_slow_detail(s, sp);
-	if (e.flags) /* SHADOW_F_DETAIL, the only flag the fast pop lets through */
+	/* SHADOW_F_TAIL comes only with SHADOW_F_DETAIL (shadow_tail_flags). */
+	if (ada_unlikely(e.flags & SHADOW_F_TAIL))
+		return handlers_exit_member_tail(s, e.fn_id, e.depth, sp, e.orig);
+	if (e.flags) /* SHADOW_F_DETAIL */
 		return handlers_exit_member(s, e.fn_id, e.depth, sp, e.orig);
 	return handlers_exit_index(s, &e);
 }

@@ -28,10 +28,10 @@
  *     on one stack, slots strictly decrease with the index, except that a
  *     tail-call chain shares one slot: G, jumped to from F's body, finds
  *     a return point in F's slot and is pushed as an ordinary call whose
- *     orig is that return point (SHADOW_F_TAIL): G returns to the exit path,
- *     which pops G alone (the topmost entry of the slot) and goes on at
- *     F's return point, whose exit pops F. Every frame of a chain gets its
- *     own RETURN, innermost first.
+ *     orig is that return point (a detail frame: SHADOW_F_TAIL): G
+ *     returns to the exit path, which pops G alone (the topmost entry of
+ *     the slot) and goes on at F's return point, whose exit pops F. Every
+ *     frame of a chain gets its own RETURN, innermost first.
  *   - SHADOW_IS_RET(*slot) for the topmost entry of every slot whose frame
  *     is alive, except while restored (an unwinder is walking the stack):
  *     then every slot present when the walk began holds the orig of its
@@ -73,17 +73,25 @@
  * so the slot then holds the trampoline's return point R_F (hook_arch.h).
  * No return address is 0. */
 #define SHADOW_SLOT_CALL 0ull
-/* Pushed over a live frame that owns the same slot (a tail call): its
- * orig is that frame's return point. Only the detail lane looks at it
- * (its records' lr is the program's return address, the chain's lowest
- * orig); that the fast return declines for it keeps that off the fast
- * path. */
+/* A detail frame pushed over a live frame that owns the same slot (a
+ * tail call): its orig is that frame's return point. Only the detail
+ * lane looks at it (its records' lr is the program's return address, the
+ * chain's lowest orig), so only a SHADOW_F_DETAIL frame gets it
+ * (shadow_tail_flags): a tail-called frame without a record returns as
+ * any other, on the fast return. */
 #define SHADOW_F_TAIL 0x1u
 #define SHADOW_F_RESCAN 0x2u /* dlopen/dlclose: rescan the images once it returns */
 /* The detail lane recorded this call (its membership is decided once, at
  * entry): its return gets a detail record too. The only flag the detail
- * lane's fast return path accepts (shadow_return_fast's `allow`). */
+ * lane's fast return paths accept (shadow_return_fast's `allow`), with
+ * SHADOW_F_TAIL in the C handler's. */
 #define SHADOW_F_DETAIL 0x4u
+
+/* The flags of a frame pushed as a tail call (SHADOW_F_TAIL). */
+static inline uint32_t shadow_tail_flags(uint32_t flags)
+{
+	return flags & SHADOW_F_DETAIL ? flags | SHADOW_F_TAIL : flags;
+}
 
 /* Frames further apart than this are taken to be on different stacks (a
  * sigaltstack handler, a coroutine): never declared dead by comparison. */
@@ -263,7 +271,7 @@ static inline bool shadow_push(struct ada_shadow *s, uint64_t fn_id, uint64_t *s
 	if (ret == ret_tramp && !tail)
 		return false;
 	if (tail)
-		flags |= SHADOW_F_TAIL;
+		flags = shadow_tail_flags(flags);
 	struct shadow_entry *e = &s->base[s->top];
 	e->orig = ret;
 	e->slot = slot;
@@ -304,9 +312,39 @@ static inline bool shadow_enter_fast(struct ada_shadow *s, uint64_t fn_id, uint6
 	return true;
 }
 
+/* A tail call's entry, or false (nothing changed): the function was
+ * jumped to from the top frame's body (the top frame owns slot, which
+ * still holds a return point: SHADOW_IS_RET), and the shadow stack has
+ * room. Then it is exactly shadow_pop_dead() (which pops nothing: a
+ * frame at the same slot holding a return point is alive) +
+ * shadow_push() (a tail push: the return point is an ordinary orig),
+ * except that the CALL event, at *depth, is left to the caller; the
+ * entry's flags are shadow_tail_flags(flags). Interpreters make many
+ * calls this way (docs/hooks.md, "Tail calls"), and shadow_enter_fast()
+ * declines them all (the top frame does not lie above slot). */
+static inline bool shadow_enter_tail(struct ada_shadow *s, uint64_t fn_id, uint64_t *slot,
+                                     uint32_t flags, uint32_t *depth)
+{
+	uint32_t top = s->top;
+	uint64_t ret = *slot;
+	if (top >= s->cap || (s->base + top)[-1].slot != slot || !SHADOW_IS_RET(ret))
+		return false;
+	struct shadow_entry *e = &s->base[top];
+	uint32_t d = shadow_depth(s, top);
+	e->orig = ret;
+	e->slot = slot;
+	e->fn_id = fn_id;
+	e->depth_flags = d | (uint64_t)shadow_tail_flags(flags) << 32;
+	s->top = top + 1;
+	*slot = SHADOW_SLOT_CALL;
+	*depth = d;
+	return true;
+}
+
 /* The common return, or false (nothing changed): the top frame owns slot,
  * is not inherited, and has no flags but those in `allow` (0, or
- * SHADOW_F_DETAIL for the detail lane: nothing is to be done after it). Then it is exactly
+ * SHADOW_F_DETAIL | SHADOW_F_TAIL for the detail lane: nothing is to be
+ * done after it but its record). Then it is exactly
  * shadow_return() except that the RETURN event (out->fn_id, out->depth)
  * is left to the caller; out->orig is where to continue. */
 static inline bool shadow_return_fast(struct ada_shadow *s, const uint64_t *slot, uint32_t allow,

@@ -152,7 +152,7 @@ static void test_tail_call(void **state)
 	assert_true(shadow_push(&sh, 11, s, TRAMP, 0));
 	tramp_call(s, 11);
 	assert_int_equal(sh.top, 2);
-	assert_int_equal(sh.base[1].flags, SHADOW_F_TAIL);
+	assert_int_equal(sh.base[1].flags, 0); /* SHADOW_F_TAIL: detail frames only */
 	assert_int_equal(sh.base[1].orig, RP(10));
 	call(2, 20, 0x2002); /* B calls something normally */
 	assert_int_equal(ret_from(2), 0x2002);
@@ -554,11 +554,29 @@ static void test_fast_return_declines(void **state)
 	assert_true(shadow_push(&sh, 11, s1, TRAMP, 0));
 	tramp_call(s1, 11);
 	assert_int_equal(sh.top, 2);
-	assert_int_equal(ret_fast(s1), 0);     /* tail-called: the general path */
-	assert_int_equal(ret_from(1), RP(10)); /* a chain returns frame by frame */
+	/* Tail-called without a record (no SHADOW_F_TAIL): the fast return
+	 * too; a chain returns frame by frame. */
+	assert_int_equal(ret_fast(s1), RP(10));
 	*s1 = RP(10);
 	assert_int_equal(ret_fast(s1), 0x1001);
 	assert_int_equal(nev, 4);
+	assert_int_equal(sh.top, 0);
+	/* A detail frame tail-called: flagged, so only a fast return that
+	 * allows SHADOW_F_TAIL takes it (the detail lane's, which finds the
+	 * record's lr below it). */
+	call(1, 10, 0x1001);
+	shadow_pop_dead(&sh, s1, *s1, TRAMP);
+	assert_true(shadow_push(&sh, 11, s1, TRAMP, SHADOW_F_DETAIL));
+	tramp_call(s1, 11);
+	assert_int_equal(sh.base[1].flags, SHADOW_F_DETAIL | SHADOW_F_TAIL);
+	struct shadow_entry e;
+	assert_int_equal(ret_fast(s1), 0);
+	assert_false(shadow_return_fast(&sh, s1, SHADOW_F_DETAIL, &e));
+	assert_true(shadow_return_fast(&sh, s1, SHADOW_F_DETAIL | SHADOW_F_TAIL, &e));
+	assert_int_equal(e.orig, RP(10));
+	assert_int_equal(e.fn_id, 11);
+	*s1 = RP(10);
+	assert_int_equal(ret_fast(s1), 0x1001);
 	assert_int_equal(sh.top, 0);
 	call(1, 10, 0x1001);
 	call(2, 20, 0x2002);
@@ -570,6 +588,92 @@ static void test_fast_return_declines(void **state)
 	sh.inherited = sh.top; /* fork child: silent */
 	assert_int_equal(ret_fast(slot_at(2)), 0);
 	assert_int_equal(sh.top, 2);
+}
+
+/* shadow_enter_tail leaves exactly what shadow_pop_dead + shadow_push
+ * leave (entries, top, the slot) for a tail call from the top frame,
+ * whether its slot holds a return point or the shared trampoline, and
+ * with or without the detail flag; a chain of tail calls too. */
+static void check_tail_same(uint64_t slot_word, uint32_t flags, int chain)
+{
+	uint64_t *s1 = slot_at(1);
+	struct shadow_entry want[4];
+	uint32_t depth = 0, want_top = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		setup(NULL);
+		call(1, 10, 0x1001);
+		for (int c = 0; c < chain; c++) {
+			*s1 = c == 0 ? slot_word : RP(11 + (uint64_t)c - 1);
+			if (pass == 0) {
+				shadow_pop_dead(&sh, s1, *s1, TRAMP);
+				assert_true(shadow_push(&sh, 11 + (uint64_t)c, s1, TRAMP, flags));
+			} else {
+				assert_true(
+				    shadow_enter_tail(&sh, 11 + (uint64_t)c, s1, flags, &depth));
+				assert_int_equal(depth, 2 + c);
+				record(11 + (uint64_t)c, ATF_EVENT_CALL, depth);
+			}
+			assert_int_equal(*s1, SHADOW_SLOT_CALL);
+		}
+		if (pass == 0) {
+			memcpy(want, sh.base, sizeof(want));
+			want_top = sh.top;
+		}
+	}
+	assert_int_equal(sh.top, want_top);
+	assert_memory_equal(sh.base, want, sizeof(want));
+	assert_int_equal(sh.base[1].flags, flags ? flags | SHADOW_F_TAIL : 0);
+	assert_int_equal(sh.base[1].orig, slot_word);
+	assert_int_equal(nev, 1 + (size_t)chain);
+	expect((size_t)chain, 10 + (uint64_t)chain, ATF_EVENT_CALL, 1 + (uint32_t)chain);
+}
+
+static void test_tail_fast_same(void **state)
+{
+	(void)state;
+	for (int chain = 1; chain <= 3; chain++) {
+		check_tail_same(RP(10), 0, chain);
+		check_tail_same(RP(10), SHADOW_F_DETAIL, chain);
+		check_tail_same(TRAMP, 0, chain);
+		check_tail_same(TRAMP, SHADOW_F_DETAIL, chain);
+	}
+}
+
+/* shadow_enter_tail declines, changing nothing, for everything but a
+ * tail call: a new frame below the top (the fast entry's), a fresh
+ * return address in the top frame's slot (it died: longjmp), a slot
+ * above the top, a full or absent shadow stack. */
+static void test_tail_fast_declines(void **state)
+{
+	(void)state;
+	struct ada_shadow before;
+	struct shadow_entry ents[4];
+	uint32_t depth;
+	call(1, 10, 0x1001);
+	call(2, 20, 0x2002);
+	memcpy(&before, &sh, sizeof(sh));
+	memcpy(ents, sh.base, sizeof(ents));
+	*slot_at(3) = 0x3003;
+	assert_false(shadow_enter_tail(&sh, 30, slot_at(3), 0, &depth)); /* a call */
+	*slot_at(2) = 0x2222;
+	assert_false(shadow_enter_tail(&sh, 21, slot_at(2), 0, &depth)); /* dead */
+	*slot_at(1) = RP(10);
+	assert_false(shadow_enter_tail(&sh, 11, slot_at(1), 0, &depth)); /* above */
+	*slot_at(2) = RP(20);
+	sh.cap = sh.top; /* full */
+	assert_false(shadow_enter_tail(&sh, 21, slot_at(2), SHADOW_F_DETAIL, &depth));
+	sh.cap = before.cap;
+	assert_memory_equal(&before, &sh, sizeof(sh));
+	assert_memory_equal(ents, sh.base, sizeof(ents));
+	assert_int_equal(nev, 2);
+	setup(NULL); /* no shadow stack yet; and an empty one (the sentinel) */
+	sh.cap = 0;
+	*slot_at(1) = RP(10);
+	assert_false(shadow_enter_tail(&sh, 10, slot_at(1), 0, &depth));
+	sh.cap = 64;
+	assert_false(shadow_enter_tail(&sh, 10, slot_at(1), 0, &depth));
+	assert_int_equal(sh.top, 0);
+	assert_int_equal(*slot_at(1), RP(10));
 }
 
 /* The detail lane's flag: pushed by the fast entry with the frame, let
@@ -732,6 +836,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_nested, setup),
 		cmocka_unit_test_setup(test_tail_call, setup),
+		cmocka_unit_test_setup(test_tail_fast_same, setup),
+		cmocka_unit_test_setup(test_tail_fast_declines, setup),
 		cmocka_unit_test_setup(test_unwind_chain, setup),
 		cmocka_unit_test_setup(test_longjmp_then_call, setup),
 		cmocka_unit_test_setup(test_longjmp_then_return, setup),
