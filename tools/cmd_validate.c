@@ -16,6 +16,7 @@
 #include "atf.h"
 #include "cmd.h"
 #include "manifest.h"
+#include "read.h"
 #include "symbols.h"
 
 struct validate_ctx {
@@ -165,7 +166,7 @@ static int validate_pid(struct validate_ctx *v, const struct ada_atf_pid *p)
 		err = ada_atf_validate_thread(p->thread_dirs[i], &v->rep);
 		if (err) {
 			ada_log("%s: cannot read the directory: %s", p->thread_dirs[i],
-			        strerror(-err));
+			        rd_strerror(err));
 			v->rep.errors++;
 		}
 	}
@@ -258,6 +259,7 @@ int cmd_validate(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	v.rep.ctx = &v;
+	cmd_session_root(dir);
 	int retired = validate_retired(&v, dir);
 	/* A session the budget retired every process of holds no pid_N. */
 	if (retired && ada_atf_tree_scan(dir, &tree) != 0)

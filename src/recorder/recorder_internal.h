@@ -1117,6 +1117,10 @@ int rec_name_arena(const char *pid_dir, json_t *man);
  * recover_pid(pid_dir, arg) is called on it. 0, or -EBUSY when the
  * recorder still runs. */
 int rec_unadmitted(const char *dir, int (*recover_pid)(const char *pid_dir, void *arg), void *arg);
+/* Recovers one pid_N directory (recover.c): its thread files finalized,
+ * its arena drained, its manifest written. 0 or -EBUSY (its recorder
+ * runs). */
+int rec_pid(const char *pid_dir, struct ada_recover_report *rep);
 
 /* p's per-slot tables (by_slot, slot_dlocked, slot_noted, slot_locked),
  * max_threads entries each, in one anonymous mapping (drain_arena.c): its

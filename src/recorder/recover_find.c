@@ -3,7 +3,9 @@
  * recorder died before writing a manifest for (its first 20 ms,
  * drain_early_manifest), or one whose arena it never admitted. Both are
  * in the session's arena directory, which a sibling's manifest names or
- * else the directory's owner record does (orphans.c).
+ * else the directory's owner record does (orphans.c). And the walk of a
+ * session for its pid_N (ada_wal_recover), with the session registered as
+ * a root below which no link is followed (fs.h).
  *
  * Threads: the caller's (ada recover, the orphan scan).
  */
@@ -167,4 +169,58 @@ int rec_unadmitted(const char *dir, int (*recover_pid)(const char *pid_dir, void
 	closedir(d);
 	close(sfd);
 	return 0;
+}
+
+static int rec_pid_cb(const char *pid_dir, void *rep)
+{
+	return rec_pid(pid_dir, rep);
+}
+
+static int rec_session(const char *dir, struct ada_recover_report *rep);
+
+/* Below dir nothing is followed through a link while it is recovered
+ * (fs.h, session roots): a thread_K or pid_N swapped for one is refused,
+ * never read or written through. */
+int ada_wal_recover(const char *dir, struct ada_recover_report *rep)
+{
+	int added = ada_fs_root_add(dir);
+	int rc = rec_session(dir, rep);
+	if (added == 1)
+		ada_fs_root_remove(dir);
+	return rc;
+}
+
+static int rec_session(const char *dir, struct ada_recover_report *rep)
+{
+	void (*notice)(void *, const char *) = rep->notice;
+	void *notice_arg = rep->notice_arg;
+	memset(rep, 0, sizeof(*rep));
+	rep->notice = notice;
+	rep->notice_arg = notice_arg;
+	const char *base = strrchr(dir, '/');
+	base = base ? base + 1 : dir;
+	if (rec_is_pid_dir(base))
+		return rec_pid(dir, rep);
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	int busy = 0;
+	struct dirent *de;
+	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
+		enum ada_fs_kind k = ada_fs_entry_kind(dirfd(d), de);
+		rep->links_skipped += k == ADA_FS_LINK;
+		if (k != ADA_FS_DIR || !rec_is_pid_dir(de->d_name))
+			continue;
+		char sub[PATH_MAX];
+		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		int rc = rec_pid(sub, rep);
+		if (rc == -EBUSY)
+			busy = rc;
+	}
+	closedir(d);
+	if (!busy)
+		busy = rec_unadmitted(dir, rec_pid_cb, rep);
+	if (busy)
+		return busy;
+	return rep->pids ? 0 : -ENOENT;
 }
