@@ -1107,6 +1107,17 @@ int wal_json_write_atomic(int dirfd, json_t *root);
 bool rec_recorder_running(json_t *man);
 /* Whether name is pid_<N>. */
 bool rec_is_pid_dir(const char *name);
+/* Whether arena (a manifest's: input) is a file right in adir. */
+bool rec_arena_in_dir(const char *arena, const char *adir);
+/* adir (a manifest's arena_dir: input) opened into *dfd when it is a
+ * directory ada could have made for an arena: named <dir>/ada-*, its
+ * parent reached by ada_fs_walk_parent (every
+ * directory on the way root's or ours and not writable by others, unless
+ * a sticky one of root's such as /dev/shm), itself not a link, a
+ * directory of the effective user's, mode 0700 (mkdtemp's). 0; -EPERM (a
+ * name, place, owner or mode ada would not have made), -ELOOP (a link),
+ * -ENOENT (gone), other -errno; *dfd -1 on error. */
+int rec_arena_dir_open(const char *adir, int *dfd);
 /* A process whose manifest (man, of pid_dir) names no arena: man gains
  * "arena" (<pid>.ring in the session's arena directory) and "arena_dir"
  * (and a sibling's clock and arch). 1 when found, 0 when not or nothing

@@ -1072,31 +1072,32 @@ static void rec_manifest_recovered(struct rec_ctx *c, json_t *man, const char *p
 	}
 }
 
-/* Whether arena is a file directly in adir and adir is named as the
- * recorder names an arena directory (rec_arena_dir: <shm>/ada-*): both
- * paths are the manifest's (input), and recover runs as root. */
-static bool rec_arena_in_dir(const char *arena, const char *adir)
-{
-	size_t n = adir ? strlen(adir) : 0;
-	const char *base = adir ? strrchr(adir, '/') : NULL;
-	return n && base && !strncmp(base + 1, "ada-", 4) && !strncmp(arena, adir, n) &&
-	       arena[n] == '/' && arena[n + 1] && !strchr(arena + n + 1, '/');
-}
-
 /* Closes the arena; once its process is gone, removes the arena file and
  * (when only its budget page is left) the arena directory: only an arena
- * in an arena directory, unlinked relative to that directory, not
- * followed (a manifest naming another directory removes nothing). */
+ * in a directory ada could have made for it (rec_arena_dir_open: named
+ * ada-*, not a link, ours, 0700, in a place no one else can change),
+ * unlinked relative to that directory (a manifest naming another
+ * directory removes nothing; a refused directory is said). */
 static void rec_arena_release(struct rec_ctx *c, json_t *man, const char *arena)
 {
 	ada_arena_close(c->arena);
 	const char *adir = json_string_value(json_object_get(man, "arena_dir"));
 	int dfd = -1;
-	if (c->pid > 0 && kill(c->pid, 0) < 0 && errno == ESRCH && rec_arena_in_dir(arena, adir) &&
-	    ada_fs_open_dir(AT_FDCWD, adir, &dfd) == 0) {
+	if (c->pid <= 0 || kill(c->pid, 0) == 0 || errno != ESRCH)
+		return;
+	int rc = rec_arena_in_dir(arena, adir) ? rec_arena_dir_open(adir, &dfd) : -EPERM;
+	if (rc == 0) {
 		unlinkat(dfd, strrchr(arena, '/') + 1, 0);
 		close(dfd);
 		wal_shm_remove_dir(adir);
+	} else if (rc != -ENOENT) {
+		char msg[2 * PATH_MAX + 200];
+		snprintf(msg, sizeof(msg),
+		         "arena directory %s: not a directory ada made for its arena (a link, "
+		         "another user's, not 0700, or in a place others can change): %s was "
+		         "read but is left there",
+		         adir ? adir : "(none)", arena);
+		rec_say(c, msg);
 	}
 }
 

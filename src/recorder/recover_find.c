@@ -34,6 +34,45 @@ bool rec_recorder_running(json_t *man)
 	       ada_recorder_alive((pid_t)rpid, rticks > 0 ? (uint64_t)rticks : 0);
 }
 
+bool rec_arena_in_dir(const char *arena, const char *adir)
+{
+	size_t n = adir ? strlen(adir) : 0;
+	return n && arena && !strncmp(arena, adir, n) && arena[n] == '/' && arena[n + 1] &&
+	       !strchr(arena + n + 1, '/');
+}
+
+/* What mkdtemp made for the recorder: a directory of the effective
+ * user's, 0700. */
+static bool rec_arena_dir_ours(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	       (st.st_mode & 07777) == ADA_FS_DIR_MODE;
+}
+
+int rec_arena_dir_open(const char *adir, int *dfd)
+{
+	const char *base = adir ? strrchr(adir, '/') : NULL;
+	int pfd = -1, rc;
+
+	*dfd = -1;
+	if (!base || strncmp(base + 1, "ada-", 4)) /* named as rec_arena_dir names it */
+		return -EPERM;
+	rc = ada_fs_walk_parent(adir, 0, &pfd, &base);
+	if (rc == 0 && pfd < 0)
+		rc = -ENOENT; /* the walk stopped at a missing directory */
+	if (rc == 0) {
+		rc = ada_fs_open_dir(pfd, base, dfd); /* -ELOOP: a link */
+		close(pfd);
+	}
+	if (rc == 0 && !rec_arena_dir_ours(*dfd)) {
+		close(*dfd);
+		*dfd = -1;
+		rc = -EPERM;
+	}
+	return rc;
+}
+
 bool rec_is_pid_dir(const char *name)
 {
 	unsigned pid;
@@ -140,8 +179,12 @@ int rec_unadmitted(const char *dir, int (*recover_pid)(const char *pid_dir, void
 	else if (rc == -ENOENT)
 		rc = ada_orphan_arena_dir("/dev/shm", session, adir, sizeof(adir));
 	json_decref(probe);
-	int sfd = -1;
-	DIR *d = rc == 0 ? ada_fs_opendir(AT_FDCWD, adir) : NULL;
+	int sfd = -1, afd = -1;
+	if (rc == 0) /* the manifest's: only a directory ada could have made */
+		rc = rec_arena_dir_open(adir, &afd);
+	DIR *d = rc == 0 ? fdopendir(afd) : NULL;
+	if (!d && afd >= 0)
+		close(afd);
 	if (!d || ada_fs_open_dir(AT_FDCWD, session, &sfd) < 0) {
 		if (d)
 			closedir(d);
