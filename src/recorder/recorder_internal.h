@@ -997,6 +997,15 @@ int wal_agent_inherit_write(int pid_dir_fd, const json_t *a);
  * pid_N/ (an _exit or a fatal signal in the middle of a write) removed,
  * regular files only, and said in p's warnings. Returns how many. */
 unsigned wal_agent_tmp_sweep(struct ada_recorder *r, struct wal_proc *p);
+/* What one sweep did. */
+struct wal_agent_tmp_sweep {
+	unsigned removed; /* the agent's temporaries (regular files), removed */
+	unsigned planted; /* entries of that name that were no regular file: left */
+	bool capped;      /* max entries read and more there: the rest not looked at */
+};
+/* The sweep of the directory fd (read from its current offset, at most
+ * max entries, "." and ".." counted); fd stays the caller's. */
+void wal_agent_tmp_sweep_dir(int fd, unsigned max, struct wal_agent_tmp_sweep *s);
 
 /* agent_sums.c: what the summary takes from one agent.json (a), added
  * to s: the calls not traced, count-only functions and the budget's
