@@ -35,6 +35,16 @@ static void validate_problem(void *ctx, enum ada_atf_severity sev, const char *p
 	       sev == ADA_ATF_WARNING ? "warning: " : "", msg);
 }
 
+/* The sentence every reader says of a file that shrank under it (read.c,
+ * rd_shrank); counted as an error by the validator. */
+static void validate_shrank(void *ctx, const char *path)
+{
+	(void)ctx;
+	ada_log("%s shrank while being read: what lay past its new end read as zeros, not as "
+	        "its events; read what was there",
+	        path);
+}
+
 static void validate_warn(struct validate_ctx *v, const char *path, const char *fmt,
                           const char *arg)
 {
@@ -250,7 +260,7 @@ static int validate_args(int argc, char **argv, struct validate_ctx *v, const ch
 
 int cmd_validate(int argc, char **argv)
 {
-	struct validate_ctx v = {.rep = {.fn = validate_problem}};
+	struct validate_ctx v = {.rep = {.fn = validate_problem, .shrank = validate_shrank}};
 	struct ada_atf_tree *tree = NULL;
 	const char *dir = NULL;
 	size_t nthreads = 0;

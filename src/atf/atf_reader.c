@@ -75,6 +75,16 @@ int atf_map_file(const char *path, struct atf_map *m)
 	return atf_map_file_keep(path, m, NULL);
 }
 
+int atf_map_file_whole(const char *path, struct atf_map *m)
+{
+	int fd = -1, err = atf_map_file_keep(path, m, &fd);
+	if (fd >= 0) {
+		atf_guard_test_shrink(fd, m->len);
+		close(fd);
+	}
+	return err;
+}
+
 void atf_map_release(struct atf_map *m)
 {
 	if (m->owned && m->base)
