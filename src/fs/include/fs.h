@@ -17,6 +17,9 @@
  *   - Readers open with O_NOFOLLOW and classify entries with d_type /
  *     fstatat(AT_SYMLINK_NOFOLLOW): a walk never follows a link, so it
  *     never visits a directory twice and a loop of links ends at once.
+ *   - Below a session root (the directory a command was named:
+ *     ada_fs_root_add), a path opened by name follows no link in any
+ *     component, not the last only (root.c).
  *
  * This module is the ground: it depends on libc only, so the agent
  * (src/hook, src/ring's producer) and the recorder (src/atf, src/clock,
