@@ -74,6 +74,10 @@ void cmd_ctl_print_status(FILE *f, const char *name, json_t *st);
 json_t *cmd_ctl_status_from_manifests(const char *session);
 
 struct ada_atf_tree;
+/* Registers dir, the directory the user named, as a session root
+ * (ada_fs_root_add): its own links are followed once, and no link below
+ * it ever is, whoever shaped the session. cmd_open_tree() does it. */
+void cmd_session_root(const char *dir);
 /* Scans DIR (a pid_N directory or one above it) for traces; NULL after
  * saying on stderr what is wrong (not a directory, nothing found). */
 struct ada_atf_tree *cmd_open_tree(const char *dir);

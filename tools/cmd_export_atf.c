@@ -49,6 +49,7 @@
 #include "cmd.h"
 #include "fs.h"
 #include "manifest.h"
+#include "read.h"
 #include "read_par.h"
 
 /* dirfd/name for writing: a new file, or one of ours rewritten, never a
@@ -134,7 +135,7 @@ static void xa_not_exported(const char *path, int r)
 		        "read as zeros)",
 		        path);
 	else
-		ada_log("%s: not exported: %s", path, strerror(-r));
+		ada_log("%s: not exported: %s", path, rd_strerror(r));
 }
 
 /* The conversions in flight (pool NULL: each done where it is met). */
@@ -232,13 +233,14 @@ static int xa_submit(struct xa_pool *pool, int in, size_t len, const char *from,
  * is one: 0 then says only that it went), else copied. */
 static int xa_file(const char *from, int dirfd, const char *to, struct xa_pool *pool)
 {
-	/* Never through a link; never blocked by a FIFO planted in a session. */
-	int in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	/* Never through a link (none below the session: ada_fs_root_add);
+	 * never blocked by a FIFO planted in a session. */
+	int in = -1, r = ada_fs_open_path(from, O_RDONLY | O_NONBLOCK, 0, &in);
 	struct stat st;
 	char magic[4];
-	if (in < 0)
-		return -errno;
-	int r = fstat(in, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EINVAL;
+	if (r < 0)
+		return r;
+	r = fstat(in, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EINVAL;
 	bool compact = r == 0 && pread(in, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
 	               ada_cidx_is_compact(magic, sizeof(magic));
 	if (compact && pool && pool->par &&
@@ -336,11 +338,12 @@ static int xa_dir(const char *from, int at, const char *to, const char *opath, i
 		}
 		snprintf(f, sizeof(f), "%s/%s", from, de->d_name);
 		struct stat st;
-		if (lstat(f, &st) < 0)
+		if (ada_fs_lstat_path(f, &st) < 0)
 			continue;
 		snprintf(o, sizeof(o), "%s/%s", opath, de->d_name);
 		r = S_ISDIR(st.st_mode)   ? xa_dir(f, tfd, de->d_name, o, depth + 1, bad, pool)
 		    : S_ISREG(st.st_mode) ? xa_file(f, tfd, de->d_name, pool)
+		    : S_ISLNK(st.st_mode) ? -ELOOP /* planted: said, not followed */
 		                          : 0;
 		if (r < 0) {
 			xa_not_exported(f, r);
@@ -363,11 +366,16 @@ static int xa_dir(const char *from, int at, const char *to, const char *opath, i
  * to 900 000 events: 5-29 MB of ATF v2). */
 #define XA_LARGE (1ull << 20)
 
+/* How deep xa_count_large() looks (a session's tree has 3 levels). */
+#define XA_LARGE_DEPTH 4
+
 /* The files of XA_LARGE or more under dir (at most 2: enough to know),
- * depth levels down at most (a session's tree has 3). */
+ * depth levels down at most; below the user's dir no link is followed. */
 static unsigned xa_count_large(const char *dir, int depth)
 {
-	DIR *d = depth > 0 ? opendir(dir) : NULL;
+	DIR *d = depth <= 0                ? NULL
+	         : depth == XA_LARGE_DEPTH ? opendir(dir)
+	                                   : ada_fs_opendir(AT_FDCWD, dir);
 	unsigned n = 0;
 	struct dirent *de;
 	char f[PATH_MAX];
@@ -376,7 +384,7 @@ static unsigned xa_count_large(const char *dir, int depth)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		snprintf(f, sizeof(f), "%s/%s", dir, de->d_name);
-		if (lstat(f, &st) < 0)
+		if (ada_fs_lstat_path(f, &st) < 0)
 			continue;
 		n += S_ISDIR(st.st_mode) ? xa_count_large(f, depth - 1)
 		                         : S_ISREG(st.st_mode) && (uint64_t)st.st_size >= XA_LARGE;
@@ -432,7 +440,7 @@ int cmd_export_atf(const char *src, const char *out)
 	 * io_uring worker's) beside the decoding: one large file at a time
 	 * gains by it; several at once on the machine's CPUs lost to O_DIRECT
 	 * (docs/benchmarks.md, "The export's write mode"). */
-	if (xa_count_large(src, 4) > 1)
+	if (xa_count_large(src, XA_LARGE_DEPTH) > 1)
 		pool.xflags = ADA_CIDX_EXPORT_DIRECT_ONLY;
 	if (pool.n > 1 && rd_par_new(pool.n, xa_job_run, &pool.par))
 		pool.par = NULL; /* no threads to be had: one at a time */

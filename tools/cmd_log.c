@@ -10,6 +10,7 @@
 
 #include "atf.h"
 #include "cmd.h"
+#include "fs.h"
 #include "manifest.h"
 
 /* The sentence's control characters (C0 but newline and tab, DEL, C1 as
@@ -62,9 +63,16 @@ static int cmd_say_retired(const char *dir)
 	return n;
 }
 
+void cmd_session_root(const char *dir)
+{
+	/* Not a directory, or gone: it is opened (and said) as before. */
+	(void)ada_fs_root_add(dir);
+}
+
 struct ada_atf_tree *cmd_open_tree(const char *dir)
 {
 	struct ada_atf_tree *tree = NULL;
+	cmd_session_root(dir);
 	int retired = cmd_say_retired(dir);
 	int err = ada_atf_tree_scan(dir, &tree);
 	if (err) {

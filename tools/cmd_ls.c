@@ -430,6 +430,7 @@ int cmd_ls(int argc, char **argv)
 	err = ada_fs_open_dir(AT_FDCWD, dir, &fd);
 	if (err)
 		return ls_none(dir, optind == argc - 1, err);
+	(void)ada_fs_root_add(dir); /* below it no link is followed (fs.h) */
 	err = ls_is_session(fd) ? ls_one(dir, &rs, &bad) : ls_collect(dir, fd, NULL, &rs, &bad);
 	close(fd);
 	if (!err && !rs.n)

@@ -712,6 +712,8 @@ int cmd_status(int argc, char **argv)
 	const char *target = argv[optind];
 	struct stat st;
 	bool is_dir = stat(target, &st) == 0 && S_ISDIR(st.st_mode);
+	if (is_dir)
+		cmd_session_root(target);
 	if (is_dir && !json && !watch)
 		return status_dir((char *[]){argv[0], (char *)target, NULL});
 	struct sigaction sa = {.sa_handler = status_on_signal}; /* no SA_RESTART: poll returns */

@@ -16,6 +16,7 @@
 #include "atf.h"
 #include "cmd.h"
 #include "manifest.h"
+#include "read.h"
 #include "symbols.h"
 
 struct validate_ctx {
@@ -32,6 +33,16 @@ static void validate_problem(void *ctx, enum ada_atf_severity sev, const char *p
 		return;
 	printf("%s: offset %" PRIu64 ": %s%s\n", path, off,
 	       sev == ADA_ATF_WARNING ? "warning: " : "", msg);
+}
+
+/* The sentence every reader says of a file that shrank under it (read.c,
+ * rd_shrank); counted as an error by the validator. */
+static void validate_shrank(void *ctx, const char *path)
+{
+	(void)ctx;
+	ada_log("%s shrank while being read: what lay past its new end read as zeros, not as "
+	        "its events; read what was there",
+	        path);
 }
 
 static void validate_warn(struct validate_ctx *v, const char *path, const char *fmt,
@@ -165,7 +176,7 @@ static int validate_pid(struct validate_ctx *v, const struct ada_atf_pid *p)
 		err = ada_atf_validate_thread(p->thread_dirs[i], &v->rep);
 		if (err) {
 			ada_log("%s: cannot read the directory: %s", p->thread_dirs[i],
-			        strerror(-err));
+			        rd_strerror(err));
 			v->rep.errors++;
 		}
 	}
@@ -249,7 +260,7 @@ static int validate_args(int argc, char **argv, struct validate_ctx *v, const ch
 
 int cmd_validate(int argc, char **argv)
 {
-	struct validate_ctx v = {.rep = {.fn = validate_problem}};
+	struct validate_ctx v = {.rep = {.fn = validate_problem, .shrank = validate_shrank}};
 	struct ada_atf_tree *tree = NULL;
 	const char *dir = NULL;
 	size_t nthreads = 0;
@@ -258,6 +269,7 @@ int cmd_validate(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	v.rep.ctx = &v;
+	cmd_session_root(dir);
 	int retired = validate_retired(&v, dir);
 	/* A session the budget retired every process of holds no pid_N. */
 	if (retired && ada_atf_tree_scan(dir, &tree) != 0)

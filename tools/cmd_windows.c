@@ -446,6 +446,8 @@ static int wn_collect(struct wn_doc *d, const char *target)
 	char why[512], dir[PATH_MAX];
 	struct stat st;
 	bool is_dir = stat(target, &st) == 0 && S_ISDIR(st.st_mode);
+	if (is_dir)
+		cmd_session_root(target);
 	int fd = -1, rc = ada_control_session_of(target, dir, sizeof(dir), why, sizeof(why));
 
 	if (rc == 0)

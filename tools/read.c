@@ -152,17 +152,22 @@ void rd_pid_close(struct rd_pid *rp)
 	memset(rp, 0, sizeof(*rp));
 }
 
+const char *rd_strerror(int err)
+{
+	return err == -ELOOP ? RD_LINK_SENTENCE : strerror(-err);
+}
+
 static void rd_warn_gen(struct rd_pid *rp, const struct ada_atf_gen *g)
 {
 	rp->damaged += (g->index_err != 0) + (g->detail_path && g->detail_err);
 	if (g->index_err)
 		ada_log("%s: skipped: %s (run `ada validate`)", g->index_path,
 		        g->index_err == -EBADMSG ? "not a readable ATF index file"
-		                                 : strerror(-g->index_err));
+		                                 : rd_strerror(g->index_err));
 	if (g->detail_path && g->detail_err)
 		ada_log("%s: detail not shown: %s", g->detail_path,
 		        g->detail_err == -EBADMSG ? "not a readable ATF detail file"
-		                                  : strerror(-g->detail_err));
+		                                  : rd_strerror(g->detail_err));
 }
 
 /* Strict first; a damaged file is reopened for whatever whole events it
@@ -193,6 +198,12 @@ int rd_thread_open(struct rd_pid *rp, size_t i, struct ada_atf_thread **out)
 
 	if (err == -ENOENT || err == -EINVAL) {
 		ada_log("%s: no index.atf; skipped", dir);
+		rp->damaged++;
+		*out = NULL;
+		return 0;
+	}
+	if (err == -ELOOP) { /* the thread_K read was swapped for a link */
+		ada_log("%s: skipped: %s", dir, RD_LINK_SENTENCE);
 		rp->damaged++;
 		*out = NULL;
 		return 0;

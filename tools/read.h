@@ -46,6 +46,14 @@ void rd_pid_close(struct rd_pid *rp);
  * counted again. */
 bool rd_thread_new_image(const struct rd_pid *rp, size_t i);
 
+/* What a reader says of a file or directory it refused because a
+ * symbolic link is on its path below the session the user named (fs.h,
+ * session roots); rd_strerror(): that for -ELOOP, else strerror. */
+#define RD_LINK_SENTENCE                                                                           \
+	"its path inside the session holds a symbolic link, and ada never follows a link it "      \
+	"did not create"
+const char *rd_strerror(int err);
+
 /* Opens thread i of the pid with every generation: strictly, then a
  * damaged file again for its whole events, saying so. A thread directory
  * without an index file is said and counted, and *out is NULL (returns 0).

@@ -22,6 +22,9 @@ struct atf_map {
 /* Maps path (a regular file, never through a link) under the SIGBUS
  * guard (atf_guard_map()). */
 int atf_map_file(const char *path, struct atf_map *m);
+/* atf_map_file() for a reader about to read the whole file (validate):
+ * the shrink test hook (atf_guard_test_shrink) may cut it once mapped. */
+int atf_map_file_whole(const char *path, struct atf_map *m);
 void atf_map_release(struct atf_map *m);
 /* Whether m's file shrank while it was mapped (atf_guard_shrank()). */
 bool atf_map_shrank(const struct atf_map *m);

@@ -25,6 +25,7 @@
 
 #include "atf_internal.h"
 #include "cidx.h"
+#include "fs.h"
 
 /* atf_map_file(); with keep, the file stays open and *keep is its
  * descriptor (-1 when none is left open: an error, an empty file). */
@@ -36,10 +37,11 @@ static int atf_map_file_keep(const char *path, struct atf_map *m, int *keep)
 	memset(m, 0, sizeof(*m));
 	if (keep)
 		*keep = -1;
-	/* Never through a link; never blocked by a FIFO planted in a session. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
+	/* Never through a link (nor one in the middle of a session's path:
+	 * ada_fs_root_add); never blocked by a FIFO planted in a session. */
+	err = ada_fs_open_path(path, O_RDONLY | O_NONBLOCK, 0, &fd);
+	if (err)
+		return err;
 	if (fstat(fd, &st) < 0) {
 		err = -errno;
 		goto close_fd;
@@ -71,6 +73,16 @@ close_fd:
 int atf_map_file(const char *path, struct atf_map *m)
 {
 	return atf_map_file_keep(path, m, NULL);
+}
+
+int atf_map_file_whole(const char *path, struct atf_map *m)
+{
+	int fd = -1, err = atf_map_file_keep(path, m, &fd);
+	if (fd >= 0) {
+		atf_guard_test_shrink(fd, m->len);
+		close(fd);
+	}
+	return err;
 }
 
 void atf_map_release(struct atf_map *m)

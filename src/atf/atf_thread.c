@@ -107,7 +107,7 @@ static int thread_add_gen(struct ada_atf_thread *t, uint32_t g)
 		free(p->detail_path);
 		return -ENOMEM;
 	}
-	if (lstat(p->detail_path, &st) != 0) {
+	if (ada_fs_lstat_path(p->detail_path, &st) != 0) {
 		free(p->detail_path);
 		p->detail_path = NULL;
 	}

@@ -169,12 +169,22 @@ static void thread_report(struct ada_atf_report *r, const char *path, uint64_t o
 		r->fn(r->ctx, ADA_ATF_ERROR, path, off, msg);
 }
 
+/* A file that shrank while it was read (atf_guard.c): told, an error. */
+static void validate_shrank(struct ada_atf_report *r, const char *path, const struct atf_map *m)
+{
+	if (!path || !atf_map_shrank(m))
+		return;
+	r->errors++;
+	if (r->shrank)
+		r->shrank(r->ctx, path);
+}
+
 static void validate_gen(struct ada_atf_gen *g, struct ada_atf_report *r, struct ada_atf_vfile *iv)
 {
 	struct atf_map im, dm = {0};
 	struct ada_atf_vfile dv;
 	char msg[300];
-	int err = atf_map_file(g->index_path, &im);
+	int err = atf_map_file_whole(g->index_path, &im);
 
 	memset(iv, 0, sizeof(*iv));
 	if (err) {
@@ -194,6 +204,8 @@ static void validate_gen(struct ada_atf_gen *g, struct ada_atf_report *r, struct
 	}
 	ada_atf_validate_links_buf(g->index_path, im.base, im.len, g->detail_path, dm.base, dm.len,
 	                           r);
+	validate_shrank(r, g->index_path, &im);
+	validate_shrank(r, g->detail_path, &dm);
 	atf_map_release(&dm);
 	atf_map_release(&im);
 }

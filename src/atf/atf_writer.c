@@ -169,11 +169,10 @@ int ada_atf_writer_new(const char *path, bool detail, const struct ada_atf_file_
 		err = -ENOMEM;
 		goto free_w;
 	}
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, ADA_FS_FILE_MODE);
-	if (w->fd < 0) {
-		err = -errno;
+	/* Under a session root no link on the way is followed (fs.h). */
+	err = ada_fs_open_path(path, O_WRONLY | O_CREAT | O_TRUNC, ADA_FS_FILE_MODE, &w->fd);
+	if (err)
 		goto free_buf;
-	}
 	w->detail = detail;
 	w->info = *info;
 	err = atf_write_all(w->fd, placeholder, sizeof(placeholder));

@@ -23,7 +23,19 @@
 
 #define FS_DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
+static int fs_open_dir_at(int dirfd, const char *name, int *out);
+
 int ada_fs_open_dir(int dirfd, const char *name, int *out)
+{
+	int tmp = -1, err = ada_fs_root_resolve(&dirfd, &name, &tmp);
+	if (!err)
+		err = fs_open_dir_at(dirfd, name, out);
+	if (tmp >= 0)
+		close(tmp);
+	return err;
+}
+
+static int fs_open_dir_at(int dirfd, const char *name, int *out)
 {
 	int fd = openat(dirfd, name, FS_DIR_FLAGS);
 	if (fd < 0) {
@@ -162,7 +174,19 @@ int ada_fs_replace(int dirfd, const char *name, const void *buf, size_t len, boo
 	return ada_fs_commit(dirfd, tmp, name);
 }
 
+static int fs_open_file_at(int dirfd, const char *name, int flags, int *out);
+
 int ada_fs_open_file(int dirfd, const char *name, int flags, int *out)
+{
+	int tmp = -1, err = ada_fs_root_resolve(&dirfd, &name, &tmp);
+	if (!err)
+		err = fs_open_file_at(dirfd, name, flags, out);
+	if (tmp >= 0)
+		close(tmp);
+	return err;
+}
+
+static int fs_open_file_at(int dirfd, const char *name, int flags, int *out)
 {
 	/* O_NONBLOCK: a FIFO planted under the name must not hang a reader. */
 	int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);

@@ -1014,6 +1014,15 @@ int wal_agent_inherit_write(int pid_dir_fd, const json_t *a);
  * pid_N/ (an _exit or a fatal signal in the middle of a write) removed,
  * regular files only, and said in p's warnings. Returns how many. */
 unsigned wal_agent_tmp_sweep(struct ada_recorder *r, struct wal_proc *p);
+/* What one sweep did. */
+struct wal_agent_tmp_sweep {
+	unsigned removed; /* the agent's temporaries (regular files), removed */
+	unsigned planted; /* entries of that name that were no regular file: left */
+	bool capped;      /* max entries read and more there: the rest not looked at */
+};
+/* The sweep of the directory fd (read from its current offset, at most
+ * max entries, "." and ".." counted); fd stays the caller's. */
+void wal_agent_tmp_sweep_dir(int fd, unsigned max, struct wal_agent_tmp_sweep *s);
 
 /* agent_sums.c: what the summary takes from one agent.json (a), added
  * to s: the calls not traced, count-only functions and the budget's
@@ -1136,6 +1145,17 @@ json_t *rec_manifest_load(const char *pid_dir);
 bool rec_recorder_running(json_t *man);
 /* Whether name is pid_<N>. */
 bool rec_is_pid_dir(const char *name);
+/* Whether arena (a manifest's: input) is a file right in adir. */
+bool rec_arena_in_dir(const char *arena, const char *adir);
+/* adir (a manifest's arena_dir: input) opened into *dfd when it is a
+ * directory ada could have made for an arena: named <dir>/ada-*, its
+ * parent reached by ada_fs_walk_parent (every
+ * directory on the way root's or ours and not writable by others, unless
+ * a sticky one of root's such as /dev/shm), itself not a link, a
+ * directory of the effective user's, mode 0700 (mkdtemp's). 0; -EPERM (a
+ * name, place, owner or mode ada would not have made), -ELOOP (a link),
+ * -ENOENT (gone), other -errno; *dfd -1 on error. */
+int rec_arena_dir_open(const char *adir, int *dfd);
 /* A process whose manifest (man, of pid_dir) names no arena: man gains
  * "arena" (<pid>.ring in the session's arena directory) and "arena_dir"
  * (and a sibling's clock and arch). 1 when found, 0 when not or nothing
@@ -1146,6 +1166,10 @@ int rec_name_arena(const char *pid_dir, json_t *man);
  * recover_pid(pid_dir, arg) is called on it. 0, or -EBUSY when the
  * recorder still runs. */
 int rec_unadmitted(const char *dir, int (*recover_pid)(const char *pid_dir, void *arg), void *arg);
+/* Recovers one pid_N directory (recover.c): its thread files finalized,
+ * its arena drained, its manifest written. 0 or -EBUSY (its recorder
+ * runs). */
+int rec_pid(const char *pid_dir, struct ada_recover_report *rep);
 
 /* p's per-slot tables (by_slot, slot_dlocked, slot_noted, slot_locked),
  * max_threads entries each, in one anonymous mapping (drain_arena.c): its

@@ -36,6 +36,7 @@
 struct rec_ctx {
 	struct ada_recover_report *rep;
 	struct ada_arena *arena;
+	bool link_refused; /* a path of the process held a link: left as it was */
 	struct ada_tsc_clock clk;
 	bool use_tsc;
 	/* The manifest's arch (ATF_ARCH_*) and whether its counter is one this
@@ -73,6 +74,22 @@ static void rec_say(struct rec_ctx *c, const char *sentence)
 	json_array_append_new(c->warnings, json_string(sentence));
 	if (c->rep->notice)
 		c->rep->notice(c->rep->notice_arg, sentence);
+}
+
+/* path, below the session, was reached through a symbolic link (made
+ * since the session was listed): not read, not written; said, and an
+ * error. */
+static void rec_link_refused(struct rec_ctx *c, const char *path)
+{
+	char msg[PATH_MAX + 160];
+	snprintf(msg, sizeof(msg),
+	         "%s: not recovered: its path inside the session holds a symbolic link, and ada "
+	         "never follows or writes through a link it did not create",
+	         path);
+	rec_say(c, msg);
+	c->rep->errors++;
+	c->rep->links_skipped++;
+	c->link_refused = true;
 }
 
 /* A slot that broke the protocol: counted and reported once. */
@@ -630,6 +647,8 @@ static void rec_side_stale(struct rec_ctx *c, const struct rec_names *names, uin
 static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 {
 	DIR *d = ada_fs_opendir(AT_FDCWD, dir);
+	if (!d && errno == ELOOP) /* swapped for a link, or one above it, since listed */
+		rec_link_refused(c, dir);
 	if (!d)
 		return;
 	struct rec_names names = {0}, dnames = {0};
@@ -661,7 +680,7 @@ static void rec_thread(struct rec_ctx *c, const char *dir, uint32_t seq)
 	}
 	char side[PATH_MAX + 16];
 	snprintf(side, sizeof(side), "%s/.ring_base", dir);
-	unlink(side);
+	(void)ada_fs_unlink_path(side); /* none is fine */
 	rec_thread_note(c, t, seq, slot, &si, files);
 }
 
@@ -1022,35 +1041,64 @@ static void rec_manifest_recovered(struct rec_ctx *c, json_t *man, const char *p
 	}
 }
 
-/* Whether arena is a file directly in adir and adir is named as the
- * recorder names an arena directory (rec_arena_dir: <shm>/ada-*): both
- * paths are the manifest's (input), and recover runs as root. */
-static bool rec_arena_in_dir(const char *arena, const char *adir)
-{
-	size_t n = adir ? strlen(adir) : 0;
-	const char *base = adir ? strrchr(adir, '/') : NULL;
-	return n && base && !strncmp(base + 1, "ada-", 4) && !strncmp(arena, adir, n) &&
-	       arena[n] == '/' && arena[n + 1] && !strchr(arena + n + 1, '/');
-}
-
 /* Closes the arena; once its process is gone, removes the arena file and
  * (when only its budget page is left) the arena directory: only an arena
- * in an arena directory, unlinked relative to that directory, not
- * followed (a manifest naming another directory removes nothing). */
+ * in a directory ada could have made for it (rec_arena_dir_open: named
+ * ada-*, not a link, ours, 0700, in a place no one else can change),
+ * unlinked relative to that directory (a manifest naming another
+ * directory removes nothing; a refused directory is said). */
 static void rec_arena_release(struct rec_ctx *c, json_t *man, const char *arena)
 {
 	ada_arena_close(c->arena);
 	const char *adir = json_string_value(json_object_get(man, "arena_dir"));
 	int dfd = -1;
-	if (c->pid > 0 && kill(c->pid, 0) < 0 && errno == ESRCH && rec_arena_in_dir(arena, adir) &&
-	    ada_fs_open_dir(AT_FDCWD, adir, &dfd) == 0) {
+	if (c->pid <= 0 || kill(c->pid, 0) == 0 || errno != ESRCH)
+		return;
+	int rc = rec_arena_in_dir(arena, adir) ? rec_arena_dir_open(adir, &dfd) : -EPERM;
+	if (rc == 0) {
 		unlinkat(dfd, strrchr(arena, '/') + 1, 0);
 		close(dfd);
 		wal_shm_remove_dir(adir);
+	} else if (rc != -ENOENT) {
+		char msg[2 * PATH_MAX + 200];
+		snprintf(msg, sizeof(msg),
+		         "arena directory %s: not a directory ada made for its arena (a link, "
+		         "another user's, not 0700, or in a place others can change): %s was "
+		         "read but is left there",
+		         adir ? adir : "(none)", arena);
+		rec_say(c, msg);
 	}
 }
 
-static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
+/* The end of rec_pid(): the manifest written (not for a process already
+ * complete, or recovered before: again), the arena released, c freed.
+ * A process whose files were reached through a link is left as it was,
+ * its arena too: a later recover, once the link is gone, reads what the
+ * rings hold. */
+static void rec_pid_finish(struct rec_ctx *c, json_t *man, const char *pid_dir, const char *arena,
+                           bool again, uint64_t events_before)
+{
+	const char *state = json_string_value(json_object_get(man, "state"));
+	if (!((state && !strcmp(state, "complete")) || again || c->link_refused)) {
+		rec_manifest_recovered(c, man, pid_dir, events_before);
+		wal_retention_remove(pid_dir);  /* the manifest says it now */
+		wal_ring_table_remove(pid_dir); /* the files are final */
+	} else {
+		json_decref(c->threads);
+	}
+	wal_retention_free(&c->retention);
+	wal_ring_table_free(&c->ring_table);
+	if (c->arena && c->link_refused)
+		ada_arena_close(c->arena);
+	else if (c->arena)
+		rec_arena_release(c, man, arena);
+	json_decref(c->quarantine);
+	json_decref(c->warnings);
+	json_decref(c->stacks);
+	free(c->buf);
+}
+
+int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 {
 	json_t *man = rec_manifest_load(pid_dir);
 	int named = rec_recorder_running(man) ? -EBUSY : rec_name_arena(pid_dir, man);
@@ -1101,69 +1149,15 @@ static int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	if (c.ring_table.bad)
 		rec_say(&c, "pid_N/.ring_slots has records ada does not write: skipped (their "
 		            "threads' ring events are read as if it had none)");
-	rec_thread_dirs(&c, pid_dir);
+	if (rec_thread_dirs(&c, pid_dir) == -ELOOP)
+		rec_link_refused(&c, pid_dir);
 	rec_orphan_slots(&c, pid_dir);
 	if (c.arena_bad)
 		rec_say(&c,
 		        "the arena file shrank while recover read it: what was read is written, "
 		        "the rest of it is lost");
-	const char *state = json_string_value(json_object_get(man, "state"));
-	if (!((state && !strcmp(state, "complete")) || again)) {
-		rec_manifest_recovered(&c, man, pid_dir, events_before);
-		wal_retention_remove(pid_dir);  /* the manifest says it now */
-		wal_ring_table_remove(pid_dir); /* the files are final */
-	} else {
-		json_decref(c.threads);
-	}
-	wal_retention_free(&c.retention);
-	wal_ring_table_free(&c.ring_table);
-	if (c.arena)
-		rec_arena_release(&c, man, arena);
-	json_decref(c.quarantine);
-	json_decref(c.warnings);
-	json_decref(c.stacks);
-	free(c.buf);
+	rec_pid_finish(&c, man, pid_dir, arena, again, events_before);
 	json_decref(man);
 	rep->pids++;
 	return 0;
-}
-
-static int rec_pid_cb(const char *pid_dir, void *rep)
-{
-	return rec_pid(pid_dir, rep);
-}
-
-int ada_wal_recover(const char *dir, struct ada_recover_report *rep)
-{
-	void (*notice)(void *, const char *) = rep->notice;
-	void *notice_arg = rep->notice_arg;
-	memset(rep, 0, sizeof(*rep));
-	rep->notice = notice;
-	rep->notice_arg = notice_arg;
-	const char *base = strrchr(dir, '/');
-	base = base ? base + 1 : dir;
-	if (rec_is_pid_dir(base))
-		return rec_pid(dir, rep);
-	DIR *d = opendir(dir);
-	if (!d)
-		return -errno;
-	int busy = 0;
-	struct dirent *de;
-	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
-		enum ada_fs_kind k = ada_fs_entry_kind(dirfd(d), de);
-		rep->links_skipped += k == ADA_FS_LINK;
-		if (k != ADA_FS_DIR || !rec_is_pid_dir(de->d_name))
-			continue;
-		char sub[PATH_MAX];
-		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
-		int rc = rec_pid(sub, rep);
-		if (rc == -EBUSY)
-			busy = rc;
-	}
-	closedir(d);
-	if (!busy)
-		busy = rec_unadmitted(dir, rec_pid_cb, rep);
-	if (busy)
-		return busy;
-	return rep->pids ? 0 : -ENOENT;
 }

@@ -140,7 +140,7 @@ void rd_cidx_note_sizes(const char *dir, json_t *files)
 		if (!enc || strcmp(enc, "compact") || !name)
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", dir, name);
-		if (stat(p, &st) == 0)
+		if (ada_fs_lstat_path(p, &st) == 0 && S_ISREG(st.st_mode))
 			json_object_set_new(o, "bytes", json_integer((json_int_t)st.st_size));
 	}
 }

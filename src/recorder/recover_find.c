@@ -3,7 +3,9 @@
  * recorder died before writing a manifest for (its first 20 ms,
  * drain_early_manifest), or one whose arena it never admitted. Both are
  * in the session's arena directory, which a sibling's manifest names or
- * else the directory's owner record does (orphans.c).
+ * else the directory's owner record does (orphans.c). And the walk of a
+ * session for its pid_N (ada_wal_recover), with the session registered as
+ * a root below which no link is followed (fs.h).
  *
  * Threads: the caller's (ada recover, the orphan scan).
  */
@@ -30,6 +32,45 @@ bool rec_recorder_running(json_t *man)
 	json_int_t rticks = json_integer_value(json_object_get(man, "recorder_start_ticks"));
 	return st0 && !strcmp(st0, "recording") && rpid > 0 && rpid != getpid() &&
 	       ada_recorder_alive((pid_t)rpid, rticks > 0 ? (uint64_t)rticks : 0);
+}
+
+bool rec_arena_in_dir(const char *arena, const char *adir)
+{
+	size_t n = adir ? strlen(adir) : 0;
+	return n && arena && !strncmp(arena, adir, n) && arena[n] == '/' && arena[n + 1] &&
+	       !strchr(arena + n + 1, '/');
+}
+
+/* What mkdtemp made for the recorder: a directory of the effective
+ * user's, 0700. */
+static bool rec_arena_dir_ours(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	       (st.st_mode & 07777) == ADA_FS_DIR_MODE;
+}
+
+int rec_arena_dir_open(const char *adir, int *dfd)
+{
+	const char *base = adir ? strrchr(adir, '/') : NULL;
+	int pfd = -1, rc;
+
+	*dfd = -1;
+	if (!base || strncmp(base + 1, "ada-", 4)) /* named as rec_arena_dir names it */
+		return -EPERM;
+	rc = ada_fs_walk_parent(adir, 0, &pfd, &base);
+	if (rc == 0 && pfd < 0)
+		rc = -ENOENT; /* the walk stopped at a missing directory */
+	if (rc == 0) {
+		rc = ada_fs_open_dir(pfd, base, dfd); /* -ELOOP: a link */
+		close(pfd);
+	}
+	if (rc == 0 && !rec_arena_dir_ours(*dfd)) {
+		close(*dfd);
+		*dfd = -1;
+		rc = -EPERM;
+	}
+	return rc;
 }
 
 bool rec_is_pid_dir(const char *name)
@@ -138,8 +179,12 @@ int rec_unadmitted(const char *dir, int (*recover_pid)(const char *pid_dir, void
 	else if (rc == -ENOENT)
 		rc = ada_orphan_arena_dir("/dev/shm", session, adir, sizeof(adir));
 	json_decref(probe);
-	int sfd = -1;
-	DIR *d = rc == 0 ? ada_fs_opendir(AT_FDCWD, adir) : NULL;
+	int sfd = -1, afd = -1;
+	if (rc == 0) /* the manifest's: only a directory ada could have made */
+		rc = rec_arena_dir_open(adir, &afd);
+	DIR *d = rc == 0 ? fdopendir(afd) : NULL;
+	if (!d && afd >= 0)
+		close(afd);
 	if (!d || ada_fs_open_dir(AT_FDCWD, session, &sfd) < 0) {
 		if (d)
 			closedir(d);
@@ -167,4 +212,58 @@ int rec_unadmitted(const char *dir, int (*recover_pid)(const char *pid_dir, void
 	closedir(d);
 	close(sfd);
 	return 0;
+}
+
+static int rec_pid_cb(const char *pid_dir, void *rep)
+{
+	return rec_pid(pid_dir, rep);
+}
+
+static int rec_session(const char *dir, struct ada_recover_report *rep);
+
+/* Below dir nothing is followed through a link while it is recovered
+ * (fs.h, session roots): a thread_K or pid_N swapped for one is refused,
+ * never read or written through. */
+int ada_wal_recover(const char *dir, struct ada_recover_report *rep)
+{
+	int added = ada_fs_root_add(dir);
+	int rc = rec_session(dir, rep);
+	if (added == 1)
+		ada_fs_root_remove(dir);
+	return rc;
+}
+
+static int rec_session(const char *dir, struct ada_recover_report *rep)
+{
+	void (*notice)(void *, const char *) = rep->notice;
+	void *notice_arg = rep->notice_arg;
+	memset(rep, 0, sizeof(*rep));
+	rep->notice = notice;
+	rep->notice_arg = notice_arg;
+	const char *base = strrchr(dir, '/');
+	base = base ? base + 1 : dir;
+	if (rec_is_pid_dir(base))
+		return rec_pid(dir, rep);
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	int busy = 0;
+	struct dirent *de;
+	for (unsigned i = 0; i < ADA_FS_WALK_MAX_ENTRIES && (de = readdir(d)); i++) {
+		enum ada_fs_kind k = ada_fs_entry_kind(dirfd(d), de);
+		rep->links_skipped += k == ADA_FS_LINK;
+		if (k != ADA_FS_DIR || !rec_is_pid_dir(de->d_name))
+			continue;
+		char sub[PATH_MAX];
+		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		int rc = rec_pid(sub, rep);
+		if (rc == -EBUSY)
+			busy = rc;
+	}
+	closedir(d);
+	if (!busy)
+		busy = rec_unadmitted(dir, rec_pid_cb, rep);
+	if (busy)
+		return busy;
+	return rep->pids ? 0 : -ENOENT;
 }

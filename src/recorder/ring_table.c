@@ -269,7 +269,7 @@ void wal_ring_table_remove(const char *pid_dir)
 {
 	char path[PATH_MAX + 16];
 	snprintf(path, sizeof(path), "%s/" RING_TABLE_NAME, pid_dir);
-	unlink(path);
+	(void)ada_fs_unlink_path(path); /* none is fine */
 }
 
 void wal_ring_table_free(struct wal_ring_table *tb)

@@ -7,9 +7,12 @@
 # pattern and a file not quite of it (not the agent's: left, the link's
 # target untouched). The manifest stays whole JSON and its agent.json
 # part is there.
-#   agent_tmp_test.sh ADA T_CONTROL
+# With MODE cap, pid_N/ is also filled with more names than the sweep
+# reads (ADA_FS_WALK_MAX_ENTRIES, 100 000): the sweep stops there and says
+# so in the manifest (before, it walked whatever the target put there).
+#   agent_tmp_test.sh ADA T_CONTROL [cap]
 set -u
-ADA=$1 TC=$2
+ADA=$1 TC=$2 MODE=${3:-}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ada_agent_tmp.XXXXXX")
 REC=
 cleanup() {
@@ -38,12 +41,29 @@ echo keep >"$WORK/target"
 ln -s "$WORK/target" "$D/agent.json.tmp.fedcba9876543210" || fail "plant link"
 mkdir "$D/agent.json.tmp.00000000000000aa" || fail "plant dir"
 echo x >"$D/agent.json.tmp.0123" || fail "plant short"
+if [ "$MODE" = cap ]; then
+	python3 - "$D" <<'PY' || fail "plant the names"
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+for i in range(100001):
+    os.close(os.open("x%d" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=fd))
+PY
+fi
 echo quit >&3
 exec 3>&-
 wait "$REC"
 rc=$?
 REC=
 [ $rc -eq 0 ] || fail "ada record exited $rc"
+if [ "$MODE" = cap ]; then
+	python3 - "$D/manifest.json" "$P" <<'PY' || fail "the cap went unsaid"
+import json, sys
+m = json.load(open(sys.argv[1]))
+want = 'pid %s: its directory holds more than 100000 entries: the sweep' % sys.argv[2]
+assert any(w.startswith(want) for w in m['warnings']), m['warnings']
+PY
+	exit 0
+fi
 [ -e "$D/agent.json.tmp.0123456789abcdef" ] && fail "the agent's temporary is still there"
 [ -L "$D/agent.json.tmp.fedcba9876543210" ] || fail "the planted link was removed"
 [ "$(cat "$WORK/target")" = keep ] || fail "the link's target changed"
@@ -55,5 +75,7 @@ m = json.load(open(sys.argv[1]))
 assert m['state'] == 'complete' and 'hook' in m and m['modules'], sorted(m)
 want = 'pid %s: ended while its agent wrote agent.json: 1 unfinished temporary removed' % sys.argv[2]
 assert any(w.startswith(want) for w in m['warnings']), m['warnings']
+left = 'pid %s: 2 entries of its directory named as the agent\'s agent.json temporaries are no regular file' % sys.argv[2]
+assert any(w.startswith(left) for w in m['warnings']), m['warnings']
 PY
 exit 0

@@ -44,6 +44,12 @@ add_test(NAME control_agent_tmp
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/agent_tmp_test.sh $<TARGET_FILE:ada>
                  ${ADA_TGT_DIR}/t_control_O2)
 set_tests_properties(control_agent_tmp PROPERTIES TIMEOUT 60 LABELS "integration")
+# The sweep reads at most 100 000 names of a pid_N/ the target filled, and
+# says it stopped there.
+add_test(NAME control_agent_tmp_cap
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/agent_tmp_test.sh $<TARGET_FILE:ada>
+                 ${ADA_TGT_DIR}/t_control_O2 cap)
+set_tests_properties(control_agent_tmp_cap PROPERTIES TIMEOUT 120 LABELS "integration")
 
 # A warning the recorder rewrites with a count (ignored arenas of one
 # kind) is shown current by the live `ada status` (status_refused_test.sh).

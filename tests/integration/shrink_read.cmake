@@ -1,7 +1,7 @@
 # A file cut short under the reading commands: said in one sentence, exit
 # 1, never a SIGBUS (tests/integration/shrink_read_test.sh). A small
 # recording of producer_kill (no agent).
-foreach(mode report dump chrome atf flame)
+foreach(mode report dump chrome atf flame validate)
   add_test(NAME shrink_read_${mode}
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/shrink_read_test.sh $<TARGET_FILE:ada>
                    $<TARGET_FILE:producer_kill> ${mode})

@@ -9,7 +9,8 @@
 # truncation may cut it.
 #   shrink_read_test.sh ADA PRODUCER MODE
 #   MODE: report, dump, chrome (export --format chrome), atf (export
-#   --format atf: the compact index converted), flame
+#   --format atf: the compact index converted), flame, validate (which
+#   also calls the session INVALID)
 set -u
 ADA=$1 PROD=$2 MODE=$3
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ada_shrink.XXXXXX")
@@ -27,6 +28,7 @@ dump) set -- dump "$S" ;;
 chrome) set -- export --format chrome -o "$WORK/out.json" "$S" ;;
 atf) set -- export --format atf -o "$WORK/out" "$S" ;;
 flame) set -- flame --folded -o "$WORK/out.folded" "$S" ;;
+validate) set -- validate "$S" ;;
 *) fail "unknown mode" ;;
 esac
 ADA_TEST_SHRINK_MAPPED=16384 timeout -s KILL 30 "$ADA" "$@" >"$WORK/stdout" 2>"$WORK/err"

@@ -12,7 +12,9 @@
  * as the recorder names one (ada-*). A manifest naming a valid arena
  * and an empty directory of someone else's (/run/sshd) as its
  * arena_dir must leave that directory alone, and a device named as the
- * arena (/dev/watchdog arms on open) is not opened.
+ * arena (/dev/watchdog arms on open) is not opened. An ada-* directory
+ * that ada could not have made (not 0700, or in a place others can
+ * write) is left with its arena too, and that is said.
  *
  * A killed recording's processes the recorder had finalized ("complete")
  * name arenas it removed once drained: recover says nothing of them. The
@@ -111,6 +113,16 @@ static pid_t recover_dead_arena(const char *path)
 	return pid;
 }
 
+/* The sentences recover told (rep.notice: what `ada recover` prints). */
+static char told[4096];
+
+static void recover_notice(void *arg, const char *sentence)
+{
+	(void)arg;
+	size_t n = strlen(told);
+	snprintf(told + n, sizeof(told) - n, "%s\n", sentence);
+}
+
 /* A session of one process whose manifest names arena and arena_dir. */
 static void recover_with_arena(const char *arena, const char *adir, pid_t pid)
 {
@@ -124,7 +136,8 @@ static void recover_with_arena(const char *arena, const char *adir, pid_t pid)
 	json_object_set_new(m, "arena_dir", json_string(adir));
 	assert_int_equal(ada_manifest_write(pid_dir, m), 0);
 	json_decref(m);
-	struct ada_recover_report rep = {0};
+	struct ada_recover_report rep = {.notice = recover_notice};
+	told[0] = '\0';
 	assert_int_equal(ada_wal_recover(dir, &rep), 0);
 	assert_int_equal(rep.arenas_found, 1);
 }
@@ -157,6 +170,43 @@ static void test_arena_dir_removed(void **state)
 	struct stat st;
 	assert_int_equal(stat(arena, &st), -1);
 	assert_int_equal(stat(adir, &st), -1);
+}
+
+/* An ada-* directory of mode 0755 (mkdtemp makes 0700): not ada's. */
+static void test_arena_dir_mode(void **state)
+{
+	(void)state;
+	char adir[128], arena[160];
+	snprintf(adir, sizeof(adir), "%s/ada-session-x", dir);
+	assert_int_equal(mkdir(adir, 0700), 0);
+	assert_int_equal(chmod(adir, 0755), 0);
+	snprintf(arena, sizeof(arena), "%s/1.ring", adir);
+	pid_t pid = recover_dead_arena(arena);
+	recover_with_arena(arena, adir, pid);
+	struct stat st;
+	assert_int_equal(stat(arena, &st), 0);
+	assert_int_equal(stat(adir, &st), 0);
+	assert_non_null(strstr(told, "not a directory ada made for its arena"));
+}
+
+/* An ada-* directory in a directory anyone may write (not sticky): whoever
+ * could have swapped it; left. */
+static void test_arena_dir_open_place(void **state)
+{
+	(void)state;
+	char place[128], adir[160], arena[192];
+	snprintf(place, sizeof(place), "%s/open", dir);
+	assert_int_equal(mkdir(place, 0700), 0);
+	assert_int_equal(chmod(place, 0777), 0);
+	snprintf(adir, sizeof(adir), "%s/ada-session-x", place);
+	assert_int_equal(mkdir(adir, 0700), 0);
+	snprintf(arena, sizeof(arena), "%s/1.ring", adir);
+	pid_t pid = recover_dead_arena(arena);
+	recover_with_arena(arena, adir, pid);
+	struct stat st;
+	assert_int_equal(stat(arena, &st), 0);
+	assert_int_equal(stat(adir, &st), 0);
+	assert_non_null(strstr(told, "not a directory ada made for its arena"));
 }
 
 static void test_arena_device(void **state)
@@ -346,6 +396,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_arena_device, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_arenas_gone_counted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rotation_put_failed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_arena_dir_mode, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_arena_dir_open_place, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

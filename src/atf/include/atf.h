@@ -309,6 +309,12 @@ struct ada_atf_report {
 	/* Per file, at most this many problems are passed to fn (0: 50); the
 	 * rest are counted and summed up in one last line. */
 	uint32_t max_per_file;
+	/* Called for each file that shrank while it was validated (a running
+	 * target, the session's owner, the recorder's final truncation): what
+	 * lay past its new end read as zeros, so the problems found there are
+	 * about zeros, not its events. Counted as an error; NULL: counted
+	 * only. */
+	void (*shrank)(void *ctx, const char *path);
 };
 
 /* What the validator learned about one file, for cross-file checks. */

@@ -17,6 +17,9 @@
  *   - Readers open with O_NOFOLLOW and classify entries with d_type /
  *     fstatat(AT_SYMLINK_NOFOLLOW): a walk never follows a link, so it
  *     never visits a directory twice and a loop of links ends at once.
+ *   - Below a session root (the directory a command was named:
+ *     ada_fs_root_add), a path opened by name follows no link in any
+ *     component, not the last only (root.c).
  *
  * This module is the ground: it depends on libc only, so the agent
  * (src/hook, src/ring's producer) and the recorder (src/atf, src/clock,
@@ -196,6 +199,53 @@ static inline int ada_fs_place_trusted(const char *path, uid_t uid, char *why, s
 {
 	return ada_fs_walk(path, uid, 0, NULL, why, cap);
 }
+
+/* ---- session roots: no link followed below the directory a command was named ---- */
+
+/* Roots a process may register (a command names one or two). */
+#define ADA_FS_ROOTS_MAX 8
+#define ADA_FS_BENEATH_WALK 1u /* ada_fs_open_beneath_dir: the walk, not openat2 */
+
+/* Registers path, a directory the user named on the command line: opened
+ * once here, following its own links (the user's choice), and kept. From
+ * then on every (AT_FDCWD, path) this module opens whose path begins with
+ * it (ada_fs_open_file, ada_fs_open_dir, ada_fs_opendir, ada_fs_open_path,
+ * ada_fs_lstat_path) is resolved below that descriptor without following
+ * any link on the way: a symlinked thread_K, or one in the middle, gives
+ * -ELOOP. A path with a ".." component, or under no root, is opened as
+ * before (its last component not followed). For the command's thread,
+ * before it starts others. 1 (registered now), 0 (it was already),
+ * -ENOSPC (ADA_FS_ROOTS_MAX reached), other -errno of open. */
+int ada_fs_root_add(const char *path);
+/* Forgets the root path (a no-op when it is none): a caller that
+ * registered it for one piece of work (1 from ada_fs_root_add). */
+void ada_fs_root_remove(const char *path);
+/* Forgets every root, closing their descriptors (tests). */
+void ada_fs_root_clear(void);
+
+/* When *dirfd is AT_FDCWD and *name lies under a root, replaces them with
+ * the directory above the last component, opened below the root without
+ * following a link (*tmpfd: that descriptor, which the caller closes,
+ * or -1 when none was opened), and the last component. Otherwise leaves
+ * them. 0, -ELOOP (a link on the way), other -errno. */
+int ada_fs_root_resolve(int *dirfd, const char **name, int *tmpfd);
+
+/* Opens the directory rel under rootfd (O_PATH) without following any
+ * link or leaving rootfd: openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS),
+ * else (no openat2, or how has ADA_FS_BENEATH_WALK) one O_NOFOLLOW
+ * openat a component. 0, -ELOOP (a link), -EXDEV (openat2: rel leaves
+ * rootfd), other -errno. */
+int ada_fs_open_beneath_dir(int rootfd, const char *rel, unsigned how, int *out);
+
+/* openat(AT_FDCWD, path, flags | O_NOFOLLOW | O_CLOEXEC, mode) after
+ * ada_fs_root_resolve(): for readers that check what they opened
+ * themselves, and for writers that create under a session. 0 or -errno. */
+int ada_fs_open_path(const char *path, int flags, mode_t mode, int *out);
+/* fstatat(AT_SYMLINK_NOFOLLOW) of path after ada_fs_root_resolve(). */
+int ada_fs_lstat_path(const char *path, struct stat *st);
+/* unlinkat(path's file) after ada_fs_root_resolve(): a link in the middle
+ * is never followed to remove another directory's file. 0 or -errno. */
+int ada_fs_unlink_path(const char *path);
 
 /* ---- debug files: where a stripped image's symbols may be ---- */
 
