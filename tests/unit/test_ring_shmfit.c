@@ -157,6 +157,29 @@ static void test_fit_refused(void **state)
 	ada_shm_budget_close(b);
 }
 
+/* The sentence for processes that could not make their arena says the
+ * first one's reason; the page is the target's to write, so an errno of 0
+ * (no reason) or a large one is said as such, never as "error 0". */
+static void test_failed_why_reason(void **state)
+{
+	(void)state;
+	struct ada_shm_budget_view v = {.failed_procs = 2, .failed_errno = ENOSPC};
+	char why[512];
+	assert_true(ada_shm_budget_failed_why(&v, why, sizeof(why)));
+	assert_non_null(strstr(why, "2 processes ran untraced: they could not make their arena"));
+	assert_non_null(strstr(why, strerror(ENOSPC)));
+	v.failed_errno = 0;
+	assert_true(ada_shm_budget_failed_why(&v, why, sizeof(why)));
+	assert_null(strstr(why, "error 0"));
+	assert_non_null(strstr(why, "(the first: a reason not recorded)"));
+	v.failed_errno = 70000;
+	assert_true(ada_shm_budget_failed_why(&v, why, sizeof(why)));
+	assert_non_null(strstr(why, "(the first: error 70000)"));
+	v.failed_procs = 0;
+	assert_false(ada_shm_budget_failed_why(&v, why, sizeof(why)));
+	assert_string_equal(why, "");
+}
+
 /* No detail rings to cut (--detail never): the whole arena or nothing. */
 static void test_fit_no_detail(void **state)
 {
@@ -206,6 +229,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fit_whole, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_fit_smaller, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_fit_refused, fx_setup, fx_teardown),
+	    cmocka_unit_test(test_failed_why_reason),
 	    cmocka_unit_test_setup_teardown(test_fit_no_detail, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_fit_producer_marks, fx_setup, fx_teardown),
 	};
