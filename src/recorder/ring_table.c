@@ -121,7 +121,8 @@ int wal_ring_table_put(struct wal_proc *p, const struct wal_thread *t)
  * process. A rotation's put rewrites the thread's own record in place
  * (its blocks are there: no ENOSPC, no new descriptor), so it fails only
  * on an I/O error; the record left then is the file before's, which
- * recover cannot tell (its end may still lie in the ring): said here. */
+ * recover tells by its file generation while that file is on disk
+ * (docs/format.md): said here all the same. */
 void wal_ring_table_failed(struct ada_recorder *r, struct wal_proc *p)
 {
 	char msg[384];
