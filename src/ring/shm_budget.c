@@ -235,6 +235,17 @@ void ada_shm_budget_release(struct ada_shm_budget *b, uint64_t bytes)
 		;
 }
 
+void ada_shm_budget_untake(struct ada_shm_budget *b, uint64_t bytes, bool reduced)
+{
+	ada_shm_budget_release(b, bytes);
+	uint64_t n = atomic_load_explicit(&b->reduced_procs, memory_order_relaxed);
+	/* Never below zero, whatever a target wrote into the page. */
+	while (reduced && n &&
+	       !atomic_compare_exchange_weak_explicit(&b->reduced_procs, &n, n - 1,
+	                                              memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
 void ada_shm_budget_read(const struct ada_shm_budget *b, struct ada_shm_budget_view *v)
 {
 	v->ceiling = b->ceiling;
