@@ -137,8 +137,19 @@ class Rec:
         if not l:
             self.kill()
             raise Fail("the target stopped answering (or not within %d s); ada record said:\n%s"
-                       % (TIMEOUT, self.err[-1500:]))
+                       % (TIMEOUT, (self.err or self.stderr_left())[-1500:]))
         return l
+
+    def stderr_left(self):
+        """What ada record wrote on stderr and nobody read yet (it is read
+        whole only at the end): without a wait, as a target still running
+        holds the pipe open too."""
+        try:
+            os.set_blocking(self.p.stderr.fileno(), False)
+            data = self.p.stderr.read() or b""
+        except (OSError, ValueError):
+            data = b""
+        return data.decode(errors="replace")
 
     def send(self, cmd):
         self.p.stdin.write((cmd + "\n").encode())
