@@ -368,11 +368,15 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 	t->pending = t->lost_pending = t->file_released = 0;
 	char to[64];
 	snprintf(to, sizeof(to), "index.g%u.atf", t->next_gen);
+	/* Grown (the old array gone) whether or not the rename is done; no
+	 * room for its entry: not renamed (a generation on disk the list does
+	 * not know would never be deleted, nor listed). */
 	void *arr = drain_grow(t->gens, &t->capgens, t->ngens + 1, sizeof(*t->gens));
-	int dfd = wal_thread_dir(t);
-	if (renameat(dfd, "index.atf", dfd, to) == 0 && arr) {
-		wal_kill_point("rotate_renamed"); /* no index.atf until the next one */
+	if (arr)
 		t->gens = arr;
+	int dfd = wal_thread_dir(t);
+	if (arr && renameat(dfd, "index.atf", dfd, to) == 0) {
+		wal_kill_point("rotate_renamed"); /* no index.atf until the next one */
 		t->gens[t->ngens++] = (struct wal_gen){
 		    .t = t,
 		    .g = t->next_gen,

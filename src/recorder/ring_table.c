@@ -6,7 +6,8 @@
  * thread's index.atf (the thread's start and each rotation):
  *
  *   u32 magic "ARS2" | u32 slot | u32 thread_seq | u32 generation |
- *   u64 base | u32 crc32 of the 24 bytes before | u32 file generation
+ *   u64 base | u32 crc32 of the 24 bytes before and the 4 after |
+ *   u32 file generation
  *
  * "file event i is ring position base + i of slot `slot` while it holds
  * generation `generation` of thread `thread_seq`, in the index.atf that
@@ -19,8 +20,8 @@
  * file's would read ring events already on disk a second time). Each
  * index.atf the drain opens has a file generation of its own (a rotation
  * that could not keep its file as a generation skips its G too).
- * "ARS1" records (recorders before this; the last word 0) have none: used
- * as before. A slot a later thread
+ * "ARS1" records (recorders before this; the last word 0, the CRC of the
+ * 24 bytes before it only) have none: used as before. A slot a later thread
  * takes gets that thread's record over the earlier one's, whose file is
  * final by then (a slot is freed only once its ring is empty); recover
  * checks a record against the arena's slot (same thread, same generation)
@@ -61,9 +62,14 @@ struct ring_table_rec {
 };
 _Static_assert(sizeof(struct ring_table_rec) == WAL_RING_TABLE_REC, "32-byte records");
 
+/* Bytes 0-23, then (ARS2) the file generation: every word but the CRC's
+ * own is checked, as ARS1's last word was (it had to be 0). */
 static uint32_t ring_table_crc(const struct ring_table_rec *r)
 {
-	return (uint32_t)crc32(0, (const unsigned char *)r, offsetof(struct ring_table_rec, crc));
+	uLong c = crc32(0, (const unsigned char *)r, offsetof(struct ring_table_rec, crc));
+	if (r->magic == RING_TABLE_MAGIC)
+		c = crc32(c, (const unsigned char *)&r->file_gen, sizeof(r->file_gen));
+	return (uint32_t)c;
 }
 
 /* pid_N/.ring_slots, made on the first thread's file: anything already
@@ -115,7 +121,8 @@ int wal_ring_table_put(struct wal_proc *p, const struct wal_thread *t)
  * process. A rotation's put rewrites the thread's own record in place
  * (its blocks are there: no ENOSPC, no new descriptor), so it fails only
  * on an I/O error; the record left then is the file before's, which
- * recover cannot tell (its end may still lie in the ring): said here. */
+ * recover tells by its file generation while that file is on disk
+ * (docs/format.md): said here all the same. */
 void wal_ring_table_failed(struct ada_recorder *r, struct wal_proc *p)
 {
 	char msg[384];

@@ -262,8 +262,8 @@ static int env_create_reserved(const char *dir, const char *ring, const char *mi
 	uint32_t flags = fit.detail_bytes != cfg->detail_bytes ? ADA_ARENA_F_DETAIL_REDUCED : 0;
 	if (!err) {
 		err = env_create(tmp, ring, mine, &fit, flags, start, inh->forked, b, reused, out);
-		if (err && b)
-			ada_shm_budget_release(b, size);
+		if (err && b) /* not recorded: failed (env_count_failed) or ended */
+			ada_shm_budget_untake(b, size, flags != 0);
 	}
 	if (b != inh->budget)
 		ada_shm_budget_close(b);

@@ -235,6 +235,17 @@ void ada_shm_budget_release(struct ada_shm_budget *b, uint64_t bytes)
 		;
 }
 
+void ada_shm_budget_untake(struct ada_shm_budget *b, uint64_t bytes, bool reduced)
+{
+	ada_shm_budget_release(b, bytes);
+	uint64_t n = atomic_load_explicit(&b->reduced_procs, memory_order_relaxed);
+	/* Never below zero, whatever a target wrote into the page. */
+	while (reduced && n &&
+	       !atomic_compare_exchange_weak_explicit(&b->reduced_procs, &n, n - 1,
+	                                              memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
 void ada_shm_budget_read(const struct ada_shm_budget *b, struct ada_shm_budget_view *v)
 {
 	v->ceiling = b->ceiling;
@@ -251,7 +262,9 @@ void ada_shm_budget_read(const struct ada_shm_budget *b, struct ada_shm_budget_v
 	v->refused_need = atomic_load_explicit(&b->refused_need, memory_order_relaxed);
 	v->refused_room = atomic_load_explicit(&b->refused_room, memory_order_relaxed);
 	v->ceiling_from_fs = b->ceiling_from_fs != 0;
-	v->failed_procs = atomic_load_explicit(&b->failed_procs, memory_order_relaxed);
+	/* Pairs with the release fetch_add in ada_shm_budget_failed(): a count
+	 * seen comes with the first one's errno. */
+	v->failed_procs = atomic_load_explicit(&b->failed_procs, memory_order_acquire);
 	v->failed_errno = atomic_load_explicit(&b->failed_errno, memory_order_relaxed);
 }
 
@@ -262,7 +275,9 @@ void ada_shm_budget_failed(struct ada_shm_budget *b, int err)
 	uint32_t none = 0;
 	atomic_compare_exchange_strong_explicit(&b->failed_errno, &none, (uint32_t)-err,
 	                                        memory_order_relaxed, memory_order_relaxed);
-	atomic_fetch_add_explicit(&b->failed_procs, 1, memory_order_relaxed);
+	/* Pairs with the acquire load in ada_shm_budget_read(): the errno
+	 * first, so a reader that sees the count sees a reason. */
+	atomic_fetch_add_explicit(&b->failed_procs, 1, memory_order_release);
 }
 
 void ada_shm_budget_set_from_fs(struct ada_shm_budget *b)
@@ -536,9 +551,12 @@ bool ada_shm_budget_failed_why(const struct ada_shm_budget_view *v, char *buf, s
 		buf[0] = '\0';
 	if (!v->failed_procs)
 		return false;
-	/* The errno is the target's to write: strerror only of a small one. */
+	/* The errno is the target's to write: strerror only of a small one;
+	 * 0 (a page the target wrote over) is no reason. */
 	char e[64];
-	if (v->failed_errno && v->failed_errno < 4096)
+	if (!v->failed_errno)
+		snprintf(e, sizeof(e), "a reason not recorded");
+	else if (v->failed_errno < 4096)
 		snprintf(e, sizeof(e), "%s", strerror((int)v->failed_errno));
 	else
 		snprintf(e, sizeof(e), "error %u", v->failed_errno);

@@ -14,7 +14,7 @@ if(ADA_SANITIZE MATCHES "^(address|thread)$")
   return()
 endif()
 foreach(case arm note status malformed never peer registry always retitle held fakeserver windows
-             forkheap wake looks idlepools overbudget killswept)
+             forkheap wake looks idlepools overbudget killswept killsafe)
   ada_e2e_test(control_${case} control_test.py NO_WORK LABELS integration
                ARGS --target ${ADA_TGT_DIR}/t_control_O2
                     --work ${CMAKE_BINARY_DIR}/control-work ${case})

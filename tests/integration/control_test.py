@@ -47,6 +47,9 @@ never for time.
   killswept  the fixture's kill (a failing case's end) leaves no arena
              directory of the killed recording in /dev/shm: its program is
              stopped and the session recovered.
+  killsafe   the fixture's kill signals only the recorder's children, through
+             pidfds: a pid the target said that is another process's by now
+             (the recorder reaped the target) is left alone.
   peer       (root only) a throwaway user gets "permission denied" from
              `ada status PID`, `ada arm PID` and `ada trigger DIR`, and nothing
              else. Not root: exit 77 after printing why.
@@ -134,8 +137,19 @@ class Rec:
         if not l:
             self.kill()
             raise Fail("the target stopped answering (or not within %d s); ada record said:\n%s"
-                       % (TIMEOUT, self.err[-1500:]))
+                       % (TIMEOUT, (self.err or self.stderr_left())[-1500:]))
         return l
+
+    def stderr_left(self):
+        """What ada record wrote on stderr and nobody read yet (it is read
+        whole only at the end): without a wait, as a target still running
+        holds the pipe open too."""
+        try:
+            os.set_blocking(self.p.stderr.fileno(), False)
+            data = self.p.stderr.read() or b""
+        except (OSError, ValueError):
+            data = b""
+        return data.decode(errors="replace")
 
     def send(self, cmd):
         self.p.stdin.write((cmd + "\n").encode())
@@ -168,27 +182,55 @@ class Rec:
         if self.p.poll() is None:
             # /proc's children lists need CONFIG_PROC_CHILDREN: the target's
             # own pid, once it said it, too.
-            kids = set(children_of(self.p.pid)) | ({self.pid} if getattr(self, "pid", 0) else set())
+            pids = set(children_of(self.p.pid)) | ({self.pid} if getattr(self, "pid", 0) else set())
+            kids = self.pin(pids)
             self.p.kill()
             self.p.wait()
             self.sweep(kids)
+
+    def pin(self, pids):
+        """A pidfd for each of pids still the recorder's child: the
+        recorder may have reaped one already (the target said its pid long
+        ago) and the pid be another process's by now, which a kill by pid
+        would hit. Checked after the pidfd is open: if the pid is still
+        the recorder's child then, the pidfd is that child's."""
+        fds = []
+        for pid in pids:
+            try:
+                fd = os.pidfd_open(pid)
+            except OSError:
+                continue
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                ppid = 0
+            if ppid == self.p.pid:
+                fds.append(fd)
+            else:
+                os.close(fd)
+        return fds
 
     def sweep(self, kids):
         """A recorder killed (a failing case's finally, a target that stopped
         answering) leaves its arena directory in /dev/shm, and the suite's
         ADA_NO_RECOVER_ORPHANS keeps every other command's scan off it: the
         program is stopped (it maps its arena) and the session recovered,
-        which removes the directory once its processes are gone."""
-        for pid in kids:
+        which removes the directory once its processes are gone. kids:
+        pidfds (pin), never bare pids, and closed here."""
+        for fd in kids:
             try:
-                os.kill(pid, signal.SIGKILL)
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
             except OSError:
                 pass
-        for pid in kids:  # reaped by whoever inherited them; bounded
-            for _ in range(200):
-                if not os.path.exists("/proc/%d" % pid):
-                    break
+        for fd in kids:  # until reaped by whoever inherited it (a zombie still
+            for _ in range(200):  # counts for recover's kill(pid, 0)); bounded
+                try:
+                    signal.pidfd_send_signal(fd, 0)
+                except OSError:
+                    break  # ESRCH: reaped, whatever its pid is now
                 time.sleep(0.05)
+            os.close(fd)
         for s in glob.glob(os.path.join(self.out, "session_*")):
             run([self.ada, "recover", s])
 
@@ -1093,6 +1135,38 @@ def case_killswept(ada, target, work):
     print("killswept: the killed recorder's arena directory was recovered and removed")
 
 
+def case_killsafe(ada, target, work):
+    """The fixture's kill never signals a pid that is no longer the
+    recorder's child: here the pid the target said is, as after the recorder
+    reaped it and the pid was taken again, a bystander's (a sleep of ours)."""
+    r = Rec(ada, target, work)
+    real = os.pidfd_open(r.pid)
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        r.pid = bystander.pid
+        r.kill()
+        alive = bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
+        try:  # the target itself, by its pidfd (the kill found it as a child, or not)
+            signal.pidfd_send_signal(real, signal.SIGKILL)
+        except OSError:
+            pass
+        for _ in range(200):
+            try:
+                signal.pidfd_send_signal(real, 0)
+            except OSError:
+                break  # reaped
+            time.sleep(0.05)
+        os.close(real)
+        run([ada, "recover", r.session])
+    check(alive, "the fixture's kill hit pid %d, which was not the recorder's child"
+          % bystander.pid)
+    check(not shm_dirs_of(r.session), "a killed recording left its arena directory")
+    print("killsafe: the bystander under the target's old pid was left alone")
+
+
 def case_idlepools(ada, target, work):
     """The recorder's own pools given back once no window needs them (issue
     35 follow-up): with 64 MiB detail rings, a window that fired and closed
@@ -1135,7 +1209,8 @@ def case_idlepools(ada, target, work):
 CASES = {"overbudget": case_overbudget, "wake": case_wake, "looks": case_looks, "retitle": case_retitle, "arm": case_arm, "held": case_held, "fakeserver": case_fakeserver, "windows": case_windows, "note": case_note, "status": case_status,
          "malformed": case_malformed, "never": case_never, "peer": case_peer,
          "registry": case_registry, "always": case_always, "forkheap": case_forkheap,
-         "idlepools": case_idlepools, "killswept": case_killswept}
+         "idlepools": case_idlepools, "killswept": case_killswept,
+         "killsafe": case_killsafe}
 
 
 def main():

@@ -205,9 +205,13 @@ import struct, sys, zlib
 p = sys.argv[1]
 raw = bytearray(open(p, "rb").read())
 for off in range(0, len(raw) - 31, 32):
-    if struct.unpack_from("<I", raw, off)[0] in (0x31535241, 0x32535241):  # ARS1, ARS2
+    magic = struct.unpack_from("<I", raw, off)[0]
+    if magic in (0x31535241, 0x32535241):  # ARS1, ARS2
         struct.pack_into("<Q", raw, off + 16, 2**64 - 3)
-        struct.pack_into("<I", raw, off + 24, zlib.crc32(bytes(raw[off:off + 24])))
+        crc = zlib.crc32(bytes(raw[off:off + 24]))
+        if magic == 0x32535241:  # ARS2's CRC goes on over its file generation
+            crc = zlib.crc32(bytes(raw[off + 28:off + 32]), crc)
+        struct.pack_into("<I", raw, off + 24, crc)
 open(p, "wb").write(raw)
 PY
 	fi

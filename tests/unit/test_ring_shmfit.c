@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -157,6 +159,29 @@ static void test_fit_refused(void **state)
 	ada_shm_budget_close(b);
 }
 
+/* The sentence for processes that could not make their arena says the
+ * first one's reason; the page is the target's to write, so an errno of 0
+ * (no reason) or a large one is said as such, never as "error 0". */
+static void test_failed_why_reason(void **state)
+{
+	(void)state;
+	struct ada_shm_budget_view v = {.failed_procs = 2, .failed_errno = ENOSPC};
+	char why[512];
+	assert_true(ada_shm_budget_failed_why(&v, why, sizeof(why)));
+	assert_non_null(strstr(why, "2 processes ran untraced: they could not make their arena"));
+	assert_non_null(strstr(why, strerror(ENOSPC)));
+	v.failed_errno = 0;
+	assert_true(ada_shm_budget_failed_why(&v, why, sizeof(why)));
+	assert_null(strstr(why, "error 0"));
+	assert_non_null(strstr(why, "(the first: a reason not recorded)"));
+	v.failed_errno = 70000;
+	assert_true(ada_shm_budget_failed_why(&v, why, sizeof(why)));
+	assert_non_null(strstr(why, "(the first: error 70000)"));
+	v.failed_procs = 0;
+	assert_false(ada_shm_budget_failed_why(&v, why, sizeof(why)));
+	assert_string_equal(why, "");
+}
+
 /* No detail rings to cut (--detail never): the whole arena or nothing. */
 static void test_fit_no_detail(void **state)
 {
@@ -200,14 +225,55 @@ static void test_fit_producer_marks(void **state)
 	ada_shm_budget_close(b);
 }
 
+/* A forked child given smaller detail rings that then cannot make its
+ * arena (no file descriptor left) gives its reservation back and is
+ * counted once, among the processes that ran untraced: not also among
+ * those recorded with smaller rings, which it never was. */
+static void test_fit_reduced_then_failed(void **state)
+{
+	struct fx *f = *state;
+	struct ada_shm_budget *b = NULL;
+	uint64_t half = size_with_detail(&f->cfg, f->cfg.detail_bytes / 2);
+	assert_int_equal(ada_shm_budget_create(f->dfd, f->full + half, &b), 0);
+	char text[ADA_ARENA_CONFIG_TEXT_MAX];
+	assert_true(ada_arena_config_format(&f->cfg, text, sizeof(text)) > 0);
+	assert_int_equal(ada_producer_init(f->dir, text), 0); /* the whole arena: room for half */
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int lowest = dup(0);
+		if (lowest < 0)
+			_exit(100);
+		close(lowest);
+		struct rlimit rl = {.rlim_cur = (rlim_t)lowest, .rlim_max = (rlim_t)lowest};
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			_exit(101);
+		int err = ada_producer_init(f->dir, text);
+		_exit(err < 0 && err > -100 ? -err : 102);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) > 0 && WEXITSTATUS(st) < 100);
+	struct ada_shm_budget_view v;
+	ada_shm_budget_read(b, &v);
+	assert_int_equal(v.failed_procs, 1);
+	assert_int_equal(v.reduced_procs, 0);
+	assert_int_equal(v.reserved, f->full); /* the parent's only */
+	char why[512];
+	assert_false(ada_shm_budget_reduced_why(&v, why, sizeof(why)));
+	ada_shm_budget_close(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_fit_whole, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_fit_smaller, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_fit_refused, fx_setup, fx_teardown),
+	    cmocka_unit_test(test_failed_why_reason),
 	    cmocka_unit_test_setup_teardown(test_fit_no_detail, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_fit_producer_marks, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_fit_reduced_then_failed, fx_setup, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

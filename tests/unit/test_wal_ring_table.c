@@ -162,6 +162,36 @@ static void test_file_generation(void **state)
 	close(p.dir_fd);
 }
 
+/* The file generation is checked with the rest of the record: an ARS2
+ * record whose last word is damaged (here: one bit of it) is not the
+ * drain's, counted bad; taken, a G made smaller would make recover drop
+ * the current file's record, a larger one keep a stale record. */
+static void test_file_generation_in_crc(void **state)
+{
+	(void)state;
+	struct wal_proc p = {.dir = dir};
+	p.dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(p.dir_fd >= 0);
+	struct wal_thread t = {.p = &p, .slot = 1, .seq = 4, .slot_gen = 1, .ring_next = 128};
+	t.next_gen = 6;
+	assert_int_equal(wal_ring_table_put(&p, &t), 0);
+	wal_ring_table_close(&p);
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	unsigned char rec[WAL_RING_TABLE_REC];
+	assert_int_equal(pread(fd, rec, sizeof(rec), WAL_RING_TABLE_REC), sizeof(rec));
+	rec[28] ^= 4; /* file generation 6 -> 2 */
+	assert_int_equal(pwrite(fd, rec, sizeof(rec), WAL_RING_TABLE_REC), sizeof(rec));
+	close(fd);
+	struct wal_ring_table tb;
+	struct wal_ring_base b;
+	wal_ring_table_load(dir, &tb);
+	assert_int_equal(tb.bad, 1);
+	assert_false(wal_ring_table_find(&tb, 4, &b));
+	wal_ring_table_free(&tb);
+	close(p.dir_fd);
+}
+
 /* A put that fails (a directory planted under the name: it is not
  * removed, nothing is written) is counted with its reason, in one
  * warning of the process kept current as more fail. */
@@ -246,6 +276,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_records, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_file_generation, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_file_generation_in_crc, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_planted_link, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_put_failed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_short_file, setup, teardown),

@@ -82,6 +82,11 @@ void ada_shm_budget_failed(struct ada_shm_budget *b, int err);
 /* The sentence for those (*_untraced's shape); false when none. */
 bool ada_shm_budget_failed_why(const struct ada_shm_budget_view *v, char *buf, size_t cap);
 void ada_shm_budget_release(struct ada_shm_budget *b, uint64_t bytes);
+/* Producer: what ada_shm_budget_take_arena() reserved (bytes) given back
+ * by a process that then could not make its arena; reduced: it was given
+ * smaller detail rings, no longer counted among those recorded so (it is
+ * among the failed, ada_shm_budget_failed, unless the recording ended). */
+void ada_shm_budget_untake(struct ada_shm_budget *b, uint64_t bytes, bool reduced);
 /* Producer: bytes more for an arena that exists already (a spill slot's
  * first claim): 0, or -EDQUOT over the ceiling (not a refused process:
  * the thread's events are counted as no_slot drops). No wait. */
