@@ -41,6 +41,7 @@
 #include "arena_internal.h"
 #include "detail_internal.h"
 #include "drain_internal.h"
+#include "spares.h"
 
 #define DRAIN_SLOT_BUDGET (1u << 18) /* events per slot per pass: fairness */
 #define DRAIN_IDLE_MIN_US 50u
@@ -97,7 +98,9 @@ static uint32_t drain_cidx_recent(const struct ada_recorder *r, const struct wal
  * WAL_MIN_SEGMENT: room allocated and not written costs older data. */
 #define DRAIN_NEAR_BUDGET_STEPS 64u
 
-static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
+/* t's index.atf: file_fd is a spare's (spares.c: empty, consumed), or
+ * -1 to create it in t's directory. */
+static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t, int file_fd)
 {
 	char path[PATH_MAX];
 	wal_budget_dir_sealed(t->p, t->seq, true); /* it holds only index and detail files */
@@ -116,7 +119,10 @@ static int drain_thread_file(struct ada_recorder *r, struct wal_thread *t)
 	    .cidx_recent = drain_cidx_recent(r, t),
 	    .cidx_block = r->o.cidx_block,
 	};
-	int rc = ada_wal_file_openat(r->io, wal_thread_dir(t), "index.atf", path, &fo, &t->f);
+	int rc = file_fd >= 0
+	             ? ada_wal_file_adopt(r->io, file_fd, wal_thread_dir(t), "index.atf", path, &fo,
+	                                  &t->f)
+	             : ada_wal_file_openat(r->io, wal_thread_dir(t), "index.atf", path, &fo, &t->f);
 	/* Before any event is in it: until then, recover finds the file
 	 * empty and the ring's events all after it, whatever the record. */
 	if (rc == 0 && wal_ring_table_put(t->p, t) < 0)
@@ -185,6 +191,17 @@ static void drain_thread_no_file(struct ada_recorder *r, struct wal_thread *t, c
 	t->done = true;
 }
 
+/* t's thread_K/ (name) under its process's directory: a spare moved
+ * into place with its index.atf (*file_fd), or made here (*file_fd -1). */
+static int drain_thread_mkdir(struct ada_recorder *r, struct wal_thread *t, const char *name,
+                              int *file_fd)
+{
+	*file_fd = -1;
+	if (wal_spares_use(r->spares, t->p->dir_fd, name, &t->dir_fd, file_fd) == 0)
+		return 0;
+	return ada_fs_mkdir(t->p->dir_fd, name, 0, &t->dir_fd);
+}
+
 static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_proc *p,
                                            uint32_t slot, const struct ada_slot_info *si)
 {
@@ -228,12 +245,13 @@ static struct wal_thread *drain_thread_new(struct ada_recorder *r, struct wal_pr
 	}
 	/* On a full disk no new file: the space freed for the final
 	 * manifests (reserve.c) is not for new threads. */
+	int file_fd = -1;
 	int rc = p->dir_fd < 0                 ? (p->dir_err ? p->dir_err : -ENOENT)
 	         : ada_wal_io_disk_full(r->io) ? -ENOSPC
-	                                       : ada_fs_mkdir(p->dir_fd, name, 0, &t->dir_fd);
+	                                       : drain_thread_mkdir(r, t, name, &file_fd);
 	if (rc == 0) {
 		t->has_dir = true;
-		rc = drain_thread_file(r, t);
+		rc = drain_thread_file(r, t, file_fd);
 	}
 	if (rc < 0)
 		drain_thread_no_file(r, t, name, rc);
@@ -405,7 +423,7 @@ static void drain_rotate(struct ada_recorder *r, struct wal_thread *t)
 		t->next_gen++;
 	}
 	t->base_seq += s.events;
-	int rc = drain_thread_file(r, t);
+	int rc = drain_thread_file(r, t, -1);
 	if (rc < 0) {
 		if (!drain_fd_limit(r, t, rc) && !r->error && rc != -ENOSPC)
 			r->error = rc;
@@ -1103,6 +1121,7 @@ void *wal_drain_main(void *arg)
 	drain_scan_dir(r);
 	drain_check_gone(r, true);
 	ada_wal_io_submit_stale(r->io, true);
+	wal_spares_stop(r->spares); /* every thread has its files: none left before the scans */
 	drain_budget_final(r);
 	drain_restate(r);
 	if (r->o.max_disk_bytes) { /* the processes the end emptied, scanned */

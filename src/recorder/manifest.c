@@ -28,6 +28,7 @@
 #include "arena_internal.h"
 #include "detail_internal.h"
 #include "recorder_internal.h"
+#include "spares.h"
 
 static const char *const man_lane[ADA_LANE_COUNT] = {"index", "detail"};
 
@@ -323,6 +324,27 @@ static json_t *man_drain(const struct ada_recorder *r)
 	return ada_drain_json(&d);
 }
 
+/* The spare thread directories (spares.c): how many threads got one, and
+ * why the others did not. */
+static json_t *man_spares(const struct ada_recorder *r)
+{
+	struct wal_spares_counts c;
+	wal_spares_counts(r->spares, &c);
+	json_t *o = json_object();
+	json_object_set_new(o, "enabled", json_boolean(r->spares != NULL));
+	json_object_set_new(o, "made", json_integer((json_int_t)c.made));
+	json_object_set_new(o, "used", json_integer((json_int_t)c.used));
+	json_object_set_new(o, "none_ready", json_integer((json_int_t)c.empty));
+	json_object_set_new(o, "name_taken", json_integer((json_int_t)c.taken_names));
+	json_object_set_new(o, "move_failed", json_integer((json_int_t)c.move_failed));
+	json_object_set_new(o, "move_error",
+	                    c.move_err ? json_string(strerror(-c.move_err)) : json_null());
+	json_object_set_new(o, "make_failed", json_integer((json_int_t)c.make_failed));
+	json_object_set_new(o, "make_error",
+	                    c.make_err ? json_string(strerror(-c.make_err)) : json_null());
+	return o;
+}
+
 static json_t *man_wal(const struct ada_recorder *r)
 {
 	json_t *w = json_object();
@@ -354,6 +376,7 @@ static json_t *man_wal(const struct ada_recorder *r)
 	                    json_string(ada_index_format_name(r->o.index_format)));
 	json_object_set_new(w, "drain_cpu",
 	                    r->o.drain_cpu >= 0 ? json_integer(r->o.drain_cpu) : json_null());
+	json_object_set_new(w, "thread_spares", man_spares(r));
 	return w;
 }
 

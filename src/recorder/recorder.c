@@ -26,6 +26,7 @@
 #include "arena_internal.h"
 #include "detail_internal.h"
 #include "recorder_internal.h"
+#include "spares.h"
 
 void *wal_drain_main(void *arg);
 
@@ -285,14 +286,29 @@ bool ada_recorder_uses_tsc(const struct ada_recorder *r)
 	return r->use_tsc;
 }
 
+/* Spare thread directories (spares.c) unless ADA_THREAD_SPARES=0 (to
+ * compare): without them, or when the maker cannot start, the drain makes
+ * every thread's directory and index.atf itself. */
+static void rec_spares_start(struct ada_recorder *r)
+{
+	const char *v = getenv("ADA_THREAD_SPARES");
+	if ((v && !strcmp(v, "0")) || r->session_fd < 0 ||
+	    wal_spares_new(r->session_fd, &r->spares) < 0)
+		r->spares = NULL;
+}
+
 int ada_recorder_start(struct ada_recorder *r, pid_t main_pid)
 {
 	r->main_pid = main_pid;
 	r->start_ns = ada_boottime_ns();
 	ada_wall_anchor_read(&r->wall);
+	rec_spares_start(r);
 	int rc = pthread_create(&r->thr, NULL, wal_drain_main, r);
-	if (rc)
+	if (rc) {
+		wal_spares_free(r->spares);
+		r->spares = NULL;
 		return -rc;
+	}
 	pthread_setname_np(r->thr, "ada-drain"); /* for top, perf, gdb */
 	r->started = true;
 	return 0;
@@ -525,6 +541,7 @@ void ada_recorder_free(struct ada_recorder *r)
 		close(r->shm.dir_fd);
 	if (r->reserve.fd >= 0)
 		close(r->reserve.fd);
+	wal_spares_free(r->spares); /* stopped by the drain's end unless it never ran */
 	ada_wal_io_free(r->io);
 	if (r->session_fd >= 0)
 		close(r->session_fd);

@@ -628,6 +628,7 @@ void wal_vlog_proc_retiring(struct ada_recorder *r, size_t i);
 void wal_proc_free(struct wal_proc *p);
 
 struct wal_live;
+struct wal_spares;
 struct wal_keysym;
 
 /* agent_json.c: the last "modules" list of an agent.json parsed (its
@@ -740,6 +741,7 @@ struct ada_recorder {
 	struct wal_shm shm;         /* the shared-memory ceiling (shm.c) */
 	struct wal_bell bell;       /* the drain's sleep and doorbell (drain_sleep.c) */
 	struct wal_reserve reserve; /* the final manifests' room (reserve.c) */
+	struct wal_spares *spares;  /* thread directories made ahead (spares.c); NULL: none */
 	struct wal_live *live;      /* the live view (live.c) */
 	struct wal_keysym *ks;      /* key-symbol sets (keysym_sets.c) */
 	struct wal_vlog *vlog;      /* -v / --log (vlog.c); NULL: no log */

@@ -218,3 +218,26 @@ int ada_wal_disk_link(struct ada_wal_disk_file *df, uint64_t index_seq, uint32_t
 {
 	return df->cx ? wal_cidx_disk_link(df, index_seq, detail_seq) : -EPROTO;
 }
+
+/* The header placeholder written at creation: identity only, footer_offset
+ * 0 (recovery's sign of a file that was never finalized). */
+void wal_fill_header(struct atf_index_header *h, uint32_t tid, uint8_t arch, uint8_t clock)
+{
+	struct ada_atf_file_info info = {
+	    .thread_id = tid, .arch = arch, .os = ATF_OS_LINUX, .clock_type = clock};
+	ada_atf_index_header_fill(h, &info, 0, 0, 0);
+	h->footer_offset = 0;
+}
+
+/* The final header and footer, by the format library's rules (errata 1, 4). */
+void wal_fill_final(struct atf_index_header *h, struct atf_index_footer *ft,
+                    const struct ada_wal_file_summary *s)
+{
+	struct ada_atf_file_info info = {.thread_id = h->thread_id,
+	                                 .arch = h->arch,
+	                                 .os = h->os,
+	                                 .clock_type = h->clock_type,
+	                                 .has_detail = (h->flags & ATF_INDEX_FLAG_HAS_DETAIL) != 0};
+	ada_atf_index_header_fill(h, &info, s->events, s->time_start_ns, s->time_end_ns);
+	ada_atf_index_footer_fill(ft, s->crc, s->events, s->time_start_ns, s->time_end_ns);
+}

@@ -798,29 +798,6 @@ uint32_t ada_wal_io_buffer_bytes(const struct ada_wal_io *io)
 
 /* ---- files ---- */
 
-/* The header placeholder written at creation: identity only, footer_offset
- * 0 (recovery's sign of a file that was never finalized). */
-void wal_fill_header(struct atf_index_header *h, uint32_t tid, uint8_t arch, uint8_t clock)
-{
-	struct ada_atf_file_info info = {
-	    .thread_id = tid, .arch = arch, .os = ATF_OS_LINUX, .clock_type = clock};
-	ada_atf_index_header_fill(h, &info, 0, 0, 0);
-	h->footer_offset = 0;
-}
-
-/* The final header and footer, by the format library's rules (errata 1, 4). */
-void wal_fill_final(struct atf_index_header *h, struct atf_index_footer *ft,
-                    const struct ada_wal_file_summary *s)
-{
-	struct ada_atf_file_info info = {.thread_id = h->thread_id,
-	                                 .arch = h->arch,
-	                                 .os = h->os,
-	                                 .clock_type = h->clock_type,
-	                                 .has_detail = (h->flags & ATF_INDEX_FLAG_HAS_DETAIL) != 0};
-	ada_atf_index_header_fill(h, &info, s->events, s->time_start_ns, s->time_end_ns);
-	ada_atf_index_footer_fill(ft, s->crc, s->events, s->time_start_ns, s->time_end_ns);
-}
-
 int wal_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 {
 	const uint8_t *p = buf;
@@ -867,9 +844,21 @@ int ada_wal_file_open(struct ada_wal_io *io, const char *path, const struct ada_
 int ada_wal_file_openat(struct ada_wal_io *io, int dirfd, const char *name, const char *path,
                         const struct ada_wal_file_opts *o, struct ada_wal_file **out)
 {
+	int fd;
+	int r = ada_fs_create(dirfd, name, O_RDWR, &fd);
+	return r < 0 ? r : ada_wal_file_adopt(io, fd, dirfd, name, path, o, out);
+}
+
+int ada_wal_file_adopt(struct ada_wal_io *io, int fd, int dirfd, const char *name, const char *path,
+                       const struct ada_wal_file_opts *o, struct ada_wal_file **out)
+{
 	struct ada_wal_file *f = calloc(1, sizeof(*f));
-	if (!f)
+	if (!f) {
+		unlinkat(dirfd, name, 0);
+		close(fd);
 		return -ENOMEM;
+	}
+	f->fd = fd;
 	f->io = io;
 	f->opts = *o;
 	if (!f->opts.segment_bytes)
@@ -882,10 +871,7 @@ int ada_wal_file_openat(struct ada_wal_io *io, int dirfd, const char *name, cons
 	int r = -ENOMEM;
 	f->path = strdup(path);
 	if (!f->path)
-		goto err_free;
-	r = ada_fs_create(dirfd, name, O_RDWR, &f->fd);
-	if (r < 0)
-		goto err_free;
+		goto err_unlink;
 	struct statfs sf;
 	bool fs_known = fstatfs(f->fd, &sf) == 0;
 	/* tmpfs: what the file system is (its steps, no O_DIRECT); whether
@@ -920,7 +906,6 @@ err_unlink:
 		io->disk_full = true;
 	unlinkat(dirfd, name, 0);
 	close(f->fd);
-err_free:
 	wal_cidx_free(f);
 	free(f->path);
 	free(f);

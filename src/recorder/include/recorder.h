@@ -476,6 +476,9 @@ struct ada_recover_report {
 	 * A finalized process's arena, removed by the recorder once drained,
 	 * is not counted: nothing of it is missing. */
 	uint32_t arenas_gone;
+	/* <session>/.thread_spares: spare thread directories a killed
+	 * recorder left, removed; entries there not recognised, left */
+	uint32_t spares_removed, spares_kept;
 	/* Set by the caller (kept across the call): one sentence per thread
 	 * quarantined or arena lost, for stderr. NULL: the manifests only. */
 	void (*notice)(void *arg, const char *sentence);

@@ -156,6 +156,12 @@ int ada_wal_file_open(struct ada_wal_io *io, const char *path, const struct ada_
  * 0600); path is only kept for messages. */
 int ada_wal_file_openat(struct ada_wal_io *io, int dirfd, const char *name, const char *path,
                         const struct ada_wal_file_opts *o, struct ada_wal_file **out);
+/* The same for a file the caller created already (empty, as
+ * ada_fs_create() makes it: O_RDWR, 0600) and named name under dirfd:
+ * consumes fd. On failure the file is unlinked and fd closed, as
+ * ada_wal_file_openat() leaves nothing behind. -ENOSPC, -ENOMEM, -errno. */
+int ada_wal_file_adopt(struct ada_wal_io *io, int fd, int dirfd, const char *name, const char *path,
+                       const struct ada_wal_file_opts *o, struct ada_wal_file **out);
 /* Space for up to max events in the staging buffer; returns how many fit
  * (>= 1 unless the file failed: then 0) and sets *dst. */
 size_t ada_wal_file_reserve(struct ada_wal_file *f, size_t max, struct atf_index_event **dst);
