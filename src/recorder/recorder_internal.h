@@ -1172,6 +1172,10 @@ int rec_unadmitted(const char *dir, int (*recover_pid)(const char *pid_dir, void
  * its arena drained, its manifest written. 0 or -EBUSY (its recorder
  * runs). */
 int rec_pid(const char *pid_dir, struct ada_recover_report *rep);
+/* ada recover: removes the spare thread directories a killed recorder
+ * left in the session dir (spares.c), counted in rep, and says what it
+ * left there. */
+void wal_spares_recover(const char *dir, struct ada_recover_report *rep);
 
 /* p's per-slot tables (by_slot, slot_dlocked, slot_noted, slot_locked),
  * max_threads entries each, in one anonymous mapping (drain_arena.c): its

@@ -265,5 +265,6 @@ static int rec_session(const char *dir, struct ada_recover_report *rep)
 		busy = rec_unadmitted(dir, rec_pid_cb, rep);
 	if (busy)
 		return busy;
+	wal_spares_recover(dir, rep);
 	return rep->pids ? 0 : -ENOENT;
 }

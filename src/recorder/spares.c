@@ -47,6 +47,8 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "recorder.h"
+#include "recorder_internal.h"
 #include "spares.h"
 
 #define SPARES_MAX 64u  /* ready at once: 128 descriptors */
@@ -366,4 +368,22 @@ void wal_spares_free(struct wal_spares *s)
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
+}
+
+void wal_spares_recover(const char *dir, struct ada_recover_report *rep)
+{
+	int sfd;
+	if (ada_fs_open_dir(AT_FDCWD, dir, &sfd) < 0)
+		return;
+	unsigned removed, kept;
+	wal_spares_sweep(sfd, &removed, &kept);
+	close(sfd);
+	rep->spares_removed += removed;
+	rep->spares_kept += kept;
+	char sentence[256];
+	snprintf(sentence, sizeof(sentence),
+	         "%s/%s: %u entries are not spare thread directories of ada's and were left", dir,
+	         WAL_SPARES_DIR, kept);
+	if (kept && rep->notice)
+		rep->notice(rep->notice_arg, sentence);
 }
