@@ -183,9 +183,9 @@ static int spares_take(struct wal_spares *s, struct wal_spare *sp, int *from_fd)
 {
 	int rc = 0;
 	pthread_mutex_lock(&s->mu);
-	if (s->off || s->stop || s->dir_fd < 0) {
+	if (s->off || s->stop) {
 		rc = -ENODEV;
-	} else if (s->n == 0) {
+	} else if (s->n == 0) { /* also before the maker made its directory */
 		s->c.empty++;
 		s->target = s->target * 2 > SPARES_MAX ? SPARES_MAX : s->target * 2;
 		rc = -EAGAIN;

@@ -221,6 +221,9 @@ PY
 	fi
 	ls "$S"/pid_*/.ring_slots "$S"/pid_*/thread_*/.ring_base >/dev/null 2>&1 &&
 		fail "recover left pid_N/.ring_slots or a thread_K/.ring_base"
+	# The spare thread directories the killed recorder's maker held
+	# (src/recorder/spares.c) go with the recovery.
+	[ -e "$S/.thread_spares" ] && { ls -laR "$S/.thread_spares" >&2; fail "recover left .thread_spares"; }
 	check "$S" serial "$WORK/counts" || { cat "$WORK/rec" >&2; fail "recovered threads wrong"; }
 	validate "$S"
 	;;

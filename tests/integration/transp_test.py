@@ -318,9 +318,33 @@ def case_exact(args, work):
         print("transp_test: shared memory at peak %.1f MiB" % (peak / 1048576.0))
         if args.max_shm_mb and peak > args.max_shm_mb << 20:
             raise Fail("shared memory peaked at %d bytes, over %d MiB" % (peak, args.max_shm_mb))
+    spares_agree(session)
     got = dump_counts(args.ada, session, fn)
     if got != (int(n), int(n)):
         raise Fail("%s: want %s calls and returns, the trace has %r" % (fn, n, got))
+
+
+def spares_agree(session):
+    """The spare thread directories (src/recorder/spares.c): none left at
+    the end, and every thread directory counted once, as a spare moved into
+    place or as one the drain made (none ready, or the name taken). The
+    counts are the session's as the last manifest written saw them."""
+    if os.path.lexists(os.path.join(session, ".thread_spares")):
+        raise Fail("%s/.thread_spares left after the recording" % session)
+    best = None
+    for m in glob.glob(os.path.join(session, "pid_*", "manifest.json")):
+        with open(m) as f:
+            sp = json.load(f)["wal"]["thread_spares"]
+        if best is None or sp["used"] + sp["none_ready"] > best["used"] + best["none_ready"]:
+            best = sp
+    dirs = len(glob.glob(os.path.join(session, "pid_*", "thread_*")))
+    print("transp_test: thread_spares %r, %d thread directories" % (best, dirs))
+    if not best or not best["enabled"]:
+        return
+    if best["make_failed"] or best["move_failed"]:
+        raise Fail("spare thread directories failed: %r" % best)
+    if best["used"] + best["none_ready"] + best["name_taken"] != dirs:
+        raise Fail("thread_spares %r do not add up to the %d thread directories" % (best, dirs))
 
 
 SIGDISP = r"""
