@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -286,14 +288,19 @@ bool ada_recorder_uses_tsc(const struct ada_recorder *r)
 	return r->use_tsc;
 }
 
-/* Spare thread directories (spares.c) unless ADA_THREAD_SPARES=0 (to
- * compare): without them, or when the maker cannot start, the drain makes
- * every thread's directory and index.atf itself. */
+/* Spare thread directories (spares.c) where a new inode is dear: not on
+ * tmpfs, where a thread's mkdir and create cost the drain less than the
+ * move and the maker's wake-ups (docs/benchmarks.md, "Spare thread
+ * directories"). ADA_THREAD_SPARES=1 turns them on anywhere (the tests),
+ * =0 off (to compare). Without them, or when the maker cannot start, the
+ * drain makes every thread's directory and index.atf itself. */
 static void rec_spares_start(struct ada_recorder *r)
 {
 	const char *v = getenv("ADA_THREAD_SPARES");
-	if ((v && !strcmp(v, "0")) || r->session_fd < 0 ||
-	    wal_spares_new(r->session_fd, &r->spares) < 0)
+	struct statfs sf;
+	bool on = v && *v ? strcmp(v, "0") != 0
+	                  : fstatfs(r->session_fd, &sf) == 0 && sf.f_type != TMPFS_MAGIC;
+	if (!on || r->session_fd < 0 || wal_spares_new(r->session_fd, &r->spares) < 0)
 		r->spares = NULL;
 }
 

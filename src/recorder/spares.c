@@ -135,6 +135,7 @@ static void *spares_main(void *arg)
 			pthread_cond_wait(&s->cv, &s->mu);
 			continue;
 		}
+		/* Woken (or still short): make until the target. */
 		uint32_t id = s->next_id++;
 		struct wal_spare sp;
 		pthread_mutex_unlock(&s->mu);
@@ -193,7 +194,9 @@ static int spares_take(struct wal_spares *s, struct wal_spare *sp, int *from_fd)
 		*sp = s->ready[--s->n];
 	}
 	*from_fd = s->dir_fd;
-	pthread_cond_signal(&s->cv);
+	/* The maker refills from half the target on: one wake-up a batch. */
+	if (s->n <= s->target / 2)
+		pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	return rc;
 }

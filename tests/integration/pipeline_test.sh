@@ -174,7 +174,7 @@ serial_kill | serial_kill_old | serial_kill_lie)
 	# serial_kill_lie: every record's base made one that wraps (as pid_N/
 	# is writable by the target's user, or a stale one): recover must not
 	# use it (said) and find the file's end by its last event's time.
-	ADA_TEST_KILL_AT=ring_release@20 "$ADA" record --no-agent $IDXOPT \
+	ADA_THREAD_SPARES=1 ADA_TEST_KILL_AT=ring_release@20 "$ADA" record --no-agent $IDXOPT \
 		--out "$WORK/out" -- "$PROD" serial "$WORK/counts" 2>"$WORK/err" &
 	APID=$!
 	wait $APID 2>/dev/null

@@ -303,6 +303,9 @@ def case_exact(args, work):
     no event lost on the way to disk; with --max-shm-mb, the session's
     shared memory (its peak reservation) stayed within that."""
     fn, n = args.calls.split("=")
+    # The spare thread directories on whatever file system the work is
+    # (off by default on tmpfs): their counts are checked below.
+    os.environ["ADA_THREAD_SPARES"] = "1"
     session, _ = same_behaviour(args.ada, work, args.argv, args.record_opt)
     d = index_drops(session)
     if any(d.values()):
