@@ -28,9 +28,11 @@
  * ready list; the drain takes them (wal_spares_use) and stops the pool at
  * its end (wal_spares_stop). One mutex guards the list, the target, the
  * counts and the stop flag; neither thread holds it across a file-system
- * call, so the drain waits at most for a push. The target starts small
- * (a short program makes and removes few spares) and doubles, up to
- * SPARES_MAX, each time a thread found the list empty. The spares'
+ * call, so the drain waits at most for a push. The target is 0 until
+ * SPARES_FIRST threads found the list empty (a program of one thread
+ * makes none), then doubles, up to SPARES_MAX, each time a thread found
+ * it empty: every spare left at the end is removed, and a removal costs
+ * more than making a thread's files (spares_dirs). The spares'
  * descriptors (two each) are the recorder's, within its raised
  * RLIMIT_NOFILE. A failure is counted with its reason
  * (wal_spares_counts) and never loses events: a thread without a spare
@@ -51,8 +53,10 @@
 #include "recorder_internal.h"
 #include "spares.h"
 
-#define SPARES_MAX 64u  /* ready at once: 128 descriptors */
-#define SPARES_FIRST 4u /* the target before any thread found none */
+/* Ready at once, at most: what is left at the end is removed, and each
+ * removal frees a directory block (spares_dirs). */
+#define SPARES_MAX 16u
+#define SPARES_FIRST 2u /* the target once SPARES_FIRST threads found none */
 #define SPARES_FILE "index.atf"
 #define SPARES_NEW "new" /* where the maker makes them (spares_make) */
 
@@ -118,18 +122,23 @@ static int spares_make(int new_fd, int dir_fd, uint32_t id, struct wal_spare *sp
 	return rc;
 }
 
+/* WAL_SPARES_DIR and its new/, made when the first spare is wanted: a
+ * program of one thread gets none (each directory removed at the end
+ * frees a block: on ext4 mounted with `discard`, a discard, 1-8 ms). */
+static int spares_dirs(int session_fd, int *dfd, int *nfd)
+{
+	int rc = ada_fs_mkdir(session_fd, WAL_SPARES_DIR, ADA_FS_EXCL, dfd);
+	return rc < 0 ? rc : ada_fs_mkdir(*dfd, SPARES_NEW, ADA_FS_EXCL, nfd);
+}
+
 /* The maker: keeps the ready list at its target until stopped or until a
  * spare cannot be made (then the pool is off and the drain makes every
  * thread's files itself). */
 static void *spares_main(void *arg)
 {
 	struct wal_spares *s = arg;
-	int dfd = -1, nfd = -1;
-	int rc = ada_fs_mkdir(s->session_fd, WAL_SPARES_DIR, ADA_FS_EXCL, &dfd);
-	if (rc == 0)
-		rc = ada_fs_mkdir(dfd, SPARES_NEW, ADA_FS_EXCL, &nfd);
+	int dfd = -1, nfd = -1, rc = 0;
 	pthread_mutex_lock(&s->mu);
-	s->dir_fd = dfd;
 	while (rc == 0 && !s->stop) {
 		if (s->n >= s->target) {
 			pthread_cond_wait(&s->cv, &s->mu);
@@ -139,8 +148,12 @@ static void *spares_main(void *arg)
 		uint32_t id = s->next_id++;
 		struct wal_spare sp;
 		pthread_mutex_unlock(&s->mu);
-		rc = spares_make(nfd, dfd, id, &sp);
+		if (dfd < 0)
+			rc = spares_dirs(s->session_fd, &dfd, &nfd);
+		if (rc == 0)
+			rc = spares_make(nfd, dfd, id, &sp);
 		pthread_mutex_lock(&s->mu);
+		s->dir_fd = dfd; /* the drain's source, from its first take on */
 		if (rc == 0) {
 			s->ready[s->n++] = sp;
 			s->c.made++;
@@ -164,7 +177,6 @@ int wal_spares_new(int session_fd, struct wal_spares **out)
 		return -ENOMEM;
 	s->session_fd = session_fd;
 	s->dir_fd = -1;
-	s->target = SPARES_FIRST;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	int rc = pthread_create(&s->thr, NULL, spares_main, s);
@@ -188,7 +200,10 @@ static int spares_take(struct wal_spares *s, struct wal_spare *sp, int *from_fd)
 		rc = -ENODEV;
 	} else if (s->n == 0) { /* also before the maker made its directory */
 		s->c.empty++;
-		s->target = s->target * 2 > SPARES_MAX ? SPARES_MAX : s->target * 2;
+		unsigned t = s->target                    ? s->target * 2
+		             : s->c.empty >= SPARES_FIRST ? SPARES_FIRST
+		                                          : 0;
+		s->target = t > SPARES_MAX ? SPARES_MAX : t;
 		rc = -EAGAIN;
 	} else {
 		*sp = s->ready[--s->n];

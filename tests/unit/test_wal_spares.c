@@ -2,7 +2,8 @@
  * Spare thread directories (src/recorder/spares.c): the maker makes
  * .thread_spares/s<N>/index.atf ahead; a spare moved into place is a
  * thread_K/ (0700) with an empty index.atf (0600) whose descriptors the
- * caller gets; a name already there keeps the spare for the next thread;
+ * caller gets; none is made before two threads found none (a one-thread
+ * program makes none); a name already there keeps the spare for the next thread;
  * at the stop every spare left is removed with .thread_spares; the sweep
  * `ada recover` runs removes what a killed recorder left and nothing else
  * (a link planted there stays, its target untouched); a .thread_spares
@@ -66,6 +67,14 @@ static void wait_made(struct wal_spares *s, uint64_t n)
 	         (unsigned long long)n);
 }
 
+/* The first threads find none: the maker starts after SPARES_FIRST (2). */
+static void prime(struct wal_spares *s, int pfd)
+{
+	int dfd, ffd;
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(wal_spares_use(s, pfd, "thread_0", &dfd, &ffd), -EAGAIN);
+}
+
 static mode_t mode_at(const char *rel, off_t *size)
 {
 	struct stat st;
@@ -81,10 +90,16 @@ static void test_used_kept_removed(void **state)
 	(void)state;
 	struct wal_spares *s;
 	assert_int_equal(wal_spares_new(sfd, &s), 0);
-	wait_made(s, 2);
 	assert_int_equal(mkdirat(sfd, "pid_1", 0700), 0);
 	int pfd = openat(sfd, "pid_1", O_RDONLY | O_DIRECTORY);
 	assert_true(pfd >= 0);
+	/* Nothing made before it is wanted: a one-thread program gets none. */
+	struct wal_spares_counts c;
+	wal_spares_counts(s, &c);
+	assert_int_equal(c.made, 0);
+	assert_int_equal(mode_at(WAL_SPARES_DIR, NULL), 0);
+	prime(s, pfd);
+	wait_made(s, 2);
 
 	int dfd = -1, ffd = -1;
 	assert_int_equal(wal_spares_use(s, pfd, "thread_1", &dfd, &ffd), 0);
@@ -110,7 +125,6 @@ static void test_used_kept_removed(void **state)
 	 * were made, one used: one is ready, whatever the maker does now). */
 	assert_int_equal(mkdirat(pfd, "thread_2", 0700), 0);
 	assert_int_equal(wal_spares_use(s, pfd, "thread_2", &dfd, &ffd), -EEXIST);
-	struct wal_spares_counts c;
 	wal_spares_counts(s, &c);
 	assert_int_equal(c.taken_names, 1);
 	assert_int_equal(c.used, 1);
@@ -233,6 +247,7 @@ static void test_planted_link(void **state)
 	assert_int_equal(symlinkat("target", sfd, WAL_SPARES_DIR), 0);
 	struct wal_spares *s;
 	assert_int_equal(wal_spares_new(sfd, &s), 0);
+	prime(s, sfd);
 	struct wal_spares_counts c = {0};
 	for (int i = 0; i < 20000 && !c.make_failed; i++) {
 		wal_spares_counts(s, &c);
@@ -241,6 +256,7 @@ static void test_planted_link(void **state)
 	}
 	assert_int_equal(c.make_failed, 1);
 	assert_int_equal(c.make_err, -EEXIST);
+	assert_int_equal(c.empty, 2);
 	int dfd, ffd;
 	assert_int_equal(wal_spares_use(s, sfd, "thread_1", &dfd, &ffd), -ENODEV);
 	wal_spares_free(s);
