@@ -36,6 +36,7 @@
 
 #include "fs.h"
 #include "detail_internal.h"
+#include "spares.h"
 
 #define BUDGET_DEFAULT_CAP (4ull << 30) /* 4 GiB */
 #define BUDGET_DEFAULT_MIN (1ull << 20) /* 1 MiB: a few segments */
@@ -203,13 +204,17 @@ static uint64_t budget_top_bytes(const char *session_dir)
 		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
 		total += (uint64_t)st.st_blocks * 512u;
-		/* symbodies/: each body its store link's share. */
+		/* symbodies/: each body its store link's share; the spare
+		 * thread directories (spares.c), s<N>/ and new/s<N>/. */
+		int depth = !strcmp(de->d_name, "symbodies")      ? 0
+		            : !strcmp(de->d_name, WAL_SPARES_DIR) ? 1
+		                                                  : -1;
 		int sub =
-		    S_ISDIR(st.st_mode) && !strcmp(de->d_name, "symbodies")
+		    S_ISDIR(st.st_mode) && depth >= 0
 		        ? openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 		        : -1;
 		if (sub >= 0)
-			total += budget_walk(sub, 0, NULL);
+			total += budget_walk(sub, depth, NULL);
 	}
 	closedir(d);
 	return total;
