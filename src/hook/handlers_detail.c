@@ -179,19 +179,14 @@ handlers_detail_call_fast(const struct ada_shadow *s, uint64_t fn_id, const uint
 	uint64_t end;
 	_Atomic uint64_t *w;
 	/* --detail-fp: detail_call_len and detail_meta_call say the _FP
-	 * record; the fixed one has its own writer. */
-	bool fp = fixed && ada_unlikely(agent_hot.detail_fp);
-	uint32_t len =
-	    fixed
-	        ? ((fp ? ADA_DREC_CALL_FP_WORDS : ADA_DREC_CALL_WORDS) + DETAIL_STACK_FIXED_WORDS) *
-	              8
-	        : agent_hot.detail_call_len;
+	 * record; the fixed one is never here (handlers_enter_member_fp),
+	 * so its length is a constant and its prefetches are unrolled. */
+	uint32_t len = fixed ? (ADA_DREC_CALL_WORDS + DETAIL_STACK_FIXED_WORDS) * 8
+	                     : agent_hot.detail_call_len;
 	if (ada_unlikely((uint64_t)(uintptr_t)ret_slot - s->dfast_lo > s->dfast_span) ||
 	    ada_unlikely(!(w = ada_detail_reserve_fast(p, len, &end))))
 		return false;
-	if (fp)
-		detail_put_call_fixed_fp(w, fn_id, ret_slot, regs, ts, link, orig);
-	else if (fixed)
+	if (fixed)
 		detail_put_call_fixed(w, fn_id, ret_slot, regs, ts, link, orig);
 	else
 		handlers_detail_put_call(w, fn_id, ret_slot, regs, ts, link, orig,
@@ -308,6 +303,29 @@ HANDLERS_COLD static uint64_t handlers_detail_return_leave(struct ada_shadow *s,
 	return orig;
 }
 
+/* The fixed record with --detail-fp (detail_put_call_fixed_fp, the
+ * vector registers still the traced function's: nothing in hook context
+ * uses one), the clear after: out of line, so the path without it
+ * reserves a constant length. */
+static __attribute__((noinline)) void handlers_enter_member_fp(struct ada_shadow *s, uint64_t fn_id,
+                                                               const uint64_t *ret_slot,
+                                                               const struct ada_hook_regs *regs,
+                                                               uint64_t ts, uint64_t link,
+                                                               uint64_t orig)
+{
+	struct ada_producer *p = &ada_producer_tls;
+	uint64_t end;
+	_Atomic uint64_t *w;
+	uint32_t len = (ADA_DREC_CALL_FP_WORDS + DETAIL_STACK_FIXED_WORDS) * 8;
+	if (ada_unlikely((uint64_t)(uintptr_t)ret_slot - s->dfast_lo > s->dfast_span) ||
+	    ada_unlikely(!(w = ada_detail_reserve_fast(p, len, &end))))
+		return handlers_detail_call_leave(s, fn_id, ret_slot, regs, ts, link, orig);
+	detail_put_call_fixed_fp(w, fn_id, ret_slot, regs, ts, link, orig);
+	ada_detail_commit(p, end);
+	if (ada_unlikely(handlers_in_hook_clear(s)))
+		return handlers_flush(s);
+}
+
 /* A member's CALL event and record once its frame is pushed at depth
  * (orig: the record's lr), and the clear; `fixed` as below. */
 __attribute__((always_inline)) static inline void
@@ -320,6 +338,8 @@ handlers_enter_member_emit(struct ada_shadow *s, uint64_t fn_id, uint64_t *ret_s
 		return handlers_emit_slow_leave_detail(s, fn_id, depth, ret_slot, regs);
 	uint64_t link = p->head;
 	uint64_t ts = ada_emit_fast_ts(p, fn_id, ATF_EVENT_CALL, depth);
+	if (fixed && ada_unlikely(agent_hot.detail_fp))
+		return handlers_enter_member_fp(s, fn_id, ret_slot, regs, ts, link, orig);
 	if (ada_unlikely(
 	        !handlers_detail_call_fast(s, fn_id, ret_slot, regs, ts, link, orig, fixed)))
 		return handlers_detail_call_leave(s, fn_id, ret_slot, regs, ts, link, orig);
