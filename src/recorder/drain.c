@@ -276,10 +276,14 @@ static void drain_count_file(struct wal_thread *t, const struct ada_wal_file_sum
 /* The slot's count of waits for ring space, forward only: the target's
  * memory, shown and never trusted to size anything, and a thread's
  * totals never go back. Not for a quarantined slot (its counters are
- * whatever the program wrote). */
+ * whatever the program wrote), nor once finalized (summed: its slot may
+ * be free or another thread's). A thread done from its start because it
+ * got no file (a full disk, an error, a refusal) still owns its slot and
+ * is drained: its waits count, as its wait markers do among its lost or
+ * dropped events. */
 static void drain_sync_waits(struct wal_thread *t)
 {
-	if (t->done || !t->p->arena || ada_slot_fault(t->p->arena, t->slot, NULL))
+	if (t->summed || !t->p->arena || ada_slot_fault(t->p->arena, t->slot, NULL))
 		return;
 	uint64_t w, ns;
 	ada_index_ring_waits(t->p->arena, t->slot, &w, &ns);

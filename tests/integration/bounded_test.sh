@@ -28,6 +28,9 @@
 #                and after)
 #   diskfull     a 4 MiB tmpfs fills: the manifest is final, says so, lists
 #                only files that exist; summary, manifest, status agree
+#   diskfull_late  the same, and a thread that starts once the disk is full
+#                (no file) waits for ring space (the recorder stopped
+#                meanwhile): its waits are counted with its lost markers
 #   diskfull_detail  a 3 MiB tmpfs fills while --detail always writes
 #                detail.atf (FIB: a program under the agent): every file is
 #                valid, the detail records cut are counted in the manifest
@@ -92,7 +95,10 @@ shm_sweep() {
 		done
 	done
 }
+REC=
 cleanup() {
+	# diskfull_late's recorder, stopped or not, when the test failed
+	[ -n "$REC" ] && kill -0 "$REC" 2>/dev/null && { kill -CONT "$REC"; kill -KILL "$REC"; wait "$REC"; } 2>/dev/null
 	shm_sweep
 	[ -n "$SMALL" ] && umount "$SMALL" 2>/dev/null
 	rm -rf "$WORK"
@@ -162,8 +168,8 @@ import sys; print(procs(sys.argv[1])[0]['arena_dir'])" "$1")
 }
 
 # agree SESSION: the summary line (in $WORK/err), `ada status` and the
-# manifests give the same written, not written, drops by reason, untraced
-# and process counts.
+# manifests give the same written, not written, drops by reason, untraced,
+# waits for ring space and process counts.
 agree() {
 	"$ADA" status "$1" >"$WORK/status" 2>&1 || { cat "$WORK/status" >&2; fail "ada status failed"; }
 	python3 - "$1" "$WORK/err" "$WORK/status" <<'PY' || fail "summary, status and manifests disagree"
@@ -179,10 +185,12 @@ line = next(l for l in err.splitlines() if l.startswith("ada: recorded "))
 num = lambda pat, text, dflt=None: int(re.search(pat, text).group(1)) if re.search(pat, text) else dflt
 summ = dict(written=num(r"recorded (\d+) events", line), procs=num(r"from (\d+) process", line),
             lost=num(r"(\d+) events were not written", err, 0),
+            waits=num(r"threads waited (\d+) times? \([^)]*\) for ring space", err, 0),
             untraced=num(r"(\d+) process(?:es)? ran untraced", err, 0), drops=reasons(line))
 sline = [l for l in status.splitlines() if l.startswith(sess.rstrip("/") + ":")][-1]
 stat = dict(written=num(r"(\d+) events written", sline), procs=num(r": (\d+) process", sline),
             lost=num(r"(\d+) not written", sline), untraced=num(r"(\d+) processes untraced", sline),
+            waits=num(r"\nsummary: .*waited (\d+) times? \([^)]*\) for ring space", status, 0),
             drops=reasons(sline))
 mans = procs(sess)
 md = {}
@@ -193,10 +201,46 @@ for m in mans:
                 md[k] = md.get(k, 0) + v
 man = dict(written=sum(m["metrics"]["events_written"] for m in mans), procs=len(mans),
            lost=sum(m["lost_events"] for m in mans),
+           waits=sum(m["metrics"]["ring_waits"] for m in mans),
            untraced=max(m["shm"]["untraced_processes"] for m in mans), drops=md)
 print("summary ", summ, "\nstatus  ", stat, "\nmanifest", man)
 sys.exit(0 if summ == stat == man else 1)
 PY
+}
+
+# diskfull_check EVENTS LATE: a recording that filled the disk ($WORK/err)
+# made final manifests that say so and list only the files that exist;
+# the files and the lost count hold the program's EVENTS and ada's two
+# markers per wait for ring space, no more, no less; summary, manifest
+# and status agree. LATE 1: a thread with no directory (it came once
+# the disk was full) waited, and its waits are in the process's count.
+diskfull_check() {
+	grep -q "disk filled up" "$WORK/err" || fail "no disk-full message on stderr"
+	S=$(session_of)
+	M=$(ls "$S"/pid_*/manifest.json)
+	[ "$(json "$M" "m['state']")" = complete ] || fail "the manifest is not final: $(json "$M" "m['state']")"
+	[ "$(json "$M" "m['disk_full']")" = True ] || fail "the manifest does not say disk_full"
+	python3 - "$(dirname "$M")" "$1" "$2" <<'PY' || fail "the manifest lists files that do not exist, or misses some, or counts what the rings held wrong"
+import glob, json, os, sys
+d, events, late = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+m = json.load(open(d + "/manifest.json"))
+listed = {f["path"] for t in m["threads"] for f in t["files"]}
+dirs = {"thread_%d" % t["thread"] for t in m["threads"]}
+on_disk = {os.path.relpath(p, d) for p in glob.glob(d + "/thread_*/index*.atf")}
+ok = listed == on_disk and dirs == {os.path.basename(p) for p in glob.glob(d + "/thread_*")}
+# the program's events and ada's two markers per wait for ring space
+waits = m["metrics"]["ring_waits"]
+ok = ok and m["metrics"]["events_written"] + m["lost_events"] == events + 2 * waits
+listed_waits = sum(t["ring_waits"] for t in m["threads"])
+if late:
+    ok = ok and len(m["threads"]) == 1 and waits > listed_waits
+print(sorted(listed), sorted(on_disk), m["metrics"]["events_written"], m["lost_events"],
+      "waits", waits, "of listed threads", listed_waits)
+sys.exit(0 if ok else 1)
+PY
+	agree "$S"
+	grep -q ": complete, [0-9]* events written, [1-9][0-9]* not written (disk full)" "$WORK/status" || { cat "$WORK/status" >&2; fail "ada status does not say complete with what was not written"; }
+	validate "$S"
 }
 
 case $MODE in
@@ -207,28 +251,42 @@ diskfull)
 	timeout 120 "$ADA" record --no-agent --max-disk-mb 0 --out "$SMALL/out" -- "$PROD" exact 1000000 2>"$WORK/err"
 	rc=$?
 	[ $rc -eq 0 ] || fail "exit status $rc: the program exited 0, and its status is ada's whatever happened to the recording"
-	grep -q "disk filled up" "$WORK/err" || fail "no disk-full message on stderr"
-	S=$(session_of)
-	M=$(ls "$S"/pid_*/manifest.json)
-	[ "$(json "$M" "m['state']")" = complete ] || fail "the manifest is not final: $(json "$M" "m['state']")"
-	[ "$(json "$M" "m['disk_full']")" = True ] || fail "the manifest does not say disk_full"
-	python3 - "$(dirname "$M")" <<'PY' || fail "the manifest lists files that do not exist, or misses some"
-import glob, json, os, sys
-d = sys.argv[1]
-m = json.load(open(d + "/manifest.json"))
-listed = {f["path"] for t in m["threads"] for f in t["files"]}
-dirs = {"thread_%d" % t["thread"] for t in m["threads"]}
-on_disk = {os.path.relpath(p, d) for p in glob.glob(d + "/thread_*/index*.atf")}
-ok = listed == on_disk and dirs == {os.path.basename(p) for p in glob.glob(d + "/thread_*")}
-# the program's 4 M events and ada's two markers per wait for ring space
-ok = ok and m["metrics"]["events_written"] + m["lost_events"] == \
-    4000000 + 2 * m["metrics"]["ring_waits"]
-print(sorted(listed), sorted(on_disk), m["metrics"]["events_written"], m["lost_events"])
-sys.exit(0 if ok else 1)
-PY
-	agree "$S"
-	grep -q ": complete, [0-9]* events written, [1-9][0-9]* not written (disk full)" "$WORK/status" || { cat "$WORK/status" >&2; fail "ada status does not say complete with what was not written"; }
-	validate "$S"
+	diskfull_check 4000000 0
+	;;
+diskfull_late)
+	# A thread the drain first sees once the disk is full gets no file:
+	# its events, its wait markers among them, are counted lost, and its
+	# waits for ring space must be counted too (the drain read no wait of
+	# a thread without a file: the markers of 8 waits were in the lost
+	# count of a loaded bounded_diskfull and not in ring_waits). Thread 0
+	# fills the 4 MiB (4 M events); the recorder is stopped (SIGSTOP)
+	# before thread 1 starts and continued once thread 1 has filled its
+	# ring (65 536 events, --ring-mb 2): it waits, for certain, and the
+	# drain first sees it after the disk filled.
+	small_fs 4m
+	C=$WORK/counts
+	"$ADA" record --no-agent --max-disk-mb 0 --ring-mb 2 --out "$SMALL/out" -- "$PROD" late "$C" 4000000 2>"$WORK/err" &
+	REC=$!
+	# bounded waits for the program's signs (a hang guard, no timing)
+	late_wait() {
+		for _ in $(seq 1200); do
+			eval "$1" && return 0
+			kill -0 $REC 2>/dev/null || return 1
+			sleep 0.1
+		done
+		return 1
+	}
+	late_wait '[ -e "$C.phase" ]' || fail "thread 0 never ended"
+	kill -STOP $REC
+	touch "$C.go"
+	late_wait '[ "$(od -An -tu8 -j8 -N8 "$C" | tr -d " ")" = 65536 ]' ||
+		fail "thread 1 never filled its ring: $(od -An -tu8 -N16 "$C")"
+	kill -CONT $REC
+	wait $REC
+	rc=$?
+	REC=
+	[ $rc -eq 0 ] || fail "exit status $rc: the program exited 0"
+	diskfull_check $((4000000 + 262144)) 1
 	;;
 diskfull_detail)
 	# The detail file is being written when the disk fills: its last

@@ -19,6 +19,16 @@
  *                                   next starts once it is joined, until
  *                                   the recorder (the parent) is gone; then
  *                                   COUNTS.done and a pause until SIGKILL.
+ *        producer_kill late COUNTS N  thread 0 emits N events and ends;
+ *                                   then COUNTS.phase, and once COUNTS.go
+ *                                   exists thread 1 emits LATE_EVENTS, its
+ *                                   count in COUNTS (4 x u64), and the
+ *                                   program exits 0. The driver stops the
+ *                                   recorder before go and continues it
+ *                                   once thread 1 filled its ring: that
+ *                                   thread waits for ring space, and the
+ *                                   drain first sees it after whatever
+ *                                   thread 0 did to the disk.
  * The count is stored after the event was published, so after a SIGKILL
  * the files must hold count or count + 1 events of each thread.
  */
@@ -37,7 +47,8 @@
 #define NTHREADS 4
 #define READY_AT 200000ull
 #define SERIAL_MAX 512u
-#define SERIAL_EVENTS 200u /* within a spill slot's ring (512): never a wait */
+#define SERIAL_EVENTS 200u     /* within a spill slot's ring (512): never a wait */
+#define LATE_EVENTS (1u << 18) /* four default rings (2 MiB, 65 536 events) */
 
 static uint64_t limit;
 static _Atomic uint64_t *counts;
@@ -84,6 +95,40 @@ static int serial(const char *path)
 		pause();
 }
 
+/* Creates PATH.SUFFIX (empty): a sign for the driver. */
+static void touch(const char *path, const char *suffix)
+{
+	char name[4096];
+	snprintf(name, sizeof(name), "%s.%s", path, suffix);
+	int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Thread 0's N events, then, on the driver's sign, thread 1's
+ * LATE_EVENTS (while the recorder lives: a driver gone never signs). */
+static int late(const char *path)
+{
+	pid_t parent = getppid();
+	pthread_t th;
+	if (pthread_create(&th, NULL, worker, (void *)0) != 0)
+		return 5;
+	pthread_join(th, NULL);
+	touch(path, "phase");
+	char go[4096];
+	snprintf(go, sizeof(go), "%s.go", path);
+	while (access(go, F_OK) != 0) {
+		if (getppid() != parent)
+			return 6;
+		usleep(1000);
+	}
+	limit = LATE_EVENTS;
+	if (pthread_create(&th, NULL, worker, (void *)1) != 0)
+		return 5;
+	pthread_join(th, NULL);
+	return 0;
+}
+
 static void wait_ready(const char *path)
 {
 	for (;;) {
@@ -94,19 +139,17 @@ static void wait_ready(const char *path)
 			break;
 		usleep(1000);
 	}
-	char ready[4096];
-	snprintf(ready, sizeof(ready), "%s.ready", path);
-	int fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd >= 0)
-		close(fd);
+	touch(path, "ready");
 }
 
 int main(int argc, char **argv)
 {
-	if (argc != 3 ||
-	    (strcmp(argv[1], "exact") && strcmp(argv[1], "kill") && strcmp(argv[1], "serial"))) {
+	bool is_late = argc == 4 && !strcmp(argv[1], "late");
+	if ((argc != 3 && !is_late) || (strcmp(argv[1], "exact") && strcmp(argv[1], "kill") &&
+	                                strcmp(argv[1], "serial") && !is_late)) {
 		fprintf(stderr,
-		        "usage: producer_kill exact N | kill COUNTS_FILE | serial COUNTS_FILE\n");
+		        "usage: producer_kill exact N | kill COUNTS_FILE | serial COUNTS_FILE "
+		        "| late COUNTS_FILE N\n");
 		return 2;
 	}
 	int rc = ada_producer_init_from_env();
@@ -132,6 +175,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "serial"))
 		return serial(argv[2]);
+	if (is_late) {
+		limit = strtoull(argv[3], NULL, 10);
+		return late(argv[2]);
+	}
 	pthread_t th[NTHREADS];
 	for (int t = 0; t < NTHREADS; t++)
 		pthread_create(&th[t], NULL, worker, (void *)(uintptr_t)t);
