@@ -14,7 +14,7 @@ foreach(mode budget forks forks_pool forks_agent forks_budget retire shm_ceiling
 endforeach()
 # A full disk while detail.atf is written, and the budget over many
 # processes' symbol files (programs under the agent).
-foreach(mode diskfull_detail forks_budget_agent)
+foreach(mode diskfull_detail forks_budget_agent arena_quota)
   add_test(NAME bounded_${mode}
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bounded_test.sh
                    $<TARGET_FILE:ada> $<TARGET_FILE:producer_kill>

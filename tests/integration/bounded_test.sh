@@ -32,6 +32,11 @@
 #                detail.atf (FIB: a program under the agent): every file is
 #                valid, the detail records cut are counted in the manifest
 #                and on the summary line
+#   arena_quota  a file system's EDQUOT when a process makes its arena (the
+#                test hook ADA_TEST_ARENA_ERRNO=122; this kernel's tmpfs has
+#                no quota option): not the shared-memory ceiling, so the
+#                agent says it and the recorder counts it as an arena
+#                failure with its reason (FIB under the agent)
 #   retire       300 processes of 20 000 events under --max-disk-mb 2: those
 #                the budget emptied are retired (pid_N/ replaced by a line
 #                of retired.jsonl, their memory freed): the session stays
@@ -229,6 +234,14 @@ PY
 	agree "$S"
 	grep -q ": complete, [0-9]* events written, [1-9][0-9]* not written (disk full)" "$WORK/status" || { cat "$WORK/status" >&2; fail "ada status does not say complete with what was not written"; }
 	validate "$S"
+	;;
+arena_quota)
+	ADA_TEST_ARENA_ERRNO=122 timeout 60 "$ADA" record --out "$WORK/out" -- "$FIB" 5 >/dev/null 2>"$WORK/err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "exit status $rc: the program exited 0"
+	grep -q "ada-agent: cannot open the arena in .* (Disk quota exceeded); nothing is traced" "$WORK/err" || fail "the agent did not say why it traces nothing"
+	grep -q "^ada: 1 process ran untraced: it could not make its arena (the first: Disk quota exceeded), not for the shared-memory ceiling" "$WORK/err" || fail "the recorder does not count the arena failure with its reason"
+	grep -q "shared-memory ceiling of" "$WORK/err" && fail "taken for the shared-memory ceiling"
 	;;
 diskfull_detail)
 	# The detail file is being written when the disk fills: its last
