@@ -712,10 +712,12 @@ static int agent_start(void)
 	err = ada_producer_init(agent.env.arena_dir, agent.env.ring_config);
 	agent.ns_arena = agent_now_ns() - t0;
 	if (err) {
-		/* -EDQUOT: the recording's shared-memory ceiling; the recorder
-		 * counts and tells it, once for all such processes. -ESRCH: the
-		 * recording ended (a program that outlives it runs untraced). */
-		if (err != -EDQUOT && err != -ESRCH)
+		/* Refused: the recording's shared-memory ceiling, which the
+		 * recorder counts and tells once for all such processes, or
+		 * the recording ended (a program that outlives it runs
+		 * untraced). Any other error -- a file system's quota, EDQUOT
+		 * too -- is counted in the budget page and said here. */
+		if (!ada_producer_refused())
 			agent_log("cannot open the arena in %s (%s); nothing is traced",
 			          agent.env.arena_dir, strerror(-err));
 		return err;

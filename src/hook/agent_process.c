@@ -93,8 +93,9 @@ static void process_child(void)
 			agent_hot.active = 0;
 			agent_guard_enter(); /* for good, as in process_child_unfollow() */
 			/* The shm ceiling (the recorder tells), or the recording
-			 * ended (the program outlives it): untraced, quietly. */
-			if (err != -EDQUOT && err != -ESRCH)
+			 * ended (the program outlives it): untraced, quietly. A
+			 * file system's EDQUOT is not the ceiling: said. */
+			if (!ada_producer_refused())
 				agent_log("child %d: cannot open its arena (%s); not traced",
 				          (int)getpid(), strerror(-err));
 		}

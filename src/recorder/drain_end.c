@@ -319,6 +319,10 @@ void drain_finish_proc(struct ada_recorder *r, struct wal_proc *p)
 		});
 	else
 		wal_manifest_write(r, p, "complete");
+	/* Not written (tried again at the end): said in pid_N/.ring_slots
+	 * before the arena goes, or recover would take it for lost. */
+	if (p->manifest_failed)
+		(void)wal_ring_table_drained(p);
 	wal_budget_scan_proc(p); /* its files are final now */
 	wal_keysym_proc_finished(p);
 	wal_shm_release(r, p);

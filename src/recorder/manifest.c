@@ -747,6 +747,20 @@ void wal_manifest_abandon(struct ada_recorder *r)
 	r->man_building = NULL;
 }
 
+/* Writes root; test hook (bounded_manifest_lost):
+ * ADA_TEST_FINAL_MANIFEST_FAIL=1 makes every final manifest's write fail
+ * with -ENOSPC, as a full disk past the manifests' reserve does. */
+static int man_commit(struct ada_recorder *r, const struct wal_proc *p, json_t *root,
+                      const char *state)
+{
+	const char *v = getenv("ADA_TEST_FINAL_MANIFEST_FAIL");
+	if (!v || strcmp(v, "1") || !strcmp(state, "recording"))
+		return wal_manifest_commit(r, p->dir_fd, root);
+	if (!r->manifest_error)
+		r->manifest_error = -ENOSPC;
+	return -ENOSPC;
+}
+
 /* A fault in the arena (the target truncated it: WAL_GUARDED's jump)
  * can come at any read of it below; the manifest itself is freed then
  * (r->man_building, wal_manifest_abandon), so every part of it reads
@@ -815,7 +829,7 @@ int wal_manifest_write(struct ada_recorder *r, struct wal_proc *p, const char *s
 	if (r->flight.trig)
 		wal_flight_manifest(root, r, p);
 	json_object_set_new(root, "metrics", man_metrics(r, p));
-	int rc = wal_manifest_commit(r, p->dir_fd, root);
+	int rc = man_commit(r, p, root, state);
 	r->man_building = NULL;
 	json_decref(root);
 	if (rc == 0 && strcmp(state, "recording")) {

@@ -908,9 +908,13 @@ void wal_retention_apply(json_t *man, json_t *threads, struct wal_retention *rt)
  * recover`. put: at each new index.atf of t (0, or -errno: not written,
  * counted in p); failed: one put's failure in p's warnings (the count
  * kept current in one sentence); drop: its final manifest is written;
- * close: the recorder's end. */
+ * close: the recorder's end; drained: the process is finished (every
+ * ring drained, every file final) but its final manifest could not be
+ * written, said in the table (0, or -errno: not said) before its arena
+ * is removed, so that recover does not take the arena for lost. */
 #define WAL_RING_TABLE_REC 32u
 int wal_ring_table_put(struct wal_proc *p, const struct wal_thread *t);
+int wal_ring_table_drained(struct wal_proc *p);
 void wal_ring_table_failed(struct ada_recorder *r, struct wal_proc *p);
 void wal_ring_table_drop(struct wal_proc *p);
 void wal_ring_table_close(struct wal_proc *p);
@@ -924,6 +928,7 @@ struct wal_ring_base {
 #define WAL_RING_FILE_GEN_NONE UINT32_MAX /* an ARS1 record: not known */
 struct wal_ring_table {
 	bool found;              /* a .ring_slots was read */
+	bool drained;            /* it says the recorder drained the process (ARSD) */
 	struct wal_ring_base *v; /* the records that passed the checks, by seq */
 	size_t n;
 	uint64_t bad; /* records that were not one the drain writes: skipped */

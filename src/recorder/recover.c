@@ -941,14 +941,26 @@ static void rec_clock_foreign(struct rec_ctx *c)
 
 /* An arena the manifest names is gone. A final manifest's ("complete")
  * is gone because the recorder drained it and then removed it (or put it
- * in the arena pool): nothing is missing, nothing is said. Another's is
- * counted for the caller's one sentence (a killed recording's dozens of
- * processes would otherwise print a line each) and said in the process's
- * own manifest only. */
+ * in the arena pool): nothing is missing, nothing is said. So is one whose
+ * final manifest the recorder could not write, which pid_N/.ring_slots
+ * says (drained): nothing of its rings is missing, but what only that
+ * manifest had is, and that is said. Another's is counted for the
+ * caller's one sentence (a killed recording's dozens of processes would
+ * otherwise print a line each) and said in the process's own manifest
+ * only. */
 static void rec_arena_gone(struct rec_ctx *c, const char *arena, bool final)
 {
 	if (final)
 		return;
+	if (c->ring_table.drained) {
+		json_array_append_new(
+		    c->warnings,
+		    json_string("the recorder drained this process's arena and removed it but "
+		                "could not write its final manifest: its files hold every event "
+		                "it took; what only that manifest had (its exit, drop and wait "
+		                "counts) is not known"));
+		return;
+	}
 	char msg[PATH_MAX + 160];
 	snprintf(msg, sizeof(msg),
 	         "the arena %s is gone: whatever its rings still held is not recovered", arena);
@@ -1139,13 +1151,13 @@ int rec_pid(const char *pid_dir, struct ada_recover_report *rep)
 	if (named)
 		rec_say(&c, "the recorder died before writing this process's manifest: its arena "
 		            "was found in the session's arena directory and read");
+	wal_ring_table_load(pid_dir, &c.ring_table); /* drained: rec_arena_gone */
 	rec_arena_open(&c, arena, st0 && !strcmp(st0, "complete"));
 	if (c.arena && !json_object_get(man, "clock"))
 		rec_clock_of_arena(&c);
 	if (c.arena)
 		WAL_GUARDED(c.arena, rec_clock_foreign(&c); rec_crash_read(&c), c.arena_bad = true);
 	wal_retention_load(pid_dir, &c.retention);
-	wal_ring_table_load(pid_dir, &c.ring_table);
 	if (c.ring_table.bad)
 		rec_say(&c, "pid_N/.ring_slots has records ada does not write: skipped (their "
 		            "threads' ring events are read as if it had none)");

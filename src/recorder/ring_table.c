@@ -30,6 +30,18 @@
  * open, an unlink and a close per thread; now one pwrite; old sessions'
  * files are still read, recover.c). Removed with the final manifest.
  *
+ * When that manifest cannot be written (a full disk past the reserve),
+ * the finished process's record 0 is replaced by a "drained" record:
+ *
+ *   u32 magic "ARSD" | u32 0 | 16 bytes 0 | u32 crc32 as above | u32 0
+ *
+ * "every ring of this process was drained into its files, which are
+ * final": its arena is removed next, and recover, finding it gone, says
+ * the manifest is not final rather than that the rings' events are lost.
+ * An in-place write of a block the file has: no new space. Slot 0's
+ * record is not needed any more (its file is final). Readers before it
+ * skip it as a record ada does not write.
+ *
  * Threads: the writer on the drain thread; the reader on the `ada
  * recover` command's. Read back as input from a place the user owns:
  * every record checked (magic, its own slot, CRC), the file's size bounded
@@ -51,9 +63,10 @@
 #include "recorder_internal.h"
 
 #define RING_TABLE_NAME ".ring_slots"
-#define RING_TABLE_MAGIC1 0x31535241u /* "ARS1": no file generation */
-#define RING_TABLE_MAGIC 0x32535241u  /* "ARS2" */
-#define RING_TABLE_CHUNK 256u         /* records read at a time */
+#define RING_TABLE_MAGIC1 0x31535241u  /* "ARS1": no file generation */
+#define RING_TABLE_MAGIC 0x32535241u   /* "ARS2" */
+#define RING_TABLE_DRAINED 0x44535241u /* "ARSD": the process was drained */
+#define RING_TABLE_CHUNK 256u          /* records read at a time */
 
 struct ring_table_rec {
 	uint32_t magic, slot, seq, gen;
@@ -105,6 +118,23 @@ static int ring_table_write(struct wal_proc *p, const struct wal_thread *t)
 	rec.crc = ring_table_crc(&rec);
 	off_t at = (off_t)t->slot * WAL_RING_TABLE_REC;
 	ssize_t n = pwrite(p->ring_table_fd, &rec, sizeof(rec), at);
+	return n == (ssize_t)sizeof(rec) ? 0 : n < 0 ? -errno : -ENOSPC;
+}
+
+/* The drained record (wal_ring_table_drained), all of it as written. */
+static struct ring_table_rec ring_table_drained_rec(void)
+{
+	struct ring_table_rec rec = {.magic = RING_TABLE_DRAINED};
+	rec.crc = ring_table_crc(&rec);
+	return rec;
+}
+
+int wal_ring_table_drained(struct wal_proc *p)
+{
+	if (!p->ring_table_open)
+		return -ENOENT; /* no table: recover cannot be told (no thread file) */
+	struct ring_table_rec rec = ring_table_drained_rec();
+	ssize_t n = pwrite(p->ring_table_fd, &rec, sizeof(rec), 0);
 	return n == (ssize_t)sizeof(rec) ? 0 : n < 0 ? -errno : -ENOSPC;
 }
 
@@ -164,6 +194,13 @@ static bool ring_table_check(const struct ring_table_rec *r, uint32_t s)
 	       r->slot == s && r->crc == ring_table_crc(r);
 }
 
+/* Record 0 replaced by the drained record. */
+static bool ring_table_is_drained(const struct ring_table_rec *r, uint32_t s)
+{
+	struct ring_table_rec d = ring_table_drained_rec();
+	return s == 0 && !memcmp(r, &d, sizeof(d));
+}
+
 static int ring_table_cmp(const void *a, const void *b)
 {
 	const struct wal_ring_base *x = a, *y = b;
@@ -190,6 +227,10 @@ static void ring_table_read(int fd, uint64_t size, struct wal_ring_table *tb)
 			static const struct ring_table_rec none;
 			if (!memcmp(r, &none, sizeof(none)))
 				continue; /* a slot no thread of a file had (a hole) */
+			if (ring_table_is_drained(r, (uint32_t)s)) {
+				tb->drained = true;
+				continue;
+			}
 			if (!ring_table_check(r, (uint32_t)s)) {
 				tb->bad++;
 				continue;

@@ -239,11 +239,35 @@ static int env_create(const char *tmp, const char *ring, const char *mine,
 	return err;
 }
 
+/* The last ada_producer_init() of this process was refused by the
+ * recording itself (its shared-memory ceiling, or its end), which the
+ * recorder counts and tells: not a failure to count or print here. Only
+ * the reservation step sets it: a file system's own -EDQUOT (a quota on
+ * the arena directory) comes after it and is a failure like any other.
+ * Written and read only by the thread that sets the process up. */
+static bool env_refused;
+
+bool ada_producer_refused(void)
+{
+	return env_refused;
+}
+
+/* Test hook (test_ring_env fs_quota_counted): ADA_TEST_ARENA_ERRNO=N makes
+ * the step after the reservation, where the file is made, fail with -N,
+ * as a file system's quota (EDQUOT) would; no quota mount is needed. */
+static int env_test_errno(void)
+{
+	const char *v = secure_getenv("ADA_TEST_ARENA_ERRNO");
+	int n = v ? atoi(v) : 0;
+	return n > 0 && n < 4096 ? -n : 0;
+}
+
 /* A new arena counts against the recording's shared-memory ceiling
  * (shm_budget.c): over it, smaller detail rings (the arena says so,
  * ADA_ARENA_F_DETAIL_REDUCED), or, when not even those fit, -EDQUOT and
- * the process runs untraced. Its spill slots count one by one as threads
- * first claim them. -ESRCH: the recording ended, untraced too. */
+ * the process runs untraced (env_refused). Its spill slots count one by
+ * one as threads first claim them. -ESRCH: the recording ended, untraced
+ * too. Any error after the reservation is the file system's. */
 static int env_create_reserved(const char *dir, const char *ring, const char *mine,
                                const struct ada_arena_config *cfg, uint32_t start,
                                const struct env_inherit *inh, bool *reused, struct ada_arena **out)
@@ -260,9 +284,14 @@ static int env_create_reserved(const char *dir, const char *ring, const char *mi
 	uint64_t size;
 	int err = ada_shm_budget_take_arena(b, &fit, &size);
 	uint32_t flags = fit.detail_bytes != cfg->detail_bytes ? ADA_ARENA_F_DETAIL_REDUCED : 0;
+	env_refused = err == -EDQUOT || err == -ESRCH;
 	if (!err) {
-		err = env_create(tmp, ring, mine, &fit, flags, start, inh->forked, b, reused, out);
-		if (err && b) /* not recorded: failed (env_count_failed) or ended */
+		err = env_test_errno();
+		if (!err)
+			err = env_create(tmp, ring, mine, &fit, flags, start, inh->forked, b,
+			                 reused, out);
+		env_refused = err == -ESRCH; /* the recording ended meanwhile */
+		if (err && b)                /* not recorded: failed (env_count_failed) or ended */
 			ada_shm_budget_untake(b, size, flags != 0);
 	}
 	if (b != inh->budget)
@@ -342,14 +371,15 @@ static void env_note_published(struct ada_arena *a, const char *path)
 
 /* No arena for this process (err), for another reason than the ceiling
  * (counted where it refused) or the recording's end (nothing to record
- * then): counted in the recording's budget page, with its reason, so the
- * recorder tells it (manifests, `ada status`, the summary line) and not
- * only this process's stderr. A forked child uses its parent's mapping;
- * another process maps the page for the count (none there: no recording
- * to tell). */
+ * then; both env_refused): counted in the recording's budget page, with
+ * its reason, so the recorder tells it (manifests, `ada status`, the
+ * summary line) and not only this process's stderr. A file system's
+ * -EDQUOT (a quota) is such a failure: only the reservation's is the
+ * ceiling's. A forked child uses its parent's mapping; another process
+ * maps the page for the count (none there: no recording to tell). */
 static void env_count_failed(const char *dir, struct ada_shm_budget *inherited, int err)
 {
-	if (err == -EDQUOT || err == -ESRCH)
+	if (env_refused)
 		return;
 	struct ada_shm_budget *b = inherited;
 	if (!b && ada_shm_budget_open_dir(dir, &b) != 0)
@@ -368,6 +398,7 @@ int ada_producer_init_from_env(void)
 
 int ada_producer_init(const char *dir, const char *ring_config)
 {
+	env_refused = false;
 	if (!dir || !*dir)
 		return -ENOENT;
 	struct ada_arena_config cfg;

@@ -4,7 +4,7 @@
 add_executable(producer_fork ${CMAKE_SOURCE_DIR}/tests/targets/producer_fork.c)
 target_link_libraries(producer_fork PRIVATE ada_producer)
 foreach(mode budget forks forks_pool forks_agent forks_budget retire shm_ceiling shm_small diskfull
-             diskfull_late agree dead)
+             diskfull_late agree dead manifest_lost)
   add_test(NAME bounded_${mode}
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bounded_test.sh
                    $<TARGET_FILE:ada> $<TARGET_FILE:producer_kill>
@@ -14,7 +14,7 @@ foreach(mode budget forks forks_pool forks_agent forks_budget retire shm_ceiling
 endforeach()
 # A full disk while detail.atf is written, and the budget over many
 # processes' symbol files (programs under the agent).
-foreach(mode diskfull_detail forks_budget_agent)
+foreach(mode diskfull_detail forks_budget_agent arena_quota)
   add_test(NAME bounded_${mode}
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bounded_test.sh
                    $<TARGET_FILE:ada> $<TARGET_FILE:producer_kill>

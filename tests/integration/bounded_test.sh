@@ -35,6 +35,17 @@
 #                detail.atf (FIB: a program under the agent): every file is
 #                valid, the detail records cut are counted in the manifest
 #                and on the summary line
+#   arena_quota  a file system's EDQUOT when a process makes its arena (the
+#                test hook ADA_TEST_ARENA_ERRNO=122; this kernel's tmpfs has
+#                no quota option): not the shared-memory ceiling, so the
+#                agent says it and the recorder counts it as an arena
+#                failure with its reason (FIB under the agent)
+#   manifest_lost  every final manifest's write fails (the test hook
+#                ADA_TEST_FINAL_MANIFEST_FAIL=1, as a full disk past the
+#                manifests' reserve): the arena is removed all the same,
+#                pid_N/.ring_slots says the process was drained (ARSD), and
+#                `ada recover` says its final manifest is missing, not
+#                that its arena is gone
 #   retire       300 processes of 20 000 events under --max-disk-mb 2: those
 #                the budget emptied are retired (pid_N/ replaced by a line
 #                of retired.jsonl, their memory freed): the session stays
@@ -287,6 +298,34 @@ diskfull_late)
 	REC=
 	[ $rc -eq 0 ] || fail "exit status $rc: the program exited 0"
 	diskfull_check $((4000000 + 262144)) 1
+	;;
+arena_quota)
+	ADA_TEST_ARENA_ERRNO=122 timeout 60 "$ADA" record --out "$WORK/out" -- "$FIB" 5 >/dev/null 2>"$WORK/err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "exit status $rc: the program exited 0"
+	grep -q "ada-agent: cannot open the arena in .* (Disk quota exceeded); nothing is traced" "$WORK/err" || fail "the agent did not say why it traces nothing"
+	grep -q "^ada: 1 process ran untraced: it could not make its arena (the first: Disk quota exceeded), not for the shared-memory ceiling" "$WORK/err" || fail "the recorder does not count the arena failure with its reason"
+	grep -q "shared-memory ceiling of" "$WORK/err" && fail "taken for the shared-memory ceiling"
+	;;
+manifest_lost)
+	# Long enough (4 x 500 000 events) for the early manifest, which
+	# names the arena; every later ("complete") write fails.
+	ADA_TEST_FINAL_MANIFEST_FAIL=1 timeout 120 "$ADA" record --no-agent --out "$WORK/out" -- "$PROD" exact 500000 2>"$WORK/err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "exit status $rc: the program exited 0"
+	grep -q "manifests of 1 process could not be written" "$WORK/err" || fail "the summary does not say the manifest could not be written"
+	S=$(session_of)
+	P=$(ls -d "$S"/pid_*)
+	[ "$(json "$P/manifest.json" "m['state']")" = recording ] || fail "not the early manifest: $(json "$P/manifest.json" "m['state']")"
+	[ "$(head -c 4 "$P/.ring_slots")" = ARSD ] || fail "pid_N/.ring_slots does not say the process was drained"
+	check_shm_clean "$S"
+	"$ADA" recover "$S" >"$WORK/rec" 2>&1 || { cat "$WORK/rec" >&2; fail "ada recover failed"; }
+	grep -q "gone" "$WORK/rec" && { cat "$WORK/rec" >&2; fail "recover says an arena is gone"; }
+	[ "$(json "$P/manifest.json" "m['state']")" = recovered ] || fail "recover did not write the manifest"
+	json "$P/manifest.json" "m['warnings']" | grep -q "could not write its final manifest" || fail "the recovered manifest does not say the final one is missing"
+	json "$P/manifest.json" "m['warnings']" | grep -q "is gone" && fail "the recovered manifest says the arena is gone"
+	[ "$(json "$P/manifest.json" "m['metrics']['events_written'] - 2 * sum(t.get('ring_waits', 0) for t in m['threads'])")" -ge 2000000 ] || fail "recover counts fewer events than the program made"
+	validate "$S"
 	;;
 diskfull_detail)
 	# The detail file is being written when the disk fills: its last

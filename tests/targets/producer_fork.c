@@ -35,7 +35,7 @@
 static int child(uint64_t id, uint64_t k, bool tell_exit)
 {
 	int rc = ada_producer_init_from_env();
-	if (rc == -EDQUOT)
+	if (rc == -EDQUOT && ada_producer_refused())
 		return 0; /* over the recording's shared-memory ceiling: untraced */
 	if (rc < 0) {
 		fprintf(stderr, "producer_fork: child %llu: no arena (%s)\n",

@@ -248,6 +248,56 @@ static void test_fork_child_arena_failed_counted(void **state)
 	ada_shm_budget_close(b);
 }
 
+/* Reads the budget page of test_dir (made with ceiling) after one
+ * ada_producer_init_from_env() that must fail with -want. */
+static void env_init_fails(uint64_t ceiling, int want, struct ada_shm_budget_view *v)
+{
+	int dfd = open(test_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	struct ada_shm_budget *b;
+	assert_int_equal(ada_shm_budget_create(dfd, ceiling, &b), 0);
+	close(dfd);
+	assert_int_equal(ada_producer_init_from_env(), -want);
+	assert_null(ada_producer_arena());
+	ada_shm_budget_read(b, v);
+	ada_shm_budget_close(b);
+}
+
+/* A file system's own EDQUOT (a quota on the arena directory; here the
+ * test hook, this kernel's tmpfs having no quota) is not the recording's
+ * shared-memory ceiling: counted as an arena failure with its reason, its
+ * reservation given back, and not "refused" (the agent says it). Before,
+ * every -EDQUOT was taken for the ceiling: no count, no message. */
+static void test_fs_quota_counted(void **state)
+{
+	(void)state;
+	setenv("ADA_TEST_ARENA_ERRNO", "122", 1); /* EDQUOT */
+	assert_int_equal(EDQUOT, 122);
+	struct ada_shm_budget_view v;
+	env_init_fails(0, EDQUOT, &v);
+	unsetenv("ADA_TEST_ARENA_ERRNO");
+	assert_false(ada_producer_refused());
+	assert_int_equal(v.failed_procs, 1);
+	assert_int_equal(v.failed_errno, EDQUOT);
+	assert_int_equal(v.refused_procs, 0);
+	assert_int_equal(v.reserved, 0);
+	char why[512];
+	assert_true(ada_shm_budget_failed_why(&v, why, sizeof(why)));
+	assert_non_null(strstr(why, strerror(EDQUOT)));
+}
+
+/* The ceiling's own -EDQUOT (the reservation's, before any file is made)
+ * stays a refusal: counted there, not among the arena failures. */
+static void test_ceiling_edquot_refused(void **state)
+{
+	(void)state;
+	struct ada_shm_budget_view v;
+	env_init_fails(4096, EDQUOT, &v); /* smaller than any arena: at once */
+	assert_true(ada_producer_refused());
+	assert_int_equal(v.refused_procs, 1);
+	assert_int_equal(v.failed_procs, 0);
+}
+
 /* A forked child whose pid names a file already there (an earlier
  * process's arena the recorder has not removed) leaves it untouched and
  * publishes its own under <pid>.<start ticks>.ring, as reused. Exit code:
@@ -666,6 +716,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_fork_child_never_replaces, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_fork_child_arena_failed_counted, fx_setup,
 	                                    fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_fs_quota_counted, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_ceiling_edquot_refused, fx_setup, fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_mlock_refusal_reported, fx_setup, fx_teardown),
 	    cmocka_unit_test(test_stat_start_ticks),
 	    cmocka_unit_test_setup_teardown(test_fork_start_ticks, fx_setup, fx_teardown),

@@ -22,6 +22,13 @@
  * one sentence (rep.arenas_gone) and named in each one's manifest, not
  * one notice (a line on stderr) each.
  *
+ * A process the recorder drained and finished but whose final manifest
+ * it could not write (a full disk) has its arena removed all the same:
+ * pid_N/.ring_slots says it was drained (wal_ring_table_drained), and
+ * recover says the manifest was not final, not that the arena is gone
+ * (not counted in rep.arenas_gone). Before, such a process counted as an
+ * arena gone with its rings' events "not recovered".
+ *
  * A rotation whose pid_N/.ring_slots put fails (forced: the table's
  * descriptor made read-only) leaves the record of the file before it,
  * now index.g0.atf. Its base taken for the current index.atf's would
@@ -30,6 +37,7 @@
  * end by time instead: every ring event on disk once.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <setjmp.h>
@@ -282,6 +290,54 @@ static void test_arenas_gone_counted(void **state)
 	json_decref(man);
 }
 
+/* pid_N/.ring_slots as the drain leaves a finished process whose final
+ * manifest failed: slot 0's and slot 1's records, then record 0 replaced
+ * by the drained record. */
+static void drained_table(const char *pid_dir)
+{
+	struct wal_proc p = {.dir = (char *)pid_dir, .ring_table_fd = -1};
+	p.dir_fd = open(pid_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(p.dir_fd >= 0);
+	assert_int_equal(wal_ring_table_drained(&p), -ENOENT); /* no table yet */
+	for (uint32_t slot = 0; slot < 2; slot++) {
+		struct wal_thread t = {.p = &p, .slot = slot, .seq = slot, .slot_gen = 1};
+		assert_int_equal(wal_ring_table_put(&p, &t), 0);
+	}
+	assert_int_equal(wal_ring_table_drained(&p), 0);
+	wal_ring_table_close(&p);
+	close(p.dir_fd);
+}
+
+static void test_drained_not_gone(void **state)
+{
+	(void)state;
+	char arena[128], pid_dir[128];
+	snprintf(arena, sizeof(arena), "%s/shm/%d.ring", dir, RECOVER_PID);
+	recover_pid_naming(RECOVER_PID, "recording", arena); /* the early manifest */
+	snprintf(pid_dir, sizeof(pid_dir), "%s/pid_%d", dir, RECOVER_PID);
+	drained_table(pid_dir);
+	struct wal_ring_table tb;
+	wal_ring_table_load(pid_dir, &tb);
+	assert_true(tb.drained);
+	assert_int_equal(tb.bad, 0);
+	assert_int_equal(tb.n, 1); /* slot 1's; slot 0's replaced */
+	wal_ring_table_free(&tb);
+	int notices = 0;
+	struct ada_recover_report rep = {.notice = gone_notice, .notice_arg = &notices};
+	assert_int_equal(ada_wal_recover(dir, &rep), 0);
+	assert_int_equal(rep.pids, 1);
+	assert_int_equal(rep.arenas_gone, 0);
+	assert_int_equal(notices, 0);
+	json_t *man = NULL;
+	assert_int_equal(ada_manifest_read(pid_dir, &man), 0);
+	assert_string_equal(ada_manifest_state(man), "recovered");
+	char *w = json_dumps(json_object_get(man, "warnings"), 0);
+	assert_null(strstr(w, "is gone"));
+	assert_non_null(strstr(w, "could not write its final manifest"));
+	free(w);
+	json_decref(man);
+}
+
 #define ROT_EVENTS 40 /* in the ring: 0-9 in index.g0.atf, 10-29 in index.atf */
 
 /* A child that emits ROT_EVENTS calls into an arena it makes in adir and
@@ -395,6 +451,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_arena_dir_removed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_arena_device, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_arenas_gone_counted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_drained_not_gone, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rotation_put_failed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_arena_dir_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_arena_dir_open_place, setup, teardown),

@@ -747,6 +747,13 @@ int ada_producer_init_from_env(void);
 /* The same with the values given (NULL: unset): the agent passes what it
  * read at start-up (the program may have changed its environment since). */
 int ada_producer_init(const char *arena_dir, const char *ring_config);
+/* After a failed ada_producer_init(): true when the recording refused the
+ * process (its shared-memory ceiling, -EDQUOT from the reservation, or it
+ * had ended, -ESRCH), which the recorder counts and tells once for all;
+ * false for any other failure, a file system's own -EDQUOT (a quota on
+ * the arena directory) included, which is counted in the budget page
+ * (ada_shm_budget_failed) and is the caller's to say. */
+bool ada_producer_refused(void);
 /* Atfork prepare: a clock reading that lets the child's init skip /proc. */
 void ada_producer_fork_prepare(void);
 
