@@ -261,6 +261,10 @@ static void test_fit_reduced_then_failed(void **state)
 	assert_int_equal(v.reserved, f->full); /* the parent's only */
 	char why[512];
 	assert_false(ada_shm_budget_reduced_why(&v, why, sizeof(why)));
+	struct ada_arena *a = ada_producer_arena(); /* the parent's, closed as the other cases do */
+	ada_producer_reset_thread();
+	ada_producer_set_arena(NULL);
+	ada_arena_close(a);
 	ada_shm_budget_close(b);
 }
 
