@@ -25,6 +25,14 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/ada_links.XXXXXX")
 APID= P=
 cleanup() {
 	for p in $APID $P; do kill -KILL "$p" 2>/dev/null; done
+	# The killed recording's arena, which the refused recover keeps for a
+	# later one: only the directory whose owner record names our session.
+	for d in /dev/shm/ada-session_*; do
+		[ -f "$d/recorder" ] && [ ! -L "$d" ] || continue
+		case $(sed -n 's/^session //p' "$d/recorder") in
+		"$WORK"/*) rm -rf "$d" ;;
+		esac
+	done
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
