@@ -60,7 +60,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from provenance import REPO, provenance  # noqa: E402
+from provenance import REPO, provenance, session_fs, session_fs_line  # noqa: E402
 
 SUBSHELLS = 300
 BASH_SCRIPT = """f() { echo $(( $1 * 2 )); }
@@ -194,6 +194,8 @@ def main():
             f.write(BASHLOOP_SCRIPT)
         mk = os.path.join(work, 'mk')
         write_make_tree(mk)
+        fs = session_fs(work)
+        print(session_fs_line(fs))
         loads = {'before': os.getloadavg()}
         argvs = {'fork': [prog, 'fork', str(args.n_fork)],
                  'exec': [prog, 'exec', str(args.n_exec)],
@@ -227,7 +229,7 @@ def main():
         loads['after'] = os.getloadavg()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report(args, res, loads, events)
+    report(args, res, loads, events, fs)
 
 
 def session_events(out):
@@ -284,7 +286,7 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
-def report(args, res, loads, events):
+def report(args, res, loads, events, fs):
     print('load average before %.2f %.2f %.2f, after %.2f %.2f %.2f' %
           (tuple(loads['before']) + tuple(loads['after'])))
     if not args.uftrace:
@@ -337,7 +339,7 @@ def report(args, res, loads, events):
     path = os.path.join(REPO, 'bench', 'results', name)
     with open(path, 'w') as f:
         prov = provenance(os.path.dirname(os.path.abspath(args.ada)))
-        json.dump({'provenance': prov, 'load_average': loads, 'reps': args.reps,
+        json.dump({'provenance': prov, 'session_fs': fs, 'load_average': loads, 'reps': args.reps,
                    'n_fork': args.n_fork, 'n_exec': args.n_exec, 'table': table}, f, indent=1)
     print('wrote %s' % path)
 

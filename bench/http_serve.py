@@ -31,6 +31,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import session_fs, session_fs_line  # noqa: E402
 import time
 
 SERVER = r"""
@@ -147,6 +150,7 @@ def main():
     for opts in a.also:
         ada_of["ada " + opts] = (ada, opts.split())
         variants.append("ada " + opts)
+    fs = session_fs(a.work)
     lat = {v: [] for v in variants}
     cpu = {v: [] for v in variants}
     rcpu = {v: [] for v in variants}
@@ -158,6 +162,8 @@ def main():
             cpu[v].append(s / a.requests)
             rcpu[v].append(r / a.requests)
     load1 = open("/proc/loadavg").read().split()[:3]
+    shutil.rmtree(fs['probe_dir'], ignore_errors=True)
+    print(session_fs_line(fs))
     print("load average before / after: %s / %s; %d rounds x %d requests (+%d warm-up), "
           "interleaved" % (" ".join(load0), " ".join(load1), a.rounds, a.requests, a.warmup))
     w = max(len(v) for v in variants)

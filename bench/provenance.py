@@ -1,11 +1,23 @@
 """What every bench/results file records about where its numbers come from
 (issue 13 item 5): the commit (and whether the tree had uncommitted
 changes), the compiler of the build, the CPU model, core count and kernel.
-Imported by bench/bench.py, bench/micro.py and bench/reading_bench.py."""
+Imported by bench/bench.py, bench/micro.py and bench/reading_bench.py.
+
+session_fs(path) says what the file system under a session costs a new
+file or directory (issue 32): its type, whether an ext4 has a journal, and
+the median time to make one directory there now. On an ext4 without a
+journal each new inode skips, one buffer lookup each, every inode of its
+block group deleted in the last 1-6 minutes (the kernel's
+recently_deleted()), so one process's three new inodes cost 0.01 ms or
+0.5 ms each depending on what was deleted nearby just before: a
+process-creation figure means little without this beside it."""
 import os
 import platform
 import re
+import statistics
 import subprocess
+import tempfile
+import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -43,6 +55,67 @@ def compiler(build):
         pass
     version = _run([cc or 'cc', '--version'])
     return {'path': cc, 'version': version.splitlines()[0] if version else None}
+
+
+def _mount_of(path):
+    """(mount point, fstype, source, options) of the mount holding path."""
+    best = None
+    real = os.path.realpath(path)
+    try:
+        with open('/proc/self/mountinfo') as f:
+            for line in f:
+                left, _, right = line.partition(' - ')
+                fields, rfields = left.split(), right.split()
+                if len(fields) < 6 or len(rfields) < 3:
+                    continue
+                mp = fields[4].replace('\\040', ' ')
+                inside = real == mp or real.startswith(mp.rstrip('/') + '/')
+                if inside and (best is None or len(mp) >= len(best[0])):
+                    best = (mp, rfields[0], rfields[1], fields[5] + ',' + rfields[2])
+    except OSError:
+        pass
+    return best
+
+
+def _ext4_journal(source):
+    """True/False for an ext4 on a block device (jbd2 lists its journal),
+    None when it cannot tell."""
+    dev = os.path.basename(source or '')
+    if not dev or not os.path.isdir('/proc/fs/ext4/' + dev):
+        return None
+    return os.path.isdir('/proc/fs/jbd2/%s-8' % dev)
+
+
+def session_fs(path, probes=20):
+    """What a new inode costs under path (a directory the benchmark writes
+    its sessions in): fstype, mount options, ext4 journal, and the median
+    microseconds of `probes` mkdirs in a fresh directory there, 'probe_dir'
+    (for the caller to remove after its timed runs: deleting it here would
+    slow the next new inodes on a journal-less ext4)."""
+    m = _mount_of(path)
+    out = {'path': path, 'mount': m[0] if m else None, 'fstype': m[1] if m else None,
+           'source': m[2] if m else None, 'options': m[3] if m else None,
+           'ext4_journal': _ext4_journal(m[2]) if m and m[1] == 'ext4' else None}
+    probe = tempfile.mkdtemp(prefix='inode-probe-', dir=path)
+    times = []
+    for i in range(probes):
+        t0 = time.perf_counter()
+        os.mkdir(os.path.join(probe, 'd%d' % i), 0o700)
+        times.append((time.perf_counter() - t0) * 1e6)
+    out['probe_dir'] = probe
+    out['new_dir_us_median'] = round(statistics.median(times), 1)
+    out['new_dir_us_max'] = round(max(times), 1)
+    return out
+
+
+def session_fs_line(fs):
+    """One line for a benchmark's header."""
+    j = fs.get('ext4_journal')
+    kind = fs.get('fstype') or '?'
+    if kind == 'ext4':
+        kind += ' with a journal' if j else (' without a journal' if j is False else '')
+    return ('sessions on %s (%s, mounted at %s): a new directory there %.1f us median, %.1f max'
+            % (fs['path'], kind, fs.get('mount'), fs['new_dir_us_median'], fs['new_dir_us_max']))
 
 
 def provenance(build):

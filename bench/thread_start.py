@@ -28,6 +28,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import session_fs, session_fs_line  # noqa: E402
+
 
 def run_variant(variant, prog, mode, n, ada, work, ada_before=None):
     """One run; returns the per-thread ns the workload printed."""
@@ -78,6 +81,7 @@ def main():
         variants.append("uftrace")
     else:
         print("uftrace: not installed (or %s not built): not measured" % pfe)
+    fs = session_fs(a.work)
     samples = {(v, m): [] for v in variants for m in ("start", "serve")}
     firsts = {(v, m): [] for v in variants for m in ("start", "serve")}
     for _ in range(a.rounds):
@@ -89,6 +93,8 @@ def main():
                 samples[(v, mode)].extend(s[1:])
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
+    shutil.rmtree(fs['probe_dir'], ignore_errors=True)
+    print(session_fs_line(fs))
     print("load average after the run: %s; %d rounds x %d threads, interleaved" % (
         load, a.rounds, a.threads))
     print("%-6s %-20s %9s %9s %9s %9s %7s" % ("what", "variant", "p50 ms", "p90 ms", "max ms",
