@@ -8,7 +8,7 @@ by run.
 
   bench/fork_bench.py [--ada build/ada] [--reps 5] [--workload fork,exec,bash,make]
                       [--n-fork 50] [--n-exec 20] [--no-uftrace] [--ada-before PATH]
-                      [--split]
+                      [--split] [--delete-each]
 
 --ada-before PATH adds a column for another build of ada (say, before a
 change), in the same rotation. --split adds two more of the same build:
@@ -73,6 +73,13 @@ for i in $(seq %d); do x=$(f $i); done
 echo "$x"
 """ % (BASHLOOP_TURNS, SUBSHELLS)
 
+# Sessions are removed with the work directory at the end, not after
+# each run: on an ext4 without a journal every inode deleted in the last
+# 1-6 minutes slows each new one (bench/provenance.py, session_fs), so
+# removing one run's session would slow the next runs' process starts by
+# the benchmark's own doing. --delete-each restores the removal per run.
+DELETE_EACH = False
+
 SPLIT_NODETAIL = 'ada-nodetail'
 SPLIT_NOHOOK = 'ada-nohook'
 NO_SUCH_SYMBOL = 'ada_fork_bench_no_such_symbol'
@@ -120,7 +127,7 @@ def run_timed(argv, cwd, out_dir, env=None):
     if p.returncode != 0:
         raise RuntimeError('%s exited %d: %s' % (' '.join(argv), p.returncode,
                                                  p.stderr.decode(errors='replace')[-400:]))
-    if out_dir:
+    if out_dir and DELETE_EACH:
         shutil.rmtree(out_dir, ignore_errors=True)
     return wall, cpu, p.stdout.decode(errors='replace')
 
@@ -172,7 +179,11 @@ def main():
     ap.add_argument('--ada-before', help='another ada build, as a column of its own')
     ap.add_argument('--split', action='store_true',
                     help='add --detail never and nothing-hooked columns and split what ada adds')
+    ap.add_argument('--delete-each', action='store_true',
+                    help="remove each run's session right after it (default: at the end)")
     args = ap.parse_args()
+    global DELETE_EACH
+    DELETE_EACH = args.delete_each
     args.uftrace = None if args.no_uftrace else shutil.which('uftrace')
     wanted = args.workload.split(',')
     for w in wanted:

@@ -23,6 +23,7 @@ option to `ada attach` (repeatable), say `--opt=--trigger --opt=crash`.
 (repeatable), say --also "--detail never".
 """
 import argparse
+import atexit
 import http.client
 import os
 import shutil
@@ -120,7 +121,7 @@ def run_variant(variant, ada_of, a, work):
         if rec and rec.poll() is None:
             rec.kill()
             rec.wait()
-        shutil.rmtree(out_dir, ignore_errors=True)
+        # the session stays until main() removes the run directory
 
 
 def ms(ns):
@@ -150,6 +151,12 @@ def main():
     for opts in a.also:
         ada_of["ada " + opts] = (ada, opts.split())
         variants.append("ada " + opts)
+    # Every run's session stays until the end: on an ext4 without a journal
+    # each inode deleted in the last 1-6 minutes slows every new one
+    # (provenance.session_fs), so removing a run's session would slow the
+    # next runs' thread and process starts by the benchmark's own doing.
+    a.work = tempfile.mkdtemp(prefix="ada-bench-", dir=a.work)
+    atexit.register(shutil.rmtree, a.work, True)  # also when a run fails
     fs = session_fs(a.work)
     lat = {v: [] for v in variants}
     cpu = {v: [] for v in variants}
@@ -162,7 +169,7 @@ def main():
             cpu[v].append(s / a.requests)
             rcpu[v].append(r / a.requests)
     load1 = open("/proc/loadavg").read().split()[:3]
-    shutil.rmtree(fs['probe_dir'], ignore_errors=True)
+    shutil.rmtree(a.work, ignore_errors=True)
     print(session_fs_line(fs))
     print("load average before / after: %s / %s; %d rounds x %d requests (+%d warm-up), "
           "interleaved" % (" ".join(load0), " ".join(load1), a.rounds, a.requests, a.warmup))

@@ -21,6 +21,7 @@ on a machine as quiet as you can get, and quote the load average it prints.
 before a change) recording the same program, in the same rotation.
 """
 import argparse
+import atexit
 import os
 import shutil
 import statistics
@@ -35,24 +36,21 @@ from provenance import session_fs, session_fs_line  # noqa: E402
 def run_variant(variant, prog, mode, n, ada, work, ada_before=None):
     """One run; returns the per-thread ns the workload printed."""
     argv = [prog, mode, str(n)]
-    out_dir = tempfile.mkdtemp(dir=work)
-    try:
-        if variant == "untraced":
-            cmd = argv
-        elif variant == "ada":
-            cmd = [ada, "record", "--out", out_dir, "--"] + argv
-        elif variant == "ada-before":
-            cmd = [ada_before, "record", "--out", out_dir, "--"] + argv
-        elif variant == "ada --trigger crash":
-            cmd = [ada, "record", "--out", out_dir, "--trigger", "crash", "--"] + argv
-        else:  # uftrace
-            cmd = ["uftrace", "record", "-P", ".", "-d", os.path.join(out_dir, "u")] + argv
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
-        if p.returncode != 0:
-            sys.exit("%s exited %d: %s" % (" ".join(cmd), p.returncode, p.stderr[-400:]))
-        return [int(x) for x in p.stdout.split()]
-    finally:
-        shutil.rmtree(out_dir, ignore_errors=True)
+    out_dir = tempfile.mkdtemp(dir=work)  # removed with work by main()
+    if variant == "untraced":
+        cmd = argv
+    elif variant == "ada":
+        cmd = [ada, "record", "--out", out_dir, "--"] + argv
+    elif variant == "ada-before":
+        cmd = [ada_before, "record", "--out", out_dir, "--"] + argv
+    elif variant == "ada --trigger crash":
+        cmd = [ada, "record", "--out", out_dir, "--trigger", "crash", "--"] + argv
+    else:  # uftrace
+        cmd = ["uftrace", "record", "-P", ".", "-d", os.path.join(out_dir, "u")] + argv
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    if p.returncode != 0:
+        sys.exit("%s exited %d: %s" % (" ".join(cmd), p.returncode, p.stderr[-400:]))
+    return [int(x) for x in p.stdout.split()]
 
 
 def ms(ns):
@@ -81,6 +79,12 @@ def main():
         variants.append("uftrace")
     else:
         print("uftrace: not installed (or %s not built): not measured" % pfe)
+    # Every run's session stays until the end: on an ext4 without a journal
+    # each inode deleted in the last 1-6 minutes slows every new one
+    # (provenance.session_fs), so removing a run's session would slow the
+    # next runs' thread and process starts by the benchmark's own doing.
+    a.work = tempfile.mkdtemp(prefix="ada-bench-", dir=a.work)
+    atexit.register(shutil.rmtree, a.work, True)  # also when a run fails
     fs = session_fs(a.work)
     samples = {(v, m): [] for v in variants for m in ("start", "serve")}
     firsts = {(v, m): [] for v in variants for m in ("start", "serve")}
@@ -93,7 +97,7 @@ def main():
                 samples[(v, mode)].extend(s[1:])
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
-    shutil.rmtree(fs['probe_dir'], ignore_errors=True)
+    shutil.rmtree(a.work, ignore_errors=True)
     print(session_fs_line(fs))
     print("load average after the run: %s; %d rounds x %d threads, interleaved" % (
         load, a.rounds, a.threads))
