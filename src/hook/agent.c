@@ -385,7 +385,7 @@ static int agent_fill_json(FILE *f, const void *arg)
 /* pid_<pid> under the session sfd, opened (and made, 0700, when the drain
  * has not yet) without following a link. The module files go there too
  * (module_<ID>.syms and .body): no directory of their own, whose inode
- * each process paid (docs/internals.md, "Process directories"). */
+ * each process paid (docs/internals.md, "Session layout"). */
 static int agent_open_dirs_at(int sfd, int *pid_fd)
 {
 	char name[32];
